@@ -1,0 +1,41 @@
+package hotlimit
+
+import (
+	"math"
+	"time"
+)
+
+// Never is the RetryAfter of a request that no amount of waiting lets pass:
+// more than Limit at once, or a negative count.
+const Never = time.Duration(math.MaxInt64)
+
+// Decision is the outcome of [Limiter.Take], and what a caller needs to answer
+// its own client (for example with HTTP 429 and Retry-After).
+type Decision struct {
+	// Allowed reports whether the request passed; when it did, it was counted.
+	Allowed bool
+	// Limit is the policy's limit: requests per window.
+	Limit int
+	// Remaining is how many single requests would still pass right now, after
+	// this one.
+	Remaining int
+	// RetryAfter is zero when allowed. When denied, the same request made
+	// RetryAfter later passes if nothing else is taken meanwhile; Never when it
+	// can never pass.
+	RetryAfter time.Duration
+	// ResetAfter is how long until the key is back to its full quota if
+	// nothing else is taken meanwhile; zero when it already is.
+	ResetAfter time.Duration
+}
+
+// Limiter decides whether requests from a key may pass. Implementations are
+// safe for concurrent use, and make each decision without locks.
+type Limiter interface {
+	// Allow reports whether one request from key passes, and counts it if so.
+	// It is Take(key, 1).Allowed on the fastest path.
+	Allow(key string) bool
+	// Take asks for n requests from key at once: all pass or none does. n == 0
+	// reports the key's state without changing it; n greater than the limit
+	// never passes (RetryAfter is Never); n < 0 is denied with RetryAfter Never.
+	Take(key string, n int) Decision
+}

@@ -1,0 +1,8 @@
+module github.com/hotlimit/hotlimit
+
+go 1.26
+
+require (
+	github.com/puzpuzpuz/xsync/v3 v3.5.1 // indirect
+	github.com/stretchr/testify v1.12.1 // indirect
+)

@@ -1,0 +1,64 @@
+package hotlimit
+
+import "time"
+
+// Clock reads the time in nanoseconds from any fixed origin. A production
+// clock never decreases; a limiter given a clock that does treats the step back
+// as no time passing.
+type Clock func() int64
+
+// processStart anchors the default clock; time.Since reads the monotonic clock,
+// so wall-clock steps (NTP, a changed date) never move it.
+var processStart = time.Now()
+
+// Monotonic is the default [Clock]: nanoseconds of the process's monotonic
+// clock since the package was initialised.
+func Monotonic() int64 {
+	return int64(time.Since(processStart))
+}
+
+// Options holds what every limiter constructor accepts. Build it with
+// [NewOptions]; set it through [Option] values.
+type Options struct {
+	// Clock is the time source; never nil after NewOptions.
+	Clock Clock
+	// AutoSweep, when positive, makes a limiter sweep itself on the goroutine
+	// of an insertion that brings it to AutoSweep keys or more; see
+	// [WithAutoSweep].
+	AutoSweep int
+}
+
+// Option configures a limiter; every constructor accepts any number of them.
+type Option func(*Options)
+
+// WithClock makes the limiter read time from c. A nil c keeps the default,
+// [Monotonic]. Tests pass a fake clock to make every decision deterministic.
+func WithClock(c Clock) Option {
+	return func(o *Options) {
+		if c != nil {
+			o.Clock = c
+		}
+	}
+}
+
+// WithAutoSweep makes a limiter evict idle keys by itself, without a goroutine:
+// when an insertion brings it to at least minKeys keys, the inserting call
+// sweeps (see the limiters' Sweep) and the next sweep waits until the key count
+// has doubled from what survived, or reaches minKeys, whichever is more. The
+// cost of sweeping is amortised over the insertions, like a hash table's
+// growth: O(1) per insertion, paid in one call. minKeys <= 0 turns it off, the
+// default.
+func WithAutoSweep(minKeys int) Option {
+	return func(o *Options) { o.AutoSweep = max(minKeys, 0) }
+}
+
+// NewOptions applies opts over the defaults.
+func NewOptions(opts ...Option) Options {
+	o := Options{Clock: Monotonic}
+	for _, opt := range opts {
+		if opt != nil {
+			opt(&o)
+		}
+	}
+	return o
+}
