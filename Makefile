@@ -1,0 +1,31 @@
+# make test  — every check: vet, formatting, the race-enabled test suite, a
+#              benchmark smoke run, 32-bit builds and the bench module's tests.
+# make bench — the comparison against other Go limiters (see README).
+
+GO ?= go
+PKGS := ./...
+
+.PHONY: test vet fmt race smoke test386 bench
+
+test: vet fmt race smoke test386
+
+vet:
+	$(GO) vet $(PKGS)
+
+fmt:
+	@out=$$(gofmt -l $$(git ls-files '*.go' 2>/dev/null || find . -name '*.go')); \
+	if [ -n "$$out" ]; then echo "gofmt would change:"; echo "$$out"; exit 1; fi
+
+race:
+	$(GO) test -race -count=1 $(PKGS)
+
+smoke:
+	$(GO) test -run '^$$' -bench . -benchtime 1x $(PKGS)
+
+# 64-bit atomics on a 32-bit target: vet everything, run the pure packages.
+test386:
+	GOARCH=386 $(GO) vet $(PKGS)
+	GOARCH=386 $(GO) test -count=1 ./internal/...
+
+bench:
+	$(GO) test -run '^$$' -bench . -benchmem -count 5 ./tokenbucket/ ./fixedwindow/ ./slidinglog/ ./service/

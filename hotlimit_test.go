@@ -1,0 +1,120 @@
+package hotlimit_test
+
+import (
+	"errors"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/hotlimit/hotlimit"
+)
+
+func TestValidateNamesTheField(t *testing.T) {
+	ok := hotlimit.Config{Algorithm: hotlimit.TokenBucket, Limit: 1, Window: time.Nanosecond}
+	require.NoError(t, ok.Validate())
+	for i, tc := range []struct {
+		c     hotlimit.Config
+		field string
+	}{
+		{hotlimit.Config{Limit: 1, Window: time.Second}, "Config.Algorithm"},
+		{hotlimit.Config{Algorithm: 200, Limit: 1, Window: time.Second}, "Config.Algorithm"},
+		{hotlimit.Config{Algorithm: hotlimit.FixedWindow, Limit: 0, Window: time.Second}, "Config.Limit"},
+		{hotlimit.Config{Algorithm: hotlimit.FixedWindow, Limit: -1, Window: time.Second}, "Config.Limit"},
+		{hotlimit.Config{Algorithm: hotlimit.SlidingLog, Limit: 1}, "Config.Window"},
+		{hotlimit.Config{Algorithm: hotlimit.SlidingLog, Limit: 1, Window: -1}, "Config.Window"},
+	} {
+		err := tc.c.Validate()
+		require.Error(t, err, "case %d", i)
+		assert.True(t, errors.Is(err, hotlimit.ErrInvalidConfig), "case %d", i)
+		assert.Contains(t, err.Error(), tc.field, "case %d", i)
+	}
+}
+
+func TestAlgorithmString(t *testing.T) {
+	assert.Equal(t, "TokenBucket", hotlimit.TokenBucket.String())
+	assert.Equal(t, "FixedWindow", hotlimit.FixedWindow.String())
+	assert.Equal(t, "SlidingLog", hotlimit.SlidingLog.String())
+	assert.Equal(t, "Algorithm(0)", hotlimit.Algorithm(0).String())
+	assert.Equal(t, "TokenBucket 5/1s", hotlimit.Config{Algorithm: hotlimit.TokenBucket, Limit: 5, Window: time.Second}.String())
+}
+
+func TestOptions(t *testing.T) {
+	o := hotlimit.NewOptions()
+	require.NotNil(t, o.Clock)
+	assert.Zero(t, o.AutoSweep)
+	fake := func() int64 { return 42 }
+	o = hotlimit.NewOptions(hotlimit.WithClock(fake), hotlimit.WithClock(nil), nil, hotlimit.WithAutoSweep(-3))
+	assert.EqualValues(t, 42, o.Clock())
+	assert.Zero(t, o.AutoSweep)
+	assert.Equal(t, 10, hotlimit.NewOptions(hotlimit.WithAutoSweep(10)).AutoSweep)
+}
+
+func TestMonotonicNeverDecreases(t *testing.T) {
+	prev := hotlimit.Monotonic()
+	for range 10000 {
+		now := hotlimit.Monotonic()
+		require.GreaterOrEqual(t, now, prev)
+		prev = now
+	}
+}
+
+func TestCoarseClock(t *testing.T) {
+	c := hotlimit.NewCoarseClock(time.Millisecond)
+	assert.Equal(t, time.Millisecond, c.Resolution())
+	assert.Equal(t, 50*time.Microsecond, hotlimit.NewCoarseClock(0).Resolution())
+
+	// Stopped: reads the monotonic clock.
+	before := hotlimit.Monotonic()
+	assert.GreaterOrEqual(t, c.Now(), before)
+
+	c.Start()
+	c.Start() // no-op
+	first := c.Now()
+	assert.Equal(t, first, c.Now(), "a running coarse clock only moves on its ticks")
+	require.Eventually(t, func() bool { return c.Now() > first }, time.Second, time.Millisecond)
+
+	// Never decreases, read from several goroutines while it ticks.
+	var wg sync.WaitGroup
+	for range 4 {
+		wg.Go(func() {
+			prev := c.Now()
+			for range 20000 {
+				now := c.Now()
+				assert.GreaterOrEqual(t, now, prev)
+				prev = now
+			}
+		})
+	}
+	wg.Wait()
+	// It lags the monotonic clock by about its resolution at most.
+	lag := time.Duration(hotlimit.Monotonic() - c.Now())
+	assert.GreaterOrEqual(t, lag, time.Duration(0))
+	assert.Less(t, lag, 200*time.Millisecond, "scheduling may delay a tick, not stop it")
+
+	c.Stop()
+	c.Stop() // no-op
+	last := hotlimit.Monotonic()
+	assert.GreaterOrEqual(t, c.Now(), last, "a stopped clock reads the monotonic clock")
+	c.Start()
+	defer c.Stop()
+	assert.GreaterOrEqual(t, c.Now(), last, "restarting never goes back")
+}
+
+func BenchmarkClock(b *testing.B) {
+	b.Run("clock=monotonic", func(b *testing.B) {
+		for b.Loop() {
+			hotlimit.Monotonic()
+		}
+	})
+	b.Run("clock=coarse", func(b *testing.B) {
+		c := hotlimit.NewCoarseClock(time.Millisecond)
+		c.Start()
+		defer c.Stop()
+		for b.Loop() {
+			c.Now()
+		}
+	})
+}
