@@ -20,8 +20,10 @@ import "math/bits"
 //
 // Wrap-around: a forward distance u(now) − last below 2^(T−1) is read as
 // elapsed time, one at or above it as a clock that stepped back (no refill).
-// So a stored word must be read again, or evicted, within 2^(T−1) units of
-// time; [Bucket.Range] gives that span in nanoseconds.
+// So a stored word that is not full must be read again, or evicted, within
+// 2^(T−1) units of time; [Bucket.Range] gives that span in nanoseconds. A
+// full word's timestamp is never read: Refill of a full word returns Cap and
+// now, so a fresh word, Pack(Cap, 0), stays valid forever.
 
 // BucketDead is the tombstone of a token bucket word: no live word equals it,
 // since its token field, all ones, is above every capacity.
@@ -95,9 +97,14 @@ func (b Bucket) Units(t uint64) (u, rem uint64) {
 // Refill returns the tokens and timestamp of a word read at now (in units),
 // refilled: tokens grow by the units elapsed since last, up to Cap. A now
 // behind last (a clock that stepped back, seen as a forward distance of
-// 2^(T−1) or more) refills nothing and keeps last.
+// 2^(T−1) or more) refills nothing and keeps last. A full word (tokens ≥ Cap)
+// returns Cap and now whatever its timestamp: nothing is missing, so the time
+// it was last refilled carries nothing.
 func (b Bucket) Refill(tokens, last, now uint64) (uint64, uint64) {
 	mask := uint64(1)<<b.TickBits - 1
+	if tokens >= b.Cap {
+		return b.Cap, now & mask
+	}
 	elapsed := (now - last) & mask
 	if elapsed >= 1<<(b.TickBits-1) {
 		return tokens, last
