@@ -1,0 +1,109 @@
+// Package tokenbucket is a lock-free keyed token bucket rate limiter: each
+// key holds up to Limit tokens, refilled continuously at Limit per Window,
+// and a request takes one.
+//
+// # Model
+//
+// A new key starts full, with Limit tokens. On each request at time t the
+// bucket is refilled lazily, tokens = min(Limit, tokens + (t − last)·Limit/
+// Window), and the request passes when tokens ≥ 1, taking one; Take(key, n)
+// passes when tokens ≥ n and takes n, all or nothing. So a key may burst
+// Limit requests at once, then passes one every Window/Limit. With 5 per
+// second, 5 requests pass at once, and 400 ms after the bucket emptied exactly
+// 2 more pass.
+//
+// Time is the limiter's: nanoseconds since New read the clock (its epoch); a
+// reading before the epoch counts as the epoch. A clock that goes back refills
+// nothing, and the bucket keeps the later time: it refills again only once the
+// clock passes it. A denied request changes nothing, so with a clock that
+// goes back, a bucket refills from the time of its latest admitted request.
+//
+// # Arithmetic
+//
+// Tokens are fixed point: a unit is 2^−F token, F chosen per limiter (see
+// the table below). Refill is counted on a grid fixed at the epoch: u(t) =
+// ⌊t·Limit·2^F/Window⌋ units have been refilled from the epoch to t, and a
+// refill from last to now adds exactly u(now) − u(last). Refills telescope:
+// however many requests split an interval, together they add exactly what one
+// request at its end would, so there is no drift. Where the exact model lands
+// on a whole token, u does too.
+//
+// Compared with the exact model (rational tokens, same history), the
+// bucket's token count is within one unit of the model's. A request the model
+// admits is admitted. A request the model denies is denied unless the model's
+// tokens fall short by less than one unit, which can happen only when a clock
+// reading is not a whole number of units; then it may pass. Over a long run,
+// the requests passed are those of the exact model ±1, and never more than
+// Limit + rate·(time since the epoch).
+//
+// # Decisions
+//
+// Take returns, for the bucket refilled to the time of the call:
+//
+//   - Remaining: whole tokens left after the call.
+//   - RetryAfter: 0 when allowed; when denied with 0 < n ≤ Limit, the least
+//     duration after which the same Take(key, n) passes if nothing else is
+//     taken meanwhile, to the nanosecond: RetryAfter − 1 ns later it is still
+//     denied. Never for n > Limit or n < 0.
+//   - ResetAfter: the least duration after which the bucket is full again,
+//     as a new key's is; 0 when it is full.
+//
+// Take(key, 0), Take(key, n > Limit) and Take(key, n < 0) only report: they
+// never insert a key nor change one.
+//
+// # State and ranges
+//
+// Each key holds one 64-bit word, changed only by compare-and-swap (the layout
+// is in internal/packed, bucket.go):
+//
+//	| tokens, in units (64−T bits) | u(last refill) mod 2^T (T bits) |
+//
+// Limit lies in [1, 1048576] and Window in [1ms, 24h]. New chooses F, the
+// fraction bits, as the largest in [0, 32] whose timestamp field keeps at
+// least 30 days and 4 windows unambiguous (its Range: 2^(T−1) units of refill
+// time); failing that, F = 0 if it keeps at least an hour and 4 windows. Every
+// combination of an accepted Limit and Window has such a layout: the fastest
+// rate, 1048576 per 1 ms, keeps 69 minutes at F = 0. (Beyond that, New would
+// say which window the limit needs.) Some layouts:
+//
+//	Limit    Window   F   unit (token)   Range
+//	1        24h      28  2^−28          64 days
+//	1        1s       20  2^−20          48.5 days
+//	5        1s       18  2^−18          38.8 days
+//	3        7ms      15  2^−15          58 days
+//	100      1m       16  2^−16          116.5 days
+//	1000     1ms      5   2^−5           101.8 days
+//	65536    1s       4   2^−4           48.5 days
+//	65536    1ms      0   1              12.4 days
+//	1048576  24h      8   2^−8           64 days
+//	1048576  1s       0   1              48.5 days
+//	1048576  1ms      0   1              69.9 minutes
+//
+// Wrap-around: timestamps are kept modulo 2^T, and a distance read from a
+// stored timestamp is unambiguous only below Range. The limiter guarantees
+// that no word is ever read across more than that: a key idle for a window is
+// full, a full key equals a fresh one, and the limiter sweeps such keys
+// away before their timestamps could wrap: every Range/4 in the background,
+// started by the first request that notices, and before reading any word
+// when the clock jumps by about 3/4 of Range or more at once (the process
+// was suspended, or a test moved its clock). This holds for any clock that never
+// reads more than Range/4 (15 minutes or more) earlier than a reading already
+// made; the argument is in guard.go. The limiter's time stops about 146 years
+// after its epoch.
+//
+// Memory: a key costs its map entry in an xsync.MapOf, the key's bytes and an
+// 8-byte cell, about 100 bytes in all for short keys.
+//
+// # Eviction
+//
+// Sweep evicts every key whose bucket is full at the clock's current time: a
+// new key starts full, so with a clock that never goes back, evicting it
+// changes no decision. (A clock that later steps back behind the sweep finds
+// the key fresh, where the kept key would have refilled from its last
+// request.) Sweep swaps a tombstone into a full key's word by
+// compare-and-swap, so it never races a concurrent request into a lost or
+// duplicated admission. WithAutoSweep makes insertions sweep by themselves.
+//
+// A Limiter is safe for concurrent use by any number of goroutines; Allow and
+// Take on an existing key take no lock and allocate nothing.
+package tokenbucket

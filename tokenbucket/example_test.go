@@ -1,0 +1,48 @@
+package tokenbucket_test
+
+import (
+	"fmt"
+	"sync/atomic"
+	"time"
+
+	"github.com/hotlimit/hotlimit"
+	"github.com/hotlimit/hotlimit/tokenbucket"
+)
+
+// Five requests per second: a burst of five passes at once, then the bucket
+// refills one token every 200 ms; 400 ms after it emptied, exactly two pass.
+func ExampleLimiter() {
+	var now atomic.Int64 // nanoseconds; the example moves time by hand
+	lim, err := tokenbucket.New(5, time.Second, hotlimit.WithClock(now.Load))
+	if err != nil {
+		panic(err)
+	}
+	fmt.Println(lim.Allow("k"), lim.Allow("k"), lim.Allow("k"), lim.Allow("k"), lim.Allow("k"), lim.Allow("k"))
+	now.Add(int64(400 * time.Millisecond))
+	fmt.Println(lim.Allow("k"), lim.Allow("k"), lim.Allow("k"))
+	// Output:
+	// true true true true true false
+	// true true false
+}
+
+// A denied Take says when the same request passes, to the nanosecond.
+func ExampleLimiter_Take() {
+	var now atomic.Int64
+	lim, err := tokenbucket.New(10, time.Minute, hotlimit.WithClock(now.Load))
+	if err != nil {
+		panic(err)
+	}
+	d := lim.Take("user-42", 8)
+	fmt.Printf("allowed=%t remaining=%d reset in %v\n", d.Allowed, d.Remaining, d.ResetAfter)
+	d = lim.Take("user-42", 4)
+	fmt.Printf("allowed=%t remaining=%d retry in %v\n", d.Allowed, d.Remaining, d.RetryAfter)
+	now.Add(int64(d.RetryAfter - 1))
+	fmt.Println(lim.Take("user-42", 4).Allowed)
+	now.Add(1)
+	fmt.Println(lim.Take("user-42", 4).Allowed)
+	// Output:
+	// allowed=true remaining=2 reset in 48s
+	// allowed=false remaining=2 retry in 12s
+	// false
+	// true
+}

@@ -1,0 +1,290 @@
+package tokenbucket
+
+import (
+	"fmt"
+	"math"
+	"sync/atomic"
+	"time"
+
+	"github.com/hotlimit/hotlimit"
+	"github.com/hotlimit/hotlimit/internal/keyed"
+	"github.com/hotlimit/hotlimit/internal/packed"
+)
+
+// The ranges New accepts.
+const (
+	// MaxLimit is the largest limit (and so the largest burst).
+	MaxLimit = 1 << 20
+	// MinWindow is the shortest window.
+	MinWindow = time.Millisecond
+	// MaxWindow is the longest window.
+	MaxWindow = 24 * time.Hour
+)
+
+const (
+	// preciseRange is the span of time a layout with fractional token bits
+	// must keep unambiguous; below it, New gives up the fraction (F = 0).
+	preciseRange = 30 * 24 * time.Hour
+	// minRange is the least span any accepted layout keeps unambiguous.
+	minRange = time.Hour
+	// maxTime caps the limiter's time, in nanoseconds since New: about 146
+	// years, after which the limiter's time stands still. It keeps every
+	// time and every sum of two times inside an int64.
+	maxTime = 1 << 62
+)
+
+// Limiter is a token bucket per key: each key holds up to limit tokens,
+// refilled continuously at limit per window; a request takes one token. Build
+// it with New; see the package documentation for the model, the state word
+// and its ranges. It is safe for concurrent use.
+type Limiter struct {
+	cells *keyed.Map[cell]
+	clock hotlimit.Clock
+	epoch int64         // clock() at New: time zero of the limiter
+	b     packed.Bucket // the layout of the state words
+	fresh uint64        // a new key's word: b.Pack(b.Cap, 0), full
+	unit  uint64        // one token in units: 2^F
+	limit int
+
+	// The wrap guard (guard.go). swept is the time, in nanoseconds since
+	// the epoch, at which the last sweep that ran to completion started; it
+	// only grows, and only by CompareAndSwap in sweep.
+	swept    atomic.Int64
+	sweeping atomic.Bool // an asynchronous sweep is running
+	soft     int64       // t − swept at which a caller starts a sweep in the background
+	hard     int64       // t − swept at which a caller sweeps before reading any word
+	back     int64       // swept − t beyond which a reading is raised: Range/4
+	window   int64       // nanoseconds
+}
+
+var _ hotlimit.Limiter = (*Limiter)(nil)
+
+// New returns a token bucket limiter: limit tokens per key, refilled at limit
+// per window. limit must lie in [1, MaxLimit] and window in [MinWindow,
+// MaxWindow]; otherwise New returns an error that names the field and its
+// range and wraps hotlimit.ErrInvalidConfig. The limiter reads its clock once
+// here: that reading is its epoch, and a later reading before it counts as
+// the epoch.
+func New(limit int, window time.Duration, opts ...hotlimit.Option) (*Limiter, error) {
+	if limit < 1 || limit > MaxLimit {
+		return nil, fmt.Errorf("tokenbucket: limit %d out of range [1, %d]: %w", limit, MaxLimit, hotlimit.ErrInvalidConfig)
+	}
+	if window < MinWindow || window > MaxWindow {
+		return nil, fmt.Errorf("tokenbucket: window %v out of range [%v, %v]: %w", window, MinWindow, MaxWindow, hotlimit.ErrInvalidConfig)
+	}
+	b, err := layoutFor(uint64(limit), uint64(window))
+	if err != nil {
+		return nil, err
+	}
+	o := hotlimit.NewOptions(opts...)
+	l := &Limiter{
+		clock:  o.Clock,
+		b:      b,
+		fresh:  b.Pack(b.Cap, 0),
+		unit:   1 << b.FracBits,
+		limit:  limit,
+		window: int64(window),
+	}
+	l.soft, l.hard, l.back = guardSpans(b.Range(), uint64(window), b.PerWindow)
+	l.epoch = l.clock()
+	l.cells = keyed.New(l.newCell, o.AutoSweep, l.Sweep)
+	return l, nil
+}
+
+// layoutFor chooses the layout for limit tokens per window nanoseconds: the
+// largest F in [0, packed.MaxFracBits] whose timestamp keeps at least 30 days
+// and 4 windows unambiguous; failing that F = 0, if it keeps at least an hour
+// and 4 windows; failing that an error. (Within New's ranges the last case
+// never happens: 1<<20 per 1 ms, the fastest rate, keeps 69 minutes.)
+func layoutFor(limit, window uint64) (packed.Bucket, error) {
+	for f := packed.MaxFracBits; f >= 0; f-- {
+		b := packed.NewBucket(limit, window, uint(f))
+		if r := b.Range(); r >= uint64(preciseRange) && r/4 >= window {
+			return b, nil
+		}
+	}
+	b := packed.NewBucket(limit, window, 0)
+	if r := b.Range(); r >= uint64(minRange) && r/4 >= window {
+		return b, nil
+	}
+	// Range is ⌊2^(T−1)·window/limit⌋ at F = 0, and T depends on limit only.
+	span := uint64(1) << (b.TickBits - 1)
+	minWindow := (uint64(minRange)*limit + span - 1) / span
+	return packed.Bucket{}, fmt.Errorf(
+		"tokenbucket: limit %d per window %v is out of range: a key's %d-bit timestamp spans only %v at that rate, "+
+			"and must span at least %v and 4 windows; for limit %d the window must be at least %v: %w",
+		limit, time.Duration(window), b.TickBits, time.Duration(b.Range()), minRange, limit,
+		time.Duration(minWindow), hotlimit.ErrInvalidConfig)
+}
+
+// Allow reports whether one request from key passes, and takes a token if
+// so. It is Take(key, 1).Allowed, without building the Decision.
+func (l *Limiter) Allow(key string) bool {
+	c := l.cells.Get(key)
+	t, gen, _ := l.read() // after Get: see cell
+	now, _ := l.b.Units(t)
+	// The CAS loop, argued in full on cell: the new word is a function of
+	// the word read and now only, so the CAS makes read, decide and write one
+	// step; a concurrent write fails it and the loop decides again. A
+	// denial writes nothing and takes effect at the Load. A tombstone sends
+	// the call to the key's fresh cell, and a new wrap-guard generation to a
+	// fresh clock reading; both re-read the clock.
+	for {
+		w := c.word.Load()
+		if w == packed.BucketDead || l.swept.Load() != gen {
+			if w == packed.BucketDead {
+				c = l.cells.Revive(key, c)
+			}
+			t, gen, _ = l.read()
+			now, _ = l.b.Units(t)
+			continue
+		}
+		tokens, last := l.b.Unpack(w)
+		tokens, last = l.b.Refill(tokens, last, now)
+		if tokens < l.unit {
+			return false
+		}
+		if c.word.CompareAndSwap(w, l.b.Pack(tokens-l.unit, last)) {
+			return true
+		}
+	}
+}
+
+// Take asks for n tokens from key at once: all are taken, or none is.
+// Take(key, 0) reports the key's state without changing it; n greater than
+// the limit or negative is denied with RetryAfter hotlimit.Never and changes
+// nothing. The package documentation defines the Decision's fields.
+func (l *Limiter) Take(key string, n int) hotlimit.Decision {
+	if n < 1 || n > l.limit {
+		return l.report(key, n)
+	}
+	c := l.cells.Get(key)
+	t, gen, lag := l.read() // after Get: see cell
+	now, rem := l.b.Units(t)
+	need := uint64(n) << l.b.FracBits
+	// The CAS loop of Allow, for n tokens at once; argued on cell.
+	for {
+		w := c.word.Load()
+		if w == packed.BucketDead || l.swept.Load() != gen {
+			if w == packed.BucketDead {
+				c = l.cells.Revive(key, c)
+			}
+			t, gen, lag = l.read()
+			now, rem = l.b.Units(t)
+			continue
+		}
+		tokens, last := l.b.Unpack(w)
+		tokens, last = l.b.Refill(tokens, last, now)
+		if tokens < need {
+			d := l.decision(tokens, last, now, rem, lag)
+			d.RetryAfter = l.wait(need-tokens, last, now, rem, lag)
+			return d
+		}
+		if c.word.CompareAndSwap(w, l.b.Pack(tokens-need, last)) {
+			d := l.decision(tokens-need, last, now, rem, lag)
+			d.Allowed = true
+			return d
+		}
+	}
+}
+
+// report is Take for n == 0, n > limit and n < 0: it reads key's state and
+// changes nothing, not even inserting key. A missing key reports as fresh.
+func (l *Limiter) report(key string, n int) hotlimit.Decision {
+	t, gen, lag := l.read()
+	now, rem := l.b.Units(t)
+	var w uint64
+	for {
+		c, ok := l.cells.Peek(key)
+		if !ok {
+			w = l.fresh
+			break
+		}
+		w = c.word.Load()
+		if l.swept.Load() != gen {
+			t, gen, lag = l.read()
+			now, rem = l.b.Units(t)
+			continue
+		}
+		if w != packed.BucketDead {
+			break
+		}
+		// Evicted: look again, for the key's new cell or its absence.
+	}
+	tokens, last := l.b.Unpack(w)
+	tokens, last = l.b.Refill(tokens, last, now)
+	d := l.decision(tokens, last, now, rem, lag)
+	if n == 0 {
+		d.Allowed = true
+	} else {
+		d.RetryAfter = hotlimit.Never
+	}
+	return d
+}
+
+// Len returns the number of keys held.
+func (l *Limiter) Len() int {
+	return l.cells.Len()
+}
+
+// Sweep evicts every key whose bucket is full at the clock's current time,
+// and returns how many it evicted: a full bucket is what a new key gets, so
+// with a clock that never goes back, evicting it changes no decision. A key
+// idle for a window is full. Sweep is safe to run concurrently with anything,
+// Sweep included.
+func (l *Limiter) Sweep() int {
+	t, _ := l.time()
+	return l.sweep(t)
+}
+
+// read returns the limiter's time t (see time), how far the clock is behind
+// the epoch (zero unless the clock reads before it), and the wrap-guard
+// generation gen under which the caller may read words; see guard.
+func (l *Limiter) read() (t uint64, gen int64, lag uint64) {
+	t, lag = l.time()
+	gen = l.swept.Load()
+	if d := int64(t) - gen; d >= l.soft || d < -l.back {
+		var g uint64
+		if g, gen = l.guard(t, gen); g != t {
+			t, lag = g, 0
+		}
+	}
+	return t, gen, lag
+}
+
+// time reads the clock: t is the nanoseconds since the epoch, clamped to
+// [0, maxTime]; lag is how far a clock reading before the epoch is behind it.
+func (l *Limiter) time() (t, lag uint64) {
+	now := l.clock()
+	if now < l.epoch {
+		return 0, uint64(l.epoch) - uint64(now)
+	}
+	return min(uint64(now)-uint64(l.epoch), maxTime), 0
+}
+
+// decision reports a bucket refilled to tokens (units) at now (units), whose
+// stored timestamp is last, when the clock is rem into its unit and lag
+// behind the epoch. Allowed and RetryAfter are left for the caller.
+func (l *Limiter) decision(tokens, last, now, rem, lag uint64) hotlimit.Decision {
+	d := hotlimit.Decision{Limit: l.limit, Remaining: int(tokens >> l.b.FracBits)}
+	if tokens < l.b.Cap {
+		d.ResetAfter = l.wait(l.b.Cap-tokens, last, now, rem, lag)
+	}
+	return d
+}
+
+// wait returns the exact time until a bucket refilled to some tokens at now
+// holds need units more, with nothing taken meanwhile: the least d such that
+// the same call d nanoseconds later sees them. A bucket whose timestamp last
+// is ahead of now (the clock stepped back) refills nothing until the clock
+// reaches last again, and a clock behind the epoch first reaches the epoch.
+// need is at most Cap and last − now less than 2^(T−1), so the wait is at most
+// a window plus Range plus lag; past math.MaxInt64 it saturates at Never.
+func (l *Limiter) wait(need, last, now, rem, lag uint64) time.Duration {
+	ahead := (last - now) & (1<<l.b.TickBits - 1) // 0 unless Refill kept a later last
+	d := l.b.Wait(ahead+need, rem)
+	if d > math.MaxInt64-lag {
+		return hotlimit.Never
+	}
+	return time.Duration(d + lag)
+}

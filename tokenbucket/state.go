@@ -1,0 +1,92 @@
+package tokenbucket
+
+import (
+	"sync/atomic"
+
+	"github.com/hotlimit/hotlimit/internal/packed"
+)
+
+// cell is one key's state, a single word laid out by internal/packed
+// (bucket.go), with F and T chosen per limiter (see layoutFor):
+//
+//	| tokens, in units of 2^−F token (64−T bits) | u(last refill) mod 2^T (T bits) |
+//	| bits 63..T                                 | bits T−1..0                     |
+//
+// u(t) = ⌊t·limit·2^F / window⌋ counts the units refilled from the epoch to t
+// (nanoseconds since the epoch). The token field holds [0, Cap], Cap =
+// limit·2^F; the timestamp is the u of the latest admitted request's clock
+// reading, modulo 2^T. A new key's word is Pack(Cap, 0): full, and a full
+// word's timestamp is never read. packed.BucketDead, all ones, is the
+// tombstone Sweep swaps in; no live word equals it (its token field exceeds
+// Cap).
+//
+// Writers: the word is only ever written by compare-and-swap, by Allow and
+// Take (admissions) and by kill (the tombstone); nobody stores to it after
+// newCell. A denial writes nothing.
+//
+// The CAS loop of Allow and Take keeps this invariant: a key's live word is
+// its bucket after the admissions whose CAS succeeded, each applied once, in
+// CAS order, by the model's rule on the units grid: refilled by exactly
+// u(now) − u(last) units up to Cap, then lowered by the n tokens taken; its
+// tokens stay in [0, Cap] and its timestamp is the latest admitted clock
+// reading.
+//
+//   - Concurrent writers. The new word is a function of the old word's value and
+//     the caller's now only. The CAS succeeds only if the word still holds the
+//     value the caller read, so reading, refilling, deciding and writing take
+//     effect as one step at the CAS; if another caller wrote in between, the
+//     CAS fails and the loop decides again from the new value. (The value
+//     reappearing in between, ABA, is harmless for the same reason: the
+//     decision depends on the value, not on its history.) Tokens are only
+//     lowered to tokens − n ≥ 0 after a refill capped at Cap, so they stay in
+//     [0, Cap]. A denial writes nothing: it takes effect at its Load, where the
+//     state it judged was the word's.
+//   - Order of clock readings. Callers whose CAS land in an order other than
+//     their clock readings' cannot create tokens: refills telescope (units
+//     from last to now are added exactly once, since each write moves last to
+//     the now it refilled to), and a caller whose now is behind the stored last
+//     refills nothing and keeps the later last.
+//   - Sweep. kill swaps the tombstone in by CAS from a word it found full at
+//     the sweep's time s. If an admission's CAS lands first, kill's fails and
+//     the key stays. If kill's lands first, the admission's fails (it expects a
+//     live word), the caller reads the tombstone, takes the key's fresh cell
+//     from Revive, reads the clock again and decides again. So no admission is
+//     recorded in a dead cell (none is lost) and a dead cell never comes back
+//     to life (none is counted twice). The fresh cell is full, which is what
+//     the killed one held at s and at every later time; and every caller of the
+//     fresh cell read the clock after the kill (after Revive, or after Get
+//     returned the new cell), so at s or later.
+//   - Wrap-around. A word is read only under a wrap-guard generation that
+//     keeps its timestamp within Range of the reader's now; a caller that sees
+//     the generation change after its Load reads the clock again (guard.go).
+//   - Progress. A CAS fails only because another caller's CAS or a kill
+//     succeeded, and a generation changes only when a sweep completed, so every
+//     retry follows someone's progress: nobody waits for anybody.
+type cell struct {
+	word atomic.Uint64
+}
+
+// newCell returns a fresh cell: a full bucket.
+func (l *Limiter) newCell() *cell {
+	c := new(cell)
+	c.word.Store(l.fresh)
+	return c
+}
+
+// kill tombstones c by CAS when its bucket is full at s (units), or when
+// allFull says every live word is full at the sweep's time (guard.go). It
+// reports whether it tombstoned c. The CAS fails, and c is kept, if any write
+// landed since the Load: an admission made the bucket not full, and a kill is
+// only ever decided on the word it replaces.
+func (l *Limiter) kill(c *cell, w, s uint64, allFull bool) bool {
+	if w == packed.BucketDead {
+		return false // already killed by a concurrent Sweep, which deletes it
+	}
+	if !allFull {
+		tokens, last := l.b.Unpack(w)
+		if tokens, _ = l.b.Refill(tokens, last, s); tokens < l.b.Cap {
+			return false
+		}
+	}
+	return c.word.CompareAndSwap(w, packed.BucketDead)
+}

@@ -1,0 +1,123 @@
+package tokenbucket
+
+import (
+	"errors"
+	"math/rand/v2"
+	"testing"
+	"time"
+	"unsafe"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/hotlimit/hotlimit"
+	"github.com/hotlimit/hotlimit/internal/packed"
+)
+
+const day = 24 * time.Hour
+
+// TestLayoutChoice pins the layouts the package documentation lists.
+func TestLayoutChoice(t *testing.T) {
+	for i, tc := range []struct {
+		limit     int
+		window    time.Duration
+		fracBits  uint
+		rangeDays float64
+	}{
+		{1, day, 28, 64},
+		{1, time.Second, 20, 48.5},
+		{5, time.Second, 18, 38.8},
+		{3, 7 * time.Millisecond, 15, 58},
+		{100, time.Minute, 16, 116.5},
+		{1000, time.Millisecond, 5, 101.8},
+		{1 << 16, time.Second, 4, 48.5},
+		{1 << 16, time.Millisecond, 0, 12.4},
+		{1 << 20, day, 8, 64},
+		{1 << 20, time.Second, 0, 48.5},
+		{1 << 20, time.Millisecond, 0, float64(69*time.Minute+54*time.Second) / float64(day)},
+	} {
+		lim, err := New(tc.limit, tc.window)
+		require.NoError(t, err, "case %d", i)
+		assert.Equal(t, tc.fracBits, lim.b.FracBits, "case %d", i)
+		assert.InDelta(t, tc.rangeDays, float64(lim.b.Range())/float64(day), 0.05, "case %d", i)
+	}
+}
+
+// TestLayoutRules checks the rule New follows, over the corners and random
+// points of its ranges: F is the largest whose Range keeps 30 days and 4
+// windows, or 0 with at least an hour and 4 windows; and the wrap guard's
+// spans fit the argument in guard.go.
+func TestLayoutRules(t *testing.T) {
+	r := rand.New(rand.NewPCG(3, 4))
+	check := func(limit int, window time.Duration) {
+		lim, err := New(limit, window)
+		require.NoError(t, err, "%d per %v", limit, window)
+		b := lim.b
+		rng := time.Duration(b.Range())
+		assert.GreaterOrEqual(t, rng, 4*window, "%d per %v", limit, window)
+		if b.FracBits > 0 {
+			assert.GreaterOrEqual(t, rng, preciseRange, "%d per %v", limit, window)
+		} else {
+			assert.GreaterOrEqual(t, rng, minRange, "%d per %v", limit, window)
+		}
+		if b.FracBits < packed.MaxFracBits {
+			finer := packed.NewBucket(uint64(limit), uint64(window), b.FracBits+1)
+			r := time.Duration(finer.Range())
+			assert.False(t, r >= preciseRange && r >= 4*window, "%d per %v: F+1 fits too", limit, window)
+		}
+		unit := int64((b.Window + b.PerWindow - 1) / b.PerWindow)
+		assert.Positive(t, lim.soft, "%d per %v", limit, window)
+		assert.Less(t, lim.soft, lim.hard, "%d per %v", limit, window)
+		assert.Equal(t, int64(rng)/4, lim.back)
+		// Readers: |t − τ| < hard + back; sweeps: s − τ < hard + window + back.
+		assert.LessOrEqual(t, lim.hard+int64(window)+lim.back+unit, int64(rng), "%d per %v", limit, window)
+		assert.GreaterOrEqual(t, lim.back, int64(window))
+	}
+	for _, limit := range []int{1, 2, 3, 5, 7, 100, 1000, 1<<16 - 1, 1 << 16, 1<<20 - 1, 1 << 20} {
+		for _, window := range []time.Duration{MinWindow, 7 * time.Millisecond, time.Second, time.Minute, time.Hour, MaxWindow} {
+			check(limit, window)
+		}
+	}
+	for range 2000 {
+		check(1+r.IntN(MaxLimit), MinWindow+time.Duration(r.Int64N(int64(MaxWindow-MinWindow)+1)))
+	}
+}
+
+// TestLayoutOutOfRange: no accepted limit and window reach it, so the rule
+// is checked on its own, with a window below MinWindow.
+func TestLayoutOutOfRange(t *testing.T) {
+	_, err := layoutFor(1<<20, uint64(time.Microsecond))
+	require.Error(t, err)
+	assert.True(t, errors.Is(err, hotlimit.ErrInvalidConfig))
+	assert.Contains(t, err.Error(), "tokenbucket: limit 1048576 per window 1µs is out of range: "+
+		"a key's 43-bit timestamp spans only 4.194304s at that rate, and must span at least 1h0m0s and 4 windows; "+
+		"for limit 1048576 the window must be at least 858.307µs")
+	// The window it names is the least that works.
+	_, err = layoutFor(1<<20, 858307)
+	assert.NoError(t, err)
+	_, err = layoutFor(1<<20, 858306)
+	assert.Error(t, err)
+}
+
+// TestCellSize pins the per-key state: one word, no padding.
+func TestCellSize(t *testing.T) {
+	assert.EqualValues(t, 8, unsafe.Sizeof(cell{}))
+}
+
+// TestFreshKeyLongAfterEpoch: a key created when u(t) has gone round its
+// 2^T modulus many times still starts full and refills from its first
+// request. (A fresh word's timestamp, 0, is never read.)
+func TestFreshKeyLongAfterEpoch(t *testing.T) {
+	tw := newTwin(t, 1<<20, time.Millisecond, 0, time.Millisecond)
+	tw.others = true
+	period := int64(1<<tw.lim.b.TickBits) * int64(tw.lim.b.Window) / int64(tw.lim.b.PerWindow)
+	require.Equal(t, int64(2*tw.lim.b.Range()), period, "2^T units of 1<<20/1ms are a whole number of nanoseconds")
+	for i, at := range []int64{period, 5*period + period/2, 7 * period} {
+		tw.now.Store(at)
+		key := string(rune('a' + i))
+		tw.take(key, 1<<20, false, false, "fresh")
+		tw.now.Add(int64(500 * time.Microsecond))
+		d := tw.take(key, 1<<19, false, false, "half refilled")
+		assert.True(t, d.Allowed, "step %d", i)
+	}
+}
