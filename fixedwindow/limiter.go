@@ -1,0 +1,147 @@
+package fixedwindow
+
+import (
+	"fmt"
+	"time"
+
+	"github.com/hotlimit/hotlimit"
+	"github.com/hotlimit/hotlimit/internal/keyed"
+	"github.com/hotlimit/hotlimit/internal/packed"
+)
+
+// The ranges New accepts.
+const (
+	// MaxLimit is the largest limit: the widest count a state word holds.
+	MaxLimit = packed.MaxWindowLimit
+	// MinWindow is the shortest window. Coupled with the 42-bit window index,
+	// it keeps 2^41 windows, about 70 years, of unambiguous wrap-around.
+	MinWindow = time.Millisecond
+	// MaxWindow is the longest window, 366 days.
+	MaxWindow = 366 * 24 * time.Hour
+)
+
+// Limiter admits at most a limit of requests per key in each window aligned
+// on its clock's origin; see the package documentation for the model. Build
+// it with New. It is safe for concurrent use.
+type Limiter struct {
+	cells  *keyed.Map[cell]
+	clock  hotlimit.Clock
+	limit  uint64
+	window uint64 // nanoseconds, in [MinWindow, MaxWindow]
+}
+
+var _ hotlimit.Limiter = (*Limiter)(nil)
+
+// New returns a limiter that admits limit requests per key in each window.
+// limit must lie in [1, MaxLimit] and window in [MinWindow, MaxWindow];
+// otherwise New returns an error that names the field and its range and wraps
+// hotlimit.ErrInvalidConfig.
+func New(limit int, window time.Duration, opts ...hotlimit.Option) (*Limiter, error) {
+	if limit < 1 || limit > MaxLimit {
+		return nil, fmt.Errorf("fixedwindow: limit %d out of range [1, %d]: %w", limit, MaxLimit, hotlimit.ErrInvalidConfig)
+	}
+	if window < MinWindow || window > MaxWindow {
+		return nil, fmt.Errorf("fixedwindow: window %v out of range [%v, %v]: %w", window, MinWindow, MaxWindow, hotlimit.ErrInvalidConfig)
+	}
+	o := hotlimit.NewOptions(opts...)
+	l := &Limiter{
+		clock:  o.Clock,
+		limit:  uint64(limit),
+		window: uint64(window),
+	}
+	l.cells = keyed.New(newCell, o.AutoSweep, l.Sweep)
+	return l, nil
+}
+
+// Allow reports whether one request from key passes, and counts it if so. It
+// is Take(key, 1).Allowed, without building the Decision.
+func (l *Limiter) Allow(key string) bool {
+	c := l.cells.Get(key)
+	cur, _ := l.index(l.clock()) // after Get: see cell
+	// CAS loop, argued in full on cell: a window's count only grows, by
+	// CAS from the value this call decided on, and never beyond limit; a
+	// concurrent write fails the CAS and the call decides again; a Sweep's
+	// tombstone sends it to the key's fresh cell, with the clock read again.
+	for {
+		w := c.word.Load()
+		if w == packed.WindowDead {
+			c = l.cells.Revive(key, c)
+			cur, _ = l.index(l.clock())
+			continue
+		}
+		index, count, _ := advance(w, cur)
+		if count >= l.limit {
+			return false // a denial writes nothing
+		}
+		if c.word.CompareAndSwap(w, packed.PackWindow(index, count+1)) {
+			return true
+		}
+	}
+}
+
+// Take asks for n requests from key at once: all pass and are counted, or
+// none is. Take(key, 0) reports the key's state without changing it; n greater
+// than the limit or negative is denied with RetryAfter hotlimit.Never and
+// changes nothing. The package documentation defines the Decision's fields.
+func (l *Limiter) Take(key string, n int) hotlimit.Decision {
+	if n < 1 || uint64(n) > l.limit {
+		return l.report(key, n)
+	}
+	c := l.cells.Get(key)
+	cur, rem := l.index(l.clock()) // after Get: see cell
+	need := uint64(n)
+	// The CAS loop of Allow, for n requests at once; argued on cell.
+	for {
+		w := c.word.Load()
+		if w == packed.WindowDead {
+			c = l.cells.Revive(key, c)
+			cur, rem = l.index(l.clock())
+			continue
+		}
+		index, count, behind := advance(w, cur)
+		if count+need > l.limit {
+			d := l.decision(count, behind, rem)
+			d.RetryAfter = d.ResetAfter // count > limit−n ≥ 0: the window's end
+			return d
+		}
+		if c.word.CompareAndSwap(w, packed.PackWindow(index, count+need)) {
+			d := l.decision(count+need, behind, rem)
+			d.Allowed = true
+			return d
+		}
+	}
+}
+
+// report is Take for n == 0, n > limit and n < 0: it reads key's state and
+// changes nothing, not even inserting key.
+func (l *Limiter) report(key string, n int) hotlimit.Decision {
+	cur, rem := l.index(l.clock())
+	w := fresh
+	if c, ok := l.cells.Peek(key); ok {
+		if w = c.word.Load(); w == packed.WindowDead {
+			w = fresh // evicted: its replacement, if any, is fresh
+		}
+	}
+	_, count, behind := advance(w, cur)
+	d := l.decision(count, behind, rem)
+	if n == 0 {
+		d.Allowed = true
+	} else {
+		d.RetryAfter = hotlimit.Never
+	}
+	return d
+}
+
+// Len returns the number of keys held.
+func (l *Limiter) Len() int {
+	return l.cells.Len()
+}
+
+// Sweep evicts every key whose count is zero or whose stored window ended
+// before the clock's current window, and returns how many it evicted. Such a
+// key's next request starts from zero, as a new key's does. Sweep is safe to
+// run concurrently with anything, Sweep included.
+func (l *Limiter) Sweep() int {
+	cur, _ := l.index(l.clock())
+	return l.cells.Sweep(func(c *cell) bool { return c.kill(cur) })
+}

@@ -1,0 +1,129 @@
+package fixedwindow
+
+import (
+	"math"
+	"math/bits"
+	"sync/atomic"
+	"time"
+
+	"github.com/hotlimit/hotlimit"
+	"github.com/hotlimit/hotlimit/internal/packed"
+)
+
+// cell is one key's state, a single word laid out by internal/packed
+// (window.go):
+//
+//	| window index mod 2^42 (42 bits) | count (22 bits) |
+//	| bits 63..22                     | bits 21..0      |
+//
+// The index is ⌊now/Window⌋ of the window the count belongs to; the count is
+// how many requests that window admitted, in [0, limit]. A count of zero is a
+// fresh key whatever the index, since nothing was counted: the zero value of
+// cell is fresh. packed.WindowDead, whose count is all ones, is the tombstone
+// Sweep swaps in; no live word equals it, as limit ≤ packed.MaxWindowLimit.
+//
+// Writers: the word is only ever written by compare-and-swap, by Allow and
+// Take (admissions) and by kill (the tombstone); nobody stores to it.
+//
+// The CAS loop of Allow and Take keeps this invariant: with a clock that never
+// decreases, the requests admitted for a key in window i, over all the cells
+// the key has had, number at most limit.
+//
+//   - Concurrent writers. The new word is a function of the old word's value and
+//     the caller's now only. The CAS succeeds only if the word still holds the
+//     value the caller read, so reading, deciding and writing take effect as one
+//     step at the CAS; if another caller wrote in between, the CAS fails and
+//     the loop decides again from the new value. (The value reappearing in
+//     between, ABA, is harmless for the same reason: the decision depends on
+//     the value, not on its history.) A count is only raised to count+n ≤
+//     limit, and a denial writes nothing.
+//   - Stale clocks. A caller whose now is older than the stored window (another
+//     caller moved the word on meanwhile, or the clock stepped back) sees the
+//     stored window as newer, and advance keeps it: the request counts against
+//     the newer window and never resets it. The index only moves forward.
+//   - Sweep. kill swaps the tombstone in by CAS from a word it judged idle:
+//     count zero, or a window that ended before the sweep read the clock. If
+//     an admission's CAS lands first, kill's fails and the key stays. If kill's
+//     lands first, the admission's fails (it expects a live word), the caller
+//     reads the tombstone, takes the key's fresh cell from Revive and decides
+//     again. So no admission is recorded in a dead cell (none is lost) and a
+//     dead cell never comes back to life (none is counted twice). The killed
+//     cell admitted nothing in the sweep's window or later, as its index only
+//     moves forward; a caller that revives reads the clock again, and every
+//     other caller of the fresh cell read the clock after taking the cell from
+//     the map, so after the sweep's clock read: the fresh cell only admits in
+//     the sweep's window or later. No window is shared between the two cells.
+//   - Progress. A CAS fails only because another caller's CAS or a kill
+//     succeeded, so every retry follows someone's progress: nobody waits for
+//     anybody.
+type cell struct {
+	word atomic.Uint64
+}
+
+// fresh is the word of a new key: packed.PackWindow(0, 0).
+const fresh uint64 = 0
+
+func newCell() *cell { return new(cell) }
+
+// advance returns the window and count that a request in window cur counts
+// against, given the stored live word w, and how many windows cur is behind
+// that window: a fresh word (count zero) takes cur; otherwise packed.Advance
+// decides (a later window starts at zero, the same or an earlier one keeps the
+// stored window and count).
+func advance(w, cur uint64) (index, count, behind uint64) {
+	index, count = packed.UnpackWindow(w)
+	if count == 0 {
+		return cur, 0, 0
+	}
+	return packed.Advance(index, count, cur)
+}
+
+// kill tombstones c by CAS when its word is idle at window cur: a zero count,
+// or a window older than cur. A word of the current or a later window is live.
+// It reports whether it tombstoned c. The CAS fails, and c is kept, if any
+// write landed since the load.
+func (c *cell) kill(cur uint64) bool {
+	w := c.word.Load()
+	if w == packed.WindowDead {
+		return false // already killed by a concurrent Sweep, which deletes it
+	}
+	if _, count, _ := advance(w, cur); count != 0 {
+		return false
+	}
+	return c.word.CompareAndSwap(w, packed.WindowDead)
+}
+
+// decision reports a window holding count requests, behind windows after the
+// window of now, when now is rem nanoseconds into its window. Allowed and
+// RetryAfter are left for the caller.
+func (l *Limiter) decision(count, behind, rem uint64) hotlimit.Decision {
+	d := hotlimit.Decision{Limit: int(l.limit), Remaining: int(l.limit - count)}
+	if count > 0 {
+		d.ResetAfter = l.untilEnd(behind, rem)
+	}
+	return d
+}
+
+// untilEnd returns the time from now to the end of the window behind windows
+// after now's, when now is rem nanoseconds into its window: (behind+1)·Window
+// − rem, saturated at hotlimit.Never (only a window index that wrapped around
+// reads that far ahead).
+func (l *Limiter) untilEnd(behind, rem uint64) time.Duration {
+	hi, lo := bits.Mul64(behind+1, l.window)
+	if hi != 0 || lo-rem > math.MaxInt64 { // lo ≥ Window > rem when hi == 0
+		return hotlimit.Never
+	}
+	return time.Duration(lo - rem)
+}
+
+// index returns the window of now, cur = ⌊now/Window⌋ (floored, as an
+// unsigned index mod 2^64), and rem = now − cur·Window in [0, Window), exact
+// in arithmetic mod 2^64 since its true value is in range.
+//
+// Caching the current window to skip the division was measured and dropped:
+// the division costs about 2 ns, and with a cheap clock the cache's check and
+// the lost inlining cost more than it saves.
+func (l *Limiter) index(now int64) (cur, rem uint64) {
+	q := packed.WindowIndex(now, int64(l.window))
+	return uint64(q), uint64(now) - uint64(q)*l.window
+}
