@@ -13,10 +13,10 @@ import "math"
 // stale) or still holds the previous round's request. Timestamps must lie in
 // [MinStamp, MaxStamp], ±2^62 ns, about ±146 years from the clock's origin.
 const (
-	MaxStamp = math.MaxInt64 >> 1
+	MaxStamp = math.MaxInt64>>1 - 1
 	MinStamp = math.MinInt64 >> 1
-	// StampDead is the tombstone of a sliding log slot; no live slot holds it,
-	// since it decodes to a time above MaxStamp... it is MaxInt64 with parity 1.
+	// StampDead is the tombstone of a sliding log slot, math.MaxInt64; no
+	// live slot holds it, since it decodes to time MaxStamp + 1.
 	StampDead = math.MaxInt64
 )
 

@@ -1,0 +1,67 @@
+// Package slidinglog is a lock-free keyed sliding-log rate limiter: a request
+// from a key passes when fewer than Limit requests of that key passed in the
+// Window before it. It is exact: no span of length Window ever holds more than
+// Limit admitted requests of a key, across window boundaries too, at the cost
+// of Limit timestamps per key.
+//
+// # Model
+//
+// A request at time now passes when fewer than Limit requests of its key
+// were logged in (now − Window, now]; it is then logged at now. Take(key, n)
+// passes when fewer than Limit − n + 1 were, and logs n requests at now. With
+// 4 per second, requests at 20.000 s fill the log; one at 20.900 s is denied;
+// at 21.001 s the first four have left the window and four more pass.
+//
+// A clock that steps back is read as no time passing: a request is logged at
+// the later of its clock reading and the key's newest logged time.
+//
+// # Decisions
+//
+// Take returns, at time t (now, or the key's newest logged time if later):
+//
+//   - Remaining: the requests of the last Limit logged that are expired at t
+//     (at or before t − Window), after the call: how many single requests
+//     would pass at t.
+//   - RetryAfter: 0 when allowed. When denied with n ≤ Limit, o + Window − now,
+//     where o is the time of the n-th oldest of the last Limit requests:
+//     exactly, the same request made 1 ns earlier is still denied and made
+//     then it passes, if nothing else is taken meanwhile. hotlimit.Never for
+//     n > Limit or n < 0. Under contention on one key, Take with n > 1 can be
+//     denied with RetryAfter 1 ns although the requests might have fitted;
+//     see Limiter.Take.
+//   - ResetAfter: until the newest logged request expires, 0 when none is in
+//     the window.
+//
+// Take(key, 0), Take(key, n > Limit) and Take(key, n < 0) only report: they
+// never insert a key nor change one.
+//
+// # State and ranges
+//
+// Each key holds a ring of Limit slots and a head counter, all changed by
+// compare-and-swap only (the protocol, with its safety and liveness argument,
+// is documented on the cell type in state.go). A slot holds a logged time and
+// one bit of the ring round that wrote it (internal/packed, stamp.go):
+//
+//	| time, ns (63 bits, signed) | round parity (1 bit) |
+//
+// Limit lies in [1, 65536] and Window in [1ms, 366 days]. Clock readings are
+// clamped to ±2^62 ns (about ±146 years) around the clock's origin.
+//
+// Memory: a key costs its map entry in an xsync.MapOf, the key's bytes, a
+// 32-byte cell and 8 bytes per unit of Limit: about 180 bytes for Limit 10,
+// 8 KiB for Limit 1000, 512 KiB at the maximum. Choose tokenbucket or
+// fixedwindow when many keys have large limits.
+//
+// # Eviction
+//
+// Sweep evicts every key whose logged requests have all left the window: its
+// next request finds the log of a new key, which would decide the same. It
+// swaps a tombstone into the slot under the key's head by compare-and-swap,
+// which freezes the ring, so it never races a concurrent request into a lost
+// or duplicated admission; a request that meets the tombstone continues on
+// the key's new cell. Sweep reads every slot of every key. WithAutoSweep makes
+// insertions sweep by themselves; nothing runs in the background.
+//
+// A Limiter is safe for concurrent use by any number of goroutines; Allow and
+// Take on an existing key take no lock and allocate nothing.
+package slidinglog

@@ -1,0 +1,53 @@
+package slidinglog_test
+
+import (
+	"fmt"
+	"sync/atomic"
+	"time"
+
+	"github.com/hotlimit/hotlimit"
+	"github.com/hotlimit/hotlimit/slidinglog"
+)
+
+// Four requests per second, over any second: the log never admits a fifth
+// until the first has left the window.
+func ExampleLimiter() {
+	var now atomic.Int64 // nanoseconds; the example moves time by hand
+	lim, err := slidinglog.New(4, time.Second, hotlimit.WithClock(now.Load))
+	if err != nil {
+		panic(err)
+	}
+	now.Store(int64(20 * time.Second))
+	fmt.Println(lim.Allow("premium"), lim.Allow("premium"), lim.Allow("premium"), lim.Allow("premium"), lim.Allow("premium"))
+	now.Store(int64(20900 * time.Millisecond))
+	fmt.Println(lim.Allow("premium"))
+	now.Store(int64(21001 * time.Millisecond))
+	fmt.Println(lim.Allow("premium"), lim.Allow("premium"), lim.Allow("premium"), lim.Allow("premium"), lim.Allow("premium"))
+	// Output:
+	// true true true true false
+	// false
+	// true true true true false
+}
+
+// A denied Take says when the same request passes: when enough of the oldest
+// logged requests have left the window.
+func ExampleLimiter_Take() {
+	var now atomic.Int64
+	lim, err := slidinglog.New(5, time.Minute, hotlimit.WithClock(now.Load))
+	if err != nil {
+		panic(err)
+	}
+	now.Store(int64(10 * time.Second))
+	lim.Take("user-42", 3)
+	now.Store(int64(40 * time.Second))
+	d := lim.Take("user-42", 2)
+	fmt.Printf("allowed=%t remaining=%d reset in %v\n", d.Allowed, d.Remaining, d.ResetAfter)
+	d = lim.Take("user-42", 3) // the 3rd oldest, at 10 s, leaves at 70 s
+	fmt.Printf("allowed=%t remaining=%d retry in %v\n", d.Allowed, d.Remaining, d.RetryAfter)
+	now.Add(int64(d.RetryAfter))
+	fmt.Println(lim.Take("user-42", 3).Allowed)
+	// Output:
+	// allowed=true remaining=0 reset in 1m0s
+	// allowed=false remaining=0 retry in 30s
+	// true
+}

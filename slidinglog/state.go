@@ -1,0 +1,164 @@
+package slidinglog
+
+import (
+	"math"
+	"sync/atomic"
+
+	"github.com/hotlimit/hotlimit/internal/packed"
+)
+
+// cell is one key's log: a ring of limit slots and a head that counts the
+// claims made so far.
+//
+// Claim k (k = 0, 1, 2, ...) logs the k-th admitted request of the key in
+// slot k mod L, in round k / L, as packed.PackStamp(t, round), where t is
+// the request's logged time (see Limiter.claim). So slot k mod L holds, before
+// claim k, the time of claim k − L: the oldest of the last L requests.
+//
+//	head:  claims completed, or one less while a claim is in flight
+//	slot:  | logged time, ns (63 bits) | parity of the round that wrote it |
+//
+// Slots are stored XORed with freshStamp, so that the zero value of a slot,
+// as make returns it, reads as freshStamp: time packed.MinStamp, parity 1,
+// the parity of round −1. A fresh ring therefore reads as L requests logged
+// at the dawn of time, all expired, and round 0 finds every slot unclaimed.
+// packed.StampDead is the tombstone Sweep swaps into the slot under the head.
+//
+// # Protocol
+//
+// A claimer reads head h, then slot i = h mod L (value v), then the newest
+// slot (h−1) mod L, then head again, and goes on only if head still equals h:
+// head is then h throughout its reads. In round r = h / L:
+//
+//   - v has r's parity: claim h was made and head is stale; the reader helps
+//     with head.CompareAndSwap(h, h+1) and starts again.
+//   - otherwise v is claim h − L, the oldest of the last L. Its time is the
+//     limit's verdict: not expired, deny; expired, CAS slot i from v to the
+//     new stamp, then head.CompareAndSwap(h, h+1) (which fails harmlessly if
+//     a helper already advanced it).
+//
+// Invariant H: head goes from h to h+1 only after slot h mod L holds a
+// stamp of round h / L. A slot CAS succeeds only while head equals the h
+// its caller read: the slot still holds v, and no slot ever holds the same
+// value twice (below), so no claim of round r landed on it after the
+// caller's read; a head advance past h needs such a claim (H). So every
+// successful claim CAS is claim h of round h / L, and the slot's previous
+// value was claim h − L (or the fresh value, or a rolled-back claim h − L).
+//
+// Safety, the exactness of the limit: a claim replaces a logged time t0
+// with t only if t0 ≤ t − Window, so each slot's admitted times grow by at
+// least Window from one admitted request to the next. A span of length
+// Window holds at most one admitted time per slot, hence at most L. That
+// holds whatever the interleaving, with stale clock reads, and with a clock
+// that steps back, since the check is made on the very value the CAS
+// replaces.
+//
+// No repeated value: admitted times in a slot grow strictly, and a
+// rolled-back claim (Take, below) keeps its round's parity, which no earlier
+// value of the slot with that time carried. So an ABA on a slot cannot make
+// a stale CAS succeed.
+//
+// Order: the logged time of claim h is max(now, time of claim h − 1), read
+// from the newest slot while head is h, so logged times never decrease in
+// claim order, and the slot under the head always holds the oldest of the
+// last L. That is what makes a decision on that single slot exact for a
+// sequential caller: fewer than L requests in (t − Window, t] if and only if
+// the oldest of the last L is at or before t − Window. A logged time lies
+// within its call: at or after the caller's clock read, and no later than
+// the CAS that wrote it, since the newest slot's time was itself logged by
+// an earlier call. Under concurrency every decision is therefore the exact
+// decision for some time within its call (linearisable).
+//
+// Liveness: every failed CAS and every restart follows another caller's
+// successful CAS (a claim, a head advance, a rollback or a tombstone), so
+// some caller always makes progress; nobody waits for a stalled one, whose
+// in-flight claim anyone completes by advancing the head. A denial is only
+// ever given on a slot whose value was read while head was h, so it is
+// justified by L logged requests no older than Window at the caller's time.
+// Take with n > 1 is the one exception (see Limiter.Take).
+//
+// Sweep: kill tombstones slot h mod L by CAS while head is h, after checking
+// that every slot's time is expired at the sweep's clock. From then on no
+// claim can land (they all CAS slot h mod L) and head cannot advance (H), so
+// the cell is frozen; a claimer that reads the tombstone takes a fresh cell
+// from the map and reads the clock again. The frozen cell held nothing a
+// fresh one would not hold at any later time.
+type cell struct {
+	head  atomic.Uint64
+	slots []atomic.Int64 // stamps XOR freshStamp
+}
+
+// freshStamp is packed.PackStamp(packed.MinStamp, 1), the stamp of a slot
+// no request ever claimed.
+const freshStamp int64 = math.MinInt64 | 1
+
+func (c *cell) load(i uint64) int64 {
+	return c.slots[i].Load() ^ freshStamp
+}
+
+func (c *cell) cas(i uint64, old, new int64) bool {
+	return c.slots[i].CompareAndSwap(old^freshStamp, new^freshStamp)
+}
+
+// snapshot is what a claimer reads of a cell with head h: the slot under
+// the head and the time of the newest claim.
+type snapshot struct {
+	h      uint64
+	i      uint64 // h mod L
+	round  uint64 // h / L
+	v      int64  // stamp of slot i
+	newest int64  // logged time of claim h − 1, packed.MinStamp when h == 0
+}
+
+// read takes a snapshot of c, consistent in that head was h during all of
+// it; it reports false, and the caller reads again, if head moved.
+func (c *cell) read() (s snapshot, ok bool) {
+	s.h = c.head.Load()
+	L := uint64(len(c.slots))
+	s.i, s.round = s.h%L, s.h/L
+	s.v = c.load(s.i)
+	s.newest = packed.MinStamp
+	if s.h > 0 {
+		if s.i == 0 {
+			s.newest, _ = packed.UnpackStamp(c.load(L - 1))
+		} else {
+			s.newest, _ = packed.UnpackStamp(c.load(s.i - 1))
+		}
+	}
+	return s, c.head.Load() == s.h
+}
+
+// pending reports whether slot i already holds claim h, whose head advance
+// is still to come.
+func (s *snapshot) pending() bool {
+	_, parity := packed.UnpackStamp(s.v)
+	return parity == s.round&1
+}
+
+// at returns the slot at claim offset k from the head (claim h + k, which
+// holds claim h + k − L while unclaimed).
+func (c *cell) at(h, k uint64) uint64 {
+	return (h + k) % uint64(len(c.slots))
+}
+
+// kill tombstones c when every request it logged is expired at now (at or
+// before now − window), and reports whether it did. It fails, keeping c, if
+// a claim is in flight or lands meanwhile.
+func (c *cell) kill(now, window int64) bool {
+	s, ok := c.read()
+	if !ok || s.v == packed.StampDead || s.pending() {
+		return false
+	}
+	// Rollbacks can leave times out of claim order, so check them all. Only
+	// slot i can gain a newer time while head is h, and the CAS below fails
+	// if it did; a rollback elsewhere only makes a time older.
+	for i := range c.slots {
+		if t, _ := packed.UnpackStamp(c.load(uint64(i))); t > now-window {
+			return false
+		}
+	}
+	if c.head.Load() != s.h {
+		return false
+	}
+	return c.cas(s.i, s.v, packed.StampDead)
+}
