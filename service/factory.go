@@ -1,0 +1,52 @@
+package service
+
+import (
+	"fmt"
+	"time"
+
+	"github.com/hotlimit/hotlimit"
+	"github.com/hotlimit/hotlimit/fixedwindow"
+	"github.com/hotlimit/hotlimit/slidinglog"
+	"github.com/hotlimit/hotlimit/tokenbucket"
+)
+
+// constructor builds a limiter of one algorithm.
+type constructor func(limit int, window time.Duration, opts ...hotlimit.Option) (hotlimit.Limiter, error)
+
+// constructors is the factory: one entry per algorithm.
+var constructors = map[hotlimit.Algorithm]constructor{
+	hotlimit.TokenBucket: adapt(tokenbucket.New),
+	hotlimit.FixedWindow: adapt(fixedwindow.New),
+	hotlimit.SlidingLog:  adapt(slidinglog.New),
+}
+
+// adapt turns a package's typed constructor into a constructor, returning a
+// nil interface (not a typed nil) on error.
+func adapt[L hotlimit.Limiter](newLimiter func(int, time.Duration, ...hotlimit.Option) (L, error)) constructor {
+	return func(limit int, window time.Duration, opts ...hotlimit.Option) (hotlimit.Limiter, error) {
+		l, err := newLimiter(limit, window, opts...)
+		if err != nil {
+			return nil, err
+		}
+		return l, nil
+	}
+}
+
+// NewLimiter builds the limiter that c names. It returns an error wrapping
+// hotlimit.ErrInvalidConfig when c is invalid or outside its algorithm's range.
+func NewLimiter(c hotlimit.Config, opts ...hotlimit.Option) (hotlimit.Limiter, error) {
+	if err := c.Validate(); err != nil {
+		return nil, err
+	}
+	newLimiter, ok := constructors[c.Algorithm]
+	if !ok {
+		return nil, fmt.Errorf("service: Config.Algorithm %v has no limiter: %w", c.Algorithm, hotlimit.ErrInvalidConfig)
+	}
+	return newLimiter(c.Limit, c.Window, opts...)
+}
+
+// sweeper is what every limiter of this module offers besides hotlimit.Limiter.
+type sweeper interface {
+	Len() int
+	Sweep() int
+}
