@@ -1,0 +1,151 @@
+// Command httpserver is an HTTP server rate-limited by hotlimit's httplimit
+// middleware, to try from a terminal:
+//
+//	go run ./examples/httpserver -addr 127.0.0.1:8080
+//	curl -i http://127.0.0.1:8080/search                      # 5/s per client (token bucket)
+//	curl -i -H 'X-API-Key: premium' http://127.0.0.1:8080/pay # 2/s for premium (token bucket)
+//	curl -i http://127.0.0.1:8080/anything                    # 3/s per client and route (fixed window)
+//
+// The user is the X-API-Key header, else the client IP. The header is taken
+// at its word, so anyone can claim "premium": this is a demonstration of the
+// rules, not of authentication.
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"log"
+	"net"
+	"net/http"
+	"net/netip"
+	"os"
+	"os/signal"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/hotlimit/hotlimit"
+	"github.com/hotlimit/hotlimit/httplimit"
+	"github.com/hotlimit/hotlimit/service"
+)
+
+// config is what main varies and tests fix.
+type config struct {
+	clock   hotlimit.Clock        // nil: the process's monotonic clock
+	trusted []netip.Prefix        // proxies whose X-Forwarded-For is believed
+	observe func(httplimit.Event) // nil: no observer
+}
+
+// The rules: a default and two overrides.
+var (
+	defaultPolicy = hotlimit.Config{Algorithm: hotlimit.FixedWindow, Limit: 3, Window: time.Second}
+	searchPolicy  = hotlimit.Config{Algorithm: hotlimit.TokenBucket, Limit: 5, Window: time.Second}
+	premiumPay    = hotlimit.Config{Algorithm: hotlimit.TokenBucket, Limit: 2, Window: time.Second}
+)
+
+// newServer returns the example's handler: its routes behind the rate
+// limiter.
+func newServer(c config) (http.Handler, error) {
+	svc, err := service.New(defaultPolicy, hotlimit.WithClock(c.clock), hotlimit.WithAutoSweep(10000))
+	if err != nil {
+		return nil, err
+	}
+	if err := svc.ConfigureAPI("GET /search", searchPolicy); err != nil {
+		return nil, err
+	}
+	if err := svc.ConfigureUserAPI("premium", "GET /pay", premiumPay); err != nil {
+		return nil, err
+	}
+
+	mux := http.NewServeMux()
+	mux.HandleFunc("GET /search", text("search results\n"))
+	mux.HandleFunc("GET /pay", text("payment accepted\n"))
+	mux.HandleFunc("/", text("hello from hotlimit\n"))
+
+	limit := httplimit.New(svc,
+		httplimit.WithUser(httplimit.FirstOf(
+			httplimit.Header("X-API-Key"),
+			httplimit.ClientIP(httplimit.TrustProxies(c.trusted...)),
+		)),
+		httplimit.WithObserver(c.observe),
+	)
+	return limit(mux), nil // the API is the mux pattern: "GET /search", "GET /pay", "/"
+}
+
+// text answers 200 with body.
+func text(body string) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "text/plain; charset=utf-8")
+		_, _ = fmt.Fprint(w, body)
+	}
+}
+
+func main() {
+	addr := flag.String("addr", "127.0.0.1:8080", "address to listen on")
+	proxies := flag.String("trusted-proxies", "", "comma-separated CIDRs (or addresses) of proxies whose X-Forwarded-For is believed")
+	verbose := flag.Bool("v", false, "log every decision")
+	flag.Parse()
+
+	c := config{}
+	for _, s := range strings.FieldsFunc(*proxies, func(r rune) bool { return r == ',' || r == ' ' }) {
+		p, err := parsePrefix(s)
+		if err != nil {
+			log.Fatalf("-trusted-proxies: %v", err)
+		}
+		c.trusted = append(c.trusted, p)
+	}
+	if *verbose {
+		c.observe = func(e httplimit.Event) {
+			log.Printf("user=%q api=%q policy=%s allowed=%v remaining=%d", e.User, e.API, e.Policy, e.Decision.Allowed, e.Decision.Remaining)
+		}
+	}
+	if err := run(*addr, c); err != nil {
+		log.Fatal(err)
+	}
+}
+
+// parsePrefix parses a CIDR, or a single address as its own prefix.
+func parsePrefix(s string) (netip.Prefix, error) {
+	if a, err := netip.ParseAddr(s); err == nil {
+		return netip.PrefixFrom(a, a.BitLen()), nil
+	}
+	return netip.ParsePrefix(s)
+}
+
+// run serves until SIGINT or SIGTERM, then shuts down gracefully.
+func run(addr string, c config) error {
+	h, err := newServer(c)
+	if err != nil {
+		return err
+	}
+	ln, err := net.Listen("tcp", addr)
+	if err != nil {
+		return err
+	}
+	fmt.Printf("hotlimit example listening on http://%s\n", ln.Addr())
+	fmt.Println("  default          fixed window 3/s per user and route (user: X-API-Key, else client IP)")
+	fmt.Println("  GET /search      token bucket 5/s per user")
+	fmt.Println("  GET /pay         token bucket 2/s for X-API-Key: premium")
+
+	srv := &http.Server{Handler: h, ReadHeaderTimeout: 5 * time.Second}
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	errc := make(chan error, 1)
+	go func() { errc <- srv.Serve(ln) }()
+	select {
+	case err := <-errc:
+		return err
+	case <-ctx.Done():
+	}
+	shutdown, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	if err := srv.Shutdown(shutdown); err != nil {
+		return err
+	}
+	if err := <-errc; !errors.Is(err, http.ErrServerClosed) {
+		return err
+	}
+	return nil
+}

@@ -1,0 +1,195 @@
+package httplimit_test
+
+import (
+	"net/http"
+	"net/http/httptest"
+	"net/netip"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/hotlimit/hotlimit/httplimit"
+)
+
+func mustPrefix(t testing.TB, s string) netip.Prefix {
+	t.Helper()
+	p, err := netip.ParsePrefix(s)
+	require.NoError(t, err)
+	return p
+}
+
+func TestClientIPWithoutProxies(t *testing.T) {
+	key := httplimit.ClientIP()
+	for i, tc := range []struct {
+		remote string
+		header []string
+		want   string
+	}{
+		{"192.0.2.1:1234", nil, "192.0.2.1"},
+		{"192.0.2.1", nil, "192.0.2.1"}, // no port
+		{" 192.0.2.1:80 ", nil, "192.0.2.1"},
+		{"[::ffff:192.0.2.1]:80", nil, "192.0.2.1"},              // IPv4-mapped counts as IPv4
+		{"[2001:db8:1:2:3:4:5:6]:443", nil, "2001:db8:1:2::/64"}, // IPv6 grouped by /64
+		{"[2001:db8:1:2:ffff::1]:443", nil, "2001:db8:1:2::/64"}, // same /64, same key
+		{"[2001:db8:1:3::1]:443", nil, "2001:db8:1:3::/64"},
+		{"2001:db8:1:2::9", nil, "2001:db8:1:2::/64"},
+		{"[2001:db8:1:2::9]", nil, "2001:db8:1:2::/64"},
+		{"[fe80::1%eth0]:80", nil, "fe80::/64"}, // zone dropped
+		{"[::1]:80", nil, "::/64"},
+		{"@", nil, "@"}, // not an address: used as is
+		{"not an address", nil, "not an address"},
+		// Forwarding headers from a peer nobody trusts change nothing.
+		{"192.0.2.1:1234", []string{"X-Forwarded-For", "198.51.100.7"}, "192.0.2.1"},
+		{"192.0.2.1:1234", []string{"Forwarded", "for=198.51.100.7"}, "192.0.2.1"},
+		{"192.0.2.1:1234", []string{"X-Real-Ip", "198.51.100.7"}, "192.0.2.1"},
+	} {
+		r := httptest.NewRequest(http.MethodGet, "/", nil)
+		r.RemoteAddr = tc.remote
+		for j := 0; j+1 < len(tc.header); j += 2 {
+			r.Header.Add(tc.header[j], tc.header[j+1])
+		}
+		got, ok := key(r)
+		assert.True(t, ok, "case %d", i)
+		assert.Equal(t, tc.want, got, "case %d", i)
+	}
+	r := httptest.NewRequest(http.MethodGet, "/", nil)
+	r.RemoteAddr = ""
+	_, ok := key(r)
+	assert.False(t, ok, "an empty RemoteAddr finds no key")
+}
+
+func TestClientIPTrustedProxies(t *testing.T) {
+	trusted := httplimit.TrustProxies(
+		mustPrefix(t, "10.0.0.0/8"),
+		mustPrefix(t, "2001:db8:ffff::/48"),
+		mustPrefix(t, "::ffff:172.16.0.0/108"), // IPv4-mapped: matches 172.16.0.0/12
+		netip.Prefix{},                         // invalid: ignored
+	)
+	xff := httplimit.ClientIP(trusted)
+	fwd := httplimit.ClientIP(trusted, httplimit.ProxyHeader("forwarded"))
+	real := httplimit.ClientIP(trusted, httplimit.ProxyHeader("X-Real-IP"))
+	for i, tc := range []struct {
+		key    httplimit.KeyFunc
+		remote string
+		header []string
+		want   string
+	}{
+		// The peer is a trusted proxy: the rightmost untrusted entry is the client.
+		{xff, "10.0.0.1:80", []string{"X-Forwarded-For", "198.51.100.7"}, "198.51.100.7"},
+		{xff, "10.0.0.1:80", []string{"X-Forwarded-For", "6.6.6.6, 198.51.100.7"}, "198.51.100.7"},          // a prepended spoof is ignored
+		{xff, "10.0.0.1:80", []string{"X-Forwarded-For", "6.6.6.6,198.51.100.7, 10.0.0.2"}, "198.51.100.7"}, // a chain of trusted proxies
+		{xff, "10.0.0.1:80", []string{"X-Forwarded-For", "6.6.6.6", "X-Forwarded-For", "198.51.100.7, 10.9.9.9"}, "198.51.100.7"},
+		{xff, "10.0.0.1:80", []string{"X-Forwarded-For", "10.0.0.3, 10.0.0.2"}, "10.0.0.3"}, // all trusted: the leftmost
+		{xff, "10.0.0.1:80", nil, "10.0.0.1"}, // no header: the proxy itself
+		{xff, "10.0.0.1:80", []string{"X-Forwarded-For", ""}, "10.0.0.1"},
+		{xff, "10.0.0.1:80", []string{"X-Forwarded-For", "198.51.100.7, garbage"}, "10.0.0.1"},           // garbage stops at the hop that wrote it
+		{xff, "10.0.0.1:80", []string{"X-Forwarded-For", "198.51.100.7, garbage, 10.0.0.2"}, "10.0.0.2"}, // ... that hop
+		{xff, "10.0.0.1:80", []string{"X-Forwarded-For", "198.51.100.7,"}, "10.0.0.1"},
+		{xff, "10.0.0.1:80", []string{"X-Forwarded-For", "198.51.100.7:4711"}, "198.51.100.7"},
+		{xff, "10.0.0.1:80", []string{"X-Forwarded-For", "[2001:db8:1:2::7]:4711"}, "2001:db8:1:2::/64"},
+		{xff, "10.0.0.1:80", []string{"X-Forwarded-For", "2001:db8:1:2::7"}, "2001:db8:1:2::/64"},
+		{xff, "10.0.0.1:80", []string{"X-Forwarded-For", "::ffff:198.51.100.7"}, "198.51.100.7"},
+		{xff, "[2001:db8:ffff::1]:80", []string{"X-Forwarded-For", "198.51.100.7"}, "198.51.100.7"},
+		{xff, "[::ffff:10.0.0.1]:80", []string{"X-Forwarded-For", "198.51.100.7"}, "198.51.100.7"},
+		{xff, "172.20.0.1:80", []string{"X-Forwarded-For", "198.51.100.7"}, "198.51.100.7"},
+		{xff, "10.0.0.1:80", []string{"X-Forwarded-For", "198.51.100.7, 2001:db8:ffff::5"}, "198.51.100.7"},
+		// The peer is not trusted: headers are ignored, whatever they say.
+		{xff, "192.0.2.1:80", []string{"X-Forwarded-For", "198.51.100.7"}, "192.0.2.1"},
+		{xff, "172.32.0.1:80", []string{"X-Forwarded-For", "198.51.100.7"}, "172.32.0.1"},
+		{xff, "[2001:db8:fffe::1]:80", []string{"X-Forwarded-For", "198.51.100.7"}, "2001:db8:fffe::/64"},
+		// Only the configured header counts.
+		{xff, "10.0.0.1:80", []string{"Forwarded", "for=198.51.100.7", "X-Real-Ip", "198.51.100.8"}, "10.0.0.1"},
+		{fwd, "10.0.0.1:80", []string{"X-Forwarded-For", "198.51.100.7"}, "10.0.0.1"},
+		{real, "10.0.0.1:80", []string{"X-Real-Ip", "198.51.100.8", "X-Forwarded-For", "198.51.100.7"}, "198.51.100.8"},
+		// RFC 7239.
+		{fwd, "10.0.0.1:80", []string{"Forwarded", "for=198.51.100.7"}, "198.51.100.7"},
+		{fwd, "10.0.0.1:80", []string{"Forwarded", `for=6.6.6.6, for=198.51.100.7;proto=https;by=10.0.0.1`}, "198.51.100.7"},
+		{fwd, "10.0.0.1:80", []string{"Forwarded", `For="[2001:db8:cafe::17]:4711"`}, "2001:db8:cafe::/64"},
+		{fwd, "10.0.0.1:80", []string{"Forwarded", `for="[2001:db8:cafe::17]"`}, "2001:db8:cafe::/64"},
+		{fwd, "10.0.0.1:80", []string{"Forwarded", `for="198.51.100.7:80"; proto=http`}, "198.51.100.7"},
+		{fwd, "10.0.0.1:80", []string{"Forwarded", `proto=http;by="a,b;c"; for=198.51.100.7`}, "198.51.100.7"}, // separators inside quotes
+		{fwd, "10.0.0.1:80", []string{"Forwarded", `for="\"198.51.100.7"`}, "10.0.0.1"},
+		{fwd, "10.0.0.1:80", []string{"Forwarded", `for="1\98.51.100.7"`}, "198.51.100.7"}, // quoted-pair
+		{fwd, "10.0.0.1:80", []string{"Forwarded", "for=198.51.100.7, for=unknown"}, "10.0.0.1"},
+		{fwd, "10.0.0.1:80", []string{"Forwarded", "for=198.51.100.7, for=_hidden, for=10.0.0.2"}, "10.0.0.2"},
+		{fwd, "10.0.0.1:80", []string{"Forwarded", "for=198.51.100.7, proto=http"}, "10.0.0.1"}, // an element without for
+		{fwd, "10.0.0.1:80", []string{"Forwarded", "for=6.6.6.6", "Forwarded", "for=198.51.100.7, for=10.0.0.5"}, "198.51.100.7"},
+		{fwd, "10.0.0.1:80", []string{"Forwarded", "for=10.0.0.9,for=10.0.0.5"}, "10.0.0.9"},
+		{fwd, "10.0.0.1:80", []string{"Forwarded", `for="unterminated`}, "10.0.0.1"},
+		{fwd, "192.0.2.1:80", []string{"Forwarded", "for=198.51.100.7"}, "192.0.2.1"},
+	} {
+		r := httptest.NewRequest(http.MethodGet, "/", nil)
+		r.RemoteAddr = tc.remote
+		for j := 0; j+1 < len(tc.header); j += 2 {
+			r.Header.Add(tc.header[j], tc.header[j+1])
+		}
+		got, ok := tc.key(r)
+		assert.True(t, ok, "case %d", i)
+		assert.Equal(t, tc.want, got, "case %d", i)
+	}
+}
+
+func TestClientIPPrefixes(t *testing.T) {
+	for i, tc := range []struct {
+		opts   []httplimit.IPOption
+		remote string
+		want   string
+	}{
+		{nil, "[2001:db8:1:2:3:4:5:6]:1", "2001:db8:1:2::/64"},
+		{[]httplimit.IPOption{httplimit.IPv6Prefix(128)}, "[2001:db8:1:2:3:4:5:6]:1", "2001:db8:1:2:3:4:5:6"},
+		{[]httplimit.IPOption{httplimit.IPv6Prefix(500)}, "[2001:db8:1:2:3:4:5:6]:1", "2001:db8:1:2:3:4:5:6"}, // clamped
+		{[]httplimit.IPOption{httplimit.IPv6Prefix(48)}, "[2001:db8:1:2:3:4:5:6]:1", "2001:db8:1::/48"},
+		{[]httplimit.IPOption{httplimit.IPv6Prefix(-3)}, "[2001:db8:1:2:3:4:5:6]:1", "::/1"}, // clamped
+		{[]httplimit.IPOption{httplimit.IPv4Prefix(24)}, "192.0.2.77:1", "192.0.2.0/24"},
+		{[]httplimit.IPOption{httplimit.IPv4Prefix(99)}, "192.0.2.77:1", "192.0.2.77"},
+		{[]httplimit.IPOption{httplimit.IPv4Prefix(24)}, "[::ffff:192.0.2.77]:1", "192.0.2.0/24"},
+		{[]httplimit.IPOption{nil, httplimit.ProxyHeader("")}, "192.0.2.77:1", "192.0.2.77"},
+	} {
+		r := httptest.NewRequest(http.MethodGet, "/", nil)
+		r.RemoteAddr = tc.remote
+		got, ok := httplimit.ClientIP(tc.opts...)(r)
+		assert.True(t, ok, "case %d", i)
+		assert.Equal(t, tc.want, got, "case %d", i)
+	}
+}
+
+func TestClientIPv4AllocatesNothing(t *testing.T) {
+	key := httplimit.ClientIP(httplimit.TrustProxies(mustPrefix(t, "10.0.0.0/8")))
+	r := httptest.NewRequest(http.MethodGet, "/", nil)
+	r.RemoteAddr = "10.0.0.1:80"
+	r.Header.Set("X-Forwarded-For", "6.6.6.6, 198.51.100.7, 10.0.0.2")
+	assert.Zero(t, testing.AllocsPerRun(100, func() {
+		if k, _ := key(r); k != "198.51.100.7" {
+			panic(k)
+		}
+	}))
+}
+
+func TestClientIPv4FastPathAgreesWithNetip(t *testing.T) {
+	// The hand-written dotted-quad parser accepts exactly what netip accepts,
+	// and gives the same key.
+	key := httplimit.ClientIP()
+	for i, s := range []string{
+		"0.0.0.0", "255.255.255.255", "1.2.3.4", "01.2.3.4", "1.2.3.04", "256.1.1.1", "1.2.3", "1.2.3.4.5",
+		"1..2.3", "1.2.3.", ".1.2.3", "1.2.3.4a", "1234.1.1.1", "1.2.3.4:0", "1.2.3.4:65535", "1.2.3.4:65536",
+		"1.2.3.4:", "1.2.3.4:080", "1.2.3.4:1234567", "1.2.3.4:x", "1.2.3.4 :80", " 1.2.3.4 ", "1.2.3.4:-1",
+		"192.168.000.1", "0.0.0.0:00000",
+	} {
+		var want string
+		if a, err := netip.ParseAddr(s); err == nil {
+			want = a.String()
+		} else if ap, err := netip.ParseAddrPort(s); err == nil {
+			want = ap.Addr().String()
+		} else if a, err := netip.ParseAddr(strings.TrimSpace(s)); err == nil {
+			want = a.String()
+		} else {
+			want = s // not an address: used as is
+		}
+		r := httptest.NewRequest(http.MethodGet, "/", nil)
+		r.RemoteAddr = s
+		got, _ := key(r)
+		assert.Equal(t, want, got, "case %d: %q", i, s)
+	}
+}

@@ -1,0 +1,84 @@
+// Package httplimit is net/http middleware that rate-limits requests with a
+// [service.Service]: each request is one Take(user, api, 1) under the policy
+// the service resolves for the pair, and every response tells the client
+// where it stands.
+//
+//	limit := httplimit.New(svc,
+//		httplimit.WithUser(httplimit.FirstOf(httplimit.Header("X-API-Key"), httplimit.ClientIP())),
+//	)
+//	http.ListenAndServe(addr, limit(mux))
+//
+// # Identity
+//
+// Two [KeyFunc] values name the pair. The user defaults to [ClientIP] (the
+// peer's address, IPv6 grouped by /64; forwarding headers only from trusted
+// proxies). The API defaults to the ServeMux pattern that serves the request
+// ("GET /search"): r.Pattern when the middleware runs inside the mux, the
+// pattern the mux would match when the middleware wraps the mux itself, and
+// the URL path when there is no pattern (a handler that is not a ServeMux, or
+// a request the mux does not route). Patterns keep the number of APIs equal to
+// the number of routes; a path fallback lets a client create one state per
+// path it invents, which the limiters' Sweep reclaims once idle.
+//
+// A KeyFunc that finds no key (a missing header) passes to the next in a
+// [FirstOf] chain; a request for which the whole chain finds none is limited
+// as the empty user, so every keyless request shares one quota rather than
+// going unlimited.
+//
+// # Response headers
+//
+// Every response carries the two fields of the IETF draft "RateLimit header
+// fields for HTTP" (draft-ietf-httpapi-ratelimit-headers), as Structured
+// Field lists of one item each:
+//
+//	RateLimit-Policy: "fixedwindow-3-1s";q=3;w=1
+//	RateLimit: "fixedwindow-3-1s";r=2;t=1
+//
+// q is the policy's Limit and w its Window in seconds, rounded up and at least
+// 1 (a sub-second window is advertised as a second: a client that paces
+// itself at q per w never exceeds the policy). r is the number of requests
+// that would still pass right now (Decision.Remaining) and t the seconds until
+// the quota is back to full (Decision.ResetAfter, rounded up). When a response
+// already carries one of these fields, for example from an outer httplimit
+// middleware with a policy of its own, the new item is appended to the list.
+// The fields describe the policy that the service's Resolve returns just
+// before the Take; a Configure* call landing between the two can make that
+// one response describe the policy being replaced.
+//
+// A denied request gets 429 Too Many Requests with Retry-After in whole
+// seconds, rounded up so that it is never earlier than the limiter's
+// Decision.RetryAfter, and an RFC 9457 application/problem+json body; the
+// denial is replaceable with [WithDenyHandler]. [WithLegacyHeaders] adds
+// X-RateLimit-Limit, X-RateLimit-Remaining and X-RateLimit-Reset (the same
+// numbers as q, r and t; Reset is in seconds from now, not a timestamp).
+// [WithDryRun] only sets the RateLimit fields and reports the decisions: every
+// request reaches the handler, which is how a new policy is tried on live
+// traffic before it is enforced.
+//
+// # Policy names
+//
+// The name in both fields is derived from the resolved [hotlimit.Config]:
+// the algorithm, the limit and the window, as in "tokenbucket-5-1s" or
+// "slidinglog-100-1m". A derived name needs no registry that could drift from
+// the rules; it is the same on every replica and across restarts; it stays
+// the same while the policy does (the draft wants RateLimit-Policy consistent
+// over a sequence of responses) and changes exactly when the policy changes,
+// so a client that remembers policies by name is never misled; and two rules
+// with equal Configs are one policy to the client. [WithPolicyName] replaces it with names of your own ("free",
+// "premium"), computed from the Config.
+//
+// # Observability
+//
+// [WithObserver] calls a function with an [Event] for every decision: the
+// user, the API, the Config, the policy name and the Decision. Counting
+// allowed and denied requests per policy in Prometheus or OpenTelemetry is one
+// counter increment in that function; this package depends on neither.
+//
+// # Cost
+//
+// The middleware adds a Resolve and a Take on the service, a few map
+// assignments in the response header and two allocations: the per-request
+// header text (one string holding every number) and the slice that backs the
+// header values. The policy field and the limit are formatted once per
+// Config.
+package httplimit

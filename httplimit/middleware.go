@@ -1,0 +1,171 @@
+package httplimit
+
+import (
+	"net/http"
+
+	"github.com/hotlimit/hotlimit"
+	"github.com/hotlimit/hotlimit/service"
+)
+
+// Event describes one decision of the middleware. It is passed by value to
+// the observer and the deny handler; Request is the request decided on.
+type Event struct {
+	Request *http.Request
+	// User and API are the keys the request was limited under.
+	User, API string
+	// Config is the policy the service resolved for (User, API).
+	Config hotlimit.Config
+	// Policy is the policy's name in the RateLimit fields.
+	Policy string
+	// Decision is the limiter's answer.
+	Decision hotlimit.Decision
+	// DryRun reports that the request reaches the handler whatever
+	// Decision.Allowed says.
+	DryRun bool
+}
+
+// DenyFunc answers a denied request. When it runs, the RateLimit fields and
+// Retry-After are already in w.Header(); it writes the status and the body.
+type DenyFunc func(w http.ResponseWriter, r *http.Request, e Event)
+
+// Option configures the middleware returned by [New].
+type Option func(*options)
+
+type options struct {
+	user       KeyFunc
+	api        KeyFunc
+	name       func(hotlimit.Config) string
+	deny       DenyFunc
+	observe    func(Event)
+	dryRun     bool
+	legacy     bool
+	apiDefault bool
+}
+
+// WithUser sets how the user is found; the default is [ClientIP] with no
+// trusted proxy. A nil f keeps the default.
+func WithUser(f KeyFunc) Option {
+	return func(o *options) {
+		if f != nil {
+			o.user = f
+		}
+	}
+}
+
+// WithAPI sets how the API is found; the default is [RoutePattern] of the
+// wrapped handler when it is a *http.ServeMux (see the package doc). A nil f
+// keeps the default.
+func WithAPI(f KeyFunc) Option {
+	return func(o *options) {
+		if f != nil {
+			o.api, o.apiDefault = f, false
+		}
+	}
+}
+
+// WithPolicyName names policies in the RateLimit fields; the default is
+// [PolicyName]. The name is computed once per Config and cached, so f must
+// return the same name for the same Config. Characters outside printable
+// ASCII become '_'; an empty name falls back to the default. A nil f keeps the
+// default.
+func WithPolicyName(f func(hotlimit.Config) string) Option {
+	return func(o *options) {
+		if f != nil {
+			o.name = f
+		}
+	}
+}
+
+// WithDenyHandler replaces the 429 problem+json answer to a denied request. A
+// nil f keeps the default, [DenyProblem].
+func WithDenyHandler(f DenyFunc) Option {
+	return func(o *options) {
+		if f != nil {
+			o.deny = f
+		}
+	}
+}
+
+// WithObserver calls f with every decision, on the request's goroutine,
+// before the handler or the deny handler runs. f must be safe for concurrent
+// use and should be quick; counting decisions per Event.Policy and
+// Event.Decision.Allowed is the intended use. A nil f removes the observer.
+func WithObserver(f func(Event)) Option {
+	return func(o *options) { o.observe = f }
+}
+
+// WithDryRun, when on, lets every request through: the middleware still takes
+// from the limiter, sets the RateLimit fields and reports each decision to the
+// observer (with Event.DryRun set), but never denies and never sets
+// Retry-After.
+func WithDryRun(on bool) Option {
+	return func(o *options) { o.dryRun = on }
+}
+
+// WithLegacyHeaders, when on, also sets X-RateLimit-Limit,
+// X-RateLimit-Remaining and X-RateLimit-Reset (seconds from now) on every
+// response.
+func WithLegacyHeaders(on bool) Option {
+	return func(o *options) { o.legacy = on }
+}
+
+// New returns middleware that limits every request with svc. Options are
+// applied in order. A nil svc is a configuration error that the middleware
+// reports by answering every request with 500 Internal Server Error, never by
+// letting requests through unlimited.
+func New(svc *service.Service, opts ...Option) func(http.Handler) http.Handler {
+	o := options{user: ClientIP(), name: PolicyName, deny: DenyProblem, apiDefault: true}
+	for _, opt := range opts {
+		if opt != nil {
+			opt(&o)
+		}
+	}
+	return func(next http.Handler) http.Handler {
+		if next == nil {
+			next = http.NotFoundHandler()
+		}
+		if svc == nil {
+			return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+				http.Error(w, "rate limiter not configured", http.StatusInternalServerError)
+			})
+		}
+		h := &handler{svc: svc, next: next, opts: o, policies: newPolicies(o.name)}
+		if o.apiDefault {
+			mux, _ := next.(*http.ServeMux)
+			h.opts.api = RoutePattern(mux)
+		}
+		return h
+	}
+}
+
+// handler is the middleware around one next handler.
+type handler struct {
+	svc      *service.Service
+	next     http.Handler
+	opts     options
+	policies *policies
+}
+
+func (h *handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	user, _ := h.opts.user(r)
+	api, _ := h.opts.api(r)
+	c := h.svc.Resolve(user, api)
+	d := h.svc.Take(user, api, 1)
+	p := h.policies.get(c)
+	deny := !d.Allowed && !h.opts.dryRun
+	setHeaders(w.Header(), p, d, h.opts.legacy, deny)
+
+	if h.opts.observe == nil && !deny {
+		h.next.ServeHTTP(w, r)
+		return
+	}
+	e := Event{Request: r, User: user, API: api, Config: c, Policy: p.name, Decision: d, DryRun: h.opts.dryRun}
+	if h.opts.observe != nil {
+		h.opts.observe(e)
+	}
+	if deny {
+		h.opts.deny(w, r, e)
+		return
+	}
+	h.next.ServeHTTP(w, r)
+}

@@ -1,0 +1,55 @@
+package httplimit
+
+import (
+	"encoding/json"
+	"net/http"
+	"strconv"
+
+	"github.com/hotlimit/hotlimit"
+)
+
+// problem is an RFC 9457 problem details object.
+type problem struct {
+	Type   string `json:"type"`
+	Title  string `json:"title"`
+	Status int    `json:"status"`
+	Detail string `json:"detail"`
+}
+
+// DenyProblem is the default [DenyFunc]: 429 Too Many Requests with an RFC
+// 9457 application/problem+json body of type "about:blank", whose detail
+// names the policy and says when to retry:
+//
+//	{"type":"about:blank","title":"Too Many Requests","status":429,
+//	 "detail":"Rate limit of policy \"fixedwindow-3-1s\" (3 requests per 1s) exceeded; retry in 1 s."}
+//
+// The response is marked Cache-Control: no-store.
+func DenyProblem(w http.ResponseWriter, r *http.Request, e Event) {
+	requests := " requests per "
+	if e.Config.Limit == 1 {
+		requests = " request per "
+	}
+	detail := "Rate limit of policy " + strconv.Quote(e.Policy) + " (" + strconv.Itoa(e.Config.Limit) +
+		requests + windowName(e.Config.Window) + ") exceeded; "
+	if e.Decision.RetryAfter == hotlimit.Never {
+		detail += "this request can never pass under it."
+	} else {
+		detail += "retry in " + strconv.FormatInt(max(ceilSeconds(e.Decision.RetryAfter), 1), 10) + " s."
+	}
+	body, err := json.Marshal(problem{
+		Type:   "about:blank",
+		Title:  http.StatusText(http.StatusTooManyRequests),
+		Status: http.StatusTooManyRequests,
+		Detail: detail,
+	})
+	if err != nil { // unreachable: the struct holds only strings and an int
+		body = nil
+	}
+	body = append(body, '\n')
+	h := w.Header()
+	h.Set("Content-Type", problemMediaType)
+	h.Set("Cache-Control", "no-store")
+	h.Set("Content-Length", strconv.Itoa(len(body)))
+	w.WriteHeader(http.StatusTooManyRequests)
+	_, _ = w.Write(body)
+}
