@@ -27,12 +27,20 @@ const (
 	// SlidingLog admits a request when fewer than Limit passed in the Window
 	// before it: exact, at the cost of Limit timestamps per key.
 	SlidingLog Algorithm = 3
+	// GCRA is the generic cell rate algorithm: the token bucket's model kept
+	// as one theoretical arrival time per key.
+	GCRA Algorithm = 4
+	// SlidingCounter weighs the previous fixed window's count by its overlap
+	// with the sliding window: O(1) memory, approximate.
+	SlidingCounter Algorithm = 5
 )
 
 var algorithmNames = map[Algorithm]string{
-	TokenBucket: "TokenBucket",
-	FixedWindow: "FixedWindow",
-	SlidingLog:  "SlidingLog",
+	TokenBucket:    "TokenBucket",
+	FixedWindow:    "FixedWindow",
+	SlidingLog:     "SlidingLog",
+	GCRA:           "GCRA",
+	SlidingCounter: "SlidingCounter",
 }
 
 // String returns the algorithm's Go name, such as "TokenBucket", or
@@ -56,10 +64,22 @@ type Config struct {
 	Algorithm Algorithm
 	Limit     int
 	Window    time.Duration
+	// Burst, for TokenBucket and GCRA only, is how many requests a key may
+	// pass at once; the rate stays Limit per Window. 0 means Limit.
+	Burst int
 }
 
-// String formats c as "TokenBucket 5/1s".
+// HasBurst reports whether a lets Config.Burst differ from the limit.
+func (a Algorithm) HasBurst() bool {
+	return a == TokenBucket || a == GCRA
+}
+
+// String formats c as "TokenBucket 5/1s", or "TokenBucket 100/1m0s burst 10"
+// when it has a burst.
 func (c Config) String() string {
+	if c.Burst != 0 {
+		return fmt.Sprintf("%v %d/%v burst %d", c.Algorithm, c.Limit, c.Window, c.Burst)
+	}
 	return fmt.Sprintf("%v %d/%v", c.Algorithm, c.Limit, c.Window)
 }
 
@@ -74,6 +94,10 @@ func (c Config) Validate() error {
 		return fmt.Errorf("hotlimit: Config.Limit %d must be at least 1: %w", c.Limit, ErrInvalidConfig)
 	case c.Window <= 0:
 		return fmt.Errorf("hotlimit: Config.Window %v must be positive: %w", c.Window, ErrInvalidConfig)
+	case c.Burst < 0:
+		return fmt.Errorf("hotlimit: Config.Burst %d must not be negative: %w", c.Burst, ErrInvalidConfig)
+	case c.Burst > 0 && !c.Algorithm.HasBurst():
+		return fmt.Errorf("hotlimit: Config.Burst %d: %v has no burst, only TokenBucket and GCRA do: %w", c.Burst, c.Algorithm, ErrInvalidConfig)
 	}
 	return nil
 }

@@ -25,6 +25,9 @@ func TestValidateNamesTheField(t *testing.T) {
 		{hotlimit.Config{Algorithm: hotlimit.FixedWindow, Limit: -1, Window: time.Second}, "Config.Limit"},
 		{hotlimit.Config{Algorithm: hotlimit.SlidingLog, Limit: 1}, "Config.Window"},
 		{hotlimit.Config{Algorithm: hotlimit.SlidingLog, Limit: 1, Window: -1}, "Config.Window"},
+		{hotlimit.Config{Algorithm: hotlimit.GCRA, Limit: 1, Window: 1, Burst: -1}, "Config.Burst"},
+		{hotlimit.Config{Algorithm: hotlimit.FixedWindow, Limit: 1, Window: 1, Burst: 2}, "Config.Burst"},
+		{hotlimit.Config{Algorithm: hotlimit.SlidingCounter, Limit: 1, Window: 1, Burst: 2}, "Config.Burst"},
 	} {
 		err := tc.c.Validate()
 		require.Error(t, err, "case %d", i)
@@ -37,7 +40,16 @@ func TestAlgorithmString(t *testing.T) {
 	assert.Equal(t, "TokenBucket", hotlimit.TokenBucket.String())
 	assert.Equal(t, "FixedWindow", hotlimit.FixedWindow.String())
 	assert.Equal(t, "SlidingLog", hotlimit.SlidingLog.String())
+	assert.Equal(t, "GCRA", hotlimit.GCRA.String())
+	assert.Equal(t, "SlidingCounter", hotlimit.SlidingCounter.String())
 	assert.Equal(t, "Algorithm(0)", hotlimit.Algorithm(0).String())
+	assert.Equal(t, "GCRA 100/1m0s burst 10", hotlimit.Config{Algorithm: hotlimit.GCRA, Limit: 100, Window: time.Minute, Burst: 10}.String())
+	for _, c := range []hotlimit.Config{
+		{Algorithm: hotlimit.TokenBucket, Limit: 100, Window: time.Minute, Burst: 10},
+		{Algorithm: hotlimit.GCRA, Limit: 100, Window: time.Minute, Burst: 1000},
+	} {
+		assert.NoError(t, c.Validate())
+	}
 	assert.Equal(t, "TokenBucket 5/1s", hotlimit.Config{Algorithm: hotlimit.TokenBucket, Limit: 5, Window: time.Second}.String())
 }
 
@@ -117,4 +129,13 @@ func BenchmarkClock(b *testing.B) {
 			c.Now()
 		}
 	})
+}
+
+func TestRejectBurst(t *testing.T) {
+	assert.NoError(t, hotlimit.NewOptions().RejectBurst("x", 5))
+	assert.NoError(t, hotlimit.NewOptions(hotlimit.WithBurst(5)).RejectBurst("x", 5))
+	err := hotlimit.NewOptions(hotlimit.WithBurst(6)).RejectBurst("x", 5)
+	require.Error(t, err)
+	assert.ErrorIs(t, err, hotlimit.ErrInvalidConfig)
+	assert.Contains(t, err.Error(), "x: burst 6")
 }

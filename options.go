@@ -1,6 +1,9 @@
 package hotlimit
 
-import "time"
+import (
+	"fmt"
+	"time"
+)
 
 // Clock reads the time in nanoseconds from any fixed origin. A production
 // clock never decreases; a limiter given a clock that does treats the step back
@@ -26,6 +29,9 @@ type Options struct {
 	// of an insertion that brings it to AutoSweep keys or more; see
 	// [WithAutoSweep].
 	AutoSweep int
+	// Burst, when positive, is how many requests a key may pass at once, for
+	// the algorithms that separate the burst from the rate; see [WithBurst].
+	Burst int
 }
 
 // Option configures a limiter; every constructor accepts any number of them.
@@ -52,6 +58,14 @@ func WithAutoSweep(minKeys int) Option {
 	return func(o *Options) { o.AutoSweep = max(minKeys, 0) }
 }
 
+// WithBurst sets the burst of the algorithms that separate it from the rate:
+// a key may pass up to burst requests at once, and is refilled at the rate
+// of limit per window. burst <= 0 means the limit, the default. Constructors
+// that do not support a burst reject any other value.
+func WithBurst(burst int) Option {
+	return func(o *Options) { o.Burst = max(burst, 0) }
+}
+
 // NewOptions applies opts over the defaults.
 func NewOptions(opts ...Option) Options {
 	o := Options{Clock: Monotonic}
@@ -61,4 +75,14 @@ func NewOptions(opts ...Option) Options {
 		}
 	}
 	return o
+}
+
+// RejectBurst returns an error wrapping [ErrInvalidConfig] when o sets a burst
+// other than limit. The constructors of algorithms without a burst call it,
+// so that a burst is never silently ignored.
+func (o Options) RejectBurst(pkg string, limit int) error {
+	if o.Burst != 0 && o.Burst != limit {
+		return fmt.Errorf("%s: burst %d: the algorithm has no burst other than its limit %d: %w", pkg, o.Burst, limit, ErrInvalidConfig)
+	}
+	return nil
 }
