@@ -1,0 +1,207 @@
+package gcra
+
+import (
+	"fmt"
+	"math"
+	"math/bits"
+	"time"
+
+	"github.com/hotlimit/hotlimit"
+	"github.com/hotlimit/hotlimit/internal/keyed"
+)
+
+// The ranges New accepts.
+const (
+	// MaxLimit is the largest limit.
+	MaxLimit = 1 << 20
+	// MaxBurst is the largest burst.
+	MaxBurst = 1 << 20
+	// MinWindow is the shortest window.
+	MinWindow = time.Millisecond
+	// MaxWindow is the longest window.
+	MaxWindow = 24 * time.Hour
+	// MaxBurstSpan bounds Burst·Window/Limit, the time a drained key takes to
+	// refill: it keeps a key's theoretical arrival time within reach of the
+	// clock (see the package documentation).
+	MaxBurstSpan = 366 * 24 * time.Hour
+	// MaxScale is the finest time unit, 1/MaxScale ns, a limiter uses; see
+	// scaleFor.
+	MaxScale = 16
+)
+
+// Limiter is a GCRA limiter per key: each key may pass Burst requests at
+// once and is refilled continuously at Limit per Window. Build it with New;
+// see the package documentation for the model, the state word and its
+// ranges. It is safe for concurrent use.
+type Limiter struct {
+	cells   *keyed.Map[cell]
+	clock   hotlimit.Clock
+	epoch   int64  // clock() at New: time zero of the limiter
+	scale   uint64 // time units per nanosecond, in [1, MaxScale]
+	tsc     uint64 // the emission interval T, in units
+	span    uint64 // burst·T in units: how far a TAT may run ahead of now
+	tau     uint64 // span − T: the tolerance of GCRA, in units
+	maxTime uint64 // the limiter's time stops here, nanoseconds since the epoch
+	limit   int
+	burst   uint64
+}
+
+var _ hotlimit.Limiter = (*Limiter)(nil)
+
+// New returns a GCRA limiter of limit requests per window per key, with a
+// burst of hotlimit.WithBurst's value (default and values <= 0: limit).
+// limit must lie in [1, MaxLimit], window in [MinWindow, MaxWindow], burst
+// in [1, MaxBurst], and burst·window/limit must not exceed MaxBurstSpan;
+// otherwise New returns an error that names the field and its range and
+// wraps hotlimit.ErrInvalidConfig. The limiter reads its clock once here:
+// that reading is its epoch, and a later reading before it counts as the
+// epoch.
+func New(limit int, window time.Duration, opts ...hotlimit.Option) (*Limiter, error) {
+	if limit < 1 || limit > MaxLimit {
+		return nil, fmt.Errorf("gcra: limit %d out of range [1, %d]: %w", limit, MaxLimit, hotlimit.ErrInvalidConfig)
+	}
+	if window < MinWindow || window > MaxWindow {
+		return nil, fmt.Errorf("gcra: window %v out of range [%v, %v]: %w", window, MinWindow, MaxWindow, hotlimit.ErrInvalidConfig)
+	}
+	o := hotlimit.NewOptions(opts...)
+	burst := o.Burst
+	if burst == 0 {
+		burst = limit
+	}
+	if burst < 1 || burst > MaxBurst {
+		return nil, fmt.Errorf("gcra: burst %d out of range [1, %d]: %w", burst, MaxBurst, hotlimit.ErrInvalidConfig)
+	}
+	// burst·window ≤ limit·MaxBurstSpan, in 128 bits.
+	bh, bl := bits.Mul64(uint64(burst), uint64(window))
+	mh, ml := bits.Mul64(uint64(limit), uint64(MaxBurstSpan))
+	if bh > mh || bh == mh && bl > ml {
+		return nil, fmt.Errorf("gcra: burst %d of limit %d per %v takes longer than %v to refill; burst must lie in [1, %d]: %w",
+			burst, limit, window, MaxBurstSpan, maxBurstFor(uint64(limit), uint64(window)), hotlimit.ErrInvalidConfig)
+	}
+	scale, tsc := scaleFor(uint64(limit), uint64(window))
+	span := uint64(burst) * tsc // ≤ MaxBurstSpan·MaxScale + burst < 2^59
+	l := &Limiter{
+		clock:   o.Clock,
+		scale:   scale,
+		tsc:     tsc,
+		span:    span,
+		tau:     span - tsc,
+		maxTime: (math.MaxInt64 - span) / scale,
+		limit:   limit,
+		burst:   uint64(burst),
+	}
+	l.epoch = l.clock()
+	l.cells = keyed.New(newCell, o.AutoSweep, l.Sweep)
+	return l, nil
+}
+
+// maxBurstFor returns the largest burst whose refill takes at most
+// MaxBurstSpan, capped at MaxBurst: ⌊limit·MaxBurstSpan/window⌋.
+func maxBurstFor(limit, window uint64) uint64 {
+	hi, lo := bits.Mul64(limit, uint64(MaxBurstSpan))
+	if hi >= window {
+		return MaxBurst
+	}
+	q, _ := bits.Div64(hi, lo, window)
+	return min(q, MaxBurst)
+}
+
+// Allow reports whether one request from key passes, and counts it if so. It
+// is Take(key, 1).Allowed, without building the Decision.
+func (l *Limiter) Allow(key string) bool {
+	c := l.cells.Get(key)
+	s, _ := l.now() // after Get: see cell
+	// CAS loop, argued in full on cell. Invariant: the word is the key's TAT
+	// after the admissions whose CAS succeeded, in CAS order, and only grows.
+	// The new word is a function of the word read and s only, so the CAS
+	// makes read, decide and write one step; a concurrent writer changed the
+	// word, fails the CAS, and the loop decides again from its value. A
+	// denial writes nothing. A Sweep's tombstone sends the call to the key's
+	// fresh cell, with the clock read again.
+	for {
+		w := c.word.Load()
+		if w == dead {
+			c = l.cells.Revive(key, c)
+			s, _ = l.now()
+			continue
+		}
+		base := max(w, s)
+		if base-s > l.tau {
+			return false // a denial writes nothing
+		}
+		if c.word.CompareAndSwap(w, base+l.tsc) {
+			return true
+		}
+	}
+}
+
+// Take asks for n requests from key at once: all pass and are counted, or
+// none is. Take(key, 0) reports the key's state without changing it; n greater
+// than the burst or negative is denied with RetryAfter hotlimit.Never and
+// changes nothing. The package documentation defines the Decision's fields.
+func (l *Limiter) Take(key string, n int) hotlimit.Decision {
+	if n < 1 || uint64(n) > l.burst {
+		return l.report(key, n)
+	}
+	c := l.cells.Get(key)
+	s, lag := l.now() // after Get: see cell
+	need := uint64(n) * l.tsc
+	// The CAS loop of Allow, for n requests at once; the same invariant,
+	// argued on cell: the word only grows, by CAS from the value this call
+	// decided on, to at most s + span.
+	for {
+		w := c.word.Load()
+		if w == dead {
+			c = l.cells.Revive(key, c)
+			s, lag = l.now()
+			continue
+		}
+		next := max(w, s) + need
+		if next-s > l.span {
+			// Denied, so w > s (n ≤ burst): the request passes once the
+			// clock reaches w + need − span.
+			d := l.decision(w, s, lag)
+			d.RetryAfter = l.wait(next-l.span, s, lag)
+			return d
+		}
+		if c.word.CompareAndSwap(w, next) {
+			d := l.decision(next, s, lag)
+			d.Allowed = true
+			return d
+		}
+	}
+}
+
+// report is Take for n == 0, n > burst and n < 0: it reads key's state and
+// changes nothing, not even inserting key. A missing key reports as fresh.
+func (l *Limiter) report(key string, n int) hotlimit.Decision {
+	s, lag := l.now()
+	w := fresh
+	if c, ok := l.cells.Peek(key); ok {
+		if w = c.word.Load(); w == dead {
+			w = fresh // evicted: its replacement, if any, is fresh
+		}
+	}
+	d := l.decision(w, s, lag)
+	if n == 0 {
+		d.Allowed = true
+	} else {
+		d.RetryAfter = hotlimit.Never
+	}
+	return d
+}
+
+// Len returns the number of keys held.
+func (l *Limiter) Len() int {
+	return l.cells.Len()
+}
+
+// Sweep evicts every key that is full at the clock's current time (its TAT
+// is not after now) and returns how many it evicted. A full key is what a new
+// key is, so with a clock that never goes back, evicting it changes no
+// decision. A key idle for burst·Window/Limit is full. Sweep is safe to run
+// concurrently with anything, Sweep included.
+func (l *Limiter) Sweep() int {
+	s, _ := l.now()
+	return l.cells.Sweep(func(c *cell) bool { return c.kill(s) })
+}

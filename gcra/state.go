@@ -1,0 +1,160 @@
+package gcra
+
+import (
+	"math"
+	"math/bits"
+	"sync/atomic"
+	"time"
+
+	"github.com/hotlimit/hotlimit"
+)
+
+// cell is one key's state, a single word: the key's theoretical arrival time
+// (TAT), in units of 1/scale ns since the limiter's epoch.
+//
+//	| TAT, units since the epoch (bits 63..0)           |
+//	| 0: fresh ("long ago", the epoch) .. 2^63−1: live  |
+//	| 2^64−1: dead, the tombstone Sweep swaps in        |
+//
+// The key holds burst − (TAT − s)/T tokens at time s when TAT > s, and is
+// full (burst tokens) when TAT ≤ s. The limiter's time s lies in [0,
+// maxTime·scale] and every admission writes TAT ≤ s + span, so a live TAT
+// never exceeds maxTime·scale + span ≤ 2^63 − 1: no sum overflows and no
+// live word equals dead. The zero word, the epoch, is at or before every
+// time: the zero value of cell is a fresh, full key, and a full key reads
+// exactly as a fresh one.
+//
+// Writers: the word is only ever written by compare-and-swap, by Allow and
+// Take (admissions) and by kill (the tombstone); nobody stores to it.
+//
+// The CAS loop of Allow and Take keeps this invariant: the word is the TAT
+// produced by the admissions whose CAS succeeded, each applied once, in CAS
+// order, by GCRA's rule TAT' = max(TAT, s) + n·T, admitted only when
+// TAT' ≤ s + span. So the word only grows, and for any time a (the clock
+// reading of the earliest admission considered) and b (of the latest), the
+// admissions in between take at most burst + (b − a)/T requests.
+//
+//   - Concurrent writers. The new word is a function of the old word's value
+//     and the caller's s only. The CAS succeeds only if the word still holds
+//     the value the caller read, so reading, deciding and writing take effect
+//     as one step at the CAS; if another caller wrote in between, the CAS
+//     fails and the loop decides again from the new value. (ABA, the value
+//     reappearing, is harmless: the decision depends on the value, not on its
+//     history; and as the live word only grows it cannot reappear anyway.) A
+//     denial writes nothing: it takes effect at its Load.
+//   - Order of clock readings. A caller whose s is older than another's that
+//     already wrote sees a TAT that is further ahead of its s: it is judged
+//     more strictly, never more leniently, and its write still raises the TAT
+//     by exactly n·T from at least the stored value. No token is made.
+//   - Sweep. kill swaps the tombstone in by CAS from a word it found full at
+//     the sweep's time. If an admission's CAS lands first, kill's fails and
+//     the key stays. If kill's lands first, the admission's fails (it expects a
+//     live word), the caller reads the tombstone, takes the key's fresh cell
+//     from Revive, reads the clock again and decides again. So no admission is
+//     recorded in a dead cell (none is lost) and a dead cell never comes back
+//     to life (none is counted twice). The fresh cell is full, which is what
+//     the killed one was at the sweep's time and every later one; and every
+//     caller of the fresh cell read the clock after the kill (after Revive, or
+//     after Get returned the new cell).
+//   - Progress. A CAS fails only because another caller's CAS or a kill
+//     succeeded, so every retry follows someone's progress: nobody waits for
+//     anybody.
+type cell struct {
+	word atomic.Uint64
+}
+
+const (
+	// fresh is the word of a new key: a TAT at the epoch, full at any time.
+	fresh uint64 = 0
+	// dead is the tombstone; no live TAT reaches it (live words are < 2^63).
+	dead uint64 = math.MaxUint64
+)
+
+func newCell() *cell { return new(cell) }
+
+// kill tombstones c by CAS when it is full at s (its TAT is not after s) and
+// reports whether it did. The CAS fails, and c is kept, if any write landed
+// since the load.
+func (c *cell) kill(s uint64) bool {
+	w := c.word.Load()
+	if w == dead || w > s {
+		return false // dead already (a concurrent Sweep deletes it), or not full
+	}
+	return c.word.CompareAndSwap(w, dead)
+}
+
+// scaleFor returns the time unit of a limit per window (nanoseconds), as
+// units per nanosecond, and the emission interval T = window/limit in those
+// units. With g = gcd(window, limit), T is exactly window/g units of g/limit
+// ns: when limit/g ≤ MaxScale, scale = limit/g and T is exact. Otherwise
+// scale = MaxScale and T is rounded up to ⌈window·MaxScale/limit⌉: a rate
+// lower than the exact one by less than 1/(MaxScale·T) (T ≥ 953 ns within
+// New's ranges, so less than 7·10^−5), never a higher one.
+func scaleFor(limit, window uint64) (scale, tsc uint64) {
+	d := limit / gcd(window, limit)
+	if d <= MaxScale {
+		return d, window / (limit / d) // window·d/limit, exact: limit/d divides window
+	}
+	return MaxScale, ceilDiv(window*MaxScale, limit)
+}
+
+// gcd returns the greatest common divisor of a and b.
+func gcd(a, b uint64) uint64 {
+	for b != 0 {
+		a, b = b, a%b
+	}
+	return a
+}
+
+// ceilDiv returns ⌈a/b⌉ for b > 0, without overflow.
+func ceilDiv(a, b uint64) uint64 {
+	q := a / b
+	if a%b != 0 {
+		q++
+	}
+	return q
+}
+
+// now reads the clock: s is the limiter's time in units, nanoseconds since the
+// epoch clamped to [0, maxTime], times scale; lag is how far a clock reading
+// before the epoch is behind it.
+func (l *Limiter) now() (s, lag uint64) {
+	c := l.clock()
+	if c < l.epoch {
+		return 0, uint64(l.epoch) - uint64(c)
+	}
+	return min(uint64(c)-uint64(l.epoch), l.maxTime) * l.scale, 0
+}
+
+// decision reports a key whose TAT is tat at time s (units), with the clock
+// lag behind the epoch: Remaining is the whole tokens it holds, ResetAfter the
+// time until it is full. Allowed and RetryAfter are left for the caller.
+func (l *Limiter) decision(tat, s, lag uint64) hotlimit.Decision {
+	d := hotlimit.Decision{Limit: l.limit, Remaining: int(l.burst)}
+	if tat > s {
+		if ahead := tat - s; ahead < l.span {
+			d.Remaining = int((l.span - ahead) / l.tsc)
+		} else {
+			d.Remaining = 0 // a clock that went back: no tokens, none owed
+		}
+		d.ResetAfter = l.wait(tat, s, lag)
+	}
+	return d
+}
+
+// wait returns the least duration after which the limiter's time reaches x
+// units, from time s with the clock lag behind the epoch (nothing refills
+// until the clock is back at the epoch): lag + ⌈x/scale⌉ − s/scale
+// nanoseconds, for x > s. Never when the limiter's time stops before x, or
+// past math.MaxInt64.
+func (l *Limiter) wait(x, s, lag uint64) time.Duration {
+	t := ceilDiv(x, l.scale)
+	if t > l.maxTime {
+		return hotlimit.Never
+	}
+	d, carry := bits.Add64(t-s/l.scale, lag, 0)
+	if carry != 0 || d > math.MaxInt64 {
+		return hotlimit.Never
+	}
+	return time.Duration(d)
+}
