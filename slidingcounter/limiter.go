@@ -1,0 +1,161 @@
+package slidingcounter
+
+import (
+	"fmt"
+	"time"
+
+	"github.com/hotlimit/hotlimit"
+	"github.com/hotlimit/hotlimit/internal/keyed"
+)
+
+// The ranges New accepts.
+const (
+	// MaxLimit is the largest limit, 131070 (2^17 − 2): the widest count a
+	// state word holds, below the tombstone's all-ones count.
+	MaxLimit = 1<<countBits - 2
+	// MinWindow is the shortest window. Coupled with the 30-bit window index,
+	// it keeps 2^29 windows, about 6.2 days, of unambiguous wrap-around; it
+	// also keeps Window above MaxLimit, which the RetryAfter arithmetic needs.
+	MinWindow = time.Millisecond
+	// MaxWindow is the longest window, 366 days.
+	MaxWindow = 366 * 24 * time.Hour
+)
+
+// Limiter admits requests per key while a weighted estimate of the requests
+// in the last Window, from the counts of the current and the previous aligned
+// window, stays within a limit; see the package documentation for the model
+// and its error bound. Build it with New. It is safe for concurrent use.
+type Limiter struct {
+	cells  *keyed.Map[cell]
+	clock  hotlimit.Clock
+	limit  uint64
+	window uint64 // nanoseconds, in [MinWindow, MaxWindow]
+}
+
+var _ hotlimit.Limiter = (*Limiter)(nil)
+
+// New returns a limiter that admits about limit requests per key in any
+// window of length window. limit must lie in [1, MaxLimit] and window in
+// [MinWindow, MaxWindow]; otherwise New returns an error that names the field
+// and its range and wraps hotlimit.ErrInvalidConfig.
+func New(limit int, window time.Duration, opts ...hotlimit.Option) (*Limiter, error) {
+	if limit < 1 || limit > MaxLimit {
+		return nil, fmt.Errorf("slidingcounter: limit %d out of range [1, %d]: %w", limit, MaxLimit, hotlimit.ErrInvalidConfig)
+	}
+	if window < MinWindow || window > MaxWindow {
+		return nil, fmt.Errorf("slidingcounter: window %v out of range [%v, %v]: %w", window, MinWindow, MaxWindow, hotlimit.ErrInvalidConfig)
+	}
+	o := hotlimit.NewOptions(opts...)
+	if err := o.RejectBurst("slidingcounter", limit); err != nil {
+		return nil, err
+	}
+	l := &Limiter{
+		clock:  o.Clock,
+		limit:  uint64(limit),
+		window: uint64(window),
+	}
+	l.cells = keyed.New(newCell, o.AutoSweep, l.Sweep)
+	return l, nil
+}
+
+// Allow reports whether one request from key passes, and counts it if so. It
+// is Take(key, 1).Allowed, without building the Decision, and decides with
+// multiplications only.
+func (l *Limiter) Allow(key string) bool {
+	c := l.cells.Get(key)
+	cur, rem := l.index(l.clock()) // after Get: see cell
+	// CAS loop, argued in full on cell. Invariant: a write replaces the word
+	// the caller read by its advance with one more in cur, and only when the
+	// estimate of that very word plus one is within limit. A concurrent write
+	// changes the word, so this CAS fails and the call decides again from the
+	// new word; a Sweep's tombstone sends it to the key's fresh cell, with the
+	// clock read again (so it never counts in a window the sweep judged over).
+	for {
+		w := c.word.Load()
+		if w == dead {
+			c = l.cells.Revive(key, c)
+			cur, rem = l.index(l.clock())
+			continue
+		}
+		index, prev, count, behind := advance(w, cur)
+		if !l.fits(prev, count, elapsed(rem, behind), 1) {
+			return false // a denial writes nothing
+		}
+		if c.word.CompareAndSwap(w, pack(index, prev, count+1)) {
+			return true
+		}
+	}
+}
+
+// Take asks for n requests from key at once: all pass and are counted, or
+// none is. Take(key, 0) reports the key's state without changing it; n greater
+// than the limit or negative is denied with RetryAfter hotlimit.Never and
+// changes nothing, not even inserting key. The package documentation defines
+// the Decision's fields.
+func (l *Limiter) Take(key string, n int) hotlimit.Decision {
+	if n < 1 || uint64(n) > l.limit {
+		return l.report(key, n)
+	}
+	c := l.cells.Get(key)
+	cur, rem := l.index(l.clock()) // after Get: see cell
+	need := uint64(n)
+	// The CAS loop of Allow, for n requests at once. Invariant: a write
+	// replaces the word read by its advance with n more in cur, only when that
+	// word's estimate plus n is within limit; a concurrent write or a Sweep's
+	// tombstone fails the CAS, and the call decides again (argued on cell).
+	for {
+		w := c.word.Load()
+		if w == dead {
+			c = l.cells.Revive(key, c)
+			cur, rem = l.index(l.clock())
+			continue
+		}
+		index, prev, count, behind := advance(w, cur)
+		est := l.weigh(prev, elapsed(rem, behind)) + count
+		if est+need > l.limit {
+			d := l.decision(prev, count, est, rem, behind)
+			d.RetryAfter = l.wait(prev, count, rem, behind, l.limit-need)
+			return d
+		}
+		if c.word.CompareAndSwap(w, pack(index, prev, count+need)) {
+			d := l.decision(prev, count+need, est+need, rem, behind)
+			d.Allowed = true
+			return d
+		}
+	}
+}
+
+// report is Take for n == 0, n > limit and n < 0: it reads key's state and
+// changes nothing, not even inserting key.
+func (l *Limiter) report(key string, n int) hotlimit.Decision {
+	cur, rem := l.index(l.clock())
+	w := fresh
+	if c, ok := l.cells.Peek(key); ok {
+		if w = c.word.Load(); w == dead {
+			w = fresh // evicted: its replacement, if any, is fresh
+		}
+	}
+	_, prev, count, behind := advance(w, cur)
+	d := l.decision(prev, count, l.weigh(prev, elapsed(rem, behind))+count, rem, behind)
+	if n == 0 {
+		d.Allowed = true
+	} else {
+		d.RetryAfter = hotlimit.Never
+	}
+	return d
+}
+
+// Len returns the number of keys held.
+func (l *Limiter) Len() int {
+	return l.cells.Len()
+}
+
+// Sweep evicts every key whose state equals a fresh key's now: both counts
+// would read zero, as its stored window is older than the previous one. Such
+// a key's next request starts from zero, as a new key's does. It returns how
+// many keys it evicted. Sweep is safe to run concurrently with anything,
+// Sweep included.
+func (l *Limiter) Sweep() int {
+	cur, _ := l.index(l.clock())
+	return l.cells.Sweep(func(c *cell) bool { return c.kill(cur) })
+}

@@ -1,0 +1,128 @@
+package slidingcounter_test
+
+import (
+	"math/bits"
+	"time"
+
+	"github.com/hotlimit/hotlimit"
+)
+
+// model is the sequential reference of a sliding window counter: per key, the
+// index of the window it counted in last and the counts of that window and the
+// one before. A key is held only once a request passed, so every held cur is
+// at least 1. RetryAfter and ResetAfter are found by binary search over the
+// estimate, not by the limiter's closed form. The tests keep their clocks more
+// than a few windows away from the ends of int64, so plain int64 arithmetic
+// is exact.
+type model struct {
+	limit  int64
+	window int64
+	keys   map[string]modelKey
+}
+
+type modelKey struct{ index, prev, cur int64 }
+
+func newModel(limit int, window time.Duration) *model {
+	return &model{limit: int64(limit), window: int64(window), keys: map[string]modelKey{}}
+}
+
+// floorDiv returns ⌊a/b⌋ for b > 0.
+func floorDiv(a, b int64) int64 {
+	q := a / b
+	if a%b < 0 {
+		q--
+	}
+	return q
+}
+
+// at returns the key's state as a request at now sees it, and the elapsed
+// time the estimate weighs prev at: the same window keeps the counts, the next
+// moves cur to prev, later ones start at zero, and an earlier one (a clock
+// that stepped back) keeps the stored window, weighed at its start.
+func (m *model) at(st modelKey, ok bool, now int64) (modelKey, int64) {
+	idx := floorDiv(now, m.window)
+	e := now - idx*m.window
+	switch {
+	case !ok || idx > st.index+1:
+		return modelKey{index: idx}, e
+	case idx == st.index+1:
+		return modelKey{index: idx, prev: st.cur}, e
+	case idx == st.index:
+		return st, e
+	default:
+		return st, 0
+	}
+}
+
+// est is ⌊prev·(Window − e)/Window⌋ + cur, in 128 bits.
+func (m *model) est(st modelKey, e int64) int64 {
+	hi, lo := bits.Mul64(uint64(st.prev), uint64(m.window-e))
+	q, _ := bits.Div64(hi, lo, uint64(m.window))
+	return int64(q) + st.cur
+}
+
+// estAt is the key's estimate at now, nothing being taken.
+func (m *model) estAt(key string, now int64) int64 {
+	st, ok := m.keys[key]
+	st, e := m.at(st, ok, now)
+	return m.est(st, e)
+}
+
+// until finds by binary search the smallest wait after now at which the
+// key's estimate is at most t (the estimate only falls as time passes).
+func (m *model) until(key string, now, t int64) time.Duration {
+	if m.estAt(key, now) <= t {
+		return 0
+	}
+	lo, hi := now, now+3*m.window // lo fails
+	if st, ok := m.keys[key]; ok && st.index*m.window > now {
+		hi = st.index*m.window + 3*m.window
+	}
+	for hi-lo > 1 {
+		mid := lo + (hi-lo)/2
+		if m.estAt(key, mid) <= t {
+			hi = mid
+		} else {
+			lo = mid
+		}
+	}
+	return time.Duration(hi - now)
+}
+
+// take is Take(key, n) at now.
+func (m *model) take(key string, n int, now int64) hotlimit.Decision {
+	st0, ok := m.keys[key]
+	st, e := m.at(st0, ok, now)
+	est := m.est(st, e)
+	d := hotlimit.Decision{Limit: int(m.limit)}
+	switch {
+	case n == 0:
+		d.Allowed = true
+	case n < 0 || int64(n) > m.limit:
+		d.RetryAfter = hotlimit.Never
+	case est+int64(n) <= m.limit:
+		st.cur += int64(n)
+		est += int64(n)
+		m.keys[key] = st
+		d.Allowed = true
+	default:
+		d.RetryAfter = m.until(key, now, m.limit-int64(n))
+	}
+	d.Remaining = int(max(m.limit-est, 0))
+	d.ResetAfter = m.until(key, now, 0)
+	return d
+}
+
+// sweep forgets every key whose window is two or more before now's, as Sweep
+// does, and returns how many it forgot.
+func (m *model) sweep(now int64) int {
+	idx := floorDiv(now, m.window)
+	n := 0
+	for k, st := range m.keys {
+		if st.index+2 <= idx {
+			delete(m.keys, k)
+			n++
+		}
+	}
+	return n
+}

@@ -1,0 +1,137 @@
+package slidingcounter
+
+import (
+	"math"
+	"math/big"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+func TestFreshIsTheZeroWord(t *testing.T) {
+	assert.Equal(t, pack(0, 0, 0), fresh)
+	assert.Equal(t, fresh, newCell().word.Load())
+}
+
+func TestDeadIsNoLiveWord(t *testing.T) {
+	_, prev, cur := unpack(dead)
+	assert.Greater(t, cur, uint64(MaxLimit), "no live cur reaches the tombstone's")
+	assert.Greater(t, prev, uint64(MaxLimit))
+	assert.NotEqual(t, dead, pack(indexMask, MaxLimit, MaxLimit))
+}
+
+// FuzzPack: every index, and every pair of counts in [0, MaxLimit], round
+// trips through one word, and no field leaks into another.
+func FuzzPack(f *testing.F) {
+	f.Add(uint64(0), uint64(0), uint64(0))
+	f.Add(uint64(indexMask), uint64(MaxLimit), uint64(MaxLimit))
+	f.Add(uint64(math.MaxUint64), uint64(1), uint64(MaxLimit))
+	f.Add(uint64(1<<29), uint64(65536), uint64(0))
+	f.Fuzz(func(t *testing.T, index, prev, cur uint64) {
+		prev %= MaxLimit + 1
+		cur %= MaxLimit + 1
+		w := pack(index, prev, cur)
+		i, p, c := unpack(w)
+		require.Equal(t, index&indexMask, i)
+		require.Equal(t, prev, p)
+		require.Equal(t, cur, c)
+		require.NotEqual(t, dead, w)
+		require.Equal(t, w, pack(i, p, c))
+	})
+}
+
+func TestAdvance(t *testing.T) {
+	for i, tc := range []struct {
+		index, prev, count, cur uint64
+		want                    [4]uint64 // index, prev, count, behind
+	}{
+		{0, 0, 0, 1<<64 - 2, [4]uint64{indexMask - 1, 0, 0, 0}}, // fresh at window −2
+		{5, 2, 3, 5, [4]uint64{5, 2, 3, 0}},                     // same window
+		{5, 2, 3, 6, [4]uint64{6, 3, 0, 0}},                     // next: cur becomes prev
+		{5, 2, 3, 7, [4]uint64{7, 0, 0, 0}},                     // two later: both zero
+		{5, 2, 3, 5 + half - 1, [4]uint64{5 + half - 1, 0, 0, 0}},
+		{5, 2, 3, 5 + half, [4]uint64{5, 2, 3, half}}, // reads as ahead
+		{5, 2, 3, 4, [4]uint64{5, 2, 3, 1}},           // the clock stepped back
+		{indexMask, 0, 1, 1 << 30, [4]uint64{0, 1, 0, 0}},
+		{0, 4, 1, 1<<64 - 1, [4]uint64{0, 4, 1, 1}}, // window 0 read at window −1
+	} {
+		index, prev, count, behind := advance(pack(tc.index, tc.prev, tc.count), tc.cur)
+		assert.Equal(t, tc.want, [4]uint64{index, prev, count, behind}, "case %d", i)
+	}
+}
+
+func TestKill(t *testing.T) {
+	c := newCell()
+	assert.True(t, c.kill(5), "a fresh cell is idle")
+	assert.False(t, c.kill(5), "dead already")
+	for i, tc := range []struct {
+		index, prev, count, cur uint64
+		idle                    bool
+	}{
+		{3, 1, 1, 5, true},
+		{4, 1, 1, 5, false}, // cur is now prev
+		{5, 1, 1, 5, false},
+		{6, 1, 1, 5, false},                      // a later window: the clock stepped back
+		{indexMask - 1, 3, 3, 0, true},           // window −2 read at window 0, mod 2^30
+		{indexMask, 3, 3, 0, false},              // window −1 read at window 0
+		{0, 0, 3, indexMask, false},              // window 0 read at window −1
+		{2, MaxLimit, MaxLimit, 2, false},        // full current window
+		{2, MaxLimit, MaxLimit, 2 + half, false}, // reads as ahead
+	} {
+		c := newCell()
+		c.word.Store(pack(tc.index, tc.prev, tc.count))
+		assert.Equal(t, tc.idle, c.kill(tc.cur), "case %d", i)
+		if tc.idle {
+			assert.Equal(t, dead, c.word.Load(), "case %d", i)
+		}
+	}
+}
+
+// FuzzEstimate checks weigh, fits and span against math/big across the
+// documented ranges, the 72-bit products included.
+func FuzzEstimate(f *testing.F) {
+	f.Add(int64(MaxWindow), uint64(MaxLimit), uint64(MaxLimit), uint64(0), uint64(0), uint64(1))
+	f.Add(int64(MinWindow), uint64(1), uint64(1), uint64(0), uint64(999999), uint64(1))
+	f.Add(int64(time.Second), uint64(10), uint64(10), uint64(3), uint64(500000000), uint64(4))
+	f.Fuzz(func(t *testing.T, window int64, limit, prev, count, e, n uint64) {
+		w := uint64(MinWindow) + uint64(window)%uint64(MaxWindow-MinWindow+1)
+		limit = 1 + limit%MaxLimit
+		prev %= limit + 1
+		count %= limit + 1
+		n = 1 + n%limit
+		e %= w
+		l, err := New(int(limit), time.Duration(w))
+		require.NoError(t, err)
+		x := new(big.Int).Mul(new(big.Int).SetUint64(prev), new(big.Int).SetUint64(w-e))
+		x.Quo(x, new(big.Int).SetUint64(w))
+		require.Equal(t, x.Uint64(), l.weigh(prev, e))
+		require.Equal(t, x.Uint64()+count+n <= limit, l.fits(prev, count, e, n))
+		if a := min(count, prev-1); prev > 0 {
+			s := l.span(prev, a)
+			require.Less(t, s, w)
+			at := func(x uint64) uint64 { return l.weigh(prev, w-x) } // ⌊prev·x/W⌋, x in [1, W]
+			if s > 0 {
+				require.LessOrEqual(t, at(s), a)
+			}
+			if s+1 <= w {
+				require.Greater(t, at(s+1), a)
+			}
+		}
+	})
+}
+
+func TestIndexAtTheEnds(t *testing.T) {
+	for _, window := range []time.Duration{MinWindow, 7 * time.Millisecond, time.Second, MaxWindow} {
+		l, err := New(1, window)
+		require.NoError(t, err)
+		wn := int64(window)
+		for _, now := range []int64{math.MinInt64, math.MinInt64 + 1, -wn - 1, -wn, -1, 0, 1, wn - 1, wn, math.MaxInt64} {
+			q, m := new(big.Int).DivMod(big.NewInt(now), big.NewInt(wn), new(big.Int))
+			cur, rem := l.index(now)
+			assert.Equal(t, q.Int64(), int64(cur), "window %d now %d", wn, now)
+			assert.Equal(t, m.Uint64(), rem, "window %d now %d", wn, now)
+		}
+	}
+}
