@@ -6,6 +6,8 @@ import (
 
 	"github.com/hotlimit/hotlimit"
 	"github.com/hotlimit/hotlimit/fixedwindow"
+	"github.com/hotlimit/hotlimit/gcra"
+	"github.com/hotlimit/hotlimit/slidingcounter"
 	"github.com/hotlimit/hotlimit/slidinglog"
 	"github.com/hotlimit/hotlimit/tokenbucket"
 )
@@ -15,9 +17,11 @@ type constructor func(limit int, window time.Duration, opts ...hotlimit.Option) 
 
 // constructors is the factory: one entry per algorithm.
 var constructors = map[hotlimit.Algorithm]constructor{
-	hotlimit.TokenBucket: adapt(tokenbucket.New),
-	hotlimit.FixedWindow: adapt(fixedwindow.New),
-	hotlimit.SlidingLog:  adapt(slidinglog.New),
+	hotlimit.TokenBucket:    adapt(tokenbucket.New),
+	hotlimit.FixedWindow:    adapt(fixedwindow.New),
+	hotlimit.SlidingLog:     adapt(slidinglog.New),
+	hotlimit.GCRA:           adapt(gcra.New),
+	hotlimit.SlidingCounter: adapt(slidingcounter.New),
 }
 
 // adapt turns a package's typed constructor into a constructor, returning a
@@ -41,6 +45,9 @@ func NewLimiter(c hotlimit.Config, opts ...hotlimit.Option) (hotlimit.Limiter, e
 	newLimiter, ok := constructors[c.Algorithm]
 	if !ok {
 		return nil, fmt.Errorf("service: Config.Algorithm %v has no limiter: %w", c.Algorithm, hotlimit.ErrInvalidConfig)
+	}
+	if c.Burst > 0 {
+		opts = append(opts[:len(opts):len(opts)], hotlimit.WithBurst(c.Burst))
 	}
 	return newLimiter(c.Limit, c.Window, opts...)
 }

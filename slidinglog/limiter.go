@@ -50,6 +50,9 @@ func New(limit int, window time.Duration, opts ...hotlimit.Option) (*Limiter, er
 		return nil, fmt.Errorf("slidinglog: window %v out of range [%v, %v]: %w", window, MinWindow, MaxWindow, hotlimit.ErrInvalidConfig)
 	}
 	o := hotlimit.NewOptions(opts...)
+	if err := o.RejectBurst("slidinglog", limit); err != nil {
+		return nil, err
+	}
 	l := &Limiter{
 		clock:  o.Clock,
 		limit:  uint64(limit),

@@ -77,6 +77,9 @@ func New(limit int, window time.Duration, opts ...hotlimit.Option) (*Limiter, er
 		return nil, err
 	}
 	o := hotlimit.NewOptions(opts...)
+	if err := o.RejectBurst("tokenbucket", limit); err != nil {
+		return nil, err
+	}
 	l := &Limiter{
 		clock:  o.Clock,
 		b:      b,
