@@ -5,9 +5,9 @@
 GO ?= go
 PKGS := ./...
 
-.PHONY: test vet fmt race smoke test386 bench
+.PHONY: test vet fmt race smoke test386 benchmod bench
 
-test: vet fmt race smoke test386
+test: vet fmt race smoke test386 benchmod
 
 vet:
 	$(GO) vet $(PKGS)
@@ -28,5 +28,14 @@ test386:
 	GOARCH=386 $(GO) vet $(PKGS)
 	GOARCH=386 $(GO) test -count=1 -run '^$$' -exec /bin/true $(PKGS)
 
+# The bench module (its own go.mod, with the peers): vet, tests, and every
+# benchmark once.
+benchmod:
+	cd bench && $(GO) vet ./...
+	cd bench && $(GO) test -race -short -count=1 ./...
+	cd bench && $(GO) test -run '^$$' -bench . -benchtime 1x ./...
+
+# The comparison with other Go limiters: tables in bench/results/latest.txt,
+# chart in bench/results/scaling.svg (see bench/README.md).
 bench:
-	$(GO) test -run '^$$' -bench . -benchmem -count 5 ./tokenbucket/ ./fixedwindow/ ./slidinglog/ ./service/
+	cd bench && GO=$(GO) ./run.sh

@@ -1,0 +1,45 @@
+package main
+
+import (
+	"bytes"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+const input = `goos: linux
+BenchmarkAllow/mode=parallel/keys=1/hit=allow/impl=mutex         	 1000	       100.0 ns/op	 1.000 allowed/op	 0 B/op	 0 allocs/op
+BenchmarkAllow/mode=parallel/keys=1/hit=allow/impl=mutex         	 1000	       120.0 ns/op	 1.000 allowed/op	 0 B/op	 0 allocs/op
+BenchmarkAllow/mode=parallel/keys=1/hit=allow/impl=mutex-8       	 1000	       200.0 ns/op	 1.000 allowed/op	 0 B/op	 0 allocs/op
+BenchmarkAllow/mode=parallel/keys=1/hit=allow/impl=tokenbucket   	 1000	        55.0 ns/op	 1.000 allowed/op	 0 B/op	 0 allocs/op
+BenchmarkAllow/mode=parallel/keys=1/hit=allow/impl=tokenbucket-8 	 1000	        50.0 ns/op	 1.000 allowed/op	 0 B/op	 0 allocs/op
+BenchmarkParts/part=cas-2 	 1000	        5.0 ns/op
+--- BENCH: something
+PASS
+`
+
+func TestParseAndTable(t *testing.T) {
+	samples, err := parse(strings.NewReader(input))
+	require.NoError(t, err)
+	require.Len(t, samples, 6)
+	assert.Equal(t, sample{"Allow/mode=parallel/keys=1/hit=allow/impl=mutex", 8, 200}, samples[2])
+
+	m := medians(samples)
+	sc := "Allow/mode=parallel/keys=1/hit=allow"
+	assert.Equal(t, 110.0, m[key{sc, "mutex", 1}], "median of two runs")
+	assert.Equal(t, []string{"mutex", "tokenbucket"}, impls(m), "parts have no impl")
+
+	var tb bytes.Buffer
+	table(&tb, m)
+	assert.Contains(t, tb.String(), "| "+sc+" | 1 | 110 | 55.0 (0.50×) |")
+	assert.Contains(t, tb.String(), "| "+sc+" | 8 | 200 | 50.0 (0.25×) |")
+
+	var svgOut bytes.Buffer
+	svg(&svgOut, m)
+	s := svgOut.String()
+	assert.True(t, strings.HasPrefix(s, "<svg"))
+	assert.Equal(t, 2, strings.Count(s, "<polyline"), "one line per impl in the hot-key allowed panel")
+	assert.Contains(t, s, "no data", "panels without results say so")
+}

@@ -1,0 +1,11 @@
+// Package bench compares hotlimit's keyed limiters with the Go limiters in
+// use today, under the same policies and key sets. It is a separate module so
+// that the peers never enter hotlimit's own go.mod.
+//
+// bench_test.go holds the benchmarks and states the policy of every scenario;
+// crosscheck_test.go checks that, with N goroutines hammering one key of limit
+// L, hotlimit admits exactly L and reports what the peers admit;
+// cmd/memory prints the bytes each implementation holds per key; cmd/chart
+// draws ns/op against goroutines from the benchmark output; run.sh does all
+// of it (make bench).
+package bench
