@@ -3,6 +3,7 @@ package slidinglog_test
 import (
 	"errors"
 	"fmt"
+	"math"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -158,7 +159,7 @@ func TestRetryAfterIsExact(t *testing.T) {
 func TestBadTakeChangesNothing(t *testing.T) {
 	lim, clock := newAt(t, 3, time.Second)
 	clock.setMs(1)
-	for _, n := range []int{-1, -1 << 62, 4, 1 << 40} {
+	for _, n := range []int{-1, math.MinInt, 4, math.MaxInt} {
 		d := lim.Take("k", n)
 		assert.Equal(t, hotlimit.Decision{Limit: 3, Remaining: 3, RetryAfter: hotlimit.Never}, d, "n=%d", n)
 	}
