@@ -1,0 +1,100 @@
+package hotlimit
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+)
+
+// ErrNeverPasses is wrapped by the error Wait and WaitN return, at once, for
+// a request no amount of waiting lets pass: the limiter answered it with
+// RetryAfter [Never] (more requests at once than the limit or burst, or a
+// negative count).
+var ErrNeverPasses = errors.New("the request can never pass")
+
+// WaitOption configures [Wait] and [WaitN].
+type WaitOption func(*waitOptions)
+
+type waitOptions struct {
+	sleep func(ctx context.Context, d time.Duration) error
+}
+
+// WithSleep makes Wait and WaitN sleep with sleep instead of a timer. sleep
+// must return nil after d has passed on the limiter's clock, or ctx.Err() as
+// soon as ctx is done, whichever comes first. Tests pass one that advances a
+// fake clock by d, so that waiting takes no real time. A nil sleep keeps the
+// default: a time.Timer raced against ctx.Done().
+func WithSleep(sleep func(ctx context.Context, d time.Duration) error) WaitOption {
+	return func(o *waitOptions) {
+		if sleep != nil {
+			o.sleep = sleep
+		}
+	}
+}
+
+// Wait blocks until one request from key passes l, and counts it; it is
+// WaitN(ctx, l, key, 1, opts...).
+func Wait(ctx context.Context, l Limiter, key string, opts ...WaitOption) error {
+	return WaitN(ctx, l, key, 1, opts...)
+}
+
+// WaitN blocks until n requests from key pass l at once, and counts them. It
+// asks l.Take(key, n); while denied, it sleeps for the Decision's RetryAfter
+// and asks again (a composite, or other callers taking meanwhile, may deny
+// it again after the wait). It returns nil once they passed. n == 0 returns
+// nil at once.
+//
+// WaitN takes nothing unless it returns nil. It returns:
+//
+//   - ctx.Err(), without asking l, when ctx is already done, and when ctx is
+//     done during a sleep;
+//   - an error wrapping context.DeadlineExceeded, at once, when ctx's
+//     deadline comes before the RetryAfter: waiting could not succeed;
+//   - an error wrapping [ErrNeverPasses], at once, when RetryAfter is
+//     [Never] (n greater than the limit or burst, or n < 0).
+//
+// The deadline is read on the real clock (time.Until), RetryAfter on the
+// limiter's; they agree unless the limiter's clock is a fake one.
+func WaitN(ctx context.Context, l Limiter, key string, n int, opts ...WaitOption) error {
+	o := waitOptions{sleep: sleepTimer}
+	for _, opt := range opts {
+		if opt != nil {
+			opt(&o)
+		}
+	}
+	for {
+		if err := ctx.Err(); err != nil {
+			return err
+		}
+		d := l.Take(key, n)
+		if d.Allowed {
+			return nil
+		}
+		wait := d.RetryAfter
+		switch {
+		case wait == Never:
+			return fmt.Errorf("hotlimit: %d requests at once (limit %d): %w", n, d.Limit, ErrNeverPasses)
+		case wait <= 0:
+			wait = time.Nanosecond // a denial always says when to retry; never spin
+		}
+		if deadline, ok := ctx.Deadline(); ok && time.Until(deadline) < wait {
+			return fmt.Errorf("hotlimit: waiting %v would pass the context's deadline: %w", wait, context.DeadlineExceeded)
+		}
+		if err := o.sleep(ctx, wait); err != nil {
+			return err
+		}
+	}
+}
+
+// sleepTimer is the default sleep: d on a time.Timer, or until ctx is done.
+func sleepTimer(ctx context.Context, d time.Duration) error {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}

@@ -1,0 +1,163 @@
+package hotlimit_test
+
+import (
+	"context"
+	"errors"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/hotlimit/hotlimit"
+	"github.com/hotlimit/hotlimit/tokenbucket"
+)
+
+// fakeTime is a fake clock and a sleep that advances it, recording each
+// sleep.
+type fakeTime struct {
+	now   atomic.Int64
+	slept []time.Duration
+}
+
+func (f *fakeTime) sleep(ctx context.Context, d time.Duration) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	f.slept = append(f.slept, d)
+	f.now.Add(int64(d))
+	return nil
+}
+
+func newBucket(t *testing.T, limit int, window time.Duration, f *fakeTime) *tokenbucket.Limiter {
+	t.Helper()
+	lim, err := tokenbucket.New(limit, window, hotlimit.WithClock(f.now.Load))
+	require.NoError(t, err)
+	return lim
+}
+
+// TestWaitPassesAfterRetryAfter: 5 per second, drained: a wait for 2 sleeps
+// exactly 400 ms, once, and takes them.
+func TestWaitPassesAfterRetryAfter(t *testing.T) {
+	f := new(fakeTime)
+	lim := newBucket(t, 5, time.Second, f)
+	require.True(t, lim.Take("k", 5).Allowed)
+	require.NoError(t, hotlimit.WaitN(context.Background(), lim, "k", 2, hotlimit.WithSleep(f.sleep)))
+	assert.Equal(t, []time.Duration{400 * time.Millisecond}, f.slept)
+	assert.Zero(t, lim.Take("k", 0).Remaining, "the 2 were taken")
+
+	require.NoError(t, hotlimit.Wait(context.Background(), lim, "k", hotlimit.WithSleep(f.sleep)))
+	assert.Equal(t, []time.Duration{400 * time.Millisecond, 200 * time.Millisecond}, f.slept)
+
+	require.NoError(t, hotlimit.WaitN(context.Background(), lim, "k", 0, hotlimit.WithSleep(f.sleep)))
+	assert.Len(t, f.slept, 2, "n == 0 never waits")
+	require.NoError(t, hotlimit.Wait(context.Background(), lim, "fresh", hotlimit.WithSleep(f.sleep)))
+	assert.Len(t, f.slept, 2, "a request that passes never waits")
+}
+
+// scripted is a Limiter that answers with a script of decisions, and counts
+// what it admits.
+type scripted struct {
+	script []hotlimit.Decision
+	calls  int
+	taken  int
+}
+
+func (s *scripted) Allow(key string) bool { return s.Take(key, 1).Allowed }
+
+func (s *scripted) Take(_ string, n int) hotlimit.Decision {
+	d := s.script[min(s.calls, len(s.script)-1)]
+	s.calls++
+	if d.Allowed {
+		s.taken += n
+	}
+	return d
+}
+
+// TestWaitRetriesUntilPassed: denied again after a wait (as a composite's
+// other child may deny), it waits again; a denial with no RetryAfter still
+// waits a nanosecond, never spinning.
+func TestWaitRetriesUntilPassed(t *testing.T) {
+	f := new(fakeTime)
+	s := &scripted{script: []hotlimit.Decision{
+		{RetryAfter: time.Second},
+		{RetryAfter: 3 * time.Second},
+		{},
+		{Allowed: true},
+	}}
+	require.NoError(t, hotlimit.WaitN(context.Background(), s, "k", 3, hotlimit.WithSleep(f.sleep)))
+	assert.Equal(t, []time.Duration{time.Second, 3 * time.Second, time.Nanosecond}, f.slept)
+	assert.Equal(t, 4, s.calls)
+	assert.Equal(t, 3, s.taken)
+}
+
+// TestWaitCancels: a context done before, during the sleep, or whose deadline
+// comes before RetryAfter ends the wait with its error, and takes nothing.
+func TestWaitCancels(t *testing.T) {
+	f := new(fakeTime)
+	lim := newBucket(t, 5, time.Second, f)
+	require.True(t, lim.Take("k", 4).Allowed)
+
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	err := hotlimit.Wait(ctx, lim, "k", hotlimit.WithSleep(f.sleep))
+	assert.ErrorIs(t, err, context.Canceled)
+	assert.Equal(t, 1, lim.Take("k", 0).Remaining, "nothing taken, though one would pass")
+
+	// Cancelled during the sleep.
+	ctx, cancel = context.WithCancel(context.Background())
+	sleep := func(ctx context.Context, d time.Duration) error {
+		f.now.Add(int64(d / 2))
+		cancel()
+		return ctx.Err()
+	}
+	err = hotlimit.WaitN(ctx, lim, "k", 3, hotlimit.WithSleep(sleep))
+	assert.ErrorIs(t, err, context.Canceled)
+	assert.Equal(t, 2, lim.Take("k", 0).Remaining, "nothing taken: 1 + 200 ms of refill")
+
+	// A deadline before RetryAfter: no sleep at all.
+	ctx, cancel = context.WithTimeout(context.Background(), time.Hour)
+	defer cancel()
+	day := newBucket(t, 1, 24*time.Hour, f)
+	require.True(t, day.Allow("k"))
+	err = hotlimit.Wait(ctx, day, "k", hotlimit.WithSleep(f.sleep))
+	assert.ErrorIs(t, err, context.DeadlineExceeded)
+	assert.Contains(t, err.Error(), "hotlimit: waiting 24h0m0s would pass the context's deadline")
+	assert.Empty(t, f.slept)
+}
+
+// TestWaitNever: a request that can never pass fails at once.
+func TestWaitNever(t *testing.T) {
+	f := new(fakeTime)
+	lim := newBucket(t, 5, time.Second, f)
+	for _, n := range []int{6, -1} {
+		err := hotlimit.WaitN(context.Background(), lim, "k", n, hotlimit.WithSleep(f.sleep))
+		assert.ErrorIs(t, err, hotlimit.ErrNeverPasses, "n %d", n)
+	}
+	err := hotlimit.WaitN(context.Background(), lim, "k", 6)
+	assert.EqualError(t, err, "hotlimit: 6 requests at once (limit 5): the request can never pass")
+	assert.Empty(t, f.slept)
+	assert.Zero(t, lim.Len(), "nothing taken, no key inserted")
+}
+
+// TestWaitRealTimer: the default sleep, on the real clock: a wait of about a
+// millisecond passes, and a wait cancelled while sleeping returns at once.
+func TestWaitRealTimer(t *testing.T) {
+	lim, err := tokenbucket.New(1000, time.Second)
+	require.NoError(t, err)
+	require.True(t, lim.Take("k", 1000).Allowed)
+	start := time.Now()
+	require.NoError(t, hotlimit.WaitN(context.Background(), lim, "k", 2))
+	assert.Less(t, time.Since(start), time.Second)
+
+	slow, err := tokenbucket.New(1, time.Hour)
+	require.NoError(t, err)
+	require.True(t, slow.Allow("k"))
+	ctx, cancel := context.WithCancel(context.Background())
+	time.AfterFunc(5*time.Millisecond, cancel)
+	start = time.Now()
+	err = hotlimit.Wait(ctx, slow, "k")
+	assert.True(t, errors.Is(err, context.Canceled))
+	assert.Less(t, time.Since(start), time.Second)
+}
