@@ -8,15 +8,29 @@ import (
 )
 
 // diffConfigs are the policies of the differential tests.
+// burst 0 is the default, the limit.
 var diffConfigs = []struct {
 	limit  int
 	window time.Duration
+	burst  int
 }{
-	{5, time.Second},
-	{3, 7 * time.Millisecond},
-	{100, time.Minute},
-	{1, 24 * time.Hour},
-	{1 << 16, time.Millisecond},
+	{5, time.Second, 0},
+	{3, 7 * time.Millisecond, 0},
+	{100, time.Minute, 0},
+	{1, 24 * time.Hour, 0},
+	{1 << 16, time.Millisecond, 0},
+	{100, time.Minute, 10}, // a burst below the limit
+	{5, time.Second, 7},    // and above it
+	{1, time.Second, 3},
+	{3, 7 * time.Millisecond, 1},
+}
+
+// burstOf returns a config's burst: the limit unless it sets one.
+func burstOf(limit, burst int) int {
+	if burst == 0 {
+		return limit
+	}
+	return burst
 }
 
 // randomN draws a request size in [-1, limit+1], with the edges and small
@@ -77,12 +91,13 @@ func TestDifferential(t *testing.T) {
 	keys := []string{"a", "b", "c"}
 	for ci, cfg := range diffConfigs {
 		for _, grid := range []time.Duration{time.Millisecond, time.Nanosecond} {
-			t.Run(fmt.Sprintf("limit=%d/window=%v/grid=%v", cfg.limit, cfg.window, grid), func(t *testing.T) {
+			burst := burstOf(cfg.limit, cfg.burst)
+			t.Run(fmt.Sprintf("limit=%d/window=%v/burst=%d/grid=%v", cfg.limit, cfg.window, burst, grid), func(t *testing.T) {
 				r := rand.New(rand.NewPCG(uint64(ci), uint64(grid)))
 				band, total := 0, 0
 				for seq := range seqs {
 					epoch := r.Int64N(2e15) - 1e15
-					tw := newTwin(t, cfg.limit, cfg.window, epoch, grid)
+					tw := newBurstTwin(t, cfg.limit, burst, cfg.window, epoch, grid)
 					if grid == time.Millisecond && !tw.exact {
 						t.Fatalf("%v: a millisecond grid should be exact", tw)
 					}
@@ -101,7 +116,7 @@ func TestDifferential(t *testing.T) {
 							continue
 						}
 						key := keys[r.IntN(len(keys))]
-						tw.take(key, randomN(r, cfg.limit), r.IntN(2) == 0, r.IntN(4) == 0, msg)
+						tw.take(key, randomN(r, burst), r.IntN(2) == 0, r.IntN(4) == 0, msg)
 						total++
 						if t.Failed() {
 							return

@@ -1,16 +1,18 @@
 // Package tokenbucket is a lock-free keyed token bucket rate limiter: each
-// key holds up to Limit tokens, refilled continuously at Limit per Window,
-// and a request takes one.
+// key holds up to Burst tokens (Limit unless hotlimit.WithBurst says
+// otherwise), refilled continuously at Limit per Window, and a request takes
+// one.
 //
 // # Model
 //
-// A new key starts full, with Limit tokens. On each request at time t the
-// bucket is refilled lazily, tokens = min(Limit, tokens + (t − last)·Limit/
+// A new key starts full, with Burst tokens. On each request at time t the
+// bucket is refilled lazily, tokens = min(Burst, tokens + (t − last)·Limit/
 // Window), and the request passes when tokens ≥ 1, taking one; Take(key, n)
 // passes when tokens ≥ n and takes n, all or nothing. So a key may burst
-// Limit requests at once, then passes one every Window/Limit. With 5 per
+// Burst requests at once, then passes one every Window/Limit. With 5 per
 // second, 5 requests pass at once, and 400 ms after the bucket emptied exactly
-// 2 more pass.
+// 2 more pass; with 5 per second and a burst of 7, 7 pass at once, and 400 ms
+// later 2. Burst defaults to Limit.
 //
 // Time is the limiter's: nanoseconds since New read the clock (its epoch); a
 // reading before the epoch counts as the epoch. A clock that goes back refills
@@ -34,21 +36,22 @@
 // tokens fall short by less than one unit, which can happen only when a clock
 // reading is not a whole number of units; then it may pass. Over a long run,
 // the requests passed are those of the exact model ±1, and never more than
-// Limit + rate·(time since the epoch).
+// Burst + rate·(time since the epoch) plus the tokens refunded.
 //
 // # Decisions
 //
 // Take returns, for the bucket refilled to the time of the call:
 //
 //   - Remaining: whole tokens left after the call.
-//   - RetryAfter: 0 when allowed; when denied with 0 < n ≤ Limit, the least
+//   - Limit: the limit, requests per window (not the burst).
+//   - RetryAfter: 0 when allowed; when denied with 0 < n ≤ Burst, the least
 //     duration after which the same Take(key, n) passes if nothing else is
 //     taken meanwhile, to the nanosecond: RetryAfter − 1 ns later it is still
-//     denied. Never for n > Limit or n < 0.
+//     denied. Never for n > Burst or n < 0.
 //   - ResetAfter: the least duration after which the bucket is full again,
 //     as a new key's is; 0 when it is full.
 //
-// Take(key, 0), Take(key, n > Limit) and Take(key, n < 0) only report: they
+// Take(key, 0), Take(key, n > Burst) and Take(key, n < 0) only report: they
 // never insert a key nor change one.
 //
 // # State and ranges
@@ -58,13 +61,16 @@
 //
 //	| tokens, in units (64−T bits) | u(last refill) mod 2^T (T bits) |
 //
-// Limit lies in [1, 1048576] and Window in [1ms, 24h]. New chooses F, the
-// fraction bits, as the largest in [0, 32] whose timestamp field keeps at
-// least 30 days and 4 windows unambiguous (its Range: 2^(T−1) units of refill
-// time); failing that, F = 0 if it keeps at least an hour and 4 windows. Every
-// combination of an accepted Limit and Window has such a layout: the fastest
-// rate, 1048576 per 1 ms, keeps 69 minutes at F = 0. (Beyond that, New would
-// say which window the limit needs.) Some layouts:
+// Limit lies in [1, 1048576], Window in [1ms, 24h] and Burst in [1, 1048576],
+// with Burst·Window/Limit, the time an empty bucket takes to fill (its fill
+// time), at most 366 days (MaxBurstSpan). The token field holds Cap =
+// Burst·2^F units. New chooses F, the fraction bits, as the largest in [0, 32]
+// whose timestamp field keeps at least 30 days and 4 fill times unambiguous
+// (its Range: 2^(T−1) units of refill time); failing that, F = 0 if it keeps
+// at least an hour and 4 fill times. Every accepted combination has such a
+// layout: the fastest rate, 1048576 per 1 ms, keeps 69 minutes at F = 0, and
+// at F = 0 the Range is at least 2^40 fill times. (Beyond that, New would say
+// which window the limit needs.) Some layouts, with Burst = Limit:
 //
 //	Limit    Window   F   unit (token)   Range
 //	1        24h      28  2^−28          64 days
@@ -93,6 +99,15 @@
 //
 // Memory: a key costs its map entry in an xsync.MapOf, the key's bytes and an
 // 8-byte cell, about 100 bytes in all for short keys.
+//
+// # Refunds
+//
+// A Limiter is a hotlimit.Refunder: TakeReceipt is Take plus a receipt, and
+// Refund gives the receipt's tokens back, less what the bucket refilled since
+// the Take (which a bucket without the Take would have lost to its cap), and
+// never above the burst: at the time of the Take it restores the bucket
+// exactly, a fill time later it gives nothing. Refund is one more writer of
+// the state word, by compare-and-swap like the others (refund.go).
 //
 // # Eviction
 //

@@ -46,3 +46,37 @@ func ExampleLimiter_Take() {
 	// false
 	// true
 }
+
+// Five requests per second with a burst of seven: seven pass at once, and the
+// refill is still five per second, so 400 ms later exactly two more pass.
+func ExampleLimiter_burst() {
+	var now atomic.Int64
+	lim, err := tokenbucket.New(5, time.Second, hotlimit.WithClock(now.Load), hotlimit.WithBurst(7))
+	if err != nil {
+		panic(err)
+	}
+	fmt.Println(lim.Allow("k"), lim.Allow("k"), lim.Allow("k"), lim.Allow("k"),
+		lim.Allow("k"), lim.Allow("k"), lim.Allow("k"), lim.Allow("k"))
+	now.Add(int64(400 * time.Millisecond))
+	fmt.Println(lim.Allow("k"), lim.Allow("k"), lim.Allow("k"))
+	// Output:
+	// true true true true true true true false
+	// true true false
+}
+
+// A request that was admitted and then not served gives its token back: at
+// the time of the Take, the bucket is restored exactly.
+func ExampleLimiter_Refund() {
+	var now atomic.Int64
+	lim, err := tokenbucket.New(3, time.Second, hotlimit.WithClock(now.Load))
+	if err != nil {
+		panic(err)
+	}
+	d, r := lim.TakeReceipt("k", 2)
+	fmt.Println(d.Allowed, d.Remaining, r.N)
+	lim.Refund("k", r) // the downstream call failed
+	fmt.Println(lim.Take("k", 0).Remaining)
+	// Output:
+	// true 1 2
+	// 3
+}

@@ -6,7 +6,9 @@ package tokenbucket
 // distance from a backward one only when |now − last| is below Range, R (see
 // packed.Bucket.Range). Write m for one unit of time rounded up to the
 // nanosecond, ⌈window/(limit·2^F)⌉; any two times less than R − m apart read
-// unambiguously. layoutFor guarantees R ≥ 4·window and R ≥ 1 hour.
+// unambiguously. Write fill for the time an empty bucket takes to fill,
+// ⌈window·burst/limit⌉ (a window when burst = limit): a key idle for fill is
+// full. layoutFor guarantees R ≥ 4·fill and R ≥ 1 hour.
 //
 // The guard makes every read of a word see a distance below R − m, whatever
 // the clock does, as long as it never reads more than R/4 earlier than a
@@ -15,7 +17,7 @@ package tokenbucket
 // last sweep that ran to completion started; and two spans from it,
 //
 //	soft = min(R/4, hard/2)    a caller starts a sweep on its own goroutine
-//	hard = 3R/4 − window − m   a caller sweeps before reading any word
+//	hard = 3R/4 − fill − m     a caller sweeps before reading any word
 //
 // Invariant G: while swept = L, every live word that is not full has a
 // timestamp τ (the clock reading, in nanoseconds since the epoch, of the
@@ -28,17 +30,17 @@ package tokenbucket
 //     a t more than R/4 behind g (a caller that stalled since its clock
 //     reading) is raised to g − R/4, a time that has already passed. Allow,
 //     Take and report read a word only if swept still equals g after the Load,
-//     so G held for the word: |t − τ| < hard + R/4 = R − window − m. When it
+//     so G held for the word: |t − τ| < hard + R/4 = R − fill − m. When it
 //     has changed, they read the clock again.
 //   - Upper bound. A writer writes its own t, or keeps a later stored τ; its
 //     t < g + hard ≤ L + hard, since generations only grow.
 //   - Lower bound. A sweep starts at s under generation g (s ≥ g − R/4: sweep
 //     raises an older s), and reads words only while swept = g, so by G each has
-//     g − R/4 < τ < g + hard. If s ≥ g + hard + window, every τ is at least a
-//     window behind s: every live word is full at s and is killed, unread.
-//     Otherwise s − τ < hard + window + R/4 = R − m and τ − s < hard + R/4, so
+//     g − R/4 < τ < g + hard. If s ≥ g + hard + fill, every τ is at least
+//     fill behind s: every live word is full at s and is killed, unread.
+//     Otherwise s − τ < hard + fill + R/4 = R − m and τ − s < hard + R/4, so
 //     Refill reads it exactly, and kill leaves only words that are not full at
-//     s: their τ > s − window. A write that lands after the sweep's visit
+//     s: their τ > s − fill. A write that lands after the sweep's visit
 //     either replaced the visited word, and keeps its τ or a later one, or
 //     went to a cell the sweep never saw: inserted, or revived, after the
 //     sweep started, whose writers read the clock after Get or Revive
@@ -59,13 +61,13 @@ package tokenbucket
 // and one after each Load of the word.
 
 // guardSpans returns the guard's spans, in nanoseconds, for a layout whose
-// timestamps span rng nanoseconds and which refills perWindow units per
-// window: soft, hard and back = R/4, how far a reading may lag its
+// timestamps span rng nanoseconds, whose empty bucket fills in fill
+// nanoseconds, and which refills perWindow units per window: soft, hard and back = R/4, how far a reading may lag its
 // generation.
-func guardSpans(rng, window, perWindow uint64) (soft, hard, back int64) {
+func guardSpans(rng, fill, window, perWindow uint64) (soft, hard, back int64) {
 	unit := (window + perWindow - 1) / perWindow // m: ⌈window/(limit·2^F)⌉
-	r := int64(rng)                              // at most a year or so: see layoutFor
-	hard = 3*(r/4) - int64(window) - int64(unit)
+	r := int64(rng)                              // at most 2^63 − 1: see packed.Bucket.Range
+	hard = 3*(r/4) - int64(fill) - int64(unit)
 	return min(r/4, hard/2), hard, r / 4
 }
 
@@ -102,7 +104,7 @@ func (l *Limiter) sweepInBackground() {
 func (l *Limiter) sweep(t uint64) int {
 	gen := l.swept.Load()
 	s := max(int64(t), gen-l.back)
-	allFull := s-gen-l.window >= l.hard
+	allFull := s-gen-l.fill >= l.hard
 	sU, _ := l.b.Units(uint64(s))
 	stale := false
 	n := l.cells.Sweep(func(c *cell) bool {

@@ -3,6 +3,7 @@ package tokenbucket
 import (
 	"fmt"
 	"math"
+	"math/bits"
 	"sync/atomic"
 	"time"
 
@@ -13,8 +14,14 @@ import (
 
 // The ranges New accepts.
 const (
-	// MaxLimit is the largest limit (and so the largest burst).
+	// MaxLimit is the largest limit.
 	MaxLimit = 1 << 20
+	// MaxBurst is the largest burst (capacity).
+	MaxBurst = 1 << 20
+	// MaxBurstSpan bounds Burst·Window/Limit, the time a drained key takes to
+	// refill (GCRA's bound too): it keeps the wrap guard's spans, which must
+	// exceed four such times, inside the timestamp field.
+	MaxBurstSpan = 366 * 24 * time.Hour
 	// MinWindow is the shortest window.
 	MinWindow = time.Millisecond
 	// MaxWindow is the longest window.
@@ -45,6 +52,8 @@ type Limiter struct {
 	fresh uint64        // a new key's word: b.Pack(b.Cap, 0), full
 	unit  uint64        // one token in units: 2^F
 	limit int
+	burst int   // the capacity in tokens: Cap = burst·2^F
+	fill  int64 // nanoseconds an empty bucket takes to fill: ⌈window·burst/limit⌉
 
 	// The wrap guard (guard.go). swept is the time, in nanoseconds since
 	// the epoch, at which the last sweep that ran to completion started; it
@@ -60,8 +69,11 @@ type Limiter struct {
 var _ hotlimit.Limiter = (*Limiter)(nil)
 
 // New returns a token bucket limiter: limit tokens per key, refilled at limit
-// per window. limit must lie in [1, MaxLimit] and window in [MinWindow,
-// MaxWindow]; otherwise New returns an error that names the field and its
+// per window, or a capacity of hotlimit.WithBurst's value (default and values
+// <= 0: limit) refilled at the same rate. limit must lie in [1, MaxLimit],
+// window in [MinWindow, MaxWindow], burst in [1, MaxBurst], and
+// burst·window/limit, the time a drained key takes to refill, must not exceed
+// MaxBurstSpan; otherwise New returns an error that names the field and its
 // range and wraps hotlimit.ErrInvalidConfig. The limiter reads its clock once
 // here: that reading is its epoch, and a later reading before it counts as
 // the epoch.
@@ -72,12 +84,23 @@ func New(limit int, window time.Duration, opts ...hotlimit.Option) (*Limiter, er
 	if window < MinWindow || window > MaxWindow {
 		return nil, fmt.Errorf("tokenbucket: window %v out of range [%v, %v]: %w", window, MinWindow, MaxWindow, hotlimit.ErrInvalidConfig)
 	}
-	b, err := layoutFor(uint64(limit), uint64(window))
-	if err != nil {
-		return nil, err
-	}
 	o := hotlimit.NewOptions(opts...)
-	if err := o.RejectBurst("tokenbucket", limit); err != nil {
+	burst := o.Burst
+	if burst == 0 {
+		burst = limit
+	}
+	if burst < 1 || burst > MaxBurst {
+		return nil, fmt.Errorf("tokenbucket: burst %d out of range [1, %d]: %w", burst, MaxBurst, hotlimit.ErrInvalidConfig)
+	}
+	// burst·window ≤ limit·MaxBurstSpan, in 128 bits.
+	bh, bl := bits.Mul64(uint64(burst), uint64(window))
+	mh, ml := bits.Mul64(uint64(limit), uint64(MaxBurstSpan))
+	if bh > mh || bh == mh && bl > ml {
+		return nil, fmt.Errorf("tokenbucket: burst %d of limit %d per %v takes longer than %v to refill; burst must lie in [1, %d]: %w",
+			burst, limit, window, MaxBurstSpan, maxBurstFor(uint64(limit), uint64(window)), hotlimit.ErrInvalidConfig)
+	}
+	b, err := layoutFor(uint64(limit), uint64(burst), uint64(window))
+	if err != nil {
 		return nil, err
 	}
 	l := &Limiter{
@@ -86,29 +109,64 @@ func New(limit int, window time.Duration, opts ...hotlimit.Option) (*Limiter, er
 		fresh:  b.Pack(b.Cap, 0),
 		unit:   1 << b.FracBits,
 		limit:  limit,
+		burst:  burst,
+		fill:   int64(b.Wait(b.Cap, 0)),
 		window: int64(window),
 	}
-	l.soft, l.hard, l.back = guardSpans(b.Range(), uint64(window), b.PerWindow)
+	l.soft, l.hard, l.back = guardSpans(b.Range(), uint64(l.fill), uint64(window), b.PerWindow)
 	l.epoch = l.clock()
 	l.cells = keyed.New(l.newCell, o.AutoSweep, l.Sweep)
 	return l, nil
 }
 
-// layoutFor chooses the layout for limit tokens per window nanoseconds: the
-// largest F in [0, packed.MaxFracBits] whose timestamp keeps at least 30 days
-// and 4 windows unambiguous; failing that F = 0, if it keeps at least an hour
-// and 4 windows; failing that an error. (Within New's ranges the last case
-// never happens: 1<<20 per 1 ms, the fastest rate, keeps 69 minutes.)
-func layoutFor(limit, window uint64) (packed.Bucket, error) {
+// maxBurstFor returns the largest burst whose refill takes at most
+// MaxBurstSpan, capped at MaxBurst: ⌊limit·MaxBurstSpan/window⌋.
+func maxBurstFor(limit, window uint64) uint64 {
+	hi, lo := bits.Mul64(limit, uint64(MaxBurstSpan))
+	if hi >= window {
+		return MaxBurst
+	}
+	q, _ := bits.Div64(hi, lo, window)
+	return min(q, MaxBurst)
+}
+
+// fillTime returns ⌈Window·Cap/PerWindow⌉, the nanoseconds an empty bucket of
+// layout b takes to fill from any clock reading, or false when it does not
+// fit 64 bits.
+func fillTime(b packed.Bucket) (uint64, bool) {
+	if hi, _ := bits.Mul64(b.Cap, b.Window); hi >= b.PerWindow {
+		return 0, false
+	}
+	return b.Wait(b.Cap, 0), true
+}
+
+// layoutFor chooses the layout for a capacity of burst tokens refilled at
+// limit per window nanoseconds: the largest F in [0, packed.MaxFracBits]
+// whose timestamp keeps at least 30 days and 4 fill times (fillTime; a window
+// when burst = limit) unambiguous; failing that F = 0, if it keeps at least an
+// hour and 4 fill times; failing that an error. (Within New's ranges the last
+// case never happens: 1<<20 per 1 ms, the fastest rate, keeps 69 minutes, and
+// a fill time of at most MaxBurstSpan needs 4 of them, far below the 2^42
+// units of time a 43-bit timestamp keeps at F = 0.)
+func layoutFor(limit, burst, window uint64) (packed.Bucket, error) {
+	fits := func(b packed.Bucket, least uint64) bool {
+		fill, ok := fillTime(b)
+		r := b.Range()
+		return ok && r >= least && r/4 >= fill
+	}
 	for f := packed.MaxFracBits; f >= 0; f-- {
-		b := packed.NewBucket(limit, window, uint(f))
-		if r := b.Range(); r >= uint64(preciseRange) && r/4 >= window {
+		if b := packed.NewBucket(limit, burst, window, uint(f)); fits(b, uint64(preciseRange)) {
 			return b, nil
 		}
 	}
-	b := packed.NewBucket(limit, window, 0)
-	if r := b.Range(); r >= uint64(minRange) && r/4 >= window {
+	b := packed.NewBucket(limit, burst, window, 0)
+	if fits(b, uint64(minRange)) {
 		return b, nil
+	}
+	if burst != limit {
+		return packed.Bucket{}, fmt.Errorf("tokenbucket: burst %d of limit %d per window %v is out of range: "+
+			"a key's %d-bit timestamp spans only %v at that rate, and must span at least %v and 4 refills of the burst: %w",
+			burst, limit, time.Duration(window), b.TickBits, time.Duration(b.Range()), minRange, hotlimit.ErrInvalidConfig)
 	}
 	// Range is ⌊2^(T−1)·window/limit⌋ at F = 0, and T depends on limit only.
 	span := uint64(1) << (b.TickBits - 1)
@@ -155,11 +213,28 @@ func (l *Limiter) Allow(key string) bool {
 
 // Take asks for n tokens from key at once: all are taken, or none is.
 // Take(key, 0) reports the key's state without changing it; n greater than
-// the limit or negative is denied with RetryAfter hotlimit.Never and changes
+// the burst or negative is denied with RetryAfter hotlimit.Never and changes
 // nothing. The package documentation defines the Decision's fields.
 func (l *Limiter) Take(key string, n int) hotlimit.Decision {
-	if n < 1 || n > l.limit {
-		return l.report(key, n)
+	d, _ := l.take(key, n)
+	return d
+}
+
+// TakeReceipt is Take, plus the receipt of what it took: n tokens at the
+// time of the call (see hotlimit.Receipt), or the zero Receipt when denied or
+// n < 1. Give them back with Refund.
+func (l *Limiter) TakeReceipt(key string, n int) (hotlimit.Decision, hotlimit.Receipt) {
+	d, t := l.take(key, n)
+	if !d.Allowed || n < 1 {
+		return d, hotlimit.Receipt{}
+	}
+	return d, hotlimit.Receipt{N: n, At: l.at(t)}
+}
+
+// take is Take, which also returns the limiter's time t of the decision.
+func (l *Limiter) take(key string, n int) (hotlimit.Decision, uint64) {
+	if n < 1 || n > l.burst {
+		return l.report(key, n), 0
 	}
 	c := l.cells.Get(key)
 	t, gen, lag := l.read() // after Get: see cell
@@ -181,17 +256,17 @@ func (l *Limiter) Take(key string, n int) hotlimit.Decision {
 		if tokens < need {
 			d := l.decision(tokens, last, now, rem, lag)
 			d.RetryAfter = l.wait(need-tokens, last, now, rem, lag)
-			return d
+			return d, 0
 		}
 		if c.word.CompareAndSwap(w, l.b.Pack(tokens-need, last)) {
 			d := l.decision(tokens-need, last, now, rem, lag)
 			d.Allowed = true
-			return d
+			return d, t
 		}
 	}
 }
 
-// report is Take for n == 0, n > limit and n < 0: it reads key's state and
+// report is Take for n == 0, n > burst and n < 0: it reads key's state and
 // changes nothing, not even inserting key. A missing key reports as fresh.
 func (l *Limiter) report(key string, n int) hotlimit.Decision {
 	t, gen, lag := l.read()
@@ -282,7 +357,7 @@ func (l *Limiter) decision(tokens, last, now, rem, lag uint64) hotlimit.Decision
 // is ahead of now (the clock stepped back) refills nothing until the clock
 // reaches last again, and a clock behind the epoch first reaches the epoch.
 // need is at most Cap and last − now less than 2^(T−1), so the wait is at most
-// a window plus Range plus lag; past math.MaxInt64 it saturates at Never.
+// the fill time plus Range plus lag; past math.MaxInt64 it saturates at Never.
 func (l *Limiter) wait(need, last, now, rem, lag uint64) time.Duration {
 	ahead := (last - now) & (1<<l.b.TickBits - 1) // 0 unless Refill kept a later last
 	d := l.b.Wait(ahead+need, rem)

@@ -8,7 +8,8 @@ import (
 // model is the reference token bucket: sequential, exact (math/big.Rat),
 // written from the package documentation and nothing else.
 //
-//   - A key the model does not hold is fresh: Limit tokens.
+//   - A key the model does not hold is fresh: cap = Burst tokens (Burst is
+//     Limit unless a burst is given).
 //   - At time t (nanoseconds since the epoch, a reading before the epoch
 //     counting as 0) a key holds min(cap, tokens + (t − last)·Limit/Window)
 //     when t > last, else tokens unchanged: a clock that went back refills
@@ -16,9 +17,12 @@ import (
 //   - Only an admission changes a key: tokens −= n, last = max(last, t). (With
 //     a clock that never goes back this is the same as refilling on every
 //     call, since refills telescope.)
+//   - refund gives n tokens back, capped at cap: tokens = min(cap, tokens(t)
+//   - n), last = max(last, t).
 //   - evict forgets a key, which is then fresh again.
 type model struct {
 	limit int64
+	burst int64
 	cap   *big.Rat // tokens
 	rate  *big.Rat // tokens per nanosecond
 	epoch int64
@@ -30,10 +34,11 @@ type modelKey struct {
 	last   int64
 }
 
-func newModel(limit int, window time.Duration, epoch int64) *model {
+func newModel(limit, burst int, window time.Duration, epoch int64) *model {
 	return &model{
 		limit: int64(limit),
-		cap:   new(big.Rat).SetInt64(int64(limit)),
+		burst: int64(burst),
+		cap:   new(big.Rat).SetInt64(int64(burst)),
 		rate:  big.NewRat(int64(limit), int64(window)),
 		epoch: epoch,
 		keys:  map[string]*modelKey{},

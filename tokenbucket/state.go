@@ -14,7 +14,7 @@ import (
 //
 // u(t) = ⌊t·limit·2^F / window⌋ counts the units refilled from the epoch to t
 // (nanoseconds since the epoch). The token field holds [0, Cap], Cap =
-// limit·2^F; the timestamp is the u of the latest admitted request's clock
+// burst·2^F (the refill is still limit per window); the timestamp is the u of the latest admitted request's clock
 // reading, modulo 2^T. A new key's word is Pack(Cap, 0): full, and a full
 // word's timestamp is never read. packed.BucketDead, all ones, is the
 // tombstone Sweep swaps in; no live word equals it (its token field exceeds

@@ -61,7 +61,7 @@ func TestLayoutRules(t *testing.T) {
 			assert.GreaterOrEqual(t, rng, minRange, "%d per %v", limit, window)
 		}
 		if b.FracBits < packed.MaxFracBits {
-			finer := packed.NewBucket(uint64(limit), uint64(window), b.FracBits+1)
+			finer := packed.NewBucket(uint64(limit), uint64(limit), uint64(window), b.FracBits+1)
 			r := time.Duration(finer.Range())
 			assert.False(t, r >= preciseRange && r >= 4*window, "%d per %v: F+1 fits too", limit, window)
 		}
@@ -86,16 +86,16 @@ func TestLayoutRules(t *testing.T) {
 // TestLayoutOutOfRange: no accepted limit and window reach it, so the rule
 // is checked on its own, with a window below MinWindow.
 func TestLayoutOutOfRange(t *testing.T) {
-	_, err := layoutFor(1<<20, uint64(time.Microsecond))
+	_, err := layoutFor(1<<20, 1<<20, uint64(time.Microsecond))
 	require.Error(t, err)
 	assert.True(t, errors.Is(err, hotlimit.ErrInvalidConfig))
 	assert.Contains(t, err.Error(), "tokenbucket: limit 1048576 per window 1µs is out of range: "+
 		"a key's 43-bit timestamp spans only 4.194304s at that rate, and must span at least 1h0m0s and 4 windows; "+
 		"for limit 1048576 the window must be at least 858.307µs")
 	// The window it names is the least that works.
-	_, err = layoutFor(1<<20, 858307)
+	_, err = layoutFor(1<<20, 1<<20, 858307)
 	assert.NoError(t, err)
-	_, err = layoutFor(1<<20, 858306)
+	_, err = layoutFor(1<<20, 1<<20, 858306)
 	assert.Error(t, err)
 }
 

@@ -50,11 +50,12 @@ func TestSweepChangesNoDecision(t *testing.T) {
 	}
 	keys := []string{"a", "b", "c", "d"}
 	for ci, cfg := range diffConfigs {
-		t.Run(fmt.Sprintf("limit=%d/window=%v", cfg.limit, cfg.window), func(t *testing.T) {
+		burst := burstOf(cfg.limit, cfg.burst)
+		t.Run(fmt.Sprintf("limit=%d/window=%v/burst=%d", cfg.limit, cfg.window, burst), func(t *testing.T) {
 			r := rand.New(rand.NewPCG(uint64(ci), 21))
 			evicted := 0
 			for seq := range seqs {
-				tw := newTwin(t, cfg.limit, cfg.window, r.Int64N(1e15), time.Millisecond)
+				tw := newBurstTwin(t, cfg.limit, burst, cfg.window, r.Int64N(1e15), time.Millisecond)
 				tw.others = true
 				for i := range 120 {
 					step := randomStep(r, cfg.limit, cfg.window, time.Millisecond)
@@ -65,7 +66,7 @@ func TestSweepChangesNoDecision(t *testing.T) {
 					if r.IntN(4) == 0 {
 						evicted += tw.lim.Sweep()
 					}
-					tw.take(keys[r.IntN(len(keys))], randomN(r, cfg.limit), r.IntN(2) == 0, false, fmt.Sprintf("seq %d step %d", seq, i))
+					tw.take(keys[r.IntN(len(keys))], randomN(r, burst), r.IntN(2) == 0, false, fmt.Sprintf("seq %d step %d", seq, i))
 					if t.Failed() {
 						return
 					}

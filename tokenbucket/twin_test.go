@@ -66,12 +66,20 @@ func exactGrid(limit int, window, g time.Duration, fracBits uint) bool {
 
 func newTwin(t *testing.T, limit int, window time.Duration, epoch int64, grid time.Duration) *twin {
 	t.Helper()
+	return newBurstTwin(t, limit, limit, window, epoch, grid)
+}
+
+// newBurstTwin is newTwin with a burst. (The exact-grid rule is the same:
+// thresholds and the capacity are whole tokens, only the refill rate makes
+// fractions.)
+func newBurstTwin(t *testing.T, limit, burst int, window time.Duration, epoch int64, grid time.Duration) *twin {
+	t.Helper()
 	tw := &twin{t: t, now: new(atomic.Int64)}
 	tw.now.Store(epoch)
-	lim, err := New(limit, window, hotlimit.WithClock(tw.now.Load))
+	lim, err := New(limit, window, hotlimit.WithClock(tw.now.Load), hotlimit.WithBurst(burst))
 	require.NoError(t, err)
 	tw.lim = lim
-	tw.m = newModel(limit, window, epoch)
+	tw.m = newModel(limit, burst, window, epoch)
 	tw.scale = new(big.Rat).SetInt64(int64(lim.unit))
 	tw.exact = exactGrid(limit, window, grid, lim.b.FracBits)
 	tw.unitNs = int64((lim.b.Window + lim.b.PerWindow - 1) / lim.b.PerWindow)
@@ -126,7 +134,7 @@ func (tw *twin) take(key string, n int, allow, probe bool, msg string) hotlimit.
 	} else {
 		d = lim.Take(key, n)
 	}
-	if n < 0 || int64(n) > m.limit {
+	if n < 0 || int64(n) > m.burst {
 		assert.False(t, d.Allowed, msg)
 		assert.Equal(t, hotlimit.Never, d.RetryAfter, msg)
 	} else if n == 0 {
@@ -162,7 +170,7 @@ func (tw *twin) take(key string, n int, allow, probe bool, msg string) hotlimit.
 	} else {
 		assert.InDelta(t, floorRat(after), d.Remaining, 1, "%s: Remaining, model %s", msg, after.FloatString(6))
 	}
-	if !d.Allowed && n >= 1 && int64(n) <= m.limit {
+	if !d.Allowed && n >= 1 && int64(n) <= m.burst {
 		want := m.wait(key, now, new(big.Rat).SetInt64(int64(n)))
 		tw.closeTo(d.RetryAfter, want, "RetryAfter", msg)
 		if probe {
@@ -176,7 +184,7 @@ func (tw *twin) take(key string, n int, allow, probe bool, msg string) hotlimit.
 			assert.GreaterOrEqual(t, lim.Take(key, 0).Remaining, n, "%s: at RetryAfter", msg)
 			tw.now.Store(now)
 		}
-	} else if n >= 0 && int64(n) <= m.limit {
+	} else if n >= 0 && int64(n) <= m.burst {
 		assert.Zero(t, d.RetryAfter, msg)
 	}
 	want := m.wait(key, now, m.cap)
@@ -188,7 +196,7 @@ func (tw *twin) take(key string, n int, allow, probe bool, msg string) hotlimit.
 		tw.now.Store(now + int64(d.ResetAfter))
 		full := lim.Take(key, 0)
 		assert.Zero(t, full.ResetAfter, "%s: at ResetAfter", msg)
-		assert.Equal(t, lim.limit, full.Remaining, "%s: at ResetAfter", msg)
+		assert.Equal(t, lim.burst, full.Remaining, "%s: at ResetAfter", msg)
 		tw.now.Store(now)
 	}
 	return d
@@ -230,5 +238,5 @@ func (tw *twin) sweep(msg string) {
 }
 
 func (tw *twin) String() string {
-	return fmt.Sprintf("%d/%v F=%d exact=%t", tw.m.limit, time.Duration(tw.lim.window), tw.lim.b.FracBits, tw.exact)
+	return fmt.Sprintf("%d/%v burst %d F=%d exact=%t", tw.m.limit, time.Duration(tw.lim.window), tw.m.burst, tw.lim.b.FracBits, tw.exact)
 }

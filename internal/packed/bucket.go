@@ -15,8 +15,10 @@ import "math/bits"
 // interval, together they add exactly u(end) − u(start), and no rounding error
 // accumulates. Where the exact model lands on a whole token, so does u.
 //
-// The token field holds at most Cap = Limit·2^F; its all-ones value is never a
-// token count and marks a dead (evicted) word, [BucketDead].
+// The token field holds at most Cap = Burst·2^F (the capacity, Burst tokens;
+// Burst is Limit unless the limiter sets another); its all-ones value is never
+// a token count and marks a dead (evicted) word, [BucketDead]. The refill rate
+// is Limit per Window whatever the capacity: PerWindow = Limit·2^F units.
 //
 // Wrap-around: a forward distance u(now) − last below 2^(T−1) is read as
 // elapsed time, one at or above it as a clock that stepped back (no refill).
@@ -31,7 +33,7 @@ const BucketDead = ^uint64(0)
 
 // Bucket is the layout of one token bucket limiter's words.
 type Bucket struct {
-	// Cap is the capacity in units: Limit·2^FracBits.
+	// Cap is the capacity in units: Burst·2^FracBits.
 	Cap uint64
 	// FracBits is F: a unit is 1/2^F of a token.
 	FracBits uint
@@ -46,17 +48,19 @@ type Bucket struct {
 // MaxFracBits bounds F: at most 2^32 units per token.
 const MaxFracBits = 32
 
-// NewBucket returns the layout for limit tokens per window nanoseconds with
-// fracBits fractional bits. The caller checks ranges: limit ≥ 1, window ≥ 1,
-// fracBits ≤ MaxFracBits, and limit·2^fracBits < 2^62.
-func NewBucket(limit, window uint64, fracBits uint) Bucket {
-	capUnits := limit << fracBits
+// NewBucket returns the layout for a capacity of burst tokens refilled at
+// limit tokens per window nanoseconds, with fracBits fractional bits. The
+// token field is as wide as the capacity needs; the timestamp takes the rest.
+// The caller checks ranges: limit ≥ 1, burst ≥ 1, window ≥ 1, fracBits ≤
+// MaxFracBits, and limit·2^fracBits < 2^62 and burst·2^fracBits < 2^62.
+func NewBucket(limit, burst, window uint64, fracBits uint) Bucket {
+	capUnits := burst << fracBits
 	tokenBits := uint(bits.Len64(capUnits + 1)) // room for Cap and the all-ones tombstone
 	return Bucket{
 		Cap:       capUnits,
 		FracBits:  fracBits,
 		TickBits:  64 - tokenBits,
-		PerWindow: capUnits,
+		PerWindow: limit << fracBits,
 		Window:    window,
 	}
 }
@@ -117,8 +121,10 @@ func (b Bucket) Refill(tokens, last, now uint64) (uint64, uint64) {
 
 // Wait returns the nanoseconds until need more units have been refilled, when
 // the clock's current remainder (from Units) is rem: the least d with
-// u(t+d) ≥ u(t)+need, that is ⌈(need·Window − rem)/PerWindow⌉. need is at most
-// Cap, so the result is at most Window.
+// u(t+d) ≥ u(t)+need, that is ⌈(need·Window − rem)/PerWindow⌉. The caller
+// keeps need·Window below PerWindow·2^64, so that the result fits 64 bits: for
+// need ≤ Cap it is at most Window·Burst/Limit, the time to fill an empty
+// bucket.
 func (b Bucket) Wait(need, rem uint64) uint64 {
 	if need == 0 {
 		return 0

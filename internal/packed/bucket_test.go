@@ -13,19 +13,28 @@ import (
 )
 
 // bucketLayout builds a layout from fuzz inputs, inside NewBucket's contract:
-// fracBits ≤ MaxFracBits, limit ≥ 1 with limit·2^fracBits < 2^62, window ≥ 1.
-// Every third input is brought inside the ranges the tokenbucket limiter uses
-// (limit ≤ 2^20, window in [1ms, 24h]), where most layouts live.
+// fracBits ≤ MaxFracBits, limit, burst ≥ 1 with limit·2^fracBits < 2^62 and
+// burst·2^fracBits < 2^62, window ≥ 1. Every third input is brought inside
+// the ranges the tokenbucket limiter uses (limit, burst ≤ 2^20, window in
+// [1ms, 24h]), where most layouts live. The burst is drawn from the limit's
+// bits (so the fuzz signatures and corpus stay as they were): half of the
+// layouts have burst = limit, the others a burst above or below it.
 func bucketLayout(limit, window uint64, fracBits uint8) packed.Bucket {
 	f := uint(fracBits) % (packed.MaxFracBits + 1)
+	mix := bits.RotateLeft64(limit*0x9E3779B97F4A7C15, 29)
+	bound := uint64(1)<<(62-f) - 1
 	if window%3 == 0 {
-		limit = 1 + limit%(1<<20)
+		bound = 1 << 20
 		window = uint64(time.Millisecond) + window%uint64(24*time.Hour)
 	} else {
-		limit = 1 + limit%(1<<(62-f)-1)
 		window = 1 + window%(1<<62)
 	}
-	return packed.NewBucket(limit, window, f)
+	limit = 1 + limit%bound
+	burst := limit
+	if (window/3)%2 == 1 {
+		burst = 1 + mix%bound
+	}
+	return packed.NewBucket(limit, burst, window, f)
 }
 
 // bigU returns u(t) = ⌊t·PerWindow/Window⌋ exactly, and the remainder.
@@ -57,6 +66,8 @@ func bucketSeeds(f *testing.F, extra ...uint64) {
 		{1<<20 - 1, uint64(24 * time.Hour), 32},
 		{1, 1, 32},
 		{math.MaxUint64, math.MaxUint64, math.MaxUint8},
+		{5, uint64(time.Second) + 3, 18}, // a burst other than the limit
+		{1, uint64(24*time.Hour) + 3, 28},
 	} {
 		args := []any{c.limit, c.window, c.fracBits}
 		for _, e := range extra {
@@ -67,7 +78,7 @@ func bucketSeeds(f *testing.F, extra ...uint64) {
 }
 
 func TestBucketKnownLayouts(t *testing.T) {
-	b := packed.NewBucket(5, uint64(time.Second), 18)
+	b := packed.NewBucket(5, 5, uint64(time.Second), 18)
 	assert.EqualValues(t, 5<<18, b.Cap)
 	assert.EqualValues(t, 43, b.TickBits)
 	assert.EqualValues(t, uint64(200*time.Millisecond)<<24, b.Range(), "2^42 units of 1s/(5·2^18): 2^24 token times")
@@ -79,6 +90,18 @@ func TestBucketKnownLayouts(t *testing.T) {
 	assert.EqualValues(t, 7, last)
 	dead, _ := b.Unpack(packed.BucketDead)
 	assert.Greater(t, dead, b.Cap)
+
+	// A burst of 7 at 5 per second: the capacity is 7 tokens, the refill
+	// still 5 per second (so 400 ms is still exactly 2 tokens).
+	b = packed.NewBucket(5, 7, uint64(time.Second), 18)
+	assert.EqualValues(t, 7<<18, b.Cap)
+	assert.EqualValues(t, 5<<18, b.PerWindow)
+	assert.EqualValues(t, 43, b.TickBits, "7<<18 + 1 needs 21 bits, as 5<<18 + 1 does")
+	u, _ = b.Units(uint64(400 * time.Millisecond))
+	assert.EqualValues(t, 2<<18, u)
+	assert.EqualValues(t, 1400*time.Millisecond, b.Wait(b.Cap, 0), "empty to full: 7 tokens at 5 per second")
+	tokens, _ = b.Refill(0, 0, b.Cap+5)
+	assert.Equal(t, b.Cap, tokens, "refills stop at the capacity")
 }
 
 // FuzzBucketLayout: the two fields fill the word exactly, hold Cap and leave
@@ -91,7 +114,8 @@ func FuzzBucketLayout(f *testing.F) {
 		tokenBits := 64 - b.TickBits
 		// T = 1 (limit·2^F = 2^62 − 1) is inside the contract, and useless:
 		// its Range is one unit.
-		if b.TickBits < 1 || b.Cap != b.PerWindow || b.Cap>>b.FracBits == 0 {
+		if b.TickBits < 1 || b.Cap>>b.FracBits == 0 || b.PerWindow>>b.FracBits == 0 ||
+			b.Cap&(1<<b.FracBits-1) != 0 || b.PerWindow&(1<<b.FracBits-1) != 0 {
 			t.Fatalf("layout %+v", b)
 		}
 		if b.Cap+1 > 1<<tokenBits-1 {

@@ -1,0 +1,108 @@
+package tokenbucket
+
+import (
+	"math"
+
+	"github.com/hotlimit/hotlimit"
+	"github.com/hotlimit/hotlimit/internal/packed"
+)
+
+var _ hotlimit.Refunder = (*Limiter)(nil)
+
+// Refund gives back the tokens r took from key, as far as they still count:
+// r.N tokens less what the bucket has refilled since r.At (the time of the
+// Take), and never above the burst. A refund at the time of the Take restores
+// the bucket exactly; later it gives back less, and nothing from a fill time
+// on.
+//
+// Why less what has refilled: had the Take not been made, the bucket would
+// have held r.N more tokens, up to the burst, so the refills it would have
+// had on top were cut off whenever it was full. After refilling R units since
+// r.At the difference between the two buckets is at least N − R (it shrinks
+// only while the fuller one is capped, and by no more than it refills), and
+// may be less: so N − R is what the refund may give back without ever
+// creating a token the Take did not take, whatever other takes and refunds
+// came in between. (A tighter bound, counting from when the bucket would
+// have been full without the Take, is not safe: other refunds made later
+// would have filled it sooner.) Time counts up to the later of the clock and
+// the key's latest write, so a refund whose clock reading is stale gives back
+// less, never more; and an earlier r.At only gives back less (a composite
+// relies on that).
+//
+// A zero Receipt, or one with N < 1, gives back nothing; so does a refund
+// for a key the limiter does not hold (it was full when swept, so the Take no
+// longer counts). Refund never inserts a key, and allocates nothing.
+func (l *Limiter) Refund(key string, r hotlimit.Receipt) {
+	if r.N < 1 {
+		return
+	}
+	c, ok := l.cells.Peek(key)
+	if !ok {
+		return
+	}
+	give := uint64(min(r.N, l.burst)) << l.b.FracBits
+	tA := l.since(r.At)
+	uA, _ := l.b.Units(tA)
+	t, gen, _ := l.read()
+	// The CAS loop keeps the invariant of cell, with refunds among the
+	// writes: the new word is the word read, refilled to now, plus the
+	// refund, capped at Cap, with the refill's timestamp (now, or a later
+	// one kept). It is a function of the word's value and now only, so the
+	// CAS makes read, refill, refund and write one step: a concurrent
+	// admission or refund changes the word, fails the CAS, and the loop
+	// computes again from the new value (the refund counts time up to the
+	// word's latest timestamp, which only ever grows, so a retry never gives
+	// back more than the first try would have on that word). A tombstone
+	// means the key was full at a sweep after the Take: nothing counts any
+	// more. The wrap guard is kept as in Take: the word is read only under
+	// the generation its clock reading was checked against.
+	for {
+		w := c.word.Load()
+		if w == packed.BucketDead {
+			return
+		}
+		if l.swept.Load() != gen {
+			t, gen, _ = l.read()
+			continue
+		}
+		now, _ := l.b.Units(t)
+		var refilled uint64 // units refilled from r.At to now
+		if t > tA {
+			if t-tA >= uint64(l.fill) {
+				return // a fill time since the Take: nothing of it counts
+			}
+			refilled = now - uA // exact mod 2^64, and below Cap
+		}
+		tokens, last := l.b.Unpack(w)
+		tokens, last = l.b.Refill(tokens, last, now)
+		// Up to the later of now and last, which Refill keeps when a clock
+		// read behind the key's latest write (below 2^(T−1) units ahead).
+		// With a clock read behind r.At this counts from now, not r.At: more
+		// than refilled, so it gives back less.
+		refilled += (last - now) & (1<<l.b.TickBits - 1)
+		if tokens == l.b.Cap || refilled >= give {
+			return
+		}
+		if c.word.CompareAndSwap(w, l.b.Pack(min(l.b.Cap, tokens+give-refilled), last)) {
+			return
+		}
+	}
+}
+
+// at returns the clock reading of the limiter's time t: epoch + t, saturated
+// at math.MaxInt64.
+func (l *Limiter) at(t uint64) int64 {
+	if l.epoch > 0 && t > uint64(math.MaxInt64-l.epoch) {
+		return math.MaxInt64
+	}
+	return l.epoch + int64(t)
+}
+
+// since returns the limiter's time of the clock reading at: nanoseconds since
+// the epoch, clamped to [0, maxTime], as time does.
+func (l *Limiter) since(at int64) uint64 {
+	if at < l.epoch {
+		return 0
+	}
+	return min(uint64(at)-uint64(l.epoch), maxTime)
+}

@@ -1,0 +1,144 @@
+package tokenbucket
+
+import (
+	"fmt"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/hotlimit/hotlimit"
+)
+
+// TestRefundScript: a refund right after the Take restores the bucket
+// exactly; later it gives back the tokens less what refilled meanwhile;
+// after a fill time, nothing; never above the burst.
+func TestRefundScript(t *testing.T) {
+	var now atomic.Int64
+	now.Store(1e12)
+	lim, err := New(5, time.Second, hotlimit.WithClock(now.Load), hotlimit.WithBurst(7))
+	require.NoError(t, err)
+
+	d, r := lim.TakeReceipt("k", 3)
+	require.True(t, d.Allowed)
+	assert.Equal(t, hotlimit.Receipt{N: 3, At: 1e12}, r)
+	assert.Equal(t, 4, d.Remaining)
+	lim.Refund("k", r)
+	assert.Equal(t, hotlimit.Decision{Allowed: true, Limit: 5, Remaining: 7}, lim.Take("k", 0), "restored exactly")
+
+	// Empty the bucket, then refund 200 ms later: one token has refilled,
+	// so 7 − 1 = 6 come back, on top of the refilled one: 7.
+	_, r = lim.TakeReceipt("k", 7)
+	require.Equal(t, 7, r.N)
+	now.Add(int64(200 * time.Millisecond))
+	lim.Refund("k", r)
+	assert.Equal(t, 7, lim.Take("k", 0).Remaining)
+
+	// Drain, take nothing more, refund 600 ms later: 3 tokens refilled, the
+	// refund of 2 taken at that time gives nothing (2 − 3 < 0).
+	_, r = lim.TakeReceipt("k", 7)
+	require.Equal(t, 7, r.N)
+	_, r2 := lim.TakeReceipt("k", 1) // denied: the zero receipt
+	assert.Zero(t, r2)
+	now.Add(int64(600 * time.Millisecond))
+	lim.Refund("k", hotlimit.Receipt{N: 2, At: r.At})
+	assert.Equal(t, 3, lim.Take("k", 0).Remaining)
+	lim.Refund("k", r2) // the zero receipt: a no-op
+	lim.Refund("k", hotlimit.Receipt{N: -4, At: r.At})
+	assert.Equal(t, 3, lim.Take("k", 0).Remaining)
+
+	// A refund a fill time (1.4 s) after its Take gives nothing.
+	_, r = lim.TakeReceipt("k", 3)
+	require.Equal(t, 3, r.N)
+	now.Add(int64(1400 * time.Millisecond))
+	lim.Take("k", 7)
+	lim.Refund("k", r)
+	assert.Zero(t, lim.Take("k", 0).Remaining)
+
+	// Refunds never insert a key, and never go above the burst.
+	lim.Refund("other", hotlimit.Receipt{N: 1, At: now.Load()})
+	assert.Equal(t, 1, lim.Len())
+	_, r = lim.TakeReceipt("k", 0)
+	assert.Zero(t, r)
+	now.Add(int64(time.Hour))
+	_, r = lim.TakeReceipt("k", 1)
+	lim.Refund("k", hotlimit.Receipt{N: 100, At: r.At}) // made up: capped
+	assert.Equal(t, 7, lim.Take("k", 0).Remaining)
+}
+
+// TestRefundStaleClock: a refund whose clock reads behind the key's latest
+// admission counts time up to that admission: it never gives back more than
+// a refund made then.
+func TestRefundStaleClock(t *testing.T) {
+	var now atomic.Int64
+	lim, err := New(5, time.Second, hotlimit.WithClock(now.Load))
+	require.NoError(t, err)
+	_, r := lim.TakeReceipt("k", 5)
+	now.Add(int64(400 * time.Millisecond))
+	require.True(t, lim.Take("k", 2).Allowed) // the 2 refilled tokens
+	now.Add(-int64(400 * time.Millisecond))   // a refund with a stale clock
+	lim.Refund("k", r)
+	now.Add(int64(400 * time.Millisecond))
+	assert.Equal(t, 3, lim.Take("k", 0).Remaining, "5 − 2 refilled by the latest admission")
+}
+
+// TestRefundFrozenHammer: with a frozen clock, 32 goroutines take and refund
+// on one key. Every refund gives back exactly what its Take took, so the
+// passes total the burst plus the refunds; and the tokens held out (taken,
+// not refunded) never exceed the burst.
+func TestRefundFrozenHammer(t *testing.T) {
+	const goroutines = 32
+	for _, c := range []struct{ limit, burst int }{{1, 1}, {7, 7}, {100, 10}, {5, 7}} {
+		t.Run(fmt.Sprintf("limit=%d/burst=%d", c.limit, c.burst), func(t *testing.T) {
+			lim, err := New(c.limit, time.Second, hotlimit.WithClock(func() int64 { return 42 }), hotlimit.WithBurst(c.burst))
+			require.NoError(t, err)
+			var passed, refunded, out, maxOut atomic.Int64
+			var wg sync.WaitGroup
+			start := make(chan struct{})
+			for g := range goroutines {
+				wg.Go(func() {
+					<-start
+					for i := range 300 {
+						n := 1 + (g+i)%min(3, c.burst)
+						d, r := lim.TakeReceipt("k", n)
+						if !d.Allowed {
+							continue
+						}
+						passed.Add(int64(n))
+						o := out.Add(int64(n))
+						for m := maxOut.Load(); o > m && !maxOut.CompareAndSwap(m, o); m = maxOut.Load() {
+						}
+						if refunded.Load() < 100 || i%3 != 0 { // refund the first ones, then two in three
+							out.Add(-int64(n))
+							refunded.Add(int64(n))
+							lim.Refund("k", r)
+						}
+					}
+				})
+			}
+			close(start)
+			wg.Wait()
+			for lim.Allow("k") {
+				passed.Add(1)
+				out.Add(1)
+			}
+			assert.Equal(t, int64(c.burst)+refunded.Load(), passed.Load())
+			assert.EqualValues(t, c.burst, out.Load())
+			assert.LessOrEqual(t, maxOut.Load(), int64(c.burst))
+			assert.Positive(t, refunded.Load())
+		})
+	}
+}
+
+func TestRefundAllocs(t *testing.T) {
+	lim, err := New(100, time.Second, hotlimit.WithClock(func() int64 { return 42 }))
+	require.NoError(t, err)
+	lim.Allow("k")
+	assert.Zero(t, testing.AllocsPerRun(100, func() {
+		_, r := lim.TakeReceipt("k", 2)
+		lim.Refund("k", r)
+	}))
+}
