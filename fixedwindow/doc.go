@@ -57,6 +57,14 @@
 // Memory: a key costs its map entry in an xsync.MapOf, the key's bytes and an
 // 8-byte cell, about 100 bytes in all for short keys.
 //
+// # Refunds
+//
+// A Limiter is a hotlimit.Refunder: TakeReceipt is Take plus a receipt, and
+// Refund lowers the count by the receipt's n while the receipt's window is
+// the key's current one, exactly as if the Take had not been made; after the
+// window ended it gives nothing. Refund is one more writer of the state word,
+// by compare-and-swap like the others (refund.go).
+//
 // # Eviction
 //
 // Sweep evicts every key whose count is zero or whose stored window ended

@@ -87,30 +87,51 @@ func (l *Limiter) Allow(key string) bool {
 // than the limit or negative is denied with RetryAfter hotlimit.Never and
 // changes nothing. The package documentation defines the Decision's fields.
 func (l *Limiter) Take(key string, n int) hotlimit.Decision {
+	d, _ := l.take(key, n)
+	return d
+}
+
+// TakeReceipt is Take, plus the receipt of what it took: n requests at the
+// time of the call, or at the start of the later window they counted in when
+// the clock read behind the key's window (see hotlimit.Receipt); the zero
+// Receipt when denied or n < 1. Give them back with Refund.
+func (l *Limiter) TakeReceipt(key string, n int) (hotlimit.Decision, hotlimit.Receipt) {
+	d, at := l.take(key, n)
+	if !d.Allowed || n < 1 {
+		return d, hotlimit.Receipt{}
+	}
+	return d, hotlimit.Receipt{N: n, At: at}
+}
+
+// take is Take, which also returns the time the requests counted at: the
+// clock reading, or the start of the window they counted in if later.
+func (l *Limiter) take(key string, n int) (hotlimit.Decision, int64) {
 	if n < 1 || uint64(n) > l.limit {
-		return l.report(key, n)
+		return l.report(key, n), 0
 	}
 	c := l.cells.Get(key)
-	cur, rem := l.index(l.clock()) // after Get: see cell
+	now := l.clock()
+	cur, rem := l.index(now) // after Get: see cell
 	need := uint64(n)
 	// The CAS loop of Allow, for n requests at once; argued on cell.
 	for {
 		w := c.word.Load()
 		if w == packed.WindowDead {
 			c = l.cells.Revive(key, c)
-			cur, rem = l.index(l.clock())
+			now = l.clock()
+			cur, rem = l.index(now)
 			continue
 		}
 		index, count, behind := advance(w, cur)
 		if count+need > l.limit {
 			d := l.decision(count, behind, rem)
 			d.RetryAfter = d.ResetAfter // count > limit−n ≥ 0: the window's end
-			return d
+			return d, now
 		}
 		if c.word.CompareAndSwap(w, packed.PackWindow(index, count+need)) {
 			d := l.decision(count+need, behind, rem)
 			d.Allowed = true
-			return d
+			return d, l.countedAt(now, rem, behind)
 		}
 	}
 }

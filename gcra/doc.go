@@ -73,6 +73,14 @@
 // Memory: a key costs its map entry in an xsync.MapOf, the key's bytes and an
 // 8-byte cell, about 100 bytes in all for short keys.
 //
+// # Refunds
+//
+// A Limiter is a hotlimit.Refunder: TakeReceipt is Take plus a receipt, and
+// Refund moves the TAT back by the receipt's n·T less the time elapsed since
+// the Take, never behind now: at the time of the Take it restores the key
+// exactly, n·T later it gives nothing. Refund is one more writer of the
+// state word, by compare-and-swap like the others (refund.go).
+//
 // # Eviction
 //
 // Sweep evicts every key that is full at the clock's current time (TAT ≤

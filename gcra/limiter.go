@@ -140,8 +140,26 @@ func (l *Limiter) Allow(key string) bool {
 // than the burst or negative is denied with RetryAfter hotlimit.Never and
 // changes nothing. The package documentation defines the Decision's fields.
 func (l *Limiter) Take(key string, n int) hotlimit.Decision {
+	d, _ := l.take(key, n)
+	return d
+}
+
+// TakeReceipt is Take, plus the receipt of what it took: n requests at the
+// time of the call (see hotlimit.Receipt), or the zero Receipt when denied or
+// n < 1. Give them back with Refund.
+func (l *Limiter) TakeReceipt(key string, n int) (hotlimit.Decision, hotlimit.Receipt) {
+	d, s := l.take(key, n)
+	if !d.Allowed || n < 1 {
+		return d, hotlimit.Receipt{}
+	}
+	return d, hotlimit.Receipt{N: n, At: l.at(s)}
+}
+
+// take is Take, which also returns the limiter's time s (units) of the
+// decision.
+func (l *Limiter) take(key string, n int) (hotlimit.Decision, uint64) {
 	if n < 1 || uint64(n) > l.burst {
-		return l.report(key, n)
+		return l.report(key, n), 0
 	}
 	c := l.cells.Get(key)
 	s, lag := l.now() // after Get: see cell
@@ -162,12 +180,12 @@ func (l *Limiter) Take(key string, n int) hotlimit.Decision {
 			// clock reaches w + need − span.
 			d := l.decision(w, s, lag)
 			d.RetryAfter = l.wait(next-l.span, s, lag)
-			return d
+			return d, 0
 		}
 		if c.word.CompareAndSwap(w, next) {
 			d := l.decision(next, s, lag)
 			d.Allowed = true
-			return d
+			return d, s
 		}
 	}
 }

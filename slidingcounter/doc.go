@@ -100,6 +100,14 @@
 // Memory: a key costs its map entry in an xsync.MapOf, the key's bytes and an
 // 8-byte cell, about 100 bytes in all for short keys, as in fixedwindow.
 //
+// # Refunds
+//
+// A Limiter is a hotlimit.Refunder: TakeReceipt is Take plus a receipt, and
+// Refund lowers the count of the receipt's window by its n, the current or
+// the previous count, exactly as if the Take had not been made; two windows
+// later it gives nothing. Refund is one more writer of the state word, by
+// compare-and-swap like the others (refund.go).
+//
 // # Eviction
 //
 // Sweep evicts every key whose state equals a fresh key's now: its stored

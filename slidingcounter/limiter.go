@@ -93,11 +93,31 @@ func (l *Limiter) Allow(key string) bool {
 // changes nothing, not even inserting key. The package documentation defines
 // the Decision's fields.
 func (l *Limiter) Take(key string, n int) hotlimit.Decision {
+	d, _ := l.take(key, n)
+	return d
+}
+
+// TakeReceipt is Take, plus the receipt of what it took: n requests at the
+// time of the call, or at the start of the later window they counted in when
+// the clock read behind the key's window (see hotlimit.Receipt); the zero
+// Receipt when denied or n < 1. Give them back with Refund.
+func (l *Limiter) TakeReceipt(key string, n int) (hotlimit.Decision, hotlimit.Receipt) {
+	d, at := l.take(key, n)
+	if !d.Allowed || n < 1 {
+		return d, hotlimit.Receipt{}
+	}
+	return d, hotlimit.Receipt{N: n, At: at}
+}
+
+// take is Take, which also returns the time the requests counted at: the
+// clock reading, or the start of the window they counted in if later.
+func (l *Limiter) take(key string, n int) (hotlimit.Decision, int64) {
 	if n < 1 || uint64(n) > l.limit {
-		return l.report(key, n)
+		return l.report(key, n), 0
 	}
 	c := l.cells.Get(key)
-	cur, rem := l.index(l.clock()) // after Get: see cell
+	now := l.clock()
+	cur, rem := l.index(now) // after Get: see cell
 	need := uint64(n)
 	// The CAS loop of Allow, for n requests at once. Invariant: a write
 	// replaces the word read by its advance with n more in cur, only when that
@@ -107,7 +127,8 @@ func (l *Limiter) Take(key string, n int) hotlimit.Decision {
 		w := c.word.Load()
 		if w == dead {
 			c = l.cells.Revive(key, c)
-			cur, rem = l.index(l.clock())
+			now = l.clock()
+			cur, rem = l.index(now)
 			continue
 		}
 		index, prev, count, behind := advance(w, cur)
@@ -115,12 +136,12 @@ func (l *Limiter) Take(key string, n int) hotlimit.Decision {
 		if est+need > l.limit {
 			d := l.decision(prev, count, est, rem, behind)
 			d.RetryAfter = l.wait(prev, count, rem, behind, l.limit-need)
-			return d
+			return d, now
 		}
 		if c.word.CompareAndSwap(w, pack(index, prev, count+need)) {
 			d := l.decision(prev, count+need, est+need, rem, behind)
 			d.Allowed = true
-			return d
+			return d, l.countedAt(now, rem, behind)
 		}
 	}
 }

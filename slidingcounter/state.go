@@ -15,12 +15,12 @@ import (
 //	| window index mod 2^30 (30 bits) | prev (17 bits) | cur (17 bits) |
 //
 // Both counts zero is a fresh key whatever the index, since nothing was
-// counted: the zero value of cell is fresh. Every other live word has cur ≥ 1,
-// as only an admission writes one. dead, the all-ones word, is the tombstone
-// Sweep swaps in.
+// counted: the zero value of cell is fresh. dead, the all-ones word, is the
+// tombstone Sweep swaps in.
 //
 // Writers: the word is only ever written by compare-and-swap, by Allow and
-// Take (admissions) and by kill (the tombstone); nobody stores to it.
+// Take (admissions), by Refund (which lowers a count, see refund.go) and by
+// kill (the tombstone); nobody stores to it.
 //
 // The CAS loop of Allow and Take keeps this invariant: every admission of n
 // requests replaced a word w by advance(w, i) with n added to cur, where i is

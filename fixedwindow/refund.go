@@ -1,0 +1,72 @@
+package fixedwindow
+
+import (
+	"math"
+	"math/bits"
+
+	"github.com/hotlimit/hotlimit"
+	"github.com/hotlimit/hotlimit/internal/packed"
+)
+
+var _ hotlimit.Refunder = (*Limiter)(nil)
+
+// Refund gives back what r took from key while r.At's window is the one the
+// key counts: it lowers that window's count by r.N (not below zero). Once the
+// window has ended the count no longer weighs on any decision, and a refund
+// gives nothing back. The count of r.At's window includes r's requests (a
+// Take counts in the window its receipt names), so lowering it by r.N gives
+// the key exactly the state it would have had without that Take.
+//
+// A zero Receipt, or one with N < 1, gives back nothing; so does a refund
+// for a key the limiter does not hold (it was swept: its count had ended or
+// was zero). Refund never inserts a key, and allocates nothing.
+func (l *Limiter) Refund(key string, r hotlimit.Receipt) {
+	if r.N < 1 {
+		return
+	}
+	c, ok := l.cells.Peek(key)
+	if !ok {
+		return
+	}
+	at, _ := l.index(r.At)
+	want := at & (1<<packed.WindowIndexBits - 1)
+	give := uint64(r.N)
+	// CAS loop. Invariant (cell's, with refunds among the writes): a window's
+	// count is its admissions less its refunds, in CAS order, and stays in
+	// [0, limit]. The new word is a function of the loaded value only: the
+	// same window with a lower count, written only when the stored window is
+	// r.At's. The CAS succeeds only if the word still holds that value, so a
+	// concurrent admission (which may have moved the word to a later window)
+	// or refund fails it, and the loop decides again from the new value: a
+	// refund can never land on a later window than the one it checked. A
+	// tombstone means the key's window had ended or its count was zero:
+	// nothing to give back.
+	for {
+		w := c.word.Load()
+		if w == packed.WindowDead {
+			return
+		}
+		index, count := packed.UnpackWindow(w)
+		if index != want || count == 0 {
+			return
+		}
+		if c.word.CompareAndSwap(w, packed.PackWindow(index, count-min(give, count))) {
+			return
+		}
+	}
+}
+
+// countedAt returns the time requests decided at now (rem nanoseconds into
+// its window) counted at: now, or when the window they counted in lies behind
+// windows after now's, that window's start, saturated at math.MaxInt64.
+func (l *Limiter) countedAt(now int64, rem, behind uint64) int64 {
+	if behind == 0 {
+		return now
+	}
+	hi, lo := bits.Mul64(behind, l.window)
+	start := uint64(now) - rem // now's window start, mod 2^64
+	if hi != 0 || lo > math.MaxInt64 || int64(start) > math.MaxInt64-int64(lo) {
+		return math.MaxInt64
+	}
+	return int64(start) + int64(lo)
+}

@@ -1,0 +1,78 @@
+package slidingcounter
+
+import (
+	"math"
+	"math/bits"
+
+	"github.com/hotlimit/hotlimit"
+)
+
+var _ hotlimit.Refunder = (*Limiter)(nil)
+
+// Refund gives back what r took from key while r.At's window still weighs
+// on the key's estimate: it lowers that window's count by r.N (not below
+// zero), the current count while r.At's window is the stored one, the
+// previous count once the key has moved on to the next window. Two windows
+// later the count no longer weighs on any decision, and a refund gives
+// nothing back. The count of r.At's window includes r's requests (a Take
+// counts in the window its receipt names), so lowering it by r.N gives the
+// key exactly the counts it would have had without that Take.
+//
+// A zero Receipt, or one with N < 1, gives back nothing; so does a refund
+// for a key the limiter does not hold (it was swept: both its counts had
+// stopped weighing). Refund never inserts a key, and allocates nothing.
+func (l *Limiter) Refund(key string, r hotlimit.Receipt) {
+	if r.N < 1 {
+		return
+	}
+	c, ok := l.cells.Peek(key)
+	if !ok {
+		return
+	}
+	at, _ := l.index(r.At)
+	at &= indexMask
+	give := uint64(r.N)
+	// CAS loop. Invariant (cell's, with refunds among the writes): each of
+	// the word's counts is its window's admissions less its refunds, in CAS
+	// order, within [0, limit]. The new word is a function of the loaded
+	// value only: the same window index with one count lowered, chosen by
+	// that index. The CAS succeeds only if the word still holds that value,
+	// so a concurrent admission (which may have moved the word on a window,
+	// turning cur into prev) or refund fails it, and the loop decides again
+	// from the new value: a refund never lowers a count of a window other
+	// than r.At's. A tombstone means both counts had stopped weighing.
+	for {
+		w := c.word.Load()
+		if w == dead {
+			return
+		}
+		index, prev, count := unpack(w)
+		var next uint64
+		switch {
+		case index == at && count > 0:
+			next = pack(index, prev, count-min(give, count))
+		case (index-1)&indexMask == at && prev > 0:
+			next = pack(index, prev-min(give, prev), count)
+		default:
+			return // r.At's window no longer weighs, or its count is zero
+		}
+		if c.word.CompareAndSwap(w, next) {
+			return
+		}
+	}
+}
+
+// countedAt returns the time requests decided at now (rem nanoseconds into
+// its window) counted at: now, or when the window they counted in lies behind
+// windows after now's, that window's start, saturated at math.MaxInt64.
+func (l *Limiter) countedAt(now int64, rem, behind uint64) int64 {
+	if behind == 0 {
+		return now
+	}
+	hi, lo := bits.Mul64(behind, l.window)
+	start := uint64(now) - rem // now's window start, mod 2^64
+	if hi != 0 || lo > math.MaxInt64 || int64(start) > math.MaxInt64-int64(lo) {
+		return math.MaxInt64
+	}
+	return int64(start) + int64(lo)
+}

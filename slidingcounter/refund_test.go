@@ -1,0 +1,134 @@
+package slidingcounter
+
+import (
+	"fmt"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/hotlimit/hotlimit"
+)
+
+// TestRefundScript: a refund in the Take's window restores the counts
+// exactly; in the next window it lowers the previous count, whose weight it
+// restores exactly; two windows later it gives nothing back.
+func TestRefundScript(t *testing.T) {
+	var now atomic.Int64
+	now.Store(int64(10 * time.Second))
+	lim, err := New(10, time.Second, hotlimit.WithClock(now.Load))
+	require.NoError(t, err)
+
+	d, r := lim.TakeReceipt("k", 4)
+	require.True(t, d.Allowed)
+	assert.Equal(t, hotlimit.Receipt{N: 4, At: now.Load()}, r)
+	now.Add(int64(500 * time.Millisecond))
+	lim.Refund("k", r)
+	assert.Equal(t, hotlimit.Decision{Allowed: true, Limit: 10, Remaining: 10}, lim.Take("k", 0), "restored exactly")
+
+	// 8 in window 10; at 11.5 s the estimate is 8·0.5 = 4. Refunding 4 of
+	// them lowers the previous count to 4: estimate 2.
+	_, r = lim.TakeReceipt("k", 8)
+	require.Equal(t, 8, r.N)
+	now.Add(int64(time.Second)) // 11.5 s
+	_, r2 := lim.TakeReceipt("k", 1)
+	require.Equal(t, 1, r2.N)
+	assert.Equal(t, 5, lim.Take("k", 0).Remaining, "4 + 1")
+	lim.Refund("k", hotlimit.Receipt{N: 4, At: r.At})
+	assert.Equal(t, 7, lim.Take("k", 0).Remaining, "2 + 1")
+	lim.Refund("k", r2)
+	assert.Equal(t, 8, lim.Take("k", 0).Remaining, "2 + 0")
+
+	_, r3 := lim.TakeReceipt("k", 11)
+	assert.Zero(t, r3, "denied: the zero receipt")
+	lim.Refund("k", r3)
+	lim.Refund("k", hotlimit.Receipt{N: -3, At: r.At})
+	assert.Equal(t, 8, lim.Take("k", 0).Remaining)
+
+	// Two windows later window 10's count weighs nothing: no refund.
+	now.Add(int64(time.Second)) // 12.5 s
+	_, r4 := lim.TakeReceipt("k", 10)
+	require.Equal(t, 10, r4.N)
+	lim.Refund("k", hotlimit.Receipt{N: 4, At: r.At})
+	assert.Zero(t, lim.Take("k", 0).Remaining)
+	lim.Refund("k", hotlimit.Receipt{N: 100, At: r4.At}) // made up: not below zero
+	assert.Equal(t, hotlimit.Decision{Allowed: true, Limit: 10, Remaining: 10}, lim.Take("k", 0))
+	lim.Refund("nobody", r4)
+	assert.Equal(t, 1, lim.Len(), "Refund inserts no key")
+}
+
+// TestRefundBehindClock: a Take whose clock read behind the key's window
+// counts in that window, and its receipt says so: the refund finds it.
+func TestRefundBehindClock(t *testing.T) {
+	var now atomic.Int64
+	now.Store(int64(10 * time.Second))
+	lim, err := New(5, time.Second, hotlimit.WithClock(now.Load))
+	require.NoError(t, err)
+	require.True(t, lim.Allow("k"))
+	now.Add(-int64(2500 * time.Millisecond)) // back into window 7
+	d, r := lim.TakeReceipt("k", 2)
+	require.True(t, d.Allowed)
+	assert.Equal(t, int64(10*time.Second), r.At, "counted at window 10's start")
+	lim.Refund("k", r)
+	assert.Equal(t, 4, lim.Take("k", 0).Remaining)
+}
+
+// TestRefundFrozenHammer: with a frozen clock, 32 goroutines take and refund
+// on one key: the passes total the limit plus the refunds, and the requests
+// held out never exceed the limit.
+func TestRefundFrozenHammer(t *testing.T) {
+	const goroutines = 32
+	for _, limit := range []int{1, 2, 7, 100} {
+		t.Run(fmt.Sprintf("limit=%d", limit), func(t *testing.T) {
+			lim, err := New(limit, time.Second, hotlimit.WithClock(func() int64 { return 42 }))
+			require.NoError(t, err)
+			var passed, refunded, out, maxOut atomic.Int64
+			var wg sync.WaitGroup
+			start := make(chan struct{})
+			for g := range goroutines {
+				wg.Go(func() {
+					<-start
+					for i := range 300 {
+						n := 1 + (g+i)%min(3, limit)
+						d, r := lim.TakeReceipt("k", n)
+						if !d.Allowed {
+							continue
+						}
+						passed.Add(int64(n))
+						o := out.Add(int64(n))
+						for m := maxOut.Load(); o > m && !maxOut.CompareAndSwap(m, o); m = maxOut.Load() {
+						}
+						if refunded.Load() < 100 || i%3 != 0 {
+							out.Add(-int64(n))
+							refunded.Add(int64(n))
+							lim.Refund("k", r)
+						}
+					}
+				})
+			}
+			close(start)
+			wg.Wait()
+			for lim.Allow("k") {
+				passed.Add(1)
+				out.Add(1)
+			}
+			assert.Equal(t, int64(limit)+refunded.Load(), passed.Load())
+			assert.EqualValues(t, limit, out.Load())
+			assert.LessOrEqual(t, maxOut.Load(), int64(limit))
+			assert.Positive(t, refunded.Load())
+		})
+	}
+}
+
+func TestRefundAllocs(t *testing.T) {
+	lim, err := New(100, time.Second, hotlimit.WithClock(func() int64 { return 42 }))
+	require.NoError(t, err)
+	lim.Allow("k")
+	assert.Zero(t, testing.AllocsPerRun(100, func() {
+		_, r := lim.TakeReceipt("k", 2)
+		lim.Refund("k", r)
+	}))
+}
