@@ -13,15 +13,17 @@
 // at 21.001 s the first four have left the window and four more pass.
 //
 // A clock that steps back is read as no time passing: a request is logged at
-// the later of its clock reading and the key's newest logged time.
+// the later of its clock reading and the key's newest logged time. (A request
+// that takes the place of a refunded one logged at its own time or later, as
+// with a frozen clock, is logged 1 ns after it; see Refund.)
 //
 // # Decisions
 //
 // Take returns, at time t (now, or the key's newest logged time if later):
 //
 //   - Remaining: the requests of the last Limit logged that are expired at t
-//     (at or before t − Window), after the call: how many single requests
-//     would pass at t.
+//     (at or before t − Window) or refunded, after the call: how many single
+//     requests would pass at t.
 //   - RetryAfter: 0 when allowed. When denied with n ≤ Limit, o + Window − now,
 //     where o is the time of the n-th oldest of the last Limit requests:
 //     exactly, the same request made 1 ns earlier is still denied and made
@@ -29,8 +31,8 @@
 //     n > Limit or n < 0. Under contention on one key, Take with n > 1 can be
 //     denied with RetryAfter 1 ns although the requests might have fitted;
 //     see Limiter.Take.
-//   - ResetAfter: until the newest logged request expires, 0 when none is in
-//     the window.
+//   - ResetAfter: until the newest logged request expires, 0 when none counts
+//     in the window.
 //
 // Take(key, 0), Take(key, n > Limit) and Take(key, n < 0) only report: they
 // never insert a key nor change one.
@@ -39,13 +41,22 @@
 //
 // Each key holds a ring of Limit slots and a head counter, all changed by
 // compare-and-swap only (the protocol, with its safety and liveness argument,
-// is documented on the cell type in state.go). A slot holds a logged time and
-// one bit of the ring round that wrote it (internal/packed, stamp.go):
+// is documented on the cell type in state.go). A slot holds a logged time, a
+// refunded mark and one bit of the ring round that wrote it
+// (internal/packed, stamp.go):
 //
-//	| time, ns (63 bits, signed) | round parity (1 bit) |
+//	| time, ns (62 bits, signed) | refunded (1 bit) | round parity (1 bit) |
 //
 // Limit lies in [1, 65536] and Window in [1ms, 366 days]. Clock readings are
-// clamped to ±2^62 ns (about ±146 years) around the clock's origin.
+// clamped to ±2^61 ns (about ±73 years) around the clock's origin.
+//
+// # Refunds
+//
+// TakeReceipt and Refund give back what a Take took while it is still in the
+// window: Refund marks that many of the oldest requests still counted in the
+// window as refunded, and those no longer count. The current capacity comes
+// back exactly; see Limiter.Refund for why this never gives back capacity
+// that was not taken.
 //
 // Memory: a key costs its map entry in an xsync.MapOf, the key's bytes, a
 // 32-byte cell and 8 bytes per unit of Limit: about 180 bytes for Limit 10,
@@ -59,8 +70,8 @@
 // swaps a tombstone into the slot under the key's head by compare-and-swap,
 // which freezes the ring, so it never races a concurrent request into a lost
 // or duplicated admission; a request that meets the tombstone continues on
-// the key's new cell. Sweep reads every slot of every key. WithAutoSweep makes
-// insertions sweep by themselves; nothing runs in the background.
+// the key's new cell. WithAutoSweep makes insertions sweep by themselves;
+// nothing runs in the background.
 //
 // A Limiter is safe for concurrent use by any number of goroutines; Allow and
 // Take on an existing key take no lock and allocate nothing.

@@ -92,7 +92,7 @@ func TestFrozenClockHammer(t *testing.T) {
 // TestFrozenClockTakeN: goroutines asking for n > 1 at once never get more
 // than limit in all, even with single requests filling what is left; and
 // once the window has passed, the full limit is available again in one Take:
-// claims taken back under contention strand nothing for longer than that.
+// claims left by Takes denied under contention count for one window only.
 func TestFrozenClockTakeN(t *testing.T) {
 	const goroutines = 16
 	for _, limit := range []int{2, 7, 100} {
@@ -202,10 +202,11 @@ func TestPhasedHammer(t *testing.T) {
 }
 
 // TestMovingClockNeverOverAdmits: with a clock that advances on every read,
-// many goroutines on one key never get more than limit admissions whose
-// clock readings span less than a window. Each admission's logged time lies
-// between the clock just before the call and just after it, so the check
-// counts, for each admission, those that surely lie within a window of it.
+// many goroutines on one key, asking for 1 to 3 requests at once while a
+// Sweep runs, never get more than limit admissions whose clock readings span
+// less than a window. Each admission's logged time lies between the clock
+// just before the call and just after it, so the check counts, for each
+// admission, those that surely lie within a window of it.
 func TestMovingClockNeverOverAdmits(t *testing.T) {
 	const (
 		goroutines = 8
@@ -219,26 +220,33 @@ func TestMovingClockNeverOverAdmits(t *testing.T) {
 	type span struct{ from, to int64 }
 	var mu sync.Mutex
 	var admitted []span
+	stop := make(chan struct{})
+	sweeper := sweepUntil(lim, stop)
 	var wg sync.WaitGroup
-	for range goroutines {
+	for g := range goroutines {
 		wg.Go(func() {
-			for range 3000 {
+			for i := range 3000 {
+				n := 1 + (g+i)%3
 				from := now.Load()
-				ok := lim.Allow("k")
+				ok := lim.Take("k", n).Allowed
 				to := now.Load()
 				if ok {
 					mu.Lock()
-					admitted = append(admitted, span{from, to})
+					for range n {
+						admitted = append(admitted, span{from, to})
+					}
 					mu.Unlock()
 				}
 			}
 		})
 	}
 	wg.Wait()
+	close(stop)
+	sweeper.Wait()
 	require.NotEmpty(t, admitted)
 	for _, a := range admitted {
-		// Admissions that surely lie in (a.from − window, a.from]... are
-		// those whose whole span does: from > a.from − window, to ≤ a.to.
+		// Admissions that surely lie in (a.to − window, a.from]: their whole
+		// span does.
 		within := 0
 		for _, b := range admitted {
 			if b.from > a.to-window && b.to <= a.from {

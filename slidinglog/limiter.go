@@ -21,10 +21,6 @@ const (
 	MaxWindow = 366 * 24 * time.Hour
 )
 
-// takeAttempts bounds how many times Take with n > 1 starts again after other
-// requests claimed slots between its own (see Take).
-const takeAttempts = 4
-
 // Limiter admits a request from a key when fewer than its limit passed in the
 // window before it; see the package documentation for the model. Build it
 // with New. It is safe for concurrent use.
@@ -94,8 +90,8 @@ func (l *Limiter) Allow(key string) bool {
 			c.head.CompareAndSwap(s.h, s.h+1) // complete the other claim
 			continue
 		}
-		t := max(now, s.newest)
-		if oldest, _ := packed.UnpackStamp(s.v); oldest > t-l.window {
+		t, ok := claimable(s.v, max(now, s.newest), l.window)
+		if !ok {
 			return false // a denial writes nothing
 		}
 		if c.cas(s.i, s.v, packed.PackStamp(t, s.round)) {
@@ -110,141 +106,107 @@ func (l *Limiter) Allow(key string) bool {
 // the limit or negative is denied with RetryAfter hotlimit.Never and changes
 // nothing. The package documentation defines the Decision's fields.
 //
-// Take with n > 1 logs its n requests one claim at a time, on consecutive
-// claims of the ring. When another request of the same key claims a slot in
-// between, it takes its claims back (see rollback) and starts again, at most
-// a few times; it is then denied, with RetryAfter one nanosecond, although
-// n requests might have fitted. The slots it took back stay unusable until
-// the ring's head comes round to them again, at the latest one Window later:
-// contention can make the key admit less than its limit in that Window, never
-// more. This only happens to concurrent calls on one key that mix Take with
-// n > 1 and other requests; a single caller always gets the exact answer.
+// Take with n > 1 first checks that the n-th oldest of the last Limit logged
+// requests has left the window, then logs its n requests one claim at a time.
+// A single caller's claims therefore always all pass. When concurrent requests
+// of the same key take the room in between, a claim finds its slot still in
+// the window: Take is then denied, with RetryAfter one nanosecond, and the
+// claims it already made stay logged until they leave the window. A logged
+// time is never taken back: that is what makes every slot's value grow, and
+// the whole protocol safe (see cell). Contention can so make a key admit less
+// than its limit for one Window, never more; it needs concurrent calls on one
+// key that mix Take with n > 1 and other requests.
 func (l *Limiter) Take(key string, n int) hotlimit.Decision {
+	d, _ := l.takeAt(key, n)
+	return d
+}
+
+// takeAt is Take, which also returns the clock reading the decision was made
+// at (clamped as now does): the requests are logged at that time or later.
+func (l *Limiter) takeAt(key string, n int) (hotlimit.Decision, int64) {
 	if n < 1 || uint64(n) > l.limit {
-		return l.report(key, n)
+		return l.report(key, n), 0
 	}
 	c := l.cells.Get(key)
 	now := l.now() // after Get: see kill
-	for attempt := 1; ; attempt++ {
-		d, out := l.take(c, now, uint64(n))
-		switch out {
-		case done:
-			return d
-		case dead:
-			c = l.cells.Revive(key, c)
-			now = l.now()
-			attempt = 0
-		case conflict:
-			if attempt >= takeAttempts {
-				d = l.decide(c, now)
-				d.RetryAfter = time.Nanosecond
-				return d
-			}
+	for {
+		d, alive := l.take(c, now, uint64(n))
+		if alive {
+			return d, now
 		}
+		// Swept under us: claims made in the dead cell died with it, so
+		// start again, all n of them, on the key's fresh cell.
+		c = l.cells.Revive(key, c)
+		now = l.now()
 	}
 }
 
-type outcome uint8
-
-const (
-	done     outcome = iota // allowed or denied: the Decision stands
-	dead                    // the cell was tombstoned: revive and start again
-	conflict                // another claim landed between n > 1 claims
-)
-
-// take makes one attempt at logging n requests at now in c.
-func (l *Limiter) take(c *cell, now int64, n uint64) (hotlimit.Decision, outcome) {
-	// The first claim is Allow's, except that it decides on the n-th oldest
-	// of the last L requests, claim h + n − 1 − L, in slot (h + n − 1) mod L:
-	// with times in claim order, n requests fit exactly when it is expired.
-	// That slot changes while head is h only by a rollback, which makes its
-	// time older.
-	var s snapshot
-	var t int64
-	for {
-		var ok bool
-		if s, ok = c.read(); !ok {
-			continue
-		}
-		if s.v == packed.StampDead {
-			return hotlimit.Decision{}, dead
-		}
-		if s.pending() {
-			c.head.CompareAndSwap(s.h, s.h+1)
-			continue
-		}
-		t = max(now, s.newest)
-		nth := s.v
-		if n > 1 {
-			nth = c.load(c.at(s.h, n-1))
-			if c.head.Load() != s.h {
-				continue
-			}
-		}
-		if tn, _ := packed.UnpackStamp(nth); tn > t-l.window {
-			d := l.decision(c, s.h, now, t, s.newest)
-			d.RetryAfter = time.Duration(tn + l.window - now)
-			return d, done
-		}
-		if c.cas(s.i, s.v, packed.PackStamp(t, s.round)) {
-			c.head.CompareAndSwap(s.h, s.h+1)
-			break
-		}
-	}
-	// The next claims, h+1 to h+n−1, at the same time t, each as the first
-	// but only while head is exactly that claim's number: a head beyond it,
-	// or its slot claimed by someone else, means another request came in
-	// between, and the claims made so far are rolled back.
-	first := s.h
-	for k := uint64(1); k < n; k++ {
-		h := first + k
-		i, round := c.at(h, 0), h/l.limit
+// take logs n requests at now in c, all or none for a single caller; it
+// reports false if it found c tombstoned.
+func (l *Limiter) take(c *cell, now int64, n uint64) (hotlimit.Decision, bool) {
+	var t int64 // the logged time of the last claim made
+	for k := uint64(0); k < n; k++ {
+		// One claim, as in Allow (argued there and on cell), at the later of
+		// now and the newest logged time. Before the first, the decision is
+		// made on the n-th oldest of the last L requests, claim h + n − 1 − L
+		// in slot (h + n − 1) mod L: with times in claim order, n requests
+		// fit exactly when it has left the window (or was refunded). That
+		// slot's time does not change while head is h, which the second head
+		// read checks.
 		for {
-			// Our claim h−1 advanced head to h itself or through a helper:
-			// head is h or beyond.
-			if c.head.Load() != h {
-				l.rollback(c, first, k, t)
-				return hotlimit.Decision{}, conflict
-			}
-			v := c.load(i)
-			if c.head.Load() != h {
+			s, fresh := c.read()
+			switch {
+			case !fresh:
+				continue
+			case s.v == packed.StampDead:
+				return hotlimit.Decision{}, false
+			case s.pending():
+				c.head.CompareAndSwap(s.h, s.h+1)
 				continue
 			}
-			if v == packed.StampDead {
-				l.rollback(c, first, k, t)
-				return hotlimit.Decision{}, dead
+			var ok bool
+			t, ok = claimable(s.v, max(now, s.newest), l.window)
+			if k > 0 {
+				if !ok {
+					d := l.decision(c, s.h, now, t, s.newest)
+					d.RetryAfter = time.Nanosecond // room taken by concurrent requests
+					return d, true
+				}
+			} else {
+				// Both the head's own entry and the n-th must be claimable:
+				// refunds racing each other can leave the claimable entries
+				// out of order. The wait is until both are.
+				decisive := s.v
+				if n > 1 {
+					if decisive = c.load(c.at(s.h, n-1)); c.head.Load() != s.h {
+						continue
+					}
+				}
+				if _, ok2 := claimable(decisive, t, l.window); !ok || !ok2 {
+					d := l.decision(c, s.h, now, t, s.newest)
+					d.RetryAfter = max(l.wait(s.v, t, now), l.wait(decisive, t, now))
+					return d, true
+				}
 			}
-			if ts, parity := packed.UnpackStamp(v); parity == round&1 || ts > t-l.window {
-				// Claimed by another request, or (after a rollback broke
-				// the time order) not yet expired.
-				l.rollback(c, first, k, t)
-				return hotlimit.Decision{}, conflict
-			}
-			if c.cas(i, v, packed.PackStamp(t, round)) {
-				c.head.CompareAndSwap(h, h+1)
+			if c.cas(s.i, s.v, packed.PackStamp(t, s.round)) {
+				c.head.CompareAndSwap(s.h, s.h+1)
 				break
 			}
 		}
 	}
 	d := l.decision(c, c.head.Load(), now, t, t)
 	d.Allowed = true
-	return d, done
+	return d, true
 }
 
-// rollback takes back claims first to first+k−1, all logged at t: each slot
-// goes, by CAS from the claim's own stamp, to time t − Window with the claim's
-// parity. That time is at or after the slot's previous time (the claim
-// replaced only a time expired at t), so admitted times in the slot still grow
-// by Window or more, and the slot passes again from t on, as if the claim had
-// not been made. The parity stays the round's, so the slot still reads as
-// claimed in this round and no value repeats. A CAS that fails finds the slot
-// already claimed by the next round, which accepted the claim's time as
-// expired: the claim then stays spent, which only ever admits less.
-func (l *Limiter) rollback(c *cell, first, k uint64, t int64) {
-	for h := first; h < first+k; h++ {
-		i, round := c.at(h, 0), h/l.limit
-		c.cas(i, packed.PackStamp(t, round), packed.PackStamp(t-l.window, round))
+// wait returns how long after now the entry v lets a claim through: 0 when
+// it already does at t, else until its time leaves the window.
+func (l *Limiter) wait(v, t, now int64) time.Duration {
+	if _, ok := claimable(v, t, l.window); ok {
+		return 0
 	}
+	tv, _ := packed.UnpackStamp(v)
+	return time.Duration(tv + l.window - now)
 }
 
 // report is Take for n == 0, n > limit and n < 0: it reads key's state and
@@ -287,22 +249,26 @@ func (l *Limiter) decide(c *cell, now int64) hotlimit.Decision {
 // Allowed and RetryAfter are left for the caller.
 func (l *Limiter) decision(c *cell, h uint64, now, t, newest int64) hotlimit.Decision {
 	d := hotlimit.Decision{Limit: int(l.limit), Remaining: int(l.free(c, h, t))}
-	if newest > t-l.window {
+	if d.Remaining < d.Limit && newest > t-l.window { // some request counts
 		d.ResetAfter = time.Duration(newest + l.window - now)
 	}
 	return d
 }
 
 // free returns how many of the last L logged requests of c, with head h, are
-// expired at t: how many single requests would pass at t. Times are in claim
-// order (see cell), so the expired ones are a prefix of the ring from the
-// head, found by binary search. A rollback can break that order; the count is
-// then approximate, never the limit's decision.
+// expired or refunded at t: how many single requests would pass at t. Times
+// are in claim order (see cell) and refunds mark the oldest counted entries,
+// so those are a prefix of the ring from the head, found by binary search. A tombstone met on the way (a Sweep that
+// landed since the caller's read) means a fresh key: all L.
 func (l *Limiter) free(c *cell, h uint64, t int64) uint64 {
 	lo, hi := uint64(0), l.limit
 	for lo < hi {
 		mid := lo + (hi-lo)/2
-		if ts, _ := packed.UnpackStamp(c.load(c.at(h, mid))); ts <= t-l.window {
+		v := c.load(c.at(h, mid))
+		if v == packed.StampDead {
+			return l.limit
+		}
+		if _, ok := claimable(v, t, l.window); ok {
 			lo = mid + 1
 		} else {
 			hi = mid
@@ -319,8 +285,7 @@ func (l *Limiter) Len() int {
 // Sweep evicts every key whose logged requests are all expired (at or before
 // now − Window), and returns how many it evicted. Such a key's next request
 // finds the log of a new key. Sweep is safe to run concurrently with
-// anything, Sweep included; it reads every slot of every key, so it costs
-// time in proportion to keys × limit.
+// anything, Sweep included.
 func (l *Limiter) Sweep() int {
 	now := l.now()
 	return l.cells.Sweep(func(c *cell) bool { return c.kill(now, l.window) })

@@ -16,7 +16,7 @@ import (
 // claim k, the time of claim k − L: the oldest of the last L requests.
 //
 //	head:  claims completed, or one less while a claim is in flight
-//	slot:  | logged time, ns (63 bits) | parity of the round that wrote it |
+//	slot:  | logged time, ns (62 bits) | refunded | parity of the round that wrote it |
 //
 // Slots are stored XORed with freshStamp, so that the zero value of a slot,
 // as make returns it, reads as freshStamp: time packed.MinStamp, parity 1,
@@ -33,31 +33,40 @@ import (
 //   - v has r's parity: claim h was made and head is stale; the reader helps
 //     with head.CompareAndSwap(h, h+1) and starts again.
 //   - otherwise v is claim h − L, the oldest of the last L. Its time is the
-//     limit's verdict: not expired, deny; expired, CAS slot i from v to the
-//     new stamp, then head.CompareAndSwap(h, h+1) (which fails harmlessly if
-//     a helper already advanced it).
+//     limit's verdict: not expired (and not refunded), deny; expired or
+//     refunded, CAS slot i from v to the new stamp, then
+//     head.CompareAndSwap(h, h+1) (which fails harmlessly if a helper already
+//     advanced it).
 //
 // Invariant H: head goes from h to h+1 only after slot h mod L holds a
-// stamp of round h / L. A slot CAS succeeds only while head equals the h
-// its caller read: the slot still holds v, and no slot ever holds the same
-// value twice (below), so no claim of round r landed on it after the
-// caller's read; a head advance past h needs such a claim (H). So every
-// successful claim CAS is claim h of round h / L, and the slot's previous
-// value was claim h − L (or the fresh value, or a rolled-back claim h − L).
+// stamp of round h / L. A slot CAS succeeds only while head equals the h its
+// caller read: the slot still holds v, and no slot ever holds the same value
+// twice (below), so no claim of round r landed on it after the caller's read;
+// a head advance past h needs such a claim (H). So every successful claim CAS
+// is claim h of round h / L, and the slot's previous value was claim h − L
+// (or the fresh value).
 //
-// Safety, the exactness of the limit: a claim replaces a logged time t0
-// with t only if t0 ≤ t − Window, so each slot's admitted times grow by at
-// least Window from one admitted request to the next. A span of length
-// Window holds at most one admitted time per slot, hence at most L. That
-// holds whatever the interleaving, with stale clock reads, and with a clock
-// that steps back, since the check is made on the very value the CAS
-// replaces.
+// Safety, the exactness of the limit: a claim replaces a logged time t0 with
+// t only if t0 ≤ t − Window or t0's request was refunded, so each slot's
+// counted (not refunded) times grow by at least Window from one request to
+// the next: a refunded t0 itself replaced a counted time at or before
+// t0 − Window, and t ≥ t0. A span of length Window holds at most one counted
+// time per slot, hence at most L. That holds whatever the interleaving, with
+// stale clock reads, and with a clock that steps back, since the check is
+// made on the very value the CAS replaces. Refund marks the oldest counted
+// entries in the window, never newer than the requests it gives back: see
+// Limiter.Refund for why that creates no capacity that was not taken.
 //
-// No repeated value: admitted times in a slot grow strictly, and a
-// rolled-back claim (Take, below) keeps its round's parity, which no earlier
-// value of the slot with that time carried. So an ABA on a slot cannot make
-// a stale CAS succeed.
-//
+// No repeated value: a slot's value, read as (time, refunded), only grows.
+// A claim writes a time at least Window (1 ms or more) above a counted
+// previous time, or at least 1 ns above a refunded one (see claimable); a
+// refund sets the refunded bit of a time once; the tombstone is written
+// once, and never replaced. So a slot never holds the same value twice, and
+// an ABA on a slot cannot make a stale CAS succeed. Nothing ever lowers a
+// time (Take does not take its claims back, on purpose): a write that did
+// could bring an old value back, and with it a stalled claimer's CAS, on a
+// slot another caller had moved on from.
+
 // Order: the logged time of claim h is max(now, time of claim h − 1), read
 // from the newest slot while head is h, so logged times never decrease in
 // claim order, and the slot under the head always holds the oldest of the
@@ -70,19 +79,22 @@ import (
 // decision for some time within its call (linearisable).
 //
 // Liveness: every failed CAS and every restart follows another caller's
-// successful CAS (a claim, a head advance, a rollback or a tombstone), so
-// some caller always makes progress; nobody waits for a stalled one, whose
-// in-flight claim anyone completes by advancing the head. A denial is only
+// successful CAS (a claim, a head advance or a tombstone), so some caller
+// always makes progress; nobody waits for a stalled one, whose in-flight
+// claim anyone completes by advancing the head. (The key's map entry is
+// another matter: inserting a key, replacing a tombstoned cell and deleting
+// it lock one bucket of the map, briefly, as xsync does.) A denial is only
 // ever given on a slot whose value was read while head was h, so it is
 // justified by L logged requests no older than Window at the caller's time.
 // Take with n > 1 is the one exception (see Limiter.Take).
 //
 // Sweep: kill tombstones slot h mod L by CAS while head is h, after checking
-// that every slot's time is expired at the sweep's clock. From then on no
-// claim can land (they all CAS slot h mod L) and head cannot advance (H), so
-// the cell is frozen; a claimer that reads the tombstone takes a fresh cell
-// from the map and reads the clock again. The frozen cell held nothing a
-// fresh one would not hold at any later time.
+// that the newest logged time, hence every one, is expired at the sweep's
+// clock. From then on no claim can land (they all CAS slot h mod L while
+// head is h) and head cannot advance (H), so the cell is frozen; a claimer
+// that reads the tombstone takes a fresh cell from the map and reads the
+// clock again. The frozen cell held nothing a fresh one would not hold at any
+// later time.
 type cell struct {
 	head  atomic.Uint64
 	slots []atomic.Int64 // stamps XOR freshStamp
@@ -135,6 +147,20 @@ func (s *snapshot) pending() bool {
 	return parity == s.round&1
 }
 
+// claimable reports whether a claim at time t may replace stamp v, the
+// oldest of the last L: v's request left the window (its time is at or
+// before t − window) or was refunded. It also returns the time the claim
+// logs at: t, or, over a refunded stamp of time t or later (a frozen clock),
+// 1 ns after it, so that the slot's value still grows. Saturated at
+// packed.MaxStamp, about 73 years from the clock's origin.
+func claimable(v, t, window int64) (at int64, ok bool) {
+	tv, _ := packed.UnpackStamp(v)
+	if packed.IsRefunded(v) {
+		return min(max(t, tv+1), packed.MaxStamp), true
+	}
+	return t, tv <= t-window
+}
+
 // at returns the slot at claim offset k from the head (claim h + k, which
 // holds claim h + k − L while unclaimed).
 func (c *cell) at(h, k uint64) uint64 {
@@ -146,19 +172,11 @@ func (c *cell) at(h, k uint64) uint64 {
 // a claim is in flight or lands meanwhile.
 func (c *cell) kill(now, window int64) bool {
 	s, ok := c.read()
-	if !ok || s.v == packed.StampDead || s.pending() {
+	if !ok || s.v == packed.StampDead || s.pending() || s.newest > now-window {
 		return false
 	}
-	// Rollbacks can leave times out of claim order, so check them all. Only
-	// slot i can gain a newer time while head is h, and the CAS below fails
-	// if it did; a rollback elsewhere only makes a time older.
-	for i := range c.slots {
-		if t, _ := packed.UnpackStamp(c.load(uint64(i))); t > now-window {
-			return false
-		}
-	}
-	if c.head.Load() != s.h {
-		return false
-	}
+	// Times are in claim order, so the newest is the latest; refunded entries
+	// still in the window keep the key, which only delays its eviction. Only slot i can
+	// change while head is h, and the CAS fails if it did.
 	return c.cas(s.i, s.v, packed.StampDead)
 }

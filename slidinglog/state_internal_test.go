@@ -59,37 +59,34 @@ func TestStaleCASFails(t *testing.T) {
 	assert.False(t, c.cas(stale.i, stale.v, packed.PackStamp(now.Load(), stale.round)))
 }
 
-// TestKillChecksEverySlot: a rollback can leave the newest claim's slot older
-// than an earlier one; Sweep must still keep a key with a request in the
-// window.
-func TestKillChecksEverySlot(t *testing.T) {
+// TestKillNeedsTheNewestExpired: a key with any request in the window is
+// kept; one whose newest request has left it is evicted.
+func TestKillNeedsTheNewestExpired(t *testing.T) {
 	l, now := newTest(t, 3)
 	now.Store(int64(time.Hour))
 	t0 := now.Load()
-	require.True(t, l.Take("k", 2).Allowed)
+	require.True(t, l.Allow("k"))
+	now.Add(int64(300 * time.Millisecond))
+	require.True(t, l.Allow("k"))
 	c, _ := l.cells.Peek("k")
-	l.rollback(c, 1, 1, t0) // claim 1 taken back: slot 1 goes to t0 − Window
-	now.Add(int64(500 * time.Millisecond))
-	assert.Zero(t, l.Sweep(), "claim 0 is still in the window")
+	now.Store(t0 + l.window) // the first has left the window, the second not
 	assert.False(t, c.kill(now.Load(), l.window))
-	now.Store(t0 + l.window)
+	assert.Zero(t, l.Sweep())
+	now.Add(int64(300 * time.Millisecond))
 	assert.Equal(t, 1, l.Sweep())
 }
 
-// TestRollbackRestoresCapacity: a claim taken back passes again from its
-// time on, and a rollback never changes a slot another claim took since.
-func TestRollbackRestoresCapacity(t *testing.T) {
-	l, now := newTest(t, 1)
+// TestReportRacingSweepReadsFresh: a report that reads a live head and then
+// meets the tombstone a Sweep just wrote answers for a fresh key.
+func TestReportRacingSweepReadsFresh(t *testing.T) {
+	l, now := newTest(t, 4)
 	now.Store(int64(time.Hour))
-	t0 := now.Load()
-	require.True(t, l.Allow("k"))
+	require.True(t, l.Take("k", 2).Allowed)
 	c, _ := l.cells.Peek("k")
-	l.rollback(c, 0, 1, t0)
-	assert.True(t, l.Allow("k"), "the slot passes again at t0")
-	assert.False(t, l.Allow("k"))
-	before := c.load(0)
-	l.rollback(c, 0, 1, t0) // claim 0's stamp is gone: nothing happens
-	assert.Equal(t, before, c.load(0))
+	h := c.head.Load()
+	now.Add(int64(2 * time.Second))
+	require.True(t, c.kill(now.Load(), l.window))
+	assert.Equal(t, uint64(4), l.free(c, h, now.Load()))
 }
 
 func TestKillSparesClaimInFlight(t *testing.T) {
@@ -101,4 +98,28 @@ func TestKillSparesClaimInFlight(t *testing.T) {
 	c.head.Store(1)
 	assert.True(t, c.kill(now.Load(), l.window))
 	assert.Equal(t, int64(packed.StampDead), c.load(1))
+}
+
+// TestTakeNChecksTheHeadToo: Take with n > 1 decides on the n-th oldest entry
+// and claims from the head on; a refund can make the n-th claimable while the
+// head's entry is still in the window (refunds mark the oldest counted
+// entries, but a concurrent one may land out of that order, as built here by
+// hand). Take must not replace the head's live entry: limit 3, claims 0 and 2
+// in the window, claim 1 refunded.
+func TestTakeNChecksTheHeadToo(t *testing.T) {
+	l, now := newTest(t, 3)
+	now.Store(int64(10 * time.Second))
+	require.True(t, l.Allow("k")) // claim 0, slot 0
+	require.True(t, l.Allow("k")) // claim 1, slot 1
+	c := l.cells.Get("k")
+	v := c.load(1)
+	require.True(t, c.cas(1, v, packed.Refunded(v)))
+	require.True(t, l.Allow("k")) // claim 2, slot 2
+	require.EqualValues(t, 3, c.head.Load())
+
+	d := l.Take("k", 2)
+	assert.False(t, d.Allowed, "2 counted in the window, limit 3: 2 more would make 4")
+	assert.Equal(t, time.Second, d.RetryAfter, "the head's own entry leaves the window in a second")
+	now.Add(int64(time.Second))
+	assert.True(t, l.Take("k", 3).Allowed)
 }

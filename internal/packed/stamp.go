@@ -2,30 +2,43 @@ package packed
 
 import "math"
 
-// Sliding log slot, per admitted request:
+// Sliding log slot, per logged request:
 //
-//	| timestamp, ns (63 bits, signed) | round parity (1 bit) |
-//	| bits 63..1                      | bit 0                |
+//	| timestamp, ns (62 bits, signed) | refunded (1 bit) | round parity (1 bit) |
+//	| bits 63..2                      | bit 1            | bit 0                |
 //
-// A slot of a key's ring holds the time of one admitted request and the parity
+// A slot of a key's ring holds the time of one logged request and the parity
 // of the ring round that wrote it, so a reader can tell whether the slot under
 // the ring's head was already claimed in the current round (the head is then
-// stale) or still holds the previous round's request. Timestamps must lie in
-// [MinStamp, MaxStamp], ±2^62 ns, about ±146 years from the clock's origin.
+// stale) or still holds the previous round's request. The refunded bit marks
+// a request given back: it no longer counts, whatever its time. Timestamps
+// must lie in [MinStamp, MaxStamp], ±2^61 ns, about ±73 years from the clock's
+// origin.
 const (
-	MaxStamp = math.MaxInt64>>1 - 1
-	MinStamp = math.MinInt64 >> 1
+	MaxStamp = math.MaxInt64>>2 - 1
+	MinStamp = math.MinInt64 >> 2
 	// StampDead is the tombstone of a sliding log slot, math.MaxInt64; no
 	// live slot holds it, since it decodes to time MaxStamp + 1.
 	StampDead = math.MaxInt64
 )
 
-// PackStamp encodes a timestamp in [MinStamp, MaxStamp] and a round's parity.
+// PackStamp encodes a timestamp in [MinStamp, MaxStamp] and a round's parity,
+// not refunded.
 func PackStamp(t int64, round uint64) int64 {
-	return t<<1 | int64(round&1)
+	return t<<2 | int64(round&1)
 }
 
 // UnpackStamp decodes a slot into its timestamp and round parity.
 func UnpackStamp(s int64) (t int64, parity uint64) {
-	return s >> 1, uint64(s & 1)
+	return s >> 2, uint64(s & 1)
+}
+
+// Refunded returns stamp s marked as refunded.
+func Refunded(s int64) int64 {
+	return s | 2
+}
+
+// IsRefunded reports whether stamp s is marked as refunded.
+func IsRefunded(s int64) bool {
+	return s&2 != 0
 }

@@ -1,0 +1,124 @@
+package slidinglog
+
+import (
+	"github.com/hotlimit/hotlimit"
+	"github.com/hotlimit/hotlimit/internal/packed"
+)
+
+var _ hotlimit.Refunder = (*Limiter)(nil)
+
+// TakeReceipt is Take, plus the receipt of what it took: n requests logged
+// at the time of the call or later (see hotlimit.Receipt), or the zero
+// Receipt when denied or n < 1. Give them back with Refund.
+func (l *Limiter) TakeReceipt(key string, n int) (hotlimit.Decision, hotlimit.Receipt) {
+	d, now := l.takeAt(key, n)
+	if !d.Allowed || n < 1 {
+		return d, hotlimit.Receipt{}
+	}
+	return d, hotlimit.Receipt{N: n, At: now}
+}
+
+// Refund gives back what r took from key while r's requests are still in the
+// window (r.At > now − Window): it marks up to r.N of the oldest counted
+// requests still in the window as refunded, and a refunded request no longer
+// counts. Once r.At has left the window its requests weigh on no decision,
+// and a refund gives nothing back.
+//
+// Right after the Take, the refund restores the key's current capacity
+// exactly: as many requests pass now as before the Take. It may hold future
+// capacity a little longer than the Take's absence would have: where an
+// older entry is refunded in place of r's own (newer) one, r's entry stays
+// until it leaves the window. (With a frozen clock, or when the entries in
+// the window were all logged at r's time, it restores the log exactly.)
+// Refunding the oldest keeps the free slots where the next claims find them,
+// from the ring's head on: refunding r's own, newest, entries would free
+// slots the head reaches only after every older entry has left the window.
+//
+// Why this never creates capacity that was not taken: r's requests were
+// logged at r.At or later and are still in the window, so while they count,
+// the oldest counted entry in the window is never newer than a refunded
+// request. Any later window that still holds the marked entry held the
+// refunded one too, so marking it frees, in every window from now on, at
+// most what removing the refunded request would have. (With several refunds
+// the same holds by counting: for every time θ, the entries marked newer than
+// θ never outnumber the refunded requests newer than θ.) The rule does not
+// depend on r.At beyond the window check, so an earlier r.At never gives
+// back more (a composite relies on that).
+//
+// A zero Receipt, or one with N < 1, gives back nothing; so does a refund for
+// a key the limiter does not hold (swept: all its requests had left the
+// window). Refund never inserts a key and allocates nothing.
+func (l *Limiter) Refund(key string, r hotlimit.Receipt) {
+	if r.N < 1 {
+		return
+	}
+	c, ok := l.cells.Peek(key)
+	if !ok {
+		return
+	}
+	left := min(uint64(r.N), l.limit)
+	// Each pass marks entries from the oldest counted one on while the head
+	// stays where the pass found it; a head that moves (a claim landed)
+	// starts a new pass, with what is left to give back.
+	for left > 0 {
+		s, ok := c.read()
+		switch {
+		case !ok:
+			continue // head moved: another claim completed
+		case s.v == packed.StampDead:
+			return // swept: every request had left the window
+		case s.pending():
+			c.head.CompareAndSwap(s.h, s.h+1) // complete the other claim
+			continue
+		}
+		t := max(l.now(), s.newest)
+		if r.At <= t-l.window {
+			return // r's requests have left the window: nothing counts
+		}
+		var again bool
+		if left, again = l.mark(c, s, t, left); !again {
+			return
+		}
+	}
+}
+
+// mark marks as refunded up to left of the oldest counted entries of c in the
+// window at t, c's head having been s.h, and returns how many it still has to
+// mark and whether the caller must read the head again and start over.
+//
+// The CAS on a slot sets the refunded bit of the value it read and changes
+// nothing else, so it keeps every invariant of cell: the slot's value grows
+// (the bit is set once), and a refunded entry's slot is claimed, at a time at
+// least its own, only by a claim that the entry before it in the slot (at
+// least Window older) would have let through. Why the marked slots are the
+// oldest counted entries: slot k from the head holds claim s.h − L + k while
+// the head is s.h (checked after each load; k = 0 could hold claim s.h
+// itself, pending: then start over). Those entries' times do not change under
+// a pass, only their refunded bits, which other refunds set from the oldest
+// on too; entries are in claim order, so the counted ones in the window
+// follow all the others. The pass starts at the first of them, found by
+// binary search (free), and checks each entry it marks. A CAS that fails
+// means another refund marked the entry first, or the slot was claimed:
+// start over, so nobody waits for anybody.
+func (l *Limiter) mark(c *cell, s snapshot, t int64, left uint64) (uint64, bool) {
+	for k := l.free(c, s.h, t); k < l.limit && left > 0; k++ {
+		i := c.at(s.h, k)
+		v := c.load(i)
+		if c.head.Load() != s.h {
+			return left, true
+		}
+		switch tv, parity := packed.UnpackStamp(v); {
+		case v == packed.StampDead:
+			return 0, false // swept meanwhile: every request had left the window
+		case k == 0 && parity == s.round&1:
+			return left, true // claim s.h landed: start over
+		case packed.IsRefunded(v) || tv <= t-l.window:
+			continue // marked by another refund, or expired, since free
+		}
+		if !c.cas(i, v, packed.Refunded(v)) {
+			return left, true
+		}
+		left--
+	}
+	return 0, false // fewer than left counted in the window: nothing more to give
+}
