@@ -1,0 +1,164 @@
+package composite
+
+import (
+	"fmt"
+
+	"github.com/hotlimit/hotlimit"
+)
+
+// MaxChildren is the most children a composite takes. It bounds the receipts
+// a Take keeps on its stack while it asks the children in turn.
+const MaxChildren = 16
+
+// Limiter admits a request only when every child admits it; see the package
+// documentation. Build it with New. It is safe for concurrent use.
+type Limiter struct {
+	children []hotlimit.Refunder
+}
+
+var _ hotlimit.Refunder = (*Limiter)(nil)
+
+// New returns a composite of children, asked in the order given (put the
+// child that denies most often first: a denial refunds the children before
+// it). There must be between 1 and MaxChildren children, none nil, and each
+// must implement hotlimit.Refunder; otherwise New returns an error that says
+// which child and wraps hotlimit.ErrInvalidConfig.
+func New(children ...hotlimit.Limiter) (*Limiter, error) {
+	if len(children) == 0 || len(children) > MaxChildren {
+		return nil, fmt.Errorf("composite: %d children out of range [1, %d]: %w", len(children), MaxChildren, hotlimit.ErrInvalidConfig)
+	}
+	l := &Limiter{children: make([]hotlimit.Refunder, len(children))}
+	for i, c := range children {
+		if c == nil {
+			return nil, fmt.Errorf("composite: child %d is nil: %w", i, hotlimit.ErrInvalidConfig)
+		}
+		r, ok := c.(hotlimit.Refunder)
+		if !ok {
+			return nil, fmt.Errorf("composite: child %d (%T) is not a hotlimit.Refunder: it could not give back what it took when another child denies: %w",
+				i, c, hotlimit.ErrInvalidConfig)
+		}
+		l.children[i] = r
+	}
+	return l, nil
+}
+
+// Allow reports whether one request from key passes every child, and counts
+// it in all of them if so. It is Take(key, 1).Allowed.
+func (l *Limiter) Allow(key string) bool {
+	d, _ := l.TakeReceipt(key, 1)
+	return d.Allowed
+}
+
+// Take asks every child for n requests from key at once: all pass and stay
+// counted in every child, or none does and no child keeps any. Take(key, 0)
+// reports without changing anything; n < 0 is denied with RetryAfter
+// hotlimit.Never. The package documentation defines the Decision.
+func (l *Limiter) Take(key string, n int) hotlimit.Decision {
+	d, _ := l.TakeReceipt(key, n)
+	return d
+}
+
+// TakeReceipt is Take, plus the receipt of what it took: n requests at the
+// earliest of the children's receipt times; the zero Receipt when denied or
+// n < 1. Give them back with Refund.
+func (l *Limiter) TakeReceipt(key string, n int) (hotlimit.Decision, hotlimit.Receipt) {
+	if n < 1 {
+		return l.report(key, n, -1), hotlimit.Receipt{}
+	}
+	var receipts [MaxChildren]hotlimit.Receipt
+	var d hotlimit.Decision
+	for i, c := range l.children {
+		cd, r := c.TakeReceipt(key, n)
+		if !cd.Allowed {
+			// Give back what the children before it took, in reverse
+			// order, each with its own receipt: right after its Take, a
+			// refund restores the child (see the package documentation).
+			for j := i - 1; j >= 0; j-- {
+				l.children[j].Refund(key, receipts[j])
+			}
+			// The others as they are now: the refunded ones restored,
+			// the later ones not asked for n (that would take).
+			rd := merge(l.report(key, 0, i), cd, len(l.children) == 1)
+			rd.Allowed, rd.RetryAfter = false, cd.RetryAfter
+			return rd, hotlimit.Receipt{}
+		}
+		receipts[i] = r
+		d = merge(d, cd, i == 0)
+	}
+	at := receipts[0].At
+	for _, r := range receipts[1:len(l.children)] {
+		at = min(at, r.At)
+	}
+	d.Allowed, d.RetryAfter = true, 0
+	return d, hotlimit.Receipt{N: n, At: at}
+}
+
+// report asks every child but the skip-th (none when skip < 0) for
+// Take(key, n) with n ≤ 0, which changes nothing, and merges their
+// decisions: Allowed if all are, the largest RetryAfter. With no child to
+// ask it returns a Decision that merge replaces whole.
+func (l *Limiter) report(key string, n, skip int) hotlimit.Decision {
+	d := hotlimit.Decision{Allowed: true}
+	first := true
+	for i, c := range l.children {
+		if i == skip {
+			continue
+		}
+		cd := c.Take(key, n)
+		d = merge(d, cd, first)
+		d.Allowed = d.Allowed && cd.Allowed
+		d.RetryAfter = max(d.RetryAfter, cd.RetryAfter)
+		first = false
+	}
+	return d
+}
+
+// merge folds a child's decision cd into d, the children's so far (first:
+// cd is the first one): Limit and Remaining of the child with the least
+// Remaining, the first on a tie, and the largest ResetAfter. Allowed and
+// RetryAfter are left to the caller.
+func merge(d, cd hotlimit.Decision, first bool) hotlimit.Decision {
+	if first || cd.Remaining < d.Remaining {
+		d.Limit, d.Remaining = cd.Limit, cd.Remaining
+	}
+	d.ResetAfter = max(d.ResetAfter, cd.ResetAfter)
+	return d
+}
+
+// Refund gives r to every child: each gives back what the composite's Take
+// took from it, as far as it still counts. r.At is the earliest of the
+// children's times, at or before each child's own, and every child's refund
+// is monotone in it, so no child ever gives back capacity that was not taken
+// (see the package documentation). A zero Receipt gives back nothing.
+func (l *Limiter) Refund(key string, r hotlimit.Receipt) {
+	if r.N < 1 {
+		return
+	}
+	for _, c := range l.children {
+		c.Refund(key, r)
+	}
+}
+
+// Len returns the keys held by the children that report it (as the
+// limiters of this module do), summed over the children.
+func (l *Limiter) Len() int {
+	n := 0
+	for _, c := range l.children {
+		if c, ok := c.(interface{ Len() int }); ok {
+			n += c.Len()
+		}
+	}
+	return n
+}
+
+// Sweep sweeps every child that can be swept (as the limiters of this module
+// can), and returns how many keys they evicted in all.
+func (l *Limiter) Sweep() int {
+	n := 0
+	for _, c := range l.children {
+		if c, ok := c.(interface{ Sweep() int }); ok {
+			n += c.Sweep()
+		}
+	}
+	return n
+}

@@ -1,0 +1,60 @@
+// Package composite combines limiters into one: a request passes only if
+// every child admits it, as with a policy of "10 per second and 1000 per
+// day". Build it with New from children that can give back what they took
+// (hotlimit.Refunder: every limiter of this module is one).
+//
+// # Model
+//
+// Take(key, n) takes n from each child in order. When every child admits,
+// the request passes and stays counted in all. When one denies, the children
+// that admitted before it are refunded at once, with their own receipts, and
+// the request is denied: nothing is lost on a partial failure. A refund at
+// the clock reading of its Take restores a token bucket, a GCRA, a fixed
+// window and a sliding counter exactly, and a sliding log's current capacity
+// exactly (see slidinglog.Limiter.Refund for its future capacity: put sliding
+// logs last, as the last child is never refunded). With a clock that moves
+// between the Take and the refund, a token bucket or a GCRA also loses what
+// it refilled in that instant, nanoseconds: a refund never counts a refill
+// twice.
+//
+// Concurrent requests may see a child's capacity held for the instant
+// between a Take and its refund: a request racing a partial failure may be
+// denied where a later one would pass, never the reverse. No child ever
+// admits more than its own policy, whatever the interleaving, since each
+// child decides on its own state with its own lock-free protocol, and a
+// refund never creates capacity that was not taken.
+//
+// # Decisions
+//
+// The Decision is the most restrictive of the children's:
+//
+//   - Allowed: only if every child admitted.
+//   - Limit and Remaining: those of the child with the least Remaining
+//     (when denied, every child as it is after the refunds); the first such
+//     child on a tie.
+//   - RetryAfter: 0 when allowed; when denied, the denying child's. The
+//     children after it are asked only for their state, not for the n
+//     requests (that would take), so after RetryAfter the request may be
+//     denied by another child: a waiting caller (see hotlimit.Wait) simply
+//     waits again.
+//   - ResetAfter: the largest of the children's.
+//
+// Take(key, 0) and Take(key, n < 0) report: every child is asked, none is
+// changed.
+//
+// # Receipts
+//
+// A composite is itself a hotlimit.Refunder. Its receipt holds n and the
+// earliest of its children's receipt times, and Refund gives that receipt to
+// every child. That is safe for every kind of child: each limiter's refund is
+// monotone in the receipt's time (an earlier time never gives back more), and
+// the earliest time is at or before each child's own. It gives back less than
+// each child's own receipt would where the times differ: a token bucket or a
+// GCRA counts its refill from the earlier time, a fixed window or a sliding
+// counter finds the earlier window ended sooner. Children should read the
+// same clock; with different clocks a refund may give back less still, never
+// more.
+//
+// A Limiter is safe for concurrent use; on keys its children already hold,
+// Allow, Take, TakeReceipt and Refund allocate nothing.
+package composite
