@@ -1,9 +1,12 @@
 package hotlimit
 
 import (
+	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"strconv"
+	"strings"
 	"time"
 )
 
@@ -100,4 +103,179 @@ func (c Config) Validate() error {
 		return fmt.Errorf("hotlimit: Config.Burst %d: %v has no burst, only TokenBucket and GCRA do: %w", c.Burst, c.Algorithm, ErrInvalidConfig)
 	}
 	return nil
+}
+
+// algorithmOrder lists the algorithms in the order error messages name them.
+var algorithmOrder = []Algorithm{TokenBucket, FixedWindow, SlidingLog, GCRA, SlidingCounter}
+
+// MarshalText returns the algorithm's name as [Algorithm.String] spells it,
+// such as "TokenBucket". A value that names no algorithm is an error wrapping
+// [ErrInvalidConfig], since no text would read back as it.
+func (a Algorithm) MarshalText() ([]byte, error) {
+	if !a.Valid() {
+		return nil, fmt.Errorf("hotlimit: %v is not an algorithm: %w", a, ErrInvalidConfig)
+	}
+	return []byte(a.String()), nil
+}
+
+// UnmarshalText sets a to the algorithm named by text. Case, underscores and
+// hyphens are ignored, so "TokenBucket", "tokenbucket", "token_bucket" and
+// "TOKEN-BUCKET" all name [TokenBucket]. An unknown name is an error that
+// quotes it, lists the valid names and wraps [ErrInvalidConfig]; a is then
+// unchanged.
+func (a *Algorithm) UnmarshalText(text []byte) error {
+	alg, err := parseAlgorithm(string(text))
+	if err != nil {
+		return fmt.Errorf("hotlimit: %w", err)
+	}
+	*a = alg
+	return nil
+}
+
+// parseAlgorithm reads an algorithm name; see [Algorithm.UnmarshalText].
+func parseAlgorithm(s string) (Algorithm, error) {
+	norm := strings.ToLower(strings.NewReplacer("_", "", "-", "").Replace(s))
+	names := make([]string, len(algorithmOrder))
+	for i, a := range algorithmOrder {
+		names[i] = a.String()
+		if strings.ToLower(names[i]) == norm {
+			return a, nil
+		}
+	}
+	return 0, fmt.Errorf("unknown algorithm %q, want one of %s: %w", s, strings.Join(names, ", "), ErrInvalidConfig)
+}
+
+// FieldError reports a field of a JSON policy that could not be read. Field
+// is the field's JSON name, such as "window"; Err says why and wraps
+// [ErrInvalidConfig]. Readers of larger documents use Field to name the
+// offending entry in full.
+type FieldError struct {
+	Field string
+	Err   error
+}
+
+// Error returns "hotlimit: Config field <field>: <why>".
+func (e *FieldError) Error() string {
+	return "hotlimit: Config field " + e.Field + ": " + e.Err.Error()
+}
+
+// Unwrap returns e.Err.
+func (e *FieldError) Unwrap() error { return e.Err }
+
+// configJSON is the JSON shape of a Config on output.
+type configJSON struct {
+	Algorithm Algorithm `json:"algorithm"`
+	Limit     int       `json:"limit"`
+	Window    string    `json:"window"`
+	Burst     int       `json:"burst,omitempty"`
+}
+
+// MarshalJSON encodes c as
+//
+//	{"algorithm":"TokenBucket","limit":5,"window":"1s","burst":10}
+//
+// with the window as a Go duration string ([time.Duration.String]) and burst
+// omitted when 0. It fails only when c.Algorithm names no algorithm.
+// [Config.UnmarshalJSON] reads the output back to an equal Config.
+func (c Config) MarshalJSON() ([]byte, error) {
+	return json.Marshal(configJSON{Algorithm: c.Algorithm, Limit: c.Limit, Window: c.Window.String(), Burst: c.Burst})
+}
+
+// UnmarshalJSON decodes the object [Config.MarshalJSON] writes, strictly:
+// "algorithm", "limit" and "window" are required, "burst" is optional, any
+// other field (including a differently cased one) is rejected, the algorithm
+// is read by [Algorithm.UnmarshalText] and the window by [time.ParseDuration].
+// Errors are [*FieldError] values naming the field, or name the object when it
+// is not one; all wrap [ErrInvalidConfig]. On error c is unchanged. It does
+// not call [Config.Validate]: a limit of 0 reads back as 0.
+func (c *Config) UnmarshalJSON(data []byte) error {
+	fields, err := decodeObject(data, "algorithm", "limit", "window", "burst")
+	if err != nil {
+		return fmt.Errorf("hotlimit: Config: %w", err)
+	}
+	var next Config
+	var window string
+	for _, f := range []struct {
+		name     string
+		dst      any
+		optional bool
+	}{
+		{"algorithm", &next.Algorithm, false},
+		{"limit", &next.Limit, false},
+		{"window", &window, false},
+		{"burst", &next.Burst, true},
+	} {
+		raw, ok := fields[f.name]
+		if !ok || string(raw) == "null" {
+			if f.optional {
+				continue
+			}
+			return &FieldError{Field: f.name, Err: fmt.Errorf("missing: %w", ErrInvalidConfig)}
+		}
+		if err := json.Unmarshal(raw, f.dst); err != nil {
+			if errors.Is(err, ErrInvalidConfig) {
+				err = errors.Unwrap(err) // the algorithm's own message, without the package prefix
+			} else {
+				err = fmt.Errorf("%s: %w", unjson(err), ErrInvalidConfig)
+			}
+			return &FieldError{Field: f.name, Err: err}
+		}
+	}
+	w, err := time.ParseDuration(window)
+	if err != nil {
+		return &FieldError{Field: "window", Err: fmt.Errorf("%w: %w", err, ErrInvalidConfig)}
+	}
+	next.Window = w
+	*c = next
+	return nil
+}
+
+// unjson shortens encoding/json's type errors, which name Go types, to what a
+// writer of JSON needs.
+func unjson(err error) string {
+	var te *json.UnmarshalTypeError
+	if errors.As(err, &te) {
+		want := "an integer"
+		if te.Type.String() == "string" || strings.HasSuffix(te.Type.String(), "Algorithm") {
+			want = "a string"
+		}
+		return "got JSON " + te.Value + ", want " + want
+	}
+	return strings.TrimPrefix(err.Error(), "json: ")
+}
+
+// decodeObject decodes data, which must be one JSON object, into its raw
+// members, rejecting a member whose name is not exactly one of names (case
+// matters). The errors wrap [ErrInvalidConfig].
+func decodeObject(data []byte, names ...string) (map[string]json.RawMessage, error) {
+	var fields map[string]json.RawMessage
+	if err := json.Unmarshal(data, &fields); err != nil || fields == nil {
+		return nil, fmt.Errorf("want a JSON object, got %s: %w", describeJSON(data), ErrInvalidConfig)
+	}
+	for name := range fields {
+		if !slices.Contains(names, name) {
+			return nil, fmt.Errorf("unknown field %q, want %s: %w", name, strings.Join(names, ", "), ErrInvalidConfig)
+		}
+	}
+	return fields, nil
+}
+
+// describeJSON names the kind of a JSON value for an error message.
+func describeJSON(data []byte) string {
+	s := strings.TrimSpace(string(data))
+	switch {
+	case s == "":
+		return "nothing"
+	case s == "null":
+		return "null"
+	case s[0] == '[':
+		return "an array"
+	case s[0] == '"':
+		return "a string"
+	case s[0] == '{':
+		return "an invalid object"
+	case s == "true" || s == "false":
+		return "a boolean"
+	}
+	return "a number"
 }

@@ -52,3 +52,50 @@ func BenchmarkAllow(b *testing.B) {
 		}
 	}
 }
+
+// BenchmarkAllowSeveralLimits measures Allow on a rule of one, two and three
+// limits, with limits high enough that nearly every call passes.
+func BenchmarkAllowSeveralLimits(b *testing.B) {
+	all := service.Limits{
+		{Algorithm: hotlimit.TokenBucket, Limit: 1 << 20, Window: time.Millisecond},
+		{Algorithm: hotlimit.FixedWindow, Limit: 1 << 21, Window: time.Second},
+		{Algorithm: hotlimit.GCRA, Limit: 1 << 20, Window: time.Millisecond},
+	}
+	for n := 1; n <= len(all); n++ {
+		b.Run(fmt.Sprintf("limits=%d", n), func(b *testing.B) {
+			s, err := service.NewFromRules(service.Rules{Default: all[:n]})
+			require.NoError(b, err)
+			require.True(b, s.Allow("user", "api"))
+			require.Len(b, s.ResolveLimits("user", "api"), n)
+			b.ReportAllocs()
+			b.ResetTimer()
+			b.RunParallel(func(pb *testing.PB) {
+				for pb.Next() {
+					s.Allow("user", "api")
+				}
+			})
+		})
+	}
+}
+
+// BenchmarkReplace measures a Replace that swaps two rule sets of 1000 users
+// each, most rules unchanged.
+func BenchmarkReplace(b *testing.B) {
+	mk := func(v int) service.Rules {
+		r := service.Rules{Default: service.Limits{{Algorithm: hotlimit.FixedWindow, Limit: 100, Window: time.Second}}, Users: map[string]service.Limits{}}
+		for i := range 1000 {
+			r.Users["user"+strconv.Itoa(i)] = service.Limits{{Algorithm: hotlimit.GCRA, Limit: 10 + i%10, Window: time.Second}}
+		}
+		r.Users["changing"] = service.Limits{{Algorithm: hotlimit.GCRA, Limit: 1000 + v, Window: time.Second}}
+		return r
+	}
+	sets := []service.Rules{mk(0), mk(1)}
+	s, err := service.NewFromRules(sets[0])
+	require.NoError(b, err)
+	b.ReportAllocs()
+	for i := 0; b.Loop(); i++ {
+		if err := s.Replace(sets[i%2]); err != nil {
+			b.Fatal(err)
+		}
+	}
+}

@@ -1,7 +1,10 @@
 package service_test
 
 import (
+	"bytes"
+	"encoding/json"
 	"fmt"
+	"reflect"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -95,4 +98,109 @@ func Example_demo() {
 	//    t=21001: YYYYN  (first 4 expired)
 	// -- user+api override premium/pay (token bucket 2): YYN
 	// -- concurrent: 1000 requests, limit 100 -> allowed = 100
+}
+
+// Rules read from JSON replace a service's whole policy at once; pairs whose
+// rule did not change keep their counts. A rule of several limits admits a
+// request only when each of them does.
+func ExampleLoadRules() {
+	var now atomic.Int64 // a frozen fake clock
+	s, err := service.New(hotlimit.Config{Algorithm: hotlimit.FixedWindow, Limit: 3, Window: time.Minute}, hotlimit.WithClock(now.Load))
+	if err != nil {
+		panic(err)
+	}
+	fmt.Println("alice@/home before:", calls(s, "alice", "/home", 2))
+
+	rules, err := service.LoadRules(strings.NewReader(`{
+		"default": [{"algorithm": "FixedWindow", "limit": 3, "window": "1m"}],
+		"apis":    {"GET /search": [{"algorithm": "token_bucket", "limit": 5, "window": "1s", "burst": 2}]},
+		"pairs":   [{"user": "premium", "api": "GET /search", "limits": [
+		               {"algorithm": "GCRA", "limit": 4, "window": "1s"},
+		               {"algorithm": "FixedWindow", "limit": 6, "window": "1m"}]}]
+	}`))
+	if err != nil {
+		panic(err)
+	}
+	if err := s.Replace(rules); err != nil {
+		panic(err)
+	}
+	fmt.Println("alice@/home after: ", calls(s, "alice", "/home", 2), "(same rule, count kept)")
+	fmt.Println("alice@GET /search: ", calls(s, "alice", "GET /search", 4))
+	fmt.Println("premium@GET /search:", calls(s, "premium", "GET /search", 6), "(4 per second...)")
+	now.Add(int64(time.Second))
+	fmt.Println("one second later:   ", calls(s, "premium", "GET /search", 6), "(...and 6 per minute)")
+	fmt.Println(s.ResolveLimits("premium", "GET /search"))
+
+	_, err = service.LoadRules(strings.NewReader(`{
+		"default": [{"algorithm": "FixedWindow", "limit": 3, "window": "1m"}],
+		"users":   {"alice": [{"algorithm": "GCRA", "limit": 3, "window": "1 min"}]}
+	}`))
+	fmt.Println(err)
+	// Output:
+	// alice@/home before: YY
+	// alice@/home after:  YN (same rule, count kept)
+	// alice@GET /search:  YYNN
+	// premium@GET /search: YYYYNN (4 per second...)
+	// one second later:    YYNNNN (...and 6 per minute)
+	// [GCRA 4/1s FixedWindow 6/1m0s]
+	// service: users["alice"][0].window: time: unknown unit " min" in duration "1 min": invalid config
+}
+
+// The JSON form of rules, as encoding/json writes it; LoadRules reads it
+// back.
+func ExampleRules_MarshalJSON() {
+	perSecond := hotlimit.Config{Algorithm: hotlimit.TokenBucket, Limit: 10, Window: time.Second, Burst: 20}
+	perMinute := hotlimit.Config{Algorithm: hotlimit.SlidingLog, Limit: 100, Window: time.Minute}
+	rules := service.Rules{
+		Default: service.Limits{{Algorithm: hotlimit.FixedWindow, Limit: 100, Window: time.Minute}},
+		Users:   map[string]service.Limits{"alice": {perSecond}},
+		Pairs:   map[service.Pair]service.Limits{{User: "premium", API: "pay"}: {perSecond, perMinute}},
+	}
+	b, err := json.MarshalIndent(rules, "", "  ")
+	if err != nil {
+		panic(err)
+	}
+	fmt.Println(string(b))
+	back, err := service.LoadRules(bytes.NewReader(b))
+	fmt.Println(err, reflect.DeepEqual(back, rules))
+	// Output:
+	// {
+	//   "default": [
+	//     {
+	//       "algorithm": "FixedWindow",
+	//       "limit": 100,
+	//       "window": "1m0s"
+	//     }
+	//   ],
+	//   "users": {
+	//     "alice": [
+	//       {
+	//         "algorithm": "TokenBucket",
+	//         "limit": 10,
+	//         "window": "1s",
+	//         "burst": 20
+	//       }
+	//     ]
+	//   },
+	//   "pairs": [
+	//     {
+	//       "user": "premium",
+	//       "api": "pay",
+	//       "limits": [
+	//         {
+	//           "algorithm": "TokenBucket",
+	//           "limit": 10,
+	//           "window": "1s",
+	//           "burst": 20
+	//         },
+	//         {
+	//           "algorithm": "SlidingLog",
+	//           "limit": 100,
+	//           "window": "1m0s"
+	//         }
+	//       ]
+	//     }
+	//   ]
+	// }
+	// <nil> true
 }

@@ -1,6 +1,7 @@
 package service
 
 import (
+	"math"
 	"testing"
 	"time"
 
@@ -37,4 +38,37 @@ func FuzzPairKeyIsInjective(f *testing.F) {
 		same := u1 == u2 && a1 == a2
 		assert.Equal(t, same, pairKey(u1, a1) == pairKey(u2, a2), "(%q,%q) vs (%q,%q)", u1, a1, u2, a2)
 	})
+}
+
+func TestReplaceReusesLimitersAndRules(t *testing.T) {
+	a, b, c := hotlimit.Config{Algorithm: hotlimit.FixedWindow, Limit: 3, Window: time.Second},
+		hotlimit.Config{Algorithm: hotlimit.TokenBucket, Limit: 5, Window: time.Second},
+		hotlimit.Config{Algorithm: hotlimit.GCRA, Limit: 7, Window: time.Second}
+	s, err := NewFromRules(Rules{Default: Limits{a}, Users: map[string]Limits{"u": {b}}})
+	require.NoError(t, err)
+	first := s.rules.Load()
+	require.NoError(t, s.Replace(Rules{Default: Limits{a}, APIs: map[string]Limits{"x": {c}, "y": {b}}}))
+	next := s.rules.Load()
+	assert.NotSame(t, first, next)
+	assert.Same(t, first.limiters[a], next.limiters[a])
+	assert.Same(t, first.limiters[b], next.limiters[b])
+	assert.Same(t, first.def, next.def, "same limits, same rule")
+	assert.Same(t, first.users["u"], next.apis["y"])
+	assert.Len(t, next.limiters, 3)
+
+	require.NoError(t, s.Replace(Rules{Default: Limits{c}}))
+	assert.Len(t, s.rules.Load().limiters, 1, "a and b dropped")
+	assert.Same(t, next.limiters[c], s.rules.Load().limiters[c])
+}
+
+func TestLimitsKeyIsInjective(t *testing.T) {
+	x := hotlimit.Config{Algorithm: hotlimit.GCRA, Limit: 1, Window: 2, Burst: 3}
+	y := hotlimit.Config{Algorithm: hotlimit.GCRA, Limit: 1, Window: 23}
+	keys := map[string]Limits{}
+	for _, ls := range []Limits{{x}, {y}, {x, y}, {y, x}, {x, x}, {{Algorithm: 1, Limit: math.MaxInt}}, {{Algorithm: 1, Limit: -1}}} {
+		k := limitsKey(ls)
+		_, dup := keys[k]
+		assert.False(t, dup, "%v", ls)
+		keys[k] = ls
+	}
 }

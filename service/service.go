@@ -1,9 +1,8 @@
 package service
 
 import (
-	"fmt"
 	"hash/maphash"
-	"maps"
+	"slices"
 	"sync"
 	"sync/atomic"
 
@@ -14,20 +13,21 @@ import (
 // Service decides allow(user, api) under a default policy and per-user,
 // per-API and per-pair overrides. The zero value is not usable; call [New].
 // A Service is safe for concurrent use: Allow and Take never lock, and may run
-// concurrently with Configure*.
+// concurrently with Replace, Configure* and WatchFile.
 type Service struct {
 	opts []hotlimit.Option
 
 	// mu serialises writers of rules; Allow and Take never take it.
 	mu sync.Mutex
 	// rules is the current snapshot: loaded by anyone, stored only with mu
-	// held, and never modified once stored.
+	// held (one Store per Replace or Configure*), and never modified once
+	// stored.
 	rules atomic.Pointer[rules]
 
 	// routes caches each pair's resolved limiter and key. An entry is valid
 	// only for the snapshot it was resolved against; a stale one is replaced
 	// on use. It is a cache: deleting an entry loses no state.
-	routes *xsync.MapOf[pair, *route]
+	routes *xsync.MapOf[Pair, *route]
 }
 
 // route is a pair's resolved limiter, valid for one rules snapshot.
@@ -40,9 +40,9 @@ type route struct {
 var routeSeed = maphash.MakeSeed()
 
 // hashPair hashes both names; xsync's per-table seed is mixed in.
-func hashPair(p pair, seed uint64) uint64 {
-	h := maphash.String(routeSeed, p.user)
-	h = h*0x9e3779b97f4a7c15 ^ maphash.String(routeSeed, p.api)
+func hashPair(p Pair, seed uint64) uint64 {
+	h := maphash.String(routeSeed, p.User)
+	h = h*0x9e3779b97f4a7c15 ^ maphash.String(routeSeed, p.API)
 	return h ^ seed
 }
 
@@ -50,66 +50,103 @@ func hashPair(p pair, seed uint64) uint64 {
 // apply to every limiter the service builds. It returns an error wrapping
 // hotlimit.ErrInvalidConfig when def is invalid.
 func New(def hotlimit.Config, opts ...hotlimit.Option) (*Service, error) {
-	lim, err := NewLimiter(def, opts...)
+	return NewFromRules(Rules{Default: Limits{def}}, opts...)
+}
+
+// NewFromRules returns a Service enforcing rules. opts (a clock, auto-sweep)
+// apply to every limiter the service builds. It returns an error naming the
+// offending entry and wrapping hotlimit.ErrInvalidConfig when rules are
+// invalid (see [Rules.Validate]).
+func NewFromRules(rules Rules, opts ...hotlimit.Option) (*Service, error) {
+	snap, err := build(rules, nil, opts)
 	if err != nil {
-		return nil, fmt.Errorf("service: default policy: %w", err)
+		return nil, err
 	}
 	s := &Service{
 		opts:   opts,
-		routes: xsync.NewMapOfWithHasher[pair, *route](hashPair),
+		routes: xsync.NewMapOfWithHasher[Pair, *route](hashPair),
 	}
-	s.rules.Store(&rules{
-		def:      def,
-		users:    map[string]hotlimit.Config{},
-		apis:     map[string]hotlimit.Config{},
-		pairs:    map[pair]hotlimit.Config{},
-		limiters: map[hotlimit.Config]hotlimit.Limiter{def: lim},
-	})
+	s.rules.Store(snap)
 	return s, nil
 }
 
-// ConfigureUser sets the policy of every request from user, below API and
-// pair overrides. On error nothing changes.
-func (s *Service) ConfigureUser(user string, c hotlimit.Config) error {
-	return s.configure(c, func(r *rules) { r.users[user] = c })
+// Rules returns the rules in force, as a value the caller owns: changing it
+// changes nothing until it is passed to [Service.Replace]. Empty maps come
+// back nil.
+func (s *Service) Rules() Rules {
+	return s.rules.Load().export()
 }
 
-// ConfigureAPI sets the policy of every request to api, below pair overrides
-// and above user overrides. On error nothing changes.
-func (s *Service) ConfigureAPI(api string, c hotlimit.Config) error {
-	return s.configure(c, func(r *rules) { r.apis[api] = c })
-}
-
-// ConfigureUserAPI sets the policy of requests from user to api, above every
-// other rule. On error nothing changes.
-func (s *Service) ConfigureUserAPI(user, api string, c hotlimit.Config) error {
-	return s.configure(c, func(r *rules) { r.pairs[pair{user, api}] = c })
-}
-
-// configure publishes a copy of the rules changed by set, building c's limiter
-// if no rule used c yet, and dropping limiters no rule uses any more. Pairs
-// whose policy is unchanged keep their state: they keep their limiter.
-func (s *Service) configure(c hotlimit.Config, set func(*rules)) error {
+// Replace makes rules the service's whole policy, at once: a concurrent Allow
+// decides under either the old rules or the new ones, never a mix. Pairs whose
+// rule has the same limits as before keep their state, and so does every
+// pair's state under each Config both rule sets use, because the service keeps
+// one limiter per distinct Config and reuses it; limiters no rule uses any
+// more are dropped with their state. On error (see [Rules.Validate]) nothing
+// changes.
+func (s *Service) Replace(rules Rules) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	next := s.rules.Load().clone()
-	if _, ok := next.limiters[c]; !ok {
-		lim, err := NewLimiter(c, s.opts...)
-		if err != nil {
-			return err
-		}
-		next.limiters[c] = lim
+	return s.replaceLocked(rules)
+}
+
+// replaceLocked builds and publishes the snapshot of rules; s.mu is held.
+func (s *Service) replaceLocked(rules Rules) error {
+	next, err := build(rules, s.rules.Load(), s.opts)
+	if err != nil {
+		return err
 	}
-	set(next)
-	used := next.used()
-	maps.DeleteFunc(next.limiters, func(c hotlimit.Config, _ hotlimit.Limiter) bool { return !used[c] })
 	s.rules.Store(next)
 	return nil
 }
 
-// Resolve returns the policy that applies to requests from user to api.
+// ConfigureUser sets the policy of every request from user, below API and
+// pair overrides, to the single limit c. On error nothing changes.
+func (s *Service) ConfigureUser(user string, c hotlimit.Config) error {
+	return s.configure(func(r *Rules) { r.Users = set(r.Users, user, c) })
+}
+
+// ConfigureAPI sets the policy of every request to api, below pair overrides
+// and above user overrides, to the single limit c. On error nothing changes.
+func (s *Service) ConfigureAPI(api string, c hotlimit.Config) error {
+	return s.configure(func(r *Rules) { r.APIs = set(r.APIs, api, c) })
+}
+
+// ConfigureUserAPI sets the policy of requests from user to api, above every
+// other rule, to the single limit c. On error nothing changes.
+func (s *Service) ConfigureUserAPI(user, api string, c hotlimit.Config) error {
+	return s.configure(func(r *Rules) { r.Pairs = set(r.Pairs, Pair{user, api}, c) })
+}
+
+// set returns m, made if nil, with m[k] set to the single limit c.
+func set[K comparable](m map[K]Limits, k K, c hotlimit.Config) map[K]Limits {
+	if m == nil {
+		m = map[K]Limits{}
+	}
+	m[k] = Limits{c}
+	return m
+}
+
+// configure replaces the rules by a copy changed by change, as one Replace.
+func (s *Service) configure(change func(*Rules)) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	next := s.rules.Load().export()
+	change(&next)
+	return s.replaceLocked(next)
+}
+
+// Resolve returns the policy that applies to requests from user to api: the
+// first limit of the pair's rule, the only one unless the rule has several
+// (see [Service.ResolveLimits]).
 func (s *Service) Resolve(user, api string) hotlimit.Config {
-	return s.rules.Load().resolve(user, api)
+	return s.rules.Load().resolve(user, api).limits[0]
+}
+
+// ResolveLimits returns every limit of the rule that applies to requests from
+// user to api, as a slice the caller owns.
+func (s *Service) ResolveLimits(user, api string) Limits {
+	return slices.Clone(s.rules.Load().resolve(user, api).limits)
 }
 
 // Allow reports whether one request from user to api passes, and counts it if
@@ -120,7 +157,10 @@ func (s *Service) Allow(user, api string) bool {
 }
 
 // Take asks for n requests from user to api at once, under the pair's policy;
-// see hotlimit.Limiter.
+// see hotlimit.Limiter. Under a rule of several limits, all n pass every
+// limit or none is counted by any, and the Decision is the most restrictive
+// of the limits' (see package composite); the limits are asked in the rule's
+// order, sliding logs last.
 func (s *Service) Take(user, api string, n int) hotlimit.Decision {
 	rt := s.route(user, api)
 	return rt.lim.Take(rt.key, n)
@@ -130,11 +170,11 @@ func (s *Service) Take(user, api string, n int) hotlimit.Decision {
 // load when cached, else resolved and cached.
 func (s *Service) route(user, api string) *route {
 	r := s.rules.Load()
-	if rt, ok := s.routes.Load(pair{user, api}); ok && rt.rules == r {
+	if rt, ok := s.routes.Load(Pair{user, api}); ok && rt.rules == r {
 		return rt
 	}
-	rt := &route{rules: r, lim: r.limiters[r.resolve(user, api)], key: pairKey(user, api)}
-	s.routes.Store(pair{user, api}, rt)
+	rt := &route{rules: r, lim: r.resolve(user, api).lim, key: pairKey(user, api)}
+	s.routes.Store(Pair{user, api}, rt)
 	return rt
 }
 
@@ -156,7 +196,7 @@ func (s *Service) Sweep() int {
 	for _, lim := range r.limiters {
 		n += lim.(sweeper).Sweep()
 	}
-	s.routes.Range(func(p pair, rt *route) bool {
+	s.routes.Range(func(p Pair, rt *route) bool {
 		if rt.rules != r || isFresh(rt.lim.Take(rt.key, 0)) {
 			s.routes.Compute(p, func(old *route, loaded bool) (*route, bool) {
 				return old, !loaded || old == rt

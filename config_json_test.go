@@ -1,0 +1,165 @@
+package hotlimit_test
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"math"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/hotlimit/hotlimit"
+)
+
+var allAlgorithms = []hotlimit.Algorithm{hotlimit.TokenBucket, hotlimit.FixedWindow, hotlimit.SlidingLog, hotlimit.GCRA, hotlimit.SlidingCounter}
+
+func TestAlgorithmText(t *testing.T) {
+	for _, a := range allAlgorithms {
+		text, err := a.MarshalText()
+		require.NoError(t, err)
+		assert.Equal(t, a.String(), string(text))
+		var back hotlimit.Algorithm
+		require.NoError(t, back.UnmarshalText(text))
+		assert.Equal(t, a, back)
+	}
+	for name, want := range map[string]hotlimit.Algorithm{
+		"tokenbucket":     hotlimit.TokenBucket,
+		"token_bucket":    hotlimit.TokenBucket,
+		"TOKEN_BUCKET":    hotlimit.TokenBucket,
+		"Token-Bucket":    hotlimit.TokenBucket,
+		"fixed_window":    hotlimit.FixedWindow,
+		"SLIDING_LOG":     hotlimit.SlidingLog,
+		"gcra":            hotlimit.GCRA,
+		"sliding_counter": hotlimit.SlidingCounter,
+	} {
+		var a hotlimit.Algorithm
+		require.NoError(t, a.UnmarshalText([]byte(name)), name)
+		assert.Equal(t, want, a, name)
+	}
+	for _, bad := range []string{"", "leaky_bucket", "Algorithm(1)", "1", "token bucket"} {
+		a := hotlimit.GCRA
+		err := a.UnmarshalText([]byte(bad))
+		require.Error(t, err, bad)
+		assert.ErrorIs(t, err, hotlimit.ErrInvalidConfig, bad)
+		assert.Contains(t, err.Error(), fmt.Sprintf("%q", bad))
+		for _, valid := range allAlgorithms {
+			assert.Contains(t, err.Error(), valid.String())
+		}
+		assert.Equal(t, hotlimit.GCRA, a, "unchanged on error")
+	}
+	_, err := hotlimit.Algorithm(0).MarshalText()
+	assert.ErrorIs(t, err, hotlimit.ErrInvalidConfig)
+	_, err = hotlimit.Algorithm(77).MarshalText()
+	assert.ErrorIs(t, err, hotlimit.ErrInvalidConfig)
+}
+
+func TestConfigJSON(t *testing.T) {
+	for _, tc := range []struct {
+		c    hotlimit.Config
+		want string
+	}{
+		{hotlimit.Config{Algorithm: hotlimit.TokenBucket, Limit: 5, Window: time.Second, Burst: 10}, `{"algorithm":"TokenBucket","limit":5,"window":"1s","burst":10}`},
+		{hotlimit.Config{Algorithm: hotlimit.FixedWindow, Limit: 100, Window: time.Minute}, `{"algorithm":"FixedWindow","limit":100,"window":"1m0s"}`},
+		{hotlimit.Config{Algorithm: hotlimit.SlidingCounter, Limit: 1, Window: 1500 * time.Millisecond}, `{"algorithm":"SlidingCounter","limit":1,"window":"1.5s"}`},
+	} {
+		got, err := json.Marshal(tc.c)
+		require.NoError(t, err)
+		assert.JSONEq(t, tc.want, string(got))
+		assert.Equal(t, tc.want, string(got), "field order")
+		var back hotlimit.Config
+		require.NoError(t, json.Unmarshal(got, &back))
+		assert.Equal(t, tc.c, back)
+	}
+	var c hotlimit.Config
+	require.NoError(t, json.Unmarshal([]byte(`{"window":"250ms","limit":3,"algorithm":"sliding_log","burst":null}`), &c))
+	assert.Equal(t, hotlimit.Config{Algorithm: hotlimit.SlidingLog, Limit: 3, Window: 250 * time.Millisecond}, c)
+
+	_, err := json.Marshal(hotlimit.Config{Limit: 1, Window: time.Second})
+	assert.ErrorIs(t, err, hotlimit.ErrInvalidConfig, "no algorithm to write")
+}
+
+func TestConfigJSONIsStrictAndNamesTheField(t *testing.T) {
+	for i, tc := range []struct {
+		in, field, says string // field "" when the error is not about one field
+	}{
+		{`{"algorithm":"Bogus","limit":1,"window":"1s"}`, "algorithm", `"Bogus"`},
+		{`{"algorithm":3,"limit":1,"window":"1s"}`, "algorithm", "want a string"},
+		{`{"limit":1,"window":"1s"}`, "algorithm", "missing"},
+		{`{"algorithm":null,"limit":1,"window":"1s"}`, "algorithm", "missing"},
+		{`{"algorithm":"GCRA","window":"1s"}`, "limit", "missing"},
+		{`{"algorithm":"GCRA","limit":1.5,"window":"1s"}`, "limit", "want an integer"},
+		{`{"algorithm":"GCRA","limit":"5","window":"1s"}`, "limit", "want an integer"},
+		{`{"algorithm":"GCRA","limit":1e40,"window":"1s"}`, "limit", "want an integer"},
+		{`{"algorithm":"GCRA","limit":1}`, "window", "missing"},
+		{`{"algorithm":"GCRA","limit":1,"window":"1 s"}`, "window", `"1 s"`},
+		{`{"algorithm":"GCRA","limit":1,"window":1000000000}`, "window", "want a string"},
+		{`{"algorithm":"GCRA","limit":1,"window":""}`, "window", `""`},
+		{`{"algorithm":"GCRA","limit":1,"window":"1s","burst":"2"}`, "burst", "want an integer"},
+		{`{"algorithm":"GCRA","limit":1,"window":"1s","bursts":2}`, "", `unknown field "bursts"`},
+		{`{"Algorithm":"GCRA","limit":1,"window":"1s"}`, "", `unknown field "Algorithm"`},
+		{`[]`, "", "want a JSON object"},
+		{`null`, "", "want a JSON object"},
+		{`"GCRA 1/1s"`, "", "want a JSON object"},
+	} {
+		c := hotlimit.Config{Algorithm: hotlimit.FixedWindow, Limit: 7, Window: time.Hour}
+		err := json.Unmarshal([]byte(tc.in), &c)
+		require.Error(t, err, "case %d", i)
+		assert.ErrorIs(t, err, hotlimit.ErrInvalidConfig, "case %d", i)
+		assert.Contains(t, err.Error(), tc.says, "case %d", i)
+		var fe *hotlimit.FieldError
+		if tc.field == "" {
+			assert.False(t, errors.As(err, &fe), "case %d: %v", i, err)
+		} else if assert.True(t, errors.As(err, &fe), "case %d: %v", i, err) {
+			assert.Equal(t, tc.field, fe.Field, "case %d", i)
+			assert.Contains(t, err.Error(), "field "+tc.field, "case %d", i)
+		}
+		assert.Equal(t, hotlimit.Config{Algorithm: hotlimit.FixedWindow, Limit: 7, Window: time.Hour}, c, "case %d: unchanged", i)
+	}
+}
+
+// FuzzConfigJSON: every Config with an algorithm survives a round trip, and
+// whatever text reads as a Config writes back to text that reads the same.
+func FuzzConfigJSON(f *testing.F) {
+	f.Add(uint8(1), 5, int64(time.Second), 10, []byte(`{"algorithm":"gcra","limit":1,"window":"1h1m1.5s"}`))
+	f.Add(uint8(3), -1, int64(-1), 0, []byte(`{"algorithm":"GCRA","limit":1,"window":"-9223372036854775808ns"}`))
+	f.Add(uint8(5), math.MaxInt, int64(1<<63-1), -3, []byte(`{}`))
+	f.Fuzz(func(t *testing.T, alg uint8, limit int, window int64, burst int, text []byte) {
+		c := hotlimit.Config{Algorithm: hotlimit.Algorithm(alg), Limit: limit, Window: time.Duration(window), Burst: burst}
+		b, err := json.Marshal(c)
+		if !c.Algorithm.Valid() {
+			assert.Error(t, err)
+		} else {
+			require.NoError(t, err)
+			var back hotlimit.Config
+			require.NoError(t, json.Unmarshal(b, &back), "%s", b)
+			assert.Equal(t, c, back)
+		}
+
+		var in hotlimit.Config
+		if json.Unmarshal(text, &in) != nil {
+			return
+		}
+		b, err = json.Marshal(in)
+		require.NoError(t, err)
+		var again hotlimit.Config
+		require.NoError(t, json.Unmarshal(b, &again), "%s", b)
+		assert.Equal(t, in, again)
+	})
+}
+
+func ExampleConfig_MarshalJSON() {
+	c := hotlimit.Config{Algorithm: hotlimit.TokenBucket, Limit: 5, Window: time.Second, Burst: 10}
+	b, _ := json.Marshal(c)
+	fmt.Println(string(b))
+
+	var back hotlimit.Config
+	fmt.Println(json.Unmarshal([]byte(`{"algorithm":"fixed_window","limit":100,"window":"1m"}`), &back), back)
+	fmt.Println(json.Unmarshal([]byte(`{"algorithm":"GCRA","limit":100,"window":"1 minute"}`), &back))
+	// Output:
+	// {"algorithm":"TokenBucket","limit":5,"window":"1s","burst":10}
+	// <nil> FixedWindow 100/1m0s
+	// hotlimit: Config field window: time: unknown unit " minute" in duration "1 minute": invalid config
+}

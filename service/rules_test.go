@@ -1,0 +1,182 @@
+package service_test
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"strings"
+	"testing"
+	"testing/iotest"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/hotlimit/hotlimit"
+	"github.com/hotlimit/hotlimit/service"
+)
+
+// sampleRules uses every part of Rules, names that need escaping, and a rule
+// of two limits.
+func sampleRules() service.Rules {
+	perSecond := hotlimit.Config{Algorithm: hotlimit.TokenBucket, Limit: 10, Window: time.Second, Burst: 20}
+	perMinute := hotlimit.Config{Algorithm: hotlimit.SlidingLog, Limit: 100, Window: time.Minute}
+	return service.Rules{
+		Default: service.Limits{{Algorithm: hotlimit.FixedWindow, Limit: 100, Window: time.Minute}},
+		Users: map[string]service.Limits{
+			"alice":                {{Algorithm: hotlimit.GCRA, Limit: 5, Window: 1500 * time.Millisecond}},
+			`quote"\ nul` + "\x00": {{Algorithm: hotlimit.SlidingCounter, Limit: 7, Window: time.Hour}},
+		},
+		APIs: map[string]service.Limits{
+			"GET /search": {perSecond},
+			"":            {perMinute},
+		},
+		Pairs: map[service.Pair]service.Limits{
+			{User: "premium", API: "pay"}: {perSecond, perMinute},
+			{User: "a", API: "b:c"}:       {perMinute},
+			{User: "a:b", API: "c"}:       {perSecond},
+			{User: "日本", API: ""}:         {perSecond},
+		},
+	}
+}
+
+const sampleJSON = `{"default":[{"algorithm":"FixedWindow","limit":100,"window":"1m0s"}],` +
+	`"users":{"alice":[{"algorithm":"GCRA","limit":5,"window":"1.5s"}],"quote\"\\ nul\u0000":[{"algorithm":"SlidingCounter","limit":7,"window":"1h0m0s"}]},` +
+	`"apis":{"":[{"algorithm":"SlidingLog","limit":100,"window":"1m0s"}],"GET /search":[{"algorithm":"TokenBucket","limit":10,"window":"1s","burst":20}]},` +
+	`"pairs":[{"user":"a","api":"b:c","limits":[{"algorithm":"SlidingLog","limit":100,"window":"1m0s"}]},` +
+	`{"user":"a:b","api":"c","limits":[{"algorithm":"TokenBucket","limit":10,"window":"1s","burst":20}]},` +
+	`{"user":"premium","api":"pay","limits":[{"algorithm":"TokenBucket","limit":10,"window":"1s","burst":20},{"algorithm":"SlidingLog","limit":100,"window":"1m0s"}]},` +
+	`{"user":"日本","api":"","limits":[{"algorithm":"TokenBucket","limit":10,"window":"1s","burst":20}]}]}`
+
+func TestRulesJSONRoundTrip(t *testing.T) {
+	r := sampleRules()
+	b, err := json.Marshal(r)
+	require.NoError(t, err)
+	assert.Equal(t, sampleJSON, string(b))
+
+	back, err := service.LoadRules(bytes.NewReader(b))
+	require.NoError(t, err)
+	assert.Equal(t, r, back)
+
+	// Empty overrides are left out, and read back as nil.
+	only := service.Rules{Default: service.Limits{cfg(hotlimit.GCRA, 3)}, Users: map[string]service.Limits{}}
+	b, err = json.Marshal(only)
+	require.NoError(t, err)
+	assert.Equal(t, `{"default":[{"algorithm":"GCRA","limit":3,"window":"1s"}]}`, string(b))
+	back, err = service.LoadRules(strings.NewReader(`{"default":[{"algorithm":"gcra","limit":3,"window":"1000ms"}],"users":{},"apis":null,"pairs":[]}`))
+	require.NoError(t, err)
+	assert.Equal(t, service.Rules{Default: service.Limits{cfg(hotlimit.GCRA, 3)}}, back)
+}
+
+func TestRulesMarshalRefusesWhatWouldNotReadBack(t *testing.T) {
+	for i, r := range []service.Rules{
+		{Default: service.Limits{cfg(hotlimit.GCRA, 1)}, Users: map[string]service.Limits{"\xff": {cfg(hotlimit.GCRA, 1)}}},
+		{Default: service.Limits{cfg(hotlimit.GCRA, 1)}, APIs: map[string]service.Limits{"a\xc0": {cfg(hotlimit.GCRA, 1)}}},
+		{Default: service.Limits{cfg(hotlimit.GCRA, 1)}, Pairs: map[service.Pair]service.Limits{{User: "u", API: "\x80"}: {cfg(hotlimit.GCRA, 1)}}},
+	} {
+		_, err := json.Marshal(r)
+		assert.ErrorContains(t, err, "not valid UTF-8", "case %d", i)
+	}
+	_, err := json.Marshal(service.Rules{Default: service.Limits{cfg(hotlimit.GCRA, 1)}, APIs: map[string]service.Limits{"x": {cfg(hotlimit.GCRA, 1), {Limit: 1}}}})
+	assert.ErrorContains(t, err, `apis["x"][1]`)
+	assert.ErrorIs(t, err, hotlimit.ErrInvalidConfig)
+}
+
+const tb1 = `{"algorithm":"TokenBucket","limit":1,"window":"1s"}`
+
+func TestLoadRulesErrorsNameTheEntry(t *testing.T) {
+	for i, tc := range []struct{ in, says string }{
+		{`{"default":[` + tb1 + `],"users":{"alice":[` + tb1 + `,{"algorithm":"GCRA","limit":1,"window":"1 s"}]}}`, `users["alice"][1].window: time: unknown unit`},
+		{`{"default":[` + tb1 + `],"users":{"alice":[{"algorithm":"Leaky","limit":1,"window":"1s"}]}}`, `users["alice"][0].algorithm: unknown algorithm "Leaky", want one of TokenBucket, FixedWindow, SlidingLog, GCRA, SlidingCounter`},
+		{`{"default":[{"algorithm":"GCRA","limit":"1","window":"1s"}]}`, `default[0].limit: got JSON string, want an integer`},
+		{`{"default":[{"algorithm":"GCRA","window":"1s"}]}`, `default[0].limit: missing`},
+		{`{"default":[{"algorithm":"GCRA","limit":1,"window":"1s","Burst":1}]}`, `default[0]: hotlimit: Config: unknown field "Burst"`},
+		{`{"default":[` + tb1 + `],"apis":{"GET /search":[{"algorithm":"TokenBucket","limit":1073741824,"window":"1s"}]}}`, `apis["GET /search"][0]: tokenbucket: limit 1073741824 out of range [1, 1048576]`},
+		{`{"default":[` + tb1 + `],"apis":{"a":[{"algorithm":"GCRA","limit":0,"window":"1s"}]}}`, `apis["a"][0]: hotlimit: Config.Limit 0 must be at least 1`},
+		{`{"default":[` + tb1 + `],"apis":{"a":[{"algorithm":"FixedWindow","limit":1,"window":"1s","burst":2}]}}`, `apis["a"][0]: hotlimit: Config.Burst 2`},
+		{`{"default":[` + tb1 + `],"pairs":[{"user":"u","api":"a","limits":[` + tb1 + `,{"algorithm":"SlidingLog","limit":1,"window":"10000h"}]}]}`, `pairs["u","a"][1]: slidinglog: window`},
+		{`{"default":[` + tb1 + `],"pairs":[{"user":"u","api":"a","limits":[` + tb1 + `,{"algorithm":"SlidingLog","limit":1,"window":"-1s"}]}]}`, `pairs["u","a"][1]: hotlimit: Config.Window -1s must be positive`},
+		{`{"default":[` + tb1 + `],"pairs":[{"user":"u","api":"a","limits":[` + tb1 + `]},{"user":"u","api":"a","limits":[` + tb1 + `]}]}`, `pairs[1]: user "u", api "a" listed twice`},
+		{`{"default":[` + tb1 + `],"pairs":[{"user":"u","limits":[` + tb1 + `]}]}`, `pairs[0].api: missing`},
+		{`{"default":[` + tb1 + `],"pairs":[{"user":1,"api":"a","limits":[` + tb1 + `]}]}`, `pairs[0].user: want a string, got a number`},
+		{`{"default":[` + tb1 + `],"pairs":[{"user":"u","api":"a"}]}`, `pairs[0].limits: missing`},
+		{`{"default":[` + tb1 + `],"pairs":[{"user":"u","api":"a","limits":[{"algorithm":"GCRA","limit":1,"window":"1x"}]}]}`, `pairs[0].limits[0].window`},
+		{`{"default":[` + tb1 + `],"pairs":[{"user":"u","api":"a","limit":[` + tb1 + `]}]}`, `pairs[0]: unknown field "limit"`},
+		{`{"default":[` + tb1 + `],"pairs":{"u":[` + tb1 + `]}}`, `pairs: want a list of {user, api, limits}, got an object`},
+		{`{"default":[` + tb1 + `],"users":[` + tb1 + `]}`, `users: want an object of rules by name, got a list`},
+		{`{"default":[` + tb1 + `],"users":{"u":[]}}`, `users["u"]: a rule needs at least one limit`},
+		{`{"default":[` + tb1 + `],"users":{"u":` + tb1 + `}}`, `users["u"]: want a list of limits, got an object`},
+		{`{"default":[` + tb1 + `],"users":{"u":[` + tb1 + `,` + tb1 + `]}}`, `users["u"][1]: the same limit as users["u"][0]`},
+		{`{"default":[` + tb1 + `],"Users":{}}`, `unknown field "Users"`},
+		{`{"users":{}}`, `default: missing`},
+		{`{"default":null}`, `default: want a list of limits, got null`},
+		{`{"default":[]}`, `default: a rule needs at least one limit`},
+		{`[]`, `want a JSON object, got a list`},
+		{`null`, `want a JSON object, got null`},
+		{``, `rules are not JSON`},
+		{`{"default":[` + tb1 + `]`, `rules are not JSON`},
+		{`{"default":[` + tb1 + `]} {}`, `more after the JSON object`},
+	} {
+		r, err := service.LoadRules(strings.NewReader(tc.in))
+		require.Error(t, err, "case %d", i)
+		assert.ErrorIs(t, err, hotlimit.ErrInvalidConfig, "case %d", i)
+		assert.Contains(t, err.Error(), tc.says, "case %d", i)
+		assert.True(t, strings.HasPrefix(err.Error(), "service: "), "case %d: %v", i, err)
+		assert.Zero(t, r, "case %d", i)
+	}
+	_, err := service.LoadRules(iotest.ErrReader(errors.New("disk on fire")))
+	assert.ErrorContains(t, err, "disk on fire")
+	assert.NotErrorIs(t, err, hotlimit.ErrInvalidConfig)
+}
+
+func TestRulesValidate(t *testing.T) {
+	assert.NoError(t, sampleRules().Validate())
+	assert.ErrorContains(t, service.Rules{}.Validate(), "default: a rule needs at least one limit")
+	r := sampleRules()
+	r.Pairs[service.Pair{User: "x\x00", API: "y"}] = service.Limits{{Algorithm: hotlimit.GCRA, Limit: 1, Window: time.Nanosecond}}
+	err := r.Validate()
+	assert.ErrorIs(t, err, hotlimit.ErrInvalidConfig)
+	assert.ErrorContains(t, err, `pairs["x\x00","y"][0]: gcra: window`)
+}
+
+func TestRulesClone(t *testing.T) {
+	r := sampleRules()
+	c := r.Clone()
+	require.Equal(t, r, c)
+	c.Default[0].Limit = 1
+	c.Users["alice"][0].Limit = 1
+	c.Pairs[service.Pair{User: "premium", API: "pay"}][1].Limit = 1
+	delete(c.APIs, "")
+	assert.Equal(t, sampleRules(), r)
+}
+
+func TestUnmarshalLeavesRulesUnchangedOnError(t *testing.T) {
+	r := sampleRules()
+	require.Error(t, json.Unmarshal([]byte(`{"default":[`+tb1+`],"apis":{"a":[{}]}}`), &r))
+	assert.Equal(t, sampleRules(), r)
+}
+
+// FuzzLoadRules: loading never panics, and whatever loads writes back to JSON
+// that loads equal and writes the same bytes.
+func FuzzLoadRules(f *testing.F) {
+	f.Add(sampleJSON)
+	f.Add(`{"default":[` + tb1 + `]}`)
+	f.Add(`{"default":[{"algorithm":"sliding_log","limit":3,"window":"1h1m"}],"pairs":[{"user":"\u0000","api":"\ud800","limits":[` + tb1 + `]}]}`)
+	f.Add(`{"default":[` + tb1 + `],"users":{"a":[` + tb1 + `],"b":[{"algorithm":"gcra","limit":2,"window":"1.000s","burst":5}]}}`)
+	f.Add(`{"default":[` + tb1 + `],"apis":{"\xff":[` + tb1 + `]}}`)
+	f.Fuzz(func(t *testing.T, in string) {
+		r, err := service.LoadRules(strings.NewReader(in))
+		if err != nil {
+			assert.Zero(t, r)
+			return
+		}
+		b, err := json.Marshal(r)
+		require.NoError(t, err)
+		back, err := service.LoadRules(bytes.NewReader(b))
+		require.NoError(t, err, "%s", b)
+		assert.Equal(t, r, back)
+		again, err := json.Marshal(back)
+		require.NoError(t, err)
+		assert.Equal(t, string(b), string(again))
+	})
+}

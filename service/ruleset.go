@@ -1,0 +1,405 @@
+package service
+
+import (
+	"bytes"
+	"cmp"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"maps"
+	"slices"
+	"strconv"
+	"strings"
+	"unicode/utf8"
+
+	"github.com/hotlimit/hotlimit"
+)
+
+// Limits is one rule: a request passes only when every limit passes, and is
+// then counted by each; when one denies it, the limits that admitted it give
+// it back (see package composite). One limit is the common case; two express
+// policies like "10 per second and 100 per minute". A rule holds at least one
+// limit and no limit twice. Its order is kept, and is the order a denied
+// request's Decision is computed in, sliding logs last (see [Service.Take]).
+type Limits []hotlimit.Config
+
+// Pair names the requests from User to API.
+type Pair struct {
+	User string
+	API  string
+}
+
+// Rules is the whole policy of a [Service] as a plain value: the default rule
+// and the overrides, resolved most specific first:
+//
+//	Pairs[{user, api}] > APIs[api] > Users[user] > Default
+//
+// Build it in Go, or read it from JSON with [LoadRules]; install it with
+// [Service.Replace] or [NewFromRules]; read it back with [Service.Rules].
+// Its JSON form, written by [Rules.MarshalJSON], is
+//
+//	{
+//	  "default": [{"algorithm":"FixedWindow","limit":100,"window":"1m0s"}],
+//	  "users":   {"alice": [{"algorithm":"TokenBucket","limit":5,"window":"1s","burst":10}]},
+//	  "apis":    {"GET /search": [{"algorithm":"GCRA","limit":10,"window":"1s"}]},
+//	  "pairs":   [{"user":"premium","api":"pay","limits":[
+//	               {"algorithm":"TokenBucket","limit":10,"window":"1s"},
+//	               {"algorithm":"SlidingLog","limit":100,"window":"1m0s"}]}]
+//	}
+//
+// Each rule is a list of limits in the form of [hotlimit.Config.MarshalJSON].
+// Pairs are a list, sorted by user then API, since a pair is not one string;
+// "users", "apis" and "pairs" are omitted when empty. JSON strings hold only
+// valid UTF-8, so names that are not valid UTF-8 work in Go but cannot be
+// written as JSON: MarshalJSON rejects them rather than alter them.
+type Rules struct {
+	// Default applies to requests no override matches. It is required.
+	Default Limits
+	// Users applies to every request from a user, below APIs and Pairs.
+	Users map[string]Limits
+	// APIs applies to every request to an API, below Pairs.
+	APIs map[string]Limits
+	// Pairs applies to requests from one user to one API, above every other rule.
+	Pairs map[Pair]Limits
+}
+
+// Validate checks every limit of every rule as [NewLimiter] would, so a Config
+// that is valid but outside its algorithm's range is rejected too. The error
+// names the offending entry, as in `users["alice"][1]: ...`, and wraps
+// hotlimit.ErrInvalidConfig. Entries are checked in a fixed order (default,
+// users, apis, pairs, each sorted by name), so the same rules give the same
+// error.
+func (r Rules) Validate() error {
+	checked := map[hotlimit.Config]bool{}
+	return r.each(func(path string, ls Limits) error {
+		for _, c := range ls {
+			if checked[c] {
+				continue
+			}
+			if _, err := NewLimiter(c); err != nil {
+				return fmt.Errorf("service: %s: %w", entryPath(path, ls, c), err)
+			}
+			checked[c] = true
+		}
+		return nil
+	})
+}
+
+// entryPath names the limit c of the rule ls at path, as path[i].
+func entryPath(path string, ls Limits, c hotlimit.Config) string {
+	return path + "[" + strconv.Itoa(slices.Index(ls, c)) + "]"
+}
+
+// each calls f on every rule with its path, in the order Validate documents,
+// after checking the rule's shape: at least one limit, none twice. It stops at
+// the first error.
+func (r Rules) each(f func(path string, ls Limits) error) error {
+	return r.walk(func(path string, ls Limits) error {
+		if len(ls) == 0 {
+			return fmt.Errorf("service: %s: a rule needs at least one limit: %w", path, hotlimit.ErrInvalidConfig)
+		}
+		for i, c := range ls {
+			if j := slices.Index(ls[:i], c); j >= 0 {
+				return fmt.Errorf("service: %s[%d]: the same limit as %s[%d] (%v): %w", path, i, path, j, c, hotlimit.ErrInvalidConfig)
+			}
+		}
+		return f(path, ls)
+	})
+}
+
+// walk calls visit on every rule with its path, in the order Validate
+// documents, and stops at the first error.
+func (r Rules) walk(visit func(path string, ls Limits) error) error {
+	if err := visit("default", r.Default); err != nil {
+		return err
+	}
+	for _, m := range []struct {
+		name  string
+		rules map[string]Limits
+	}{{"users", r.Users}, {"apis", r.APIs}} {
+		for _, k := range slices.Sorted(maps.Keys(m.rules)) {
+			if err := visit(m.name+"["+strconv.Quote(k)+"]", m.rules[k]); err != nil {
+				return err
+			}
+		}
+	}
+	for _, p := range sortedPairs(r.Pairs) {
+		if err := visit(pairPath(p), r.Pairs[p]); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// pairPath names the rule of p, as pairs["user","api"].
+func pairPath(p Pair) string {
+	return "pairs[" + strconv.Quote(p.User) + "," + strconv.Quote(p.API) + "]"
+}
+
+// sortedPairs returns the keys of m by user, then API.
+func sortedPairs(m map[Pair]Limits) []Pair {
+	return slices.SortedFunc(maps.Keys(m), func(a, b Pair) int {
+		return cmp.Or(strings.Compare(a.User, b.User), strings.Compare(a.API, b.API))
+	})
+}
+
+// Clone returns a deep copy of r: changing one changes nothing in the other.
+// Empty maps and rules come back nil.
+func (r Rules) Clone() Rules {
+	out := Rules{Default: slices.Clone(r.Default)}
+	out.Users = cloneRules(r.Users)
+	out.APIs = cloneRules(r.APIs)
+	out.Pairs = cloneRules(r.Pairs)
+	return out
+}
+
+// cloneRules deep-copies m, or returns nil when m is empty.
+func cloneRules[K comparable](m map[K]Limits) map[K]Limits {
+	if len(m) == 0 {
+		return nil
+	}
+	out := make(map[K]Limits, len(m))
+	for k, ls := range m {
+		out[k] = slices.Clone(ls)
+	}
+	return out
+}
+
+// rulesJSON is the JSON shape of Rules on output.
+type rulesJSON struct {
+	Default Limits            `json:"default"`
+	Users   map[string]Limits `json:"users,omitempty"`
+	APIs    map[string]Limits `json:"apis,omitempty"`
+	Pairs   []pairJSON        `json:"pairs,omitempty"`
+}
+
+// pairJSON is the JSON shape of one pair rule.
+type pairJSON struct {
+	User   string `json:"user"`
+	API    string `json:"api"`
+	Limits Limits `json:"limits"`
+}
+
+// MarshalJSON writes r in the form documented on [Rules], pairs sorted by
+// user then API (users and APIs are sorted by encoding/json). It fails when a
+// name is not valid UTF-8 or a limit names no algorithm, naming the entry; it
+// does not otherwise validate r.
+func (r Rules) MarshalJSON() ([]byte, error) {
+	out := rulesJSON{Default: r.Default, Users: r.Users, APIs: r.APIs}
+	if out.Default == nil {
+		out.Default = Limits{}
+	}
+	for _, m := range []struct {
+		name  string
+		rules map[string]Limits
+	}{{"users", r.Users}, {"apis", r.APIs}} {
+		for k := range m.rules {
+			if !utf8.ValidString(k) {
+				return nil, fmt.Errorf("service: %s[%q]: a name that is not valid UTF-8 cannot be written as JSON", m.name, k)
+			}
+		}
+	}
+	for _, p := range sortedPairs(r.Pairs) {
+		if !utf8.ValidString(p.User) || !utf8.ValidString(p.API) {
+			return nil, fmt.Errorf("service: %s: a name that is not valid UTF-8 cannot be written as JSON", pairPath(p))
+		}
+		out.Pairs = append(out.Pairs, pairJSON{User: p.User, API: p.API, Limits: r.Pairs[p]})
+	}
+	b, err := json.Marshal(out)
+	if err != nil {
+		// Only a limit without an algorithm fails; find it to name it.
+		if ferr := r.walk(func(path string, ls Limits) error {
+			for i, c := range ls {
+				if !c.Algorithm.Valid() {
+					return fmt.Errorf("service: %s[%d]: %w", path, i, err)
+				}
+			}
+			return nil
+		}); ferr != nil {
+			return nil, ferr
+		}
+		return nil, fmt.Errorf("service: rules: %w", err)
+	}
+	return b, nil
+}
+
+// UnmarshalJSON reads the form documented on [Rules], strictly: unknown
+// fields (also differently cased ones) are rejected, "default" is required,
+// every limit is read by [hotlimit.Config.UnmarshalJSON], and a pair listed
+// twice is an error. Errors name the offending entry, as in
+// `users["alice"][1].window: ...`, and wrap hotlimit.ErrInvalidConfig. It
+// checks the form, not the values: [LoadRules] also validates them. On error
+// r is unchanged.
+func (r *Rules) UnmarshalJSON(data []byte) error {
+	fields, err := decodeObject(data, "default", "users", "apis", "pairs")
+	if err != nil {
+		return fmt.Errorf("service: rules: %w", err)
+	}
+	var next Rules
+	raw, ok := fields["default"]
+	if !ok {
+		return fmt.Errorf("service: default: missing: %w", hotlimit.ErrInvalidConfig)
+	}
+	if next.Default, err = decodeLimits("default", raw); err != nil {
+		return err
+	}
+	for _, m := range []struct {
+		name string
+		dst  *map[string]Limits
+	}{{"users", &next.Users}, {"apis", &next.APIs}} {
+		raw, ok := fields[m.name]
+		if !ok || string(raw) == "null" {
+			continue
+		}
+		var rules map[string]json.RawMessage
+		if err := json.Unmarshal(raw, &rules); err != nil {
+			return fmt.Errorf("service: %s: want an object of rules by name, got %s: %w", m.name, describeJSON(raw), hotlimit.ErrInvalidConfig)
+		}
+		if len(rules) > 0 {
+			*m.dst = make(map[string]Limits, len(rules))
+		}
+		for name, raw := range rules {
+			ls, err := decodeLimits(m.name+"["+strconv.Quote(name)+"]", raw)
+			if err != nil {
+				return err
+			}
+			(*m.dst)[name] = ls
+		}
+	}
+	if raw, ok := fields["pairs"]; ok && string(raw) != "null" {
+		var list []json.RawMessage
+		if err := json.Unmarshal(raw, &list); err != nil {
+			return fmt.Errorf("service: pairs: want a list of {user, api, limits}, got %s: %w", describeJSON(raw), hotlimit.ErrInvalidConfig)
+		}
+		for i, raw := range list {
+			path := "pairs[" + strconv.Itoa(i) + "]"
+			p, ls, err := decodePair(path, raw)
+			if err != nil {
+				return err
+			}
+			if next.Pairs == nil {
+				next.Pairs = make(map[Pair]Limits, len(list))
+			}
+			if _, dup := next.Pairs[p]; dup {
+				return fmt.Errorf("service: %s: user %q, api %q listed twice: %w", path, p.User, p.API, hotlimit.ErrInvalidConfig)
+			}
+			next.Pairs[p] = ls
+		}
+	}
+	*r = next
+	return nil
+}
+
+// decodePair reads one element of "pairs".
+func decodePair(path string, data []byte) (Pair, Limits, error) {
+	fields, err := decodeObject(data, "user", "api", "limits")
+	if err != nil {
+		return Pair{}, nil, fmt.Errorf("service: %s: %w", path, err)
+	}
+	var p Pair
+	for _, f := range []struct {
+		name string
+		dst  *string
+	}{{"user", &p.User}, {"api", &p.API}} {
+		raw, ok := fields[f.name]
+		if !ok || string(raw) == "null" {
+			return Pair{}, nil, fmt.Errorf("service: %s.%s: missing: %w", path, f.name, hotlimit.ErrInvalidConfig)
+		}
+		if err := json.Unmarshal(raw, f.dst); err != nil {
+			return Pair{}, nil, fmt.Errorf("service: %s.%s: want a string, got %s: %w", path, f.name, describeJSON(raw), hotlimit.ErrInvalidConfig)
+		}
+	}
+	raw, ok := fields["limits"]
+	if !ok {
+		return Pair{}, nil, fmt.Errorf("service: %s.limits: missing: %w", path, hotlimit.ErrInvalidConfig)
+	}
+	ls, err := decodeLimits(path+".limits", raw)
+	return p, ls, err
+}
+
+// decodeLimits reads one rule, a non-empty list of limits, naming each
+// element's path in errors.
+func decodeLimits(path string, data []byte) (Limits, error) {
+	var list []json.RawMessage
+	if err := json.Unmarshal(data, &list); err != nil || list == nil {
+		return nil, fmt.Errorf("service: %s: want a list of limits, got %s: %w", path, describeJSON(data), hotlimit.ErrInvalidConfig)
+	}
+	if len(list) == 0 {
+		return nil, fmt.Errorf("service: %s: a rule needs at least one limit: %w", path, hotlimit.ErrInvalidConfig)
+	}
+	ls := make(Limits, len(list))
+	for i, raw := range list {
+		if err := json.Unmarshal(raw, &ls[i]); err != nil {
+			var fe *hotlimit.FieldError
+			if errors.As(err, &fe) {
+				return nil, fmt.Errorf("service: %s[%d].%s: %w", path, i, fe.Field, fe.Err)
+			}
+			return nil, fmt.Errorf("service: %s[%d]: %w", path, i, err)
+		}
+	}
+	return ls, nil
+}
+
+// LoadRules reads rules in the JSON form documented on [Rules] from r, and
+// validates them as [Rules.Validate] does. Errors name the offending entry,
+// as in `users["alice"][1].window: ...` or `apis["GET /search"][0]: tokenbucket:
+// limit ... out of range`, and wrap hotlimit.ErrInvalidConfig, except errors
+// reading r. Anything after the JSON object but white space is an error.
+func LoadRules(r io.Reader) (Rules, error) {
+	data, err := io.ReadAll(r)
+	if err != nil {
+		return Rules{}, fmt.Errorf("service: reading rules: %w", err)
+	}
+	dec := json.NewDecoder(bytes.NewReader(data))
+	var raw json.RawMessage
+	if err := dec.Decode(&raw); err != nil {
+		return Rules{}, fmt.Errorf("service: rules are not JSON: %v: %w", err, hotlimit.ErrInvalidConfig)
+	}
+	if _, err := dec.Token(); err != io.EOF {
+		return Rules{}, fmt.Errorf("service: rules: more after the JSON object, at byte %d: %w", dec.InputOffset(), hotlimit.ErrInvalidConfig)
+	}
+	var rules Rules
+	if err := rules.UnmarshalJSON(raw); err != nil {
+		return Rules{}, err
+	}
+	if err := rules.Validate(); err != nil {
+		return Rules{}, err
+	}
+	return rules, nil
+}
+
+// decodeObject decodes data, which must be one JSON object, into its raw
+// members, rejecting a member whose name is not exactly one of names.
+func decodeObject(data []byte, names ...string) (map[string]json.RawMessage, error) {
+	var fields map[string]json.RawMessage
+	if err := json.Unmarshal(data, &fields); err != nil || fields == nil {
+		return nil, fmt.Errorf("want a JSON object, got %s: %w", describeJSON(data), hotlimit.ErrInvalidConfig)
+	}
+	for name := range fields {
+		if !slices.Contains(names, name) {
+			return nil, fmt.Errorf("unknown field %q, want one of %s: %w", name, strings.Join(names, ", "), hotlimit.ErrInvalidConfig)
+		}
+	}
+	return fields, nil
+}
+
+// describeJSON names the kind of a JSON value for an error message.
+func describeJSON(data []byte) string {
+	s := strings.TrimSpace(string(data))
+	switch {
+	case s == "":
+		return "nothing"
+	case s == "null":
+		return "null"
+	case s[0] == '[':
+		return "a list"
+	case s[0] == '"':
+		return "a string"
+	case s[0] == '{':
+		return "an object"
+	case s == "true" || s == "false":
+		return "a boolean"
+	}
+	return "a number"
+}

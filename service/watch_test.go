@@ -1,0 +1,110 @@
+package service_test
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/hotlimit/hotlimit"
+)
+
+// writeAtomically replaces the file at path by data in one rename, so that a
+// watcher never reads half of it.
+func writeAtomically(t *testing.T, path, data string) {
+	t.Helper()
+	tmp := path + ".tmp"
+	require.NoError(t, os.WriteFile(tmp, []byte(data), 0o600))
+	require.NoError(t, os.Rename(tmp, path))
+}
+
+// errorLog collects the errors a watcher reports.
+type errorLog struct {
+	mu   sync.Mutex
+	errs []string
+}
+
+func (l *errorLog) add(err error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.errs = append(l.errs, err.Error())
+}
+
+func (l *errorLog) get() []string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return append([]string(nil), l.errs...)
+}
+
+func rulesWithAPI(limit int) string {
+	return `{"default":[{"algorithm":"FixedWindow","limit":3,"window":"1s"}],` +
+		`"apis":{"x":[{"algorithm":"GCRA","limit":` + strconv.Itoa(limit) + `,"window":"1s"}]}}`
+}
+
+func TestWatchFile(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "rules.json")
+	writeAtomically(t, path, rulesWithAPI(4))
+	s, _ := newService(t, cfg(hotlimit.FixedWindow, 3))
+	var log errorLog
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		s.WatchFile(ctx, path, 2*time.Millisecond, log.add)
+	}()
+	resolves := func(limit int) func() bool {
+		return func() bool { return s.Resolve("u", "x") == cfg(hotlimit.GCRA, limit) }
+	}
+	wait := func(cond func() bool, msg string) {
+		t.Helper()
+		require.Eventually(t, cond, 5*time.Second, time.Millisecond, msg)
+	}
+	wait(resolves(4), "first load")
+	require.Equal(t, 2, passes(s, "u", "y", 2))
+
+	writeAtomically(t, path, rulesWithAPI(6))
+	wait(resolves(6), "change applied")
+	assert.Equal(t, 1, passes(s, "u", "y", 5), "unchanged default kept its state")
+
+	writeAtomically(t, path, strings.Replace(rulesWithAPI(7), `"1s"}]}}`, `"1 s"}]}}`, 1))
+	wait(func() bool { return len(log.get()) == 1 }, "bad rules reported")
+	assert.Contains(t, log.get()[0], `apis["x"][0].window`)
+	assert.Contains(t, log.get()[0], path)
+	assert.Equal(t, cfg(hotlimit.GCRA, 6), s.Resolve("u", "x"), "bad rules change nothing")
+
+	require.NoError(t, os.Remove(path))
+	wait(func() bool { return len(log.get()) == 2 }, "missing file reported")
+	assert.Contains(t, log.get()[1], "no such file")
+	time.Sleep(20 * time.Millisecond) // many polls
+	assert.Len(t, log.get(), 2, "reported once")
+
+	writeAtomically(t, path, rulesWithAPI(8))
+	wait(resolves(8), "applied after the file came back")
+
+	cancel()
+	select {
+	case <-done:
+	case <-time.After(5 * time.Second):
+		t.Fatal("WatchFile did not return after cancel")
+	}
+	writeAtomically(t, path, rulesWithAPI(9))
+	time.Sleep(20 * time.Millisecond)
+	assert.Equal(t, cfg(hotlimit.GCRA, 8), s.Resolve("u", "x"), "stopped watching")
+	assert.Len(t, log.get(), 2)
+}
+
+func TestWatchFileStopsWithoutAFile(t *testing.T) {
+	s, _ := newService(t, cfg(hotlimit.FixedWindow, 3))
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Millisecond)
+	defer cancel()
+	before := s.Rules()
+	s.WatchFile(ctx, filepath.Join(t.TempDir(), "missing.json"), 0, nil) // nil onError: errors dropped
+	assert.Equal(t, before, s.Rules())
+}
