@@ -60,18 +60,24 @@ func New(limit int, window time.Duration, opts ...hotlimit.Option) (*Limiter, er
 // is Take(key, 1).Allowed, without building the Decision.
 func (l *Limiter) Allow(key string) bool {
 	c := l.cells.Get(key)
-	cur, _ := l.index(l.clock()) // after Get: see cell
 	// CAS loop, argued in full on cell: a window's count only grows, by
 	// CAS from the value this call decided on, and never beyond limit; a
 	// concurrent write fails the CAS and the call decides again; a Sweep's
 	// tombstone sends it to the key's fresh cell, with the clock read again.
+	//
+	// The clock is read after the word, on every pass: every writer of the
+	// word read its clock before its CAS, so this reading is no earlier than
+	// any the word was computed from. Read before, a reading held while other
+	// calls moved the key to a later window would count against that window,
+	// full perhaps, where a fresh reading might start the next: a spurious
+	// denial.
 	for {
 		w := c.word.Load()
 		if w == packed.WindowDead {
 			c = l.cells.Revive(key, c)
-			cur, _ = l.index(l.clock())
 			continue
 		}
+		cur, _ := l.index(l.clock()) // after Get and the load: see cell
 		index, count, _ := advance(w, cur)
 		if count >= l.limit {
 			return false // a denial writes nothing
@@ -110,18 +116,16 @@ func (l *Limiter) take(key string, n int) (hotlimit.Decision, int64) {
 		return l.report(key, n), 0
 	}
 	c := l.cells.Get(key)
-	now := l.clock()
-	cur, rem := l.index(now) // after Get: see cell
 	need := uint64(n)
 	// The CAS loop of Allow, for n requests at once; argued on cell.
 	for {
 		w := c.word.Load()
 		if w == packed.WindowDead {
 			c = l.cells.Revive(key, c)
-			now = l.clock()
-			cur, rem = l.index(now)
 			continue
 		}
+		now := l.clock() // after the load, as in Allow
+		cur, rem := l.index(now)
 		index, count, behind := advance(w, cur)
 		if count+need > l.limit {
 			d := l.decision(count, behind, rem)

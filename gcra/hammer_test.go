@@ -13,88 +13,20 @@ import (
 
 	"github.com/hotlimit/hotlimit"
 	"github.com/hotlimit/hotlimit/gcra"
+	"github.com/hotlimit/hotlimit/internal/limitertest"
 )
 
-// sweepUntil calls lim.Sweep in a loop on a new goroutine until stop is
-// closed, and returns the goroutine's WaitGroup and a count of its evictions.
-func sweepUntil(lim *gcra.Limiter, stop <-chan struct{}) (*sync.WaitGroup, *atomic.Int64) {
-	var wg sync.WaitGroup
-	var swept atomic.Int64
-	wg.Go(func() {
-		for {
-			select {
-			case <-stop:
-				return
-			default:
-				swept.Add(int64(lim.Sweep()))
-			}
-		}
-	})
-	return &wg, &swept
-}
-
-// TestFrozenClockHammer: with the clock frozen, 32 goroutines making many
-// more calls than the burst pass exactly the burst per key, round after
-// round. Each round moves the clock past a full refill, so the previous
-// round's keys are full, and a concurrent Sweep races the first admissions
-// of the round.
+// TestFrozenClockHammer: exactly the burst per key and round, from 32
+// goroutines, with and without a concurrent Sweep (see limitertest). Rounds
+// are 4 s apart: a drained key of burst 3 refills in 3 s at 1 per second.
 func TestFrozenClockHammer(t *testing.T) {
-	const goroutines = 32
-	keys := []string{"x", "y", "z"}
-	rounds := 6
-	if testing.Short() {
-		rounds = 2
-	}
-	for _, limit := range []int{1, 2, 7, 100} {
-		for _, burst := range []int{0, 3} {
-			for _, sweep := range []bool{false, true} {
-				t.Run(fmt.Sprintf("limit=%d/burst=%d/sweep=%t", limit, burst, sweep), func(t *testing.T) {
-					var now atomic.Int64
-					lim, err := gcra.New(limit, time.Second, hotlimit.WithClock(now.Load), hotlimit.WithBurst(burst))
-					require.NoError(t, err)
-					want := int64(limit)
-					if burst > 0 {
-						want = int64(burst)
-					}
-					perKey := max(limit/8, 16) // calls per goroutine per key: 32·perKey ≥ 4·burst
-					stop := make(chan struct{})
-					if sweep {
-						wg, _ := sweepUntil(lim, stop)
-						defer wg.Wait()
-					}
-					defer close(stop)
-					for round := range rounds {
-						now.Store(int64(round) * int64(time.Hour))
-						var passed [3]atomic.Int64
-						start := make(chan struct{})
-						var wg sync.WaitGroup
-						for g := range goroutines {
-							wg.Go(func() {
-								<-start
-								for i := range perKey * len(keys) {
-									k := (g + i) % len(keys)
-									var ok bool
-									if i%2 == 0 {
-										ok = lim.Allow(keys[k])
-									} else {
-										ok = lim.Take(keys[k], 1).Allowed
-									}
-									if ok {
-										passed[k].Add(1)
-									}
-								}
-							})
-						}
-						close(start)
-						wg.Wait()
-						for k := range keys {
-							assert.Equal(t, want, passed[k].Load(), "round %d key %s", round, keys[k])
-						}
-					}
-				})
-			}
-		}
-	}
+	at := func(r int) time.Duration { return time.Duration(4*r) * time.Second }
+	t.Run("burst=limit", func(t *testing.T) {
+		limitertest.FrozenHammer(t, limitertest.Adapt(gcra.New), time.Second, at, func(limit int) int { return limit })
+	})
+	t.Run("burst=3", func(t *testing.T) {
+		limitertest.FrozenHammer(t, limitertest.Adapt(gcra.New, hotlimit.WithBurst(3)), time.Second, at, func(int) int { return 3 })
+	})
 }
 
 // TestPhasedHammer moves a fake clock between phases (a fraction of T, whole
@@ -129,7 +61,7 @@ func TestPhasedHammer(t *testing.T) {
 			var swept *atomic.Int64
 			if sweep {
 				var wg *sync.WaitGroup
-				wg, swept = sweepUntil(lim, stop)
+				wg, swept = limitertest.SweepUntil(lim, stop)
 				defer wg.Wait()
 			}
 			defer close(stop)
@@ -214,7 +146,7 @@ func TestMovingClockHammer(t *testing.T) {
 			}
 		}
 	})
-	sw, _ := sweepUntil(lim, stop)
+	sw, _ := limitertest.SweepUntil(lim, stop)
 	var passed [2]atomic.Int64
 	var wg sync.WaitGroup
 	for g := range goroutines {

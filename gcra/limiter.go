@@ -110,21 +110,26 @@ func maxBurstFor(limit, window uint64) uint64 {
 // is Take(key, 1).Allowed, without building the Decision.
 func (l *Limiter) Allow(key string) bool {
 	c := l.cells.Get(key)
-	s, _ := l.now() // after Get: see cell
 	// CAS loop, argued in full on cell. Invariant: the word is the key's TAT
 	// after the admissions whose CAS succeeded, in CAS order, and only grows.
 	// The new word is a function of the word read and s only, so the CAS
 	// makes read, decide and write one step; a concurrent writer changed the
 	// word, fails the CAS, and the loop decides again from its value. A
 	// denial writes nothing. A Sweep's tombstone sends the call to the key's
-	// fresh cell, with the clock read again.
+	// fresh cell.
+	//
+	// The clock is read after the word (and so after Get: see cell), on every
+	// pass: every writer of the word read its clock before its CAS, so s is
+	// no earlier than any time the word was computed from. Read before, a
+	// reading held while other calls moved the TAT on would judge the key at
+	// a time before theirs, where it looks emptier: a spurious denial.
 	for {
 		w := c.word.Load()
 		if w == dead {
 			c = l.cells.Revive(key, c)
-			s, _ = l.now()
 			continue
 		}
+		s, _ := l.now()
 		base := max(w, s)
 		if base-s > l.tau {
 			return false // a denial writes nothing
@@ -162,18 +167,18 @@ func (l *Limiter) take(key string, n int) (hotlimit.Decision, uint64) {
 		return l.report(key, n), 0
 	}
 	c := l.cells.Get(key)
-	s, lag := l.now() // after Get: see cell
 	need := uint64(n) * l.tsc
 	// The CAS loop of Allow, for n requests at once; the same invariant,
 	// argued on cell: the word only grows, by CAS from the value this call
-	// decided on, to at most s + span.
+	// decided on, to at most s + span. The clock is read after the word, as
+	// in Allow.
 	for {
 		w := c.word.Load()
 		if w == dead {
 			c = l.cells.Revive(key, c)
-			s, lag = l.now()
 			continue
 		}
+		s, lag := l.now()
 		next := max(w, s) + need
 		if next-s > l.span {
 			// Denied, so w > s (n ≤ burst): the request passes once the

@@ -13,6 +13,7 @@ import (
 
 	"github.com/hotlimit/hotlimit"
 	"github.com/hotlimit/hotlimit/gcra"
+	"github.com/hotlimit/hotlimit/internal/limitertest"
 )
 
 func TestSweepEvictsOnlyFullKeys(t *testing.T) {
@@ -99,7 +100,7 @@ func TestSweepRacingAllowLosesNothing(t *testing.T) {
 	lim, err := gcra.New(limit, time.Second, hotlimit.WithClock(now.Load))
 	require.NoError(t, err)
 	stop := make(chan struct{})
-	sw, swept := sweepUntil(lim, stop)
+	sw, swept := limitertest.SweepUntil(lim, stop)
 	hammer := func() []int64 {
 		got := make([]atomic.Int64, len(keys))
 		var wg sync.WaitGroup

@@ -63,20 +63,25 @@ func New(limit int, window time.Duration, opts ...hotlimit.Option) (*Limiter, er
 // multiplications only.
 func (l *Limiter) Allow(key string) bool {
 	c := l.cells.Get(key)
-	cur, rem := l.index(l.clock()) // after Get: see cell
 	// CAS loop, argued in full on cell. Invariant: a write replaces the word
 	// the caller read by its advance with one more in cur, and only when the
 	// estimate of that very word plus one is within limit. A concurrent write
 	// changes the word, so this CAS fails and the call decides again from the
 	// new word; a Sweep's tombstone sends it to the key's fresh cell, with the
 	// clock read again (so it never counts in a window the sweep judged over).
+	//
+	// The clock is read after the word, on every pass: every writer of the
+	// word read its clock before its CAS, so this reading is no earlier than
+	// any the word was computed from. Read before, a reading held while other
+	// calls moved the key on would judge it at an earlier time, against
+	// counts it could not yet hold: a spurious denial.
 	for {
 		w := c.word.Load()
 		if w == dead {
 			c = l.cells.Revive(key, c)
-			cur, rem = l.index(l.clock())
 			continue
 		}
+		cur, rem := l.index(l.clock()) // after Get and the load: see cell
 		index, prev, count, behind := advance(w, cur)
 		if !l.fits(prev, count, elapsed(rem, behind), 1) {
 			return false // a denial writes nothing
@@ -116,8 +121,6 @@ func (l *Limiter) take(key string, n int) (hotlimit.Decision, int64) {
 		return l.report(key, n), 0
 	}
 	c := l.cells.Get(key)
-	now := l.clock()
-	cur, rem := l.index(now) // after Get: see cell
 	need := uint64(n)
 	// The CAS loop of Allow, for n requests at once. Invariant: a write
 	// replaces the word read by its advance with n more in cur, only when that
@@ -127,10 +130,10 @@ func (l *Limiter) take(key string, n int) (hotlimit.Decision, int64) {
 		w := c.word.Load()
 		if w == dead {
 			c = l.cells.Revive(key, c)
-			now = l.clock()
-			cur, rem = l.index(now)
 			continue
 		}
+		now := l.clock() // after the load, as in Allow
+		cur, rem := l.index(now)
 		index, prev, count, behind := advance(w, cur)
 		est := l.weigh(prev, elapsed(rem, behind)) + count
 		if est+need > l.limit {

@@ -12,81 +12,16 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/hotlimit/hotlimit"
+	"github.com/hotlimit/hotlimit/internal/limitertest"
 	"github.com/hotlimit/hotlimit/slidinglog"
 )
 
-// sweepUntil calls lim.Sweep in a loop on a new goroutine until stop is
-// closed, and returns the goroutine's WaitGroup.
-func sweepUntil(lim *slidinglog.Limiter, stop <-chan struct{}) *sync.WaitGroup {
-	var wg sync.WaitGroup
-	wg.Go(func() {
-		for {
-			select {
-			case <-stop:
-				return
-			default:
-				lim.Sweep()
-			}
-		}
-	})
-	return &wg
-}
-
-// TestFrozenClockHammer: with the clock frozen, 32 goroutines making many
-// more calls than limit pass exactly limit per key, round after round (each
-// round a window later, so the previous round's logs are expired and a
-// concurrent Sweep races the first admissions of the round).
+// TestFrozenClockHammer: exactly limit per key and round, from 32
+// goroutines, with and without a concurrent Sweep (see limitertest).
 func TestFrozenClockHammer(t *testing.T) {
-	const goroutines = 32
-	keys := []string{"x", "y", "z"}
-	rounds := 6
-	if testing.Short() {
-		rounds = 2
-	}
-	for _, limit := range []int{1, 2, 7, 100, 1000} {
-		for _, sweep := range []bool{false, true} {
-			t.Run(fmt.Sprintf("limit=%d/sweep=%t", limit, sweep), func(t *testing.T) {
-				var now atomic.Int64
-				lim, err := slidinglog.New(limit, time.Second, hotlimit.WithClock(now.Load))
-				require.NoError(t, err)
-				perKey := max(limit/8, 16) // calls per goroutine per key: 32·perKey ≥ 4·limit
-				stop := make(chan struct{})
-				if sweep {
-					defer sweepUntil(lim, stop).Wait()
-				}
-				defer close(stop)
-				for round := range rounds {
-					now.Store(int64(round) * int64(time.Second))
-					var passed [3]atomic.Int64
-					start := make(chan struct{})
-					var wg sync.WaitGroup
-					for g := range goroutines {
-						wg.Go(func() {
-							<-start
-							for i := range perKey * len(keys) {
-								k := (g + i) % len(keys)
-								var ok bool
-								if i%2 == 0 {
-									ok = lim.Allow(keys[k])
-								} else {
-									ok = lim.Take(keys[k], 1).Allowed
-								}
-								if ok {
-									passed[k].Add(1)
-								}
-							}
-						})
-					}
-					close(start)
-					wg.Wait()
-					for k := range keys {
-						assert.EqualValues(t, limit, passed[k].Load(), "round %d key %s", round, keys[k])
-						assert.Zero(t, lim.Take(keys[k], 0).Remaining)
-					}
-				}
-			})
-		}
-	}
+	limitertest.FrozenHammer(t, limitertest.Adapt(slidinglog.New), time.Second,
+		func(r int) time.Duration { return time.Duration(r) * time.Second },
+		func(limit int) int { return limit })
 }
 
 // TestFrozenClockTakeN: goroutines asking for n > 1 at once never get more
@@ -154,7 +89,8 @@ func TestPhasedHammer(t *testing.T) {
 			m := newModel(limit, time.Duration(window))
 			stop := make(chan struct{})
 			if sweep {
-				defer sweepUntil(lim, stop).Wait()
+				sweeper, _ := limitertest.SweepUntil(lim, stop)
+				defer sweeper.Wait()
 			}
 			defer close(stop)
 			for phase := range phases {
@@ -221,7 +157,7 @@ func TestMovingClockNeverOverAdmits(t *testing.T) {
 	var mu sync.Mutex
 	var admitted []span
 	stop := make(chan struct{})
-	sweeper := sweepUntil(lim, stop)
+	sweeper, _ := limitertest.SweepUntil(lim, stop)
 	var wg sync.WaitGroup
 	for g := range goroutines {
 		wg.Go(func() {

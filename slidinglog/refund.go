@@ -95,13 +95,13 @@ func (l *Limiter) Refund(key string, r hotlimit.Receipt) {
 // the head is s.h (checked after each load; k = 0 could hold claim s.h
 // itself, pending: then start over). Those entries' times do not change under
 // a pass, only their refunded bits, which other refunds set from the oldest
-// on too; entries are in claim order, so the counted ones in the window
-// follow all the others. The pass starts at the first of them, found by
-// binary search (free), and checks each entry it marks. A CAS that fails
-// means another refund marked the entry first, or the slot was claimed:
-// start over, so nobody waits for anybody.
+// on too, so the counted ones in the window mostly follow all the others;
+// but a refund racing a claim in flight can mark out of that order, so the
+// pass reads the ring from the head rather than binary-search it. A CAS that
+// fails means another refund marked the entry first, or the slot was
+// claimed: start over, so nobody waits for anybody.
 func (l *Limiter) mark(c *cell, s snapshot, t int64, left uint64) (uint64, bool) {
-	for k := l.free(c, s.h, t); k < l.limit && left > 0; k++ {
+	for k := uint64(0); k < l.limit && left > 0; k++ {
 		i := c.at(s.h, k)
 		v := c.load(i)
 		if c.head.Load() != s.h {

@@ -168,3 +168,51 @@ func TestRefundAllocs(t *testing.T) {
 		lim.Refund("k", r)
 	}))
 }
+
+// TestRefundRacingClaimsLosesNothing: with a frozen clock, 32 goroutines take
+// one request each while fewer than 7 are out, and give some back at once.
+// Every refund must mark an entry: afterwards the key holds exactly the
+// requests kept, and the rest of the limit passes. (A refund that searched
+// the ring by bisection could miss the oldest counted entry while a claim
+// was in flight under the head, and give nothing back.)
+func TestRefundRacingClaimsLosesNothing(t *testing.T) {
+	const limit, out = 10, 7
+	iters := 200
+	if testing.Short() {
+		iters = 40
+	}
+	for iter := range iters {
+		lim, err := New(limit, time.Second, hotlimit.WithClock(func() int64 { return 42 }))
+		require.NoError(t, err)
+		var passed, refunded, quota atomic.Int64
+		quota.Store(out)
+		var wg sync.WaitGroup
+		start := make(chan struct{})
+		for range 32 {
+			wg.Go(func() {
+				<-start
+				for range 100 {
+					if quota.Add(-1) < 0 {
+						quota.Add(1)
+						continue
+					}
+					d, r := lim.TakeReceipt("k", 1)
+					if !assert.True(t, d.Allowed, "fewer than the limit are out") {
+						return
+					}
+					passed.Add(1)
+					if refunded.Add(1) <= 50 {
+						lim.Refund("k", r)
+						quota.Add(1)
+					} else {
+						refunded.Add(-1)
+					}
+				}
+			})
+		}
+		close(start)
+		wg.Wait()
+		require.Equal(t, out+refunded.Load(), passed.Load(), "iter %d", iter)
+		require.Equal(t, limit-out, lim.Take("k", 0).Remaining, "iter %d", iter)
+	}
+}

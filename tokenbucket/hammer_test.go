@@ -12,63 +12,16 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/hotlimit/hotlimit"
+	"github.com/hotlimit/hotlimit/internal/limitertest"
 )
 
-// TestFrozenClockHammer: with the clock frozen, many goroutines calling far
-// more than Limit times get exactly Limit admissions per key, with or without
-// a goroutine sweeping in a loop (a racing Sweep must neither lose an
-// admission nor make one twice). Mixes Allow and Take(key, 1).
+// TestFrozenClockHammer: exactly limit per key and round, from 32
+// goroutines, with and without a concurrent Sweep (see limitertest); each
+// round is a window after the last, when every bucket is full again.
 func TestFrozenClockHammer(t *testing.T) {
-	const goroutines = 32
-	for _, limit := range []int{1, 2, 7, 100, 1000} {
-		for _, sweeper := range []bool{false, true} {
-			t.Run(fmt.Sprintf("limit=%d/sweeper=%t", limit, sweeper), func(t *testing.T) {
-				lim, err := New(limit, time.Second, hotlimit.WithClock(func() int64 { return 42 }))
-				require.NoError(t, err)
-				keys := []string{"x", "y"}
-				perG := max(20*limit, 20000) / goroutines
-				var passed [2]atomic.Int64
-				var stop atomic.Bool
-				var sweeps sync.WaitGroup
-				if sweeper {
-					sweeps.Go(func() {
-						for !stop.Load() {
-							lim.Sweep()
-							runtime.Gosched()
-						}
-					})
-				}
-				var wg sync.WaitGroup
-				start := make(chan struct{})
-				for g := range goroutines {
-					wg.Go(func() {
-						<-start
-						for i := range perG {
-							k := (g + i) % len(keys)
-							ok := false
-							if i%2 == 0 {
-								ok = lim.Allow(keys[k])
-							} else {
-								ok = lim.Take(keys[k], 1).Allowed
-							}
-							if ok {
-								passed[k].Add(1)
-							}
-						}
-					})
-				}
-				close(start)
-				wg.Wait()
-				stop.Store(true)
-				sweeps.Wait()
-				for k := range keys {
-					assert.EqualValues(t, limit, passed[k].Load(), "key %q: %d calls", keys[k], goroutines*perG/2)
-					assert.Zero(t, lim.Take(keys[k], 0).Remaining)
-				}
-			})
-		}
-	}
+	limitertest.FrozenHammer(t, limitertest.Adapt(New), time.Second,
+		func(r int) time.Duration { return time.Duration(r) * time.Second },
+		func(limit int) int { return limit })
 }
 
 // TestPhasedHammer moves a fake clock between barriers; in each phase all
