@@ -121,6 +121,159 @@ func FrozenHammer(t *testing.T, newLimiter Constructor, window time.Duration, at
 	}
 }
 
+// Model is a sequential reference model of a limiter: Take(key, n) at time
+// now, as the limiter must answer it.
+type Model func(key string, n int, now int64) hotlimit.Decision
+
+// PhasedHammer moves a fake clock between phases (within a window, to the
+// next, over several, back, and to a window boundary) and in each phase lets
+// 16 goroutines hammer Take(key, n), with one n up to 3: the passes of each
+// key in the phase equal those of the sequential model, whatever the
+// interleaving, and so does the state reported afterwards; with and without
+// a Sweep looping. For limiters whose decisions depend only on the state and
+// the time of the call: the windowed ones.
+func PhasedHammer(t *testing.T, newLimiter Constructor, newModel func(limit int, window time.Duration) Model) {
+	const (
+		goroutines = 16
+		limit      = 50
+		window     = int64(time.Second)
+	)
+	keys := []string{"a", "b", "c", "d"}
+	phases := 80
+	if testing.Short() {
+		phases = 25
+	}
+	for _, sweep := range []bool{false, true} {
+		t.Run(fmt.Sprintf("sweep=%t", sweep), func(t *testing.T) {
+			rng := rand.New(rand.NewPCG(7, 8))
+			var now atomic.Int64
+			now.Store(-3 * window)
+			lim, err := newLimiter(limit, time.Duration(window), now.Load)
+			require.NoError(t, err)
+			take := newModel(limit, time.Duration(window))
+			stop := make(chan struct{})
+			if sweep {
+				sweeper, _ := SweepUntil(lim, stop)
+				defer sweeper.Wait()
+			}
+			defer close(stop)
+			for phase := range phases {
+				switch rng.IntN(5) {
+				case 0:
+					now.Add(rng.Int64N(window / 4))
+				case 1:
+					now.Add(window)
+				case 2:
+					now.Add(window * rng.Int64N(4))
+				case 3:
+					now.Add(-rng.Int64N(2 * window))
+				default:
+					now.Add(window - (now.Load()%window+window)%window) // to the boundary
+				}
+				at := now.Load()
+				n := 1 + rng.IntN(3)
+				calls := rng.IntN(9) // per goroutine and key: sometimes fewer than the quota left
+				want := make([]int64, len(keys))
+				for k, key := range keys {
+					for range goroutines * calls {
+						if take(key, n, at).Allowed {
+							want[k]++
+						}
+					}
+				}
+				got := make([]atomic.Int64, len(keys))
+				start := make(chan struct{})
+				var wg sync.WaitGroup
+				for g := range goroutines {
+					wg.Go(func() {
+						<-start
+						for i := range calls * len(keys) {
+							k := (g + i) % len(keys)
+							if lim.Take(keys[k], n).Allowed {
+								got[k].Add(1)
+							}
+						}
+					})
+				}
+				close(start)
+				wg.Wait()
+				for k, key := range keys {
+					assert.Equal(t, want[k], got[k].Load(), "phase %d key %s: passes", phase, key)
+					assert.Equal(t, take(key, 0, at), lim.Take(key, 0), "phase %d key %s: state", phase, key)
+				}
+			}
+		})
+	}
+}
+
+// MovingClockHammer moves the clock while 8 goroutines hammer (and, in one
+// run, a Sweep loops): a key never passes more than limit per aligned window
+// the clock went through.
+func MovingClockHammer(t *testing.T, newLimiter Constructor) {
+	const (
+		goroutines = 8
+		limit      = 5
+	)
+	calls := 20000
+	if testing.Short() {
+		calls = 3000
+	}
+	for _, sweep := range []bool{false, true} {
+		t.Run(fmt.Sprintf("sweep=%t", sweep), func(t *testing.T) {
+			var now atomic.Int64
+			first := -int64(7 * time.Millisecond)
+			now.Store(first)
+			lim, err := newLimiter(limit, time.Millisecond, now.Load)
+			require.NoError(t, err)
+			stop := make(chan struct{})
+			var ticker sync.WaitGroup
+			ticker.Go(func() {
+				rng := rand.New(rand.NewPCG(9, 10))
+				for {
+					select {
+					case <-stop:
+						return
+					default:
+						now.Add(rng.Int64N(int64(50 * time.Microsecond)))
+					}
+				}
+			})
+			if sweep {
+				sweeper, _ := SweepUntil(lim, stop)
+				defer sweeper.Wait()
+			}
+			var passed [2]atomic.Int64
+			var wg sync.WaitGroup
+			for g := range goroutines {
+				wg.Go(func() {
+					for i := range calls {
+						if lim.Allow([]string{"p", "q"}[(g+i)%2]) {
+							passed[(g+i)%2].Add(1)
+						}
+					}
+				})
+			}
+			wg.Wait()
+			close(stop)
+			ticker.Wait()
+			windows := floorDiv(now.Load(), int64(time.Millisecond)) - floorDiv(first, int64(time.Millisecond)) + 1
+			for k := range passed {
+				assert.Positive(t, passed[k].Load())
+				assert.LessOrEqual(t, passed[k].Load(), limit*windows, "key %d over %d windows", k, windows)
+			}
+		})
+	}
+}
+
+// floorDiv returns ⌊a/b⌋ for b > 0.
+func floorDiv(a, b int64) int64 {
+	q := a / b
+	if a%b < 0 {
+		q--
+	}
+	return q
+}
+
 // Keys returns n distinct keys.
 func Keys(n int) []string {
 	keys := make([]string, n)
