@@ -41,9 +41,8 @@
 // the quota is back to full (Decision.ResetAfter, rounded up). When a response
 // already carries one of these fields, for example from an outer httplimit
 // middleware with a policy of its own, the new item is appended to the list.
-// The fields describe the policy that the service's Resolve returns just
-// before the Take; a Configure* call landing between the two can make that
-// one response describe the policy being replaced.
+// The fields describe the policy that decided the request (the first limit
+// of its rule, when the rule has several).
 //
 // A denied request gets 429 Too Many Requests with Retry-After in whole
 // seconds, rounded up so that it is never earlier than the limiter's
@@ -76,7 +75,7 @@
 //
 // # Cost
 //
-// The middleware adds a Resolve and a Take on the service, a few map
+// The middleware adds one TakePolicy on the service, a few map
 // assignments in the response header and two allocations: the per-request
 // header text (one string holding every number) and the slice that backs the
 // header values. The policy field and the limit are formatted once per

@@ -149,8 +149,7 @@ type handler struct {
 func (h *handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	user, _ := h.opts.user(r)
 	api, _ := h.opts.api(r)
-	c := h.svc.Resolve(user, api)
-	d := h.svc.Take(user, api, 1)
+	d, c := h.svc.TakePolicy(user, api, 1)
 	p := h.policies.get(c)
 	deny := !d.Allowed && !h.opts.dryRun
 	setHeaders(w.Header(), p, d, h.opts.legacy, deny)

@@ -32,9 +32,10 @@ type Service struct {
 
 // route is a pair's resolved limiter, valid for one rules snapshot.
 type route struct {
-	rules *rules
-	lim   hotlimit.Limiter
-	key   string
+	rules  *rules
+	lim    hotlimit.Limiter
+	key    string
+	policy hotlimit.Config // the rule's first limit, as Resolve returns it
 }
 
 var routeSeed = maphash.MakeSeed()
@@ -149,6 +150,16 @@ func (s *Service) ResolveLimits(user, api string) Limits {
 	return slices.Clone(s.rules.Load().resolve(user, api).limits)
 }
 
+// TakePolicy is Take, plus the policy that decided it: the pair's Config as
+// Resolve returns it (the first limit of its rule), from the same rules as
+// the decision, so a Replace or Configure* landing meanwhile cannot make the
+// two disagree. It allocates nothing for a pair seen before under the current
+// rules.
+func (s *Service) TakePolicy(user, api string, n int) (hotlimit.Decision, hotlimit.Config) {
+	rt := s.route(user, api)
+	return rt.lim.Take(rt.key, n), rt.policy
+}
+
 // Allow reports whether one request from user to api passes, and counts it if
 // so. It allocates nothing for a pair seen before under the current rules.
 func (s *Service) Allow(user, api string) bool {
@@ -173,7 +184,8 @@ func (s *Service) route(user, api string) *route {
 	if rt, ok := s.routes.Load(Pair{user, api}); ok && rt.rules == r {
 		return rt
 	}
-	rt := &route{rules: r, lim: r.resolve(user, api).lim, key: pairKey(user, api)}
+	rule := r.resolve(user, api)
+	rt := &route{rules: r, lim: rule.lim, key: pairKey(user, api), policy: rule.limits[0]}
 	s.routes.Store(Pair{user, api}, rt)
 	return rt
 }

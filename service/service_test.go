@@ -229,3 +229,23 @@ func TestAllowDoesNotAllocate(t *testing.T) {
 		assert.Zero(t, testing.AllocsPerRun(100, func() { s.Allow("user", "api") }), "%v", a)
 	}
 }
+
+// TestTakePolicyNamesTheDecidingRule: TakePolicy returns the Config that
+// decided, from the same rules, and allocates nothing on a known pair.
+func TestTakePolicyNamesTheDecidingRule(t *testing.T) {
+	def := cfg(hotlimit.FixedWindow, 3)
+	s, _ := newService(t, def)
+	search := cfg(hotlimit.TokenBucket, 5)
+	require.NoError(t, s.ConfigureAPI("search", search))
+	d, c := s.TakePolicy("alice", "search", 1)
+	assert.True(t, d.Allowed)
+	assert.Equal(t, 4, d.Remaining)
+	assert.Equal(t, search, c)
+	d, c = s.TakePolicy("alice", "home", 3)
+	assert.Equal(t, def, c)
+	assert.Zero(t, d.Remaining)
+	assert.Zero(t, testing.AllocsPerRun(100, func() { s.TakePolicy("alice", "search", 1) }))
+	require.NoError(t, s.ConfigureAPI("search", def))
+	_, c = s.TakePolicy("alice", "search", 1)
+	assert.Equal(t, def, c, "a new rule is seen at once")
+}
