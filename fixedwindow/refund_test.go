@@ -2,7 +2,6 @@ package fixedwindow
 
 import (
 	"fmt"
-	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -11,6 +10,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/hotlimit/hotlimit"
+	"github.com/hotlimit/hotlimit/internal/limitertest"
 )
 
 // TestRefundScript: a refund in the Take's window restores the count
@@ -68,49 +68,15 @@ func TestRefundBehindClock(t *testing.T) {
 	assert.Equal(t, 4, lim.Take("k", 0).Remaining)
 }
 
-// TestRefundFrozenHammer: with a frozen clock, 32 goroutines take and refund
-// on one key: the passes total the limit plus the refunds, and the requests
-// held out never exceed the limit.
+// TestRefundFrozenHammer: concurrent takes and refunds on one key pass the
+// limit plus the refunds, never holding out more than the limit (see
+// limitertest).
 func TestRefundFrozenHammer(t *testing.T) {
-	const goroutines = 32
 	for _, limit := range []int{1, 2, 7, 100} {
 		t.Run(fmt.Sprintf("limit=%d", limit), func(t *testing.T) {
 			lim, err := New(limit, time.Second, hotlimit.WithClock(func() int64 { return 42 }))
 			require.NoError(t, err)
-			var passed, refunded, out, maxOut atomic.Int64
-			var wg sync.WaitGroup
-			start := make(chan struct{})
-			for g := range goroutines {
-				wg.Go(func() {
-					<-start
-					for i := range 300 {
-						n := 1 + (g+i)%min(3, limit)
-						d, r := lim.TakeReceipt("k", n)
-						if !d.Allowed {
-							continue
-						}
-						passed.Add(int64(n))
-						o := out.Add(int64(n))
-						for m := maxOut.Load(); o > m && !maxOut.CompareAndSwap(m, o); m = maxOut.Load() {
-						}
-						if refunded.Load() < 100 || i%3 != 0 {
-							out.Add(-int64(n))
-							refunded.Add(int64(n))
-							lim.Refund("k", r)
-						}
-					}
-				})
-			}
-			close(start)
-			wg.Wait()
-			for lim.Allow("k") {
-				passed.Add(1)
-				out.Add(1)
-			}
-			assert.Equal(t, int64(limit)+refunded.Load(), passed.Load())
-			assert.EqualValues(t, limit, out.Load())
-			assert.LessOrEqual(t, maxOut.Load(), int64(limit))
-			assert.Positive(t, refunded.Load())
+			limitertest.RefundHammer(t, lim, limit, 3, true)
 		})
 	}
 }
@@ -118,9 +84,5 @@ func TestRefundFrozenHammer(t *testing.T) {
 func TestRefundAllocs(t *testing.T) {
 	lim, err := New(100, time.Second, hotlimit.WithClock(func() int64 { return 42 }))
 	require.NoError(t, err)
-	lim.Allow("k")
-	assert.Zero(t, testing.AllocsPerRun(100, func() {
-		_, r := lim.TakeReceipt("k", 2)
-		lim.Refund("k", r)
-	}))
+	limitertest.RefundAllocs(t, lim)
 }

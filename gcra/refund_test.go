@@ -2,7 +2,6 @@ package gcra
 
 import (
 	"fmt"
-	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -11,6 +10,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/hotlimit/hotlimit"
+	"github.com/hotlimit/hotlimit/internal/limitertest"
 )
 
 // TestRefundScript: a refund right after the Take restores the key exactly;
@@ -55,49 +55,15 @@ func TestRefundScript(t *testing.T) {
 	assert.Equal(t, hotlimit.Decision{Allowed: true, Limit: 5, Remaining: 7}, lim.Take("k", 0))
 }
 
-// TestRefundFrozenHammer: with a frozen clock, 32 goroutines take and refund
-// on one key: the passes total the burst plus the refunds, and the requests
-// held out (taken, not refunded) never exceed the burst.
+// TestRefundFrozenHammer: concurrent takes and refunds on one key pass the
+// burst plus the refunds, never holding out more than the burst (see
+// limitertest).
 func TestRefundFrozenHammer(t *testing.T) {
-	const goroutines = 32
 	for _, c := range []struct{ limit, burst int }{{1, 1}, {7, 7}, {100, 10}, {5, 7}} {
 		t.Run(fmt.Sprintf("limit=%d/burst=%d", c.limit, c.burst), func(t *testing.T) {
 			lim, err := New(c.limit, time.Second, hotlimit.WithClock(func() int64 { return 42 }), hotlimit.WithBurst(c.burst))
 			require.NoError(t, err)
-			var passed, refunded, out, maxOut atomic.Int64
-			var wg sync.WaitGroup
-			start := make(chan struct{})
-			for g := range goroutines {
-				wg.Go(func() {
-					<-start
-					for i := range 300 {
-						n := 1 + (g+i)%min(3, c.burst)
-						d, r := lim.TakeReceipt("k", n)
-						if !d.Allowed {
-							continue
-						}
-						passed.Add(int64(n))
-						o := out.Add(int64(n))
-						for m := maxOut.Load(); o > m && !maxOut.CompareAndSwap(m, o); m = maxOut.Load() {
-						}
-						if refunded.Load() < 100 || i%3 != 0 {
-							out.Add(-int64(n))
-							refunded.Add(int64(n))
-							lim.Refund("k", r)
-						}
-					}
-				})
-			}
-			close(start)
-			wg.Wait()
-			for lim.Allow("k") {
-				passed.Add(1)
-				out.Add(1)
-			}
-			assert.Equal(t, int64(c.burst)+refunded.Load(), passed.Load())
-			assert.EqualValues(t, c.burst, out.Load())
-			assert.LessOrEqual(t, maxOut.Load(), int64(c.burst))
-			assert.Positive(t, refunded.Load())
+			limitertest.RefundHammer(t, lim, c.burst, 3, true)
 		})
 	}
 }
@@ -105,9 +71,5 @@ func TestRefundFrozenHammer(t *testing.T) {
 func TestRefundAllocs(t *testing.T) {
 	lim, err := New(100, time.Second, hotlimit.WithClock(func() int64 { return 42 }))
 	require.NoError(t, err)
-	lim.Allow("k")
-	assert.Zero(t, testing.AllocsPerRun(100, func() {
-		_, r := lim.TakeReceipt("k", 2)
-		lim.Refund("k", r)
-	}))
+	limitertest.RefundAllocs(t, lim)
 }

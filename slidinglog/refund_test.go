@@ -11,6 +11,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/hotlimit/hotlimit"
+	"github.com/hotlimit/hotlimit/internal/limitertest"
 )
 
 // TestRefundScript: a refund while the Take is in the window restores the
@@ -103,72 +104,6 @@ func TestRefundOldestFirst(t *testing.T) {
 	}
 }
 
-// TestRefundFrozenHammer: with a frozen clock, 32 goroutines take and refund
-// on one key. With single requests the passes total the limit plus the
-// refunds; with Take of 2 and 3 mixed in, a Take denied under contention may
-// leave claims spent (see Limiter.Take), so the passes are at most that. In
-// both, the requests held out never exceed the limit.
-func TestRefundFrozenHammer(t *testing.T) {
-	const goroutines = 32
-	for _, limit := range []int{1, 2, 7, 100} {
-		for _, maxN := range []int{1, 3} {
-			t.Run(fmt.Sprintf("limit=%d/n<=%d", limit, maxN), func(t *testing.T) {
-				lim, err := New(limit, time.Second, hotlimit.WithClock(func() int64 { return 42 }))
-				require.NoError(t, err)
-				var passed, refunded, out, maxOut atomic.Int64
-				var wg sync.WaitGroup
-				start := make(chan struct{})
-				for g := range goroutines {
-					wg.Go(func() {
-						<-start
-						for i := range 300 {
-							n := 1 + (g+i)%min(maxN, limit)
-							d, r := lim.TakeReceipt("k", n)
-							if !d.Allowed {
-								continue
-							}
-							passed.Add(int64(n))
-							o := out.Add(int64(n))
-							for m := maxOut.Load(); o > m && !maxOut.CompareAndSwap(m, o); m = maxOut.Load() {
-							}
-							if refunded.Load() < 100 || i%3 != 0 {
-								out.Add(-int64(n))
-								refunded.Add(int64(n))
-								lim.Refund("k", r)
-							}
-						}
-					})
-				}
-				close(start)
-				wg.Wait()
-				for lim.Allow("k") {
-					passed.Add(1)
-					out.Add(1)
-				}
-				if maxN == 1 {
-					assert.Equal(t, int64(limit)+refunded.Load(), passed.Load())
-					assert.EqualValues(t, limit, out.Load())
-				} else {
-					assert.LessOrEqual(t, passed.Load(), int64(limit)+refunded.Load())
-					assert.LessOrEqual(t, out.Load(), int64(limit))
-				}
-				assert.LessOrEqual(t, maxOut.Load(), int64(limit))
-				assert.Positive(t, refunded.Load())
-			})
-		}
-	}
-}
-
-func TestRefundAllocs(t *testing.T) {
-	lim, err := New(100, time.Second, hotlimit.WithClock(func() int64 { return 42 }))
-	require.NoError(t, err)
-	lim.Allow("k")
-	assert.Zero(t, testing.AllocsPerRun(100, func() {
-		_, r := lim.TakeReceipt("k", 2)
-		lim.Refund("k", r)
-	}))
-}
-
 // TestRefundRacingClaimsLosesNothing: with a frozen clock, 32 goroutines take
 // one request each while fewer than 7 are out, and give some back at once.
 // Every refund must mark an entry: afterwards the key holds exactly the
@@ -215,4 +150,26 @@ func TestRefundRacingClaimsLosesNothing(t *testing.T) {
 		require.Equal(t, out+refunded.Load(), passed.Load(), "iter %d", iter)
 		require.Equal(t, limit-out, lim.Take("k", 0).Remaining, "iter %d", iter)
 	}
+}
+
+// TestRefundFrozenHammer: concurrent takes and refunds on one key pass the
+// limit plus the refunds, never holding out more than the limit (see
+// limitertest). With Take of 2 and 3 mixed in, a Take denied under contention
+// may leave claims spent (see Limiter.Take), so the passes may be fewer.
+func TestRefundFrozenHammer(t *testing.T) {
+	for _, limit := range []int{1, 2, 7, 100} {
+		for _, maxN := range []int{1, 3} {
+			t.Run(fmt.Sprintf("limit=%d/n<=%d", limit, maxN), func(t *testing.T) {
+				lim, err := New(limit, time.Second, hotlimit.WithClock(func() int64 { return 42 }))
+				require.NoError(t, err)
+				limitertest.RefundHammer(t, lim, limit, maxN, maxN == 1)
+			})
+		}
+	}
+}
+
+func TestRefundAllocs(t *testing.T) {
+	lim, err := New(100, time.Second, hotlimit.WithClock(func() int64 { return 42 }))
+	require.NoError(t, err)
+	limitertest.RefundAllocs(t, lim)
 }
