@@ -32,6 +32,35 @@ type Options struct {
 	// Burst, when positive, is how many requests a key may pass at once, for
 	// the algorithms that separate the burst from the rate; see [WithBurst].
 	Burst int
+	// Factory, when not nil, builds the limiters of a service.Service in
+	// place of the in-memory ones; see [WithFactory].
+	Factory Factory
+	// Extensions holds the options of packages that build on hotlimit, such
+	// as redislimit: each such package reads the values of its own types and
+	// ignores the rest. See [WithExtension].
+	Extensions []any
+}
+
+// Factory builds the limiter that c names, as service.NewLimiter does for the
+// in-memory algorithms. It returns an error wrapping [ErrInvalidConfig] when c
+// is invalid or outside the range of what it builds.
+type Factory func(c Config, opts ...Option) (Limiter, error)
+
+// WithFactory makes a service.Service build every limiter with f instead of
+// its in-memory ones: redislimit.Factory, for one, keeps every rule's state in
+// Redis. A nil f keeps the default. Limiter constructors ignore it.
+func WithFactory(f Factory) Option {
+	return func(o *Options) {
+		if f != nil {
+			o.Factory = f
+		}
+	}
+}
+
+// WithExtension adds v to [Options.Extensions], for the package that
+// defines v's type; every other constructor ignores it.
+func WithExtension(v any) Option {
+	return func(o *Options) { o.Extensions = append(o.Extensions, v) }
 }
 
 // Option configures a limiter; every constructor accepts any number of them.

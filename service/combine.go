@@ -34,10 +34,16 @@ func combine(children []hotlimit.Limiter) (hotlimit.Limiter, error) {
 	return composite.New(children...)
 }
 
-// isLog is 1 for a sliding log, else 0.
+// isLog is 1 for a sliding log, in memory or built by a factory whose
+// limiters report their Config (as redislimit's do), else 0.
 func isLog(l hotlimit.Limiter) int {
-	if _, ok := l.(*slidinglog.Limiter); ok {
+	switch l := l.(type) {
+	case *slidinglog.Limiter:
 		return 1
+	case interface{ Config() hotlimit.Config }:
+		if l.Config().Algorithm == hotlimit.SlidingLog {
+			return 1
+		}
 	}
 	return 0
 }

@@ -52,7 +52,20 @@ func NewLimiter(c hotlimit.Config, opts ...hotlimit.Option) (hotlimit.Limiter, e
 	return newLimiter(c.Limit, c.Window, opts...)
 }
 
-// sweeper is what every limiter of this module offers besides hotlimit.Limiter.
+// newLimiter builds c's limiter with the factory that opts name, if any, else
+// with [NewLimiter].
+func newLimiter(c hotlimit.Config, opts ...hotlimit.Option) (hotlimit.Limiter, error) {
+	if f := hotlimit.NewOptions(opts...).Factory; f != nil {
+		if err := c.Validate(); err != nil {
+			return nil, err
+		}
+		return f(c, opts...)
+	}
+	return NewLimiter(c, opts...)
+}
+
+// sweeper is what every limiter of this module offers besides
+// hotlimit.Limiter; a factory's limiters may lack it.
 type sweeper interface {
 	Len() int
 	Sweep() int

@@ -101,7 +101,7 @@ func build(rs Rules, prev *rules, opts []hotlimit.Option) (*rules, error) {
 			}
 			if !ok {
 				var err error
-				if lim, err = NewLimiter(c, opts...); err != nil {
+				if lim, err = newLimiter(c, opts...); err != nil {
 					return fmt.Errorf("service: %s[%d]: %w", path, i, err)
 				}
 			}

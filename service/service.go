@@ -48,7 +48,9 @@ func hashPair(p Pair, seed uint64) uint64 {
 }
 
 // New returns a Service whose default policy is def. opts (a clock, auto-sweep)
-// apply to every limiter the service builds. It returns an error wrapping
+// apply to every limiter the service builds; [hotlimit.WithFactory] replaces
+// the in-memory limiters, with redislimit.Factory say, so that many instances
+// share one state. It returns an error wrapping
 // hotlimit.ErrInvalidConfig when def is invalid.
 func New(def hotlimit.Config, opts ...hotlimit.Option) (*Service, error) {
 	return NewFromRules(Rules{Default: Limits{def}}, opts...)
@@ -194,7 +196,9 @@ func (s *Service) route(user, api string) *route {
 func (s *Service) Len() int {
 	n := 0
 	for _, lim := range s.rules.Load().limiters {
-		n += lim.(sweeper).Len()
+		if sw, ok := lim.(sweeper); ok {
+			n += sw.Len()
+		}
 	}
 	return n
 }
@@ -206,7 +210,9 @@ func (s *Service) Sweep() int {
 	r := s.rules.Load()
 	n := 0
 	for _, lim := range r.limiters {
-		n += lim.(sweeper).Sweep()
+		if sw, ok := lim.(sweeper); ok {
+			n += sw.Sweep()
+		}
 	}
 	s.routes.Range(func(p Pair, rt *route) bool {
 		if rt.rules != r || isFresh(rt.lim.Take(rt.key, 0)) {

@@ -1,0 +1,75 @@
+package service_test
+
+import (
+	"errors"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/hotlimit/hotlimit"
+	"github.com/hotlimit/hotlimit/service"
+)
+
+// countingLimiter is a factory's limiter: a plain Limiter (no Len, Sweep or
+// Refund) that admits the first limit requests of each key.
+type countingLimiter struct {
+	c    hotlimit.Config
+	mu   sync.Mutex
+	seen map[string]int
+}
+
+func (l *countingLimiter) Allow(key string) bool { return l.Take(key, 1).Allowed }
+
+func (l *countingLimiter) Take(key string, n int) hotlimit.Decision {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	d := hotlimit.Decision{Limit: l.c.Limit}
+	if n >= 0 && l.seen[key]+n <= l.c.Limit {
+		l.seen[key] += n
+		d.Allowed = true
+	}
+	d.Remaining = l.c.Limit - l.seen[key]
+	return d
+}
+
+func TestWithFactoryBuildsEveryLimiter(t *testing.T) {
+	var built []hotlimit.Config
+	factory := func(c hotlimit.Config, opts ...hotlimit.Option) (hotlimit.Limiter, error) {
+		if c.Limit == 13 {
+			return nil, errors.New("thirteen: " + hotlimit.ErrInvalidConfig.Error())
+		}
+		built = append(built, c)
+		return &countingLimiter{c: c, seen: map[string]int{}}, nil
+	}
+	def := cfg(hotlimit.TokenBucket, 2)
+	s, err := service.New(def, hotlimit.WithFactory(factory))
+	require.NoError(t, err)
+	require.NoError(t, s.ConfigureUser("alice", cfg(hotlimit.FixedWindow, 3)))
+	assert.Equal(t, []hotlimit.Config{def, cfg(hotlimit.FixedWindow, 3)}, built)
+
+	assert.Equal(t, 2, passes(s, "bob", "x", 5), "the factory's limiter decides the default rule")
+	assert.Equal(t, 3, passes(s, "alice", "x", 5), "and the user's rule")
+	assert.Zero(t, s.Len(), "a factory limiter without Len counts nothing")
+	assert.Zero(t, s.Sweep())
+
+	err = s.ConfigureAPI("y", cfg(hotlimit.FixedWindow, 13))
+	assert.ErrorContains(t, err, "thirteen", "the factory's error is returned")
+	assert.Equal(t, cfg(hotlimit.TokenBucket, 2), s.Resolve("bob", "y"), "and nothing changed")
+
+	_, err = service.New(hotlimit.Config{Algorithm: hotlimit.TokenBucket, Window: time.Second}, hotlimit.WithFactory(factory))
+	assert.ErrorIs(t, err, hotlimit.ErrInvalidConfig, "the Config is validated before the factory sees it")
+	assert.Len(t, built, 2)
+}
+
+func TestSeveralLimitsNeedRefundingFactoryLimiters(t *testing.T) {
+	factory := func(c hotlimit.Config, opts ...hotlimit.Option) (hotlimit.Limiter, error) {
+		return &countingLimiter{c: c, seen: map[string]int{}}, nil
+	}
+	_, err := service.NewFromRules(service.Rules{Default: service.Limits{cfg(hotlimit.TokenBucket, 2), cfg(hotlimit.FixedWindow, 5)}},
+		hotlimit.WithFactory(factory))
+	assert.ErrorIs(t, err, hotlimit.ErrInvalidConfig)
+	assert.ErrorContains(t, err, "Refunder")
+}
