@@ -1,0 +1,64 @@
+package redislimit
+
+import (
+	"sync/atomic"
+	"time"
+
+	"github.com/hotlimit/hotlimit"
+)
+
+// breaker stops calls to a failing Redis; see WithBreaker. The zero value
+// with threshold 0 never opens.
+type breaker struct {
+	threshold int64
+	cooldown  int64 // ns
+	// fails counts Redis errors since the last success.
+	fails atomic.Int64
+	// openUntil is 0 while closed, else the Monotonic time until which no
+	// call goes to Redis.
+	openUntil atomic.Int64
+}
+
+func newBreaker(failures int, cooldown time.Duration) breaker {
+	return breaker{threshold: int64(failures), cooldown: int64(cooldown)}
+}
+
+// allow reports whether a call may go to Redis: always while closed; while
+// open, only one caller once the cooldown has passed (the probe), which
+// moves the reopening another cooldown ahead for everyone else.
+func (b *breaker) allow() bool {
+	u := b.openUntil.Load()
+	if u == 0 {
+		return true
+	}
+	now := hotlimit.Monotonic()
+	if now < u {
+		return false
+	}
+	// Of the callers that saw the same expired u, exactly one swaps it:
+	// that one probes, the others see the new deadline and stay out.
+	return b.openUntil.CompareAndSwap(u, now+b.cooldown)
+}
+
+// success closes the breaker.
+func (b *breaker) success() {
+	if b.threshold == 0 {
+		return
+	}
+	b.fails.Store(0)
+	if b.openUntil.Load() != 0 {
+		b.openUntil.Store(0)
+	}
+}
+
+// failure counts an error, and opens the breaker at the threshold. A success
+// and a failure racing may leave it closed or open; either is only a
+// heuristic's choice, and the next calls settle it.
+func (b *breaker) failure() {
+	if b.threshold == 0 {
+		return
+	}
+	if b.fails.Add(1) >= b.threshold {
+		b.openUntil.Store(hotlimit.Monotonic() + b.cooldown)
+	}
+}

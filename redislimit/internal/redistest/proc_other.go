@@ -1,0 +1,19 @@
+//go:build !unix
+
+package redistest
+
+import (
+	"errors"
+	"os"
+	"syscall"
+)
+
+var errNoSignals = errors.New("redistest: pausing a process is not supported on this system")
+
+func sysProcAttr() *syscall.SysProcAttr { return nil }
+
+func killProcess(p *os.Process) error { return p.Kill() }
+
+func stopProcess(*os.Process) error { return errNoSignals }
+
+func continueProcess(*os.Process) error { return errNoSignals }

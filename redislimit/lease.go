@@ -1,0 +1,84 @@
+package redislimit
+
+import (
+	"context"
+	"sync/atomic"
+
+	"github.com/hotlimit/hotlimit"
+)
+
+// lease is a batch of requests that Redis took for one key and that this
+// process spends without a round trip; see WithLease.
+type lease struct {
+	// left is the unspent requests while the lease is live, -1 once it is
+	// retired: it only decreases, and nothing is spent once it is negative.
+	left atomic.Int64
+	// at is the Redis time, in ticks, of the take that granted it: what a
+	// give-back of its requests refers to.
+	at int64
+	// expires is when it ends, in ticks of Limiter.localNow.
+	expires int64
+}
+
+// spendLease takes n requests from key's live lease, if it has them.
+func (l *Limiter) spendLease(key string, n int) (hotlimit.Decision, hotlimit.Receipt, bool) {
+	ls, ok := l.leases.Load(key)
+	if !ok || l.localNow() >= ls.expires {
+		return hotlimit.Decision{}, hotlimit.Receipt{}, false
+	}
+	// Invariant: left never goes below zero by a spend, so no more is spent
+	// than Redis took for the lease. The CAS takes n only from the value
+	// it read to cover n; a concurrent spender that got there first changes
+	// left, and this CAS fails and re-reads. retire swaps in -1, which no
+	// spend can cover, so once the leftover is on its way back to Redis no
+	// spender can also take it: each request is spent once or given back
+	// once.
+	for {
+		v := ls.left.Load()
+		if v < int64(n) {
+			return hotlimit.Decision{}, hotlimit.Receipt{}, false
+		}
+		if ls.left.CompareAndSwap(v, v-int64(n)) {
+			d := hotlimit.Decision{Allowed: true, Limit: l.c.Limit, Remaining: int(v) - n}
+			return d, hotlimit.Receipt{N: n, At: ls.at * int64(l.unit)}, true
+		}
+	}
+}
+
+// grantLease installs the got requests that rep took beyond the request as
+// key's lease, retiring the lease it replaces. sent is localNow before the
+// script ran, so the lease ends no later than ttl after Redis took it, and
+// a fixed window's lease no later than its window.
+func (l *Limiter) grantLease(ctx context.Context, key, redisKey string, rep reply, sent int64) {
+	ttl := int64(l.set.leaseTTL / l.unit)
+	if l.c.Algorithm == hotlimit.FixedWindow {
+		ttl = min(ttl, rep.reset)
+	}
+	ls := &lease{at: rep.now, expires: sent + ttl}
+	ls.left.Store(rep.got)
+	if prev, loaded := l.leases.LoadAndStore(key, ls); loaded {
+		_ = l.retireTo(ctx, redisKey, prev)
+	}
+}
+
+// retire gives the unspent requests of ls, key's lease that is no longer
+// in the map, back to Redis.
+func (l *Limiter) retire(ctx context.Context, key string, ls *lease) error {
+	return l.retireTo(ctx, l.redisKey(key), ls)
+}
+
+func (l *Limiter) retireTo(ctx context.Context, redisKey string, ls *lease) error {
+	left := ls.left.Swap(-1)
+	if left <= 0 {
+		return nil
+	}
+	_, err := l.giveBack(ctx, redisKey, left, ls.at)
+	return err
+}
+
+// unmap removes key's lease from the map if it is still ls.
+func (l *Limiter) unmap(key string, ls *lease) {
+	l.leases.Compute(key, func(cur *lease, loaded bool) (*lease, bool) {
+		return cur, loaded && cur == ls
+	})
+}

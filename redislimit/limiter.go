@@ -1,0 +1,412 @@
+package redislimit
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strconv"
+	"time"
+
+	"github.com/hotlimit/hotlimit"
+	"github.com/hotlimit/hotlimit/service"
+	"github.com/puzpuzpuz/xsync/v3"
+	"github.com/redis/go-redis/v9"
+)
+
+// ErrBreakerOpen is the error of a decision made without asking Redis
+// because the circuit breaker is open; see [WithBreaker].
+var ErrBreakerOpen = errors.New("redislimit: circuit breaker open: Redis failed recently")
+
+// ErrClockRange is the error of a decision whose [hotlimit.WithClock] reading
+// is outside ±2^52 ns (about ±52 days), where Redis's arithmetic stops being
+// exact.
+var ErrClockRange = errors.New("redislimit: clock reading outside ±2^52 ns")
+
+// ErrReply is wrapped by the error of a script reply that is not what the
+// scripts return: a Redis that is not Redis, or a key of the limiter's
+// prefix written by someone else.
+var ErrReply = errors.New("redislimit: unexpected script reply")
+
+// exact is the bound below which every value the scripts compute stays,
+// with a factor of two to spare: Lua numbers are doubles, exact to 2^53.
+const exact = 1 << 52
+
+// Limiter enforces one [hotlimit.Config] for many keys with the state in
+// Redis, shared by every process that builds a Limiter of the same Config
+// and prefix on the same Redis. Build it with [New]. It is safe for
+// concurrent use.
+type Limiter struct {
+	client redis.UniversalClient
+	c      hotlimit.Config
+	script *redis.Script
+	set    settings
+
+	// clock is the caller's clock in ns ([hotlimit.WithClock]), or nil for
+	// Redis's TIME in µs; unit is the duration of one tick of either.
+	clock hotlimit.Clock
+	unit  time.Duration
+	// window, burst: the Config in ticks and requests, as script arguments.
+	window, burst int64
+	// keyPrefix is the prefix, the Config and the hash tag's opening brace.
+	keyPrefix string
+
+	breaker breaker
+	local   hotlimit.Limiter // the FailLocal limiter
+	leases  *xsync.MapOf[string, *lease]
+}
+
+var _ hotlimit.Refunder = (*Limiter)(nil)
+
+// New returns a Limiter of c on client, which may be a single node, Sentinel
+// (failover) or Cluster client. opts are hotlimit's ([hotlimit.WithClock],
+// [hotlimit.WithBurst]) and this package's (WithPrefix, WithFailPolicy,
+// WithTimeout, WithBreaker, WithHook, WithLease).
+//
+// Time comes from Redis's TIME inside each script, in microseconds, so that
+// clients with skewed clocks agree; c.Window must then be a whole number of
+// microseconds. With [hotlimit.WithClock], the given clock is read instead, in
+// nanoseconds: that is for tests, which replay decisions at chosen times.
+//
+// New returns an error wrapping [hotlimit.ErrInvalidConfig] when c or an
+// option is invalid, or outside the range where Redis's arithmetic (doubles,
+// exact below 2^53) stays exact: window × burst below 2^52 ticks for the
+// token bucket and GCRA, window × (limit + 1) for the sliding counter, a
+// limit of at most 65536 for the sliding log. It does not contact Redis.
+func New(client redis.UniversalClient, c hotlimit.Config, opts ...hotlimit.Option) (*Limiter, error) {
+	if client == nil {
+		return nil, fmt.Errorf("redislimit: nil client: %w", hotlimit.ErrInvalidConfig)
+	}
+	o := hotlimit.NewOptions(opts...)
+	if o.Burst > 0 && c.Burst == 0 {
+		c.Burst = o.Burst
+	}
+	if err := c.Validate(); err != nil {
+		return nil, err
+	}
+	l := &Limiter{client: client, c: c, script: scripts[c.Algorithm], set: read(o), unit: time.Microsecond}
+	if l.set.invalidated != nil {
+		return nil, l.set.invalidated
+	}
+	if usesClock(opts) {
+		l.clock, l.unit = o.Clock, time.Nanosecond
+	}
+	if err := l.checkRange(); err != nil {
+		return nil, err
+	}
+	if err := checkTimeout(client, l.set.timeout); err != nil {
+		return nil, err
+	}
+	alg := c.Algorithm.String()
+	l.keyPrefix = l.set.prefix + alg + ":" + strconv.Itoa(c.Limit) + ":" + strconv.FormatInt(l.window, 10) +
+		":" + strconv.FormatInt(l.burst, 10) + ":" + l.unit.String()[1:] + ":{"
+	l.breaker = newBreaker(l.set.failures, l.set.cooldown)
+	if l.set.policy == FailLocal {
+		local, err := service.NewLimiter(c, hotlimit.WithClock(l.clock))
+		if err != nil {
+			return nil, fmt.Errorf("redislimit: the FailLocal limiter: %w", err)
+		}
+		l.local = local
+	}
+	if l.set.leaseSize > 0 {
+		l.leases = xsync.NewMapOf[string, *lease]()
+	}
+	return l, nil
+}
+
+// usesClock reports whether opts set a clock: applied to zero Options, only
+// hotlimit.WithClock sets one.
+func usesClock(opts []hotlimit.Option) bool {
+	var o hotlimit.Options
+	for _, opt := range opts {
+		if opt != nil {
+			opt(&o)
+		}
+	}
+	return o.Clock != nil
+}
+
+// checkRange sets l.window and l.burst, and rejects a Config outside exact
+// arithmetic or an option its algorithm does not support.
+func (l *Limiter) checkRange() error {
+	c := l.c
+	fail := func(format string, args ...any) error {
+		return fmt.Errorf("redislimit: %v: "+format+": %w", append([]any{c}, append(args, hotlimit.ErrInvalidConfig)...)...)
+	}
+	if c.Window%l.unit != 0 {
+		return fail("the window must be a whole number of %v with Redis's clock", l.unit)
+	}
+	l.window = int64(c.Window / l.unit)
+	l.burst = int64(c.Limit)
+	if c.Burst > 0 {
+		l.burst = int64(c.Burst)
+	}
+	switch {
+	case l.window > exact>>2:
+		return fail("the window must be at most 2^50 ticks of %v", l.unit)
+	case int64(c.Limit) > exact || l.burst > exact:
+		return fail("the limit and burst must be below 2^52")
+	case c.Algorithm.HasBurst() && l.burst > exact/l.window:
+		return fail("window × burst must be below 2^52 ticks of %v", l.unit)
+	case c.Algorithm == hotlimit.SlidingCounter && int64(c.Limit)+1 > exact/l.window:
+		return fail("window × (limit + 1) must be below 2^52 ticks of %v", l.unit)
+	case c.Algorithm == hotlimit.SlidingLog && c.Limit > 1<<16:
+		return fail("the sliding log keeps at most 65536 times per key")
+	case l.set.leaseSize > 0 && !canLease(c.Algorithm):
+		return fail("a lease needs TokenBucket, GCRA or FixedWindow")
+	}
+	return nil
+}
+
+// canLease reports whether a's script can take extra requests for a lease.
+func canLease(a hotlimit.Algorithm) bool {
+	return a == hotlimit.TokenBucket || a == hotlimit.GCRA || a == hotlimit.FixedWindow
+}
+
+// checkTimeout rejects a timeout that go-redis would not apply to the socket.
+func checkTimeout(client redis.UniversalClient, timeout time.Duration) error {
+	if timeout <= 0 {
+		return nil
+	}
+	enabled := true
+	switch c := client.(type) {
+	case *redis.Client:
+		enabled = c.Options().ContextTimeoutEnabled
+	case *redis.ClusterClient:
+		enabled = c.Options().ContextTimeoutEnabled
+	case *redis.Ring:
+		enabled = c.Options().ContextTimeoutEnabled
+	}
+	if !enabled {
+		return fmt.Errorf("redislimit: WithTimeout needs ContextTimeoutEnabled in the client's options, or go-redis waits for its own read timeout: %w", hotlimit.ErrInvalidConfig)
+	}
+	return nil
+}
+
+// Config returns the policy the limiter enforces.
+func (l *Limiter) Config() hotlimit.Config { return l.c }
+
+// Allow reports whether one request from key passes, and counts it if so.
+// It is Take(key, 1).Allowed.
+func (l *Limiter) Allow(key string) bool {
+	return l.Take(key, 1).Allowed
+}
+
+// Take asks for n requests from key at once, as [hotlimit.Limiter] says:
+// TakeContext with a background context, the error dropped (the decision
+// is the failure policy's when there is one; see [WithHook] to observe
+// them).
+func (l *Limiter) Take(key string, n int) hotlimit.Decision {
+	d, _, _ := l.take(context.Background(), key, n)
+	return d
+}
+
+// TakeContext is Take under ctx. When Redis fails (an error, the timeout,
+// the breaker open), it returns the error together with the decision of the
+// failure policy. Its Decision fields mean what they mean in memory; with a
+// lease, a request spent from it reports as Remaining what the lease has
+// left.
+func (l *Limiter) TakeContext(ctx context.Context, key string, n int) (hotlimit.Decision, error) {
+	d, _, err := l.take(ctx, key, n)
+	return d, err
+}
+
+// TakeReceipt is Take, plus the receipt of what it took, for [Limiter.Refund].
+// Its At is in nanoseconds of the limiter's clock: Redis's TIME, unless
+// [hotlimit.WithClock] was given. A decision of the failure policy gives the
+// zero Receipt (FailLocal's refunds are not kept).
+func (l *Limiter) TakeReceipt(key string, n int) (hotlimit.Decision, hotlimit.Receipt) {
+	d, r, _ := l.take(context.Background(), key, n)
+	return d, r
+}
+
+// Refund gives back what r took from key, as far as it still counts; see
+// [hotlimit.Refunder]. It costs one round trip; when Redis fails, nothing is
+// given back.
+func (l *Limiter) Refund(key string, r hotlimit.Receipt) {
+	_ = l.RefundContext(context.Background(), key, r)
+}
+
+// RefundContext is Refund under ctx, with Redis's error if any.
+func (l *Limiter) RefundContext(ctx context.Context, key string, r hotlimit.Receipt) error {
+	if r.N < 1 {
+		return nil
+	}
+	_, err := l.giveBack(ctx, l.redisKey(key), int64(min(r.N, int(l.burst))), r.At/int64(l.unit))
+	return err
+}
+
+// take decides n requests for key: from the key's lease when it covers
+// them, else in Redis, else by the failure policy.
+func (l *Limiter) take(ctx context.Context, key string, n int) (hotlimit.Decision, hotlimit.Receipt, error) {
+	if l.leases != nil && n > 0 {
+		if d, r, ok := l.spendLease(key, n); ok {
+			return d, r, nil
+		}
+	}
+	if !l.breaker.allow() {
+		return l.fail(key, n, ErrBreakerOpen)
+	}
+	extra := int64(0)
+	if l.leases != nil && n > 0 {
+		extra = int64(l.set.leaseSize)
+	}
+	sent := l.localNow()
+	k := l.redisKey(key)
+	rep, err := l.run(ctx, k, int64(n), extra, 0, 0)
+	if err != nil {
+		if ctx.Err() == nil { // the caller's own cancellation says nothing of Redis
+			l.breaker.failure()
+		}
+		return l.fail(key, n, err)
+	}
+	l.breaker.success()
+	d := l.decision(rep)
+	var r hotlimit.Receipt
+	if d.Allowed && n > 0 {
+		r = hotlimit.Receipt{N: n, At: rep.now * int64(l.unit)}
+	}
+	if rep.got > 0 {
+		l.grantLease(ctx, key, k, rep, sent)
+		d.Remaining += int(rep.got)
+	}
+	return d, r, nil
+}
+
+// reply is a script's answer, durations in ticks.
+type reply struct {
+	allowed           bool
+	remaining         int64
+	retry, reset, got int64
+	now               int64
+}
+
+// run calls the script for the Redis key k.
+func (l *Limiter) run(ctx context.Context, k string, n, extra, giveback, at int64) (reply, error) {
+	now := ""
+	if l.clock != nil {
+		t := l.clock()
+		if t > exact || t < -exact {
+			return reply{}, ErrClockRange
+		}
+		now = strconv.FormatInt(t, 10)
+	}
+	if l.set.timeout > 0 {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, l.set.timeout)
+		defer cancel()
+	}
+	perms := int64(time.Millisecond / l.unit)
+	v, err := l.script.Run(ctx, l.client, []string{k},
+		n, now, l.c.Limit, l.window, l.burst, perms, extra, giveback, at).Int64Slice()
+	if err != nil {
+		return reply{}, err
+	}
+	if len(v) != 6 {
+		return reply{}, fmt.Errorf("%w: %v", ErrReply, v)
+	}
+	return reply{allowed: v[0] == 1, remaining: v[1], retry: v[2], reset: v[3], got: v[4], now: v[5]}, nil
+}
+
+// giveBack returns n requests taken at tick at to the Redis key k.
+func (l *Limiter) giveBack(ctx context.Context, k string, n, at int64) (reply, error) {
+	return l.run(ctx, k, 0, 0, n, at)
+}
+
+// redisKey is key's Redis key: the prefix, the Config and key as hash tag.
+func (l *Limiter) redisKey(key string) string {
+	return l.keyPrefix + key + "}"
+}
+
+// decision turns a script's reply into a Decision.
+func (l *Limiter) decision(r reply) hotlimit.Decision {
+	d := hotlimit.Decision{Allowed: r.allowed, Limit: l.c.Limit, Remaining: int(r.remaining), ResetAfter: l.ticks(r.reset)}
+	if !r.allowed {
+		d.RetryAfter = hotlimit.Never
+		if r.retry >= 0 {
+			d.RetryAfter = l.ticks(r.retry)
+		}
+	}
+	return d
+}
+
+// ticks converts a duration in ticks.
+func (l *Limiter) ticks(t int64) time.Duration {
+	return time.Duration(t) * l.unit
+}
+
+// localNow reads this process's clock in ticks: the limiter's clock when
+// given, else the monotonic clock. Leases expire by it.
+func (l *Limiter) localNow() int64 {
+	if l.clock != nil {
+		return l.clock()
+	}
+	return hotlimit.Monotonic() / int64(l.unit)
+}
+
+// fail returns the failure policy's decision for a call Redis did not
+// decide, and reports it to the hook.
+func (l *Limiter) fail(key string, n int, err error) (hotlimit.Decision, hotlimit.Receipt, error) {
+	var d hotlimit.Decision
+	valid := n >= 0 && int64(n) <= l.burst
+	switch l.set.policy {
+	case FailLocal:
+		d = l.local.Take(key, n)
+	case FailOpen:
+		d = hotlimit.Decision{Allowed: valid, Limit: l.c.Limit}
+	case FailClosed:
+		d = hotlimit.Decision{Allowed: n == 0, Limit: l.c.Limit, RetryAfter: l.set.cooldown}
+	}
+	if !valid {
+		d.Allowed, d.RetryAfter = false, hotlimit.Never
+	} else if d.Allowed {
+		d.RetryAfter = 0
+	}
+	if l.set.hook != nil {
+		l.set.hook(Event{Key: key, N: n, Err: err, Policy: l.set.policy, Decision: d})
+	}
+	return d, hotlimit.Receipt{}, err
+}
+
+// Len returns the number of keys holding a lease in this process; 0 without
+// leases. The keys' state is in Redis, which expires idle keys by itself.
+func (l *Limiter) Len() int {
+	if l.leases == nil {
+		return 0
+	}
+	return l.leases.Size()
+}
+
+// Sweep ends the expired leases, giving their unspent requests back to
+// Redis, and returns how many it ended.
+func (l *Limiter) Sweep() int {
+	if l.leases == nil {
+		return 0
+	}
+	now := l.localNow()
+	ended := 0
+	l.leases.Range(func(key string, ls *lease) bool {
+		if now >= ls.expires {
+			l.unmap(key, ls)
+			_ = l.retire(context.Background(), key, ls)
+			ended++
+		}
+		return true
+	})
+	return ended
+}
+
+// Close ends every lease, giving the unspent requests back to Redis, and
+// returns the errors of the give-backs that failed. The Limiter stays usable;
+// it does not close the client.
+func (l *Limiter) Close() error {
+	if l.leases == nil {
+		return nil
+	}
+	var errs []error
+	l.leases.Range(func(key string, ls *lease) bool {
+		l.unmap(key, ls)
+		errs = append(errs, l.retire(context.Background(), key, ls))
+		return true
+	})
+	return errors.Join(errs...)
+}

@@ -1,0 +1,158 @@
+package redislimit
+
+import (
+	"fmt"
+	"time"
+
+	"github.com/hotlimit/hotlimit"
+)
+
+// FailPolicy is what a Limiter decides when Redis cannot: it is down, slow
+// past the timeout, or the breaker is open.
+type FailPolicy uint8
+
+const (
+	// FailLocal decides with an in-process limiter of the same Config, as if
+	// this process were alone, until Redis answers again. It is the default:
+	// each instance keeps enforcing the limit on its own traffic, so the
+	// global admission is at most the limit times the number of instances.
+	FailLocal FailPolicy = iota
+	// FailOpen admits every request that could ever pass (0 ≤ n ≤ the
+	// burst): availability over the limit.
+	FailOpen
+	// FailClosed denies every request (n = 0 still reports): the limit over
+	// availability.
+	FailClosed
+)
+
+// String returns the policy's Go name, such as "FailLocal".
+func (p FailPolicy) String() string {
+	switch p {
+	case FailLocal:
+		return "FailLocal"
+	case FailOpen:
+		return "FailOpen"
+	case FailClosed:
+		return "FailClosed"
+	}
+	return fmt.Sprintf("FailPolicy(%d)", uint8(p))
+}
+
+// Event reports a decision that Redis did not make, to the hook given by
+// [WithHook].
+type Event struct {
+	// Key and N are the request.
+	Key string
+	N   int
+	// Err is why Redis did not decide; [ErrBreakerOpen] when it was not
+	// asked.
+	Err error
+	// Policy is the policy that decided.
+	Policy FailPolicy
+	// Decision is what the policy decided, and what the caller got.
+	Decision hotlimit.Decision
+}
+
+// settings are a Limiter's own options, read from hotlimit.Options.Extensions.
+type settings struct {
+	prefix      string
+	policy      FailPolicy
+	timeout     time.Duration
+	failures    int
+	cooldown    time.Duration
+	hook        func(Event)
+	leaseSize   int
+	leaseTTL    time.Duration
+	invalidated error // the first invalid option's error
+}
+
+// option is the type of this package's values in hotlimit.Options.Extensions.
+type option func(*settings)
+
+func defaults() settings {
+	return settings{prefix: "hotlimit:", failures: 3, cooldown: time.Second}
+}
+
+// read applies the options of this package found in o.
+func read(o hotlimit.Options) settings {
+	s := defaults()
+	for _, e := range o.Extensions {
+		if f, ok := e.(option); ok {
+			f(&s)
+		}
+	}
+	return s
+}
+
+// WithPrefix sets the prefix of every Redis key the limiter writes; the
+// default is "hotlimit:". Limiters sharing a Redis keep apart by Config
+// anyway (the key names it); a prefix separates applications.
+func WithPrefix(prefix string) hotlimit.Option {
+	return hotlimit.WithExtension(option(func(s *settings) { s.prefix = prefix }))
+}
+
+// WithFailPolicy sets what the limiter decides when Redis cannot; the
+// default is [FailLocal].
+func WithFailPolicy(p FailPolicy) hotlimit.Option {
+	return hotlimit.WithExtension(option(func(s *settings) {
+		if p > FailClosed {
+			s.invalidated = fmt.Errorf("redislimit: %v is not a policy: %w", p, hotlimit.ErrInvalidConfig)
+		}
+		s.policy = p
+	}))
+}
+
+// WithTimeout bounds every call to Redis to d, on top of the caller's
+// context; d <= 0, the default, leaves only the caller's context and the
+// client's own timeouts. go-redis applies a context's deadline to the
+// socket only with ContextTimeoutEnabled set in the client's options, so New
+// rejects a client without it.
+func WithTimeout(d time.Duration) hotlimit.Option {
+	return hotlimit.WithExtension(option(func(s *settings) { s.timeout = max(d, 0) }))
+}
+
+// WithBreaker sets the circuit breaker: after failures Redis errors in a
+// row, the limiter stops asking Redis for cooldown and decides by its
+// policy at once; then one call probes Redis and closes the breaker if it
+// answers. The default is 3 failures and a 1 s cooldown; failures <= 0 turns
+// the breaker off, so that every call waits for Redis or its timeout.
+func WithBreaker(failures int, cooldown time.Duration) hotlimit.Option {
+	return hotlimit.WithExtension(option(func(s *settings) {
+		if failures > 0 && cooldown <= 0 {
+			s.invalidated = fmt.Errorf("redislimit: breaker cooldown %v must be positive: %w", cooldown, hotlimit.ErrInvalidConfig)
+		}
+		s.failures, s.cooldown = max(failures, 0), cooldown
+	}))
+}
+
+// WithHook calls hook with every decision that Redis did not make (see
+// [Event]), on the deciding goroutine: it must be fast and safe for
+// concurrent use.
+func WithHook(hook func(Event)) hotlimit.Option {
+	return hotlimit.WithExtension(option(func(s *settings) { s.hook = hook }))
+}
+
+// WithLease turns on the local lease, for TokenBucket, GCRA and FixedWindow:
+// when a request passes in Redis, the same script call takes up to size more
+// requests for the key (as many as the key has), which this process then
+// spends without a round trip, for at most ttl.
+//
+// A lease never over-admits: every leased request was taken in Redis first.
+// It may under-admit: requests leased by one instance are not available to
+// the others, so at any time the keys's admission falls short of the global
+// limit by at most size × instances. A lease ends when it is spent, after
+// ttl, at the end of a fixed window, or on [Limiter.Close]; its unspent
+// requests then go back to Redis (for the token bucket and GCRA less what
+// has refilled since they were taken, for the fixed window while its window
+// lasts). A leased request passes at most ttl after Redis took it, which is
+// the error of its timing: keep ttl well under the window.
+//
+// size <= 0 turns the lease off, the default; ttl must be positive.
+func WithLease(size int, ttl time.Duration) hotlimit.Option {
+	return hotlimit.WithExtension(option(func(s *settings) {
+		if size > 0 && ttl <= 0 {
+			s.invalidated = fmt.Errorf("redislimit: lease ttl %v must be positive: %w", ttl, hotlimit.ErrInvalidConfig)
+		}
+		s.leaseSize, s.leaseTTL = max(size, 0), ttl
+	}))
+}

@@ -1,0 +1,38 @@
+-- Fixed window: windows aligned on the clock's origin; the key holds the
+-- index of the window it counted in last and its count. A later window
+-- starts at zero; the same or an earlier one (a clock that stepped back)
+-- counts against the stored window.
+local idx = fdiv(now, window)
+local index, count = load()
+local held = index ~= nil
+if not held or idx > index then
+  index, count = idx, 0
+end
+local finish = (index + 1) * window - now -- until the counted window ends
+
+local allowed, retry, got = 0, 0, 0
+if giveback > 0 then
+  -- only while the window they counted in is the key's
+  if held and fdiv(at, window) == index and count > 0 then
+    count = math.max(count - giveback, 0)
+    save(finish, index, count)
+  end
+elseif n == 0 then
+  allowed = 1
+elseif n < 0 or n > limit then
+  retry = -1
+elseif count + n <= limit then
+  allowed = 1
+  count = count + n
+  got = math.min(extra, limit - count)
+  count = count + got
+  save(finish, index, count)
+else
+  retry = finish
+end
+
+local reset = 0
+if count > 0 then
+  reset = finish
+end
+return {allowed, limit - count, retry, reset, got, now}

@@ -1,0 +1,70 @@
+-- Shared by every script. KEYS[1] is the key's state. ARGV:
+--   1 n: requests to take (0 only reports, < 0 is denied)
+--   2 now: the caller's clock in ticks, or '' for the server's TIME in µs
+--   3 limit, 4 window (ticks), 5 burst
+--   6 ticks per millisecond (for the key's TTL)
+--   7 extra: besides n, take up to this many more when n passes (a lease)
+--   8 give back: when > 0, return this many requests, taken at time ARGV 9,
+--     as far as they still count (see hotlimit.Refunder), and take nothing
+--   9 at: the time, in ticks, of the take that give back returns
+-- Every script returns {allowed, remaining, retry after, reset after,
+-- extra taken, now}, durations in ticks, retry after -1 for never.
+-- Numbers are doubles: every value stays an integer below 2^52, which the
+-- Go side checks when it builds the limiter, so arithmetic is exact.
+local n = tonumber(ARGV[1])
+local now
+if ARGV[2] == '' then
+  local t = redis.call('TIME')
+  now = tonumber(t[1]) * 1000000 + tonumber(t[2])
+else
+  now = tonumber(ARGV[2])
+end
+local limit = tonumber(ARGV[3])
+local window = tonumber(ARGV[4])
+local burst = tonumber(ARGV[5])
+local perms = tonumber(ARGV[6])
+local extra = tonumber(ARGV[7])
+local giveback = tonumber(ARGV[8])
+local at = tonumber(ARGV[9])
+local key = KEYS[1]
+
+-- fdiv returns floor(a / b) for integers a and b > 0: the double quotient
+-- can round across an integer, so the result is corrected by one.
+local function fdiv(a, b)
+  local q = math.floor(a / b)
+  if q * b > a then
+    q = q - 1
+  elseif (q + 1) * b <= a then
+    q = q + 1
+  end
+  return q
+end
+
+-- cdiv returns ceil(a / b) for integers a and b > 0.
+local function cdiv(a, b)
+  return -fdiv(-a, b)
+end
+
+local function int(x)
+  return string.format('%.0f', x)
+end
+
+-- save stores the key's fields for ttl ticks, rounded up to the millisecond,
+-- plus a second: a key that expires is as good as a fresh one.
+local function save(ttl, a, b, c)
+  local v = int(a) .. ' ' .. int(b)
+  if c then
+    v = v .. ' ' .. int(c)
+  end
+  redis.call('SET', key, v, 'PX', math.max(cdiv(ttl, perms), 0) + 1000)
+end
+
+-- load returns the key's stored fields as numbers, or nil.
+local function load()
+  local v = redis.call('GET', key)
+  if not v then
+    return nil
+  end
+  local a, b, c = string.match(v, '^(%-?%d+) (%-?%d+) ?(%-?%d*)$')
+  return tonumber(a), tonumber(b), tonumber(c)
+end

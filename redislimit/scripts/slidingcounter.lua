@@ -1,0 +1,81 @@
+-- Sliding counter: the key holds the index of the window it counted in last
+-- and the counts of that window (cur) and of the one before (prev). A request
+-- at offset e into its window sees floor(prev * (window - e) / window) + cur.
+local idx = fdiv(now, window)
+local e = now - idx * window
+local si, sp, sc = load()
+local held = si ~= nil
+local index, prev, cur = idx, 0, 0
+if held then
+  if idx == si + 1 then
+    prev = sc
+  elseif idx == si then
+    prev, cur = sp, sc
+  elseif idx < si then -- a clock that stepped back: the stored window, at its start
+    index, prev, cur, e = si, sp, sc, 0
+  end
+end
+local est = fdiv(prev * (window - e), window) + cur
+
+-- untilAt returns the least wait from now after which the stored state
+-- (si, sp, sc) estimates at most t: the estimate only falls as time passes,
+-- and is zero two windows after the stored one.
+local function untilAt(t)
+  if not held then
+    return 0
+  end
+  local w0 = si * window -- the stored window's start
+  local from = math.max(now, w0) -- before w0 the estimate is sp + sc
+  if from < w0 + window and sc <= t then
+    local e0 = from - w0
+    local need = e0
+    if sp > 0 then
+      need = math.max(e0, window - fdiv((t - sc + 1) * window - 1, sp))
+    end
+    if need < window then
+      return w0 + need - now
+    end
+  end
+  local w1 = w0 + window
+  from = math.max(now, w1)
+  if from < w1 + window then
+    local need = from - w1
+    if sc > 0 then
+      need = math.max(need, window - fdiv((t + 1) * window - 1, sc))
+    end
+    if need < window then
+      return w1 + need - now
+    end
+  end
+  return math.max(w1 + window - now, 0)
+end
+
+local allowed, retry, got = 0, 0, 0
+if giveback > 0 then
+  -- off the count of the window they counted in, while it is the current or
+  -- the previous one
+  local ai = fdiv(at, window)
+  if held and (ai == index or ai == index - 1) then
+    if ai == index then
+      cur = math.max(cur - giveback, 0)
+    else
+      prev = math.max(prev - giveback, 0)
+    end
+    est = fdiv(prev * (window - e), window) + cur
+    si, sp, sc = index, prev, cur
+    save((si + 2) * window - now, si, sp, sc)
+  end
+elseif n == 0 then
+  allowed = 1
+elseif n < 0 or n > limit then
+  retry = -1
+elseif est + n <= limit then
+  allowed = 1
+  cur = cur + n
+  est = est + n
+  si, sp, sc, held = index, prev, cur, true
+  save((si + 2) * window - now, si, sp, sc)
+else
+  retry = untilAt(limit - n)
+end
+return {allowed, math.max(limit - est, 0), retry, untilAt(0), got, now}

@@ -1,0 +1,68 @@
+-- Sliding log, exact: the key is a sorted set of its last limit logged times
+-- (score: the time; member: the time and a sequence number, zero-padded so
+-- that members of one time sort in logging order). A request is logged at
+-- the later of its clock reading and the newest logged time, and passes when
+-- fewer than limit logged times are in (t - window, t].
+local cnt = redis.call('ZCARD', key)
+local newest, top = nil, nil
+if cnt > 0 then
+  top = redis.call('ZRANGE', key, -1, -1, 'WITHSCORES')
+  newest = tonumber(top[2])
+end
+if cnt == 0 and (n == 0 or giveback > 0) then
+  return {1, limit, 0, 0, 0, now}
+end
+local t = now
+if newest and newest > t then
+  t = newest
+end
+local inWindow = redis.call('ZCOUNT', key, '(' .. int(t - window), '+inf')
+
+local allowed, retry = 0, 0
+if giveback > 0 then
+  -- while they are in the window, expire up to giveback of the oldest
+  -- logged requests still in it: those ranked from cnt - inWindow
+  if at > t - window and inWindow > 0 then
+    local k = math.min(giveback, inWindow)
+    redis.call('ZREMRANGEBYRANK', key, cnt - inWindow, cnt - inWindow + k - 1)
+    inWindow = inWindow - k
+    if inWindow == 0 then
+      newest = nil
+    end
+  end
+elseif n < 0 or n > limit then
+  retry = -1
+elseif n == 0 then
+  allowed = 1
+elseif inWindow + n <= limit then
+  allowed = 1
+  local seq = 0
+  if newest == t then
+    seq = tonumber(string.match(top[1], ':(%d+)$')) + 1
+  end
+  -- in chunks: unpack's results must fit Lua's C stack
+  local args = {}
+  for i = 0, n - 1 do
+    args[#args + 1] = int(t)
+    args[#args + 1] = int(t) .. ':' .. string.format('%010d', seq + i)
+    if #args == 1000 or i == n - 1 then
+      redis.call('ZADD', key, unpack(args))
+      args = {}
+    end
+  end
+  redis.call('ZREMRANGEBYRANK', key, 0, -(limit + 1))
+  redis.call('PEXPIRE', key, math.max(cdiv(t + window - now, perms), 0) + 1000)
+  inWindow = inWindow + n
+  newest = t
+else
+  -- the n-th oldest of the last limit times, counting missing ones as oldest
+  local pos = n - 1 - (limit - cnt)
+  local at = redis.call('ZRANGE', key, pos, pos, 'WITHSCORES')
+  retry = tonumber(at[2]) + window - now
+end
+
+local reset = 0
+if newest and newest > t - window then
+  reset = newest + window - now
+end
+return {allowed, limit - inWindow, retry, reset, 0, now}

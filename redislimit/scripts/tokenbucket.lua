@@ -1,0 +1,56 @@
+-- Token bucket, exact: s is the key's tokens times window, which grows by
+-- limit per tick up to cap = burst * window. A fresh key is full. A clock
+-- behind the key's last time refills nothing. Only a change is stored.
+local cap = burst * window
+local s, last = load()
+local held = s ~= nil
+if not held then
+  s, last = cap, now
+elseif now > last then
+  local el = now - last
+  if el >= cdiv(cap - s, limit) then
+    s = cap
+  else
+    s = s + el * limit
+  end
+  last = now
+end
+
+local allowed, retry, got = 0, 0, 0
+if giveback > 0 then
+  -- the tokens less what has refilled since they were taken: had they not
+  -- been taken, those refills would have been capped
+  local back = giveback * window
+  if now > at then
+    if now - at >= cdiv(back, limit) then
+      back = 0
+    else
+      back = back - (now - at) * limit
+    end
+  end
+  if held and back > 0 then
+    s = math.min(cap, s + back)
+    save(cdiv(cap - s, limit), s, last)
+  end
+elseif n == 0 then
+  allowed = 1
+elseif n < 0 or n > burst then
+  retry = -1
+elseif s >= n * window then
+  allowed = 1
+  s = s - n * window
+  got = math.min(extra, fdiv(s, window))
+  s = s - got * window
+  save(cdiv(cap - s, limit), s, last)
+else
+  retry = cdiv(n * window - s, limit)
+end
+
+local remaining, reset = 0, 0
+if s > 0 then
+  remaining = fdiv(s, window)
+end
+if s < cap then
+  reset = cdiv(cap - s, limit)
+end
+return {allowed, remaining, retry, reset, got, now}
