@@ -4,7 +4,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"runtime"
 	"strconv"
+	"sync/atomic"
 	"time"
 
 	"github.com/hotlimit/hotlimit"
@@ -40,6 +42,10 @@ type Limiter struct {
 	c      hotlimit.Config
 	script *redis.Script
 	set    settings
+	// batch runs the scripts, sharing round trips between concurrent calls
+	// unless WithBatch turned that off.
+	batch    *batcher
+	inflight atomic.Int64 // calls to Redis under way, with batch
 
 	// clock is the caller's clock in ns ([hotlimit.WithClock]), or nil for
 	// Redis's TIME in µs; unit is the duration of one tick of either.
@@ -47,6 +53,9 @@ type Limiter struct {
 	unit  time.Duration
 	// window, burst: the Config in ticks and requests, as script arguments.
 	window, burst int64
+	// fixed holds the script arguments that never change, boxed once: limit,
+	// window, burst, ticks per millisecond.
+	fixed [4]any
 	// keyPrefix is the prefix, the Config and the hash tag's opening brace.
 	keyPrefix string
 
@@ -99,6 +108,7 @@ func New(client redis.UniversalClient, c hotlimit.Config, opts ...hotlimit.Optio
 	alg := c.Algorithm.String()
 	l.keyPrefix = l.set.prefix + alg + ":" + strconv.Itoa(c.Limit) + ":" + strconv.FormatInt(l.window, 10) +
 		":" + strconv.FormatInt(l.burst, 10) + ":" + l.unit.String()[1:] + ":{"
+	l.fixed = [4]any{int64(c.Limit), l.window, l.burst, int64(time.Millisecond / l.unit)}
 	l.breaker = newBreaker(l.set.failures, l.set.cooldown)
 	if l.set.policy == FailLocal {
 		local, err := service.NewLimiter(c, hotlimit.WithClock(l.clock))
@@ -110,6 +120,8 @@ func New(client redis.UniversalClient, c hotlimit.Config, opts ...hotlimit.Optio
 	if l.set.leaseSize > 0 {
 		l.leases = xsync.NewMapOf[string, *lease]()
 	}
+	l.batch = newBatcher(l, l.set.batch, l.set.flushers)
+	runtime.AddCleanup(l, (*batcher).close, l.batch)
 	return l, nil
 }
 
@@ -290,14 +302,21 @@ func (l *Limiter) run(ctx context.Context, k string, n, extra, giveback, at int6
 		}
 		now = strconv.FormatInt(t, 10)
 	}
-	if l.set.timeout > 0 {
-		var cancel context.CancelFunc
-		ctx, cancel = context.WithTimeout(ctx, l.set.timeout)
-		defer cancel()
+	args := []any{n, now, l.fixed[0], l.fixed[1], l.fixed[2], l.fixed[3], extra, giveback, at}
+	if l.batch.max > 0 {
+		// Alone, a call goes straight to Redis: waiting for a batch would
+		// only add a hand-over. With calls in flight, it joins a batch.
+		defer l.inflight.Add(-1)
+		if l.inflight.Add(1) > 1 {
+			return l.batch.do(ctx, k, args)
+		}
 	}
-	perms := int64(time.Millisecond / l.unit)
-	v, err := l.script.Run(ctx, l.client, []string{k},
-		n, now, l.c.Limit, l.window, l.burst, perms, extra, giveback, at).Int64Slice()
+	return l.batch.runOne(ctx, k, args)
+}
+
+// parse reads a script's reply.
+func parse(cmd *redis.Cmd) (reply, error) {
+	v, err := cmd.Int64Slice()
 	if err != nil {
 		return reply{}, err
 	}
@@ -395,10 +414,12 @@ func (l *Limiter) Sweep() int {
 	return ended
 }
 
-// Close ends every lease, giving the unspent requests back to Redis, and
-// returns the errors of the give-backs that failed. The Limiter stays usable;
-// it does not close the client.
+// Close ends every lease, giving the unspent requests back to Redis, stops
+// the goroutines that batch calls (see [WithBatch]), and returns the errors of
+// the give-backs that failed. The Limiter stays usable, each call then a
+// round trip of its own; Close does not close the client.
 func (l *Limiter) Close() error {
+	l.batch.close()
 	if l.leases == nil {
 		return nil
 	}

@@ -63,6 +63,8 @@ type settings struct {
 	hook        func(Event)
 	leaseSize   int
 	leaseTTL    time.Duration
+	batch       int
+	flushers    int
 	invalidated error // the first invalid option's error
 }
 
@@ -70,7 +72,7 @@ type settings struct {
 type option func(*settings)
 
 func defaults() settings {
-	return settings{prefix: "hotlimit:", failures: 3, cooldown: time.Second}
+	return settings{prefix: "hotlimit:", failures: 3, cooldown: time.Second, batch: 64, flushers: 2}
 }
 
 // read applies the options of this package found in o.
@@ -155,4 +157,18 @@ func WithLease(size int, ttl time.Duration) hotlimit.Option {
 		}
 		s.leaseSize, s.leaseTTL = max(size, 0), ttl
 	}))
+}
+
+// WithBatch sets how concurrent calls, for any keys, share round trips. A
+// call made while no other is under way goes to Redis by itself; one made
+// while others are waits for the next pipeline, which takes up to size
+// waiting calls at once, with up to flushers pipelines in flight. Redis then
+// reads, runs and answers a whole batch per system call, which raises the
+// throughput several times under concurrency (see the README's measurements).
+// The default is 64 calls and 2 pipelines; size <= 0 turns batching off, so
+// that every call is its own round trip. Batching runs on flushers
+// goroutines per Limiter, stopped by [Limiter.Close] or when the Limiter is
+// collected.
+func WithBatch(size, flushers int) hotlimit.Option {
+	return hotlimit.WithExtension(option(func(s *settings) { s.batch, s.flushers = max(size, 0), max(flushers, 1) }))
 }
