@@ -1,13 +1,16 @@
 # make test  — every check: vet, formatting, the race-enabled test suite, a
-#              benchmark smoke run, 32-bit builds and the bench module's tests.
+#              benchmark smoke run, 32-bit builds, the bench module's tests
+#              and the redislimit module's tests against real Redis servers
+#              and clusters (redis-server and redis-cli are installed with
+#              apt-get when missing and run as root).
 # make bench — the comparison against other Go limiters (see README).
 
 GO ?= go
 PKGS := ./...
 
-.PHONY: test vet fmt race smoke test386 benchmod bench
+.PHONY: test vet fmt race smoke test386 benchmod redis redismod bench
 
-test: vet fmt race smoke test386 benchmod
+test: vet fmt race smoke test386 redis redismod benchmod
 
 vet:
 	$(GO) vet $(PKGS)
@@ -34,6 +37,27 @@ benchmod:
 	cd bench && $(GO) vet ./...
 	cd bench && $(GO) test -race -short -count=1 ./...
 	cd bench && $(GO) test -run '^$$' -bench . -benchtime 1x ./...
+
+# redis-server and redis-cli, which the redislimit tests start on loopback
+# ports: installed with the system package manager when missing and running
+# as root, else the one command to run.
+redis:
+	@if command -v redis-server >/dev/null && command -v redis-cli >/dev/null; then exit 0; fi; \
+	cmd="apt-get install -y redis-server redis-tools"; \
+	if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null; then \
+		echo "== $$cmd"; \
+		DEBIAN_FRONTEND=noninteractive apt-get update -qq && DEBIAN_FRONTEND=noninteractive $$cmd -qq; \
+	else \
+		echo "redis-server and redis-cli are needed by the redislimit tests: run  sudo $$cmd"; exit 1; \
+	fi
+
+# The redislimit module (its own go.mod, with go-redis): vet, the race-enabled
+# tests against real servers, every benchmark once, and a 32-bit build.
+redismod:
+	cd redislimit && $(GO) vet ./...
+	cd redislimit && $(GO) test -race -count=1 -timeout 15m ./...
+	cd redislimit && $(GO) test -run '^$$' -bench . -benchtime 1x ./...
+	cd redislimit && GOARCH=386 $(GO) vet ./...
 
 # The comparison with other Go limiters: tables in bench/results/latest.txt,
 # chart in bench/results/scaling.svg (see bench/README.md).

@@ -1,3 +1,73 @@
 // Package redislimit enforces hotlimit's limiters across many processes, with
-// their state in Redis.
+// each key's state in Redis: every instance of a service that builds a
+// Limiter of the same [hotlimit.Config] on the same Redis shares one limit.
+//
+//	client := redis.NewClient(&redis.Options{Addr: "localhost:6379"})
+//	lim, err := redislimit.New(client, hotlimit.Config{
+//		Algorithm: hotlimit.GCRA, Limit: 100, Window: time.Minute,
+//	})
+//	...
+//	if !lim.Allow("user-42") {
+//		// 429
+//	}
+//
+// # Semantics
+//
+// Every algorithm of hotlimit (TokenBucket, FixedWindow, SlidingLog, GCRA,
+// SlidingCounter) is one Lua script, run atomically by Redis with EVALSHA
+// (after a restart or a SCRIPT FLUSH the server answers NOSCRIPT, and the
+// script is sent again with EVAL, transparently). The scripts keep the
+// reference semantics of the in-memory limiters and fill the same Decision
+// fields; the tests replay the in-memory packages' sequential models against
+// Redis.
+//
+// Time is Redis's: each script reads TIME, in microseconds, so clients whose
+// clocks disagree still agree on every decision; fixed and sliding-counter
+// windows are aligned on the Unix epoch. With [hotlimit.WithClock] the
+// caller's clock is sent instead, in nanoseconds (the tests use a fake one).
+// Lua numbers are doubles, exact below 2^53; New rejects a Config whose
+// arithmetic could leave that range (see New).
+//
+// Each key is one Redis key, "<prefix><algorithm>:<limit>:<window>:<burst>:<unit>:{<key>}":
+// the prefix ([WithPrefix], "hotlimit:" by default) and the Config keep
+// limiters apart, and the braces make the key its own hash tag, so that a
+// Redis Cluster places a key's state for every Config on one node. Every key
+// is written with a TTL of the time it takes to return to a full quota, plus
+// a second: an idle key vanishes by itself, and one that vanished is as good
+// as a fresh one.
+//
+// New works with a single node, a Sentinel (failover) client and a Cluster
+// client: any redis.UniversalClient.
+//
+// # Failures
+//
+// When Redis cannot decide (an error, the timeout of [WithTimeout], the open
+// breaker of [WithBreaker]), the [FailPolicy] of [WithFailPolicy] does:
+// [FailLocal] (the default) decides with an in-process limiter of the same
+// Config, [FailOpen] admits, [FailClosed] denies. [Limiter.TakeContext]
+// returns the error together with that decision; Take and Allow return the
+// decision alone; [WithHook] sees every such decision. The circuit breaker
+// (on by default: 3 errors in a row open it for 1 s) makes a dead Redis cost
+// a few atomic loads per call instead of a timeout, and lets one call probe
+// Redis when the cooldown ends.
+//
+// # Throughput
+//
+// A call made while no other is under way is one round trip. Calls made
+// concurrently, for any keys, share pipelines ([WithBatch]): Redis reads,
+// runs and answers a whole batch per system call, which raises the
+// decisions per second several times under concurrency.
+//
+// For a hot key, [WithLease] takes a batch of requests from Redis in the same
+// script call that admits one, and spends them in this process without a
+// round trip. A lease never over-admits (every leased request was taken in
+// Redis first); it under-admits by at most the lease size per instance, and
+// gives what is unspent back when it ends.
+//
+// # Refunds and the service
+//
+// A Limiter is a [hotlimit.Refunder], so a [service.Service] built with
+// [Factory] keeps every rule in Redis, rules of several limits included:
+//
+//	svc, err := service.New(def, hotlimit.WithFactory(redislimit.Factory(client)))
 package redislimit
