@@ -6,6 +6,7 @@ import (
 
 	"github.com/hotlimit/hotlimit/fixedwindow"
 	"github.com/hotlimit/hotlimit/internal/limitertest"
+	"github.com/hotlimit/hotlimit/internal/models"
 )
 
 // TestFrozenClockHammer: exactly limit per key and round, from 32
@@ -21,7 +22,7 @@ func TestFrozenClockHammer(t *testing.T) {
 // limitertest).
 func TestPhasedHammer(t *testing.T) {
 	limitertest.PhasedHammer(t, limitertest.Adapt(fixedwindow.New), func(limit int, window time.Duration) limitertest.Model {
-		return newModel(limit, window).take
+		return models.NewFixedWindow(limit, window).Take
 	})
 }
 

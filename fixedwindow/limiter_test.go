@@ -12,6 +12,7 @@ import (
 
 	"github.com/hotlimit/hotlimit"
 	"github.com/hotlimit/hotlimit/fixedwindow"
+	"github.com/hotlimit/hotlimit/internal/models"
 )
 
 const ms = time.Millisecond
@@ -184,7 +185,7 @@ func TestWrappedIndexSaturates(t *testing.T) {
 	var now atomic.Int64
 	lim, err := fixedwindow.New(1, window, hotlimit.WithClock(now.Load))
 	require.NoError(t, err)
-	written := floorDiv(math.MinInt64+1, int64(window)) + 1
+	written := models.FloorDiv(math.MinInt64+1, int64(window)) + 1
 	now.Store(written * int64(window))
 	require.True(t, lim.Allow("k"))
 	now.Store((written + 1<<41 + 1) * int64(window))

@@ -12,6 +12,7 @@ import (
 
 	"github.com/hotlimit/hotlimit"
 	"github.com/hotlimit/hotlimit/gcra"
+	"github.com/hotlimit/hotlimit/internal/models"
 )
 
 // diffConfigs are the policies of the differential tests, all exact (see
@@ -37,7 +38,7 @@ type diffRun struct {
 	rng          *rand.Rand
 	now          atomic.Int64
 	lim          *gcra.Limiter
-	model        *model
+	model        *models.GCRA
 	limit, burst int
 	window       time.Duration
 	epoch        int64
@@ -55,7 +56,7 @@ func newDiffRun(t *testing.T, rng *rand.Rand, ci int) *diffRun {
 	var err error
 	r.lim, err = gcra.New(cfg.limit, cfg.window, hotlimit.WithClock(r.now.Load), hotlimit.WithBurst(cfg.burst))
 	require.NoError(t, err)
-	r.model = newModel(r.limit, r.burst, r.window, r.epoch)
+	r.model = models.NewGCRA(r.limit, r.burst, r.window, r.epoch)
 	return r
 }
 
@@ -113,11 +114,11 @@ func (r *diffRun) call(t *testing.T, msg string) bool {
 	key := r.keys[r.rng.IntN(len(r.keys))]
 	now := r.now.Load()
 	if r.rng.IntN(4) == 0 {
-		want := r.model.take(key, 1, now).Allowed
+		want := r.model.Take(key, 1, now).Allowed
 		return assert.Equal(t, want, r.lim.Allow(key), "%s: Allow(%q) at %d", msg, key, now-r.epoch)
 	}
 	n := randomN(r.rng, r.burst)
-	want := r.model.take(key, n, now)
+	want := r.model.Take(key, n, now)
 	return assert.Equal(t, want, r.lim.Take(key, n), "%s: Take(%q, %d) at %d", msg, key, n, now-r.epoch)
 }
 
@@ -139,8 +140,8 @@ func TestDifferential(t *testing.T) {
 					msg := fmt.Sprintf("seq %d step %d", seq, step)
 					if rng.IntN(20) == 0 {
 						now := r.now.Load()
-						if !assert.Equal(t, r.model.sweep(now), r.lim.Sweep(), "%s: Sweep", msg) ||
-							!assert.Equal(t, len(r.model.keys), r.lim.Len(), "%s: Len", msg) {
+						if !assert.Equal(t, r.model.Sweep(now), r.lim.Sweep(), "%s: Sweep", msg) ||
+							!assert.Equal(t, r.model.Len(), r.lim.Len(), "%s: Len", msg) {
 							return
 						}
 						continue
@@ -176,7 +177,7 @@ func TestSweepChangesNoDecision(t *testing.T) {
 				return
 			}
 		}
-		assert.LessOrEqual(t, r.lim.Len(), len(r.model.keys), "seq %d", seq)
+		assert.LessOrEqual(t, r.lim.Len(), r.model.Len(), "seq %d", seq)
 	}
 	assert.Greater(t, swept, seqs, "the sweeps evicted keys")
 }
@@ -199,7 +200,7 @@ func TestRetryAfterIsExact(t *testing.T) {
 			key := r.keys[rng.IntN(len(r.keys))]
 			n := 1 + rng.IntN(r.burst)
 			now := r.now.Load()
-			want := r.model.take(key, n, now)
+			want := r.model.Take(key, n, now)
 			d := r.lim.Take(key, n)
 			if !assert.Equal(t, want, d, "seq %d step %d", seq, step) {
 				return
@@ -213,7 +214,7 @@ func TestRetryAfterIsExact(t *testing.T) {
 			assert.False(t, r.lim.Take(key, n).Allowed, "seq %d step %d: RetryAfter-1ns", seq, step)
 			r.now.Store(now + int64(d.RetryAfter))
 			assert.True(t, r.lim.Take(key, n).Allowed, "seq %d step %d: RetryAfter", seq, step)
-			r.model.take(key, n, now+int64(d.RetryAfter))
+			r.model.Take(key, n, now+int64(d.RetryAfter))
 		}
 	}
 	assert.Greater(t, checked, seqs, "denials were checked")

@@ -14,6 +14,7 @@ import (
 	"github.com/hotlimit/hotlimit"
 	"github.com/hotlimit/hotlimit/gcra"
 	"github.com/hotlimit/hotlimit/internal/limitertest"
+	"github.com/hotlimit/hotlimit/internal/models"
 )
 
 // TestFrozenClockHammer: exactly the burst per key and round, from 32
@@ -56,7 +57,7 @@ func TestPhasedHammer(t *testing.T) {
 			now.Store(epoch)
 			lim, err := gcra.New(limit, time.Duration(window), hotlimit.WithClock(now.Load), hotlimit.WithBurst(burst))
 			require.NoError(t, err)
-			m := newModel(limit, burst, time.Duration(window), epoch)
+			m := models.NewGCRA(limit, burst, time.Duration(window), epoch)
 			stop := make(chan struct{})
 			var swept *atomic.Int64
 			if sweep {
@@ -84,7 +85,7 @@ func TestPhasedHammer(t *testing.T) {
 				want := make([]int64, len(keys))
 				for k, key := range keys {
 					for range goroutines * calls {
-						if m.take(key, n, at).Allowed {
+						if m.Take(key, n, at).Allowed {
 							want[k]++
 						}
 					}
@@ -107,7 +108,7 @@ func TestPhasedHammer(t *testing.T) {
 				wg.Wait()
 				for k, key := range keys {
 					assert.Equal(t, want[k], got[k].Load(), "phase %d key %s: passes", phase, key)
-					assert.Equal(t, m.take(key, 0, at), lim.Take(key, 0), "phase %d key %s: state", phase, key)
+					assert.Equal(t, m.Take(key, 0, at), lim.Take(key, 0), "phase %d key %s: state", phase, key)
 				}
 			}
 			if sweep {

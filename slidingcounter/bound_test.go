@@ -13,6 +13,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/hotlimit/hotlimit"
+	"github.com/hotlimit/hotlimit/internal/models"
 	"github.com/hotlimit/hotlimit/slidingcounter"
 )
 
@@ -116,7 +117,7 @@ func TestErrorBound(t *testing.T) {
 				require.Greater(t, int64(len(log)), 10*limit, "traffic was admitted")
 				maxExcess, minSlack := int64(0), 2*limit
 				for _, at := range log {
-					i := floorDiv(at, window)
+					i := models.FloorDiv(at, window)
 					e := at - i*window
 					count := log.in(at-window, at)
 					p := log.in((i-1)*window-1, i*window-1)

@@ -10,6 +10,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/hotlimit/hotlimit"
+	"github.com/hotlimit/hotlimit/internal/models"
 	"github.com/hotlimit/hotlimit/slidingcounter"
 )
 
@@ -22,7 +23,7 @@ type diffRun struct {
 	rng    *rand.Rand
 	now    atomic.Int64
 	lim    *slidingcounter.Limiter
-	model  *model
+	model  *models.SlidingCounter
 	limit  int
 	window int64
 	keys   []string
@@ -50,7 +51,7 @@ func newDiffRun(t *testing.T, rng *rand.Rand) *diffRun {
 	var err error
 	r.lim, err = slidingcounter.New(r.limit, window, hotlimit.WithClock(r.now.Load))
 	require.NoError(t, err)
-	r.model = newModel(r.limit, window)
+	r.model = models.NewSlidingCounter(r.limit, window)
 	return r
 }
 
@@ -104,11 +105,11 @@ func (r *diffRun) call(t *testing.T, seq, step int) bool {
 	key := r.keys[r.rng.IntN(len(r.keys))]
 	now := r.now.Load()
 	if r.rng.IntN(4) == 0 {
-		want := r.model.take(key, 1, now).Allowed
+		want := r.model.Take(key, 1, now).Allowed
 		return assert.Equal(t, want, r.lim.Allow(key), "seq %d step %d: Allow(%q) at %d", seq, step, key, now)
 	}
 	n := r.randN()
-	want := r.model.take(key, n, now)
+	want := r.model.Take(key, n, now)
 	return assert.Equal(t, want, r.lim.Take(key, n), "seq %d step %d: Take(%q, %d) at %d", seq, step, key, n, now)
 }
 
@@ -127,10 +128,10 @@ func TestDifferential(t *testing.T) {
 			r.tick(true)
 			if rng.IntN(15) == 0 {
 				now := r.now.Load()
-				if !assert.Equal(t, r.model.sweep(now), r.lim.Sweep(), "seq %d step %d: Sweep at %d", seq, step, now) {
+				if !assert.Equal(t, r.model.Sweep(now), r.lim.Sweep(), "seq %d step %d: Sweep at %d", seq, step, now) {
 					return
 				}
-				if !assert.Equal(t, len(r.model.keys), r.lim.Len(), "seq %d step %d: Len", seq, step) {
+				if !assert.Equal(t, r.model.Len(), r.lim.Len(), "seq %d step %d: Len", seq, step) {
 					return
 				}
 				continue
@@ -164,7 +165,7 @@ func TestSweepChangesNoDecision(t *testing.T) {
 				return
 			}
 		}
-		assert.LessOrEqual(t, r.lim.Len(), len(r.model.keys), "seq %d", seq)
+		assert.LessOrEqual(t, r.lim.Len(), r.model.Len(), "seq %d", seq)
 	}
 	assert.Greater(t, swept, seqs, "the sweeps evicted keys")
 }
@@ -189,7 +190,7 @@ func TestRetryAfterIsExact(t *testing.T) {
 			key := r.keys[rng.IntN(len(r.keys))]
 			n := 1 + rng.IntN(r.limit)
 			now := r.now.Load()
-			want := r.model.take(key, n, now)
+			want := r.model.Take(key, n, now)
 			d := r.lim.Take(key, n)
 			if !assert.Equal(t, want, d, "seq %d step %d", seq, step) {
 				return
@@ -211,7 +212,7 @@ func TestRetryAfterIsExact(t *testing.T) {
 			assert.False(t, r.lim.Take(key, n).Allowed, "seq %d step %d: RetryAfter-1ns", seq, step)
 			r.now.Store(now + int64(d.RetryAfter))
 			assert.True(t, r.lim.Take(key, n).Allowed, "seq %d step %d: RetryAfter", seq, step)
-			r.model.take(key, n, now+int64(d.RetryAfter))
+			r.model.Take(key, n, now+int64(d.RetryAfter))
 		}
 	}
 	assert.Greater(t, checked, seqs, "denials were checked")

@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/hotlimit/hotlimit/internal/limitertest"
+	"github.com/hotlimit/hotlimit/internal/models"
 	"github.com/hotlimit/hotlimit/slidingcounter"
 )
 
@@ -21,7 +22,7 @@ func TestFrozenClockHammer(t *testing.T) {
 // limitertest).
 func TestPhasedHammer(t *testing.T) {
 	limitertest.PhasedHammer(t, limitertest.Adapt(slidingcounter.New), func(limit int, window time.Duration) limitertest.Model {
-		return newModel(limit, window).take
+		return models.NewSlidingCounter(limit, window).Take
 	})
 }
 

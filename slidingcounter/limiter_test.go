@@ -11,6 +11,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/hotlimit/hotlimit"
+	"github.com/hotlimit/hotlimit/internal/models"
 	"github.com/hotlimit/hotlimit/slidingcounter"
 )
 
@@ -212,7 +213,7 @@ func TestWrappedIndexSaturates(t *testing.T) {
 	var now atomic.Int64
 	lim, err := slidingcounter.New(1, window, hotlimit.WithClock(now.Load))
 	require.NoError(t, err)
-	written := floorDiv(math.MinInt64, int64(window)) + 1
+	written := models.FloorDiv(math.MinInt64, int64(window)) + 1
 	now.Store(written * int64(window))
 	require.True(t, lim.Allow("k"))
 	now.Store((written + 1<<29 + 1) * int64(window))

@@ -7,6 +7,8 @@ import (
 	"time"
 
 	"github.com/stretchr/testify/require"
+
+	"github.com/hotlimit/hotlimit/internal/models"
 )
 
 // TestDifferential: random calls and clock moves, including steps back and
@@ -23,7 +25,7 @@ func TestDifferential(t *testing.T) {
 				rng := rand.New(rand.NewPCG(seed, uint64(limit)))
 				window := time.Duration(1+rng.IntN(1000)) * time.Millisecond
 				lim, clock := newAt(t, limit, window)
-				m := newModel(limit, window)
+				m := models.NewSlidingLog(limit, window)
 				clock.Store(rng.Int64N(1<<40) - 1<<39)
 				keys := []string{"a", "b", "c"}
 				for step := range steps {
@@ -36,7 +38,7 @@ func TestDifferential(t *testing.T) {
 					case r < 95:
 						clock.Add(-rng.Int64N(int64(window)))
 					case r < 97:
-						require.Equal(t, m.sweep(clock.Load()), lim.Sweep(), "step %d", step)
+						require.Equal(t, m.Sweep(clock.Load()), lim.Sweep(), "step %d", step)
 					default:
 						clock.Add(int64(window)) // exactly one window: the boundary
 					}
@@ -46,7 +48,7 @@ func TestDifferential(t *testing.T) {
 						n = 1
 					}
 					now := clock.Load()
-					want := m.take(key, n, now)
+					want := m.Take(key, n, now)
 					if n == 1 && rng.IntN(2) == 0 {
 						require.Equal(t, want.Allowed, lim.Allow(key), "step %d key %s now %d", step, key, now)
 						continue

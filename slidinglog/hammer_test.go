@@ -13,6 +13,7 @@ import (
 
 	"github.com/hotlimit/hotlimit"
 	"github.com/hotlimit/hotlimit/internal/limitertest"
+	"github.com/hotlimit/hotlimit/internal/models"
 	"github.com/hotlimit/hotlimit/slidinglog"
 )
 
@@ -86,7 +87,7 @@ func TestPhasedHammer(t *testing.T) {
 			var now atomic.Int64
 			lim, err := slidinglog.New(limit, time.Duration(window), hotlimit.WithClock(now.Load))
 			require.NoError(t, err)
-			m := newModel(limit, time.Duration(window))
+			m := models.NewSlidingLog(limit, time.Duration(window))
 			stop := make(chan struct{})
 			if sweep {
 				sweeper, _ := limitertest.SweepUntil(lim, stop)
@@ -107,7 +108,7 @@ func TestPhasedHammer(t *testing.T) {
 				want := make([]int64, len(keys))
 				for k, key := range keys {
 					for range goroutines * calls {
-						if m.take(key, 1, at).Allowed {
+						if m.Take(key, 1, at).Allowed {
 							want[k]++
 						}
 					}
@@ -130,7 +131,7 @@ func TestPhasedHammer(t *testing.T) {
 				wg.Wait()
 				for k, key := range keys {
 					require.Equal(t, want[k], got[k].Load(), "phase %d key %s", phase, key)
-					require.Equal(t, m.take(key, 0, at), lim.Take(key, 0), "phase %d key %s", phase, key)
+					require.Equal(t, m.Take(key, 0, at), lim.Take(key, 0), "phase %d key %s", phase, key)
 				}
 			}
 		})

@@ -14,6 +14,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/hotlimit/hotlimit"
+	"github.com/hotlimit/hotlimit/internal/models"
 )
 
 // TestBurstScript: 5 per second with a burst of 7. A fresh key passes 7 at
@@ -183,8 +184,8 @@ func TestPhasedHammerBurst(t *testing.T) {
 			for phase := range phases {
 				step := r.Int64N(2 * lim.fill)
 				now := tw.now.Add(step / int64(time.Millisecond) * int64(time.Millisecond))
-				mt, _ := m.at(now)
-				want := floorRat(m.tokens("k", mt))
+				mt, _ := m.At(now)
+				want := models.FloorRat(m.Tokens("k", mt))
 				var taken atomic.Int64
 				var wg sync.WaitGroup
 				start := make(chan struct{})
@@ -208,7 +209,7 @@ func TestPhasedHammerBurst(t *testing.T) {
 				wg.Wait()
 				assert.Equal(t, want, taken.Load(), "phase %d", phase)
 				if want > 0 {
-					m.take("k", mt, want)
+					m.Admit("k", mt, want)
 				}
 				tw.checkState("k", fmt.Sprintf("phase %d", phase))
 				if t.Failed() {

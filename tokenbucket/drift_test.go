@@ -11,6 +11,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/hotlimit/hotlimit"
+	"github.com/hotlimit/hotlimit/internal/models"
 )
 
 // TestNoDrift: a long run of tiny clock steps (1 to 997 ns), a request
@@ -53,9 +54,9 @@ func TestNoDrift(t *testing.T) {
 					// The model's single request at now passes when its
 					// bucket holds a token: from next on.
 					if now >= next {
-						m.take("k", now, 1)
+						m.Admit("k", now, 1)
 						modelPassed++
-						next = now + m.wait("k", now, one)
+						next = now + m.Wait("k", now, one)
 					}
 					continue
 				}
@@ -65,17 +66,17 @@ func TestNoDrift(t *testing.T) {
 					require.Zero(t, d.Remaining)
 					passed += int64(rem)
 				}
-				if x := floorRat(m.tokens("k", now)); x > 0 {
-					m.take("k", now, x)
+				if x := models.FloorRat(m.Tokens("k", now)); x > 0 {
+					m.Admit("k", now, x)
 					modelPassed += x
 				}
 			}
 			elapsed := tw.now.Load()
-			bound := new(big.Rat).Mul(m.rate, new(big.Rat).SetInt64(elapsed))
-			bound.Add(bound, m.cap)
+			bound := new(big.Rat).Mul(m.Rate, new(big.Rat).SetInt64(elapsed))
+			bound.Add(bound, m.Cap)
 			t.Logf("%d steps over %v: passed %d, model %d, bound %s", cfg.steps, time.Duration(elapsed), passed, modelPassed, bound.FloatString(3))
 			assert.InDelta(t, modelPassed, passed, 1)
-			assert.LessOrEqual(t, passed, floorRat(bound))
+			assert.LessOrEqual(t, passed, models.FloorRat(bound))
 			assert.Greater(t, passed, int64(cfg.limit), "the run refilled tokens")
 		})
 	}

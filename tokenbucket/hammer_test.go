@@ -13,6 +13,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/hotlimit/hotlimit/internal/limitertest"
+	"github.com/hotlimit/hotlimit/internal/models"
 )
 
 // TestFrozenClockHammer: exactly limit per key and round, from 32
@@ -76,8 +77,8 @@ func TestPhasedHammer(t *testing.T) {
 					step = int64(1+r.IntN(3))*int64(lim.b.Range()) + r.Int64N(int64(cfg.window))
 				}
 				now := tw.now.Add(step / int64(time.Millisecond) * int64(time.Millisecond))
-				mt, _ := m.at(now)
-				want := floorRat(m.tokens("k", mt))
+				mt, _ := m.At(now)
+				want := models.FloorRat(m.Tokens("k", mt))
 
 				var taken atomic.Int64
 				var wg sync.WaitGroup
@@ -103,7 +104,7 @@ func TestPhasedHammer(t *testing.T) {
 				wg.Wait()
 				assert.Equal(t, want, taken.Load(), "phase %d at %v", phase, time.Duration(mt))
 				if want > 0 {
-					m.take("k", mt, want)
+					m.Admit("k", mt, want)
 				}
 				tw.checkState("k", fmt.Sprintf("phase %d", phase))
 				if t.Failed() {

@@ -59,7 +59,7 @@ func TestSweepChangesNoDecision(t *testing.T) {
 				tw.others = true
 				for i := range 120 {
 					step := randomStep(r, cfg.limit, cfg.window, time.Millisecond)
-					if step < 0 || tw.now.Load()+int64(step)-tw.m.epoch > tw.lim.soft/2 {
+					if step < 0 || tw.now.Load()+int64(step)-tw.m.Epoch > tw.lim.soft/2 {
 						continue
 					}
 					tw.now.Add(int64(step))

@@ -11,6 +11,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/hotlimit/hotlimit"
+	"github.com/hotlimit/hotlimit/internal/models"
 	"github.com/hotlimit/hotlimit/internal/packed"
 )
 
@@ -43,7 +44,7 @@ import (
 type twin struct {
 	t      *testing.T
 	lim    *Limiter
-	m      *model
+	m      *models.TokenBucket
 	now    *atomic.Int64
 	scale  *big.Rat // units per token: 2^F
 	exact  bool
@@ -79,7 +80,7 @@ func newBurstTwin(t *testing.T, limit, burst int, window time.Duration, epoch in
 	lim, err := New(limit, window, hotlimit.WithClock(tw.now.Load), hotlimit.WithBurst(burst))
 	require.NoError(t, err)
 	tw.lim = lim
-	tw.m = newModel(limit, burst, window, epoch)
+	tw.m = models.NewTokenBucket(limit, burst, window, epoch)
 	tw.scale = new(big.Rat).SetInt64(int64(lim.unit))
 	tw.exact = exactGrid(limit, window, grid, lim.b.FracBits)
 	tw.unitNs = int64((lim.b.Window + lim.b.PerWindow - 1) / lim.b.PerWindow)
@@ -110,8 +111,8 @@ func (tw *twin) inUnits(x *big.Rat) *big.Rat { return new(big.Rat).Mul(x, tw.sca
 // checkState checks that the limiter's tokens for key are within one unit of
 // the model's.
 func (tw *twin) checkState(key string, msg string) {
-	t, _ := tw.m.at(tw.now.Load())
-	x := tw.inUnits(tw.m.tokens(key, t))
+	t, _ := tw.m.At(tw.now.Load())
+	x := tw.inUnits(tw.m.Tokens(key, t))
 	diff := new(big.Rat).SetUint64(tw.units(key))
 	diff.Sub(diff, x)
 	one := big.NewRat(1, 1)
@@ -126,15 +127,15 @@ func (tw *twin) checkState(key string, msg string) {
 func (tw *twin) take(key string, n int, allow, probe bool, msg string) hotlimit.Decision {
 	t, m, lim := tw.t, tw.m, tw.lim
 	now := tw.now.Load()
-	mt, _ := m.at(now)
-	x := m.tokens(key, mt)
+	mt, _ := m.At(now)
+	x := m.Tokens(key, mt)
 	var d hotlimit.Decision
 	if allow && n == 1 {
 		d = hotlimit.Decision{Allowed: lim.Allow(key)}
 	} else {
 		d = lim.Take(key, n)
 	}
-	if n < 0 || int64(n) > m.burst {
+	if n < 0 || int64(n) > m.Burst {
 		assert.False(t, d.Allowed, msg)
 		assert.Equal(t, hotlimit.Never, d.RetryAfter, msg)
 	} else if n == 0 {
@@ -153,7 +154,7 @@ func (tw *twin) take(key string, n int, allow, probe bool, msg string) hotlimit.
 			assert.False(t, tw.exact, "%s: band call in an exact twin: %s units for %s", msg, xu.FloatString(3), thrU.FloatString(0))
 		}
 		if d.Allowed {
-			m.take(key, mt, int64(n))
+			m.Admit(key, mt, int64(n))
 		}
 	}
 	tw.checkState(key, msg)
@@ -162,16 +163,16 @@ func (tw *twin) take(key string, n int, allow, probe bool, msg string) hotlimit.
 	}
 
 	// Remaining and the durations.
-	after := m.tokens(key, mt)
+	after := m.Tokens(key, mt)
 	assert.Equal(t, lim.limit, d.Limit, msg)
 	assert.Equal(t, int(tw.units(key)>>lim.b.FracBits), d.Remaining, "%s: Remaining is the limiter's whole tokens", msg)
 	if tw.exact {
-		assert.Equal(t, floorRat(after), int64(d.Remaining), "%s: Remaining, model %s", msg, after.FloatString(6))
+		assert.Equal(t, models.FloorRat(after), int64(d.Remaining), "%s: Remaining, model %s", msg, after.FloatString(6))
 	} else {
-		assert.InDelta(t, floorRat(after), d.Remaining, 1, "%s: Remaining, model %s", msg, after.FloatString(6))
+		assert.InDelta(t, models.FloorRat(after), d.Remaining, 1, "%s: Remaining, model %s", msg, after.FloatString(6))
 	}
-	if !d.Allowed && n >= 1 && int64(n) <= m.burst {
-		want := m.wait(key, now, new(big.Rat).SetInt64(int64(n)))
+	if !d.Allowed && n >= 1 && int64(n) <= m.Burst {
+		want := m.Wait(key, now, new(big.Rat).SetInt64(int64(n)))
 		tw.closeTo(d.RetryAfter, want, "RetryAfter", msg)
 		if probe {
 			// RetryAfter is exact: 1 ns earlier, still denied (and that
@@ -184,10 +185,10 @@ func (tw *twin) take(key string, n int, allow, probe bool, msg string) hotlimit.
 			assert.GreaterOrEqual(t, lim.Take(key, 0).Remaining, n, "%s: at RetryAfter", msg)
 			tw.now.Store(now)
 		}
-	} else if n >= 0 && int64(n) <= m.burst {
+	} else if n >= 0 && int64(n) <= m.Burst {
 		assert.Zero(t, d.RetryAfter, msg)
 	}
-	want := m.wait(key, now, m.cap)
+	want := m.Wait(key, now, m.Cap)
 	tw.closeTo(d.ResetAfter, want, "ResetAfter", msg)
 	assert.Equal(t, d.ResetAfter == 0, tw.units(key) == lim.b.Cap, "%s: ResetAfter is 0 exactly when full", msg)
 	if probe && d.ResetAfter > 0 {
@@ -216,27 +217,27 @@ func (tw *twin) closeTo(got time.Duration, model int64, what, msg string) {
 // full in the model.
 func (tw *twin) sweep(msg string) {
 	n := tw.lim.Sweep()
-	t, _ := tw.m.at(tw.now.Load())
+	t, _ := tw.m.At(tw.now.Load())
 	evicted := 0
-	for key := range tw.m.keys {
-		x := tw.m.tokens(key, t)
+	for key := range tw.m.Keys() {
+		x := tw.m.Tokens(key, t)
 		_, kept := tw.lim.cells.Peek(key)
-		if x.Cmp(tw.m.cap) == 0 {
+		if x.Cmp(tw.m.Cap) == 0 {
 			assert.False(tw.t, kept, "%s: key %q is full, yet kept", msg, key)
 		}
 		if !kept {
-			short := new(big.Rat).Sub(tw.m.cap, x)
+			short := new(big.Rat).Sub(tw.m.Cap, x)
 			assert.Negative(tw.t, tw.inUnits(short).Cmp(big.NewRat(1, 1)), "%s: key %q evicted %s tokens short", msg, key, short.FloatString(6))
-			delete(tw.m.keys, key)
+			tw.m.Forget(key)
 			evicted++
 		}
 	}
 	if !tw.others {
 		assert.Equal(tw.t, evicted, n, msg)
-		assert.Equal(tw.t, len(tw.m.keys), tw.lim.Len(), msg)
+		assert.Equal(tw.t, tw.m.Len(), tw.lim.Len(), msg)
 	}
 }
 
 func (tw *twin) String() string {
-	return fmt.Sprintf("%d/%v burst %d F=%d exact=%t", tw.m.limit, time.Duration(tw.lim.window), tw.m.burst, tw.lim.b.FracBits, tw.exact)
+	return fmt.Sprintf("%d/%v burst %d F=%d exact=%t", tw.m.Limit, time.Duration(tw.lim.window), tw.m.Burst, tw.lim.b.FracBits, tw.exact)
 }

@@ -1,4 +1,4 @@
-package gcra_test
+package models
 
 import (
 	"math/big"
@@ -7,8 +7,8 @@ import (
 	"github.com/hotlimit/hotlimit"
 )
 
-// model is the reference: a sequential, exact (math/big.Rat) token bucket with
-// a burst, written from the package documentation and nothing else.
+// GCRA is the reference of the gcra package: a sequential, exact
+// (math/big.Rat) token bucket with a burst.
 //
 //   - A key the model does not hold is fresh: burst tokens.
 //   - Time t is nanoseconds since the epoch; a reading before the epoch counts
@@ -17,35 +17,37 @@ import (
 //     t: a clock behind last removes tokens (GCRA judges the stored TAT
 //     against the earlier reading) and never adds any.
 //   - Only an admission changes a key: tokens −= n, last = t.
-//   - sweep forgets the keys that are full, which are then fresh again.
-type model struct {
+//   - Sweep forgets the keys that are full, which are then fresh again.
+type GCRA struct {
 	limit int
 	burst int64
 	cap   *big.Rat // tokens
 	rate  *big.Rat // tokens per nanosecond
 	epoch int64
-	keys  map[string]*modelKey
+	keys  map[string]*gcraKey
 }
 
-type modelKey struct {
+type gcraKey struct {
 	tokens *big.Rat
 	last   int64
 }
 
-func newModel(limit, burst int, window time.Duration, epoch int64) *model {
-	return &model{
+// NewGCRA returns the model of limit per window with a capacity of burst
+// requests, whose time 0 is the clock reading epoch.
+func NewGCRA(limit, burst int, window time.Duration, epoch int64) *GCRA {
+	return &GCRA{
 		limit: limit,
 		burst: int64(burst),
 		cap:   new(big.Rat).SetInt64(int64(burst)),
 		rate:  big.NewRat(int64(limit), int64(window)),
 		epoch: epoch,
-		keys:  map[string]*modelKey{},
+		keys:  map[string]*gcraKey{},
 	}
 }
 
 // at converts a clock reading to the model's time and the lag behind the
 // epoch.
-func (m *model) at(now int64) (t, lag int64) {
+func (m *GCRA) at(now int64) (t, lag int64) {
 	if now < m.epoch {
 		return 0, m.epoch - now
 	}
@@ -53,7 +55,7 @@ func (m *model) at(now int64) (t, lag int64) {
 }
 
 // tokens returns key's tokens at t, as a new Rat.
-func (m *model) tokens(key string, t int64) *big.Rat {
+func (m *GCRA) tokens(key string, t int64) *big.Rat {
 	k, ok := m.keys[key]
 	if !ok {
 		return new(big.Rat).Set(m.cap)
@@ -66,8 +68,8 @@ func (m *model) tokens(key string, t int64) *big.Rat {
 	return x
 }
 
-// take is Take(key, n) at the clock reading now.
-func (m *model) take(key string, n int, now int64) hotlimit.Decision {
+// Take is Take(key, n) at the clock reading now.
+func (m *GCRA) Take(key string, n int, now int64) hotlimit.Decision {
 	t, lag := m.at(now)
 	x := m.tokens(key, t)
 	d := hotlimit.Decision{Limit: m.limit}
@@ -79,13 +81,13 @@ func (m *model) take(key string, n int, now int64) hotlimit.Decision {
 		d.RetryAfter = hotlimit.Never
 	case x.Cmp(need) >= 0:
 		x.Sub(x, need)
-		m.keys[key] = &modelKey{tokens: x, last: t}
+		m.keys[key] = &gcraKey{tokens: x, last: t}
 		d.Allowed = true
 	default:
 		d.RetryAfter = m.wait(x, need, lag)
 	}
 	if x.Sign() > 0 {
-		d.Remaining = int(floorRat(x))
+		d.Remaining = int(FloorRat(x))
 	}
 	if x.Cmp(m.cap) < 0 {
 		d.ResetAfter = m.wait(x, m.cap, lag)
@@ -96,14 +98,14 @@ func (m *model) take(key string, n int, now int64) hotlimit.Decision {
 // wait returns the least whole number of nanoseconds after which a key
 // holding x < want ≤ burst tokens now holds want: tokens grow linearly until
 // the cap, and not at all until the clock reaches the epoch.
-func (m *model) wait(x, want *big.Rat, lag int64) time.Duration {
+func (m *GCRA) wait(x, want *big.Rat, lag int64) time.Duration {
 	q := new(big.Rat).Sub(want, x)
 	q.Quo(q, m.rate)
-	return time.Duration(lag + ceilRat(q))
+	return time.Duration(lag + CeilRat(q))
 }
 
-// sweep forgets every key full at now, and returns how many it forgot.
-func (m *model) sweep(now int64) int {
+// Sweep forgets every key full at now, and returns how many it forgot.
+func (m *GCRA) Sweep(now int64) int {
 	t, _ := m.at(now)
 	n := 0
 	for k := range m.keys {
@@ -115,16 +117,5 @@ func (m *model) sweep(now int64) int {
 	return n
 }
 
-// ceilRat returns ⌈q⌉ for q ≥ 0 that fits an int64.
-func ceilRat(q *big.Rat) int64 {
-	n, r := new(big.Int).QuoRem(q.Num(), q.Denom(), new(big.Int))
-	if r.Sign() > 0 {
-		n.Add(n, big.NewInt(1))
-	}
-	return n.Int64()
-}
-
-// floorRat returns ⌊q⌋ for q ≥ 0 that fits an int64.
-func floorRat(q *big.Rat) int64 {
-	return new(big.Int).Quo(q.Num(), q.Denom()).Int64()
-}
+// Len returns the number of keys the model holds.
+func (m *GCRA) Len() int { return len(m.keys) }

@@ -1,4 +1,4 @@
-package slidingcounter_test
+package models
 
 import (
 	"math/bits"
@@ -7,46 +7,39 @@ import (
 	"github.com/hotlimit/hotlimit"
 )
 
-// model is the sequential reference of a sliding window counter: per key, the
-// index of the window it counted in last and the counts of that window and the
-// one before. A key is held only once a request passed, so every held cur is
-// at least 1. RetryAfter and ResetAfter are found by binary search over the
-// estimate, not by the limiter's closed form. The tests keep their clocks more
-// than a few windows away from the ends of int64, so plain int64 arithmetic
-// is exact.
-type model struct {
+// SlidingCounter is the reference of the slidingcounter package: per key,
+// the index of the window it counted in last and the counts of that window
+// and the one before; a request at offset e into its window sees
+// ⌊prev·(window − e)/window⌋ + cur. A key is held only once a request passed,
+// so every held cur is at least 1. RetryAfter and ResetAfter are found by
+// binary search over the estimate, not by the limiter's closed form. Callers
+// keep their clocks more than a few windows away from the ends of int64, so
+// plain int64 arithmetic is exact.
+type SlidingCounter struct {
 	limit  int64
 	window int64
-	keys   map[string]modelKey
+	keys   map[string]slidingCounterKey
 }
 
-type modelKey struct{ index, prev, cur int64 }
+type slidingCounterKey struct{ index, prev, cur int64 }
 
-func newModel(limit int, window time.Duration) *model {
-	return &model{limit: int64(limit), window: int64(window), keys: map[string]modelKey{}}
-}
-
-// floorDiv returns ⌊a/b⌋ for b > 0.
-func floorDiv(a, b int64) int64 {
-	q := a / b
-	if a%b < 0 {
-		q--
-	}
-	return q
+// NewSlidingCounter returns the model of limit per window.
+func NewSlidingCounter(limit int, window time.Duration) *SlidingCounter {
+	return &SlidingCounter{limit: int64(limit), window: int64(window), keys: map[string]slidingCounterKey{}}
 }
 
 // at returns the key's state as a request at now sees it, and the elapsed
 // time the estimate weighs prev at: the same window keeps the counts, the next
 // moves cur to prev, later ones start at zero, and an earlier one (a clock
 // that stepped back) keeps the stored window, weighed at its start.
-func (m *model) at(st modelKey, ok bool, now int64) (modelKey, int64) {
-	idx := floorDiv(now, m.window)
+func (m *SlidingCounter) at(st slidingCounterKey, ok bool, now int64) (slidingCounterKey, int64) {
+	idx := FloorDiv(now, m.window)
 	e := now - idx*m.window
 	switch {
 	case !ok || idx > st.index+1:
-		return modelKey{index: idx}, e
+		return slidingCounterKey{index: idx}, e
 	case idx == st.index+1:
-		return modelKey{index: idx, prev: st.cur}, e
+		return slidingCounterKey{index: idx, prev: st.cur}, e
 	case idx == st.index:
 		return st, e
 	default:
@@ -55,14 +48,14 @@ func (m *model) at(st modelKey, ok bool, now int64) (modelKey, int64) {
 }
 
 // est is ⌊prev·(Window − e)/Window⌋ + cur, in 128 bits.
-func (m *model) est(st modelKey, e int64) int64 {
+func (m *SlidingCounter) est(st slidingCounterKey, e int64) int64 {
 	hi, lo := bits.Mul64(uint64(st.prev), uint64(m.window-e))
 	q, _ := bits.Div64(hi, lo, uint64(m.window))
 	return int64(q) + st.cur
 }
 
 // estAt is the key's estimate at now, nothing being taken.
-func (m *model) estAt(key string, now int64) int64 {
+func (m *SlidingCounter) estAt(key string, now int64) int64 {
 	st, ok := m.keys[key]
 	st, e := m.at(st, ok, now)
 	return m.est(st, e)
@@ -70,7 +63,7 @@ func (m *model) estAt(key string, now int64) int64 {
 
 // until finds by binary search the smallest wait after now at which the
 // key's estimate is at most t (the estimate only falls as time passes).
-func (m *model) until(key string, now, t int64) time.Duration {
+func (m *SlidingCounter) until(key string, now, t int64) time.Duration {
 	if m.estAt(key, now) <= t {
 		return 0
 	}
@@ -89,8 +82,8 @@ func (m *model) until(key string, now, t int64) time.Duration {
 	return time.Duration(hi - now)
 }
 
-// take is Take(key, n) at now.
-func (m *model) take(key string, n int, now int64) hotlimit.Decision {
+// Take is Take(key, n) at now.
+func (m *SlidingCounter) Take(key string, n int, now int64) hotlimit.Decision {
 	st0, ok := m.keys[key]
 	st, e := m.at(st0, ok, now)
 	est := m.est(st, e)
@@ -113,10 +106,10 @@ func (m *model) take(key string, n int, now int64) hotlimit.Decision {
 	return d
 }
 
-// sweep forgets every key whose window is two or more before now's, as Sweep
-// does, and returns how many it forgot.
-func (m *model) sweep(now int64) int {
-	idx := floorDiv(now, m.window)
+// Sweep forgets every key whose window is two or more before now's, as
+// slidingcounter.Limiter.Sweep does, and returns how many it forgot.
+func (m *SlidingCounter) Sweep(now int64) int {
+	idx := FloorDiv(now, m.window)
 	n := 0
 	for k, st := range m.keys {
 		if st.index+2 <= idx {
@@ -126,3 +119,6 @@ func (m *model) sweep(now int64) int {
 	}
 	return n
 }
+
+// Len returns the number of keys the model holds.
+func (m *SlidingCounter) Len() int { return len(m.keys) }

@@ -1,4 +1,4 @@
-package slidinglog_test
+package models
 
 import (
 	"math"
@@ -7,22 +7,24 @@ import (
 	"github.com/hotlimit/hotlimit"
 )
 
-// model is the sequential reference: per key, the plain list of logged
-// times. A request is logged at the later of its clock reading and the key's
-// newest logged time.
-type model struct {
+// SlidingLog is the reference of the slidinglog package: per key, the plain
+// list of logged times. A request is logged at the later of its clock reading
+// and the key's newest logged time, and passes when fewer than limit logged
+// times are in (t − window, t].
+type SlidingLog struct {
 	limit  int
 	window int64
 	logs   map[string][]int64
 }
 
-func newModel(limit int, window time.Duration) *model {
-	return &model{limit: limit, window: int64(window), logs: map[string][]int64{}}
+// NewSlidingLog returns the model of limit per window.
+func NewSlidingLog(limit int, window time.Duration) *SlidingLog {
+	return &SlidingLog{limit: limit, window: int64(window), logs: map[string][]int64{}}
 }
 
 // lastL returns the key's last limit logged times, oldest first, padded in
 // front with never-expiring-nothing (math.MinInt64) up to limit entries.
-func (m *model) lastL(key string) []int64 {
+func (m *SlidingLog) lastL(key string) []int64 {
 	log := m.logs[key]
 	out := make([]int64, 0, m.limit)
 	for range m.limit - min(len(log), m.limit) {
@@ -31,7 +33,8 @@ func (m *model) lastL(key string) []int64 {
 	return append(out, log[max(0, len(log)-m.limit):]...)
 }
 
-func (m *model) take(key string, n int, now int64) hotlimit.Decision {
+// Take is Take(key, n) at now.
+func (m *SlidingLog) Take(key string, n int, now int64) hotlimit.Decision {
 	last := m.lastL(key)
 	newest := last[m.limit-1]
 	t := max(now, newest)
@@ -67,8 +70,8 @@ func (m *model) take(key string, n int, now int64) hotlimit.Decision {
 	return d
 }
 
-// passedIn counts the logged times of key in (t − window, t].
-func (m *model) passedIn(key string, t int64) int {
+// PassedIn counts the logged times of key in (t − window, t].
+func (m *SlidingLog) PassedIn(key string, t int64) int {
 	c := 0
 	for _, ts := range m.logs[key] {
 		if ts > t-m.window && ts <= t {
@@ -78,11 +81,11 @@ func (m *model) passedIn(key string, t int64) int {
 	return c
 }
 
-// sweep forgets, as Limiter.Sweep evicts, every key whose logged times are
-// all at or before now − window, and returns how many it forgot. With a clock
-// that never steps back that changes no later answer; one that does step back
-// finds the key new.
-func (m *model) sweep(now int64) int {
+// Sweep forgets, as slidinglog.Limiter.Sweep evicts, every key whose logged
+// times are all at or before now − window, and returns how many it forgot.
+// With a clock that never steps back that changes no later answer; one that
+// does step back finds the key new.
+func (m *SlidingLog) Sweep(now int64) int {
 	n := 0
 	for key, log := range m.logs {
 		if log[len(log)-1] <= now-m.window {
@@ -92,3 +95,6 @@ func (m *model) sweep(now int64) int {
 	}
 	return n
 }
+
+// Len returns the number of keys the model holds.
+func (m *SlidingLog) Len() int { return len(m.logs) }
