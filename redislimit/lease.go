@@ -45,6 +45,17 @@ func (l *Limiter) spendLease(key string, n int) (hotlimit.Decision, hotlimit.Rec
 	}
 }
 
+// claimLease reports whether this call, which key's lease did not cover, is
+// the one to take key's next lease from Redis: one call per key at a time
+// does, and the others that miss meanwhile ask for their own requests only.
+// Were every concurrent miss to lease a batch, an instance would hold up to
+// size per waiting caller out of the other instances' reach, not size. The
+// caller releases the claim, with claims.Delete, once its lease is installed.
+func (l *Limiter) claimLease(key string) bool {
+	_, loaded := l.claims.LoadOrStore(key, struct{}{})
+	return !loaded
+}
+
 // grantLease installs the got requests that rep took beyond the request as
 // key's lease, retiring the lease it replaces. sent is localNow before the
 // script ran, so the lease ends no later than ttl after Redis took it, and

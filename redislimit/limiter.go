@@ -62,6 +62,9 @@ type Limiter struct {
 	breaker breaker
 	local   hotlimit.Limiter // the FailLocal limiter
 	leases  *xsync.MapOf[string, *lease]
+	// claims holds the keys whose next lease a call is asking Redis for;
+	// see claimLease.
+	claims *xsync.MapOf[string, struct{}]
 }
 
 var _ hotlimit.Refunder = (*Limiter)(nil)
@@ -119,6 +122,7 @@ func New(client redis.UniversalClient, c hotlimit.Config, opts ...hotlimit.Optio
 	}
 	if l.set.leaseSize > 0 {
 		l.leases = xsync.NewMapOf[string, *lease]()
+		l.claims = xsync.NewMapOf[string, struct{}]()
 	}
 	l.batch = newBatcher(l, l.set.batch, l.set.flushers)
 	runtime.AddCleanup(l, (*batcher).close, l.batch)
@@ -155,11 +159,11 @@ func (l *Limiter) checkRange() error {
 	switch {
 	case l.window > exact>>2:
 		return fail("the window must be at most 2^50 ticks of %v", l.unit)
-	case int64(c.Limit) > exact || l.burst > exact:
+	case int64(c.Limit) >= exact || l.burst >= exact:
 		return fail("the limit and burst must be below 2^52")
-	case c.Algorithm.HasBurst() && l.burst > exact/l.window:
+	case c.Algorithm.HasBurst() && l.burst > (exact-1)/l.window: // burst × window ≤ 2^52 − 1
 		return fail("window × burst must be below 2^52 ticks of %v", l.unit)
-	case c.Algorithm == hotlimit.SlidingCounter && int64(c.Limit)+1 > exact/l.window:
+	case c.Algorithm == hotlimit.SlidingCounter && int64(c.Limit)+1 > (exact-1)/l.window:
 		return fail("window × (limit + 1) must be below 2^52 ticks of %v", l.unit)
 	case c.Algorithm == hotlimit.SlidingLog && c.Limit > 1<<16:
 		return fail("the sliding log keeps at most 65536 times per key")
@@ -259,14 +263,16 @@ func (l *Limiter) take(ctx context.Context, key string, n int) (hotlimit.Decisio
 		return l.fail(key, n, ErrBreakerOpen)
 	}
 	extra := int64(0)
-	if l.leases != nil && n > 0 {
+	if l.leases != nil && n > 0 && l.claimLease(key) {
+		defer l.claims.Delete(key) // once the lease is installed
 		extra = int64(l.set.leaseSize)
 	}
 	sent := l.localNow()
 	k := l.redisKey(key)
 	rep, err := l.run(ctx, k, int64(n), extra, 0, 0)
 	if err != nil {
-		if ctx.Err() == nil { // the caller's own cancellation says nothing of Redis
+		// the caller's own cancellation, or clock, says nothing of Redis
+		if ctx.Err() == nil && !errors.Is(err, ErrClockRange) {
 			l.breaker.failure()
 		}
 		return l.fail(key, n, err)

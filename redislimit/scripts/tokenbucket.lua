@@ -15,6 +15,9 @@ elseif now > last then
   end
   last = now
 end
+-- a clock behind the key's last time: nothing refills until it is back there,
+-- so every wait starts then
+local behind = math.max(last - now, 0)
 
 local allowed, retry, got = 0, 0, 0
 if giveback > 0 then
@@ -30,7 +33,7 @@ if giveback > 0 then
   end
   if held and back > 0 then
     s = math.min(cap, s + back)
-    save(cdiv(cap - s, limit), s, last)
+    save(behind + cdiv(cap - s, limit), s, last)
   end
 elseif n == 0 then
   allowed = 1
@@ -41,9 +44,9 @@ elseif s >= n * window then
   s = s - n * window
   got = math.min(extra, fdiv(s, window))
   s = s - got * window
-  save(cdiv(cap - s, limit), s, last)
+  save(behind + cdiv(cap - s, limit), s, last)
 else
-  retry = cdiv(n * window - s, limit)
+  retry = behind + cdiv(n * window - s, limit)
 end
 
 local remaining, reset = 0, 0
@@ -51,6 +54,6 @@ if s > 0 then
   remaining = fdiv(s, window)
 end
 if s < cap then
-  reset = cdiv(cap - s, limit)
+  reset = behind + cdiv(cap - s, limit)
 end
 return {allowed, remaining, retry, reset, got, now}

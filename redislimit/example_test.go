@@ -1,0 +1,200 @@
+package redislimit_test
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"os"
+	"os/exec"
+	"strconv"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/hotlimit/hotlimit"
+	"github.com/hotlimit/hotlimit/redislimit"
+	"github.com/hotlimit/hotlimit/redislimit/internal/redistest"
+	"github.com/hotlimit/hotlimit/service"
+)
+
+// exampleAddr is the address of the redis-server that TestMain starts for
+// the examples (the tests start their own with redistest.Start).
+var exampleAddr string
+
+// TestMain starts a redis-server for the examples, which cannot call
+// redistest.Start without a *testing.T. Without redis-server on PATH it
+// fails the run with an install hint, as redistest.Require does, or under
+// -short skips the examples.
+func TestMain(m *testing.M) {
+	flag.Parse()
+	addr, stop, err := startExampleServer()
+	switch {
+	case err == nil:
+		exampleAddr = addr
+	case testing.Short() && flag.Lookup("test.skip").Value.String() == "":
+		fmt.Fprintf(os.Stderr, "redislimit: %v; skipping the examples (-short)\n", err)
+		_ = flag.Set("test.skip", "^Example")
+	default:
+		fmt.Fprintf(os.Stderr, "redislimit: %v: the examples need it: install it with `apt-get install -y redis-server` (Debian/Ubuntu) or run the tests with -short\n", err)
+		os.Exit(1)
+	}
+	code := m.Run()
+	if stop != nil {
+		stop()
+	}
+	os.Exit(code)
+}
+
+// startExampleServer starts redis-server on a free port of 127.0.0.1, with
+// persistence off, and waits until it answers PING.
+func startExampleServer() (addr string, stop func(), err error) {
+	bin, err := exec.LookPath("redis-server")
+	if err != nil {
+		return "", nil, err
+	}
+	port, err := redistest.FreePort()
+	if err != nil {
+		return "", nil, err
+	}
+	dir, err := os.MkdirTemp("", "redislimit-example-")
+	if err != nil {
+		return "", nil, err
+	}
+	cmd := exec.Command(bin, "--port", strconv.Itoa(port), "--bind", "127.0.0.1",
+		"--save", "", "--appendonly", "no", "--dir", dir)
+	if err := cmd.Start(); err != nil {
+		_ = os.RemoveAll(dir)
+		return "", nil, err
+	}
+	stop = func() {
+		_ = cmd.Process.Kill()
+		_ = cmd.Wait()
+		_ = os.RemoveAll(dir)
+	}
+	addr = "127.0.0.1:" + strconv.Itoa(port)
+	client := redis.NewClient(&redis.Options{Addr: addr, MaxRetries: -1})
+	defer client.Close()
+	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(20 * time.Millisecond) {
+		ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+		err = client.Ping(ctx).Err()
+		cancel()
+		if err == nil {
+			return addr, stop, nil
+		}
+		if time.Now().After(deadline) {
+			stop()
+			return "", nil, fmt.Errorf("redis-server on %s does not answer: %w", addr, err)
+		}
+	}
+}
+
+// newExampleClient returns a client of the examples' redis-server, emptied
+// so that each example starts afresh (in an application:
+// redis.NewClient(&redis.Options{Addr: "localhost:6379"})).
+func newExampleClient() *redis.Client {
+	client := redis.NewClient(&redis.Options{Addr: exampleAddr})
+	if err := client.FlushDB(context.Background()).Err(); err != nil {
+		panic(err)
+	}
+	return client
+}
+
+// Two instances of a service, each with its own client and Limiter, share
+// one limit in Redis. The fake clock makes the output exact; without
+// hotlimit.WithClock the scripts read Redis's TIME.
+func ExampleNew() {
+	var now atomic.Int64 // nanoseconds; the example moves time by hand
+	c := hotlimit.Config{Algorithm: hotlimit.GCRA, Limit: 3, Window: time.Second}
+	a, err := redislimit.New(newExampleClient(), c, hotlimit.WithClock(now.Load))
+	if err != nil {
+		panic(err)
+	}
+	b, err := redislimit.New(newExampleClient(), c, hotlimit.WithClock(now.Load))
+	if err != nil {
+		panic(err)
+	}
+	fmt.Println(a.Allow("user-42"), b.Allow("user-42"), a.Allow("user-42"))
+	d := b.Take("user-42", 1)
+	fmt.Println(d.Allowed, d.RetryAfter)
+	now.Add(int64(d.RetryAfter))
+	fmt.Println(b.Allow("user-42"), a.Allow("user-42"))
+	// Output:
+	// true true true
+	// false 333.333334ms
+	// true false
+}
+
+// A request admitted and then not served gives its quota back.
+func ExampleLimiter_Refund() {
+	var now atomic.Int64
+	lim, err := redislimit.New(newExampleClient(), hotlimit.Config{Algorithm: hotlimit.FixedWindow, Limit: 2, Window: time.Minute},
+		hotlimit.WithClock(now.Load))
+	if err != nil {
+		panic(err)
+	}
+	d, receipt := lim.TakeReceipt("card-7", 2)
+	fmt.Println(d.Allowed, d.Remaining, receipt.N)
+	// The payment failed downstream: it does not count.
+	lim.Refund("card-7", receipt)
+	fmt.Println(lim.Take("card-7", 0).Remaining)
+	// Output:
+	// true 0 2
+	// 2
+}
+
+// A lease takes a batch of requests for a hot key in the same script call
+// that admits one, and spends it in this process without a round trip;
+// Close gives back what is unspent.
+func ExampleWithLease() {
+	var now atomic.Int64
+	c := hotlimit.Config{Algorithm: hotlimit.TokenBucket, Limit: 100, Window: time.Minute}
+	leased, err := redislimit.New(newExampleClient(), c, hotlimit.WithClock(now.Load), redislimit.WithLease(10, time.Second))
+	if err != nil {
+		panic(err)
+	}
+	other, err := redislimit.New(newExampleClient(), c, hotlimit.WithClock(now.Load))
+	if err != nil {
+		panic(err)
+	}
+	for range 4 {
+		leased.Allow("hot") // one round trip, then three from the lease
+	}
+	fmt.Println("Redis has", other.Take("hot", 0).Remaining)
+	if err := leased.Close(); err != nil {
+		panic(err)
+	}
+	fmt.Println("after Close", other.Take("hot", 0).Remaining)
+	// Output:
+	// Redis has 89
+	// after Close 96
+}
+
+// A service whose rules all keep their state in Redis: every instance built
+// this way enforces the same limits together.
+func ExampleFactory() {
+	var now atomic.Int64
+	def := hotlimit.Config{Algorithm: hotlimit.TokenBucket, Limit: 100, Window: time.Minute}
+	instances := make([]*service.Service, 2)
+	for i := range instances {
+		svc, err := service.New(def, hotlimit.WithFactory(redislimit.Factory(newExampleClient(), hotlimit.WithClock(now.Load))))
+		if err != nil {
+			panic(err)
+		}
+		// OTP codes: 2 a minute per user, whatever the default.
+		if err := svc.ConfigureAPI("otp", hotlimit.Config{Algorithm: hotlimit.SlidingLog, Limit: 2, Window: time.Minute}); err != nil {
+			panic(err)
+		}
+		instances[i] = svc
+	}
+	for i := range 3 {
+		fmt.Println(instances[i%2].Allow("alice", "otp"))
+	}
+	fmt.Println(instances[1].Take("alice", "search", 1).Remaining)
+	// Output:
+	// true
+	// true
+	// false
+	// 99
+}
