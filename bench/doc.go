@@ -6,6 +6,8 @@
 // crosscheck_test.go checks that, with N goroutines hammering one key of limit
 // L, hotlimit admits exactly L and reports what the peers admit;
 // cmd/memory prints the bytes each implementation holds per key; cmd/chart
-// draws ns/op against goroutines from the benchmark output; run.sh does all
-// of it (make bench).
+// draws ns/op against goroutines from the benchmark output; package
+// redisbench measures redislimit on a local redis-server against redis_rate
+// and a trivial script's ceiling, and cmd/redistable tabulates it; run.sh does
+// all of it (make bench).
 package bench

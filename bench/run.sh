@@ -8,14 +8,27 @@
 # of ns/op, B/op and allocs/op with deltas against impl=mutex, medians and
 # ratios, memory table), and prints results/latest.txt.
 #
+# When redis-server and redis-benchmark are on PATH, it also runs the Redis
+# benchmarks of ./redisbench (redislimit against redis_rate and against
+# redis-benchmark's EVALSHA of a trivial script, and the lease on a hot key;
+# the test binary starts its own redis-server) and writes
+# results/redis-raw.txt (go test output) and results/redis.txt (decisions/s
+# table with the targets' PASS/MISS from ./cmd/redistable, and benchstat
+# tables), which results/latest.txt includes. Without them it says so and
+# skips that part.
+#
 # Knobs (environment):
-#   BENCHTIME  -benchtime of every benchmark (default 50ms)
+#   BENCHTIME  -benchtime of every in-memory benchmark (default 50ms)
 #   COUNT      runs of each benchmark (default 6; benchstat needs 4 to call a
 #              difference significant and 6 for a confidence interval)
 #   CPU        -cpu list of the parallel benchmarks (default 1,2,4,8)
 #   MEMKEYS    keys of the memory measurement (default 1000000)
+#   REDISTIME  -benchtime of the Redis benchmarks (default 500ms)
+#   REDIS      auto (default): the Redis part when redis-server is found;
+#              0: skip it; only: run only it (writes results/redis*.txt,
+#              leaves results/latest.txt alone)
 #   SMOKE=1    a quick check that everything runs: BENCHTIME=1x COUNT=1,
-#              MEMKEYS=20000 with short windows
+#              MEMKEYS=20000 with short windows, REDISTIME=1x
 #
 # benchstat is a tool dependency of this module (go.mod `tool` line): the first
 # run downloads it from the module proxy, later runs work offline.
@@ -23,7 +36,7 @@ set -uo pipefail
 cd "$(dirname "$0")"
 
 if [[ "${SMOKE:-}" == 1 ]]; then
-	BENCHTIME=${BENCHTIME:-1x} COUNT=${COUNT:-1} MEMKEYS=${MEMKEYS:-20000}
+	BENCHTIME=${BENCHTIME:-1x} COUNT=${COUNT:-1} MEMKEYS=${MEMKEYS:-20000} REDISTIME=${REDISTIME:-1x}
 	MEMFLAGS=(-window 20ms -every 300ms)
 else
 	MEMFLAGS=(-window 1s -every 4s)
@@ -32,6 +45,8 @@ BENCHTIME=${BENCHTIME:-50ms}
 COUNT=${COUNT:-6}
 CPU=${CPU:-1,2,4,8}
 MEMKEYS=${MEMKEYS:-1000000}
+REDISTIME=${REDISTIME:-500ms}
+REDIS=${REDIS:-auto}
 GO=${GO:-go}
 
 mkdir -p results
@@ -39,6 +54,76 @@ raw=results/raw.txt
 out=results/latest.txt
 status=0
 start=$(date +%s)
+
+# redis_part runs the Redis benchmarks and writes results/redis-raw.txt and
+# results/redis.txt; without redis-server or redis-benchmark it writes only
+# the reason to the latter's place in results/latest.txt ($redis_out).
+redis_raw=results/redis-raw.txt
+redis_txt=results/redis.txt
+redis_out=
+redis_part() {
+	local missing= b
+	for b in redis-server redis-benchmark; do
+		command -v "$b" >/dev/null || missing="$missing $b"
+	done
+	if [[ -n $missing ]]; then
+		redis_out="Redis benchmarks skipped:$missing not found on PATH (install: apt-get install -y redis-server redis-tools)"
+		echo "== redis: $redis_out" >&2
+		return
+	fi
+	# -count would run each benchmark COUNT times in a row, so that a change
+	# in the machine's load between impls would bias their ratios: instead,
+	# COUNT rounds of every benchmark once (each round a new redis-server).
+	local args=(-run '^$' -bench '^BenchmarkRedis' -benchmem -benchtime "$REDISTIME" -count 1
+		-timeout 60m ./redisbench)
+	echo "== redis: $COUNT × go test ${args[*]}" >&2
+	local rstatus=0 i
+	: >"$redis_raw"
+	for ((i = 0; i < COUNT; i++)); do
+		$GO test "${args[@]}" >>"$redis_raw" 2>&1 || rstatus=1
+	done
+	if grep -q -- '--- FAIL' "$redis_raw"; then
+		rstatus=1
+	fi
+	{
+		echo "$(redis-server --version | cut -d' ' -f1-3), redis-benchmark at the same server; $(nproc) CPUs shared by client and server"
+		echo "$COUNT rounds of: go test ${args[*]}"
+		if [[ "${SMOKE:-}" == 1 ]]; then
+			echo "SMOKE=1: a few decisions per benchmark; the numbers and verdicts below mean nothing"
+		fi
+		if [[ $rstatus != 0 ]]; then
+			echo
+			echo "FAILED:"
+			grep -E -- '--- FAIL|^FAIL|panic:|_test\.go:[0-9]+:' "$redis_raw" | head -20
+		fi
+		echo
+		$GO run ./cmd/redistable "$redis_raw" || rstatus=1
+		echo
+		echo "#### ns/op, B/op, allocs/op per decision (vs base = impl=redis_rate; impl=ceiling: 1/rps of redis-benchmark)"
+		$GO tool benchstat -col '/impl@(redis_rate redislimit redislimit-nobatch ceiling)' \
+			-filter '.name:Redis AND .unit:(ns/op OR B/op OR allocs/op)' "$redis_raw"
+		echo
+		echo "#### one hot key (vs base = impl=nolease)"
+		$GO tool benchstat -col '/impl@(nolease lease)' \
+			-filter '.name:RedisHotKey AND .unit:(ns/op OR B/op OR allocs/op)' "$redis_raw"
+	} >"$redis_txt" 2>&1
+	[[ $rstatus == 0 ]] || status=1
+	redis_out=$(cat "$redis_txt")
+}
+
+case $REDIS in
+auto | 1) ;;
+0) redis_out="Redis benchmarks skipped: REDIS=0" ;;
+only)
+	redis_part
+	echo "$redis_out"
+	exit $status
+	;;
+*)
+	echo "REDIS must be auto, 0 or only, not $REDIS" >&2
+	exit 2
+	;;
+esac
 
 serial=(-run '^$' -bench '^(BenchmarkAllow|BenchmarkParts)$/^(mode=serial|part=)' -benchmem
 	-benchtime "$BENCHTIME" -count "$COUNT" -cpu 1 -timeout 60m .)
@@ -58,6 +143,10 @@ cross=$($GO test -run '^TestCrossCheck$' -v -count 1 . 2>&1) || status=1
 
 echo "== memory: go run ./cmd/memory -keys $MEMKEYS ${MEMFLAGS[*]}" >&2
 mem=$($GO run ./cmd/memory -keys "$MEMKEYS" "${MEMFLAGS[@]}" 2>&1) || status=1
+
+if [[ $REDIS != 0 ]]; then
+	redis_part
+fi
 
 $GO run ./cmd/chart -o results/scaling.svg "$raw" || status=1
 
@@ -99,6 +188,9 @@ units='.unit:(ns/op OR B/op OR allocs/op)'
 	echo
 	echo "### memory"
 	echo "$mem"
+	echo
+	echo "### Redis: redislimit against redis_rate and a trivial script's ceiling (results/redis.txt)"
+	echo "$redis_out"
 	echo
 	echo "wall time: $(( $(date +%s) - start ))s; exit status $status"
 } >"$out" 2>&1
