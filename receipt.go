@@ -7,7 +7,8 @@ package hotlimit
 // At is in nanoseconds of the clock the limiter reads (see [WithClock]): the
 // clock reading of the call, or, for a fixed window or sliding counter whose
 // clock read behind the key's window, the start of the later window the
-// requests counted in. A composite's receipt holds the earliest At of its
+// requests counted in, and for a sliding log the time its first request was
+// logged at (later than the reading when the key's newest logged time was). A composite's receipt holds the earliest At of its
 // children's.
 //
 // A Receipt is a plain value: it allocates nothing, and may be kept, copied

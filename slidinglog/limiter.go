@@ -121,8 +121,10 @@ func (l *Limiter) Take(key string, n int) hotlimit.Decision {
 	return d
 }
 
-// takeAt is Take, which also returns the clock reading the decision was made
-// at (clamped as now does): the requests are logged at that time or later.
+// takeAt is Take, which also returns, when allowed, the logged time of its
+// first claim: every one of its requests is logged at that time or later.
+// (It can be later than the clock reading: a request is logged at the
+// newest logged time when that is ahead, after the clock stepped back.)
 func (l *Limiter) takeAt(key string, n int) (hotlimit.Decision, int64) {
 	if n < 1 || uint64(n) > l.limit {
 		return l.report(key, n), 0
@@ -130,9 +132,9 @@ func (l *Limiter) takeAt(key string, n int) (hotlimit.Decision, int64) {
 	c := l.cells.Get(key)
 	now := l.now() // after Get: see kill
 	for {
-		d, alive := l.take(c, now, uint64(n))
+		d, first, alive := l.take(c, now, uint64(n))
 		if alive {
-			return d, now
+			return d, first
 		}
 		// Swept under us: claims made in the dead cell died with it, so
 		// start again, all n of them, on the key's fresh cell.
@@ -141,10 +143,11 @@ func (l *Limiter) takeAt(key string, n int) (hotlimit.Decision, int64) {
 	}
 }
 
-// take logs n requests at now in c, all or none for a single caller; it
-// reports false if it found c tombstoned.
-func (l *Limiter) take(c *cell, now int64, n uint64) (hotlimit.Decision, bool) {
-	var t int64 // the logged time of the last claim made
+// take logs n requests at now in c, all or none for a single caller, and
+// returns the logged time of the first claim; it reports false if it found c
+// tombstoned.
+func (l *Limiter) take(c *cell, now int64, n uint64) (hotlimit.Decision, int64, bool) {
+	var t, first int64 // the logged times of the last claim made and the first
 	for k := uint64(0); k < n; k++ {
 		// One claim, as in Allow (argued there and on cell), at the later of
 		// now and the newest logged time. Before the first, the decision is
@@ -159,7 +162,7 @@ func (l *Limiter) take(c *cell, now int64, n uint64) (hotlimit.Decision, bool) {
 			case !fresh:
 				continue
 			case s.v == packed.StampDead:
-				return hotlimit.Decision{}, false
+				return hotlimit.Decision{}, 0, false
 			case s.pending():
 				c.head.CompareAndSwap(s.h, s.h+1)
 				continue
@@ -170,7 +173,7 @@ func (l *Limiter) take(c *cell, now int64, n uint64) (hotlimit.Decision, bool) {
 				if !ok {
 					d := l.decision(c, s.h, now, t, s.newest)
 					d.RetryAfter = time.Nanosecond // room taken by concurrent requests
-					return d, true
+					return d, 0, true
 				}
 			} else {
 				// Both the head's own entry and the n-th must be claimable:
@@ -185,18 +188,21 @@ func (l *Limiter) take(c *cell, now int64, n uint64) (hotlimit.Decision, bool) {
 				if _, ok2 := claimable(decisive, t, l.window); !ok || !ok2 {
 					d := l.decision(c, s.h, now, t, s.newest)
 					d.RetryAfter = max(l.wait(s.v, t, now), l.wait(decisive, t, now))
-					return d, true
+					return d, 0, true
 				}
 			}
 			if c.cas(s.i, s.v, packed.PackStamp(t, s.round)) {
 				c.head.CompareAndSwap(s.h, s.h+1)
+				if k == 0 {
+					first = t
+				}
 				break
 			}
 		}
 	}
 	d := l.decision(c, c.head.Load(), now, t, t)
 	d.Allowed = true
-	return d, true
+	return d, first, true
 }
 
 // wait returns how long after now the entry v lets a claim through: 0 when

@@ -7,15 +7,16 @@ import (
 
 var _ hotlimit.Refunder = (*Limiter)(nil)
 
-// TakeReceipt is Take, plus the receipt of what it took: n requests logged
-// at the time of the call or later (see hotlimit.Receipt), or the zero
-// Receipt when denied or n < 1. Give them back with Refund.
+// TakeReceipt is Take, plus the receipt of what it took: n requests, At the
+// logged time of the first (the others are logged then or later; all at the
+// time of the call or later, see hotlimit.Receipt), or the zero Receipt when
+// denied or n < 1. Give them back with Refund.
 func (l *Limiter) TakeReceipt(key string, n int) (hotlimit.Decision, hotlimit.Receipt) {
-	d, now := l.takeAt(key, n)
+	d, first := l.takeAt(key, n)
 	if !d.Allowed || n < 1 {
 		return d, hotlimit.Receipt{}
 	}
-	return d, hotlimit.Receipt{N: n, At: now}
+	return d, hotlimit.Receipt{N: n, At: first}
 }
 
 // Refund gives back what r took from key while r's requests are still in the
