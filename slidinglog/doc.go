@@ -66,7 +66,9 @@
 // # Eviction
 //
 // Sweep evicts every key whose logged requests have all left the window: its
-// next request finds the log of a new key, which would decide the same. It
+// next request finds the log of a new key, which, with a clock that never
+// goes back, would decide the same (after a step back, the old log would
+// still have held its requests at their later times). It
 // swaps a tombstone into the slot under the key's head by compare-and-swap,
 // which freezes the ring, so it never races a concurrent request into a lost
 // or duplicated admission; a request that meets the tombstone continues on
