@@ -53,8 +53,15 @@ func newBatcher(l *Limiter, max, flushers int) *batcher {
 }
 
 // do runs the script for redisKey with args in the next batch. It returns
-// ctx's error if ctx ends first; the call may still run.
+// ctx's error if ctx ends first, or the limiter's timeout passes, counted
+// from the call, not from its batch: a call may first wait for a flusher
+// busy with an earlier batch. The call may still run.
 func (b *batcher) do(ctx context.Context, redisKey string, args []any) (reply, error) {
+	if b.timeout > 0 {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, b.timeout)
+		defer cancel()
+	}
 	c := callPool.Get().(*call)
 	c.key, c.args = redisKey, args
 	select {

@@ -1,0 +1,148 @@
+package redislimit_test
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/hotlimit/hotlimit/redislimit"
+	"github.com/hotlimit/hotlimit/redislimit/internal/redistest"
+)
+
+// keysOn returns count keys, with the given prefix, whose slots the master m
+// owns.
+func keysOn(t *testing.T, cl *redistest.Cluster, m *redistest.Server, prefix string, count int) []string {
+	t.Helper()
+	var keys []string
+	for i := 0; len(keys) < count; i++ {
+		require.Less(t, i, 10000, "no key of %s found", m.Addr)
+		key := fmt.Sprintf("%s%d", prefix, i)
+		if cl.MasterOf(key) == m {
+			keys = append(keys, key)
+		}
+	}
+	return keys
+}
+
+// TestClusterFailover runs a Limiter on a 3-master cluster with a replica
+// each: keys on every master pass exactly the limit; when one master is
+// killed, its keys are decided by the policy (FailClosed: denied, with an
+// error) until its replica takes over, then by Redis again, while the keys
+// of the other masters are decided by Redis throughout.
+//
+// The breaker is off: it is one per Limiter, not per node, so with it a
+// dead master would also send the other masters' keys to the policy once it
+// opens.
+func TestClusterFailover(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts a Redis cluster and waits for a failover")
+	}
+	cl := redistest.StartCluster(t, 3, 1)
+	lim := newLimiter(t, cl.Client(), faultConfig, frozenClock(), redislimit.WithFailPolicy(redislimit.FailClosed),
+		redislimit.WithBreaker(0, 0), redislimit.WithTimeout(time.Second))
+	masters := cl.Masters()
+	require.Len(t, masters, 3)
+
+	// Every master: 2 keys, 4 goroutines each asking 3 × the limit.
+	var before []string
+	for i, m := range masters {
+		before = append(before, keysOn(t, cl, m, fmt.Sprintf("m%d-", i), 2)...)
+	}
+	results := load(lim, 4, 3*faultLimit*len(before), nil, func(w, i int) (string, int) { return before[(w+i)%len(before)], 1 })
+	passed := map[string]int{}
+	for _, r := range results {
+		require.NoError(t, r.err, "Take(%q) with the cluster ok", r.key)
+		if r.d.Allowed {
+			passed[r.key]++
+		}
+	}
+	for _, key := range before {
+		assert.Equal(t, faultLimit, passed[key], "%s (master %s)", key, cl.MasterOf(key).Addr)
+	}
+
+	// Redis stops serving every slot while some are uncovered, unless told
+	// otherwise: the live masters' keys would fail too, by Redis's choice.
+	for _, n := range cl.Nodes {
+		require.NoError(t, n.Client().ConfigSet(context.Background(), "cluster-require-full-coverage", "no").Err())
+	}
+
+	victim, others := masters[0], masters[1:]
+	dead := keysOn(t, cl, victim, "dead-", 2)
+	var healthy []string
+	for i, m := range others {
+		healthy = append(healthy, keysOn(t, cl, m, fmt.Sprintf("live%d-", i), 2)...)
+	}
+	victim.Kill()
+
+	// During the gap: one goroutine on the dead master's keys, one on the
+	// others', until the replica has taken over.
+	stop := make(chan struct{})
+	var wg sync.WaitGroup
+	var gapDead, gapHealthy []result
+	wg.Go(func() {
+		for i := 0; ; i++ {
+			select {
+			case <-stop:
+				return
+			default:
+			}
+			gapDead = append(gapDead, call(lim, dead[i%len(dead)], 1))
+			time.Sleep(5 * time.Millisecond)
+		}
+	})
+	wg.Go(func() {
+		for i := 0; ; i++ {
+			select {
+			case <-stop:
+				return
+			default:
+			}
+			gapHealthy = append(gapHealthy, call(lim, healthy[i%len(healthy)], 1))
+			time.Sleep(5 * time.Millisecond)
+		}
+	})
+	failErr := cl.WaitFailover(victim, 20*time.Second)
+	close(stop)
+	wg.Wait()
+	require.NoError(t, failErr)
+
+	var gapErrs int
+	for _, r := range gapDead {
+		assert.Less(t, r.took, 3*time.Second, "Take(%q) during the failover", r.key)
+		if r.err != nil {
+			gapErrs++
+			assert.False(t, r.d.Allowed, "FailClosed: Take(%q) = %+v, %v", r.key, r.d, r.err)
+		}
+	}
+	require.NotEmpty(t, gapDead)
+	assert.Error(t, gapDead[0].err, "the first call on the killed master's key")
+	assert.Positive(t, gapErrs, "no call failed on the killed master's keys")
+	healthyPassed := map[string]int{}
+	for _, r := range gapHealthy {
+		require.NoError(t, r.err, "Take(%q) on a live master during the failover", r.key)
+		if r.d.Allowed {
+			healthyPassed[r.key]++
+		}
+	}
+	for key, n := range healthyPassed {
+		assert.LessOrEqual(t, n, faultLimit, key)
+	}
+	t.Logf("during the failover: %d calls on the dead master's keys (%d errors), %d on the others'", len(gapDead), gapErrs, len(gapHealthy))
+
+	// After the promotion: Redis decides the dead master's slots again.
+	after := keysOn(t, cl, cl.MasterOf(dead[0]), "promoted-", 1)[0]
+	require.NotEqual(t, victim, cl.MasterOf(after))
+	waitForRedis(t, lim, after, 5*time.Second)
+	for i := 1; i <= faultLimit; i++ {
+		assert.Equal(t, i < faultLimit, take(t, lim, after, 1).Allowed, "request %d of %s after the failover", i+1, after)
+	}
+	for _, key := range slices.Concat(before[2:], healthy) {
+		take(t, lim, key, 1) // err nil: still Redis
+	}
+}

@@ -1,0 +1,344 @@
+package redislimit_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"slices"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/hotlimit/hotlimit"
+	"github.com/hotlimit/hotlimit/redislimit"
+	"github.com/hotlimit/hotlimit/redislimit/internal/redistest"
+)
+
+// The fault tests: Redis killed, frozen (SIGSTOP) and restarted under a
+// Limiter; cluster_test.go kills a cluster master.
+
+// prompt bounds any single call made while Redis is down or frozen: the
+// limiter's timeout or go-redis's few quick retries against a refused
+// connection, with room for a noisy 2-core machine under -race.
+const prompt = time.Second
+
+// faultConfig is the Config of the fault tests: with a frozen clock a
+// fresh key passes exactly faultLimit requests, in Redis or in memory.
+const faultLimit = 5
+
+var faultConfig = hotlimit.Config{Algorithm: hotlimit.TokenBucket, Limit: faultLimit, Window: time.Minute}
+
+// frozenClock returns a clock option whose reading never moves.
+func frozenClock() hotlimit.Option {
+	var now atomic.Int64
+	now.Store(int64(time.Hour))
+	return hotlimit.WithClock(now.Load)
+}
+
+// hookLog records the events of WithHook.
+type hookLog struct {
+	mu     sync.Mutex
+	events []redislimit.Event
+}
+
+func (h *hookLog) add(ev redislimit.Event) {
+	h.mu.Lock()
+	h.events = append(h.events, ev)
+	h.mu.Unlock()
+}
+
+func (h *hookLog) snapshot() []redislimit.Event {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return slices.Clone(h.events)
+}
+
+// result is one TakeContext call.
+type result struct {
+	key  string
+	n    int
+	d    hotlimit.Decision
+	err  error
+	took time.Duration
+}
+
+func call(lim *redislimit.Limiter, key string, n int) result {
+	start := time.Now()
+	d, err := lim.TakeContext(context.Background(), key, n)
+	return result{key: key, n: n, d: d, err: err, took: time.Since(start)}
+}
+
+// load runs workers goroutines calling next(worker, i) for the request of
+// their i-th call until stop is closed or a worker's calls are done (calls
+// < 0: no bound), and returns every call made.
+func load(lim *redislimit.Limiter, workers, calls int, stop <-chan struct{}, next func(w, i int) (string, int)) []result {
+	var mu sync.Mutex
+	var all []result
+	var wg sync.WaitGroup
+	for w := range workers {
+		wg.Go(func() {
+			var mine []result
+			defer func() {
+				mu.Lock()
+				all = append(all, mine...)
+				mu.Unlock()
+			}()
+			for i := 0; calls < 0 || i < calls; i++ {
+				select {
+				case <-stop:
+					return
+				default:
+				}
+				key, n := next(w, i)
+				mine = append(mine, call(lim, key, n))
+				if i%64 == 63 {
+					time.Sleep(time.Millisecond) // leave the CPU to the test
+				}
+			}
+		})
+	}
+	wg.Wait()
+	return all
+}
+
+// checkFallback checks a decision made by policy p (err != nil) for n
+// requests, apart from FailLocal's counts, which the caller checks.
+func checkFallback(t *testing.T, p redislimit.FailPolicy, r result) {
+	t.Helper()
+	msg := fmt.Sprintf("%v: Take(%q, %d) = %+v, %v", p, r.key, r.n, r.d, r.err)
+	if r.n > faultLimit {
+		assert.False(t, r.d.Allowed, msg)
+		assert.Equal(t, hotlimit.Never, r.d.RetryAfter, msg)
+		return
+	}
+	switch p {
+	case redislimit.FailOpen:
+		assert.True(t, r.d.Allowed, msg)
+		assert.Zero(t, r.d.RetryAfter, msg)
+	case redislimit.FailClosed:
+		assert.Equal(t, r.n == 0, r.d.Allowed, msg)
+		if r.n > 0 {
+			assert.Positive(t, r.d.RetryAfter, msg)
+		}
+	}
+}
+
+// waitForRedis calls Take on key until Redis decides (err nil), for at most
+// timeout, and returns that decision.
+func waitForRedis(t *testing.T, lim *redislimit.Limiter, key string, timeout time.Duration) hotlimit.Decision {
+	t.Helper()
+	deadline := time.Now().Add(timeout)
+	for {
+		d, err := lim.TakeContext(context.Background(), key, 1)
+		if err == nil {
+			return d
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("Redis still not deciding after %v: %v", timeout, err)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+// TestRedisKilledMidLoad kills Redis under 4 goroutines taking on a few
+// keys, for each policy: every call returns promptly; a call Redis did not
+// decide returns an error with the policy's decision, and the hook sees
+// each of them; with FailLocal and a frozen clock, exactly the limit passes
+// per key decided only after the kill, as an in-process limiter would give.
+// After a restart, Redis decides again within a few seconds.
+func TestRedisKilledMidLoad(t *testing.T) {
+	for _, p := range []redislimit.FailPolicy{redislimit.FailLocal, redislimit.FailOpen, redislimit.FailClosed} {
+		t.Run(p.String(), func(t *testing.T) {
+			srv := redistest.Start(t)
+			hook := &hookLog{}
+			lim := newLimiter(t, srv.Client(), faultConfig, frozenClock(), redislimit.WithFailPolicy(p),
+				redislimit.WithBreaker(3, 100*time.Millisecond), redislimit.WithHook(hook.add))
+			const workers = 4
+
+			// Before the kill and across it: keys k0..k2, n = 1.
+			stop := make(chan struct{})
+			done := make(chan []result)
+			go func() {
+				done <- load(lim, workers, -1, stop, func(w, i int) (string, int) { return fmt.Sprintf("k%d", (w+i)%3), 1 })
+			}()
+			time.Sleep(50 * time.Millisecond)
+			srv.Kill()
+			time.Sleep(150 * time.Millisecond)
+			close(stop)
+			across := <-done
+
+			// After the kill: fresh keys f0..f3, each asked for 1 request 3 × the
+			// limit times, plus n = 0 and n > limit calls.
+			after := load(lim, workers, 3*faultLimit+2, nil, func(w, i int) (string, int) {
+				key := fmt.Sprintf("f%d", w)
+				switch i {
+				case 0:
+					return key, 0
+				case 1:
+					return key, faultLimit + 1
+				}
+				return key, 1
+			})
+
+			var fromRedis, errs int
+			var slowest time.Duration
+			redisPassed := map[string]int{}
+			localPassed := map[string]int{}
+			for _, r := range slices.Concat(across, after) {
+				assert.Less(t, r.took, prompt, "Take(%q, %d) took too long", r.key, r.n)
+				slowest = max(slowest, r.took)
+				if r.err == nil {
+					fromRedis++
+					if r.d.Allowed {
+						redisPassed[r.key] += r.n
+					}
+					continue
+				}
+				errs++
+				checkFallback(t, p, r)
+				if r.d.Allowed {
+					localPassed[r.key] += r.n
+				}
+			}
+			for _, r := range after {
+				assert.Error(t, r.err, "Take(%q, %d) after the kill", r.key, r.n)
+			}
+			for key, n := range redisPassed {
+				assert.LessOrEqual(t, n, faultLimit, "%s passed by Redis", key)
+			}
+			if p == redislimit.FailLocal {
+				for key, n := range localPassed {
+					assert.LessOrEqual(t, n, faultLimit, "%s passed by the local limiter", key)
+				}
+				for w := range workers {
+					key := fmt.Sprintf("f%d", w)
+					assert.Equal(t, faultLimit, localPassed[key], "%s passed after the kill", key)
+				}
+			}
+			assert.Positive(t, fromRedis, "Redis decided nothing before the kill")
+			events := hook.snapshot()
+			assert.Equal(t, errs, len(events), "hook calls against errors returned")
+			for _, ev := range events {
+				assert.Error(t, ev.Err, "%+v", ev)
+				assert.Equal(t, p, ev.Policy, "%+v", ev)
+			}
+			t.Logf("%d calls across the kill, %d after; %d decided by Redis, %d by the policy; slowest %v",
+				len(across), len(after), fromRedis, errs, slowest)
+
+			srv.Restart()
+			waitForRedis(t, lim, "probe", 5*time.Second)
+			for i := range faultLimit + 1 {
+				d, err := lim.TakeContext(context.Background(), "r", 1)
+				require.NoError(t, err, "after the restart")
+				assert.Equal(t, i < faultLimit, d.Allowed, "request %d of a fresh key after the restart", i+1)
+			}
+		})
+	}
+}
+
+// isTimeout reports whether err is a timeout: the context's deadline or a
+// socket deadline.
+func isTimeout(err error) bool {
+	var ne net.Error
+	return errors.Is(err, context.DeadlineExceeded) || (errors.As(err, &ne) && ne.Timeout())
+}
+
+// TestRedisPausedBreaker freezes Redis (SIGSTOP): the first 3 calls fail
+// with a timeout after about WithTimeout; then the breaker opens and calls
+// fail at once with ErrBreakerOpen, without touching Redis, until the
+// cooldown has passed after Redis is back; then one probe closes it and
+// Redis decides again.
+func TestRedisPausedBreaker(t *testing.T) {
+	const timeout, cooldown = 50 * time.Millisecond, 300 * time.Millisecond
+	srv := redistest.Start(t)
+	client := redis.NewClient(&redis.Options{Addr: srv.Addr, ContextTimeoutEnabled: true})
+	t.Cleanup(func() { _ = client.Close() })
+	var events atomic.Int64
+	lim := newLimiter(t, client, faultConfig, frozenClock(), redislimit.WithFailPolicy(redislimit.FailClosed),
+		redislimit.WithTimeout(timeout), redislimit.WithBreaker(3, cooldown), redislimit.WithBatch(0, 1),
+		redislimit.WithHook(func(redislimit.Event) { events.Add(1) }))
+	take(t, lim, "warm", 1)
+
+	srv.Pause()
+	for i := range 3 {
+		r := call(lim, fmt.Sprintf("p%d", i), 1)
+		require.Error(t, r.err, "call %d while paused", i+1)
+		assert.True(t, isTimeout(r.err), "call %d while paused: %v", i+1, r.err)
+		assert.False(t, errors.Is(r.err, redislimit.ErrBreakerOpen), "call %d: the breaker opened too early", i+1)
+		assert.GreaterOrEqual(t, r.took, timeout*9/10, "call %d returned before the timeout", i+1)
+		assert.Less(t, r.took, timeout+250*time.Millisecond, "call %d overran the timeout", i+1)
+		assert.False(t, r.d.Allowed, "FailClosed")
+	}
+	opened := time.Now()
+
+	var took []time.Duration
+	for i := range 200 {
+		r := call(lim, fmt.Sprintf("o%d", i), 1)
+		took = append(took, r.took)
+		require.ErrorIs(t, r.err, redislimit.ErrBreakerOpen, "call %d with the breaker open", i+1)
+		require.False(t, r.d.Allowed, "FailClosed")
+	}
+	slices.Sort(took)
+	assert.Less(t, took[len(took)/2], time.Millisecond, "median call with the breaker open")
+	require.Less(t, time.Since(opened), cooldown/2, "the open-breaker calls were too slow to test the cooldown")
+
+	srv.Resume()
+	if r := call(lim, "early", 1); time.Since(opened) < cooldown*8/10 {
+		assert.ErrorIs(t, r.err, redislimit.ErrBreakerOpen, "Redis back, but the cooldown has not passed")
+	}
+	time.Sleep(time.Until(opened.Add(cooldown + 20*time.Millisecond)))
+	probe := call(lim, "fresh", 1)
+	require.NoError(t, probe.err, "the probe after the cooldown")
+	assert.True(t, probe.d.Allowed)
+	assert.Equal(t, faultLimit-1, probe.d.Remaining, "the probe's key is fresh")
+	for i := 1; i <= faultLimit; i++ {
+		d := take(t, lim, "fresh", 1) // the breaker is closed: Redis decides
+		assert.Equal(t, i < faultLimit, d.Allowed, "request %d of a fresh key", i+1)
+	}
+	assert.Equal(t, int64(3+200+1), events.Load(), "hook calls: 3 timeouts, 200 open, 1 early")
+}
+
+// TestRedisRestartReloadsScripts restarts Redis, whose fresh process has an
+// empty script cache: the next decisions, alone (EVALSHA, NOSCRIPT, EVAL)
+// and batched (a pipeline of EVALSHA, each NOSCRIPT retried alone), come
+// from Redis without an error, and the keys start fresh.
+func TestRedisRestartReloadsScripts(t *testing.T) {
+	srv := redistest.Start(t)
+	lim := newLimiter(t, srv.Client(), faultConfig, frozenClock(), redislimit.WithFailPolicy(redislimit.FailClosed))
+	spend := func(key string) {
+		t.Helper()
+		for i := range faultLimit + 1 {
+			assert.Equal(t, i < faultLimit, take(t, lim, key, 1).Allowed, "request %d of %s", i+1, key)
+		}
+	}
+	spend("k")
+
+	// Concurrent calls first, so that some of them meet NOSCRIPT in a batch.
+	srv.Restart()
+	results := load(lim, 8, faultLimit+1, nil, func(w, i int) (string, int) { return fmt.Sprintf("b%d", w), 1 })
+	passed := map[string]int{}
+	for _, r := range results {
+		require.NoError(t, r.err, "Take(%q) after the restart", r.key)
+		if r.d.Allowed {
+			passed[r.key]++
+		}
+	}
+	for w := range 8 {
+		assert.Equal(t, faultLimit, passed[fmt.Sprintf("b%d", w)], "b%d after the restart", w)
+	}
+
+	// A call alone after another restart: EVALSHA, NOSCRIPT, then EVAL.
+	srv.Restart()
+	d := take(t, lim, "k", 1)
+	assert.True(t, d.Allowed, "k starts fresh after the restart")
+	assert.Equal(t, faultLimit-1, d.Remaining, "k starts fresh after the restart")
+	for i := 1; i <= faultLimit; i++ {
+		assert.Equal(t, i < faultLimit, take(t, lim, "k", 1).Allowed, "request %d of k", i+1)
+	}
+}
