@@ -15,7 +15,12 @@
 // A clock that steps back is read as no time passing: a request is logged at
 // the later of its clock reading and the key's newest logged time. (A request
 // that takes the place of a refunded one logged at its own time or later, as
-// with a frozen clock, is logged 1 ns after it; see Refund.)
+// with a frozen clock, is logged 1 ns after it; see Refund. That bump
+// saturates at 2^61 − 1 ns, about 73 years, after the clock's origin, the
+// latest time a slot holds, to which later clock readings are clamped too:
+// such a request is then logged at that very time. Nothing logged there ever
+// leaves the window, so a key whose log holds only such requests admits only
+// what refunds give back.)
 //
 // # Decisions
 //
@@ -28,9 +33,10 @@
 //     where o is the time of the n-th oldest of the last Limit requests:
 //     exactly, the same request made 1 ns earlier is still denied and made
 //     then it passes, if nothing else is taken meanwhile. hotlimit.Never for
-//     n > Limit or n < 0. Under contention on one key, Take with n > 1 can be
-//     denied with RetryAfter 1 ns although the requests might have fitted;
-//     see Limiter.Take.
+//     n > Limit or n < 0. Under contention on one key (with other requests,
+//     or with a Refund alone), or after a Refund and a clock step back, Take
+//     with n > 1 can be denied with RetryAfter 1 ns although the requests
+//     might have fitted, its first claims spent; see Limiter.Take.
 //   - ResetAfter: until the newest logged request expires, 0 when none counts
 //     in the window.
 //

@@ -106,16 +106,21 @@ func (l *Limiter) Allow(key string) bool {
 // the limit or negative is denied with RetryAfter hotlimit.Never and changes
 // nothing. The package documentation defines the Decision's fields.
 //
-// Take with n > 1 first checks that the n-th oldest of the last Limit logged
-// requests has left the window, then logs its n requests one claim at a time.
-// A single caller's claims therefore always all pass. When concurrent requests
-// of the same key take the room in between, a claim finds its slot still in
-// the window: Take is then denied, with RetryAfter one nanosecond, and the
-// claims it already made stay logged until they leave the window. A logged
-// time is never taken back: that is what makes every slot's value grow, and
-// the whole protocol safe (see cell). Contention can so make a key admit less
-// than its limit for one Window, never more; it needs concurrent calls on one
-// key that mix Take with n > 1 and other requests.
+// Take with n > 1 first checks that the oldest and the n-th oldest of the
+// last Limit logged requests have left the window or were refunded, then logs
+// its n requests one claim at a time. With a clock that never goes back, a
+// single caller's claims therefore always all pass. A later claim can still
+// find its slot counted in the window: when concurrent requests of the same
+// key take the room in between, or when a Refund alone, run with a later
+// clock reading than Take's (concurrently, or before a clock step back),
+// found an entry between those two already out of its window and marked a
+// newer one in its place. Take is then denied, with RetryAfter one
+// nanosecond, and the claims it already made stay logged until they leave
+// the window. A logged time is never taken back: that is what makes every
+// slot's value grow, and the whole protocol safe (see cell). This can make a
+// key admit less than its limit for one Window, never more; it needs Take
+// with n > 1 and, on the same key, concurrent requests or refunds, or a
+// refund before a clock step back.
 func (l *Limiter) Take(key string, n int) hotlimit.Decision {
 	d, _ := l.takeAt(key, n)
 	return d
@@ -143,7 +148,8 @@ func (l *Limiter) takeAt(key string, n int) (hotlimit.Decision, int64) {
 	}
 }
 
-// take logs n requests at now in c, all or none for a single caller, and
+// take logs n requests at now in c, all or none for a single caller with a
+// clock that never goes back (see Take), and
 // returns the logged time of the first claim; it reports false if it found c
 // tombstoned.
 func (l *Limiter) take(c *cell, now int64, n uint64) (hotlimit.Decision, int64, bool) {
@@ -177,8 +183,12 @@ func (l *Limiter) take(c *cell, now int64, n uint64) (hotlimit.Decision, int64, 
 				}
 			} else {
 				// Both the head's own entry and the n-th must be claimable:
-				// refunds racing each other can leave the claimable entries
-				// out of order. The wait is until both are.
+				// refunds can leave the claimable entries out of order (one
+				// racing another, or one with a later clock reading than
+				// ours, which marks a newer entry where an older one is
+				// expired at its reading but not at ours). The wait is until
+				// both are. The entries between are checked by their own
+				// claims (k > 0), and one still counted denies with 1 ns.
 				decisive := s.v
 				if n > 1 {
 					if decisive = c.load(c.at(s.h, n-1)); c.head.Load() != s.h {

@@ -100,7 +100,10 @@ func (l *Limiter) Refund(key string, r hotlimit.Receipt) {
 // but a refund racing a claim in flight can mark out of that order, so the
 // pass reads the ring from the head rather than binary-search it. A CAS that
 // fails means another refund marked the entry first, or the slot was
-// claimed: start over, so nobody waits for anybody.
+// claimed: start over, so nobody waits for anybody. That is lock-free, not
+// wait-free: every start over follows another caller's successful CAS, so
+// some caller always progresses, but a refund can in principle be sent back
+// by claims on its key indefinitely.
 func (l *Limiter) mark(c *cell, s snapshot, t int64, left uint64) (uint64, bool) {
 	for k := uint64(0); k < l.limit && left > 0; k++ {
 		i := c.at(s.h, k)

@@ -66,17 +66,34 @@ import (
 // time (Take does not take its claims back, on purpose): a write that did
 // could bring an old value back, and with it a stalled claimer's CAS, on a
 // slot another caller had moved on from.
+//
+// The one exception is packed.MaxStamp, 2^61 − 1 ns (about 73 years) after
+// the clock's origin, reached by the clock (readings are clamped to it) or by
+// as many 1 ns bumps: there the bump saturates (see claimable), a claim over
+// a refunded entry at MaxStamp logs at MaxStamp itself, and the slot's value
+// can recur two rounds later, its refunded bit and parity having cycled, so
+// a stalled CAS can land late. That is harmless: every time logged after one
+// at MaxStamp is MaxStamp too, no entry at MaxStamp is ever expired (nor its
+// cell tombstoned), and a late CAS on a recurring value either replaces a
+// refunded entry with a counted one (the claim of a later round, made early)
+// or marks one counted entry as refunded, all at MaxStamp: the key never
+// holds more than L counted requests, and a refund marks no more than it
+// owes.
 
 // Order: the logged time of claim h is max(now, time of claim h − 1), read
 // from the newest slot while head is h, so logged times never decrease in
 // claim order, and the slot under the head always holds the oldest of the
 // last L. That is what makes a decision on that single slot exact for a
 // sequential caller: fewer than L requests in (t − Window, t] if and only if
-// the oldest of the last L is at or before t − Window. A logged time lies
-// within its call: at or after the caller's clock read, and no later than
-// the CAS that wrote it, since the newest slot's time was itself logged by
-// an earlier call. Under concurrency every decision is therefore the exact
-// decision for some time within its call (linearisable).
+// the oldest of the last L is at or before t − Window. With a clock that
+// never goes back, a logged time lies within its call, up to the 1 ns bumps:
+// at or after the caller's clock read, and no later than the clock at the
+// CAS that wrote it, since the newest slot's time was itself logged by an
+// earlier call, except that a claim over a refunded entry logged at or after
+// its own time is logged 1 ns after it (see claimable), so a frozen clock
+// that saw k such claims can leave a logged time k ns ahead of the clock.
+// Under concurrency every decision is therefore the exact decision for some
+// time within its call (linearisable), to within those nanoseconds.
 //
 // Liveness: every failed CAS and every restart follows another caller's
 // successful CAS (a claim, a head advance or a tombstone), so some caller
@@ -93,8 +110,10 @@ import (
 // clock. From then on no claim can land (they all CAS slot h mod L while
 // head is h) and head cannot advance (H), so the cell is frozen; a claimer
 // that reads the tombstone takes a fresh cell from the map and reads the
-// clock again. The frozen cell held nothing a fresh one would not hold at any
-// later time.
+// clock again. With a clock that never goes back, the frozen cell held
+// nothing a fresh one would not hold at any later time; after a step back,
+// the fresh cell decides at the clock reading, where the frozen one would
+// have logged at its newest time and counted its requests there.
 type cell struct {
 	head  atomic.Uint64
 	slots []atomic.Int64 // stamps XOR freshStamp
@@ -130,12 +149,16 @@ func (c *cell) read() (s snapshot, ok bool) {
 	s.i, s.round = s.h%L, s.h/L
 	s.v = c.load(s.i)
 	s.newest = packed.MinStamp
-	if s.h > 0 {
-		if s.i == 0 {
-			s.newest, _ = packed.UnpackStamp(c.load(L - 1))
-		} else {
-			s.newest, _ = packed.UnpackStamp(c.load(s.i - 1))
-		}
+	switch {
+	case s.h == 0:
+	case L == 1:
+		// The newest slot is slot i itself, just read: claim h − 1 unless
+		// pending, which every caller handles before it uses newest.
+		s.newest, _ = packed.UnpackStamp(s.v)
+	case s.i == 0:
+		s.newest, _ = packed.UnpackStamp(c.load(L - 1))
+	default:
+		s.newest, _ = packed.UnpackStamp(c.load(s.i - 1))
 	}
 	return s, c.head.Load() == s.h
 }
@@ -151,8 +174,10 @@ func (s *snapshot) pending() bool {
 // oldest of the last L: v's request left the window (its time is at or
 // before t − window) or was refunded. It also returns the time the claim
 // logs at: t, or, over a refunded stamp of time t or later (a frozen clock),
-// 1 ns after it, so that the slot's value still grows. Saturated at
-// packed.MaxStamp, about 73 years from the clock's origin.
+// 1 ns after it, so that the slot's value still grows. That bump saturates
+// at packed.MaxStamp (2^61 − 1 ns, about 73 years after the clock's origin):
+// over a refunded stamp of time MaxStamp the claim logs at MaxStamp itself,
+// and the slot's time stops growing (see No repeated value on cell).
 func claimable(v, t, window int64) (at int64, ok bool) {
 	tv, _ := packed.UnpackStamp(v)
 	if packed.IsRefunded(v) {
