@@ -40,9 +40,6 @@ func keysOn(t *testing.T, cl *redistest.Cluster, m *redistest.Server, prefix str
 // dead master would also send the other masters' keys to the policy once it
 // opens.
 func TestClusterFailover(t *testing.T) {
-	if testing.Short() {
-		t.Skip("starts a Redis cluster and waits for a failover")
-	}
 	cl := redistest.StartCluster(t, 3, 1)
 	lim := newLimiter(t, cl.Client(), faultConfig, frozenClock(), redislimit.WithFailPolicy(redislimit.FailClosed),
 		redislimit.WithBreaker(0, 0), redislimit.WithTimeout(time.Second))

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"net"
 	"slices"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -304,22 +305,52 @@ func TestRedisPausedBreaker(t *testing.T) {
 	assert.Equal(t, int64(3+200+1), events.Load(), "hook calls: 3 timeouts, 200 open, 1 early")
 }
 
+// slowEval is a go-redis hook that delays every EVAL sent alone, so that
+// concurrent calls reach a restarted Redis in a pipeline of EVALSHA before
+// the script is loaded again; it counts the pipelined commands answered
+// NOSCRIPT.
+type slowEval struct{ pipedNoScript atomic.Int64 }
+
+func (h *slowEval) DialHook(next redis.DialHook) redis.DialHook { return next }
+
+func (h *slowEval) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
+	return func(ctx context.Context, cmd redis.Cmder) error {
+		if strings.EqualFold(cmd.Name(), "eval") {
+			time.Sleep(20 * time.Millisecond)
+		}
+		return next(ctx, cmd)
+	}
+}
+
+func (h *slowEval) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
+	return func(ctx context.Context, cmds []redis.Cmder) error {
+		err := next(ctx, cmds)
+		for _, cmd := range cmds {
+			if e := cmd.Err(); e != nil && strings.HasPrefix(e.Error(), "NOSCRIPT") {
+				h.pipedNoScript.Add(1)
+			}
+		}
+		return err
+	}
+}
+
 // TestRedisRestartReloadsScripts restarts Redis, whose fresh process has an
-// empty script cache: the next decisions, alone (EVALSHA, NOSCRIPT, EVAL)
-// and batched (a pipeline of EVALSHA, each NOSCRIPT retried alone), come
+// empty script cache: the next decisions, batched (a pipeline of EVALSHA,
+// each NOSCRIPT run again alone) and alone (EVALSHA, NOSCRIPT, EVAL), come
 // from Redis without an error, and the keys start fresh.
 func TestRedisRestartReloadsScripts(t *testing.T) {
 	srv := redistest.Start(t)
-	lim := newLimiter(t, srv.Client(), faultConfig, frozenClock(), redislimit.WithFailPolicy(redislimit.FailClosed))
-	spend := func(key string) {
-		t.Helper()
-		for i := range faultLimit + 1 {
-			assert.Equal(t, i < faultLimit, take(t, lim, key, 1).Allowed, "request %d of %s", i+1, key)
-		}
+	client := redis.NewClient(&redis.Options{Addr: srv.Addr, DialerRetries: 1, ContextTimeoutEnabled: true})
+	t.Cleanup(func() { _ = client.Close() })
+	hook := &slowEval{}
+	client.AddHook(hook)
+	lim := newLimiter(t, client, faultConfig, frozenClock(), redislimit.WithFailPolicy(redislimit.FailClosed))
+	for i := range faultLimit + 1 {
+		assert.Equal(t, i < faultLimit, take(t, lim, "k", 1).Allowed, "request %d of k", i+1)
 	}
-	spend("k")
 
-	// Concurrent calls first, so that some of them meet NOSCRIPT in a batch.
+	// Concurrent calls: the first goes alone and its EVAL is slow, so the
+	// others meet NOSCRIPT in a batch.
 	srv.Restart()
 	results := load(lim, 8, faultLimit+1, nil, func(w, i int) (string, int) { return fmt.Sprintf("b%d", w), 1 })
 	passed := map[string]int{}
@@ -332,6 +363,7 @@ func TestRedisRestartReloadsScripts(t *testing.T) {
 	for w := range 8 {
 		assert.Equal(t, faultLimit, passed[fmt.Sprintf("b%d", w)], "b%d after the restart", w)
 	}
+	assert.Positive(t, hook.pipedNoScript.Load(), "no batched call met NOSCRIPT: the test did not test it")
 
 	// A call alone after another restart: EVALSHA, NOSCRIPT, then EVAL.
 	srv.Restart()
