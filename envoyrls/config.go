@@ -1,0 +1,469 @@
+package envoyrls
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"time"
+
+	pb "github.com/envoyproxy/go-control-plane/envoy/service/ratelimit/v3"
+	"github.com/hotlimit/hotlimit"
+	"go.yaml.in/yaml/v3"
+)
+
+// ErrConfig is wrapped by every error that rejects a configuration file.
+var ErrConfig = errors.New("envoyrls: invalid config")
+
+// Rule is one rate_limit entry of a configuration: the limit a descriptor
+// path gets. It is immutable once loaded.
+type Rule struct {
+	// Domain is the domain of the file that declares the rule.
+	Domain string
+	// Key is the rule's full key as the reference server names its stats:
+	// the domain, then each level's key or key_value, joined by '.', as in
+	// "rl.foo.bar_bkthomps". It is unique within a Config.
+	Key string
+	// Name and Replaces are the rule's name and the names of the rules it
+	// replaces: a request whose descriptors match this rule and a rule named
+	// in Replaces is not limited by the latter.
+	Name     string
+	Replaces []string
+	// Unlimited rules always answer OK, with limit_remaining MaxUint32.
+	Unlimited bool
+	// ShadowMode rules count and report an over-limit in the metrics but
+	// answer OK.
+	ShadowMode bool
+	// QuotaMode rules make the overall answer OVER_LIMIT only when every
+	// quota-mode descriptor of the request is over.
+	QuotaMode bool
+	// DetailedMetric is read for compatibility; metrics stay per rule.
+	DetailedMetric bool
+	// RequestsPerUnit, Unit and UnitMultiplier are what responses report as
+	// current_limit. A window that is not a whole number of seconds reports
+	// UNKNOWN.
+	RequestsPerUnit uint32
+	Unit            pb.RateLimitResponse_RateLimit_Unit
+	UnitMultiplier  uint32
+	// Limit is the policy that decides: Limit.Limit is RequestsPerUnit,
+	// Limit.Window the unit (or the window extension). It is the zero
+	// Config for an unlimited rule and for requests_per_unit 0, which denies
+	// every hit.
+	Limit hotlimit.Config
+}
+
+// node is one level of a domain's descriptor tree.
+type node struct {
+	children  map[string]*node // by "key" or "key_value"
+	wildcards []wildcard       // the children whose key_value holds '*', in file order
+	rule      *Rule
+}
+
+// wildcard is a child key_value with '*' in it, split on '*' once at load.
+type wildcard struct {
+	key   string
+	parts []string
+}
+
+// Domain is the parsed configuration of one domain, from one file.
+type Domain struct {
+	// Name is the domain; File the file it was read from.
+	Name, File string
+	// Rules lists every rule of the domain, in file order.
+	Rules []*Rule
+	root  node
+}
+
+// Config is a set of domains, each from its own file. It is immutable once
+// built by [NewConfig] or [LoadDir], and safe for concurrent use.
+type Config struct {
+	domains map[string]*Domain
+}
+
+// NewConfig joins domains into a Config. Two domains of the same name are an
+// error naming both files.
+func NewConfig(domains ...*Domain) (*Config, error) {
+	c := &Config{domains: make(map[string]*Domain, len(domains))}
+	for _, d := range domains {
+		if prev, ok := c.domains[d.Name]; ok {
+			return nil, fmt.Errorf("%s: duplicate domain '%s' in config file (also in %s): %w", d.File, d.Name, prev.File, ErrConfig)
+		}
+		c.domains[d.Name] = d
+	}
+	return c, nil
+}
+
+// Domains returns the domains of c, sorted by name.
+func (c *Config) Domains() []*Domain {
+	out := make([]*Domain, 0, len(c.domains))
+	for _, d := range c.domains {
+		out = append(out, d)
+	}
+	slices.SortFunc(out, func(a, b *Domain) int { return strings.Compare(a.Name, b.Name) })
+	return out
+}
+
+// Rules returns every rule of every domain, domains sorted by name.
+func (c *Config) Rules() []*Rule {
+	var out []*Rule
+	for _, d := range c.Domains() {
+		out = append(out, d.Rules...)
+	}
+	return out
+}
+
+// LoadDir reads every *.yaml and *.yml file of dir (not hidden, not in
+// subdirectories), one domain per file, into a Config. The first bad file
+// makes it fail with an error naming the file.
+func LoadDir(dir string) (*Config, error) {
+	ents, err := os.ReadDir(dir)
+	if err != nil {
+		return nil, fmt.Errorf("envoyrls: config directory: %w", err)
+	}
+	var domains []*Domain
+	for _, e := range ents {
+		name := e.Name()
+		if e.IsDir() || strings.HasPrefix(name, ".") || !(strings.HasSuffix(name, ".yaml") || strings.HasSuffix(name, ".yml")) {
+			continue
+		}
+		path := filepath.Join(dir, name)
+		data, err := os.ReadFile(path)
+		if err != nil {
+			return nil, fmt.Errorf("envoyrls: %w", err)
+		}
+		d, err := ParseDomain(path, data)
+		if err != nil {
+			return nil, err
+		}
+		domains = append(domains, d)
+	}
+	return NewConfig(domains...)
+}
+
+// validKeys are the keys a configuration may hold, anywhere but under
+// metadata: the reference server's, and hotlimit's algorithm, burst and
+// window under rate_limit.
+var validKeys = map[string]bool{
+	"domain": true, "key": true, "value": true, "descriptors": true, "rate_limit": true,
+	"unit": true, "requests_per_unit": true, "unlimited": true, "shadow_mode": true,
+	"quota_mode": true, "name": true, "replaces": true, "detailed_metric": true,
+	"value_to_metric": true, "share_threshold": true, "metadata": true,
+	"algorithm": true, "burst": true, "window": true,
+}
+
+type yamlReplace struct {
+	Name string `yaml:"name"`
+}
+
+type yamlRateLimit struct {
+	RequestsPerUnit uint32        `yaml:"requests_per_unit"`
+	Unit            string        `yaml:"unit"`
+	Unlimited       bool          `yaml:"unlimited"`
+	Name            string        `yaml:"name"`
+	Replaces        []yamlReplace `yaml:"replaces"`
+	Algorithm       string        `yaml:"algorithm"`
+	Burst           int           `yaml:"burst"`
+	Window          string        `yaml:"window"`
+}
+
+type yamlDescriptor struct {
+	Key            string           `yaml:"key"`
+	Value          string           `yaml:"value"`
+	RateLimit      *yamlRateLimit   `yaml:"rate_limit"`
+	Descriptors    []yamlDescriptor `yaml:"descriptors"`
+	ShadowMode     bool             `yaml:"shadow_mode"`
+	QuotaMode      bool             `yaml:"quota_mode"`
+	DetailedMetric bool             `yaml:"detailed_metric"`
+	ValueToMetric  bool             `yaml:"value_to_metric"`
+	ShareThreshold bool             `yaml:"share_threshold"`
+	Metadata       map[string]any   `yaml:"metadata"`
+}
+
+type yamlRoot struct {
+	Domain      string           `yaml:"domain"`
+	Descriptors []yamlDescriptor `yaml:"descriptors"`
+}
+
+// configError formats a load error as the reference server does, prefixed
+// by the file: "file: message".
+func configError(file, format string, args ...any) error {
+	return fmt.Errorf("%s: %s: %w", file, fmt.Sprintf(format, args...), ErrConfig)
+}
+
+// ParseDomain reads one configuration file in the reference server's
+// format; file names it in errors. Every error wraps [ErrConfig].
+func ParseDomain(file string, data []byte) (*Domain, error) {
+	var doc yaml.Node
+	if err := yaml.Unmarshal(data, &doc); err != nil {
+		return nil, configError(file, "error loading config file: %v", err)
+	}
+	if len(doc.Content) > 0 {
+		if err := validateKeys(file, doc.Content[0]); err != nil {
+			return nil, err
+		}
+	}
+	var root yamlRoot
+	if err := doc.Decode(&root); err != nil {
+		return nil, configError(file, "error loading config file: %v", err)
+	}
+	if root.Domain == "" {
+		return nil, configError(file, "config file cannot have empty domain")
+	}
+	d := &Domain{Name: root.Domain, File: file}
+	if err := d.load(&d.root, root.Domain+".", root.Descriptors); err != nil {
+		return nil, err
+	}
+	return d, nil
+}
+
+// validateKeys rejects a mapping key outside validKeys at any depth, except
+// under metadata, whose content is free.
+func validateKeys(file string, n *yaml.Node) error {
+	switch n.Kind {
+	case yaml.DocumentNode, yaml.SequenceNode:
+		for _, c := range n.Content {
+			if n.Kind == yaml.SequenceNode && c.Kind != yaml.MappingNode {
+				return configError(file, "config error, yaml file contains list of type other than map: %s", c.Value)
+			}
+			if err := validateKeys(file, c); err != nil {
+				return err
+			}
+		}
+	case yaml.MappingNode:
+		for i := 0; i+1 < len(n.Content); i += 2 {
+			k, v := n.Content[i], n.Content[i+1]
+			if k.Kind != yaml.ScalarNode || k.Tag != "!!str" {
+				return configError(file, "config error, key is not of type string: %s", k.Value)
+			}
+			if !validKeys[k.Value] {
+				return configError(file, "config error, unknown key '%s'", k.Value)
+			}
+			if k.Value == "metadata" {
+				continue
+			}
+			if err := validateKeys(file, v); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+// load adds descriptors under n, whose full key is parent (ending in '.').
+func (d *Domain) load(n *node, parent string, descriptors []yamlDescriptor) error {
+	for _, yd := range descriptors {
+		if yd.Key == "" {
+			return configError(d.File, "descriptor has empty key")
+		}
+		final := yd.Key
+		if yd.Value != "" {
+			final += "_" + yd.Value
+		}
+		full := parent + final
+		if n.children == nil {
+			n.children = map[string]*node{}
+		}
+		if _, dup := n.children[final]; dup {
+			return configError(d.File, "duplicate descriptor composite key '%s'", full)
+		}
+		if yd.ShareThreshold && !strings.Contains(final, "*") {
+			return configError(d.File, "share_threshold can only be used with wildcard values (containing '*'), but found key '%s'", final)
+		}
+		child := &node{}
+		if yd.RateLimit != nil {
+			r, err := d.rule(full, &yd)
+			if err != nil {
+				return err
+			}
+			child.rule = r
+			d.Rules = append(d.Rules, r)
+		}
+		if strings.Contains(final, "*") {
+			n.wildcards = append(n.wildcards, wildcard{key: final, parts: strings.Split(final, "*")})
+		}
+		if err := d.load(child, full+".", yd.Descriptors); err != nil {
+			return err
+		}
+		n.children[final] = child
+	}
+	return nil
+}
+
+// units maps the reference's unit names to their durations: a month is 30
+// days and a year 365, as the reference counts them.
+var units = []struct {
+	unit pb.RateLimitResponse_RateLimit_Unit
+	d    time.Duration
+}{
+	{pb.RateLimitResponse_RateLimit_YEAR, 365 * 24 * time.Hour},
+	{pb.RateLimitResponse_RateLimit_MONTH, 30 * 24 * time.Hour},
+	{pb.RateLimitResponse_RateLimit_WEEK, 7 * 24 * time.Hour},
+	{pb.RateLimitResponse_RateLimit_DAY, 24 * time.Hour},
+	{pb.RateLimitResponse_RateLimit_HOUR, time.Hour},
+	{pb.RateLimitResponse_RateLimit_MINUTE, time.Minute},
+	{pb.RateLimitResponse_RateLimit_SECOND, time.Second},
+}
+
+// UnitDuration returns how long unit is; 0 for UNKNOWN or an invalid unit.
+func UnitDuration(unit pb.RateLimitResponse_RateLimit_Unit) time.Duration {
+	for _, u := range units {
+		if u.unit == unit {
+			return u.d
+		}
+	}
+	return 0
+}
+
+// unitOf expresses w as the largest unit dividing it times a multiplier;
+// UNKNOWN and 0 when no unit divides it.
+func unitOf(w time.Duration) (pb.RateLimitResponse_RateLimit_Unit, uint32) {
+	for _, u := range units {
+		if w%u.d == 0 && w/u.d <= 1<<32-1 {
+			return u.unit, uint32(w / u.d)
+		}
+	}
+	return pb.RateLimitResponse_RateLimit_UNKNOWN, 0
+}
+
+// rule builds the Rule of yd, whose full key is full.
+func (d *Domain) rule(full string, yd *yamlDescriptor) (*Rule, error) {
+	yr := yd.RateLimit
+	r := &Rule{
+		Domain: d.Name, Key: full, Name: yr.Name, Unlimited: yr.Unlimited,
+		ShadowMode: yd.ShadowMode, QuotaMode: yd.QuotaMode, DetailedMetric: yd.DetailedMetric,
+		RequestsPerUnit: yr.RequestsPerUnit,
+	}
+	v, ok := pb.RateLimitResponse_RateLimit_Unit_value[strings.ToUpper(yr.Unit)]
+	validUnit := ok && v != int32(pb.RateLimitResponse_RateLimit_UNKNOWN)
+	switch {
+	case yr.Unlimited && validUnit:
+		return nil, configError(d.File, "should not specify rate limit unit when unlimited")
+	case yr.Unlimited && (yr.Window != "" || yr.Algorithm != "" || yr.Burst != 0):
+		return nil, configError(d.File, "%s: should not specify algorithm, burst or window when unlimited", full)
+	case !yr.Unlimited && yr.Window == "" && !validUnit:
+		return nil, configError(d.File, "invalid rate limit unit '%s'", yr.Unit)
+	case yr.Window != "" && yr.Unit != "":
+		return nil, configError(d.File, "%s: rate_limit sets both unit '%s' and window '%s': set one", full, yr.Unit, yr.Window)
+	}
+	for _, rep := range yr.Replaces {
+		if rep.Name == "" {
+			return nil, configError(d.File, "should not have an empty replaces entry")
+		}
+		if rep.Name == yr.Name {
+			return nil, configError(d.File, "replaces should not contain name of same descriptor")
+		}
+		r.Replaces = append(r.Replaces, rep.Name)
+	}
+	if yr.Unlimited {
+		return r, nil
+	}
+	window := UnitDuration(pb.RateLimitResponse_RateLimit_Unit(v))
+	if yr.Window != "" {
+		w, err := time.ParseDuration(yr.Window)
+		if err != nil || w <= 0 {
+			return nil, configError(d.File, "%s: rate_limit window '%s' is not a positive Go duration such as 90s or 1h30m", full, yr.Window)
+		}
+		window = w
+		r.Unit, r.UnitMultiplier = unitOf(w)
+	} else {
+		r.Unit = pb.RateLimitResponse_RateLimit_Unit(v)
+	}
+	alg := hotlimit.FixedWindow
+	if yr.Algorithm != "" {
+		if err := alg.UnmarshalText([]byte(yr.Algorithm)); err != nil {
+			return nil, configError(d.File, "%s: rate_limit algorithm: %v", full, err)
+		}
+	}
+	if yr.Burst < 0 {
+		return nil, configError(d.File, "%s: rate_limit burst %d must not be negative", full, yr.Burst)
+	}
+	if yr.Burst > 0 && !alg.HasBurst() {
+		return nil, configError(d.File, "%s: rate_limit burst %d: %v has no burst, only TokenBucket and GCRA do", full, yr.Burst, alg)
+	}
+	if yr.RequestsPerUnit == 0 {
+		return r, nil // denies every hit, as the reference does
+	}
+	r.Limit = hotlimit.Config{Algorithm: alg, Limit: int(yr.RequestsPerUnit), Window: window, Burst: yr.Burst}
+	if err := r.Limit.Validate(); err != nil {
+		return nil, configError(d.File, "%s: %v", full, err)
+	}
+	return r, nil
+}
+
+// Entry is one key/value pair of a request's descriptor.
+type Entry struct{ Key, Value string }
+
+// Match returns the rule that a descriptor of entries gets in domain, and
+// whether the domain is known. At each level an entry's key_value wins, then
+// the first wildcard pattern of the level that matches key_value (file
+// order), then the bare key; a rule applies only when it is found at the
+// descriptor's last entry.
+func (c *Config) Match(domain string, entries []Entry) (*Rule, bool) {
+	d := c.domains[domain]
+	if d == nil {
+		return nil, false
+	}
+	return d.match(entries), true
+}
+
+// matcher is what match reads of an entry; both Entry and the protobuf
+// entries provide it.
+func (d *Domain) match(entries []Entry) *Rule {
+	n := &d.root
+	var r *Rule
+	for i, e := range entries {
+		next := n.lookup(e.Key, e.Value)
+		if next == nil {
+			return nil
+		}
+		if i == len(entries)-1 {
+			r = next.rule
+		}
+		if len(next.children) == 0 {
+			break
+		}
+		n = next
+	}
+	return r
+}
+
+// lookup finds the child of n that key=value selects: key_value, else a
+// wildcard, else the bare key.
+func (n *node) lookup(key, value string) *node {
+	if n.children == nil {
+		return nil
+	}
+	kv := key + "_" + value
+	if c := n.children[kv]; c != nil {
+		return c
+	}
+	for _, w := range n.wildcards {
+		if wildcardMatch(w.parts, kv) {
+			return n.children[w.key]
+		}
+	}
+	return n.children[key]
+}
+
+// wildcardMatch reports whether s matches the pattern split on '*' into
+// parts: each '*' matches any run of bytes, possibly empty.
+func wildcardMatch(parts []string, s string) bool {
+	first, last := parts[0], parts[len(parts)-1]
+	if len(parts) == 1 {
+		return s == first
+	}
+	if len(s) < len(first)+len(last) || !strings.HasPrefix(s, first) || !strings.HasSuffix(s, last) {
+		return false
+	}
+	mid := s[len(first) : len(s)-len(last)]
+	for _, p := range parts[1 : len(parts)-1] {
+		i := strings.Index(mid, p)
+		if i < 0 {
+			return false
+		}
+		mid = mid[i+len(p):]
+	}
+	return true
+}

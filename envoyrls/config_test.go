@@ -1,0 +1,210 @@
+package envoyrls
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	pb "github.com/envoyproxy/go-control-plane/envoy/service/ratelimit/v3"
+	"github.com/hotlimit/hotlimit"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+func kv(pairs ...string) []Entry {
+	out := make([]Entry, 0, len(pairs)/2)
+	for i := 0; i+1 < len(pairs); i += 2 {
+		out = append(out, Entry{pairs[i], pairs[i+1]})
+	}
+	return out
+}
+
+// TestMatchExample resolves descriptors against the reference server's
+// example configuration: value beats wildcard beats bare key, level by
+// level, and a rule applies only at the descriptor's last entry.
+func TestMatchExample(t *testing.T) {
+	cfg, err := LoadDir("testdata/example")
+	require.NoError(t, err)
+	for _, tc := range []struct {
+		name    string
+		domain  string
+		entries []Entry
+		want    string // the matched rule's key; "" for none
+	}{
+		{"value", "rl", kv("category", "account"), "rl.category_account"},
+		{"unknown value, no bare key", "rl", kv("category", "other"), ""},
+		{"nested value", "rl", kv("source_cluster", "proxy", "destination_cluster", "mock"), "rl.source_cluster_proxy.destination_cluster_mock"},
+		{"parent without rule", "rl", kv("source_cluster", "proxy"), ""},
+		{"bare key", "rl", kv("foo", "anything"), "rl.foo"},
+		{"bare key, nested bare key", "rl", kv("foo", "x", "bar", "y"), "rl.foo.bar"},
+		{"value beats bare key", "rl", kv("foo", "x", "bar", "bkthomps"), "rl.foo.bar_bkthomps"},
+		{"deeper than the tree", "rl", kv("foo", "x", "bar", "y", "z", "w"), ""},
+		{"leaf then more entries", "rl", kv("unspec", "a", "b", "c"), ""},
+		{"wildcard beats bare key", "rl", kv("path", "/api/v1"), "rl.path_/api/*"},
+		{"wildcard matches empty rest", "rl", kv("path", "/api/"), "rl.path_/api/*"},
+		{"wildcard misses, bare key", "rl", kv("path", "/web"), "rl.path"},
+		{"unlimited", "rl", kv("qux", "1"), "rl.qux"},
+		{"other domain", "mongo_cps", kv("database", "users"), "mongo_cps.database_users"},
+		{"no entries", "rl", nil, ""},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			r, ok := cfg.Match(tc.domain, tc.entries)
+			assert.True(t, ok)
+			if tc.want == "" {
+				assert.Nil(t, r)
+				return
+			}
+			require.NotNil(t, r)
+			assert.Equal(t, tc.want, r.Key)
+		})
+	}
+	r, ok := cfg.Match("nope", kv("foo", "x"))
+	assert.False(t, ok, "unknown domain")
+	assert.Nil(t, r)
+}
+
+// TestRuleFields checks what each rule of the example holds.
+func TestRuleFields(t *testing.T) {
+	cfg, err := LoadDir("testdata/example")
+	require.NoError(t, err)
+	byKey := map[string]*Rule{}
+	for _, r := range cfg.Rules() {
+		byKey[r.Key] = r
+	}
+	acc := byKey["rl.category_account"]
+	require.NotNil(t, acc)
+	assert.Equal(t, []string{"bkthomps", "fake_name"}, acc.Replaces)
+	assert.Equal(t, hotlimit.Config{Algorithm: hotlimit.FixedWindow, Limit: 4, Window: time.Minute}, acc.Limit)
+	assert.Equal(t, pb.RateLimitResponse_RateLimit_MINUTE, acc.Unit)
+
+	banned := byKey["rl.foo.bar_banned"]
+	require.NotNil(t, banned)
+	assert.Equal(t, "banned_limit", banned.Name)
+	assert.Zero(t, banned.Limit, "requests_per_unit 0 denies every hit")
+
+	assert.True(t, byKey["rl.foo.baz_shady"].ShadowMode)
+	assert.True(t, byKey["rl.foo.bay"].Unlimited)
+	assert.True(t, byKey["rl.unspec"].DetailedMetric)
+
+	tb := byKey["rolling.api_key"]
+	require.NotNil(t, tb)
+	assert.Equal(t, hotlimit.Config{Algorithm: hotlimit.TokenBucket, Limit: 100, Window: time.Minute, Burst: 20}, tb.Limit)
+	assert.Equal(t, pb.RateLimitResponse_RateLimit_MINUTE, tb.Unit)
+	assert.Equal(t, uint32(1), tb.UnitMultiplier)
+	g := byKey["rolling.tenant"]
+	assert.Equal(t, hotlimit.Config{Algorithm: hotlimit.GCRA, Limit: 3, Window: 90 * time.Second}, g.Limit)
+	assert.Equal(t, pb.RateLimitResponse_RateLimit_SECOND, g.Unit)
+	assert.Equal(t, uint32(90), g.UnitMultiplier)
+	assert.Equal(t, hotlimit.SlidingLog, byKey["rolling.user"].Limit.Algorithm)
+}
+
+// TestUnits covers every unit name, in any case.
+func TestUnits(t *testing.T) {
+	for name, want := range map[string]time.Duration{
+		"second": time.Second, "MINUTE": time.Minute, "Hour": time.Hour, "day": 24 * time.Hour,
+		"week": 7 * 24 * time.Hour, "month": 30 * 24 * time.Hour, "year": 365 * 24 * time.Hour,
+	} {
+		d, err := ParseDomain("f.yaml", []byte("domain: d\ndescriptors:\n  - key: k\n    rate_limit:\n      unit: "+name+"\n      requests_per_unit: 7\n"))
+		require.NoError(t, err, name)
+		assert.Equal(t, want, d.Rules[0].Limit.Window, name)
+		assert.Equal(t, 7, d.Rules[0].Limit.Limit, name)
+	}
+}
+
+// TestLoadErrors pins the load errors: the reference's, and the
+// extensions'.
+func TestLoadErrors(t *testing.T) {
+	rule := func(body string) string {
+		return "domain: d\ndescriptors:\n  - key: k\n    rate_limit:\n" + body
+	}
+	for _, tc := range []struct {
+		name, yaml, want string
+	}{
+		{"malformed", "domain: [", "error loading config file"},
+		{"unknown key", "domain: d\nfoo: 1\n", "unknown key 'foo'"},
+		{"unknown nested key", rule("      unit: second\n      requests_per_unit: 1\n      per: 2\n"), "unknown key 'per'"},
+		{"empty domain", "descriptors: []\n", "config file cannot have empty domain"},
+		{"empty key", "domain: d\ndescriptors:\n  - value: v\n", "descriptor has empty key"},
+		{"duplicate key", "domain: d\ndescriptors:\n  - key: k\n  - key: k\n", "duplicate descriptor composite key 'd.k'"},
+		{"duplicate key value", "domain: d\ndescriptors:\n  - key: a\n    descriptors:\n      - {key: k, value: v}\n      - {key: k, value: v}\n", "duplicate descriptor composite key 'd.a.k_v'"},
+		{"unlimited with unit", rule("      unlimited: true\n      unit: second\n"), "should not specify rate limit unit when unlimited"},
+		{"unlimited with window", rule("      unlimited: true\n      window: 1s\n"), "should not specify algorithm, burst or window when unlimited"},
+		{"bad unit", rule("      unit: fortnight\n      requests_per_unit: 1\n"), "invalid rate limit unit 'fortnight'"},
+		{"no unit", rule("      requests_per_unit: 1\n"), "invalid rate limit unit ''"},
+		{"replaces itself", rule("      name: n\n      unit: second\n      requests_per_unit: 1\n      replaces:\n        - name: n\n"), "replaces should not contain name of same descriptor"},
+		{"empty replaces", rule("      unit: second\n      requests_per_unit: 1\n      replaces:\n        - name: \"\"\n"), "should not have an empty replaces entry"},
+		{"bad algorithm", rule("      unit: second\n      requests_per_unit: 1\n      algorithm: leaky\n"), `unknown algorithm "leaky"`},
+		{"burst without bucket", rule("      unit: second\n      requests_per_unit: 1\n      burst: 3\n"), "FixedWindow has no burst"},
+		{"negative burst", rule("      unit: second\n      requests_per_unit: 1\n      algorithm: GCRA\n      burst: -1\n"), "burst -1 must not be negative"},
+		{"bad window", rule("      requests_per_unit: 1\n      window: soon\n"), "window 'soon' is not a positive Go duration"},
+		{"negative window", rule("      requests_per_unit: 1\n      window: -1s\n"), "window '-1s' is not a positive Go duration"},
+		{"unit and window", rule("      unit: second\n      window: 2s\n      requests_per_unit: 1\n"), "sets both unit 'second' and window '2s'"},
+		{"share_threshold without wildcard", "domain: d\ndescriptors:\n  - key: k\n    share_threshold: true\n", "share_threshold can only be used with wildcard"},
+		{"list of scalars", "domain: d\ndescriptors:\n  - k\n", "list of type other than map"},
+		{"negative requests", rule("      unit: second\n      requests_per_unit: -1\n"), "error loading config file"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			_, err := ParseDomain("bad.yaml", []byte(tc.yaml))
+			require.Error(t, err)
+			assert.ErrorIs(t, err, ErrConfig)
+			assert.Contains(t, err.Error(), tc.want)
+			assert.True(t, strings.HasPrefix(err.Error(), "bad.yaml: "), "names the file: %v", err)
+		})
+	}
+}
+
+// TestReferenceKeysAccepted: keys the reference reads and hotlimitd does
+// not act on (metadata, value_to_metric, share_threshold on a wildcard)
+// load as they do there.
+func TestReferenceKeysAccepted(t *testing.T) {
+	_, err := ParseDomain("ok.yaml", []byte(`
+domain: d
+descriptors:
+  - key: service
+    value: s*
+    value_to_metric: true
+    share_threshold: true
+    quota_mode: true
+    metadata:
+      anything: {goes: [1, 2]}
+    rate_limit:
+      unit: minute
+      requests_per_unit: 1
+`))
+	require.NoError(t, err)
+}
+
+// TestDuplicateDomain: two files of one domain are rejected, naming both.
+func TestDuplicateDomain(t *testing.T) {
+	dir := t.TempDir()
+	body := []byte("domain: same\ndescriptors:\n  - key: k\n    rate_limit: {unit: second, requests_per_unit: 1}\n")
+	require.NoError(t, os.WriteFile(filepath.Join(dir, "a.yaml"), body, 0o644))
+	require.NoError(t, os.WriteFile(filepath.Join(dir, "b.yml"), body, 0o644))
+	require.NoError(t, os.WriteFile(filepath.Join(dir, "README.txt"), []byte("not a config"), 0o644))
+	_, err := LoadDir(dir)
+	require.Error(t, err)
+	assert.Contains(t, err.Error(), "duplicate domain 'same' in config file")
+	assert.Contains(t, err.Error(), "a.yaml")
+	assert.Contains(t, err.Error(), "b.yml")
+}
+
+func TestWildcardMatch(t *testing.T) {
+	for _, tc := range []struct {
+		pattern, s string
+		want       bool
+	}{
+		{"k_a*", "k_abc", true},
+		{"k_a*", "k_a", true},
+		{"k_a*", "k_b", false},
+		{"k_a*c", "k_abc", true},
+		{"k_a*c", "k_ac", true},
+		{"k_a*c", "k_ab", false},
+		{"k_*b*d", "k_abcd", true},
+		{"k_*b*d", "k_acd", false},
+		{"k_a*a", "k_a", false}, // the prefix and suffix may not overlap
+	} {
+		assert.Equal(t, tc.want, wildcardMatch(strings.Split(tc.pattern, "*"), tc.s), "%s ~ %s", tc.pattern, tc.s)
+	}
+}
