@@ -1,4 +1,4 @@
-# make test  — every check: vet, formatting, the race-enabled test suite, a
+# make test  — every check: vet, formatting, tidy go.mod files, the race-enabled test suite, a
 #              benchmark smoke run, 32-bit builds, the bench module's tests
 #              and the redislimit module's tests against real Redis servers
 #              and clusters (redis-server and redis-cli are installed with
@@ -8,9 +8,9 @@
 GO ?= go
 PKGS := ./...
 
-.PHONY: test vet fmt race smoke test386 benchmod redis redismod bench
+.PHONY: test vet fmt tidy race smoke test386 benchmod redis redismod bench
 
-test: vet fmt race smoke test386 redis redismod benchmod
+test: vet fmt tidy race smoke test386 redis redismod benchmod
 
 vet:
 	$(GO) vet $(PKGS)
@@ -18,6 +18,13 @@ vet:
 fmt:
 	@out=$$(gofmt -l $$(git ls-files '*.go' 2>/dev/null || find . -name '*.go')); \
 	if [ -n "$$out" ]; then echo "gofmt would change:"; echo "$$out"; exit 1; fi
+
+# Every module's go.mod and go.sum say exactly what its code imports.
+tidy:
+	@for mod in $$(git ls-files '*go.mod' 2>/dev/null || find . -name go.mod); do \
+		dir=$$(dirname $$mod); \
+		(cd $$dir && $(GO) mod tidy -diff) || { echo "go mod tidy would change $$dir"; exit 1; }; \
+	done
 
 race:
 	$(GO) test -race -count=1 $(PKGS)
