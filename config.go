@@ -86,10 +86,23 @@ func (c Config) String() string {
 	return fmt.Sprintf("%v %d/%v", c.Algorithm, c.Limit, c.Window)
 }
 
-// Validate reports the first field of c that no algorithm accepts, in an error
-// that names the field and wraps [ErrInvalidConfig]. A valid Config may still
-// be outside the range of its algorithm; the algorithm's constructor says so.
+// Validate reports the first field of c that its algorithm does not accept,
+// in an error that names the field and wraps [ErrInvalidConfig]: a field no
+// algorithm accepts, or one outside the algorithm's [Range]. The algorithm's
+// constructor accepts exactly the Configs Validate accepts.
 func (c Config) Validate() error {
+	if err := c.ValidateFields(); err != nil {
+		return err
+	}
+	return c.Algorithm.Range().check(c)
+}
+
+// ValidateFields is [Config.Validate] without the algorithm's [Range]: it
+// rejects only what no backend can enforce (no algorithm, a Limit below 1, a
+// Window not positive, a negative Burst, a Burst for an algorithm without
+// one). Backends whose state has other widths than the in-memory limiters',
+// such as redislimit, check their own ranges after it.
+func (c Config) ValidateFields() error {
 	switch {
 	case !c.Algorithm.Valid():
 		return fmt.Errorf("hotlimit: Config.Algorithm %v is not an algorithm: %w", c.Algorithm, ErrInvalidConfig)

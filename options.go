@@ -89,10 +89,11 @@ func WithAutoSweep(minKeys int) Option {
 
 // WithBurst sets the burst of the algorithms that separate it from the rate:
 // a key may pass up to burst requests at once, and is refilled at the rate
-// of limit per window. burst <= 0 means the limit, the default. Constructors
-// that do not support a burst reject any other value.
+// of limit per window. 0 means the limit, the default. Every constructor
+// rejects a negative burst, and those that do not support a burst reject any
+// value other than 0 and the limit.
 func WithBurst(burst int) Option {
-	return func(o *Options) { o.Burst = max(burst, 0) }
+	return func(o *Options) { o.Burst = burst }
 }
 
 // NewOptions applies opts over the defaults.

@@ -92,7 +92,7 @@ func New(client redis.UniversalClient, c hotlimit.Config, opts ...hotlimit.Optio
 	if o.Burst > 0 && c.Burst == 0 {
 		c.Burst = o.Burst
 	}
-	if err := c.Validate(); err != nil {
+	if err := c.ValidateFields(); err != nil {
 		return nil, err
 	}
 	l := &Limiter{client: client, c: c, script: scripts[c.Algorithm], set: read(o), unit: time.Microsecond}

@@ -56,7 +56,9 @@ func NewLimiter(c hotlimit.Config, opts ...hotlimit.Option) (hotlimit.Limiter, e
 // with [NewLimiter].
 func newLimiter(c hotlimit.Config, opts ...hotlimit.Option) (hotlimit.Limiter, error) {
 	if f := hotlimit.NewOptions(opts...).Factory; f != nil {
-		if err := c.Validate(); err != nil {
+		// The factory checks its own ranges, which may differ from the
+		// in-memory limiters'.
+		if err := c.ValidateFields(); err != nil {
 			return nil, err
 		}
 		return f(c, opts...)
