@@ -35,6 +35,11 @@ type Options struct {
 	// Factory, when not nil, builds the limiters of a service.Service in
 	// place of the in-memory ones; see [WithFactory].
 	Factory Factory
+	// Observer, when not nil, hears of every decision; see [WithObserver].
+	Observer Observer
+	// NearLimit is the share of a limit at or below which an allowed
+	// request's Remaining counts as near the limit; see [WithNearLimit].
+	NearLimit float64
 	// Extensions holds the options of packages that build on hotlimit, such
 	// as redislimit: each such package reads the values of its own types and
 	// ignores the rest. See [WithExtension].
@@ -98,7 +103,7 @@ func WithBurst(burst int) Option {
 
 // NewOptions applies opts over the defaults.
 func NewOptions(opts ...Option) Options {
-	o := Options{Clock: Monotonic}
+	o := Options{Clock: Monotonic, NearLimit: DefaultNearLimit}
 	for _, opt := range opts {
 		if opt != nil {
 			opt(&o)
