@@ -99,3 +99,25 @@ func Classify(d Decision, shadow bool, nearLimit float64) Outcome {
 	}
 	return OutcomeAllowed
 }
+
+// Fallback is a decision that a backend could not make, made by its failure
+// policy instead: Redis down, slow or behind an open breaker, for redislimit.
+type Fallback struct {
+	// Backend names the backend, such as "redis".
+	Backend string
+	// Reason says why, from a small fixed set fit for a metric label:
+	// "timeout", "breaker_open", "canceled", "clock_range" or "error".
+	Reason string
+	// Policy is the limit the backend enforces.
+	Policy Config
+	// Decision is the failure policy's decision, the one the caller got.
+	Decision Decision
+}
+
+// FallbackObserver is an [Observer] that also hears of every [Fallback] of
+// the backends it is given to. Like Observe, ObserveFallback runs on the
+// deciding goroutine and must be safe for concurrent use.
+type FallbackObserver interface {
+	Observer
+	ObserveFallback(Fallback)
+}
