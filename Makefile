@@ -8,9 +8,9 @@
 GO ?= go
 PKGS := ./...
 
-.PHONY: test vet fmt tidy race smoke test386 benchmod redis redismod bench
+.PHONY: test vet fmt tidy race smoke test386 benchmod redis redismod metricsmods bench
 
-test: vet fmt tidy race smoke test386 redis redismod benchmod
+test: vet fmt tidy race smoke test386 redis redismod metricsmods benchmod
 
 vet:
 	$(GO) vet $(PKGS)
@@ -65,6 +65,16 @@ redismod:
 	cd redislimit && $(GO) test -race -count=1 -timeout 15m ./...
 	cd redislimit && $(GO) test -run '^$$' -bench . -benchtime 1x ./...
 	cd redislimit && GOARCH=386 $(GO) vet ./...
+
+# The metrics modules (their own go.mod each, with client_golang and the
+# OpenTelemetry metric API): vet, race-enabled tests, every benchmark once.
+METRICS_MODS := hotlimitprom hotlimitotel
+metricsmods:
+	@for d in $(METRICS_MODS); do \
+		echo "== $$d"; \
+		(cd $$d && $(GO) vet ./... && $(GO) test -race -count=1 ./... && \
+			$(GO) test -run '^$$' -bench . -benchtime 1x ./...) || exit 1; \
+	done
 
 # The comparison with other Go limiters: tables in bench/results/latest.txt,
 # chart in bench/results/scaling.svg (see bench/README.md).
