@@ -99,6 +99,9 @@ func New(client redis.UniversalClient, c hotlimit.Config, opts ...hotlimit.Optio
 	if err := c.ValidateFields(); err != nil {
 		return nil, err
 	}
+	if scripts[c.Algorithm] == nil {
+		return nil, fmt.Errorf("redislimit: %v keeps no state to share: use it in memory: %w", c.Algorithm, hotlimit.ErrInvalidConfig)
+	}
 	l := &Limiter{client: client, c: c, script: scripts[c.Algorithm], set: read(o), unit: time.Microsecond}
 	if l.set.invalidated != nil {
 		return nil, l.set.invalidated

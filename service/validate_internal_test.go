@@ -15,6 +15,9 @@ import (
 // edges of every range and at random points.
 func TestValidateAgreesWithConstructors(t *testing.T) {
 	for alg, newLimiter := range constructors {
+		if alg == hotlimit.Unlimited {
+			continue // no range: see TestUnlimitedTakesNoFields
+		}
 		r := alg.Range()
 		require.Positive(t, r.MaxLimit, "%v has a range", alg)
 		limits := []int{-1, 0, 1, 2, 7, r.MaxLimit - 1, r.MaxLimit, r.MaxLimit + 1, 1 << 40, 1 << 62}
@@ -67,4 +70,19 @@ func TestNegativeBurstIsRejectedEverywhere(t *testing.T) {
 		assert.ErrorIs(t, err, hotlimit.ErrInvalidConfig, "%v", alg)
 		assert.ErrorIs(t, hotlimit.Config{Algorithm: alg, Limit: 5, Window: time.Second, Burst: -1}.Validate(), hotlimit.ErrInvalidConfig, "%v", alg)
 	}
+}
+
+func TestUnlimitedTakesNoFields(t *testing.T) {
+	assert.NoError(t, hotlimit.Config{Algorithm: hotlimit.Unlimited}.Validate())
+	assert.NoError(t, hotlimit.Config{Algorithm: hotlimit.Unlimited, Shadow: true}.Validate())
+	for _, c := range []hotlimit.Config{
+		{Algorithm: hotlimit.Unlimited, Limit: 1},
+		{Algorithm: hotlimit.Unlimited, Window: time.Second},
+		{Algorithm: hotlimit.Unlimited, Burst: 1},
+	} {
+		assert.ErrorIs(t, c.Validate(), hotlimit.ErrInvalidConfig, "%+v", c)
+	}
+	lim, err := NewLimiter(hotlimit.Config{Algorithm: hotlimit.Unlimited})
+	require.NoError(t, err)
+	assert.True(t, lim.Take("k", 1<<40).Allowed)
 }
