@@ -64,6 +64,15 @@ type Limiter struct {
 	hard     int64       // t − swept at which a caller sweeps before reading any word
 	back     int64       // swept − t beyond which a reading is raised: Range/4
 	window   int64       // nanoseconds
+	// floor is the latest s − back of a judged sweep started at s: an
+	// admission from a full word raises an older reading to it. It only
+	// grows, by CompareAndSwap in sweep.
+	floor atomic.Int64
+
+	// sweepLoaded, set only by tests before any use, runs in a sweep after
+	// each Load of a word and before the sweep judges it, so that a test can
+	// land a write in between.
+	sweepLoaded func()
 }
 
 var _ hotlimit.Limiter = (*Limiter)(nil)
@@ -192,6 +201,11 @@ func (l *Limiter) Allow(key string) bool {
 	// fresh clock reading; both re-read the clock.
 	for {
 		w := c.word.Load()
+		tokens, last := l.b.Unpack(w)
+		var floor int64
+		if tokens >= l.b.Cap {
+			floor = l.floor.Load() // after the Load, before the check of swept: see guard.go
+		}
 		if w == packed.BucketDead || l.swept.Load() != gen {
 			if w == packed.BucketDead {
 				c = l.cells.Revive(key, c)
@@ -200,7 +214,10 @@ func (l *Limiter) Allow(key string) bool {
 			now, _ = l.b.Units(t)
 			continue
 		}
-		tokens, last := l.b.Unpack(w)
+		if int64(t) < floor {
+			t = uint64(floor) // a time already passed, as in guard
+			now, _ = l.b.Units(t)
+		}
 		tokens, last = l.b.Refill(tokens, last, now)
 		if tokens < l.unit {
 			return false
@@ -243,6 +260,11 @@ func (l *Limiter) take(key string, n int) (hotlimit.Decision, uint64) {
 	// The CAS loop of Allow, for n tokens at once; argued on cell.
 	for {
 		w := c.word.Load()
+		tokens, last := l.b.Unpack(w)
+		var floor int64
+		if tokens >= l.b.Cap {
+			floor = l.floor.Load() // after the Load, before the check of swept: see guard.go
+		}
 		if w == packed.BucketDead || l.swept.Load() != gen {
 			if w == packed.BucketDead {
 				c = l.cells.Revive(key, c)
@@ -251,7 +273,10 @@ func (l *Limiter) take(key string, n int) (hotlimit.Decision, uint64) {
 			now, rem = l.b.Units(t)
 			continue
 		}
-		tokens, last := l.b.Unpack(w)
+		if int64(t) < floor {
+			t, lag = uint64(floor), 0 // a time already passed, as in guard
+			now, rem = l.b.Units(t)
+		}
 		tokens, last = l.b.Refill(tokens, last, now)
 		if tokens < need {
 			d := l.decision(tokens, last, now, rem, lag)
