@@ -279,12 +279,12 @@ func (l *Limiter) take(key string, n int) (hotlimit.Decision, uint64) {
 		}
 		tokens, last = l.b.Refill(tokens, last, now)
 		if tokens < need {
-			d := l.decision(tokens, last, now, rem, lag)
-			d.RetryAfter = l.wait(need-tokens, last, now, rem, lag)
+			d := l.decision(tokens, last, t, now, rem, lag)
+			d.RetryAfter = l.wait(need-tokens, last, t, now, rem, lag)
 			return d, 0
 		}
 		if c.word.CompareAndSwap(w, l.b.Pack(tokens-need, last)) {
-			d := l.decision(tokens-need, last, now, rem, lag)
+			d := l.decision(tokens-need, last, t, now, rem, lag)
 			d.Allowed = true
 			return d, t
 		}
@@ -316,7 +316,7 @@ func (l *Limiter) report(key string, n int) hotlimit.Decision {
 	}
 	tokens, last := l.b.Unpack(w)
 	tokens, last = l.b.Refill(tokens, last, now)
-	d := l.decision(tokens, last, now, rem, lag)
+	d := l.decision(tokens, last, t, now, rem, lag)
 	if n == 0 {
 		d.Allowed = true
 	} else {
@@ -365,28 +365,36 @@ func (l *Limiter) time() (t, lag uint64) {
 	return min(uint64(now)-uint64(l.epoch), maxTime), 0
 }
 
-// decision reports a bucket refilled to tokens (units) at now (units), whose
-// stored timestamp is last, when the clock is rem into its unit and lag
-// behind the epoch. Allowed and RetryAfter are left for the caller.
-func (l *Limiter) decision(tokens, last, now, rem, lag uint64) hotlimit.Decision {
+// decision reports a bucket refilled to tokens (units) at now (units, the
+// limiter's time t), whose stored timestamp is last, when the clock is rem
+// into its unit and lag behind the epoch. Allowed and RetryAfter are left for
+// the caller.
+func (l *Limiter) decision(tokens, last, t, now, rem, lag uint64) hotlimit.Decision {
 	d := hotlimit.Decision{Limit: l.limit, Remaining: int(tokens >> l.b.FracBits)}
 	if tokens < l.b.Cap {
-		d.ResetAfter = l.wait(l.b.Cap-tokens, last, now, rem, lag)
+		d.ResetAfter = l.wait(l.b.Cap-tokens, last, t, now, rem, lag)
 	}
 	return d
 }
 
 // wait returns the exact time until a bucket refilled to some tokens at now
-// holds need units more, with nothing taken meanwhile: the least d such that
-// the same call d nanoseconds later sees them. A bucket whose timestamp last
-// is ahead of now (the clock stepped back) refills nothing until the clock
-// reaches last again, and a clock behind the epoch first reaches the epoch.
-// need is at most Cap and last − now less than 2^(T−1), so the wait is at most
-// the fill time plus Range plus lag; past math.MaxInt64 it saturates at Never.
-func (l *Limiter) wait(need, last, now, rem, lag uint64) time.Duration {
+// (units, the limiter's time t) holds need units more, with nothing taken
+// meanwhile: the least d such that the same call d nanoseconds later sees
+// them. A bucket whose timestamp last is ahead of now (the clock stepped
+// back) refills nothing until the clock reaches last again, and a clock
+// behind the epoch first reaches the epoch, lag later. It saturates at
+// hotlimit.Never, as every duration of the package does, when the limiter's
+// time stops (maxTime) before the refill, or when the wait exceeds
+// math.MaxInt64 nanoseconds (a clock more than about 292 years behind the
+// epoch). need is at most Cap and last − now less than 2^(T−1), so the
+// refill itself takes at most the fill time plus Range: it fits 64 bits.
+func (l *Limiter) wait(need, last, t, now, rem, lag uint64) time.Duration {
 	ahead := (last - now) & (1<<l.b.TickBits - 1) // 0 unless Refill kept a later last
 	d := l.b.Wait(ahead+need, rem)
-	if d > math.MaxInt64-lag {
+	if d > maxTime-t { // t ≤ maxTime
+		return hotlimit.Never
+	}
+	if lag > math.MaxInt64-d { // d ≤ maxTime < math.MaxInt64: no wrap
 		return hotlimit.Never
 	}
 	return time.Duration(d + lag)
