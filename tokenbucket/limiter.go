@@ -292,27 +292,24 @@ func (l *Limiter) take(key string, n int) (hotlimit.Decision, uint64) {
 }
 
 // report is Take for n == 0, n > burst and n < 0: it reads key's state and
-// changes nothing, not even inserting key. A missing key reports as fresh.
+// changes nothing, not even inserting key. A missing key reports as fresh,
+// and so does a dead cell (a sweep killed it full and has yet to delete it):
+// the key's next cell is fresh. It waits for no one: it reads the clock again
+// only when a sweep completed since its reading (see guard.go).
 func (l *Limiter) report(key string, n int) hotlimit.Decision {
 	t, gen, lag := l.read()
 	now, rem := l.b.Units(t)
-	var w uint64
-	for {
-		c, ok := l.cells.Peek(key)
-		if !ok {
-			w = l.fresh
-			break
-		}
-		w = c.word.Load()
-		if l.swept.Load() != gen {
+	w := l.fresh
+	if c, ok := l.cells.Peek(key); ok {
+		// The word is read under the generation t was checked against; a
+		// change means a sweep completed, and the clock is read again.
+		for w = c.word.Load(); l.swept.Load() != gen; w = c.word.Load() {
 			t, gen, lag = l.read()
 			now, rem = l.b.Units(t)
-			continue
 		}
-		if w != packed.BucketDead {
-			break
+		if w == packed.BucketDead {
+			w = l.fresh
 		}
-		// Evicted: look again, for the key's new cell or its absence.
 	}
 	tokens, last := l.b.Unpack(w)
 	tokens, last = l.b.Refill(tokens, last, now)
