@@ -43,6 +43,8 @@ type Bucket struct {
 	PerWindow uint64
 	// Window is the refill window in nanoseconds.
 	Window uint64
+
+	window divider // divides by Window, for Units
 }
 
 // MaxFracBits bounds F: at most 2^32 units per token.
@@ -62,6 +64,7 @@ func NewBucket(limit, burst, window uint64, fracBits uint) Bucket {
 		TickBits:  64 - tokenBits,
 		PerWindow: limit << fracBits,
 		Window:    window,
+		window:    newDivider(window),
 	}
 }
 
@@ -89,13 +92,15 @@ func (b Bucket) Unpack(w uint64) (tokens, last uint64) {
 }
 
 // Units returns u(t) = ⌊t·PerWindow/Window⌋ modulo 2^64 and the remainder
-// t·PerWindow mod Window, for t nanoseconds since the epoch.
+// t·PerWindow mod Window, for t nanoseconds since the epoch. It divides by a
+// reciprocal of Window computed by NewBucket (divider), exactly as a
+// division would: a Bucket must come from NewBucket.
 func (b Bucket) Units(t uint64) (u, rem uint64) {
 	hi, lo := bits.Mul64(t, b.PerWindow)
 	if hi >= b.Window {
-		hi %= b.Window // drops multiples of 2^64 from the quotient: u is kept mod 2^64
+		_, hi = b.window.divRem(0, hi) // drops multiples of 2^64 from the quotient: u is kept mod 2^64
 	}
-	return bits.Div64(hi, lo, b.Window)
+	return b.window.divRem(hi, lo)
 }
 
 // Refill returns the tokens and timestamp of a word read at now (in units),
