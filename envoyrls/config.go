@@ -376,6 +376,9 @@ func (d *Domain) rule(full string, yd *yamlDescriptor) (*Rule, error) {
 			return nil, configError(d.File, "%s: rate_limit algorithm: %v", full, err)
 		}
 	}
+	if alg == hotlimit.Unlimited {
+		return nil, configError(d.File, "%s: rate_limit algorithm Unlimited: write unlimited: true instead", full)
+	}
 	if yr.Burst < 0 {
 		return nil, configError(d.File, "%s: rate_limit burst %d must not be negative", full, yr.Burst)
 	}

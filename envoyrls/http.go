@@ -1,0 +1,136 @@
+package envoyrls
+
+import (
+	"context"
+	"crypto/sha256"
+	"io"
+	"net/http"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"time"
+
+	pb "github.com/envoyproxy/go-control-plane/envoy/service/ratelimit/v3"
+	"google.golang.org/grpc/status"
+	"google.golang.org/protobuf/encoding/protojson"
+)
+
+// maxJSONBody bounds the body /json reads.
+const maxJSONBody = 1 << 20
+
+// JSONHandler serves ShouldRateLimit over HTTP, as the reference's /json
+// endpoint does: a POST of the RateLimitRequest in protobuf's JSON mapping
+// gets the RateLimitResponse in the same mapping, with status 200, or 429
+// when the overall code is OVER_LIMIT. A bad request gets 400 with the
+// error; a backend failure 503.
+func (s *Server) JSONHandler() http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Method != http.MethodPost {
+			w.Header().Set("Allow", http.MethodPost)
+			http.Error(w, "use POST with a JSON RateLimitRequest", http.StatusMethodNotAllowed)
+			return
+		}
+		body, err := io.ReadAll(io.LimitReader(r.Body, maxJSONBody+1))
+		if err != nil || len(body) > maxJSONBody {
+			http.Error(w, "request body unreadable or larger than 1 MiB", http.StatusBadRequest)
+			return
+		}
+		var req pb.RateLimitRequest
+		if err := protojson.Unmarshal(body, &req); err != nil {
+			http.Error(w, "invalid RateLimitRequest JSON: "+err.Error(), http.StatusBadRequest)
+			return
+		}
+		resp, err := s.ShouldRateLimit(r.Context(), &req)
+		if err != nil {
+			code := http.StatusBadRequest
+			if st, ok := status.FromError(err); ok && st.Code() != 3 { // 3: InvalidArgument
+				code = http.StatusServiceUnavailable
+			}
+			http.Error(w, status.Convert(err).Message(), code)
+			return
+		}
+		out, err := protojson.Marshal(resp)
+		if err != nil {
+			http.Error(w, err.Error(), http.StatusInternalServerError)
+			return
+		}
+		w.Header().Set("Content-Type", "application/json")
+		if resp.OverallCode == pb.RateLimitResponse_OVER_LIMIT {
+			w.WriteHeader(http.StatusTooManyRequests)
+		}
+		_, _ = w.Write(out)
+	})
+}
+
+// dirDigest hashes the names and contents of dir's configuration files.
+func dirDigest(dir string) ([32]byte, error) {
+	ents, err := os.ReadDir(dir)
+	if err != nil {
+		return [32]byte{}, err
+	}
+	names := make([]string, 0, len(ents))
+	for _, e := range ents {
+		n := e.Name()
+		if !e.IsDir() && !strings.HasPrefix(n, ".") && (strings.HasSuffix(n, ".yaml") || strings.HasSuffix(n, ".yml")) {
+			names = append(names, n)
+		}
+	}
+	slices.Sort(names)
+	h := sha256.New()
+	for _, n := range names {
+		data, err := os.ReadFile(filepath.Join(dir, n))
+		if err != nil {
+			return [32]byte{}, err
+		}
+		h.Write([]byte(n))
+		h.Write([]byte{0})
+		h.Write(data)
+		h.Write([]byte{0})
+	}
+	return [32]byte(h.Sum(nil)), nil
+}
+
+// WatchDir polls dir every interval until ctx is done, and reloads the
+// configuration when a file changed. A directory that fails to load is
+// logged with the reason (the file and the error) and the configuration in
+// force stays; onLoad, when not nil, hears of every attempt. WatchDir
+// assumes the configuration in force was loaded from dir.
+func (s *Server) WatchDir(ctx context.Context, dir string, interval time.Duration, onLoad func(error)) {
+	last, _ := dirDigest(dir)
+	t := time.NewTicker(interval)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+		sum, err := dirDigest(dir)
+		if err == nil && sum == last {
+			continue
+		}
+		if err == nil {
+			last = sum
+			err = s.ReloadDir(dir)
+		}
+		if onLoad != nil {
+			onLoad(err)
+		}
+	}
+}
+
+// ReloadDir loads dir and puts it in force, logging the outcome; on error the
+// configuration in force stays.
+func (s *Server) ReloadDir(dir string) error {
+	cfg, err := LoadDir(dir)
+	if err == nil {
+		err = s.Reload(cfg)
+	}
+	if err != nil {
+		s.set.log.Error("config rejected, previous config stays in force", "dir", dir, "err", err)
+		return err
+	}
+	s.set.log.Info("config loaded", "dir", dir, "domains", len(cfg.domains), "rules", len(cfg.Rules()))
+	return nil
+}

@@ -1,0 +1,106 @@
+package envoyrls
+
+import (
+	"sync/atomic"
+
+	"github.com/hotlimit/hotlimit"
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/puzpuzpuz/xsync/v3"
+)
+
+// Metrics counts decisions per rule under the reference server's stat names,
+// as Prometheus counters labelled by the rule's key (such as "rl.foo.bar"),
+// which the configuration bounds: never a label per descriptor value.
+//
+//	ratelimit_service_rate_limit_total_hits{key}    hits asked for
+//	ratelimit_service_rate_limit_over_limit{key}    hits over the limit (shadow mode included)
+//	ratelimit_service_rate_limit_near_limit{key}    hits that passed leaving at most 20% of the limit
+//	ratelimit_service_rate_limit_within_limit{key}  hits that passed
+//	ratelimit_service_rate_limit_shadow_mode{key}   hits over a limit in shadow mode, answered OK
+//	ratelimit_service_config_load_success           configurations put in force
+//	ratelimit_service_config_load_error             configurations rejected
+//
+// A hit is a request's hits_addend: a request of 5 hits counts 5. Metrics is
+// a [hotlimit.Observer]: give it to [WithObserver], and register it with a
+// Prometheus registry. It is safe for concurrent use.
+type Metrics struct {
+	rules           *xsync.MapOf[string, *ruleCounters]
+	loadOK, loadErr atomic.Uint64
+}
+
+type ruleCounters struct {
+	total, over, near, within, shadow atomic.Uint64
+}
+
+var (
+	descTotal   = prometheus.NewDesc("ratelimit_service_rate_limit_total_hits", "Hits asked for, by rule.", []string{"key"}, nil)
+	descOver    = prometheus.NewDesc("ratelimit_service_rate_limit_over_limit", "Hits over the limit, shadow mode included, by rule.", []string{"key"}, nil)
+	descNear    = prometheus.NewDesc("ratelimit_service_rate_limit_near_limit", "Hits that passed leaving at most 20% of the limit, by rule.", []string{"key"}, nil)
+	descWithin  = prometheus.NewDesc("ratelimit_service_rate_limit_within_limit", "Hits that passed, by rule.", []string{"key"}, nil)
+	descShadow  = prometheus.NewDesc("ratelimit_service_rate_limit_shadow_mode", "Hits over a limit in shadow mode, answered OK, by rule.", []string{"key"}, nil)
+	descLoadOK  = prometheus.NewDesc("ratelimit_service_config_load_success", "Configurations put in force.", nil, nil)
+	descLoadErr = prometheus.NewDesc("ratelimit_service_config_load_error", "Configurations rejected.", nil, nil)
+)
+
+// NewMetrics returns empty metrics.
+func NewMetrics() *Metrics {
+	return &Metrics{rules: xsync.NewMapOf[string, *ruleCounters]()}
+}
+
+// Observe counts e under e.Rule; see [hotlimit.Observer].
+func (m *Metrics) Observe(e hotlimit.Event) {
+	c, ok := m.rules.Load(e.Rule)
+	if !ok {
+		c, _ = m.rules.LoadOrCompute(e.Rule, func() *ruleCounters { return &ruleCounters{} })
+	}
+	n := uint64(max(e.N, 0))
+	c.total.Add(n)
+	switch e.Outcome {
+	case hotlimit.OutcomeDenied:
+		c.over.Add(n)
+	case hotlimit.OutcomeShadowDenied:
+		c.over.Add(n)
+		c.shadow.Add(n)
+	case hotlimit.OutcomeNearLimit:
+		c.near.Add(n)
+		c.within.Add(n)
+	case hotlimit.OutcomeAllowed:
+		c.within.Add(n)
+	}
+}
+
+// ConfigLoaded counts a configuration put in force (ok) or rejected.
+func (m *Metrics) ConfigLoaded(ok bool) {
+	if ok {
+		m.loadOK.Add(1)
+	} else {
+		m.loadErr.Add(1)
+	}
+}
+
+// Describe sends the metrics' descriptions; see [prometheus.Collector].
+func (m *Metrics) Describe(ch chan<- *prometheus.Desc) {
+	for _, d := range []*prometheus.Desc{descTotal, descOver, descNear, descWithin, descShadow, descLoadOK, descLoadErr} {
+		ch <- d
+	}
+}
+
+// Collect sends the counters' values; see [prometheus.Collector].
+func (m *Metrics) Collect(ch chan<- prometheus.Metric) {
+	ch <- prometheus.MustNewConstMetric(descLoadOK, prometheus.CounterValue, float64(m.loadOK.Load()))
+	ch <- prometheus.MustNewConstMetric(descLoadErr, prometheus.CounterValue, float64(m.loadErr.Load()))
+	m.rules.Range(func(key string, c *ruleCounters) bool {
+		for _, v := range []struct {
+			d *prometheus.Desc
+			n *atomic.Uint64
+		}{{descTotal, &c.total}, {descOver, &c.over}, {descNear, &c.near}, {descWithin, &c.within}, {descShadow, &c.shadow}} {
+			ch <- prometheus.MustNewConstMetric(v.d, prometheus.CounterValue, float64(v.n.Load()), key)
+		}
+		return true
+	})
+}
+
+var (
+	_ hotlimit.Observer    = (*Metrics)(nil)
+	_ prometheus.Collector = (*Metrics)(nil)
+)

@@ -1,0 +1,624 @@
+package envoyrls
+
+import (
+	"context"
+	"encoding/binary"
+	"fmt"
+	"log/slog"
+	"math"
+	"strconv"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	core "github.com/envoyproxy/go-control-plane/envoy/config/core/v3"
+	rlext "github.com/envoyproxy/go-control-plane/envoy/extensions/common/ratelimit/v3"
+	pb "github.com/envoyproxy/go-control-plane/envoy/service/ratelimit/v3"
+	"github.com/hotlimit/hotlimit"
+	"github.com/hotlimit/hotlimit/httplimit"
+	"github.com/hotlimit/hotlimit/service"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
+	"google.golang.org/protobuf/types/known/durationpb"
+	"google.golang.org/protobuf/types/known/wrapperspb"
+)
+
+// Bounds on a request, past which it is an InvalidArgument error.
+const (
+	// MaxDescriptors is the most descriptors a request may hold.
+	MaxDescriptors = 1024
+	// MaxEntries is the most entries a descriptor may hold.
+	MaxEntries = 64
+	// maxHits bounds a hits_addend as counted: any limit is below it, so a
+	// larger addend is over the limit all the same.
+	maxHits = math.MaxInt32
+	// maxOverrides bounds the distinct per-descriptor limit overrides the
+	// server keeps limiters for; past it, a new override is an error.
+	maxOverrides = 4096
+)
+
+// Headers selects the response headers the server asks Envoy to add, from
+// the most constrained descriptor: the one over the limit, else the one with
+// the least remaining.
+type Headers uint8
+
+const (
+	// HeadersReference adds RateLimit-Limit, RateLimit-Remaining and
+	// RateLimit-Reset (seconds), as the reference server names them.
+	HeadersReference Headers = 1 << iota
+	// HeadersDraft adds RateLimit-Policy and RateLimit in the IETF draft's
+	// structured form, as httplimit writes them:
+	// `"name";q=100;w=60` and `"name";r=42;t=17`.
+	HeadersDraft
+)
+
+// Option configures a [Server].
+type Option func(*settings)
+
+type settings struct {
+	clock        hotlimit.Clock
+	limiterOpts  []hotlimit.Option
+	allOrNothing bool
+	headers      Headers
+	observer     hotlimit.Observer
+	backendErrs  bool
+	log          *slog.Logger
+}
+
+// WithClock makes the server and its in-memory limiters read time from c
+// (nanoseconds since the Unix epoch, so that fixed windows align on it as the
+// reference's do); tests freeze it. The default is the wall clock at start
+// plus the monotonic time since. Limiters of a factory get it only when set
+// here: redislimit then reads it instead of Redis's TIME.
+func WithClock(c hotlimit.Clock) Option { return func(s *settings) { s.clock = c } }
+
+// WithLimiterOptions passes opts to every limiter the server builds: for one,
+// hotlimit.WithFactory(redislimit.Factory(client)) keeps every rule's state
+// in Redis.
+func WithLimiterOptions(opts ...hotlimit.Option) Option {
+	return func(s *settings) { s.limiterOpts = append(s.limiterOpts, opts...) }
+}
+
+// WithAllOrNothing sets how a request of several descriptors counts. Off,
+// the default and the reference server's behaviour, every descriptor counts
+// its hits even when another is over the limit. On, the hits of the
+// descriptors that passed are refunded when one is over, so a denied request
+// spends nothing (as hotlimit's composite limiter does).
+func WithAllOrNothing(on bool) Option { return func(s *settings) { s.allOrNothing = on } }
+
+// WithHeaders sets the response headers; none by default.
+func WithHeaders(h Headers) Option { return func(s *settings) { s.headers = h } }
+
+// WithObserver reports every decision to o, with the rule's Key as
+// Event.Rule.
+func WithObserver(o hotlimit.Observer) Option { return func(s *settings) { s.observer = o } }
+
+// WithBackendErrors sets what a request gets when the backend fails (Redis
+// down or slow). On, the default and the reference's behaviour, the request
+// gets an Unavailable error, and Envoy then allows it unless its filter sets
+// failure_mode_deny. Off, the backend's failure policy decides (for
+// redislimit: FailLocal, FailOpen or FailClosed).
+func WithBackendErrors(on bool) Option { return func(s *settings) { s.backendErrs = on } }
+
+// WithLogger sets the structured logger; slog.Default() by default.
+func WithLogger(l *slog.Logger) Option { return func(s *settings) { s.log = l } }
+
+// Server answers envoy.service.ratelimit.v3.RateLimitService/ShouldRateLimit
+// from a [Config]. It is safe for concurrent use; [Server.Reload] swaps the
+// configuration without pausing requests.
+type Server struct {
+	pb.UnimplementedRateLimitServiceServer
+
+	set   settings
+	now   hotlimit.Clock
+	lopts []hotlimit.Option
+	snap  atomic.Pointer[snapshot]
+	mu    sync.Mutex // serialises Reload and override insertions
+	over  atomic.Pointer[map[hotlimit.Config]hotlimit.Limiter]
+}
+
+// snapshot is an immutable configuration with the limiter of each of its
+// distinct policies.
+type snapshot struct {
+	cfg      *Config
+	limiters map[hotlimit.Config]hotlimit.Limiter
+}
+
+// epochClock returns a clock of Unix nanoseconds that never goes back: the
+// wall clock read once, plus the monotonic time since.
+func epochClock() hotlimit.Clock {
+	start := time.Now()
+	base := start.UnixNano()
+	return func() int64 { return base + int64(time.Since(start)) }
+}
+
+// New returns a Server of cfg.
+func New(cfg *Config, opts ...Option) (*Server, error) {
+	s := &Server{set: settings{backendErrs: true}}
+	for _, o := range opts {
+		if o != nil {
+			o(&s.set)
+		}
+	}
+	if s.set.log == nil {
+		s.set.log = slog.Default()
+	}
+	s.now = s.set.clock
+	s.lopts = append([]hotlimit.Option(nil), s.set.limiterOpts...)
+	factory := hotlimit.NewOptions(s.lopts...).Factory != nil
+	if s.now == nil {
+		s.now = epochClock()
+		if !factory {
+			s.lopts = append(s.lopts, hotlimit.WithClock(s.now))
+		}
+	} else {
+		s.lopts = append(s.lopts, hotlimit.WithClock(s.now))
+	}
+	if !factory {
+		s.lopts = append(s.lopts, hotlimit.WithAutoSweep(1<<14))
+	}
+	empty := map[hotlimit.Config]hotlimit.Limiter{}
+	s.over.Store(&empty)
+	if err := s.Reload(cfg); err != nil {
+		return nil, err
+	}
+	return s, nil
+}
+
+// Config returns the configuration in force.
+func (s *Server) Config() *Config { return s.snap.Load().cfg }
+
+// Reload puts cfg in force. The limiters of the policies that cfg shares with
+// the configuration in force are kept, with their state: a rule whose policy
+// did not change keeps counting where it was. On error (a policy no limiter
+// accepts), the configuration in force stays.
+func (s *Server) Reload(cfg *Config) error {
+	if cfg == nil {
+		cfg = &Config{}
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	var prev map[hotlimit.Config]hotlimit.Limiter
+	if old := s.snap.Load(); old != nil {
+		prev = old.limiters
+	}
+	next := &snapshot{cfg: cfg, limiters: map[hotlimit.Config]hotlimit.Limiter{}}
+	for _, r := range cfg.Rules() {
+		if r.Limit.Limit == 0 {
+			continue
+		}
+		if _, ok := next.limiters[r.Limit]; ok {
+			continue
+		}
+		if l, ok := prev[r.Limit]; ok {
+			next.limiters[r.Limit] = l
+			continue
+		}
+		l, err := s.newLimiter(r.Limit)
+		if err != nil {
+			return fmt.Errorf("envoyrls: rule %s: %w", r.Key, err)
+		}
+		next.limiters[r.Limit] = l
+	}
+	s.snap.Store(next)
+	return nil
+}
+
+func (s *Server) newLimiter(c hotlimit.Config) (hotlimit.Limiter, error) {
+	if f := hotlimit.NewOptions(s.lopts...).Factory; f != nil {
+		return f(c, s.lopts...)
+	}
+	return service.NewLimiter(c, s.lopts...)
+}
+
+// overrideLimiter returns the limiter of an override's policy c, built on
+// first use; copy-on-write, so lookups take no lock.
+func (s *Server) overrideLimiter(c hotlimit.Config) (hotlimit.Limiter, error) {
+	if l, ok := (*s.over.Load())[c]; ok {
+		return l, nil
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	old := *s.over.Load()
+	if l, ok := old[c]; ok {
+		return l, nil
+	}
+	if len(old) >= maxOverrides {
+		return nil, fmt.Errorf("more than %d distinct limit overrides", maxOverrides)
+	}
+	l, err := s.newLimiter(c)
+	if err != nil {
+		return nil, err
+	}
+	next := make(map[hotlimit.Config]hotlimit.Limiter, len(old)+1)
+	for k, v := range old {
+		next[k] = v
+	}
+	next[c] = l
+	s.over.Store(&next)
+	return l, nil
+}
+
+// contextTaker is a limiter that reports its backend's failures, as
+// redislimit's do.
+type contextTaker interface {
+	TakeContext(ctx context.Context, key string, n int) (hotlimit.Decision, error)
+}
+
+// item is one descriptor's work in a request.
+type item struct {
+	rule     *Rule
+	cfg      hotlimit.Config // the policy that decides; zero for none
+	blockAll bool            // requests_per_unit 0: every hit is over
+	current  *pb.RateLimitResponse_RateLimit
+	lim      hotlimit.Limiter
+	key      string
+	n        int
+	refund   bool
+	shadow   bool
+	quota    bool
+	d        hotlimit.Decision
+	receipt  hotlimit.Receipt
+	over     bool
+}
+
+func invalid(format string, args ...any) error {
+	return status.Errorf(codes.InvalidArgument, format, args...)
+}
+
+// validate rejects a request Envoy never sends.
+func validate(req *pb.RateLimitRequest) error {
+	switch {
+	case req.GetDomain() == "":
+		return invalid("rate limit domain must not be empty")
+	case len(req.GetDescriptors()) == 0:
+		return invalid("rate limit descriptor list must not be empty")
+	case len(req.GetDescriptors()) > MaxDescriptors:
+		return invalid("rate limit descriptor list has %d descriptors, more than %d", len(req.GetDescriptors()), MaxDescriptors)
+	}
+	for i, d := range req.GetDescriptors() {
+		if len(d.GetEntries()) > MaxEntries {
+			return invalid("descriptors[%d] has %d entries, more than %d", i, len(d.GetEntries()), MaxEntries)
+		}
+		for j, e := range d.GetEntries() {
+			if e.GetKey() == "" {
+				return invalid("descriptors[%d].entries[%d].key must not be empty", i, j)
+			}
+		}
+	}
+	return nil
+}
+
+// ShouldRateLimit decides a request as Envoy sends it; see the package
+// documentation.
+func (s *Server) ShouldRateLimit(ctx context.Context, req *pb.RateLimitRequest) (*pb.RateLimitResponse, error) {
+	if err := validate(req); err != nil {
+		return nil, err
+	}
+	snap := s.snap.Load()
+	items := make([]item, len(req.Descriptors))
+	if err := s.plan(snap, req, items); err != nil {
+		return nil, err
+	}
+	for i := range items {
+		if err := s.decide(ctx, &items[i]); err != nil {
+			return nil, err
+		}
+	}
+	return s.respond(items), nil
+}
+
+// plan resolves each descriptor's rule, policy, limiter, key and hits.
+func (s *Server) plan(snap *snapshot, req *pb.RateLimitRequest, items []item) error {
+	domain := req.Domain
+	dom := snap.cfg.domains[domain]
+	base := uint64(req.HitsAddend)
+	if base == 0 {
+		base = 1
+	}
+	var replacing map[string]bool
+	var buf [8]Entry
+	for i, d := range req.Descriptors {
+		it := &items[i]
+		hits := base
+		if d.HitsAddend != nil {
+			hits = d.HitsAddend.Value // an explicit 0 only checks
+		}
+		it.n = int(min(hits, maxHits))
+		it.refund = d.IsNegativeHits
+		if dom == nil {
+			continue // unknown domain: OK, no limit
+		}
+		entries := buf[:0]
+		for _, e := range d.Entries {
+			entries = append(entries, Entry{e.Key, e.Value})
+		}
+		r := dom.match(entries)
+		if o := d.Limit; o != nil {
+			if err := s.planOverride(it, i, domain, o, r); err != nil {
+				return err
+			}
+		} else if r != nil {
+			for _, name := range r.Replaces {
+				if replacing == nil {
+					replacing = map[string]bool{}
+				}
+				replacing[name] = true
+			}
+			it.rule = r
+		}
+		it.key = descriptorKey(domain, d.Entries)
+	}
+	for i := range items {
+		it := &items[i]
+		r := it.rule
+		if r == nil || it.current != nil {
+			continue
+		}
+		if r.Name != "" && replacing[r.Name] {
+			it.rule = nil
+			continue
+		}
+		if r.Unlimited {
+			continue
+		}
+		it.cfg, it.shadow, it.quota = r.Limit, r.ShadowMode, r.QuotaMode
+		it.current = &pb.RateLimitResponse_RateLimit{Name: r.Name, RequestsPerUnit: r.RequestsPerUnit, Unit: r.Unit}
+		if r.UnitMultiplier > 1 {
+			it.current.UnitMultiplier = wrapperspb.UInt32(r.UnitMultiplier)
+		}
+		if r.Limit.Limit == 0 {
+			it.blockAll = true
+			it.cfg = hotlimit.Config{Algorithm: hotlimit.FixedWindow, Window: UnitDuration(r.Unit)}
+			if r.UnitMultiplier > 1 {
+				it.cfg.Window *= time.Duration(r.UnitMultiplier)
+			}
+			continue
+		}
+		it.lim = snap.limiters[r.Limit]
+	}
+	return nil
+}
+
+// planOverride sets it up for the descriptor's own limit o: the policy is
+// o's rate with the matched rule's algorithm (FixedWindow when none
+// matched), never in shadow mode, as in the reference.
+func (s *Server) planOverride(it *item, i int, domain string, o *rlext.RateLimitDescriptor_RateLimitOverride, r *Rule) error {
+	unit := pb.RateLimitResponse_RateLimit_Unit(o.Unit)
+	w := UnitDuration(unit)
+	if w == 0 {
+		return invalid("descriptors[%d].limit.unit %v is not a unit", i, o.Unit)
+	}
+	mult := uint32(1)
+	if o.UnitMultiplier != nil {
+		mult = o.UnitMultiplier.Value
+		if mult == 0 {
+			return invalid("descriptors[%d].limit.unit_multiplier must not be 0", i)
+		}
+	}
+	if time.Duration(mult) > math.MaxInt64/w {
+		return invalid("descriptors[%d].limit: %d × %v overflows", i, mult, unit)
+	}
+	alg := hotlimit.FixedWindow
+	if r != nil && r.Limit.Limit > 0 {
+		alg = r.Limit.Algorithm
+	}
+	it.rule = &Rule{Domain: domain, Key: domain + ".override", RequestsPerUnit: o.RequestsPerUnit, Unit: unit}
+	if r != nil {
+		it.rule = &Rule{Domain: r.Domain, Key: r.Key, RequestsPerUnit: o.RequestsPerUnit, Unit: unit}
+	}
+	it.current = &pb.RateLimitResponse_RateLimit{RequestsPerUnit: o.RequestsPerUnit, Unit: unit, UnitMultiplier: o.UnitMultiplier}
+	it.cfg = hotlimit.Config{Algorithm: alg, Limit: int(o.RequestsPerUnit), Window: w * time.Duration(mult)}
+	if o.RequestsPerUnit == 0 {
+		it.blockAll = true
+		return nil
+	}
+	l, err := s.overrideLimiter(it.cfg)
+	if err != nil {
+		return status.Errorf(codes.ResourceExhausted, "descriptors[%d].limit: %v", i, err)
+	}
+	it.lim = l
+	return nil
+}
+
+// descriptorKey is the key of a descriptor's counter: the domain and each
+// entry's key and value, each prefixed by its length, so that no two
+// distinct descriptors share a key whatever bytes they hold.
+func descriptorKey(domain string, entries []*rlext.RateLimitDescriptor_Entry) string {
+	size := len(domain) + binary.MaxVarintLen64
+	for _, e := range entries {
+		size += len(e.Key) + len(e.Value) + 2*binary.MaxVarintLen64
+	}
+	b := make([]byte, 0, size)
+	b = binary.AppendUvarint(b, uint64(len(domain)))
+	b = append(b, domain...)
+	for _, e := range entries {
+		b = binary.AppendUvarint(b, uint64(len(e.Key)))
+		b = append(b, e.Key...)
+		b = binary.AppendUvarint(b, uint64(len(e.Value)))
+		b = append(b, e.Value...)
+	}
+	return string(b)
+}
+
+// decide counts it's hits (or refunds them) and records the decision.
+func (s *Server) decide(ctx context.Context, it *item) error {
+	switch {
+	case it.current == nil:
+		return nil
+	case it.blockAll:
+		it.d = hotlimit.Decision{Allowed: it.n == 0 || it.refund, Limit: 0}
+		it.over = !it.d.Allowed
+		s.observe(it)
+		return nil
+	case it.lim == nil:
+		return status.Errorf(codes.Internal, "no limiter for %s", it.rule.Key)
+	case it.refund:
+		if rf, ok := it.lim.(hotlimit.Refunder); ok && it.n > 0 {
+			rf.Refund(it.key, hotlimit.Receipt{N: it.n, At: s.now()})
+		}
+		it.d = it.lim.Take(it.key, 0)
+		it.d.Allowed = true
+		return nil
+	}
+	if s.set.allOrNothing {
+		if rf, ok := it.lim.(hotlimit.Refunder); ok {
+			it.d, it.receipt = rf.TakeReceipt(it.key, it.n)
+		} else {
+			it.d = it.lim.Take(it.key, it.n)
+		}
+	} else if ct, ok := it.lim.(contextTaker); ok && s.set.backendErrs {
+		d, err := ct.TakeContext(ctx, it.key, it.n)
+		if err != nil {
+			s.set.log.Warn("rate limit backend failed", "rule", it.rule.Key, "err", err)
+			return status.Errorf(codes.Unavailable, "rate limit backend: %v", err)
+		}
+		it.d = d
+	} else {
+		it.d = it.lim.Take(it.key, it.n)
+	}
+	it.over = !it.d.Allowed
+	s.observe(it)
+	return nil
+}
+
+// observe reports it's decision to the observer.
+func (s *Server) observe(it *item) {
+	if s.set.observer == nil {
+		return
+	}
+	s.set.observer.Observe(hotlimit.Event{
+		Rule: it.rule.Key, Policy: it.cfg, N: it.n, Decision: it.d,
+		Outcome: hotlimit.Classify(it.d, it.shadow, hotlimit.DefaultNearLimit),
+	})
+}
+
+// respond builds the response, refunding the passed descriptors of a denied
+// request in all-or-nothing mode.
+func (s *Server) respond(items []item) *pb.RateLimitResponse {
+	resp := &pb.RateLimitResponse{Statuses: make([]*pb.RateLimitResponse_DescriptorStatus, len(items))}
+	failed, failedQuota, quota := 0, 0, 0
+	minRemaining := uint32(math.MaxUint32)
+	constrained := -1
+	now := s.now()
+	for i := range items {
+		it := &items[i]
+		st := &pb.RateLimitResponse_DescriptorStatus{Code: pb.RateLimitResponse_OK}
+		resp.Statuses[i] = st
+		if it.rule != nil && it.rule.Unlimited && it.current == nil {
+			st.LimitRemaining = math.MaxUint32
+			continue
+		}
+		if it.current == nil {
+			continue
+		}
+		st.CurrentLimit = it.current
+		st.LimitRemaining = uint32(min(max(it.d.Remaining, 0), math.MaxUint32))
+		st.DurationUntilReset = durationpb.New(s.reset(it, now))
+		if it.quota {
+			quota++
+		}
+		if it.over {
+			st.LimitRemaining = 0
+			if it.shadow {
+				continue // counted and reported in metrics, answered OK
+			}
+			st.Code = pb.RateLimitResponse_OVER_LIMIT
+			if it.quota {
+				failedQuota++
+				continue
+			}
+			failed++
+			constrained, minRemaining = i, 0
+		} else if st.LimitRemaining < minRemaining {
+			constrained, minRemaining = i, st.LimitRemaining
+		}
+	}
+	resp.OverallCode = pb.RateLimitResponse_OK
+	if failed > 0 || (quota > 0 && quota == failedQuota) {
+		resp.OverallCode = pb.RateLimitResponse_OVER_LIMIT
+		if s.set.allOrNothing {
+			for i := range items {
+				if it := &items[i]; it.receipt.N > 0 {
+					it.lim.(hotlimit.Refunder).Refund(it.key, it.receipt)
+				}
+			}
+		}
+	}
+	if s.set.headers != 0 && constrained >= 0 {
+		resp.ResponseHeadersToAdd = s.headers(&items[constrained], resp.Statuses[constrained])
+	}
+	return resp
+}
+
+// reset is the descriptor's duration_until_reset: for a fixed window, until
+// the window aligned on the Unix epoch ends, as the reference reports it;
+// for the other algorithms, until the key is back to its full quota.
+func (s *Server) reset(it *item, now int64) time.Duration {
+	if it.cfg.Algorithm == hotlimit.FixedWindow && it.cfg.Window > 0 {
+		w := int64(it.cfg.Window)
+		return time.Duration(w - ((now%w)+w)%w)
+	}
+	return max(it.d.ResetAfter, 0)
+}
+
+// draftNames returns the RateLimit-Policy item of it's policy and its
+// quoted name: the rule's name, else httplimit.PolicyName.
+func draftNames(it *item) (field, name string) {
+	n := it.rule.Name
+	if n == "" {
+		n = httplimit.PolicyName(it.cfg)
+		if it.blockAll {
+			n = "blocked"
+		}
+	}
+	name = sfString(n)
+	return name + ";q=" + strconv.Itoa(it.cfg.Limit) + ";w=" + strconv.FormatInt(max(ceilSeconds(it.cfg.Window), 1), 10), name
+}
+
+// sfString writes s as a Structured Field String (RFC 9651): quoted, '"'
+// and '\' escaped, bytes outside printable ASCII replaced by '_'.
+func sfString(s string) string {
+	b := make([]byte, 0, len(s)+2)
+	b = append(b, '"')
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		switch {
+		case c == '"' || c == '\\':
+			b = append(b, '\\', c)
+		case c < 0x20 || c > 0x7e:
+			b = append(b, '_')
+		default:
+			b = append(b, c)
+		}
+	}
+	return string(append(b, '"'))
+}
+
+// headers returns the headers of the most constrained descriptor.
+func (s *Server) headers(it *item, st *pb.RateLimitResponse_DescriptorStatus) []*core.HeaderValue {
+	var out []*core.HeaderValue
+	reset := strconv.FormatInt(ceilSeconds(st.DurationUntilReset.AsDuration()), 10)
+	remaining := strconv.FormatUint(uint64(st.LimitRemaining), 10)
+	if s.set.headers&HeadersReference != 0 {
+		out = append(out,
+			&core.HeaderValue{Key: "RateLimit-Limit", Value: strconv.FormatUint(uint64(st.CurrentLimit.RequestsPerUnit), 10)},
+			&core.HeaderValue{Key: "RateLimit-Remaining", Value: remaining},
+			&core.HeaderValue{Key: "RateLimit-Reset", Value: reset})
+	}
+	if s.set.headers&HeadersDraft != 0 {
+		field, name := draftNames(it)
+		out = append(out,
+			&core.HeaderValue{Key: "RateLimit-Policy", Value: field},
+			&core.HeaderValue{Key: "RateLimit", Value: name + ";r=" + remaining + ";t=" + reset})
+	}
+	return out
+}
+
+// ceilSeconds returns d in whole seconds, rounded up; 0 for d <= 0.
+func ceilSeconds(d time.Duration) int64 {
+	if d <= 0 {
+		return 0
+	}
+	return int64((d + time.Second - 1) / time.Second)
+}
