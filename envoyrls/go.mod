@@ -9,8 +9,10 @@ replace github.com/hotlimit/hotlimit/redislimit => ../redislimit
 require (
 	github.com/envoyproxy/go-control-plane/envoy v1.40.0
 	github.com/hotlimit/hotlimit v0.0.0-00010101000000-000000000000
+	github.com/hotlimit/hotlimit/redislimit v0.0.0-00010101000000-000000000000
 	github.com/prometheus/client_golang v1.25.0
 	github.com/puzpuzpuz/xsync/v3 v3.5.1
+	github.com/redis/go-redis/v9 v9.23.0
 	github.com/stretchr/testify v1.12.1
 	go.yaml.in/yaml/v3 v3.0.6
 	google.golang.org/grpc v1.84.0
@@ -27,6 +29,7 @@ require (
 	github.com/prometheus/client_model v0.6.3 // indirect
 	github.com/prometheus/common v0.72.0 // indirect
 	github.com/prometheus/procfs v0.22.0 // indirect
+	go.uber.org/atomic v1.12.0 // indirect
 	golang.org/x/net v0.59.0 // indirect
 	golang.org/x/sys v0.48.0 // indirect
 	golang.org/x/text v0.42.0 // indirect

@@ -1,0 +1,268 @@
+// Command hotlimitd is an Envoy rate limit service deciding with hotlimit's
+// algorithms, in memory or on Redis.
+//
+//	hotlimitd -config DIR [-grpc :8081] [-http :8080] [-redis ADDR[,ADDR...]]
+//
+// DIR holds one YAML file per domain, in the format of Envoy's reference
+// rate limit server (envoyproxy/ratelimit), with hotlimit's optional
+// algorithm, burst and window keys under rate_limit. The directory is polled
+// and reloaded on change; a bad file is logged and the previous
+// configuration stays in force.
+//
+// gRPC serves envoy.service.ratelimit.v3.RateLimitService and
+// grpc.health.v1.Health. HTTP serves POST /json (a RateLimitRequest in
+// protobuf's JSON mapping), GET /healthcheck and GET /metrics (Prometheus).
+// SIGTERM and SIGINT drain both servers before exiting.
+//
+// Redis: -redis names the address (several, or -redis-cluster, for a
+// cluster); -redis-password (or HOTLIMITD_REDIS_PASSWORD), -redis-tls and
+// -redis-tls-skip-verify connect; -redis-failure says what a request gets
+// when Redis fails: "error" (the default, as the reference: an Unavailable
+// error, which Envoy allows unless failure_mode_deny), or redislimit's
+// policies "local", "open" and "closed". Every flag may be given in the
+// environment as HOTLIMITD_ and its name in upper case with '-' as '_', such
+// as HOTLIMITD_REDIS=redis:6379; a flag on the command line wins.
+package main
+
+import (
+	"context"
+	"crypto/tls"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"os"
+	"os/signal"
+	"strings"
+	"sync/atomic"
+	"syscall"
+	"time"
+
+	pb "github.com/envoyproxy/go-control-plane/envoy/service/ratelimit/v3"
+	"github.com/hotlimit/hotlimit"
+	"github.com/hotlimit/hotlimit/envoyrls"
+	"github.com/hotlimit/hotlimit/redislimit"
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+	"github.com/redis/go-redis/v9"
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/health"
+	healthpb "google.golang.org/grpc/health/grpc_health_v1"
+)
+
+func main() {
+	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, os.Interrupt)
+	defer stop()
+	if err := run(ctx, os.Args[1:], os.Stderr, nil); err != nil {
+		fmt.Fprintln(os.Stderr, "hotlimitd:", err)
+		os.Exit(1)
+	}
+}
+
+// flags are the command line.
+type flags struct {
+	config, grpcAddr, httpAddr          string
+	redisAddr, redisPassword, failure   string
+	redisPrefix, headers, logLevel      string
+	redisCluster, redisTLS, tlsInsecure bool
+	allOrNothing                        bool
+	reload, drain                       time.Duration
+}
+
+func parse(args []string, out io.Writer) (*flags, error) {
+	f := &flags{}
+	fs := flag.NewFlagSet("hotlimitd", flag.ContinueOnError)
+	fs.SetOutput(out)
+	fs.StringVar(&f.config, "config", "", "directory of YAML rate limit configs, one per domain (required)")
+	fs.StringVar(&f.grpcAddr, "grpc", ":8081", "gRPC listen address")
+	fs.StringVar(&f.httpAddr, "http", ":8080", "HTTP listen address (/json, /healthcheck, /metrics); empty for none")
+	fs.StringVar(&f.redisAddr, "redis", "", "Redis address(es), comma-separated; empty keeps the state in memory")
+	fs.BoolVar(&f.redisCluster, "redis-cluster", false, "Redis is a cluster (implied by several addresses)")
+	fs.StringVar(&f.redisPassword, "redis-password", "", "Redis password")
+	fs.BoolVar(&f.redisTLS, "redis-tls", false, "connect to Redis over TLS")
+	fs.BoolVar(&f.tlsInsecure, "redis-tls-skip-verify", false, "do not verify Redis's TLS certificate")
+	fs.StringVar(&f.failure, "redis-failure", "error", "on a Redis failure: error, local, open or closed")
+	fs.StringVar(&f.redisPrefix, "redis-prefix", "hotlimitd:", "prefix of every Redis key")
+	fs.BoolVar(&f.allOrNothing, "all-or-nothing", false, "refund a denied request's other descriptors (default: count every descriptor, as the reference)")
+	fs.StringVar(&f.headers, "headers", "none", "response headers: none, reference, draft or both")
+	fs.DurationVar(&f.reload, "reload-interval", time.Second, "how often the config directory is polled")
+	fs.DurationVar(&f.drain, "drain", 10*time.Second, "how long shutdown waits for requests in flight")
+	fs.StringVar(&f.logLevel, "log-level", "info", "debug, info, warn or error")
+	var envErr error
+	fs.VisitAll(func(fl *flag.Flag) {
+		name := "HOTLIMITD_" + strings.ToUpper(strings.ReplaceAll(fl.Name, "-", "_"))
+		if v, ok := os.LookupEnv(name); ok {
+			if err := fl.Value.Set(v); err != nil && envErr == nil {
+				envErr = fmt.Errorf("%s=%q: %w", name, v, err)
+			}
+		}
+	})
+	if envErr != nil {
+		return nil, envErr
+	}
+	if err := fs.Parse(args); err != nil {
+		return nil, err
+	}
+	if f.config == "" {
+		return nil, errors.New("-config DIR is required")
+	}
+	if fs.NArg() > 0 {
+		return nil, fmt.Errorf("unexpected arguments: %q", fs.Args())
+	}
+	return f, nil
+}
+
+// options turns the flags into the server's options; close releases the
+// Redis client.
+func (f *flags) options(log *slog.Logger) (opts []envoyrls.Option, close func(), err error) {
+	switch f.headers {
+	case "none":
+	case "reference":
+		opts = append(opts, envoyrls.WithHeaders(envoyrls.HeadersReference))
+	case "draft":
+		opts = append(opts, envoyrls.WithHeaders(envoyrls.HeadersDraft))
+	case "both":
+		opts = append(opts, envoyrls.WithHeaders(envoyrls.HeadersReference|envoyrls.HeadersDraft))
+	default:
+		return nil, nil, fmt.Errorf("-headers %q: want none, reference, draft or both", f.headers)
+	}
+	opts = append(opts, envoyrls.WithAllOrNothing(f.allOrNothing), envoyrls.WithLogger(log))
+	if f.redisAddr == "" {
+		return opts, func() {}, nil
+	}
+	policy := redislimit.FailClosed
+	switch f.failure {
+	case "error":
+	case "local":
+		policy = redislimit.FailLocal
+	case "open":
+		policy = redislimit.FailOpen
+	case "closed":
+	default:
+		return nil, nil, fmt.Errorf("-redis-failure %q: want error, local, open or closed", f.failure)
+	}
+	ro := &redis.UniversalOptions{
+		Addrs:                 strings.Split(f.redisAddr, ","),
+		Password:              f.redisPassword,
+		IsClusterMode:         f.redisCluster,
+		ContextTimeoutEnabled: true,
+	}
+	if f.redisTLS {
+		ro.TLSConfig = &tls.Config{MinVersion: tls.VersionTLS12, InsecureSkipVerify: f.tlsInsecure} //nolint:gosec // the operator's choice
+	}
+	client := redis.NewUniversalClient(ro)
+	factory := redislimit.Factory(client, redislimit.WithPrefix(f.redisPrefix), redislimit.WithFailPolicy(policy))
+	opts = append(opts,
+		envoyrls.WithLimiterOptions(hotlimit.WithFactory(factory)),
+		envoyrls.WithBackendErrors(f.failure == "error"))
+	log.Info("rate limit state in Redis", "addrs", ro.Addrs, "cluster", f.redisCluster, "tls", f.redisTLS, "on_failure", f.failure)
+	return opts, func() { _ = client.Close() }, nil
+}
+
+// run serves until ctx is done; ready, when not nil, gets the gRPC and HTTP
+// addresses once both listen.
+func run(ctx context.Context, args []string, stderr io.Writer, ready func(grpcAddr, httpAddr string)) error {
+	f, err := parse(args, stderr)
+	if err != nil {
+		return err
+	}
+	var level slog.Level
+	if err := level.UnmarshalText([]byte(f.logLevel)); err != nil {
+		return fmt.Errorf("-log-level: %w", err)
+	}
+	log := slog.New(slog.NewJSONHandler(stderr, &slog.HandlerOptions{Level: level}))
+
+	cfg, err := envoyrls.LoadDir(f.config)
+	if err != nil {
+		return err
+	}
+	metrics := envoyrls.NewMetrics()
+	opts, closeRedis, err := f.options(log)
+	if err != nil {
+		return err
+	}
+	defer closeRedis()
+	srv, err := envoyrls.New(cfg, append(opts, envoyrls.WithObserver(metrics))...)
+	if err != nil {
+		return err
+	}
+	metrics.ConfigLoaded(true)
+	log.Info("config loaded", "dir", f.config, "domains", len(cfg.Domains()), "rules", len(cfg.Rules()))
+
+	reg := prometheus.NewRegistry()
+	reg.MustRegister(metrics, collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+
+	g := grpc.NewServer()
+	pb.RegisterRateLimitServiceServer(g, srv)
+	hs := health.NewServer()
+	healthpb.RegisterHealthServer(g, hs)
+	glis, err := net.Listen("tcp", f.grpcAddr)
+	if err != nil {
+		return fmt.Errorf("-grpc: %w", err)
+	}
+	var draining atomic.Bool
+	var hsrv *http.Server
+	var hlisAddr string
+	if f.httpAddr != "" {
+		mux := http.NewServeMux()
+		mux.Handle("/json", srv.JSONHandler())
+		mux.HandleFunc("/healthcheck", func(w http.ResponseWriter, _ *http.Request) {
+			if st, _ := hs.Check(context.Background(), &healthpb.HealthCheckRequest{}); st.GetStatus() != healthpb.HealthCheckResponse_SERVING || draining.Load() {
+				http.Error(w, "NOT_SERVING", http.StatusServiceUnavailable)
+				return
+			}
+			_, _ = io.WriteString(w, "OK\n")
+		})
+		mux.Handle("/metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{}))
+		hlis, err := net.Listen("tcp", f.httpAddr)
+		if err != nil {
+			_ = glis.Close()
+			return fmt.Errorf("-http: %w", err)
+		}
+		hlisAddr = hlis.Addr().String()
+		hsrv = &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
+		go func() {
+			if err := hsrv.Serve(hlis); err != nil && !errors.Is(err, http.ErrServerClosed) {
+				log.Error("http server", "err", err)
+			}
+		}()
+	}
+	gerr := make(chan error, 1)
+	go func() { gerr <- g.Serve(glis) }()
+
+	wctx, cancelWatch := context.WithCancel(ctx)
+	defer cancelWatch()
+	go srv.WatchDir(wctx, f.config, f.reload, func(err error) { metrics.ConfigLoaded(err == nil) })
+
+	log.Info("serving", "grpc", glis.Addr().String(), "http", hlisAddr)
+	if ready != nil {
+		ready(glis.Addr().String(), hlisAddr)
+	}
+	select {
+	case <-ctx.Done():
+	case err := <-gerr:
+		return fmt.Errorf("grpc server: %w", err)
+	}
+
+	log.Info("shutting down", "drain", f.drain)
+	draining.Store(true)
+	hs.Shutdown()
+	dctx, cancel := context.WithTimeout(context.Background(), f.drain)
+	defer cancel()
+	done := make(chan struct{})
+	go func() { g.GracefulStop(); close(done) }()
+	select {
+	case <-done:
+	case <-dctx.Done():
+		g.Stop()
+	}
+	if hsrv != nil {
+		_ = hsrv.Shutdown(dctx)
+	}
+	log.Info("stopped")
+	return nil
+}

@@ -1,0 +1,147 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"io"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	rlext "github.com/envoyproxy/go-control-plane/envoy/extensions/common/ratelimit/v3"
+	pb "github.com/envoyproxy/go-control-plane/envoy/service/ratelimit/v3"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/credentials/insecure"
+)
+
+// syncBuffer is a log sink safe for the server's goroutines.
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
+}
+
+const oneRule = "domain: web\ndescriptors:\n  - key: ip\n    rate_limit: {unit: hour, requests_per_unit: %d}\n"
+
+func writeRule(t *testing.T, dir string, limit string) {
+	require.NoError(t, os.WriteFile(filepath.Join(dir, "web.yaml"), []byte(strings.Replace(oneRule, "%d", limit, 1)), 0o644))
+}
+
+// TestServe runs hotlimitd on loopback: gRPC, /json, /healthcheck,
+// /metrics, reload on change, a rejected bad file, and a graceful stop.
+func TestServe(t *testing.T) {
+	dir := t.TempDir()
+	writeRule(t, dir, "2")
+	var logs syncBuffer
+	ctx, cancel := context.WithCancel(context.Background())
+	addrs := make(chan [2]string, 1)
+	done := make(chan error, 1)
+	go func() {
+		done <- run(ctx, []string{"-config", dir, "-grpc", "127.0.0.1:0", "-http", "127.0.0.1:0", "-reload-interval", "20ms"}, &logs,
+			func(g, h string) { addrs <- [2]string{g, h} })
+	}()
+	var a [2]string
+	select {
+	case a = <-addrs:
+	case err := <-done:
+		t.Fatalf("run: %v", err)
+	}
+	conn, err := grpc.NewClient(a[0], grpc.WithTransportCredentials(insecure.NewCredentials()))
+	require.NoError(t, err)
+	defer conn.Close()
+	client := pb.NewRateLimitServiceClient(conn)
+	call := func(value string) *pb.RateLimitResponse {
+		resp, err := client.ShouldRateLimit(context.Background(), &pb.RateLimitRequest{Domain: "web", Descriptors: []*rlext.RateLimitDescriptor{{
+			Entries: []*rlext.RateLimitDescriptor_Entry{{Key: "ip", Value: value}},
+		}}})
+		require.NoError(t, err)
+		return resp
+	}
+	assert.Equal(t, pb.RateLimitResponse_OK, call("1").OverallCode)
+
+	base := "http://" + a[1]
+	res, err := http.Post(base+"/json", "application/json", strings.NewReader(`{"domain":"web","descriptors":[{"entries":[{"key":"ip","value":"1"}]}]}`))
+	require.NoError(t, err)
+	body, _ := io.ReadAll(res.Body)
+	res.Body.Close()
+	assert.Equal(t, http.StatusOK, res.StatusCode)
+	assert.Contains(t, string(body), `"overallCode":"OK"`)
+	assert.Contains(t, string(body), `"requestsPerUnit":2`)
+	res, err = http.Post(base+"/json", "application/json", strings.NewReader(`{"domain":"web","descriptors":[{"entries":[{"key":"ip","value":"1"}]}]}`))
+	require.NoError(t, err)
+	res.Body.Close()
+	assert.Equal(t, http.StatusTooManyRequests, res.StatusCode, "the third hit is over")
+	res, err = http.Post(base+"/json", "application/json", strings.NewReader(`{"domain":""}`))
+	require.NoError(t, err)
+	body, _ = io.ReadAll(res.Body)
+	res.Body.Close()
+	assert.Equal(t, http.StatusBadRequest, res.StatusCode)
+	assert.Contains(t, string(body), "domain must not be empty")
+
+	res, err = http.Get(base + "/healthcheck")
+	require.NoError(t, err)
+	res.Body.Close()
+	assert.Equal(t, http.StatusOK, res.StatusCode)
+
+	res, err = http.Get(base + "/metrics")
+	require.NoError(t, err)
+	body, _ = io.ReadAll(res.Body)
+	res.Body.Close()
+	assert.Contains(t, string(body), `ratelimit_service_rate_limit_total_hits{key="web.ip"} 3`)
+	assert.Contains(t, string(body), `ratelimit_service_rate_limit_over_limit{key="web.ip"} 1`)
+	assert.NotContains(t, string(body), `value="1"`, "no label per descriptor value")
+
+	// Reload on change: the new limit is in force without a restart.
+	writeRule(t, dir, "5")
+	require.Eventually(t, func() bool { return call("2").Statuses[0].CurrentLimit.GetRequestsPerUnit() == 5 }, 5*time.Second, 20*time.Millisecond)
+
+	// A bad file is rejected with a log line naming it; the rules stay.
+	require.NoError(t, os.WriteFile(filepath.Join(dir, "web.yaml"), []byte("domain: web\ndescriptors:\n  - key: ip\n    rate_limit: {unit: fortnight}\n"), 0o644))
+	require.Eventually(t, func() bool { return strings.Contains(logs.String(), "invalid rate limit unit 'fortnight'") }, 5*time.Second, 20*time.Millisecond)
+	assert.Contains(t, logs.String(), "config rejected, previous config stays in force")
+	assert.Equal(t, uint32(5), call("3").Statuses[0].CurrentLimit.GetRequestsPerUnit())
+
+	cancel()
+	select {
+	case err := <-done:
+		require.NoError(t, err)
+	case <-time.After(15 * time.Second):
+		t.Fatal("no graceful stop")
+	}
+	assert.Contains(t, logs.String(), `"msg":"stopped"`)
+}
+
+func TestFlags(t *testing.T) {
+	_, err := parse(nil, io.Discard)
+	assert.ErrorContains(t, err, "-config DIR is required")
+	t.Setenv("HOTLIMITD_GRPC", ":9999")
+	f, err := parse([]string{"-config", "x"}, io.Discard)
+	require.NoError(t, err)
+	assert.Equal(t, ":9999", f.grpcAddr, "from the environment")
+	f, err = parse([]string{"-config", "x", "-grpc", ":1"}, io.Discard)
+	require.NoError(t, err)
+	assert.Equal(t, ":1", f.grpcAddr, "the command line wins")
+	f.redisAddr, f.failure = "127.0.0.1:1", "sometimes"
+	_, _, err = f.options(nil)
+	assert.ErrorContains(t, err, `-redis-failure "sometimes"`)
+	f.headers = "all"
+	_, _, err = f.options(nil)
+	assert.ErrorContains(t, err, `-headers "all"`)
+}
