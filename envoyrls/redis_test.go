@@ -1,0 +1,113 @@
+package envoyrls
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"net"
+	"os"
+	"os/exec"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	rlext "github.com/envoyproxy/go-control-plane/envoy/extensions/common/ratelimit/v3"
+	pb "github.com/envoyproxy/go-control-plane/envoy/service/ratelimit/v3"
+	"github.com/hotlimit/hotlimit"
+	"github.com/hotlimit/hotlimit/redislimit"
+	"github.com/redis/go-redis/v9"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
+)
+
+// startRedis starts a redis-server on a free loopback port for the test and
+// returns its address and the process. Without redis-server the test is
+// skipped, except in CI (CI set), where it fails.
+func startRedis(t *testing.T) (string, *exec.Cmd) {
+	t.Helper()
+	bin, err := exec.LookPath("redis-server")
+	if err != nil {
+		if os.Getenv("CI") != "" {
+			t.Fatalf("redis-server is required in CI: %v", err)
+		}
+		t.Skipf("redis-server not installed: %v", err)
+	}
+	lis, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	port := lis.Addr().(*net.TCPAddr).Port
+	require.NoError(t, lis.Close())
+	cmd := exec.Command(bin, "--port", fmt.Sprint(port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no", "--protected-mode", "no")
+	require.NoError(t, cmd.Start())
+	t.Cleanup(func() {
+		_ = cmd.Process.Kill()
+		_ = cmd.Wait()
+	})
+	addr := fmt.Sprintf("127.0.0.1:%d", port)
+	c := redis.NewClient(&redis.Options{Addr: addr})
+	defer c.Close()
+	require.Eventually(t, func() bool { return c.Ping(context.Background()).Err() == nil }, 10*time.Second, 20*time.Millisecond, "redis-server answers")
+	return addr, cmd
+}
+
+// inRedis is inProcess with every rule's state in Redis at addr.
+func inRedis(t *testing.T, addr string, opts ...Option) *harness {
+	client := redis.NewClient(&redis.Options{Addr: addr, ContextTimeoutEnabled: true})
+	t.Cleanup(func() { _ = client.Close() })
+	f := redislimit.Factory(client, redislimit.WithPrefix(t.Name()+":"))
+	return inProcess(t, append([]Option{WithLimiterOptions(hotlimit.WithFactory(f))}, opts...)...)
+}
+
+// TestConformanceRedis runs the conformance scenarios and the algorithms'
+// exactness with the state in a real Redis.
+func TestConformanceRedis(t *testing.T) {
+	addr, _ := startRedis(t)
+	t.Run("Scenarios", func(t *testing.T) { conformance(t, inRedis(t, addr)) })
+	t.Run("AlgorithmsExact", func(t *testing.T) { algosExact(t, inRedis(t, addr)) })
+	t.Run("AllOrNothing", func(t *testing.T) {
+		h := inRedis(t, addr, WithAllOrNothing(true))
+		a, b := desc("two_a", "x"), desc("two_b", "x")
+		for range 2 {
+			assert.Equal(t, ok, h.call(t, "conf", 0, a, b).OverallCode)
+		}
+		assert.Equal(t, over, h.call(t, "conf", 0, a, b).OverallCode)
+		assert.Equal(t, uint32(2), h.call(t, "conf", 0, a).Statuses[0].LimitRemaining, "the denied request was refunded")
+	})
+}
+
+// TestRedisFailure: with Redis gone, a request gets Unavailable by default
+// (Envoy then allows it unless failure_mode_deny), and the failure policy's
+// answer with WithBackendErrors(false).
+func TestRedisFailure(t *testing.T) {
+	addr, cmd := startRedis(t)
+	var now atomic.Int64
+	now.Store(t0)
+	build := func(errs bool, policy redislimit.FailPolicy) *Server {
+		client := redis.NewClient(&redis.Options{Addr: addr, ContextTimeoutEnabled: true, MaxRetries: -1})
+		t.Cleanup(func() { _ = client.Close() })
+		cfg, err := LoadDir("testdata/conformance")
+		require.NoError(t, err)
+		s, err := New(cfg, WithClock(now.Load), WithBackendErrors(errs), WithLogger(slog.New(slog.DiscardHandler)),
+			WithLimiterOptions(hotlimit.WithFactory(redislimit.Factory(client, redislimit.WithFailPolicy(policy)))))
+		require.NoError(t, err)
+		return s
+	}
+	strict, open := build(true, redislimit.FailClosed), build(false, redislimit.FailOpen)
+	req := &pb.RateLimitRequest{Domain: "conf", Descriptors: []*rlext.RateLimitDescriptor{desc("per_hour", "f")}}
+	_, err := strict.ShouldRateLimit(context.Background(), req)
+	require.NoError(t, err, "Redis up")
+
+	require.NoError(t, cmd.Process.Kill())
+	_ = cmd.Wait()
+	_, err = strict.ShouldRateLimit(context.Background(), req)
+	require.Error(t, err)
+	assert.Equal(t, codes.Unavailable, status.Code(err))
+	assert.Contains(t, err.Error(), "rate limit backend")
+	resp, err := open.ShouldRateLimit(context.Background(), req)
+	require.NoError(t, err)
+	assert.Equal(t, ok, resp.OverallCode, "FailOpen answers OK")
+	resp, err = strict.ShouldRateLimit(context.Background(), &pb.RateLimitRequest{Domain: "conf", Descriptors: []*rlext.RateLimitDescriptor{desc("unlimited", "x")}})
+	require.NoError(t, err, "a request that needs no backend is still served")
+	assert.Equal(t, ok, resp.OverallCode)
+}
