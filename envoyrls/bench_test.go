@@ -1,0 +1,150 @@
+package envoyrls
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"net"
+	"strconv"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	rlext "github.com/envoyproxy/go-control-plane/envoy/extensions/common/ratelimit/v3"
+	pb "github.com/envoyproxy/go-control-plane/envoy/service/ratelimit/v3"
+	"github.com/hotlimit/hotlimit"
+	"github.com/hotlimit/hotlimit/redislimit"
+	"github.com/redis/go-redis/v9"
+	"github.com/stretchr/testify/require"
+	"google.golang.org/grpc"
+	"os/exec"
+)
+
+// okServer answers OK to every descriptor without deciding: the cost of
+// gRPC itself, which the memory backend is measured against.
+type okServer struct {
+	pb.UnimplementedRateLimitServiceServer
+}
+
+func (okServer) ShouldRateLimit(_ context.Context, req *pb.RateLimitRequest) (*pb.RateLimitResponse, error) {
+	resp := &pb.RateLimitResponse{OverallCode: pb.RateLimitResponse_OK, Statuses: make([]*pb.RateLimitResponse_DescriptorStatus, len(req.Descriptors))}
+	for i := range resp.Statuses {
+		resp.Statuses[i] = &pb.RateLimitResponse_DescriptorStatus{Code: pb.RateLimitResponse_OK}
+	}
+	return resp, nil
+}
+
+const benchConfig = `domain: bench
+descriptors:
+  - key: client
+    descriptors:
+      - key: ip
+        rate_limit: {unit: second, requests_per_unit: 4000000}
+`
+
+// serveBench serves srv on loopback and returns its address.
+func serveBench(b *testing.B, srv pb.RateLimitServiceServer) string {
+	lis, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(b, err)
+	g := grpc.NewServer()
+	pb.RegisterRateLimitServiceServer(g, srv)
+	go func() { _ = g.Serve(lis) }()
+	b.Cleanup(g.Stop)
+	return lis.Addr().String()
+}
+
+// BenchmarkShouldRateLimit measures ShouldRateLimit per second over loopback
+// gRPC, each client on its own connection as Envoy's workers are, for the
+// memory backend, the Redis backend (when redis-server is installed) and a
+// handler that answers OK without deciding (impl=ok). Each request holds
+// one descriptor of two entries, over 1024 keys per client.
+func BenchmarkShouldRateLimit(b *testing.B) {
+	d, err := ParseDomain("bench.yaml", []byte(benchConfig))
+	require.NoError(b, err)
+	cfg, err := NewConfig(d)
+	require.NoError(b, err)
+	quiet := WithLogger(slog.New(slog.DiscardHandler))
+	impls := []struct {
+		name string
+		make func(b *testing.B) pb.RateLimitServiceServer
+	}{
+		{"ok", func(*testing.B) pb.RateLimitServiceServer { return okServer{} }},
+		{"memory", func(b *testing.B) pb.RateLimitServiceServer {
+			s, err := New(cfg, quiet)
+			require.NoError(b, err)
+			return s
+		}},
+		{"redis", func(b *testing.B) pb.RateLimitServiceServer {
+			if _, err := exec.LookPath("redis-server"); err != nil {
+				b.Skip("redis-server not installed")
+			}
+			addr := benchRedis(b)
+			client := redis.NewClient(&redis.Options{Addr: addr, ContextTimeoutEnabled: true, PoolSize: 64})
+			b.Cleanup(func() { _ = client.Close() })
+			s, err := New(cfg, quiet, WithLimiterOptions(hotlimit.WithFactory(redislimit.Factory(client, redislimit.WithTimeout(time.Second)))))
+			require.NoError(b, err)
+			return s
+		}},
+	}
+	for _, impl := range impls {
+		for _, clients := range []int{1, 16, 64} {
+			b.Run(fmt.Sprintf("impl=%s/clients=%d", impl.name, clients), func(b *testing.B) {
+				addr := serveBench(b, impl.make(b))
+				stubs := make([]pb.RateLimitServiceClient, clients)
+				for i := range stubs {
+					stubs[i] = dial(b, addr)
+				}
+				reqs := make([][]*pb.RateLimitRequest, clients)
+				for c := range reqs {
+					for k := range 1024 {
+						reqs[c] = append(reqs[c], &pb.RateLimitRequest{Domain: "bench", Descriptors: []*rlext.RateLimitDescriptor{{
+							Entries: []*rlext.RateLimitDescriptor_Entry{{Key: "client", Value: strconv.Itoa(c)}, {Key: "ip", Value: strconv.Itoa(k)}},
+						}}})
+					}
+				}
+				require.Len(b, reqs[clients-1], 1024)
+				// Warm up each connection and check the fixture decides.
+				for c := range stubs {
+					resp, err := stubs[c].ShouldRateLimit(context.Background(), reqs[c][0])
+					require.NoError(b, err)
+					require.Equal(b, pb.RateLimitResponse_OK, resp.OverallCode)
+				}
+				var next atomic.Int64
+				var wg sync.WaitGroup
+				b.ResetTimer()
+				start := time.Now()
+				for c := range clients {
+					wg.Add(1)
+					go func() {
+						defer wg.Done()
+						for i := 0; next.Add(1) <= int64(b.N); i++ {
+							if _, err := stubs[c].ShouldRateLimit(context.Background(), reqs[c][i%1024]); err != nil {
+								b.Error(err)
+								return
+							}
+						}
+					}()
+				}
+				wg.Wait()
+				b.ReportMetric(float64(b.N)/time.Since(start).Seconds(), "req/s")
+			})
+		}
+	}
+}
+
+// benchRedis starts a redis-server for a benchmark.
+func benchRedis(b *testing.B) string {
+	lis, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(b, err)
+	port := lis.Addr().(*net.TCPAddr).Port
+	require.NoError(b, lis.Close())
+	cmd := exec.Command("redis-server", "--port", strconv.Itoa(port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no")
+	require.NoError(b, cmd.Start())
+	b.Cleanup(func() { _ = cmd.Process.Kill(); _ = cmd.Wait() })
+	addr := "127.0.0.1:" + strconv.Itoa(port)
+	c := redis.NewClient(&redis.Options{Addr: addr})
+	defer c.Close()
+	require.Eventually(b, func() bool { return c.Ping(context.Background()).Err() == nil }, 10*time.Second, 20*time.Millisecond)
+	return addr
+}
