@@ -8,9 +8,9 @@
 GO ?= go
 PKGS := ./...
 
-.PHONY: test vet fmt tidy race smoke test386 benchmod redis redismod metricsmods bench
+.PHONY: test vet fmt tidy race smoke test386 benchmod redis redismod metricsmods envoymod bench envoybench
 
-test: vet fmt tidy race smoke test386 redis redismod metricsmods benchmod
+test: vet fmt tidy race smoke test386 redis redismod metricsmods envoymod benchmod
 
 vet:
 	$(GO) vet $(PKGS)
@@ -76,7 +76,19 @@ metricsmods:
 			$(GO) test -run '^$$' -bench . -benchtime 1x ./...) || exit 1; \
 	done
 
+# The envoyrls module (its own go.mod, with go-control-plane and grpc): vet,
+# the race-enabled tests (the conformance suite in memory and on a real
+# redis-server, which CI=1 makes mandatory), every benchmark once.
+envoymod: redis
+	cd envoyrls && $(GO) vet ./...
+	cd envoyrls && CI=$${CI:-1} $(GO) test -race -count=1 ./...
+	cd envoyrls && $(GO) test -run '^$$' -bench . -benchtime 1x ./...
+
 # The comparison with other Go limiters: tables in bench/results/latest.txt,
-# chart in bench/results/scaling.svg (see bench/README.md).
-bench:
+# chart in bench/results/scaling.svg (see bench/README.md); then hotlimitd's
+# ShouldRateLimit throughput over loopback gRPC (see README).
+bench: envoybench
 	cd bench && GO=$(GO) ./run.sh
+
+envoybench:
+	cd envoyrls && $(GO) test -run '^$$' -bench ShouldRateLimit -benchtime 2s -count 1 ./

@@ -411,8 +411,7 @@ func (c *Config) Match(domain string, entries []Entry) (*Rule, bool) {
 	return d.match(entries), true
 }
 
-// matcher is what match reads of an entry; both Entry and the protobuf
-// entries provide it.
+// match returns the rule of a descriptor of entries in d; see Config.Match.
 func (d *Domain) match(entries []Entry) *Rule {
 	n := &d.root
 	var r *Rule
@@ -438,13 +437,17 @@ func (n *node) lookup(key, value string) *node {
 	if n.children == nil {
 		return nil
 	}
-	kv := key + "_" + value
-	if c := n.children[kv]; c != nil {
+	var buf [128]byte
+	kv := append(append(append(buf[:0], key...), '_'), value...)
+	if c := n.children[string(kv)]; c != nil { // the conversion does not allocate
 		return c
 	}
-	for _, w := range n.wildcards {
-		if wildcardMatch(w.parts, kv) {
-			return n.children[w.key]
+	if len(n.wildcards) > 0 {
+		s := string(kv)
+		for _, w := range n.wildcards {
+			if wildcardMatch(w.parts, s) {
+				return n.children[w.key]
+			}
 		}
 	}
 	return n.children[key]
