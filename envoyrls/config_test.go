@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	rlext "github.com/envoyproxy/go-control-plane/envoy/extensions/common/ratelimit/v3"
 	pb "github.com/envoyproxy/go-control-plane/envoy/service/ratelimit/v3"
 	"github.com/hotlimit/hotlimit"
 	"github.com/stretchr/testify/assert"
@@ -207,4 +208,35 @@ func TestWildcardMatch(t *testing.T) {
 	} {
 		assert.Equal(t, tc.want, wildcardMatch(strings.Split(tc.pattern, "*"), tc.s), "%s ~ %s", tc.pattern, tc.s)
 	}
+}
+
+// TestDescriptorKeyCollisionFree: descriptors that differ anywhere get
+// different counter keys, whatever bytes they hold.
+func TestDescriptorKeyCollisionFree(t *testing.T) {
+	e := func(pairs ...string) []*rlext.RateLimitDescriptor_Entry { return desc(pairs...).Entries }
+	cases := []struct {
+		domain  string
+		entries []*rlext.RateLimitDescriptor_Entry
+	}{
+		{"d", e("a", "b")},
+		{"d", e("a_b", "")},
+		{"d", e("a", "", "b", "")},
+		{"d", e("a", "b", "", "")},
+		{"d", e("ab", "")},
+		{"d.a", e("b", "")},
+		{"d", e("a\x01", "b")},
+		{"d", e("a", "\x01b")},
+		{"", e("d", "a", "b", "")},
+		{"d", nil},
+		{"d", e("", "")},
+	}
+	seen := map[string]int{}
+	for i, c := range cases {
+		k := descriptorKey(c.domain, c.entries)
+		if j, dup := seen[k]; dup {
+			t.Errorf("cases %d and %d share key %q", j, i, k)
+		}
+		seen[k] = i
+	}
+	assert.Len(t, seen, len(cases))
 }

@@ -248,7 +248,7 @@ func run(ctx context.Context, args []string, stderr io.Writer, ready func(grpcAd
 		return fmt.Errorf("grpc server: %w", err)
 	}
 
-	log.Info("shutting down", "drain", f.drain)
+	log.Info("shutting down", "drain", f.drain.String())
 	draining.Store(true)
 	hs.Shutdown()
 	dctx, cancel := context.WithTimeout(context.Background(), f.drain)
