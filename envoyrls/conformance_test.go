@@ -2,7 +2,6 @@ package envoyrls
 
 import (
 	"context"
-	"fmt"
 	"log/slog"
 	"math"
 	"math/rand/v2"
@@ -551,5 +550,14 @@ func TestHeaders(t *testing.T) {
 	assert.Equal(t, "0", got["RateLimit-Remaining"], "the descriptor over the limit")
 	assert.Equal(t, "2", got["RateLimit-Limit"])
 	assert.Nil(t, h.call(t, "conf", 0, desc("no_such_key", "x")).ResponseHeadersToAdd, "no limit, no headers")
-	_ = fmt.Sprint()
+
+	h.call(t, "conf", 0, desc("shadow", "h"))
+	resp = h.call(t, "conf", 0, desc("two_a", "s"), desc("shadow", "h"))
+	assert.Equal(t, ok, resp.OverallCode)
+	got = map[string]string{}
+	for _, hv := range resp.ResponseHeadersToAdd {
+		got[hv.Key] = hv.Value
+	}
+	assert.Equal(t, "1", got["RateLimit-Limit"], "a shadow-mode descriptor over its limit is the most constrained")
+	assert.Equal(t, "0", got["RateLimit-Remaining"])
 }

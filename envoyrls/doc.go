@@ -1,10 +1,43 @@
 // Package envoyrls is an Envoy rate limit service
 // (envoy.service.ratelimit.v3.RateLimitService) that decides with hotlimit's
-// algorithms, in memory or on Redis.
+// algorithms, in memory or, through a hotlimit.Factory such as
+// redislimit.Factory, on Redis. The command hotlimitd serves it.
 //
-// It loads the reference server's (envoyproxy/ratelimit) YAML unchanged, one
-// file per domain, and adds three optional keys under rate_limit: algorithm
-// (TokenBucket, GCRA, FixedWindow, SlidingLog, SlidingCounter; FixedWindow
-// by default, windows aligned on the Unix epoch as in the reference), burst
-// (TokenBucket and GCRA) and window (any Go duration, in place of unit).
+// # Configuration
+//
+// [LoadDir] reads the reference server's (envoyproxy/ratelimit) YAML
+// unchanged, one file per domain, and adds three optional keys under
+// rate_limit: algorithm (TokenBucket, GCRA, FixedWindow, SlidingLog,
+// SlidingCounter; FixedWindow by default, windows aligned on the Unix epoch
+// as in the reference), burst (TokenBucket and GCRA) and window (any Go
+// duration, in place of unit). Matching is the reference's: at each level
+// of a descriptor the entry's key_value, then the level's first wildcard
+// pattern, then the bare key; a rule applies only at the last entry.
+//
+// # Requests
+//
+// [Server.ShouldRateLimit] answers as the reference does:
+//
+//   - domain and one descriptor at least are required, and every entry key
+//     (else InvalidArgument); at most [MaxDescriptors] descriptors of
+//     [MaxEntries] entries each.
+//   - hits_addend 0 or unset counts 1; a descriptor's own hits_addend wins,
+//     an explicit 0 only checks; is_negative_hits gives the hits back.
+//   - a descriptor's limit overrides the rule's rate, with the rule's
+//     algorithm (FixedWindow without a rule), never in shadow mode.
+//   - statuses are 1:1 with the descriptors, in order. No rule or an unknown
+//     domain: OK without current_limit. Unlimited: OK with limit_remaining
+//     MaxUint32. A rule named in a matched rule's replaces does not apply.
+//     requests_per_unit 0 is over the limit for every hit.
+//   - shadow mode: an over-limit descriptor is counted and observed as
+//     [hotlimit.OutcomeShadowDenied] and answered OK. quota_mode: the request
+//     is over when all its quota-mode descriptors are.
+//   - every descriptor counts its hits even when another is over (the
+//     reference's behaviour), unless [WithAllOrNothing]. Within a descriptor
+//     a request is all or nothing: hits over the limit are not counted.
+//
+// Each distinct policy has one limiter, kept across [Server.Reload] while a
+// rule still names it, so unchanged rules keep their counts. A descriptor's
+// counter key is its domain and entries, each length-prefixed, so distinct
+// descriptors never share a counter.
 package envoyrls

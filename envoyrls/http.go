@@ -12,6 +12,7 @@ import (
 	"time"
 
 	pb "github.com/envoyproxy/go-control-plane/envoy/service/ratelimit/v3"
+	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 	"google.golang.org/protobuf/encoding/protojson"
 )
@@ -44,7 +45,7 @@ func (s *Server) JSONHandler() http.Handler {
 		resp, err := s.ShouldRateLimit(r.Context(), &req)
 		if err != nil {
 			code := http.StatusBadRequest
-			if st, ok := status.FromError(err); ok && st.Code() != 3 { // 3: InvalidArgument
+			if status.Code(err) != codes.InvalidArgument {
 				code = http.StatusServiceUnavailable
 			}
 			http.Error(w, status.Convert(err).Message(), code)

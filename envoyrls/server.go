@@ -97,7 +97,8 @@ func WithObserver(o hotlimit.Observer) Option { return func(s *settings) { s.obs
 // down or slow). On, the default and the reference's behaviour, the request
 // gets an Unavailable error, and Envoy then allows it unless its filter sets
 // failure_mode_deny. Off, the backend's failure policy decides (for
-// redislimit: FailLocal, FailOpen or FailClosed).
+// redislimit: FailLocal, FailOpen or FailClosed). With WithAllOrNothing,
+// which needs the backend's receipts, the failure policy always decides.
 func WithBackendErrors(on bool) Option { return func(s *settings) { s.backendErrs = on } }
 
 // WithLogger sets the structured logger; slog.Default() by default.
@@ -513,15 +514,18 @@ func (s *Server) respond(items []item) *pb.RateLimitResponse {
 			continue
 		}
 		st.CurrentLimit = it.current
-		st.LimitRemaining = uint32(min(max(it.d.Remaining, 0), math.MaxUint32))
+		st.LimitRemaining = uint32(min(max(int64(it.d.Remaining), 0), math.MaxUint32))
 		st.DurationUntilReset = durationpb.New(s.reset(it, now))
 		if it.quota {
 			quota++
 		}
 		if it.over {
 			st.LimitRemaining = 0
-			if it.shadow {
-				continue // counted and reported in metrics, answered OK
+			if it.shadow { // counted and reported in metrics, answered OK
+				if minRemaining > 0 {
+					constrained, minRemaining = i, 0
+				}
+				continue
 			}
 			st.Code = pb.RateLimitResponse_OVER_LIMIT
 			if it.quota {
