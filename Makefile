@@ -59,7 +59,9 @@ redismod:
 	cd redislimit && $(GO) test -run '^$$' -bench . -benchtime 1x ./...
 	cd redislimit && GOARCH=386 $(GO) vet ./...
 
-# The comparison with other Go limiters: tables in bench/results/latest.txt,
-# chart in bench/results/scaling.svg (see bench/README.md).
+# The comparison with other Go limiters: a summary on stdout (bench/out/summary.txt),
+# every table in bench/out/latest.txt, the chart in bench/out/scaling.svg;
+# bench/out/ is not tracked. `make bench PUBLISH=1` writes bench/results/
+# instead, which the README quotes (see bench/README.md for the knobs).
 bench:
-	cd bench && GO=$(GO) ./run.sh
+	cd bench && GO=$(GO) PUBLISH=$(PUBLISH) ./run.sh
