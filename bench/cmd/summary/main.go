@@ -212,7 +212,7 @@ func ratios(a, b []sample, unit string) (stat, bool) {
 }
 
 func (s stat) String() string {
-	return fmt.Sprintf("%s %s-%s", ratio(s.med), ratio(s.lo), ratio(s.hi))
+	return fmt.Sprintf("%s [%s-%s]", ratio(s.med), ratio(s.lo), ratio(s.hi))
 }
 
 func ratio(v float64) string {
@@ -323,7 +323,7 @@ func writeRatios(w io.Writer, d *data, rows []row) {
 	}
 	fmt.Fprintf(w, "ns/op of each hotlimit algorithm divided by the mutex port's (impl=mutex, a mutex per key), then by the\n")
 	fmt.Fprintf(w, "fastest peer's in the same row; below 1 hotlimit is faster. Each cell: the median of %s per-run ratios\n", runs)
-	fmt.Fprintf(w, "(run i against run i), then their min-max. ! = some run admitted what the policy does not.\n\n")
+	fmt.Fprintf(w, "(run i against run i) [their min-max]. ! = some run admitted what the policy does not.\n\n")
 
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
 	fmt.Fprintf(tw, "÷ mutex port\tcpu\t%s\t\n", strings.Join(algs, "\t"))
@@ -416,7 +416,7 @@ func writeCoarse(w io.Writer, d *data, rows []row) {
 	}
 	fmt.Fprintln(w, "impl=coarse (tokenbucket on a CoarseClock of 1 ms) is not in the tables above: its clock stops when its")
 	fmt.Fprintln(w, "ticker goroutine gets no CPU, so it admits less than its policy. admitted: allow, allowed/op (policy: 1);")
-	fmt.Fprintln(w, "mixed, allowed/op ÷ tokenbucket's on the real clock. Median of the runs, then min-max.")
+	fmt.Fprintln(w, "mixed, allowed/op ÷ tokenbucket's on the real clock. Median of the runs [min-max].")
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
 	fmt.Fprintln(tw, "coarse\tcpu\t÷ mutex port\tadmitted ÷ policy\t")
 	for _, l := range lines {
@@ -477,7 +477,7 @@ func writeSweep(w io.Writer, samples []sample) bool {
 	if len(names) == 0 {
 		return false
 	}
-	fmt.Fprintln(w, "one Allow with auto-sweep on, inserting new keys (BenchmarkAutoSweep): median of the runs, then min-max")
+	fmt.Fprintln(w, "one Allow with auto-sweep on, inserting new keys (BenchmarkAutoSweep): median of the runs [min-max]")
 	for _, name := range names {
 		runs := groups[name]
 		var f []string

@@ -76,14 +76,14 @@ func TestParse(t *testing.T) {
 func TestRatios(t *testing.T) {
 	out := summary(t)
 	// tokenbucket ÷ mutex at -cpu 2: 50/100 and 60/80.
-	assert.Regexp(t, `(?m)^hot key, allow +2 +0\.62 0\.50-0\.75 *$`, lineOf(t, out, "hot key, allow  ", 0))
+	assert.Regexp(t, `(?m)^hot key, allow +2 +0\.62 \[0\.50-0\.75\] *$`, lineOf(t, out, "hot key, allow  ", 0))
 	// Serial: 45/50 and 40/40.
-	assert.Regexp(t, `^one key, serial, allow +1 +0\.95 0\.90-1\.00 *$`, lineOf(t, out, "one key, serial, allow", 0))
+	assert.Regexp(t, `^one key, serial, allow +1 +0\.95 \[0\.90-1\.00\] *$`, lineOf(t, out, "one key, serial, allow", 0))
 	// ÷ fastest peer: xtime is left out (it denied at hit=allow), golimiter
 	// is compared: 50/200 and 60/100.
-	assert.Regexp(t, `^hot key, allow +2 +golimiter +0\.42 0\.25-0\.60 *$`, lineOf(t, out, "hot key, allow  ", 1))
+	assert.Regexp(t, `^hot key, allow +2 +golimiter +0\.42 \[0\.25-0\.60\] *$`, lineOf(t, out, "hot key, allow  ", 1))
 	assert.Contains(t, out, "hot key, allow -cpu 2: xtime left out")
-	assert.Regexp(t, `^one key, serial, allow +1 +golimiter +0\.43 0\.40-0\.45 *$`, lineOf(t, out, "one key, serial, allow", 1))
+	assert.Regexp(t, `^one key, serial, allow +1 +golimiter +0\.43 \[0\.40-0\.45\] *$`, lineOf(t, out, "one key, serial, allow", 1))
 	assert.NotContains(t, lineOf(t, out, "÷ mutex port", 0), "coarse", "coarse is not in the head-to-head tables")
 }
 
@@ -91,13 +91,13 @@ func TestRatios(t *testing.T) {
 func TestCoarse(t *testing.T) {
 	out := summary(t)
 	// 30/100, 40/80; allowed/op 0.4 and 0.6.
-	assert.Regexp(t, `^hot key, allow +2 +0\.40 0\.30-0\.50 +0\.50 0\.40-0\.60 *$`, lineOf(t, out, "hot key, allow  ", 2))
+	assert.Regexp(t, `^hot key, allow +2 +0\.40 \[0\.30-0\.50\] +0\.50 \[0\.40-0\.60\] *$`, lineOf(t, out, "hot key, allow  ", 2))
 }
 
 func TestFloorSweepMemory(t *testing.T) {
 	out := summary(t)
 	// Parts sum to 40 ns; tokenbucket 45/40 and 40/40.
-	assert.Contains(t, out, "= 40.0 ns, same run): tokenbucket 1.06 1.00-1.12\n")
+	assert.Contains(t, out, "= 40.0 ns, same run): tokenbucket 1.06 [1.00-1.12]\n")
 	assert.Contains(t, out, "impl=tokenbucket, 2 runs of 2000000 keys: p50 305 ns [300 ns-310 ns], p99.9 22 µs [21 µs-23 µs], "+
 		"max 193 ms [500 µs-386 ms], calls over 1 ms 11.5 [0-23]")
 	assert.Contains(t, out, "hotlimit: tokenbucket 66 (0)\n")
