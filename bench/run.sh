@@ -269,8 +269,9 @@ wall() { echo "$(($(date +%s) - start))s"; }
 	echo "cross-check (frozen clock, N goroutines on new keys): $(grep -cE -- '--- FAIL' "$dir/cross.txt") failures; see latest.txt"
 	if [[ $status != 0 ]]; then
 		echo
-		echo "FAILED: see $dir/raw.txt, $dir/sweep-raw.txt, $dir/cross.txt, $dir/memory.txt"
-		grep -hE -- '--- FAIL|^FAIL|panic:|_test\.go:[0-9]+:' "$raw" "$dir/sweep-raw.txt" "$dir/cross.txt" | head -10
+		echo "FAILED: see $dir/raw.txt, $dir/sweep-raw.txt, $dir/cross.txt, $dir/memory.txt, $redis_raw"
+		grep -hE -A2 -- '--- FAIL|panic:' "$raw" "$dir/sweep-raw.txt" "$dir/cross.txt" $([[ $REDIS != 0 && -f $redis_raw ]] && echo "$redis_raw") | head -20
+		grep -hE '^(Error|memory:|exit status)' "$dir/memory.txt" | head -5
 	fi
 	echo
 	echo "full tables: $dir/latest.txt; chart: $dir/scaling.svg; wall time $(wall)"
