@@ -489,6 +489,9 @@ func writeSweep(w io.Writer, samples []sample) bool {
 		if st, ok := summarize(values(runs, "over-1ms")); ok {
 			f = append(f, fmt.Sprintf("calls over 1 ms %g [%g-%g]", st.med, st.lo, st.hi))
 		}
+		if st, ok := summarize(values(runs, "held")); ok {
+			f = append(f, fmt.Sprintf("keys held at the end %.0f [%.0f-%.0f]", st.med, st.lo, st.hi))
+		}
 		fmt.Fprintf(w, "  %s, %d runs of %.0f keys: %s\n", name, len(runs), runs[0].values["keys"], strings.Join(f, ", "))
 	}
 	fmt.Fprintln(w)
