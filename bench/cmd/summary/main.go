@@ -555,23 +555,26 @@ func main() {
 		fmt.Fprintln(os.Stderr, "usage: summary FILE...  (go test -bench output of the bench module)")
 		os.Exit(2)
 	}
+	// A missing or unreadable file (a step of run.sh that failed) leaves its
+	// part out of the summary, says so, and makes the exit status 1.
 	var samples []sample
+	status := 0
 	for _, name := range os.Args[1:] {
 		f, err := os.Open(name)
-		if err != nil {
-			fmt.Fprintln(os.Stderr, err)
-			os.Exit(1)
+		if err == nil {
+			var s []sample
+			s, err = parse(f, name)
+			f.Close()
+			samples = append(samples, s...)
 		}
-		s, err := parse(f, name)
-		f.Close()
 		if err != nil {
-			fmt.Fprintln(os.Stderr, err)
-			os.Exit(1)
+			fmt.Fprintf(os.Stderr, "summary: %v: left out\n", err)
+			status = 1
 		}
-		samples = append(samples, s...)
 	}
 	if err := write(os.Stdout, samples); err != nil {
 		fmt.Fprintln(os.Stderr, err)
-		os.Exit(1)
+		status = 1
 	}
+	os.Exit(status)
 }
