@@ -1,6 +1,8 @@
 package tokenbucket
 
 import (
+	"math/big"
+	"math/rand"
 	"os"
 	"sync/atomic"
 	"testing"
@@ -445,4 +447,63 @@ func TestReportRacingSweepReadsUnderNewGeneration(t *testing.T) {
 		assert.Equal(t, w, c.word.Load(), "n=%d: a report changes nothing", n)
 		assert.True(t, guardHolds(t, lim, "k"))
 	}
+}
+
+// TestUnitsAtCrossings aims Units' single correction step at its hardest
+// inputs: the readings where t·PerWindow/Window crosses a whole number (t =
+// ⌈k·Window/part⌉ and its neighbours, part = PerWindow mod Window), where
+// the fixed-point fraction's undershoot decides the quotient, and the ends
+// of the limiter's time, for layouts New accepts at the corners of its
+// ranges and at random. Each must equal the 128/64-bit division.
+func TestUnitsAtCrossings(t *testing.T) {
+	r := rand.New(rand.NewSource(11))
+	type cfg struct{ limit, burst, window uint64 }
+	cfgs := []cfg{
+		{5, 5, uint64(time.Second)}, {3, 3, uint64(7 * time.Millisecond)}, {1, 1, uint64(MaxWindow)},
+		{MaxLimit, MaxBurst, uint64(MinWindow)}, {MaxLimit - 1, 1, uint64(MaxWindow) - 1},
+		{7, 1000, uint64(time.Hour) + 1}, {1<<20 - 3, 3, 999_999_937},
+	}
+	for range 300 {
+		cfgs = append(cfgs, cfg{1 + uint64(r.Int63n(MaxLimit)), 1 + uint64(r.Int63n(MaxBurst)),
+			uint64(MinWindow) + uint64(r.Int63n(int64(MaxWindow-MinWindow)+1))})
+	}
+	checked := 0
+	for _, c := range cfgs {
+		b, err := layoutFor(c.limit, c.burst, c.window)
+		if err != nil {
+			continue
+		}
+		part := b.PerWindow % b.Window
+		at := []uint64{0, 1, maxTime, maxTime - 1, b.Window, b.Window - 1}
+		if part != 0 {
+			// k·Window/part up to maxTime: the readings where a unit begins.
+			kMax := new(big.Int).Quo(new(big.Int).Mul(big.NewInt(maxTime), new(big.Int).SetUint64(part)),
+				new(big.Int).SetUint64(b.Window))
+			for i := range 64 {
+				k := new(big.Int).Rand(r, kMax)
+				if i < 4 {
+					k = new(big.Int).Sub(kMax, big.NewInt(int64(i)))
+				}
+				x := new(big.Int).Mul(k, new(big.Int).SetUint64(b.Window))
+				x.Add(x, new(big.Int).SetUint64(part-1))
+				x.Quo(x, new(big.Int).SetUint64(part)) // ⌈k·W/part⌉
+				if !x.IsUint64() {
+					continue
+				}
+				for _, d := range []int64{-1, 0, 1} {
+					if v := int64(x.Uint64()) + d; v >= 0 && v <= maxTime {
+						at = append(at, uint64(v))
+					}
+				}
+			}
+		}
+		for _, a := range at {
+			u, rem := b.Units(a)
+			wu, wrem := unitsByDivision(b.PerWindow, b.Window, a)
+			require.Equal(t, [2]uint64{wu, wrem}, [2]uint64{u, rem},
+				"%d per %v burst %d F=%d: Units(%d)", c.limit, time.Duration(c.window), c.burst, b.FracBits, a)
+			checked++
+		}
+	}
+	assert.Greater(t, checked, 10000)
 }
