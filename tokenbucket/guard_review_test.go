@@ -3,7 +3,6 @@ package tokenbucket
 import (
 	"math/big"
 	"math/rand"
-	"os"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -89,14 +88,13 @@ func (x *stalledTake) decide(t *testing.T) {
 
 func (x *stalledTake) cas() bool { return x.c.word.CompareAndSwap(x.w, x.next) }
 
-// TestFullWordABAKeepsGuard is a KNOWN FAILURE of the wrap guard, kept to
-// show it: set HOTLIMIT_KNOWN_BUGS=1 to run it.
-//
-// The floor argument in guard.go says that an admission from a full word
-// Loads that word after the sweep's visit whenever its CAS can land after
-// the visit. A full word's value can recur, though: a Take and a Refund at
-// the same clock reading (one tick of a coarse clock) turn Pack(Cap, u(s))
-// into Pack(Cap − 1, u(s)) and back into Pack(Cap, u(s)). So:
+// TestFullWordABAKeepsGuard forces the ABA race that broke the wrap guard
+// while a Refund could fill a word. The floor argument in guard.go says that
+// an admission from a full word Loads that word after the sweep's visit
+// whenever its CAS can land after the visit. A full word's value could
+// recur, though: a Take and a Refund at the same clock reading (one tick of
+// a coarse clock) turned Pack(Cap, u(s)) into Pack(Cap − 1, u(s)) and back
+// into Pack(Cap, u(s)). So:
 //
 //  1. caller X reads the clock at t0 under generation g and stalls;
 //  2. at s (t0 < s − Range/4, s − g < hard) a Take and a Refund leave the
@@ -113,12 +111,12 @@ func (x *stalledTake) cas() bool { return x.c.word.CompareAndSwap(x.w, x.next) }
 // A reader Range or more after t0 (and less than hard after s, so under
 // generation s) reads that timestamp as a clock that stepped back and
 // refills nothing: a key idle for far longer than its fill time stays empty
-// until t0 + 2·Range. Sweeps do not cure it: they read the word the same
-// way.
+// until t0 + 2·Range. Sweeps did not cure it: they read the word the same
+// way. Now a Refund that would fill a word kills it instead (a full bucket
+// equals no bucket), so the only full word is a new cell's first one, which
+// never comes back once changed: in step 2 the word is dead, and X revives
+// a new cell.
 func TestFullWordABAKeepsGuard(t *testing.T) {
-	if os.Getenv("HOTLIMIT_KNOWN_BUGS") == "" {
-		t.Skip("known failure of the wrap guard (full-word ABA); HOTLIMIT_KNOWN_BUGS=1 runs it")
-	}
 	for _, tc := range []struct {
 		name   string
 		limit  int
