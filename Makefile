@@ -3,7 +3,8 @@
 #              and the redislimit module's tests against real Redis servers
 #              and clusters (redis-server and redis-cli are installed with
 #              apt-get when missing and run as root).
-# make bench — the comparison against other Go limiters (see README).
+# make bench — the comparison against other Go limiters: prints a summary and
+#              writes every table to bench/out/ (PUBLISH=1: bench/results/).
 
 GO ?= go
 PKGS := ./...
@@ -84,11 +85,13 @@ envoymod: redis
 	cd envoyrls && CI=$${CI:-1} $(GO) test -race -count=1 ./...
 	cd envoyrls && $(GO) test -run '^$$' -bench . -benchtime 1x ./...
 
-# The comparison with other Go limiters: tables in bench/results/latest.txt,
-# chart in bench/results/scaling.svg (see bench/README.md); then hotlimitd's
-# ShouldRateLimit throughput over loopback gRPC (see README).
+# The comparison with other Go limiters: a summary on stdout (bench/out/summary.txt),
+# every table in bench/out/latest.txt, the chart in bench/out/scaling.svg;
+# bench/out/ is not tracked. `make bench PUBLISH=1` writes bench/results/
+# instead, which the README quotes (see bench/README.md for the knobs). Then
+# hotlimitd's ShouldRateLimit throughput over loopback gRPC (see README).
 bench: envoybench
-	cd bench && GO=$(GO) ./run.sh
+	cd bench && GO=$(GO) PUBLISH=$(PUBLISH) ./run.sh
 
 envoybench:
 	cd envoyrls && $(GO) test -run '^$$' -bench ShouldRateLimit -benchtime 2s -count 1 ./

@@ -112,7 +112,9 @@
 // the Take (which a bucket without the Take would have lost to its cap), and
 // never above the burst: at the time of the Take it restores the bucket
 // exactly, a fill time later it gives nothing. Refund is one more writer of
-// the state word, by compare-and-swap like the others (refund.go).
+// the state word, by compare-and-swap like the others (refund.go). A refund
+// that fills the bucket evicts the key instead (a full bucket equals no
+// bucket): the key's next request allocates its 16-byte cell again.
 //
 // # Eviction
 //

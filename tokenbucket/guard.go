@@ -53,20 +53,20 @@ package tokenbucket
 //     that is not full at s, whose τ > s − fill: a write that lands after the
 //     visit refills that word and keeps its τ or writes its own later reading
 //     (Refill keeps the later of the two), so τ > s − fill still, as long as
-//     the word stays not full. A Refund can fill it, though, and an admission
-//     from a full word writes its own reading, which a stalled caller may
-//     have made long before s. Hence floor: a sweep that judges words raises
-//     floor to s − R/4 before its first visit, and an admission that Loads a
-//     full word loads floor after that Load and raises an older reading to
-//     it (a time already passed, as when read raises one to g − R/4). Its
-//     Load of the full word follows the refund, which follows the visit,
-//     which follows the raise of floor, so it sees s − R/4 or more and
-//     writes τ ≥ s − R/4. It loads floor before it checks swept = g, so the
-//     floor it sees comes from a sweep under a generation g' ≤ g, and is
-//     below g' + hard + fill − R/4 ≤ g + hard: the upper bound holds. A cell
-//     the sweep never visited was inserted or revived after the sweep
-//     copied its part of the map, so after s was read; its writers read the clock after
-//     Get or Revive returned it, so at s − R/4 or later. So when the sweep
+//     the word stays not full. A Refund never fills it: one that would
+//     kills the cell instead (refund.go), so a full word is only ever a new
+//     cell's first one and never recurs once changed (were it to recur, a
+//     stalled admission that loaded it before the visit could CAS its old
+//     reading in after the visit, as TestFullWordABAKeepsGuard forces). A
+//     full word the sweep visits is killed. (floor, which a judging sweep
+//     raises to s − R/4 before its first visit and an admission from a full
+//     word raises an older reading to, guarded the time when a Refund could
+//     fill a word; G no longer depends on it. It loads floor before it
+//     checks swept = g, so the floor it sees comes from a sweep under a
+//     generation g' ≤ g, and is below g' + hard + fill − R/4 ≤ g + hard: the
+//     upper bound holds.) A cell the sweep never visited was inserted or
+//     revived after the sweep copied its part of the map, so after s was
+//     read; its writers read the clock after Get or Revive returned it, so at s − R/4 or later. So when the sweep
 //     ends, every word that is not full has τ ≥ s − R/4, and the sweep
 //     records s by CompareAndSwap from g. If another sweep recorded first,
 //     this one stops where it notices and records nothing: that one's record

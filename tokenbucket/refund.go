@@ -83,7 +83,18 @@ func (l *Limiter) Refund(key string, r hotlimit.Receipt) {
 		if tokens == l.b.Cap || refilled >= give {
 			return
 		}
-		if c.word.CompareAndSwap(w, l.b.Pack(min(l.b.Cap, tokens+give-refilled), last)) {
+		// A refund that fills the bucket kills the cell instead: a full
+		// bucket equals no bucket, and so no full word ever comes back once
+		// changed. If one could (a Take and its Refund at one clock reading
+		// give Pack(Cap, u) again), a caller that loaded it before and
+		// stalled would CAS its stale reading into the cell after a sweep
+		// judged it, and break the wrap guard's invariant G (guard.go). The
+		// next caller revives a new cell; a stalled CAS on this one fails.
+		next := l.b.Pack(min(l.b.Cap, tokens+give-refilled), last)
+		if tokens+give-refilled >= l.b.Cap {
+			next = packed.BucketDead
+		}
+		if c.word.CompareAndSwap(w, next) {
 			return
 		}
 	}

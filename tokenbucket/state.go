@@ -98,7 +98,7 @@ func (l *Limiter) kill(c *cell, gen int64, s uint64, allFull bool) (killed, ok b
 			return false, false
 		}
 		if w == packed.BucketDead {
-			return false, true // already killed by a concurrent Sweep, which deletes it
+			return true, true // killed by a concurrent Sweep or a filling Refund: delete it if still mapped
 		}
 		if !allFull {
 			tokens, last := l.b.Unpack(w)
