@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"log/slog"
 	"net"
+	"os"
 	"strconv"
 	"sync"
 	"sync/atomic"
@@ -35,14 +36,6 @@ func (okServer) ShouldRateLimit(_ context.Context, req *pb.RateLimitRequest) (*p
 	return resp, nil
 }
 
-const benchConfig = `domain: bench
-descriptors:
-  - key: client
-    descriptors:
-      - key: ip
-        rate_limit: {unit: second, requests_per_unit: 4000000}
-`
-
 // serveBench serves srv on loopback and returns its address.
 func serveBench(b *testing.B, srv pb.RateLimitServiceServer) string {
 	lis, err := net.Listen("tcp", "127.0.0.1:0")
@@ -58,24 +51,25 @@ func serveBench(b *testing.B, srv pb.RateLimitServiceServer) string {
 // gRPC, each client on its own connection as Envoy's workers are, for the
 // memory backend, the Redis backend (when redis-server is installed) and a
 // handler that answers OK without deciding (impl=ok). Each request holds
-// one descriptor of two entries, over 1024 keys per client.
+// one descriptor of two entries, over 1024 keys per client. With
+// HOTLIMITD_BENCH_ADDR set, impl=external measures the rate limit service
+// at that address the same way, which must have testdata/bench as its
+// configuration.
 func BenchmarkShouldRateLimit(b *testing.B) {
-	d, err := ParseDomain("bench.yaml", []byte(benchConfig))
-	require.NoError(b, err)
-	cfg, err := NewConfig(d)
+	cfg, err := LoadDir("testdata/bench")
 	require.NoError(b, err)
 	quiet := WithLogger(slog.New(slog.DiscardHandler))
 	impls := []struct {
 		name string
-		make func(b *testing.B) pb.RateLimitServiceServer
+		make func(b *testing.B) string // the address to measure
 	}{
-		{"ok", func(*testing.B) pb.RateLimitServiceServer { return okServer{} }},
-		{"memory", func(b *testing.B) pb.RateLimitServiceServer {
+		{"ok", func(b *testing.B) string { return serveBench(b, okServer{}) }},
+		{"memory", func(b *testing.B) string {
 			s, err := New(cfg, quiet)
 			require.NoError(b, err)
-			return s
+			return serveBench(b, s)
 		}},
-		{"redis", func(b *testing.B) pb.RateLimitServiceServer {
+		{"redis", func(b *testing.B) string {
 			if _, err := exec.LookPath("redis-server"); err != nil {
 				b.Skip("redis-server not installed")
 			}
@@ -84,22 +78,29 @@ func BenchmarkShouldRateLimit(b *testing.B) {
 			b.Cleanup(func() { _ = client.Close() })
 			s, err := New(cfg, quiet, WithLimiterOptions(hotlimit.WithFactory(redislimit.Factory(client, redislimit.WithTimeout(time.Second)))))
 			require.NoError(b, err)
-			return s
+			return serveBench(b, s)
 		}},
+	}
+	if addr := os.Getenv("HOTLIMITD_BENCH_ADDR"); addr != "" {
+		impls = append(impls, struct {
+			name string
+			make func(b *testing.B) string
+		}{"external", func(*testing.B) string { return addr }})
 	}
 	for _, impl := range impls {
 		for _, clients := range []int{1, 16, 64} {
 			b.Run(fmt.Sprintf("impl=%s/clients=%d", impl.name, clients), func(b *testing.B) {
-				addr := serveBench(b, impl.make(b))
+				addr := impl.make(b)
 				stubs := make([]pb.RateLimitServiceClient, clients)
 				for i := range stubs {
 					stubs[i] = dial(b, addr)
 				}
+				run := strconv.FormatInt(time.Now().UnixNano(), 36) // fresh keys on a server that outlives the run
 				reqs := make([][]*pb.RateLimitRequest, clients)
 				for c := range reqs {
 					for k := range 1024 {
 						reqs[c] = append(reqs[c], &pb.RateLimitRequest{Domain: "bench", Descriptors: []*rlext.RateLimitDescriptor{{
-							Entries: []*rlext.RateLimitDescriptor_Entry{{Key: "client", Value: strconv.Itoa(c)}, {Key: "ip", Value: strconv.Itoa(k)}},
+							Entries: []*rlext.RateLimitDescriptor_Entry{{Key: "client", Value: run + strconv.Itoa(c)}, {Key: "ip", Value: strconv.Itoa(k)}},
 						}}})
 					}
 				}
@@ -154,9 +155,7 @@ func benchRedis(b *testing.B) string {
 // (impl=ok), in CPU time and allocations, which a loaded machine distorts
 // far less than a round trip.
 func BenchmarkHandler(b *testing.B) {
-	d, err := ParseDomain("bench.yaml", []byte(benchConfig))
-	require.NoError(b, err)
-	cfg, err := NewConfig(d)
+	cfg, err := LoadDir("testdata/bench")
 	require.NoError(b, err)
 	mem, err := New(cfg, WithLogger(slog.New(slog.DiscardHandler)))
 	require.NoError(b, err)
