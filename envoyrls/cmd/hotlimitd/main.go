@@ -16,7 +16,9 @@
 //
 // Redis: -redis names the address (several, or -redis-cluster, for a
 // cluster); -redis-password (or HOTLIMITD_REDIS_PASSWORD), -redis-tls and
-// -redis-tls-skip-verify connect; -redis-failure says what a request gets
+// -redis-tls-skip-verify connect; -redis-lease N lets each replica take N
+// requests per key ahead and spend them without a round trip (never
+// over-admitting; see redislimit.WithLease); -redis-failure says what a request gets
 // when Redis fails: "error" (the default, as the reference: an Unavailable
 // error, which Envoy allows unless failure_mode_deny), or redislimit's
 // policies "local", "open" and "closed". Every flag may be given in the
@@ -71,6 +73,8 @@ type flags struct {
 	redisCluster, redisTLS, tlsInsecure bool
 	allOrNothing                        bool
 	reload, drain                       time.Duration
+	lease                               int
+	leaseTTL                            time.Duration
 }
 
 func parse(args []string, out io.Writer) (*flags, error) {
@@ -87,6 +91,8 @@ func parse(args []string, out io.Writer) (*flags, error) {
 	fs.BoolVar(&f.tlsInsecure, "redis-tls-skip-verify", false, "do not verify Redis's TLS certificate")
 	fs.StringVar(&f.failure, "redis-failure", "error", "on a Redis failure: error, local, open or closed")
 	fs.StringVar(&f.redisPrefix, "redis-prefix", "hotlimitd:", "prefix of every Redis key")
+	fs.IntVar(&f.lease, "redis-lease", 0, "requests a replica may take ahead per key and spend without a round trip (TokenBucket, GCRA, FixedWindow); 0 for none")
+	fs.DurationVar(&f.leaseTTL, "redis-lease-ttl", 100*time.Millisecond, "how long a lease lasts")
 	fs.BoolVar(&f.allOrNothing, "all-or-nothing", false, "refund a denied request's other descriptors (default: count every descriptor, as the reference)")
 	fs.StringVar(&f.headers, "headers", "none", "response headers: none, reference, draft or both")
 	fs.DurationVar(&f.reload, "reload-interval", time.Second, "how often the config directory is polled")
@@ -155,7 +161,11 @@ func (f *flags) options(log *slog.Logger) (opts []envoyrls.Option, close func(),
 		ro.TLSConfig = &tls.Config{MinVersion: tls.VersionTLS12, InsecureSkipVerify: f.tlsInsecure} //nolint:gosec // the operator's choice
 	}
 	client := redis.NewUniversalClient(ro)
-	factory := redislimit.Factory(client, redislimit.WithPrefix(f.redisPrefix), redislimit.WithFailPolicy(policy))
+	ropts := []hotlimit.Option{redislimit.WithPrefix(f.redisPrefix), redislimit.WithFailPolicy(policy)}
+	if f.lease > 0 {
+		ropts = append(ropts, redislimit.WithLease(f.lease, f.leaseTTL))
+	}
+	factory := redislimit.Factory(client, ropts...)
 	opts = append(opts,
 		envoyrls.WithLimiterOptions(hotlimit.WithFactory(factory)),
 		envoyrls.WithBackendErrors(f.failure == "error"))

@@ -145,3 +145,14 @@ func TestFlags(t *testing.T) {
 	_, _, err = f.options(nil)
 	assert.ErrorContains(t, err, `-headers "all"`)
 }
+
+// TestRedisLeaseFlag: the lease reaches redislimit, which rejects a lease
+// without a ttl before any request.
+func TestRedisLeaseFlag(t *testing.T) {
+	dir := t.TempDir()
+	writeRule(t, dir, "2")
+	err := run(context.Background(), []string{"-config", dir, "-grpc", "127.0.0.1:0", "-http", "", "-redis", "127.0.0.1:1",
+		"-redis-lease", "5", "-redis-lease-ttl", "0s"}, io.Discard, nil)
+	require.Error(t, err)
+	assert.Contains(t, err.Error(), "lease ttl 0s must be positive")
+}
