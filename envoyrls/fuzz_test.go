@@ -1,0 +1,79 @@
+package envoyrls
+
+import (
+	"context"
+	"errors"
+	"os"
+	"path/filepath"
+	"testing"
+
+	rlext "github.com/envoyproxy/go-control-plane/envoy/extensions/common/ratelimit/v3"
+	pb "github.com/envoyproxy/go-control-plane/envoy/service/ratelimit/v3"
+	typev3 "github.com/envoyproxy/go-control-plane/envoy/type/v3"
+	"github.com/stretchr/testify/require"
+	"google.golang.org/protobuf/proto"
+	"google.golang.org/protobuf/types/known/wrapperspb"
+)
+
+// FuzzParseDomain: any file either loads or gives an error wrapping
+// ErrConfig that names it; never a panic.
+func FuzzParseDomain(f *testing.F) {
+	for _, dir := range []string{"testdata/example", "testdata/conformance"} {
+		names, _ := filepath.Glob(filepath.Join(dir, "*.yaml"))
+		for _, n := range names {
+			data, err := os.ReadFile(n)
+			require.NoError(f, err)
+			f.Add(data)
+		}
+	}
+	f.Add([]byte("domain: d\ndescriptors:\n  - key: k\n    rate_limit: {window: 1ns, requests_per_unit: 4294967295}\n"))
+	f.Fuzz(func(t *testing.T, data []byte) {
+		d, err := ParseDomain("f.yaml", data)
+		if err != nil {
+			if !errors.Is(err, ErrConfig) {
+				t.Fatalf("error does not wrap ErrConfig: %v", err)
+			}
+			return
+		}
+		for _, r := range d.Rules {
+			if r.Limit.Limit > 0 {
+				if err := r.Limit.Validate(); err != nil {
+					t.Fatalf("rule %s loaded with an invalid policy: %v", r.Key, err)
+				}
+			}
+		}
+	})
+}
+
+// FuzzShouldRateLimit: any request, as protobuf bytes, gets an error or a
+// response with one status per descriptor; never a panic.
+func FuzzShouldRateLimit(f *testing.F) {
+	cfg, err := LoadDir("testdata/conformance")
+	require.NoError(f, err)
+	s, err := New(cfg)
+	require.NoError(f, err)
+	seed := func(req *pb.RateLimitRequest) {
+		b, err := proto.Marshal(req)
+		require.NoError(f, err)
+		f.Add(b)
+	}
+	seed(&pb.RateLimitRequest{Domain: "conf", Descriptors: []*rlext.RateLimitDescriptor{desc("per_hour", "x")}})
+	seed(&pb.RateLimitRequest{Domain: "conf", HitsAddend: 7, Descriptors: []*rlext.RateLimitDescriptor{
+		desc("replaced", "a"), desc("replacer", "b"), desc("unlimited", "c"), desc("blocked", "d"),
+		{Entries: desc("override", "o").Entries, Limit: &rlext.RateLimitDescriptor_RateLimitOverride{RequestsPerUnit: 3, Unit: typev3.RateLimitUnit_HOUR}},
+		{Entries: desc("refund", "r").Entries, HitsAddend: wrapperspb.UInt64(1 << 40), IsNegativeHits: true},
+	}})
+	f.Fuzz(func(t *testing.T, data []byte) {
+		var req pb.RateLimitRequest
+		if proto.Unmarshal(data, &req) != nil {
+			return
+		}
+		resp, err := s.ShouldRateLimit(context.Background(), &req)
+		if err != nil {
+			return
+		}
+		if len(resp.Statuses) != len(req.Descriptors) {
+			t.Fatalf("%d statuses for %d descriptors", len(resp.Statuses), len(req.Descriptors))
+		}
+	})
+}
