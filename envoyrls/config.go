@@ -59,6 +59,9 @@ type node struct {
 	children  map[string]*node // by "key" or "key_value"
 	wildcards []wildcard       // the children whose key_value holds '*', in file order
 	rule      *Rule
+	// shared is the node's wildcard value (such as "/api/*") when it has
+	// share_threshold: every value it matches shares one counter.
+	shared string
 }
 
 // wildcard is a child key_value with '*' in it, split on '*' once at load.
@@ -272,6 +275,9 @@ func (d *Domain) load(n *node, parent string, descriptors []yamlDescriptor) erro
 			return configError(d.File, "share_threshold can only be used with wildcard values (containing '*'), but found key '%s'", final)
 		}
 		child := &node{}
+		if yd.ShareThreshold {
+			child.shared = yd.Value
+		}
 		if yd.RateLimit != nil {
 			r, err := d.rule(full, &yd)
 			if err != nil {
@@ -408,17 +414,27 @@ func (c *Config) Match(domain string, entries []Entry) (*Rule, bool) {
 	if d == nil {
 		return nil, false
 	}
-	return d.match(entries), true
+	r, _ := d.match(entries)
+	return r, true
 }
 
-// match returns the rule of a descriptor of entries in d; see Config.Match.
-func (d *Domain) match(entries []Entry) *Rule {
+// match returns the rule of a descriptor of entries in d (see Config.Match)
+// and, when an entry matched a wildcard with share_threshold, the wildcard
+// value of each such entry by index (nil when none did).
+func (d *Domain) match(entries []Entry) (*Rule, []string) {
 	n := &d.root
 	var r *Rule
+	var shared []string
 	for i, e := range entries {
-		next := n.lookup(e.Key, e.Value)
+		next, wild := n.lookup(e.Key, e.Value)
 		if next == nil {
-			return nil
+			return nil, nil
+		}
+		if wild && next.shared != "" {
+			if shared == nil {
+				shared = make([]string, len(entries))
+			}
+			shared[i] = next.shared
 		}
 		if i == len(entries)-1 {
 			r = next.rule
@@ -428,29 +444,32 @@ func (d *Domain) match(entries []Entry) *Rule {
 		}
 		n = next
 	}
-	return r
+	if r == nil {
+		return nil, nil
+	}
+	return r, shared
 }
 
 // lookup finds the child of n that key=value selects: key_value, else a
-// wildcard, else the bare key.
-func (n *node) lookup(key, value string) *node {
+// wildcard (wild is then true), else the bare key.
+func (n *node) lookup(key, value string) (child *node, wild bool) {
 	if n.children == nil {
-		return nil
+		return nil, false
 	}
 	var buf [128]byte
 	kv := append(append(append(buf[:0], key...), '_'), value...)
 	if c := n.children[string(kv)]; c != nil { // the conversion does not allocate
-		return c
+		return c, false
 	}
 	if len(n.wildcards) > 0 {
 		s := string(kv)
 		for _, w := range n.wildcards {
 			if wildcardMatch(w.parts, s) {
-				return n.children[w.key]
+				return n.children[w.key], true
 			}
 		}
 	}
-	return n.children[key]
+	return n.children[key], false
 }
 
 // wildcardMatch reports whether s matches the pattern split on '*' into

@@ -561,3 +561,26 @@ func TestHeaders(t *testing.T) {
 	assert.Equal(t, "1", got["RateLimit-Limit"], "a shadow-mode descriptor over its limit is the most constrained")
 	assert.Equal(t, "0", got["RateLimit-Remaining"])
 }
+
+// TestShareThreshold: the values a share_threshold wildcard matches share
+// one counter, as in the reference; without it each value counts apart.
+func TestShareThreshold(t *testing.T) {
+	h := inProcess(t)
+	require.NoError(t, os.WriteFile(filepath.Join(h.dir, "share.yaml"), []byte(`
+domain: share
+descriptors:
+  - key: path
+    value: /api/*
+    share_threshold: true
+    rate_limit: {unit: hour, requests_per_unit: 2}
+  - key: path
+    value: /web/*
+    rate_limit: {unit: hour, requests_per_unit: 2}
+`), 0o644))
+	require.NoError(t, h.srv.ReloadDir(h.dir))
+	assert.Equal(t, uint32(1), h.call(t, "share", 0, desc("path", "/api/a")).Statuses[0].LimitRemaining)
+	assert.Equal(t, uint32(0), h.call(t, "share", 0, desc("path", "/api/b")).Statuses[0].LimitRemaining, "one counter for the wildcard")
+	assert.Equal(t, over, h.call(t, "share", 0, desc("path", "/api/c")).OverallCode)
+	assert.Equal(t, uint32(1), h.call(t, "share", 0, desc("path", "/web/a")).Statuses[0].LimitRemaining)
+	assert.Equal(t, uint32(1), h.call(t, "share", 0, desc("path", "/web/b")).Statuses[0].LimitRemaining, "a counter per value")
+}

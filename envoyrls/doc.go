@@ -12,7 +12,10 @@
 // as in the reference), burst (TokenBucket and GCRA) and window (any Go
 // duration, in place of unit). Matching is the reference's: at each level
 // of a descriptor the entry's key_value, then the level's first wildcard
-// pattern, then the bare key; a rule applies only at the last entry.
+// pattern, then the bare key; a rule applies only at the last entry. The
+// values a share_threshold wildcard matches share one counter; other values
+// count apart. quota_mode is honoured; detailed_metric, value_to_metric and
+// metadata are accepted and have no effect (metrics are per rule).
 //
 // # Requests
 //

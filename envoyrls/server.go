@@ -334,7 +334,7 @@ func (s *Server) plan(snap *snapshot, req *pb.RateLimitRequest, items []item) er
 		for _, e := range d.Entries {
 			entries = append(entries, Entry{e.Key, e.Value})
 		}
-		r := dom.match(entries)
+		r, shared := dom.match(entries)
 		if o := d.Limit; o != nil {
 			if err := s.planOverride(it, i, domain, o, r); err != nil {
 				return err
@@ -348,7 +348,7 @@ func (s *Server) plan(snap *snapshot, req *pb.RateLimitRequest, items []item) er
 			}
 			it.rule = r
 		}
-		it.key = descriptorKey(domain, d.Entries)
+		it.key = descriptorKey(domain, d.Entries, shared)
 	}
 	for i := range items {
 		it := &items[i]
@@ -424,19 +424,30 @@ func (s *Server) planOverride(it *item, i int, domain string, o *rlext.RateLimit
 
 // descriptorKey is the key of a descriptor's counter: the domain and each
 // entry's key and value, each prefixed by its length, so that no two
-// distinct descriptors share a key whatever bytes they hold.
-func descriptorKey(domain string, entries []*rlext.RateLimitDescriptor_Entry) string {
+// distinct descriptors share a key whatever bytes they hold. An entry with
+// a shared wildcard (shared[i], from share_threshold) counts under the
+// wildcard instead of its value; the low bit of its length prefix tells the
+// two apart.
+func descriptorKey(domain string, entries []*rlext.RateLimitDescriptor_Entry, shared []string) string {
 	size := len(domain) + binary.MaxVarintLen64
 	for _, e := range entries {
 		size += len(e.Key) + len(e.Value) + 2*binary.MaxVarintLen64
 	}
+	for _, v := range shared {
+		size += len(v)
+	}
 	b := make([]byte, 0, size)
 	b = binary.AppendUvarint(b, uint64(len(domain)))
 	b = append(b, domain...)
-	for _, e := range entries {
+	for i, e := range entries {
 		b = binary.AppendUvarint(b, uint64(len(e.Key)))
 		b = append(b, e.Key...)
-		b = binary.AppendUvarint(b, uint64(len(e.Value)))
+		if i < len(shared) && shared[i] != "" {
+			b = binary.AppendUvarint(b, uint64(len(shared[i]))<<1|1)
+			b = append(b, shared[i]...)
+			continue
+		}
+		b = binary.AppendUvarint(b, uint64(len(e.Value))<<1)
 		b = append(b, e.Value...)
 	}
 	return string(b)
