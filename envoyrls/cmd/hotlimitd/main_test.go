@@ -4,9 +4,12 @@ import (
 	"bytes"
 	"context"
 	"io"
+	"net"
 	"net/http"
 	"os"
+	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -17,7 +20,9 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	"google.golang.org/grpc"
+	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/credentials/insecure"
+	"google.golang.org/grpc/status"
 )
 
 // syncBuffer is a log sink safe for the server's goroutines.
@@ -155,4 +160,79 @@ func TestRedisLeaseFlag(t *testing.T) {
 		"-redis-lease", "5", "-redis-lease-ttl", "0s"}, io.Discard, nil)
 	require.Error(t, err)
 	assert.Contains(t, err.Error(), "lease ttl 0s must be positive")
+}
+
+// startRedis starts a redis-server with password pass on a free loopback
+// port; without redis-server the test is skipped, except in CI.
+func startRedis(t *testing.T, pass string) string {
+	bin, err := exec.LookPath("redis-server")
+	if err != nil {
+		if os.Getenv("CI") != "" {
+			t.Fatalf("redis-server is required in CI: %v", err)
+		}
+		t.Skipf("redis-server not installed: %v", err)
+	}
+	lis, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	port := strconv.Itoa(lis.Addr().(*net.TCPAddr).Port)
+	require.NoError(t, lis.Close())
+	cmd := exec.Command(bin, "--port", port, "--bind", "127.0.0.1", "--save", "", "--appendonly", "no", "--requirepass", pass)
+	require.NoError(t, cmd.Start())
+	t.Cleanup(func() { _ = cmd.Process.Kill(); _ = cmd.Wait() })
+	addr := "127.0.0.1:" + port
+	require.Eventually(t, func() bool {
+		c, err := net.Dial("tcp", addr)
+		if err == nil {
+			c.Close()
+		}
+		return err == nil
+	}, 10*time.Second, 20*time.Millisecond)
+	return addr
+}
+
+// TestRedisFlags: hotlimitd on a password-protected Redis decides there;
+// with the wrong password every limited request is Unavailable (the
+// reference's answer, which Envoy allows unless failure_mode_deny), and
+// with -redis-failure open it is answered OK.
+func TestRedisFlags(t *testing.T) {
+	addr := startRedis(t, "s3cret")
+	dir := t.TempDir()
+	writeRule(t, dir, "1")
+	start := func(extra ...string) pb.RateLimitServiceClient {
+		ctx, cancel := context.WithCancel(context.Background())
+		ready := make(chan string, 1)
+		done := make(chan error, 1)
+		args := append([]string{"-config", dir, "-grpc", "127.0.0.1:0", "-http", "", "-redis", addr, "-redis-prefix", t.Name() + strconv.Itoa(len(extra)) + ":"}, extra...)
+		go func() { done <- run(ctx, args, io.Discard, func(g, _ string) { ready <- g }) }()
+		t.Cleanup(func() { cancel(); <-done })
+		var g string
+		select {
+		case g = <-ready:
+		case err := <-done:
+			t.Fatalf("run: %v", err)
+		}
+		conn, err := grpc.NewClient(g, grpc.WithTransportCredentials(insecure.NewCredentials()))
+		require.NoError(t, err)
+		t.Cleanup(func() { conn.Close() })
+		return pb.NewRateLimitServiceClient(conn)
+	}
+	req := &pb.RateLimitRequest{Domain: "web", Descriptors: []*rlext.RateLimitDescriptor{{Entries: []*rlext.RateLimitDescriptor_Entry{{Key: "ip", Value: "1"}}}}}
+
+	good := start("-redis-password", "s3cret")
+	resp, err := good.ShouldRateLimit(context.Background(), req)
+	require.NoError(t, err)
+	assert.Equal(t, pb.RateLimitResponse_OK, resp.OverallCode)
+	resp, err = good.ShouldRateLimit(context.Background(), req)
+	require.NoError(t, err)
+	assert.Equal(t, pb.RateLimitResponse_OVER_LIMIT, resp.OverallCode, "counted in Redis")
+
+	bad := start("-redis-password", "wrong")
+	_, err = bad.ShouldRateLimit(context.Background(), req)
+	require.Error(t, err)
+	assert.Equal(t, codes.Unavailable, status.Code(err))
+
+	open := start("-redis-password", "wrong", "-redis-failure", "open")
+	resp, err = open.ShouldRateLimit(context.Background(), req)
+	require.NoError(t, err)
+	assert.Equal(t, pb.RateLimitResponse_OK, resp.OverallCode)
 }
