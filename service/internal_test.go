@@ -21,8 +21,8 @@ func TestOneLimiterPerDistinctConfig(t *testing.T) {
 	require.NoError(t, s.ConfigureUserAPI("c", "d", def))
 	r := s.rules.Load()
 	assert.Len(t, r.limiters, 2)
-	assert.Same(t, s.route("a", "x").lim, s.route("y", "b").lim)
-	assert.Same(t, s.route("c", "d").lim, s.route("q", "r").lim)
+	assert.Same(t, s.rules.Load().resolve("a", "x").lim, s.rules.Load().resolve("y", "b").lim)
+	assert.Same(t, s.rules.Load().resolve("c", "d").lim, s.rules.Load().resolve("q", "r").lim)
 
 	// A limiter no rule uses any more is dropped.
 	require.NoError(t, s.ConfigureUser("a", def))
@@ -34,10 +34,25 @@ func FuzzPairKeyIsInjective(f *testing.F) {
 	f.Add("ab", "c", "a", "bc")
 	f.Add("a\x00", "b", "a", "\x00b")
 	f.Add("", "", "", "")
+	f.Add("1:a", "b", "1", ":a|b")
+	f.Add("a|", "b", "a", "|b")
 	f.Fuzz(func(t *testing.T, u1, a1, u2, a2 string) {
 		same := u1 == u2 && a1 == a2
 		assert.Equal(t, same, pairKey(u1, a1) == pairKey(u2, a2), "(%q,%q) vs (%q,%q)", u1, a1, u2, a2)
+		for _, k := range []string{stateKey(hotlimit.PerUser, u1, a1), stateKey(hotlimit.PerAPI, u1, a1), globalKey} {
+			assert.NotEqual(t, k, pairKey(u2, a2), "a pair key is no other scope's key")
+		}
+		assert.NotEqual(t, stateKey(hotlimit.PerUser, u1, a1), stateKey(hotlimit.PerAPI, u2, a2))
 	})
+}
+
+func TestPairKeyIsReadable(t *testing.T) {
+	assert.Equal(t, "3:zed|GET /pay", pairKey("zed", "GET /pay"))
+	assert.Equal(t, "0:|", pairKey("", ""))
+	assert.Equal(t, "12:a|b:c|d-e:f-|g|/", pairKey("a|b:c|d-e:f-", "g|/"))
+	assert.Equal(t, "user|carol", stateKey(hotlimit.PerUser, "carol", "x"))
+	assert.Equal(t, "api|GET /pay", stateKey(hotlimit.PerAPI, "carol", "GET /pay"))
+	assert.Equal(t, "global", stateKey(hotlimit.Global, "carol", "GET /pay"))
 }
 
 func TestReplaceReusesLimitersAndRules(t *testing.T) {

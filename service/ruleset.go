@@ -64,7 +64,8 @@ type Rules struct {
 	Pairs map[Pair]Limits
 }
 
-// Validate checks every limit of every rule as [NewLimiter] would, so a Config
+// Validate checks every limit of every rule as [NewLimiter] would (its scope
+// aside, which only a rule takes), so a Config
 // that is valid but outside its algorithm's range is rejected too. The error
 // names the offending entry, as in `users["alice"][1]: ...`, and wraps
 // hotlimit.ErrInvalidConfig. Entries are checked in a fixed order (default,
@@ -77,7 +78,11 @@ func (r Rules) Validate() error {
 			if checked[c] {
 				continue
 			}
-			if _, err := NewLimiter(c); err != nil {
+			err := c.ValidateFields() // the scope, which NewLimiter does not take
+			if err == nil {
+				_, err = NewLimiter(unscoped(c))
+			}
+			if err != nil {
 				return fmt.Errorf("service: %s: %w", entryPath(path, ls, c), err)
 			}
 			checked[c] = true
@@ -100,6 +105,9 @@ func (r Rules) each(f func(path string, ls Limits) error) error {
 			return fmt.Errorf("service: %s: a rule needs at least one limit: %w", path, hotlimit.ErrInvalidConfig)
 		}
 		for i, c := range ls {
+			if !c.Scope.Valid() {
+				return fmt.Errorf("service: %s[%d]: Config.Scope %v is not a scope: %w", path, i, c.Scope, hotlimit.ErrInvalidConfig)
+			}
 			if j := slices.Index(ls[:i], c); j >= 0 {
 				return fmt.Errorf("service: %s[%d]: the same limit as %s[%d] (%v): %w", path, i, path, j, c, hotlimit.ErrInvalidConfig)
 			}
