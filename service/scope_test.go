@@ -275,3 +275,38 @@ func TestMixedScopesFrozenHammer(t *testing.T) {
 		})
 	}
 }
+
+// TestTakePolicyNamesTheLimitThatDecided: under "100/s token bucket and 3/min
+// fixed window", the first three requests are decided by the 3/min limit (the
+// least share left), and so is the fourth, which it denies; with the per-second
+// limit nearly spent instead, it is the one named.
+func TestTakePolicyNamesTheLimitThatDecided(t *testing.T) {
+	perSecond := hotlimit.Config{Algorithm: hotlimit.TokenBucket, Limit: 100, Window: time.Second}
+	perMin := hotlimit.Config{Algorithm: hotlimit.FixedWindow, Limit: 3, Window: time.Minute}
+	clock, _ := frozen(int64(time.Hour))
+	s, err := service.NewFromRules(service.Rules{
+		Default: service.Limits{perSecond, perMin},
+		APIs:    map[string]service.Limits{"bulk": {perMinute(1000, hotlimit.PerPair), hotlimit.Config{Algorithm: hotlimit.TokenBucket, Limit: 10, Window: time.Second}}},
+	}, clock)
+	require.NoError(t, err)
+	for i := range 3 {
+		d, c := s.TakePolicy("u", "x", 1)
+		require.True(t, d.Allowed, "request %d", i+1)
+		assert.Equal(t, perMin, c, "request %d: %d/3 left against %d/100", i+1, 2-i, 99-i)
+	}
+	d, c := s.TakePolicy("u", "x", 1)
+	assert.False(t, d.Allowed)
+	assert.Equal(t, perMin, c, "the 4th request is denied by the 3/min limit")
+	assert.Equal(t, 3, d.Limit)
+	assert.Zero(t, d.Remaining)
+
+	// The token bucket denies a burst of 11: it is named though listed last.
+	d, c = s.TakePolicy("u", "bulk", 11)
+	assert.False(t, d.Allowed)
+	assert.Equal(t, 10, c.Limit)
+	d, c = s.TakePolicy("u", "bulk", 9)
+	assert.True(t, d.Allowed)
+	assert.Equal(t, 10, c.Limit, "1/10 left against 991/1000")
+	assert.Equal(t, 1, d.Remaining)
+	assert.Zero(t, testing.AllocsPerRun(100, func() { s.TakePolicy("u", "x", 1) }))
+}
