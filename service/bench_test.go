@@ -99,3 +99,52 @@ func BenchmarkReplace(b *testing.B) {
 		}
 	}
 }
+
+// BenchmarkVsBare compares Service.Allow with a bare token bucket asked under
+// keys built in advance, in one process, on a hot pair and across 100,000
+// pairs: the service's cost is the ratio of impl=service to impl=bare.
+func BenchmarkVsBare(b *testing.B) {
+	c := hotlimit.Config{Algorithm: hotlimit.TokenBucket, Limit: 1 << 20, Window: time.Millisecond}
+	for _, tc := range []struct {
+		mode  string
+		pairs int
+	}{{"serial", 1}, {"parallel", 1}, {"parallel", 100000}} {
+		users := make([]string, tc.pairs)
+		keys := make([]string, tc.pairs)
+		for i := range users {
+			users[i] = "user" + strconv.Itoa(i)
+			keys[i] = fmt.Sprintf("%d:%s|api", len(users[i]), users[i])
+		}
+		for _, impl := range []string{"bare", "service"} {
+			b.Run(fmt.Sprintf("mode=%s/pairs=%d/impl=%s", tc.mode, tc.pairs, impl), func(b *testing.B) {
+				var allow func(i int) bool
+				switch impl {
+				case "bare":
+					lim, err := service.NewLimiter(c)
+					require.NoError(b, err)
+					allow = func(i int) bool { return lim.Allow(keys[i]) }
+				default:
+					s, err := service.New(c)
+					require.NoError(b, err)
+					allow = func(i int) bool { return s.Allow(users[i], "api") }
+				}
+				for i := range tc.pairs {
+					require.True(b, allow(i))
+				}
+				b.ReportAllocs()
+				b.ResetTimer()
+				if tc.mode == "serial" {
+					for i := 0; b.Loop(); i++ {
+						allow(i % tc.pairs)
+					}
+					return
+				}
+				b.RunParallel(func(pb *testing.PB) {
+					for i := rand.IntN(tc.pairs); pb.Next(); i++ {
+						allow(i % tc.pairs)
+					}
+				})
+			})
+		}
+	}
+}

@@ -55,8 +55,10 @@ func newMulti(limits Limits, children []hotlimit.Limiter) (*multi, error) {
 }
 
 // keys finds each scope's key once per decision.
+// Keys come from buf when it is not nil, else from cache.
 type keys struct {
 	cache     *keyCache
+	buf       *keyBuf
 	user, api string
 	made      [4]bool
 	key       [4]string
@@ -65,7 +67,12 @@ type keys struct {
 // of returns the key of scope.
 func (k *keys) of(scope hotlimit.Scope) string {
 	if !k.made[scope] {
-		k.key[scope], k.made[scope] = k.cache.key(scope, k.user, k.api), true
+		if k.buf != nil {
+			k.key[scope] = k.buf.key(scope, k.user, k.api)
+		} else {
+			k.key[scope] = k.cache.key(scope, k.user, k.api)
+		}
+		k.made[scope] = true
 	}
 	return k.key[scope]
 }
@@ -76,8 +83,7 @@ func (k *keys) of(scope hotlimit.Scope) string {
 // limit that decided: the one that denied, or, when all admitted, the most
 // restrictive by remaining share (Remaining/Limit; the first on a tie).
 // n < 1 only reports, as composite does.
-func (m *multi) take(cache *keyCache, user, api string, n int) (hotlimit.Decision, int) {
-	k := keys{cache: cache, user: user, api: api}
+func (m *multi) take(k keys, n int) (hotlimit.Decision, int) {
 	if n < 1 {
 		return m.report(&k, n, -1)
 	}

@@ -2,9 +2,18 @@ package service
 
 import (
 	"hash/maphash"
+	"strconv"
+	"sync"
 	"sync/atomic"
+	"unsafe"
 
 	"github.com/hotlimit/hotlimit"
+	"github.com/hotlimit/hotlimit/fixedwindow"
+	"github.com/hotlimit/hotlimit/gcra"
+	"github.com/hotlimit/hotlimit/slidingcounter"
+	"github.com/hotlimit/hotlimit/slidinglog"
+	"github.com/hotlimit/hotlimit/tokenbucket"
+	"github.com/hotlimit/hotlimit/unlimited"
 	"github.com/puzpuzpuz/xsync/v3"
 )
 
@@ -15,9 +24,11 @@ type keyName struct {
 	user, api string
 }
 
-// keyCache keeps the state keys of the names seen lately, so that a decision
-// on a pair seen before allocates nothing: a key is a string the limiters
-// hash and may store, made of both names. It is a pure cache: an entry is the
+// keyCache keeps the state keys of the names seen lately, for the limiters
+// that may keep a key they are given (a factory's, such as redislimit's), so
+// that a decision on a pair seen before allocates nothing: a key is a string
+// made of both names. The in-memory limiters get keys built in a keyBuf
+// instead, which costs no lookup and holds nothing per pair. It is a pure cache: an entry is the
 // same string stateKey makes, whatever the rules, so dropping any entry at
 // any time changes no decision, and it needs no invalidation on Replace.
 //
@@ -100,4 +111,61 @@ func (c *keyCache) trim() {
 func (c *keyCache) clear() {
 	c.m.Clear()
 	c.next.Store(c.min)
+}
+
+// keyBuf builds state keys without allocating, for the limiters that copy a
+// key they keep (see copiesKeys): a key built in it is valid until the
+// buffer is put back in keyBufs, which is done once the decision returns.
+type keyBuf struct{ b []byte }
+
+// keyBufs recycles keyBufs across decisions.
+var keyBufs = sync.Pool{New: func() any { return &keyBuf{b: make([]byte, 0, 256)} }}
+
+// maxPooledKeyBuf bounds the buffer a pool keeps: one grown by huge names is
+// dropped.
+const maxPooledKeyBuf = 4096
+
+func getKeyBuf() *keyBuf { return keyBufs.Get().(*keyBuf) }
+
+func (k *keyBuf) put() {
+	if cap(k.b) <= maxPooledKeyBuf {
+		k.b = k.b[:0]
+		keyBufs.Put(k)
+	}
+}
+
+// key appends the key of scope for (user, api) (see stateKey) to the buffer
+// and returns it as a string that aliases the buffer. Keys appended earlier
+// stay valid: a growing append leaves them in the old array.
+func (k *keyBuf) key(scope hotlimit.Scope, user, api string) string {
+	start := len(k.b)
+	switch scope {
+	case hotlimit.Global:
+		return globalKey
+	case hotlimit.PerUser:
+		k.b = append(k.b, userKeyPrefix...)
+		k.b = append(k.b, user...)
+	case hotlimit.PerAPI:
+		k.b = append(k.b, apiKeyPrefix...)
+		k.b = append(k.b, api...)
+	default:
+		k.b = strconv.AppendUint(k.b, uint64(len(user)), 10)
+		k.b = append(k.b, ':')
+		k.b = append(k.b, user...)
+		k.b = append(k.b, '|')
+		k.b = append(k.b, api...)
+	}
+	return unsafe.String(unsafe.SliceData(k.b[start:]), len(k.b)-start)
+}
+
+// copiesKeys reports whether l is one of this module's in-memory limiters,
+// which never keep a key they are given, only a copy (see internal/keyed), so
+// that a key may alias a buffer reused after the call. A factory's limiters
+// (redislimit's queue keys for later) get keys of their own.
+func copiesKeys(l hotlimit.Limiter) bool {
+	switch l.(type) {
+	case *tokenbucket.Limiter, *fixedwindow.Limiter, *gcra.Limiter, *slidingcounter.Limiter, *slidinglog.Limiter, *unlimited.Limiter:
+		return true
+	}
+	return false
 }

@@ -20,15 +20,45 @@ type rule struct {
 	lim    hotlimit.Limiter
 	scope  hotlimit.Scope
 	multi  *multi // nil for one limit
+	// transient is set when every limiter of the rule copies the keys it
+	// keeps (see copiesKeys): keys are then built in a pooled keyBuf, else
+	// taken from the service's keyCache.
+	transient bool
+}
+
+// allow is Take(user, api, 1).Allowed on the fastest path.
+func (ru *rule) allow(cache *keyCache, user, api string) bool {
+	if ru.multi != nil {
+		d, _ := ru.take(cache, user, api, 1)
+		return d.Allowed
+	}
+	if !ru.transient {
+		return ru.lim.Allow(cache.key(ru.scope, user, api))
+	}
+	kb := getKeyBuf()
+	ok := ru.lim.Allow(kb.key(ru.scope, user, api))
+	kb.put()
+	return ok
 }
 
 // take asks the rule for n requests from user to api, and returns the
 // decision and the limit that decided it.
-func (ru *rule) take(keys *keyCache, user, api string, n int) (hotlimit.Decision, hotlimit.Config) {
-	if ru.multi == nil {
-		return ru.lim.Take(keys.key(ru.scope, user, api), n), ru.limits[0]
+func (ru *rule) take(cache *keyCache, user, api string, n int) (hotlimit.Decision, hotlimit.Config) {
+	var kb *keyBuf
+	if ru.transient {
+		kb = getKeyBuf()
+		defer kb.put()
 	}
-	d, i := ru.multi.take(keys, user, api, n)
+	if ru.multi == nil {
+		var k string
+		if kb != nil {
+			k = kb.key(ru.scope, user, api)
+		} else {
+			k = cache.key(ru.scope, user, api)
+		}
+		return ru.lim.Take(k, n), ru.limits[0]
+	}
+	d, i := ru.multi.take(keys{cache: cache, buf: kb, user: user, api: api}, n)
 	return d, ru.multi.limits[i]
 }
 
@@ -133,7 +163,10 @@ func build(rs Rules, prev *rules, opts []hotlimit.Option) (*rules, error) {
 			next.limiters[u] = lim
 			children[i] = lim
 		}
-		ru := &rule{limits: slices.Clone(ls), lim: children[0], scope: ls[0].Scope}
+		ru := &rule{limits: slices.Clone(ls), lim: children[0], scope: ls[0].Scope, transient: true}
+		for _, c := range children {
+			ru.transient = ru.transient && copiesKeys(c)
+		}
 		if len(ls) > 1 {
 			m, err := newMulti(ru.limits, children)
 			if err != nil {

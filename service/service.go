@@ -17,10 +17,14 @@ import (
 // (plain map reads, skipped for the kinds of override that are empty) and
 // asks the rule's limiter under the key of the pair (or of the user, the api,
 // or everyone; see [hotlimit.Scope]), so it always uses the rules in force
-// when it started. Per pair, the service holds its limiters' state and a
-// cached key string, which it drops once the limiters hold fewer than half
-// as many keys: the limiters' eviction (their Sweep, [hotlimit.WithAutoSweep],
-// [Service.Sweep]) bounds everything an idle pair held.
+// when it started, and costs the limiter's one map lookup and CAS. The
+// service keeps nothing per pair besides its limiters' state: the in-memory
+// limiters are asked under a key built in a recycled buffer (they keep a copy
+// of the keys they store); a factory's limiters, which may keep the keys they
+// are given, under keys from a cache that the service empties once it holds
+// more than twice the limiters' keys. So the limiters' eviction (their Sweep,
+// [hotlimit.WithAutoSweep], [Service.Sweep]) frees everything an idle pair
+// held.
 type Service struct {
 	opts []hotlimit.Option
 
@@ -154,12 +158,7 @@ func (s *Service) TakePolicy(user, api string, n int) (hotlimit.Decision, hotlim
 // Allow reports whether one request from user to api passes, and counts it if
 // so.
 func (s *Service) Allow(user, api string) bool {
-	ru := s.rules.Load().resolve(user, api)
-	if ru.multi == nil {
-		return ru.lim.Allow(s.keys.key(ru.scope, user, api))
-	}
-	d, _ := ru.multi.take(s.keys, user, api, 1)
-	return d.Allowed
+	return s.rules.Load().resolve(user, api).allow(s.keys, user, api)
 }
 
 // Take asks for n requests from user to api at once, under the pair's rule;
