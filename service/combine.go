@@ -1,6 +1,8 @@
 package service
 
 import (
+	"context"
+	"errors"
 	"fmt"
 	"math/bits"
 	"slices"
@@ -27,7 +29,9 @@ import (
 // bucket and 100/min sliding log" is exact whatever its order.
 type multi struct {
 	children []hotlimit.Refunder
-	limits   Limits // limits[i] is what children[i] enforces, with its scope
+	// withContext[i] is children[i] when it takes a context, else nil.
+	withContext []hotlimit.ContextRefunder
+	limits      Limits // limits[i] is what children[i] enforces, with its scope
 }
 
 // newMulti returns the multi of limits, enforced by children (children[i]
@@ -42,7 +46,11 @@ func newMulti(limits Limits, children []hotlimit.Limiter) (*multi, error) {
 		order[i] = i
 	}
 	slices.SortStableFunc(order, func(a, b int) int { return isLog(children[a]) - isLog(children[b]) })
-	m := &multi{children: make([]hotlimit.Refunder, len(children)), limits: make(Limits, len(children))}
+	m := &multi{
+		children:    make([]hotlimit.Refunder, len(children)),
+		withContext: make([]hotlimit.ContextRefunder, len(children)),
+		limits:      make(Limits, len(children)),
+	}
 	for to, from := range order {
 		r, ok := children[from].(hotlimit.Refunder)
 		if !ok {
@@ -50,6 +58,7 @@ func newMulti(limits Limits, children []hotlimit.Limiter) (*multi, error) {
 				from, children[from], hotlimit.ErrInvalidConfig)
 		}
 		m.children[to], m.limits[to] = r, limits[from]
+		m.withContext[to], _ = r.(hotlimit.ContextRefunder)
 	}
 	return m, nil
 }
@@ -83,28 +92,47 @@ func (k *keys) of(scope hotlimit.Scope) string {
 // limit that decided: the one that denied, or, when all admitted, the most
 // restrictive by remaining share (Remaining/Limit; the first on a tie).
 // n < 1 only reports, as composite does.
-func (m *multi) take(k keys, n int) (hotlimit.Decision, int) {
+//
+// When ctx is not nil, the limits that take a context (see
+// hotlimit.ContextRefunder) are asked under it, and their refunds under it
+// without its cancellation, so that a denial gives back what it can even
+// when the request is being cancelled; the error joins theirs.
+func (m *multi) take(ctx context.Context, k keys, n int) (hotlimit.Decision, int, error) {
+	var errs []error
 	if n < 1 {
-		return m.report(&k, n, -1)
+		d, i := m.report(ctx, &k, n, -1, &errs)
+		return d, i, errors.Join(errs...)
 	}
 	var receipts [composite.MaxChildren]hotlimit.Receipt
 	var d, best hotlimit.Decision
 	decider := 0
 	for i, c := range m.children {
-		cd, r := c.TakeReceipt(k.of(m.limits[i].Scope), n)
+		var cd hotlimit.Decision
+		var r hotlimit.Receipt
+		if cc := m.withContext[i]; ctx != nil && cc != nil {
+			var err error
+			cd, r, err = cc.TakeReceiptContext(ctx, k.of(m.limits[i].Scope), n)
+			errs = appendErr(errs, err)
+		} else {
+			cd, r = c.TakeReceipt(k.of(m.limits[i].Scope), n)
+		}
 		if !cd.Allowed {
 			// Give back what the limits before it took, in reverse order,
 			// each with its own receipt under its own key: right after
 			// its Take, a refund restores the limit.
 			for j := i - 1; j >= 0; j-- {
-				m.children[j].Refund(k.of(m.limits[j].Scope), receipts[j])
+				if cc := m.withContext[j]; ctx != nil && cc != nil {
+					errs = appendErr(errs, cc.RefundContext(context.WithoutCancel(ctx), k.of(m.limits[j].Scope), receipts[j]))
+				} else {
+					m.children[j].Refund(k.of(m.limits[j].Scope), receipts[j])
+				}
 			}
 			// The others as they are now: the refunded ones restored,
 			// the later ones not asked for n (that would take).
-			rd, _ := m.report(&k, 0, i)
+			rd, _ := m.report(ctx, &k, 0, i, &errs)
 			rd = merge(rd, cd, len(m.children) == 1)
 			rd.Allowed, rd.RetryAfter = false, cd.RetryAfter
-			return rd, i
+			return rd, i, errors.Join(errs...)
 		}
 		receipts[i] = r
 		if i == 0 || lessShare(cd, best) {
@@ -113,7 +141,15 @@ func (m *multi) take(k keys, n int) (hotlimit.Decision, int) {
 		d = merge(d, cd, i == 0)
 	}
 	d.Allowed, d.RetryAfter = true, 0
-	return d, decider
+	return d, decider, errors.Join(errs...)
+}
+
+// appendErr appends err to errs unless it is nil.
+func appendErr(errs []error, err error) []error {
+	if err != nil {
+		return append(errs, err)
+	}
+	return errs
 }
 
 // report asks every limit but the skip-th (none when skip < 0) for n ≤ 0
@@ -121,7 +157,7 @@ func (m *multi) take(k keys, n int) (hotlimit.Decision, int) {
 // does: Allowed if all are, the largest RetryAfter. With no limit to ask it
 // returns a Decision that merge replaces whole. The index it returns is the
 // first limit that denies, or else the most restrictive by remaining share.
-func (m *multi) report(k *keys, n, skip int) (hotlimit.Decision, int) {
+func (m *multi) report(ctx context.Context, k *keys, n, skip int, errs *[]error) (hotlimit.Decision, int) {
 	d := hotlimit.Decision{Allowed: true}
 	var best hotlimit.Decision
 	first, decider := true, -1
@@ -129,7 +165,14 @@ func (m *multi) report(k *keys, n, skip int) (hotlimit.Decision, int) {
 		if i == skip {
 			continue
 		}
-		cd := c.Take(k.of(m.limits[i].Scope), n)
+		var cd hotlimit.Decision
+		if cc := m.withContext[i]; ctx != nil && cc != nil {
+			var err error
+			cd, _, err = cc.TakeReceiptContext(ctx, k.of(m.limits[i].Scope), n) // n ≤ 0 takes nothing
+			*errs = appendErr(*errs, err)
+		} else {
+			cd = c.Take(k.of(m.limits[i].Scope), n)
+		}
 		if decider < 0 || best.Allowed && (!cd.Allowed || lessShare(cd, best)) {
 			decider, best = i, cd
 		}

@@ -1,6 +1,7 @@
 package service
 
 import (
+	"context"
 	"encoding/binary"
 	"fmt"
 	"slices"
@@ -58,8 +59,29 @@ func (ru *rule) take(cache *keyCache, user, api string, n int) (hotlimit.Decisio
 		}
 		return ru.lim.Take(k, n), ru.limits[0]
 	}
-	d, i := ru.multi.take(keys{cache: cache, buf: kb, user: user, api: api}, n)
+	d, i, _ := ru.multi.take(nil, keys{cache: cache, buf: kb, user: user, api: api}, n)
 	return d, ru.multi.limits[i]
+}
+
+// takeContext is take under ctx, for the limiters that take a context (see
+// hotlimit.ContextTaker); the others decide as take does.
+func (ru *rule) takeContext(ctx context.Context, cache *keyCache, user, api string, n int) (hotlimit.Decision, hotlimit.Config, error) {
+	var kb *keyBuf
+	if ru.transient {
+		kb = getKeyBuf()
+		defer kb.put()
+	}
+	k := keys{cache: cache, buf: kb, user: user, api: api}
+	if ru.multi == nil {
+		key := k.of(ru.scope)
+		if ct, ok := ru.lim.(hotlimit.ContextTaker); ok {
+			d, err := ct.TakeContext(ctx, key, n)
+			return d, ru.limits[0], err
+		}
+		return ru.lim.Take(key, n), ru.limits[0], nil
+	}
+	d, i, err := ru.multi.take(ctx, k, n)
+	return d, ru.multi.limits[i], err
 }
 
 // rules is an immutable snapshot of the policies and their limiters. It is

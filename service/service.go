@@ -1,6 +1,9 @@
 package service
 
 import (
+	"context"
+	"errors"
+	"io"
 	"slices"
 	"sync"
 	"sync/atomic"
@@ -171,6 +174,40 @@ func (s *Service) Allow(user, api string) bool {
 func (s *Service) Take(user, api string, n int) hotlimit.Decision {
 	d, _ := s.rules.Load().resolve(user, api).take(s.keys, user, api, n)
 	return d
+}
+
+// TakeContext is Take under ctx, for limiters whose decisions wait on
+// something outside the process, such as redislimit's on Redis: each limiter
+// of the pair's rule that takes a context (see [hotlimit.ContextTaker] and,
+// for a rule of several limits, [hotlimit.ContextRefunder]) is asked under
+// ctx, so that a request's deadline bounds the decision; the in-memory
+// limiters decide at once and ignore it. The error is the limiters' (joined,
+// for several): the decision is then what their failure policy decided, as
+// redislimit documents. A rule of several limits gives back what a denial
+// took under ctx without its cancellation.
+func (s *Service) TakeContext(ctx context.Context, user, api string, n int) (hotlimit.Decision, error) {
+	d, _, err := s.rules.Load().resolve(user, api).takeContext(ctx, s.keys, user, api, n)
+	return d, err
+}
+
+// Close closes every limiter of the rules in force that holds resources
+// (implements io.Closer), such as redislimit's batching goroutines and
+// leases, and returns their errors joined. The in-memory limiters hold none.
+// Limiters that an earlier Replace dropped are not closed: a decision may
+// still have been using them; they are released when collected (redislimit
+// registers a cleanup for that). Whether the service may be used after Close
+// is up to the limiters: redislimit's stay usable, each call a round trip of
+// its own.
+func (s *Service) Close() error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	var errs []error
+	for _, lim := range s.rules.Load().limiters {
+		if c, ok := lim.(io.Closer); ok {
+			errs = appendErr(errs, c.Close())
+		}
+	}
+	return errors.Join(errs...)
 }
 
 // Len returns the number of keys held by the limiters: one per pair, user,
