@@ -70,7 +70,7 @@ func TestBytesPerIdlePair(t *testing.T) {
 // idle: the heap stays bounded by the live pairs, far below what the flood's
 // pairs would take if kept. Measure 10M with
 //
-//	go test -run TestKeyFloodHeapIsBounded -flood 10000000 -v ./service/
+//	go test -run TestKeyFloodHeapIsBounded -v ./service/ -args -flood 10000000
 func TestKeyFloodHeapIsBounded(t *testing.T) {
 	n := *flood
 	if n == 0 {

@@ -152,6 +152,50 @@ func sortedPairs(m map[Pair]Limits) []Pair {
 	})
 }
 
+// NamedAPIs returns the APIs that r's rules name, in APIs and in Pairs,
+// sorted and each once: what a request's api must equal for such a rule to
+// apply.
+func (r Rules) NamedAPIs() []string {
+	set := map[string]bool{}
+	for api := range r.APIs {
+		set[api] = true
+	}
+	for p := range r.Pairs {
+		set[p.API] = true
+	}
+	return slices.Sorted(maps.Keys(set))
+}
+
+// NamedUsers returns the users that r's rules name, in Users and in Pairs,
+// sorted and each once.
+func (r Rules) NamedUsers() []string {
+	set := map[string]bool{}
+	for user := range r.Users {
+		set[user] = true
+	}
+	for p := range r.Pairs {
+		set[p.User] = true
+	}
+	return slices.Sorted(maps.Keys(set))
+}
+
+// UnmatchedAPIs returns the APIs that rules name (see [Rules.NamedAPIs])
+// that are none of routes, sorted: rules that never apply to requests whose
+// api is one of routes. A service accepts such rules (the routes may come
+// later); this is how to see them, at startup or at each reload (see
+// [WatchOptions.Routes]). For an HTTP service, routes are the patterns its
+// mux registers, as httplimit.RoutePattern reports them ("GET /pay", not
+// "pay" or "/pay").
+func UnmatchedAPIs(rules Rules, routes []string) []string {
+	var out []string
+	for _, api := range rules.NamedAPIs() {
+		if !slices.Contains(routes, api) {
+			out = append(out, api)
+		}
+	}
+	return out
+}
+
 // Clone returns a deep copy of r: changing one changes nothing in the other.
 // Empty maps and rules come back nil.
 func (r Rules) Clone() Rules {

@@ -67,6 +67,12 @@ func NewFromRules(rules Rules, opts ...hotlimit.Option) (*Service, error) {
 	return s, nil
 }
 
+// UnmatchedAPIs returns the APIs the rules in force name that are none of
+// routes; see [UnmatchedAPIs].
+func (s *Service) UnmatchedAPIs(routes []string) []string {
+	return UnmatchedAPIs(s.Rules(), routes)
+}
+
 // Rules returns the rules in force, as a value the caller owns: changing it
 // changes nothing until it is passed to [Service.Replace]. Empty maps come
 // back nil.
