@@ -26,7 +26,7 @@ func BenchmarkAllow(b *testing.B) {
 				if a == hotlimit.SlidingLog && tc.pairs > 1 {
 					limit = 16 // a ring of limit stamps per pair: keep 100k pairs small
 				}
-				s, err := service.New(hotlimit.Config{Algorithm: a, Limit: limit, Window: time.Millisecond})
+				s, err := service.New(hotlimit.Config{Algorithm: a, Limit: limit, Window: time.Millisecond}, hotlimit.WithAutoSweep(0))
 				require.NoError(b, err)
 				users := make([]string, tc.pairs)
 				for i := range users {
@@ -124,7 +124,7 @@ func BenchmarkVsBare(b *testing.B) {
 					require.NoError(b, err)
 					allow = func(i int) bool { return lim.Allow(keys[i]) }
 				default:
-					s, err := service.New(c)
+					s, err := service.New(c, hotlimit.WithAutoSweep(0)) // as the bare limiter: nothing evicted
 					require.NoError(b, err)
 					allow = func(i int) bool { return s.Allow(users[i], "api") }
 				}

@@ -52,7 +52,7 @@ func TestBytesPerIdlePair(t *testing.T) {
 	lim = nil
 
 	before = heapInUse()
-	s, err := service.New(c)
+	s, err := service.New(c, hotlimit.WithAutoSweep(0)) // as the bare limiter: nothing evicted
 	require.NoError(t, err)
 	for _, u := range users {
 		s.Allow(u, "GET /pay")
@@ -162,4 +162,35 @@ func TestNoDecisionUnderAnOldRuleAfterReplaceReturns(t *testing.T) {
 	// Had a Replace dropped the steady rule's state, more than 50 would pass.
 	total := steadyPassed.Load() + int64(passes(s, "steady", "api9", 100))
 	assert.EqualValues(t, 50, total, "the unchanged per-user rule kept its count across every Replace")
+}
+
+// TestAutoSweepIsOnByDefault: a service built without options evicts idle
+// pairs by itself, so a flood of new keys (client addresses, say) leaves it
+// holding about its live pairs; WithAutoSweep(0) turns that off.
+func TestAutoSweepIsOnByDefault(t *testing.T) {
+	n := 4 * service.DefaultAutoSweep
+	for _, tc := range []struct {
+		name string
+		opts []hotlimit.Option
+		max  int
+	}{
+		{"default", nil, 2 * service.DefaultAutoSweep},
+		{"off", []hotlimit.Option{hotlimit.WithAutoSweep(0)}, n},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			clock, now := frozen(int64(time.Hour))
+			s, err := service.New(hotlimit.Config{Algorithm: hotlimit.FixedWindow, Limit: 10, Window: time.Second}, append(tc.opts, clock)...)
+			require.NoError(t, err)
+			for i := range n {
+				if i%1000 == 0 {
+					now.Add(int64(time.Second)) // the pairs of past windows are idle
+				}
+				require.True(t, s.Allow("ip-"+strconv.Itoa(i), "GET /"))
+			}
+			assert.LessOrEqual(t, s.Len(), tc.max)
+			if tc.name == "off" {
+				assert.Equal(t, n, s.Len(), "nothing evicted")
+			}
+		})
+	}
 }

@@ -52,11 +52,20 @@ func New(def hotlimit.Config, opts ...hotlimit.Option) (*Service, error) {
 	return NewFromRules(Rules{Default: Limits{def}}, opts...)
 }
 
+// DefaultAutoSweep is the auto-sweep threshold of the limiters a Service
+// builds unless its options set one (see [hotlimit.WithAutoSweep];
+// WithAutoSweep(0) turns it off): a flood of new pairs, users or client
+// addresses never grows the service beyond about twice its live keys, and no
+// call to Sweep is needed.
+const DefaultAutoSweep = 1 << 16
+
 // NewFromRules returns a Service enforcing rules. opts (a clock, auto-sweep)
-// apply to every limiter the service builds. It returns an error naming the
+// apply to every limiter the service builds; auto-sweep is on by default (see
+// [DefaultAutoSweep]). It returns an error naming the
 // offending entry and wrapping hotlimit.ErrInvalidConfig when rules are
 // invalid (see [Rules.Validate]).
 func NewFromRules(rules Rules, opts ...hotlimit.Option) (*Service, error) {
+	opts = append([]hotlimit.Option{hotlimit.WithAutoSweep(DefaultAutoSweep)}, opts...) // later options win
 	snap, err := build(rules, nil, opts)
 	if err != nil {
 		return nil, err
