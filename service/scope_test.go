@@ -315,16 +315,20 @@ func TestTakePolicyNamesTheLimitThatDecided(t *testing.T) {
 // under keys built in a recycled buffer; a pair's state must stay under its
 // own key when the buffer is reused for other pairs of the same length.
 func TestKeysBuiltInReusedBuffersStayDistinct(t *testing.T) {
-	s, _ := newService(t, perMinute(100, hotlimit.PerPair))
-	const pairs = 500
-	for i := range pairs {
-		for range i%5 + 1 {
-			require.True(t, s.Allow(fmt.Sprintf("u%03d", i), fmt.Sprintf("a%03d", i)))
-		}
-	}
-	assert.Equal(t, pairs, s.Len())
-	for i := range pairs {
-		d := s.Take(fmt.Sprintf("u%03d", i), fmt.Sprintf("a%03d", i), 0)
-		assert.Equal(t, 100-(i%5+1), d.Remaining, "pair %d", i)
+	for _, alg := range []hotlimit.Algorithm{hotlimit.TokenBucket, hotlimit.FixedWindow, hotlimit.SlidingLog, hotlimit.GCRA, hotlimit.SlidingCounter} {
+		t.Run(alg.String(), func(t *testing.T) {
+			s, _ := newService(t, hotlimit.Config{Algorithm: alg, Limit: 100, Window: time.Minute})
+			const pairs = 500
+			for i := range pairs {
+				for range i%5 + 1 {
+					require.True(t, s.Allow(fmt.Sprintf("u%03d", i), fmt.Sprintf("a%03d", i)))
+				}
+			}
+			assert.Equal(t, pairs, s.Len())
+			for i := range pairs {
+				d := s.Take(fmt.Sprintf("u%03d", i), fmt.Sprintf("a%03d", i), 0)
+				assert.Equal(t, 100-(i%5+1), d.Remaining, "pair %d", i)
+			}
+		})
 	}
 }
