@@ -2,6 +2,7 @@ package service
 
 import (
 	"math"
+	"strings"
 	"testing"
 	"time"
 
@@ -85,5 +86,15 @@ func TestLimitsKeyIsInjective(t *testing.T) {
 		_, dup := keys[k]
 		assert.False(t, dup, "%v", ls)
 		keys[k] = ls
+	}
+}
+
+func TestKeyBufBuildsStateKeys(t *testing.T) {
+	kb := getKeyBuf()
+	defer kb.put()
+	for _, user := range []string{"", "z", "zed", strings.Repeat("u", 9), strings.Repeat("u", 10), strings.Repeat("u", 99), strings.Repeat("u", 100), strings.Repeat("u", 5000)} {
+		for _, scope := range []hotlimit.Scope{hotlimit.PerPair, hotlimit.PerUser, hotlimit.PerAPI, hotlimit.Global} {
+			assert.Equal(t, stateKey(scope, user, "GET /pay"), kb.key(scope, user, "GET /pay"), "%v, user of %d bytes", scope, len(user))
+		}
 	}
 }

@@ -149,7 +149,14 @@ func (k *keyBuf) key(scope hotlimit.Scope, user, api string) string {
 		k.b = append(k.b, apiKeyPrefix...)
 		k.b = append(k.b, api...)
 	default:
-		k.b = strconv.AppendUint(k.b, uint64(len(user)), 10)
+		switch n := len(user); {
+		case n < 10:
+			k.b = append(k.b, byte('0'+n))
+		case n < 100:
+			k.b = append(k.b, byte('0'+n/10), byte('0'+n%10))
+		default:
+			k.b = strconv.AppendUint(k.b, uint64(n), 10)
+		}
 		k.b = append(k.b, ':')
 		k.b = append(k.b, user...)
 		k.b = append(k.b, '|')
