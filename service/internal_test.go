@@ -2,6 +2,7 @@ package service
 
 import (
 	"math"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -97,4 +98,32 @@ func TestKeyBufBuildsStateKeys(t *testing.T) {
 			assert.Equal(t, stateKey(scope, user, "GET /pay"), kb.key(scope, user, "GET /pay"), "%v, user of %d bytes", scope, len(user))
 		}
 	}
+}
+
+// plainLimiter is a factory's limiter that may keep the keys it is given and
+// reports no Len: the service asks it under cached keys.
+type plainLimiter struct{}
+
+func (plainLimiter) Allow(string) bool { return true }
+func (plainLimiter) Take(_ string, n int) hotlimit.Decision {
+	return hotlimit.Decision{Allowed: n >= 0, Limit: 1, Remaining: 1}
+}
+
+func TestKeyCacheOfFactoryLimitersIsBounded(t *testing.T) {
+	factory := func(hotlimit.Config, ...hotlimit.Option) (hotlimit.Limiter, error) { return plainLimiter{}, nil }
+	s, err := New(hotlimit.Config{Algorithm: hotlimit.GCRA, Limit: 5, Window: time.Second}, hotlimit.WithFactory(factory), hotlimit.WithAutoSweep(0))
+	require.NoError(t, err)
+	require.False(t, s.rules.Load().def.transient, "a factory's limiter gets keys of its own")
+	peak := 0
+	for i := range 20 * minKeyCache {
+		s.Allow("user"+strconv.Itoa(i), "GET /")
+		peak = max(peak, s.keys.m.Size())
+	}
+	assert.LessOrEqual(t, peak, minKeyCache, "the limiters hold no keys, so the cache is emptied at its least threshold")
+	k, ok := s.keys.m.Load(keyName{scope: hotlimit.PerPair, user: "user1", api: "GET /"})
+	if ok {
+		assert.Equal(t, "5:user1|GET /", k)
+	}
+	s.Sweep()
+	assert.Zero(t, s.keys.m.Size(), "Sweep empties it")
 }
