@@ -36,10 +36,11 @@ type multi struct {
 
 // newMulti returns the multi of limits, enforced by children (children[i]
 // enforces limits[i], without its scope). Every child must be a
-// hotlimit.Refunder, and there may be at most composite.MaxChildren.
+// hotlimit.Refunder, and there may be at most composite.MaxChildren. Errors
+// read after the rule's path: "[1]: ..." names the limit.
 func newMulti(limits Limits, children []hotlimit.Limiter) (*multi, error) {
 	if len(children) > composite.MaxChildren {
-		return nil, fmt.Errorf("%d limits, at most %d: %w", len(children), composite.MaxChildren, hotlimit.ErrInvalidConfig)
+		return nil, fmt.Errorf(": %d limits, at most %d: %w", len(children), composite.MaxChildren, hotlimit.ErrInvalidConfig)
 	}
 	order := make([]int, len(children))
 	for i := range order {

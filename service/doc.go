@@ -14,9 +14,13 @@
 //
 // The whole policy is a plain value, [Rules], with a strict JSON form read by
 // [LoadRules] and written by encoding/json. [Service.Replace] installs new
-// rules at once; [Service.WatchFile] does so whenever a file changes. Pairs
-// whose rule did not change keep their state across a Replace. The
-// Configure* methods are one-limit shortcuts over the same mechanism.
+// rules at once; [Service.WatchFile] and [Service.WatchFileWith] do so
+// whenever a file changes, the latter reporting each reload and the rules
+// whose API no route matches ([UnmatchedAPIs]). Pairs whose rule did not
+// change keep their state across a Replace. The Configure* methods are
+// one-limit shortcuts over the same mechanism. [Service.TakeContext] passes a
+// request's context to limiters that wait on Redis, and [Service.Close]
+// closes them.
 //
 // Each limit of a rule has a [hotlimit.Scope] that says whose quota it counts:
 // the pair's (the default), the user's across every api the rule covers, the

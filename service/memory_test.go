@@ -33,6 +33,9 @@ func heapInUse() int64 {
 // service grows the heap about as much as asking a bare limiter under the
 // same keys.
 func TestBytesPerIdlePair(t *testing.T) {
+	if raceEnabled {
+		t.Skip("measures the heap; the race detector changes what it holds")
+	}
 	const pairs = 100000
 	c := hotlimit.Config{Algorithm: hotlimit.TokenBucket, Limit: 10, Window: time.Second}
 	users := make([]string, pairs)
@@ -65,7 +68,7 @@ func TestBytesPerIdlePair(t *testing.T) {
 }
 
 // TestKeyFloodHeapIsBounded sends a flood of distinct pairs (1,000,000; with
-// -short 100,000; -flood N for more) through a service with auto-sweep, on a
+// -short or -race 100,000; -flood N for more) through a service with auto-sweep, on a
 // clock that moves one window every 10,000 requests so that older pairs go
 // idle: the heap stays bounded by the live pairs, far below what the flood's
 // pairs would take if kept. Measure 10M with
@@ -75,7 +78,7 @@ func TestKeyFloodHeapIsBounded(t *testing.T) {
 	n := *flood
 	if n == 0 {
 		n = 1000000
-		if testing.Short() {
+		if testing.Short() || raceEnabled {
 			n = 100000
 		}
 	}
@@ -169,6 +172,9 @@ func TestNoDecisionUnderAnOldRuleAfterReplaceReturns(t *testing.T) {
 // pairs by itself, so a flood of new keys (client addresses, say) leaves it
 // holding about its live pairs; WithAutoSweep(0) turns that off.
 func TestAutoSweepIsOnByDefault(t *testing.T) {
+	if raceEnabled {
+		t.Skip("hundreds of thousands of keys: slow under the race detector, which adds nothing here")
+	}
 	n := 3 * service.DefaultAutoSweep
 	for _, tc := range []struct {
 		name string
@@ -179,7 +185,7 @@ func TestAutoSweepIsOnByDefault(t *testing.T) {
 		{"off", []hotlimit.Option{hotlimit.WithAutoSweep(0)}, n},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			if tc.name == "off" && testing.Short() {
+			if tc.name == "off" && (testing.Short() || raceEnabled) {
 				t.Skip("keeps every pair: slow")
 			}
 			clock, now := frozen(int64(time.Hour))

@@ -192,7 +192,7 @@ func build(rs Rules, prev *rules, opts []hotlimit.Option) (*rules, error) {
 		if len(ls) > 1 {
 			m, err := newMulti(ru.limits, children)
 			if err != nil {
-				return fmt.Errorf("service: %s: %w", path, err)
+				return fmt.Errorf("service: %s%w", path, err)
 			}
 			ru.lim, ru.multi = nil, m
 		}
