@@ -96,23 +96,26 @@ type rules struct {
 	// by the Config without its scope (the scope only chooses the key); each
 	// rule is built from these, so all rules naming a Config share its state.
 	limiters map[hotlimit.Config]hotlimit.Limiter
+	// Whether pairs, apis and users hold any rule: read beside def, so that
+	// a snapshot without overrides of a kind never touches their maps.
+	hasPairs, hasAPIs, hasUsers bool
 }
 
 // resolve returns the rule of (user, api), most specific first. It only reads
 // plain maps of an immutable snapshot, so it needs no lock, and skips the
 // override maps that are empty.
 func (r *rules) resolve(user, api string) *rule {
-	if len(r.pairs) > 0 {
+	if r.hasPairs {
 		if ru, ok := r.pairs[Pair{user, api}]; ok {
 			return ru
 		}
 	}
-	if len(r.apis) > 0 {
+	if r.hasAPIs {
 		if ru, ok := r.apis[api]; ok {
 			return ru
 		}
 	}
-	if len(r.users) > 0 {
+	if r.hasUsers {
 		if ru, ok := r.users[user]; ok {
 			return ru
 		}
@@ -206,6 +209,7 @@ func build(rs Rules, prev *rules, opts []hotlimit.Option) (*rules, error) {
 	next.users = resolveRules(rs.Users, byLimits)
 	next.apis = resolveRules(rs.APIs, byLimits)
 	next.pairs = resolveRules(rs.Pairs, byLimits)
+	next.hasPairs, next.hasAPIs, next.hasUsers = len(next.pairs) > 0, len(next.apis) > 0, len(next.users) > 0
 	return next, nil
 }
 
