@@ -3,7 +3,8 @@
 #              and the redislimit module's tests against real Redis servers
 #              and clusters (redis-server and redis-cli are installed with
 #              apt-get when missing and run as root).
-# make bench — the comparison against other Go limiters (see README).
+# make bench — the comparison against other Go limiters: prints a summary and
+#              writes every table to bench/out/ (PUBLISH=1: bench/results/).
 
 GO ?= go
 PKGS := ./...
@@ -76,7 +77,9 @@ metricsmods:
 			$(GO) test -run '^$$' -bench . -benchtime 1x ./...) || exit 1; \
 	done
 
-# The comparison with other Go limiters: tables in bench/results/latest.txt,
-# chart in bench/results/scaling.svg (see bench/README.md).
+# The comparison with other Go limiters: a summary on stdout (bench/out/summary.txt),
+# every table in bench/out/latest.txt, the chart in bench/out/scaling.svg;
+# bench/out/ is not tracked. `make bench PUBLISH=1` writes bench/results/
+# instead, which the README quotes (see bench/README.md for the knobs).
 bench:
-	cd bench && GO=$(GO) ./run.sh
+	cd bench && GO=$(GO) PUBLISH=$(PUBLISH) ./run.sh

@@ -5,8 +5,11 @@
 // bench_test.go holds the benchmarks and states the policy of every scenario;
 // crosscheck_test.go checks that, with N goroutines hammering one key of limit
 // L, hotlimit admits exactly L and reports what the peers admit;
-// cmd/memory prints the bytes each implementation holds per key; cmd/chart
-// draws ns/op against goroutines from the benchmark output; package
+// autosweep_test.go times single calls while new keys are inserted with
+// auto-sweep on; cmd/memory prints the bytes each implementation holds per
+// key; cmd/chart draws ns/op against goroutines from the benchmark output;
+// cmd/summary turns all of it into a short answer per scenario (ratios to the
+// mutex port and to the fastest peer, with their range across runs); package
 // redisbench measures redislimit on a local redis-server against redis_rate
 // and a trivial script's ceiling, and cmd/redistable tabulates it; run.sh does
 // all of it (make bench).

@@ -1,34 +1,52 @@
 #!/usr/bin/env bash
-# make bench: compares hotlimit's limiters with the Go limiters in use today.
+# make bench: compares hotlimit's limiters with the Go limiters in use today
+# and prints a short summary: for every scenario, each algorithm's ns/op as a
+# ratio to the mutex port and to the fastest peer, with the range across runs;
+# the coarse clock with its admission error; the latency of one Allow with
+# auto-sweep on; bytes per idle key (see cmd/summary).
 #
-# Runs the benchmarks of this module (serial ones at -cpu 1, parallel ones at
-# -cpu $CPU), the frozen-clock cross-check and the bytes-per-key measurement,
-# then writes results/raw.txt (go test output), results/scaling.svg (ns/op
-# against goroutines) and results/latest.txt (everything: benchstat tables
-# of ns/op, B/op and allocs/op with deltas against impl=mutex, medians and
-# ratios, memory table), and prints results/latest.txt.
+# Steps, each timed on stderr:
+#   1. in-memory benchmarks (go test -bench): serial ones at -cpu 1, one hot
+#      key at -cpu $CPU, 100k keys and new keys at -cpu $MANYCPU → raw.txt
+#   2. auto-sweep latency: BenchmarkAutoSweep, $SWEEPKEYS new keys, $SWEEPCOUNT
+#      runs → sweep-raw.txt
+#   3. the frozen-clock cross-check (TestCrossCheck) → cross.txt
+#   4. heap bytes per key after $MEMKEYS keys (cmd/memory) → memory.txt,
+#      memory-raw.txt
+#   5. Redis, when redis-server and redis-benchmark are on PATH (see below)
+#      → redis-raw.txt, redis.txt
+#   6. chart (cmd/chart) → scaling.svg; full tables (benchstat: ns/op, B/op,
+#      allocs/op against impl=mutex; medians; allowed/op; cross-check; memory;
+#      Redis) → latest.txt; summary (cmd/summary) → summary.txt
+# then prints summary.txt.
 #
-# When redis-server and redis-benchmark are on PATH, it also runs the Redis
-# benchmarks of ./redisbench (redislimit against redis_rate and against
-# redis-benchmark's EVALSHA of a trivial script, and the lease on a hot key;
-# the test binary starts its own redis-server) and writes
-# results/redis-raw.txt (go test output) and results/redis.txt (decisions/s
-# table with the targets' PASS/MISS from ./cmd/redistable, and benchstat
-# tables), which results/latest.txt includes. Without them it says so and
-# skips that part.
+# Everything goes to out/ (git-ignored), unless PUBLISH=1: then to results/,
+# whose files are tracked and quoted by the README.
+#
+# The Redis part runs the benchmarks of ./redisbench (redislimit against
+# redis_rate and against redis-benchmark's EVALSHA of a trivial script, and
+# the lease on a hot key; the test binary starts its own redis-server) in
+# $REDISCOUNT rounds and tabulates them with ./cmd/redistable. Without
+# redis-server or redis-benchmark it says so and skips that part.
 #
 # Knobs (environment):
-#   BENCHTIME  -benchtime of every in-memory benchmark (default 50ms)
-#   COUNT      runs of each benchmark (default 6; benchstat needs 4 to call a
-#              difference significant and 6 for a confidence interval)
-#   CPU        -cpu list of the parallel benchmarks (default 1,2,4,8)
-#   MEMKEYS    keys of the memory measurement (default 1000000)
-#   REDISTIME  -benchtime of the Redis benchmarks (default 500ms)
-#   REDIS      auto (default): the Redis part when redis-server is found;
-#              0: skip it; only: run only it (writes results/redis*.txt,
-#              leaves results/latest.txt alone)
-#   SMOKE=1    a quick check that everything runs: BENCHTIME=1x COUNT=1,
-#              MEMKEYS=20000 with short windows, REDISTIME=1x
+#   PUBLISH=1   write to results/ instead of out/
+#   BENCHTIME   -benchtime of every in-memory benchmark (default 50ms)
+#   COUNT       runs of each in-memory benchmark (default 5; the summary's
+#               ranges are across these runs)
+#   CPU         -cpu list of the hot-key benchmarks (default 1,2,4,8)
+#   MANYCPU     -cpu list of the 100k-key and new-key benchmarks (default 2,8)
+#   SWEEPKEYS   new keys of the auto-sweep latency run (default 2000000)
+#   SWEEPCOUNT  its runs (default 3)
+#   SWEEPIMPL   its algorithms, a regexp (default tokenbucket; .* for all)
+#   MEMKEYS     keys of the memory measurement (default 1000000)
+#   REDISTIME   -benchtime of the Redis benchmarks (default 500ms)
+#   REDISCOUNT  rounds of the Redis benchmarks (default $COUNT)
+#   REDIS       auto (default): the Redis part when redis-server is found;
+#               0: skip it; only: run only it (and print its table)
+#   SMOKE=1     a quick check that everything runs: BENCHTIME=1x COUNT=1,
+#               SWEEPKEYS=20000, MEMKEYS=20000 with short windows,
+#               REDISTIME=1x; the numbers mean nothing
 #
 # benchstat is a tool dependency of this module (go.mod `tool` line): the first
 # run downloads it from the module proxy, later runs work offline.
@@ -37,29 +55,45 @@ cd "$(dirname "$0")"
 
 if [[ "${SMOKE:-}" == 1 ]]; then
 	BENCHTIME=${BENCHTIME:-1x} COUNT=${COUNT:-1} MEMKEYS=${MEMKEYS:-20000} REDISTIME=${REDISTIME:-1x}
+	SWEEPKEYS=${SWEEPKEYS:-20000} SWEEPCOUNT=${SWEEPCOUNT:-1}
 	MEMFLAGS=(-window 20ms -every 300ms)
 else
 	MEMFLAGS=(-window 1s -every 4s)
 fi
 BENCHTIME=${BENCHTIME:-50ms}
-COUNT=${COUNT:-6}
+COUNT=${COUNT:-5}
 CPU=${CPU:-1,2,4,8}
+MANYCPU=${MANYCPU:-2,8}
+SWEEPKEYS=${SWEEPKEYS:-2000000}
+SWEEPCOUNT=${SWEEPCOUNT:-3}
+SWEEPIMPL=${SWEEPIMPL:-tokenbucket}
 MEMKEYS=${MEMKEYS:-1000000}
 REDISTIME=${REDISTIME:-500ms}
+REDISCOUNT=${REDISCOUNT:-$COUNT}
 REDIS=${REDIS:-auto}
 GO=${GO:-go}
 
-mkdir -p results
-raw=results/raw.txt
-out=results/latest.txt
+if [[ "${PUBLISH:-}" == 1 ]]; then
+	dir=results
+else
+	dir=out
+fi
+mkdir -p "$dir"
+raw=$dir/raw.txt
+out=$dir/latest.txt
 status=0
 start=$(date +%s)
 
-# redis_part runs the Redis benchmarks and writes results/redis-raw.txt and
-# results/redis.txt; without redis-server or redis-benchmark it writes only
-# the reason to the latter's place in results/latest.txt ($redis_out).
-redis_raw=results/redis-raw.txt
-redis_txt=results/redis.txt
+# step WHAT: says on stderr what runs next, and when.
+step() {
+	echo "== $(($(date +%s) - start))s: $1" >&2
+}
+
+# redis_part runs the Redis benchmarks and writes redis-raw.txt and redis.txt;
+# without redis-server or redis-benchmark it writes only the reason to the
+# latter's place in latest.txt ($redis_out).
+redis_raw=$dir/redis-raw.txt
+redis_txt=$dir/redis.txt
 redis_out=
 redis_part() {
 	local missing= b
@@ -71,15 +105,16 @@ redis_part() {
 		echo "== redis: $redis_out" >&2
 		return
 	fi
-	# -count would run each benchmark COUNT times in a row, so that a change
-	# in the machine's load between impls would bias their ratios: instead,
-	# COUNT rounds of every benchmark once (each round a new redis-server).
+	# -count would run each benchmark REDISCOUNT times in a row, so that a
+	# change in the machine's load between impls would bias their ratios:
+	# instead, REDISCOUNT rounds of every benchmark once (each round a new
+	# redis-server).
 	local args=(-run '^$' -bench '^BenchmarkRedis' -benchmem -benchtime "$REDISTIME" -count 1
 		-timeout 60m ./redisbench)
-	echo "== redis: $COUNT × go test ${args[*]}" >&2
+	step "redis: $REDISCOUNT × go test ${args[*]}"
 	local rstatus=0 i
 	: >"$redis_raw"
-	for ((i = 0; i < COUNT; i++)); do
+	for ((i = 0; i < REDISCOUNT; i++)); do
 		$GO test "${args[@]}" >>"$redis_raw" 2>&1 || rstatus=1
 	done
 	if grep -q -- '--- FAIL' "$redis_raw"; then
@@ -87,7 +122,7 @@ redis_part() {
 	fi
 	{
 		echo "$(redis-server --version | cut -d' ' -f1-3), redis-benchmark at the same server; $(nproc) CPUs shared by client and server"
-		echo "$COUNT rounds of: go test ${args[*]}"
+		echo "$REDISCOUNT rounds of: go test ${args[*]}"
 		if [[ "${SMOKE:-}" == 1 ]]; then
 			echo "SMOKE=1: a few decisions per benchmark; the numbers and verdicts below mean nothing"
 		fi
@@ -125,47 +160,66 @@ only)
 	;;
 esac
 
-serial=(-run '^$' -bench '^(BenchmarkAllow|BenchmarkParts)$/^(mode=serial|part=)' -benchmem
-	-benchtime "$BENCHTIME" -count "$COUNT" -cpu 1 -timeout 60m .)
-parallel=(-run '^$' -bench '^(BenchmarkAllow|BenchmarkInsert)$/^mode=parallel' -benchmem
-	-benchtime "$BENCHTIME" -count "$COUNT" -cpu "$CPU" -timeout 60m .)
+# The benchmark name's levels are split at "/": Allow/mode=…/keys=…/hit=…/impl=…
+common=(-run '^$' -benchmem -benchtime "$BENCHTIME" -count "$COUNT" -timeout 60m .)
+serial=(-bench '^(BenchmarkAllow|BenchmarkParts)$/^(mode=serial|part=)' -cpu 1 "${common[@]}")
+hot=(-bench '^BenchmarkAllow$/^mode=parallel$/^keys=1$' -cpu "$CPU" "${common[@]}")
+many=(-bench '^(BenchmarkAllow|BenchmarkInsert)$/^mode=parallel$/^(keys=100000|impl=.*)$' -cpu "$MANYCPU" "${common[@]}")
+sweep=(-run '^$' -bench "^BenchmarkAutoSweep\$/^impl=($SWEEPIMPL)\$" -benchmem -benchtime "${SWEEPKEYS}x"
+	-count "$SWEEPCOUNT" -cpu 1 -timeout 60m .)
+commands=("go test ${serial[*]}" "go test ${hot[*]}" "go test ${many[*]}" "go test ${sweep[*]}")
 
-echo "== benchmarks: go test ${serial[*]}" >&2
-$GO test "${serial[@]}" >"$raw" 2>&1 || status=1
-echo "== benchmarks: go test ${parallel[*]}" >&2
-$GO test "${parallel[@]}" >>"$raw" 2>&1 || status=1
+: >"$raw"
+step "benchmarks: ${commands[0]}"
+$GO test "${serial[@]}" >>"$raw" 2>&1 || status=1
+step "benchmarks: ${commands[1]}"
+$GO test "${hot[@]}" >>"$raw" 2>&1 || status=1
+step "benchmarks: ${commands[2]}"
+$GO test "${many[@]}" >>"$raw" 2>&1 || status=1
 if grep -q -- '--- FAIL' "$raw"; then
 	status=1
 fi
 
-echo "== cross-check: go test -run '^TestCrossCheck\$' -v -count 1 ." >&2
-cross=$($GO test -run '^TestCrossCheck$' -v -count 1 . 2>&1) || status=1
+step "auto-sweep latency: ${commands[3]}"
+$GO test "${sweep[@]}" >"$dir/sweep-raw.txt" 2>&1 || status=1
 
-echo "== memory: go run ./cmd/memory -keys $MEMKEYS ${MEMFLAGS[*]}" >&2
-mem=$($GO run ./cmd/memory -keys "$MEMKEYS" "${MEMFLAGS[@]}" 2>&1) || status=1
+step "cross-check: go test -run '^TestCrossCheck\$' -v -count 1 ."
+$GO test -run '^TestCrossCheck$' -v -count 1 . >"$dir/cross.txt" 2>&1 || status=1
+
+step "memory: go run ./cmd/memory -keys $MEMKEYS ${MEMFLAGS[*]} -bench $dir/memory-raw.txt"
+$GO run ./cmd/memory -keys "$MEMKEYS" "${MEMFLAGS[@]}" -bench "$dir/memory-raw.txt" >"$dir/memory.txt" 2>&1 || status=1
 
 if [[ $REDIS != 0 ]]; then
 	redis_part
 fi
 
-$GO run ./cmd/chart -o results/scaling.svg "$raw" || status=1
+step "chart, tables and summary"
+$GO run ./cmd/chart -o "$dir/scaling.svg" "$raw" || status=1
 
-hotlimit='mutex OR tokenbucket OR fixedwindow OR slidinglog OR gcra OR slidingcounter OR coarse OR service'
+# impl=coarse is kept out of the head-to-head tables: its clock can stop, so
+# it admits less than its policy; it has its own table with allowed/op.
+hotlimit='mutex OR tokenbucket OR fixedwindow OR slidinglog OR gcra OR slidingcounter OR service'
 peers='mutex OR xtime OR golimiter OR throttled OR ulule'
 units='.unit:(ns/op OR B/op OR allocs/op)'
+machine="$($GO version); $(nproc) CPUs; $(grep -m1 '^cpu:' "$raw" | sed 's/^cpu: *//;s/ *$//')"
+wall() { echo "$(($(date +%s) - start))s"; }
 {
 	echo "hotlimit bench — $(date -u +%Y-%m-%dT%H:%MZ)"
-	echo "$($GO version); $(nproc) CPUs; $(grep -m1 '^cpu:' "$raw" | sed 's/^cpu: *//')"
-	echo "go test ${serial[*]}"
-	echo "go test ${parallel[*]}"
+	echo "$machine"
+	printf '%s\n' "${commands[@]}"
 	echo
 	echo "### hotlimit against the mutex baseline (ns/op, B/op, allocs/op; vs base = impl=mutex)"
-	$GO tool benchstat -col '/impl@(mutex tokenbucket fixedwindow slidinglog gcra slidingcounter coarse service)' \
+	$GO tool benchstat -col '/impl@(mutex tokenbucket fixedwindow slidinglog gcra slidingcounter service)' \
 		-filter "$units AND /impl:($hotlimit)" "$raw"
 	echo
 	echo "### peers against the mutex baseline"
 	$GO tool benchstat -col '/impl@(mutex xtime golimiter throttled ulule)' \
 		-filter "$units AND /impl:($peers)" "$raw"
+	echo
+	echo "### impl=coarse (tokenbucket on a 1 ms CoarseClock) against the mutex baseline, with allowed/op:"
+	echo "### the fraction of calls it admitted (hit=allow: the policy admits 1; hit=mixed: compare tokenbucket's below)"
+	$GO tool benchstat -col '/impl@(mutex coarse)' \
+		-filter ".unit:(ns/op OR allowed/op) AND /impl:(mutex OR coarse)" "$raw"
 	echo
 	echo "### the parts of a decision (serial)"
 	$GO tool benchstat -filter '.name:Parts AND .unit:ns/op' "$raw"
@@ -183,17 +237,45 @@ units='.unit:(ns/op OR B/op OR allocs/op)'
 		awk '{ k = $1 " " $2 " " $3; a[k] = a[k] " " $4 } END { for (k in a) print k a[k] }' | sort -k1,1 -k3,3n
 	grep -E 'calls (denied|allowed)$' "$raw" | sed 's/^ *//' | sort | uniq -c | sort -rn | head -20
 	echo
+	echo "### auto-sweep: latency of one Allow while inserting new keys"
+	grep -E '^(Benchmark|--- FAIL|FAIL)' "$dir/sweep-raw.txt"
+	echo
 	echo "### cross-check: N goroutines hammer new keys of limit L with a frozen clock (or 1 h window)"
-	echo "$cross" | grep -E 'summary|FAIL|^(ok|PASS)' | sed 's/^ *//'
+	grep -E 'summary|FAIL|^(ok|PASS)' "$dir/cross.txt" | sed 's/^ *//'
 	echo
 	echo "### memory"
-	echo "$mem"
+	cat "$dir/memory.txt"
 	echo
-	echo "### Redis: redislimit against redis_rate and a trivial script's ceiling (results/redis.txt)"
+	echo "### Redis: redislimit against redis_rate and a trivial script's ceiling (redis.txt)"
 	echo "$redis_out"
 	echo
-	echo "wall time: $(( $(date +%s) - start ))s; exit status $status"
+	echo "wall time: $(wall); exit status $status"
 } >"$out" 2>&1
 
-cat "$out"
+{
+	echo "hotlimit bench summary — $(date -u +%Y-%m-%dT%H:%MZ); $machine"
+	echo "-benchtime $BENCHTIME -count $COUNT; hot key -cpu $CPU; 100k keys and new keys -cpu $MANYCPU (commands in latest.txt)"
+	if [[ "${SMOKE:-}" == 1 ]]; then
+		echo "SMOKE=1: a few calls per benchmark; the numbers below mean nothing"
+	fi
+	echo
+	$GO run ./cmd/summary "$raw" "$dir/sweep-raw.txt" "$dir/memory-raw.txt" || status=1
+	if [[ $redis_out == *skipped* ]]; then
+		echo "$redis_out"
+	elif [[ -n $redis_out ]]; then
+		echo "Redis (redislimit against redis_rate and a trivial script's ceiling): see $redis_txt"
+		grep -E '^ *(PASS|MISS) ' "$redis_txt"
+	fi
+	echo "cross-check (frozen clock, N goroutines on new keys): $(grep -cE -- '--- FAIL' "$dir/cross.txt") failures; see latest.txt"
+	if [[ $status != 0 ]]; then
+		echo
+		echo "FAILED: see $dir/raw.txt, $dir/sweep-raw.txt, $dir/cross.txt, $dir/memory.txt, $redis_raw"
+		grep -hE -A2 -- '--- FAIL|panic:' "$raw" "$dir/sweep-raw.txt" "$dir/cross.txt" $([[ $REDIS != 0 && -f $redis_raw ]] && echo "$redis_raw") | head -20
+		grep -hE '^(Error|memory:|exit status)' "$dir/memory.txt" | head -5
+	fi
+	echo
+	echo "full tables: $dir/latest.txt; chart: $dir/scaling.svg; wall time $(wall)"
+} >"$dir/summary.txt" 2>&1
+
+cat "$dir/summary.txt"
 exit $status

@@ -12,7 +12,8 @@ package redisbench
 //
 //   impl                policy and client
 //   redislimit          redislimit.New(GCRA, 1e6 per 1 s), default batching
-//                       (WithBatch(64, 2): concurrent calls share pipelines)
+//                       (WithBatch(64, 2): concurrent calls share pipelines),
+//                       WithTimeout(0): no bound of its own, as redis_rate
 //   redislimit-nobatch  the same with WithBatch(0, 1): a round trip per call
 //   redis_rate          github.com/go-redis/redis_rate/v10, GCRA,
 //                       PerSecond(1e6) (rate and burst 1e6 per 1 s)
@@ -83,9 +84,14 @@ type impl struct {
 	build func(tb testing.TB, s *server) (decide, func())
 }
 
+// redislimitImpl builds a redislimit contender. Its calls wait for Redis
+// however long it takes (WithTimeout(0)), as redis_rate's do: under the
+// default 100 ms bound a loaded machine's slow round trips would end in
+// local fallback decisions, which the benchmark would then time instead of
+// Redis (and fail on, as every decision must come from Redis).
 func redislimitImpl(c hotlimit.Config, opts ...hotlimit.Option) func(testing.TB, *server) (decide, func()) {
 	return func(tb testing.TB, s *server) (decide, func()) {
-		l, err := redislimit.New(s.client, c, opts...)
+		l, err := redislimit.New(s.client, c, append([]hotlimit.Option{redislimit.WithTimeout(0)}, opts...)...)
 		if err != nil {
 			tb.Fatal(err)
 		}

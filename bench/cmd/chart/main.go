@@ -1,8 +1,11 @@
 // Command chart reads `go test -bench` output of the bench module and draws
 // ns/op against goroutines (the -cpu values) for every impl, for one hot key
-// and for 100k uniform keys, allowed and denied, as a hand-written SVG. With
-// -table it also prints the medians as a Markdown table with each impl's
-// ratio to impl=mutex.
+// and for 100k uniform keys, allowed and denied, as a hand-written SVG: one
+// colour per impl, the same log-scale y range on every panel. With -table it
+// also prints the medians as a Markdown table with each impl's ratio to
+// impl=mutex. impl=coarse is left out of both (its clock can stop, so it
+// admits less than its policy: not like for like; cmd/summary reports it
+// with its admission error) unless -coarse is given.
 //
 //	go run ./cmd/chart -o results/scaling.svg -table results/raw.txt
 package main
@@ -100,11 +103,16 @@ func medians(samples []sample) map[key]float64 {
 // implOrder is the legend's and the table's order; names not in it follow.
 var implOrder = []string{"mutex", "xtime", "golimiter", "throttled", "ulule", "tokenbucket", "fixedwindow", "slidinglog", "gcra", "slidingcounter", "coarse", "service"}
 
+// colors gives every impl its own colour (the Tableau 10 palette, black for
+// the baseline and a dark blue for coarse); TestColorsDistinct checks it.
 var colors = map[string]string{
 	"mutex": "#000000", "xtime": "#8c564b", "golimiter": "#e377c2", "throttled": "#7f7f7f", "ulule": "#bcbd22",
 	"tokenbucket": "#1f77b4", "fixedwindow": "#2ca02c", "slidinglog": "#d62728", "service": "#9467bd",
-	"gcra": "#17becf", "slidingcounter": "#bcbd22", "coarse": "#8c564b",
+	"gcra": "#17becf", "slidingcounter": "#ff7f0e", "coarse": "#393b79",
 }
+
+// otherColor is the colour of an impl missing from colors.
+const otherColor = "#aec7e8"
 
 // hotlimit impls are drawn solid and thick, the mutex baseline dotted, peers dashed.
 var hotlimit = map[string]bool{"tokenbucket": true, "fixedwindow": true, "slidinglog": true, "gcra": true, "slidingcounter": true, "coarse": true, "service": true}
@@ -158,10 +166,11 @@ func svg(w io.Writer, m map[key]float64) {
 	fmt.Fprintf(w, `<svg xmlns="http://www.w3.org/2000/svg" width="%d" height="%d" viewBox="0 0 %d %d" font-family="%s">`+"\n", width, height, width, height, fontFamily)
 	fmt.Fprintf(w, `<rect width="100%%" height="100%%" fill="white"/>`+"\n")
 	fmt.Fprintf(w, `<text x="%d" y="28" font-size="18" font-weight="bold">Allow: ns/op against goroutines (-cpu), lower is better</text>`+"\n", left)
+	dlo, dhi := yRange(m)
 	for i, p := range panels {
 		x0 := left + (i%2)*(pw+gapX)
 		y0 := top + (i/2)*(ph+gapY)
-		drawPanel(w, m, names, cpus, p, x0, y0, pw, ph)
+		drawPanel(w, m, names, cpus, p, x0, y0, pw, ph, dlo, dhi)
 	}
 	// Legend.
 	lx, ly := left+2*pw+gapX+20, top+10
@@ -170,15 +179,33 @@ func svg(w io.Writer, m map[key]float64) {
 		fmt.Fprintf(w, `<line x1="%d" y1="%d" x2="%d" y2="%d" %s/>`+"\n", lx, y, lx+30, y, stroke(n))
 		fmt.Fprintf(w, `<text x="%d" y="%d" font-size="13" dominant-baseline="middle">%s</text>`+"\n", lx+38, y, n)
 	}
-	fmt.Fprintf(w, `<text x="%d" y="%d" font-size="11" fill="#555">solid: hotlimit; dotted: mutex baseline; dashed: peers. Medians of the benchmark runs; log scale.</text>`+"\n", left, height-14)
+	fmt.Fprintf(w, `<text x="%d" y="%d" font-size="11" fill="#555">solid: hotlimit; dotted: mutex baseline; dashed: peers. Medians of the benchmark runs; log scale, the same on every panel.</text>`+"\n", left, height-14)
 	fmt.Fprintln(w, `</svg>`)
 }
 
-func stroke(name string) string {
-	c, ok := colors[name]
-	if !ok {
-		c = "#17becf"
+// yRange returns the whole decades, as powers of ten, that hold every value
+// of every panel, so that all panels share one y axis.
+func yRange(m map[key]float64) (dlo, dhi float64) {
+	lo, hi := math.Inf(1), math.Inf(-1)
+	for _, p := range panels {
+		for k, v := range m {
+			if k.scenario == p.scenario && v > 0 {
+				lo, hi = math.Min(lo, v), math.Max(hi, v)
+			}
+		}
 	}
+	if math.IsInf(lo, 0) {
+		return 0, 1
+	}
+	dlo, dhi = math.Floor(math.Log10(lo)), math.Ceil(math.Log10(hi))
+	if dhi == dlo {
+		dhi++
+	}
+	return dlo, dhi
+}
+
+func stroke(name string) string {
+	c := colorOf(name)
 	switch {
 	case hotlimit[name]:
 		return fmt.Sprintf(`stroke="%s" stroke-width="3" fill="none"`, c)
@@ -189,24 +216,18 @@ func stroke(name string) string {
 	}
 }
 
-func drawPanel(w io.Writer, m map[key]float64, names []string, cpus []int, p panel, x0, y0, pw, ph int) {
-	lo, hi := math.Inf(1), math.Inf(-1)
-	for k, v := range m {
-		if k.scenario == p.scenario {
-			lo, hi = math.Min(lo, v), math.Max(hi, v)
-		}
+func drawPanel(w io.Writer, m map[key]float64, names []string, cpus []int, p panel, x0, y0, pw, ph int, dlo, dhi float64) {
+	has := false
+	for k := range m {
+		has = has || k.scenario == p.scenario
 	}
 	fmt.Fprintf(w, `<text x="%d" y="%d" font-size="14" font-weight="bold">%s</text>`+"\n", x0, y0-12, p.title)
 	fmt.Fprintf(w, `<rect x="%d" y="%d" width="%d" height="%d" fill="none" stroke="#999"/>`+"\n", x0, y0, pw, ph)
-	if math.IsInf(lo, 0) || len(cpus) == 0 {
+	if !has || len(cpus) == 0 {
 		fmt.Fprintf(w, `<text x="%d" y="%d" font-size="12" fill="#999">no data</text>`+"\n", x0+pw/2-25, y0+ph/2)
 		return
 	}
-	// Y: log10, whole decades around the data.
-	dlo, dhi := math.Floor(math.Log10(lo)), math.Ceil(math.Log10(hi))
-	if dhi == dlo {
-		dhi++
-	}
+	// Y: log10, whole decades around the data of all panels.
 	yOf := func(v float64) float64 {
 		return float64(y0+ph) - (math.Log10(v)-dlo)/(dhi-dlo)*float64(ph)
 	}
@@ -255,7 +276,7 @@ func colorOf(n string) string {
 	if c, ok := colors[n]; ok {
 		return c
 	}
-	return "#17becf"
+	return otherColor
 }
 
 // ns formats a tick label.
@@ -321,6 +342,7 @@ func num(v float64) string {
 func main() {
 	out := flag.String("o", "", "write the SVG chart to this file")
 	printTable := flag.Bool("table", false, "print medians and ratios to impl=mutex as a Markdown table")
+	coarse := flag.Bool("coarse", false, "include impl=coarse, whose clock can stop (it admits less than its policy)")
 	flag.Parse()
 	var samples []sample
 	read := func(r io.Reader) {
@@ -346,6 +368,12 @@ func main() {
 	if len(samples) == 0 {
 		fmt.Fprintln(os.Stderr, "chart: no benchmark results in the input")
 		os.Exit(1)
+	}
+	if !*coarse {
+		samples = slices.DeleteFunc(samples, func(s sample) bool {
+			_, im := split(s.name)
+			return im == "coarse"
+		})
 	}
 	m := medians(samples)
 	if *out != "" {

@@ -2,7 +2,12 @@
 // after one request from each of -keys keys, and after its own eviction of
 // those keys once idle.
 //
-//	go run ./cmd/memory -keys 1000000
+//	go run ./cmd/memory -keys 1000000 [-bench out/memory-raw.txt]
+//
+// With -bench it also writes one line per implementation in the format of
+// `go test -bench` output, for cmd/summary:
+//
+//	BenchmarkMemory/impl=NAME 1 B/KEY B/key [EVICTED B/key-evicted] KEYS keys
 //
 // Implementations that take a clock get a fake one, moved past the window
 // before their Sweep; peers that evict on their own timer are waited for in
@@ -26,6 +31,7 @@ func main() {
 	window := flag.Duration("window", time.Second, "policy window, and the idle time before eviction")
 	every := flag.Duration("every", 4*time.Second, "eviction period of peers that evict on their own timer")
 	only := flag.String("impl", "", "comma-separated impl names (default: all)")
+	benchOut := flag.String("bench", "", "also write the results to this file as go test -bench lines")
 	flag.Parse()
 
 	cfg := memory.Config{Keys: *keys, Policy: impl.Policy{Limit: *limit, Window: *window}, TimerEvery: *every}
@@ -44,6 +50,19 @@ func main() {
 	if err := memory.Print(os.Stdout, cfg, rows); err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		os.Exit(1)
+	}
+	if *benchOut != "" {
+		f, err := os.Create(*benchOut)
+		if err == nil {
+			err = memory.PrintBench(f, rows)
+			if cerr := f.Close(); err == nil {
+				err = cerr
+			}
+		}
+		if err != nil {
+			fmt.Fprintln(os.Stderr, err)
+			os.Exit(1)
+		}
 	}
 }
 

@@ -130,3 +130,20 @@ func Print(w io.Writer, cfg Config, rows []Row) error {
 	}
 	return tw.Flush()
 }
+
+// PrintBench writes rows as `go test -bench` result lines, one per
+// implementation: BenchmarkMemory/impl=NAME, 1 iteration, B/key (idle),
+// B/key-evicted (omitted when the implementation never evicts) and keys.
+func PrintBench(w io.Writer, rows []Row) error {
+	for _, r := range rows {
+		line := fmt.Sprintf("BenchmarkMemory/impl=%s\t1\t%.1f B/key", r.Impl, r.PerKey)
+		if !math.IsNaN(r.PerKeyEvicted) {
+			line += fmt.Sprintf("\t%.1f B/key-evicted", r.PerKeyEvicted)
+		}
+		line += fmt.Sprintf("\t%d keys\n", r.Keys)
+		if _, err := io.WriteString(w, line); err != nil {
+			return err
+		}
+	}
+	return nil
+}

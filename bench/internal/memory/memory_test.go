@@ -37,3 +37,15 @@ func TestMeasure(t *testing.T) {
 	t.Log("\n" + out.String())
 	assert.Contains(t, out.String(), "mutex")
 }
+
+// TestPrintBench checks the go test -bench lines cmd/summary reads.
+func TestPrintBench(t *testing.T) {
+	rows := []Row{
+		{Impl: "tokenbucket", Keys: 1000, PerKey: 66.04, PerKeyEvicted: 0.5},
+		{Impl: "xtime", Keys: 1000, PerKey: 138, PerKeyEvicted: math.NaN()},
+	}
+	var out bytes.Buffer
+	require.NoError(t, PrintBench(&out, rows))
+	assert.Equal(t, "BenchmarkMemory/impl=tokenbucket\t1\t66.0 B/key\t0.5 B/key-evicted\t1000 keys\n"+
+		"BenchmarkMemory/impl=xtime\t1\t138.0 B/key\t1000 keys\n", out.String())
+}

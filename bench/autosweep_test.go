@@ -1,0 +1,128 @@
+package bench
+
+import (
+	"slices"
+	"testing"
+	"time"
+
+	"github.com/hotlimit/hotlimit"
+	"github.com/hotlimit/hotlimit/fixedwindow"
+	"github.com/hotlimit/hotlimit/gcra"
+	"github.com/hotlimit/hotlimit/slidingcounter"
+	"github.com/hotlimit/hotlimit/slidinglog"
+	"github.com/hotlimit/hotlimit/tokenbucket"
+	"github.com/stretchr/testify/require"
+
+	"github.com/hotlimit/hotlimit/bench/internal/workload"
+)
+
+// The auto-sweep scenario: 100 per minute, WithAutoSweep(1<<16). A key is
+// idle (evictable) 0.6 s after its one request.
+const (
+	sweepLimit   = 100
+	sweepWindow  = time.Minute
+	sweepMinKeys = 1 << 16
+)
+
+// sweepLimiter is what each algorithm's New returns, as far as this
+// benchmark needs.
+type sweepLimiter interface {
+	Allow(key string) bool
+	Len() int
+}
+
+func newSweep[L sweepLimiter](newLimiter func(int, time.Duration, ...hotlimit.Option) (L, error)) func() (sweepLimiter, error) {
+	return func() (sweepLimiter, error) {
+		return newLimiter(sweepLimit, sweepWindow, hotlimit.WithAutoSweep(sweepMinKeys))
+	}
+}
+
+var sweepAlgorithms = []struct {
+	name string
+	new  func() (sweepLimiter, error)
+}{
+	{"tokenbucket", newSweep(tokenbucket.New)},
+	{"gcra", newSweep(gcra.New)},
+	{"fixedwindow", newSweep(fixedwindow.New)},
+	{"slidingcounter", newSweep(slidingcounter.New)},
+	{"slidinglog", newSweep(slidinglog.New)},
+}
+
+// BenchmarkAutoSweep times every call singly while b.N new keys are inserted
+// into a limiter of 100 per minute with WithAutoSweep(1<<16), from one
+// goroutine on the real clock: the insertion that crosses the threshold
+// sweeps on the caller's goroutine. Run it with -benchtime 2000000x (2M keys).
+// Besides ns/op (the mean) it reports the latency of a single Allow: p50-ns,
+// p99.9-ns and max-ns, over-1ms (calls that took longer than 1 ms), keys (b.N)
+// and held (keys held at the end, which auto-sweep bounds).
+func BenchmarkAutoSweep(b *testing.B) {
+	for _, alg := range sweepAlgorithms {
+		b.Run("impl="+alg.name, func(b *testing.B) {
+			lim, err := alg.new()
+			require.NoError(b, err)
+			keys := make([]string, b.N)
+			for i := range keys {
+				keys[i] = "sweep-" + workload.Key(i)
+			}
+			lat := make([]int64, b.N)
+			denied := 0
+			b.ReportAllocs()
+			b.ResetTimer()
+			for i, k := range keys {
+				t0 := hotlimit.Monotonic()
+				ok := lim.Allow(k)
+				lat[i] = hotlimit.Monotonic() - t0
+				if !ok {
+					denied++
+				}
+			}
+			b.StopTimer()
+			if denied > 0 {
+				b.Errorf("%d of %d first calls of new keys denied", denied, b.N)
+			}
+			st := latencies(lat)
+			b.ReportMetric(float64(st.p50), "p50-ns")
+			b.ReportMetric(float64(st.p999), "p99.9-ns")
+			b.ReportMetric(float64(st.max), "max-ns")
+			b.ReportMetric(float64(st.over1ms), "over-1ms")
+			b.ReportMetric(float64(b.N), "keys")
+			b.ReportMetric(float64(lim.Len()), "held")
+		})
+	}
+}
+
+// latencyStats are the order statistics of a set of call latencies, in ns.
+type latencyStats struct {
+	p50, p999, max int64
+	over1ms        int
+}
+
+// latencies sorts lat in place and returns its statistics: the p-quantile is
+// the smallest value that at least p of the calls do not exceed.
+func latencies(lat []int64) latencyStats {
+	if len(lat) == 0 {
+		return latencyStats{}
+	}
+	slices.Sort(lat)
+	q := func(p float64) int64 {
+		i := int(p*float64(len(lat))+0.999999999) - 1
+		return lat[min(max(i, 0), len(lat)-1)]
+	}
+	over, _ := slices.BinarySearch(lat, int64(time.Millisecond)+1)
+	return latencyStats{p50: q(0.5), p999: q(0.999), max: lat[len(lat)-1], over1ms: len(lat) - over}
+}
+
+func TestLatencies(t *testing.T) {
+	lat := make([]int64, 2000)
+	for i := range lat {
+		lat[i] = int64(2000 - i) // 2000 … 1, shuffled order does not matter
+	}
+	lat[0] = int64(5 * time.Millisecond)
+	lat[1] = int64(time.Millisecond) // exactly 1 ms is not over it
+	st := latencies(lat)
+	require.Equal(t, int64(1000), st.p50, "half of 1 … 2000 is at most 1000")
+	require.Equal(t, int64(1998), st.p999, "the 1998th smallest: 2 values are above it")
+	require.Equal(t, int64(5*time.Millisecond), st.max)
+	require.Equal(t, 1, st.over1ms)
+	require.Equal(t, latencyStats{}, latencies(nil))
+}

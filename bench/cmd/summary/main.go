@@ -1,0 +1,580 @@
+// Command summary reads `go test -bench` output of the bench module (parsed
+// with golang.org/x/perf/benchfmt) and prints a short answer to "is hotlimit
+// faster for my case": for every scenario and -cpu value, each hotlimit
+// algorithm's ns/op as a ratio to the mutex port (impl=mutex) and to the
+// fastest peer, with the range of the ratio across the runs (-count); the
+// coarse clock's speed next to its admission error; the latency of single
+// calls with auto-sweep on (BenchmarkAutoSweep); the bytes per idle key
+// (BenchmarkMemory lines from cmd/memory -bench); and the floor (a serial
+// decision against the sum of its parts).
+//
+//	go run ./cmd/summary out/raw.txt out/memory-raw.txt
+//
+// Ratios pair run i of one implementation with run i of the other (the -count
+// runs of one benchmark follow each other, in the same order for every
+// implementation); a cell is the median of those ratios and their minimum and
+// maximum. Below 1 hotlimit is faster.
+package main
+
+import (
+	"cmp"
+	"errors"
+	"fmt"
+	"io"
+	"math"
+	"os"
+	"slices"
+	"strconv"
+	"strings"
+	"text/tabwriter"
+
+	"golang.org/x/perf/benchfmt"
+)
+
+// sample is one benchmark result line.
+type sample struct {
+	bench    string // the benchmark function without "Benchmark": Allow, Insert, Parts, ...
+	scenario string // the name without the impl=… part and the -N suffix
+	impl     string
+	cpu      int
+	values   map[string]float64 // by the unit as written (ns/op, allowed/op, ...)
+}
+
+// parse reads every benchmark result of r.
+func parse(r io.Reader, fileName string) ([]sample, error) {
+	var out []sample
+	br := benchfmt.NewReader(r, fileName)
+	for br.Scan() {
+		res, ok := br.Result().(*benchfmt.Result)
+		if !ok {
+			continue // a syntax error on a non-result line, or unit metadata
+		}
+		base, parts := res.Name.Parts()
+		s := sample{bench: string(base), cpu: 1, values: map[string]float64{}}
+		var rest []string
+		for _, p := range parts {
+			ps := string(p)
+			switch {
+			case strings.HasPrefix(ps, "-"):
+				n, err := strconv.Atoi(ps[1:])
+				if err != nil {
+					return nil, fmt.Errorf("summary: %s: GOMAXPROCS %q", res.Name, ps)
+				}
+				s.cpu = n
+			case strings.HasPrefix(ps, "/impl="):
+				s.impl = strings.TrimPrefix(ps, "/impl=")
+			default:
+				rest = append(rest, ps)
+			}
+		}
+		s.scenario = s.bench + strings.Join(rest, "")
+		for _, v := range res.Values {
+			unit, val := v.Unit, v.Value
+			if v.OrigUnit != "" {
+				unit, val = v.OrigUnit, v.OrigValue
+			}
+			s.values[unit] = val
+		}
+		out = append(out, s)
+	}
+	return out, br.Err()
+}
+
+// row is one scenario at one -cpu value.
+type row struct {
+	scenario string
+	cpu      int
+}
+
+// data holds every run of every implementation, in input order.
+type data struct {
+	rows []row                       // in first-seen order
+	runs map[row]map[string][]sample // row → impl → runs
+}
+
+func collect(samples []sample) *data {
+	d := &data{runs: map[row]map[string][]sample{}}
+	for _, s := range samples {
+		r := row{s.scenario, s.cpu}
+		m, ok := d.runs[r]
+		if !ok {
+			m = map[string][]sample{}
+			d.runs[r] = m
+			d.rows = append(d.rows, r)
+		}
+		m[s.impl] = append(m[s.impl], s)
+	}
+	return d
+}
+
+// The implementations by role. Names not listed are ignored by the tables.
+var (
+	algorithms = []string{"tokenbucket", "gcra", "fixedwindow", "slidingcounter", "slidinglog", "service"}
+	peers      = []string{"xtime", "golimiter", "throttled", "ulule"}
+)
+
+// labels are the scenarios' names in the summary, in its order.
+var labels = []struct{ scenario, label string }{
+	{"Allow/mode=serial/keys=1/hit=allow", "one key, serial, allow"},
+	{"Allow/mode=serial/keys=1/hit=deny", "one key, serial, deny"},
+	{"Allow/mode=parallel/keys=1/hit=allow", "hot key, allow"},
+	{"Allow/mode=parallel/keys=1/hit=deny", "hot key, deny"},
+	{"Allow/mode=parallel/keys=100000/dist=uniform/hit=allow", "100k keys, uniform, allow"},
+	{"Allow/mode=parallel/keys=100000/dist=uniform/hit=deny", "100k keys, uniform, deny"},
+	{"Allow/mode=parallel/keys=100000/dist=zipf/hit=mixed", "100k keys, Zipf, mixed"},
+	{"Insert/mode=parallel", "new keys (first call)"},
+}
+
+func label(scenario string) string {
+	for _, l := range labels {
+		if l.scenario == scenario {
+			return l.label
+		}
+	}
+	return scenario
+}
+
+func order(scenario string) int {
+	for i, l := range labels {
+		if l.scenario == scenario {
+			return i
+		}
+	}
+	return len(labels)
+}
+
+// comparedRows are the rows of the Allow and Insert benchmarks that have the
+// mutex port, in the summary's order.
+func (d *data) comparedRows() []row {
+	var out []row
+	for _, r := range d.rows {
+		_, ok := d.runs[r]["mutex"]
+		if ok && (strings.HasPrefix(r.scenario, "Allow/") || strings.HasPrefix(r.scenario, "Insert/")) {
+			out = append(out, r)
+		}
+	}
+	slices.SortStableFunc(out, func(a, b row) int {
+		return cmp.Or(cmp.Compare(order(a.scenario), order(b.scenario)), strings.Compare(a.scenario, b.scenario),
+			cmp.Compare(a.cpu, b.cpu))
+	})
+	return out
+}
+
+// stat is the median of a set of ratios and their range.
+type stat struct {
+	med, lo, hi float64
+	n           int
+}
+
+func summarize(xs []float64) (stat, bool) {
+	if len(xs) == 0 {
+		return stat{}, false
+	}
+	s := slices.Clone(xs)
+	slices.Sort(s)
+	return stat{med: median(s), lo: s[0], hi: s[len(s)-1], n: len(s)}, true
+}
+
+func median(sorted []float64) float64 {
+	n := len(sorted)
+	if n%2 == 1 {
+		return sorted[n/2]
+	}
+	return (sorted[n/2-1] + sorted[n/2]) / 2
+}
+
+func values(runs []sample, unit string) []float64 {
+	var out []float64
+	for _, s := range runs {
+		if v, ok := s.values[unit]; ok {
+			out = append(out, v)
+		}
+	}
+	return out
+}
+
+func medianOf(runs []sample, unit string) (float64, bool) {
+	st, ok := summarize(values(runs, unit))
+	return st.med, ok
+}
+
+// ratios pairs run i of a with run i of b for unit.
+func ratios(a, b []sample, unit string) (stat, bool) {
+	va, vb := values(a, unit), values(b, unit)
+	n := min(len(va), len(vb))
+	var rs []float64
+	for i := range n {
+		if vb[i] > 0 {
+			rs = append(rs, va[i]/vb[i])
+		}
+	}
+	return summarize(rs)
+}
+
+func (s stat) String() string {
+	return fmt.Sprintf("%s [%s-%s]", ratio(s.med), ratio(s.lo), ratio(s.hi))
+}
+
+func ratio(v float64) string {
+	if v >= 10 {
+		return strconv.FormatFloat(v, 'f', 1, 64)
+	}
+	return strconv.FormatFloat(v, 'f', 2, 64)
+}
+
+// hit returns the scenario's expected outcome: allow, deny, mixed or "".
+func hit(scenario string) string {
+	for p := range strings.SplitSeq(scenario, "/") {
+		if v, ok := strings.CutPrefix(p, "hit="); ok {
+			return v
+		}
+	}
+	if strings.HasPrefix(scenario, "Insert") {
+		return "allow"
+	}
+	return ""
+}
+
+// wrong reports whether a run admitted what its scenario's policy does not:
+// a denial at hit=allow or an admission at hit=deny.
+func wrong(runs []sample, h string) bool {
+	for _, v := range values(runs, "allowed/op") {
+		if (h == "allow" && v != 1) || (h == "deny" && v != 0) {
+			return true
+		}
+	}
+	return false
+}
+
+// bestPeer returns the peer with the lowest median ns/op in r among those
+// whose every run admitted what the policy says, and the peers left out.
+func (d *data) bestPeer(r row) (best string, excluded []string) {
+	bestNs := math.Inf(1)
+	for _, p := range peers {
+		runs := d.runs[r][p]
+		ns, ok := medianOf(runs, "ns/op")
+		if !ok {
+			continue
+		}
+		if wrong(runs, hit(r.scenario)) {
+			excluded = append(excluded, p)
+			continue
+		}
+		if ns < bestNs {
+			best, bestNs = p, ns
+		}
+	}
+	return best, excluded
+}
+
+// present returns the names of list that have runs in any of rows.
+func (d *data) present(list []string, rows []row) []string {
+	var out []string
+	for _, n := range list {
+		for _, r := range rows {
+			if len(d.runs[r][n]) > 0 {
+				out = append(out, n)
+				break
+			}
+		}
+	}
+	return out
+}
+
+func runCount(d *data, rows []row) (lo, hi int) {
+	lo = math.MaxInt
+	for _, r := range rows {
+		for _, runs := range d.runs[r] {
+			lo, hi = min(lo, len(runs)), max(hi, len(runs))
+		}
+	}
+	return lo, hi
+}
+
+// write prints the whole summary.
+func write(w io.Writer, samples []sample) error {
+	d := collect(samples)
+	rows := d.comparedRows()
+	var sections int
+	if len(rows) > 0 {
+		sections++
+		writeRatios(w, d, rows)
+		writeCoarse(w, d, rows)
+		writeFloor(w, d)
+	}
+	if writeSweep(w, samples) {
+		sections++
+	}
+	if writeMemory(w, samples) {
+		sections++
+	}
+	if sections == 0 {
+		return errors.New("summary: no results of BenchmarkAllow, BenchmarkInsert, BenchmarkAutoSweep or BenchmarkMemory in the input")
+	}
+	return nil
+}
+
+func writeRatios(w io.Writer, d *data, rows []row) {
+	algs := d.present(algorithms, rows)
+	lo, hi := runCount(d, rows)
+	runs := strconv.Itoa(lo)
+	if hi != lo {
+		runs = fmt.Sprintf("%d-%d", lo, hi)
+	}
+	fmt.Fprintf(w, "ns/op of each hotlimit algorithm divided by the mutex port's (impl=mutex, a mutex per key), then by the\n")
+	fmt.Fprintf(w, "fastest peer's in the same row; below 1 hotlimit is faster. Each cell: the median of %s per-run ratios\n", runs)
+	fmt.Fprintf(w, "(run i against run i) [their min-max]. ! = some run admitted what the policy does not.\n\n")
+
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	fmt.Fprintf(tw, "÷ mutex port\tcpu\t%s\t\n", strings.Join(algs, "\t"))
+	for _, r := range rows {
+		cells := make([]string, len(algs))
+		for i, a := range algs {
+			cells[i] = cell(d, r, a, "mutex")
+		}
+		fmt.Fprintf(tw, "%s\t%d\t%s\t\n", label(r.scenario), r.cpu, strings.Join(cells, "\t"))
+	}
+	tw.Flush()
+	fmt.Fprintln(w)
+
+	tw = tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	fmt.Fprintf(tw, "÷ fastest peer\tcpu\tpeer\t%s\t\n", strings.Join(algs, "\t"))
+	var notes []string
+	for _, r := range rows {
+		best, excluded := d.bestPeer(r)
+		for _, p := range excluded {
+			notes = append(notes, fmt.Sprintf("%s -cpu %d: %s left out, it denied or admitted against the policy", label(r.scenario), r.cpu, p))
+		}
+		cells := make([]string, len(algs))
+		for i, a := range algs {
+			cells[i] = "–"
+			if best != "" {
+				cells[i] = cell(d, r, a, best)
+			}
+		}
+		if best == "" {
+			best = "–"
+		}
+		fmt.Fprintf(tw, "%s\t%d\t%s\t%s\t\n", label(r.scenario), r.cpu, best, strings.Join(cells, "\t"))
+	}
+	tw.Flush()
+	for _, n := range notes {
+		fmt.Fprintln(w, "  "+n)
+	}
+	fmt.Fprintln(w)
+}
+
+// cell is impl's ns/op ratio to base in r.
+func cell(d *data, r row, impl, base string) string {
+	st, ok := ratios(d.runs[r][impl], d.runs[r][base], "ns/op")
+	if !ok {
+		return "–"
+	}
+	s := st.String()
+	if wrong(d.runs[r][impl], hit(r.scenario)) {
+		s += " !"
+	}
+	return s
+}
+
+// writeCoarse prints impl=coarse apart: its clock only moves when its ticker
+// goroutine runs, so its speed comes with its admission error.
+func writeCoarse(w io.Writer, d *data, rows []row) {
+	var lines [][]string
+	for _, r := range rows {
+		runs := d.runs[r]["coarse"]
+		if len(runs) == 0 {
+			continue
+		}
+		vsMutex := "–"
+		if st, ok := ratios(runs, d.runs[r]["mutex"], "ns/op"); ok {
+			vsMutex = st.String()
+		}
+		adm := "–"
+		switch hit(r.scenario) {
+		case "allow":
+			// The policy admits every call.
+			if st, ok := summarize(values(runs, "allowed/op")); ok {
+				adm = st.String()
+			}
+		case "mixed":
+			// The same token bucket on the real clock admits what the policy does.
+			if st, ok := ratios(runs, d.runs[r]["tokenbucket"], "allowed/op"); ok {
+				adm = st.String()
+			}
+		case "deny":
+			if st, ok := summarize(values(runs, "allowed/op")); ok && st.hi > 0 {
+				adm = fmt.Sprintf("admitted %s of calls it should deny", st)
+			} else if ok {
+				adm = "0 (exact)"
+			}
+		}
+		lines = append(lines, []string{label(r.scenario), strconv.Itoa(r.cpu), vsMutex, adm})
+	}
+	if len(lines) == 0 {
+		return
+	}
+	fmt.Fprintln(w, "impl=coarse (tokenbucket on a CoarseClock of 1 ms) is not in the tables above: its clock stops when its")
+	fmt.Fprintln(w, "ticker goroutine gets no CPU, so it admits less than its policy. admitted: allow, allowed/op (policy: 1);")
+	fmt.Fprintln(w, "mixed, allowed/op ÷ tokenbucket's on the real clock. Median of the runs [min-max].")
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	fmt.Fprintln(tw, "coarse\tcpu\t÷ mutex port\tadmitted ÷ policy\t")
+	for _, l := range lines {
+		fmt.Fprintln(tw, strings.Join(l, "\t")+"\t")
+	}
+	tw.Flush()
+	fmt.Fprintln(w)
+}
+
+// writeFloor prints serial tokenbucket and gcra against the sum of the parts
+// of a decision (map load + monotonic clock + CAS) measured in the same run.
+func writeFloor(w io.Writer, d *data) {
+	parts := map[string][]sample{}
+	for _, r := range d.rows {
+		if r.cpu == 1 && strings.HasPrefix(r.scenario, "Parts/part=") {
+			parts[strings.TrimPrefix(r.scenario, "Parts/part=")] = d.runs[r][""]
+		}
+	}
+	load, mono, cas := values(parts["mapload"], "ns/op"), values(parts["monotonic"], "ns/op"), values(parts["cas"], "ns/op")
+	n := min(len(load), len(mono), len(cas))
+	if n == 0 {
+		return
+	}
+	sum := make([]sample, n)
+	for i := range n {
+		sum[i] = sample{values: map[string]float64{"ns/op": load[i] + mono[i] + cas[i]}}
+	}
+	sumStat, _ := summarize(values(sum, "ns/op"))
+	var cells []string
+	for _, a := range []string{"tokenbucket", "gcra", "fixedwindow", "slidingcounter", "slidinglog"} {
+		runs := d.runs[row{"Allow/mode=serial/keys=1/hit=allow", 1}][a]
+		if st, ok := ratios(runs, sum, "ns/op"); ok {
+			cells = append(cells, fmt.Sprintf("%s %s", a, st))
+		}
+	}
+	if len(cells) == 0 {
+		return
+	}
+	fmt.Fprintf(w, "floor: serial allow ÷ (map load + monotonic clock + CAS = %.1f ns, same run): %s\n\n",
+		sumStat.med, strings.Join(cells, ", "))
+}
+
+// writeSweep prints BenchmarkAutoSweep's latency metrics.
+func writeSweep(w io.Writer, samples []sample) bool {
+	groups := map[string][]sample{}
+	var names []string
+	for _, s := range samples {
+		if s.bench != "AutoSweep" {
+			continue
+		}
+		name := strings.TrimPrefix(s.scenario, "AutoSweep")
+		name = strings.TrimPrefix(name+"/impl="+s.impl, "/")
+		if _, ok := groups[name]; !ok {
+			names = append(names, name)
+		}
+		groups[name] = append(groups[name], s)
+	}
+	if len(names) == 0 {
+		return false
+	}
+	fmt.Fprintln(w, "one Allow with auto-sweep on, inserting new keys (BenchmarkAutoSweep): median of the runs [min-max]")
+	for _, name := range names {
+		runs := groups[name]
+		var f []string
+		for _, m := range []struct{ unit, what string }{{"p50-ns", "p50"}, {"p99.9-ns", "p99.9"}, {"max-ns", "max"}} {
+			if st, ok := summarize(values(runs, m.unit)); ok {
+				f = append(f, fmt.Sprintf("%s %s [%s-%s]", m.what, dur(st.med), dur(st.lo), dur(st.hi)))
+			}
+		}
+		if st, ok := summarize(values(runs, "over-1ms")); ok {
+			f = append(f, fmt.Sprintf("calls over 1 ms %g [%g-%g]", st.med, st.lo, st.hi))
+		}
+		if st, ok := summarize(values(runs, "held")); ok {
+			f = append(f, fmt.Sprintf("keys held at the end %.0f [%.0f-%.0f]", st.med, st.lo, st.hi))
+		}
+		fmt.Fprintf(w, "  %s, %d runs of %.0f keys: %s\n", name, len(runs), runs[0].values["keys"], strings.Join(f, ", "))
+	}
+	fmt.Fprintln(w)
+	return true
+}
+
+// dur formats nanoseconds.
+func dur(ns float64) string {
+	switch {
+	case ns >= 1e6:
+		return strconv.FormatFloat(ns/1e6, 'g', 3, 64) + " ms"
+	case ns >= 1e3:
+		return strconv.FormatFloat(ns/1e3, 'g', 3, 64) + " µs"
+	default:
+		return strconv.FormatFloat(ns, 'g', 3, 64) + " ns"
+	}
+}
+
+// writeMemory prints cmd/memory's BenchmarkMemory lines: heap bytes per idle key.
+func writeMemory(w io.Writer, samples []sample) bool {
+	type mem struct {
+		impl          string
+		perKey, after float64
+		keys          float64
+	}
+	var ms []mem
+	for _, s := range samples {
+		if s.bench != "Memory" {
+			continue
+		}
+		after := math.NaN()
+		if v, ok := s.values["B/key-evicted"]; ok {
+			after = v
+		}
+		ms = append(ms, mem{s.impl, s.values["B/key"], after, s.values["keys"]})
+	}
+	if len(ms) == 0 {
+		return false
+	}
+	fmt.Fprintf(w, "heap bytes per idle key after %.0f keys (cmd/memory; key strings excluded), after eviction in ():\n", ms[0].keys)
+	var h, p []string
+	for _, m := range ms {
+		s := fmt.Sprintf("%s %.0f", m.impl, m.perKey)
+		if !math.IsNaN(m.after) {
+			s += fmt.Sprintf(" (%.0f)", m.after)
+		} else {
+			s += " (never evicts)"
+		}
+		if slices.Contains(algorithms, m.impl) || m.impl == "coarse" {
+			h = append(h, s)
+		} else {
+			p = append(p, s)
+		}
+	}
+	fmt.Fprintf(w, "  hotlimit: %s\n  others:   %s\n\n", strings.Join(h, ", "), strings.Join(p, ", "))
+	return true
+}
+
+func main() {
+	if len(os.Args) < 2 {
+		fmt.Fprintln(os.Stderr, "usage: summary FILE...  (go test -bench output of the bench module)")
+		os.Exit(2)
+	}
+	// A missing or unreadable file (a step of run.sh that failed) leaves its
+	// part out of the summary, says so, and makes the exit status 1.
+	var samples []sample
+	status := 0
+	for _, name := range os.Args[1:] {
+		f, err := os.Open(name)
+		if err == nil {
+			var s []sample
+			s, err = parse(f, name)
+			f.Close()
+			samples = append(samples, s...)
+		}
+		if err != nil {
+			fmt.Fprintf(os.Stderr, "summary: %v: left out\n", err)
+			status = 1
+		}
+	}
+	if err := write(os.Stdout, samples); err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		status = 1
+	}
+	os.Exit(status)
+}

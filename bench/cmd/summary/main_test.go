@@ -1,0 +1,127 @@
+package main
+
+import (
+	"bytes"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+// input: two runs of one hot key at -cpu 2 (allow), two serial runs, the
+// parts, an auto-sweep run and memory lines. xtime is the fastest peer at
+// -cpu 2 but denied a call at hit=allow in one run, so golimiter is the
+// peer compared with.
+const input = `goos: linux
+goarch: amd64
+pkg: github.com/hotlimit/hotlimit/bench
+cpu: Test CPU
+BenchmarkAllow/mode=serial/keys=1/hit=allow/impl=mutex          1000   50.0 ns/op   1.000 allowed/op   0 B/op   0 allocs/op
+BenchmarkAllow/mode=serial/keys=1/hit=allow/impl=mutex          1000   40.0 ns/op   1.000 allowed/op   0 B/op   0 allocs/op
+BenchmarkAllow/mode=serial/keys=1/hit=allow/impl=golimiter      1000  100.0 ns/op   1.000 allowed/op   0 B/op   0 allocs/op
+BenchmarkAllow/mode=serial/keys=1/hit=allow/impl=golimiter      1000  100.0 ns/op   1.000 allowed/op   0 B/op   0 allocs/op
+BenchmarkAllow/mode=serial/keys=1/hit=allow/impl=tokenbucket    1000   45.0 ns/op   1.000 allowed/op   0 B/op   0 allocs/op
+BenchmarkAllow/mode=serial/keys=1/hit=allow/impl=tokenbucket    1000   40.0 ns/op   1.000 allowed/op   0 B/op   0 allocs/op
+BenchmarkParts/part=mapload     1000   10.0 ns/op
+BenchmarkParts/part=mapload     1000   10.0 ns/op
+BenchmarkParts/part=monotonic   1000   25.0 ns/op
+BenchmarkParts/part=monotonic   1000   25.0 ns/op
+BenchmarkParts/part=cas         1000    5.0 ns/op
+BenchmarkParts/part=cas         1000    5.0 ns/op
+BenchmarkAllow/mode=parallel/keys=1/hit=allow/impl=mutex-2        1000  100.0 ns/op   1.000 allowed/op
+BenchmarkAllow/mode=parallel/keys=1/hit=allow/impl=mutex-2        1000   80.0 ns/op   1.000 allowed/op
+BenchmarkAllow/mode=parallel/keys=1/hit=allow/impl=xtime-2        1000   20.0 ns/op   0.500 allowed/op
+BenchmarkAllow/mode=parallel/keys=1/hit=allow/impl=xtime-2        1000   20.0 ns/op   1.000 allowed/op
+BenchmarkAllow/mode=parallel/keys=1/hit=allow/impl=golimiter-2    1000  200.0 ns/op   1.000 allowed/op
+BenchmarkAllow/mode=parallel/keys=1/hit=allow/impl=golimiter-2    1000  100.0 ns/op   1.000 allowed/op
+BenchmarkAllow/mode=parallel/keys=1/hit=allow/impl=tokenbucket-2  1000   50.0 ns/op   1.000 allowed/op
+BenchmarkAllow/mode=parallel/keys=1/hit=allow/impl=tokenbucket-2  1000   60.0 ns/op   1.000 allowed/op
+BenchmarkAllow/mode=parallel/keys=1/hit=allow/impl=coarse-2       1000   30.0 ns/op   0.400 allowed/op
+BenchmarkAllow/mode=parallel/keys=1/hit=allow/impl=coarse-2       1000   40.0 ns/op   0.600 allowed/op
+BenchmarkAutoSweep/impl=tokenbucket   2000000   400 ns/op   310 p50-ns   23000 p99.9-ns   386000000 max-ns   23 over-1ms   2000000 keys   70000 held
+BenchmarkAutoSweep/impl=tokenbucket   2000000   400 ns/op   300 p50-ns   21000 p99.9-ns   500000 max-ns   0 over-1ms   2000000 keys   70000 held
+BenchmarkMemory/impl=tokenbucket	1	66.0 B/key	0.5 B/key-evicted	1000000 keys
+BenchmarkMemory/impl=throttled	1	64.0 B/key	1000000 keys
+PASS
+`
+
+func summary(t *testing.T) string {
+	t.Helper()
+	samples, err := parse(strings.NewReader(input), "input")
+	require.NoError(t, err)
+	var out bytes.Buffer
+	require.NoError(t, write(&out, samples))
+	t.Log("\n" + out.String())
+	return out.String()
+}
+
+func TestParse(t *testing.T) {
+	samples, err := parse(strings.NewReader(input), "input")
+	require.NoError(t, err)
+	require.Len(t, samples, 26)
+	s := samples[12]
+	assert.Equal(t, "Allow", s.bench)
+	assert.Equal(t, "Allow/mode=parallel/keys=1/hit=allow", s.scenario)
+	assert.Equal(t, "mutex", s.impl)
+	assert.Equal(t, 2, s.cpu)
+	assert.Equal(t, 100.0, s.values["ns/op"], "ns/op as written, not benchfmt's sec/op")
+	assert.Equal(t, 1.0, s.values["allowed/op"])
+	assert.Equal(t, 1, samples[0].cpu, "no -N suffix is -cpu 1")
+	assert.Equal(t, "Parts/part=cas", samples[10].scenario)
+	assert.Equal(t, 64.0, samples[25].values["B/key"])
+}
+
+// TestRatios checks the cells: run i against run i, median then min-max.
+func TestRatios(t *testing.T) {
+	out := summary(t)
+	// tokenbucket ÷ mutex at -cpu 2: 50/100 and 60/80.
+	assert.Regexp(t, `(?m)^hot key, allow +2 +0\.62 \[0\.50-0\.75\] *$`, lineOf(t, out, "hot key, allow  ", 0))
+	// Serial: 45/50 and 40/40.
+	assert.Regexp(t, `^one key, serial, allow +1 +0\.95 \[0\.90-1\.00\] *$`, lineOf(t, out, "one key, serial, allow", 0))
+	// ÷ fastest peer: xtime is left out (it denied at hit=allow), golimiter
+	// is compared: 50/200 and 60/100.
+	assert.Regexp(t, `^hot key, allow +2 +golimiter +0\.42 \[0\.25-0\.60\] *$`, lineOf(t, out, "hot key, allow  ", 1))
+	assert.Contains(t, out, "hot key, allow -cpu 2: xtime left out")
+	assert.Regexp(t, `^one key, serial, allow +1 +golimiter +0\.43 \[0\.40-0\.45\] *$`, lineOf(t, out, "one key, serial, allow", 1))
+	assert.NotContains(t, lineOf(t, out, "÷ mutex port", 0), "coarse", "coarse is not in the head-to-head tables")
+}
+
+// TestCoarse checks that impl=coarse shows its admission next to its speed.
+func TestCoarse(t *testing.T) {
+	out := summary(t)
+	// 30/100, 40/80; allowed/op 0.4 and 0.6.
+	assert.Regexp(t, `^hot key, allow +2 +0\.40 \[0\.30-0\.50\] +0\.50 \[0\.40-0\.60\] *$`, lineOf(t, out, "hot key, allow  ", 2))
+}
+
+func TestFloorSweepMemory(t *testing.T) {
+	out := summary(t)
+	// Parts sum to 40 ns; tokenbucket 45/40 and 40/40.
+	assert.Contains(t, out, "= 40.0 ns, same run): tokenbucket 1.06 [1.00-1.12]\n")
+	assert.Contains(t, out, "impl=tokenbucket, 2 runs of 2000000 keys: p50 305 ns [300 ns-310 ns], p99.9 22 µs [21 µs-23 µs], "+
+		"max 193 ms [500 µs-386 ms], calls over 1 ms 11.5 [0-23], keys held at the end 70000 [70000-70000]\n")
+	assert.Contains(t, out, "hotlimit: tokenbucket 66 (0)\n")
+	assert.Contains(t, out, "others:   throttled 64 (never evicts)\n")
+}
+
+func TestEmptyInput(t *testing.T) {
+	samples, err := parse(strings.NewReader("goos: linux\nPASS\n"), "empty")
+	require.NoError(t, err)
+	var out bytes.Buffer
+	assert.ErrorContains(t, write(&out, samples), "no results")
+}
+
+// lineOf returns the n-th line (from 0) of out that starts with prefix.
+func lineOf(t *testing.T, out, prefix string, n int) string {
+	t.Helper()
+	for l := range strings.SplitSeq(out, "\n") {
+		if strings.HasPrefix(l, prefix) {
+			if n == 0 {
+				return l
+			}
+			n--
+		}
+	}
+	t.Fatalf("no line %d starting with %q in:\n%s", n, prefix, out)
+	return ""
+}
