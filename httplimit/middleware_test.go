@@ -513,3 +513,24 @@ func TestDenyProblemWhenWaitingCannotHelp(t *testing.T) {
 	require.NoError(t, json.Unmarshal(w.Body.Bytes(), &p))
 	assert.Equal(t, `Rate limit of policy "p" (1 request per 1s) exceeded; this request can never pass under it.`, p["detail"])
 }
+
+// TestDeniedNamesTheLimitThatDenied: under "100/s and 3/min", the 429 of the
+// fourth request names the 3/min limit in its body and in RateLimit-Policy.
+func TestDeniedNamesTheLimitThatDenied(t *testing.T) {
+	var now atomic.Int64
+	svc, err := service.NewFromRules(service.Rules{Default: service.Limits{
+		cfg(hotlimit.TokenBucket, 100, time.Second), cfg(hotlimit.FixedWindow, 3, time.Minute),
+	}}, hotlimit.WithClock(now.Load))
+	require.NoError(t, err)
+	h := httplimit.New(svc)(ok)
+	for i := range 3 {
+		w := serve(h, get("/", "192.0.2.1:1"))
+		require.Equal(t, http.StatusOK, w.Code, "request %d", i+1)
+		assert.Equal(t, `"fixedwindow-3-1m";q=3;w=60`, w.Header().Get("RateLimit-Policy"), "request %d", i+1)
+	}
+	w := serve(h, get("/", "192.0.2.1:1"))
+	require.Equal(t, http.StatusTooManyRequests, w.Code)
+	assert.Equal(t, `"fixedwindow-3-1m";q=3;w=60`, w.Header().Get("RateLimit-Policy"))
+	assert.Equal(t, `"fixedwindow-3-1m";r=0;t=60`, w.Header().Get("RateLimit"))
+	assert.Contains(t, w.Body.String(), `policy \"fixedwindow-3-1m\" (3 requests per 1m) exceeded; retry in 60 s`)
+}
