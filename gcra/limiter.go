@@ -128,25 +128,41 @@ func (l *Limiter) Allow(key string) bool {
 	// denial writes nothing. A Sweep's tombstone sends the call to the key's
 	// fresh cell.
 	//
-	// The clock is read after the word (and so after Get: see cell), on every
-	// pass: every writer of the word read its clock before its CAS, so s is
-	// no earlier than any time the word was computed from. Read before, a
-	// reading held while other calls moved the TAT on would judge the key at
-	// a time before theirs, where it looks emptier: a spurious denial.
+	// The clock is read after the word (and so after Get: see cell), and a
+	// denial is only ever decided on a reading taken after the word it
+	// judges: every writer of the word read its clock before its CAS, so such
+	// a reading is no earlier than any time the word was computed from. On an
+	// earlier reading, held while other calls moved the TAT on, the key would
+	// be judged at a time before theirs, where it looks emptier: a spurious
+	// denial. A failed CAS reloads the word but keeps the reading, so the
+	// clock (the slowest step) stays out of the contended retry: an
+	// admission on a kept reading is sound (it raises the TAT by exactly T
+	// from at least the stored value; see cell, Order of clock readings), and
+	// a denial on it reads the clock again and decides again.
+	w := c.word.Load()
+	s, _, _ := l.now()
+	fresh := true // s was read after w was loaded
 	for {
-		w := c.word.Load()
 		if w == dead {
 			c = l.cells.Revive(key, c)
+			w = c.word.Load()
+			s, _, _ = l.now()
+			fresh = true
 			continue
 		}
-		s, _, _ := l.now()
 		base := max(w, s)
 		if base-s > l.tau {
+			if !fresh {
+				s, _, _ = l.now()
+				fresh = true
+				continue
+			}
 			return false // a denial writes nothing
 		}
 		if c.word.CompareAndSwap(w, base+l.tsc) {
 			return true
 		}
+		w, fresh = c.word.Load(), false
 	}
 }
 
@@ -180,17 +196,27 @@ func (l *Limiter) take(key string, n int) (hotlimit.Decision, uint64) {
 	need := uint64(n) * l.tsc
 	// The CAS loop of Allow, for n requests at once; the same invariant,
 	// argued on cell: the word only grows, by CAS from the value this call
-	// decided on, to at most s + span. The clock is read after the word, as
-	// in Allow.
+	// decided on, to at most s + span. The clock is read after the word, a
+	// failed CAS keeps the reading, and a denial is decided on a reading
+	// taken after the word, as in Allow.
+	w := c.word.Load()
+	s, ns, lag := l.now()
+	fresh := true // s was read after w was loaded
 	for {
-		w := c.word.Load()
 		if w == dead {
 			c = l.cells.Revive(key, c)
+			w = c.word.Load()
+			s, ns, lag = l.now()
+			fresh = true
 			continue
 		}
-		s, ns, lag := l.now()
 		next := max(w, s) + need
 		if next-s > l.span {
+			if !fresh {
+				s, ns, lag = l.now()
+				fresh = true
+				continue
+			}
 			// Denied, so w > s (n ≤ burst): the request passes once the
 			// limiter's time reaches w + need − span.
 			d := l.decision(w, s, ns, lag)
@@ -202,6 +228,7 @@ func (l *Limiter) take(key string, n int) (hotlimit.Decision, uint64) {
 			d.Allowed = true
 			return d, ns
 		}
+		w, fresh = c.word.Load(), false
 	}
 }
 
