@@ -20,7 +20,11 @@ import (
 // is not rounded to a whole nanosecond per request.
 func TestWholeWindowAtTheExtreme(t *testing.T) {
 	const limit, window = gcra.MaxLimit, gcra.MinWindow
-	for _, step := range []int64{1, 3, 7, 1000} {
+	steps := []int64{1, 7, 1000}
+	if testing.Short() {
+		steps = []int64{7} // a window still takes a million calls
+	}
+	for _, step := range steps {
 		var now atomic.Int64
 		now.Store(5_000_000_017)
 		lim, err := gcra.New(limit, window, hotlimit.WithClock(now.Load))
