@@ -2,7 +2,9 @@ package fixedwindow_test
 
 import (
 	"fmt"
+	"runtime"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -103,5 +105,88 @@ func BenchmarkHotKey(b *testing.B) {
 				}
 			})
 		}
+	}
+}
+
+// allower is what the hot-key benchmarks call.
+type allower interface{ Allow(key string) bool }
+
+// hotKeyHit is a policy of the hot-key benchmarks, with both limiters of it.
+type hotKeyHit struct {
+	name     string
+	allow    bool // calls pass (else every call but the first is denied)
+	lockfree func(b *testing.B) allower
+	mutex    func() allower
+}
+
+// hotKeyHits are the policies of BenchmarkHotKeyRatio: hit=allow, as in
+// BenchmarkHotKey, so calls pass; hit=deny, 1 per hour.
+var hotKeyHits = []hotKeyHit{
+	newHotKeyHit("allow", true, fixedwindow.MaxLimit, 10*time.Millisecond),
+	newHotKeyHit("deny", false, 1, time.Hour),
+}
+
+func newHotKeyHit(name string, allow bool, limit int, window time.Duration) hotKeyHit {
+	return hotKeyHit{
+		name:  name,
+		allow: allow,
+		lockfree: func(b *testing.B) allower {
+			lim, err := fixedwindow.New(limit, window)
+			require.NoError(b, err)
+			return lim
+		},
+		mutex: func() allower { return newMutexWindow(limit, window) },
+	}
+}
+
+// BenchmarkHotKeyRatio measures the same contention as BenchmarkHotKey but
+// alternates the two implementations in rounds of a few thousand calls per
+// goroutine within one benchmark, and reports the ratio of their total
+// times, lockfree/mutex: load that comes and goes on a shared machine falls
+// on both alike. Under 1 the lock-free limiter is faster.
+func BenchmarkHotKeyRatio(b *testing.B) {
+	for _, hit := range hotKeyHits {
+		b.Run("hit="+hit.name, func(b *testing.B) {
+			lf, mu := hit.lockfree(b), hit.mutex()
+			lf.Allow("hot")
+			mu.Allow("hot")
+			procs := runtime.GOMAXPROCS(0)
+			const chunk = 2000 // calls per goroutine per round
+			var t [2]time.Duration
+			var passed [2]atomic.Int64
+			rounds := max(2, b.N/(chunk*procs))
+			b.ResetTimer()
+			for r := range rounds {
+				for i := range 2 {
+					x := (r + i) % 2 // alternate which goes first
+					lim := []allower{lf, mu}[x]
+					start := time.Now()
+					var wg sync.WaitGroup
+					for range procs {
+						wg.Go(func() {
+							n := int64(0)
+							for range chunk {
+								if lim.Allow("hot") {
+									n++
+								}
+							}
+							passed[x].Add(n)
+						})
+					}
+					wg.Wait()
+					t[x] += time.Since(start)
+				}
+			}
+			b.StopTimer()
+			calls := int64(rounds * procs * chunk)
+			for x := range 2 {
+				if hit.allow {
+					require.GreaterOrEqual(b, float64(passed[x].Load()), 0.99*float64(calls), "calls pass")
+				} else {
+					require.Zero(b, passed[x].Load(), "every call is denied")
+				}
+			}
+			b.ReportMetric(float64(t[0])/float64(t[1]), "lockfree/mutex")
+		})
 	}
 }
