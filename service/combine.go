@@ -94,19 +94,26 @@ func (k *keys) of(scope hotlimit.Scope) string {
 // restrictive by remaining share (Remaining/Limit; the first on a tie).
 // n < 1 only reports, as composite does.
 //
+// A limit in shadow mode (Config.Shadow) never denies: when it would have,
+// the request goes on to the others, shadow is the first such limit (else
+// -1), and its decision stays out of the one returned unless every limit is
+// in shadow mode.
+//
 // When ctx is not nil, the limits that take a context (see
 // hotlimit.ContextRefunder) are asked under it, and their refunds under it
 // without its cancellation, so that a denial gives back what it can even
 // when the request is being cancelled; the error joins theirs.
-func (m *multi) take(ctx context.Context, k keys, n int) (hotlimit.Decision, int, error) {
+func (m *multi) take(ctx context.Context, k keys, n int) (d hotlimit.Decision, decider, shadow int, err error) {
 	var errs []error
+	shadow = -1
 	if n < 1 {
 		d, i := m.report(ctx, &k, n, -1, &errs)
-		return d, i, errors.Join(errs...)
+		return d, i, shadow, errors.Join(errs...)
 	}
 	var receipts [composite.MaxChildren]hotlimit.Receipt
-	var d, best hotlimit.Decision
-	decider := 0
+	var best, shadowed hotlimit.Decision
+	counted := false      // d holds a decision of a limit not in shadow mode
+	shadowedSome := false // shadowed holds a decision of a limit in shadow mode
 	for i, c := range m.children {
 		var cd hotlimit.Decision
 		var r hotlimit.Receipt
@@ -116,6 +123,17 @@ func (m *multi) take(ctx context.Context, k keys, n int) (hotlimit.Decision, int
 			errs = appendErr(errs, err)
 		} else {
 			cd, r = c.TakeReceipt(k.of(m.limits[i].Scope), n)
+		}
+		if !cd.Allowed && m.limits[i].Shadow {
+			// A limit in shadow mode decides and counts as usual but never
+			// denies: it took nothing, and the request goes on. Its
+			// decision stays out of the caller's, as if it were not there,
+			// unless every limit is in shadow mode.
+			if shadow < 0 {
+				shadow = i
+			}
+			shadowed, shadowedSome = merge(shadowed, cd, !shadowedSome), true
+			continue
 		}
 		if !cd.Allowed {
 			// Give back what the limits before it took, in reverse order,
@@ -133,16 +151,24 @@ func (m *multi) take(ctx context.Context, k keys, n int) (hotlimit.Decision, int
 			rd, _ := m.report(ctx, &k, 0, i, &errs)
 			rd = merge(rd, cd, len(m.children) == 1)
 			rd.Allowed, rd.RetryAfter = false, cd.RetryAfter
-			return rd, i, errors.Join(errs...)
+			return rd, i, -1, errors.Join(errs...)
 		}
 		receipts[i] = r
-		if i == 0 || lessShare(cd, best) {
+		if m.limits[i].Shadow {
+			shadowed, shadowedSome = merge(shadowed, cd, !shadowedSome), true
+			continue
+		}
+		if !counted || lessShare(cd, best) {
 			decider, best = i, cd
 		}
-		d = merge(d, cd, i == 0)
+		d = merge(d, cd, !counted)
+		counted = true
+	}
+	if !counted { // every limit is in shadow mode
+		d, decider = shadowed, max(shadow, 0)
 	}
 	d.Allowed, d.RetryAfter = true, 0
-	return d, decider, errors.Join(errs...)
+	return d, decider, shadow, errors.Join(errs...)
 }
 
 // appendErr appends err to errs unless it is nil.

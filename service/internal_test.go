@@ -69,8 +69,11 @@ func TestReplaceReusesLimitersAndRules(t *testing.T) {
 	assert.NotSame(t, first, next)
 	assert.Same(t, first.limiters[a], next.limiters[a])
 	assert.Same(t, first.limiters[b], next.limiters[b])
-	assert.Same(t, first.def, next.def, "same limits, same rule")
-	assert.Same(t, first.users["u"], next.apis["y"])
+	assert.Same(t, first.def.lim, next.def.lim, "same limits, same limiter")
+	assert.Same(t, first.users["u"].lim, next.apis["y"].lim)
+	assert.Equal(t, `users["u"]`, first.users["u"].name, "each entry is named for the observer")
+	assert.Equal(t, `apis["y"]`, next.apis["y"].name)
+	assert.Equal(t, "default", next.def.name)
 	assert.Len(t, next.limiters, 3)
 
 	require.NoError(t, s.Replace(Rules{Default: Limits{c}}))

@@ -25,12 +25,38 @@ type rule struct {
 	// keeps (see copiesKeys): keys are then built in a pooled keyBuf, else
 	// taken from the service's keyCache.
 	transient bool
+
+	// name is the rule's path, such as apis["GET /pay"], for the observer.
+	// Rules with equal limits share their limiters and multi, but each
+	// entry of a snapshot has a rule of its own, named (see named).
+	name string
+	// obs, when not nil, hears of every decision; near is the near-limit
+	// share it classifies them with.
+	obs  hotlimit.Observer
+	near float64
+	// slow is set when a decision of one limit must see the limiter's
+	// Decision: an observer, or a limit in shadow mode.
+	slow bool
+}
+
+// named returns a copy of ru named name: it shares ru's limiters and multi.
+func (ru *rule) named(name string) *rule {
+	c := *ru
+	c.name = name
+	return &c
 }
 
 // allow is Take(user, api, 1).Allowed on the fastest path.
 func (ru *rule) allow(cache *keyCache, user, api string) bool {
-	if ru.multi != nil {
+	if ru.multi != nil || ru.slow && !ru.transient {
 		d, _ := ru.take(cache, user, api, 1)
+		return d.Allowed
+	}
+	if ru.slow {
+		kb := getKeyBuf()
+		d := ru.lim.Take(kb.key(ru.scope, user, api), 1)
+		kb.put()
+		d, _ = ru.one(d, 1)
 		return d.Allowed
 	}
 	if !ru.transient {
@@ -57,11 +83,41 @@ func (ru *rule) take(cache *keyCache, user, api string, n int) (hotlimit.Decisio
 		} else {
 			k = cache.key(ru.scope, user, api)
 		}
-		return ru.lim.Take(k, n), ru.limits[0]
+		return ru.one(ru.lim.Take(k, n), n)
 	}
-	d, i, _ := ru.multi.take(nil, keys{cache: cache, buf: kb, user: user, api: api}, n)
-	return d, ru.multi.limits[i]
+	d, i, shadow, _ := ru.multi.take(nil, keys{cache: cache, buf: kb, user: user, api: api}, n)
+	return ru.several(d, i, shadow, n)
 }
+
+// one finishes the decision d of a rule of one limit on n requests: a limit
+// in shadow mode lets a denied request pass (n ≥ 1: a negative n stays the
+// caller's bug), and the observer hears of it.
+func (ru *rule) one(d hotlimit.Decision, n int) (hotlimit.Decision, hotlimit.Config) {
+	shadowDenied := ru.limits[0].Shadow && !d.Allowed && n >= 1
+	outcome := hotlimit.Classify(d, shadowDenied, ru.near)
+	if shadowDenied {
+		d.Allowed, d.RetryAfter = true, 0
+	}
+	if ru.obs != nil {
+		ru.obs.Observe(hotlimit.Event{Rule: ru.name, Policy: ru.limits[0], Outcome: outcome, N: n, Decision: d})
+	}
+	return d, ru.limits[0]
+}
+
+// several finishes the decision d of a rule of several limits on n requests:
+// decider is the limit that decided, shadow the first limit in shadow mode
+// that would have denied it, or -1.
+func (ru *rule) several(d hotlimit.Decision, decider, shadow, n int) (hotlimit.Decision, hotlimit.Config) {
+	if ru.obs != nil {
+		e := hotlimit.Event{Rule: ru.name, Policy: ru.multi.limits[decider], Outcome: hotlimit.Classify(d, false, ru.near), N: n, Decision: d}
+		if d.Allowed && shadow >= 0 {
+			e.Policy, e.Outcome = ru.multi.limits[shadow], hotlimit.OutcomeShadowDenied
+		}
+		ru.obs.Observe(e)
+	}
+	return d, ru.multi.limits[decider]
+}
+
 
 // takeContext is take under ctx, for the limiters that take a context (see
 // hotlimit.ContextTaker); the others decide as take does.
@@ -76,12 +132,15 @@ func (ru *rule) takeContext(ctx context.Context, cache *keyCache, user, api stri
 		key := k.of(ru.scope)
 		if ct, ok := ru.lim.(hotlimit.ContextTaker); ok {
 			d, err := ct.TakeContext(ctx, key, n)
-			return d, ru.limits[0], err
+			d, c := ru.one(d, n)
+			return d, c, err
 		}
-		return ru.lim.Take(key, n), ru.limits[0], nil
+		d, c := ru.one(ru.lim.Take(key, n), n)
+		return d, c, nil
 	}
-	d, i, err := ru.multi.take(ctx, k, n)
-	return d, ru.multi.limits[i], err
+	d, i, shadow, err := ru.multi.take(ctx, k, n)
+	d, c := ru.several(d, i, shadow, n)
+	return d, c, err
 }
 
 // rules is an immutable snapshot of the policies and their limiters. It is
@@ -151,6 +210,7 @@ func exportRules[K comparable](m map[K]*rule) map[K]Limits {
 // (rs invalid, or a limiter rejecting its Config) nothing is published and
 // the error names the entry.
 func build(rs Rules, prev *rules, opts []hotlimit.Option) (*rules, error) {
+	o := hotlimit.NewOptions(opts...)
 	next := &rules{limiters: map[hotlimit.Config]hotlimit.Limiter{}}
 	byLimits := map[string]*rule{} // rules of this snapshot, by limitsKey
 	reuse := map[string]*rule{}    // rules of prev, by limitsKey
@@ -188,7 +248,8 @@ func build(rs Rules, prev *rules, opts []hotlimit.Option) (*rules, error) {
 			next.limiters[u] = lim
 			children[i] = lim
 		}
-		ru := &rule{limits: slices.Clone(ls), lim: children[0], scope: ls[0].Scope, transient: true}
+		ru := &rule{limits: slices.Clone(ls), lim: children[0], scope: ls[0].Scope, transient: true,
+			obs: o.Observer, near: o.NearLimit, slow: o.Observer != nil || ls[0].Shadow}
 		for _, c := range children {
 			ru.transient = ru.transient && copiesKeys(c)
 		}
@@ -205,10 +266,10 @@ func build(rs Rules, prev *rules, opts []hotlimit.Option) (*rules, error) {
 	if err != nil {
 		return nil, err
 	}
-	next.def = byLimits[limitsKey(rs.Default)]
-	next.users = resolveRules(rs.Users, byLimits)
-	next.apis = resolveRules(rs.APIs, byLimits)
-	next.pairs = resolveRules(rs.Pairs, byLimits)
+	next.def = byLimits[limitsKey(rs.Default)].named("default")
+	next.users = resolveRules(rs.Users, byLimits, func(u string) string { return "users[" + strconv.Quote(u) + "]" })
+	next.apis = resolveRules(rs.APIs, byLimits, func(a string) string { return "apis[" + strconv.Quote(a) + "]" })
+	next.pairs = resolveRules(rs.Pairs, byLimits, pairPath)
 	next.hasPairs, next.hasAPIs, next.hasUsers = len(next.pairs) > 0, len(next.apis) > 0, len(next.users) > 0
 	return next, nil
 }
@@ -222,14 +283,14 @@ func unscoped(c hotlimit.Config) hotlimit.Config {
 	return c
 }
 
-// resolveRules maps each rule of m to its built rule.
-func resolveRules[K comparable](m map[K]Limits, byLimits map[string]*rule) map[K]*rule {
+// resolveRules maps each rule of m to its built rule, named by name.
+func resolveRules[K comparable](m map[K]Limits, byLimits map[string]*rule, name func(K) string) map[K]*rule {
 	if len(m) == 0 {
 		return nil
 	}
 	out := make(map[K]*rule, len(m))
 	for k, ls := range m {
-		out[k] = byLimits[limitsKey(ls)]
+		out[k] = byLimits[limitsKey(ls)].named(name(k))
 	}
 	return out
 }

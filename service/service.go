@@ -3,12 +3,14 @@ package service
 import (
 	"context"
 	"errors"
+	"fmt"
 	"io"
 	"slices"
 	"sync"
 	"sync/atomic"
 
 	"github.com/hotlimit/hotlimit"
+	"github.com/puzpuzpuz/xsync/v3"
 )
 
 // Service decides allow(user, api) under a default policy and per-user,
@@ -41,6 +43,10 @@ type Service struct {
 	// keys caches the state keys of the pairs, users and apis seen lately;
 	// see keyCache.
 	keys *keyCache
+
+	// overrides holds the rule of each Config given to TakeWith, built on
+	// its first use and kept: loaded by anyone, stored once per Config.
+	overrides *xsync.MapOf[hotlimit.Config, *rule]
 }
 
 // New returns a Service whose default policy is def. opts (a clock, auto-sweep)
@@ -70,7 +76,7 @@ func NewFromRules(rules Rules, opts ...hotlimit.Option) (*Service, error) {
 	if err != nil {
 		return nil, err
 	}
-	s := &Service{opts: opts}
+	s := &Service{opts: opts, overrides: xsync.NewMapOf[hotlimit.Config, *rule]()}
 	s.keys = newKeyCache(hotlimit.NewOptions(opts...).AutoSweep, s.Len)
 	s.rules.Store(snap)
 	return s, nil
@@ -205,6 +211,47 @@ func (s *Service) TakeContext(ctx context.Context, user, api string, n int) (hot
 	return d, err
 }
 
+// OverrideRule is the rule name the observer sees for decisions of
+// [Service.TakeWith].
+const OverrideRule = "override"
+
+// TakeWith is Take under the limit c instead of the pair's rule, for this
+// call only: per-tenant plans, or a limit that comes with the request (as in
+// Envoy's rate limit protocol). c's scope chooses the key, as in a rule; its
+// Shadow is honoured; the observer sees the decision under the rule name
+// [OverrideRule]. The service builds one limiter per distinct c on its first
+// use and keeps it, so its quota carries across calls; it is apart from any
+// rule's, even one with the same Config. It returns an error wrapping
+// hotlimit.ErrInvalidConfig, and a denied Decision, when c is invalid.
+func (s *Service) TakeWith(user, api string, c hotlimit.Config, n int) (hotlimit.Decision, error) {
+	ru, err := s.override(c)
+	if err != nil {
+		return hotlimit.Decision{Limit: c.Limit, RetryAfter: hotlimit.Never}, err
+	}
+	d, _ := ru.take(s.keys, user, api, n)
+	return d, nil
+}
+
+// override returns the rule of TakeWith's c, building it on first use. Two
+// first uses at once may both build a limiter: one is kept, the other
+// dropped unused.
+func (s *Service) override(c hotlimit.Config) (*rule, error) {
+	if ru, ok := s.overrides.Load(c); ok {
+		return ru, nil
+	}
+	if !c.Scope.Valid() {
+		return nil, fmt.Errorf("service: Config.Scope %v is not a scope: %w", c.Scope, hotlimit.ErrInvalidConfig)
+	}
+	lim, err := newLimiter(unscoped(c), s.opts...)
+	if err != nil {
+		return nil, err
+	}
+	o := hotlimit.NewOptions(s.opts...)
+	ru, _ := s.overrides.LoadOrStore(c, &rule{limits: Limits{c}, lim: lim, scope: c.Scope, transient: copiesKeys(lim),
+		name: OverrideRule, obs: o.Observer, near: o.NearLimit, slow: o.Observer != nil || c.Shadow})
+	return ru, nil
+}
+
 // Close closes every limiter of the rules in force that holds resources
 // (implements io.Closer), such as redislimit's batching goroutines and
 // leases, and returns their errors joined. The in-memory limiters hold none.
@@ -222,6 +269,12 @@ func (s *Service) Close() error {
 			errs = appendErr(errs, c.Close())
 		}
 	}
+	s.overrides.Range(func(_ hotlimit.Config, ru *rule) bool {
+		if c, ok := ru.lim.(io.Closer); ok {
+			errs = appendErr(errs, c.Close())
+		}
+		return true
+	})
 	return errors.Join(errs...)
 }
 
