@@ -118,7 +118,6 @@ func (ru *rule) several(d hotlimit.Decision, decider, shadow, n int) (hotlimit.D
 	return d, ru.multi.limits[decider]
 }
 
-
 // takeContext is take under ctx, for the limiters that take a context (see
 // hotlimit.ContextTaker); the others decide as take does.
 func (ru *rule) takeContext(ctx context.Context, cache *keyCache, user, api string, n int) (hotlimit.Decision, hotlimit.Config, error) {
