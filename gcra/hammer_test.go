@@ -30,6 +30,19 @@ func TestFrozenClockHammer(t *testing.T) {
 	})
 }
 
+// TestLinearizableRemaining: under a frozen clock, the allowed decisions'
+// Remaining values are burst − 1, ..., 0, each exactly once, whatever the
+// interleaving (see limitertest). Rounds are 4 s apart, as above.
+func TestLinearizableRemaining(t *testing.T) {
+	at := func(r int) time.Duration { return time.Duration(4*r) * time.Second }
+	t.Run("burst=limit", func(t *testing.T) {
+		limitertest.LinearizableRemaining(t, limitertest.Adapt(gcra.New), time.Second, at, func(limit int) int { return limit })
+	})
+	t.Run("burst=3", func(t *testing.T) {
+		limitertest.LinearizableRemaining(t, limitertest.Adapt(gcra.New, hotlimit.WithBurst(3)), time.Second, at, func(int) int { return 3 })
+	})
+}
+
 // TestPhasedHammer moves a fake clock between phases (a fraction of T, whole
 // tokens, past a full refill, and back) and in each phase lets goroutines
 // hammer Take(key, n) with one n: the passes of each key in the phase equal

@@ -31,3 +31,12 @@ func TestPhasedHammer(t *testing.T) {
 func TestMovingClockHammer(t *testing.T) {
 	limitertest.MovingClockHammer(t, limitertest.Adapt(slidingcounter.New))
 }
+
+// TestLinearizableRemaining: under a frozen clock, the allowed decisions'
+// Remaining values are limit − 1, ..., 0, each exactly once, whatever the
+// interleaving (see limitertest).
+func TestLinearizableRemaining(t *testing.T) {
+	limitertest.LinearizableRemaining(t, limitertest.Adapt(slidingcounter.New), time.Second,
+		func(r int) time.Duration { return time.Duration(2*r)*time.Second + 500*time.Millisecond },
+		func(limit int) int { return limit })
+}

@@ -193,3 +193,12 @@ func TestMovingClockNeverOverAdmits(t *testing.T) {
 		assert.LessOrEqual(t, within, limit)
 	}
 }
+
+// TestLinearizableRemaining: under a frozen clock, the allowed decisions'
+// Remaining values are limit − 1, ..., 0, each exactly once, whatever the
+// interleaving (see limitertest).
+func TestLinearizableRemaining(t *testing.T) {
+	limitertest.LinearizableRemaining(t, limitertest.Adapt(slidinglog.New), time.Second,
+		func(r int) time.Duration { return time.Duration(r) * time.Second },
+		func(limit int) int { return limit })
+}

@@ -119,3 +119,12 @@ func TestPhasedHammer(t *testing.T) {
 		})
 	}
 }
+
+// TestLinearizableRemaining: under a frozen clock, the allowed decisions'
+// Remaining values are limit − 1, ..., 0, each exactly once, whatever the
+// interleaving (see limitertest); each round is a window after the last.
+func TestLinearizableRemaining(t *testing.T) {
+	limitertest.LinearizableRemaining(t, limitertest.Adapt(New), time.Second,
+		func(r int) time.Duration { return time.Duration(r) * time.Second },
+		func(limit int) int { return limit })
+}
