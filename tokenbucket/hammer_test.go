@@ -128,3 +128,23 @@ func TestLinearizableRemaining(t *testing.T) {
 		func(r int) time.Duration { return time.Duration(r) * time.Second },
 		func(limit int) int { return limit })
 }
+
+// TestSharedPhasedHammer: in phases of a clock that moves by whole
+// milliseconds (an exact grid), forward, back and to window boundaries,
+// concurrent passes equal the model's, and so does the state reported
+// afterwards (durations within 1 µs: tokens are fixed-point); with
+// sweep=true, Sweeps race the traffic and evict keys in every idle phase
+// (see limitertest).
+func TestSharedPhasedHammer(t *testing.T) {
+	ms := int64(time.Millisecond)
+	newModel := func(limit int, window time.Duration) limitertest.Model {
+		return models.NewTokenBucket(limit, limit, window, int64(limitertest.PhasedStart)).Take
+	}
+	limitertest.PhasedHammer(t, limitertest.Adapt(New), newModel, limitertest.Moves(
+		func(rng *rand.Rand, window int64) int64 { return rng.Int64N(window/4/ms) * ms },
+		func(rng *rand.Rand, window int64) int64 { return window },
+		func(rng *rand.Rand, window int64) int64 { return window * rng.Int64N(4) },
+		func(rng *rand.Rand, window int64) int64 { return -rng.Int64N(2*window/ms) * ms },
+		nil,
+	), limitertest.Tolerance(time.Microsecond))
+}
