@@ -40,3 +40,10 @@ func TestLinearizableRemaining(t *testing.T) {
 		func(r int) time.Duration { return time.Duration(r)*time.Second + 500*time.Millisecond },
 		func(limit int) int { return limit })
 }
+
+// TestExtremeClockDecisions: with clocks at and between both ends of int64, no
+// Decision has a negative duration or a denial with RetryAfter 0 (see
+// limitertest).
+func TestExtremeClockDecisions(t *testing.T) {
+	limitertest.ExtremeClocks(t, limitertest.Adapt(fixedwindow.New), fixedwindow.MinWindow, time.Second, fixedwindow.MaxWindow)
+}

@@ -115,3 +115,10 @@ func TestMovingClockHammer(t *testing.T) {
 		assert.LessOrEqual(t, passed[k].Load(), bound, "key %d", k)
 	}
 }
+
+// TestExtremeClockDecisions: with clocks at and between both ends of int64, no
+// Decision has a negative duration or a denial with RetryAfter 0 (see
+// limitertest).
+func TestExtremeClockDecisions(t *testing.T) {
+	limitertest.ExtremeClocks(t, limitertest.Adapt(gcra.New), gcra.MinWindow, time.Second, gcra.MaxWindow)
+}

@@ -2,6 +2,7 @@ package limitertest
 
 import (
 	"fmt"
+	"math"
 	"slices"
 	"sync"
 	"sync/atomic"
@@ -159,4 +160,53 @@ func multisetDiff(got []int, n int) (dup, missing []int) {
 	}
 	slices.Sort(dup)
 	return dup, missing
+}
+
+// extremeReadings are the clock readings ExtremeClocks starts limiters at
+// and moves them to: both ends of int64, far and near around 0.
+var extremeReadings = []int64{
+	math.MinInt64, math.MinInt64 + 1, -1 << 62, -1 << 40, -1, 0, 1, 1 << 40, 1 << 62, math.MaxInt64 - 1, math.MaxInt64,
+}
+
+// ExtremeClocks builds limiters of limit 1 and 3 per window, for each
+// window given, with the clock at every one of a set of extreme readings
+// (both ends of int64, far and near around 0), drains a key there, then
+// moves the clock to every reading of the set (forward, back, by up to
+// 2^64 − 1 ns) and asks again, for 1 until denied, for the limit, for more
+// than the limit and for −1: every Decision passes Problem's rules (no
+// negative duration, no denial with RetryAfter 0), whatever the clock does.
+func ExtremeClocks(t *testing.T, newLimiter Constructor, windows ...time.Duration) {
+	for _, window := range windows {
+		for _, limit := range []int{1, 3} {
+			t.Run(fmt.Sprintf("limit=%d/window=%v", limit, window), func(t *testing.T) {
+				c := newChecker(t)
+				defer c.done()
+				for _, from := range extremeReadings {
+					for _, to := range extremeReadings {
+						var now atomic.Int64
+						now.Store(from)
+						lim, err := newLimiter(limit, window, now.Load)
+						require.NoError(t, err)
+						take := func(n int) hotlimit.Decision {
+							d := lim.Take("k", n)
+							if p := Problem(d, n); p != "" && c.bad.Add(1) <= 5 {
+								t.Errorf("clock %d then %d: Take(k, %d) at %d: %s: %+v", from, to, n, now.Load(), p, d)
+							}
+							return d
+						}
+						for i := 0; i <= limit && take(1).Allowed; i++ {
+						}
+						now.Store(to)
+						take(0)
+						for i := 0; i <= limit && take(1).Allowed; i++ {
+						}
+						take(limit)
+						take(limit + 1)
+						take(-1)
+						take(0)
+					}
+				}
+			})
+		}
+	}
 }

@@ -68,7 +68,8 @@ func SweepUntil(lim interface{ Sweep() int }, stop <-chan struct{}) (*sync.WaitG
 // per key, round after round, for limits 1, 2, 7, 100 and 1000, with and
 // without a Sweep looping on another goroutine. Round r freezes the clock at
 // at(r); rounds must be far enough apart that every key of the previous round
-// is idle, so that the Sweep races the first admissions of each round.
+// is idle, so that the Sweep races the first admissions of each round. Every
+// Decision passes Problem's rules, a denied one included.
 func FrozenHammer(t *testing.T, newLimiter Constructor, window time.Duration, at func(round int) time.Duration, want func(limit int) int) {
 	const goroutines = 32
 	keys := []string{"x", "y", "z"}
@@ -82,6 +83,8 @@ func FrozenHammer(t *testing.T, newLimiter Constructor, window time.Duration, at
 				var now atomic.Int64
 				lim, err := newLimiter(limit, window, now.Load)
 				require.NoError(t, err)
+				c := newChecker(t)
+				defer c.done()
 				wantPerKey := int64(want(limit))
 				perKey := max(int(wantPerKey)/8, 16) // calls per goroutine per key: 32·perKey ≥ 4·want
 				stop := make(chan struct{})
@@ -104,7 +107,9 @@ func FrozenHammer(t *testing.T, newLimiter Constructor, window time.Duration, at
 								if i%2 == 0 {
 									ok = lim.Allow(keys[k])
 								} else {
-									ok = lim.Take(keys[k], 1).Allowed
+									d := lim.Take(keys[k], 1)
+									c.check(d, keys[k], 1, now.Load())
+									ok = d.Allowed
 								}
 								if ok {
 									passed[k].Add(1)
@@ -116,7 +121,12 @@ func FrozenHammer(t *testing.T, newLimiter Constructor, window time.Duration, at
 					wg.Wait()
 					for k := range keys {
 						assert.Equal(t, wantPerKey, passed[k].Load(), "round %d key %s", round, keys[k])
-						assert.Zero(t, lim.Take(keys[k], 0).Remaining, "round %d key %s", round, keys[k])
+						d := lim.Take(keys[k], 0)
+						c.check(d, keys[k], 0, now.Load())
+						assert.Zero(t, d.Remaining, "round %d key %s", round, keys[k])
+						d = lim.Take(keys[k], 1)
+						c.check(d, keys[k], 1, now.Load())
+						assert.False(t, d.Allowed, "round %d key %s: one more", round, keys[k])
 					}
 				}
 			})
@@ -339,7 +349,7 @@ func PhasedHammer(t *testing.T, newLimiter Constructor, newModel func(limit int,
 
 // MovingClockHammer moves the clock while 8 goroutines hammer (and, in one
 // run, a Sweep loops): a key never passes more than limit per aligned window
-// the clock went through.
+// the clock went through, and every Decision passes Problem's rules.
 func MovingClockHammer(t *testing.T, newLimiter Constructor) {
 	const (
 		goroutines = 8
@@ -356,6 +366,8 @@ func MovingClockHammer(t *testing.T, newLimiter Constructor) {
 			now.Store(first)
 			lim, err := newLimiter(limit, time.Millisecond, now.Load)
 			require.NoError(t, err)
+			c := newChecker(t)
+			defer c.done()
 			stop := make(chan struct{})
 			var ticker sync.WaitGroup
 			ticker.Go(func() {
@@ -378,7 +390,16 @@ func MovingClockHammer(t *testing.T, newLimiter Constructor) {
 			for g := range goroutines {
 				wg.Go(func() {
 					for i := range calls {
-						if lim.Allow([]string{"p", "q"}[(g+i)%2]) {
+						key := []string{"p", "q"}[(g+i)%2]
+						ok := false
+						if i%4 < 2 {
+							ok = lim.Allow(key)
+						} else {
+							d := lim.Take(key, 1)
+							c.check(d, key, 1, now.Load())
+							ok = d.Allowed
+						}
+						if ok {
 							passed[(g+i)%2].Add(1)
 						}
 					}
