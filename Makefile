@@ -1,4 +1,4 @@
-# make test  — every check: vet, formatting, the race-enabled test suite, a
+# make test  — every check: vet, formatting, tidy go.mod files, the race-enabled test suite, a
 #              benchmark smoke run, 32-bit builds, the bench module's tests
 #              and the redislimit module's tests against real Redis servers
 #              and clusters (redis-server and redis-cli are installed with
@@ -8,9 +8,9 @@
 GO ?= go
 PKGS := ./...
 
-.PHONY: test vet fmt race smoke test386 benchmod redis redismod bench
+.PHONY: test vet fmt tidy race smoke test386 benchmod redis redismod metricsmods bench
 
-test: vet fmt race smoke test386 redis redismod benchmod
+test: vet fmt tidy race smoke test386 redis redismod metricsmods benchmod
 
 vet:
 	$(GO) vet $(PKGS)
@@ -18,6 +18,13 @@ vet:
 fmt:
 	@out=$$(gofmt -l $$(git ls-files '*.go' 2>/dev/null || find . -name '*.go')); \
 	if [ -n "$$out" ]; then echo "gofmt would change:"; echo "$$out"; exit 1; fi
+
+# Every module's go.mod and go.sum say exactly what its code imports.
+tidy:
+	@for mod in $$(git ls-files '*go.mod' 2>/dev/null || find . -name go.mod); do \
+		dir=$$(dirname $$mod); \
+		(cd $$dir && $(GO) mod tidy -diff) || { echo "go mod tidy would change $$dir"; exit 1; }; \
+	done
 
 race:
 	$(GO) test -race -count=1 $(PKGS)
@@ -58,6 +65,16 @@ redismod:
 	cd redislimit && $(GO) test -race -count=1 -timeout 15m ./...
 	cd redislimit && $(GO) test -run '^$$' -bench . -benchtime 1x ./...
 	cd redislimit && GOARCH=386 $(GO) vet ./...
+
+# The metrics modules (their own go.mod each, with client_golang and the
+# OpenTelemetry metric API): vet, race-enabled tests, every benchmark once.
+METRICS_MODS := hotlimitprom hotlimitotel
+metricsmods:
+	@for d in $(METRICS_MODS); do \
+		echo "== $$d"; \
+		(cd $$d && $(GO) vet ./... && $(GO) test -race -count=1 ./... && \
+			$(GO) test -run '^$$' -bench . -benchtime 1x ./...) || exit 1; \
+	done
 
 # The comparison with other Go limiters: tables in bench/results/latest.txt,
 # chart in bench/results/scaling.svg (see bench/README.md).

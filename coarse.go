@@ -16,25 +16,44 @@ import (
 // steps of about the resolution. Refills and window edges land up to that much
 // late: a limiter never admits more than its model allows at the time Now
 // reports, but it may admit a request up to one resolution later than a
-// precise clock would. Choose a resolution well below the smallest Window
-// (for example 1 ms for windows of a second or more).
+// precise clock would. A starved ticker goroutine stops time for as long as it
+// is starved: limiters then admit less, never more. Choose a resolution well
+// below the smallest Window (for example 1 ms for windows of a second or
+// more).
 //
 // One CoarseClock serves any number of limiters: pass WithClock(c.Now) to
-// each. It never decreases. Before Start and after Stop, Now reads the
-// monotonic clock directly, so a stopped clock is never stale.
+// each. It never decreases, across Start and Stop too: every value Now returns
+// is at least every value it returned before, in any goroutine. Before Start
+// and after Stop, Now reads the monotonic clock, so a stopped clock is never
+// stale; each such read also costs a compare-and-swap on the shared word.
 type CoarseClock struct {
 	resolution time.Duration
-	now        atomic.Int64 // 0 while stopped
+	source     Clock // Monotonic; tests stall it
+
+	// word is the latest time published, shifted left by one, with bit 0 set
+	// while the ticker runs:
+	//
+	//	| time, ns on the source's scale (63 bits) | running (1 bit) |
+	//
+	// The time part only grows: every writer (Start, the ticker, and Now
+	// while stopped) raises it by CAS to a reading it took and never lowers
+	// it. Every value Now returns is the time part at some instant (the load
+	// that read it, or the CAS or load in raise), so values returned in any
+	// order of goroutines never decrease. The running bit changes only in
+	// Start and Stop, under mu, by CAS, keeping the time part.
+	word atomic.Int64
 
 	mu   sync.Mutex // guards stop across Start and Stop
 	stop chan struct{}
 	done chan struct{}
 }
 
+const coarseRunning = 1
+
 // NewCoarseClock returns a stopped clock that, once started, advances every
 // resolution. A resolution below 50µs is raised to 50µs.
 func NewCoarseClock(resolution time.Duration) *CoarseClock {
-	return &CoarseClock{resolution: max(resolution, 50*time.Microsecond)}
+	return &CoarseClock{resolution: max(resolution, 50*time.Microsecond), source: Monotonic}
 }
 
 // Resolution returns the interval at which the running clock advances.
@@ -49,7 +68,17 @@ func (c *CoarseClock) Start() {
 		return
 	}
 	c.stop, c.done = make(chan struct{}), make(chan struct{})
-	c.now.Store(max(Monotonic(), 1))
+	t := c.source()
+	// Set the running bit and raise the time to t at once. A reader of the
+	// stopped clock may have published a later reading since t was read:
+	// the CAS keeps that one, so the first running value is never below a
+	// value already returned.
+	for {
+		old := c.word.Load()
+		if c.word.CompareAndSwap(old, max(old>>1, t)<<1|coarseRunning) {
+			break
+		}
+	}
 	go c.run(c.stop, c.done)
 }
 
@@ -64,16 +93,39 @@ func (c *CoarseClock) Stop() {
 	close(c.stop)
 	<-c.done
 	c.stop, c.done = nil, nil
-	c.now.Store(0)
+	// Clear the running bit, keeping the time: readers now take readings of
+	// their own and raise the time from here.
+	for {
+		old := c.word.Load()
+		if c.word.CompareAndSwap(old, old&^coarseRunning) {
+			break
+		}
+	}
 }
 
 // Now returns the time, in nanoseconds on the [Monotonic] scale. It is a
 // [Clock].
 func (c *CoarseClock) Now() int64 {
-	if t := c.now.Load(); t != 0 {
-		return t
+	if w := c.word.Load(); w&coarseRunning != 0 {
+		return w >> 1
 	}
-	return Monotonic()
+	return c.raise(c.source())
+}
+
+// raise makes the published time at least t and returns the published time,
+// t or a later one another writer published first. The CAS keeps the running
+// bit and never lowers the time: a concurrent raise to a later time makes
+// this one return that later time instead.
+func (c *CoarseClock) raise(t int64) int64 {
+	for {
+		old := c.word.Load()
+		if old>>1 >= t {
+			return old >> 1
+		}
+		if c.word.CompareAndSwap(old, t<<1|old&coarseRunning) {
+			return t
+		}
+	}
 }
 
 func (c *CoarseClock) run(stop <-chan struct{}, done chan<- struct{}) {
@@ -85,7 +137,7 @@ func (c *CoarseClock) run(stop <-chan struct{}, done chan<- struct{}) {
 		case <-stop:
 			return
 		case <-t.C:
-			c.now.Store(max(Monotonic(), 1))
+			c.raise(c.source())
 		}
 	}
 }

@@ -36,6 +36,10 @@ const (
 	// SlidingCounter weighs the previous fixed window's count by its overlap
 	// with the sliding window: O(1) memory, approximate.
 	SlidingCounter Algorithm = 5
+	// Unlimited always passes and keeps no state: an allow-list entry for
+	// given users, APIs or pairs. It takes no Limit, Window or Burst, and
+	// reports Limit and Remaining as math.MaxInt.
+	Unlimited Algorithm = 6
 )
 
 var algorithmNames = map[Algorithm]string{
@@ -44,6 +48,7 @@ var algorithmNames = map[Algorithm]string{
 	SlidingLog:     "SlidingLog",
 	GCRA:           "GCRA",
 	SlidingCounter: "SlidingCounter",
+	Unlimited:      "Unlimited",
 }
 
 // String returns the algorithm's Go name, such as "TokenBucket", or
@@ -70,6 +75,11 @@ type Config struct {
 	// Burst, for TokenBucket and GCRA only, is how many requests a key may
 	// pass at once; the rate stays Limit per Window. 0 means Limit.
 	Burst int
+	// Shadow puts the limit in shadow mode: it decides and counts as usual,
+	// and reports what it would have denied to the observer (see
+	// [OutcomeShadowDenied]), but the caller always passes. It is how a new
+	// limit is rolled out safely.
+	Shadow bool
 }
 
 // HasBurst reports whether a lets Config.Burst differ from the limit.
@@ -77,19 +87,45 @@ func (a Algorithm) HasBurst() bool {
 	return a == TokenBucket || a == GCRA
 }
 
-// String formats c as "TokenBucket 5/1s", or "TokenBucket 100/1m0s burst 10"
-// when it has a burst.
+// String formats c as "TokenBucket 5/1s", "TokenBucket 100/1m0s burst 10"
+// when it has a burst, "Unlimited" for Unlimited, with " shadow" appended in
+// shadow mode.
 func (c Config) String() string {
-	if c.Burst != 0 {
-		return fmt.Sprintf("%v %d/%v burst %d", c.Algorithm, c.Limit, c.Window, c.Burst)
+	var s string
+	switch {
+	case c.Algorithm == Unlimited:
+		s = "Unlimited"
+	case c.Burst != 0:
+		s = fmt.Sprintf("%v %d/%v burst %d", c.Algorithm, c.Limit, c.Window, c.Burst)
+	default:
+		s = fmt.Sprintf("%v %d/%v", c.Algorithm, c.Limit, c.Window)
 	}
-	return fmt.Sprintf("%v %d/%v", c.Algorithm, c.Limit, c.Window)
+	if c.Shadow {
+		s += " shadow"
+	}
+	return s
 }
 
-// Validate reports the first field of c that no algorithm accepts, in an error
-// that names the field and wraps [ErrInvalidConfig]. A valid Config may still
-// be outside the range of its algorithm; the algorithm's constructor says so.
+// Validate reports the first field of c that its algorithm does not accept,
+// in an error that names the field and wraps [ErrInvalidConfig]: a field no
+// algorithm accepts, or one outside the algorithm's [Range]. The algorithm's
+// constructor accepts exactly the Configs Validate accepts.
 func (c Config) Validate() error {
+	if err := c.ValidateFields(); err != nil {
+		return err
+	}
+	return c.Algorithm.Range().check(c)
+}
+
+// ValidateFields is [Config.Validate] without the algorithm's [Range]: it
+// rejects only what no backend can enforce (no algorithm, a Limit below 1, a
+// Window not positive, a negative Burst, a Burst for an algorithm without
+// one). Backends whose state has other widths than the in-memory limiters',
+// such as redislimit, check their own ranges after it.
+func (c Config) ValidateFields() error {
+	if c.Algorithm == Unlimited {
+		return c.validateUnlimited()
+	}
 	switch {
 	case !c.Algorithm.Valid():
 		return fmt.Errorf("hotlimit: Config.Algorithm %v is not an algorithm: %w", c.Algorithm, ErrInvalidConfig)
@@ -105,8 +141,21 @@ func (c Config) Validate() error {
 	return nil
 }
 
+// validateUnlimited rejects the fields that Unlimited does not take.
+func (c Config) validateUnlimited() error {
+	switch {
+	case c.Limit != 0:
+		return fmt.Errorf("hotlimit: Config.Limit %d: Unlimited takes no limit: %w", c.Limit, ErrInvalidConfig)
+	case c.Window != 0:
+		return fmt.Errorf("hotlimit: Config.Window %v: Unlimited takes no window: %w", c.Window, ErrInvalidConfig)
+	case c.Burst != 0:
+		return fmt.Errorf("hotlimit: Config.Burst %d: Unlimited takes no burst: %w", c.Burst, ErrInvalidConfig)
+	}
+	return nil
+}
+
 // algorithmOrder lists the algorithms in the order error messages name them.
-var algorithmOrder = []Algorithm{TokenBucket, FixedWindow, SlidingLog, GCRA, SlidingCounter}
+var algorithmOrder = []Algorithm{TokenBucket, FixedWindow, SlidingLog, GCRA, SlidingCounter, Unlimited}
 
 // MarshalText returns the algorithm's name as [Algorithm.String] spells it,
 // such as "TokenBucket". A value that names no algorithm is an error wrapping
@@ -168,28 +217,40 @@ type configJSON struct {
 	Limit     int       `json:"limit"`
 	Window    string    `json:"window"`
 	Burst     int       `json:"burst,omitempty"`
+	Shadow    bool      `json:"shadow,omitempty"`
+}
+
+// unlimitedJSON is the JSON shape of an Unlimited Config on output.
+type unlimitedJSON struct {
+	Algorithm Algorithm `json:"algorithm"`
+	Shadow    bool      `json:"shadow,omitempty"`
 }
 
 // MarshalJSON encodes c as
 //
 //	{"algorithm":"TokenBucket","limit":5,"window":"1s","burst":10}
 //
-// with the window as a Go duration string ([time.Duration.String]) and burst
-// omitted when 0. It fails only when c.Algorithm names no algorithm.
-// [Config.UnmarshalJSON] reads the output back to an equal Config.
+// with the window as a Go duration string ([time.Duration.String]), burst
+// omitted when 0 and "shadow":true only in shadow mode; an Unlimited Config
+// is {"algorithm":"Unlimited"}. It fails only when c.Algorithm names no
+// algorithm. [Config.UnmarshalJSON] reads the output back to an equal Config.
 func (c Config) MarshalJSON() ([]byte, error) {
-	return json.Marshal(configJSON{Algorithm: c.Algorithm, Limit: c.Limit, Window: c.Window.String(), Burst: c.Burst})
+	if c.Algorithm == Unlimited && c.Limit == 0 && c.Window == 0 && c.Burst == 0 {
+		return json.Marshal(unlimitedJSON{Algorithm: c.Algorithm, Shadow: c.Shadow})
+	}
+	return json.Marshal(configJSON{Algorithm: c.Algorithm, Limit: c.Limit, Window: c.Window.String(), Burst: c.Burst, Shadow: c.Shadow})
 }
 
 // UnmarshalJSON decodes the object [Config.MarshalJSON] writes, strictly:
-// "algorithm", "limit" and "window" are required, "burst" is optional, any
+// "algorithm", "limit" and "window" are required ("limit" and "window" are
+// optional for Unlimited), "burst" and "shadow" are optional, any
 // other field (including a differently cased one) is rejected, the algorithm
 // is read by [Algorithm.UnmarshalText] and the window by [time.ParseDuration].
 // Errors are [*FieldError] values naming the field, or name the object when it
 // is not one; all wrap [ErrInvalidConfig]. On error c is unchanged. It does
 // not call [Config.Validate]: a limit of 0 reads back as 0.
 func (c *Config) UnmarshalJSON(data []byte) error {
-	fields, err := decodeObject(data, "algorithm", "limit", "window", "burst")
+	fields, err := decodeObject(data, "algorithm", "limit", "window", "burst", "shadow")
 	if err != nil {
 		return fmt.Errorf("hotlimit: Config: %w", err)
 	}
@@ -204,10 +265,11 @@ func (c *Config) UnmarshalJSON(data []byte) error {
 		{"limit", &next.Limit, false},
 		{"window", &window, false},
 		{"burst", &next.Burst, true},
+		{"shadow", &next.Shadow, true},
 	} {
 		raw, ok := fields[f.name]
 		if !ok || string(raw) == "null" {
-			if f.optional {
+			if f.optional || next.Algorithm == Unlimited && (f.name == "limit" || f.name == "window") {
 				continue
 			}
 			return &FieldError{Field: f.name, Err: fmt.Errorf("missing: %w", ErrInvalidConfig)}
@@ -221,11 +283,13 @@ func (c *Config) UnmarshalJSON(data []byte) error {
 			return &FieldError{Field: f.name, Err: err}
 		}
 	}
-	w, err := time.ParseDuration(window)
-	if err != nil {
-		return &FieldError{Field: "window", Err: fmt.Errorf("%w: %w", err, ErrInvalidConfig)}
+	if window != "" || next.Algorithm != Unlimited {
+		w, err := time.ParseDuration(window)
+		if err != nil {
+			return &FieldError{Field: "window", Err: fmt.Errorf("%w: %w", err, ErrInvalidConfig)}
+		}
+		next.Window = w
 	}
-	next.Window = w
 	*c = next
 	return nil
 }
@@ -236,8 +300,11 @@ func unjson(err error) string {
 	var te *json.UnmarshalTypeError
 	if errors.As(err, &te) {
 		want := "an integer"
-		if te.Type.String() == "string" || strings.HasSuffix(te.Type.String(), "Algorithm") {
+		switch {
+		case te.Type.String() == "string" || strings.HasSuffix(te.Type.String(), "Algorithm"):
 			want = "a string"
+		case te.Type.String() == "bool":
+			want = "true or false"
 		}
 		return "got JSON " + te.Value + ", want " + want
 	}

@@ -14,7 +14,7 @@ import (
 	"github.com/hotlimit/hotlimit"
 )
 
-var allAlgorithms = []hotlimit.Algorithm{hotlimit.TokenBucket, hotlimit.FixedWindow, hotlimit.SlidingLog, hotlimit.GCRA, hotlimit.SlidingCounter}
+var allAlgorithms = []hotlimit.Algorithm{hotlimit.TokenBucket, hotlimit.FixedWindow, hotlimit.SlidingLog, hotlimit.GCRA, hotlimit.SlidingCounter, hotlimit.Unlimited}
 
 func TestAlgorithmText(t *testing.T) {
 	for _, a := range allAlgorithms {
@@ -64,6 +64,11 @@ func TestConfigJSON(t *testing.T) {
 		{hotlimit.Config{Algorithm: hotlimit.TokenBucket, Limit: 5, Window: time.Second, Burst: 10}, `{"algorithm":"TokenBucket","limit":5,"window":"1s","burst":10}`},
 		{hotlimit.Config{Algorithm: hotlimit.FixedWindow, Limit: 100, Window: time.Minute}, `{"algorithm":"FixedWindow","limit":100,"window":"1m0s"}`},
 		{hotlimit.Config{Algorithm: hotlimit.SlidingCounter, Limit: 1, Window: 1500 * time.Millisecond}, `{"algorithm":"SlidingCounter","limit":1,"window":"1.5s"}`},
+		{hotlimit.Config{Algorithm: hotlimit.GCRA, Limit: 5, Window: time.Second, Shadow: true}, `{"algorithm":"GCRA","limit":5,"window":"1s","shadow":true}`},
+		{hotlimit.Config{Algorithm: hotlimit.Unlimited}, `{"algorithm":"Unlimited"}`},
+		{hotlimit.Config{Algorithm: hotlimit.Unlimited, Shadow: true}, `{"algorithm":"Unlimited","shadow":true}`},
+		// Not valid (Unlimited takes no limit), but written as it is, so that it reads back.
+		{hotlimit.Config{Algorithm: hotlimit.Unlimited, Limit: 3, Window: time.Second}, `{"algorithm":"Unlimited","limit":3,"window":"1s"}`},
 	} {
 		got, err := json.Marshal(tc.c)
 		require.NoError(t, err)
@@ -74,6 +79,8 @@ func TestConfigJSON(t *testing.T) {
 		assert.Equal(t, tc.c, back)
 	}
 	var c hotlimit.Config
+	require.NoError(t, json.Unmarshal([]byte(`{"algorithm":"unlimited","shadow":false}`), &c))
+	assert.Equal(t, hotlimit.Config{Algorithm: hotlimit.Unlimited}, c)
 	require.NoError(t, json.Unmarshal([]byte(`{"window":"250ms","limit":3,"algorithm":"sliding_log","burst":null}`), &c))
 	assert.Equal(t, hotlimit.Config{Algorithm: hotlimit.SlidingLog, Limit: 3, Window: 250 * time.Millisecond}, c)
 
@@ -99,6 +106,8 @@ func TestConfigJSONIsStrictAndNamesTheField(t *testing.T) {
 		{`{"algorithm":"GCRA","limit":1,"window":""}`, "window", `""`},
 		{`{"algorithm":"GCRA","limit":1,"window":"1s","burst":"2"}`, "burst", "want an integer"},
 		{`{"algorithm":"GCRA","limit":1,"window":"1s","bursts":2}`, "", `unknown field "bursts"`},
+		{`{"algorithm":"GCRA","limit":1,"window":"1s","shadow":"yes"}`, "shadow", "want true or false"},
+		{`{"algorithm":"Unlimited","window":"x"}`, "window", `"x"`},
 		{`{"Algorithm":"GCRA","limit":1,"window":"1s"}`, "", `unknown field "Algorithm"`},
 		{`[]`, "", "want a JSON object"},
 		{`null`, "", "want a JSON object"},

@@ -13,7 +13,7 @@ import (
 )
 
 func TestValidateNamesTheField(t *testing.T) {
-	ok := hotlimit.Config{Algorithm: hotlimit.TokenBucket, Limit: 1, Window: time.Nanosecond}
+	ok := hotlimit.Config{Algorithm: hotlimit.TokenBucket, Limit: 1, Window: time.Millisecond}
 	require.NoError(t, ok.Validate())
 	for i, tc := range []struct {
 		c     hotlimit.Config
@@ -28,6 +28,13 @@ func TestValidateNamesTheField(t *testing.T) {
 		{hotlimit.Config{Algorithm: hotlimit.GCRA, Limit: 1, Window: 1, Burst: -1}, "Config.Burst"},
 		{hotlimit.Config{Algorithm: hotlimit.FixedWindow, Limit: 1, Window: 1, Burst: 2}, "Config.Burst"},
 		{hotlimit.Config{Algorithm: hotlimit.SlidingCounter, Limit: 1, Window: 1, Burst: 2}, "Config.Burst"},
+		// Outside the algorithm's range.
+		{hotlimit.Config{Algorithm: hotlimit.TokenBucket, Limit: 1 << 62, Window: time.Second}, "Config.Limit 4611686018427387904 out of range [1, 1048576] for TokenBucket"},
+		{hotlimit.Config{Algorithm: hotlimit.SlidingLog, Limit: 1<<16 + 1, Window: time.Second}, "Config.Limit 65537 out of range [1, 65536]"},
+		{hotlimit.Config{Algorithm: hotlimit.GCRA, Limit: 1, Window: time.Nanosecond}, "Config.Window 1ns out of range [1ms, 24h0m0s]"},
+		{hotlimit.Config{Algorithm: hotlimit.FixedWindow, Limit: 1, Window: 367 * 24 * time.Hour}, "Config.Window"},
+		{hotlimit.Config{Algorithm: hotlimit.TokenBucket, Limit: 1, Window: time.Second, Burst: 1<<20 + 1}, "Config.Burst 1048577 out of range [1, 1048576]"},
+		{hotlimit.Config{Algorithm: hotlimit.GCRA, Limit: 1, Window: 24 * time.Hour, Burst: 367}, "Config.Burst 367 of 1 per 24h0m0s takes longer than"},
 	} {
 		err := tc.c.Validate()
 		require.Error(t, err, "case %d", i)

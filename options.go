@@ -35,6 +35,11 @@ type Options struct {
 	// Factory, when not nil, builds the limiters of a service.Service in
 	// place of the in-memory ones; see [WithFactory].
 	Factory Factory
+	// Observer, when not nil, hears of every decision; see [WithObserver].
+	Observer Observer
+	// NearLimit is the share of a limit at or below which an allowed
+	// request's Remaining counts as near the limit; see [WithNearLimit].
+	NearLimit float64
 	// Extensions holds the options of packages that build on hotlimit, such
 	// as redislimit: each such package reads the values of its own types and
 	// ignores the rest. See [WithExtension].
@@ -89,15 +94,16 @@ func WithAutoSweep(minKeys int) Option {
 
 // WithBurst sets the burst of the algorithms that separate it from the rate:
 // a key may pass up to burst requests at once, and is refilled at the rate
-// of limit per window. burst <= 0 means the limit, the default. Constructors
-// that do not support a burst reject any other value.
+// of limit per window. 0 means the limit, the default. Every constructor
+// rejects a negative burst, and those that do not support a burst reject any
+// value other than 0 and the limit.
 func WithBurst(burst int) Option {
-	return func(o *Options) { o.Burst = max(burst, 0) }
+	return func(o *Options) { o.Burst = burst }
 }
 
 // NewOptions applies opts over the defaults.
 func NewOptions(opts ...Option) Options {
-	o := Options{Clock: Monotonic}
+	o := Options{Clock: Monotonic, NearLimit: DefaultNearLimit}
 	for _, opt := range opts {
 		if opt != nil {
 			opt(&o)

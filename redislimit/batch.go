@@ -23,11 +23,14 @@ type batcher struct {
 	client  redis.UniversalClient
 	script  *redis.Script
 	timeout time.Duration
-	max     int
-	calls   chan *call
-	stop    chan struct{}
-	once    sync.Once
-	wg      sync.WaitGroup
+	// enforced: the client applies context deadlines to its sockets, so a
+	// call made on the caller's goroutine returns by its deadline.
+	enforced bool
+	max      int
+	calls    chan *call
+	stop     chan struct{}
+	once     sync.Once
+	wg       sync.WaitGroup
 }
 
 // call is one script call waiting for its batch.
@@ -44,7 +47,7 @@ var callPool = sync.Pool{New: func() any { return &call{done: make(chan struct{}
 // newBatcher returns the batcher of l, with flushers goroutines sending
 // batches of up to max calls; max 0 sends every call by itself.
 func newBatcher(l *Limiter, max, flushers int) *batcher {
-	b := &batcher{client: l.client, script: l.script, timeout: l.set.timeout,
+	b := &batcher{client: l.client, script: l.script, timeout: l.set.timeout, enforced: enforcesDeadlines(l.client),
 		max: max, calls: make(chan *call), stop: make(chan struct{})}
 	for range min(max, 1) * flushers {
 		b.wg.Go(b.flush)
@@ -68,7 +71,7 @@ func (b *batcher) do(ctx context.Context, redisKey string, args []any) (reply, e
 	case b.calls <- c:
 	case <-b.stop:
 		callPool.Put(c)
-		return b.runOne(ctx, redisKey, args)
+		return b.alone(ctx, redisKey, args)
 	case <-ctx.Done():
 		callPool.Put(c)
 		return reply{}, ctx.Err()
@@ -138,6 +141,35 @@ func (b *batcher) exec(batch []*call, cmds []*redis.Cmd) []*redis.Cmd {
 func (b *batcher) close() {
 	b.once.Do(func() { close(b.stop) })
 	b.wg.Wait()
+}
+
+// alone runs the script for redisKey by itself for a caller that must have
+// its answer by ctx's deadline or the limiter's timeout: on the caller's
+// goroutine when the client enforces deadlines, else on a goroutine of its
+// own that the caller stops waiting for at the deadline.
+func (b *batcher) alone(ctx context.Context, redisKey string, args []any) (reply, error) {
+	if b.enforced || b.timeout <= 0 && ctx.Done() == nil {
+		return b.runOne(ctx, redisKey, args)
+	}
+	if b.timeout > 0 {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, b.timeout)
+		defer cancel()
+	}
+	c := callPool.Get().(*call)
+	go func() {
+		c.rep, c.err = b.runOne(ctx, redisKey, args)
+		c.done <- struct{}{}
+	}()
+	select {
+	case <-c.done:
+		rep, err := c.rep, c.err
+		c.rep, c.err = reply{}, nil
+		callPool.Put(c)
+		return rep, err
+	case <-ctx.Done():
+		return reply{}, ctx.Err() // c is left to its goroutine and the collector
+	}
 }
 
 // runOne runs the script for redisKey by itself: EVALSHA, and EVAL when the

@@ -41,8 +41,9 @@
 //
 // # Failures
 //
-// When Redis cannot decide (an error, the timeout of [WithTimeout], the open
-// breaker of [WithBreaker]), the [FailPolicy] of [WithFailPolicy] does:
+// When Redis cannot decide (an error, the timeout of [WithTimeout], 100 ms by
+// default whatever the client's options, the open breaker of [WithBreaker]),
+// the [FailPolicy] of [WithFailPolicy] does:
 // [FailLocal] (the default) decides with an in-process limiter of the same
 // Config, [FailOpen] admits, [FailClosed] denies. [Limiter.TakeContext]
 // returns the error together with that decision; Take and Allow return the

@@ -374,3 +374,107 @@ func TestRedisRestartReloadsScripts(t *testing.T) {
 		assert.Equal(t, i < faultLimit, take(t, lim, "k", 1).Allowed, "request %d of k", i+1)
 	}
 }
+
+// deadAddr returns a loopback address where nothing listens.
+func deadAddr(t *testing.T) string {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	addr := l.Addr().String()
+	require.NoError(t, l.Close())
+	return addr
+}
+
+// TestDeadRedisDefaultClientIsPrompt: against a port where nothing listens,
+// with a client of default options (go-redis then retries each dial with
+// back-off), decisions come from the failure policy at once, not after the
+// client's own retries: the limiter's default timeout bounds every call and
+// the breaker opens after three.
+func TestDeadRedisDefaultClientIsPrompt(t *testing.T) {
+	client := redis.NewClient(&redis.Options{Addr: deadAddr(t), DialTimeout: 200 * time.Millisecond, MaxRetries: 0})
+	t.Cleanup(func() { _ = client.Close() })
+	lim := newLimiter(t, client, faultConfig, frozenClock())
+	start := time.Now()
+	for i := range 20 {
+		d, err := lim.TakeContext(context.Background(), "k", 1)
+		require.Error(t, err, "decision %d", i+1)
+		assert.Equal(t, i < faultLimit, d.Allowed, "decision %d: FailLocal decides in memory", i+1)
+	}
+	assert.Less(t, time.Since(start), prompt, "20 decisions against a dead port")
+}
+
+// TestPausedRedisDefaultClientIsPrompt: a frozen Redis (SIGSTOP) accepts
+// connections and never answers; with a client of default options, whose
+// read timeout is 3 s and which ignores context deadlines on its sockets,
+// decisions still come from the failure policy within the limiter's default
+// timeout, and from Redis again once it answers.
+func TestPausedRedisDefaultClientIsPrompt(t *testing.T) {
+	srv := redistest.Start(t)
+	client := redis.NewClient(&redis.Options{Addr: srv.Addr})
+	t.Cleanup(func() { _ = client.Close() })
+	obs := &fallbackLog{}
+	lim := newLimiter(t, client, faultConfig, frozenClock(), redislimit.WithBreaker(3, 200*time.Millisecond), hotlimit.WithObserver(obs))
+	take(t, lim, "warm", 1)
+
+	srv.Pause()
+	start := time.Now()
+	for i := range 20 {
+		_, err := lim.TakeContext(context.Background(), fmt.Sprintf("p%d", i), 1)
+		require.Error(t, err, "decision %d while paused", i+1)
+	}
+	took := time.Since(start)
+	srv.Resume()
+	assert.Less(t, took, prompt, "20 decisions against a paused Redis")
+	assert.Less(t, redislimit.DefaultTimeout, prompt/4, "the default timeout is short")
+	reasons := obs.reasons()
+	require.Len(t, reasons, 20, "the observer hears of every fallback")
+	assert.Equal(t, []string{"timeout", "timeout", "timeout"}, reasons[:3], "three timeouts open the breaker")
+	for i, r := range reasons[3:] {
+		assert.Equal(t, "breaker_open", r, "fallback %d", i+4)
+	}
+
+	require.Eventually(t, func() bool {
+		_, err := lim.TakeContext(context.Background(), "back", 0)
+		return err == nil
+	}, 10*time.Second, 50*time.Millisecond, "Redis decides again once it answers")
+}
+
+// fallbackLog is a hotlimit.FallbackObserver that records the reasons.
+type fallbackLog struct {
+	mu  sync.Mutex
+	got []hotlimit.Fallback
+}
+
+func (f *fallbackLog) Observe(hotlimit.Event) {}
+
+func (f *fallbackLog) ObserveFallback(fb hotlimit.Fallback) {
+	f.mu.Lock()
+	f.got = append(f.got, fb)
+	f.mu.Unlock()
+}
+
+func (f *fallbackLog) reasons() []string {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	var r []string
+	for _, fb := range f.got {
+		if fb.Backend == "redis" && fb.Policy == faultConfig {
+			r = append(r, fb.Reason)
+		}
+	}
+	return r
+}
+
+func TestReason(t *testing.T) {
+	assert.Equal(t, "breaker_open", redislimit.Reason(redislimit.ErrBreakerOpen))
+	assert.Equal(t, "timeout", redislimit.Reason(fmt.Errorf("x: %w", context.DeadlineExceeded)))
+	assert.Equal(t, "canceled", redislimit.Reason(context.Canceled))
+	assert.Equal(t, "clock_range", redislimit.Reason(redislimit.ErrClockRange))
+	assert.Equal(t, "error", redislimit.Reason(errors.New("ERR something")))
+	assert.Equal(t, "timeout", redislimit.Reason(&net.OpError{Op: "read", Err: timeoutErr{}}))
+}
+
+type timeoutErr struct{}
+
+func (timeoutErr) Error() string   { return "i/o timeout" }
+func (timeoutErr) Timeout() bool   { return true }
+func (timeoutErr) Temporary() bool { return true }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net"
 	"runtime"
 	"strconv"
 	"sync/atomic"
@@ -42,6 +43,9 @@ type Limiter struct {
 	c      hotlimit.Config
 	script *redis.Script
 	set    settings
+	// fallbacks hears of every decision the failure policy makes, when the
+	// options' Observer wants them.
+	fallbacks hotlimit.FallbackObserver
 	// batch runs the scripts, sharing round trips between concurrent calls
 	// unless WithBatch turned that off.
 	batch    *batcher
@@ -92,8 +96,11 @@ func New(client redis.UniversalClient, c hotlimit.Config, opts ...hotlimit.Optio
 	if o.Burst > 0 && c.Burst == 0 {
 		c.Burst = o.Burst
 	}
-	if err := c.Validate(); err != nil {
+	if err := c.ValidateFields(); err != nil {
 		return nil, err
+	}
+	if scripts[c.Algorithm] == nil {
+		return nil, fmt.Errorf("redislimit: %v keeps no state to share: use it in memory: %w", c.Algorithm, hotlimit.ErrInvalidConfig)
 	}
 	l := &Limiter{client: client, c: c, script: scripts[c.Algorithm], set: read(o), unit: time.Microsecond}
 	if l.set.invalidated != nil {
@@ -105,14 +112,12 @@ func New(client redis.UniversalClient, c hotlimit.Config, opts ...hotlimit.Optio
 	if err := l.checkRange(); err != nil {
 		return nil, err
 	}
-	if err := checkTimeout(client, l.set.timeout); err != nil {
-		return nil, err
-	}
 	alg := c.Algorithm.String()
 	l.keyPrefix = l.set.prefix + alg + ":" + strconv.Itoa(c.Limit) + ":" + strconv.FormatInt(l.window, 10) +
 		":" + strconv.FormatInt(l.burst, 10) + ":" + l.unit.String()[1:] + ":{"
 	l.fixed = [4]any{int64(c.Limit), l.window, l.burst, int64(time.Millisecond / l.unit)}
 	l.breaker = newBreaker(l.set.failures, l.set.cooldown)
+	l.fallbacks, _ = o.Observer.(hotlimit.FallbackObserver)
 	if l.set.policy == FailLocal {
 		local, err := service.NewLimiter(c, hotlimit.WithClock(l.clock))
 		if err != nil {
@@ -178,24 +183,19 @@ func canLease(a hotlimit.Algorithm) bool {
 	return a == hotlimit.TokenBucket || a == hotlimit.GCRA || a == hotlimit.FixedWindow
 }
 
-// checkTimeout rejects a timeout that go-redis would not apply to the socket.
-func checkTimeout(client redis.UniversalClient, timeout time.Duration) error {
-	if timeout <= 0 {
-		return nil
-	}
-	enabled := true
+// enforcesDeadlines reports whether go-redis applies a context's deadline to
+// the client's sockets (ContextTimeoutEnabled): a client of unknown type is
+// assumed not to.
+func enforcesDeadlines(client redis.UniversalClient) bool {
 	switch c := client.(type) {
 	case *redis.Client:
-		enabled = c.Options().ContextTimeoutEnabled
+		return c.Options().ContextTimeoutEnabled
 	case *redis.ClusterClient:
-		enabled = c.Options().ContextTimeoutEnabled
+		return c.Options().ContextTimeoutEnabled
 	case *redis.Ring:
-		enabled = c.Options().ContextTimeoutEnabled
+		return c.Options().ContextTimeoutEnabled
 	}
-	if !enabled {
-		return fmt.Errorf("redislimit: WithTimeout needs ContextTimeoutEnabled in the client's options, or go-redis waits for its own read timeout: %w", hotlimit.ErrInvalidConfig)
-	}
-	return nil
+	return false
 }
 
 // Config returns the policy the limiter enforces.
@@ -317,7 +317,7 @@ func (l *Limiter) run(ctx context.Context, k string, n, extra, giveback, at int6
 			return l.batch.do(ctx, k, args)
 		}
 	}
-	return l.batch.runOne(ctx, k, args)
+	return l.batch.alone(ctx, k, args)
 }
 
 // parse reads a script's reply.
@@ -389,7 +389,30 @@ func (l *Limiter) fail(key string, n int, err error) (hotlimit.Decision, hotlimi
 	if l.set.hook != nil {
 		l.set.hook(Event{Key: key, N: n, Err: err, Policy: l.set.policy, Decision: d})
 	}
+	if l.fallbacks != nil {
+		l.fallbacks.ObserveFallback(hotlimit.Fallback{Backend: "redis", Reason: Reason(err), Policy: l.c, Decision: d})
+	}
 	return d, hotlimit.Receipt{}, err
+}
+
+// Reason names the kind of err, a reason Redis did not decide, as
+// [hotlimit.Fallback] reports it: "breaker_open" ([ErrBreakerOpen]),
+// "timeout" (a deadline passed, the limiter's or the caller's), "canceled"
+// (the caller's context), "clock_range" ([ErrClockRange]) or "error"
+// (anything else: a refused connection, a Redis error).
+func Reason(err error) string {
+	var netErr net.Error
+	switch {
+	case errors.Is(err, ErrBreakerOpen):
+		return "breaker_open"
+	case errors.Is(err, context.DeadlineExceeded), errors.As(err, &netErr) && netErr.Timeout():
+		return "timeout"
+	case errors.Is(err, context.Canceled):
+		return "canceled"
+	case errors.Is(err, ErrClockRange):
+		return "clock_range"
+	}
+	return "error"
 }
 
 // Len returns the number of keys holding a lease in this process; 0 without

@@ -72,7 +72,7 @@ type settings struct {
 type option func(*settings)
 
 func defaults() settings {
-	return settings{prefix: "hotlimit:", failures: 3, cooldown: time.Second, batch: 64, flushers: 2}
+	return settings{prefix: "hotlimit:", timeout: DefaultTimeout, failures: 3, cooldown: time.Second, batch: 64, flushers: 2}
 }
 
 // read applies the options of this package found in o.
@@ -104,11 +104,21 @@ func WithFailPolicy(p FailPolicy) hotlimit.Option {
 	}))
 }
 
+// DefaultTimeout is how long a call waits for Redis before the failure
+// policy decides, unless [WithTimeout] says otherwise: a hot path must not
+// wait for a client's own retries and read timeouts (seconds, by default).
+const DefaultTimeout = 100 * time.Millisecond
+
 // WithTimeout bounds every call to Redis to d, on top of the caller's
-// context; d <= 0, the default, leaves only the caller's context and the
-// client's own timeouts. go-redis applies a context's deadline to the
-// socket only with ContextTimeoutEnabled set in the client's options, so New
-// rejects a client without it.
+// context: past d the caller stops waiting and the failure policy decides
+// (see [FailPolicy]); the default is [DefaultTimeout]. d <= 0 turns the
+// bound off, leaving the caller's context and the client's own timeouts.
+//
+// The bound holds whatever the client's options. With ContextTimeoutEnabled
+// in them, go-redis also applies the deadline to the socket and gives the
+// connection up at once; without it, a call that Redis does not answer
+// (a frozen server) is left to finish under the client's read timeout on a
+// goroutine of its own, while the caller has its decision.
 func WithTimeout(d time.Duration) hotlimit.Option {
 	return hotlimit.WithExtension(option(func(s *settings) { s.timeout = max(d, 0) }))
 }

@@ -10,6 +10,7 @@ import (
 	"github.com/hotlimit/hotlimit/slidingcounter"
 	"github.com/hotlimit/hotlimit/slidinglog"
 	"github.com/hotlimit/hotlimit/tokenbucket"
+	"github.com/hotlimit/hotlimit/unlimited"
 )
 
 // constructor builds a limiter of one algorithm.
@@ -22,6 +23,9 @@ var constructors = map[hotlimit.Algorithm]constructor{
 	hotlimit.SlidingLog:     adapt(slidinglog.New),
 	hotlimit.GCRA:           adapt(gcra.New),
 	hotlimit.SlidingCounter: adapt(slidingcounter.New),
+	hotlimit.Unlimited: func(_ int, _ time.Duration, opts ...hotlimit.Option) (hotlimit.Limiter, error) {
+		return unlimited.New(opts...)
+	},
 }
 
 // adapt turns a package's typed constructor into a constructor, returning a
@@ -53,10 +57,12 @@ func NewLimiter(c hotlimit.Config, opts ...hotlimit.Option) (hotlimit.Limiter, e
 }
 
 // newLimiter builds c's limiter with the factory that opts name, if any, else
-// with [NewLimiter].
+// with [NewLimiter]. Unlimited has no state to share: it is always built here.
 func newLimiter(c hotlimit.Config, opts ...hotlimit.Option) (hotlimit.Limiter, error) {
-	if f := hotlimit.NewOptions(opts...).Factory; f != nil {
-		if err := c.Validate(); err != nil {
+	if f := hotlimit.NewOptions(opts...).Factory; f != nil && c.Algorithm != hotlimit.Unlimited {
+		// The factory checks its own ranges, which may differ from the
+		// in-memory limiters'.
+		if err := c.ValidateFields(); err != nil {
 			return nil, err
 		}
 		return f(c, opts...)

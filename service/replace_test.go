@@ -123,7 +123,7 @@ func TestNewFromRulesRejectsBadRules(t *testing.T) {
 		APIs:    map[string]service.Limits{"GET /x": one(cfg(hotlimit.SlidingLog, 1<<20))},
 	})
 	assert.ErrorIs(t, err, hotlimit.ErrInvalidConfig)
-	assert.ErrorContains(t, err, `apis["GET /x"][0]: slidinglog: limit`)
+	assert.ErrorContains(t, err, `apis["GET /x"][0]: hotlimit: Config.Limit 1048576 out of range [1, 65536] for SlidingLog`)
 }
 
 // TestReplaceHammer swaps two rule sets in a loop while goroutines call Allow

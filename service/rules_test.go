@@ -91,10 +91,10 @@ func TestLoadRulesErrorsNameTheEntry(t *testing.T) {
 		{`{"default":[{"algorithm":"GCRA","limit":"1","window":"1s"}]}`, `default[0].limit: got JSON string, want an integer`},
 		{`{"default":[{"algorithm":"GCRA","window":"1s"}]}`, `default[0].limit: missing`},
 		{`{"default":[{"algorithm":"GCRA","limit":1,"window":"1s","Burst":1}]}`, `default[0]: hotlimit: Config: unknown field "Burst"`},
-		{`{"default":[` + tb1 + `],"apis":{"GET /search":[{"algorithm":"TokenBucket","limit":1073741824,"window":"1s"}]}}`, `apis["GET /search"][0]: tokenbucket: limit 1073741824 out of range [1, 1048576]`},
+		{`{"default":[` + tb1 + `],"apis":{"GET /search":[{"algorithm":"TokenBucket","limit":1073741824,"window":"1s"}]}}`, `apis["GET /search"][0]: hotlimit: Config.Limit 1073741824 out of range [1, 1048576] for TokenBucket`},
 		{`{"default":[` + tb1 + `],"apis":{"a":[{"algorithm":"GCRA","limit":0,"window":"1s"}]}}`, `apis["a"][0]: hotlimit: Config.Limit 0 must be at least 1`},
 		{`{"default":[` + tb1 + `],"apis":{"a":[{"algorithm":"FixedWindow","limit":1,"window":"1s","burst":2}]}}`, `apis["a"][0]: hotlimit: Config.Burst 2`},
-		{`{"default":[` + tb1 + `],"pairs":[{"user":"u","api":"a","limits":[` + tb1 + `,{"algorithm":"SlidingLog","limit":1,"window":"10000h"}]}]}`, `pairs["u","a"][1]: slidinglog: window`},
+		{`{"default":[` + tb1 + `],"pairs":[{"user":"u","api":"a","limits":[` + tb1 + `,{"algorithm":"SlidingLog","limit":1,"window":"10000h"}]}]}`, `pairs["u","a"][1]: hotlimit: Config.Window 10000h0m0s out of range`},
 		{`{"default":[` + tb1 + `],"pairs":[{"user":"u","api":"a","limits":[` + tb1 + `,{"algorithm":"SlidingLog","limit":1,"window":"-1s"}]}]}`, `pairs["u","a"][1]: hotlimit: Config.Window -1s must be positive`},
 		{`{"default":[` + tb1 + `],"pairs":[{"user":"u","api":"a","limits":[` + tb1 + `]},{"user":"u","api":"a","limits":[` + tb1 + `]}]}`, `pairs[1]: user "u", api "a" listed twice`},
 		{`{"default":[` + tb1 + `],"pairs":[{"user":"u","limits":[` + tb1 + `]}]}`, `pairs[0].api: missing`},
@@ -136,7 +136,7 @@ func TestRulesValidate(t *testing.T) {
 	r.Pairs[service.Pair{User: "x\x00", API: "y"}] = service.Limits{{Algorithm: hotlimit.GCRA, Limit: 1, Window: time.Nanosecond}}
 	err := r.Validate()
 	assert.ErrorIs(t, err, hotlimit.ErrInvalidConfig)
-	assert.ErrorContains(t, err, `pairs["x\x00","y"][0]: gcra: window`)
+	assert.ErrorContains(t, err, `pairs["x\x00","y"][0]: hotlimit: Config.Window 1ns out of range`)
 }
 
 func TestRulesClone(t *testing.T) {

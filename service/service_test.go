@@ -160,6 +160,7 @@ func TestFrozenClockHammer(t *testing.T) {
 				require.NoError(t, s.ConfigureAPI("other", cfg(a, limit+1)))
 				var passed [2]atomic.Int64
 				var wg sync.WaitGroup
+				calls := max(calls, 4*(limit+1)/goroutines) // each api asked well past its limit
 				for g := range goroutines {
 					wg.Go(func() {
 						for i := range calls {

@@ -1,0 +1,137 @@
+package hotlimitotel_test
+
+import (
+	"context"
+	"sync"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	"go.opentelemetry.io/otel/attribute"
+	sdkmetric "go.opentelemetry.io/otel/sdk/metric"
+	"go.opentelemetry.io/otel/sdk/metric/metricdata"
+
+	"github.com/hotlimit/hotlimit"
+	"github.com/hotlimit/hotlimit/hotlimitotel"
+)
+
+// setup returns metrics recording into a manual reader.
+func setup(t *testing.T) (*hotlimitotel.Metrics, *sdkmetric.ManualReader) {
+	t.Helper()
+	reader := sdkmetric.NewManualReader()
+	provider := sdkmetric.NewMeterProvider(sdkmetric.WithReader(reader))
+	t.Cleanup(func() { _ = provider.Shutdown(context.Background()) })
+	m, err := hotlimitotel.New(provider.Meter("hotlimit"))
+	require.NoError(t, err)
+	return m, reader
+}
+
+// sums collects the reader and returns instrument -> "attr=v,attr=v" -> value.
+func sums(t *testing.T, reader *sdkmetric.ManualReader) map[string]map[string]int64 {
+	t.Helper()
+	var rm metricdata.ResourceMetrics
+	require.NoError(t, reader.Collect(context.Background(), &rm))
+	out := map[string]map[string]int64{}
+	for _, sm := range rm.ScopeMetrics {
+		for _, m := range sm.Metrics {
+			series := map[string]int64{}
+			switch data := m.Data.(type) {
+			case metricdata.Sum[int64]:
+				for _, p := range data.DataPoints {
+					series[attrs(p.Attributes)] = p.Value
+				}
+			case metricdata.Gauge[int64]:
+				for _, p := range data.DataPoints {
+					series[attrs(p.Attributes)] = p.Value
+				}
+			}
+			out[m.Name] = series
+		}
+	}
+	return out
+}
+
+func attrs(s attribute.Set) string {
+	out := ""
+	for _, kv := range s.ToSlice() {
+		if out != "" {
+			out += ","
+		}
+		out += string(kv.Key) + "=" + kv.Value.Emit()
+	}
+	return out
+}
+
+func TestMetricsAfterAKnownSequence(t *testing.T) {
+	m, reader := setup(t)
+	for _, e := range []hotlimit.Event{
+		{Rule: "default", Outcome: hotlimit.OutcomeAllowed, N: 1},
+		{Rule: "default", Outcome: hotlimit.OutcomeAllowed, N: 1},
+		{Rule: "default", Outcome: hotlimit.OutcomeNearLimit, N: 1},
+		{Rule: "default", Outcome: hotlimit.OutcomeDenied, N: 1},
+		{Rule: `apis["GET /pay"]`, Outcome: hotlimit.OutcomeShadowDenied, N: 3},
+		{Rule: "default", Outcome: hotlimit.OutcomeAllowed, N: 0}, // a report counts a decision, no request
+	} {
+		m.Observe(e)
+	}
+	m.ObserveFallback(hotlimit.Fallback{Backend: "redis", Reason: "timeout"})
+	m.ObserveFallback(hotlimit.Fallback{Backend: "redis", Reason: "timeout"})
+	m.WatchKeys("api", func() int { return 42 })
+	m.WatchKeys("gone", func() int { return 1 })
+	m.WatchKeys("gone", nil)
+
+	got := sums(t, reader)
+	assert.Equal(t, map[string]int64{
+		"outcome=allowed,rule=default":                3,
+		"outcome=near_limit,rule=default":             1,
+		"outcome=denied,rule=default":                 1,
+		`outcome=shadow_denied,rule=apis["GET /pay"]`: 1,
+	}, got["hotlimit.decisions"])
+	assert.Equal(t, map[string]int64{
+		"outcome=allowed,rule=default":                2,
+		"outcome=near_limit,rule=default":             1,
+		"outcome=denied,rule=default":                 1,
+		`outcome=shadow_denied,rule=apis["GET /pay"]`: 3,
+	}, got["hotlimit.requests"])
+	assert.Equal(t, map[string]int64{"backend=redis,reason=timeout": 2}, got["hotlimit.fallbacks"])
+	assert.Equal(t, map[string]int64{"limiter=api": 42}, got["hotlimit.keys"])
+}
+
+func TestObserveCountsEveryDecisionConcurrently(t *testing.T) {
+	m, reader := setup(t)
+	const goroutines, each = 8, 2000
+	var wg sync.WaitGroup
+	for g := range goroutines {
+		wg.Go(func() {
+			for i := range each {
+				m.Observe(hotlimit.Event{Rule: []string{"a", "b"}[(g+i)%2], Outcome: hotlimit.OutcomeDenied, N: 1})
+			}
+		})
+	}
+	wg.Wait()
+	got := sums(t, reader)["hotlimit.decisions"]
+	assert.Equal(t, int64(goroutines*each/2), got["outcome=denied,rule=a"])
+	assert.Equal(t, int64(goroutines*each/2), got["outcome=denied,rule=b"])
+	assert.NotPanics(t, func() { m.Observe(hotlimit.Event{Rule: "a", Outcome: 99}) })
+}
+
+func BenchmarkObserve(b *testing.B) {
+	reader := sdkmetric.NewManualReader()
+	provider := sdkmetric.NewMeterProvider(sdkmetric.WithReader(reader))
+	m, err := hotlimitotel.New(provider.Meter("hotlimit"))
+	require.NoError(b, err)
+	e := hotlimit.Event{Rule: "default", Outcome: hotlimit.OutcomeAllowed, N: 1}
+	b.ReportAllocs()
+	b.RunParallel(func(pb *testing.PB) {
+		for pb.Next() {
+			m.Observe(e)
+		}
+	})
+}
+
+func TestObserveDoesNotAllocate(t *testing.T) {
+	m, _ := setup(t)
+	e := hotlimit.Event{Rule: "default", Outcome: hotlimit.OutcomeAllowed, N: 1}
+	m.Observe(e)
+	assert.Zero(t, testing.AllocsPerRun(1000, func() { m.Observe(e) }))
+}

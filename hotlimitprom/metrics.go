@@ -1,0 +1,173 @@
+// Package hotlimitprom exports hotlimit's decisions as Prometheus metrics.
+//
+// A [Metrics] is a [hotlimit.FallbackObserver]: give it to a service (or any
+// limiter that reports to an observer) with [hotlimit.WithObserver], and
+// register it with a Prometheus registry:
+//
+//	m := hotlimitprom.New()
+//	prometheus.MustRegister(m)
+//	svc, err := service.NewFromRules(rules, hotlimit.WithObserver(m))
+//	m.WatchKeys("api", svc.Len)
+//
+// It exports, with labels bounded by the configuration (never a label per key
+// or per user):
+//
+//	hotlimit_decisions_total{rule, outcome}  counter  decisions, by the rule that decided and
+//	                                                  outcome: allowed, near_limit, denied, shadow_denied
+//	hotlimit_requests_total{rule, outcome}   counter  requests (a Take of n counts n)
+//	hotlimit_fallbacks_total{backend, reason} counter decisions a backend (Redis) could not make,
+//	                                                  by reason: timeout, breaker_open, canceled,
+//	                                                  clock_range, error
+//	hotlimit_keys{limiter}                   gauge    keys held, per function given to WatchKeys
+//
+// Observe costs one lock-free map load and two atomic adds, and allocates
+// nothing once a rule has been seen.
+package hotlimitprom
+
+import (
+	"sync"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/puzpuzpuz/xsync/v3"
+
+	"github.com/hotlimit/hotlimit"
+)
+
+// outcomes is the number of hotlimit.Outcome values, the zero one included.
+const outcomes = int(hotlimit.OutcomeShadowDenied) + 1
+
+// ruleCounters holds a rule's counters, by outcome.
+type ruleCounters struct {
+	decisions [outcomes]prometheus.Counter
+	requests  [outcomes]prometheus.Counter
+}
+
+// Metrics counts decisions and fallbacks; see the package documentation. It
+// is safe for concurrent use. The zero value is not usable; call [New].
+type Metrics struct {
+	decisions *prometheus.CounterVec
+	requests  *prometheus.CounterVec
+	fallbacks *prometheus.CounterVec
+	keysDesc  *prometheus.Desc
+
+	// rules caches each rule's counters, so that Observe does no label
+	// hashing: loaded by anyone, stored once per rule.
+	rules *xsync.MapOf[string, *ruleCounters]
+
+	mu   sync.Mutex // guards keys
+	keys map[string]func() int
+}
+
+// Option configures [New].
+type Option func(*settings)
+
+type settings struct {
+	namespace   string
+	constLabels prometheus.Labels
+}
+
+// WithNamespace sets the metrics' namespace, the prefix of their names:
+// "hotlimit" by default.
+func WithNamespace(ns string) Option { return func(s *settings) { s.namespace = ns } }
+
+// WithConstLabels adds labels with fixed values to every metric, such as
+// the application's name.
+func WithConstLabels(l prometheus.Labels) Option { return func(s *settings) { s.constLabels = l } }
+
+// New returns the metrics, to register with a registry and to give to
+// [hotlimit.WithObserver].
+func New(opts ...Option) *Metrics {
+	s := settings{namespace: "hotlimit"}
+	for _, o := range opts {
+		if o != nil {
+			o(&s)
+		}
+	}
+	counter := func(name, help string, labels ...string) *prometheus.CounterVec {
+		return prometheus.NewCounterVec(prometheus.CounterOpts{
+			Namespace: s.namespace, Name: name, Help: help, ConstLabels: s.constLabels,
+		}, labels)
+	}
+	return &Metrics{
+		decisions: counter("decisions_total", "Rate-limit decisions, by the rule that decided and outcome.", "rule", "outcome"),
+		requests:  counter("requests_total", "Requests decided (a decision on n requests counts n), by rule and outcome.", "rule", "outcome"),
+		fallbacks: counter("fallbacks_total", "Decisions a backend could not make, made by its failure policy, by backend and reason.", "backend", "reason"),
+		keysDesc: prometheus.NewDesc(prometheus.BuildFQName(s.namespace, "", "keys"),
+			"Keys held by a limiter or service.", []string{"limiter"}, s.constLabels),
+		rules: xsync.NewMapOf[string, *ruleCounters](),
+		keys:  map[string]func() int{},
+	}
+}
+
+// Observe counts e; see [hotlimit.Observer].
+func (m *Metrics) Observe(e hotlimit.Event) {
+	rc, ok := m.rules.Load(e.Rule)
+	if !ok {
+		rc = m.counters(e.Rule)
+	}
+	o := int(e.Outcome)
+	if o >= outcomes {
+		o = 0
+	}
+	rc.decisions[o].Inc()
+	if e.N > 0 {
+		rc.requests[o].Add(float64(e.N))
+	}
+}
+
+// counters returns rule's counters, creating them on its first decision.
+func (m *Metrics) counters(rule string) *ruleCounters {
+	rc, _ := m.rules.LoadOrCompute(rule, func() *ruleCounters {
+		rc := &ruleCounters{}
+		for o := range outcomes {
+			name := hotlimit.Outcome(o).String()
+			rc.decisions[o] = m.decisions.WithLabelValues(rule, name)
+			rc.requests[o] = m.requests.WithLabelValues(rule, name)
+		}
+		return rc
+	})
+	return rc
+}
+
+// ObserveFallback counts f; see [hotlimit.FallbackObserver].
+func (m *Metrics) ObserveFallback(f hotlimit.Fallback) {
+	m.fallbacks.WithLabelValues(f.Backend, f.Reason).Inc()
+}
+
+// WatchKeys exports keys(), read at each scrape, as hotlimit_keys with the
+// label limiter=name: pass a service's or a limiter's Len. A second call
+// with the same name replaces the first; a nil keys removes it.
+func (m *Metrics) WatchKeys(name string, keys func() int) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if keys == nil {
+		delete(m.keys, name)
+		return
+	}
+	m.keys[name] = keys
+}
+
+// Describe sends the metrics' descriptions; see [prometheus.Collector].
+func (m *Metrics) Describe(ch chan<- *prometheus.Desc) {
+	m.decisions.Describe(ch)
+	m.requests.Describe(ch)
+	m.fallbacks.Describe(ch)
+	ch <- m.keysDesc
+}
+
+// Collect sends the metrics' values; see [prometheus.Collector].
+func (m *Metrics) Collect(ch chan<- prometheus.Metric) {
+	m.decisions.Collect(ch)
+	m.requests.Collect(ch)
+	m.fallbacks.Collect(ch)
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	for name, keys := range m.keys {
+		ch <- prometheus.MustNewConstMetric(m.keysDesc, prometheus.GaugeValue, float64(keys()), name)
+	}
+}
+
+var (
+	_ hotlimit.FallbackObserver = (*Metrics)(nil)
+	_ prometheus.Collector      = (*Metrics)(nil)
+)

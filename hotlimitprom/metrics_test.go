@@ -1,0 +1,158 @@
+package hotlimitprom_test
+
+import (
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/testutil"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/hotlimit/hotlimit"
+	"github.com/hotlimit/hotlimit/hotlimitprom"
+	"github.com/hotlimit/hotlimit/tokenbucket"
+)
+
+// observe takes n from lim for key and reports the decision to m as a
+// service would, under rule.
+func observe(m *hotlimitprom.Metrics, lim hotlimit.Limiter, rule, key string, n int) {
+	c := hotlimit.Config{Algorithm: hotlimit.TokenBucket, Limit: 5, Window: time.Second}
+	d := lim.Take(key, n)
+	m.Observe(hotlimit.Event{Rule: rule, Policy: c, Outcome: hotlimit.Classify(d, false, hotlimit.DefaultNearLimit), N: n, Decision: d})
+}
+
+func TestMetricsAfterAKnownSequence(t *testing.T) {
+	var now atomic.Int64
+	lim, err := tokenbucket.New(5, time.Second, hotlimit.WithClock(now.Load))
+	require.NoError(t, err)
+	m := hotlimitprom.New()
+	reg := prometheus.NewPedanticRegistry()
+	require.NoError(t, reg.Register(m))
+
+	// Limit 5, near limit at Remaining <= 1: 3 allowed, 1 near (Remaining 1),
+	// 1 near (Remaining 0), then 2 denied; another rule takes 2 at once.
+	for range 7 {
+		observe(m, lim, "default", "a", 1)
+	}
+	observe(m, lim, `apis["GET /pay"]`, "b", 2)
+	m.ObserveFallback(hotlimit.Fallback{Backend: "redis", Reason: "timeout"})
+	m.ObserveFallback(hotlimit.Fallback{Backend: "redis", Reason: "breaker_open"})
+	m.ObserveFallback(hotlimit.Fallback{Backend: "redis", Reason: "breaker_open"})
+	keys := 2
+	m.WatchKeys("api", func() int { return keys })
+
+	want := `
+# HELP hotlimit_decisions_total Rate-limit decisions, by the rule that decided and outcome.
+# TYPE hotlimit_decisions_total counter
+hotlimit_decisions_total{outcome="allowed",rule="apis[\"GET /pay\"]"} 1
+hotlimit_decisions_total{outcome="allowed",rule="default"} 3
+hotlimit_decisions_total{outcome="denied",rule="apis[\"GET /pay\"]"} 0
+hotlimit_decisions_total{outcome="denied",rule="default"} 2
+hotlimit_decisions_total{outcome="near_limit",rule="apis[\"GET /pay\"]"} 0
+hotlimit_decisions_total{outcome="near_limit",rule="default"} 2
+hotlimit_decisions_total{outcome="shadow_denied",rule="apis[\"GET /pay\"]"} 0
+hotlimit_decisions_total{outcome="shadow_denied",rule="default"} 0
+hotlimit_decisions_total{outcome="unknown",rule="apis[\"GET /pay\"]"} 0
+hotlimit_decisions_total{outcome="unknown",rule="default"} 0
+# HELP hotlimit_fallbacks_total Decisions a backend could not make, made by its failure policy, by backend and reason.
+# TYPE hotlimit_fallbacks_total counter
+hotlimit_fallbacks_total{backend="redis",reason="breaker_open"} 2
+hotlimit_fallbacks_total{backend="redis",reason="timeout"} 1
+# HELP hotlimit_keys Keys held by a limiter or service.
+# TYPE hotlimit_keys gauge
+hotlimit_keys{limiter="api"} 2
+`
+	assert.NoError(t, testutil.GatherAndCompare(reg, strings.NewReader(want),
+		"hotlimit_decisions_total", "hotlimit_fallbacks_total", "hotlimit_keys"))
+	assert.Equal(t, 2.0, testutil.ToFloat64(requests(t, reg, `apis["GET /pay"]`, "allowed")), "a Take of 2 counts 2 requests")
+
+	keys = 7
+	m.WatchKeys("other", func() int { return 1 })
+	m.WatchKeys("other", nil)
+	assert.NoError(t, testutil.GatherAndCompare(reg, strings.NewReader(`
+# HELP hotlimit_keys Keys held by a limiter or service.
+# TYPE hotlimit_keys gauge
+hotlimit_keys{limiter="api"} 7
+`), "hotlimit_keys"))
+}
+
+// requests returns the hotlimit_requests_total series of rule and outcome.
+func requests(t *testing.T, reg *prometheus.Registry, rule, outcome string) prometheus.Collector {
+	t.Helper()
+	families, err := reg.Gather()
+	require.NoError(t, err)
+	for _, f := range families {
+		if f.GetName() != "hotlimit_requests_total" {
+			continue
+		}
+		for _, m := range f.GetMetric() {
+			labels := map[string]string{}
+			for _, l := range m.GetLabel() {
+				labels[l.GetName()] = l.GetValue()
+			}
+			if labels["rule"] == rule && labels["outcome"] == outcome {
+				c := prometheus.NewCounter(prometheus.CounterOpts{Name: "x"})
+				c.Add(m.GetCounter().GetValue())
+				return c
+			}
+		}
+	}
+	t.Fatalf("no hotlimit_requests_total{rule=%q,outcome=%q}", rule, outcome)
+	return nil
+}
+
+func TestObserveCountsEveryDecisionConcurrently(t *testing.T) {
+	m := hotlimitprom.New(hotlimitprom.WithNamespace("x"), hotlimitprom.WithConstLabels(prometheus.Labels{"app": "t"}))
+	reg := prometheus.NewPedanticRegistry()
+	require.NoError(t, reg.Register(m))
+	const goroutines, each = 8, 2000
+	rules := []string{"default", "users[\"a\"]", "apis[\"b\"]"}
+	var wg sync.WaitGroup
+	for g := range goroutines {
+		wg.Go(func() {
+			for i := range each {
+				m.Observe(hotlimit.Event{Rule: rules[(g+i)%len(rules)], Outcome: hotlimit.OutcomeDenied, N: 1})
+			}
+		})
+	}
+	wg.Wait()
+	n, err := testutil.GatherAndCount(reg, "x_decisions_total")
+	require.NoError(t, err)
+	assert.Equal(t, len(rules)*5, n, "one series per rule and outcome")
+	total := 0.0
+	families, err := reg.Gather()
+	require.NoError(t, err)
+	for _, f := range families {
+		if f.GetName() == "x_decisions_total" {
+			for _, s := range f.GetMetric() {
+				total += s.GetCounter().GetValue()
+				assert.Contains(t, s.String(), `value:"t"`, "const label")
+			}
+		}
+	}
+	assert.Equal(t, float64(goroutines*each), total, "every decision counted once")
+}
+
+func TestObserveDoesNotAllocate(t *testing.T) {
+	m := hotlimitprom.New()
+	e := hotlimit.Event{Rule: "default", Outcome: hotlimit.OutcomeAllowed, N: 1}
+	m.Observe(e)
+	assert.Zero(t, testing.AllocsPerRun(1000, func() { m.Observe(e) }))
+	bad := hotlimit.Event{Rule: "default", Outcome: 77, N: 1} // counted as unknown, never a panic
+	assert.NotPanics(t, func() { m.Observe(bad) })
+}
+
+func BenchmarkObserve(b *testing.B) {
+	m := hotlimitprom.New()
+	e := hotlimit.Event{Rule: "default", Outcome: hotlimit.OutcomeAllowed, N: 1}
+	b.ReportAllocs()
+	b.RunParallel(func(pb *testing.PB) {
+		for pb.Next() {
+			m.Observe(e)
+		}
+	})
+}

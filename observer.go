@@ -1,0 +1,123 @@
+package hotlimit
+
+// Outcome classifies a decision for an [Observer]. The zero value names none.
+type Outcome uint8
+
+// The outcomes an [Observer] sees.
+const (
+	// OutcomeAllowed is a request that passed with more than the near-limit
+	// share of its quota left (see [WithNearLimit]).
+	OutcomeAllowed Outcome = iota + 1
+	// OutcomeNearLimit is a request that passed, leaving at most the
+	// near-limit share of the limit: 20% by default.
+	OutcomeNearLimit
+	// OutcomeDenied is a request that was refused.
+	OutcomeDenied
+	// OutcomeShadowDenied is a request that a limit in shadow mode would have
+	// refused: it was counted as a denial would be, and the caller passed.
+	OutcomeShadowDenied
+)
+
+var outcomeNames = [...]string{
+	OutcomeAllowed:      "allowed",
+	OutcomeNearLimit:    "near_limit",
+	OutcomeDenied:       "denied",
+	OutcomeShadowDenied: "shadow_denied",
+}
+
+// String returns the outcome's metric-friendly name: "allowed", "near_limit",
+// "denied" or "shadow_denied"; "unknown" for a value that names none.
+func (o Outcome) String() string {
+	if int(o) < len(outcomeNames) && outcomeNames[o] != "" {
+		return outcomeNames[o]
+	}
+	return "unknown"
+}
+
+// Event is one decision, as an [Observer] sees it.
+type Event struct {
+	// Rule names the rule that decided, such as `default` or
+	// `apis["GET /pay"]`: its values are bounded by the configuration, never
+	// by the keys, so it is fit for a metric label. Empty for a limiter used
+	// on its own.
+	Rule string
+	// Policy is the limit that decided: for a rule of several limits, the one
+	// that denied, or else the most restrictive by remaining share.
+	Policy Config
+	// Outcome classifies the decision.
+	Outcome Outcome
+	// N is the number of requests asked for.
+	N int
+	// Decision is the decision returned to the caller.
+	Decision Decision
+}
+
+// Observer hears of every decision made by the limiters it is given to (see
+// [WithObserver]). Observe is called on the deciding goroutine, after the
+// decision, with no lock held: it must be safe for concurrent use, and should
+// be as cheap as an atomic add, as it runs on the hot path. An unset Observer
+// costs nothing.
+type Observer interface {
+	Observe(Event)
+}
+
+// ObserverFunc adapts a function to an [Observer].
+type ObserverFunc func(Event)
+
+// Observe calls f(e).
+func (f ObserverFunc) Observe(e Event) { f(e) }
+
+// DefaultNearLimit is the share of a limit at or below which an allowed
+// request's Remaining counts as near the limit: 20%.
+const DefaultNearLimit = 0.2
+
+// WithObserver makes the service, and every limiter it builds, report each
+// decision to o. A nil o reports nothing.
+func WithObserver(o Observer) Option {
+	return func(opts *Options) { opts.Observer = o }
+}
+
+// WithNearLimit sets the share of a limit, in [0, 1], at or below which an
+// allowed request's Remaining makes it [OutcomeNearLimit]. Values outside
+// [0, 1] are clamped. The default is [DefaultNearLimit].
+func WithNearLimit(share float64) Option {
+	return func(opts *Options) { opts.NearLimit = min(max(share, 0), 1) }
+}
+
+// Classify returns the Outcome of d under the near-limit share nearLimit:
+// OutcomeDenied or OutcomeShadowDenied (when shadow, the limit is in shadow
+// mode and the caller passes anyway) for a denial, OutcomeNearLimit when d
+// passed with Remaining at most nearLimit·Limit, else OutcomeAllowed.
+func Classify(d Decision, shadow bool, nearLimit float64) Outcome {
+	switch {
+	case !d.Allowed && shadow:
+		return OutcomeShadowDenied
+	case !d.Allowed:
+		return OutcomeDenied
+	case float64(d.Remaining) <= nearLimit*float64(d.Limit):
+		return OutcomeNearLimit
+	}
+	return OutcomeAllowed
+}
+
+// Fallback is a decision that a backend could not make, made by its failure
+// policy instead: Redis down, slow or behind an open breaker, for redislimit.
+type Fallback struct {
+	// Backend names the backend, such as "redis".
+	Backend string
+	// Reason says why, from a small fixed set fit for a metric label:
+	// "timeout", "breaker_open", "canceled", "clock_range" or "error".
+	Reason string
+	// Policy is the limit the backend enforces.
+	Policy Config
+	// Decision is the failure policy's decision, the one the caller got.
+	Decision Decision
+}
+
+// FallbackObserver is an [Observer] that also hears of every [Fallback] of
+// the backends it is given to. Like Observe, ObserveFallback runs on the
+// deciding goroutine and must be safe for concurrent use.
+type FallbackObserver interface {
+	Observer
+	ObserveFallback(Fallback)
+}

@@ -1,0 +1,62 @@
+package hotlimit_test
+
+import (
+	"fmt"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+
+	"github.com/hotlimit/hotlimit"
+)
+
+func TestClassify(t *testing.T) {
+	for i, tc := range []struct {
+		d      hotlimit.Decision
+		shadow bool
+		near   float64
+		want   hotlimit.Outcome
+	}{
+		{hotlimit.Decision{Allowed: true, Limit: 10, Remaining: 9}, false, 0.2, hotlimit.OutcomeAllowed},
+		{hotlimit.Decision{Allowed: true, Limit: 10, Remaining: 3}, false, 0.2, hotlimit.OutcomeAllowed},
+		{hotlimit.Decision{Allowed: true, Limit: 10, Remaining: 2}, false, 0.2, hotlimit.OutcomeNearLimit}, // exactly 20%
+		{hotlimit.Decision{Allowed: true, Limit: 10, Remaining: 0}, false, 0.2, hotlimit.OutcomeNearLimit},
+		{hotlimit.Decision{Allowed: true, Limit: 10, Remaining: 0}, false, 0, hotlimit.OutcomeNearLimit},
+		{hotlimit.Decision{Allowed: true, Limit: 10, Remaining: 1}, false, 0, hotlimit.OutcomeAllowed},
+		{hotlimit.Decision{Allowed: false, Limit: 10}, false, 0.2, hotlimit.OutcomeDenied},
+		{hotlimit.Decision{Allowed: false, Limit: 10}, true, 0.2, hotlimit.OutcomeShadowDenied},
+		{hotlimit.Decision{Allowed: true, Limit: 10, Remaining: 5}, true, 0.2, hotlimit.OutcomeAllowed}, // shadow only matters on a denial
+	} {
+		assert.Equal(t, tc.want, hotlimit.Classify(tc.d, tc.shadow, tc.near), "case %d", i)
+	}
+}
+
+func TestOutcomeString(t *testing.T) {
+	assert.Equal(t, "allowed", hotlimit.OutcomeAllowed.String())
+	assert.Equal(t, "near_limit", hotlimit.OutcomeNearLimit.String())
+	assert.Equal(t, "denied", hotlimit.OutcomeDenied.String())
+	assert.Equal(t, "shadow_denied", hotlimit.OutcomeShadowDenied.String())
+	assert.Equal(t, "unknown", hotlimit.Outcome(0).String())
+	assert.Equal(t, "unknown", hotlimit.Outcome(200).String())
+}
+
+func TestObserverOptions(t *testing.T) {
+	o := hotlimit.NewOptions()
+	assert.Nil(t, o.Observer)
+	assert.Equal(t, hotlimit.DefaultNearLimit, o.NearLimit)
+	var got []hotlimit.Event
+	o = hotlimit.NewOptions(hotlimit.WithObserver(hotlimit.ObserverFunc(func(e hotlimit.Event) { got = append(got, e) })), hotlimit.WithNearLimit(1.5))
+	assert.Equal(t, 1.0, o.NearLimit)
+	o.Observer.Observe(hotlimit.Event{Rule: "default", N: 1})
+	assert.Equal(t, []hotlimit.Event{{Rule: "default", N: 1}}, got)
+	assert.Equal(t, 0.0, hotlimit.NewOptions(hotlimit.WithNearLimit(-1)).NearLimit)
+}
+
+func ExampleClassify() {
+	d := hotlimit.Decision{Allowed: true, Limit: 100, Remaining: 15}
+	fmt.Println(hotlimit.Classify(d, false, hotlimit.DefaultNearLimit))
+	d = hotlimit.Decision{Allowed: false, Limit: 100, RetryAfter: 1}
+	fmt.Println(hotlimit.Classify(d, true, hotlimit.DefaultNearLimit))
+	// Output:
+	// near_limit
+	// shadow_denied
+}
