@@ -296,3 +296,17 @@ func TestLinearizableRemaining(t *testing.T) {
 		})
 	}
 }
+
+// TestExtremeClockDecisions: a composite of every kind, with clocks at and
+// between both ends of int64, gives no Decision a negative duration or a
+// denial with RetryAfter 0 (see limitertest).
+func TestExtremeClockDecisions(t *testing.T) {
+	newLimiter := func(limit int, window time.Duration, clock hotlimit.Clock) (limitertest.Keyed, error) {
+		children := make([]hotlimit.Limiter, len(kinds))
+		for i, k := range kinds {
+			children[i] = k.make(t, limit+i, window, clock)
+		}
+		return composite.New(children...)
+	}
+	limitertest.ExtremeClocks(t, newLimiter, time.Millisecond, time.Second, 24*time.Hour)
+}

@@ -148,3 +148,10 @@ func TestSharedPhasedHammer(t *testing.T) {
 		nil,
 	), limitertest.Tolerance(time.Microsecond))
 }
+
+// TestExtremeClockDecisions: with clocks at and between both ends of int64,
+// no Decision has a negative duration or a denial with RetryAfter 0 (see
+// limitertest).
+func TestExtremeClockDecisions(t *testing.T) {
+	limitertest.ExtremeClocks(t, limitertest.Adapt(New), MinWindow, time.Second, MaxWindow)
+}
