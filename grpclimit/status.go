@@ -3,6 +3,7 @@ package grpclimit
 import (
 	"strconv"
 	"time"
+	"unsafe"
 
 	"google.golang.org/genproto/googleapis/rpc/errdetails"
 	"google.golang.org/grpc/codes"
@@ -29,15 +30,29 @@ const (
 	MetadataPushback = "grpc-retry-pushback-ms"
 )
 
-// rateLimitMD returns the RateLimit metadata of d under p, in three
-// allocations: the map, the backing array of its two values, and the one
-// string holding the per-call numbers.
+// rateLimitMD returns the RateLimit metadata of d under p in three
+// allocations: the map (two: its header and its one group) and one
+// rateLimitValue, which holds both the RateLimit item's text and the slice
+// element that refers to it. The policy's value is p.Fields, shared by every
+// call: grpc-go copies metadata it is given (metadata.Join), and nobody
+// writes into a metadata value slice.
 func rateLimitMD(p *transport.Policy, d hotlimit.Decision) metadata.MD {
-	var buf [128]byte
-	b, _, _, _, _ := p.AppendRateLimit(buf[:0], d)
-	vals := make([]string, 2)
-	vals[0], vals[1] = p.Field, string(b)
-	return metadata.MD{MetadataPolicy: vals[0:1:1], MetadataRateLimit: vals[1:2:2]}
+	v := new(rateLimitValue)
+	b, _, _, _, _ := p.AppendRateLimit(v.text[:0], d)
+	if len(b) > 0 && &b[0] == &v.text[0] {
+		// b is v.text, which nothing writes again: the string may alias it,
+		// as strings.Builder's does its buffer.
+		v.value[0] = unsafe.String(&v.text[0], len(b))
+	} else {
+		v.value[0] = string(b) // a name too long for v.text
+	}
+	return metadata.MD{MetadataPolicy: p.Fields, MetadataRateLimit: v.value[:]}
+}
+
+// rateLimitValue is the per-call part of the RateLimit metadata.
+type rateLimitValue struct {
+	value [1]string
+	text  [112]byte // fits "name";r=R;t=T for names up to about 70 bytes
 }
 
 // RetryDelay is the wait a denial tells the client: d.RetryAfter rounded up

@@ -86,8 +86,10 @@
 // # Cost
 //
 // The middleware adds one TakePolicy on the service, a few map
-// assignments in the response header and three allocations: the tagged user
-// key, the per-request header text (one string holding every number) and the
-// slice that backs the header values. The policy field and the limit are formatted once per
+// assignments in the response header and two allocations: the per-request
+// header text (one string holding every number) and the slice that backs the
+// header values. ClientIP's tagged key is built once per client seen lately
+// (a few hundred are remembered), so a returning client costs no allocation
+// for it; a new one costs one. The policy field and the limit are formatted once per
 // Config.
 package httplimit

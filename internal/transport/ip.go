@@ -1,8 +1,10 @@
 package transport
 
 import (
+	"hash/maphash"
 	"net/netip"
 	"strings"
+	"sync/atomic"
 )
 
 // IP makes the client-IP key of a request from its peer's address and the
@@ -25,11 +27,22 @@ type IP struct {
 	forwarded bool           // header values are RFC 7239 Forwarded
 	v4bits    int
 	v6bits    int
+	seed      maphash.Seed
+	// recent holds keys made lately, so that a client seen again (a
+	// keep-alive connection, a proxy, a sidecar) costs no allocation. Slot i
+	// holds a key whose bytes hash to i; any goroutine may overwrite a slot
+	// with a plain Store, and a reader uses a slot's key only when it equals
+	// the key being made, so a stale or concurrently replaced slot can cost
+	// an allocation, never a wrong key. Its size bounds its memory.
+	recent [recentKeys]atomic.Pointer[string]
 }
+
+// recentKeys is the number of slots of IP.recent, a power of two.
+const recentKeys = 256
 
 // NewIP returns an IP that trusts no proxy, reads X-Forwarded-For-style
 // lists, and keys IPv4 by the whole address and IPv6 by its /64.
-func NewIP() *IP { return &IP{v4bits: 32, v6bits: 64} }
+func NewIP() *IP { return &IP{v4bits: 32, v6bits: 64, seed: maphash.MakeSeed()} }
 
 // Trust adds prefixes to the trusted proxies. Invalid prefixes are ignored;
 // an IPv4-mapped IPv6 prefix also matches the IPv4 addresses it maps.
@@ -135,8 +148,8 @@ func (k *IP) walk(values []string, peer netip.Addr, peerText string) (netip.Addr
 	return cur, curText
 }
 
-// format returns a's tagged key, built in one allocation; text, when not
-// empty, is a's canonical IPv4 text.
+// format returns a's tagged key: a recent one when it is the same, else one
+// built in one allocation. text, when not empty, is a's canonical IPv4 text.
 func (k *IP) format(a netip.Addr, text string) string {
 	var buf [64]byte // "ip:" and the longest prefix, "ffff:...:ffff/128", fit
 	b := append(buf[:0], KindIP...)
@@ -153,7 +166,13 @@ func (k *IP) format(a netip.Addr, text string) string {
 		p, _ := a.Prefix(k.v6bits) // cannot fail: a is valid and bits in [1, 128]
 		b = p.AppendTo(b)
 	}
-	return string(b)
+	slot := &k.recent[maphash.Bytes(k.seed, b)&(recentKeys-1)]
+	if key := slot.Load(); key != nil && *key == string(b) {
+		return *key
+	}
+	key := string(b)
+	slot.Store(&key)
+	return key
 }
 
 // ParseAddr parses an address with an optional port ("192.0.2.1",

@@ -2,6 +2,7 @@ package transport
 
 import (
 	"net/netip"
+	"sync"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -40,4 +41,44 @@ func TestIPKey(t *testing.T) {
 	fwd.SetV4Bits(24)
 	a, _, _ := ParseAddr("10.0.0.1")
 	assert.Equal(t, "ip:198.51.100.0/24", fwd.Key(a, "", []string{`for=6.6.6.6, for="198.51.100.7:80"`}))
+}
+
+// TestRecentKeysNeverMixClients runs many goroutines over more clients than
+// the recent-key slots, so slots are overwritten while others read them:
+// every key must still be the caller's own.
+func TestRecentKeysNeverMixClients(t *testing.T) {
+	k := NewIP()
+	const clients = 4 * recentKeys
+	addrs := make([]netip.Addr, clients)
+	want := make([]string, clients)
+	for i := range clients {
+		addrs[i] = netip.AddrFrom4([4]byte{198, 51, byte(i >> 8), byte(i)})
+		want[i] = "ip:" + addrs[i].String()
+	}
+	rounds := 200
+	if testing.Short() {
+		rounds = 20
+	}
+	var wg sync.WaitGroup
+	for g := range 8 {
+		wg.Go(func() {
+			for r := range rounds {
+				for j := range clients {
+					i := (j*7 + g + r) % clients
+					if got := k.Key(addrs[i], "", nil); got != want[i] {
+						t.Errorf("client %d: got %q, want %q", i, got, want[i])
+						return
+					}
+				}
+			}
+		})
+	}
+	wg.Wait()
+	hits := 0
+	for i := range recentKeys {
+		if p := k.recent[i].Load(); p != nil {
+			hits++
+		}
+	}
+	assert.Positive(t, hits, "the slots were used")
 }

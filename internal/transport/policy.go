@@ -53,6 +53,9 @@ type Policy struct {
 	Field  string // the RateLimit-Policy item: "name";q=3;w=1
 	Prefix string // the RateLimit item up to the remaining count: "name";r=
 	Limit  string // Limit in decimal
+	// Fields is []string{Field} with capacity 1, for header maps that can
+	// share it: nobody may write its element, and an append copies it.
+	Fields []string
 }
 
 // NewPolicy formats c's texts under the name name(c); a name that sanitizes
@@ -63,12 +66,14 @@ func NewPolicy(c hotlimit.Config, name func(hotlimit.Config) string) *Policy {
 		n = sanitize(PolicyName(c))
 	}
 	item := sfString(n)
+	field := item + ";q=" + strconv.Itoa(c.Limit) + ";w=" + strconv.FormatInt(max(CeilSeconds(c.Window), 1), 10)
 	return &Policy{
 		Config: c,
 		Name:   n,
-		Field:  item + ";q=" + strconv.Itoa(c.Limit) + ";w=" + strconv.FormatInt(max(CeilSeconds(c.Window), 1), 10),
+		Field:  field,
 		Prefix: item + ";r=",
 		Limit:  strconv.Itoa(c.Limit),
+		Fields: []string{field}[:1:1],
 	}
 }
 
