@@ -2,15 +2,16 @@
 #              benchmark smoke run, 32-bit builds, the bench module's tests
 #              and the redislimit module's tests against real Redis servers
 #              and clusters (redis-server and redis-cli are installed with
-#              apt-get when missing and run as root).
+#              apt-get when missing and run as root), and the grpclimit
+#              module's tests over loopback gRPC.
 # make bench — the comparison against other Go limiters (see README).
 
 GO ?= go
 PKGS := ./...
 
-.PHONY: test vet fmt tidy race smoke test386 benchmod redis redismod metricsmods bench
+.PHONY: test vet fmt tidy race smoke test386 benchmod redis redismod metricsmods grpcmod bench
 
-test: vet fmt tidy race smoke test386 redis redismod metricsmods benchmod
+test: vet fmt tidy race smoke test386 redis redismod metricsmods grpcmod benchmod
 
 vet:
 	$(GO) vet $(PKGS)
@@ -76,7 +77,17 @@ metricsmods:
 			$(GO) test -run '^$$' -bench . -benchtime 1x ./...) || exit 1; \
 	done
 
+# The grpclimit module (its own go.mod, with grpc-go): vet, the race-enabled
+# tests over loopback TCP and bufconn, every benchmark once, and a 32-bit
+# build.
+grpcmod:
+	cd grpclimit && $(GO) vet ./...
+	cd grpclimit && $(GO) test -race -count=1 ./...
+	cd grpclimit && $(GO) test -run '^$$' -bench . -benchtime 1x ./...
+	cd grpclimit && GOARCH=386 $(GO) vet ./...
+
 # The comparison with other Go limiters: tables in bench/results/latest.txt,
 # chart in bench/results/scaling.svg (see bench/README.md).
 bench:
 	cd bench && GO=$(GO) ./run.sh
+	cd grpclimit && $(GO) test -run '^$$' -bench BenchmarkUnary -benchmem -count 3 .
