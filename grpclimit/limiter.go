@@ -37,9 +37,9 @@ type verdict struct {
 }
 
 // decide finds the keys of a call (or of a received message, when message is
-// set) and takes one from the service. It never panics: a service that is
-// nil, fails or panics gives a verdict whose err is codes.Unavailable or
-// codes.Internal (nil under dry run) and whose Event.Err says why.
+// set) and takes one from the service. It never panics: a nil service or a
+// panicking limiter gives a verdict whose err is codes.Internal (nil under
+// dry run) and whose Event.Err says why.
 func (l *limiter) decide(ctx context.Context, method string, req any, message bool) verdict {
 	user, _ := l.o.user(ctx, method, req)
 	api, ok := l.o.api(ctx, method, req)
@@ -67,9 +67,10 @@ func (l *limiter) decide(ctx context.Context, method string, req any, message bo
 }
 
 // take asks the service, turning a panic into an error so that a faulty
-// limiter fails one call, never the server. The service decides without
-// errors today; a limiter that can fail (Redis under a fail-closed policy)
-// reaches the caller through the same path, as codes.Unavailable.
+// limiter fails one call, never the server. The service's TakePolicy
+// returns no error; when it has a variant with a context that does (Redis
+// under a fail-closed policy), that error takes this path too, with
+// codes.Unavailable, the code for a dependency that may come back.
 func (l *limiter) take(user, api string) (d hotlimit.Decision, c hotlimit.Config, code codes.Code, err error) {
 	if l.svc == nil {
 		return d, c, codes.Internal, errNoService
