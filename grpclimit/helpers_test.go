@@ -128,9 +128,3 @@ func ctx(t testing.TB) context.Context {
 	t.Cleanup(cancel)
 	return c
 }
-
-// newRealClockService returns a service on the process's clock, for the
-// tests that measure how long a client waits.
-func newRealClockService(def hotlimit.Config) (*service.Service, error) {
-	return service.New(def)
-}

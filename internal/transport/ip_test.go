@@ -55,9 +55,9 @@ func TestRecentKeysNeverMixClients(t *testing.T) {
 		addrs[i] = netip.AddrFrom4([4]byte{198, 51, byte(i >> 8), byte(i)})
 		want[i] = "ip:" + addrs[i].String()
 	}
-	rounds := 200
+	rounds := 50
 	if testing.Short() {
-		rounds = 20
+		rounds = 10
 	}
 	var wg sync.WaitGroup
 	for g := range 8 {
