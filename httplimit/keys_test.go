@@ -2,7 +2,9 @@ package httplimit_test
 
 import (
 	"context"
+	"fmt"
 	"net/http"
+	"net/http/httptest"
 	"testing"
 	"time"
 
@@ -55,4 +57,26 @@ func TestKeysAreTaggedWithTheirKind(t *testing.T) {
 	assert.False(t, found, "a nil KeyFunc finds no key")
 	_, found = httplimit.Tag("tenant", httplimit.Header("X-Missing"))(r)
 	assert.False(t, found)
+}
+
+// Keys carry their kind, so an API key and a client address never share a
+// quota, and rules name users by their tagged keys.
+func ExampleFirstOf() {
+	user := httplimit.FirstOf(httplimit.Header("X-API-Key"), httplimit.ClientIP())
+
+	withKey := httptest.NewRequest(http.MethodGet, "/", nil)
+	withKey.RemoteAddr = "198.51.100.66:4444"
+	withKey.Header.Set("X-API-Key", "203.0.113.9")
+	fromAddr := httptest.NewRequest(http.MethodGet, "/", nil)
+	fromAddr.RemoteAddr = "203.0.113.9:5555"
+
+	k1, _ := user(withKey)
+	k2, _ := user(fromAddr)
+	fmt.Println(k1)
+	fmt.Println(k2)
+	fmt.Println(httplimit.HeaderKey("X-API-Key", "premium"))
+	// Output:
+	// header:x-api-key:203.0.113.9
+	// ip:203.0.113.9
+	// header:x-api-key:premium
 }
