@@ -51,6 +51,11 @@
 //   - ResetAfter: the least duration after which the bucket is full again,
 //     as a new key's is; 0 when it is full.
 //
+// Both durations saturate at hotlimit.Never: when the wait exceeds
+// math.MaxInt64 nanoseconds (a clock more than about 292 years behind the
+// epoch) or the limiter's time stops before it ends. No duration is ever
+// negative, and a denial never says 0.
+//
 // Take(key, 0), Take(key, n > Burst) and Take(key, n < 0) only report: they
 // never insert a key nor change one.
 //

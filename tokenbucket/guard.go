@@ -21,7 +21,7 @@ package tokenbucket
 //
 // Invariant G: while swept = L, every live word that is not full has a
 // timestamp τ (the clock reading, in nanoseconds since the epoch, of the
-// admission that wrote it) with L − R/4 < τ < L + hard. (Full words carry no
+// admission that wrote it) with L − R/4 ≤ τ < L + hard. (Full words carry no
 // timestamp: packed.Bucket.Refill ignores it.)
 //
 //   - Readers. read returns a time t and the generation g it checked t against,
@@ -36,26 +36,48 @@ package tokenbucket
 //     t < g + hard ≤ L + hard, since generations only grow.
 //   - Lower bound. A sweep starts at s under generation g (s ≥ g − R/4: sweep
 //     raises an older s), and reads words only while swept = g, so by G each has
-//     g − R/4 < τ < g + hard. If s ≥ g + hard + fill, every τ is at least
+//     g − R/4 ≤ τ < g + hard. If s ≥ g + hard + fill, every τ is at least
 //     fill behind s: every live word is full at s and is killed, unread.
 //     Otherwise s − τ < hard + fill + R/4 = R − m and τ − s < hard + R/4, so
 //     Refill reads it exactly, and kill leaves only words that are not full at
-//     s: their τ > s − fill. A write that lands after the sweep's visit
-//     either replaced the visited word, and keeps its τ or a later one, or
-//     went to a cell the sweep never saw: inserted, or revived, after the
-//     sweep started, whose writers read the clock after Get or Revive
-//     returned it, so at s − R/4 or later. (A writer that read the clock
-//     before the visit and wrote after it expected the visited word: if the
-//     sweep killed it, that CAS failed.) So when the sweep ends, every
-//     word that is not full has τ > s − R/4, and the sweep records s by
-//     CompareAndSwap from g. If another sweep recorded first, this one stops
-//     where it notices and records nothing: that one's record stands.
+//     s: their τ > s − fill. A kill is a CAS on the word it judged, and it
+//     fails when a write landed after the sweep's Load. That write may be a
+//     caller's that read the clock at some t0 long before s and stalled: an
+//     admission from a full word writes t0 itself, which may be far below
+//     s − R/4 (it was only checked against g). So kill judges the new word
+//     again, and again after each lost CAS, until its CAS succeeds or it reads
+//     a word that is not full at s (or dead). The sweep's last visit of each
+//     cell thus ends in one of three ways. It killed the word: every later
+//     CAS on the cell fails. It found the cell dead: a concurrent sweep
+//     deletes it, and its callers revive a fresh cell. It left a live word
+//     that is not full at s, whose τ > s − fill: a write that lands after the
+//     visit refills that word and keeps its τ or writes its own later reading
+//     (Refill keeps the later of the two), so τ > s − fill still, as long as
+//     the word stays not full. A Refund can fill it, though, and an admission
+//     from a full word writes its own reading, which a stalled caller may
+//     have made long before s. Hence floor: a sweep that judges words raises
+//     floor to s − R/4 before its first visit, and an admission that Loads a
+//     full word loads floor after that Load and raises an older reading to
+//     it (a time already passed, as when read raises one to g − R/4). Its
+//     Load of the full word follows the refund, which follows the visit,
+//     which follows the raise of floor, so it sees s − R/4 or more and
+//     writes τ ≥ s − R/4. It loads floor before it checks swept = g, so the
+//     floor it sees comes from a sweep under a generation g' ≤ g, and is
+//     below g' + hard + fill − R/4 ≤ g + hard: the upper bound holds. A cell
+//     the sweep never visited was inserted or revived after the sweep
+//     copied its part of the map, so after s was read; its writers read the clock after
+//     Get or Revive returned it, so at s − R/4 or later. So when the sweep
+//     ends, every word that is not full has τ ≥ s − R/4, and the sweep
+//     records s by CompareAndSwap from g. If another sweep recorded first,
+//     this one stops where it notices and records nothing: that one's record
+//     stands.
 //
 // Liveness: a sweep is O(keys) and runs on the caller's goroutine only past
 // hard, which a live limiter reaches only when its clock jumps (the process
 // was suspended, or a test moved its clock): from soft on, the first caller to
 // notice starts one in the background, which has hard − soft ≥ R/8 to
-// finish. Every caller that retries does so because a sweep completed.
+// finish. Every caller that retries does so because a sweep completed, and a
+// sweep retries a key only because another writer's CAS on it succeeded.
 //
 // The cost on the hot path is one atomic load of swept before the CAS loop,
 // and one after each Load of the word.
@@ -106,17 +128,21 @@ func (l *Limiter) sweep(t uint64) int {
 	s := max(int64(t), gen-l.back)
 	allFull := s-gen-l.fill >= l.hard
 	sU, _ := l.b.Units(uint64(s))
+	if !allFull {
+		// Raise floor to s − back before any visit. It only grows: the CAS
+		// replaces the value just read only by a larger one, and a
+		// concurrent raise fails it and is read again.
+		for f := l.floor.Load(); f < s-l.back && !l.floor.CompareAndSwap(f, s-l.back); f = l.floor.Load() {
+		}
+	}
 	stale := false
 	n := l.cells.Sweep(func(c *cell) bool {
 		if stale {
 			return false
 		}
-		w := c.word.Load()
-		if l.swept.Load() != gen {
-			stale = true // a newer sweep completed: its generation stands
-			return false
-		}
-		return l.kill(c, w, sU, allFull)
+		killed, ok := l.kill(c, gen, sU, allFull)
+		stale = !ok // a newer sweep completed: its generation stands
+		return killed
 	})
 	if !stale && s > gen {
 		l.swept.CompareAndSwap(gen, s)

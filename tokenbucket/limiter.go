@@ -64,6 +64,15 @@ type Limiter struct {
 	hard     int64       // t − swept at which a caller sweeps before reading any word
 	back     int64       // swept − t beyond which a reading is raised: Range/4
 	window   int64       // nanoseconds
+	// floor is the latest s − back of a judged sweep started at s: an
+	// admission from a full word raises an older reading to it. It only
+	// grows, by CompareAndSwap in sweep.
+	floor atomic.Int64
+
+	// sweepLoaded, set only by tests before any use, runs in a sweep after
+	// each Load of a word and before the sweep judges it, so that a test can
+	// land a write in between.
+	sweepLoaded func()
 }
 
 var _ hotlimit.Limiter = (*Limiter)(nil)
@@ -192,6 +201,11 @@ func (l *Limiter) Allow(key string) bool {
 	// fresh clock reading; both re-read the clock.
 	for {
 		w := c.word.Load()
+		tokens, last := l.b.Unpack(w)
+		var floor int64
+		if tokens >= l.b.Cap {
+			floor = l.floor.Load() // after the Load, before the check of swept: see guard.go
+		}
 		if w == packed.BucketDead || l.swept.Load() != gen {
 			if w == packed.BucketDead {
 				c = l.cells.Revive(key, c)
@@ -200,7 +214,10 @@ func (l *Limiter) Allow(key string) bool {
 			now, _ = l.b.Units(t)
 			continue
 		}
-		tokens, last := l.b.Unpack(w)
+		if int64(t) < floor {
+			t = uint64(floor) // a time already passed, as in guard
+			now, _ = l.b.Units(t)
+		}
 		tokens, last = l.b.Refill(tokens, last, now)
 		if tokens < l.unit {
 			return false
@@ -243,6 +260,11 @@ func (l *Limiter) take(key string, n int) (hotlimit.Decision, uint64) {
 	// The CAS loop of Allow, for n tokens at once; argued on cell.
 	for {
 		w := c.word.Load()
+		tokens, last := l.b.Unpack(w)
+		var floor int64
+		if tokens >= l.b.Cap {
+			floor = l.floor.Load() // after the Load, before the check of swept: see guard.go
+		}
 		if w == packed.BucketDead || l.swept.Load() != gen {
 			if w == packed.BucketDead {
 				c = l.cells.Revive(key, c)
@@ -251,15 +273,18 @@ func (l *Limiter) take(key string, n int) (hotlimit.Decision, uint64) {
 			now, rem = l.b.Units(t)
 			continue
 		}
-		tokens, last := l.b.Unpack(w)
+		if int64(t) < floor {
+			t, lag = uint64(floor), 0 // a time already passed, as in guard
+			now, rem = l.b.Units(t)
+		}
 		tokens, last = l.b.Refill(tokens, last, now)
 		if tokens < need {
-			d := l.decision(tokens, last, now, rem, lag)
-			d.RetryAfter = l.wait(need-tokens, last, now, rem, lag)
+			d := l.decision(tokens, last, t, now, rem, lag)
+			d.RetryAfter = l.wait(need-tokens, last, t, now, rem, lag)
 			return d, 0
 		}
 		if c.word.CompareAndSwap(w, l.b.Pack(tokens-need, last)) {
-			d := l.decision(tokens-need, last, now, rem, lag)
+			d := l.decision(tokens-need, last, t, now, rem, lag)
 			d.Allowed = true
 			return d, t
 		}
@@ -267,31 +292,28 @@ func (l *Limiter) take(key string, n int) (hotlimit.Decision, uint64) {
 }
 
 // report is Take for n == 0, n > burst and n < 0: it reads key's state and
-// changes nothing, not even inserting key. A missing key reports as fresh.
+// changes nothing, not even inserting key. A missing key reports as fresh,
+// and so does a dead cell (a sweep killed it full and has yet to delete it):
+// the key's next cell is fresh. It waits for no one: it reads the clock again
+// only when a sweep completed since its reading (see guard.go).
 func (l *Limiter) report(key string, n int) hotlimit.Decision {
 	t, gen, lag := l.read()
 	now, rem := l.b.Units(t)
-	var w uint64
-	for {
-		c, ok := l.cells.Peek(key)
-		if !ok {
-			w = l.fresh
-			break
-		}
-		w = c.word.Load()
-		if l.swept.Load() != gen {
+	w := l.fresh
+	if c, ok := l.cells.Peek(key); ok {
+		// The word is read under the generation t was checked against; a
+		// change means a sweep completed, and the clock is read again.
+		for w = c.word.Load(); l.swept.Load() != gen; w = c.word.Load() {
 			t, gen, lag = l.read()
 			now, rem = l.b.Units(t)
-			continue
 		}
-		if w != packed.BucketDead {
-			break
+		if w == packed.BucketDead {
+			w = l.fresh
 		}
-		// Evicted: look again, for the key's new cell or its absence.
 	}
 	tokens, last := l.b.Unpack(w)
 	tokens, last = l.b.Refill(tokens, last, now)
-	d := l.decision(tokens, last, now, rem, lag)
+	d := l.decision(tokens, last, t, now, rem, lag)
 	if n == 0 {
 		d.Allowed = true
 	} else {
@@ -340,28 +362,36 @@ func (l *Limiter) time() (t, lag uint64) {
 	return min(uint64(now)-uint64(l.epoch), maxTime), 0
 }
 
-// decision reports a bucket refilled to tokens (units) at now (units), whose
-// stored timestamp is last, when the clock is rem into its unit and lag
-// behind the epoch. Allowed and RetryAfter are left for the caller.
-func (l *Limiter) decision(tokens, last, now, rem, lag uint64) hotlimit.Decision {
+// decision reports a bucket refilled to tokens (units) at now (units, the
+// limiter's time t), whose stored timestamp is last, when the clock is rem
+// into its unit and lag behind the epoch. Allowed and RetryAfter are left for
+// the caller.
+func (l *Limiter) decision(tokens, last, t, now, rem, lag uint64) hotlimit.Decision {
 	d := hotlimit.Decision{Limit: l.limit, Remaining: int(tokens >> l.b.FracBits)}
 	if tokens < l.b.Cap {
-		d.ResetAfter = l.wait(l.b.Cap-tokens, last, now, rem, lag)
+		d.ResetAfter = l.wait(l.b.Cap-tokens, last, t, now, rem, lag)
 	}
 	return d
 }
 
 // wait returns the exact time until a bucket refilled to some tokens at now
-// holds need units more, with nothing taken meanwhile: the least d such that
-// the same call d nanoseconds later sees them. A bucket whose timestamp last
-// is ahead of now (the clock stepped back) refills nothing until the clock
-// reaches last again, and a clock behind the epoch first reaches the epoch.
-// need is at most Cap and last − now less than 2^(T−1), so the wait is at most
-// the fill time plus Range plus lag; past math.MaxInt64 it saturates at Never.
-func (l *Limiter) wait(need, last, now, rem, lag uint64) time.Duration {
+// (units, the limiter's time t) holds need units more, with nothing taken
+// meanwhile: the least d such that the same call d nanoseconds later sees
+// them. A bucket whose timestamp last is ahead of now (the clock stepped
+// back) refills nothing until the clock reaches last again, and a clock
+// behind the epoch first reaches the epoch, lag later. It saturates at
+// hotlimit.Never, as every duration of the package does, when the limiter's
+// time stops (maxTime) before the refill, or when the wait exceeds
+// math.MaxInt64 nanoseconds (a clock more than about 292 years behind the
+// epoch). need is at most Cap and last − now less than 2^(T−1), so the
+// refill itself takes at most the fill time plus Range: it fits 64 bits.
+func (l *Limiter) wait(need, last, t, now, rem, lag uint64) time.Duration {
 	ahead := (last - now) & (1<<l.b.TickBits - 1) // 0 unless Refill kept a later last
 	d := l.b.Wait(ahead+need, rem)
-	if d > math.MaxInt64-lag {
+	if d > maxTime-t { // t ≤ maxTime
+		return hotlimit.Never
+	}
+	if lag > math.MaxInt64-d { // d ≤ maxTime < math.MaxInt64: no wrap
 		return hotlimit.Never
 	}
 	return time.Duration(d + lag)

@@ -48,7 +48,8 @@ import (
 //     refills nothing and keeps the later last.
 //   - Sweep. kill swaps the tombstone in by CAS from a word it found full at
 //     the sweep's time s. If an admission's CAS lands first, kill's fails and
-//     the key stays. If kill's lands first, the admission's fails (it expects a
+//     kill judges the new word again (it stays if it is not full at s). If
+//     kill's lands first, the admission's fails (it expects a
 //     live word), the caller reads the tombstone, takes the key's fresh cell
 //     from Revive, reads the clock again and decides again. So no admission is
 //     recorded in a dead cell (none is lost) and a dead cell never comes back
@@ -74,19 +75,39 @@ func (l *Limiter) newCell() *cell {
 }
 
 // kill tombstones c by CAS when its bucket is full at s (units), or when
-// allFull says every live word is full at the sweep's time (guard.go). It
-// reports whether it tombstoned c. The CAS fails, and c is kept, if any write
-// landed since the Load: an admission made the bucket not full, and a kill is
-// only ever decided on the word it replaces.
-func (l *Limiter) kill(c *cell, w, s uint64, allFull bool) bool {
-	if w == packed.BucketDead {
-		return false // already killed by a concurrent Sweep, which deletes it
-	}
-	if !allFull {
-		tokens, last := l.b.Unpack(w)
-		if tokens, _ = l.b.Refill(tokens, last, s); tokens < l.b.Cap {
-			return false
+// allFull says every live word is full at the sweep's time (guard.go),
+// reading c only while the wrap-guard generation is still gen. It reports
+// whether it tombstoned c, and ok = false when it found the generation
+// changed (a newer sweep completed), leaving c alone.
+//
+// The CAS loop keeps the wrap guard's lower bound: when it returns with c
+// live, the last word it read, under gen, was not full at s, or c was dead
+// (a concurrent sweep killed it and deletes it). A kill is decided only on the
+// word it replaces, so the CAS fails, and c is kept, if any write landed
+// since the Load; that write may be a caller's that read the clock long
+// before s and stalled (an admission from a full word writes that old reading
+// as its timestamp), so the loop judges the new word again rather than
+// leaving it unread. Each retry follows another writer's successful CAS.
+func (l *Limiter) kill(c *cell, gen int64, s uint64, allFull bool) (killed, ok bool) {
+	for {
+		w := c.word.Load()
+		if l.sweepLoaded != nil {
+			l.sweepLoaded()
+		}
+		if l.swept.Load() != gen {
+			return false, false
+		}
+		if w == packed.BucketDead {
+			return false, true // already killed by a concurrent Sweep, which deletes it
+		}
+		if !allFull {
+			tokens, last := l.b.Unpack(w)
+			if tokens, _ = l.b.Refill(tokens, last, s); tokens < l.b.Cap {
+				return false, true
+			}
+		}
+		if c.word.CompareAndSwap(w, packed.BucketDead) {
+			return true, true
 		}
 	}
-	return c.word.CompareAndSwap(w, packed.BucketDead)
 }

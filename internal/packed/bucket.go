@@ -43,6 +43,10 @@ type Bucket struct {
 	PerWindow uint64
 	// Window is the refill window in nanoseconds.
 	Window uint64
+
+	// The rate PerWindow/Window, for Units: whole = ⌊PerWindow/Window⌋,
+	// part = PerWindow mod Window, frac = ⌊2^64·part/Window⌋.
+	whole, part, frac uint64
 }
 
 // MaxFracBits bounds F: at most 2^32 units per token.
@@ -51,18 +55,21 @@ const MaxFracBits = 32
 // NewBucket returns the layout for a capacity of burst tokens refilled at
 // limit tokens per window nanoseconds, with fracBits fractional bits. The
 // token field is as wide as the capacity needs; the timestamp takes the rest.
-// The caller checks ranges: limit ≥ 1, burst ≥ 1, window ≥ 1, fracBits ≤
+// The caller checks ranges: limit ≥ 1, burst ≥ 1, 1 ≤ window < 2^63, fracBits ≤
 // MaxFracBits, and limit·2^fracBits < 2^62 and burst·2^fracBits < 2^62.
 func NewBucket(limit, burst, window uint64, fracBits uint) Bucket {
 	capUnits := burst << fracBits
 	tokenBits := uint(bits.Len64(capUnits + 1)) // room for Cap and the all-ones tombstone
-	return Bucket{
+	b := Bucket{
 		Cap:       capUnits,
 		FracBits:  fracBits,
 		TickBits:  64 - tokenBits,
 		PerWindow: limit << fracBits,
 		Window:    window,
 	}
+	b.whole, b.part = b.PerWindow/window, b.PerWindow%window
+	b.frac, _ = bits.Div64(b.part, 0, window) // part < window: fits 64 bits
+	return b
 }
 
 // Range is the span of time, in nanoseconds, over which a stored timestamp
@@ -89,13 +96,25 @@ func (b Bucket) Unpack(w uint64) (tokens, last uint64) {
 }
 
 // Units returns u(t) = ⌊t·PerWindow/Window⌋ modulo 2^64 and the remainder
-// t·PerWindow mod Window, for t nanoseconds since the epoch.
+// t·PerWindow mod Window, for t nanoseconds since the epoch, exactly as the
+// 128/64-bit division would, without dividing: a Bucket must come from
+// NewBucket, which splits the rate into a whole part and a 64-bit fraction.
+//
+// Proof. With P = PerWindow, W = Window, P = whole·W + part, the quotient
+// is t·whole + ⌊x⌋, x = t·part/W, and the remainder is t·part − ⌊x⌋·W. frac =
+// ⌊2^64·part/W⌋ is within 1 of 2^64·part/W, so y = t·frac/2^64 lies in
+// (x − t/2^64, x], and q = ⌊y⌋ is ⌊x⌋ or ⌊x⌋ − 1, since t < 2^64. Then
+// t·part − q·W lies in [0, 2W), below 2^64 (W < 2^63), so it is computed
+// exactly modulo 2^64; it is W or more exactly when q = ⌊x⌋ − 1, and one
+// correction gives the quotient and the remainder.
 func (b Bucket) Units(t uint64) (u, rem uint64) {
-	hi, lo := bits.Mul64(t, b.PerWindow)
-	if hi >= b.Window {
-		hi %= b.Window // drops multiples of 2^64 from the quotient: u is kept mod 2^64
+	q, _ := bits.Mul64(t, b.frac)
+	rem = t*b.part - q*b.Window
+	if rem >= b.Window {
+		q++
+		rem -= b.Window
 	}
-	return bits.Div64(hi, lo, b.Window)
+	return t*b.whole + q, rem
 }
 
 // Refill returns the tokens and timestamp of a word read at now (in units),

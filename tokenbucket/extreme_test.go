@@ -1,0 +1,111 @@
+package tokenbucket_test
+
+import (
+	"fmt"
+	"math"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/hotlimit/hotlimit"
+	"github.com/hotlimit/hotlimit/tokenbucket"
+)
+
+// checkDurations asserts what every Decision of Take(key, n) must hold, at
+// any clock: no negative duration, RetryAfter 0 exactly when allowed,
+// Never for n outside [0, burst], and a full bucket exactly when ResetAfter
+// is 0.
+func checkDurations(t *testing.T, d hotlimit.Decision, n, burst int, msg string) {
+	t.Helper()
+	assert.GreaterOrEqual(t, d.RetryAfter, time.Duration(0), "%s: RetryAfter", msg)
+	assert.GreaterOrEqual(t, d.ResetAfter, time.Duration(0), "%s: ResetAfter", msg)
+	if d.Allowed {
+		assert.Zero(t, d.RetryAfter, "%s: allowed", msg)
+	} else {
+		assert.Positive(t, d.RetryAfter, "%s: a denial says when to retry", msg)
+	}
+	if n < 0 || n > burst {
+		assert.Equal(t, hotlimit.Never, d.RetryAfter, "%s", msg)
+	}
+	assert.Equal(t, d.Remaining == burst, d.ResetAfter == 0, "%s: ResetAfter is 0 exactly when full", msg)
+}
+
+// TestExtremeClocks runs at the ends of int64 time: whatever the epoch and
+// whatever a later reading (far behind the epoch included, and readings
+// past the limiter's horizon), no duration is negative and no denial says
+// RetryAfter 0.
+func TestExtremeClocks(t *testing.T) {
+	clocks := []int64{
+		math.MinInt64, math.MinInt64 + 1, math.MinInt64 + int64(time.Second),
+		-int64(time.Hour), -1, 0, 1, int64(time.Hour),
+		math.MaxInt64 - int64(time.Second), math.MaxInt64 - 1, math.MaxInt64,
+	}
+	for _, epoch := range clocks {
+		for _, at := range clocks {
+			t.Run(fmt.Sprintf("epoch=%d/at=%d", epoch, at), func(t *testing.T) {
+				var now atomic.Int64
+				now.Store(epoch)
+				lim, err := tokenbucket.New(2, time.Second, hotlimit.WithClock(now.Load))
+				require.NoError(t, err)
+				now.Store(at)
+				for i, n := range []int{0, 1, 2, 2, 1, 0, 3, -1} {
+					d := lim.Take("k", n)
+					checkDurations(t, d, n, 2, fmt.Sprintf("step %d: Take(%d)", i, n))
+				}
+				lim.Allow("k")
+				checkDurations(t, lim.Take("k", 1), 1, 2, "after Allow")
+			})
+		}
+	}
+}
+
+// TestExtremeClocksExact: at the epoch, wherever it is on the int64 line,
+// the durations are exact; a clock far behind the epoch (more than
+// math.MaxInt64 behind) or a limiter whose time has stopped says Never.
+func TestExtremeClocksExact(t *testing.T) {
+	for _, at := range []int64{math.MinInt64, math.MinInt64 + 1, -1, 0, math.MaxInt64 - 1, math.MaxInt64} {
+		var now atomic.Int64
+		now.Store(at)
+		lim, err := tokenbucket.New(2, time.Second, hotlimit.WithClock(now.Load))
+		require.NoError(t, err)
+		assert.True(t, lim.Allow("k"), "at %d", at)
+		assert.True(t, lim.Take("k", 1).Allowed, "at %d", at)
+		d := lim.Take("k", 1)
+		assert.False(t, d.Allowed, "at %d", at)
+		assert.Equal(t, 500*ms, d.RetryAfter, "at %d", at)
+		assert.Equal(t, time.Second, d.ResetAfter, "at %d", at)
+	}
+
+	// 2^64 − 1 ns behind the epoch: nothing refills for longer than a
+	// Duration holds.
+	var now atomic.Int64
+	now.Store(math.MaxInt64)
+	lim, err := tokenbucket.New(2, time.Second, hotlimit.WithClock(now.Load))
+	require.NoError(t, err)
+	now.Store(math.MinInt64)
+	require.True(t, lim.Take("k", 2).Allowed)
+	assert.Equal(t, hotlimit.Decision{Limit: 2, RetryAfter: never, ResetAfter: never}, lim.Take("k", 1))
+
+	// Just within a Duration: exact.
+	now.Store(math.MaxInt64 - int64(time.Hour))
+	d := lim.Take("k", 1)
+	assert.Equal(t, time.Hour+500*ms, d.RetryAfter)
+	assert.Equal(t, time.Hour+time.Second, d.ResetAfter)
+}
+
+// TestTimeStops: past the limiter's horizon (about 146 years after its
+// epoch) its time stands still, so a drained key never refills: Never.
+func TestTimeStops(t *testing.T) {
+	var now atomic.Int64
+	lim, err := tokenbucket.New(1, time.Second, hotlimit.WithClock(now.Load))
+	require.NoError(t, err)
+	now.Store(math.MaxInt64)
+	assert.True(t, lim.Allow("k"))
+	d := lim.Take("k", 1)
+	assert.False(t, d.Allowed)
+	assert.Equal(t, never, d.RetryAfter)
+	assert.Equal(t, never, d.ResetAfter)
+}
