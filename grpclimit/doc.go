@@ -80,7 +80,8 @@
 // # Failures
 //
 // The interceptors never panic. A limiter that fails (a panic in a limiter
-// the factory built, or a nil service) fails the call with codes.Internal
+// the factory built or in a key function, or a nil service) fails the call
+// with codes.Internal
 // and a message that says the rate limiter is unavailable, and reports the
 // error in Event.Err; under [WithDryRun] the call proceeds.
 //

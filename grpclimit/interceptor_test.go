@@ -434,7 +434,7 @@ func TestLimiterFailureIsAStatusNotACrash(t *testing.T) {
 				assert.NoError(t, err, "dry run lets calls through when the limiter fails")
 			} else {
 				assert.Equal(t, codes.Internal, status.Code(err), "%v", err)
-				assert.Contains(t, status.Convert(err).Message(), "rate limiter unavailable: limiter panicked: backend down")
+				assert.Contains(t, status.Convert(err).Message(), "rate limiter unavailable: panicked: backend down")
 			}
 			assert.ErrorContains(t, rec.last().Err, "backend down")
 		}
@@ -451,6 +451,13 @@ func TestLimiterFailureIsAStatusNotACrash(t *testing.T) {
 	_, err := grpclimit.UnaryServerInterceptor(nil)(ctx(t), nil, &grpc.UnaryServerInfo{FullMethod: unaryCall},
 		func(context.Context, any) (any, error) { return "reached", nil })
 	assert.Equal(t, codes.Internal, status.Code(err), "a nil service fails closed")
+
+	svc, _ = newService(t, cfg(hotlimit.FixedWindow, 1, time.Second), 0)
+	badKey := func(context.Context, string, any) (string, bool) { panic("bad key function") }
+	_, err = grpclimit.UnaryServerInterceptor(svc, grpclimit.WithUser(badKey))(ctx(t), nil, &grpc.UnaryServerInfo{FullMethod: unaryCall},
+		func(context.Context, any) (any, error) { return "reached", nil })
+	assert.Equal(t, codes.Internal, status.Code(err), "a panicking key function fails the call, not the server")
+	assert.Contains(t, status.Convert(err).Message(), "panicked: bad key function")
 }
 
 func TestClientInterceptorLimitsTheCaller(t *testing.T) {

@@ -2,6 +2,7 @@ package grpclimit
 
 import (
 	"context"
+	"errors"
 	"fmt"
 
 	"google.golang.org/grpc"
@@ -37,10 +38,17 @@ type verdict struct {
 }
 
 // decide finds the keys of a call (or of a received message, when message is
-// set) and takes one from the service. It never panics: a nil service or a
-// panicking limiter gives a verdict whose err is codes.Internal (nil under
-// dry run) and whose Event.Err says why.
-func (l *limiter) decide(ctx context.Context, method string, req any, message bool) verdict {
+// set) and takes one from the service. It never panics: a nil service, or a
+// key function or limiter that panics, gives a verdict whose err is
+// codes.Internal (nil under dry run) and whose Event.Err says why, so that a
+// fault fails one call, never the server.
+func (l *limiter) decide(ctx context.Context, method string, req any, message bool) (v verdict) {
+	v.e = Event{FullMethod: method, Message: message, DryRun: l.o.dryRun}
+	defer func() {
+		if r := recover(); r != nil {
+			l.fail(&v, fmt.Errorf("panicked: %v", r))
+		}
+	}()
 	user, _ := l.o.user(ctx, method, req)
 	api, ok := l.o.api(ctx, method, req)
 	if !ok || api == "" {
@@ -49,15 +57,16 @@ func (l *limiter) decide(ctx context.Context, method string, req any, message bo
 	if message {
 		api = recvPrefix + api
 	}
-	v := verdict{e: Event{FullMethod: method, User: user, API: api, Message: message, DryRun: l.o.dryRun}}
-	d, c, code, err := l.take(user, api)
-	if err != nil {
-		v.e.Err = err
-		if !l.o.dryRun {
-			v.err = status.Error(code, "rate limiter unavailable: "+err.Error())
-		}
+	v.e.User, v.e.API = user, api
+	if l.svc == nil {
+		l.fail(&v, errNoService)
 		return v
 	}
+	// TakePolicy returns no error. When the service has a variant with a
+	// context that does (Redis under a fail-closed policy), its error takes
+	// the path of fail too, with codes.Unavailable, the code for a
+	// dependency that may come back.
+	d, c := l.svc.TakePolicy(user, api, 1)
 	v.policy = l.policies.Get(c)
 	v.e.Config, v.e.Policy, v.e.Decision = c, v.policy.Name, d
 	if !d.Allowed && !l.o.dryRun {
@@ -66,25 +75,18 @@ func (l *limiter) decide(ctx context.Context, method string, req any, message bo
 	return v
 }
 
-// take asks the service, turning a panic into an error so that a faulty
-// limiter fails one call, never the server. The service's TakePolicy
-// returns no error; when it has a variant with a context that does (Redis
-// under a fail-closed policy), that error takes this path too, with
-// codes.Unavailable, the code for a dependency that may come back.
-func (l *limiter) take(user, api string) (d hotlimit.Decision, c hotlimit.Config, code codes.Code, err error) {
-	if l.svc == nil {
-		return d, c, codes.Internal, errNoService
+// fail makes v the verdict of a limiter that could not decide.
+func (l *limiter) fail(v *verdict, err error) {
+	v.policy = nil
+	v.e.Config, v.e.Policy, v.e.Decision = hotlimit.Config{}, "", hotlimit.Decision{}
+	v.e.Err = err
+	v.err = nil
+	if !l.o.dryRun {
+		v.err = status.Error(codes.Internal, "rate limiter unavailable: "+err.Error())
 	}
-	defer func() {
-		if r := recover(); r != nil {
-			d, c, code, err = hotlimit.Decision{}, hotlimit.Config{}, codes.Internal, fmt.Errorf("limiter panicked: %v", r)
-		}
-	}()
-	d, c = l.svc.TakePolicy(user, api, 1)
-	return d, c, codes.OK, nil
 }
 
-var errNoService = fmt.Errorf("grpclimit: no service configured")
+var errNoService = errors.New("no service configured")
 
 // observe reports v to the observer, if any.
 func (l *limiter) observe(v *verdict) {

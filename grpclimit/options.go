@@ -21,8 +21,8 @@ type Event struct {
 	Message bool
 	// DryRun reports that the call proceeds whatever Decision.Allowed says.
 	DryRun bool
-	// Err is the limiter's failure, when it could not decide (a panicking
-	// limiter, a nil service); the call then fails with codes.Internal and a
+	// Err is the failure that kept the limiter from deciding (a key function
+	// or limiter that panicked, a nil service); the call then fails with codes.Internal and a
 	// message saying the rate limiter is unavailable (or proceeds under dry
 	// run), and Decision and Config are zero.
 	Err error
