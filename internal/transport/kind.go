@@ -26,10 +26,9 @@ func HeaderKind(name string) string { return "header:" + strings.ToLower(name) }
 // Tag returns value tagged with kind: kind ":" value.
 func Tag(kind, value string) string { return kind + ":" + value }
 
-// Kind returns the kind of a tagged key: everything before the last colon
-// that still precedes the value, which for the kinds of this package is the
-// first colon, or the second one for "header:" and "context:" kinds. A key
-// without a colon has the empty kind.
+// Kind returns the kind of a tagged key: the text before its first colon,
+// or before its second one for the two-part kinds "header:name" and
+// "context:type". A key without a colon has the empty kind.
 func Kind(key string) string {
 	kind, rest, ok := strings.Cut(key, ":")
 	if !ok {
