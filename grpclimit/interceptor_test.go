@@ -2,6 +2,7 @@ package grpclimit_test
 
 import (
 	"context"
+	"errors"
 	"io"
 	"net/netip"
 	"sync"
@@ -484,4 +485,45 @@ func TestClientInterceptorLimitsTheCaller(t *testing.T) {
 	}
 	_, err = client.FullDuplexCall(ctx(t))
 	assert.Equal(t, codes.ResourceExhausted, status.Code(err))
+}
+
+// downLimiter stands for a limiter on a backend that is down: it takes a
+// context, and its failure policy passes (open) or denies (closed).
+type downLimiter struct{ open bool }
+
+var errBackendDown = errors.New("redis: connection refused")
+
+func (l downLimiter) decision() hotlimit.Decision {
+	if l.open {
+		return hotlimit.Decision{Allowed: true, Limit: 1}
+	}
+	return hotlimit.Decision{Limit: 1, RetryAfter: time.Second}
+}
+func (l downLimiter) Allow(string) bool                  { return l.open }
+func (l downLimiter) Take(string, int) hotlimit.Decision { return l.decision() }
+func (l downLimiter) TakeContext(context.Context, string, int) (hotlimit.Decision, error) {
+	return l.decision(), errBackendDown
+}
+
+// TestBackendFailureIsUnavailable: a limiter that cannot decide and whose
+// failure policy denies gives codes.Unavailable, not ResourceExhausted (the
+// caller spent no quota); one whose policy passes lets the call through, and
+// the observer sees the error either way.
+func TestBackendFailureIsUnavailable(t *testing.T) {
+	for _, open := range []bool{false, true} {
+		factory := hotlimit.WithFactory(func(hotlimit.Config, ...hotlimit.Option) (hotlimit.Limiter, error) {
+			return downLimiter{open: open}, nil
+		})
+		svc, _ := newService(t, cfg(hotlimit.FixedWindow, 1, time.Second), 0, factory)
+		var rec recorder
+		_, err := grpclimit.UnaryServerInterceptor(svc, grpclimit.WithObserver(rec.observe))(ctx(t), nil, &grpc.UnaryServerInfo{FullMethod: unaryCall},
+			func(context.Context, any) (any, error) { return "reached", nil })
+		if open {
+			assert.NoError(t, err, "fail open: the call goes on")
+		} else {
+			assert.Equal(t, codes.Unavailable, status.Code(err), "%v", err)
+			assert.Contains(t, status.Convert(err).Message(), "connection refused")
+		}
+		assert.ErrorIs(t, rec.last().Err, errBackendDown)
+	}
 }

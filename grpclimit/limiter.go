@@ -62,14 +62,19 @@ func (l *limiter) decide(ctx context.Context, method string, req any, message bo
 		l.fail(&v, errNoService)
 		return v
 	}
-	// TakePolicy returns no error. When the service has a variant with a
-	// context that does (Redis under a fail-closed policy), its error takes
-	// the path of fail too, with codes.Unavailable, the code for a
-	// dependency that may come back.
-	d, c := l.svc.TakePolicy(user, api, 1)
+	// The call's context reaches limiters that wait on something outside
+	// the process (Redis), so its deadline bounds the decision. When such a
+	// limiter fails, its failure policy decided: a pass goes on (the error
+	// is in Event.Err), a denial is codes.Unavailable, the code for a
+	// dependency that may come back, not a quota the caller spent.
+	d, c, err := l.svc.TakePolicyContext(ctx, user, api, 1)
 	v.policy = l.policies.Get(c)
-	v.e.Config, v.e.Policy, v.e.Decision = c, v.policy.Name, d
-	if !d.Allowed && !l.o.dryRun {
+	v.e.Config, v.e.Policy, v.e.Decision, v.e.Err = c, v.policy.Name, d, err
+	switch {
+	case d.Allowed || l.o.dryRun:
+	case err != nil:
+		v.err = status.Error(codes.Unavailable, "rate limiter unavailable: "+err.Error())
+	default:
 		v.err = denial(user, v.policy, d)
 	}
 	return v

@@ -211,6 +211,14 @@ func (s *Service) TakeContext(ctx context.Context, user, api string, n int) (hot
 	return d, err
 }
 
+// TakePolicyContext is [Service.TakePolicy] under ctx, as
+// [Service.TakeContext] is Take: the decision, the limit that decided it,
+// and the limiters' error, when one could not decide (the decision is then
+// its failure policy's).
+func (s *Service) TakePolicyContext(ctx context.Context, user, api string, n int) (hotlimit.Decision, hotlimit.Config, error) {
+	return s.rules.Load().resolve(user, api).takeContext(ctx, s.keys, user, api, n)
+}
+
 // OverrideRule is the rule name the observer sees for decisions of
 // [Service.TakeWith].
 const OverrideRule = "override"
