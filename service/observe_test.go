@@ -204,3 +204,15 @@ func BenchmarkObserver(b *testing.B) {
 		})
 	}
 }
+
+func TestTurningShadowModeOffKeepsTheLimitsState(t *testing.T) {
+	clock, _ := frozen(int64(time.Hour))
+	shadow := hotlimit.Config{Algorithm: hotlimit.FixedWindow, Limit: 3, Window: time.Minute, Shadow: true}
+	s, err := service.New(shadow, clock)
+	require.NoError(t, err)
+	assert.Equal(t, 5, passes(s, "u", "a", 5), "shadow mode: everything passes")
+	enforced := shadow
+	enforced.Shadow = false
+	require.NoError(t, s.Replace(service.Rules{Default: service.Limits{enforced}}))
+	assert.Zero(t, passes(s, "u", "a", 5), "the 3 counted in shadow mode still count")
+}

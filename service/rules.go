@@ -273,12 +273,15 @@ func build(rs Rules, prev *rules, opts []hotlimit.Option) (*rules, error) {
 	return next, nil
 }
 
-// unscoped returns c with the scope PerPair: the Config of the limiter that
-// enforces c, whatever its scope. The scope is the service's business: it
+// unscoped returns c with the scope PerPair and no shadow mode: the Config
+// of the limiter that enforces c. The scope is the service's business: it
 // chooses the key, and the keys of different scopes never collide (see
-// stateKey), so limits that differ only in scope share one limiter.
+// stateKey); shadow mode only changes what the caller is told. So limits
+// that differ only in scope or shadow mode share one limiter, and turning a
+// limit's shadow mode off keeps its state.
 func unscoped(c hotlimit.Config) hotlimit.Config {
 	c.Scope = hotlimit.PerPair
+	c.Shadow = false
 	return c
 }
 
