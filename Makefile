@@ -2,16 +2,17 @@
 #              benchmark smoke run, 32-bit builds, the bench module's tests
 #              and the redislimit module's tests against real Redis servers
 #              and clusters (redis-server and redis-cli are installed with
-#              apt-get when missing and run as root).
+#              apt-get when missing and run as root), and the grpclimit,
+#              envoyrls and metrics modules' tests.
 # make bench — the comparison against other Go limiters: prints a summary and
 #              writes every table to bench/out/ (PUBLISH=1: bench/results/).
 
 GO ?= go
 PKGS := ./...
 
-.PHONY: test vet fmt tidy race smoke test386 benchmod redis redismod metricsmods envoymod bench envoybench
+.PHONY: test vet fmt tidy race smoke test386 benchmod redis redismod metricsmods grpcmod envoymod bench envoybench
 
-test: vet fmt tidy race smoke test386 redis redismod metricsmods envoymod benchmod
+test: vet fmt tidy race smoke test386 redis redismod metricsmods grpcmod envoymod benchmod
 
 vet:
 	$(GO) vet $(PKGS)
@@ -77,6 +78,15 @@ metricsmods:
 			$(GO) test -run '^$$' -bench . -benchtime 1x ./...) || exit 1; \
 	done
 
+# The grpclimit module (its own go.mod, with grpc-go): vet, the race-enabled
+# tests over loopback TCP and bufconn, every benchmark once, and a 32-bit
+# build.
+grpcmod:
+	cd grpclimit && $(GO) vet ./...
+	cd grpclimit && $(GO) test -race -count=1 ./...
+	cd grpclimit && $(GO) test -run '^$$' -bench . -benchtime 1x ./...
+	cd grpclimit && GOARCH=386 $(GO) vet ./...
+
 # The envoyrls module (its own go.mod, with go-control-plane and grpc): vet,
 # the race-enabled tests (the conformance suite in memory and on a real
 # redis-server, which CI=1 makes mandatory), every benchmark once.
@@ -88,10 +98,13 @@ envoymod: redis
 # The comparison with other Go limiters: a summary on stdout (bench/out/summary.txt),
 # every table in bench/out/latest.txt, the chart in bench/out/scaling.svg;
 # bench/out/ is not tracked. `make bench PUBLISH=1` writes bench/results/
-# instead, which the README quotes (see bench/README.md for the knobs). Then
-# hotlimitd's ShouldRateLimit throughput over loopback gRPC (see README).
+# instead, which the README quotes (see bench/README.md for the knobs).
+# Then the gRPC interceptor's cost per call, and hotlimitd's ShouldRateLimit
+# throughput over loopback gRPC (see README).
 bench: envoybench
 	cd bench && GO=$(GO) PUBLISH=$(PUBLISH) ./run.sh
+	@echo "== grpclimit: interceptor overhead per allowed unary call"
+	cd grpclimit && $(GO) test -run '^$$' -bench BenchmarkUnary -benchmem -count 3 .
 
 envoybench:
 	cd envoyrls && $(GO) test -run '^$$' -bench ShouldRateLimit -benchtime 2s -count 1 ./

@@ -80,6 +80,11 @@ type Config struct {
 	// [OutcomeShadowDenied]), but the caller always passes. It is how a new
 	// limit is rolled out safely.
 	Shadow bool
+	// Scope says whose quota the limit counts in a service rule: the
+	// (user, api) pair's (PerPair, the zero value), the user's, the api's or
+	// everyone's. A limiter used on its own ignores it; service.NewLimiter
+	// rejects any other scope than PerPair.
+	Scope Scope
 }
 
 // HasBurst reports whether a lets Config.Burst differ from the limit.
@@ -88,8 +93,9 @@ func (a Algorithm) HasBurst() bool {
 }
 
 // String formats c as "TokenBucket 5/1s", "TokenBucket 100/1m0s burst 10"
-// when it has a burst, "Unlimited" for Unlimited, with " shadow" appended in
-// shadow mode.
+// when it has a burst, "Unlimited" for Unlimited, with " per user" (or api,
+// global) appended for a scope other than PerPair and " shadow" in shadow
+// mode.
 func (c Config) String() string {
 	var s string
 	switch {
@@ -99,6 +105,9 @@ func (c Config) String() string {
 		s = fmt.Sprintf("%v %d/%v burst %d", c.Algorithm, c.Limit, c.Window, c.Burst)
 	default:
 		s = fmt.Sprintf("%v %d/%v", c.Algorithm, c.Limit, c.Window)
+	}
+	if c.Scope != PerPair {
+		s += " per " + c.Scope.String()
 	}
 	if c.Shadow {
 		s += " shadow"
@@ -123,6 +132,9 @@ func (c Config) Validate() error {
 // one). Backends whose state has other widths than the in-memory limiters',
 // such as redislimit, check their own ranges after it.
 func (c Config) ValidateFields() error {
+	if !c.Scope.Valid() {
+		return fmt.Errorf("hotlimit: Config.Scope %v is not a scope: %w", c.Scope, ErrInvalidConfig)
+	}
 	if c.Algorithm == Unlimited {
 		return c.validateUnlimited()
 	}
@@ -218,12 +230,14 @@ type configJSON struct {
 	Window    string    `json:"window"`
 	Burst     int       `json:"burst,omitempty"`
 	Shadow    bool      `json:"shadow,omitempty"`
+	Scope     *Scope    `json:"scope,omitempty"`
 }
 
 // unlimitedJSON is the JSON shape of an Unlimited Config on output.
 type unlimitedJSON struct {
 	Algorithm Algorithm `json:"algorithm"`
 	Shadow    bool      `json:"shadow,omitempty"`
+	Scope     *Scope    `json:"scope,omitempty"`
 }
 
 // MarshalJSON encodes c as
@@ -231,26 +245,34 @@ type unlimitedJSON struct {
 //	{"algorithm":"TokenBucket","limit":5,"window":"1s","burst":10}
 //
 // with the window as a Go duration string ([time.Duration.String]), burst
-// omitted when 0 and "shadow":true only in shadow mode; an Unlimited Config
+// omitted when 0, "shadow":true only in shadow mode and "scope" ("user",
+// "api" or "global") only for a scope other than PerPair, so that a Config
+// without one writes what it wrote before scopes existed; an Unlimited Config
 // is {"algorithm":"Unlimited"}. It fails only when c.Algorithm names no
-// algorithm. [Config.UnmarshalJSON] reads the output back to an equal Config.
+// algorithm or c.Scope no scope. [Config.UnmarshalJSON] reads the output
+// back to an equal Config.
 func (c Config) MarshalJSON() ([]byte, error) {
-	if c.Algorithm == Unlimited && c.Limit == 0 && c.Window == 0 && c.Burst == 0 {
-		return json.Marshal(unlimitedJSON{Algorithm: c.Algorithm, Shadow: c.Shadow})
+	var scope *Scope
+	if c.Scope != PerPair {
+		scope = &c.Scope
 	}
-	return json.Marshal(configJSON{Algorithm: c.Algorithm, Limit: c.Limit, Window: c.Window.String(), Burst: c.Burst, Shadow: c.Shadow})
+	if c.Algorithm == Unlimited && c.Limit == 0 && c.Window == 0 && c.Burst == 0 {
+		return json.Marshal(unlimitedJSON{Algorithm: c.Algorithm, Shadow: c.Shadow, Scope: scope})
+	}
+	return json.Marshal(configJSON{Algorithm: c.Algorithm, Limit: c.Limit, Window: c.Window.String(), Burst: c.Burst, Shadow: c.Shadow, Scope: scope})
 }
 
 // UnmarshalJSON decodes the object [Config.MarshalJSON] writes, strictly:
 // "algorithm", "limit" and "window" are required ("limit" and "window" are
-// optional for Unlimited), "burst" and "shadow" are optional, any
+// optional for Unlimited), "burst", "shadow" and "scope" are optional (a
+// missing scope is PerPair; [Scope.UnmarshalText] reads it), any
 // other field (including a differently cased one) is rejected, the algorithm
 // is read by [Algorithm.UnmarshalText] and the window by [time.ParseDuration].
 // Errors are [*FieldError] values naming the field, or name the object when it
 // is not one; all wrap [ErrInvalidConfig]. On error c is unchanged. It does
 // not call [Config.Validate]: a limit of 0 reads back as 0.
 func (c *Config) UnmarshalJSON(data []byte) error {
-	fields, err := decodeObject(data, "algorithm", "limit", "window", "burst", "shadow")
+	fields, err := decodeObject(data, "algorithm", "limit", "window", "burst", "shadow", "scope")
 	if err != nil {
 		return fmt.Errorf("hotlimit: Config: %w", err)
 	}
@@ -266,6 +288,7 @@ func (c *Config) UnmarshalJSON(data []byte) error {
 		{"window", &window, false},
 		{"burst", &next.Burst, true},
 		{"shadow", &next.Shadow, true},
+		{"scope", &next.Scope, true},
 	} {
 		raw, ok := fields[f.name]
 		if !ok || string(raw) == "null" {
@@ -301,7 +324,7 @@ func unjson(err error) string {
 	if errors.As(err, &te) {
 		want := "an integer"
 		switch {
-		case te.Type.String() == "string" || strings.HasSuffix(te.Type.String(), "Algorithm"):
+		case te.Type.String() == "string" || strings.HasSuffix(te.Type.String(), "Algorithm") || strings.HasSuffix(te.Type.String(), "Scope"):
 			want = "a string"
 		case te.Type.String() == "bool":
 			want = "true or false"

@@ -172,3 +172,47 @@ func ExampleConfig_MarshalJSON() {
 	// <nil> FixedWindow 100/1m0s
 	// hotlimit: Config field window: time: unknown unit " minute" in duration "1 minute": invalid config
 }
+
+func TestScopeJSON(t *testing.T) {
+	base := hotlimit.Config{Algorithm: hotlimit.FixedWindow, Limit: 10, Window: time.Minute}
+	b, err := json.Marshal(base)
+	require.NoError(t, err)
+	assert.JSONEq(t, `{"algorithm":"FixedWindow","limit":10,"window":"1m0s"}`, string(b), "PerPair is omitted")
+	for scope, name := range map[hotlimit.Scope]string{hotlimit.PerUser: "user", hotlimit.PerAPI: "api", hotlimit.Global: "global"} {
+		c := base
+		c.Scope = scope
+		b, err := json.Marshal(c)
+		require.NoError(t, err)
+		assert.JSONEq(t, `{"algorithm":"FixedWindow","limit":10,"window":"1m0s","scope":"`+name+`"}`, string(b))
+		var back hotlimit.Config
+		require.NoError(t, json.Unmarshal(b, &back))
+		assert.Equal(t, c, back)
+		assert.Equal(t, name, scope.String())
+	}
+	var c hotlimit.Config
+	require.NoError(t, json.Unmarshal([]byte(`{"algorithm":"FixedWindow","limit":10,"window":"1m","scope":"pair"}`), &c))
+	assert.Equal(t, base, c, `"pair" reads as PerPair`)
+	u := hotlimit.Config{Algorithm: hotlimit.Unlimited, Scope: hotlimit.Global}
+	b, err = json.Marshal(u)
+	require.NoError(t, err)
+	assert.JSONEq(t, `{"algorithm":"Unlimited","scope":"global"}`, string(b))
+
+	for _, bad := range []string{`"users"`, `"Pair"`, `""`, `1`} {
+		err := json.Unmarshal([]byte(`{"algorithm":"FixedWindow","limit":10,"window":"1m","scope":`+bad+`}`), &c)
+		require.Error(t, err, bad)
+		assert.ErrorIs(t, err, hotlimit.ErrInvalidConfig, bad)
+		var fe *hotlimit.FieldError
+		require.ErrorAs(t, err, &fe, bad)
+		assert.Equal(t, "scope", fe.Field)
+	}
+	err = json.Unmarshal([]byte(`{"algorithm":"FixedWindow","limit":10,"window":"1m","scope":"users"}`), &c)
+	assert.Contains(t, err.Error(), `unknown scope "users", want one of pair, user, api, global`)
+
+	_, err = json.Marshal(hotlimit.Config{Algorithm: hotlimit.FixedWindow, Limit: 1, Window: 1, Scope: 9})
+	assert.ErrorIs(t, err, hotlimit.ErrInvalidConfig)
+	err = hotlimit.Config{Algorithm: hotlimit.FixedWindow, Limit: 1, Window: time.Second, Scope: 9}.Validate()
+	assert.ErrorIs(t, err, hotlimit.ErrInvalidConfig)
+	assert.Contains(t, err.Error(), "Config.Scope")
+	assert.NoError(t, hotlimit.Config{Algorithm: hotlimit.FixedWindow, Limit: 1, Window: time.Second, Scope: hotlimit.Global}.Validate())
+	assert.Equal(t, "FixedWindow 10/1m0s per user", hotlimit.Config{Algorithm: hotlimit.FixedWindow, Limit: 10, Window: time.Minute, Scope: hotlimit.PerUser}.String())
+}

@@ -29,7 +29,7 @@ func TestValidateNamesTheField(t *testing.T) {
 		{hotlimit.Config{Algorithm: hotlimit.FixedWindow, Limit: 1, Window: 1, Burst: 2}, "Config.Burst"},
 		{hotlimit.Config{Algorithm: hotlimit.SlidingCounter, Limit: 1, Window: 1, Burst: 2}, "Config.Burst"},
 		// Outside the algorithm's range.
-		{hotlimit.Config{Algorithm: hotlimit.TokenBucket, Limit: 1 << 62, Window: time.Second}, "Config.Limit 4611686018427387904 out of range [1, 1048576] for TokenBucket"},
+		{hotlimit.Config{Algorithm: hotlimit.TokenBucket, Limit: 1 << 30, Window: time.Second}, "Config.Limit 1073741824 out of range [1, 1048576] for TokenBucket"},
 		{hotlimit.Config{Algorithm: hotlimit.SlidingLog, Limit: 1<<16 + 1, Window: time.Second}, "Config.Limit 65537 out of range [1, 65536]"},
 		{hotlimit.Config{Algorithm: hotlimit.GCRA, Limit: 1, Window: time.Nanosecond}, "Config.Window 1ns out of range [1ms, 24h0m0s]"},
 		{hotlimit.Config{Algorithm: hotlimit.FixedWindow, Limit: 1, Window: 367 * 24 * time.Hour}, "Config.Window"},

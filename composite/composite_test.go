@@ -15,6 +15,7 @@ import (
 	"github.com/hotlimit/hotlimit"
 	"github.com/hotlimit/hotlimit/composite"
 	"github.com/hotlimit/hotlimit/fixedwindow"
+	"github.com/hotlimit/hotlimit/internal/limitertest"
 	"github.com/hotlimit/hotlimit/tokenbucket"
 )
 
@@ -270,4 +271,42 @@ func TestAllocs(t *testing.T) {
 		c.Refund("k", r)
 		c.Take("k", 0)
 	}))
+}
+
+// TestLinearizableRemaining: under a frozen clock, the allowed decisions'
+// Remaining values are limit − 1, ..., 0, each exactly once (see
+// limitertest), for a composite whose last child, of each kind in turn, has
+// the least limit: its Remaining is the composite's, since the other
+// children, looser by more than the goroutines in flight, always keep more.
+func TestLinearizableRemaining(t *testing.T) {
+	for i, tight := range kinds {
+		t.Run("tight="+tight.name, func(t *testing.T) {
+			newLimiter := func(limit int, window time.Duration, clock hotlimit.Clock) (limitertest.Keyed, error) {
+				var children []hotlimit.Limiter
+				for j, k := range kinds {
+					if j != i {
+						children = append(children, k.make(t, 2*limit+32, window, clock))
+					}
+				}
+				return composite.New(append(children, tight.make(t, limit, window, clock))...)
+			}
+			limitertest.LinearizableRemaining(t, newLimiter, time.Second,
+				func(r int) time.Duration { return time.Duration(4*r) * time.Second },
+				func(limit int) int { return limit })
+		})
+	}
+}
+
+// TestExtremeClockDecisions: a composite of every kind, with clocks at and
+// between both ends of int64, gives no Decision a negative duration or a
+// denial with RetryAfter 0 (see limitertest).
+func TestExtremeClockDecisions(t *testing.T) {
+	newLimiter := func(limit int, window time.Duration, clock hotlimit.Clock) (limitertest.Keyed, error) {
+		children := make([]hotlimit.Limiter, len(kinds))
+		for i, k := range kinds {
+			children[i] = k.make(t, limit+i, window, clock)
+		}
+		return composite.New(children...)
+	}
+	limitertest.ExtremeClocks(t, newLimiter, time.Millisecond, time.Second, 24*time.Hour)
 }

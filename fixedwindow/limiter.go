@@ -65,26 +65,41 @@ func (l *Limiter) Allow(key string) bool {
 	// concurrent write fails the CAS and the call decides again; a Sweep's
 	// tombstone sends it to the key's fresh cell, with the clock read again.
 	//
-	// The clock is read after the word, on every pass: every writer of the
-	// word read its clock before its CAS, so this reading is no earlier than
-	// any the word was computed from. Read before, a reading held while other
-	// calls moved the key to a later window would count against that window,
-	// full perhaps, where a fresh reading might start the next: a spurious
-	// denial.
+	// The clock is read once, after Get (see cell), and before the word, so
+	// that a slow clock is not inside the window between the load and the
+	// CAS; a failed CAS reloads the word and keeps the reading. Deciding on
+	// a reading taken before the word is sound: an admission counts in the
+	// later of the reading's window and the stored one, as a stale clock's
+	// does (see cell). A denial must not come from a reading older than the
+	// word's window: a key that other calls moved to a later window, full
+	// perhaps, would be judged full where a fresh reading might start the
+	// next window. So a denial whose reading is behind the stored window
+	// reads the clock again, after the load, and decides again. A denial on
+	// a reading in the stored window is the model's: the key was full in
+	// that window at the load, after the reading.
+	cur, _ := l.index(l.clock())
+	fresh := false // whether cur was read after w was loaded
+	w := c.word.Load()
 	for {
-		w := c.word.Load()
 		if w == packed.WindowDead {
 			c = l.cells.Revive(key, c)
+			cur, _ = l.index(l.clock())
+			w, fresh = c.word.Load(), false
 			continue
 		}
-		cur, _ := l.index(l.clock()) // after Get and the load: see cell
-		index, count, _ := advance(w, cur)
+		index, count, behind := advance(w, cur)
 		if count >= l.limit {
+			if behind != 0 && !fresh {
+				cur, _ = l.index(l.clock())
+				fresh = true
+				continue
+			}
 			return false // a denial writes nothing
 		}
 		if c.word.CompareAndSwap(w, packed.PackWindow(index, count+1)) {
 			return true
 		}
+		w, fresh = c.word.Load(), false
 	}
 }
 
@@ -117,17 +132,27 @@ func (l *Limiter) take(key string, n int) (hotlimit.Decision, int64) {
 	}
 	c := l.cells.Get(key)
 	need := uint64(n)
-	// The CAS loop of Allow, for n requests at once; argued on cell.
+	// The CAS loop of Allow, for n requests at once; argued on cell. The
+	// clock is read once, before the word; a failed CAS keeps the reading; a
+	// denial whose reading is behind the stored window reads the clock again
+	// and decides again, as in Allow.
+	now := l.clock()
+	fresh := false // whether now was read after w was loaded
+	w := c.word.Load()
 	for {
-		w := c.word.Load()
 		if w == packed.WindowDead {
 			c = l.cells.Revive(key, c)
+			now = l.clock()
+			w, fresh = c.word.Load(), false
 			continue
 		}
-		now := l.clock() // after the load, as in Allow
 		cur, rem := l.index(now)
 		index, count, behind := advance(w, cur)
 		if count+need > l.limit {
+			if behind != 0 && !fresh {
+				now, fresh = l.clock(), true
+				continue
+			}
 			d := l.decision(count, behind, rem)
 			d.RetryAfter = d.ResetAfter // count > limit−n ≥ 0: the window's end
 			return d, now
@@ -137,6 +162,7 @@ func (l *Limiter) take(key string, n int) (hotlimit.Decision, int64) {
 			d.Allowed = true
 			return d, l.countedAt(now, rem, behind)
 		}
+		w, fresh = c.word.Load(), false
 	}
 }
 

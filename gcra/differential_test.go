@@ -17,10 +17,7 @@ import (
 
 // diffConfigs are the policies of the differential tests, all exact (see
 // the package documentation): burst 0 is the default, the limit.
-var diffConfigs = []struct {
-	limit, burst int
-	window       time.Duration
-}{
+var diffConfigs = []diffConfig{
 	{5, 0, time.Second},
 	{5, 7, time.Second},
 	{3, 0, 7 * time.Millisecond}, // scale 3
@@ -31,6 +28,14 @@ var diffConfigs = []struct {
 	{1, 4, time.Millisecond},
 	{1000, 0, time.Millisecond},
 	{16, 1, 15*time.Millisecond + 1}, // scale 16
+	{17, 0, time.Second},             // fine ticks, 2^30 per T
+	{1 << 20, 3, time.Millisecond},   // fine ticks, 16 per T
+}
+
+// diffConfig is a policy: limit per window, with a burst (0: the limit).
+type diffConfig struct {
+	limit, burst int
+	window       time.Duration
 }
 
 // diffRun is one random sequence: a limiter and the model side by side.
@@ -46,7 +51,13 @@ type diffRun struct {
 }
 
 func newDiffRun(t *testing.T, rng *rand.Rand, ci int) *diffRun {
-	cfg := diffConfigs[ci]
+	return newDiffRunOf(t, rng, diffConfigs[ci])
+}
+
+// newDiffRunOf starts a run of cfg at a random epoch. The model reads its
+// clock in the limiter's ticks when they are fine; exact ticks (a whole
+// number per nanosecond) floor nothing, and there the model is the exact one.
+func newDiffRunOf(t *testing.T, rng *rand.Rand, cfg diffConfig) *diffRun {
 	r := &diffRun{rng: rng, keys: []string{"a", "b", "c"}, limit: cfg.limit, burst: cfg.burst, window: cfg.window}
 	if r.burst == 0 {
 		r.burst = r.limit
@@ -57,6 +68,9 @@ func newDiffRun(t *testing.T, rng *rand.Rand, ci int) *diffRun {
 	r.lim, err = gcra.New(cfg.limit, cfg.window, hotlimit.WithClock(r.now.Load), hotlimit.WithBurst(cfg.burst))
 	require.NoError(t, err)
 	r.model = models.NewGCRA(r.limit, r.burst, r.window, r.epoch)
+	if num, den := gcra.TicksOf(r.lim); den != 1 {
+		r.model.Ticks(num, den)
+	}
 	return r
 }
 
@@ -245,21 +259,24 @@ func TestResetAfterIsExact(t *testing.T) {
 	}
 }
 
-// TestInexactNeverFaster: for a policy whose T is rounded (1<<20 per second,
-// scale 2^11 > MaxScale), a drained key refills no more than the exact rate
-// and less by under 1/(16·T) of it.
-func TestInexactNeverFaster(t *testing.T) {
+// TestFineTicksNeverFaster: for a policy on fine ticks (1<<20 per second,
+// T = 2^14 ticks), a drained key refills no more than the exact rate, and
+// less by under a token: the floors of the clock do not add up.
+func TestFineTicksNeverFaster(t *testing.T) {
 	const limit = 1 << 20
 	var now atomic.Int64
 	lim, err := gcra.New(limit, time.Second, hotlimit.WithClock(now.Load))
 	require.NoError(t, err)
+	num, den := gcra.TicksOf(lim)
+	require.NotEqual(t, uint64(1), den, "fine ticks")
+	require.Equal(t, uint64(1<<14)*den, num*uint64(time.Second)/limit, "T = 2^14 ticks")
 	require.True(t, lim.Take("k", limit).Allowed)
 	require.False(t, lim.Allow("k"))
-	for _, d := range []time.Duration{time.Millisecond, time.Second / 3, time.Second} {
+	for _, d := range []time.Duration{time.Millisecond, time.Second / 3, time.Second - 1, time.Second} {
 		now.Store(int64(d))
 		got := lim.Take("k", 0).Remaining
 		exact := int(int64(limit) * int64(d) / int64(time.Second))
 		assert.LessOrEqual(t, got, exact, "after %v", d)
-		assert.GreaterOrEqual(t, got, exact-exact/10000-1, "after %v", d)
+		assert.GreaterOrEqual(t, got, exact-1, "after %v", d)
 	}
 }

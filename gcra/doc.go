@@ -30,15 +30,31 @@
 //
 // # Arithmetic
 //
-// All arithmetic is integer and exact. Time is counted in units of 1/scale
-// nanosecond, scale = Limit/gcd(Window, Limit), so that T = Window·scale/Limit
-// is a whole number of units and every TAT is exact. scale is 1 whenever
-// Limit divides Window in nanoseconds (100 per second, 60 per minute, 5 per
-// second ...) and 3 for 3 per second. When Limit/gcd(Window, Limit) exceeds
-// MaxScale (16), as for 1<<20 per second or 17 per second, the unit is 1/16
-// ns and T is rounded up to it: the rate is then lower than Limit per Window
-// by less than 1/(16·T), never higher, and decisions may differ from the
-// exact model's by that much.
+// All arithmetic is integer. The limiter counts time in ticks chosen so that
+// T is a whole number of ticks: every TAT is exact in ticks, and no rounding
+// of T accumulates, however many requests pass.
+//
+//   - Exact ticks. When D = Limit/gcd(Window, Limit) is at most MaxScale (16),
+//     a tick is 1/D ns and T = Window/gcd(Window, Limit) ticks. A clock
+//     reading is a whole number of ticks, and every decision is exactly the
+//     model's. D is 1 whenever Limit divides Window in nanoseconds (100 per
+//     second, 60 per minute, 5 per second ...), 3 for 3 per second.
+//   - Fine ticks. Otherwise (17 per second, 1<<20 per second, 1<<20 per
+//     millisecond) a tick is 1/2^F of T: T = 2^F ticks, with F the largest
+//     at most MaxFracBits (32) that keeps the limiter's time for MinTime
+//     (below). F is 30 for 17 per second, 14 for 1<<20 per second, 4 for
+//     1<<20 per millisecond, and never below 4 within New's ranges. A clock
+//     reading t nanoseconds after the epoch counts as ⌊t·Limit·2^F/Window⌋
+//     ticks: every decision is exactly the model's on that clock, floored to
+//     a tick, which lags the true clock by less than one tick, 1/2^F of a
+//     token (1/16 at most). The floors do not add up: between any two
+//     readings the floored clock moves by the true time ± less than a tick,
+//     however many calls come in between. So in any interval [a, b] a key
+//     passes at most Burst + (b − a)·Limit/Window + 1/2^F requests (the
+//     model's bound and less than a tick more: at most one request more,
+//     only where the model's count falls short of a whole number by under
+//     1/2^F), and a key kept drained passes Limit per Window, ±1, as the
+//     model does: 1,048,576 per millisecond at 1<<20 per millisecond.
 //
 // # Decisions
 //
@@ -60,15 +76,16 @@
 // # State and ranges
 //
 // Each key holds one 64-bit word, changed only by compare-and-swap: its TAT in
-// units since the epoch. 0, the epoch, is a fresh key (full at any time, so a
+// ticks since the epoch. 0, the epoch, is a fresh key (full at any time, so a
 // full key and a fresh one decide alike); 2^64−1 is the tombstone of an
 // evicted key; live words stay below 2^63.
 //
 // Limit lies in [1, 1048576], Window in [1ms, 24h], Burst in [1, 1048576],
 // and Burst·Window/Limit, the time a drained key takes to refill, is at most
-// MaxBurstSpan (366 days). The limiter's time stops at
-// (2^63 − 1 − Burst·T)/scale nanoseconds after its epoch: at least 17 years,
-// 292 years with scale 1. Past it, keys no longer refill.
+// MaxBurstSpan (366 days). The limiter's time stops where its TAT could
+// reach 2^63 ticks, (2^63 − 1 − Burst·T) ticks after its epoch, checked at
+// New: at least MinTime (2^58 ns, over 9 years) with fine ticks, 17 years
+// with exact ones, 292 years with D = 1. Past it, keys no longer refill.
 //
 // Memory: a key costs its map entry in an xsync.MapOf, the key's bytes and an
 // 8-byte cell, about 100 bytes in all for short keys.

@@ -1,7 +1,6 @@
 package gcra_test
 
 import (
-	"fmt"
 	"math/rand/v2"
 	"sync"
 	"sync/atomic"
@@ -30,92 +29,39 @@ func TestFrozenClockHammer(t *testing.T) {
 	})
 }
 
+// TestLinearizableRemaining: under a frozen clock, the allowed decisions'
+// Remaining values are burst − 1, ..., 0, each exactly once, whatever the
+// interleaving (see limitertest). Rounds are 4 s apart, as above.
+func TestLinearizableRemaining(t *testing.T) {
+	at := func(r int) time.Duration { return time.Duration(4*r) * time.Second }
+	t.Run("burst=limit", func(t *testing.T) {
+		limitertest.LinearizableRemaining(t, limitertest.Adapt(gcra.New), time.Second, at, func(limit int) int { return limit })
+	})
+	t.Run("burst=3", func(t *testing.T) {
+		limitertest.LinearizableRemaining(t, limitertest.Adapt(gcra.New, hotlimit.WithBurst(3)), time.Second, at, func(int) int { return 3 })
+	})
+}
+
 // TestPhasedHammer moves a fake clock between phases (a fraction of T, whole
 // tokens, past a full refill, and back) and in each phase lets goroutines
 // hammer Take(key, n) with one n: the passes of each key in the phase equal
 // those of the sequential model, whatever the interleaving, and so does the
-// state reported afterwards. With a frozen clock and one n, the order of the
-// calls does not change how many pass.
+// state reported afterwards; with sweep=true, Sweeps race the traffic and
+// evict keys in every idle phase (see limitertest). With a frozen clock and
+// one n, the order of the calls does not change how many pass.
 func TestPhasedHammer(t *testing.T) {
-	const (
-		goroutines = 16
-		limit      = 50
-		burst      = 30
-		window     = int64(time.Second)
-		tok        = window / limit
-	)
-	keys := []string{"a", "b", "c", "d"}
-	phases := 80
-	if testing.Short() {
-		phases = 25
+	const burst = 30
+	newModel := func(limit int, window time.Duration) limitertest.Model {
+		return models.NewGCRA(limit, burst, window, int64(limitertest.PhasedStart)).Take
 	}
-	for _, sweep := range []bool{false, true} {
-		t.Run(fmt.Sprintf("sweep=%t", sweep), func(t *testing.T) {
-			rng := rand.New(rand.NewPCG(7, 8))
-			var now atomic.Int64
-			epoch := int64(-3 * window)
-			now.Store(epoch)
-			lim, err := gcra.New(limit, time.Duration(window), hotlimit.WithClock(now.Load), hotlimit.WithBurst(burst))
-			require.NoError(t, err)
-			m := models.NewGCRA(limit, burst, time.Duration(window), epoch)
-			stop := make(chan struct{})
-			var swept *atomic.Int64
-			if sweep {
-				var wg *sync.WaitGroup
-				wg, swept = limitertest.SweepUntil(lim, stop)
-				defer wg.Wait()
-			}
-			defer close(stop)
-			for phase := range phases {
-				switch rng.IntN(5) {
-				case 0:
-					now.Add(rng.Int64N(tok))
-				case 1:
-					now.Add(tok * (1 + rng.Int64N(5)))
-				case 2:
-					now.Add(window * rng.Int64N(2))
-				case 3:
-					now.Add(-rng.Int64N(3 * tok))
-				default:
-					now.Add(rng.Int64N(window / 3))
-				}
-				at := now.Load()
-				n := 1 + rng.IntN(3)
-				calls := rng.IntN(6) // per goroutine and key: sometimes fewer than the tokens left
-				want := make([]int64, len(keys))
-				for k, key := range keys {
-					for range goroutines * calls {
-						if m.Take(key, n, at).Allowed {
-							want[k]++
-						}
-					}
-				}
-				got := make([]atomic.Int64, len(keys))
-				start := make(chan struct{})
-				var wg sync.WaitGroup
-				for g := range goroutines {
-					wg.Go(func() {
-						<-start
-						for i := range calls * len(keys) {
-							k := (g + i) % len(keys)
-							if lim.Take(keys[k], n).Allowed {
-								got[k].Add(1)
-							}
-						}
-					})
-				}
-				close(start)
-				wg.Wait()
-				for k, key := range keys {
-					assert.Equal(t, want[k], got[k].Load(), "phase %d key %s: passes", phase, key)
-					assert.Equal(t, m.Take(key, 0, at), lim.Take(key, 0), "phase %d key %s: state", phase, key)
-				}
-			}
-			if sweep {
-				assert.Positive(t, swept.Load(), "the sweeper evicted keys")
-			}
-		})
-	}
+	tok := func(window int64) int64 { return window / limitertest.PhasedLimit } // T
+	limitertest.PhasedHammer(t, limitertest.Adapt(gcra.New, hotlimit.WithBurst(burst)), newModel, limitertest.Moves(
+		func(rng *rand.Rand, window int64) int64 { return rng.Int64N(tok(window)) },
+		func(rng *rand.Rand, window int64) int64 { return tok(window) * (1 + rng.Int64N(5)) },
+		func(rng *rand.Rand, window int64) int64 { return window * rng.Int64N(2) },
+		func(rng *rand.Rand, window int64) int64 { return -rng.Int64N(3 * tok(window)) },
+		func(rng *rand.Rand, window int64) int64 { return rng.Int64N(window / 3) },
+	))
 }
 
 // TestMovingClockHammer moves the clock while goroutines hammer and a Sweep
@@ -168,4 +114,11 @@ func TestMovingClockHammer(t *testing.T) {
 		assert.Positive(t, passed[k].Load())
 		assert.LessOrEqual(t, passed[k].Load(), bound, "key %d", k)
 	}
+}
+
+// TestExtremeClockDecisions: with clocks at and between both ends of int64, no
+// Decision has a negative duration or a denial with RetryAfter 0 (see
+// limitertest).
+func TestExtremeClockDecisions(t *testing.T) {
+	limitertest.ExtremeClocks(t, limitertest.Adapt(gcra.New), gcra.MinWindow, time.Second, gcra.MaxWindow)
 }

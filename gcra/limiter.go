@@ -2,7 +2,6 @@ package gcra
 
 import (
 	"fmt"
-	"math"
 	"math/bits"
 	"time"
 
@@ -24,9 +23,16 @@ const (
 	// refill: it keeps a key's theoretical arrival time within reach of the
 	// clock (see the package documentation).
 	MaxBurstSpan = 366 * 24 * time.Hour
-	// MaxScale is the finest time unit, 1/MaxScale ns, a limiter uses; see
-	// scaleFor.
+	// MaxScale bounds the exact tick: a limiter whose Limit/gcd(Window,
+	// Limit) is at most MaxScale counts time in ticks of gcd/Limit ns and is
+	// exact; any other counts in ticks of 1/2^F of Window/Limit (see the
+	// package documentation).
 	MaxScale = 16
+	// MaxFracBits bounds F, the fractional bits of a token in a tick.
+	MaxFracBits = 32
+	// MinTime is the least time a limiter keeps counting after its epoch,
+	// in nanoseconds (2^58 ns, over 9 years); see the package documentation.
+	MinTime = 1 << 58
 )
 
 // Limiter is a GCRA limiter per key: each key may pass Burst requests at
@@ -37,10 +43,11 @@ type Limiter struct {
 	cells   *keyed.Map[cell]
 	clock   hotlimit.Clock
 	epoch   int64  // clock() at New: time zero of the limiter
-	scale   uint64 // time units per nanosecond, in [1, MaxScale]
-	tsc     uint64 // the emission interval T, in units
-	span    uint64 // burst·T in units: how far a TAT may run ahead of now
-	tau     uint64 // span − T: the tolerance of GCRA, in units
+	num     uint64 // the limiter's clock runs at num/den ticks per nanosecond
+	den     uint64 // (see tickFor)
+	tsc     uint64 // the emission interval T, in ticks
+	span    uint64 // burst·T in ticks: how far a TAT may run ahead of now
+	tau     uint64 // span − T: the tolerance of GCRA, in ticks
 	maxTime uint64 // the limiter's time stops here, nanoseconds since the epoch
 	limit   int
 	burst   uint64
@@ -78,15 +85,18 @@ func New(limit int, window time.Duration, opts ...hotlimit.Option) (*Limiter, er
 		return nil, fmt.Errorf("gcra: burst %d of limit %d per %v takes longer than %v to refill; burst must lie in [1, %d]: %w",
 			burst, limit, window, MaxBurstSpan, maxBurstFor(uint64(limit), uint64(window)), hotlimit.ErrInvalidConfig)
 	}
-	scale, tsc := scaleFor(uint64(limit), uint64(window))
-	span := uint64(burst) * tsc // ≤ MaxBurstSpan·MaxScale + burst < 2^59
+	num, den, tsc := tickFor(uint64(limit), uint64(window), uint64(burst))
+	// span < 2^59: exact ticks, burst·window/g ≤ MaxBurstSpan·MaxScale; fine
+	// ticks, burst·2^F with maxTimeFor(span) ≥ MinTime.
+	span := uint64(burst) * tsc
 	l := &Limiter{
 		clock:   o.Clock,
-		scale:   scale,
+		num:     num,
+		den:     den,
 		tsc:     tsc,
 		span:    span,
 		tau:     span - tsc,
-		maxTime: (math.MaxInt64 - span) / scale,
+		maxTime: maxTimeFor(num, den, span),
 		limit:   limit,
 		burst:   uint64(burst),
 	}
@@ -118,25 +128,41 @@ func (l *Limiter) Allow(key string) bool {
 	// denial writes nothing. A Sweep's tombstone sends the call to the key's
 	// fresh cell.
 	//
-	// The clock is read after the word (and so after Get: see cell), on every
-	// pass: every writer of the word read its clock before its CAS, so s is
-	// no earlier than any time the word was computed from. Read before, a
-	// reading held while other calls moved the TAT on would judge the key at
-	// a time before theirs, where it looks emptier: a spurious denial.
+	// The clock is read after the word (and so after Get: see cell), and a
+	// denial is only ever decided on a reading taken after the word it
+	// judges: every writer of the word read its clock before its CAS, so such
+	// a reading is no earlier than any time the word was computed from. On an
+	// earlier reading, held while other calls moved the TAT on, the key would
+	// be judged at a time before theirs, where it looks emptier: a spurious
+	// denial. A failed CAS reloads the word but keeps the reading, so the
+	// clock (the slowest step) stays out of the contended retry: an
+	// admission on a kept reading is sound (it raises the TAT by exactly T
+	// from at least the stored value; see cell, Order of clock readings), and
+	// a denial on it reads the clock again and decides again.
+	w := c.word.Load()
+	s, _, _ := l.now()
+	fresh := true // s was read after w was loaded
 	for {
-		w := c.word.Load()
 		if w == dead {
 			c = l.cells.Revive(key, c)
+			w = c.word.Load()
+			s, _, _ = l.now()
+			fresh = true
 			continue
 		}
-		s, _ := l.now()
 		base := max(w, s)
 		if base-s > l.tau {
+			if !fresh {
+				s, _, _ = l.now()
+				fresh = true
+				continue
+			}
 			return false // a denial writes nothing
 		}
 		if c.word.CompareAndSwap(w, base+l.tsc) {
 			return true
 		}
+		w, fresh = c.word.Load(), false
 	}
 }
 
@@ -153,15 +179,15 @@ func (l *Limiter) Take(key string, n int) hotlimit.Decision {
 // time of the call (see hotlimit.Receipt), or the zero Receipt when denied or
 // n < 1. Give them back with Refund.
 func (l *Limiter) TakeReceipt(key string, n int) (hotlimit.Decision, hotlimit.Receipt) {
-	d, s := l.take(key, n)
+	d, ns := l.take(key, n)
 	if !d.Allowed || n < 1 {
 		return d, hotlimit.Receipt{}
 	}
-	return d, hotlimit.Receipt{N: n, At: l.at(s)}
+	return d, hotlimit.Receipt{N: n, At: l.at(ns)}
 }
 
-// take is Take, which also returns the limiter's time s (units) of the
-// decision.
+// take is Take, which also returns the clock reading of the decision, in
+// nanoseconds since the epoch (clamped as now clamps it).
 func (l *Limiter) take(key string, n int) (hotlimit.Decision, uint64) {
 	if n < 1 || uint64(n) > l.burst {
 		return l.report(key, n), 0
@@ -170,42 +196,53 @@ func (l *Limiter) take(key string, n int) (hotlimit.Decision, uint64) {
 	need := uint64(n) * l.tsc
 	// The CAS loop of Allow, for n requests at once; the same invariant,
 	// argued on cell: the word only grows, by CAS from the value this call
-	// decided on, to at most s + span. The clock is read after the word, as
-	// in Allow.
+	// decided on, to at most s + span. The clock is read after the word, a
+	// failed CAS keeps the reading, and a denial is decided on a reading
+	// taken after the word, as in Allow.
+	w := c.word.Load()
+	s, ns, lag := l.now()
+	fresh := true // s was read after w was loaded
 	for {
-		w := c.word.Load()
 		if w == dead {
 			c = l.cells.Revive(key, c)
+			w = c.word.Load()
+			s, ns, lag = l.now()
+			fresh = true
 			continue
 		}
-		s, lag := l.now()
 		next := max(w, s) + need
 		if next-s > l.span {
+			if !fresh {
+				s, ns, lag = l.now()
+				fresh = true
+				continue
+			}
 			// Denied, so w > s (n ≤ burst): the request passes once the
-			// clock reaches w + need − span.
-			d := l.decision(w, s, lag)
-			d.RetryAfter = l.wait(next-l.span, s, lag)
+			// limiter's time reaches w + need − span.
+			d := l.decision(w, s, ns, lag)
+			d.RetryAfter = l.wait(next-l.span, ns, lag)
 			return d, 0
 		}
 		if c.word.CompareAndSwap(w, next) {
-			d := l.decision(next, s, lag)
+			d := l.decision(next, s, ns, lag)
 			d.Allowed = true
-			return d, s
+			return d, ns
 		}
+		w, fresh = c.word.Load(), false
 	}
 }
 
 // report is Take for n == 0, n > burst and n < 0: it reads key's state and
 // changes nothing, not even inserting key. A missing key reports as fresh.
 func (l *Limiter) report(key string, n int) hotlimit.Decision {
-	s, lag := l.now()
+	s, ns, lag := l.now()
 	w := fresh
 	if c, ok := l.cells.Peek(key); ok {
 		if w = c.word.Load(); w == dead {
 			w = fresh // evicted: its replacement, if any, is fresh
 		}
 	}
-	d := l.decision(w, s, lag)
+	d := l.decision(w, s, ns, lag)
 	if n == 0 {
 		d.Allowed = true
 	} else {
@@ -225,6 +262,6 @@ func (l *Limiter) Len() int {
 // decision. A key idle for burst·Window/Limit is full. Sweep is safe to run
 // concurrently with anything, Sweep included.
 func (l *Limiter) Sweep() int {
-	s, _ := l.now()
+	s, _, _ := l.now()
 	return l.cells.Sweep(func(c *cell) bool { return c.kill(s) })
 }

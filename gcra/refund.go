@@ -52,7 +52,7 @@ func (l *Limiter) Refund(key string, r hotlimit.Receipt) {
 		if w == dead {
 			return
 		}
-		s, _ := l.now()
+		s, _, _ := l.now()
 		if w <= s {
 			return // full: nothing to give back
 		}
@@ -73,23 +73,20 @@ func (l *Limiter) Refund(key string, r hotlimit.Receipt) {
 	}
 }
 
-// at returns the clock reading of the limiter's time s (units): epoch +
-// s/scale (exact: s is a whole number of nanoseconds times scale), saturated
-// at math.MaxInt64.
-func (l *Limiter) at(s uint64) int64 {
-	t := s / l.scale
-	if l.epoch > 0 && t > uint64(math.MaxInt64-l.epoch) {
+// at returns the clock reading ns nanoseconds after the epoch, saturated at
+// math.MaxInt64.
+func (l *Limiter) at(ns uint64) int64 {
+	if l.epoch > 0 && ns > uint64(math.MaxInt64-l.epoch) {
 		return math.MaxInt64
 	}
-	return l.epoch + int64(t)
+	return l.epoch + int64(ns)
 }
 
-// since returns the limiter's time, in units, of the clock reading at:
-// nanoseconds since the epoch, clamped to [0, maxTime], times scale, as now
-// does.
+// since returns the limiter's time, in ticks, of the clock reading at, as now
+// reads it: nanoseconds since the epoch, clamped to [0, maxTime], in ticks.
 func (l *Limiter) since(at int64) uint64 {
 	if at < l.epoch {
 		return 0
 	}
-	return min(uint64(at)-uint64(l.epoch), l.maxTime) * l.scale
+	return l.ticks(min(uint64(at)-uint64(l.epoch), l.maxTime))
 }

@@ -10,16 +10,16 @@ import (
 )
 
 // cell is one key's state, a single word: the key's theoretical arrival time
-// (TAT), in units of 1/scale ns since the limiter's epoch.
+// (TAT), in ticks since the limiter's epoch (see tickFor).
 //
-//	| TAT, units since the epoch (bits 63..0)           |
+//	| TAT, ticks since the epoch (bits 63..0)           |
 //	| 0: fresh ("long ago", the epoch) .. 2^63−1: live  |
 //	| 2^64−1: dead, the tombstone Sweep swaps in        |
 //
 // The key holds burst − (TAT − s)/T tokens at time s when TAT > s, and is
 // full (burst tokens) when TAT ≤ s. The limiter's time s lies in [0,
-// maxTime·scale] and every admission writes TAT ≤ s + span, so a live TAT
-// never exceeds maxTime·scale + span ≤ 2^63 − 1: no sum overflows and no
+// s(maxTime)] and every admission writes TAT ≤ s + span, so a live TAT
+// never exceeds s(maxTime) + span ≤ 2^63 − 1 (maxTimeFor): no sum overflows and no
 // live word equals dead. The zero word, the epoch, is at or before every
 // time: the zero value of cell is a fresh, full key, and a full key reads
 // exactly as a fresh one.
@@ -83,19 +83,49 @@ func (c *cell) kill(s uint64) bool {
 	return c.word.CompareAndSwap(w, dead)
 }
 
-// scaleFor returns the time unit of a limit per window (nanoseconds), as
-// units per nanosecond, and the emission interval T = window/limit in those
-// units. With g = gcd(window, limit), T is exactly window/g units of g/limit
-// ns: when limit/g ≤ MaxScale, scale = limit/g and T is exact. Otherwise
-// scale = MaxScale and T is rounded up to ⌈window·MaxScale/limit⌉: a rate
-// lower than the exact one by less than 1/(MaxScale·T) (T ≥ 953 ns within
-// New's ranges, so less than 7·10^−5), never a higher one.
-func scaleFor(limit, window uint64) (scale, tsc uint64) {
-	d := limit / gcd(window, limit)
-	if d <= MaxScale {
-		return d, window / (limit / d) // window·d/limit, exact: limit/d divides window
+// tickFor returns the limiter's clock, as num/den ticks per nanosecond, and
+// the emission interval T = window/limit in ticks, for a burst of burst
+// requests. The limiter's time is s(t) = ⌊t·num/den⌋ ticks at t nanoseconds
+// since the epoch, and T is a whole number of ticks, so every TAT is exact in
+// ticks.
+//
+//   - Exact: with g = gcd(window, limit) and D = limit/g ≤ MaxScale, a tick
+//     is 1/D ns (num = D, den = 1) and T = window/g ticks. s(t) = t·D is the
+//     clock reading itself: the limiter is the exact model.
+//   - Fine: otherwise (D > MaxScale: 17 per second, 1<<20 per millisecond) a
+//     tick is 1/2^F of T, T = 2^F ticks, num/den = limit·2^F/window reduced,
+//     with F ≤ MaxFracBits the largest that keeps maxTimeFor at least
+//     MinTime; F ≥ 4 within New's ranges (at 1<<20 per millisecond, F = 4).
+//     s(t) is the clock floored to a tick, which lags it by less than 1/2^F
+//     of a token (1/16 at most): the limiter is the exact model run on that
+//     floored clock. The floors telescope, s(b) − s(a) is (b − a)·num/den
+//     less than one tick or more than minus one, however many calls split the
+//     interval: no error accumulates.
+func tickFor(limit, window, burst uint64) (num, den, tsc uint64) {
+	g := gcd(window, limit)
+	if d := limit / g; d <= MaxScale {
+		return d, 1, window / g
 	}
-	return MaxScale, ceilDiv(window*MaxScale, limit)
+	for f := uint(MaxFracBits); ; f-- {
+		num, den = limit<<f, window
+		g := gcd(num, den)
+		num, den = num/g, den/g
+		if f == 0 || maxTimeFor(num, den, burst<<f) >= MinTime {
+			return num, den, 1 << f
+		}
+	}
+}
+
+// maxTimeFor returns the last nanosecond (since the epoch) at which the
+// limiter's time s(t) = ⌊t·num/den⌋ plus span ticks stays below 2^63:
+// ⌊(2^63 − 1 − span)·den/num⌋, saturated at 2^63 − 1. span < 2^63.
+func maxTimeFor(num, den, span uint64) uint64 {
+	hi, lo := bits.Mul64(math.MaxInt64-span, den)
+	if hi >= num {
+		return math.MaxInt64
+	}
+	q, _ := bits.Div64(hi, lo, num)
+	return min(q, math.MaxInt64)
 }
 
 // gcd returns the greatest common divisor of a and b.
@@ -115,21 +145,34 @@ func ceilDiv(a, b uint64) uint64 {
 	return q
 }
 
-// now reads the clock: s is the limiter's time in units, nanoseconds since the
-// epoch clamped to [0, maxTime], times scale; lag is how far a clock reading
-// before the epoch is behind it.
-func (l *Limiter) now() (s, lag uint64) {
-	c := l.clock()
-	if c < l.epoch {
-		return 0, uint64(l.epoch) - uint64(c)
+// ticks returns the limiter's time, in ticks, at ns nanoseconds since the
+// epoch, ns ≤ maxTime: ⌊ns·num/den⌋, below 2^63 − span (see maxTimeFor).
+func (l *Limiter) ticks(ns uint64) uint64 {
+	if l.den == 1 {
+		return ns * l.num
 	}
-	return min(uint64(c)-uint64(l.epoch), l.maxTime) * l.scale, 0
+	hi, lo := bits.Mul64(ns, l.num)
+	q, _ := bits.Div64(hi, lo, l.den) // hi < den: the quotient is below 2^63
+	return q
 }
 
-// decision reports a key whose TAT is tat at time s (units), with the clock
-// lag behind the epoch: Remaining is the whole tokens it holds, ResetAfter the
-// time until it is full. Allowed and RetryAfter are left for the caller.
-func (l *Limiter) decision(tat, s, lag uint64) hotlimit.Decision {
+// now reads the clock: s is the limiter's time in ticks, ns the reading in
+// nanoseconds since the epoch, clamped to [0, maxTime]; lag is how far a
+// reading before the epoch is behind it.
+func (l *Limiter) now() (s, ns, lag uint64) {
+	c := l.clock()
+	if c < l.epoch {
+		return 0, 0, uint64(l.epoch) - uint64(c)
+	}
+	ns = min(uint64(c)-uint64(l.epoch), l.maxTime)
+	return l.ticks(ns), ns, 0
+}
+
+// decision reports a key whose TAT is tat at time s (ticks), read at ns with
+// the clock lag behind the epoch: Remaining is the whole tokens it holds,
+// ResetAfter the time until it is full. Allowed and RetryAfter are left for
+// the caller.
+func (l *Limiter) decision(tat, s, ns, lag uint64) hotlimit.Decision {
 	d := hotlimit.Decision{Limit: l.limit, Remaining: int(l.burst)}
 	if tat > s {
 		if ahead := tat - s; ahead < l.span {
@@ -137,22 +180,30 @@ func (l *Limiter) decision(tat, s, lag uint64) hotlimit.Decision {
 		} else {
 			d.Remaining = 0 // a clock that went back: no tokens, none owed
 		}
-		d.ResetAfter = l.wait(tat, s, lag)
+		d.ResetAfter = l.wait(tat, ns, lag)
 	}
 	return d
 }
 
 // wait returns the least duration after which the limiter's time reaches x
-// units, from time s with the clock lag behind the epoch (nothing refills
-// until the clock is back at the epoch): lag + ⌈x/scale⌉ − s/scale
-// nanoseconds, for x > s. Never when the limiter's time stops before x, or
-// past math.MaxInt64.
-func (l *Limiter) wait(x, s, lag uint64) time.Duration {
-	t := ceilDiv(x, l.scale)
+// ticks, from the reading ns (since the epoch, whose time is below x) with
+// the clock lag behind the epoch (nothing refills until the clock is back at
+// the epoch): lag + ⌈x·den/num⌉ − ns nanoseconds, as s(t) ≥ x exactly when
+// t ≥ x·den/num. Never when the limiter's time stops before x, or past
+// math.MaxInt64.
+func (l *Limiter) wait(x, ns, lag uint64) time.Duration {
+	hi, lo := bits.Mul64(x, l.den)
+	if hi >= l.num {
+		return hotlimit.Never // ⌈x·den/num⌉ ≥ 2^64
+	}
+	t, r := bits.Div64(hi, lo, l.num)
+	if r != 0 {
+		t++
+	}
 	if t > l.maxTime {
 		return hotlimit.Never
 	}
-	d, carry := bits.Add64(t-s/l.scale, lag, 0)
+	d, carry := bits.Add64(t-ns, lag, 0)
 	if carry != 0 || d > math.MaxInt64 {
 		return hotlimit.Never
 	}

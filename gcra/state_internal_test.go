@@ -3,11 +3,14 @@ package gcra
 import (
 	"math"
 	"math/big"
+	"math/bits"
 	"testing"
 	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/hotlimit/hotlimit"
 )
 
 func TestFreshIsTheZeroWord(t *testing.T) {
@@ -39,47 +42,87 @@ func TestKill(t *testing.T) {
 	}
 }
 
-func TestScaleFor(t *testing.T) {
+func TestTickFor(t *testing.T) {
 	for i, tc := range []struct {
-		limit, window, scale, tsc uint64
+		limit, window, burst, num, den, tsc uint64
 	}{
-		{5, uint64(time.Second), 1, 200_000_000},
-		{3, uint64(time.Second), 3, 1_000_000_000},
-		{12, uint64(time.Second), 3, 250_000_000},
-		{16, uint64(15*time.Millisecond + 1), 16, 15_000_001},  // odd window: scale 16
-		{17, uint64(time.Second), MaxScale, 941_176_471},       // ⌈16e9/17⌉: rounded
-		{1 << 20, uint64(time.Second), MaxScale, 15259},        // ⌈16e9/2^20⌉
-		{1 << 20, uint64(time.Millisecond), MaxScale, 16},      // ⌈16e6/2^20⌉ = 15.26 → 16
-		{1, uint64(24 * time.Hour), 1, uint64(24 * time.Hour)}, // the longest T
+		{5, uint64(time.Second), 5, 1, 1, 200_000_000},
+		{3, uint64(time.Second), 3, 3, 1, 1_000_000_000},
+		{12, uint64(time.Second), 2, 3, 1, 250_000_000},
+		{16, uint64(15*time.Millisecond + 1), 1, 16, 1, 15_000_001},  // odd window: scale 16, exact
+		{1, uint64(24 * time.Hour), 1, 1, 1, uint64(24 * time.Hour)}, // the longest T
+		// Fine ticks: T = 2^F ticks, num/den = limit·2^F/window reduced.
+		{1 << 20, uint64(time.Millisecond), 1 << 20, 1 << 18, 15625, 1 << 4}, // 2^24/10^6
+		{17, uint64(time.Second), 17, 17 << 21, 1953125, 1 << 30},            // F = 30: 2^58 ns of time
 	} {
-		scale, tsc := scaleFor(tc.limit, tc.window)
-		assert.Equal(t, tc.scale, scale, "case %d", i)
-		assert.Equal(t, tc.tsc, tsc, "case %d", i)
+		num, den, tsc := tickFor(tc.limit, tc.window, tc.burst)
+		assert.Equal(t, [3]uint64{tc.num, tc.den, tc.tsc}, [3]uint64{num, den, tsc}, "case %d", i)
 	}
 }
 
-// FuzzScaleFor checks scaleFor across New's ranges against math/big: T in
-// units is window·scale/limit, exact when scale ≤ MaxScale allows it, else
-// rounded up by less than one unit; never zero.
-func FuzzScaleFor(f *testing.F) {
-	f.Add(uint64(5), uint64(time.Second))
-	f.Add(uint64(1048573), uint64(time.Millisecond))
-	f.Add(uint64(1), uint64(24*time.Hour))
-	f.Fuzz(func(t *testing.T, limit, window uint64) {
+// FuzzTickFor checks tickFor across New's ranges against math/big: T in ticks
+// is exactly window/limit ns at num/den ticks per ns; exact ticks (den = 1)
+// whenever Limit/gcd(Window, Limit) ≤ MaxScale, fine ones (T = 2^F ticks,
+// F ≥ 4) otherwise; and the limiter keeps time for at least MinTime with no
+// live word reaching 2^63.
+func FuzzTickFor(f *testing.F) {
+	f.Add(uint64(5), uint64(time.Second), uint64(5))
+	f.Add(uint64(1048573), uint64(time.Millisecond), uint64(1))
+	f.Add(uint64(1<<20), uint64(time.Millisecond), uint64(1<<20))
+	f.Add(uint64(1), uint64(24*time.Hour), uint64(1))
+	f.Fuzz(func(t *testing.T, limit, window, burst uint64) {
 		limit = 1 + limit%MaxLimit
 		window = uint64(MinWindow) + window%uint64(MaxWindow-MinWindow+1)
-		scale, tsc := scaleFor(limit, window)
-		require.GreaterOrEqual(t, scale, uint64(1))
-		require.LessOrEqual(t, scale, uint64(MaxScale))
+		burst = 1 + burst%MaxBurst
+		if burst > maxBurstFor(limit, window) {
+			t.Skip("refill longer than MaxBurstSpan: New rejects it")
+		}
+		num, den, tsc := tickFor(limit, window, burst)
+		require.Positive(t, num)
+		require.Positive(t, den)
 		require.Positive(t, tsc)
-		exact := new(big.Rat).SetFrac(new(big.Int).SetUint64(window*scale), new(big.Int).SetUint64(limit))
-		got := new(big.Rat).SetInt(new(big.Int).SetUint64(tsc))
-		require.GreaterOrEqual(t, got.Cmp(exact), 0, "T is never shortened")
-		if exact.IsInt() {
-			require.Zero(t, got.Cmp(exact))
+		// T·den/num == window/limit: T ticks are exactly one emission interval.
+		lhs := new(big.Int).Mul(new(big.Int).SetUint64(tsc), new(big.Int).SetUint64(den))
+		lhs.Mul(lhs, new(big.Int).SetUint64(limit))
+		rhs := new(big.Int).Mul(new(big.Int).SetUint64(window), new(big.Int).SetUint64(num))
+		require.Zero(t, lhs.Cmp(rhs), "T ticks = window/limit ns")
+		if limit/gcd(window, limit) <= MaxScale {
+			require.Equal(t, uint64(1), den, "exact whenever the scale allows")
 		} else {
-			require.Equal(t, uint64(MaxScale), scale, "exact whenever the scale allows")
-			require.Negative(t, new(big.Rat).Sub(got, big.NewRat(1, 1)).Cmp(exact), "rounded up by less than a unit")
+			require.Equal(t, 1, bits.OnesCount64(tsc), "fine ticks: T = 2^F")
+			require.GreaterOrEqual(t, tsc, uint64(16), "F ≥ 4")
+		}
+		span := burst * tsc
+		maxTime := maxTimeFor(num, den, span)
+		require.GreaterOrEqual(t, maxTime, uint64(MinTime))
+		s := new(big.Int).Mul(new(big.Int).SetUint64(maxTime), new(big.Int).SetUint64(num))
+		s.Quo(s, new(big.Int).SetUint64(den))
+		s.Add(s, new(big.Int).SetUint64(span))
+		require.LessOrEqual(t, s.Cmp(big.NewInt(math.MaxInt64)), 0, "s(maxTime) + span < 2^63")
+	})
+}
+
+// FuzzTicks checks the limiter's clock against math/big: ⌊ns·num/den⌋ for
+// every ns up to maxTime, and wait's ⌈x·den/num⌉ is the first nanosecond
+// whose ticks reach x.
+func FuzzTicks(f *testing.F) {
+	f.Add(uint64(1<<20), uint64(time.Millisecond), uint64(12345678901))
+	f.Add(uint64(17), uint64(time.Second), uint64(math.MaxUint64))
+	f.Add(uint64(3), uint64(time.Second), uint64(7))
+	f.Fuzz(func(t *testing.T, limit, window, ns uint64) {
+		limit = 1 + limit%MaxLimit
+		window = uint64(MinWindow) + window%uint64(MaxWindow-MinWindow+1)
+		l, err := New(int(limit), time.Duration(window), hotlimit.WithClock(func() int64 { return 0 }))
+		require.NoError(t, err)
+		ns %= l.maxTime + 1
+		want := new(big.Int).Mul(new(big.Int).SetUint64(ns), new(big.Int).SetUint64(l.num))
+		want.Quo(want, new(big.Int).SetUint64(l.den))
+		s := l.ticks(ns)
+		require.Equal(t, want.Uint64(), s, "ticks(%d)", ns)
+		if d := l.wait(s+1, ns, 0); d != hotlimit.Never {
+			require.Positive(t, d)
+			require.Greater(t, l.ticks(ns+uint64(d)), s, "wait reaches s+1")
+			require.Equal(t, s, l.ticks(ns+uint64(d)-1), "and not a nanosecond earlier")
 		}
 	})
 }
@@ -108,7 +151,11 @@ func TestWaitSaturates(t *testing.T) {
 	assert.Equal(t, time.Duration(1), l.wait(3, 0, 0))
 	assert.Equal(t, time.Duration(2), l.wait(4, 0, 0), "⌈4/3⌉")
 	assert.Equal(t, time.Duration(1+5), l.wait(3, 0, 5), "plus the lag")
-	assert.Equal(t, time.Duration(math.MaxInt64), l.wait(l.maxTime*l.scale+1, 0, 0))
+	assert.Equal(t, time.Duration(math.MaxInt64), l.wait(l.ticks(l.maxTime)+1, 0, 0))
 	assert.Equal(t, time.Duration(math.MaxInt64), l.wait(3, 0, math.MaxUint64))
-	assert.LessOrEqual(t, l.maxTime*l.scale+l.span, uint64(math.MaxInt64), "no live word reaches 2^63")
+	assert.LessOrEqual(t, l.ticks(l.maxTime)+l.span, uint64(math.MaxInt64), "no live word reaches 2^63")
+	// Fine ticks: x·den/num past 2^64 is Never, not a wrapped product.
+	l, err = New(17, 24*time.Hour, hotlimit.WithClock(func() int64 { return 0 }))
+	require.NoError(t, err)
+	assert.Equal(t, hotlimit.Never, l.wait(math.MaxInt64, 0, 0))
 }

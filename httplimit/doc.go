@@ -20,6 +20,16 @@
 // the number of routes; a path fallback lets a client create one state per
 // path it invents, which the limiters' Sweep reclaims once idle.
 //
+// Every user key is tagged with its kind: "ip:192.0.2.1" from ClientIP,
+// "header:x-api-key:k-123" from Header("X-API-Key"), "context:T:alice" from
+// ContextValue of a key of type T, and a kind of your choice through [Tag].
+// Keys of different sources thus never share a quota: a client that sends
+// the API key "203.0.113.9" spends the quota of that API key, never that of
+// the client at 203.0.113.9. Rules name users by their tagged keys
+// (svc.ConfigureUser(httplimit.HeaderKey("X-API-Key", "premium"), ...)).
+// The API is the route as the mux writes it, untagged, since that is what
+// rules name.
+//
 // A KeyFunc that finds no key (a missing header) passes to the next in a
 // [FirstOf] chain; a request for which the whole chain finds none is limited
 // as the empty user, so every keyless request shares one quota rather than
@@ -78,6 +88,8 @@
 // The middleware adds one TakePolicy on the service, a few map
 // assignments in the response header and two allocations: the per-request
 // header text (one string holding every number) and the slice that backs the
-// header values. The policy field and the limit are formatted once per
+// header values. ClientIP's tagged key is built once per client seen lately
+// (a few hundred are remembered), so a returning client costs no allocation
+// for it; a new one costs one. The policy field and the limit are formatted once per
 // Config.
 package httplimit

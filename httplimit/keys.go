@@ -4,48 +4,95 @@ import (
 	"fmt"
 	"net/http"
 	"net/textproto"
+	"strings"
+
+	"github.com/hotlimit/hotlimit/internal/transport"
 )
 
 // KeyFunc finds a key of a request: the user or the API it is limited under.
 // ok is false when the request carries none (a missing header, say), which
 // lets [FirstOf] try the next source. A KeyFunc must be safe for concurrent
 // use.
+//
+// The user key functions of this package tag every key with its kind, kind
+// ":" value, so that keys from different sources never share a quota: the
+// API key "203.0.113.9" is "header:x-api-key:203.0.113.9", a namespace of its
+// own, and the client at that address is "ip:203.0.113.9". Rules name users
+// by their tagged keys (see [HeaderKey]). Wrap a KeyFunc of your own in
+// [Tag] to give its keys a kind.
 type KeyFunc func(r *http.Request) (key string, ok bool)
 
-// Header returns a KeyFunc that reads the first value of the header name, such
-// as "X-API-Key"; an absent or empty header finds no key. The value is used as
-// sent: unless something before the middleware authenticates it, a client can
-// claim any key, so use it for keys that are checked (API keys validated by an
-// earlier handler) or when a claimed identity is acceptable.
+// Header returns a KeyFunc that reads the first value of the header name,
+// such as "X-API-Key", and tags it with the kind "header:" and the name in
+// lower case: "header:x-api-key:k-123" (see [HeaderKey]). An absent or empty
+// header finds no key. The value is used as sent: unless something before the
+// middleware authenticates it, a client can claim any key, so use it for keys
+// that are checked (API keys validated by an earlier handler) or when a
+// claimed identity is acceptable. It cannot claim another kind's key: the tag
+// keeps a header value that reads like an address apart from that address.
 func Header(name string) KeyFunc {
 	key := textproto.CanonicalMIMEHeaderKey(name)
+	prefix := transport.HeaderKind(name) + ":"
 	return func(r *http.Request) (string, bool) {
 		if v := r.Header[key]; len(v) > 0 && v[0] != "" {
-			return v[0], true
+			return prefix + v[0], true
 		}
 		return "", false
 	}
 }
 
+// HeaderKey returns the key that [Header](name) finds in a request whose
+// header name holds value, for rules: HeaderKey("X-API-Key", "premium") is
+// "header:x-api-key:premium". grpclimit's metadata keys are the same, so one
+// rule set names the same callers over HTTP and gRPC.
+func HeaderKey(name, value string) string {
+	return transport.Tag(transport.HeaderKind(name), value)
+}
+
 // ContextValue returns a KeyFunc that reads the value stored under key in the
 // request's context, as authentication middleware does with the user it has
 // verified. A string is used as is and a fmt.Stringer through its String
-// method; anything else, or an empty result, finds no key.
+// method; anything else, or an empty result, finds no key. The key is tagged
+// with the kind "context:" and the Go type of key, as in
+// "context:auth.userKey:alice"; context keys of distinct types, as Go's
+// context package asks for, are distinct kinds.
 func ContextValue(key any) KeyFunc {
+	prefix := "context:" + strings.ReplaceAll(fmt.Sprintf("%T", key), ":", "_") + ":"
 	return func(r *http.Request) (string, bool) {
 		switch v := r.Context().Value(key).(type) {
 		case string:
-			return v, v != ""
+			if v != "" {
+				return prefix + v, true
+			}
 		case fmt.Stringer:
-			s := v.String()
-			return s, s != ""
+			if s := v.String(); s != "" {
+				return prefix + s, true
+			}
+		}
+		return "", false
+	}
+}
+
+// Tag returns a KeyFunc whose keys are f's tagged with kind: kind ":" key.
+// Use it for key functions of your own, with a kind that no other source
+// uses and that contains no colon ("tenant", "session"), so that their keys
+// cannot collide with the tagged keys of this package. A nil f finds no key.
+func Tag(kind string, f KeyFunc) KeyFunc {
+	prefix := kind + ":"
+	return func(r *http.Request) (string, bool) {
+		if f == nil {
+			return "", false
+		}
+		if k, ok := f(r); ok {
+			return prefix + k, true
 		}
 		return "", false
 	}
 }
 
 // FirstOf returns a KeyFunc that asks each of fns in turn and returns the
-// first key found. Nil entries are skipped.
+// first key found. Nil entries are skipped. Since every key carries its kind,
+// a key found by one source never equals a key found by another.
 func FirstOf(fns ...KeyFunc) KeyFunc {
 	return func(r *http.Request) (string, bool) {
 		for _, f := range fns {
@@ -65,6 +112,11 @@ func FirstOf(fns ...KeyFunc) KeyFunc {
 // the mux); else, when mux is not nil, the pattern mux would route the request
 // to (the middleware wraps the mux); else the URL path. It finds no key only
 // for a request without a URL.
+//
+// Routes are not tagged: the API of a rule is the route as the ServeMux
+// writes it ("GET /search"), the API dimension holds routes unless [WithAPI]
+// says otherwise, and a route starts with a method or a '/' rather than a
+// lower-case kind and a colon.
 //
 // The middleware uses RoutePattern of the handler it wraps when that handler
 // is a *http.ServeMux, and RoutePattern(nil) otherwise, unless [WithAPI] says

@@ -4,6 +4,7 @@ import (
 	"net/http"
 
 	"github.com/hotlimit/hotlimit"
+	"github.com/hotlimit/hotlimit/internal/transport"
 	"github.com/hotlimit/hotlimit/service"
 )
 
@@ -129,7 +130,7 @@ func New(svc *service.Service, opts ...Option) func(http.Handler) http.Handler {
 				http.Error(w, "rate limiter not configured", http.StatusInternalServerError)
 			})
 		}
-		h := &handler{svc: svc, next: next, opts: o, policies: newPolicies(o.name)}
+		h := &handler{svc: svc, next: next, opts: o, policies: transport.NewPolicies(o.name)}
 		if o.apiDefault {
 			mux, _ := next.(*http.ServeMux)
 			h.opts.api = RoutePattern(mux)
@@ -143,14 +144,14 @@ type handler struct {
 	svc      *service.Service
 	next     http.Handler
 	opts     options
-	policies *policies
+	policies *transport.Policies
 }
 
 func (h *handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	user, _ := h.opts.user(r)
 	api, _ := h.opts.api(r)
 	d, c := h.svc.TakePolicy(user, api, 1)
-	p := h.policies.get(c)
+	p := h.policies.Get(c)
 	deny := !d.Allowed && !h.opts.dryRun
 	setHeaders(w.Header(), p, d, h.opts.legacy, deny)
 
@@ -158,7 +159,7 @@ func (h *handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		h.next.ServeHTTP(w, r)
 		return
 	}
-	e := Event{Request: r, User: user, API: api, Config: c, Policy: p.name, Decision: d, DryRun: h.opts.dryRun}
+	e := Event{Request: r, User: user, API: api, Config: c, Policy: p.Name, Decision: d, DryRun: h.opts.dryRun}
 	if h.opts.observe != nil {
 		h.opts.observe(e)
 	}

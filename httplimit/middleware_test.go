@@ -242,7 +242,7 @@ func TestDenyHandler(t *testing.T) {
 	serve(h, get("/", "192.0.2.1:1"))
 	w := serve(h, get("/", "192.0.2.1:1"))
 	assert.Equal(t, http.StatusServiceUnavailable, w.Code)
-	assert.Equal(t, "slow down 192.0.2.1", w.Body.String())
+	assert.Equal(t, "slow down ip:192.0.2.1", w.Body.String())
 }
 
 func TestObserverSeesEveryDecision(t *testing.T) {
@@ -268,7 +268,7 @@ func TestObserverSeesEveryDecision(t *testing.T) {
 	for range 3 {
 		serve(h, get("/search?q=1", "192.0.2.1:1", "X-API-Key", "alice"))
 	}
-	assert.Equal(t, "alice", last.User)
+	assert.Equal(t, "header:x-api-key:alice", last.User)
 	assert.Equal(t, "GET /search", last.API)
 	assert.Equal(t, search, last.Config)
 	assert.Equal(t, "tokenbucket-1-1s", last.Policy)
@@ -306,9 +306,9 @@ func TestPolicyNames(t *testing.T) {
 
 func TestWithPolicyName(t *testing.T) {
 	svc, _ := newService(t, cfg(hotlimit.FixedWindow, 3, time.Second), 0)
-	require.NoError(t, svc.ConfigureUser("premium", cfg(hotlimit.TokenBucket, 10, time.Second)))
-	require.NoError(t, svc.ConfigureUser("odd", cfg(hotlimit.TokenBucket, 11, time.Second)))
-	require.NoError(t, svc.ConfigureUser("empty", cfg(hotlimit.TokenBucket, 12, time.Second)))
+	require.NoError(t, svc.ConfigureUser(httplimit.HeaderKey("X-API-Key", "premium"), cfg(hotlimit.TokenBucket, 10, time.Second)))
+	require.NoError(t, svc.ConfigureUser(httplimit.HeaderKey("X-API-Key", "odd"), cfg(hotlimit.TokenBucket, 11, time.Second)))
+	require.NoError(t, svc.ConfigureUser(httplimit.HeaderKey("X-API-Key", "empty"), cfg(hotlimit.TokenBucket, 12, time.Second)))
 	names := map[int]string{3: "free", 10: "premium", 11: "a \"quoted\" \\ näme\n"}
 	var calls atomic.Int32
 	h := httplimit.New(svc,
@@ -380,7 +380,7 @@ func TestAPIKey(t *testing.T) {
 	serve(httplimit.New(svc, observe)(ok), get("/a/b", "192.0.2.1:1"))
 	serve(httplimit.New(svc, observe, httplimit.WithAPI(httplimit.Header("X-API")))(ok), get("/a/b", "192.0.2.1:1", "X-API", "reports"))
 	serve(httplimit.New(svc, observe, httplimit.WithAPI(httplimit.RoutePattern(mux)))(ok), get("/items/7", "192.0.2.1:1"))
-	assert.Equal(t, []string{"/a/b", "reports", "GET /items/{id}"}, apis)
+	assert.Equal(t, []string{"/a/b", "header:x-api:reports", "GET /items/{id}"}, apis)
 }
 
 type ctxKey struct{}
@@ -400,18 +400,18 @@ func TestUserKeys(t *testing.T) {
 		ok   bool
 		from httplimit.KeyFunc
 	}{
-		{get("/", "192.0.2.1:1", "X-Api-Key", "k1"), "k1", true, httplimit.Header("X-API-Key")},
-		{get("/", "192.0.2.1:1", "X-Api-Key", "k1", "X-Api-Key", "k2"), "k1", true, httplimit.Header("X-API-Key")},
+		{get("/", "192.0.2.1:1", "X-Api-Key", "k1"), "header:x-api-key:k1", true, httplimit.Header("X-API-Key")},
+		{get("/", "192.0.2.1:1", "X-Api-Key", "k1", "X-Api-Key", "k2"), "header:x-api-key:k1", true, httplimit.Header("X-API-Key")},
 		{get("/", "192.0.2.1:1", "X-Api-Key", ""), "", false, httplimit.Header("X-API-Key")},
 		{get("/", "192.0.2.1:1"), "", false, httplimit.Header("X-API-Key")},
-		{withCtx(get("/", "192.0.2.1:1"), "u-7"), "u-7", true, httplimit.ContextValue(ctxKey{})},
-		{withCtx(get("/", "192.0.2.1:1"), principal{"p-9"}), "p-9", true, httplimit.ContextValue(ctxKey{})},
+		{withCtx(get("/", "192.0.2.1:1"), "u-7"), "context:httplimit_test.ctxKey:u-7", true, httplimit.ContextValue(ctxKey{})},
+		{withCtx(get("/", "192.0.2.1:1"), principal{"p-9"}), "context:httplimit_test.ctxKey:p-9", true, httplimit.ContextValue(ctxKey{})},
 		{withCtx(get("/", "192.0.2.1:1"), 42), "", false, httplimit.ContextValue(ctxKey{})},
 		{withCtx(get("/", "192.0.2.1:1"), ""), "", false, httplimit.ContextValue(ctxKey{})},
 		{get("/", "192.0.2.1:1"), "", false, httplimit.ContextValue(ctxKey{})},
-		{withCtx(get("/", "192.0.2.1:1", "X-Api-Key", "k1"), "u-7"), "u-7", true, chain},
-		{get("/", "192.0.2.1:1", "X-Api-Key", "k1"), "k1", true, chain},
-		{get("/", "192.0.2.1:1"), "192.0.2.1", true, chain},
+		{withCtx(get("/", "192.0.2.1:1", "X-Api-Key", "k1"), "u-7"), "context:httplimit_test.ctxKey:u-7", true, chain},
+		{get("/", "192.0.2.1:1", "X-Api-Key", "k1"), "header:x-api-key:k1", true, chain},
+		{get("/", "192.0.2.1:1"), "ip:192.0.2.1", true, chain},
 		{get("/", ""), "", false, chain},
 		{get("/", ""), "", false, httplimit.FirstOf()},
 	} {
@@ -512,4 +512,25 @@ func TestDenyProblemWhenWaitingCannotHelp(t *testing.T) {
 	var p map[string]any
 	require.NoError(t, json.Unmarshal(w.Body.Bytes(), &p))
 	assert.Equal(t, `Rate limit of policy "p" (1 request per 1s) exceeded; this request can never pass under it.`, p["detail"])
+}
+
+// TestDeniedNamesTheLimitThatDenied: under "100/s and 3/min", the 429 of the
+// fourth request names the 3/min limit in its body and in RateLimit-Policy.
+func TestDeniedNamesTheLimitThatDenied(t *testing.T) {
+	var now atomic.Int64
+	svc, err := service.NewFromRules(service.Rules{Default: service.Limits{
+		cfg(hotlimit.TokenBucket, 100, time.Second), cfg(hotlimit.FixedWindow, 3, time.Minute),
+	}}, hotlimit.WithClock(now.Load))
+	require.NoError(t, err)
+	h := httplimit.New(svc)(ok)
+	for i := range 3 {
+		w := serve(h, get("/", "192.0.2.1:1"))
+		require.Equal(t, http.StatusOK, w.Code, "request %d", i+1)
+		assert.Equal(t, `"fixedwindow-3-1m";q=3;w=60`, w.Header().Get("RateLimit-Policy"), "request %d", i+1)
+	}
+	w := serve(h, get("/", "192.0.2.1:1"))
+	require.Equal(t, http.StatusTooManyRequests, w.Code)
+	assert.Equal(t, `"fixedwindow-3-1m";q=3;w=60`, w.Header().Get("RateLimit-Policy"))
+	assert.Equal(t, `"fixedwindow-3-1m";r=0;t=60`, w.Header().Get("RateLimit"))
+	assert.Contains(t, w.Body.String(), `policy \"fixedwindow-3-1m\" (3 requests per 1m) exceeded; retry in 60 s`)
 }

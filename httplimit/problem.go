@@ -6,6 +6,7 @@ import (
 	"strconv"
 
 	"github.com/hotlimit/hotlimit"
+	"github.com/hotlimit/hotlimit/internal/transport"
 )
 
 // problem is an RFC 9457 problem details object.
@@ -30,11 +31,11 @@ func DenyProblem(w http.ResponseWriter, r *http.Request, e Event) {
 		requests = " request per "
 	}
 	detail := "Rate limit of policy " + strconv.Quote(e.Policy) + " (" + strconv.Itoa(e.Config.Limit) +
-		requests + windowName(e.Config.Window) + ") exceeded; "
+		requests + transport.WindowName(e.Config.Window) + ") exceeded; "
 	if e.Decision.RetryAfter == hotlimit.Never {
 		detail += "this request can never pass under it."
 	} else {
-		detail += "retry in " + strconv.FormatInt(max(ceilSeconds(e.Decision.RetryAfter), 1), 10) + " s."
+		detail += "retry in " + strconv.FormatInt(max(transport.CeilSeconds(e.Decision.RetryAfter), 1), 10) + " s."
 	}
 	body, err := json.Marshal(problem{
 		Type:   "about:blank",

@@ -71,7 +71,11 @@ type Limiter struct {
 	claims *xsync.MapOf[string, struct{}]
 }
 
-var _ hotlimit.Refunder = (*Limiter)(nil)
+var (
+	_ hotlimit.Refunder        = (*Limiter)(nil)
+	_ hotlimit.ContextTaker    = (*Limiter)(nil)
+	_ hotlimit.ContextRefunder = (*Limiter)(nil)
+)
 
 // New returns a Limiter of c on client, which may be a single node, Sentinel
 // (failover) or Cluster client. opts are hotlimit's ([hotlimit.WithClock],
@@ -224,6 +228,13 @@ func (l *Limiter) Take(key string, n int) hotlimit.Decision {
 func (l *Limiter) TakeContext(ctx context.Context, key string, n int) (hotlimit.Decision, error) {
 	d, _, err := l.take(ctx, key, n)
 	return d, err
+}
+
+// TakeReceiptContext is TakeReceipt under ctx, with the error as
+// TakeContext returns it: what a service rule of several limits on Redis
+// calls, so that the request's deadline reaches every limit.
+func (l *Limiter) TakeReceiptContext(ctx context.Context, key string, n int) (hotlimit.Decision, hotlimit.Receipt, error) {
+	return l.take(ctx, key, n)
 }
 
 // TakeReceipt is Take, plus the receipt of what it took, for [Limiter.Refund].

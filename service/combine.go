@@ -1,6 +1,10 @@
 package service
 
 import (
+	"context"
+	"errors"
+	"fmt"
+	"math/bits"
 	"slices"
 
 	"github.com/hotlimit/hotlimit"
@@ -8,30 +12,224 @@ import (
 	"github.com/hotlimit/hotlimit/slidinglog"
 )
 
-// combine returns the limiter of a rule whose limits are enforced by
-// children, one per limit, each shared with every other rule naming its
-// Config and keyed by the same pair key: the single child itself for one
-// limit, so that one-limit rules keep the plain limiter's fast path, and a
-// [composite.Limiter] over them for several, which admits a request only when
-// every child does and refunds the children that admitted it when one denies
-// it. The composite holds no state of its own, so building a new one over the
-// same children loses nothing.
+// multi enforces a rule of several limits, each by its shared limiter under
+// the key of its own scope (see stateKey): a request passes only when every
+// limit admits it, and is then counted by each; when one denies it, the
+// limits that admitted it give it back, in reverse order, each with its own
+// receipt. That is the protocol of [composite.Limiter], with one key per
+// child instead of one for all, so a denial by one limit never spends
+// another's quota, whatever their scopes. It holds no state of its own, so
+// building a new one over the same limiters loses nothing.
 //
-// The composite asks sliding logs last, the others in the rule's order. The
-// last child asked is never refunded (when it denies, only those before it
-// took), and a sliding log is the one limiter whose refund may hold future
-// capacity longer than the refunded request would have (it expires its oldest
-// entry, not the refunded one; see slidinglog.Limiter.Refund). So a rule like
-// "10/s token bucket and 100/min sliding log" is exact whatever its order.
-func combine(children []hotlimit.Limiter) (hotlimit.Limiter, error) {
-	if len(children) == 1 {
-		return children[0], nil
+// The limits are asked in the rule's order, sliding logs last. The last child
+// asked is never refunded (when it denies, only those before it took), and a
+// sliding log is the one limiter whose refund may hold future capacity longer
+// than the refunded request would have (it expires its oldest entry, not the
+// refunded one; see slidinglog.Limiter.Refund). So a rule like "10/s token
+// bucket and 100/min sliding log" is exact whatever its order.
+type multi struct {
+	children []hotlimit.Refunder
+	// withContext[i] is children[i] when it takes a context, else nil.
+	withContext []hotlimit.ContextRefunder
+	limits      Limits // limits[i] is what children[i] enforces, with its scope
+}
+
+// newMulti returns the multi of limits, enforced by children (children[i]
+// enforces limits[i], without its scope). Every child must be a
+// hotlimit.Refunder, and there may be at most composite.MaxChildren. Errors
+// read after the rule's path: "[1]: ..." names the limit.
+func newMulti(limits Limits, children []hotlimit.Limiter) (*multi, error) {
+	if len(children) > composite.MaxChildren {
+		return nil, fmt.Errorf(": %d limits, at most %d: %w", len(children), composite.MaxChildren, hotlimit.ErrInvalidConfig)
 	}
-	children = slices.Clone(children)
-	slices.SortStableFunc(children, func(a, b hotlimit.Limiter) int {
-		return isLog(a) - isLog(b)
-	})
-	return composite.New(children...)
+	order := make([]int, len(children))
+	for i := range order {
+		order[i] = i
+	}
+	slices.SortStableFunc(order, func(a, b int) int { return isLog(children[a]) - isLog(children[b]) })
+	m := &multi{
+		children:    make([]hotlimit.Refunder, len(children)),
+		withContext: make([]hotlimit.ContextRefunder, len(children)),
+		limits:      make(Limits, len(children)),
+	}
+	for to, from := range order {
+		r, ok := children[from].(hotlimit.Refunder)
+		if !ok {
+			return nil, fmt.Errorf("[%d]: %T is not a hotlimit.Refunder: it could not give back what it took when another limit denies: %w",
+				from, children[from], hotlimit.ErrInvalidConfig)
+		}
+		m.children[to], m.limits[to] = r, limits[from]
+		m.withContext[to], _ = r.(hotlimit.ContextRefunder)
+	}
+	return m, nil
+}
+
+// keys finds each scope's key once per decision.
+// Keys come from buf when it is not nil, else from cache.
+type keys struct {
+	cache     *keyCache
+	buf       *keyBuf
+	user, api string
+	made      [4]bool
+	key       [4]string
+}
+
+// of returns the key of scope.
+func (k *keys) of(scope hotlimit.Scope) string {
+	if !k.made[scope] {
+		if k.buf != nil {
+			k.key[scope] = k.buf.key(scope, k.user, k.api)
+		} else {
+			k.key[scope] = k.cache.key(scope, k.user, k.api)
+		}
+		k.made[scope] = true
+	}
+	return k.key[scope]
+}
+
+// take asks every limit for n requests from user to api: all pass and stay
+// counted by every limit, or none does and no limit keeps any. It returns the
+// decision, computed as composite.Limiter computes it, and the index of the
+// limit that decided: the one that denied, or, when all admitted, the most
+// restrictive by remaining share (Remaining/Limit; the first on a tie).
+// n < 1 only reports, as composite does.
+//
+// A limit in shadow mode (Config.Shadow) never denies: when it would have,
+// the request goes on to the others, shadow is the first such limit (else
+// -1), and its decision stays out of the one returned unless every limit is
+// in shadow mode.
+//
+// When ctx is not nil, the limits that take a context (see
+// hotlimit.ContextRefunder) are asked under it, and their refunds under it
+// without its cancellation, so that a denial gives back what it can even
+// when the request is being cancelled; the error joins theirs.
+func (m *multi) take(ctx context.Context, k keys, n int) (d hotlimit.Decision, decider, shadow int, err error) {
+	var errs []error
+	shadow = -1
+	if n < 1 {
+		d, i := m.report(ctx, &k, n, -1, &errs)
+		return d, i, shadow, errors.Join(errs...)
+	}
+	var receipts [composite.MaxChildren]hotlimit.Receipt
+	var best, shadowed hotlimit.Decision
+	counted := false      // d holds a decision of a limit not in shadow mode
+	shadowedSome := false // shadowed holds a decision of a limit in shadow mode
+	for i, c := range m.children {
+		var cd hotlimit.Decision
+		var r hotlimit.Receipt
+		if cc := m.withContext[i]; ctx != nil && cc != nil {
+			var err error
+			cd, r, err = cc.TakeReceiptContext(ctx, k.of(m.limits[i].Scope), n)
+			errs = appendErr(errs, err)
+		} else {
+			cd, r = c.TakeReceipt(k.of(m.limits[i].Scope), n)
+		}
+		if !cd.Allowed && m.limits[i].Shadow {
+			// A limit in shadow mode decides and counts as usual but never
+			// denies: it took nothing, and the request goes on. Its
+			// decision stays out of the caller's, as if it were not there,
+			// unless every limit is in shadow mode.
+			if shadow < 0 {
+				shadow = i
+			}
+			shadowed, shadowedSome = merge(shadowed, cd, !shadowedSome), true
+			continue
+		}
+		if !cd.Allowed {
+			// Give back what the limits before it took, in reverse order,
+			// each with its own receipt under its own key: right after
+			// its Take, a refund restores the limit.
+			for j := i - 1; j >= 0; j-- {
+				if cc := m.withContext[j]; ctx != nil && cc != nil {
+					errs = appendErr(errs, cc.RefundContext(context.WithoutCancel(ctx), k.of(m.limits[j].Scope), receipts[j]))
+				} else {
+					m.children[j].Refund(k.of(m.limits[j].Scope), receipts[j])
+				}
+			}
+			// The others as they are now: the refunded ones restored,
+			// the later ones not asked for n (that would take).
+			rd, _ := m.report(ctx, &k, 0, i, &errs)
+			rd = merge(rd, cd, len(m.children) == 1)
+			rd.Allowed, rd.RetryAfter = false, cd.RetryAfter
+			return rd, i, -1, errors.Join(errs...)
+		}
+		receipts[i] = r
+		if m.limits[i].Shadow {
+			shadowed, shadowedSome = merge(shadowed, cd, !shadowedSome), true
+			continue
+		}
+		if !counted || lessShare(cd, best) {
+			decider, best = i, cd
+		}
+		d = merge(d, cd, !counted)
+		counted = true
+	}
+	if !counted { // every limit is in shadow mode
+		d, decider = shadowed, max(shadow, 0)
+	}
+	d.Allowed, d.RetryAfter = true, 0
+	return d, decider, shadow, errors.Join(errs...)
+}
+
+// appendErr appends err to errs unless it is nil.
+func appendErr(errs []error, err error) []error {
+	if err != nil {
+		return append(errs, err)
+	}
+	return errs
+}
+
+// report asks every limit but the skip-th (none when skip < 0) for n ≤ 0
+// requests, which changes nothing, and merges their decisions as composite
+// does: Allowed if all are, the largest RetryAfter. With no limit to ask it
+// returns a Decision that merge replaces whole. The index it returns is the
+// first limit that denies, or else the most restrictive by remaining share.
+func (m *multi) report(ctx context.Context, k *keys, n, skip int, errs *[]error) (hotlimit.Decision, int) {
+	d := hotlimit.Decision{Allowed: true}
+	var best hotlimit.Decision
+	first, decider := true, -1
+	for i, c := range m.children {
+		if i == skip {
+			continue
+		}
+		var cd hotlimit.Decision
+		if cc := m.withContext[i]; ctx != nil && cc != nil {
+			var err error
+			cd, _, err = cc.TakeReceiptContext(ctx, k.of(m.limits[i].Scope), n) // n ≤ 0 takes nothing
+			*errs = appendErr(*errs, err)
+		} else {
+			cd = c.Take(k.of(m.limits[i].Scope), n)
+		}
+		if decider < 0 || best.Allowed && (!cd.Allowed || lessShare(cd, best)) {
+			decider, best = i, cd
+		}
+		d = merge(d, cd, first)
+		d.Allowed = d.Allowed && cd.Allowed
+		d.RetryAfter = max(d.RetryAfter, cd.RetryAfter)
+		first = false
+	}
+	return d, max(decider, 0)
+}
+
+// merge folds a limit's decision cd into d, the limits' so far (first: cd is
+// the first one), as composite does: Limit and Remaining of the limit with
+// the least Remaining, the first on a tie, and the largest ResetAfter.
+// Allowed and RetryAfter are left to the caller.
+func merge(d, cd hotlimit.Decision, first bool) hotlimit.Decision {
+	if first || cd.Remaining < d.Remaining {
+		d.Limit, d.Remaining = cd.Limit, cd.Remaining
+	}
+	d.ResetAfter = max(d.ResetAfter, cd.ResetAfter)
+	return d
+}
+
+// lessShare reports whether a leaves a smaller share of its limit than b:
+// a.Remaining/a.Limit < b.Remaining/b.Limit, compared exactly in 128 bits
+// (a negative Remaining counts as 0, a Limit below 1 as 1).
+func lessShare(a, b hotlimit.Decision) bool {
+	ahi, alo := bits.Mul64(uint64(max(a.Remaining, 0)), uint64(max(b.Limit, 1)))
+	bhi, blo := bits.Mul64(uint64(max(b.Remaining, 0)), uint64(max(a.Limit, 1)))
+	return ahi < bhi || ahi == bhi && alo < blo
 }
 
 // isLog is 1 for a sliding log, in memory or built by a factory whose

@@ -14,13 +14,31 @@
 //
 // The whole policy is a plain value, [Rules], with a strict JSON form read by
 // [LoadRules] and written by encoding/json. [Service.Replace] installs new
-// rules at once; [Service.WatchFile] does so whenever a file changes. Pairs
-// whose rule did not change keep their state across a Replace. The
-// Configure* methods are one-limit shortcuts over the same mechanism.
+// rules at once; [Service.WatchFile] and [Service.WatchFileWith] do so
+// whenever a file changes, the latter reporting each reload and the rules
+// whose API no route matches ([UnmatchedAPIs]). Pairs whose rule did not
+// change keep their state across a Replace. The Configure* methods are
+// one-limit shortcuts over the same mechanism. [Service.TakeContext] passes a
+// request's context to limiters that wait on Redis, and [Service.Close]
+// closes them.
+//
+// Each limit of a rule has a [hotlimit.Scope] that says whose quota it counts:
+// the pair's (the default), the user's across every api the rule covers, the
+// api's across users, or one for everyone. A rule may mix scopes, as in "10
+// per minute per user and 3 per minute per pair"; its limits are taken all or
+// nothing, so a request one limit denies spends no other limit's quota.
+// [Service.TakePolicy] names the limit that decided.
 //
 // The rules live in an immutable snapshot behind an atomic pointer; Replace
 // and Configure* build a new snapshot and swap it in, so Allow and Take never
-// lock. Allow on a pair seen before allocates nothing: the pair's resolved
-// route (its limiter and key) is cached in a lock-free map and revalidated
-// with one pointer comparison against the current snapshot.
+// lock, and a decision that starts after a Replace returns uses the new
+// rules. A decision resolves its rule from the snapshot's plain maps and asks
+// the rule's limiter: one lock-free map lookup and a CAS for a pair seen
+// before, with no allocation and no per-pair state besides the limiter's,
+// which the limiters' eviction ([hotlimit.WithAutoSweep], Sweep) frees.
+//
+// State keys are printable: "3:zed|GET /pay" for the pair (zed, GET /pay)
+// (the user's length makes the key injective whatever bytes the names hold),
+// "user|zed", "api|GET /pay" and "global" for the other scopes. They are the
+// keys a factory's limiters see, such as redislimit's Redis keys.
 package service

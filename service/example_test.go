@@ -204,3 +204,49 @@ func ExampleRules_MarshalJSON() {
 	// }
 	// <nil> true
 }
+
+// A rule of two limits of different scopes: 10 requests per minute per user,
+// across every api, and 3 per minute per (user, api) pair. Requests one limit
+// denies spend nothing of the other: carol's nine denials on /a leave her
+// seven for the other routes.
+func Example_scopes() {
+	var now atomic.Int64 // a frozen fake clock
+	s, err := service.NewFromRules(service.Rules{Default: service.Limits{
+		{Algorithm: hotlimit.FixedWindow, Limit: 10, Window: time.Minute, Scope: hotlimit.PerUser},
+		{Algorithm: hotlimit.FixedWindow, Limit: 3, Window: time.Minute}, // Scope: hotlimit.PerPair
+	}}, hotlimit.WithClock(now.Load))
+	if err != nil {
+		panic(err)
+	}
+	fmt.Println("/a", calls(s, "carol", "/a", 12))
+	fmt.Println("/b", calls(s, "carol", "/b", 4))
+	fmt.Println("/c", calls(s, "carol", "/c", 4))
+	fmt.Println("/d", calls(s, "carol", "/d", 4))
+	_, policy := s.TakePolicy("carol", "/e", 1)
+	fmt.Println("denied by", policy)
+	fmt.Println("dave /a", calls(s, "dave", "/a", 4))
+	// Output:
+	// /a YYYNNNNNNNNN
+	// /b YYYN
+	// /c YYYN
+	// /d YNNN
+	// denied by FixedWindow 10/1m0s per user
+	// dave /a YYYN
+}
+
+// UnmatchedAPIs finds rules that never apply: here a rule for "pay" in a
+// service whose routes are mux patterns such as "GET /pay".
+func ExampleUnmatchedAPIs() {
+	rules, err := service.LoadRules(strings.NewReader(`{
+		"default": [{"algorithm": "FixedWindow", "limit": 100, "window": "1m"}],
+		"apis": {
+			"pay":         [{"algorithm": "GCRA", "limit": 5, "window": "1s"}],
+			"GET /search": [{"algorithm": "GCRA", "limit": 10, "window": "1s"}]
+		}
+	}`))
+	if err != nil {
+		panic(err)
+	}
+	fmt.Println(service.UnmatchedAPIs(rules, []string{"GET /pay", "GET /search"}))
+	// Output: [pay]
+}

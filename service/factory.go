@@ -41,10 +41,16 @@ func adapt[L hotlimit.Limiter](newLimiter func(int, time.Duration, ...hotlimit.O
 }
 
 // NewLimiter builds the limiter that c names. It returns an error wrapping
-// hotlimit.ErrInvalidConfig when c is invalid or outside its algorithm's range.
+// hotlimit.ErrInvalidConfig when c is invalid or outside its algorithm's
+// range, or has a scope other than hotlimit.PerPair: a scope says which key a
+// rule of a [Service] counts, and a limiter on its own counts the key it is
+// given.
 func NewLimiter(c hotlimit.Config, opts ...hotlimit.Option) (hotlimit.Limiter, error) {
 	if err := c.Validate(); err != nil {
 		return nil, err
+	}
+	if c.Scope != hotlimit.PerPair {
+		return nil, fmt.Errorf("service: Config.Scope %v: a limiter on its own counts the keys it is given; only a rule of a Service has a scope: %w", c.Scope, hotlimit.ErrInvalidConfig)
 	}
 	newLimiter, ok := constructors[c.Algorithm]
 	if !ok {

@@ -72,4 +72,5 @@ func TestSeveralLimitsNeedRefundingFactoryLimiters(t *testing.T) {
 		hotlimit.WithFactory(factory))
 	assert.ErrorIs(t, err, hotlimit.ErrInvalidConfig)
 	assert.ErrorContains(t, err, "Refunder")
+	assert.ErrorContains(t, err, "service: default[0]: ", "names the limit")
 }

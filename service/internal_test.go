@@ -2,6 +2,8 @@ package service
 
 import (
 	"math"
+	"strconv"
+	"strings"
 	"testing"
 	"time"
 
@@ -21,8 +23,8 @@ func TestOneLimiterPerDistinctConfig(t *testing.T) {
 	require.NoError(t, s.ConfigureUserAPI("c", "d", def))
 	r := s.rules.Load()
 	assert.Len(t, r.limiters, 2)
-	assert.Same(t, s.route("a", "x").lim, s.route("y", "b").lim)
-	assert.Same(t, s.route("c", "d").lim, s.route("q", "r").lim)
+	assert.Same(t, s.rules.Load().resolve("a", "x").lim, s.rules.Load().resolve("y", "b").lim)
+	assert.Same(t, s.rules.Load().resolve("c", "d").lim, s.rules.Load().resolve("q", "r").lim)
 
 	// A limiter no rule uses any more is dropped.
 	require.NoError(t, s.ConfigureUser("a", def))
@@ -34,10 +36,25 @@ func FuzzPairKeyIsInjective(f *testing.F) {
 	f.Add("ab", "c", "a", "bc")
 	f.Add("a\x00", "b", "a", "\x00b")
 	f.Add("", "", "", "")
+	f.Add("1:a", "b", "1", ":a|b")
+	f.Add("a|", "b", "a", "|b")
 	f.Fuzz(func(t *testing.T, u1, a1, u2, a2 string) {
 		same := u1 == u2 && a1 == a2
 		assert.Equal(t, same, pairKey(u1, a1) == pairKey(u2, a2), "(%q,%q) vs (%q,%q)", u1, a1, u2, a2)
+		for _, k := range []string{stateKey(hotlimit.PerUser, u1, a1), stateKey(hotlimit.PerAPI, u1, a1), globalKey} {
+			assert.NotEqual(t, k, pairKey(u2, a2), "a pair key is no other scope's key")
+		}
+		assert.NotEqual(t, stateKey(hotlimit.PerUser, u1, a1), stateKey(hotlimit.PerAPI, u2, a2))
 	})
+}
+
+func TestPairKeyIsReadable(t *testing.T) {
+	assert.Equal(t, "3:zed|GET /pay", pairKey("zed", "GET /pay"))
+	assert.Equal(t, "0:|", pairKey("", ""))
+	assert.Equal(t, "12:a|b:c|d-e:f-|g|/", pairKey("a|b:c|d-e:f-", "g|/"))
+	assert.Equal(t, "user|carol", stateKey(hotlimit.PerUser, "carol", "x"))
+	assert.Equal(t, "api|GET /pay", stateKey(hotlimit.PerAPI, "carol", "GET /pay"))
+	assert.Equal(t, "global", stateKey(hotlimit.Global, "carol", "GET /pay"))
 }
 
 func TestReplaceReusesLimitersAndRules(t *testing.T) {
@@ -52,8 +69,11 @@ func TestReplaceReusesLimitersAndRules(t *testing.T) {
 	assert.NotSame(t, first, next)
 	assert.Same(t, first.limiters[a], next.limiters[a])
 	assert.Same(t, first.limiters[b], next.limiters[b])
-	assert.Same(t, first.def, next.def, "same limits, same rule")
-	assert.Same(t, first.users["u"], next.apis["y"])
+	assert.Same(t, first.def.lim, next.def.lim, "same limits, same limiter")
+	assert.Same(t, first.users["u"].lim, next.apis["y"].lim)
+	assert.Equal(t, `users["u"]`, first.users["u"].name, "each entry is named for the observer")
+	assert.Equal(t, `apis["y"]`, next.apis["y"].name)
+	assert.Equal(t, "default", next.def.name)
 	assert.Len(t, next.limiters, 3)
 
 	require.NoError(t, s.Replace(Rules{Default: Limits{c}}))
@@ -71,4 +91,42 @@ func TestLimitsKeyIsInjective(t *testing.T) {
 		assert.False(t, dup, "%v", ls)
 		keys[k] = ls
 	}
+}
+
+func TestKeyBufBuildsStateKeys(t *testing.T) {
+	kb := getKeyBuf()
+	defer kb.put()
+	for _, user := range []string{"", "z", "zed", strings.Repeat("u", 9), strings.Repeat("u", 10), strings.Repeat("u", 99), strings.Repeat("u", 100), strings.Repeat("u", 5000)} {
+		for _, scope := range []hotlimit.Scope{hotlimit.PerPair, hotlimit.PerUser, hotlimit.PerAPI, hotlimit.Global} {
+			assert.Equal(t, stateKey(scope, user, "GET /pay"), kb.key(scope, user, "GET /pay"), "%v, user of %d bytes", scope, len(user))
+		}
+	}
+}
+
+// plainLimiter is a factory's limiter that may keep the keys it is given and
+// reports no Len: the service asks it under cached keys.
+type plainLimiter struct{}
+
+func (plainLimiter) Allow(string) bool { return true }
+func (plainLimiter) Take(_ string, n int) hotlimit.Decision {
+	return hotlimit.Decision{Allowed: n >= 0, Limit: 1, Remaining: 1}
+}
+
+func TestKeyCacheOfFactoryLimitersIsBounded(t *testing.T) {
+	factory := func(hotlimit.Config, ...hotlimit.Option) (hotlimit.Limiter, error) { return plainLimiter{}, nil }
+	s, err := New(hotlimit.Config{Algorithm: hotlimit.GCRA, Limit: 5, Window: time.Second}, hotlimit.WithFactory(factory), hotlimit.WithAutoSweep(0))
+	require.NoError(t, err)
+	require.False(t, s.rules.Load().def.transient, "a factory's limiter gets keys of its own")
+	peak := 0
+	for i := range 20 * minKeyCache {
+		s.Allow("user"+strconv.Itoa(i), "GET /")
+		peak = max(peak, s.keys.m.Size())
+	}
+	assert.LessOrEqual(t, peak, minKeyCache, "the limiters hold no keys, so the cache is emptied at its least threshold")
+	k, ok := s.keys.m.Load(keyName{scope: hotlimit.PerPair, user: "user1", api: "GET /"})
+	if ok {
+		assert.Equal(t, "5:user1|GET /", k)
+	}
+	s.Sweep()
+	assert.Zero(t, s.keys.m.Size(), "Sweep empties it")
 }

@@ -1,19 +1,145 @@
 package service
 
 import (
+	"context"
 	"encoding/binary"
 	"fmt"
 	"slices"
+	"strconv"
+	"strings"
 
 	"github.com/hotlimit/hotlimit"
 )
 
-// rule is one resolved rule of a snapshot: its limits and the limiter that
-// enforces all of them (the one shared limiter of a single limit, or their
-// combination). Rules with equal limits share one *rule.
+// rule is one resolved rule of a snapshot: its limits and what enforces them.
+// Rules with equal limits share one *rule.
+//
+// A rule of one limit is its shared limiter (lim) and the scope its key is
+// made for; a rule of several limits is a [multi] over the shared limiters.
 type rule struct {
 	limits Limits
 	lim    hotlimit.Limiter
+	scope  hotlimit.Scope
+	multi  *multi // nil for one limit
+	// transient is set when every limiter of the rule copies the keys it
+	// keeps (see copiesKeys): keys are then built in a pooled keyBuf, else
+	// taken from the service's keyCache.
+	transient bool
+
+	// name is the rule's path, such as apis["GET /pay"], for the observer.
+	// Rules with equal limits share their limiters and multi, but each
+	// entry of a snapshot has a rule of its own, named (see named).
+	name string
+	// obs, when not nil, hears of every decision; near is the near-limit
+	// share it classifies them with.
+	obs  hotlimit.Observer
+	near float64
+	// slow is set when a decision of one limit must see the limiter's
+	// Decision: an observer, or a limit in shadow mode.
+	slow bool
+}
+
+// named returns a copy of ru named name: it shares ru's limiters and multi.
+func (ru *rule) named(name string) *rule {
+	c := *ru
+	c.name = name
+	return &c
+}
+
+// allow is Take(user, api, 1).Allowed on the fastest path.
+func (ru *rule) allow(cache *keyCache, user, api string) bool {
+	if ru.multi != nil || ru.slow && !ru.transient {
+		d, _ := ru.take(cache, user, api, 1)
+		return d.Allowed
+	}
+	if ru.slow {
+		kb := getKeyBuf()
+		d := ru.lim.Take(kb.key(ru.scope, user, api), 1)
+		kb.put()
+		d, _ = ru.one(d, 1)
+		return d.Allowed
+	}
+	if !ru.transient {
+		return ru.lim.Allow(cache.key(ru.scope, user, api))
+	}
+	kb := getKeyBuf()
+	ok := ru.lim.Allow(kb.key(ru.scope, user, api))
+	kb.put()
+	return ok
+}
+
+// take asks the rule for n requests from user to api, and returns the
+// decision and the limit that decided it.
+func (ru *rule) take(cache *keyCache, user, api string, n int) (hotlimit.Decision, hotlimit.Config) {
+	var kb *keyBuf
+	if ru.transient {
+		kb = getKeyBuf()
+		defer kb.put()
+	}
+	if ru.multi == nil {
+		var k string
+		if kb != nil {
+			k = kb.key(ru.scope, user, api)
+		} else {
+			k = cache.key(ru.scope, user, api)
+		}
+		return ru.one(ru.lim.Take(k, n), n)
+	}
+	d, i, shadow, _ := ru.multi.take(nil, keys{cache: cache, buf: kb, user: user, api: api}, n)
+	return ru.several(d, i, shadow, n)
+}
+
+// one finishes the decision d of a rule of one limit on n requests: a limit
+// in shadow mode lets a denied request pass (n ≥ 1: a negative n stays the
+// caller's bug), and the observer hears of it.
+func (ru *rule) one(d hotlimit.Decision, n int) (hotlimit.Decision, hotlimit.Config) {
+	shadowDenied := ru.limits[0].Shadow && !d.Allowed && n >= 1
+	outcome := hotlimit.Classify(d, shadowDenied, ru.near)
+	if shadowDenied {
+		d.Allowed, d.RetryAfter = true, 0
+	}
+	if ru.obs != nil {
+		ru.obs.Observe(hotlimit.Event{Rule: ru.name, Policy: ru.limits[0], Outcome: outcome, N: n, Decision: d})
+	}
+	return d, ru.limits[0]
+}
+
+// several finishes the decision d of a rule of several limits on n requests:
+// decider is the limit that decided, shadow the first limit in shadow mode
+// that would have denied it, or -1.
+func (ru *rule) several(d hotlimit.Decision, decider, shadow, n int) (hotlimit.Decision, hotlimit.Config) {
+	if ru.obs != nil {
+		e := hotlimit.Event{Rule: ru.name, Policy: ru.multi.limits[decider], Outcome: hotlimit.Classify(d, false, ru.near), N: n, Decision: d}
+		if d.Allowed && shadow >= 0 {
+			e.Policy, e.Outcome = ru.multi.limits[shadow], hotlimit.OutcomeShadowDenied
+		}
+		ru.obs.Observe(e)
+	}
+	return d, ru.multi.limits[decider]
+}
+
+// takeContext is take under ctx, for the limiters that take a context (see
+// hotlimit.ContextTaker); the others decide as take does.
+func (ru *rule) takeContext(ctx context.Context, cache *keyCache, user, api string, n int) (hotlimit.Decision, hotlimit.Config, error) {
+	var kb *keyBuf
+	if ru.transient {
+		kb = getKeyBuf()
+		defer kb.put()
+	}
+	k := keys{cache: cache, buf: kb, user: user, api: api}
+	if ru.multi == nil {
+		key := k.of(ru.scope)
+		if ct, ok := ru.lim.(hotlimit.ContextTaker); ok {
+			d, err := ct.TakeContext(ctx, key, n)
+			d, c := ru.one(d, n)
+			return d, c, err
+		}
+		d, c := ru.one(ru.lim.Take(key, n), n)
+		return d, c, nil
+	}
+	d, i, shadow, err := ru.multi.take(ctx, k, n)
+	d, c := ru.several(d, i, shadow, n)
+	return d, c, err
 }
 
 // rules is an immutable snapshot of the policies and their limiters. It is
@@ -24,22 +150,33 @@ type rules struct {
 	users map[string]*rule
 	apis  map[string]*rule
 	pairs map[Pair]*rule
-	// limiters holds one limiter per distinct Config some rule uses; each
-	// rule's limiter is built from these, so all rules naming a Config share
-	// its state.
+	// limiters holds one limiter per distinct Config some rule uses, keyed
+	// by the Config without its scope (the scope only chooses the key); each
+	// rule is built from these, so all rules naming a Config share its state.
 	limiters map[hotlimit.Config]hotlimit.Limiter
+	// Whether pairs, apis and users hold any rule: read beside def, so that
+	// a snapshot without overrides of a kind never touches their maps.
+	hasPairs, hasAPIs, hasUsers bool
 }
 
-// resolve returns the rule of (user, api), most specific first.
+// resolve returns the rule of (user, api), most specific first. It only reads
+// plain maps of an immutable snapshot, so it needs no lock, and skips the
+// override maps that are empty.
 func (r *rules) resolve(user, api string) *rule {
-	if ru, ok := r.pairs[Pair{user, api}]; ok {
-		return ru
+	if r.hasPairs {
+		if ru, ok := r.pairs[Pair{user, api}]; ok {
+			return ru
+		}
 	}
-	if ru, ok := r.apis[api]; ok {
-		return ru
+	if r.hasAPIs {
+		if ru, ok := r.apis[api]; ok {
+			return ru
+		}
 	}
-	if ru, ok := r.users[user]; ok {
-		return ru
+	if r.hasUsers {
+		if ru, ok := r.users[user]; ok {
+			return ru
+		}
 	}
 	return r.def
 }
@@ -72,6 +209,7 @@ func exportRules[K comparable](m map[K]*rule) map[K]Limits {
 // (rs invalid, or a limiter rejecting its Config) nothing is published and
 // the error names the entry.
 func build(rs Rules, prev *rules, opts []hotlimit.Option) (*rules, error) {
+	o := hotlimit.NewOptions(opts...)
 	next := &rules{limiters: map[hotlimit.Config]hotlimit.Limiter{}}
 	byLimits := map[string]*rule{} // rules of this snapshot, by limitsKey
 	reuse := map[string]*rule{}    // rules of prev, by limitsKey
@@ -88,48 +226,73 @@ func build(rs Rules, prev *rules, opts []hotlimit.Option) (*rules, error) {
 		if ru, ok := reuse[key]; ok {
 			// Same limits as before: same children, same combination.
 			for _, c := range ls {
-				next.limiters[c] = prev.limiters[c]
+				next.limiters[unscoped(c)] = prev.limiters[unscoped(c)]
 			}
 			byLimits[key] = ru
 			return nil
 		}
 		children := make([]hotlimit.Limiter, len(ls))
 		for i, c := range ls {
-			lim, ok := next.limiters[c]
+			u := unscoped(c)
+			lim, ok := next.limiters[u]
 			if !ok && prev != nil {
-				lim, ok = prev.limiters[c]
+				lim, ok = prev.limiters[u]
 			}
 			if !ok {
 				var err error
-				if lim, err = newLimiter(c, opts...); err != nil {
+				if lim, err = newLimiter(u, opts...); err != nil {
 					return fmt.Errorf("service: %s[%d]: %w", path, i, err)
 				}
 			}
-			next.limiters[c] = lim
+			next.limiters[u] = lim
 			children[i] = lim
 		}
-		lim, err := combine(children)
-		if err != nil {
-			return fmt.Errorf("service: %s: %w", path, err)
+		ru := &rule{limits: slices.Clone(ls), lim: children[0], scope: ls[0].Scope, transient: true,
+			obs: o.Observer, near: o.NearLimit, slow: o.Observer != nil || ls[0].Shadow}
+		for _, c := range children {
+			ru.transient = ru.transient && copiesKeys(c)
 		}
-		byLimits[key] = &rule{limits: slices.Clone(ls), lim: lim}
+		if len(ls) > 1 {
+			m, err := newMulti(ru.limits, children)
+			if err != nil {
+				return fmt.Errorf("service: %s%w", path, err)
+			}
+			ru.lim, ru.multi = nil, m
+		}
+		byLimits[key] = ru
 		return nil
 	})
 	if err != nil {
 		return nil, err
 	}
-	next.def = byLimits[limitsKey(rs.Default)]
-	next.users = resolveRules(rs.Users, byLimits)
-	next.apis = resolveRules(rs.APIs, byLimits)
-	next.pairs = resolveRules(rs.Pairs, byLimits)
+	next.def = byLimits[limitsKey(rs.Default)].named("default")
+	next.users = resolveRules(rs.Users, byLimits, func(u string) string { return "users[" + strconv.Quote(u) + "]" })
+	next.apis = resolveRules(rs.APIs, byLimits, func(a string) string { return "apis[" + strconv.Quote(a) + "]" })
+	next.pairs = resolveRules(rs.Pairs, byLimits, pairPath)
+	next.hasPairs, next.hasAPIs, next.hasUsers = len(next.pairs) > 0, len(next.apis) > 0, len(next.users) > 0
 	return next, nil
 }
 
-// resolveRules maps each rule of m to its built rule.
-func resolveRules[K comparable](m map[K]Limits, byLimits map[string]*rule) map[K]*rule {
+// unscoped returns c with the scope PerPair and no shadow mode: the Config
+// of the limiter that enforces c. The scope is the service's business: it
+// chooses the key, and the keys of different scopes never collide (see
+// stateKey); shadow mode only changes what the caller is told. So limits
+// that differ only in scope or shadow mode share one limiter, and turning a
+// limit's shadow mode off keeps its state.
+func unscoped(c hotlimit.Config) hotlimit.Config {
+	c.Scope = hotlimit.PerPair
+	c.Shadow = false
+	return c
+}
+
+// resolveRules maps each rule of m to its built rule, named by name.
+func resolveRules[K comparable](m map[K]Limits, byLimits map[string]*rule, name func(K) string) map[K]*rule {
+	if len(m) == 0 {
+		return nil
+	}
 	out := make(map[K]*rule, len(m))
 	for k, ls := range m {
-		out[k] = byLimits[limitsKey(ls)]
+		out[k] = byLimits[limitsKey(ls)].named(name(k))
 	}
 	return out
 }
@@ -149,12 +312,16 @@ func (r *rules) all() []*rule {
 	return out
 }
 
-// limitsKey encodes ls injectively, in order: each Config as its algorithm
-// byte and three varints.
+// limitsKey encodes ls injectively, in order: each Config as its algorithm,
+// scope and shadow bytes and three varints.
 func limitsKey(ls Limits) string {
 	b := make([]byte, 0, len(ls)*16)
 	for _, c := range ls {
-		b = append(b, byte(c.Algorithm))
+		shadow := byte(0)
+		if c.Shadow {
+			shadow = 1
+		}
+		b = append(b, byte(c.Algorithm), byte(c.Scope), shadow)
 		b = binary.AppendVarint(b, int64(c.Limit))
 		b = binary.AppendVarint(b, int64(c.Window))
 		b = binary.AppendVarint(b, int64(c.Burst))
@@ -162,13 +329,52 @@ func limitsKey(ls Limits) string {
 	return string(b)
 }
 
-// pairKey encodes (user, api) injectively: the length of user as a uvarint,
-// then user, then api. Two distinct pairs never share a key, whatever bytes
-// their names contain.
+// The keys of the scopes other than PerPair. A pair key starts with a digit,
+// these with a letter, so no key of one scope is a key of another.
+const (
+	userKeyPrefix = "user|"
+	apiKeyPrefix  = "api|"
+	globalKey     = "global"
+)
+
+// stateKey is the key a limit of the given scope counts a request from user to
+// api under: the pair key, "user|" and the user, "api|" and the api, or
+// "global". Keys are printable when the names are, and injective: two
+// requests share a key exactly when the scope says they share a quota.
+func stateKey(scope hotlimit.Scope, user, api string) string {
+	switch scope {
+	case hotlimit.PerUser:
+		return userKeyPrefix + user
+	case hotlimit.PerAPI:
+		return apiKeyPrefix + api
+	case hotlimit.Global:
+		return globalKey
+	}
+	return pairKey(user, api)
+}
+
+// pairKey encodes (user, api) injectively and readably: the length of user in
+// decimal, a colon, user, a bar, then api, as in "3:zed|GET /pay". The length
+// says where user ends, so two distinct pairs never share a key whatever bytes
+// their names contain, and an operator reading the key in a log or in
+// `redis-cli --scan` sees both names.
 func pairKey(user, api string) string {
-	b := make([]byte, 0, binary.MaxVarintLen64+len(user)+len(api))
-	b = binary.AppendUvarint(b, uint64(len(user)))
-	b = append(b, user...)
-	b = append(b, api...)
-	return string(b)
+	var b strings.Builder
+	b.Grow(decimalLen(len(user)) + 2 + len(user) + len(api))
+	var digits [20]byte
+	b.Write(strconv.AppendUint(digits[:0], uint64(len(user)), 10))
+	b.WriteByte(':')
+	b.WriteString(user)
+	b.WriteByte('|')
+	b.WriteString(api)
+	return b.String()
+}
+
+// decimalLen is the number of decimal digits of n ≥ 0.
+func decimalLen(n int) int {
+	d := 1
+	for ; n >= 10; n /= 10 {
+		d++
+	}
+	return d
 }

@@ -64,7 +64,8 @@ type Rules struct {
 	Pairs map[Pair]Limits
 }
 
-// Validate checks every limit of every rule as [NewLimiter] would, so a Config
+// Validate checks every limit of every rule as [NewLimiter] would (its scope
+// aside, which only a rule takes), so a Config
 // that is valid but outside its algorithm's range is rejected too. The error
 // names the offending entry, as in `users["alice"][1]: ...`, and wraps
 // hotlimit.ErrInvalidConfig. Entries are checked in a fixed order (default,
@@ -77,7 +78,11 @@ func (r Rules) Validate() error {
 			if checked[c] {
 				continue
 			}
-			if _, err := NewLimiter(c); err != nil {
+			err := c.ValidateFields() // the scope, which NewLimiter does not take
+			if err == nil {
+				_, err = NewLimiter(unscoped(c))
+			}
+			if err != nil {
 				return fmt.Errorf("service: %s: %w", entryPath(path, ls, c), err)
 			}
 			checked[c] = true
@@ -100,6 +105,9 @@ func (r Rules) each(f func(path string, ls Limits) error) error {
 			return fmt.Errorf("service: %s: a rule needs at least one limit: %w", path, hotlimit.ErrInvalidConfig)
 		}
 		for i, c := range ls {
+			if !c.Scope.Valid() {
+				return fmt.Errorf("service: %s[%d]: Config.Scope %v is not a scope: %w", path, i, c.Scope, hotlimit.ErrInvalidConfig)
+			}
 			if j := slices.Index(ls[:i], c); j >= 0 {
 				return fmt.Errorf("service: %s[%d]: the same limit as %s[%d] (%v): %w", path, i, path, j, c, hotlimit.ErrInvalidConfig)
 			}
@@ -142,6 +150,50 @@ func sortedPairs(m map[Pair]Limits) []Pair {
 	return slices.SortedFunc(maps.Keys(m), func(a, b Pair) int {
 		return cmp.Or(strings.Compare(a.User, b.User), strings.Compare(a.API, b.API))
 	})
+}
+
+// NamedAPIs returns the APIs that r's rules name, in APIs and in Pairs,
+// sorted and each once: what a request's api must equal for such a rule to
+// apply.
+func (r Rules) NamedAPIs() []string {
+	set := map[string]bool{}
+	for api := range r.APIs {
+		set[api] = true
+	}
+	for p := range r.Pairs {
+		set[p.API] = true
+	}
+	return slices.Sorted(maps.Keys(set))
+}
+
+// NamedUsers returns the users that r's rules name, in Users and in Pairs,
+// sorted and each once.
+func (r Rules) NamedUsers() []string {
+	set := map[string]bool{}
+	for user := range r.Users {
+		set[user] = true
+	}
+	for p := range r.Pairs {
+		set[p.User] = true
+	}
+	return slices.Sorted(maps.Keys(set))
+}
+
+// UnmatchedAPIs returns the APIs that rules name (see [Rules.NamedAPIs])
+// that are none of routes, sorted: rules that never apply to requests whose
+// api is one of routes. A service accepts such rules (the routes may come
+// later); this is how to see them, at startup or at each reload (see
+// [WatchOptions.Routes]). For an HTTP service, routes are the patterns its
+// mux registers, as httplimit.RoutePattern reports them ("GET /pay", not
+// "pay" or "/pay").
+func UnmatchedAPIs(rules Rules, routes []string) []string {
+	var out []string
+	for _, api := range rules.NamedAPIs() {
+		if !slices.Contains(routes, api) {
+			out = append(out, api)
+		}
+	}
+	return out
 }
 
 // Clone returns a deep copy of r: changing one changes nothing in the other.

@@ -1,7 +1,10 @@
 package service
 
 import (
-	"hash/maphash"
+	"context"
+	"errors"
+	"fmt"
+	"io"
 	"slices"
 	"sync"
 	"sync/atomic"
@@ -14,6 +17,19 @@ import (
 // per-API and per-pair overrides. The zero value is not usable; call [New].
 // A Service is safe for concurrent use: Allow and Take never lock, and may run
 // concurrently with Replace, Configure* and WatchFile.
+//
+// A decision resolves the pair's rule from the immutable snapshot of the rules
+// (plain map reads, skipped for the kinds of override that are empty) and
+// asks the rule's limiter under the key of the pair (or of the user, the api,
+// or everyone; see [hotlimit.Scope]), so it always uses the rules in force
+// when it started, and costs the limiter's one map lookup and CAS. The
+// service keeps nothing per pair besides its limiters' state: the in-memory
+// limiters are asked under a key built in a recycled buffer (they keep a copy
+// of the keys they store); a factory's limiters, which may keep the keys they
+// are given, under keys from a cache that the service empties once it holds
+// more than twice the limiters' keys. So the limiters' eviction (their Sweep,
+// [hotlimit.WithAutoSweep], [Service.Sweep]) frees everything an idle pair
+// held.
 type Service struct {
 	opts []hotlimit.Option
 
@@ -24,27 +40,13 @@ type Service struct {
 	// stored.
 	rules atomic.Pointer[rules]
 
-	// routes caches each pair's resolved limiter and key. An entry is valid
-	// only for the snapshot it was resolved against; a stale one is replaced
-	// on use. It is a cache: deleting an entry loses no state.
-	routes *xsync.MapOf[Pair, *route]
-}
+	// keys caches the state keys of the pairs, users and apis seen lately;
+	// see keyCache.
+	keys *keyCache
 
-// route is a pair's resolved limiter, valid for one rules snapshot.
-type route struct {
-	rules  *rules
-	lim    hotlimit.Limiter
-	key    string
-	policy hotlimit.Config // the rule's first limit, as Resolve returns it
-}
-
-var routeSeed = maphash.MakeSeed()
-
-// hashPair hashes both names; xsync's per-table seed is mixed in.
-func hashPair(p Pair, seed uint64) uint64 {
-	h := maphash.String(routeSeed, p.User)
-	h = h*0x9e3779b97f4a7c15 ^ maphash.String(routeSeed, p.API)
-	return h ^ seed
+	// overrides holds the rule of each Config given to TakeWith, built on
+	// its first use and kept: loaded by anyone, stored once per Config.
+	overrides *xsync.MapOf[hotlimit.Config, *rule]
 }
 
 // New returns a Service whose default policy is def. opts (a clock, auto-sweep)
@@ -56,21 +58,34 @@ func New(def hotlimit.Config, opts ...hotlimit.Option) (*Service, error) {
 	return NewFromRules(Rules{Default: Limits{def}}, opts...)
 }
 
+// DefaultAutoSweep is the auto-sweep threshold of the limiters a Service
+// builds unless its options set one (see [hotlimit.WithAutoSweep];
+// WithAutoSweep(0) turns it off): a flood of new pairs, users or client
+// addresses never grows the service beyond about twice its live keys, and no
+// call to Sweep is needed.
+const DefaultAutoSweep = 1 << 16
+
 // NewFromRules returns a Service enforcing rules. opts (a clock, auto-sweep)
-// apply to every limiter the service builds. It returns an error naming the
+// apply to every limiter the service builds; auto-sweep is on by default (see
+// [DefaultAutoSweep]). It returns an error naming the
 // offending entry and wrapping hotlimit.ErrInvalidConfig when rules are
 // invalid (see [Rules.Validate]).
 func NewFromRules(rules Rules, opts ...hotlimit.Option) (*Service, error) {
+	opts = append([]hotlimit.Option{hotlimit.WithAutoSweep(DefaultAutoSweep)}, opts...) // later options win
 	snap, err := build(rules, nil, opts)
 	if err != nil {
 		return nil, err
 	}
-	s := &Service{
-		opts:   opts,
-		routes: xsync.NewMapOfWithHasher[Pair, *route](hashPair),
-	}
+	s := &Service{opts: opts, overrides: xsync.NewMapOf[hotlimit.Config, *rule]()}
+	s.keys = newKeyCache(hotlimit.NewOptions(opts...).AutoSweep, s.Len)
 	s.rules.Store(snap)
 	return s, nil
+}
+
+// UnmatchedAPIs returns the APIs the rules in force name that are none of
+// routes; see [UnmatchedAPIs].
+func (s *Service) UnmatchedAPIs(routes []string) []string {
+	return UnmatchedAPIs(s.Rules(), routes)
 }
 
 // Rules returns the rules in force, as a value the caller owns: changing it
@@ -152,47 +167,128 @@ func (s *Service) ResolveLimits(user, api string) Limits {
 	return slices.Clone(s.rules.Load().resolve(user, api).limits)
 }
 
-// TakePolicy is Take, plus the policy that decided it: the pair's Config as
-// Resolve returns it (the first limit of its rule), from the same rules as
+// TakePolicy is Take, plus the limit that decided it, from the same rules as
 // the decision, so a Replace or Configure* landing meanwhile cannot make the
-// two disagree. It allocates nothing for a pair seen before under the current
-// rules.
+// two disagree. The limit that decided is, for a denial, the limit that
+// denied; for an allowed request (or a report, n = 0), the rule's most
+// restrictive limit by remaining share (Remaining/Limit, the first of the
+// rule's order on a tie); for a rule of one limit, that limit. It is the
+// policy a caller names to its client, as httplimit does in its 429 body and
+// RateLimit-Policy header.
 func (s *Service) TakePolicy(user, api string, n int) (hotlimit.Decision, hotlimit.Config) {
-	rt := s.route(user, api)
-	return rt.lim.Take(rt.key, n), rt.policy
+	return s.rules.Load().resolve(user, api).take(s.keys, user, api, n)
 }
 
 // Allow reports whether one request from user to api passes, and counts it if
-// so. It allocates nothing for a pair seen before under the current rules.
+// so.
 func (s *Service) Allow(user, api string) bool {
-	rt := s.route(user, api)
-	return rt.lim.Allow(rt.key)
+	return s.rules.Load().resolve(user, api).allow(s.keys, user, api)
 }
 
-// Take asks for n requests from user to api at once, under the pair's policy;
-// see hotlimit.Limiter. Under a rule of several limits, all n pass every
-// limit or none is counted by any, and the Decision is the most restrictive
-// of the limits' (see package composite); the limits are asked in the rule's
-// order, sliding logs last.
+// Take asks for n requests from user to api at once, under the pair's rule;
+// see hotlimit.Limiter. Each limit of the rule counts under the key of its
+// scope: the pair's, the user's, the api's or everyone's. Under a rule of
+// several limits, all n pass every limit or none is counted by any (a denial
+// by one never spends another's quota), and the Decision is the most
+// restrictive of the limits' (see package composite); the limits are asked
+// in the rule's order, sliding logs last.
 func (s *Service) Take(user, api string, n int) hotlimit.Decision {
-	rt := s.route(user, api)
-	return rt.lim.Take(rt.key, n)
+	d, _ := s.rules.Load().resolve(user, api).take(s.keys, user, api, n)
+	return d
 }
 
-// route returns the pair's route under the current snapshot: one lock-free map
-// load when cached, else resolved and cached.
-func (s *Service) route(user, api string) *route {
-	r := s.rules.Load()
-	if rt, ok := s.routes.Load(Pair{user, api}); ok && rt.rules == r {
-		return rt
+// TakeContext is Take under ctx, for limiters whose decisions wait on
+// something outside the process, such as redislimit's on Redis: each limiter
+// of the pair's rule that takes a context (see [hotlimit.ContextTaker] and,
+// for a rule of several limits, [hotlimit.ContextRefunder]) is asked under
+// ctx, so that a request's deadline bounds the decision; the in-memory
+// limiters decide at once and ignore it. The error is the limiters' (joined,
+// for several): the decision is then what their failure policy decided, as
+// redislimit documents. A rule of several limits gives back what a denial
+// took under ctx without its cancellation.
+func (s *Service) TakeContext(ctx context.Context, user, api string, n int) (hotlimit.Decision, error) {
+	d, _, err := s.rules.Load().resolve(user, api).takeContext(ctx, s.keys, user, api, n)
+	return d, err
+}
+
+// TakePolicyContext is [Service.TakePolicy] under ctx, as
+// [Service.TakeContext] is Take: the decision, the limit that decided it,
+// and the limiters' error, when one could not decide (the decision is then
+// its failure policy's).
+func (s *Service) TakePolicyContext(ctx context.Context, user, api string, n int) (hotlimit.Decision, hotlimit.Config, error) {
+	return s.rules.Load().resolve(user, api).takeContext(ctx, s.keys, user, api, n)
+}
+
+// OverrideRule is the rule name the observer sees for decisions of
+// [Service.TakeWith].
+const OverrideRule = "override"
+
+// TakeWith is Take under the limit c instead of the pair's rule, for this
+// call only: per-tenant plans, or a limit that comes with the request (as in
+// Envoy's rate limit protocol). c's scope chooses the key, as in a rule; its
+// Shadow is honoured; the observer sees the decision under the rule name
+// [OverrideRule]. The service builds one limiter per distinct c on its first
+// use and keeps it, so its quota carries across calls; it is apart from any
+// rule's, even one with the same Config. It returns an error wrapping
+// hotlimit.ErrInvalidConfig, and a denied Decision, when c is invalid.
+func (s *Service) TakeWith(user, api string, c hotlimit.Config, n int) (hotlimit.Decision, error) {
+	ru, err := s.override(c)
+	if err != nil {
+		return hotlimit.Decision{Limit: c.Limit, RetryAfter: hotlimit.Never}, err
 	}
-	rule := r.resolve(user, api)
-	rt := &route{rules: r, lim: rule.lim, key: pairKey(user, api), policy: rule.limits[0]}
-	s.routes.Store(Pair{user, api}, rt)
-	return rt
+	d, _ := ru.take(s.keys, user, api, n)
+	return d, nil
 }
 
-// Len returns the number of (limiter, pair) states held.
+// override returns the rule of TakeWith's c, building it on first use. Two
+// first uses at once may both build a limiter: one is kept, the other
+// dropped unused.
+func (s *Service) override(c hotlimit.Config) (*rule, error) {
+	if ru, ok := s.overrides.Load(c); ok {
+		return ru, nil
+	}
+	if !c.Scope.Valid() {
+		return nil, fmt.Errorf("service: Config.Scope %v is not a scope: %w", c.Scope, hotlimit.ErrInvalidConfig)
+	}
+	lim, err := newLimiter(unscoped(c), s.opts...)
+	if err != nil {
+		return nil, err
+	}
+	o := hotlimit.NewOptions(s.opts...)
+	ru, _ := s.overrides.LoadOrStore(c, &rule{limits: Limits{c}, lim: lim, scope: c.Scope, transient: copiesKeys(lim),
+		name: OverrideRule, obs: o.Observer, near: o.NearLimit, slow: o.Observer != nil || c.Shadow})
+	return ru, nil
+}
+
+// Close closes every limiter of the rules in force that holds resources
+// (implements io.Closer), such as redislimit's batching goroutines and
+// leases, and returns their errors joined. The in-memory limiters hold none.
+// Limiters that an earlier Replace dropped are not closed: a decision may
+// still have been using them; they are released when collected (redislimit
+// registers a cleanup for that). Whether the service may be used after Close
+// is up to the limiters: redislimit's stay usable, each call a round trip of
+// its own.
+func (s *Service) Close() error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	var errs []error
+	for _, lim := range s.rules.Load().limiters {
+		if c, ok := lim.(io.Closer); ok {
+			errs = appendErr(errs, c.Close())
+		}
+	}
+	s.overrides.Range(func(_ hotlimit.Config, ru *rule) bool {
+		if c, ok := ru.lim.(io.Closer); ok {
+			errs = appendErr(errs, c.Close())
+		}
+		return true
+	})
+	return errors.Join(errs...)
+}
+
+// Len returns the number of keys held by the limiters: one per pair, user,
+// api or global quota that some limit counts and that is not idle (or not
+// yet swept).
 func (s *Service) Len() int {
 	n := 0
 	for _, lim := range s.rules.Load().limiters {
@@ -203,29 +299,17 @@ func (s *Service) Len() int {
 	return n
 }
 
-// Sweep evicts idle state from every limiter (see the limiters' Sweep) and
-// forgets cached routes of idle pairs and of past rules. It returns how many
-// limiter states it evicted. Decisions are the same as without it.
+// Sweep evicts idle state from every limiter (see the limiters' Sweep), and
+// returns how many keys it evicted. Decisions are the same as without it. The
+// service keeps nothing else per pair, so this frees all an idle pair held;
+// [hotlimit.WithAutoSweep] does the same without a call.
 func (s *Service) Sweep() int {
-	r := s.rules.Load()
 	n := 0
-	for _, lim := range r.limiters {
+	for _, lim := range s.rules.Load().limiters {
 		if sw, ok := lim.(sweeper); ok {
 			n += sw.Sweep()
 		}
 	}
-	s.routes.Range(func(p Pair, rt *route) bool {
-		if rt.rules != r || isFresh(rt.lim.Take(rt.key, 0)) {
-			s.routes.Compute(p, func(old *route, loaded bool) (*route, bool) {
-				return old, !loaded || old == rt
-			})
-		}
-		return true
-	})
+	s.keys.clear()
 	return n
-}
-
-// isFresh reports whether a report (Take with n = 0) shows a full quota.
-func isFresh(d hotlimit.Decision) bool {
-	return d.Remaining == d.Limit && d.ResetAfter == 0
 }

@@ -1,6 +1,7 @@
 package service
 
 import (
+	"math"
 	"math/rand/v2"
 	"testing"
 	"time"
@@ -20,7 +21,7 @@ func TestValidateAgreesWithConstructors(t *testing.T) {
 		}
 		r := alg.Range()
 		require.Positive(t, r.MaxLimit, "%v has a range", alg)
-		limits := []int{-1, 0, 1, 2, 7, r.MaxLimit - 1, r.MaxLimit, r.MaxLimit + 1, 1 << 40, 1 << 62}
+		limits := []int{-1, 0, 1, 2, 7, r.MaxLimit - 1, r.MaxLimit, r.MaxLimit + 1, math.MaxInt / 2, math.MaxInt}
 		windows := []time.Duration{-1, 0, 1, r.MinWindow - 1, r.MinWindow, time.Second, r.MaxWindow - 1, r.MaxWindow, r.MaxWindow + 1, 1 << 62}
 		bursts := []int{-1, 0}
 		if alg.HasBurst() {
@@ -84,5 +85,5 @@ func TestUnlimitedTakesNoFields(t *testing.T) {
 	}
 	lim, err := NewLimiter(hotlimit.Config{Algorithm: hotlimit.Unlimited})
 	require.NoError(t, err)
-	assert.True(t, lim.Take("k", 1<<40).Allowed)
+	assert.True(t, lim.Take("k", math.MaxInt).Allowed)
 }

@@ -28,11 +28,54 @@ const recentWrite = 2 * time.Second
 // in force as they are; the error goes to onError (unless nil), once until
 // something changes, and the next change is tried again. interval <= 0 means
 // one second.
+//
+// WatchFile is WatchFileWith with the interval and onError as options; see
+// it to hear of successful reloads, and of rules that name no route.
 func (s *Service) WatchFile(ctx context.Context, path string, interval time.Duration, onError func(error)) {
+	s.WatchFileWith(ctx, path, WatchOptions{Interval: interval, OnError: onError})
+}
+
+// WatchOptions configures [Service.WatchFileWith]. The zero value polls every
+// second and reports nothing.
+type WatchOptions struct {
+	// Interval is how often the file is checked; <= 0 means one second.
+	Interval time.Duration
+	// OnError, unless nil, hears of a file that cannot be read or holds
+	// invalid rules (the rules in force then stay), once until something
+	// changes.
+	OnError func(error)
+	// OnReload, unless nil, hears of every rules the watcher installed: at
+	// the first read, and whenever the content changed. Log them with
+	// Reload.Unmatched, the rules that no route can match.
+	OnReload func(Reload)
+	// Routes, when not nil, are the APIs requests are made to, such as the
+	// patterns of an http.ServeMux (what httplimit.RoutePattern reports):
+	// each Reload lists the rules' APIs that are none of them in Unmatched.
+	Routes []string
+}
+
+// Reload is one successful (re)load of a watched rules file.
+type Reload struct {
+	// Path is the file's path.
+	Path string
+	// Rules are the rules now in force.
+	Rules Rules
+	// Unmatched lists the APIs the rules name that are none of
+	// WatchOptions.Routes (see [UnmatchedAPIs]): rules that never apply, such
+	// as one for "pay" when the routes are "GET /pay". Nil when no Routes
+	// were given.
+	Unmatched []string
+}
+
+// WatchFileWith is [Service.WatchFile] with options: a callback for
+// successful reloads, so that they can be logged, and the routes that the
+// rules' APIs are checked against at each reload.
+func (s *Service) WatchFileWith(ctx context.Context, path string, opts WatchOptions) {
+	interval := opts.Interval
 	if interval <= 0 {
 		interval = time.Second
 	}
-	w := watcher{s: s, path: path, onError: onError}
+	w := watcher{s: s, path: path, onError: opts.OnError, onReload: opts.OnReload, routes: opts.Routes}
 	w.poll()
 	t := time.NewTicker(interval)
 	defer t.Stop()
@@ -48,9 +91,11 @@ func (s *Service) WatchFile(ctx context.Context, path string, interval time.Dura
 
 // watcher is the state of one WatchFile loop; only its goroutine touches it.
 type watcher struct {
-	s       *Service
-	path    string
-	onError func(error)
+	s        *Service
+	path     string
+	onError  func(error)
+	onReload func(Reload)
+	routes   []string
 
 	stat    os.FileInfo // last successful stat, nil before
 	sum     [sha256.Size]byte
@@ -86,9 +131,19 @@ func (w *watcher) poll() {
 	if err == nil {
 		err = w.s.Replace(rules)
 	}
-	if err != nil && w.onError != nil {
-		// Once per content: the same content is not loaded again.
-		w.onError(fmt.Errorf("%w (in %s)", err, w.path))
+	if err != nil {
+		if w.onError != nil {
+			// Once per content: the same content is not loaded again.
+			w.onError(fmt.Errorf("%w (in %s)", err, w.path))
+		}
+		return
+	}
+	if w.onReload != nil {
+		r := Reload{Path: w.path, Rules: rules}
+		if w.routes != nil {
+			r.Unmatched = UnmatchedAPIs(rules, w.routes)
+		}
+		w.onReload(r)
 	}
 }
 

@@ -14,6 +14,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/hotlimit/hotlimit"
+	"github.com/hotlimit/hotlimit/service"
 )
 
 // writeAtomically replaces the file at path by data in one rename, so that a
@@ -107,4 +108,102 @@ func TestWatchFileStopsWithoutAFile(t *testing.T) {
 	before := s.Rules()
 	s.WatchFile(ctx, filepath.Join(t.TempDir(), "missing.json"), 0, nil) // nil onError: errors dropped
 	assert.Equal(t, before, s.Rules())
+}
+
+// reloadLog collects the reloads a watcher reports.
+type reloadLog struct {
+	mu      sync.Mutex
+	reloads []service.Reload
+}
+
+func (l *reloadLog) add(r service.Reload) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.reloads = append(l.reloads, r)
+}
+
+func (l *reloadLog) get() []service.Reload {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return append([]service.Reload(nil), l.reloads...)
+}
+
+func TestWatchFileWithReportsReloadsAndUnmatchedRules(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "rules.json")
+	writeAtomically(t, path, rulesWithAPI(4))
+	s, _ := newService(t, cfg(hotlimit.FixedWindow, 3))
+	var reloads reloadLog
+	var errs errorLog
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		s.WatchFileWith(ctx, path, service.WatchOptions{
+			Interval: 2 * time.Millisecond, OnError: errs.add, OnReload: reloads.add,
+			Routes: []string{"GET /pay", "x"},
+		})
+	}()
+	wait := func(cond func() bool, msg string) {
+		t.Helper()
+		require.Eventually(t, cond, 5*time.Second, time.Millisecond, msg)
+	}
+	wait(func() bool { return len(reloads.get()) == 1 }, "first load reported")
+	first := reloads.get()[0]
+	assert.Equal(t, path, first.Path)
+	assert.Equal(t, s.Rules(), first.Rules)
+	assert.Empty(t, first.Unmatched, `api "x" is a route`)
+
+	writeAtomically(t, path, `{"default":[{"algorithm":"FixedWindow","limit":3,"window":"1s"}],`+
+		`"apis":{"pay":[{"algorithm":"GCRA","limit":5,"window":"1s"}],"GET /pay":[{"algorithm":"GCRA","limit":5,"window":"1s"}]},`+
+		`"pairs":[{"user":"u","api":"/pay","limits":[{"algorithm":"GCRA","limit":5,"window":"1s"}]}]}`)
+	wait(func() bool { return len(reloads.get()) == 2 }, "change reported")
+	assert.Equal(t, []string{"/pay", "pay"}, reloads.get()[1].Unmatched)
+
+	writeAtomically(t, path, strings.Replace(rulesWithAPI(7), `"1s"}]}}`, `"1 s"}]}}`, 1))
+	wait(func() bool { return len(errs.get()) == 1 }, "bad rules reported as an error")
+	writeAtomically(t, path, rulesWithAPI(8))
+	wait(func() bool { return len(reloads.get()) == 3 }, "the next good rules reported")
+	assert.Len(t, reloads.get(), 3, "bad rules are no reload")
+	cancel()
+	<-done
+}
+
+func TestWatchFileReportsNoReloadForAnUnchangedRewrite(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "rules.json")
+	writeAtomically(t, path, rulesWithAPI(4))
+	s, _ := newService(t, cfg(hotlimit.FixedWindow, 3))
+	var reloads reloadLog
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		s.WatchFileWith(ctx, path, service.WatchOptions{Interval: 2 * time.Millisecond, OnReload: reloads.add})
+	}()
+	require.Eventually(t, func() bool { return len(reloads.get()) == 1 }, 5*time.Second, time.Millisecond)
+	assert.Nil(t, reloads.get()[0].Unmatched, "no routes, no check")
+	writeAtomically(t, path, rulesWithAPI(4))
+	writeAtomically(t, path, rulesWithAPI(5))
+	require.Eventually(t, func() bool { return len(reloads.get()) == 2 }, 5*time.Second, time.Millisecond)
+	assert.Equal(t, cfg(hotlimit.GCRA, 5), reloads.get()[1].Rules.APIs["x"][0])
+	cancel()
+	<-done
+	assert.Len(t, reloads.get(), 2, "the unchanged rewrite reloaded nothing")
+}
+
+func TestNamedAndUnmatchedAPIs(t *testing.T) {
+	one := service.Limits{cfg(hotlimit.GCRA, 5)}
+	r := service.Rules{
+		Default: one,
+		Users:   map[string]service.Limits{"alice": one},
+		APIs:    map[string]service.Limits{"GET /pay": one, "pay": one},
+		Pairs:   map[service.Pair]service.Limits{{User: "bob", API: "GET /search"}: one, {User: "alice", API: "pay"}: one},
+	}
+	assert.Equal(t, []string{"GET /pay", "GET /search", "pay"}, r.NamedAPIs())
+	assert.Equal(t, []string{"alice", "bob"}, r.NamedUsers())
+	routes := []string{"GET /pay", "GET /search", "POST /login"}
+	assert.Equal(t, []string{"pay"}, service.UnmatchedAPIs(r, routes))
+	assert.Empty(t, service.UnmatchedAPIs(service.Rules{Default: one}, routes))
+	s, err := service.NewFromRules(r)
+	require.NoError(t, err)
+	assert.Equal(t, []string{"pay"}, s.UnmatchedAPIs(routes))
 }

@@ -31,3 +31,19 @@ func TestPhasedHammer(t *testing.T) {
 func TestMovingClockHammer(t *testing.T) {
 	limitertest.MovingClockHammer(t, limitertest.Adapt(slidingcounter.New))
 }
+
+// TestLinearizableRemaining: under a frozen clock, the allowed decisions'
+// Remaining values are limit − 1, ..., 0, each exactly once, whatever the
+// interleaving (see limitertest).
+func TestLinearizableRemaining(t *testing.T) {
+	limitertest.LinearizableRemaining(t, limitertest.Adapt(slidingcounter.New), time.Second,
+		func(r int) time.Duration { return time.Duration(2*r)*time.Second + 500*time.Millisecond },
+		func(limit int) int { return limit })
+}
+
+// TestExtremeClockDecisions: with clocks at and between both ends of int64, no
+// Decision has a negative duration or a denial with RetryAfter 0 (see
+// limitertest).
+func TestExtremeClockDecisions(t *testing.T) {
+	limitertest.ExtremeClocks(t, limitertest.Adapt(slidingcounter.New), slidingcounter.MinWindow, time.Second, slidingcounter.MaxWindow)
+}

@@ -70,25 +70,40 @@ func (l *Limiter) Allow(key string) bool {
 	// new word; a Sweep's tombstone sends it to the key's fresh cell, with the
 	// clock read again (so it never counts in a window the sweep judged over).
 	//
-	// The clock is read after the word, on every pass: every writer of the
-	// word read its clock before its CAS, so this reading is no earlier than
-	// any the word was computed from. Read before, a reading held while other
-	// calls moved the key on would judge it at an earlier time, against
-	// counts it could not yet hold: a spurious denial.
+	// The clock is read after the word, and a denial is only ever decided on
+	// a reading taken after the word it judges: every writer of the word read
+	// its clock before its CAS, so such a reading is no earlier than any the
+	// word was computed from. On an earlier reading, held while other calls
+	// moved the key on, it would be judged at an earlier time, against counts
+	// it could not yet hold: a spurious denial. A failed CAS reloads the word
+	// but keeps the reading, so the clock (the slowest step) stays out of the
+	// contended retry: an admission on a kept reading is sound (its estimate
+	// at that reading is within limit; see cell, Stale clocks), and a denial
+	// on it reads the clock again and decides again.
+	w := c.word.Load()
+	cur, rem := l.index(l.clock()) // after Get and the load: see cell
+	fresh := true                  // the reading was taken after w was loaded
 	for {
-		w := c.word.Load()
 		if w == dead {
 			c = l.cells.Revive(key, c)
+			w = c.word.Load()
+			cur, rem = l.index(l.clock())
+			fresh = true
 			continue
 		}
-		cur, rem := l.index(l.clock()) // after Get and the load: see cell
 		index, prev, count, behind := advance(w, cur)
 		if !l.fits(prev, count, elapsed(rem, behind), 1) {
+			if !fresh {
+				cur, rem = l.index(l.clock())
+				fresh = true
+				continue
+			}
 			return false // a denial writes nothing
 		}
 		if c.word.CompareAndSwap(w, pack(index, prev, count+1)) {
 			return true
 		}
+		w, fresh = c.word.Load(), false
 	}
 }
 
@@ -126,17 +141,26 @@ func (l *Limiter) take(key string, n int) (hotlimit.Decision, int64) {
 	// replaces the word read by its advance with n more in cur, only when that
 	// word's estimate plus n is within limit; a concurrent write or a Sweep's
 	// tombstone fails the CAS, and the call decides again (argued on cell).
+	// The clock is read after the word, a failed CAS keeps the reading, and a
+	// denial is decided on a reading taken after the word, as in Allow.
+	w := c.word.Load()
+	now := l.clock()
+	fresh := true // now was read after w was loaded
 	for {
-		w := c.word.Load()
 		if w == dead {
 			c = l.cells.Revive(key, c)
+			w = c.word.Load()
+			now, fresh = l.clock(), true
 			continue
 		}
-		now := l.clock() // after the load, as in Allow
 		cur, rem := l.index(now)
 		index, prev, count, behind := advance(w, cur)
 		est := l.weigh(prev, elapsed(rem, behind)) + count
 		if est+need > l.limit {
+			if !fresh {
+				now, fresh = l.clock(), true
+				continue
+			}
 			d := l.decision(prev, count, est, rem, behind)
 			d.RetryAfter = l.wait(prev, count, rem, behind, l.limit-need)
 			return d, now
@@ -146,6 +170,7 @@ func (l *Limiter) take(key string, n int) (hotlimit.Decision, int64) {
 			d.Allowed = true
 			return d, l.countedAt(now, rem, behind)
 		}
+		w, fresh = c.word.Load(), false
 	}
 }
 

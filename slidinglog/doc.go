@@ -28,7 +28,10 @@
 //
 //   - Remaining: the requests of the last Limit logged that are expired at t
 //     (at or before t − Window) or refunded, after the call: how many single
-//     requests would pass at t.
+//     requests would pass at t. It is counted on the log the call's own
+//     (last) claim changed, so it is linearizable: under a frozen clock, the
+//     allowed calls' Remaining values are Limit − 1, ..., 0, each exactly
+//     once, whatever the interleaving.
 //   - RetryAfter: 0 when allowed. When denied with n ≤ Limit, o + Window − now,
 //     where o is the time of the n-th oldest of the last Limit requests:
 //     exactly, the same request made 1 ns earlier is still denied and made

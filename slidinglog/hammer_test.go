@@ -66,76 +66,16 @@ func TestFrozenClockTakeN(t *testing.T) {
 	}
 }
 
-// TestPhasedHammer moves a fake clock between phases and in each phase lets
-// goroutines hammer Allow: the passes of each key in the phase equal those of
-// the sequential model, whatever the interleaving, and so does the state
-// reported afterwards.
+// TestPhasedHammer: in phases of a clock that moves forward, back and to
+// window boundaries, concurrent passes of Allow and Take(key, 1) equal the
+// sequential model's, and so does the state reported afterwards; with
+// sweep=true, Sweeps race the traffic and evict keys in every idle phase
+// (see limitertest). One request at a time: under contention Take with
+// n > 1 may be denied although the requests fit (see Limiter.Take).
 func TestPhasedHammer(t *testing.T) {
-	const (
-		goroutines = 16
-		limit      = 50
-		window     = int64(time.Second)
-	)
-	keys := []string{"a", "b", "c", "d"}
-	phases := 80
-	if testing.Short() {
-		phases = 25
-	}
-	for _, sweep := range []bool{false, true} {
-		t.Run(fmt.Sprintf("sweep=%t", sweep), func(t *testing.T) {
-			rng := rand.New(rand.NewPCG(7, 8))
-			var now atomic.Int64
-			lim, err := slidinglog.New(limit, time.Duration(window), hotlimit.WithClock(now.Load))
-			require.NoError(t, err)
-			m := models.NewSlidingLog(limit, time.Duration(window))
-			stop := make(chan struct{})
-			if sweep {
-				sweeper, _ := limitertest.SweepUntil(lim, stop)
-				defer sweeper.Wait()
-			}
-			defer close(stop)
-			for phase := range phases {
-				switch rng.IntN(3) {
-				case 0:
-					now.Add(rng.Int64N(window / 4))
-				case 1:
-					now.Add(window / 2)
-				default:
-					now.Add(window)
-				}
-				at := now.Load()
-				calls := rng.IntN(9)
-				want := make([]int64, len(keys))
-				for k, key := range keys {
-					for range goroutines * calls {
-						if m.Take(key, 1, at).Allowed {
-							want[k]++
-						}
-					}
-				}
-				got := make([]atomic.Int64, len(keys))
-				start := make(chan struct{})
-				var wg sync.WaitGroup
-				for g := range goroutines {
-					wg.Go(func() {
-						<-start
-						for i := range calls * len(keys) {
-							k := (g + i) % len(keys)
-							if lim.Allow(keys[k]) {
-								got[k].Add(1)
-							}
-						}
-					})
-				}
-				close(start)
-				wg.Wait()
-				for k, key := range keys {
-					require.Equal(t, want[k], got[k].Load(), "phase %d key %s", phase, key)
-					require.Equal(t, m.Take(key, 0, at), lim.Take(key, 0), "phase %d key %s", phase, key)
-				}
-			}
-		})
-	}
+	limitertest.PhasedHammer(t, limitertest.Adapt(slidinglog.New), func(limit int, window time.Duration) limitertest.Model {
+		return models.NewSlidingLog(limit, window).Take
+	}, limitertest.MaxN(1))
 }
 
 // TestMovingClockNeverOverAdmits: with a clock that advances on every read,
@@ -192,4 +132,20 @@ func TestMovingClockNeverOverAdmits(t *testing.T) {
 		}
 		assert.LessOrEqual(t, within, limit)
 	}
+}
+
+// TestLinearizableRemaining: under a frozen clock, the allowed decisions'
+// Remaining values are limit − 1, ..., 0, each exactly once, whatever the
+// interleaving (see limitertest).
+func TestLinearizableRemaining(t *testing.T) {
+	limitertest.LinearizableRemaining(t, limitertest.Adapt(slidinglog.New), time.Second,
+		func(r int) time.Duration { return time.Duration(r) * time.Second },
+		func(limit int) int { return limit })
+}
+
+// TestExtremeClockDecisions: with clocks at and between both ends of int64, no
+// Decision has a negative duration or a denial with RetryAfter 0 (see
+// limitertest).
+func TestExtremeClockDecisions(t *testing.T) {
+	limitertest.ExtremeClocks(t, limitertest.Adapt(slidinglog.New), slidinglog.MinWindow, time.Second, slidinglog.MaxWindow)
 }

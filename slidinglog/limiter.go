@@ -154,6 +154,7 @@ func (l *Limiter) takeAt(key string, n int) (hotlimit.Decision, int64) {
 // tombstoned.
 func (l *Limiter) take(c *cell, now int64, n uint64) (hotlimit.Decision, int64, bool) {
 	var t, first int64 // the logged times of the last claim made and the first
+	var free uint64    // entries free at t before the last claim, read while head was its h
 	for k := uint64(0); k < n; k++ {
 		// One claim, as in Allow (argued there and on cell), at the later of
 		// now and the newest logged time. Before the first, the decision is
@@ -201,6 +202,11 @@ func (l *Limiter) take(c *cell, now int64, n uint64) (hotlimit.Decision, int64, 
 					return d, 0, true
 				}
 			}
+			if k == n-1 {
+				// Remaining after the last claim, counted on the state this
+				// claim's own CAS replaces; see free below.
+				free = l.free(c, s.h, t)
+			}
 			if c.cas(s.i, s.v, packed.PackStamp(t, s.round)) {
 				c.head.CompareAndSwap(s.h, s.h+1)
 				if k == 0 {
@@ -210,7 +216,23 @@ func (l *Limiter) take(c *cell, now int64, n uint64) (hotlimit.Decision, int64, 
 			}
 		}
 	}
-	d := l.decision(c, c.head.Load(), now, t, t)
+	// Linearizable Remaining. free was counted at t on the ring with head h,
+	// read between the last claim's read of head h and its successful CAS.
+	// That CAS succeeded, so head was h during all of it (Invariant H on
+	// cell: a slot CAS succeeds only while head equals the h its caller
+	// read), and while head is h no claim or tombstone can land on any slot
+	// but slot h mod L, which still held v at the CAS (no slot holds a value
+	// twice). So the ring read was the ring the CAS changed, and the claim
+	// turned its oldest entry, free at t, into one logged at t, counted
+	// (Window is longer than the 1 ns bumps): free − 1 requests pass after
+	// it, at t. Reading the ring after the CAS instead, as this code once
+	// did, counts the claims made since by others too, so two callers could
+	// report the same Remaining and another value none. The one exception
+	// is a concurrent Refund, which marks entries while head is h: free
+	// counts the marks made before each of its reads, so it can miss a
+	// refund that lands during the claim, never count one that did not
+	// (the refunded entries only grow from the expired prefix, see free).
+	d := l.decisionFree(free-min(free, 1), now, t, t) // free ≥ 1: slot h mod L was free at t
 	d.Allowed = true
 	return d, first, true
 }
@@ -264,7 +286,13 @@ func (l *Limiter) decide(c *cell, now int64) hotlimit.Decision {
 // or the newest logged time if later), newest being the newest logged time.
 // Allowed and RetryAfter are left for the caller.
 func (l *Limiter) decision(c *cell, h uint64, now, t, newest int64) hotlimit.Decision {
-	d := hotlimit.Decision{Limit: int(l.limit), Remaining: int(l.free(c, h, t))}
+	return l.decisionFree(l.free(c, h, t), now, t, newest)
+}
+
+// decisionFree is decision for a ring of which free entries are expired or
+// refunded at t.
+func (l *Limiter) decisionFree(free uint64, now, t, newest int64) hotlimit.Decision {
+	d := hotlimit.Decision{Limit: int(l.limit), Remaining: int(free)}
 	if d.Remaining < d.Limit && newest > t-l.window { // some request counts
 		d.ResetAfter = time.Duration(newest + l.window - now)
 	}

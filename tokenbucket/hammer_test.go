@@ -119,3 +119,39 @@ func TestPhasedHammer(t *testing.T) {
 		})
 	}
 }
+
+// TestLinearizableRemaining: under a frozen clock, the allowed decisions'
+// Remaining values are limit − 1, ..., 0, each exactly once, whatever the
+// interleaving (see limitertest); each round is a window after the last.
+func TestLinearizableRemaining(t *testing.T) {
+	limitertest.LinearizableRemaining(t, limitertest.Adapt(New), time.Second,
+		func(r int) time.Duration { return time.Duration(r) * time.Second },
+		func(limit int) int { return limit })
+}
+
+// TestSharedPhasedHammer: in phases of a clock that moves by whole
+// milliseconds (an exact grid), forward, back and to window boundaries,
+// concurrent passes equal the model's, and so does the state reported
+// afterwards (durations within 1 µs: tokens are fixed-point); with
+// sweep=true, Sweeps race the traffic and evict keys in every idle phase
+// (see limitertest).
+func TestSharedPhasedHammer(t *testing.T) {
+	ms := int64(time.Millisecond)
+	newModel := func(limit int, window time.Duration) limitertest.Model {
+		return models.NewTokenBucket(limit, limit, window, int64(limitertest.PhasedStart)).Take
+	}
+	limitertest.PhasedHammer(t, limitertest.Adapt(New), newModel, limitertest.Moves(
+		func(rng *rand.Rand, window int64) int64 { return rng.Int64N(window/4/ms) * ms },
+		func(rng *rand.Rand, window int64) int64 { return window },
+		func(rng *rand.Rand, window int64) int64 { return window * rng.Int64N(4) },
+		func(rng *rand.Rand, window int64) int64 { return -rng.Int64N(2*window/ms) * ms },
+		nil,
+	), limitertest.Tolerance(time.Microsecond))
+}
+
+// TestExtremeClockDecisions: with clocks at and between both ends of int64,
+// no Decision has a negative duration or a denial with RetryAfter 0 (see
+// limitertest).
+func TestExtremeClockDecisions(t *testing.T) {
+	limitertest.ExtremeClocks(t, limitertest.Adapt(New), MinWindow, time.Second, MaxWindow)
+}

@@ -55,7 +55,9 @@ func newServer(c config) (http.Handler, error) {
 	if err := svc.ConfigureAPI("GET /search", searchPolicy); err != nil {
 		return nil, err
 	}
-	if err := svc.ConfigureUserAPI("premium", "GET /pay", premiumPay); err != nil {
+	// Users are tagged keys: the X-API-Key "premium" is
+	// "header:x-api-key:premium", which no client address can equal.
+	if err := svc.ConfigureUserAPI(httplimit.HeaderKey("X-API-Key", "premium"), "GET /pay", premiumPay); err != nil {
 		return nil, err
 	}
 

@@ -14,9 +14,16 @@
 // returns the live cell another caller already put there) and carries on. The
 // sweeper then deletes the key only if it still maps to the dead cell. No update
 // is lost, and no caller waits for another.
+//
+// The map never keeps a key string it is given: it stores a copy, made on the
+// insertion paths only (a miss, a revival), so the hot path copies nothing. A
+// caller may therefore pass a key that aliases a buffer it reuses once the
+// call returns, as package service does to build (user, api) keys without
+// allocating.
 package keyed
 
 import (
+	"strings"
 	"sync/atomic"
 
 	"github.com/puzpuzpuz/xsync/v3"
@@ -50,12 +57,13 @@ func New[C any](newCell func() *C, autoMin int, sweep func() int) *Map[C] {
 	return m
 }
 
-// Get returns key's cell, inserting a fresh one on a miss.
+// Get returns key's cell, inserting a fresh one on a miss. The map keeps a
+// copy of key, never key itself: see the package documentation.
 func (m *Map[C]) Get(key string) *C {
 	if c, ok := m.cells.Load(key); ok {
 		return c
 	}
-	c, loaded := m.cells.LoadOrCompute(key, m.newCell)
+	c, loaded := m.cells.LoadOrCompute(strings.Clone(key), m.newCell)
 	if !loaded && m.autoMin > 0 {
 		m.maybeSweep()
 	}
@@ -71,7 +79,8 @@ func (m *Map[C]) Peek(key string) (*C, bool) {
 // It puts a fresh cell in dead's place, unless a live cell already replaced it,
 // and returns the live cell.
 func (m *Map[C]) Revive(key string, dead *C) *C {
-	c, _ := m.cells.Compute(key, func(old *C, loaded bool) (*C, bool) {
+	// Compute stores the key it is given, also when it replaces a value.
+	c, _ := m.cells.Compute(strings.Clone(key), func(old *C, loaded bool) (*C, bool) {
 		if loaded && old != dead {
 			return old, false
 		}

@@ -5,6 +5,7 @@ import (
 	"sync"
 	"sync/atomic"
 	"testing"
+	"unsafe"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -135,4 +136,30 @@ func TestSweepRacingUpdatesLosesNothing(t *testing.T) {
 	assert.Positive(t, swept.Load(), "the sweeper raced the workers")
 	m.Sweep(kill)
 	assert.Zero(t, m.Len())
+}
+
+// TestKeysAreCopiedOnInsert: a key that aliases a buffer the caller reuses
+// after the call (a miss and a revival, the paths that store a key) leaves
+// the map's keys intact.
+func TestKeysAreCopiedOnInsert(t *testing.T) {
+	m := keyed.New(newCell, 0, nil)
+	buf := []byte("alpha")
+	transient := func() string { return unsafe.String(&buf[0], len(buf)) }
+	a := m.Get(transient())
+	add(m, "alpha", a, 1)
+	copy(buf, "omega")
+	_, ok := m.Peek("alpha")
+	assert.True(t, ok, "the key inserted by Get is a copy")
+	_, ok = m.Peek("omega")
+	assert.False(t, ok)
+
+	add(m, "alpha", a, -1)
+	require.Equal(t, 1, m.Sweep(kill))
+	copy(buf, "alpha")
+	revived := m.Revive(transient(), a)
+	copy(buf, "omega")
+	c, ok := m.Peek("alpha")
+	assert.True(t, ok, "the key stored by Revive is a copy")
+	assert.Same(t, revived, c)
+	assert.Equal(t, 1, m.Len())
 }

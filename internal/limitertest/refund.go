@@ -20,6 +20,8 @@ import (
 func RefundHammer(t *testing.T, lim hotlimit.Refunder, capacity, maxN int, exact bool) {
 	t.Helper()
 	const goroutines = 32
+	c := newChecker(t)
+	defer c.done()
 	var passed, refunded, out, maxOut atomic.Int64
 	var wg sync.WaitGroup
 	start := make(chan struct{})
@@ -29,6 +31,7 @@ func RefundHammer(t *testing.T, lim hotlimit.Refunder, capacity, maxN int, exact
 			for i := range 300 {
 				n := 1 + (g+i)%min(maxN, capacity)
 				d, r := lim.TakeReceipt("k", n)
+				c.check(d, "k", n, 0)
 				if !d.Allowed {
 					continue
 				}

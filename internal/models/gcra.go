@@ -18,18 +18,23 @@ import (
 //     against the earlier reading) and never adds any.
 //   - Only an admission changes a key: tokens −= n, last = t.
 //   - Sweep forgets the keys that are full, which are then fresh again.
+//
+// With Ticks, the model reads its clock floored to a tick, as a limiter
+// that counts time in ticks does; the rest is unchanged, and waits are the
+// least whole nanoseconds after which the floored clock gets there.
 type GCRA struct {
 	limit int
 	burst int64
 	cap   *big.Rat // tokens
 	rate  *big.Rat // tokens per nanosecond
+	perNs *big.Rat // ticks per nanosecond; nil: the clock is not floored
 	epoch int64
 	keys  map[string]*gcraKey
 }
 
 type gcraKey struct {
 	tokens *big.Rat
-	last   int64
+	last   *big.Rat // nanoseconds since the epoch
 }
 
 // NewGCRA returns the model of limit per window with a capacity of burst
@@ -45,22 +50,40 @@ func NewGCRA(limit, burst int, window time.Duration, epoch int64) *GCRA {
 	}
 }
 
-// at converts a clock reading to the model's time and the lag behind the
-// epoch.
-func (m *GCRA) at(now int64) (t, lag int64) {
-	if now < m.epoch {
-		return 0, m.epoch - now
+// Ticks makes the model read its clock in ticks of den/num nanoseconds: a
+// reading t nanoseconds after the epoch counts as ⌊t·num/den⌋·den/num. It
+// returns m.
+func (m *GCRA) Ticks(num, den uint64) *GCRA {
+	m.perNs = new(big.Rat).SetFrac(new(big.Int).SetUint64(num), new(big.Int).SetUint64(den))
+	return m
+}
+
+// floor returns the time x (nanoseconds) floored to a tick.
+func (m *GCRA) floor(x *big.Rat) *big.Rat {
+	if m.perNs == nil {
+		return x
 	}
-	return now - m.epoch, 0
+	n := FloorRat(new(big.Rat).Mul(x, m.perNs))
+	return new(big.Rat).Quo(new(big.Rat).SetInt64(n), m.perNs)
+}
+
+// at converts a clock reading to the model's time, the reading in
+// nanoseconds since the epoch, and the lag behind the epoch.
+func (m *GCRA) at(now int64) (t *big.Rat, ns, lag int64) {
+	if now < m.epoch {
+		return new(big.Rat), 0, m.epoch - now
+	}
+	ns = now - m.epoch
+	return m.floor(new(big.Rat).SetInt64(ns)), ns, 0
 }
 
 // tokens returns key's tokens at t, as a new Rat.
-func (m *GCRA) tokens(key string, t int64) *big.Rat {
+func (m *GCRA) tokens(key string, t *big.Rat) *big.Rat {
 	k, ok := m.keys[key]
 	if !ok {
 		return new(big.Rat).Set(m.cap)
 	}
-	x := new(big.Rat).Mul(m.rate, new(big.Rat).SetInt64(t-k.last))
+	x := new(big.Rat).Mul(m.rate, new(big.Rat).Sub(t, k.last))
 	x.Add(x, k.tokens)
 	if x.Cmp(m.cap) > 0 {
 		x.Set(m.cap)
@@ -70,7 +93,7 @@ func (m *GCRA) tokens(key string, t int64) *big.Rat {
 
 // Take is Take(key, n) at the clock reading now.
 func (m *GCRA) Take(key string, n int, now int64) hotlimit.Decision {
-	t, lag := m.at(now)
+	t, ns, lag := m.at(now)
 	x := m.tokens(key, t)
 	d := hotlimit.Decision{Limit: m.limit}
 	need := new(big.Rat).SetInt64(int64(n))
@@ -84,29 +107,37 @@ func (m *GCRA) Take(key string, n int, now int64) hotlimit.Decision {
 		m.keys[key] = &gcraKey{tokens: x, last: t}
 		d.Allowed = true
 	default:
-		d.RetryAfter = m.wait(x, need, lag)
+		d.RetryAfter = m.wait(x, need, t, ns, lag)
 	}
 	if x.Sign() > 0 {
 		d.Remaining = int(FloorRat(x))
 	}
 	if x.Cmp(m.cap) < 0 {
-		d.ResetAfter = m.wait(x, m.cap, lag)
+		d.ResetAfter = m.wait(x, m.cap, t, ns, lag)
 	}
 	return d
 }
 
 // wait returns the least whole number of nanoseconds after which a key
-// holding x < want ≤ burst tokens now holds want: tokens grow linearly until
-// the cap, and not at all until the clock reaches the epoch.
-func (m *GCRA) wait(x, want *big.Rat, lag int64) time.Duration {
-	q := new(big.Rat).Sub(want, x)
-	q.Quo(q, m.rate)
-	return time.Duration(lag + CeilRat(q))
+// holding x < want ≤ burst tokens at the model's time t (read at ns) holds
+// want: tokens grow linearly until the cap, and not at all until the clock
+// reaches the epoch. The key holds want at the time u = t + (want − x)/rate,
+// which the clock reads first at ⌈u⌉, or, floored to ticks, at the first
+// nanosecond of the tick ⌈u·perNs⌉.
+func (m *GCRA) wait(x, want, t *big.Rat, ns, lag int64) time.Duration {
+	u := new(big.Rat).Sub(want, x)
+	u.Quo(u, m.rate)
+	u.Add(u, t)
+	if m.perNs != nil {
+		u.SetInt64(CeilRat(new(big.Rat).Mul(u, m.perNs)))
+		u.Quo(u, m.perNs)
+	}
+	return time.Duration(lag + CeilRat(u) - ns)
 }
 
 // Sweep forgets every key full at now, and returns how many it forgot.
 func (m *GCRA) Sweep(now int64) int {
-	t, _ := m.at(now)
+	t, _, _ := m.at(now)
 	n := 0
 	for k := range m.keys {
 		if m.tokens(k, t).Cmp(m.cap) >= 0 {

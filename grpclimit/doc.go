@@ -1,0 +1,109 @@
+// Package grpclimit is gRPC middleware that rate-limits calls with a
+// [service.Service], the counterpart of httplimit: each call is one
+// Take(user, api, 1) under the rule the service resolves for the pair, so
+// every rule, scope, JSON rule file, reload and backend (Redis through the
+// factory) works unchanged, and a denied call tells the client exactly when
+// to come back.
+//
+//	srv := grpc.NewServer(
+//		grpc.ChainUnaryInterceptor(grpclimit.UnaryServerInterceptor(svc)),
+//		grpc.ChainStreamInterceptor(grpclimit.StreamServerInterceptor(svc)),
+//	)
+//
+// It is a module of its own (github.com/hotlimit/hotlimit/grpclimit), so that
+// users of the core library never download grpc-go.
+//
+// # Identity
+//
+// The API defaults to the full method, "/pkg.Service/Method"; the user to
+// the peer's IP address ([PeerIP]: IPv6 grouped by /64, x-forwarded-for
+// metadata believed only from trusted proxies and read right to left), found
+// by the same code as httplimit.ClientIP. [WithUser] and [WithAPI] take
+// [KeyFunc] values: [Metadata] (an API key, a tenant), [FromRequest] (a
+// field of the request message), [ContextValue] (what an authentication
+// interceptor stored), chained with [FirstOf]. User keys carry their kind as
+// in httplimit ("ip:192.0.2.1", "header:x-api-key:k-1"), so keys from two
+// sources never collide, and one rule set names the same callers over HTTP
+// and gRPC ([MetadataKey] equals httplimit.HeaderKey).
+//
+// A call for which the user KeyFunc finds no key is limited as the empty
+// user: every keyless call shares one quota rather than going unlimited. An
+// API KeyFunc that finds none, or an empty one, falls back to the full
+// method.
+//
+// Health checks and reflection are exempt by default ([HealthAndReflection];
+// change it with [WithExempt]).
+//
+// # Streams
+//
+// A stream takes one when it starts, under its full method, with req nil.
+// [WithStreamMessages] also limits every message it receives, under the API
+// "RECV /pkg.Service/Method", so that messages have a rule of their own.
+//
+// # Denials
+//
+// A denied call fails with codes.ResourceExhausted, a message naming the
+// policy and the wait, and two details of google/rpc/error_details.proto:
+//
+//   - google.rpc.RetryInfo, retry_delay = Decision.RetryAfter rounded up to
+//     the millisecond and at least 1 ms (absent when no wait helps, that is
+//     RetryAfter is hotlimit.Never);
+//   - google.rpc.QuotaFailure, one violation: subject is the kind of the user
+//     key ("ip", "header:x-api-key"; "none" for a keyless call), so the
+//     caller learns which identity ran out without the server echoing it;
+//     description the policy, quota_id its name and quota_value its limit.
+//
+// Its trailers carry grpc-retry-pushback-ms (gRFC A6): a client whose
+// service config has a retryPolicy listing RESOURCE_EXHAUSTED waits that
+// long before its next attempt, instead of its own backoff, and does not
+// retry at all on -1 (no wait helps). A denial sends no response header, so
+// the response is Trailers-Only: a client that has received headers has
+// committed the call and can no longer retry it.
+//
+// # Response metadata
+//
+// Every response carries two metadata entries, the items of the IETF draft
+// "RateLimit header fields for HTTP" (draft-ietf-httpapi-ratelimit-headers)
+// exactly as httplimit formats them (the same code):
+//
+//	ratelimit-policy: "fixedwindow-3-1s";q=3;w=1
+//	ratelimit: "fixedwindow-3-1s";r=2;t=1
+//
+// in the response headers of a call that proceeds and in the trailers of a
+// denied one. No gRPC standard exists for this: gRFC A6 defines only the
+// pushback, and google.rpc.QuotaFailure only explains a failure. The draft's
+// names are used because gRPC metadata are HTTP/2 header fields, so a proxy,
+// a gateway (grpc-gateway, Envoy's transcoder) or a client that already
+// reads them from httplimit reads them here unchanged, and a name of our own
+// would be one more to learn. [WithRateLimitHeaders](false) turns them off.
+//
+// # Failures
+//
+// The interceptors never panic. A limiter that fails (a panic in a limiter
+// the factory built or in a key function, or a nil service) fails the call
+// with codes.Internal
+// and a message that says the rate limiter is unavailable, and reports the
+// error in Event.Err; under [WithDryRun] the call proceeds.
+//
+// # Observability and dry run
+//
+// [WithObserver] calls a function with an [Event] per decision (user, API,
+// Config, policy name, Decision); [WithDryRun] takes, reports and sets the
+// metadata but never denies, to try a policy on live traffic.
+//
+// # Clients and go-grpc-middleware
+//
+// [UnaryClientInterceptor] and [StreamClientInterceptor] limit a caller
+// before its calls leave the process, failing a denied call with the same
+// status. [MiddlewareLimiter] adapts a service to go-grpc-middleware v2's
+// ratelimit.Limiter; that middleware turns the error into a text message, so
+// its clients lose the RetryInfo and QuotaFailure details (the metadata and
+// the pushback trailer still arrive).
+//
+// # Cost
+//
+// An allowed unary call adds the user key (one allocation for an IP), one
+// TakePolicy, and the RateLimit metadata: the formatted numbers, the values'
+// backing array and the metadata map, plus what grpc-go's SetHeader does
+// with them. BenchmarkUnary measures it.
+package grpclimit

@@ -1,0 +1,251 @@
+package grpclimit
+
+import (
+	"context"
+	"fmt"
+	"net"
+	"net/netip"
+	"strings"
+
+	"google.golang.org/grpc/metadata"
+	"google.golang.org/grpc/peer"
+
+	"github.com/hotlimit/hotlimit/internal/transport"
+)
+
+// KeyFunc finds a key of a call: the user or the API it is limited under.
+// fullMethod is the call's method, "/pkg.Service/Method"; req is the request
+// message of a unary call, the received message when a stream's messages are
+// limited ([WithStreamMessages]), and nil at the start of a stream or in a
+// client stream interceptor. ok is false when the call carries none (an
+// absent metadata entry, say), which lets [FirstOf] try the next source. A
+// KeyFunc must be safe for concurrent use.
+//
+// The user key functions of this package tag every key with its kind, kind
+// ":" value, exactly as httplimit does, so keys from different sources never
+// share a quota and one rule set names the same callers over HTTP and gRPC:
+// "ip:203.0.113.9" from [PeerIP], "header:x-api-key:k-1" from [Metadata]
+// (gRPC metadata are HTTP/2 header fields). Wrap a KeyFunc of your own in
+// [Tag] to give its keys a kind.
+type KeyFunc func(ctx context.Context, fullMethod string, req any) (key string, ok bool)
+
+// IPOption configures [PeerIP].
+type IPOption func(*ipKey)
+
+// TrustProxies names the proxies whose forwarding metadata is believed: when
+// the call's peer is inside one of prefixes, the client is read from the
+// metadata entry (see [PeerIP]). Invalid prefixes are ignored; an
+// IPv4-mapped IPv6 prefix also matches the IPv4 addresses it maps. Repeated
+// options add up.
+func TrustProxies(prefixes ...netip.Prefix) IPOption {
+	return func(k *ipKey) { k.ip.Trust(prefixes...) }
+}
+
+// ProxyHeader sets the metadata entry that trusted proxies write the client
+// into: "x-forwarded-for" by default, as Envoy and most gRPC-aware proxies
+// write it. "forwarded" is parsed as RFC 7239 (its for= parameters); any
+// other name as a comma-separated list of addresses. An empty name keeps the
+// default.
+func ProxyHeader(name string) IPOption {
+	return func(k *ipKey) {
+		if name != "" {
+			k.header = strings.ToLower(name)
+			k.ip.SetForwarded(k.header == "forwarded")
+		}
+	}
+}
+
+// IPv6Prefix sets how many leading bits of an IPv6 address make the key: 64
+// by default. bits is clamped to [1, 128].
+func IPv6Prefix(bits int) IPOption { return func(k *ipKey) { k.ip.SetV6Bits(bits) } }
+
+// IPv4Prefix sets how many leading bits of an IPv4 address make the key: 32
+// by default. bits is clamped to [1, 32].
+func IPv4Prefix(bits int) IPOption { return func(k *ipKey) { k.ip.SetV4Bits(bits) } }
+
+// ipKey is PeerIP's configuration; read-only once built.
+type ipKey struct {
+	ip     *transport.IP
+	header string // lower-case metadata key
+}
+
+// PeerIP returns a KeyFunc whose key is the client's IP address, found as
+// httplimit.ClientIP finds it (the same code): "ip:192.0.2.1" for IPv4,
+// "ip:2001:db8:1:2::/64" for IPv6 (see [IPv4Prefix] and [IPv6Prefix]).
+//
+// The client is the call's peer (grpc/peer) unless that peer is a trusted
+// proxy ([TrustProxies]); then the x-forwarded-for metadata entry
+// ([ProxyHeader]) is read right to left, each trusted proxy skipped, and the
+// first address that is not one is the client. From an untrusted peer the
+// entry is ignored, so a client cannot choose its key by sending it. A peer
+// that is not an IP address (a Unix socket, an in-memory bufconn) gives the
+// key "peer:" and its address's text. It finds no key when the context has
+// no peer, as in a client interceptor.
+func PeerIP(opts ...IPOption) KeyFunc {
+	k := &ipKey{ip: transport.NewIP(), header: "x-forwarded-for"}
+	for _, opt := range opts {
+		if opt != nil {
+			opt(k)
+		}
+	}
+	return k.key
+}
+
+func (k *ipKey) key(ctx context.Context, _ string, _ any) (string, bool) {
+	p, ok := peer.FromContext(ctx)
+	if !ok || p.Addr == nil {
+		return "", false
+	}
+	var addr netip.Addr
+	var text string
+	if tcp, isTCP := p.Addr.(*net.TCPAddr); isTCP {
+		a, valid := netip.AddrFromSlice(tcp.IP)
+		if !valid {
+			return "", false
+		}
+		addr = a.Unmap().WithZone("")
+	} else {
+		s := p.Addr.String()
+		if addr, text, ok = transport.ParseAddr(s); !ok {
+			if s == "" {
+				return "", false
+			}
+			return transport.Tag(transport.KindPeer, s), true
+		}
+	}
+	var forwarded []string
+	if k.ip.Trusts(addr) {
+		forwarded = metadata.ValueFromIncomingContext(ctx, k.header)
+	}
+	return k.ip.Key(addr, text, forwarded), true
+}
+
+// Metadata returns a KeyFunc that reads the first value of the incoming
+// metadata entry name, such as "x-api-key", tagged "header:" and the name in
+// lower case: "header:x-api-key:k-123", the key httplimit.Header finds for
+// the same HTTP header. An absent or empty entry finds no key. The value is
+// used as sent: authenticate it before, or accept a claimed identity.
+func Metadata(name string) KeyFunc {
+	key := strings.ToLower(name)
+	prefix := transport.HeaderKind(name) + ":"
+	return func(ctx context.Context, _ string, _ any) (string, bool) {
+		if v := metadata.ValueFromIncomingContext(ctx, key); len(v) > 0 && v[0] != "" {
+			return prefix + v[0], true
+		}
+		return "", false
+	}
+}
+
+// OutgoingMetadata is [Metadata] for client interceptors: it reads the
+// outgoing metadata of the call.
+func OutgoingMetadata(name string) KeyFunc {
+	key := strings.ToLower(name)
+	prefix := transport.HeaderKind(name) + ":"
+	return func(ctx context.Context, _ string, _ any) (string, bool) {
+		md, _ := metadata.FromOutgoingContext(ctx)
+		if v := md.Get(key); len(v) > 0 && v[0] != "" {
+			return prefix + v[0], true
+		}
+		return "", false
+	}
+}
+
+// MetadataKey returns the key [Metadata](name) finds in a call whose entry
+// name holds value, for rules: MetadataKey("x-api-key", "premium") is
+// "header:x-api-key:premium", equal to httplimit.HeaderKey("X-API-Key",
+// "premium").
+func MetadataKey(name, value string) string {
+	return transport.Tag(transport.HeaderKind(name), value)
+}
+
+// FromRequest returns a KeyFunc that reads a key from the request message
+// with f and tags it with kind, as in FromRequest("tenant", func(req any)
+// (string, bool) { r, ok := req.(*pb.Order); return r.GetTenant(), ok }). It
+// finds no key when req is nil (a stream's start), when f finds none, or for
+// an empty key. Use a kind that no other source uses and that contains no
+// colon.
+func FromRequest(kind string, f func(req any) (string, bool)) KeyFunc {
+	prefix := kind + ":"
+	return func(_ context.Context, _ string, req any) (string, bool) {
+		if req == nil || f == nil {
+			return "", false
+		}
+		if k, ok := f(req); ok && k != "" {
+			return prefix + k, true
+		}
+		return "", false
+	}
+}
+
+// ContextValue returns a KeyFunc that reads the value stored under key in the
+// call's context, as authentication interceptors do with the principal they
+// verified: a string as is, a fmt.Stringer through String; anything else or
+// an empty result finds no key. The key is tagged "context:" and the Go type
+// of key, as httplimit.ContextValue tags it.
+func ContextValue(key any) KeyFunc {
+	prefix := "context:" + strings.ReplaceAll(fmt.Sprintf("%T", key), ":", "_") + ":"
+	return func(ctx context.Context, _ string, _ any) (string, bool) {
+		switch v := ctx.Value(key).(type) {
+		case string:
+			if v != "" {
+				return prefix + v, true
+			}
+		case fmt.Stringer:
+			if s := v.String(); s != "" {
+				return prefix + s, true
+			}
+		}
+		return "", false
+	}
+}
+
+// Tag returns a KeyFunc whose keys are f's tagged with kind: kind ":" key.
+// A nil f finds no key.
+func Tag(kind string, f KeyFunc) KeyFunc {
+	prefix := kind + ":"
+	return func(ctx context.Context, method string, req any) (string, bool) {
+		if f == nil {
+			return "", false
+		}
+		if k, ok := f(ctx, method, req); ok {
+			return prefix + k, true
+		}
+		return "", false
+	}
+}
+
+// FirstOf returns a KeyFunc that asks each of fns in turn and returns the
+// first key found. Nil entries are skipped.
+func FirstOf(fns ...KeyFunc) KeyFunc {
+	return func(ctx context.Context, method string, req any) (string, bool) {
+		for _, f := range fns {
+			if f == nil {
+				continue
+			}
+			if k, ok := f(ctx, method, req); ok {
+				return k, true
+			}
+		}
+		return "", false
+	}
+}
+
+// FullMethod is the default API KeyFunc: the full method,
+// "/pkg.Service/Method", untagged, since rules name APIs by it. It finds no
+// key for an empty method.
+func FullMethod(_ context.Context, fullMethod string, _ any) (string, bool) {
+	return fullMethod, fullMethod != ""
+}
+
+// Selector picks methods by their full name, "/pkg.Service/Method".
+type Selector func(fullMethod string) bool
+
+// HealthAndReflection selects the methods of the gRPC health service
+// (grpc.health.v1.Health) and of server reflection (v1 and v1alpha): the
+// default exemption, since a load balancer's health probe or a grpcurl
+// listing denied by a limit does harm and spends quota that calls need.
+func HealthAndReflection(fullMethod string) bool {
+	return strings.HasPrefix(fullMethod, "/grpc.health.v1.Health/") ||
+		strings.HasPrefix(fullMethod, "/grpc.reflection.v1.ServerReflection/") ||
+		strings.HasPrefix(fullMethod, "/grpc.reflection.v1alpha.ServerReflection/")
+}

@@ -1,0 +1,247 @@
+package grpclimit
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/metadata"
+	"google.golang.org/grpc/status"
+
+	"github.com/hotlimit/hotlimit"
+	"github.com/hotlimit/hotlimit/internal/transport"
+	"github.com/hotlimit/hotlimit/service"
+)
+
+// recvPrefix starts the API of a received stream message.
+const recvPrefix = "RECV "
+
+// limiter is what every interceptor of one configuration shares.
+type limiter struct {
+	svc      *service.Service
+	o        options
+	policies *transport.Policies
+}
+
+func newLimiter(svc *service.Service, user KeyFunc, opts []Option) *limiter {
+	o := newOptions(user, opts)
+	return &limiter{svc: svc, o: o, policies: transport.NewPolicies(o.name)}
+}
+
+// verdict is one decision and what to tell the caller about it.
+type verdict struct {
+	e      Event
+	policy *transport.Policy // nil when the limiter failed
+	err    error             // the status to fail the call with; nil to proceed
+}
+
+// decide finds the keys of a call (or of a received message, when message is
+// set) and takes one from the service. It never panics: a nil service, or a
+// key function or limiter that panics, gives a verdict whose err is
+// codes.Internal (nil under dry run) and whose Event.Err says why, so that a
+// fault fails one call, never the server.
+func (l *limiter) decide(ctx context.Context, method string, req any, message bool) (v verdict) {
+	v.e = Event{FullMethod: method, Message: message, DryRun: l.o.dryRun}
+	defer func() {
+		if r := recover(); r != nil {
+			l.fail(&v, fmt.Errorf("panicked: %v", r))
+		}
+	}()
+	user, _ := l.o.user(ctx, method, req)
+	api, ok := l.o.api(ctx, method, req)
+	if !ok || api == "" {
+		api = method
+	}
+	if message {
+		api = recvPrefix + api
+	}
+	v.e.User, v.e.API = user, api
+	if l.svc == nil {
+		l.fail(&v, errNoService)
+		return v
+	}
+	// The call's context reaches limiters that wait on something outside
+	// the process (Redis), so its deadline bounds the decision. When such a
+	// limiter fails, its failure policy decided: a pass goes on (the error
+	// is in Event.Err), a denial is codes.Unavailable, the code for a
+	// dependency that may come back, not a quota the caller spent.
+	d, c, err := l.svc.TakePolicyContext(ctx, user, api, 1)
+	v.policy = l.policies.Get(c)
+	v.e.Config, v.e.Policy, v.e.Decision, v.e.Err = c, v.policy.Name, d, err
+	switch {
+	case d.Allowed || l.o.dryRun:
+	case err != nil:
+		v.err = status.Error(codes.Unavailable, "rate limiter unavailable: "+err.Error())
+	default:
+		v.err = denial(user, v.policy, d)
+	}
+	return v
+}
+
+// fail makes v the verdict of a limiter that could not decide.
+func (l *limiter) fail(v *verdict, err error) {
+	v.policy = nil
+	v.e.Config, v.e.Policy, v.e.Decision = hotlimit.Config{}, "", hotlimit.Decision{}
+	v.e.Err = err
+	v.err = nil
+	if !l.o.dryRun {
+		v.err = status.Error(codes.Internal, "rate limiter unavailable: "+err.Error())
+	}
+}
+
+var errNoService = errors.New("no service configured")
+
+// observe reports v to the observer, if any.
+func (l *limiter) observe(v *verdict) {
+	if l.o.observe != nil {
+		l.o.observe(v.e)
+	}
+}
+
+// header returns the RateLimit metadata of a call that proceeds, or nil when
+// there is none to send.
+func (l *limiter) header(v *verdict) metadata.MD {
+	if !l.o.headers || v.policy == nil {
+		return nil
+	}
+	return rateLimitMD(v.policy, v.e.Decision)
+}
+
+// trailer returns the metadata of a denied call: the pushback and the
+// RateLimit fields, or nil when the limiter failed. A denial sends them as
+// trailers and no header, so that the response is Trailers-Only: a client
+// that has received response headers has committed the call and may no
+// longer retry it (gRFC A6), whatever the pushback says.
+func (l *limiter) trailer(v *verdict) metadata.MD {
+	if v.policy == nil {
+		return nil
+	}
+	md := l.header(v)
+	if md == nil {
+		md = metadata.MD{}
+	}
+	md[MetadataPushback] = []string{pushback(v.e.Decision)}
+	return md
+}
+
+// UnaryServerInterceptor returns an interceptor that limits every unary call
+// with svc: one Take(user, api, 1), by default (peer IP, full method). See
+// the package doc for what a call is told.
+func UnaryServerInterceptor(svc *service.Service, opts ...Option) grpc.UnaryServerInterceptor {
+	l := newLimiter(svc, PeerIP(), opts)
+	return l.unary
+}
+
+func (l *limiter) unary(ctx context.Context, req any, info *grpc.UnaryServerInfo, handler grpc.UnaryHandler) (any, error) {
+	if l.o.exempt != nil && l.o.exempt(info.FullMethod) {
+		return handler(ctx, req)
+	}
+	v := l.decide(ctx, info.FullMethod, req, false)
+	l.observe(&v)
+	// Setting metadata fails only without a transport stream, as in a
+	// direct call of the interceptor.
+	if v.err != nil {
+		if md := l.trailer(&v); md != nil {
+			_ = grpc.SetTrailer(ctx, md)
+		}
+		return nil, v.err
+	}
+	if md := l.header(&v); md != nil {
+		_ = grpc.SetHeader(ctx, md)
+	}
+	return handler(ctx, req)
+}
+
+// StreamServerInterceptor returns an interceptor that limits every stream at
+// its start, with req nil for the key functions, and with
+// [WithStreamMessages] every message it receives.
+func StreamServerInterceptor(svc *service.Service, opts ...Option) grpc.StreamServerInterceptor {
+	l := newLimiter(svc, PeerIP(), opts)
+	return l.stream
+}
+
+func (l *limiter) stream(srv any, ss grpc.ServerStream, info *grpc.StreamServerInfo, handler grpc.StreamHandler) error {
+	if l.o.exempt != nil && l.o.exempt(info.FullMethod) {
+		return handler(srv, ss)
+	}
+	v := l.decide(ss.Context(), info.FullMethod, nil, false)
+	l.observe(&v)
+	if v.err != nil {
+		if md := l.trailer(&v); md != nil {
+			ss.SetTrailer(md)
+		}
+		return v.err
+	}
+	if md := l.header(&v); md != nil {
+		_ = ss.SetHeader(md)
+	}
+	if l.o.messages {
+		ss = &recvLimited{ServerStream: ss, l: l, method: info.FullMethod}
+	}
+	return handler(srv, ss)
+}
+
+// recvLimited limits each message a server stream receives.
+type recvLimited struct {
+	grpc.ServerStream
+	l      *limiter
+	method string
+}
+
+func (s *recvLimited) RecvMsg(m any) error {
+	if err := s.ServerStream.RecvMsg(m); err != nil {
+		return err
+	}
+	v := s.l.decide(s.Context(), s.method, m, true)
+	s.l.observe(&v)
+	if v.err != nil {
+		if md := s.l.trailer(&v); md != nil {
+			s.SetTrailer(md)
+		}
+		return v.err
+	}
+	return nil
+}
+
+// UnaryClientInterceptor returns an interceptor for callers that limit
+// themselves: each call takes one from svc before it is sent, under the
+// empty user and the full method unless [WithUser] and [WithAPI] say
+// otherwise ([OutgoingMetadata] reads the call's own metadata), and a denied
+// call fails at once with the same ResourceExhausted status a server would
+// send, without reaching the network. Exemptions, dry run and the observer
+// apply; there is no response metadata to set.
+func UnaryClientInterceptor(svc *service.Service, opts ...Option) grpc.UnaryClientInterceptor {
+	l := newLimiter(svc, noKey, opts)
+	return func(ctx context.Context, method string, req, reply any, cc *grpc.ClientConn, invoker grpc.UnaryInvoker, callOpts ...grpc.CallOption) error {
+		if l.o.exempt == nil || !l.o.exempt(method) {
+			v := l.decide(ctx, method, req, false)
+			l.observe(&v)
+			if v.err != nil {
+				return v.err
+			}
+		}
+		return invoker(ctx, method, req, reply, cc, callOpts...)
+	}
+}
+
+// StreamClientInterceptor is [UnaryClientInterceptor] for streams: each
+// stream takes one when it is opened, with req nil.
+func StreamClientInterceptor(svc *service.Service, opts ...Option) grpc.StreamClientInterceptor {
+	l := newLimiter(svc, noKey, opts)
+	return func(ctx context.Context, desc *grpc.StreamDesc, cc *grpc.ClientConn, method string, streamer grpc.Streamer, callOpts ...grpc.CallOption) (grpc.ClientStream, error) {
+		if l.o.exempt == nil || !l.o.exempt(method) {
+			v := l.decide(ctx, method, nil, false)
+			l.observe(&v)
+			if v.err != nil {
+				return nil, v.err
+			}
+		}
+		return streamer(ctx, desc, cc, method, callOpts...)
+	}
+}
+
+// noKey is the client's default user: none, so the whole client shares one
+// quota per method.
+func noKey(context.Context, string, any) (string, bool) { return "", false }

@@ -1,0 +1,51 @@
+package grpclimit
+
+import (
+	"context"
+
+	"github.com/grpc-ecosystem/go-grpc-middleware/v2/interceptors/ratelimit"
+	"google.golang.org/grpc"
+
+	"github.com/hotlimit/hotlimit/service"
+)
+
+// MiddlewareLimiter adapts svc to the Limiter interface of go-grpc-middleware
+// v2's interceptors/ratelimit, for servers already built on that middleware:
+//
+//	ratelimit.UnaryServerInterceptor(grpclimit.MiddlewareLimiter(svc))
+//
+// Limit finds the method with grpc.Method(ctx) and the keys with the
+// KeyFuncs (req nil, since the middleware does not pass the request), takes
+// one, sends the RateLimit metadata and, on a denial, the pushback trailer,
+// and returns the denial's status error.
+//
+// The middleware flattens that error into the text of a new
+// ResourceExhausted status, so the client gets neither the RetryInfo nor the
+// QuotaFailure details; only the message text and the metadata survive. Use
+// [UnaryServerInterceptor] and [StreamServerInterceptor] to keep the
+// details.
+func MiddlewareLimiter(svc *service.Service, opts ...Option) ratelimit.Limiter {
+	return middlewareLimiter{newLimiter(svc, PeerIP(), opts)}
+}
+
+type middlewareLimiter struct{ l *limiter }
+
+// Limit implements ratelimit.Limiter.
+func (m middlewareLimiter) Limit(ctx context.Context) error {
+	method, _ := grpc.Method(ctx)
+	if m.l.o.exempt != nil && m.l.o.exempt(method) {
+		return nil
+	}
+	v := m.l.decide(ctx, method, nil, false)
+	m.l.observe(&v)
+	if v.err != nil {
+		if md := m.l.trailer(&v); md != nil {
+			_ = grpc.SetTrailer(ctx, md)
+		}
+		return v.err
+	}
+	if md := m.l.header(&v); md != nil {
+		_ = grpc.SetHeader(ctx, md)
+	}
+	return nil
+}

@@ -1,0 +1,130 @@
+package grpclimit
+
+import (
+	"github.com/hotlimit/hotlimit"
+)
+
+// Event describes one decision. It is passed by value to the observer.
+type Event struct {
+	// FullMethod is the call's method, "/pkg.Service/Method".
+	FullMethod string
+	// User and API are the keys the call was limited under.
+	User, API string
+	// Config is the policy that decided; Policy its name in the RateLimit
+	// fields.
+	Config hotlimit.Config
+	Policy string
+	// Decision is the limiter's answer.
+	Decision hotlimit.Decision
+	// Message reports a decision on a received stream message
+	// ([WithStreamMessages]) rather than on a call.
+	Message bool
+	// DryRun reports that the call proceeds whatever Decision.Allowed says.
+	DryRun bool
+	// Err is the failure that kept the limiter from deciding (a key function
+	// or limiter that panicked, a nil service); the call then fails with codes.Internal and a
+	// message saying the rate limiter is unavailable (or proceeds under dry
+	// run), and Decision and Config are zero.
+	Err error
+}
+
+// Option configures the interceptors.
+type Option func(*options)
+
+type options struct {
+	user     KeyFunc
+	api      KeyFunc
+	exempt   Selector
+	name     func(hotlimit.Config) string
+	observe  func(Event)
+	dryRun   bool
+	messages bool
+	headers  bool
+}
+
+func newOptions(user KeyFunc, opts []Option) options {
+	o := options{user: user, api: FullMethod, exempt: HealthAndReflection, headers: true}
+	for _, opt := range opts {
+		if opt != nil {
+			opt(&o)
+		}
+	}
+	return o
+}
+
+// WithUser sets how the user is found: [PeerIP] with no trusted proxy by
+// default on the server, and none on the client (every call of the client
+// shares one quota per method). A call for which f finds no key is limited
+// as the empty user, so every keyless call shares one quota rather than going
+// unlimited, as in httplimit. A nil f keeps the default.
+func WithUser(f KeyFunc) Option {
+	return func(o *options) {
+		if f != nil {
+			o.user = f
+		}
+	}
+}
+
+// WithAPI sets how the API is found: [FullMethod] by default. A call for
+// which f finds no key, or an empty one, falls back to its full method. A nil
+// f keeps the default.
+func WithAPI(f KeyFunc) Option {
+	return func(o *options) {
+		if f != nil {
+			o.api = f
+		}
+	}
+}
+
+// WithExempt sets the methods that are never limited, take nothing and get
+// no RateLimit fields: [HealthAndReflection] by default. A nil f exempts
+// nothing.
+func WithExempt(f Selector) Option {
+	return func(o *options) { o.exempt = f }
+}
+
+// WithPolicyName names policies in the RateLimit fields and the QuotaFailure
+// detail; the default is the derived name httplimit uses,
+// "fixedwindow-3-1s". The name is computed once per Config and cached, so f
+// must return the same name for the same Config. A nil f keeps the default.
+func WithPolicyName(f func(hotlimit.Config) string) Option {
+	return func(o *options) {
+		if f != nil {
+			o.name = f
+		}
+	}
+}
+
+// WithObserver calls f with every decision, on the call's goroutine, before
+// the handler runs or the call is denied. f must be safe for concurrent use
+// and should be quick. A nil f removes the observer.
+func WithObserver(f func(Event)) Option {
+	return func(o *options) { o.observe = f }
+}
+
+// WithDryRun, when on, lets every call through: the interceptors still take
+// from the limiter, set the RateLimit fields and report each decision to the
+// observer (with Event.DryRun set), but never deny, never set the pushback
+// trailer, and let calls through when the limiter fails.
+func WithDryRun(on bool) Option {
+	return func(o *options) { o.dryRun = on }
+}
+
+// WithStreamMessages, when on, also limits every message a server stream
+// receives: after each RecvMsg, one Take under the API "RECV " followed by
+// the full method ("RECV /pkg.Service/Method"), so that its rule is
+// configured apart from the stream's start (which stays limited under the
+// full method). The user is found again with the received message as req. A
+// denied message makes RecvMsg return the ResourceExhausted status, which the
+// handler returns to end the stream; the message is dropped.
+func WithStreamMessages(on bool) Option {
+	return func(o *options) { o.messages = on }
+}
+
+// WithRateLimitHeaders, when off, stops the server interceptors from sending
+// the RateLimit-Policy and RateLimit metadata on every response (it is on by
+// default), which saves their allocations. Denials keep their details and
+// the pushback trailer.
+func WithRateLimitHeaders(on bool) Option {
+	return func(o *options) { o.headers = on }
+}

@@ -1,0 +1,120 @@
+package grpclimit
+
+import (
+	"strconv"
+	"time"
+	"unsafe"
+
+	"google.golang.org/genproto/googleapis/rpc/errdetails"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/metadata"
+	"google.golang.org/grpc/status"
+	"google.golang.org/protobuf/protoadapt"
+	"google.golang.org/protobuf/types/known/durationpb"
+
+	"github.com/hotlimit/hotlimit"
+	"github.com/hotlimit/hotlimit/internal/transport"
+)
+
+// Metadata keys the interceptors send. gRPC metadata keys are lower case.
+const (
+	// MetadataPolicy carries the RateLimit-Policy item of the deciding
+	// policy, as httplimit's RateLimit-Policy field: "name";q=3;w=1.
+	MetadataPolicy = "ratelimit-policy"
+	// MetadataRateLimit carries the RateLimit item, as httplimit's RateLimit
+	// field: "name";r=2;t=1.
+	MetadataRateLimit = "ratelimit"
+	// MetadataPushback is gRFC A6's trailer: milliseconds the client's retry
+	// policy waits before its next attempt, instead of its own backoff; a
+	// negative value tells it not to retry.
+	MetadataPushback = "grpc-retry-pushback-ms"
+)
+
+// rateLimitMD returns the RateLimit metadata of d under p in three
+// allocations: the map (two: its header and its one group) and one
+// rateLimitValue, which holds both the RateLimit item's text and the slice
+// element that refers to it. The policy's value is p.Fields, shared by every
+// call: grpc-go copies metadata it is given (metadata.Join), and nobody
+// writes into a metadata value slice.
+func rateLimitMD(p *transport.Policy, d hotlimit.Decision) metadata.MD {
+	v := new(rateLimitValue)
+	b, _, _, _, _ := p.AppendRateLimit(v.text[:0], d)
+	if len(b) > 0 && &b[0] == &v.text[0] {
+		// b is v.text, which nothing writes again: the string may alias it,
+		// as strings.Builder's does its buffer.
+		v.value[0] = unsafe.String(&v.text[0], len(b))
+	} else {
+		v.value[0] = string(b) // a name too long for v.text
+	}
+	return metadata.MD{MetadataPolicy: p.Fields, MetadataRateLimit: v.value[:]}
+}
+
+// rateLimitValue is the per-call part of the RateLimit metadata.
+type rateLimitValue struct {
+	value [1]string
+	text  [112]byte // fits "name";r=R;t=T for names up to about 70 bytes
+}
+
+// RetryDelay is the wait a denial tells the client: d.RetryAfter rounded up
+// to a whole millisecond (the unit of the pushback trailer), and at least
+// 1 ms, since a denial that a wait can fix must never say "retry now". ok is
+// false when no wait helps (RetryAfter is hotlimit.Never).
+func RetryDelay(d hotlimit.Decision) (delay time.Duration, ok bool) {
+	if d.RetryAfter == hotlimit.Never {
+		return 0, false
+	}
+	ms := max((d.RetryAfter+time.Millisecond-1)/time.Millisecond, 1)
+	return ms * time.Millisecond, true
+}
+
+// pushback returns the pushback trailer's value for a denial: the retry
+// delay in milliseconds, or -1 (do not retry) when no wait helps.
+func pushback(d hotlimit.Decision) string {
+	delay, ok := RetryDelay(d)
+	if !ok {
+		return "-1"
+	}
+	return strconv.FormatInt(delay.Milliseconds(), 10)
+}
+
+// denial returns the status of a denied call: codes.ResourceExhausted, a
+// message that names the policy and the wait, a google.rpc.RetryInfo with
+// the wait (absent when no wait helps) and a google.rpc.QuotaFailure whose
+// violation's subject is the kind of the user key ("ip",
+// "header:x-api-key"), description the policy, quota_id the policy name and
+// quota_value the limit.
+func denial(user string, p *transport.Policy, d hotlimit.Decision) error {
+	requests := " requests per "
+	if p.Config.Limit == 1 {
+		requests = " request per "
+	}
+	desc := "policy " + strconv.Quote(p.Name) + " (" + strconv.Itoa(p.Config.Limit) + requests + transport.WindowName(p.Config.Window) + ")"
+	msg := "rate limit of " + desc + " exceeded; "
+	delay, ok := RetryDelay(d)
+	if ok {
+		msg += "retry in " + delay.String()
+	} else {
+		msg += "this call can never pass under it"
+	}
+	subject := transport.Kind(user)
+	switch {
+	case user == "":
+		subject = "none" // a keyless call: the shared quota of every keyless call
+	case subject == "":
+		subject = "user" // an untagged key of the application's own
+	}
+	st := status.New(codes.ResourceExhausted, msg)
+	details := []protoadapt.MessageV1{&errdetails.QuotaFailure{Violations: []*errdetails.QuotaFailure_Violation{{
+		Subject:     subject,
+		Description: desc,
+		QuotaId:     p.Name,
+		QuotaValue:  int64(p.Config.Limit),
+	}}}}
+	if ok {
+		details = append([]protoadapt.MessageV1{&errdetails.RetryInfo{RetryDelay: durationpb.New(delay)}}, details...)
+	}
+	if withDetails, err := st.WithDetails(details...); err == nil {
+		st = withDetails
+	}
+	return st.Err()
+}

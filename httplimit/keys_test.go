@@ -1,0 +1,82 @@
+package httplimit_test
+
+import (
+	"context"
+	"fmt"
+	"net/http"
+	"net/http/httptest"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+
+	"github.com/hotlimit/hotlimit"
+	"github.com/hotlimit/hotlimit/httplimit"
+)
+
+// TestAPIKeyCannotSpendAnAddressQuota is the collision attack on a user
+// chain of an API key and the client IP: a client sends an API key that reads
+// like someone else's address until it is denied. Keys of the two kinds live
+// in separate namespaces, so the real client at that address still has its
+// whole quota.
+func TestAPIKeyCannotSpendAnAddressQuota(t *testing.T) {
+	svc, _ := newService(t, cfg(hotlimit.FixedWindow, 2, time.Minute), 0)
+	h := httplimit.New(svc, httplimit.WithUser(httplimit.FirstOf(httplimit.Header("X-API-Key"), httplimit.ClientIP())))(ok)
+
+	var attacker []int
+	for range 3 {
+		attacker = append(attacker, serve(h, get("/", "198.51.100.66:4444", "X-API-Key", "203.0.113.9")).Code)
+	}
+	assert.Equal(t, []int{200, 200, 429}, attacker, "the attacker spends its own API-key quota")
+
+	var victim []int
+	for range 3 {
+		victim = append(victim, serve(h, get("/", "203.0.113.9:5555")).Code)
+	}
+	assert.Equal(t, []int{200, 200, 429}, victim, "the client at 203.0.113.9 keeps its whole quota")
+}
+
+func TestKeysAreTaggedWithTheirKind(t *testing.T) {
+	r := get("/", "203.0.113.9:5555", "X-Api-Key", "k-1", "X-Tenant", "acme")
+	r = r.WithContext(context.WithValue(r.Context(), ctxKey{}, "u-7"))
+	for i, tc := range []struct {
+		f    httplimit.KeyFunc
+		want string
+	}{
+		{httplimit.ClientIP(), "ip:203.0.113.9"},
+		{httplimit.Header("x-api-key"), "header:x-api-key:k-1"},
+		{httplimit.Header("X-API-KEY"), httplimit.HeaderKey("X-Api-Key", "k-1")},
+		{httplimit.ContextValue(ctxKey{}), "context:httplimit_test.ctxKey:u-7"},
+		{httplimit.Tag("tenant", func(r *http.Request) (string, bool) { return r.Header.Get("X-Tenant"), true }), "tenant:acme"},
+	} {
+		got, found := tc.f(r)
+		assert.True(t, found, "case %d", i)
+		assert.Equal(t, tc.want, got, "case %d", i)
+	}
+	_, found := httplimit.Tag("tenant", nil)(r)
+	assert.False(t, found, "a nil KeyFunc finds no key")
+	_, found = httplimit.Tag("tenant", httplimit.Header("X-Missing"))(r)
+	assert.False(t, found)
+}
+
+// Keys carry their kind, so an API key and a client address never share a
+// quota, and rules name users by their tagged keys.
+func ExampleFirstOf() {
+	user := httplimit.FirstOf(httplimit.Header("X-API-Key"), httplimit.ClientIP())
+
+	withKey := httptest.NewRequest(http.MethodGet, "/", nil)
+	withKey.RemoteAddr = "198.51.100.66:4444"
+	withKey.Header.Set("X-API-Key", "203.0.113.9")
+	fromAddr := httptest.NewRequest(http.MethodGet, "/", nil)
+	fromAddr.RemoteAddr = "203.0.113.9:5555"
+
+	k1, _ := user(withKey)
+	k2, _ := user(fromAddr)
+	fmt.Println(k1)
+	fmt.Println(k2)
+	fmt.Println(httplimit.HeaderKey("X-API-Key", "premium"))
+	// Output:
+	// header:x-api-key:203.0.113.9
+	// ip:203.0.113.9
+	// header:x-api-key:premium
+}

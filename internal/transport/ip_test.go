@@ -1,0 +1,84 @@
+package transport
+
+import (
+	"net/netip"
+	"sync"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+)
+
+func TestIPKey(t *testing.T) {
+	k := NewIP()
+	k.Trust(netip.MustParsePrefix("10.0.0.0/8"))
+	for i, tc := range []struct {
+		peer      string
+		forwarded []string
+		want      string
+	}{
+		{"192.0.2.1:1234", nil, "ip:192.0.2.1"},
+		{"192.0.2.1:1234", []string{"198.51.100.7"}, "ip:192.0.2.1"}, // untrusted peer: ignored
+		{"10.0.0.1:80", []string{"6.6.6.6, 198.51.100.7, 10.0.0.2"}, "ip:198.51.100.7"},
+		{"[2001:db8:1:2::9]:80", nil, "ip:2001:db8:1:2::/64"},
+		{"[::ffff:10.0.0.1]:80", []string{"2001:db8:1:2::7"}, "ip:2001:db8:1:2::/64"},
+	} {
+		a, text, ok := ParseAddr(tc.peer)
+		assert.True(t, ok, "case %d", i)
+		assert.Equal(t, tc.want, k.Key(a, text, tc.forwarded), "case %d", i)
+		key, ok := k.PeerKey(tc.peer, func() []string { return tc.forwarded })
+		assert.True(t, ok, "case %d", i)
+		assert.Equal(t, tc.want, key, "case %d", i)
+	}
+	key, ok := k.PeerKey("@", nil)
+	assert.True(t, ok)
+	assert.Equal(t, "peer:@", key)
+	_, ok = k.PeerKey("", nil)
+	assert.False(t, ok)
+
+	fwd := NewIP()
+	fwd.Trust(netip.MustParsePrefix("10.0.0.0/8"))
+	fwd.SetForwarded(true)
+	fwd.SetV4Bits(24)
+	a, _, _ := ParseAddr("10.0.0.1")
+	assert.Equal(t, "ip:198.51.100.0/24", fwd.Key(a, "", []string{`for=6.6.6.6, for="198.51.100.7:80"`}))
+}
+
+// TestRecentKeysNeverMixClients runs many goroutines over more clients than
+// the recent-key slots, so slots are overwritten while others read them:
+// every key must still be the caller's own.
+func TestRecentKeysNeverMixClients(t *testing.T) {
+	k := NewIP()
+	const clients = 4 * recentKeys
+	addrs := make([]netip.Addr, clients)
+	want := make([]string, clients)
+	for i := range clients {
+		addrs[i] = netip.AddrFrom4([4]byte{198, 51, byte(i >> 8), byte(i)})
+		want[i] = "ip:" + addrs[i].String()
+	}
+	rounds := 50
+	if testing.Short() {
+		rounds = 10
+	}
+	var wg sync.WaitGroup
+	for g := range 8 {
+		wg.Go(func() {
+			for r := range rounds {
+				for j := range clients {
+					i := (j*7 + g + r) % clients
+					if got := k.Key(addrs[i], "", nil); got != want[i] {
+						t.Errorf("client %d: got %q, want %q", i, got, want[i])
+						return
+					}
+				}
+			}
+		})
+	}
+	wg.Wait()
+	hits := 0
+	for i := range recentKeys {
+		if p := k.recent[i].Load(); p != nil {
+			hits++
+		}
+	}
+	assert.Positive(t, hits, "the slots were used")
+}

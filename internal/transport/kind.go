@@ -1,0 +1,43 @@
+package transport
+
+import "strings"
+
+// Kinds of keys. A key is its kind, a colon and the value: "ip:192.0.2.1".
+// A kind names where the value came from, so two sources never share a
+// namespace. The kinds built here are "ip", "peer", "header:" followed by a
+// lower-case field name, and "context:" followed by a Go type; none of them
+// is another followed by a colon, which is what keeps the tagging injective:
+// kind ":" value determines both.
+const (
+	// KindIP tags a client IP address or network: "ip:192.0.2.1",
+	// "ip:2001:db8:1:2::/64".
+	KindIP = "ip"
+	// KindPeer tags a peer address that is not an IP address, such as a Unix
+	// socket's: "peer:@".
+	KindPeer = "peer"
+)
+
+// HeaderKind is the kind of a key read from the header (or gRPC metadata
+// entry, an HTTP/2 header too) name: "header:" and the name in lower case,
+// since field names are case-insensitive. HTTP and gRPC share it, so one set
+// of rules names the same callers on both.
+func HeaderKind(name string) string { return "header:" + strings.ToLower(name) }
+
+// Tag returns value tagged with kind: kind ":" value.
+func Tag(kind, value string) string { return kind + ":" + value }
+
+// Kind returns the kind of a tagged key: the text before its first colon,
+// or before its second one for the two-part kinds "header:name" and
+// "context:type". A key without a colon has the empty kind.
+func Kind(key string) string {
+	kind, rest, ok := strings.Cut(key, ":")
+	if !ok {
+		return ""
+	}
+	if kind == "header" || kind == "context" {
+		if sub, _, ok := strings.Cut(rest, ":"); ok {
+			return kind + ":" + sub
+		}
+	}
+	return kind
+}

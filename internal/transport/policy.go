@@ -1,0 +1,192 @@
+package transport
+
+import (
+	"maps"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/hotlimit/hotlimit"
+)
+
+// MaxCachedPolicies bounds a Policies cache; past it, the cache starts over.
+const MaxCachedPolicies = 1024
+
+// PolicyName is the default policy name: the algorithm in lower case, the
+// limit and the window, joined by '-', as in "fixedwindow-3-1s",
+// "tokenbucket-100-1m" or "slidinglog-5-1h30m".
+func PolicyName(c hotlimit.Config) string {
+	return strings.ToLower(c.Algorithm.String()) + "-" + strconv.Itoa(c.Limit) + "-" + WindowName(c.Window)
+}
+
+// WindowName formats d as time.Duration does, without zero trailing units:
+// "1m" rather than "1m0s", "2h" rather than "2h0m0s".
+func WindowName(d time.Duration) string {
+	s := d.String()
+	if strings.HasSuffix(s, "m0s") {
+		s = s[:len(s)-2]
+	}
+	if strings.HasSuffix(s, "h0m") {
+		s = s[:len(s)-2]
+	}
+	return strings.ReplaceAll(s, "µ", "u")
+}
+
+// CeilSeconds returns d in whole seconds, rounded up; 0 for d <= 0.
+func CeilSeconds(d time.Duration) int64 {
+	if d <= 0 {
+		return 0
+	}
+	s := int64(d / time.Second)
+	if d%time.Second != 0 {
+		s++
+	}
+	return s
+}
+
+// Policy is what the RateLimit fields say about one Config, formatted once.
+type Policy struct {
+	Config hotlimit.Config
+	Name   string // the name, printable ASCII
+	Field  string // the RateLimit-Policy item: "name";q=3;w=1
+	Prefix string // the RateLimit item up to the remaining count: "name";r=
+	Limit  string // Limit in decimal
+	// Fields is []string{Field} with capacity 1, for header maps that can
+	// share it: nobody may write its element, and an append copies it.
+	Fields []string
+}
+
+// NewPolicy formats c's texts under the name name(c); a name that sanitizes
+// to "" falls back to PolicyName.
+func NewPolicy(c hotlimit.Config, name func(hotlimit.Config) string) *Policy {
+	n := sanitize(name(c))
+	if n == "" {
+		n = sanitize(PolicyName(c))
+	}
+	item := sfString(n)
+	field := item + ";q=" + strconv.Itoa(c.Limit) + ";w=" + strconv.FormatInt(max(CeilSeconds(c.Window), 1), 10)
+	return &Policy{
+		Config: c,
+		Name:   n,
+		Field:  field,
+		Prefix: item + ";r=",
+		Limit:  strconv.Itoa(c.Limit),
+		Fields: []string{field}[:1:1],
+	}
+}
+
+// AppendRateLimit appends p's RateLimit item for d, "name";r=R;t=T, to b:
+// R is d.Remaining (at least 0) and T d.ResetAfter in seconds, rounded up.
+// It also returns where R and T start and end in the result, so callers can
+// reuse the digits as substrings.
+func (p *Policy) AppendRateLimit(b []byte, d hotlimit.Decision) (out []byte, rFrom, rTo, tFrom, tTo int) {
+	b = append(b, p.Prefix...)
+	rFrom = len(b)
+	b = strconv.AppendInt(b, int64(max(d.Remaining, 0)), 10)
+	rTo = len(b)
+	b = append(b, ";t="...)
+	tFrom = len(b)
+	b = strconv.AppendInt(b, CeilSeconds(d.ResetAfter), 10)
+	return b, rFrom, rTo, tFrom, len(b)
+}
+
+// sanitize replaces every byte outside printable ASCII with '_', so that the
+// name fits a Structured Field String.
+func sanitize(s string) string {
+	return strings.Map(func(r rune) rune {
+		if r < 0x20 || r > 0x7e {
+			return '_'
+		}
+		return r
+	}, s)
+}
+
+// sfString serialises printable ASCII s as a Structured Field String (RFC
+// 9651 section 4.1.6): quoted, with '"' and '\' escaped.
+func sfString(s string) string {
+	var b strings.Builder
+	b.Grow(len(s) + 2)
+	b.WriteByte('"')
+	for i := 0; i < len(s); i++ {
+		if s[i] == '"' || s[i] == '\\' {
+			b.WriteByte('\\')
+		}
+		b.WriteByte(s[i])
+	}
+	b.WriteByte('"')
+	return b.String()
+}
+
+// Policies caches the formatted policy of each Config seen. Readers load an
+// immutable snapshot; a miss copies it under mu, adds the Config and swaps the
+// copy in. Configs come from the service's rules, so the cache stays small;
+// should rules churn past MaxCachedPolicies distinct Configs, it starts over.
+type Policies struct {
+	name func(hotlimit.Config) string
+	mu   sync.Mutex               // serialises writers
+	snap atomic.Pointer[snapshot] // never modified once stored
+}
+
+// snapshot indexes policies twice: all by Config, and by a 64-bit fold of the
+// Config, whose lookup is several times cheaper than hashing the struct. The
+// fold is not injective: a fast entry holds the first Config with that fold,
+// and Get checks the Config before trusting it.
+type snapshot struct {
+	fast map[uint64]*Policy
+	all  map[hotlimit.Config]*Policy
+}
+
+// fold mixes c's fields into one word for the fast index.
+func fold(c hotlimit.Config) uint64 {
+	return uint64(c.Window) ^ uint64(c.Limit)*0x9e3779b97f4a7c15 ^ uint64(c.Algorithm)<<59
+}
+
+// NewPolicies returns an empty cache naming policies with name (PolicyName
+// when nil).
+func NewPolicies(name func(hotlimit.Config) string) *Policies {
+	if name == nil {
+		name = PolicyName
+	}
+	ps := &Policies{name: name}
+	ps.snap.Store(&snapshot{fast: map[uint64]*Policy{}, all: map[hotlimit.Config]*Policy{}})
+	return ps
+}
+
+// Get returns c's policy: once cached, an atomic load and a uint64-keyed map
+// lookup.
+func (ps *Policies) Get(c hotlimit.Config) *Policy {
+	snap := ps.snap.Load()
+	if p := snap.fast[fold(c)]; p != nil && p.Config == c {
+		return p
+	}
+	if p, ok := snap.all[c]; ok {
+		return p
+	}
+	return ps.add(c)
+}
+
+func (ps *Policies) add(c hotlimit.Config) *Policy {
+	ps.mu.Lock()
+	defer ps.mu.Unlock()
+	old := ps.snap.Load()
+	if p, ok := old.all[c]; ok {
+		return p
+	}
+	next := &snapshot{
+		fast: make(map[uint64]*Policy, len(old.fast)+1),
+		all:  make(map[hotlimit.Config]*Policy, len(old.all)+1),
+	}
+	if len(old.all) < MaxCachedPolicies {
+		maps.Copy(next.fast, old.fast)
+		maps.Copy(next.all, old.all)
+	}
+	p := NewPolicy(c, ps.name)
+	next.all[c] = p
+	if _, taken := next.fast[fold(c)]; !taken {
+		next.fast[fold(c)] = p
+	}
+	ps.snap.Store(next)
+	return p
+}

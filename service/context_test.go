@@ -1,0 +1,171 @@
+package service_test
+
+import (
+	"context"
+	"errors"
+	"sync"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/hotlimit/hotlimit"
+	"github.com/hotlimit/hotlimit/service"
+)
+
+type ctxKey struct{}
+
+// remoteLimiter is a factory's limiter that takes a context, as redislimit's
+// does: it admits the first Limit requests of each key, records the context
+// and key of every call, fails with ctx's error (deciding anyway) when ctx
+// is done, and counts its Close calls.
+type remoteLimiter struct {
+	countingLimiter
+	calls    []string // "take key ctxvalue", "refund key ctxvalue"
+	closed   int
+	closeErr error
+}
+
+var (
+	_ hotlimit.ContextTaker    = (*remoteLimiter)(nil)
+	_ hotlimit.ContextRefunder = (*remoteLimiter)(nil)
+)
+
+func (l *remoteLimiter) record(op, key string, ctx context.Context) error {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	v, _ := ctx.Value(ctxKey{}).(string)
+	l.calls = append(l.calls, op+" "+key+" "+v)
+	return ctx.Err()
+}
+
+func (l *remoteLimiter) TakeContext(ctx context.Context, key string, n int) (hotlimit.Decision, error) {
+	err := l.record("take", key, ctx)
+	return l.Take(key, n), err
+}
+
+func (l *remoteLimiter) TakeReceipt(key string, n int) (hotlimit.Decision, hotlimit.Receipt) {
+	d := l.Take(key, n)
+	if d.Allowed && n > 0 {
+		return d, hotlimit.Receipt{N: n, At: 1}
+	}
+	return d, hotlimit.Receipt{}
+}
+
+func (l *remoteLimiter) TakeReceiptContext(ctx context.Context, key string, n int) (hotlimit.Decision, hotlimit.Receipt, error) {
+	err := l.record("take", key, ctx)
+	d, r := l.TakeReceipt(key, n)
+	return d, r, err
+}
+
+func (l *remoteLimiter) Refund(key string, r hotlimit.Receipt) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.seen[key] -= r.N
+}
+
+func (l *remoteLimiter) RefundContext(ctx context.Context, key string, r hotlimit.Receipt) error {
+	err := l.record("refund", key, ctx)
+	l.Refund(key, r)
+	return err
+}
+
+func (l *remoteLimiter) Close() error {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.closed++
+	return l.closeErr
+}
+
+// remoteFactory builds remoteLimiters and keeps them by limit.
+type remoteFactory struct {
+	mu    sync.Mutex
+	built map[int]*remoteLimiter
+}
+
+func (f *remoteFactory) build(c hotlimit.Config, _ ...hotlimit.Option) (hotlimit.Limiter, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	l := &remoteLimiter{countingLimiter: countingLimiter{c: c, seen: map[string]int{}}}
+	if f.built == nil {
+		f.built = map[int]*remoteLimiter{}
+	}
+	f.built[c.Limit] = l
+	return l, nil
+}
+
+func TestTakeContextReachesTheLimiter(t *testing.T) {
+	f := &remoteFactory{}
+	s, err := service.New(cfg(hotlimit.FixedWindow, 2), hotlimit.WithFactory(f.build))
+	require.NoError(t, err)
+	ctx := context.WithValue(context.Background(), ctxKey{}, "req-1")
+	d, err := s.TakeContext(ctx, "zed", "GET /pay", 1)
+	require.NoError(t, err)
+	assert.True(t, d.Allowed)
+	assert.Equal(t, []string{"take 3:zed|GET /pay req-1"}, f.built[2].calls)
+
+	cancelled, cancel := context.WithCancel(ctx)
+	cancel()
+	d, err = s.TakeContext(cancelled, "zed", "GET /pay", 1)
+	assert.ErrorIs(t, err, context.Canceled, "the limiter's error comes back")
+	assert.True(t, d.Allowed, "with the decision it made")
+	d, err = s.TakeContext(ctx, "zed", "GET /pay", 1)
+	assert.NoError(t, err)
+	assert.False(t, d.Allowed)
+}
+
+// TestTakeContextReachesEveryLimitOfARule: under a rule of two limits, both
+// are asked under ctx; when the second denies, the first gives its request
+// back under ctx's values but without its cancellation.
+func TestTakeContextReachesEveryLimitOfARule(t *testing.T) {
+	f := &remoteFactory{}
+	s, err := service.NewFromRules(service.Rules{Default: service.Limits{
+		scoped(cfg(hotlimit.FixedWindow, 5), hotlimit.PerUser), cfg(hotlimit.TokenBucket, 1),
+	}}, hotlimit.WithFactory(f.build))
+	require.NoError(t, err)
+	ctx := context.WithValue(context.Background(), ctxKey{}, "req-2")
+	d, err := s.TakeContext(ctx, "zed", "a", 1)
+	require.NoError(t, err)
+	require.True(t, d.Allowed)
+	cancelled, cancel := context.WithCancel(ctx)
+	cancel()
+	d, err = s.TakeContext(cancelled, "zed", "a", 1)
+	assert.False(t, d.Allowed, "the per-pair limit of 1 denies")
+	assert.ErrorIs(t, err, context.Canceled)
+	assert.Equal(t, []string{
+		"take user|zed req-2", "take user|zed req-2", "refund user|zed req-2",
+		"take user|zed req-2", // n = 0, to report its state in the denial
+	}, f.built[5].calls)
+	assert.Equal(t, 1, f.built[5].seen["user|zed"], "the denied request was given back")
+	assert.Equal(t, []string{"take 3:zed|a req-2", "take 3:zed|a req-2"}, f.built[1].calls)
+}
+
+func TestTakeContextInMemory(t *testing.T) {
+	s, _ := newService(t, cfg(hotlimit.FixedWindow, 1))
+	cancelled, cancel := context.WithCancel(context.Background())
+	cancel()
+	d, err := s.TakeContext(cancelled, "u", "a", 1)
+	assert.NoError(t, err, "in-memory limiters decide at once")
+	assert.True(t, d.Allowed)
+	d, err = s.TakeContext(context.Background(), "u", "a", 1)
+	assert.NoError(t, err)
+	assert.False(t, d.Allowed)
+	assert.NoError(t, s.Close(), "nothing to close")
+	assert.False(t, s.Allow("u", "a"), "and the service still decides")
+}
+
+func TestCloseClosesTheLimitersThatHoldResources(t *testing.T) {
+	f := &remoteFactory{}
+	s, err := service.NewFromRules(service.Rules{
+		Default: service.Limits{cfg(hotlimit.FixedWindow, 2)},
+		APIs:    map[string]service.Limits{"x": {cfg(hotlimit.FixedWindow, 3)}, "y": {cfg(hotlimit.FixedWindow, 3), cfg(hotlimit.GCRA, 4)}},
+		Users:   map[string]service.Limits{"free": {{Algorithm: hotlimit.Unlimited}}},
+	}, hotlimit.WithFactory(f.build))
+	require.NoError(t, err)
+	f.built[4].closeErr = errors.New("four failed")
+	err = s.Close()
+	assert.ErrorContains(t, err, "four failed")
+	for limit, l := range f.built {
+		assert.Equal(t, 1, l.closed, "limiter %d closed once", limit)
+	}
+}

@@ -1,0 +1,218 @@
+package service_test
+
+import (
+	"fmt"
+	"math"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/hotlimit/hotlimit"
+	"github.com/hotlimit/hotlimit/service"
+)
+
+// counting is an observer that counts events by rule, outcome and policy,
+// and checks each event against the decision it reports.
+type counting struct {
+	mu     sync.Mutex
+	counts map[string]int
+	bad    []string
+}
+
+func newCounting() *counting { return &counting{counts: map[string]int{}} }
+
+func (c *counting) Observe(e hotlimit.Event) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.counts[e.Rule+" "+e.Outcome.String()]++
+	c.counts[e.Rule+" "+e.Outcome.String()+" "+e.Policy.String()]++
+	if e.Outcome == hotlimit.OutcomeShadowDenied && !e.Decision.Allowed {
+		c.bad = append(c.bad, fmt.Sprintf("%+v: a shadow denial the caller did not pass", e))
+	}
+	if (e.Outcome == hotlimit.OutcomeDenied) == e.Decision.Allowed {
+		c.bad = append(c.bad, fmt.Sprintf("%+v: outcome and decision disagree", e))
+	}
+}
+
+func (c *counting) get(key string) int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.counts[key]
+}
+
+func TestObserverCountsEqualTheDecisions(t *testing.T) {
+	for _, a := range algorithms {
+		t.Run(a.String(), func(t *testing.T) {
+			obs := newCounting()
+			clock, _ := frozen(int64(time.Hour))
+			rules := service.Rules{
+				Default: service.Limits{cfg(a, 10)},
+				APIs:    map[string]service.Limits{"GET /pay": {cfg(a, 7), {Algorithm: hotlimit.FixedWindow, Limit: 5, Window: time.Minute, Scope: hotlimit.PerUser}}},
+			}
+			s, err := service.NewFromRules(rules, clock, hotlimit.WithObserver(obs))
+			require.NoError(t, err)
+			var passed, denied [2]atomic.Int64
+			var wg sync.WaitGroup
+			for g := range 16 {
+				wg.Go(func() {
+					for i := range 40 {
+						api := []string{"GET /", "GET /pay"}[(g+i)%2]
+						var ok bool
+						if i%3 == 0 {
+							ok = s.Take("u", api, 1).Allowed
+						} else {
+							ok = s.Allow("u", api)
+						}
+						if ok {
+							passed[(g+i)%2].Add(1)
+						} else {
+							denied[(g+i)%2].Add(1)
+						}
+					}
+				})
+			}
+			wg.Wait()
+			require.Empty(t, obs.bad)
+			// Frozen clock: each rule passes exactly its tightest limit, and
+			// each Remaining value is reported once, so exactly those at most
+			// 20% of the limit are near it.
+			assert.EqualValues(t, 10, passed[0].Load())
+			assert.EqualValues(t, 5, passed[1].Load())
+			assert.Equal(t, 10-3, obs.get("default allowed"), "Remaining 9..3")
+			assert.Equal(t, 3, obs.get("default near_limit"), "Remaining 2, 1, 0")
+			assert.EqualValues(t, denied[0].Load(), obs.get("default denied"))
+			assert.Equal(t, 5, obs.get(`apis["GET /pay"] allowed`)+obs.get(`apis["GET /pay"] near_limit`))
+			assert.EqualValues(t, denied[1].Load(), obs.get(`apis["GET /pay"] denied`))
+			assert.EqualValues(t, denied[1].Load(), obs.get(`apis["GET /pay"] denied FixedWindow 5/1m0s per user`), "the per-user limit denied every one")
+		})
+	}
+}
+
+func TestShadowLimitLetsEverythingThroughAndReportsWouldBeDenials(t *testing.T) {
+	obs := newCounting()
+	clock, now := frozen(int64(time.Hour))
+	shadow := hotlimit.Config{Algorithm: hotlimit.FixedWindow, Limit: 3, Window: time.Minute, Shadow: true}
+	s, err := service.New(shadow, clock, hotlimit.WithObserver(obs))
+	require.NoError(t, err)
+	for i := range 10 {
+		d, policy := s.TakePolicy("u", "a", 1)
+		assert.True(t, d.Allowed, "request %d", i+1)
+		assert.Zero(t, d.RetryAfter, "request %d", i+1)
+		assert.Equal(t, shadow, policy)
+	}
+	assert.Equal(t, 7, obs.get("default shadow_denied"))
+	assert.Equal(t, 3, obs.get("default allowed")+obs.get("default near_limit"))
+	assert.Equal(t, 0, obs.get("default denied"))
+	assert.True(t, s.Allow("u", "a"), "Allow too")
+	assert.Equal(t, 8, obs.get("default shadow_denied"))
+	assert.False(t, s.Take("u", "a", -1).Allowed, "a negative n stays a caller's bug")
+	now.Add(int64(time.Minute))
+	assert.Equal(t, 8, obs.get("default shadow_denied"), "a new window: nothing more would be denied yet")
+}
+
+func TestShadowLimitInARuleOfSeveral(t *testing.T) {
+	obs := newCounting()
+	clock, _ := frozen(int64(time.Hour))
+	real := hotlimit.Config{Algorithm: hotlimit.TokenBucket, Limit: 10, Window: time.Minute}
+	shadow := hotlimit.Config{Algorithm: hotlimit.FixedWindow, Limit: 3, Window: time.Minute, Shadow: true}
+	s, err := service.NewFromRules(service.Rules{Default: service.Limits{shadow, real}}, clock, hotlimit.WithObserver(obs))
+	require.NoError(t, err)
+	for i := range 10 {
+		d, policy := s.TakePolicy("u", "a", 1)
+		require.True(t, d.Allowed, "request %d: only the real limit denies", i+1)
+		assert.Equal(t, 10-1-i, d.Remaining, "request %d: the caller sees the real limit only", i+1)
+		assert.Equal(t, real, policy)
+	}
+	for i := range 2 {
+		d, policy := s.TakePolicy("u", "a", 1)
+		assert.False(t, d.Allowed, "request %d", 11+i)
+		assert.Equal(t, real, policy)
+	}
+	assert.Equal(t, 7, obs.get("default shadow_denied FixedWindow 3/1m0s shadow"), "requests 4 to 10")
+	assert.Equal(t, 2, obs.get("default denied TokenBucket 10/1m0s"))
+	assert.Equal(t, 3, obs.get("default allowed")+obs.get("default near_limit"))
+}
+
+func TestTakeWithOverridesThePolicyForOneCall(t *testing.T) {
+	obs := newCounting()
+	clock, _ := frozen(int64(time.Hour))
+	s, err := service.New(cfg(hotlimit.FixedWindow, 100), clock, hotlimit.WithObserver(obs))
+	require.NoError(t, err)
+	plan := hotlimit.Config{Algorithm: hotlimit.GCRA, Limit: 2, Window: time.Minute, Scope: hotlimit.PerUser}
+	for i := range 4 {
+		d, err := s.TakeWith("tenant", fmt.Sprint("api", i), plan, 1)
+		require.NoError(t, err)
+		assert.Equal(t, i < 2, d.Allowed, "call %d: the plan counts per user across apis", i+1)
+	}
+	assert.True(t, s.Allow("tenant", "api0"), "the rule's quota is apart")
+	assert.Equal(t, 2, obs.get(service.OverrideRule+" denied"))
+
+	_, err = s.TakeWith("u", "a", hotlimit.Config{Algorithm: hotlimit.GCRA, Limit: 0, Window: time.Second}, 1)
+	assert.ErrorIs(t, err, hotlimit.ErrInvalidConfig)
+	_, err = s.TakeWith("u", "a", hotlimit.Config{Algorithm: hotlimit.GCRA, Limit: 1, Window: time.Second, Scope: 9}, 1)
+	assert.ErrorIs(t, err, hotlimit.ErrInvalidConfig)
+	d, err := s.TakeWith("u", "a", hotlimit.Config{Algorithm: hotlimit.Unlimited}, 1000)
+	require.NoError(t, err)
+	assert.True(t, d.Allowed)
+	assert.Equal(t, math.MaxInt, d.Remaining)
+	quiet, err := service.New(cfg(hotlimit.FixedWindow, 100), clock)
+	require.NoError(t, err)
+	_, _ = quiet.TakeWith("tenant", "api0", plan, 1)
+	assert.Zero(t, testing.AllocsPerRun(100, func() { _, _ = quiet.TakeWith("tenant", "api0", plan, 1) }), "a Config seen before")
+}
+
+func TestUnlimitedRuleIsAnAllowList(t *testing.T) {
+	s, _ := newService(t, cfg(hotlimit.FixedWindow, 1))
+	require.NoError(t, s.ConfigureUser("partner", hotlimit.Config{Algorithm: hotlimit.Unlimited}))
+	assert.Equal(t, 1000, passes(s, "partner", "any", 1000))
+	assert.Equal(t, 1, passes(s, "someone", "any", 1000))
+	assert.Equal(t, math.MaxInt, s.Take("partner", "any", 1).Remaining)
+}
+
+func TestAllowWithAnObserverDoesNotAllocate(t *testing.T) {
+	var n atomic.Int64
+	obs := hotlimit.ObserverFunc(func(hotlimit.Event) { n.Add(1) })
+	clock, _ := frozen(int64(time.Hour))
+	s, err := service.New(cfg(hotlimit.TokenBucket, 1<<20), clock, hotlimit.WithObserver(obs))
+	require.NoError(t, err)
+	s.Allow("u", "a")
+	assert.Zero(t, testing.AllocsPerRun(100, func() { s.Allow("u", "a") }))
+	assert.EqualValues(t, 102, n.Load())
+}
+
+// BenchmarkObserver compares service Allow on a hot pair without an
+// observer and with one that counts (one atomic add):
+// benchstat -col /observer.
+func BenchmarkObserver(b *testing.B) {
+	for _, mode := range []string{"none", "counting"} {
+		b.Run("observer="+mode, func(b *testing.B) {
+			var n atomic.Int64
+			opts := []hotlimit.Option{}
+			if mode == "counting" {
+				opts = append(opts, hotlimit.WithObserver(hotlimit.ObserverFunc(func(hotlimit.Event) { n.Add(1) })))
+			}
+			s, err := service.New(hotlimit.Config{Algorithm: hotlimit.TokenBucket, Limit: 1 << 20, Window: time.Millisecond}, opts...)
+			require.NoError(b, err)
+			b.ReportAllocs()
+			for b.Loop() {
+				s.Allow("user", "GET /api")
+			}
+		})
+	}
+}
+
+func TestTurningShadowModeOffKeepsTheLimitsState(t *testing.T) {
+	clock, _ := frozen(int64(time.Hour))
+	shadow := hotlimit.Config{Algorithm: hotlimit.FixedWindow, Limit: 3, Window: time.Minute, Shadow: true}
+	s, err := service.New(shadow, clock)
+	require.NoError(t, err)
+	assert.Equal(t, 5, passes(s, "u", "a", 5), "shadow mode: everything passes")
+	enforced := shadow
+	enforced.Shadow = false
+	require.NoError(t, s.Replace(service.Rules{Default: service.Limits{enforced}}))
+	assert.Zero(t, passes(s, "u", "a", 5), "the 3 counted in shadow mode still count")
+}
