@@ -83,17 +83,18 @@ func TestRedisFailure(t *testing.T) {
 	addr, cmd := startRedis(t)
 	var now atomic.Int64
 	now.Store(t0)
-	build := func(errs bool, policy redislimit.FailPolicy) *Server {
+	build := func(errs bool, policy redislimit.FailPolicy, opts ...Option) *Server {
 		client := redis.NewClient(&redis.Options{Addr: addr, ContextTimeoutEnabled: true, MaxRetries: -1})
 		t.Cleanup(func() { _ = client.Close() })
 		cfg, err := LoadDir("testdata/conformance")
 		require.NoError(t, err)
-		s, err := New(cfg, WithClock(now.Load), WithBackendErrors(errs), WithLogger(slog.New(slog.DiscardHandler)),
-			WithLimiterOptions(hotlimit.WithFactory(redislimit.Factory(client, redislimit.WithFailPolicy(policy)))))
+		s, err := New(cfg, append([]Option{WithClock(now.Load), WithBackendErrors(errs), WithLogger(slog.New(slog.DiscardHandler)),
+			WithLimiterOptions(hotlimit.WithFactory(redislimit.Factory(client, redislimit.WithFailPolicy(policy))))}, opts...)...)
 		require.NoError(t, err)
 		return s
 	}
 	strict, open := build(true, redislimit.FailClosed), build(false, redislimit.FailOpen)
+	strictAll := build(true, redislimit.FailOpen, WithAllOrNothing(true))
 	req := &pb.RateLimitRequest{Domain: "conf", Descriptors: []*rlext.RateLimitDescriptor{desc("per_hour", "f")}}
 	_, err := strict.ShouldRateLimit(context.Background(), req)
 	require.NoError(t, err, "Redis up")
@@ -104,6 +105,8 @@ func TestRedisFailure(t *testing.T) {
 	require.Error(t, err)
 	assert.Equal(t, codes.Unavailable, status.Code(err))
 	assert.Contains(t, err.Error(), "rate limit backend")
+	_, err = strictAll.ShouldRateLimit(context.Background(), req)
+	assert.Equal(t, codes.Unavailable, status.Code(err), "all-or-nothing mode reports the failure too")
 	resp, err := open.ShouldRateLimit(context.Background(), req)
 	require.NoError(t, err)
 	assert.Equal(t, ok, resp.OverallCode, "FailOpen answers OK")

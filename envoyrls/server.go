@@ -97,8 +97,8 @@ func WithObserver(o hotlimit.Observer) Option { return func(s *settings) { s.obs
 // down or slow). On, the default and the reference's behaviour, the request
 // gets an Unavailable error, and Envoy then allows it unless its filter sets
 // failure_mode_deny. Off, the backend's failure policy decides (for
-// redislimit: FailLocal, FailOpen or FailClosed). With WithAllOrNothing,
-// which needs the backend's receipts, the failure policy always decides.
+// redislimit: FailLocal, FailOpen or FailClosed). In all-or-nothing mode, a
+// failure after some descriptors were counted refunds them first.
 func WithBackendErrors(on bool) Option { return func(s *settings) { s.backendErrs = on } }
 
 // WithLogger sets the structured logger; slog.Default() by default.
@@ -240,12 +240,6 @@ func (s *Server) overrideLimiter(c hotlimit.Config) (hotlimit.Limiter, error) {
 	return l, nil
 }
 
-// contextTaker is a limiter that reports its backend's failures, as
-// redislimit's do.
-type contextTaker interface {
-	TakeContext(ctx context.Context, key string, n int) (hotlimit.Decision, error)
-}
-
 // item is one descriptor's work in a request.
 type item struct {
 	rule     *Rule
@@ -303,10 +297,13 @@ func (s *Server) ShouldRateLimit(ctx context.Context, req *pb.RateLimitRequest) 
 	}
 	for i := range items {
 		if err := s.decide(ctx, &items[i]); err != nil {
+			if s.set.allOrNothing {
+				s.refundAll(ctx, items[:i])
+			}
 			return nil, err
 		}
 	}
-	return s.respond(items), nil
+	return s.respond(ctx, items), nil
 }
 
 // plan resolves each descriptor's rule, policy, limiter, key and hits.
@@ -473,21 +470,24 @@ func (s *Server) decide(ctx context.Context, it *item) error {
 		it.d.Allowed = true
 		return nil
 	}
+	var err error
 	if s.set.allOrNothing {
-		if rf, ok := it.lim.(hotlimit.Refunder); ok {
-			it.d, it.receipt = rf.TakeReceipt(it.key, it.n)
-		} else {
-			it.d = it.lim.Take(it.key, it.n)
+		switch lim := it.lim.(type) {
+		case hotlimit.ContextRefunder:
+			it.d, it.receipt, err = lim.TakeReceiptContext(ctx, it.key, it.n)
+		case hotlimit.Refunder:
+			it.d, it.receipt = lim.TakeReceipt(it.key, it.n)
+		default:
+			it.d = lim.Take(it.key, it.n)
 		}
-	} else if ct, ok := it.lim.(contextTaker); ok && s.set.backendErrs {
-		d, err := ct.TakeContext(ctx, it.key, it.n)
-		if err != nil {
-			s.set.log.Warn("rate limit backend failed", "rule", it.rule.Key, "err", err)
-			return status.Errorf(codes.Unavailable, "rate limit backend: %v", err)
-		}
-		it.d = d
+	} else if lim, ok := it.lim.(hotlimit.ContextTaker); ok {
+		it.d, err = lim.TakeContext(ctx, it.key, it.n)
 	} else {
 		it.d = it.lim.Take(it.key, it.n)
+	}
+	if err != nil && s.set.backendErrs {
+		s.set.log.Warn("rate limit backend failed", "rule", it.rule.Key, "err", err)
+		return status.Errorf(codes.Unavailable, "rate limit backend: %v", err)
 	}
 	it.over = !it.d.Allowed
 	s.observe(it)
@@ -507,7 +507,7 @@ func (s *Server) observe(it *item) {
 
 // respond builds the response, refunding the passed descriptors of a denied
 // request in all-or-nothing mode.
-func (s *Server) respond(items []item) *pb.RateLimitResponse {
+func (s *Server) respond(ctx context.Context, items []item) *pb.RateLimitResponse {
 	resp := &pb.RateLimitResponse{Statuses: make([]*pb.RateLimitResponse_DescriptorStatus, len(items))}
 	failed, failedQuota, quota := 0, 0, 0
 	minRemaining := uint32(math.MaxUint32)
@@ -553,17 +553,30 @@ func (s *Server) respond(items []item) *pb.RateLimitResponse {
 	if failed > 0 || (quota > 0 && quota == failedQuota) {
 		resp.OverallCode = pb.RateLimitResponse_OVER_LIMIT
 		if s.set.allOrNothing {
-			for i := range items {
-				if it := &items[i]; it.receipt.N > 0 {
-					it.lim.(hotlimit.Refunder).Refund(it.key, it.receipt)
-				}
-			}
+			s.refundAll(context.WithoutCancel(ctx), items)
 		}
 	}
 	if s.set.headers != 0 && constrained >= 0 {
 		resp.ResponseHeadersToAdd = s.headers(&items[constrained], resp.Statuses[constrained])
 	}
 	return resp
+}
+
+// refundAll gives back what the items took, in all-or-nothing mode.
+func (s *Server) refundAll(ctx context.Context, items []item) {
+	for i := range items {
+		it := &items[i]
+		if it.receipt.N <= 0 {
+			continue
+		}
+		if cr, ok := it.lim.(hotlimit.ContextRefunder); ok {
+			if err := cr.RefundContext(ctx, it.key, it.receipt); err != nil {
+				s.set.log.Warn("rate limit backend failed a refund", "rule", it.rule.Key, "err", err)
+			}
+			continue
+		}
+		it.lim.(hotlimit.Refunder).Refund(it.key, it.receipt)
+	}
 }
 
 // reset is the descriptor's duration_until_reset: for a fixed window, until
