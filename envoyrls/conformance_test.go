@@ -468,6 +468,8 @@ func TestBadInput(t *testing.T) {
 	}
 	badUnit := desc("override", "u")
 	badUnit.Limit = &rlext.RateLimitDescriptor_RateLimitOverride{RequestsPerUnit: 1}
+	hugeOverride := desc("override", "h")
+	hugeOverride.Limit = &rlext.RateLimitDescriptor_RateLimitOverride{RequestsPerUnit: math.MaxUint32, Unit: typev3.RateLimitUnit_SECOND}
 	zeroMult := desc("override", "z")
 	zeroMult.Limit = &rlext.RateLimitDescriptor_RateLimitOverride{RequestsPerUnit: 1, Unit: typev3.RateLimitUnit_SECOND, UnitMultiplier: wrapperspb.UInt32(0)}
 	for _, tc := range []struct {
@@ -481,6 +483,7 @@ func TestBadInput(t *testing.T) {
 		{"10k descriptors", &pb.RateLimitRequest{Domain: "conf", Descriptors: many}, "has 10000 descriptors, more than 1024"},
 		{"too many entries", &pb.RateLimitRequest{Domain: "conf", Descriptors: []*rlext.RateLimitDescriptor{longEntries}}, "more than 64"},
 		{"override without unit", &pb.RateLimitRequest{Domain: "conf", Descriptors: []*rlext.RateLimitDescriptor{badUnit}}, "descriptors[0].limit.unit UNKNOWN is not a unit"},
+		{"override out of range", &pb.RateLimitRequest{Domain: "conf", Descriptors: []*rlext.RateLimitDescriptor{hugeOverride}}, "InvalidArgument desc = descriptors[0].limit: hotlimit: Config.Limit 4294967295 out of range"},
 		{"override multiplier 0", &pb.RateLimitRequest{Domain: "conf", Descriptors: []*rlext.RateLimitDescriptor{zeroMult}}, "unit_multiplier must not be 0"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

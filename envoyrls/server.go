@@ -3,6 +3,7 @@ package envoyrls
 import (
 	"context"
 	"encoding/binary"
+	"errors"
 	"fmt"
 	"log/slog"
 	"math"
@@ -412,6 +413,9 @@ func (s *Server) planOverride(it *item, i int, domain string, o *rlext.RateLimit
 		return nil
 	}
 	l, err := s.overrideLimiter(it.cfg)
+	if errors.Is(err, hotlimit.ErrInvalidConfig) {
+		return invalid("descriptors[%d].limit: %v", i, err)
+	}
 	if err != nil {
 		return status.Errorf(codes.ResourceExhausted, "descriptors[%d].limit: %v", i, err)
 	}
