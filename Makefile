@@ -101,10 +101,12 @@ envoymod: redis
 # instead, which the README quotes (see bench/README.md for the knobs).
 # Then the gRPC interceptor's cost per call, and hotlimitd's ShouldRateLimit
 # throughput over loopback gRPC (see README).
-bench: envoybench
+bench:
 	cd bench && GO=$(GO) PUBLISH=$(PUBLISH) ./run.sh
 	@echo "== grpclimit: interceptor overhead per allowed unary call"
 	cd grpclimit && $(GO) test -run '^$$' -bench BenchmarkUnary -benchmem -count 3 .
+	@$(MAKE) --no-print-directory envoybench
 
 envoybench:
+	@echo "== hotlimitd: ShouldRateLimit per second over loopback gRPC"
 	cd envoyrls && $(GO) test -run '^$$' -bench ShouldRateLimit -benchtime 2s -count 1 ./
