@@ -1,10 +1,7 @@
 package slidingcounter_test
 
 import (
-	"fmt"
-	"runtime"
 	"sync"
-	"sync/atomic"
 	"testing"
 	"time"
 
@@ -12,6 +9,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/hotlimit/hotlimit"
+	"github.com/hotlimit/hotlimit/internal/limitertest"
 	"github.com/hotlimit/hotlimit/slidingcounter"
 )
 
@@ -56,145 +54,35 @@ func (l *mutexCounter) Allow(key string) bool {
 	return true
 }
 
-// BenchmarkHotKey: parallel Allow on one key, lock-free against the mutex
-// port in the same process. hit=allow: MaxLimit per millisecond, more than
-// the cores can ask for, so every call passes; hit=deny: 1 per hour, so
-// every call but the first is denied. Compare the impl columns of one run
-// (benchstat -col /impl).
-func BenchmarkHotKey(b *testing.B) {
-	for _, hit := range []struct {
-		name   string
-		limit  int
-		window time.Duration
-	}{
-		{"allow", slidingcounter.MaxLimit, time.Millisecond},
-		{"deny", 1, time.Hour},
-	} {
-		for _, impl := range []struct {
-			name string
-			make func() interface{ Allow(string) bool }
-		}{
-			{"lockfree", func() interface{ Allow(string) bool } {
-				lim, err := slidingcounter.New(hit.limit, hit.window)
-				require.NoError(b, err)
-				return lim
-			}},
-			{"mutex", func() interface{ Allow(string) bool } { return newMutexCounter(hit.limit, hit.window) }},
-		} {
-			b.Run(fmt.Sprintf("hit=%s/impl=%s", hit.name, impl.name), func(b *testing.B) {
-				benchHotKey(b, impl.make(), hit.name == "allow")
-			})
-		}
-	}
+// hotKeyPolicies are the policies of the hot-key benchmarks: hit=allow,
+// slidingcounter.MaxLimit per 1 ms, more than the cores can ask for, so calls pass; hit=deny, 1 per
+// hour, so every call but the first is denied.
+var hotKeyPolicies = []limitertest.HotKeyPolicy{
+	hotKeyPolicy("allow", true, slidingcounter.MaxLimit, time.Millisecond),
+	hotKeyPolicy("deny", false, 1, time.Hour),
 }
 
-// benchHotKey runs Allow on one key from every goroutine and checks that
-// every call passed (allow) or every call was denied (deny).
-func benchHotKey(b *testing.B, lim interface{ Allow(string) bool }, allow bool) {
-	lim.Allow("hot")
-	var passed, calls int64
-	var mu sync.Mutex
-	b.ReportAllocs()
-	b.ResetTimer()
-	b.RunParallel(func(pb *testing.PB) {
-		var p, n int64
-		for pb.Next() {
-			if lim.Allow("hot") {
-				p++
-			}
-			n++
-		}
-		mu.Lock()
-		passed, calls = passed+p, calls+n
-		mu.Unlock()
-	})
-	b.StopTimer()
-	if allow {
-		require.Equal(b, calls, passed, "every call passes")
-	} else {
-		require.Zero(b, passed, "every call is denied")
-	}
-}
-
-// allower is what the hot-key benchmarks call.
-type allower interface{ Allow(key string) bool }
-
-// hotKeyHit is a policy of the hot-key benchmarks, with both limiters of it.
-type hotKeyHit struct {
-	name     string
-	allow    bool // calls pass (else every call but the first is denied)
-	lockfree func(b *testing.B) allower
-	mutex    func() allower
-}
-
-// hotKeyHits are the policies of BenchmarkHotKeyRatio: hit=allow, as in
-// BenchmarkHotKey, so calls pass; hit=deny, 1 per hour.
-var hotKeyHits = []hotKeyHit{
-	newHotKeyHit("allow", true, slidingcounter.MaxLimit, time.Millisecond),
-	newHotKeyHit("deny", false, 1, time.Hour),
-}
-
-func newHotKeyHit(name string, allow bool, limit int, window time.Duration) hotKeyHit {
-	return hotKeyHit{
-		name:  name,
-		allow: allow,
-		lockfree: func(b *testing.B) allower {
+func hotKeyPolicy(name string, allow bool, limit int, window time.Duration) limitertest.HotKeyPolicy {
+	return limitertest.HotKeyPolicy{
+		Name:  name,
+		Allow: allow,
+		LockFree: func(tb testing.TB) limitertest.Allower {
 			lim, err := slidingcounter.New(limit, window)
-			require.NoError(b, err)
+			require.NoError(tb, err)
 			return lim
 		},
-		mutex: func() allower { return newMutexCounter(limit, window) },
+		Mutex: func() limitertest.Allower { return newMutexCounter(limit, window) },
 	}
 }
 
-// BenchmarkHotKeyRatio measures the same contention as BenchmarkHotKey but
-// alternates the two implementations in rounds of a few thousand calls per
-// goroutine within one benchmark, and reports the ratio of their total
-// times, lockfree/mutex: load that comes and goes on a shared machine falls
-// on both alike. Under 1 the lock-free limiter is faster.
-func BenchmarkHotKeyRatio(b *testing.B) {
-	for _, hit := range hotKeyHits {
-		b.Run("hit="+hit.name, func(b *testing.B) {
-			lf, mu := hit.lockfree(b), hit.mutex()
-			lf.Allow("hot")
-			mu.Allow("hot")
-			procs := runtime.GOMAXPROCS(0)
-			const chunk = 2000 // calls per goroutine per round
-			var t [2]time.Duration
-			var passed [2]atomic.Int64
-			rounds := max(2, b.N/(chunk*procs))
-			b.ResetTimer()
-			for r := range rounds {
-				for i := range 2 {
-					x := (r + i) % 2 // alternate which goes first
-					lim := []allower{lf, mu}[x]
-					start := time.Now()
-					var wg sync.WaitGroup
-					for range procs {
-						wg.Go(func() {
-							n := int64(0)
-							for range chunk {
-								if lim.Allow("hot") {
-									n++
-								}
-							}
-							passed[x].Add(n)
-						})
-					}
-					wg.Wait()
-					t[x] += time.Since(start)
-				}
-			}
-			b.StopTimer()
-			calls := int64(rounds * procs * chunk)
-			for x := range 2 {
-				if hit.allow {
-					require.GreaterOrEqual(b, float64(passed[x].Load()), 0.99*float64(calls), "calls pass")
-				} else {
-					require.Zero(b, passed[x].Load(), "every call is denied")
-				}
-			}
-			b.ReportMetric(float64(t[0])/float64(t[1]), "lockfree/mutex")
-		})
-	}
-}
+// BenchmarkHotKey: parallel Allow on one key, lock-free against the mutex
+// port in the same process (see limitertest.HotKey):
+//
+//	go test -run '^$' -bench 'HotKey$' -benchmem -cpu 2,4,8 -count 5 ./slidingcounter/ > hot.txt
+//	benchstat -col /impl hot.txt
+func BenchmarkHotKey(b *testing.B) { limitertest.HotKey(b, hotKeyPolicies) }
+
+// BenchmarkHotKeyRatio alternates the two in rounds within one benchmark and
+// reports lockfree/mutex (see limitertest.HotKeyRatio); under 1 the
+// lock-free limiter is faster.
+func BenchmarkHotKeyRatio(b *testing.B) { limitertest.HotKeyRatio(b, hotKeyPolicies) }

@@ -3,7 +3,6 @@ package slidinglog_test
 import (
 	"math"
 	"sync"
-	"sync/atomic"
 	"testing"
 	"time"
 
@@ -11,6 +10,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/hotlimit/hotlimit"
+	"github.com/hotlimit/hotlimit/internal/limitertest"
 	"github.com/hotlimit/hotlimit/slidinglog"
 )
 
@@ -62,64 +62,35 @@ func (l *mutexLog) Allow(key string) bool {
 	return ok
 }
 
-// BenchmarkHotKey times parallel Allow on one key, the sliding log against
-// its mutex-per-key port (impl=mutex) in the same process: with hit=allow
-// (MaxLimit per 1 ms: every call passes, so every call logs) and hit=deny
-// (1 per hour, spent before timing: every call is denied). allowed/op
-// reports the fraction of timed calls that passed, 1 and 0 by construction;
-// the fixture is asserted before timing. Compare with
-//
-//	go test -run '^$' -bench HotKey -benchmem -cpu 2,4,8 -count 5 ./slidinglog/ > hot.txt
-//	benchstat -col /impl hot.txt
-func BenchmarkHotKey(b *testing.B) {
-	type allower interface{ Allow(string) bool }
-	impls := []struct {
-		name string
-		make func(limit int, window time.Duration) allower
-	}{
-		{"lockfree", func(limit int, window time.Duration) allower {
-			l, err := slidinglog.New(limit, window)
-			require.NoError(b, err)
-			return l
-		}},
-		{"mutex", func(limit int, window time.Duration) allower { return newMutexLog(limit, window) }},
-	}
-	for _, hit := range []struct {
-		name   string
-		limit  int
-		window time.Duration
-		allow  bool
-	}{
-		{"allow", slidinglog.MaxLimit, time.Millisecond, true},
-		{"deny", 1, time.Hour, false},
-	} {
-		for _, im := range impls {
-			b.Run("hit="+hit.name+"/impl="+im.name, func(b *testing.B) {
-				lim := im.make(hit.limit, hit.window)
-				if !hit.allow {
-					require.True(b, lim.Allow("hot"), "the first call passes")
-				}
-				require.Equal(b, hit.allow, lim.Allow("hot"), "fixture")
-				var allowed atomic.Int64
-				b.ReportAllocs()
-				b.ResetTimer()
-				b.RunParallel(func(pb *testing.PB) {
-					n := int64(0)
-					for pb.Next() {
-						if lim.Allow("hot") {
-							n++
-						}
-					}
-					allowed.Add(n)
-				})
-				b.StopTimer()
-				b.ReportMetric(float64(allowed.Load())/float64(b.N), "allowed/op")
-				if hit.allow {
-					require.Equal(b, int64(b.N), allowed.Load(), "every call passes")
-				} else {
-					require.Zero(b, allowed.Load(), "every call is denied")
-				}
-			})
-		}
+// hotKeyPolicies are the policies of the hot-key benchmarks: hit=allow,
+// slidinglog.MaxLimit per 1 ms, more than the cores can ask for, so calls pass; hit=deny, 1 per
+// hour, so every call but the first is denied.
+var hotKeyPolicies = []limitertest.HotKeyPolicy{
+	hotKeyPolicy("allow", true, slidinglog.MaxLimit, time.Millisecond),
+	hotKeyPolicy("deny", false, 1, time.Hour),
+}
+
+func hotKeyPolicy(name string, allow bool, limit int, window time.Duration) limitertest.HotKeyPolicy {
+	return limitertest.HotKeyPolicy{
+		Name:  name,
+		Allow: allow,
+		LockFree: func(tb testing.TB) limitertest.Allower {
+			lim, err := slidinglog.New(limit, window)
+			require.NoError(tb, err)
+			return lim
+		},
+		Mutex: func() limitertest.Allower { return newMutexLog(limit, window) },
 	}
 }
+
+// BenchmarkHotKey: parallel Allow on one key, lock-free against the mutex
+// port in the same process (see limitertest.HotKey):
+//
+//	go test -run '^$' -bench 'HotKey$' -benchmem -cpu 2,4,8 -count 5 ./slidinglog/ > hot.txt
+//	benchstat -col /impl hot.txt
+func BenchmarkHotKey(b *testing.B) { limitertest.HotKey(b, hotKeyPolicies) }
+
+// BenchmarkHotKeyRatio alternates the two in rounds within one benchmark and
+// reports lockfree/mutex (see limitertest.HotKeyRatio); under 1 the
+// lock-free limiter is faster.
+func BenchmarkHotKeyRatio(b *testing.B) { limitertest.HotKeyRatio(b, hotKeyPolicies) }
