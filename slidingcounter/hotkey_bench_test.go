@@ -6,7 +6,6 @@ import (
 	"time"
 
 	"github.com/puzpuzpuz/xsync/v3"
-	"github.com/stretchr/testify/require"
 
 	"github.com/hotlimit/hotlimit"
 	"github.com/hotlimit/hotlimit/internal/limitertest"
@@ -54,26 +53,13 @@ func (l *mutexCounter) Allow(key string) bool {
 	return true
 }
 
-// hotKeyPolicies are the policies of the hot-key benchmarks: hit=allow,
-// slidingcounter.MaxLimit per 1 ms, more than the cores can ask for, so calls pass; hit=deny, 1 per
-// hour, so every call but the first is denied.
-var hotKeyPolicies = []limitertest.HotKeyPolicy{
-	hotKeyPolicy("allow", true, slidingcounter.MaxLimit, time.Millisecond),
-	hotKeyPolicy("deny", false, 1, time.Hour),
-}
-
-func hotKeyPolicy(name string, allow bool, limit int, window time.Duration) limitertest.HotKeyPolicy {
-	return limitertest.HotKeyPolicy{
-		Name:  name,
-		Allow: allow,
-		LockFree: func(tb testing.TB) limitertest.Allower {
-			lim, err := slidingcounter.New(limit, window)
-			require.NoError(tb, err)
-			return lim
-		},
-		Mutex: func() limitertest.Allower { return newMutexCounter(limit, window) },
-	}
-}
+// hotKeyPolicies: hit=allow at slidingcounter.MaxLimit per 1 ms, hit=deny at 1 per hour (see
+// limitertest.HotKeyPolicies).
+var hotKeyPolicies = limitertest.HotKeyPolicies(slidingcounter.MaxLimit, time.Millisecond,
+	func(limit int, window time.Duration) (limitertest.Allower, error) {
+		return slidingcounter.New(limit, window)
+	},
+	func(limit int, window time.Duration) limitertest.Allower { return newMutexCounter(limit, window) })
 
 // BenchmarkHotKey: parallel Allow on one key, lock-free against the mutex
 // port in the same process (see limitertest.HotKey):

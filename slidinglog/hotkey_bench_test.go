@@ -7,7 +7,6 @@ import (
 	"time"
 
 	"github.com/puzpuzpuz/xsync/v3"
-	"github.com/stretchr/testify/require"
 
 	"github.com/hotlimit/hotlimit"
 	"github.com/hotlimit/hotlimit/internal/limitertest"
@@ -62,26 +61,13 @@ func (l *mutexLog) Allow(key string) bool {
 	return ok
 }
 
-// hotKeyPolicies are the policies of the hot-key benchmarks: hit=allow,
-// slidinglog.MaxLimit per 1 ms, more than the cores can ask for, so calls pass; hit=deny, 1 per
-// hour, so every call but the first is denied.
-var hotKeyPolicies = []limitertest.HotKeyPolicy{
-	hotKeyPolicy("allow", true, slidinglog.MaxLimit, time.Millisecond),
-	hotKeyPolicy("deny", false, 1, time.Hour),
-}
-
-func hotKeyPolicy(name string, allow bool, limit int, window time.Duration) limitertest.HotKeyPolicy {
-	return limitertest.HotKeyPolicy{
-		Name:  name,
-		Allow: allow,
-		LockFree: func(tb testing.TB) limitertest.Allower {
-			lim, err := slidinglog.New(limit, window)
-			require.NoError(tb, err)
-			return lim
-		},
-		Mutex: func() limitertest.Allower { return newMutexLog(limit, window) },
-	}
-}
+// hotKeyPolicies: hit=allow at slidinglog.MaxLimit per 1 ms, hit=deny at 1 per hour (see
+// limitertest.HotKeyPolicies).
+var hotKeyPolicies = limitertest.HotKeyPolicies(slidinglog.MaxLimit, time.Millisecond,
+	func(limit int, window time.Duration) (limitertest.Allower, error) {
+		return slidinglog.New(limit, window)
+	},
+	func(limit int, window time.Duration) limitertest.Allower { return newMutexLog(limit, window) })
 
 // BenchmarkHotKey: parallel Allow on one key, lock-free against the mutex
 // port in the same process (see limitertest.HotKey):

@@ -118,3 +118,25 @@ func checkHotKey(b *testing.B, allow bool, passed, calls int64) {
 		require.Zero(b, passed, "every call is denied")
 	}
 }
+
+// HotKeyPolicies returns the two policies of the hot-key benchmarks for an
+// algorithm: hit=allow, limit per window, more than the cores can ask for,
+// so calls pass; hit=deny, 1 per hour, so every call but the first is
+// denied. newLockFree and newMutex build the two limiters of a policy.
+func HotKeyPolicies(limit int, window time.Duration,
+	newLockFree func(limit int, window time.Duration) (Allower, error),
+	newMutex func(limit int, window time.Duration) Allower) []HotKeyPolicy {
+	policy := func(name string, allow bool, limit int, window time.Duration) HotKeyPolicy {
+		return HotKeyPolicy{
+			Name:  name,
+			Allow: allow,
+			LockFree: func(tb testing.TB) Allower {
+				lim, err := newLockFree(limit, window)
+				require.NoError(tb, err)
+				return lim
+			},
+			Mutex: func() Allower { return newMutex(limit, window) },
+		}
+	}
+	return []HotKeyPolicy{policy("allow", true, limit, window), policy("deny", false, 1, time.Hour)}
+}
