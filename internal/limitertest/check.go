@@ -73,7 +73,9 @@ func (c *checker) done() {
 // would see them. Run round after round (round r freezes the clock at
 // at(r), which must leave every key of the previous round idle), for limits
 // 1, 2, 7, 64 and 500, with and without a Sweep racing the first admissions
-// of each round. Every Decision also passes Problem's rules.
+// of each round, and with half the goroutines calling Allow instead (the
+// Takes' values then stay distinct, and exactly want pass in all). Every
+// Decision also passes Problem's rules.
 func LinearizableRemaining(t *testing.T, newLimiter Constructor, window time.Duration, at func(round int) time.Duration, want func(limit int) int) {
 	const goroutines = 16
 	keys := []string{"x", "y"}
@@ -82,8 +84,9 @@ func LinearizableRemaining(t *testing.T, newLimiter Constructor, window time.Dur
 		rounds = 2
 	}
 	for _, limit := range []int{1, 2, 7, 64, 500} {
-		for _, sweep := range []bool{false, true} {
-			t.Run(fmt.Sprintf("limit=%d/sweep=%t", limit, sweep), func(t *testing.T) {
+		for _, mode := range []struct{ sweep, mixed bool }{{false, false}, {true, false}, {false, true}} {
+			sweep, mixed := mode.sweep, mode.mixed
+			t.Run(fmt.Sprintf("limit=%d/sweep=%t/mixed=%t", limit, sweep, mixed), func(t *testing.T) {
 				var now atomic.Int64
 				lim, err := newLimiter(limit, window, now.Load)
 				require.NoError(t, err)
@@ -95,6 +98,7 @@ func LinearizableRemaining(t *testing.T, newLimiter Constructor, window time.Dur
 					now.Store(int64(at(round)))
 					var mu sync.Mutex
 					remaining := make([][]int, len(keys))
+					allowed := make([]atomic.Int64, len(keys)) // by Allow, when mixed
 					start := make(chan struct{})
 					stop := make(chan struct{})
 					var sweeper *sync.WaitGroup
@@ -108,6 +112,12 @@ func LinearizableRemaining(t *testing.T, newLimiter Constructor, window time.Dur
 							<-start
 							for i := range calls * len(keys) {
 								k := (g + i) % len(keys)
+								if mixed && g%2 == 1 {
+									if lim.Allow(keys[k]) {
+										allowed[k].Add(1)
+									}
+									continue
+								}
 								d := lim.Take(keys[k], 1)
 								c.check(d, keys[k], 1, now.Load())
 								if d.Allowed {
@@ -128,10 +138,12 @@ func LinearizableRemaining(t *testing.T, newLimiter Constructor, window time.Dur
 						sweeper.Wait()
 					}
 					for k, key := range keys {
-						assert.Len(t, remaining[k], wantPerKey, "round %d key %s: passes", round, key)
+						assert.EqualValues(t, wantPerKey, int64(len(remaining[k]))+allowed[k].Load(), "round %d key %s: passes", round, key)
 						dup, missing := multisetDiff(remaining[k], wantPerKey)
 						assert.Empty(t, dup, "round %d key %s: Remaining values reported more than once", round, key)
-						assert.Empty(t, missing, "round %d key %s: Remaining values in [0, %d) never reported", round, key, wantPerKey)
+						if !mixed {
+							assert.Empty(t, missing, "round %d key %s: Remaining values in [0, %d) never reported", round, key, wantPerKey)
+						}
 					}
 				}
 			})
