@@ -498,7 +498,7 @@ func (s *Server) decide(ctx context.Context, it *item) error {
 	return nil
 }
 
-// observe reports it's decision to the observer.
+// observe reports its decision to the observer.
 func (s *Server) observe(it *item) {
 	if s.set.observer == nil {
 		return
