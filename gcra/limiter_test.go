@@ -12,6 +12,7 @@ import (
 
 	"github.com/hotlimit/hotlimit"
 	"github.com/hotlimit/hotlimit/gcra"
+	"github.com/hotlimit/hotlimit/internal/limitertest"
 )
 
 const ms = time.Millisecond
@@ -196,26 +197,7 @@ func TestNewAcceptsRangeEnds(t *testing.T) {
 // TestExtremeClocks runs at the ends of int64 time: the epoch anchors it, and
 // a clock far before the epoch saturates RetryAfter at Never.
 func TestExtremeClocks(t *testing.T) {
-	for _, at := range []int64{math.MinInt64, math.MinInt64 + 1, -1, 0, math.MaxInt64 - 1, math.MaxInt64} {
-		var now atomic.Int64
-		now.Store(at)
-		lim, err := gcra.New(2, time.Second, hotlimit.WithClock(now.Load))
-		require.NoError(t, err)
-		assert.True(t, lim.Allow("k"), "at %d", at)
-		assert.True(t, lim.Take("k", 1).Allowed, "at %d", at)
-		d := lim.Take("k", 1)
-		assert.False(t, d.Allowed, "at %d", at)
-		assert.Equal(t, 500*ms, d.RetryAfter, "at %d", at)
-		assert.Equal(t, time.Second, d.ResetAfter, "at %d", at)
-	}
-	var now atomic.Int64
-	now.Store(math.MaxInt64)
-	lim, err := gcra.New(2, time.Second, hotlimit.WithClock(now.Load))
-	require.NoError(t, err)
-	now.Store(math.MinInt64)
-	assert.True(t, lim.Take("k", 2).Allowed)
-	assert.Equal(t, hotlimit.Decision{Limit: 2, RetryAfter: hotlimit.Never, ResetAfter: hotlimit.Never}, lim.Take("k", 1))
-	assert.Zero(t, lim.Sweep())
+	limitertest.BucketAtExtremeEpochs(t, limitertest.Adapt(gcra.New))
 }
 
 // TestTimeStops: past the limiter's horizon its time stands still, so a

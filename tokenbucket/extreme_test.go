@@ -11,6 +11,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/hotlimit/hotlimit"
+	"github.com/hotlimit/hotlimit/internal/limitertest"
 	"github.com/hotlimit/hotlimit/tokenbucket"
 )
 
@@ -66,29 +67,15 @@ func TestExtremeClocks(t *testing.T) {
 // the durations are exact; a clock far behind the epoch (more than
 // math.MaxInt64 behind) or a limiter whose time has stopped says Never.
 func TestExtremeClocksExact(t *testing.T) {
-	for _, at := range []int64{math.MinInt64, math.MinInt64 + 1, -1, 0, math.MaxInt64 - 1, math.MaxInt64} {
-		var now atomic.Int64
-		now.Store(at)
-		lim, err := tokenbucket.New(2, time.Second, hotlimit.WithClock(now.Load))
-		require.NoError(t, err)
-		assert.True(t, lim.Allow("k"), "at %d", at)
-		assert.True(t, lim.Take("k", 1).Allowed, "at %d", at)
-		d := lim.Take("k", 1)
-		assert.False(t, d.Allowed, "at %d", at)
-		assert.Equal(t, 500*ms, d.RetryAfter, "at %d", at)
-		assert.Equal(t, time.Second, d.ResetAfter, "at %d", at)
-	}
+	limitertest.BucketAtExtremeEpochs(t, limitertest.Adapt(tokenbucket.New))
 
-	// 2^64 − 1 ns behind the epoch: nothing refills for longer than a
-	// Duration holds.
+	// Just within a Duration of the epoch: exact.
 	var now atomic.Int64
 	now.Store(math.MaxInt64)
 	lim, err := tokenbucket.New(2, time.Second, hotlimit.WithClock(now.Load))
 	require.NoError(t, err)
 	now.Store(math.MinInt64)
 	require.True(t, lim.Take("k", 2).Allowed)
-	assert.Equal(t, hotlimit.Decision{Limit: 2, RetryAfter: never, ResetAfter: never}, lim.Take("k", 1))
-
 	// Just within a Duration: exact.
 	now.Store(math.MaxInt64 - int64(time.Hour))
 	d := lim.Take("k", 1)

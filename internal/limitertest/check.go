@@ -222,3 +222,32 @@ func ExtremeClocks(t *testing.T, newLimiter Constructor, windows ...time.Duratio
 		}
 	}
 }
+
+// BucketAtExtremeEpochs is for the algorithms of the token bucket's model
+// (tokenbucket, gcra): a limiter of 2 per second whose epoch lies anywhere
+// on the int64 line, ends included, decides exactly there (a drained key
+// waits 500 ms for one, 1 s for both); and one whose clock then reads 2^64−1
+// ns behind its epoch says Never, as nothing refills for longer than a
+// Duration holds.
+func BucketAtExtremeEpochs(t *testing.T, newLimiter Constructor) {
+	const ms = time.Millisecond
+	for _, at := range []int64{math.MinInt64, math.MinInt64 + 1, -1, 0, math.MaxInt64 - 1, math.MaxInt64} {
+		var now atomic.Int64
+		now.Store(at)
+		lim, err := newLimiter(2, time.Second, now.Load)
+		require.NoError(t, err)
+		assert.True(t, lim.Allow("k"), "at %d", at)
+		assert.True(t, lim.Take("k", 1).Allowed, "at %d", at)
+		d := lim.Take("k", 1)
+		assert.False(t, d.Allowed, "at %d", at)
+		assert.Equal(t, 500*ms, d.RetryAfter, "at %d", at)
+		assert.Equal(t, time.Second, d.ResetAfter, "at %d", at)
+	}
+	var now atomic.Int64
+	now.Store(math.MaxInt64)
+	lim, err := newLimiter(2, time.Second, now.Load)
+	require.NoError(t, err)
+	now.Store(math.MinInt64)
+	require.True(t, lim.Take("k", 2).Allowed)
+	assert.Equal(t, hotlimit.Decision{Limit: 2, RetryAfter: hotlimit.Never, ResetAfter: hotlimit.Never}, lim.Take("k", 1))
+}
