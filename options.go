@@ -25,10 +25,13 @@ func Monotonic() int64 {
 type Options struct {
 	// Clock is the time source; never nil after NewOptions.
 	Clock Clock
-	// AutoSweep, when positive, makes a limiter sweep itself on the goroutine
-	// of an insertion that brings it to AutoSweep keys or more; see
-	// [WithAutoSweep].
+	// AutoSweep, when positive, makes a limiter sweep itself, a few keys at
+	// a time, on the goroutines of insertions that find it at AutoSweep keys
+	// or more; see [WithAutoSweep].
 	AutoSweep int
+	// MaxKeys, when positive, caps the keys an in-memory limiter holds; see
+	// [WithMaxKeys].
+	MaxKeys int
 	// Burst, when positive, is how many requests a key may pass at once, for
 	// the algorithms that separate the burst from the rate; see [WithBurst].
 	Burst int
@@ -81,15 +84,35 @@ func WithClock(c Clock) Option {
 	}
 }
 
-// WithAutoSweep makes a limiter evict idle keys by itself, without a goroutine:
-// when an insertion brings it to at least minKeys keys, the inserting call
-// sweeps (see the limiters' Sweep) and the next sweep waits until the key count
-// has doubled from what survived, or reaches minKeys, whichever is more. The
-// cost of sweeping is amortised over the insertions, like a hash table's
-// growth: O(1) per insertion, paid in one call. minKeys <= 0 turns it off, the
-// default.
+// WithAutoSweep makes a limiter evict idle keys by itself, without a
+// goroutine and without a pause: while it holds at least minKeys keys, the
+// insertions of new keys take turns, about one in ten, to visit 31 held keys
+// where the previous visit stopped, going round all keys, and evict those a
+// Sweep would. No call waits for another, and none visits more. As a round
+// of k keys takes about k/3 insertions, the keys held stay below about 1.6
+// times the keys that are not idle, plus minKeys. minKeys <= 0 turns it off,
+// the default.
 func WithAutoSweep(minKeys int) Option {
 	return func(o *Options) { o.AutoSweep = max(minKeys, 0) }
+}
+
+// WithMaxKeys caps the keys an in-memory limiter holds at n, so that a flood
+// of distinct keys cannot take more memory than n keys do. When n keys are
+// held and a new key arrives, the limiter first evicts idle keys (those a
+// Sweep would evict), visiting at most 64 held keys where the previous visit
+// stopped. If it finds none, it denies the new key's request, and keeps every
+// held key: a key's state is never dropped while it matters, so no key ever
+// passes more than its limit allows. The denial reads Allowed false,
+// Remaining 0, ResetAfter 0, and RetryAfter the time after which every key
+// held now is idle if it gets no more requests (the algorithm's longest
+// recovery: the refill of a drained bucket, the end of the next window, or a
+// window), a hint rather than a promise, as other new keys may take the room
+// first. Take(key, 0) of a key not held reports a fresh key. The cap can be
+// exceeded only by requests that were deciding on a key at the moment it was
+// evicted, each by one key, until the next eviction. The limiter's map is
+// sized for n keys up front. n <= 0 means no cap, the default.
+func WithMaxKeys(n int) Option {
+	return func(o *Options) { o.MaxKeys = max(n, 0) }
 }
 
 // WithBurst sets the burst of the algorithms that separate it from the rate:

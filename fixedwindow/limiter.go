@@ -52,7 +52,7 @@ func New(limit int, window time.Duration, opts ...hotlimit.Option) (*Limiter, er
 		limit:  uint64(limit),
 		window: uint64(window),
 	}
-	l.cells = keyed.New(newCell, o.AutoSweep, l.Sweep)
+	l.cells = keyed.New(nil, l.idle, o)
 	return l, nil
 }
 
@@ -60,6 +60,9 @@ func New(limit int, window time.Duration, opts ...hotlimit.Option) (*Limiter, er
 // is Take(key, 1).Allowed, without building the Decision.
 func (l *Limiter) Allow(key string) bool {
 	c := l.cells.Get(key)
+	if c == nil {
+		return false // hotlimit.WithMaxKeys: no room for a new key
+	}
 	// CAS loop, argued in full on cell: a window's count only grows, by
 	// CAS from the value this call decided on, and never beyond limit; a
 	// concurrent write fails the CAS and the call decides again; a Sweep's
@@ -131,6 +134,9 @@ func (l *Limiter) take(key string, n int) (hotlimit.Decision, int64) {
 		return l.report(key, n), 0
 	}
 	c := l.cells.Get(key)
+	if c == nil {
+		return l.capped(), 0
+	}
 	need := uint64(n)
 	// The CAS loop of Allow, for n requests at once; argued on cell. The
 	// clock is read once, before the word; a failed CAS keeps the reading; a

@@ -80,12 +80,12 @@ func advance(w, cur uint64) (index, count, behind uint64) {
 
 // kill tombstones c by CAS when its word is idle at window cur: a zero count,
 // or a window older than cur. A word of the current or a later window is live.
-// It reports whether it tombstoned c. The CAS fails, and c is kept, if any
+// It reports whether c is dead: tombstoned now, or before. The CAS fails, and c is kept, if any
 // write landed since the load.
 func (c *cell) kill(cur uint64) bool {
 	w := c.word.Load()
 	if w == packed.WindowDead {
-		return false // already killed by a concurrent Sweep, which deletes it
+		return true // already killed by a concurrent sweep: delete it if still mapped
 	}
 	if _, count, _ := advance(w, cur); count != 0 {
 		return false

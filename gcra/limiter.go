@@ -101,7 +101,7 @@ func New(limit int, window time.Duration, opts ...hotlimit.Option) (*Limiter, er
 		burst:   uint64(burst),
 	}
 	l.epoch = l.clock()
-	l.cells = keyed.New(newCell, o.AutoSweep, l.Sweep)
+	l.cells = keyed.New(nil, l.idle, o)
 	return l, nil
 }
 
@@ -120,6 +120,9 @@ func maxBurstFor(limit, window uint64) uint64 {
 // is Take(key, 1).Allowed, without building the Decision.
 func (l *Limiter) Allow(key string) bool {
 	c := l.cells.Get(key)
+	if c == nil {
+		return false // hotlimit.WithMaxKeys: no room for a new key
+	}
 	// CAS loop, argued in full on cell. Invariant: the word is the key's TAT
 	// after the admissions whose CAS succeeded, in CAS order, and only grows.
 	// The new word is a function of the word read and s only, so the CAS
@@ -193,6 +196,9 @@ func (l *Limiter) take(key string, n int) (hotlimit.Decision, uint64) {
 		return l.report(key, n), 0
 	}
 	c := l.cells.Get(key)
+	if c == nil {
+		return l.capped(), 0
+	}
 	need := uint64(n) * l.tsc
 	// The CAS loop of Allow, for n requests at once; the same invariant,
 	// argued on cell: the word only grows, by CAS from the value this call

@@ -73,12 +73,15 @@ const (
 func newCell() *cell { return new(cell) }
 
 // kill tombstones c by CAS when it is full at s (its TAT is not after s) and
-// reports whether it did. The CAS fails, and c is kept, if any write landed
+// reports whether c is dead: tombstoned now, or before. The CAS fails, and c is kept, if any write landed
 // since the load.
 func (c *cell) kill(s uint64) bool {
 	w := c.word.Load()
-	if w == dead || w > s {
-		return false // dead already (a concurrent Sweep deletes it), or not full
+	if w == dead {
+		return true // already killed by a concurrent sweep: delete it if still mapped
+	}
+	if w > s {
+		return false // not full
 	}
 	return c.word.CompareAndSwap(w, dead)
 }

@@ -54,7 +54,7 @@ func New(limit int, window time.Duration, opts ...hotlimit.Option) (*Limiter, er
 		limit:  uint64(limit),
 		window: uint64(window),
 	}
-	l.cells = keyed.New(newCell, o.AutoSweep, l.Sweep)
+	l.cells = keyed.New(nil, l.idle, o)
 	return l, nil
 }
 
@@ -63,6 +63,9 @@ func New(limit int, window time.Duration, opts ...hotlimit.Option) (*Limiter, er
 // multiplications only.
 func (l *Limiter) Allow(key string) bool {
 	c := l.cells.Get(key)
+	if c == nil {
+		return false // hotlimit.WithMaxKeys: no room for a new key
+	}
 	// CAS loop, argued in full on cell. Invariant: a write replaces the word
 	// the caller read by its advance with one more in cur, and only when the
 	// estimate of that very word plus one is within limit. A concurrent write
@@ -136,6 +139,9 @@ func (l *Limiter) take(key string, n int) (hotlimit.Decision, int64) {
 		return l.report(key, n), 0
 	}
 	c := l.cells.Get(key)
+	if c == nil {
+		return l.capped(), 0
+	}
 	need := uint64(n)
 	// The CAS loop of Allow, for n requests at once. Invariant: a write
 	// replaces the word read by its advance with n more in cur, only when that

@@ -104,12 +104,13 @@ func elapsed(rem, behind uint64) uint64 {
 }
 
 // kill tombstones c by CAS when its word is idle at window cur: both counts
-// zero once advanced to cur. It reports whether it tombstoned c. The CAS fails,
+// zero once advanced to cur. It reports whether c is dead: tombstoned now, or
+// before. The CAS fails,
 // and c is kept, if any write landed since the load.
 func (c *cell) kill(cur uint64) bool {
 	w := c.word.Load()
 	if w == dead {
-		return false // already killed by a concurrent Sweep, which deletes it
+		return true // already killed by a concurrent sweep: delete it if still mapped
 	}
 	if _, prev, count, _ := advance(w, cur); prev != 0 || count != 0 {
 		return false

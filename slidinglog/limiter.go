@@ -55,8 +55,8 @@ func New(limit int, window time.Duration, opts ...hotlimit.Option) (*Limiter, er
 		window: int64(window),
 		minNow: packed.MinStamp + int64(window),
 	}
-	newCell := func() *cell { return &cell{slots: make([]atomic.Int64, limit)} }
-	l.cells = keyed.New(newCell, o.AutoSweep, l.Sweep)
+	initCell := func(c *cell) { c.slots = make([]atomic.Int64, limit) }
+	l.cells = keyed.New(initCell, l.idle, o)
 	return l, nil
 }
 
@@ -71,6 +71,9 @@ func (l *Limiter) now() int64 {
 // is Take(key, 1).Allowed, without building the Decision.
 func (l *Limiter) Allow(key string) bool {
 	c := l.cells.Get(key)
+	if c == nil {
+		return false // hotlimit.WithMaxKeys: no room for a new key
+	}
 	now := l.now() // after Get: see kill
 	// One claim, as argued on cell: decide on the oldest of the last L
 	// requests, read while head was h; log by CAS on that very slot, which
@@ -135,6 +138,9 @@ func (l *Limiter) takeAt(key string, n int) (hotlimit.Decision, int64) {
 		return l.report(key, n), 0
 	}
 	c := l.cells.Get(key)
+	if c == nil {
+		return l.capped(), 0
+	}
 	now := l.now() // after Get: see kill
 	for {
 		d, first, alive := l.take(c, now, uint64(n))

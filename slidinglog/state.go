@@ -193,11 +193,15 @@ func (c *cell) at(h, k uint64) uint64 {
 }
 
 // kill tombstones c when every request it logged is expired at now (at or
-// before now − window), and reports whether it did. It fails, keeping c, if
+// before now − window), and reports whether c is dead: tombstoned now, or
+// before. It fails, keeping c, if
 // a claim is in flight or lands meanwhile.
 func (c *cell) kill(now, window int64) bool {
 	s, ok := c.read()
-	if !ok || s.v == packed.StampDead || s.pending() || s.newest > now-window {
+	if ok && s.v == packed.StampDead {
+		return true // already killed by a concurrent sweep: delete it if still mapped
+	}
+	if !ok || s.pending() || s.newest > now-window {
 		return false
 	}
 	// Times are in claim order, so the newest is the latest; refunded entries

@@ -89,6 +89,6 @@ func TestWithAutoSweep(t *testing.T) {
 		peak = max(peak, auto.Len())
 		lim.Allow(strconv.Itoa(i))
 	}
-	assert.LessOrEqual(t, peak, 65)
+	assert.LessOrEqual(t, peak, 64+16, "the threshold, plus the insertions between two steps of the sweep")
 	assert.Equal(t, 5000, lim.Len(), "off by default")
 }

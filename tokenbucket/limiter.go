@@ -124,7 +124,7 @@ func New(limit int, window time.Duration, opts ...hotlimit.Option) (*Limiter, er
 	}
 	l.soft, l.hard, l.back = guardSpans(b.Range(), uint64(l.fill), uint64(window), b.PerWindow)
 	l.epoch = l.clock()
-	l.cells = keyed.New(l.newCell, o.AutoSweep, l.Sweep)
+	l.cells = keyed.New(l.initCell, l.idle, o)
 	return l, nil
 }
 
@@ -191,6 +191,9 @@ func layoutFor(limit, burst, window uint64) (packed.Bucket, error) {
 // so. It is Take(key, 1).Allowed, without building the Decision.
 func (l *Limiter) Allow(key string) bool {
 	c := l.cells.Get(key)
+	if c == nil {
+		return false // hotlimit.WithMaxKeys: no room for a new key
+	}
 	t, gen, _ := l.read() // after Get: see cell
 	now, _ := l.b.Units(t)
 	// The CAS loop, argued in full on cell: the new word is a function of
@@ -254,6 +257,9 @@ func (l *Limiter) take(key string, n int) (hotlimit.Decision, uint64) {
 		return l.report(key, n), 0
 	}
 	c := l.cells.Get(key)
+	if c == nil {
+		return l.capped(), 0
+	}
 	t, gen, lag := l.read() // after Get: see cell
 	now, rem := l.b.Units(t)
 	need := uint64(n) << l.b.FracBits

@@ -22,7 +22,7 @@ import (
 //
 // Writers: the word is only ever written by compare-and-swap, by Allow and
 // Take (admissions) and by kill (the tombstone); nobody stores to it after
-// newCell. A denial writes nothing.
+// initCell. A denial writes nothing.
 //
 // The CAS loop of Allow and Take keeps this invariant: a key's live word is
 // its bucket after the admissions whose CAS succeeded, each applied once, in
@@ -67,17 +67,11 @@ type cell struct {
 	word atomic.Uint64
 }
 
-// newCell returns a fresh cell: a full bucket.
-func (l *Limiter) newCell() *cell {
-	c := new(cell)
-	c.word.Store(l.fresh)
-	return c
-}
-
 // kill tombstones c by CAS when its bucket is full at s (units), or when
 // allFull says every live word is full at the sweep's time (guard.go),
 // reading c only while the wrap-guard generation is still gen. It reports
-// whether it tombstoned c, and ok = false when it found the generation
+// whether c is dead (tombstoned now, or before: by a sweep or a filling
+// Refund), and ok = false when it found the generation
 // changed (a newer sweep completed), leaving c alone.
 //
 // The CAS loop keeps the wrap guard's lower bound: when it returns with c

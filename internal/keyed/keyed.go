@@ -1,25 +1,103 @@
 // Package keyed holds the per-key state cells of a limiter in a lock-free map,
-// and evicts idle ones without losing a concurrent update.
+// evicts idle ones without losing a concurrent update, sweeps incrementally,
+// and can cap the number of keys held.
 //
-// A limiter keeps one *C per key. The hot path is Get: one lock-free map load.
-// A miss inserts a fresh cell (xsync's LoadOrCompute locks one bucket for the
-// insertion only). Every change to a cell's state is a compare-and-swap made by
-// the limiter itself; this package never reads a cell's state.
+// A limiter keeps one cell per key. The hot path is Get: one lock-free map
+// load. A miss inserts a fresh cell (xsync's LoadOrCompute locks one bucket
+// for the insertion only). Every change to a cell's state is a
+// compare-and-swap made by the limiter itself; this package reads a cell's
+// state only through the limiter's kill function.
 //
-// Eviction uses a tombstone. Sweep asks the limiter's kill function to swap a
-// reserved "dead" value into an idle cell by CAS; once dead, no CAS of a
-// decision can succeed on that cell (each expects the live value it read), so an
-// update that raced the sweep retries. A caller that reads the dead value calls
-// Revive, which replaces the dead cell under its key with a fresh one (or
-// returns the live cell another caller already put there) and carries on. The
-// sweeper then deletes the key only if it still maps to the dead cell. No update
-// is lost, and no caller waits for another.
+// Eviction uses a tombstone. A sweep asks the limiter's kill function to swap
+// a reserved "dead" value into an idle cell by CAS; once dead, no CAS of a
+// decision can succeed on that cell (each expects the live value it read), so
+// an update that raced the sweep retries. A caller that reads the dead value
+// calls Revive, which replaces the dead cell under its key with a fresh one
+// (or returns the live cell another caller already put there) and carries on.
+// The sweeper then deletes the key only if it still maps to the dead cell. No
+// update is lost, and no caller waits for another.
 //
 // The map never keeps a key string it is given: it stores a copy, made on the
 // insertion paths only (a miss, a revival), so the hot path copies nothing. A
 // caller may therefore pass a key that aliases a buffer it reuses once the
 // call returns, as package service does to build (user, api) keys without
-// allocating.
+// allocating. The map and the sweep list share that one copy.
+//
+// # The sweep list
+//
+// Besides the map, every cell sits in a singly linked list of nodes, so that
+// a sweep can stop anywhere and resume there (xsync's Range cannot). A node
+// holds the cell itself, its key and its link. Nodes are pushed at the front,
+// so next always leads to an older node, and every path along next ends at
+// the oldest node, whose next is nil:
+//
+//	head (a sentinel) → newest → … → oldest → nil
+//
+// Every write to a next pointer is a compare-and-swap, of one of two kinds:
+//
+//   - A push (after an insertion published its node in the map) swaps
+//     head.next from the node it read to the new node, whose next is that
+//     node. It skips nothing.
+//   - An unlink, by a walker, swaps p.next from n to the value it read in
+//     n.next, where n is dead: it skips n only. If p.next changed since it
+//     was read (a push, another walker's unlink), the CAS fails and n stays,
+//     to be unlinked on a later visit.
+//
+// A dead cell never lives again (a Revive puts a new node in its place), so
+// no write ever skips a live node: every node in the map, once pushed, stays
+// reachable from head. A concurrent unlink of n's successor m may leave m
+// linked behind p after p's unlink of n (p.next = m, which is dead); such a
+// node, like one whose unlink failed, is unlinked on a later visit. An
+// unlinked node keeps its next, so a walker standing on it still walks
+// forward into the list.
+//
+// A node leaves the map only when it is dead: deleted by a walker, which
+// deletes it only if its key still maps to it, or replaced by Revive. A walker
+// visiting a node calls kill, which reports the cell dead, newly or already,
+// and then deletes the node's key if it still maps to it and unlinks the
+// node. So the list holds the nodes in the map, plus dead nodes awaiting a
+// visit, until a walk meets them, and the keys held never exceed the nodes
+// listed by more than the insertions in flight.
+//
+// # Walks
+//
+// The bounded walks (auto-sweep, key cap) share one cursor, at, the node after
+// which the next walk starts. A walker claims its nodes before it visits them:
+// it reads a chunk of nodes forward from at and moves at onto the last of
+// them by CAS, retrying from the new value when another walker moved it
+// first (one always succeeds: lock-free). Claims never overlap within one
+// pass, so concurrent walkers share the work rather than repeat it, and none
+// waits for another. A walker visits the nodes it claimed but the last, where
+// it leaves the cursor: as a walker's unlink of the node after the cursor is
+// a CAS on the cursor node's next, the cursor must stand on a linked node,
+// so no walker unlinks it while it is the cursor (it is visited in the next
+// pass), and one that does (a Sweep, a walker a pass behind) moves the cursor
+// back to head. At the end of the list the cursor goes back to head. Sweep
+// walks the whole list with a cursor of its own. Two walkers meeting the same
+// node do no harm: kill, the deletion and the unlink are each conditional on
+// what they expect, and at worst a dead node stays listed until the next
+// pass.
+//
+// # Incremental auto-sweep
+//
+// With an auto-sweep threshold, each insertion that finds the map at the
+// threshold or above owes StepVisits visits, before it inserts its own key;
+// the insertion whose debt completes a chunk of SweepChunk visits pays it,
+// with a walk of SweepChunk−1 visits (see claim). A pass over L nodes takes
+// L·SweepChunk/(StepVisits·(SweepChunk−1)) insertions, about L/3: so the keys
+// held stay below 1.6 times the keys that are not idle when the pass reaches
+// them, plus the threshold and a chunk.
+//
+// # The key cap
+//
+// With a cap of n keys, count reserves a key before it is inserted and is
+// released after it is deleted, so Len ≤ count ≤ n. An insertion that finds
+// count at n walks up to MaxVisits nodes, evicting idle ones, and stops at
+// the first it evicts; if it finds none, Get returns nil and the limiter
+// denies the new key. A caller that revives a key evicted under it (it held
+// the cell before the kill) re-inserts it without the check, so the cap can
+// be exceeded only by such callers, each by one key, until the walkers evict
+// again.
 package keyed
 
 import (
@@ -27,102 +105,355 @@ import (
 	"sync/atomic"
 
 	"github.com/puzpuzpuz/xsync/v3"
+
+	"github.com/hotlimit/hotlimit"
 )
+
+const (
+	// StepVisits is how many node visits an insertion owes the auto-sweep,
+	// once the map is at its threshold or above.
+	StepVisits = 3
+	// SweepChunk is how many nodes a walk claims at a time: an auto-sweep
+	// step, paid by the insertion whose debt completes a chunk, visits
+	// SweepChunk−1 of them (see claim).
+	SweepChunk = 32
+	// MaxVisits bounds the nodes a key-cap eviction visits.
+	MaxVisits = 64
+	// capChunk is how many nodes a key-cap eviction claims at a time.
+	capChunk = 8
+)
+
+// node is a cell, its key and its link in the sweep list. Get returns
+// &n.cell; node is the map's value.
+type node[C any] struct {
+	cell C
+	key  string
+	next atomic.Pointer[node[C]] // see "The sweep list"
+}
 
 // Map maps keys to cells. The zero value is not usable; call New.
 type Map[C any] struct {
-	cells   *xsync.MapOf[string, *C]
-	newCell func() *C
+	cells  *xsync.MapOf[string, *node[C]]
+	init   func(*C)                // makes a zeroed cell fresh; nil when zero is fresh
+	judge  func() func(c *C) bool  // a kill function for the current time
+	head   node[C]                 // the sentinel; only head.next is used
+	at     atomic.Pointer[node[C]] // the bounded walks' cursor: see "Walks"
+	count  atomic.Int64            // keys held or reserved, when maxKeys > 0
+	debt   atomic.Int64            // auto-sweep visits owed, in all
+	walked func(visits int)        // test hook: after each bounded walk
 
-	// Auto-sweep: when autoMin > 0, an insertion that brings the size to
-	// nextSweep or more runs sweep, at most one at a time.
-	autoMin   int
-	nextSweep atomic.Int64
-	sweeping  atomic.Bool
-	sweep     func() int
+	autoMin int // auto-sweep threshold; 0: off
+	maxKeys int // the key cap; 0: none
 }
 
-// New returns an empty map whose misses insert newCell(). When autoMin > 0, an
-// insertion that brings the map to autoMin keys or more calls sweep on the
-// inserting goroutine; the next one waits until the size doubles from what the
-// sweep left, and never below autoMin.
-func New[C any](newCell func() *C, autoMin int, sweep func() int) *Map[C] {
+// New returns an empty map. A miss inserts a zeroed cell passed to init (nil
+// when the zero value is a fresh cell). judge returns the limiter's kill
+// function at the current time: it must tombstone a cell by CAS when its
+// state equals a fresh cell's, report whether the cell is dead (killed now or
+// before), and never call into the map. New reads o.AutoSweep, the
+// auto-sweep threshold, and o.MaxKeys, the key cap; either <= 0 turns it off.
+func New[C any](init func(*C), judge func() func(*C) bool, o hotlimit.Options) *Map[C] {
 	m := &Map[C]{
-		cells:   xsync.NewMapOf[string, *C](),
-		newCell: newCell,
-		autoMin: autoMin,
-		sweep:   sweep,
+		init:    init,
+		judge:   judge,
+		autoMin: max(o.AutoSweep, 0),
+		maxKeys: max(o.MaxKeys, 0),
 	}
-	m.nextSweep.Store(int64(autoMin))
+	// Presized for the keys it holds in a steady state, the cap or twice the
+	// auto-sweep threshold (see the package documentation), so that the
+	// table does not grow, and no insertion pays for copying it (xsync
+	// copies the table on the goroutine that needs it resized), as long as
+	// the keys not idle stay below the threshold; and grow-only, so that the
+	// deletions of a sweep never make it shrink, only to grow again.
+	switch {
+	case m.maxKeys > 0:
+		m.cells = xsync.NewMapOf[string, *node[C]](xsync.WithPresize(m.maxKeys), xsync.WithGrowOnly())
+	case m.autoMin > 0:
+		m.cells = xsync.NewMapOf[string, *node[C]](xsync.WithPresize(2*m.autoMin), xsync.WithGrowOnly())
+	default:
+		m.cells = xsync.NewMapOf[string, *node[C]]()
+	}
+	m.at.Store(&m.head)
 	return m
 }
 
-// Get returns key's cell, inserting a fresh one on a miss. The map keeps a
-// copy of key, never key itself: see the package documentation.
+// Get returns key's cell, inserting a fresh one on a miss. With a key cap, it
+// returns nil when the cap is reached and no idle key was found to evict. The
+// map keeps a copy of key, never key itself: see the package documentation.
 func (m *Map[C]) Get(key string) *C {
-	if c, ok := m.cells.Load(key); ok {
-		return c
+	if n, ok := m.cells.Load(key); ok {
+		return &n.cell
 	}
-	c, loaded := m.cells.LoadOrCompute(strings.Clone(key), m.newCell)
-	if !loaded && m.autoMin > 0 {
-		m.maybeSweep()
+	return m.insert(key)
+}
+
+// insert is Get on a miss.
+func (m *Map[C]) insert(key string) *C {
+	if m.maxKeys > 0 && !m.reserve() {
+		return nil
 	}
-	return c
+	if m.autoMin > 0 && m.cells.Size() >= m.autoMin {
+		m.step() // before the insertion: this caller's fresh cell is never its own victim
+	}
+	var fresh *node[C]
+	key = strings.Clone(key)
+	n, loaded := m.cells.LoadOrCompute(key, func() *node[C] {
+		fresh = m.newNode(key)
+		return fresh
+	})
+	if loaded {
+		if m.maxKeys > 0 {
+			m.count.Add(-1) // another caller inserted it, with its own reservation
+		}
+	} else {
+		m.push(fresh)
+	}
+	return &n.cell
+}
+
+// newNode returns a fresh node for key, not yet listed.
+func (m *Map[C]) newNode(key string) *node[C] {
+	n := &node[C]{key: key}
+	if m.init != nil {
+		m.init(&n.cell)
+	}
+	return n
+}
+
+// push lists n, which an insertion has just published in the map.
+func (m *Map[C]) push(n *node[C]) {
+	// Invariant: every listed node stays reachable from head, and next leads
+	// to older nodes. n.next is set to the node head.next held when the CAS
+	// swaps it for n, so n skips nothing; a concurrent push or unlink changed
+	// head.next, failing the CAS, and the loop reads it again.
+	for {
+		first := m.head.next.Load()
+		n.next.Store(first)
+		if m.head.next.CompareAndSwap(first, n) {
+			return
+		}
+	}
+}
+
+// reserve takes one key of the cap, evicting idle keys to make room when the
+// cap is reached, and reports whether it got one.
+func (m *Map[C]) reserve() bool {
+	if m.tryReserve() {
+		return true
+	}
+	m.walk(MaxVisits, capChunk, m.judge(), true)
+	return m.tryReserve()
+}
+
+// step adds an insertion's StepVisits to the auto-sweep's debt, and when the
+// debt completes a chunk, pays it: one walk of SweepChunk−1 visits.
+func (m *Map[C]) step() {
+	// Each chunk of debt is paid once, by the insertion whose add crosses
+	// its end: the adds are atomic, so exactly one sees each crossing.
+	if d := m.debt.Add(StepVisits); (d-StepVisits)/SweepChunk != d/SweepChunk {
+		m.walk(SweepChunk-1, SweepChunk, m.judge(), false)
+	}
+}
+
+// tryReserve takes one key of the cap if count is below it.
+func (m *Map[C]) tryReserve() bool {
+	// Invariant: count ≤ maxKeys after every reservation, as the CAS adds
+	// one only to a value below the cap that no one changed since it was
+	// read; a concurrent reservation or release fails it, and the loop reads
+	// the new value.
+	for {
+		c := m.count.Load()
+		if c >= int64(m.maxKeys) {
+			return false
+		}
+		if m.count.CompareAndSwap(c, c+1) {
+			return true
+		}
+	}
+}
+
+// walk visits up to budget nodes from the shared cursor, claiming chunk
+// nodes at a time, going round the list at most once, and when first is set
+// stops after the first eviction. It returns how many keys it deleted.
+func (m *Map[C]) walk(budget, chunk int, kill func(*C) bool, first bool) int {
+	deleted, visits, wrapped := 0, 0, false
+	for visits < budget {
+		from, claimed, wraps := m.claim(min(chunk, budget-visits+1))
+		prev, n := from, from.next.Load()
+		for i := 0; i < claimed && n != nil && visits < budget; i++ {
+			visits++
+			next := n.next.Load()
+			kept, gone := m.visit(prev, n, next, kill)
+			if kept {
+				prev = n
+			}
+			if gone {
+				deleted++
+				if first {
+					break // the rest of the claim waits for the next pass
+				}
+			}
+			n = next
+		}
+		if first && deleted > 0 {
+			break
+		}
+		if wraps {
+			if wrapped {
+				break // round once
+			}
+			wrapped = true
+		}
+	}
+	if m.walked != nil {
+		m.walked(visits)
+	}
+	return deleted
+}
+
+// claim hands this walker nodes after the shared cursor to visit: it returns
+// the node the cursor stood on, from, and how many nodes after it are this
+// walker's; wraps reports that the claim reached the end of the list and
+// moved the cursor back to head.
+func (m *Map[C]) claim(chunk int) (from *node[C], claimed int, wraps bool) {
+	// Invariant: each pass of the cursor hands every node it meets to one
+	// walker, and the cursor stands on a node that stays linked. A walker
+	// reads chunk nodes forward from the cursor, then moves the cursor from
+	// the node it read to the last of them by CAS: it claims them only if no
+	// other walker moved the cursor since; a concurrent claim that did fails
+	// this CAS, and the loop claims from the new position. It visits all but
+	// the last, on which it leaves the cursor, so that the next walker's
+	// unlink of the node after it acts on the list: a walker never unlinks
+	// the node it stands on (that node is visited in the next pass). At the
+	// end of the list it visits every node it read and moves the cursor to
+	// head. Nodes read may be unlinked meanwhile (a Sweep, a walker a pass
+	// behind); next still leads forward from them (see "The sweep list"),
+	// and at worst a dead node stays listed until the next pass.
+	for {
+		from = m.at.Load()
+		to := from
+		n := 0
+		for n < chunk {
+			next := to.next.Load()
+			if next == nil {
+				break
+			}
+			to = next
+			n++
+		}
+		// At the end of the list (the last node read or none), the walker
+		// visits them all: the oldest node is never left as the cursor,
+		// which would leave it unvisited pass after pass.
+		wraps = n < chunk || to.next.Load() == nil
+		if wraps {
+			to = &m.head
+		} else {
+			n-- // the cursor's node
+		}
+		if m.at.CompareAndSwap(from, to) {
+			return from, n, wraps
+		}
+	}
+}
+
+// visit judges n, read in prev.next, with next read in n.next: when kill
+// reports n's cell dead, it deletes n's key if it still maps to n, and
+// unlinks n. It reports whether n stays linked and alive (kept), and whether
+// it deleted n's key.
+func (m *Map[C]) visit(prev, n, next *node[C], kill func(*C) bool) (kept, deleted bool) {
+	if !kill(&n.cell) {
+		return true, false
+	}
+	deleted = m.remove(n)
+	// An unlink: see "The sweep list". n is dead, so skipping it loses no
+	// live node; a failed CAS leaves n listed, dead, for a later visit.
+	if !prev.next.CompareAndSwap(n, next) {
+		return true, deleted
+	}
+	if m.at.Load() == n {
+		// A Sweep, or a walker a pass behind, unlinked the node the
+		// bounded walks' cursor stands on: restart their pass at head, so
+		// that their unlinks act on the list again (see claim).
+		m.at.CompareAndSwap(n, &m.head)
+	}
+	return false, deleted
+}
+
+// remove deletes n's key if it still maps to n, which is dead, and reports
+// whether it did. (A Revive may have replaced n since the kill.)
+func (m *Map[C]) remove(n *node[C]) bool {
+	if cur, ok := m.cells.Load(n.key); !ok || cur != n {
+		return false
+	}
+	deleted := false
+	m.cells.Compute(n.key, func(old *node[C], loaded bool) (*node[C], bool) {
+		if loaded && old == n {
+			deleted = true
+			return nil, true
+		}
+		return old, !loaded
+	})
+	if deleted && m.maxKeys > 0 {
+		m.count.Add(-1)
+	}
+	return deleted
 }
 
 // Peek returns key's cell if there is one, and never inserts.
 func (m *Map[C]) Peek(key string) (*C, bool) {
-	return m.cells.Load(key)
+	if n, ok := m.cells.Load(key); ok {
+		return &n.cell, true
+	}
+	return nil, false
 }
 
 // Revive is called by a caller that found dead, a tombstoned cell, under key.
 // It puts a fresh cell in dead's place, unless a live cell already replaced it,
-// and returns the live cell.
+// and returns the live cell. When the key was deleted meanwhile, it inserts it
+// again, without the key cap's check (see the package documentation).
 func (m *Map[C]) Revive(key string, dead *C) *C {
+	var fresh *node[C]
 	// Compute stores the key it is given, also when it replaces a value.
-	c, _ := m.cells.Compute(strings.Clone(key), func(old *C, loaded bool) (*C, bool) {
-		if loaded && old != dead {
+	key = strings.Clone(key)
+	n, _ := m.cells.Compute(key, func(old *node[C], loaded bool) (*node[C], bool) {
+		if loaded && &old.cell != dead {
 			return old, false
 		}
-		return m.newCell(), false
+		if !loaded && m.maxKeys > 0 {
+			m.count.Add(1)
+		}
+		fresh = m.newNode(key)
+		return fresh, false
 	})
-	return c
+	if fresh != nil && n == fresh {
+		m.push(fresh)
+	}
+	return &n.cell
 }
 
-// Sweep calls kill on every cell. kill must tombstone the cell by CAS when its
-// state equals a fresh cell's, and report whether it did. Each tombstoned cell
-// is deleted if its key still maps to it. Sweep returns how many keys it
+// Sweep calls kill on every cell listed when it starts, and on none inserted
+// after, in one pass. kill must tombstone the cell by CAS when its state
+// equals a fresh cell's, and report whether the cell is dead. Each dead
+// cell's key is deleted if it still maps to it. Sweep returns how many keys it
 // deleted. It is safe to run concurrently with anything, Sweep included.
 func (m *Map[C]) Sweep(kill func(*C) bool) int {
 	deleted := 0
-	m.cells.Range(func(key string, c *C) bool {
-		if !kill(c) {
-			return true
+	prev := &m.head
+	for n := prev.next.Load(); n != nil; {
+		next := n.next.Load()
+		kept, gone := m.visit(prev, n, next, kill)
+		if gone {
+			deleted++
 		}
-		m.cells.Compute(key, func(old *C, loaded bool) (*C, bool) {
-			if loaded && old == c {
-				deleted++
-				return nil, true
-			}
-			return old, !loaded
-		})
-		return true
-	})
+		if kept {
+			prev = n
+		}
+		n = next
+	}
 	return deleted
 }
 
 // Len returns the number of keys held.
 func (m *Map[C]) Len() int {
 	return m.cells.Size()
-}
-
-// maybeSweep runs the auto-sweep when the size reached its threshold. One
-// goroutine sweeps at a time; others carry on without waiting.
-func (m *Map[C]) maybeSweep() {
-	if int64(m.cells.Size()) < m.nextSweep.Load() || !m.sweeping.CompareAndSwap(false, true) {
-		return
-	}
-	defer m.sweeping.Store(false)
-	m.sweep()
-	m.nextSweep.Store(int64(max(m.autoMin, 2*m.cells.Size())))
 }

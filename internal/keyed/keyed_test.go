@@ -1,6 +1,7 @@
 package keyed_test
 
 import (
+	"slices"
 	"strconv"
 	"sync"
 	"sync/atomic"
@@ -10,6 +11,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/hotlimit/hotlimit"
 	"github.com/hotlimit/hotlimit/internal/keyed"
 )
 
@@ -18,10 +20,45 @@ type cell struct{ n atomic.Int64 }
 
 const dead = -1
 
-func newCell() *cell { return new(cell) }
+// kill tombstones an idle (zero) cell, and reports whether the cell is dead.
+func kill(c *cell) bool { return c.n.CompareAndSwap(0, dead) || c.n.Load() == dead }
 
-// kill tombstones an idle (zero) cell.
-func kill(c *cell) bool { return c.n.CompareAndSwap(0, dead) }
+// judge returns kill: the test cells' idleness does not depend on time.
+func judge() func(*cell) bool { return kill }
+
+// newMap returns a map of test cells with the given options.
+func newMap(autoSweep, maxKeys int) *keyed.Map[cell] {
+	return keyed.New(nil, judge, hotlimit.Options{AutoSweep: autoSweep, MaxKeys: maxKeys})
+}
+
+// assertListed asserts that the sweep list holds exactly the keys in the map.
+func assertListed(t *testing.T, m *keyed.Map[cell], want ...string) {
+	t.Helper()
+	got := keyed.Listed(m)
+	slices.Sort(got)
+	slices.Sort(want)
+	assert.Equal(t, want, got, "the sweep list holds exactly the keys held")
+	assert.Len(t, got, m.Len())
+}
+
+// assertListedAfterSweep asserts that once a Sweep of nothing (a kill that
+// tombstones nothing, and reports the dead) has visited every node, the sweep
+// list holds exactly the keys in the map: walkers that raced may leave dead
+// nodes listed, never a live one unlisted.
+func assertListedAfterSweep(t *testing.T, m *keyed.Map[cell]) {
+	t.Helper()
+	held := m.Len()
+	m.Sweep(func(c *cell) bool { return c.n.Load() == dead })
+	assert.Equal(t, held, m.Len(), "a sweep of nothing deletes nothing")
+	got := keyed.Listed(m)
+	assert.Len(t, got, m.Len(), "the sweep list holds exactly the keys held")
+	for _, k := range got {
+		if _, ok := m.Peek(k); !ok {
+			t.Errorf("key %q listed, not held", k)
+			return
+		}
+	}
+}
 
 // add changes key's count by d the way a limiter does: CAS on the cell,
 // reviving it when it is dead. It returns the cell it changed.
@@ -39,7 +76,7 @@ func add(m *keyed.Map[cell], key string, c *cell, d int64) *cell {
 }
 
 func TestGetInsertsOnce(t *testing.T) {
-	m := keyed.New(newCell, 0, nil)
+	m := newMap(0, 0)
 	a := m.Get("a")
 	assert.Same(t, a, m.Get("a"))
 	assert.NotSame(t, a, m.Get("b"))
@@ -53,7 +90,7 @@ func TestGetInsertsOnce(t *testing.T) {
 }
 
 func TestSweepDeletesOnlyKilledCells(t *testing.T) {
-	m := keyed.New(newCell, 0, nil)
+	m := newMap(0, 0)
 	add(m, "busy", m.Get("busy"), 1)
 	m.Get("idle")
 	assert.Equal(t, 1, m.Sweep(kill))
@@ -64,7 +101,7 @@ func TestSweepDeletesOnlyKilledCells(t *testing.T) {
 }
 
 func TestReviveReplacesOnlyTheDeadCell(t *testing.T) {
-	m := keyed.New(newCell, 0, nil)
+	m := newMap(0, 0)
 	c := m.Get("k")
 	require.True(t, kill(c))
 	fresh := m.Revive("k", c)
@@ -77,72 +114,349 @@ func TestReviveReplacesOnlyTheDeadCell(t *testing.T) {
 	assert.Equal(t, 1, m.Len())
 }
 
-func TestAutoSweepIsAmortised(t *testing.T) {
-	var sweeps int
-	var m *keyed.Map[cell]
-	m = keyed.New(newCell, 4, func() int { sweeps++; return m.Sweep(kill) })
-	for i := range 3 {
-		add(m, strconv.Itoa(i), m.Get(strconv.Itoa(i)), 1) // busy keys survive
-	}
-	assert.Zero(t, sweeps)
-	m.Get("idle-0") // the 4th key reaches the threshold
-	assert.Equal(t, 1, sweeps)
-	assert.Equal(t, 3, m.Len())
-	// Next threshold: twice the survivors, 6.
-	for i := 1; i <= 2; i++ {
-		m.Get("idle-" + strconv.Itoa(i))
-	}
-	assert.Equal(t, 1, sweeps)
-	m.Get("idle-3")
-	assert.Equal(t, 2, sweeps)
-	assert.Equal(t, 3, m.Len())
-}
-
 // TestSweepRacingUpdatesLosesNothing hammers keys with increments and
-// decrements while a sweeper kills every idle cell. A cell with a positive
-// count is live, so it must stay mapped: a worker that holds one must find it
-// under its key. At the end every count is zero and a sweep empties the map.
+// decrements while a sweeper kills every idle cell: Sweep looping on its own
+// goroutine, or the incremental walks of auto-sweep and of the key cap, paid
+// by the workers' insertions of idle keys. A cell with a positive count is
+// live, so it must stay mapped: a worker that holds one must find it under
+// its key. At the end every count is zero, a sweep empties the map, and the
+// sweep list is empty too.
 func TestSweepRacingUpdatesLosesNothing(t *testing.T) {
 	rounds := 20000
 	if testing.Short() {
 		rounds = 2000
 	}
-	m := keyed.New(newCell, 0, nil)
-	var stop atomic.Bool
-	var wg sync.WaitGroup
-	var swept atomic.Int64
-	wg.Go(func() {
-		for !stop.Load() {
-			swept.Add(int64(m.Sweep(kill)))
+	for _, mode := range []string{"loop", "auto", "cap"} {
+		t.Run("sweep="+mode, func(t *testing.T) {
+			var m *keyed.Map[cell]
+			switch mode {
+			case "loop":
+				m = newMap(0, 0)
+			case "auto":
+				m = newMap(8, 0)
+			case "cap":
+				m = newMap(0, 16)
+			}
+			var stop atomic.Bool
+			var wg sync.WaitGroup
+			var swept atomic.Int64
+			if mode == "loop" {
+				wg.Go(func() {
+					for !stop.Load() {
+						swept.Add(int64(m.Sweep(kill)))
+					}
+				})
+			}
+			var workers sync.WaitGroup
+			for g := range 8 {
+				workers.Go(func() {
+					for i := range rounds {
+						key := strconv.Itoa((g + i) % 5)
+						c := m.Get(key)
+						if c == nil {
+							continue // the cap: every key held is live
+						}
+						c = add(m, key, c, 1)
+						if mode != "loop" {
+							m.Get("idle-" + strconv.Itoa(g) + "-" + strconv.Itoa(i)) // pays a walk
+						}
+						if got := m.Get(key); got != c {
+							t.Errorf("live cell of %q was replaced", key)
+							return
+						}
+						add(m, key, c, -1)
+					}
+				})
+			}
+			workers.Wait()
+			stop.Store(true)
+			wg.Wait()
+			if mode == "loop" {
+				assert.Positive(t, swept.Load(), "the sweeper raced the workers")
+			} else {
+				assert.Less(t, m.Len(), 8*rounds/2, "the walks evicted idle keys")
+			}
+			m.Sweep(kill)
+			assert.Zero(t, m.Len())
+			assert.Empty(t, keyed.Listed(m))
+		})
+	}
+}
+
+func TestSweepUnlinksWhatItEvicts(t *testing.T) {
+	m := newMap(0, 0)
+	for _, k := range []string{"a", "b", "c", "d"} {
+		m.Get(k)
+	}
+	add(m, "b", m.Get("b"), 1)
+	add(m, "d", m.Get("d"), 1)
+	assertListed(t, m, "a", "b", "c", "d")
+	assert.Equal(t, 2, m.Sweep(kill))
+	assertListed(t, m, "b", "d")
+	// A caller revives b between the kill and the delete: the replacement
+	// stays, listed, and the dead cell is unlinked.
+	c := m.Get("b")
+	add(m, "b", c, -1)
+	assert.Zero(t, m.Sweep(func(x *cell) bool {
+		if x != c || !kill(x) {
+			return false
+		}
+		assert.NotSame(t, c, m.Revive("b", c))
+		return true
+	}))
+	assertListed(t, m, "b", "d")
+	fresh, _ := m.Peek("b")
+	assert.NotSame(t, c, fresh)
+}
+
+// TestSweepRacingAPush forces a push at the front of the list between a
+// walker's read of the first node and its unlink: the kill function inserts
+// a key, then kills. The unlink's CAS on head.next fails, so the dead node
+// stays listed, with the new key before it, until the next pass unlinks it;
+// the map is right throughout.
+func TestSweepRacingAPush(t *testing.T) {
+	m := newMap(0, 0)
+	m.Get("a")
+	m.Get("b") // the first node
+	var seen []*cell
+	n := m.Sweep(func(c *cell) bool {
+		seen = append(seen, c)
+		if len(seen) == 1 {
+			m.Get("c") // pushed before b, as b is killed
+		}
+		return kill(c)
+	})
+	require.Len(t, seen, 2, "c, pushed during the pass, is not visited")
+	assert.Equal(t, 2, n)
+	assert.Equal(t, 1, m.Len())
+	assert.Equal(t, []string{"c", "b"}, keyed.Listed(m), "b's unlink lost the race to the push: b stays, dead")
+	add(m, "c", m.Get("c"), 1)
+	assert.Zero(t, m.Sweep(kill), "b's key is gone already")
+	assertListed(t, m, "c")
+}
+
+// TestConcurrentUnlinksNeverLoseALiveNode forces two walkers to unlink
+// neighbours: walker A reads n.next = m, then, before A's unlink of n, walker
+// B (which kept n, live when B visited it) unlinks m by CAS on n.next. A's
+// unlink then links m, dead, behind p again. No live node is lost: o stays
+// listed and mapped, and A, walking on, unlinks m.
+func TestConcurrentUnlinksNeverLoseALiveNode(t *testing.T) {
+	mp := newMap(0, 0)
+	for _, k := range []string{"o", "m", "n", "p"} { // listed p, n, m, o
+		mp.Get(k)
+	}
+	cells := map[string]*cell{}
+	for _, k := range []string{"o", "m", "n", "p"} {
+		cells[k], _ = mp.Peek(k)
+	}
+	add(mp, "p", cells["p"], 1)
+	add(mp, "o", cells["o"], 1)
+	require.Equal(t, []string{"p", "n", "m", "o"}, keyed.Listed(mp))
+	deletedByB := -1
+	var relinked []string
+	deletedByA := mp.Sweep(func(c *cell) bool {
+		switch {
+		case c == cells["n"] && deletedByB < 0:
+			deletedByB = mp.Sweep(func(c *cell) bool { return c == cells["m"] && kill(c) })
+		case c == cells["m"] && deletedByB >= 0 && relinked == nil:
+			relinked = keyed.Listed(mp) // A's next visit, right after its unlink of n
+		}
+		return kill(c)
+	})
+	assert.Equal(t, 1, deletedByB, "B deleted m")
+	assert.Equal(t, 1, deletedByA, "A deleted n, and found m dead")
+	assert.Equal(t, []string{"p", "m", "o"}, relinked, "A's unlink of n relinked m, dead")
+	assert.Equal(t, 2, mp.Len())
+	for _, k := range []string{"p", "o"} {
+		c, ok := mp.Peek(k)
+		require.True(t, ok, k)
+		assert.Same(t, cells[k], c, k)
+	}
+	assertListed(t, mp, "p", "o")
+}
+
+// TestSweepUnlinksTheLastNode evicts every key, the oldest included: the list
+// empties with the map.
+func TestSweepUnlinksTheLastNode(t *testing.T) {
+	m := newMap(0, 0)
+	m.Get("a")
+	assert.Equal(t, 1, m.Sweep(kill))
+	assertListed(t, m)
+	m.Get("b")
+	m.Get("c")
+	assert.Equal(t, 2, m.Sweep(kill))
+	assertListed(t, m)
+	m.Get("d")
+	assertListed(t, m, "d")
+}
+
+// TestAutoSweepVisitsABoundedNumberOfCells inserts many idle keys into a map
+// with auto-sweep on: no insertion visits more than a chunk of cells, and the keys held stay bounded by the threshold, not by the keys
+// inserted.
+func TestAutoSweepVisitsABoundedNumberOfCells(t *testing.T) {
+	const threshold = 1000
+	inserts := 200_000
+	if testing.Short() {
+		inserts = 20_000
+	}
+	m := newMap(threshold, 0)
+	visits, most := 0, 0
+	keyed.OnWalk(m, func(v int) { visits += v })
+	for i := range inserts {
+		visits = 0
+		m.Get(strconv.Itoa(i))
+		most = max(most, visits)
+		require.LessOrEqual(t, m.Len(), 2*threshold, "insert %d: the idle keys are swept as fast as they come", i)
+	}
+	assert.Equal(t, keyed.SweepChunk-1, most, "an insertion pays one chunk of visits, no more")
+	assert.GreaterOrEqual(t, m.Len(), threshold-keyed.SweepChunk)
+	assert.Len(t, keyed.Listed(m), m.Len(), "one goroutine: every unlink takes effect")
+}
+
+// TestAutoSweepKeepsLiveKeys mixes live keys (a positive count) among idle
+// ones: the sweep never evicts a live key, and the keys held stay below twice
+// the live keys plus the threshold.
+func TestAutoSweepKeepsLiveKeys(t *testing.T) {
+	const threshold, live = 100, 5000
+	idle := 100_000
+	if testing.Short() {
+		idle = 20_000
+	}
+	m := newMap(threshold, 0)
+	for i := range live {
+		k := "live-" + strconv.Itoa(i)
+		add(m, k, m.Get(k), 1)
+	}
+	for i := range idle {
+		m.Get("idle-" + strconv.Itoa(i))
+		require.LessOrEqual(t, m.Len(), 2*live+threshold+keyed.SweepChunk, "insert %d", i)
+	}
+	for i := range live {
+		c, ok := m.Peek("live-" + strconv.Itoa(i))
+		require.True(t, ok, "live key %d kept", i)
+		assert.Equal(t, int64(1), c.n.Load())
+	}
+}
+
+// TestAutoSweepStepsUnderContention inserts idle keys from many goroutines:
+// no walk visits more than a chunk of cells, and as concurrent walkers claim
+// distinct nodes, none of their visits is wasted, so the keys held stay
+// bounded by the threshold.
+func TestAutoSweepStepsUnderContention(t *testing.T) {
+	const threshold, workers = 1000, 8
+	per := 50_000
+	if testing.Short() {
+		per = 10_000
+	}
+	m := newMap(threshold, 0)
+	var most atomic.Int64
+	keyed.OnWalk(m, func(v int) {
+		for cur := most.Load(); int64(v) > cur && !most.CompareAndSwap(cur, int64(v)); cur = most.Load() {
 		}
 	})
-	var workers sync.WaitGroup
-	for g := range 8 {
-		workers.Go(func() {
-			for i := range rounds {
-				key := strconv.Itoa((g + i) % 5)
-				c := add(m, key, m.Get(key), 1)
-				if got := m.Get(key); got != c {
-					t.Errorf("live cell of %q was replaced", key)
-					return
-				}
-				add(m, key, c, -1)
+	var wg sync.WaitGroup
+	for g := range workers {
+		wg.Go(func() {
+			for i := range per {
+				m.Get(strconv.Itoa(g) + "-" + strconv.Itoa(i))
 			}
 		})
 	}
-	workers.Wait()
-	stop.Store(true)
 	wg.Wait()
-	assert.Positive(t, swept.Load(), "the sweeper raced the workers")
-	m.Sweep(kill)
-	assert.Zero(t, m.Len())
+	assert.LessOrEqual(t, most.Load(), int64(keyed.SweepChunk-1))
+	assert.Positive(t, most.Load())
+	assert.Less(t, m.Len(), 4*threshold, "of %d keys inserted", workers*per)
+	assertListedAfterSweep(t, m)
+}
+
+func TestMaxKeysEvictsAnIdleKeyFirst(t *testing.T) {
+	m := newMap(0, 3)
+	add(m, "a", m.Get("a"), 1)
+	m.Get("idle")
+	add(m, "c", m.Get("c"), 1)
+	d := m.Get("d")
+	require.NotNil(t, d, "an idle key made room")
+	assert.Equal(t, 3, m.Len())
+	_, ok := m.Peek("idle")
+	assert.False(t, ok, "the idle key was the one evicted")
+	for _, k := range []string{"a", "c"} {
+		c, ok := m.Peek(k)
+		require.True(t, ok, k)
+		assert.Equal(t, int64(1), c.n.Load(), k)
+	}
+	assertListed(t, m, "a", "c", "d")
+}
+
+func TestMaxKeysDeniesANewKeyWhenNoneIsIdle(t *testing.T) {
+	m := newMap(0, 2)
+	a := add(m, "a", m.Get("a"), 1)
+	b := add(m, "b", m.Get("b"), 1)
+	assert.Nil(t, m.Get("c"), "no idle key: the new key is denied")
+	assert.Equal(t, 2, m.Len())
+	_, ok := m.Peek("c")
+	assert.False(t, ok)
+	assert.Same(t, a, m.Get("a"), "held keys keep their cells")
+	assert.Same(t, b, m.Get("b"))
+	// Once a key is idle, a new key takes its place.
+	add(m, "a", a, -1)
+	assert.NotNil(t, m.Get("c"))
+	assertListed(t, m, "b", "c")
+}
+
+// TestMaxKeysUnderAFlood hammers a capped map with distinct keys from many
+// goroutines, each made live on arrival and idle after a while, while one
+// key stays live throughout: the keys held exceed the cap only by the keys
+// re-inserted by callers whose fresh key was evicted under them, each by one
+// until the next eviction (the check allows twice the goroutines, as Len sums
+// xsync's striped counters one by one while they change), the live key is
+// never evicted, and the list matches the map at the end.
+func TestMaxKeysUnderAFlood(t *testing.T) {
+	const maxKeys, workers = 500, 8
+	per := 20_000
+	if testing.Short() {
+		per = 4000
+	}
+	m := newMap(0, maxKeys)
+	hot := add(m, "hot", m.Get("hot"), 1)
+	var denied, over atomic.Int64
+	var wg sync.WaitGroup
+	for g := range workers {
+		wg.Go(func() {
+			var mine []*cell
+			var keys []string
+			for i := range per {
+				k := strconv.Itoa(g) + "-" + strconv.Itoa(i)
+				c := m.Get(k)
+				if c == nil {
+					denied.Add(1)
+				} else {
+					mine = append(mine, add(m, k, c, 1))
+					keys = append(keys, k)
+				}
+				if len(mine) > 50 { // the oldest goes idle
+					add(m, keys[0], mine[0], -1)
+					mine, keys = mine[1:], keys[1:]
+				}
+				if m.Len() > maxKeys+2*workers { // see the comment above
+					over.Add(1)
+				}
+			}
+		})
+	}
+	wg.Wait()
+	assert.Zero(t, over.Load(), "keys held stayed within the cap plus twice the goroutines")
+	assert.LessOrEqual(t, m.Len(), maxKeys+2*workers)
+	assert.Same(t, hot, m.Get("hot"), "the live key kept its cell")
+	assert.Equal(t, int64(1), hot.n.Load())
+	t.Logf("denied %d of %d", denied.Load(), workers*per)
+	assertListedAfterSweep(t, m)
 }
 
 // TestKeysAreCopiedOnInsert: a key that aliases a buffer the caller reuses
 // after the call (a miss and a revival, the paths that store a key) leaves
 // the map's keys intact.
 func TestKeysAreCopiedOnInsert(t *testing.T) {
-	m := keyed.New(newCell, 0, nil)
+	m := newMap(0, 0)
 	buf := []byte("alpha")
 	transient := func() string { return unsafe.String(&buf[0], len(buf)) }
 	a := m.Get(transient())

@@ -1,0 +1,22 @@
+package fixedwindow
+
+import (
+	"time"
+
+	"github.com/hotlimit/hotlimit"
+)
+
+// idle returns the kill function of an incremental sweep step (auto-sweep,
+// the key cap) at the clock's current time: Sweep's, one key at a time.
+func (l *Limiter) idle() func(*cell) bool {
+	cur, _ := l.index(l.clock())
+	return func(c *cell) bool { return c.kill(cur) }
+}
+
+// capped is the decision for a new key that hotlimit.WithMaxKeys turns away:
+// RetryAfter is the time to the end of the current window, after which every
+// key held now is idle, and evictable, if it gets no more requests.
+func (l *Limiter) capped() hotlimit.Decision {
+	_, rem := l.index(l.clock())
+	return hotlimit.Decision{Limit: int(l.limit), RetryAfter: time.Duration(l.window - rem)}
+}

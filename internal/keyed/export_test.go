@@ -1,0 +1,16 @@
+package keyed
+
+// OnWalk sets a hook called after each bounded walk (an auto-sweep step or a
+// key-cap eviction) with the nodes it visited. Walks run concurrently: so may
+// the hook.
+func OnWalk[C any](m *Map[C], f func(visits int)) { m.walked = f }
+
+// Listed returns the keys of the nodes on the sweep list, newest first, dead
+// ones awaiting a visit included. Call it while nothing changes the map.
+func Listed[C any](m *Map[C]) []string {
+	var keys []string
+	for n := m.head.next.Load(); n != nil; n = n.next.Load() {
+		keys = append(keys, n.key)
+	}
+	return keys
+}

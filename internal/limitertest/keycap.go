@@ -1,0 +1,104 @@
+package limitertest
+
+import (
+	"runtime"
+	"strconv"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/hotlimit/hotlimit"
+)
+
+// FloodCap is the key cap KeyCapFlood expects its limiter to be built with:
+// pass hotlimit.WithMaxKeys(FloodCap) to Adapt.
+const FloodCap = 100_000
+
+// KeyCapFlood streams distinct keys, one request each, through a limiter of
+// limit per window capped at FloodCap keys: 10M keys, or 1M with -short or
+// -race. The clock moves so that about FloodCap/4 flood keys arrive per
+// window, except in one phase of FloodCap keys out of four, when it stands
+// still and the cap fills with keys that are not idle. Every 64 flood keys, 16 hot keys each
+// make a request, compared with newModel's decision at the same time. It
+// asserts that the keys held never exceed the cap, that the hot keys decide
+// exactly as the model (a hot key is never idle, so the cap never turns it
+// away, and no key passes more than its limit allows), that the cap turned
+// flood keys away in the frozen phases with the documented Decision, and
+// that the heap, after a collection, grows by at most bytesPerKey per key of
+// the cap while ten (or one) hundred times more keys went through.
+func KeyCapFlood(t *testing.T, newLimiter Constructor, newModel func(epoch int64) Model, limit int, window time.Duration, bytesPerKey uint64) {
+	flood := 10_000_000
+	if testing.Short() || raceEnabled {
+		flood = 1_000_000
+	}
+	const (
+		hotKeys = 16
+		every   = 64       // flood keys between two rounds of hot requests
+		phase   = FloodCap // flood keys per phase: a frozen one fills the cap
+	)
+	step := int64(window) / (FloodCap / 4) * every // per round: FloodCap/4 flood keys per window
+	require.Positive(t, step)
+
+	var ms runtime.MemStats
+	runtime.GC()
+	runtime.ReadMemStats(&ms)
+	base := ms.HeapAlloc
+
+	now := int64(time.Hour)
+	lim, err := newLimiter(limit, window, func() int64 { return now })
+	require.NoError(t, err)
+	model := newModel(now)
+	hot := make([]string, hotKeys)
+	for i := range hot {
+		hot[i] = "hot-" + strconv.Itoa(i)
+	}
+	var admitted, denied, hotPassed int
+	var peak uint64
+	checkHeap := func() {
+		runtime.GC()
+		runtime.ReadMemStats(&ms)
+		peak = max(peak, ms.HeapAlloc-min(base, ms.HeapAlloc))
+	}
+	for i := range flood {
+		frozen := i/phase%4 == 3
+		if i%every == 0 {
+			if !frozen {
+				now += step
+			}
+			for _, k := range hot {
+				want := model(k, 1, now).Allowed
+				got := lim.Allow(k)
+				require.Equal(t, want, got, "flood key %d, hot key %s at %v: the model's decision", i, k, time.Duration(now))
+				if got {
+					hotPassed++
+				}
+			}
+			require.LessOrEqual(t, lim.Len(), FloodCap, "flood key %d: keys held", i)
+		}
+		key := "flood-" + strconv.Itoa(i)
+		if lim.Allow(key) {
+			admitted++
+			continue
+		}
+		if denied++; denied == 1 {
+			d := lim.Take(key+"-take", 1)
+			assert.Equal(t, hotlimit.Decision{Limit: limit, RetryAfter: d.RetryAfter}, d, "the decision for a new key at the cap")
+			assert.Positive(t, d.RetryAfter)
+			assert.LessOrEqual(t, d.RetryAfter, 2*window)
+		}
+		if i%(flood/8) == 0 {
+			checkHeap()
+		}
+	}
+	checkHeap()
+	runtime.KeepAlive(lim)
+	t.Logf("flood %d: admitted %d, denied %d, held %d, hot passes %d; heap growth at most %d B, %d B per key of the cap",
+		flood, admitted, denied, lim.Len(), hotPassed, peak, peak/FloodCap)
+	assert.LessOrEqual(t, lim.Len(), FloodCap)
+	assert.Positive(t, denied, "the frozen phases filled the cap")
+	assert.Greater(t, admitted, flood/2, "idle keys made room while the clock moved")
+	assert.Positive(t, hotPassed)
+	assert.LessOrEqual(t, peak, bytesPerKey*FloodCap, "heap growth bounded by the cap")
+}

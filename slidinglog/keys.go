@@ -1,0 +1,21 @@
+package slidinglog
+
+import (
+	"time"
+
+	"github.com/hotlimit/hotlimit"
+)
+
+// idle returns the kill function of an incremental sweep step (auto-sweep,
+// the key cap) at the clock's current time: Sweep's, one key at a time.
+func (l *Limiter) idle() func(*cell) bool {
+	now := l.now()
+	return func(c *cell) bool { return c.kill(now, l.window) }
+}
+
+// capped is the decision for a new key that hotlimit.WithMaxKeys turns away:
+// RetryAfter is a window, after which every request logged so far has
+// expired and every key held now is evictable, if it gets no more requests.
+func (l *Limiter) capped() hotlimit.Decision {
+	return hotlimit.Decision{Limit: int(l.limit), RetryAfter: time.Duration(l.window)}
+}
