@@ -14,7 +14,7 @@ import (
 // hotlimit.WithMaxKeys; see limitertest.KeyCapFlood.
 func TestMaxKeysUnderAFlood(t *testing.T) {
 	limitertest.KeyCapFlood(t,
-		limitertest.Adapt(slidingcounter.New, hotlimit.WithMaxKeys(limitertest.FloodCap)),
+		limitertest.Adapt(slidingcounter.New, hotlimit.WithMaxKeys(limitertest.FloodCap())),
 		func(epoch int64) limitertest.Model { return models.NewSlidingCounter(10, time.Second).Take },
 		10, time.Second, 192)
 }

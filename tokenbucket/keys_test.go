@@ -14,7 +14,7 @@ import (
 // hotlimit.WithMaxKeys; see limitertest.KeyCapFlood.
 func TestMaxKeysUnderAFlood(t *testing.T) {
 	limitertest.KeyCapFlood(t,
-		limitertest.Adapt(tokenbucket.New, hotlimit.WithMaxKeys(limitertest.FloodCap)),
+		limitertest.Adapt(tokenbucket.New, hotlimit.WithMaxKeys(limitertest.FloodCap())),
 		func(epoch int64) limitertest.Model { return models.NewTokenBucket(10, 10, time.Second, epoch).Take },
 		10, time.Second, 192)
 }
