@@ -95,9 +95,9 @@
 // count at n walks up to MaxVisits nodes, evicting idle ones, and stops at
 // the first it evicts; if it finds none, Get returns nil and the limiter
 // denies the new key. A caller that revives a key evicted under it (it held
-// the cell before the kill) re-inserts it without the check, so the cap can
-// be exceeded only by such callers, each by one key, until the walkers evict
-// again.
+// the cell before the kill) re-inserts it without the check, then walks to
+// evict an idle key when that put the map over the cap; so the cap can be
+// exceeded only by such callers, each by one key, while no key is idle.
 package keyed
 
 import (
@@ -159,18 +159,12 @@ func New[C any](init func(*C), judge func() func(*C) bool, o hotlimit.Options) *
 		autoMin: max(o.AutoSweep, 0),
 		maxKeys: max(o.MaxKeys, 0),
 	}
-	// Presized for the keys it holds in a steady state, the cap or twice the
-	// auto-sweep threshold (see the package documentation), so that the
-	// table does not grow, and no insertion pays for copying it (xsync
-	// copies the table on the goroutine that needs it resized), as long as
-	// the keys not idle stay below the threshold; and grow-only, so that the
-	// deletions of a sweep never make it shrink, only to grow again.
-	switch {
-	case m.maxKeys > 0:
-		m.cells = xsync.NewMapOf[string, *node[C]](xsync.WithPresize(m.maxKeys), xsync.WithGrowOnly())
-	case m.autoMin > 0:
-		m.cells = xsync.NewMapOf[string, *node[C]](xsync.WithPresize(2*m.autoMin), xsync.WithGrowOnly())
-	default:
+	if m.maxKeys > 0 {
+		// Sized for the cap up front, which a flood reaches anyway: the table
+		// never grows, so no insertion pays for copying it (xsync copies the
+		// table on the goroutine whose insertion needs it bigger).
+		m.cells = xsync.NewMapOf[string, *node[C]](xsync.WithPresize(m.maxKeys))
+	} else {
 		m.cells = xsync.NewMapOf[string, *node[C]]()
 	}
 	m.at.Store(&m.head)
@@ -410,9 +404,11 @@ func (m *Map[C]) Peek(key string) (*C, bool) {
 // Revive is called by a caller that found dead, a tombstoned cell, under key.
 // It puts a fresh cell in dead's place, unless a live cell already replaced it,
 // and returns the live cell. When the key was deleted meanwhile, it inserts it
-// again, without the key cap's check (see the package documentation).
+// again, without the key cap's check, and then evicts an idle key if that put
+// the map over the cap (see the package documentation).
 func (m *Map[C]) Revive(key string, dead *C) *C {
 	var fresh *node[C]
+	reinserted := false
 	// Compute stores the key it is given, also when it replaces a value.
 	key = strings.Clone(key)
 	n, _ := m.cells.Compute(key, func(old *node[C], loaded bool) (*node[C], bool) {
@@ -421,12 +417,18 @@ func (m *Map[C]) Revive(key string, dead *C) *C {
 		}
 		if !loaded && m.maxKeys > 0 {
 			m.count.Add(1)
+			reinserted = true
 		}
 		fresh = m.newNode(key)
 		return fresh, false
 	})
 	if fresh != nil && n == fresh {
 		m.push(fresh)
+	}
+	if reinserted && m.count.Load() > int64(m.maxKeys) {
+		// Over the cap by this key: evict an idle one if there is one, so
+		// that the excess lasts only while no key is idle.
+		m.walk(MaxVisits, capChunk, m.judge(), true)
 	}
 	return &n.cell
 }
