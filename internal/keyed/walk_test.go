@@ -242,3 +242,84 @@ func keysUpTo(n int) []string {
 	}
 	return keys
 }
+
+// TestWalkerOnAStaleClaimLosesNothing forces a walker to visit nodes it
+// claimed after a Sweep unlinked some of them, the cursor's node included,
+// and a caller revived one of their keys: the walker's kill of its first
+// node runs them. The walker then finds dead nodes already unlinked and
+// unlinks through stale links, which must skip no live node and delete no
+// revived key: every live key keeps its cell and stays listed, and the count
+// of the cap stays the keys held.
+func TestWalkerOnAStaleClaimLosesNothing(t *testing.T) {
+	var judge func() func(*cell) bool
+	m, cells := capped(16, &judge, 14, 13, 8) // listed 15, 14, 13, …, 8 (the first claim's last), …, 0
+	armed := true
+	judge = func() func(*cell) bool {
+		return func(c *cell) bool {
+			if c == cells[15] && armed {
+				armed = false
+				require.Equal(t, 3, m.Sweep(kill), "the Sweep deleted 14, 13 and 8")
+				add(m, "13", cells[13], 1) // revives 13
+			}
+			return kill(c)
+		}
+	}
+	require.NotNil(t, m.Get("x"), "the Sweep made room")
+	require.False(t, armed)
+	live := keysUpTo(16)
+	live = slices.DeleteFunc(live, func(k string) bool { return k == "14" || k == "8" })
+	assert.ElementsMatch(t, append([]string{"x"}, live...), held(m, append(keysUpTo(16), "x")...))
+	for _, k := range live {
+		c, _ := m.Peek(k)
+		require.NotNil(t, c, k)
+		assert.Equal(t, int64(1), c.n.Load(), "%s kept its live cell", k)
+		if k != "13" {
+			assert.Same(t, cells[mustAtoi(t, k)], c, "%s kept its cell", k)
+		}
+	}
+	c13, _ := m.Peek("13")
+	assert.NotSame(t, cells[13], c13, "13 holds its revived cell")
+	assertListed(t, m, append([]string{"x"}, live...)...)
+	assert.Equal(t, int64(m.Len()), keyed.Reserved(m))
+}
+
+func mustAtoi(t *testing.T, s string) int {
+	t.Helper()
+	i, err := strconv.Atoi(s)
+	require.NoError(t, err)
+	return i
+}
+
+// TestAutoSweepVisitsEveryNodeInAPass holds live keys in a map with
+// auto-sweep, and inserts more live keys: within the insertions that pay for
+// one pass, the walks visit every node listed at the start, the nodes the
+// cursor stopped on included. The pass visits the nodes pushed meanwhile
+// too: i insertions pay StepVisits·i visits of at most held+i nodes (and two
+// chunks, for where the cursor stood and the debt not yet paid).
+func TestAutoSweepVisitsEveryNodeInAPass(t *testing.T) {
+	const held = 20 * keyed.SweepChunk
+	visited := map[*cell]bool{}
+	m := keyed.New(nil, func() func(*cell) bool {
+		return func(c *cell) bool { visited[c] = true; return kill(c) }
+	}, hotlimit.Options{AutoSweep: 1})
+	var start []*cell
+	for i := range held {
+		k := strconv.Itoa(i)
+		start = append(start, add(m, k, m.Get(k), 1))
+	}
+	clear(visited)
+	pass := (held + 2*keyed.SweepChunk) / (keyed.StepVisits - 1)
+	inserts := 0
+	for ; inserts < 2*pass; inserts++ {
+		if !slices.ContainsFunc(start, func(c *cell) bool { return !visited[c] }) {
+			break
+		}
+		k := "new-" + strconv.Itoa(inserts)
+		add(m, k, m.Get(k), 1)
+	}
+	for i, c := range start {
+		assert.True(t, visited[c], "key %d visited", i)
+	}
+	assert.LessOrEqual(t, inserts, pass, "insertions before every node was visited")
+	assert.Equal(t, held+inserts, m.Len(), "no live key evicted")
+}
