@@ -68,20 +68,20 @@
 // first (one always succeeds: lock-free). Claims never overlap within one
 // pass, so concurrent walkers share the work rather than repeat it, and none
 // waits for another. A walker visits every node it claimed, the last one
-// included, where it leaves the cursor: a node left unvisited as the cursor
-// would be left so pass after pass by a list that does not change (the
-// claims would stop on the same nodes), so an idle key there would never be
-// evicted. As the next walker's unlink of the node after the cursor is a CAS
-// on the cursor node's next, the cursor should stand on a linked node: a
-// walker that unlinks the node the cursor stands on (the last it claimed, or
-// as a Sweep or a walker a pass behind) moves the cursor back onto the node
-// whose next it has just swapped, the node before it. At the end of the list
-// the cursor goes back to head. Sweep walks the whole list with a cursor of
-// its own. Two walkers meeting the same node do no harm: kill, the deletion
-// and the unlink are each conditional on what they expect, and at worst a
-// dead node stays listed until the next pass (as when a walker unlinks the
-// last node it claimed after the next walker claimed from it: that walker's
-// unlinks then act on an unlinked node).
+// included, where it leaves the cursor: while the list does not change, the
+// claims of every pass stop on the same nodes, so a node the cursor stood on
+// unvisited would stay unvisited pass after pass, and an idle key there
+// would never be evicted. As the next walker's unlink of the node after the
+// cursor is a CAS on the cursor node's next, the cursor should stand on a
+// linked node: a walker that unlinks the node the cursor stands on (the last
+// it claimed, or as a Sweep or a walker a pass behind) moves the cursor back
+// onto the node whose next it has just swapped, the node before it. At the
+// end of the list the cursor goes back to head. Sweep walks the whole list
+// with a cursor of its own. Two walkers meeting the same node do no harm:
+// kill, the deletion and the unlink are each conditional on what they
+// expect, and at worst a dead node stays listed until the next pass (as when
+// a walker unlinks the last node it claimed after the next walker claimed
+// from it: that walker's unlinks then act on an unlinked node).
 //
 // # Incremental auto-sweep
 //
