@@ -86,7 +86,7 @@ func WithClock(c Clock) Option {
 
 // WithAutoSweep makes a limiter evict idle keys by itself, without a
 // goroutine and without a pause: while it holds at least minKeys keys, the
-// insertions of new keys take turns, about one in ten, to visit 31 held keys
+// insertions of new keys take turns, about one in ten, to visit 32 held keys
 // where the previous visit stopped, going round all keys, and evict those a
 // Sweep would. No call waits for another, and none visits more. As a round
 // of k keys takes about k/3 insertions, the keys held stay below about 1.6

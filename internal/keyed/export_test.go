@@ -14,3 +14,6 @@ func Listed[C any](m *Map[C]) []string {
 	}
 	return keys
 }
+
+// Reserved returns the keys held or reserved under the key cap.
+func Reserved[C any](m *Map[C]) int64 { return m.count.Load() }

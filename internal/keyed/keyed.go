@@ -67,26 +67,30 @@
 // them by CAS, retrying from the new value when another walker moved it
 // first (one always succeeds: lock-free). Claims never overlap within one
 // pass, so concurrent walkers share the work rather than repeat it, and none
-// waits for another. A walker visits the nodes it claimed but the last, where
-// it leaves the cursor: as a walker's unlink of the node after the cursor is
-// a CAS on the cursor node's next, the cursor must stand on a linked node,
-// so no walker unlinks it while it is the cursor (it is visited in the next
-// pass), and one that does (a Sweep, a walker a pass behind) moves the cursor
-// back to head. At the end of the list the cursor goes back to head. Sweep
-// walks the whole list with a cursor of its own. Two walkers meeting the same
-// node do no harm: kill, the deletion and the unlink are each conditional on
-// what they expect, and at worst a dead node stays listed until the next
-// pass.
+// waits for another. A walker visits every node it claimed, the last one
+// included, where it leaves the cursor: while the list does not change, the
+// claims of every pass stop on the same nodes, so a node the cursor stood on
+// unvisited would stay unvisited pass after pass, and an idle key there
+// would never be evicted. As the next walker's unlink of the node after the
+// cursor is a CAS on the cursor node's next, the cursor should stand on a
+// linked node: a walker that unlinks the node the cursor stands on (the last
+// it claimed, or as a Sweep or a walker a pass behind) moves the cursor back
+// onto the node whose next it has just swapped, the node before it. At the
+// end of the list the cursor goes back to head. Sweep walks the whole list
+// with a cursor of its own. Two walkers meeting the same node do no harm:
+// kill, the deletion and the unlink are each conditional on what they
+// expect, and at worst a dead node stays listed until the next pass (as when
+// a walker unlinks the last node it claimed after the next walker claimed
+// from it: that walker's unlinks then act on an unlinked node).
 //
 // # Incremental auto-sweep
 //
 // With an auto-sweep threshold, each insertion that finds the map at the
 // threshold or above owes StepVisits visits, before it inserts its own key;
 // the insertion whose debt completes a chunk of SweepChunk visits pays it,
-// with a walk of SweepChunk−1 visits (see claim). A pass over L nodes takes
-// L·SweepChunk/(StepVisits·(SweepChunk−1)) insertions, about L/3: so the keys
-// held stay below 1.6 times the keys that are not idle when the pass reaches
-// them, plus the threshold and a chunk.
+// with a walk of SweepChunk visits. A pass over L nodes takes L/StepVisits
+// insertions, L/3: so the keys held stay below 1.6 times the keys that are
+// not idle when the pass reaches them, plus the threshold and a chunk.
 //
 // # The key cap
 //
@@ -113,9 +117,8 @@ const (
 	// StepVisits is how many node visits an insertion owes the auto-sweep,
 	// once the map is at its threshold or above.
 	StepVisits = 3
-	// SweepChunk is how many nodes a walk claims at a time: an auto-sweep
-	// step, paid by the insertion whose debt completes a chunk, visits
-	// SweepChunk−1 of them (see claim).
+	// SweepChunk is how many nodes an auto-sweep step claims and visits: it
+	// is paid by the insertion whose debt completes a chunk.
 	SweepChunk = 32
 	// MaxVisits bounds the nodes a key-cap eviction visits.
 	MaxVisits = 64
@@ -240,12 +243,12 @@ func (m *Map[C]) reserve() bool {
 }
 
 // step adds an insertion's StepVisits to the auto-sweep's debt, and when the
-// debt completes a chunk, pays it: one walk of SweepChunk−1 visits.
+// debt completes a chunk, pays it: one walk of SweepChunk visits.
 func (m *Map[C]) step() {
 	// Each chunk of debt is paid once, by the insertion whose add crosses
 	// its end: the adds are atomic, so exactly one sees each crossing.
 	if d := m.debt.Add(StepVisits); (d-StepVisits)/SweepChunk != d/SweepChunk {
-		m.walk(SweepChunk-1, SweepChunk, m.judge(), false)
+		m.walk(SweepChunk, SweepChunk, m.judge(), false)
 	}
 }
 
@@ -272,7 +275,7 @@ func (m *Map[C]) tryReserve() bool {
 func (m *Map[C]) walk(budget, chunk int, kill func(*C) bool, first bool) int {
 	deleted, visits, wrapped := 0, 0, false
 	for visits < budget {
-		from, claimed, wraps := m.claim(min(chunk, budget-visits+1))
+		from, claimed, wraps := m.claim(min(chunk, budget-visits))
 		prev, n := from, from.next.Load()
 		for i := 0; i < claimed && n != nil && visits < budget; i++ {
 			visits++
@@ -305,24 +308,23 @@ func (m *Map[C]) walk(budget, chunk int, kill func(*C) bool, first bool) int {
 	return deleted
 }
 
-// claim hands this walker nodes after the shared cursor to visit: it returns
-// the node the cursor stood on, from, and how many nodes after it are this
-// walker's; wraps reports that the claim reached the end of the list and
-// moved the cursor back to head.
+// claim hands this walker up to chunk nodes after the shared cursor to visit:
+// it returns the node the cursor stood on, from, and how many nodes after it
+// are this walker's; wraps reports that the claim reached the end of the list
+// and moved the cursor back to head.
 func (m *Map[C]) claim(chunk int) (from *node[C], claimed int, wraps bool) {
 	// Invariant: each pass of the cursor hands every node it meets to one
-	// walker, and the cursor stands on a node that stays linked. A walker
-	// reads chunk nodes forward from the cursor, then moves the cursor from
-	// the node it read to the last of them by CAS: it claims them only if no
-	// other walker moved the cursor since; a concurrent claim that did fails
-	// this CAS, and the loop claims from the new position. It visits all but
-	// the last, on which it leaves the cursor, so that the next walker's
-	// unlink of the node after it acts on the list: a walker never unlinks
-	// the node it stands on (that node is visited in the next pass). At the
-	// end of the list it visits every node it read and moves the cursor to
-	// head. Nodes read may be unlinked meanwhile (a Sweep, a walker a pass
-	// behind); next still leads forward from them (see "The sweep list"),
-	// and at worst a dead node stays listed until the next pass.
+	// walker. A walker reads chunk nodes forward from the cursor, then moves
+	// the cursor from the node it read to the last of them by CAS: it claims
+	// them only if no other walker moved the cursor since; a concurrent claim
+	// that did fails this CAS, and the loop claims from the new position. It
+	// visits them all, the last included, on which it leaves the cursor (if
+	// it unlinks that node, visit moves the cursor back onto the node before
+	// it, so that the next walker's unlinks act on the list). At the end of
+	// the list it moves the cursor to head. Nodes read may be unlinked
+	// meanwhile (a Sweep, a walker a pass behind); next still leads forward
+	// from them (see "The sweep list"), and at worst a dead node stays listed
+	// until the next pass.
 	for {
 		from = m.at.Load()
 		to := from
@@ -335,14 +337,11 @@ func (m *Map[C]) claim(chunk int) (from *node[C], claimed int, wraps bool) {
 			to = next
 			n++
 		}
-		// At the end of the list (the last node read or none), the walker
-		// visits them all: the oldest node is never left as the cursor,
-		// which would leave it unvisited pass after pass.
+		// At the end of the list (the last node read or none), the next
+		// claim starts a new pass from head.
 		wraps = n < chunk || to.next.Load() == nil
 		if wraps {
 			to = &m.head
-		} else {
-			n-- // the cursor's node
 		}
 		if m.at.CompareAndSwap(from, to) {
 			return from, n, wraps
@@ -365,10 +364,14 @@ func (m *Map[C]) visit(prev, n, next *node[C], kill func(*C) bool) (kept, delete
 		return true, deleted
 	}
 	if m.at.Load() == n {
-		// A Sweep, or a walker a pass behind, unlinked the node the
-		// bounded walks' cursor stands on: restart their pass at head, so
-		// that their unlinks act on the list again (see claim).
-		m.at.CompareAndSwap(n, &m.head)
+		// This walker unlinked the node the bounded walks' cursor stands on
+		// (the last it claimed, or as a Sweep or a walker a pass behind):
+		// move the cursor back onto prev, whose next it has just swapped
+		// past n, so that the next walker's unlinks act on the list again
+		// and no node after n is skipped (see "Walks"). The CAS fails if a
+		// walker claimed from n meanwhile; then at worst a dead node stays
+		// listed until the next pass.
+		m.at.CompareAndSwap(n, prev)
 	}
 	return false, deleted
 }
