@@ -410,8 +410,17 @@ func (m *Map[C]) Peek(key string) (*C, bool) {
 // again, without the key cap's check, and then evicts an idle key if that put
 // the map over the cap (see the package documentation).
 func (m *Map[C]) Revive(key string, dead *C) *C {
+	if m.maxKeys > 0 && m.count.Load() >= int64(m.maxKeys) {
+		if _, held := m.cells.Load(key); !held {
+			// The re-insertion below will put the map over the cap: evict
+			// an idle key first if there is one, so that the excess lasts
+			// only while no key is idle. First, as after the insertion this
+			// caller's fresh cell could be the walk's victim, and its next
+			// Revive would walk again.
+			m.walk(MaxVisits, capChunk, m.judge(), true)
+		}
+	}
 	var fresh *node[C]
-	reinserted := false
 	// Compute stores the key it is given, also when it replaces a value.
 	key = strings.Clone(key)
 	n, _ := m.cells.Compute(key, func(old *node[C], loaded bool) (*node[C], bool) {
@@ -420,18 +429,12 @@ func (m *Map[C]) Revive(key string, dead *C) *C {
 		}
 		if !loaded && m.maxKeys > 0 {
 			m.count.Add(1)
-			reinserted = true
 		}
 		fresh = m.newNode(key)
 		return fresh, false
 	})
 	if fresh != nil && n == fresh {
 		m.push(fresh)
-	}
-	if reinserted && m.count.Load() > int64(m.maxKeys) {
-		// Over the cap by this key: evict an idle one if there is one, so
-		// that the excess lasts only while no key is idle.
-		m.walk(MaxVisits, capChunk, m.judge(), true)
 	}
 	return &n.cell
 }
