@@ -133,6 +133,7 @@ func BenchmarkFloor(b *testing.B) {
 	const chunk = 1000
 	var t [4]time.Duration
 	rounds := max(2, b.N/chunk)
+	b.ReportAllocs()
 	b.ResetTimer()
 	for r := range rounds {
 		for i := range parts {
