@@ -80,25 +80,48 @@ func (l *Limiter) Allow(key string) bool {
 	// succeeds only if no other claim or tombstone landed since the read (a
 	// slot never holds a value twice), and only replaces a time expired at
 	// the new one, so each slot's admitted times grow by Window or more.
+	L := uint64(len(c.slots))
 	for {
-		s, ok := c.read()
-		switch {
-		case !ok:
+		// cell.read, inlined by hand (read is too large for the inliner,
+		// and the snapshot it returns is copied through the stack, which
+		// cost about a fifth of an admission): head h, slot i = h mod L
+		// holding v, and the time of claim h − 1, newest, from slot
+		// (h − 1) mod L, slot i itself when L = 1. At h = 0 and L > 1 that
+		// slot, L − 1, was never claimed (only claim L − 1 writes a time
+		// there; a refund only sets a bit, a tombstone lands on slot h mod
+		// L), so its time is packed.MinStamp, as read says.
+		h := c.head.Load()
+		i, round := h%L, h/L
+		v := c.load(i)
+		nv := v
+		if L > 1 {
+			j := i - 1
+			if i == 0 {
+				j = L - 1
+			}
+			nv = c.load(j)
+		}
+		if c.head.Load() != h {
 			continue // head moved: another claim completed
-		case s.v == packed.StampDead:
+		}
+		if v == packed.StampDead {
 			c = l.cells.Revive(key, c)
 			now = l.now()
-			continue
-		case s.pending():
-			c.head.CompareAndSwap(s.h, s.h+1) // complete the other claim
+			L = uint64(len(c.slots))
 			continue
 		}
-		t, ok := claimable(s.v, max(now, s.newest), l.window)
+		if _, parity := packed.UnpackStamp(v); parity == round&1 {
+			// Pending (see snapshot.pending): claim h is in, head is stale.
+			c.head.CompareAndSwap(h, h+1) // complete the other claim
+			continue
+		}
+		newest, _ := packed.UnpackStamp(nv)
+		t, ok := claimable(v, max(now, newest), l.window)
 		if !ok {
 			return false // a denial writes nothing
 		}
-		if c.cas(s.i, s.v, packed.PackStamp(t, s.round)) {
-			c.head.CompareAndSwap(s.h, s.h+1)
+		if c.cas(i, v, packed.PackStamp(t, round)) {
+			c.head.CompareAndSwap(h, h+1)
 			return true
 		}
 	}

@@ -194,7 +194,10 @@ func (l *Limiter) Allow(key string) bool {
 	if c == nil {
 		return false // hotlimit.WithMaxKeys: no room for a new key
 	}
-	t, gen, _ := l.read() // after Get: see cell
+	t, gen, ok := l.fastRead(l.clock()) // after Get: see cell
+	if !ok {
+		t, gen, _ = l.read()
+	}
 	now, _ := l.b.Units(t)
 	// The CAS loop, argued in full on cell: the new word is a function of
 	// the word read and now only, so the CAS makes read, decide and write one
@@ -356,6 +359,19 @@ func (l *Limiter) read() (t uint64, gen int64, lag uint64) {
 		}
 	}
 	return t, gen, lag
+}
+
+// fastRead is read's common case, small enough to be inlined into Allow:
+// for a clock reading now at or after the epoch and before maxTime, it
+// returns the limiter's time t and the generation gen, loaded after the
+// reading as in read, and ok when t lies inside gen's guard spans (no sweep
+// due, not behind), where read would return the same. Otherwise the caller
+// calls read, which reads the clock again.
+func (l *Limiter) fastRead(now int64) (t uint64, gen int64, ok bool) {
+	gen = l.swept.Load()
+	t = uint64(now) - uint64(l.epoch)
+	d := int64(t) - gen
+	return t, gen, now >= l.epoch && t <= maxTime && d < l.soft && d >= -l.back
 }
 
 // time reads the clock: t is the nanoseconds since the epoch, clamped to

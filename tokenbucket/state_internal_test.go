@@ -2,6 +2,7 @@ package tokenbucket
 
 import (
 	"errors"
+	"math"
 	"math/rand/v2"
 	"testing"
 	"time"
@@ -119,5 +120,47 @@ func TestFreshKeyLongAfterEpoch(t *testing.T) {
 		tw.now.Add(int64(500 * time.Microsecond))
 		d := tw.take(key, 1<<19, false, false, "half refilled")
 		assert.True(t, d.Allowed, "step %d", i)
+	}
+}
+
+// TestFastReadAgreesWithRead: Allow's inlined fastRead, where it answers ok,
+// returns what read returns for the same clock reading (with no lag), and it
+// answers ok exactly for readings at or after the epoch, up to maxTime, and
+// inside the generation's guard spans: at each edge of those ranges, and at
+// the ends of int64.
+func TestFastReadAgreesWithRead(t *testing.T) {
+	for _, epoch := range []int64{0, 1 << 40, -1 << 40, math.MinInt64 + 1, math.MaxInt64 - 1} {
+		var clock int64 = epoch
+		lim, err := New(1<<20, time.Millisecond, hotlimit.WithClock(func() int64 { return clock }))
+		require.NoError(t, err)
+		require.Equal(t, epoch, lim.epoch)
+		for _, gen := range []int64{0, 1 << 30, lim.back + 5, maxTime - lim.soft/2} {
+			lim.swept.Store(gen)
+			var readings []int64
+			for _, d := range []int64{-lim.back - 1, -lim.back, 0, lim.soft - 1, lim.soft} {
+				readings = append(readings, epoch+gen+d, epoch+gen+d+1)
+			}
+			readings = append(readings, epoch, epoch-1, epoch+maxTime, epoch+maxTime+1, math.MinInt64, math.MaxInt64)
+			oks := 0
+			for _, r := range readings {
+				ft, fgen, ok := lim.fastRead(r)
+				d := int64(r-epoch) - gen // wraps only where r < epoch or r − epoch > maxTime
+				want := r >= epoch && uint64(r)-uint64(epoch) <= maxTime && d >= -lim.back && d < lim.soft
+				assert.Equal(t, want, ok, "epoch %d gen %d reading %d", epoch, gen, r)
+				if !ok {
+					continue
+				}
+				oks++
+				clock = r
+				rt, rgen, lag := lim.read()
+				assert.Equal(t, rt, ft, "epoch %d gen %d reading %d: t", epoch, gen, r)
+				assert.Equal(t, rgen, fgen, "epoch %d gen %d reading %d: gen", epoch, gen, r)
+				assert.Zero(t, lag, "epoch %d gen %d reading %d: lag", epoch, gen, r)
+				assert.Equal(t, gen, lim.swept.Load(), "read ran no sweep")
+			}
+			if gen < math.MaxInt64-max(epoch, 0)-lim.soft { // epoch + gen + soft fits an int64
+				assert.Positive(t, oks, "epoch %d gen %d: some readings take the fast path", epoch, gen)
+			}
+		}
 	}
 }

@@ -75,7 +75,7 @@ func NewBucket(limit, burst, window uint64, fracBits uint) Bucket {
 // Range is the span of time, in nanoseconds, over which a stored timestamp
 // still reads unambiguously: 2^(T−1) units of refill time, saturated at
 // 2^63−1.
-func (b Bucket) Range() uint64 {
+func (b *Bucket) Range() uint64 {
 	hi, lo := bits.Mul64(uint64(1)<<(b.TickBits-1), b.Window)
 	if hi >= b.PerWindow {
 		return 1<<63 - 1
@@ -86,13 +86,15 @@ func (b Bucket) Range() uint64 {
 
 // Pack builds a word from a token count (at most Cap) and a timestamp in
 // units; the timestamp is kept modulo 2^T.
-func (b Bucket) Pack(tokens, last uint64) uint64 {
-	return tokens<<b.TickBits | last&(1<<b.TickBits-1)
+func (b *Bucket) Pack(tokens, last uint64) uint64 {
+	t := b.TickBits & 63 // T < 64: the compiler then needs no check of the shift
+	return tokens<<t | last&(1<<t-1)
 }
 
 // Unpack splits a word into its token count and its timestamp modulo 2^T.
-func (b Bucket) Unpack(w uint64) (tokens, last uint64) {
-	return w >> b.TickBits, w & (1<<b.TickBits - 1)
+func (b *Bucket) Unpack(w uint64) (tokens, last uint64) {
+	t := b.TickBits & 63 // as in Pack
+	return w >> t, w & (1<<t - 1)
 }
 
 // Units returns u(t) = ⌊t·PerWindow/Window⌋ modulo 2^64 and the remainder
@@ -107,7 +109,7 @@ func (b Bucket) Unpack(w uint64) (tokens, last uint64) {
 // t·part − q·W lies in [0, 2W), below 2^64 (W < 2^63), so it is computed
 // exactly modulo 2^64; it is W or more exactly when q = ⌊x⌋ − 1, and one
 // correction gives the quotient and the remainder.
-func (b Bucket) Units(t uint64) (u, rem uint64) {
+func (b *Bucket) Units(t uint64) (u, rem uint64) {
 	q, _ := bits.Mul64(t, b.frac)
 	rem = t*b.part - q*b.Window
 	if rem >= b.Window {
@@ -123,13 +125,14 @@ func (b Bucket) Units(t uint64) (u, rem uint64) {
 // 2^(T−1) or more) refills nothing and keeps last. A full word (tokens ≥ Cap)
 // returns Cap and now whatever its timestamp: nothing is missing, so the time
 // it was last refilled carries nothing.
-func (b Bucket) Refill(tokens, last, now uint64) (uint64, uint64) {
-	mask := uint64(1)<<b.TickBits - 1
+func (b *Bucket) Refill(tokens, last, now uint64) (uint64, uint64) {
+	t := b.TickBits & 63 // as in Pack; T ≥ 1
+	mask := uint64(1)<<t - 1
 	if tokens >= b.Cap {
 		return b.Cap, now & mask
 	}
 	elapsed := (now - last) & mask
-	if elapsed >= 1<<(b.TickBits-1) {
+	if elapsed >= 1<<((t-1)&63) {
 		return tokens, last
 	}
 	if elapsed >= b.Cap-tokens {
@@ -144,7 +147,7 @@ func (b Bucket) Refill(tokens, last, now uint64) (uint64, uint64) {
 // keeps need·Window below PerWindow·2^64, so that the result fits 64 bits: for
 // need ≤ Cap it is at most Window·Burst/Limit, the time to fill an empty
 // bucket.
-func (b Bucket) Wait(need, rem uint64) uint64 {
+func (b *Bucket) Wait(need, rem uint64) uint64 {
 	if need == 0 {
 		return 0
 	}
