@@ -165,6 +165,76 @@ func (k *keyBuf) key(scope hotlimit.Scope, user, api string) string {
 	return unsafe.String(unsafe.SliceData(k.b[start:]), len(k.b)-start)
 }
 
+// stackKeyLen is the longest key a decision builds in a stackKey, on its own
+// stack; longer keys (names of over a hundred bytes) go to a pooled keyBuf.
+const stackKeyLen = 128
+
+// stackKey builds one state key on the caller's stack, for the limiters that
+// copy a key they keep (see copiesKeys): no pool, no allocation. A key built
+// in it is valid until the stackKey goes out of scope, which is when the
+// decision returns.
+//
+// The key passed to a limiter is an interface call's argument, which the
+// compiler's escape analysis takes to escape, and would move the array to
+// the heap on every call. The key is built through noescape to prevent that:
+// sound because the limiters that get such keys never keep them (they keep a
+// copy, made on insertion, see internal/keyed) and never hand them to
+// another goroutine, so no reference outlives the call. A stack that grows
+// during the call is copied with the pointers into it adjusted, this one
+// included, as for any pointer into a stack.
+type stackKey [stackKeyLen]byte
+
+// noescape hides p from escape analysis: the runtime's own, also used by
+// github.com/puzpuzpuz/xsync/v3 (it is one of the runtime's linkname-exported
+// symbols, see go.dev/issue/67401).
+//
+//go:noescape
+//go:linkname noescape runtime.noescape
+func noescape(p unsafe.Pointer) unsafe.Pointer
+
+// key builds the key of scope for (user, api) (see stateKey) in k and
+// returns it as a string that aliases k; ok is false, and k unused, when the
+// key is longer than stackKeyLen.
+func (k *stackKey) key(scope hotlimit.Scope, user, api string) (key string, ok bool) {
+	var n int
+	switch scope {
+	case hotlimit.Global:
+		return globalKey, true
+	case hotlimit.PerUser:
+		if len(user) > stackKeyLen-len(userKeyPrefix) {
+			return "", false
+		}
+		n = copy(k[:], userKeyPrefix)
+		n += copy(k[n:], user)
+	case hotlimit.PerAPI:
+		if len(api) > stackKeyLen-len(apiKeyPrefix) {
+			return "", false
+		}
+		n = copy(k[:], apiKeyPrefix)
+		n += copy(k[n:], api)
+	default:
+		u := len(user)
+		if u > stackKeyLen || len(api) > stackKeyLen || decimalLen(u)+2+u+len(api) > stackKeyLen {
+			return "", false
+		}
+		switch { // u < 1000: at most 3 digits
+		case u < 10:
+			k[0], n = byte('0'+u), 1
+		case u < 100:
+			k[0], k[1], n = byte('0'+u/10), byte('0'+u%10), 2
+		default:
+			k[0], k[1], k[2], n = byte('0'+u/100), byte('0'+u/10%10), byte('0'+u%10), 3
+		}
+		k[n] = ':'
+		n++
+		n += copy(k[n:], user)
+		k[n] = '|'
+		n++
+		n += copy(k[n:], api)
+	}
+	return unsafe.String((*byte)(noescape(unsafe.Pointer(k))), n), true
+}
+
 // copiesKeys reports whether l is one of this module's in-memory limiters,
 // which never keep a key they are given, only a copy (see internal/keyed), so
 // that a key may alias a buffer reused after the call. A factory's limiters

@@ -37,6 +37,14 @@ type rule struct {
 	// slow is set when a decision of one limit must see the limiter's
 	// Decision: an observer, or a limit in shadow mode.
 	slow bool
+	// fast is set for a rule of one limit, not slow, whose limiter copies
+	// keys: Allow is then the limiter's Allow under a key on the stack.
+	fast bool
+}
+
+// setFast sets fast from the other fields.
+func (ru *rule) setFast() {
+	ru.fast = ru.multi == nil && ru.transient && !ru.slow
 }
 
 // named returns a copy of ru named name: it shares ru's limiters and multi.
@@ -46,20 +54,27 @@ func (ru *rule) named(name string) *rule {
 	return &c
 }
 
-// allow is Take(user, api, 1).Allowed on the fastest path.
+// allow is Take(user, api, 1).Allowed on the fastest path: for a rule of
+// one limit whose limiter copies keys, with no observer and no shadow mode,
+// the limiter's Allow under a key built on the stack.
 func (ru *rule) allow(cache *keyCache, user, api string) bool {
-	if ru.multi != nil || ru.slow && !ru.transient {
+	if ru.fast {
+		var sk stackKey
+		if k, ok := sk.key(ru.scope, user, api); ok {
+			return ru.lim.Allow(k)
+		}
+	}
+	return ru.allowSlow(cache, user, api)
+}
+
+// allowSlow is allow for the other rules, and for keys too long for a
+// stackKey.
+func (ru *rule) allowSlow(cache *keyCache, user, api string) bool {
+	switch {
+	case ru.multi != nil || ru.slow:
 		d, _ := ru.take(cache, user, api, 1)
 		return d.Allowed
-	}
-	if ru.slow {
-		kb := getKeyBuf()
-		d := ru.lim.Take(kb.key(ru.scope, user, api), 1)
-		kb.put()
-		d, _ = ru.one(d, 1)
-		return d.Allowed
-	}
-	if !ru.transient {
+	case !ru.transient:
 		return ru.lim.Allow(cache.key(ru.scope, user, api))
 	}
 	kb := getKeyBuf()
@@ -71,19 +86,22 @@ func (ru *rule) allow(cache *keyCache, user, api string) bool {
 // take asks the rule for n requests from user to api, and returns the
 // decision and the limit that decided it.
 func (ru *rule) take(cache *keyCache, user, api string, n int) (hotlimit.Decision, hotlimit.Config) {
+	if ru.multi == nil {
+		if ru.transient {
+			var sk stackKey
+			if k, ok := sk.key(ru.scope, user, api); ok {
+				return ru.one(ru.lim.Take(k, n), n)
+			}
+			kb := getKeyBuf()
+			defer kb.put()
+			return ru.one(ru.lim.Take(kb.key(ru.scope, user, api), n), n)
+		}
+		return ru.one(ru.lim.Take(cache.key(ru.scope, user, api), n), n)
+	}
 	var kb *keyBuf
 	if ru.transient {
 		kb = getKeyBuf()
 		defer kb.put()
-	}
-	if ru.multi == nil {
-		var k string
-		if kb != nil {
-			k = kb.key(ru.scope, user, api)
-		} else {
-			k = cache.key(ru.scope, user, api)
-		}
-		return ru.one(ru.lim.Take(k, n), n)
 	}
 	d, i, shadow, _ := ru.multi.take(nil, keys{cache: cache, buf: kb, user: user, api: api}, n)
 	return ru.several(d, i, shadow, n)
@@ -259,6 +277,7 @@ func build(rs Rules, prev *rules, opts []hotlimit.Option) (*rules, error) {
 			}
 			ru.lim, ru.multi = nil, m
 		}
+		ru.setFast()
 		byLimits[key] = ru
 		return nil
 	})

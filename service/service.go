@@ -255,8 +255,10 @@ func (s *Service) override(c hotlimit.Config) (*rule, error) {
 		return nil, err
 	}
 	o := hotlimit.NewOptions(s.opts...)
-	ru, _ := s.overrides.LoadOrStore(c, &rule{limits: Limits{c}, lim: lim, scope: c.Scope, transient: copiesKeys(lim),
-		name: OverrideRule, obs: o.Observer, near: o.NearLimit, slow: o.Observer != nil || c.Shadow})
+	ru := &rule{limits: Limits{c}, lim: lim, scope: c.Scope, transient: copiesKeys(lim),
+		name: OverrideRule, obs: o.Observer, near: o.NearLimit, slow: o.Observer != nil || c.Shadow}
+	ru.setFast()
+	ru, _ = s.overrides.LoadOrStore(c, ru)
 	return ru, nil
 }
 
