@@ -181,3 +181,25 @@ func TestAllowOfOneLimitBuildsItsKeyOnTheStack(t *testing.T) {
 		assert.Equal(t, limit-1-101, d.Remaining, "%d-byte user: its state is kept under its own key", len(p[0]))
 	}
 }
+
+func TestAllowUnderAnObserverSkipsTheDurations(t *testing.T) {
+	obs := hotlimit.WithObserver(hotlimit.ObserverFunc(func(hotlimit.Event) {}))
+	for a, want := range map[hotlimit.Algorithm]bool{
+		hotlimit.TokenBucket: true, hotlimit.GCRA: true, hotlimit.FixedWindow: true, hotlimit.SlidingCounter: true,
+		hotlimit.SlidingLog: false, hotlimit.Unlimited: false,
+	} {
+		c := hotlimit.Config{Algorithm: a, Limit: 10, Window: time.Second}
+		if a == hotlimit.Unlimited {
+			c = hotlimit.Config{Algorithm: a}
+		}
+		s, err := New(c, obs)
+		require.NoError(t, err)
+		ru := s.rules.Load().def
+		assert.False(t, ru.fast, "%v: an observer must hear of every decision", a)
+		assert.Equal(t, want, ru.counted != nil, "%v: Allow asks AllowRemaining", a)
+		quiet, err := New(c)
+		require.NoError(t, err)
+		assert.Nil(t, quiet.rules.Load().def.counted, "%v: without an observer, Allow asks Allow", a)
+		assert.True(t, quiet.rules.Load().def.fast, "%v", a)
+	}
+}

@@ -184,6 +184,66 @@ func TestAllowWithAnObserverDoesNotAllocate(t *testing.T) {
 	assert.EqualValues(t, 102, n.Load())
 }
 
+// recording is an observer that keeps every event.
+type recording struct {
+	mu     sync.Mutex
+	events []hotlimit.Event
+}
+
+func (r *recording) Observe(e hotlimit.Event) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.events = append(r.events, e)
+}
+
+// TestObserverHearsOfAllowAsOfTake: on twin services, one asked with Allow
+// and the other with Take(user, api, 1), the observers hear of the same
+// decisions (rule, policy, outcome, n, Allowed, Limit and Remaining; Allow's
+// durations are not computed), for every algorithm, with a limit enforced
+// and in shadow mode, and with the near-limit and denied outcomes reached.
+func TestObserverHearsOfAllowAsOfTake(t *testing.T) {
+	all := []hotlimit.Algorithm{hotlimit.TokenBucket, hotlimit.GCRA, hotlimit.FixedWindow, hotlimit.SlidingCounter, hotlimit.SlidingLog, hotlimit.Unlimited}
+	for _, a := range all {
+		for _, shadow := range []bool{false, true} {
+			t.Run(fmt.Sprintf("%v/shadow=%v", a, shadow), func(t *testing.T) {
+				c := hotlimit.Config{Algorithm: a, Limit: 10, Window: time.Second, Shadow: shadow}
+				if a == hotlimit.Unlimited {
+					c = hotlimit.Config{Algorithm: a}
+				}
+				rules := service.Rules{Default: service.Limits{c}, Users: map[string]service.Limits{"u1": {c}}}
+				clock, now := frozen(int64(time.Hour))
+				var byAllow, byTake recording
+				sa, err := service.NewFromRules(rules, clock, hotlimit.WithObserver(&byAllow))
+				require.NoError(t, err)
+				st, err := service.NewFromRules(rules, clock, hotlimit.WithObserver(&byTake))
+				require.NoError(t, err)
+				for i := range 60 {
+					if i%25 == 24 {
+						now.Add(int64(300 * time.Millisecond))
+					}
+					user := []string{"u0", "u1"}[i%2]
+					assert.Equal(t, st.Take(user, "api", 1).Allowed, sa.Allow(user, "api"), "step %d", i)
+				}
+				require.Len(t, byAllow.events, 60)
+				require.Len(t, byTake.events, 60)
+				outcomes := map[hotlimit.Outcome]int{}
+				for i, want := range byTake.events {
+					got := byAllow.events[i]
+					want.Decision.RetryAfter, want.Decision.ResetAfter = 0, 0
+					got.Decision.RetryAfter, got.Decision.ResetAfter = 0, 0
+					assert.Equal(t, want, got, "step %d", i)
+					outcomes[want.Outcome]++
+				}
+				if a != hotlimit.Unlimited {
+					assert.Positive(t, outcomes[hotlimit.OutcomeAllowed])
+					assert.Positive(t, outcomes[hotlimit.OutcomeNearLimit])
+					assert.Positive(t, outcomes[hotlimit.OutcomeDenied]+outcomes[hotlimit.OutcomeShadowDenied])
+				}
+			})
+		}
+	}
+}
+
 // BenchmarkObserver compares service Allow on a hot pair without an
 // observer and with one that counts (one atomic add):
 // benchstat -col /observer.
@@ -215,4 +275,43 @@ func TestTurningShadowModeOffKeepsTheLimitsState(t *testing.T) {
 	enforced.Shadow = false
 	require.NoError(t, s.Replace(service.Rules{Default: service.Limits{enforced}}))
 	assert.Zero(t, passes(s, "u", "a", 5), "the 3 counted in shadow mode still count")
+}
+
+// BenchmarkObserverRatio measures service Allow on a hot pair without an
+// observer and with one that counts (one atomic add), in alternating blocks
+// of calls so that both see the same load on a busy machine, and reports
+// each one's ns per call and their ratio (counting/none).
+func BenchmarkObserverRatio(b *testing.B) {
+	for _, a := range []hotlimit.Algorithm{hotlimit.TokenBucket, hotlimit.GCRA, hotlimit.FixedWindow, hotlimit.SlidingCounter, hotlimit.SlidingLog} {
+		b.Run(fmt.Sprintf("alg=%v", a), func(b *testing.B) {
+			c := hotlimit.Config{Algorithm: a, Limit: 1 << 16, Window: time.Millisecond}
+			var n atomic.Int64
+			none, err := service.New(c)
+			require.NoError(b, err)
+			counting, err := service.New(c, hotlimit.WithObserver(hotlimit.ObserverFunc(func(hotlimit.Event) { n.Add(1) })))
+			require.NoError(b, err)
+			const block = 512
+			var noneNs, countingNs, calls int64
+			b.ReportAllocs()
+			for i := 0; i < b.N; i += block {
+				k := min(block, b.N-i)
+				t0 := time.Now()
+				for range k {
+					none.Allow("user", "GET /api")
+				}
+				t1 := time.Now()
+				for range k {
+					counting.Allow("user", "GET /api")
+				}
+				t2 := time.Now()
+				noneNs += int64(t1.Sub(t0))
+				countingNs += int64(t2.Sub(t1))
+				calls += int64(k)
+			}
+			require.Equal(b, calls, n.Load(), "the observer heard of every decision")
+			b.ReportMetric(float64(noneNs)/float64(calls), "none-ns/call")
+			b.ReportMetric(float64(countingNs)/float64(calls), "counting-ns/call")
+			b.ReportMetric(float64(countingNs)/float64(noneNs), "counting/none")
+		})
+	}
 }

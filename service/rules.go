@@ -40,11 +40,27 @@ type rule struct {
 	// fast is set for a rule of one limit, not slow, whose limiter copies
 	// keys: Allow is then the limiter's Allow under a key on the stack.
 	fast bool
+	// counted is the limiter of a slow rule of one limit that copies keys,
+	// when it reports Remaining with Allow (see remainingAllower): Allow
+	// then asks it instead of Take, and skips the durations.
+	counted remainingAllower
 }
 
-// setFast sets fast from the other fields.
+// remainingAllower is a limiter that reports, with Allow, the Remaining that
+// Take(key, 1) would: all that an observer needs of a decision of Allow (its
+// outcome, near the limit or not), without the durations Take computes. The
+// in-memory limiters but the sliding log and Unlimited have it.
+type remainingAllower interface {
+	AllowRemaining(key string) (allowed bool, remaining int)
+}
+
+// setFast sets fast and counted from the other fields.
 func (ru *rule) setFast() {
 	ru.fast = ru.multi == nil && ru.transient && !ru.slow
+	ru.counted = nil
+	if ru.multi == nil && ru.transient && ru.slow {
+		ru.counted, _ = ru.lim.(remainingAllower)
+	}
 }
 
 // named returns a copy of ru named name: it shares ru's limiters and multi.
@@ -62,6 +78,13 @@ func (ru *rule) allow(cache *keyCache, user, api string) bool {
 		var sk stackKey
 		if k, ok := sk.key(ru.scope, user, api); ok {
 			return ru.lim.Allow(k)
+		}
+	} else if ru.counted != nil {
+		var sk stackKey
+		if k, ok := sk.key(ru.scope, user, api); ok {
+			allowed, remaining := ru.counted.AllowRemaining(k)
+			d, _ := ru.one(hotlimit.Decision{Allowed: allowed, Limit: ru.limits[0].Limit, Remaining: remaining}, 1)
+			return d.Allowed
 		}
 	}
 	return ru.allowSlow(cache, user, api)
