@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/binary"
 	"fmt"
+	"math"
 	"slices"
 	"strconv"
 	"strings"
@@ -44,6 +45,11 @@ type rule struct {
 	// when it reports Remaining with Allow (see remainingAllower): Allow
 	// then asks it instead of Take, and skips the durations.
 	counted remainingAllower
+	// nearMax is the largest Remaining that Classify counts as near the
+	// limit of limits[0] under the share near, and policy is limits[0], for
+	// counted.
+	nearMax int
+	policy  hotlimit.Config
 }
 
 // remainingAllower is a limiter that reports, with Allow, the Remaining that
@@ -58,9 +64,29 @@ type remainingAllower interface {
 func (ru *rule) setFast() {
 	ru.fast = ru.multi == nil && ru.transient && !ru.slow
 	ru.counted = nil
-	if ru.multi == nil && ru.transient && ru.slow {
+	// A limit of 2^53 or more would have counts that float64 rounds, and
+	// Classify with them: such a rule is left to Take.
+	if ru.multi == nil && ru.transient && ru.slow && ru.limits[0].Limit < 1<<53 {
 		ru.counted, _ = ru.lim.(remainingAllower)
+		ru.nearMax, ru.policy = nearMax(ru.limits[0].Limit, ru.near), ru.limits[0]
 	}
+}
+
+// nearMax returns the largest Remaining that hotlimit.Classify counts as
+// near a limit of limit requests under the share near (float64(r) ≤
+// near·float64(limit)), so that r ≤ nearMax decides as Classify does without
+// floating point on the hot path: for an integer r, exact as a float64 (a
+// count below 2^53, as setFast ensures), r ≤ x exactly when r ≤ ⌊x⌋. −1 (no Remaining) when
+// near·limit is not a number ≥ 0.
+func nearMax(limit int, near float64) int {
+	x := near * float64(limit)
+	switch {
+	case !(x >= 0):
+		return -1
+	case x >= float64(limit): // near ≥ 1; also keeps the conversion in range
+		return limit
+	}
+	return int(math.Floor(x))
 }
 
 // named returns a copy of ru named name: it shares ru's limiters and multi.
@@ -82,9 +108,7 @@ func (ru *rule) allow(cache *keyCache, user, api string) bool {
 	} else if ru.counted != nil {
 		var sk stackKey
 		if k, ok := sk.key(ru.scope, user, api); ok {
-			allowed, remaining := ru.counted.AllowRemaining(k)
-			d, _ := ru.one(hotlimit.Decision{Allowed: allowed, Limit: ru.limits[0].Limit, Remaining: remaining}, 1)
-			return d.Allowed
+			return ru.observeAllow(ru.counted.AllowRemaining(k))
 		}
 	}
 	return ru.allowSlow(cache, user, api)
@@ -128,6 +152,28 @@ func (ru *rule) take(cache *keyCache, user, api string, n int) (hotlimit.Decisio
 	}
 	d, i, shadow, _ := ru.multi.take(nil, keys{cache: cache, buf: kb, user: user, api: api}, n)
 	return ru.several(d, i, shadow, n)
+}
+
+// observeAllow finishes a decision of Allow that the limiter reported with
+// AllowRemaining, as one does for n = 1, and returns whether the caller
+// passes. The outcome is Classify's: nearMax is its threshold on Remaining.
+func (ru *rule) observeAllow(allowed bool, remaining int) bool {
+	// The Event is built in the call itself: one copy of it, not two.
+	outcome, passes := hotlimit.OutcomeAllowed, allowed
+	switch {
+	case allowed && remaining > ru.nearMax:
+	case allowed:
+		outcome = hotlimit.OutcomeNearLimit
+	case ru.policy.Shadow:
+		outcome, passes = hotlimit.OutcomeShadowDenied, true
+	default:
+		outcome = hotlimit.OutcomeDenied
+	}
+	if ru.obs != nil {
+		ru.obs.Observe(hotlimit.Event{Rule: ru.name, Policy: ru.policy, Outcome: outcome, N: 1,
+			Decision: hotlimit.Decision{Allowed: passes, Limit: ru.policy.Limit, Remaining: remaining}})
+	}
+	return passes
 }
 
 // one finishes the decision d of a rule of one limit on n requests: a limit
