@@ -308,8 +308,14 @@ func write(w io.Writer, samples []sample) error {
 	if writeMemory(w, samples) {
 		sections++
 	}
+	if writeService(w, d) {
+		sections++
+	}
+	if writeFlood(w, samples) {
+		sections++
+	}
 	if sections == 0 {
-		return errors.New("summary: no results of BenchmarkAllow, BenchmarkInsert, BenchmarkAutoSweep or BenchmarkMemory in the input")
+		return errors.New("summary: no results of BenchmarkAllow, BenchmarkInsert, BenchmarkAutoSweep, BenchmarkMemory, BenchmarkService or BenchmarkFlood in the input")
 	}
 	return nil
 }
@@ -548,6 +554,60 @@ func writeMemory(w io.Writer, samples []sample) bool {
 	}
 	fmt.Fprintf(w, "  hotlimit: %s\n  others:   %s\n\n", strings.Join(h, ", "), strings.Join(p, ", "))
 	return true
+}
+
+// writeService prints BenchmarkService: per pair count and -cpu, the
+// service's ns/op and B/pair as ratios to the bare token bucket's.
+func writeService(w io.Writer, d *data) bool {
+	var rows []row
+	for _, r := range d.rows {
+		if strings.HasPrefix(r.scenario, "Service/") && len(d.runs[r]["service"]) > 0 && len(d.runs[r]["tokenbucket"]) > 0 {
+			rows = append(rows, r)
+		}
+	}
+	if len(rows) == 0 {
+		return false
+	}
+	fmt.Fprintln(w, "the service at scale (BenchmarkService): Allow(user, api) of pairs seen before, parallel, uniform, against")
+	fmt.Fprintln(w, "the bare token bucket under the same keys; median of the per-run ratios [min-max]; B/pair: heap per pair held")
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	fmt.Fprintln(tw, "pairs	cpu	service ns/op	service ÷ bare	B/pair service	bare	÷	")
+	for _, r := range rows {
+		svc, bare := d.runs[r]["service"], d.runs[r]["tokenbucket"]
+		ns, _ := medianOf(svc, "ns/op")
+		vs := "–"
+		if st, ok := ratios(svc, bare, "ns/op"); ok {
+			vs = st.String()
+		}
+		bs, _ := medianOf(svc, "B/pair")
+		bb, _ := medianOf(bare, "B/pair")
+		div := "–"
+		if bb > 0 {
+			div = ratio(bs / bb)
+		}
+		fmt.Fprintf(tw, "%s\t%d\t%.0f\t%s\t%.0f\t%.0f\t%s\t\n", strings.TrimPrefix(r.scenario, "Service/pairs="), r.cpu, ns, vs, bs, bb, div)
+	}
+	tw.Flush()
+	fmt.Fprintln(w)
+	return true
+}
+
+// writeFlood prints cmd/flood's BenchmarkFlood line: the heap after a flood
+// of distinct idle pairs against the pairs still held.
+func writeFlood(w io.Writer, samples []sample) bool {
+	found := false
+	for _, s := range samples {
+		if s.bench != "Flood" {
+			continue
+		}
+		v := s.values
+		fmt.Fprintf(w, "flood (cmd/flood): %.0f distinct pairs through a default service, one request each: heap +%.1f MB at the end\n",
+			v["pairs"], v["heap-B"]/(1<<20))
+		fmt.Fprintf(w, "  (peak +%.1f MB) for %.0f pairs held, %.0f B per pair held; %.0f ns per pair\n\n",
+			v["peak-B"]/(1<<20), v["held"], v["B/held-pair"], v["ns/pair"])
+		found = true
+	}
+	return found
 }
 
 func main() {

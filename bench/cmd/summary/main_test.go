@@ -125,3 +125,23 @@ func lineOf(t *testing.T, out, prefix string, n int) string {
 	t.Fatalf("no line %d starting with %q in:\n%s", n, prefix, out)
 	return ""
 }
+
+// TestServiceAndFlood checks the service-at-scale table (run i against run
+// i, B/pair medians and their ratio) and the flood line.
+func TestServiceAndFlood(t *testing.T) {
+	const in = `BenchmarkService/pairs=100000/impl=tokenbucket-2   1000   100.0 ns/op   96.0 B/pair   1.000 allowed/op
+BenchmarkService/pairs=100000/impl=tokenbucket-2   1000   200.0 ns/op   96.0 B/pair   1.000 allowed/op
+BenchmarkService/pairs=100000/impl=service-2       1000   110.0 ns/op   96.0 B/pair   1.000 allowed/op
+BenchmarkService/pairs=100000/impl=service-2       1000   260.0 ns/op   96.0 B/pair   1.000 allowed/op
+BenchmarkFlood/impl=service 1 900.0 ns/pair 10000000 pairs 60000 held 5242880 heap-B 10485760 peak-B 87.4 B/held-pair
+`
+	samples, err := parse(strings.NewReader(in), "in")
+	require.NoError(t, err)
+	var out bytes.Buffer
+	require.NoError(t, write(&out, samples))
+	t.Log("\n" + out.String())
+	// 110/100 and 260/200; B/pair 96 both.
+	assert.Regexp(t, `^100000 +2 +185 +1\.20 \[1\.10-1\.30\] +96 +96 +1\.00 *$`, lineOf(t, out.String(), "100000 ", 0))
+	assert.Contains(t, out.String(), "flood (cmd/flood): 10000000 distinct pairs through a default service, one request each: heap +5.0 MB at the end\n")
+	assert.Contains(t, out.String(), "(peak +10.0 MB) for 60000 pairs held, 87 B per pair held; 900 ns per pair\n")
+}
