@@ -265,10 +265,10 @@ wall() { echo "$(($(date +%s) - start))s"; }
 	echo "### memory"
 	cat "$dir/memory.txt"
 	echo
-	echo "### the service at scale: service against the bare token bucket under the service's keys (vs base = impl=tokenbucket)"
+	echo "### the service at scale: service against the bare token bucket under the service's keys, in alternating blocks"
 	grep -E '^(--- FAIL|FAIL|panic:)' "$dir/service-raw.txt"
-	$GO tool benchstat -col '/impl@(tokenbucket service)' \
-		-filter '.name:Service AND .unit:(ns/op OR B/pair OR allocs/op)' "$dir/service-raw.txt"
+	$GO tool benchstat -filter '.name:Service AND .unit:(service/bare OR service-ns/call OR bare-ns/call OR B/pair-service OR B/pair-bare OR allocs/op)' \
+		"$dir/service-raw.txt"
 	echo
 	echo "### flood: distinct idle pairs through a service with its default options (cmd/flood)"
 	cat "$dir/flood.txt"
