@@ -27,10 +27,11 @@ type keyName struct {
 // keyCache keeps the state keys of the names seen lately, for the limiters
 // that may keep a key they are given (a factory's, such as redislimit's), so
 // that a decision on a pair seen before allocates nothing: a key is a string
-// made of both names. The in-memory limiters get keys built in a keyBuf
-// instead, which costs no lookup and holds nothing per pair. It is a pure cache: an entry is the
-// same string stateKey makes, whatever the rules, so dropping any entry at
-// any time changes no decision, and it needs no invalidation on Replace.
+// made of both names. The in-memory limiters get keys built in a stackKey or
+// a keyBuf instead, which costs no lookup and holds nothing per pair. It is a
+// pure cache: an entry is the same string stateKey makes, whatever the rules,
+// so dropping any entry at any time changes no decision, and it needs no
+// invalidation on Replace.
 //
 // It holds at most about twice the limiters' keys: an insertion that brings
 // it to its threshold clears it, when it holds more than twice the keys the

@@ -23,8 +23,8 @@ type rule struct {
 	scope  hotlimit.Scope
 	multi  *multi // nil for one limit
 	// transient is set when every limiter of the rule copies the keys it
-	// keeps (see copiesKeys): keys are then built in a pooled keyBuf, else
-	// taken from the service's keyCache.
+	// keeps (see copiesKeys): keys are then built on the stack (stackKey)
+	// or in a pooled keyBuf, else taken from the service's keyCache.
 	transient bool
 
 	// name is the rule's path, such as apis["GET /pay"], for the observer.

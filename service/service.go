@@ -24,8 +24,9 @@ import (
 // or everyone; see [hotlimit.Scope]), so it always uses the rules in force
 // when it started, and costs the limiter's one map lookup and CAS. The
 // service keeps nothing per pair besides its limiters' state: the in-memory
-// limiters are asked under a key built in a recycled buffer (they keep a copy
-// of the keys they store); a factory's limiters, which may keep the keys they
+// limiters are asked under a key built on the decision's own stack (in a
+// recycled buffer for a rule of several limits, or names of over a hundred
+// bytes; they keep a copy of the keys they store); a factory's limiters, which may keep the keys they
 // are given, under keys from a cache that the service empties once it holds
 // more than twice the limiters' keys. So the limiters' eviction (their Sweep,
 // [hotlimit.WithAutoSweep], [Service.Sweep]) frees everything an idle pair
