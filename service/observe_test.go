@@ -3,7 +3,7 @@ package service_test
 import (
 	"fmt"
 	"math"
-	"slices"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -332,19 +332,25 @@ func BenchmarkObserverRatio(b *testing.B) {
 				}
 				b.StopTimer()
 				require.EqualValues(b, calls, n.n.Load(), "the observer heard of every decision")
-				b.ReportMetric(medianOf(noneNs), "none-ns/call")
-				b.ReportMetric(medianOf(countingNs), "counting-ns/call")
-				b.ReportMetric(medianOf(ratios), "counting/none")
+				b.ReportMetric(median(noneNs), "none-ns/call")
+				b.ReportMetric(median(countingNs), "counting-ns/call")
+				b.ReportMetric(median(ratios), "counting/none")
 			})
 		}
 	}
 }
 
-// medianOf returns the median of xs, which it sorts; 0 for none.
-func medianOf(xs []float64) float64 {
-	if len(xs) == 0 {
-		return 0
-	}
-	slices.Sort(xs)
-	return xs[len(xs)/2]
+// TestObservedAllowOfLongNames: names too long for a key on the stack take
+// the pooled buffer, on the observed path too; the observer hears of every
+// decision, and the limit holds.
+func TestObservedAllowOfLongNames(t *testing.T) {
+	var n counter
+	clock, _ := frozen(int64(time.Hour))
+	s, err := service.New(cfg(hotlimit.TokenBucket, 5), clock, hotlimit.WithObserver(&n))
+	require.NoError(t, err)
+	long := strings.Repeat("u", 300)
+	assert.Equal(t, 5, passes(s, long, "GET /pay", 8))
+	assert.Equal(t, 5, passes(s, long+"x", "GET /pay", 8), "another pair, its own quota")
+	assert.EqualValues(t, 16, n.n.Load())
+	assert.Equal(t, 2, s.Len())
 }
