@@ -133,27 +133,37 @@ func TestKeyCacheOfFactoryLimitersIsBounded(t *testing.T) {
 
 func TestStackKeyBuildsStateKeys(t *testing.T) {
 	names := []string{"", "z", "zed", strings.Repeat("u", 9), strings.Repeat("u", 10), strings.Repeat("u", 99), strings.Repeat("u", 100), strings.Repeat("u", 5000)}
-	// Lengths around the edge of the buffer, for every scope's overhead.
-	for n := stackKeyLen - 12; n <= stackKeyLen+1; n++ {
-		names = append(names, strings.Repeat("n", n))
+	// Lengths around the edges of both buffers, for every scope's overhead.
+	for _, edge := range []int{stackKeyLen, longKeyLen} {
+		for n := edge - 12; n <= edge+1; n++ {
+			names = append(names, strings.Repeat("n", n))
+		}
 	}
-	fits := 0
+	fits := map[string]int{}
 	for _, user := range names {
-		for _, api := range []string{"", "GET /pay", strings.Repeat("a", 30), strings.Repeat("a", stackKeyLen-1)} {
+		for _, api := range []string{"", "GET /pay", strings.Repeat("a", 30), strings.Repeat("a", stackKeyLen-1), strings.Repeat("a", longKeyLen-1)} {
 			for _, scope := range []hotlimit.Scope{hotlimit.PerPair, hotlimit.PerUser, hotlimit.PerAPI, hotlimit.Global} {
-				var sk stackKey
 				want := stateKey(scope, user, api)
-				k, ok := sk.key(scope, user, api)
-				if !ok {
-					assert.Greater(t, len(want), stackKeyLen, "%v, user of %d bytes, api of %d: a key that fits is refused", scope, len(user), len(api))
-					continue
+				var sk stackKey
+				var lk longKey
+				for _, b := range []struct {
+					name string
+					max  int
+					key  func(hotlimit.Scope, string, string) (string, bool)
+				}{{"stackKey", stackKeyLen, sk.key}, {"longKey", longKeyLen, lk.key}} {
+					k, ok := b.key(scope, user, api)
+					if !ok {
+						assert.Greater(t, len(want), b.max, "%s: %v, user of %d bytes, api of %d: a key that fits is refused", b.name, scope, len(user), len(api))
+						continue
+					}
+					fits[b.name]++
+					assert.Equal(t, want, k, "%s: %v, user of %d bytes, api of %d", b.name, scope, len(user), len(api))
 				}
-				fits++
-				assert.Equal(t, want, k, "%v, user of %d bytes, api of %d", scope, len(user), len(api))
 			}
 		}
 	}
-	assert.Greater(t, fits, 100, "most keys of the table fit")
+	assert.Greater(t, fits["stackKey"], 100, "many keys of the table fit")
+	assert.Greater(t, fits["longKey"], fits["stackKey"], "more fit the long one")
 }
 
 func TestAllowOfOneLimitBuildsItsKeyOnTheStack(t *testing.T) {
@@ -163,20 +173,23 @@ func TestAllowOfOneLimitBuildsItsKeyOnTheStack(t *testing.T) {
 	require.NoError(t, err)
 	require.True(t, s.rules.Load().def.fast)
 	require.True(t, s.Allow("user", "GET /pay"))
-	user := strings.Repeat("u", 60) // with the api, the longest key that fits
+	user := strings.Repeat("u", 30) // with the api, the longest key that fits
 	api := strings.Repeat("a", stackKeyLen-len(user)-4)
 	require.Len(t, stateKey(hotlimit.PerPair, user, api), stackKeyLen)
+	long := user + "x"                      // in a longKey
+	huge := strings.Repeat("h", longKeyLen) // in the pool's buffer
 	require.True(t, s.Allow(user, api))
-	long := user + "x"
 	require.True(t, s.Allow(long, api))
+	require.True(t, s.Allow(huge, api))
 	// Each pair is now asked 101 times more: AllocsPerRun warms up once.
 	assert.Zero(t, testing.AllocsPerRun(100, func() { s.Allow("user", "GET /pay") }))
 	assert.Zero(t, testing.AllocsPerRun(100, func() { s.Allow(user, api) }), "a key of stackKeyLen bytes")
-	assert.Zero(t, testing.AllocsPerRun(100, func() { s.Allow(long, api) }), "a longer key, in the pool's buffer")
+	assert.Zero(t, testing.AllocsPerRun(100, func() { s.Allow(long, api) }), "a longer key, in a longKey")
+	assert.Zero(t, testing.AllocsPerRun(100, func() { s.Allow(huge, api) }), "a key longer than longKeyLen, in the pool's buffer")
 	// The limiter kept a copy of each key, not the stack's bytes: the pairs
 	// are still found under their keys.
-	assert.Equal(t, 3, s.Len())
-	for _, p := range [][2]string{{"user", "GET /pay"}, {user, api}, {long, api}} {
+	assert.Equal(t, 4, s.Len())
+	for _, p := range [][2]string{{"user", "GET /pay"}, {user, api}, {long, api}, {huge, api}} {
 		d := s.Take(p[0], p[1], 0)
 		assert.Equal(t, limit-1-101, d.Remaining, "%d-byte user: its state is kept under its own key", len(p[0]))
 	}

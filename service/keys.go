@@ -167,8 +167,13 @@ func (k *keyBuf) key(scope hotlimit.Scope, user, api string) string {
 }
 
 // stackKeyLen is the longest key a decision builds in a stackKey, on its own
-// stack; longer keys (names of over a hundred bytes) go to a pooled keyBuf.
-const stackKeyLen = 128
+// stack; Allow then tries a longKey, in a frame of its own so that the short
+// keys of most decisions do not pay for zeroing it, and longer keys still go
+// to a pooled keyBuf.
+const (
+	stackKeyLen = 64
+	longKeyLen  = 512
+)
 
 // stackKey builds one state key on the caller's stack, for the limiters that
 // copy a key they keep (see copiesKeys): no pool, no allocation. A key built
@@ -185,6 +190,21 @@ const stackKeyLen = 128
 // included, as for any pointer into a stack.
 type stackKey [stackKeyLen]byte
 
+// longKey is a stackKey for keys of up to longKeyLen bytes.
+type longKey [longKeyLen]byte
+
+// key builds the key of scope for (user, api) (see stateKey) in k and
+// returns it as a string that aliases k; ok is false, and k unused, when the
+// key is longer than stackKeyLen.
+func (k *stackKey) key(scope hotlimit.Scope, user, api string) (key string, ok bool) {
+	return buildKey(k[:], scope, user, api)
+}
+
+// key is stackKey.key for keys of up to longKeyLen bytes.
+func (k *longKey) key(scope hotlimit.Scope, user, api string) (key string, ok bool) {
+	return buildKey(k[:], scope, user, api)
+}
+
 // noescape hides p from escape analysis: the runtime's own, also used by
 // github.com/puzpuzpuz/xsync/v3 (it is one of the runtime's linkname-exported
 // symbols, see go.dev/issue/67401).
@@ -193,47 +213,48 @@ type stackKey [stackKeyLen]byte
 //go:linkname noescape runtime.noescape
 func noescape(p unsafe.Pointer) unsafe.Pointer
 
-// key builds the key of scope for (user, api) (see stateKey) in k and
-// returns it as a string that aliases k; ok is false, and k unused, when the
-// key is longer than stackKeyLen.
-func (k *stackKey) key(scope hotlimit.Scope, user, api string) (key string, ok bool) {
+// buildKey builds the key of scope for (user, api) (see stateKey) in b,
+// which is at most 999 bytes long, and returns it as a string that aliases b
+// and that escape analysis does not see (see stackKey); ok is false when the
+// key is longer than b.
+func buildKey(b []byte, scope hotlimit.Scope, user, api string) (key string, ok bool) {
 	var n int
 	switch scope {
 	case hotlimit.Global:
 		return globalKey, true
 	case hotlimit.PerUser:
-		if len(user) > stackKeyLen-len(userKeyPrefix) {
+		if len(user) > len(b)-len(userKeyPrefix) {
 			return "", false
 		}
-		n = copy(k[:], userKeyPrefix)
-		n += copy(k[n:], user)
+		n = copy(b, userKeyPrefix)
+		n += copy(b[n:], user)
 	case hotlimit.PerAPI:
-		if len(api) > stackKeyLen-len(apiKeyPrefix) {
+		if len(api) > len(b)-len(apiKeyPrefix) {
 			return "", false
 		}
-		n = copy(k[:], apiKeyPrefix)
-		n += copy(k[n:], api)
+		n = copy(b, apiKeyPrefix)
+		n += copy(b[n:], api)
 	default:
 		u := len(user)
-		if u > stackKeyLen || len(api) > stackKeyLen || decimalLen(u)+2+u+len(api) > stackKeyLen {
+		if u > len(b) || len(api) > len(b) || decimalLen(u)+2+u+len(api) > len(b) {
 			return "", false
 		}
-		switch { // u < 1000: at most 3 digits
+		switch { // u ≤ len(b) < 1000: at most 3 digits
 		case u < 10:
-			k[0], n = byte('0'+u), 1
+			b[0], n = byte('0'+u), 1
 		case u < 100:
-			k[0], k[1], n = byte('0'+u/10), byte('0'+u%10), 2
+			b[0], b[1], n = byte('0'+u/10), byte('0'+u%10), 2
 		default:
-			k[0], k[1], k[2], n = byte('0'+u/100), byte('0'+u/10%10), byte('0'+u%10), 3
+			b[0], b[1], b[2], n = byte('0'+u/100), byte('0'+u/10%10), byte('0'+u%10), 3
 		}
-		k[n] = ':'
+		b[n] = ':'
 		n++
-		n += copy(k[n:], user)
-		k[n] = '|'
+		n += copy(b[n:], user)
+		b[n] = '|'
 		n++
-		n += copy(k[n:], api)
+		n += copy(b[n:], api)
 	}
-	return unsafe.String((*byte)(noescape(unsafe.Pointer(k))), n), true
+	return unsafe.String((*byte)(noescape(unsafe.Pointer(unsafe.SliceData(b)))), n), true
 }
 
 // copiesKeys reports whether l is one of this module's in-memory limiters,

@@ -128,6 +128,10 @@ func (ru *rule) allowSlow(cache *keyCache, user, api string) bool {
 	case !ru.transient:
 		return ru.lim.Allow(cache.key(ru.scope, user, api))
 	}
+	var lk longKey
+	if k, ok := lk.key(ru.scope, user, api); ok {
+		return ru.lim.Allow(k)
+	}
 	kb := getKeyBuf()
 	ok := ru.lim.Allow(kb.key(ru.scope, user, api))
 	kb.put()
