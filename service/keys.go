@@ -167,9 +167,9 @@ func (k *keyBuf) key(scope hotlimit.Scope, user, api string) string {
 }
 
 // stackKeyLen is the longest key a decision builds in a stackKey, on its own
-// stack; Allow then tries a longKey, in a frame of its own so that the short
-// keys of most decisions do not pay for zeroing it, and longer keys still go
-// to a pooled keyBuf.
+// stack. A longer key is built in a longKey, declared on the slower path so
+// that the short keys of most decisions do not pay for zeroing it, and a key
+// longer still in a pooled keyBuf.
 const (
 	stackKeyLen = 64
 	longKeyLen  = 512

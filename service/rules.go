@@ -119,7 +119,8 @@ func (ru *rule) allow(cache *keyCache, user, api string) bool {
 }
 
 // allowSlow is allow for the other rules, and for keys too long for a
-// stackKey.
+// stackKey: in a longKey, declared here so that allow's frame does not zero
+// it, else in a pooled keyBuf.
 func (ru *rule) allowSlow(cache *keyCache, user, api string) bool {
 	switch {
 	case ru.multi != nil || ru.slow:
@@ -145,6 +146,10 @@ func (ru *rule) take(cache *keyCache, user, api string, n int) (hotlimit.Decisio
 		if ru.transient {
 			var sk stackKey
 			if k, ok := sk.key(ru.scope, user, api); ok {
+				return ru.one(ru.lim.Take(k, n), n)
+			}
+			var lk longKey
+			if k, ok := lk.key(ru.scope, user, api); ok {
 				return ru.one(ru.lim.Take(k, n), n)
 			}
 			kb := getKeyBuf()
