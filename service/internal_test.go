@@ -221,7 +221,7 @@ func TestAllowUnderAnObserverSkipsTheDurations(t *testing.T) {
 }
 
 func TestNearMaxClassifiesAsClassify(t *testing.T) {
-	for _, limit := range []int{1, 3, 5, 7, 10, 100, 1 << 20, math.MaxInt32, 1<<53 - 1} {
+	for _, limit := range []int{1, 3, 5, 7, 10, 100, 1 << 20, math.MaxInt32, int(min(int64(math.MaxInt), 1<<53-1))} {
 		for _, near := range []float64{0, 0.1, 0.2, 1.0 / 3, 0.5, 0.99, 1, math.NaN()} {
 			m := nearMax(limit, near)
 			for _, r := range []int{0, 1, m - 1, m, m + 1, limit / 5, limit/5 + 1, limit / 3, limit/3 + 1, limit - 1, limit} {

@@ -69,7 +69,7 @@ func (ru *rule) setFast() {
 	ru.counted = nil
 	// A limit of 2^53 or more would have counts that float64 rounds, and
 	// Classify with them: such a rule is left to Take.
-	if ru.multi == nil && ru.transient && ru.slow && ru.limits[0].Limit < 1<<53 {
+	if ru.multi == nil && ru.transient && ru.slow && int64(ru.limits[0].Limit) < 1<<53 {
 		ru.counted, _ = ru.lim.(remainingAllower)
 		ru.nearMax, ru.policy = nearMax(ru.limits[0].Limit, ru.near), ru.limits[0]
 		ru.obsFunc, _ = ru.obs.(hotlimit.ObserverFunc)
