@@ -13,6 +13,11 @@
 #   3. the frozen-clock cross-check (TestCrossCheck) → cross.txt
 #   4. heap bytes per key after $MEMKEYS keys (cmd/memory) → memory.txt,
 #      memory-raw.txt
+#   4b. the service at scale: BenchmarkService, service against the bare token
+#      bucket at $SERVICEPAIRS pairs, -cpu $MANYCPU (ns/op, B/pair) →
+#      service-raw.txt; $FLOODPAIRS distinct idle pairs through a default
+#      service (cmd/flood: heap at the end against the pairs held) →
+#      flood.txt, flood-raw.txt
 #   5. Redis, when redis-server and redis-benchmark are on PATH (see below)
 #      → redis-raw.txt, redis.txt
 #   6. chart (cmd/chart) → scaling.svg; full tables (benchstat: ns/op, B/op,
@@ -40,13 +45,16 @@
 #   SWEEPCOUNT  its runs (default 3)
 #   SWEEPIMPL   its algorithms, a regexp (default tokenbucket; .* for all)
 #   MEMKEYS     keys of the memory measurement (default 1000000)
+#   SERVICEPAIRS pair counts of BenchmarkService (default 100000,1000000)
+#   FLOODPAIRS  distinct pairs of cmd/flood (default 10000000)
 #   REDISTIME   -benchtime of the Redis benchmarks (default 500ms)
 #   REDISCOUNT  rounds of the Redis benchmarks (default $COUNT)
 #   REDIS       auto (default): the Redis part when redis-server is found;
 #               0: skip it; only: run only it (and print its table)
 #   SMOKE=1     a quick check that everything runs: BENCHTIME=1x COUNT=1,
 #               SWEEPKEYS=20000, MEMKEYS=20000 with short windows,
-#               REDISTIME=1x; the numbers mean nothing
+#               SERVICEPAIRS=1000,10000, FLOODPAIRS=100000, REDISTIME=1x; the
+#               numbers mean nothing
 #
 # benchstat is a tool dependency of this module (go.mod `tool` line): the first
 # run downloads it from the module proxy, later runs work offline.
@@ -56,6 +64,7 @@ cd "$(dirname "$0")"
 if [[ "${SMOKE:-}" == 1 ]]; then
 	BENCHTIME=${BENCHTIME:-1x} COUNT=${COUNT:-1} MEMKEYS=${MEMKEYS:-20000} REDISTIME=${REDISTIME:-1x}
 	SWEEPKEYS=${SWEEPKEYS:-20000} SWEEPCOUNT=${SWEEPCOUNT:-1}
+	SERVICEPAIRS=${SERVICEPAIRS:-1000,10000} FLOODPAIRS=${FLOODPAIRS:-100000}
 	MEMFLAGS=(-window 20ms -every 300ms)
 else
 	MEMFLAGS=(-window 1s -every 4s)
@@ -68,6 +77,8 @@ SWEEPKEYS=${SWEEPKEYS:-2000000}
 SWEEPCOUNT=${SWEEPCOUNT:-3}
 SWEEPIMPL=${SWEEPIMPL:-tokenbucket}
 MEMKEYS=${MEMKEYS:-1000000}
+SERVICEPAIRS=${SERVICEPAIRS:-100000,1000000}
+FLOODPAIRS=${FLOODPAIRS:-10000000}
 REDISTIME=${REDISTIME:-500ms}
 REDISCOUNT=${REDISCOUNT:-$COUNT}
 REDIS=${REDIS:-auto}
@@ -167,7 +178,9 @@ hot=(-bench '^BenchmarkAllow$/^mode=parallel$/^keys=1$' -cpu "$CPU" "${common[@]
 many=(-bench '^(BenchmarkAllow|BenchmarkInsert)$/^mode=parallel$/^(keys=100000|impl=.*)$' -cpu "$MANYCPU" "${common[@]}")
 sweep=(-run '^$' -bench "^BenchmarkAutoSweep\$/^impl=($SWEEPIMPL)\$" -benchmem -benchtime "${SWEEPKEYS}x"
 	-count "$SWEEPCOUNT" -cpu 1 -timeout 60m .)
-commands=("go test ${serial[*]}" "go test ${hot[*]}" "go test ${many[*]}" "go test ${sweep[*]}")
+svc=(-run '^$' -bench '^BenchmarkService$' -benchmem -benchtime "$BENCHTIME" -count "$COUNT" -cpu "$MANYCPU"
+	-timeout 60m . -service-pairs "$SERVICEPAIRS")
+commands=("go test ${serial[*]}" "go test ${hot[*]}" "go test ${many[*]}" "go test ${sweep[*]}" "go test ${svc[*]}")
 
 : >"$raw"
 step "benchmarks: ${commands[0]}"
@@ -188,6 +201,12 @@ $GO test -run '^TestCrossCheck$' -v -count 1 . >"$dir/cross.txt" 2>&1 || status=
 
 step "memory: go run ./cmd/memory -keys $MEMKEYS ${MEMFLAGS[*]} -bench $dir/memory-raw.txt"
 $GO run ./cmd/memory -keys "$MEMKEYS" "${MEMFLAGS[@]}" -bench "$dir/memory-raw.txt" >"$dir/memory.txt" 2>&1 || status=1
+
+step "service at scale: ${commands[4]}"
+$GO test "${svc[@]}" >"$dir/service-raw.txt" 2>&1 || status=1
+
+step "flood: go run ./cmd/flood -pairs $FLOODPAIRS -bench $dir/flood-raw.txt"
+$GO run ./cmd/flood -pairs "$FLOODPAIRS" -bench "$dir/flood-raw.txt" >"$dir/flood.txt" 2>&1 || status=1
 
 if [[ $REDIS != 0 ]]; then
 	redis_part
@@ -246,6 +265,14 @@ wall() { echo "$(($(date +%s) - start))s"; }
 	echo "### memory"
 	cat "$dir/memory.txt"
 	echo
+	echo "### the service at scale: service against the bare token bucket under the service's keys, in alternating blocks"
+	grep -E '^(--- FAIL|FAIL|panic:)' "$dir/service-raw.txt"
+	$GO tool benchstat -filter '.name:Service AND .unit:(service/bare OR service-ns/call OR bare-ns/call OR B/pair-service OR B/pair-bare OR allocs/op)' \
+		"$dir/service-raw.txt"
+	echo
+	echo "### flood: distinct idle pairs through a service with its default options (cmd/flood)"
+	cat "$dir/flood.txt"
+	echo
 	echo "### Redis: redislimit against redis_rate and a trivial script's ceiling (redis.txt)"
 	echo "$redis_out"
 	echo
@@ -259,7 +286,7 @@ wall() { echo "$(($(date +%s) - start))s"; }
 		echo "SMOKE=1: a few calls per benchmark; the numbers below mean nothing"
 	fi
 	echo
-	$GO run ./cmd/summary "$raw" "$dir/sweep-raw.txt" "$dir/memory-raw.txt" || status=1
+	$GO run ./cmd/summary "$raw" "$dir/sweep-raw.txt" "$dir/memory-raw.txt" "$dir/service-raw.txt" "$dir/flood-raw.txt" || status=1
 	if [[ $redis_out == *skipped* ]]; then
 		echo "$redis_out"
 	elif [[ -n $redis_out ]]; then
@@ -269,9 +296,10 @@ wall() { echo "$(($(date +%s) - start))s"; }
 	echo "cross-check (frozen clock, N goroutines on new keys): $(grep -cE -- '--- FAIL' "$dir/cross.txt") failures; see latest.txt"
 	if [[ $status != 0 ]]; then
 		echo
-		echo "FAILED: see $dir/raw.txt, $dir/sweep-raw.txt, $dir/cross.txt, $dir/memory.txt, $redis_raw"
-		grep -hE -A2 -- '--- FAIL|panic:' "$raw" "$dir/sweep-raw.txt" "$dir/cross.txt" $([[ $REDIS != 0 && -f $redis_raw ]] && echo "$redis_raw") | head -20
+		echo "FAILED: see $dir/raw.txt, $dir/sweep-raw.txt, $dir/cross.txt, $dir/memory.txt, $dir/service-raw.txt, $dir/flood.txt, $redis_raw"
+		grep -hE -A2 -- '--- FAIL|panic:' "$raw" "$dir/sweep-raw.txt" "$dir/cross.txt" "$dir/service-raw.txt" $([[ $REDIS != 0 && -f $redis_raw ]] && echo "$redis_raw") | head -20
 		grep -hE '^(Error|memory:|exit status)' "$dir/memory.txt" | head -5
+		grep -hE '^(flood:|exit status)' "$dir/flood.txt" | head -5
 	fi
 	echo
 	echo "full tables: $dir/latest.txt; chart: $dir/scaling.svg; wall time $(wall)"

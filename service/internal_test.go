@@ -130,3 +130,108 @@ func TestKeyCacheOfFactoryLimitersIsBounded(t *testing.T) {
 	s.Sweep()
 	assert.Zero(t, s.keys.m.Size(), "Sweep empties it")
 }
+
+func TestStackKeyBuildsStateKeys(t *testing.T) {
+	names := []string{"", "z", "zed", strings.Repeat("u", 9), strings.Repeat("u", 10), strings.Repeat("u", 99), strings.Repeat("u", 100), strings.Repeat("u", 5000)}
+	// Lengths around the edges of both buffers, for every scope's overhead.
+	for _, edge := range []int{stackKeyLen, longKeyLen} {
+		for n := edge - 12; n <= edge+1; n++ {
+			names = append(names, strings.Repeat("n", n))
+		}
+	}
+	fits := map[string]int{}
+	for _, user := range names {
+		for _, api := range []string{"", "GET /pay", strings.Repeat("a", 30), strings.Repeat("a", stackKeyLen-1), strings.Repeat("a", longKeyLen-1)} {
+			for _, scope := range []hotlimit.Scope{hotlimit.PerPair, hotlimit.PerUser, hotlimit.PerAPI, hotlimit.Global} {
+				want := stateKey(scope, user, api)
+				var sk stackKey
+				var lk longKey
+				for _, b := range []struct {
+					name string
+					max  int
+					key  func(hotlimit.Scope, string, string) (string, bool)
+				}{{"stackKey", stackKeyLen, sk.key}, {"longKey", longKeyLen, lk.key}} {
+					k, ok := b.key(scope, user, api)
+					if !ok {
+						assert.Greater(t, len(want), b.max, "%s: %v, user of %d bytes, api of %d: a key that fits is refused", b.name, scope, len(user), len(api))
+						continue
+					}
+					fits[b.name]++
+					assert.Equal(t, want, k, "%s: %v, user of %d bytes, api of %d", b.name, scope, len(user), len(api))
+				}
+			}
+		}
+	}
+	assert.Greater(t, fits["stackKey"], 100, "many keys of the table fit")
+	assert.Greater(t, fits["longKey"], fits["stackKey"], "more fit the long one")
+}
+
+func TestAllowOfOneLimitBuildsItsKeyOnTheStack(t *testing.T) {
+	const limit = 1000
+	frozen := hotlimit.WithClock(func() int64 { return int64(time.Hour) })
+	s, err := New(hotlimit.Config{Algorithm: hotlimit.TokenBucket, Limit: limit, Window: time.Hour}, frozen)
+	require.NoError(t, err)
+	require.True(t, s.rules.Load().def.fast)
+	require.True(t, s.Allow("user", "GET /pay"))
+	user := strings.Repeat("u", 30) // with the api, the longest key that fits
+	api := strings.Repeat("a", stackKeyLen-len(user)-4)
+	require.Len(t, stateKey(hotlimit.PerPair, user, api), stackKeyLen)
+	long := user + "x"                      // in a longKey
+	huge := strings.Repeat("h", longKeyLen) // in the pool's buffer
+	require.True(t, s.Allow(user, api))
+	require.True(t, s.Allow(long, api))
+	require.True(t, s.Allow(huge, api))
+	// Each pair is now asked 101 times more: AllocsPerRun warms up once.
+	assert.Zero(t, testing.AllocsPerRun(100, func() { s.Allow("user", "GET /pay") }))
+	assert.Zero(t, testing.AllocsPerRun(100, func() { s.Allow(user, api) }), "a key of stackKeyLen bytes")
+	assert.Zero(t, testing.AllocsPerRun(100, func() { s.Allow(long, api) }), "a longer key, in a longKey")
+	assert.Zero(t, testing.AllocsPerRun(100, func() { s.Allow(huge, api) }), "a key longer than longKeyLen, in the pool's buffer")
+	for _, u := range []string{user, long, huge} { // Take(…, 0) reports and changes nothing
+		assert.Zero(t, testing.AllocsPerRun(100, func() { s.Take(u, api, 0) }), "Take, a user of %d bytes", len(u))
+	}
+	// The limiter kept a copy of each key, not the stack's bytes: the pairs
+	// are still found under their keys.
+	assert.Equal(t, 4, s.Len())
+	for _, p := range [][2]string{{"user", "GET /pay"}, {user, api}, {long, api}, {huge, api}} {
+		d := s.Take(p[0], p[1], 0)
+		assert.Equal(t, limit-1-101, d.Remaining, "%d-byte user: its state is kept under its own key", len(p[0]))
+	}
+}
+
+func TestAllowUnderAnObserverSkipsTheDurations(t *testing.T) {
+	obs := hotlimit.WithObserver(hotlimit.ObserverFunc(func(hotlimit.Event) {}))
+	for a, want := range map[hotlimit.Algorithm]bool{
+		hotlimit.TokenBucket: true, hotlimit.GCRA: true, hotlimit.FixedWindow: true, hotlimit.SlidingCounter: true,
+		hotlimit.SlidingLog: false, hotlimit.Unlimited: false,
+	} {
+		c := hotlimit.Config{Algorithm: a, Limit: 10, Window: time.Second}
+		if a == hotlimit.Unlimited {
+			c = hotlimit.Config{Algorithm: a}
+		}
+		s, err := New(c, obs)
+		require.NoError(t, err)
+		ru := s.rules.Load().def
+		assert.False(t, ru.fast, "%v: an observer must hear of every decision", a)
+		assert.Equal(t, want, ru.counted != nil, "%v: Allow asks AllowRemaining", a)
+		quiet, err := New(c)
+		require.NoError(t, err)
+		assert.Nil(t, quiet.rules.Load().def.counted, "%v: without an observer, Allow asks Allow", a)
+		assert.True(t, quiet.rules.Load().def.fast, "%v", a)
+	}
+}
+
+func TestNearMaxClassifiesAsClassify(t *testing.T) {
+	for _, limit := range []int{1, 3, 5, 7, 10, 100, 1 << 20, math.MaxInt32, int(min(int64(math.MaxInt), 1<<53-1))} {
+		for _, near := range []float64{0, 0.1, 0.2, 1.0 / 3, 0.5, 0.99, 1, math.NaN()} {
+			m := nearMax(limit, near)
+			for _, r := range []int{0, 1, m - 1, m, m + 1, limit / 5, limit/5 + 1, limit / 3, limit/3 + 1, limit - 1, limit} {
+				if r < 0 {
+					continue
+				}
+				d := hotlimit.Decision{Allowed: true, Limit: limit, Remaining: r}
+				want := hotlimit.Classify(d, false, near) == hotlimit.OutcomeNearLimit
+				assert.Equal(t, want, r <= m, "limit %d, share %v, remaining %d (nearMax %d)", limit, near, r, m)
+			}
+		}
+	}
+}

@@ -27,10 +27,11 @@ type keyName struct {
 // keyCache keeps the state keys of the names seen lately, for the limiters
 // that may keep a key they are given (a factory's, such as redislimit's), so
 // that a decision on a pair seen before allocates nothing: a key is a string
-// made of both names. The in-memory limiters get keys built in a keyBuf
-// instead, which costs no lookup and holds nothing per pair. It is a pure cache: an entry is the
-// same string stateKey makes, whatever the rules, so dropping any entry at
-// any time changes no decision, and it needs no invalidation on Replace.
+// made of both names. The in-memory limiters get keys built in a stackKey or
+// a keyBuf instead, which costs no lookup and holds nothing per pair. It is a
+// pure cache: an entry is the same string stateKey makes, whatever the rules,
+// so dropping any entry at any time changes no decision, and it needs no
+// invalidation on Replace.
 //
 // It holds at most about twice the limiters' keys: an insertion that brings
 // it to its threshold clears it, when it holds more than twice the keys the
@@ -163,6 +164,97 @@ func (k *keyBuf) key(scope hotlimit.Scope, user, api string) string {
 		k.b = append(k.b, api...)
 	}
 	return unsafe.String(unsafe.SliceData(k.b[start:]), len(k.b)-start)
+}
+
+// stackKeyLen is the longest key a decision builds in a stackKey, on its own
+// stack. A longer key is built in a longKey, declared on the slower path so
+// that the short keys of most decisions do not pay for zeroing it, and a key
+// longer still in a pooled keyBuf.
+const (
+	stackKeyLen = 64
+	longKeyLen  = 512
+)
+
+// stackKey builds one state key on the caller's stack, for the limiters that
+// copy a key they keep (see copiesKeys): no pool, no allocation. A key built
+// in it is valid until the stackKey goes out of scope, which is when the
+// decision returns.
+//
+// The key passed to a limiter is an interface call's argument, which the
+// compiler's escape analysis takes to escape, and would move the array to
+// the heap on every call. The key is built through noescape to prevent that:
+// sound because the limiters that get such keys never keep them (they keep a
+// copy, made on insertion, see internal/keyed) and never hand them to
+// another goroutine, so no reference outlives the call. A stack that grows
+// during the call is copied with the pointers into it adjusted, this one
+// included, as for any pointer into a stack.
+type stackKey [stackKeyLen]byte
+
+// longKey is a stackKey for keys of up to longKeyLen bytes.
+type longKey [longKeyLen]byte
+
+// key builds the key of scope for (user, api) (see stateKey) in k and
+// returns it as a string that aliases k; ok is false, and k unused, when the
+// key is longer than stackKeyLen.
+func (k *stackKey) key(scope hotlimit.Scope, user, api string) (key string, ok bool) {
+	return buildKey(k[:], scope, user, api)
+}
+
+// key is stackKey.key for keys of up to longKeyLen bytes.
+func (k *longKey) key(scope hotlimit.Scope, user, api string) (key string, ok bool) {
+	return buildKey(k[:], scope, user, api)
+}
+
+// noescape hides p from escape analysis: the runtime's own, also used by
+// github.com/puzpuzpuz/xsync/v3 (it is one of the runtime's linkname-exported
+// symbols, see go.dev/issue/67401).
+//
+//go:noescape
+//go:linkname noescape runtime.noescape
+func noescape(p unsafe.Pointer) unsafe.Pointer
+
+// buildKey builds the key of scope for (user, api) (see stateKey) in b,
+// which is at most 999 bytes long, and returns it as a string that aliases b
+// and that escape analysis does not see (see stackKey); ok is false when the
+// key is longer than b.
+func buildKey(b []byte, scope hotlimit.Scope, user, api string) (key string, ok bool) {
+	var n int
+	switch scope {
+	case hotlimit.Global:
+		return globalKey, true
+	case hotlimit.PerUser:
+		if len(user) > len(b)-len(userKeyPrefix) {
+			return "", false
+		}
+		n = copy(b, userKeyPrefix)
+		n += copy(b[n:], user)
+	case hotlimit.PerAPI:
+		if len(api) > len(b)-len(apiKeyPrefix) {
+			return "", false
+		}
+		n = copy(b, apiKeyPrefix)
+		n += copy(b[n:], api)
+	default:
+		u := len(user)
+		if u > len(b) || len(api) > len(b) || decimalLen(u)+2+u+len(api) > len(b) {
+			return "", false
+		}
+		switch { // u ≤ len(b) < 1000: at most 3 digits
+		case u < 10:
+			b[0], n = byte('0'+u), 1
+		case u < 100:
+			b[0], b[1], n = byte('0'+u/10), byte('0'+u%10), 2
+		default:
+			b[0], b[1], b[2], n = byte('0'+u/100), byte('0'+u/10%10), byte('0'+u%10), 3
+		}
+		b[n] = ':'
+		n++
+		n += copy(b[n:], user)
+		b[n] = '|'
+		n++
+		n += copy(b[n:], api)
+	}
+	return unsafe.String((*byte)(noescape(unsafe.Pointer(unsafe.SliceData(b)))), n), true
 }
 
 // copiesKeys reports whether l is one of this module's in-memory limiters,

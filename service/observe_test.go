@@ -3,6 +3,7 @@ package service_test
 import (
 	"fmt"
 	"math"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -184,6 +185,66 @@ func TestAllowWithAnObserverDoesNotAllocate(t *testing.T) {
 	assert.EqualValues(t, 102, n.Load())
 }
 
+// recording is an observer that keeps every event.
+type recording struct {
+	mu     sync.Mutex
+	events []hotlimit.Event
+}
+
+func (r *recording) Observe(e hotlimit.Event) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.events = append(r.events, e)
+}
+
+// TestObserverHearsOfAllowAsOfTake: on twin services, one asked with Allow
+// and the other with Take(user, api, 1), the observers hear of the same
+// decisions (rule, policy, outcome, n, Allowed, Limit and Remaining; Allow's
+// durations are not computed), for every algorithm, with a limit enforced
+// and in shadow mode, and with the near-limit and denied outcomes reached.
+func TestObserverHearsOfAllowAsOfTake(t *testing.T) {
+	all := []hotlimit.Algorithm{hotlimit.TokenBucket, hotlimit.GCRA, hotlimit.FixedWindow, hotlimit.SlidingCounter, hotlimit.SlidingLog, hotlimit.Unlimited}
+	for _, a := range all {
+		for _, shadow := range []bool{false, true} {
+			t.Run(fmt.Sprintf("%v/shadow=%v", a, shadow), func(t *testing.T) {
+				c := hotlimit.Config{Algorithm: a, Limit: 10, Window: time.Second, Shadow: shadow}
+				if a == hotlimit.Unlimited {
+					c = hotlimit.Config{Algorithm: a}
+				}
+				rules := service.Rules{Default: service.Limits{c}, Users: map[string]service.Limits{"u1": {c}}}
+				clock, now := frozen(int64(time.Hour))
+				var byAllow, byTake recording
+				sa, err := service.NewFromRules(rules, clock, hotlimit.WithObserver(&byAllow))
+				require.NoError(t, err)
+				st, err := service.NewFromRules(rules, clock, hotlimit.WithObserver(&byTake))
+				require.NoError(t, err)
+				for i := range 60 {
+					if i%25 == 24 {
+						now.Add(int64(300 * time.Millisecond))
+					}
+					user := []string{"u0", "u1"}[i%2]
+					assert.Equal(t, st.Take(user, "api", 1).Allowed, sa.Allow(user, "api"), "step %d", i)
+				}
+				require.Len(t, byAllow.events, 60)
+				require.Len(t, byTake.events, 60)
+				outcomes := map[hotlimit.Outcome]int{}
+				for i, want := range byTake.events {
+					got := byAllow.events[i]
+					want.Decision.RetryAfter, want.Decision.ResetAfter = 0, 0
+					got.Decision.RetryAfter, got.Decision.ResetAfter = 0, 0
+					assert.Equal(t, want, got, "step %d", i)
+					outcomes[want.Outcome]++
+				}
+				if a != hotlimit.Unlimited {
+					assert.Positive(t, outcomes[hotlimit.OutcomeAllowed])
+					assert.Positive(t, outcomes[hotlimit.OutcomeNearLimit])
+					assert.Positive(t, outcomes[hotlimit.OutcomeDenied]+outcomes[hotlimit.OutcomeShadowDenied])
+				}
+			})
+		}
+	}
+}
+
 // BenchmarkObserver compares service Allow on a hot pair without an
 // observer and with one that counts (one atomic add):
 // benchstat -col /observer.
@@ -215,4 +276,81 @@ func TestTurningShadowModeOffKeepsTheLimitsState(t *testing.T) {
 	enforced.Shadow = false
 	require.NoError(t, s.Replace(service.Rules{Default: service.Limits{enforced}}))
 	assert.Zero(t, passes(s, "u", "a", 5), "the 3 counted in shadow mode still count")
+}
+
+// counter is a counting observer as a metrics package writes one: a method
+// that adds one.
+type counter struct{ n atomic.Int64 }
+
+func (c *counter) Observe(hotlimit.Event) { c.n.Add(1) }
+
+// BenchmarkObserverRatio measures service Allow on a hot pair without an
+// observer and with one that counts (one atomic add, in a method or in an
+// ObserverFunc), in alternating blocks of calls (the order swapped every
+// block) so that both see the same load on a busy machine, and reports the
+// medians over the blocks of each one's ns per call and of their ratio
+// within a block (counting/none): medians, so that a block in which the
+// goroutine lost its CPU counts for nothing.
+func BenchmarkObserverRatio(b *testing.B) {
+	for _, a := range []hotlimit.Algorithm{hotlimit.TokenBucket, hotlimit.GCRA, hotlimit.FixedWindow, hotlimit.SlidingCounter, hotlimit.SlidingLog} {
+		for _, kind := range []string{"method", "func"} {
+			b.Run(fmt.Sprintf("alg=%v/observer=%s", a, kind), func(b *testing.B) {
+				c := hotlimit.Config{Algorithm: a, Limit: 1 << 16, Window: time.Millisecond}
+				var n counter
+				var obs hotlimit.Observer = &n
+				if kind == "func" {
+					obs = hotlimit.ObserverFunc(n.Observe)
+				}
+				none, err := service.New(c)
+				require.NoError(b, err)
+				counting, err := service.New(c, hotlimit.WithObserver(obs))
+				require.NoError(b, err)
+				const block = 256
+				var noneNs, countingNs, ratios []float64
+				calls := 0
+				b.ReportAllocs()
+				for i := 0; i < b.N; i += block {
+					k := min(block, b.N-i)
+					var t [3]time.Time
+					for pass := range 2 {
+						t[pass] = time.Now()
+						s := none
+						if (pass+i/block)%2 == 1 {
+							s = counting
+						}
+						for range k {
+							s.Allow("user", "GET /api")
+						}
+					}
+					t[2] = time.Now()
+					first, second := float64(t[1].Sub(t[0]))/float64(k), float64(t[2].Sub(t[1]))/float64(k)
+					if (i/block)%2 == 1 {
+						first, second = second, first
+					}
+					noneNs, countingNs, ratios = append(noneNs, first), append(countingNs, second), append(ratios, second/max(first, 1e-9))
+					calls += k
+				}
+				b.StopTimer()
+				require.EqualValues(b, calls, n.n.Load(), "the observer heard of every decision")
+				b.ReportMetric(median(noneNs), "none-ns/call")
+				b.ReportMetric(median(countingNs), "counting-ns/call")
+				b.ReportMetric(median(ratios), "counting/none")
+			})
+		}
+	}
+}
+
+// TestObservedAllowOfLongNames: names too long for a key on the stack take
+// the pooled buffer, on the observed path too; the observer hears of every
+// decision, and the limit holds.
+func TestObservedAllowOfLongNames(t *testing.T) {
+	var n counter
+	clock, _ := frozen(int64(time.Hour))
+	s, err := service.New(cfg(hotlimit.TokenBucket, 5), clock, hotlimit.WithObserver(&n))
+	require.NoError(t, err)
+	long := strings.Repeat("u", 300)
+	assert.Equal(t, 5, passes(s, long, "GET /pay", 8))
+	assert.Equal(t, 5, passes(s, long+"x", "GET /pay", 8), "another pair, its own quota")
+	assert.EqualValues(t, 16, n.n.Load())
+	assert.Equal(t, 2, s.Len())
 }

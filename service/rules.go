@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/binary"
 	"fmt"
+	"math"
 	"slices"
 	"strconv"
 	"strings"
@@ -22,8 +23,8 @@ type rule struct {
 	scope  hotlimit.Scope
 	multi  *multi // nil for one limit
 	// transient is set when every limiter of the rule copies the keys it
-	// keeps (see copiesKeys): keys are then built in a pooled keyBuf, else
-	// taken from the service's keyCache.
+	// keeps (see copiesKeys): keys are then built on the stack (stackKey)
+	// or in a pooled keyBuf, else taken from the service's keyCache.
 	transient bool
 
 	// name is the rule's path, such as apis["GET /pay"], for the observer.
@@ -37,6 +38,59 @@ type rule struct {
 	// slow is set when a decision of one limit must see the limiter's
 	// Decision: an observer, or a limit in shadow mode.
 	slow bool
+	// fast is set for a rule of one limit, not slow, whose limiter copies
+	// keys: Allow is then the limiter's Allow under a key on the stack.
+	fast bool
+	// counted is the limiter of a slow rule of one limit that copies keys,
+	// when it reports Remaining with Allow (see remainingAllower): Allow
+	// then asks it instead of Take, and skips the durations.
+	counted remainingAllower
+	// nearMax is the largest Remaining that Classify counts as near the
+	// limit of limits[0] under the share near, and policy is limits[0], for
+	// counted.
+	nearMax int
+	policy  hotlimit.Config
+	// obsFunc is obs when it is a hotlimit.ObserverFunc, called directly
+	// by observeAllow: one call and one copy of the Event less.
+	obsFunc hotlimit.ObserverFunc
+}
+
+// remainingAllower is a limiter that reports, with Allow, the Remaining that
+// Take(key, 1) would: all that an observer needs of a decision of Allow (its
+// outcome, near the limit or not), without the durations Take computes. The
+// in-memory limiters but the sliding log and Unlimited have it.
+type remainingAllower interface {
+	AllowRemaining(key string) (allowed bool, remaining int)
+}
+
+// setFast sets fast and counted from the other fields.
+func (ru *rule) setFast() {
+	ru.fast = ru.multi == nil && ru.transient && !ru.slow
+	ru.counted = nil
+	// A limit of 2^53 or more would have counts that float64 rounds, and
+	// Classify with them: such a rule is left to Take.
+	if ru.multi == nil && ru.transient && ru.slow && int64(ru.limits[0].Limit) < 1<<53 {
+		ru.counted, _ = ru.lim.(remainingAllower)
+		ru.nearMax, ru.policy = nearMax(ru.limits[0].Limit, ru.near), ru.limits[0]
+		ru.obsFunc, _ = ru.obs.(hotlimit.ObserverFunc)
+	}
+}
+
+// nearMax returns the largest Remaining that hotlimit.Classify counts as
+// near a limit of limit requests under the share near (float64(r) ≤
+// near·float64(limit)), so that r ≤ nearMax decides as Classify does without
+// floating point on the hot path: for an integer r, exact as a float64 (a
+// count below 2^53, as setFast ensures), r ≤ x exactly when r ≤ ⌊x⌋. −1 (no Remaining) when
+// near·limit is not a number ≥ 0.
+func nearMax(limit int, near float64) int {
+	x := near * float64(limit)
+	switch {
+	case !(x >= 0):
+		return -1
+	case x >= float64(limit): // near ≥ 1; also keeps the conversion in range
+		return limit
+	}
+	return int(math.Floor(x))
 }
 
 // named returns a copy of ru named name: it shares ru's limiters and multi.
@@ -46,21 +100,38 @@ func (ru *rule) named(name string) *rule {
 	return &c
 }
 
-// allow is Take(user, api, 1).Allowed on the fastest path.
+// allow is Take(user, api, 1).Allowed on the fastest path: for a rule of
+// one limit whose limiter copies keys, with no observer and no shadow mode,
+// the limiter's Allow under a key built on the stack.
 func (ru *rule) allow(cache *keyCache, user, api string) bool {
-	if ru.multi != nil || ru.slow && !ru.transient {
+	if ru.fast {
+		var sk stackKey
+		if k, ok := sk.key(ru.scope, user, api); ok {
+			return ru.lim.Allow(k)
+		}
+	} else if ru.counted != nil {
+		var sk stackKey
+		if k, ok := sk.key(ru.scope, user, api); ok {
+			return ru.observeAllow(ru.counted.AllowRemaining(k))
+		}
+	}
+	return ru.allowSlow(cache, user, api)
+}
+
+// allowSlow is allow for the other rules, and for keys too long for a
+// stackKey: in a longKey, declared here so that allow's frame does not zero
+// it, else in a pooled keyBuf.
+func (ru *rule) allowSlow(cache *keyCache, user, api string) bool {
+	switch {
+	case ru.multi != nil || ru.slow:
 		d, _ := ru.take(cache, user, api, 1)
 		return d.Allowed
-	}
-	if ru.slow {
-		kb := getKeyBuf()
-		d := ru.lim.Take(kb.key(ru.scope, user, api), 1)
-		kb.put()
-		d, _ = ru.one(d, 1)
-		return d.Allowed
-	}
-	if !ru.transient {
+	case !ru.transient:
 		return ru.lim.Allow(cache.key(ru.scope, user, api))
+	}
+	var lk longKey
+	if k, ok := lk.key(ru.scope, user, api); ok {
+		return ru.lim.Allow(k)
 	}
 	kb := getKeyBuf()
 	ok := ru.lim.Allow(kb.key(ru.scope, user, api))
@@ -71,22 +142,55 @@ func (ru *rule) allow(cache *keyCache, user, api string) bool {
 // take asks the rule for n requests from user to api, and returns the
 // decision and the limit that decided it.
 func (ru *rule) take(cache *keyCache, user, api string, n int) (hotlimit.Decision, hotlimit.Config) {
+	if ru.multi == nil {
+		if ru.transient {
+			var sk stackKey
+			if k, ok := sk.key(ru.scope, user, api); ok {
+				return ru.one(ru.lim.Take(k, n), n)
+			}
+			var lk longKey
+			if k, ok := lk.key(ru.scope, user, api); ok {
+				return ru.one(ru.lim.Take(k, n), n)
+			}
+			kb := getKeyBuf()
+			defer kb.put()
+			return ru.one(ru.lim.Take(kb.key(ru.scope, user, api), n), n)
+		}
+		return ru.one(ru.lim.Take(cache.key(ru.scope, user, api), n), n)
+	}
 	var kb *keyBuf
 	if ru.transient {
 		kb = getKeyBuf()
 		defer kb.put()
 	}
-	if ru.multi == nil {
-		var k string
-		if kb != nil {
-			k = kb.key(ru.scope, user, api)
-		} else {
-			k = cache.key(ru.scope, user, api)
-		}
-		return ru.one(ru.lim.Take(k, n), n)
-	}
 	d, i, shadow, _ := ru.multi.take(nil, keys{cache: cache, buf: kb, user: user, api: api}, n)
 	return ru.several(d, i, shadow, n)
+}
+
+// observeAllow finishes a decision of Allow that the limiter reported with
+// AllowRemaining, as one does for n = 1, and returns whether the caller
+// passes. The outcome is Classify's: nearMax is its threshold on Remaining.
+func (ru *rule) observeAllow(allowed bool, remaining int) bool {
+	// The Event is built in the call itself: one copy of it, not two.
+	outcome, passes := hotlimit.OutcomeAllowed, allowed
+	switch {
+	case allowed && remaining > ru.nearMax:
+	case allowed:
+		outcome = hotlimit.OutcomeNearLimit
+	case ru.policy.Shadow:
+		outcome, passes = hotlimit.OutcomeShadowDenied, true
+	default:
+		outcome = hotlimit.OutcomeDenied
+	}
+	switch {
+	case ru.obsFunc != nil:
+		ru.obsFunc(hotlimit.Event{Rule: ru.name, Policy: ru.policy, Outcome: outcome, N: 1,
+			Decision: hotlimit.Decision{Allowed: passes, Limit: ru.policy.Limit, Remaining: remaining}})
+	case ru.obs != nil:
+		ru.obs.Observe(hotlimit.Event{Rule: ru.name, Policy: ru.policy, Outcome: outcome, N: 1,
+			Decision: hotlimit.Decision{Allowed: passes, Limit: ru.policy.Limit, Remaining: remaining}})
+	}
+	return passes
 }
 
 // one finishes the decision d of a rule of one limit on n requests: a limit
@@ -259,6 +363,7 @@ func build(rs Rules, prev *rules, opts []hotlimit.Option) (*rules, error) {
 			}
 			ru.lim, ru.multi = nil, m
 		}
+		ru.setFast()
 		byLimits[key] = ru
 		return nil
 	})

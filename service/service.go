@@ -24,8 +24,9 @@ import (
 // or everyone; see [hotlimit.Scope]), so it always uses the rules in force
 // when it started, and costs the limiter's one map lookup and CAS. The
 // service keeps nothing per pair besides its limiters' state: the in-memory
-// limiters are asked under a key built in a recycled buffer (they keep a copy
-// of the keys they store); a factory's limiters, which may keep the keys they
+// limiters are asked under a key built on the decision's own stack (in a
+// recycled buffer for a rule of several limits, or names of over a hundred
+// bytes; they keep a copy of the keys they store); a factory's limiters, which may keep the keys they
 // are given, under keys from a cache that the service empties once it holds
 // more than twice the limiters' keys. So the limiters' eviction (their Sweep,
 // [hotlimit.WithAutoSweep], [Service.Sweep]) frees everything an idle pair
@@ -180,7 +181,11 @@ func (s *Service) TakePolicy(user, api string, n int) (hotlimit.Decision, hotlim
 }
 
 // Allow reports whether one request from user to api passes, and counts it if
-// so.
+// so. An observer (see [hotlimit.WithObserver]) hears of it as of Take(user,
+// api, 1), except that, on the limiters that report Remaining with Allow
+// (all the in-memory ones but the sliding log and Unlimited), the Event's
+// Decision carries Allowed, Limit and Remaining only: Allow's caller gets no
+// RetryAfter or ResetAfter, and they are not computed.
 func (s *Service) Allow(user, api string) bool {
 	return s.rules.Load().resolve(user, api).allow(s.keys, user, api)
 }
@@ -255,8 +260,10 @@ func (s *Service) override(c hotlimit.Config) (*rule, error) {
 		return nil, err
 	}
 	o := hotlimit.NewOptions(s.opts...)
-	ru, _ := s.overrides.LoadOrStore(c, &rule{limits: Limits{c}, lim: lim, scope: c.Scope, transient: copiesKeys(lim),
-		name: OverrideRule, obs: o.Observer, near: o.NearLimit, slow: o.Observer != nil || c.Shadow})
+	ru := &rule{limits: Limits{c}, lim: lim, scope: c.Scope, transient: copiesKeys(lim),
+		name: OverrideRule, obs: o.Observer, near: o.NearLimit, slow: o.Observer != nil || c.Shadow}
+	ru.setFast()
+	ru, _ = s.overrides.LoadOrStore(c, ru)
 	return ru, nil
 }
 

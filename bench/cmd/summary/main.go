@@ -308,8 +308,14 @@ func write(w io.Writer, samples []sample) error {
 	if writeMemory(w, samples) {
 		sections++
 	}
+	if writeService(w, d) {
+		sections++
+	}
+	if writeFlood(w, samples) {
+		sections++
+	}
 	if sections == 0 {
-		return errors.New("summary: no results of BenchmarkAllow, BenchmarkInsert, BenchmarkAutoSweep or BenchmarkMemory in the input")
+		return errors.New("summary: no results of BenchmarkAllow, BenchmarkInsert, BenchmarkAutoSweep, BenchmarkMemory, BenchmarkService or BenchmarkFlood in the input")
 	}
 	return nil
 }
@@ -548,6 +554,60 @@ func writeMemory(w io.Writer, samples []sample) bool {
 	}
 	fmt.Fprintf(w, "  hotlimit: %s\n  others:   %s\n\n", strings.Join(h, ", "), strings.Join(p, ", "))
 	return true
+}
+
+// writeService prints BenchmarkService: per pair count and -cpu, the median
+// over the runs [min-max] of the service's ns per call as a ratio to the bare
+// token bucket's (each run's own median over blocks), and the heap per pair
+// of each.
+func writeService(w io.Writer, d *data) bool {
+	var rows []row
+	for _, r := range d.rows {
+		if strings.HasPrefix(r.scenario, "Service/") && len(values(d.runs[r][""], "service/bare")) > 0 {
+			rows = append(rows, r)
+		}
+	}
+	if len(rows) == 0 {
+		return false
+	}
+	fmt.Fprintln(w, "the service at scale (BenchmarkService): Allow(user, api) of pairs seen before, parallel, uniform, against")
+	fmt.Fprintln(w, "the bare token bucket under the same keys, in alternating blocks; service ÷ bare: median of the runs [min-max];")
+	fmt.Fprintln(w, "B/pair: heap per pair held")
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	fmt.Fprintln(tw, "pairs\tcpu\tservice ÷ bare\tservice ns/call\tB/pair service\tbare\t÷\t")
+	for _, r := range rows {
+		runs := d.runs[r][""]
+		st, _ := summarize(values(runs, "service/bare"))
+		ns, _ := medianOf(runs, "service-ns/call")
+		bs, _ := medianOf(runs, "B/pair-service")
+		bb, _ := medianOf(runs, "B/pair-bare")
+		div := "–"
+		if bb > 0 {
+			div = ratio(bs / bb)
+		}
+		fmt.Fprintf(tw, "%s\t%d\t%s\t%.0f\t%.0f\t%.0f\t%s\t\n", strings.TrimPrefix(r.scenario, "Service/pairs="), r.cpu, st, ns, bs, bb, div)
+	}
+	tw.Flush()
+	fmt.Fprintln(w)
+	return true
+}
+
+// writeFlood prints cmd/flood's BenchmarkFlood line: the heap after a flood
+// of distinct idle pairs against the pairs still held.
+func writeFlood(w io.Writer, samples []sample) bool {
+	found := false
+	for _, s := range samples {
+		if s.bench != "Flood" {
+			continue
+		}
+		v := s.values
+		fmt.Fprintf(w, "flood (cmd/flood): %.0f distinct pairs through a default service, one request each: heap +%.1f MB at the end\n",
+			v["pairs"], v["heap-B"]/(1<<20))
+		fmt.Fprintf(w, "  (peak +%.1f MB) for %.0f pairs held, %.0f B per pair held; %.0f ns per pair\n\n",
+			v["peak-B"]/(1<<20), v["held"], v["B/held-pair"], v["ns/pair"])
+		found = true
+	}
+	return found
 }
 
 func main() {

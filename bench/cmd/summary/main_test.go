@@ -125,3 +125,23 @@ func lineOf(t *testing.T, out, prefix string, n int) string {
 	t.Fatalf("no line %d starting with %q in:\n%s", n, prefix, out)
 	return ""
 }
+
+// TestServiceAndFlood checks the service-at-scale table (the median of the
+// runs' ratios and their range, B/pair medians and their ratio) and the
+// flood line.
+func TestServiceAndFlood(t *testing.T) {
+	const in = `BenchmarkService/pairs=100000-2   1000   300.0 ns/op   96.0 B/pair-bare   97.0 B/pair-service   1.000 allowed/op   140 bare-ns/call   160 service-ns/call   1.10 service/bare
+BenchmarkService/pairs=100000-2   1000   300.0 ns/op   96.0 B/pair-bare   97.0 B/pair-service   1.000 allowed/op   150 bare-ns/call   150 service-ns/call   1.00 service/bare
+BenchmarkService/pairs=100000-2   1000   300.0 ns/op   96.0 B/pair-bare   97.0 B/pair-service   1.000 allowed/op   130 bare-ns/call   170 service-ns/call   1.30 service/bare
+BenchmarkFlood/impl=service 1 900.0 ns/pair 10000000 pairs 60000 held 5242880 heap-B 10485760 peak-B 87.4 B/held-pair
+`
+	samples, err := parse(strings.NewReader(in), "in")
+	require.NoError(t, err)
+	var out bytes.Buffer
+	require.NoError(t, write(&out, samples))
+	t.Log("\n" + out.String())
+	// The runs' service/bare 1.10, 1.00, 1.30; service-ns/call median 160.
+	assert.Regexp(t, `^100000 +2 +1\.10 \[1\.00-1\.30\] +160 +97 +96 +1\.01 *$`, lineOf(t, out.String(), "100000 ", 0))
+	assert.Contains(t, out.String(), "flood (cmd/flood): 10000000 distinct pairs through a default service, one request each: heap +5.0 MB at the end\n")
+	assert.Contains(t, out.String(), "(peak +10.0 MB) for 60000 pairs held, 87 B per pair held; 900 ns per pair\n")
+}
