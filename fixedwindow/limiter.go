@@ -59,9 +59,16 @@ func New(limit int, window time.Duration, opts ...hotlimit.Option) (*Limiter, er
 // Allow reports whether one request from key passes, and counts it if so. It
 // is Take(key, 1).Allowed, without building the Decision.
 func (l *Limiter) Allow(key string) bool {
+	ok, _ := l.admit(key)
+	return ok
+}
+
+// admit is Allow, reporting also the requests the window holds after the
+// decision: limit when a key cap turned a new key away.
+func (l *Limiter) admit(key string) (allowed bool, count uint64) {
 	c := l.cells.Get(key)
 	if c == nil {
-		return false // hotlimit.WithMaxKeys: no room for a new key
+		return false, l.limit // hotlimit.WithMaxKeys: no room for a new key
 	}
 	// CAS loop, argued in full on cell: a window's count only grows, by
 	// CAS from the value this call decided on, and never beyond limit; a
@@ -97,10 +104,10 @@ func (l *Limiter) Allow(key string) bool {
 				fresh = true
 				continue
 			}
-			return false // a denial writes nothing
+			return false, count // a denial writes nothing
 		}
 		if c.word.CompareAndSwap(w, packed.PackWindow(index, count+1)) {
-			return true
+			return true, count + 1
 		}
 		w, fresh = c.word.Load(), false
 	}

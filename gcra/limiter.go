@@ -119,9 +119,18 @@ func maxBurstFor(limit, window uint64) uint64 {
 // Allow reports whether one request from key passes, and counts it if so. It
 // is Take(key, 1).Allowed, without building the Decision.
 func (l *Limiter) Allow(key string) bool {
+	ok, _, _ := l.admit(key)
+	return ok
+}
+
+// admit is Allow, reporting also the TAT the decision leaves and the clock
+// reading it was made at: tat = s + span when a key cap turned a new key
+// away, which reads as no room.
+func (l *Limiter) admit(key string) (allowed bool, tat, s uint64) {
 	c := l.cells.Get(key)
 	if c == nil {
-		return false // hotlimit.WithMaxKeys: no room for a new key
+		s, _, _ = l.now()
+		return false, s + l.span, s // hotlimit.WithMaxKeys: no room for a new key
 	}
 	// CAS loop, argued in full on cell. Invariant: the word is the key's TAT
 	// after the admissions whose CAS succeeded, in CAS order, and only grows.
@@ -143,7 +152,7 @@ func (l *Limiter) Allow(key string) bool {
 	// from at least the stored value; see cell, Order of clock readings), and
 	// a denial on it reads the clock again and decides again.
 	w := c.word.Load()
-	s, _, _ := l.now()
+	s, _, _ = l.now()
 	fresh := true // s was read after w was loaded
 	for {
 		if w == dead {
@@ -160,10 +169,10 @@ func (l *Limiter) Allow(key string) bool {
 				fresh = true
 				continue
 			}
-			return false // a denial writes nothing
+			return false, w, s // a denial writes nothing
 		}
 		if c.word.CompareAndSwap(w, base+l.tsc) {
-			return true
+			return true, base + l.tsc, s
 		}
 		w, fresh = c.word.Load(), false
 	}

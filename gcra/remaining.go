@@ -6,35 +6,8 @@ package gcra
 // ResetAfter, so it costs about what Allow costs: for callers that classify
 // decisions by their remaining share, as a service's observer does.
 func (l *Limiter) AllowRemaining(key string) (allowed bool, remaining int) {
-	c := l.cells.Get(key)
-	// The CAS loop of Allow, argued there and on cell, with the same clock
-	// readings; Remaining is computed from the TAT the decision leaves, as
-	// decision computes it for take.
-	w := c.word.Load()
-	s, _, _ := l.now()
-	fresh := true // s was read after w was loaded
-	for {
-		if w == dead {
-			c = l.cells.Revive(key, c)
-			w = c.word.Load()
-			s, _, _ = l.now()
-			fresh = true
-			continue
-		}
-		base := max(w, s)
-		if base-s > l.tau {
-			if !fresh {
-				s, _, _ = l.now()
-				fresh = true
-				continue
-			}
-			return false, l.remaining(w, s) // a denial writes nothing
-		}
-		if c.word.CompareAndSwap(w, base+l.tsc) {
-			return true, l.remaining(base+l.tsc, s)
-		}
-		w, fresh = c.word.Load(), false
-	}
+	allowed, tat, s := l.admit(key)
+	return allowed, l.remaining(tat, s)
 }
 
 // remaining is decision's Remaining for the TAT tat at the limiter's time s.

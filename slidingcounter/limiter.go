@@ -62,9 +62,18 @@ func New(limit int, window time.Duration, opts ...hotlimit.Option) (*Limiter, er
 // is Take(key, 1).Allowed, without building the Decision, and decides with
 // multiplications only.
 func (l *Limiter) Allow(key string) bool {
+	ok, _, _, _ := l.admit(key)
+	return ok
+}
+
+// admit is Allow, reporting also what the decision was made on: the previous
+// window's count, the current window's after the decision, and the time
+// elapsed in it, from which Remaining is computed; limit requests in the
+// current window when a key cap turned a new key away.
+func (l *Limiter) admit(key string) (allowed bool, prev, count, e uint64) {
 	c := l.cells.Get(key)
 	if c == nil {
-		return false // hotlimit.WithMaxKeys: no room for a new key
+		return false, 0, l.limit, 0 // hotlimit.WithMaxKeys: no room for a new key
 	}
 	// CAS loop, argued in full on cell. Invariant: a write replaces the word
 	// the caller read by its advance with one more in cur, and only when the
@@ -95,16 +104,17 @@ func (l *Limiter) Allow(key string) bool {
 			continue
 		}
 		index, prev, count, behind := advance(w, cur)
-		if !l.fits(prev, count, elapsed(rem, behind), 1) {
+		e := elapsed(rem, behind)
+		if !l.fits(prev, count, e, 1) {
 			if !fresh {
 				cur, rem = l.index(l.clock())
 				fresh = true
 				continue
 			}
-			return false // a denial writes nothing
+			return false, prev, count, e // a denial writes nothing
 		}
 		if c.word.CompareAndSwap(w, pack(index, prev, count+1)) {
-			return true
+			return true, prev, count + 1, e
 		}
 		w, fresh = c.word.Load(), false
 	}

@@ -190,9 +190,16 @@ func layoutFor(limit, burst, window uint64) (packed.Bucket, error) {
 // Allow reports whether one request from key passes, and takes a token if
 // so. It is Take(key, 1).Allowed, without building the Decision.
 func (l *Limiter) Allow(key string) bool {
+	ok, _ := l.admit(key)
+	return ok
+}
+
+// admit is Allow, reporting also the tokens (in units) the bucket holds after
+// the decision: 0 when a key cap turned a new key away.
+func (l *Limiter) admit(key string) (allowed bool, tokens uint64) {
 	c := l.cells.Get(key)
 	if c == nil {
-		return false // hotlimit.WithMaxKeys: no room for a new key
+		return false, 0 // hotlimit.WithMaxKeys: no room for a new key
 	}
 	t, gen, ok := l.fastRead(l.clock()) // after Get: see cell
 	if !ok {
@@ -226,10 +233,10 @@ func (l *Limiter) Allow(key string) bool {
 		}
 		tokens, last = l.b.Refill(tokens, last, now)
 		if tokens < l.unit {
-			return false
+			return false, tokens
 		}
 		if c.word.CompareAndSwap(w, l.b.Pack(tokens-l.unit, last)) {
-			return true
+			return true, tokens - l.unit
 		}
 	}
 }
