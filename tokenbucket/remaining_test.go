@@ -1,61 +1,20 @@
 package tokenbucket_test
 
 import (
-	"math/rand/v2"
-	"sync/atomic"
+	"strconv"
 	"testing"
-	"time"
-
-	"github.com/stretchr/testify/assert"
-	"github.com/stretchr/testify/require"
 
 	"github.com/hotlimit/hotlimit"
+	"github.com/hotlimit/hotlimit/internal/limitertest"
 	"github.com/hotlimit/hotlimit/tokenbucket"
 )
 
 // TestAllowRemainingAgreesWithTake: AllowRemaining answers what Take(key, 1)
-// answers, Allowed and Remaining, on twin limiters under random clock steps
-// (some backwards), sweeps and several keys.
+// answers, and allocates nothing; see limitertest.AllowRemainingAgreesWithTake.
 func TestAllowRemainingAgreesWithTake(t *testing.T) {
 	for _, burst := range []int{0, 3, 20} {
-		var now atomic.Int64
-		now.Store(int64(time.Hour))
-		opts := []hotlimit.Option{hotlimit.WithClock(now.Load), hotlimit.WithBurst(burst)}
-		a, err := tokenbucket.New(7, 10*ms, opts...)
-		require.NoError(t, err)
-		b, err := tokenbucket.New(7, 10*ms, opts...)
-		require.NoError(t, err)
-		r := rand.New(rand.NewPCG(1, uint64(burst)))
-		allowed, denied := 0, 0
-		for i := range 5000 {
-			step := r.Int64N(int64(ms)) // about 0.7 tokens per request of a key: denials too
-			if r.IntN(20) == 0 {
-				step = -step // the clock steps back
-			}
-			now.Add(step)
-			if r.IntN(50) == 0 {
-				assert.Equal(t, b.Sweep(), a.Sweep(), "step %d", i)
-			}
-			key := []string{"k", "j"}[r.IntN(2)]
-			want := b.Take(key, 1)
-			ok, rem := a.AllowRemaining(key)
-			assert.Equal(t, want.Allowed, ok, "step %d", i)
-			assert.Equal(t, want.Remaining, rem, "step %d", i)
-			if ok {
-				allowed++
-			} else {
-				denied++
-			}
-		}
-		assert.Positive(t, allowed, "burst %d", burst)
-		assert.Positive(t, denied, "burst %d", burst)
+		t.Run("burst="+strconv.Itoa(burst), func(t *testing.T) {
+			limitertest.AllowRemainingAgreesWithTake(t, limitertest.Adapt(tokenbucket.New, hotlimit.WithBurst(burst)), 7)
+		})
 	}
-}
-
-func TestAllowRemainingDoesNotAllocate(t *testing.T) {
-	var now atomic.Int64
-	lim, err := tokenbucket.New(100, time.Second, hotlimit.WithClock(now.Load))
-	require.NoError(t, err)
-	lim.AllowRemaining("k")
-	assert.Zero(t, testing.AllocsPerRun(100, func() { lim.AllowRemaining("k") }))
 }

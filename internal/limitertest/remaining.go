@@ -1,0 +1,62 @@
+package limitertest
+
+import (
+	"math/rand/v2"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+// remainingAllower is a limiter with AllowRemaining, Allow plus the Remaining
+// that Take(key, 1) would report with it.
+type remainingAllower interface {
+	Keyed
+	AllowRemaining(key string) (allowed bool, remaining int)
+}
+
+// AllowRemainingAgreesWithTake checks that AllowRemaining answers what
+// Take(key, 1) answers, Allowed and Remaining, on twin limiters of limit per
+// 10 ms built by newLimiter, under 5000 random clock steps of up to 1 ms
+// (one in twenty backwards), sweeps and two keys: denials as well as
+// admissions. It also checks that AllowRemaining allocates nothing.
+func AllowRemainingAgreesWithTake(t *testing.T, newLimiter Constructor, limit int) {
+	const ms = int64(time.Millisecond)
+	var now atomic.Int64
+	now.Store(int64(time.Hour))
+	build := func() remainingAllower {
+		l, err := newLimiter(limit, 10*time.Millisecond, now.Load)
+		require.NoError(t, err)
+		r, ok := l.(remainingAllower)
+		require.True(t, ok, "%T has AllowRemaining", l)
+		return r
+	}
+	a, b := build(), build()
+	r := rand.New(rand.NewPCG(1, uint64(limit)))
+	allowed, denied := 0, 0
+	for i := range 5000 {
+		step := r.Int64N(ms)
+		if r.IntN(20) == 0 {
+			step = -step // the clock steps back
+		}
+		now.Add(step)
+		if r.IntN(50) == 0 {
+			assert.Equal(t, b.Sweep(), a.Sweep(), "step %d", i)
+		}
+		key := []string{"k", "j"}[r.IntN(2)]
+		want := b.Take(key, 1)
+		ok, rem := a.AllowRemaining(key)
+		assert.Equal(t, want.Allowed, ok, "step %d", i)
+		assert.Equal(t, want.Remaining, rem, "step %d", i)
+		if ok {
+			allowed++
+		} else {
+			denied++
+		}
+	}
+	assert.Positive(t, allowed)
+	assert.Positive(t, denied)
+	assert.Zero(t, testing.AllocsPerRun(100, func() { a.AllowRemaining("k") }), "allocations")
+}
