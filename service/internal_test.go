@@ -202,7 +202,7 @@ func TestAllowUnderAnObserverSkipsTheDurations(t *testing.T) {
 	obs := hotlimit.WithObserver(hotlimit.ObserverFunc(func(hotlimit.Event) {}))
 	for a, want := range map[hotlimit.Algorithm]bool{
 		hotlimit.TokenBucket: true, hotlimit.GCRA: true, hotlimit.FixedWindow: true, hotlimit.SlidingCounter: true,
-		hotlimit.SlidingLog: false, hotlimit.Unlimited: false,
+		hotlimit.SlidingLog: true, hotlimit.Unlimited: false,
 	} {
 		c := hotlimit.Config{Algorithm: a, Limit: 10, Window: time.Second}
 		if a == hotlimit.Unlimited {

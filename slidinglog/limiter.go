@@ -70,9 +70,29 @@ func (l *Limiter) now() int64 {
 // Allow reports whether one request from key passes, and logs it if so. It
 // is Take(key, 1).Allowed, without building the Decision.
 func (l *Limiter) Allow(key string) bool {
+	ok, _ := l.admit(key, false)
+	return ok
+}
+
+// AllowRemaining is Allow, plus the Remaining that Take(key, 1) would report
+// with it: how many single requests would still pass right now, after this
+// one (when denied, before it). It computes neither RetryAfter nor
+// ResetAfter: for callers that classify decisions by their remaining share,
+// as a service's observer does. Remaining costs a binary search of the log,
+// as in Take.
+func (l *Limiter) AllowRemaining(key string) (allowed bool, remaining int) {
+	allowed, free := l.admit(key, true)
+	return allowed, int(free)
+}
+
+// admit is Allow, reporting also, when remaining is set, the requests that
+// would pass after the decision: 0 when a key cap turned a new key away.
+// Counted between the read of head h and the claim's CAS, as take counts
+// it: see the argument there.
+func (l *Limiter) admit(key string, remaining bool) (allowed bool, free uint64) {
 	c := l.cells.Get(key)
 	if c == nil {
-		return false // hotlimit.WithMaxKeys: no room for a new key
+		return false, 0 // hotlimit.WithMaxKeys: no room for a new key
 	}
 	now := l.now() // after Get: see kill
 	// One claim, as argued on cell: decide on the oldest of the last L
@@ -117,12 +137,15 @@ func (l *Limiter) Allow(key string) bool {
 		}
 		newest, _ := packed.UnpackStamp(nv)
 		t, ok := claimable(v, max(now, newest), l.window)
+		if remaining {
+			free = l.free(c, h, t)
+		}
 		if !ok {
-			return false // a denial writes nothing
+			return false, free // a denial writes nothing
 		}
 		if c.cas(i, v, packed.PackStamp(t, round)) {
 			c.head.CompareAndSwap(h, h+1)
-			return true
+			return true, free - min(free, 1) // free ≥ 1: slot i was free at t
 		}
 	}
 }
