@@ -1,12 +1,16 @@
 package envoyrls
 
 import (
+	"bytes"
 	"context"
 	"fmt"
 	"log/slog"
 	"net"
 	"os"
+	"os/exec"
+	"path/filepath"
 	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -17,9 +21,9 @@ import (
 	"github.com/hotlimit/hotlimit"
 	"github.com/hotlimit/hotlimit/redislimit"
 	"github.com/redis/go-redis/v9"
+	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	"google.golang.org/grpc"
-	"os/exec"
 )
 
 // okServer answers OK to every descriptor without deciding: the cost of
@@ -47,18 +51,67 @@ func serveBench(b *testing.B, srv pb.RateLimitServiceServer) string {
 	return lis.Addr().String()
 }
 
+// benchDescriptors builds the descriptors of client c's request k: the
+// first holds two entries, (client, ip), counted per (client, ip); the
+// next ones, when descriptors > 1, count per client and per route, so that
+// every descriptor of a request is decided by a rule of its own.
+func benchDescriptors(run string, c, k, descriptors int) []*rlext.RateLimitDescriptor {
+	client := run + strconv.Itoa(c)
+	ds := []*rlext.RateLimitDescriptor{{
+		Entries: []*rlext.RateLimitDescriptor_Entry{{Key: "client", Value: client}, {Key: "ip", Value: strconv.Itoa(k)}},
+	}}
+	if descriptors > 1 {
+		ds = append(ds, &rlext.RateLimitDescriptor{Entries: []*rlext.RateLimitDescriptor_Entry{{Key: "client", Value: client}}})
+	}
+	for i := 2; i < descriptors; i++ {
+		ds = append(ds, &rlext.RateLimitDescriptor{Entries: []*rlext.RateLimitDescriptor_Entry{{Key: "route", Value: "/r" + strconv.Itoa(i) + "/" + strconv.Itoa(k%16)}}})
+	}
+	return ds
+}
+
+// benchLoad is one measurement of BenchmarkShouldRateLimit: concurrent
+// clients, each on its own connection, and descriptors per request.
+type benchLoad struct{ clients, descriptors int }
+
 // BenchmarkShouldRateLimit measures ShouldRateLimit per second over loopback
-// gRPC, each client on its own connection as Envoy's workers are, for the
-// memory backend, the Redis backend (when redis-server is installed) and a
-// handler that answers OK without deciding (impl=ok). Each request holds
-// one descriptor of two entries, over 1024 keys per client. With
-// HOTLIMITD_BENCH_ADDR set, impl=external measures the rate limit service
-// at that address the same way, which must have testdata/bench as its
-// configuration.
+// gRPC, each client on its own connection as Envoy's workers are, over 1024
+// keys per client:
+//
+//   - impl=ok: an in-process handler that answers OK without deciding, the
+//     cost of gRPC itself, which the memory backend is measured against;
+//   - impl=memory: hotlimitd's server in process, state in memory;
+//   - impl=redis: the same on Redis, on a redis-server the benchmark starts
+//     (skipped without one), or at HOTLIMITD_BENCH_REDIS;
+//   - impl=reference: with HOTLIMITD_BENCH_REFERENCE set to the path of the
+//     reference server's binary (envoyproxy/ratelimit's src/service_cmd),
+//     that server, started by the benchmark on the same Redis;
+//   - impl=external: with HOTLIMITD_BENCH_ADDR set, the rate limit service
+//     at that address, which must have testdata/bench as its configuration.
+//
+// Requests hold one descriptor of two entries with 1, 16 and 64 clients,
+// and three descriptors of three rules with 16 clients. bench.sh (make
+// envoybench) runs it in rounds and compares the impls within each round,
+// the same moment of a loaded machine.
 func BenchmarkShouldRateLimit(b *testing.B) {
 	cfg, err := LoadDir("testdata/bench")
 	require.NoError(b, err)
 	quiet := WithLogger(slog.New(slog.DiscardHandler))
+	// One redis-server per round, shared by impl=redis and impl=reference,
+	// started when the first of them runs; b's cleanup stops it.
+	var redisAddr string
+	sharedRedis := func(sub *testing.B) string {
+		if redisAddr == "" {
+			redisAddr = os.Getenv("HOTLIMITD_BENCH_REDIS")
+		}
+		if redisAddr == "" {
+			if _, err := exec.LookPath("redis-server"); err != nil {
+				sub.Skip("redis-server not installed")
+			}
+			redisAddr = benchRedis(b)
+		}
+		return redisAddr
+	}
+	var refAddr string
 	impls := []struct {
 		name string
 		make func(b *testing.B) string // the address to measure
@@ -70,16 +123,23 @@ func BenchmarkShouldRateLimit(b *testing.B) {
 			return serveBench(b, s)
 		}},
 		{"redis", func(b *testing.B) string {
-			if _, err := exec.LookPath("redis-server"); err != nil {
-				b.Skip("redis-server not installed")
-			}
-			addr := benchRedis(b)
-			client := redis.NewClient(&redis.Options{Addr: addr, ContextTimeoutEnabled: true, PoolSize: 64})
+			client := redis.NewClient(&redis.Options{Addr: sharedRedis(b), ContextTimeoutEnabled: true, PoolSize: 64})
 			b.Cleanup(func() { _ = client.Close() })
 			s, err := New(cfg, quiet, WithLimiterOptions(hotlimit.WithFactory(redislimit.Factory(client, redislimit.WithTimeout(time.Second)))))
 			require.NoError(b, err)
 			return serveBench(b, s)
 		}},
+	}
+	if bin := os.Getenv("HOTLIMITD_BENCH_REFERENCE"); bin != "" {
+		impls = append(impls, struct {
+			name string
+			make func(b *testing.B) string
+		}{"reference", func(sub *testing.B) string {
+			if refAddr == "" {
+				refAddr = startReference(b, bin, sharedRedis(sub))
+			}
+			return refAddr
+		}})
 	}
 	if addr := os.Getenv("HOTLIMITD_BENCH_ADDR"); addr != "" {
 		impls = append(impls, struct {
@@ -87,51 +147,100 @@ func BenchmarkShouldRateLimit(b *testing.B) {
 			make func(b *testing.B) string
 		}{"external", func(*testing.B) string { return addr }})
 	}
+	loads := []benchLoad{{1, 1}, {16, 1}, {64, 1}, {16, 3}}
 	for _, impl := range impls {
-		for _, clients := range []int{1, 16, 64} {
-			b.Run(fmt.Sprintf("impl=%s/clients=%d", impl.name, clients), func(b *testing.B) {
-				addr := impl.make(b)
-				stubs := make([]pb.RateLimitServiceClient, clients)
-				for i := range stubs {
-					stubs[i] = dial(b, addr)
-				}
-				run := strconv.FormatInt(time.Now().UnixNano(), 36) // fresh keys on a server that outlives the run
-				reqs := make([][]*pb.RateLimitRequest, clients)
-				for c := range reqs {
-					for k := range 1024 {
-						reqs[c] = append(reqs[c], &pb.RateLimitRequest{Domain: "bench", Descriptors: []*rlext.RateLimitDescriptor{{
-							Entries: []*rlext.RateLimitDescriptor_Entry{{Key: "client", Value: run + strconv.Itoa(c)}, {Key: "ip", Value: strconv.Itoa(k)}},
-						}}})
-					}
-				}
-				require.Len(b, reqs[clients-1], 1024)
-				// Warm up each connection and check the fixture decides.
-				for c := range stubs {
-					resp, err := stubs[c].ShouldRateLimit(context.Background(), reqs[c][0])
-					require.NoError(b, err)
-					require.Equal(b, pb.RateLimitResponse_OK, resp.OverallCode)
-				}
-				var next atomic.Int64
-				var wg sync.WaitGroup
-				b.ResetTimer()
-				start := time.Now()
-				for c := range clients {
-					wg.Add(1)
-					go func() {
-						defer wg.Done()
-						for i := 0; next.Add(1) <= int64(b.N); i++ {
-							if _, err := stubs[c].ShouldRateLimit(context.Background(), reqs[c][i%1024]); err != nil {
-								b.Error(err)
-								return
-							}
-						}
-					}()
-				}
-				wg.Wait()
-				b.ReportMetric(float64(b.N)/time.Since(start).Seconds(), "req/s")
+		for _, load := range loads {
+			b.Run(fmt.Sprintf("impl=%s/clients=%d/descriptors=%d", impl.name, load.clients, load.descriptors), func(b *testing.B) {
+				measure(b, impl.make(b), load)
 			})
 		}
 	}
+}
+
+// measure sends b.N requests of load to addr and reports req/s.
+func measure(b *testing.B, addr string, load benchLoad) {
+	stubs := make([]pb.RateLimitServiceClient, load.clients)
+	for i := range stubs {
+		stubs[i] = dial(b, addr)
+	}
+	run := strconv.FormatInt(time.Now().UnixNano(), 36) // fresh keys on a server that outlives the run
+	reqs := make([][]*pb.RateLimitRequest, load.clients)
+	for c := range reqs {
+		for k := range 1024 {
+			reqs[c] = append(reqs[c], &pb.RateLimitRequest{Domain: "bench", Descriptors: benchDescriptors(run, c, k, load.descriptors)})
+		}
+	}
+	require.Len(b, reqs[load.clients-1], 1024)
+	require.Len(b, reqs[0][0].Descriptors, load.descriptors)
+	// Warm up each connection and check the fixture decides: every
+	// descriptor is under a limit, and OK.
+	for c := range stubs {
+		resp, err := stubs[c].ShouldRateLimit(context.Background(), reqs[c][0])
+		require.NoError(b, err)
+		require.Equal(b, pb.RateLimitResponse_OK, resp.OverallCode)
+		require.Len(b, resp.Statuses, load.descriptors)
+		if !strings.Contains(b.Name(), "impl=ok/") {
+			for i, st := range resp.Statuses {
+				require.NotNil(b, st.CurrentLimit, "descriptor %d matches no rule", i)
+			}
+		}
+	}
+	var next atomic.Int64
+	var wg sync.WaitGroup
+	b.ResetTimer()
+	start := time.Now()
+	for c := range load.clients {
+		wg.Go(func() {
+			for i := 0; next.Add(1) <= int64(b.N); i++ {
+				if _, err := stubs[c].ShouldRateLimit(context.Background(), reqs[c][i%1024]); err != nil {
+					b.Error(err)
+					return
+				}
+			}
+		})
+	}
+	wg.Wait()
+	b.ReportMetric(float64(b.N)/time.Since(start).Seconds(), "req/s")
+}
+
+// startReference starts the reference server's binary bin on loopback, with
+// testdata/bench as its configuration and its state on the Redis at
+// redisAddr, until b's cleanup; it returns its gRPC address once it answers.
+func startReference(b *testing.B, bin, redisAddr string) string {
+	root := b.TempDir()
+	conf := filepath.Join(root, "rt", "config")
+	require.NoError(b, os.MkdirAll(conf, 0o755))
+	data, err := os.ReadFile("testdata/bench/bench.yaml")
+	require.NoError(b, err)
+	require.NoError(b, os.WriteFile(filepath.Join(conf, "bench.yaml"), data, 0o644))
+	ports := make([]string, 3) // gRPC, HTTP, debug
+	for i := range ports {
+		lis, err := net.Listen("tcp", "127.0.0.1:0")
+		require.NoError(b, err)
+		ports[i] = strconv.Itoa(lis.Addr().(*net.TCPAddr).Port)
+		require.NoError(b, lis.Close())
+	}
+	cmd := exec.Command(bin)
+	cmd.Env = append(os.Environ(),
+		"REDIS_SOCKET_TYPE=tcp", "REDIS_URL="+redisAddr, "USE_STATSD=false", "LOG_LEVEL=warn",
+		"RUNTIME_ROOT="+root, "RUNTIME_SUBDIRECTORY=rt", "RUNTIME_APPDIRECTORY=config", "RUNTIME_WATCH_ROOT=false",
+		"GRPC_HOST=127.0.0.1", "GRPC_PORT="+ports[0], "HOST=127.0.0.1", "PORT="+ports[1],
+		"DEBUG_HOST=127.0.0.1", "DEBUG_PORT="+ports[2])
+	var log bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &log, &log
+	require.NoError(b, cmd.Start())
+	b.Cleanup(func() { _ = cmd.Process.Kill(); _ = cmd.Wait() })
+	addr := "127.0.0.1:" + ports[0]
+	stub := dial(b, addr)
+	req := &pb.RateLimitRequest{Domain: "bench", Descriptors: benchDescriptors("ready", 0, 0, 1)}
+	ok := assert.Eventually(b, func() bool {
+		ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+		defer cancel()
+		resp, err := stub.ShouldRateLimit(ctx, req)
+		return err == nil && len(resp.Statuses) == 1 && resp.Statuses[0].CurrentLimit != nil
+	}, 20*time.Second, 50*time.Millisecond)
+	require.True(b, ok, "the reference server %s did not answer with the bench config:\n%s", bin, log.String())
+	return addr
 }
 
 // benchRedis starts a redis-server for a benchmark.
