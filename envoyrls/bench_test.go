@@ -260,35 +260,47 @@ func benchRedis(b *testing.B) string {
 }
 
 // BenchmarkHandler measures the handlers themselves, without gRPC: what
-// deciding adds to a ShouldRateLimit call (impl=memory) over answering OK
-// (impl=ok), in CPU time and allocations, which a loaded machine distorts
-// far less than a round trip.
+// deciding adds to a ShouldRateLimit call (impl=memory, impl=redis when
+// redis-server is installed) over answering OK (impl=ok), in CPU time and
+// allocations, which a loaded machine distorts far less than a round trip.
 func BenchmarkHandler(b *testing.B) {
 	cfg, err := LoadDir("testdata/bench")
 	require.NoError(b, err)
-	mem, err := New(cfg, WithLogger(slog.New(slog.DiscardHandler)))
+	quiet := WithLogger(slog.New(slog.DiscardHandler))
+	mem, err := New(cfg, quiet)
 	require.NoError(b, err)
-	reqs := make([]*pb.RateLimitRequest, 1024)
-	for k := range reqs {
-		reqs[k] = &pb.RateLimitRequest{Domain: "bench", Descriptors: []*rlext.RateLimitDescriptor{{
-			Entries: []*rlext.RateLimitDescriptor_Entry{{Key: "client", Value: "c"}, {Key: "ip", Value: strconv.Itoa(k)}},
-		}}}
-	}
-	for _, impl := range []struct {
+	impls := []struct {
 		name string
 		srv  pb.RateLimitServiceServer
-	}{{"ok", okServer{}}, {"memory", mem}} {
-		b.Run("impl="+impl.name, func(b *testing.B) {
-			resp, err := impl.srv.ShouldRateLimit(context.Background(), reqs[0])
-			require.NoError(b, err)
-			require.Len(b, resp.Statuses, 1)
-			b.ReportAllocs()
-			b.ResetTimer()
-			b.RunParallel(func(pb *testing.PB) {
-				for i := 0; pb.Next(); i++ {
-					_, _ = impl.srv.ShouldRateLimit(context.Background(), reqs[i%1024])
-				}
+	}{{"ok", okServer{}}, {"memory", mem}}
+	if _, err := exec.LookPath("redis-server"); err == nil {
+		client := redis.NewClient(&redis.Options{Addr: benchRedis(b), ContextTimeoutEnabled: true, PoolSize: 64})
+		b.Cleanup(func() { _ = client.Close() })
+		rs, err := New(cfg, quiet, WithLimiterOptions(hotlimit.WithFactory(redislimit.Factory(client, redislimit.WithTimeout(time.Second)))))
+		require.NoError(b, err)
+		impls = append(impls, struct {
+			name string
+			srv  pb.RateLimitServiceServer
+		}{"redis", rs})
+	}
+	for _, descriptors := range []int{1, 3} {
+		reqs := make([]*pb.RateLimitRequest, 1024)
+		for k := range reqs {
+			reqs[k] = &pb.RateLimitRequest{Domain: "bench", Descriptors: benchDescriptors("c", 0, k, descriptors)}
+		}
+		for _, impl := range impls {
+			b.Run(fmt.Sprintf("impl=%s/descriptors=%d", impl.name, descriptors), func(b *testing.B) {
+				resp, err := impl.srv.ShouldRateLimit(context.Background(), reqs[0])
+				require.NoError(b, err)
+				require.Len(b, resp.Statuses, descriptors)
+				b.ReportAllocs()
+				b.ResetTimer()
+				b.RunParallel(func(pb *testing.PB) {
+					for i := 0; pb.Next(); i++ {
+						_, _ = impl.srv.ShouldRateLimit(context.Background(), reqs[i%1024])
+					}
+				})
 			})
-		})
+		}
 	}
 }
