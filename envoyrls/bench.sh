@@ -1,14 +1,23 @@
 #!/usr/bin/env bash
 # make envoybench: hotlimitd's ShouldRateLimit per second over loopback gRPC
 # (BenchmarkShouldRateLimit in bench_test.go), in ROUNDS rounds of every impl
-# once, then a summary: each impl's req/s range across rounds, and the ratios
-# that the targets are about, computed within each round (the same moment of
-# a loaded machine) and given as their range:
+# once, then a summary: each impl's req/s and CPU time per request (clients,
+# server and Redis) as ranges across rounds, and the ratios that the targets
+# are about, computed within each round (the same moment of a loaded
+# machine) and given as their range:
 #
-#   memory / ok         hotlimitd in memory against a handler that answers OK
-#                       without deciding: the target is ≥ 1/1.3 (0.77)
-#   redis / reference   hotlimitd on Redis against the reference server
-#                       (envoyproxy/ratelimit) on the same redis-server: ≥ 2
+#   memory / ok           hotlimitd in memory against a handler that answers
+#                         OK without deciding: the target is ≥ 1/1.3 (0.77)
+#   hotlimitd / reference hotlimitd's command on Redis against the reference
+#                         server (envoyproxy/ratelimit), each a process of its
+#                         own on the same redis-server: ≥ 2
+#   redis / reference     the same with hotlimitd's server in the benchmark's
+#                         process
+#
+# req/s ratios move with the other work on the machine; the CPU ratios (the
+# reference's CPU per request over hotlimitd's, so that higher is better in
+# both) much less, and on a machine whose CPUs are all busy, req/s goes as
+# the inverse of CPU per request.
 #
 # The reference server is measured when its binary is found:
 #   HOTLIMITD_BENCH_REFERENCE  the path of its binary (src/service_cmd), or
@@ -45,6 +54,14 @@ fi
 # -count would run each impl ROUNDS times in a row, so that a change in the
 # machine's load between impls would bias their ratios: instead, ROUNDS runs
 # of the test binary, each measuring every impl once.
+# hotlimitd's command, measured as a process of its own as the reference is.
+bindir=$(mktemp -d)
+if $GO build -o "$bindir/hotlimitd" ./cmd/hotlimitd; then
+	export HOTLIMITD_BENCH_HOTLIMITD=$bindir/hotlimitd
+else
+	status=1
+fi
+
 args=(-test.run '^$' -test.bench '^BenchmarkShouldRateLimit$' -test.benchtime "$BENCHTIME" -test.count 1 -test.timeout 60m)
 testbin=$(mktemp -d)/envoyrls.test
 $GO test -c -o "$testbin" . || exit 1
@@ -54,7 +71,7 @@ for ((i = 1; i <= ROUNDS; i++)); do
 	echo "round $i" >>"$raw"
 	"$testbin" "${args[@]}" >>"$raw" 2>&1 || status=1
 done
-rm -f "$testbin"
+rm -rf "$testbin" "$bindir"
 grep -q -- '--- FAIL' "$raw" && status=1
 
 {
@@ -68,29 +85,34 @@ grep -q -- '--- FAIL' "$raw" && status=1
 		name = $1; sub(/^BenchmarkShouldRateLimit\//, "", name); sub(/-[0-9]+$/, "", name)
 		split(name, p, "/"); impl = p[1]; sub(/^impl=/, "", impl)
 		load = p[2] "/" p[3]
-		v = ""
-		for (i = 3; i < NF; i++) if ($(i+1) == "req/s") v = $i
+		v = ""; c = ""
+		for (i = 3; i < NF; i++) {
+			if ($(i+1) == "req/s") v = $i
+			if ($(i+1) == "cpu-us/req") c = $i
+		}
 		if (v == "") next
 		r[round, impl, load] = v
+		if (c != "") cpu[round, impl, load] = c
 		if (!(impl in seenImpl)) { seenImpl[impl] = 1; impls[++ni] = impl }
 		if (!(load in seenLoad)) { seenLoad[load] = 1; loads[++nl] = load }
 	}
 	function k(x) { return x >= 1000 ? sprintf("%.1fk", x / 1000) : sprintf("%d", x) }
-	function range(impl, load,    i, lo, hi, n) {
+	function range(a, impl, load, fmt,    i, lo, hi, n) {
 		n = 0
-		for (i = 1; i <= round; i++) if ((i, impl, load) in r) {
-			if (n == 0 || r[i, impl, load] < lo) lo = r[i, impl, load]
-			if (n == 0 || r[i, impl, load] > hi) hi = r[i, impl, load]
+		for (i = 1; i <= round; i++) if ((i, impl, load) in a) {
+			if (n == 0 || a[i, impl, load] + 0 < lo) lo = a[i, impl, load] + 0
+			if (n == 0 || a[i, impl, load] + 0 > hi) hi = a[i, impl, load] + 0
 			n++
 		}
-		return n == 0 ? "-" : k(lo) "-" k(hi)
+		if (n == 0) return "-"
+		return fmt ? sprintf("%d-%d", lo, hi) : k(lo) "-" k(hi)
 	}
 	# ratio prints the range of a/b within rounds, and the verdict against
 	# want: PASS when every round meets it, MISS when none does.
-	function ratio(a, b, load, want,    i, lo, hi, n, x, met) {
+	function ratio(m, a, b, load, want,    i, lo, hi, n, x, met) {
 		n = 0; met = 0
-		for (i = 1; i <= round; i++) if (((i, a, load) in r) && ((i, b, load) in r)) {
-			x = r[i, a, load] / r[i, b, load]
+		for (i = 1; i <= round; i++) if (((i, a, load) in m) && ((i, b, load) in m) && m[i, b, load] > 0) {
+			x = m[i, a, load] / m[i, b, load]
 			if (n == 0 || x < lo) lo = x
 			if (n == 0 || x > hi) hi = x
 			if (x >= want) met++
@@ -99,25 +121,36 @@ grep -q -- '--- FAIL' "$raw" && status=1
 		if (n == 0) return ""
 		return sprintf("%.2f-%.2f (%s: %d of %d rounds ≥ %.2f)", lo, hi, met == n ? "PASS" : met == 0 ? "MISS" : "SOME", met, n, want)
 	}
-	END {
-		printf "req/s, range over %d rounds\n", round
+	function table(title, a, fmt,    i, j) {
+		printf "%s, range over %d rounds\n", title, round
 		printf "%-10s", "impl"
 		for (j = 1; j <= nl; j++) printf "  %-26s", loads[j]
 		printf "\n"
 		for (i = 1; i <= ni; i++) {
 			printf "%-10s", impls[i]
-			for (j = 1; j <= nl; j++) printf "  %-26s", range(impls[i], loads[j])
+			for (j = 1; j <= nl; j++) printf "  %-26s", range(a, impls[i], loads[j], fmt)
 			printf "\n"
 		}
-		printf "\nratios within a round, range over rounds\n"
+	}
+	# ratios prints, for every load, a/b of req/s and b/a of CPU per
+	# request, both ≥ want when a meets its target against b.
+	function ratios(a, b, want,    j, s, label) {
+		label = a " / " b
 		for (j = 1; j <= nl; j++) {
-			s = ratio("memory", "ok", loads[j], 1 / 1.3)
-			if (s != "") printf "  memory / ok        %-26s %s\n", loads[j], s
+			s = ratio(r, a, b, loads[j], want)
+			if (s != "") printf "  %-22s %-26s req/s %s\n", label, loads[j], s
+			s = ratio(cpu, b, a, loads[j], want)
+			if (s != "") printf "  %-22s %-26s CPU   %s\n", label, loads[j], s
 		}
-		for (j = 1; j <= nl; j++) {
-			s = ratio("redis", "reference", loads[j], 2)
-			if (s != "") printf "  redis / reference  %-26s %s\n", loads[j], s
-		}
+	}
+	END {
+		table("req/s", r, 0)
+		printf "\n"
+		table("CPU µs per request (clients + server + Redis)", cpu, 1)
+		printf "\nratios within a round (req/s: a/b; CPU per request: b/a), range over rounds\n"
+		ratios("memory", "ok", 1 / 1.3)
+		ratios("hotlimitd", "reference", 2)
+		ratios("redis", "reference", 2)
 	}' "$raw"
 	if [[ $status != 0 ]]; then
 		echo

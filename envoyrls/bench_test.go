@@ -13,6 +13,7 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"testing"
 	"time"
 
@@ -82,6 +83,9 @@ type benchLoad struct{ clients, descriptors int }
 //   - impl=memory: hotlimitd's server in process, state in memory;
 //   - impl=redis: the same on Redis, on a redis-server the benchmark starts
 //     (skipped without one), or at HOTLIMITD_BENCH_REDIS;
+//   - impl=hotlimitd: with HOTLIMITD_BENCH_HOTLIMITD set to the path of
+//     hotlimitd's binary, that command started by the benchmark on the same
+//     Redis, a process of its own as the reference's is;
 //   - impl=reference: with HOTLIMITD_BENCH_REFERENCE set to the path of the
 //     reference server's binary (envoyproxy/ratelimit's src/service_cmd),
 //     that server, started by the benchmark on the same Redis;
@@ -89,17 +93,21 @@ type benchLoad struct{ clients, descriptors int }
 //     at that address, which must have testdata/bench as its configuration.
 //
 // Requests hold one descriptor of two entries with 1, 16 and 64 clients,
-// and three descriptors of three rules with 16 clients. bench.sh (make
-// envoybench) runs it in rounds and compares the impls within each round,
-// the same moment of a loaded machine.
+// and three descriptors of three rules with 16 clients. Besides req/s, it
+// reports cpu-us/req, the CPU time per request of the clients, the server
+// and the Redis it started (see measure). bench.sh (make envoybench) runs
+// it in rounds and compares the impls within each round, the same moment of
+// a loaded machine.
 func BenchmarkShouldRateLimit(b *testing.B) {
 	cfg, err := LoadDir("testdata/bench")
 	require.NoError(b, err)
 	quiet := WithLogger(slog.New(slog.DiscardHandler))
-	// One redis-server per round, shared by impl=redis and impl=reference,
-	// started when the first of them runs; b's cleanup stops it.
+	// One redis-server per round, shared by every impl on Redis, and one
+	// process of each server binary, started when the first of their impls
+	// runs; b's cleanup stops them.
 	var redisAddr string
-	sharedRedis := func(sub *testing.B) string {
+	var redisPids []int
+	sharedRedis := func(sub *testing.B) (string, []int) {
 		if redisAddr == "" {
 			redisAddr = os.Getenv("HOTLIMITD_BENCH_REDIS")
 		}
@@ -107,45 +115,55 @@ func BenchmarkShouldRateLimit(b *testing.B) {
 			if _, err := exec.LookPath("redis-server"); err != nil {
 				sub.Skip("redis-server not installed")
 			}
-			redisAddr = benchRedis(b)
+			var pid int
+			redisAddr, pid = benchRedis(b)
+			redisPids = []int{pid}
 		}
-		return redisAddr
+		return redisAddr, redisPids
 	}
-	var refAddr string
-	impls := []struct {
+	procs := map[string]benchTarget{}
+	process := func(sub *testing.B, name string, start func(redisAddr string) (string, int)) benchTarget {
+		if t, ok := procs[name]; ok {
+			return t
+		}
+		addr, pids := sharedRedis(sub)
+		srv, pid := start(addr)
+		t := benchTarget{srv, append([]int{pid}, pids...)}
+		procs[name] = t
+		return t
+	}
+	type impl struct {
 		name string
-		make func(b *testing.B) string // the address to measure
-	}{
-		{"ok", func(b *testing.B) string { return serveBench(b, okServer{}) }},
-		{"memory", func(b *testing.B) string {
+		make func(b *testing.B) benchTarget
+	}
+	impls := []impl{
+		{"ok", func(b *testing.B) benchTarget { return benchTarget{addr: serveBench(b, okServer{})} }},
+		{"memory", func(b *testing.B) benchTarget {
 			s, err := New(cfg, quiet)
 			require.NoError(b, err)
-			return serveBench(b, s)
+			return benchTarget{addr: serveBench(b, s)}
 		}},
-		{"redis", func(b *testing.B) string {
-			client := redis.NewClient(&redis.Options{Addr: sharedRedis(b), ContextTimeoutEnabled: true, PoolSize: 64})
+		{"redis", func(b *testing.B) benchTarget {
+			addr, pids := sharedRedis(b)
+			client := redis.NewClient(&redis.Options{Addr: addr, ContextTimeoutEnabled: true, PoolSize: 64})
 			b.Cleanup(func() { _ = client.Close() })
 			s, err := New(cfg, quiet, WithLimiterOptions(hotlimit.WithFactory(redislimit.Factory(client, redislimit.WithTimeout(time.Second)))))
 			require.NoError(b, err)
-			return serveBench(b, s)
+			return benchTarget{serveBench(b, s), pids}
 		}},
 	}
+	if bin := os.Getenv("HOTLIMITD_BENCH_HOTLIMITD"); bin != "" {
+		impls = append(impls, impl{"hotlimitd", func(sub *testing.B) benchTarget {
+			return process(sub, "hotlimitd", func(redisAddr string) (string, int) { return startHotlimitd(b, bin, redisAddr) })
+		}})
+	}
 	if bin := os.Getenv("HOTLIMITD_BENCH_REFERENCE"); bin != "" {
-		impls = append(impls, struct {
-			name string
-			make func(b *testing.B) string
-		}{"reference", func(sub *testing.B) string {
-			if refAddr == "" {
-				refAddr = startReference(b, bin, sharedRedis(sub))
-			}
-			return refAddr
+		impls = append(impls, impl{"reference", func(sub *testing.B) benchTarget {
+			return process(sub, "reference", func(redisAddr string) (string, int) { return startReference(b, bin, redisAddr) })
 		}})
 	}
 	if addr := os.Getenv("HOTLIMITD_BENCH_ADDR"); addr != "" {
-		impls = append(impls, struct {
-			name string
-			make func(b *testing.B) string
-		}{"external", func(*testing.B) string { return addr }})
+		impls = append(impls, impl{"external", func(*testing.B) benchTarget { return benchTarget{addr: addr} }})
 	}
 	loads := []benchLoad{{1, 1}, {16, 1}, {64, 1}, {16, 3}}
 	for _, impl := range impls {
@@ -157,11 +175,56 @@ func BenchmarkShouldRateLimit(b *testing.B) {
 	}
 }
 
-// measure sends b.N requests of load to addr and reports req/s.
-func measure(b *testing.B, addr string, load benchLoad) {
+// benchTarget is a server to measure: its gRPC address, and the processes
+// besides the benchmark's own that serve it (a server's, redis-server's),
+// whose CPU time counts.
+type benchTarget struct {
+	addr string
+	pids []int
+}
+
+// cpuTime returns the CPU time, user and system, of this process and of
+// pids, and whether every one of them could be read (Linux's /proc).
+func cpuTime(pids []int) (time.Duration, bool) {
+	var ru syscall.Rusage
+	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
+		return 0, false
+	}
+	t := time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+	for _, pid := range pids {
+		data, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
+		if err != nil {
+			return 0, false
+		}
+		// pid (comm) state ppid ... utime stime: fields 14 and 15, the
+		// 12th and 13th after the command's closing parenthesis.
+		f := strings.Fields(string(data[bytes.LastIndexByte(data, ')')+1:]))
+		if len(f) < 13 {
+			return 0, false
+		}
+		u, err1 := strconv.ParseInt(f[11], 10, 64)
+		s, err2 := strconv.ParseInt(f[12], 10, 64)
+		if err1 != nil || err2 != nil {
+			return 0, false
+		}
+		t += time.Duration(u+s) * (time.Second / clockTicks)
+	}
+	return t, true
+}
+
+// clockTicks is the unit of /proc's CPU times per second (USER_HZ), 100 on
+// every Linux architecture Go supports.
+const clockTicks = 100
+
+// measure sends b.N requests of load to target and reports req/s and the
+// CPU time per request of the benchmark's process (the clients, and the
+// server when in process) and of the target's processes (cpu-us/req), which
+// a machine shared with other work distorts less than req/s: on a machine
+// whose CPUs are all busy, req/s goes as its inverse.
+func measure(b *testing.B, target benchTarget, load benchLoad) {
 	stubs := make([]pb.RateLimitServiceClient, load.clients)
 	for i := range stubs {
-		stubs[i] = dial(b, addr)
+		stubs[i] = dial(b, target.addr)
 	}
 	run := strconv.FormatInt(time.Now().UnixNano(), 36) // fresh keys on a server that outlives the run
 	reqs := make([][]*pb.RateLimitRequest, load.clients)
@@ -187,6 +250,7 @@ func measure(b *testing.B, addr string, load benchLoad) {
 	}
 	var next atomic.Int64
 	var wg sync.WaitGroup
+	cpu0, cpuOK := cpuTime(target.pids)
 	b.ResetTimer()
 	start := time.Now()
 	for c := range load.clients {
@@ -201,12 +265,15 @@ func measure(b *testing.B, addr string, load benchLoad) {
 	}
 	wg.Wait()
 	b.ReportMetric(float64(b.N)/time.Since(start).Seconds(), "req/s")
+	if cpu1, ok := cpuTime(target.pids); ok && cpuOK {
+		b.ReportMetric(float64(cpu1-cpu0)/float64(time.Microsecond)/float64(b.N), "cpu-us/req")
+	}
 }
 
 // startReference starts the reference server's binary bin on loopback, with
 // testdata/bench as its configuration and its state on the Redis at
 // redisAddr, until b's cleanup; it returns its gRPC address once it answers.
-func startReference(b *testing.B, bin, redisAddr string) string {
+func startReference(b *testing.B, bin, redisAddr string) (string, int) {
 	root := b.TempDir()
 	conf := filepath.Join(root, "rt", "config")
 	require.NoError(b, os.MkdirAll(conf, 0o755))
@@ -240,11 +307,38 @@ func startReference(b *testing.B, bin, redisAddr string) string {
 		return err == nil && len(resp.Statuses) == 1 && resp.Statuses[0].CurrentLimit != nil
 	}, 20*time.Second, 50*time.Millisecond)
 	require.True(b, ok, "the reference server %s did not answer with the bench config:\n%s", bin, log.String())
-	return addr
+	return addr, cmd.Process.Pid
+}
+
+// startHotlimitd starts hotlimitd's binary bin (built from ./cmd/hotlimitd)
+// on loopback with testdata/bench and its state on the Redis at redisAddr,
+// until b's cleanup; it returns its gRPC address once it answers, and its
+// process id.
+func startHotlimitd(b *testing.B, bin, redisAddr string) (string, int) {
+	lis, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(b, err)
+	addr := lis.Addr().String()
+	require.NoError(b, lis.Close())
+	cmd := exec.Command(bin, "-config", "testdata/bench", "-grpc", addr, "-http", "", "-redis", redisAddr,
+		"-redis-timeout", "1s", "-log-level", "warn")
+	var log bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &log, &log
+	require.NoError(b, cmd.Start())
+	b.Cleanup(func() { _ = cmd.Process.Kill(); _ = cmd.Wait() })
+	stub := dial(b, addr)
+	req := &pb.RateLimitRequest{Domain: "bench", Descriptors: benchDescriptors("ready", 0, 0, 1)}
+	ok := assert.Eventually(b, func() bool {
+		ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+		defer cancel()
+		resp, err := stub.ShouldRateLimit(ctx, req)
+		return err == nil && len(resp.Statuses) == 1 && resp.Statuses[0].CurrentLimit != nil
+	}, 20*time.Second, 50*time.Millisecond)
+	require.True(b, ok, "hotlimitd %s did not answer with the bench config:\n%s", bin, log.String())
+	return addr, cmd.Process.Pid
 }
 
 // benchRedis starts a redis-server for a benchmark.
-func benchRedis(b *testing.B) string {
+func benchRedis(b *testing.B) (string, int) {
 	lis, err := net.Listen("tcp", "127.0.0.1:0")
 	require.NoError(b, err)
 	port := lis.Addr().(*net.TCPAddr).Port
@@ -256,7 +350,7 @@ func benchRedis(b *testing.B) string {
 	c := redis.NewClient(&redis.Options{Addr: addr})
 	defer c.Close()
 	require.Eventually(b, func() bool { return c.Ping(context.Background()).Err() == nil }, 10*time.Second, 20*time.Millisecond)
-	return addr
+	return addr, cmd.Process.Pid
 }
 
 // BenchmarkHandler measures the handlers themselves, without gRPC: what
@@ -274,7 +368,8 @@ func BenchmarkHandler(b *testing.B) {
 		srv  pb.RateLimitServiceServer
 	}{{"ok", okServer{}}, {"memory", mem}}
 	if _, err := exec.LookPath("redis-server"); err == nil {
-		client := redis.NewClient(&redis.Options{Addr: benchRedis(b), ContextTimeoutEnabled: true, PoolSize: 64})
+		addr, _ := benchRedis(b)
+		client := redis.NewClient(&redis.Options{Addr: addr, ContextTimeoutEnabled: true, PoolSize: 64})
 		b.Cleanup(func() { _ = client.Close() })
 		rs, err := New(cfg, quiet, WithLimiterOptions(hotlimit.WithFactory(redislimit.Factory(client, redislimit.WithTimeout(time.Second)))))
 		require.NoError(b, err)
