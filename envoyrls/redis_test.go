@@ -51,11 +51,14 @@ func startRedis(t *testing.T) (string, *exec.Cmd) {
 	return addr, cmd
 }
 
-// inRedis is inProcess with every rule's state in Redis at addr.
+// inRedis is inProcess with every rule's state in Redis at addr. A call
+// waits up to 10 s for Redis, not redislimit's 100 ms: on a loaded machine,
+// under -race, a round trip can take longer, and these tests are about
+// decisions, not failures.
 func inRedis(t *testing.T, addr string, opts ...Option) *harness {
 	client := redis.NewClient(&redis.Options{Addr: addr, ContextTimeoutEnabled: true})
 	t.Cleanup(func() { _ = client.Close() })
-	f := redislimit.Factory(client, redislimit.WithPrefix(t.Name()+":"))
+	f := redislimit.Factory(client, redislimit.WithPrefix(t.Name()+":"), redislimit.WithTimeout(10*time.Second))
 	return inProcess(t, append([]Option{WithLimiterOptions(hotlimit.WithFactory(f))}, opts...)...)
 }
 
