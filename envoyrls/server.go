@@ -117,9 +117,6 @@ type Server struct {
 	snap  atomic.Pointer[snapshot]
 	mu    sync.Mutex // serialises Reload and override insertions
 	over  atomic.Pointer[map[hotlimit.Config]hotlimit.Limiter]
-	// remote: the limiters come from a factory (a backend such as Redis),
-	// so the descriptors of a request are decided concurrently.
-	remote bool
 }
 
 // snapshot is an immutable configuration with the limiter of each of its
@@ -151,7 +148,6 @@ func New(cfg *Config, opts ...Option) (*Server, error) {
 	s.now = s.set.clock
 	s.lopts = append([]hotlimit.Option(nil), s.set.limiterOpts...)
 	factory := hotlimit.NewOptions(s.lopts...).Factory != nil
-	s.remote = factory
 	if s.now == nil {
 		s.now = epochClock()
 		if !factory {
@@ -300,70 +296,15 @@ func (s *Server) ShouldRateLimit(ctx context.Context, req *pb.RateLimitRequest) 
 	if err := s.plan(snap, req, items); err != nil {
 		return nil, err
 	}
-	if err := s.decideAll(ctx, items); err != nil {
-		return nil, err
+	for i := range items {
+		if err := s.decide(ctx, &items[i]); err != nil {
+			if s.set.allOrNothing {
+				s.refundAll(ctx, items[:i])
+			}
+			return nil, err
+		}
 	}
 	return s.respond(ctx, items), nil
-}
-
-// maxConcurrent bounds the descriptors of one request decided at the same
-// time on a backend.
-const maxConcurrent = 16
-
-// decideAll decides every item. In memory, where a decision takes
-// nanoseconds, in turn. On a backend (a factory's limiters, such as
-// redislimit's) concurrently, up to maxConcurrent at a time, so that the
-// descriptors of one request share round trips (redislimit pipelines
-// concurrent calls) instead of waiting for each other's, as the reference
-// server sends them in one pipeline. The descriptors count independently
-// either way; on an error, in all-or-nothing mode, what the others took is
-// refunded.
-func (s *Server) decideAll(ctx context.Context, items []item) error {
-	backend := 0
-	if s.remote {
-		for i := range items {
-			if items[i].lim != nil {
-				backend++
-			}
-		}
-	}
-	if backend < 2 {
-		for i := range items {
-			if err := s.decide(ctx, &items[i]); err != nil {
-				if s.set.allOrNothing {
-					s.refundAll(ctx, items[:i])
-				}
-				return err
-			}
-		}
-		return nil
-	}
-	errs := make([]error, len(items))
-	var next atomic.Int64
-	work := func() {
-		for {
-			i := int(next.Add(1)) - 1
-			if i >= len(items) {
-				return
-			}
-			errs[i] = s.decide(ctx, &items[i])
-		}
-	}
-	var wg sync.WaitGroup
-	for range min(backend, maxConcurrent) - 1 {
-		wg.Go(work)
-	}
-	work()
-	wg.Wait()
-	for _, err := range errs {
-		if err != nil {
-			if s.set.allOrNothing {
-				s.refundAll(ctx, items) // a failed call holds no receipt
-			}
-			return err
-		}
-	}
-	return nil
 }
 
 // plan resolves each descriptor's rule, policy, limiter, key and hits.
