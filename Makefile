@@ -107,6 +107,11 @@ bench:
 	cd grpclimit && $(GO) test -run '^$$' -bench BenchmarkUnary -benchmem -count 3 .
 	@$(MAKE) --no-print-directory envoybench
 
-envoybench:
+# hotlimitd's ShouldRateLimit per second over loopback gRPC, in rounds,
+# against a handler that answers OK and, when HOTLIMITD_BENCH_REFERENCE (its
+# binary) or ENVOY_RATELIMIT_SRC (a clone) is set, the reference server on
+# the same Redis: summary in envoyrls/out/envoy-summary.txt (see
+# envoyrls/bench.sh for the knobs).
+envoybench: redis
 	@echo "== hotlimitd: ShouldRateLimit per second over loopback gRPC"
-	cd envoyrls && $(GO) test -run '^$$' -bench ShouldRateLimit -benchtime 2s -count 1 ./
+	cd envoyrls && GO=$(GO) ./bench.sh

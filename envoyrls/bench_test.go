@@ -1,14 +1,19 @@
 package envoyrls
 
 import (
+	"bytes"
 	"context"
 	"fmt"
 	"log/slog"
 	"net"
 	"os"
+	"os/exec"
+	"path/filepath"
 	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"testing"
 	"time"
 
@@ -17,9 +22,9 @@ import (
 	"github.com/hotlimit/hotlimit"
 	"github.com/hotlimit/hotlimit/redislimit"
 	"github.com/redis/go-redis/v9"
+	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	"google.golang.org/grpc"
-	"os/exec"
 )
 
 // okServer answers OK to every descriptor without deciding: the cost of
@@ -47,95 +52,293 @@ func serveBench(b *testing.B, srv pb.RateLimitServiceServer) string {
 	return lis.Addr().String()
 }
 
+// benchDescriptors builds the descriptors of client c's request k: the
+// first holds two entries, (client, ip), counted per (client, ip); the
+// next ones, when descriptors > 1, count per client and per route, so that
+// every descriptor of a request is decided by a rule of its own.
+func benchDescriptors(run string, c, k, descriptors int) []*rlext.RateLimitDescriptor {
+	client := run + strconv.Itoa(c)
+	ds := []*rlext.RateLimitDescriptor{{
+		Entries: []*rlext.RateLimitDescriptor_Entry{{Key: "client", Value: client}, {Key: "ip", Value: strconv.Itoa(k)}},
+	}}
+	if descriptors > 1 {
+		ds = append(ds, &rlext.RateLimitDescriptor{Entries: []*rlext.RateLimitDescriptor_Entry{{Key: "client", Value: client}}})
+	}
+	for i := 2; i < descriptors; i++ {
+		ds = append(ds, &rlext.RateLimitDescriptor{Entries: []*rlext.RateLimitDescriptor_Entry{{Key: "route", Value: "/r" + strconv.Itoa(i) + "/" + strconv.Itoa(k%16)}}})
+	}
+	return ds
+}
+
+// benchLoad is one measurement of BenchmarkShouldRateLimit: concurrent
+// clients, each on its own connection, and descriptors per request.
+type benchLoad struct{ clients, descriptors int }
+
 // BenchmarkShouldRateLimit measures ShouldRateLimit per second over loopback
-// gRPC, each client on its own connection as Envoy's workers are, for the
-// memory backend, the Redis backend (when redis-server is installed) and a
-// handler that answers OK without deciding (impl=ok). Each request holds
-// one descriptor of two entries, over 1024 keys per client. With
-// HOTLIMITD_BENCH_ADDR set, impl=external measures the rate limit service
-// at that address the same way, which must have testdata/bench as its
-// configuration.
+// gRPC, each client on its own connection as Envoy's workers are, over 1024
+// keys per client:
+//
+//   - impl=ok: an in-process handler that answers OK without deciding, the
+//     cost of gRPC itself, which the memory backend is measured against;
+//   - impl=memory: hotlimitd's server in process, state in memory;
+//   - impl=redis: the same on Redis, on a redis-server the benchmark starts
+//     (skipped without one), or at HOTLIMITD_BENCH_REDIS;
+//   - impl=hotlimitd: with HOTLIMITD_BENCH_HOTLIMITD set to the path of
+//     hotlimitd's binary, that command started by the benchmark on the same
+//     Redis, a process of its own as the reference's is;
+//   - impl=reference: with HOTLIMITD_BENCH_REFERENCE set to the path of the
+//     reference server's binary (envoyproxy/ratelimit's src/service_cmd),
+//     that server, started by the benchmark on the same Redis;
+//   - impl=external: with HOTLIMITD_BENCH_ADDR set, the rate limit service
+//     at that address, which must have testdata/bench as its configuration.
+//
+// Requests hold one descriptor of two entries with 1, 16 and 64 clients,
+// and three descriptors of three rules with 16 clients. Besides req/s, it
+// reports cpu-us/req, the CPU time per request of the clients, the server
+// and the Redis it started (see measure). bench.sh (make envoybench) runs
+// it in rounds and compares the impls within each round, the same moment of
+// a loaded machine.
 func BenchmarkShouldRateLimit(b *testing.B) {
 	cfg, err := LoadDir("testdata/bench")
 	require.NoError(b, err)
 	quiet := WithLogger(slog.New(slog.DiscardHandler))
-	impls := []struct {
+	// One redis-server per round, shared by every impl on Redis, and one
+	// process of each server binary, started when the first of their impls
+	// runs; b's cleanup stops them.
+	var redisAddr string
+	var redisPids []int
+	sharedRedis := func(sub *testing.B) (string, []int) {
+		if redisAddr == "" {
+			redisAddr = os.Getenv("HOTLIMITD_BENCH_REDIS")
+		}
+		if redisAddr == "" {
+			if _, err := exec.LookPath("redis-server"); err != nil {
+				sub.Skip("redis-server not installed")
+			}
+			var pid int
+			redisAddr, pid = benchRedis(b)
+			redisPids = []int{pid}
+		}
+		return redisAddr, redisPids
+	}
+	procs := map[string]benchTarget{}
+	process := func(sub *testing.B, name string, start func(redisAddr string) (string, int)) benchTarget {
+		if t, ok := procs[name]; ok {
+			return t
+		}
+		addr, pids := sharedRedis(sub)
+		srv, pid := start(addr)
+		t := benchTarget{srv, append([]int{pid}, pids...)}
+		procs[name] = t
+		return t
+	}
+	type impl struct {
 		name string
-		make func(b *testing.B) string // the address to measure
-	}{
-		{"ok", func(b *testing.B) string { return serveBench(b, okServer{}) }},
-		{"memory", func(b *testing.B) string {
+		make func(b *testing.B) benchTarget
+	}
+	impls := []impl{
+		{"ok", func(b *testing.B) benchTarget { return benchTarget{addr: serveBench(b, okServer{})} }},
+		{"memory", func(b *testing.B) benchTarget {
 			s, err := New(cfg, quiet)
 			require.NoError(b, err)
-			return serveBench(b, s)
+			return benchTarget{addr: serveBench(b, s)}
 		}},
-		{"redis", func(b *testing.B) string {
-			if _, err := exec.LookPath("redis-server"); err != nil {
-				b.Skip("redis-server not installed")
-			}
-			addr := benchRedis(b)
+		{"redis", func(b *testing.B) benchTarget {
+			addr, pids := sharedRedis(b)
 			client := redis.NewClient(&redis.Options{Addr: addr, ContextTimeoutEnabled: true, PoolSize: 64})
 			b.Cleanup(func() { _ = client.Close() })
 			s, err := New(cfg, quiet, WithLimiterOptions(hotlimit.WithFactory(redislimit.Factory(client, redislimit.WithTimeout(time.Second)))))
 			require.NoError(b, err)
-			return serveBench(b, s)
+			return benchTarget{serveBench(b, s), pids}
 		}},
 	}
-	if addr := os.Getenv("HOTLIMITD_BENCH_ADDR"); addr != "" {
-		impls = append(impls, struct {
-			name string
-			make func(b *testing.B) string
-		}{"external", func(*testing.B) string { return addr }})
+	if bin := os.Getenv("HOTLIMITD_BENCH_HOTLIMITD"); bin != "" {
+		impls = append(impls, impl{"hotlimitd", func(sub *testing.B) benchTarget {
+			return process(sub, "hotlimitd", func(redisAddr string) (string, int) { return startHotlimitd(b, bin, redisAddr) })
+		}})
 	}
+	if bin := os.Getenv("HOTLIMITD_BENCH_REFERENCE"); bin != "" {
+		impls = append(impls, impl{"reference", func(sub *testing.B) benchTarget {
+			return process(sub, "reference", func(redisAddr string) (string, int) { return startReference(b, bin, redisAddr) })
+		}})
+	}
+	if addr := os.Getenv("HOTLIMITD_BENCH_ADDR"); addr != "" {
+		impls = append(impls, impl{"external", func(*testing.B) benchTarget { return benchTarget{addr: addr} }})
+	}
+	loads := []benchLoad{{1, 1}, {16, 1}, {64, 1}, {16, 3}}
 	for _, impl := range impls {
-		for _, clients := range []int{1, 16, 64} {
-			b.Run(fmt.Sprintf("impl=%s/clients=%d", impl.name, clients), func(b *testing.B) {
-				addr := impl.make(b)
-				stubs := make([]pb.RateLimitServiceClient, clients)
-				for i := range stubs {
-					stubs[i] = dial(b, addr)
-				}
-				run := strconv.FormatInt(time.Now().UnixNano(), 36) // fresh keys on a server that outlives the run
-				reqs := make([][]*pb.RateLimitRequest, clients)
-				for c := range reqs {
-					for k := range 1024 {
-						reqs[c] = append(reqs[c], &pb.RateLimitRequest{Domain: "bench", Descriptors: []*rlext.RateLimitDescriptor{{
-							Entries: []*rlext.RateLimitDescriptor_Entry{{Key: "client", Value: run + strconv.Itoa(c)}, {Key: "ip", Value: strconv.Itoa(k)}},
-						}}})
-					}
-				}
-				require.Len(b, reqs[clients-1], 1024)
-				// Warm up each connection and check the fixture decides.
-				for c := range stubs {
-					resp, err := stubs[c].ShouldRateLimit(context.Background(), reqs[c][0])
-					require.NoError(b, err)
-					require.Equal(b, pb.RateLimitResponse_OK, resp.OverallCode)
-				}
-				var next atomic.Int64
-				var wg sync.WaitGroup
-				b.ResetTimer()
-				start := time.Now()
-				for c := range clients {
-					wg.Add(1)
-					go func() {
-						defer wg.Done()
-						for i := 0; next.Add(1) <= int64(b.N); i++ {
-							if _, err := stubs[c].ShouldRateLimit(context.Background(), reqs[c][i%1024]); err != nil {
-								b.Error(err)
-								return
-							}
-						}
-					}()
-				}
-				wg.Wait()
-				b.ReportMetric(float64(b.N)/time.Since(start).Seconds(), "req/s")
+		for _, load := range loads {
+			b.Run(fmt.Sprintf("impl=%s/clients=%d/descriptors=%d", impl.name, load.clients, load.descriptors), func(b *testing.B) {
+				measure(b, impl.make(b), load)
 			})
 		}
 	}
 }
 
+// benchTarget is a server to measure: its gRPC address, and the processes
+// besides the benchmark's own that serve it (a server's, redis-server's),
+// whose CPU time counts.
+type benchTarget struct {
+	addr string
+	pids []int
+}
+
+// cpuTime returns the CPU time, user and system, of this process and of
+// pids, and whether every one of them could be read (Linux's /proc).
+func cpuTime(pids []int) (time.Duration, bool) {
+	var ru syscall.Rusage
+	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
+		return 0, false
+	}
+	t := time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+	for _, pid := range pids {
+		data, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
+		if err != nil {
+			return 0, false
+		}
+		// pid (comm) state ppid ... utime stime: fields 14 and 15, the
+		// 12th and 13th after the command's closing parenthesis.
+		f := strings.Fields(string(data[bytes.LastIndexByte(data, ')')+1:]))
+		if len(f) < 13 {
+			return 0, false
+		}
+		u, err1 := strconv.ParseInt(f[11], 10, 64)
+		s, err2 := strconv.ParseInt(f[12], 10, 64)
+		if err1 != nil || err2 != nil {
+			return 0, false
+		}
+		t += time.Duration(u+s) * (time.Second / clockTicks)
+	}
+	return t, true
+}
+
+// clockTicks is the unit of /proc's CPU times per second (USER_HZ), 100 on
+// every Linux architecture Go supports.
+const clockTicks = 100
+
+// measure sends b.N requests of load to target and reports req/s and the
+// CPU time per request of the benchmark's process (the clients, and the
+// server when in process) and of the target's processes (cpu-us/req), which
+// a machine shared with other work distorts less than req/s: on a machine
+// whose CPUs are all busy, req/s goes as its inverse.
+func measure(b *testing.B, target benchTarget, load benchLoad) {
+	stubs := make([]pb.RateLimitServiceClient, load.clients)
+	for i := range stubs {
+		stubs[i] = dial(b, target.addr)
+	}
+	run := strconv.FormatInt(time.Now().UnixNano(), 36) // fresh keys on a server that outlives the run
+	reqs := make([][]*pb.RateLimitRequest, load.clients)
+	for c := range reqs {
+		for k := range 1024 {
+			reqs[c] = append(reqs[c], &pb.RateLimitRequest{Domain: "bench", Descriptors: benchDescriptors(run, c, k, load.descriptors)})
+		}
+	}
+	require.Len(b, reqs[load.clients-1], 1024)
+	require.Len(b, reqs[0][0].Descriptors, load.descriptors)
+	// Warm up each connection and check the fixture decides: every
+	// descriptor is under a limit, and OK.
+	for c := range stubs {
+		resp, err := stubs[c].ShouldRateLimit(context.Background(), reqs[c][0])
+		require.NoError(b, err)
+		require.Equal(b, pb.RateLimitResponse_OK, resp.OverallCode)
+		require.Len(b, resp.Statuses, load.descriptors)
+		if !strings.Contains(b.Name(), "impl=ok/") {
+			for i, st := range resp.Statuses {
+				require.NotNil(b, st.CurrentLimit, "descriptor %d matches no rule", i)
+			}
+		}
+	}
+	var next atomic.Int64
+	var wg sync.WaitGroup
+	cpu0, cpuOK := cpuTime(target.pids)
+	b.ResetTimer()
+	start := time.Now()
+	for c := range load.clients {
+		wg.Go(func() {
+			for i := 0; next.Add(1) <= int64(b.N); i++ {
+				if _, err := stubs[c].ShouldRateLimit(context.Background(), reqs[c][i%1024]); err != nil {
+					b.Error(err)
+					return
+				}
+			}
+		})
+	}
+	wg.Wait()
+	b.ReportMetric(float64(b.N)/time.Since(start).Seconds(), "req/s")
+	if cpu1, ok := cpuTime(target.pids); ok && cpuOK {
+		b.ReportMetric(float64(cpu1-cpu0)/float64(time.Microsecond)/float64(b.N), "cpu-us/req")
+	}
+}
+
+// startReference starts the reference server's binary bin on loopback, with
+// testdata/bench as its configuration and its state on the Redis at
+// redisAddr, until b's cleanup; it returns its gRPC address once it answers.
+func startReference(b *testing.B, bin, redisAddr string) (string, int) {
+	root := b.TempDir()
+	conf := filepath.Join(root, "rt", "config")
+	require.NoError(b, os.MkdirAll(conf, 0o755))
+	data, err := os.ReadFile("testdata/bench/bench.yaml")
+	require.NoError(b, err)
+	require.NoError(b, os.WriteFile(filepath.Join(conf, "bench.yaml"), data, 0o644))
+	ports := make([]string, 3) // gRPC, HTTP, debug
+	for i := range ports {
+		lis, err := net.Listen("tcp", "127.0.0.1:0")
+		require.NoError(b, err)
+		ports[i] = strconv.Itoa(lis.Addr().(*net.TCPAddr).Port)
+		require.NoError(b, lis.Close())
+	}
+	cmd := exec.Command(bin)
+	cmd.Env = append(os.Environ(),
+		"REDIS_SOCKET_TYPE=tcp", "REDIS_URL="+redisAddr, "USE_STATSD=false", "LOG_LEVEL=warn",
+		"RUNTIME_ROOT="+root, "RUNTIME_SUBDIRECTORY=rt", "RUNTIME_APPDIRECTORY=config", "RUNTIME_WATCH_ROOT=false",
+		"GRPC_HOST=127.0.0.1", "GRPC_PORT="+ports[0], "HOST=127.0.0.1", "PORT="+ports[1],
+		"DEBUG_HOST=127.0.0.1", "DEBUG_PORT="+ports[2])
+	var log bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &log, &log
+	require.NoError(b, cmd.Start())
+	b.Cleanup(func() { _ = cmd.Process.Kill(); _ = cmd.Wait() })
+	addr := "127.0.0.1:" + ports[0]
+	stub := dial(b, addr)
+	req := &pb.RateLimitRequest{Domain: "bench", Descriptors: benchDescriptors("ready", 0, 0, 1)}
+	ok := assert.Eventually(b, func() bool {
+		ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+		defer cancel()
+		resp, err := stub.ShouldRateLimit(ctx, req)
+		return err == nil && len(resp.Statuses) == 1 && resp.Statuses[0].CurrentLimit != nil
+	}, 20*time.Second, 50*time.Millisecond)
+	require.True(b, ok, "the reference server %s did not answer with the bench config:\n%s", bin, log.String())
+	return addr, cmd.Process.Pid
+}
+
+// startHotlimitd starts hotlimitd's binary bin (built from ./cmd/hotlimitd)
+// on loopback with testdata/bench and its state on the Redis at redisAddr,
+// until b's cleanup; it returns its gRPC address once it answers, and its
+// process id.
+func startHotlimitd(b *testing.B, bin, redisAddr string) (string, int) {
+	lis, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(b, err)
+	addr := lis.Addr().String()
+	require.NoError(b, lis.Close())
+	cmd := exec.Command(bin, "-config", "testdata/bench", "-grpc", addr, "-http", "", "-redis", redisAddr,
+		"-redis-timeout", "1s", "-log-level", "warn")
+	var log bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &log, &log
+	require.NoError(b, cmd.Start())
+	b.Cleanup(func() { _ = cmd.Process.Kill(); _ = cmd.Wait() })
+	stub := dial(b, addr)
+	req := &pb.RateLimitRequest{Domain: "bench", Descriptors: benchDescriptors("ready", 0, 0, 1)}
+	ok := assert.Eventually(b, func() bool {
+		ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+		defer cancel()
+		resp, err := stub.ShouldRateLimit(ctx, req)
+		return err == nil && len(resp.Statuses) == 1 && resp.Statuses[0].CurrentLimit != nil
+	}, 20*time.Second, 50*time.Millisecond)
+	require.True(b, ok, "hotlimitd %s did not answer with the bench config:\n%s", bin, log.String())
+	return addr, cmd.Process.Pid
+}
+
 // benchRedis starts a redis-server for a benchmark.
-func benchRedis(b *testing.B) string {
+func benchRedis(b *testing.B) (string, int) {
 	lis, err := net.Listen("tcp", "127.0.0.1:0")
 	require.NoError(b, err)
 	port := lis.Addr().(*net.TCPAddr).Port
@@ -147,39 +350,52 @@ func benchRedis(b *testing.B) string {
 	c := redis.NewClient(&redis.Options{Addr: addr})
 	defer c.Close()
 	require.Eventually(b, func() bool { return c.Ping(context.Background()).Err() == nil }, 10*time.Second, 20*time.Millisecond)
-	return addr
+	return addr, cmd.Process.Pid
 }
 
 // BenchmarkHandler measures the handlers themselves, without gRPC: what
-// deciding adds to a ShouldRateLimit call (impl=memory) over answering OK
-// (impl=ok), in CPU time and allocations, which a loaded machine distorts
-// far less than a round trip.
+// deciding adds to a ShouldRateLimit call (impl=memory, impl=redis when
+// redis-server is installed) over answering OK (impl=ok), in CPU time and
+// allocations, which a loaded machine distorts far less than a round trip.
 func BenchmarkHandler(b *testing.B) {
 	cfg, err := LoadDir("testdata/bench")
 	require.NoError(b, err)
-	mem, err := New(cfg, WithLogger(slog.New(slog.DiscardHandler)))
+	quiet := WithLogger(slog.New(slog.DiscardHandler))
+	mem, err := New(cfg, quiet)
 	require.NoError(b, err)
-	reqs := make([]*pb.RateLimitRequest, 1024)
-	for k := range reqs {
-		reqs[k] = &pb.RateLimitRequest{Domain: "bench", Descriptors: []*rlext.RateLimitDescriptor{{
-			Entries: []*rlext.RateLimitDescriptor_Entry{{Key: "client", Value: "c"}, {Key: "ip", Value: strconv.Itoa(k)}},
-		}}}
-	}
-	for _, impl := range []struct {
+	impls := []struct {
 		name string
 		srv  pb.RateLimitServiceServer
-	}{{"ok", okServer{}}, {"memory", mem}} {
-		b.Run("impl="+impl.name, func(b *testing.B) {
-			resp, err := impl.srv.ShouldRateLimit(context.Background(), reqs[0])
-			require.NoError(b, err)
-			require.Len(b, resp.Statuses, 1)
-			b.ReportAllocs()
-			b.ResetTimer()
-			b.RunParallel(func(pb *testing.PB) {
-				for i := 0; pb.Next(); i++ {
-					_, _ = impl.srv.ShouldRateLimit(context.Background(), reqs[i%1024])
-				}
+	}{{"ok", okServer{}}, {"memory", mem}}
+	if _, err := exec.LookPath("redis-server"); err == nil {
+		addr, _ := benchRedis(b)
+		client := redis.NewClient(&redis.Options{Addr: addr, ContextTimeoutEnabled: true, PoolSize: 64})
+		b.Cleanup(func() { _ = client.Close() })
+		rs, err := New(cfg, quiet, WithLimiterOptions(hotlimit.WithFactory(redislimit.Factory(client, redislimit.WithTimeout(time.Second)))))
+		require.NoError(b, err)
+		impls = append(impls, struct {
+			name string
+			srv  pb.RateLimitServiceServer
+		}{"redis", rs})
+	}
+	for _, descriptors := range []int{1, 3} {
+		reqs := make([]*pb.RateLimitRequest, 1024)
+		for k := range reqs {
+			reqs[k] = &pb.RateLimitRequest{Domain: "bench", Descriptors: benchDescriptors("c", 0, k, descriptors)}
+		}
+		for _, impl := range impls {
+			b.Run(fmt.Sprintf("impl=%s/descriptors=%d", impl.name, descriptors), func(b *testing.B) {
+				resp, err := impl.srv.ShouldRateLimit(context.Background(), reqs[0])
+				require.NoError(b, err)
+				require.Len(b, resp.Statuses, descriptors)
+				b.ReportAllocs()
+				b.ResetTimer()
+				b.RunParallel(func(pb *testing.PB) {
+					for i := 0; pb.Next(); i++ {
+						_, _ = impl.srv.ShouldRateLimit(context.Background(), reqs[i%1024])
+					}
+				})
 			})
-		})
+		}
 	}
 }

@@ -51,11 +51,14 @@ func startRedis(t *testing.T) (string, *exec.Cmd) {
 	return addr, cmd
 }
 
-// inRedis is inProcess with every rule's state in Redis at addr.
+// inRedis is inProcess with every rule's state in Redis at addr. A call
+// waits up to 10 s for Redis, not redislimit's 100 ms: on a loaded machine,
+// under -race, a round trip can take longer, and these tests are about
+// decisions, not failures.
 func inRedis(t *testing.T, addr string, opts ...Option) *harness {
 	client := redis.NewClient(&redis.Options{Addr: addr, ContextTimeoutEnabled: true})
 	t.Cleanup(func() { _ = client.Close() })
-	f := redislimit.Factory(client, redislimit.WithPrefix(t.Name()+":"))
+	f := redislimit.Factory(client, redislimit.WithPrefix(t.Name()+":"), redislimit.WithTimeout(10*time.Second))
 	return inProcess(t, append([]Option{WithLimiterOptions(hotlimit.WithFactory(f))}, opts...)...)
 }
 
@@ -113,4 +116,49 @@ func TestRedisFailure(t *testing.T) {
 	resp, err = strict.ShouldRateLimit(context.Background(), &pb.RateLimitRequest{Domain: "conf", Descriptors: []*rlext.RateLimitDescriptor{desc("unlimited", "x")}})
 	require.NoError(t, err, "a request that needs no backend is still served")
 	assert.Equal(t, ok, resp.OverallCode)
+}
+
+// pipelines counts a client's pipelines and commands sent by themselves.
+type pipelines struct{ singles, pipes, piped atomic.Int64 }
+
+func (p *pipelines) DialHook(next redis.DialHook) redis.DialHook { return next }
+
+func (p *pipelines) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
+	return func(ctx context.Context, cmd redis.Cmder) error {
+		p.singles.Add(1)
+		return next(ctx, cmd)
+	}
+}
+
+func (p *pipelines) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
+	return func(ctx context.Context, cmds []redis.Cmder) error {
+		p.pipes.Add(1)
+		p.piped.Add(int64(len(cmds)))
+		return next(ctx, cmds)
+	}
+}
+
+// TestRedisOneRoundTripPerRequest: the descriptors of one request, under
+// rules of different policies, go to Redis in one pipeline, as the
+// reference sends them, and each gets its own status, in order.
+func TestRedisOneRoundTripPerRequest(t *testing.T) {
+	addr, _ := startRedis(t)
+	client := redis.NewClient(&redis.Options{Addr: addr, ContextTimeoutEnabled: true})
+	t.Cleanup(func() { _ = client.Close() })
+	var trips pipelines
+	client.AddHook(&trips)
+	f := redislimit.Factory(client, redislimit.WithTimeout(10*time.Second))
+	h := inProcess(t, WithLimiterOptions(hotlimit.WithFactory(f)))
+	h.call(t, "conf", 0, desc("two_a", "warm"), desc("two_b", "warm")) // loads the scripts
+	singles, pipes, piped := trips.singles.Load(), trips.pipes.Load(), trips.piped.Load()
+	resp := h.call(t, "conf", 0, desc("two_a", "x"), desc("unlimited", "x"), desc("two_b", "x"), desc("per_hour", "x"))
+	assert.Equal(t, singles, trips.singles.Load(), "no command by itself")
+	assert.Equal(t, pipes+1, trips.pipes.Load(), "one pipeline")
+	assert.Equal(t, piped+3, trips.piped.Load(), "of the three limited descriptors")
+	for i, want := range []uint32{4, 1<<32 - 1, 1, 2} {
+		assert.Equal(t, want, resp.Statuses[i].LimitRemaining, "status %d", i)
+	}
+	assert.Equal(t, uint32(5), resp.Statuses[0].CurrentLimit.RequestsPerUnit)
+	assert.Equal(t, uint32(2), resp.Statuses[2].CurrentLimit.RequestsPerUnit)
+	assert.Equal(t, uint32(3), resp.Statuses[3].CurrentLimit.RequestsPerUnit)
 }

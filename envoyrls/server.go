@@ -17,6 +17,7 @@ import (
 	pb "github.com/envoyproxy/go-control-plane/envoy/service/ratelimit/v3"
 	"github.com/hotlimit/hotlimit"
 	"github.com/hotlimit/hotlimit/httplimit"
+	"github.com/hotlimit/hotlimit/redislimit"
 	"github.com/hotlimit/hotlimit/service"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
@@ -256,6 +257,10 @@ type item struct {
 	d        hotlimit.Decision
 	receipt  hotlimit.Receipt
 	over     bool
+	// piped: decided with the request's other takes in one round trip
+	// (takeAll), with err the backend's error.
+	piped bool
+	err   error
 }
 
 func invalid(format string, args ...any) error {
@@ -296,15 +301,64 @@ func (s *Server) ShouldRateLimit(ctx context.Context, req *pb.RateLimitRequest) 
 	if err := s.plan(snap, req, items); err != nil {
 		return nil, err
 	}
+	piped := s.takeAll(ctx, items)
 	for i := range items {
-		if err := s.decide(ctx, &items[i]); err != nil {
+		it := &items[i]
+		var err error
+		if piped > 0 && it.piped {
+			err = s.settle(it, it.err)
+		} else {
+			err = s.decide(ctx, it)
+		}
+		if err != nil {
 			if s.set.allOrNothing {
-				s.refundAll(ctx, items[:i])
+				s.refundAll(ctx, items) // those not decided, or failed, hold no receipt
 			}
 			return nil, err
 		}
 	}
 	return s.respond(ctx, items), nil
+}
+
+// takeAll decides together, in one round trip, the items that take from
+// redislimit's limiters, when there are two or more (redislimit.TakeAll),
+// as the reference sends a request's descriptors in one pipeline; it marks
+// them piped, with their decision, receipt and error, and returns how many.
+func (s *Server) takeAll(ctx context.Context, items []item) int {
+	n := 0
+	for i := range items {
+		if s.pipeable(&items[i]) {
+			n++
+		}
+	}
+	if n < 2 {
+		return 0
+	}
+	takes := make([]redislimit.Take, 0, n)
+	for i := range items {
+		if it := &items[i]; s.pipeable(it) {
+			takes = append(takes, redislimit.Take{Limiter: it.lim.(*redislimit.Limiter), Key: it.key, N: it.n})
+		}
+	}
+	redislimit.TakeAll(ctx, takes)
+	j := 0
+	for i := range items {
+		if it := &items[i]; s.pipeable(it) {
+			it.piped, it.d, it.receipt, it.err = true, takes[j].Decision, takes[j].Receipt, takes[j].Err
+			j++
+		}
+	}
+	return n
+}
+
+// pipeable reports whether it is a take (not a refund) from a redislimit
+// limiter.
+func (s *Server) pipeable(it *item) bool {
+	if it.current == nil || it.blockAll || it.refund || it.lim == nil {
+		return false
+	}
+	_, ok := it.lim.(*redislimit.Limiter)
+	return ok
 }
 
 // plan resolves each descriptor's rule, policy, limiter, key and hits.
@@ -489,6 +543,12 @@ func (s *Server) decide(ctx context.Context, it *item) error {
 	} else {
 		it.d = it.lim.Take(it.key, it.n)
 	}
+	return s.settle(it, err)
+}
+
+// settle records it's decision, or answers the backend's error err as
+// WithBackendErrors says.
+func (s *Server) settle(it *item, err error) error {
 	if err != nil && s.set.backendErrs {
 		s.set.log.Warn("rate limit backend failed", "rule", it.rule.Key, "err", err)
 		return status.Errorf(codes.Unavailable, "rate limit backend: %v", err)

@@ -57,7 +57,9 @@
 // A call made while no other is under way is one round trip. Calls made
 // concurrently, for any keys, share pipelines ([WithBatch]): Redis reads,
 // runs and answers a whole batch per system call, which raises the
-// decisions per second several times under concurrency.
+// decisions per second several times under concurrency. [TakeAll] decides
+// several takes at once, under limiters of any Config on one client (the
+// several limits of one request), in one pipeline sent by the caller.
 //
 // For a hot key, [WithLease] takes a batch of requests from Redis in the same
 // script call that admits one, and spends them in this process without a

@@ -198,3 +198,28 @@ func ExampleFactory() {
 	// false
 	// 99
 }
+
+// The limits of one request, decided in one round trip.
+func ExampleTakeAll() {
+	var now atomic.Int64
+	client := newExampleClient()
+	perUser, err := redislimit.New(client, hotlimit.Config{Algorithm: hotlimit.FixedWindow, Limit: 2, Window: time.Second},
+		hotlimit.WithClock(now.Load), redislimit.WithPrefix("takeall:"))
+	if err != nil {
+		panic(err)
+	}
+	perIP, err := redislimit.New(client, hotlimit.Config{Algorithm: hotlimit.TokenBucket, Limit: 5, Window: time.Minute},
+		hotlimit.WithClock(now.Load), redislimit.WithPrefix("takeall:"))
+	if err != nil {
+		panic(err)
+	}
+	for range 3 {
+		takes := []redislimit.Take{{Limiter: perUser, Key: "user-42", N: 1}, {Limiter: perIP, Key: "10.0.0.1", N: 1}}
+		redislimit.TakeAll(context.Background(), takes)
+		fmt.Println(takes[0].Decision.Allowed, takes[0].Decision.Remaining, takes[1].Decision.Allowed, takes[1].Decision.Remaining)
+	}
+	// Output:
+	// true 1 true 4
+	// true 0 true 3
+	// false 0 true 2
+}

@@ -281,6 +281,21 @@ func (l *Limiter) take(ctx context.Context, key string, n int) (hotlimit.Decisio
 	sent := l.localNow()
 	k := l.redisKey(key)
 	rep, err := l.run(ctx, k, int64(n), extra, 0, 0)
+	d, r, err := l.settle(ctx, key, n, rep, err)
+	if err != nil {
+		return d, r, err
+	}
+	if rep.got > 0 {
+		l.grantLease(ctx, key, k, rep, sent)
+		d.Remaining += int(rep.got)
+	}
+	return d, r, nil
+}
+
+// settle turns the script's reply for n requests from key, or the error of
+// the call, into the decision and receipt, telling the breaker how Redis
+// did.
+func (l *Limiter) settle(ctx context.Context, key string, n int, rep reply, err error) (hotlimit.Decision, hotlimit.Receipt, error) {
 	if err != nil {
 		// the caller's own cancellation, or clock, says nothing of Redis
 		if ctx.Err() == nil && !errors.Is(err, ErrClockRange) {
@@ -293,10 +308,6 @@ func (l *Limiter) take(ctx context.Context, key string, n int) (hotlimit.Decisio
 	var r hotlimit.Receipt
 	if d.Allowed && n > 0 {
 		r = hotlimit.Receipt{N: n, At: rep.now * int64(l.unit)}
-	}
-	if rep.got > 0 {
-		l.grantLease(ctx, key, k, rep, sent)
-		d.Remaining += int(rep.got)
 	}
 	return d, r, nil
 }
@@ -311,15 +322,10 @@ type reply struct {
 
 // run calls the script for the Redis key k.
 func (l *Limiter) run(ctx context.Context, k string, n, extra, giveback, at int64) (reply, error) {
-	now := ""
-	if l.clock != nil {
-		t := l.clock()
-		if t > exact || t < -exact {
-			return reply{}, ErrClockRange
-		}
-		now = strconv.FormatInt(t, 10)
+	args, err := l.args(n, extra, giveback, at)
+	if err != nil {
+		return reply{}, err
 	}
-	args := []any{n, now, l.fixed[0], l.fixed[1], l.fixed[2], l.fixed[3], extra, giveback, at}
 	if l.batch.max > 0 {
 		// Alone, a call goes straight to Redis: waiting for a batch would
 		// only add a hand-over. With calls in flight, it joins a batch.
@@ -329,6 +335,19 @@ func (l *Limiter) run(ctx context.Context, k string, n, extra, giveback, at int6
 		}
 	}
 	return l.batch.alone(ctx, k, args)
+}
+
+// args returns the script's arguments (see scripts/prelude.lua).
+func (l *Limiter) args(n, extra, giveback, at int64) ([]any, error) {
+	now := ""
+	if l.clock != nil {
+		t := l.clock()
+		if t > exact || t < -exact {
+			return nil, ErrClockRange
+		}
+		now = strconv.FormatInt(t, 10)
+	}
+	return []any{n, now, l.fixed[0], l.fixed[1], l.fixed[2], l.fixed[3], extra, giveback, at}, nil
 }
 
 // parse reads a script's reply.

@@ -74,7 +74,7 @@ type flags struct {
 	allOrNothing                        bool
 	reload, drain                       time.Duration
 	lease                               int
-	leaseTTL                            time.Duration
+	leaseTTL, redisTimeout              time.Duration
 }
 
 func parse(args []string, out io.Writer) (*flags, error) {
@@ -91,6 +91,7 @@ func parse(args []string, out io.Writer) (*flags, error) {
 	fs.BoolVar(&f.tlsInsecure, "redis-tls-skip-verify", false, "do not verify Redis's TLS certificate")
 	fs.StringVar(&f.failure, "redis-failure", "error", "on a Redis failure: error, local, open or closed")
 	fs.StringVar(&f.redisPrefix, "redis-prefix", "hotlimitd:", "prefix of every Redis key")
+	fs.DurationVar(&f.redisTimeout, "redis-timeout", redislimit.DefaultTimeout, "how long a decision waits for Redis before it is a failure (see -redis-failure); 0 for no bound but the client's own")
 	fs.IntVar(&f.lease, "redis-lease", 0, "requests a replica may take ahead per key and spend without a round trip (TokenBucket, GCRA, FixedWindow); 0 for none")
 	fs.DurationVar(&f.leaseTTL, "redis-lease-ttl", 100*time.Millisecond, "how long a lease lasts")
 	fs.BoolVar(&f.allOrNothing, "all-or-nothing", false, "refund a denied request's other descriptors (default: count every descriptor, as the reference)")
@@ -161,7 +162,7 @@ func (f *flags) options(log *slog.Logger) (opts []envoyrls.Option, close func(),
 		ro.TLSConfig = &tls.Config{MinVersion: tls.VersionTLS12, InsecureSkipVerify: f.tlsInsecure} //nolint:gosec // the operator's choice
 	}
 	client := redis.NewUniversalClient(ro)
-	ropts := []hotlimit.Option{redislimit.WithPrefix(f.redisPrefix), redislimit.WithFailPolicy(policy)}
+	ropts := []hotlimit.Option{redislimit.WithPrefix(f.redisPrefix), redislimit.WithFailPolicy(policy), redislimit.WithTimeout(f.redisTimeout)}
 	if f.lease > 0 {
 		ropts = append(ropts, redislimit.WithLease(f.lease, f.leaseTTL))
 	}

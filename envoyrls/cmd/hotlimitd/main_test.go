@@ -218,7 +218,7 @@ func TestRedisFlags(t *testing.T) {
 	}
 	req := &pb.RateLimitRequest{Domain: "web", Descriptors: []*rlext.RateLimitDescriptor{{Entries: []*rlext.RateLimitDescriptor_Entry{{Key: "ip", Value: "1"}}}}}
 
-	good := start("-redis-password", "s3cret")
+	good := start("-redis-password", "s3cret", "-redis-timeout", "10s") // the first call loads the script
 	resp, err := good.ShouldRateLimit(context.Background(), req)
 	require.NoError(t, err)
 	assert.Equal(t, pb.RateLimitResponse_OK, resp.OverallCode)
@@ -235,4 +235,51 @@ func TestRedisFlags(t *testing.T) {
 	resp, err = open.ShouldRateLimit(context.Background(), req)
 	require.NoError(t, err)
 	assert.Equal(t, pb.RateLimitResponse_OK, resp.OverallCode)
+}
+
+// TestRedisTimeoutFlag: -redis-timeout bounds the wait for a Redis that
+// accepts connections and never answers: 1 ms gives Unavailable, 1 h leaves
+// the caller's own deadline to pass first.
+func TestRedisTimeoutFlag(t *testing.T) {
+	lis, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = lis.Close() })
+	go func() {
+		for {
+			c, err := lis.Accept()
+			if err != nil {
+				return
+			}
+			t.Cleanup(func() { _ = c.Close() }) // read nothing, answer nothing
+		}
+	}()
+	dir := t.TempDir()
+	writeRule(t, dir, "5")
+	req := &pb.RateLimitRequest{Domain: "web", Descriptors: []*rlext.RateLimitDescriptor{{Entries: []*rlext.RateLimitDescriptor_Entry{{Key: "ip", Value: "1"}}}}}
+	call := func(timeout string, wait time.Duration) error {
+		ctx, cancel := context.WithCancel(context.Background())
+		defer cancel()
+		ready := make(chan string, 1)
+		done := make(chan error, 1)
+		args := []string{"-config", dir, "-grpc", "127.0.0.1:0", "-http", "", "-redis", lis.Addr().String(), "-redis-timeout", timeout}
+		go func() { done <- run(ctx, args, io.Discard, func(g, _ string) { ready <- g }) }()
+		var g string
+		select {
+		case g = <-ready:
+		case err := <-done:
+			return err
+		}
+		defer func() { cancel(); <-done }()
+		conn, err := grpc.NewClient(g, grpc.WithTransportCredentials(insecure.NewCredentials()))
+		require.NoError(t, err)
+		defer conn.Close()
+		cctx, ccancel := context.WithTimeout(context.Background(), wait)
+		defer ccancel()
+		_, err = pb.NewRateLimitServiceClient(conn).ShouldRateLimit(cctx, req)
+		return err
+	}
+	err = call("1ms", time.Minute)
+	assert.Equal(t, codes.Unavailable, status.Code(err), "the server gave up on Redis: %v", err)
+	err = call("1h", 2*time.Second)
+	assert.Equal(t, codes.DeadlineExceeded, status.Code(err), "the server still waits for Redis: %v", err)
 }

@@ -1,0 +1,137 @@
+package redislimit_test
+
+import (
+	"context"
+	"errors"
+	"net"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/hotlimit/hotlimit"
+	"github.com/hotlimit/hotlimit/redislimit"
+	"github.com/hotlimit/hotlimit/redislimit/internal/redistest"
+)
+
+// roundTrips counts a client's commands sent by themselves and its
+// pipelines, with the commands they held.
+type roundTrips struct {
+	singles, pipelines, piped atomic.Int64
+}
+
+func (r *roundTrips) DialHook(next redis.DialHook) redis.DialHook { return next }
+
+func (r *roundTrips) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
+	return func(ctx context.Context, cmd redis.Cmder) error {
+		r.singles.Add(1)
+		return next(ctx, cmd)
+	}
+}
+
+func (r *roundTrips) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
+	return func(ctx context.Context, cmds []redis.Cmder) error {
+		r.pipelines.Add(1)
+		r.piped.Add(int64(len(cmds)))
+		return next(ctx, cmds)
+	}
+}
+
+// TestTakeAllMatchesTakes: TakeAll of takes under limiters of every
+// algorithm decides exactly what TakeReceiptContext decides for the same
+// takes in turn on twin limiters (another prefix, the same frozen clock),
+// receipts included, and sends them all in one pipeline.
+func TestTakeAllMatchesTakes(t *testing.T) {
+	srv := redistest.Start(t)
+	client := newClient(t, srv)
+	var trips roundTrips
+	client.AddHook(&trips)
+	var clock atomic.Int64
+	clock.Store(int64(time.Hour) + 1)
+	var batched, single []*redislimit.Limiter
+	for i, a := range algorithms {
+		c := hotlimit.Config{Algorithm: a, Limit: 3 + i, Window: time.Minute}
+		batched = append(batched, newLimiter(t, client, c, hotlimit.WithClock(clock.Load), redislimit.WithPrefix("all:")))
+		single = append(single, newLimiter(t, client, c, hotlimit.WithClock(clock.Load), redislimit.WithPrefix("one:")))
+	}
+	keys := []string{"a", "b"}
+	for step := range 12 {
+		var takes []redislimit.Take
+		for i := range batched {
+			for _, k := range keys {
+				takes = append(takes, redislimit.Take{Limiter: batched[i], Key: k, N: (step + i) % 3})
+			}
+		}
+		pipelines, piped, singles := trips.pipelines.Load(), trips.piped.Load(), trips.singles.Load()
+		redislimit.TakeAll(context.Background(), takes)
+		if step > 0 { // the first one loaded the scripts
+			assert.Equal(t, pipelines+1, trips.pipelines.Load(), "step %d: one pipeline", step)
+			assert.Equal(t, piped+int64(len(takes)), trips.piped.Load(), "step %d: of every take", step)
+			assert.Equal(t, singles, trips.singles.Load(), "step %d: and nothing else", step)
+		}
+		j := 0
+		for i := range single {
+			for _, k := range keys {
+				tk := takes[j]
+				j++
+				require.NoError(t, tk.Err, "step %d: %v %s", step, batched[i].Config().Algorithm, k)
+				d, r, err := single[i].TakeReceiptContext(context.Background(), k, tk.N)
+				require.NoError(t, err)
+				assert.Equal(t, d, tk.Decision, "step %d: %v %s n=%d", step, batched[i].Config().Algorithm, k, tk.N)
+				assert.Equal(t, r, tk.Receipt, "step %d: %v %s n=%d", step, batched[i].Config().Algorithm, k, tk.N)
+			}
+		}
+		clock.Add(int64(7 * time.Second))
+	}
+}
+
+// TestTakeAllAlone: takes TakeAll cannot pipeline with the first are decided
+// by themselves (a leased limiter, another client), and a take without a
+// Limiter gets an error.
+func TestTakeAllAlone(t *testing.T) {
+	srv := redistest.Start(t)
+	client, other := newClient(t, srv), newClient(t, srv)
+	var trips roundTrips
+	client.AddHook(&trips)
+	c := hotlimit.Config{Algorithm: hotlimit.FixedWindow, Limit: 2, Window: time.Hour}
+	plain := newLimiter(t, client, c)
+	leased := newLimiter(t, client, c, redislimit.WithLease(5, time.Minute), redislimit.WithPrefix("lease:"))
+	elsewhere := newLimiter(t, other, c, redislimit.WithPrefix("other:"))
+	takes := []redislimit.Take{{Limiter: plain, Key: "k", N: 1}, {Limiter: leased, Key: "k", N: 1}, {Limiter: elsewhere, Key: "k", N: 2}, {Key: "k", N: 1}}
+	redislimit.TakeAll(context.Background(), takes)
+	for i, tk := range takes[:3] {
+		require.NoError(t, tk.Err, "take %d", i)
+		assert.True(t, tk.Decision.Allowed, "take %d", i)
+		assert.Equal(t, tk.N, tk.Receipt.N, "take %d", i)
+	}
+	assert.Equal(t, 1, takes[0].Decision.Remaining)
+	assert.Equal(t, 0, takes[2].Decision.Remaining)
+	assert.ErrorIs(t, takes[3].Err, hotlimit.ErrInvalidConfig)
+	assert.False(t, takes[3].Decision.Allowed)
+	assert.Equal(t, 1, take(t, plain, "k", 0).Remaining, "counted in Redis once")
+}
+
+// TestTakeAllRedisDown: with nothing listening, every take gets the error
+// and its limiter's failure policy's decision.
+func TestTakeAllRedisDown(t *testing.T) {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	addr := l.Addr().String()
+	require.NoError(t, l.Close())
+	client := redis.NewClient(&redis.Options{Addr: addr, ContextTimeoutEnabled: true, MaxRetries: -1})
+	t.Cleanup(func() { _ = client.Close() })
+	c := hotlimit.Config{Algorithm: hotlimit.TokenBucket, Limit: 1, Window: time.Hour}
+	open := newLimiter(t, client, c, redislimit.WithFailPolicy(redislimit.FailOpen))
+	closed := newLimiter(t, client, c, redislimit.WithFailPolicy(redislimit.FailClosed))
+	takes := []redislimit.Take{{Limiter: open, Key: "k", N: 1}, {Limiter: closed, Key: "k", N: 1}}
+	redislimit.TakeAll(context.Background(), takes)
+	for i, tk := range takes {
+		require.Error(t, tk.Err, "take %d", i)
+		assert.False(t, errors.Is(tk.Err, hotlimit.ErrInvalidConfig), "take %d: %v", i, tk.Err)
+	}
+	assert.True(t, takes[0].Decision.Allowed, "FailOpen")
+	assert.False(t, takes[1].Decision.Allowed, "FailClosed")
+}
