@@ -58,7 +58,7 @@ type rule struct {
 // remainingAllower is a limiter that reports, with Allow, the Remaining that
 // Take(key, 1) would: all that an observer needs of a decision of Allow (its
 // outcome, near the limit or not), without the durations Take computes. The
-// in-memory limiters but the sliding log and Unlimited have it.
+// in-memory limiters but Unlimited have it.
 type remainingAllower interface {
 	AllowRemaining(key string) (allowed bool, remaining int)
 }

@@ -183,7 +183,7 @@ func (s *Service) TakePolicy(user, api string, n int) (hotlimit.Decision, hotlim
 // Allow reports whether one request from user to api passes, and counts it if
 // so. An observer (see [hotlimit.WithObserver]) hears of it as of Take(user,
 // api, 1), except that, on the limiters that report Remaining with Allow
-// (all the in-memory ones but the sliding log and Unlimited), the Event's
+// (all the in-memory ones but Unlimited), the Event's
 // Decision carries Allowed, Limit and Remaining only: Allow's caller gets no
 // RetryAfter or ResetAfter, and they are not computed.
 func (s *Service) Allow(user, api string) bool {
