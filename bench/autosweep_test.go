@@ -22,7 +22,7 @@ const (
 	sweepLimit   = 100
 	sweepWindow  = time.Minute
 	sweepMinKeys = 1 << 16
-	sweepMaxKeys = 1 << 20 // the cap of impl=tokenbucket-maxkeys
+	sweepMaxKeys = 1 << 21 // the cap of impl=tokenbucket-maxkeys: more than a run inserts
 )
 
 // sweepLimiter is what each algorithm's New returns, as far as this
