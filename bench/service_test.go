@@ -3,7 +3,6 @@ package bench
 import (
 	"flag"
 	"fmt"
-	"runtime"
 	"slices"
 	"strconv"
 	"strings"
@@ -17,6 +16,7 @@ import (
 	"github.com/hotlimit/hotlimit/tokenbucket"
 	"github.com/stretchr/testify/require"
 
+	"github.com/hotlimit/hotlimit/bench/internal/memory"
 	"github.com/hotlimit/hotlimit/bench/internal/workload"
 )
 
@@ -170,14 +170,14 @@ func newServiceFixture(b *testing.B, pairs int) *serviceFixture {
 	require.True(b, workload.Distinct(fx.keys), "distinct pairs")
 	policy := hotlimit.Config{Algorithm: hotlimit.TokenBucket, Limit: manyAllow.Limit, Window: manyAllow.Window}
 
-	before := liveHeap()
+	before := memory.LiveHeap()
 	var err error
 	fx.bare, err = tokenbucket.New(policy.Limit, policy.Window, hotlimit.WithAutoSweep(0))
 	require.NoError(b, err)
 	for _, k := range fx.keys {
 		require.True(b, fx.bare.Allow(k))
 	}
-	after := liveHeap()
+	after := memory.LiveHeap()
 	fx.bareBytes = float64(after-before) / float64(pairs)
 	require.Equal(b, pairs, fx.bare.Len(), "one key per pair")
 
@@ -187,16 +187,7 @@ func newServiceFixture(b *testing.B, pairs int) *serviceFixture {
 	for _, u := range fx.users {
 		require.True(b, fx.svc.Allow(u, serviceAPI))
 	}
-	fx.svcBytes = float64(liveHeap()-before) / float64(pairs)
+	fx.svcBytes = float64(memory.LiveHeap()-before) / float64(pairs)
 	require.Equal(b, pairs, fx.svc.Len(), "one key per pair")
 	return fx
-}
-
-// liveHeap returns the heap in use after a full collection.
-func liveHeap() int64 {
-	runtime.GC()
-	runtime.GC()
-	var m runtime.MemStats
-	runtime.ReadMemStats(&m)
-	return int64(m.HeapAlloc)
 }

@@ -28,6 +28,8 @@ import (
 
 	"github.com/hotlimit/hotlimit"
 	"github.com/hotlimit/hotlimit/service"
+
+	"github.com/hotlimit/hotlimit/bench/internal/memory"
 )
 
 func main() {
@@ -40,7 +42,7 @@ func main() {
 		os.Exit(2)
 	}
 
-	base := liveHeap()
+	base := memory.LiveHeap()
 	s, err := service.New(hotlimit.Config{Algorithm: hotlimit.TokenBucket, Limit: 10, Window: *window})
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
@@ -61,14 +63,14 @@ func main() {
 		}
 		if (i+1)%(*pairs/10) == 0 {
 			timed += time.Since(start)
-			heap := liveHeap() - base
+			heap := memory.LiveHeap() - base
 			peak = max(peak, heap)
 			fmt.Printf("%12d %10d %12.1f\n", i+1, s.Len(), mb(heap))
 			start = time.Now()
 		}
 	}
 	timed += time.Since(start)
-	heap, held := liveHeap()-base, s.Len()
+	heap, held := memory.LiveHeap()-base, s.Len()
 	runtime.KeepAlive(s)
 	perHeld := float64(heap) / float64(max(held, 1))
 	fmt.Printf("end: %d pairs sent in %v (%.0f ns per pair, collections excluded), %d denied\n",
@@ -87,15 +89,6 @@ func main() {
 			os.Exit(1)
 		}
 	}
-}
-
-// liveHeap returns the heap in use after a full collection.
-func liveHeap() int64 {
-	runtime.GC()
-	runtime.GC()
-	var m runtime.MemStats
-	runtime.ReadMemStats(&m)
-	return int64(m.HeapAlloc)
 }
 
 func mb(b int64) float64 { return float64(b) / (1 << 20) }

@@ -63,7 +63,7 @@ func Measure(im impl.Impl, cfg Config) (Row, error) {
 	if im.Clock {
 		o.Clock = now.Load
 	}
-	base := heap()
+	base := LiveHeap()
 	built := time.Now()
 	inst, err := im.New(cfg.Policy, o)
 	if err != nil {
@@ -76,7 +76,7 @@ func Measure(im impl.Impl, cfg Config) (Row, error) {
 		}
 	}
 	row.Insert = time.Since(built)
-	row.PerKey = perKey(heap()-base, cfg.Keys)
+	row.PerKey = perKey(LiveHeap()-base, cfg.Keys)
 	if im.Eviction == impl.EvictTimer && row.Insert+cfg.Policy.Window >= cfg.TimerEvery {
 		row.Note = "insertion outlasted the eviction period: eviction may have run during it"
 	}
@@ -93,7 +93,7 @@ func Measure(im impl.Impl, cfg Config) (Row, error) {
 		runtime.KeepAlive(inst)
 		return row, nil
 	}
-	row.PerKeyEvicted = perKey(heap()-base, cfg.Keys)
+	row.PerKeyEvicted = perKey(LiveHeap()-base, cfg.Keys)
 	if inst.Len != nil {
 		row.Left = inst.Len()
 	}
@@ -101,8 +101,8 @@ func Measure(im impl.Impl, cfg Config) (Row, error) {
 	return row, nil
 }
 
-// heap returns the live heap after a full collection.
-func heap() int64 {
+// LiveHeap returns the live heap after a full collection.
+func LiveHeap() int64 {
 	var ms runtime.MemStats
 	runtime.GC()
 	runtime.GC() // a second cycle frees what finalizers of the first released
