@@ -298,15 +298,7 @@ func startReference(b *testing.B, bin, redisAddr string) (string, int) {
 	require.NoError(b, cmd.Start())
 	b.Cleanup(func() { _ = cmd.Process.Kill(); _ = cmd.Wait() })
 	addr := "127.0.0.1:" + ports[0]
-	stub := dial(b, addr)
-	req := &pb.RateLimitRequest{Domain: "bench", Descriptors: benchDescriptors("ready", 0, 0, 1)}
-	ok := assert.Eventually(b, func() bool {
-		ctx, cancel := context.WithTimeout(context.Background(), time.Second)
-		defer cancel()
-		resp, err := stub.ShouldRateLimit(ctx, req)
-		return err == nil && len(resp.Statuses) == 1 && resp.Statuses[0].CurrentLimit != nil
-	}, 20*time.Second, 50*time.Millisecond)
-	require.True(b, ok, "the reference server %s did not answer with the bench config:\n%s", bin, log.String())
+	awaitBenchConfig(b, addr, "the reference server "+bin, &log)
 	return addr, cmd.Process.Pid
 }
 
@@ -325,6 +317,14 @@ func startHotlimitd(b *testing.B, bin, redisAddr string) (string, int) {
 	cmd.Stdout, cmd.Stderr = &log, &log
 	require.NoError(b, cmd.Start())
 	b.Cleanup(func() { _ = cmd.Process.Kill(); _ = cmd.Wait() })
+	awaitBenchConfig(b, addr, "hotlimitd "+bin, &log)
+	return addr, cmd.Process.Pid
+}
+
+// awaitBenchConfig waits up to 20 s for the server what, started at addr,
+// to answer a request of the bench domain with a limit, and fails b with
+// the server's log if it does not.
+func awaitBenchConfig(b *testing.B, addr, what string, log *bytes.Buffer) {
 	stub := dial(b, addr)
 	req := &pb.RateLimitRequest{Domain: "bench", Descriptors: benchDescriptors("ready", 0, 0, 1)}
 	ok := assert.Eventually(b, func() bool {
@@ -333,8 +333,7 @@ func startHotlimitd(b *testing.B, bin, redisAddr string) (string, int) {
 		resp, err := stub.ShouldRateLimit(ctx, req)
 		return err == nil && len(resp.Statuses) == 1 && resp.Statuses[0].CurrentLimit != nil
 	}, 20*time.Second, 50*time.Millisecond)
-	require.True(b, ok, "hotlimitd %s did not answer with the bench config:\n%s", bin, log.String())
-	return addr, cmd.Process.Pid
+	require.True(b, ok, "%s did not answer with the bench config:\n%s", what, log.String())
 }
 
 // benchRedis starts a redis-server for a benchmark.
