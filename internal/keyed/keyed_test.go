@@ -477,3 +477,28 @@ func TestKeysAreCopiedOnInsert(t *testing.T) {
 	assert.Same(t, revived, c)
 	assert.Equal(t, 1, m.Len())
 }
+
+// TestReviveAtTheCapEvictsAnIdleKeyFirst: a caller whose idle key was evicted
+// under it re-inserts the key without the cap's check; when the map is at the
+// cap and a key is idle, that key is evicted first, so the cap holds.
+func TestReviveAtTheCapEvictsAnIdleKeyFirst(t *testing.T) {
+	m := newMap(0, 2)
+	x := m.Get("x") // idle: the caller holds its cell
+	a := add(m, "a", m.Get("a"), 1)
+	require.Equal(t, 1, m.Sweep(kill), "x evicted under its caller")
+	m.Get("b") // idle; the map is at the cap again
+	require.Equal(t, 2, m.Len())
+	revived := add(m, "x", x, 1) // reads the tombstone, revives x
+	assert.NotSame(t, x, revived)
+	assert.Equal(t, 2, m.Len(), "b, idle, made room for x")
+	_, ok := m.Peek("b")
+	assert.False(t, ok, "b was the key evicted")
+	c, ok := m.Peek("x")
+	require.True(t, ok)
+	assert.Same(t, revived, c)
+	assert.Equal(t, int64(1), c.n.Load())
+	held, ok := m.Peek("a")
+	require.True(t, ok)
+	assert.Same(t, a, held, "the live key kept its cell")
+	assertListedAfterSweep(t, m)
+}
