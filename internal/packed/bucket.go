@@ -44,6 +44,10 @@ type Bucket struct {
 	// Window is the refill window in nanoseconds.
 	Window uint64
 
+	// The timestamp field's mask, 2^T − 1, and half its range, 2^(T−1): the
+	// forward distance from which Refill reads a timestamp as ahead.
+	mask, half uint64
+
 	// The rate PerWindow/Window, for Units: whole = ⌊PerWindow/Window⌋,
 	// part = PerWindow mod Window, and the 128-bit fraction
 	// fracHi·2^64 + fracLo = ⌈2^128·part/Window⌉, rounded up.
@@ -68,6 +72,7 @@ func NewBucket(limit, burst, window uint64, fracBits uint) Bucket {
 		PerWindow: limit << fracBits,
 		Window:    window,
 	}
+	b.mask, b.half = 1<<b.TickBits-1, 1<<(b.TickBits-1)
 	b.whole, b.part = b.PerWindow/window, b.PerWindow%window
 	b.fracHi, b.fracLo = fraction128(b.part, window)
 	return b
@@ -104,13 +109,13 @@ func (b *Bucket) Range() uint64 {
 // units; the timestamp is kept modulo 2^T.
 func (b *Bucket) Pack(tokens, last uint64) uint64 {
 	t := b.TickBits & 63 // T < 64: the compiler then needs no check of the shift
-	return tokens<<t | last&(1<<t-1)
+	return tokens<<t | last&b.mask
 }
 
 // Unpack splits a word into its token count and its timestamp modulo 2^T.
 func (b *Bucket) Unpack(w uint64) (tokens, last uint64) {
 	t := b.TickBits & 63 // as in Pack
-	return w >> t, w & (1<<t - 1)
+	return w >> t, w & b.mask
 }
 
 // Units returns u(t) = ⌊t·PerWindow/Window⌋ modulo 2^64 and the remainder
@@ -144,21 +149,14 @@ func (b *Bucket) Units(t uint64) (u, rem uint64) {
 // behind last (a clock that stepped back, seen as a forward distance of
 // 2^(T−1) or more) refills nothing and keeps last. A full word (tokens ≥ Cap)
 // returns Cap and now whatever its timestamp: nothing is missing, so the time
-// it was last refilled carries nothing.
+// it was last refilled carries nothing. tokens is a token field, below
+// 2^(64−T), so tokens + elapsed < 2^(64−T) + 2^T does not wrap.
 func (b *Bucket) Refill(tokens, last, now uint64) (uint64, uint64) {
-	t := b.TickBits & 63 // as in Pack; T ≥ 1
-	mask := uint64(1)<<t - 1
-	if tokens >= b.Cap {
-		return b.Cap, now & mask
-	}
-	elapsed := (now - last) & mask
-	if elapsed >= 1<<((t-1)&63) {
+	elapsed := (now - last) & b.mask
+	if elapsed >= b.half && tokens < b.Cap {
 		return tokens, last
 	}
-	if elapsed >= b.Cap-tokens {
-		return b.Cap, now & mask
-	}
-	return tokens + elapsed, now & mask
+	return min(tokens+elapsed, b.Cap), now & b.mask
 }
 
 // Wait returns the nanoseconds until need more units have been refilled, when
