@@ -2,6 +2,7 @@ package tokenbucket_test
 
 import (
 	"slices"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -87,9 +88,11 @@ func BenchmarkHotKeyRatio(b *testing.B) { limitertest.HotKeyRatio(b, hotKeyPolic
 
 // BenchmarkFloor compares serial Allow on one key, every call admitted, with
 // the sum of its parts: an xsync.MapOf Load of an existing key (the same key,
-// in a map of the same shape), one hotlimit.Monotonic (the limiter's clock)
-// and one successful uncontended CompareAndSwap, the least an admission of
-// this design can cost.
+// in a map of the same shape that, like the limiter's, holds its own copy of
+// the key, so that the Load compares the key's bytes rather than stopping at
+// equal pointers), one hotlimit.Monotonic (the limiter's clock) and one
+// successful uncontended CompareAndSwap, the least an admission of this
+// design can cost.
 //
 // It runs in blocks: each block times floorChunk calls of each of the four,
 // in an order that rotates from block to block, and yields one ratio,
@@ -107,7 +110,7 @@ func BenchmarkFloor(b *testing.B) {
 	require.NoError(b, err)
 	require.True(b, lim.Allow(key))
 	m := xsync.NewMapOf[string, *atomic.Uint64]()
-	m.Store(key, new(atomic.Uint64))
+	m.Store(strings.Clone(key), new(atomic.Uint64)) // its own copy, as the limiter keeps
 	var word atomic.Uint64
 	var denied, missed int
 	parts := [...]func(n int){
