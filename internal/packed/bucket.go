@@ -133,8 +133,8 @@ func (b *Bucket) Unpack(w uint64) (tokens, last uint64) {
 // x is a multiple of 1/W: x = m + j/W with 0 ≤ j < W, so x ≤ y < m + (W−1)/W
 // + 2^−64 < m + 1 (as 1/W > 2^−64), and ⌊y⌋ = m = ⌊x⌋. ⌊y⌋ itself, with
 // t·fracHi = hi·2^64 + lo and t·fracLo = mid·2^64 + low: t·φ = hi·2^128 +
-// (lo + mid)·2^64 + low, and (lo + mid)·2^64 + low < 2^129, so ⌊y⌋ = hi +
-// the carry out of lo + mid. The remainder t·part − ⌊x⌋·W lies in [0, W),
+// (lo + mid)·2^64 + low, and (lo + mid)·2^64 + low < 2^129 reaches 2^128
+// exactly when lo + mid carries, so ⌊y⌋ = hi + that carry. The remainder t·part − ⌊x⌋·W lies in [0, W),
 // so it is computed exactly modulo 2^64.
 func (b *Bucket) Units(t uint64) (u, rem uint64) {
 	hi, lo := bits.Mul64(t, b.fracHi)
