@@ -100,8 +100,9 @@ func BenchmarkHotKeyRatio(b *testing.B) { limitertest.HotKeyRatio(b, hotKeyPolic
 // on a shared machine lands in one or two blocks and moves their ratios, up
 // or down; the median of the blocks' ratios, reported as allow/parts (1
 // would be no overhead at all), is the typical block's and stays put. Beside
-// it: the ratios' lower and upper quartiles (allow/parts-p25, -p75), and
-// each of the four's median ns per call:
+// it: the ratios' lower and upper quartiles (allow/parts-p25, -p75), the
+// median of the blocks' allow − parts in ns per call (left-ns: what Allow
+// adds to its parts), and each of the four's median ns per call:
 //
 //	go test -run '^$' -bench 'Floor$' -count 6 ./tokenbucket/
 func BenchmarkFloor(b *testing.B) {
@@ -157,14 +158,17 @@ func BenchmarkFloor(b *testing.B) {
 	require.Zero(b, denied, "every Allow passes")
 	require.Zero(b, missed, "every map Load finds the key")
 	require.Equal(b, uint64(blocks*floorChunk), word.Load(), "every CAS succeeded")
-	ratios := make([]float64, blocks)
+	ratios, left := make([]float64, blocks), make([]float64, blocks)
 	for r, t := range ns {
 		ratios[r] = t[0] / (t[1] + t[2] + t[3])
+		left[r] = t[0] - (t[1] + t[2] + t[3])
 	}
 	slices.Sort(ratios)
+	slices.Sort(left)
 	b.ReportMetric(quantile(ratios, 0.5), "allow/parts")
 	b.ReportMetric(quantile(ratios, 0.25), "allow/parts-p25")
 	b.ReportMetric(quantile(ratios, 0.75), "allow/parts-p75")
+	b.ReportMetric(quantile(left, 0.5), "left-ns")
 	for i, name := range []string{"allow-ns", "mapload-ns", "monotonic-ns", "cas-ns"} {
 		col := make([]float64, blocks)
 		for r := range ns {
