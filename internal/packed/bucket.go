@@ -149,14 +149,24 @@ func (b *Bucket) Units(t uint64) (u, rem uint64) {
 // behind last (a clock that stepped back, seen as a forward distance of
 // 2^(T−1) or more) refills nothing and keeps last. A full word (tokens ≥ Cap)
 // returns Cap and now whatever its timestamp: nothing is missing, so the time
-// it was last refilled carries nothing. tokens is a token field, below
-// 2^(64−T), so tokens + elapsed < 2^(64−T) + 2^T does not wrap.
+// it was last refilled carries nothing.
+//
+// The branches are deliberate: a bucket that refills to full, the common case
+// of a key under its limit, returns Cap on a predicted branch, so its result
+// waits for now only, not for the subtraction and comparison that a min would
+// put between the word and the result.
 func (b *Bucket) Refill(tokens, last, now uint64) (uint64, uint64) {
+	if tokens >= b.Cap {
+		return b.Cap, now & b.mask
+	}
 	elapsed := (now - last) & b.mask
-	if elapsed >= b.half && tokens < b.Cap {
+	if elapsed >= b.half {
 		return tokens, last
 	}
-	return min(tokens+elapsed, b.Cap), now & b.mask
+	if elapsed >= b.Cap-tokens {
+		return b.Cap, now & b.mask
+	}
+	return tokens + elapsed, now & b.mask
 }
 
 // Wait returns the nanoseconds until need more units have been refilled, when
