@@ -99,7 +99,10 @@ func BenchmarkHotKeyRatio(b *testing.B) { limitertest.HotKeyRatio(b, hotKeyPolic
 // allow/(mapload+monotonic+cas), from its own four timings. A burst of load
 // on a shared machine lands in one or two blocks and moves their ratios, up
 // or down; the median of the blocks' ratios, reported as allow/parts (1
-// would be no overhead at all), is the typical block's and stays put. Beside
+// would be no overhead at all), is the typical block's and stays put. (Load
+// that lasts the whole run, a busy sibling hardware thread, slows all four
+// unevenly and does move it; so can a rebuild that only moves the code of
+// Allow, by a few hundredths, on some processors.) Beside
 // it: the ratios' lower and upper quartiles (allow/parts-p25, -p75), the
 // median of the blocks' allow − parts in ns per call (left-ns: what Allow
 // adds to its parts), and each of the four's median ns per call:
