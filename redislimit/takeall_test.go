@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"net"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -134,4 +135,102 @@ func TestTakeAllRedisDown(t *testing.T) {
 	}
 	assert.True(t, takes[0].Decision.Allowed, "FailOpen")
 	assert.False(t, takes[1].Decision.Allowed, "FailClosed")
+}
+
+// heldPipelines counts a client's pipelines of scripts (not those of a new
+// connection's handshake) and the commands they held, and holds the first
+// hold of them until release is closed, telling entered as each one
+// arrives.
+type heldPipelines struct {
+	pipelines, piped atomic.Int64
+	hold             atomic.Int64
+	entered          chan struct{}
+	release          chan struct{}
+}
+
+func (h *heldPipelines) DialHook(next redis.DialHook) redis.DialHook { return next }
+
+func (h *heldPipelines) ProcessHook(next redis.ProcessHook) redis.ProcessHook { return next }
+
+func (h *heldPipelines) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
+	return func(ctx context.Context, cmds []redis.Cmder) error {
+		if len(cmds) == 0 || cmds[0].Name() != "evalsha" {
+			return next(ctx, cmds)
+		}
+		h.pipelines.Add(1)
+		h.piped.Add(int64(len(cmds)))
+		if h.hold.Add(-1) >= 0 {
+			h.entered <- struct{}{}
+			<-h.release
+		}
+		return next(ctx, cmds)
+	}
+}
+
+// TestTakeAllCoalesces: concurrent TakeAll calls of three limits each share
+// pipelines. The first call goes by itself and the second to the batch's
+// flusher, both held in Redis's hook until ten more calls wait for the
+// flusher; those ten then go in one pipeline: three pipelines for twelve
+// calls, every command sent once. And they decide as one at a time would,
+// under a frozen clock: for each limit of 8, exactly 8 takes pass, with
+// Remaining 7 down to 0 once each.
+func TestTakeAllCoalesces(t *testing.T) {
+	srv := redistest.Start(t)
+	client := newClient(t, srv)
+	clock := func() int64 { return int64(time.Hour) }
+	const limit, calls = 8, 12
+	var lims []*redislimit.Limiter
+	for _, a := range []hotlimit.Algorithm{hotlimit.FixedWindow, hotlimit.TokenBucket, hotlimit.SlidingLog} {
+		lims = append(lims, newLimiter(t, client, hotlimit.Config{Algorithm: a, Limit: limit, Window: time.Minute},
+			hotlimit.WithClock(clock), redislimit.WithBatch(64, 1)))
+	}
+	takes := func(key string) []redislimit.Take {
+		var ts []redislimit.Take
+		for _, l := range lims {
+			ts = append(ts, redislimit.Take{Limiter: l, Key: key, N: 1})
+		}
+		return ts
+	}
+	warm := takes("warm") // loads the scripts, before the count starts
+	redislimit.TakeAll(context.Background(), warm)
+	for _, tk := range warm {
+		require.NoError(t, tk.Err)
+	}
+	h := &heldPipelines{entered: make(chan struct{}), release: make(chan struct{})}
+	h.hold.Store(2)
+	client.AddHook(h)
+
+	results := make([][]redislimit.Take, calls)
+	var wg sync.WaitGroup
+	start := func(i int) {
+		wg.Go(func() {
+			results[i] = takes("k")
+			redislimit.TakeAll(context.Background(), results[i])
+		})
+	}
+	start(0) // alone: its own pipeline, on its goroutine
+	<-h.entered
+	start(1) // another call under way: the flusher's pipeline
+	<-h.entered
+	for i := 2; i < calls; i++ {
+		start(i)
+	}
+	require.Eventually(t, func() bool { return redislimit.InFlight(lims[0]) == calls }, 10*time.Second, time.Millisecond,
+		"the calls did not all queue")
+	close(h.release)
+	wg.Wait()
+
+	assert.Equal(t, int64(3), h.pipelines.Load(), "pipelines for %d calls", calls)
+	assert.Equal(t, int64(3*calls), h.piped.Load(), "every command sent once")
+	for j, l := range lims {
+		var remaining []int
+		for i := range calls {
+			tk := results[i][j]
+			require.NoError(t, tk.Err, "call %d, %v", i, l.Config().Algorithm)
+			if tk.Decision.Allowed {
+				remaining = append(remaining, tk.Decision.Remaining)
+			}
+		}
+		assert.ElementsMatch(t, []int{7, 6, 5, 4, 3, 2, 1, 0}, remaining, "%v", l.Config().Algorithm)
+	}
 }
