@@ -13,6 +13,15 @@
 #                         own on the same redis-server: ≥ 2
 #   redis / reference     the same with hotlimitd's server in the benchmark's
 #                         process
+#   hotlimitd-memory / reference
+#                         hotlimitd's command in memory, no Redis, against
+#                         the same reference: the most any server on Redis
+#                         could reach here, since gRPC, the clients and the
+#                         process boundary cost it as much
+#
+# Besides the sum, each row of envoy-raw.txt gives each process's share of
+# the CPU time per request: bench-us/req (the clients, and the server when
+# in process), server-us/req and redis-us/req.
 #
 # req/s ratios move with the other work on the machine; the CPU ratios (the
 # reference's CPU per request over hotlimitd's, so that higher is better in
@@ -151,6 +160,7 @@ grep -q -- '--- FAIL' "$raw" && status=1
 		ratios("memory", "ok", 1 / 1.3)
 		ratios("hotlimitd", "reference", 2)
 		ratios("redis", "reference", 2)
+		ratios("hotlimitd-memory", "reference", 2)
 	}' "$raw"
 	if [[ $status != 0 ]]; then
 		echo
