@@ -16,9 +16,11 @@ import (
 // Limiter's decision) or several (the takes of a TakeAll, for the limiters
 // of any Config on the same client), which the batch carries together.
 //
-// Calls are handed over on an unbuffered channel, so a call is either
-// received by a flusher, which always completes it, or not sent at all: once
-// stop is closed, callers run their scripts directly and nothing is stranded.
+// Calls are handed over on a channel that holds a batch, so that a caller
+// does not wait for a busy flusher to take its call, only for its answer. A
+// call is either sent before the batcher stops, and completed by a flusher,
+// which drains the channel before it returns, or not sent at all: once
+// stopped, callers run their scripts directly and nothing is stranded.
 //
 // It holds no reference to its Limiter, so that a Limiter dropped without
 // Close is collected and its cleanup stops the flushers.
@@ -34,6 +36,12 @@ type batcher struct {
 	stop     chan struct{}
 	once     sync.Once
 	wg       sync.WaitGroup
+	// mu orders sends against close: a caller sends under the read lock,
+	// having seen stopped false; close sets stopped under the write lock
+	// before it closes stop, so no call enters calls once a flusher can see
+	// stop closed, and a flusher that finds calls empty then can return.
+	mu      sync.RWMutex
+	stopped bool
 }
 
 // op is one script call.
@@ -74,7 +82,7 @@ var errStopped = errors.New("redislimit: batcher stopped")
 // batches of up to max calls; max 0 sends every call by itself.
 func newBatcher(l *Limiter, max, flushers int) *batcher {
 	b := &batcher{client: l.client, script: l.script, timeout: l.set.timeout, enforced: enforcesDeadlines(l.client),
-		max: max, calls: make(chan *call), stop: make(chan struct{})}
+		max: max, calls: make(chan *call, max), stop: make(chan struct{})}
 	for range min(max, 1) * flushers {
 		b.wg.Go(b.flush)
 	}
@@ -111,13 +119,18 @@ func (b *batcher) do(ctx context.Context, redisKey string, args []any) (reply, e
 // and ctx's error if ctx ends first, when c may still be sent and must be
 // left to the flusher.
 func (b *batcher) wait(ctx context.Context, c *call) error {
-	select {
-	case b.calls <- c:
-	case <-b.stop:
+	b.mu.RLock()
+	if b.stopped {
+		b.mu.RUnlock()
 		return errStopped
+	}
+	select {
+	case b.calls <- c: // a full channel waits for a flusher, which runs until stopped
 	case <-ctx.Done():
+		b.mu.RUnlock()
 		return ctx.Err()
 	}
+	b.mu.RUnlock()
 	select {
 	case <-c.done:
 		return nil
@@ -138,7 +151,12 @@ func (b *batcher) flush() {
 		case c := <-b.calls:
 			batch, n = append(batch, c), len(c.ops)
 		case <-b.stop:
-			return
+			select { // the calls sent before stop
+			case c := <-b.calls:
+				batch, n = append(batch, c), len(c.ops)
+			default:
+				return
+			}
 		}
 	gather:
 		for n < b.max {
@@ -225,7 +243,12 @@ func (b *batcher) rerun(ctx context.Context, ops []*op) {
 
 // close stops the flushers once they finish their batches.
 func (b *batcher) close() {
-	b.once.Do(func() { close(b.stop) })
+	b.once.Do(func() {
+		b.mu.Lock()
+		b.stopped = true
+		b.mu.Unlock()
+		close(b.stop)
+	})
 	b.wg.Wait()
 }
 

@@ -139,8 +139,8 @@ func TestTakeAllRedisDown(t *testing.T) {
 
 // heldPipelines counts a client's pipelines of scripts (not those of a new
 // connection's handshake) and the commands they held, and holds the first
-// hold of them until release is closed, telling entered as each one
-// arrives.
+// hold of them, and of the scripts sent by themselves, until release is
+// closed, telling entered as each one arrives.
 type heldPipelines struct {
 	pipelines, piped atomic.Int64
 	hold             atomic.Int64
@@ -150,7 +150,15 @@ type heldPipelines struct {
 
 func (h *heldPipelines) DialHook(next redis.DialHook) redis.DialHook { return next }
 
-func (h *heldPipelines) ProcessHook(next redis.ProcessHook) redis.ProcessHook { return next }
+func (h *heldPipelines) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
+	return func(ctx context.Context, cmd redis.Cmder) error {
+		if cmd.Name() == "evalsha" && h.hold.Add(-1) >= 0 {
+			h.entered <- struct{}{}
+			<-h.release
+		}
+		return next(ctx, cmd)
+	}
+}
 
 func (h *heldPipelines) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
 	return func(ctx context.Context, cmds []redis.Cmder) error {
@@ -233,4 +241,55 @@ func TestTakeAllCoalesces(t *testing.T) {
 		}
 		assert.ElementsMatch(t, []int{7, 6, 5, 4, 3, 2, 1, 0}, remaining, "%v", l.Config().Algorithm)
 	}
+}
+
+// TestCloseCompletesQueuedCalls: calls queued for a flusher that is busy
+// (the first call held in Redis's hook by itself, the second in the
+// flusher's pipeline) when Close stops the batcher are all still decided by
+// Redis, none left waiting (there is no timeout to end the wait), and a
+// call after Close is decided by itself: of 12 calls for a limit of 5,
+// exactly 5 pass.
+func TestCloseCompletesQueuedCalls(t *testing.T) {
+	srv := redistest.Start(t)
+	client := newClient(t, srv)
+	c := hotlimit.Config{Algorithm: hotlimit.FixedWindow, Limit: 5, Window: time.Minute}
+	l := newLimiter(t, client, c, hotlimit.WithClock(func() int64 { return int64(time.Hour) }),
+		redislimit.WithBatch(64, 1), redislimit.WithTimeout(0))
+	take(t, l, "warm", 1) // loads the script
+	h := &heldPipelines{entered: make(chan struct{}), release: make(chan struct{})}
+	h.hold.Store(2)
+	client.AddHook(h)
+	const calls = 12
+	decisions := make([]hotlimit.Decision, calls)
+	errs := make([]error, calls)
+	var wg sync.WaitGroup
+	for i := range calls {
+		wg.Go(func() { decisions[i], errs[i] = l.TakeContext(context.Background(), "k", 1) })
+		if i < 2 {
+			<-h.entered // the first call by itself, then the flusher's pipeline, held while the others queue
+		}
+	}
+	require.Eventually(t, func() bool { return redislimit.InFlight(l) == calls }, 10*time.Second, time.Millisecond)
+	closed := make(chan error, 1)
+	go func() { closed <- l.Close() }()
+	require.Eventually(t, func() bool { return redislimit.Stopped(l) }, 10*time.Second, time.Millisecond)
+	close(h.release)
+	done := make(chan struct{})
+	go func() { wg.Wait(); close(done) }()
+	select {
+	case <-done:
+	case <-time.After(10 * time.Second):
+		require.FailNow(t, "queued calls stranded by Close")
+	}
+	require.NoError(t, <-closed)
+	passed := 0
+	for i := range calls {
+		require.NoError(t, errs[i], "call %d", i)
+		if decisions[i].Allowed {
+			passed++
+		}
+	}
+	assert.Equal(t, 5, passed)
+	assert.False(t, take(t, l, "k", 1).Allowed, "after Close, decided by Redis: the key is spent")
+	assert.Equal(t, 0, take(t, l, "k", 0).Remaining)
 }
