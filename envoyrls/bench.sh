@@ -132,11 +132,11 @@ grep -q -- '--- FAIL' "$raw" && status=1
 	}
 	function table(title, a, fmt,    i, j) {
 		printf "%s, range over %d rounds\n", title, round
-		printf "%-10s", "impl"
+		printf "%-17s", "impl"
 		for (j = 1; j <= nl; j++) printf "  %-26s", loads[j]
 		printf "\n"
 		for (i = 1; i <= ni; i++) {
-			printf "%-10s", impls[i]
+			printf "%-17s", impls[i]
 			for (j = 1; j <= nl; j++) printf "  %-26s", range(a, impls[i], loads[j], fmt)
 			printf "\n"
 		}
@@ -147,9 +147,9 @@ grep -q -- '--- FAIL' "$raw" && status=1
 		label = a " / " b
 		for (j = 1; j <= nl; j++) {
 			s = ratio(r, a, b, loads[j], want)
-			if (s != "") printf "  %-22s %-26s req/s %s\n", label, loads[j], s
+			if (s != "") printf "  %-29s %-26s req/s %s\n", label, loads[j], s
 			s = ratio(cpu, b, a, loads[j], want)
-			if (s != "") printf "  %-22s %-26s CPU   %s\n", label, loads[j], s
+			if (s != "") printf "  %-29s %-26s CPU   %s\n", label, loads[j], s
 		}
 	}
 	END {
