@@ -95,18 +95,18 @@ func TakeAll(ctx context.Context, takes []Take) {
 // else every op failed with the error returned (ctx ended, or the timeout
 // passed), and c is left to the flusher and the collector.
 func (l *Limiter) runAll(ctx context.Context, c *call) error {
-	ctx, cancel := l.batch.deadline(ctx)
+	bounded, cancel := l.batch.deadline(ctx)
 	defer cancel()
 	if l.batch.max > 0 {
 		defer l.inflight.Add(-1)
 		if l.inflight.Add(1) > 1 {
-			if err := l.batch.wait(ctx, c); !errors.Is(err, errStopped) {
+			if err := l.batch.wait(bounded, c); !errors.Is(err, errStopped) {
 				return err
 			}
 		}
 	}
 	batch := [1]*call{c}
-	l.batch.pipeline(ctx, ctx, batch[:], nil)
+	l.batch.pipeline(bounded, ctx, batch[:], nil) // a NOSCRIPT retry has a timeout of its own, as runOne's
 	return nil
 }
 
