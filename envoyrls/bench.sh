@@ -35,11 +35,14 @@
 # else its rows are skipped and the summary says so.
 #
 # Knobs (environment): ROUNDS (default 3), BENCHTIME (-benchtime, default
-# 1s), OUT (directory of envoy-raw.txt and envoy-summary.txt, default out/).
+# 1s), OUT (directory of envoy-raw.txt and envoy-summary.txt, default out/),
+# IMPLS (the impls to measure, a regular expression matching whole names,
+# such as 'hotlimitd|reference'; default all).
 set -uo pipefail
 cd "$(dirname "$0")"
 ROUNDS=${ROUNDS:-3}
 BENCHTIME=${BENCHTIME:-1s}
+IMPLS=${IMPLS:-.*}
 OUT=${OUT:-out}
 GO=${GO:-go}
 mkdir -p "$OUT"
@@ -71,7 +74,7 @@ else
 	status=1
 fi
 
-args=(-test.run '^$' -test.bench '^BenchmarkShouldRateLimit$' -test.benchtime "$BENCHTIME" -test.count 1 -test.timeout 60m)
+args=(-test.run '^$' -test.bench "^BenchmarkShouldRateLimit\$/impl=($IMPLS)\$/" -test.benchtime "$BENCHTIME" -test.count 1 -test.timeout 60m)
 testbin=$(mktemp -d)/envoyrls.test
 $GO test -c -o "$testbin" . || exit 1
 : >"$raw"
@@ -85,7 +88,7 @@ grep -q -- '--- FAIL' "$raw" && status=1
 
 {
 	echo "hotlimitd ShouldRateLimit over loopback gRPC — $(date -u +%Y-%m-%dT%H:%MZ); $($GO version | cut -d' ' -f3); $(nproc) CPUs shared by clients, servers and Redis"
-	echo "$(redis-server --version 2>/dev/null | cut -d' ' -f1-3); $ROUNDS rounds of: go test -run '^\$' -bench '^BenchmarkShouldRateLimit\$' -benchtime $BENCHTIME -count 1 ."
+	echo "$(redis-server --version 2>/dev/null | cut -d' ' -f1-3); $ROUNDS rounds of: go test -run '^\$' -bench '^BenchmarkShouldRateLimit\$/impl=($IMPLS)\$/' -benchtime $BENCHTIME -count 1 ."
 	[[ -n $ref_note ]] && echo "$ref_note"
 	echo
 	awk -v rounds="$ROUNDS" '
