@@ -13,6 +13,15 @@
 #                         own on the same redis-server: ≥ 2
 #   redis / reference     the same with hotlimitd's server in the benchmark's
 #                         process
+#   hotlimitd-memory / reference
+#                         hotlimitd's command in memory, no Redis, against
+#                         the same reference: the most any server on Redis
+#                         could reach here, since gRPC, the clients and the
+#                         process boundary cost it as much
+#
+# Besides the sum, each row of envoy-raw.txt gives each process's share of
+# the CPU time per request: bench-us/req (the clients, and the server when
+# in process), server-us/req and redis-us/req.
 #
 # req/s ratios move with the other work on the machine; the CPU ratios (the
 # reference's CPU per request over hotlimitd's, so that higher is better in
@@ -26,11 +35,14 @@
 # else its rows are skipped and the summary says so.
 #
 # Knobs (environment): ROUNDS (default 3), BENCHTIME (-benchtime, default
-# 1s), OUT (directory of envoy-raw.txt and envoy-summary.txt, default out/).
+# 1s), OUT (directory of envoy-raw.txt and envoy-summary.txt, default out/),
+# IMPLS (the impls to measure, a regular expression matching whole names,
+# such as 'hotlimitd|reference'; default all).
 set -uo pipefail
 cd "$(dirname "$0")"
 ROUNDS=${ROUNDS:-3}
 BENCHTIME=${BENCHTIME:-1s}
+IMPLS=${IMPLS:-.*}
 OUT=${OUT:-out}
 GO=${GO:-go}
 mkdir -p "$OUT"
@@ -62,7 +74,7 @@ else
 	status=1
 fi
 
-args=(-test.run '^$' -test.bench '^BenchmarkShouldRateLimit$' -test.benchtime "$BENCHTIME" -test.count 1 -test.timeout 60m)
+args=(-test.run '^$' -test.bench "^BenchmarkShouldRateLimit\$/impl=($IMPLS)\$/" -test.benchtime "$BENCHTIME" -test.count 1 -test.timeout 60m)
 testbin=$(mktemp -d)/envoyrls.test
 $GO test -c -o "$testbin" . || exit 1
 : >"$raw"
@@ -76,7 +88,7 @@ grep -q -- '--- FAIL' "$raw" && status=1
 
 {
 	echo "hotlimitd ShouldRateLimit over loopback gRPC — $(date -u +%Y-%m-%dT%H:%MZ); $($GO version | cut -d' ' -f3); $(nproc) CPUs shared by clients, servers and Redis"
-	echo "$(redis-server --version 2>/dev/null | cut -d' ' -f1-3); $ROUNDS rounds of: go test -run '^\$' -bench '^BenchmarkShouldRateLimit\$' -benchtime $BENCHTIME -count 1 ."
+	echo "$(redis-server --version 2>/dev/null | cut -d' ' -f1-3); $ROUNDS rounds of: go test -run '^\$' -bench '^BenchmarkShouldRateLimit\$/impl=($IMPLS)\$/' -benchtime $BENCHTIME -count 1 ."
 	[[ -n $ref_note ]] && echo "$ref_note"
 	echo
 	awk -v rounds="$ROUNDS" '
@@ -123,11 +135,11 @@ grep -q -- '--- FAIL' "$raw" && status=1
 	}
 	function table(title, a, fmt,    i, j) {
 		printf "%s, range over %d rounds\n", title, round
-		printf "%-10s", "impl"
+		printf "%-17s", "impl"
 		for (j = 1; j <= nl; j++) printf "  %-26s", loads[j]
 		printf "\n"
 		for (i = 1; i <= ni; i++) {
-			printf "%-10s", impls[i]
+			printf "%-17s", impls[i]
 			for (j = 1; j <= nl; j++) printf "  %-26s", range(a, impls[i], loads[j], fmt)
 			printf "\n"
 		}
@@ -138,9 +150,9 @@ grep -q -- '--- FAIL' "$raw" && status=1
 		label = a " / " b
 		for (j = 1; j <= nl; j++) {
 			s = ratio(r, a, b, loads[j], want)
-			if (s != "") printf "  %-22s %-26s req/s %s\n", label, loads[j], s
+			if (s != "") printf "  %-29s %-26s req/s %s\n", label, loads[j], s
 			s = ratio(cpu, b, a, loads[j], want)
-			if (s != "") printf "  %-22s %-26s CPU   %s\n", label, loads[j], s
+			if (s != "") printf "  %-29s %-26s CPU   %s\n", label, loads[j], s
 		}
 	}
 	END {
@@ -151,6 +163,7 @@ grep -q -- '--- FAIL' "$raw" && status=1
 		ratios("memory", "ok", 1 / 1.3)
 		ratios("hotlimitd", "reference", 2)
 		ratios("redis", "reference", 2)
+		ratios("hotlimitd-memory", "reference", 2)
 	}' "$raw"
 	if [[ $status != 0 ]]; then
 		echo

@@ -86,6 +86,9 @@ type benchLoad struct{ clients, descriptors int }
 //   - impl=hotlimitd: with HOTLIMITD_BENCH_HOTLIMITD set to the path of
 //     hotlimitd's binary, that command started by the benchmark on the same
 //     Redis, a process of its own as the reference's is;
+//   - impl=hotlimitd-memory: the same command with its state in memory, no
+//     Redis: what a request costs when only gRPC and the process boundary
+//     are left, the floor of impl=hotlimitd;
 //   - impl=reference: with HOTLIMITD_BENCH_REFERENCE set to the path of the
 //     reference server's binary (envoyproxy/ratelimit's src/service_cmd),
 //     that server, started by the benchmark on the same Redis;
@@ -95,7 +98,9 @@ type benchLoad struct{ clients, descriptors int }
 // Requests hold one descriptor of two entries with 1, 16 and 64 clients,
 // and three descriptors of three rules with 16 clients. Besides req/s, it
 // reports cpu-us/req, the CPU time per request of the clients, the server
-// and the Redis it started (see measure). bench.sh (make envoybench) runs
+// and the Redis it started, and each process's share of it: bench-us/req
+// (the clients, and the server when in process), server-us/req and
+// redis-us/req (see measure). bench.sh (make envoybench) runs
 // it in rounds and compares the impls within each round, the same moment of
 // a loaded machine.
 func BenchmarkShouldRateLimit(b *testing.B) {
@@ -106,8 +111,8 @@ func BenchmarkShouldRateLimit(b *testing.B) {
 	// process of each server binary, started when the first of their impls
 	// runs; b's cleanup stops them.
 	var redisAddr string
-	var redisPids []int
-	sharedRedis := func(sub *testing.B) (string, []int) {
+	var redisPid int
+	sharedRedis := func(sub *testing.B) (string, int) {
 		if redisAddr == "" {
 			redisAddr = os.Getenv("HOTLIMITD_BENCH_REDIS")
 		}
@@ -115,20 +120,18 @@ func BenchmarkShouldRateLimit(b *testing.B) {
 			if _, err := exec.LookPath("redis-server"); err != nil {
 				sub.Skip("redis-server not installed")
 			}
-			var pid int
-			redisAddr, pid = benchRedis(b)
-			redisPids = []int{pid}
+			redisAddr, redisPid = benchRedis(b)
 		}
-		return redisAddr, redisPids
+		return redisAddr, redisPid
 	}
 	procs := map[string]benchTarget{}
 	process := func(sub *testing.B, name string, start func(redisAddr string) (string, int)) benchTarget {
 		if t, ok := procs[name]; ok {
 			return t
 		}
-		addr, pids := sharedRedis(sub)
+		addr, redisPid := sharedRedis(sub)
 		srv, pid := start(addr)
-		t := benchTarget{srv, append([]int{pid}, pids...)}
+		t := benchTarget{srv, pid, redisPid}
 		procs[name] = t
 		return t
 	}
@@ -144,17 +147,28 @@ func BenchmarkShouldRateLimit(b *testing.B) {
 			return benchTarget{addr: serveBench(b, s)}
 		}},
 		{"redis", func(b *testing.B) benchTarget {
-			addr, pids := sharedRedis(b)
+			addr, redisPid := sharedRedis(b)
 			client := redis.NewClient(&redis.Options{Addr: addr, ContextTimeoutEnabled: true, PoolSize: 64})
 			b.Cleanup(func() { _ = client.Close() })
 			s, err := New(cfg, quiet, WithLimiterOptions(hotlimit.WithFactory(redislimit.Factory(client, redislimit.WithTimeout(time.Second)))))
 			require.NoError(b, err)
-			return benchTarget{serveBench(b, s), pids}
+			return benchTarget{addr: serveBench(b, s), redis: redisPid}
 		}},
 	}
 	if bin := os.Getenv("HOTLIMITD_BENCH_HOTLIMITD"); bin != "" {
 		impls = append(impls, impl{"hotlimitd", func(sub *testing.B) benchTarget {
 			return process(sub, "hotlimitd", func(redisAddr string) (string, int) { return startHotlimitd(b, bin, redisAddr) })
+		}})
+	}
+	if bin := os.Getenv("HOTLIMITD_BENCH_HOTLIMITD"); bin != "" {
+		impls = append(impls, impl{"hotlimitd-memory", func(sub *testing.B) benchTarget {
+			if t, ok := procs["hotlimitd-memory"]; ok {
+				return t
+			}
+			addr, pid := startHotlimitd(b, bin, "")
+			t := benchTarget{addr: addr, server: pid}
+			procs["hotlimitd-memory"] = t
+			return t
 		}})
 	}
 	if bin := os.Getenv("HOTLIMITD_BENCH_REFERENCE"); bin != "" {
@@ -176,40 +190,41 @@ func BenchmarkShouldRateLimit(b *testing.B) {
 }
 
 // benchTarget is a server to measure: its gRPC address, and the processes
-// besides the benchmark's own that serve it (a server's, redis-server's),
-// whose CPU time counts.
+// besides the benchmark's own that serve it, whose CPU time counts: the
+// server's when it runs apart, redis-server's when it uses one (0: none).
 type benchTarget struct {
-	addr string
-	pids []int
+	addr          string
+	server, redis int
 }
 
-// cpuTime returns the CPU time, user and system, of this process and of
-// pids, and whether every one of them could be read (Linux's /proc).
-func cpuTime(pids []int) (time.Duration, bool) {
+// cpuTimes returns the CPU time, user and system, of this process and then
+// of each of pids, and whether every one of them could be read (Linux's
+// /proc).
+func cpuTimes(pids []int) ([]time.Duration, bool) {
 	var ru syscall.Rusage
 	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
-		return 0, false
+		return nil, false
 	}
-	t := time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+	times := []time.Duration{time.Duration(ru.Utime.Nano() + ru.Stime.Nano())}
 	for _, pid := range pids {
 		data, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
 		if err != nil {
-			return 0, false
+			return nil, false
 		}
 		// pid (comm) state ppid ... utime stime: fields 14 and 15, the
 		// 12th and 13th after the command's closing parenthesis.
 		f := strings.Fields(string(data[bytes.LastIndexByte(data, ')')+1:]))
 		if len(f) < 13 {
-			return 0, false
+			return nil, false
 		}
 		u, err1 := strconv.ParseInt(f[11], 10, 64)
 		s, err2 := strconv.ParseInt(f[12], 10, 64)
 		if err1 != nil || err2 != nil {
-			return 0, false
+			return nil, false
 		}
-		t += time.Duration(u+s) * (time.Second / clockTicks)
+		times = append(times, time.Duration(u+s)*(time.Second/clockTicks))
 	}
-	return t, true
+	return times, true
 }
 
 // clockTicks is the unit of /proc's CPU times per second (USER_HZ), 100 on
@@ -250,7 +265,15 @@ func measure(b *testing.B, target benchTarget, load benchLoad) {
 	}
 	var next atomic.Int64
 	var wg sync.WaitGroup
-	cpu0, cpuOK := cpuTime(target.pids)
+	var pids []int
+	names := []string{"bench-us/req"}
+	if target.server != 0 {
+		pids, names = append(pids, target.server), append(names, "server-us/req")
+	}
+	if target.redis != 0 {
+		pids, names = append(pids, target.redis), append(names, "redis-us/req")
+	}
+	cpu0, cpuOK := cpuTimes(pids)
 	b.ResetTimer()
 	start := time.Now()
 	for c := range load.clients {
@@ -265,9 +288,19 @@ func measure(b *testing.B, target benchTarget, load benchLoad) {
 	}
 	wg.Wait()
 	b.ReportMetric(float64(b.N)/time.Since(start).Seconds(), "req/s")
-	if cpu1, ok := cpuTime(target.pids); ok && cpuOK {
-		b.ReportMetric(float64(cpu1-cpu0)/float64(time.Microsecond)/float64(b.N), "cpu-us/req")
+	cpu1, ok := cpuTimes(pids)
+	if !ok || !cpuOK {
+		return
 	}
+	// Each process's share, and their sum: the benchmark's own (the
+	// clients, and the server when in process), the server's, Redis's.
+	var total time.Duration
+	for i := range cpu1 {
+		d := cpu1[i] - cpu0[i]
+		total += d
+		b.ReportMetric(float64(d)/float64(time.Microsecond)/float64(b.N), names[i])
+	}
+	b.ReportMetric(float64(total)/float64(time.Microsecond)/float64(b.N), "cpu-us/req")
 }
 
 // startReference starts the reference server's binary bin on loopback, with
@@ -303,7 +336,8 @@ func startReference(b *testing.B, bin, redisAddr string) (string, int) {
 }
 
 // startHotlimitd starts hotlimitd's binary bin (built from ./cmd/hotlimitd)
-// on loopback with testdata/bench and its state on the Redis at redisAddr,
+// on loopback with testdata/bench and its state on the Redis at redisAddr
+// (in memory when empty),
 // until b's cleanup; it returns its gRPC address once it answers, and its
 // process id.
 func startHotlimitd(b *testing.B, bin, redisAddr string) (string, int) {
@@ -311,8 +345,11 @@ func startHotlimitd(b *testing.B, bin, redisAddr string) (string, int) {
 	require.NoError(b, err)
 	addr := lis.Addr().String()
 	require.NoError(b, lis.Close())
-	cmd := exec.Command(bin, "-config", "testdata/bench", "-grpc", addr, "-http", "", "-redis", redisAddr,
-		"-redis-timeout", "1s", "-log-level", "warn")
+	args := []string{"-config", "testdata/bench", "-grpc", addr, "-http", "", "-log-level", "warn"}
+	if redisAddr != "" {
+		args = append(args, "-redis", redisAddr, "-redis-timeout", "1s")
+	}
+	cmd := exec.Command(bin, args...)
 	var log bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &log, &log
 	require.NoError(b, cmd.Start())

@@ -3,6 +3,7 @@ package redislimit
 import (
 	"context"
 	"errors"
+	"slices"
 	"sync"
 	"time"
 
@@ -11,11 +12,15 @@ import (
 
 // batcher sends concurrent script calls, for any keys, in shared pipelines:
 // one round trip, and one read and one write system call on each side, for
-// a whole batch. See WithBatch.
+// a whole batch. See WithBatch. A caller hands over one script call (a
+// Limiter's decision) or several (the takes of a TakeAll, for the limiters
+// of any Config on the same client), which the batch carries together.
 //
-// Calls are handed over on an unbuffered channel, so a call is either
-// received by a flusher, which always completes it, or not sent at all: once
-// stop is closed, callers run their script directly and nothing is stranded.
+// Calls are handed over on a channel that holds a batch, so that a caller
+// does not wait for a busy flusher to take its call, only for its answer. A
+// call is either sent before the batcher stops, and completed by a flusher,
+// which drains the channel before it returns, or not sent at all: once
+// stopped, callers run their scripts directly and nothing is stranded.
 //
 // It holds no reference to its Limiter, so that a Limiter dropped without
 // Close is collected and its cleanup stops the flushers.
@@ -31,24 +36,53 @@ type batcher struct {
 	stop     chan struct{}
 	once     sync.Once
 	wg       sync.WaitGroup
+	// mu orders sends against close: a caller sends under the read lock,
+	// having seen stopped false; close sets stopped under the write lock
+	// before it closes stop, so no call enters calls once a flusher can see
+	// stop closed, and a flusher that finds calls empty then can return.
+	mu      sync.RWMutex
+	stopped bool
 }
 
-// call is one script call waiting for its batch.
+// op is one script call.
+type op struct {
+	script *redis.Script
+	key    string
+	args   []any
+	rep    reply
+	err    error
+}
+
+// call is the script calls of one caller, waiting for their batch.
 type call struct {
-	key  string
-	args []any
-	rep  reply
-	err  error
-	done chan struct{} // receives once the call is complete
+	ops  []op
+	done chan struct{} // receives once every op is complete
 }
 
-var callPool = sync.Pool{New: func() any { return &call{done: make(chan struct{}, 1)} }}
+var callPool = sync.Pool{New: func() any { return &call{ops: make([]op, 0, 1), done: make(chan struct{}, 1)} }}
+
+// newCall returns a call without ops, from the pool.
+func newCall() *call {
+	c := callPool.Get().(*call)
+	c.ops = c.ops[:0]
+	return c
+}
+
+// free returns c to the pool, once nothing else holds it.
+func (c *call) free() {
+	clear(c.ops)
+	callPool.Put(c)
+}
+
+// errStopped is wait's answer once the batcher is stopped: the call was not
+// sent.
+var errStopped = errors.New("redislimit: batcher stopped")
 
 // newBatcher returns the batcher of l, with flushers goroutines sending
 // batches of up to max calls; max 0 sends every call by itself.
 func newBatcher(l *Limiter, max, flushers int) *batcher {
 	b := &batcher{client: l.client, script: l.script, timeout: l.set.timeout, enforced: enforcesDeadlines(l.client),
-		max: max, calls: make(chan *call), stop: make(chan struct{})}
+		max: max, calls: make(chan *call, max), stop: make(chan struct{})}
 	for range min(max, 1) * flushers {
 		b.wg.Go(b.flush)
 	}
@@ -65,81 +99,156 @@ func (b *batcher) do(ctx context.Context, redisKey string, args []any) (reply, e
 		ctx, cancel = context.WithTimeout(ctx, b.timeout)
 		defer cancel()
 	}
-	c := callPool.Get().(*call)
-	c.key, c.args = redisKey, args
-	select {
-	case b.calls <- c:
-	case <-b.stop:
-		callPool.Put(c)
-		return b.alone(ctx, redisKey, args)
-	case <-ctx.Done():
-		callPool.Put(c)
-		return reply{}, ctx.Err()
-	}
-	select {
-	case <-c.done:
-		rep, err := c.rep, c.err
-		c.key, c.args, c.rep, c.err = "", nil, reply{}, nil
-		callPool.Put(c)
+	c := newCall()
+	c.ops = append(c.ops, op{script: b.script, key: redisKey, args: args})
+	switch err := b.wait(ctx, c); err {
+	case nil:
+		rep, err := c.ops[0].rep, c.ops[0].err
+		c.free()
 		return rep, err
-	case <-ctx.Done():
-		return reply{}, ctx.Err() // c is left to the flusher and the collector
+	case errStopped:
+		c.free()
+		return b.alone(ctx, redisKey, args)
+	default:
+		return reply{}, err // c is left to the flusher and the collector
 	}
 }
 
-// flush gathers the calls that are waiting, up to max, and sends them in one
-// pipeline, until stop.
+// wait hands c to the next batch, and waits until the batch completed it.
+// It returns errStopped, without sending c, once the batcher is stopped,
+// and ctx's error if ctx ends first, when c may still be sent and must be
+// left to the flusher.
+func (b *batcher) wait(ctx context.Context, c *call) error {
+	b.mu.RLock()
+	if b.stopped {
+		b.mu.RUnlock()
+		return errStopped
+	}
+	select {
+	case b.calls <- c: // a full channel waits for a flusher, which runs until stopped
+	case <-ctx.Done():
+		b.mu.RUnlock()
+		return ctx.Err()
+	}
+	b.mu.RUnlock()
+	select {
+	case <-c.done:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+// flush gathers the calls that are waiting, up to max script calls or just
+// past it, and sends them in one pipeline, until stop.
 func (b *batcher) flush() {
 	batch := make([]*call, 0, b.max)
-	cmds := make([]*redis.Cmd, 0, b.max)
+	var cmds []*redis.Cmd
 	for {
 		batch = batch[:0]
+		var n int
 		select {
 		case c := <-b.calls:
-			batch = append(batch, c)
+			batch, n = append(batch, c), len(c.ops)
 		case <-b.stop:
-			return
+			select { // the calls sent before stop
+			case c := <-b.calls:
+				batch, n = append(batch, c), len(c.ops)
+			default:
+				return
+			}
 		}
 	gather:
-		for len(batch) < b.max {
+		for n < b.max {
 			select {
 			case c := <-b.calls:
-				batch = append(batch, c)
+				batch, n = append(batch, c), n+len(c.ops)
 			default:
 				break gather
 			}
 		}
-		cmds = b.exec(batch, cmds[:0])
-		for i, c := range batch {
-			c.rep, c.err = parse(cmds[i])
-			if isNoScript(c.err) { // a restarted server: EVAL loads the script
-				c.rep, c.err = b.runOne(context.Background(), c.key, c.args)
-			}
-			cmds[i] = nil
+		ctx, cancel := b.deadline(context.Background())
+		cmds = b.pipeline(ctx, context.Background(), batch, cmds[:0])
+		cancel()
+		for _, c := range batch {
 			c.done <- struct{}{}
 		}
 	}
 }
 
-// exec sends batch in one pipeline, under the limiter's timeout.
-func (b *batcher) exec(batch []*call, cmds []*redis.Cmd) []*redis.Cmd {
-	ctx := context.Background()
+// deadline bounds ctx by the limiter's timeout.
+func (b *batcher) deadline(ctx context.Context) (context.Context, context.CancelFunc) {
 	if b.timeout > 0 {
-		var cancel context.CancelFunc
-		ctx, cancel = context.WithTimeout(ctx, b.timeout)
-		defer cancel()
+		return context.WithTimeout(ctx, b.timeout)
 	}
+	return ctx, func() {}
+}
+
+// pipeline sends every op of batch in one pipeline under ctx, and sets
+// their replies. Ops that meet NOSCRIPT (a restarted server, SCRIPT FLUSH)
+// are sent again under retry: the first of each script by itself with EVAL,
+// which loads it, the others then in one more pipeline. cmds is reused.
+func (b *batcher) pipeline(ctx, retry context.Context, batch []*call, cmds []*redis.Cmd) []*redis.Cmd {
 	pipe := b.client.Pipeline()
 	for _, c := range batch {
-		cmds = append(cmds, b.script.EvalSha(ctx, pipe, []string{c.key}, c.args...))
+		for i := range c.ops {
+			o := &c.ops[i]
+			cmds = append(cmds, o.script.EvalSha(ctx, pipe, []string{o.key}, o.args...))
+		}
 	}
 	_, _ = pipe.Exec(ctx) // each command holds its own error
+	var again []*op
+	var loaded []*redis.Script
+	j := 0
+	for _, c := range batch {
+		for i := range c.ops {
+			o := &c.ops[i]
+			o.rep, o.err = parse(cmds[j])
+			cmds[j] = nil
+			j++
+			switch {
+			case !isNoScript(o.err):
+			case slices.Contains(loaded, o.script):
+				again = append(again, o)
+			default:
+				o.rep, o.err = b.runOne(retry, o.script, o.key, o.args)
+				loaded = append(loaded, o.script)
+			}
+		}
+	}
+	if len(again) > 0 {
+		b.rerun(retry, again)
+	}
 	return cmds
+}
+
+// rerun sends ops again in one pipeline under ctx, now that their scripts
+// are loaded, and runs by itself any that still meets NOSCRIPT.
+func (b *batcher) rerun(ctx context.Context, ops []*op) {
+	ctx, cancel := b.deadline(ctx)
+	defer cancel()
+	pipe := b.client.Pipeline()
+	cmds := make([]*redis.Cmd, len(ops))
+	for i, o := range ops {
+		cmds[i] = o.script.EvalSha(ctx, pipe, []string{o.key}, o.args...)
+	}
+	_, _ = pipe.Exec(ctx)
+	for i, o := range ops {
+		o.rep, o.err = parse(cmds[i])
+		if isNoScript(o.err) {
+			o.rep, o.err = b.runOne(ctx, o.script, o.key, o.args)
+		}
+	}
 }
 
 // close stops the flushers once they finish their batches.
 func (b *batcher) close() {
-	b.once.Do(func() { close(b.stop) })
+	b.once.Do(func() {
+		b.mu.Lock()
+		b.stopped = true
+		b.mu.Unlock()
+		close(b.stop)
+	})
 	b.wg.Wait()
 }
 
@@ -149,39 +258,36 @@ func (b *batcher) close() {
 // own that the caller stops waiting for at the deadline.
 func (b *batcher) alone(ctx context.Context, redisKey string, args []any) (reply, error) {
 	if b.enforced || b.timeout <= 0 && ctx.Done() == nil {
-		return b.runOne(ctx, redisKey, args)
+		return b.runOne(ctx, b.script, redisKey, args)
 	}
 	if b.timeout > 0 {
 		var cancel context.CancelFunc
 		ctx, cancel = context.WithTimeout(ctx, b.timeout)
 		defer cancel()
 	}
-	c := callPool.Get().(*call)
+	c := newCall()
+	c.ops = append(c.ops, op{})
 	go func() {
-		c.rep, c.err = b.runOne(ctx, redisKey, args)
+		c.ops[0].rep, c.ops[0].err = b.runOne(ctx, b.script, redisKey, args)
 		c.done <- struct{}{}
 	}()
 	select {
 	case <-c.done:
-		rep, err := c.rep, c.err
-		c.rep, c.err = reply{}, nil
-		callPool.Put(c)
+		rep, err := c.ops[0].rep, c.ops[0].err
+		c.free()
 		return rep, err
 	case <-ctx.Done():
 		return reply{}, ctx.Err() // c is left to its goroutine and the collector
 	}
 }
 
-// runOne runs the script for redisKey by itself: EVALSHA, and EVAL when the
+// runOne runs script for redisKey by itself: EVALSHA, and EVAL when the
 // server answers NOSCRIPT (after a restart or SCRIPT FLUSH), which also loads
 // it for the next calls.
-func (b *batcher) runOne(ctx context.Context, redisKey string, args []any) (reply, error) {
-	if b.timeout > 0 {
-		var cancel context.CancelFunc
-		ctx, cancel = context.WithTimeout(ctx, b.timeout)
-		defer cancel()
-	}
-	return parse(b.script.Run(ctx, b.client, []string{redisKey}, args...))
+func (b *batcher) runOne(ctx context.Context, script *redis.Script, redisKey string, args []any) (reply, error) {
+	ctx, cancel := b.deadline(ctx)
+	defer cancel()
+	return parse(script.Run(ctx, b.client, []string{redisKey}, args...))
 }
 
 func isNoScript(err error) bool {

@@ -59,7 +59,9 @@
 // runs and answers a whole batch per system call, which raises the
 // decisions per second several times under concurrency. [TakeAll] decides
 // several takes at once, under limiters of any Config on one client (the
-// several limits of one request), in one pipeline sent by the caller.
+// several limits of one request), in one round trip: a pipeline sent by the
+// caller, or, while other calls of its first take's limiter are under way,
+// that limiter's next batch, shared with the concurrent calls.
 //
 // For a hot key, [WithLease] takes a batch of requests from Redis in the same
 // script call that admits one, and spends them in this process without a

@@ -172,9 +172,11 @@ func WithLease(size int, ttl time.Duration) hotlimit.Option {
 // WithBatch sets how concurrent calls, for any keys, share round trips. A
 // call made while no other is under way goes to Redis by itself; one made
 // while others are waits for the next pipeline, which takes up to size
-// waiting calls at once, with up to flushers pipelines in flight. Redis then
-// reads, runs and answers a whole batch per system call, which raises the
-// throughput several times under concurrency (see the README's measurements).
+// waiting calls at once (the takes of one [TakeAll] travel together, so a
+// pipeline may pass size by the last call's), with up to flushers pipelines
+// in flight. Redis then reads, runs and answers a whole batch per system
+// call, which raises the throughput several times under concurrency (see
+// the README's measurements).
 // The default is 64 calls and 2 pipelines; size <= 0 turns batching off, so
 // that every call is its own round trip. Batching runs on flushers
 // goroutines per Limiter, stopped by [Limiter.Close] or when the Limiter is

@@ -2,10 +2,10 @@ package redislimit
 
 import (
 	"context"
+	"errors"
 	"fmt"
 
 	"github.com/hotlimit/hotlimit"
-	"github.com/redis/go-redis/v9"
 )
 
 // Take is one decision of [TakeAll]: N requests from Key under Limiter, and
@@ -24,9 +24,12 @@ type Take struct {
 // TakeAll decides every take as [Limiter.TakeReceiptContext] would, each
 // independently of the others, in one round trip: the script calls of
 // every take whose Limiter shares the first one's client and timeout go to
-// Redis in one pipeline, sent and answered by the calling goroutine, as the
-// several limits of one request (the descriptors of an Envoy rate limit
-// request) would be. A take whose Limiter has a lease (see [WithLease]),
+// Redis together, as the several limits of one request (the descriptors of
+// an Envoy rate limit request) would be. While other calls of the first
+// take's Limiter are under way (concurrent requests), they join the next
+// batch of that Limiter (see [WithBatch]), so that concurrent TakeAll calls
+// share one pipeline; else they are sent in a pipeline of their own by the
+// calling goroutine. A take whose Limiter has a lease (see [WithLease]),
 // another client or timeout than the first, or a client without
 // ContextTimeoutEnabled (whose pipeline could outlast the timeout), is
 // decided by itself, after the pipeline.
@@ -35,9 +38,7 @@ type Take struct {
 // Limiter's take gets an error wrapping [hotlimit.ErrInvalidConfig].
 func TakeAll(ctx context.Context, takes []Take) {
 	var first *Limiter
-	var pipe redis.Pipeliner
-	var args [][]any
-	var cmds []*redis.Cmd
+	var c *call
 	var piped []int
 	var alone []int
 	for i := range takes {
@@ -62,34 +63,51 @@ func TakeAll(ctx context.Context, takes []Take) {
 			continue
 		}
 		if first == nil {
-			first, pipe = l, l.client.Pipeline()
+			first, c = l, newCall()
 		}
-		args = append(args, a)
-		cmds = append(cmds, l.script.EvalSha(ctx, pipe, []string{l.redisKey(t.Key)}, a...))
+		c.ops = append(c.ops, op{script: l.script, key: l.redisKey(t.Key), args: a})
 		piped = append(piped, i)
 	}
-	if pipe != nil {
-		pctx := ctx
-		if first.set.timeout > 0 {
-			var cancel context.CancelFunc
-			pctx, cancel = context.WithTimeout(ctx, first.set.timeout)
-			defer cancel()
-		}
-		_, _ = pipe.Exec(pctx) // each command holds its own error
+	if first != nil {
+		err := first.runAll(ctx, c)
 		for j, i := range piped {
 			t := &takes[i]
-			l := t.Limiter
-			rep, err := parse(cmds[j])
-			if isNoScript(err) { // a restarted server: EVAL loads the script
-				rep, err = l.batch.runOne(ctx, l.redisKey(t.Key), args[j])
+			rep, opErr := reply{}, err
+			if err == nil {
+				rep, opErr = c.ops[j].rep, c.ops[j].err
 			}
-			t.Decision, t.Receipt, t.Err = l.settle(ctx, t.Key, t.N, rep, err)
+			t.Decision, t.Receipt, t.Err = t.Limiter.settle(ctx, t.Key, t.N, rep, opErr)
+		}
+		if err == nil {
+			c.free()
 		}
 	}
 	for _, i := range alone {
 		t := &takes[i]
 		t.Decision, t.Receipt, t.Err = t.Limiter.take(ctx, t.Key, t.N)
 	}
+}
+
+// runAll runs the ops of c, script calls on l's client, under l's timeout,
+// in one round trip: in the next batch of l while other calls of l are
+// under way, else in a pipeline of its own on the calling goroutine (l's
+// client enforces deadlines). On nil, every op holds its reply or error;
+// else every op failed with the error returned (ctx ended, or the timeout
+// passed), and c is left to the flusher and the collector.
+func (l *Limiter) runAll(ctx context.Context, c *call) error {
+	bounded, cancel := l.batch.deadline(ctx)
+	defer cancel()
+	if l.batch.max > 0 {
+		defer l.inflight.Add(-1)
+		if l.inflight.Add(1) > 1 {
+			if err := l.batch.wait(bounded, c); !errors.Is(err, errStopped) {
+				return err
+			}
+		}
+	}
+	batch := [1]*call{c}
+	l.batch.pipeline(bounded, ctx, batch[:], nil) // a NOSCRIPT retry has a timeout of its own, as runOne's
+	return nil
 }
 
 var errNilLimiter = fmt.Errorf("redislimit: a Take without a Limiter: %w", hotlimit.ErrInvalidConfig)

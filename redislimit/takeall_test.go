@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"net"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -134,4 +135,161 @@ func TestTakeAllRedisDown(t *testing.T) {
 	}
 	assert.True(t, takes[0].Decision.Allowed, "FailOpen")
 	assert.False(t, takes[1].Decision.Allowed, "FailClosed")
+}
+
+// heldPipelines counts a client's pipelines of scripts (not those of a new
+// connection's handshake) and the commands they held, and holds the first
+// hold of them, and of the scripts sent by themselves, until release is
+// closed, telling entered as each one arrives.
+type heldPipelines struct {
+	pipelines, piped atomic.Int64
+	hold             atomic.Int64
+	entered          chan struct{}
+	release          chan struct{}
+}
+
+func (h *heldPipelines) DialHook(next redis.DialHook) redis.DialHook { return next }
+
+func (h *heldPipelines) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
+	return func(ctx context.Context, cmd redis.Cmder) error {
+		if cmd.Name() == "evalsha" && h.hold.Add(-1) >= 0 {
+			h.entered <- struct{}{}
+			<-h.release
+		}
+		return next(ctx, cmd)
+	}
+}
+
+func (h *heldPipelines) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
+	return func(ctx context.Context, cmds []redis.Cmder) error {
+		if len(cmds) == 0 || cmds[0].Name() != "evalsha" {
+			return next(ctx, cmds)
+		}
+		h.pipelines.Add(1)
+		h.piped.Add(int64(len(cmds)))
+		if h.hold.Add(-1) >= 0 {
+			h.entered <- struct{}{}
+			<-h.release
+		}
+		return next(ctx, cmds)
+	}
+}
+
+// TestTakeAllCoalesces: concurrent TakeAll calls of three limits each share
+// pipelines. The first call goes by itself and the second to the batch's
+// flusher, both held in Redis's hook until ten more calls wait for the
+// flusher; those ten then go in one pipeline: three pipelines for twelve
+// calls, every command sent once. And they decide as one at a time would,
+// under a frozen clock: for each limit of 8, exactly 8 takes pass, with
+// Remaining 7 down to 0 once each.
+func TestTakeAllCoalesces(t *testing.T) {
+	srv := redistest.Start(t)
+	client := newClient(t, srv)
+	clock := func() int64 { return int64(time.Hour) }
+	const limit, calls = 8, 12
+	var lims []*redislimit.Limiter
+	for _, a := range []hotlimit.Algorithm{hotlimit.FixedWindow, hotlimit.TokenBucket, hotlimit.SlidingLog} {
+		lims = append(lims, newLimiter(t, client, hotlimit.Config{Algorithm: a, Limit: limit, Window: time.Minute},
+			hotlimit.WithClock(clock), redislimit.WithBatch(64, 1)))
+	}
+	takes := func(key string) []redislimit.Take {
+		var ts []redislimit.Take
+		for _, l := range lims {
+			ts = append(ts, redislimit.Take{Limiter: l, Key: key, N: 1})
+		}
+		return ts
+	}
+	warm := takes("warm") // loads the scripts, before the count starts
+	redislimit.TakeAll(context.Background(), warm)
+	for _, tk := range warm {
+		require.NoError(t, tk.Err)
+	}
+	h := &heldPipelines{entered: make(chan struct{}), release: make(chan struct{})}
+	h.hold.Store(2)
+	client.AddHook(h)
+
+	results := make([][]redislimit.Take, calls)
+	var wg sync.WaitGroup
+	start := func(i int) {
+		wg.Go(func() {
+			results[i] = takes("k")
+			redislimit.TakeAll(context.Background(), results[i])
+		})
+	}
+	start(0) // alone: its own pipeline, on its goroutine
+	<-h.entered
+	start(1) // another call under way: the flusher's pipeline
+	<-h.entered
+	for i := 2; i < calls; i++ {
+		start(i)
+	}
+	require.Eventually(t, func() bool { return redislimit.InFlight(lims[0]) == calls }, 10*time.Second, time.Millisecond,
+		"the calls did not all queue")
+	close(h.release)
+	wg.Wait()
+
+	assert.Equal(t, int64(3), h.pipelines.Load(), "pipelines for %d calls", calls)
+	assert.Equal(t, int64(3*calls), h.piped.Load(), "every command sent once")
+	for j, l := range lims {
+		var remaining []int
+		for i := range calls {
+			tk := results[i][j]
+			require.NoError(t, tk.Err, "call %d, %v", i, l.Config().Algorithm)
+			if tk.Decision.Allowed {
+				remaining = append(remaining, tk.Decision.Remaining)
+			}
+		}
+		assert.ElementsMatch(t, []int{7, 6, 5, 4, 3, 2, 1, 0}, remaining, "%v", l.Config().Algorithm)
+	}
+}
+
+// TestCloseCompletesQueuedCalls: calls queued for a flusher that is busy
+// (the first call held in Redis's hook by itself, the second in the
+// flusher's pipeline) when Close stops the batcher are all still decided by
+// Redis, none left waiting (there is no timeout to end the wait), and a
+// call after Close is decided by itself: of 12 calls for a limit of 5,
+// exactly 5 pass.
+func TestCloseCompletesQueuedCalls(t *testing.T) {
+	srv := redistest.Start(t)
+	client := newClient(t, srv)
+	c := hotlimit.Config{Algorithm: hotlimit.FixedWindow, Limit: 5, Window: time.Minute}
+	l := newLimiter(t, client, c, hotlimit.WithClock(func() int64 { return int64(time.Hour) }),
+		redislimit.WithBatch(64, 1), redislimit.WithTimeout(0))
+	take(t, l, "warm", 1) // loads the script
+	h := &heldPipelines{entered: make(chan struct{}), release: make(chan struct{})}
+	h.hold.Store(2)
+	client.AddHook(h)
+	const calls = 12
+	decisions := make([]hotlimit.Decision, calls)
+	errs := make([]error, calls)
+	var wg sync.WaitGroup
+	for i := range calls {
+		wg.Go(func() { decisions[i], errs[i] = l.TakeContext(context.Background(), "k", 1) })
+		if i < 2 {
+			<-h.entered // the first call by itself, then the flusher's pipeline, held while the others queue
+		}
+	}
+	require.Eventually(t, func() bool { return redislimit.InFlight(l) == calls }, 10*time.Second, time.Millisecond)
+	closed := make(chan error, 1)
+	go func() { closed <- l.Close() }()
+	require.Eventually(t, func() bool { return redislimit.Stopped(l) }, 10*time.Second, time.Millisecond)
+	close(h.release)
+	done := make(chan struct{})
+	go func() { wg.Wait(); close(done) }()
+	select {
+	case <-done:
+	case <-time.After(10 * time.Second):
+		require.FailNow(t, "queued calls stranded by Close")
+	}
+	require.NoError(t, <-closed)
+	passed := 0
+	for i := range calls {
+		require.NoError(t, errs[i], "call %d", i)
+		if decisions[i].Allowed {
+			passed++
+		}
+	}
+	assert.Equal(t, 5, passed)
+	assert.False(t, take(t, l, "k", 1).Allowed, "after Close, decided by Redis: the key is spent")
+	assert.Equal(t, 0, take(t, l, "k", 0).Remaining)
 }

@@ -1,0 +1,13 @@
+package redislimit
+
+// InFlight returns the calls of l to Redis under way, for tests that wait
+// for concurrent calls to queue.
+func InFlight(l *Limiter) int64 { return l.inflight.Load() }
+
+// Stopped reports whether l's batcher is stopped, so that callers run their
+// scripts by themselves.
+func Stopped(l *Limiter) bool {
+	l.batch.mu.RLock()
+	defer l.batch.mu.RUnlock()
+	return l.batch.stopped
+}
