@@ -58,6 +58,18 @@ func newLimiter(t testing.TB, client redis.UniversalClient, c hotlimit.Config, o
 	return lim
 }
 
+// exactTimeout bounds each call of a test of what Redis decides: long enough
+// that a loaded machine never hands a decision to the failure policy, which
+// such a test would then fail on. The fault tests keep DefaultTimeout.
+const exactTimeout = 10 * time.Second
+
+// newExact is newLimiter for a test of what Redis decides, with
+// exactTimeout; opts may still set a timeout of their own.
+func newExact(t testing.TB, client redis.UniversalClient, c hotlimit.Config, opts ...hotlimit.Option) *redislimit.Limiter {
+	t.Helper()
+	return newLimiter(t, client, c, append([]hotlimit.Option{redislimit.WithTimeout(exactTimeout)}, opts...)...)
+}
+
 // take is TakeContext, which must be decided by Redis: an error means that
 // the failure policy decided, and the test has nothing to check.
 func take(t testing.TB, lim *redislimit.Limiter, key string, n int) hotlimit.Decision {
@@ -184,7 +196,7 @@ func TestDifferential(t *testing.T) {
 		t.Run(c.String(), func(t *testing.T) {
 			t.Parallel()
 			var clock atomic.Int64
-			lim := newLimiter(t, newClient(t, srv), c, hotlimit.WithClock(clock.Load))
+			lim := newExact(t, newClient(t, srv), c, hotlimit.WithClock(clock.Load))
 			burst := burstOf(c)
 			positive := c.Algorithm.HasBurst()
 			for seq := range seqs {
@@ -300,7 +312,7 @@ func TestFrozenClockExact(t *testing.T) {
 			clock.Store(int64(ci)*int64(time.Hour) + 12345) // mid-window
 			lims := make([]*redislimit.Limiter, instances)
 			for i := range lims {
-				lims[i] = newLimiter(t, clients[i], c, hotlimit.WithClock(clock.Load))
+				lims[i] = newExact(t, clients[i], c, hotlimit.WithClock(clock.Load))
 			}
 			want := burstOf(c)
 			key := fmt.Sprintf("frozen-%d", ci)
@@ -328,7 +340,7 @@ func TestRedisTimeExact(t *testing.T) {
 			c := hotlimit.Config{Algorithm: a, Limit: limit, Window: 1000 * time.Hour}
 			lims := make([]*redislimit.Limiter, instances)
 			for i := range lims {
-				lims[i] = newLimiter(t, clients[i], c, redislimit.WithFailPolicy(redislimit.FailClosed)) // no in-memory twin: its windows end at 24h
+				lims[i] = newExact(t, clients[i], c, redislimit.WithFailPolicy(redislimit.FailClosed)) // no in-memory twin: its windows end at 24h
 			}
 			assert.Equal(t, limit, hammer(t, lims, workers, 5, "redis-time"))
 		})
@@ -349,7 +361,7 @@ func TestRetryAfterFakeClock(t *testing.T) {
 				c := hotlimit.Config{Algorithm: a, Limit: 3, Window: time.Second}
 				var clock atomic.Int64
 				clock.Store(100*int64(time.Second) + 1) // just after a window's start
-				lim := newLimiter(t, client, c, hotlimit.WithClock(clock.Load), redislimit.WithPrefix(fmt.Sprintf("retry%d:", n)))
+				lim := newExact(t, client, c, hotlimit.WithClock(clock.Load), redislimit.WithPrefix(fmt.Sprintf("retry%d:", n)))
 				for range 3 {
 					require.True(t, take(t, lim, "k", 1).Allowed)
 					clock.Add(int64(10 * time.Millisecond))
@@ -392,7 +404,7 @@ func TestRetryAfterRedisTime(t *testing.T) {
 	for _, a := range algorithms {
 		t.Run(a.String(), func(t *testing.T) {
 			t.Parallel()
-			lim := newLimiter(t, client, hotlimit.Config{Algorithm: a, Limit: 2, Window: 200 * time.Millisecond})
+			lim := newExact(t, client, hotlimit.Config{Algorithm: a, Limit: 2, Window: 200 * time.Millisecond})
 			var d hotlimit.Decision
 			for range 8 { // 2 pass, unless a window boundary passes meanwhile
 				if d = take(t, lim, "k", 1); !d.Allowed {
@@ -421,7 +433,7 @@ func TestRefund(t *testing.T) {
 		t.Run(a.String(), func(t *testing.T) {
 			var clock atomic.Int64
 			clock.Store(int64(time.Hour) + 1)
-			lim := newLimiter(t, client, hotlimit.Config{Algorithm: a, Limit: 4, Window: time.Minute}, hotlimit.WithClock(clock.Load))
+			lim := newExact(t, client, hotlimit.Config{Algorithm: a, Limit: 4, Window: time.Minute}, hotlimit.WithClock(clock.Load))
 			_, one := lim.TakeReceipt("k", 1)
 			d, two := lim.TakeReceipt("k", 2)
 			require.True(t, d.Allowed)
@@ -457,7 +469,7 @@ func TestRefundHammer(t *testing.T) {
 			var clock atomic.Int64
 			clock.Store(int64(time.Hour) + 1)
 			c := hotlimit.Config{Algorithm: a, Limit: 50, Window: time.Minute}
-			lim := newLimiter(t, newClient(t, srv), c, hotlimit.WithClock(clock.Load))
+			lim := newExact(t, newClient(t, srv), c, hotlimit.WithClock(clock.Load))
 			limitertest.RefundHammer(t, lim, c.Limit, 3, true)
 		})
 	}
@@ -480,7 +492,7 @@ func TestLeaseHammer(t *testing.T) {
 			clocked := hotlimit.WithClock(clock.Load)
 			lims := make([]*redislimit.Limiter, instances)
 			for i := range lims {
-				lims[i] = newLimiter(t, newClient(t, srv), c, clocked, redislimit.WithLease(size, time.Minute))
+				lims[i] = newExact(t, newClient(t, srv), c, clocked, redislimit.WithLease(size, time.Minute))
 			}
 			drained := hammer(t, lims, workers, 30, "hot")
 			assert.LessOrEqual(t, drained, limit, "over-admitted")
@@ -492,7 +504,7 @@ func TestLeaseHammer(t *testing.T) {
 				assert.Zero(t, lim.Len())
 			}
 
-			fresh := newLimiter(t, newClient(t, srv), c, clocked)
+			fresh := newExact(t, newClient(t, srv), c, clocked)
 			for key, admitted := range map[string]int{"hot": drained, "warm": instances * workers * 4} {
 				assert.Equal(t, limit-admitted, take(t, fresh, key, 0).Remaining, key)
 				rest := 0
@@ -519,8 +531,8 @@ func TestLeaseExpires(t *testing.T) {
 			t0 := 7*int64(time.Hour) + int64(time.Second)
 			clock.Store(t0)
 			clocked := hotlimit.WithClock(clock.Load)
-			leased := newLimiter(t, newClient(t, srv), c, clocked, redislimit.WithLease(5, ttl))
-			other := newLimiter(t, newClient(t, srv), c, clocked)
+			leased := newExact(t, newClient(t, srv), c, clocked, redislimit.WithLease(5, ttl))
+			other := newExact(t, newClient(t, srv), c, clocked)
 
 			require.True(t, take(t, leased, "k", 1).Allowed) // Redis: 1 + 5 leased
 			assert.Equal(t, 1, leased.Len())
@@ -626,7 +638,7 @@ func TestNewValidation(t *testing.T) {
 func TestClockRange(t *testing.T) {
 	srv := redistest.Start(t)
 	var clock atomic.Int64
-	lim := newLimiter(t, newClient(t, srv), hotlimit.Config{Algorithm: hotlimit.FixedWindow, Limit: 100, Window: time.Second},
+	lim := newExact(t, newClient(t, srv), hotlimit.Config{Algorithm: hotlimit.FixedWindow, Limit: 100, Window: time.Second},
 		hotlimit.WithClock(clock.Load), redislimit.WithFailPolicy(redislimit.FailClosed))
 	for _, now := range []int64{1 << 52, -(1 << 52)} {
 		clock.Store(now)
@@ -654,7 +666,7 @@ func TestKeyLayout(t *testing.T) {
 	ctx := context.Background()
 
 	var clock atomic.Int64
-	lim := newLimiter(t, client, hotlimit.Config{Algorithm: hotlimit.GCRA, Limit: 5, Window: 100 * time.Millisecond, Burst: 7},
+	lim := newExact(t, client, hotlimit.Config{Algorithm: hotlimit.GCRA, Limit: 5, Window: 100 * time.Millisecond, Burst: 7},
 		hotlimit.WithClock(clock.Load), redislimit.WithPrefix("app1:"))
 	take(t, lim, "user:42", 1)
 	keys, err := client.Keys(ctx, "*").Result()
@@ -666,7 +678,7 @@ func TestKeyLayout(t *testing.T) {
 	want := map[string]hotlimit.Algorithm{}
 	lims := map[hotlimit.Algorithm]*redislimit.Limiter{}
 	for _, a := range algorithms {
-		lim := newLimiter(t, client, hotlimit.Config{Algorithm: a, Limit: 5, Window: window}, redislimit.WithPrefix("app2:"))
+		lim := newExact(t, client, hotlimit.Config{Algorithm: a, Limit: 5, Window: window}, redislimit.WithPrefix("app2:"))
 		lims[a] = lim
 		d := take(t, lim, "user:42", 2)
 		require.True(t, d.Allowed)
@@ -723,7 +735,7 @@ func TestService(t *testing.T) {
 	pair := hotlimit.Config{Algorithm: hotlimit.GCRA, Limit: 2, Window: time.Minute}
 	svcs := make([]*service.Service, 2)
 	for i := range svcs {
-		svc, err := service.New(def, hotlimit.WithFactory(redislimit.Factory(newClient(t, srv), hotlimit.WithClock(clock.Load))))
+		svc, err := service.New(def, hotlimit.WithFactory(redislimit.Factory(newClient(t, srv), hotlimit.WithClock(clock.Load), redislimit.WithTimeout(exactTimeout))))
 		require.NoError(t, err)
 		require.NoError(t, svc.ConfigureUser("alice", user))
 		require.NoError(t, svc.ConfigureAPI("pay", api))
@@ -775,7 +787,7 @@ func TestServiceMultiLimit(t *testing.T) {
 	}}
 	svcs := make([]*service.Service, 2)
 	for i := range svcs {
-		svc, err := service.NewFromRules(rules, hotlimit.WithFactory(redislimit.Factory(newClient(t, srv), hotlimit.WithClock(clock.Load))))
+		svc, err := service.NewFromRules(rules, hotlimit.WithFactory(redislimit.Factory(newClient(t, srv), hotlimit.WithClock(clock.Load), redislimit.WithTimeout(exactTimeout))))
 		require.NoError(t, err)
 		svcs[i] = svc
 	}

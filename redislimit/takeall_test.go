@@ -55,8 +55,8 @@ func TestTakeAllMatchesTakes(t *testing.T) {
 	var batched, single []*redislimit.Limiter
 	for i, a := range algorithms {
 		c := hotlimit.Config{Algorithm: a, Limit: 3 + i, Window: time.Minute}
-		batched = append(batched, newLimiter(t, client, c, hotlimit.WithClock(clock.Load), redislimit.WithPrefix("all:")))
-		single = append(single, newLimiter(t, client, c, hotlimit.WithClock(clock.Load), redislimit.WithPrefix("one:")))
+		batched = append(batched, newExact(t, client, c, hotlimit.WithClock(clock.Load), redislimit.WithPrefix("all:")))
+		single = append(single, newExact(t, client, c, hotlimit.WithClock(clock.Load), redislimit.WithPrefix("one:")))
 	}
 	keys := []string{"a", "b"}
 	for step := range 12 {
@@ -98,9 +98,9 @@ func TestTakeAllAlone(t *testing.T) {
 	var trips roundTrips
 	client.AddHook(&trips)
 	c := hotlimit.Config{Algorithm: hotlimit.FixedWindow, Limit: 2, Window: time.Hour}
-	plain := newLimiter(t, client, c)
-	leased := newLimiter(t, client, c, redislimit.WithLease(5, time.Minute), redislimit.WithPrefix("lease:"))
-	elsewhere := newLimiter(t, other, c, redislimit.WithPrefix("other:"))
+	plain := newExact(t, client, c)
+	leased := newExact(t, client, c, redislimit.WithLease(5, time.Minute), redislimit.WithPrefix("lease:"))
+	elsewhere := newExact(t, other, c, redislimit.WithPrefix("other:"))
 	takes := []redislimit.Take{{Limiter: plain, Key: "k", N: 1}, {Limiter: leased, Key: "k", N: 1}, {Limiter: elsewhere, Key: "k", N: 2}, {Key: "k", N: 1}}
 	redislimit.TakeAll(context.Background(), takes)
 	for i, tk := range takes[:3] {
@@ -189,7 +189,7 @@ func TestTakeAllCoalesces(t *testing.T) {
 	const limit, calls = 8, 12
 	var lims []*redislimit.Limiter
 	for _, a := range []hotlimit.Algorithm{hotlimit.FixedWindow, hotlimit.TokenBucket, hotlimit.SlidingLog} {
-		lims = append(lims, newLimiter(t, client, hotlimit.Config{Algorithm: a, Limit: limit, Window: time.Minute},
+		lims = append(lims, newExact(t, client, hotlimit.Config{Algorithm: a, Limit: limit, Window: time.Minute},
 			hotlimit.WithClock(clock), redislimit.WithBatch(64, 1)))
 	}
 	takes := func(key string) []redislimit.Take {
