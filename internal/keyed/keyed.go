@@ -488,7 +488,7 @@ func (m *Map[C]) Len() int {
 // word's cache line for its next decision instead of losing it to a retry,
 // which would likely fail again, as sync.Mutex spins before it retries.
 func Backoff(failed int) int {
-	procyield(4 << min(failed, 4))
+	procyield(4 << uint(min(max(failed, 0), 4)))
 	return failed + 1
 }
 
