@@ -34,8 +34,11 @@ func (o Outcome) String() string {
 	return "unknown"
 }
 
-// Event is one decision, as an [Observer] sees it.
-type Event struct {
+// Source is what decided, as an [Event] names it: a rule and one of its
+// limits. A producer of Events builds one Source per rule and limit, once,
+// and points every Event of theirs to it: it is read-only from then on, so
+// an Observer may keep it, or key a cache by it.
+type Source struct {
 	// Rule names the rule that decided, such as `default` or
 	// `apis["GET /pay"]`: its values are bounded by the configuration, never
 	// by the keys, so it is fit for a metric label. Empty for a limiter used
@@ -44,12 +47,32 @@ type Event struct {
 	// Policy is the limit that decided: for a rule of several limits, the one
 	// that denied, or else the most restrictive by remaining share.
 	Policy Config
+}
+
+// Event is one decision, as an [Observer] sees it. Its fields fit in the
+// registers of a call, so that passing it by value costs no copy through
+// memory: Rule and Policy are read through the embedded *Source, which an
+// Event from this module's producers never leaves nil.
+type Event struct {
+	// Source names the rule and the limit that decided: e.Rule and
+	// e.Policy.
+	*Source
 	// Outcome classifies the decision.
 	Outcome Outcome
 	// N is the number of requests asked for.
 	N int
 	// Decision is the decision returned to the caller.
 	Decision Decision
+}
+
+// RuleName returns e.Rule, or "" for an Event that names no Source: how an
+// Observer that may be handed Events from elsewhere reads the rule without a
+// nil check.
+func (e Event) RuleName() string {
+	if e.Source == nil {
+		return ""
+	}
+	return e.Rule
 }
 
 // Observer hears of every decision made by the limiters it is given to (see

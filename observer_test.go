@@ -5,6 +5,7 @@ import (
 	"testing"
 
 	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
 
 	"github.com/hotlimit/hotlimit"
 )
@@ -46,8 +47,13 @@ func TestObserverOptions(t *testing.T) {
 	var got []hotlimit.Event
 	o = hotlimit.NewOptions(hotlimit.WithObserver(hotlimit.ObserverFunc(func(e hotlimit.Event) { got = append(got, e) })), hotlimit.WithNearLimit(1.5))
 	assert.Equal(t, 1.0, o.NearLimit)
-	o.Observer.Observe(hotlimit.Event{Rule: "default", N: 1})
-	assert.Equal(t, []hotlimit.Event{{Rule: "default", N: 1}}, got)
+	src := &hotlimit.Source{Rule: "default"}
+	o.Observer.Observe(hotlimit.Event{Source: src, N: 1})
+	require.Len(t, got, 1)
+	assert.Same(t, src, got[0].Source)
+	assert.Equal(t, "default", got[0].Rule)
+	assert.Equal(t, "default", got[0].RuleName())
+	assert.Empty(t, hotlimit.Event{}.RuleName(), "no Source, no rule, no panic")
 	assert.Equal(t, 0.0, hotlimit.NewOptions(hotlimit.WithNearLimit(-1)).NearLimit)
 }
 

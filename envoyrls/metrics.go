@@ -49,9 +49,10 @@ func NewMetrics() *Metrics {
 
 // Observe counts e under e.Rule; see [hotlimit.Observer].
 func (m *Metrics) Observe(e hotlimit.Event) {
-	c, ok := m.rules.Load(e.Rule)
+	rule := e.RuleName()
+	c, ok := m.rules.Load(rule)
 	if !ok {
-		c, _ = m.rules.LoadOrCompute(e.Rule, func() *ruleCounters { return &ruleCounters{} })
+		c, _ = m.rules.LoadOrCompute(rule, func() *ruleCounters { return &ruleCounters{} })
 	}
 	n := uint64(max(e.N, 0))
 	c.total.Add(n)

@@ -4,6 +4,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/hotlimit/hotlimit"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/testutil"
 	"github.com/stretchr/testify/assert"
@@ -59,4 +60,16 @@ ratelimit_service_rate_limit_within_limit{key="conf.shadow"} 1
 	assert.Equal(t, 1.0, testutil.ToFloat64(prometheus.CollectorFunc(func(ch chan<- prometheus.Metric) {
 		ch <- prometheus.MustNewConstMetric(descLoadErr, prometheus.CounterValue, float64(m.loadErr.Load()))
 	})))
+}
+
+// TestMetricsOfAnEventWithoutASource: an Event that names no Source, as an
+// Observer may be handed from elsewhere, counts under the key "", never a
+// panic.
+func TestMetricsOfAnEventWithoutASource(t *testing.T) {
+	m := NewMetrics()
+	require.NotPanics(t, func() { m.Observe(hotlimit.Event{Outcome: hotlimit.OutcomeDenied, N: 2}) })
+	c, ok := m.rules.Load("")
+	require.True(t, ok)
+	assert.EqualValues(t, 2, c.over.Load())
+	assert.EqualValues(t, 2, c.total.Load())
 }

@@ -563,8 +563,10 @@ func (s *Server) observe(it *item) {
 	if s.set.observer == nil {
 		return
 	}
+	// A Source per observed descriptor: a request over gRPC allocates far
+	// more than this, and a descriptor's policy may come with the request.
 	s.set.observer.Observe(hotlimit.Event{
-		Rule: it.rule.Key, Policy: it.cfg, N: it.n, Decision: it.d,
+		Source: &hotlimit.Source{Rule: it.rule.Key, Policy: it.cfg}, N: it.n, Decision: it.d,
 		Outcome: hotlimit.Classify(it.d, it.shadow, hotlimit.DefaultNearLimit),
 	})
 }

@@ -83,9 +83,10 @@ func New(meter metric.Meter) (*Metrics, error) {
 
 // Observe records e; see [hotlimit.Observer].
 func (m *Metrics) Observe(e hotlimit.Event) {
-	ro, ok := m.rules.Load(e.Rule)
+	rule := e.RuleName()
+	ro, ok := m.rules.Load(rule)
 	if !ok {
-		ro = m.options(e.Rule)
+		ro = m.options(rule)
 	}
 	o := int(e.Outcome)
 	if o >= outcomes {

@@ -65,12 +65,12 @@ func attrs(s attribute.Set) string {
 func TestMetricsAfterAKnownSequence(t *testing.T) {
 	m, reader := setup(t)
 	for _, e := range []hotlimit.Event{
-		{Rule: "default", Outcome: hotlimit.OutcomeAllowed, N: 1},
-		{Rule: "default", Outcome: hotlimit.OutcomeAllowed, N: 1},
-		{Rule: "default", Outcome: hotlimit.OutcomeNearLimit, N: 1},
-		{Rule: "default", Outcome: hotlimit.OutcomeDenied, N: 1},
-		{Rule: `apis["GET /pay"]`, Outcome: hotlimit.OutcomeShadowDenied, N: 3},
-		{Rule: "default", Outcome: hotlimit.OutcomeAllowed, N: 0}, // a report counts a decision, no request
+		{Source: &hotlimit.Source{Rule: "default"}, Outcome: hotlimit.OutcomeAllowed, N: 1},
+		{Source: &hotlimit.Source{Rule: "default"}, Outcome: hotlimit.OutcomeAllowed, N: 1},
+		{Source: &hotlimit.Source{Rule: "default"}, Outcome: hotlimit.OutcomeNearLimit, N: 1},
+		{Source: &hotlimit.Source{Rule: "default"}, Outcome: hotlimit.OutcomeDenied, N: 1},
+		{Source: &hotlimit.Source{Rule: `apis["GET /pay"]`}, Outcome: hotlimit.OutcomeShadowDenied, N: 3},
+		{Source: &hotlimit.Source{Rule: "default"}, Outcome: hotlimit.OutcomeAllowed, N: 0}, // a report counts a decision, no request
 	} {
 		m.Observe(e)
 	}
@@ -104,7 +104,7 @@ func TestObserveCountsEveryDecisionConcurrently(t *testing.T) {
 	for g := range goroutines {
 		wg.Go(func() {
 			for i := range each {
-				m.Observe(hotlimit.Event{Rule: []string{"a", "b"}[(g+i)%2], Outcome: hotlimit.OutcomeDenied, N: 1})
+				m.Observe(hotlimit.Event{Source: &hotlimit.Source{Rule: []string{"a", "b"}[(g+i)%2]}, Outcome: hotlimit.OutcomeDenied, N: 1})
 			}
 		})
 	}
@@ -112,7 +112,15 @@ func TestObserveCountsEveryDecisionConcurrently(t *testing.T) {
 	got := sums(t, reader)["hotlimit.decisions"]
 	assert.Equal(t, int64(goroutines*each/2), got["outcome=denied,rule=a"])
 	assert.Equal(t, int64(goroutines*each/2), got["outcome=denied,rule=b"])
-	assert.NotPanics(t, func() { m.Observe(hotlimit.Event{Rule: "a", Outcome: 99}) })
+	assert.NotPanics(t, func() { m.Observe(hotlimit.Event{Source: &hotlimit.Source{Rule: "a"}, Outcome: 99}) })
+}
+
+// TestEventWithoutASource: an Event that names no Source is recorded under
+// the rule "", never a panic.
+func TestEventWithoutASource(t *testing.T) {
+	m, reader := setup(t)
+	assert.NotPanics(t, func() { m.Observe(hotlimit.Event{Outcome: hotlimit.OutcomeDenied, N: 2}) })
+	assert.Equal(t, int64(2), sums(t, reader)["hotlimit.requests"]["outcome=denied,rule="])
 }
 
 func BenchmarkObserve(b *testing.B) {
@@ -120,7 +128,7 @@ func BenchmarkObserve(b *testing.B) {
 	provider := sdkmetric.NewMeterProvider(sdkmetric.WithReader(reader))
 	m, err := hotlimitotel.New(provider.Meter("hotlimit"))
 	require.NoError(b, err)
-	e := hotlimit.Event{Rule: "default", Outcome: hotlimit.OutcomeAllowed, N: 1}
+	e := hotlimit.Event{Source: &hotlimit.Source{Rule: "default"}, Outcome: hotlimit.OutcomeAllowed, N: 1}
 	b.ReportAllocs()
 	b.RunParallel(func(pb *testing.PB) {
 		for pb.Next() {
@@ -131,7 +139,7 @@ func BenchmarkObserve(b *testing.B) {
 
 func TestObserveDoesNotAllocate(t *testing.T) {
 	m, _ := setup(t)
-	e := hotlimit.Event{Rule: "default", Outcome: hotlimit.OutcomeAllowed, N: 1}
+	e := hotlimit.Event{Source: &hotlimit.Source{Rule: "default"}, Outcome: hotlimit.OutcomeAllowed, N: 1}
 	m.Observe(e)
 	assert.Zero(t, testing.AllocsPerRun(1000, func() { m.Observe(e) }))
 }

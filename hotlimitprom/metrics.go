@@ -101,9 +101,10 @@ func New(opts ...Option) *Metrics {
 
 // Observe counts e; see [hotlimit.Observer].
 func (m *Metrics) Observe(e hotlimit.Event) {
-	rc, ok := m.rules.Load(e.Rule)
+	rule := e.RuleName()
+	rc, ok := m.rules.Load(rule)
 	if !ok {
-		rc = m.counters(e.Rule)
+		rc = m.counters(rule)
 	}
 	o := int(e.Outcome)
 	if o >= outcomes {

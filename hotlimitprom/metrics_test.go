@@ -22,7 +22,7 @@ import (
 func observe(m *hotlimitprom.Metrics, lim hotlimit.Limiter, rule, key string, n int) {
 	c := hotlimit.Config{Algorithm: hotlimit.TokenBucket, Limit: 5, Window: time.Second}
 	d := lim.Take(key, n)
-	m.Observe(hotlimit.Event{Rule: rule, Policy: c, Outcome: hotlimit.Classify(d, false, hotlimit.DefaultNearLimit), N: n, Decision: d})
+	m.Observe(hotlimit.Event{Source: &hotlimit.Source{Rule: rule, Policy: c}, Outcome: hotlimit.Classify(d, false, hotlimit.DefaultNearLimit), N: n, Decision: d})
 }
 
 func TestMetricsAfterAKnownSequence(t *testing.T) {
@@ -115,7 +115,7 @@ func TestObserveCountsEveryDecisionConcurrently(t *testing.T) {
 	for g := range goroutines {
 		wg.Go(func() {
 			for i := range each {
-				m.Observe(hotlimit.Event{Rule: rules[(g+i)%len(rules)], Outcome: hotlimit.OutcomeDenied, N: 1})
+				m.Observe(hotlimit.Event{Source: &hotlimit.Source{Rule: rules[(g+i)%len(rules)]}, Outcome: hotlimit.OutcomeDenied, N: 1})
 			}
 		})
 	}
@@ -139,16 +139,26 @@ func TestObserveCountsEveryDecisionConcurrently(t *testing.T) {
 
 func TestObserveDoesNotAllocate(t *testing.T) {
 	m := hotlimitprom.New()
-	e := hotlimit.Event{Rule: "default", Outcome: hotlimit.OutcomeAllowed, N: 1}
+	e := hotlimit.Event{Source: &hotlimit.Source{Rule: "default"}, Outcome: hotlimit.OutcomeAllowed, N: 1}
 	m.Observe(e)
 	assert.Zero(t, testing.AllocsPerRun(1000, func() { m.Observe(e) }))
-	bad := hotlimit.Event{Rule: "default", Outcome: 77, N: 1} // counted as unknown, never a panic
+	bad := hotlimit.Event{Source: &hotlimit.Source{Rule: "default"}, Outcome: 77, N: 1} // counted as unknown, never a panic
 	assert.NotPanics(t, func() { m.Observe(bad) })
+}
+
+// TestEventWithoutASource: an Event that names no Source is counted under
+// the rule "", never a panic.
+func TestEventWithoutASource(t *testing.T) {
+	m := hotlimitprom.New()
+	reg := prometheus.NewPedanticRegistry()
+	require.NoError(t, reg.Register(m))
+	assert.NotPanics(t, func() { m.Observe(hotlimit.Event{Outcome: hotlimit.OutcomeDenied, N: 2}) })
+	assert.Equal(t, 2.0, testutil.ToFloat64(requests(t, reg, "", "denied")))
 }
 
 func BenchmarkObserve(b *testing.B) {
 	m := hotlimitprom.New()
-	e := hotlimit.Event{Rule: "default", Outcome: hotlimit.OutcomeAllowed, N: 1}
+	e := hotlimit.Event{Source: &hotlimit.Source{Rule: "default"}, Outcome: hotlimit.OutcomeAllowed, N: 1}
 	b.ReportAllocs()
 	b.RunParallel(func(pb *testing.PB) {
 		for pb.Next() {

@@ -31,6 +31,9 @@ type rule struct {
 	// Rules with equal limits share their limiters and multi, but each
 	// entry of a snapshot has a rule of its own, named (see named).
 	name string
+	// sources are the Events' sources when obs is set: sources[i] names the
+	// rule and its limit i, in multi's order for several limits.
+	sources []*hotlimit.Source
 	// obs, when not nil, hears of every decision; near is the near-limit
 	// share it classifies them with.
 	obs  hotlimit.Observer
@@ -46,10 +49,8 @@ type rule struct {
 	// then asks it instead of Take, and skips the durations.
 	counted remainingAllower
 	// nearMax is the largest Remaining that Classify counts as near the
-	// limit of limits[0] under the share near, and policy is limits[0], for
-	// counted.
+	// limit of limits[0] under the share near, for counted.
 	nearMax int
-	policy  hotlimit.Config
 	// obsFunc is obs when it is a hotlimit.ObserverFunc, called directly
 	// by observeAllow: one call and one copy of the Event less.
 	obsFunc hotlimit.ObserverFunc
@@ -71,7 +72,7 @@ func (ru *rule) setFast() {
 	// Classify with them: such a rule is left to Take.
 	if ru.multi == nil && ru.transient && ru.slow && int64(ru.limits[0].Limit) < 1<<53 {
 		ru.counted, _ = ru.lim.(remainingAllower)
-		ru.nearMax, ru.policy = nearMax(ru.limits[0].Limit, ru.near), ru.limits[0]
+		ru.nearMax = nearMax(ru.limits[0].Limit, ru.near)
 		ru.obsFunc, _ = ru.obs.(hotlimit.ObserverFunc)
 	}
 }
@@ -97,7 +98,25 @@ func nearMax(limit int, near float64) int {
 func (ru *rule) named(name string) *rule {
 	c := *ru
 	c.name = name
+	c.setSources()
 	return &c
+}
+
+// setSources sets sources from name and the limits, when an observer will
+// see them.
+func (ru *rule) setSources() {
+	ru.sources = nil
+	if ru.obs == nil {
+		return
+	}
+	limits := ru.limits
+	if ru.multi != nil {
+		limits = ru.multi.limits
+	}
+	ru.sources = make([]*hotlimit.Source, len(limits))
+	for i, c := range limits {
+		ru.sources[i] = &hotlimit.Source{Rule: ru.name, Policy: c}
+	}
 }
 
 // allow is Take(user, api, 1).Allowed on the fastest path: for a rule of
@@ -171,24 +190,26 @@ func (ru *rule) take(cache *keyCache, user, api string, n int) (hotlimit.Decisio
 // AllowRemaining, as one does for n = 1, and returns whether the caller
 // passes. The outcome is Classify's: nearMax is its threshold on Remaining.
 func (ru *rule) observeAllow(allowed bool, remaining int) bool {
-	// The Event is built in the call itself: one copy of it, not two.
 	outcome, passes := hotlimit.OutcomeAllowed, allowed
 	switch {
 	case allowed && remaining > ru.nearMax:
 	case allowed:
 		outcome = hotlimit.OutcomeNearLimit
-	case ru.policy.Shadow:
+	case ru.limits[0].Shadow:
 		outcome, passes = hotlimit.OutcomeShadowDenied, true
 	default:
 		outcome = hotlimit.OutcomeDenied
 	}
-	switch {
-	case ru.obsFunc != nil:
-		ru.obsFunc(hotlimit.Event{Rule: ru.name, Policy: ru.policy, Outcome: outcome, N: 1,
-			Decision: hotlimit.Decision{Allowed: passes, Limit: ru.policy.Limit, Remaining: remaining}})
-	case ru.obs != nil:
-		ru.obs.Observe(hotlimit.Event{Rule: ru.name, Policy: ru.policy, Outcome: outcome, N: 1,
-			Decision: hotlimit.Decision{Allowed: passes, Limit: ru.policy.Limit, Remaining: remaining}})
+	if ru.obs == nil {
+		return passes
+	}
+	src := ru.sources[0]
+	e := hotlimit.Event{Source: src, Outcome: outcome, N: 1,
+		Decision: hotlimit.Decision{Allowed: passes, Limit: src.Policy.Limit, Remaining: remaining}}
+	if ru.obsFunc != nil {
+		ru.obsFunc(e)
+	} else {
+		ru.obs.Observe(e)
 	}
 	return passes
 }
@@ -203,7 +224,7 @@ func (ru *rule) one(d hotlimit.Decision, n int) (hotlimit.Decision, hotlimit.Con
 		d.Allowed, d.RetryAfter = true, 0
 	}
 	if ru.obs != nil {
-		ru.obs.Observe(hotlimit.Event{Rule: ru.name, Policy: ru.limits[0], Outcome: outcome, N: n, Decision: d})
+		ru.obs.Observe(hotlimit.Event{Source: ru.sources[0], Outcome: outcome, N: n, Decision: d})
 	}
 	return d, ru.limits[0]
 }
@@ -213,9 +234,9 @@ func (ru *rule) one(d hotlimit.Decision, n int) (hotlimit.Decision, hotlimit.Con
 // that would have denied it, or -1.
 func (ru *rule) several(d hotlimit.Decision, decider, shadow, n int) (hotlimit.Decision, hotlimit.Config) {
 	if ru.obs != nil {
-		e := hotlimit.Event{Rule: ru.name, Policy: ru.multi.limits[decider], Outcome: hotlimit.Classify(d, false, ru.near), N: n, Decision: d}
+		e := hotlimit.Event{Source: ru.sources[decider], Outcome: hotlimit.Classify(d, false, ru.near), N: n, Decision: d}
 		if d.Allowed && shadow >= 0 {
-			e.Policy, e.Outcome = ru.multi.limits[shadow], hotlimit.OutcomeShadowDenied
+			e.Source, e.Outcome = ru.sources[shadow], hotlimit.OutcomeShadowDenied
 		}
 		ru.obs.Observe(e)
 	}

@@ -263,6 +263,7 @@ func (s *Service) override(c hotlimit.Config) (*rule, error) {
 	ru := &rule{limits: Limits{c}, lim: lim, scope: c.Scope, transient: copiesKeys(lim),
 		name: OverrideRule, obs: o.Observer, near: o.NearLimit, slow: o.Observer != nil || c.Shadow}
 	ru.setFast()
+	ru.setSources()
 	ru, _ = s.overrides.LoadOrStore(c, ru)
 	return ru, nil
 }

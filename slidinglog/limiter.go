@@ -78,8 +78,8 @@ func (l *Limiter) Allow(key string) bool {
 // with it: how many single requests would still pass right now, after this
 // one (when denied, before it). It computes neither RetryAfter nor
 // ResetAfter: for callers that classify decisions by their remaining share,
-// as a service's observer does. Remaining costs a binary search of the log,
-// as in Take.
+// as a service's observer does. Remaining costs a search of the log, as in
+// Take: a few probes near where the last one ended.
 func (l *Limiter) AllowRemaining(key string) (allowed bool, remaining int) {
 	allowed, free := l.admit(key, true)
 	return allowed, int(free)
@@ -370,23 +370,85 @@ func (l *Limiter) decisionFree(free uint64, now, t, newest int64) hotlimit.Decis
 // free returns how many of the last L logged requests of c, with head h, are
 // expired or refunded at t: how many single requests would pass at t. Times
 // are in claim order (see cell) and refunds mark the oldest counted entries,
-// so those are a prefix of the ring from the head, found by binary search. A tombstone met on the way (a Sweep that
-// landed since the caller's read) means a fresh key: all L.
+// so those are a prefix of the ring from the head. A tombstone met on the
+// way (a Sweep that landed since the caller's read) means a fresh key: all L.
+//
+// The prefix's end moves little from one call to the next, and only forward
+// in claim numbers, so the search starts where the last one ended (c.hint),
+// gallops out from there to bracket it, and bisects the bracket: a few
+// probes of neighbouring slots, where bisecting the whole ring would read
+// log2(L) slots far apart. The hint is only where to start: any value, stale
+// or raced, gives the same answer, as the probes alone decide it. Every
+// probe keeps lo ≤ end ≤ hi, with the entries before lo probed expired and
+// the one at hi, when hi < L, probed counted; under concurrent refunds,
+// which only move the end forward, the answer lies between the end at the
+// call's start and at its finish, as a bisection's would.
 func (l *Limiter) free(c *cell, h uint64, t int64) uint64 {
-	lo, hi := uint64(0), l.limit
-	for lo < hi {
-		mid := lo + (hi-lo)/2
-		v := c.load(c.at(h, mid))
-		if v == packed.StampDead {
-			return l.limit
+	L := uint64(len(c.slots))
+	base := h % L // as c.at(h, k) would, with one division, not one per probe
+	cutoff := t - l.window
+	k := uint64(0)
+	if hint := c.hint.Load(); hint > h {
+		k = min(hint-h, L-1)
+	}
+	lo, hi := uint64(0), L
+	expired, dead := c.expiredAt(base, k, cutoff)
+	if expired { // the end is past k: gallop up
+		lo = k + 1
+		for step := uint64(1); !dead && lo-1+step < hi; step *= 2 {
+			m := lo - 1 + step
+			if expired, dead = c.expiredAt(base, m, cutoff); !expired {
+				hi = m
+				break
+			}
+			lo = m + 1
 		}
-		if _, ok := claimable(v, t, l.window); ok {
+	} else { // the end is at k or before: gallop down
+		hi = k
+		for step := uint64(1); !dead && lo+step <= hi; step *= 2 {
+			m := hi - step
+			if expired, dead = c.expiredAt(base, m, cutoff); expired {
+				lo = m + 1
+				break
+			}
+			hi = m
+		}
+	}
+	for !dead && lo < hi {
+		mid := lo + (hi-lo)/2
+		if expired, dead = c.expiredAt(base, mid, cutoff); expired {
 			lo = mid + 1
 		} else {
 			hi = mid
 		}
 	}
+	if dead {
+		return l.limit
+	}
+	// Keep the hint within a few slots of the end, writing it only when it
+	// strays: a write per call would bounce its cache line between
+	// concurrent callers of a hot key.
+	if end, hint := h+lo, c.hint.Load(); end > hint+hintSlack || hint > end+hintSlack {
+		c.hint.Store(end)
+	}
 	return lo
+}
+
+// hintSlack is how far cell.hint may lag the end it points to before free
+// moves it: a gallop of a few probes within a cache line or two.
+const hintSlack = 2
+
+// expiredAt reports whether entry k of c's ring from base (slot base + k,
+// wrapped) is expired at cutoff (logged at or before it) or refunded, as
+// claimable decides for a claim at cutoff + Window; or, dead, a tombstone.
+func (c *cell) expiredAt(base, k uint64, cutoff int64) (expired, dead bool) {
+	i := base + k
+	if L := uint64(len(c.slots)); i >= L {
+		i -= L
+	}
+	v := c.load(i)
+	tv, _ := packed.UnpackStamp(v)
+	return packed.IsRefunded(v) || tv <= cutoff, v == packed.StampDead
 }
 
 // Len returns the number of keys held.

@@ -1,6 +1,7 @@
 package slidinglog
 
 import (
+	"math/rand/v2"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -122,4 +123,54 @@ func TestTakeNChecksTheHeadToo(t *testing.T) {
 	assert.Equal(t, time.Second, d.RetryAfter, "the head's own entry leaves the window in a second")
 	now.Add(int64(time.Second))
 	assert.True(t, l.Take("k", 3).Allowed)
+}
+
+// TestFreeFromAnyHintAgreesWithAFullCount: free counts the expired or
+// refunded prefix of the ring from any starting hint (none, stale, ahead,
+// far off, raced), the same as a linear count of the ring does, and leaves
+// the hint within hintSlack of the prefix's end; a tombstone anywhere it
+// probes means a fresh key.
+func TestFreeFromAnyHintAgreesWithAFullCount(t *testing.T) {
+	rng := rand.New(rand.NewPCG(1, 2))
+	for _, limit := range []int{1, 2, 3, 7, 64, 1000} {
+		l, _ := newTest(t, limit)
+		L := uint64(limit)
+		for range 300 {
+			c := &cell{slots: make([]atomic.Int64, L)}
+			h := rng.Uint64N(10 * L)
+			c.head.Store(h)
+			const t0 = int64(time.Hour)
+			cutoff := t0 - l.window
+			end := rng.Uint64N(L + 1)
+			for k := range L {
+				at := cutoff + 1 + int64(k) // counted: newer than the cutoff
+				if k < end {
+					at = cutoff - int64(end-k) // expired, in claim order
+				}
+				v := packed.PackStamp(at, uint64(k)&1)
+				if k < end && rng.IntN(4) == 0 {
+					v = packed.Refunded(packed.PackStamp(cutoff+1+int64(k), uint64(k)&1))
+				}
+				c.slots[(h+k)%L].Store(v ^ freshStamp)
+			}
+			want := uint64(0)
+			for want < L {
+				if _, ok := claimable(c.load((h+want)%L), t0, l.window); !ok {
+					break
+				}
+				want++
+			}
+			require.Equal(t, end, want, "the ring as built")
+			for _, hint := range []uint64{0, h, h + end, h + end + 1, h + end - min(end, 1), h + L, h + L + 100, h - min(h, 3), rng.Uint64(), h + rng.Uint64N(L+1)} {
+				c.hint.Store(hint)
+				require.Equal(t, want, l.free(c, h, t0), "limit %d, head %d, end %d, hint %d", limit, h, end, hint)
+				got := c.hint.Load()
+				assert.LessOrEqual(t, max(got, h+end)-min(got, h+end), uint64(hintSlack), "the hint is left near the end")
+			}
+			dead := rng.Uint64N(L)
+			c.slots[(h+dead)%L].Store(packed.StampDead ^ freshStamp)
+			c.hint.Store(h + dead)
+			assert.Equal(t, L, l.free(c, h, t0), "a tombstone under the hint: a fresh key")
+		}
+	}
 }

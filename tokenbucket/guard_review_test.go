@@ -454,12 +454,13 @@ func TestReportRacingSweepReadsUnderNewGeneration(t *testing.T) {
 	}
 }
 
-// TestUnitsAtCrossings aims Units' single correction step at its hardest
+// TestUnitsAtCrossings aims Units' rounded-up fraction at its hardest
 // inputs: the readings where t·PerWindow/Window crosses a whole number (t =
-// ⌈k·Window/part⌉ and its neighbours, part = PerWindow mod Window), where
-// the fixed-point fraction's undershoot decides the quotient, and the ends
-// of the limiter's time, for layouts New accepts at the corners of its
-// ranges and at random. Each must equal the 128/64-bit division.
+// ⌈k·Window/part⌉ and its neighbours, part = PerWindow mod Window), where a
+// fraction rounded up too coarsely would reach the next whole number a
+// reading early, and the ends of the limiter's time, for layouts New accepts
+// at the corners of its ranges and at random. Each must equal the 128/64-bit
+// division.
 func TestUnitsAtCrossings(t *testing.T) {
 	r := rand.New(rand.NewSource(11))
 	type cfg struct{ limit, burst, window uint64 }

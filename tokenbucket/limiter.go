@@ -47,6 +47,7 @@ const (
 type Limiter struct {
 	cells *keyed.Map[cell]
 	clock hotlimit.Clock
+	mono  bool          // clock is hotlimit.Monotonic (no option set one): Allow calls it directly
 	epoch int64         // clock() at New: time zero of the limiter
 	b     packed.Bucket // the layout of the state words
 	fresh uint64        // a new key's word: b.Pack(b.Cap, 0), full
@@ -114,6 +115,7 @@ func New(limit int, window time.Duration, opts ...hotlimit.Option) (*Limiter, er
 	}
 	l := &Limiter{
 		clock:  o.Clock,
+		mono:   defaultClock(opts),
 		b:      b,
 		fresh:  b.Pack(b.Cap, 0),
 		unit:   1 << b.FracBits,
@@ -126,6 +128,18 @@ func New(limit int, window time.Duration, opts ...hotlimit.Option) (*Limiter, er
 	l.epoch = l.clock()
 	l.cells = keyed.New(l.initCell, l.idle, o)
 	return l, nil
+}
+
+// defaultClock reports whether opts leave the clock at hotlimit.Monotonic,
+// the default: no option sets one (hotlimit.WithClock(nil) sets none).
+func defaultClock(opts []hotlimit.Option) bool {
+	var o hotlimit.Options
+	for _, opt := range opts {
+		if opt != nil {
+			opt(&o)
+		}
+	}
+	return o.Clock == nil
 }
 
 // maxBurstFor returns the largest burst whose refill takes at most
@@ -201,7 +215,13 @@ func (l *Limiter) admit(key string) (allowed bool, tokens uint64) {
 	if c == nil {
 		return false, 0 // hotlimit.WithMaxKeys: no room for a new key
 	}
-	t, gen, ok := l.fastRead(l.clock()) // after Get: see cell
+	var reading int64
+	if l.mono {
+		reading = hotlimit.Monotonic() // l.clock() itself, called directly
+	} else {
+		reading = l.clock()
+	}
+	t, gen, ok := l.fastRead(reading) // after Get: see cell
 	if !ok {
 		t, gen, _ = l.read()
 	}

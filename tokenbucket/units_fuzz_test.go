@@ -14,8 +14,8 @@ func unitsByDivision(perWindow, window, t uint64) (u, rem uint64) {
 	return bits.Div64(hi, lo, window)
 }
 
-// FuzzUnits: the refill's conversion of time to units, which divides by a
-// precomputed reciprocal of the window, equals the division, for every
+// FuzzUnits: the refill's conversion of time to units, which multiplies by
+// a precomputed 128-bit fraction of the rate, equals the division, for every
 // layout New's ranges give (limit and burst in [1, 2^20], window in [1 ms,
 // 24 h]) and every limiter time in [0, maxTime].
 func FuzzUnits(f *testing.F) {

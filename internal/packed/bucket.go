@@ -44,9 +44,14 @@ type Bucket struct {
 	// Window is the refill window in nanoseconds.
 	Window uint64
 
+	// The timestamp field's mask, 2^T − 1, and half its range, 2^(T−1): the
+	// forward distance from which Refill reads a timestamp as ahead.
+	mask, half uint64
+
 	// The rate PerWindow/Window, for Units: whole = ⌊PerWindow/Window⌋,
-	// part = PerWindow mod Window, frac = ⌊2^64·part/Window⌋.
-	whole, part, frac uint64
+	// part = PerWindow mod Window, and the 128-bit fraction
+	// fracHi·2^64 + fracLo = ⌈2^128·part/Window⌉, rounded up.
+	whole, part, fracHi, fracLo uint64
 }
 
 // MaxFracBits bounds F: at most 2^32 units per token.
@@ -67,9 +72,25 @@ func NewBucket(limit, burst, window uint64, fracBits uint) Bucket {
 		PerWindow: limit << fracBits,
 		Window:    window,
 	}
+	b.mask, b.half = 1<<b.TickBits-1, 1<<(b.TickBits-1)
 	b.whole, b.part = b.PerWindow/window, b.PerWindow%window
-	b.frac, _ = bits.Div64(b.part, 0, window) // part < window: fits 64 bits
+	b.fracHi, b.fracLo = fraction128(b.part, window)
 	return b
+}
+
+// fraction128 returns ⌈2^128·part/window⌉ as hi·2^64 + lo, for part <
+// window: two long divisions by window, the second of the first's remainder,
+// and one more when the last remainder is not zero. It is below 2^128, since
+// part/window ≤ 1 − 1/window.
+func fraction128(part, window uint64) (hi, lo uint64) {
+	hi, r := bits.Div64(part, 0, window) // part < window: fits 64 bits
+	lo, r = bits.Div64(r, 0, window)     // r < window
+	if r != 0 {
+		var carry uint64
+		lo, carry = bits.Add64(lo, 1, 0)
+		hi += carry
+	}
+	return hi, lo
 }
 
 // Range is the span of time, in nanoseconds, over which a stored timestamp
@@ -88,35 +109,39 @@ func (b *Bucket) Range() uint64 {
 // units; the timestamp is kept modulo 2^T.
 func (b *Bucket) Pack(tokens, last uint64) uint64 {
 	t := b.TickBits & 63 // T < 64: the compiler then needs no check of the shift
-	return tokens<<t | last&(1<<t-1)
+	return tokens<<t | last&b.mask
 }
 
 // Unpack splits a word into its token count and its timestamp modulo 2^T.
 func (b *Bucket) Unpack(w uint64) (tokens, last uint64) {
 	t := b.TickBits & 63 // as in Pack
-	return w >> t, w & (1<<t - 1)
+	return w >> t, w & b.mask
 }
 
 // Units returns u(t) = ⌊t·PerWindow/Window⌋ modulo 2^64 and the remainder
 // t·PerWindow mod Window, for t nanoseconds since the epoch, exactly as the
-// 128/64-bit division would, without dividing: a Bucket must come from
-// NewBucket, which splits the rate into a whole part and a 64-bit fraction.
+// 128/64-bit division would, for every t, without dividing and without a
+// correction step: a Bucket must come from NewBucket, which splits the rate
+// into a whole part and a 128-bit fraction rounded up. Two multiplications,
+// independent of each other, and two additions lie between t and u; a caller
+// that drops rem drops its two multiplications too.
 //
 // Proof. With P = PerWindow, W = Window, P = whole·W + part, the quotient
-// is t·whole + ⌊x⌋, x = t·part/W, and the remainder is t·part − ⌊x⌋·W. frac =
-// ⌊2^64·part/W⌋ is within 1 of 2^64·part/W, so y = t·frac/2^64 lies in
-// (x − t/2^64, x], and q = ⌊y⌋ is ⌊x⌋ or ⌊x⌋ − 1, since t < 2^64. Then
-// t·part − q·W lies in [0, 2W), below 2^64 (W < 2^63), so it is computed
-// exactly modulo 2^64; it is W or more exactly when q = ⌊x⌋ − 1, and one
-// correction gives the quotient and the remainder.
+// is t·whole + ⌊x⌋, x = t·part/W, and the remainder is t·part − ⌊x⌋·W. Let
+// φ = fracHi·2^64 + fracLo = ⌈2^128·part/W⌉ and y = t·φ/2^128. Rounding up
+// gives y ≥ x, and φ < 2^128·part/W + 1 gives y < x + t/2^128 < x + 2^−64.
+// x is a multiple of 1/W: x = m + j/W with 0 ≤ j < W, so x ≤ y < m + (W−1)/W
+// + 2^−64 < m + 1 (as 1/W > 2^−64), and ⌊y⌋ = m = ⌊x⌋. ⌊y⌋ itself, with
+// t·fracHi = hi·2^64 + lo and t·fracLo = mid·2^64 + low: t·φ = hi·2^128 +
+// (lo + mid)·2^64 + low, and (lo + mid)·2^64 + low < 2^129 reaches 2^128
+// exactly when lo + mid carries, so ⌊y⌋ = hi + that carry. The remainder t·part − ⌊x⌋·W lies in [0, W),
+// so it is computed exactly modulo 2^64.
 func (b *Bucket) Units(t uint64) (u, rem uint64) {
-	q, _ := bits.Mul64(t, b.frac)
-	rem = t*b.part - q*b.Window
-	if rem >= b.Window {
-		q++
-		rem -= b.Window
-	}
-	return t*b.whole + q, rem
+	hi, lo := bits.Mul64(t, b.fracHi)
+	mid, _ := bits.Mul64(t, b.fracLo)
+	_, carry := bits.Add64(lo, mid, 0)
+	q := hi + carry // ⌊t·part/W⌋
+	return t*b.whole + q, t*b.part - q*b.Window
 }
 
 // Refill returns the tokens and timestamp of a word read at now (in units),
@@ -125,20 +150,23 @@ func (b *Bucket) Units(t uint64) (u, rem uint64) {
 // 2^(T−1) or more) refills nothing and keeps last. A full word (tokens ≥ Cap)
 // returns Cap and now whatever its timestamp: nothing is missing, so the time
 // it was last refilled carries nothing.
+//
+// The branches are deliberate: a bucket that refills to full, the common case
+// of a key under its limit, returns Cap on a predicted branch, so its result
+// waits for now only, not for the subtraction and comparison that a min would
+// put between the word and the result.
 func (b *Bucket) Refill(tokens, last, now uint64) (uint64, uint64) {
-	t := b.TickBits & 63 // as in Pack; T ≥ 1
-	mask := uint64(1)<<t - 1
 	if tokens >= b.Cap {
-		return b.Cap, now & mask
+		return b.Cap, now & b.mask
 	}
-	elapsed := (now - last) & mask
-	if elapsed >= 1<<((t-1)&63) {
+	elapsed := (now - last) & b.mask
+	if elapsed >= b.half {
 		return tokens, last
 	}
 	if elapsed >= b.Cap-tokens {
-		return b.Cap, now & mask
+		return b.Cap, now & b.mask
 	}
-	return tokens + elapsed, now & mask
+	return tokens + elapsed, now & b.mask
 }
 
 // Wait returns the nanoseconds until need more units have been refilled, when

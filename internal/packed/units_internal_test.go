@@ -1,6 +1,8 @@
 package packed
 
 import (
+	"math"
+	"math/big"
 	"math/bits"
 	"testing"
 	"time"
@@ -40,30 +42,57 @@ func BenchmarkUnits(b *testing.B) {
 	})
 }
 
-// TestUnitsCorrection: the fixed-point fraction undershoots the quotient by
-// one on some readings, which Units corrects; those readings, and the others,
-// give what the division gives.
-func TestUnitsCorrection(t *testing.T) {
-	for _, layout := range []Bucket{
+// TestUnitsAtTheEdges: Units gives what the division gives at the readings
+// where a fixed-point fraction fails first. With g = gcd(part, Window), the
+// exact t·part/Window is a multiple of 1/W', W' = Window/g. Where it is a whole
+// number, a fraction rounded down falls one short; where it lies 1/W' below
+// one, a fraction rounded up with too few bits reaches the next whole number,
+// and does so first at the largest t. So the readings are each class's
+// smallest t and the largest below 2^62 (the limiter's time) and 2^64.
+func TestUnitsAtTheEdges(t *testing.T) {
+	layouts := []Bucket{
 		NewBucket(5, 5, uint64(time.Second), 18),
 		NewBucket(3, 3, uint64(7*time.Millisecond), 15),
 		NewBucket(1, 1, uint64(24*time.Hour), 28),
 		NewBucket(1<<20, 1<<20, uint64(time.Millisecond), 0),
-	} {
-		corrected := 0
-		for i := range uint64(200000) {
-			at := i*0x9E3779B97F4A7C15>>2 + i // spread over [0, 2^62)
-			if q, _ := bits.Mul64(at, layout.frac); at*layout.part-q*layout.Window >= layout.Window {
-				corrected++
-			}
-			u, rem := layout.Units(at)
-			wu, wrem := unitsByDivision(layout, at)
-			if u != wu || rem != wrem {
-				t.Fatalf("layout %+v: Units(%d) = %d, %d; the division gives %d, %d", layout, at, u, rem, wu, wrem)
-			}
+		NewBucket(1<<20-1, 1, uint64(24*time.Hour)-1, 32),
+		NewBucket(1, 1, 1<<62-57, 0), // a prime window: every fraction k/W occurs
+		NewBucket(1<<29-3, 7, 1<<62-1, 32),
+	}
+	for _, layout := range layouts {
+		w := new(big.Int).SetUint64(layout.Window)
+		p := new(big.Int).SetUint64(layout.part)
+		g := new(big.Int).GCD(nil, nil, p, w)
+		wg := new(big.Int).Quo(w, g)
+		var starts []*big.Int
+		starts = append(starts, big.NewInt(0)) // t·part/Window whole
+		if wg.Cmp(big.NewInt(1)) > 0 {
+			// t ≡ −(part/g)^−1 mod W': t·part/Window = k + (W'−1)/W'.
+			inv := new(big.Int).ModInverse(new(big.Int).Quo(p, g), wg)
+			starts = append(starts, new(big.Int).Mod(new(big.Int).Neg(inv), wg))
 		}
-		if layout.part == 0 || corrected == 0 {
-			t.Errorf("layout %+v: %d readings took the correction", layout, corrected)
+		for class, t0 := range starts {
+			for _, limit := range []uint64{0, 1 << 62, math.MaxUint64} {
+				var at uint64
+				switch {
+				case limit == 0:
+					at = t0.Uint64()
+				default: // the largest t ≡ t0 mod W' at or below limit
+					top := new(big.Int).SetUint64(limit)
+					top.Sub(top, new(big.Int).Mod(new(big.Int).Sub(top, t0), wg))
+					at = top.Uint64()
+				}
+				u, rem := layout.Units(at)
+				wu, wrem := unitsByDivision(layout, at)
+				if u != wu || rem != wrem {
+					t.Errorf("layout %+v, class %d: Units(%d) = %d, %d; the division gives %d, %d",
+						layout, class, at, u, rem, wu, wrem)
+				}
+				// The fixture: a whole quotient, or one 1/W' short of whole.
+				if want := [...]uint64{0, layout.Window - g.Uint64()}[class]; wrem != want {
+					t.Errorf("layout %+v, class %d: reading %d has remainder %d, not %d", layout, class, at, wrem, want)
+				}
+			}
 		}
 	}
 }
