@@ -178,7 +178,8 @@ esac
 common=(-run '^$' -benchmem -benchtime "$BENCHTIME" -count "$COUNT" -timeout 60m .)
 serial=(-bench '^(BenchmarkAllow|BenchmarkParts)$/^(mode=serial|part=)' -cpu 1 "${common[@]}")
 hot=(-bench '^BenchmarkAllow$/^mode=parallel$/^keys=1$' -cpu "$CPU" "${common[@]}")
-ratio=(-bench '^BenchmarkHotKeyRatio$' -cpu "$CPU" "${common[@]}")
+# (no -benchmem: its allocations are the harness's, a few per block)
+ratio=(-bench '^BenchmarkHotKeyRatio$' -cpu "$CPU" -run '^$' -benchtime "$BENCHTIME" -count "$COUNT" -timeout 60m .)
 many=(-bench '^(BenchmarkAllow|BenchmarkInsert)$/^mode=parallel$/^(keys=100000|impl=.*)$' -cpu "$MANYCPU" "${common[@]}")
 sweep=(-run '^$' -bench "^BenchmarkAutoSweep\$/^impl=($SWEEPIMPL)\$" -benchmem -benchtime "${SWEEPKEYS}x"
 	-count "$SWEEPCOUNT" -cpu 1 -timeout 60m .)
