@@ -75,8 +75,7 @@ func (l *Limiter) admit(key string) (allowed bool, count uint64) {
 	}
 	// CAS loop, argued in full on cell: a window's count only grows, by
 	// CAS from the value this call decided on, and never beyond limit; a
-	// concurrent write fails the CAS, and the call backs off (see Progress
-	// on cell) and decides again; a Sweep's
+	// concurrent write fails the CAS and the call decides again; a Sweep's
 	// tombstone sends it to the key's fresh cell, with the clock read again.
 	//
 	// The clock is read once, after Get (see cell), and before the word, so
@@ -94,7 +93,6 @@ func (l *Limiter) admit(key string) (allowed bool, count uint64) {
 	cur, _ := l.index(l.clock())
 	fresh := false // whether cur was read after w was loaded
 	w := c.word.Load()
-	failed := 0 // CASes lost in a row
 	for {
 		if w == packed.WindowDead {
 			c = l.cells.Revive(key, c)
@@ -114,7 +112,6 @@ func (l *Limiter) admit(key string) (allowed bool, count uint64) {
 		if c.word.CompareAndSwap(w, packed.PackWindow(index, count+1)) {
 			return true, count + 1
 		}
-		failed = keyed.Backoff(failed) // see the loop's comment
 		w, fresh = c.word.Load(), false
 	}
 }
@@ -154,14 +151,13 @@ func (l *Limiter) take(key string, n int) (hotlimit.Decision, int64) {
 		return l.capped(), 0
 	}
 	need := uint64(n)
-	// The CAS loop of Allow, for n requests at once, with its back-off;
-	// argued on cell. The clock is read once, before the word; a failed CAS
-	// keeps the reading; a denial whose reading is behind the stored window
-	// reads the clock again and decides again, as in Allow.
+	// The CAS loop of Allow, for n requests at once; argued on cell. The
+	// clock is read once, before the word; a failed CAS keeps the reading; a
+	// denial whose reading is behind the stored window reads the clock again
+	// and decides again, as in Allow.
 	now := l.clock()
 	fresh := false // whether now was read after w was loaded
 	w := c.word.Load()
-	failed := 0 // CASes lost in a row
 	for {
 		if w == packed.WindowDead {
 			c = l.cells.Revive(key, c)
@@ -185,7 +181,6 @@ func (l *Limiter) take(key string, n int) (hotlimit.Decision, int64) {
 			d.Allowed = true
 			return d, l.countedAt(now, rem, behind)
 		}
-		failed = keyed.Backoff(failed) // see the loop's comment
 		w, fresh = c.word.Load(), false
 	}
 }

@@ -55,11 +55,11 @@ import (
 //     the sweep's window or later. No window is shared between the two cells.
 //   - Progress. A CAS fails only because another caller's CAS or a kill
 //     succeeded, so every retry follows someone's progress: nobody waits for
-//     anybody. A caller that lost its CAS pauses before it reloads
-//     (keyed.Backoff, at most 64 spins): the pause decides nothing
-//     and waits for no one, it only leaves the word's cache line to the
-//     winner for a moment under contention; a decision still takes effect at
-//     its own CAS, on the value it read, whenever that comes.
+//     anybody. A failed CAS retries at once, with no back-off: the failed
+//     locked instruction leaves the word's cache line with this core, so
+//     the reload and the next CAS are cheap, where a pause hands the line
+//     back to the winner (measured on two cores, one hot key: a back-off of
+//     4 to 64 spins made admissions typically 10-20% slower).
 type cell struct {
 	word atomic.Uint64
 }

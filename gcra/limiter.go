@@ -139,9 +139,9 @@ func (l *Limiter) admit(key string) (allowed bool, tat, s uint64) {
 	// after the admissions whose CAS succeeded, in CAS order, and only grows.
 	// The new word is a function of the word read and s only, so the CAS
 	// makes read, decide and write one step; a concurrent writer changed the
-	// word, fails the CAS, and the loop backs off (see Progress on cell) and
-	// decides again from its value. A denial writes nothing. A Sweep's
-	// tombstone sends the call to the key's fresh cell.
+	// word, fails the CAS, and the loop decides again from its value. A
+	// denial writes nothing. A Sweep's tombstone sends the call to the key's
+	// fresh cell.
 	//
 	// The clock is read after the word (and so after Get: see cell), and a
 	// denial is only ever decided on a reading taken after the word it
@@ -157,7 +157,6 @@ func (l *Limiter) admit(key string) (allowed bool, tat, s uint64) {
 	w := c.word.Load()
 	s, _, _ = l.now()
 	fresh := true // s was read after w was loaded
-	failed := 0   // CASes lost in a row
 	for {
 		if w == dead {
 			c = l.cells.Revive(key, c)
@@ -178,7 +177,6 @@ func (l *Limiter) admit(key string) (allowed bool, tat, s uint64) {
 		if c.word.CompareAndSwap(w, base+l.tsc) {
 			return true, base + l.tsc, s
 		}
-		failed = keyed.Backoff(failed) // see the loop's comment
 		w, fresh = c.word.Load(), false
 	}
 }
@@ -217,15 +215,14 @@ func (l *Limiter) take(key string, n int) (hotlimit.Decision, uint64) {
 		return l.capped(), 0
 	}
 	need := uint64(n) * l.tsc
-	// The CAS loop of Allow, for n requests at once, with its back-off; the
-	// same invariant, argued on cell: the word only grows, by CAS from the
-	// value this call decided on, to at most s + span. The clock is read
-	// after the word, a failed CAS keeps the reading, and a denial is
-	// decided on a reading taken after the word, as in Allow.
+	// The CAS loop of Allow, for n requests at once; the same invariant,
+	// argued on cell: the word only grows, by CAS from the value this call
+	// decided on, to at most s + span. The clock is read after the word, a
+	// failed CAS keeps the reading, and a denial is decided on a reading
+	// taken after the word, as in Allow.
 	w := c.word.Load()
 	s, ns, lag := l.now()
 	fresh := true // s was read after w was loaded
-	failed := 0   // CASes lost in a row
 	for {
 		if w == dead {
 			c = l.cells.Revive(key, c)
@@ -252,7 +249,6 @@ func (l *Limiter) take(key string, n int) (hotlimit.Decision, uint64) {
 			d.Allowed = true
 			return d, ns
 		}
-		failed = keyed.Backoff(failed) // see the loop's comment
 		w, fresh = c.word.Load(), false
 	}
 }

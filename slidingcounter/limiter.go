@@ -81,10 +81,9 @@ func (l *Limiter) admit(key string) (allowed bool, prev, count, e uint64) {
 	// CAS loop, argued in full on cell. Invariant: a write replaces the word
 	// the caller read by its advance with one more in cur, and only when the
 	// estimate of that very word plus one is within limit. A concurrent write
-	// changes the word, so this CAS fails and the call backs off (see
-	// Progress on cell) and decides again from the new word; a Sweep's
-	// tombstone sends it to the key's fresh cell, with the clock read again
-	// (so it never counts in a window the sweep judged over).
+	// changes the word, so this CAS fails and the call decides again from the
+	// new word; a Sweep's tombstone sends it to the key's fresh cell, with the
+	// clock read again (so it never counts in a window the sweep judged over).
 	//
 	// The clock is read after the word, and a denial is only ever decided on
 	// a reading taken after the word it judges: every writer of the word read
@@ -99,7 +98,6 @@ func (l *Limiter) admit(key string) (allowed bool, prev, count, e uint64) {
 	w := c.word.Load()
 	cur, rem := l.index(l.clock()) // after Get and the load: see cell
 	fresh := true                  // the reading was taken after w was loaded
-	failed := 0                    // CASes lost in a row
 	for {
 		if w == dead {
 			c = l.cells.Revive(key, c)
@@ -121,7 +119,6 @@ func (l *Limiter) admit(key string) (allowed bool, prev, count, e uint64) {
 		if c.word.CompareAndSwap(w, pack(index, prev, count+1)) {
 			return true, prev, count + 1, e
 		}
-		failed = keyed.Backoff(failed) // see the loop's comment
 		w, fresh = c.word.Load(), false
 	}
 }
@@ -165,14 +162,12 @@ func (l *Limiter) take(key string, n int) (hotlimit.Decision, int64) {
 	// The CAS loop of Allow, for n requests at once. Invariant: a write
 	// replaces the word read by its advance with n more in cur, only when that
 	// word's estimate plus n is within limit; a concurrent write or a Sweep's
-	// tombstone fails the CAS, and the call backs off and decides again
-	// (argued on cell).
+	// tombstone fails the CAS, and the call decides again (argued on cell).
 	// The clock is read after the word, a failed CAS keeps the reading, and a
 	// denial is decided on a reading taken after the word, as in Allow.
 	w := c.word.Load()
 	now := l.clock()
 	fresh := true // now was read after w was loaded
-	failed := 0   // CASes lost in a row
 	for {
 		if w == dead {
 			c = l.cells.Revive(key, c)
@@ -197,7 +192,6 @@ func (l *Limiter) take(key string, n int) (hotlimit.Decision, int64) {
 			d.Allowed = true
 			return d, l.countedAt(now, rem, behind)
 		}
-		failed = keyed.Backoff(failed) // see the loop's comment
 		w, fresh = c.word.Load(), false
 	}
 }
