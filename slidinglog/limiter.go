@@ -137,14 +137,7 @@ func (l *Limiter) admit(key string, remaining bool) (allowed bool, free uint64) 
 		}
 		if _, parity := packed.UnpackStamp(v); parity == round&1 {
 			// Pending (see snapshot.pending): claim h is in, head is stale.
-			// Its claimer advances head right after its slot CAS: pause
-			// first, then complete the claim only if head is still h (a
-			// CAS bound to fail would take the head's cache line from the
-			// claimer about to advance it). See Liveness on cell.
-			failed = keyed.Backoff(failed)
-			if c.head.Load() == h {
-				c.head.CompareAndSwap(h, h+1) // complete the other claim
-			}
+			c.head.CompareAndSwap(h, h+1) // complete the other claim
 			continue
 		}
 		newest, _ := packed.UnpackStamp(nv)

@@ -106,13 +106,11 @@ import (
 // nothing and waits for no one, since the loss means another caller's write
 // already landed (a claim, a head advance, a refund's mark or a tombstone);
 // it leaves the ring's cache lines to the winner for a moment under
-// contention. It also pauses before it helps a pending claim, and then helps
-// only if head has not moved meanwhile: the claimer advances head right
-// after its slot CAS, and usually has by then; a stalled one is still
-// helped after the pause, so nobody waits on it. A denial is only ever given
-// on a slot whose value was read while head was h, so it is justified by L
-// logged requests no older than Window at the caller's time. Take with n > 1
-// is the one exception (see Limiter.Take).
+// contention. It does not pause to help a pending claim: that help is
+// progress. A denial is only ever given on a slot whose value was read while
+// head was h, so it is justified by L logged requests no older than Window
+// at the caller's time.
+// Take with n > 1 is the one exception (see Limiter.Take).
 //
 // Sweep: kill tombstones slot h mod L by CAS while head is h, after checking
 // that the newest logged time, hence every one, is expired at the sweep's
