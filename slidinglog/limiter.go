@@ -104,7 +104,6 @@ func (l *Limiter) admit(key string, remaining bool) (allowed bool, free uint64) 
 	// slot never holds a value twice), and only replaces a time expired at
 	// the new one, so each slot's admitted times grow by Window or more.
 	L := uint64(len(c.slots))
-	failed := 0 // claims lost in a row: see Liveness on cell
 	for {
 		// cell.read, inlined by hand (read is too large for the inliner,
 		// and the snapshot it returns is copied through the stack, which
@@ -126,8 +125,7 @@ func (l *Limiter) admit(key string, remaining bool) (allowed bool, free uint64) 
 			nv = c.load(j)
 		}
 		if c.head.Load() != h {
-			failed = keyed.Backoff(failed) // head moved: another claim completed
-			continue
+			continue // head moved: another claim completed
 		}
 		if v == packed.StampDead {
 			c = l.cells.Revive(key, c)
@@ -152,7 +150,6 @@ func (l *Limiter) admit(key string, remaining bool) (allowed bool, free uint64) 
 			c.head.CompareAndSwap(h, h+1)
 			return true, free - min(free, 1) // free ≥ 1: slot i was free at t
 		}
-		failed = keyed.Backoff(failed) // another claim landed on slot i
 	}
 }
 

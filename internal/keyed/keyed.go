@@ -136,6 +136,10 @@ type node[C any] struct {
 	next atomic.Pointer[node[C]] // see "The sweep list"
 }
 
+// Fails to compile unless cell is node's first field, at offset 0, as Load
+// needs.
+const _ uintptr = -unsafe.Offsetof(node[struct{}]{}.cell)
+
 // Map maps keys to cells. The zero value is not usable; call New.
 type Map[C any] struct {
 	cells  *xsync.MapOf[string, *node[C]]
@@ -479,22 +483,3 @@ func (m *Map[C]) Sweep(kill func(*C) bool) int {
 func (m *Map[C]) Len() int {
 	return m.cells.Size()
 }
-
-// Backoff pauses a caller whose compare-and-swap on a contended word has just
-// failed, the failed-th time in a row (from 0), and returns failed + 1. The
-// pause doubles with each failure, from 4 to 64 spins of the CPU's spin-wait
-// hint. A CAS fails only because another caller's succeeded, so the pause
-// waits for nobody: it spaces the retries, so that the winner keeps the
-// word's cache line for its next decision instead of losing it to a retry,
-// which would likely fail again, as sync.Mutex spins before it retries.
-func Backoff(failed int) int {
-	procyield(4 << uint(min(max(failed, 0), 4)))
-	return failed + 1
-}
-
-// procyield spins for cycles iterations of the CPU's spin-wait hint (PAUSE
-// on amd64, YIELD on arm64): the runtime's own, which sync.Mutex spins with
-// (one of the runtime's linkname-exported symbols, see go.dev/issue/67401).
-//
-//go:linkname procyield runtime.procyield
-func procyield(cycles uint32)

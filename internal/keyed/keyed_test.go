@@ -519,13 +519,3 @@ func TestReviveAtTheCapEvictsAnIdleKeyFirst(t *testing.T) {
 	assert.Same(t, a, held, "the live key kept its cell")
 	assertListedAfterSweep(t, m)
 }
-
-// TestBackoffCountsTheLosses: Backoff returns the count of CASes lost in a
-// row, one more than it was given, however long the run of losses.
-func TestBackoffCountsTheLosses(t *testing.T) {
-	failed := 0
-	for want := 1; want <= 100; want++ {
-		failed = keyed.Backoff(failed)
-		assert.Equal(t, want, failed)
-	}
-}
