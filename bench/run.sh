@@ -7,7 +7,9 @@
 #
 # Steps, each timed on stderr:
 #   1. in-memory benchmarks (go test -bench): serial ones at -cpu 1, one hot
-#      key at -cpu $CPU, 100k keys and new keys at -cpu $MANYCPU → raw.txt
+#      key at -cpu $CPU, 100k keys and new keys at -cpu $MANYCPU, and the hot
+#      key again with each algorithm and the mutex port in alternating blocks
+#      (BenchmarkHotKeyRatio) at -cpu $CPU → raw.txt, hotkey-raw.txt
 #   2. auto-sweep latency: BenchmarkAutoSweep, $SWEEPKEYS new keys, $SWEEPCOUNT
 #      runs → sweep-raw.txt
 #   3. the frozen-clock cross-check (TestCrossCheck) → cross.txt
@@ -176,12 +178,15 @@ esac
 common=(-run '^$' -benchmem -benchtime "$BENCHTIME" -count "$COUNT" -timeout 60m .)
 serial=(-bench '^(BenchmarkAllow|BenchmarkParts)$/^(mode=serial|part=)' -cpu 1 "${common[@]}")
 hot=(-bench '^BenchmarkAllow$/^mode=parallel$/^keys=1$' -cpu "$CPU" "${common[@]}")
+# (no -benchmem: its allocations are the harness's, a few per block)
+ratio=(-bench '^BenchmarkHotKeyRatio$' -cpu "$CPU" -run '^$' -benchtime "$BENCHTIME" -count "$COUNT" -timeout 60m .)
 many=(-bench '^(BenchmarkAllow|BenchmarkInsert)$/^mode=parallel$/^(keys=100000|impl=.*)$' -cpu "$MANYCPU" "${common[@]}")
 sweep=(-run '^$' -bench "^BenchmarkAutoSweep\$/^impl=($SWEEPIMPL)\$" -benchmem -benchtime "${SWEEPKEYS}x"
 	-count "$SWEEPCOUNT" -cpu 1 -timeout 60m .)
 svc=(-run '^$' -bench '^BenchmarkService$' -benchmem -benchtime "$BENCHTIME" -count "$COUNT" -cpu "$MANYCPU"
 	-timeout 60m . -service-pairs "$SERVICEPAIRS")
-commands=("go test ${serial[*]}" "go test ${hot[*]}" "go test ${many[*]}" "go test ${sweep[*]}" "go test ${svc[*]}")
+commands=("go test ${serial[*]}" "go test ${hot[*]}" "go test ${many[*]}" "go test ${sweep[*]}" "go test ${svc[*]}"
+	"go test ${ratio[*]}")
 
 : >"$raw"
 step "benchmarks: ${commands[0]}"
@@ -190,7 +195,9 @@ step "benchmarks: ${commands[1]}"
 $GO test "${hot[@]}" >>"$raw" 2>&1 || status=1
 step "benchmarks: ${commands[2]}"
 $GO test "${many[@]}" >>"$raw" 2>&1 || status=1
-if grep -q -- '--- FAIL' "$raw"; then
+step "benchmarks: ${commands[5]}"
+$GO test "${ratio[@]}" >"$dir/hotkey-raw.txt" 2>&1 || status=1
+if grep -q -- '--- FAIL' "$raw" "$dir/hotkey-raw.txt"; then
 	status=1
 fi
 
@@ -257,6 +264,10 @@ wall() { echo "$(($(date +%s) - start))s"; }
 		awk '{ k = $1 " " $2 " " $3; a[k] = a[k] " " $4 } END { for (k in a) print k a[k] }' | sort -k1,1 -k3,3n
 	grep -E 'calls (denied|allowed)$' "$raw" | sed 's/^ *//' | sort | uniq -c | sort -rn | head -20
 	echo
+	echo "### one hot key, each algorithm and the mutex port in alternating blocks (BenchmarkHotKeyRatio):"
+	echo "### every run: lockfree/mutex, the median of its per-block ratios; the medians of each one's ns per call"
+	grep -E '^(BenchmarkHotKeyRatio|--- FAIL|FAIL|panic:)' "$dir/hotkey-raw.txt"
+	echo
 	echo "### auto-sweep: latency of one Allow while inserting new keys"
 	grep -E '^(Benchmark|--- FAIL|FAIL)' "$dir/sweep-raw.txt"
 	echo
@@ -287,7 +298,7 @@ wall() { echo "$(($(date +%s) - start))s"; }
 		echo "SMOKE=1: a few calls per benchmark; the numbers below mean nothing"
 	fi
 	echo
-	$GO run ./cmd/summary "$raw" "$dir/sweep-raw.txt" "$dir/memory-raw.txt" "$dir/service-raw.txt" "$dir/flood-raw.txt" || status=1
+	$GO run ./cmd/summary "$raw" "$dir/hotkey-raw.txt" "$dir/sweep-raw.txt" "$dir/memory-raw.txt" "$dir/service-raw.txt" "$dir/flood-raw.txt" || status=1
 	if [[ $redis_out == *skipped* ]]; then
 		echo "$redis_out"
 	elif [[ -n $redis_out ]]; then

@@ -66,7 +66,10 @@ func (l *Limiter) Allow(key string) bool {
 // admit is Allow, reporting also the requests the window holds after the
 // decision: limit when a key cap turned a new key away.
 func (l *Limiter) admit(key string) (allowed bool, count uint64) {
-	c := l.cells.Get(key)
+	c := l.cells.Load(key) // inlined, where Get is not
+	if c == nil {
+		c = l.cells.Get(key) // a miss: insert
+	}
 	if c == nil {
 		return false, l.limit // hotlimit.WithMaxKeys: no room for a new key
 	}
@@ -140,7 +143,10 @@ func (l *Limiter) take(key string, n int) (hotlimit.Decision, int64) {
 	if n < 1 || uint64(n) > l.limit {
 		return l.report(key, n), 0
 	}
-	c := l.cells.Get(key)
+	c := l.cells.Load(key) // inlined, where Get is not
+	if c == nil {
+		c = l.cells.Get(key) // a miss: insert
+	}
 	if c == nil {
 		return l.capped(), 0
 	}

@@ -127,7 +127,10 @@ func (l *Limiter) Allow(key string) bool {
 // reading it was made at: tat = s + span when a key cap turned a new key
 // away, which reads as no room.
 func (l *Limiter) admit(key string) (allowed bool, tat, s uint64) {
-	c := l.cells.Get(key)
+	c := l.cells.Load(key) // inlined, where Get is not
+	if c == nil {
+		c = l.cells.Get(key) // a miss: insert
+	}
 	if c == nil {
 		s, _, _ = l.now()
 		return false, s + l.span, s // hotlimit.WithMaxKeys: no room for a new key
@@ -204,7 +207,10 @@ func (l *Limiter) take(key string, n int) (hotlimit.Decision, uint64) {
 	if n < 1 || uint64(n) > l.burst {
 		return l.report(key, n), 0
 	}
-	c := l.cells.Get(key)
+	c := l.cells.Load(key) // inlined, where Get is not
+	if c == nil {
+		c = l.cells.Get(key) // a miss: insert
+	}
 	if c == nil {
 		return l.capped(), 0
 	}

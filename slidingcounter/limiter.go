@@ -71,7 +71,10 @@ func (l *Limiter) Allow(key string) bool {
 // elapsed in it, from which Remaining is computed; limit requests in the
 // current window when a key cap turned a new key away.
 func (l *Limiter) admit(key string) (allowed bool, prev, count, e uint64) {
-	c := l.cells.Get(key)
+	c := l.cells.Load(key) // inlined, where Get is not
+	if c == nil {
+		c = l.cells.Get(key) // a miss: insert
+	}
 	if c == nil {
 		return false, 0, l.limit, 0 // hotlimit.WithMaxKeys: no room for a new key
 	}
@@ -148,7 +151,10 @@ func (l *Limiter) take(key string, n int) (hotlimit.Decision, int64) {
 	if n < 1 || uint64(n) > l.limit {
 		return l.report(key, n), 0
 	}
-	c := l.cells.Get(key)
+	c := l.cells.Load(key) // inlined, where Get is not
+	if c == nil {
+		c = l.cells.Get(key) // a miss: insert
+	}
 	if c == nil {
 		return l.capped(), 0
 	}

@@ -56,7 +56,11 @@ import (
 //     nothing. The key's decisions are those of the cell never killed.
 //   - Progress. A CAS fails only because another caller's CAS or a kill
 //     succeeded, so every retry follows someone's progress: nobody waits for
-//     anybody.
+//     anybody. A failed CAS retries at once, with no back-off: the failed
+//     locked instruction leaves the word's cache line with this core, so
+//     the reload and the next CAS are cheap, where a pause hands the line
+//     back to the winner (measured on two cores, one hot key: a back-off of
+//     4 to 64 spins made admissions typically 10-20% slower).
 type cell struct {
 	word atomic.Uint64
 }

@@ -90,7 +90,10 @@ func (l *Limiter) AllowRemaining(key string) (allowed bool, remaining int) {
 // Counted between the read of head h and the claim's CAS, as take counts
 // it: see the argument there.
 func (l *Limiter) admit(key string, remaining bool) (allowed bool, free uint64) {
-	c := l.cells.Get(key)
+	c := l.cells.Load(key) // inlined, where Get is not
+	if c == nil {
+		c = l.cells.Get(key) // a miss: insert
+	}
 	if c == nil {
 		return false, 0 // hotlimit.WithMaxKeys: no room for a new key
 	}
@@ -183,7 +186,10 @@ func (l *Limiter) takeAt(key string, n int) (hotlimit.Decision, int64) {
 	if n < 1 || uint64(n) > l.limit {
 		return l.report(key, n), 0
 	}
-	c := l.cells.Get(key)
+	c := l.cells.Load(key) // inlined, where Get is not
+	if c == nil {
+		c = l.cells.Get(key) // a miss: insert
+	}
 	if c == nil {
 		return l.capped(), 0
 	}

@@ -100,10 +100,13 @@ import (
 // always makes progress; nobody waits for a stalled one, whose in-flight
 // claim anyone completes by advancing the head. (The key's map entry is
 // another matter: inserting a key, replacing a tombstoned cell and deleting
-// it lock one bucket of the map, briefly, as xsync does.) A denial is only
-// ever given on a slot whose value was read while head was h, so it is
-// justified by L logged requests no older than Window at the caller's time.
-// Take with n > 1 is the one exception (see Limiter.Take).
+// it lock one bucket of the map, briefly, as xsync does.) A lost claim
+// retries at once, and a pending one is helped at once: a pause of 4 to 64
+// spins after a loss, or before helping, measured slower on two cores with
+// one hot key (the median ratio to the mutex port from 1.29 to about 1.5).
+// A denial is only ever given on a slot whose value was read while head was
+// h, so it is justified by L logged requests no older than Window at the
+// caller's time. Take with n > 1 is the one exception (see Limiter.Take).
 //
 // Sweep: kill tombstones slot h mod L by CAS while head is h, after checking
 // that the newest logged time, hence every one, is expired at the sweep's

@@ -2,9 +2,10 @@
 // evicts idle ones without losing a concurrent update, sweeps incrementally,
 // and can cap the number of keys held.
 //
-// A limiter keeps one cell per key. The hot path is Get: one lock-free map
-// load. A miss inserts a fresh cell (xsync's LoadOrCompute locks one bucket
-// for the insertion only). Every change to a cell's state is a
+// A limiter keeps one cell per key. The hot path is Load: one lock-free map
+// load, inlined into the limiter. On a miss the limiter calls Get, which
+// inserts a fresh cell (xsync's LoadOrCompute locks one bucket for the
+// insertion only). Every change to a cell's state is a
 // compare-and-swap made by the limiter itself; this package reads a cell's
 // state only through the limiter's kill function.
 //
@@ -107,6 +108,7 @@ package keyed
 import (
 	"strings"
 	"sync/atomic"
+	"unsafe"
 
 	"github.com/puzpuzpuz/xsync/v3"
 
@@ -133,6 +135,10 @@ type node[C any] struct {
 	key  string
 	next atomic.Pointer[node[C]] // see "The sweep list"
 }
+
+// Fails to compile unless cell is node's first field, at offset 0, as Load
+// needs.
+const _ uintptr = -unsafe.Offsetof(node[struct{}]{}.cell)
 
 // Map maps keys to cells. The zero value is not usable; call New.
 type Map[C any] struct {
@@ -182,6 +188,18 @@ func (m *Map[C]) Get(key string) *C {
 		return &n.cell
 	}
 	return m.insert(key)
+}
+
+// Load returns key's cell if the map holds it, else nil; it never inserts.
+// It is the hot path's map load, small enough that the compiler inlines it
+// (with its generic wrapper) into a limiter's admission, which Get is not:
+// a limiter calls Load, and Get only when Load returns nil.
+func (m *Map[C]) Load(key string) *C {
+	n, _ := m.cells.Load(key)
+	// cell is node's first field, so a node's address is its cell's, and
+	// nil (no node) converts to nil. Spelled &n.cell, the nil check it
+	// needs would put Load over the inliner's budget.
+	return (*C)(unsafe.Pointer(n))
 }
 
 // insert is Get on a miss.

@@ -89,6 +89,23 @@ func TestGetInsertsOnce(t *testing.T) {
 	assert.Equal(t, 2, m.Len(), "Peek never inserts")
 }
 
+// TestLoadFindsWithoutInserting: Load returns the cell Get returns for a key
+// held, and nil, inserting nothing, for a key not held or no longer held.
+func TestLoadFindsWithoutInserting(t *testing.T) {
+	m := newMap(0, 0)
+	assert.Nil(t, m.Load("k"), "a key not held")
+	assert.Zero(t, m.Len(), "Load inserts nothing")
+	c := m.Get("k")
+	require.NotNil(t, c)
+	assert.Same(t, c, m.Load("k"), "the cell Get inserted")
+	c.n.Add(1)
+	assert.EqualValues(t, 1, m.Load("k").n.Load(), "the cell itself, not a copy")
+	c.n.Add(-1)
+	assert.Equal(t, 1, m.Sweep(kill))
+	assert.Nil(t, m.Load("k"), "a key swept")
+	assert.Zero(t, m.Len())
+}
+
 func TestSweepDeletesOnlyKilledCells(t *testing.T) {
 	m := newMap(0, 0)
 	add(m, "busy", m.Get("busy"), 1)

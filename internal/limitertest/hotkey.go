@@ -1,7 +1,9 @@
 package limitertest
 
 import (
+	"math"
 	"runtime"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -61,52 +63,121 @@ func HotKey(b *testing.B, policies []HotKeyPolicy) {
 	}
 }
 
-// HotKeyRatio measures the same contention as HotKey but alternates the two
-// implementations in rounds of a few thousand calls per goroutine within one
-// benchmark, and reports the ratio of their total times, lockfree/mutex:
-// load that comes and goes on a shared machine falls on both alike. Under 1
-// the lock-free limiter is faster.
+// HotKeyRatio measures the same contention as HotKey, but times the two
+// implementations in alternating blocks within one benchmark: in each block,
+// GOMAXPROCS goroutines make ratioChunk calls each on one limiter, then on
+// the other (which goes first alternates from block to block). It reports
+// the medians over the blocks of each one's wall time per call
+// (lockfree-ns/call, mutex-ns/call) and of their ratio within a block
+// (lockfree/mutex): load that comes and goes on a shared machine falls on
+// both halves of a block alike, and the median leaves out the blocks in
+// which it fell on one half only. Under 1 the lock-free limiter is faster.
+//
+// The goroutines live for the whole benchmark and start each half-block
+// together, behind a gate that opens only once all of them are running: a
+// goroutine started or woken for each half-block can wait tens of
+// microseconds for an idle CPU's thread, and would run alone meanwhile.
 func HotKeyRatio(b *testing.B, policies []HotKeyPolicy) {
 	for _, p := range policies {
 		b.Run("hit="+p.Name, func(b *testing.B) {
-			lf, mu := p.LockFree(b), p.Mutex()
-			lf.Allow("hot")
-			mu.Allow("hot")
+			lims := [2]Allower{p.LockFree(b), p.Mutex()}
+			for _, lim := range lims {
+				lim.Allow("hot")
+			}
 			procs := runtime.GOMAXPROCS(0)
-			const chunk = 2000 // calls per goroutine per round
-			var t [2]time.Duration
 			var passed [2]atomic.Int64
-			rounds := max(2, b.N/(chunk*procs))
-			b.ResetTimer()
-			for r := range rounds {
-				for i := range 2 {
-					x := (r + i) % 2 // alternate which goes first
-					lim := []Allower{lf, mu}[x]
-					start := time.Now()
-					var wg sync.WaitGroup
-					for range procs {
-						wg.Go(func() {
-							n := int64(0)
-							for range chunk {
-								if lim.Allow("hot") {
-									n++
-								}
+			crew := make(chan *ratioHalf, procs)
+			defer close(crew)
+			for range procs {
+				go func() {
+					for h := range crew {
+						h.ready.Add(1)
+						for !h.gate.Load() {
+							runtime.Gosched()
+						}
+						n := int64(0)
+						for range ratioChunk {
+							if h.lim.Allow("hot") {
+								n++
 							}
-							passed[x].Add(n)
-						})
+						}
+						h.passed.Add(n)
+						h.done.Done()
 					}
-					wg.Wait()
-					t[x] += time.Since(start)
+				}()
+			}
+			blocks := max(minRatioBlocks, b.N/(ratioChunk*procs))
+			var ns [2][]float64
+			ratios := make([]float64, 0, blocks)
+			b.ResetTimer()
+			for k := range blocks {
+				var t [2]time.Duration
+				for i := range 2 {
+					x := (k + i) % 2 // alternate which goes first
+					h := &ratioHalf{lim: lims[x], passed: &passed[x]}
+					h.done.Add(procs)
+					for range procs {
+						crew <- h
+					}
+					for h.ready.Load() < int64(procs) {
+						runtime.Gosched()
+					}
+					start := time.Now()
+					h.gate.Store(true)
+					h.done.Wait()
+					t[x] = time.Since(start)
+					ns[x] = append(ns[x], float64(t[x])/float64(procs*ratioChunk))
 				}
+				ratios = append(ratios, float64(t[0])/float64(max(t[1], 1)))
 			}
 			b.StopTimer()
-			calls := int64(rounds * procs * chunk)
+			calls := int64(blocks * procs * ratioChunk)
 			for x := range 2 {
 				checkHotKey(b, p.Allow, passed[x].Load(), calls)
 			}
-			b.ReportMetric(float64(t[0])/float64(t[1]), "lockfree/mutex")
+			b.ReportMetric(Median(ns[0]), "lockfree-ns/call")
+			b.ReportMetric(Median(ns[1]), "mutex-ns/call")
+			b.ReportMetric(Median(ratios), "lockfree/mutex")
 		})
 	}
+}
+
+// ratioHalf is one half of a HotKeyRatio block: each goroutine of the crew
+// takes it once, counts itself ready, waits for the gate, makes ratioChunk
+// calls on lim, adds the passed ones to passed and reports done.
+type ratioHalf struct {
+	lim    Allower
+	passed *atomic.Int64
+	ready  atomic.Int64
+	gate   atomic.Bool
+	done   sync.WaitGroup
+}
+
+const (
+	// ratioChunk is how many calls each goroutine makes on one limiter in a
+	// block of HotKeyRatio: one to a few milliseconds at one hot key's
+	// speed, so that with more goroutines than CPUs a block sees what a long
+	// parallel run sees, threads descheduled mid-run (while holding the
+	// mutex port's lock, say). With 2000 calls, blocks at -cpu 4 and 8 on
+	// two CPUs mostly ended within a time slice: the mutex port's denials
+	// read about a third faster than under b.RunParallel, the lock-free
+	// ones slower, and the deny ratio 0.55-0.7 where RunParallel gives 0.25.
+	ratioChunk = 20000
+	// minRatioBlocks is the fewest blocks whose median HotKeyRatio reports.
+	minRatioBlocks = 9
+)
+
+// Median returns the median of xs, which it sorts; NaN when xs is empty.
+func Median(xs []float64) float64 {
+	if len(xs) == 0 {
+		return math.NaN()
+	}
+	slices.Sort(xs)
+	n := len(xs)
+	if n%2 == 1 {
+		return xs[n/2]
+	}
+	return (xs[n/2-1] + xs[n/2]) / 2
 }
 
 // checkHotKey fails b unless at least 99% of calls passed (allow) or none

@@ -3,7 +3,9 @@
 // faster for my case": for every scenario and -cpu value, each hotlimit
 // algorithm's ns/op as a ratio to the mutex port (impl=mutex) and to the
 // fastest peer, with the range of the ratio across the runs (-count); the
-// coarse clock's speed next to its admission error; the latency of single
+// coarse clock's speed next to its admission error; the hot key with each
+// algorithm and the mutex port timed in alternating blocks
+// (BenchmarkHotKeyRatio's lockfree/mutex); the latency of single
 // calls with auto-sweep on (BenchmarkAutoSweep); the bytes per idle key
 // (BenchmarkMemory lines from cmd/memory -bench); and the floor (a serial
 // decision against the sum of its parts).
@@ -302,6 +304,9 @@ func write(w io.Writer, samples []sample) error {
 		writeCoarse(w, d, rows)
 		writeFloor(w, d)
 	}
+	if writeHotKeyRatio(w, d) {
+		sections++
+	}
 	if writeSweep(w, samples) {
 		sections++
 	}
@@ -315,7 +320,7 @@ func write(w io.Writer, samples []sample) error {
 		sections++
 	}
 	if sections == 0 {
-		return errors.New("summary: no results of BenchmarkAllow, BenchmarkInsert, BenchmarkAutoSweep, BenchmarkMemory, BenchmarkService or BenchmarkFlood in the input")
+		return errors.New("summary: no results of BenchmarkAllow, BenchmarkInsert, BenchmarkHotKeyRatio, BenchmarkAutoSweep, BenchmarkMemory, BenchmarkService or BenchmarkFlood in the input")
 	}
 	return nil
 }
@@ -381,6 +386,45 @@ func cell(d *data, r row, impl, base string) string {
 		s += " !"
 	}
 	return s
+}
+
+// writeHotKeyRatio prints BenchmarkHotKeyRatio: each algorithm against the
+// mutex port on one hot key, timed in alternating blocks within one
+// benchmark; a cell is the median over the runs of the benchmark's own
+// median of per-block ratios (lockfree/mutex), with their range.
+func writeHotKeyRatio(w io.Writer, d *data) bool {
+	var rows []row
+	for _, r := range d.rows {
+		if strings.HasPrefix(r.scenario, "HotKeyRatio/") {
+			rows = append(rows, r)
+		}
+	}
+	if len(rows) == 0 {
+		return false
+	}
+	slices.SortStableFunc(rows, func(a, b row) int {
+		return cmp.Or(strings.Compare(a.scenario, b.scenario), cmp.Compare(a.cpu, b.cpu))
+	})
+	algs := d.present(algorithms, rows)
+	fmt.Fprintln(w, "hot key, each algorithm and the mutex port timed in alternating blocks within one benchmark")
+	fmt.Fprintln(w, "(BenchmarkHotKeyRatio): the median of the per-block ratios algorithm ÷ mutex port; each cell the median")
+	fmt.Fprintln(w, "of the runs [min-max]. Both halves of a block see the same load, unlike the runs paired above.")
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	fmt.Fprintf(tw, "÷ mutex port, blocks\tcpu\t%s\t\n", strings.Join(algs, "\t"))
+	for _, r := range rows {
+		cells := make([]string, len(algs))
+		for i, a := range algs {
+			cells[i] = "–"
+			if st, ok := summarize(values(d.runs[r][a], "lockfree/mutex")); ok {
+				cells[i] = st.String()
+			}
+		}
+		label := "hot key, " + strings.TrimPrefix(r.scenario, "HotKeyRatio/hit=")
+		fmt.Fprintf(tw, "%s\t%d\t%s\t\n", label, r.cpu, strings.Join(cells, "\t"))
+	}
+	tw.Flush()
+	fmt.Fprintln(w)
+	return true
 }
 
 // writeCoarse prints impl=coarse apart: its clock only moves when its ticker

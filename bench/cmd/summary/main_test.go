@@ -43,6 +43,11 @@ BenchmarkAutoSweep/impl=tokenbucket   2000000   400 ns/op   310 p50-ns   23000 p
 BenchmarkAutoSweep/impl=tokenbucket   2000000   400 ns/op   300 p50-ns   21000 p99.9-ns   500000 max-ns   0 over-1ms   2000000 keys   70000 held
 BenchmarkMemory/impl=tokenbucket	1	66.0 B/key	0.5 B/key-evicted	1000000 keys
 BenchmarkMemory/impl=throttled	1	64.0 B/key	1000000 keys
+BenchmarkHotKeyRatio/impl=tokenbucket/hit=allow-2   100   300 ns/op   60.0 lockfree-ns/call   0.90 lockfree/mutex   66.0 mutex-ns/call
+BenchmarkHotKeyRatio/impl=tokenbucket/hit=allow-2   100   300 ns/op   60.0 lockfree-ns/call   1.10 lockfree/mutex   55.0 mutex-ns/call
+BenchmarkHotKeyRatio/impl=tokenbucket/hit=allow-2   100   300 ns/op   60.0 lockfree-ns/call   0.95 lockfree/mutex   63.0 mutex-ns/call
+BenchmarkHotKeyRatio/impl=slidinglog/hit=allow-2    100   300 ns/op   90.0 lockfree-ns/call   1.50 lockfree/mutex   60.0 mutex-ns/call
+BenchmarkHotKeyRatio/impl=tokenbucket/hit=deny-2    100   300 ns/op   20.0 lockfree-ns/call   0.30 lockfree/mutex   66.0 mutex-ns/call
 PASS
 `
 
@@ -59,7 +64,7 @@ func summary(t *testing.T) string {
 func TestParse(t *testing.T) {
 	samples, err := parse(strings.NewReader(input), "input")
 	require.NoError(t, err)
-	require.Len(t, samples, 26)
+	require.Len(t, samples, 31)
 	s := samples[12]
 	assert.Equal(t, "Allow", s.bench)
 	assert.Equal(t, "Allow/mode=parallel/keys=1/hit=allow", s.scenario)
@@ -102,6 +107,16 @@ func TestFloorSweepMemory(t *testing.T) {
 		"max 193 ms [500 µs-386 ms], calls over 1 ms 11.5 [0-23], keys held at the end 70000 [70000-70000]\n")
 	assert.Contains(t, out, "hotlimit: tokenbucket 66 (0)\n")
 	assert.Contains(t, out, "others:   throttled 64 (never evicts)\n")
+}
+
+// TestHotKeyRatio checks the blocks' table: per algorithm and row, the
+// median of the runs' lockfree/mutex and their range; – where an algorithm
+// has no run.
+func TestHotKeyRatio(t *testing.T) {
+	out := summary(t)
+	assert.Regexp(t, `^÷ mutex port, blocks +cpu +tokenbucket +slidinglog *$`, lineOf(t, out, "÷ mutex port, blocks", 0))
+	assert.Regexp(t, `^hot key, allow +2 +0\.95 \[0\.90-1\.10\] +1\.50 \[1\.50-1\.50\] *$`, lineOf(t, out, "hot key, allow ", 3))
+	assert.Regexp(t, `^hot key, deny +2 +0\.30 \[0\.30-0\.30\] +– *$`, lineOf(t, out, "hot key, deny ", 0))
 }
 
 func TestEmptyInput(t *testing.T) {
