@@ -211,7 +211,10 @@ func (l *Limiter) Allow(key string) bool {
 // admit is Allow, reporting also the tokens (in units) the bucket holds after
 // the decision: 0 when a key cap turned a new key away.
 func (l *Limiter) admit(key string) (allowed bool, tokens uint64) {
-	c := l.cells.Get(key)
+	c := l.cells.Load(key) // inlined, where Get is not
+	if c == nil {
+		c = l.cells.Get(key) // a miss: insert
+	}
 	if c == nil {
 		return false, 0 // hotlimit.WithMaxKeys: no room for a new key
 	}
@@ -221,7 +224,7 @@ func (l *Limiter) admit(key string) (allowed bool, tokens uint64) {
 	} else {
 		reading = l.clock()
 	}
-	t, gen, ok := l.fastRead(reading) // after Get: see cell
+	t, gen, ok := l.fastRead(reading) // after the map lookup: see cell
 	if !ok {
 		t, gen, _ = l.read()
 	}
@@ -286,11 +289,14 @@ func (l *Limiter) take(key string, n int) (hotlimit.Decision, uint64) {
 	if n < 1 || n > l.burst {
 		return l.report(key, n), 0
 	}
-	c := l.cells.Get(key)
+	c := l.cells.Load(key) // inlined, where Get is not
+	if c == nil {
+		c = l.cells.Get(key) // a miss: insert
+	}
 	if c == nil {
 		return l.capped(), 0
 	}
-	t, gen, lag := l.read() // after Get: see cell
+	t, gen, lag := l.read() // after the map lookup: see cell
 	now, rem := l.b.Units(t)
 	need := uint64(n) << l.b.FracBits
 	// The CAS loop of Allow, for n tokens at once; argued on cell.
