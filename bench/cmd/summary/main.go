@@ -336,19 +336,10 @@ func writeRatios(w io.Writer, d *data, rows []row) {
 	fmt.Fprintf(w, "fastest peer's in the same row; below 1 hotlimit is faster. Each cell: the median of %s per-run ratios\n", runs)
 	fmt.Fprintf(w, "(run i against run i) [their min-max]. ! = some run admitted what the policy does not.\n\n")
 
-	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
-	fmt.Fprintf(tw, "÷ mutex port\tcpu\t%s\t\n", strings.Join(algs, "\t"))
-	for _, r := range rows {
-		cells := make([]string, len(algs))
-		for i, a := range algs {
-			cells[i] = cell(d, r, a, "mutex")
-		}
-		fmt.Fprintf(tw, "%s\t%d\t%s\t\n", label(r.scenario), r.cpu, strings.Join(cells, "\t"))
-	}
-	tw.Flush()
-	fmt.Fprintln(w)
+	writeAlgTable(w, "÷ mutex port", rows, algs, func(r row) string { return label(r.scenario) },
+		func(r row, a string) string { return cell(d, r, a, "mutex") })
 
-	tw = tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
 	fmt.Fprintf(tw, "÷ fastest peer\tcpu\tpeer\t%s\t\n", strings.Join(algs, "\t"))
 	var notes []string
 	for _, r := range rows {
@@ -409,22 +400,31 @@ func writeHotKeyRatio(w io.Writer, d *data) bool {
 	fmt.Fprintln(w, "hot key, each algorithm and the mutex port timed in alternating blocks within one benchmark")
 	fmt.Fprintln(w, "(BenchmarkHotKeyRatio): the median of the per-block ratios algorithm ÷ mutex port; each cell the median")
 	fmt.Fprintln(w, "of the runs [min-max]. Both halves of a block see the same load, unlike the runs paired above.")
+	writeAlgTable(w, "÷ mutex port, blocks", rows, algs,
+		func(r row) string { return "hot key, " + strings.TrimPrefix(r.scenario, "HotKeyRatio/hit=") },
+		func(r row, a string) string {
+			if st, ok := summarize(values(d.runs[r][a], "lockfree/mutex")); ok {
+				return st.String()
+			}
+			return "–"
+		})
+	return true
+}
+
+// writeAlgTable prints a table of one row per scenario and -cpu and one
+// column per algorithm, headed head, each cell from cell, then a blank line.
+func writeAlgTable(w io.Writer, head string, rows []row, algs []string, rowLabel func(row) string, cell func(row, string) string) {
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
-	fmt.Fprintf(tw, "÷ mutex port, blocks\tcpu\t%s\t\n", strings.Join(algs, "\t"))
+	fmt.Fprintf(tw, "%s\tcpu\t%s\t\n", head, strings.Join(algs, "\t"))
 	for _, r := range rows {
 		cells := make([]string, len(algs))
 		for i, a := range algs {
-			cells[i] = "–"
-			if st, ok := summarize(values(d.runs[r][a], "lockfree/mutex")); ok {
-				cells[i] = st.String()
-			}
+			cells[i] = cell(r, a)
 		}
-		label := "hot key, " + strings.TrimPrefix(r.scenario, "HotKeyRatio/hit=")
-		fmt.Fprintf(tw, "%s\t%d\t%s\t\n", label, r.cpu, strings.Join(cells, "\t"))
+		fmt.Fprintf(tw, "%s\t%d\t%s\t\n", rowLabel(r), r.cpu, strings.Join(cells, "\t"))
 	}
 	tw.Flush()
 	fmt.Fprintln(w)
-	return true
 }
 
 // writeCoarse prints impl=coarse apart: its clock only moves when its ticker
