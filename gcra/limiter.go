@@ -7,6 +7,7 @@ import (
 
 	"github.com/hotlimit/hotlimit"
 	"github.com/hotlimit/hotlimit/internal/keyed"
+	"github.com/hotlimit/hotlimit/internal/packed"
 )
 
 // The ranges New accepts.
@@ -42,13 +43,14 @@ const (
 type Limiter struct {
 	cells   *keyed.Map[cell]
 	clock   hotlimit.Clock
-	epoch   int64  // clock() at New: time zero of the limiter
-	num     uint64 // the limiter's clock runs at num/den ticks per nanosecond
-	den     uint64 // (see tickFor)
-	tsc     uint64 // the emission interval T, in ticks
-	span    uint64 // burst·T in ticks: how far a TAT may run ahead of now
-	tau     uint64 // span − T: the tolerance of GCRA, in ticks
-	maxTime uint64 // the limiter's time stops here, nanoseconds since the epoch
+	epoch   int64        // clock() at New: time zero of the limiter
+	num     uint64       // the limiter's clock runs at num/den ticks per nanosecond
+	den     uint64       // (see tickFor)
+	tick    packed.Scale // num/den, for ticks
+	tsc     uint64       // the emission interval T, in ticks
+	span    uint64       // burst·T in ticks: how far a TAT may run ahead of now
+	tau     uint64       // span − T: the tolerance of GCRA, in ticks
+	maxTime uint64       // the limiter's time stops here, nanoseconds since the epoch
 	limit   int
 	burst   uint64
 }
@@ -93,6 +95,7 @@ func New(limit int, window time.Duration, opts ...hotlimit.Option) (*Limiter, er
 		clock:   o.Clock,
 		num:     num,
 		den:     den,
+		tick:    packed.NewScale(num, den),
 		tsc:     tsc,
 		span:    span,
 		tau:     span - tsc,

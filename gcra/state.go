@@ -153,13 +153,14 @@ func ceilDiv(a, b uint64) uint64 {
 }
 
 // ticks returns the limiter's time, in ticks, at ns nanoseconds since the
-// epoch, ns ≤ maxTime: ⌊ns·num/den⌋, below 2^63 − span (see maxTimeFor).
+// epoch, ns ≤ maxTime: ⌊ns·num/den⌋, below 2^63 − span (see maxTimeFor),
+// by multiplication (packed.Scale, exact wherever the quotient fits 64
+// bits), not by a 128/64-bit division, which every decision would pay.
 func (l *Limiter) ticks(ns uint64) uint64 {
 	if l.den == 1 {
 		return ns * l.num
 	}
-	hi, lo := bits.Mul64(ns, l.num)
-	q, _ := bits.Div64(hi, lo, l.den) // hi < den: the quotient is below 2^63
+	q, _ := l.tick.Apply(ns)
 	return q
 }
 

@@ -48,10 +48,8 @@ type Bucket struct {
 	// forward distance from which Refill reads a timestamp as ahead.
 	mask, half uint64
 
-	// The rate PerWindow/Window, for Units: whole = ⌊PerWindow/Window⌋,
-	// part = PerWindow mod Window, and the 128-bit fraction
-	// fracHi·2^64 + fracLo = ⌈2^128·part/Window⌉, rounded up.
-	whole, part, fracHi, fracLo uint64
+	// units is the rate PerWindow/Window, for Units.
+	units Scale
 }
 
 // MaxFracBits bounds F: at most 2^32 units per token.
@@ -73,24 +71,8 @@ func NewBucket(limit, burst, window uint64, fracBits uint) Bucket {
 		Window:    window,
 	}
 	b.mask, b.half = 1<<b.TickBits-1, 1<<(b.TickBits-1)
-	b.whole, b.part = b.PerWindow/window, b.PerWindow%window
-	b.fracHi, b.fracLo = fraction128(b.part, window)
+	b.units = NewScale(b.PerWindow, window)
 	return b
-}
-
-// fraction128 returns ⌈2^128·part/window⌉ as hi·2^64 + lo, for part <
-// window: two long divisions by window, the second of the first's remainder,
-// and one more when the last remainder is not zero. It is below 2^128, since
-// part/window ≤ 1 − 1/window.
-func fraction128(part, window uint64) (hi, lo uint64) {
-	hi, r := bits.Div64(part, 0, window) // part < window: fits 64 bits
-	lo, r = bits.Div64(r, 0, window)     // r < window
-	if r != 0 {
-		var carry uint64
-		lo, carry = bits.Add64(lo, 1, 0)
-		hi += carry
-	}
-	return hi, lo
 }
 
 // Range is the span of time, in nanoseconds, over which a stored timestamp
@@ -120,28 +102,11 @@ func (b *Bucket) Unpack(w uint64) (tokens, last uint64) {
 
 // Units returns u(t) = ⌊t·PerWindow/Window⌋ modulo 2^64 and the remainder
 // t·PerWindow mod Window, for t nanoseconds since the epoch, exactly as the
-// 128/64-bit division would, for every t, without dividing and without a
-// correction step: a Bucket must come from NewBucket, which splits the rate
-// into a whole part and a 128-bit fraction rounded up. Two multiplications,
-// independent of each other, and two additions lie between t and u; a caller
-// that drops rem drops its two multiplications too.
-//
-// Proof. With P = PerWindow, W = Window, P = whole·W + part, the quotient
-// is t·whole + ⌊x⌋, x = t·part/W, and the remainder is t·part − ⌊x⌋·W. Let
-// φ = fracHi·2^64 + fracLo = ⌈2^128·part/W⌉ and y = t·φ/2^128. Rounding up
-// gives y ≥ x, and φ < 2^128·part/W + 1 gives y < x + t/2^128 < x + 2^−64.
-// x is a multiple of 1/W: x = m + j/W with 0 ≤ j < W, so x ≤ y < m + (W−1)/W
-// + 2^−64 < m + 1 (as 1/W > 2^−64), and ⌊y⌋ = m = ⌊x⌋. ⌊y⌋ itself, with
-// t·fracHi = hi·2^64 + lo and t·fracLo = mid·2^64 + low: t·φ = hi·2^128 +
-// (lo + mid)·2^64 + low, and (lo + mid)·2^64 + low < 2^129 reaches 2^128
-// exactly when lo + mid carries, so ⌊y⌋ = hi + that carry. The remainder t·part − ⌊x⌋·W lies in [0, W),
-// so it is computed exactly modulo 2^64.
+// 128/64-bit division would, for every t, without dividing (see
+// [Scale.Apply]): a Bucket must come from NewBucket. A caller that drops rem
+// drops two multiplications too.
 func (b *Bucket) Units(t uint64) (u, rem uint64) {
-	hi, lo := bits.Mul64(t, b.fracHi)
-	mid, _ := bits.Mul64(t, b.fracLo)
-	_, carry := bits.Add64(lo, mid, 0)
-	q := hi + carry // ⌊t·part/W⌋
-	return t*b.whole + q, t*b.part - q*b.Window
+	return b.units.Apply(t)
 }
 
 // Refill returns the tokens and timestamp of a word read at now (in units),

@@ -61,7 +61,7 @@ func TestUnitsAtTheEdges(t *testing.T) {
 	}
 	for _, layout := range layouts {
 		w := new(big.Int).SetUint64(layout.Window)
-		p := new(big.Int).SetUint64(layout.part)
+		p := new(big.Int).SetUint64(layout.units.part)
 		g := new(big.Int).GCD(nil, nil, p, w)
 		wg := new(big.Int).Quo(w, g)
 		var starts []*big.Int
