@@ -377,8 +377,8 @@ func (l *Limiter) free(c *cell, h uint64, t int64) uint64 {
 	L := uint64(len(c.slots))
 	base := h % L // as c.at(h, k) would, with one division, not one per probe
 	cutoff := t - l.window
-	k := uint64(0)
-	if hint := c.hint.Load(); hint > h {
+	k, hint := uint64(0), c.hint.Load()
+	if hint > h {
 		k = min(hint-h, L-1)
 	}
 	lo, hi := uint64(0), L
@@ -418,7 +418,7 @@ func (l *Limiter) free(c *cell, h uint64, t int64) uint64 {
 	// Keep the hint within a few slots of the end, writing it only when it
 	// strays: a write per call would bounce its cache line between
 	// concurrent callers of a hot key.
-	if end, hint := h+lo, c.hint.Load(); end > hint+hintSlack || hint > end+hintSlack {
+	if end := h + lo; end > hint+hintSlack || hint > end+hintSlack {
 		c.hint.Store(end)
 	}
 	return lo
