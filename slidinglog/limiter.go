@@ -141,7 +141,7 @@ func (l *Limiter) admit(key string, remaining bool) (allowed bool, free uint64) 
 		newest, _ := packed.UnpackStamp(nv)
 		t, ok := claimable(v, max(now, newest), l.window)
 		if remaining {
-			free = l.free(c, h, t)
+			free = l.freeFrom(c, h, i, t)
 		}
 		if !ok {
 			return false, free // a denial writes nothing
@@ -364,22 +364,68 @@ func (l *Limiter) decisionFree(free uint64, now, t, newest int64) hotlimit.Decis
 // way (a Sweep that landed since the caller's read) means a fresh key: all L.
 //
 // The prefix's end moves little from one call to the next, and only forward
-// in claim numbers, so the search starts where the last one ended (c.hint),
-// gallops out from there to bracket it, and bisects the bracket: a few
-// probes of neighbouring slots, where bisecting the whole ring would read
-// log2(L) slots far apart. The hint is only where to start: any value, stale
-// or raced, gives the same answer, as the probes alone decide it. Every
-// probe keeps lo ≤ end ≤ hi, with the entries before lo probed expired and
-// the one at hi, when hi < L, probed counted; under concurrent refunds,
-// which only move the end forward, the answer lies between the end at the
-// call's start and at its finish, as a bisection's would.
+// in claim numbers, so the search starts where the last one ended (c.hint).
+// Most often the end is still there, or one further on, as requests leave
+// the window about as fast as they are logged: three neighbouring probes
+// find it. Else it gallops out from the hint to bracket the end, and
+// bisects the bracket: a few probes of neighbouring slots, where bisecting
+// the whole ring would read log2(L) slots far apart. The hint is only where
+// to start: any value, stale or raced, gives the same answer, as the probes
+// alone decide it. Every probe keeps lo ≤ end ≤ hi, with the entries before
+// lo probed expired (or, in the prefix, implied so by a later one probed
+// expired) and the one at hi, when hi < L, probed counted; under concurrent
+// refunds, which only move the end forward, the answer lies between the end
+// at the call's start and at its finish, as a bisection's would. The hint is
+// written only when the end moved: that is a locked instruction, about a
+// third of what the count costs.
 func (l *Limiter) free(c *cell, h uint64, t int64) uint64 {
+	return l.freeFrom(c, h, h%uint64(len(c.slots)), t)
+}
+
+// freeFrom is free for a caller that knows base, h's slot h mod L.
+func (l *Limiter) freeFrom(c *cell, h, base uint64, t int64) uint64 {
 	L := uint64(len(c.slots))
-	base := h % L // as c.at(h, k) would, with one division, not one per probe
 	cutoff := t - l.window
 	k, hint := uint64(0), c.hint.Load()
 	if hint > h {
 		k = min(hint-h, L-1)
+	}
+	if k > 0 && k+1 < L {
+		// The common cases: the end at k (entry k − 1 expired, entry k
+		// counted) or at k + 1 (entry k expired, entry k + 1 counted). A
+		// tombstone reads as refunded, so never as counted; one read as
+		// expired sends the call to the search below, which reports it.
+		e := base + k - 1
+		if e >= L {
+			e -= L
+		}
+		f, g := e+1, e+2
+		if f >= L {
+			f -= L
+		}
+		if g >= L {
+			g -= L
+		}
+		a, b, d := c.load(e), c.load(f), c.load(g)
+		ta, _ := packed.UnpackStamp(a)
+		tb, _ := packed.UnpackStamp(b)
+		td, _ := packed.UnpackStamp(d)
+		aExpired := (packed.IsRefunded(a) || ta <= cutoff) && a != packed.StampDead
+		bExpired := packed.IsRefunded(b) || tb <= cutoff
+		dExpired := packed.IsRefunded(d) || td <= cutoff
+		end := uint64(0)
+		switch {
+		case aExpired && !bExpired:
+			end = k
+		case aExpired && b != packed.StampDead && !dExpired:
+			end = k + 1
+		}
+		if end != 0 {
+			if h+end != hint {
+				c.hint.Store(h + end)
+			}
+			return end
+		}
 	}
 	lo, hi := uint64(0), L
 	expired, dead := c.expiredAt(base, k, cutoff)
@@ -415,18 +461,11 @@ func (l *Limiter) free(c *cell, h uint64, t int64) uint64 {
 	if dead {
 		return l.limit
 	}
-	// Keep the hint within a few slots of the end, writing it only when it
-	// strays: a write per call would bounce its cache line between
-	// concurrent callers of a hot key.
-	if end := h + lo; end > hint+hintSlack || hint > end+hintSlack {
+	if end := h + lo; end != hint {
 		c.hint.Store(end)
 	}
 	return lo
 }
-
-// hintSlack is how far cell.hint may lag the end it points to before free
-// moves it: a gallop of a few probes within a cache line or two.
-const hintSlack = 2
 
 // expiredAt reports whether entry k of c's ring from base (slot base + k,
 // wrapped) is expired at cutoff (logged at or before it) or refunded, as
