@@ -363,21 +363,28 @@ func (l *Limiter) decisionFree(free uint64, now, t, newest int64) hotlimit.Decis
 // so those are a prefix of the ring from the head. A tombstone met on the
 // way (a Sweep that landed since the caller's read) means a fresh key: all L.
 //
-// The prefix's end moves little from one call to the next, and only forward
-// in claim numbers, so the search starts where the last one ended (c.hint).
-// Most often the end is still there, or one further on, as requests leave
-// the window about as fast as they are logged: three neighbouring probes
-// find it. Else it gallops out from the hint to bracket the end, and
-// bisects the bracket: a few probes of neighbouring slots, where bisecting
-// the whole ring would read log2(L) slots far apart. The hint is only where
-// to start: any value, stale or raced, gives the same answer, as the probes
-// alone decide it. Every probe keeps lo ≤ end ≤ hi, with the entries before
-// lo probed expired (or, in the prefix, implied so by a later one probed
-// expired) and the one at hi, when hi < L, probed counted; under concurrent
-// refunds, which only move the end forward, the answer lies between the end
-// at the call's start and at its finish, as a bisection's would. The hint is
-// written only when the end moved: that is a locked instruction, about a
-// third of what the count costs.
+// The search starts from a hint kept in the cell (c.hint), in one of two
+// forms: the claim number where the counted entries began, or the count
+// itself. The end moves little from one call to the next, and only forward
+// in claim numbers: it holds while requests come with none leaving the
+// window, and the count holds while they leave as fast as they come. So the
+// first step probes the four entries around the hint and finds the end
+// there, one before or one after, in most calls; the hint is written (a
+// locked instruction, dearer than the probes) only when the other form
+// would have predicted the end, or the end moved on. Else it gallops out
+// from the hint to bracket the end, and bisects the bracket: a few probes of
+// neighbouring slots, where bisecting the whole ring would read log2(L)
+// slots far apart.
+//
+// The hint is only where to start: any value, stale or raced, gives the
+// same answer, as the probes alone decide it. The four probes decide only
+// on an expired entry followed by counted ones, in claim order, with no
+// tombstone among them. Every probe of the search keeps lo ≤ end ≤ hi, with
+// the entries before lo probed expired (or, in the prefix, implied so by a
+// later one probed expired) and the one at hi, when hi < L, probed counted;
+// under concurrent refunds, which only move the end forward, the answer
+// lies between the end at the call's start and at its finish, as a
+// bisection's would.
 func (l *Limiter) free(c *cell, h uint64, t int64) uint64 {
 	return l.freeFrom(c, h, h%uint64(len(c.slots)), t)
 }
@@ -386,43 +393,35 @@ func (l *Limiter) free(c *cell, h uint64, t int64) uint64 {
 func (l *Limiter) freeFrom(c *cell, h, base uint64, t int64) uint64 {
 	L := uint64(len(c.slots))
 	cutoff := t - l.window
-	k, hint := uint64(0), c.hint.Load()
-	if hint > h {
-		k = min(hint-h, L-1)
-	}
-	if k > 0 && k+1 < L {
-		// The common cases: the end at k (entry k − 1 expired, entry k
-		// counted) or at k + 1 (entry k expired, entry k + 1 counted). A
-		// tombstone reads as refunded, so never as counted; one read as
-		// expired sends the call to the search below, which reports it.
-		e := base + k - 1
+	hint := c.hint.Load()
+	k := hintAt(hint, h, L)
+	if k >= 2 && k+1 < L {
+		e := base + k - 2
 		if e >= L {
 			e -= L
 		}
-		f, g := e+1, e+2
-		if f >= L {
-			f -= L
+		var a, b, d, x int64
+		if e+3 < L {
+			w := c.slots[e : e+4 : e+4]
+			a, b, d, x = w[0].Load()^freshStamp, w[1].Load()^freshStamp, w[2].Load()^freshStamp, w[3].Load()^freshStamp
+		} else {
+			a, b, d, x = c.load(e), c.load((e+1)%L), c.load((e+2)%L), c.load((e+3)%L)
 		}
-		if g >= L {
-			g -= L
-		}
-		a, b, d := c.load(e), c.load(f), c.load(g)
-		ta, _ := packed.UnpackStamp(a)
-		tb, _ := packed.UnpackStamp(b)
-		td, _ := packed.UnpackStamp(d)
-		aExpired := (packed.IsRefunded(a) || ta <= cutoff) && a != packed.StampDead
-		bExpired := packed.IsRefunded(b) || tb <= cutoff
-		dExpired := packed.IsRefunded(d) || td <= cutoff
-		end := uint64(0)
-		switch {
-		case aExpired && !bExpired:
-			end = k
-		case aExpired && b != packed.StampDead && !dExpired:
-			end = k + 1
-		}
-		if end != 0 {
-			if h+end != hint {
-				c.hint.Store(h + end)
+		// Entries k − 2 (a), k − 1 (b), k (d) and k + 1 (x): a expired and
+		// x counted, b and d in claim order, and the end is k − 1, k or
+		// k + 1, by how many of b and d are expired: counted without a
+		// branch, as which one it is changes from call to call. A tombstone
+		// reads as refunded, so it is never counted; as expired, it sends
+		// the call to the search, which reports it.
+		ea, eb, ed, ex := expiredBit(a, cutoff), expiredBit(b, cutoff), expiredBit(d, cutoff), expiredBit(x, cutoff)
+		if ea&^ex&(eb|^ed)&1 == 1 && a != packed.StampDead && b != packed.StampDead && d != packed.StampDead {
+			end := k - 1 + eb + ed
+			if end != k {
+				w := end<<1 | hintCount // the end moved on, or the count grew: the count
+				if hint&hintCount != 0 && end < k {
+					w = (h + end) << 1 // the count fell, the end held: the end
+				}
+				c.hint.Store(w)
 			}
 			return end
 		}
@@ -461,10 +460,44 @@ func (l *Limiter) freeFrom(c *cell, h, base uint64, t int64) uint64 {
 	if dead {
 		return l.limit
 	}
-	if end := h + lo; end != hint {
-		c.hint.Store(end)
+	// The hint's form missed the end: try the other one. A count that holds
+	// (n requests come as n leave) and an end that holds (requests come with
+	// none leaving) each settle in two misses at most.
+	if w := (h + lo) << 1; hint&hintCount == 0 && k > 0 {
+		c.hint.Store(lo<<1 | hintCount)
+	} else if w != hint {
+		c.hint.Store(w)
 	}
 	return lo
+}
+
+// hintCount marks a cell.hint that holds a count of free entries; without it,
+// the hint holds the claim number where the counted entries began.
+const hintCount = 1
+
+// hintAt returns where a count of the free entries of a ring of L, with head
+// h, starts looking by the hint w: the same count, or the same claim number.
+func hintAt(w, h, L uint64) uint64 {
+	v := w >> 1
+	if w&hintCount != 0 {
+		return min(v, L-1)
+	}
+	if v > h {
+		return min(v-h, L-1)
+	}
+	return 0
+}
+
+// expiredBit is 1 when stamp v is expired at cutoff (logged at or before
+// it) or refunded, as claimable decides for a claim at cutoff + Window, and
+// 0 when it counts. A tombstone reads as refunded.
+func expiredBit(v, cutoff int64) uint64 {
+	t, _ := packed.UnpackStamp(v)
+	var old uint64
+	if t <= cutoff {
+		old = 1
+	}
+	return uint64(v>>1)&1 | old
 }
 
 // expiredAt reports whether entry k of c's ring from base (slot base + k,

@@ -120,9 +120,10 @@ import (
 type cell struct {
 	head  atomic.Uint64
 	slots []atomic.Int64 // stamps XOR freshStamp
-	// hint is the claim number where a recent count of the free entries
-	// (Limiter.free) found the counted ones to begin: where the next count
-	// starts looking. Only a guess: no decision depends on it.
+	// hint is where the next count of the free entries (Limiter.free)
+	// starts looking: the claim number where the counted entries began, or
+	// the count, as hintAt decodes it. Only a guess: no decision depends on
+	// it.
 	hint atomic.Uint64
 }
 

@@ -161,23 +161,68 @@ func TestFreeFromAnyHintAgreesWithAFullCount(t *testing.T) {
 				want++
 			}
 			require.Equal(t, end, want, "the ring as built")
-			for _, hint := range []uint64{0, h, h + end, h + end + 1, h + end - min(end, 1), h + end - min(end, 2), h + L, h + L + 100, h - min(h, 3), rng.Uint64(), h + rng.Uint64N(L+1)} {
+			hints := []uint64{0, 1, rng.Uint64(), (h + L + 100) << 1, L<<1 | hintCount, (L+100)<<1 | hintCount}
+			for d := range uint64(5) {
+				// Around the end: as a claim number, and as a count.
+				if at := end + d; at >= 2 {
+					hints = append(hints, (h+at-2)<<1, (at-2)<<1|hintCount)
+				}
+			}
+			for _, hint := range hints {
 				c.hint.Store(hint)
-				require.Equal(t, want, l.free(c, h, t0), "limit %d, head %d, end %d, hint %d", limit, h, end, hint)
-				got := c.hint.Load()
-				assert.Equal(t, h+end, got, "the hint is left at the end")
+				require.Equal(t, want, l.free(c, h, t0), "limit %d, head %d, end %d, hint %#x", limit, h, end, hint)
+				assert.Equal(t, min(end, L-1), hintAt(c.hint.Load(), h, L), "the hint is left at the end")
 			}
 			dead := rng.Uint64N(L)
 			c.slots[(h+dead)%L].Store(packed.StampDead ^ freshStamp)
-			c.hint.Store(h + dead)
+			c.hint.Store((h + dead) << 1)
 			assert.Equal(t, L, l.free(c, h, t0), "a tombstone under the hint: a fresh key")
-			for _, hint := range []uint64{h + dead - min(dead, 1), h + dead + 1, h + dead + 2} {
+			for _, hint := range []uint64{(h + dead - min(dead, 1)) << 1, (h + dead + 1) << 1, (h + dead + 2) << 1, (dead+1)<<1 | hintCount, (dead+2)<<1 | hintCount} {
 				// Probes that miss the tombstone count the ring as it was
 				// before it landed: a Sweep only lands one where every
 				// request had expired, so both answers hold.
 				c.hint.Store(hint)
-				assert.Contains(t, []uint64{want, L}, l.free(c, h, t0), "a tombstone near the hint (%d, tombstone at %d)", hint-h, dead)
+				assert.Contains(t, []uint64{want, L}, l.free(c, h, t0), "a tombstone near the hint %#x (head %d, tombstone at %d)", hint, h, dead)
 			}
 		}
+	}
+}
+
+// TestTheHintFollowsTheCountOrTheEnd: free keeps the hint as whichever of
+// its two forms would have predicted the count it just found, or after a
+// search, as the form that did not just miss, so that a key whose requests
+// come and leave at one pace (the count holds) and a key whose requests come
+// with none leaving (the end holds) both count without writing the hint; a
+// hint that predicted the count is left as it was.
+func TestTheHintFollowsTheCountOrTheEnd(t *testing.T) {
+	l, _ := newTest(t, 64)
+	const L, h, end = 64, 1000, 20
+	const t0 = int64(time.Hour)
+	c := &cell{slots: make([]atomic.Int64, L)}
+	c.head.Store(h)
+	cutoff := t0 - l.window
+	for k := range uint64(L) {
+		at := cutoff + 1 + int64(k)
+		if k < end {
+			at = cutoff - int64(end-k)
+		}
+		c.slots[(h+k)%L].Store(packed.PackStamp(at, k&1) ^ freshStamp)
+	}
+	for _, step := range []struct {
+		name       string
+		hint, want uint64
+	}{
+		{"the end held", (h + end) << 1, (h + end) << 1},
+		{"the count held", end<<1 | hintCount, end<<1 | hintCount},
+		{"the end moved by one: the count held", (h + end - 1) << 1, end<<1 | hintCount},
+		{"the count fell by one: the end held", (end+1)<<1 | hintCount, (h + end) << 1},
+		{"the count grew by one", (end-1)<<1 | hintCount, end<<1 | hintCount},
+		{"an end far behind: the count", (h + 5) << 1, end<<1 | hintCount},
+		{"a count far off: the end", 50<<1 | hintCount, (h + end) << 1},
+		{"no hint: the end", 0, (h + end) << 1},
+	} {
+		c.hint.Store(step.hint)
+		require.Equal(t, uint64(end), l.free(c, h, t0), step.name)
+		assert.Equal(t, step.want, c.hint.Load(), step.name)
 	}
 }
