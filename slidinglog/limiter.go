@@ -426,6 +426,13 @@ func (l *Limiter) freeFrom(c *cell, h, base uint64, t int64) uint64 {
 			return end
 		}
 	}
+	return c.search(h, base, cutoff, hint, k, l.limit)
+}
+
+// search is free past its first step: it finds the end by galloping from
+// entry k, where hint pointed, and bisecting, and keeps the hint.
+func (c *cell) search(h, base uint64, cutoff int64, hint, k, limit uint64) uint64 {
+	L := uint64(len(c.slots))
 	lo, hi := uint64(0), L
 	expired, dead := c.expiredAt(base, k, cutoff)
 	if expired { // the end is past k: gallop up
@@ -458,7 +465,7 @@ func (l *Limiter) freeFrom(c *cell, h, base uint64, t int64) uint64 {
 		}
 	}
 	if dead {
-		return l.limit
+		return limit
 	}
 	// The hint's form missed the end: try the other one. A count that holds
 	// (n requests come as n leave) and an end that holds (requests come with
