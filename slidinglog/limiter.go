@@ -411,8 +411,8 @@ func (l *Limiter) freeFrom(c *cell, h, base uint64, t int64) uint64 {
 		// x counted, b and d in claim order, and the end is k − 1, k or
 		// k + 1, by how many of b and d are expired: counted without a
 		// branch, as which one it is changes from call to call. A tombstone
-		// reads as refunded, so it is never counted; as expired, it sends
-		// the call to the search, which reports it.
+		// reads as refunded, so never as counted; one among a, b and d
+		// sends the call to the search.
 		ea, eb, ed, ex := expiredBit(a, cutoff), expiredBit(b, cutoff), expiredBit(d, cutoff), expiredBit(x, cutoff)
 		if ea&^ex&(eb|^ed)&1 == 1 && a != packed.StampDead && b != packed.StampDead && d != packed.StampDead {
 			end := k - 1 + eb + ed
@@ -467,13 +467,17 @@ func (c *cell) search(h, base uint64, cutoff int64, hint, k, limit uint64) uint6
 	if dead {
 		return limit
 	}
-	// The hint's form missed the end: try the other one. A count that holds
-	// (n requests come as n leave) and an end that holds (requests come with
-	// none leaving) each settle in two misses at most.
-	if w := (h + lo) << 1; hint&hintCount == 0 && k > 0 {
+	// A hint that missed the end switches form: a count that holds (n
+	// requests come as n leave) and an end that holds (requests come with
+	// none leaving) each settle in two misses at most. One that found it
+	// (an end within two entries of the head, or the ring's last, where the
+	// four probes do not reach) is left as it is: no write.
+	switch {
+	case k == min(lo, L-1):
+	case hint&hintCount == 0 && k > 0:
 		c.hint.Store(lo<<1 | hintCount)
-	} else if w != hint {
-		c.hint.Store(w)
+	default:
+		c.hint.Store((h + lo) << 1)
 	}
 	return lo
 }

@@ -193,36 +193,50 @@ func TestFreeFromAnyHintAgreesWithAFullCount(t *testing.T) {
 // search, as the form that did not just miss, so that a key whose requests
 // come and leave at one pace (the count holds) and a key whose requests come
 // with none leaving (the end holds) both count without writing the hint; a
-// hint that predicted the count is left as it was.
+// hint that predicted the count is left as it was, where the four probes do
+// not reach too (an end within two entries of the head, or all of the ring
+// free).
 func TestTheHintFollowsTheCountOrTheEnd(t *testing.T) {
 	l, _ := newTest(t, 64)
-	const L, h, end = 64, 1000, 20
+	const L, h = 64, 1000
 	const t0 = int64(time.Hour)
-	c := &cell{slots: make([]atomic.Int64, L)}
-	c.head.Store(h)
 	cutoff := t0 - l.window
-	for k := range uint64(L) {
-		at := cutoff + 1 + int64(k)
-		if k < end {
-			at = cutoff - int64(end-k)
+	ring := func(end uint64) *cell {
+		c := &cell{slots: make([]atomic.Int64, L)}
+		c.head.Store(h)
+		for k := range uint64(L) {
+			at := cutoff + 1 + int64(k)
+			if k < end {
+				at = cutoff - int64(end-k)
+			}
+			c.slots[(h+k)%L].Store(packed.PackStamp(at, k&1) ^ freshStamp)
 		}
-		c.slots[(h+k)%L].Store(packed.PackStamp(at, k&1) ^ freshStamp)
+		return c
 	}
 	for _, step := range []struct {
 		name       string
+		end        uint64
 		hint, want uint64
 	}{
-		{"the end held", (h + end) << 1, (h + end) << 1},
-		{"the count held", end<<1 | hintCount, end<<1 | hintCount},
-		{"the end moved by one: the count held", (h + end - 1) << 1, end<<1 | hintCount},
-		{"the count fell by one: the end held", (end+1)<<1 | hintCount, (h + end) << 1},
-		{"the count grew by one", (end-1)<<1 | hintCount, end<<1 | hintCount},
-		{"an end far behind: the count", (h + 5) << 1, end<<1 | hintCount},
-		{"a count far off: the end", 50<<1 | hintCount, (h + end) << 1},
-		{"no hint: the end", 0, (h + end) << 1},
+		{"the end held", 20, (h + 20) << 1, (h + 20) << 1},
+		{"the count held", 20, 20<<1 | hintCount, 20<<1 | hintCount},
+		{"the end moved by one: the count held", 20, (h + 19) << 1, 20<<1 | hintCount},
+		{"the count fell by one: the end held", 20, 21<<1 | hintCount, (h + 20) << 1},
+		{"the count grew by one", 20, 19<<1 | hintCount, 20<<1 | hintCount},
+		{"an end far behind: the count", 20, (h + 5) << 1, 20<<1 | hintCount},
+		{"a count far off: the end", 20, 50<<1 | hintCount, (h + 20) << 1},
+		{"no hint: the end", 20, 0, (h + 20) << 1},
+		{"one free, the end held", 1, (h + 1) << 1, (h + 1) << 1},
+		{"one free, the count held", 1, 1<<1 | hintCount, 1<<1 | hintCount},
+		{"none free, the end held", 0, h << 1, h << 1},
+		{"none free, the count held", 0, hintCount, hintCount},
+		{"all free, the count held", L, L<<1 | hintCount, L<<1 | hintCount},
 	} {
+		c := ring(step.end)
 		c.hint.Store(step.hint)
-		require.Equal(t, uint64(end), l.free(c, h, t0), step.name)
-		assert.Equal(t, step.want, c.hint.Load(), step.name)
+		for call := range 3 { // settled: later calls leave it
+			require.Equal(t, step.end, l.free(c, h, t0), "%s, call %d", step.name, call)
+			assert.Equal(t, step.want, c.hint.Load(), "%s, call %d", step.name, call)
+		}
 	}
 }
