@@ -78,8 +78,8 @@ func (l *Limiter) Allow(key string) bool {
 // with it: how many single requests would still pass right now, after this
 // one (when denied, before it). It computes neither RetryAfter nor
 // ResetAfter: for callers that classify decisions by their remaining share,
-// as a service's observer does. Remaining costs a search of the log, as in
-// Take: a few probes near where the last one ended.
+// as a service's observer does. Remaining costs a count of the log, as in
+// Take: most often four probes around where the last count ended.
 func (l *Limiter) AllowRemaining(key string) (allowed bool, remaining int) {
 	allowed, free := l.admit(key, true)
 	return allowed, int(free)
