@@ -411,10 +411,12 @@ func (l *Limiter) free(c *cell, h uint64, t int64) uint64 {
 // refunds, which move the end forward, as free says. If head moved, the
 // slots from base on hold new claims in front of old entries, and a count
 // from h reads a ring that never was: under a frozen clock, with refunds and
-// claims meanwhile, more free entries than the key ever had, or fewer, by
-// where the hint starts the search. Then the caller decides again. A claim
-// needs no such check: its CAS on slot base succeeds only under the same
-// conditions.
+// claims meanwhile, more free entries than the key had at any moment of the
+// call, or not, by where the hint starts the search. Then the caller decides
+// again, which keeps the call lock-free: head or the slot moved by another
+// caller's successful CAS (a claim, a head advance, a refund's mark, a
+// tombstone), so some caller made progress. A claim needs no such check: its
+// CAS on slot base succeeds only under the same conditions.
 func (l *Limiter) freeStill(c *cell, h, base uint64, v, t int64) (uint64, bool) {
 	free := l.freeFrom(c, h, base, t)
 	return free, c.head.Load() == h && c.load(base) == v
