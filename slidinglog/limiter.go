@@ -88,7 +88,7 @@ func (l *Limiter) AllowRemaining(key string) (allowed bool, remaining int) {
 // admit is Allow, reporting also, when remaining is set, the requests that
 // would pass after the decision: 0 when a key cap turned a new key away.
 // Counted between the read of head h and the claim's CAS, as take counts
-// it: see the argument there.
+// it: see the argument there; a denial's count is checked by freeStill.
 func (l *Limiter) admit(key string, remaining bool) (allowed bool, free uint64) {
 	c := l.cells.Load(key) // inlined, where Get is not
 	if c == nil {
@@ -140,11 +140,16 @@ func (l *Limiter) admit(key string, remaining bool) (allowed bool, free uint64) 
 		}
 		newest, _ := packed.UnpackStamp(nv)
 		t, ok := claimable(v, max(now, newest), l.window)
-		if remaining {
-			free = l.freeFrom(c, h, i, t)
-		}
 		if !ok {
+			if remaining {
+				if free, ok = l.freeStill(c, h, i, v, t); !ok {
+					continue // the ring moved on: count it again
+				}
+			}
 			return false, free // a denial writes nothing
+		}
+		if remaining {
+			free = l.freeFrom(c, h, i, t) // checked by the CAS below
 		}
 		if c.cas(i, v, packed.PackStamp(t, round)) {
 			c.head.CompareAndSwap(h, h+1)
@@ -236,7 +241,11 @@ func (l *Limiter) take(c *cell, now int64, n uint64) (hotlimit.Decision, int64, 
 			t, ok = claimable(s.v, max(now, s.newest), l.window)
 			if k > 0 {
 				if !ok {
-					d := l.decision(c, s.h, now, t, s.newest)
+					free, still := l.freeStill(c, s.h, s.i, s.v, t)
+					if !still {
+						continue
+					}
+					d := l.decisionFree(free, now, t, s.newest)
 					d.RetryAfter = time.Nanosecond // room taken by concurrent requests
 					return d, 0, true
 				}
@@ -255,7 +264,11 @@ func (l *Limiter) take(c *cell, now int64, n uint64) (hotlimit.Decision, int64, 
 					}
 				}
 				if _, ok2 := claimable(decisive, t, l.window); !ok || !ok2 {
-					d := l.decision(c, s.h, now, t, s.newest)
+					free, still := l.freeStill(c, s.h, s.i, s.v, t)
+					if !still {
+						continue
+					}
+					d := l.decisionFree(free, now, t, s.newest)
 					d.RetryAfter = max(l.wait(s.v, t, now), l.wait(decisive, t, now))
 					return d, 0, true
 				}
@@ -336,15 +349,13 @@ func (l *Limiter) decide(c *cell, now int64) hotlimit.Decision {
 			h++
 			s.newest, _ = packed.UnpackStamp(s.v)
 		}
-		return l.decision(c, h, now, max(now, s.newest), s.newest)
+		t := max(now, s.newest)
+		free := l.free(c, h, t)
+		if c.head.Load() != s.h || c.load(s.i) != s.v {
+			continue // the ring moved on: count it again (see freeStill)
+		}
+		return l.decisionFree(free, now, t, s.newest)
 	}
-}
-
-// decision reports c with head h at time t (the caller's clock read, now,
-// or the newest logged time if later), newest being the newest logged time.
-// Allowed and RetryAfter are left for the caller.
-func (l *Limiter) decision(c *cell, h uint64, now, t, newest int64) hotlimit.Decision {
-	return l.decisionFree(l.free(c, h, t), now, t, newest)
 }
 
 // decisionFree is decision for a ring of which free entries are expired or
@@ -377,7 +388,9 @@ func (l *Limiter) decisionFree(free uint64, now, t, newest int64) hotlimit.Decis
 // slots far apart.
 //
 // The hint is only where to start: any value, stale or raced, gives the
-// same answer, as the probes alone decide it. The four probes decide only
+// same answer, as the probes alone decide it, on the ring with head h. (On
+// a ring whose head moved past h, the count is meaningless and depends on
+// the hint: callers that decide without a CAS check with freeStill.) The four probes decide only
 // on an expired entry followed by counted ones, in claim order, with no
 // tombstone among them. Every probe of the search keeps lo ≤ end ≤ hi, with
 // the entries before lo probed expired (or, in the prefix, implied so by a
@@ -387,6 +400,26 @@ func (l *Limiter) decisionFree(free uint64, now, t, newest int64) hotlimit.Decis
 // bisection's would.
 func (l *Limiter) free(c *cell, h uint64, t int64) uint64 {
 	return l.freeFrom(c, h, h%uint64(len(c.slots)), t)
+}
+
+// freeStill is freeFrom for a caller that read head h and, in slot base
+// (h mod L), the stamp v, and decides without a CAS (a denial, a report):
+// it also reports whether head and that slot still held them after the
+// count. Only then is the count one the ring had during the call: head was h
+// throughout (it only grows), slot base held v throughout (no slot holds a
+// value twice), so no claim or tombstone landed, and the count saw only
+// refunds, which move the end forward, as free says. If head moved, the
+// slots from base on hold new claims in front of old entries, and a count
+// from h reads a ring that never was: under a frozen clock, with refunds and
+// claims meanwhile, more free entries than the key had at any moment of the
+// call, or not, by where the hint starts the search. Then the caller decides
+// again, which keeps the call lock-free: head or the slot moved by another
+// caller's successful CAS (a claim, a head advance, a refund's mark, a
+// tombstone), so some caller made progress. A claim needs no such check: its
+// CAS on slot base succeeds only under the same conditions.
+func (l *Limiter) freeStill(c *cell, h, base uint64, v, t int64) (uint64, bool) {
+	free := l.freeFrom(c, h, base, t)
+	return free, c.head.Load() == h && c.load(base) == v
 }
 
 // freeFrom is free for a caller that knows base, h's slot h mod L.
