@@ -390,9 +390,9 @@ func (l *Limiter) decisionFree(free uint64, now, t, newest int64) hotlimit.Decis
 // The hint is only where to start: any value, stale or raced, gives the
 // same answer, as the probes alone decide it, on the ring with head h. (On
 // a ring whose head moved past h, the count is meaningless and depends on
-// the hint: callers that decide without a CAS check with freeStill.) The four probes decide only
-// on an expired entry followed by counted ones, in claim order, with no
-// tombstone among them. Every probe of the search keeps lo ≤ end ≤ hi, with
+// the hint: callers that decide without a CAS check with freeStill.) The
+// four probes decide only on an expired entry followed by counted ones, in
+// claim order, with no tombstone among them. Every probe of the search keeps lo ≤ end ≤ hi, with
 // the entries before lo probed expired (or, in the prefix, implied so by a
 // later one probed expired) and the one at hi, when hi < L, probed counted;
 // under concurrent refunds, which only move the end forward, the answer

@@ -4,9 +4,10 @@ import (
 	"testing"
 	"time"
 
-	"github.com/hotlimit/hotlimit"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/hotlimit/hotlimit"
 )
 
 // TestADenialCountsOnlyTheRingItDecidedOn forces, under a frozen clock, a
