@@ -149,7 +149,7 @@ func (l *Limiter) admit(key string, remaining bool) (allowed bool, free uint64) 
 			return false, free // a denial writes nothing
 		}
 		if remaining {
-			free = l.freeFrom(c, h, i, t) // checked by the CAS below
+			free = c.freeFrom(h, i, L, t-l.window) // checked by the CAS below
 		}
 		if c.cas(i, v, packed.PackStamp(t, round)) {
 			c.head.CompareAndSwap(h, h+1)
@@ -399,7 +399,8 @@ func (l *Limiter) decisionFree(free uint64, now, t, newest int64) hotlimit.Decis
 // lies between the end at the call's start and at its finish, as a
 // bisection's would.
 func (l *Limiter) free(c *cell, h uint64, t int64) uint64 {
-	return l.freeFrom(c, h, h%uint64(len(c.slots)), t)
+	L := uint64(len(c.slots))
+	return c.freeFrom(h, h%L, L, t-l.window)
 }
 
 // freeStill is freeFrom for a caller that read head h and, in slot base
@@ -418,14 +419,14 @@ func (l *Limiter) free(c *cell, h uint64, t int64) uint64 {
 // tombstone), so some caller made progress. A claim needs no such check: its
 // CAS on slot base succeeds only under the same conditions.
 func (l *Limiter) freeStill(c *cell, h, base uint64, v, t int64) (uint64, bool) {
-	free := l.freeFrom(c, h, base, t)
+	free := c.freeFrom(h, base, uint64(len(c.slots)), t-l.window)
 	return free, c.head.Load() == h && c.load(base) == v
 }
 
-// freeFrom is free for a caller that knows base, h's slot h mod L.
-func (l *Limiter) freeFrom(c *cell, h, base uint64, t int64) uint64 {
-	L := uint64(len(c.slots))
-	cutoff := t - l.window
+// freeFrom is free for a caller that knows base, h's slot h mod L, the
+// ring's length L and cutoff, t − Window: passed in registers, not loaded
+// again, on the observed admission's path.
+func (c *cell) freeFrom(h, base, L uint64, cutoff int64) uint64 {
 	hint := c.hint.Load()
 	k := hintAt(hint, h, L)
 	if k >= 2 && k+1 < L {
@@ -459,12 +460,12 @@ func (l *Limiter) freeFrom(c *cell, h, base uint64, t int64) uint64 {
 			return end
 		}
 	}
-	return c.search(h, base, cutoff, hint, k, l.limit)
+	return c.search(h, base, cutoff, hint, k)
 }
 
 // search is free past its first step: it finds the end by galloping from
 // entry k, where hint pointed, and bisecting, and keeps the hint.
-func (c *cell) search(h, base uint64, cutoff int64, hint, k, limit uint64) uint64 {
+func (c *cell) search(h, base uint64, cutoff int64, hint, k uint64) uint64 {
 	L := uint64(len(c.slots))
 	lo, hi := uint64(0), L
 	expired, dead := c.expiredAt(base, k, cutoff)
@@ -498,7 +499,7 @@ func (c *cell) search(h, base uint64, cutoff int64, hint, k, limit uint64) uint6
 		}
 	}
 	if dead {
-		return limit
+		return L // a fresh key's: every one of its Limit slots free
 	}
 	// A hint that missed the end switches form: a count that holds (n
 	// requests come as n leave) and an end that holds (requests come with
