@@ -12,8 +12,7 @@ import (
 	"github.com/hotlimit/hotlimit/slidingcounter"
 )
 
-// TestDenialOnKeptReadingReadsAgain: a word that changed after the caller's
-// clock reading (seen by its second load, or by a failed CAS) leaves it the
+// TestDenialOnKeptReadingReadsAgain: a failed CAS keeps the caller's clock
 // reading, but a denial is never decided on it. At 2 per second, 2 pass at
 // 0.1 s; A loads the word and reads 1.1 s; between A's Load and its CAS, B
 // passes at 1.1 s, and the clock moves to 1.9 s. On its kept reading A would
