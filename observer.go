@@ -49,9 +49,9 @@ type Source struct {
 	Policy Config
 }
 
-// Event is one decision, as an [Observer] sees it. Its fields fit in the
-// registers of a call, so that passing it by value costs no copy through
-// memory: Rule and Policy are read through the embedded *Source, which an
+// Event is one decision, as an [Observer] sees it. Its eight words fit in
+// the registers of a call, so that a call passes it in registers, not on the
+// stack: Rule and Policy are read through the embedded *Source, which an
 // Event from this module's producers never leaves nil.
 type Event struct {
 	// Source names the rule and the limit that decided: e.Rule and

@@ -10,18 +10,21 @@ import (
 	"github.com/hotlimit/hotlimit"
 )
 
-// TestADenialCountsOnlyTheRingItDecidedOn forces, under a frozen clock, a
-// denial whose count of the free entries runs after other claims moved the
-// head on. Caller A reads head h = 8 with the ring full and is denied; then
-// a Refund of 3 frees the three oldest entries, two claims take two of them
-// (head 10), and a Refund of 1 frees one more: the free counts over A's call
-// are 0, 3, 2, 1, 2. Counted from A's stale head, the ring reads as two new
-// claims in front of two refunded entries and four counted ones, whose end
-// is 4 from a hint at 2 or more and 0 from a hint below: a count that no
-// moment of the call had, and that depends on the hint. The count a denial
-// reports must be one the ring had: A counts, then finds head or its slot
-// moved, and decides again.
-func TestADenialCountsOnlyTheRingItDecidedOn(t *testing.T) {
+// TestFreeStillSeesTheRingMoveOn forces, under a frozen clock, a denial's
+// count of the free entries made after other claims moved the head on. It
+// takes admit's steps itself, as no clock read or other hook lies between
+// admit's head read and its count; freeStill, which the denials of admit,
+// take and decide count with, must report that the ring moved. Caller A
+// reads head h = 8 with the ring full and is denied; then a Refund of 3
+// frees the three oldest entries, two claims take two of them (head 10),
+// and a Refund of 1 frees one more: the free counts over A's call are 0, 3,
+// 2, 1, 2. Counted from A's stale head, the ring reads as two new claims in
+// front of two refunded entries and four counted ones, whose end is 4 from
+// a hint at 2 or more and 0 from a hint below: a count that no moment of
+// the call had, and that depends on the hint. The count a denial reports
+// must be one the ring had: A counts, then finds head or its slot moved,
+// and decides again.
+func TestFreeStillSeesTheRingMoveOn(t *testing.T) {
 	for _, hint := range []uint64{0, 1<<1 | hintCount, 2<<1 | hintCount, 4<<1 | hintCount, 6<<1 | hintCount, (8 + 4) << 1} {
 		l, now := newTest(t, 8)
 		now.Store(int64(time.Hour)) // frozen
