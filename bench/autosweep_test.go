@@ -2,6 +2,7 @@ package bench
 
 import (
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -49,11 +50,55 @@ var sweepAlgorithms = []struct {
 	{"tokenbucket-maxkeys", func() (sweepLimiter, error) {
 		return tokenbucket.New(sweepLimit, sweepWindow, hotlimit.WithAutoSweep(sweepMinKeys), hotlimit.WithMaxKeys(sweepMaxKeys))
 	}},
+	// No limiter at all: each call allocates what an insertion does and
+	// keeps about as many keys as the others hold, with no map and no sweep.
+	// Its stalls are the garbage collector's and the machine's: the floor
+	// under every other row.
+	{"alloc-only", func() (sweepLimiter, error) { return newAllocOnly(1 << 19), nil }},
 	{"gcra", newSweep(gcra.New)},
 	{"fixedwindow", newSweep(fixedwindow.New)},
 	{"slidingcounter", newSweep(slidingcounter.New)},
 	{"slidinglog", newSweep(slidinglog.New)},
 }
+
+// allocOnly is the baseline of BenchmarkAutoSweep: Allow allocates the three
+// objects an insertion into a keyed map allocates (the key's copy, the node
+// holding the cell and its link, xsync's entry), and keeps the last len(ring)
+// of them, as a limiter keeps the keys that are not yet idle; it always
+// passes.
+type allocOnly struct {
+	ring []*allocEntry
+	next int
+	held int
+}
+
+type allocNode struct {
+	word uint64
+	key  string
+	next *allocNode
+}
+
+type allocEntry struct {
+	key  string
+	node *allocNode
+}
+
+func newAllocOnly(keep int) *allocOnly { return &allocOnly{ring: make([]*allocEntry, keep)} }
+
+func (a *allocOnly) Allow(key string) bool {
+	k := strings.Clone(key)
+	e := &allocEntry{key: k, node: &allocNode{key: k}}
+	if prev := a.ring[a.next]; prev != nil {
+		e.node.next = prev.node // linked, as a sweep list links its nodes
+	} else {
+		a.held++
+	}
+	a.ring[a.next] = e
+	a.next = (a.next + 1) % len(a.ring)
+	return true
+}
+
+func (a *allocOnly) Len() int { return a.held }
 
 // BenchmarkAutoSweep times every call singly while b.N new keys are inserted
 // into a limiter of 100 per minute with WithAutoSweep(1<<16), from one
