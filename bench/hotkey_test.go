@@ -1,10 +1,13 @@
 package bench
 
 import (
+	"sync/atomic"
 	"testing"
 
+	"github.com/puzpuzpuz/xsync/v3"
 	"github.com/stretchr/testify/require"
 
+	"github.com/hotlimit/hotlimit"
 	"github.com/hotlimit/hotlimit/bench/internal/impl"
 	"github.com/hotlimit/hotlimit/internal/limitertest"
 )
@@ -48,4 +51,65 @@ func hotKeyPolicy(b *testing.B, name string, allow bool, im, mutex impl.Impl, p 
 		LockFree: func(tb testing.TB) limitertest.Allower { return build(tb, im) },
 		Mutex:    func() limitertest.Allower { return build(b, mutex) },
 	}
+}
+
+// BenchmarkHotKeyBound times, as BenchmarkHotKeyRatio does, against the same
+// mutex port at hit=allow, the least that a lock-free admission on one hot
+// key writes, with no decision: a map load, a clock read and a CAS loop on
+// the key's word (impl=onecas, every one-word algorithm's write), and the
+// same with a second word on a line of its own (impl=twocas, the sliding
+// log's head and ring slot). Their ratios bound the algorithms' from below:
+// a contended line changes cores on every admission, where the mutex port
+// lets one goroutine run while the others park.
+func BenchmarkHotKeyBound(b *testing.B) {
+	mutex := impl.Mutex()
+	for _, lines := range []int{1, 2} {
+		name := map[int]string{1: "onecas", 2: "twocas"}[lines]
+		b.Run("impl="+name, func(b *testing.B) {
+			limitertest.HotKeyRatio(b, []limitertest.HotKeyPolicy{{
+				Name:     "allow",
+				Allow:    true,
+				LockFree: func(testing.TB) limitertest.Allower { return newBareCAS(lines) },
+				Mutex: func() limitertest.Allower {
+					inst, err := mutex.New(hotAllow, impl.Options{})
+					require.NoError(b, err)
+					b.Cleanup(inst.Close)
+					return inst.Limiter
+				},
+			}})
+		})
+	}
+}
+
+// bareCAS admits every call, writing the clock reading into each of its
+// words by CAS: the writes of an admission without its decision.
+type bareCAS struct {
+	cells *xsync.MapOf[string, *bareWords]
+	lines int
+}
+
+// bareWords are a key's words, each on a cache line of its own.
+type bareWords struct {
+	w [2]struct {
+		atomic.Int64
+		_ [56]byte
+	}
+}
+
+func newBareCAS(lines int) *bareCAS {
+	return &bareCAS{cells: xsync.NewMapOf[string, *bareWords](), lines: lines}
+}
+
+func (c *bareCAS) Allow(key string) bool {
+	ws, ok := c.cells.Load(key)
+	if !ok {
+		ws, _ = c.cells.LoadOrStore(key, &bareWords{})
+	}
+	now := hotlimit.Monotonic()
+	for i := range c.lines {
+		w := &ws.w[i].Int64
+		for old := w.Load(); !w.CompareAndSwap(old, max(old, now)); old = w.Load() {
+		}
+	}
+	return true
 }
