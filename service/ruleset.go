@@ -20,7 +20,8 @@ import (
 // then counted by each; when one denies it, the limits that admitted it give
 // it back (see package composite). One limit is the common case; two express
 // policies like "10 per second and 100 per minute". A rule holds at least one
-// limit and no limit twice. Its order is kept, and is the order a denied
+// limit and no limit twice, a limit and its copy in shadow mode counting as
+// the same limit (they would count every request twice under one key). Its order is kept, and is the order a denied
 // request's Decision is computed in, sliding logs last (see [Service.Take]).
 type Limits []hotlimit.Config
 
@@ -97,8 +98,8 @@ func entryPath(path string, ls Limits, c hotlimit.Config) string {
 }
 
 // each calls f on every rule with its path, in the order Validate documents,
-// after checking the rule's shape: at least one limit, none twice. It stops at
-// the first error.
+// after checking the rule's shape: at least one limit, none twice (shadow
+// mode aside). It stops at the first error.
 func (r Rules) each(f func(path string, ls Limits) error) error {
 	return r.walk(func(path string, ls Limits) error {
 		if len(ls) == 0 {
@@ -108,8 +109,12 @@ func (r Rules) each(f func(path string, ls Limits) error) error {
 			if !c.Scope.Valid() {
 				return fmt.Errorf("service: %s[%d]: Config.Scope %v is not a scope: %w", path, i, c.Scope, hotlimit.ErrInvalidConfig)
 			}
-			if j := slices.Index(ls[:i], c); j >= 0 {
-				return fmt.Errorf("service: %s[%d]: the same limit as %s[%d] (%v): %w", path, i, path, j, c, hotlimit.ErrInvalidConfig)
+			// A limit and its copy in shadow mode are the same limit: they
+			// would count under one key of one limiter (see unscoped), so
+			// every request would be taken twice, and the shadow copy
+			// would deny what the limit alone passes.
+			if j := slices.IndexFunc(ls[:i], func(p hotlimit.Config) bool { return withoutShadow(p) == withoutShadow(c) }); j >= 0 {
+				return fmt.Errorf("service: %s[%d]: the same limit as %s[%d] (%v): %w", path, i, path, j, ls[j], hotlimit.ErrInvalidConfig)
 			}
 		}
 		return f(path, ls)
