@@ -386,3 +386,20 @@ func TestShadowCopyOfALimitInTheSameRuleIsRejected(t *testing.T) {
 	}
 	assert.Equal(t, 1, obs.get("default denied"))
 }
+
+func TestLenAndSweepCountTakeWithKeys(t *testing.T) {
+	clock, now := frozen(int64(time.Hour))
+	s, err := service.New(cfg(hotlimit.FixedWindow, 100), clock)
+	require.NoError(t, err)
+	plan := hotlimit.Config{Algorithm: hotlimit.TokenBucket, Limit: 5, Window: time.Second}
+	for i := range 10 {
+		_, err := s.TakeWith(fmt.Sprint("tenant", i), "a", plan, 1)
+		require.NoError(t, err)
+	}
+	require.True(t, s.Allow("u", "a"))
+	assert.Equal(t, 11, s.Len(), "ten keys of the plan's limiter and one of the rule's")
+	assert.Zero(t, s.Sweep(), "no key is idle yet")
+	now.Add(int64(time.Minute))
+	assert.Equal(t, 11, s.Sweep(), "every key is idle")
+	assert.Zero(t, s.Len())
+}
