@@ -14,6 +14,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/hotlimit/hotlimit"
+	"github.com/hotlimit/hotlimit/internal/jsonobj"
 )
 
 // Limits is one rule: a request passes only when every limit passes, and is
@@ -283,8 +284,8 @@ func (r Rules) MarshalJSON() ([]byte, error) {
 
 // UnmarshalJSON reads the form documented on [Rules], strictly: unknown
 // fields (also differently cased ones) are rejected, "default" is required,
-// every limit is read by [hotlimit.Config.UnmarshalJSON], and a pair listed
-// twice is an error. Errors name the offending entry, as in
+// every limit is read by [hotlimit.Config.UnmarshalJSON], and a field, user,
+// api or pair given twice is an error (encoding/json would keep the last). Errors name the offending entry, as in
 // `users["alice"][1].window: ...`, and wrap hotlimit.ErrInvalidConfig. It
 // checks the form, not the values: [LoadRules] also validates them. On error
 // r is unchanged.
@@ -309,9 +310,12 @@ func (r *Rules) UnmarshalJSON(data []byte) error {
 		if !ok || string(raw) == "null" {
 			continue
 		}
-		var rules map[string]json.RawMessage
-		if err := json.Unmarshal(raw, &rules); err != nil {
+		rules, dup, ok := jsonobj.Members(raw)
+		if !ok {
 			return fmt.Errorf("service: %s: want an object of rules by name, got %s: %w", m.name, describeJSON(raw), hotlimit.ErrInvalidConfig)
+		}
+		if dup != "" {
+			return fmt.Errorf("service: %s[%s]: given twice: %w", m.name, strconv.Quote(dup), hotlimit.ErrInvalidConfig)
 		}
 		if len(rules) > 0 {
 			*m.dst = make(map[string]Limits, len(rules))
@@ -427,11 +431,15 @@ func LoadRules(r io.Reader) (Rules, error) {
 }
 
 // decodeObject decodes data, which must be one JSON object, into its raw
-// members, rejecting a member whose name is not exactly one of names.
+// members, rejecting a member whose name is not exactly one of names, and one
+// given twice.
 func decodeObject(data []byte, names ...string) (map[string]json.RawMessage, error) {
-	var fields map[string]json.RawMessage
-	if err := json.Unmarshal(data, &fields); err != nil || fields == nil {
+	fields, dup, ok := jsonobj.Members(data)
+	switch {
+	case !ok:
 		return nil, fmt.Errorf("want a JSON object, got %s: %w", describeJSON(data), hotlimit.ErrInvalidConfig)
+	case dup != "":
+		return nil, fmt.Errorf("field %q given twice: %w", dup, hotlimit.ErrInvalidConfig)
 	}
 	for name := range fields {
 		if !slices.Contains(names, name) {
