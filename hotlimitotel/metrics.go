@@ -6,7 +6,7 @@
 //
 //	m, err := hotlimitotel.New(otel.GetMeterProvider().Meter("hotlimit"))
 //	svc, err := service.NewFromRules(rules, hotlimit.WithObserver(m))
-//	err = m.WatchKeys("api", svc.Len)
+//	m.WatchKeys("api", svc.Len)
 //
 // Instruments, with attributes bounded by the configuration (never one per
 // key or per user):
