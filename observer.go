@@ -102,9 +102,14 @@ func WithObserver(o Observer) Option {
 
 // WithNearLimit sets the share of a limit, in [0, 1], at or below which an
 // allowed request's Remaining makes it [OutcomeNearLimit]. Values outside
-// [0, 1] are clamped. The default is [DefaultNearLimit].
+// [0, 1] are clamped; NaN, which is no share, changes nothing. The default
+// is [DefaultNearLimit].
 func WithNearLimit(share float64) Option {
-	return func(opts *Options) { opts.NearLimit = min(max(share, 0), 1) }
+	return func(opts *Options) {
+		if share == share { // not NaN, which min and max would keep
+			opts.NearLimit = min(max(share, 0), 1)
+		}
+	}
 }
 
 // Classify returns the Outcome of d under the near-limit share nearLimit:
