@@ -143,3 +143,9 @@ func TestObserveDoesNotAllocate(t *testing.T) {
 	m.Observe(e)
 	assert.Zero(t, testing.AllocsPerRun(1000, func() { m.Observe(e) }))
 }
+
+func TestNewRejectsANilMeter(t *testing.T) {
+	m, err := hotlimitotel.New(nil)
+	assert.ErrorContains(t, err, "hotlimitotel: meter is nil")
+	assert.Nil(t, m)
+}
