@@ -237,9 +237,9 @@ const OverrideRule = "override"
 // rule's, even one with the same Config. Its keys count in [Service.Len]
 // and are evicted by [Service.Sweep] and auto-sweep as the rules' are, but
 // the limiter itself is kept as long as the service (with
-// [hotlimit.WithMaxKeys], a map sized for that many keys): c must come
-// from a bounded set of plans, never be built from what a client sends
-// unchecked. It returns an error wrapping
+// [hotlimit.WithMaxKeys], with a map sized up front for the cap's keys, up
+// to 1<<20): c must come from a bounded set of plans, never be built from
+// what a client sends unchecked. It returns an error wrapping
 // hotlimit.ErrInvalidConfig, and a denied Decision, when c is invalid.
 func (s *Service) TakeWith(user, api string, c hotlimit.Config, n int) (hotlimit.Decision, error) {
 	ru, err := s.override(c)
