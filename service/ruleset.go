@@ -22,8 +22,9 @@ import (
 // it back (see package composite). One limit is the common case; two express
 // policies like "10 per second and 100 per minute". A rule holds at least one
 // limit and no limit twice, a limit and its copy in shadow mode counting as
-// the same limit (they would count every request twice under one key). Its order is kept, and is the order a denied
-// request's Decision is computed in, sliding logs last (see [Service.Take]).
+// the same limit (they would count every request twice under one key). Its
+// order is kept, and is the order a denied request's Decision is computed
+// in, sliding logs last (see [Service.Take]).
 type Limits []hotlimit.Config
 
 // Pair names the requests from User to API.
@@ -285,7 +286,8 @@ func (r Rules) MarshalJSON() ([]byte, error) {
 // UnmarshalJSON reads the form documented on [Rules], strictly: unknown
 // fields (also differently cased ones) are rejected, "default" is required,
 // every limit is read by [hotlimit.Config.UnmarshalJSON], and a field, user,
-// api or pair given twice is an error (encoding/json would keep the last). Errors name the offending entry, as in
+// api or pair given twice is an error (encoding/json would keep the last).
+// Errors name the offending entry, as in
 // `users["alice"][1].window: ...`, and wrap hotlimit.ErrInvalidConfig. It
 // checks the form, not the values: [LoadRules] also validates them. On error
 // r is unchanged.
