@@ -250,6 +250,20 @@ func (s *Service) TakeWith(user, api string, c hotlimit.Config, n int) (hotlimit
 	return d, nil
 }
 
+// TakeWithContext is [Service.TakeWith] under ctx, as [Service.TakeContext]
+// is Take: a limiter that takes a context (redislimit's) decides under it.
+// The error wraps hotlimit.ErrInvalidConfig when c is invalid, with a denied
+// Decision; otherwise it is the limiter's, when it could not decide (the
+// decision is then its failure policy's).
+func (s *Service) TakeWithContext(ctx context.Context, user, api string, c hotlimit.Config, n int) (hotlimit.Decision, error) {
+	ru, err := s.override(c)
+	if err != nil {
+		return hotlimit.Decision{Limit: c.Limit, RetryAfter: hotlimit.Never}, err
+	}
+	d, _, err := ru.takeContext(ctx, s.keys, user, api, n)
+	return d, err
+}
+
 // override returns the rule of TakeWith's c, building it on first use. Two
 // first uses at once may both build a limiter: one is kept, the other
 // dropped unused.
