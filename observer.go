@@ -94,8 +94,10 @@ func (f ObserverFunc) Observe(e Event) { f(e) }
 // request's Remaining counts as near the limit: 20%.
 const DefaultNearLimit = 0.2
 
-// WithObserver makes the service, and every limiter it builds, report each
-// decision to o. A nil o reports nothing.
+// WithObserver makes a service.Service report each decision of its rules
+// and of TakeWith to o. A nil o reports nothing. The in-memory limiter
+// constructors (tokenbucket.New and the others) ignore it: a limiter used on
+// its own reports nothing, as its caller sees every decision already.
 func WithObserver(o Observer) Option {
 	return func(opts *Options) { opts.Observer = o }
 }
