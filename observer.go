@@ -95,9 +95,10 @@ func (f ObserverFunc) Observe(e Event) { f(e) }
 const DefaultNearLimit = 0.2
 
 // WithObserver makes a service.Service report each decision of its rules
-// and of TakeWith to o. A nil o reports nothing. The in-memory limiter
-// constructors (tokenbucket.New and the others) ignore it: a limiter used on
-// its own reports nothing, as its caller sees every decision already.
+// and of TakeWith to o, and redislimit's limiters report their fallbacks to
+// it when it is a [FallbackObserver]. A nil o reports nothing. The in-memory
+// limiter constructors (tokenbucket.New and the others) ignore it: a limiter
+// used on its own reports nothing, as its caller sees every decision.
 func WithObserver(o Observer) Option {
 	return func(opts *Options) { opts.Observer = o }
 }
