@@ -8,6 +8,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/hotlimit/hotlimit/internal/jsonobj"
 )
 
 // ErrInvalidConfig is wrapped by every error that rejects a policy: a bad
@@ -265,15 +267,19 @@ func (c Config) MarshalJSON() ([]byte, error) {
 // UnmarshalJSON decodes the object [Config.MarshalJSON] writes, strictly:
 // "algorithm", "limit" and "window" are required ("limit" and "window" are
 // optional for Unlimited), "burst", "shadow" and "scope" are optional (a
-// missing scope is PerPair; [Scope.UnmarshalText] reads it), any
-// other field (including a differently cased one) is rejected, the algorithm
-// is read by [Algorithm.UnmarshalText] and the window by [time.ParseDuration].
+// missing scope is PerPair; [Scope.UnmarshalText] reads it), any other
+// field (including a differently cased one) and a field given twice are
+// rejected, the algorithm is read by [Algorithm.UnmarshalText] and the
+// window by [time.ParseDuration].
 // Errors are [*FieldError] values naming the field, or name the object when it
 // is not one; all wrap [ErrInvalidConfig]. On error c is unchanged. It does
 // not call [Config.Validate]: a limit of 0 reads back as 0.
 func (c *Config) UnmarshalJSON(data []byte) error {
 	fields, err := decodeObject(data, "algorithm", "limit", "window", "burst", "shadow", "scope")
-	if err != nil {
+	var fe *FieldError
+	if errors.As(err, &fe) {
+		return err
+	} else if err != nil {
 		return fmt.Errorf("hotlimit: Config: %w", err)
 	}
 	var next Config
@@ -336,11 +342,17 @@ func unjson(err error) string {
 
 // decodeObject decodes data, which must be one JSON object, into its raw
 // members, rejecting a member whose name is not exactly one of names (case
-// matters). The errors wrap [ErrInvalidConfig].
+// matters), and one given twice, as a [*FieldError]. The errors wrap
+// [ErrInvalidConfig].
 func decodeObject(data []byte, names ...string) (map[string]json.RawMessage, error) {
-	var fields map[string]json.RawMessage
-	if err := json.Unmarshal(data, &fields); err != nil || fields == nil {
+	fields, dup, ok := jsonobj.Members(data)
+	switch {
+	case !ok:
 		return nil, fmt.Errorf("want a JSON object, got %s: %w", describeJSON(data), ErrInvalidConfig)
+	case dup != "" && slices.Contains(names, dup):
+		return nil, &FieldError{Field: dup, Err: fmt.Errorf("given twice: %w", ErrInvalidConfig)}
+	case dup != "":
+		return nil, fmt.Errorf("unknown field %q, want %s: %w", dup, strings.Join(names, ", "), ErrInvalidConfig)
 	}
 	for name := range fields {
 		if !slices.Contains(names, name) {

@@ -109,6 +109,8 @@ func TestConfigJSONIsStrictAndNamesTheField(t *testing.T) {
 		{`{"algorithm":"GCRA","limit":1,"window":"1s","shadow":"yes"}`, "shadow", "want true or false"},
 		{`{"algorithm":"Unlimited","window":"x"}`, "window", `"x"`},
 		{`{"Algorithm":"GCRA","limit":1,"window":"1s"}`, "", `unknown field "Algorithm"`},
+		{`{"algorithm":"GCRA","limit":1,"window":"1s","limit":1000}`, "limit", "given twice"},
+		{`{"algorithm":"GCRA","limit":1,"window":"1s","shadow":true,"shadow":false}`, "shadow", "given twice"},
 		{`[]`, "", "want a JSON object"},
 		{`null`, "", "want a JSON object"},
 		{`"GCRA 1/1s"`, "", "want a JSON object"},

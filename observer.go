@@ -94,17 +94,25 @@ func (f ObserverFunc) Observe(e Event) { f(e) }
 // request's Remaining counts as near the limit: 20%.
 const DefaultNearLimit = 0.2
 
-// WithObserver makes the service, and every limiter it builds, report each
-// decision to o. A nil o reports nothing.
+// WithObserver makes a service.Service report each decision of its rules
+// and of TakeWith to o, and redislimit's limiters report their fallbacks to
+// it when it is a [FallbackObserver]. A nil o reports nothing. The in-memory
+// limiter constructors (tokenbucket.New and the others) ignore it: a limiter
+// used on its own reports nothing, as its caller sees every decision.
 func WithObserver(o Observer) Option {
 	return func(opts *Options) { opts.Observer = o }
 }
 
 // WithNearLimit sets the share of a limit, in [0, 1], at or below which an
 // allowed request's Remaining makes it [OutcomeNearLimit]. Values outside
-// [0, 1] are clamped. The default is [DefaultNearLimit].
+// [0, 1] are clamped; NaN, which is no share, changes nothing. The default
+// is [DefaultNearLimit].
 func WithNearLimit(share float64) Option {
-	return func(opts *Options) { opts.NearLimit = min(max(share, 0), 1) }
+	return func(opts *Options) {
+		if share == share { // not NaN, which min and max would keep
+			opts.NearLimit = min(max(share, 0), 1)
+		}
+	}
 }
 
 // Classify returns the Outcome of d under the near-limit share nearLimit:

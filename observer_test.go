@@ -2,6 +2,7 @@ package hotlimit_test
 
 import (
 	"fmt"
+	"math"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -65,4 +66,14 @@ func ExampleClassify() {
 	// Output:
 	// near_limit
 	// shadow_denied
+}
+
+// NaN is no share: clamping it with min and max keeps it NaN, under which
+// no request would ever be near the limit. It keeps the default instead.
+func TestWithNearLimitNaNKeepsTheDefault(t *testing.T) {
+	o := hotlimit.NewOptions(hotlimit.WithNearLimit(math.NaN()))
+	assert.Equal(t, hotlimit.DefaultNearLimit, o.NearLimit)
+	o = hotlimit.NewOptions(hotlimit.WithNearLimit(0.5), hotlimit.WithNearLimit(math.NaN()))
+	assert.Equal(t, 0.5, o.NearLimit, "an earlier share stays")
+	assert.Equal(t, hotlimit.OutcomeNearLimit, hotlimit.Classify(hotlimit.Decision{Allowed: true, Limit: 10, Remaining: 1}, false, o.NearLimit))
 }

@@ -62,7 +62,9 @@
 //
 // # Response metadata
 //
-// Every response carries two metadata entries, the items of the IETF draft
+// Every response but one to an allow-listed caller (a rule of
+// [hotlimit.Unlimited], which no quota limits) carries two metadata
+// entries, the items of the IETF draft
 // "RateLimit header fields for HTTP" (draft-ietf-httpapi-ratelimit-headers)
 // exactly as httplimit formats them (the same code):
 //

@@ -527,3 +527,27 @@ func TestBackendFailureIsUnavailable(t *testing.T) {
 		assert.ErrorIs(t, rec.last().Err, errBackendDown)
 	}
 }
+
+// An allow-listed caller (an Unlimited rule) has no quota: its metadata
+// would read q=0 beside r=9223372036854775807, so none is sent.
+func TestUnlimitedRuleSendsNoRateLimitMetadata(t *testing.T) {
+	svc, _ := newService(t, cfg(hotlimit.FixedWindow, 1, time.Second), 0)
+	require.NoError(t, svc.ConfigureAPI(unaryCall, hotlimit.Config{Algorithm: hotlimit.Unlimited}))
+	var rec recorder
+	ts := &testService{}
+	cc := serveBufconn(t, ts, []grpc.ServerOption{grpc.ChainUnaryInterceptor(
+		grpclimit.UnaryServerInterceptor(svc, grpclimit.WithObserver(rec.observe)))})
+	client := testgrpc.NewTestServiceClient(cc)
+	for i := range 3 {
+		var header metadata.MD
+		_, err := client.UnaryCall(ctx(t), &testgrpc.SimpleRequest{}, grpc.Header(&header))
+		require.NoError(t, err, "call %d", i)
+		assert.Empty(t, header.Get("ratelimit"), "call %d", i)
+		assert.Empty(t, header.Get("ratelimit-policy"), "call %d", i)
+	}
+	assert.Len(t, rec.all(), 3, "the observer still sees every decision")
+	var header metadata.MD
+	_, err := client.EmptyCall(ctx(t), &testgrpc.Empty{}, grpc.Header(&header))
+	require.NoError(t, err)
+	assert.Equal(t, []string{`"fixedwindow-1-1s";q=1;w=1`}, header.Get("ratelimit-policy"), "other methods keep theirs")
+}

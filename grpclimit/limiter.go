@@ -101,9 +101,11 @@ func (l *limiter) observe(v *verdict) {
 }
 
 // header returns the RateLimit metadata of a call that proceeds, or nil when
-// there is none to send.
+// there is none to send: with the metadata off, when the limiter failed, and
+// for an allow-listed caller (an Unlimited rule), which has no quota to
+// advertise (its metadata would read q=0 beside the largest r).
 func (l *limiter) header(v *verdict) metadata.MD {
-	if !l.o.headers || v.policy == nil {
+	if !l.o.headers || v.policy == nil || v.policy.Config.Algorithm == hotlimit.Unlimited {
 		return nil
 	}
 	return rateLimitMD(v.policy, v.e.Decision)

@@ -6,7 +6,7 @@
 //
 //	m, err := hotlimitotel.New(otel.GetMeterProvider().Meter("hotlimit"))
 //	svc, err := service.NewFromRules(rules, hotlimit.WithObserver(m))
-//	err = m.WatchKeys("api", svc.Len)
+//	m.WatchKeys("api", svc.Len)
 //
 // Instruments, with attributes bounded by the configuration (never one per
 // key or per user):
@@ -24,6 +24,7 @@ package hotlimitotel
 
 import (
 	"context"
+	"errors"
 	"sync"
 
 	"github.com/puzpuzpuz/xsync/v3"
@@ -55,8 +56,11 @@ type Metrics struct {
 	watched map[string]func() int
 }
 
-// New creates the instruments on meter.
+// New creates the instruments on meter. A nil meter is an error.
 func New(meter metric.Meter) (*Metrics, error) {
+	if meter == nil {
+		return nil, errors.New("hotlimitotel: meter is nil: pass one from a MeterProvider, such as otel.GetMeterProvider().Meter(\"hotlimit\")")
+	}
 	m := &Metrics{meter: meter, rules: xsync.NewMapOf[string, *ruleOptions](), watched: map[string]func() int{}}
 	var err error
 	if m.decisions, err = meter.Int64Counter("hotlimit.decisions", metric.WithUnit("{decision}"),

@@ -2,7 +2,9 @@ package hotlimitotel_test
 
 import (
 	"context"
+	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -13,6 +15,7 @@ import (
 
 	"github.com/hotlimit/hotlimit"
 	"github.com/hotlimit/hotlimit/hotlimitotel"
+	"github.com/hotlimit/hotlimit/service"
 )
 
 // setup returns metrics recording into a manual reader.
@@ -142,4 +145,48 @@ func TestObserveDoesNotAllocate(t *testing.T) {
 	e := hotlimit.Event{Source: &hotlimit.Source{Rule: "default"}, Outcome: hotlimit.OutcomeAllowed, N: 1}
 	m.Observe(e)
 	assert.Zero(t, testing.AllocsPerRun(1000, func() { m.Observe(e) }))
+}
+
+func TestNewRejectsANilMeter(t *testing.T) {
+	m, err := hotlimitotel.New(nil)
+	assert.ErrorContains(t, err, "hotlimitotel: meter is nil")
+	assert.Nil(t, m)
+}
+
+// A service reporting to the metrics, end to end: what the manual reader
+// collects equals the service's decisions, rule by rule.
+func TestServiceDecisionsThroughAManualReader(t *testing.T) {
+	m, reader := setup(t)
+	rules, err := service.LoadRules(strings.NewReader(`{
+	  "default": [{"algorithm": "FixedWindow", "limit": 3, "window": "1m"}],
+	  "apis":    {"GET /new": [{"algorithm": "FixedWindow", "limit": 2, "window": "1m", "shadow": true}]},
+	  "users":   {"health-check": [{"algorithm": "Unlimited"}]}
+	}`))
+	require.NoError(t, err)
+	var now atomic.Int64 // a frozen fake clock
+	svc, err := service.NewFromRules(rules, hotlimit.WithClock(now.Load), hotlimit.WithObserver(m))
+	require.NoError(t, err)
+	m.WatchKeys("api", svc.Len)
+	passed := 0
+	for range 5 {
+		for _, call := range [][2]string{{"alice", "GET /"}, {"alice", "GET /new"}, {"health-check", "GET /"}} {
+			if svc.Allow(call[0], call[1]) {
+				passed++
+			}
+		}
+	}
+	assert.Equal(t, 13, passed, "all but alice's 4th and 5th on GET /")
+
+	got := sums(t, reader)
+	assert.Equal(t, map[string]int64{
+		"outcome=allowed,rule=default":                2,
+		"outcome=near_limit,rule=default":             1,
+		"outcome=denied,rule=default":                 2,
+		`outcome=allowed,rule=apis["GET /new"]`:       1,
+		`outcome=near_limit,rule=apis["GET /new"]`:    1,
+		`outcome=shadow_denied,rule=apis["GET /new"]`: 3,
+		`outcome=allowed,rule=users["health-check"]`:  5,
+	}, got["hotlimit.decisions"])
+	assert.Equal(t, got["hotlimit.decisions"], got["hotlimit.requests"], "each decision was on one request")
+	assert.Equal(t, map[string]int64{"limiter=api": 2}, got["hotlimit.keys"], "alice's two pairs; the allow-list keeps none")
 }

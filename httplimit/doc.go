@@ -39,7 +39,8 @@
 //
 // Every response carries the two fields of the IETF draft "RateLimit header
 // fields for HTTP" (draft-ietf-httpapi-ratelimit-headers), as Structured
-// Field lists of one item each:
+// Field lists of one item each, except one to an allow-listed caller (a rule
+// of [hotlimit.Unlimited]), which no quota limits:
 //
 //	RateLimit-Policy: "fixedwindow-3-1s";q=3;w=1
 //	RateLimit: "fixedwindow-3-1s";r=2;t=1
@@ -51,8 +52,9 @@
 // the quota is back to full (Decision.ResetAfter, rounded up). When a response
 // already carries one of these fields, for example from an outer httplimit
 // middleware with a policy of its own, the new item is appended to the list.
-// The fields describe the policy that decided the request (the first limit
-// of its rule, when the rule has several).
+// The fields describe the policy that decided the request: for a rule of
+// several limits, the one that denied it, or, when all passed it, the one
+// with the least share left (see service.Service.TakePolicy).
 //
 // A denied request gets 429 Too Many Requests with Retry-After in whole
 // seconds, rounded up so that it is never earlier than the limiter's

@@ -153,7 +153,11 @@ func (h *handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	d, c := h.svc.TakePolicy(user, api, 1)
 	p := h.policies.Get(c)
 	deny := !d.Allowed && !h.opts.dryRun
-	setHeaders(w.Header(), p, d, h.opts.legacy, deny)
+	if c.Algorithm != hotlimit.Unlimited || deny {
+		// An allow-listed caller has no quota to advertise: its fields
+		// would read q=0 beside the largest r.
+		setHeaders(w.Header(), p, d, h.opts.legacy, deny)
+	}
 
 	if h.opts.observe == nil && !deny {
 		h.next.ServeHTTP(w, r)

@@ -534,3 +534,24 @@ func TestDeniedNamesTheLimitThatDenied(t *testing.T) {
 	assert.Equal(t, `"fixedwindow-3-1m";r=0;t=60`, w.Header().Get("RateLimit"))
 	assert.Contains(t, w.Body.String(), `policy \"fixedwindow-3-1m\" (3 requests per 1m) exceeded; retry in 60 s`)
 }
+
+// An allow-listed caller (an Unlimited rule) has no quota: the RateLimit
+// fields would read q=0 next to r=9223372036854775807, which tells a client
+// its quota is empty. No field is set; the observer still sees the decision.
+func TestUnlimitedRuleSetsNoRateLimitFields(t *testing.T) {
+	svc, _ := newService(t, cfg(hotlimit.FixedWindow, 1, time.Second), 0)
+	require.NoError(t, svc.ConfigureUser("ip:192.0.2.7", hotlimit.Config{Algorithm: hotlimit.Unlimited}))
+	var seen atomic.Int64
+	h := httplimit.New(svc, httplimit.WithLegacyHeaders(true),
+		httplimit.WithObserver(func(e httplimit.Event) { seen.Add(1) }))(ok)
+	for i := range 3 {
+		w := serve(h, get("/", "192.0.2.7:1"))
+		assert.Equal(t, http.StatusOK, w.Code, "request %d", i+1)
+		for _, k := range []string{"RateLimit-Policy", "RateLimit", "Retry-After", "X-RateLimit-Limit", "X-RateLimit-Remaining", "X-RateLimit-Reset"} {
+			assert.Empty(t, w.Header().Values(k), "request %d: %s", i+1, k)
+		}
+	}
+	assert.EqualValues(t, 3, seen.Load())
+	w := serve(h, get("/", "192.0.2.8:1"))
+	assert.Equal(t, `"fixedwindow-1-1s";q=1;w=1`, w.Header().Get("RateLimit-Policy"), "other callers keep theirs")
+}

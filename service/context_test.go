@@ -169,3 +169,31 @@ func TestCloseClosesTheLimitersThatHoldResources(t *testing.T) {
 		assert.Equal(t, 1, l.closed, "limiter %d closed once", limit)
 	}
 }
+
+// TestTakeWithContextReachesTheLimiter: a limit given with the call is
+// decided under the call's context too, so a request's deadline bounds a
+// decision on Redis whichever way its limit was chosen.
+func TestTakeWithContextReachesTheLimiter(t *testing.T) {
+	f := &remoteFactory{}
+	s, err := service.New(cfg(hotlimit.FixedWindow, 2), hotlimit.WithFactory(f.build))
+	require.NoError(t, err)
+	plan := cfg(hotlimit.FixedWindow, 5)
+	ctx := context.WithValue(context.Background(), ctxKey{}, "req-1")
+	d, err := s.TakeWithContext(ctx, "zed", "GET /pay", plan, 1)
+	require.NoError(t, err)
+	assert.True(t, d.Allowed)
+	assert.Equal(t, []string{"take 3:zed|GET /pay req-1"}, f.built[5].calls)
+
+	cancelled, cancel := context.WithCancel(ctx)
+	cancel()
+	d, err = s.TakeWithContext(cancelled, "zed", "GET /pay", plan, 1)
+	assert.ErrorIs(t, err, context.Canceled, "the limiter's error comes back")
+	assert.True(t, d.Allowed, "with the decision it made")
+	assert.Equal(t, 2, f.built[5].seen["3:zed|GET /pay"])
+	_, err = s.TakeWith("zed", "GET /pay", plan, 1)
+	require.NoError(t, err)
+	assert.Equal(t, 3, f.built[5].seen["3:zed|GET /pay"], "one quota with TakeWith's")
+
+	_, err = s.TakeWithContext(ctx, "zed", "GET /pay", cfg(hotlimit.FixedWindow, 0), 1)
+	assert.ErrorIs(t, err, hotlimit.ErrInvalidConfig)
+}

@@ -29,6 +29,14 @@
 // nothing, so a request one limit denies spends no other limit's quota.
 // [Service.TakePolicy] names the limit that decided.
 //
+// For operating it: [hotlimit.WithObserver] reports every decision with the
+// rule that made it and its outcome (package hotlimitprom and hotlimitotel
+// export them as metrics); a limit with Shadow set decides and counts but
+// never denies, reporting what it would have denied; a rule of
+// [hotlimit.Unlimited] is an allow-list entry that keeps no state;
+// [Service.TakeWith] decides one call under a limit given with it; and
+// [hotlimit.WithMaxKeys] caps the keys each limiter holds.
+//
 // The rules live in an immutable snapshot behind an atomic pointer; Replace
 // and Configure* build a new snapshot and swap it in, so Allow and Take never
 // lock, and a decision that starts after a Replace returns uses the new

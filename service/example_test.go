@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"math"
 	"reflect"
 	"strings"
 	"sync"
@@ -249,4 +250,52 @@ func ExampleUnmatchedAPIs() {
 	}
 	fmt.Println(service.UnmatchedAPIs(rules, []string{"GET /pay", "GET /search"}))
 	// Output: [pay]
+}
+
+// Operating a service: an observer counting outcomes by rule, a new limit
+// rolled out in shadow mode on one API, and an allow-listed user.
+func Example_observerShadowAndAllowList() {
+	rules, err := service.LoadRules(strings.NewReader(`{
+	  "default": [{"algorithm": "FixedWindow", "limit": 3, "window": "1m"}],
+	  "apis":    {"GET /new": [{"algorithm": "FixedWindow", "limit": 2, "window": "1m", "shadow": true}]},
+	  "users":   {"health-check": [{"algorithm": "Unlimited"}]}
+	}`))
+	if err != nil {
+		panic(err)
+	}
+	var mu sync.Mutex
+	counts := map[string]int{}
+	observer := hotlimit.ObserverFunc(func(e hotlimit.Event) {
+		mu.Lock()
+		defer mu.Unlock()
+		counts[e.Rule+" "+e.Outcome.String()]++
+	})
+	var now atomic.Int64 // a frozen fake clock
+	s, err := service.NewFromRules(rules, hotlimit.WithClock(now.Load), hotlimit.WithObserver(observer))
+	if err != nil {
+		panic(err)
+	}
+	fmt.Println("alice GET /    ", calls(s, "alice", "GET /", 5))
+	fmt.Println("alice GET /new ", calls(s, "alice", "GET /new", 5))
+	fmt.Println("health-check   ", calls(s, "health-check", "GET /", 5))
+	fmt.Println(s.Take("health-check", "GET /", 1).Remaining == math.MaxInt)
+	for _, k := range []string{
+		"default allowed", "default near_limit", "default denied",
+		`apis["GET /new"] allowed`, `apis["GET /new"] near_limit`, `apis["GET /new"] shadow_denied`,
+		`users["health-check"] allowed`,
+	} {
+		fmt.Println(k, counts[k])
+	}
+	// Output:
+	// alice GET /     YYYNN
+	// alice GET /new  YYYYY
+	// health-check    YYYYY
+	// true
+	// default allowed 2
+	// default near_limit 1
+	// default denied 2
+	// apis["GET /new"] allowed 1
+	// apis["GET /new"] near_limit 1
+	// apis["GET /new"] shadow_denied 3
+	// users["health-check"] allowed 6
 }

@@ -185,9 +185,15 @@ func TestAllowOfOneLimitBuildsItsKeyOnTheStack(t *testing.T) {
 	assert.Zero(t, testing.AllocsPerRun(100, func() { s.Allow("user", "GET /pay") }))
 	assert.Zero(t, testing.AllocsPerRun(100, func() { s.Allow(user, api) }), "a key of stackKeyLen bytes")
 	assert.Zero(t, testing.AllocsPerRun(100, func() { s.Allow(long, api) }), "a longer key, in a longKey")
-	assert.Zero(t, testing.AllocsPerRun(100, func() { s.Allow(huge, api) }), "a key longer than longKeyLen, in the pool's buffer")
+	pooled := testing.AllocsPerRun(100, func() { s.Allow(huge, api) })
+	if !raceDetector { // whose pool drops buffers on purpose
+		assert.Zero(t, pooled, "a key longer than longKeyLen, in the pool's buffer")
+	}
 	for _, u := range []string{user, long, huge} { // Take(…, 0) reports and changes nothing
-		assert.Zero(t, testing.AllocsPerRun(100, func() { s.Take(u, api, 0) }), "Take, a user of %d bytes", len(u))
+		allocs := testing.AllocsPerRun(100, func() { s.Take(u, api, 0) })
+		if u != huge || !raceDetector {
+			assert.Zero(t, allocs, "Take, a user of %d bytes", len(u))
+		}
 	}
 	// The limiter kept a copy of each key, not the stack's bytes: the pairs
 	// are still found under their keys.

@@ -354,3 +354,52 @@ func TestObservedAllowOfLongNames(t *testing.T) {
 	assert.EqualValues(t, 16, n.n.Load())
 	assert.Equal(t, 2, s.Len())
 }
+
+// A limit and its own copy in shadow mode would share one limiter and one
+// key (shadow mode is not part of the limiter), so every request would be
+// counted twice and the shadow copy would deny the caller. Such a rule is
+// rejected, in Go and in JSON, naming the entry.
+func TestShadowCopyOfALimitInTheSameRuleIsRejected(t *testing.T) {
+	real := hotlimit.Config{Algorithm: hotlimit.TokenBucket, Limit: 2, Window: time.Second}
+	shadow := real
+	shadow.Shadow = true
+	perUser := real
+	perUser.Scope, perUser.Shadow = hotlimit.PerUser, true
+	for _, ls := range []service.Limits{{shadow, real}, {real, shadow}} {
+		_, err := service.NewFromRules(service.Rules{Default: ls})
+		assert.ErrorIs(t, err, hotlimit.ErrInvalidConfig, "%v", ls)
+		assert.ErrorContains(t, err, "default[1]: the same limit as default[0]", "%v", ls)
+		assert.ErrorContains(t, service.Rules{Default: ls}.Validate(), "default[1]: the same limit as default[0]", "%v", ls)
+	}
+	_, err := service.LoadRules(strings.NewReader(`{"default":[` + tb1 + `],"apis":{"a":[` + tb1 +
+		`,{"algorithm":"TokenBucket","limit":1,"window":"1s","shadow":true}]}}`))
+	assert.ErrorContains(t, err, `apis["a"][1]: the same limit as apis["a"][0]`)
+
+	// The same limit under another scope counts under other keys: it is
+	// accepted, and the shadow copy never denies the caller.
+	obs := newCounting()
+	clock, _ := frozen(int64(time.Hour))
+	s, err := service.NewFromRules(service.Rules{Default: service.Limits{real, perUser}}, clock, hotlimit.WithObserver(obs))
+	require.NoError(t, err)
+	for i := range 3 {
+		assert.Equal(t, i < 2, s.Allow("u", "a"), "request %d: the real limit alone decides", i+1)
+	}
+	assert.Equal(t, 1, obs.get("default denied"))
+}
+
+func TestLenAndSweepCountTakeWithKeys(t *testing.T) {
+	clock, now := frozen(int64(time.Hour))
+	s, err := service.New(cfg(hotlimit.FixedWindow, 100), clock)
+	require.NoError(t, err)
+	plan := hotlimit.Config{Algorithm: hotlimit.TokenBucket, Limit: 5, Window: time.Second}
+	for i := range 10 {
+		_, err := s.TakeWith(fmt.Sprint("tenant", i), "a", plan, 1)
+		require.NoError(t, err)
+	}
+	require.True(t, s.Allow("u", "a"))
+	assert.Equal(t, 11, s.Len(), "ten keys of the plan's limiter and one of the rule's")
+	assert.Zero(t, s.Sweep(), "no key is idle yet")
+	now.Add(int64(time.Minute))
+	assert.Equal(t, 11, s.Sweep(), "every key is idle")
+	assert.Zero(t, s.Len())
+}

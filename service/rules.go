@@ -411,6 +411,13 @@ func unscoped(c hotlimit.Config) hotlimit.Config {
 	return c
 }
 
+// withoutShadow returns c out of shadow mode: a rule may not hold a limit
+// and its copy in shadow mode (see Rules.each).
+func withoutShadow(c hotlimit.Config) hotlimit.Config {
+	c.Shadow = false
+	return c
+}
+
 // resolveRules maps each rule of m to its built rule, named by name.
 func resolveRules[K comparable](m map[K]Limits, byLimits map[string]*rule, name func(K) string) map[K]*rule {
 	if len(m) == 0 {

@@ -14,14 +14,17 @@ import (
 	"unicode/utf8"
 
 	"github.com/hotlimit/hotlimit"
+	"github.com/hotlimit/hotlimit/internal/jsonobj"
 )
 
 // Limits is one rule: a request passes only when every limit passes, and is
 // then counted by each; when one denies it, the limits that admitted it give
 // it back (see package composite). One limit is the common case; two express
 // policies like "10 per second and 100 per minute". A rule holds at least one
-// limit and no limit twice. Its order is kept, and is the order a denied
-// request's Decision is computed in, sliding logs last (see [Service.Take]).
+// limit and no limit twice, a limit and its copy in shadow mode counting as
+// the same limit (they would count every request twice under one key). Its
+// order is kept, and is the order a denied request's Decision is computed
+// in, sliding logs last (see [Service.Take]).
 type Limits []hotlimit.Config
 
 // Pair names the requests from User to API.
@@ -97,8 +100,8 @@ func entryPath(path string, ls Limits, c hotlimit.Config) string {
 }
 
 // each calls f on every rule with its path, in the order Validate documents,
-// after checking the rule's shape: at least one limit, none twice. It stops at
-// the first error.
+// after checking the rule's shape: at least one limit, none twice (shadow
+// mode aside). It stops at the first error.
 func (r Rules) each(f func(path string, ls Limits) error) error {
 	return r.walk(func(path string, ls Limits) error {
 		if len(ls) == 0 {
@@ -108,8 +111,12 @@ func (r Rules) each(f func(path string, ls Limits) error) error {
 			if !c.Scope.Valid() {
 				return fmt.Errorf("service: %s[%d]: Config.Scope %v is not a scope: %w", path, i, c.Scope, hotlimit.ErrInvalidConfig)
 			}
-			if j := slices.Index(ls[:i], c); j >= 0 {
-				return fmt.Errorf("service: %s[%d]: the same limit as %s[%d] (%v): %w", path, i, path, j, c, hotlimit.ErrInvalidConfig)
+			// A limit and its copy in shadow mode are the same limit: they
+			// would count under one key of one limiter (see unscoped), so
+			// every request would be taken twice, and the shadow copy
+			// would deny what the limit alone passes.
+			if j := slices.IndexFunc(ls[:i], func(p hotlimit.Config) bool { return withoutShadow(p) == withoutShadow(c) }); j >= 0 {
+				return fmt.Errorf("service: %s[%d]: the same limit as %s[%d] (%v): %w", path, i, path, j, ls[j], hotlimit.ErrInvalidConfig)
 			}
 		}
 		return f(path, ls)
@@ -278,8 +285,9 @@ func (r Rules) MarshalJSON() ([]byte, error) {
 
 // UnmarshalJSON reads the form documented on [Rules], strictly: unknown
 // fields (also differently cased ones) are rejected, "default" is required,
-// every limit is read by [hotlimit.Config.UnmarshalJSON], and a pair listed
-// twice is an error. Errors name the offending entry, as in
+// every limit is read by [hotlimit.Config.UnmarshalJSON], and a field, user,
+// api or pair given twice is an error (encoding/json would keep the last).
+// Errors name the offending entry, as in
 // `users["alice"][1].window: ...`, and wrap hotlimit.ErrInvalidConfig. It
 // checks the form, not the values: [LoadRules] also validates them. On error
 // r is unchanged.
@@ -304,9 +312,12 @@ func (r *Rules) UnmarshalJSON(data []byte) error {
 		if !ok || string(raw) == "null" {
 			continue
 		}
-		var rules map[string]json.RawMessage
-		if err := json.Unmarshal(raw, &rules); err != nil {
+		rules, dup, ok := jsonobj.Members(raw)
+		if !ok {
 			return fmt.Errorf("service: %s: want an object of rules by name, got %s: %w", m.name, describeJSON(raw), hotlimit.ErrInvalidConfig)
+		}
+		if dup != "" {
+			return fmt.Errorf("service: %s[%s]: given twice: %w", m.name, strconv.Quote(dup), hotlimit.ErrInvalidConfig)
 		}
 		if len(rules) > 0 {
 			*m.dst = make(map[string]Limits, len(rules))
@@ -422,11 +433,15 @@ func LoadRules(r io.Reader) (Rules, error) {
 }
 
 // decodeObject decodes data, which must be one JSON object, into its raw
-// members, rejecting a member whose name is not exactly one of names.
+// members, rejecting a member whose name is not exactly one of names, and one
+// given twice.
 func decodeObject(data []byte, names ...string) (map[string]json.RawMessage, error) {
-	var fields map[string]json.RawMessage
-	if err := json.Unmarshal(data, &fields); err != nil || fields == nil {
+	fields, dup, ok := jsonobj.Members(data)
+	switch {
+	case !ok:
 		return nil, fmt.Errorf("want a JSON object, got %s: %w", describeJSON(data), hotlimit.ErrInvalidConfig)
+	case dup != "":
+		return nil, fmt.Errorf("field %q given twice: %w", dup, hotlimit.ErrInvalidConfig)
 	}
 	for name := range fields {
 		if !slices.Contains(names, name) {

@@ -234,7 +234,12 @@ const OverrideRule = "override"
 // Shadow is honoured; the observer sees the decision under the rule name
 // [OverrideRule]. The service builds one limiter per distinct c on its first
 // use and keeps it, so its quota carries across calls; it is apart from any
-// rule's, even one with the same Config. It returns an error wrapping
+// rule's, even one with the same Config. Its keys count in [Service.Len]
+// and are evicted by [Service.Sweep] and auto-sweep as the rules' are, but
+// the limiter itself is kept as long as the service (with
+// [hotlimit.WithMaxKeys], with a map sized up front for the cap's keys, up
+// to 1<<20): c must come from a bounded set of plans, never be built from
+// what a client sends unchecked. It returns an error wrapping
 // hotlimit.ErrInvalidConfig, and a denied Decision, when c is invalid.
 func (s *Service) TakeWith(user, api string, c hotlimit.Config, n int) (hotlimit.Decision, error) {
 	ru, err := s.override(c)
@@ -243,6 +248,20 @@ func (s *Service) TakeWith(user, api string, c hotlimit.Config, n int) (hotlimit
 	}
 	d, _ := ru.take(s.keys, user, api, n)
 	return d, nil
+}
+
+// TakeWithContext is [Service.TakeWith] under ctx, as [Service.TakeContext]
+// is Take: a limiter that takes a context (redislimit's) decides under it.
+// The error wraps hotlimit.ErrInvalidConfig when c is invalid, with a denied
+// Decision; otherwise it is the limiter's, when it could not decide (the
+// decision is then its failure policy's).
+func (s *Service) TakeWithContext(ctx context.Context, user, api string, c hotlimit.Config, n int) (hotlimit.Decision, error) {
+	ru, err := s.override(c)
+	if err != nil {
+		return hotlimit.Decision{Limit: c.Limit, RetryAfter: hotlimit.Never}, err
+	}
+	d, _, err := ru.takeContext(ctx, s.keys, user, api, n)
+	return d, err
 }
 
 // override returns the rule of TakeWith's c, building it on first use. Two
@@ -294,30 +313,40 @@ func (s *Service) Close() error {
 	return errors.Join(errs...)
 }
 
-// Len returns the number of keys held by the limiters: one per pair, user,
-// api or global quota that some limit counts and that is not idle (or not
-// yet swept).
+// Len returns the number of keys held by the limiters, those of the rules
+// and those of [Service.TakeWith]: one per pair, user, api or global quota
+// that some limit counts and that is not idle (or not yet swept).
 func (s *Service) Len() int {
 	n := 0
-	for _, lim := range s.rules.Load().limiters {
-		if sw, ok := lim.(sweeper); ok {
-			n += sw.Len()
-		}
-	}
+	s.eachLimiter(func(sw sweeper) { n += sw.Len() })
 	return n
 }
 
-// Sweep evicts idle state from every limiter (see the limiters' Sweep), and
-// returns how many keys it evicted. Decisions are the same as without it. The
-// service keeps nothing else per pair, so this frees all an idle pair held;
+// Sweep evicts idle state from every limiter, those of the rules and those
+// of [Service.TakeWith] (see the limiters' Sweep), and returns how many keys
+// it evicted. Decisions are the same as without it. The service keeps
+// nothing else per pair, so this frees all an idle pair held;
 // [hotlimit.WithAutoSweep] does the same without a call.
 func (s *Service) Sweep() int {
 	n := 0
-	for _, lim := range s.rules.Load().limiters {
-		if sw, ok := lim.(sweeper); ok {
-			n += sw.Sweep()
-		}
-	}
+	s.eachLimiter(func(sw sweeper) { n += sw.Sweep() })
 	s.keys.clear()
 	return n
+}
+
+// eachLimiter calls f on every limiter that holds keys: those of the rules
+// in force, then those TakeWith built. They are distinct limiters, even for
+// equal Configs, so no key is visited twice.
+func (s *Service) eachLimiter(f func(sweeper)) {
+	for _, lim := range s.rules.Load().limiters {
+		if sw, ok := lim.(sweeper); ok {
+			f(sw)
+		}
+	}
+	s.overrides.Range(func(_ hotlimit.Config, ru *rule) bool {
+		if sw, ok := ru.lim.(sweeper); ok {
+			f(sw)
+		}
+		return true
+	})
 }

@@ -122,6 +122,9 @@ const (
 	// SweepChunk is how many nodes an auto-sweep step claims and visits: it
 	// is paid by the insertion whose debt completes a chunk.
 	SweepChunk = 32
+	// MaxPresize is the most keys a capped map's table is sized for up
+	// front: 32 MB of table.
+	MaxPresize = 1 << 20
 	// MaxVisits bounds the nodes a key-cap eviction visits.
 	MaxVisits = 64
 	// capChunk is how many nodes a key-cap eviction claims at a time.
@@ -171,8 +174,11 @@ func New[C any](init func(*C), judge func() func(*C) bool, o hotlimit.Options) *
 	if m.maxKeys > 0 {
 		// Sized for the cap up front, which a flood reaches anyway: the table
 		// never grows, so no insertion pays for copying it (xsync copies the
-		// table on the goroutine whose insertion needs it bigger).
-		m.cells = xsync.NewMapOf[string, *node[C]](xsync.WithPresize(m.maxKeys))
+		// table on the goroutine whose insertion needs it bigger). A cap
+		// above MaxPresize is sized for MaxPresize keys, and grows past it
+		// as keys come: sizing for a cap of, say, math.MaxInt would end the
+		// process before the first key.
+		m.cells = xsync.NewMapOf[string, *node[C]](xsync.WithPresize(min(m.maxKeys, MaxPresize)))
 	} else {
 		m.cells = xsync.NewMapOf[string, *node[C]]()
 	}

@@ -1,6 +1,8 @@
 package keyed_test
 
 import (
+	"math"
+	"runtime"
 	"slices"
 	"strconv"
 	"sync"
@@ -518,4 +520,19 @@ func TestReviveAtTheCapEvictsAnIdleKeyFirst(t *testing.T) {
 	require.True(t, ok)
 	assert.Same(t, a, held, "the live key kept its cell")
 	assertListedAfterSweep(t, m)
+}
+
+// A key cap is an option, not validated: a huge one (by mistake, or from
+// configuration) must not allocate its table up front, which would end the
+// process, and still caps the keys.
+func TestHugeKeyCapIsNotAllocatedUpFront(t *testing.T) {
+	var before, after runtime.MemStats
+	runtime.ReadMemStats(&before)
+	m := newMap(0, math.MaxInt)
+	runtime.ReadMemStats(&after)
+	assert.Less(t, after.TotalAlloc-before.TotalAlloc, uint64(256<<20), "bytes allocated by New")
+	for i := range 10 {
+		require.NotNil(t, m.Get(strconv.Itoa(i)))
+	}
+	assert.Equal(t, 10, m.Len())
 }
