@@ -222,36 +222,102 @@ func ParseDomain(file string, data []byte) (*Domain, error) {
 }
 
 // validateKeys rejects a mapping key outside validKeys at any depth, except
-// under metadata, whose content is free.
+// under metadata, whose content is free. Aliases are checked as the mappings
+// they stand for, and a merge key (`<<: *anchor`) as the keys it merges, as
+// the reference sees them once its YAML decoder has resolved both.
 func validateKeys(file string, n *yaml.Node) error {
+	v := keyValidator{file: file, seen: map[*yaml.Node]bool{}}
+	return v.check(n)
+}
+
+// keyValidator walks a YAML tree for validateKeys. seen holds the anchored
+// nodes already reached through an alias, so that each is checked once: an
+// alias cannot make the walk loop or grow with the number of aliases.
+type keyValidator struct {
+	file string
+	seen map[*yaml.Node]bool
+}
+
+// resolve returns the node an alias stands for, and whether the walk should
+// go on into it: false for an anchor already checked through an alias.
+func (v *keyValidator) resolve(n *yaml.Node) (*yaml.Node, bool) {
+	if n.Kind != yaml.AliasNode || n.Alias == nil {
+		return n, true
+	}
+	if v.seen[n.Alias] {
+		return n.Alias, false
+	}
+	v.seen[n.Alias] = true
+	return n.Alias, true
+}
+
+// target returns the node an alias stands for, else n.
+func target(n *yaml.Node) *yaml.Node {
+	if n.Kind == yaml.AliasNode && n.Alias != nil {
+		return n.Alias
+	}
+	return n
+}
+
+func (v *keyValidator) check(n *yaml.Node) error {
+	n, walk := v.resolve(n)
+	if !walk {
+		return nil
+	}
 	switch n.Kind {
 	case yaml.DocumentNode, yaml.SequenceNode:
 		for _, c := range n.Content {
-			if n.Kind == yaml.SequenceNode && c.Kind != yaml.MappingNode {
-				return configError(file, "config error, yaml file contains list of type other than map: %s", c.Value)
+			if n.Kind == yaml.SequenceNode {
+				if r := target(c); r.Kind != yaml.MappingNode {
+					return configError(v.file, "config error, yaml file contains list of type other than map: %s", r.Value)
+				}
 			}
-			if err := validateKeys(file, c); err != nil {
+			if err := v.check(c); err != nil {
 				return err
 			}
 		}
 	case yaml.MappingNode:
 		for i := 0; i+1 < len(n.Content); i += 2 {
-			k, v := n.Content[i], n.Content[i+1]
+			k, val := n.Content[i], n.Content[i+1]
+			if k.Kind == yaml.ScalarNode && k.Tag == "!!merge" {
+				if err := v.merged(val); err != nil {
+					return err
+				}
+				continue
+			}
 			if k.Kind != yaml.ScalarNode || k.Tag != "!!str" {
-				return configError(file, "config error, key is not of type string: %s", k.Value)
+				return configError(v.file, "config error, key is not of type string: %s", k.Value)
 			}
 			if !validKeys[k.Value] {
-				return configError(file, "config error, unknown key '%s'", k.Value)
+				return configError(v.file, "config error, unknown key '%s'", k.Value)
 			}
 			if k.Value == "metadata" {
 				continue
 			}
-			if err := validateKeys(file, v); err != nil {
+			if err := v.check(val); err != nil {
 				return err
 			}
 		}
 	}
 	return nil
+}
+
+// merged checks the value of a merge key: a mapping, or a list of mappings,
+// each usually an alias, whose keys join the mapping holding the merge key.
+func (v *keyValidator) merged(n *yaml.Node) error {
+	r := target(n)
+	if r.Kind == yaml.SequenceNode {
+		for _, c := range r.Content {
+			if err := v.merged(c); err != nil {
+				return err
+			}
+		}
+		return nil
+	}
+	if r.Kind != yaml.MappingNode {
+		return configError(v.file, "config error, merge key '<<' takes a mapping or a list of mappings, not %s", r.Value)
+	}
+	return v.check(n)
 }
 
 // load adds descriptors under n, whose full key is parent (ending in '.').

@@ -242,3 +242,68 @@ func TestDescriptorKeyCollisionFree(t *testing.T) {
 	}
 	assert.Len(t, seen, len(cases)+1)
 }
+
+// TestAnchorsAndMergeKeys: a file that shares settings through YAML anchors,
+// aliases and merge keys (`<<: *anchor`) loads as the reference loads it,
+// and a key its aliases bring in is checked like any other.
+func TestAnchorsAndMergeKeys(t *testing.T) {
+	d, err := ParseDomain("anchors.yaml", []byte(`
+domain: d
+descriptors:
+  - key: a
+    rate_limit: &std
+      unit: minute
+      requests_per_unit: 7
+  - key: b
+    rate_limit:
+      <<: *std
+      requests_per_unit: 8
+  - key: c
+    rate_limit: *std
+  - key: e
+    rate_limit:
+      <<: [*std, {name: e}]
+  - &leaf
+    key: f
+    rate_limit: {unit: second, requests_per_unit: 3}
+  - key: g
+    descriptors: [*leaf]
+`))
+	require.NoError(t, err)
+	cfg, err := NewConfig(d)
+	require.NoError(t, err)
+	for _, tc := range []struct {
+		entries []Entry
+		limit   uint32
+		unit    pb.RateLimitResponse_RateLimit_Unit
+		name    string
+	}{
+		{kv("a", "x"), 7, pb.RateLimitResponse_RateLimit_MINUTE, ""},
+		{kv("b", "x"), 8, pb.RateLimitResponse_RateLimit_MINUTE, ""}, // the explicit key beats the merged one
+		{kv("c", "x"), 7, pb.RateLimitResponse_RateLimit_MINUTE, ""},
+		{kv("e", "x"), 7, pb.RateLimitResponse_RateLimit_MINUTE, "e"},
+		{kv("f", "x"), 3, pb.RateLimitResponse_RateLimit_SECOND, ""},
+		{kv("g", "x", "f", "y"), 3, pb.RateLimitResponse_RateLimit_SECOND, ""},
+	} {
+		r, _ := cfg.Match("d", tc.entries)
+		require.NotNil(t, r, "%v", tc.entries)
+		assert.Equal(t, tc.limit, r.RequestsPerUnit, "%v", tc.entries)
+		assert.Equal(t, tc.unit, r.Unit, "%v", tc.entries)
+		assert.Equal(t, tc.name, r.Name, "%v", tc.entries)
+	}
+
+	for _, tc := range []struct{ name, yaml, want string }{
+		{"unknown key merged in", "domain: d\nx: &bad {unit: second, per: 1}\n", "unknown key 'x'"},
+		{"unknown key through a merge", "domain: d\ndescriptors:\n  - key: k\n    metadata: &m {unit: second, per: 1}\n    rate_limit:\n      <<: *m\n      requests_per_unit: 1\n", "unknown key 'per'"},
+		{"unknown key through an alias", "domain: d\ndescriptors:\n  - key: k\n    metadata: &m {unit: second, per: 1}\n    rate_limit: *m\n", "unknown key 'per'"},
+		{"merge of a scalar", "domain: d\ndescriptors:\n  - key: k\n    <<: 3\n", "merge key '<<' takes a mapping"},
+		{"alias of itself", "domain: d\ndescriptors:\n  - &x\n    key: k\n    descriptors: [*x]\n", "error loading config file"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			_, err := ParseDomain("bad.yaml", []byte(tc.yaml))
+			require.Error(t, err)
+			assert.ErrorIs(t, err, ErrConfig)
+			assert.Contains(t, err.Error(), tc.want)
+		})
+	}
+}
