@@ -3,6 +3,7 @@ package envoyrls
 import (
 	"context"
 	"crypto/sha256"
+	"fmt"
 	"io"
 	"net/http"
 	"os"
@@ -93,12 +94,13 @@ func dirDigest(dir string) ([32]byte, error) {
 }
 
 // WatchDir polls dir every interval until ctx is done, and reloads the
-// configuration when a file changed. A directory that fails to load is
-// logged with the reason (the file and the error) and the configuration in
-// force stays; onLoad, when not nil, hears of every attempt. WatchDir
-// assumes the configuration in force was loaded from dir.
+// configuration when a file changed. A directory that fails to load, or to
+// be read (a file that vanished or cannot be opened), is logged once with the
+// reason and the configuration in force stays; onLoad, when not nil, hears
+// of every load and of every new failure. WatchDir assumes the configuration
+// in force was loaded from dir.
 func (s *Server) WatchDir(ctx context.Context, dir string, interval time.Duration, onLoad func(error)) {
-	last, _ := dirDigest(dir)
+	w := s.newDirWatch(dir, onLoad)
 	t := time.NewTicker(interval)
 	defer t.Stop()
 	for {
@@ -107,17 +109,49 @@ func (s *Server) WatchDir(ctx context.Context, dir string, interval time.Duratio
 			return
 		case <-t.C:
 		}
-		sum, err := dirDigest(dir)
-		if err == nil && sum == last {
-			continue
+		w.poll()
+	}
+}
+
+// dirWatch is the state of WatchDir between two polls.
+type dirWatch struct {
+	s      *Server
+	dir    string
+	onLoad func(error)
+	last   [32]byte // the digest of the files last loaded, or tried
+	unread string   // the error that last kept dir from being read; "" when read
+}
+
+func (s *Server) newDirWatch(dir string, onLoad func(error)) *dirWatch {
+	w := &dirWatch{s: s, dir: dir, onLoad: onLoad}
+	w.last, _ = dirDigest(dir)
+	return w
+}
+
+// poll reloads dir if its files changed since the last poll. A directory
+// that cannot be read is reported once per distinct error, not once per
+// poll; once it can be read again, it is loaded (and the outcome logged)
+// even if its files are as before the failure.
+func (w *dirWatch) poll() {
+	sum, err := dirDigest(w.dir)
+	if err != nil {
+		if err.Error() == w.unread {
+			return
 		}
-		if err == nil {
-			last = sum
-			err = s.ReloadDir(dir)
+		w.unread = err.Error()
+		w.s.set.log.Error("config directory unreadable, previous config stays in force", "dir", w.dir, "err", err)
+		if w.onLoad != nil {
+			w.onLoad(fmt.Errorf("envoyrls: config directory: %w", err))
 		}
-		if onLoad != nil {
-			onLoad(err)
-		}
+		return
+	}
+	if sum == w.last && w.unread == "" {
+		return
+	}
+	w.last, w.unread = sum, ""
+	err = w.s.ReloadDir(w.dir)
+	if w.onLoad != nil {
+		w.onLoad(err)
 	}
 }
 
