@@ -50,7 +50,9 @@ type Rule struct {
 	// Limit is the policy that decides: Limit.Limit is RequestsPerUnit,
 	// Limit.Window the unit (or the window extension). It is the zero
 	// Config for an unlimited rule and for requests_per_unit 0, which denies
-	// every hit.
+	// every hit. Loading checks its fields, not the algorithm's ranges
+	// (hotlimit.Config.ValidateFields): those of the backend apply when a
+	// [Server] puts the rule in force.
 	Limit hotlimit.Config
 }
 
@@ -461,7 +463,10 @@ func (d *Domain) rule(full string, yd *yamlDescriptor) (*Rule, error) {
 		return r, nil // denies every hit, as the reference does
 	}
 	r.Limit = hotlimit.Config{Algorithm: alg, Limit: int(yr.RequestsPerUnit), Window: window, Burst: yr.Burst}
-	if err := r.Limit.Validate(); err != nil {
+	// Only the fields here: how large a limit and window can be depends on
+	// where the state lives (in memory, or up to 2^52 on Redis), so the
+	// server checks the ranges when it builds the rule's limiter.
+	if err := r.Limit.ValidateFields(); err != nil {
 		return nil, configError(d.File, "%s: %v", full, err)
 	}
 	return r, nil

@@ -1,6 +1,7 @@
 package envoyrls
 
 import (
+	"log/slog"
 	"os"
 	"path/filepath"
 	"strings"
@@ -10,6 +11,8 @@ import (
 	rlext "github.com/envoyproxy/go-control-plane/envoy/extensions/common/ratelimit/v3"
 	pb "github.com/envoyproxy/go-control-plane/envoy/service/ratelimit/v3"
 	"github.com/hotlimit/hotlimit"
+	"github.com/hotlimit/hotlimit/redislimit"
+	"github.com/redis/go-redis/v9"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
@@ -306,4 +309,37 @@ descriptors:
 			assert.Contains(t, err.Error(), tc.want)
 		})
 	}
+}
+
+// TestLimitBeyondMemoryRange: a reference config whose limit is beyond what
+// the in-memory fixed window counts (here 100M a month) loads, is rejected
+// by an in-memory server with the file, the rule and the range named, and is
+// put in force by a server on Redis, whose counters are wider (unless it
+// falls back to memory on a failure: then the in-memory range applies).
+func TestLimitBeyondMemoryRange(t *testing.T) {
+	dir := t.TempDir()
+	file := filepath.Join(dir, "big.yaml")
+	require.NoError(t, os.WriteFile(file, []byte("domain: big\ndescriptors:\n  - key: tenant\n    rate_limit: {unit: month, requests_per_unit: 100000000}\n"), 0o644))
+	cfg, err := LoadDir(dir)
+	require.NoError(t, err, "the file is valid: only a backend can say whether it holds the limit")
+	r, _ := cfg.Match("big", kv("tenant", "t"))
+	require.NotNil(t, r)
+	assert.Equal(t, 100_000_000, r.Limit.Limit)
+
+	quiet := WithLogger(slog.New(slog.DiscardHandler))
+	_, err = New(cfg, quiet)
+	require.Error(t, err, "in memory")
+	assert.ErrorIs(t, err, hotlimit.ErrInvalidConfig)
+	for _, want := range []string{file, "big.tenant", "out of range"} {
+		assert.Contains(t, err.Error(), want)
+	}
+
+	client := redis.NewClient(&redis.Options{Addr: "127.0.0.1:1"}) // never dialled: building a limiter does not talk to Redis
+	t.Cleanup(func() { _ = client.Close() })
+	// As hotlimitd builds it by default: a failure is an error, with no
+	// in-memory fallback (whose range would apply again).
+	factory := redislimit.Factory(client, redislimit.WithFailPolicy(redislimit.FailClosed))
+	s, err := New(cfg, quiet, WithLimiterOptions(hotlimit.WithFactory(factory)))
+	require.NoError(t, err, "on Redis")
+	assert.Same(t, cfg, s.Config())
 }

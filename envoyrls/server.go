@@ -174,7 +174,8 @@ func (s *Server) Config() *Config { return s.snap.Load().cfg }
 // Reload puts cfg in force. The limiters of the policies that cfg shares with
 // the configuration in force are kept, with their state: a rule whose policy
 // did not change keeps counting where it was. On error (a policy no limiter
-// accepts), the configuration in force stays.
+// accepts, such as a limit beyond the in-memory algorithm's range; the error
+// names the file and the rule), the configuration in force stays.
 func (s *Server) Reload(cfg *Config) error {
 	if cfg == nil {
 		cfg = &Config{}
@@ -199,7 +200,11 @@ func (s *Server) Reload(cfg *Config) error {
 		}
 		l, err := s.newLimiter(r.Limit)
 		if err != nil {
-			return fmt.Errorf("envoyrls: rule %s: %w", r.Key, err)
+			file := "envoyrls"
+			if d := cfg.domains[r.Domain]; d != nil {
+				file = d.File
+			}
+			return fmt.Errorf("%s: %s: %w", file, r.Key, err)
 		}
 		next.limiters[r.Limit] = l
 	}
