@@ -413,11 +413,11 @@ func (s *Server) plan(snap *snapshot, req *pb.RateLimitRequest, items []item) er
 		if r == nil || it.current != nil {
 			continue
 		}
-		if r.Name != "" && replacing[r.Name] {
-			it.rule = nil
+		if r.Unlimited { // unlimited even when another rule replaces it, as in the reference
 			continue
 		}
-		if r.Unlimited {
+		if r.Name != "" && replacing[r.Name] {
+			it.rule = nil
 			continue
 		}
 		it.cfg, it.shadow, it.quota = r.Limit, r.ShadowMode, r.QuotaMode
