@@ -78,7 +78,11 @@ type Domain struct {
 	Name, File string
 	// Rules lists every rule of the domain, in file order.
 	Rules []*Rule
-	root  node
+	// Warnings lists what the file holds that loads, as in the reference,
+	// but is likely a mistake: a key given twice in one mapping, of which
+	// the last counts.
+	Warnings []string
+	root     node
 }
 
 // Config is a set of domains, each from its own file. It is immutable once
@@ -107,6 +111,15 @@ func (c *Config) Domains() []*Domain {
 		out = append(out, d)
 	}
 	slices.SortFunc(out, func(a, b *Domain) int { return strings.Compare(a.Name, b.Name) })
+	return out
+}
+
+// Warnings returns the warnings of every domain, domains sorted by name.
+func (c *Config) Warnings() []string {
+	var out []string
+	for _, d := range c.Domains() {
+		out = append(out, d.Warnings...)
+	}
 	return out
 }
 
@@ -204,7 +217,9 @@ func ParseDomain(file string, data []byte) (*Domain, error) {
 	if err := yaml.Unmarshal(data, &doc); err != nil {
 		return nil, configError(file, "error loading config file: %v", err)
 	}
+	var warnings []string
 	if len(doc.Content) > 0 {
+		warnings = lastKeyWins(file, doc.Content[0], map[*yaml.Node]bool{}, nil)
 		if err := validateKeys(file, doc.Content[0]); err != nil {
 			return nil, err
 		}
@@ -216,11 +231,47 @@ func ParseDomain(file string, data []byte) (*Domain, error) {
 	if root.Domain == "" {
 		return nil, configError(file, "config file cannot have empty domain")
 	}
-	d := &Domain{Name: root.Domain, File: file}
+	d := &Domain{Name: root.Domain, File: file, Warnings: warnings}
 	if err := d.load(&d.root, root.Domain+".", root.Descriptors); err != nil {
 		return nil, err
 	}
 	return d, nil
+}
+
+// lastKeyWins removes from every mapping under n the pairs whose key the
+// mapping gives again later, so that the last counts, as the reference's YAML
+// decoder reads them (ours would reject the file), and returns a warning for
+// each. done holds the mappings already seen, which aliases may share.
+func lastKeyWins(file string, n *yaml.Node, done map[*yaml.Node]bool, warnings []string) []string {
+	if n.Kind == yaml.AliasNode || done[n] {
+		return warnings // the anchored node is walked where it is defined
+	}
+	done[n] = true
+	if n.Kind == yaml.MappingNode {
+		last := map[string]int{}
+		for i := 0; i+1 < len(n.Content); i += 2 {
+			if k := n.Content[i]; k.Kind == yaml.ScalarNode && k.Tag != "!!merge" {
+				last[k.Tag+":"+k.Value] = i
+			}
+		}
+		if len(last) < len(n.Content)/2 {
+			kept := n.Content[:0:0]
+			for i := 0; i+1 < len(n.Content); i += 2 {
+				k := n.Content[i]
+				if j, ok := last[k.Tag+":"+k.Value]; ok && j != i && k.Tag != "!!merge" {
+					warnings = append(warnings, fmt.Sprintf("%s: line %d: key '%s' is given again at line %d, which counts",
+						file, k.Line, k.Value, n.Content[j].Line))
+					continue
+				}
+				kept = append(kept, k, n.Content[i+1])
+			}
+			n.Content = kept
+		}
+	}
+	for _, c := range n.Content {
+		warnings = lastKeyWins(file, c, done, warnings)
+	}
+	return warnings
 }
 
 // validateKeys rejects a mapping key outside validKeys at any depth, except

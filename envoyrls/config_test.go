@@ -343,3 +343,42 @@ func TestLimitBeyondMemoryRange(t *testing.T) {
 	require.NoError(t, err, "on Redis")
 	assert.Same(t, cfg, s.Config())
 }
+
+// TestRepeatedKeyLastWins: a key given twice in one mapping loads with the
+// last value, as the reference reads it, with a warning naming the file and
+// both lines.
+func TestRepeatedKeyLastWins(t *testing.T) {
+	d, err := ParseDomain("dup.yaml", []byte(`domain: d
+descriptors:
+  - key: a
+    rate_limit:
+      unit: minute
+      requests_per_unit: 7
+      requests_per_unit: 5
+    metadata: {owner: x, owner: y}
+  - key: b
+    rate_limit: {unit: second, requests_per_unit: 1}
+`))
+	require.NoError(t, err)
+	cfg, err := NewConfig(d)
+	require.NoError(t, err)
+	r, _ := cfg.Match("d", kv("a", "x"))
+	require.NotNil(t, r)
+	assert.Equal(t, uint32(5), r.RequestsPerUnit, "the last requests_per_unit counts")
+	r, _ = cfg.Match("d", kv("b", "x"))
+	assert.NotNil(t, r, "the rest of the file is read")
+	assert.Equal(t, []string{
+		"dup.yaml: line 6: key 'requests_per_unit' is given again at line 7, which counts",
+		"dup.yaml: line 8: key 'owner' is given again at line 8, which counts",
+	}, cfg.Warnings())
+
+	d, err = ParseDomain("dup.yaml", []byte("domain: d\ndescriptors:\n  - key: a\ndescriptors:\n  - key: b\n    rate_limit: {unit: second, requests_per_unit: 1}\n"))
+	require.NoError(t, err)
+	require.Len(t, d.Rules, 1)
+	assert.Equal(t, "d.b", d.Rules[0].Key, "the last descriptors list counts")
+	assert.Len(t, d.Warnings, 1)
+
+	d, err = ParseDomain("ok.yaml", []byte("domain: d\ndescriptors:\n  - key: a\n    rate_limit: {unit: second, requests_per_unit: 1}\n  - key: b\n    rate_limit: {unit: second, requests_per_unit: 1}\n"))
+	require.NoError(t, err)
+	assert.Empty(t, d.Warnings, "a key in two mappings is no repeat")
+}

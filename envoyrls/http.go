@@ -166,6 +166,9 @@ func (s *Server) ReloadDir(dir string) error {
 		s.set.log.Error("config rejected, previous config stays in force", "dir", dir, "err", err)
 		return err
 	}
+	for _, w := range cfg.Warnings() {
+		s.set.log.Warn("config warning", "dir", dir, "warning", w)
+	}
 	s.set.log.Info("config loaded", "dir", dir, "domains", len(cfg.domains), "rules", len(cfg.Rules()))
 	return nil
 }

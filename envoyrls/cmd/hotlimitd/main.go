@@ -202,6 +202,9 @@ func run(ctx context.Context, args []string, stderr io.Writer, ready func(grpcAd
 		return err
 	}
 	metrics.ConfigLoaded(true)
+	for _, w := range cfg.Warnings() {
+		log.Warn("config warning", "dir", f.config, "warning", w)
+	}
 	log.Info("config loaded", "dir", f.config, "domains", len(cfg.Domains()), "rules", len(cfg.Rules()))
 
 	reg := prometheus.NewRegistry()
