@@ -89,6 +89,7 @@ type Domain struct {
 // built by [NewConfig] or [LoadDir], and safe for concurrent use.
 type Config struct {
 	domains map[string]*Domain
+	skipped []string // warnings of LoadDir about entries it did not read
 }
 
 // NewConfig joins domains into a Config. Two domains of the same name are an
@@ -114,9 +115,11 @@ func (c *Config) Domains() []*Domain {
 	return out
 }
 
-// Warnings returns the warnings of every domain, domains sorted by name.
+// Warnings returns what [LoadDir] did not read in the directory (a file
+// without a YAML extension, a subdirectory), then the warnings of every
+// domain, domains sorted by name.
 func (c *Config) Warnings() []string {
-	var out []string
+	out := append([]string(nil), c.skipped...)
 	for _, d := range c.Domains() {
 		out = append(out, d.Warnings...)
 	}
@@ -134,16 +137,27 @@ func (c *Config) Rules() []*Rule {
 
 // LoadDir reads every *.yaml and *.yml file of dir (not hidden, not in
 // subdirectories), one domain per file, into a Config. The first bad file
-// makes it fail with an error naming the file.
+// makes it fail with an error naming the file. Other entries, hidden ones
+// aside, are named in the Config's [Config.Warnings]: the reference reads
+// every file of its directory, whatever its name.
 func LoadDir(dir string) (*Config, error) {
 	ents, err := os.ReadDir(dir)
 	if err != nil {
 		return nil, fmt.Errorf("envoyrls: config directory: %w", err)
 	}
 	var domains []*Domain
+	var skipped []string
 	for _, e := range ents {
 		name := e.Name()
-		if e.IsDir() || strings.HasPrefix(name, ".") || !(strings.HasSuffix(name, ".yaml") || strings.HasSuffix(name, ".yml")) {
+		if strings.HasPrefix(name, ".") {
+			continue
+		}
+		if e.IsDir() {
+			skipped = append(skipped, fmt.Sprintf("%s: a directory, not read: the configuration is the *.yaml and *.yml files of %s itself", filepath.Join(dir, name), dir))
+			continue
+		}
+		if !(strings.HasSuffix(name, ".yaml") || strings.HasSuffix(name, ".yml")) {
+			skipped = append(skipped, fmt.Sprintf("%s: not read: only *.yaml and *.yml files are", filepath.Join(dir, name)))
 			continue
 		}
 		path := filepath.Join(dir, name)
@@ -157,7 +171,12 @@ func LoadDir(dir string) (*Config, error) {
 		}
 		domains = append(domains, d)
 	}
-	return NewConfig(domains...)
+	c, err := NewConfig(domains...)
+	if err != nil {
+		return nil, err
+	}
+	c.skipped = skipped
+	return c, nil
 }
 
 // validKeys are the keys a configuration may hold, anywhere but under

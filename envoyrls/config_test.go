@@ -382,3 +382,25 @@ descriptors:
 	require.NoError(t, err)
 	assert.Empty(t, d.Warnings, "a key in two mappings is no repeat")
 }
+
+// TestLoadDirNamesWhatItSkips: a file without a YAML extension (which the
+// reference would read) and a subdirectory are not read, and each is named
+// in a warning; hidden entries are skipped quietly.
+func TestLoadDirNamesWhatItSkips(t *testing.T) {
+	dir := t.TempDir()
+	domain := func(name string) []byte {
+		return []byte("domain: " + name + "\ndescriptors:\n  - key: k\n    rate_limit: {unit: second, requests_per_unit: 1}\n")
+	}
+	require.NoError(t, os.WriteFile(filepath.Join(dir, "a.yaml"), domain("a"), 0o644))
+	require.NoError(t, os.WriteFile(filepath.Join(dir, "ratelimit"), domain("b"), 0o644))
+	require.NoError(t, os.WriteFile(filepath.Join(dir, ".hidden.yaml"), []byte("not: read"), 0o644))
+	require.NoError(t, os.Mkdir(filepath.Join(dir, "config"), 0o755))
+	cfg, err := LoadDir(dir)
+	require.NoError(t, err)
+	require.Len(t, cfg.Domains(), 1)
+	assert.Equal(t, "a", cfg.Domains()[0].Name)
+	assert.Equal(t, []string{
+		filepath.Join(dir, "config") + ": a directory, not read: the configuration is the *.yaml and *.yml files of " + dir + " itself",
+		filepath.Join(dir, "ratelimit") + ": not read: only *.yaml and *.yml files are",
+	}, cfg.Warnings())
+}
