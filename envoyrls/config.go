@@ -1,6 +1,7 @@
 package envoyrls
 
 import (
+	"crypto/sha256"
 	"errors"
 	"fmt"
 	"os"
@@ -90,6 +91,11 @@ type Domain struct {
 type Config struct {
 	domains map[string]*Domain
 	skipped []string // warnings of LoadDir about entries it did not read
+	// dir and digest, set by LoadDir: the directory and the digest of the
+	// files it read (see dirDigest), so that a watch of dir starts from
+	// what was loaded, not from what the directory holds when it starts.
+	dir    string
+	digest [32]byte
 }
 
 // NewConfig joins domains into a Config. Two domains of the same name are an
@@ -147,7 +153,8 @@ func LoadDir(dir string) (*Config, error) {
 	}
 	var domains []*Domain
 	var skipped []string
-	for _, e := range ents {
+	h := sha256.New()
+	for _, e := range ents { // sorted by name, as dirDigest hashes them
 		name := e.Name()
 		if strings.HasPrefix(name, ".") {
 			continue
@@ -165,6 +172,7 @@ func LoadDir(dir string) (*Config, error) {
 		if err != nil {
 			return nil, fmt.Errorf("envoyrls: %w", err)
 		}
+		hashFile(h, name, data)
 		d, err := ParseDomain(path, data)
 		if err != nil {
 			return nil, err
@@ -175,7 +183,7 @@ func LoadDir(dir string) (*Config, error) {
 	if err != nil {
 		return nil, err
 	}
-	c.skipped = skipped
+	c.skipped, c.dir, c.digest = skipped, dir, [32]byte(h.Sum(nil))
 	return c, nil
 }
 

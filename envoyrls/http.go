@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/sha256"
 	"fmt"
+	"hash"
 	"io"
 	"net/http"
 	"os"
@@ -85,12 +86,17 @@ func dirDigest(dir string) ([32]byte, error) {
 		if err != nil {
 			return [32]byte{}, err
 		}
-		h.Write([]byte(n))
-		h.Write([]byte{0})
-		h.Write(data)
-		h.Write([]byte{0})
+		hashFile(h, n, data)
 	}
 	return [32]byte(h.Sum(nil)), nil
+}
+
+// hashFile adds a file's name and content to a directory's digest.
+func hashFile(h hash.Hash, name string, data []byte) {
+	h.Write([]byte(name))
+	h.Write([]byte{0})
+	h.Write(data)
+	h.Write([]byte{0})
 }
 
 // WatchDir polls dir every interval until ctx is done, and reloads the
@@ -98,7 +104,8 @@ func dirDigest(dir string) ([32]byte, error) {
 // be read (a file that vanished or cannot be opened), is logged once with the
 // reason and the configuration in force stays; onLoad, when not nil, hears
 // of every load and of every new failure. WatchDir assumes the configuration
-// in force was loaded from dir.
+// in force was loaded from dir: if [LoadDir] loaded it, a file changed since
+// then is loaded at the first poll.
 func (s *Server) WatchDir(ctx context.Context, dir string, interval time.Duration, onLoad func(error)) {
 	w := s.newDirWatch(dir, onLoad)
 	t := time.NewTicker(interval)
@@ -124,7 +131,11 @@ type dirWatch struct {
 
 func (s *Server) newDirWatch(dir string, onLoad func(error)) *dirWatch {
 	w := &dirWatch{s: s, dir: dir, onLoad: onLoad}
-	w.last, _ = dirDigest(dir)
+	if c := s.Config(); c.dir == dir {
+		w.last = c.digest // a change made since it was loaded is one to load
+	} else {
+		w.last, _ = dirDigest(dir)
+	}
 	return w
 }
 

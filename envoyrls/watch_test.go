@@ -113,3 +113,27 @@ func TestDirWatchPollReportsAFailureOnce(t *testing.T) {
 	require.Len(t, reports, 2)
 	assert.NoError(t, reports[1], "loaded again once readable, though its files are as before")
 }
+
+// TestDirWatchStartsFromWhatWasLoaded: a file changed between loading the
+// directory and starting to watch it is loaded at the first poll, not
+// missed until the next change.
+func TestDirWatchStartsFromWhatWasLoaded(t *testing.T) {
+	s, dir, _ := watchedServer(t)
+	r, _ := s.Config().Match("mongo_cps", kv("database", "users"))
+	require.NotNil(t, r)
+	require.Equal(t, uint32(500), r.RequestsPerUnit)
+	file := filepath.Join(dir, "mongo_cps.yaml")
+	data, err := os.ReadFile(file)
+	require.NoError(t, err)
+	require.NoError(t, os.WriteFile(file, bytes.Replace(data, []byte("requests_per_unit: 500"), []byte("requests_per_unit: 600"), 1), 0o644))
+
+	var reports []error
+	w := s.newDirWatch(dir, func(err error) { reports = append(reports, err) })
+	w.poll()
+	require.Equal(t, []error{nil}, reports, "the change is loaded")
+	r, _ = s.Config().Match("mongo_cps", kv("database", "users"))
+	require.NotNil(t, r)
+	assert.Equal(t, uint32(600), r.RequestsPerUnit)
+	w.poll()
+	assert.Len(t, reports, 1, "and only once")
+}
