@@ -610,8 +610,11 @@ func (s *Server) respond(ctx context.Context, items []item) *pb.RateLimitRespons
 				continue
 			}
 			st.Code = pb.RateLimitResponse_OVER_LIMIT
-			if it.quota {
+			if it.quota { // over, though the request may pass: the first with nothing left, as for shadow mode
 				failedQuota++
+				if minRemaining > 0 {
+					constrained, minRemaining = i, 0
+				}
 				continue
 			}
 			failed++

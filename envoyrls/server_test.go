@@ -4,7 +4,9 @@ import (
 	"context"
 	"log/slog"
 	"math"
+	"sync/atomic"
 	"testing"
+	"time"
 
 	rlext "github.com/envoyproxy/go-control-plane/envoy/extensions/common/ratelimit/v3"
 	pb "github.com/envoyproxy/go-control-plane/envoy/service/ratelimit/v3"
@@ -55,4 +57,52 @@ descriptors:
 	assert.Nil(t, resp.Statuses[0].CurrentLimit, "replaced by the unlimited rule")
 	assert.Equal(t, uint32(0), resp.Statuses[0].LimitRemaining)
 	assert.Equal(t, uint32(math.MaxUint32), resp.Statuses[1].LimitRemaining)
+}
+
+// TestHeadersQuotaOverIsMostConstrained: a quota-mode descriptor over its
+// limit is over the limit, so its headers are the ones sent even when the
+// request passes (another quota descriptor has room), as the reference
+// picks them.
+func TestHeadersQuotaOverIsMostConstrained(t *testing.T) {
+	d, err := ParseDomain("quota.yaml", []byte(`
+domain: quota
+descriptors:
+  - key: q1
+    quota_mode: true
+    rate_limit: {unit: minute, requests_per_unit: 1}
+  - key: q2
+    quota_mode: true
+    rate_limit: {unit: minute, requests_per_unit: 3}
+  - key: n
+    rate_limit: {unit: minute, requests_per_unit: 100}
+`))
+	require.NoError(t, err)
+	cfg, err := NewConfig(d)
+	require.NoError(t, err)
+	var now atomic.Int64
+	now.Store(int64(time.Hour + time.Second)) // 1 s into a minute
+	s, err := New(cfg, WithClock(now.Load), WithHeaders(HeadersReference), WithLogger(slog.New(slog.DiscardHandler)))
+	require.NoError(t, err)
+	ask := func() (*pb.RateLimitResponse, map[string]string) {
+		t.Helper()
+		req := &pb.RateLimitRequest{Domain: "quota"}
+		for _, k := range []string{"q1", "q2", "n"} {
+			req.Descriptors = append(req.Descriptors, &rlext.RateLimitDescriptor{Entries: []*rlext.RateLimitDescriptor_Entry{{Key: k, Value: "a"}}})
+		}
+		resp, err := s.ShouldRateLimit(context.Background(), req)
+		require.NoError(t, err)
+		got := map[string]string{}
+		for _, hv := range resp.ResponseHeadersToAdd {
+			got[hv.Key] = hv.Value
+		}
+		return resp, got
+	}
+	resp, got := ask()
+	assert.Equal(t, pb.RateLimitResponse_OK, resp.OverallCode)
+	assert.Equal(t, map[string]string{"RateLimit-Limit": "1", "RateLimit-Remaining": "0", "RateLimit-Reset": "59"}, got, "q1 has nothing left")
+
+	resp, got = ask()
+	require.Equal(t, pb.RateLimitResponse_OVER_LIMIT, resp.Statuses[0].Code)
+	assert.Equal(t, pb.RateLimitResponse_OK, resp.OverallCode, "q2 still has room")
+	assert.Equal(t, map[string]string{"RateLimit-Limit": "1", "RateLimit-Remaining": "0", "RateLimit-Reset": "59"}, got, "q1, over its limit, not n or q2")
 }
