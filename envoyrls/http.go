@@ -105,8 +105,12 @@ func hashFile(h hash.Hash, name string, data []byte) {
 // reason and the configuration in force stays; onLoad, when not nil, hears
 // of every load and of every new failure. WatchDir assumes the configuration
 // in force was loaded from dir: if [LoadDir] loaded it, a file changed since
-// then is loaded at the first poll.
+// then is loaded at the first poll. An interval <= 0 watches nothing:
+// WatchDir returns at once.
 func (s *Server) WatchDir(ctx context.Context, dir string, interval time.Duration, onLoad func(error)) {
+	if interval <= 0 {
+		return // no polling, no reload
+	}
 	w := s.newDirWatch(dir, onLoad)
 	t := time.NewTicker(interval)
 	defer t.Stop()

@@ -137,3 +137,12 @@ func TestDirWatchStartsFromWhatWasLoaded(t *testing.T) {
 	w.poll()
 	assert.Len(t, reports, 1, "and only once")
 }
+
+// TestWatchDirWithoutInterval: an interval of 0 or less watches nothing
+// and returns, where a ticker would panic.
+func TestWatchDirWithoutInterval(t *testing.T) {
+	s, dir, _ := watchedServer(t)
+	for _, d := range []time.Duration{0, -time.Second} {
+		assert.NotPanics(t, func() { s.WatchDir(context.Background(), dir, d, nil) }, "interval %v", d)
+	}
+}

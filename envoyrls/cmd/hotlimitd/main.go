@@ -96,7 +96,7 @@ func parse(args []string, out io.Writer) (*flags, error) {
 	fs.DurationVar(&f.leaseTTL, "redis-lease-ttl", 100*time.Millisecond, "how long a lease lasts")
 	fs.BoolVar(&f.allOrNothing, "all-or-nothing", false, "refund a denied request's other descriptors (default: count every descriptor, as the reference)")
 	fs.StringVar(&f.headers, "headers", "none", "response headers: none, reference, draft or both")
-	fs.DurationVar(&f.reload, "reload-interval", time.Second, "how often the config directory is polled")
+	fs.DurationVar(&f.reload, "reload-interval", time.Second, "how often the config directory is polled; 0 turns reloading off")
 	fs.DurationVar(&f.drain, "drain", 10*time.Second, "how long shutdown waits for requests in flight")
 	fs.StringVar(&f.logLevel, "log-level", "info", "debug, info, warn or error")
 	var envErr error
@@ -250,7 +250,11 @@ func run(ctx context.Context, args []string, stderr io.Writer, ready func(grpcAd
 
 	wctx, cancelWatch := context.WithCancel(ctx)
 	defer cancelWatch()
-	go srv.WatchDir(wctx, f.config, f.reload, func(err error) { metrics.ConfigLoaded(err == nil) })
+	if f.reload > 0 {
+		go srv.WatchDir(wctx, f.config, f.reload, func(err error) { metrics.ConfigLoaded(err == nil) })
+	} else {
+		log.Info("config reload off", "reload_interval", f.reload.String())
+	}
 
 	log.Info("serving", "grpc", glis.Addr().String(), "http", hlisAddr)
 	if ready != nil {

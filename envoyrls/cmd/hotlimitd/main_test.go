@@ -283,3 +283,40 @@ func TestRedisTimeoutFlag(t *testing.T) {
 	err = call("1h", 2*time.Second)
 	assert.Equal(t, codes.DeadlineExceeded, status.Code(err), "the server still waits for Redis: %v", err)
 }
+
+// TestReloadOff: -reload-interval 0 serves without watching the directory,
+// says so in the log, and stops cleanly.
+func TestReloadOff(t *testing.T) {
+	dir := t.TempDir()
+	writeRule(t, dir, "2")
+	var logs syncBuffer
+	ctx, cancel := context.WithCancel(context.Background())
+	addrs := make(chan [2]string, 1)
+	done := make(chan error, 1)
+	go func() {
+		done <- run(ctx, []string{"-config", dir, "-grpc", "127.0.0.1:0", "-http", "", "-reload-interval", "0"}, &logs,
+			func(g, h string) { addrs <- [2]string{g, h} })
+	}()
+	var a [2]string
+	select {
+	case a = <-addrs:
+	case err := <-done:
+		t.Fatalf("run: %v", err)
+	}
+	conn, err := grpc.NewClient(a[0], grpc.WithTransportCredentials(insecure.NewCredentials()))
+	require.NoError(t, err)
+	defer conn.Close()
+	resp, err := pb.NewRateLimitServiceClient(conn).ShouldRateLimit(context.Background(), &pb.RateLimitRequest{Domain: "web", Descriptors: []*rlext.RateLimitDescriptor{{
+		Entries: []*rlext.RateLimitDescriptor_Entry{{Key: "ip", Value: "1"}},
+	}}})
+	require.NoError(t, err)
+	assert.Equal(t, uint32(2), resp.Statuses[0].CurrentLimit.GetRequestsPerUnit())
+	assert.Contains(t, logs.String(), `"msg":"config reload off"`)
+	cancel()
+	select {
+	case err := <-done:
+		require.NoError(t, err)
+	case <-time.After(15 * time.Second):
+		t.Fatal("no graceful stop")
+	}
+}
