@@ -31,9 +31,12 @@ const (
 	MaxDescriptors = 1024
 	// MaxEntries is the most entries a descriptor may hold.
 	MaxEntries = 64
-	// maxHits bounds a hits_addend as counted: any limit is below it, so a
-	// larger addend is over the limit all the same.
-	maxHits = math.MaxInt32
+	// maxHits bounds a hits_addend as counted: every limit and burst any
+	// backend takes is below it (in memory 2^22 at most, on Redis below
+	// 2^52, its exact integers), so a larger addend is over the limit all
+	// the same, and a smaller one counts in full: a requests_per_unit may be
+	// up to 2^32-1, with hits_addend a byte count, say.
+	maxHits = min(1<<52-1, math.MaxInt)
 	// maxOverrides bounds the distinct per-descriptor limit overrides the
 	// server keeps limiters for; past it, a new override is an error.
 	maxOverrides = 4096
