@@ -213,6 +213,11 @@ func run(ctx context.Context, args []string, stderr io.Writer, ready func(grpcAd
 	g := grpc.NewServer()
 	pb.RegisterRateLimitServiceServer(g, srv)
 	hs := health.NewServer()
+	// "" (the server) is serving from the start; "ratelimit" is the name the
+	// reference answers to, which probes written for it ask for.
+	for _, name := range []string{"ratelimit", pb.RateLimitService_ServiceDesc.ServiceName} {
+		hs.SetServingStatus(name, healthpb.HealthCheckResponse_SERVING)
+	}
 	healthpb.RegisterHealthServer(g, hs)
 	glis, err := net.Listen("tcp", f.grpcAddr)
 	if err != nil {

@@ -22,6 +22,7 @@ import (
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/credentials/insecure"
+	healthpb "google.golang.org/grpc/health/grpc_health_v1"
 	"google.golang.org/grpc/status"
 )
 
@@ -312,6 +313,45 @@ func TestReloadOff(t *testing.T) {
 	require.NoError(t, err)
 	assert.Equal(t, uint32(2), resp.Statuses[0].CurrentLimit.GetRequestsPerUnit())
 	assert.Contains(t, logs.String(), `"msg":"config reload off"`)
+	cancel()
+	select {
+	case err := <-done:
+		require.NoError(t, err)
+	case <-time.After(15 * time.Second):
+		t.Fatal("no graceful stop")
+	}
+}
+
+// TestHealthServiceNames: the gRPC health service answers SERVING for the
+// server (""), for "ratelimit" (the name the reference registers, which
+// Kubernetes probes and Envoy health checks written for it ask for) and for
+// the rate limit service's full name.
+func TestHealthServiceNames(t *testing.T) {
+	dir := t.TempDir()
+	writeRule(t, dir, "2")
+	ctx, cancel := context.WithCancel(context.Background())
+	addrs := make(chan [2]string, 1)
+	done := make(chan error, 1)
+	go func() {
+		done <- run(ctx, []string{"-config", dir, "-grpc", "127.0.0.1:0", "-http", ""}, io.Discard,
+			func(g, h string) { addrs <- [2]string{g, h} })
+	}()
+	var a [2]string
+	select {
+	case a = <-addrs:
+	case err := <-done:
+		t.Fatalf("run: %v", err)
+	}
+	conn, err := grpc.NewClient(a[0], grpc.WithTransportCredentials(insecure.NewCredentials()))
+	require.NoError(t, err)
+	defer conn.Close()
+	hc := healthpb.NewHealthClient(conn)
+	for _, name := range []string{"", "ratelimit", "envoy.service.ratelimit.v3.RateLimitService"} {
+		resp, err := hc.Check(context.Background(), &healthpb.HealthCheckRequest{Service: name})
+		if assert.NoError(t, err, "service %q", name) {
+			assert.Equal(t, healthpb.HealthCheckResponse_SERVING, resp.GetStatus(), "service %q", name)
+		}
+	}
 	cancel()
 	select {
 	case err := <-done:
