@@ -12,7 +12,8 @@
 // gRPC serves envoy.service.ratelimit.v3.RateLimitService and
 // grpc.health.v1.Health. HTTP serves POST /json (a RateLimitRequest in
 // protobuf's JSON mapping), GET /healthcheck and GET /metrics (Prometheus).
-// SIGTERM and SIGINT drain both servers before exiting.
+// SIGTERM and SIGINT drain both servers before exiting; a second signal
+// ends the process at once.
 //
 // Redis: -redis names the address (several, or -redis-cluster, for a
 // cluster); -redis-password (or HOTLIMITD_REDIS_PASSWORD), -redis-tls and
@@ -57,8 +58,16 @@ import (
 )
 
 func main() {
-	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, os.Interrupt)
+	// The first signal drains; a second one ends the process at once: the
+	// drain starts only once the signals' default action is back.
+	sig, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, os.Interrupt)
 	defer stop()
+	ctx, drain := context.WithCancel(context.Background())
+	go func() {
+		<-sig.Done()
+		stop()
+		drain()
+	}()
 	if err := run(ctx, os.Args[1:], os.Stderr, nil); err != nil {
 		fmt.Fprintln(os.Stderr, "hotlimitd:", err)
 		os.Exit(1)

@@ -1,8 +1,10 @@
 package main
 
 import (
+	"bufio"
 	"bytes"
 	"context"
+	"encoding/json"
 	"io"
 	"net"
 	"net/http"
@@ -12,6 +14,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 
@@ -358,5 +361,75 @@ func TestHealthServiceNames(t *testing.T) {
 		require.NoError(t, err)
 	case <-time.After(15 * time.Second):
 		t.Fatal("no graceful stop")
+	}
+}
+
+// TestSecondSignalStopsAtOnce: the first SIGTERM drains (here it would wait
+// for a /json request whose body never comes), a second one stops the
+// process at once, as an operator pressing Ctrl-C twice expects.
+func TestSecondSignalStopsAtOnce(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds the command")
+	}
+	bin := filepath.Join(t.TempDir(), "hotlimitd")
+	out, err := exec.Command("go", "build", "-o", bin, ".").CombinedOutput()
+	require.NoError(t, err, "%s", out)
+	dir := t.TempDir()
+	writeRule(t, dir, "2")
+	cmd := exec.Command(bin, "-config", dir, "-grpc", "127.0.0.1:0", "-http", "127.0.0.1:0", "-drain", "1m")
+	stderr, err := cmd.StderrPipe()
+	require.NoError(t, err)
+	require.NoError(t, cmd.Start())
+	exited := make(chan error, 1)
+	lines := make(chan string, 64)
+	go func() {
+		sc := bufio.NewScanner(stderr)
+		for sc.Scan() {
+			lines <- sc.Text()
+		}
+		close(lines)
+		exited <- cmd.Wait()
+	}()
+	t.Cleanup(func() { _ = cmd.Process.Kill() })
+	waitLog := func(msg string) map[string]any {
+		t.Helper()
+		timeout := time.After(15 * time.Second)
+		for {
+			select {
+			case l, ok := <-lines:
+				require.True(t, ok, "exited before logging %q", msg)
+				var rec map[string]any
+				if json.Unmarshal([]byte(l), &rec) == nil && rec["msg"] == msg {
+					return rec
+				}
+			case <-timeout:
+				t.Fatalf("no %q in the log", msg)
+			}
+		}
+	}
+	httpAddr, _ := waitLog("serving")["http"].(string)
+	conn, err := net.Dial("tcp", httpAddr)
+	require.NoError(t, err)
+	defer conn.Close()
+	// The server answers 100 Continue once the handler reads the body: from
+	// then on the request is in flight, and a drain waits for it.
+	_, err = io.WriteString(conn, "POST /json HTTP/1.1\r\nHost: h\r\nExpect: 100-continue\r\nContent-Length: 1000\r\n\r\n")
+	require.NoError(t, err)
+	require.NoError(t, conn.SetReadDeadline(time.Now().Add(15*time.Second)))
+	status, err := bufio.NewReader(conn).ReadString('\n')
+	require.NoError(t, err)
+	require.Contains(t, status, "100 Continue")
+
+	require.NoError(t, cmd.Process.Signal(syscall.SIGTERM))
+	waitLog("shutting down")
+	require.NoError(t, cmd.Process.Signal(syscall.SIGTERM))
+	select {
+	case err := <-exited:
+		var ee *exec.ExitError
+		require.ErrorAs(t, err, &ee)
+		ws, _ := ee.Sys().(syscall.WaitStatus)
+		assert.True(t, ws.Signaled(), "ended by the second signal: %v", err)
+	case <-time.After(3 * time.Second):
+		t.Fatal("still draining after a second SIGTERM")
 	}
 }
