@@ -1,6 +1,7 @@
 package envoyrls
 
 import (
+	"crypto/sha256"
 	"errors"
 	"fmt"
 	"os"
@@ -50,7 +51,9 @@ type Rule struct {
 	// Limit is the policy that decides: Limit.Limit is RequestsPerUnit,
 	// Limit.Window the unit (or the window extension). It is the zero
 	// Config for an unlimited rule and for requests_per_unit 0, which denies
-	// every hit.
+	// every hit. Loading checks its fields, not the algorithm's ranges
+	// (hotlimit.Config.ValidateFields): those of the backend apply when a
+	// [Server] puts the rule in force.
 	Limit hotlimit.Config
 }
 
@@ -76,13 +79,23 @@ type Domain struct {
 	Name, File string
 	// Rules lists every rule of the domain, in file order.
 	Rules []*Rule
-	root  node
+	// Warnings lists what the file holds that loads, as in the reference,
+	// but is likely a mistake: a key given twice in one mapping, of which
+	// the last counts.
+	Warnings []string
+	root     node
 }
 
 // Config is a set of domains, each from its own file. It is immutable once
 // built by [NewConfig] or [LoadDir], and safe for concurrent use.
 type Config struct {
 	domains map[string]*Domain
+	skipped []string // warnings of LoadDir about entries it did not read
+	// dir and digest, set by LoadDir: the directory and the digest of the
+	// files it read (see dirDigest), so that a watch of dir starts from
+	// what was loaded, not from what the directory holds when it starts.
+	dir    string
+	digest [32]byte
 }
 
 // NewConfig joins domains into a Config. Two domains of the same name are an
@@ -108,6 +121,17 @@ func (c *Config) Domains() []*Domain {
 	return out
 }
 
+// Warnings returns what [LoadDir] did not read in the directory (a file
+// without a YAML extension, a subdirectory), then the warnings of every
+// domain, domains sorted by name.
+func (c *Config) Warnings() []string {
+	out := append([]string(nil), c.skipped...)
+	for _, d := range c.Domains() {
+		out = append(out, d.Warnings...)
+	}
+	return out
+}
+
 // Rules returns every rule of every domain, domains sorted by name.
 func (c *Config) Rules() []*Rule {
 	var out []*Rule
@@ -119,16 +143,28 @@ func (c *Config) Rules() []*Rule {
 
 // LoadDir reads every *.yaml and *.yml file of dir (not hidden, not in
 // subdirectories), one domain per file, into a Config. The first bad file
-// makes it fail with an error naming the file.
+// makes it fail with an error naming the file. Other entries, hidden ones
+// aside, are named in the Config's [Config.Warnings]: the reference reads
+// every file of its directory, whatever its name.
 func LoadDir(dir string) (*Config, error) {
 	ents, err := os.ReadDir(dir)
 	if err != nil {
 		return nil, fmt.Errorf("envoyrls: config directory: %w", err)
 	}
 	var domains []*Domain
-	for _, e := range ents {
+	var skipped []string
+	h := sha256.New()
+	for _, e := range ents { // sorted by name, as dirDigest hashes them
 		name := e.Name()
-		if e.IsDir() || strings.HasPrefix(name, ".") || !(strings.HasSuffix(name, ".yaml") || strings.HasSuffix(name, ".yml")) {
+		if strings.HasPrefix(name, ".") {
+			continue
+		}
+		if e.IsDir() {
+			skipped = append(skipped, fmt.Sprintf("%s: a directory, not read: the configuration is the *.yaml and *.yml files of %s itself", filepath.Join(dir, name), dir))
+			continue
+		}
+		if !(strings.HasSuffix(name, ".yaml") || strings.HasSuffix(name, ".yml")) {
+			skipped = append(skipped, fmt.Sprintf("%s: not read: only *.yaml and *.yml files are", filepath.Join(dir, name)))
 			continue
 		}
 		path := filepath.Join(dir, name)
@@ -136,13 +172,19 @@ func LoadDir(dir string) (*Config, error) {
 		if err != nil {
 			return nil, fmt.Errorf("envoyrls: %w", err)
 		}
+		hashFile(h, name, data)
 		d, err := ParseDomain(path, data)
 		if err != nil {
 			return nil, err
 		}
 		domains = append(domains, d)
 	}
-	return NewConfig(domains...)
+	c, err := NewConfig(domains...)
+	if err != nil {
+		return nil, err
+	}
+	c.skipped, c.dir, c.digest = skipped, dir, [32]byte(h.Sum(nil))
+	return c, nil
 }
 
 // validKeys are the keys a configuration may hold, anywhere but under
@@ -202,7 +244,9 @@ func ParseDomain(file string, data []byte) (*Domain, error) {
 	if err := yaml.Unmarshal(data, &doc); err != nil {
 		return nil, configError(file, "error loading config file: %v", err)
 	}
+	var warnings []string
 	if len(doc.Content) > 0 {
+		warnings = lastKeyWins(file, doc.Content[0], map[*yaml.Node]bool{}, nil)
 		if err := validateKeys(file, doc.Content[0]); err != nil {
 			return nil, err
 		}
@@ -214,44 +258,146 @@ func ParseDomain(file string, data []byte) (*Domain, error) {
 	if root.Domain == "" {
 		return nil, configError(file, "config file cannot have empty domain")
 	}
-	d := &Domain{Name: root.Domain, File: file}
+	d := &Domain{Name: root.Domain, File: file, Warnings: warnings}
 	if err := d.load(&d.root, root.Domain+".", root.Descriptors); err != nil {
 		return nil, err
 	}
 	return d, nil
 }
 
+// lastKeyWins removes from every mapping under n the pairs whose key the
+// mapping gives again later, so that the last counts, as the reference's YAML
+// decoder reads them (ours would reject the file), and returns a warning for
+// each. done holds the mappings already seen, which aliases may share.
+func lastKeyWins(file string, n *yaml.Node, done map[*yaml.Node]bool, warnings []string) []string {
+	if n.Kind == yaml.AliasNode || done[n] {
+		return warnings // the anchored node is walked where it is defined
+	}
+	done[n] = true
+	if n.Kind == yaml.MappingNode {
+		last := map[string]int{}
+		for i := 0; i+1 < len(n.Content); i += 2 {
+			if k := n.Content[i]; k.Kind == yaml.ScalarNode && k.Tag != "!!merge" {
+				last[k.Tag+":"+k.Value] = i
+			}
+		}
+		if len(last) < len(n.Content)/2 {
+			kept := n.Content[:0:0]
+			for i := 0; i+1 < len(n.Content); i += 2 {
+				k := n.Content[i]
+				if j, ok := last[k.Tag+":"+k.Value]; ok && j != i && k.Tag != "!!merge" {
+					warnings = append(warnings, fmt.Sprintf("%s: line %d: key '%s' is given again at line %d, which counts",
+						file, k.Line, k.Value, n.Content[j].Line))
+					continue
+				}
+				kept = append(kept, k, n.Content[i+1])
+			}
+			n.Content = kept
+		}
+	}
+	for _, c := range n.Content {
+		warnings = lastKeyWins(file, c, done, warnings)
+	}
+	return warnings
+}
+
 // validateKeys rejects a mapping key outside validKeys at any depth, except
-// under metadata, whose content is free.
+// under metadata, whose content is free. Aliases are checked as the mappings
+// they stand for, and a merge key (`<<: *anchor`) as the keys it merges, as
+// the reference sees them once its YAML decoder has resolved both.
 func validateKeys(file string, n *yaml.Node) error {
+	v := keyValidator{file: file, seen: map[*yaml.Node]bool{}}
+	return v.check(n)
+}
+
+// keyValidator walks a YAML tree for validateKeys. seen holds the anchored
+// nodes already reached through an alias, so that each is checked once: an
+// alias cannot make the walk loop or grow with the number of aliases.
+type keyValidator struct {
+	file string
+	seen map[*yaml.Node]bool
+}
+
+// resolve returns the node an alias stands for, and whether the walk should
+// go on into it: false for an anchor already checked through an alias.
+func (v *keyValidator) resolve(n *yaml.Node) (*yaml.Node, bool) {
+	if n.Kind != yaml.AliasNode || n.Alias == nil {
+		return n, true
+	}
+	if v.seen[n.Alias] {
+		return n.Alias, false
+	}
+	v.seen[n.Alias] = true
+	return n.Alias, true
+}
+
+// target returns the node an alias stands for, else n.
+func target(n *yaml.Node) *yaml.Node {
+	if n.Kind == yaml.AliasNode && n.Alias != nil {
+		return n.Alias
+	}
+	return n
+}
+
+func (v *keyValidator) check(n *yaml.Node) error {
+	n, walk := v.resolve(n)
+	if !walk {
+		return nil
+	}
 	switch n.Kind {
 	case yaml.DocumentNode, yaml.SequenceNode:
 		for _, c := range n.Content {
-			if n.Kind == yaml.SequenceNode && c.Kind != yaml.MappingNode {
-				return configError(file, "config error, yaml file contains list of type other than map: %s", c.Value)
+			if n.Kind == yaml.SequenceNode {
+				if r := target(c); r.Kind != yaml.MappingNode {
+					return configError(v.file, "config error, yaml file contains list of type other than map: %s", r.Value)
+				}
 			}
-			if err := validateKeys(file, c); err != nil {
+			if err := v.check(c); err != nil {
 				return err
 			}
 		}
 	case yaml.MappingNode:
 		for i := 0; i+1 < len(n.Content); i += 2 {
-			k, v := n.Content[i], n.Content[i+1]
+			k, val := n.Content[i], n.Content[i+1]
+			if k.Kind == yaml.ScalarNode && k.Tag == "!!merge" {
+				if err := v.merged(val); err != nil {
+					return err
+				}
+				continue
+			}
 			if k.Kind != yaml.ScalarNode || k.Tag != "!!str" {
-				return configError(file, "config error, key is not of type string: %s", k.Value)
+				return configError(v.file, "config error, key is not of type string: %s", k.Value)
 			}
 			if !validKeys[k.Value] {
-				return configError(file, "config error, unknown key '%s'", k.Value)
+				return configError(v.file, "config error, unknown key '%s'", k.Value)
 			}
 			if k.Value == "metadata" {
 				continue
 			}
-			if err := validateKeys(file, v); err != nil {
+			if err := v.check(val); err != nil {
 				return err
 			}
 		}
 	}
 	return nil
+}
+
+// merged checks the value of a merge key: a mapping, or a list of mappings,
+// each usually an alias, whose keys join the mapping holding the merge key.
+func (v *keyValidator) merged(n *yaml.Node) error {
+	r := target(n)
+	if r.Kind == yaml.SequenceNode {
+		for _, c := range r.Content {
+			if err := v.merged(c); err != nil {
+				return err
+			}
+		}
+		return nil
+	}
+	if r.Kind != yaml.MappingNode {
+		return configError(v.file, "config error, merge key '<<' takes a mapping or a list of mappings, not %s", r.Value)
+	}
+	return v.check(n)
 }
 
 // load adds descriptors under n, whose full key is parent (ending in '.').
@@ -395,7 +541,10 @@ func (d *Domain) rule(full string, yd *yamlDescriptor) (*Rule, error) {
 		return r, nil // denies every hit, as the reference does
 	}
 	r.Limit = hotlimit.Config{Algorithm: alg, Limit: int(yr.RequestsPerUnit), Window: window, Burst: yr.Burst}
-	if err := r.Limit.Validate(); err != nil {
+	// Only the fields here: how large a limit and window can be depends on
+	// where the state lives (in memory, or up to 2^52 on Redis), so the
+	// server checks the ranges when it builds the rule's limiter.
+	if err := r.Limit.ValidateFields(); err != nil {
 		return nil, configError(d.File, "%s: %v", full, err)
 	}
 	return r, nil

@@ -1,6 +1,7 @@
 package envoyrls
 
 import (
+	"log/slog"
 	"os"
 	"path/filepath"
 	"strings"
@@ -10,6 +11,8 @@ import (
 	rlext "github.com/envoyproxy/go-control-plane/envoy/extensions/common/ratelimit/v3"
 	pb "github.com/envoyproxy/go-control-plane/envoy/service/ratelimit/v3"
 	"github.com/hotlimit/hotlimit"
+	"github.com/hotlimit/hotlimit/redislimit"
+	"github.com/redis/go-redis/v9"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
@@ -241,4 +244,163 @@ func TestDescriptorKeyCollisionFree(t *testing.T) {
 		seen[k] = i
 	}
 	assert.Len(t, seen, len(cases)+1)
+}
+
+// TestAnchorsAndMergeKeys: a file that shares settings through YAML anchors,
+// aliases and merge keys (`<<: *anchor`) loads as the reference loads it,
+// and a key its aliases bring in is checked like any other.
+func TestAnchorsAndMergeKeys(t *testing.T) {
+	d, err := ParseDomain("anchors.yaml", []byte(`
+domain: d
+descriptors:
+  - key: a
+    rate_limit: &std
+      unit: minute
+      requests_per_unit: 7
+  - key: b
+    rate_limit:
+      <<: *std
+      requests_per_unit: 8
+  - key: c
+    rate_limit: *std
+  - key: e
+    rate_limit:
+      <<: [*std, {name: e}]
+  - &leaf
+    key: f
+    rate_limit: {unit: second, requests_per_unit: 3}
+  - key: g
+    descriptors: [*leaf]
+`))
+	require.NoError(t, err)
+	cfg, err := NewConfig(d)
+	require.NoError(t, err)
+	for _, tc := range []struct {
+		entries []Entry
+		limit   uint32
+		unit    pb.RateLimitResponse_RateLimit_Unit
+		name    string
+	}{
+		{kv("a", "x"), 7, pb.RateLimitResponse_RateLimit_MINUTE, ""},
+		{kv("b", "x"), 8, pb.RateLimitResponse_RateLimit_MINUTE, ""}, // the explicit key beats the merged one
+		{kv("c", "x"), 7, pb.RateLimitResponse_RateLimit_MINUTE, ""},
+		{kv("e", "x"), 7, pb.RateLimitResponse_RateLimit_MINUTE, "e"},
+		{kv("f", "x"), 3, pb.RateLimitResponse_RateLimit_SECOND, ""},
+		{kv("g", "x", "f", "y"), 3, pb.RateLimitResponse_RateLimit_SECOND, ""},
+	} {
+		r, _ := cfg.Match("d", tc.entries)
+		require.NotNil(t, r, "%v", tc.entries)
+		assert.Equal(t, tc.limit, r.RequestsPerUnit, "%v", tc.entries)
+		assert.Equal(t, tc.unit, r.Unit, "%v", tc.entries)
+		assert.Equal(t, tc.name, r.Name, "%v", tc.entries)
+	}
+
+	for _, tc := range []struct{ name, yaml, want string }{
+		{"unknown key merged in", "domain: d\nx: &bad {unit: second, per: 1}\n", "unknown key 'x'"},
+		{"unknown key through a merge", "domain: d\ndescriptors:\n  - key: k\n    metadata: &m {unit: second, per: 1}\n    rate_limit:\n      <<: *m\n      requests_per_unit: 1\n", "unknown key 'per'"},
+		{"unknown key through an alias", "domain: d\ndescriptors:\n  - key: k\n    metadata: &m {unit: second, per: 1}\n    rate_limit: *m\n", "unknown key 'per'"},
+		{"merge of a scalar", "domain: d\ndescriptors:\n  - key: k\n    <<: 3\n", "merge key '<<' takes a mapping"},
+		{"alias of itself", "domain: d\ndescriptors:\n  - &x\n    key: k\n    descriptors: [*x]\n", "error loading config file"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			_, err := ParseDomain("bad.yaml", []byte(tc.yaml))
+			require.Error(t, err)
+			assert.ErrorIs(t, err, ErrConfig)
+			assert.Contains(t, err.Error(), tc.want)
+		})
+	}
+}
+
+// TestLimitBeyondMemoryRange: a reference config whose limit is beyond what
+// the in-memory fixed window counts (here 100M a month) loads, is rejected
+// by an in-memory server with the file, the rule and the range named, and is
+// put in force by a server on Redis, whose counters are wider (unless it
+// falls back to memory on a failure: then the in-memory range applies).
+func TestLimitBeyondMemoryRange(t *testing.T) {
+	dir := t.TempDir()
+	file := filepath.Join(dir, "big.yaml")
+	require.NoError(t, os.WriteFile(file, []byte("domain: big\ndescriptors:\n  - key: tenant\n    rate_limit: {unit: month, requests_per_unit: 100000000}\n"), 0o644))
+	cfg, err := LoadDir(dir)
+	require.NoError(t, err, "the file is valid: only a backend can say whether it holds the limit")
+	r, _ := cfg.Match("big", kv("tenant", "t"))
+	require.NotNil(t, r)
+	assert.Equal(t, 100_000_000, r.Limit.Limit)
+
+	quiet := WithLogger(slog.New(slog.DiscardHandler))
+	_, err = New(cfg, quiet)
+	require.Error(t, err, "in memory")
+	assert.ErrorIs(t, err, hotlimit.ErrInvalidConfig)
+	for _, want := range []string{file, "big.tenant", "out of range"} {
+		assert.Contains(t, err.Error(), want)
+	}
+
+	client := redis.NewClient(&redis.Options{Addr: "127.0.0.1:1"}) // never dialled: building a limiter does not talk to Redis
+	t.Cleanup(func() { _ = client.Close() })
+	// As hotlimitd builds it by default: a failure is an error, with no
+	// in-memory fallback (whose range would apply again).
+	factory := redislimit.Factory(client, redislimit.WithFailPolicy(redislimit.FailClosed))
+	s, err := New(cfg, quiet, WithLimiterOptions(hotlimit.WithFactory(factory)))
+	require.NoError(t, err, "on Redis")
+	assert.Same(t, cfg, s.Config())
+}
+
+// TestRepeatedKeyLastWins: a key given twice in one mapping loads with the
+// last value, as the reference reads it, with a warning naming the file and
+// both lines.
+func TestRepeatedKeyLastWins(t *testing.T) {
+	d, err := ParseDomain("dup.yaml", []byte(`domain: d
+descriptors:
+  - key: a
+    rate_limit:
+      unit: minute
+      requests_per_unit: 7
+      requests_per_unit: 5
+    metadata: {owner: x, owner: y}
+  - key: b
+    rate_limit: {unit: second, requests_per_unit: 1}
+`))
+	require.NoError(t, err)
+	cfg, err := NewConfig(d)
+	require.NoError(t, err)
+	r, _ := cfg.Match("d", kv("a", "x"))
+	require.NotNil(t, r)
+	assert.Equal(t, uint32(5), r.RequestsPerUnit, "the last requests_per_unit counts")
+	r, _ = cfg.Match("d", kv("b", "x"))
+	assert.NotNil(t, r, "the rest of the file is read")
+	assert.Equal(t, []string{
+		"dup.yaml: line 6: key 'requests_per_unit' is given again at line 7, which counts",
+		"dup.yaml: line 8: key 'owner' is given again at line 8, which counts",
+	}, cfg.Warnings())
+
+	d, err = ParseDomain("dup.yaml", []byte("domain: d\ndescriptors:\n  - key: a\ndescriptors:\n  - key: b\n    rate_limit: {unit: second, requests_per_unit: 1}\n"))
+	require.NoError(t, err)
+	require.Len(t, d.Rules, 1)
+	assert.Equal(t, "d.b", d.Rules[0].Key, "the last descriptors list counts")
+	assert.Len(t, d.Warnings, 1)
+
+	d, err = ParseDomain("ok.yaml", []byte("domain: d\ndescriptors:\n  - key: a\n    rate_limit: {unit: second, requests_per_unit: 1}\n  - key: b\n    rate_limit: {unit: second, requests_per_unit: 1}\n"))
+	require.NoError(t, err)
+	assert.Empty(t, d.Warnings, "a key in two mappings is no repeat")
+}
+
+// TestLoadDirNamesWhatItSkips: a file without a YAML extension (which the
+// reference would read) and a subdirectory are not read, and each is named
+// in a warning; hidden entries are skipped quietly.
+func TestLoadDirNamesWhatItSkips(t *testing.T) {
+	dir := t.TempDir()
+	domain := func(name string) []byte {
+		return []byte("domain: " + name + "\ndescriptors:\n  - key: k\n    rate_limit: {unit: second, requests_per_unit: 1}\n")
+	}
+	require.NoError(t, os.WriteFile(filepath.Join(dir, "a.yaml"), domain("a"), 0o644))
+	require.NoError(t, os.WriteFile(filepath.Join(dir, "ratelimit"), domain("b"), 0o644))
+	require.NoError(t, os.WriteFile(filepath.Join(dir, ".hidden.yaml"), []byte("not: read"), 0o644))
+	require.NoError(t, os.Mkdir(filepath.Join(dir, "config"), 0o755))
+	cfg, err := LoadDir(dir)
+	require.NoError(t, err)
+	require.Len(t, cfg.Domains(), 1)
+	assert.Equal(t, "a", cfg.Domains()[0].Name)
+	assert.Equal(t, []string{
+		filepath.Join(dir, "config") + ": a directory, not read: the configuration is the *.yaml and *.yml files of " + dir + " itself",
+		filepath.Join(dir, "ratelimit") + ": not read: only *.yaml and *.yml files are",
+	}, cfg.Warnings())
 }

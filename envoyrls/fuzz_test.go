@@ -3,20 +3,25 @@ package envoyrls
 import (
 	"context"
 	"errors"
+	"log/slog"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	rlext "github.com/envoyproxy/go-control-plane/envoy/extensions/common/ratelimit/v3"
 	pb "github.com/envoyproxy/go-control-plane/envoy/service/ratelimit/v3"
 	typev3 "github.com/envoyproxy/go-control-plane/envoy/type/v3"
+	"github.com/hotlimit/hotlimit"
 	"github.com/stretchr/testify/require"
 	"google.golang.org/protobuf/proto"
 	"google.golang.org/protobuf/types/known/wrapperspb"
 )
 
 // FuzzParseDomain: any file either loads or gives an error wrapping
-// ErrConfig that names it; never a panic.
+// ErrConfig that names it; never a panic. A file that loads holds valid
+// policies, and a server either puts it in force or says which rule its
+// limiters cannot hold, naming the file.
 func FuzzParseDomain(f *testing.F) {
 	for _, dir := range []string{"testdata/example", "testdata/conformance"} {
 		names, _ := filepath.Glob(filepath.Join(dir, "*.yaml"))
@@ -27,6 +32,7 @@ func FuzzParseDomain(f *testing.F) {
 		}
 	}
 	f.Add([]byte("domain: d\ndescriptors:\n  - key: k\n    rate_limit: {window: 1ns, requests_per_unit: 4294967295}\n"))
+	quiet := WithLogger(slog.New(slog.DiscardHandler))
 	f.Fuzz(func(t *testing.T, data []byte) {
 		d, err := ParseDomain("f.yaml", data)
 		if err != nil {
@@ -37,10 +43,17 @@ func FuzzParseDomain(f *testing.F) {
 		}
 		for _, r := range d.Rules {
 			if r.Limit.Limit > 0 {
-				if err := r.Limit.Validate(); err != nil {
+				if err := r.Limit.ValidateFields(); err != nil {
 					t.Fatalf("rule %s loaded with an invalid policy: %v", r.Key, err)
 				}
 			}
+		}
+		cfg, err := NewConfig(d)
+		if err != nil {
+			t.Fatalf("one domain: %v", err)
+		}
+		if _, err := New(cfg, quiet); err != nil && (!errors.Is(err, hotlimit.ErrInvalidConfig) || !strings.Contains(err.Error(), "f.yaml: ")) {
+			t.Fatalf("a server's error does not wrap ErrInvalidConfig and name the file: %v", err)
 		}
 	})
 }

@@ -3,6 +3,8 @@ package envoyrls
 import (
 	"context"
 	"crypto/sha256"
+	"fmt"
+	"hash"
 	"io"
 	"net/http"
 	"os"
@@ -84,21 +86,32 @@ func dirDigest(dir string) ([32]byte, error) {
 		if err != nil {
 			return [32]byte{}, err
 		}
-		h.Write([]byte(n))
-		h.Write([]byte{0})
-		h.Write(data)
-		h.Write([]byte{0})
+		hashFile(h, n, data)
 	}
 	return [32]byte(h.Sum(nil)), nil
 }
 
+// hashFile adds a file's name and content to a directory's digest.
+func hashFile(h hash.Hash, name string, data []byte) {
+	h.Write([]byte(name))
+	h.Write([]byte{0})
+	h.Write(data)
+	h.Write([]byte{0})
+}
+
 // WatchDir polls dir every interval until ctx is done, and reloads the
-// configuration when a file changed. A directory that fails to load is
-// logged with the reason (the file and the error) and the configuration in
-// force stays; onLoad, when not nil, hears of every attempt. WatchDir
-// assumes the configuration in force was loaded from dir.
+// configuration when a file changed. A directory that fails to load, or to
+// be read (a file that vanished or cannot be opened), is logged once with the
+// reason and the configuration in force stays; onLoad, when not nil, hears
+// of every load and of every new failure. WatchDir assumes the configuration
+// in force was loaded from dir: if [LoadDir] loaded it, a file changed since
+// then is loaded at the first poll. An interval <= 0 watches nothing:
+// WatchDir returns at once.
 func (s *Server) WatchDir(ctx context.Context, dir string, interval time.Duration, onLoad func(error)) {
-	last, _ := dirDigest(dir)
+	if interval <= 0 {
+		return // no polling, no reload
+	}
+	w := s.newDirWatch(dir, onLoad)
 	t := time.NewTicker(interval)
 	defer t.Stop()
 	for {
@@ -107,17 +120,53 @@ func (s *Server) WatchDir(ctx context.Context, dir string, interval time.Duratio
 			return
 		case <-t.C:
 		}
-		sum, err := dirDigest(dir)
-		if err == nil && sum == last {
-			continue
+		w.poll()
+	}
+}
+
+// dirWatch is the state of WatchDir between two polls.
+type dirWatch struct {
+	s      *Server
+	dir    string
+	onLoad func(error)
+	last   [32]byte // the digest of the files last loaded, or tried
+	unread string   // the error that last kept dir from being read; "" when read
+}
+
+func (s *Server) newDirWatch(dir string, onLoad func(error)) *dirWatch {
+	w := &dirWatch{s: s, dir: dir, onLoad: onLoad}
+	if c := s.Config(); c.dir == dir {
+		w.last = c.digest // a change made since it was loaded is one to load
+	} else {
+		w.last, _ = dirDigest(dir)
+	}
+	return w
+}
+
+// poll reloads dir if its files changed since the last poll. A directory
+// that cannot be read is reported once per distinct error, not once per
+// poll; once it can be read again, it is loaded (and the outcome logged)
+// even if its files are as before the failure.
+func (w *dirWatch) poll() {
+	sum, err := dirDigest(w.dir)
+	if err != nil {
+		if err.Error() == w.unread {
+			return
 		}
-		if err == nil {
-			last = sum
-			err = s.ReloadDir(dir)
+		w.unread = err.Error()
+		w.s.set.log.Error("config directory unreadable, previous config stays in force", "dir", w.dir, "err", err)
+		if w.onLoad != nil {
+			w.onLoad(fmt.Errorf("envoyrls: config directory: %w", err))
 		}
-		if onLoad != nil {
-			onLoad(err)
-		}
+		return
+	}
+	if sum == w.last && w.unread == "" {
+		return
+	}
+	w.last, w.unread = sum, ""
+	err = w.s.ReloadDir(w.dir)
+	if w.onLoad != nil {
+		w.onLoad(err)
 	}
 }
 
@@ -131,6 +180,9 @@ func (s *Server) ReloadDir(dir string) error {
 	if err != nil {
 		s.set.log.Error("config rejected, previous config stays in force", "dir", dir, "err", err)
 		return err
+	}
+	for _, w := range cfg.Warnings() {
+		s.set.log.Warn("config warning", "dir", dir, "warning", w)
 	}
 	s.set.log.Info("config loaded", "dir", dir, "domains", len(cfg.domains), "rules", len(cfg.Rules()))
 	return nil

@@ -13,6 +13,7 @@ import (
 
 	rlext "github.com/envoyproxy/go-control-plane/envoy/extensions/common/ratelimit/v3"
 	pb "github.com/envoyproxy/go-control-plane/envoy/service/ratelimit/v3"
+	typev3 "github.com/envoyproxy/go-control-plane/envoy/type/v3"
 	"github.com/hotlimit/hotlimit"
 	"github.com/hotlimit/hotlimit/redislimit"
 	"github.com/redis/go-redis/v9"
@@ -20,6 +21,7 @@ import (
 	"github.com/stretchr/testify/require"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
+	"google.golang.org/protobuf/types/known/wrapperspb"
 )
 
 // startRedis starts a redis-server on a free loopback port for the test and
@@ -161,4 +163,27 @@ func TestRedisOneRoundTripPerRequest(t *testing.T) {
 	assert.Equal(t, uint32(5), resp.Statuses[0].CurrentLimit.RequestsPerUnit)
 	assert.Equal(t, uint32(2), resp.Statuses[2].CurrentLimit.RequestsPerUnit)
 	assert.Equal(t, uint32(3), resp.Statuses[3].CurrentLimit.RequestsPerUnit)
+}
+
+// TestRedisHitsBeyondInt32: on Redis a limit may exceed 2^31 (here an
+// override of 4,000,000,000 a day, as a byte budget sends it), and a
+// hits_addend above 2^31 counts in full: 3e9 leaves 1e9, and 1.5e9 more is
+// over.
+func TestRedisHitsBeyondInt32(t *testing.T) {
+	addr, _ := startRedis(t)
+	client := redis.NewClient(&redis.Options{Addr: addr, ContextTimeoutEnabled: true})
+	t.Cleanup(func() { _ = client.Close() })
+	// As hotlimitd builds it: no in-memory fallback, whose range is narrower.
+	f := redislimit.Factory(client, redislimit.WithPrefix(t.Name()+":"), redislimit.WithTimeout(10*time.Second), redislimit.WithFailPolicy(redislimit.FailClosed))
+	h := inProcess(t, WithLimiterOptions(hotlimit.WithFactory(f)))
+	d := desc("override", "bytes"+h.run)
+	d.Limit = &rlext.RateLimitDescriptor_RateLimitOverride{RequestsPerUnit: 4_000_000_000, Unit: typev3.RateLimitUnit_DAY}
+	resp := h.call(t, "conf", 3_000_000_000, d)
+	assert.Equal(t, ok, resp.OverallCode)
+	assert.Equal(t, uint32(1_000_000_000), resp.Statuses[0].LimitRemaining)
+	resp = h.call(t, "conf", 1_500_000_000, d)
+	assert.Equal(t, over, resp.OverallCode, "4.5e9 hits of 4e9")
+	d.HitsAddend = wrapperspb.UInt64(1 << 40)
+	resp = h.call(t, "conf", 0, d)
+	assert.Equal(t, over, resp.OverallCode, "a descriptor's addend beyond any limit is over")
 }

@@ -31,9 +31,12 @@ const (
 	MaxDescriptors = 1024
 	// MaxEntries is the most entries a descriptor may hold.
 	MaxEntries = 64
-	// maxHits bounds a hits_addend as counted: any limit is below it, so a
-	// larger addend is over the limit all the same.
-	maxHits = math.MaxInt32
+	// maxHits bounds a hits_addend as counted: every limit and burst any
+	// backend takes is below it (in memory 2^22 at most, on Redis below
+	// 2^52, its exact integers), so a larger addend is over the limit all
+	// the same, and a smaller one counts in full: a requests_per_unit may be
+	// up to 2^32-1, with hits_addend a byte count, say.
+	maxHits = min(1<<52-1, math.MaxInt)
 	// maxOverrides bounds the distinct per-descriptor limit overrides the
 	// server keeps limiters for; past it, a new override is an error.
 	maxOverrides = 4096
@@ -174,7 +177,8 @@ func (s *Server) Config() *Config { return s.snap.Load().cfg }
 // Reload puts cfg in force. The limiters of the policies that cfg shares with
 // the configuration in force are kept, with their state: a rule whose policy
 // did not change keeps counting where it was. On error (a policy no limiter
-// accepts), the configuration in force stays.
+// accepts, such as a limit beyond the in-memory algorithm's range; the error
+// names the file and the rule), the configuration in force stays.
 func (s *Server) Reload(cfg *Config) error {
 	if cfg == nil {
 		cfg = &Config{}
@@ -199,7 +203,11 @@ func (s *Server) Reload(cfg *Config) error {
 		}
 		l, err := s.newLimiter(r.Limit)
 		if err != nil {
-			return fmt.Errorf("envoyrls: rule %s: %w", r.Key, err)
+			file := "envoyrls"
+			if d := cfg.domains[r.Domain]; d != nil {
+				file = d.File
+			}
+			return fmt.Errorf("%s: %s: %w", file, r.Key, err)
 		}
 		next.limiters[r.Limit] = l
 	}
@@ -408,11 +416,11 @@ func (s *Server) plan(snap *snapshot, req *pb.RateLimitRequest, items []item) er
 		if r == nil || it.current != nil {
 			continue
 		}
-		if r.Name != "" && replacing[r.Name] {
-			it.rule = nil
+		if r.Unlimited { // unlimited even when another rule replaces it, as in the reference
 			continue
 		}
-		if r.Unlimited {
+		if r.Name != "" && replacing[r.Name] {
+			it.rule = nil
 			continue
 		}
 		it.cfg, it.shadow, it.quota = r.Limit, r.ShadowMode, r.QuotaMode
@@ -605,8 +613,11 @@ func (s *Server) respond(ctx context.Context, items []item) *pb.RateLimitRespons
 				continue
 			}
 			st.Code = pb.RateLimitResponse_OVER_LIMIT
-			if it.quota {
+			if it.quota { // over, though the request may pass: the first with nothing left, as for shadow mode
 				failedQuota++
+				if minRemaining > 0 {
+					constrained, minRemaining = i, 0
+				}
 				continue
 			}
 			failed++

@@ -12,7 +12,8 @@
 // gRPC serves envoy.service.ratelimit.v3.RateLimitService and
 // grpc.health.v1.Health. HTTP serves POST /json (a RateLimitRequest in
 // protobuf's JSON mapping), GET /healthcheck and GET /metrics (Prometheus).
-// SIGTERM and SIGINT drain both servers before exiting.
+// SIGTERM and SIGINT drain both servers before exiting; a second signal
+// ends the process at once.
 //
 // Redis: -redis names the address (several, or -redis-cluster, for a
 // cluster); -redis-password (or HOTLIMITD_REDIS_PASSWORD), -redis-tls and
@@ -57,8 +58,16 @@ import (
 )
 
 func main() {
-	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, os.Interrupt)
+	// The first signal drains; a second one ends the process at once: the
+	// drain starts only once the signals' default action is back.
+	sig, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, os.Interrupt)
 	defer stop()
+	ctx, drain := context.WithCancel(context.Background())
+	go func() {
+		<-sig.Done()
+		stop()
+		drain()
+	}()
 	if err := run(ctx, os.Args[1:], os.Stderr, nil); err != nil {
 		fmt.Fprintln(os.Stderr, "hotlimitd:", err)
 		os.Exit(1)
@@ -96,7 +105,7 @@ func parse(args []string, out io.Writer) (*flags, error) {
 	fs.DurationVar(&f.leaseTTL, "redis-lease-ttl", 100*time.Millisecond, "how long a lease lasts")
 	fs.BoolVar(&f.allOrNothing, "all-or-nothing", false, "refund a denied request's other descriptors (default: count every descriptor, as the reference)")
 	fs.StringVar(&f.headers, "headers", "none", "response headers: none, reference, draft or both")
-	fs.DurationVar(&f.reload, "reload-interval", time.Second, "how often the config directory is polled")
+	fs.DurationVar(&f.reload, "reload-interval", time.Second, "how often the config directory is polled; 0 turns reloading off")
 	fs.DurationVar(&f.drain, "drain", 10*time.Second, "how long shutdown waits for requests in flight")
 	fs.StringVar(&f.logLevel, "log-level", "info", "debug, info, warn or error")
 	var envErr error
@@ -202,6 +211,9 @@ func run(ctx context.Context, args []string, stderr io.Writer, ready func(grpcAd
 		return err
 	}
 	metrics.ConfigLoaded(true)
+	for _, w := range cfg.Warnings() {
+		log.Warn("config warning", "dir", f.config, "warning", w)
+	}
 	log.Info("config loaded", "dir", f.config, "domains", len(cfg.Domains()), "rules", len(cfg.Rules()))
 
 	reg := prometheus.NewRegistry()
@@ -210,6 +222,11 @@ func run(ctx context.Context, args []string, stderr io.Writer, ready func(grpcAd
 	g := grpc.NewServer()
 	pb.RegisterRateLimitServiceServer(g, srv)
 	hs := health.NewServer()
+	// "" (the server) is serving from the start; "ratelimit" is the name the
+	// reference answers to, which probes written for it ask for.
+	for _, name := range []string{"ratelimit", pb.RateLimitService_ServiceDesc.ServiceName} {
+		hs.SetServingStatus(name, healthpb.HealthCheckResponse_SERVING)
+	}
 	healthpb.RegisterHealthServer(g, hs)
 	glis, err := net.Listen("tcp", f.grpcAddr)
 	if err != nil {
@@ -247,7 +264,11 @@ func run(ctx context.Context, args []string, stderr io.Writer, ready func(grpcAd
 
 	wctx, cancelWatch := context.WithCancel(ctx)
 	defer cancelWatch()
-	go srv.WatchDir(wctx, f.config, f.reload, func(err error) { metrics.ConfigLoaded(err == nil) })
+	if f.reload > 0 {
+		go srv.WatchDir(wctx, f.config, f.reload, func(err error) { metrics.ConfigLoaded(err == nil) })
+	} else {
+		log.Info("config reload off", "reload_interval", f.reload.String())
+	}
 
 	log.Info("serving", "grpc", glis.Addr().String(), "http", hlisAddr)
 	if ready != nil {

@@ -1,8 +1,10 @@
 package main
 
 import (
+	"bufio"
 	"bytes"
 	"context"
+	"encoding/json"
 	"io"
 	"net"
 	"net/http"
@@ -12,6 +14,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 
@@ -22,6 +25,7 @@ import (
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/credentials/insecure"
+	healthpb "google.golang.org/grpc/health/grpc_health_v1"
 	"google.golang.org/grpc/status"
 )
 
@@ -282,4 +286,150 @@ func TestRedisTimeoutFlag(t *testing.T) {
 	assert.Equal(t, codes.Unavailable, status.Code(err), "the server gave up on Redis: %v", err)
 	err = call("1h", 2*time.Second)
 	assert.Equal(t, codes.DeadlineExceeded, status.Code(err), "the server still waits for Redis: %v", err)
+}
+
+// TestReloadOff: -reload-interval 0 serves without watching the directory,
+// says so in the log, and stops cleanly.
+func TestReloadOff(t *testing.T) {
+	dir := t.TempDir()
+	writeRule(t, dir, "2")
+	var logs syncBuffer
+	ctx, cancel := context.WithCancel(context.Background())
+	addrs := make(chan [2]string, 1)
+	done := make(chan error, 1)
+	go func() {
+		done <- run(ctx, []string{"-config", dir, "-grpc", "127.0.0.1:0", "-http", "", "-reload-interval", "0"}, &logs,
+			func(g, h string) { addrs <- [2]string{g, h} })
+	}()
+	var a [2]string
+	select {
+	case a = <-addrs:
+	case err := <-done:
+		t.Fatalf("run: %v", err)
+	}
+	conn, err := grpc.NewClient(a[0], grpc.WithTransportCredentials(insecure.NewCredentials()))
+	require.NoError(t, err)
+	defer conn.Close()
+	resp, err := pb.NewRateLimitServiceClient(conn).ShouldRateLimit(context.Background(), &pb.RateLimitRequest{Domain: "web", Descriptors: []*rlext.RateLimitDescriptor{{
+		Entries: []*rlext.RateLimitDescriptor_Entry{{Key: "ip", Value: "1"}},
+	}}})
+	require.NoError(t, err)
+	assert.Equal(t, uint32(2), resp.Statuses[0].CurrentLimit.GetRequestsPerUnit())
+	assert.Contains(t, logs.String(), `"msg":"config reload off"`)
+	cancel()
+	select {
+	case err := <-done:
+		require.NoError(t, err)
+	case <-time.After(15 * time.Second):
+		t.Fatal("no graceful stop")
+	}
+}
+
+// TestHealthServiceNames: the gRPC health service answers SERVING for the
+// server (""), for "ratelimit" (the name the reference registers, which
+// Kubernetes probes and Envoy health checks written for it ask for) and for
+// the rate limit service's full name.
+func TestHealthServiceNames(t *testing.T) {
+	dir := t.TempDir()
+	writeRule(t, dir, "2")
+	ctx, cancel := context.WithCancel(context.Background())
+	addrs := make(chan [2]string, 1)
+	done := make(chan error, 1)
+	go func() {
+		done <- run(ctx, []string{"-config", dir, "-grpc", "127.0.0.1:0", "-http", ""}, io.Discard,
+			func(g, h string) { addrs <- [2]string{g, h} })
+	}()
+	var a [2]string
+	select {
+	case a = <-addrs:
+	case err := <-done:
+		t.Fatalf("run: %v", err)
+	}
+	conn, err := grpc.NewClient(a[0], grpc.WithTransportCredentials(insecure.NewCredentials()))
+	require.NoError(t, err)
+	defer conn.Close()
+	hc := healthpb.NewHealthClient(conn)
+	for _, name := range []string{"", "ratelimit", "envoy.service.ratelimit.v3.RateLimitService"} {
+		resp, err := hc.Check(context.Background(), &healthpb.HealthCheckRequest{Service: name})
+		if assert.NoError(t, err, "service %q", name) {
+			assert.Equal(t, healthpb.HealthCheckResponse_SERVING, resp.GetStatus(), "service %q", name)
+		}
+	}
+	cancel()
+	select {
+	case err := <-done:
+		require.NoError(t, err)
+	case <-time.After(15 * time.Second):
+		t.Fatal("no graceful stop")
+	}
+}
+
+// TestSecondSignalStopsAtOnce: the first SIGTERM drains (here it would wait
+// for a /json request whose body never comes), a second one stops the
+// process at once, as an operator pressing Ctrl-C twice expects.
+func TestSecondSignalStopsAtOnce(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds the command")
+	}
+	bin := filepath.Join(t.TempDir(), "hotlimitd")
+	out, err := exec.Command("go", "build", "-o", bin, ".").CombinedOutput()
+	require.NoError(t, err, "%s", out)
+	dir := t.TempDir()
+	writeRule(t, dir, "2")
+	cmd := exec.Command(bin, "-config", dir, "-grpc", "127.0.0.1:0", "-http", "127.0.0.1:0", "-drain", "1m")
+	stderr, err := cmd.StderrPipe()
+	require.NoError(t, err)
+	require.NoError(t, cmd.Start())
+	exited := make(chan error, 1)
+	lines := make(chan string, 64)
+	go func() {
+		sc := bufio.NewScanner(stderr)
+		for sc.Scan() {
+			lines <- sc.Text()
+		}
+		close(lines)
+		exited <- cmd.Wait()
+	}()
+	t.Cleanup(func() { _ = cmd.Process.Kill() })
+	waitLog := func(msg string) map[string]any {
+		t.Helper()
+		timeout := time.After(15 * time.Second)
+		for {
+			select {
+			case l, ok := <-lines:
+				require.True(t, ok, "exited before logging %q", msg)
+				var rec map[string]any
+				if json.Unmarshal([]byte(l), &rec) == nil && rec["msg"] == msg {
+					return rec
+				}
+			case <-timeout:
+				t.Fatalf("no %q in the log", msg)
+			}
+		}
+	}
+	httpAddr, _ := waitLog("serving")["http"].(string)
+	conn, err := net.Dial("tcp", httpAddr)
+	require.NoError(t, err)
+	defer conn.Close()
+	// The server answers 100 Continue once the handler reads the body: from
+	// then on the request is in flight, and a drain waits for it.
+	_, err = io.WriteString(conn, "POST /json HTTP/1.1\r\nHost: h\r\nExpect: 100-continue\r\nContent-Length: 1000\r\n\r\n")
+	require.NoError(t, err)
+	require.NoError(t, conn.SetReadDeadline(time.Now().Add(15*time.Second)))
+	status, err := bufio.NewReader(conn).ReadString('\n')
+	require.NoError(t, err)
+	require.Contains(t, status, "100 Continue")
+
+	require.NoError(t, cmd.Process.Signal(syscall.SIGTERM))
+	waitLog("shutting down")
+	require.NoError(t, cmd.Process.Signal(syscall.SIGTERM))
+	select {
+	case err := <-exited:
+		var ee *exec.ExitError
+		require.ErrorAs(t, err, &ee)
+		ws, _ := ee.Sys().(syscall.WaitStatus)
+		assert.True(t, ws.Signaled(), "ended by the second signal: %v", err)
+	case <-time.After(3 * time.Second):
+		t.Fatal("still draining after a second SIGTERM")
+	}
 }

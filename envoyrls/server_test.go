@@ -1,0 +1,108 @@
+package envoyrls
+
+import (
+	"context"
+	"log/slog"
+	"math"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	rlext "github.com/envoyproxy/go-control-plane/envoy/extensions/common/ratelimit/v3"
+	pb "github.com/envoyproxy/go-control-plane/envoy/service/ratelimit/v3"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+// TestReplacedUnlimitedStaysUnlimited: a rule that replaces an unlimited
+// rule's name leaves that descriptor unlimited (OK, limit_remaining
+// MaxUint32), as the reference answers; an unlimited rule's replaces still
+// remove the rules it names.
+func TestReplacedUnlimitedStaysUnlimited(t *testing.T) {
+	d, err := ParseDomain("unl.yaml", []byte(`
+domain: unl
+descriptors:
+  - key: free
+    rate_limit: {unlimited: true, name: free}
+  - key: limited
+    rate_limit: {unit: minute, requests_per_unit: 5, name: limited, replaces: [{name: free}]}
+  - key: lifts
+    rate_limit: {unlimited: true, replaces: [{name: limited}]}
+`))
+	require.NoError(t, err)
+	cfg, err := NewConfig(d)
+	require.NoError(t, err)
+	s, err := New(cfg, WithLogger(slog.New(slog.DiscardHandler)))
+	require.NoError(t, err)
+	ask := func(pairs ...string) *pb.RateLimitResponse {
+		t.Helper()
+		req := &pb.RateLimitRequest{Domain: "unl"}
+		for i := 0; i+1 < len(pairs); i += 2 {
+			req.Descriptors = append(req.Descriptors, &rlext.RateLimitDescriptor{Entries: []*rlext.RateLimitDescriptor_Entry{{Key: pairs[i], Value: pairs[i+1]}}})
+		}
+		resp, err := s.ShouldRateLimit(context.Background(), req)
+		require.NoError(t, err)
+		require.Len(t, resp.Statuses, len(req.Descriptors))
+		return resp
+	}
+
+	resp := ask("free", "a", "limited", "b")
+	assert.Equal(t, pb.RateLimitResponse_OK, resp.Statuses[0].Code)
+	assert.Nil(t, resp.Statuses[0].CurrentLimit)
+	assert.Equal(t, uint32(math.MaxUint32), resp.Statuses[0].LimitRemaining, "replaced, still unlimited")
+	require.NotNil(t, resp.Statuses[1].CurrentLimit)
+	assert.Equal(t, uint32(4), resp.Statuses[1].LimitRemaining, "the replacing rule counts")
+
+	resp = ask("limited", "b", "lifts", "c")
+	assert.Nil(t, resp.Statuses[0].CurrentLimit, "replaced by the unlimited rule")
+	assert.Equal(t, uint32(0), resp.Statuses[0].LimitRemaining)
+	assert.Equal(t, uint32(math.MaxUint32), resp.Statuses[1].LimitRemaining)
+}
+
+// TestHeadersQuotaOverIsMostConstrained: a quota-mode descriptor over its
+// limit is over the limit, so its headers are the ones sent even when the
+// request passes (another quota descriptor has room), as the reference
+// picks them.
+func TestHeadersQuotaOverIsMostConstrained(t *testing.T) {
+	d, err := ParseDomain("quota.yaml", []byte(`
+domain: quota
+descriptors:
+  - key: q1
+    quota_mode: true
+    rate_limit: {unit: minute, requests_per_unit: 1}
+  - key: q2
+    quota_mode: true
+    rate_limit: {unit: minute, requests_per_unit: 3}
+  - key: n
+    rate_limit: {unit: minute, requests_per_unit: 100}
+`))
+	require.NoError(t, err)
+	cfg, err := NewConfig(d)
+	require.NoError(t, err)
+	var now atomic.Int64
+	now.Store(int64(time.Hour + time.Second)) // 1 s into a minute
+	s, err := New(cfg, WithClock(now.Load), WithHeaders(HeadersReference), WithLogger(slog.New(slog.DiscardHandler)))
+	require.NoError(t, err)
+	ask := func() (*pb.RateLimitResponse, map[string]string) {
+		t.Helper()
+		req := &pb.RateLimitRequest{Domain: "quota"}
+		for _, k := range []string{"q1", "q2", "n"} {
+			req.Descriptors = append(req.Descriptors, &rlext.RateLimitDescriptor{Entries: []*rlext.RateLimitDescriptor_Entry{{Key: k, Value: "a"}}})
+		}
+		resp, err := s.ShouldRateLimit(context.Background(), req)
+		require.NoError(t, err)
+		got := map[string]string{}
+		for _, hv := range resp.ResponseHeadersToAdd {
+			got[hv.Key] = hv.Value
+		}
+		return resp, got
+	}
+	resp, got := ask()
+	assert.Equal(t, pb.RateLimitResponse_OK, resp.OverallCode)
+	assert.Equal(t, map[string]string{"RateLimit-Limit": "1", "RateLimit-Remaining": "0", "RateLimit-Reset": "59"}, got, "q1 has nothing left")
+
+	resp, got = ask()
+	require.Equal(t, pb.RateLimitResponse_OVER_LIMIT, resp.Statuses[0].Code)
+	assert.Equal(t, pb.RateLimitResponse_OK, resp.OverallCode, "q2 still has room")
+	assert.Equal(t, map[string]string{"RateLimit-Limit": "1", "RateLimit-Remaining": "0", "RateLimit-Reset": "59"}, got, "q1, over its limit, not n or q2")
+}
