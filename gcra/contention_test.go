@@ -12,7 +12,8 @@ import (
 	"github.com/hotlimit/hotlimit/internal/limitertest"
 )
 
-// TestDenialOnKeptReadingReadsAgain: a failed CAS keeps the caller's clock
+// TestDenialOnKeptReadingReadsAgain: a word that changed after the caller's
+// clock reading (seen by its second load, or by a failed CAS) leaves it the
 // reading, but a denial is never decided on it. At 1 per second, a key
 // drained at 0 is asked at 2 s by A; between A's Load and its CAS, B takes
 // the token at 2.5 s, and the clock moves to 3.5 s. On its kept reading (2 s)

@@ -157,9 +157,22 @@ func (l *Limiter) admit(key string) (allowed bool, tat, s uint64) {
 	// admission on a kept reading is sound (it raises the TAT by exactly T
 	// from at least the stored value; see cell, Order of clock readings), and
 	// a denial on it reads the clock again and decides again.
+	//
+	// The word is loaded again after the clock, so that the clock is not in
+	// the window between the load and the CAS either, where a concurrent
+	// write fails the CAS. On one hot key on two cores, counted per P: 1.25
+	// to 1.41 CAS attempts per admission without the second load, 1.12 to
+	// 1.16 with it, and admissions 13 to 17% faster (the median per-block
+	// ratio, the two timed in alternating blocks in one process). If the
+	// word changed meanwhile, the reading is kept as after a failed CAS. (An
+	// unchanged value is as good as an unchanged word: the decision depends
+	// on the value only.)
 	w := c.word.Load()
 	s, _, _ = l.now()
 	fresh := true // s was read after w was loaded
+	if again := c.word.Load(); again != w {
+		w, fresh = again, false
+	}
 	for {
 		if w == dead {
 			c = l.cells.Revive(key, c)
@@ -222,10 +235,14 @@ func (l *Limiter) take(key string, n int) (hotlimit.Decision, uint64) {
 	// argued on cell: the word only grows, by CAS from the value this call
 	// decided on, to at most s + span. The clock is read after the word, a
 	// failed CAS keeps the reading, and a denial is decided on a reading
-	// taken after the word, as in Allow.
+	// taken after the word, as in Allow; the word is loaded again after the
+	// clock, as in Allow.
 	w := c.word.Load()
 	s, ns, lag := l.now()
 	fresh := true // s was read after w was loaded
+	if again := c.word.Load(); again != w {
+		w, fresh = again, false
+	}
 	for {
 		if w == dead {
 			c = l.cells.Revive(key, c)
