@@ -16,6 +16,7 @@ import (
 	typev3 "github.com/envoyproxy/go-control-plane/envoy/type/v3"
 	"github.com/hotlimit/hotlimit"
 	"github.com/hotlimit/hotlimit/redislimit"
+	"github.com/hotlimit/hotlimit/service"
 	"github.com/redis/go-redis/v9"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -186,4 +187,41 @@ func TestRedisHitsBeyondInt32(t *testing.T) {
 	d.HitsAddend = wrapperspb.UInt64(1 << 40)
 	resp = h.call(t, "conf", 0, d)
 	assert.Equal(t, over, resp.OverallCode, "a descriptor's addend beyond any limit is over")
+}
+
+// waitingLimiter decides under a context only when it is done, as a backend
+// that never answers: it returns the context's error.
+type waitingLimiter struct{ hotlimit.Limiter }
+
+func (waitingLimiter) TakeContext(ctx context.Context, _ string, _ int) (hotlimit.Decision, error) {
+	<-ctx.Done()
+	return hotlimit.Decision{}, fmt.Errorf("backend: %w", ctx.Err())
+}
+
+// TestCallersDeadlineIsNotABackendFailure: a backend still deciding when the
+// caller's deadline passes gives DeadlineExceeded (Canceled when the caller
+// went away), the call's own status, whichever side's timer fires first;
+// Unavailable stays for the backend's own failures.
+func TestCallersDeadlineIsNotABackendFailure(t *testing.T) {
+	d, err := ParseDomain("web.yaml", []byte("domain: web\ndescriptors:\n  - key: ip\n    rate_limit: {unit: second, requests_per_unit: 5}\n"))
+	require.NoError(t, err)
+	cfg, err := NewConfig(d)
+	require.NoError(t, err)
+	factory := func(c hotlimit.Config, opts ...hotlimit.Option) (hotlimit.Limiter, error) {
+		lim, err := service.NewLimiter(c, opts...)
+		return waitingLimiter{lim}, err
+	}
+	s, err := New(cfg, WithLogger(slog.New(slog.DiscardHandler)), WithLimiterOptions(hotlimit.WithFactory(factory)))
+	require.NoError(t, err)
+	req := &pb.RateLimitRequest{Domain: "web", Descriptors: []*rlext.RateLimitDescriptor{{Entries: []*rlext.RateLimitDescriptor_Entry{{Key: "ip", Value: "1"}}}}}
+
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Millisecond)
+	defer cancel()
+	_, err = s.ShouldRateLimit(ctx, req)
+	assert.Equal(t, codes.DeadlineExceeded, status.Code(err), "%v", err)
+
+	ctx, cancel = context.WithCancel(context.Background())
+	cancel()
+	_, err = s.ShouldRateLimit(ctx, req)
+	assert.Equal(t, codes.Canceled, status.Code(err), "%v", err)
 }

@@ -322,6 +322,12 @@ func (s *Server) ShouldRateLimit(ctx context.Context, req *pb.RateLimitRequest) 
 			if s.set.allOrNothing {
 				s.refundAll(ctx, items) // those not decided, or failed, hold no receipt
 			}
+			if ctx.Err() != nil {
+				// The caller's deadline passed, or it went away, while the
+				// backend was deciding: that is the call's own status, as
+				// gRPC reports it, not the backend's failure.
+				return nil, status.FromContextError(ctx.Err()).Err()
+			}
 			return nil, err
 		}
 	}
