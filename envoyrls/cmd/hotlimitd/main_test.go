@@ -53,29 +53,62 @@ func writeRule(t *testing.T, dir string, limit string) {
 	require.NoError(t, os.WriteFile(filepath.Join(dir, "web.yaml"), []byte(strings.Replace(oneRule, "%d", limit, 1)), 0o644))
 }
 
+// server is the command run in process by startServer: its addresses and a
+// gRPC client connection to it.
+type server struct {
+	grpc, http string
+	conn       *grpc.ClientConn
+	cancel     context.CancelFunc
+	done       chan struct{} // closed when run returns, with err
+	err        error
+}
+
+// startServer runs the command with args, logging to logs, until stop is
+// called or the test ends, and connects a gRPC client to it.
+func startServer(t *testing.T, args []string, logs io.Writer) *server {
+	t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	s := &server{cancel: cancel, done: make(chan struct{})}
+	addrs := make(chan [2]string, 1)
+	go func() {
+		defer close(s.done)
+		s.err = run(ctx, args, logs, func(g, h string) { addrs <- [2]string{g, h} })
+	}()
+	select {
+	case a := <-addrs:
+		s.grpc, s.http = a[0], a[1]
+	case <-s.done:
+		cancel()
+		t.Fatalf("run: %v", s.err)
+	}
+	t.Cleanup(func() { cancel(); <-s.done })
+	conn, err := grpc.NewClient(s.grpc, grpc.WithTransportCredentials(insecure.NewCredentials()))
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = conn.Close() })
+	s.conn = conn
+	return s
+}
+
+// stop cancels the run and requires a graceful stop within 15 s.
+func (s *server) stop(t *testing.T) {
+	t.Helper()
+	s.cancel()
+	select {
+	case <-s.done:
+		require.NoError(t, s.err)
+	case <-time.After(15 * time.Second):
+		t.Fatal("no graceful stop")
+	}
+}
+
 // TestServe runs hotlimitd on loopback: gRPC, /json, /healthcheck,
 // /metrics, reload on change, a rejected bad file, and a graceful stop.
 func TestServe(t *testing.T) {
 	dir := t.TempDir()
 	writeRule(t, dir, "2")
 	var logs syncBuffer
-	ctx, cancel := context.WithCancel(context.Background())
-	addrs := make(chan [2]string, 1)
-	done := make(chan error, 1)
-	go func() {
-		done <- run(ctx, []string{"-config", dir, "-grpc", "127.0.0.1:0", "-http", "127.0.0.1:0", "-reload-interval", "20ms"}, &logs,
-			func(g, h string) { addrs <- [2]string{g, h} })
-	}()
-	var a [2]string
-	select {
-	case a = <-addrs:
-	case err := <-done:
-		t.Fatalf("run: %v", err)
-	}
-	conn, err := grpc.NewClient(a[0], grpc.WithTransportCredentials(insecure.NewCredentials()))
-	require.NoError(t, err)
-	defer conn.Close()
-	client := pb.NewRateLimitServiceClient(conn)
+	srv := startServer(t, []string{"-config", dir, "-grpc", "127.0.0.1:0", "-http", "127.0.0.1:0", "-reload-interval", "20ms"}, &logs)
+	client := pb.NewRateLimitServiceClient(srv.conn)
 	call := func(value string) *pb.RateLimitResponse {
 		resp, err := client.ShouldRateLimit(context.Background(), &pb.RateLimitRequest{Domain: "web", Descriptors: []*rlext.RateLimitDescriptor{{
 			Entries: []*rlext.RateLimitDescriptor_Entry{{Key: "ip", Value: value}},
@@ -85,7 +118,7 @@ func TestServe(t *testing.T) {
 	}
 	assert.Equal(t, pb.RateLimitResponse_OK, call("1").OverallCode)
 
-	base := "http://" + a[1]
+	base := "http://" + srv.http
 	res, err := http.Post(base+"/json", "application/json", strings.NewReader(`{"domain":"web","descriptors":[{"entries":[{"key":"ip","value":"1"}]}]}`))
 	require.NoError(t, err)
 	body, _ := io.ReadAll(res.Body)
@@ -127,13 +160,7 @@ func TestServe(t *testing.T) {
 	assert.Contains(t, logs.String(), "config rejected, previous config stays in force")
 	assert.Equal(t, uint32(5), call("3").Statuses[0].CurrentLimit.GetRequestsPerUnit())
 
-	cancel()
-	select {
-	case err := <-done:
-		require.NoError(t, err)
-	case <-time.After(15 * time.Second):
-		t.Fatal("no graceful stop")
-	}
+	srv.stop(t)
 	assert.Contains(t, logs.String(), `"msg":"stopped"`)
 }
 
@@ -203,22 +230,8 @@ func TestRedisFlags(t *testing.T) {
 	dir := t.TempDir()
 	writeRule(t, dir, "1")
 	start := func(extra ...string) pb.RateLimitServiceClient {
-		ctx, cancel := context.WithCancel(context.Background())
-		ready := make(chan string, 1)
-		done := make(chan error, 1)
 		args := append([]string{"-config", dir, "-grpc", "127.0.0.1:0", "-http", "", "-redis", addr, "-redis-prefix", t.Name() + strconv.Itoa(len(extra)) + ":"}, extra...)
-		go func() { done <- run(ctx, args, io.Discard, func(g, _ string) { ready <- g }) }()
-		t.Cleanup(func() { cancel(); <-done })
-		var g string
-		select {
-		case g = <-ready:
-		case err := <-done:
-			t.Fatalf("run: %v", err)
-		}
-		conn, err := grpc.NewClient(g, grpc.WithTransportCredentials(insecure.NewCredentials()))
-		require.NoError(t, err)
-		t.Cleanup(func() { conn.Close() })
-		return pb.NewRateLimitServiceClient(conn)
+		return pb.NewRateLimitServiceClient(startServer(t, args, io.Discard).conn)
 	}
 	req := &pb.RateLimitRequest{Domain: "web", Descriptors: []*rlext.RateLimitDescriptor{{Entries: []*rlext.RateLimitDescriptor_Entry{{Key: "ip", Value: "1"}}}}}
 
@@ -261,25 +274,12 @@ func TestRedisTimeoutFlag(t *testing.T) {
 	writeRule(t, dir, "5")
 	req := &pb.RateLimitRequest{Domain: "web", Descriptors: []*rlext.RateLimitDescriptor{{Entries: []*rlext.RateLimitDescriptor_Entry{{Key: "ip", Value: "1"}}}}}
 	call := func(timeout string, wait time.Duration) error {
-		ctx, cancel := context.WithCancel(context.Background())
-		defer cancel()
-		ready := make(chan string, 1)
-		done := make(chan error, 1)
 		args := []string{"-config", dir, "-grpc", "127.0.0.1:0", "-http", "", "-redis", lis.Addr().String(), "-redis-timeout", timeout}
-		go func() { done <- run(ctx, args, io.Discard, func(g, _ string) { ready <- g }) }()
-		var g string
-		select {
-		case g = <-ready:
-		case err := <-done:
-			return err
-		}
-		defer func() { cancel(); <-done }()
-		conn, err := grpc.NewClient(g, grpc.WithTransportCredentials(insecure.NewCredentials()))
-		require.NoError(t, err)
-		defer conn.Close()
-		cctx, ccancel := context.WithTimeout(context.Background(), wait)
-		defer ccancel()
-		_, err = pb.NewRateLimitServiceClient(conn).ShouldRateLimit(cctx, req)
+		srv := startServer(t, args, io.Discard)
+		defer srv.stop(t)
+		ctx, cancel := context.WithTimeout(context.Background(), wait)
+		defer cancel()
+		_, err := pb.NewRateLimitServiceClient(srv.conn).ShouldRateLimit(ctx, req)
 		return err
 	}
 	err = call("1ms", time.Minute)
@@ -294,35 +294,14 @@ func TestReloadOff(t *testing.T) {
 	dir := t.TempDir()
 	writeRule(t, dir, "2")
 	var logs syncBuffer
-	ctx, cancel := context.WithCancel(context.Background())
-	addrs := make(chan [2]string, 1)
-	done := make(chan error, 1)
-	go func() {
-		done <- run(ctx, []string{"-config", dir, "-grpc", "127.0.0.1:0", "-http", "", "-reload-interval", "0"}, &logs,
-			func(g, h string) { addrs <- [2]string{g, h} })
-	}()
-	var a [2]string
-	select {
-	case a = <-addrs:
-	case err := <-done:
-		t.Fatalf("run: %v", err)
-	}
-	conn, err := grpc.NewClient(a[0], grpc.WithTransportCredentials(insecure.NewCredentials()))
-	require.NoError(t, err)
-	defer conn.Close()
-	resp, err := pb.NewRateLimitServiceClient(conn).ShouldRateLimit(context.Background(), &pb.RateLimitRequest{Domain: "web", Descriptors: []*rlext.RateLimitDescriptor{{
+	srv := startServer(t, []string{"-config", dir, "-grpc", "127.0.0.1:0", "-http", "", "-reload-interval", "0"}, &logs)
+	resp, err := pb.NewRateLimitServiceClient(srv.conn).ShouldRateLimit(context.Background(), &pb.RateLimitRequest{Domain: "web", Descriptors: []*rlext.RateLimitDescriptor{{
 		Entries: []*rlext.RateLimitDescriptor_Entry{{Key: "ip", Value: "1"}},
 	}}})
 	require.NoError(t, err)
 	assert.Equal(t, uint32(2), resp.Statuses[0].CurrentLimit.GetRequestsPerUnit())
 	assert.Contains(t, logs.String(), `"msg":"config reload off"`)
-	cancel()
-	select {
-	case err := <-done:
-		require.NoError(t, err)
-	case <-time.After(15 * time.Second):
-		t.Fatal("no graceful stop")
-	}
+	srv.stop(t)
 }
 
 // TestHealthServiceNames: the gRPC health service answers SERVING for the
@@ -332,36 +311,15 @@ func TestReloadOff(t *testing.T) {
 func TestHealthServiceNames(t *testing.T) {
 	dir := t.TempDir()
 	writeRule(t, dir, "2")
-	ctx, cancel := context.WithCancel(context.Background())
-	addrs := make(chan [2]string, 1)
-	done := make(chan error, 1)
-	go func() {
-		done <- run(ctx, []string{"-config", dir, "-grpc", "127.0.0.1:0", "-http", ""}, io.Discard,
-			func(g, h string) { addrs <- [2]string{g, h} })
-	}()
-	var a [2]string
-	select {
-	case a = <-addrs:
-	case err := <-done:
-		t.Fatalf("run: %v", err)
-	}
-	conn, err := grpc.NewClient(a[0], grpc.WithTransportCredentials(insecure.NewCredentials()))
-	require.NoError(t, err)
-	defer conn.Close()
-	hc := healthpb.NewHealthClient(conn)
+	srv := startServer(t, []string{"-config", dir, "-grpc", "127.0.0.1:0", "-http", ""}, io.Discard)
+	hc := healthpb.NewHealthClient(srv.conn)
 	for _, name := range []string{"", "ratelimit", "envoy.service.ratelimit.v3.RateLimitService"} {
 		resp, err := hc.Check(context.Background(), &healthpb.HealthCheckRequest{Service: name})
 		if assert.NoError(t, err, "service %q", name) {
 			assert.Equal(t, healthpb.HealthCheckResponse_SERVING, resp.GetStatus(), "service %q", name)
 		}
 	}
-	cancel()
-	select {
-	case err := <-done:
-		require.NoError(t, err)
-	case <-time.After(15 * time.Second):
-		t.Fatal("no graceful stop")
-	}
+	srv.stop(t)
 }
 
 // TestSecondSignalStopsAtOnce: the first SIGTERM drains (here it would wait
