@@ -45,8 +45,9 @@ var sweepAlgorithms = []struct {
 }{
 	{"tokenbucket", newSweep(tokenbucket.New)},
 	// With a key cap above what the run holds, whose table is sized up
-	// front: the same sweep without the growth of the map's table, which
-	// xsync copies on the inserting goroutine.
+	// front (for min(cap, 2^20) keys, still more than a run holds): the same
+	// sweep without the growth of the map's table, which xsync copies on the
+	// inserting goroutine.
 	{"tokenbucket-maxkeys", func() (sweepLimiter, error) {
 		return tokenbucket.New(sweepLimit, sweepWindow, hotlimit.WithAutoSweep(sweepMinKeys), hotlimit.WithMaxKeys(sweepMaxKeys))
 	}},
