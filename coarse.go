@@ -26,9 +26,12 @@ import (
 // is at least every value it returned before, in any goroutine. Before Start
 // and after Stop, Now reads the monotonic clock, so a stopped clock is never
 // stale; each such read also costs a compare-and-swap on the shared word.
+//
+// The zero CoarseClock is ready to use: a stopped clock of the least
+// resolution, as NewCoarseClock(0) returns.
 type CoarseClock struct {
-	resolution time.Duration
-	source     Clock // Monotonic; tests stall it
+	resolution time.Duration // 0 in the zero value: minCoarseResolution
+	source     Clock         // Monotonic, or nil for it in the zero value; tests stall it
 
 	// word is the latest time published, shifted left by one, with bit 0 set
 	// while the ticker runs:
@@ -50,14 +53,25 @@ type CoarseClock struct {
 
 const coarseRunning = 1
 
+// minCoarseResolution is the least resolution of a CoarseClock.
+const minCoarseResolution = 50 * time.Microsecond
+
 // NewCoarseClock returns a stopped clock that, once started, advances every
 // resolution. A resolution below 50µs is raised to 50µs.
 func NewCoarseClock(resolution time.Duration) *CoarseClock {
-	return &CoarseClock{resolution: max(resolution, 50*time.Microsecond), source: Monotonic}
+	return &CoarseClock{resolution: max(resolution, minCoarseResolution), source: Monotonic}
 }
 
 // Resolution returns the interval at which the running clock advances.
-func (c *CoarseClock) Resolution() time.Duration { return c.resolution }
+func (c *CoarseClock) Resolution() time.Duration { return max(c.resolution, minCoarseResolution) }
+
+// read takes a reading of the source clock: Monotonic in the zero value.
+func (c *CoarseClock) read() int64 {
+	if c.source == nil {
+		return Monotonic()
+	}
+	return c.source()
+}
 
 // Start starts the goroutine that advances the clock. Starting a running clock
 // does nothing.
@@ -68,7 +82,7 @@ func (c *CoarseClock) Start() {
 		return
 	}
 	c.stop, c.done = make(chan struct{}), make(chan struct{})
-	t := c.source()
+	t := c.read()
 	// Set the running bit and raise the time to t at once. A reader of the
 	// stopped clock may have published a later reading since t was read:
 	// the CAS keeps that one, so the first running value is never below a
@@ -109,7 +123,7 @@ func (c *CoarseClock) Now() int64 {
 	if w := c.word.Load(); w&coarseRunning != 0 {
 		return w >> 1
 	}
-	return c.raise(c.source())
+	return c.raise(c.read())
 }
 
 // raise makes the published time at least t and returns the published time,
@@ -130,14 +144,14 @@ func (c *CoarseClock) raise(t int64) int64 {
 
 func (c *CoarseClock) run(stop <-chan struct{}, done chan<- struct{}) {
 	defer close(done)
-	t := time.NewTicker(c.resolution)
+	t := time.NewTicker(c.Resolution())
 	defer t.Stop()
 	for {
 		select {
 		case <-stop:
 			return
 		case <-t.C:
-			c.raise(c.source())
+			c.raise(c.read())
 		}
 	}
 }

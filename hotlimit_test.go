@@ -146,3 +146,23 @@ func TestRejectBurst(t *testing.T) {
 	assert.ErrorIs(t, err, hotlimit.ErrInvalidConfig)
 	assert.Contains(t, err.Error(), "x: burst 6")
 }
+
+// TestCoarseClockZeroValue: a CoarseClock declared without NewCoarseClock is
+// a stopped clock of the least resolution, as NewCoarseClock(0) returns: Now
+// reads the monotonic clock, Start and Stop work, and nothing panics.
+func TestCoarseClockZeroValue(t *testing.T) {
+	var c hotlimit.CoarseClock
+	assert.Equal(t, hotlimit.NewCoarseClock(0).Resolution(), c.Resolution())
+
+	before := hotlimit.Monotonic()
+	stopped := c.Now()
+	assert.GreaterOrEqual(t, stopped, before, "stopped: reads the monotonic clock")
+
+	c.Start()
+	running := c.Now()
+	assert.GreaterOrEqual(t, running, stopped)
+	require.Eventually(t, func() bool { return c.Now() > running }, time.Second, time.Millisecond)
+	c.Stop()
+	c.Stop()
+	assert.GreaterOrEqual(t, c.Now(), running)
+}
