@@ -5,6 +5,7 @@
 package unlimited
 
 import (
+	"fmt"
 	"math"
 
 	"github.com/hotlimit/hotlimit"
@@ -18,8 +19,8 @@ type Limiter struct{}
 // accepts and uses none of them, except that it rejects a burst: wrapping
 // hotlimit.ErrInvalidConfig, as Unlimited takes none.
 func New(opts ...hotlimit.Option) (*Limiter, error) {
-	if err := hotlimit.NewOptions(opts...).RejectBurst("unlimited", 0); err != nil {
-		return nil, err
+	if b := hotlimit.NewOptions(opts...).Burst; b != 0 {
+		return nil, fmt.Errorf("unlimited: burst %d: Unlimited takes no burst: %w", b, hotlimit.ErrInvalidConfig)
 	}
 	return &Limiter{}, nil
 }

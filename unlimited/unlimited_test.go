@@ -46,6 +46,20 @@ func TestRejectsABurst(t *testing.T) {
 	assert.ErrorIs(t, err, hotlimit.ErrInvalidConfig)
 }
 
+// TestBurstErrorSaysUnlimitedHasNoLimit: the error names the burst and says
+// that Unlimited takes none, as Config.Validate does, rather than speak of a
+// limit of 0 that Unlimited does not have.
+func TestBurstErrorSaysUnlimitedHasNoLimit(t *testing.T) {
+	_, err := unlimited.New(hotlimit.WithBurst(3))
+	require.Error(t, err)
+	assert.Contains(t, err.Error(), "burst 3")
+	assert.Contains(t, err.Error(), "takes no burst")
+	assert.NotContains(t, err.Error(), "limit 0")
+
+	_, err = unlimited.New(hotlimit.WithBurst(0))
+	assert.NoError(t, err, "a burst of 0 is no burst")
+}
+
 func ExampleLimiter() {
 	var lim unlimited.Limiter
 	d := lim.Take("partner-42", 1000)
