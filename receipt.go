@@ -26,7 +26,16 @@ type Receipt struct {
 //
 // The contract of Refund, which every implementation keeps, is that it never
 // creates capacity that was not taken: after Refund(key, r) the key admits at
-// most what it would have admitted had the Take that gave r never been made.
+// most what it would have admitted had the Take that gave r never been made,
+// with a clock that never goes back (as a production [Clock] never does).
+// After a step back behind the key's latest request the comparison no longer
+// holds: a key reads such a step as no time passing since that request (the
+// window it counted in stays current, the tokens it left stay), while the
+// key without the Take may hold no request that late and reads the earlier
+// time as it comes; so a refund may then give back more than the Take still
+// takes (a gcra refund also counts less time as elapsed since At than the
+// key has seen), though never beyond a new key's full quota.
+//
 // When the Take still counts in full, the refund gives all of it back; as the
 // requests age out of the algorithm's memory it gives back less, and nothing
 // once they no longer count:
