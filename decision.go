@@ -6,7 +6,8 @@ import (
 )
 
 // Never is the RetryAfter of a request that no amount of waiting lets pass:
-// more than Limit at once, or a negative count.
+// more than Limit at once (more than the burst, for a limiter with one), or a
+// negative count.
 const Never = time.Duration(math.MaxInt64)
 
 // Decision is the outcome of [Limiter.Take], and what a caller needs to answer
@@ -36,6 +37,8 @@ type Limiter interface {
 	Allow(key string) bool
 	// Take asks for n requests from key at once: all pass or none does. n == 0
 	// reports the key's state without changing it; n greater than the limit
-	// never passes (RetryAfter is Never); n < 0 is denied with RetryAfter Never.
+	// (than the burst, for a limiter with one, which may be above or below
+	// the limit) never passes (RetryAfter is Never); n < 0 is denied with
+	// RetryAfter Never.
 	Take(key string, n int) Decision
 }

@@ -73,8 +73,12 @@ func WaitN(ctx context.Context, l Limiter, key string, n int, opts ...WaitOption
 		}
 		wait := d.RetryAfter
 		switch {
+		case wait == Never && n < 0:
+			return fmt.Errorf("hotlimit: %d requests, a negative count: %w", n, ErrNeverPasses)
 		case wait == Never:
-			return fmt.Errorf("hotlimit: %d requests at once (limit %d): %w", n, d.Limit, ErrNeverPasses)
+			// The Decision carries the limit, not the burst, which bounds n
+			// where there is one (above or below the limit).
+			return fmt.Errorf("hotlimit: %d requests at once, more than ever pass at once (the burst, or the limit %d without one): %w", n, d.Limit, ErrNeverPasses)
 		case wait <= 0:
 			wait = time.Nanosecond // a denial always says when to retry; never spin
 		}
