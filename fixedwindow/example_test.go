@@ -45,3 +45,18 @@ func ExampleLimiter_Take() {
 	// allowed=false remaining=1 retry in 20s
 	// true
 }
+
+// Windows align on the clock's origin. The default clock's origin is the
+// process's start, so its minutes start wherever the process did; a clock of
+// Unix nanoseconds aligns them on UTC minutes (and days on UTC midnight).
+func ExampleNew_wallClock() {
+	wall := time.Date(2026, 3, 1, 12, 0, 50, 0, time.UTC) // stands in for time.Now()
+	unixNano := func() int64 { return wall.UnixNano() }
+	lim, err := fixedwindow.New(100, time.Minute, hotlimit.WithClock(unixNano))
+	if err != nil {
+		panic(err)
+	}
+	d := lim.Take("user-42", 1)
+	fmt.Println("window ends in", d.ResetAfter, "at", wall.Add(d.ResetAfter).Format(time.TimeOnly))
+	// Output: window ends in 10s at 12:01:00
+}
