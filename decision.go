@@ -35,7 +35,10 @@ type Limiter interface {
 	// Allow reports whether one request from key passes, and counts it if so.
 	// It is Take(key, 1).Allowed on the fastest path.
 	Allow(key string) bool
-	// Take asks for n requests from key at once: all pass or none does. n == 0
+	// Take asks for n requests from key at once: all pass or none does (but
+	// for slidinglog's Take with n > 1 under concurrent requests or refunds
+	// on the key, which can be denied with some of its requests counted, so
+	// that the key admits less for one Window, never more). n == 0
 	// reports the key's state without changing it; n greater than the limit
 	// (than the burst, for a limiter with one, which may be above or below
 	// the limit) never passes (RetryAfter is Never); n < 0 is denied with
