@@ -79,8 +79,10 @@ var (
 
 // New returns a Limiter of c on client, which may be a single node, Sentinel
 // (failover) or Cluster client. opts are hotlimit's ([hotlimit.WithClock],
-// [hotlimit.WithBurst]) and this package's (WithPrefix, WithFailPolicy,
-// WithTimeout, WithBreaker, WithHook, WithLease).
+// [hotlimit.WithBurst]; [hotlimit.WithAutoSweep], [service.DefaultAutoSweep]
+// unless given, and [hotlimit.WithMaxKeys] bound the keys that the [FailLocal]
+// limiter holds in memory while Redis is down) and this package's
+// (WithPrefix, WithFailPolicy, WithTimeout, WithBreaker, WithHook, WithLease).
 //
 // Time comes from Redis's TIME inside each script, in microseconds, so that
 // clients with skewed clocks agree; c.Window must then be a whole number of
@@ -123,7 +125,13 @@ func New(client redis.UniversalClient, c hotlimit.Config, opts ...hotlimit.Optio
 	l.breaker = newBreaker(l.set.failures, l.set.cooldown)
 	l.fallbacks, _ = o.Observer.(hotlimit.FallbackObserver)
 	if l.set.policy == FailLocal {
-		local, err := service.NewLimiter(c, hotlimit.WithClock(l.clock))
+		// The keys seen while Redis is down stay in memory: they are swept
+		// as a service's are, and capped by hotlimit.WithMaxKeys if given.
+		sweep := o.AutoSweep
+		if sweep == 0 {
+			sweep = service.DefaultAutoSweep
+		}
+		local, err := service.NewLimiter(c, hotlimit.WithClock(l.clock), hotlimit.WithAutoSweep(sweep), hotlimit.WithMaxKeys(o.MaxKeys))
 		if err != nil {
 			return nil, fmt.Errorf("redislimit: the FailLocal limiter: %w", err)
 		}
@@ -455,13 +463,17 @@ func (l *Limiter) Len() int {
 }
 
 // Sweep ends the expired leases, giving their unspent requests back to
-// Redis, and returns how many it ended.
+// Redis, evicts the idle keys of the [FailLocal] limiter (those it decided
+// while Redis was down), and returns how many leases and keys it ended.
 func (l *Limiter) Sweep() int {
+	ended := 0
+	if s, ok := l.local.(interface{ Sweep() int }); ok {
+		ended += s.Sweep()
+	}
 	if l.leases == nil {
-		return 0
+		return ended
 	}
 	now := l.localNow()
-	ended := 0
 	l.leases.Range(func(key string, ls *lease) bool {
 		if now >= ls.expires {
 			l.unmap(key, ls)

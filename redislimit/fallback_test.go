@@ -1,0 +1,58 @@
+package redislimit_test
+
+import (
+	"context"
+	"strconv"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/hotlimit/hotlimit"
+)
+
+// closedClient returns a client that fails every call at once, as a Redis
+// that is down does, without the network.
+func closedClient(t *testing.T) *redis.Client {
+	client := redis.NewClient(&redis.Options{Addr: deadAddr(t)})
+	require.NoError(t, client.Close())
+	return client
+}
+
+// TestFailLocalSweepsItsKeys: the keys that FailLocal decided in memory
+// while Redis was down are evicted by Sweep once idle, instead of staying
+// in the process for good.
+func TestFailLocalSweepsItsKeys(t *testing.T) {
+	var now atomic.Int64
+	now.Store(int64(time.Hour))
+	lim := newLimiter(t, closedClient(t), faultConfig, hotlimit.WithClock(now.Load))
+	const keys = 100
+	for i := range keys {
+		d, err := lim.TakeContext(context.Background(), "k"+strconv.Itoa(i), 1)
+		require.Error(t, err)
+		require.True(t, d.Allowed, "key %d: a fresh key passes in memory", i)
+	}
+	now.Add(int64(2 * faultConfig.Window))
+	assert.Equal(t, keys, lim.Sweep(), "every idle key of the FailLocal limiter is evicted")
+	assert.Zero(t, lim.Sweep(), "nothing is left to evict")
+}
+
+// TestFailLocalMaxKeys: hotlimit.WithMaxKeys caps the keys the FailLocal
+// limiter holds, as it caps an in-memory limiter's: with the cap reached and
+// no key idle, a new key is denied.
+func TestFailLocalMaxKeys(t *testing.T) {
+	const maxKeys = 5
+	lim := newLimiter(t, closedClient(t), faultConfig, frozenClock(), hotlimit.WithMaxKeys(maxKeys))
+	for i := range maxKeys {
+		d, _ := lim.TakeContext(context.Background(), "k"+strconv.Itoa(i), 1)
+		require.True(t, d.Allowed, "key %d: below the cap", i)
+	}
+	d, err := lim.TakeContext(context.Background(), "one-too-many", 1)
+	require.Error(t, err)
+	assert.False(t, d.Allowed, "a key past the cap is denied")
+	d, _ = lim.TakeContext(context.Background(), "k0", 1)
+	assert.True(t, d.Allowed, "a held key still decides")
+}
