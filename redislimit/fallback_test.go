@@ -12,6 +12,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/hotlimit/hotlimit"
+	"github.com/hotlimit/hotlimit/redislimit"
 )
 
 // closedClient returns a client that fails every call at once, as a Redis
@@ -55,4 +56,33 @@ func TestFailLocalMaxKeys(t *testing.T) {
 	assert.False(t, d.Allowed, "a key past the cap is denied")
 	d, _ = lim.TakeContext(context.Background(), "k0", 1)
 	assert.True(t, d.Allowed, "a held key still decides")
+}
+
+// TestFailClosedRetryAfter: a FailClosed denial always says when to retry,
+// breaker or not: the breaker's cooldown, else the timeout. A denial with
+// RetryAfter 0 would send Retry-After: 0 and make hotlimit.Wait ask again
+// at once.
+func TestFailClosedRetryAfter(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		opts []hotlimit.Option
+		want time.Duration
+	}{
+		{"breaker", []hotlimit.Option{redislimit.WithBreaker(3, 2*time.Second)}, 2 * time.Second},
+		{"no breaker", []hotlimit.Option{redislimit.WithBreaker(0, 0), redislimit.WithTimeout(50 * time.Millisecond)}, 50 * time.Millisecond},
+		{"no breaker, no timeout", []hotlimit.Option{redislimit.WithBreaker(0, 0), redislimit.WithTimeout(0)}, redislimit.DefaultTimeout},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			opts := append([]hotlimit.Option{redislimit.WithFailPolicy(redislimit.FailClosed)}, tc.opts...)
+			lim := newLimiter(t, closedClient(t), faultConfig, opts...)
+			for i := range 5 {
+				d, err := lim.TakeContext(context.Background(), "k", 1)
+				require.Error(t, err)
+				assert.False(t, d.Allowed, "call %d", i+1)
+				assert.Equal(t, tc.want, d.RetryAfter, "call %d", i+1)
+			}
+			d, _ := lim.TakeContext(context.Background(), "k", faultLimit+1)
+			assert.Equal(t, hotlimit.Never, d.RetryAfter, "more than the burst never passes")
+		})
+	}
 }

@@ -417,7 +417,7 @@ func (l *Limiter) fail(key string, n int, err error) (hotlimit.Decision, hotlimi
 	case FailOpen:
 		d = hotlimit.Decision{Allowed: valid, Limit: l.c.Limit}
 	case FailClosed:
-		d = hotlimit.Decision{Allowed: n == 0, Limit: l.c.Limit, RetryAfter: l.set.cooldown}
+		d = hotlimit.Decision{Allowed: n == 0, Limit: l.c.Limit, RetryAfter: l.set.closedRetry()}
 	}
 	if !valid {
 		d.Allowed, d.RetryAfter = false, hotlimit.Never

@@ -21,7 +21,9 @@ const (
 	// burst): availability over the limit.
 	FailOpen
 	// FailClosed denies every request (n = 0 still reports): the limit over
-	// availability.
+	// availability. A denial's RetryAfter is when Redis is asked again: the
+	// breaker's cooldown, or without a breaker the timeout
+	// ([DefaultTimeout] when there is none), never zero.
 	FailClosed
 )
 
@@ -66,6 +68,19 @@ type settings struct {
 	batch       int
 	flushers    int
 	invalidated error // the first invalid option's error
+}
+
+// closedRetry is the RetryAfter of a FailClosed denial: when Redis is
+// asked again, the breaker's cooldown, else the timeout; a denial always
+// says when to retry.
+func (s settings) closedRetry() time.Duration {
+	switch {
+	case s.failures > 0:
+		return s.cooldown
+	case s.timeout > 0:
+		return s.timeout
+	}
+	return DefaultTimeout
 }
 
 // option is the type of this package's values in hotlimit.Options.Extensions.
