@@ -13,6 +13,7 @@ import (
 
 	"github.com/hotlimit/hotlimit"
 	"github.com/hotlimit/hotlimit/redislimit"
+	"github.com/hotlimit/hotlimit/redislimit/internal/redistest"
 )
 
 // closedClient returns a client that fails every call at once, as a Redis
@@ -83,6 +84,40 @@ func TestFailClosedRetryAfter(t *testing.T) {
 			}
 			d, _ := lim.TakeContext(context.Background(), "k", faultLimit+1)
 			assert.Equal(t, hotlimit.Never, d.RetryAfter, "more than the burst never passes")
+		})
+	}
+}
+
+// TestLeaseResetAfter: a request spent from a lease reports the key's
+// ResetAfter, as a limiter without a lease sees it in Redis at that
+// moment, not zero (a key at its full quota): Redis counted the leased
+// requests when it granted them.
+func TestLeaseResetAfter(t *testing.T) {
+	srv := redistest.Start(t)
+	for _, a := range leasing {
+		t.Run(a.String(), func(t *testing.T) {
+			c := hotlimit.Config{Algorithm: a, Limit: 10, Window: time.Hour}
+			var clock atomic.Int64
+			t0 := 7*int64(time.Hour) + int64(time.Second)
+			clock.Store(t0)
+			clocked := hotlimit.WithClock(clock.Load)
+			leased := newExact(t, newClient(t, srv), c, clocked, redislimit.WithLease(5, time.Minute))
+			other := newExact(t, newClient(t, srv), c, clocked)
+
+			d := take(t, leased, "k", 1) // Redis: 1 + 5 leased
+			require.True(t, d.Allowed)
+			require.Equal(t, 1, leased.Len())
+			assert.Equal(t, take(t, other, "k", 0).ResetAfter, d.ResetAfter)
+
+			for i := range 3 {
+				clock.Add(int64(time.Second))
+				d := take(t, leased, "k", 1)
+				require.True(t, d.Allowed)
+				assert.Equal(t, 4-i, d.Remaining, "what the lease has left")
+				want := take(t, other, "k", 0).ResetAfter
+				assert.Positive(t, want)
+				assert.Equal(t, want, d.ResetAfter, "spend %d from the lease", i+1)
+			}
 		})
 	}
 }

@@ -232,7 +232,8 @@ func (l *Limiter) Take(key string, n int) hotlimit.Decision {
 // the breaker open), it returns the error together with the decision of the
 // failure policy. Its Decision fields mean what they mean in memory; with a
 // lease, a request spent from it reports as Remaining what the lease has
-// left.
+// left, and as ResetAfter the key's as Redis reported it when it granted
+// the lease, less the time since.
 func (l *Limiter) TakeContext(ctx context.Context, key string, n int) (hotlimit.Decision, error) {
 	d, _, err := l.take(ctx, key, n)
 	return d, err
