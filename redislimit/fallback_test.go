@@ -121,3 +121,17 @@ func TestLeaseResetAfter(t *testing.T) {
 		})
 	}
 }
+
+// TestNewRejectsScope: a Config with a scope is rejected whatever the
+// failure policy, with an error that names the field, as
+// service.NewLimiter rejects it: a limiter on its own counts the keys it is
+// given. It was rejected only with FailLocal, by the in-process limiter.
+func TestNewRejectsScope(t *testing.T) {
+	c := hotlimit.Config{Algorithm: hotlimit.GCRA, Limit: 10, Window: time.Minute, Scope: hotlimit.PerUser}
+	for _, p := range []redislimit.FailPolicy{redislimit.FailLocal, redislimit.FailOpen, redislimit.FailClosed} {
+		_, err := redislimit.New(closedClient(t), c, redislimit.WithFailPolicy(p))
+		require.ErrorIs(t, err, hotlimit.ErrInvalidConfig, "%v", p)
+		assert.Contains(t, err.Error(), "Config.Scope", "%v", p)
+		assert.NotContains(t, err.Error(), "FailLocal", "%v", p)
+	}
+}

@@ -90,7 +90,9 @@ var (
 // nanoseconds: that is for tests, which replay decisions at chosen times.
 //
 // New returns an error wrapping [hotlimit.ErrInvalidConfig] when c or an
-// option is invalid, or outside the range where Redis's arithmetic (doubles,
+// option is invalid, when c has a scope other than [hotlimit.PerPair] (as
+// [service.NewLimiter]; a service built with [Factory] gives its rules'
+// limits without their scopes), or outside the range where Redis's arithmetic (doubles,
 // exact below 2^53) stays exact: window × burst below 2^52 ticks for the
 // token bucket and GCRA, window × (limit + 1) for the sliding counter, a
 // limit of at most 65536 for the sliding log. It does not contact Redis.
@@ -104,6 +106,10 @@ func New(client redis.UniversalClient, c hotlimit.Config, opts ...hotlimit.Optio
 	}
 	if err := c.ValidateFields(); err != nil {
 		return nil, err
+	}
+	if c.Scope != hotlimit.PerPair {
+		// as service.NewLimiter says, whatever the failure policy
+		return nil, fmt.Errorf("redislimit: Config.Scope %v: a limiter on its own counts the keys it is given; only a rule of a Service has a scope: %w", c.Scope, hotlimit.ErrInvalidConfig)
 	}
 	if scripts[c.Algorithm] == nil {
 		return nil, fmt.Errorf("redislimit: %v keeps no state to share: use it in memory: %w", c.Algorithm, hotlimit.ErrInvalidConfig)
