@@ -195,7 +195,25 @@ func WithLease(size int, ttl time.Duration) hotlimit.Option {
 // The default is 64 calls and 2 pipelines; size <= 0 turns batching off, so
 // that every call is its own round trip. Batching runs on flushers
 // goroutines per Limiter, stopped by [Limiter.Close] or when the Limiter is
-// collected.
+// collected. size may be at most [MaxBatch] and flushers at most
+// [MaxFlushers] (the Limiter holds a queue of size calls and starts
+// flushers goroutines up front); New rejects more.
 func WithBatch(size, flushers int) hotlimit.Option {
-	return hotlimit.WithExtension(option(func(s *settings) { s.batch, s.flushers = max(size, 0), max(flushers, 1) }))
+	return hotlimit.WithExtension(option(func(s *settings) {
+		switch {
+		case size > MaxBatch:
+			s.invalidated = fmt.Errorf("redislimit: WithBatch size %d above MaxBatch (%d): %w", size, MaxBatch, hotlimit.ErrInvalidConfig)
+		case size > 0 && flushers > MaxFlushers:
+			s.invalidated = fmt.Errorf("redislimit: WithBatch flushers %d above MaxFlushers (%d): %w", flushers, MaxFlushers, hotlimit.ErrInvalidConfig)
+		}
+		s.batch, s.flushers = max(size, 0), max(flushers, 1)
+	}))
 }
+
+// MaxBatch and MaxFlushers bound [WithBatch]'s size and flushers: a batch
+// far past the thousands only delays Redis's answers to the calls in it,
+// and a flusher is a goroutine per Limiter.
+const (
+	MaxBatch    = 1 << 16
+	MaxFlushers = 1 << 10
+)
