@@ -134,6 +134,11 @@ const DefaultTimeout = 100 * time.Millisecond
 // connection up at once; without it, a call that Redis does not answer
 // (a frozen server) is left to finish under the client's read timeout on a
 // goroutine of its own, while the caller has its decision.
+//
+// A call that timed out may still count in Redis: its script was sent, and
+// a server that is slow or frozen, not gone, runs it once it gets to it.
+// The failure policy's decision does not undo that, so after a freeze a key
+// may have less left than the decisions its callers saw took.
 func WithTimeout(d time.Duration) hotlimit.Option {
 	return hotlimit.WithExtension(option(func(s *settings) { s.timeout = max(d, 0) }))
 }
