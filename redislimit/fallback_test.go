@@ -37,8 +37,10 @@ func TestFailLocalSweepsItsKeys(t *testing.T) {
 		require.Error(t, err)
 		require.True(t, d.Allowed, "key %d: a fresh key passes in memory", i)
 	}
+	assert.Equal(t, keys, lim.Len(), "the keys held in memory")
 	now.Add(int64(2 * faultConfig.Window))
 	assert.Equal(t, keys, lim.Sweep(), "every idle key of the FailLocal limiter is evicted")
+	assert.Zero(t, lim.Len())
 	assert.Zero(t, lim.Sweep(), "nothing is left to evict")
 }
 

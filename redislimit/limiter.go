@@ -460,13 +460,19 @@ func Reason(err error) string {
 	return "error"
 }
 
-// Len returns the number of keys holding a lease in this process; 0 without
-// leases. The keys' state is in Redis, which expires idle keys by itself.
+// Len returns the number of keys this process holds: those holding a lease,
+// and those the [FailLocal] limiter decided while Redis was down, until
+// [Limiter.Sweep] evicts them. The keys' state is in Redis, which expires
+// idle keys by itself.
 func (l *Limiter) Len() int {
-	if l.leases == nil {
-		return 0
+	n := 0
+	if s, ok := l.local.(interface{ Len() int }); ok {
+		n += s.Len()
 	}
-	return l.leases.Size()
+	if l.leases != nil {
+		n += l.leases.Size()
+	}
+	return n
 }
 
 // Sweep ends the expired leases, giving their unspent requests back to
