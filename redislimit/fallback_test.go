@@ -2,6 +2,7 @@ package redislimit_test
 
 import (
 	"context"
+	"math"
 	"strconv"
 	"sync/atomic"
 	"testing"
@@ -136,4 +137,36 @@ func TestNewRejectsScope(t *testing.T) {
 		assert.Contains(t, err.Error(), "Config.Scope", "%v", p)
 		assert.NotContains(t, err.Error(), "FailLocal", "%v", p)
 	}
+}
+
+// TestHugeDurationsSaturate: a breaker cooldown or a lease ttl as long as a
+// time.Duration holds keeps the breaker open and the lease live, instead of
+// overflowing the deadline into the past (a breaker that never opens, a
+// lease that is expired from the start).
+func TestHugeDurationsSaturate(t *testing.T) {
+	t.Run("breaker", func(t *testing.T) {
+		lim := newLimiter(t, closedClient(t), faultConfig, redislimit.WithBreaker(1, math.MaxInt64))
+		_, err := lim.TakeContext(context.Background(), "k", 1)
+		require.Error(t, err)
+		require.NotErrorIs(t, err, redislimit.ErrBreakerOpen)
+		for i := range 3 {
+			_, err := lim.TakeContext(context.Background(), "k", 1)
+			assert.ErrorIs(t, err, redislimit.ErrBreakerOpen, "call %d after the failure", i+2)
+		}
+	})
+	t.Run("lease", func(t *testing.T) {
+		srv := redistest.Start(t)
+		var clock atomic.Int64
+		clock.Store(1 << 52) // the latest reading the scripts take
+		c := hotlimit.Config{Algorithm: hotlimit.TokenBucket, Limit: 10, Window: time.Hour}
+		leased := newExact(t, newClient(t, srv), c, hotlimit.WithClock(clock.Load), redislimit.WithLease(5, math.MaxInt64))
+		other := newExact(t, newClient(t, srv), c, hotlimit.WithClock(clock.Load))
+		require.True(t, take(t, leased, "k", 1).Allowed) // Redis: 1 + 5 leased
+		for i := range 5 {
+			d := take(t, leased, "k", 1)
+			require.True(t, d.Allowed)
+			assert.Equal(t, 4-i, d.Remaining, "spend %d: from the lease", i+1)
+		}
+		assert.Equal(t, 4, take(t, other, "k", 0).Remaining, "Redis gave nothing more")
+	})
 }

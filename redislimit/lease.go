@@ -73,7 +73,7 @@ func (l *Limiter) grantLease(ctx context.Context, key, redisKey string, rep repl
 	if l.c.Algorithm == hotlimit.FixedWindow {
 		ttl = min(ttl, rep.reset)
 	}
-	ls := &lease{at: rep.now, expires: sent + ttl, full: sent + rep.reset}
+	ls := &lease{at: rep.now, expires: after(sent, ttl), full: sent + rep.reset}
 	ls.left.Store(rep.got)
 	if prev, loaded := l.leases.LoadAndStore(key, ls); loaded {
 		_ = l.retireTo(ctx, redisKey, prev)
