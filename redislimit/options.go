@@ -18,7 +18,8 @@ const (
 	// global admission is at most the limit times the number of instances.
 	FailLocal FailPolicy = iota
 	// FailOpen admits every request that could ever pass (0 ≤ n ≤ the
-	// burst): availability over the limit.
+	// burst): availability over the limit. Its decisions, and FailClosed's,
+	// know nothing of the key: Remaining and ResetAfter are 0.
 	FailOpen
 	// FailClosed denies every request (n = 0 still reports): the limit over
 	// availability. A denial's RetryAfter is when Redis is asked again: the
