@@ -1,6 +1,7 @@
 package redislimit
 
 import (
+	"math"
 	"sync/atomic"
 	"time"
 
@@ -37,7 +38,7 @@ func (b *breaker) allow() bool {
 	}
 	// Of the callers that saw the same expired u, exactly one swaps it:
 	// that one probes, the others see the new deadline and stay out.
-	return b.openUntil.CompareAndSwap(u, now+b.cooldown)
+	return b.openUntil.CompareAndSwap(u, after(now, b.cooldown))
 }
 
 // success closes the breaker.
@@ -59,6 +60,16 @@ func (b *breaker) failure() {
 		return
 	}
 	if b.fails.Add(1) >= b.threshold {
-		b.openUntil.Store(hotlimit.Monotonic() + b.cooldown)
+		b.openUntil.Store(after(hotlimit.Monotonic(), b.cooldown))
 	}
+}
+
+// after returns t + d for d >= 0, saturated at the largest int64: a
+// deadline too far to hold stays in the future instead of wrapping into
+// the past.
+func after(t, d int64) int64 {
+	if t > math.MaxInt64-d {
+		return math.MaxInt64
+	}
+	return t + d
 }

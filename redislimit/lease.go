@@ -18,12 +18,20 @@ type lease struct {
 	at int64
 	// expires is when it ends, in ticks of Limiter.localNow.
 	expires int64
+	// full is when the key is back to its full quota if nothing else is
+	// taken, in ticks of Limiter.localNow: spending the lease does not move
+	// it, as Redis counted every leased request when it granted them.
+	full int64
 }
 
 // spendLease takes n requests from key's live lease, if it has them.
 func (l *Limiter) spendLease(key string, n int) (hotlimit.Decision, hotlimit.Receipt, bool) {
 	ls, ok := l.leases.Load(key)
-	if !ok || l.localNow() >= ls.expires {
+	if !ok {
+		return hotlimit.Decision{}, hotlimit.Receipt{}, false
+	}
+	now := l.localNow()
+	if now >= ls.expires {
 		return hotlimit.Decision{}, hotlimit.Receipt{}, false
 	}
 	// Invariant: left never goes below zero by a spend, so no more is spent
@@ -39,7 +47,7 @@ func (l *Limiter) spendLease(key string, n int) (hotlimit.Decision, hotlimit.Rec
 			return hotlimit.Decision{}, hotlimit.Receipt{}, false
 		}
 		if ls.left.CompareAndSwap(v, v-int64(n)) {
-			d := hotlimit.Decision{Allowed: true, Limit: l.c.Limit, Remaining: int(v) - n}
+			d := hotlimit.Decision{Allowed: true, Limit: l.c.Limit, Remaining: int(v) - n, ResetAfter: l.ticks(max(ls.full-now, 0))}
 			return d, hotlimit.Receipt{N: n, At: ls.at * int64(l.unit)}, true
 		}
 	}
@@ -65,7 +73,7 @@ func (l *Limiter) grantLease(ctx context.Context, key, redisKey string, rep repl
 	if l.c.Algorithm == hotlimit.FixedWindow {
 		ttl = min(ttl, rep.reset)
 	}
-	ls := &lease{at: rep.now, expires: sent + ttl}
+	ls := &lease{at: rep.now, expires: after(sent, ttl), full: sent + rep.reset}
 	ls.left.Store(rep.got)
 	if prev, loaded := l.leases.LoadAndStore(key, ls); loaded {
 		_ = l.retireTo(ctx, redisKey, prev)

@@ -79,8 +79,10 @@ var (
 
 // New returns a Limiter of c on client, which may be a single node, Sentinel
 // (failover) or Cluster client. opts are hotlimit's ([hotlimit.WithClock],
-// [hotlimit.WithBurst]) and this package's (WithPrefix, WithFailPolicy,
-// WithTimeout, WithBreaker, WithHook, WithLease).
+// [hotlimit.WithBurst]; [hotlimit.WithAutoSweep], [service.DefaultAutoSweep]
+// unless given, and [hotlimit.WithMaxKeys] bound the keys that the [FailLocal]
+// limiter holds in memory while Redis is down) and this package's
+// (WithPrefix, WithFailPolicy, WithTimeout, WithBreaker, WithHook, WithLease).
 //
 // Time comes from Redis's TIME inside each script, in microseconds, so that
 // clients with skewed clocks agree; c.Window must then be a whole number of
@@ -88,7 +90,9 @@ var (
 // nanoseconds: that is for tests, which replay decisions at chosen times.
 //
 // New returns an error wrapping [hotlimit.ErrInvalidConfig] when c or an
-// option is invalid, or outside the range where Redis's arithmetic (doubles,
+// option is invalid, when c has a scope other than [hotlimit.PerPair] (as
+// [service.NewLimiter]; a service built with [Factory] gives its rules'
+// limits without their scopes), or outside the range where Redis's arithmetic (doubles,
 // exact below 2^53) stays exact: window × burst below 2^52 ticks for the
 // token bucket and GCRA, window × (limit + 1) for the sliding counter, a
 // limit of at most 65536 for the sliding log. It does not contact Redis.
@@ -102,6 +106,10 @@ func New(client redis.UniversalClient, c hotlimit.Config, opts ...hotlimit.Optio
 	}
 	if err := c.ValidateFields(); err != nil {
 		return nil, err
+	}
+	if c.Scope != hotlimit.PerPair {
+		// as service.NewLimiter says, whatever the failure policy
+		return nil, fmt.Errorf("redislimit: Config.Scope %v: a limiter on its own counts the keys it is given; only a rule of a Service has a scope: %w", c.Scope, hotlimit.ErrInvalidConfig)
 	}
 	if scripts[c.Algorithm] == nil {
 		return nil, fmt.Errorf("redislimit: %v keeps no state to share: use it in memory: %w", c.Algorithm, hotlimit.ErrInvalidConfig)
@@ -123,7 +131,13 @@ func New(client redis.UniversalClient, c hotlimit.Config, opts ...hotlimit.Optio
 	l.breaker = newBreaker(l.set.failures, l.set.cooldown)
 	l.fallbacks, _ = o.Observer.(hotlimit.FallbackObserver)
 	if l.set.policy == FailLocal {
-		local, err := service.NewLimiter(c, hotlimit.WithClock(l.clock))
+		// The keys seen while Redis is down stay in memory: they are swept
+		// as a service's are, and capped by hotlimit.WithMaxKeys if given.
+		sweep := o.AutoSweep
+		if sweep == 0 {
+			sweep = service.DefaultAutoSweep
+		}
+		local, err := service.NewLimiter(c, hotlimit.WithClock(l.clock), hotlimit.WithAutoSweep(sweep), hotlimit.WithMaxKeys(o.MaxKeys))
 		if err != nil {
 			return nil, fmt.Errorf("redislimit: the FailLocal limiter: %w", err)
 		}
@@ -224,7 +238,8 @@ func (l *Limiter) Take(key string, n int) hotlimit.Decision {
 // the breaker open), it returns the error together with the decision of the
 // failure policy. Its Decision fields mean what they mean in memory; with a
 // lease, a request spent from it reports as Remaining what the lease has
-// left.
+// left, and as ResetAfter the key's as Redis reported it when it granted
+// the lease, less the time since.
 func (l *Limiter) TakeContext(ctx context.Context, key string, n int) (hotlimit.Decision, error) {
 	d, _, err := l.take(ctx, key, n)
 	return d, err
@@ -409,7 +424,7 @@ func (l *Limiter) fail(key string, n int, err error) (hotlimit.Decision, hotlimi
 	case FailOpen:
 		d = hotlimit.Decision{Allowed: valid, Limit: l.c.Limit}
 	case FailClosed:
-		d = hotlimit.Decision{Allowed: n == 0, Limit: l.c.Limit, RetryAfter: l.set.cooldown}
+		d = hotlimit.Decision{Allowed: n == 0, Limit: l.c.Limit, RetryAfter: l.set.closedRetry()}
 	}
 	if !valid {
 		d.Allowed, d.RetryAfter = false, hotlimit.Never
@@ -445,23 +460,33 @@ func Reason(err error) string {
 	return "error"
 }
 
-// Len returns the number of keys holding a lease in this process; 0 without
-// leases. The keys' state is in Redis, which expires idle keys by itself.
+// Len returns the number of keys this process holds: those holding a lease,
+// and those the [FailLocal] limiter decided while Redis was down, until
+// [Limiter.Sweep] evicts them. The keys' state is in Redis, which expires
+// idle keys by itself.
 func (l *Limiter) Len() int {
-	if l.leases == nil {
-		return 0
+	n := 0
+	if s, ok := l.local.(interface{ Len() int }); ok {
+		n += s.Len()
 	}
-	return l.leases.Size()
+	if l.leases != nil {
+		n += l.leases.Size()
+	}
+	return n
 }
 
 // Sweep ends the expired leases, giving their unspent requests back to
-// Redis, and returns how many it ended.
+// Redis, evicts the idle keys of the [FailLocal] limiter (those it decided
+// while Redis was down), and returns how many leases and keys it ended.
 func (l *Limiter) Sweep() int {
+	ended := 0
+	if s, ok := l.local.(interface{ Sweep() int }); ok {
+		ended += s.Sweep()
+	}
 	if l.leases == nil {
-		return 0
+		return ended
 	}
 	now := l.localNow()
-	ended := 0
 	l.leases.Range(func(key string, ls *lease) bool {
 		if now >= ls.expires {
 			l.unmap(key, ls)

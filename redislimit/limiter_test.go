@@ -617,6 +617,11 @@ func TestNewValidation(t *testing.T) {
 		{"lease without ttl", client, valid, []hotlimit.Option{redislimit.WithLease(5, 0)}, false},
 		{"not a policy", client, valid, []hotlimit.Option{redislimit.WithFailPolicy(redislimit.FailPolicy(9))}, false},
 		{"breaker without cooldown", client, valid, []hotlimit.Option{redislimit.WithBreaker(3, 0)}, false},
+		{"batch of MaxBatch", client, valid, []hotlimit.Option{redislimit.WithBatch(redislimit.MaxBatch, 1)}, true},
+		{"batch above MaxBatch", client, valid, []hotlimit.Option{redislimit.WithBatch(redislimit.MaxBatch+1, 1)}, false},
+		{"MaxFlushers", client, valid, []hotlimit.Option{redislimit.WithBatch(1, redislimit.MaxFlushers)}, true},
+		{"flushers above MaxFlushers", client, valid, []hotlimit.Option{redislimit.WithBatch(1, redislimit.MaxFlushers+1)}, false},
+		{"flushers above MaxFlushers, batching off", client, valid, []hotlimit.Option{redislimit.WithBatch(0, redislimit.MaxFlushers+1)}, true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			lim, err := redislimit.New(tc.client, tc.c, tc.opts...)

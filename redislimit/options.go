@@ -18,10 +18,13 @@ const (
 	// global admission is at most the limit times the number of instances.
 	FailLocal FailPolicy = iota
 	// FailOpen admits every request that could ever pass (0 ≤ n ≤ the
-	// burst): availability over the limit.
+	// burst): availability over the limit. Its decisions, and FailClosed's,
+	// know nothing of the key: Remaining and ResetAfter are 0.
 	FailOpen
 	// FailClosed denies every request (n = 0 still reports): the limit over
-	// availability.
+	// availability. A denial's RetryAfter is when Redis is asked again: the
+	// breaker's cooldown, or without a breaker the timeout
+	// ([DefaultTimeout] when there is none), never zero.
 	FailClosed
 )
 
@@ -66,6 +69,19 @@ type settings struct {
 	batch       int
 	flushers    int
 	invalidated error // the first invalid option's error
+}
+
+// closedRetry is the RetryAfter of a FailClosed denial: when Redis is
+// asked again, the breaker's cooldown, else the timeout; a denial always
+// says when to retry.
+func (s settings) closedRetry() time.Duration {
+	switch {
+	case s.failures > 0:
+		return s.cooldown
+	case s.timeout > 0:
+		return s.timeout
+	}
+	return DefaultTimeout
 }
 
 // option is the type of this package's values in hotlimit.Options.Extensions.
@@ -119,6 +135,11 @@ const DefaultTimeout = 100 * time.Millisecond
 // connection up at once; without it, a call that Redis does not answer
 // (a frozen server) is left to finish under the client's read timeout on a
 // goroutine of its own, while the caller has its decision.
+//
+// A call that timed out may still count in Redis: its script was sent, and
+// a server that is slow or frozen, not gone, runs it once it gets to it.
+// The failure policy's decision does not undo that, so after a freeze a key
+// may have less left than the decisions its callers saw took.
 func WithTimeout(d time.Duration) hotlimit.Option {
 	return hotlimit.WithExtension(option(func(s *settings) { s.timeout = max(d, 0) }))
 }
@@ -180,7 +201,25 @@ func WithLease(size int, ttl time.Duration) hotlimit.Option {
 // The default is 64 calls and 2 pipelines; size <= 0 turns batching off, so
 // that every call is its own round trip. Batching runs on flushers
 // goroutines per Limiter, stopped by [Limiter.Close] or when the Limiter is
-// collected.
+// collected. size may be at most [MaxBatch] and flushers at most
+// [MaxFlushers] (the Limiter holds a queue of size calls and starts
+// flushers goroutines up front); New rejects more.
 func WithBatch(size, flushers int) hotlimit.Option {
-	return hotlimit.WithExtension(option(func(s *settings) { s.batch, s.flushers = max(size, 0), max(flushers, 1) }))
+	return hotlimit.WithExtension(option(func(s *settings) {
+		switch {
+		case size > MaxBatch:
+			s.invalidated = fmt.Errorf("redislimit: WithBatch size %d above MaxBatch (%d): %w", size, MaxBatch, hotlimit.ErrInvalidConfig)
+		case size > 0 && flushers > MaxFlushers:
+			s.invalidated = fmt.Errorf("redislimit: WithBatch flushers %d above MaxFlushers (%d): %w", flushers, MaxFlushers, hotlimit.ErrInvalidConfig)
+		}
+		s.batch, s.flushers = max(size, 0), max(flushers, 1)
+	}))
 }
+
+// MaxBatch and MaxFlushers bound [WithBatch]'s size and flushers: a batch
+// far past the thousands only delays Redis's answers to the calls in it,
+// and a flusher is a goroutine per Limiter.
+const (
+	MaxBatch    = 1 << 16
+	MaxFlushers = 1 << 10
+)
