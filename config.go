@@ -80,7 +80,10 @@ type Config struct {
 	// Shadow puts the limit in shadow mode: it decides and counts as usual,
 	// and reports what it would have denied to the observer (see
 	// [OutcomeShadowDenied]), but the caller always passes. It is how a new
-	// limit is rolled out safely.
+	// limit is rolled out safely. The service applies it (and what decides
+	// through one: httplimit, grpclimit, hotlimitd); a limiter built from a
+	// Config on its own (a package's New, service.NewLimiter,
+	// redislimit.New) decides as without it.
 	Shadow bool
 	// Scope says whose quota the limit counts in a service rule: the
 	// (user, api) pair's (PerPair, the zero value), the user's, the api's or
