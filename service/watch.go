@@ -17,8 +17,9 @@ const recentWrite = 2 * time.Second
 // WatchFile keeps the service's rules equal to the JSON rules in the file at
 // path (see [LoadRules]) until ctx is done, then returns; run it on its own
 // goroutine. It reads the file at once, then checks it every interval: when
+// it is another file than the one read last (one renamed over the path), or
 // its size or modification time changed (or it was modified in the last
-// couple of seconds, which coarse file-system clocks cannot tell apart) it
+// couple of seconds, which coarse file-system clocks cannot tell apart), it
 // reads it, and when the content's hash differs from the last content read
 // it loads the rules and calls [Service.Replace]. An unchanged rewrite, such
 // as a touch, changes nothing, and pairs whose rule is unchanged keep their
@@ -110,8 +111,11 @@ func (w *watcher) poll() {
 		w.failAccess(err)
 		return
 	}
-	if w.stat != nil && w.read && fi.Size() == w.stat.Size() && fi.ModTime().Equal(w.stat.ModTime()) &&
-		time.Since(fi.ModTime()) > recentWrite {
+	// os.SameFile tells a file renamed over the path (a new inode) from
+	// the one read last, even when both have the same size and time, as
+	// cp -p, rsync -t or an unpacked archive leave them.
+	if w.stat != nil && w.read && os.SameFile(fi, w.stat) && fi.Size() == w.stat.Size() &&
+		fi.ModTime().Equal(w.stat.ModTime()) && time.Since(fi.ModTime()) > recentWrite {
 		return
 	}
 	w.stat = fi

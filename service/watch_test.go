@@ -207,3 +207,33 @@ func TestNamedAndUnmatchedAPIs(t *testing.T) {
 	require.NoError(t, err)
 	assert.Equal(t, []string{"pay"}, s.UnmatchedAPIs(routes))
 }
+
+// TestWatchFileReloadsARenameThatKeepsSizeAndTime replaces the file, in one
+// rename, by one of the same size and modification time, as cp -p, rsync -t
+// or an unpacked archive leave it: the watcher must see a different file.
+func TestWatchFileReloadsARenameThatKeepsSizeAndTime(t *testing.T) {
+	dir := t.TempDir()
+	path := filepath.Join(dir, "rules.json")
+	old := time.Now().Add(-time.Hour) // well before the recent-write window
+	require.NoError(t, os.WriteFile(path, []byte(rulesWithAPI(4)), 0o600))
+	require.NoError(t, os.Chtimes(path, old, old))
+	s, _ := newService(t, cfg(hotlimit.FixedWindow, 3))
+	var reloads reloadLog
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		s.WatchFileWith(ctx, path, service.WatchOptions{Interval: 2 * time.Millisecond, OnReload: reloads.add})
+	}()
+	require.Eventually(t, func() bool { return len(reloads.get()) == 1 }, 5*time.Second, time.Millisecond)
+
+	tmp := filepath.Join(dir, "rules.json.new")
+	require.NoError(t, os.WriteFile(tmp, []byte(rulesWithAPI(5)), 0o600))
+	require.NoError(t, os.Chtimes(tmp, old, old))
+	require.NoError(t, os.Rename(tmp, path))
+	require.Eventually(t, func() bool { return len(reloads.get()) == 2 }, 5*time.Second, time.Millisecond,
+		"a renamed-in file of the same size and time is reloaded")
+	assert.Equal(t, cfg(hotlimit.GCRA, 5), s.Rules().APIs["x"][0])
+	cancel()
+	<-done
+}
