@@ -25,8 +25,9 @@ const recentWrite = 2 * time.Second
 // as a touch, changes nothing, and pairs whose rule is unchanged keep their
 // state.
 //
-// A file that cannot be read, or that holds invalid rules, leaves the rules
-// in force as they are; the error goes to onError (unless nil), once until
+// A file that cannot be read, that is not a regular file (a named pipe, a
+// device, a directory; a symbolic link is followed), or that holds invalid
+// rules leaves the rules in force as they are; the error goes to onError (unless nil), once until
 // something changes, and the next change is tried again. interval <= 0 means
 // one second.
 //
@@ -107,6 +108,11 @@ type watcher struct {
 // poll checks the file once and replaces the rules if its content changed.
 func (w *watcher) poll() {
 	fi, err := os.Stat(w.path)
+	if err == nil && !fi.Mode().IsRegular() {
+		// A named pipe would block the read until a writer came, past the
+		// context's end; a device such as /dev/zero would never end.
+		err = fmt.Errorf("%s is not a regular file", w.path)
+	}
 	if err != nil {
 		w.failAccess(err)
 		return
