@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"io"
+	"net"
 	"net/netip"
 	"sync"
 	"testing"
@@ -17,6 +18,7 @@ import (
 	healthpb "google.golang.org/grpc/health/grpc_health_v1"
 	testgrpc "google.golang.org/grpc/interop/grpc_testing"
 	"google.golang.org/grpc/metadata"
+	"google.golang.org/grpc/peer"
 	"google.golang.org/grpc/status"
 
 	"github.com/hotlimit/hotlimit"
@@ -550,4 +552,32 @@ func TestUnlimitedRuleSendsNoRateLimitMetadata(t *testing.T) {
 	_, err := client.EmptyCall(ctx(t), &testgrpc.Empty{}, grpc.Header(&header))
 	require.NoError(t, err)
 	assert.Equal(t, []string{`"fixedwindow-1-1s";q=1;w=1`}, header.Get("ratelimit-policy"), "other methods keep theirs")
+}
+
+type account struct{ id string }
+
+func (a *account) String() string { return a.id } // dereferences: panics on nil
+
+type acctKey struct{}
+
+// TestContextValueOfANilPointerFindsNoKey stores a nil *account, as an
+// authentication interceptor may for an anonymous caller: the key function
+// finds no key, so the chain passes to the peer IP, where calling String
+// would panic and fail the call with INTERNAL.
+func TestContextValueOfANilPointerFindsNoKey(t *testing.T) {
+	c := context.WithValue(context.Background(), acctKey{}, (*account)(nil))
+	c = peer.NewContext(c, &peer.Peer{Addr: &net.TCPAddr{IP: net.ParseIP("192.0.2.1"), Port: 1}})
+	var key string
+	var ok bool
+	require.NotPanics(t, func() { key, ok = grpclimit.ContextValue(acctKey{})(c, unaryCall, nil) })
+	assert.False(t, ok)
+	assert.Empty(t, key)
+	key, ok = grpclimit.FirstOf(grpclimit.ContextValue(acctKey{}), grpclimit.PeerIP())(c, unaryCall, nil)
+	assert.True(t, ok)
+	assert.Equal(t, "ip:192.0.2.1", key)
+
+	c = context.WithValue(c, acctKey{}, &account{"a-1"})
+	key, ok = grpclimit.ContextValue(acctKey{})(c, unaryCall, nil)
+	assert.True(t, ok)
+	assert.Equal(t, "context:grpclimit_test.acctKey:a-1", key)
 }

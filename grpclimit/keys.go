@@ -179,21 +179,14 @@ func FromRequest(kind string, f func(req any) (string, bool)) KeyFunc {
 
 // ContextValue returns a KeyFunc that reads the value stored under key in the
 // call's context, as authentication interceptors do with the principal they
-// verified: a string as is, a fmt.Stringer through String; anything else or
-// an empty result finds no key. The key is tagged "context:" and the Go type
+// verified: a string as is, a fmt.Stringer through String; anything else, a
+// nil pointer (an anonymous caller, say) or an empty result finds no key. The key is tagged "context:" and the Go type
 // of key, as httplimit.ContextValue tags it.
 func ContextValue(key any) KeyFunc {
 	prefix := "context:" + strings.ReplaceAll(fmt.Sprintf("%T", key), ":", "_") + ":"
 	return func(ctx context.Context, _ string, _ any) (string, bool) {
-		switch v := ctx.Value(key).(type) {
-		case string:
-			if v != "" {
-				return prefix + v, true
-			}
-		case fmt.Stringer:
-			if s := v.String(); s != "" {
-				return prefix + s, true
-			}
+		if s, ok := transport.ContextString(ctx.Value(key)); ok {
+			return prefix + s, true
 		}
 		return "", false
 	}

@@ -52,22 +52,15 @@ func HeaderKey(name, value string) string {
 // ContextValue returns a KeyFunc that reads the value stored under key in the
 // request's context, as authentication middleware does with the user it has
 // verified. A string is used as is and a fmt.Stringer through its String
-// method; anything else, or an empty result, finds no key. The key is tagged
-// with the kind "context:" and the Go type of key, as in
-// "context:auth.userKey:alice"; context keys of distinct types, as Go's
-// context package asks for, are distinct kinds.
+// method; anything else, a nil pointer (an anonymous caller, say) or an empty
+// result finds no key. The key is tagged with the kind "context:" and the Go
+// type of key, as in "context:auth.userKey:alice"; context keys of distinct
+// types, as Go's context package asks for, are distinct kinds.
 func ContextValue(key any) KeyFunc {
 	prefix := "context:" + strings.ReplaceAll(fmt.Sprintf("%T", key), ":", "_") + ":"
 	return func(r *http.Request) (string, bool) {
-		switch v := r.Context().Value(key).(type) {
-		case string:
-			if v != "" {
-				return prefix + v, true
-			}
-		case fmt.Stringer:
-			if s := v.String(); s != "" {
-				return prefix + s, true
-			}
+		if s, ok := transport.ContextString(r.Context().Value(key)); ok {
+			return prefix + s, true
 		}
 		return "", false
 	}

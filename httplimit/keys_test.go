@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
 
 	"github.com/hotlimit/hotlimit"
 	"github.com/hotlimit/hotlimit/httplimit"
@@ -80,3 +81,32 @@ func ExampleFirstOf() {
 	// ip:203.0.113.9
 	// header:x-api-key:premium
 }
+
+type account struct{ id string }
+
+func (a *account) String() string { return a.id } // dereferences: panics on nil
+
+// TestContextValueOfANilPointerFindsNoKey stores a nil *account, as
+// authentication middleware may for an anonymous caller: the key function
+// finds no key, and the chain passes to the client IP, where calling String
+// would panic.
+func TestContextValueOfANilPointerFindsNoKey(t *testing.T) {
+	r := httptest.NewRequest(http.MethodGet, "/", nil)
+	r.RemoteAddr = "192.0.2.1:1"
+	r = r.WithContext(context.WithValue(r.Context(), acctKey{}, (*account)(nil)))
+	var key string
+	var ok bool
+	require.NotPanics(t, func() { key, ok = httplimit.ContextValue(acctKey{})(r) })
+	assert.False(t, ok)
+	assert.Empty(t, key)
+	key, ok = httplimit.FirstOf(httplimit.ContextValue(acctKey{}), httplimit.ClientIP())(r)
+	assert.True(t, ok)
+	assert.Equal(t, "ip:192.0.2.1", key)
+
+	r = r.WithContext(context.WithValue(r.Context(), acctKey{}, &account{"a-1"}))
+	key, ok = httplimit.ContextValue(acctKey{})(r)
+	assert.True(t, ok)
+	assert.Equal(t, "context:httplimit_test.acctKey:a-1", key)
+}
+
+type acctKey struct{}

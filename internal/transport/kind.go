@@ -1,6 +1,10 @@
 package transport
 
-import "strings"
+import (
+	"fmt"
+	"reflect"
+	"strings"
+)
 
 // Kinds of keys. A key is its kind, a colon and the value: "ip:192.0.2.1".
 // A kind names where the value came from, so two sources never share a
@@ -40,4 +44,32 @@ func Kind(key string) string {
 		}
 	}
 	return kind
+}
+
+// ContextString returns the text of a context value that names a caller: a
+// string as it is, a fmt.Stringer through String. ok is false for anything
+// else, for an empty text, and for a nil pointer (or other nil value) behind
+// the Stringer, as authentication middleware may store for an anonymous
+// caller: its String would dereference nil, and nil names nobody.
+func ContextString(v any) (s string, ok bool) {
+	switch v := v.(type) {
+	case string:
+		return v, v != ""
+	case fmt.Stringer:
+		if isNil(v) {
+			return "", false
+		}
+		s = v.String()
+		return s, s != ""
+	}
+	return "", false
+}
+
+// isNil reports whether v holds a nil pointer, map, slice, channel or func.
+func isNil(v any) bool {
+	switch rv := reflect.ValueOf(v); rv.Kind() {
+	case reflect.Pointer, reflect.Map, reflect.Slice, reflect.Chan, reflect.Func, reflect.Interface, reflect.UnsafePointer:
+		return rv.IsNil()
+	}
+	return false
 }
