@@ -59,7 +59,11 @@
 // A denied request gets 429 Too Many Requests with Retry-After in whole
 // seconds, rounded up so that it is never earlier than the limiter's
 // Decision.RetryAfter, and an RFC 9457 application/problem+json body; the
-// denial is replaceable with [WithDenyHandler]. [WithLegacyHeaders] adds
+// denial is replaceable with [WithDenyHandler]. The service is asked with
+// the request's context, which bounds a limiter that waits on Redis; when
+// such a limiter cannot decide and its failure policy denies, the answer is
+// 503 Service Unavailable rather than 429, since the client spent no quota,
+// and the error is in [Event].Err. [WithLegacyHeaders] adds
 // X-RateLimit-Limit, X-RateLimit-Remaining and X-RateLimit-Reset (the same
 // numbers as q, r and t; Reset is in seconds from now, not a timestamp).
 // [WithDryRun] only sets the RateLimit fields and reports the decisions: every
@@ -87,7 +91,7 @@
 //
 // # Cost
 //
-// The middleware adds one TakePolicy on the service, a few map
+// The middleware adds one TakePolicyContext on the service, a few map
 // assignments in the response header and two allocations: the per-request
 // header text (one string holding every number) and the slice that backs the
 // header values. ClientIP's tagged key is built once per client seen lately

@@ -23,6 +23,12 @@ type Event struct {
 	// DryRun reports that the request reaches the handler whatever
 	// Decision.Allowed says.
 	DryRun bool
+	// Err is the error of a limiter that could not decide (one on Redis
+	// that cannot reach it, say), nil otherwise. Its failure policy made
+	// Decision: a pass lets the request through, a denial is answered by
+	// [DenyProblem] with 503 Service Unavailable, since the client spent no
+	// quota.
+	Err error
 }
 
 // DenyFunc answers a denied request. When it runs, the RateLimit fields and
@@ -150,7 +156,9 @@ type handler struct {
 func (h *handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	user, _ := h.opts.user(r)
 	api, _ := h.opts.api(r)
-	d, c := h.svc.TakePolicy(user, api, 1)
+	// The request's context reaches limiters that wait on something outside
+	// the process (Redis), so that its end bounds the decision.
+	d, c, err := h.svc.TakePolicyContext(r.Context(), user, api, 1)
 	p := h.policies.Get(c)
 	deny := !d.Allowed && !h.opts.dryRun
 	if c.Algorithm != hotlimit.Unlimited || deny {
@@ -163,7 +171,7 @@ func (h *handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		h.next.ServeHTTP(w, r)
 		return
 	}
-	e := Event{Request: r, User: user, API: api, Config: c, Policy: p.Name, Decision: d, DryRun: h.opts.dryRun}
+	e := Event{Request: r, User: user, API: api, Config: c, Policy: p.Name, Decision: d, DryRun: h.opts.dryRun, Err: err}
 	if h.opts.observe != nil {
 		h.opts.observe(e)
 	}

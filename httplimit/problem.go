@@ -25,7 +25,17 @@ type problem struct {
 //	 "detail":"Rate limit of policy \"fixedwindow-3-1s\" (3 requests per 1s) exceeded; retry in 1 s."}
 //
 // The response is marked Cache-Control: no-store.
+//
+// A denial by the failure policy of a limiter that could not decide
+// (Event.Err is set: Redis unreachable, say) is no quota spent: it gets 503
+// Service Unavailable instead, with the detail "rate limiter unavailable"
+// (the error itself stays on the server, for the observer to log) and the
+// Retry-After the policy chose.
 func DenyProblem(w http.ResponseWriter, r *http.Request, e Event) {
+	if e.Err != nil {
+		writeProblem(w, http.StatusServiceUnavailable, "The rate limiter is unavailable; the request was not served.")
+		return
+	}
 	requests := " requests per "
 	if e.Config.Limit == 1 {
 		requests = " request per "
@@ -37,10 +47,15 @@ func DenyProblem(w http.ResponseWriter, r *http.Request, e Event) {
 	} else {
 		detail += "retry in " + strconv.FormatInt(max(transport.CeilSeconds(e.Decision.RetryAfter), 1), 10) + " s."
 	}
+	writeProblem(w, http.StatusTooManyRequests, detail)
+}
+
+// writeProblem answers with an RFC 9457 problem of type "about:blank".
+func writeProblem(w http.ResponseWriter, status int, detail string) {
 	body, err := json.Marshal(problem{
 		Type:   "about:blank",
-		Title:  http.StatusText(http.StatusTooManyRequests),
-		Status: http.StatusTooManyRequests,
+		Title:  http.StatusText(status),
+		Status: status,
 		Detail: detail,
 	})
 	if err != nil { // unreachable: the struct holds only strings and an int
@@ -51,6 +66,6 @@ func DenyProblem(w http.ResponseWriter, r *http.Request, e Event) {
 	h.Set("Content-Type", problemMediaType)
 	h.Set("Cache-Control", "no-store")
 	h.Set("Content-Length", strconv.Itoa(len(body)))
-	w.WriteHeader(http.StatusTooManyRequests)
+	w.WriteHeader(status)
 	_, _ = w.Write(body)
 }
