@@ -581,3 +581,21 @@ func TestContextValueOfANilPointerFindsNoKey(t *testing.T) {
 	assert.True(t, ok)
 	assert.Equal(t, "context:grpclimit_test.acctKey:a-1", key)
 }
+
+// TestEmptyKeyIsNoKey: a key function of one's own that reports an empty
+// key as found finds no key through Tag and FirstOf, as empty metadata
+// does, so the chain passes to the peer IP instead of putting every such
+// caller under the one key "tenant:".
+func TestEmptyKeyIsNoKey(t *testing.T) {
+	empty := func(context.Context, string, any) (string, bool) { return "", true }
+	c := peer.NewContext(context.Background(), &peer.Peer{Addr: &net.TCPAddr{IP: net.ParseIP("192.0.2.1"), Port: 1}})
+	key, ok := grpclimit.Tag("tenant", empty)(c, unaryCall, nil)
+	assert.False(t, ok)
+	assert.Empty(t, key)
+	key, ok = grpclimit.FirstOf(grpclimit.Tag("tenant", empty), grpclimit.PeerIP())(c, unaryCall, nil)
+	assert.True(t, ok)
+	assert.Equal(t, "ip:192.0.2.1", key)
+	key, ok = grpclimit.FirstOf(empty, grpclimit.PeerIP())(c, unaryCall, nil)
+	assert.True(t, ok)
+	assert.Equal(t, "ip:192.0.2.1", key)
+}

@@ -193,14 +193,15 @@ func ContextValue(key any) KeyFunc {
 }
 
 // Tag returns a KeyFunc whose keys are f's tagged with kind: kind ":" key.
-// A nil f finds no key.
+// A nil f finds no key, and so does an empty key from f, as empty metadata
+// does: every such caller would otherwise share the one key kind ":".
 func Tag(kind string, f KeyFunc) KeyFunc {
 	prefix := kind + ":"
 	return func(ctx context.Context, method string, req any) (string, bool) {
 		if f == nil {
 			return "", false
 		}
-		if k, ok := f(ctx, method, req); ok {
+		if k, ok := f(ctx, method, req); ok && k != "" {
 			return prefix + k, true
 		}
 		return "", false
@@ -208,14 +209,14 @@ func Tag(kind string, f KeyFunc) KeyFunc {
 }
 
 // FirstOf returns a KeyFunc that asks each of fns in turn and returns the
-// first key found. Nil entries are skipped.
+// first key found that is not empty. Nil entries are skipped.
 func FirstOf(fns ...KeyFunc) KeyFunc {
 	return func(ctx context.Context, method string, req any) (string, bool) {
 		for _, f := range fns {
 			if f == nil {
 				continue
 			}
-			if k, ok := f(ctx, method, req); ok {
+			if k, ok := f(ctx, method, req); ok && k != "" {
 				return k, true
 			}
 		}

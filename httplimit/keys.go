@@ -69,14 +69,16 @@ func ContextValue(key any) KeyFunc {
 // Tag returns a KeyFunc whose keys are f's tagged with kind: kind ":" key.
 // Use it for key functions of your own, with a kind that no other source
 // uses and that contains no colon ("tenant", "session"), so that their keys
-// cannot collide with the tagged keys of this package. A nil f finds no key.
+// cannot collide with the tagged keys of this package. A nil f finds no key,
+// and so does an empty key from f, as an empty header does: every such
+// request would otherwise share the one key kind ":".
 func Tag(kind string, f KeyFunc) KeyFunc {
 	prefix := kind + ":"
 	return func(r *http.Request) (string, bool) {
 		if f == nil {
 			return "", false
 		}
-		if k, ok := f(r); ok {
+		if k, ok := f(r); ok && k != "" {
 			return prefix + k, true
 		}
 		return "", false
@@ -84,7 +86,7 @@ func Tag(kind string, f KeyFunc) KeyFunc {
 }
 
 // FirstOf returns a KeyFunc that asks each of fns in turn and returns the
-// first key found. Nil entries are skipped. Since every key carries its kind,
+// first key found that is not empty. Nil entries are skipped. Since every key carries its kind,
 // a key found by one source never equals a key found by another.
 func FirstOf(fns ...KeyFunc) KeyFunc {
 	return func(r *http.Request) (string, bool) {
@@ -92,7 +94,7 @@ func FirstOf(fns ...KeyFunc) KeyFunc {
 			if f == nil {
 				continue
 			}
-			if k, ok := f(r); ok {
+			if k, ok := f(r); ok && k != "" {
 				return k, true
 			}
 		}

@@ -110,3 +110,22 @@ func TestContextValueOfANilPointerFindsNoKey(t *testing.T) {
 }
 
 type acctKey struct{}
+
+// TestEmptyKeyIsNoKey: a key function of one's own that reports an empty
+// key as found (a token whose tenant claim is empty, say) finds no key
+// through Tag and FirstOf, as an empty header does, so the chain passes to
+// the client IP instead of putting every such client under the one key
+// "tenant:".
+func TestEmptyKeyIsNoKey(t *testing.T) {
+	empty := func(*http.Request) (string, bool) { return "", true }
+	r := get("/", "192.0.2.1:1")
+	key, ok := httplimit.Tag("tenant", empty)(r)
+	assert.False(t, ok)
+	assert.Empty(t, key)
+	key, ok = httplimit.FirstOf(httplimit.Tag("tenant", empty), httplimit.ClientIP())(r)
+	assert.True(t, ok)
+	assert.Equal(t, "ip:192.0.2.1", key)
+	key, ok = httplimit.FirstOf(empty, httplimit.ClientIP())(r)
+	assert.True(t, ok)
+	assert.Equal(t, "ip:192.0.2.1", key)
+}
