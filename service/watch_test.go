@@ -172,21 +172,14 @@ func TestWatchFileReportsNoReloadForAnUnchangedRewrite(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "rules.json")
 	writeAtomically(t, path, rulesWithAPI(4))
 	s, _ := newService(t, cfg(hotlimit.FixedWindow, 3))
-	var reloads reloadLog
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		s.WatchFileWith(ctx, path, service.WatchOptions{Interval: 2 * time.Millisecond, OnReload: reloads.add})
-	}()
+	reloads, stop := watchReloads(s, path)
 	require.Eventually(t, func() bool { return len(reloads.get()) == 1 }, 5*time.Second, time.Millisecond)
 	assert.Nil(t, reloads.get()[0].Unmatched, "no routes, no check")
 	writeAtomically(t, path, rulesWithAPI(4))
 	writeAtomically(t, path, rulesWithAPI(5))
 	require.Eventually(t, func() bool { return len(reloads.get()) == 2 }, 5*time.Second, time.Millisecond)
 	assert.Equal(t, cfg(hotlimit.GCRA, 5), reloads.get()[1].Rules.APIs["x"][0])
-	cancel()
-	<-done
+	stop()
 	assert.Len(t, reloads.get(), 2, "the unchanged rewrite reloaded nothing")
 }
 
@@ -218,13 +211,7 @@ func TestWatchFileReloadsARenameThatKeepsSizeAndTime(t *testing.T) {
 	require.NoError(t, os.WriteFile(path, []byte(rulesWithAPI(4)), 0o600))
 	require.NoError(t, os.Chtimes(path, old, old))
 	s, _ := newService(t, cfg(hotlimit.FixedWindow, 3))
-	var reloads reloadLog
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		s.WatchFileWith(ctx, path, service.WatchOptions{Interval: 2 * time.Millisecond, OnReload: reloads.add})
-	}()
+	reloads, stop := watchReloads(s, path)
 	require.Eventually(t, func() bool { return len(reloads.get()) == 1 }, 5*time.Second, time.Millisecond)
 
 	tmp := filepath.Join(dir, "rules.json.new")
@@ -234,6 +221,18 @@ func TestWatchFileReloadsARenameThatKeepsSizeAndTime(t *testing.T) {
 	require.Eventually(t, func() bool { return len(reloads.get()) == 2 }, 5*time.Second, time.Millisecond,
 		"a renamed-in file of the same size and time is reloaded")
 	assert.Equal(t, cfg(hotlimit.GCRA, 5), s.Rules().APIs["x"][0])
-	cancel()
-	<-done
+	stop()
+}
+
+// watchReloads runs s.WatchFileWith on path, polling every 2 ms, and logs
+// each reload; stop ends the watch and waits for it to return.
+func watchReloads(s *service.Service, path string) (*reloadLog, func()) {
+	reloads := &reloadLog{}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		s.WatchFileWith(ctx, path, service.WatchOptions{Interval: 2 * time.Millisecond, OnReload: reloads.add})
+	}()
+	return reloads, func() { cancel(); <-done }
 }
