@@ -15,6 +15,7 @@ import (
 	"github.com/hotlimit/hotlimit"
 	"github.com/hotlimit/hotlimit/redislimit"
 	"github.com/hotlimit/hotlimit/redislimit/internal/redistest"
+	"github.com/hotlimit/hotlimit/service"
 )
 
 // closedClient returns a client that fails every call at once, as a Redis
@@ -169,4 +170,36 @@ func TestHugeDurationsSaturate(t *testing.T) {
 		}
 		assert.Equal(t, 4, take(t, other, "k", 0).Remaining, "Redis gave nothing more")
 	})
+}
+
+// TestFailLocalAutoSweepDefaultAndOff: the FailLocal limiter auto-sweeps at
+// service.DefaultAutoSweep by default, as a service's limiters do, and
+// WithAutoSweep(0) turns it off: past the threshold of idle keys, the first
+// holds fewer than it was given, the second holds them all.
+func TestFailLocalAutoSweepDefaultAndOff(t *testing.T) {
+	if testing.Short() {
+		t.Skip("inserts more keys than service.DefaultAutoSweep")
+	}
+	keys := service.DefaultAutoSweep + 1000 // past the threshold by a few sweep steps
+	for _, tc := range []struct {
+		name string
+		opts []hotlimit.Option
+		held func(t *testing.T, n int)
+	}{
+		{"default", nil, func(t *testing.T, n int) { assert.Less(t, n, keys, "idle keys were swept") }},
+		{"off", []hotlimit.Option{hotlimit.WithAutoSweep(0)}, func(t *testing.T, n int) { assert.Equal(t, keys, n, "nothing swept") }},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var now atomic.Int64
+			now.Store(int64(time.Hour))
+			lim := newLimiter(t, closedClient(t), faultConfig, append([]hotlimit.Option{hotlimit.WithClock(now.Load)}, tc.opts...)...)
+			for i := range keys {
+				if i == service.DefaultAutoSweep {
+					now.Add(int64(2 * faultConfig.Window)) // every key so far is idle
+				}
+				_, _ = lim.TakeContext(context.Background(), "k"+strconv.Itoa(i), 1)
+			}
+			tc.held(t, lim.Len())
+		})
+	}
 }

@@ -80,9 +80,10 @@ var (
 // New returns a Limiter of c on client, which may be a single node, Sentinel
 // (failover) or Cluster client. opts are hotlimit's ([hotlimit.WithClock],
 // [hotlimit.WithBurst]; [hotlimit.WithAutoSweep], [service.DefaultAutoSweep]
-// unless given, and [hotlimit.WithMaxKeys] bound the keys that the [FailLocal]
-// limiter holds in memory while Redis is down) and this package's
-// (WithPrefix, WithFailPolicy, WithTimeout, WithBreaker, WithHook, WithLease).
+// unless given (0 turns it off, as in a service), and [hotlimit.WithMaxKeys]
+// bound the keys that the [FailLocal] limiter holds in memory while Redis is
+// down) and this package's (WithPrefix, WithFailPolicy, WithTimeout,
+// WithBreaker, WithHook, WithLease).
 //
 // Time comes from Redis's TIME inside each script, in microseconds, so that
 // clients with skewed clocks agree; c.Window must then be a whole number of
@@ -133,11 +134,10 @@ func New(client redis.UniversalClient, c hotlimit.Config, opts ...hotlimit.Optio
 	if l.set.policy == FailLocal {
 		// The keys seen while Redis is down stay in memory: they are swept
 		// as a service's are, and capped by hotlimit.WithMaxKeys if given.
-		sweep := o.AutoSweep
-		if sweep == 0 {
-			sweep = service.DefaultAutoSweep
-		}
-		local, err := service.NewLimiter(c, hotlimit.WithClock(l.clock), hotlimit.WithAutoSweep(sweep), hotlimit.WithMaxKeys(o.MaxKeys))
+		// Auto-sweep at service.DefaultAutoSweep unless an option says
+		// otherwise (WithAutoSweep(0) turns it off), as a service's limiters.
+		lo := hotlimit.NewOptions(append([]hotlimit.Option{hotlimit.WithAutoSweep(service.DefaultAutoSweep)}, opts...)...)
+		local, err := service.NewLimiter(c, hotlimit.WithClock(l.clock), hotlimit.WithAutoSweep(lo.AutoSweep), hotlimit.WithMaxKeys(o.MaxKeys))
 		if err != nil {
 			return nil, fmt.Errorf("redislimit: the FailLocal limiter: %w", err)
 		}
