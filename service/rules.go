@@ -54,6 +54,10 @@ type rule struct {
 	// obsFunc is obs when it is a hotlimit.ObserverFunc, called directly
 	// by observeAllow: one call and one copy of the Event less.
 	obsFunc hotlimit.ObserverFunc
+	// waits is set when a limiter of the rule takes a context (one on
+	// Redis): only then does takeContext take the context's path, which
+	// builds keys in a pooled buffer where take builds them on the stack.
+	waits bool
 }
 
 // remainingAllower is a limiter that reports, with Allow, the Remaining that
@@ -67,6 +71,11 @@ type remainingAllower interface {
 // setFast sets fast and counted from the other fields.
 func (ru *rule) setFast() {
 	ru.fast = ru.multi == nil && ru.transient && !ru.slow
+	if ru.multi == nil {
+		_, ru.waits = ru.lim.(hotlimit.ContextTaker)
+	} else {
+		ru.waits = slices.ContainsFunc(ru.multi.withContext, func(c hotlimit.ContextRefunder) bool { return c != nil })
+	}
 	ru.counted = nil
 	// A limit of 2^53 or more would have counts that float64 rounds, and
 	// Classify with them: such a rule is left to Take.
@@ -246,6 +255,10 @@ func (ru *rule) several(d hotlimit.Decision, decider, shadow, n int) (hotlimit.D
 // takeContext is take under ctx, for the limiters that take a context (see
 // hotlimit.ContextTaker); the others decide as take does.
 func (ru *rule) takeContext(ctx context.Context, cache *keyCache, user, api string, n int) (hotlimit.Decision, hotlimit.Config, error) {
+	if !ru.waits {
+		d, c := ru.take(cache, user, api, n)
+		return d, c, nil
+	}
 	var kb *keyBuf
 	if ru.transient {
 		kb = getKeyBuf()
