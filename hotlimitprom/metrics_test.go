@@ -1,6 +1,9 @@
 package hotlimitprom_test
 
 import (
+	"io"
+	"net/http"
+	"net/http/httptest"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -8,6 +11,7 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
 	"github.com/prometheus/client_golang/prometheus/testutil"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -56,8 +60,6 @@ hotlimit_decisions_total{outcome="near_limit",rule="apis[\"GET /pay\"]"} 0
 hotlimit_decisions_total{outcome="near_limit",rule="default"} 2
 hotlimit_decisions_total{outcome="shadow_denied",rule="apis[\"GET /pay\"]"} 0
 hotlimit_decisions_total{outcome="shadow_denied",rule="default"} 0
-hotlimit_decisions_total{outcome="unknown",rule="apis[\"GET /pay\"]"} 0
-hotlimit_decisions_total{outcome="unknown",rule="default"} 0
 # HELP hotlimit_fallbacks_total Decisions a backend could not make, made by its failure policy, by backend and reason.
 # TYPE hotlimit_fallbacks_total counter
 hotlimit_fallbacks_total{backend="redis",reason="breaker_open"} 2
@@ -122,7 +124,7 @@ func TestObserveCountsEveryDecisionConcurrently(t *testing.T) {
 	wg.Wait()
 	n, err := testutil.GatherAndCount(reg, "x_decisions_total")
 	require.NoError(t, err)
-	assert.Equal(t, len(rules)*5, n, "one series per rule and outcome")
+	assert.Equal(t, len(rules)*4, n, "one series per rule and outcome")
 	total := 0.0
 	families, err := reg.Gather()
 	require.NoError(t, err)
@@ -144,6 +146,38 @@ func TestObserveDoesNotAllocate(t *testing.T) {
 	assert.Zero(t, testing.AllocsPerRun(1000, func() { m.Observe(e) }))
 	bad := hotlimit.Event{Source: &hotlimit.Source{Rule: "default"}, Outcome: 77, N: 1} // counted as unknown, never a panic
 	assert.NotPanics(t, func() { m.Observe(bad) })
+}
+
+// TestScrapeShowsOnlyTheDocumentedOutcomes: a scrape over HTTP shows, for a
+// rule that decided, the four documented outcomes and no "unknown" series;
+// a decision whose Outcome names none is still counted, as "unknown".
+func TestScrapeShowsOnlyTheDocumentedOutcomes(t *testing.T) {
+	m := hotlimitprom.New()
+	reg := prometheus.NewPedanticRegistry()
+	require.NoError(t, reg.Register(m))
+	srv := httptest.NewServer(promhttp.HandlerFor(reg, promhttp.HandlerOpts{}))
+	defer srv.Close()
+	scrape := func() string {
+		res, err := http.Get(srv.URL)
+		require.NoError(t, err)
+		defer res.Body.Close()
+		body, err := io.ReadAll(res.Body)
+		require.NoError(t, err)
+		return string(body)
+	}
+	m.Observe(hotlimit.Event{Source: &hotlimit.Source{Rule: "default"}, Outcome: hotlimit.OutcomeAllowed, N: 1})
+	body := scrape()
+	for _, metric := range []string{"hotlimit_decisions_total", "hotlimit_requests_total"} {
+		for _, outcome := range []string{"allowed", "near_limit", "denied", "shadow_denied"} {
+			assert.Contains(t, body, metric+`{outcome="`+outcome+`",rule="default"}`)
+		}
+	}
+	assert.NotContains(t, body, `outcome="unknown"`)
+
+	m.Observe(hotlimit.Event{Source: &hotlimit.Source{Rule: "default"}, Outcome: 0, N: 3})
+	body = scrape()
+	assert.Contains(t, body, `hotlimit_decisions_total{outcome="unknown",rule="default"} 1`)
+	assert.Contains(t, body, `hotlimit_requests_total{outcome="unknown",rule="default"} 3`)
 }
 
 // TestEventWithoutASource: an Event that names no Source is counted under
