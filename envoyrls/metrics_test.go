@@ -133,3 +133,26 @@ hotlimit_fallbacks_total{backend="redis",reason="error"} 200
 hotlimit_fallbacks_total{backend="redis",reason="timeout"} 200
 `), "hotlimit_fallbacks_total"))
 }
+
+// TestMetricsDoNotCountRefunds: negative hits give back, they are not hits
+// asked for: they count in no counter, on a blocking rule (limit 0) as on
+// any other.
+func TestMetricsDoNotCountRefunds(t *testing.T) {
+	m := NewMetrics()
+	h := inProcess(t, WithObserver(m))
+	for _, key := range []string{"blocked", "refund"} {
+		neg := desc(key, "r")
+		neg.IsNegativeHits = true
+		assert.Equal(t, ok, h.call(t, "conf", 4, neg).OverallCode, key)
+	}
+	h.call(t, "conf", 1, desc("blocked", "b")) // one hit, over
+	c, found := m.rules.Load("conf.blocked")
+	require.True(t, found)
+	assert.EqualValues(t, 1, c.total.Load(), "the hit, not the refund")
+	assert.EqualValues(t, 1, c.over.Load())
+	assert.Zero(t, c.within.Load(), "a refund passes no hit")
+	assert.Zero(t, c.near.Load())
+	if c, found := m.rules.Load("conf.refund"); found {
+		assert.Zero(t, c.total.Load())
+	}
+}

@@ -532,7 +532,9 @@ func (s *Server) decide(ctx context.Context, it *item) error {
 	case it.blockAll:
 		it.d = hotlimit.Decision{Allowed: it.n == 0 || it.refund, Limit: 0}
 		it.over = !it.d.Allowed
-		s.observe(it)
+		if !it.refund { // a refund asks for no hits: unobserved, as below
+			s.observe(it)
+		}
 		return nil
 	case it.lim == nil:
 		return status.Errorf(codes.Internal, "no limiter for %s", it.rule.Key)
