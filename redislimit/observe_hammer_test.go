@@ -55,7 +55,9 @@ func TestServiceObserverCountsFallbacksConcurrently(t *testing.T) {
 			{Algorithm: hotlimit.FixedWindow, Limit: 3, Window: time.Minute},
 			{Algorithm: hotlimit.TokenBucket, Limit: 7, Window: time.Hour, Scope: hotlimit.PerUser}}},
 	}, frozenClock(), hotlimit.WithObserver(obs), hotlimit.WithFactory(redislimit.Factory(client,
-		redislimit.WithPrefix(t.Name()+":"), redislimit.WithFailPolicy(redislimit.FailLocal), redislimit.WithBreaker(0, 0))))
+		redislimit.WithPrefix(t.Name()+":"), redislimit.WithFailPolicy(redislimit.FailLocal), redislimit.WithBreaker(0, 0),
+		// a round trip under -race on a loaded machine may take long
+		redislimit.WithTimeout(10*time.Second))))
 	require.NoError(t, err)
 	t.Cleanup(func() { _ = svc.Close() })
 	d, err := svc.TakeContext(context.Background(), "warm", "one", 1)
