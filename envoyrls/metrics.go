@@ -1,6 +1,7 @@
 package envoyrls
 
 import (
+	"sync"
 	"sync/atomic"
 
 	"github.com/hotlimit/hotlimit"
@@ -22,6 +23,7 @@ import (
 //	hotlimit_fallbacks_total{backend, reason}       decisions the backend (Redis) could not make,
 //	                                                by reason: timeout, breaker_open, canceled,
 //	                                                clock_range, error
+//	hotlimit_keys{limiter}                          keys held, per function given to WatchKeys
 //
 // A hit is a request's hits_addend: a request of 5 hits counts 5. Metrics is
 // a [hotlimit.FallbackObserver]: give it to [WithObserver] for the
@@ -34,6 +36,8 @@ type Metrics struct {
 	loadOK, loadErr atomic.Uint64
 	// fallbacks counts by backend and reason, both from small fixed sets.
 	fallbacks *xsync.MapOf[fallbackKey, *atomic.Uint64]
+	mu        sync.Mutex
+	keys      map[string]func() int // WatchKeys's functions, by limiter name
 }
 
 // fallbackKey is a fallback's labels.
@@ -53,6 +57,7 @@ var (
 	descLoadErr  = prometheus.NewDesc("ratelimit_service_config_load_error", "Configurations rejected.", nil, nil)
 	descFallback = prometheus.NewDesc("hotlimit_fallbacks_total",
 		"Decisions a backend could not make, made by its failure policy, by backend and reason.", []string{"backend", "reason"}, nil)
+	descKeys = prometheus.NewDesc("hotlimit_keys", "Keys held, by limiter.", []string{"limiter"}, nil)
 )
 
 // NewMetrics returns empty metrics.
@@ -105,7 +110,7 @@ func (m *Metrics) ConfigLoaded(ok bool) {
 
 // Describe sends the metrics' descriptions; see [prometheus.Collector].
 func (m *Metrics) Describe(ch chan<- *prometheus.Desc) {
-	for _, d := range []*prometheus.Desc{descTotal, descOver, descNear, descWithin, descShadow, descLoadOK, descLoadErr, descFallback} {
+	for _, d := range []*prometheus.Desc{descTotal, descOver, descNear, descWithin, descShadow, descLoadOK, descLoadErr, descFallback, descKeys} {
 		ch <- d
 	}
 }
@@ -127,6 +132,27 @@ func (m *Metrics) Collect(ch chan<- prometheus.Metric) {
 		ch <- prometheus.MustNewConstMetric(descFallback, prometheus.CounterValue, float64(c.Load()), k.backend, k.reason)
 		return true
 	})
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	for name, keys := range m.keys {
+		ch <- prometheus.MustNewConstMetric(descKeys, prometheus.GaugeValue, float64(keys()), name)
+	}
+}
+
+// WatchKeys exports keys(), read at each scrape, as hotlimit_keys with the
+// label limiter=name, as hotlimitprom does: pass [Server.Len]. A second call
+// with the same name replaces the first; a nil keys removes it.
+func (m *Metrics) WatchKeys(name string, keys func() int) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if keys == nil {
+		delete(m.keys, name)
+		return
+	}
+	if m.keys == nil {
+		m.keys = map[string]func() int{}
+	}
+	m.keys[name] = keys
 }
 
 var (

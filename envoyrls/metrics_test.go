@@ -6,6 +6,8 @@ import (
 	"sync/atomic"
 	"testing"
 
+	rlext "github.com/envoyproxy/go-control-plane/envoy/extensions/common/ratelimit/v3"
+	typev3 "github.com/envoyproxy/go-control-plane/envoy/type/v3"
 	"github.com/hotlimit/hotlimit"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/testutil"
@@ -155,4 +157,33 @@ func TestMetricsDoNotCountRefunds(t *testing.T) {
 	if c, found := m.rules.Load("conf.refund"); found {
 		assert.Zero(t, c.total.Load())
 	}
+}
+
+// TestKeysGauge: Server.Len counts the keys of the rules' limiters and of the
+// override limiters, and Metrics exports it as hotlimit_keys under the name
+// given to WatchKeys, read at each scrape; a nil function removes it.
+func TestKeysGauge(t *testing.T) {
+	m := NewMetrics()
+	h := inProcess(t)
+	m.WatchKeys("rls", h.srv.Len)
+	reg := prometheus.NewRegistry()
+	require.NoError(t, reg.Register(m))
+	gauge := func(want string) {
+		t.Helper()
+		assert.NoError(t, testutil.GatherAndCompare(reg, strings.NewReader(`
+# HELP hotlimit_keys Keys held, by limiter.
+# TYPE hotlimit_keys gauge
+`+want), "hotlimit_keys"))
+	}
+	gauge("hotlimit_keys{limiter=\"rls\"} 0\n")
+	h.call(t, "conf", 0, desc("hits", "a"))
+	h.call(t, "conf", 0, desc("hits", "b"))
+	assert.Equal(t, 2, h.srv.Len(), "a key per descriptor value")
+	over := desc("hits", "c")
+	over.Limit = &rlext.RateLimitDescriptor_RateLimitOverride{RequestsPerUnit: 2, Unit: typev3.RateLimitUnit_MINUTE}
+	h.call(t, "conf", 0, over)
+	assert.Equal(t, 3, h.srv.Len(), "and one in the override's limiter")
+	gauge("hotlimit_keys{limiter=\"rls\"} 3\n")
+	m.WatchKeys("rls", nil)
+	gauge("")
 }

@@ -217,6 +217,25 @@ func (s *Server) Reload(cfg *Config) error {
 	return nil
 }
 
+// Len returns the number of keys the server's limiters hold in this
+// process: those of the configuration in force and of the limit overrides
+// (on Redis, only what redislimit keeps in process: leases, and the keys the
+// FailLocal limiter decided). Give it to [Metrics.WatchKeys]. While keys come
+// and go, it is off by those that came and went during the call.
+func (s *Server) Len() int {
+	n := 0
+	count := func(ls map[hotlimit.Config]hotlimit.Limiter) {
+		for _, l := range ls {
+			if h, ok := l.(interface{ Len() int }); ok {
+				n += h.Len()
+			}
+		}
+	}
+	count(s.snap.Load().limiters)
+	count(*s.over.Load())
+	return n
+}
+
 func (s *Server) newLimiter(c hotlimit.Config) (hotlimit.Limiter, error) {
 	if f := hotlimit.NewOptions(s.lopts...).Factory; f != nil {
 		return f(c, s.lopts...)

@@ -5,6 +5,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"fmt"
 	"io"
 	"net"
 	"net/http"
@@ -180,6 +181,46 @@ func TestFlags(t *testing.T) {
 	f.headers = "all"
 	_, _, err = f.options(nil, nil)
 	assert.ErrorContains(t, err, `-headers "all"`)
+}
+
+// TestMaxKeysFlag: -max-keys caps the keys a rule holds: with two keys held
+// and neither idle, a third descriptor value is over the limit, where it
+// passes without the flag; /metrics shows the keys held as hotlimit_keys.
+// A negative cap is refused.
+func TestMaxKeysFlag(t *testing.T) {
+	for _, maxKeys := range []string{"2", "0"} {
+		t.Run("max-keys="+maxKeys, func(t *testing.T) {
+			dir := t.TempDir()
+			writeRule(t, dir, "5")
+			srv := startServer(t, []string{"-config", dir, "-grpc", "127.0.0.1:0", "-http", "127.0.0.1:0", "-max-keys", maxKeys}, io.Discard)
+			client := pb.NewRateLimitServiceClient(srv.conn)
+			code := func(ip string) pb.RateLimitResponse_Code {
+				resp, err := client.ShouldRateLimit(context.Background(), &pb.RateLimitRequest{Domain: "web", Descriptors: []*rlext.RateLimitDescriptor{{
+					Entries: []*rlext.RateLimitDescriptor_Entry{{Key: "ip", Value: ip}},
+				}}})
+				require.NoError(t, err)
+				return resp.OverallCode
+			}
+			assert.Equal(t, pb.RateLimitResponse_OK, code("10.0.0.1"))
+			assert.Equal(t, pb.RateLimitResponse_OK, code("10.0.0.2"))
+			want, keys := pb.RateLimitResponse_OVER_LIMIT, 2
+			if maxKeys == "0" {
+				want, keys = pb.RateLimitResponse_OK, 3
+			}
+			assert.Equal(t, want, code("10.0.0.3"), "a third key")
+			assert.Equal(t, pb.RateLimitResponse_OK, code("10.0.0.1"), "a key held still counts")
+
+			res, err := http.Get("http://" + srv.http + "/metrics")
+			require.NoError(t, err)
+			body, _ := io.ReadAll(res.Body)
+			res.Body.Close()
+			assert.Contains(t, string(body), fmt.Sprintf(`hotlimit_keys{limiter="hotlimitd"} %d`, keys))
+		})
+	}
+	f, err := parse([]string{"-config", "x", "-max-keys", "-1"}, io.Discard)
+	require.NoError(t, err)
+	_, _, err = f.options(nil, nil)
+	assert.ErrorContains(t, err, "-max-keys -1")
 }
 
 // TestRedisLeaseFlag: the lease reaches redislimit, which rejects a lease
