@@ -69,7 +69,9 @@
 // first (one always succeeds: lock-free). Claims never overlap within one
 // pass, so concurrent walkers share the work rather than repeat it, and none
 // waits for another. A walker visits every node it claimed, the last one
-// included, where it leaves the cursor: while the list does not change, the
+// included, where it leaves the cursor (it walks from the first node its
+// claim read, not from the cursor's node again, whose next a push may have
+// changed since): while the list does not change, the
 // claims of every pass stop on the same nodes, so a node the cursor stood on
 // unvisited would stay unvisited pass after pass, and an idle key there
 // would never be evicted. As the next walker's unlink of the node after the
@@ -153,6 +155,7 @@ type Map[C any] struct {
 	count  atomic.Int64            // keys held or reserved, when maxKeys > 0
 	debt   atomic.Int64            // auto-sweep visits owed, in all
 	walked func(visits int)        // test hook: after each bounded walk
+	hook   func(step string)       // test hook: at the steps named where it is called
 
 	autoMin int // auto-sweep threshold; 0: off
 	maxKeys int // the key cap; 0: none
@@ -299,8 +302,15 @@ func (m *Map[C]) tryReserve() bool {
 func (m *Map[C]) walk(budget, chunk int, kill func(*C) bool, first bool) int {
 	deleted, visits, wrapped := 0, 0, false
 	for visits < budget {
-		from, claimed, wraps := m.claim(min(chunk, budget-visits))
-		prev, n := from, from.next.Load()
+		from, start, claimed, wraps := m.claim(min(chunk, budget-visits))
+		if m.hook != nil {
+			m.hook("claimed")
+		}
+		// The walk starts on the first node the claim read, not on
+		// from.next read again: a push may have put a new node there since
+		// (when from is head), and counting it would leave the last node
+		// claimed, the cursor's, unvisited in this pass.
+		prev, n := from, start
 		for i := 0; i < claimed && n != nil && visits < budget; i++ {
 			visits++
 			next := n.next.Load()
@@ -333,10 +343,11 @@ func (m *Map[C]) walk(budget, chunk int, kill func(*C) bool, first bool) int {
 }
 
 // claim hands this walker up to chunk nodes after the shared cursor to visit:
-// it returns the node the cursor stood on, from, and how many nodes after it
-// are this walker's; wraps reports that the claim reached the end of the list
-// and moved the cursor back to head.
-func (m *Map[C]) claim(chunk int) (from *node[C], claimed int, wraps bool) {
+// it returns the node the cursor stood on, from, the first node after it it
+// read, and how many nodes from that one on are this walker's; wraps reports
+// that the claim reached the end of the list and moved the cursor back to
+// head.
+func (m *Map[C]) claim(chunk int) (from, first *node[C], claimed int, wraps bool) {
 	// Invariant: each pass of the cursor hands every node it meets to one
 	// walker. A walker reads chunk nodes forward from the cursor, then moves
 	// the cursor from the node it read to the last of them by CAS: it claims
@@ -351,12 +362,16 @@ func (m *Map[C]) claim(chunk int) (from *node[C], claimed int, wraps bool) {
 	// until the next pass.
 	for {
 		from = m.at.Load()
+		first = nil
 		to := from
 		n := 0
 		for n < chunk {
 			next := to.next.Load()
 			if next == nil {
 				break
+			}
+			if n == 0 {
+				first = next
 			}
 			to = next
 			n++
@@ -367,8 +382,11 @@ func (m *Map[C]) claim(chunk int) (from *node[C], claimed int, wraps bool) {
 		if wraps {
 			to = &m.head
 		}
+		if m.hook != nil {
+			m.hook("claim")
+		}
 		if m.at.CompareAndSwap(from, to) {
-			return from, n, wraps
+			return from, first, n, wraps
 		}
 	}
 }
