@@ -65,3 +65,46 @@ func TestPushAfterAClaimFromHeadLeavesTheClaimToItsWalker(t *testing.T) {
 	keys := append(keysUpTo(51), "pushed")
 	assertListed(t, m, held(m, keys...)...)
 }
+
+// TestReviveOfAKeyDeletedAfterItsCheckKeepsTheCap forces the deletion of a
+// key between Revive's key cap check, which finds the key held (by the dead
+// cell, killed by a walker that has not deleted it yet), and its
+// re-insertion, while another key takes the room the deletion made: the
+// re-insertion puts the map over the cap, so Revive evicts an idle key, and
+// the map is back at the cap.
+func TestReviveOfAKeyDeletedAfterItsCheckKeepsTheCap(t *testing.T) {
+	const maxKeys = 8
+	m := newMap(0, maxKeys)
+	x := m.Get("x") // idle: its caller holds the cell
+	m.Get("idle")
+	for i := range maxKeys - 2 {
+		k := strconv.Itoa(i)
+		add(m, k, m.Get(k), 1)
+	}
+	require.Equal(t, maxKeys, m.Len())
+	require.True(t, kill(x), "a walker killed x, and stalls before deleting it")
+	armed := true
+	keyed.OnStep(m, func(step string) {
+		if step != "revive" || !armed {
+			return
+		}
+		armed = false
+		// The walker deletes x, and a new key takes its room.
+		require.Equal(t, 1, m.Sweep(func(c *cell) bool { return c == x && kill(c) }))
+		add(m, "y", m.Get("y"), 1)
+	})
+	revived := add(m, "x", x, 1)
+	require.False(t, armed, "the deletion ran between the check and the insertion")
+	assert.NotSame(t, x, revived)
+	assert.Equal(t, maxKeys, m.Len(), "the idle key made room for x")
+	assert.Equal(t, int64(maxKeys), keyed.Reserved(m))
+	_, ok := m.Peek("idle")
+	assert.False(t, ok, "the idle key was the one evicted")
+	for _, k := range append(keysUpTo(maxKeys-2), "x", "y") {
+		c, ok := m.Peek(k)
+		if assert.True(t, ok, k) {
+			assert.Equal(t, int64(1), c.n.Load(), k)
+		}
+	}
+	assertListed(t, m, append(keysUpTo(maxKeys-2), "x", "y")...)
+}

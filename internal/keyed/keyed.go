@@ -98,13 +98,17 @@
 // # The key cap
 //
 // With a cap of n keys, count reserves a key before it is inserted and is
-// released after it is deleted, so Len ≤ count ≤ n. An insertion that finds
-// count at n walks up to MaxVisits nodes, evicting idle ones, and stops at
-// the first it evicts; if it finds none, Get returns nil and the limiter
-// denies the new key. A caller that revives a key evicted under it (it held
-// the cell before the kill) re-inserts it without the check, then walks to
-// evict an idle key when that put the map over the cap; so the cap can be
-// exceeded only by such callers, each by one key, while no key is idle.
+// released after it is deleted, so Len ≤ count, and count ≤ n but for the
+// revivals below. An insertion that finds count at n walks up to MaxVisits
+// nodes, evicting idle ones, and stops at the first it evicts; if it finds
+// none, Get returns nil and the limiter denies the new key. A caller that revives a key evicted under it (it held
+// the cell before the kill) re-inserts it without the check, and walks to
+// evict an idle key when that puts the map over the cap: before the
+// re-insertion when it finds the cap reached and the key gone, and after it
+// (before listing its fresh cell, which the walk therefore cannot evict)
+// when the key was deleted between that check and the re-insertion. So the
+// cap can be exceeded only by such callers, each by one key, while no key is
+// idle (or during the walk that looks for one).
 package keyed
 
 import (
@@ -449,20 +453,24 @@ func (m *Map[C]) Peek(key string) (*C, bool) {
 // Revive is called by a caller that found dead, a tombstoned cell, under key.
 // It puts a fresh cell in dead's place, unless a live cell already replaced it,
 // and returns the live cell. When the key was deleted meanwhile, it inserts it
-// again, without the key cap's check, and then evicts an idle key if that put
-// the map over the cap (see the package documentation).
+// again, without the key cap's check, evicting an idle key, if there is one,
+// when that puts the map over the cap (see the package documentation).
 func (m *Map[C]) Revive(key string, dead *C) *C {
+	walked := false
 	if m.maxKeys > 0 && m.count.Load() >= int64(m.maxKeys) {
 		if _, held := m.cells.Load(key); !held {
 			// The re-insertion below will put the map over the cap: evict
 			// an idle key first if there is one, so that the excess lasts
-			// only while no key is idle. First, as after the insertion this
-			// caller's fresh cell could be the walk's victim, and its next
-			// Revive would walk again.
+			// only while no key is idle.
 			m.walk(MaxVisits, capChunk, m.judge(), true)
+			walked = true
 		}
 	}
+	if m.hook != nil {
+		m.hook("revive")
+	}
 	var fresh *node[C]
+	inserted := false
 	// Compute stores the key it is given, also when it replaces a value.
 	key = strings.Clone(key)
 	n, _ := m.cells.Compute(key, func(old *node[C], loaded bool) (*node[C], bool) {
@@ -471,10 +479,19 @@ func (m *Map[C]) Revive(key string, dead *C) *C {
 		}
 		if !loaded && m.maxKeys > 0 {
 			m.count.Add(1)
+			inserted = true
 		}
 		fresh = m.newNode(key)
 		return fresh, false
 	})
+	if inserted && !walked && m.count.Load() > int64(m.maxKeys) {
+		// The key was held at the check above, by dead, and deleted since
+		// (a walker's deletion after its kill), while other keys took the
+		// room: the re-insertion put the map over the cap, so evict an idle
+		// key now. Before the push, so that this caller's fresh cell, not
+		// yet listed, cannot be the walk's victim.
+		m.walk(MaxVisits, capChunk, m.judge(), true)
+	}
 	if fresh != nil && n == fresh {
 		m.push(fresh)
 	}
