@@ -108,3 +108,57 @@ func TestReviveOfAKeyDeletedAfterItsCheckKeepsTheCap(t *testing.T) {
 	}
 	assertListed(t, m, append(keysUpTo(maxKeys-2), "x", "y")...)
 }
+
+// TestOverlappingClaimsLoseNothing forces two walkers to claim overlapping
+// chunks: walker A reads a chunk of 32 from head and stalls before moving the
+// cursor; walker B claims the first 16, all idle, unlinks them all, the
+// cursor's node last, and so moves the cursor back onto head; A's cursor CAS
+// then succeeds on the value it read, and A visits B's 16 nodes again (dead,
+// unlinked) and 16 more, whose unlinks act on an unlinked node and so leave
+// them listed, dead, with the cursor on the last. No live key is lost, Len
+// is exact, and the next pass unlinks the dead nodes.
+func TestOverlappingClaimsLoseNothing(t *testing.T) {
+	m := newMap(0, 0)
+	var live, idle []string
+	for i := range 10 {
+		k := "live-" + strconv.Itoa(i)
+		live = append(live, k)
+		add(m, k, m.Get(k), 1)
+	}
+	for i := range 32 {
+		k := "idle-" + strconv.Itoa(i)
+		idle = append(idle, k)
+		m.Get(k)
+	}
+	claims, deletedByB := 0, -1
+	keyed.OnStep(m, func(step string) {
+		if step != "claim" {
+			return
+		}
+		claims++
+		if claims == 1 { // A has read its chunk
+			deletedByB = keyed.Walk(m, 16, 16, false)
+		}
+	})
+	deletedByA := keyed.Walk(m, 32, 32, false)
+	assert.Equal(t, 16, deletedByB, "B evicted the 16 newest idle keys")
+	assert.Equal(t, 16, deletedByA, "A evicted the other 16, and found B's dead")
+	assert.Equal(t, 2, claims, "B claimed once, and A's cursor CAS succeeded on what it read: the claims overlapped")
+	assert.Equal(t, len(live), m.Len())
+	assert.Empty(t, held(m, idle...))
+	for _, k := range live {
+		c, ok := m.Peek(k)
+		if assert.True(t, ok, k) {
+			assert.Equal(t, int64(1), c.n.Load(), k)
+		}
+	}
+	listed := keyed.Listed(m)
+	assert.Len(t, listed, len(live)+16, "A's unlinks through an unlinked node left its 16 listed, dead")
+	for _, k := range live {
+		assert.Contains(t, listed, k)
+	}
+	// The next pass, from the cursor A left on its last node, round the
+	// list, unlinks them.
+	assert.Zero(t, keyed.Walk(m, 64, 8, false))
+	assertListed(t, m, live...)
+}

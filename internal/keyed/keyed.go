@@ -66,9 +66,12 @@
 // which the next walk starts. A walker claims its nodes before it visits them:
 // it reads a chunk of nodes forward from at and moves at onto the last of
 // them by CAS, retrying from the new value when another walker moved it
-// first (one always succeeds: lock-free). Claims never overlap within one
+// first (one always succeeds: lock-free). Claims do not overlap within one
 // pass, so concurrent walkers share the work rather than repeat it, and none
-// waits for another. A walker visits every node it claimed, the last one
+// waits for another; the one exception is harmless: a walker that unlinks
+// every node of its claim moves the cursor back onto the node it claimed
+// from (below), and a walker that read its chunk from there before then
+// claims it again. A walker visits every node it claimed, the last one
 // included, where it leaves the cursor (it walks from the first node its
 // claim read, not from the cursor's node again, whose next a push may have
 // changed since): while the list does not change, the
@@ -355,8 +358,11 @@ func (m *Map[C]) claim(chunk int) (from, first *node[C], claimed int, wraps bool
 	// Invariant: each pass of the cursor hands every node it meets to one
 	// walker. A walker reads chunk nodes forward from the cursor, then moves
 	// the cursor from the node it read to the last of them by CAS: it claims
-	// them only if no other walker moved the cursor since; a concurrent claim
-	// that did fails this CAS, and the loop claims from the new position. It
+	// them only if the cursor stands where it read it; a concurrent claim
+	// that moved it fails this CAS, and the loop claims from the new
+	// position. (A cursor moved on and back, by a walker that unlinked its
+	// whole claim, lets the CAS succeed on a stale chunk: the two claims
+	// overlap, which costs visits, never a node.) It
 	// visits them all, the last included, on which it leaves the cursor (if
 	// it unlinks that node, visit moves the cursor back onto the node before
 	// it, so that the next walker's unlinks act on the list). At the end of
