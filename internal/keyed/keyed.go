@@ -74,10 +74,11 @@
 // claims it again. A walker visits every node it claimed, the last one
 // included, where it leaves the cursor (it walks from the first node its
 // claim read, not from the cursor's node again, whose next a push may have
-// changed since): while the list does not change, the
-// claims of every pass stop on the same nodes, so a node the cursor stood on
-// unvisited would stay unvisited pass after pass, and an idle key there
-// would never be evicted. As the next walker's unlink of the node after the
+// changed since; and a key cap's walk, which stops at its first eviction,
+// leaves the rest of its claim to the next pass, the list having changed):
+// while the list does not change, the claims of every pass stop on the same
+// nodes, so a node the cursor stood on unvisited would stay unvisited pass
+// after pass, and an idle key there would never be evicted. As the next walker's unlink of the node after the
 // cursor is a CAS on the cursor node's next, the cursor should stand on a
 // linked node: a walker that unlinks the node the cursor stands on (the last
 // it claimed, or as a Sweep or a walker a pass behind) moves the cursor back
