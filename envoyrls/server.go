@@ -95,7 +95,9 @@ func WithAllOrNothing(on bool) Option { return func(s *settings) { s.allOrNothin
 func WithHeaders(h Headers) Option { return func(s *settings) { s.headers = h } }
 
 // WithObserver reports every decision to o, with the rule's Key as
-// Event.Rule.
+// Event.Rule. The fallbacks of limiters on Redis reach a
+// [hotlimit.FallbackObserver] only through the limiters' own options:
+// redislimit.Factory(client, hotlimit.WithObserver(o)), as hotlimitd does.
 func WithObserver(o hotlimit.Observer) Option { return func(s *settings) { s.observer = o } }
 
 // WithBackendErrors sets what a request gets when the backend fails (Redis
@@ -530,7 +532,9 @@ func (s *Server) decide(ctx context.Context, it *item) error {
 	case it.blockAll:
 		it.d = hotlimit.Decision{Allowed: it.n == 0 || it.refund, Limit: 0}
 		it.over = !it.d.Allowed
-		s.observe(it)
+		if !it.refund { // a refund asks for no hits: unobserved, as below
+			s.observe(it)
+		}
 		return nil
 	case it.lim == nil:
 		return status.Errorf(codes.Internal, "no limiter for %s", it.rule.Key)

@@ -20,6 +20,16 @@
 //	                                                  clock_range, error
 //	hotlimit_keys{limiter}                   gauge    keys held, per function given to WatchKeys
 //
+// A rule's four outcomes are exported from its first decision, at 0 until
+// they happen, so that rate() sees them start; an Event whose Outcome names
+// none (a producer's bug) counts as outcome "unknown".
+//
+// Several services may share one Metrics: their rules are counted by name,
+// so two services' "default" rules add up. To tell them apart, give each a
+// Metrics of its own made with [WithConstLabels] (say service="checkout"):
+// metrics of the same names and different constant labels register in one
+// registry, where two made alike are refused as a duplicate.
+//
 // Observe costs one lock-free map load and two atomic adds, and allocates
 // nothing once a rule has been seen.
 package hotlimitprom
@@ -36,7 +46,8 @@ import (
 // outcomes is the number of hotlimit.Outcome values, the zero one included.
 const outcomes = int(hotlimit.OutcomeShadowDenied) + 1
 
-// ruleCounters holds a rule's counters, by outcome.
+// ruleCounters holds a rule's counters, by outcome; those of the zero
+// Outcome stay nil (see observeUnknown).
 type ruleCounters struct {
 	decisions [outcomes]prometheus.Counter
 	requests  [outcomes]prometheus.Counter
@@ -107,8 +118,9 @@ func (m *Metrics) Observe(e hotlimit.Event) {
 		rc = m.counters(rule)
 	}
 	o := int(e.Outcome)
-	if o >= outcomes {
-		o = 0
+	if o <= 0 || o >= outcomes {
+		m.observeUnknown(rule, e.N)
+		return
 	}
 	rc.decisions[o].Inc()
 	if e.N > 0 {
@@ -116,11 +128,22 @@ func (m *Metrics) Observe(e hotlimit.Event) {
 	}
 }
 
+// observeUnknown counts a decision whose Outcome names none, a producer's
+// bug, under the outcome "unknown": looked up by its labels each time, so
+// that no rule exports an "unknown" series until such a decision comes.
+func (m *Metrics) observeUnknown(rule string, n int) {
+	name := hotlimit.Outcome(0).String()
+	m.decisions.WithLabelValues(rule, name).Inc()
+	if n > 0 {
+		m.requests.WithLabelValues(rule, name).Add(float64(n))
+	}
+}
+
 // counters returns rule's counters, creating them on its first decision.
 func (m *Metrics) counters(rule string) *ruleCounters {
 	rc, _ := m.rules.LoadOrCompute(rule, func() *ruleCounters {
 		rc := &ruleCounters{}
-		for o := range outcomes {
+		for o := 1; o < outcomes; o++ {
 			name := hotlimit.Outcome(o).String()
 			rc.decisions[o] = m.decisions.WithLabelValues(rule, name)
 			rc.requests[o] = m.requests.WithLabelValues(rule, name)

@@ -133,8 +133,9 @@ func parse(args []string, out io.Writer) (*flags, error) {
 }
 
 // options turns the flags into the server's options; close releases the
-// Redis client.
-func (f *flags) options(log *slog.Logger) (opts []envoyrls.Option, close func(), err error) {
+// Redis client. fallbacks, when not nil, hears of every decision Redis could
+// not make.
+func (f *flags) options(log *slog.Logger, fallbacks hotlimit.FallbackObserver) (opts []envoyrls.Option, close func(), err error) {
 	switch f.headers {
 	case "none":
 	case "reference":
@@ -175,6 +176,9 @@ func (f *flags) options(log *slog.Logger) (opts []envoyrls.Option, close func(),
 	if f.lease > 0 {
 		ropts = append(ropts, redislimit.WithLease(f.lease, f.leaseTTL))
 	}
+	if fallbacks != nil {
+		ropts = append(ropts, hotlimit.WithObserver(fallbacks))
+	}
 	factory := redislimit.Factory(client, ropts...)
 	opts = append(opts,
 		envoyrls.WithLimiterOptions(hotlimit.WithFactory(factory)),
@@ -201,7 +205,7 @@ func run(ctx context.Context, args []string, stderr io.Writer, ready func(grpcAd
 		return err
 	}
 	metrics := envoyrls.NewMetrics()
-	opts, closeRedis, err := f.options(log)
+	opts, closeRedis, err := f.options(log, metrics)
 	if err != nil {
 		return err
 	}
