@@ -73,8 +73,9 @@ func (l *Limiter) admit(key string) (allowed bool, count uint64) {
 	if c == nil {
 		return false, l.limit // hotlimit.WithMaxKeys: no room for a new key
 	}
-	// CAS loop, argued in full on cell: a window's count only grows, by
-	// CAS from the value this call decided on, and never beyond limit; a
+	// CAS loop, argued in full on cell: an admission raises a window's
+	// count, by CAS from the value this call decided on, and never beyond
+	// limit (only a refund lowers it); a
 	// concurrent write fails the CAS and the call decides again; a Sweep's
 	// tombstone sends it to the key's fresh cell, with the clock read again.
 	//

@@ -29,6 +29,13 @@ func (l *Limiter) Refund(key string, r hotlimit.Receipt) {
 		return
 	}
 	at, _ := l.index(r.At)
+	if cur, _ := l.index(l.clock()); int64(cur) > int64(at) {
+		// r.At's window has ended: its count weighs on nothing. Checked on
+		// the full indices, not on the word's (mod 2^42), which would take a
+		// receipt 2^42 windows old for one of the current window, and lower
+		// a count that holds other requests.
+		return
+	}
 	want := at & (1<<packed.WindowIndexBits - 1)
 	give := uint64(r.N)
 	// CAS loop. Invariant (cell's, with refunds among the writes): a window's

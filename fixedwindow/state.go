@@ -23,11 +23,12 @@ import (
 // Sweep swaps in; no live word equals it, as limit ≤ packed.MaxWindowLimit.
 //
 // Writers: the word is only ever written by compare-and-swap, by Allow and
-// Take (admissions) and by kill (the tombstone); nobody stores to it.
+// Take (admissions), by Refund (which lowers the count of r.At's window, see
+// refund.go) and by kill (the tombstone); nobody stores to it.
 //
 // The CAS loop of Allow and Take keeps this invariant: with a clock that never
-// decreases, the requests admitted for a key in window i, over all the cells
-// the key has had, number at most limit.
+// decreases, the requests admitted for a key in window i and not refunded,
+// over all the cells the key has had, number at most limit.
 //
 //   - Concurrent writers. The new word is a function of the old word's value and
 //     the caller's now only. The CAS succeeds only if the word still holds the
@@ -48,11 +49,13 @@ import (
 //     reads the tombstone, takes the key's fresh cell from Revive and decides
 //     again. So no admission is recorded in a dead cell (none is lost) and a
 //     dead cell never comes back to life (none is counted twice). The killed
-//     cell admitted nothing in the sweep's window or later, as its index only
-//     moves forward; a caller that revives reads the clock again, and every
-//     other caller of the fresh cell read the clock after taking the cell from
-//     the map, so after the sweep's clock read: the fresh cell only admits in
-//     the sweep's window or later. No window is shared between the two cells.
+//     cell holds no request it did not refund in the sweep's window or later,
+//     as its index only moves forward (a count refunded to zero in the
+//     sweep's window is idle); a caller that revives reads the clock again,
+//     and every other caller of the fresh cell read the clock after taking
+//     the cell from the map, so after the sweep's clock read: the fresh cell
+//     only admits in the sweep's window or later, where the killed cell's
+//     count is zero.
 //   - Progress. A CAS fails only because another caller's CAS or a kill
 //     succeeded, so every retry follows someone's progress: nobody waits for
 //     anybody. A failed CAS retries at once, with no back-off: the failed

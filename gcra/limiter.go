@@ -139,7 +139,8 @@ func (l *Limiter) admit(key string) (allowed bool, tat, s uint64) {
 		return false, s + l.span, s // hotlimit.WithMaxKeys: no room for a new key
 	}
 	// CAS loop, argued in full on cell. Invariant: the word is the key's TAT
-	// after the admissions whose CAS succeeded, in CAS order, and only grows.
+	// after the admissions whose CAS succeeded, in CAS order, less what
+	// refunds gave back; an admission only raises it.
 	// The new word is a function of the word read and s only, so the CAS
 	// makes read, decide and write one step; a concurrent writer changed the
 	// word, fails the CAS, and the loop decides again from its value. A
@@ -232,8 +233,8 @@ func (l *Limiter) take(key string, n int) (hotlimit.Decision, uint64) {
 	}
 	need := uint64(n) * l.tsc
 	// The CAS loop of Allow, for n requests at once; the same invariant,
-	// argued on cell: the word only grows, by CAS from the value this call
-	// decided on, to at most s + span. The clock is read after the word, a
+	// argued on cell: an admission raises the word, by CAS from the value
+	// this call decided on, to at most s + span. The clock is read after the word, a
 	// failed CAS keeps the reading, and a denial is decided on a reading
 	// taken after the word, as in Allow; the word is loaded again after the
 	// clock, as in Allow.

@@ -25,14 +25,16 @@ import (
 // exactly as a fresh one.
 //
 // Writers: the word is only ever written by compare-and-swap, by Allow and
-// Take (admissions) and by kill (the tombstone); nobody stores to it.
+// Take (admissions), by Refund (which lowers it, see refund.go) and by kill
+// (the tombstone); nobody stores to it.
 //
 // The CAS loop of Allow and Take keeps this invariant: the word is the TAT
 // produced by the admissions whose CAS succeeded, each applied once, in CAS
 // order, by GCRA's rule TAT' = max(TAT, s) + n·T, admitted only when
-// TAT' ≤ s + span. So the word only grows, and for any time a (the clock
-// reading of the earliest admission considered) and b (of the latest), the
-// admissions in between take at most burst + (b − a)/T requests.
+// TAT' ≤ s + span, less what refunds gave back. So admissions only raise the
+// word, and for any time a (the clock reading of the earliest admission
+// considered) and b (of the latest), the admissions in between that were not
+// refunded take at most burst + (b − a)/T requests.
 //
 //   - Concurrent writers. The new word is a function of the old word's value
 //     and the caller's s only. The CAS succeeds only if the word still holds
@@ -40,8 +42,12 @@ import (
 //     as one step at the CAS; if another caller wrote in between, the CAS
 //     fails and the loop decides again from the new value. (ABA, the value
 //     reappearing, is harmless: the decision depends on the value, not on its
-//     history; and as the live word only grows it cannot reappear anyway.) A
-//     denial writes nothing: it takes effect at its Load.
+//     history. Admissions only raise the word, but a refund lowers it, so a
+//     value can come back: a stalled caller's CAS on it then applies the
+//     rule to that value at its own reading, as a caller with that reading
+//     arriving after the refund would, and raises the word by exactly n·T
+//     from at least that value: see Order of clock readings.) A denial
+//     writes nothing: it takes effect at its Load.
 //   - Order of clock readings. A caller whose s is older than another's that
 //     already wrote sees a TAT that is further ahead of its s: it is judged
 //     more strictly, never more leniently, and its write still raises the TAT

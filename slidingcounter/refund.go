@@ -30,6 +30,13 @@ func (l *Limiter) Refund(key string, r hotlimit.Receipt) {
 		return
 	}
 	at, _ := l.index(r.At)
+	if cur, _ := l.index(l.clock()); int64(cur)-int64(at) >= 2 {
+		// r.At's window ended a window ago or more: its count weighs on
+		// nothing. Checked on the full indices, not on the word's (mod
+		// 2^30), which would take a receipt 2^30 windows old for one of the
+		// current window, and lower a count that holds other requests.
+		return
+	}
 	at &= indexMask
 	give := uint64(r.N)
 	// CAS loop. Invariant (cell's, with refunds among the writes): each of

@@ -94,3 +94,32 @@ func TestRefundAllocs(t *testing.T) {
 	require.NoError(t, err)
 	limitertest.RefundAllocs(t, lim)
 }
+
+// TestRefundOfAReceiptAWrapOldGivesNothing: a receipt taken 2^30 windows
+// before the refund names a window whose index, kept modulo 2^30, is the
+// current one's; its requests weigh on nothing any more (the key was swept
+// since), so the refund must not lower the current window's count, which
+// holds other requests: the key would then admit more than its limit in that
+// window.
+func TestRefundOfAReceiptAWrapOldGivesNothing(t *testing.T) {
+	const limit = 4
+	var now atomic.Int64
+	now.Store(int64(5 * time.Millisecond))
+	lim, err := New(limit, time.Millisecond, hotlimit.WithClock(now.Load))
+	require.NoError(t, err)
+	d, r := lim.TakeReceipt("k", 1)
+	require.True(t, d.Allowed)
+	now.Add(int64(2 * time.Millisecond))
+	require.Equal(t, 1, lim.Sweep(), "swept once its count stopped weighing, as the package asks")
+	now.Add(int64(time.Millisecond)<<indexBits - int64(2*time.Millisecond)) // r's index mod 2^30
+	passed := 0
+	for range limit + 1 {
+		if lim.Allow("k") {
+			passed++
+		}
+	}
+	require.Equal(t, limit, passed, "a new window, far from the old one: the limit passes")
+	lim.Refund("k", r)
+	assert.False(t, lim.Allow("k"), "the refund gave back nothing: the window is full")
+	assert.Equal(t, 0, lim.Take("k", 0).Remaining)
+}

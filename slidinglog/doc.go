@@ -31,7 +31,11 @@
 //     requests would pass at t. It is counted on the log the call's own
 //     (last) claim changed, so it is linearizable: under a frozen clock, the
 //     allowed calls' Remaining values are Limit − 1, ..., 0, each exactly
-//     once, whatever the interleaving.
+//     once, whatever the interleaving. A call whose single request is
+//     denied reports 0. After a Refund that read a later clock than the
+//     call (racing it, or before a clock step back), the count can exceed
+//     the single requests that pass at t: such a refund can mark a newer
+//     entry where an older one is expired at its reading but not at t.
 //   - RetryAfter: 0 when allowed. When denied with n ≤ Limit, o + Window − now,
 //     where o is the time of the n-th oldest of the last Limit requests:
 //     exactly, the same request made 1 ns earlier is still denied and made

@@ -88,7 +88,7 @@ func (l *Limiter) AllowRemaining(key string) (allowed bool, remaining int) {
 // admit is Allow, reporting also, when remaining is set, the requests that
 // would pass after the decision: 0 when a key cap turned a new key away.
 // Counted between the read of head h and the claim's CAS, as take counts
-// it: see the argument there; a denial's count is checked by freeStill.
+// it: see the argument there. A denial reports 0: see free.
 func (l *Limiter) admit(key string, remaining bool) (allowed bool, free uint64) {
 	c := l.cells.Load(key) // inlined, where Get is not
 	if c == nil {
@@ -141,12 +141,7 @@ func (l *Limiter) admit(key string, remaining bool) (allowed bool, free uint64) 
 		newest, _ := packed.UnpackStamp(nv)
 		t, ok := claimable(v, max(now, newest), l.window)
 		if !ok {
-			if remaining {
-				if free, ok = l.freeStill(c, h, i, v, t); !ok {
-					continue // the ring moved on: count it again
-				}
-			}
-			return false, free // a denial writes nothing
+			return false, 0 // a denial writes nothing; see free
 		}
 		if remaining {
 			free = c.freeFrom(h, i, L, t-l.window) // checked by the CAS below
@@ -241,12 +236,8 @@ func (l *Limiter) take(c *cell, now int64, n uint64) (hotlimit.Decision, int64, 
 			t, ok = claimable(s.v, max(now, s.newest), l.window)
 			if k > 0 {
 				if !ok {
-					free, still := l.freeStill(c, s.h, s.i, s.v, t)
-					if !still {
-						continue
-					}
-					d := l.decisionFree(free, now, t, s.newest)
-					d.RetryAfter = time.Nanosecond // room taken by concurrent requests
+					d := l.decisionFree(0, now, t, s.newest) // see free
+					d.RetryAfter = time.Nanosecond           // room taken by concurrent requests
 					return d, 0, true
 				}
 			} else {
@@ -264,9 +255,12 @@ func (l *Limiter) take(c *cell, now int64, n uint64) (hotlimit.Decision, int64, 
 					}
 				}
 				if _, ok2 := claimable(decisive, t, l.window); !ok || !ok2 {
-					free, still := l.freeStill(c, s.h, s.i, s.v, t)
-					if !still {
-						continue
+					var free uint64 // the head's entry counts: none (see free)
+					if ok {
+						var still bool
+						if free, still = l.freeStill(c, s.h, s.i, s.v, t); !still {
+							continue
+						}
 					}
 					d := l.decisionFree(free, now, t, s.newest)
 					d.RetryAfter = max(l.wait(s.v, t, now), l.wait(decisive, t, now))
@@ -398,6 +392,16 @@ func (l *Limiter) decisionFree(free uint64, now, t, newest int64) hotlimit.Decis
 // under concurrent refunds, which only move the end forward, the answer
 // lies between the end at the call's start and at its finish, as a
 // bisection's would.
+//
+// A caller that found the entry under the head, read while head was h,
+// counted at t does not count: no single request passes at t, so it reports
+// 0. A count could say otherwise: a refund that read a later clock (racing
+// the call, or before a clock step back) can mark a newer entry where an
+// older one had left the window at its reading but not at t, so the entries
+// free at t are then no prefix, and the search can land past the head's.
+// (Where the head's entry is free, such marks can make the count exceed the
+// requests that pass one by one; only refunds read at a later clock than
+// the call's do that, and no admission depends on the count.)
 func (l *Limiter) free(c *cell, h uint64, t int64) uint64 {
 	L := uint64(len(c.slots))
 	return c.freeFrom(h, h%L, L, t-l.window)

@@ -105,3 +105,50 @@ func TestBumpSaturatesAtMaxStamp(t *testing.T) {
 		l.Refund("k", r)
 	}
 }
+
+// TestRefundRacingASweepGivesNothingToTheFreshCell forces a sweep between a
+// Refund's read of the key's cell and its marks: the refund read the clock
+// while its request was still in the window, then stalled while the clock
+// moved on, a Sweep evicted the key (every request expired) and new requests
+// filled the key's fresh cell. The refund then meets the tombstone and gives
+// nothing back: not to the dead cell, and above all not to the fresh one,
+// whose requests it never took, so the fresh cell stays full.
+func TestRefundRacingASweepGivesNothingToTheFreshCell(t *testing.T) {
+	ms := func(m int64) int64 { return m * int64(time.Millisecond) }
+	const limit = 3
+	var now atomic.Int64
+	var hook func() // run by the next clock read, after it read the time
+	clock := func() int64 {
+		v := now.Load()
+		if h := hook; h != nil {
+			hook = nil
+			h()
+		}
+		return v
+	}
+	l, err := slidinglog.New(limit, 10*time.Millisecond, hotlimit.WithClock(clock))
+	require.NoError(t, err)
+	d, r := l.TakeReceipt("k", 1)
+	require.True(t, d.Allowed)
+	now.Store(ms(1))
+	require.True(t, l.Allow("k"))
+	now.Store(ms(2))
+	require.True(t, l.Allow("k"))
+
+	now.Store(ms(5)) // the refund reads 5 ms: r's request, at 0, still counts
+	fresh := 0
+	hook = func() {
+		now.Store(ms(15)) // every request expired
+		require.Equal(t, 1, l.Sweep())
+		for range limit + 1 {
+			if l.Allow("k") {
+				fresh++
+			}
+		}
+	}
+	l.Refund("k", r)
+	require.Nil(t, hook, "the sweep ran between the refund's read and its marks")
+	require.Equal(t, limit, fresh, "the fresh cell took the limit")
+	assert.False(t, l.Allow("k"), "the refund gave nothing to the fresh cell")
+	assert.Equal(t, 0, l.Take("k", 0).Remaining)
+}

@@ -21,12 +21,13 @@ import (
 // Cap).
 //
 // Writers: the word is only ever written by compare-and-swap, by Allow and
-// Take (admissions) and by kill (the tombstone); nobody stores to it after
-// initCell. A denial writes nothing.
+// Take (admissions), by Refund (which gives tokens back, or tombstones a
+// word it would fill: see refund.go) and by kill (the tombstone); nobody
+// stores to it after initCell. A denial writes nothing.
 //
 // The CAS loop of Allow and Take keeps this invariant: a key's live word is
-// its bucket after the admissions whose CAS succeeded, each applied once, in
-// CAS order, by the model's rule on the units grid: refilled by exactly
+// its bucket after the admissions (and refunds) whose CAS succeeded, each
+// applied once, in CAS order, by the model's rule on the units grid: refilled by exactly
 // u(now) − u(last) units up to Cap, then lowered by the n tokens taken; its
 // tokens stay in [0, Cap] and its timestamp is the latest admitted clock
 // reading.
@@ -37,7 +38,10 @@ import (
 //     effect as one step at the CAS; if another caller wrote in between, the
 //     CAS fails and the loop decides again from the new value. (The value
 //     reappearing in between, ABA, is harmless for the same reason: the
-//     decision depends on the value, not on its history.) Tokens are only
+//     decision depends on the value, not on its history. The one value that
+//     must not come back is a full word, which the wrap guard's sweep judges
+//     (guard.go): only a new cell starts full, and a refund that would fill
+//     a word tombstones it instead.) Tokens are only
 //     lowered to tokens − n ≥ 0 after a refill capped at Cap, so they stay in
 //     [0, Cap]. A denial writes nothing: it takes effect at its Load, where the
 //     state it judged was the word's.

@@ -17,3 +17,16 @@ func Listed[C any](m *Map[C]) []string {
 
 // Reserved returns the keys held or reserved under the key cap.
 func Reserved[C any](m *Map[C]) int64 { return m.count.Load() }
+
+// OnStep sets a hook called at named steps: "claim" (a walker read its chunk
+// and is about to move the cursor), "claimed" (it moved it, and is about to
+// visit), and "revive" (Revive made its key cap check and is about to
+// insert). Set it before the goroutines that use the map start.
+func OnStep[C any](m *Map[C], f func(step string)) { m.hook = f }
+
+// Walk runs one bounded walk, as an auto-sweep step does (first unset) or a
+// key cap's eviction (first set), with the map's judge, and returns how many
+// keys it deleted.
+func Walk[C any](m *Map[C], budget, chunk int, first bool) int {
+	return m.walk(budget, chunk, m.judge(), first)
+}

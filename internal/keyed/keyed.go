@@ -66,13 +66,19 @@
 // which the next walk starts. A walker claims its nodes before it visits them:
 // it reads a chunk of nodes forward from at and moves at onto the last of
 // them by CAS, retrying from the new value when another walker moved it
-// first (one always succeeds: lock-free). Claims never overlap within one
+// first (one always succeeds: lock-free). Claims do not overlap within one
 // pass, so concurrent walkers share the work rather than repeat it, and none
-// waits for another. A walker visits every node it claimed, the last one
-// included, where it leaves the cursor: while the list does not change, the
-// claims of every pass stop on the same nodes, so a node the cursor stood on
-// unvisited would stay unvisited pass after pass, and an idle key there
-// would never be evicted. As the next walker's unlink of the node after the
+// waits for another; the one exception is harmless: a walker that unlinks
+// every node of its claim moves the cursor back onto the node it claimed
+// from (below), and a walker that read its chunk from there before then
+// claims it again. A walker visits every node it claimed, the last one
+// included, where it leaves the cursor (it walks from the first node its
+// claim read, not from the cursor's node again, whose next a push may have
+// changed since; and a key cap's walk, which stops at its first eviction,
+// leaves the rest of its claim to the next pass, the list having changed):
+// while the list does not change, the claims of every pass stop on the same
+// nodes, so a node the cursor stood on unvisited would stay unvisited pass
+// after pass, and an idle key there would never be evicted. As the next walker's unlink of the node after the
 // cursor is a CAS on the cursor node's next, the cursor should stand on a
 // linked node: a walker that unlinks the node the cursor stands on (the last
 // it claimed, or as a Sweep or a walker a pass behind) moves the cursor back
@@ -96,13 +102,17 @@
 // # The key cap
 //
 // With a cap of n keys, count reserves a key before it is inserted and is
-// released after it is deleted, so Len ≤ count ≤ n. An insertion that finds
-// count at n walks up to MaxVisits nodes, evicting idle ones, and stops at
-// the first it evicts; if it finds none, Get returns nil and the limiter
-// denies the new key. A caller that revives a key evicted under it (it held
-// the cell before the kill) re-inserts it without the check, then walks to
-// evict an idle key when that put the map over the cap; so the cap can be
-// exceeded only by such callers, each by one key, while no key is idle.
+// released after it is deleted, so Len ≤ count, and count ≤ n but for the
+// revivals below. An insertion that finds count at n walks up to MaxVisits
+// nodes, evicting idle ones, and stops at the first it evicts; if it finds
+// none, Get returns nil and the limiter denies the new key. A caller that revives a key evicted under it (it held
+// the cell before the kill) re-inserts it without the check, and walks to
+// evict an idle key when that puts the map over the cap: before the
+// re-insertion when it finds the cap reached and the key gone, and after it
+// (before listing its fresh cell, which the walk therefore cannot evict)
+// when the key was deleted between that check and the re-insertion. So the
+// cap can be exceeded only by such callers, each by one key, while no key is
+// idle (or during the walk that looks for one).
 package keyed
 
 import (
@@ -153,6 +163,7 @@ type Map[C any] struct {
 	count  atomic.Int64            // keys held or reserved, when maxKeys > 0
 	debt   atomic.Int64            // auto-sweep visits owed, in all
 	walked func(visits int)        // test hook: after each bounded walk
+	hook   func(step string)       // test hook: at the steps named where it is called
 
 	autoMin int // auto-sweep threshold; 0: off
 	maxKeys int // the key cap; 0: none
@@ -299,8 +310,15 @@ func (m *Map[C]) tryReserve() bool {
 func (m *Map[C]) walk(budget, chunk int, kill func(*C) bool, first bool) int {
 	deleted, visits, wrapped := 0, 0, false
 	for visits < budget {
-		from, claimed, wraps := m.claim(min(chunk, budget-visits))
-		prev, n := from, from.next.Load()
+		from, start, claimed, wraps := m.claim(min(chunk, budget-visits))
+		if m.hook != nil {
+			m.hook("claimed")
+		}
+		// The walk starts on the first node the claim read, not on
+		// from.next read again: a push may have put a new node there since
+		// (when from is head), and counting it would leave the last node
+		// claimed, the cursor's, unvisited in this pass.
+		prev, n := from, start
 		for i := 0; i < claimed && n != nil && visits < budget; i++ {
 			visits++
 			next := n.next.Load()
@@ -333,15 +351,19 @@ func (m *Map[C]) walk(budget, chunk int, kill func(*C) bool, first bool) int {
 }
 
 // claim hands this walker up to chunk nodes after the shared cursor to visit:
-// it returns the node the cursor stood on, from, and how many nodes after it
-// are this walker's; wraps reports that the claim reached the end of the list
-// and moved the cursor back to head.
-func (m *Map[C]) claim(chunk int) (from *node[C], claimed int, wraps bool) {
+// it returns the node the cursor stood on, from, the first node after it it
+// read, and how many nodes from that one on are this walker's; wraps reports
+// that the claim reached the end of the list and moved the cursor back to
+// head.
+func (m *Map[C]) claim(chunk int) (from, first *node[C], claimed int, wraps bool) {
 	// Invariant: each pass of the cursor hands every node it meets to one
 	// walker. A walker reads chunk nodes forward from the cursor, then moves
 	// the cursor from the node it read to the last of them by CAS: it claims
-	// them only if no other walker moved the cursor since; a concurrent claim
-	// that did fails this CAS, and the loop claims from the new position. It
+	// them only if the cursor stands where it read it; a concurrent claim
+	// that moved it fails this CAS, and the loop claims from the new
+	// position. (A cursor moved on and back, by a walker that unlinked its
+	// whole claim, lets the CAS succeed on a stale chunk: the two claims
+	// overlap, which costs visits, never a node.) It
 	// visits them all, the last included, on which it leaves the cursor (if
 	// it unlinks that node, visit moves the cursor back onto the node before
 	// it, so that the next walker's unlinks act on the list). At the end of
@@ -351,12 +373,16 @@ func (m *Map[C]) claim(chunk int) (from *node[C], claimed int, wraps bool) {
 	// until the next pass.
 	for {
 		from = m.at.Load()
+		first = nil
 		to := from
 		n := 0
 		for n < chunk {
 			next := to.next.Load()
 			if next == nil {
 				break
+			}
+			if n == 0 {
+				first = next
 			}
 			to = next
 			n++
@@ -367,8 +393,11 @@ func (m *Map[C]) claim(chunk int) (from *node[C], claimed int, wraps bool) {
 		if wraps {
 			to = &m.head
 		}
+		if m.hook != nil {
+			m.hook("claim")
+		}
 		if m.at.CompareAndSwap(from, to) {
-			return from, n, wraps
+			return from, first, n, wraps
 		}
 	}
 }
@@ -431,20 +460,24 @@ func (m *Map[C]) Peek(key string) (*C, bool) {
 // Revive is called by a caller that found dead, a tombstoned cell, under key.
 // It puts a fresh cell in dead's place, unless a live cell already replaced it,
 // and returns the live cell. When the key was deleted meanwhile, it inserts it
-// again, without the key cap's check, and then evicts an idle key if that put
-// the map over the cap (see the package documentation).
+// again, without the key cap's check, evicting an idle key, if there is one,
+// when that puts the map over the cap (see the package documentation).
 func (m *Map[C]) Revive(key string, dead *C) *C {
+	walked := false
 	if m.maxKeys > 0 && m.count.Load() >= int64(m.maxKeys) {
 		if _, held := m.cells.Load(key); !held {
 			// The re-insertion below will put the map over the cap: evict
 			// an idle key first if there is one, so that the excess lasts
-			// only while no key is idle. First, as after the insertion this
-			// caller's fresh cell could be the walk's victim, and its next
-			// Revive would walk again.
+			// only while no key is idle.
 			m.walk(MaxVisits, capChunk, m.judge(), true)
+			walked = true
 		}
 	}
+	if m.hook != nil {
+		m.hook("revive")
+	}
 	var fresh *node[C]
+	inserted := false
 	// Compute stores the key it is given, also when it replaces a value.
 	key = strings.Clone(key)
 	n, _ := m.cells.Compute(key, func(old *node[C], loaded bool) (*node[C], bool) {
@@ -453,10 +486,19 @@ func (m *Map[C]) Revive(key string, dead *C) *C {
 		}
 		if !loaded && m.maxKeys > 0 {
 			m.count.Add(1)
+			inserted = true
 		}
 		fresh = m.newNode(key)
 		return fresh, false
 	})
+	if inserted && !walked && m.count.Load() > int64(m.maxKeys) {
+		// The key was held at the check above, by dead, and deleted since
+		// (a walker's deletion after its kill), while other keys took the
+		// room: the re-insertion put the map over the cap, so evict an idle
+		// key now. Before the push, so that this caller's fresh cell, not
+		// yet listed, cannot be the walk's victim.
+		m.walk(MaxVisits, capChunk, m.judge(), true)
+	}
 	if fresh != nil && n == fresh {
 		m.push(fresh)
 	}

@@ -1,0 +1,164 @@
+package keyed_test
+
+import (
+	"strconv"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/hotlimit/hotlimit/internal/keyed"
+)
+
+// TestPushAfterAClaimFromHeadLeavesTheClaimToItsWalker forces a push at the
+// front of the list between a walker's claim of the first chunk (from head)
+// and its first visit: the walker visits the nodes it claimed, the last one
+// (where it leaves the cursor) included, and not the node pushed since.
+// Read from head again, the chunk would start on the new node, whose fresh
+// cell the walker would evict under the caller that just inserted it, and
+// end one node short of the cursor, which the pass would then skip.
+func TestPushAfterAClaimFromHeadLeavesTheClaimToItsWalker(t *testing.T) {
+	// Keys 0 … 49, live but 18, listed newest first: the auto-sweep's first
+	// walk, paid by the 11th insertion at the threshold (3 visits each, a
+	// chunk of 32), claims 49 … 18 from head.
+	const threshold = 40
+	m := newMap(threshold, 0)
+	for i := range 50 {
+		k := strconv.Itoa(i)
+		c := m.Get(k)
+		if i != 18 {
+			add(m, k, c, 1)
+		}
+	}
+	require.Equal(t, 50, m.Len(), "no walk yet: the debt is 30 visits")
+	armed := true
+	var claims int
+	keyed.OnStep(m, func(step string) {
+		if step != "claimed" {
+			return
+		}
+		claims++
+		if armed {
+			armed = false
+			m.Get("pushed") // idle and fresh; its step adds 3 visits, no walk
+		}
+	})
+	visits := 0
+	keyed.OnWalk(m, func(v int) { visits += v })
+	add(m, "50", m.Get("50"), 1) // pays the walk, before its own insertion
+	require.False(t, armed, "the push ran between the claim and the visits")
+	require.Equal(t, 1, claims, "one claim of a whole chunk")
+	assert.Equal(t, keyed.SweepChunk, visits)
+	_, ok := m.Peek("18")
+	assert.False(t, ok, "18, idle, the last node claimed, was visited and evicted")
+	_, ok = m.Peek("pushed")
+	assert.True(t, ok, "the key pushed after the claim was left to the next pass")
+	for i := range 51 {
+		if i == 18 {
+			continue
+		}
+		c, ok := m.Peek(strconv.Itoa(i))
+		if assert.True(t, ok, "live key %d held", i) {
+			assert.Equal(t, int64(1), c.n.Load(), "live key %d kept its cell", i)
+		}
+	}
+	keys := append(keysUpTo(51), "pushed")
+	assertListed(t, m, held(m, keys...)...)
+}
+
+// TestReviveOfAKeyDeletedAfterItsCheckKeepsTheCap forces the deletion of a
+// key between Revive's key cap check, which finds the key held (by the dead
+// cell, killed by a walker that has not deleted it yet), and its
+// re-insertion, while another key takes the room the deletion made: the
+// re-insertion puts the map over the cap, so Revive evicts an idle key, and
+// the map is back at the cap.
+func TestReviveOfAKeyDeletedAfterItsCheckKeepsTheCap(t *testing.T) {
+	const maxKeys = 8
+	m := newMap(0, maxKeys)
+	x := m.Get("x") // idle: its caller holds the cell
+	m.Get("idle")
+	for i := range maxKeys - 2 {
+		k := strconv.Itoa(i)
+		add(m, k, m.Get(k), 1)
+	}
+	require.Equal(t, maxKeys, m.Len())
+	require.True(t, kill(x), "a walker killed x, and stalls before deleting it")
+	armed := true
+	keyed.OnStep(m, func(step string) {
+		if step != "revive" || !armed {
+			return
+		}
+		armed = false
+		// The walker deletes x, and a new key takes its room.
+		require.Equal(t, 1, m.Sweep(func(c *cell) bool { return c == x && kill(c) }))
+		add(m, "y", m.Get("y"), 1)
+	})
+	revived := add(m, "x", x, 1)
+	require.False(t, armed, "the deletion ran between the check and the insertion")
+	assert.NotSame(t, x, revived)
+	assert.Equal(t, maxKeys, m.Len(), "the idle key made room for x")
+	assert.Equal(t, int64(maxKeys), keyed.Reserved(m))
+	_, ok := m.Peek("idle")
+	assert.False(t, ok, "the idle key was the one evicted")
+	for _, k := range append(keysUpTo(maxKeys-2), "x", "y") {
+		c, ok := m.Peek(k)
+		if assert.True(t, ok, k) {
+			assert.Equal(t, int64(1), c.n.Load(), k)
+		}
+	}
+	assertListed(t, m, append(keysUpTo(maxKeys-2), "x", "y")...)
+}
+
+// TestOverlappingClaimsLoseNothing forces two walkers to claim overlapping
+// chunks: walker A reads a chunk of 32 from head and stalls before moving the
+// cursor; walker B claims the first 16, all idle, unlinks them all, the
+// cursor's node last, and so moves the cursor back onto head; A's cursor CAS
+// then succeeds on the value it read, and A visits B's 16 nodes again (dead,
+// unlinked) and 16 more, whose unlinks act on an unlinked node and so leave
+// them listed, dead, with the cursor on the last. No live key is lost, Len
+// is exact, and the next pass unlinks the dead nodes.
+func TestOverlappingClaimsLoseNothing(t *testing.T) {
+	m := newMap(0, 0)
+	var live, idle []string
+	for i := range 10 {
+		k := "live-" + strconv.Itoa(i)
+		live = append(live, k)
+		add(m, k, m.Get(k), 1)
+	}
+	for i := range 32 {
+		k := "idle-" + strconv.Itoa(i)
+		idle = append(idle, k)
+		m.Get(k)
+	}
+	claims, deletedByB := 0, -1
+	keyed.OnStep(m, func(step string) {
+		if step != "claim" {
+			return
+		}
+		claims++
+		if claims == 1 { // A has read its chunk
+			deletedByB = keyed.Walk(m, 16, 16, false)
+		}
+	})
+	deletedByA := keyed.Walk(m, 32, 32, false)
+	assert.Equal(t, 16, deletedByB, "B evicted the 16 newest idle keys")
+	assert.Equal(t, 16, deletedByA, "A evicted the other 16, and found B's dead")
+	assert.Equal(t, 2, claims, "B claimed once, and A's cursor CAS succeeded on what it read: the claims overlapped")
+	assert.Equal(t, len(live), m.Len())
+	assert.Empty(t, held(m, idle...))
+	for _, k := range live {
+		c, ok := m.Peek(k)
+		if assert.True(t, ok, k) {
+			assert.Equal(t, int64(1), c.n.Load(), k)
+		}
+	}
+	listed := keyed.Listed(m)
+	assert.Len(t, listed, len(live)+16, "A's unlinks through an unlinked node left its 16 listed, dead")
+	for _, k := range live {
+		assert.Contains(t, listed, k)
+	}
+	// The next pass, from the cursor A left on its last node, round the
+	// list, unlinks them.
+	assert.Zero(t, keyed.Walk(m, 64, 8, false))
+	assertListed(t, m, live...)
+}
