@@ -1,0 +1,134 @@
+package service_test
+
+import (
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/hotlimit/hotlimit"
+	"github.com/hotlimit/hotlimit/service"
+)
+
+// gate is a factory whose limiters can hold a decision inside the limiter,
+// after the service chose the limiter and before the limiter counts, until
+// the test lets it go: a decision in flight across a Replace.
+type gate struct {
+	mu     sync.Mutex
+	builds map[hotlimit.Config]int
+	hold   atomic.Bool   // the next decision waits in the limiter
+	inside chan struct{} // a held decision has entered the limiter
+	goOn   chan struct{} // lets it go on
+}
+
+func newGate() *gate {
+	return &gate{builds: map[hotlimit.Config]int{}, inside: make(chan struct{}), goOn: make(chan struct{})}
+}
+
+func (g *gate) factory(c hotlimit.Config, opts ...hotlimit.Option) (hotlimit.Limiter, error) {
+	l, err := service.NewLimiter(c, opts...)
+	if err != nil {
+		return nil, err
+	}
+	g.mu.Lock()
+	g.builds[c]++
+	g.mu.Unlock()
+	return &gated{Limiter: l, g: g}, nil
+}
+
+func (g *gate) built(c hotlimit.Config) int {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	return g.builds[c]
+}
+
+type gated struct {
+	hotlimit.Limiter
+	g *gate
+}
+
+func (l *gated) wait() {
+	if l.g.hold.CompareAndSwap(true, false) {
+		l.g.inside <- struct{}{}
+		<-l.g.goOn
+	}
+}
+
+func (l *gated) Allow(key string) bool { l.wait(); return l.Limiter.Allow(key) }
+func (l *gated) Take(key string, n int) hotlimit.Decision {
+	l.wait()
+	return l.Limiter.Take(key, n)
+}
+
+// TestReplaceDuringADecision holds an Allow inside its limiter while a
+// Replace lands, then lets it count, under a frozen clock and a limit of 1.
+// The decision is made under the rules it started with, and where it counts
+// is what the new rules say of its limit:
+//
+//   - unchanged: the new rules use the same limiter, so its request is
+//     counted there, and the pair stays at its limit under the new rules;
+//   - shadowed: the new rules put the limit in shadow mode, which shares its
+//     limiter: the pair is still at its limit (Take says so, and the observer
+//     hears a shadow denial), the caller passes, and turning shadow mode off
+//     again denies;
+//   - dropped: the new rules no longer use the limit: its limiter goes with
+//     the request it counted, as Replace documents, and a later rule set
+//     naming the limit again starts it afresh.
+func TestReplaceDuringADecision(t *testing.T) {
+	x := hotlimit.Config{Algorithm: hotlimit.FixedWindow, Limit: 1, Window: time.Minute}
+	shadowX := x
+	shadowX.Shadow = true
+	y := hotlimit.Config{Algorithm: hotlimit.GCRA, Limit: 5, Window: time.Minute}
+	a := service.Rules{Default: one(x)}
+	for _, tc := range []struct {
+		name string
+		b    service.Rules
+	}{
+		{"unchanged", service.Rules{Default: one(x), APIs: map[string]service.Limits{"other": one(y)}}},
+		{"shadowed", service.Rules{Default: one(shadowX)}},
+		{"dropped", service.Rules{Default: one(y)}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			g := newGate()
+			var shadowDenials atomic.Int64
+			clock, _ := frozen(int64(time.Hour))
+			obs := hotlimit.WithObserver(hotlimit.ObserverFunc(func(e hotlimit.Event) {
+				if e.Outcome == hotlimit.OutcomeShadowDenied {
+					shadowDenials.Add(1)
+				}
+			}))
+			s, err := service.NewFromRules(a, clock, hotlimit.WithFactory(g.factory), obs)
+			require.NoError(t, err)
+
+			g.hold.Store(true)
+			passed := make(chan bool)
+			go func() { passed <- s.Allow("u", "e") }()
+			<-g.inside // chose a's limiter, not yet counted
+			require.NoError(t, s.Replace(tc.b))
+			close(g.goOn)
+			assert.True(t, <-passed, "the held decision passes: the first request under a")
+
+			switch tc.name {
+			case "unchanged":
+				assert.False(t, s.Allow("u", "e"), "the held request counts under the new rules")
+				assert.Equal(t, 1, g.built(x), "one limiter for x across the Replace")
+			case "shadowed":
+				d := s.Take("u", "e", 1)
+				assert.True(t, d.Allowed, "shadow mode lets it pass")
+				assert.Zero(t, d.Remaining, "at its limit")
+				assert.EqualValues(t, 1, shadowDenials.Load(), "the observer hears the would-be denial")
+				require.NoError(t, s.Replace(a))
+				assert.False(t, s.Allow("u", "e"), "out of shadow mode, still at its limit")
+				assert.Equal(t, 1, g.built(x), "shadow mode shares x's limiter")
+			case "dropped":
+				assert.Equal(t, 5, passes(s, "u", "e", 10), "y's own quota")
+				require.NoError(t, s.Replace(a))
+				assert.Equal(t, 2, g.built(x), "x was dropped, then built afresh")
+				assert.Equal(t, 1, passes(s, "u", "e", 5), "a fresh x")
+			}
+		})
+	}
+}
