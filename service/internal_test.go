@@ -2,6 +2,7 @@ package service
 
 import (
 	"math"
+	"reflect"
 	"strconv"
 	"strings"
 	"testing"
@@ -239,5 +240,29 @@ func TestNearMaxClassifiesAsClassify(t *testing.T) {
 				assert.Equal(t, want, r <= m, "limit %d, share %v, remaining %d (nearMax %d)", limit, near, r, m)
 			}
 		}
+	}
+}
+
+// TestLimitsKeyEncodesEveryConfigField: Replace reuses the rule of equal
+// limitsKeys, so a Config field that limitsKey leaves out would make a
+// Replace that changes only that field keep the old rule. Each field, set
+// alone, must change the key (a field added to Config later included).
+func TestLimitsKeyEncodesEveryConfigField(t *testing.T) {
+	var zero hotlimit.Config
+	typ := reflect.TypeOf(zero)
+	for i := range typ.NumField() {
+		var c hotlimit.Config
+		f := reflect.ValueOf(&c).Elem().Field(i)
+		switch f.Kind() {
+		case reflect.Bool:
+			f.SetBool(true)
+		case reflect.Int, reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64:
+			f.SetInt(1)
+		case reflect.Uint, reflect.Uint8, reflect.Uint16, reflect.Uint32, reflect.Uint64:
+			f.SetUint(1)
+		default:
+			t.Fatalf("Config.%s is a %v: teach limitsKey and this test about it", typ.Field(i).Name, f.Kind())
+		}
+		assert.NotEqual(t, limitsKey(Limits{zero}), limitsKey(Limits{c}), "Config.%s is not in limitsKey", typ.Field(i).Name)
 	}
 }
