@@ -4,6 +4,7 @@ import (
 	"math/rand/v2"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -171,4 +172,54 @@ func FuzzDistinctPairsNeverShareAQuota(f *testing.F) {
 			}
 		}
 	})
+}
+
+// TestLongNamesFrozenHammer: goroutines ask, under a frozen clock, for pairs
+// whose names differ only in their last byte, at lengths whose keys are
+// built on the stack, in the larger stack buffer, in a pooled buffer, and in
+// one too large to pool, by rules of one limit and of two (built in pooled
+// buffers, reused across goroutines). Each pair passes exactly its limit: no
+// buffer reused by another decision changes a key a limiter holds.
+func TestLongNamesFrozenHammer(t *testing.T) {
+	const limit, goroutines = 3, 8
+	rounds := 40
+	if testing.Short() {
+		rounds = 10
+	}
+	var users, apis []string
+	for _, n := range []int{60, 500, 600, 5000} {
+		for _, last := range "ab" {
+			users = append(users, strings.Repeat("u", n-1)+string(last))
+			apis = append(apis, strings.Repeat("p", n-1)+string(last))
+		}
+	}
+	c := hotlimit.Config{Algorithm: hotlimit.SlidingLog, Limit: limit, Window: time.Minute}
+	big := hotlimit.Config{Algorithm: hotlimit.GCRA, Limit: 1 << 20, Window: time.Minute}
+	for name, rule := range map[string]service.Limits{"one": {c}, "two": {big, c}} {
+		t.Run(name, func(t *testing.T) {
+			clock, _ := frozen(int64(time.Hour))
+			s, err := service.NewFromRules(service.Rules{Default: rule}, clock)
+			require.NoError(t, err)
+			passed := make([]atomic.Int64, len(users)*len(apis))
+			var wg sync.WaitGroup
+			start := make(chan struct{})
+			for g := range goroutines {
+				wg.Go(func() {
+					<-start
+					for i := range rounds * len(passed) / goroutines {
+						p := (g*7 + i) % len(passed)
+						if s.Allow(users[p/len(apis)], apis[p%len(apis)]) {
+							passed[p].Add(1)
+						}
+					}
+				})
+			}
+			close(start)
+			wg.Wait()
+			for p := range passed {
+				assert.EqualValues(t, limit, passed[p].Load(), "user of %d bytes, api of %d", len(users[p/len(apis)]), len(apis[p%len(apis)]))
+			}
+			assert.Equal(t, len(passed)*len(rule), s.Len(), "one key per pair and limit")
+		})
+	}
 }
