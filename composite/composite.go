@@ -4,6 +4,7 @@ import (
 	"fmt"
 
 	"github.com/hotlimit/hotlimit"
+	"github.com/hotlimit/hotlimit/unlimited"
 )
 
 // MaxChildren is the most children a composite takes. It bounds the receipts
@@ -59,8 +60,9 @@ func (l *Limiter) Take(key string, n int) hotlimit.Decision {
 }
 
 // TakeReceipt is Take, plus the receipt of what it took: n requests at the
-// earliest of the children's receipt times; the zero Receipt when denied or
-// n < 1. Give them back with Refund.
+// earliest of the children's receipt times (Unlimited children, which take
+// nothing, have none); the zero Receipt when denied or n < 1. Give them back
+// with Refund.
 func (l *Limiter) TakeReceipt(key string, n int) (hotlimit.Decision, hotlimit.Receipt) {
 	if n < 1 {
 		return l.report(key, n, -1), hotlimit.Receipt{}
@@ -85,12 +87,29 @@ func (l *Limiter) TakeReceipt(key string, n int) (hotlimit.Decision, hotlimit.Re
 		receipts[i] = r
 		d = merge(d, cd, i == 0)
 	}
-	at := receipts[0].At
-	for _, r := range receipts[1:len(l.children)] {
-		at = min(at, r.At)
-	}
 	d.Allowed, d.RetryAfter = true, 0
-	return d, hotlimit.Receipt{N: n, At: at}
+	return d, hotlimit.Receipt{N: n, At: l.earliest(&receipts)}
+}
+
+// earliest returns the composite receipt's time: the earliest of the
+// children's receipt times, leaving out the children that keep no state
+// (Unlimited), whose zero receipt has no time and gives nothing back: taken
+// as 0, it would make every other child's refund give nothing back. Any
+// other child whose receipt is the zero one (one that admitted without
+// counting, such as redislimit's fallback) does pull the time to 0, so the
+// refund gives back less, never more: every child's refund is monotone in
+// the time.
+func (l *Limiter) earliest(receipts *[MaxChildren]hotlimit.Receipt) int64 {
+	at, found := int64(0), false
+	for i, c := range l.children {
+		if _, free := c.(*unlimited.Limiter); free {
+			continue
+		}
+		if !found || receipts[i].At < at {
+			at, found = receipts[i].At, true
+		}
+	}
+	return at
 }
 
 // report asks every child but the skip-th (none when skip < 0) for

@@ -53,7 +53,8 @@
 // GCRA counts its refill from the earlier time, a fixed window or a sliding
 // counter finds the earlier window ended sooner. Children should read the
 // same clock; with different clocks a refund may give back less still, never
-// more.
+// more. An Unlimited child takes nothing and has no time: it is left out of
+// the earliest.
 //
 // A Limiter is safe for concurrent use; on keys its children already hold,
 // Allow, Take, TakeReceipt and Refund allocate nothing.
