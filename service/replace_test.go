@@ -229,3 +229,37 @@ func TestLoadRulesThenReplace(t *testing.T) {
 	assert.Equal(t, 4, passes(s, "u", "x", 10))
 	assert.Equal(t, 2, passes(s, "u", "y", 10))
 }
+
+// TestReplaceSpellingTheSameBurstKeepsState: a burst of 0 means the limit, so
+// a Replace that spells the burst out (or drops it) changes no limit, and a
+// key at its limit must stay there, under the limiter it had.
+func TestReplaceSpellingTheSameBurstKeepsState(t *testing.T) {
+	for _, alg := range []hotlimit.Algorithm{hotlimit.TokenBucket, hotlimit.GCRA} {
+		t.Run(alg.String(), func(t *testing.T) {
+			implicit := hotlimit.Config{Algorithm: alg, Limit: 3, Window: time.Minute}
+			explicit := implicit
+			explicit.Burst = 3
+			s, _ := newService(t, implicit)
+			require.Equal(t, 3, passes(s, "u", "e", 5))
+			require.NoError(t, s.Replace(service.Rules{Default: one(explicit)}))
+			assert.Equal(t, 0, passes(s, "u", "e", 5), "burst 3 spelled out: still at the limit")
+			assert.Equal(t, explicit, s.Resolve("u", "e"), "the rules say what was given")
+			require.NoError(t, s.Replace(service.Rules{Default: one(implicit)}))
+			assert.Equal(t, 0, passes(s, "u", "e", 5), "and back")
+		})
+	}
+}
+
+// TestSpelledOutBurstIsTheSameLimitInARule: a limit and its copy with the
+// burst spelled out share one limiter and, under one scope, one key: a rule
+// holding both would take every request twice, so it is rejected.
+func TestSpelledOutBurstIsTheSameLimitInARule(t *testing.T) {
+	implicit := hotlimit.Config{Algorithm: hotlimit.GCRA, Limit: 2, Window: time.Second}
+	explicit := implicit
+	explicit.Burst = 2
+	for _, ls := range []service.Limits{{implicit, explicit}, {explicit, implicit}} {
+		_, err := service.NewFromRules(service.Rules{Default: ls})
+		assert.ErrorIs(t, err, hotlimit.ErrInvalidConfig, "%v", ls)
+		assert.ErrorContains(t, err, "default[1]: the same limit as default[0]", "%v", ls)
+	}
+}

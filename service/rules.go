@@ -364,14 +364,14 @@ func build(rs Rules, prev *rules, opts []hotlimit.Option) (*rules, error) {
 		if ru, ok := reuse[key]; ok {
 			// Same limits as before: same children, same combination.
 			for _, c := range ls {
-				next.limiters[unscoped(c)] = prev.limiters[unscoped(c)]
+				next.limiters[unscoped(c, o.Burst)] = prev.limiters[unscoped(c, o.Burst)]
 			}
 			byLimits[key] = ru
 			return nil
 		}
 		children := make([]hotlimit.Limiter, len(ls))
 		for i, c := range ls {
-			u := unscoped(c)
+			u := unscoped(c, o.Burst)
 			lim, ok := next.limiters[u]
 			if !ok && prev != nil {
 				lim, ok = prev.limiters[u]
@@ -418,17 +418,26 @@ func build(rs Rules, prev *rules, opts []hotlimit.Option) (*rules, error) {
 // stateKey); shadow mode only changes what the caller is told. So limits
 // that differ only in scope or shadow mode share one limiter, and turning a
 // limit's shadow mode off keeps its state.
-func unscoped(c hotlimit.Config) hotlimit.Config {
+//
+// A burst equal to the limit comes back as 0, which means the limit when
+// the service's options set no burst (defBurst, [hotlimit.Options].Burst, is
+// 0): a limit whose burst is spelled out and the same limit without it share
+// one limiter, so a Replace that only spells it out, or drops it, keeps
+// every key's state.
+func unscoped(c hotlimit.Config, defBurst int) hotlimit.Config {
 	c.Scope = hotlimit.PerPair
 	c.Shadow = false
+	if defBurst == 0 && c.Algorithm.HasBurst() && c.Burst == c.Limit {
+		c.Burst = 0
+	}
 	return c
 }
 
-// withoutShadow returns c out of shadow mode: a rule may not hold a limit
-// and its copy in shadow mode (see Rules.each).
-func withoutShadow(c hotlimit.Config) hotlimit.Config {
-	c.Shadow = false
-	return c
+// sameLimit reports whether a and b count under one key of one limiter (see
+// unscoped), whatever the service's options: a rule may not hold both (see
+// Rules.each).
+func sameLimit(a, b hotlimit.Config) bool {
+	return a.Scope == b.Scope && unscoped(a, 0) == unscoped(b, 0)
 }
 
 // resolveRules maps each rule of m to its built rule, named by name.

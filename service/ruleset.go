@@ -21,8 +21,9 @@ import (
 // then counted by each; when one denies it, the limits that admitted it give
 // it back (see package composite). One limit is the common case; two express
 // policies like "10 per second and 100 per minute". A rule holds at least one
-// limit and no limit twice, a limit and its copy in shadow mode counting as
-// the same limit (they would count every request twice under one key). Its
+// limit and no limit twice, a limit and its copy in shadow mode, or with a
+// burst equal to its limit spelled out, counting as the same limit (they
+// would count every request twice under one key). Its
 // order is kept, and is the order a denied request's Decision is computed
 // in, sliding logs last (see [Service.Take]).
 type Limits []hotlimit.Config
@@ -83,7 +84,7 @@ func (r Rules) Validate() error {
 			}
 			err := c.ValidateFields() // the scope, which NewLimiter does not take
 			if err == nil {
-				_, err = NewLimiter(unscoped(c))
+				_, err = NewLimiter(unscoped(c, 0))
 			}
 			if err != nil {
 				return fmt.Errorf("service: %s: %w", entryPath(path, ls, c), err)
@@ -111,11 +112,12 @@ func (r Rules) each(f func(path string, ls Limits) error) error {
 			if !c.Scope.Valid() {
 				return fmt.Errorf("service: %s[%d]: Config.Scope %v is not a scope: %w", path, i, c.Scope, hotlimit.ErrInvalidConfig)
 			}
-			// A limit and its copy in shadow mode are the same limit: they
-			// would count under one key of one limiter (see unscoped), so
-			// every request would be taken twice, and the shadow copy
-			// would deny what the limit alone passes.
-			if j := slices.IndexFunc(ls[:i], func(p hotlimit.Config) bool { return withoutShadow(p) == withoutShadow(c) }); j >= 0 {
+			// A limit and its copy in shadow mode, or with its burst
+			// spelled out, are the same limit: they would count under one
+			// key of one limiter (see unscoped), so every request would be
+			// taken twice, and the shadow copy would deny what the limit
+			// alone passes.
+			if j := slices.IndexFunc(ls[:i], func(p hotlimit.Config) bool { return sameLimit(p, c) }); j >= 0 {
 				return fmt.Errorf("service: %s[%d]: the same limit as %s[%d] (%v): %w", path, i, path, j, ls[j], hotlimit.ErrInvalidConfig)
 			}
 		}

@@ -100,8 +100,9 @@ func (s *Service) Rules() Rules {
 // decides under either the old rules or the new ones, never a mix. Pairs whose
 // rule has the same limits as before keep their state, and so does every
 // pair's state under each Config both rule sets use, because the service keeps
-// one limiter per distinct Config and reuses it; limiters no rule uses any
-// more are dropped with their state. On error (see [Rules.Validate]) nothing
+// one limiter per distinct Config and reuses it (Configs that differ only in
+// scope, shadow mode, or a burst equal to the limit spelled out or not, are
+// one); limiters no rule uses any more are dropped with their state. On error (see [Rules.Validate]) nothing
 // changes.
 func (s *Service) Replace(rules Rules) error {
 	s.mu.Lock()
@@ -274,11 +275,11 @@ func (s *Service) override(c hotlimit.Config) (*rule, error) {
 	if !c.Scope.Valid() {
 		return nil, fmt.Errorf("service: Config.Scope %v is not a scope: %w", c.Scope, hotlimit.ErrInvalidConfig)
 	}
-	lim, err := newLimiter(unscoped(c), s.opts...)
+	o := hotlimit.NewOptions(s.opts...)
+	lim, err := newLimiter(unscoped(c, o.Burst), s.opts...)
 	if err != nil {
 		return nil, err
 	}
-	o := hotlimit.NewOptions(s.opts...)
 	ru := &rule{limits: Limits{c}, lim: lim, scope: c.Scope, transient: copiesKeys(lim),
 		name: OverrideRule, obs: o.Observer, near: o.NearLimit, slow: o.Observer != nil || c.Shadow}
 	ru.setFast()
