@@ -403,3 +403,66 @@ func TestLenAndSweepCountTakeWithKeys(t *testing.T) {
 	assert.Equal(t, 11, s.Sweep(), "every key is idle")
 	assert.Zero(t, s.Len())
 }
+
+// TestTakeWithShadowModeKeepsThePlansState: as in a rule, a plan given to
+// TakeWith and its copy in shadow mode (or with its burst spelled out) are
+// one limit: rolling a plan out in shadow mode and then enforcing it keeps
+// what its keys have spent, and a copy under another scope counts under its
+// own keys of the same limiter.
+func TestTakeWithShadowModeKeepsThePlansState(t *testing.T) {
+	obs := newCounting()
+	clock, _ := frozen(int64(time.Hour))
+	s, err := service.New(cfg(hotlimit.FixedWindow, 100), clock, hotlimit.WithObserver(obs))
+	require.NoError(t, err)
+	plan := hotlimit.Config{Algorithm: hotlimit.TokenBucket, Limit: 2, Window: time.Minute}
+	shadow, spelled, perUser := plan, plan, plan
+	shadow.Shadow, spelled.Burst, perUser.Scope = true, 2, hotlimit.PerUser
+	take := func(c hotlimit.Config) hotlimit.Decision {
+		d, err := s.TakeWith("u", "a", c, 1)
+		require.NoError(t, err)
+		return d
+	}
+	for i := range 3 {
+		d := take(shadow)
+		assert.True(t, d.Allowed, "shadow request %d passes", i+1)
+	}
+	assert.Equal(t, 1, obs.get(service.OverrideRule+" shadow_denied"), "the third would have been denied")
+	assert.False(t, take(plan).Allowed, "enforced: the shadow requests spent the quota")
+	assert.False(t, take(spelled).Allowed, "the same plan with its burst spelled out")
+	assert.True(t, take(perUser).Allowed, "the user's key is apart")
+	assert.Equal(t, 2, s.Len(), "one limiter, the pair's key and the user's")
+}
+
+// TestTakeWithFirstUsesShareOneLimiter: goroutines make their first TakeWith
+// at once, under a plan and its copies that share its limiter, under a
+// frozen clock: however the first uses race, one limiter is kept for all,
+// and exactly the plan's limit passes.
+func TestTakeWithFirstUsesShareOneLimiter(t *testing.T) {
+	const limit, goroutines = 5, 8
+	for round := range 20 {
+		clock, _ := frozen(int64(time.Hour))
+		s, err := service.New(cfg(hotlimit.FixedWindow, 100), clock)
+		require.NoError(t, err)
+		plan := hotlimit.Config{Algorithm: hotlimit.GCRA, Limit: limit, Window: time.Minute}
+		spelled := plan
+		spelled.Burst = limit
+		var passed atomic.Int64
+		var wg sync.WaitGroup
+		start := make(chan struct{})
+		for g := range goroutines {
+			wg.Go(func() {
+				<-start
+				c := []hotlimit.Config{plan, spelled}[g%2]
+				for range 2 * limit {
+					if d, err := s.TakeWith("u", "a", c, 1); err == nil && d.Allowed {
+						passed.Add(1)
+					}
+				}
+			})
+		}
+		close(start)
+		wg.Wait()
+		assert.EqualValues(t, limit, passed.Load(), "round %d", round)
+		assert.Equal(t, 1, s.Len(), "round %d: one limiter, one key", round)
+	}
+}

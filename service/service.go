@@ -48,6 +48,10 @@ type Service struct {
 	// overrides holds the rule of each Config given to TakeWith, built on
 	// its first use and kept: loaded by anyone, stored once per Config.
 	overrides *xsync.MapOf[hotlimit.Config, *rule]
+	// overrideLimiters holds the limiters of those rules, one per Config
+	// without its scope and shadow mode (see unscoped), as a snapshot's
+	// limiters do: stored once per such Config, before any rule uses it.
+	overrideLimiters *xsync.MapOf[hotlimit.Config, hotlimit.Limiter]
 }
 
 // New returns a Service whose default policy is def. opts (a clock, auto-sweep)
@@ -77,7 +81,8 @@ func NewFromRules(rules Rules, opts ...hotlimit.Option) (*Service, error) {
 	if err != nil {
 		return nil, err
 	}
-	s := &Service{opts: opts, overrides: xsync.NewMapOf[hotlimit.Config, *rule]()}
+	s := &Service{opts: opts, overrides: xsync.NewMapOf[hotlimit.Config, *rule](),
+		overrideLimiters: xsync.NewMapOf[hotlimit.Config, hotlimit.Limiter]()}
 	s.keys = newKeyCache(hotlimit.NewOptions(opts...).AutoSweep, s.Len)
 	s.rules.Store(snap)
 	return s, nil
@@ -234,8 +239,11 @@ const OverrideRule = "override"
 // Envoy's rate limit protocol). c's scope chooses the key, as in a rule; its
 // Shadow is honoured; the observer sees the decision under the rule name
 // [OverrideRule]. The service builds one limiter per distinct c on its first
-// use and keeps it, so its quota carries across calls; it is apart from any
-// rule's, even one with the same Config. Its keys count in [Service.Len]
+// use and keeps it, so its quota carries across calls; as in the rules, Configs
+// that differ only in scope, shadow mode, or a burst equal to the limit
+// spelled out or not, share it (so turning a plan's shadow mode off keeps
+// what its keys spent). It is apart from any rule's, even one with the same
+// Config. Its keys count in [Service.Len]
 // and are evicted by [Service.Sweep] and auto-sweep as the rules' are, but
 // the limiter itself is kept as long as the service (with
 // [hotlimit.WithMaxKeys], with a map sized up front for the cap's keys, up
@@ -266,8 +274,10 @@ func (s *Service) TakeWithContext(ctx context.Context, user, api string, c hotli
 }
 
 // override returns the rule of TakeWith's c, building it on first use. Two
-// first uses at once may both build a limiter: one is kept, the other
-// dropped unused.
+// first uses at once may both build a limiter, or a rule: one is kept, the
+// other dropped unused. The rules of Configs that share a limiter (see
+// unscoped) get the one kept in overrideLimiters, by its LoadOrStore, so
+// they never count a key in two.
 func (s *Service) override(c hotlimit.Config) (*rule, error) {
 	if ru, ok := s.overrides.Load(c); ok {
 		return ru, nil
@@ -276,9 +286,14 @@ func (s *Service) override(c hotlimit.Config) (*rule, error) {
 		return nil, fmt.Errorf("service: Config.Scope %v is not a scope: %w", c.Scope, hotlimit.ErrInvalidConfig)
 	}
 	o := hotlimit.NewOptions(s.opts...)
-	lim, err := newLimiter(unscoped(c, o.Burst), s.opts...)
-	if err != nil {
-		return nil, err
+	u := unscoped(c, o.Burst)
+	lim, ok := s.overrideLimiters.Load(u)
+	if !ok {
+		built, err := newLimiter(u, s.opts...)
+		if err != nil {
+			return nil, err
+		}
+		lim, _ = s.overrideLimiters.LoadOrStore(u, built)
 	}
 	ru := &rule{limits: Limits{c}, lim: lim, scope: c.Scope, transient: copiesKeys(lim),
 		name: OverrideRule, obs: o.Observer, near: o.NearLimit, slow: o.Observer != nil || c.Shadow}
@@ -305,8 +320,8 @@ func (s *Service) Close() error {
 			errs = appendErr(errs, c.Close())
 		}
 	}
-	s.overrides.Range(func(_ hotlimit.Config, ru *rule) bool {
-		if c, ok := ru.lim.(io.Closer); ok {
+	s.overrideLimiters.Range(func(_ hotlimit.Config, lim hotlimit.Limiter) bool {
+		if c, ok := lim.(io.Closer); ok {
 			errs = appendErr(errs, c.Close())
 		}
 		return true
@@ -337,15 +352,15 @@ func (s *Service) Sweep() int {
 
 // eachLimiter calls f on every limiter that holds keys: those of the rules
 // in force, then those TakeWith built. They are distinct limiters, even for
-// equal Configs, so no key is visited twice.
+// equal Configs, and each is visited once, so no key is visited twice.
 func (s *Service) eachLimiter(f func(sweeper)) {
 	for _, lim := range s.rules.Load().limiters {
 		if sw, ok := lim.(sweeper); ok {
 			f(sw)
 		}
 	}
-	s.overrides.Range(func(_ hotlimit.Config, ru *rule) bool {
-		if sw, ok := ru.lim.(sweeper); ok {
+	s.overrideLimiters.Range(func(_ hotlimit.Config, lim hotlimit.Limiter) bool {
+		if sw, ok := lim.(sweeper); ok {
 			f(sw)
 		}
 		return true
