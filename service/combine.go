@@ -107,7 +107,7 @@ func (m *multi) take(ctx context.Context, k keys, n int) (d hotlimit.Decision, d
 	var errs []error
 	shadow = -1
 	if n < 1 {
-		d, i := m.report(ctx, &k, n, -1, &errs)
+		d, i, _ := m.report(ctx, &k, n, -1, &errs)
 		return d, i, shadow, errors.Join(errs...)
 	}
 	var receipts [composite.MaxChildren]hotlimit.Receipt
@@ -147,9 +147,10 @@ func (m *multi) take(ctx context.Context, k keys, n int) (d hotlimit.Decision, d
 				}
 			}
 			// The others as they are now: the refunded ones restored,
-			// the later ones not asked for n (that would take).
-			rd, _ := m.report(ctx, &k, 0, i, &errs)
-			rd = merge(rd, cd, len(m.children) == 1)
+			// the later ones not asked for n (that would take); those
+			// in shadow mode left out, as the denier is not one.
+			rd, _, real := m.report(ctx, &k, 0, i, &errs)
+			rd = merge(rd, cd, !real)
 			rd.Allowed, rd.RetryAfter = false, cd.RetryAfter
 			return rd, i, -1, errors.Join(errs...)
 		}
@@ -181,13 +182,14 @@ func appendErr(errs []error, err error) []error {
 
 // report asks every limit but the skip-th (none when skip < 0) for n ≤ 0
 // requests, which changes nothing, and merges their decisions as composite
-// does: Allowed if all are, the largest RetryAfter. With no limit to ask it
-// returns a Decision that merge replaces whole. The index it returns is the
-// first limit that denies, or else the most restrictive by remaining share.
-func (m *multi) report(ctx context.Context, k *keys, n, skip int, errs *[]error) (hotlimit.Decision, int) {
-	d := hotlimit.Decision{Allowed: true}
-	var best hotlimit.Decision
-	first, decider := true, -1
+// does: Allowed if all are, the largest RetryAfter. The index it returns is
+// the first limit that denies, or else the most restrictive by remaining
+// share. Limits in shadow mode stay out of both, as in take, unless every
+// limit asked is in shadow mode; real is false when no limit outside shadow
+// mode was asked, and then, with no limit asked at all, the Decision is one
+// that merge replaces whole.
+func (m *multi) report(ctx context.Context, k *keys, n, skip int, errs *[]error) (d hotlimit.Decision, decider int, real bool) {
+	counted, shadowed := reported{decider: -1}, reported{decider: -1}
 	for i, c := range m.children {
 		if i == skip {
 			continue
@@ -200,15 +202,38 @@ func (m *multi) report(ctx context.Context, k *keys, n, skip int, errs *[]error)
 		} else {
 			cd = c.Take(k.of(m.limits[i].Scope), n)
 		}
-		if decider < 0 || best.Allowed && (!cd.Allowed || lessShare(cd, best)) {
-			decider, best = i, cd
+		if m.limits[i].Shadow {
+			shadowed.add(i, cd)
+		} else {
+			counted.add(i, cd)
 		}
-		d = merge(d, cd, first)
-		d.Allowed = d.Allowed && cd.Allowed
-		d.RetryAfter = max(d.RetryAfter, cd.RetryAfter)
-		first = false
 	}
-	return d, max(decider, 0)
+	switch {
+	case counted.decider >= 0:
+		return counted.d, counted.decider, true
+	case shadowed.decider >= 0:
+		return shadowed.d, shadowed.decider, false
+	}
+	return hotlimit.Decision{Allowed: true}, 0, false
+}
+
+// reported is report's merge of some limits' decisions; decider is -1 until
+// one is added.
+type reported struct {
+	d, best hotlimit.Decision
+	decider int
+}
+
+// add folds the i-th limit's decision cd into r.
+func (r *reported) add(i int, cd hotlimit.Decision) {
+	first := r.decider < 0
+	if first || r.best.Allowed && (!cd.Allowed || lessShare(cd, r.best)) {
+		r.decider, r.best = i, cd
+	}
+	allowed, retry := first || r.d.Allowed, r.d.RetryAfter
+	r.d = merge(r.d, cd, first)
+	r.d.Allowed = allowed && cd.Allowed
+	r.d.RetryAfter = max(retry, cd.RetryAfter)
 }
 
 // merge folds a limit's decision cd into d, the limits' so far (first: cd is

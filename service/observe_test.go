@@ -466,3 +466,40 @@ func TestTakeWithFirstUsesShareOneLimiter(t *testing.T) {
 		assert.Equal(t, 1, s.Len(), "round %d: one limiter, one key", round)
 	}
 }
+
+// TestShadowLimitStaysOutOfReportsAndDenials: in a rule of several limits, a
+// limit in shadow mode stays out of the caller's Decision as if it were not
+// there, on every path: a report (n = 0) and a denial by a real limit (here
+// asking for more than it has left, so that the exhausted shadow limit has
+// the least Remaining) decide as the real limits alone do, and the limit
+// named is a real one.
+func TestShadowLimitStaysOutOfReportsAndDenials(t *testing.T) {
+	shadow := hotlimit.Config{Algorithm: hotlimit.FixedWindow, Limit: 1, Window: time.Minute, Shadow: true}
+	real := hotlimit.Config{Algorithm: hotlimit.TokenBucket, Limit: 5, Window: time.Hour}
+	other := hotlimit.Config{Algorithm: hotlimit.GCRA, Limit: 9, Window: time.Hour, Scope: hotlimit.PerUser}
+	for _, tc := range []struct {
+		name       string
+		with, bare service.Limits
+	}{
+		{"shadow+real", service.Limits{shadow, real}, service.Limits{real}},
+		{"real+shadow", service.Limits{real, shadow}, service.Limits{real}},
+		{"real+shadow+other", service.Limits{real, shadow, other}, service.Limits{real, other}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			clock, _ := frozen(int64(time.Hour))
+			with, err := service.NewFromRules(service.Rules{Default: tc.with}, clock)
+			require.NoError(t, err)
+			bare, err := service.NewFromRules(service.Rules{Default: tc.bare}, clock)
+			require.NoError(t, err)
+			for i := range 3 {
+				require.Equal(t, bare.Take("u", "a", 1), with.Take("u", "a", 1), "request %d", i+1)
+			}
+			for _, n := range []int{0, 3, -1} {
+				wd, wp := with.TakePolicy("u", "a", n)
+				bd, bp := bare.TakePolicy("u", "a", n)
+				assert.Equal(t, bd, wd, "n = %d: the shadow limit is not in the Decision", n)
+				assert.Equal(t, bp, wp, "n = %d: a real limit is named", n)
+			}
+		})
+	}
+}

@@ -179,7 +179,9 @@ func (s *Service) ResolveLimits(user, api string) Limits {
 // two disagree. The limit that decided is, for a denial, the limit that
 // denied; for an allowed request (or a report, n = 0), the rule's most
 // restrictive limit by remaining share (Remaining/Limit, the first of the
-// rule's order on a tie); for a rule of one limit, that limit. It is the
+// rule's order on a tie); for a rule of one limit, that limit. Limits in
+// shadow mode are left out of both the Decision and the choice, unless every
+// limit of the rule is in shadow mode. It is the
 // policy a caller names to its client, as httplimit does in its 429 body and
 // RateLimit-Policy header.
 func (s *Service) TakePolicy(user, api string, n int) (hotlimit.Decision, hotlimit.Config) {
