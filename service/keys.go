@@ -97,6 +97,11 @@ func (c *keyCache) key(scope hotlimit.Scope, user, api string) string {
 // then sets the next threshold. One goroutine trims at a time; others carry
 // on without waiting.
 func (c *keyCache) trim() {
+	// Invariant: at most one goroutine is past this CAS until its deferred
+	// Store; a loser returns at once instead of waiting. Trims never
+	// overlap, so each sets next from the size its own Clear left; a racing
+	// Store of an insertion lands before or after the Clear, and either is
+	// sound, as every entry is the string stateKey makes.
 	if !c.trimming.CompareAndSwap(false, true) {
 		return
 	}
