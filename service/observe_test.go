@@ -503,3 +503,27 @@ func TestShadowLimitStaysOutOfReportsAndDenials(t *testing.T) {
 		})
 	}
 }
+
+// TestShadowLimitGivesBackWhatADenialTook: a limit in shadow mode that
+// admitted a request a real limit then denied gives it back, as any limit of
+// the rule does: it counts exactly the requests that passed. Its state is
+// read through a rule of the same limit outside shadow mode, which shares
+// its limiter and, under the user's scope, its key.
+func TestShadowLimitGivesBackWhatADenialTook(t *testing.T) {
+	for _, alg := range []hotlimit.Algorithm{hotlimit.TokenBucket, hotlimit.GCRA, hotlimit.FixedWindow, hotlimit.SlidingCounter, hotlimit.SlidingLog} {
+		t.Run(alg.String(), func(t *testing.T) {
+			x := hotlimit.Config{Algorithm: alg, Limit: 10, Window: time.Minute, Scope: hotlimit.PerUser}
+			shadowX := x
+			shadowX.Shadow = true
+			real := hotlimit.Config{Algorithm: hotlimit.FixedWindow, Limit: 2, Window: time.Minute}
+			clock, _ := frozen(int64(time.Hour))
+			s, err := service.NewFromRules(service.Rules{
+				Default: service.Limits{shadowX, real},
+				APIs:    map[string]service.Limits{"peek": {x}},
+			}, clock)
+			require.NoError(t, err)
+			assert.Equal(t, 2, passes(s, "u", "a", 5), "the real limit decides")
+			assert.Equal(t, 8, s.Take("u", "peek", 0).Remaining, "the shadow limit counts the 2 that passed, not the 3 denied")
+		})
+	}
+}
