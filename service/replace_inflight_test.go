@@ -22,6 +22,7 @@ type gate struct {
 	hold   atomic.Bool   // the next decision waits in the limiter
 	inside chan struct{} // a held decision has entered the limiter
 	goOn   chan struct{} // lets it go on
+	onTake func()        // when set, runs after each decision's wait
 }
 
 func newGate() *gate {
@@ -36,6 +37,9 @@ func (g *gate) factory(c hotlimit.Config, opts ...hotlimit.Option) (hotlimit.Lim
 	g.mu.Lock()
 	g.builds[c]++
 	g.mu.Unlock()
+	if r, ok := l.(hotlimit.Refunder); ok {
+		return &gatedRefunder{gated: gated{Limiter: l, g: g}, r: r}, nil
+	}
 	return &gated{Limiter: l, g: g}, nil
 }
 
@@ -51,6 +55,9 @@ type gated struct {
 }
 
 func (l *gated) wait() {
+	if l.g.onTake != nil {
+		defer l.g.onTake()
+	}
 	if l.g.hold.CompareAndSwap(true, false) {
 		l.g.inside <- struct{}{}
 		<-l.g.goOn
@@ -131,4 +138,53 @@ func TestReplaceDuringADecision(t *testing.T) {
 			}
 		})
 	}
+}
+
+// gatedRefunder is gated for a limiter that can give back what it took, so
+// that it may be one limit of several in a rule.
+type gatedRefunder struct {
+	gated
+	r hotlimit.Refunder
+}
+
+func (l *gatedRefunder) TakeReceipt(key string, n int) (hotlimit.Decision, hotlimit.Receipt) {
+	l.wait()
+	return l.r.TakeReceipt(key, n)
+}
+
+func (l *gatedRefunder) Refund(key string, r hotlimit.Receipt) { l.r.Refund(key, r) }
+
+// TestReplaceBetweenATakeAndItsRefund: under a rule of two limits, the first
+// has taken and the second is about to deny when a Replace drops the second
+// and keeps the first. The denial's refund must reach the first limit's
+// limiter, the one the new rules use, exactly: afterwards the pair passes
+// all of the first limit under the new rules.
+func TestReplaceBetweenATakeAndItsRefund(t *testing.T) {
+	x := hotlimit.Config{Algorithm: hotlimit.TokenBucket, Limit: 2, Window: time.Minute}
+	y := hotlimit.Config{Algorithm: hotlimit.GCRA, Limit: 1, Window: time.Minute, Scope: hotlimit.PerUser}
+	a := service.Rules{Default: service.Limits{x, y}}
+	b := service.Rules{Default: one(x)}
+	g := newGate()
+	clock, _ := frozen(int64(time.Hour))
+	s, err := service.NewFromRules(a, clock, hotlimit.WithFactory(g.factory))
+	require.NoError(t, err)
+	require.True(t, s.Allow("u", "other"), "spends the user's one request of y")
+
+	// x is asked first: its wait sets hold, so that y's, the next, waits
+	// (with x's request taken).
+	var firstTook atomic.Bool
+	g.onTake = func() {
+		if firstTook.CompareAndSwap(false, true) {
+			g.hold.Store(true) // x took; the next one, y's, waits
+		}
+	}
+	denied := make(chan hotlimit.Decision)
+	go func() { denied <- s.Take("u", "e", 1) }()
+	<-g.inside // x took, y about to decide
+	require.NoError(t, s.Replace(b))
+	close(g.goOn)
+	d := <-denied
+	assert.False(t, d.Allowed, "y denies under a")
+	assert.Equal(t, 2, passes(s, "u", "e", 5), "x got its request back, in the limiter b uses")
+	assert.Equal(t, 1, g.built(x))
 }
