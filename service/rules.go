@@ -289,7 +289,8 @@ type rules struct {
 	apis  map[string]*rule
 	pairs map[Pair]*rule
 	// limiters holds one limiter per distinct Config some rule uses, keyed
-	// by the Config without its scope (the scope only chooses the key); each
+	// by unscoped's Config (without its scope, which only chooses the key,
+	// its shadow mode, and a burst that only spells out the limit); each
 	// rule is built from these, so all rules naming a Config share its state.
 	limiters map[hotlimit.Config]hotlimit.Limiter
 	// Whether pairs, apis and users hold any rule: read beside def, so that
