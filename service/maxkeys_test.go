@@ -47,3 +47,31 @@ func TestMaxKeysCapsEveryLimiter(t *testing.T) {
 		now.Add(int64(time.Second))
 	}
 }
+
+// TestMaxKeysDenialGivesBackTheOtherLimits: in a rule of two limits, a new
+// pair that the pair limit's key cap turns away is a denial like any other:
+// the user's limit, which admitted it first, gets it back, so the user's
+// quota counts exactly the requests that passed.
+func TestMaxKeysDenialGivesBackTheOtherLimits(t *testing.T) {
+	user := hotlimit.Config{Algorithm: hotlimit.TokenBucket, Limit: 5, Window: time.Hour, Scope: hotlimit.PerUser}
+	pair := hotlimit.Config{Algorithm: hotlimit.FixedWindow, Limit: 3, Window: time.Hour}
+	var now atomic.Int64
+	now.Store(int64(time.Hour))
+	svc, err := service.NewFromRules(service.Rules{Default: service.Limits{user, pair}},
+		hotlimit.WithClock(now.Load), hotlimit.WithMaxKeys(2))
+	require.NoError(t, err)
+	require.True(t, svc.Allow("u", "a1"))
+	require.True(t, svc.Allow("u", "a2"))
+	for i := range 3 {
+		assert.False(t, svc.Allow("u", "a"+strconv.Itoa(3+i)), "pair %d: the cap is full of pairs in use", 3+i)
+	}
+	passed := 2
+	for range 4 {
+		for _, api := range []string{"a1", "a2"} {
+			if svc.Allow("u", api) {
+				passed++
+			}
+		}
+	}
+	assert.Equal(t, 5, passed, "the user's quota: the cap's denials took none of it")
+}
