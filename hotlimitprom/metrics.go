@@ -36,7 +36,10 @@ import (
 // outcomes is the number of hotlimit.Outcome values, the zero one included.
 const outcomes = int(hotlimit.OutcomeShadowDenied) + 1
 
-// ruleCounters holds a rule's counters, by outcome.
+// ruleCounters holds a rule's counters, by outcome. Index 0, the outcome
+// that names none, stays nil: such a decision is a caller's bug, counted
+// under outcome "unknown" only when one happens, so that a scrape shows
+// only the four outcomes of the documentation.
 type ruleCounters struct {
 	decisions [outcomes]prometheus.Counter
 	requests  [outcomes]prometheus.Counter
@@ -107,8 +110,9 @@ func (m *Metrics) Observe(e hotlimit.Event) {
 		rc = m.counters(rule)
 	}
 	o := int(e.Outcome)
-	if o >= outcomes {
-		o = 0
+	if o == 0 || o >= outcomes {
+		m.observeUnknown(rule, e.N)
+		return
 	}
 	rc.decisions[o].Inc()
 	if e.N > 0 {
@@ -116,11 +120,21 @@ func (m *Metrics) Observe(e hotlimit.Event) {
 	}
 }
 
+// observeUnknown counts a decision whose Outcome names none, under outcome
+// "unknown", on the slow path of a label lookup.
+func (m *Metrics) observeUnknown(rule string, n int) {
+	name := hotlimit.Outcome(0).String()
+	m.decisions.WithLabelValues(rule, name).Inc()
+	if n > 0 {
+		m.requests.WithLabelValues(rule, name).Add(float64(n))
+	}
+}
+
 // counters returns rule's counters, creating them on its first decision.
 func (m *Metrics) counters(rule string) *ruleCounters {
 	rc, _ := m.rules.LoadOrCompute(rule, func() *ruleCounters {
 		rc := &ruleCounters{}
-		for o := range outcomes {
+		for o := 1; o < outcomes; o++ {
 			name := hotlimit.Outcome(o).String()
 			rc.decisions[o] = m.decisions.WithLabelValues(rule, name)
 			rc.requests[o] = m.requests.WithLabelValues(rule, name)

@@ -56,8 +56,6 @@ hotlimit_decisions_total{outcome="near_limit",rule="apis[\"GET /pay\"]"} 0
 hotlimit_decisions_total{outcome="near_limit",rule="default"} 2
 hotlimit_decisions_total{outcome="shadow_denied",rule="apis[\"GET /pay\"]"} 0
 hotlimit_decisions_total{outcome="shadow_denied",rule="default"} 0
-hotlimit_decisions_total{outcome="unknown",rule="apis[\"GET /pay\"]"} 0
-hotlimit_decisions_total{outcome="unknown",rule="default"} 0
 # HELP hotlimit_fallbacks_total Decisions a backend could not make, made by its failure policy, by backend and reason.
 # TYPE hotlimit_fallbacks_total counter
 hotlimit_fallbacks_total{backend="redis",reason="breaker_open"} 2
@@ -122,7 +120,7 @@ func TestObserveCountsEveryDecisionConcurrently(t *testing.T) {
 	wg.Wait()
 	n, err := testutil.GatherAndCount(reg, "x_decisions_total")
 	require.NoError(t, err)
-	assert.Equal(t, len(rules)*5, n, "one series per rule and outcome")
+	assert.Equal(t, len(rules)*4, n, "one series per rule and documented outcome")
 	total := 0.0
 	families, err := reg.Gather()
 	require.NoError(t, err)
@@ -144,6 +142,46 @@ func TestObserveDoesNotAllocate(t *testing.T) {
 	assert.Zero(t, testing.AllocsPerRun(1000, func() { m.Observe(e) }))
 	bad := hotlimit.Event{Source: &hotlimit.Source{Rule: "default"}, Outcome: 77, N: 1} // counted as unknown, never a panic
 	assert.NotPanics(t, func() { m.Observe(bad) })
+}
+
+// TestNoUnknownOutcomeUntilOneHappens: a rule's scrape holds its four
+// outcomes from its first decision, and outcome "unknown" only once an Event
+// whose Outcome names none was observed, counted like any other.
+func TestNoUnknownOutcomeUntilOneHappens(t *testing.T) {
+	m := hotlimitprom.New()
+	reg := prometheus.NewPedanticRegistry()
+	require.NoError(t, reg.Register(m))
+	outcomes := func() map[string]float64 {
+		t.Helper()
+		families, err := reg.Gather()
+		require.NoError(t, err)
+		got := map[string]float64{}
+		for _, f := range families {
+			for _, s := range f.GetMetric() {
+				for _, l := range s.GetLabel() {
+					if l.GetName() == "outcome" {
+						got[f.GetName()+"/"+l.GetValue()] += s.GetCounter().GetValue()
+					}
+				}
+			}
+		}
+		return got
+	}
+
+	m.Observe(hotlimit.Event{Source: &hotlimit.Source{Rule: "default"}, Outcome: hotlimit.OutcomeAllowed, N: 1})
+	assert.Equal(t, map[string]float64{
+		"hotlimit_decisions_total/allowed": 1, "hotlimit_decisions_total/near_limit": 0,
+		"hotlimit_decisions_total/denied": 0, "hotlimit_decisions_total/shadow_denied": 0,
+		"hotlimit_requests_total/allowed": 1, "hotlimit_requests_total/near_limit": 0,
+		"hotlimit_requests_total/denied": 0, "hotlimit_requests_total/shadow_denied": 0,
+	}, outcomes(), "the four documented outcomes, no other")
+
+	m.Observe(hotlimit.Event{Source: &hotlimit.Source{Rule: "default"}, Outcome: 77, N: 3})
+	m.Observe(hotlimit.Event{Source: &hotlimit.Source{Rule: "default"}, N: 1}) // the zero Outcome
+	got := outcomes()
+	assert.Equal(t, 2.0, got["hotlimit_decisions_total/unknown"], "two decisions named no outcome")
+	assert.Equal(t, 4.0, got["hotlimit_requests_total/unknown"], "of 3 and 1 requests")
+	assert.Equal(t, 1.0, got["hotlimit_decisions_total/allowed"], "the allowed count is untouched")
 }
 
 // TestEventWithoutASource: an Event that names no Source is counted under
