@@ -91,7 +91,8 @@ func WithClock(c Clock) Option {
 // Sweep would. No call waits for another, and none visits more. As a round
 // of k keys takes about k/3 insertions, the keys held stay below about 1.6
 // times the keys that are not idle, plus minKeys. minKeys <= 0 turns it off,
-// the default.
+// the default of the limiters' constructors; the limiters a service.Service
+// builds default to service.DefaultAutoSweep instead.
 func WithAutoSweep(minKeys int) Option {
 	return func(o *Options) { o.AutoSweep = max(minKeys, 0) }
 }
