@@ -51,9 +51,16 @@ func New(children ...hotlimit.Limiter) (*Limiter, error) {
 
 // sameAs returns the index of the limiter of earlier that is c, or -1. A
 // limiter whose type is not comparable (a struct holding a slice, say) is
-// never the same as another, as == on it would panic.
+// never the same as another, as == on it would panic; nor is one of zero
+// size or pointing to zero bytes (unlimited.Limiter), which holds no state
+// to count twice, and whose distinct values Go may make equal.
 func sameAs(earlier []hotlimit.Limiter, c hotlimit.Limiter) int {
-	if !reflect.TypeOf(c).Comparable() {
+	t := reflect.TypeOf(c)
+	size := t.Size()
+	if t.Kind() == reflect.Pointer {
+		size = t.Elem().Size()
+	}
+	if !t.Comparable() || size == 0 {
 		return -1
 	}
 	for j, e := range earlier {

@@ -17,6 +17,7 @@ import (
 	"github.com/hotlimit/hotlimit/fixedwindow"
 	"github.com/hotlimit/hotlimit/internal/limitertest"
 	"github.com/hotlimit/hotlimit/tokenbucket"
+	"github.com/hotlimit/hotlimit/unlimited"
 )
 
 // plain is a Limiter that is not a Refunder.
@@ -98,6 +99,18 @@ func TestChildOfAnIncomparableTypeIsAccepted(t *testing.T) {
 	var c *composite.Limiter
 	var err error
 	require.NotPanics(t, func() { c, err = composite.New(u, u) })
+	require.NoError(t, err)
+	assert.True(t, c.Allow("k"))
+}
+
+// TestStatelessChildrenOfZeroSizeAreAccepted: two distinct unlimited
+// limiters, which Go may give one address, are not the same child twice.
+func TestStatelessChildrenOfZeroSizeAreAccepted(t *testing.T) {
+	a, err := unlimited.New()
+	require.NoError(t, err)
+	b, err := unlimited.New()
+	require.NoError(t, err)
+	c, err := composite.New(a, b)
 	require.NoError(t, err)
 	assert.True(t, c.Allow("k"))
 }
