@@ -105,6 +105,16 @@ func (a Algorithm) HasBurst() bool {
 	return a == TokenBucket || a == GCRA
 }
 
+// Capacity returns the most requests a fresh key of c passes at once, the
+// most an allowed Decision's Remaining can be (plus the one it took): Burst
+// when the algorithm has one and it is set, else Limit.
+func (c Config) Capacity() int {
+	if c.Burst > 0 && c.Algorithm.HasBurst() {
+		return c.Burst
+	}
+	return c.Limit
+}
+
 // String formats c as "TokenBucket 5/1s", "TokenBucket 100/1m0s burst 10"
 // when it has a burst, "Unlimited" for Unlimited, with " per user" (or api,
 // global) appended for a scope other than PerPair and " shadow" in shadow

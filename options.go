@@ -40,7 +40,7 @@ type Options struct {
 	Factory Factory
 	// Observer, when not nil, hears of every decision; see [WithObserver].
 	Observer Observer
-	// NearLimit is the share of a limit at or below which an allowed
+	// NearLimit is the share of a limit's capacity at or below which an allowed
 	// request's Remaining counts as near the limit; see [WithNearLimit].
 	NearLimit float64
 	// Extensions holds the options of packages that build on hotlimit, such
