@@ -1,6 +1,7 @@
 package envoyrls
 
 import (
+	"sync"
 	"sync/atomic"
 
 	"github.com/hotlimit/hotlimit"
@@ -19,32 +20,49 @@ import (
 //	ratelimit_service_rate_limit_shadow_mode{key}   hits over a limit in shadow mode, answered OK
 //	ratelimit_service_config_load_success           configurations put in force
 //	ratelimit_service_config_load_error             configurations rejected
+//	hotlimit_fallbacks_total{backend, reason}       decisions the backend (Redis) could not make,
+//	                                                by reason: timeout, breaker_open, canceled,
+//	                                                clock_range, error
+//	hotlimit_keys{limiter}                          keys held, per function given to WatchKeys
 //
 // A hit is a request's hits_addend: a request of 5 hits counts 5. Metrics is
-// a [hotlimit.Observer]: give it to [WithObserver], and register it with a
-// Prometheus registry. It is safe for concurrent use.
+// a [hotlimit.FallbackObserver]: give it to [WithObserver] for the
+// decisions, to the backend's limiters with hotlimit.WithObserver (in the
+// options of redislimit.Factory) for its fallbacks, and register it with a
+// Prometheus registry. The fallbacks carry the name and labels hotlimitprom
+// gives them. It is safe for concurrent use.
 type Metrics struct {
 	rules           *xsync.MapOf[string, *ruleCounters]
 	loadOK, loadErr atomic.Uint64
+	// fallbacks counts by backend and reason, both from small fixed sets.
+	fallbacks *xsync.MapOf[fallbackKey, *atomic.Uint64]
+	mu        sync.Mutex
+	keys      map[string]func() int // WatchKeys's functions, by limiter name
 }
+
+// fallbackKey is a fallback's labels.
+type fallbackKey struct{ backend, reason string }
 
 type ruleCounters struct {
 	total, over, near, within, shadow atomic.Uint64
 }
 
 var (
-	descTotal   = prometheus.NewDesc("ratelimit_service_rate_limit_total_hits", "Hits asked for, by rule.", []string{"key"}, nil)
-	descOver    = prometheus.NewDesc("ratelimit_service_rate_limit_over_limit", "Hits over the limit, shadow mode included, by rule.", []string{"key"}, nil)
-	descNear    = prometheus.NewDesc("ratelimit_service_rate_limit_near_limit", "Hits that passed leaving at most 20% of the limit (of the burst, for a rule with one), by rule.", []string{"key"}, nil)
-	descWithin  = prometheus.NewDesc("ratelimit_service_rate_limit_within_limit", "Hits that passed, by rule.", []string{"key"}, nil)
-	descShadow  = prometheus.NewDesc("ratelimit_service_rate_limit_shadow_mode", "Hits over a limit in shadow mode, answered OK, by rule.", []string{"key"}, nil)
-	descLoadOK  = prometheus.NewDesc("ratelimit_service_config_load_success", "Configurations put in force.", nil, nil)
-	descLoadErr = prometheus.NewDesc("ratelimit_service_config_load_error", "Configurations rejected.", nil, nil)
+	descTotal    = prometheus.NewDesc("ratelimit_service_rate_limit_total_hits", "Hits asked for, by rule.", []string{"key"}, nil)
+	descOver     = prometheus.NewDesc("ratelimit_service_rate_limit_over_limit", "Hits over the limit, shadow mode included, by rule.", []string{"key"}, nil)
+	descNear     = prometheus.NewDesc("ratelimit_service_rate_limit_near_limit", "Hits that passed leaving at most 20% of the limit (of the burst, for a rule with one), by rule.", []string{"key"}, nil)
+	descWithin   = prometheus.NewDesc("ratelimit_service_rate_limit_within_limit", "Hits that passed, by rule.", []string{"key"}, nil)
+	descShadow   = prometheus.NewDesc("ratelimit_service_rate_limit_shadow_mode", "Hits over a limit in shadow mode, answered OK, by rule.", []string{"key"}, nil)
+	descLoadOK   = prometheus.NewDesc("ratelimit_service_config_load_success", "Configurations put in force.", nil, nil)
+	descLoadErr  = prometheus.NewDesc("ratelimit_service_config_load_error", "Configurations rejected.", nil, nil)
+	descFallback = prometheus.NewDesc("hotlimit_fallbacks_total",
+		"Decisions a backend could not make, made by its failure policy, by backend and reason.", []string{"backend", "reason"}, nil)
+	descKeys = prometheus.NewDesc("hotlimit_keys", "Keys held, by limiter.", []string{"limiter"}, nil)
 )
 
 // NewMetrics returns empty metrics.
 func NewMetrics() *Metrics {
-	return &Metrics{rules: xsync.NewMapOf[string, *ruleCounters]()}
+	return &Metrics{rules: xsync.NewMapOf[string, *ruleCounters](), fallbacks: xsync.NewMapOf[fallbackKey, *atomic.Uint64]()}
 }
 
 // Observe counts e under e.Rule; see [hotlimit.Observer].
@@ -70,6 +88,17 @@ func (m *Metrics) Observe(e hotlimit.Event) {
 	}
 }
 
+// ObserveFallback counts f under its backend and reason; see
+// [hotlimit.FallbackObserver].
+func (m *Metrics) ObserveFallback(f hotlimit.Fallback) {
+	k := fallbackKey{f.Backend, f.Reason}
+	c, ok := m.fallbacks.Load(k)
+	if !ok {
+		c, _ = m.fallbacks.LoadOrCompute(k, func() *atomic.Uint64 { return new(atomic.Uint64) })
+	}
+	c.Add(1)
+}
+
 // ConfigLoaded counts a configuration put in force (ok) or rejected.
 func (m *Metrics) ConfigLoaded(ok bool) {
 	if ok {
@@ -81,7 +110,7 @@ func (m *Metrics) ConfigLoaded(ok bool) {
 
 // Describe sends the metrics' descriptions; see [prometheus.Collector].
 func (m *Metrics) Describe(ch chan<- *prometheus.Desc) {
-	for _, d := range []*prometheus.Desc{descTotal, descOver, descNear, descWithin, descShadow, descLoadOK, descLoadErr} {
+	for _, d := range []*prometheus.Desc{descTotal, descOver, descNear, descWithin, descShadow, descLoadOK, descLoadErr, descFallback, descKeys} {
 		ch <- d
 	}
 }
@@ -99,9 +128,34 @@ func (m *Metrics) Collect(ch chan<- prometheus.Metric) {
 		}
 		return true
 	})
+	m.fallbacks.Range(func(k fallbackKey, c *atomic.Uint64) bool {
+		ch <- prometheus.MustNewConstMetric(descFallback, prometheus.CounterValue, float64(c.Load()), k.backend, k.reason)
+		return true
+	})
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	for name, keys := range m.keys {
+		ch <- prometheus.MustNewConstMetric(descKeys, prometheus.GaugeValue, float64(keys()), name)
+	}
+}
+
+// WatchKeys exports keys(), read at each scrape, as hotlimit_keys with the
+// label limiter=name, as hotlimitprom does: pass [Server.Len]. A second call
+// with the same name replaces the first; a nil keys removes it.
+func (m *Metrics) WatchKeys(name string, keys func() int) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if keys == nil {
+		delete(m.keys, name)
+		return
+	}
+	if m.keys == nil {
+		m.keys = map[string]func() int{}
+	}
+	m.keys[name] = keys
 }
 
 var (
-	_ hotlimit.Observer    = (*Metrics)(nil)
-	_ prometheus.Collector = (*Metrics)(nil)
+	_ hotlimit.FallbackObserver = (*Metrics)(nil)
+	_ prometheus.Collector      = (*Metrics)(nil)
 )

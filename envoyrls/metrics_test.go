@@ -2,8 +2,12 @@ package envoyrls
 
 import (
 	"strings"
+	"sync"
+	"sync/atomic"
 	"testing"
 
+	rlext "github.com/envoyproxy/go-control-plane/envoy/extensions/common/ratelimit/v3"
+	typev3 "github.com/envoyproxy/go-control-plane/envoy/type/v3"
 	"github.com/hotlimit/hotlimit"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/testutil"
@@ -72,6 +76,116 @@ func TestMetricsOfAnEventWithoutASource(t *testing.T) {
 	require.True(t, ok)
 	assert.EqualValues(t, 2, c.over.Load())
 	assert.EqualValues(t, 2, c.total.Load())
+}
+
+// TestMetricsCountEveryDecisionConcurrently: under concurrent requests on
+// one descriptor value of a 10/hour rule, with the clock frozen, the
+// counters equal the decisions: 10 hits within the limit, every other hit
+// over, and within + over = total.
+func TestMetricsCountEveryDecisionConcurrently(t *testing.T) {
+	m := NewMetrics()
+	h := inProcess(t, WithObserver(m))
+	goroutines, each := 8, 25
+	if testing.Short() {
+		each = 5
+	}
+	var wg sync.WaitGroup
+	var passed atomic.Int64
+	for range goroutines {
+		wg.Go(func() {
+			for range each {
+				if h.call(t, "conf", 0, desc("hits", "hammer")).OverallCode == ok {
+					passed.Add(1)
+				}
+			}
+		})
+	}
+	wg.Wait()
+	c, found := m.rules.Load("conf.hits")
+	require.True(t, found)
+	total := uint64(goroutines * each)
+	assert.EqualValues(t, 10, passed.Load(), "exactly the limit passed")
+	assert.Equal(t, total, c.total.Load())
+	assert.EqualValues(t, 10, c.within.Load())
+	assert.Equal(t, total-10, c.over.Load())
+	assert.EqualValues(t, 3, c.near.Load(), "Remaining 2, 1 and 0 of 10 are near the limit")
+}
+
+// TestMetricsCountFallbacksByReason: fallbacks are counted per backend and
+// reason, as hotlimitprom names them, also under concurrent reports.
+func TestMetricsCountFallbacksByReason(t *testing.T) {
+	m := NewMetrics()
+	reasons := []string{"timeout", "error", "breaker_open"}
+	var wg sync.WaitGroup
+	for g := range 6 {
+		wg.Go(func() {
+			for range 100 {
+				m.ObserveFallback(hotlimit.Fallback{Backend: "redis", Reason: reasons[g%len(reasons)]})
+			}
+		})
+	}
+	wg.Wait()
+	reg := prometheus.NewPedanticRegistry()
+	require.NoError(t, reg.Register(m))
+	assert.NoError(t, testutil.GatherAndCompare(reg, strings.NewReader(`
+# HELP hotlimit_fallbacks_total Decisions a backend could not make, made by its failure policy, by backend and reason.
+# TYPE hotlimit_fallbacks_total counter
+hotlimit_fallbacks_total{backend="redis",reason="breaker_open"} 200
+hotlimit_fallbacks_total{backend="redis",reason="error"} 200
+hotlimit_fallbacks_total{backend="redis",reason="timeout"} 200
+`), "hotlimit_fallbacks_total"))
+}
+
+// TestMetricsDoNotCountRefunds: negative hits give back, they are not hits
+// asked for: they count in no counter, on a blocking rule (limit 0) as on
+// any other.
+func TestMetricsDoNotCountRefunds(t *testing.T) {
+	m := NewMetrics()
+	h := inProcess(t, WithObserver(m))
+	for _, key := range []string{"blocked", "refund"} {
+		neg := desc(key, "r")
+		neg.IsNegativeHits = true
+		assert.Equal(t, ok, h.call(t, "conf", 4, neg).OverallCode, key)
+	}
+	h.call(t, "conf", 1, desc("blocked", "b")) // one hit, over
+	c, found := m.rules.Load("conf.blocked")
+	require.True(t, found)
+	assert.EqualValues(t, 1, c.total.Load(), "the hit, not the refund")
+	assert.EqualValues(t, 1, c.over.Load())
+	assert.Zero(t, c.within.Load(), "a refund passes no hit")
+	assert.Zero(t, c.near.Load())
+	if c, found := m.rules.Load("conf.refund"); found {
+		assert.Zero(t, c.total.Load())
+	}
+}
+
+// TestKeysGauge: Server.Len counts the keys of the rules' limiters and of the
+// override limiters, and Metrics exports it as hotlimit_keys under the name
+// given to WatchKeys, read at each scrape; a nil function removes it.
+func TestKeysGauge(t *testing.T) {
+	m := NewMetrics()
+	h := inProcess(t)
+	m.WatchKeys("rls", h.srv.Len)
+	reg := prometheus.NewRegistry()
+	require.NoError(t, reg.Register(m))
+	gauge := func(want string) {
+		t.Helper()
+		assert.NoError(t, testutil.GatherAndCompare(reg, strings.NewReader(`
+# HELP hotlimit_keys Keys held, by limiter.
+# TYPE hotlimit_keys gauge
+`+want), "hotlimit_keys"))
+	}
+	gauge("hotlimit_keys{limiter=\"rls\"} 0\n")
+	h.call(t, "conf", 0, desc("hits", "a"))
+	h.call(t, "conf", 0, desc("hits", "b"))
+	assert.Equal(t, 2, h.srv.Len(), "a key per descriptor value")
+	over := desc("hits", "c")
+	over.Limit = &rlext.RateLimitDescriptor_RateLimitOverride{RequestsPerUnit: 2, Unit: typev3.RateLimitUnit_MINUTE}
+	h.call(t, "conf", 0, over)
+	assert.Equal(t, 3, h.srv.Len(), "and one in the override's limiter")
+	gauge("hotlimit_keys{limiter=\"rls\"} 3\n")
+	m.WatchKeys("rls", nil)
+	gauge("")
 }
 
 // TestNearLimitIsAShareOfTheBurst: a rule of 5 per second with a burst of 3

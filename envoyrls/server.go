@@ -95,7 +95,9 @@ func WithAllOrNothing(on bool) Option { return func(s *settings) { s.allOrNothin
 func WithHeaders(h Headers) Option { return func(s *settings) { s.headers = h } }
 
 // WithObserver reports every decision to o, with the rule's Key as
-// Event.Rule.
+// Event.Rule. The fallbacks of limiters on Redis reach a
+// [hotlimit.FallbackObserver] only through the limiters' own options:
+// redislimit.Factory(client, hotlimit.WithObserver(o)), as hotlimitd does.
 func WithObserver(o hotlimit.Observer) Option { return func(s *settings) { s.observer = o } }
 
 // WithBackendErrors sets what a request gets when the backend fails (Redis
@@ -213,6 +215,25 @@ func (s *Server) Reload(cfg *Config) error {
 	}
 	s.snap.Store(next)
 	return nil
+}
+
+// Len returns the number of keys the server's limiters hold in this
+// process: those of the configuration in force and of the limit overrides
+// (on Redis, only what redislimit keeps in process: leases, and the keys the
+// FailLocal limiter decided). Give it to [Metrics.WatchKeys]. While keys come
+// and go, it is off by those that came and went during the call.
+func (s *Server) Len() int {
+	n := 0
+	count := func(ls map[hotlimit.Config]hotlimit.Limiter) {
+		for _, l := range ls {
+			if h, ok := l.(interface{ Len() int }); ok {
+				n += h.Len()
+			}
+		}
+	}
+	count(s.snap.Load().limiters)
+	count(*s.over.Load())
+	return n
 }
 
 func (s *Server) newLimiter(c hotlimit.Config) (hotlimit.Limiter, error) {
@@ -530,7 +551,9 @@ func (s *Server) decide(ctx context.Context, it *item) error {
 	case it.blockAll:
 		it.d = hotlimit.Decision{Allowed: it.n == 0 || it.refund, Limit: 0}
 		it.over = !it.d.Allowed
-		s.observe(it)
+		if !it.refund { // a refund asks for no hits: unobserved, as below
+			s.observe(it)
+		}
 		return nil
 	case it.lim == nil:
 		return status.Errorf(codes.Internal, "no limiter for %s", it.rule.Key)

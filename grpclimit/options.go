@@ -108,7 +108,10 @@ func WithObserver(f func(Event)) Option {
 // WithDryRun, when on, lets every call through: the interceptors still take
 // from the limiter, set the RateLimit fields and report each decision to the
 // observer (with Event.DryRun set), but never deny, never set the pushback
-// trailer, and let calls through when the limiter fails.
+// trailer, and let calls through when the limiter fails. The service's own
+// observer (hotlimit.WithObserver) does not know of it and counts the calls
+// it lets through as denied; a limit in shadow mode (Config.Shadow) is
+// counted as shadow_denied instead.
 func WithDryRun(on bool) Option {
 	return func(o *options) { o.dryRun = on }
 }

@@ -18,6 +18,13 @@
 //	                                               canceled, clock_range, error)
 //	hotlimit.keys       gauge (async)  {key}       limiter: each function given to WatchKeys
 //
+// Several services may share one Metrics: their rules are counted by name,
+// so two services' "default" rules add up, and each needs a limiter name of
+// its own in WatchKeys. To tell them apart, give each a Metrics on a Meter
+// of its own name (its instrumentation scope). Two Metrics on one Meter
+// record into the same instruments; for a limiter name both watch, one
+// reading of hotlimit.keys is kept and the other lost.
+//
 // Observe costs one lock-free map load and two counter adds with
 // precomputed attribute sets.
 package hotlimitotel

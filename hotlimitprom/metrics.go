@@ -20,6 +20,16 @@
 //	                                                  clock_range, error
 //	hotlimit_keys{limiter}                   gauge    keys held, per function given to WatchKeys
 //
+// A rule's four outcomes are exported from its first decision, at 0 until
+// they happen, so that rate() sees them start; an Event whose Outcome names
+// none (a producer's bug) counts as outcome "unknown".
+//
+// Several services may share one Metrics: their rules are counted by name,
+// so two services' "default" rules add up. To tell them apart, give each a
+// Metrics of its own made with [WithConstLabels] (say service="checkout"):
+// metrics of the same names and different constant labels register in one
+// registry, where two made alike are refused as a duplicate.
+//
 // Observe costs one lock-free map load and two atomic adds, and allocates
 // nothing once a rule has been seen.
 package hotlimitprom
@@ -36,10 +46,8 @@ import (
 // outcomes is the number of hotlimit.Outcome values, the zero one included.
 const outcomes = int(hotlimit.OutcomeShadowDenied) + 1
 
-// ruleCounters holds a rule's counters, by outcome. Index 0, the outcome
-// that names none, stays nil: such a decision is a caller's bug, counted
-// under outcome "unknown" only when one happens, so that a scrape shows
-// only the four outcomes of the documentation.
+// ruleCounters holds a rule's counters, by outcome; those of the zero
+// Outcome stay nil (see observeUnknown).
 type ruleCounters struct {
 	decisions [outcomes]prometheus.Counter
 	requests  [outcomes]prometheus.Counter
@@ -110,7 +118,7 @@ func (m *Metrics) Observe(e hotlimit.Event) {
 		rc = m.counters(rule)
 	}
 	o := int(e.Outcome)
-	if o == 0 || o >= outcomes {
+	if o <= 0 || o >= outcomes {
 		m.observeUnknown(rule, e.N)
 		return
 	}
@@ -120,8 +128,9 @@ func (m *Metrics) Observe(e hotlimit.Event) {
 	}
 }
 
-// observeUnknown counts a decision whose Outcome names none, under outcome
-// "unknown", on the slow path of a label lookup.
+// observeUnknown counts a decision whose Outcome names none, a producer's
+// bug, under the outcome "unknown": looked up by its labels each time, so
+// that no rule exports an "unknown" series until such a decision comes.
 func (m *Metrics) observeUnknown(rule string, n int) {
 	name := hotlimit.Outcome(0).String()
 	m.decisions.WithLabelValues(rule, name).Inc()

@@ -1,6 +1,9 @@
 package hotlimitprom_test
 
 import (
+	"io"
+	"net/http"
+	"net/http/httptest"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -8,12 +11,14 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
 	"github.com/prometheus/client_golang/prometheus/testutil"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
 	"github.com/hotlimit/hotlimit"
 	"github.com/hotlimit/hotlimit/hotlimitprom"
+	"github.com/hotlimit/hotlimit/service"
 	"github.com/hotlimit/hotlimit/tokenbucket"
 )
 
@@ -120,7 +125,7 @@ func TestObserveCountsEveryDecisionConcurrently(t *testing.T) {
 	wg.Wait()
 	n, err := testutil.GatherAndCount(reg, "x_decisions_total")
 	require.NoError(t, err)
-	assert.Equal(t, len(rules)*4, n, "one series per rule and documented outcome")
+	assert.Equal(t, len(rules)*4, n, "one series per rule and outcome")
 	total := 0.0
 	families, err := reg.Gather()
 	require.NoError(t, err)
@@ -144,44 +149,36 @@ func TestObserveDoesNotAllocate(t *testing.T) {
 	assert.NotPanics(t, func() { m.Observe(bad) })
 }
 
-// TestNoUnknownOutcomeUntilOneHappens: a rule's scrape holds its four
-// outcomes from its first decision, and outcome "unknown" only once an Event
-// whose Outcome names none was observed, counted like any other.
-func TestNoUnknownOutcomeUntilOneHappens(t *testing.T) {
+// TestScrapeShowsOnlyTheDocumentedOutcomes: a scrape over HTTP shows, for a
+// rule that decided, the four documented outcomes and no "unknown" series;
+// a decision whose Outcome names none is still counted, as "unknown".
+func TestScrapeShowsOnlyTheDocumentedOutcomes(t *testing.T) {
 	m := hotlimitprom.New()
 	reg := prometheus.NewPedanticRegistry()
 	require.NoError(t, reg.Register(m))
-	outcomes := func() map[string]float64 {
-		t.Helper()
-		families, err := reg.Gather()
+	srv := httptest.NewServer(promhttp.HandlerFor(reg, promhttp.HandlerOpts{}))
+	defer srv.Close()
+	scrape := func() string {
+		res, err := http.Get(srv.URL)
 		require.NoError(t, err)
-		got := map[string]float64{}
-		for _, f := range families {
-			for _, s := range f.GetMetric() {
-				for _, l := range s.GetLabel() {
-					if l.GetName() == "outcome" {
-						got[f.GetName()+"/"+l.GetValue()] += s.GetCounter().GetValue()
-					}
-				}
-			}
-		}
-		return got
+		defer res.Body.Close()
+		body, err := io.ReadAll(res.Body)
+		require.NoError(t, err)
+		return string(body)
 	}
-
 	m.Observe(hotlimit.Event{Source: &hotlimit.Source{Rule: "default"}, Outcome: hotlimit.OutcomeAllowed, N: 1})
-	assert.Equal(t, map[string]float64{
-		"hotlimit_decisions_total/allowed": 1, "hotlimit_decisions_total/near_limit": 0,
-		"hotlimit_decisions_total/denied": 0, "hotlimit_decisions_total/shadow_denied": 0,
-		"hotlimit_requests_total/allowed": 1, "hotlimit_requests_total/near_limit": 0,
-		"hotlimit_requests_total/denied": 0, "hotlimit_requests_total/shadow_denied": 0,
-	}, outcomes(), "the four documented outcomes, no other")
+	body := scrape()
+	for _, metric := range []string{"hotlimit_decisions_total", "hotlimit_requests_total"} {
+		for _, outcome := range []string{"allowed", "near_limit", "denied", "shadow_denied"} {
+			assert.Contains(t, body, metric+`{outcome="`+outcome+`",rule="default"}`)
+		}
+	}
+	assert.NotContains(t, body, `outcome="unknown"`)
 
-	m.Observe(hotlimit.Event{Source: &hotlimit.Source{Rule: "default"}, Outcome: 77, N: 3})
-	m.Observe(hotlimit.Event{Source: &hotlimit.Source{Rule: "default"}, N: 1}) // the zero Outcome
-	got := outcomes()
-	assert.Equal(t, 2.0, got["hotlimit_decisions_total/unknown"], "two decisions named no outcome")
-	assert.Equal(t, 4.0, got["hotlimit_requests_total/unknown"], "of 3 and 1 requests")
-	assert.Equal(t, 1.0, got["hotlimit_decisions_total/allowed"], "the allowed count is untouched")
+	m.Observe(hotlimit.Event{Source: &hotlimit.Source{Rule: "default"}, Outcome: 0, N: 3})
+	body = scrape()
+	assert.Contains(t, body, `hotlimit_decisions_total{outcome="unknown",rule="default"} 1`)
+	assert.Contains(t, body, `hotlimit_requests_total{outcome="unknown",rule="default"} 3`)
 }
 
 // TestEventWithoutASource: an Event that names no Source is counted under
@@ -203,4 +200,79 @@ func BenchmarkObserve(b *testing.B) {
 			m.Observe(e)
 		}
 	})
+}
+
+// TestScrapeEqualsTheServicesDecisionsConcurrently: a service reporting to
+// the metrics decides from many goroutines, with the clock frozen, on a
+// rule of 10 per minute and a rule of 4 per minute in shadow mode; a scrape
+// then holds exactly the decisions the callers got, by rule and outcome.
+func TestScrapeEqualsTheServicesDecisionsConcurrently(t *testing.T) {
+	rules, err := service.LoadRules(strings.NewReader(`{
+	  "default": [{"algorithm": "TokenBucket", "limit": 10, "window": "1m"}],
+	  "apis":    {"new": [{"algorithm": "FixedWindow", "limit": 4, "window": "1m", "shadow": true}]}
+	}`))
+	require.NoError(t, err)
+	m := hotlimitprom.New()
+	reg := prometheus.NewPedanticRegistry()
+	require.NoError(t, reg.Register(m))
+	var now atomic.Int64 // frozen
+	svc, err := service.NewFromRules(rules, hotlimit.WithClock(now.Load), hotlimit.WithObserver(m))
+	require.NoError(t, err)
+
+	goroutines, each := 8, 200
+	if testing.Short() {
+		each = 20
+	}
+	var passedOld, passedNew atomic.Int64
+	var wg sync.WaitGroup
+	for g := range goroutines {
+		wg.Go(func() {
+			for i := range each {
+				if (g+i)%2 == 0 {
+					if svc.Allow("u", "old") {
+						passedOld.Add(1)
+					}
+				} else if svc.Take("u", "new", 1).Allowed {
+					passedNew.Add(1)
+				}
+			}
+		})
+	}
+	wg.Wait()
+	half := float64(goroutines * each / 2)
+	require.EqualValues(t, 10, passedOld.Load(), "the default passes its limit")
+	require.EqualValues(t, half, passedNew.Load(), "a shadow limit denies no one")
+
+	value := func(name, rule, outcome string) float64 {
+		families, err := reg.Gather()
+		require.NoError(t, err)
+		for _, f := range families {
+			if f.GetName() != name {
+				continue
+			}
+			for _, s := range f.GetMetric() {
+				labels := map[string]string{}
+				for _, l := range s.GetLabel() {
+					labels[l.GetName()] = l.GetValue()
+				}
+				if labels["rule"] == rule && labels["outcome"] == outcome {
+					return s.GetCounter().GetValue()
+				}
+			}
+		}
+		t.Fatalf("no %s{rule=%q,outcome=%q}", name, rule, outcome)
+		return 0
+	}
+	newRule := `apis["new"]`
+	for _, name := range []string{"hotlimit_decisions_total", "hotlimit_requests_total"} {
+		// 10 per minute: Remaining 9..3 allowed, 2..0 near the limit.
+		assert.Equal(t, 7.0, value(name, "default", "allowed"), name)
+		assert.Equal(t, 3.0, value(name, "default", "near_limit"), name)
+		assert.Equal(t, half-10, value(name, "default", "denied"), name)
+		// 4 per minute: Remaining 3..1 allowed, 0 near the limit.
+		assert.Equal(t, 3.0, value(name, newRule, "allowed"), name)
+		assert.Equal(t, 1.0, value(name, newRule, "near_limit"), name)
+		assert.Equal(t, half-4, value(name, newRule, "shadow_denied"), name)
+		assert.Zero(t, value(name, newRule, "denied"), name)
+	}
 }

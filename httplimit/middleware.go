@@ -104,7 +104,9 @@ func WithObserver(f func(Event)) Option {
 // WithDryRun, when on, lets every request through: the middleware still takes
 // from the limiter, sets the RateLimit fields and reports each decision to the
 // observer (with Event.DryRun set), but never denies and never sets
-// Retry-After.
+// Retry-After. The service's own observer (hotlimit.WithObserver) does not
+// know of it and counts the requests it lets through as denied; a limit in
+// shadow mode (Config.Shadow) is counted as shadow_denied instead.
 func WithDryRun(on bool) Option {
 	return func(o *options) { o.dryRun = on }
 }

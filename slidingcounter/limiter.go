@@ -216,7 +216,9 @@ func (l *Limiter) report(key string, n int) hotlimit.Decision {
 	return d
 }
 
-// Len returns the number of keys held.
+// Len returns the number of keys held. While keys are inserted or deleted,
+// it counts them one stripe of counters at a time, so it can be off by the
+// insertions and deletions made during the call.
 func (l *Limiter) Len() int {
 	return l.cells.Len()
 }

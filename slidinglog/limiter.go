@@ -558,7 +558,9 @@ func (c *cell) expiredAt(base, k uint64, cutoff int64) (expired, dead bool) {
 	return packed.IsRefunded(v) || tv <= cutoff, v == packed.StampDead
 }
 
-// Len returns the number of keys held.
+// Len returns the number of keys held. While keys are inserted or deleted,
+// it counts them one stripe of counters at a time, so it can be off by the
+// insertions and deletions made during the call.
 func (l *Limiter) Len() int {
 	return l.cells.Len()
 }

@@ -485,7 +485,9 @@ func (m *Map[C]) Sweep(kill func(*C) bool) int {
 	return deleted
 }
 
-// Len returns the number of keys held.
+// Len returns the number of keys held. While keys are inserted or deleted,
+// it counts them one stripe of counters at a time, so it can be off by the
+// insertions and deletions made during the call.
 func (m *Map[C]) Len() int {
 	return m.cells.Size()
 }

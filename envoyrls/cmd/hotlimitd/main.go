@@ -15,6 +15,10 @@
 // SIGTERM and SIGINT drain both servers before exiting; a second signal
 // ends the process at once.
 //
+// Memory: -max-keys N caps the keys each rule holds (a new descriptor value
+// past N evicts an idle key or, with none idle, is over the limit), for
+// values an attacker chooses; /metrics shows the keys held as hotlimit_keys.
+//
 // Redis: -redis names the address (several, or -redis-cluster, for a
 // cluster); -redis-password (or HOTLIMITD_REDIS_PASSWORD), -redis-tls and
 // -redis-tls-skip-verify connect; -redis-lease N lets each replica take N
@@ -82,7 +86,7 @@ type flags struct {
 	redisCluster, redisTLS, tlsInsecure bool
 	allOrNothing                        bool
 	reload, drain                       time.Duration
-	lease                               int
+	lease, maxKeys                      int
 	leaseTTL, redisTimeout              time.Duration
 }
 
@@ -107,6 +111,7 @@ func parse(args []string, out io.Writer) (*flags, error) {
 	fs.StringVar(&f.headers, "headers", "none", "response headers: none, reference, draft or both")
 	fs.DurationVar(&f.reload, "reload-interval", time.Second, "how often the config directory is polled; 0 turns reloading off")
 	fs.DurationVar(&f.drain, "drain", 10*time.Second, "how long shutdown waits for requests in flight")
+	fs.IntVar(&f.maxKeys, "max-keys", 0, "most keys a rule holds in memory (with -redis, in the -redis-failure local fallback); a new key past it is over the limit unless an idle key makes room; 0 for no cap")
 	fs.StringVar(&f.logLevel, "log-level", "info", "debug, info, warn or error")
 	var envErr error
 	fs.VisitAll(func(fl *flag.Flag) {
@@ -133,8 +138,9 @@ func parse(args []string, out io.Writer) (*flags, error) {
 }
 
 // options turns the flags into the server's options; close releases the
-// Redis client.
-func (f *flags) options(log *slog.Logger) (opts []envoyrls.Option, close func(), err error) {
+// Redis client. fallbacks, when not nil, hears of every decision Redis could
+// not make.
+func (f *flags) options(log *slog.Logger, fallbacks hotlimit.FallbackObserver) (opts []envoyrls.Option, close func(), err error) {
 	switch f.headers {
 	case "none":
 	case "reference":
@@ -147,6 +153,12 @@ func (f *flags) options(log *slog.Logger) (opts []envoyrls.Option, close func(),
 		return nil, nil, fmt.Errorf("-headers %q: want none, reference, draft or both", f.headers)
 	}
 	opts = append(opts, envoyrls.WithAllOrNothing(f.allOrNothing), envoyrls.WithLogger(log))
+	switch {
+	case f.maxKeys < 0:
+		return nil, nil, fmt.Errorf("-max-keys %d: want 0 (no cap) or more", f.maxKeys)
+	case f.maxKeys > 0:
+		opts = append(opts, envoyrls.WithLimiterOptions(hotlimit.WithMaxKeys(f.maxKeys)))
+	}
 	if f.redisAddr == "" {
 		return opts, func() {}, nil
 	}
@@ -175,6 +187,9 @@ func (f *flags) options(log *slog.Logger) (opts []envoyrls.Option, close func(),
 	if f.lease > 0 {
 		ropts = append(ropts, redislimit.WithLease(f.lease, f.leaseTTL))
 	}
+	if fallbacks != nil {
+		ropts = append(ropts, hotlimit.WithObserver(fallbacks))
+	}
 	factory := redislimit.Factory(client, ropts...)
 	opts = append(opts,
 		envoyrls.WithLimiterOptions(hotlimit.WithFactory(factory)),
@@ -201,7 +216,7 @@ func run(ctx context.Context, args []string, stderr io.Writer, ready func(grpcAd
 		return err
 	}
 	metrics := envoyrls.NewMetrics()
-	opts, closeRedis, err := f.options(log)
+	opts, closeRedis, err := f.options(log, metrics)
 	if err != nil {
 		return err
 	}
@@ -211,6 +226,7 @@ func run(ctx context.Context, args []string, stderr io.Writer, ready func(grpcAd
 		return err
 	}
 	metrics.ConfigLoaded(true)
+	metrics.WatchKeys("hotlimitd", srv.Len)
 	for _, w := range cfg.Warnings() {
 		log.Warn("config warning", "dir", f.config, "warning", w)
 	}

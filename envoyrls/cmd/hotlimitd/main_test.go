@@ -5,6 +5,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"fmt"
 	"io"
 	"net"
 	"net/http"
@@ -175,11 +176,51 @@ func TestFlags(t *testing.T) {
 	require.NoError(t, err)
 	assert.Equal(t, ":1", f.grpcAddr, "the command line wins")
 	f.redisAddr, f.failure = "127.0.0.1:1", "sometimes"
-	_, _, err = f.options(nil)
+	_, _, err = f.options(nil, nil)
 	assert.ErrorContains(t, err, `-redis-failure "sometimes"`)
 	f.headers = "all"
-	_, _, err = f.options(nil)
+	_, _, err = f.options(nil, nil)
 	assert.ErrorContains(t, err, `-headers "all"`)
+}
+
+// TestMaxKeysFlag: -max-keys caps the keys a rule holds: with two keys held
+// and neither idle, a third descriptor value is over the limit, where it
+// passes without the flag; /metrics shows the keys held as hotlimit_keys.
+// A negative cap is refused.
+func TestMaxKeysFlag(t *testing.T) {
+	for _, maxKeys := range []string{"2", "0"} {
+		t.Run("max-keys="+maxKeys, func(t *testing.T) {
+			dir := t.TempDir()
+			writeRule(t, dir, "5")
+			srv := startServer(t, []string{"-config", dir, "-grpc", "127.0.0.1:0", "-http", "127.0.0.1:0", "-max-keys", maxKeys}, io.Discard)
+			client := pb.NewRateLimitServiceClient(srv.conn)
+			code := func(ip string) pb.RateLimitResponse_Code {
+				resp, err := client.ShouldRateLimit(context.Background(), &pb.RateLimitRequest{Domain: "web", Descriptors: []*rlext.RateLimitDescriptor{{
+					Entries: []*rlext.RateLimitDescriptor_Entry{{Key: "ip", Value: ip}},
+				}}})
+				require.NoError(t, err)
+				return resp.OverallCode
+			}
+			assert.Equal(t, pb.RateLimitResponse_OK, code("10.0.0.1"))
+			assert.Equal(t, pb.RateLimitResponse_OK, code("10.0.0.2"))
+			want, keys := pb.RateLimitResponse_OVER_LIMIT, 2
+			if maxKeys == "0" {
+				want, keys = pb.RateLimitResponse_OK, 3
+			}
+			assert.Equal(t, want, code("10.0.0.3"), "a third key")
+			assert.Equal(t, pb.RateLimitResponse_OK, code("10.0.0.1"), "a key held still counts")
+
+			res, err := http.Get("http://" + srv.http + "/metrics")
+			require.NoError(t, err)
+			body, _ := io.ReadAll(res.Body)
+			res.Body.Close()
+			assert.Contains(t, string(body), fmt.Sprintf(`hotlimit_keys{limiter="hotlimitd"} %d`, keys))
+		})
+	}
+	f, err := parse([]string{"-config", "x", "-max-keys", "-1"}, io.Discard)
+	require.NoError(t, err)
+	_, _, err = f.options(nil, nil)
+	assert.ErrorContains(t, err, "-max-keys -1")
 }
 
 // TestRedisLeaseFlag: the lease reaches redislimit, which rejects a lease
@@ -194,8 +235,9 @@ func TestRedisLeaseFlag(t *testing.T) {
 }
 
 // startRedis starts a redis-server with password pass on a free loopback
-// port; without redis-server the test is skipped, except in CI.
-func startRedis(t *testing.T, pass string) string {
+// port and returns its address and process; without redis-server the test
+// is skipped, except in CI.
+func startRedis(t *testing.T, pass string) (string, *exec.Cmd) {
 	bin, err := exec.LookPath("redis-server")
 	if err != nil {
 		if os.Getenv("CI") != "" {
@@ -218,7 +260,7 @@ func startRedis(t *testing.T, pass string) string {
 		}
 		return err == nil
 	}, 10*time.Second, 20*time.Millisecond)
-	return addr
+	return addr, cmd
 }
 
 // TestRedisFlags: hotlimitd on a password-protected Redis decides there;
@@ -226,7 +268,7 @@ func startRedis(t *testing.T, pass string) string {
 // reference's answer, which Envoy allows unless failure_mode_deny), and
 // with -redis-failure open it is answered OK.
 func TestRedisFlags(t *testing.T) {
-	addr := startRedis(t, "s3cret")
+	addr, _ := startRedis(t, "s3cret")
 	dir := t.TempDir()
 	writeRule(t, dir, "1")
 	start := func(extra ...string) pb.RateLimitServiceClient {
@@ -252,6 +294,41 @@ func TestRedisFlags(t *testing.T) {
 	resp, err = open.ShouldRateLimit(context.Background(), req)
 	require.NoError(t, err)
 	assert.Equal(t, pb.RateLimitResponse_OK, resp.OverallCode)
+}
+
+// TestRedisFallbacksOnMetrics: once Redis is gone, the requests that
+// -redis-failure answers instead show on /metrics as
+// hotlimit_fallbacks_total, by reason.
+func TestRedisFallbacksOnMetrics(t *testing.T) {
+	addr, redisServer := startRedis(t, "s3cret")
+	dir := t.TempDir()
+	writeRule(t, dir, "5")
+	srv := startServer(t, []string{"-config", dir, "-grpc", "127.0.0.1:0", "-http", "127.0.0.1:0", "-redis", addr,
+		"-redis-password", "s3cret", "-redis-timeout", "10s", "-redis-failure", "open", "-redis-prefix", t.Name() + ":"}, io.Discard)
+	client := pb.NewRateLimitServiceClient(srv.conn)
+	req := &pb.RateLimitRequest{Domain: "web", Descriptors: []*rlext.RateLimitDescriptor{{Entries: []*rlext.RateLimitDescriptor_Entry{{Key: "ip", Value: "1"}}}}}
+	scrape := func() string {
+		res, err := http.Get("http://" + srv.http + "/metrics")
+		require.NoError(t, err)
+		defer res.Body.Close()
+		body, err := io.ReadAll(res.Body)
+		require.NoError(t, err)
+		return string(body)
+	}
+
+	resp, err := client.ShouldRateLimit(context.Background(), req)
+	require.NoError(t, err)
+	require.Equal(t, pb.RateLimitResponse_OK, resp.OverallCode)
+	assert.NotContains(t, scrape(), "hotlimit_fallbacks_total{", "Redis decided")
+
+	require.NoError(t, redisServer.Process.Kill())
+	_ = redisServer.Wait()
+	for range 2 {
+		resp, err = client.ShouldRateLimit(context.Background(), req)
+		require.NoError(t, err)
+		assert.Equal(t, pb.RateLimitResponse_OK, resp.OverallCode, "-redis-failure open lets it through")
+	}
+	assert.Contains(t, scrape(), `hotlimit_fallbacks_total{backend="redis",reason="error"} 2`)
 }
 
 // TestRedisTimeoutFlag: -redis-timeout bounds the wait for a Redis that
