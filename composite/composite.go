@@ -2,6 +2,7 @@ package composite
 
 import (
 	"fmt"
+	"reflect"
 
 	"github.com/hotlimit/hotlimit"
 )
@@ -20,9 +21,11 @@ var _ hotlimit.Refunder = (*Limiter)(nil)
 
 // New returns a composite of children, asked in the order given (put the
 // child that denies most often first: a denial refunds the children before
-// it). There must be between 1 and MaxChildren children, none nil, and each
-// must implement hotlimit.Refunder; otherwise New returns an error that says
-// which child and wraps hotlimit.ErrInvalidConfig.
+// it). There must be between 1 and MaxChildren children, none nil, each
+// must implement hotlimit.Refunder, and none may be given twice (the same
+// limiter twice would count every request twice under the same key);
+// otherwise New returns an error that says which child and wraps
+// hotlimit.ErrInvalidConfig.
 func New(children ...hotlimit.Limiter) (*Limiter, error) {
 	if len(children) == 0 || len(children) > MaxChildren {
 		return nil, fmt.Errorf("composite: %d children out of range [1, %d]: %w", len(children), MaxChildren, hotlimit.ErrInvalidConfig)
@@ -37,9 +40,35 @@ func New(children ...hotlimit.Limiter) (*Limiter, error) {
 			return nil, fmt.Errorf("composite: child %d (%T) is not a hotlimit.Refunder: it could not give back what it took when another child denies: %w",
 				i, c, hotlimit.ErrInvalidConfig)
 		}
+		if j := sameAs(children[:i], c); j >= 0 {
+			return nil, fmt.Errorf("composite: child %d is child %d again (%T): a request would count twice in it: %w",
+				i, j, c, hotlimit.ErrInvalidConfig)
+		}
 		l.children[i] = r
 	}
 	return l, nil
+}
+
+// sameAs returns the index of the limiter of earlier that is c, or -1. A
+// limiter whose type is not comparable (a struct holding a slice, say) is
+// never the same as another, as == on it would panic; nor is one of zero
+// size or pointing to zero bytes (unlimited.Limiter), which holds no state
+// to count twice, and whose distinct values Go may make equal.
+func sameAs(earlier []hotlimit.Limiter, c hotlimit.Limiter) int {
+	t := reflect.TypeOf(c)
+	size := t.Size()
+	if t.Kind() == reflect.Pointer {
+		size = t.Elem().Size()
+	}
+	if !t.Comparable() || size == 0 {
+		return -1
+	}
+	for j, e := range earlier {
+		if reflect.TypeOf(e) == reflect.TypeOf(c) && e == c {
+			return j
+		}
+	}
+	return -1
 }
 
 // Allow reports whether one request from key passes every child, and counts

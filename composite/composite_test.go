@@ -17,6 +17,7 @@ import (
 	"github.com/hotlimit/hotlimit/fixedwindow"
 	"github.com/hotlimit/hotlimit/internal/limitertest"
 	"github.com/hotlimit/hotlimit/tokenbucket"
+	"github.com/hotlimit/hotlimit/unlimited"
 )
 
 // plain is a Limiter that is not a Refunder.
@@ -28,9 +29,12 @@ func (plain) Take(string, int) hotlimit.Decision { return hotlimit.Decision{Allo
 func TestNewErrors(t *testing.T) {
 	tb, err := tokenbucket.New(100, time.Second)
 	require.NoError(t, err)
+	fw, err := fixedwindow.New(100, time.Second)
+	require.NoError(t, err)
 	many := make([]hotlimit.Limiter, composite.MaxChildren+1)
 	for i := range many {
-		many[i] = tb
+		many[i], err = tokenbucket.New(100, time.Second)
+		require.NoError(t, err)
 	}
 	for i, tc := range []struct {
 		children []hotlimit.Limiter
@@ -40,6 +44,8 @@ func TestNewErrors(t *testing.T) {
 		{many, "composite: 17 children out of range [1, 16]"},
 		{[]hotlimit.Limiter{tb, nil}, "composite: child 1 is nil"},
 		{[]hotlimit.Limiter{plain{}}, "composite: child 0 (composite_test.plain) is not a hotlimit.Refunder"},
+		{[]hotlimit.Limiter{tb, tb}, "composite: child 1 is child 0 again (*tokenbucket.Limiter)"},
+		{[]hotlimit.Limiter{tb, fw, tb}, "composite: child 2 is child 0 again (*tokenbucket.Limiter)"},
 	} {
 		_, err := composite.New(tc.children...)
 		require.Error(t, err, "case %d", i)
@@ -47,6 +53,64 @@ func TestNewErrors(t *testing.T) {
 		assert.Contains(t, err.Error(), tc.msg, "case %d", i)
 	}
 	c, err := composite.New(many[:composite.MaxChildren]...)
+	require.NoError(t, err)
+	assert.True(t, c.Allow("k"))
+}
+
+// TestSameChildTwiceIsRejected: a limiter given twice would count every
+// request twice under the same key, so a composite of it and 10 per second
+// would pass 5; New refuses it, and a composite of distinct limiters of the
+// same policy counts each request once in each.
+func TestSameChildTwiceIsRejected(t *testing.T) {
+	var now atomic.Int64
+	a, err := tokenbucket.New(10, time.Second, hotlimit.WithClock(now.Load))
+	require.NoError(t, err)
+	_, err = composite.New(a, a)
+	require.ErrorIs(t, err, hotlimit.ErrInvalidConfig)
+	assert.Contains(t, err.Error(), "child 1 is child 0 again")
+
+	b, err := tokenbucket.New(10, time.Second, hotlimit.WithClock(now.Load))
+	require.NoError(t, err)
+	c, err := composite.New(a, b)
+	require.NoError(t, err)
+	passed := 0
+	for range 20 {
+		if c.Allow("k") {
+			passed++
+		}
+	}
+	assert.Equal(t, 10, passed, "each request counted once in each child")
+}
+
+// unhashable is a Refunder of a type that == cannot compare.
+type unhashable struct{ tags []string }
+
+func (unhashable) Allow(string) bool                  { return true }
+func (unhashable) Take(string, int) hotlimit.Decision { return hotlimit.Decision{Allowed: true} }
+func (unhashable) TakeReceipt(string, int) (hotlimit.Decision, hotlimit.Receipt) {
+	return hotlimit.Decision{Allowed: true}, hotlimit.Receipt{}
+}
+func (unhashable) Refund(string, hotlimit.Receipt) {}
+
+// TestChildOfAnIncomparableTypeIsAccepted: New's check for a child given
+// twice never panics on a child that == cannot compare.
+func TestChildOfAnIncomparableTypeIsAccepted(t *testing.T) {
+	u := unhashable{tags: []string{"x"}}
+	var c *composite.Limiter
+	var err error
+	require.NotPanics(t, func() { c, err = composite.New(u, u) })
+	require.NoError(t, err)
+	assert.True(t, c.Allow("k"))
+}
+
+// TestStatelessChildrenOfZeroSizeAreAccepted: two distinct unlimited
+// limiters, which Go may give one address, are not the same child twice.
+func TestStatelessChildrenOfZeroSizeAreAccepted(t *testing.T) {
+	a, err := unlimited.New()
+	require.NoError(t, err)
+	b, err := unlimited.New()
+	require.NoError(t, err)
+	c, err := composite.New(a, b)
 	require.NoError(t, err)
 	assert.True(t, c.Allow("k"))
 }

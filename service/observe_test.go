@@ -403,3 +403,45 @@ func TestLenAndSweepCountTakeWithKeys(t *testing.T) {
 	assert.Equal(t, 11, s.Sweep(), "every key is idle")
 	assert.Zero(t, s.Len())
 }
+
+// TestNearLimitIsAShareOfTheBurst: a rule of 100 per minute with a burst of
+// 10 has at most 10 Remaining, so it is near its limit when 2 or fewer are
+// left (20% of the burst), not at every request; the same through Allow,
+// Take and a rule of several limits.
+func TestNearLimitIsAShareOfTheBurst(t *testing.T) {
+	bursty := hotlimit.Config{Algorithm: hotlimit.TokenBucket, Limit: 100, Window: time.Minute, Burst: 10}
+	daily := hotlimit.Config{Algorithm: hotlimit.FixedWindow, Limit: 100000, Window: 24 * time.Hour}
+	for _, tc := range []struct {
+		name  string
+		rules service.Rules
+		take  bool
+	}{
+		{"Allow", service.Rules{Default: service.Limits{bursty}}, false},
+		{"Take", service.Rules{Default: service.Limits{bursty}}, true},
+		{"several", service.Rules{Default: service.Limits{bursty, daily}}, true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var outcomes []hotlimit.Outcome
+			obs := hotlimit.ObserverFunc(func(e hotlimit.Event) { outcomes = append(outcomes, e.Outcome) })
+			clock, _ := frozen(int64(time.Hour))
+			s, err := service.NewFromRules(tc.rules, clock, hotlimit.WithObserver(obs))
+			require.NoError(t, err)
+			for range 11 {
+				if tc.take {
+					s.Take("alice", "GET /", 1)
+				} else {
+					s.Allow("alice", "GET /")
+				}
+			}
+			want := []hotlimit.Outcome{}
+			for range 7 { // Remaining 9 .. 3
+				want = append(want, hotlimit.OutcomeAllowed)
+			}
+			for range 3 { // Remaining 2, 1, 0
+				want = append(want, hotlimit.OutcomeNearLimit)
+			}
+			want = append(want, hotlimit.OutcomeDenied)
+			assert.Equal(t, want, outcomes)
+		})
+	}
+}
