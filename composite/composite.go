@@ -2,6 +2,7 @@ package composite
 
 import (
 	"fmt"
+	"reflect"
 
 	"github.com/hotlimit/hotlimit"
 )
@@ -20,17 +21,23 @@ var _ hotlimit.Refunder = (*Limiter)(nil)
 
 // New returns a composite of children, asked in the order given (put the
 // child that denies most often first: a denial refunds the children before
-// it). There must be between 1 and MaxChildren children, none nil, and each
-// must implement hotlimit.Refunder; otherwise New returns an error that says
-// which child and wraps hotlimit.ErrInvalidConfig.
+// it). There must be between 1 and MaxChildren children, none nil (nor a nil
+// pointer such as a (*tokenbucket.Limiter)(nil)), none given twice (it would
+// count every request twice, and deny for ever a request of more than half
+// its burst while telling to retry), and each must implement
+// hotlimit.Refunder; otherwise New returns an error that says which child and
+// wraps hotlimit.ErrInvalidConfig.
 func New(children ...hotlimit.Limiter) (*Limiter, error) {
 	if len(children) == 0 || len(children) > MaxChildren {
 		return nil, fmt.Errorf("composite: %d children out of range [1, %d]: %w", len(children), MaxChildren, hotlimit.ErrInvalidConfig)
 	}
 	l := &Limiter{children: make([]hotlimit.Refunder, len(children))}
 	for i, c := range children {
-		if c == nil {
+		if isNil(c) {
 			return nil, fmt.Errorf("composite: child %d is nil: %w", i, hotlimit.ErrInvalidConfig)
+		}
+		if j := indexOf(children[:i], c); j >= 0 {
+			return nil, fmt.Errorf("composite: child %d is child %d again: it would count every request twice: %w", i, j, hotlimit.ErrInvalidConfig)
 		}
 		r, ok := c.(hotlimit.Refunder)
 		if !ok {
@@ -40,6 +47,34 @@ func New(children ...hotlimit.Limiter) (*Limiter, error) {
 		l.children[i] = r
 	}
 	return l, nil
+}
+
+// isNil reports whether c is nil or holds a nil pointer, as a limiter
+// declared and never built does: its methods would dereference it.
+func isNil(c hotlimit.Limiter) bool {
+	if c == nil {
+		return true
+	}
+	v := reflect.ValueOf(c)
+	return v.Kind() == reflect.Pointer && v.IsNil()
+}
+
+// indexOf returns the index of the first of cs equal to c, or -1. Values of
+// a type that is not comparable (== would panic on them) equal nothing, and
+// neither do those without state, of zero size or pointing to zero size
+// (unlimited.New's): distinct ones may compare equal, and counting twice in
+// them changes nothing.
+func indexOf(cs []hotlimit.Limiter, c hotlimit.Limiter) int {
+	t := reflect.TypeOf(c)
+	if !t.Comparable() || t.Size() == 0 || t.Kind() == reflect.Pointer && t.Elem().Size() == 0 {
+		return -1
+	}
+	for i, d := range cs {
+		if reflect.TypeOf(d) == reflect.TypeOf(c) && d == c {
+			return i
+		}
+	}
+	return -1
 }
 
 // Allow reports whether one request from key passes every child, and counts
