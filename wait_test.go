@@ -178,3 +178,36 @@ func TestWaitRealTimer(t *testing.T) {
 	assert.True(t, errors.Is(err, context.Canceled))
 	assert.Less(t, time.Since(start), time.Second)
 }
+
+// denier denies every request, reporting with RetryAfter 0 (as a report of
+// n == 0 may), and counts the calls.
+type denier struct{ calls atomic.Int64 }
+
+func (d *denier) Allow(string) bool { d.calls.Add(1); return false }
+func (d *denier) Take(_ string, n int) hotlimit.Decision {
+	d.calls.Add(1)
+	if n == 0 {
+		return hotlimit.Decision{Limit: 1}
+	}
+	return hotlimit.Decision{Limit: 1, RetryAfter: time.Second}
+}
+
+// TestWaitZeroReturnsAtOnce: WaitN of 0 returns nil without asking the
+// limiter, even one that reports the key denied, instead of sleeping and
+// asking again for as long as the context lasts.
+func TestWaitZeroReturnsAtOnce(t *testing.T) {
+	var d denier
+	sleeps := 0
+	err := hotlimit.WaitN(context.Background(), &d, "k", 0, hotlimit.WithSleep(func(ctx context.Context, _ time.Duration) error {
+		if sleeps++; sleeps > 10 {
+			return context.Canceled // the bug: it would sleep for ever
+		}
+		return nil
+	}))
+	assert.NoError(t, err)
+	assert.Zero(t, sleeps)
+	assert.Zero(t, d.calls.Load())
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	assert.ErrorIs(t, hotlimit.WaitN(ctx, &d, "k", 0), context.Canceled, "a done context still wins")
+}
