@@ -1,0 +1,140 @@
+package hotlimit_test
+
+import (
+	"math"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/hotlimit/hotlimit"
+	"github.com/hotlimit/hotlimit/fixedwindow"
+	"github.com/hotlimit/hotlimit/internal/models"
+	"github.com/hotlimit/hotlimit/slidingcounter"
+	"github.com/hotlimit/hotlimit/slidinglog"
+)
+
+// model is a sequential reference model of internal/models.
+type model interface {
+	Take(key string, n int, now int64) hotlimit.Decision
+	Sweep(now int64) int
+	Len() int
+}
+
+// keyedLimiter is a limiter of this module, through its public API.
+type keyedLimiter interface {
+	hotlimit.Limiter
+	Len() int
+	Sweep() int
+}
+
+// exactAlgorithms are the algorithms whose limiters decide exactly as their
+// models, field by field, through the public API alone (the token bucket
+// counts in fixed point and GCRA in ticks, so their models need the
+// limiter's internals; their packages' differential tests compare them).
+var exactAlgorithms = []struct {
+	a     hotlimit.Algorithm
+	new   func(limit int, window time.Duration, opts ...hotlimit.Option) (keyedLimiter, error)
+	model func(limit int, window time.Duration) model
+}{
+	{hotlimit.FixedWindow,
+		func(l int, w time.Duration, o ...hotlimit.Option) (keyedLimiter, error) { return fixedwindow.New(l, w, o...) },
+		func(l int, w time.Duration) model { return models.NewFixedWindow(l, w) }},
+	{hotlimit.SlidingCounter,
+		func(l int, w time.Duration, o ...hotlimit.Option) (keyedLimiter, error) { return slidingcounter.New(l, w, o...) },
+		func(l int, w time.Duration) model { return models.NewSlidingCounter(l, w) }},
+	{hotlimit.SlidingLog,
+		func(l int, w time.Duration, o ...hotlimit.Option) (keyedLimiter, error) { return slidinglog.New(l, w, o...) },
+		func(l int, w time.Duration) model { return models.NewSlidingLog(l, w) }},
+}
+
+// fuzzKeys are the keys a fuzzed sequence uses: the empty key, keys that
+// differ only by a NUL byte, and a long one.
+var fuzzKeys = []string{"", "\x00", "a", "a\x00", strings.Repeat("k", 1<<16)}
+
+// FuzzLimitersAgreeWithModels plays a fuzzed sequence of clock steps (back
+// ones included), Take and Allow calls with any count (negative, zero, above
+// the limit, math.MinInt and math.MaxInt) and Sweeps, on a limiter of any
+// policy its Range accepts, and on the sequential model: every Decision,
+// Sweep count and Len must agree, and no call may panic. A policy outside
+// the Range must be refused with an error wrapping ErrInvalidConfig, as
+// Config.Validate refuses it.
+func FuzzLimitersAgreeWithModels(f *testing.F) {
+	f.Add(uint8(0), int64(3), int64(time.Second), int64(0), []byte{0, 1, 1, 0, 2, 0, 0, 3, 3, 2})
+	f.Add(uint8(1), int64(5), int64(time.Millisecond), int64(-1), []byte{1, 0, 5, 2, 1, 0, 7, 3, 255, 4, 0})
+	f.Add(uint8(2), int64(1), int64(366*24*time.Hour), int64(1)<<58, []byte{2, 2, 1, 1, 0, 1, 2, 2, 1, 3, 3, 0})
+	f.Add(uint8(2), int64(1<<16), int64(time.Millisecond), int64(7), []byte{0, 255, 2, 0, 254, 2, 5, 0, 9})
+	f.Add(uint8(1), int64(0), int64(0), int64(0), []byte{})
+	f.Add(uint8(0), int64(math.MaxInt64), int64(math.MaxInt64), int64(math.MinInt64), []byte{0})
+	f.Fuzz(func(t *testing.T, alg uint8, limit, window, start int64, ops []byte) {
+		impl := exactAlgorithms[int(alg)%len(exactAlgorithms)]
+		c := hotlimit.Config{Algorithm: impl.a, Limit: int(limit), Window: time.Duration(window)}
+		if int64(c.Limit) != limit {
+			t.Skip("limit does not fit an int")
+		}
+		var now atomic.Int64
+		// The clock starts within ±2^60 ns and each step moves it by at
+		// most 4 windows, 4·366 days: far from the ends of int64, where the
+		// models' arithmetic would overflow.
+		now.Store(start % (1 << 60))
+		lim, err := impl.new(c.Limit, c.Window, hotlimit.WithClock(now.Load))
+		if verr := c.Validate(); verr != nil {
+			require.Error(t, err, "%v: Validate refuses it (%v), the constructor must too", c, verr)
+			require.ErrorIs(t, err, hotlimit.ErrInvalidConfig)
+			return
+		}
+		require.NoError(t, err, "%v: Validate accepts it", c)
+		m := impl.model(c.Limit, c.Window)
+		w := int64(c.Window)
+		for i := 0; i+2 < len(ops) && i < 3*64; i += 3 {
+			op, arg, step := ops[i], ops[i+1], ops[i+2]
+			// The clock: a step of 0 to 3 windows and a fraction, or to the
+			// next boundary, or back.
+			switch step % 8 {
+			case 0:
+			case 1:
+				now.Add(int64(step >> 3))
+			case 2:
+				now.Add(w / int64(1+step>>3))
+			case 3:
+				now.Add(w - ((now.Load()%w)+w)%w)
+			case 4:
+				now.Add(int64(step>>3%4) * w)
+			case 5:
+				now.Add(-int64(step >> 3))
+			case 6:
+				now.Add(-w / int64(1+step>>3))
+			default:
+				now.Add(w - 1)
+			}
+			at := now.Load()
+			key := fuzzKeys[int(op>>4)%len(fuzzKeys)]
+			var n int
+			switch op % 8 {
+			case 0:
+				require.Equal(t, m.Sweep(at), lim.Sweep(), "op %d: Sweep at %d", i/3, at)
+				require.Equal(t, m.Len(), lim.Len(), "op %d: Len at %d", i/3, at)
+				continue
+			case 1:
+				require.Equal(t, m.Take(key, 1, at).Allowed, lim.Allow(key), "op %d: Allow(%q) at %d", i/3, key, at)
+				continue
+			case 2:
+				n = math.MinInt
+			case 3:
+				n = math.MaxInt
+			case 4:
+				n = c.Limit + int(arg%3) // at, or just above, the limit
+			case 5:
+				n = -int(arg % 3)
+			default:
+				n = int(arg)
+				if arg >= 128 {
+					n = c.Limit - int(arg-128)
+				}
+			}
+			require.Equal(t, m.Take(key, n, at), lim.Take(key, n), "op %d: Take(%.8q, %d) at %d", i/3, key, n, at)
+		}
+	})
+}
