@@ -40,13 +40,19 @@ var exactAlgorithms = []struct {
 	model func(limit int, window time.Duration) model
 }{
 	{hotlimit.FixedWindow,
-		func(l int, w time.Duration, o ...hotlimit.Option) (keyedLimiter, error) { return fixedwindow.New(l, w, o...) },
+		func(l int, w time.Duration, o ...hotlimit.Option) (keyedLimiter, error) {
+			return fixedwindow.New(l, w, o...)
+		},
 		func(l int, w time.Duration) model { return models.NewFixedWindow(l, w) }},
 	{hotlimit.SlidingCounter,
-		func(l int, w time.Duration, o ...hotlimit.Option) (keyedLimiter, error) { return slidingcounter.New(l, w, o...) },
+		func(l int, w time.Duration, o ...hotlimit.Option) (keyedLimiter, error) {
+			return slidingcounter.New(l, w, o...)
+		},
 		func(l int, w time.Duration) model { return models.NewSlidingCounter(l, w) }},
 	{hotlimit.SlidingLog,
-		func(l int, w time.Duration, o ...hotlimit.Option) (keyedLimiter, error) { return slidinglog.New(l, w, o...) },
+		func(l int, w time.Duration, o ...hotlimit.Option) (keyedLimiter, error) {
+			return slidinglog.New(l, w, o...)
+		},
 		func(l int, w time.Duration) model { return models.NewSlidingLog(l, w) }},
 }
 
