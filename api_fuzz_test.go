@@ -11,9 +11,12 @@ import (
 
 	"github.com/hotlimit/hotlimit"
 	"github.com/hotlimit/hotlimit/fixedwindow"
+	"github.com/hotlimit/hotlimit/gcra"
+	"github.com/hotlimit/hotlimit/internal/limitertest"
 	"github.com/hotlimit/hotlimit/internal/models"
 	"github.com/hotlimit/hotlimit/slidingcounter"
 	"github.com/hotlimit/hotlimit/slidinglog"
+	"github.com/hotlimit/hotlimit/tokenbucket"
 )
 
 // model is a sequential reference model of internal/models.
@@ -141,6 +144,80 @@ func FuzzLimitersAgreeWithModels(f *testing.F) {
 				}
 			}
 			require.Equal(t, m.Take(key, n, at), lim.Take(key, n), "op %d: Take(%.8q, %d) at %d", i/3, key, n, at)
+		}
+	})
+}
+
+// keyedAlgorithms builds a limiter of every keyed algorithm, with a burst for
+// those that take one (0: the limit).
+var keyedAlgorithms = []struct {
+	name string
+	new  func(limit, burst int, window time.Duration, opts ...hotlimit.Option) (keyedLimiter, error)
+}{
+	{"tokenbucket", func(l, b int, w time.Duration, o ...hotlimit.Option) (keyedLimiter, error) {
+		return tokenbucket.New(l, w, append(o, hotlimit.WithBurst(b))...)
+	}},
+	{"gcra", func(l, b int, w time.Duration, o ...hotlimit.Option) (keyedLimiter, error) {
+		return gcra.New(l, w, append(o, hotlimit.WithBurst(b))...)
+	}},
+	{"fixedwindow", func(l, _ int, w time.Duration, o ...hotlimit.Option) (keyedLimiter, error) {
+		return fixedwindow.New(l, w, o...)
+	}},
+	{"slidingcounter", func(l, _ int, w time.Duration, o ...hotlimit.Option) (keyedLimiter, error) {
+		return slidingcounter.New(l, w, o...)
+	}},
+	{"slidinglog", func(l, _ int, w time.Duration, o ...hotlimit.Option) (keyedLimiter, error) {
+		return slidinglog.New(l, w, o...)
+	}},
+}
+
+// FuzzRetryAfterIsHonest: whatever the policy and the calls before, on a
+// clock that never goes back, a Decision obeys the rules every Decision
+// obeys (limitertest.Problem), and a request denied with a RetryAfter other
+// than Never passes when asked again that much later, the key left alone
+// meanwhile: "wait this long and the same request can pass".
+func FuzzRetryAfterIsHonest(f *testing.F) {
+	f.Add(uint8(0), int64(5), int64(0), int64(time.Second), int64(0), []byte{1, 5, 1, 5, 3, 0, 1, 9})
+	f.Add(uint8(1), int64(3), int64(7), int64(time.Millisecond), int64(-5), []byte{7, 1, 7, 1, 2, 200, 1, 3})
+	f.Add(uint8(2), int64(2), int64(0), int64(time.Hour), int64(1)<<50, []byte{2, 0, 2, 0, 1, 7, 1, 1})
+	f.Add(uint8(3), int64(4), int64(0), int64(3*time.Millisecond), int64(11), []byte{4, 3, 1, 1, 4, 2, 1, 4})
+	f.Add(uint8(4), int64(6), int64(0), int64(time.Second), int64(0), []byte{6, 9, 3, 33, 2, 1, 6, 250})
+	f.Fuzz(func(t *testing.T, alg uint8, limit, burst, window, start int64, ops []byte) {
+		impl := keyedAlgorithms[int(alg)%len(keyedAlgorithms)]
+		if int64(int(limit)) != limit || int64(int(burst)) != burst {
+			t.Skip("does not fit an int")
+		}
+		var now atomic.Int64
+		now.Store(start % (1 << 61))
+		lim, err := impl.new(int(limit), int(burst), time.Duration(window), hotlimit.WithClock(now.Load))
+		if err != nil {
+			require.ErrorIs(t, err, hotlimit.ErrInvalidConfig)
+			return
+		}
+		keys := []string{"", "\x00", "k"}
+		for i := 0; i+1 < len(ops) && i < 2*64; i += 2 {
+			op, arg := ops[i], ops[i+1]
+			key := keys[int(op>>6)%len(keys)]
+			n := int(op & 63)
+			if op&63 == 63 {
+				n = -1
+			}
+			// A step forward: 0, or up to 255 ns, or up to 255/16 windows.
+			switch arg % 3 {
+			case 1:
+				now.Add(int64(arg))
+			case 2:
+				now.Add(window / 16 * int64(arg>>2))
+			}
+			d := lim.Take(key, n)
+			require.Empty(t, limitertest.Problem(d, n), "%s: Take(%q, %d) at %d: %+v", impl.name, key, n, now.Load(), d)
+			if d.Allowed || d.RetryAfter == hotlimit.Never {
+				continue
+			}
+			require.Less(t, d.RetryAfter, 4*366*24*time.Hour, "%s: Take(%q, %d) at %d: %+v", impl.name, key, n, now.Load(), d)
+			now.Add(int64(d.RetryAfter))
+			again := lim.Take(key, n)
+			require.True(t, again.Allowed, "%s: Take(%q, %d) denied with %+v, then %v later: %+v", impl.name, key, n, d, d.RetryAfter, again)
 		}
 	})
 }
