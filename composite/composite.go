@@ -94,8 +94,9 @@ func (l *Limiter) Take(key string, n int) hotlimit.Decision {
 }
 
 // TakeReceipt is Take, plus the receipt of what it took: n requests at the
-// earliest of the children's receipt times; the zero Receipt when denied or
-// n < 1. Give them back with Refund.
+// earliest of the receipt times of the children that counted them (a child
+// that counts nothing, as an unlimited one, gives no time); the zero Receipt
+// when denied or n < 1. Give them back with Refund.
 func (l *Limiter) TakeReceipt(key string, n int) (hotlimit.Decision, hotlimit.Receipt) {
 	if n < 1 {
 		return l.report(key, n, -1), hotlimit.Receipt{}
@@ -120,9 +121,16 @@ func (l *Limiter) TakeReceipt(key string, n int) (hotlimit.Decision, hotlimit.Re
 		receipts[i] = r
 		d = merge(d, cd, i == 0)
 	}
-	at := receipts[0].At
-	for _, r := range receipts[1:len(l.children)] {
-		at = min(at, r.At)
+	// The earliest time of the children that counted the requests: a child
+	// that counted none (an unlimited one) gives the zero Receipt, whose
+	// At 0 is no time of the clock's and, being earlier than every time a
+	// clock past 0 reads, would make every other child give back less.
+	var at int64
+	counted := false
+	for _, r := range receipts[:len(l.children)] {
+		if r.N > 0 && (!counted || r.At < at) {
+			at, counted = r.At, true
+		}
 	}
 	d.Allowed, d.RetryAfter = true, 0
 	return d, hotlimit.Receipt{N: n, At: at}
