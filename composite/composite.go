@@ -22,9 +22,10 @@ var _ hotlimit.Refunder = (*Limiter)(nil)
 // New returns a composite of children, asked in the order given (put the
 // child that denies most often first: a denial refunds the children before
 // it). There must be between 1 and MaxChildren children, none nil (nor a nil
-// pointer such as a (*tokenbucket.Limiter)(nil)), none given twice (it would
-// count every request twice, and deny for ever a request of more than half
-// its burst while telling to retry), and each must implement
+// pointer such as a (*tokenbucket.Limiter)(nil)), none given twice, nor
+// held twice through composites among the children (it would count every
+// request twice, and deny for ever a request of more than half its burst
+// while telling to retry), and each must implement
 // hotlimit.Refunder; otherwise New returns an error that says which child and
 // wraps hotlimit.ErrInvalidConfig.
 func New(children ...hotlimit.Limiter) (*Limiter, error) {
@@ -36,8 +37,10 @@ func New(children ...hotlimit.Limiter) (*Limiter, error) {
 		if isNil(c) {
 			return nil, fmt.Errorf("composite: child %d is nil: %w", i, hotlimit.ErrInvalidConfig)
 		}
-		if j := indexOf(children[:i], c); j >= 0 {
-			return nil, fmt.Errorf("composite: child %d is child %d again: it would count every request twice: %w", i, j, hotlimit.ErrInvalidConfig)
+		for j, d := range children[:i] {
+			if shares(c, d) {
+				return nil, fmt.Errorf("composite: child %d is child %d again, or holds a limiter it holds: it would count every request twice: %w", i, j, hotlimit.ErrInvalidConfig)
+			}
 		}
 		r, ok := c.(hotlimit.Refunder)
 		if !ok {
@@ -59,22 +62,42 @@ func isNil(c hotlimit.Limiter) bool {
 	return v.Kind() == reflect.Pointer && v.IsNil()
 }
 
-// indexOf returns the index of the first of cs equal to c, or -1. Values of
-// a type that is not comparable (== would panic on them) equal nothing, and
-// neither do those without state, of zero size or pointing to zero size
-// (unlimited.New's): distinct ones may compare equal, and counting twice in
-// them changes nothing.
-func indexOf(cs []hotlimit.Limiter, c hotlimit.Limiter) int {
-	t := reflect.TypeOf(c)
-	if !t.Comparable() || t.Size() == 0 || t.Kind() == reflect.Pointer && t.Elem().Size() == 0 {
-		return -1
-	}
-	for i, d := range cs {
-		if reflect.TypeOf(d) == reflect.TypeOf(c) && d == c {
-			return i
+// shares reports whether a and b are one limiter, or composites (nested to
+// any depth) of which one holds the other or both hold one limiter.
+func shares(a, b hotlimit.Limiter) bool {
+	for _, x := range leaves(a, nil) {
+		for _, y := range leaves(b, nil) {
+			if same(x, y) {
+				return true
+			}
 		}
 	}
-	return -1
+	return false
+}
+
+// leaves appends to dst c, and the children of c when c is a composite,
+// recursively.
+func leaves(c hotlimit.Limiter, dst []hotlimit.Limiter) []hotlimit.Limiter {
+	dst = append(dst, c)
+	if cl, ok := c.(*Limiter); ok {
+		for _, child := range cl.children {
+			dst = leaves(child, dst)
+		}
+	}
+	return dst
+}
+
+// same reports whether a and b are one limiter. Values of a type that is not
+// comparable (== would panic on them) are never the same, and neither are
+// those without state, of zero size or pointing to zero size (unlimited.New's):
+// distinct ones may compare equal, and counting twice in them changes
+// nothing.
+func same(a, b hotlimit.Limiter) bool {
+	t := reflect.TypeOf(a)
+	if t != reflect.TypeOf(b) || !t.Comparable() || t.Size() == 0 || t.Kind() == reflect.Pointer && t.Elem().Size() == 0 {
+		return false
+	}
+	return a == b
 }
 
 // Allow reports whether one request from key passes every child, and counts

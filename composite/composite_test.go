@@ -44,6 +44,9 @@ func TestNewErrors(t *testing.T) {
 		{[]hotlimit.Limiter{tb, nil}, "composite: child 1 is nil"},
 		{[]hotlimit.Limiter{tb, nilBucket}, "composite: child 1 is nil"},
 		{[]hotlimit.Limiter{many[0], tb, many[1], tb}, "composite: child 3 is child 1 again"},
+		{[]hotlimit.Limiter{many[2], nested(t, many[3], tb), nested(t, many[4], nested(t, tb))}, "composite: child 2 is child 1 again, or holds a limiter it holds"},
+		{[]hotlimit.Limiter{tb, nested(t, many[5], nested(t, tb))}, "composite: child 1 is child 0 again, or holds a limiter it holds"},
+		{[]hotlimit.Limiter{nested(t, many[6], tb), tb}, "composite: child 1 is child 0 again, or holds a limiter it holds"},
 		{[]hotlimit.Limiter{plain{}}, "composite: child 0 (composite_test.plain) is not a hotlimit.Refunder"},
 	} {
 		_, err := composite.New(tc.children...)
@@ -56,6 +59,14 @@ func TestNewErrors(t *testing.T) {
 	assert.True(t, c.Allow("k"))
 }
 
+// nested is a composite of children, for tests that nest composites.
+func nested(t *testing.T, children ...hotlimit.Limiter) *composite.Limiter {
+	t.Helper()
+	c, err := composite.New(children...)
+	require.NoError(t, err)
+	return c
+}
+
 // TestNewAcceptsStatelessTwins: children without state, which distinct
 // values of may compare equal, are not taken for one child given twice, nor
 // are values of a type == cannot compare.
@@ -64,7 +75,7 @@ func TestNewAcceptsStatelessTwins(t *testing.T) {
 	require.NoError(t, err)
 	u2, err := unlimited.New()
 	require.NoError(t, err)
-	c, err := composite.New(u1, u2, refunderFunc(nil), refunderFunc(nil))
+	c, err := composite.New(u1, u2, refunderFunc(nil), refunderFunc(nil), nested(t, u1, refunderFunc(nil)))
 	require.NoError(t, err)
 	assert.True(t, c.Allow("k"))
 }
