@@ -21,54 +21,83 @@ var _ hotlimit.Refunder = (*Limiter)(nil)
 
 // New returns a composite of children, asked in the order given (put the
 // child that denies most often first: a denial refunds the children before
-// it). There must be between 1 and MaxChildren children, none nil, each
-// must implement hotlimit.Refunder, and none may be given twice (the same
-// limiter twice would count every request twice under the same key);
-// otherwise New returns an error that says which child and wraps
-// hotlimit.ErrInvalidConfig.
+// it). There must be between 1 and MaxChildren children, none nil (nor a nil
+// pointer such as a (*tokenbucket.Limiter)(nil)), none given twice, nor
+// held twice through composites among the children (it would count every
+// request twice, and deny for ever a request of more than half its burst
+// while telling to retry), and each must implement
+// hotlimit.Refunder; otherwise New returns an error that says which child and
+// wraps hotlimit.ErrInvalidConfig.
 func New(children ...hotlimit.Limiter) (*Limiter, error) {
 	if len(children) == 0 || len(children) > MaxChildren {
 		return nil, fmt.Errorf("composite: %d children out of range [1, %d]: %w", len(children), MaxChildren, hotlimit.ErrInvalidConfig)
 	}
 	l := &Limiter{children: make([]hotlimit.Refunder, len(children))}
 	for i, c := range children {
-		if c == nil {
+		if isNil(c) {
 			return nil, fmt.Errorf("composite: child %d is nil: %w", i, hotlimit.ErrInvalidConfig)
+		}
+		for j, d := range children[:i] {
+			if shares(c, d) {
+				return nil, fmt.Errorf("composite: child %d is child %d again, or holds a limiter it holds: it would count every request twice: %w", i, j, hotlimit.ErrInvalidConfig)
+			}
 		}
 		r, ok := c.(hotlimit.Refunder)
 		if !ok {
 			return nil, fmt.Errorf("composite: child %d (%T) is not a hotlimit.Refunder: it could not give back what it took when another child denies: %w",
 				i, c, hotlimit.ErrInvalidConfig)
 		}
-		if j := sameAs(children[:i], c); j >= 0 {
-			return nil, fmt.Errorf("composite: child %d is child %d again (%T): a request would count twice in it: %w",
-				i, j, c, hotlimit.ErrInvalidConfig)
-		}
 		l.children[i] = r
 	}
 	return l, nil
 }
 
-// sameAs returns the index of the limiter of earlier that is c, or -1. A
-// limiter whose type is not comparable (a struct holding a slice, say) is
-// never the same as another, as == on it would panic; nor is one of zero
-// size or pointing to zero bytes (unlimited.Limiter), which holds no state
-// to count twice, and whose distinct values Go may make equal.
-func sameAs(earlier []hotlimit.Limiter, c hotlimit.Limiter) int {
-	t := reflect.TypeOf(c)
-	size := t.Size()
-	if t.Kind() == reflect.Pointer {
-		size = t.Elem().Size()
+// isNil reports whether c is nil or holds a nil pointer, as a limiter
+// declared and never built does: its methods would dereference it.
+func isNil(c hotlimit.Limiter) bool {
+	if c == nil {
+		return true
 	}
-	if !t.Comparable() || size == 0 {
-		return -1
-	}
-	for j, e := range earlier {
-		if reflect.TypeOf(e) == reflect.TypeOf(c) && e == c {
-			return j
+	v := reflect.ValueOf(c)
+	return v.Kind() == reflect.Pointer && v.IsNil()
+}
+
+// shares reports whether a and b are one limiter, or composites (nested to
+// any depth) of which one holds the other or both hold one limiter.
+func shares(a, b hotlimit.Limiter) bool {
+	for _, x := range leaves(a, nil) {
+		for _, y := range leaves(b, nil) {
+			if same(x, y) {
+				return true
+			}
 		}
 	}
-	return -1
+	return false
+}
+
+// leaves appends to dst c, and the children of c when c is a composite,
+// recursively.
+func leaves(c hotlimit.Limiter, dst []hotlimit.Limiter) []hotlimit.Limiter {
+	dst = append(dst, c)
+	if cl, ok := c.(*Limiter); ok {
+		for _, child := range cl.children {
+			dst = leaves(child, dst)
+		}
+	}
+	return dst
+}
+
+// same reports whether a and b are one limiter. Values of a type that is not
+// comparable (== would panic on them) are never the same, and neither are
+// those without state, of zero size or pointing to zero size (unlimited.New's):
+// distinct ones may compare equal, and counting twice in them changes
+// nothing.
+func same(a, b hotlimit.Limiter) bool {
+	t := reflect.TypeOf(a)
+	if t != reflect.TypeOf(b) || !t.Comparable() || t.Size() == 0 || t.Kind() == reflect.Pointer && t.Elem().Size() == 0 {
+		return false
+	}
+	return a == b
 }
 
 // Allow reports whether one request from key passes every child, and counts
@@ -88,8 +117,9 @@ func (l *Limiter) Take(key string, n int) hotlimit.Decision {
 }
 
 // TakeReceipt is Take, plus the receipt of what it took: n requests at the
-// earliest of the children's receipt times; the zero Receipt when denied or
-// n < 1. Give them back with Refund.
+// earliest of the receipt times of the children that counted them (a child
+// that counts nothing, as an unlimited one, gives no time); the zero Receipt
+// when denied or n < 1. Give them back with Refund.
 func (l *Limiter) TakeReceipt(key string, n int) (hotlimit.Decision, hotlimit.Receipt) {
 	if n < 1 {
 		return l.report(key, n, -1), hotlimit.Receipt{}
@@ -114,9 +144,16 @@ func (l *Limiter) TakeReceipt(key string, n int) (hotlimit.Decision, hotlimit.Re
 		receipts[i] = r
 		d = merge(d, cd, i == 0)
 	}
-	at := receipts[0].At
-	for _, r := range receipts[1:len(l.children)] {
-		at = min(at, r.At)
+	// The earliest time of the children that counted the requests: a child
+	// that counted none (an unlimited one) gives the zero Receipt, whose
+	// At 0 is no time of the clock's and, being earlier than every time a
+	// clock past 0 reads, would make every other child give back less.
+	var at int64
+	counted := false
+	for _, r := range receipts[:len(l.children)] {
+		if r.N > 0 && (!counted || r.At < at) {
+			at, counted = r.At, true
+		}
 	}
 	d.Allowed, d.RetryAfter = true, 0
 	return d, hotlimit.Receipt{N: n, At: at}

@@ -445,3 +445,20 @@ func TestNearLimitIsAShareOfTheBurst(t *testing.T) {
 		})
 	}
 }
+
+// Two copies of an invalid limit in one rule (two limits missing the same
+// field) are first of all invalid: the error names the first copy's invalid
+// field, in Go and in JSON, rather than calling the second a copy.
+func TestCopiesOfAnInvalidLimitNameItsField(t *testing.T) {
+	real := hotlimit.Config{Algorithm: hotlimit.TokenBucket, Limit: 2, Window: time.Second}
+	noLimit := hotlimit.Config{Algorithm: hotlimit.FixedWindow, Window: time.Second}
+	rules := service.Rules{Default: service.Limits{real, noLimit, noLimit}}
+	_, err := service.NewFromRules(rules)
+	assert.ErrorIs(t, err, hotlimit.ErrInvalidConfig)
+	assert.EqualError(t, err, "service: default[1]: hotlimit: Config.Limit 0 must be at least 1: invalid config")
+	assert.EqualError(t, rules.Validate(), "service: default[1]: hotlimit: Config.Limit 0 must be at least 1: invalid config")
+	_, err = service.LoadRules(strings.NewReader(`{"default":[{"algorithm":"TokenBucket","limit":5,"window":"90000h"},` +
+		`{"algorithm":"TokenBucket","limit":5,"window":"90000h","shadow":true}]}`))
+	assert.ErrorIs(t, err, hotlimit.ErrInvalidConfig)
+	assert.ErrorContains(t, err, "default[0]: hotlimit: Config.Window 90000h0m0s out of range")
+}
