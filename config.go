@@ -141,7 +141,10 @@ func (c Config) String() string {
 // Validate reports the first field of c that its algorithm does not accept,
 // in an error that names the field and wraps [ErrInvalidConfig]: a field no
 // algorithm accepts, or one outside the algorithm's [Range]. The algorithm's
-// constructor accepts exactly the Configs Validate accepts.
+// constructor accepts exactly the Configs Validate accepts, with one
+// leniency: the constructor of an algorithm without a burst also takes
+// [WithBurst] of its limit, which changes nothing, where Validate rejects any
+// Burst for it.
 func (c Config) Validate() error {
 	if err := c.ValidateFields(); err != nil {
 		return err
