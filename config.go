@@ -71,9 +71,17 @@ func (a Algorithm) Valid() bool {
 // Config is an immutable policy: at most Limit requests per Window, enforced by
 // Algorithm. Config is comparable, so equal policies can share one limiter.
 type Config struct {
+	// Algorithm is how requests are counted: TokenBucket, GCRA,
+	// FixedWindow, SlidingCounter, SlidingLog, or Unlimited, which takes no
+	// Limit, Window or Burst.
 	Algorithm Algorithm
-	Limit     int
-	Window    time.Duration
+	// Limit is how many requests pass per Window: at least 1, and in
+	// memory at most the algorithm's [Algorithm.Range] MaxLimit (other
+	// backends, such as redislimit, have ranges of their own).
+	Limit int
+	// Window is the period Limit counts over: positive, and in memory
+	// within the algorithm's [Algorithm.Range].
+	Window time.Duration
 	// Burst, for TokenBucket and GCRA only, is how many requests a key may
 	// pass at once; the rate stays Limit per Window. 0 means Limit.
 	Burst int
@@ -95,6 +103,16 @@ type Config struct {
 // HasBurst reports whether a lets Config.Burst differ from the limit.
 func (a Algorithm) HasBurst() bool {
 	return a == TokenBucket || a == GCRA
+}
+
+// Capacity returns the most requests a fresh key of c passes at once, the
+// most an allowed Decision's Remaining can be (plus the one it took): Burst
+// when the algorithm has one and it is set, else Limit.
+func (c Config) Capacity() int {
+	if c.Burst > 0 && c.Algorithm.HasBurst() {
+		return c.Burst
+	}
+	return c.Limit
 }
 
 // String formats c as "TokenBucket 5/1s", "TokenBucket 100/1m0s burst 10"
@@ -123,7 +141,10 @@ func (c Config) String() string {
 // Validate reports the first field of c that its algorithm does not accept,
 // in an error that names the field and wraps [ErrInvalidConfig]: a field no
 // algorithm accepts, or one outside the algorithm's [Range]. The algorithm's
-// constructor accepts exactly the Configs Validate accepts.
+// constructor accepts exactly the Configs Validate accepts, with one
+// leniency: the constructor of an algorithm without a burst also takes
+// [WithBurst] of its limit, which changes nothing, where Validate rejects any
+// Burst for it.
 func (c Config) Validate() error {
 	if err := c.ValidateFields(); err != nil {
 		return err

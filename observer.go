@@ -9,7 +9,8 @@ const (
 	// share of its quota left (see [WithNearLimit]).
 	OutcomeAllowed Outcome = iota + 1
 	// OutcomeNearLimit is a request that passed, leaving at most the
-	// near-limit share of the limit: 20% by default.
+	// near-limit share of the key's capacity ([Config.Capacity]: the limit,
+	// or the burst of a limit with one): 20% by default.
 	OutcomeNearLimit
 	// OutcomeDenied is a request that was refused.
 	OutcomeDenied
@@ -90,8 +91,9 @@ type ObserverFunc func(Event)
 // Observe calls f(e).
 func (f ObserverFunc) Observe(e Event) { f(e) }
 
-// DefaultNearLimit is the share of a limit at or below which an allowed
-// request's Remaining counts as near the limit: 20%.
+// DefaultNearLimit is the share of a limit's capacity (see
+// [Config.Capacity]) at or below which an allowed request's Remaining counts
+// as near the limit: 20%.
 const DefaultNearLimit = 0.2
 
 // WithObserver makes a service.Service report each decision of its rules
@@ -103,8 +105,9 @@ func WithObserver(o Observer) Option {
 	return func(opts *Options) { opts.Observer = o }
 }
 
-// WithNearLimit sets the share of a limit, in [0, 1], at or below which an
-// allowed request's Remaining makes it [OutcomeNearLimit]. Values outside
+// WithNearLimit sets the share of a limit's capacity (its Limit, or its
+// Burst when it has one; see [Config.Capacity]), in [0, 1], at or below which
+// an allowed request's Remaining makes it [OutcomeNearLimit]. Values outside
 // [0, 1] are clamped; NaN, which is no share, changes nothing. The default
 // is [DefaultNearLimit].
 func WithNearLimit(share float64) Option {
@@ -118,14 +121,27 @@ func WithNearLimit(share float64) Option {
 // Classify returns the Outcome of d under the near-limit share nearLimit:
 // OutcomeDenied or OutcomeShadowDenied (when shadow, the limit is in shadow
 // mode and the caller passes anyway) for a denial, OutcomeNearLimit when d
-// passed with Remaining at most nearLimit·Limit, else OutcomeAllowed.
+// passed with Remaining at most nearLimit·Limit, else OutcomeAllowed. It is
+// [ClassifyCapacity] with d.Limit as the capacity, right for a limit without
+// a burst of its own.
 func Classify(d Decision, shadow bool, nearLimit float64) Outcome {
+	return ClassifyCapacity(d, shadow, nearLimit, d.Limit)
+}
+
+// ClassifyCapacity is [Classify] with the near-limit share taken of capacity,
+// the most Remaining can be: OutcomeNearLimit when d passed with Remaining at
+// most nearLimit·capacity. Pass the policy's [Config.Capacity], so that a
+// token bucket or GCRA whose Burst is below its Limit (Remaining never above
+// the burst) is near its limit when its burst runs low, not on every
+// request, and one whose Burst is above it is near when the burst runs low,
+// not only at its last few requests.
+func ClassifyCapacity(d Decision, shadow bool, nearLimit float64, capacity int) Outcome {
 	switch {
 	case !d.Allowed && shadow:
 		return OutcomeShadowDenied
 	case !d.Allowed:
 		return OutcomeDenied
-	case float64(d.Remaining) <= nearLimit*float64(d.Limit):
+	case float64(d.Remaining) <= nearLimit*float64(capacity):
 		return OutcomeNearLimit
 	}
 	return OutcomeAllowed

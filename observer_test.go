@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"math"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -76,4 +77,49 @@ func TestWithNearLimitNaNKeepsTheDefault(t *testing.T) {
 	o = hotlimit.NewOptions(hotlimit.WithNearLimit(0.5), hotlimit.WithNearLimit(math.NaN()))
 	assert.Equal(t, 0.5, o.NearLimit, "an earlier share stays")
 	assert.Equal(t, hotlimit.OutcomeNearLimit, hotlimit.Classify(hotlimit.Decision{Allowed: true, Limit: 10, Remaining: 1}, false, o.NearLimit))
+}
+
+// TestCapacity: the most a fresh key passes at once, the burst where the
+// algorithm has one and it is set.
+func TestCapacity(t *testing.T) {
+	for _, tc := range []struct {
+		c    hotlimit.Config
+		want int
+	}{
+		{hotlimit.Config{Algorithm: hotlimit.TokenBucket, Limit: 100, Window: time.Minute}, 100},
+		{hotlimit.Config{Algorithm: hotlimit.TokenBucket, Limit: 100, Window: time.Minute, Burst: 10}, 10},
+		{hotlimit.Config{Algorithm: hotlimit.GCRA, Limit: 5, Window: time.Second, Burst: 50}, 50},
+		{hotlimit.Config{Algorithm: hotlimit.FixedWindow, Limit: 7, Window: time.Second}, 7},
+		{hotlimit.Config{Algorithm: hotlimit.FixedWindow, Limit: 7, Window: time.Second, Burst: 3}, 7}, // invalid: no burst to take
+		{hotlimit.Config{Algorithm: hotlimit.Unlimited}, 0},
+	} {
+		assert.Equal(t, tc.want, tc.c.Capacity(), "%v", tc.c)
+	}
+}
+
+// TestNearLimitIsAShareOfTheBurst: a token bucket of 100 per minute with a
+// burst of 10 never has more than 10 Remaining; it is near its limit at 2
+// left (20% of 10), not at every request; with a burst of 50 over 5 per
+// second, at 10 left, not only at 1.
+func TestNearLimitIsAShareOfTheBurst(t *testing.T) {
+	small := hotlimit.Config{Algorithm: hotlimit.TokenBucket, Limit: 100, Window: time.Minute, Burst: 10}
+	large := hotlimit.Config{Algorithm: hotlimit.GCRA, Limit: 5, Window: time.Second, Burst: 50}
+	for i, tc := range []struct {
+		c         hotlimit.Config
+		remaining int
+		want      hotlimit.Outcome
+	}{
+		{small, 9, hotlimit.OutcomeAllowed},
+		{small, 3, hotlimit.OutcomeAllowed},
+		{small, 2, hotlimit.OutcomeNearLimit},
+		{small, 0, hotlimit.OutcomeNearLimit},
+		{large, 11, hotlimit.OutcomeAllowed},
+		{large, 10, hotlimit.OutcomeNearLimit},
+	} {
+		d := hotlimit.Decision{Allowed: true, Limit: tc.c.Limit, Remaining: tc.remaining}
+		assert.Equal(t, tc.want, hotlimit.ClassifyCapacity(d, false, hotlimit.DefaultNearLimit, tc.c.Capacity()), "case %d", i)
+	}
+	denied := hotlimit.Decision{Limit: 100, RetryAfter: time.Second}
+	assert.Equal(t, hotlimit.OutcomeDenied, hotlimit.ClassifyCapacity(denied, false, hotlimit.DefaultNearLimit, 10))
+	assert.Equal(t, hotlimit.OutcomeShadowDenied, hotlimit.ClassifyCapacity(denied, true, hotlimit.DefaultNearLimit, 10))
 }

@@ -40,7 +40,7 @@ type Options struct {
 	Factory Factory
 	// Observer, when not nil, hears of every decision; see [WithObserver].
 	Observer Observer
-	// NearLimit is the share of a limit at or below which an allowed
+	// NearLimit is the share of a limit's capacity at or below which an allowed
 	// request's Remaining counts as near the limit; see [WithNearLimit].
 	NearLimit float64
 	// Extensions holds the options of packages that build on hotlimit, such
@@ -91,7 +91,8 @@ func WithClock(c Clock) Option {
 // Sweep would. No call waits for another, and none visits more. As a round
 // of k keys takes about k/3 insertions, the keys held stay below about 1.6
 // times the keys that are not idle, plus minKeys. minKeys <= 0 turns it off,
-// the default.
+// the default of the limiters' constructors; the limiters a service.Service
+// builds default to service.DefaultAutoSweep instead.
 func WithAutoSweep(minKeys int) Option {
 	return func(o *Options) { o.AutoSweep = max(minKeys, 0) }
 }

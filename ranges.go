@@ -38,8 +38,8 @@ var ranges = map[Algorithm]Range{
 	SlidingLog:     {MaxLimit: 1 << 16, MinWindow: time.Millisecond, MaxWindow: 366 * day},
 }
 
-// Range returns the values a accepts; the zero Range for a value that names
-// no algorithm.
+// Range returns the values a accepts; the zero Range for Unlimited, which
+// takes no Limit, Window or Burst, and for a value that names no algorithm.
 //
 //	algorithm       Limit        Window        Burst        Burst·Window/Limit
 //	TokenBucket     1 … 2^20     1ms … 24h     1 … 2^20     ≤ 366 days

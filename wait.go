@@ -43,7 +43,8 @@ func Wait(ctx context.Context, l Limiter, key string, opts ...WaitOption) error 
 // asks l.Take(key, n); while denied, it sleeps for the Decision's RetryAfter
 // and asks again (a composite, or other callers taking meanwhile, may deny
 // it again after the wait). It returns nil once they passed. n == 0 returns
-// nil at once.
+// nil at once, without asking l (there is nothing to wait for, even where l
+// would report the key denied).
 //
 // WaitN takes nothing unless it returns nil. It returns:
 //
@@ -66,6 +67,9 @@ func WaitN(ctx context.Context, l Limiter, key string, n int, opts ...WaitOption
 	for {
 		if err := ctx.Err(); err != nil {
 			return err
+		}
+		if n == 0 {
+			return nil
 		}
 		d := l.Take(key, n)
 		if d.Allowed {

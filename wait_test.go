@@ -178,3 +178,75 @@ func TestWaitRealTimer(t *testing.T) {
 	assert.True(t, errors.Is(err, context.Canceled))
 	assert.Less(t, time.Since(start), time.Second)
 }
+
+// denier denies every request, reporting with RetryAfter 0 (as a report of
+// n == 0 may), and counts the calls.
+type denier struct{ calls atomic.Int64 }
+
+func (d *denier) Allow(string) bool { d.calls.Add(1); return false }
+func (d *denier) Take(_ string, n int) hotlimit.Decision {
+	d.calls.Add(1)
+	if n == 0 {
+		return hotlimit.Decision{Limit: 1}
+	}
+	return hotlimit.Decision{Limit: 1, RetryAfter: time.Second}
+}
+
+// TestWaitZeroReturnsAtOnce: WaitN of 0 returns nil without asking the
+// limiter, even one that reports the key denied, instead of sleeping and
+// asking again for as long as the context lasts.
+func TestWaitZeroReturnsAtOnce(t *testing.T) {
+	var d denier
+	sleeps := 0
+	err := hotlimit.WaitN(context.Background(), &d, "k", 0, hotlimit.WithSleep(func(ctx context.Context, _ time.Duration) error {
+		if sleeps++; sleeps > 10 {
+			return context.Canceled // the bug: it would sleep for ever
+		}
+		return nil
+	}))
+	assert.NoError(t, err)
+	assert.Zero(t, sleeps)
+	assert.Zero(t, d.calls.Load())
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	assert.ErrorIs(t, hotlimit.WaitN(ctx, &d, "k", 0), context.Canceled, "a done context still wins")
+}
+
+// TestWaitClockJumps: a clock that steps back during a sleep refills
+// nothing (a step back counts as no time passing), so the wait asks again
+// and waits until the clock is back where it was plus the refill, never
+// passing early; one that jumps far forward lets the request pass at once. A context whose deadline
+// is already past ends the wait before the limiter is asked.
+func TestWaitClockJumps(t *testing.T) {
+	f := new(fakeTime)
+	lim := newBucket(t, 5, time.Second, f)
+	require.True(t, lim.Take("k", 5).Allowed)
+	var slept []time.Duration
+	back := func(ctx context.Context, d time.Duration) error {
+		slept = append(slept, d)
+		if len(slept) == 1 {
+			f.now.Add(-int64(time.Hour)) // the clock steps back an hour
+			return nil
+		}
+		return f.sleep(ctx, d)
+	}
+	require.NoError(t, hotlimit.Wait(context.Background(), lim, "k", hotlimit.WithSleep(back)))
+	assert.Equal(t, []time.Duration{200 * time.Millisecond, time.Hour + 200*time.Millisecond}, slept)
+	assert.Zero(t, lim.Take("k", 0).Remaining, "one taken, on the refill of the second sleep")
+
+	slept = nil
+	forward := func(context.Context, time.Duration) error {
+		slept = append(slept, 0)
+		f.now.Add(int64(1000 * time.Hour))
+		return nil
+	}
+	require.NoError(t, hotlimit.WaitN(context.Background(), lim, "k", 5, hotlimit.WithSleep(forward)))
+	assert.Len(t, slept, 1)
+	assert.Zero(t, lim.Take("k", 0).Remaining, "all 5 taken")
+
+	ctx, cancel := context.WithDeadline(context.Background(), time.Now().Add(-time.Hour))
+	defer cancel()
+	err := hotlimit.Wait(ctx, lim, "fresh", hotlimit.WithSleep(f.sleep))
+	assert.ErrorIs(t, err, context.DeadlineExceeded)
+	assert.Equal(t, 1, lim.Len(), "the limiter was not asked: no key inserted")
+}

@@ -2,9 +2,9 @@ package composite
 
 import (
 	"fmt"
+	"reflect"
 
 	"github.com/hotlimit/hotlimit"
-	"github.com/hotlimit/hotlimit/unlimited"
 )
 
 // MaxChildren is the most children a composite takes. It bounds the receipts
@@ -21,17 +21,26 @@ var _ hotlimit.Refunder = (*Limiter)(nil)
 
 // New returns a composite of children, asked in the order given (put the
 // child that denies most often first: a denial refunds the children before
-// it). There must be between 1 and MaxChildren children, none nil, and each
-// must implement hotlimit.Refunder; otherwise New returns an error that says
-// which child and wraps hotlimit.ErrInvalidConfig.
+// it). There must be between 1 and MaxChildren children, none nil (nor a nil
+// pointer such as a (*tokenbucket.Limiter)(nil)), none given twice, nor
+// held twice through composites among the children (it would count every
+// request twice, and deny for ever a request of more than half its burst
+// while telling to retry), and each must implement
+// hotlimit.Refunder; otherwise New returns an error that says which child and
+// wraps hotlimit.ErrInvalidConfig.
 func New(children ...hotlimit.Limiter) (*Limiter, error) {
 	if len(children) == 0 || len(children) > MaxChildren {
 		return nil, fmt.Errorf("composite: %d children out of range [1, %d]: %w", len(children), MaxChildren, hotlimit.ErrInvalidConfig)
 	}
 	l := &Limiter{children: make([]hotlimit.Refunder, len(children))}
 	for i, c := range children {
-		if c == nil {
+		if isNil(c) {
 			return nil, fmt.Errorf("composite: child %d is nil: %w", i, hotlimit.ErrInvalidConfig)
+		}
+		for j, d := range children[:i] {
+			if shares(c, d) {
+				return nil, fmt.Errorf("composite: child %d is child %d again, or holds a limiter it holds: it would count every request twice: %w", i, j, hotlimit.ErrInvalidConfig)
+			}
 		}
 		r, ok := c.(hotlimit.Refunder)
 		if !ok {
@@ -41,6 +50,54 @@ func New(children ...hotlimit.Limiter) (*Limiter, error) {
 		l.children[i] = r
 	}
 	return l, nil
+}
+
+// isNil reports whether c is nil or holds a nil pointer, as a limiter
+// declared and never built does: its methods would dereference it.
+func isNil(c hotlimit.Limiter) bool {
+	if c == nil {
+		return true
+	}
+	v := reflect.ValueOf(c)
+	return v.Kind() == reflect.Pointer && v.IsNil()
+}
+
+// shares reports whether a and b are one limiter, or composites (nested to
+// any depth) of which one holds the other or both hold one limiter.
+func shares(a, b hotlimit.Limiter) bool {
+	for _, x := range leaves(a, nil) {
+		for _, y := range leaves(b, nil) {
+			if same(x, y) {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// leaves appends to dst c, and the children of c when c is a composite,
+// recursively.
+func leaves(c hotlimit.Limiter, dst []hotlimit.Limiter) []hotlimit.Limiter {
+	dst = append(dst, c)
+	if cl, ok := c.(*Limiter); ok {
+		for _, child := range cl.children {
+			dst = leaves(child, dst)
+		}
+	}
+	return dst
+}
+
+// same reports whether a and b are one limiter. Values of a type that is not
+// comparable (== would panic on them) are never the same, and neither are
+// those without state, of zero size or pointing to zero size (unlimited.New's):
+// distinct ones may compare equal, and counting twice in them changes
+// nothing.
+func same(a, b hotlimit.Limiter) bool {
+	t := reflect.TypeOf(a)
+	if t != reflect.TypeOf(b) || !t.Comparable() || t.Size() == 0 || t.Kind() == reflect.Pointer && t.Elem().Size() == 0 {
+		return false
+	}
+	return a == b
 }
 
 // Allow reports whether one request from key passes every child, and counts
@@ -60,9 +117,9 @@ func (l *Limiter) Take(key string, n int) hotlimit.Decision {
 }
 
 // TakeReceipt is Take, plus the receipt of what it took: n requests at the
-// earliest of the children's receipt times (Unlimited children, which take
-// nothing, have none); the zero Receipt when denied or n < 1. Give them back
-// with Refund.
+// earliest of the receipt times of the children that counted them (a child
+// that counts nothing, as an unlimited one, gives no time); the zero Receipt
+// when denied or n < 1. Give them back with Refund.
 func (l *Limiter) TakeReceipt(key string, n int) (hotlimit.Decision, hotlimit.Receipt) {
 	if n < 1 {
 		return l.report(key, n, -1), hotlimit.Receipt{}
@@ -87,29 +144,19 @@ func (l *Limiter) TakeReceipt(key string, n int) (hotlimit.Decision, hotlimit.Re
 		receipts[i] = r
 		d = merge(d, cd, i == 0)
 	}
-	d.Allowed, d.RetryAfter = true, 0
-	return d, hotlimit.Receipt{N: n, At: l.earliest(&receipts)}
-}
-
-// earliest returns the composite receipt's time: the earliest of the
-// children's receipt times, leaving out the children that keep no state
-// (Unlimited), whose zero receipt has no time and gives nothing back: taken
-// as 0, it would make every other child's refund give nothing back. Any
-// other child whose receipt is the zero one (one that admitted without
-// counting, such as redislimit's fallback) does pull the time to 0, so the
-// refund gives back less, never more: every child's refund is monotone in
-// the time.
-func (l *Limiter) earliest(receipts *[MaxChildren]hotlimit.Receipt) int64 {
-	at, found := int64(0), false
-	for i, c := range l.children {
-		if _, free := c.(*unlimited.Limiter); free {
-			continue
-		}
-		if !found || receipts[i].At < at {
-			at, found = receipts[i].At, true
+	// The earliest time of the children that counted the requests: a child
+	// that counted none (an unlimited one) gives the zero Receipt, whose
+	// At 0 is no time of the clock's and, being earlier than every time a
+	// clock past 0 reads, would make every other child give back less.
+	var at int64
+	counted := false
+	for _, r := range receipts[:len(l.children)] {
+		if r.N > 0 && (!counted || r.At < at) {
+			at, counted = r.At, true
 		}
 	}
-	return at
+	d.Allowed, d.RetryAfter = true, 0
+	return d, hotlimit.Receipt{N: n, At: at}
 }
 
 // report asks every child but the skip-th (none when skip < 0) for

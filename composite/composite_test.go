@@ -17,6 +17,7 @@ import (
 	"github.com/hotlimit/hotlimit/fixedwindow"
 	"github.com/hotlimit/hotlimit/internal/limitertest"
 	"github.com/hotlimit/hotlimit/tokenbucket"
+	"github.com/hotlimit/hotlimit/unlimited"
 )
 
 // plain is a Limiter that is not a Refunder.
@@ -30,8 +31,10 @@ func TestNewErrors(t *testing.T) {
 	require.NoError(t, err)
 	many := make([]hotlimit.Limiter, composite.MaxChildren+1)
 	for i := range many {
-		many[i] = tb
+		many[i], err = tokenbucket.New(100, time.Second)
+		require.NoError(t, err)
 	}
+	var nilBucket *tokenbucket.Limiter
 	for i, tc := range []struct {
 		children []hotlimit.Limiter
 		msg      string
@@ -39,6 +42,11 @@ func TestNewErrors(t *testing.T) {
 		{nil, "composite: 0 children out of range [1, 16]"},
 		{many, "composite: 17 children out of range [1, 16]"},
 		{[]hotlimit.Limiter{tb, nil}, "composite: child 1 is nil"},
+		{[]hotlimit.Limiter{tb, nilBucket}, "composite: child 1 is nil"},
+		{[]hotlimit.Limiter{many[0], tb, many[1], tb}, "composite: child 3 is child 1 again"},
+		{[]hotlimit.Limiter{many[2], nested(t, many[3], tb), nested(t, many[4], nested(t, tb))}, "composite: child 2 is child 1 again, or holds a limiter it holds"},
+		{[]hotlimit.Limiter{tb, nested(t, many[5], nested(t, tb))}, "composite: child 1 is child 0 again, or holds a limiter it holds"},
+		{[]hotlimit.Limiter{nested(t, many[6], tb), tb}, "composite: child 1 is child 0 again, or holds a limiter it holds"},
 		{[]hotlimit.Limiter{plain{}}, "composite: child 0 (composite_test.plain) is not a hotlimit.Refunder"},
 	} {
 		_, err := composite.New(tc.children...)
@@ -50,6 +58,39 @@ func TestNewErrors(t *testing.T) {
 	require.NoError(t, err)
 	assert.True(t, c.Allow("k"))
 }
+
+// nested is a composite of children, for tests that nest composites.
+func nested(t *testing.T, children ...hotlimit.Limiter) *composite.Limiter {
+	t.Helper()
+	c, err := composite.New(children...)
+	require.NoError(t, err)
+	return c
+}
+
+// TestNewAcceptsStatelessTwins: children without state, which distinct
+// values of may compare equal, are not taken for one child given twice, nor
+// are values of a type == cannot compare.
+func TestNewAcceptsStatelessTwins(t *testing.T) {
+	u1, err := unlimited.New()
+	require.NoError(t, err)
+	u2, err := unlimited.New()
+	require.NoError(t, err)
+	c, err := composite.New(u1, u2, refunderFunc(nil), refunderFunc(nil), nested(t, u1, refunderFunc(nil)))
+	require.NoError(t, err)
+	assert.True(t, c.Allow("k"))
+}
+
+// refunderFunc is a Refunder whose type == cannot compare; it passes all.
+type refunderFunc []int
+
+func (refunderFunc) Allow(string) bool { return true }
+func (refunderFunc) Take(string, int) hotlimit.Decision {
+	return hotlimit.Decision{Allowed: true}
+}
+func (r refunderFunc) TakeReceipt(k string, n int) (hotlimit.Decision, hotlimit.Receipt) {
+	return r.Take(k, n), hotlimit.Receipt{}
+}
+func (refunderFunc) Refund(string, hotlimit.Receipt) {}
 
 // TestDecision: the most restrictive of the children's decisions.
 func TestDecision(t *testing.T) {

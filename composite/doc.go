@@ -45,7 +45,9 @@
 // # Receipts
 //
 // A composite is itself a hotlimit.Refunder. Its receipt holds n and the
-// earliest of its children's receipt times, and Refund gives that receipt to
+// earliest of its children's receipt times (of those that counted the
+// requests: an unlimited child counts nothing and gives the zero Receipt,
+// whose At 0 is no reading of the clock), and Refund gives that receipt to
 // every child. That is safe for every kind of child: each limiter's refund is
 // monotone in the receipt's time (an earlier time never gives back more), and
 // the earliest time is at or before each child's own. It gives back less than
@@ -53,8 +55,7 @@
 // GCRA counts its refill from the earlier time, a fixed window or a sliding
 // counter finds the earlier window ended sooner. Children should read the
 // same clock; with different clocks a refund may give back less still, never
-// more. An Unlimited child takes nothing and has no time: it is left out of
-// the earliest.
+// more.
 //
 // A Limiter is safe for concurrent use; on keys its children already hold,
 // Allow, Take, TakeReceipt and Refund allocate nothing.

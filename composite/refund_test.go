@@ -12,6 +12,7 @@ import (
 
 	"github.com/hotlimit/hotlimit"
 	"github.com/hotlimit/hotlimit/composite"
+	"github.com/hotlimit/hotlimit/unlimited"
 )
 
 // refundRun plays a random sequence on main, which takes and later refunds
@@ -125,5 +126,35 @@ func TestCompositeRefundNeverCreatesCapacity(t *testing.T) {
 				}
 			})
 		}
+	}
+}
+
+// TestRefundBesideUnlimitedGivesBackAll: an unlimited child counts nothing
+// and gives the zero Receipt; its At 0 must not stand for the time of the
+// Take, or a refund right after the Take, on a clock past 0, would give back
+// nothing of a fixed window's or sliding counter's count (their window of
+// time 0 ended long ago) and less than all of anything else's.
+func TestRefundBesideUnlimitedGivesBackAll(t *testing.T) {
+	for _, k := range kinds {
+		t.Run(k.name, func(t *testing.T) {
+			var now atomic.Int64
+			now.Store(int64(100 * time.Hour))
+			u, err := unlimited.New()
+			require.NoError(t, err)
+			for _, first := range []bool{true, false} {
+				key := fmt.Sprint(first)
+				children := []hotlimit.Limiter{u, k.make(t, 4, time.Second, now.Load)}
+				if !first {
+					children[0], children[1] = children[1], children[0]
+				}
+				c, err := composite.New(children...)
+				require.NoError(t, err)
+				d, r := c.TakeReceipt(key, 3)
+				require.True(t, d.Allowed)
+				assert.Equal(t, hotlimit.Receipt{N: 3, At: now.Load()}, r, "unlimited first: %v", first)
+				c.Refund(key, r)
+				assert.Equal(t, 4, c.Take(key, 0).Remaining, "unlimited first: %v: all given back", first)
+			}
+		})
 	}
 }

@@ -11,7 +11,6 @@ import (
 
 	"github.com/hotlimit/hotlimit"
 	"github.com/hotlimit/hotlimit/composite"
-	"github.com/hotlimit/hotlimit/unlimited"
 )
 
 // hooked is a child that counts the refunds it is given and runs before
@@ -140,37 +139,5 @@ func TestEachAdmittingChildIsRefundedOnce(t *testing.T) {
 			}
 			assert.Equal(t, 2, d.Remaining, "the denier's Remaining, the least")
 		})
-	}
-}
-
-// TestRefundWithAChildThatTookNothing: a child whose receipt is the zero
-// Receipt while it admits (Unlimited: it takes nothing) has no time to give,
-// and must not pull the composite receipt's time down to 0, which would make
-// every other child's refund give nothing back. Right after the Take, the
-// composite's refund restores each kind of child exactly, wherever the child
-// that took nothing stands.
-func TestRefundWithAChildThatTookNothing(t *testing.T) {
-	for _, k := range kinds {
-		for _, first := range []bool{true, false} {
-			t.Run(fmt.Sprintf("%s/unlimited-first=%t", k.name, first), func(t *testing.T) {
-				var now atomic.Int64
-				now.Store(int64(time.Hour) + 7)
-				child := k.make(t, 4, time.Second, now.Load)
-				free, err := unlimited.New()
-				require.NoError(t, err)
-				children := []hotlimit.Limiter{child, free}
-				if first {
-					children[0], children[1] = free, child
-				}
-				c, err := composite.New(children...)
-				require.NoError(t, err)
-				d, r := c.TakeReceipt("k", 3)
-				require.True(t, d.Allowed)
-				require.Equal(t, 1, child.Take("k", 0).Remaining)
-				assert.Equal(t, 3, r.N)
-				c.Refund("k", r)
-				assert.Equal(t, 4, child.Take("k", 0).Remaining, "a refund right after the Take restores the child")
-			})
-		}
 	}
 }

@@ -15,7 +15,7 @@ import (
 //
 //	ratelimit_service_rate_limit_total_hits{key}    hits asked for
 //	ratelimit_service_rate_limit_over_limit{key}    hits over the limit (shadow mode included)
-//	ratelimit_service_rate_limit_near_limit{key}    hits that passed leaving at most 20% of the limit
+//	ratelimit_service_rate_limit_near_limit{key}    hits that passed leaving at most 20% of the limit (or burst)
 //	ratelimit_service_rate_limit_within_limit{key}  hits that passed
 //	ratelimit_service_rate_limit_shadow_mode{key}   hits over a limit in shadow mode, answered OK
 //	ratelimit_service_config_load_success           configurations put in force
@@ -50,7 +50,7 @@ type ruleCounters struct {
 var (
 	descTotal    = prometheus.NewDesc("ratelimit_service_rate_limit_total_hits", "Hits asked for, by rule.", []string{"key"}, nil)
 	descOver     = prometheus.NewDesc("ratelimit_service_rate_limit_over_limit", "Hits over the limit, shadow mode included, by rule.", []string{"key"}, nil)
-	descNear     = prometheus.NewDesc("ratelimit_service_rate_limit_near_limit", "Hits that passed leaving at most 20% of the limit, by rule.", []string{"key"}, nil)
+	descNear     = prometheus.NewDesc("ratelimit_service_rate_limit_near_limit", "Hits that passed leaving at most 20% of the limit (of the burst, for a rule with one), by rule.", []string{"key"}, nil)
 	descWithin   = prometheus.NewDesc("ratelimit_service_rate_limit_within_limit", "Hits that passed, by rule.", []string{"key"}, nil)
 	descShadow   = prometheus.NewDesc("ratelimit_service_rate_limit_shadow_mode", "Hits over a limit in shadow mode, answered OK, by rule.", []string{"key"}, nil)
 	descLoadOK   = prometheus.NewDesc("ratelimit_service_config_load_success", "Configurations put in force.", nil, nil)

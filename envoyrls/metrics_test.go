@@ -31,7 +31,7 @@ func TestMetrics(t *testing.T) {
 	reg := prometheus.NewRegistry()
 	require.NoError(t, reg.Register(m))
 	want := `
-# HELP ratelimit_service_rate_limit_near_limit Hits that passed leaving at most 20% of the limit, by rule.
+# HELP ratelimit_service_rate_limit_near_limit Hits that passed leaving at most 20% of the limit (of the burst, for a rule with one), by rule.
 # TYPE ratelimit_service_rate_limit_near_limit counter
 ratelimit_service_rate_limit_near_limit{key="conf.hits"} 6
 ratelimit_service_rate_limit_near_limit{key="conf.shadow"} 1
@@ -186,4 +186,24 @@ func TestKeysGauge(t *testing.T) {
 	gauge("hotlimit_keys{limiter=\"rls\"} 3\n")
 	m.WatchKeys("rls", nil)
 	gauge("")
+}
+
+// TestNearLimitIsAShareOfTheBurst: a rule of 5 per second with a burst of 3
+// has at most 2 left after a hit, so only its last hit (0 left, at most 20%
+// of 3) is near the limit, where 20% of the limit would make 1 left near too.
+func TestNearLimitIsAShareOfTheBurst(t *testing.T) {
+	m := NewMetrics()
+	h := inProcess(t, WithObserver(m))
+	for range 4 { // passes 3, leaving 2, 1, 0; then over
+		h.call(t, "algos", 0, desc("alg", "GCRABurst"))
+	}
+	c, ok := m.rules.Load("algos.alg_GCRABurst")
+	if !ok {
+		keys := []string{}
+		m.rules.Range(func(k string, _ *ruleCounters) bool { keys = append(keys, k); return true })
+		require.Failf(t, "no counters for the rule", "have %v", keys)
+	}
+	assert.EqualValues(t, 3, c.within.Load(), "within")
+	assert.EqualValues(t, 1, c.near.Load(), "near: the hit that left 0")
+	assert.EqualValues(t, 1, c.over.Load(), "over")
 }

@@ -604,7 +604,7 @@ func (s *Server) observe(it *item) {
 	// more than this, and a descriptor's policy may come with the request.
 	s.set.observer.Observe(hotlimit.Event{
 		Source: &hotlimit.Source{Rule: it.rule.Key, Policy: it.cfg}, N: it.n, Decision: it.d,
-		Outcome: hotlimit.Classify(it.d, it.shadow, hotlimit.DefaultNearLimit),
+		Outcome: hotlimit.ClassifyCapacity(it.d, it.shadow, hotlimit.DefaultNearLimit, it.cfg.Capacity()),
 	})
 }
 

@@ -81,11 +81,15 @@
 //
 // # Failures
 //
-// The interceptors never panic. A limiter that fails (a panic in a limiter
-// the factory built or in a key function, or a nil service) fails the call
-// with codes.Internal
-// and a message that says the rate limiter is unavailable, and reports the
-// error in Event.Err; under [WithDryRun] the call proceeds.
+// The interceptors never panic. A limiter on a backend that cannot decide
+// (Redis down, see redislimit's failure policies) lets its failure policy
+// decide: a pass goes on, and a denial fails the call with
+// codes.Unavailable, the code for a dependency that may come back, not
+// ResourceExhausted, as the caller spent no quota. A limiter that fails
+// otherwise (a panic in a limiter the factory built or in a key function, or
+// a nil service) fails the call with codes.Internal. Either message says the
+// rate limiter is unavailable, the error is in Event.Err, and under
+// [WithDryRun] the call proceeds.
 //
 // # Observability and dry run
 //

@@ -21,10 +21,13 @@ type Event struct {
 	Message bool
 	// DryRun reports that the call proceeds whatever Decision.Allowed says.
 	DryRun bool
-	// Err is the failure that kept the limiter from deciding (a key function
-	// or limiter that panicked, a nil service); the call then fails with codes.Internal and a
-	// message saying the rate limiter is unavailable (or proceeds under dry
-	// run), and Decision and Config are zero.
+	// Err is the failure that kept the limiter from deciding. When a
+	// limiter on a backend (Redis) failed, its failure policy decided:
+	// Decision and Config are that decision and the policy, and a denial
+	// fails the call with codes.Unavailable. When a key function or limiter
+	// panicked, or the service is nil, Decision and Config are zero and the
+	// call fails with codes.Internal. Either message says the rate limiter
+	// is unavailable; under dry run the call proceeds.
 	Err error
 }
 

@@ -28,9 +28,9 @@ type problem struct {
 //
 // A denial by the failure policy of a limiter that could not decide
 // (Event.Err is set: Redis unreachable, say) is no quota spent: it gets 503
-// Service Unavailable instead, with the detail "rate limiter unavailable"
-// (the error itself stays on the server, for the observer to log) and the
-// Retry-After the policy chose.
+// Service Unavailable instead, with the detail "The rate limiter is
+// unavailable; the request was not served." (the error itself stays on the
+// server, for the observer to log) and the Retry-After the policy chose.
 func DenyProblem(w http.ResponseWriter, r *http.Request, e Event) {
 	if e.Err != nil {
 		writeProblem(w, http.StatusServiceUnavailable, "The rate limiter is unavailable; the request was not served.")

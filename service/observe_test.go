@@ -404,6 +404,65 @@ func TestLenAndSweepCountTakeWithKeys(t *testing.T) {
 	assert.Zero(t, s.Len())
 }
 
+// TestNearLimitIsAShareOfTheBurst: a rule of 100 per minute with a burst of
+// 10 has at most 10 Remaining, so it is near its limit when 2 or fewer are
+// left (20% of the burst), not at every request; the same through Allow,
+// Take and a rule of several limits.
+func TestNearLimitIsAShareOfTheBurst(t *testing.T) {
+	bursty := hotlimit.Config{Algorithm: hotlimit.TokenBucket, Limit: 100, Window: time.Minute, Burst: 10}
+	daily := hotlimit.Config{Algorithm: hotlimit.FixedWindow, Limit: 100000, Window: 24 * time.Hour}
+	for _, tc := range []struct {
+		name  string
+		rules service.Rules
+		take  bool
+	}{
+		{"Allow", service.Rules{Default: service.Limits{bursty}}, false},
+		{"Take", service.Rules{Default: service.Limits{bursty}}, true},
+		{"several", service.Rules{Default: service.Limits{bursty, daily}}, true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var outcomes []hotlimit.Outcome
+			obs := hotlimit.ObserverFunc(func(e hotlimit.Event) { outcomes = append(outcomes, e.Outcome) })
+			clock, _ := frozen(int64(time.Hour))
+			s, err := service.NewFromRules(tc.rules, clock, hotlimit.WithObserver(obs))
+			require.NoError(t, err)
+			for range 11 {
+				if tc.take {
+					s.Take("alice", "GET /", 1)
+				} else {
+					s.Allow("alice", "GET /")
+				}
+			}
+			want := []hotlimit.Outcome{}
+			for range 7 { // Remaining 9 .. 3
+				want = append(want, hotlimit.OutcomeAllowed)
+			}
+			for range 3 { // Remaining 2, 1, 0
+				want = append(want, hotlimit.OutcomeNearLimit)
+			}
+			want = append(want, hotlimit.OutcomeDenied)
+			assert.Equal(t, want, outcomes)
+		})
+	}
+}
+
+// Two copies of an invalid limit in one rule (two limits missing the same
+// field) are first of all invalid: the error names the first copy's invalid
+// field, in Go and in JSON, rather than calling the second a copy.
+func TestCopiesOfAnInvalidLimitNameItsField(t *testing.T) {
+	real := hotlimit.Config{Algorithm: hotlimit.TokenBucket, Limit: 2, Window: time.Second}
+	noLimit := hotlimit.Config{Algorithm: hotlimit.FixedWindow, Window: time.Second}
+	rules := service.Rules{Default: service.Limits{real, noLimit, noLimit}}
+	_, err := service.NewFromRules(rules)
+	assert.ErrorIs(t, err, hotlimit.ErrInvalidConfig)
+	assert.EqualError(t, err, "service: default[1]: hotlimit: Config.Limit 0 must be at least 1: invalid config")
+	assert.EqualError(t, rules.Validate(), "service: default[1]: hotlimit: Config.Limit 0 must be at least 1: invalid config")
+	_, err = service.LoadRules(strings.NewReader(`{"default":[{"algorithm":"TokenBucket","limit":5,"window":"90000h"},` +
+		`{"algorithm":"TokenBucket","limit":5,"window":"90000h","shadow":true}]}`))
+	assert.ErrorIs(t, err, hotlimit.ErrInvalidConfig)
+	assert.ErrorContains(t, err, "default[0]: hotlimit: Config.Window 90000h0m0s out of range")
+}
+
 // TestTakeWithShadowModeKeepsThePlansState: as in a rule, a plan given to
 // TakeWith and its copy in shadow mode (or with its burst spelled out) are
 // one limit: rolling a plan out in shadow mode and then enforcing it keeps

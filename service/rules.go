@@ -48,8 +48,8 @@ type rule struct {
 	// when it reports Remaining with Allow (see remainingAllower): Allow
 	// then asks it instead of Take, and skips the durations.
 	counted remainingAllower
-	// nearMax is the largest Remaining that Classify counts as near the
-	// limit of limits[0] under the share near, for counted.
+	// nearMax is the largest Remaining that ClassifyCapacity counts as
+	// near the limit of limits[0] under the share near, for counted.
 	nearMax int
 	// obsFunc is obs when it is a hotlimit.ObserverFunc, called directly
 	// by observeAllow: one call and one copy of the Event less.
@@ -81,14 +81,14 @@ func (ru *rule) setFast() {
 	// Classify with them: such a rule is left to Take.
 	if ru.multi == nil && ru.transient && ru.slow && int64(ru.limits[0].Limit) < 1<<53 {
 		ru.counted, _ = ru.lim.(remainingAllower)
-		ru.nearMax = nearMax(ru.limits[0].Limit, ru.near)
+		ru.nearMax = nearMax(ru.limits[0].Capacity(), ru.near)
 		ru.obsFunc, _ = ru.obs.(hotlimit.ObserverFunc)
 	}
 }
 
-// nearMax returns the largest Remaining that hotlimit.Classify counts as
-// near a limit of limit requests under the share near (float64(r) ≤
-// near·float64(limit)), so that r ≤ nearMax decides as Classify does without
+// nearMax returns the largest Remaining that hotlimit.ClassifyCapacity
+// counts as near a limit of capacity limit under the share near (float64(r) ≤
+// near·float64(limit)), so that r ≤ nearMax decides as it does without
 // floating point on the hot path: for an integer r, exact as a float64 (a
 // count below 2^53, as setFast ensures), r ≤ x exactly when r ≤ ⌊x⌋. −1 (no Remaining) when
 // near·limit is not a number ≥ 0.
@@ -197,7 +197,8 @@ func (ru *rule) take(cache *keyCache, user, api string, n int) (hotlimit.Decisio
 
 // observeAllow finishes a decision of Allow that the limiter reported with
 // AllowRemaining, as one does for n = 1, and returns whether the caller
-// passes. The outcome is Classify's: nearMax is its threshold on Remaining.
+// passes. The outcome is ClassifyCapacity's: nearMax is its threshold on
+// Remaining.
 func (ru *rule) observeAllow(allowed bool, remaining int) bool {
 	outcome, passes := hotlimit.OutcomeAllowed, allowed
 	switch {
@@ -228,7 +229,7 @@ func (ru *rule) observeAllow(allowed bool, remaining int) bool {
 // caller's bug), and the observer hears of it.
 func (ru *rule) one(d hotlimit.Decision, n int) (hotlimit.Decision, hotlimit.Config) {
 	shadowDenied := ru.limits[0].Shadow && !d.Allowed && n >= 1
-	outcome := hotlimit.Classify(d, shadowDenied, ru.near)
+	outcome := hotlimit.ClassifyCapacity(d, shadowDenied, ru.near, ru.limits[0].Capacity())
 	if shadowDenied {
 		d.Allowed, d.RetryAfter = true, 0
 	}
@@ -243,7 +244,8 @@ func (ru *rule) one(d hotlimit.Decision, n int) (hotlimit.Decision, hotlimit.Con
 // that would have denied it, or -1.
 func (ru *rule) several(d hotlimit.Decision, decider, shadow, n int) (hotlimit.Decision, hotlimit.Config) {
 	if ru.obs != nil {
-		e := hotlimit.Event{Source: ru.sources[decider], Outcome: hotlimit.Classify(d, false, ru.near), N: n, Decision: d}
+		outcome := hotlimit.ClassifyCapacity(d, false, ru.near, ru.multi.limits[decider].Capacity())
+		e := hotlimit.Event{Source: ru.sources[decider], Outcome: outcome, N: n, Decision: d}
 		if d.Allowed && shadow >= 0 {
 			e.Source, e.Outcome = ru.sources[shadow], hotlimit.OutcomeShadowDenied
 		}

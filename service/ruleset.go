@@ -118,6 +118,11 @@ func (r Rules) each(f func(path string, ls Limits) error) error {
 			// taken twice, and the shadow copy would deny what the limit
 			// alone passes.
 			if j := slices.IndexFunc(ls[:i], func(p hotlimit.Config) bool { return sameLimit(p, c) }); j >= 0 {
+				// Two copies of an invalid limit (two limits missing the
+				// same field) are first of all invalid: say which field.
+				if err := ls[j].Validate(); err != nil {
+					return fmt.Errorf("service: %s[%d]: %w", path, j, err)
+				}
 				return fmt.Errorf("service: %s[%d]: the same limit as %s[%d] (%v): %w", path, i, path, j, ls[j], hotlimit.ErrInvalidConfig)
 			}
 		}

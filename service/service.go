@@ -57,7 +57,8 @@ type Service struct {
 // New returns a Service whose default policy is def. opts (a clock, auto-sweep)
 // apply to every limiter the service builds; [hotlimit.WithFactory] replaces
 // the in-memory limiters, with redislimit.Factory say, so that many instances
-// share one state. It returns an error wrapping
+// share one state. Idle pairs are evicted without a call to Sweep unless
+// opts say otherwise (see [DefaultAutoSweep]). It returns an error wrapping
 // hotlimit.ErrInvalidConfig when def is invalid.
 func New(def hotlimit.Config, opts ...hotlimit.Option) (*Service, error) {
 	return NewFromRules(Rules{Default: Limits{def}}, opts...)
