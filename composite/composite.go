@@ -5,6 +5,7 @@ import (
 	"reflect"
 
 	"github.com/hotlimit/hotlimit"
+	"github.com/hotlimit/hotlimit/unlimited"
 )
 
 // MaxChildren is the most children a composite takes. It bounds the receipts
@@ -117,9 +118,9 @@ func (l *Limiter) Take(key string, n int) hotlimit.Decision {
 }
 
 // TakeReceipt is Take, plus the receipt of what it took: n requests at the
-// earliest of the receipt times of the children that counted them (a child
-// that counts nothing, as an unlimited one, gives no time); the zero Receipt
-// when denied or n < 1. Give them back with Refund.
+// earliest of the children's receipt times (an unlimited child, which keeps
+// nothing, gives no time); the zero Receipt when denied or n < 1. Give them
+// back with Refund.
 func (l *Limiter) TakeReceipt(key string, n int) (hotlimit.Decision, hotlimit.Receipt) {
 	if n < 1 {
 		return l.report(key, n, -1), hotlimit.Receipt{}
@@ -144,19 +145,30 @@ func (l *Limiter) TakeReceipt(key string, n int) (hotlimit.Decision, hotlimit.Re
 		receipts[i] = r
 		d = merge(d, cd, i == 0)
 	}
-	// The earliest time of the children that counted the requests: a child
-	// that counted none (an unlimited one) gives the zero Receipt, whose
-	// At 0 is no time of the clock's and, being earlier than every time a
-	// clock past 0 reads, would make every other child give back less.
+	d.Allowed, d.RetryAfter = true, 0
+	return d, hotlimit.Receipt{N: n, At: l.earliest(&receipts)}
+}
+
+// earliest returns the time of a receipt of the children's receipts: the
+// earliest of their times, leaving out the unlimited children, which keep no
+// state and give the zero Receipt, whose At 0 is no reading of the clock (as
+// the earliest time it would make every other child give back less). Any
+// other child's zero Receipt counts, at 0: one that admitted without
+// counting, as redislimit's failure policies do while Redis is down, must
+// not be given back what it never counted, and at 0 every child gives back
+// less, never more, since every child's refund is monotone in the time.
+func (l *Limiter) earliest(receipts *[MaxChildren]hotlimit.Receipt) int64 {
 	var at int64
-	counted := false
-	for _, r := range receipts[:len(l.children)] {
-		if r.N > 0 && (!counted || r.At < at) {
-			at, counted = r.At, true
+	found := false
+	for i, c := range l.children {
+		if _, stateless := c.(*unlimited.Limiter); stateless {
+			continue
+		}
+		if r := receipts[i]; !found || r.At < at {
+			at, found = r.At, true
 		}
 	}
-	d.Allowed, d.RetryAfter = true, 0
-	return d, hotlimit.Receipt{N: n, At: at}
+	return at
 }
 
 // report asks every child but the skip-th (none when skip < 0) for

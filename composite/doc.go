@@ -45,9 +45,11 @@
 // # Receipts
 //
 // A composite is itself a hotlimit.Refunder. Its receipt holds n and the
-// earliest of its children's receipt times (of those that counted the
-// requests: an unlimited child counts nothing and gives the zero Receipt,
-// whose At 0 is no reading of the clock), and Refund gives that receipt to
+// earliest of its children's receipt times (but an unlimited child's: it
+// keeps nothing and gives the zero Receipt, whose At 0 is no reading of the
+// clock; any other child's zero Receipt, such as redislimit's while Redis is
+// down, where it admits without counting, makes the time 0, so that no
+// child is given back what it did not count), and Refund gives that receipt to
 // every child. That is safe for every kind of child: each limiter's refund is
 // monotone in the receipt's time (an earlier time never gives back more), and
 // the earliest time is at or before each child's own. It gives back less than

@@ -158,3 +158,49 @@ func TestRefundBesideUnlimitedGivesBackAll(t *testing.T) {
 		})
 	}
 }
+
+// uncounting is a child that, while down, admits without counting and gives
+// the zero Receipt, as redislimit's failure policies do while Redis is down;
+// up, it is its limiter. Refunds always reach the limiter, as a refund
+// reaches Redis once it is back.
+type uncounting struct {
+	hotlimit.Refunder
+	down bool
+}
+
+func (u *uncounting) TakeReceipt(key string, n int) (hotlimit.Decision, hotlimit.Receipt) {
+	if u.down {
+		return hotlimit.Decision{Allowed: true}, hotlimit.Receipt{}
+	}
+	return u.Refunder.TakeReceipt(key, n)
+}
+
+// TestRefundGivesNothingToAChildThatDidNotCount: a child that admitted
+// without counting (its zero Receipt) makes the composite receipt's time 0,
+// even beside a child that counted, so that a later refund gives its limiter
+// nothing it never counted: a limit of 4 that counted 2 before the outage
+// has 2 left after the refund of 3 taken during it, not 4.
+func TestRefundGivesNothingToAChildThatDidNotCount(t *testing.T) {
+	for _, k := range kinds {
+		t.Run(k.name, func(t *testing.T) {
+			var now atomic.Int64
+			now.Store(int64(time.Hour)) // the limiter's epoch, long before the test, as Redis's time is
+			lim := k.make(t, 4, time.Hour, now.Load)
+			counting := k.make(t, 10, time.Hour, now.Load)
+			now.Store(int64(100 * time.Hour))
+			child := &uncounting{Refunder: lim.(hotlimit.Refunder)}
+			u, err := unlimited.New()
+			require.NoError(t, err)
+			c, err := composite.New(u, child, counting)
+			require.NoError(t, err)
+			require.True(t, c.Take("k", 2).Allowed, "counted before the outage")
+			child.down = true
+			d, r := c.TakeReceipt("k", 3)
+			require.True(t, d.Allowed)
+			assert.Zero(t, r.At, "the uncounting child's zero receipt, beside a counting one")
+			child.down = false
+			c.Refund("k", r)
+			assert.Equal(t, 2, lim.Take("k", 0).Remaining, "nothing given back that was not counted")
+		})
+	}
+}
