@@ -129,7 +129,8 @@ func (testService) FullDuplexCall(stream grpc.BidiStreamingServer[testgrpc.Strea
 	}
 }
 
-// payload returns a payload of size zero bytes, at most 1 MiB.
+// payload returns a payload of size bytes (none for a negative size), at
+// most 1 MiB.
 func payload(size int32) *testgrpc.Payload {
 	return &testgrpc.Payload{Body: make([]byte, min(max(size, 0), 1<<20))}
 }
