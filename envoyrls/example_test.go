@@ -38,12 +38,18 @@ descriptors:
 		Entries: []*rlext.RateLimitDescriptor_Entry{{Key: "user", Value: "alice"}},
 	}}}
 	for range 3 {
-		resp, _ := srv.ShouldRateLimit(context.Background(), req)
+		resp, err := srv.ShouldRateLimit(context.Background(), req)
+		if err != nil {
+			panic(err)
+		}
 		st := resp.Statuses[0]
 		fmt.Println(resp.OverallCode, st.LimitRemaining, st.CurrentLimit.RequestsPerUnit, st.CurrentLimit.Unit)
 	}
 	now.Add(int64(time.Minute))
-	resp, _ := srv.ShouldRateLimit(context.Background(), req)
+	resp, err := srv.ShouldRateLimit(context.Background(), req)
+	if err != nil {
+		panic(err)
+	}
 	fmt.Println(resp.OverallCode, "a minute later")
 	// Output:
 	// OK 1 2 MINUTE

@@ -92,9 +92,11 @@ func startExampleServer() (addr string, stop func(), err error) {
 
 // newExampleClient returns a client of the examples' redis-server, emptied
 // so that each example starts afresh (in an application:
-// redis.NewClient(&redis.Options{Addr: "localhost:6379"})).
+// redis.NewClient(&redis.Options{Addr: "localhost:6379", ContextTimeoutEnabled: true}),
+// so that the client bounds its socket reads by the timeout and TakeAll can
+// pipeline).
 func newExampleClient() *redis.Client {
-	client := redis.NewClient(&redis.Options{Addr: exampleAddr})
+	client := redis.NewClient(&redis.Options{Addr: exampleAddr, ContextTimeoutEnabled: true})
 	if err := client.FlushDB(context.Background()).Err(); err != nil {
 		panic(err)
 	}
@@ -199,10 +201,13 @@ func ExampleFactory() {
 	// 99
 }
 
-// The limits of one request, decided in one round trip.
+// The limits of one request, decided in one round trip (on a client with
+// ContextTimeoutEnabled: without it, each take is sent by itself).
 func ExampleTakeAll() {
 	var now atomic.Int64
 	client := newExampleClient()
+	var trips roundTrips // a redis.Hook that counts commands sent alone and pipelines
+	client.AddHook(&trips)
 	perUser, err := redislimit.New(client, hotlimit.Config{Algorithm: hotlimit.FixedWindow, Limit: 2, Window: time.Second},
 		hotlimit.WithClock(now.Load), redislimit.WithPrefix("takeall:"))
 	if err != nil {
@@ -213,13 +218,23 @@ func ExampleTakeAll() {
 	if err != nil {
 		panic(err)
 	}
+	var trip int64
 	for range 3 {
 		takes := []redislimit.Take{{Limiter: perUser, Key: "user-42", N: 1}, {Limiter: perIP, Key: "10.0.0.1", N: 1}}
+		before := trips.singles.Load() + trips.pipelines.Load()
 		redislimit.TakeAll(context.Background(), takes)
+		trip = trips.singles.Load() + trips.pipelines.Load() - before // the first call may load the scripts
+		for _, t := range takes {
+			if t.Err != nil {
+				fmt.Println("Redis failed:", t.Err) // and Decision is the failure policy's
+			}
+		}
 		fmt.Println(takes[0].Decision.Allowed, takes[0].Decision.Remaining, takes[1].Decision.Allowed, takes[1].Decision.Remaining)
 	}
+	fmt.Println("round trips of the last call:", trip)
 	// Output:
 	// true 1 true 4
 	// true 0 true 3
 	// false 0 true 2
+	// round trips of the last call: 1
 }

@@ -131,9 +131,28 @@ func run(addr string, c config) error {
 	fmt.Println("  GET /search      token bucket 5/s per user")
 	fmt.Println("  GET /pay         token bucket 2/s for X-API-Key: premium")
 
-	srv := &http.Server{Handler: h, ReadHeaderTimeout: 5 * time.Second}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
+	return serve(ctx, ln, h)
+}
+
+// newHTTPServer returns the server for h, with timeouts: a server without
+// them lets a slow or idle client hold a connection and its goroutine for
+// ever.
+func newHTTPServer(h http.Handler) *http.Server {
+	return &http.Server{
+		Handler:           h,
+		ReadHeaderTimeout: 5 * time.Second,
+		ReadTimeout:       10 * time.Second,
+		WriteTimeout:      10 * time.Second,
+		IdleTimeout:       time.Minute,
+	}
+}
+
+// serve serves h on ln until ctx is done, then shuts down gracefully: it
+// waits up to 5 s for the requests in flight, then closes their connections.
+func serve(ctx context.Context, ln net.Listener, h http.Handler) error {
+	srv := newHTTPServer(h)
 	errc := make(chan error, 1)
 	go func() { errc <- srv.Serve(ln) }()
 	select {
@@ -144,6 +163,8 @@ func run(addr string, c config) error {
 	shutdown, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
 	if err := srv.Shutdown(shutdown); err != nil {
+		_ = srv.Close() // the requests still running lose their connections
+		<-errc
 		return err
 	}
 	if err := <-errc; !errors.Is(err, http.ErrServerClosed) {

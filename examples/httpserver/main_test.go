@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"fmt"
 	"io"
 	"net"
@@ -16,17 +17,63 @@ import (
 	"github.com/stretchr/testify/require"
 )
 
-// start serves newServer(c) on a loopback port and returns its base URL.
+// start serves newServer(c) on a loopback port, as run does, and returns its
+// base URL.
 func start(t *testing.T, c config) string {
 	t.Helper()
 	h, err := newServer(c)
 	require.NoError(t, err)
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	require.NoError(t, err)
-	srv := &http.Server{Handler: h, ReadHeaderTimeout: 5 * time.Second}
-	go func() { _ = srv.Serve(ln) }()
-	t.Cleanup(func() { _ = srv.Close() })
+	ctx, cancel := context.WithCancel(context.Background())
+	served := make(chan error, 1)
+	go func() { served <- serve(ctx, ln, h) }()
+	t.Cleanup(func() {
+		cancel()
+		assert.NoError(t, <-served, "serve after shutdown")
+	})
 	return "http://" + ln.Addr().String()
+}
+
+// TestServerTimeouts pins the timeouts of the server run starts: without
+// them an idle or slow client holds its connection for ever.
+func TestServerTimeouts(t *testing.T) {
+	srv := newHTTPServer(http.NotFoundHandler())
+	assert.Positive(t, srv.ReadHeaderTimeout, "ReadHeaderTimeout")
+	assert.Positive(t, srv.ReadTimeout, "ReadTimeout")
+	assert.Positive(t, srv.WriteTimeout, "WriteTimeout")
+	assert.Positive(t, srv.IdleTimeout, "IdleTimeout")
+}
+
+// TestServeShutsDown cancels serve's context, as SIGINT does: serve returns
+// nil, and the port no longer accepts requests.
+func TestServeShutsDown(t *testing.T) {
+	h, err := newServer(config{})
+	require.NoError(t, err)
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	served := make(chan error, 1)
+	go func() { served <- serve(ctx, ln, h) }()
+
+	client := &http.Client{Timeout: 30 * time.Second}
+	resp, err := client.Get("http://" + ln.Addr().String() + "/")
+	require.NoError(t, err)
+	_, _ = io.Copy(io.Discard, resp.Body)
+	require.NoError(t, resp.Body.Close())
+	assert.Equal(t, http.StatusOK, resp.StatusCode)
+
+	cancel()
+	select {
+	case err := <-served:
+		assert.NoError(t, err)
+	case <-time.After(30 * time.Second):
+		t.Fatal("serve did not return after its context was cancelled")
+	}
+	client.CloseIdleConnections()
+	_, err = client.Get("http://" + ln.Addr().String() + "/")
+	assert.Error(t, err, "a request after the shutdown")
 }
 
 func frozen(at time.Duration) *atomic.Int64 {

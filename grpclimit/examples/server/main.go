@@ -3,7 +3,7 @@
 // grpc.testing.TestService (the interop test service), grpc.health.v1 and
 // server reflection, so grpcurl needs no .proto files:
 //
-//	go run ./examples/server -addr 127.0.0.1:9090
+//	cd grpclimit && go run ./examples/server -addr 127.0.0.1:9090
 //	grpcurl -plaintext 127.0.0.1:9090 grpc.testing.TestService/UnaryCall # 5/s per client (token bucket)
 //	grpcurl -plaintext 127.0.0.1:9090 grpc.testing.TestService/EmptyCall # 3/s per client and method (fixed window)
 //	grpcurl -plaintext 127.0.0.1:9090 grpc.health.v1.Health/Check        # never limited
@@ -39,7 +39,13 @@ import (
 type config struct {
 	clock   hotlimit.Clock        // nil: the process's monotonic clock
 	observe func(grpclimit.Event) // nil: no observer
+	grace   time.Duration         // 0: defaultGrace
 }
+
+// defaultGrace is how long a shutdown waits for the calls in flight to end
+// before it cancels them: a client holding a stream open must not keep the
+// process alive.
+const defaultGrace = 5 * time.Second
 
 // The rules: a default per (peer, method) and an override for UnaryCall.
 var (
@@ -123,7 +129,8 @@ func (testService) FullDuplexCall(stream grpc.BidiStreamingServer[testgrpc.Strea
 	}
 }
 
-// payload returns a payload of size zero bytes, at most 1 MiB.
+// payload returns a payload of size bytes (none for a negative size), at
+// most 1 MiB.
 func payload(size int32) *testgrpc.Payload {
 	return &testgrpc.Payload{Body: make([]byte, min(max(size, 0), 1<<20))}
 }
@@ -160,6 +167,15 @@ func run(addr string, c config) error {
 
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
+	return serve(ctx, srv, ln, c.grace)
+}
+
+// serve serves on ln until ctx is done, then stops accepting calls and waits
+// up to grace (0: defaultGrace) for those in flight before cancelling them.
+func serve(ctx context.Context, srv *grpc.Server, ln net.Listener, grace time.Duration) error {
+	if grace <= 0 {
+		grace = defaultGrace
+	}
 	errc := make(chan error, 1)
 	go func() { errc <- srv.Serve(ln) }()
 	select {
@@ -167,6 +183,18 @@ func run(addr string, c config) error {
 		return err
 	case <-ctx.Done():
 	}
-	srv.GracefulStop()
+	stopped := make(chan struct{})
+	go func() {
+		srv.GracefulStop() // returns once every call has ended
+		close(stopped)
+	}()
+	timer := time.NewTimer(grace)
+	defer timer.Stop()
+	select {
+	case <-stopped:
+	case <-timer.C:
+		srv.Stop() // cancels the calls still running; GracefulStop then returns
+		<-stopped
+	}
 	return <-errc
 }

@@ -119,3 +119,65 @@ func TestExampleServer(t *testing.T) {
 	_, err = client.EmptyCall(ctx, &testgrpc.Empty{})
 	assert.NoError(t, err)
 }
+
+// TestShutdownEndsOpenStreams cancels serve's context while a client holds a
+// bidirectional stream open: the server must stop once the grace period is
+// over, ending the stream, instead of waiting for the client forever.
+func TestShutdownEndsOpenStreams(t *testing.T) {
+	srv, err := newServer(config{})
+	require.NoError(t, err)
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	served := make(chan error, 1)
+	go func() { served <- serve(ctx, srv, ln, 10*time.Millisecond) }()
+
+	cc, err := grpc.NewClient(ln.Addr().String(), grpc.WithTransportCredentials(insecure.NewCredentials()))
+	require.NoError(t, err)
+	defer cc.Close()
+	stream, err := testgrpc.NewTestServiceClient(cc).FullDuplexCall(context.Background())
+	require.NoError(t, err)
+	require.NoError(t, stream.Send(&testgrpc.StreamingOutputCallRequest{ResponseParameters: []*testgrpc.ResponseParameters{{Size: 1}}}))
+	_, err = stream.Recv() // the stream is open on the server
+	require.NoError(t, err)
+
+	cancel() // SIGINT
+	select {
+	case err := <-served:
+		assert.NoError(t, err)
+	case <-time.After(30 * time.Second):
+		srv.Stop()
+		t.Fatal("serve did not return while a stream was open")
+	}
+	_, err = stream.Recv()
+	assert.Error(t, err, "the open stream ended with the server")
+}
+
+// TestShutdownReturnsWhenIdle checks the graceful half: with no call in
+// flight, serve returns without waiting out its (hour-long) grace period.
+func TestShutdownReturnsWhenIdle(t *testing.T) {
+	srv, err := newServer(config{})
+	require.NoError(t, err)
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	served := make(chan error, 1)
+	go func() { served <- serve(ctx, srv, ln, time.Hour) }()
+
+	cc, err := grpc.NewClient(ln.Addr().String(), grpc.WithTransportCredentials(insecure.NewCredentials()))
+	require.NoError(t, err)
+	defer cc.Close()
+	_, err = testgrpc.NewTestServiceClient(cc).EmptyCall(context.Background(), &testgrpc.Empty{})
+	require.NoError(t, err)
+
+	cancel()
+	select {
+	case err := <-served:
+		assert.NoError(t, err)
+	case <-time.After(30 * time.Second):
+		srv.Stop()
+		t.Fatal("serve did not return with no call in flight")
+	}
+}
