@@ -15,8 +15,9 @@
 // proxies). The API defaults to the ServeMux pattern that serves the request
 // ("GET /search"): r.Pattern when the middleware runs inside the mux, the
 // pattern the mux would match when the middleware wraps the mux itself, and
-// the URL path when there is no pattern (a handler that is not a ServeMux, or
-// a request the mux does not route). Patterns keep the number of APIs equal to
+// the URL path, cleaned as ServeMux cleans it, when there is no pattern (a
+// handler that is not a ServeMux, or a request the mux does not route), so
+// that "//login" or "/x/../login" is counted as "/login". Patterns keep the number of APIs equal to
 // the number of routes; a path fallback lets a client create one state per
 // path it invents, which the limiters' Sweep reclaims once idle.
 //

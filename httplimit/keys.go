@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"net/http"
 	"net/textproto"
+	"path"
 	"strings"
 
 	"github.com/hotlimit/hotlimit/internal/transport"
@@ -105,8 +106,11 @@ func FirstOf(fns ...KeyFunc) KeyFunc {
 // RoutePattern returns a KeyFunc for the API: r.Pattern when a ServeMux has
 // already routed the request (the middleware wraps a handler registered in
 // the mux); else, when mux is not nil, the pattern mux would route the request
-// to (the middleware wraps the mux); else the URL path. It finds no key only
-// for a request without a URL.
+// to (the middleware wraps the mux); else the URL path, cleaned as ServeMux
+// cleans it (repeated slashes, "." and ".." elements resolved, a trailing
+// slash kept), so that "//login", "/./login" and "/x/../login" count
+// against the rule of "/login" instead of each having a quota of its own. It
+// finds no key only for a request without a URL.
 //
 // Routes are not tagged: the API of a rule is the route as the ServeMux
 // writes it ("GET /search"), the API dimension holds routes unless [WithAPI]
@@ -130,6 +134,24 @@ func RoutePattern(mux *http.ServeMux) KeyFunc {
 				return p, true
 			}
 		}
-		return r.URL.Path, true
+		return cleanPath(r.URL.Path), true
 	}
+}
+
+// cleanPath returns p as ServeMux routes it: path.Clean of p, with p's
+// trailing slash kept. A path that does not start with '/' (the "*" of
+// "OPTIONS *", the empty path of CONNECT) is returned as it is. A path that
+// is already clean is returned without allocating.
+func cleanPath(p string) string {
+	if p == "" || p[0] != '/' {
+		return p
+	}
+	np := path.Clean(p)
+	if p[len(p)-1] == '/' && np != "/" {
+		if len(p) == len(np)+1 && strings.HasPrefix(p, np) {
+			return p
+		}
+		return np + "/"
+	}
+	return np
 }

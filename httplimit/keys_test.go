@@ -129,3 +129,35 @@ func TestEmptyKeyIsNoKey(t *testing.T) {
 	assert.True(t, ok)
 	assert.Equal(t, "ip:192.0.2.1", key)
 }
+
+// TestPathFallbackCannotBeRespelled sends the same path spelled as a router
+// that cleans paths still serves it: every spelling must spend the quota of
+// the one rule the path names, rather than each getting a fresh one.
+func TestPathFallbackCannotBeRespelled(t *testing.T) {
+	svc, _ := newService(t, cfg(hotlimit.FixedWindow, 100, time.Minute), 0)
+	require.NoError(t, svc.ConfigureAPI("/login", cfg(hotlimit.FixedWindow, 1, time.Minute)))
+	var apis []string
+	h := httplimit.New(svc, httplimit.WithObserver(func(e httplimit.Event) { apis = append(apis, e.API) }))(ok)
+	spellings := []string{"/login", "//login", "/./login", "/x/../login", "/login/.", "/../login"}
+	var codes []int
+	for _, p := range spellings {
+		r := get("/", "192.0.2.1:1")
+		r.URL.Path = p
+		codes = append(codes, serve(h, r).Code)
+	}
+	assert.Equal(t, []int{200, 429, 429, 429, 429, 429}, codes, "one quota for every spelling of /login")
+	for i, api := range apis {
+		assert.Equal(t, "/login", api, "spelling %q", spellings[i])
+	}
+
+	// A trailing slash names another route in a ServeMux, and stays.
+	for _, tc := range []struct{ path, api string }{
+		{"/dir/", "/dir/"}, {"//dir//", "/dir/"}, {"/a/./b/", "/a/b/"}, {"/", "/"}, {"*", "*"},
+	} {
+		r := get("/", "192.0.2.1:1")
+		r.URL.Path = tc.path
+		api, found := httplimit.RoutePattern(nil)(r)
+		assert.True(t, found, tc.path)
+		assert.Equal(t, tc.api, api, tc.path)
+	}
+}
