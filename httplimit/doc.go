@@ -48,7 +48,10 @@
 //
 // q is the policy's Limit and w its Window in seconds, rounded up and at least
 // 1 (a sub-second window is advertised as a second: a client that paces
-// itself at q per w never exceeds the policy). r is the number of requests
+// itself at q per w never exceeds the policy). A token bucket or GCRA with a
+// Burst other than its Limit advertises the burst instead, q=Burst, over the
+// time its rate takes to grant it ("tokenbucket-5-1s-burst20";q=20;w=4):
+// r can then reach Burst − 1, and never exceeds q. r is the number of requests
 // that would still pass right now (Decision.Remaining) and t the seconds until
 // the quota is back to full (Decision.ResetAfter, rounded up). When a response
 // already carries one of these fields, for example from an outer httplimit
@@ -75,7 +78,8 @@
 //
 // The name in both fields is derived from the resolved [hotlimit.Config]:
 // the algorithm, the limit and the window, as in "tokenbucket-5-1s" or
-// "slidinglog-100-1m". A derived name needs no registry that could drift from
+// "slidinglog-100-1m", and a burst other than the limit, as in
+// "tokenbucket-5-1s-burst20". A derived name needs no registry that could drift from
 // the rules; it is the same on every replica and across restarts; it stays
 // the same while the policy does (the draft wants RateLimit-Policy consistent
 // over a sequence of responses) and changes exactly when the policy changes,
