@@ -266,8 +266,22 @@ func validPort(s string) bool {
 // forValues appends to dst the for= value of every element of the RFC 7239
 // Forwarded field values, in order; an element without one contributes "",
 // which is not an address and so stops a walk.
+//
+// A value whose quoted-strings do not all close is split at every comma,
+// quoted or not. Such a value was begun by the client: a proxy appends
+// ", for=" and a node, which holds no comma and either no quote or two, so
+// when a client leaves a quote open, every comma a proxy wrote after it reads
+// as quoted and the value still ends inside the quote. Splitting at every
+// comma gives each proxy's element back, so the walk finds the client there
+// instead of stopping at the proxy.
 func forValues(values []string, dst []string) []string {
 	for _, v := range values {
+		if openQuote(v) {
+			for elem := range strings.SplitSeq(v, ",") {
+				dst = append(dst, forParam(elem))
+			}
+			continue
+		}
 		for v != "" {
 			var elem string
 			elem, v = cutOutsideQuotes(v, ',')
@@ -275,6 +289,20 @@ func forValues(values []string, dst []string) []string {
 		}
 	}
 	return dst
+}
+
+// openQuote reports whether s ends inside a quoted-string.
+func openQuote(s string) bool {
+	quoted := false
+	for i := 0; i < len(s); i++ {
+		switch c := s[i]; {
+		case quoted && c == '\\':
+			i++
+		case c == '"':
+			quoted = !quoted
+		}
+	}
+	return quoted
 }
 
 // forParam returns the unquoted value of the for parameter of one Forwarded
