@@ -14,7 +14,9 @@
 // peer's address, IPv6 grouped by /64; forwarding headers only from trusted
 // proxies). The API defaults to the ServeMux pattern that serves the request
 // ("GET /search"): r.Pattern when the middleware runs inside the mux, the
-// pattern the mux would match when the middleware wraps the mux itself, and
+// pattern the mux would match when the middleware wraps the mux itself (even
+// when an outer mux mounted it under a pattern of its own, such as "/api/"),
+// and
 // the URL path, cleaned as ServeMux cleans it, when there is no pattern (a
 // handler that is not a ServeMux, or a request the mux does not route), so
 // that "//login" or "/x/../login" is counted as "/login". Patterns keep the number of APIs equal to

@@ -103,10 +103,11 @@ func FirstOf(fns ...KeyFunc) KeyFunc {
 	}
 }
 
-// RoutePattern returns a KeyFunc for the API: r.Pattern when a ServeMux has
+// RoutePattern returns a KeyFunc for the API: when mux is not nil, the
+// pattern mux would route the request to (the middleware wraps the mux);
+// else, or when mux has no route for it, r.Pattern when a ServeMux has
 // already routed the request (the middleware wraps a handler registered in
-// the mux); else, when mux is not nil, the pattern mux would route the request
-// to (the middleware wraps the mux); else the URL path, cleaned as ServeMux
+// the mux); else the URL path, cleaned as ServeMux
 // cleans it (repeated slashes, "." and ".." elements resolved, a trailing
 // slash kept), so that "//login", "/./login" and "/x/../login" count
 // against the rule of "/login" instead of each having a quota of its own. It
@@ -123,16 +124,19 @@ func FirstOf(fns ...KeyFunc) KeyFunc {
 // middleware and the mux.
 func RoutePattern(mux *http.ServeMux) KeyFunc {
 	return func(r *http.Request) (string, bool) {
+		// mux comes first: an outer ServeMux that mounted the middleware
+		// ("/api/" handing its subtree to it) has set r.Pattern to its own,
+		// coarser route, while mux is the one that serves the request.
+		if mux != nil && r.URL != nil {
+			if _, p := mux.Handler(r); p != "" {
+				return p, true
+			}
+		}
 		if r.Pattern != "" {
 			return r.Pattern, true
 		}
 		if r.URL == nil {
 			return "", false
-		}
-		if mux != nil {
-			if _, p := mux.Handler(r); p != "" {
-				return p, true
-			}
 		}
 		return cleanPath(r.URL.Path), true
 	}

@@ -161,3 +161,34 @@ func TestPathFallbackCannotBeRespelled(t *testing.T) {
 		assert.Equal(t, tc.api, api, tc.path)
 	}
 }
+
+// TestNestedMuxRoutesByTheInnerPattern: an outer ServeMux hands "/api/" to
+// the middleware around an inner ServeMux, the usual way to mount an API.
+// The outer mux has set r.Pattern to "/api/" by then; the API must still be
+// the inner mux's route, the one the request is served by and rules name,
+// or every route of the inner mux would share the quota of "/api/".
+func TestNestedMuxRoutesByTheInnerPattern(t *testing.T) {
+	svc, _ := newService(t, cfg(hotlimit.FixedWindow, 100, time.Minute), 0)
+	require.NoError(t, svc.ConfigureAPI("GET /items/{id}", cfg(hotlimit.FixedWindow, 1, time.Minute)))
+	var apis []string
+	limit := httplimit.New(svc, httplimit.WithObserver(func(e httplimit.Event) { apis = append(apis, e.API) }))
+	inner := http.NewServeMux()
+	inner.Handle("GET /items/{id}", ok)
+	inner.Handle("GET /users", ok)
+	outer := http.NewServeMux()
+	outer.Handle("/api/", http.StripPrefix("/api", limit(inner)))
+
+	var codes []int
+	for _, p := range []string{"/api/items/1", "/api/items/2", "/api/users"} {
+		codes = append(codes, serve(outer, get(p, "192.0.2.1:1")).Code)
+	}
+	assert.Equal(t, []string{"GET /items/{id}", "GET /items/{id}", "GET /users"}, apis)
+	assert.Equal(t, []int{200, 429, 200}, codes, "the rule of GET /items/{id} applies behind the outer mux")
+
+	// Registered inside a mux, the middleware still takes that mux's pattern.
+	apis = nil
+	m := http.NewServeMux()
+	m.Handle("GET /orders/{id}", limit(ok))
+	serve(m, get("/orders/7", "192.0.2.1:1"))
+	assert.Equal(t, []string{"GET /orders/{id}"}, apis)
+}
