@@ -41,6 +41,18 @@ func TrustProxies(prefixes ...netip.Prefix) IPOption {
 	return func(k *ipKey) { k.ip.Trust(prefixes...) }
 }
 
+// TrustNonIPPeers makes a peer whose address is not an IP address a trusted
+// proxy: a proxy (Envoy, say) that reaches the server over a Unix socket.
+// Without it, such a peer's metadata is never read, and every client behind
+// the proxy shares the peer's one key ("peer:" and its address). With it,
+// the client is read from the forwarding metadata as behind any trusted
+// proxy, and the peer's key stays that of a call whose metadata names no
+// client. Use it only when every non-IP listener of the server is reached
+// through proxies that write the entry.
+func TrustNonIPPeers() IPOption {
+	return func(k *ipKey) { k.ip.TrustNonIP(true) }
+}
+
 // ProxyHeader sets the metadata entry that trusted proxies write the client
 // into: "x-forwarded-for" by default, as Envoy and most gRPC-aware proxies
 // write it. "forwarded" is parsed as RFC 7239 (its for= parameters); any
@@ -79,7 +91,8 @@ type ipKey struct {
 // first address that is not one is the client. From an untrusted peer the
 // entry is ignored, so a client cannot choose its key by sending it. A peer
 // that is not an IP address (a Unix socket, an in-memory bufconn) gives the
-// key "peer:" and its address's text. It finds no key when the context has
+// key "peer:" and its address's text, unless [TrustNonIPPeers] makes it a
+// trusted proxy. It finds no key when the context has
 // no peer, as in a client interceptor.
 func PeerIP(opts ...IPOption) KeyFunc {
 	k := &ipKey{ip: transport.NewIP(), header: "x-forwarded-for"}
@@ -107,10 +120,11 @@ func (k *ipKey) key(ctx context.Context, _ string, _ any) (string, bool) {
 	} else {
 		s := p.Addr.String()
 		if addr, text, ok = transport.ParseAddr(s); !ok {
-			if s == "" {
-				return "", false
+			var forwarded []string
+			if k.ip.TrustsNonIP() {
+				forwarded = metadata.ValueFromIncomingContext(ctx, k.header)
 			}
-			return transport.Tag(transport.KindPeer, s), true
+			return k.ip.NonIPKey(s, forwarded)
 		}
 	}
 	var forwarded []string
