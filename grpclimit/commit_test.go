@@ -130,3 +130,54 @@ func TestStreamFailureBeforeItsFirstMessageIsTrailersOnly(t *testing.T) {
 	assert.Equal(t, []string{`"fixedwindow-10-1m";r=8;t=60`}, header.Get("ratelimit"))
 	require.NoError(t, stream.CloseSend())
 }
+
+// sendHeaderFirst is a stream interceptor after the limit whose handler
+// sends its own headers through the context, around the stream's wrapper.
+func sendHeaderFirst(srv any, ss grpc.ServerStream, _ *grpc.StreamServerInfo, handler grpc.StreamHandler) error {
+	if err := grpc.SendHeader(ss.Context(), metadata.Pairs("x-own", "1")); err != nil {
+		return err
+	}
+	return handler(srv, ss)
+}
+
+// TestStreamHeadersSentAroundTheLimitKeepItsFields: when the headers leave
+// before the limit could add its fields to them, the fields go in the
+// trailers rather than being lost.
+func TestStreamHeadersSentAroundTheLimitKeepItsFields(t *testing.T) {
+	svc, _ := newService(t, cfg(hotlimit.FixedWindow, 10, time.Minute), 0)
+	cc := serveTCP(t, &testService{}, []grpc.ServerOption{grpc.ChainStreamInterceptor(
+		grpclimit.StreamServerInterceptor(svc), sendHeaderFirst)})
+	client := testgrpc.NewTestServiceClient(cc)
+	stream, err := client.FullDuplexCall(ctx(t))
+	require.NoError(t, err)
+	require.NoError(t, stream.Send(&testgrpc.StreamingOutputCallRequest{}))
+	_, err = stream.Recv()
+	require.NoError(t, err)
+	header, err := stream.Header()
+	require.NoError(t, err)
+	assert.Equal(t, []string{"1"}, header.Get("x-own"))
+	require.NoError(t, stream.CloseSend())
+	_, err = stream.Recv()
+	require.Error(t, err) // io.EOF: the stream ended
+	assert.Equal(t, []string{`"fixedwindow-10-1m";r=9;t=60`}, stream.Trailer().Get("ratelimit"), "the fields are in the trailers")
+}
+
+// TestUnaryHeadersSentByTheHandlerKeepTheLimitsFields: a handler that sends
+// its headers itself has sent them before the limit adds its fields, which
+// then go in the trailers.
+func TestUnaryHeadersSentByTheHandlerKeepTheLimitsFields(t *testing.T) {
+	svc, _ := newService(t, cfg(hotlimit.FixedWindow, 10, time.Minute), 0)
+	sendFirst := func(ctx context.Context, req any, _ *grpc.UnaryServerInfo, handler grpc.UnaryHandler) (any, error) {
+		if err := grpc.SendHeader(ctx, metadata.Pairs("x-own", "1")); err != nil {
+			return nil, err
+		}
+		return handler(ctx, req)
+	}
+	cc := serveTCP(t, &testService{}, []grpc.ServerOption{grpc.ChainUnaryInterceptor(
+		grpclimit.UnaryServerInterceptor(svc), sendFirst)})
+	var header, trailer metadata.MD
+	_, err := testgrpc.NewTestServiceClient(cc).UnaryCall(ctx(t), &testgrpc.SimpleRequest{}, grpc.Header(&header), grpc.Trailer(&trailer))
+	require.NoError(t, err)
+	assert.Equal(t, []string{"1"}, header.Get("x-own"))
+	assert.Equal(t, []string{`"fixedwindow-10-1m";r=9;t=60`}, trailer.Get("ratelimit"))
+}

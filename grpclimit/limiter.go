@@ -219,10 +219,14 @@ type headerStream struct {
 	md metadata.MD // still to send; nil once given to the stream
 }
 
-// flush adds md to the headers the stream will send.
+// flush adds md to the headers the stream will send, or to its trailers
+// when the handler has already sent its headers another way
+// (grpc.SendHeader on the stream's context).
 func (s *headerStream) flush() {
 	if s.md != nil {
-		_ = s.ServerStream.SetHeader(s.md)
+		if s.ServerStream.SetHeader(s.md) != nil {
+			s.ServerStream.SetTrailer(s.md)
+		}
 		s.md = nil
 	}
 }
