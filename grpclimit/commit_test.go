@@ -2,6 +2,7 @@ package grpclimit_test
 
 import (
 	"context"
+	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -180,4 +181,23 @@ func TestUnaryHeadersSentByTheHandlerKeepTheLimitsFields(t *testing.T) {
 	require.NoError(t, err)
 	assert.Equal(t, []string{"1"}, header.Get("x-own"))
 	assert.Equal(t, []string{`"fixedwindow-10-1m";r=9;t=60`}, trailer.Get("ratelimit"))
+}
+
+// TestLongMetadataValueKeyIsBounded: a metadata value past 256 bytes is
+// keyed by its digest, as httplimit keys a header, so that a caller sending
+// huge values cannot make each key pin that much memory; MetadataKey names
+// the same key for rules.
+func TestLongMetadataValueKeyIsBounded(t *testing.T) {
+	long := strings.Repeat("k", 64<<10)
+	for _, f := range []grpclimit.KeyFunc{grpclimit.Metadata("X-API-Key"), grpclimit.OutgoingMetadata("X-API-Key")} {
+		c := metadata.NewIncomingContext(context.Background(), metadata.Pairs("x-api-key", long))
+		c = metadata.NewOutgoingContext(c, metadata.Pairs("x-api-key", long))
+		key, found := f(c, unaryCall, nil)
+		assert.True(t, found)
+		assert.LessOrEqual(t, len(key), 128)
+		assert.Equal(t, grpclimit.MetadataKey("x-api-key", long), key)
+		assert.True(t, strings.HasPrefix(key, "header-sha256:x-api-key:"), key)
+	}
+	short := strings.Repeat("k", 256)
+	assert.Equal(t, "header:x-api-key:"+short, grpclimit.MetadataKey("x-api-key", short))
 }

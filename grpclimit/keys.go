@@ -139,12 +139,16 @@ func (k *ipKey) key(ctx context.Context, _ string, _ any) (string, bool) {
 // lower case: "header:x-api-key:k-123", the key httplimit.Header finds for
 // the same HTTP header. An absent or empty entry finds no key. The value is
 // used as sent: authenticate it before, or accept a claimed identity.
+//
+// A value longer than 256 bytes is keyed by its SHA-256 instead,
+// "header-sha256:x-api-key:" and the digest in hex, as httplimit.Header
+// keys it, so that huge values cannot make each key pin that much memory.
 func Metadata(name string) KeyFunc {
 	key := strings.ToLower(name)
-	prefix := transport.HeaderKind(name) + ":"
+	keys := transport.NewHeaderKeys(name)
 	return func(ctx context.Context, _ string, _ any) (string, bool) {
 		if v := metadata.ValueFromIncomingContext(ctx, key); len(v) > 0 && v[0] != "" {
-			return prefix + v[0], true
+			return keys.Key(v[0]), true
 		}
 		return "", false
 	}
@@ -154,11 +158,11 @@ func Metadata(name string) KeyFunc {
 // outgoing metadata of the call.
 func OutgoingMetadata(name string) KeyFunc {
 	key := strings.ToLower(name)
-	prefix := transport.HeaderKind(name) + ":"
+	keys := transport.NewHeaderKeys(name)
 	return func(ctx context.Context, _ string, _ any) (string, bool) {
 		md, _ := metadata.FromOutgoingContext(ctx)
 		if v := md.Get(key); len(v) > 0 && v[0] != "" {
-			return prefix + v[0], true
+			return keys.Key(v[0]), true
 		}
 		return "", false
 	}
@@ -167,9 +171,9 @@ func OutgoingMetadata(name string) KeyFunc {
 // MetadataKey returns the key [Metadata](name) finds in a call whose entry
 // name holds value, for rules: MetadataKey("x-api-key", "premium") is
 // "header:x-api-key:premium", equal to httplimit.HeaderKey("X-API-Key",
-// "premium").
+// "premium"); a value longer than 256 bytes gives its digest's key.
 func MetadataKey(name, value string) string {
-	return transport.Tag(transport.HeaderKind(name), value)
+	return transport.NewHeaderKeys(name).Key(value)
 }
 
 // FromRequest returns a KeyFunc that reads a key from the request message

@@ -24,7 +24,9 @@
 // path it invents, which the limiters' Sweep reclaims once idle.
 //
 // Every user key is tagged with its kind: "ip:192.0.2.1" from ClientIP,
-// "header:x-api-key:k-123" from Header("X-API-Key"), "context:T:alice" from
+// "header:x-api-key:k-123" from Header("X-API-Key") (a value past 256 bytes
+// as "header-sha256:x-api-key:" and its digest, so that a key never holds a
+// huge value), "context:T:alice" from
 // ContextValue of a key of type T, and a kind of your choice through [Tag].
 // Keys of different sources thus never share a quota: a client that sends
 // the API key "203.0.113.9" spends the quota of that API key, never that of

@@ -31,12 +31,17 @@ type KeyFunc func(r *http.Request) (key string, ok bool)
 // that are checked (API keys validated by an earlier handler) or when a
 // claimed identity is acceptable. It cannot claim another kind's key: the tag
 // keeps a header value that reads like an address apart from that address.
+//
+// A value longer than 256 bytes is keyed by its SHA-256 instead, as
+// "header-sha256:x-api-key:" and the digest in hex, so that a client sending
+// huge values cannot make each of its keys pin that much memory; distinct
+// values still have distinct keys, and [HeaderKey] makes the same key.
 func Header(name string) KeyFunc {
 	key := textproto.CanonicalMIMEHeaderKey(name)
-	prefix := transport.HeaderKind(name) + ":"
+	keys := transport.NewHeaderKeys(name)
 	return func(r *http.Request) (string, bool) {
 		if v := r.Header[key]; len(v) > 0 && v[0] != "" {
-			return prefix + v[0], true
+			return keys.Key(v[0]), true
 		}
 		return "", false
 	}
@@ -45,9 +50,10 @@ func Header(name string) KeyFunc {
 // HeaderKey returns the key that [Header](name) finds in a request whose
 // header name holds value, for rules: HeaderKey("X-API-Key", "premium") is
 // "header:x-api-key:premium". grpclimit's metadata keys are the same, so one
-// rule set names the same callers over HTTP and gRPC.
+// rule set names the same callers over HTTP and gRPC. A value longer than 256
+// bytes gives its digest's key, as Header does.
 func HeaderKey(name, value string) string {
-	return transport.Tag(transport.HeaderKind(name), value)
+	return transport.NewHeaderKeys(name).Key(value)
 }
 
 // ContextValue returns a KeyFunc that reads the value stored under key in the

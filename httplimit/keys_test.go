@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"net/http"
 	"net/http/httptest"
+	"strings"
 	"testing"
 	"time"
 
@@ -191,4 +192,38 @@ func TestNestedMuxRoutesByTheInnerPattern(t *testing.T) {
 	m.Handle("GET /orders/{id}", limit(ok))
 	serve(m, get("/orders/7", "192.0.2.1:1"))
 	assert.Equal(t, []string{"GET /orders/{id}"}, apis)
+}
+
+// TestLongHeaderValueKeyIsBounded: a client sends a new API key of 64 KiB
+// with each request. Each key is held as long as its state, so it must not
+// hold the value: a value past 256 bytes is keyed by its digest, bounded in
+// length, while distinct values keep distinct quotas and HeaderKey names the
+// same key for a rule.
+func TestLongHeaderValueKeyIsBounded(t *testing.T) {
+	svc, _ := newService(t, cfg(hotlimit.FixedWindow, 1, time.Minute), 0)
+	long := strings.Repeat("k", 64<<10)
+	require.NoError(t, svc.ConfigureUser(httplimit.HeaderKey("X-API-Key", long+"vip"), cfg(hotlimit.FixedWindow, 3, time.Minute)))
+	var users []string
+	h := httplimit.New(svc, httplimit.WithUser(httplimit.Header("X-API-Key")),
+		httplimit.WithObserver(func(e httplimit.Event) { users = append(users, e.User) }))(ok)
+
+	var codes []int
+	for _, v := range []string{long + "1", long + "2", long + "1", long + "vip", long + "vip", long + "vip"} {
+		codes = append(codes, serve(h, get("/", "192.0.2.1:1", "X-API-Key", v)).Code)
+	}
+	assert.Equal(t, []int{200, 200, 429, 200, 200, 200}, codes, "distinct values, distinct quotas; the rule named by HeaderKey applies")
+	for i, u := range users {
+		assert.LessOrEqual(t, len(u), 128, "request %d: the key does not hold the value", i)
+		assert.True(t, strings.HasPrefix(u, "header-sha256:x-api-key:"), "request %d: %s", i, u)
+	}
+	assert.NotEqual(t, users[0], users[1])
+	assert.Equal(t, users[0], users[2])
+
+	// Up to 256 bytes a value is kept as sent; a short value that reads like
+	// a digest's key is still a value of its own kind.
+	at := strings.Repeat("a", 256)
+	key, found := httplimit.Header("X-API-Key")(get("/", "192.0.2.1:1", "X-API-Key", at))
+	assert.True(t, found)
+	assert.Equal(t, "header:x-api-key:"+at, key)
+	assert.NotEqual(t, users[0], httplimit.HeaderKey("X-API-Key", strings.TrimPrefix(users[0], "header-sha256:x-api-key:")))
 }
