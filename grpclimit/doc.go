@@ -72,7 +72,13 @@
 //	ratelimit: "fixedwindow-3-1s";r=2;t=1
 //
 // in the response headers of a call that proceeds and in the trailers of a
-// denied one. No gRPC standard exists for this: gRFC A6 defines only the
+// denied one. They are given to the call once its handler has returned (a
+// stream's when it sends its first message or its headers), never before:
+// a call that proceeds but then fails, in its handler or in an interceptor
+// after this one (another limit that denies it), carries them in its
+// trailers, so that its response stays Trailers-Only and the client's retry
+// policy can still retry it (gRFC A6). [MiddlewareLimiter] cannot wait for
+// the handler and sets them at once. No gRPC standard exists for this: gRFC A6 defines only the
 // pushback, and google.rpc.QuotaFailure only explains a failure. The draft's
 // names are used because gRPC metadata are HTTP/2 header fields, so a proxy,
 // a gateway (grpc-gateway, Envoy's transcoder) or a client that already

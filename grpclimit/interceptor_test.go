@@ -599,3 +599,43 @@ func TestEmptyKeyIsNoKey(t *testing.T) {
 	assert.True(t, ok)
 	assert.Equal(t, "ip:192.0.2.1", key)
 }
+
+// TestClientsBehindNonIPProxyHaveTheirOwnQuota serves over an in-memory
+// connection, whose peer is not an IP address, as a proxy on a Unix socket
+// is. Without TrustNonIPPeers every caller shares the peer's key; with it,
+// each client the proxy names in x-forwarded-for has its own quota, and a
+// call that names none is keyed by the peer.
+func TestClientsBehindNonIPProxyHaveTheirOwnQuota(t *testing.T) {
+	for _, trusted := range []bool{false, true} {
+		svc, _ := newService(t, cfg(hotlimit.FixedWindow, 1, time.Minute), 0)
+		var rec recorder
+		var ipOpts []grpclimit.IPOption
+		if trusted {
+			ipOpts = append(ipOpts, grpclimit.TrustNonIPPeers())
+		}
+		cc := serveBufconn(t, &testService{}, []grpc.ServerOption{grpc.ChainUnaryInterceptor(
+			grpclimit.UnaryServerInterceptor(svc, grpclimit.WithObserver(rec.observe),
+				grpclimit.WithUser(grpclimit.PeerIP(ipOpts...))))})
+		client := testgrpc.NewTestServiceClient(cc)
+		call := func(xff string) codes.Code {
+			c := ctx(t)
+			if xff != "" {
+				c = metadata.AppendToOutgoingContext(c, "x-forwarded-for", xff)
+			}
+			_, err := client.UnaryCall(c, &testgrpc.SimpleRequest{})
+			return status.Code(err)
+		}
+		if !trusted {
+			assert.Equal(t, []codes.Code{codes.OK, codes.ResourceExhausted}, []codes.Code{call("198.51.100.1"), call("198.51.100.2")})
+			assert.Equal(t, "peer:bufconn", rec.last().User)
+			continue
+		}
+		got := []codes.Code{call("198.51.100.1"), call("6.6.6.6, 198.51.100.2"), call("198.51.100.2"), call("")}
+		assert.Equal(t, []codes.Code{codes.OK, codes.OK, codes.ResourceExhausted, codes.OK}, got)
+		var users []string
+		for _, e := range rec.all() {
+			users = append(users, e.User)
+		}
+		assert.Equal(t, []string{"ip:198.51.100.1", "ip:198.51.100.2", "ip:198.51.100.2", "peer:bufconn"}, users)
+	}
+}

@@ -41,6 +41,18 @@ func TrustProxies(prefixes ...netip.Prefix) IPOption {
 	return func(k *ipKey) { k.ip.Trust(prefixes...) }
 }
 
+// TrustNonIPPeers makes a peer whose address is not an IP address a trusted
+// proxy: a proxy (Envoy, say) that reaches the server over a Unix socket.
+// Without it, such a peer's metadata is never read, and every client behind
+// the proxy shares the peer's one key ("peer:" and its address). With it,
+// the client is read from the forwarding metadata as behind any trusted
+// proxy, and the peer's key stays that of a call whose metadata names no
+// client. Use it only when every non-IP listener of the server is reached
+// through proxies that write the entry.
+func TrustNonIPPeers() IPOption {
+	return func(k *ipKey) { k.ip.TrustNonIP(true) }
+}
+
 // ProxyHeader sets the metadata entry that trusted proxies write the client
 // into: "x-forwarded-for" by default, as Envoy and most gRPC-aware proxies
 // write it. "forwarded" is parsed as RFC 7239 (its for= parameters); any
@@ -79,7 +91,8 @@ type ipKey struct {
 // first address that is not one is the client. From an untrusted peer the
 // entry is ignored, so a client cannot choose its key by sending it. A peer
 // that is not an IP address (a Unix socket, an in-memory bufconn) gives the
-// key "peer:" and its address's text. It finds no key when the context has
+// key "peer:" and its address's text, unless [TrustNonIPPeers] makes it a
+// trusted proxy. It finds no key when the context has
 // no peer, as in a client interceptor.
 func PeerIP(opts ...IPOption) KeyFunc {
 	k := &ipKey{ip: transport.NewIP(), header: "x-forwarded-for"}
@@ -107,10 +120,11 @@ func (k *ipKey) key(ctx context.Context, _ string, _ any) (string, bool) {
 	} else {
 		s := p.Addr.String()
 		if addr, text, ok = transport.ParseAddr(s); !ok {
-			if s == "" {
-				return "", false
+			var forwarded []string
+			if k.ip.TrustsNonIP() {
+				forwarded = metadata.ValueFromIncomingContext(ctx, k.header)
 			}
-			return transport.Tag(transport.KindPeer, s), true
+			return k.ip.NonIPKey(s, forwarded)
 		}
 	}
 	var forwarded []string
@@ -125,12 +139,16 @@ func (k *ipKey) key(ctx context.Context, _ string, _ any) (string, bool) {
 // lower case: "header:x-api-key:k-123", the key httplimit.Header finds for
 // the same HTTP header. An absent or empty entry finds no key. The value is
 // used as sent: authenticate it before, or accept a claimed identity.
+//
+// A value longer than 256 bytes is keyed by its SHA-256 instead,
+// "header-sha256:x-api-key:" and the digest in hex, as httplimit.Header
+// keys it, so that huge values cannot make each key pin that much memory.
 func Metadata(name string) KeyFunc {
 	key := strings.ToLower(name)
-	prefix := transport.HeaderKind(name) + ":"
+	keys := transport.NewHeaderKeys(name)
 	return func(ctx context.Context, _ string, _ any) (string, bool) {
 		if v := metadata.ValueFromIncomingContext(ctx, key); len(v) > 0 && v[0] != "" {
-			return prefix + v[0], true
+			return keys.Key(v[0]), true
 		}
 		return "", false
 	}
@@ -140,11 +158,11 @@ func Metadata(name string) KeyFunc {
 // outgoing metadata of the call.
 func OutgoingMetadata(name string) KeyFunc {
 	key := strings.ToLower(name)
-	prefix := transport.HeaderKind(name) + ":"
+	keys := transport.NewHeaderKeys(name)
 	return func(ctx context.Context, _ string, _ any) (string, bool) {
 		md, _ := metadata.FromOutgoingContext(ctx)
 		if v := md.Get(key); len(v) > 0 && v[0] != "" {
-			return prefix + v[0], true
+			return keys.Key(v[0]), true
 		}
 		return "", false
 	}
@@ -153,9 +171,9 @@ func OutgoingMetadata(name string) KeyFunc {
 // MetadataKey returns the key [Metadata](name) finds in a call whose entry
 // name holds value, for rules: MetadataKey("x-api-key", "premium") is
 // "header:x-api-key:premium", equal to httplimit.HeaderKey("X-API-Key",
-// "premium").
+// "premium"); a value longer than 256 bytes gives its digest's key.
 func MetadataKey(name, value string) string {
-	return transport.Tag(transport.HeaderKind(name), value)
+	return transport.NewHeaderKeys(name).Key(value)
 }
 
 // FromRequest returns a KeyFunc that reads a key from the request message

@@ -150,10 +150,22 @@ func (l *limiter) unary(ctx context.Context, req any, info *grpc.UnaryServerInfo
 		}
 		return nil, v.err
 	}
-	if md := l.header(&v); md != nil {
-		_ = grpc.SetHeader(ctx, md)
+	md := l.header(&v)
+	if md == nil {
+		return handler(ctx, req)
 	}
-	return handler(ctx, req)
+	// The metadata is set once the handler has returned, never before: a
+	// header set before would be sent with any failure of the handler or of
+	// an interceptor after this one (another limit that denies), and a
+	// response with headers is committed, so the client's retry policy
+	// could no longer retry it, whatever its pushback says (gRFC A6). A
+	// failure carries the metadata in its trailers instead, and so does a
+	// response whose handler has already sent its headers.
+	resp, err := handler(ctx, req)
+	if err != nil || grpc.SetHeader(ctx, md) != nil {
+		_ = grpc.SetTrailer(ctx, md)
+	}
+	return resp, err
 }
 
 // StreamServerInterceptor returns an interceptor that limits every stream at
@@ -176,13 +188,70 @@ func (l *limiter) stream(srv any, ss grpc.ServerStream, info *grpc.StreamServerI
 		}
 		return v.err
 	}
+	var hs *headerStream
 	if md := l.header(&v); md != nil {
-		_ = ss.SetHeader(md)
+		hs = &headerStream{ServerStream: ss, md: md}
+		ss = hs
 	}
 	if l.o.messages {
 		ss = &recvLimited{ServerStream: ss, l: l, method: info.FullMethod}
 	}
-	return handler(srv, ss)
+	err := handler(srv, ss)
+	if hs != nil {
+		hs.done(err)
+	}
+	return err
+}
+
+// headerStream sends the RateLimit metadata of a stream that proceeds with
+// the stream's headers, when the handler sends its first message or its
+// headers, and not before: metadata set at the start would be sent with a
+// failure of the handler (or of a limit on its first received message), and
+// a response with headers is committed, so the client could no longer retry
+// it (gRFC A6). A stream that fails before sending anything carries the
+// metadata in its trailers.
+//
+// md is read and cleared only on the handler's sending side (SendHeader and
+// SendMsg, which gRPC allows one goroutine at a time) and after the handler
+// has returned.
+type headerStream struct {
+	grpc.ServerStream
+	md metadata.MD // still to send; nil once given to the stream
+}
+
+// flush adds md to the headers the stream will send, or to its trailers
+// when the handler has already sent its headers another way
+// (grpc.SendHeader on the stream's context).
+func (s *headerStream) flush() {
+	if s.md != nil {
+		if s.ServerStream.SetHeader(s.md) != nil {
+			s.ServerStream.SetTrailer(s.md)
+		}
+		s.md = nil
+	}
+}
+
+func (s *headerStream) SendHeader(md metadata.MD) error {
+	s.flush()
+	return s.ServerStream.SendHeader(md)
+}
+
+func (s *headerStream) SendMsg(m any) error {
+	s.flush()
+	return s.ServerStream.SendMsg(m)
+}
+
+// done gives md to the stream once the handler has returned err: in the
+// headers of a success, which then go with its status, and in the trailers
+// of a failure, which stays Trailers-Only.
+func (s *headerStream) done(err error) {
+	if s.md == nil {
+		return
+	}
+	if err != nil || s.ServerStream.SetHeader(s.md) != nil {
+		s.ServerStream.SetTrailer(s.md)
+	}
+	s.md = nil
 }
 
 // recvLimited limits each message a server stream receives.

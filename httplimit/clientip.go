@@ -20,6 +20,18 @@ func TrustProxies(prefixes ...netip.Prefix) IPOption {
 	return func(k *ipKey) { k.ip.Trust(prefixes...) }
 }
 
+// TrustNonIPPeers makes a peer whose address is not an IP address a trusted
+// proxy: a reverse proxy that reaches the server over a Unix socket, whose
+// r.RemoteAddr net/http reports as "@". Without it, such a peer's header is
+// never read, and every client behind the proxy shares the one key
+// "peer:@". With it, the client is read from the forwarding header as
+// behind any trusted proxy, and "peer:" and RemoteAddr stays the key of a
+// request whose header names no client. Use it only when every non-IP
+// listener of the server is reached through proxies that write the header.
+func TrustNonIPPeers() IPOption {
+	return func(k *ipKey) { k.ip.TrustNonIP(true) }
+}
+
 // ProxyHeader sets the header that trusted proxies write the client into:
 // "X-Forwarded-For" by default. "Forwarded" is parsed as RFC 7239 (its for=
 // parameters); any other name as a comma-separated list of addresses, which
@@ -73,7 +85,7 @@ type ipKey struct {
 //
 // The key is found whenever RemoteAddr is not empty; a RemoteAddr that is not
 // an address (a Unix socket, say) is used as it is, with the kind "peer":
-// "peer:@". grpclimit finds the same keys from a gRPC peer and its
+// "peer:@", unless [TrustNonIPPeers] makes such a peer a trusted proxy. grpclimit finds the same keys from a gRPC peer and its
 // x-forwarded-for metadata, with the same code.
 func ClientIP(opts ...IPOption) KeyFunc {
 	k := &ipKey{ip: transport.NewIP(), header: "X-Forwarded-For"}
@@ -88,10 +100,11 @@ func ClientIP(opts ...IPOption) KeyFunc {
 func (k *ipKey) key(r *http.Request) (string, bool) {
 	addr, text, ok := transport.ParseAddr(r.RemoteAddr)
 	if !ok {
-		if r.RemoteAddr == "" {
-			return "", false
+		var forwarded []string
+		if k.ip.TrustsNonIP() {
+			forwarded = r.Header[k.header]
 		}
-		return transport.Tag(transport.KindPeer, r.RemoteAddr), true
+		return k.ip.NonIPKey(r.RemoteAddr, forwarded)
 	}
 	var forwarded []string
 	if k.ip.Trusts(addr) {

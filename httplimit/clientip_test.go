@@ -206,3 +206,28 @@ func TestClientIPv4FastPathAgreesWithNetip(t *testing.T) {
 		assert.Equal(t, tagged(want), got, "case %d: %q", i, s)
 	}
 }
+
+// TestForwardedUnterminatedQuoteCannotHideTheClient: a client behind a
+// trusted proxy sends a Forwarded field that opens a quoted-string and never
+// closes it. The proxy appends its element for the client to the same line,
+// inside what reads as the client's quote. The element the proxy wrote must
+// still be found, so that the client is keyed by its own address rather than
+// the proxy's, whose quota every client through the proxy with such a header
+// would otherwise share.
+func TestForwardedUnterminatedQuoteCannotHideTheClient(t *testing.T) {
+	fwd := httplimit.ClientIP(httplimit.TrustProxies(mustPrefix(t, "10.0.0.0/8")), httplimit.ProxyHeader("Forwarded"))
+	for i, tc := range []struct{ header, want string }{
+		{`for="198.51.100.66, for=203.0.113.9`, "203.0.113.9"},
+		{`for="198.51.100.66\, for=203.0.113.9`, "203.0.113.9"}, // a quoted-pair eats the proxy's comma
+		{`for="x, for="[2001:db8:cafe::17]:4711"`, "2001:db8:cafe::/64"},
+		{`by="x;for=6.6.6.6, for=203.0.113.9, for=10.0.0.2`, "203.0.113.9"}, // two trusted hops
+		{`proto=http;by="a,b;c"; for=198.51.100.7`, "198.51.100.7"},         // a terminated quote still holds separators
+	} {
+		r := httptest.NewRequest(http.MethodGet, "/", nil)
+		r.RemoteAddr = "10.0.0.1:80"
+		r.Header.Set("Forwarded", tc.header)
+		got, ok := fwd(r)
+		assert.True(t, ok, "case %d", i)
+		assert.Equal(t, tagged(tc.want), got, "case %d: %s", i, tc.header)
+	}
+}

@@ -14,14 +14,19 @@
 // peer's address, IPv6 grouped by /64; forwarding headers only from trusted
 // proxies). The API defaults to the ServeMux pattern that serves the request
 // ("GET /search"): r.Pattern when the middleware runs inside the mux, the
-// pattern the mux would match when the middleware wraps the mux itself, and
-// the URL path when there is no pattern (a handler that is not a ServeMux, or
-// a request the mux does not route). Patterns keep the number of APIs equal to
+// pattern the mux would match when the middleware wraps the mux itself (even
+// when an outer mux mounted it under a pattern of its own, such as "/api/"),
+// and
+// the URL path, cleaned as ServeMux cleans it, when there is no pattern (a
+// handler that is not a ServeMux, or a request the mux does not route), so
+// that "//login" or "/x/../login" is counted as "/login". Patterns keep the number of APIs equal to
 // the number of routes; a path fallback lets a client create one state per
 // path it invents, which the limiters' Sweep reclaims once idle.
 //
 // Every user key is tagged with its kind: "ip:192.0.2.1" from ClientIP,
-// "header:x-api-key:k-123" from Header("X-API-Key"), "context:T:alice" from
+// "header:x-api-key:k-123" from Header("X-API-Key") (a value past 256 bytes
+// as "header-sha256:x-api-key:" and its digest, so that a key never holds a
+// huge value), "context:T:alice" from
 // ContextValue of a key of type T, and a kind of your choice through [Tag].
 // Keys of different sources thus never share a quota: a client that sends
 // the API key "203.0.113.9" spends the quota of that API key, never that of
@@ -47,7 +52,10 @@
 //
 // q is the policy's Limit and w its Window in seconds, rounded up and at least
 // 1 (a sub-second window is advertised as a second: a client that paces
-// itself at q per w never exceeds the policy). r is the number of requests
+// itself at q per w never exceeds the policy). A token bucket or GCRA with a
+// Burst other than its Limit advertises the burst instead, q=Burst, over the
+// time its rate takes to grant it ("tokenbucket-5-1s-burst20";q=20;w=4):
+// r can then reach Burst − 1, and never exceeds q. r is the number of requests
 // that would still pass right now (Decision.Remaining) and t the seconds until
 // the quota is back to full (Decision.ResetAfter, rounded up). When a response
 // already carries one of these fields, for example from an outer httplimit
@@ -74,7 +82,8 @@
 //
 // The name in both fields is derived from the resolved [hotlimit.Config]:
 // the algorithm, the limit and the window, as in "tokenbucket-5-1s" or
-// "slidinglog-100-1m". A derived name needs no registry that could drift from
+// "slidinglog-100-1m", and a burst other than the limit, as in
+// "tokenbucket-5-1s-burst20". A derived name needs no registry that could drift from
 // the rules; it is the same on every replica and across restarts; it stays
 // the same while the policy does (the draft wants RateLimit-Policy consistent
 // over a sequence of responses) and changes exactly when the policy changes,

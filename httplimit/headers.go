@@ -22,8 +22,10 @@ const (
 
 // PolicyName is the default policy name: the algorithm in lower case, the
 // limit and the window, joined by '-', as in "fixedwindow-3-1s",
-// "tokenbucket-100-1m" or "slidinglog-5-1h30m". See the package doc for why
-// names are derived from the Config.
+// "tokenbucket-100-1m" or "slidinglog-5-1h30m", followed by the burst when a
+// token bucket or GCRA sets one other than the limit,
+// "tokenbucket-5-1s-burst20". See the package doc for why names are derived
+// from the Config.
 func PolicyName(c hotlimit.Config) string { return transport.PolicyName(c) }
 
 // setHeaders writes the RateLimit fields of d under p, the legacy fields when

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"net/http"
 	"net/textproto"
+	"path"
 	"strings"
 
 	"github.com/hotlimit/hotlimit/internal/transport"
@@ -30,12 +31,17 @@ type KeyFunc func(r *http.Request) (key string, ok bool)
 // that are checked (API keys validated by an earlier handler) or when a
 // claimed identity is acceptable. It cannot claim another kind's key: the tag
 // keeps a header value that reads like an address apart from that address.
+//
+// A value longer than 256 bytes is keyed by its SHA-256 instead, as
+// "header-sha256:x-api-key:" and the digest in hex, so that a client sending
+// huge values cannot make each of its keys pin that much memory; distinct
+// values still have distinct keys, and [HeaderKey] makes the same key.
 func Header(name string) KeyFunc {
 	key := textproto.CanonicalMIMEHeaderKey(name)
-	prefix := transport.HeaderKind(name) + ":"
+	keys := transport.NewHeaderKeys(name)
 	return func(r *http.Request) (string, bool) {
 		if v := r.Header[key]; len(v) > 0 && v[0] != "" {
-			return prefix + v[0], true
+			return keys.Key(v[0]), true
 		}
 		return "", false
 	}
@@ -44,9 +50,10 @@ func Header(name string) KeyFunc {
 // HeaderKey returns the key that [Header](name) finds in a request whose
 // header name holds value, for rules: HeaderKey("X-API-Key", "premium") is
 // "header:x-api-key:premium". grpclimit's metadata keys are the same, so one
-// rule set names the same callers over HTTP and gRPC.
+// rule set names the same callers over HTTP and gRPC. A value longer than 256
+// bytes gives its digest's key, as Header does.
 func HeaderKey(name, value string) string {
-	return transport.Tag(transport.HeaderKind(name), value)
+	return transport.NewHeaderKeys(name).Key(value)
 }
 
 // ContextValue returns a KeyFunc that reads the value stored under key in the
@@ -102,11 +109,15 @@ func FirstOf(fns ...KeyFunc) KeyFunc {
 	}
 }
 
-// RoutePattern returns a KeyFunc for the API: r.Pattern when a ServeMux has
+// RoutePattern returns a KeyFunc for the API: when mux is not nil, the
+// pattern mux would route the request to (the middleware wraps the mux);
+// else, or when mux has no route for it, r.Pattern when a ServeMux has
 // already routed the request (the middleware wraps a handler registered in
-// the mux); else, when mux is not nil, the pattern mux would route the request
-// to (the middleware wraps the mux); else the URL path. It finds no key only
-// for a request without a URL.
+// the mux); else the URL path, cleaned as ServeMux
+// cleans it (repeated slashes, "." and ".." elements resolved, a trailing
+// slash kept), so that "//login", "/./login" and "/x/../login" count
+// against the rule of "/login" instead of each having a quota of its own. It
+// finds no key only for a request without a URL.
 //
 // Routes are not tagged: the API of a rule is the route as the ServeMux
 // writes it ("GET /search"), the API dimension holds routes unless [WithAPI]
@@ -119,17 +130,38 @@ func FirstOf(fns ...KeyFunc) KeyFunc {
 // middleware and the mux.
 func RoutePattern(mux *http.ServeMux) KeyFunc {
 	return func(r *http.Request) (string, bool) {
+		// mux comes first: an outer ServeMux that mounted the middleware
+		// ("/api/" handing its subtree to it) has set r.Pattern to its own,
+		// coarser route, while mux is the one that serves the request.
+		if mux != nil && r.URL != nil {
+			if _, p := mux.Handler(r); p != "" {
+				return p, true
+			}
+		}
 		if r.Pattern != "" {
 			return r.Pattern, true
 		}
 		if r.URL == nil {
 			return "", false
 		}
-		if mux != nil {
-			if _, p := mux.Handler(r); p != "" {
-				return p, true
-			}
-		}
-		return r.URL.Path, true
+		return cleanPath(r.URL.Path), true
 	}
+}
+
+// cleanPath returns p as ServeMux routes it: path.Clean of p, with p's
+// trailing slash kept. A path that does not start with '/' (the "*" of
+// "OPTIONS *", the empty path of CONNECT) is returned as it is. A path that
+// is already clean is returned without allocating.
+func cleanPath(p string) string {
+	if p == "" || p[0] != '/' {
+		return p
+	}
+	np := path.Clean(p)
+	if p[len(p)-1] == '/' && np != "/" {
+		if len(p) == len(np)+1 && strings.HasPrefix(p, np) {
+			return p
+		}
+		return np + "/"
+	}
+	return np
 }

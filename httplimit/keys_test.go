@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"net/http"
 	"net/http/httptest"
+	"strings"
 	"testing"
 	"time"
 
@@ -128,4 +129,101 @@ func TestEmptyKeyIsNoKey(t *testing.T) {
 	key, ok = httplimit.FirstOf(empty, httplimit.ClientIP())(r)
 	assert.True(t, ok)
 	assert.Equal(t, "ip:192.0.2.1", key)
+}
+
+// TestPathFallbackCannotBeRespelled sends the same path spelled as a router
+// that cleans paths still serves it: every spelling must spend the quota of
+// the one rule the path names, rather than each getting a fresh one.
+func TestPathFallbackCannotBeRespelled(t *testing.T) {
+	svc, _ := newService(t, cfg(hotlimit.FixedWindow, 100, time.Minute), 0)
+	require.NoError(t, svc.ConfigureAPI("/login", cfg(hotlimit.FixedWindow, 1, time.Minute)))
+	var apis []string
+	h := httplimit.New(svc, httplimit.WithObserver(func(e httplimit.Event) { apis = append(apis, e.API) }))(ok)
+	spellings := []string{"/login", "//login", "/./login", "/x/../login", "/login/.", "/../login"}
+	var codes []int
+	for _, p := range spellings {
+		r := get("/", "192.0.2.1:1")
+		r.URL.Path = p
+		codes = append(codes, serve(h, r).Code)
+	}
+	assert.Equal(t, []int{200, 429, 429, 429, 429, 429}, codes, "one quota for every spelling of /login")
+	for i, api := range apis {
+		assert.Equal(t, "/login", api, "spelling %q", spellings[i])
+	}
+
+	// A trailing slash names another route in a ServeMux, and stays.
+	for _, tc := range []struct{ path, api string }{
+		{"/dir/", "/dir/"}, {"//dir//", "/dir/"}, {"/a/./b/", "/a/b/"}, {"/", "/"}, {"*", "*"},
+	} {
+		r := get("/", "192.0.2.1:1")
+		r.URL.Path = tc.path
+		api, found := httplimit.RoutePattern(nil)(r)
+		assert.True(t, found, tc.path)
+		assert.Equal(t, tc.api, api, tc.path)
+	}
+}
+
+// TestNestedMuxRoutesByTheInnerPattern: an outer ServeMux hands "/api/" to
+// the middleware around an inner ServeMux, the usual way to mount an API.
+// The outer mux has set r.Pattern to "/api/" by then; the API must still be
+// the inner mux's route, the one the request is served by and rules name,
+// or every route of the inner mux would share the quota of "/api/".
+func TestNestedMuxRoutesByTheInnerPattern(t *testing.T) {
+	svc, _ := newService(t, cfg(hotlimit.FixedWindow, 100, time.Minute), 0)
+	require.NoError(t, svc.ConfigureAPI("GET /items/{id}", cfg(hotlimit.FixedWindow, 1, time.Minute)))
+	var apis []string
+	limit := httplimit.New(svc, httplimit.WithObserver(func(e httplimit.Event) { apis = append(apis, e.API) }))
+	inner := http.NewServeMux()
+	inner.Handle("GET /items/{id}", ok)
+	inner.Handle("GET /users", ok)
+	outer := http.NewServeMux()
+	outer.Handle("/api/", http.StripPrefix("/api", limit(inner)))
+
+	var codes []int
+	for _, p := range []string{"/api/items/1", "/api/items/2", "/api/users"} {
+		codes = append(codes, serve(outer, get(p, "192.0.2.1:1")).Code)
+	}
+	assert.Equal(t, []string{"GET /items/{id}", "GET /items/{id}", "GET /users"}, apis)
+	assert.Equal(t, []int{200, 429, 200}, codes, "the rule of GET /items/{id} applies behind the outer mux")
+
+	// Registered inside a mux, the middleware still takes that mux's pattern.
+	apis = nil
+	m := http.NewServeMux()
+	m.Handle("GET /orders/{id}", limit(ok))
+	serve(m, get("/orders/7", "192.0.2.1:1"))
+	assert.Equal(t, []string{"GET /orders/{id}"}, apis)
+}
+
+// TestLongHeaderValueKeyIsBounded: a client sends a new API key of 64 KiB
+// with each request. Each key is held as long as its state, so it must not
+// hold the value: a value past 256 bytes is keyed by its digest, bounded in
+// length, while distinct values keep distinct quotas and HeaderKey names the
+// same key for a rule.
+func TestLongHeaderValueKeyIsBounded(t *testing.T) {
+	svc, _ := newService(t, cfg(hotlimit.FixedWindow, 1, time.Minute), 0)
+	long := strings.Repeat("k", 64<<10)
+	require.NoError(t, svc.ConfigureUser(httplimit.HeaderKey("X-API-Key", long+"vip"), cfg(hotlimit.FixedWindow, 3, time.Minute)))
+	var users []string
+	h := httplimit.New(svc, httplimit.WithUser(httplimit.Header("X-API-Key")),
+		httplimit.WithObserver(func(e httplimit.Event) { users = append(users, e.User) }))(ok)
+
+	var codes []int
+	for _, v := range []string{long + "1", long + "2", long + "1", long + "vip", long + "vip", long + "vip"} {
+		codes = append(codes, serve(h, get("/", "192.0.2.1:1", "X-API-Key", v)).Code)
+	}
+	assert.Equal(t, []int{200, 200, 429, 200, 200, 200}, codes, "distinct values, distinct quotas; the rule named by HeaderKey applies")
+	for i, u := range users {
+		assert.LessOrEqual(t, len(u), 128, "request %d: the key does not hold the value", i)
+		assert.True(t, strings.HasPrefix(u, "header-sha256:x-api-key:"), "request %d: %s", i, u)
+	}
+	assert.NotEqual(t, users[0], users[1])
+	assert.Equal(t, users[0], users[2])
+
+	// Up to 256 bytes a value is kept as sent; a short value that reads like
+	// a digest's key is still a value of its own kind.
+	at := strings.Repeat("a", 256)
+	key, found := httplimit.Header("X-API-Key")(get("/", "192.0.2.1:1", "X-API-Key", at))
+	assert.True(t, found)
+	assert.Equal(t, "header:x-api-key:"+at, key)
+	assert.NotEqual(t, users[0], httplimit.HeaderKey("X-API-Key", strings.TrimPrefix(users[0], "header-sha256:x-api-key:")))
 }

@@ -555,3 +555,40 @@ func TestUnlimitedRuleSetsNoRateLimitFields(t *testing.T) {
 	w := serve(h, get("/", "192.0.2.8:1"))
 	assert.Equal(t, `"fixedwindow-1-1s";q=1;w=1`, w.Header().Get("RateLimit-Policy"), "other callers keep theirs")
 }
+
+// TestBurstRemainingNeverExceedsQuota: a token bucket of 5 per second with a
+// burst of 20 passes 20 at once. Its RateLimit-Policy must say so, q=20 over
+// the 4 s the rate takes to grant them, so that r (up to 19) never exceeds
+// q, and its name must differ from the burst-less policy of the same limit
+// and window, which passes only 5 at once.
+func TestBurstRemainingNeverExceedsQuota(t *testing.T) {
+	burst := cfg(hotlimit.TokenBucket, 5, time.Second)
+	burst.Burst = 20
+	svc, _ := newService(t, burst, 0)
+	require.NoError(t, svc.ConfigureAPI("/plain", cfg(hotlimit.TokenBucket, 5, time.Second)))
+	h := httplimit.New(svc, httplimit.WithLegacyHeaders(true))(ok)
+
+	passed := 0
+	for i := range 25 {
+		w := serve(h, get("/", "192.0.2.1:1"))
+		if w.Code != http.StatusOK {
+			break
+		}
+		passed++
+		assert.Equal(t, `"tokenbucket-5-1s-burst20";q=20;w=4`, w.Header().Get("RateLimit-Policy"), "request %d", i)
+		assert.Equal(t, `"tokenbucket-5-1s-burst20";r=`+strconv.Itoa(19-i)+`;t=`+strconv.Itoa(int(transportCeil(time.Duration(i+1)*200*time.Millisecond))), w.Header().Get("RateLimit"), "request %d", i)
+		assert.Equal(t, "20", w.Header().Get("X-RateLimit-Limit"), "request %d", i)
+		r, err := strconv.Atoi(w.Header().Get("X-RateLimit-Remaining"))
+		require.NoError(t, err)
+		assert.LessOrEqual(t, r, 20, "request %d: remaining within the quota", i)
+	}
+	assert.Equal(t, 20, passed, "a burst of q passes from a full quota")
+
+	w := serve(h, get("/plain", "192.0.2.1:1"))
+	assert.Equal(t, `"tokenbucket-5-1s";q=5;w=1`, w.Header().Get("RateLimit-Policy"))
+}
+
+// transportCeil is d in whole seconds, rounded up.
+func transportCeil(d time.Duration) int64 {
+	return int64((d + time.Second - 1) / time.Second)
+}

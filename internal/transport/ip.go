@@ -24,6 +24,7 @@ import (
 // the leftmost is the key.
 type IP struct {
 	trusted   []netip.Prefix // masked; IPv4 prefixes for IPv4 addresses
+	nonIP     bool           // a peer that is not an IP address is a trusted proxy
 	forwarded bool           // header values are RFC 7239 Forwarded
 	v4bits    int
 	v6bits    int
@@ -56,6 +57,42 @@ func (k *IP) Trust(prefixes ...netip.Prefix) {
 		}
 		k.trusted = append(k.trusted, p.Masked())
 	}
+}
+
+// TrustNonIP says whether a peer that is not an IP address (a Unix socket,
+// whose peer net/http reports as "@"; a pipe) is a trusted proxy, whose
+// forwarding header NonIPKey reads. Only the operator can connect such a
+// peer, and a proxy on a Unix socket is the one way a client reaches it:
+// without trusting it, every client would share the peer's one key.
+func (k *IP) TrustNonIP(on bool) { k.nonIP = on }
+
+// TrustsNonIP reports whether a peer that is not an IP address is trusted.
+func (k *IP) TrustsNonIP() bool { return k.nonIP }
+
+// NonIPKey returns the key of the client behind a peer that is not an IP
+// address, whose text is peer: when such peers are trusted (TrustNonIP),
+// the client the forwarding header names, read as Key reads it; else, or
+// when the header names none (it is absent, or its last entry is not an
+// address), the peer itself tagged as KindPeer ("peer:@"). ok is false for
+// an empty peer without a client in the header.
+func (k *IP) NonIPKey(peer string, forwarded []string) (key string, ok bool) {
+	if k.nonIP && len(forwarded) > 0 {
+		var a netip.Addr
+		var text string
+		if k.forwarded {
+			var buf [8]string
+			a, text = k.walk(forValues(forwarded, buf[:0]), netip.Addr{}, "")
+		} else {
+			a, text = k.walk(forwarded, netip.Addr{}, "")
+		}
+		if a.IsValid() {
+			return k.format(a, text), true
+		}
+	}
+	if peer == "" {
+		return "", false
+	}
+	return Tag(KindPeer, peer), true
 }
 
 // SetForwarded says whether the header values are RFC 7239 Forwarded (their
@@ -103,16 +140,17 @@ func (k *IP) Key(peer netip.Addr, peerText string, forwarded []string) string {
 
 // PeerKey returns the key of a peer address string such as a
 // net/http Request.RemoteAddr, "192.0.2.1:1234": Key of the address when it
-// is one, else the string itself tagged as KindPeer (a Unix socket, say).
-// ok is false for an empty peer. forwarded is called, only when the peer is
-// a trusted proxy, to get the forwarding header's values.
+// is one, else NonIPKey of the string (a Unix socket, say). forwarded is
+// called, only when the peer is a trusted proxy, to get the forwarding
+// header's values.
 func (k *IP) PeerKey(peer string, forwarded func() []string) (key string, ok bool) {
 	addr, text, ok := ParseAddr(peer)
 	if !ok {
-		if peer == "" {
-			return "", false
+		var values []string
+		if k.nonIP {
+			values = forwarded()
 		}
-		return Tag(KindPeer, peer), true
+		return k.NonIPKey(peer, values)
 	}
 	var values []string
 	if len(k.trusted) > 0 && k.Trusts(addr) {
@@ -124,7 +162,8 @@ func (k *IP) PeerKey(peer string, forwarded func() []string) (key string, ok boo
 // walk reads the comma-separated entries of values right to left, starting
 // from the trusted peer, and returns the first address that is not a trusted
 // proxy, or the last trusted one when an entry is not an address or the list
-// ends.
+// ends. peer is the zero Addr for a trusted peer that is not an IP address,
+// which is returned when the last entry is not an address.
 func (k *IP) walk(values []string, peer netip.Addr, peerText string) (netip.Addr, string) {
 	cur, curText := peer, peerText
 	for i := len(values) - 1; i >= 0; i-- {
@@ -266,8 +305,22 @@ func validPort(s string) bool {
 // forValues appends to dst the for= value of every element of the RFC 7239
 // Forwarded field values, in order; an element without one contributes "",
 // which is not an address and so stops a walk.
+//
+// A value whose quoted-strings do not all close is split at every comma,
+// quoted or not. Such a value was begun by the client: a proxy appends
+// ", for=" and a node, which holds no comma and either no quote or two, so
+// when a client leaves a quote open, every comma a proxy wrote after it reads
+// as quoted and the value still ends inside the quote. Splitting at every
+// comma gives each proxy's element back, so the walk finds the client there
+// instead of stopping at the proxy.
 func forValues(values []string, dst []string) []string {
 	for _, v := range values {
+		if openQuote(v) {
+			for elem := range strings.SplitSeq(v, ",") {
+				dst = append(dst, forParam(elem))
+			}
+			continue
+		}
 		for v != "" {
 			var elem string
 			elem, v = cutOutsideQuotes(v, ',')
@@ -275,6 +328,20 @@ func forValues(values []string, dst []string) []string {
 		}
 	}
 	return dst
+}
+
+// openQuote reports whether s ends inside a quoted-string.
+func openQuote(s string) bool {
+	quoted := false
+	for i := 0; i < len(s); i++ {
+		switch c := s[i]; {
+		case quoted && c == '\\':
+			i++
+		case c == '"':
+			quoted = !quoted
+		}
+	}
+	return quoted
 }
 
 // forParam returns the unquoted value of the for parameter of one Forwarded

@@ -82,3 +82,34 @@ func TestRecentKeysNeverMixClients(t *testing.T) {
 	}
 	assert.Positive(t, hits, "the slots were used")
 }
+
+func TestNonIPPeerKey(t *testing.T) {
+	k := NewIP()
+	k.Trust(netip.MustParsePrefix("10.0.0.0/8"))
+	xff := func() []string { return []string{"6.6.6.6, 198.51.100.7, 10.0.0.2"} }
+	key, ok := k.PeerKey("@", xff)
+	assert.True(t, ok)
+	assert.Equal(t, "peer:@", key, "an untrusted non-IP peer's header is not read")
+
+	k.TrustNonIP(true)
+	for i, tc := range []struct {
+		peer      string
+		forwarded []string
+		key       string
+		ok        bool
+	}{
+		{"@", []string{"6.6.6.6, 198.51.100.7, 10.0.0.2"}, "ip:198.51.100.7", true},
+		{"@", []string{"10.0.0.3, 10.0.0.2"}, "ip:10.0.0.3", true}, // all trusted: the leftmost
+		{"@", []string{"198.51.100.7, garbage"}, "peer:@", true},   // the proxy wrote no address
+		{"@", nil, "peer:@", true},
+		{"", []string{"198.51.100.7"}, "ip:198.51.100.7", true},
+		{"", nil, "", false},
+	} {
+		key, ok := k.PeerKey(tc.peer, func() []string { return tc.forwarded })
+		assert.Equal(t, tc.ok, ok, "case %d", i)
+		assert.Equal(t, tc.key, key, "case %d", i)
+	}
+	k.SetForwarded(true)
+	key, _ = k.NonIPKey("@", []string{`for=6.6.6.6, for="[2001:db8:1:2::7]:80"`})
+	assert.Equal(t, "ip:2001:db8:1:2::/64", key)
+}

@@ -1,6 +1,8 @@
 package transport
 
 import (
+	"crypto/sha256"
+	"encoding/hex"
 	"fmt"
 	"reflect"
 	"strings"
@@ -9,7 +11,8 @@ import (
 // Kinds of keys. A key is its kind, a colon and the value: "ip:192.0.2.1".
 // A kind names where the value came from, so two sources never share a
 // namespace. The kinds built here are "ip", "peer", "header:" followed by a
-// lower-case field name, and "context:" followed by a Go type; none of them
+// lower-case field name, "header-sha256:" followed by one (a value too long
+// to keep, see HeaderKeys), and "context:" followed by a Go type; none of them
 // is another followed by a colon, which is what keeps the tagging injective:
 // kind ":" value determines both.
 const (
@@ -27,18 +30,52 @@ const (
 // of rules names the same callers on both.
 func HeaderKind(name string) string { return "header:" + strings.ToLower(name) }
 
+// MaxHeaderValue is the longest header value a key keeps as it was sent;
+// see HeaderKeys.
+const MaxHeaderValue = 256
+
+// HeaderKeys makes the keys of the values of one header (or gRPC metadata
+// entry). A value of at most MaxHeaderValue bytes is kept as it is, under
+// HeaderKind: "header:x-api-key:k-123". A longer one is kept as the hex
+// SHA-256 of its bytes, under the kind "header-sha256:" and the name:
+// "header-sha256:x-api-key:9f86…". A key is held in memory for as long as
+// its state, so a client that sends a new value of a megabyte with each
+// request would otherwise pin a megabyte per request; the digest bounds every
+// key to about a hundred bytes, and distinct values keep distinct keys (a
+// SHA-256 collision is not known to be findable). The two kinds keep a value
+// that reads like a digest apart from a digest.
+type HeaderKeys struct {
+	plain, hashed string // "header:name:", "header-sha256:name:"
+}
+
+// NewHeaderKeys returns the HeaderKeys of the header name.
+func NewHeaderKeys(name string) HeaderKeys {
+	lower := strings.ToLower(name)
+	return HeaderKeys{plain: "header:" + lower + ":", hashed: "header-sha256:" + lower + ":"}
+}
+
+// Key returns the key of value.
+func (h HeaderKeys) Key(value string) string {
+	if len(value) <= MaxHeaderValue {
+		return h.plain + value
+	}
+	sum := sha256.Sum256([]byte(value))
+	return h.hashed + hex.EncodeToString(sum[:])
+}
+
 // Tag returns value tagged with kind: kind ":" value.
 func Tag(kind, value string) string { return kind + ":" + value }
 
 // Kind returns the kind of a tagged key: the text before its first colon,
-// or before its second one for the two-part kinds "header:name" and
-// "context:type". A key without a colon has the empty kind.
+// or before its second one for the two-part kinds "header:name",
+// "header-sha256:name" and "context:type". A key without a colon has the
+// empty kind.
 func Kind(key string) string {
 	kind, rest, ok := strings.Cut(key, ":")
 	if !ok {
 		return ""
 	}
-	if kind == "header" || kind == "context" {
+	if kind == "header" || kind == "header-sha256" || kind == "context" {
 		if sub, _, ok := strings.Cut(rest, ":"); ok {
 			return kind + ":" + sub
 		}

@@ -2,6 +2,7 @@ package transport
 
 import (
 	"strconv"
+	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -42,4 +43,16 @@ func TestContextString(t *testing.T) {
 		assert.Equal(t, tc.s, s, "case %d", i)
 		assert.Equal(t, tc.ok, ok, "case %d", i)
 	}
+}
+
+func TestHeaderKeys(t *testing.T) {
+	k := NewHeaderKeys("X-API-Key")
+	assert.Equal(t, "header:x-api-key:k-1", k.Key("k-1"))
+	at := strings.Repeat("v", MaxHeaderValue)
+	assert.Equal(t, "header:x-api-key:"+at, k.Key(at))
+	long := k.Key(at + "v")
+	assert.True(t, strings.HasPrefix(long, "header-sha256:x-api-key:"), long)
+	assert.Len(t, long, len("header-sha256:x-api-key:")+64)
+	assert.NotEqual(t, long, k.Key(at+"w"))
+	assert.Equal(t, "header-sha256:x-api-key", Kind(long))
 }

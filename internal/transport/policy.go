@@ -2,6 +2,8 @@ package transport
 
 import (
 	"maps"
+	"math"
+	"math/bits"
 	"strconv"
 	"strings"
 	"sync"
@@ -16,9 +18,44 @@ const MaxCachedPolicies = 1024
 
 // PolicyName is the default policy name: the algorithm in lower case, the
 // limit and the window, joined by '-', as in "fixedwindow-3-1s",
-// "tokenbucket-100-1m" or "slidinglog-5-1h30m".
+// "tokenbucket-100-1m" or "slidinglog-5-1h30m", and the burst when it
+// differs from the limit, "tokenbucket-5-1s-burst20", since it changes what
+// passes.
 func PolicyName(c hotlimit.Config) string {
-	return strings.ToLower(c.Algorithm.String()) + "-" + strconv.Itoa(c.Limit) + "-" + WindowName(c.Window)
+	n := strings.ToLower(c.Algorithm.String()) + "-" + strconv.Itoa(c.Limit) + "-" + WindowName(c.Window)
+	if q := c.Capacity(); q != c.Limit {
+		n += "-burst" + strconv.Itoa(q)
+	}
+	return n
+}
+
+// Quota returns the q and w parameters of c's RateLimit-Policy item: q
+// requests per w seconds. q is what a fresh key passes at once,
+// c.Capacity() (Burst for a token bucket or GCRA that sets one, else
+// Limit), so that the remaining count r, which can reach Capacity − 1, never
+// exceeds q. w is the time the policy's rate, Limit per Window, takes to
+// grant q, in seconds rounded up and at least 1: a client that paces itself
+// at q per w never exceeds the rate, and a burst of q from a full quota
+// passes. Without a burst that is Limit per Window, rounded up.
+func Quota(c hotlimit.Config) (q int, w int64) {
+	q = c.Capacity()
+	if c.Limit <= 0 || q <= 0 || c.Window <= 0 || q == c.Limit {
+		return q, max(CeilSeconds(c.Window), 1)
+	}
+	// Window·q/Limit nanoseconds, rounded up, in 128 bits: both factors
+	// can be large. A quotient past what a Duration holds is clamped.
+	hi, lo := bits.Mul64(uint64(c.Window), uint64(q))
+	if hi >= uint64(c.Limit) {
+		return q, max(CeilSeconds(math.MaxInt64), 1)
+	}
+	ns, rem := bits.Div64(hi, lo, uint64(c.Limit))
+	if rem != 0 {
+		ns++
+	}
+	if ns > math.MaxInt64 {
+		ns = math.MaxInt64
+	}
+	return q, max(CeilSeconds(time.Duration(ns)), 1)
 }
 
 // WindowName formats d as time.Duration does, without zero trailing units:
@@ -52,7 +89,7 @@ type Policy struct {
 	Name   string // the name, printable ASCII
 	Field  string // the RateLimit-Policy item: "name";q=3;w=1
 	Prefix string // the RateLimit item up to the remaining count: "name";r=
-	Limit  string // Limit in decimal
+	Limit  string // q of Field in decimal (see Quota)
 	// Fields is []string{Field} with capacity 1, for header maps that can
 	// share it: nobody may write its element, and an append copies it.
 	Fields []string
@@ -66,13 +103,14 @@ func NewPolicy(c hotlimit.Config, name func(hotlimit.Config) string) *Policy {
 		n = sanitize(PolicyName(c))
 	}
 	item := sfString(n)
-	field := item + ";q=" + strconv.Itoa(c.Limit) + ";w=" + strconv.FormatInt(max(CeilSeconds(c.Window), 1), 10)
+	q, w := Quota(c)
+	field := item + ";q=" + strconv.Itoa(q) + ";w=" + strconv.FormatInt(w, 10)
 	return &Policy{
 		Config: c,
 		Name:   n,
 		Field:  field,
 		Prefix: item + ";r=",
-		Limit:  strconv.Itoa(c.Limit),
+		Limit:  strconv.Itoa(q),
 		Fields: []string{field}[:1:1],
 	}
 }

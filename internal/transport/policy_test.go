@@ -1,6 +1,7 @@
 package transport
 
 import (
+	"math"
 	"testing"
 	"time"
 
@@ -61,4 +62,44 @@ func TestKind(t *testing.T) {
 	} {
 		assert.Equal(t, tc.kind, Kind(tc.key), tc.key)
 	}
+}
+
+func TestQuota(t *testing.T) {
+	tb := func(limit int, window time.Duration, burst int) hotlimit.Config {
+		return hotlimit.Config{Algorithm: hotlimit.TokenBucket, Limit: limit, Window: window, Burst: burst}
+	}
+	for _, tc := range []struct {
+		c hotlimit.Config
+		q int
+		w int64
+	}{
+		{tb(5, time.Second, 0), 5, 1},
+		{tb(5, time.Second, 20), 20, 4},   // 20 tokens at 5 per second: 4 s
+		{tb(5, time.Second, 2), 2, 1},     // 0.4 s, rounded up
+		{tb(3, time.Second, 4), 4, 2},     // 1.33 s, rounded up
+		{tb(60, time.Minute, 90), 90, 90}, // 1 per second
+		{hotlimit.Config{Algorithm: hotlimit.GCRA, Limit: 10, Window: time.Second, Burst: 30}, 30, 3},
+		{hotlimit.Config{Algorithm: hotlimit.FixedWindow, Limit: 3, Window: 1500 * time.Millisecond, Burst: 9}, 3, 2}, // no burst in a window
+		{hotlimit.Config{Algorithm: hotlimit.Unlimited}, 0, 1},
+	} {
+		q, w := Quota(tc.c)
+		assert.Equal(t, tc.q, q, "%+v", tc.c)
+		assert.Equal(t, tc.w, w, "%+v", tc.c)
+	}
+	// Factors whose product overflows 64 bits are clamped, not wrapped.
+	q, w := Quota(tb(1, time.Duration(math.MaxInt64), math.MaxInt32))
+	assert.Equal(t, math.MaxInt32, q)
+	assert.Equal(t, CeilSeconds(math.MaxInt64), w)
+}
+
+func TestBurstChangesThePolicyName(t *testing.T) {
+	c := hotlimit.Config{Algorithm: hotlimit.TokenBucket, Limit: 5, Window: time.Second}
+	assert.Equal(t, "tokenbucket-5-1s", PolicyName(c))
+	c.Burst = 5
+	assert.Equal(t, "tokenbucket-5-1s", PolicyName(c), "a burst equal to the limit is no burst")
+	c.Burst = 20
+	assert.Equal(t, "tokenbucket-5-1s-burst20", PolicyName(c))
+	p := NewPolicy(c, PolicyName)
+	assert.Equal(t, `"tokenbucket-5-1s-burst20";q=20;w=4`, p.Field)
+	assert.Equal(t, "20", p.Limit)
 }
