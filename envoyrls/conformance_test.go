@@ -587,3 +587,18 @@ descriptors:
 	assert.Equal(t, uint32(1), h.call(t, "share", 0, desc("path", "/web/a")).Statuses[0].LimitRemaining)
 	assert.Equal(t, uint32(1), h.call(t, "share", 0, desc("path", "/web/b")).Statuses[0].LimitRemaining, "a counter per value")
 }
+
+// TestHeadersOfABurst: a token bucket's draft RateLimit-Policy quotes its
+// burst as q, with w the time its rate takes to grant it, as httplimit
+// writes it, so that r never exceeds q: 5 per second with a burst of 2 is
+// q=2;w=1.
+func TestHeadersOfABurst(t *testing.T) {
+	h := inProcess(t, WithHeaders(HeadersDraft))
+	resp := h.call(t, "algos", 0, desc("alg", "TokenBucketBurst"))
+	got := map[string]string{}
+	for _, hv := range resp.ResponseHeadersToAdd {
+		got[hv.Key] = hv.Value
+	}
+	assert.Equal(t, `"tokenbucket-5-1s-burst2";q=2;w=1`, got["RateLimit-Policy"])
+	assert.Equal(t, `"tokenbucket-5-1s-burst2";r=1;t=1`, got["RateLimit"])
+}

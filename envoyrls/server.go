@@ -17,6 +17,7 @@ import (
 	pb "github.com/envoyproxy/go-control-plane/envoy/service/ratelimit/v3"
 	"github.com/hotlimit/hotlimit"
 	"github.com/hotlimit/hotlimit/httplimit"
+	"github.com/hotlimit/hotlimit/internal/transport"
 	"github.com/hotlimit/hotlimit/redislimit"
 	"github.com/hotlimit/hotlimit/service"
 	"google.golang.org/grpc/codes"
@@ -707,7 +708,8 @@ func draftNames(it *item) (field, name string) {
 		}
 	}
 	name = sfString(n)
-	return name + ";q=" + strconv.Itoa(it.cfg.Limit) + ";w=" + strconv.FormatInt(max(ceilSeconds(it.cfg.Window), 1), 10), name
+	q, w := transport.Quota(it.cfg) // as httplimit's: q is the burst of a limit with one
+	return name + ";q=" + strconv.Itoa(q) + ";w=" + strconv.FormatInt(w, 10), name
 }
 
 // sfString writes s as a Structured Field String (RFC 9651): quoted, '"'
@@ -732,7 +734,7 @@ func sfString(s string) string {
 // headers returns the headers of the most constrained descriptor.
 func (s *Server) headers(it *item, st *pb.RateLimitResponse_DescriptorStatus) []*core.HeaderValue {
 	var out []*core.HeaderValue
-	reset := strconv.FormatInt(ceilSeconds(st.DurationUntilReset.AsDuration()), 10)
+	reset := strconv.FormatInt(transport.CeilSeconds(st.DurationUntilReset.AsDuration()), 10)
 	remaining := strconv.FormatUint(uint64(st.LimitRemaining), 10)
 	if s.set.headers&HeadersReference != 0 {
 		out = append(out,
@@ -747,12 +749,4 @@ func (s *Server) headers(it *item, st *pb.RateLimitResponse_DescriptorStatus) []
 			&core.HeaderValue{Key: "RateLimit", Value: name + ";r=" + remaining + ";t=" + reset})
 	}
 	return out
-}
-
-// ceilSeconds returns d in whole seconds, rounded up; 0 for d <= 0.
-func ceilSeconds(d time.Duration) int64 {
-	if d <= 0 {
-		return 0
-	}
-	return int64((d + time.Second - 1) / time.Second)
 }
