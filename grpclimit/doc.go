@@ -91,7 +91,9 @@
 // (Redis down, see redislimit's failure policies) lets its failure policy
 // decide: a pass goes on, and a denial fails the call with
 // codes.Unavailable, the code for a dependency that may come back, not
-// ResourceExhausted, as the caller spent no quota. A limiter that fails
+// ResourceExhausted, as the caller spent no quota (DeadlineExceeded or
+// Canceled when the call's own deadline passed, or its caller left, while
+// the backend decided). A limiter that fails
 // otherwise (a panic in a limiter the factory built or in a key function, or
 // a nil service) fails the call with codes.Internal. Either message says the
 // rate limiter is unavailable, the error is in Event.Err, and under

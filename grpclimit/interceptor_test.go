@@ -639,3 +639,36 @@ func TestClientsBehindNonIPProxyHaveTheirOwnQuota(t *testing.T) {
 		assert.Equal(t, []string{"ip:198.51.100.1", "ip:198.51.100.2", "ip:198.51.100.2", "peer:bufconn"}, users)
 	}
 }
+
+// waitingLimiter fails as a limiter on a Redis that never answers fails
+// under the caller's context: when the context ends, with its error.
+type waitingLimiter struct{ downLimiter }
+
+func (waitingLimiter) TakeContext(ctx context.Context, _ string, _ int) (hotlimit.Decision, error) {
+	<-ctx.Done()
+	return hotlimit.Decision{Limit: 1, RetryAfter: time.Second}, ctx.Err()
+}
+
+// TestCallersDeadlineIsNotABackendFailure: a call whose own deadline passes,
+// or whose caller leaves, while its limiter waits on the backend ends with
+// DeadlineExceeded or Canceled, as gRPC reports a call that ran out of time,
+// not Unavailable, which would say the backend failed.
+func TestCallersDeadlineIsNotABackendFailure(t *testing.T) {
+	factory := hotlimit.WithFactory(func(hotlimit.Config, ...hotlimit.Option) (hotlimit.Limiter, error) {
+		return waitingLimiter{}, nil
+	})
+	svc, _ := newService(t, cfg(hotlimit.FixedWindow, 1, time.Second), 0, factory)
+	interceptor := grpclimit.UnaryServerInterceptor(svc)
+	info := &grpc.UnaryServerInfo{FullMethod: unaryCall}
+	handler := func(context.Context, any) (any, error) { return "reached", nil }
+
+	deadline, cancel := context.WithTimeout(ctx(t), time.Millisecond)
+	defer cancel()
+	_, err := interceptor(deadline, nil, info, handler)
+	assert.Equal(t, codes.DeadlineExceeded, status.Code(err), "%v", err)
+
+	left, leave := context.WithCancel(ctx(t))
+	leave()
+	_, err = interceptor(left, nil, info, handler)
+	assert.Equal(t, codes.Canceled, status.Code(err), "%v", err)
+}

@@ -66,12 +66,16 @@ func (l *limiter) decide(ctx context.Context, method string, req any, message bo
 	// the process (Redis), so its deadline bounds the decision. When such a
 	// limiter fails, its failure policy decided: a pass goes on (the error
 	// is in Event.Err), a denial is codes.Unavailable, the code for a
-	// dependency that may come back, not a quota the caller spent.
+	// dependency that may come back, not a quota the caller spent; unless
+	// the call's own deadline passed, or its caller left, meanwhile: that,
+	// not the dependency, ended the call (DeadlineExceeded or Canceled).
 	d, c, err := l.svc.TakePolicyContext(ctx, user, api, 1)
 	v.policy = l.policies.Get(c)
 	v.e.Config, v.e.Policy, v.e.Decision, v.e.Err = c, v.policy.Name, d, err
 	switch {
 	case d.Allowed || l.o.dryRun:
+	case err != nil && ctx.Err() != nil:
+		v.err = status.FromContextError(ctx.Err()).Err()
 	case err != nil:
 		v.err = status.Error(codes.Unavailable, "rate limiter unavailable: "+err.Error())
 	default:

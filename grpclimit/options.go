@@ -24,7 +24,8 @@ type Event struct {
 	// Err is the failure that kept the limiter from deciding. When a
 	// limiter on a backend (Redis) failed, its failure policy decided:
 	// Decision and Config are that decision and the policy, and a denial
-	// fails the call with codes.Unavailable. When a key function or limiter
+	// fails the call with codes.Unavailable (DeadlineExceeded or Canceled
+	// when the call's own context ended meanwhile). When a key function or limiter
 	// panicked, or the service is nil, Decision and Config are zero and the
 	// call fails with codes.Internal. Either message says the rate limiter
 	// is unavailable; under dry run the call proceeds.
