@@ -332,16 +332,8 @@ func forValues(values []string, dst []string) []string {
 
 // openQuote reports whether s ends inside a quoted-string.
 func openQuote(s string) bool {
-	quoted := false
-	for i := 0; i < len(s); i++ {
-		switch c := s[i]; {
-		case quoted && c == '\\':
-			i++
-		case c == '"':
-			quoted = !quoted
-		}
-	}
-	return quoted
+	_, open := scanQuotes(s, -1)
+	return open
 }
 
 // forParam returns the unquoted value of the for parameter of one Forwarded
@@ -360,6 +352,17 @@ func forParam(elem string) string {
 
 // cutOutsideQuotes splits s at the first sep outside a quoted-string.
 func cutOutsideQuotes(s string, sep byte) (before, after string) {
+	if i, _ := scanQuotes(s, int(sep)); i >= 0 {
+		return s[:i], s[i+1:]
+	}
+	return s, ""
+}
+
+// scanQuotes returns the index in s of the first byte sep outside a
+// quoted-string (a backslash quotes the byte after it inside one), or -1
+// when there is none (sep -1 never matches), and then whether s ends inside
+// a quoted-string.
+func scanQuotes(s string, sep int) (at int, open bool) {
 	quoted := false
 	for i := 0; i < len(s); i++ {
 		switch c := s[i]; {
@@ -367,11 +370,11 @@ func cutOutsideQuotes(s string, sep byte) (before, after string) {
 			i++
 		case c == '"':
 			quoted = !quoted
-		case !quoted && c == sep:
-			return s[:i], s[i+1:]
+		case !quoted && int(c) == sep:
+			return i, false
 		}
 	}
-	return s, ""
+	return -1, quoted
 }
 
 // unquote returns the content of an RFC 9110 quoted-string, or s itself when
