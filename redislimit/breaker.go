@@ -46,7 +46,9 @@ func (b *breaker) success() {
 	if b.threshold == 0 {
 		return
 	}
-	b.fails.Store(0)
+	if b.fails.Load() != 0 { // most calls succeed: no write, no contended cache line
+		b.fails.Store(0)
+	}
 	if b.openUntil.Load() != 0 {
 		b.openUntil.Store(0)
 	}

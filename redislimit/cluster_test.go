@@ -36,9 +36,9 @@ func keysOn(t *testing.T, cl *redistest.Cluster, m *redistest.Server, prefix str
 // error) until its replica takes over, then by Redis again, while the keys
 // of the other masters are decided by Redis throughout.
 //
-// The breaker is off: it is one per Limiter, not per node, so with it a
-// dead master would also send the other masters' keys to the policy once it
-// opens.
+// The breaker is off, so that every call on the dead master's keys goes to
+// Redis and its error is seen; TestClusterDeadMasterBreaksOnlyItsSlots
+// covers the breaker on a cluster.
 func TestClusterFailover(t *testing.T) {
 	cl := redistest.StartCluster(t, 3, 1)
 	lim := newLimiter(t, cl.Client(), faultConfig, frozenClock(), redislimit.WithFailPolicy(redislimit.FailClosed),
@@ -142,4 +142,55 @@ func TestClusterFailover(t *testing.T) {
 	for _, key := range slices.Concat(before[2:], healthy) {
 		take(t, lim, key, 1) // err nil: still Redis
 	}
+}
+
+// TestClusterDeadMasterBreaksOnlyItsSlots kills one master of a cluster
+// without replicas (and with cluster-require-full-coverage off, so that the
+// others keep serving): the breaker, on by default, opens for the keys of
+// the dead master's slots after three errors, and their next call is
+// decided at once by the policy, while the keys of the live masters are
+// still decided by Redis, the breaker's threshold passed or not.
+func TestClusterDeadMasterBreaksOnlyItsSlots(t *testing.T) {
+	cl := redistest.StartCluster(t, 3, 0)
+	for _, n := range cl.Nodes {
+		require.NoError(t, n.Client().ConfigSet(context.Background(), "cluster-require-full-coverage", "no").Err())
+	}
+	lim := newLimiter(t, cl.Client(), faultConfig, frozenClock(), redislimit.WithFailPolicy(redislimit.FailClosed),
+		redislimit.WithBreaker(3, time.Hour))
+	masters := cl.Masters()
+	require.Len(t, masters, 3)
+	victim := masters[0]
+	dead := keysOn(t, cl, victim, "dead-", 3)
+	var live []string
+	for i, m := range masters[1:] {
+		live = append(live, keysOn(t, cl, m, fmt.Sprintf("live%d-", i), 2)...)
+	}
+	for _, key := range slices.Concat(dead, live) {
+		assert.True(t, take(t, lim, key, 1).Allowed, "%s before the kill", key)
+	}
+	victim.Kill()
+
+	for i, key := range dead {
+		r := call(lim, key, 1)
+		require.Error(t, r.err, "call %d on the dead master's key %s", i, key)
+		assert.NotErrorIs(t, r.err, redislimit.ErrBreakerOpen, "call %d: the breaker opens at the third error", i)
+		assert.False(t, r.d.Allowed, "FailClosed")
+	}
+	r := call(lim, dead[0], 1)
+	assert.ErrorIs(t, r.err, redislimit.ErrBreakerOpen, "the dead master's breaker is open")
+	assert.Less(t, r.took, prompt, "an open breaker answers without asking Redis")
+
+	for _, key := range live {
+		for i := 2; i <= faultLimit; i++ {
+			d := take(t, lim, key, 1) // err nil: Redis decided
+			assert.True(t, d.Allowed, "request %d of %s", i, key)
+			assert.Equal(t, faultLimit-i, d.Remaining, "request %d of %s", i, key)
+		}
+		assert.False(t, take(t, lim, key, 1).Allowed, "%s past its limit", key)
+	}
+	takes := []redislimit.Take{{Limiter: lim, Key: live[0], N: 0}, {Limiter: lim, Key: dead[1], N: 1}, {Limiter: lim, Key: live[2], N: 0}}
+	redislimit.TakeAll(context.Background(), takes)
+	assert.NoError(t, takes[0].Err, "TakeAll: a live master's key")
+	assert.ErrorIs(t, takes[1].Err, redislimit.ErrBreakerOpen, "TakeAll: the dead master's key")
+	assert.NoError(t, takes[2].Err, "TakeAll: a live master's key")
 }

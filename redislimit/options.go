@@ -149,6 +149,12 @@ func WithTimeout(d time.Duration) hotlimit.Option {
 // policy at once; then one call probes Redis and closes the breaker if it
 // answers. The default is 3 failures and a 1 s cooldown; failures <= 0 turns
 // the breaker off, so that every call waits for Redis or its timeout.
+//
+// On a cluster client (*redis.ClusterClient, which redis.NewUniversalClient
+// returns for several addresses) every master has a breaker of its own, so
+// that a master that is down sends only the keys of its slots to the policy,
+// and the keys of the other masters are still decided by Redis; the
+// replica that takes over its slots starts with a closed one.
 func WithBreaker(failures int, cooldown time.Duration) hotlimit.Option {
 	return hotlimit.WithExtension(option(func(s *settings) {
 		if failures > 0 && cooldown <= 0 {

@@ -40,6 +40,7 @@ func TakeAll(ctx context.Context, takes []Take) {
 	var first *Limiter
 	var c *call
 	var piped []int
+	var breakers []*breaker // of each piped take
 	var alone []int
 	for i := range takes {
 		t := &takes[i]
@@ -53,20 +54,27 @@ func TakeAll(ctx context.Context, takes []Take) {
 			alone = append(alone, i)
 			continue
 		}
-		if !l.breaker.allow() {
+		k := l.redisKey(t.Key)
+		b, err := l.breakerFor(ctx, k)
+		if err != nil {
+			t.Decision, t.Receipt, t.Err = l.fail(t.Key, t.N, err)
+			continue
+		}
+		if !b.allow() {
 			t.Decision, t.Receipt, t.Err = l.fail(t.Key, t.N, ErrBreakerOpen)
 			continue
 		}
 		a, err := l.args(int64(t.N), 0, 0, 0)
 		if err != nil {
-			t.Decision, t.Receipt, t.Err = l.settle(ctx, t.Key, t.N, reply{}, err)
+			t.Decision, t.Receipt, t.Err = l.settle(ctx, b, t.Key, t.N, reply{}, err)
 			continue
 		}
 		if first == nil {
 			first, c = l, newCall()
 		}
-		c.ops = append(c.ops, op{script: l.script, key: l.redisKey(t.Key), args: a})
+		c.ops = append(c.ops, op{script: l.script, key: k, args: a})
 		piped = append(piped, i)
+		breakers = append(breakers, b)
 	}
 	if first != nil {
 		err := first.runAll(ctx, c)
@@ -76,7 +84,7 @@ func TakeAll(ctx context.Context, takes []Take) {
 			if err == nil {
 				rep, opErr = c.ops[j].rep, c.ops[j].err
 			}
-			t.Decision, t.Receipt, t.Err = t.Limiter.settle(ctx, t.Key, t.N, rep, opErr)
+			t.Decision, t.Receipt, t.Err = t.Limiter.settle(ctx, breakers[j], t.Key, t.N, rep, opErr)
 		}
 		if err == nil {
 			c.free()
