@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/redis/go-redis/v9"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
@@ -193,4 +194,31 @@ func TestClusterDeadMasterBreaksOnlyItsSlots(t *testing.T) {
 	assert.NoError(t, takes[0].Err, "TakeAll: a live master's key")
 	assert.ErrorIs(t, takes[1].Err, redislimit.ErrBreakerOpen, "TakeAll: the dead master's key")
 	assert.NoError(t, takes[2].Err, "TakeAll: a live master's key")
+}
+
+// TestClusterFailoverDefaultClient: on a cluster client with go-redis's
+// default options, which reload the slot map only once it is a minute old
+// or on a MOVED reply, the keys of a killed master are decided by Redis
+// again within seconds of its replica's promotion: a failed call makes the
+// client reload its map, instead of sending the key's calls to the dead
+// address until the map is a minute old.
+func TestClusterFailoverDefaultClient(t *testing.T) {
+	cl := redistest.StartCluster(t, 3, 1)
+	client := redis.NewClusterClient(&redis.ClusterOptions{Addrs: cl.Addrs(), ContextTimeoutEnabled: true})
+	t.Cleanup(func() { _ = client.Close() })
+	lim := newLimiter(t, client, faultConfig, frozenClock(), redislimit.WithFailPolicy(redislimit.FailClosed),
+		redislimit.WithTimeout(time.Second))
+	victim := cl.Masters()[0]
+	key := keysOn(t, cl, victim, "k", 1)[0]
+	assert.True(t, take(t, lim, key, 1).Allowed, "before the kill")
+	acked, err := victim.Client().Do(context.Background(), "WAIT", 1, 5000).Int()
+	require.NoError(t, err)
+	require.Equal(t, 1, acked, "the replica has the key's state")
+
+	victim.Kill()
+	require.NoError(t, cl.WaitFailover(victim, 20*time.Second))
+	require.NotEqual(t, victim, cl.MasterOf(key))
+	d := waitForRedis(t, lim, key, 10*time.Second)
+	assert.True(t, d.Allowed, "decided by the promoted replica")
+	assert.Equal(t, faultLimit-2, d.Remaining, "which holds the key's state")
 }

@@ -52,7 +52,9 @@
 // a few atomic loads per call instead of a timeout, and lets one call probe
 // Redis when the cooldown ends. On a cluster client the breaker is one per
 // master: a dead master's slots fail, the others' keys are still decided by
-// Redis.
+// Redis; and a failed call makes the client reload its slot map, so that
+// once a replica is promoted its slots are decided by Redis again within a
+// cooldown or so, not when go-redis would next reload the map (a minute).
 //
 // # Throughput
 //

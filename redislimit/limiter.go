@@ -64,9 +64,9 @@ type Limiter struct {
 	keyPrefix string
 
 	// breaker guards Redis; on a cluster client, cluster is that client
-	// and nodes holds one breaker per master address, created on a key's
-	// first call, while breaker guards only the lookup of a key's master.
-	// See breakerFor.
+	// and, with the breaker on, nodes holds one breaker per master address,
+	// created on a key's first call, while breaker guards only the lookup
+	// of a key's master. See breakerFor.
 	breaker breaker
 	cluster *redis.ClusterClient
 	nodes   *xsync.MapOf[string, *breaker]
@@ -136,8 +136,11 @@ func New(client redis.UniversalClient, c hotlimit.Config, opts ...hotlimit.Optio
 		":" + strconv.FormatInt(l.burst, 10) + ":" + l.unit.String()[1:] + ":{"
 	l.fixed = [4]any{int64(c.Limit), l.window, l.burst, int64(time.Millisecond / l.unit)}
 	l.breaker = newBreaker(l.set.failures, l.set.cooldown)
-	if cc, ok := client.(*redis.ClusterClient); ok && l.set.failures > 0 {
-		l.cluster, l.nodes = cc, xsync.NewMapOf[string, *breaker]()
+	if cc, ok := client.(*redis.ClusterClient); ok {
+		l.cluster = cc
+		if l.set.failures > 0 {
+			l.nodes = xsync.NewMapOf[string, *breaker]()
+		}
 	}
 	l.fallbacks, _ = o.Observer.(hotlimit.FallbackObserver)
 	if l.set.policy == FailLocal {
@@ -330,7 +333,7 @@ func (l *Limiter) take(ctx context.Context, key string, n int) (hotlimit.Decisio
 // the cluster when no map is loaded yet: its error is returned, and counts
 // as Redis's.
 func (l *Limiter) breakerFor(ctx context.Context, redisKey string) (*breaker, error) {
-	if l.cluster == nil {
+	if l.nodes == nil {
 		return &l.breaker, nil
 	}
 	if !l.breaker.allow() {
@@ -365,6 +368,15 @@ func (l *Limiter) settle(ctx context.Context, b *breaker, key string, n int, rep
 		// the caller's own cancellation, or clock, says nothing of Redis
 		if ctx.Err() == nil && !errors.Is(err, ErrClockRange) {
 			b.failure()
+			if l.cluster != nil {
+				// The key's master may be gone and its replica promoted: a
+				// cluster client reloads its slot map on a MOVED reply, or
+				// once the map is older than ClusterStateReloadInterval (a
+				// minute by default), not when a node stops answering.
+				// The reload runs on a goroutine of the client's, one at a
+				// time.
+				l.cluster.ReloadState(ctx)
+			}
 		}
 		return l.fail(key, n, err)
 	}
