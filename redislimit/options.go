@@ -104,7 +104,9 @@ func read(o hotlimit.Options) settings {
 
 // WithPrefix sets the prefix of every Redis key the limiter writes; the
 // default is "hotlimit:". Limiters sharing a Redis keep apart by Config
-// anyway (the key names it); a prefix separates applications.
+// anyway (the key names it); a prefix separates applications. On a Redis
+// Cluster, a prefix with braces of its own ("{app}:") becomes every key's
+// hash tag, and puts all the limiter's keys on one master.
 func WithPrefix(prefix string) hotlimit.Option {
 	return hotlimit.WithExtension(option(func(s *settings) { s.prefix = prefix }))
 }
