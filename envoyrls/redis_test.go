@@ -135,12 +135,23 @@ func TestConformanceRedisCluster(t *testing.T) {
 	addrs := startRedisCluster(t)
 	client := redis.NewUniversalClient(&redis.UniversalOptions{Addrs: addrs, ContextTimeoutEnabled: true})
 	t.Cleanup(func() { _ = client.Close() })
-	_, ok := client.(*redis.ClusterClient)
-	require.True(t, ok, "several addresses make a cluster client")
+	_, isCluster := client.(*redis.ClusterClient)
+	require.True(t, isCluster, "several addresses make a cluster client")
 	f := redislimit.Factory(client, redislimit.WithPrefix(t.Name()+":"), redislimit.WithTimeout(10*time.Second), redislimit.WithFailPolicy(redislimit.FailClosed))
 	h := inProcess(t, WithLimiterOptions(hotlimit.WithFactory(f)))
 	t.Run("Scenarios", func(t *testing.T) { conformance(t, h) })
 	t.Run("AlgorithmsExact", func(t *testing.T) { algosExact(t, h) })
+	t.Run("AllOrNothing", func(t *testing.T) {
+		// the denied request's refund reaches each descriptor's key,
+		// wherever its slot is
+		h := inProcess(t, WithLimiterOptions(hotlimit.WithFactory(f)), WithAllOrNothing(true))
+		a, b := desc("two_a", "all"), desc("two_b", "all")
+		for range 2 {
+			assert.Equal(t, ok, h.call(t, "conf", 0, a, b).OverallCode)
+		}
+		assert.Equal(t, over, h.call(t, "conf", 0, a, b).OverallCode)
+		assert.Equal(t, uint32(2), h.call(t, "conf", 0, a).Statuses[0].LimitRemaining, "the denied request was refunded")
+	})
 	var keys int64
 	for _, addr := range addrs {
 		c := redis.NewClient(&redis.Options{Addr: addr})
