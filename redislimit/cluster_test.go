@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"slices"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -12,6 +13,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/hotlimit/hotlimit"
 	"github.com/hotlimit/hotlimit/redislimit"
 	"github.com/hotlimit/hotlimit/redislimit/internal/redistest"
 )
@@ -221,4 +223,115 @@ func TestClusterFailoverDefaultClient(t *testing.T) {
 	d := waitForRedis(t, lim, key, 10*time.Second)
 	assert.True(t, d.Allowed, "decided by the promoted replica")
 	assert.Equal(t, faultLimit-2, d.Remaining, "which holds the key's state")
+}
+
+// mixedPipelines records, of a cluster client's pipelines of scripts, those
+// that carry a key of dead together with other keys, and holds the first
+// hold of them, and of the scripts sent by themselves, until release is
+// closed, telling entered as each one arrives.
+type mixedPipelines struct {
+	heldPipelines
+	dead  map[string]bool // Redis keys
+	mu    sync.Mutex
+	mixed [][]string
+}
+
+func (h *mixedPipelines) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
+	held := h.heldPipelines.ProcessPipelineHook(next)
+	return func(ctx context.Context, cmds []redis.Cmder) error {
+		var keys []string
+		var dead bool
+		for _, c := range cmds {
+			if c.Name() == "evalsha" && len(c.Args()) > 3 {
+				k := fmt.Sprint(c.Args()[3])
+				keys = append(keys, k)
+				dead = dead || h.dead[k]
+			}
+		}
+		if dead && len(keys) > 1 {
+			h.mu.Lock()
+			h.mixed = append(h.mixed, keys)
+			h.mu.Unlock()
+		}
+		return held(ctx, cmds)
+	}
+}
+
+// TestClusterBreakerProbeGoesAlone: once a dead master's breaker has cooled
+// down, the call that probes it goes to Redis by itself, even while other
+// calls are under way and would share its pipeline: a probe of a master
+// that does not answer (frozen, or a dead address the client still
+// routes to) would hold the whole pipeline, the live masters' calls in it
+// included, until the timeout.
+func TestClusterBreakerProbeGoesAlone(t *testing.T) {
+	cl := redistest.StartCluster(t, 3, 0)
+	for _, n := range cl.Nodes {
+		require.NoError(t, n.Client().ConfigSet(context.Background(), "cluster-require-full-coverage", "no").Err())
+	}
+	client := redis.NewClusterClient(&redis.ClusterOptions{Addrs: cl.Addrs(), ContextTimeoutEnabled: true, DialerRetries: 1})
+	t.Cleanup(func() { _ = client.Close() })
+	const cooldown = 50 * time.Millisecond
+	lim := newLimiter(t, client, hotlimit.Config{Algorithm: hotlimit.FixedWindow, Limit: 100, Window: time.Minute}, frozenClock(),
+		redislimit.WithFailPolicy(redislimit.FailClosed), redislimit.WithBreaker(1, cooldown), redislimit.WithBatch(64, 1),
+		redislimit.WithTimeout(exactTimeout))
+	masters := cl.Masters()
+	victim := masters[0]
+	dead := keysOn(t, cl, victim, "dead-", 1)[0]
+	live := keysOn(t, cl, masters[1], "live-", 4)
+	for _, key := range append([]string{dead}, live...) {
+		take(t, lim, key, 1) // loads the scripts and the slot map
+	}
+	victim.Kill()
+	r := call(lim, dead, 1)
+	require.Error(t, r.err, "the dead master's key")
+	require.NotErrorIs(t, r.err, redislimit.ErrBreakerOpen)
+	require.ErrorIs(t, call(lim, dead, 1).err, redislimit.ErrBreakerOpen, "its breaker is open")
+
+	h := &mixedPipelines{heldPipelines: heldPipelines{entered: make(chan struct{}), release: make(chan struct{})},
+		dead: map[string]bool{lim.RedisKey(dead): true}}
+	h.hold.Store(2)
+	client.AddHook(h)
+	var release sync.Once
+	t.Cleanup(func() { release.Do(func() { close(h.release) }) }) // before the limiter's Close
+	var wg sync.WaitGroup
+	var liveErrs atomic.Int64
+	takeLive := func(key string) {
+		wg.Go(func() {
+			if _, err := lim.TakeContext(context.Background(), key, 1); err != nil {
+				liveErrs.Add(1)
+			}
+		})
+	}
+	takeLive(live[0]) // alone, held
+	<-h.entered
+	takeLive(live[1]) // the flusher's pipeline, held
+	<-h.entered
+	time.Sleep(2 * cooldown) // the dead master's breaker lets a probe through
+	var probe result
+	probed := make(chan struct{})
+	wg.Go(func() {
+		defer close(probed)
+		probe = call(lim, dead, 1)
+	})
+	// By itself, the probe ends; in the batch, it waits for the flusher.
+	alone := true
+	select {
+	case <-probed:
+	case <-time.After(5 * time.Second):
+		alone = false
+	}
+	takeLive(live[2])
+	takeLive(live[3])
+	want := int64(4)
+	if !alone {
+		want++
+	}
+	require.Eventually(t, func() bool { return redislimit.InFlight(lim) == want }, 10*time.Second, time.Millisecond,
+		"the live calls did not queue")
+	release.Do(func() { close(h.release) })
+	wg.Wait()
+	assert.Error(t, probe.err, "the probe of the dead master")
+	assert.NotErrorIs(t, probe.err, redislimit.ErrBreakerOpen, "the probe went to Redis")
+	assert.Zero(t, liveErrs.Load(), "the live master's calls")
+	assert.Empty(t, h.mixed, "pipelines that carried the probe with other calls")
 }

@@ -302,7 +302,8 @@ func (l *Limiter) take(ctx context.Context, key string, n int) (hotlimit.Decisio
 	if err != nil {
 		return l.fail(key, n, err)
 	}
-	if !b.allow() {
+	ok, probe := b.allow()
+	if !ok {
 		return l.fail(key, n, ErrBreakerOpen)
 	}
 	extra := int64(0)
@@ -311,7 +312,7 @@ func (l *Limiter) take(ctx context.Context, key string, n int) (hotlimit.Decisio
 		extra = int64(l.set.leaseSize)
 	}
 	sent := l.localNow()
-	rep, err := l.run(ctx, k, int64(n), extra, 0, 0)
+	rep, err := l.run(ctx, k, int64(n), extra, 0, 0, probe)
 	d, r, err := l.settle(ctx, b, key, n, rep, err)
 	if err != nil {
 		return d, r, err
@@ -336,7 +337,7 @@ func (l *Limiter) breakerFor(ctx context.Context, redisKey string) (*breaker, er
 	if l.nodes == nil {
 		return &l.breaker, nil
 	}
-	if !l.breaker.allow() {
+	if ok, _ := l.breaker.allow(); !ok { // a probe: the lookup below is by itself
 		return nil, ErrBreakerOpen
 	}
 	bounded, cancel := l.batch.deadline(ctx)
@@ -397,13 +398,14 @@ type reply struct {
 	now               int64
 }
 
-// run calls the script for the Redis key k.
-func (l *Limiter) run(ctx context.Context, k string, n, extra, giveback, at int64) (reply, error) {
+// run calls the script for the Redis key k; alone, by itself, else in a
+// batch while other calls are under way.
+func (l *Limiter) run(ctx context.Context, k string, n, extra, giveback, at int64, alone bool) (reply, error) {
 	args, err := l.args(n, extra, giveback, at)
 	if err != nil {
 		return reply{}, err
 	}
-	if l.batch.max > 0 {
+	if l.batch.max > 0 && !alone {
 		// Alone, a call goes straight to Redis: waiting for a batch would
 		// only add a hand-over. With calls in flight, it joins a batch.
 		defer l.inflight.Add(-1)
@@ -441,7 +443,7 @@ func parse(cmd *redis.Cmd) (reply, error) {
 
 // giveBack returns n requests taken at tick at to the Redis key k.
 func (l *Limiter) giveBack(ctx context.Context, k string, n, at int64) (reply, error) {
-	return l.run(ctx, k, 0, 0, n, at)
+	return l.run(ctx, k, 0, 0, n, at, false)
 }
 
 // redisKey is key's Redis key: the prefix, the Config and key as hash tag.

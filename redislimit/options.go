@@ -148,8 +148,9 @@ func WithTimeout(d time.Duration) hotlimit.Option {
 
 // WithBreaker sets the circuit breaker: after failures Redis errors in a
 // row, the limiter stops asking Redis for cooldown and decides by its
-// policy at once; then one call probes Redis and closes the breaker if it
-// answers. The default is 3 failures and a 1 s cooldown; failures <= 0 turns
+// policy at once; then one call probes Redis, by itself rather than in a
+// pipeline shared with other calls (which a node that does not answer
+// would hold until the timeout), and closes the breaker if it answers. The default is 3 failures and a 1 s cooldown; failures <= 0 turns
 // the breaker off, so that every call waits for Redis or its timeout.
 //
 // On a cluster client (*redis.ClusterClient, which redis.NewUniversalClient

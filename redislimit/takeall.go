@@ -42,6 +42,8 @@ func TakeAll(ctx context.Context, takes []Take) {
 	var piped []int
 	var breakers []*breaker // of each piped take
 	var alone []int
+	var probes []int // takes that probe their breaker: by themselves
+	var probed []*breaker
 	for i := range takes {
 		t := &takes[i]
 		l := t.Limiter
@@ -60,8 +62,13 @@ func TakeAll(ctx context.Context, takes []Take) {
 			t.Decision, t.Receipt, t.Err = l.fail(t.Key, t.N, err)
 			continue
 		}
-		if !b.allow() {
+		ok, probe := b.allow()
+		switch {
+		case !ok:
 			t.Decision, t.Receipt, t.Err = l.fail(t.Key, t.N, ErrBreakerOpen)
+			continue
+		case probe:
+			probes, probed = append(probes, i), append(probed, b)
 			continue
 		}
 		a, err := l.args(int64(t.N), 0, 0, 0)
@@ -89,6 +96,11 @@ func TakeAll(ctx context.Context, takes []Take) {
 		if err == nil {
 			c.free()
 		}
+	}
+	for j, i := range probes {
+		t := &takes[i]
+		rep, err := t.Limiter.run(ctx, t.Limiter.redisKey(t.Key), int64(t.N), 0, 0, 0, true)
+		t.Decision, t.Receipt, t.Err = t.Limiter.settle(ctx, probed[j], t.Key, t.N, rep, err)
 	}
 	for _, i := range alone {
 		t := &takes[i]
