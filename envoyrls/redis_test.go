@@ -7,6 +7,8 @@ import (
 	"net"
 	"os"
 	"os/exec"
+	"path/filepath"
+	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -25,10 +27,39 @@ import (
 	"google.golang.org/protobuf/types/known/wrapperspb"
 )
 
-// startRedis starts a redis-server on a free loopback port for the test and
-// returns its address and the process. Without redis-server the test is
-// skipped, except in CI (CI set), where it fails.
-func startRedis(t *testing.T) (string, *exec.Cmd) {
+// startRedis starts a redis-server with args on a free loopback port for
+// the test and returns its address and the process. Without redis-server
+// the test is skipped, except in CI (CI set), where it fails.
+func startRedis(t *testing.T, args ...string) (string, *exec.Cmd) {
+	return startRedisOn(t, freePort(t, false), args...)
+}
+
+// freePort returns a free loopback port; with bus, one whose cluster bus
+// port, 10000 above it, is a port and free too.
+func freePort(t *testing.T, bus bool) int {
+	t.Helper()
+	for range 100 {
+		lis, err := net.Listen("tcp", "127.0.0.1:0")
+		require.NoError(t, err)
+		port := lis.Addr().(*net.TCPAddr).Port
+		require.NoError(t, lis.Close())
+		if !bus {
+			return port
+		}
+		if port+10000 > 65535 {
+			continue
+		}
+		if l, err := net.Listen("tcp", fmt.Sprintf("127.0.0.1:%d", port+10000)); err == nil {
+			_ = l.Close()
+			return port
+		}
+	}
+	t.Fatal("no free loopback port with a free cluster bus port")
+	return 0
+}
+
+// startRedisOn is startRedis on port.
+func startRedisOn(t *testing.T, port int, args ...string) (string, *exec.Cmd) {
 	t.Helper()
 	bin, err := exec.LookPath("redis-server")
 	if err != nil {
@@ -37,11 +68,7 @@ func startRedis(t *testing.T) (string, *exec.Cmd) {
 		}
 		t.Skipf("redis-server not installed: %v", err)
 	}
-	lis, err := net.Listen("tcp", "127.0.0.1:0")
-	require.NoError(t, err)
-	port := lis.Addr().(*net.TCPAddr).Port
-	require.NoError(t, lis.Close())
-	cmd := exec.Command(bin, "--port", fmt.Sprint(port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no", "--protected-mode", "no")
+	cmd := exec.Command(bin, append([]string{"--port", fmt.Sprint(port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no", "--protected-mode", "no"}, args...)...)
 	require.NoError(t, cmd.Start())
 	t.Cleanup(func() {
 		_ = cmd.Process.Kill()
@@ -54,6 +81,41 @@ func startRedis(t *testing.T) (string, *exec.Cmd) {
 	return addr, cmd
 }
 
+// startRedisCluster starts three cluster-enabled redis-servers on free
+// loopback ports, joins them as the masters of a cluster with redis-cli,
+// and returns their addresses once every node reports cluster_state:ok.
+// Without redis-server or redis-cli the test is skipped, except in CI (CI
+// set), where it fails.
+func startRedisCluster(t *testing.T) []string {
+	t.Helper()
+	cli, err := exec.LookPath("redis-cli")
+	if err != nil {
+		if os.Getenv("CI") != "" {
+			t.Fatalf("redis-cli is required in CI: %v", err)
+		}
+		t.Skipf("redis-cli not installed: %v", err)
+	}
+	var addrs []string
+	for range 3 {
+		addr, _ := startRedisOn(t, freePort(t, true), "--cluster-enabled", "yes", "--cluster-config-file", filepath.Join(t.TempDir(), "nodes.conf"))
+		addrs = append(addrs, addr)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	args := append(append([]string{"--cluster", "create"}, addrs...), "--cluster-replicas", "0", "--cluster-yes")
+	out, err := exec.CommandContext(ctx, cli, args...).CombinedOutput()
+	require.NoError(t, err, "redis-cli --cluster create: %s", out)
+	for _, addr := range addrs {
+		c := redis.NewClient(&redis.Options{Addr: addr})
+		require.Eventually(t, func() bool {
+			info, err := c.ClusterInfo(context.Background()).Result()
+			return err == nil && strings.Contains(info, "cluster_state:ok")
+		}, 10*time.Second, 20*time.Millisecond, "%s reports cluster_state:ok", addr)
+		_ = c.Close()
+	}
+	return addrs
+}
+
 // inRedis is inProcess with every rule's state in Redis at addr. A call
 // waits up to 10 s for Redis, not redislimit's 100 ms: on a loaded machine,
 // under -race, a round trip can take longer, and these tests are about
@@ -63,6 +125,43 @@ func inRedis(t *testing.T, addr string, opts ...Option) *harness {
 	t.Cleanup(func() { _ = client.Close() })
 	f := redislimit.Factory(client, redislimit.WithPrefix(t.Name()+":"), redislimit.WithTimeout(10*time.Second))
 	return inProcess(t, append([]Option{WithLimiterOptions(hotlimit.WithFactory(f))}, opts...)...)
+}
+
+// TestConformanceRedisCluster runs the conformance scenarios with every
+// rule's state in a Redis cluster of three masters, as hotlimitd keeps it
+// with -redis a,b,c: the keys of one request's descriptors spread over the
+// masters, and each descriptor is decided as on a single Redis.
+func TestConformanceRedisCluster(t *testing.T) {
+	addrs := startRedisCluster(t)
+	client := redis.NewUniversalClient(&redis.UniversalOptions{Addrs: addrs, ContextTimeoutEnabled: true})
+	t.Cleanup(func() { _ = client.Close() })
+	_, isCluster := client.(*redis.ClusterClient)
+	require.True(t, isCluster, "several addresses make a cluster client")
+	f := redislimit.Factory(client, redislimit.WithPrefix(t.Name()+":"), redislimit.WithTimeout(10*time.Second), redislimit.WithFailPolicy(redislimit.FailClosed))
+	h := inProcess(t, WithLimiterOptions(hotlimit.WithFactory(f)))
+	t.Run("Scenarios", func(t *testing.T) { conformance(t, h) })
+	t.Run("AlgorithmsExact", func(t *testing.T) { algosExact(t, h) })
+	t.Run("AllOrNothing", func(t *testing.T) {
+		// the denied request's refund reaches each descriptor's key,
+		// wherever its slot is
+		h := inProcess(t, WithLimiterOptions(hotlimit.WithFactory(f)), WithAllOrNothing(true))
+		a, b := desc("two_a", "all"), desc("two_b", "all")
+		for range 2 {
+			assert.Equal(t, ok, h.call(t, "conf", 0, a, b).OverallCode)
+		}
+		assert.Equal(t, over, h.call(t, "conf", 0, a, b).OverallCode)
+		assert.Equal(t, uint32(2), h.call(t, "conf", 0, a).Statuses[0].LimitRemaining, "the denied request was refunded")
+	})
+	var keys int64
+	for _, addr := range addrs {
+		c := redis.NewClient(&redis.Options{Addr: addr})
+		n, err := c.DBSize(context.Background()).Result()
+		_ = c.Close()
+		require.NoError(t, err)
+		assert.Positive(t, n, "%s holds some of the keys", addr)
+		keys += n
+	}
+	t.Logf("%d keys over %d masters", keys, len(addrs))
 }
 
 // TestConformanceRedis runs the conformance scenarios and the algorithms'

@@ -26,19 +26,23 @@ func newBreaker(failures int, cooldown time.Duration) breaker {
 
 // allow reports whether a call may go to Redis: always while closed; while
 // open, only one caller once the cooldown has passed (the probe), which
-// moves the reopening another cooldown ahead for everyone else.
-func (b *breaker) allow() bool {
+// moves the reopening another cooldown ahead for everyone else. probe is
+// true for that caller, whose call must go by itself: in a pipeline shared
+// with other calls, a node that does not answer would hold them all until
+// the timeout.
+func (b *breaker) allow() (ok, probe bool) {
 	u := b.openUntil.Load()
 	if u == 0 {
-		return true
+		return true, false
 	}
 	now := hotlimit.Monotonic()
 	if now < u {
-		return false
+		return false, false
 	}
 	// Of the callers that saw the same expired u, exactly one swaps it:
 	// that one probes, the others see the new deadline and stay out.
-	return b.openUntil.CompareAndSwap(u, after(now, b.cooldown))
+	ok = b.openUntil.CompareAndSwap(u, after(now, b.cooldown))
+	return ok, ok
 }
 
 // success closes the breaker.
@@ -46,7 +50,9 @@ func (b *breaker) success() {
 	if b.threshold == 0 {
 		return
 	}
-	b.fails.Store(0)
+	if b.fails.Load() != 0 { // most calls succeed: no write, no contended cache line
+		b.fails.Store(0)
+	}
 	if b.openUntil.Load() != 0 {
 		b.openUntil.Store(0)
 	}

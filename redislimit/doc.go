@@ -50,7 +50,11 @@
 // decision alone; [WithHook] sees every such decision. The circuit breaker
 // (on by default: 3 errors in a row open it for 1 s) makes a dead Redis cost
 // a few atomic loads per call instead of a timeout, and lets one call probe
-// Redis when the cooldown ends.
+// Redis when the cooldown ends. On a cluster client the breaker is one per
+// master: a dead master's slots fail, the others' keys are still decided by
+// Redis; and a failed call makes the client reload its slot map, so that
+// once a replica is promoted its slots are decided by Redis again within a
+// cooldown or so, not when go-redis would next reload the map (a minute).
 //
 // # Throughput
 //

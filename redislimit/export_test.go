@@ -11,3 +11,6 @@ func Stopped(l *Limiter) bool {
 	defer l.batch.mu.RUnlock()
 	return l.batch.stopped
 }
+
+// RedisKey returns the Redis key of key's state.
+func (l *Limiter) RedisKey(key string) string { return l.redisKey(key) }

@@ -63,7 +63,13 @@ type Limiter struct {
 	// keyPrefix is the prefix, the Config and the hash tag's opening brace.
 	keyPrefix string
 
+	// breaker guards Redis; on a cluster client, cluster is that client
+	// and, with the breaker on, nodes holds one breaker per master address,
+	// created on a key's first call, while breaker guards only the lookup
+	// of a key's master. See breakerFor.
 	breaker breaker
+	cluster *redis.ClusterClient
+	nodes   *xsync.MapOf[string, *breaker]
 	local   hotlimit.Limiter // the FailLocal limiter
 	leases  *xsync.MapOf[string, *lease]
 	// claims holds the keys whose next lease a call is asking Redis for;
@@ -130,6 +136,12 @@ func New(client redis.UniversalClient, c hotlimit.Config, opts ...hotlimit.Optio
 		":" + strconv.FormatInt(l.burst, 10) + ":" + l.unit.String()[1:] + ":{"
 	l.fixed = [4]any{int64(c.Limit), l.window, l.burst, int64(time.Millisecond / l.unit)}
 	l.breaker = newBreaker(l.set.failures, l.set.cooldown)
+	if cc, ok := client.(*redis.ClusterClient); ok {
+		l.cluster = cc
+		if l.set.failures > 0 {
+			l.nodes = xsync.NewMapOf[string, *breaker]()
+		}
+	}
 	l.fallbacks, _ = o.Observer.(hotlimit.FallbackObserver)
 	if l.set.policy == FailLocal {
 		// The keys seen while Redis is down stay in memory: they are swept
@@ -285,7 +297,13 @@ func (l *Limiter) take(ctx context.Context, key string, n int) (hotlimit.Decisio
 			return d, r, nil
 		}
 	}
-	if !l.breaker.allow() {
+	k := l.redisKey(key)
+	b, err := l.breakerFor(ctx, k)
+	if err != nil {
+		return l.fail(key, n, err)
+	}
+	ok, probe := b.allow()
+	if !ok {
 		return l.fail(key, n, ErrBreakerOpen)
 	}
 	extra := int64(0)
@@ -294,9 +312,8 @@ func (l *Limiter) take(ctx context.Context, key string, n int) (hotlimit.Decisio
 		extra = int64(l.set.leaseSize)
 	}
 	sent := l.localNow()
-	k := l.redisKey(key)
-	rep, err := l.run(ctx, k, int64(n), extra, 0, 0)
-	d, r, err := l.settle(ctx, key, n, rep, err)
+	rep, err := l.run(ctx, k, int64(n), extra, 0, 0, probe)
+	d, r, err := l.settle(ctx, b, key, n, rep, err)
 	if err != nil {
 		return d, r, err
 	}
@@ -307,18 +324,64 @@ func (l *Limiter) take(ctx context.Context, key string, n int) (hotlimit.Decisio
 	return d, r, nil
 }
 
+// breakerFor returns the breaker of the Redis node that holds redisKey: the
+// limiter's own, unless its client is a cluster client, whose every master
+// has one, so that a master that is down sends the keys of its slots to the
+// failure policy, not those of the other masters. The key's master is the
+// client's slot map's (no round trip once the map is loaded); after a
+// failover it is the promoted replica, whose breaker starts closed. On a
+// cluster client the limiter's own breaker guards that lookup, which asks
+// the cluster when no map is loaded yet: its error is returned, and counts
+// as Redis's.
+func (l *Limiter) breakerFor(ctx context.Context, redisKey string) (*breaker, error) {
+	if l.nodes == nil {
+		return &l.breaker, nil
+	}
+	if ok, _ := l.breaker.allow(); !ok { // a probe: the lookup below is by itself
+		return nil, ErrBreakerOpen
+	}
+	bounded, cancel := l.batch.deadline(ctx)
+	node, err := l.cluster.MasterForKey(bounded, redisKey)
+	cancel()
+	if err != nil {
+		if ctx.Err() == nil {
+			l.breaker.failure()
+		}
+		return nil, err
+	}
+	l.breaker.success()
+	addr := node.Options().Addr
+	if b, ok := l.nodes.Load(addr); ok {
+		return b, nil
+	}
+	b, _ := l.nodes.LoadOrCompute(addr, func() *breaker {
+		b := newBreaker(l.set.failures, l.set.cooldown)
+		return &b
+	})
+	return b, nil
+}
+
 // settle turns the script's reply for n requests from key, or the error of
-// the call, into the decision and receipt, telling the breaker how Redis
-// did.
-func (l *Limiter) settle(ctx context.Context, key string, n int, rep reply, err error) (hotlimit.Decision, hotlimit.Receipt, error) {
+// the call, into the decision and receipt, telling the key's breaker b how
+// Redis did.
+func (l *Limiter) settle(ctx context.Context, b *breaker, key string, n int, rep reply, err error) (hotlimit.Decision, hotlimit.Receipt, error) {
 	if err != nil {
 		// the caller's own cancellation, or clock, says nothing of Redis
 		if ctx.Err() == nil && !errors.Is(err, ErrClockRange) {
-			l.breaker.failure()
+			b.failure()
+			if l.cluster != nil {
+				// The key's master may be gone and its replica promoted: a
+				// cluster client reloads its slot map on a MOVED reply, or
+				// once the map is older than ClusterStateReloadInterval (a
+				// minute by default), not when a node stops answering.
+				// The reload runs on a goroutine of the client's, one at a
+				// time.
+				l.cluster.ReloadState(ctx)
+			}
 		}
 		return l.fail(key, n, err)
 	}
-	l.breaker.success()
+	b.success()
 	d := l.decision(rep)
 	var r hotlimit.Receipt
 	if d.Allowed && n > 0 {
@@ -335,13 +398,14 @@ type reply struct {
 	now               int64
 }
 
-// run calls the script for the Redis key k.
-func (l *Limiter) run(ctx context.Context, k string, n, extra, giveback, at int64) (reply, error) {
+// run calls the script for the Redis key k; alone, by itself, else in a
+// batch while other calls are under way.
+func (l *Limiter) run(ctx context.Context, k string, n, extra, giveback, at int64, alone bool) (reply, error) {
 	args, err := l.args(n, extra, giveback, at)
 	if err != nil {
 		return reply{}, err
 	}
-	if l.batch.max > 0 {
+	if l.batch.max > 0 && !alone {
 		// Alone, a call goes straight to Redis: waiting for a batch would
 		// only add a hand-over. With calls in flight, it joins a batch.
 		defer l.inflight.Add(-1)
@@ -379,7 +443,7 @@ func parse(cmd *redis.Cmd) (reply, error) {
 
 // giveBack returns n requests taken at tick at to the Redis key k.
 func (l *Limiter) giveBack(ctx context.Context, k string, n, at int64) (reply, error) {
-	return l.run(ctx, k, 0, 0, n, at)
+	return l.run(ctx, k, 0, 0, n, at, false)
 }
 
 // redisKey is key's Redis key: the prefix, the Config and key as hash tag.

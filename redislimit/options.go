@@ -104,7 +104,9 @@ func read(o hotlimit.Options) settings {
 
 // WithPrefix sets the prefix of every Redis key the limiter writes; the
 // default is "hotlimit:". Limiters sharing a Redis keep apart by Config
-// anyway (the key names it); a prefix separates applications.
+// anyway (the key names it); a prefix separates applications. On a Redis
+// Cluster, a prefix with braces of its own ("{app}:") becomes every key's
+// hash tag, and puts all the limiter's keys on one master.
 func WithPrefix(prefix string) hotlimit.Option {
 	return hotlimit.WithExtension(option(func(s *settings) { s.prefix = prefix }))
 }
@@ -146,9 +148,16 @@ func WithTimeout(d time.Duration) hotlimit.Option {
 
 // WithBreaker sets the circuit breaker: after failures Redis errors in a
 // row, the limiter stops asking Redis for cooldown and decides by its
-// policy at once; then one call probes Redis and closes the breaker if it
-// answers. The default is 3 failures and a 1 s cooldown; failures <= 0 turns
+// policy at once; then one call probes Redis, by itself rather than in a
+// pipeline shared with other calls (which a node that does not answer
+// would hold until the timeout), and closes the breaker if it answers. The default is 3 failures and a 1 s cooldown; failures <= 0 turns
 // the breaker off, so that every call waits for Redis or its timeout.
+//
+// On a cluster client (*redis.ClusterClient, which redis.NewUniversalClient
+// returns for several addresses) every master has a breaker of its own, so
+// that a master that is down sends only the keys of its slots to the policy,
+// and the keys of the other masters are still decided by Redis; the
+// replica that takes over its slots starts with a closed one.
 func WithBreaker(failures int, cooldown time.Duration) hotlimit.Option {
 	return hotlimit.WithExtension(option(func(s *settings) {
 		if failures > 0 && cooldown <= 0 {

@@ -40,7 +40,10 @@ func TakeAll(ctx context.Context, takes []Take) {
 	var first *Limiter
 	var c *call
 	var piped []int
+	var breakers []*breaker // of each piped take
 	var alone []int
+	var probes []int // takes that probe their breaker: by themselves
+	var probed []*breaker
 	for i := range takes {
 		t := &takes[i]
 		l := t.Limiter
@@ -53,20 +56,32 @@ func TakeAll(ctx context.Context, takes []Take) {
 			alone = append(alone, i)
 			continue
 		}
-		if !l.breaker.allow() {
+		k := l.redisKey(t.Key)
+		b, err := l.breakerFor(ctx, k)
+		if err != nil {
+			t.Decision, t.Receipt, t.Err = l.fail(t.Key, t.N, err)
+			continue
+		}
+		ok, probe := b.allow()
+		switch {
+		case !ok:
 			t.Decision, t.Receipt, t.Err = l.fail(t.Key, t.N, ErrBreakerOpen)
+			continue
+		case probe:
+			probes, probed = append(probes, i), append(probed, b)
 			continue
 		}
 		a, err := l.args(int64(t.N), 0, 0, 0)
 		if err != nil {
-			t.Decision, t.Receipt, t.Err = l.settle(ctx, t.Key, t.N, reply{}, err)
+			t.Decision, t.Receipt, t.Err = l.settle(ctx, b, t.Key, t.N, reply{}, err)
 			continue
 		}
 		if first == nil {
 			first, c = l, newCall()
 		}
-		c.ops = append(c.ops, op{script: l.script, key: l.redisKey(t.Key), args: a})
+		c.ops = append(c.ops, op{script: l.script, key: k, args: a})
 		piped = append(piped, i)
+		breakers = append(breakers, b)
 	}
 	if first != nil {
 		err := first.runAll(ctx, c)
@@ -76,11 +91,16 @@ func TakeAll(ctx context.Context, takes []Take) {
 			if err == nil {
 				rep, opErr = c.ops[j].rep, c.ops[j].err
 			}
-			t.Decision, t.Receipt, t.Err = t.Limiter.settle(ctx, t.Key, t.N, rep, opErr)
+			t.Decision, t.Receipt, t.Err = t.Limiter.settle(ctx, breakers[j], t.Key, t.N, rep, opErr)
 		}
 		if err == nil {
 			c.free()
 		}
+	}
+	for j, i := range probes {
+		t := &takes[i]
+		rep, err := t.Limiter.run(ctx, t.Limiter.redisKey(t.Key), int64(t.N), 0, 0, 0, true)
+		t.Decision, t.Receipt, t.Err = t.Limiter.settle(ctx, probed[j], t.Key, t.N, rep, err)
 	}
 	for _, i := range alone {
 		t := &takes[i]

@@ -194,7 +194,8 @@ func (f *flags) options(log *slog.Logger, fallbacks hotlimit.FallbackObserver) (
 	opts = append(opts,
 		envoyrls.WithLimiterOptions(hotlimit.WithFactory(factory)),
 		envoyrls.WithBackendErrors(f.failure == "error"))
-	log.Info("rate limit state in Redis", "addrs", ro.Addrs, "cluster", f.redisCluster, "tls", f.redisTLS, "on_failure", f.failure)
+	_, cluster := client.(*redis.ClusterClient) // several addresses make one without -redis-cluster
+	log.Info("rate limit state in Redis", "addrs", ro.Addrs, "cluster", cluster, "tls", f.redisTLS, "on_failure", f.failure)
 	return opts, func() { _ = client.Close() }, nil
 }
 

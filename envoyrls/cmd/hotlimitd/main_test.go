@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"log/slog"
 	"net"
 	"net/http"
 	"os"
@@ -466,5 +467,27 @@ func TestSecondSignalStopsAtOnce(t *testing.T) {
 		assert.True(t, ws.Signaled(), "ended by the second signal: %v", err)
 	case <-time.After(3 * time.Second):
 		t.Fatal("still draining after a second SIGTERM")
+	}
+}
+
+// TestRedisClusterLogged: the startup log says whether Redis is a cluster
+// as the client sees it: several addresses make one without -redis-cluster,
+// one address with the flag does too, one address alone does not.
+func TestRedisClusterLogged(t *testing.T) {
+	for _, tc := range []struct {
+		args    []string
+		cluster bool
+	}{
+		{[]string{"-redis", "127.0.0.1:1,127.0.0.1:2"}, true},
+		{[]string{"-redis", "127.0.0.1:1", "-redis-cluster"}, true},
+		{[]string{"-redis", "127.0.0.1:1"}, false},
+	} {
+		f, err := parse(append([]string{"-config", "x"}, tc.args...), io.Discard)
+		require.NoError(t, err)
+		var logs syncBuffer
+		_, closeRedis, err := f.options(slog.New(slog.NewJSONHandler(&logs, nil)), nil)
+		require.NoError(t, err)
+		closeRedis()
+		assert.Contains(t, logs.String(), fmt.Sprintf(`"cluster":%v`, tc.cluster), "%q", tc.args)
 	}
 }
