@@ -64,31 +64,31 @@
 //
 // The bounded walks (auto-sweep, key cap) share one cursor, at, the node after
 // which the next walk starts. A walker claims its nodes before it visits them:
-// it reads a chunk of nodes forward from at and moves at onto the last of
-// them by CAS, retrying from the new value when another walker moved it
-// first (one always succeeds: lock-free). Claims do not overlap within one
-// pass, so concurrent walkers share the work rather than repeat it, and none
-// waits for another; the one exception is harmless: a walker that unlinks
-// every node of its claim moves the cursor back onto the node it claimed
-// from (below), and a walker that read its chunk from there before then
-// claims it again. A walker visits every node it claimed, the last one
-// included, where it leaves the cursor (it walks from the first node its
-// claim read, not from the cursor's node again, whose next a push may have
-// changed since; and a key cap's walk, which stops at its first eviction,
-// leaves the rest of its claim to the next pass, the list having changed):
-// while the list does not change, the claims of every pass stop on the same
-// nodes, so a node the cursor stood on unvisited would stay unvisited pass
-// after pass, and an idle key there would never be evicted. As the next walker's unlink of the node after the
-// cursor is a CAS on the cursor node's next, the cursor should stand on a
-// linked node: a walker that unlinks the node the cursor stands on (the last
-// it claimed, or as a Sweep or a walker a pass behind) moves the cursor back
-// onto the node whose next it has just swapped, the node before it. At the
-// end of the list the cursor goes back to head. Sweep walks the whole list
-// with a cursor of its own. Two walkers meeting the same node do no harm:
-// kill, the deletion and the unlink are each conditional on what they
-// expect, and at worst a dead node stays listed until the next pass (as when
-// a walker unlinks the last node it claimed after the next walker claimed
-// from it: that walker's unlinks then act on an unlinked node).
+// it reads a chunk of nodes forward from at and moves at onto the last of them
+// by CAS, retrying from the new value when another walker moved it first (one
+// always succeeds: lock-free). Claims do not overlap within one pass, so
+// concurrent walkers share the work rather than repeat it, and none waits for
+// another; the one exception is harmless: a walker that unlinks every node of
+// its claim moves the cursor back onto the node it claimed from (below), and a
+// walker that read its chunk from there before then claims it again. A walker
+// visits every node it claimed, the last one included, where it leaves the
+// cursor (it walks from the first node its claim read, not from the cursor's
+// node again, whose next a push may have changed since; and a key cap's walk,
+// which stops at its first eviction, leaves the rest of its claim to the next
+// pass, the list having changed): while the list does not change, the claims of
+// every pass stop on the same nodes, so a node the cursor stood on unvisited
+// would stay unvisited pass after pass, and an idle key there would never be
+// evicted. As the next walker's unlink of the node after the cursor is a CAS on
+// the cursor node's next, the cursor should stand on a linked node: a walker
+// that unlinks the node the cursor stands on (the last it claimed, or as a
+// Sweep or a walker a pass behind) moves the cursor back onto the node whose
+// next it has just swapped, the node before it. At the end of the list the
+// cursor goes back to head. Sweep walks the whole list with a cursor of its
+// own. Two walkers meeting the same node do no harm: kill, the deletion and the
+// unlink are each conditional on what they expect, and at worst a dead node
+// stays listed until the next pass (as when a walker unlinks the last node it
+// claimed after the next walker claimed from it: that walker's unlinks then act
+// on an unlinked node).
 //
 // # Incremental auto-sweep
 //
@@ -105,14 +105,14 @@
 // released after it is deleted, so Len ≤ count, and count ≤ n but for the
 // revivals below. An insertion that finds count at n walks up to MaxVisits
 // nodes, evicting idle ones, and stops at the first it evicts; if it finds
-// none, Get returns nil and the limiter denies the new key. A caller that revives a key evicted under it (it held
-// the cell before the kill) re-inserts it without the check, and walks to
-// evict an idle key when that puts the map over the cap: before the
-// re-insertion when it finds the cap reached and the key gone, and after it
-// (before listing its fresh cell, which the walk therefore cannot evict)
-// when the key was deleted between that check and the re-insertion. So the
-// cap can be exceeded only by such callers, each by one key, while no key is
-// idle (or during the walk that looks for one).
+// none, Get returns nil and the limiter denies the new key. A caller that
+// revives a key evicted under it (it held the cell before the kill) re-inserts
+// it without the check, and walks to evict an idle key when that puts the map
+// over the cap: before the re-insertion when it finds the cap reached and the
+// key gone, and after it (before listing its fresh cell, which the walk
+// therefore cannot evict) when the key was deleted between that check and the
+// re-insertion. So the cap can be exceeded only by such callers, each by one
+// key, while no key is idle (or during the walk that looks for one).
 package keyed
 
 import (
