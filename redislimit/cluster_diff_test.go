@@ -42,7 +42,7 @@ func TestClusterMatchesSingleNode(t *testing.T) {
 	}
 	for _, c := range diffConfigs {
 		add(c)
-		if canLease(c.Algorithm) {
+		if redislimit.CanLease(c.Algorithm) {
 			add(c, redislimit.WithLease(3, 50*time.Millisecond), redislimit.WithPrefix("lease:"))
 		}
 	}
@@ -173,14 +173,4 @@ func TestClusterMatchesSingleNode(t *testing.T) {
 		require.NoError(t, l.one.Close())
 		require.NoError(t, l.many.Close(), "Close of %d on the cluster", i)
 	}
-}
-
-// canLease reports whether a supports WithLease.
-func canLease(a hotlimit.Algorithm) bool {
-	for _, l := range leasing {
-		if a == l {
-			return true
-		}
-	}
-	return false
 }

@@ -202,14 +202,16 @@ func (l *Limiter) checkRange() error {
 		return fail("window × (limit + 1) must be below 2^52 ticks of %v", l.unit)
 	case c.Algorithm == hotlimit.SlidingLog && c.Limit > 1<<16:
 		return fail("the sliding log keeps at most 65536 times per key")
-	case l.set.leaseSize > 0 && !canLease(c.Algorithm):
+	case l.set.leaseSize > 0 && !CanLease(c.Algorithm):
 		return fail("a lease needs TokenBucket, GCRA or FixedWindow")
 	}
 	return nil
 }
 
-// canLease reports whether a's script can take extra requests for a lease.
-func canLease(a hotlimit.Algorithm) bool {
+// CanLease reports whether [WithLease] applies to a limiter of algorithm a,
+// whose script can take extra requests for a lease: TokenBucket, GCRA and
+// FixedWindow. New rejects a lease for the others.
+func CanLease(a hotlimit.Algorithm) bool {
 	return a == hotlimit.TokenBucket || a == hotlimit.GCRA || a == hotlimit.FixedWindow
 }
 

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"math/rand/v2"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -830,4 +831,21 @@ func TestTakeContextCanceled(t *testing.T) {
 	assert.True(t, errors.Is(err, context.Canceled), "%v", err)
 	assert.False(t, d.Allowed)
 	assert.True(t, take(t, lim, "k", 1).Allowed, "the breaker stayed closed")
+}
+
+// TestCanLease: CanLease names exactly the algorithms whose limiters New
+// builds with a lease, the others' being rejected with an error that names
+// the ones that can.
+func TestCanLease(t *testing.T) {
+	client := redis.NewClient(&redis.Options{Addr: "127.0.0.1:1"}) // New does not dial
+	t.Cleanup(func() { _ = client.Close() })
+	for _, a := range []hotlimit.Algorithm{hotlimit.TokenBucket, hotlimit.GCRA, hotlimit.FixedWindow, hotlimit.SlidingCounter, hotlimit.SlidingLog} {
+		assert.Equal(t, slices.Contains(leasing, a), redislimit.CanLease(a), "%v", a)
+		_, err := redislimit.New(client, hotlimit.Config{Algorithm: a, Limit: 10, Window: time.Second}, redislimit.WithLease(2, time.Second))
+		if redislimit.CanLease(a) {
+			assert.NoError(t, err, "%v", a)
+		} else {
+			assert.ErrorContains(t, err, "a lease needs TokenBucket, GCRA or FixedWindow", "%v", a)
+		}
+	}
 }

@@ -23,7 +23,9 @@
 // cluster); -redis-password (or HOTLIMITD_REDIS_PASSWORD), -redis-tls and
 // -redis-tls-skip-verify connect; -redis-lease N lets each replica take N
 // requests per key ahead and spend them without a round trip (never
-// over-admitting; see redislimit.WithLease); -redis-failure says what a request gets
+// over-admitting; see redislimit.WithLease), for the rules of the algorithms
+// that can lease (redislimit.CanLease), the others asking Redis every time;
+// -redis-failure says what a request gets
 // when Redis fails: "error" (the default, as the reference: an Unavailable
 // error, which Envoy allows unless failure_mode_deny), or redislimit's
 // policies "local", "open" and "closed". Every flag may be given in the
@@ -43,6 +45,7 @@ import (
 	"net/http"
 	"os"
 	"os/signal"
+	"slices"
 	"strings"
 	"sync/atomic"
 	"syscall"
@@ -105,7 +108,7 @@ func parse(args []string, out io.Writer) (*flags, error) {
 	fs.StringVar(&f.failure, "redis-failure", "error", "on a Redis failure: error, local, open or closed")
 	fs.StringVar(&f.redisPrefix, "redis-prefix", "hotlimitd:", "prefix of every Redis key")
 	fs.DurationVar(&f.redisTimeout, "redis-timeout", redislimit.DefaultTimeout, "how long a decision waits for Redis before it is a failure (see -redis-failure); 0 for no bound but the client's own")
-	fs.IntVar(&f.lease, "redis-lease", 0, "requests a replica may take ahead per key and spend without a round trip (TokenBucket, GCRA, FixedWindow); 0 for none")
+	fs.IntVar(&f.lease, "redis-lease", 0, "requests a replica may take ahead per key and spend without a round trip, for the rules of TokenBucket, GCRA and FixedWindow (the others ask Redis every time); 0 for none")
 	fs.DurationVar(&f.leaseTTL, "redis-lease-ttl", 100*time.Millisecond, "how long a lease lasts")
 	fs.BoolVar(&f.allOrNothing, "all-or-nothing", false, "refund a denied request's other descriptors (default: count every descriptor, as the reference)")
 	fs.StringVar(&f.headers, "headers", "none", "response headers: none, reference, draft or both")
@@ -184,13 +187,21 @@ func (f *flags) options(log *slog.Logger, fallbacks hotlimit.FallbackObserver) (
 	}
 	client := redis.NewUniversalClient(ro)
 	ropts := []hotlimit.Option{redislimit.WithPrefix(f.redisPrefix), redislimit.WithFailPolicy(policy), redislimit.WithTimeout(f.redisTimeout)}
-	if f.lease > 0 {
-		ropts = append(ropts, redislimit.WithLease(f.lease, f.leaseTTL))
-	}
 	if fallbacks != nil {
 		ropts = append(ropts, hotlimit.WithObserver(fallbacks))
 	}
 	factory := redislimit.Factory(client, ropts...)
+	if f.lease > 0 {
+		// The lease applies to the rules of the algorithms that can lease;
+		// the others go to Redis on every request, as without the flag.
+		leased, plain := redislimit.Factory(client, append(slices.Clip(ropts), redislimit.WithLease(f.lease, f.leaseTTL))...), factory
+		factory = func(c hotlimit.Config, opts ...hotlimit.Option) (hotlimit.Limiter, error) {
+			if redislimit.CanLease(c.Algorithm) {
+				return leased(c, opts...)
+			}
+			return plain(c, opts...)
+		}
+	}
 	opts = append(opts,
 		envoyrls.WithLimiterOptions(hotlimit.WithFactory(factory)),
 		envoyrls.WithBackendErrors(f.failure == "error"))

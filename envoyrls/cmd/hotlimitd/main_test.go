@@ -235,6 +235,40 @@ func TestRedisLeaseFlag(t *testing.T) {
 	assert.Contains(t, err.Error(), "lease ttl 0s must be positive")
 }
 
+// TestRedisLeaseOnlyWhereItApplies: with -redis-lease, a configuration
+// holding a rule of an algorithm that cannot lease (SlidingLog) still loads:
+// its rule asks Redis every time, the fixed window's leases, and both keep
+// their limits.
+func TestRedisLeaseOnlyWhereItApplies(t *testing.T) {
+	addr, _ := startRedis(t, "")
+	dir := t.TempDir()
+	require.NoError(t, os.WriteFile(filepath.Join(dir, "web.yaml"), []byte(`domain: web
+descriptors:
+  - key: ip
+    rate_limit: {unit: hour, requests_per_unit: 3}
+  - key: user
+    rate_limit: {algorithm: SlidingLog, unit: hour, requests_per_unit: 2}
+`), 0o644))
+	srv := startServer(t, []string{"-config", dir, "-grpc", "127.0.0.1:0", "-http", "", "-redis", addr,
+		"-redis-lease", "2", "-redis-prefix", t.Name() + ":"}, io.Discard)
+	client := pb.NewRateLimitServiceClient(srv.conn)
+	passes := func(key string) int {
+		n := 0
+		for range 5 {
+			resp, err := client.ShouldRateLimit(context.Background(), &pb.RateLimitRequest{Domain: "web", Descriptors: []*rlext.RateLimitDescriptor{{
+				Entries: []*rlext.RateLimitDescriptor_Entry{{Key: key, Value: "a"}},
+			}}})
+			require.NoError(t, err)
+			if resp.OverallCode == pb.RateLimitResponse_OK {
+				n++
+			}
+		}
+		return n
+	}
+	assert.Equal(t, 3, passes("ip"), "the fixed window, leased")
+	assert.Equal(t, 2, passes("user"), "the sliding log, on Redis every time")
+}
+
 // startRedis starts a redis-server with password pass on a free loopback
 // port and returns its address and process; without redis-server the test
 // is skipped, except in CI.
