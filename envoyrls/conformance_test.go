@@ -353,6 +353,25 @@ func conformance(t *testing.T, h *harness) {
 		assert.Equal(t, first-10*time.Second, second, "exactly the time that passed")
 	})
 
+	// The reference reports a unit window's reset in whole seconds, the unit
+	// less the Unix second's offset in it: 0.3 s into a minute it answers
+	// 60 s, not 59.7 s (and Envoy's RateLimit-Reset, which truncates, then
+	// says 60, not 59).
+	t.Run("DurationUntilResetWholeSeconds", func(t *testing.T) {
+		d := desc("minute", "w"+h.run)
+		for i := range 3 {
+			got := h.call(t, "conf", 0, d).Statuses[0].DurationUntilReset.AsDuration()
+			assert.Zero(t, got%time.Second, "call %d: %v is whole seconds", i, got)
+			if h.now != nil {
+				sec := h.now.Load() / int64(time.Second)
+				assert.Equal(t, time.Duration(60-sec%60)*time.Second, got, "call %d: the reference's value", i)
+			}
+			if !h.advance(300 * time.Millisecond) {
+				return
+			}
+		}
+	})
+
 	t.Run("Reload", func(t *testing.T) {
 		if h.dir == "" {
 			t.Skip("the server's config directory is unknown: set HOTLIMITD_CONFIG_DIR")

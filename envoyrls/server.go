@@ -687,11 +687,21 @@ func (s *Server) refundAll(ctx context.Context, items []item) {
 }
 
 // reset is the descriptor's duration_until_reset: for a fixed window, until
-// the window aligned on the Unix epoch ends, as the reference reports it;
+// the window aligned on the Unix epoch ends, as the reference reports it
+// (in whole seconds for a window of whole seconds: the window less the
+// current Unix second's offset in it, which is the exact rest rounded up);
 // for the other algorithms, until the key is back to its full quota.
 func (s *Server) reset(it *item, now int64) time.Duration {
 	if it.cfg.Algorithm == hotlimit.FixedWindow && it.cfg.Window > 0 {
 		w := int64(it.cfg.Window)
+		if w%int64(time.Second) == 0 {
+			sec := now / int64(time.Second)
+			if now < 0 && now%int64(time.Second) != 0 {
+				sec-- // floor, before the epoch
+			}
+			ws := w / int64(time.Second)
+			return time.Duration(ws-((sec%ws)+ws)%ws) * time.Second
+		}
 		return time.Duration(w - ((now%w)+w)%w)
 	}
 	return max(it.d.ResetAfter, 0)
