@@ -607,6 +607,33 @@ descriptors:
 	assert.Equal(t, uint32(1), h.call(t, "share", 0, desc("path", "/web/b")).Statuses[0].LimitRemaining, "a counter per value")
 }
 
+// TestShareThresholdOverride: a descriptor's own limit is a rate limit of
+// its own in the reference, without share_threshold, so under an override
+// each value a shared wildcard matches counts apart.
+func TestShareThresholdOverride(t *testing.T) {
+	h := inProcess(t)
+	require.NoError(t, os.WriteFile(filepath.Join(h.dir, "share.yaml"), []byte(`
+domain: share
+descriptors:
+  - key: path
+    value: /api/*
+    share_threshold: true
+    rate_limit: {unit: hour, requests_per_unit: 2}
+`), 0o644))
+	require.NoError(t, h.srv.ReloadDir(h.dir))
+	overridden := func(v string) *rlext.RateLimitDescriptor {
+		d := desc("path", v)
+		d.Limit = &rlext.RateLimitDescriptor_RateLimitOverride{RequestsPerUnit: 2, Unit: typev3.RateLimitUnit_MINUTE}
+		return d
+	}
+	for i, v := range []string{"/api/a", "/api/b", "/api/c"} {
+		resp := h.call(t, "share", 0, overridden(v))
+		assert.Equal(t, ok, resp.OverallCode, "value %d", i)
+		assert.Equal(t, uint32(1), resp.Statuses[0].LimitRemaining, "value %d: a counter of its own", i)
+	}
+	assert.Equal(t, uint32(0), h.call(t, "share", 0, overridden("/api/a")).Statuses[0].LimitRemaining, "the value's own counter")
+}
+
 // TestHeadersOfABurst: a token bucket's draft RateLimit-Policy quotes its
 // burst as q, with w the time its rate takes to grant it, as httplimit
 // writes it, so that r never exceeds q: 5 per second with a burst of 2 is

@@ -427,6 +427,7 @@ func (s *Server) plan(snap *snapshot, req *pb.RateLimitRequest, items []item) er
 			if err := s.planOverride(it, i, domain, o, r); err != nil {
 				return err
 			}
+			shared = nil // an override is a limit of its own, without share_threshold, as in the reference
 		} else if r != nil {
 			for _, name := range r.Replaces {
 				if replacing == nil {
