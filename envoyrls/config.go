@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 
@@ -374,9 +375,42 @@ func (v *keyValidator) check(n *yaml.Node) error {
 			if k.Value == "metadata" {
 				continue
 			}
+			if err := v.leaf(k.Value, target(val)); err != nil {
+				return err
+			}
 			if err := v.check(val); err != nil {
 				return err
 			}
+		}
+	}
+	return nil
+}
+
+// boolKeys are the keys whose value is a boolean.
+var boolKeys = map[string]bool{
+	"unlimited": true, "shadow_mode": true, "quota_mode": true,
+	"detailed_metric": true, "value_to_metric": true, "share_threshold": true,
+}
+
+// leaf rejects the scalar values the reference does not load: it reads the
+// file into plain values first and takes only strings, integers (of int64),
+// booleans and nulls, so a float anywhere is an error there; and its YAML
+// 1.1 decoder reads a quoted or !!str-tagged yes, on or off as a string,
+// which a boolean key refuses, where ours would take it for a boolean.
+func (v *keyValidator) leaf(key string, n *yaml.Node) error {
+	if n.Kind != yaml.ScalarNode {
+		return nil
+	}
+	switch n.Tag {
+	case "!!float":
+		return configError(v.file, "error checking config")
+	case "!!int":
+		if _, err := strconv.ParseInt(strings.ReplaceAll(n.Value, "_", ""), 0, 64); errors.Is(err, strconv.ErrRange) {
+			return configError(v.file, "error checking config")
+		}
+	case "!!str":
+		if boolKeys[key] && n.Style != 0 {
+			return configError(v.file, "error loading config file: yaml: unmarshal errors:\n  line %d: cannot unmarshal !!str `%s` into bool", n.Line, n.Value)
 		}
 	}
 	return nil

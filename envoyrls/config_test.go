@@ -148,6 +148,17 @@ func TestLoadErrors(t *testing.T) {
 		{"share_threshold without wildcard", "domain: d\ndescriptors:\n  - key: k\n    share_threshold: true\n", "share_threshold can only be used with wildcard"},
 		{"list of scalars", "domain: d\ndescriptors:\n  - k\n", "list of type other than map"},
 		{"negative requests", rule("      unit: second\n      requests_per_unit: -1\n"), "error loading config file"},
+		// The reference reads the file into plain values first and takes only
+		// strings, integers, booleans and nulls as leaves; and its YAML
+		// decoder takes a quoted yes or off for a string, not a boolean.
+		{"float requests", rule("      unit: second\n      requests_per_unit: 5.0\n"), "error checking config"},
+		{"exponent requests", rule("      unit: second\n      requests_per_unit: 1e3\n"), "error checking config"},
+		{"float value", "domain: d\ndescriptors:\n  - key: k\n    value: 1.50\n", "error checking config"},
+		{"infinite value", "domain: d\ndescriptors:\n  - key: k\n    value: .inf\n", "error checking config"},
+		{"integer past int64", "domain: d\ndescriptors:\n  - key: k\n    value: 9223372036854775808\n", "error checking config"},
+		{"quoted yes", "domain: d\ndescriptors:\n  - key: k\n    shadow_mode: \"yes\"\n", "cannot unmarshal !!str `yes` into bool"},
+		{"quoted off", "domain: d\ndescriptors:\n  - key: k\n    quota_mode: 'off'\n", "cannot unmarshal !!str `off` into bool"},
+		{"tagged on", rule("      unlimited: !!str on\n"), "cannot unmarshal !!str `on` into bool"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			_, err := ParseDomain("bad.yaml", []byte(tc.yaml))
@@ -172,12 +183,46 @@ descriptors:
     share_threshold: true
     quota_mode: true
     metadata:
-      anything: {goes: [1, 2]}
+      anything: {goes: [1, 2.5]}
     rate_limit:
       unit: minute
       requests_per_unit: 1
 `))
 	require.NoError(t, err)
+}
+
+// TestReferenceScalarsAccepted: the leaves the reference's YAML decoder
+// reads (YAML 1.1 booleans unquoted, integers in any base, with
+// underscores, timestamps as strings) load with its values.
+func TestReferenceScalarsAccepted(t *testing.T) {
+	d, err := ParseDomain("ok.yaml", []byte(`
+domain: d
+descriptors:
+  - key: a
+    value: 2001-12-14
+    shadow_mode: yes
+    rate_limit: {unit: second, requests_per_unit: 0x10}
+  - key: b
+    quota_mode: On
+    rate_limit: {unit: second, requests_per_unit: 1_000}
+  - key: c
+    value: ~
+    shadow_mode: off
+    rate_limit: {unit: second, requests_per_unit: +5}
+`))
+	require.NoError(t, err)
+	a, _ := d.match(kv("a", "2001-12-14"))
+	require.NotNil(t, a)
+	assert.True(t, a.ShadowMode)
+	assert.Equal(t, uint32(16), a.RequestsPerUnit)
+	b, _ := d.match(kv("b", "x"))
+	require.NotNil(t, b)
+	assert.True(t, b.QuotaMode)
+	assert.Equal(t, uint32(1000), b.RequestsPerUnit)
+	c, _ := d.match(kv("c", "x"))
+	require.NotNil(t, c)
+	assert.False(t, c.ShadowMode)
+	assert.Equal(t, uint32(5), c.RequestsPerUnit)
 }
 
 // TestDuplicateDomain: two files of one domain are rejected, naming both.
