@@ -13,7 +13,7 @@ local finish = (index + 1) * window - now -- until the counted window ends
 local allowed, retry, got = 0, 0, 0
 if giveback > 0 then
   -- only while the window they counted in is the key's
-  if held and fdiv(at, window) == index and count > 0 then
+  if counted(held, at) and fdiv(at, window) == index and count > 0 then
     count = math.max(count - giveback, 0)
     save(finish, index, count)
   end

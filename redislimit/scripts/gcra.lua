@@ -29,7 +29,7 @@ if giveback > 0 then
       back = back - (now - at) * limit
     end
   end
-  if held and back > 0 then
+  if counted(held, at) and back > 0 then
     s = math.min(cap, s + back)
     save(cdiv(cap - s, limit), s, last)
   end

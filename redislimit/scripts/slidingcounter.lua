@@ -55,7 +55,7 @@ if giveback > 0 then
   -- off the count of the window they counted in, while it is the current or
   -- the previous one
   local ai = fdiv(at, window)
-  if held and (ai == index or ai == index - 1) then
+  if counted(held, at) and (ai == index or ai == index - 1) then
     if ai == index then
       cur = math.max(cur - giveback, 0)
     else
