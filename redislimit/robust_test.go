@@ -10,6 +10,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/hotlimit/hotlimit"
+	"github.com/hotlimit/hotlimit/redislimit"
 	"github.com/hotlimit/hotlimit/redislimit/internal/redistest"
 )
 
@@ -41,5 +42,69 @@ func TestRefundAfterStateLost(t *testing.T) {
 			require.NoError(t, lim.RefundContext(ctx, "k", r))
 			assert.False(t, take(t, lim, "k", 1).Allowed, "a refund of a take the key never counted admitted more than a fresh key's quota")
 		})
+	}
+}
+
+// TestKeyTTLCoversState checks the TTL of a key after each kind of call,
+// for every algorithm, on the caller's clock and on Redis's: the key
+// expires (no key is kept forever), and not before the key is back to a
+// fresh key's quota (a key that expires while it still counts would
+// over-admit). The bound is ResetAfter, as the call reports it, up to
+// ResetAfter plus a window and the scripts' second of margin (and the
+// millisecond the TTL is rounded up to).
+func TestKeyTTLCoversState(t *testing.T) {
+	srv := redistest.Start(t)
+	client := newClient(t, srv)
+	ctx := context.Background()
+	const window = time.Minute
+	check := func(t *testing.T, redisKey string, d hotlimit.Decision, what string) {
+		t.Helper()
+		ttl, err := client.PTTL(ctx, redisKey).Result()
+		require.NoError(t, err)
+		require.Positive(t, ttl, "%s: the key has no TTL or is gone (%v)", what, ttl)
+		assert.GreaterOrEqual(t, ttl+50*time.Millisecond, d.ResetAfter, "%s: the key expires while it still counts", what)
+		assert.LessOrEqual(t, ttl, d.ResetAfter+window+time.Second+time.Millisecond, "%s: the key outlives its state", what)
+	}
+	for _, clock := range []string{"fake", "redis"} {
+		for _, a := range algorithms {
+			t.Run(clock+"/"+a.String(), func(t *testing.T) {
+				require.NoError(t, client.FlushAll(ctx).Err())
+				var now atomic.Int64
+				now.Store(int64(time.Hour) + 1)
+				var opts []hotlimit.Option
+				if clock == "fake" {
+					opts = append(opts, hotlimit.WithClock(now.Load))
+				}
+				c := hotlimit.Config{Algorithm: a, Limit: 4, Window: window}
+				lim := newExact(t, client, c, opts...)
+				keys, err := client.Keys(ctx, "*").Result()
+				require.NoError(t, err)
+				require.Empty(t, keys)
+
+				d := take(t, lim, "k", 1)
+				require.True(t, d.Allowed)
+				keys, err = client.Keys(ctx, "*").Result()
+				require.NoError(t, err)
+				require.Len(t, keys, 1)
+				rk := keys[0]
+				check(t, rk, d, "take")
+
+				d, r := lim.TakeReceipt("k", 2)
+				require.True(t, d.Allowed)
+				require.NoError(t, lim.RefundContext(ctx, "k", r))
+				check(t, rk, take(t, lim, "k", 0), "refund")
+				check(t, rk, take(t, lim, "k", 0), "report")
+
+				if redislimit.CanLease(a) {
+					ll := newExact(t, client, c, append(opts, redislimit.WithLease(2, time.Second))...)
+					d := take(t, ll, "l", 1)
+					require.True(t, d.Allowed)
+					keys, err := client.Keys(ctx, "*{l}").Result()
+					require.NoError(t, err)
+					require.Len(t, keys, 1)
+					check(t, keys[0], take(t, lim, "l", 0), "lease")
+				}
+			})
+		}
 	}
 }
