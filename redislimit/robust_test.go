@@ -2,6 +2,8 @@ package redislimit_test
 
 import (
 	"context"
+	"math"
+	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -106,5 +108,59 @@ func TestKeyTTLCoversState(t *testing.T) {
 				}
 			})
 		}
+	}
+}
+
+// TestExtremeValuesAndKeys: at the largest limits New accepts with exact
+// arithmetic (its FailLocal limiter aside, whose in-memory ranges are
+// smaller), a fresh key admits exactly its burst, in one take or the last
+// requests one by one, and no more; n beyond it, math.MaxInt and negative
+// n are denied for good. Keys with spaces, braces, NUL and invalid UTF-8,
+// an empty key and a key of 1 MiB each keep a state of their own.
+func TestExtremeValuesAndKeys(t *testing.T) {
+	srv := redistest.Start(t)
+	client := newClient(t, srv)
+	ctx := context.Background()
+	const big = 1<<52 - 1
+	cfgs := []hotlimit.Config{
+		{Algorithm: hotlimit.TokenBucket, Limit: big, Window: time.Nanosecond},
+		{Algorithm: hotlimit.GCRA, Limit: big, Window: time.Nanosecond},
+		{Algorithm: hotlimit.FixedWindow, Limit: big, Window: time.Nanosecond << 50},
+		{Algorithm: hotlimit.SlidingCounter, Limit: 1<<51 - 2, Window: 2 * time.Nanosecond},
+		{Algorithm: hotlimit.SlidingLog, Limit: 1 << 16, Window: time.Hour},
+		{Algorithm: hotlimit.TokenBucket, Limit: 1, Window: time.Nanosecond << 50},
+		{Algorithm: hotlimit.SlidingCounter, Limit: 1, Window: time.Nanosecond << 50},
+	}
+	keys := []string{"a b", "a", "{a}", "a}", "}{", "\x00\xff\n", "", strings.Repeat("k", 1<<20)}
+	for _, c := range cfgs {
+		t.Run(c.String(), func(t *testing.T) {
+			var clock atomic.Int64
+			clock.Store(1 << 40)
+			lim := newExact(t, client, c, hotlimit.WithClock(clock.Load), redislimit.WithFailPolicy(redislimit.FailClosed))
+			for i, k := range keys {
+				first := c.Limit - 1
+				if c.Algorithm == hotlimit.SlidingLog {
+					first = 1000 // a take of every logged time at once is slow, not wrong
+				}
+				d := take(t, lim, k, first)
+				require.True(t, d.Allowed, "key %d", i)
+				assert.Equal(t, c.Limit-first, d.Remaining, "key %d: a key of its own", i)
+				if rest := c.Limit - first; rest > 1 {
+					require.True(t, take(t, lim, k, rest-1).Allowed, "key %d", i)
+				}
+				require.True(t, take(t, lim, k, 1).Allowed, "key %d: the last request", i)
+				d = take(t, lim, k, 1)
+				assert.False(t, d.Allowed, "key %d: more than its burst", i)
+				for _, n := range []int{c.Limit + 1, math.MaxInt, -1, math.MinInt} {
+					d := take(t, lim, k, n)
+					assert.False(t, d.Allowed, "key %d n=%d", i, n)
+					assert.Equal(t, hotlimit.Never, d.RetryAfter, "key %d n=%d", i, n)
+				}
+			}
+			n, err := client.DBSize(ctx).Result()
+			require.NoError(t, err)
+			assert.Equal(t, int64(len(keys)), n, "one Redis key per key")
+			require.NoError(t, client.FlushAll(ctx).Err())
+		})
 	}
 }
