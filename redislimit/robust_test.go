@@ -2,12 +2,16 @@ package redislimit_test
 
 import (
 	"context"
+	"fmt"
 	"math"
+	"net"
+	"strconv"
 	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
 
+	"github.com/redis/go-redis/v9"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
@@ -163,4 +167,113 @@ func TestExtremeValuesAndKeys(t *testing.T) {
 			require.NoError(t, client.FlushAll(ctx).Err())
 		})
 	}
+}
+
+// TestTakeAllAfterScriptFlush: SCRIPT FLUSH, then FLUSHALL, between TakeAll
+// calls of limiters of every algorithm: each call is decided by Redis (the
+// NOSCRIPT replies in the pipeline are run again), and after FLUSHALL each
+// key has exactly a fresh key's quota, no more.
+func TestTakeAllAfterScriptFlush(t *testing.T) {
+	srv := redistest.Start(t)
+	client := newClient(t, srv)
+	ctx := context.Background()
+	var clock atomic.Int64
+	clock.Store(int64(time.Hour) + 1)
+	const limit = 3
+	var lims []*redislimit.Limiter
+	for _, a := range algorithms {
+		lims = append(lims, newExact(t, client, hotlimit.Config{Algorithm: a, Limit: limit, Window: time.Minute}, hotlimit.WithClock(clock.Load)))
+	}
+	round := func(what string) []bool {
+		takes := make([]redislimit.Take, len(lims))
+		for i, lim := range lims {
+			takes[i] = redislimit.Take{Limiter: lim, Key: "k", N: 1}
+		}
+		redislimit.TakeAll(ctx, takes)
+		allowed := make([]bool, len(takes))
+		for i, tk := range takes {
+			require.NoError(t, tk.Err, "%s: %v", what, lims[i].Config().Algorithm)
+			allowed[i] = tk.Decision.Allowed
+		}
+		return allowed
+	}
+	all := func(v bool) []bool { return []bool{v, v, v, v, v} }
+	require.Len(t, lims, len(all(true)))
+	assert.Equal(t, all(true), round("first"))
+	require.NoError(t, client.ScriptFlush(ctx).Err())
+	assert.Equal(t, all(true), round("after SCRIPT FLUSH"))
+	require.NoError(t, client.FlushAll(ctx).Err())
+	require.NoError(t, client.ScriptFlush(ctx).Err())
+	for i := range limit {
+		assert.Equal(t, all(true), round(fmt.Sprintf("after FLUSHALL, take %d", i)))
+	}
+	assert.Equal(t, all(false), round("beyond a fresh key's quota"))
+}
+
+// TestRedisRefusesWrites: a read-only replica (READONLY), a server whose
+// password changed, for a client without one (NOAUTH, or a protocol error
+// for a call of many arguments) or with the old one (WRONGPASS), and one
+// out of memory without eviction (OOM) each fail the call with an error
+// that says which (ErrReadOnly, ErrAuth, ErrOutOfMemory, wrapping Redis's),
+// and the failure policy's decision: FailClosed admits nothing.
+func TestRedisRefusesWrites(t *testing.T) {
+	ctx := context.Background()
+	c := hotlimit.Config{Algorithm: hotlimit.TokenBucket, Limit: 5, Window: time.Minute}
+	check := func(t *testing.T, client *redis.Client, want error) {
+		t.Helper()
+		for _, a := range algorithms {
+			c := c
+			c.Algorithm = a
+			lim := newLimiter(t, client, c, redislimit.WithFailPolicy(redislimit.FailClosed), redislimit.WithBreaker(0, 0), redislimit.WithTimeout(exactTimeout))
+			d, err := lim.TakeContext(ctx, "k", 1)
+			require.Error(t, err, "%v", a)
+			assert.ErrorIs(t, err, want, "%v", a)
+			assert.Equal(t, "error", redislimit.Reason(err))
+			assert.False(t, d.Allowed, "%v", a)
+		}
+	}
+	t.Run("READONLY", func(t *testing.T) {
+		primary := redistest.Start(t)
+		replica := redistest.Start(t, "--replicaof", "127.0.0.1", strconv.Itoa(portOf(t, primary.Addr)))
+		check(t, newClient(t, replica), redislimit.ErrReadOnly)
+	})
+	t.Run("NOAUTH", func(t *testing.T) {
+		srv := redistest.Start(t)
+		client := newClient(t, srv)
+		lim := newExact(t, client, c)
+		require.True(t, lim.Allow("k"))
+		admin := redis.NewClient(&redis.Options{Addr: srv.Addr})
+		t.Cleanup(func() { _ = admin.Close() })
+		require.NoError(t, admin.ConfigSet(ctx, "requirepass", "changed").Err())
+		require.NoError(t, admin.ClientKillByFilter(ctx, "TYPE", "normal").Err())
+		check(t, client, redislimit.ErrAuth)
+	})
+	t.Run("WRONGPASS", func(t *testing.T) {
+		srv := redistest.Start(t)
+		require.NoError(t, srv.Client().ConfigSet(ctx, "requirepass", "old").Err())
+		client := redis.NewClient(&redis.Options{Addr: srv.Addr, Password: "old", ContextTimeoutEnabled: true})
+		t.Cleanup(func() { _ = client.Close() })
+		lim := newExact(t, client, c)
+		require.True(t, lim.Allow("k"))
+		admin := redis.NewClient(&redis.Options{Addr: srv.Addr, Password: "old"})
+		t.Cleanup(func() { _ = admin.Close() })
+		require.NoError(t, admin.ConfigSet(ctx, "requirepass", "new").Err())
+		require.NoError(t, admin.ClientKillByFilter(ctx, "TYPE", "normal").Err())
+		check(t, client, redislimit.ErrAuth)
+	})
+	t.Run("OOM", func(t *testing.T) {
+		srv := redistest.Start(t, "--maxmemory", "1mb", "--maxmemory-policy", "noeviction")
+		client := newClient(t, srv)
+		require.Error(t, client.Set(ctx, "ballast", strings.Repeat("x", 2<<20), 0).Err(), "the server must be out of memory")
+		check(t, client, redislimit.ErrOutOfMemory)
+	})
+}
+
+func portOf(t *testing.T, addr string) int {
+	t.Helper()
+	_, p, err := net.SplitHostPort(addr)
+	require.NoError(t, err)
+	n, err := strconv.Atoi(p)
+	require.NoError(t, err)
+	return n
 }
