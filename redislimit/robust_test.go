@@ -277,3 +277,49 @@ func portOf(t *testing.T, addr string) int {
 	require.NoError(t, err)
 	return n
 }
+
+// TestClientPauseBreaker: under CLIENT PAUSE, calls time out (Reason
+// "timeout") and get the failure policy's decision; after two, the
+// breaker is open and calls fail at once with ErrBreakerOpen. Once the
+// pause ends, Redis decides again, and the calls that timed out, which
+// Redis runs when the pause ends, have only taken requests: Redis never
+// admits more than the limit in all.
+func TestClientPauseBreaker(t *testing.T) {
+	srv := redistest.Start(t)
+	client := newClient(t, srv)
+	admin := newClient(t, srv)
+	ctx := context.Background()
+	const limit = 5
+	lim := newLimiter(t, client, hotlimit.Config{Algorithm: hotlimit.FixedWindow, Limit: limit, Window: time.Hour},
+		frozenClock(), redislimit.WithFailPolicy(redislimit.FailClosed), redislimit.WithTimeout(100*time.Millisecond),
+		redislimit.WithBreaker(2, time.Second))
+	require.True(t, take(t, lim, "k", 1).Allowed)
+	require.NoError(t, admin.Do(ctx, "CLIENT", "PAUSE", 10000, "ALL").Err())
+	for i := range 2 {
+		d, err := lim.TakeContext(ctx, "k", 1)
+		require.Error(t, err, "call %d", i)
+		assert.Equal(t, "timeout", redislimit.Reason(err), "call %d: %v", i, err)
+		assert.False(t, d.Allowed, "call %d: FailClosed", i)
+	}
+	d, err := lim.TakeContext(ctx, "k", 1)
+	assert.ErrorIs(t, err, redislimit.ErrBreakerOpen)
+	assert.False(t, d.Allowed)
+	require.NoError(t, admin.Do(ctx, "CLIENT", "UNPAUSE").Err())
+
+	passed := 1
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		d, err := lim.TakeContext(ctx, "k", 1)
+		if err == nil {
+			if !d.Allowed {
+				break
+			}
+			passed++
+			continue
+		}
+		require.True(t, time.Now().Before(deadline), "Redis not deciding again: %v", err)
+		time.Sleep(20 * time.Millisecond)
+	}
+	assert.LessOrEqual(t, passed, limit, "Redis admitted more than the limit")
+	assert.GreaterOrEqual(t, passed, limit-2, "only the two calls that timed out may have taken in Redis")
+}
