@@ -323,3 +323,31 @@ func TestClientPauseBreaker(t *testing.T) {
 	assert.LessOrEqual(t, passed, limit, "Redis admitted more than the limit")
 	assert.GreaterOrEqual(t, passed, limit-2, "only the two calls that timed out may have taken in Redis")
 }
+
+// TestLeaseGiveBackAfterStateLost: a lease granted before Redis lost the
+// key's state gives its unspent requests back, when it ends, to nothing:
+// not to the key another instance made afresh since, which never counted
+// them.
+func TestLeaseGiveBackAfterStateLost(t *testing.T) {
+	srv := redistest.Start(t)
+	ctx := context.Background()
+	for _, a := range leasing {
+		t.Run(a.String(), func(t *testing.T) {
+			var clock atomic.Int64
+			clock.Store(int64(time.Hour) + 1)
+			c := hotlimit.Config{Algorithm: a, Limit: 4, Window: time.Minute}
+			leased := newExact(t, newClient(t, srv), c, hotlimit.WithClock(clock.Load), redislimit.WithLease(2, time.Hour))
+			other := newExact(t, newClient(t, srv), c, hotlimit.WithClock(clock.Load))
+			d := take(t, leased, "k", 1)
+			require.True(t, d.Allowed)
+			require.Equal(t, 1, leased.Len(), "a lease is held")
+			require.NoError(t, srv.Client().FlushAll(ctx).Err())
+			clock.Add(int64(time.Millisecond))
+			for i := range c.Limit {
+				require.True(t, take(t, other, "k", 1).Allowed, "fresh key, request %d", i)
+			}
+			require.NoError(t, leased.Close(), "the lease's give-back")
+			assert.False(t, take(t, other, "k", 1).Allowed, "the lease gave back requests the fresh key never counted")
+		})
+	}
+}
