@@ -36,6 +36,15 @@
 // a second: an idle key vanishes by itself, and one that vanished is as good
 // as a fresh one.
 //
+// State that Redis loses (a restart without persistence, FLUSHALL, a key
+// evicted under maxmemory) is a fresh key's: the next take starts from a
+// full quota, never more. A key records when it was made, and a refund, or
+// the give-back of a lease, of a take made before then returns nothing, as
+// the key never counted that take (with [hotlimit.WithClock], "before" is
+// by the clocks' readings; the sliding log's sorted set records no such
+// time, and takes such a give-back). A Redis that refuses a call names why
+// in the error: [ErrAuth], [ErrReadOnly], [ErrOutOfMemory].
+//
 // New works with a single node, a Sentinel (failover) client and a Cluster
 // client: any redis.UniversalClient.
 //
