@@ -3,7 +3,7 @@
 -- starts at zero; the same or an earlier one (a clock that stepped back)
 -- counts against the stored window.
 local idx = fdiv(now, window)
-local index, count = load()
+local index, count = load(2)
 local held = index ~= nil
 if not held or idx > index then
   index, count = idx, 0

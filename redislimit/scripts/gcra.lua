@@ -3,7 +3,7 @@
 -- burst * window. A fresh key is full. A clock behind the last admission
 -- judges the key at that earlier time: it removes tokens, never adds any.
 local cap = burst * window
-local s, last = load()
+local s, last = load(2)
 local held = s ~= nil
 if not held then
   s, last = cap, now

@@ -3,7 +3,7 @@
 -- at offset e into its window sees floor(prev * (window - e) / window) + cur.
 local idx = fdiv(now, window)
 local e = now - idx * window
-local si, sp, sc = load()
+local si, sp, sc = load(3)
 local held = si ~= nil
 local index, prev, cur = idx, 0, 0
 if held then

@@ -2,7 +2,7 @@
 -- limit per tick up to cap = burst * window. A fresh key is full. A clock
 -- behind the key's last time refills nothing. Only a change is stored.
 local cap = burst * window
-local s, last = load()
+local s, last = load(2)
 local held = s ~= nil
 if not held then
   s, last = cap, now
