@@ -351,3 +351,43 @@ func TestLeaseGiveBackAfterStateLost(t *testing.T) {
 		})
 	}
 }
+
+// TestEvictedKeyIsFresh: on a Redis at maxmemory that evicts (allkeys-lru),
+// a key evicted while it counted is decided as a fresh key, exactly: its
+// quota and no more, and a receipt of a take before the eviction gives
+// nothing back (but to the sliding log, which records no birth time).
+func TestEvictedKeyIsFresh(t *testing.T) {
+	srv := redistest.Start(t, "--maxmemory", "4mb", "--maxmemory-policy", "allkeys-lru")
+	client := newClient(t, srv)
+	ctx := context.Background()
+	for _, a := range algorithms {
+		t.Run(a.String(), func(t *testing.T) {
+			require.NoError(t, client.FlushAll(ctx).Err())
+			var clock atomic.Int64
+			clock.Store(int64(time.Hour) + 1)
+			c := hotlimit.Config{Algorithm: a, Limit: 3, Window: time.Minute}
+			lim := newExact(t, client, c, hotlimit.WithClock(clock.Load))
+			d, r := lim.TakeReceipt("k", 1)
+			require.True(t, d.Allowed)
+			require.Equal(t, int64(1), client.DBSize(ctx).Val())
+			ballast := strings.Repeat("x", 64<<10)
+			for i := 0; ; i++ {
+				require.Less(t, i, 10000, "the key was never evicted")
+				require.NoError(t, client.Set(ctx, fmt.Sprintf("ballast:%d", i), ballast, 0).Err())
+				n, err := client.Keys(ctx, "hotlimit:*").Result()
+				require.NoError(t, err)
+				if len(n) == 0 {
+					break
+				}
+			}
+			clock.Add(int64(time.Millisecond))
+			for i := range c.Limit {
+				require.True(t, take(t, lim, "k", 1).Allowed, "fresh key, request %d", i)
+			}
+			if a != hotlimit.SlidingLog { // which records no birth time
+				lim.Refund("k", r)
+			}
+			assert.False(t, take(t, lim, "k", 1).Allowed, "more than a fresh key's quota")
+		})
+	}
+}
