@@ -24,7 +24,11 @@
 // Time is Redis's: each script reads TIME, in microseconds, so clients whose
 // clocks disagree still agree on every decision; fixed and sliding-counter
 // windows are aligned on the Unix epoch. With [hotlimit.WithClock] the
-// caller's clock is sent instead, in nanoseconds (the tests use a fake one).
+// caller's clock is sent instead, in nanoseconds (the tests use a fake one):
+// every instance must then read one clock, as Redis's TIME is. A clock
+// behind a key's time refills nothing and opens no new window, but one d
+// ahead of the others sees d pass and refills d's worth (a window's count,
+// across a window's start).
 // Lua numbers are doubles, exact below 2^53; New rejects a Config whose
 // arithmetic could leave that range (see New).
 //

@@ -391,3 +391,40 @@ func TestEvictedKeyIsFresh(t *testing.T) {
 		})
 	}
 }
+
+// TestClockBehindNeverOverAdmits: two instances share keys, one whose
+// clock ([hotlimit.WithClock]) is 30 s behind the other's, both frozen,
+// taking in turn after the instance ahead made the key, with a lease where
+// the algorithm has one: together they never admit more than the limit (a
+// clock behind a key's time refills nothing and opens no new window). The
+// other way round, the instance ahead sees 30 s pass since the key's time
+// and refills them: with WithClock, every instance must read one clock;
+// Redis's TIME, the default, is one.
+func TestClockBehindNeverOverAdmits(t *testing.T) {
+	srv := redistest.Start(t)
+	for _, a := range algorithms {
+		t.Run(a.String(), func(t *testing.T) {
+			const limit = 10
+			c := hotlimit.Config{Algorithm: a, Limit: limit, Window: time.Minute}
+			var ahead, behind atomic.Int64
+			ahead.Store(int64(time.Hour) + 1)
+			behind.Store(ahead.Load() - int64(30*time.Second))
+			var lease []hotlimit.Option
+			if redislimit.CanLease(a) {
+				lease = append(lease, redislimit.WithLease(3, time.Hour))
+			}
+			lims := []*redislimit.Limiter{
+				newExact(t, newClient(t, srv), c, append([]hotlimit.Option{hotlimit.WithClock(ahead.Load)}, lease...)...),
+				newExact(t, newClient(t, srv), c, append([]hotlimit.Option{hotlimit.WithClock(behind.Load)}, lease...)...),
+			}
+			passed := []int{0, 0}
+			for i := range 4 * limit {
+				if take(t, lims[i%2], "k", 1).Allowed {
+					passed[i%2]++
+				}
+			}
+			assert.LessOrEqual(t, passed[0]+passed[1], limit, "ahead, behind: %v", passed)
+			assert.Positive(t, passed[0], "the instance ahead")
+		})
+	}
+}
