@@ -24,7 +24,11 @@
 // Time is Redis's: each script reads TIME, in microseconds, so clients whose
 // clocks disagree still agree on every decision; fixed and sliding-counter
 // windows are aligned on the Unix epoch. With [hotlimit.WithClock] the
-// caller's clock is sent instead, in nanoseconds (the tests use a fake one).
+// caller's clock is sent instead, in nanoseconds (the tests use a fake one):
+// every instance must then read one clock, as Redis's TIME is. A clock
+// behind a key's time refills nothing and opens no new window, but one d
+// ahead of the others sees d pass and refills d's worth (a window's count,
+// across a window's start).
 // Lua numbers are doubles, exact below 2^53; New rejects a Config whose
 // arithmetic could leave that range (see New).
 //
@@ -35,6 +39,15 @@
 // is written with a TTL of the time it takes to return to a full quota, plus
 // a second: an idle key vanishes by itself, and one that vanished is as good
 // as a fresh one.
+//
+// State that Redis loses (a restart without persistence, FLUSHALL, a key
+// evicted under maxmemory) is a fresh key's: the next take starts from a
+// full quota, never more. A key records when it was made, and a refund, or
+// the give-back of a lease, of a take made before then returns nothing, as
+// the key never counted that take (with [hotlimit.WithClock], "before" is
+// by the clocks' readings; the sliding log's sorted set records no such
+// time, and takes such a give-back). A Redis that refuses a call names why
+// in the error: [ErrAuth], [ErrReadOnly], [ErrOutOfMemory].
 //
 // New works with a single node, a Sentinel (failover) client and a Cluster
 // client: any redis.UniversalClient.

@@ -30,6 +30,41 @@ var ErrClockRange = errors.New("redislimit: clock reading outside ±2^52 ns")
 // prefix written by someone else.
 var ErrReply = errors.New("redislimit: unexpected script reply")
 
+// ErrAuth is wrapped, together with Redis's own error, by the error of a
+// call that Redis refused for want of authentication: a password that
+// changed (WRONGPASS on connecting), or a client without one (NOAUTH; or a
+// protocol error, as Redis answers an unauthenticated call of many
+// arguments, which every script call is). The failure policy decides.
+var ErrAuth = errors.New("redislimit: Redis refused the client's authentication: check its password")
+
+// ErrReadOnly is wrapped, together with Redis's own error, by the error of
+// a call that reached a read-only replica (READONLY): the client is not
+// pointed at the master. The failure policy decides.
+var ErrReadOnly = errors.New("redislimit: Redis is a read-only replica")
+
+// ErrOutOfMemory is wrapped, together with Redis's own error, by the error
+// of a call that Redis refused because it is at maxmemory and its eviction
+// policy frees nothing (OOM). The failure policy decides.
+var ErrOutOfMemory = errors.New("redislimit: Redis is out of memory (maxmemory)")
+
+// explain wraps err, a reason Redis did not decide, in the error of this
+// package that names its cause, when there is one.
+func explain(err error) error {
+	var cause error
+	switch {
+	case redis.HasErrorPrefix(err, "NOAUTH"), redis.HasErrorPrefix(err, "WRONGPASS"),
+		redis.HasErrorPrefix(err, "Protocol error: unauthenticated"):
+		cause = ErrAuth
+	case redis.HasErrorPrefix(err, "READONLY"):
+		cause = ErrReadOnly
+	case redis.HasErrorPrefix(err, "OOM"):
+		cause = ErrOutOfMemory
+	default:
+		return err
+	}
+	return fmt.Errorf("%w: %w", cause, err)
+}
+
 // exact is the bound below which every value the scripts compute stays,
 // with a factor of two to spare: Lua numbers are doubles, exact to 2^53.
 const exact = 1 << 52
@@ -288,7 +323,10 @@ func (l *Limiter) RefundContext(ctx context.Context, key string, r hotlimit.Rece
 		return nil
 	}
 	_, err := l.giveBack(ctx, l.redisKey(key), int64(min(r.N, int(l.burst))), r.At/int64(l.unit))
-	return err
+	if err != nil {
+		return explain(err)
+	}
+	return nil
 }
 
 // take decides n requests for key: from the key's lease when it covers
@@ -482,6 +520,7 @@ func (l *Limiter) localNow() int64 {
 // fail returns the failure policy's decision for a call Redis did not
 // decide, and reports it to the hook.
 func (l *Limiter) fail(key string, n int, err error) (hotlimit.Decision, hotlimit.Receipt, error) {
+	err = explain(err)
 	var d hotlimit.Decision
 	valid := n >= 0 && int64(n) <= l.burst
 	switch l.set.policy {

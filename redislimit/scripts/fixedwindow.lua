@@ -3,7 +3,7 @@
 -- starts at zero; the same or an earlier one (a clock that stepped back)
 -- counts against the stored window.
 local idx = fdiv(now, window)
-local index, count = load()
+local index, count = load(2)
 local held = index ~= nil
 if not held or idx > index then
   index, count = idx, 0
@@ -13,7 +13,7 @@ local finish = (index + 1) * window - now -- until the counted window ends
 local allowed, retry, got = 0, 0, 0
 if giveback > 0 then
   -- only while the window they counted in is the key's
-  if held and fdiv(at, window) == index and count > 0 then
+  if counted(held, at) and fdiv(at, window) == index and count > 0 then
     count = math.max(count - giveback, 0)
     save(finish, index, count)
   end

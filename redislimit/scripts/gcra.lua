@@ -3,7 +3,7 @@
 -- burst * window. A fresh key is full. A clock behind the last admission
 -- judges the key at that earlier time: it removes tokens, never adds any.
 local cap = burst * window
-local s, last = load()
+local s, last = load(2)
 local held = s ~= nil
 if not held then
   s, last = cap, now
@@ -29,7 +29,7 @@ if giveback > 0 then
       back = back - (now - at) * limit
     end
   end
-  if held and back > 0 then
+  if counted(held, at) and back > 0 then
     s = math.min(cap, s + back)
     save(cdiv(cap - s, limit), s, last)
   end

@@ -49,22 +49,47 @@ local function int(x)
   return string.format('%.0f', x)
 end
 
--- save stores the key's fields for ttl ticks, rounded up to the millisecond,
--- plus a second: a key that expires is as good as a fresh one.
+-- born is when the key's state was made: a give back for a take before it
+-- (the state was lost since, to a restart, a FLUSHALL or an eviction, and
+-- made again) returns nothing, since this state never counted that take.
+-- load sets it, to now for a key it does not find; nil for a key stored
+-- without it, which takes every give back.
+local born = nil
+
+-- save stores the key's fields and then born, separated by spaces, for ttl
+-- ticks, rounded up to the millisecond, plus a second: a key that expires
+-- is as good as a fresh one. (A reader of two fields that knows nothing of
+-- born reads it as an optional third and ignores it.)
 local function save(ttl, a, b, c)
   local v = int(a) .. ' ' .. int(b)
   if c then
     v = v .. ' ' .. int(c)
   end
+  if born then
+    v = v .. ' ' .. int(born)
+  end
   redis.call('SET', key, v, 'PX', math.max(cdiv(ttl, perms), 0) + 1000)
 end
 
--- load returns the key's stored fields as numbers, or nil.
-local function load()
+-- load returns the key's k stored fields (2 or 3) as numbers, or nil, and
+-- sets born from the field after them.
+local function load(k)
   local v = redis.call('GET', key)
   if not v then
+    born = now
     return nil
   end
-  local a, b, c = string.match(v, '^(%-?%d+) (%-?%d+) ?(%-?%d*)$')
+  local a, b, c, d = string.match(v, '^(%-?%d+) (%-?%d+) ?(%-?%d*) ?(%-?%d*)$')
+  if k == 2 then
+    born = tonumber(c)
+    return tonumber(a), tonumber(b)
+  end
+  born = tonumber(d)
   return tonumber(a), tonumber(b), tonumber(c)
+end
+
+-- counted reports whether the key's state counted a take at tick at: it
+-- holds one, made no later than at.
+local function counted(held, at)
+  return held and (born == nil or born <= at)
 end

@@ -3,7 +3,7 @@
 -- at offset e into its window sees floor(prev * (window - e) / window) + cur.
 local idx = fdiv(now, window)
 local e = now - idx * window
-local si, sp, sc = load()
+local si, sp, sc = load(3)
 local held = si ~= nil
 local index, prev, cur = idx, 0, 0
 if held then
@@ -55,7 +55,7 @@ if giveback > 0 then
   -- off the count of the window they counted in, while it is the current or
   -- the previous one
   local ai = fdiv(at, window)
-  if held and (ai == index or ai == index - 1) then
+  if counted(held, at) and (ai == index or ai == index - 1) then
     if ai == index then
       cur = math.max(cur - giveback, 0)
     else

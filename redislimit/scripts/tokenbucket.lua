@@ -2,7 +2,7 @@
 -- limit per tick up to cap = burst * window. A fresh key is full. A clock
 -- behind the key's last time refills nothing. Only a change is stored.
 local cap = burst * window
-local s, last = load()
+local s, last = load(2)
 local held = s ~= nil
 if not held then
   s, last = cap, now
@@ -31,7 +31,7 @@ if giveback > 0 then
       back = back - (now - at) * limit
     end
   end
-  if held and back > 0 then
+  if counted(held, at) and back > 0 then
     s = math.min(cap, s + back)
     save(behind + cdiv(cap - s, limit), s, last)
   end
