@@ -49,11 +49,13 @@ local function int(x)
   return string.format('%.0f', x)
 end
 
--- born is when the key's state was made: a give back for a take before it
--- (the state was lost since, to a restart, a FLUSHALL or an eviction, and
--- made again) returns nothing, since this state never counted that take.
--- load sets it, to now for a key it does not find; nil for a key stored
--- without it, which takes every give back.
+-- born is when the key's state was made, as the text stored after its
+-- fields: a give back for a take before it (the state was lost since, to a
+-- restart, a FLUSHALL or an eviction, and made again) returns nothing, since
+-- this state never counted that take. load sets it, to now for a key it does
+-- not find; nil for a key stored without it, which takes every give back.
+-- It is kept as text, written back as read, so that only a give back pays
+-- for reading it as a number.
 local born = nil
 
 -- save stores the key's fields and then born, separated by spaces, for ttl
@@ -66,7 +68,7 @@ local function save(ttl, a, b, c)
     v = v .. ' ' .. int(c)
   end
   if born then
-    v = v .. ' ' .. int(born)
+    v = v .. ' ' .. born
   end
   redis.call('SET', key, v, 'PX', math.max(cdiv(ttl, perms), 0) + 1000)
 end
@@ -76,20 +78,26 @@ end
 local function load(k)
   local v = redis.call('GET', key)
   if not v then
-    born = now
+    born = int(now)
     return nil
   end
   local a, b, c, d = string.match(v, '^(%-?%d+) (%-?%d+) ?(%-?%d*) ?(%-?%d*)$')
   if k == 2 then
-    born = tonumber(c)
+    born = c
+  else
+    born = d
+  end
+  if born == '' then
+    born = nil
+  end
+  if k == 2 then
     return tonumber(a), tonumber(b)
   end
-  born = tonumber(d)
   return tonumber(a), tonumber(b), tonumber(c)
 end
 
 -- counted reports whether the key's state counted a take at tick at: it
 -- holds one, made no later than at.
 local function counted(held, at)
-  return held and (born == nil or born <= at)
+  return held and (born == nil or tonumber(born) <= at)
 end
