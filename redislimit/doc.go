@@ -46,8 +46,13 @@
 // the give-back of a lease, of a take made before then returns nothing, as
 // the key never counted that take (with [hotlimit.WithClock], "before" is
 // by the clocks' readings; the sliding log's sorted set records no such
-// time, and takes such a give-back). A Redis that refuses a call names why
-// in the error: [ErrAuth], [ErrReadOnly], [ErrOutOfMemory].
+// time, and takes such a give-back). The time is stored after the key's
+// fields, where the token bucket's, GCRA's and fixed window's scripts of
+// earlier versions read past it; a sliding counter's key written with it
+// reads as fresh to an earlier version's script, so instances upgraded one by
+// one may admit a fresh key's quota again on such keys until all run this
+// version. A Redis that refuses a call names why in the error: [ErrAuth],
+// [ErrReadOnly], [ErrOutOfMemory].
 //
 // New works with a single node, a Sentinel (failover) client and a Cluster
 // client: any redis.UniversalClient.
