@@ -125,12 +125,12 @@ func TestExtremeValuesAndKeys(t *testing.T) {
 	srv := redistest.Start(t)
 	client := newClient(t, srv)
 	ctx := context.Background()
-	const big = 1<<52 - 1
+	const big = min(1<<52-1, math.MaxInt) // the largest exact limit, on a 64-bit int
 	cfgs := []hotlimit.Config{
 		{Algorithm: hotlimit.TokenBucket, Limit: big, Window: time.Nanosecond},
 		{Algorithm: hotlimit.GCRA, Limit: big, Window: time.Nanosecond},
 		{Algorithm: hotlimit.FixedWindow, Limit: big, Window: time.Nanosecond << 50},
-		{Algorithm: hotlimit.SlidingCounter, Limit: 1<<51 - 2, Window: 2 * time.Nanosecond},
+		{Algorithm: hotlimit.SlidingCounter, Limit: min(1<<51-2, math.MaxInt), Window: 2 * time.Nanosecond},
 		{Algorithm: hotlimit.SlidingLog, Limit: 1 << 16, Window: time.Hour},
 		{Algorithm: hotlimit.TokenBucket, Limit: 1, Window: time.Nanosecond << 50},
 		{Algorithm: hotlimit.SlidingCounter, Limit: 1, Window: time.Nanosecond << 50},
