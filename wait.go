@@ -46,12 +46,21 @@ func Wait(ctx context.Context, l Limiter, key string, opts ...WaitOption) error 
 // nil at once, without asking l (there is nothing to wait for, even where l
 // would report the key denied).
 //
+// When l is a [ContextTaker] (redislimit's limiters), WaitN asks it with
+// TakeContext under ctx, so that ctx also bounds each decision's round trip.
+// A decision its failure policy made when the backend failed counts as any
+// other: one that passes ends the wait (as it would pass a call of Take),
+// one that denies is waited out, and the backend's error is kept for the
+// error WaitN returns if the wait then cannot succeed.
+//
 // WaitN takes nothing unless it returns nil. It returns:
 //
 //   - ctx.Err(), without asking l, when ctx is already done, and when ctx is
-//     done during a sleep;
+//     done during a sleep or a decision;
 //   - an error wrapping context.DeadlineExceeded, at once, when ctx's
-//     deadline comes before the RetryAfter: waiting could not succeed;
+//     deadline comes before the RetryAfter: waiting could not succeed (it
+//     also wraps the backend's error, when the last denial was a failure
+//     policy's);
 //   - an error wrapping [ErrNeverPasses], at once, when RetryAfter is
 //     [Never] (n greater than the limit or burst, or n < 0).
 //
@@ -71,9 +80,12 @@ func WaitN(ctx context.Context, l Limiter, key string, n int, opts ...WaitOption
 		if n == 0 {
 			return nil
 		}
-		d := l.Take(key, n)
+		d, err := take(ctx, l, key, n)
 		if d.Allowed {
 			return nil
+		}
+		if ctxErr := ctx.Err(); ctxErr != nil {
+			return ctxErr // ctx ended during the decision
 		}
 		wait := d.RetryAfter
 		switch {
@@ -87,12 +99,24 @@ func WaitN(ctx context.Context, l Limiter, key string, n int, opts ...WaitOption
 			wait = time.Nanosecond // a denial always says when to retry; never spin
 		}
 		if deadline, ok := ctx.Deadline(); ok && time.Until(deadline) < wait {
+			if err != nil {
+				return fmt.Errorf("hotlimit: waiting %v would pass the context's deadline: %w (the limiter could not decide: %w)", wait, context.DeadlineExceeded, err)
+			}
 			return fmt.Errorf("hotlimit: waiting %v would pass the context's deadline: %w", wait, context.DeadlineExceeded)
 		}
 		if err := o.sleep(ctx, wait); err != nil {
 			return err
 		}
 	}
+}
+
+// take is l.Take(key, n), or TakeContext under ctx when l takes a context,
+// with the error it reports.
+func take(ctx context.Context, l Limiter, key string, n int) (Decision, error) {
+	if ct, ok := l.(ContextTaker); ok {
+		return ct.TakeContext(ctx, key, n)
+	}
+	return l.Take(key, n), nil
 }
 
 // sleepTimer is the default sleep: d on a time.Timer, or until ctx is done.

@@ -250,3 +250,70 @@ func TestWaitClockJumps(t *testing.T) {
 	assert.ErrorIs(t, err, context.DeadlineExceeded)
 	assert.Equal(t, 1, lim.Len(), "the limiter was not asked: no key inserted")
 }
+
+// backend is a ContextTaker as redislimit's limiters are: TakeContext
+// answers by its function, Take fails the test (WaitN must pass its
+// context).
+type backend struct {
+	t    *testing.T
+	take func(ctx context.Context, n int) (hotlimit.Decision, error)
+}
+
+func (b *backend) Allow(key string) bool { return b.Take(key, 1).Allowed }
+func (b *backend) Take(string, int) hotlimit.Decision {
+	b.t.Error("Take called: the context was not passed")
+	return hotlimit.Decision{Limit: 1, RetryAfter: time.Second}
+}
+func (b *backend) TakeContext(ctx context.Context, _ string, n int) (hotlimit.Decision, error) {
+	return b.take(ctx, n)
+}
+
+var errBackendDown = errors.New("backend down")
+
+// TestWaitPassesItsContextToTheBackend: WaitN asks a ContextTaker under its
+// context, so a cancellation ends a decision in flight (a round trip to a
+// server that does not answer) instead of waiting for it, and a pass of the
+// failure policy ends the wait as a pass.
+func TestWaitPassesItsContextToTheBackend(t *testing.T) {
+	ctx, cancel := context.WithCancel(context.Background())
+	asked := make(chan struct{})
+	hung := &backend{t: t, take: func(ctx context.Context, n int) (hotlimit.Decision, error) {
+		close(asked)
+		<-ctx.Done() // the round trip that never answers
+		return hotlimit.Decision{Limit: 1, RetryAfter: time.Second}, ctx.Err()
+	}}
+	go func() {
+		<-asked
+		cancel()
+	}()
+	assert.ErrorIs(t, hotlimit.Wait(ctx, hung, "k"), context.Canceled)
+
+	failOpen := &backend{t: t, take: func(context.Context, int) (hotlimit.Decision, error) {
+		return hotlimit.Decision{Allowed: true, Limit: 1}, errBackendDown
+	}}
+	assert.NoError(t, hotlimit.Wait(context.Background(), failOpen, "k"), "the failure policy let it pass")
+}
+
+// TestWaitKeepsTheBackendsError: when the denials are a failure policy's
+// and the deadline comes first, the error says so: it wraps both
+// context.DeadlineExceeded and the backend's error.
+func TestWaitKeepsTheBackendsError(t *testing.T) {
+	calls := 0
+	failClosed := &backend{t: t, take: func(context.Context, int) (hotlimit.Decision, error) {
+		calls++
+		return hotlimit.Decision{Limit: 1, RetryAfter: time.Hour}, errBackendDown
+	}}
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	err := hotlimit.Wait(ctx, failClosed, "k")
+	assert.ErrorIs(t, err, context.DeadlineExceeded)
+	assert.ErrorIs(t, err, errBackendDown)
+	assert.Equal(t, 1, calls)
+
+	denied := &backend{t: t, take: func(context.Context, int) (hotlimit.Decision, error) {
+		return hotlimit.Decision{Limit: 1, RetryAfter: time.Hour}, nil
+	}}
+	err = hotlimit.Wait(ctx, denied, "k")
+	assert.ErrorIs(t, err, context.DeadlineExceeded)
+	assert.NotErrorIs(t, err, errBackendDown)
+}
