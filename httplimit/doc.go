@@ -78,6 +78,35 @@
 // request reaches the handler, which is how a new policy is tried on live
 // traffic before it is enforced.
 //
+// # CORS preflight
+//
+// Before a cross-origin request that is not "simple" (a JSON POST, one with
+// an Authorization header) a browser sends a preflight: OPTIONS with Origin
+// and Access-Control-Request-Method. The middleware limits it as any other
+// request. Under a pattern without a method ("/api/data") it spends one from
+// the route's quota: a client with one request left spends it on the
+// preflight, and its real request is denied; a denied preflight gets a 429
+// without CORS headers, which the browser reports to the page as a network
+// error it cannot read. (Under a pattern with a method, "POST /api/data",
+// the mux answers OPTIONS with 405, and the preflight counts under the path
+// "/api/data", apart from the route's quota.) Preflights are not exempt by
+// default because any client can send those two headers: the exemption would
+// be an unlimited way into every route registered without a method, whose
+// handler serves OPTIONS as it serves GET.
+//
+// The arrangement that works is the CORS middleware outside this one:
+//
+//	http.ListenAndServe(addr, cors(limit(mux)))
+//
+// A CORS middleware answers preflights itself (rs/cors does unless told to
+// pass them on), so they never reach the limiter, and it adds its headers
+// to every response, 429 included, so that the page can read a denial (its
+// exposed headers should list RateLimit, RateLimit-Policy and Retry-After).
+// When preflights are answered behind the middleware (by a route of the
+// mux, say), [WithSkip]([IsPreflight]) exempts them; use it only when
+// nothing behind the middleware serves an OPTIONS request as it serves the
+// real one.
+//
 // # Policy names
 //
 // The name in both fields is derived from the resolved [hotlimit.Config]:

@@ -47,6 +47,7 @@ type options struct {
 	dryRun     bool
 	legacy     bool
 	apiDefault bool
+	skip       func(*http.Request) bool
 }
 
 // WithUser sets how the user is found; the default is [ClientIP] with no
@@ -118,6 +119,32 @@ func WithLegacyHeaders(on bool) Option {
 	return func(o *options) { o.legacy = on }
 }
 
+// WithSkip exempts the requests for which skip returns true: they go to the
+// next handler as they are, take nothing from any quota, get no RateLimit
+// fields and are not reported to the observer. skip runs first, on every
+// request, so it must be safe for concurrent use and quick. A nil skip
+// removes it.
+//
+// Whatever skip lets through is unlimited, and a client chooses most of
+// what skip can look at (the method, the headers, the path): exempt only
+// requests whose handler does no work worth limiting. WithSkip([IsPreflight])
+// is the recipe for CORS preflights answered by a handler inside this
+// middleware; see the package doc for why it is not the default.
+func WithSkip(skip func(r *http.Request) bool) Option {
+	return func(o *options) { o.skip = skip }
+}
+
+// IsPreflight reports whether r is a CORS preflight request: an OPTIONS
+// request with an Origin and an Access-Control-Request-Method header, which
+// a browser sends on its own before a cross-origin request that is not
+// "simple". It is meant for [WithSkip]. Any client can send those headers: a
+// request it matches is a preflight only if what answers it treats it as one.
+func IsPreflight(r *http.Request) bool {
+	return r.Method == http.MethodOptions &&
+		r.Header.Get("Origin") != "" &&
+		r.Header.Get("Access-Control-Request-Method") != ""
+}
+
 // New returns middleware that limits every request with svc. Options are
 // applied in order. A nil svc is a configuration error that the middleware
 // reports by answering every request with 500 Internal Server Error, never by
@@ -156,6 +183,10 @@ type handler struct {
 }
 
 func (h *handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	if h.opts.skip != nil && h.opts.skip(r) {
+		h.next.ServeHTTP(w, r)
+		return
+	}
 	user, _ := h.opts.user(r)
 	api, _ := h.opts.api(r)
 	// The request's context reaches limiters that wait on something outside
