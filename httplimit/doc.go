@@ -71,7 +71,17 @@
 // the request's context, which bounds a limiter that waits on Redis; when
 // such a limiter cannot decide and its failure policy denies, the answer is
 // 503 Service Unavailable rather than 429, since the client spent no quota,
-// and the error is in [Event].Err. [WithLegacyHeaders] adds
+// and the error is in [Event].Err. A request whose context has already ended
+// when it reaches the middleware (its client left, an outer timeout passed)
+// takes nothing and is not served: it would spend a quota for a response
+// nobody reads, and when its key is shared (a keyless client, a limit of
+// the API's or everyone's scope) a client that sends requests and drops them
+// at once would spend that quota for all its sharers at no cost to itself.
+// It is answered 503 with its context's error in Event.Err, and so is a
+// request that ended while a limiter that could not decide was asked, even
+// when the failure policy passes it. A request that ends after the decision
+// has spent its quota and is served as usual; its handler sees the ended
+// context. [WithLegacyHeaders] adds
 // X-RateLimit-Limit, X-RateLimit-Remaining and X-RateLimit-Reset (the same
 // numbers as q, r and t; Reset is in seconds from now, not a timestamp).
 // [WithDryRun] only sets the RateLimit fields and reports the decisions: every

@@ -1,6 +1,7 @@
 package httplimit_test
 
 import (
+	"context"
 	"net/http"
 	"net/http/httptest"
 	"testing"
@@ -11,6 +12,7 @@ import (
 
 	"github.com/hotlimit/hotlimit"
 	"github.com/hotlimit/hotlimit/httplimit"
+	"github.com/hotlimit/hotlimit/service"
 )
 
 // preflight returns a browser's CORS preflight for a POST to target.
@@ -114,4 +116,78 @@ func TestCORSOutsideTheLimiter(t *testing.T) {
 	assert.Equal(t, http.StatusTooManyRequests, denied.Code)
 	assert.Equal(t, "*", denied.Header().Get("Access-Control-Allow-Origin"), "the page can read the 429")
 	assert.NotEmpty(t, denied.Header().Get("Retry-After"))
+}
+
+// TestEndedRequestSpendsNoQuota: a request whose context has already ended
+// (its client left, its deadline passed) reaches the middleware. It must not
+// be served, and must take nothing: the client's next request, on the
+// quota of one, still passes.
+func TestEndedRequestSpendsNoQuota(t *testing.T) {
+	expired, cancelExpired := context.WithDeadline(context.Background(), time.Unix(0, 0))
+	defer cancelExpired()
+	canceled, cancel := context.WithCancel(context.Background())
+	cancel()
+	for name, ctx := range map[string]context.Context{"canceled": canceled, "deadline": expired} {
+		t.Run(name, func(t *testing.T) {
+			svc, _ := newService(t, cfg(hotlimit.FixedWindow, 1, time.Minute), 0)
+			var served int
+			var events []httplimit.Event
+			next := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { served++; ok(w, r) })
+			h := httplimit.New(svc, httplimit.WithObserver(func(e httplimit.Event) { events = append(events, e) }))(next)
+
+			w := serve(h, get("/", "192.0.2.1:1").WithContext(ctx))
+			assert.Equal(t, http.StatusServiceUnavailable, w.Code)
+			assert.Contains(t, w.Body.String(), "ended before it was served")
+			assert.Empty(t, w.Header().Get("RateLimit"), "no limiter decided")
+			assert.Empty(t, w.Header().Get("Retry-After"))
+			assert.Zero(t, served, "an ended request is not served")
+			require.Len(t, events, 1)
+			assert.ErrorIs(t, events[0].Err, ctx.Err())
+			assert.False(t, events[0].Decision.Allowed)
+
+			assert.Equal(t, http.StatusOK, serve(h, get("/", "192.0.2.1:1")).Code, "the ended request took nothing")
+			assert.Equal(t, 1, served)
+		})
+	}
+}
+
+// cancelingLimiter is a limiter on a backend that cannot decide, whose
+// failure policy passes, asked while the request's client leaves: it cancels
+// the request's context before it answers.
+type cancelingLimiter struct{ cancel context.CancelFunc }
+
+func (l *cancelingLimiter) Allow(string) bool { return true }
+func (l *cancelingLimiter) Take(string, int) hotlimit.Decision {
+	return hotlimit.Decision{Allowed: true, Limit: 1}
+}
+func (l *cancelingLimiter) TakeContext(ctx context.Context, _ string, _ int) (hotlimit.Decision, error) {
+	l.cancel()
+	return hotlimit.Decision{Allowed: true, Limit: 1}, ctx.Err()
+}
+
+// TestFailOpenPassOfAnEndedRequestIsNotServed: a client sends a request and
+// drops it while the middleware asks a limiter that cannot decide (a Redis
+// call cut short by the request's context). A failing-open policy passes
+// it; serving it would run the handler for a request no limiter counted, so
+// a client could reach it without limit by dropping each request at once.
+func TestFailOpenPassOfAnEndedRequestIsNotServed(t *testing.T) {
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	lim := &cancelingLimiter{cancel: cancel}
+	svc, err := service.New(cfg(hotlimit.FixedWindow, 1, time.Second),
+		hotlimit.WithFactory(func(hotlimit.Config, ...hotlimit.Option) (hotlimit.Limiter, error) { return lim, nil }))
+	require.NoError(t, err)
+	var served int
+	next := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { served++ })
+	w := serve(httplimit.New(svc)(next), get("/", "192.0.2.1:1").WithContext(ctx))
+	assert.Zero(t, served)
+	assert.Equal(t, http.StatusServiceUnavailable, w.Code)
+
+	// Under a dry run it is served, as every request is.
+	ctx2, cancel2 := context.WithCancel(context.Background())
+	defer cancel2()
+	lim.cancel = cancel2
+	serve(httplimit.New(svc, httplimit.WithDryRun(true))(next), get("/", "192.0.2.1:1").WithContext(ctx2))
+	assert.Error(t, ctx2.Err(), "the request ended while the limiter was asked")
+	assert.Equal(t, 1, served)
 }

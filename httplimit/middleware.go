@@ -28,6 +28,13 @@ type Event struct {
 	// Decision: a pass lets the request through, a denial is answered by
 	// [DenyProblem] with 503 Service Unavailable, since the client spent no
 	// quota.
+	//
+	// Err is also the request context's error when the request ended (its
+	// client left, its deadline passed) before the middleware decided it,
+	// or while a limiter that could not decide was asked: such a request
+	// takes nothing and is not served, whatever a failure policy says; the
+	// deny handler answers it with a Decision that denies. Under
+	// [WithDryRun] it is decided and served as any other.
 	Err error
 }
 
@@ -189,9 +196,24 @@ func (h *handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	user, _ := h.opts.user(r)
 	api, _ := h.opts.api(r)
+	ctx := r.Context()
+	if err := ctx.Err(); err != nil && !h.opts.dryRun {
+		// The request has ended (its client left, its deadline passed)
+		// before it was decided: it will not be served, so it takes
+		// nothing, whoever's quota its key names.
+		h.ended(w, r, user, api, h.svc.Resolve(user, api), err)
+		return
+	}
 	// The request's context reaches limiters that wait on something outside
 	// the process (Redis), so that its end bounds the decision.
-	d, c, err := h.svc.TakePolicyContext(r.Context(), user, api, 1)
+	d, c, err := h.svc.TakePolicyContext(ctx, user, api, 1)
+	if err != nil && d.Allowed && !h.opts.dryRun && ctx.Err() != nil {
+		// A failure policy that passes has passed a request that ended
+		// while the limiter was asked: serving it now would run the
+		// handler for a request that no limiter counted.
+		h.ended(w, r, user, api, c, err)
+		return
+	}
 	p := h.policies.Get(c)
 	deny := !d.Allowed && !h.opts.dryRun
 	if c.Algorithm != hotlimit.Unlimited || deny {
@@ -213,4 +235,16 @@ func (h *handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	h.next.ServeHTTP(w, r)
+}
+
+// ended answers a request whose context ended before it could be served:
+// it is reported with Err set and a Decision that denies, and the deny
+// handler answers it, without RateLimit fields, since no limiter decided.
+func (h *handler) ended(w http.ResponseWriter, r *http.Request, user, api string, c hotlimit.Config, err error) {
+	e := Event{Request: r, User: user, API: api, Config: c, Policy: h.policies.Get(c).Name,
+		Decision: hotlimit.Decision{Limit: c.Limit}, Err: err}
+	if h.opts.observe != nil {
+		h.opts.observe(e)
+	}
+	h.opts.deny(w, r, e)
 }

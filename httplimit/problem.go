@@ -30,8 +30,15 @@ type problem struct {
 // (Event.Err is set: Redis unreachable, say) is no quota spent: it gets 503
 // Service Unavailable instead, with the detail "The rate limiter is
 // unavailable; the request was not served." (the error itself stays on the
-// server, for the observer to log) and the Retry-After the policy chose.
+// server, for the observer to log) and the Retry-After the policy chose. A
+// request whose context ended before it was served (Event.Err is the
+// context's error) also gets 503, with the detail "The request ended before
+// it was served." and no Retry-After, for whoever is still reading.
 func DenyProblem(w http.ResponseWriter, r *http.Request, e Event) {
+	if e.Err != nil && r.Context().Err() != nil {
+		writeProblem(w, http.StatusServiceUnavailable, "The request ended before it was served.")
+		return
+	}
 	if e.Err != nil {
 		writeProblem(w, http.StatusServiceUnavailable, "The rate limiter is unavailable; the request was not served.")
 		return
