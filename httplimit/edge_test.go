@@ -4,6 +4,7 @@ import (
 	"context"
 	"net/http"
 	"net/http/httptest"
+	"strings"
 	"testing"
 	"time"
 
@@ -190,4 +191,77 @@ func TestFailOpenPassOfAnEndedRequestIsNotServed(t *testing.T) {
 	serve(httplimit.New(svc, httplimit.WithDryRun(true))(next), get("/", "192.0.2.1:1").WithContext(ctx2))
 	assert.Error(t, ctx2.Err(), "the request ended while the limiter was asked")
 	assert.Equal(t, 1, served)
+}
+
+// TestRespelledPathCannotEscapeItsRoute re-spells the paths of a ServeMux's
+// routes (a trailing slash added or dropped, another case, repeated slashes,
+// dot segments, percent-encoding) and sends each, once the route's quota of
+// one is spent, with the middleware around the mux and inside it around a
+// plain handler. Whatever spelling reaches a route's handler must count
+// against that route's quota, so none may be served; what the mux serves by
+// no route (404, a redirect) never reaches a handler.
+func TestRespelledPathCannotEscapeItsRoute(t *testing.T) {
+	routes := []string{"/login", "/dir/", "GET /search"}
+	spellings := []string{
+		"/login", "/login/", "/Login", "/LOGIN", "//login", "/./login", "/x/../login", "/%6Cogin", "/login?a=1",
+		"/dir/", "/dir", "/Dir/", "/dir//", "/dir/x", "/dir/./x", "/DIR/x",
+		"/search", "/search/", "/Search", "//search", "/%73earch",
+	}
+	for _, arrangement := range []string{"around the mux", "inside the mux"} {
+		t.Run(arrangement, func(t *testing.T) {
+			svc, _ := newService(t, cfg(hotlimit.FixedWindow, 100, time.Minute), 0)
+			for _, route := range routes {
+				require.NoError(t, svc.ConfigureAPI(route, cfg(hotlimit.FixedWindow, 1, time.Minute)))
+			}
+			var servedBy string
+			limit := httplimit.New(svc)
+			mux := http.NewServeMux()
+			for _, route := range routes {
+				var h http.Handler = http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { servedBy = route })
+				if arrangement == "inside the mux" {
+					h = limit(h)
+				}
+				mux.Handle(route, h)
+			}
+			h := http.Handler(mux)
+			if arrangement == "around the mux" {
+				h = limit(mux)
+			}
+			// Spend each route's quota.
+			for _, p := range []string{"/login", "/dir/", "/search"} {
+				servedBy = ""
+				w := serve(h, get(p, "192.0.2.1:1"))
+				require.Equal(t, http.StatusOK, w.Code, p)
+				require.NotEmpty(t, servedBy, p)
+			}
+			for _, p := range spellings {
+				servedBy = ""
+				w := serve(h, get(p, "192.0.2.1:1"))
+				assert.Empty(t, servedBy, "%s: served by %q past its quota (status %d)", p, servedBy, w.Code)
+			}
+		})
+	}
+}
+
+// TestPlainHandlerPathIsExact: with no mux, the API is the path as a
+// ServeMux routes it, case and trailing slash kept; a handler that folds
+// them gets the same folding from WithAPI, and its spellings share a quota.
+func TestPlainHandlerPathIsExact(t *testing.T) {
+	svc, _ := newService(t, cfg(hotlimit.FixedWindow, 1, time.Minute), 0)
+	h := httplimit.New(svc)(ok)
+	for _, p := range []string{"/login", "/login/", "/Login"} {
+		assert.Equal(t, http.StatusOK, serve(h, get(p, "192.0.2.1:1")).Code, "%s: a path of its own", p)
+	}
+
+	svc, _ = newService(t, cfg(hotlimit.FixedWindow, 1, time.Minute), 0)
+	folded := func(r *http.Request) (string, bool) {
+		p, found := httplimit.RoutePattern(nil)(r)
+		return strings.ToLower(strings.TrimSuffix(p, "/")), found
+	}
+	h = httplimit.New(svc, httplimit.WithAPI(folded))(ok)
+	var codes []int
+	for _, p := range []string{"/login", "/login/", "/Login"} {
+		codes = append(codes, serve(h, get(p, "192.0.2.1:1")).Code)
+	}
+	assert.Equal(t, []int{200, 429, 429}, codes)
 }

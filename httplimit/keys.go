@@ -119,6 +119,17 @@ func FirstOf(fns ...KeyFunc) KeyFunc {
 // against the rule of "/login" instead of each having a quota of its own. It
 // finds no key only for a request without a URL.
 //
+// The API follows the route that serves the request, however the client
+// spells the path: a ServeMux routes "/%6Cogin" and "/login?a=1" to
+// "/login", "/dir/x" to "/dir/", and a HEAD request to "GET /search", and so
+// does RoutePattern. Like ServeMux, it keeps the case of the path and a
+// trailing slash: "/Login" and "/login/" are other paths than "/login", as
+// they are other routes to the mux (which answers 404 unless it has routes
+// for them). A router that folds case or trailing slashes serves all of them
+// by one route; give the middleware, with [WithAPI], a KeyFunc that folds
+// them as that router does (strings.ToLower of RoutePattern(nil)'s key, say),
+// or a client spends one quota per spelling.
+//
 // Routes are not tagged: the API of a rule is the route as the ServeMux
 // writes it ("GET /search"), the API dimension holds routes unless [WithAPI]
 // says otherwise, and a route starts with a method or a '/' rather than a
