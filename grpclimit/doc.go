@@ -51,7 +51,10 @@
 //   - google.rpc.QuotaFailure, one violation: subject is the kind of the user
 //     key ("ip", "header:x-api-key"; "none" for a keyless call), so the
 //     caller learns which identity ran out without the server echoing it;
-//     description the policy, quota_id its name and quota_value its limit.
+//     description the policy ("policy \"fixedwindow-3-1s\" (3 requests per
+//     1s)", with ", bursts of 20" for a token bucket or GCRA whose burst is
+//     not its limit), quota_id its name and quota_value the q of its
+//     ratelimit-policy item: its burst when it sets one, else its limit.
 //
 // Its trailers carry grpc-retry-pushback-ms (gRFC A6): a client whose
 // service config has a retryPolicy listing RESOURCE_EXHAUSTED waits that

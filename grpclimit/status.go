@@ -82,13 +82,9 @@ func pushback(d hotlimit.Decision) string {
 // the wait (absent when no wait helps) and a google.rpc.QuotaFailure whose
 // violation's subject is the kind of the user key ("ip",
 // "header:x-api-key"), description the policy, quota_id the policy name and
-// quota_value the limit.
+// quota_value its q (the burst when one is set, else the limit).
 func denial(user string, p *transport.Policy, d hotlimit.Decision) error {
-	requests := " requests per "
-	if p.Config.Limit == 1 {
-		requests = " request per "
-	}
-	desc := "policy " + strconv.Quote(p.Name) + " (" + strconv.Itoa(p.Config.Limit) + requests + transport.WindowName(p.Config.Window) + ")"
+	desc := "policy " + strconv.Quote(p.Name) + " (" + transport.RateText(p.Config) + ")"
 	msg := "rate limit of " + desc + " exceeded; "
 	delay, ok := RetryDelay(d)
 	if ok {
@@ -108,7 +104,7 @@ func denial(user string, p *transport.Policy, d hotlimit.Decision) error {
 		Subject:     subject,
 		Description: desc,
 		QuotaId:     p.Name,
-		QuotaValue:  int64(p.Config.Limit),
+		QuotaValue:  int64(p.Config.Capacity()), // q of the ratelimit-policy item
 	}}}}
 	if ok {
 		details = append([]protoadapt.MessageV1{&errdetails.RetryInfo{RetryDelay: durationpb.New(delay)}}, details...)

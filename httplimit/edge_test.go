@@ -265,3 +265,19 @@ func TestPlainHandlerPathIsExact(t *testing.T) {
 	}
 	assert.Equal(t, []int{200, 429, 429}, codes)
 }
+
+// TestBurstDenialSaysTheBurst: the problem detail of a token bucket with a
+// burst names the burst, the q its RateLimit-Policy advertises.
+func TestBurstDenialSaysTheBurst(t *testing.T) {
+	c := cfg(hotlimit.TokenBucket, 5, time.Second)
+	c.Burst = 20
+	svc, _ := newService(t, c, 0)
+	h := httplimit.New(svc)(ok)
+	for i := range 20 {
+		require.Equal(t, http.StatusOK, serve(h, get("/", "192.0.2.1:1")).Code, "request %d of the burst", i)
+	}
+	w := serve(h, get("/", "192.0.2.1:1"))
+	require.Equal(t, http.StatusTooManyRequests, w.Code)
+	assert.Equal(t, `"tokenbucket-5-1s-burst20";q=20;w=4`, w.Header().Get("RateLimit-Policy"))
+	assert.Contains(t, w.Body.String(), `(5 requests per 1s, bursts of 20) exceeded`)
+}

@@ -24,6 +24,8 @@ type problem struct {
 //	{"type":"about:blank","title":"Too Many Requests","status":429,
 //	 "detail":"Rate limit of policy \"fixedwindow-3-1s\" (3 requests per 1s) exceeded; retry in 1 s."}
 //
+// A token bucket or GCRA with a burst other than its limit says so, as in
+// "(5 requests per 1s, bursts of 20)", the q of its RateLimit-Policy item.
 // The response is marked Cache-Control: no-store.
 //
 // A denial by the failure policy of a limiter that could not decide
@@ -43,12 +45,7 @@ func DenyProblem(w http.ResponseWriter, r *http.Request, e Event) {
 		writeProblem(w, http.StatusServiceUnavailable, "The rate limiter is unavailable; the request was not served.")
 		return
 	}
-	requests := " requests per "
-	if e.Config.Limit == 1 {
-		requests = " request per "
-	}
-	detail := "Rate limit of policy " + strconv.Quote(e.Policy) + " (" + strconv.Itoa(e.Config.Limit) +
-		requests + transport.WindowName(e.Config.Window) + ") exceeded; "
+	detail := "Rate limit of policy " + strconv.Quote(e.Policy) + " (" + transport.RateText(e.Config) + ") exceeded; "
 	if e.Decision.RetryAfter == hotlimit.Never {
 		detail += "this request can never pass under it."
 	} else {
