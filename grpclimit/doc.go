@@ -102,6 +102,16 @@
 // rate limiter is unavailable, the error is in Event.Err, and under
 // [WithDryRun] the call proceeds.
 //
+// A call whose context has already ended when it is to be decided (its
+// caller left, its deadline passed) takes nothing and fails with
+// DeadlineExceeded or Canceled: it will not be served, and spending a quota
+// for it would let a caller that cancels its calls at once spend a shared
+// quota (a keyless caller's, a limit of the method's or everyone's scope) at
+// no cost to itself. So does a call that ended while a limiter that could
+// not decide was asked, even when the failure policy passes it. A call that
+// ends after its decision has spent its quota; its handler sees the ended
+// context.
+//
 // # Observability and dry run
 //
 // [WithObserver] calls a function with an [Event] per decision (user, API,

@@ -1,6 +1,8 @@
 package grpclimit_test
 
 import (
+	"context"
+	"net"
 	"testing"
 	"time"
 
@@ -10,10 +12,12 @@ import (
 	"google.golang.org/grpc/codes"
 	testgrpc "google.golang.org/grpc/interop/grpc_testing"
 	"google.golang.org/grpc/metadata"
+	"google.golang.org/grpc/peer"
 	"google.golang.org/grpc/status"
 
 	"github.com/hotlimit/hotlimit"
 	"github.com/hotlimit/hotlimit/grpclimit"
+	"github.com/hotlimit/hotlimit/service"
 )
 
 // TestBurstQuotaValueIsTheAdvertisedQuota: a token bucket of 5 per second
@@ -41,4 +45,86 @@ func TestBurstQuotaValueIsTheAdvertisedQuota(t *testing.T) {
 	assert.EqualValues(t, 20, v.GetQuotaValue(), "the q of ratelimit-policy")
 	assert.Equal(t, `policy "tokenbucket-5-1s-burst20" (5 requests per 1s, bursts of 20)`, v.GetDescription())
 	assert.Contains(t, status.Convert(err).Message(), "(5 requests per 1s, bursts of 20) exceeded")
+}
+
+// TestEndedCallSpendsNoQuota: a call whose context has already ended (its
+// caller left, its deadline passed) reaches the interceptor. It must fail
+// with its context's status, never reach the handler, and take nothing: the
+// next call, on a quota of one, still passes.
+func TestEndedCallSpendsNoQuota(t *testing.T) {
+	expired, cancelExpired := context.WithDeadline(context.Background(), time.Unix(0, 0))
+	defer cancelExpired()
+	canceled, cancel := context.WithCancel(context.Background())
+	cancel()
+	peerCtx := func(ctx context.Context) context.Context {
+		return peer.NewContext(ctx, &peer.Peer{Addr: &net.TCPAddr{IP: net.IPv4(192, 0, 2, 1), Port: 1}})
+	}
+	for _, tc := range []struct {
+		name string
+		ctx  context.Context
+		code codes.Code
+	}{{"canceled", canceled, codes.Canceled}, {"deadline", expired, codes.DeadlineExceeded}} {
+		t.Run(tc.name, func(t *testing.T) {
+			svc, _ := newService(t, cfg(hotlimit.FixedWindow, 1, time.Minute), 0)
+			var rec recorder
+			intercept := grpclimit.UnaryServerInterceptor(svc, grpclimit.WithObserver(rec.observe))
+			var served int
+			handler := func(context.Context, any) (any, error) { served++; return "ok", nil }
+			info := &grpc.UnaryServerInfo{FullMethod: unaryCall}
+
+			_, err := intercept(peerCtx(tc.ctx), nil, info, handler)
+			assert.Equal(t, tc.code, status.Code(err), "%v", err)
+			assert.Zero(t, served, "an ended call is not served")
+			ev := rec.last()
+			assert.ErrorIs(t, ev.Err, tc.ctx.Err())
+			assert.False(t, ev.Decision.Allowed)
+
+			_, err = intercept(peerCtx(context.Background()), nil, info, handler)
+			assert.NoError(t, err, "the ended call took nothing")
+			assert.Equal(t, 1, served)
+		})
+	}
+}
+
+// cancelingLimiter is a limiter on a backend that cannot decide, whose
+// failure policy passes, asked while the caller leaves: it cancels the
+// call's context before it answers.
+type cancelingLimiter struct{ cancel context.CancelFunc }
+
+func (l *cancelingLimiter) Allow(string) bool { return true }
+func (l *cancelingLimiter) Take(string, int) hotlimit.Decision {
+	return hotlimit.Decision{Allowed: true, Limit: 1}
+}
+func (l *cancelingLimiter) TakeContext(ctx context.Context, _ string, _ int) (hotlimit.Decision, error) {
+	l.cancel()
+	return hotlimit.Decision{Allowed: true, Limit: 1}, ctx.Err()
+}
+
+// TestFailOpenPassOfAnEndedCallIsNotServed: a caller cancels its call while
+// the interceptor asks a limiter that cannot decide. The failing-open
+// policy passes it; running the handler would serve a call no limiter
+// counted, so a caller could reach it without limit by cancelling each call
+// at once.
+func TestFailOpenPassOfAnEndedCallIsNotServed(t *testing.T) {
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	lim := &cancelingLimiter{cancel: cancel}
+	svc, err := service.New(cfg(hotlimit.FixedWindow, 1, time.Second),
+		hotlimit.WithFactory(func(hotlimit.Config, ...hotlimit.Option) (hotlimit.Limiter, error) { return lim, nil }))
+	require.NoError(t, err)
+	var served int
+	handler := func(context.Context, any) (any, error) { served++; return "ok", nil }
+	info := &grpc.UnaryServerInfo{FullMethod: unaryCall}
+	_, err = grpclimit.UnaryServerInterceptor(svc)(ctx, nil, info, handler)
+	assert.Equal(t, codes.Canceled, status.Code(err), "%v", err)
+	assert.Zero(t, served)
+
+	// Under a dry run it proceeds, as every call does.
+	ctx2, cancel2 := context.WithCancel(context.Background())
+	defer cancel2()
+	lim.cancel = cancel2
+	_, err = grpclimit.UnaryServerInterceptor(svc, grpclimit.WithDryRun(true))(ctx2, nil, info, handler)
+	assert.NoError(t, err)
+	assert.Error(t, ctx2.Err(), "the call ended while the limiter was asked")
+	assert.Equal(t, 1, served)
 }
