@@ -2,6 +2,7 @@ package grpclimit_test
 
 import (
 	"context"
+	"math"
 	"net"
 	"testing"
 	"time"
@@ -127,4 +128,25 @@ func TestFailOpenPassOfAnEndedCallIsNotServed(t *testing.T) {
 	assert.NoError(t, err)
 	assert.Error(t, ctx2.Err(), "the call ended while the limiter was asked")
 	assert.Equal(t, 1, served)
+}
+
+// TestRetryDelayOfHugeWaitsNeverSaysRetryNow: rounding a wait up to the
+// millisecond must not overflow for waits near the largest Duration, which
+// would tell a denied client to retry in 1 ms; and no wait is made shorter
+// than the limiter's, except the clamp to the largest whole millisecond.
+func TestRetryDelayOfHugeWaitsNeverSaysRetryNow(t *testing.T) {
+	maxWhole := time.Duration(math.MaxInt64) / time.Millisecond * time.Millisecond
+	for _, wait := range []time.Duration{
+		1, time.Millisecond - 1, time.Millisecond, time.Millisecond + 1, 750 * time.Millisecond,
+		math.MaxInt64 / 2, maxWhole - 1, maxWhole, maxWhole + 1, math.MaxInt64 - 1,
+	} {
+		delay, ok := grpclimit.RetryDelay(hotlimit.Decision{RetryAfter: wait})
+		require.True(t, ok, "%d", wait)
+		assert.Zero(t, delay%time.Millisecond, "%d: whole milliseconds", wait)
+		assert.GreaterOrEqual(t, delay, min(wait, maxWhole), "%d: never earlier than the limiter's wait", wait)
+		assert.Less(t, delay-wait, time.Millisecond, "%d: rounded up by less than 1 ms", wait)
+		assert.GreaterOrEqual(t, delay, time.Millisecond, "%d", wait)
+	}
+	_, ok := grpclimit.RetryDelay(hotlimit.Decision{RetryAfter: hotlimit.Never})
+	assert.False(t, ok)
 }

@@ -1,6 +1,7 @@
 package grpclimit
 
 import (
+	"math"
 	"strconv"
 	"time"
 	"unsafe"
@@ -57,15 +58,23 @@ type rateLimitValue struct {
 
 // RetryDelay is the wait a denial tells the client: d.RetryAfter rounded up
 // to a whole millisecond (the unit of the pushback trailer), and at least
-// 1 ms, since a denial that a wait can fix must never say "retry now". ok is
-// false when no wait helps (RetryAfter is hotlimit.Never).
+// 1 ms, since a denial that a wait can fix must never say "retry now". A
+// wait within a millisecond of the largest Duration, which has no whole
+// millisecond above it, is clamped to the largest whole millisecond, about
+// 292 years. ok is false when no wait helps (RetryAfter is hotlimit.Never).
 func RetryDelay(d hotlimit.Decision) (delay time.Duration, ok bool) {
 	if d.RetryAfter == hotlimit.Never {
 		return 0, false
 	}
-	ms := max((d.RetryAfter+time.Millisecond-1)/time.Millisecond, 1)
-	return ms * time.Millisecond, true
+	ms := d.RetryAfter / time.Millisecond // no overflow, unlike adding 999999 ns first
+	if d.RetryAfter%time.Millisecond > 0 && ms < maxMillis {
+		ms++
+	}
+	return max(ms, 1) * time.Millisecond, true
 }
+
+// maxMillis is the number of whole milliseconds in the largest Duration.
+const maxMillis = time.Duration(math.MaxInt64) / time.Millisecond
 
 // pushback returns the pushback trailer's value for a denial: the retry
 // delay in milliseconds, or -1 (do not retry) when no wait helps.
