@@ -19,7 +19,9 @@
 // and
 // the URL path, cleaned as ServeMux cleans it, when there is no pattern (a
 // handler that is not a ServeMux, or a request the mux does not route), so
-// that "//login" or "/x/../login" is counted as "/login". Patterns keep the number of APIs equal to
+// that "//login" or "/x/../login" is counted as "/login" (and a path past
+// 256 bytes as its first 256 bytes and its digest, see [RoutePattern]).
+// Patterns keep the number of APIs equal to
 // the number of routes; a path fallback lets a client create one state per
 // path it invents, which the limiters' Sweep reclaims once idle.
 //

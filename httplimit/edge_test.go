@@ -281,3 +281,34 @@ func TestBurstDenialSaysTheBurst(t *testing.T) {
 	assert.Equal(t, `"tokenbucket-5-1s-burst20";q=20;w=4`, w.Header().Get("RateLimit-Policy"))
 	assert.Contains(t, w.Body.String(), `(5 requests per 1s, bursts of 20) exceeded`)
 }
+
+// TestLongPathKeyIsBounded: with no mux, a client invents a new path of
+// 64 KiB with each request. Each key is held as long as its state, so it
+// must not hold the path: a path past 256 bytes is keyed by its digest,
+// bounded in length, while distinct paths keep distinct quotas and a path of
+// 256 bytes is kept as it is.
+func TestLongPathKeyIsBounded(t *testing.T) {
+	svc, _ := newService(t, cfg(hotlimit.FixedWindow, 1, time.Minute), 0)
+	var apis []string
+	h := httplimit.New(svc, httplimit.WithObserver(func(e httplimit.Event) { apis = append(apis, e.API) }))(ok)
+	long := "/" + strings.Repeat("a", 64<<10)
+	var codes []int
+	for _, p := range []string{long + "1", long + "2", long + "1"} {
+		codes = append(codes, serve(h, get(p, "192.0.2.1:1")).Code)
+	}
+	assert.Equal(t, []int{200, 200, 429}, codes, "distinct paths, distinct quotas; the same path, the same")
+	require.Len(t, apis, 3)
+	assert.NotEqual(t, apis[0], apis[1])
+	assert.Equal(t, apis[0], apis[2])
+	for _, api := range apis {
+		assert.LessOrEqual(t, len(api), 400, "the key does not hold the path")
+		assert.True(t, strings.HasPrefix(api, long[:256]), "it starts as the path does, for whoever reads it")
+	}
+
+	edge := "/" + strings.Repeat("b", 255)
+	r := get("/", "192.0.2.1:1")
+	r.URL.Path = edge
+	api, found := httplimit.RoutePattern(nil)(r)
+	assert.True(t, found)
+	assert.Equal(t, edge, api, "a path of 256 bytes is kept")
+}
