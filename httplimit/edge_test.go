@@ -312,3 +312,32 @@ func TestLongPathKeyIsBounded(t *testing.T) {
 	assert.True(t, found)
 	assert.Equal(t, edge, api, "a path of 256 bytes is kept")
 }
+
+// TestHeadSharesTheQuotaOfGet: a ServeMux serves HEAD by the GET pattern, so
+// a HEAD request counts against it (it runs the same handler) and is denied
+// like GET, with the same fields, over a real connection that carries no
+// body for HEAD.
+func TestHeadSharesTheQuotaOfGet(t *testing.T) {
+	svc, _ := newService(t, cfg(hotlimit.FixedWindow, 100, time.Minute), 0)
+	require.NoError(t, svc.ConfigureAPI("GET /search", cfg(hotlimit.FixedWindow, 1, time.Minute)))
+	mux := http.NewServeMux()
+	mux.Handle("GET /search", ok)
+	srv := httptest.NewServer(httplimit.New(svc, httplimit.WithUser(httplimit.Header("X-Key")))(mux))
+	defer srv.Close()
+	do := func(method string) *http.Response {
+		req, err := http.NewRequest(method, srv.URL+"/search", nil)
+		require.NoError(t, err)
+		req.Header.Set("X-Key", "k")
+		resp, err := srv.Client().Do(req)
+		require.NoError(t, err)
+		require.NoError(t, resp.Body.Close())
+		return resp
+	}
+	assert.Equal(t, http.StatusOK, do(http.MethodHead).StatusCode)
+	resp := do(http.MethodGet)
+	assert.Equal(t, http.StatusTooManyRequests, resp.StatusCode, "the HEAD spent the GET route's quota")
+	head := do(http.MethodHead)
+	assert.Equal(t, http.StatusTooManyRequests, head.StatusCode)
+	assert.Equal(t, resp.Header.Get("RateLimit-Policy"), head.Header.Get("RateLimit-Policy"))
+	assert.NotEmpty(t, head.Header.Get("Retry-After"))
+}
