@@ -115,7 +115,7 @@
 // to every response, 429 included, so that the page can read a denial (its
 // exposed headers should list RateLimit, RateLimit-Policy and Retry-After).
 // When preflights are answered behind the middleware (by a route of the
-// mux, say), [WithSkip]([IsPreflight]) exempts them; use it only when
+// mux, say), [WithExempt]([IsPreflight]) exempts them; use it only when
 // nothing behind the middleware serves an OPTIONS request as it serves the
 // real one.
 //

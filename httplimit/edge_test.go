@@ -25,19 +25,19 @@ func preflight(target, remote string) *http.Request {
 	return r
 }
 
-// TestPreflightSpendsTheRouteQuotaUnlessSkipped: a browser with one request
+// TestPreflightSpendsTheRouteQuotaUnlessExempt: a browser with one request
 // left sends a preflight, then its real request. By default the preflight is
-// a request like any other and the real one is denied; WithSkip(IsPreflight)
+// a request like any other and the real one is denied; WithExempt(IsPreflight)
 // lets the preflight through without spending, so the real request passes.
-// An OPTIONS request without the preflight's headers is never skipped.
-func TestPreflightSpendsTheRouteQuotaUnlessSkipped(t *testing.T) {
+// An OPTIONS request without the preflight's headers is never exempt.
+func TestPreflightSpendsTheRouteQuotaUnlessExempt(t *testing.T) {
 	for _, tc := range []struct {
 		name string
 		opts []httplimit.Option
 		want []int // preflight, POST
 	}{
 		{"default", nil, []int{http.StatusNoContent, http.StatusTooManyRequests}},
-		{"skip preflight", []httplimit.Option{httplimit.WithSkip(httplimit.IsPreflight)}, []int{http.StatusNoContent, http.StatusOK}},
+		{"exempt preflight", []httplimit.Option{httplimit.WithExempt(httplimit.IsPreflight)}, []int{http.StatusNoContent, http.StatusOK}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			svc, _ := newService(t, cfg(hotlimit.FixedWindow, 1, time.Minute), 0)
@@ -57,18 +57,18 @@ func TestPreflightSpendsTheRouteQuotaUnlessSkipped(t *testing.T) {
 			got := []int{pre.Code, serve(h, post).Code}
 			assert.Equal(t, tc.want, got)
 			if tc.opts != nil {
-				assert.Empty(t, pre.Header().Get("RateLimit"), "a skipped request is not limited, so not advertised")
+				assert.Empty(t, pre.Header().Get("RateLimit"), "a exempt request is not limited, so not advertised")
 			}
 		})
 	}
 
-	// Only a preflight is skipped: a plain OPTIONS request spends quota.
+	// Only a preflight is exempt: a plain OPTIONS request spends quota.
 	svc, _ := newService(t, cfg(hotlimit.FixedWindow, 1, time.Minute), 0)
-	h := httplimit.New(svc, httplimit.WithSkip(httplimit.IsPreflight))(ok)
+	h := httplimit.New(svc, httplimit.WithExempt(httplimit.IsPreflight))(ok)
 	plain := preflight("/x", "192.0.2.1:1")
 	plain.Header.Del("Access-Control-Request-Method")
 	assert.Equal(t, http.StatusOK, serve(h, plain).Code)
-	assert.Equal(t, http.StatusOK, serve(h, preflight("/x", "192.0.2.1:1")).Code, "skipped even with no quota left")
+	assert.Equal(t, http.StatusOK, serve(h, preflight("/x", "192.0.2.1:1")).Code, "exempt even with no quota left")
 	assert.Equal(t, http.StatusTooManyRequests, serve(h, get("/x", "192.0.2.1:1")).Code, "the plain OPTIONS spent the quota")
 }
 

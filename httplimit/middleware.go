@@ -54,7 +54,7 @@ type options struct {
 	dryRun     bool
 	legacy     bool
 	apiDefault bool
-	skip       func(*http.Request) bool
+	exempt     func(*http.Request) bool
 }
 
 // WithUser sets how the user is found; the default is [ClientIP] with no
@@ -126,25 +126,26 @@ func WithLegacyHeaders(on bool) Option {
 	return func(o *options) { o.legacy = on }
 }
 
-// WithSkip exempts the requests for which skip returns true: they go to the
-// next handler as they are, take nothing from any quota, get no RateLimit
-// fields and are not reported to the observer. skip runs first, on every
-// request, so it must be safe for concurrent use and quick. A nil skip
-// removes it.
+// WithExempt sets the requests that are never limited: those for which f
+// returns true go to the next handler as they are, take nothing from any
+// quota, get no RateLimit fields and are not reported to the observer, as
+// grpclimit's WithExempt does for methods. f runs first, on every request,
+// so it must be safe for concurrent use and quick. A nil f exempts nothing,
+// which is the default.
 //
-// Whatever skip lets through is unlimited, and a client chooses most of
-// what skip can look at (the method, the headers, the path): exempt only
-// requests whose handler does no work worth limiting. WithSkip([IsPreflight])
-// is the recipe for CORS preflights answered by a handler inside this
+// Whatever f lets through is unlimited, and a client chooses most of what f
+// can look at (the method, the headers, the path): exempt only requests
+// whose handler does no work worth limiting. WithExempt([IsPreflight]) is
+// the recipe for CORS preflights answered by a handler behind this
 // middleware; see the package doc for why it is not the default.
-func WithSkip(skip func(r *http.Request) bool) Option {
-	return func(o *options) { o.skip = skip }
+func WithExempt(f func(r *http.Request) bool) Option {
+	return func(o *options) { o.exempt = f }
 }
 
 // IsPreflight reports whether r is a CORS preflight request: an OPTIONS
 // request with an Origin and an Access-Control-Request-Method header, which
 // a browser sends on its own before a cross-origin request that is not
-// "simple". It is meant for [WithSkip]. Any client can send those headers: a
+// "simple". It is meant for [WithExempt]. Any client can send those headers: a
 // request it matches is a preflight only if what answers it treats it as one.
 func IsPreflight(r *http.Request) bool {
 	return r.Method == http.MethodOptions &&
@@ -190,7 +191,7 @@ type handler struct {
 }
 
 func (h *handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
-	if h.opts.skip != nil && h.opts.skip(r) {
+	if h.opts.exempt != nil && h.opts.exempt(r) {
 		h.next.ServeHTTP(w, r)
 		return
 	}
