@@ -57,7 +57,7 @@ func TestPreflightSpendsTheRouteQuotaUnlessExempt(t *testing.T) {
 			got := []int{pre.Code, serve(h, post).Code}
 			assert.Equal(t, tc.want, got)
 			if tc.opts != nil {
-				assert.Empty(t, pre.Header().Get("RateLimit"), "a exempt request is not limited, so not advertised")
+				assert.Empty(t, pre.Header().Get("RateLimit"), "an exempt request is not limited, so not advertised")
 			}
 		})
 	}
