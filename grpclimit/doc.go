@@ -51,7 +51,10 @@
 //   - google.rpc.QuotaFailure, one violation: subject is the kind of the user
 //     key ("ip", "header:x-api-key"; "none" for a keyless call), so the
 //     caller learns which identity ran out without the server echoing it;
-//     description the policy, quota_id its name and quota_value its limit.
+//     description the policy ("policy \"fixedwindow-3-1s\" (3 requests per
+//     1s)", with ", bursts of 20" for a token bucket or GCRA whose burst is
+//     not its limit), quota_id its name and quota_value the q of its
+//     ratelimit-policy item: its burst when it sets one, else its limit.
 //
 // Its trailers carry grpc-retry-pushback-ms (gRFC A6): a client whose
 // service config has a retryPolicy listing RESOURCE_EXHAUSTED waits that
@@ -98,6 +101,16 @@
 // a nil service) fails the call with codes.Internal. Either message says the
 // rate limiter is unavailable, the error is in Event.Err, and under
 // [WithDryRun] the call proceeds.
+//
+// A call whose context has already ended when it is to be decided (its
+// caller left, its deadline passed) takes nothing and fails with
+// DeadlineExceeded or Canceled: it will not be served, and spending a quota
+// for it would let a caller that cancels its calls at once spend a shared
+// quota (a keyless caller's, a limit of the method's or everyone's scope) at
+// no cost to itself. So does a call that ended while a limiter that could
+// not decide was asked, even when the failure policy passes it. A call that
+// ends after its decision has spent its quota; its handler sees the ended
+// context.
 //
 // # Observability and dry run
 //

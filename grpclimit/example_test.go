@@ -38,7 +38,11 @@ func ExampleUnaryServerInterceptor() {
 		resp, err := intercept(ctx, nil, info, handler)
 		if err != nil {
 			st := status.Convert(err)
-			fmt.Println(st.Code(), st.Details()[0].(*errdetails.RetryInfo).GetRetryDelay().AsDuration())
+			for _, d := range st.Details() { // in no set order: find the one wanted by its type
+				if ri, ok := d.(*errdetails.RetryInfo); ok {
+					fmt.Println(st.Code(), ri.GetRetryDelay().AsDuration())
+				}
+			}
 			continue
 		}
 		fmt.Println(resp)

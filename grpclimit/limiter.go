@@ -69,7 +69,22 @@ func (l *limiter) decide(ctx context.Context, method string, req any, message bo
 	// dependency that may come back, not a quota the caller spent; unless
 	// the call's own deadline passed, or its caller left, meanwhile: that,
 	// not the dependency, ended the call (DeadlineExceeded or Canceled).
+	//
+	// A call that has ended before it is decided (its caller left, its
+	// deadline passed) takes nothing and fails with its context's status:
+	// it will not be served, so spending a quota for it, perhaps one its key
+	// shares with others, buys nothing. Nor does a call that ended while a
+	// limiter that could not decide was asked go on when the failure policy
+	// passes it: its handler would run for a call no limiter counted.
+	if err := ctx.Err(); err != nil && !l.o.dryRun {
+		l.ended(&v, l.svc.Resolve(user, api), err, err)
+		return v
+	}
 	d, c, err := l.svc.TakePolicyContext(ctx, user, api, 1)
+	if err != nil && d.Allowed && !l.o.dryRun && ctx.Err() != nil {
+		l.ended(&v, c, err, ctx.Err())
+		return v
+	}
 	v.policy = l.policies.Get(c)
 	v.e.Config, v.e.Policy, v.e.Decision, v.e.Err = c, v.policy.Name, d, err
 	switch {
@@ -82,6 +97,16 @@ func (l *limiter) decide(ctx context.Context, method string, req any, message bo
 		v.err = denial(user, v.policy, d)
 	}
 	return v
+}
+
+// ended makes v the verdict of a call whose context ended before it was
+// decided, or while a limiter that could not decide was asked (err is then
+// the limiter's): a Decision that denies, under c, with no metadata to send,
+// and the status of ctxErr, the context's error.
+func (l *limiter) ended(v *verdict, c hotlimit.Config, err, ctxErr error) {
+	v.policy = nil
+	v.e.Config, v.e.Policy, v.e.Decision, v.e.Err = c, l.policies.Get(c).Name, hotlimit.Decision{Limit: c.Limit}, err
+	v.err = status.FromContextError(ctxErr).Err()
 }
 
 // fail makes v the verdict of a limiter that could not decide.

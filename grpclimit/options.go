@@ -29,6 +29,13 @@ type Event struct {
 	// panicked, or the service is nil, Decision and Config are zero and the
 	// call fails with codes.Internal. Either message says the rate limiter
 	// is unavailable; under dry run the call proceeds.
+	//
+	// Err is also the call context's error when the call ended (its caller
+	// left, its deadline passed) before it was decided, or while a limiter
+	// that could not decide was asked: such a call takes nothing and fails
+	// with DeadlineExceeded or Canceled, whatever a failure policy says,
+	// with a Decision that denies. Under dry run it is decided and proceeds
+	// as any other.
 	Err error
 }
 

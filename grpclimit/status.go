@@ -1,6 +1,7 @@
 package grpclimit
 
 import (
+	"math"
 	"strconv"
 	"time"
 	"unsafe"
@@ -57,15 +58,23 @@ type rateLimitValue struct {
 
 // RetryDelay is the wait a denial tells the client: d.RetryAfter rounded up
 // to a whole millisecond (the unit of the pushback trailer), and at least
-// 1 ms, since a denial that a wait can fix must never say "retry now". ok is
-// false when no wait helps (RetryAfter is hotlimit.Never).
+// 1 ms, since a denial that a wait can fix must never say "retry now". A
+// wait within a millisecond of the largest Duration, which has no whole
+// millisecond above it, is clamped to the largest whole millisecond, about
+// 292 years. ok is false when no wait helps (RetryAfter is hotlimit.Never).
 func RetryDelay(d hotlimit.Decision) (delay time.Duration, ok bool) {
 	if d.RetryAfter == hotlimit.Never {
 		return 0, false
 	}
-	ms := max((d.RetryAfter+time.Millisecond-1)/time.Millisecond, 1)
-	return ms * time.Millisecond, true
+	ms := d.RetryAfter / time.Millisecond // no overflow, unlike adding 999999 ns first
+	if d.RetryAfter%time.Millisecond > 0 && ms < maxMillis {
+		ms++
+	}
+	return max(ms, 1) * time.Millisecond, true
 }
+
+// maxMillis is the number of whole milliseconds in the largest Duration.
+const maxMillis = time.Duration(math.MaxInt64) / time.Millisecond
 
 // pushback returns the pushback trailer's value for a denial: the retry
 // delay in milliseconds, or -1 (do not retry) when no wait helps.
@@ -82,13 +91,9 @@ func pushback(d hotlimit.Decision) string {
 // the wait (absent when no wait helps) and a google.rpc.QuotaFailure whose
 // violation's subject is the kind of the user key ("ip",
 // "header:x-api-key"), description the policy, quota_id the policy name and
-// quota_value the limit.
+// quota_value its q (the burst when one is set, else the limit).
 func denial(user string, p *transport.Policy, d hotlimit.Decision) error {
-	requests := " requests per "
-	if p.Config.Limit == 1 {
-		requests = " request per "
-	}
-	desc := "policy " + strconv.Quote(p.Name) + " (" + strconv.Itoa(p.Config.Limit) + requests + transport.WindowName(p.Config.Window) + ")"
+	desc := "policy " + strconv.Quote(p.Name) + " (" + transport.RateText(p.Config) + ")"
 	msg := "rate limit of " + desc + " exceeded; "
 	delay, ok := RetryDelay(d)
 	if ok {
@@ -108,7 +113,7 @@ func denial(user string, p *transport.Policy, d hotlimit.Decision) error {
 		Subject:     subject,
 		Description: desc,
 		QuotaId:     p.Name,
-		QuotaValue:  int64(p.Config.Limit),
+		QuotaValue:  int64(p.Config.Capacity()), // q of the ratelimit-policy item
 	}}}}
 	if ok {
 		details = append([]protoadapt.MessageV1{&errdetails.RetryInfo{RetryDelay: durationpb.New(delay)}}, details...)

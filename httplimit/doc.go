@@ -19,7 +19,9 @@
 // and
 // the URL path, cleaned as ServeMux cleans it, when there is no pattern (a
 // handler that is not a ServeMux, or a request the mux does not route), so
-// that "//login" or "/x/../login" is counted as "/login". Patterns keep the number of APIs equal to
+// that "//login" or "/x/../login" is counted as "/login" (and a path past
+// 256 bytes as its first 256 bytes and its digest, see [RoutePattern]).
+// Patterns keep the number of APIs equal to
 // the number of routes; a path fallback lets a client create one state per
 // path it invents, which the limiters' Sweep reclaims once idle.
 //
@@ -71,12 +73,51 @@
 // the request's context, which bounds a limiter that waits on Redis; when
 // such a limiter cannot decide and its failure policy denies, the answer is
 // 503 Service Unavailable rather than 429, since the client spent no quota,
-// and the error is in [Event].Err. [WithLegacyHeaders] adds
+// and the error is in [Event].Err. A request whose context has already ended
+// when it reaches the middleware (its client left, an outer timeout passed)
+// takes nothing and is not served: it would spend a quota for a response
+// nobody reads, and when its key is shared (a keyless client, a limit of
+// the API's or everyone's scope) a client that sends requests and drops them
+// at once would spend that quota for all its sharers at no cost to itself.
+// It is answered 503 with its context's error in Event.Err, and so is a
+// request that ended while a limiter that could not decide was asked, even
+// when the failure policy passes it. A request that ends after the decision
+// has spent its quota and is served as usual; its handler sees the ended
+// context. [WithLegacyHeaders] adds
 // X-RateLimit-Limit, X-RateLimit-Remaining and X-RateLimit-Reset (the same
 // numbers as q, r and t; Reset is in seconds from now, not a timestamp).
 // [WithDryRun] only sets the RateLimit fields and reports the decisions: every
 // request reaches the handler, which is how a new policy is tried on live
 // traffic before it is enforced.
+//
+// # CORS preflight
+//
+// Before a cross-origin request that is not "simple" (a JSON POST, one with
+// an Authorization header) a browser sends a preflight: OPTIONS with Origin
+// and Access-Control-Request-Method. The middleware limits it as any other
+// request. Under a pattern without a method ("/api/data") it spends one from
+// the route's quota: a client with one request left spends it on the
+// preflight, and its real request is denied; a denied preflight gets a 429
+// without CORS headers, which the browser reports to the page as a network
+// error it cannot read. (Under a pattern with a method, "POST /api/data",
+// the mux answers OPTIONS with 405, and the preflight counts under the path
+// "/api/data", apart from the route's quota.) Preflights are not exempt by
+// default because any client can send those two headers: the exemption would
+// be an unlimited way into every route registered without a method, whose
+// handler serves OPTIONS as it serves GET.
+//
+// The arrangement that works is the CORS middleware outside this one:
+//
+//	http.ListenAndServe(addr, cors(limit(mux)))
+//
+// A CORS middleware answers preflights itself (rs/cors does unless told to
+// pass them on), so they never reach the limiter, and it adds its headers
+// to every response, 429 included, so that the page can read a denial (its
+// exposed headers should list RateLimit, RateLimit-Policy and Retry-After).
+// When preflights are answered behind the middleware (by a route of the
+// mux, say), [WithExempt]([IsPreflight]) exempts them; use it only when
+// nothing behind the middleware serves an OPTIONS request as it serves the
+// real one.
 //
 // # Policy names
 //

@@ -1,6 +1,8 @@
 package httplimit
 
 import (
+	"crypto/sha256"
+	"encoding/hex"
 	"fmt"
 	"net/http"
 	"net/textproto"
@@ -116,8 +118,22 @@ func FirstOf(fns ...KeyFunc) KeyFunc {
 // the mux); else the URL path, cleaned as ServeMux
 // cleans it (repeated slashes, "." and ".." elements resolved, a trailing
 // slash kept), so that "//login", "/./login" and "/x/../login" count
-// against the rule of "/login" instead of each having a quota of its own. It
-// finds no key only for a request without a URL.
+// against the rule of "/login" instead of each having a quota of its own. A
+// cleaned path longer than 256 bytes is kept as its first 256 bytes, " sha256:"
+// and the hex digest of the whole path, so that a client inventing huge
+// paths cannot make each key pin that much memory, while distinct paths keep
+// distinct keys. It finds no key only for a request without a URL.
+//
+// The API follows the route that serves the request, however the client
+// spells the path: a ServeMux routes "/%6Cogin" and "/login?a=1" to
+// "/login", "/dir/x" to "/dir/", and a HEAD request to "GET /search", and so
+// does RoutePattern. Like ServeMux, it keeps the case of the path and a
+// trailing slash: "/Login" and "/login/" are other paths than "/login", as
+// they are other routes to the mux (which answers 404 unless it has routes
+// for them). A router that folds case or trailing slashes serves all of them
+// by one route; give the middleware, with [WithAPI], a KeyFunc that folds
+// them as that router does (strings.ToLower of RoutePattern(nil)'s key, say),
+// or a client spends one quota per spelling.
 //
 // Routes are not tagged: the API of a rule is the route as the ServeMux
 // writes it ("GET /search"), the API dimension holds routes unless [WithAPI]
@@ -144,8 +160,25 @@ func RoutePattern(mux *http.ServeMux) KeyFunc {
 		if r.URL == nil {
 			return "", false
 		}
-		return cleanPath(r.URL.Path), true
+		return boundPath(cleanPath(r.URL.Path)), true
 	}
+}
+
+// maxPathKey is the longest path that the path fallback keeps as it is.
+const maxPathKey = 256
+
+// boundPath returns p when it is at most maxPathKey bytes long, and
+// otherwise its first maxPathKey bytes followed by " sha256:" and the hex
+// SHA-256 of all of p: a key is held as long as its state, and a client
+// may invent paths of most of a megabyte (http.Server's default header
+// limit). The result is then longer than maxPathKey, so it never equals a
+// path kept as it is; two long paths share it only if they share a digest.
+func boundPath(p string) string {
+	if len(p) <= maxPathKey {
+		return p
+	}
+	sum := sha256.Sum256([]byte(p))
+	return p[:maxPathKey] + " sha256:" + hex.EncodeToString(sum[:])
 }
 
 // cleanPath returns p as ServeMux routes it: path.Clean of p, with p's

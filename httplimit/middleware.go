@@ -28,6 +28,13 @@ type Event struct {
 	// Decision: a pass lets the request through, a denial is answered by
 	// [DenyProblem] with 503 Service Unavailable, since the client spent no
 	// quota.
+	//
+	// Err is also the request context's error when the request ended (its
+	// client left, its deadline passed) before the middleware decided it,
+	// or while a limiter that could not decide was asked: such a request
+	// takes nothing and is not served, whatever a failure policy says; the
+	// deny handler answers it with a Decision that denies. Under
+	// [WithDryRun] it is decided and served as any other.
 	Err error
 }
 
@@ -47,6 +54,7 @@ type options struct {
 	dryRun     bool
 	legacy     bool
 	apiDefault bool
+	exempt     func(*http.Request) bool
 }
 
 // WithUser sets how the user is found; the default is [ClientIP] with no
@@ -118,6 +126,33 @@ func WithLegacyHeaders(on bool) Option {
 	return func(o *options) { o.legacy = on }
 }
 
+// WithExempt sets the requests that are never limited: those for which f
+// returns true go to the next handler as they are, take nothing from any
+// quota, get no RateLimit fields and are not reported to the observer, as
+// grpclimit's WithExempt does for methods. f runs first, on every request,
+// so it must be safe for concurrent use and quick. A nil f exempts nothing,
+// which is the default.
+//
+// Whatever f lets through is unlimited, and a client chooses most of what f
+// can look at (the method, the headers, the path): exempt only requests
+// whose handler does no work worth limiting. WithExempt([IsPreflight]) is
+// the recipe for CORS preflights answered by a handler behind this
+// middleware; see the package doc for why it is not the default.
+func WithExempt(f func(r *http.Request) bool) Option {
+	return func(o *options) { o.exempt = f }
+}
+
+// IsPreflight reports whether r is a CORS preflight request: an OPTIONS
+// request with an Origin and an Access-Control-Request-Method header, which
+// a browser sends on its own before a cross-origin request that is not
+// "simple". It is meant for [WithExempt]. Any client can send those headers: a
+// request it matches is a preflight only if what answers it treats it as one.
+func IsPreflight(r *http.Request) bool {
+	return r.Method == http.MethodOptions &&
+		r.Header.Get("Origin") != "" &&
+		r.Header.Get("Access-Control-Request-Method") != ""
+}
+
 // New returns middleware that limits every request with svc. Options are
 // applied in order. A nil svc is a configuration error that the middleware
 // reports by answering every request with 500 Internal Server Error, never by
@@ -156,11 +191,30 @@ type handler struct {
 }
 
 func (h *handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	if h.opts.exempt != nil && h.opts.exempt(r) {
+		h.next.ServeHTTP(w, r)
+		return
+	}
 	user, _ := h.opts.user(r)
 	api, _ := h.opts.api(r)
+	ctx := r.Context()
+	if err := ctx.Err(); err != nil && !h.opts.dryRun {
+		// The request has ended (its client left, its deadline passed)
+		// before it was decided: it will not be served, so it takes
+		// nothing, whoever's quota its key names.
+		h.ended(w, r, user, api, h.svc.Resolve(user, api), err)
+		return
+	}
 	// The request's context reaches limiters that wait on something outside
 	// the process (Redis), so that its end bounds the decision.
-	d, c, err := h.svc.TakePolicyContext(r.Context(), user, api, 1)
+	d, c, err := h.svc.TakePolicyContext(ctx, user, api, 1)
+	if err != nil && d.Allowed && !h.opts.dryRun && ctx.Err() != nil {
+		// A failure policy that passes has passed a request that ended
+		// while the limiter was asked: serving it now would run the
+		// handler for a request that no limiter counted.
+		h.ended(w, r, user, api, c, err)
+		return
+	}
 	p := h.policies.Get(c)
 	deny := !d.Allowed && !h.opts.dryRun
 	if c.Algorithm != hotlimit.Unlimited || deny {
@@ -182,4 +236,16 @@ func (h *handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	h.next.ServeHTTP(w, r)
+}
+
+// ended answers a request whose context ended before it could be served:
+// it is reported with Err set and a Decision that denies, and the deny
+// handler answers it, without RateLimit fields, since no limiter decided.
+func (h *handler) ended(w http.ResponseWriter, r *http.Request, user, api string, c hotlimit.Config, err error) {
+	e := Event{Request: r, User: user, API: api, Config: c, Policy: h.policies.Get(c).Name,
+		Decision: hotlimit.Decision{Limit: c.Limit}, Err: err}
+	if h.opts.observe != nil {
+		h.opts.observe(e)
+	}
+	h.opts.deny(w, r, e)
 }

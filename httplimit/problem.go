@@ -24,24 +24,28 @@ type problem struct {
 //	{"type":"about:blank","title":"Too Many Requests","status":429,
 //	 "detail":"Rate limit of policy \"fixedwindow-3-1s\" (3 requests per 1s) exceeded; retry in 1 s."}
 //
+// A token bucket or GCRA with a burst other than its limit says so, as in
+// "(5 requests per 1s, bursts of 20)", the q of its RateLimit-Policy item.
 // The response is marked Cache-Control: no-store.
 //
 // A denial by the failure policy of a limiter that could not decide
 // (Event.Err is set: Redis unreachable, say) is no quota spent: it gets 503
 // Service Unavailable instead, with the detail "The rate limiter is
 // unavailable; the request was not served." (the error itself stays on the
-// server, for the observer to log) and the Retry-After the policy chose.
+// server, for the observer to log) and the Retry-After the policy chose. A
+// request whose context ended before it was served (Event.Err is the
+// context's error) also gets 503, with the detail "The request ended before
+// it was served." and no Retry-After, for whoever is still reading.
 func DenyProblem(w http.ResponseWriter, r *http.Request, e Event) {
+	if e.Err != nil && r.Context().Err() != nil {
+		writeProblem(w, http.StatusServiceUnavailable, "The request ended before it was served.")
+		return
+	}
 	if e.Err != nil {
 		writeProblem(w, http.StatusServiceUnavailable, "The rate limiter is unavailable; the request was not served.")
 		return
 	}
-	requests := " requests per "
-	if e.Config.Limit == 1 {
-		requests = " request per "
-	}
-	detail := "Rate limit of policy " + strconv.Quote(e.Policy) + " (" + strconv.Itoa(e.Config.Limit) +
-		requests + transport.WindowName(e.Config.Window) + ") exceeded; "
+	detail := "Rate limit of policy " + strconv.Quote(e.Policy) + " (" + transport.RateText(e.Config) + ") exceeded; "
 	if e.Decision.RetryAfter == hotlimit.Never {
 		detail += "this request can never pass under it."
 	} else {

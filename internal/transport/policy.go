@@ -58,6 +58,22 @@ func Quota(c hotlimit.Config) (q int, w int64) {
 	return q, max(CeilSeconds(time.Duration(ns)), 1)
 }
 
+// RateText says c's rate and burst in words, for denial messages: "3
+// requests per 1s", "1 request per 1m", and, when a token bucket or GCRA
+// sets a burst other than its limit, "5 requests per 1s, bursts of 20", the
+// q its RateLimit-Policy item advertises (see Quota).
+func RateText(c hotlimit.Config) string {
+	requests := " requests per "
+	if c.Limit == 1 {
+		requests = " request per "
+	}
+	s := strconv.Itoa(c.Limit) + requests + WindowName(c.Window)
+	if q := c.Capacity(); q != c.Limit {
+		s += ", bursts of " + strconv.Itoa(q)
+	}
+	return s
+}
+
 // WindowName formats d as time.Duration does, without zero trailing units:
 // "1m" rather than "1m0s", "2h" rather than "2h0m0s".
 func WindowName(d time.Duration) string {

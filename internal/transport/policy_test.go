@@ -2,6 +2,7 @@ package transport
 
 import (
 	"math"
+	"strconv"
 	"testing"
 	"time"
 
@@ -102,4 +103,23 @@ func TestBurstChangesThePolicyName(t *testing.T) {
 	p := NewPolicy(c, PolicyName)
 	assert.Equal(t, `"tokenbucket-5-1s-burst20";q=20;w=4`, p.Field)
 	assert.Equal(t, "20", p.Limit)
+}
+
+func TestRateText(t *testing.T) {
+	for _, tc := range []struct {
+		c    hotlimit.Config
+		want string
+	}{
+		{hotlimit.Config{Algorithm: hotlimit.FixedWindow, Limit: 3, Window: time.Second}, "3 requests per 1s"},
+		{hotlimit.Config{Algorithm: hotlimit.SlidingLog, Limit: 1, Window: time.Minute}, "1 request per 1m"},
+		{hotlimit.Config{Algorithm: hotlimit.TokenBucket, Limit: 5, Window: time.Second, Burst: 5}, "5 requests per 1s"},
+		{hotlimit.Config{Algorithm: hotlimit.TokenBucket, Limit: 5, Window: time.Second, Burst: 20}, "5 requests per 1s, bursts of 20"},
+		{hotlimit.Config{Algorithm: hotlimit.GCRA, Limit: 10, Window: time.Second, Burst: 2}, "10 requests per 1s, bursts of 2"},
+	} {
+		assert.Equal(t, tc.want, RateText(tc.c), "%+v", tc.c)
+		q, _ := Quota(tc.c)
+		if q != tc.c.Limit {
+			assert.Contains(t, RateText(tc.c), "bursts of "+strconv.Itoa(q), "the burst is the advertised q")
+		}
+	}
 }

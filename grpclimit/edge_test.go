@@ -1,0 +1,152 @@
+package grpclimit_test
+
+import (
+	"context"
+	"math"
+	"net"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/codes"
+	testgrpc "google.golang.org/grpc/interop/grpc_testing"
+	"google.golang.org/grpc/metadata"
+	"google.golang.org/grpc/peer"
+	"google.golang.org/grpc/status"
+
+	"github.com/hotlimit/hotlimit"
+	"github.com/hotlimit/hotlimit/grpclimit"
+	"github.com/hotlimit/hotlimit/service"
+)
+
+// TestBurstQuotaValueIsTheAdvertisedQuota: a token bucket of 5 per second
+// with a burst of 20 passes 20 calls at once and advertises q=20. The
+// QuotaFailure of the denial that follows must say the same quota, 20, and
+// its description the burst, or a client reading both is told two limits.
+func TestBurstQuotaValueIsTheAdvertisedQuota(t *testing.T) {
+	c := cfg(hotlimit.TokenBucket, 5, time.Second)
+	c.Burst = 20
+	svc, _ := newService(t, c, 0)
+	cc := serveTCP(t, &testService{}, []grpc.ServerOption{grpc.ChainUnaryInterceptor(grpclimit.UnaryServerInterceptor(svc))})
+	client := testgrpc.NewTestServiceClient(cc)
+	for i := range 20 {
+		_, err := client.UnaryCall(ctx(t), &testgrpc.SimpleRequest{})
+		require.NoError(t, err, "call %d of the burst", i)
+	}
+	var trailer metadata.MD
+	_, err := client.UnaryCall(ctx(t), &testgrpc.SimpleRequest{}, grpc.Trailer(&trailer))
+	require.Equal(t, codes.ResourceExhausted, status.Code(err), "%v", err)
+	assert.Equal(t, []string{`"tokenbucket-5-1s-burst20";q=20;w=4`}, trailer.Get(grpclimit.MetadataPolicy))
+	_, qf := details(t, err)
+	require.NotNil(t, qf)
+	require.Len(t, qf.GetViolations(), 1)
+	v := qf.GetViolations()[0]
+	assert.EqualValues(t, 20, v.GetQuotaValue(), "the q of ratelimit-policy")
+	assert.Equal(t, `policy "tokenbucket-5-1s-burst20" (5 requests per 1s, bursts of 20)`, v.GetDescription())
+	assert.Contains(t, status.Convert(err).Message(), "(5 requests per 1s, bursts of 20) exceeded")
+}
+
+// TestEndedCallSpendsNoQuota: a call whose context has already ended (its
+// caller left, its deadline passed) reaches the interceptor. It must fail
+// with its context's status, never reach the handler, and take nothing: the
+// next call, on a quota of one, still passes.
+func TestEndedCallSpendsNoQuota(t *testing.T) {
+	expired, cancelExpired := context.WithDeadline(context.Background(), time.Unix(0, 0))
+	defer cancelExpired()
+	canceled, cancel := context.WithCancel(context.Background())
+	cancel()
+	peerCtx := func(ctx context.Context) context.Context {
+		return peer.NewContext(ctx, &peer.Peer{Addr: &net.TCPAddr{IP: net.IPv4(192, 0, 2, 1), Port: 1}})
+	}
+	for _, tc := range []struct {
+		name string
+		ctx  context.Context
+		code codes.Code
+	}{{"canceled", canceled, codes.Canceled}, {"deadline", expired, codes.DeadlineExceeded}} {
+		t.Run(tc.name, func(t *testing.T) {
+			svc, _ := newService(t, cfg(hotlimit.FixedWindow, 1, time.Minute), 0)
+			var rec recorder
+			intercept := grpclimit.UnaryServerInterceptor(svc, grpclimit.WithObserver(rec.observe))
+			var served int
+			handler := func(context.Context, any) (any, error) { served++; return "ok", nil }
+			info := &grpc.UnaryServerInfo{FullMethod: unaryCall}
+
+			_, err := intercept(peerCtx(tc.ctx), nil, info, handler)
+			assert.Equal(t, tc.code, status.Code(err), "%v", err)
+			assert.Zero(t, served, "an ended call is not served")
+			ev := rec.last()
+			assert.ErrorIs(t, ev.Err, tc.ctx.Err())
+			assert.False(t, ev.Decision.Allowed)
+
+			_, err = intercept(peerCtx(context.Background()), nil, info, handler)
+			assert.NoError(t, err, "the ended call took nothing")
+			assert.Equal(t, 1, served)
+		})
+	}
+}
+
+// cancelingLimiter is a limiter on a backend that cannot decide, whose
+// failure policy passes, asked while the caller leaves: it cancels the
+// call's context before it answers.
+type cancelingLimiter struct{ cancel context.CancelFunc }
+
+func (l *cancelingLimiter) Allow(string) bool { return true }
+func (l *cancelingLimiter) Take(string, int) hotlimit.Decision {
+	return hotlimit.Decision{Allowed: true, Limit: 1}
+}
+func (l *cancelingLimiter) TakeContext(ctx context.Context, _ string, _ int) (hotlimit.Decision, error) {
+	l.cancel()
+	return hotlimit.Decision{Allowed: true, Limit: 1}, ctx.Err()
+}
+
+// TestFailOpenPassOfAnEndedCallIsNotServed: a caller cancels its call while
+// the interceptor asks a limiter that cannot decide. The failing-open
+// policy passes it; running the handler would serve a call no limiter
+// counted, so a caller could reach it without limit by cancelling each call
+// at once.
+func TestFailOpenPassOfAnEndedCallIsNotServed(t *testing.T) {
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	lim := &cancelingLimiter{cancel: cancel}
+	svc, err := service.New(cfg(hotlimit.FixedWindow, 1, time.Second),
+		hotlimit.WithFactory(func(hotlimit.Config, ...hotlimit.Option) (hotlimit.Limiter, error) { return lim, nil }))
+	require.NoError(t, err)
+	var served int
+	handler := func(context.Context, any) (any, error) { served++; return "ok", nil }
+	info := &grpc.UnaryServerInfo{FullMethod: unaryCall}
+	_, err = grpclimit.UnaryServerInterceptor(svc)(ctx, nil, info, handler)
+	assert.Equal(t, codes.Canceled, status.Code(err), "%v", err)
+	assert.Zero(t, served)
+
+	// Under a dry run it proceeds, as every call does.
+	ctx2, cancel2 := context.WithCancel(context.Background())
+	defer cancel2()
+	lim.cancel = cancel2
+	_, err = grpclimit.UnaryServerInterceptor(svc, grpclimit.WithDryRun(true))(ctx2, nil, info, handler)
+	assert.NoError(t, err)
+	assert.Error(t, ctx2.Err(), "the call ended while the limiter was asked")
+	assert.Equal(t, 1, served)
+}
+
+// TestRetryDelayOfHugeWaitsNeverSaysRetryNow: rounding a wait up to the
+// millisecond must not overflow for waits near the largest Duration, which
+// would tell a denied client to retry in 1 ms; and no wait is made shorter
+// than the limiter's, except the clamp to the largest whole millisecond.
+func TestRetryDelayOfHugeWaitsNeverSaysRetryNow(t *testing.T) {
+	maxWhole := time.Duration(math.MaxInt64) / time.Millisecond * time.Millisecond
+	for _, wait := range []time.Duration{
+		1, time.Millisecond - 1, time.Millisecond, time.Millisecond + 1, 750 * time.Millisecond,
+		math.MaxInt64 / 2, maxWhole - 1, maxWhole, maxWhole + 1, math.MaxInt64 - 1,
+	} {
+		delay, ok := grpclimit.RetryDelay(hotlimit.Decision{RetryAfter: wait})
+		require.True(t, ok, "%d", wait)
+		assert.Zero(t, delay%time.Millisecond, "%d: whole milliseconds", wait)
+		assert.GreaterOrEqual(t, delay, min(wait, maxWhole), "%d: never earlier than the limiter's wait", wait)
+		assert.Less(t, delay-wait, time.Millisecond, "%d: rounded up by less than 1 ms", wait)
+		assert.GreaterOrEqual(t, delay, time.Millisecond, "%d", wait)
+	}
+	_, ok := grpclimit.RetryDelay(hotlimit.Decision{RetryAfter: hotlimit.Never})
+	assert.False(t, ok)
+}

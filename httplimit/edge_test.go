@@ -1,0 +1,343 @@
+package httplimit_test
+
+import (
+	"context"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/hotlimit/hotlimit"
+	"github.com/hotlimit/hotlimit/httplimit"
+	"github.com/hotlimit/hotlimit/service"
+)
+
+// preflight returns a browser's CORS preflight for a POST to target.
+func preflight(target, remote string) *http.Request {
+	r := httptest.NewRequest(http.MethodOptions, target, nil)
+	r.RemoteAddr = remote
+	r.Header.Set("Origin", "https://app.example")
+	r.Header.Set("Access-Control-Request-Method", http.MethodPost)
+	return r
+}
+
+// TestPreflightSpendsTheRouteQuotaUnlessExempt: a browser with one request
+// left sends a preflight, then its real request. By default the preflight is
+// a request like any other and the real one is denied; WithExempt(IsPreflight)
+// lets the preflight through without spending, so the real request passes.
+// An OPTIONS request without the preflight's headers is never exempt.
+func TestPreflightSpendsTheRouteQuotaUnlessExempt(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		opts []httplimit.Option
+		want []int // preflight, POST
+	}{
+		{"default", nil, []int{http.StatusNoContent, http.StatusTooManyRequests}},
+		{"exempt preflight", []httplimit.Option{httplimit.WithExempt(httplimit.IsPreflight)}, []int{http.StatusNoContent, http.StatusOK}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			svc, _ := newService(t, cfg(hotlimit.FixedWindow, 1, time.Minute), 0)
+			mux := http.NewServeMux()
+			mux.HandleFunc("/api/data", func(w http.ResponseWriter, r *http.Request) {
+				if r.Method == http.MethodOptions { // the route answers its preflights
+					w.Header().Set("Access-Control-Allow-Origin", "*")
+					w.WriteHeader(http.StatusNoContent)
+					return
+				}
+				ok(w, r)
+			})
+			h := httplimit.New(svc, tc.opts...)(mux)
+			pre := serve(h, preflight("/api/data", "192.0.2.1:1"))
+			post := httptest.NewRequest(http.MethodPost, "/api/data", nil)
+			post.RemoteAddr = "192.0.2.1:1"
+			got := []int{pre.Code, serve(h, post).Code}
+			assert.Equal(t, tc.want, got)
+			if tc.opts != nil {
+				assert.Empty(t, pre.Header().Get("RateLimit"), "an exempt request is not limited, so not advertised")
+			}
+		})
+	}
+
+	// Only a preflight is exempt: a plain OPTIONS request spends quota.
+	svc, _ := newService(t, cfg(hotlimit.FixedWindow, 1, time.Minute), 0)
+	h := httplimit.New(svc, httplimit.WithExempt(httplimit.IsPreflight))(ok)
+	plain := preflight("/x", "192.0.2.1:1")
+	plain.Header.Del("Access-Control-Request-Method")
+	assert.Equal(t, http.StatusOK, serve(h, plain).Code)
+	assert.Equal(t, http.StatusOK, serve(h, preflight("/x", "192.0.2.1:1")).Code, "exempt even with no quota left")
+	assert.Equal(t, http.StatusTooManyRequests, serve(h, get("/x", "192.0.2.1:1")).Code, "the plain OPTIONS spent the quota")
+}
+
+// TestPreflightUnderAMethodPatternCountsApart: the mux answers a preflight
+// to "POST /api/data" with 405, and the middleware counts it under the path,
+// so it spends nothing of the route's quota.
+func TestPreflightUnderAMethodPatternCountsApart(t *testing.T) {
+	svc, _ := newService(t, cfg(hotlimit.FixedWindow, 1, time.Minute), 0)
+	var apis []string
+	mux := http.NewServeMux()
+	mux.Handle("POST /api/data", ok)
+	h := httplimit.New(svc, httplimit.WithObserver(func(e httplimit.Event) { apis = append(apis, e.API) }))(mux)
+	assert.Equal(t, http.StatusMethodNotAllowed, serve(h, preflight("/api/data", "192.0.2.1:1")).Code)
+	post := httptest.NewRequest(http.MethodPost, "/api/data", nil)
+	post.RemoteAddr = "192.0.2.1:1"
+	assert.Equal(t, http.StatusOK, serve(h, post).Code)
+	assert.Equal(t, []string{"/api/data", "POST /api/data"}, apis)
+}
+
+// TestCORSOutsideTheLimiter is the recommended arrangement: the CORS
+// middleware answers preflights before the limiter sees them, and its
+// headers reach the 429, so a page can read the denial.
+func TestCORSOutsideTheLimiter(t *testing.T) {
+	svc, _ := newService(t, cfg(hotlimit.FixedWindow, 1, time.Minute), 0)
+	cors := func(next http.Handler) http.Handler {
+		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			w.Header().Set("Access-Control-Allow-Origin", "*")
+			w.Header().Set("Access-Control-Expose-Headers", "RateLimit, RateLimit-Policy, Retry-After")
+			if httplimit.IsPreflight(r) {
+				w.WriteHeader(http.StatusNoContent)
+				return
+			}
+			next.ServeHTTP(w, r)
+		})
+	}
+	h := cors(httplimit.New(svc)(ok))
+	post := func() *httptest.ResponseRecorder {
+		r := httptest.NewRequest(http.MethodPost, "/api/data", nil)
+		r.RemoteAddr = "192.0.2.1:1"
+		r.Header.Set("Origin", "https://app.example")
+		return serve(h, r)
+	}
+	require.Equal(t, http.StatusNoContent, serve(h, preflight("/api/data", "192.0.2.1:1")).Code)
+	assert.Equal(t, http.StatusOK, post().Code, "the preflight spent nothing")
+	denied := post()
+	assert.Equal(t, http.StatusTooManyRequests, denied.Code)
+	assert.Equal(t, "*", denied.Header().Get("Access-Control-Allow-Origin"), "the page can read the 429")
+	assert.NotEmpty(t, denied.Header().Get("Retry-After"))
+}
+
+// TestEndedRequestSpendsNoQuota: a request whose context has already ended
+// (its client left, its deadline passed) reaches the middleware. It must not
+// be served, and must take nothing: the client's next request, on the
+// quota of one, still passes.
+func TestEndedRequestSpendsNoQuota(t *testing.T) {
+	expired, cancelExpired := context.WithDeadline(context.Background(), time.Unix(0, 0))
+	defer cancelExpired()
+	canceled, cancel := context.WithCancel(context.Background())
+	cancel()
+	for name, ctx := range map[string]context.Context{"canceled": canceled, "deadline": expired} {
+		t.Run(name, func(t *testing.T) {
+			svc, _ := newService(t, cfg(hotlimit.FixedWindow, 1, time.Minute), 0)
+			var served int
+			var events []httplimit.Event
+			next := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { served++; ok(w, r) })
+			h := httplimit.New(svc, httplimit.WithObserver(func(e httplimit.Event) { events = append(events, e) }))(next)
+
+			w := serve(h, get("/", "192.0.2.1:1").WithContext(ctx))
+			assert.Equal(t, http.StatusServiceUnavailable, w.Code)
+			assert.Contains(t, w.Body.String(), "ended before it was served")
+			assert.Empty(t, w.Header().Get("RateLimit"), "no limiter decided")
+			assert.Empty(t, w.Header().Get("Retry-After"))
+			assert.Zero(t, served, "an ended request is not served")
+			require.Len(t, events, 1)
+			assert.ErrorIs(t, events[0].Err, ctx.Err())
+			assert.False(t, events[0].Decision.Allowed)
+
+			assert.Equal(t, http.StatusOK, serve(h, get("/", "192.0.2.1:1")).Code, "the ended request took nothing")
+			assert.Equal(t, 1, served)
+		})
+	}
+}
+
+// cancelingLimiter is a limiter on a backend that cannot decide, whose
+// failure policy passes, asked while the request's client leaves: it cancels
+// the request's context before it answers.
+type cancelingLimiter struct{ cancel context.CancelFunc }
+
+func (l *cancelingLimiter) Allow(string) bool { return true }
+func (l *cancelingLimiter) Take(string, int) hotlimit.Decision {
+	return hotlimit.Decision{Allowed: true, Limit: 1}
+}
+func (l *cancelingLimiter) TakeContext(ctx context.Context, _ string, _ int) (hotlimit.Decision, error) {
+	l.cancel()
+	return hotlimit.Decision{Allowed: true, Limit: 1}, ctx.Err()
+}
+
+// TestFailOpenPassOfAnEndedRequestIsNotServed: a client sends a request and
+// drops it while the middleware asks a limiter that cannot decide (a Redis
+// call cut short by the request's context). A failing-open policy passes
+// it; serving it would run the handler for a request no limiter counted, so
+// a client could reach it without limit by dropping each request at once.
+func TestFailOpenPassOfAnEndedRequestIsNotServed(t *testing.T) {
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	lim := &cancelingLimiter{cancel: cancel}
+	svc, err := service.New(cfg(hotlimit.FixedWindow, 1, time.Second),
+		hotlimit.WithFactory(func(hotlimit.Config, ...hotlimit.Option) (hotlimit.Limiter, error) { return lim, nil }))
+	require.NoError(t, err)
+	var served int
+	next := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { served++ })
+	w := serve(httplimit.New(svc)(next), get("/", "192.0.2.1:1").WithContext(ctx))
+	assert.Zero(t, served)
+	assert.Equal(t, http.StatusServiceUnavailable, w.Code)
+
+	// Under a dry run it is served, as every request is.
+	ctx2, cancel2 := context.WithCancel(context.Background())
+	defer cancel2()
+	lim.cancel = cancel2
+	serve(httplimit.New(svc, httplimit.WithDryRun(true))(next), get("/", "192.0.2.1:1").WithContext(ctx2))
+	assert.Error(t, ctx2.Err(), "the request ended while the limiter was asked")
+	assert.Equal(t, 1, served)
+}
+
+// TestRespelledPathCannotEscapeItsRoute re-spells the paths of a ServeMux's
+// routes (a trailing slash added or dropped, another case, repeated slashes,
+// dot segments, percent-encoding) and sends each, once the route's quota of
+// one is spent, with the middleware around the mux and inside it around a
+// plain handler. Whatever spelling reaches a route's handler must count
+// against that route's quota, so none may be served; what the mux serves by
+// no route (404, a redirect) never reaches a handler.
+func TestRespelledPathCannotEscapeItsRoute(t *testing.T) {
+	routes := []string{"/login", "/dir/", "GET /search"}
+	spellings := []string{
+		"/login", "/login/", "/Login", "/LOGIN", "//login", "/./login", "/x/../login", "/%6Cogin", "/login?a=1",
+		"/dir/", "/dir", "/Dir/", "/dir//", "/dir/x", "/dir/./x", "/DIR/x",
+		"/search", "/search/", "/Search", "//search", "/%73earch",
+	}
+	for _, arrangement := range []string{"around the mux", "inside the mux"} {
+		t.Run(arrangement, func(t *testing.T) {
+			svc, _ := newService(t, cfg(hotlimit.FixedWindow, 100, time.Minute), 0)
+			for _, route := range routes {
+				require.NoError(t, svc.ConfigureAPI(route, cfg(hotlimit.FixedWindow, 1, time.Minute)))
+			}
+			var servedBy string
+			limit := httplimit.New(svc)
+			mux := http.NewServeMux()
+			for _, route := range routes {
+				var h http.Handler = http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { servedBy = route })
+				if arrangement == "inside the mux" {
+					h = limit(h)
+				}
+				mux.Handle(route, h)
+			}
+			h := http.Handler(mux)
+			if arrangement == "around the mux" {
+				h = limit(mux)
+			}
+			// Spend each route's quota.
+			for _, p := range []string{"/login", "/dir/", "/search"} {
+				servedBy = ""
+				w := serve(h, get(p, "192.0.2.1:1"))
+				require.Equal(t, http.StatusOK, w.Code, p)
+				require.NotEmpty(t, servedBy, p)
+			}
+			for _, p := range spellings {
+				servedBy = ""
+				w := serve(h, get(p, "192.0.2.1:1"))
+				assert.Empty(t, servedBy, "%s: served by %q past its quota (status %d)", p, servedBy, w.Code)
+			}
+		})
+	}
+}
+
+// TestPlainHandlerPathIsExact: with no mux, the API is the path as a
+// ServeMux routes it, case and trailing slash kept; a handler that folds
+// them gets the same folding from WithAPI, and its spellings share a quota.
+func TestPlainHandlerPathIsExact(t *testing.T) {
+	svc, _ := newService(t, cfg(hotlimit.FixedWindow, 1, time.Minute), 0)
+	h := httplimit.New(svc)(ok)
+	for _, p := range []string{"/login", "/login/", "/Login"} {
+		assert.Equal(t, http.StatusOK, serve(h, get(p, "192.0.2.1:1")).Code, "%s: a path of its own", p)
+	}
+
+	svc, _ = newService(t, cfg(hotlimit.FixedWindow, 1, time.Minute), 0)
+	folded := func(r *http.Request) (string, bool) {
+		p, found := httplimit.RoutePattern(nil)(r)
+		return strings.ToLower(strings.TrimSuffix(p, "/")), found
+	}
+	h = httplimit.New(svc, httplimit.WithAPI(folded))(ok)
+	var codes []int
+	for _, p := range []string{"/login", "/login/", "/Login"} {
+		codes = append(codes, serve(h, get(p, "192.0.2.1:1")).Code)
+	}
+	assert.Equal(t, []int{200, 429, 429}, codes)
+}
+
+// TestBurstDenialSaysTheBurst: the problem detail of a token bucket with a
+// burst names the burst, the q its RateLimit-Policy advertises.
+func TestBurstDenialSaysTheBurst(t *testing.T) {
+	c := cfg(hotlimit.TokenBucket, 5, time.Second)
+	c.Burst = 20
+	svc, _ := newService(t, c, 0)
+	h := httplimit.New(svc)(ok)
+	for i := range 20 {
+		require.Equal(t, http.StatusOK, serve(h, get("/", "192.0.2.1:1")).Code, "request %d of the burst", i)
+	}
+	w := serve(h, get("/", "192.0.2.1:1"))
+	require.Equal(t, http.StatusTooManyRequests, w.Code)
+	assert.Equal(t, `"tokenbucket-5-1s-burst20";q=20;w=4`, w.Header().Get("RateLimit-Policy"))
+	assert.Contains(t, w.Body.String(), `(5 requests per 1s, bursts of 20) exceeded`)
+}
+
+// TestLongPathKeyIsBounded: with no mux, a client invents a new path of
+// 64 KiB with each request. Each key is held as long as its state, so it
+// must not hold the path: a path past 256 bytes is keyed by its digest,
+// bounded in length, while distinct paths keep distinct quotas and a path of
+// 256 bytes is kept as it is.
+func TestLongPathKeyIsBounded(t *testing.T) {
+	svc, _ := newService(t, cfg(hotlimit.FixedWindow, 1, time.Minute), 0)
+	var apis []string
+	h := httplimit.New(svc, httplimit.WithObserver(func(e httplimit.Event) { apis = append(apis, e.API) }))(ok)
+	long := "/" + strings.Repeat("a", 64<<10)
+	var codes []int
+	for _, p := range []string{long + "1", long + "2", long + "1"} {
+		codes = append(codes, serve(h, get(p, "192.0.2.1:1")).Code)
+	}
+	assert.Equal(t, []int{200, 200, 429}, codes, "distinct paths, distinct quotas; the same path, the same")
+	require.Len(t, apis, 3)
+	assert.NotEqual(t, apis[0], apis[1])
+	assert.Equal(t, apis[0], apis[2])
+	for _, api := range apis {
+		assert.LessOrEqual(t, len(api), 400, "the key does not hold the path")
+		assert.True(t, strings.HasPrefix(api, long[:256]), "it starts as the path does, for whoever reads it")
+	}
+
+	edge := "/" + strings.Repeat("b", 255)
+	r := get("/", "192.0.2.1:1")
+	r.URL.Path = edge
+	api, found := httplimit.RoutePattern(nil)(r)
+	assert.True(t, found)
+	assert.Equal(t, edge, api, "a path of 256 bytes is kept")
+}
+
+// TestHeadSharesTheQuotaOfGet: a ServeMux serves HEAD by the GET pattern, so
+// a HEAD request counts against it (it runs the same handler) and is denied
+// like GET, with the same fields, over a real connection that carries no
+// body for HEAD.
+func TestHeadSharesTheQuotaOfGet(t *testing.T) {
+	svc, _ := newService(t, cfg(hotlimit.FixedWindow, 100, time.Minute), 0)
+	require.NoError(t, svc.ConfigureAPI("GET /search", cfg(hotlimit.FixedWindow, 1, time.Minute)))
+	mux := http.NewServeMux()
+	mux.Handle("GET /search", ok)
+	srv := httptest.NewServer(httplimit.New(svc, httplimit.WithUser(httplimit.Header("X-Key")))(mux))
+	defer srv.Close()
+	do := func(method string) *http.Response {
+		req, err := http.NewRequest(method, srv.URL+"/search", nil)
+		require.NoError(t, err)
+		req.Header.Set("X-Key", "k")
+		resp, err := srv.Client().Do(req)
+		require.NoError(t, err)
+		require.NoError(t, resp.Body.Close())
+		return resp
+	}
+	assert.Equal(t, http.StatusOK, do(http.MethodHead).StatusCode)
+	resp := do(http.MethodGet)
+	assert.Equal(t, http.StatusTooManyRequests, resp.StatusCode, "the HEAD spent the GET route's quota")
+	head := do(http.MethodHead)
+	assert.Equal(t, http.StatusTooManyRequests, head.StatusCode)
+	assert.Equal(t, resp.Header.Get("RateLimit-Policy"), head.Header.Get("RateLimit-Policy"))
+	assert.NotEmpty(t, head.Header.Get("Retry-After"))
+}
