@@ -46,7 +46,10 @@ type Source struct {
 	// on its own.
 	Rule string
 	// Policy is the limit that decided: for a rule of several limits, the one
-	// that denied, or else the most restrictive by remaining share.
+	// that denied, or else the most constrained, with the least share of its
+	// capacity left (Remaining/[Config.Capacity]), whose Remaining and
+	// capacity give the Event's Outcome: near the limit when any limit of
+	// the rule is.
 	Policy Config
 }
 

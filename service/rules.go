@@ -191,8 +191,8 @@ func (ru *rule) take(cache *keyCache, user, api string, n int) (hotlimit.Decisio
 		kb = getKeyBuf()
 		defer kb.put()
 	}
-	d, i, shadow, _ := ru.multi.take(nil, keys{cache: cache, buf: kb, user: user, api: api}, n)
-	return ru.several(d, i, shadow, n)
+	d, i, rem, shadow, _ := ru.multi.take(nil, keys{cache: cache, buf: kb, user: user, api: api}, n)
+	return ru.several(d, i, rem, shadow, n)
 }
 
 // observeAllow finishes a decision of Allow that the limiter reported with
@@ -240,11 +240,18 @@ func (ru *rule) one(d hotlimit.Decision, n int) (hotlimit.Decision, hotlimit.Con
 }
 
 // several finishes the decision d of a rule of several limits on n requests:
-// decider is the limit that decided, shadow the first limit in shadow mode
-// that would have denied it, or -1.
-func (ru *rule) several(d hotlimit.Decision, decider, shadow, n int) (hotlimit.Decision, hotlimit.Config) {
+// decider is the limit that decided and remaining its own Remaining, shadow
+// the first limit in shadow mode that would have denied it, or -1. The
+// outcome is the decider's: near the limit when its own Remaining is at most
+// the near-limit share of its own capacity, which, as the decider is the
+// limit with the least share of its capacity left, is when any limit is.
+// d's Remaining, the least of the limits', may be another limit's, of
+// another capacity, and would misclassify.
+func (ru *rule) several(d hotlimit.Decision, decider, remaining, shadow, n int) (hotlimit.Decision, hotlimit.Config) {
 	if ru.obs != nil {
-		outcome := hotlimit.ClassifyCapacity(d, false, ru.near, ru.multi.limits[decider].Capacity())
+		own := d
+		own.Remaining = remaining
+		outcome := hotlimit.ClassifyCapacity(own, false, ru.near, ru.multi.limits[decider].Capacity())
 		e := hotlimit.Event{Source: ru.sources[decider], Outcome: outcome, N: n, Decision: d}
 		if d.Allowed && shadow >= 0 {
 			e.Source, e.Outcome = ru.sources[shadow], hotlimit.OutcomeShadowDenied
@@ -277,8 +284,8 @@ func (ru *rule) takeContext(ctx context.Context, cache *keyCache, user, api stri
 		d, c := ru.one(ru.lim.Take(key, n), n)
 		return d, c, nil
 	}
-	d, i, shadow, err := ru.multi.take(ctx, k, n)
-	d, c := ru.several(d, i, shadow, n)
+	d, i, rem, shadow, err := ru.multi.take(ctx, k, n)
+	d, c := ru.several(d, i, rem, shadow, n)
 	return d, c, err
 }
 
