@@ -1,0 +1,292 @@
+package hotlimitprom_test
+
+import (
+	"net/http"
+	"net/http/httptest"
+	"sort"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+	dto "github.com/prometheus/client_model/go"
+	"github.com/prometheus/common/expfmt"
+	"github.com/prometheus/common/model"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/hotlimit/hotlimit"
+	"github.com/hotlimit/hotlimit/hotlimitprom"
+	"github.com/hotlimit/hotlimit/service"
+)
+
+// operatorRules are the rules of the operator's trial: a default of one
+// limit, an allow-listed user, a rule of two limits and a rule with a limit
+// in shadow mode.
+const operatorRules = `{
+  "default": [{"algorithm": "TokenBucket", "limit": 5, "window": "1s"}],
+  "users":   {"partner": [{"algorithm": "Unlimited"}]},
+  "apis": {
+    "GET /pay": [{"algorithm": "TokenBucket", "limit": 10, "window": "1s", "burst": 20},
+                 {"algorithm": "FixedWindow", "limit": 100, "window": "1m", "scope": "api"}],
+    "GET /new": [{"algorithm": "FixedWindow", "limit": 10, "window": "1m"},
+                 {"algorithm": "FixedWindow", "limit": 2, "window": "1m", "shadow": true}]
+  }
+}`
+
+// scrape is one scrape of /metrics, parsed: the value of each series by
+// metric name and its labels, written as `name{l="v",...}` with the labels
+// sorted, as the exposition format writes them.
+type scrape struct {
+	series map[string]float64
+	types  map[string]dto.MetricType
+	labels map[string][]string // metric name -> label names, sorted, of its series
+}
+
+// get returns the series of name with labels (in the order name=value, ...).
+func (s scrape) get(t *testing.T, name string, labels ...string) float64 {
+	t.Helper()
+	key := seriesKey(name, labels...)
+	v, ok := s.series[key]
+	require.True(t, ok, "no series %s in the scrape", key)
+	return v
+}
+
+// sum adds the series of name whose labels include labels, as PromQL's
+// sum(name{labels}) does.
+func (s scrape) sum(name string, labels ...string) float64 {
+	total := 0.0
+	for key, v := range s.series {
+		if !strings.HasPrefix(key, name+"{") {
+			continue
+		}
+		ok := true
+		for i := 0; i < len(labels); i += 2 {
+			if !strings.Contains(key, labels[i]+"="+`"`+labels[i+1]+`"`) {
+				ok = false
+			}
+		}
+		if ok {
+			total += v
+		}
+	}
+	return total
+}
+
+func seriesKey(name string, labels ...string) string {
+	pairs := make([]string, 0, len(labels)/2)
+	for i := 0; i < len(labels); i += 2 {
+		pairs = append(pairs, labels[i]+"="+`"`+labels[i+1]+`"`)
+	}
+	sort.Strings(pairs)
+	return name + "{" + strings.Join(pairs, ",") + "}"
+}
+
+// scrapeOver GETs url and parses the text exposition format.
+func scrapeOver(t *testing.T, url string) scrape {
+	t.Helper()
+	res, err := http.Get(url)
+	require.NoError(t, err)
+	defer res.Body.Close()
+	require.Equal(t, http.StatusOK, res.StatusCode)
+	parser := expfmt.NewTextParser(model.UTF8Validation)
+	families, err := parser.TextToMetricFamilies(res.Body)
+	require.NoError(t, err)
+	out := scrape{series: map[string]float64{}, types: map[string]dto.MetricType{}, labels: map[string][]string{}}
+	for name, f := range families {
+		out.types[name] = f.GetType()
+		for _, m := range f.GetMetric() {
+			var labels, names []string
+			for _, l := range m.GetLabel() {
+				labels = append(labels, l.GetName(), l.GetValue())
+				names = append(names, l.GetName())
+			}
+			sort.Strings(names)
+			out.labels[name] = names
+			v := m.GetCounter().GetValue()
+			if f.GetType() == dto.MetricType_GAUGE {
+				v = m.GetGauge().GetValue()
+			}
+			out.series[seriesKey(name, labels...)] = v
+		}
+	}
+	return out
+}
+
+// operator is a service on the trial's rules, reporting to Prometheus
+// metrics served over HTTP, on a clock the test moves.
+type operator struct {
+	svc *service.Service
+	m   *hotlimitprom.Metrics
+	url string
+	now *atomic.Int64
+}
+
+func newOperator(t *testing.T, rulesJSON string) *operator {
+	t.Helper()
+	rules, err := service.LoadRules(strings.NewReader(rulesJSON))
+	require.NoError(t, err)
+	m := hotlimitprom.New()
+	reg := prometheus.NewPedanticRegistry()
+	require.NoError(t, reg.Register(m))
+	srv := httptest.NewServer(promhttp.HandlerFor(reg, promhttp.HandlerOpts{}))
+	t.Cleanup(srv.Close)
+	now := new(atomic.Int64)
+	now.Store(int64(time.Hour))
+	svc, err := service.NewFromRules(rules, hotlimit.WithClock(now.Load), hotlimit.WithObserver(m))
+	require.NoError(t, err)
+	m.WatchKeys("api", svc.Len)
+	return &operator{svc: svc, m: m, url: srv.URL + "/metrics", now: now}
+}
+
+// tally is what the callers saw, by rule: the ground truth the metrics must
+// match.
+type tally struct {
+	decisions, requests, deniedRequests, deniedDecisions float64
+}
+
+// TestOperatorTrialMetricsAndQueries drives a known sequence through a
+// service on rules read from JSON (a default, an allow-listed user, a rule
+// of two limits, a rule with a limit in shadow mode, and TakeWith plans),
+// scrapes /metrics over HTTP, and checks every metric the README documents:
+// its name, type, labels and values, and what the README's queries compute
+// on two scrapes against what the callers saw.
+func TestOperatorTrialMetricsAndQueries(t *testing.T) {
+	op := newOperator(t, operatorRules)
+	svc := op.svc
+	plan := hotlimit.Config{Algorithm: hotlimit.TokenBucket, Limit: 3, Window: time.Second}
+	bigPlan := hotlimit.Config{Algorithm: hotlimit.FixedWindow, Limit: 50, Window: time.Minute}
+
+	// Warm-up: one decision per rule, so that the first scrape holds every
+	// series at its starting value, as a rate() over a live service sees it.
+	require.True(t, svc.Allow("warm", "GET /"))
+	require.True(t, svc.Allow("partner", "GET /"))
+	require.True(t, svc.Take("warm", "GET /pay", 1).Allowed)
+	require.True(t, svc.Take("warm", "GET /new", 1).Allowed)
+	_, err := svc.TakeWith("warm", "GET /", bigPlan, 1)
+	require.NoError(t, err)
+	before := scrapeOver(t, op.url)
+
+	truth := map[string]*tally{}
+	record := func(rule string, n int, passed bool) {
+		tl := truth[rule]
+		if tl == nil {
+			tl = &tally{}
+			truth[rule] = tl
+		}
+		tl.decisions++
+		tl.requests += float64(n)
+		if !passed {
+			tl.deniedDecisions++
+			tl.deniedRequests += float64(n)
+		}
+	}
+
+	// default, TokenBucket 5/s: alice's 7 calls pass with Remaining 4 3 2
+	// (allowed), 1 0 (near: at most 20% of 5), then 2 denials.
+	for range 7 {
+		record("default", 1, svc.Allow("alice", "GET /"))
+	}
+	// The allow-listed user never meets a limit: 50 allowed.
+	for range 25 {
+		record(`users["partner"]`, 2, svc.Take("partner", "GET /", 2).Allowed)
+	}
+	// GET /pay, 10/s burst 20 per pair and 100/min per api: bob takes 4
+	// at a time: Remaining 16 12 8 (allowed), 4 0 (near: at most 20% of
+	// the burst 20), then denied.
+	for range 6 {
+		record(`apis["GET /pay"]`, 4, svc.Take("bob", "GET /pay", 4).Allowed)
+	}
+	// GET /new, 10/min enforced and 2/min in shadow mode: carol's 6 calls
+	// all pass; the shadow limit would have denied the last 4 (Remaining
+	// 1, 0, then none); the enforced limit has Remaining 9..4 (allowed).
+	for range 6 {
+		record(`apis["GET /new"]`, 1, svc.Allow("carol", "GET /new"))
+	}
+	// TakeWith a plan of 3/s: 2 pass (Remaining 1: allowed, since 1 > 0.6),
+	// 2 denied; a second plan counts apart and passes.
+	for range 2 {
+		d, err := svc.TakeWith("dave", "GET /", plan, 2)
+		require.NoError(t, err)
+		record(service.OverrideRule, 2, d.Allowed)
+	}
+	d, err := svc.TakeWith("dave", "GET /", bigPlan, 1)
+	require.NoError(t, err)
+	record(service.OverrideRule, 1, d.Allowed)
+
+	after := scrapeOver(t, op.url)
+
+	// Names, types and labels, as the README's table documents them.
+	for name, labels := range map[string][]string{
+		"hotlimit_decisions_total": {"outcome", "rule"},
+		"hotlimit_requests_total":  {"outcome", "rule"},
+		"hotlimit_keys":            {"limiter"},
+	} {
+		require.Contains(t, after.types, name)
+		assert.Equal(t, labels, after.labels[name], name)
+	}
+	assert.Equal(t, dto.MetricType_COUNTER, after.types["hotlimit_decisions_total"])
+	assert.Equal(t, dto.MetricType_COUNTER, after.types["hotlimit_requests_total"])
+	assert.Equal(t, dto.MetricType_GAUGE, after.types["hotlimit_keys"])
+	assert.Equal(t, float64(svc.Len()), after.get(t, "hotlimit_keys", "limiter", "api"))
+	// Keys held: warm and alice under the default, bob's pair and the api
+	// key of GET /pay, carol's pair under each limit of GET /new (the
+	// shadow limit is a limiter of its own), warm's under GET /pay and GET
+	// /new (two under /pay), and the plans' (warm's and dave's under the
+	// big one, dave's under the small one).
+	assert.Equal(t, 2.0+2+1+2+2+2+1, after.get(t, "hotlimit_keys", "limiter", "api"))
+
+	delta := func(name string, labels ...string) float64 {
+		return after.sum(name, labels...) - before.sum(name, labels...)
+	}
+	wantOutcomes := map[string]map[string]float64{ // decisions, by rule and outcome
+		"default":            {"allowed": 3, "near_limit": 2, "denied": 2, "shadow_denied": 0},
+		`users["partner"]`:   {"allowed": 25, "near_limit": 0, "denied": 0, "shadow_denied": 0},
+		`apis["GET /pay"]`:   {"allowed": 3, "near_limit": 2, "denied": 1, "shadow_denied": 0},
+		`apis["GET /new"]`:   {"allowed": 2, "near_limit": 0, "denied": 0, "shadow_denied": 4},
+		service.OverrideRule: {"allowed": 2, "near_limit": 0, "denied": 1, "shadow_denied": 0},
+	}
+	for rule, outcomes := range wantOutcomes {
+		for outcome, want := range outcomes {
+			assert.Equal(t, want, delta("hotlimit_decisions_total", "rule", rule, "outcome", outcome), "%s %s", rule, outcome)
+		}
+		tl := truth[rule]
+		require.NotNil(t, tl, rule)
+		assert.Equal(t, tl.decisions, delta("hotlimit_decisions_total", "rule", rule), rule)
+		assert.Equal(t, tl.requests, delta("hotlimit_requests_total", "rule", rule), rule)
+	}
+
+	// The README's queries, on rates over the window between the scrapes
+	// (the window cancels out of the shares).
+	window := 60.0
+	rate := func(name string, labels ...string) float64 { return delta(name, labels...) / window }
+	for rule, tl := range truth {
+		// share of requests denied, per rule
+		denied := rate("hotlimit_requests_total", "rule", rule, "outcome", "denied") / rate("hotlimit_requests_total", "rule", rule)
+		assert.InDelta(t, tl.deniedRequests/tl.requests, denied, 1e-9, "denied share of %s", rule)
+		// share of decisions denied
+		deniedDecisions := rate("hotlimit_decisions_total", "rule", rule, "outcome", "denied") / rate("hotlimit_decisions_total", "rule", rule)
+		assert.InDelta(t, tl.deniedDecisions/tl.decisions, deniedDecisions, 1e-9, "denied decisions of %s", rule)
+	}
+	// rules running close to their limit: those whose near_limit rate is
+	// above zero.
+	var near []string
+	for rule := range wantOutcomes {
+		if rate("hotlimit_decisions_total", "rule", rule, "outcome", "near_limit") > 0 {
+			near = append(near, rule)
+		}
+	}
+	sort.Strings(near)
+	assert.Equal(t, []string{`apis["GET /pay"]`, "default"}, near)
+	// near-limit share: the share of decisions that passed close to the
+	// limit, per rule.
+	assert.InDelta(t, 2.0/7, rate("hotlimit_decisions_total", "rule", "default", "outcome", "near_limit")/
+		rate("hotlimit_decisions_total", "rule", "default"), 1e-9)
+	// shadow mode's would-be denials: what enforcing the limit would deny,
+	// as a share of the rule's requests.
+	assert.InDelta(t, 4.0/6, rate("hotlimit_requests_total", "rule", `apis["GET /new"]`, "outcome", "shadow_denied")/
+		rate("hotlimit_requests_total", "rule", `apis["GET /new"]`), 1e-9)
+	assert.Zero(t, truth[`apis["GET /new"]`].deniedRequests, "a shadow limit denies no caller")
+}
