@@ -1,8 +1,10 @@
 package hotlimitprom_test
 
 import (
+	"context"
 	"net/http"
 	"net/http/httptest"
+	"os"
 	"sort"
 	"strings"
 	"sync/atomic"
@@ -289,4 +291,104 @@ func TestOperatorTrialMetricsAndQueries(t *testing.T) {
 	assert.InDelta(t, 4.0/6, rate("hotlimit_requests_total", "rule", `apis["GET /new"]`, "outcome", "shadow_denied")/
 		rate("hotlimit_requests_total", "rule", `apis["GET /new"]`), 1e-9)
 	assert.Zero(t, truth[`apis["GET /new"]`].deniedRequests, "a shadow limit denies no caller")
+}
+
+// TestOperatorTrialReload reloads the rules, by Replace and by WatchFile,
+// with a rule removed, one renamed and one whose limit changed, and checks
+// what a scrape shows: no counter of a rule goes down, the series of a rule
+// no longer in force stay at their last value (so rate() over them falls to
+// zero, and a rule that comes back counts on from there), the series of a
+// changed rule count on, and hotlimit_keys follows the keys the service
+// holds, dropping those of the limiters no rule uses any more.
+func TestOperatorTrialReload(t *testing.T) {
+	op := newOperator(t, operatorRules)
+	svc := op.svc
+	for range 7 {
+		svc.Allow("alice", "GET /")
+	}
+	for range 3 {
+		svc.Allow("partner", "GET /")
+		svc.Allow("carol", "GET /new")
+	}
+	before := scrapeOver(t, op.url)
+	require.Equal(t, 7.0, before.sum("hotlimit_decisions_total", "rule", "default"))
+	require.Equal(t, float64(svc.Len()), before.get(t, "hotlimit_keys", "limiter", "api"))
+
+	// The default's limit goes from 5 to 8 per second, the partner's
+	// allow-list is removed, GET /new is renamed GET /v2/new with the same
+	// limits, and GET /pay stays.
+	reloaded := strings.NewReplacer(
+		`"limit": 5,`, `"limit": 8,`,
+		`"users":   {"partner": [{"algorithm": "Unlimited"}]},`, ``,
+		`"GET /new"`, `"GET /v2/new"`,
+	).Replace(operatorRules)
+	require.NotEqual(t, operatorRules, reloaded)
+	dir := t.TempDir()
+	path := dir + "/rules.json"
+	require.NoError(t, os.WriteFile(path, []byte(reloaded), 0o600))
+
+	for _, how := range []string{"Replace", "WatchFile"} {
+		t.Run(how, func(t *testing.T) {
+			if how == "Replace" {
+				rules, err := service.LoadRules(strings.NewReader(reloaded))
+				require.NoError(t, err)
+				require.NoError(t, svc.Replace(rules))
+			} else {
+				// Back to the first rules, then the file.
+				rules, err := service.LoadRules(strings.NewReader(operatorRules))
+				require.NoError(t, err)
+				require.NoError(t, svc.Replace(rules))
+				ctx, cancel := context.WithCancel(context.Background())
+				defer cancel()
+				loaded := make(chan service.Reload, 1)
+				done := make(chan struct{})
+				go func() {
+					defer close(done)
+					svc.WatchFileWith(ctx, path, service.WatchOptions{Interval: time.Hour,
+						OnReload: func(r service.Reload) { loaded <- r },
+						OnError:  func(err error) { t.Error(err) }})
+				}()
+				r := <-loaded // the first read, at once
+				cancel()
+				<-done
+				require.Contains(t, r.Rules.APIs, "GET /v2/new")
+			}
+			mid := scrapeOver(t, op.url)
+			// Nothing went down, nothing was reset, and the removed and
+			// renamed rules' series are still there, unchanged.
+			for key, v := range before.series {
+				if strings.HasPrefix(key, "hotlimit_keys") {
+					continue
+				}
+				got, ok := mid.series[key]
+				if assert.True(t, ok, "%s is gone after the reload", key) {
+					assert.GreaterOrEqual(t, got, v, key)
+				}
+			}
+			assert.Equal(t, before.sum("hotlimit_decisions_total", "rule", `users["partner"]`), mid.sum("hotlimit_decisions_total", "rule", `users["partner"]`))
+			// The keys gauge is the service's: the default's limiter (5/s)
+			// is dropped with alice's key, so it does not count any more.
+			assert.Equal(t, float64(svc.Len()), mid.get(t, "hotlimit_keys", "limiter", "api"))
+			assert.Less(t, mid.get(t, "hotlimit_keys", "limiter", "api"), before.get(t, "hotlimit_keys", "limiter", "api"))
+
+			// Traffic after the reload: the default counts on, under its
+			// new limit (8 more pass for a new key: 8 allowed or near);
+			// partner's requests fall to the default; the renamed rule
+			// counts under its new name.
+			wasDefault := mid.sum("hotlimit_decisions_total", "rule", "default")
+			wasPartner := mid.sum("hotlimit_decisions_total", "rule", `users["partner"]`)
+			wasRenamed := mid.sum("hotlimit_decisions_total", "rule", `apis["GET /v2/new"]`)
+			for range 10 {
+				svc.Allow("erin", "GET /")
+			}
+			svc.Allow("partner", "GET /")
+			svc.Allow("carol", "GET /v2/new")
+			after := scrapeOver(t, op.url)
+			assert.Equal(t, wasDefault+11, after.sum("hotlimit_decisions_total", "rule", "default"))
+			assert.Equal(t, wasPartner, after.sum("hotlimit_decisions_total", "rule", `users["partner"]`), "a removed rule's series stays still")
+			assert.Equal(t, wasRenamed+1, after.sum("hotlimit_decisions_total", "rule", `apis["GET /v2/new"]`))
+			assert.Equal(t, float64(svc.Len()), after.get(t, "hotlimit_keys", "limiter", "api"))
+			before = after
+		})
+	}
 }
