@@ -6,6 +6,7 @@ import (
 	"net/http/httptest"
 	"os"
 	"sort"
+	"strconv"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -40,7 +41,7 @@ const operatorRules = `{
 
 // scrape is one scrape of /metrics, parsed: the value of each series by
 // metric name and its labels, written as `name{l="v",...}` with the labels
-// sorted, as the exposition format writes them.
+// sorted and their values quoted by strconv.Quote.
 type scrape struct {
 	series map[string]float64
 	types  map[string]dto.MetricType
@@ -66,7 +67,7 @@ func (s scrape) sum(name string, labels ...string) float64 {
 		}
 		ok := true
 		for i := 0; i < len(labels); i += 2 {
-			if !strings.Contains(key, labels[i]+"="+`"`+labels[i+1]+`"`) {
+			if !strings.Contains(key, labels[i]+"="+strconv.Quote(labels[i+1])) {
 				ok = false
 			}
 		}
@@ -80,7 +81,7 @@ func (s scrape) sum(name string, labels ...string) float64 {
 func seriesKey(name string, labels ...string) string {
 	pairs := make([]string, 0, len(labels)/2)
 	for i := 0; i < len(labels); i += 2 {
-		pairs = append(pairs, labels[i]+"="+`"`+labels[i+1]+`"`)
+		pairs = append(pairs, labels[i]+"="+strconv.Quote(labels[i+1]))
 	}
 	sort.Strings(pairs)
 	return name + "{" + strings.Join(pairs, ",") + "}"
@@ -391,4 +392,74 @@ func TestOperatorTrialReload(t *testing.T) {
 			before = after
 		})
 	}
+}
+
+// TestOperatorTrialLabelsStayBoundedByTheRules sends requests from
+// thousands of users to thousands of APIs, names made of any bytes (quotes,
+// braces, new lines, invalid UTF-8) and some equal to a rule's, and asks
+// under a hundred TakeWith plans: the scrape's label values are the rules'
+// names and the four outcomes, however many keys and plans there are.
+func TestOperatorTrialLabelsStayBoundedByTheRules(t *testing.T) {
+	op := newOperator(t, operatorRules)
+	svc := op.svc
+	names := []string{"partner", "GET /pay", "GET /new", `apis["GET /pay"]`, "default", "override", "\xff\xfe", "a\"}\n{b=\"c"}
+	users, apis, plans := 2000, 500, 100
+	if testing.Short() {
+		users, apis, plans = 200, 50, 20
+	}
+	name := func(i int) string {
+		if i%7 == 0 {
+			return names[i%len(names)]
+		}
+		return "n" + strconv.Itoa(i) + "\x00\"{}\n" + string(rune(0x10000+i))
+	}
+	for i := range users {
+		svc.Allow(name(i), name(i%apis))
+		svc.Take(name(i), name((i*31)%apis), 2)
+	}
+	for i := range plans {
+		c := hotlimit.Config{Algorithm: hotlimit.Algorithm(1 + i%3), Limit: 1 + i, Window: time.Second, Scope: hotlimit.Scope(i % 4), Shadow: i%2 == 0}
+		_, err := svc.TakeWith(name(i), name(i), c, 1)
+		require.NoError(t, err)
+	}
+	// Invalid plans decide nothing and report nothing.
+	_, err := svc.TakeWith("u", "a", hotlimit.Config{Algorithm: hotlimit.TokenBucket, Limit: -1, Window: time.Second}, 1)
+	require.Error(t, err)
+
+	s := scrapeOver(t, op.url)
+	rules := map[string]bool{"default": true, `users["partner"]`: true, `apis["GET /pay"]`: true, `apis["GET /new"]`: true, service.OverrideRule: true}
+	outcomes := map[string]bool{"allowed": true, "near_limit": true, "denied": true, "shadow_denied": true}
+	seenRules := map[string]bool{}
+	for _, family := range []string{"hotlimit_decisions_total", "hotlimit_requests_total"} {
+		parser := 0
+		for key := range s.series {
+			if !strings.HasPrefix(key, family+"{") {
+				continue
+			}
+			parser++
+			rule, outcome := labelOf(t, key, "rule"), labelOf(t, key, "outcome")
+			assert.True(t, rules[rule], "rule label %q is not a rule's name", rule)
+			assert.True(t, outcomes[outcome], "outcome label %q", outcome)
+			seenRules[rule] = true
+		}
+		assert.Equal(t, len(rules)*len(outcomes), parser, "%s: one series per rule and outcome", family)
+	}
+	assert.Len(t, seenRules, len(rules), "every rule decided")
+	total := 0.0
+	for rule := range rules {
+		total += s.sum("hotlimit_decisions_total", "rule", rule)
+	}
+	assert.Equal(t, float64(2*users+plans), total, "every decision is counted, under some rule")
+}
+
+// labelOf returns the value of the label l in a series key of scrapeOver.
+func labelOf(t *testing.T, key, l string) string {
+	t.Helper()
+	i := strings.Index(key, l+`="`)
+	require.GreaterOrEqual(t, i, 0, "no label %s in %s", l, key)
+	v, err := strconv.QuotedPrefix(key[i+len(l)+1:])
+	require.NoError(t, err)
+	u, err := strconv.Unquote(v)
+	require.NoError(t, err)
+	return u
 }
