@@ -32,13 +32,15 @@ type multi struct {
 	// withContext[i] is children[i] when it takes a context, else nil.
 	withContext []hotlimit.ContextRefunder
 	limits      Limits // limits[i] is what children[i] enforces, with its scope
+	// defBurst is the service's default burst (see capacity).
+	defBurst int
 }
 
 // newMulti returns the multi of limits, enforced by children (children[i]
 // enforces limits[i], without its scope). Every child must be a
 // hotlimit.Refunder, and there may be at most composite.MaxChildren. Errors
 // read after the rule's path: "[1]: ..." names the limit.
-func newMulti(limits Limits, children []hotlimit.Limiter) (*multi, error) {
+func newMulti(limits Limits, children []hotlimit.Limiter, defBurst int) (*multi, error) {
 	if len(children) > composite.MaxChildren {
 		return nil, fmt.Errorf(": %d limits, at most %d: %w", len(children), composite.MaxChildren, hotlimit.ErrInvalidConfig)
 	}
@@ -51,6 +53,7 @@ func newMulti(limits Limits, children []hotlimit.Limiter) (*multi, error) {
 		children:    make([]hotlimit.Refunder, len(children)),
 		withContext: make([]hotlimit.ContextRefunder, len(children)),
 		limits:      make(Limits, len(children)),
+		defBurst:    defBurst,
 	}
 	for to, from := range order {
 		r, ok := children[from].(hotlimit.Refunder)
@@ -266,7 +269,18 @@ func merge(d, cd hotlimit.Decision, first bool) hotlimit.Decision {
 // the one hotlimit.ClassifyCapacity calls near the limit, so the limit with
 // the least share is near its limit whenever any limit is.
 func (m *multi) lessShare(i int, a hotlimit.Decision, j int, b hotlimit.Decision) bool {
-	return lessShare(a.Remaining, m.limits[i].Capacity(), b.Remaining, m.limits[j].Capacity())
+	return lessShare(a.Remaining, capacity(m.limits[i], m.defBurst), b.Remaining, capacity(m.limits[j], m.defBurst))
+}
+
+// capacity is c's [hotlimit.Config.Capacity] as the service's limiters
+// enforce it: a token bucket or GCRA that sets no burst of its own takes
+// the service's default, defBurst ([hotlimit.WithBurst] among its options),
+// when there is one.
+func capacity(c hotlimit.Config, defBurst int) int {
+	if c.Burst == 0 && defBurst > 0 && c.Algorithm.HasBurst() {
+		return defBurst
+	}
+	return c.Capacity()
 }
 
 // lessShare reports whether ra/ca < rb/cb, compared exactly in 128 bits (a

@@ -637,3 +637,50 @@ func TestSeveralLimitsDecideByTheShareOfTheirCapacity(t *testing.T) {
 		assert.Equal(t, hotlimit.TokenBucket, last.Policy.Algorithm, api)
 	}
 }
+
+// TestNearLimitIsAShareOfTheServicesDefaultBurst: a token bucket that sets
+// no burst of its own takes the service's (hotlimit.WithBurst), and its
+// near-limit share, alone or in a rule of several limits, is of that burst:
+// with 10/s and a default burst of 20, Remaining 4 is near the limit.
+func TestNearLimitIsAShareOfTheServicesDefaultBurst(t *testing.T) {
+	bucket := hotlimit.Config{Algorithm: hotlimit.TokenBucket, Limit: 10, Window: time.Second}
+	perMinute := hotlimit.Config{Algorithm: hotlimit.TokenBucket, Limit: 100, Window: time.Minute, Burst: 100}
+	var last hotlimit.Event
+	obs := hotlimit.ObserverFunc(func(e hotlimit.Event) { last = e })
+	clock, _ := frozen(int64(time.Hour))
+	s, err := service.NewFromRules(service.Rules{
+		Default: service.Limits{bucket},
+		APIs:    map[string]service.Limits{"several": {perMinute, bucket}},
+	}, clock, hotlimit.WithObserver(obs), hotlimit.WithBurst(20))
+	require.NoError(t, err)
+	for _, api := range []string{"one", "several"} {
+		for step, want := range []struct {
+			remaining int
+			outcome   hotlimit.Outcome
+		}{
+			{16, hotlimit.OutcomeAllowed},
+			{12, hotlimit.OutcomeAllowed},
+			{8, hotlimit.OutcomeAllowed},
+			{4, hotlimit.OutcomeNearLimit}, // 20% of the burst 20
+			{0, hotlimit.OutcomeNearLimit},
+		} {
+			d, policy := s.TakePolicy("u", api, 4)
+			require.True(t, d.Allowed, "%s step %d", api, step)
+			assert.Equal(t, want.remaining, d.Remaining, "%s step %d", api, step)
+			assert.Equal(t, want.outcome, last.Outcome, "%s step %d", api, step)
+			assert.Equal(t, bucket, policy, "%s step %d: 16/20 left is less than 96/100", api, step)
+		}
+	}
+	// Allow's path without Take.
+	for range 3 {
+		s.Allow("v", "one")
+	}
+	ok := s.Allow("v", "one") // Remaining 16: allowed
+	require.True(t, ok)
+	assert.Equal(t, hotlimit.OutcomeAllowed, last.Outcome)
+	for range 12 {
+		s.Allow("v", "one")
+	}
+	s.Allow("v", "one") // Remaining 3
+	assert.Equal(t, hotlimit.OutcomeNearLimit, last.Outcome)
+}

@@ -302,7 +302,7 @@ func (s *Service) override(c hotlimit.Config) (*rule, error) {
 		lim, _ = s.overrideLimiters.LoadOrStore(u, built)
 	}
 	ru := &rule{limits: Limits{c}, lim: lim, scope: c.Scope, transient: copiesKeys(lim),
-		name: OverrideRule, obs: o.Observer, near: o.NearLimit, slow: o.Observer != nil || c.Shadow}
+		name: OverrideRule, obs: o.Observer, near: o.NearLimit, defBurst: o.Burst, slow: o.Observer != nil || c.Shadow}
 	ru.setFast()
 	ru.setSources()
 	ru, _ = s.overrides.LoadOrStore(c, ru)
