@@ -29,6 +29,11 @@
 // is removed or the Metrics closed (see [Metrics.Close]), so that a Metrics
 // no longer used does not keep a service alive through its meter.
 //
+// A reload of the service's rules resets nothing: a rule whose limits
+// change counts on under the same attributes, a rule removed or renamed
+// keeps its last cumulative value, and hotlimit.key.count, read at each
+// collection, drops the keys of a limiter the reload dropped.
+//
 // Several services may share one Metrics: their rules are counted by name,
 // so two services' "default" rules add up, and each needs a limiter name of
 // its own in WatchKeys. To tell them apart, give each a Metrics on a Meter

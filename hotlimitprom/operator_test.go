@@ -219,12 +219,20 @@ func TestOperatorTrialMetricsAndQueries(t *testing.T) {
 	require.NoError(t, err)
 	record(service.OverrideRule, 1, d.Allowed)
 
+	// Fallbacks come from redislimit, a module of its own: reported here
+	// as it reports them, one per documented reason.
+	reasons := []string{"timeout", "breaker_open", "canceled", "clock_range", "error"}
+	for _, reason := range reasons {
+		op.m.ObserveFallback(hotlimit.Fallback{Backend: "redis", Reason: reason})
+	}
+
 	after := scrapeOver(t, op.url)
 
 	// Names, types and labels, as the README's table documents them.
 	for name, labels := range map[string][]string{
 		"hotlimit_decisions_total": {"outcome", "rule"},
 		"hotlimit_requests_total":  {"outcome", "rule"},
+		"hotlimit_fallbacks_total": {"backend", "reason"},
 		"hotlimit_keys":            {"limiter"},
 	} {
 		require.Contains(t, after.types, name)
@@ -232,7 +240,11 @@ func TestOperatorTrialMetricsAndQueries(t *testing.T) {
 	}
 	assert.Equal(t, dto.MetricType_COUNTER, after.types["hotlimit_decisions_total"])
 	assert.Equal(t, dto.MetricType_COUNTER, after.types["hotlimit_requests_total"])
+	assert.Equal(t, dto.MetricType_COUNTER, after.types["hotlimit_fallbacks_total"])
 	assert.Equal(t, dto.MetricType_GAUGE, after.types["hotlimit_keys"])
+	for _, reason := range reasons {
+		assert.Equal(t, 1.0, after.get(t, "hotlimit_fallbacks_total", "backend", "redis", "reason", reason), reason)
+	}
 	assert.Equal(t, float64(svc.Len()), after.get(t, "hotlimit_keys", "limiter", "api"))
 	// Keys held: warm and alice under the default, bob's pair and the api
 	// key of GET /pay, carol's pair under each limit of GET /new (the
@@ -253,6 +265,9 @@ func TestOperatorTrialMetricsAndQueries(t *testing.T) {
 	}
 	for rule, outcomes := range wantOutcomes {
 		for outcome, want := range outcomes {
+			// Each rule exports its four outcomes from its first decision.
+			after.get(t, "hotlimit_decisions_total", "rule", rule, "outcome", outcome)
+			after.get(t, "hotlimit_requests_total", "rule", rule, "outcome", outcome)
 			assert.Equal(t, want, delta("hotlimit_decisions_total", "rule", rule, "outcome", outcome), "%s %s", rule, outcome)
 		}
 		tl := truth[rule]
