@@ -478,3 +478,29 @@ func labelOf(t *testing.T, key, l string) string {
 	require.NoError(t, err)
 	return u
 }
+
+// TestServiceDecisionsDoNotAllocate: a service reporting to the metrics
+// allocates nothing per decision once its rules have been seen, for a rule
+// of one limit (Allow and Take), one of several with a limit in shadow
+// mode, an allow-list, and TakeWith; nor per fallback.
+func TestServiceDecisionsDoNotAllocate(t *testing.T) {
+	op := newOperator(t, `{
+	  "default": [{"algorithm": "TokenBucket", "limit": 1000000, "window": "1s"}],
+	  "users":   {"partner": [{"algorithm": "Unlimited"}]},
+	  "apis":    {"pay": [{"algorithm": "TokenBucket", "limit": 1000000, "window": "1s"},
+	                      {"algorithm": "FixedWindow", "limit": 2, "window": "1m", "shadow": true}]}
+	}`)
+	svc := op.svc
+	plan := hotlimit.Config{Algorithm: hotlimit.GCRA, Limit: 1000000, Window: time.Second}
+	for name, decide := range map[string]func(){
+		"Allow":      func() { svc.Allow("alice", "GET /") },
+		"Take":       func() { svc.Take("alice", "GET /", 2) },
+		"several":    func() { svc.Take("alice", "pay", 1) },
+		"allow-list": func() { svc.Allow("partner", "GET /") },
+		"TakeWith":   func() { _, _ = svc.TakeWith("alice", "GET /", plan, 1) },
+		"fallback":   func() { op.m.ObserveFallback(hotlimit.Fallback{Backend: "redis", Reason: "timeout"}) },
+	} {
+		decide()
+		assert.Zero(t, testing.AllocsPerRun(200, decide), name)
+	}
+}
