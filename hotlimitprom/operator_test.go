@@ -246,11 +246,11 @@ func TestOperatorTrialMetricsAndQueries(t *testing.T) {
 		assert.Equal(t, 1.0, after.get(t, "hotlimit_fallbacks_total", "backend", "redis", "reason", reason), reason)
 	}
 	assert.Equal(t, float64(svc.Len()), after.get(t, "hotlimit_keys", "limiter", "api"))
-	// Keys held: warm and alice under the default, bob's pair and the api
-	// key of GET /pay, carol's pair under each limit of GET /new (the
-	// shadow limit is a limiter of its own), warm's under GET /pay and GET
-	// /new (two under /pay), and the plans' (warm's and dave's under the
-	// big one, dave's under the small one).
+	// Keys held: the default's, warm's and alice's (2); GET /pay's bucket,
+	// warm's and bob's pairs (2), and its window, one key for the api (1);
+	// GET /new's two limits, each warm's and carol's (2+2); the big plan's,
+	// warm's and dave's (2), and the small plan's, dave's (1). The
+	// allow-list keeps none.
 	assert.Equal(t, 2.0+2+1+2+2+2+1, after.get(t, "hotlimit_keys", "limiter", "api"))
 
 	delta := func(name string, labels ...string) float64 {
