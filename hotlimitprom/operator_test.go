@@ -504,3 +504,31 @@ func TestServiceDecisionsDoNotAllocate(t *testing.T) {
 		assert.Zero(t, testing.AllocsPerRun(200, decide), name)
 	}
 }
+
+// TestOperatorTrialKeyCap: under hotlimit.WithMaxKeys, the keys held show
+// in hotlimit_keys at the cap, and the new keys denied at the cap show as
+// denied for their rule, as the README says.
+func TestOperatorTrialKeyCap(t *testing.T) {
+	rules, err := service.LoadRules(strings.NewReader(`{"default": [{"algorithm": "TokenBucket", "limit": 5, "window": "1s"}]}`))
+	require.NoError(t, err)
+	m := hotlimitprom.New()
+	reg := prometheus.NewPedanticRegistry()
+	require.NoError(t, reg.Register(m))
+	srv := httptest.NewServer(promhttp.HandlerFor(reg, promhttp.HandlerOpts{}))
+	defer srv.Close()
+	var now atomic.Int64 // frozen: no key turns idle
+	svc, err := service.NewFromRules(rules, hotlimit.WithClock(now.Load), hotlimit.WithObserver(m), hotlimit.WithMaxKeys(3))
+	require.NoError(t, err)
+	m.WatchKeys("api", svc.Len)
+	passed := 0
+	for i := range 10 {
+		if svc.Allow("user"+strconv.Itoa(i), "GET /") {
+			passed++
+		}
+	}
+	require.Equal(t, 3, passed, "three keys fit under the cap")
+	s := scrapeOver(t, srv.URL)
+	assert.Equal(t, 3.0, s.get(t, "hotlimit_keys", "limiter", "api"))
+	assert.Equal(t, 7.0, s.get(t, "hotlimit_decisions_total", "rule", "default", "outcome", "denied"))
+	assert.Equal(t, 3.0, s.get(t, "hotlimit_decisions_total", "rule", "default", "outcome", "allowed"))
+}
