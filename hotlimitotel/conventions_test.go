@@ -2,6 +2,7 @@ package hotlimitotel_test
 
 import (
 	"context"
+	"strconv"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -27,7 +28,7 @@ func TestInstrumentsFollowTheSemanticConventions(t *testing.T) {
 	m, reader := setup(t)
 	m.Observe(hotlimit.Event{Source: &hotlimit.Source{Rule: "default"}, Outcome: hotlimit.OutcomeAllowed, N: 1})
 	m.ObserveFallback(hotlimit.Fallback{Backend: "redis", Reason: "timeout"})
-	require.NoError(t, m.WatchKeys("api", func() int { return 3 }))
+	m.WatchKeys("api", func() int { return 3 })
 
 	var rm metricdata.ResourceMetrics
 	require.NoError(t, reader.Collect(context.Background(), &rm))
@@ -99,49 +100,66 @@ func (r *countingRegistration) Unregister() error {
 	return r.Registration.Unregister()
 }
 
-// TestKeysCallbackIsRegisteredOnlyWhileWatching: the callback of
-// hotlimit.key.count is registered with the first function watched,
-// unregistered with the last, and by Close; once closed, no function given
-// to WatchKeys is called again.
-func TestKeysCallbackIsRegisteredOnlyWhileWatching(t *testing.T) {
+// TestCloseUnregistersTheCallback: New registers the instruments' one
+// callback and Close unregisters it: a collection then reads nothing from
+// the Metrics, and no function given to WatchKeys is called again.
+func TestCloseUnregistersTheCallback(t *testing.T) {
 	reader := sdkmetric.NewManualReader()
 	provider := sdkmetric.NewMeterProvider(sdkmetric.WithReader(reader))
 	t.Cleanup(func() { _ = provider.Shutdown(context.Background()) })
 	meter := &countingMeter{Meter: provider.Meter("hotlimit")}
 	m, err := hotlimitotel.New(meter)
 	require.NoError(t, err)
-	assert.Zero(t, meter.live.Load(), "nothing watched, no callback")
+	assert.EqualValues(t, 1, meter.live.Load(), "one callback for the four instruments")
 
 	var calls atomic.Int64
 	keys := func() int { calls.Add(1); return 5 }
-	require.NoError(t, m.WatchKeys("a", keys))
-	require.NoError(t, m.WatchKeys("b", keys))
-	assert.EqualValues(t, 1, meter.live.Load(), "one callback for every function")
-	assert.Equal(t, map[string]int64{"hotlimit.limiter=a": 5, "hotlimit.limiter=b": 5}, sums(t, reader)["hotlimit.key.count"])
-
-	require.NoError(t, m.WatchKeys("a", nil))
+	m.WatchKeys("a", keys)
+	m.WatchKeys("b", keys)
+	m.Observe(hotlimit.Event{Source: &hotlimit.Source{Rule: "default"}, Outcome: hotlimit.OutcomeDenied, N: 1})
 	assert.EqualValues(t, 1, meter.live.Load())
-	require.NoError(t, m.WatchKeys("b", nil))
-	assert.Zero(t, meter.live.Load(), "the last function removed, the callback goes")
-	assert.Empty(t, sums(t, reader)["hotlimit.key.count"])
+	got := sums(t, reader)
+	assert.Equal(t, map[string]int64{"hotlimit.limiter=a": 5, "hotlimit.limiter=b": 5}, got["hotlimit.key.count"])
+	assert.EqualValues(t, 1, got["hotlimit.decisions"]["hotlimit.outcome=denied,hotlimit.rule=default"])
+	m.WatchKeys("a", nil)
+	assert.Equal(t, map[string]int64{"hotlimit.limiter=b": 5}, sums(t, reader)["hotlimit.key.count"])
 
-	require.NoError(t, m.WatchKeys("a", keys))
-	assert.EqualValues(t, 1, meter.live.Load())
 	require.NoError(t, m.Close())
 	assert.Zero(t, meter.live.Load(), "Close unregisters the callback")
 	require.NoError(t, m.Close(), "closing twice does nothing")
-	require.NoError(t, m.WatchKeys("c", keys))
-	assert.Zero(t, meter.live.Load(), "a closed Metrics registers nothing")
+	m.WatchKeys("c", keys)
 	before := calls.Load()
-	assert.Empty(t, sums(t, reader)["hotlimit.key.count"])
+	assert.NotPanics(t, func() {
+		m.Observe(hotlimit.Event{Source: &hotlimit.Source{Rule: "default"}, Outcome: hotlimit.OutcomeDenied, N: 1})
+	})
+	assert.Empty(t, sums(t, reader), "nothing is read from a closed Metrics")
 	assert.Equal(t, before, calls.Load(), "no watched function is called once closed")
-
-	m.Observe(hotlimit.Event{Source: &hotlimit.Source{Rule: "default"}, Outcome: hotlimit.OutcomeDenied, N: 1})
-	assert.EqualValues(t, 1, sums(t, reader)["hotlimit.decisions"]["hotlimit.outcome=denied,hotlimit.rule=default"], "the counters keep recording")
 }
 
-// TestWatchKeysRacesCollection: watching and unwatching while the reader
-// collects neither deadlocks nor races.
+// TestTwoMetricsOnOneMeterAddUp: two Metrics on one Meter report into the
+// same instruments, and what both report under the same attributes adds up.
+func TestTwoMetricsOnOneMeterAddUp(t *testing.T) {
+	reader := sdkmetric.NewManualReader()
+	provider := sdkmetric.NewMeterProvider(sdkmetric.WithReader(reader))
+	t.Cleanup(func() { _ = provider.Shutdown(context.Background()) })
+	a, err := hotlimitotel.New(provider.Meter("hotlimit"))
+	require.NoError(t, err)
+	b, err := hotlimitotel.New(provider.Meter("hotlimit"))
+	require.NoError(t, err)
+	e := hotlimit.Event{Source: &hotlimit.Source{Rule: "default"}, Outcome: hotlimit.OutcomeAllowed, N: 2}
+	a.Observe(e)
+	b.Observe(e)
+	b.Observe(e)
+	a.WatchKeys("api", func() int { return 1 })
+	b.WatchKeys("api", func() int { return 2 })
+	got := sums(t, reader)
+	assert.EqualValues(t, 3, got["hotlimit.decisions"]["hotlimit.outcome=allowed,hotlimit.rule=default"])
+	assert.EqualValues(t, 6, got["hotlimit.requests"]["hotlimit.outcome=allowed,hotlimit.rule=default"])
+	assert.EqualValues(t, 3, got["hotlimit.key.count"]["hotlimit.limiter=api"])
+}
+
+// TestWatchKeysRacesCollection: watching, unwatching and new rules while
+// the reader collects neither deadlock nor race.
 func TestWatchKeysRacesCollection(t *testing.T) {
 	m, reader := setup(t)
 	stop := make(chan struct{})
@@ -163,8 +181,9 @@ func TestWatchKeysRacesCollection(t *testing.T) {
 		rounds = 200
 	}
 	for i := range rounds {
-		assert.NoError(t, m.WatchKeys("a", func() int { return i }))
-		assert.NoError(t, m.WatchKeys("a", nil))
+		m.WatchKeys("a", func() int { return i })
+		m.WatchKeys("a", nil)
+		m.Observe(hotlimit.Event{Source: &hotlimit.Source{Rule: strconv.Itoa(i % 7)}, Outcome: hotlimit.OutcomeAllowed, N: 1})
 	}
 	close(stop)
 	<-done
