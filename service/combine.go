@@ -264,10 +264,11 @@ func merge(d, cd hotlimit.Decision, first bool) hotlimit.Decision {
 
 // lessShare reports whether the i-th limit's decision a leaves a smaller
 // share of its capacity than the j-th limit's decision b. The capacity is
-// the limit's [hotlimit.Config.Capacity], the most its Remaining can be: its
-// burst for a token bucket or GCRA with one, else its Limit; the share is
-// the one hotlimit.ClassifyCapacity calls near the limit, so the limit with
-// the least share is near its limit whenever any limit is.
+// the most the limit's Remaining can be, as its limiter enforces it (see
+// capacity): its burst for a token bucket or GCRA with one, else its Limit.
+// The share is the one the observer's outcome measures
+// (hotlimit.ClassifyCapacity, under one near-limit share for every limit),
+// so the limit with the least share is near its limit whenever any is.
 func (m *multi) lessShare(i int, a hotlimit.Decision, j int, b hotlimit.Decision) bool {
 	return lessShare(a.Remaining, capacity(m.limits[i], m.defBurst), b.Remaining, capacity(m.limits[j], m.defBurst))
 }
