@@ -224,3 +224,25 @@ func TestServiceDecisionsDoNotAllocate(t *testing.T) {
 		assert.Zero(t, testing.AllocsPerRun(200, decide), name)
 	}
 }
+
+// TestDeltaTemporality: a reader that exports deltas (as some backends
+// want) gets, from the cumulative counts the callback reports, what
+// happened since its last collection.
+func TestDeltaTemporality(t *testing.T) {
+	reader := sdkmetric.NewManualReader(sdkmetric.WithTemporalitySelector(func(sdkmetric.InstrumentKind) metricdata.Temporality {
+		return metricdata.DeltaTemporality
+	}))
+	provider := sdkmetric.NewMeterProvider(sdkmetric.WithReader(reader))
+	t.Cleanup(func() { _ = provider.Shutdown(context.Background()) })
+	m, err := hotlimitotel.New(provider.Meter("hotlimit"))
+	require.NoError(t, err)
+	e := hotlimit.Event{Source: &hotlimit.Source{Rule: "default"}, Outcome: hotlimit.OutcomeDenied, N: 3}
+	key := "hotlimit.outcome=denied,hotlimit.rule=default"
+	m.Observe(e)
+	m.Observe(e)
+	assert.EqualValues(t, 2, sums(t, reader)["hotlimit.decisions"][key])
+	m.Observe(e)
+	got := sums(t, reader)
+	assert.EqualValues(t, 1, got["hotlimit.decisions"][key], "one decision since the last collection")
+	assert.EqualValues(t, 3, got["hotlimit.requests"][key])
+}
