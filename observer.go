@@ -46,7 +46,10 @@ type Source struct {
 	// on its own.
 	Rule string
 	// Policy is the limit that decided: for a rule of several limits, the one
-	// that denied, or else the most restrictive by remaining share.
+	// that denied, or else the most constrained, with the least share of its
+	// capacity left (Remaining/[Config.Capacity]), whose Remaining and
+	// capacity give the Event's Outcome: near the limit when any limit of
+	// the rule is.
 	Policy Config
 }
 
@@ -62,7 +65,11 @@ type Event struct {
 	Outcome Outcome
 	// N is the number of requests asked for.
 	N int
-	// Decision is the decision returned to the caller.
+	// Decision is the decision returned to the caller. For a rule of
+	// several limits its Remaining is the least of the limits', which may
+	// be another limit's than Policy's, of another capacity: classify by
+	// Outcome, which was measured on Policy's own Remaining, rather than
+	// by Decision against Policy.
 	Decision Decision
 }
 

@@ -67,27 +67,23 @@ func Example() {
 				for _, p := range data.DataPoints {
 					point(mt.Name, p.Attributes, p.Value)
 				}
-			case metricdata.Gauge[int64]:
-				for _, p := range data.DataPoints {
-					point(mt.Name, p.Attributes, p.Value)
-				}
 			}
 		}
 	}
 	sort.Strings(lines)
 	fmt.Println(strings.Join(lines, "\n"))
 	// Output:
-	// hotlimit.decisions{outcome=allowed,rule=apis["GET /new"]} 1
-	// hotlimit.decisions{outcome=allowed,rule=default} 3
-	// hotlimit.decisions{outcome=denied,rule=default} 2
-	// hotlimit.decisions{outcome=near_limit,rule=apis["GET /new"]} 1
-	// hotlimit.decisions{outcome=near_limit,rule=default} 1
-	// hotlimit.decisions{outcome=shadow_denied,rule=apis["GET /new"]} 3
-	// hotlimit.keys{limiter=api} 3
-	// hotlimit.requests{outcome=allowed,rule=apis["GET /new"]} 1
-	// hotlimit.requests{outcome=allowed,rule=default} 4
-	// hotlimit.requests{outcome=denied,rule=default} 2
-	// hotlimit.requests{outcome=near_limit,rule=apis["GET /new"]} 1
-	// hotlimit.requests{outcome=near_limit,rule=default} 1
-	// hotlimit.requests{outcome=shadow_denied,rule=apis["GET /new"]} 3
+	// hotlimit.decisions{hotlimit.outcome=allowed,hotlimit.rule=apis["GET /new"]} 1
+	// hotlimit.decisions{hotlimit.outcome=allowed,hotlimit.rule=default} 3
+	// hotlimit.decisions{hotlimit.outcome=denied,hotlimit.rule=default} 2
+	// hotlimit.decisions{hotlimit.outcome=near_limit,hotlimit.rule=apis["GET /new"]} 1
+	// hotlimit.decisions{hotlimit.outcome=near_limit,hotlimit.rule=default} 1
+	// hotlimit.decisions{hotlimit.outcome=shadow_denied,hotlimit.rule=apis["GET /new"]} 3
+	// hotlimit.key.count{hotlimit.limiter=api} 3
+	// hotlimit.requests{hotlimit.outcome=allowed,hotlimit.rule=apis["GET /new"]} 1
+	// hotlimit.requests{hotlimit.outcome=allowed,hotlimit.rule=default} 4
+	// hotlimit.requests{hotlimit.outcome=denied,hotlimit.rule=default} 2
+	// hotlimit.requests{hotlimit.outcome=near_limit,hotlimit.rule=apis["GET /new"]} 1
+	// hotlimit.requests{hotlimit.outcome=near_limit,hotlimit.rule=default} 1
+	// hotlimit.requests{hotlimit.outcome=shadow_denied,hotlimit.rule=apis["GET /new"]} 3
 }

@@ -8,31 +8,53 @@
 //	svc, err := service.NewFromRules(rules, hotlimit.WithObserver(m))
 //	m.WatchKeys("api", svc.Len)
 //
-// Instruments, with attributes bounded by the configuration (never one per
-// key or per user):
+// Instruments, named as the OpenTelemetry semantic conventions name a
+// system's own (under its namespace; counters of countable things plural, an
+// UpDownCounter singular with .count), with attributes bounded by the
+// configuration (never one per key or per user):
 //
-//	hotlimit.decisions  counter        {decision}  attributes rule, outcome (allowed, near_limit,
-//	                                               denied, shadow_denied)
-//	hotlimit.requests   counter        {request}   rule, outcome; a Take of n counts n
-//	hotlimit.fallbacks  counter        {decision}  backend, reason (timeout, breaker_open,
-//	                                               canceled, clock_range, error)
-//	hotlimit.keys       gauge (async)  {key}       limiter: each function given to WatchKeys
+//	hotlimit.decisions  Counter        {decision}  hotlimit.rule, hotlimit.outcome (allowed,
+//	                                               near_limit, denied, shadow_denied)
+//	hotlimit.requests   Counter        {request}   hotlimit.rule, hotlimit.outcome; a Take of n
+//	                                               counts n
+//	hotlimit.fallbacks  Counter        {fallback}  hotlimit.backend, hotlimit.fallback.reason
+//	                                               (timeout, breaker_open, canceled,
+//	                                               clock_range, error)
+//	hotlimit.key.count  UpDownCounter  {key}       hotlimit.limiter: each function given to
+//	                                               WatchKeys
+//
+// The keys held are an UpDownCounter, not a gauge, because they add up: the
+// sum over limiters is the keys the process holds.
+//
+// All four are asynchronous (observable) instruments: Observe adds to
+// counters of its own, one lock-free map load and two atomic adds, and the
+// meter reads them, cumulative, at each collection through one callback.
+// A synchronous counter's Add, which looks its attribute set up under the
+// SDK's lock, costs several times a decision. New registers the callback;
+// [Metrics.Close] unregisters it, so that a Metrics no longer used stops
+// being read, and no longer keeps the services it watches alive through
+// the meter. Observe and ObserveFallback allocate nothing once a rule, or a
+// (backend, reason), has been seen.
+//
+// A reload of the service's rules resets nothing: a rule whose limits
+// change counts on under the same attributes, a rule removed or renamed
+// keeps its last cumulative value, and hotlimit.key.count, read at each
+// collection, drops the keys of a limiter the reload dropped.
 //
 // Several services may share one Metrics: their rules are counted by name,
 // so two services' "default" rules add up, and each needs a limiter name of
 // its own in WatchKeys. To tell them apart, give each a Metrics on a Meter
 // of its own name (its instrumentation scope). Two Metrics on one Meter
-// record into the same instruments; for a limiter name both watch, one
-// reading of hotlimit.keys is kept and the other lost.
-//
-// Observe costs one lock-free map load and two counter adds with
-// precomputed attribute sets.
+// report into the same instruments, each from its callback, and the SDK
+// adds up what both report under the same attributes, as one Metrics
+// shared by both would count it.
 package hotlimitotel
 
 import (
 	"context"
 	"errors"
 	"sync"
+	"sync/atomic"
 
 	"github.com/puzpuzpuz/xsync/v3"
 	"go.opentelemetry.io/otel/attribute"
@@ -43,97 +65,145 @@ import (
 
 const outcomes = int(hotlimit.OutcomeShadowDenied) + 1
 
-// ruleOptions holds, per outcome, the attribute options of a rule's
-// measurements, built once per rule: passed as a slice, they are not
-// copied into a new one at each Add.
-type ruleOptions [outcomes][]metric.AddOption
+// The instruments' and attributes' names.
+const (
+	decisionsName = "hotlimit.decisions"
+	requestsName  = "hotlimit.requests"
+	fallbacksName = "hotlimit.fallbacks"
+	keysName      = "hotlimit.key.count"
+
+	ruleKey    = attribute.Key("hotlimit.rule")
+	outcomeKey = attribute.Key("hotlimit.outcome")
+	backendKey = attribute.Key("hotlimit.backend")
+	reasonKey  = attribute.Key("hotlimit.fallback.reason")
+	limiterKey = attribute.Key("hotlimit.limiter")
+)
+
+// ruleCounters counts a rule's decisions and requests by outcome (the zero
+// Outcome for those that name none), with the attributes each is reported
+// under, built once per rule.
+type ruleCounters struct {
+	decisions, requests [outcomes]atomic.Int64
+	attrs               [outcomes][]metric.ObserveOption
+}
+
+// fallbackKey names the attribute set of a fallback.
+type fallbackKey struct{ backend, reason string }
+
+// fallbackCounter counts the fallbacks of one (backend, reason).
+type fallbackCounter struct {
+	n     atomic.Int64
+	attrs []metric.ObserveOption
+}
 
 // Metrics records decisions and fallbacks; see the package documentation.
 // It is safe for concurrent use. The zero value is not usable; call [New].
 type Metrics struct {
-	decisions metric.Int64Counter
-	requests  metric.Int64Counter
-	fallbacks metric.Int64Counter
-	keys      metric.Int64ObservableGauge
-	meter     metric.Meter
+	decisions metric.Int64ObservableCounter
+	requests  metric.Int64ObservableCounter
+	fallbacks metric.Int64ObservableCounter
+	keys      metric.Int64ObservableUpDownCounter
 
-	rules *xsync.MapOf[string, *ruleOptions]
+	// rules and fallbackCounts hold the counts of each rule and of each
+	// (backend, reason): loaded by anyone, stored once per key, and
+	// counted by atomic adds; the callback reads them.
+	rules          *xsync.MapOf[string, *ruleCounters]
+	fallbackCounts *xsync.MapOf[fallbackKey, *fallbackCounter]
 
-	mu      sync.Mutex // guards watched
+	// regMu guards registration. The callback never takes it: the SDK runs
+	// the callback holding a lock of its own, which Unregister takes.
+	regMu        sync.Mutex
+	registration metric.Registration // nil once closed
+
+	mu      sync.Mutex // guards watched; taken by the callback
 	watched map[string]func() int
 }
 
-// New creates the instruments on meter. A nil meter is an error.
+// New creates the instruments on meter and registers the callback that
+// reports them. A nil meter is an error.
 func New(meter metric.Meter) (*Metrics, error) {
 	if meter == nil {
 		return nil, errors.New("hotlimitotel: meter is nil: pass one from a MeterProvider, such as otel.GetMeterProvider().Meter(\"hotlimit\")")
 	}
-	m := &Metrics{meter: meter, rules: xsync.NewMapOf[string, *ruleOptions](), watched: map[string]func() int{}}
+	m := &Metrics{rules: xsync.NewMapOf[string, *ruleCounters](),
+		fallbackCounts: xsync.NewMapOf[fallbackKey, *fallbackCounter](), watched: map[string]func() int{}}
 	var err error
-	if m.decisions, err = meter.Int64Counter("hotlimit.decisions", metric.WithUnit("{decision}"),
-		metric.WithDescription("Rate-limit decisions, by the rule that decided and outcome.")); err != nil {
+	if m.decisions, err = meter.Int64ObservableCounter(decisionsName, metric.WithUnit("{decision}"),
+		metric.WithDescription("Number of rate-limit decisions, by the rule that decided and their outcome.")); err != nil {
 		return nil, err
 	}
-	if m.requests, err = meter.Int64Counter("hotlimit.requests", metric.WithUnit("{request}"),
-		metric.WithDescription("Requests decided (a decision on n requests counts n), by rule and outcome.")); err != nil {
+	if m.requests, err = meter.Int64ObservableCounter(requestsName, metric.WithUnit("{request}"),
+		metric.WithDescription("Number of requests decided (a decision on n requests counts n), by the rule that decided and their outcome.")); err != nil {
 		return nil, err
 	}
-	if m.fallbacks, err = meter.Int64Counter("hotlimit.fallbacks", metric.WithUnit("{decision}"),
-		metric.WithDescription("Decisions a backend could not make, made by its failure policy, by backend and reason.")); err != nil {
+	if m.fallbacks, err = meter.Int64ObservableCounter(fallbacksName, metric.WithUnit("{fallback}"),
+		metric.WithDescription("Number of decisions a backend could not make, made by its failure policy instead, by backend and reason.")); err != nil {
 		return nil, err
 	}
-	if m.keys, err = meter.Int64ObservableGauge("hotlimit.keys", metric.WithUnit("{key}"),
-		metric.WithDescription("Keys held by a limiter or service.")); err != nil {
+	if m.keys, err = meter.Int64ObservableUpDownCounter(keysName, metric.WithUnit("{key}"),
+		metric.WithDescription("Number of keys held by a limiter or service.")); err != nil {
 		return nil, err
 	}
-	if _, err = meter.RegisterCallback(m.observeKeys, m.keys); err != nil {
+	if m.registration, err = meter.RegisterCallback(m.observe, m.decisions, m.requests, m.fallbacks, m.keys); err != nil {
 		return nil, err
 	}
 	return m, nil
 }
 
-// Observe records e; see [hotlimit.Observer].
+// Observe counts e; see [hotlimit.Observer].
 func (m *Metrics) Observe(e hotlimit.Event) {
 	rule := e.RuleName()
-	ro, ok := m.rules.Load(rule)
+	rc, ok := m.rules.Load(rule)
 	if !ok {
-		ro = m.options(rule)
+		rc = m.counters(rule)
 	}
 	o := int(e.Outcome)
 	if o >= outcomes {
 		o = 0
 	}
-	ctx := context.Background()
-	m.decisions.Add(ctx, 1, ro[o]...)
+	rc.decisions[o].Add(1)
 	if e.N > 0 {
-		m.requests.Add(ctx, int64(e.N), ro[o]...)
+		rc.requests[o].Add(int64(e.N))
 	}
 }
 
-// options returns rule's attribute options, building them on its first
-// decision.
-func (m *Metrics) options(rule string) *ruleOptions {
-	ro, _ := m.rules.LoadOrCompute(rule, func() *ruleOptions {
-		ro := &ruleOptions{}
+// counters returns rule's counters, building them on its first decision.
+func (m *Metrics) counters(rule string) *ruleCounters {
+	rc, _ := m.rules.LoadOrCompute(rule, func() *ruleCounters {
+		rc := &ruleCounters{}
 		for o := range outcomes {
-			ro[o] = []metric.AddOption{metric.WithAttributeSet(attribute.NewSet(
-				attribute.String("rule", rule), attribute.String("outcome", hotlimit.Outcome(o).String())))}
+			rc.attrs[o] = []metric.ObserveOption{metric.WithAttributeSet(attribute.NewSet(
+				ruleKey.String(rule), outcomeKey.String(hotlimit.Outcome(o).String())))}
 		}
-		return ro
+		return rc
 	})
-	return ro
+	return rc
 }
 
-// ObserveFallback records f; see [hotlimit.FallbackObserver].
+// ObserveFallback counts f; see [hotlimit.FallbackObserver]. While a
+// backend is down every decision falls back, so this is a hot path too.
 func (m *Metrics) ObserveFallback(f hotlimit.Fallback) {
-	m.fallbacks.Add(context.Background(), 1, metric.WithAttributes(
-		attribute.String("backend", f.Backend), attribute.String("reason", f.Reason)))
+	k := fallbackKey{f.Backend, f.Reason}
+	fc, ok := m.fallbackCounts.Load(k)
+	if !ok {
+		fc, _ = m.fallbackCounts.LoadOrCompute(k, func() *fallbackCounter {
+			return &fallbackCounter{attrs: []metric.ObserveOption{metric.WithAttributeSet(attribute.NewSet(
+				backendKey.String(f.Backend), reasonKey.String(f.Reason)))}}
+		})
+	}
+	fc.n.Add(1)
 }
 
-// WatchKeys reports keys(), read at each collection, as hotlimit.keys with
-// the attribute limiter=name: pass a service's or a limiter's Len. A second
-// call with the same name replaces the first; a nil keys removes it.
+// WatchKeys reports keys(), read at each collection, as hotlimit.key.count
+// with the attribute hotlimit.limiter=name: pass a service's or a limiter's
+// Len. A second call with the same name replaces the first; a nil keys
+// removes it. After [Metrics.Close] it does nothing.
 func (m *Metrics) WatchKeys(name string, keys func() int) {
+	m.regMu.Lock()
+	defer m.regMu.Unlock()
+	if m.registration == nil {
+		return
+	}
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	if keys == nil {
@@ -143,11 +213,47 @@ func (m *Metrics) WatchKeys(name string, keys func() int) {
 	m.watched[name] = keys
 }
 
-func (m *Metrics) observeKeys(_ context.Context, o metric.Observer) error {
+// Close unregisters the instruments' callback and forgets the functions
+// given to WatchKeys: the meter reads nothing from m any more, and m keeps
+// nothing watched alive. Observe still counts, unread. Closing twice does
+// nothing.
+func (m *Metrics) Close() error {
+	m.regMu.Lock()
+	defer m.regMu.Unlock()
+	if m.registration == nil {
+		return nil
+	}
+	err := m.registration.Unregister()
+	m.registration = nil
+	m.mu.Lock()
+	clear(m.watched)
+	m.mu.Unlock()
+	return err
+}
+
+// observe is the instruments' callback: it reports every count seen so far
+// (a count stays above zero once it is), and the keys of each function
+// watched.
+func (m *Metrics) observe(_ context.Context, o metric.Observer) error {
+	m.rules.Range(func(_ string, rc *ruleCounters) bool {
+		for i := range outcomes {
+			if v := rc.decisions[i].Load(); v > 0 {
+				o.ObserveInt64(m.decisions, v, rc.attrs[i]...)
+			}
+			if v := rc.requests[i].Load(); v > 0 {
+				o.ObserveInt64(m.requests, v, rc.attrs[i]...)
+			}
+		}
+		return true
+	})
+	m.fallbackCounts.Range(func(_ fallbackKey, fc *fallbackCounter) bool {
+		o.ObserveInt64(m.fallbacks, fc.n.Load(), fc.attrs...)
+		return true
+	})
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	for name, keys := range m.watched {
-		o.ObserveInt64(m.keys, int64(keys()), metric.WithAttributes(attribute.String("limiter", name)))
+		o.ObserveInt64(m.keys, int64(keys()), metric.WithAttributeSet(attribute.NewSet(limiterKey.String(name))))
 	}
 	return nil
 }

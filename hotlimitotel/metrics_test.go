@@ -85,19 +85,19 @@ func TestMetricsAfterAKnownSequence(t *testing.T) {
 
 	got := sums(t, reader)
 	assert.Equal(t, map[string]int64{
-		"outcome=allowed,rule=default":                3,
-		"outcome=near_limit,rule=default":             1,
-		"outcome=denied,rule=default":                 1,
-		`outcome=shadow_denied,rule=apis["GET /pay"]`: 1,
+		"hotlimit.outcome=allowed,hotlimit.rule=default":                3,
+		"hotlimit.outcome=near_limit,hotlimit.rule=default":             1,
+		"hotlimit.outcome=denied,hotlimit.rule=default":                 1,
+		`hotlimit.outcome=shadow_denied,hotlimit.rule=apis["GET /pay"]`: 1,
 	}, got["hotlimit.decisions"])
 	assert.Equal(t, map[string]int64{
-		"outcome=allowed,rule=default":                2,
-		"outcome=near_limit,rule=default":             1,
-		"outcome=denied,rule=default":                 1,
-		`outcome=shadow_denied,rule=apis["GET /pay"]`: 3,
+		"hotlimit.outcome=allowed,hotlimit.rule=default":                2,
+		"hotlimit.outcome=near_limit,hotlimit.rule=default":             1,
+		"hotlimit.outcome=denied,hotlimit.rule=default":                 1,
+		`hotlimit.outcome=shadow_denied,hotlimit.rule=apis["GET /pay"]`: 3,
 	}, got["hotlimit.requests"])
-	assert.Equal(t, map[string]int64{"backend=redis,reason=timeout": 2}, got["hotlimit.fallbacks"])
-	assert.Equal(t, map[string]int64{"limiter=api": 42}, got["hotlimit.keys"])
+	assert.Equal(t, map[string]int64{"hotlimit.backend=redis,hotlimit.fallback.reason=timeout": 2}, got["hotlimit.fallbacks"])
+	assert.Equal(t, map[string]int64{"hotlimit.limiter=api": 42}, got["hotlimit.key.count"])
 }
 
 func TestObserveCountsEveryDecisionConcurrently(t *testing.T) {
@@ -113,8 +113,8 @@ func TestObserveCountsEveryDecisionConcurrently(t *testing.T) {
 	}
 	wg.Wait()
 	got := sums(t, reader)["hotlimit.decisions"]
-	assert.Equal(t, int64(goroutines*each/2), got["outcome=denied,rule=a"])
-	assert.Equal(t, int64(goroutines*each/2), got["outcome=denied,rule=b"])
+	assert.Equal(t, int64(goroutines*each/2), got["hotlimit.outcome=denied,hotlimit.rule=a"])
+	assert.Equal(t, int64(goroutines*each/2), got["hotlimit.outcome=denied,hotlimit.rule=b"])
 	assert.NotPanics(t, func() { m.Observe(hotlimit.Event{Source: &hotlimit.Source{Rule: "a"}, Outcome: 99}) })
 }
 
@@ -123,7 +123,7 @@ func TestObserveCountsEveryDecisionConcurrently(t *testing.T) {
 func TestEventWithoutASource(t *testing.T) {
 	m, reader := setup(t)
 	assert.NotPanics(t, func() { m.Observe(hotlimit.Event{Outcome: hotlimit.OutcomeDenied, N: 2}) })
-	assert.Equal(t, int64(2), sums(t, reader)["hotlimit.requests"]["outcome=denied,rule="])
+	assert.Equal(t, int64(2), sums(t, reader)["hotlimit.requests"]["hotlimit.outcome=denied,hotlimit.rule="])
 }
 
 func BenchmarkObserve(b *testing.B) {
@@ -179,14 +179,14 @@ func TestServiceDecisionsThroughAManualReader(t *testing.T) {
 
 	got := sums(t, reader)
 	assert.Equal(t, map[string]int64{
-		"outcome=allowed,rule=default":                2,
-		"outcome=near_limit,rule=default":             1,
-		"outcome=denied,rule=default":                 2,
-		`outcome=allowed,rule=apis["GET /new"]`:       1,
-		`outcome=near_limit,rule=apis["GET /new"]`:    1,
-		`outcome=shadow_denied,rule=apis["GET /new"]`: 3,
-		`outcome=allowed,rule=users["health-check"]`:  5,
+		"hotlimit.outcome=allowed,hotlimit.rule=default":                2,
+		"hotlimit.outcome=near_limit,hotlimit.rule=default":             1,
+		"hotlimit.outcome=denied,hotlimit.rule=default":                 2,
+		`hotlimit.outcome=allowed,hotlimit.rule=apis["GET /new"]`:       1,
+		`hotlimit.outcome=near_limit,hotlimit.rule=apis["GET /new"]`:    1,
+		`hotlimit.outcome=shadow_denied,hotlimit.rule=apis["GET /new"]`: 3,
+		`hotlimit.outcome=allowed,hotlimit.rule=users["health-check"]`:  5,
 	}, got["hotlimit.decisions"])
 	assert.Equal(t, got["hotlimit.decisions"], got["hotlimit.requests"], "each decision was on one request")
-	assert.Equal(t, map[string]int64{"limiter=api": 2}, got["hotlimit.keys"], "alice's two pairs; the allow-list keeps none")
+	assert.Equal(t, map[string]int64{"hotlimit.limiter=api": 2}, got["hotlimit.key.count"], "alice's two pairs; the allow-list keeps none")
 }

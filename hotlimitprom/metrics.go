@@ -24,6 +24,13 @@
 // they happen, so that rate() sees them start; an Event whose Outcome names
 // none (a producer's bug) counts as outcome "unknown".
 //
+// A reload of a service's rules (its Replace or WatchFile)
+// resets nothing: a rule whose limits change counts on in the same series,
+// and the series of a rule removed or renamed stay at their last value for
+// the life of the Metrics, so that no live counter ever goes down. The rule
+// names seen since the start bound the series. hotlimit_keys is read at each
+// scrape, so it drops the keys of a limiter a reload dropped at once.
+//
 // Several services may share one Metrics: their rules are counted by name,
 // so two services' "default" rules add up. To tell them apart, give each a
 // Metrics of its own made with [WithConstLabels] (say service="checkout"):

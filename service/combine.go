@@ -32,13 +32,15 @@ type multi struct {
 	// withContext[i] is children[i] when it takes a context, else nil.
 	withContext []hotlimit.ContextRefunder
 	limits      Limits // limits[i] is what children[i] enforces, with its scope
+	// defBurst is the service's default burst (see capacity).
+	defBurst int
 }
 
 // newMulti returns the multi of limits, enforced by children (children[i]
 // enforces limits[i], without its scope). Every child must be a
 // hotlimit.Refunder, and there may be at most composite.MaxChildren. Errors
 // read after the rule's path: "[1]: ..." names the limit.
-func newMulti(limits Limits, children []hotlimit.Limiter) (*multi, error) {
+func newMulti(limits Limits, children []hotlimit.Limiter, defBurst int) (*multi, error) {
 	if len(children) > composite.MaxChildren {
 		return nil, fmt.Errorf(": %d limits, at most %d: %w", len(children), composite.MaxChildren, hotlimit.ErrInvalidConfig)
 	}
@@ -51,6 +53,7 @@ func newMulti(limits Limits, children []hotlimit.Limiter) (*multi, error) {
 		children:    make([]hotlimit.Refunder, len(children)),
 		withContext: make([]hotlimit.ContextRefunder, len(children)),
 		limits:      make(Limits, len(children)),
+		defBurst:    defBurst,
 	}
 	for to, from := range order {
 		r, ok := children[from].(hotlimit.Refunder)
@@ -89,10 +92,13 @@ func (k *keys) of(scope hotlimit.Scope) string {
 
 // take asks every limit for n requests from user to api: all pass and stay
 // counted by every limit, or none does and no limit keeps any. It returns the
-// decision, computed as composite.Limiter computes it, and the index of the
-// limit that decided: the one that denied, or, when all admitted, the most
-// restrictive by remaining share (Remaining/Limit; the first on a tie).
-// n < 1 only reports, as composite does.
+// decision, computed as composite.Limiter computes it, the index of the
+// limit that decided and that limit's own Remaining: the one that denied,
+// or, when all admitted, the most constrained, the one with the least share
+// of its capacity left (Remaining/Capacity, see lessShare; the first on a
+// tie). The capacity is the one hotlimit.ClassifyCapacity measures the
+// near-limit share of, so the decider is near its limit exactly when some
+// limit of the rule is. n < 1 only reports, as composite does.
 //
 // A limit in shadow mode (Config.Shadow) never denies: when it would have,
 // the request goes on to the others, shadow is the first such limit (else
@@ -103,15 +109,16 @@ func (k *keys) of(scope hotlimit.Scope) string {
 // hotlimit.ContextRefunder) are asked under it, and their refunds under it
 // without its cancellation, so that a denial gives back what it can even
 // when the request is being cancelled; the error joins theirs.
-func (m *multi) take(ctx context.Context, k keys, n int) (d hotlimit.Decision, decider, shadow int, err error) {
+func (m *multi) take(ctx context.Context, k keys, n int) (d hotlimit.Decision, decider, remaining, shadow int, err error) {
 	var errs []error
 	shadow = -1
 	if n < 1 {
-		d, i, _ := m.report(ctx, &k, n, -1, &errs)
-		return d, i, shadow, errors.Join(errs...)
+		d, i, rem, _ := m.report(ctx, &k, n, -1, &errs)
+		return d, i, rem, shadow, errors.Join(errs...)
 	}
 	var receipts [composite.MaxChildren]hotlimit.Receipt
-	var best, shadowed hotlimit.Decision
+	var best, shadowed, bestShadowed hotlimit.Decision
+	shadowDecider := 0    // the most constrained limit in shadow mode
 	counted := false      // d holds a decision of a limit not in shadow mode
 	shadowedSome := false // shadowed holds a decision of a limit in shadow mode
 	for i, c := range m.children {
@@ -130,7 +137,7 @@ func (m *multi) take(ctx context.Context, k keys, n int) (d hotlimit.Decision, d
 			// decision stays out of the caller's, as if it were not there,
 			// unless every limit is in shadow mode.
 			if shadow < 0 {
-				shadow = i
+				shadow, shadowDecider, bestShadowed = i, i, cd
 			}
 			shadowed, shadowedSome = merge(shadowed, cd, !shadowedSome), true
 			continue
@@ -149,27 +156,32 @@ func (m *multi) take(ctx context.Context, k keys, n int) (d hotlimit.Decision, d
 			// The others as they are now: the refunded ones restored,
 			// the later ones not asked for n (that would take); those
 			// in shadow mode left out, as the denier is not one.
-			rd, _, real := m.report(ctx, &k, 0, i, &errs)
+			rd, _, _, real := m.report(ctx, &k, 0, i, &errs)
 			rd = merge(rd, cd, !real)
 			rd.Allowed, rd.RetryAfter = false, cd.RetryAfter
-			return rd, i, -1, errors.Join(errs...)
+			return rd, i, cd.Remaining, -1, errors.Join(errs...)
 		}
 		receipts[i] = r
 		if m.limits[i].Shadow {
+			// The most constrained of them decides when every limit is
+			// in shadow mode, unless one would have denied.
+			if shadow < 0 && (!shadowedSome || m.lessShare(i, cd, shadowDecider, bestShadowed)) {
+				shadowDecider, bestShadowed = i, cd
+			}
 			shadowed, shadowedSome = merge(shadowed, cd, !shadowedSome), true
 			continue
 		}
-		if !counted || lessShare(cd, best) {
+		if !counted || m.lessShare(i, cd, decider, best) {
 			decider, best = i, cd
 		}
 		d = merge(d, cd, !counted)
 		counted = true
 	}
 	if !counted { // every limit is in shadow mode
-		d, decider = shadowed, max(shadow, 0)
+		d, decider, best = shadowed, shadowDecider, bestShadowed
 	}
 	d.Allowed, d.RetryAfter = true, 0
-	return d, decider, shadow, errors.Join(errs...)
+	return d, decider, best.Remaining, shadow, errors.Join(errs...)
 }
 
 // appendErr appends err to errs unless it is nil.
@@ -183,13 +195,14 @@ func appendErr(errs []error, err error) []error {
 // report asks every limit but the skip-th (none when skip < 0) for n ≤ 0
 // requests, which changes nothing, and merges their decisions as composite
 // does: Allowed if all are, the largest RetryAfter. The index it returns is
-// the first limit that denies, or else the most restrictive by remaining
-// share. Limits in shadow mode stay out of both, as in take, unless every
+// the first limit that denies, or else the most constrained by the share
+// of its capacity left (see lessShare), with that limit's own Remaining.
+// Limits in shadow mode stay out of both, as in take, unless every
 // limit asked is in shadow mode; real is false when no limit outside shadow
 // mode was asked, and then, with no limit asked at all, the Decision is one
 // that merge replaces whole.
-func (m *multi) report(ctx context.Context, k *keys, n, skip int, errs *[]error) (d hotlimit.Decision, decider int, real bool) {
-	counted, shadowed := reported{decider: -1}, reported{decider: -1}
+func (m *multi) report(ctx context.Context, k *keys, n, skip int, errs *[]error) (d hotlimit.Decision, decider, remaining int, real bool) {
+	counted, shadowed := reported{m: m, decider: -1}, reported{m: m, decider: -1}
 	for i, c := range m.children {
 		if i == skip {
 			continue
@@ -210,16 +223,17 @@ func (m *multi) report(ctx context.Context, k *keys, n, skip int, errs *[]error)
 	}
 	switch {
 	case counted.decider >= 0:
-		return counted.d, counted.decider, true
+		return counted.d, counted.decider, counted.best.Remaining, true
 	case shadowed.decider >= 0:
-		return shadowed.d, shadowed.decider, false
+		return shadowed.d, shadowed.decider, shadowed.best.Remaining, false
 	}
-	return hotlimit.Decision{Allowed: true}, 0, false
+	return hotlimit.Decision{Allowed: true}, 0, 0, false
 }
 
 // reported is report's merge of some limits' decisions; decider is -1 until
 // one is added.
 type reported struct {
+	m       *multi
 	d, best hotlimit.Decision
 	decider int
 }
@@ -227,7 +241,7 @@ type reported struct {
 // add folds the i-th limit's decision cd into r.
 func (r *reported) add(i int, cd hotlimit.Decision) {
 	first := r.decider < 0
-	if first || r.best.Allowed && (!cd.Allowed || lessShare(cd, r.best)) {
+	if first || r.best.Allowed && (!cd.Allowed || r.m.lessShare(i, cd, r.decider, r.best)) {
 		r.decider, r.best = i, cd
 	}
 	allowed, retry := first || r.d.Allowed, r.d.RetryAfter
@@ -248,12 +262,33 @@ func merge(d, cd hotlimit.Decision, first bool) hotlimit.Decision {
 	return d
 }
 
-// lessShare reports whether a leaves a smaller share of its limit than b:
-// a.Remaining/a.Limit < b.Remaining/b.Limit, compared exactly in 128 bits
-// (a negative Remaining counts as 0, a Limit below 1 as 1).
-func lessShare(a, b hotlimit.Decision) bool {
-	ahi, alo := bits.Mul64(uint64(max(a.Remaining, 0)), uint64(max(b.Limit, 1)))
-	bhi, blo := bits.Mul64(uint64(max(b.Remaining, 0)), uint64(max(a.Limit, 1)))
+// lessShare reports whether the i-th limit's decision a leaves a smaller
+// share of its capacity than the j-th limit's decision b. The capacity is
+// the most the limit's Remaining can be, as its limiter enforces it (see
+// capacity): its burst for a token bucket or GCRA with one, else its Limit.
+// The share is the one the observer's outcome measures
+// (hotlimit.ClassifyCapacity, under one near-limit share for every limit),
+// so the limit with the least share is near its limit whenever any is.
+func (m *multi) lessShare(i int, a hotlimit.Decision, j int, b hotlimit.Decision) bool {
+	return lessShare(a.Remaining, capacity(m.limits[i], m.defBurst), b.Remaining, capacity(m.limits[j], m.defBurst))
+}
+
+// capacity is c's [hotlimit.Config.Capacity] as the service's limiters
+// enforce it: a token bucket or GCRA that sets no burst of its own takes
+// the service's default, defBurst ([hotlimit.WithBurst] among its options),
+// when there is one.
+func capacity(c hotlimit.Config, defBurst int) int {
+	if c.Burst == 0 && defBurst > 0 && c.Algorithm.HasBurst() {
+		return defBurst
+	}
+	return c.Capacity()
+}
+
+// lessShare reports whether ra/ca < rb/cb, compared exactly in 128 bits (a
+// negative Remaining counts as 0, a capacity below 1 as 1).
+func lessShare(ra, ca, rb, cb int) bool {
+	ahi, alo := bits.Mul64(uint64(max(ra, 0)), uint64(max(cb, 1)))
+	bhi, blo := bits.Mul64(uint64(max(rb, 0)), uint64(max(ca, 1)))
 	return ahi < bhi || ahi == bhi && alo < blo
 }
 

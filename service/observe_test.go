@@ -586,3 +586,101 @@ func TestShadowLimitGivesBackWhatADenialTook(t *testing.T) {
 		})
 	}
 }
+
+// TestSeveralLimitsDecideByTheShareOfTheirCapacity: in a rule of several
+// limits, the limit that decides an allowed request (the Event's Source, and
+// TakePolicy's) is the one with the least share of its capacity left, the
+// burst of a token bucket that has one, and the outcome is near_limit
+// exactly when that limit's own Remaining is near its own capacity. Judged
+// by Remaining/Limit, a token bucket of 10/s with a burst of 20 holding 16
+// of its 20 looked less constrained than a fixed window holding 96 of 100,
+// and the merged Remaining 16, measured against the window's 100, made
+// every request near the limit.
+func TestSeveralLimitsDecideByTheShareOfTheirCapacity(t *testing.T) {
+	bucket := hotlimit.Config{Algorithm: hotlimit.TokenBucket, Limit: 10, Window: time.Second, Burst: 20}
+	window := hotlimit.Config{Algorithm: hotlimit.FixedWindow, Limit: 100, Window: time.Minute}
+	allShadow := service.Limits{
+		{Algorithm: hotlimit.FixedWindow, Limit: 100, Window: time.Minute, Shadow: true},
+		{Algorithm: hotlimit.TokenBucket, Limit: 10, Window: time.Second, Burst: 20, Shadow: true},
+	}
+	var last hotlimit.Event
+	obs := hotlimit.ObserverFunc(func(e hotlimit.Event) { last = e })
+	clock, _ := frozen(int64(time.Hour))
+	s, err := service.NewFromRules(service.Rules{
+		Default: service.Limits{window, bucket},
+		APIs:    map[string]service.Limits{"shadow": allShadow},
+	}, clock, hotlimit.WithObserver(obs))
+	require.NoError(t, err)
+
+	for _, api := range []string{"enforced", "shadow"} {
+		for step, want := range []struct {
+			remaining int // the bucket's, the least share: 4 of 20 is 20%
+			outcome   hotlimit.Outcome
+		}{
+			{16, hotlimit.OutcomeAllowed}, // the window holds 96/100, the bucket 16/20
+			{12, hotlimit.OutcomeAllowed},
+			{8, hotlimit.OutcomeAllowed},
+			{4, hotlimit.OutcomeNearLimit},
+			{0, hotlimit.OutcomeNearLimit},
+		} {
+			d, policy := s.TakePolicy("u", api, 4)
+			require.True(t, d.Allowed, "%s step %d", api, step)
+			assert.Equal(t, want.remaining, d.Remaining, "%s step %d", api, step)
+			assert.Equal(t, want.outcome, last.Outcome, "%s step %d", api, step)
+			assert.Equal(t, hotlimit.TokenBucket, policy.Algorithm, "%s step %d: TakePolicy names the bucket", api, step)
+			assert.Equal(t, hotlimit.TokenBucket, last.Policy.Algorithm, "%s step %d: the Event names the bucket", api, step)
+		}
+		// A report (n = 0) names the same limit.
+		d, policy := s.TakePolicy("u", api, 0)
+		assert.Zero(t, d.Remaining, api)
+		assert.Equal(t, hotlimit.TokenBucket, policy.Algorithm, api)
+		assert.Equal(t, hotlimit.TokenBucket, last.Policy.Algorithm, api)
+	}
+}
+
+// TestNearLimitIsAShareOfTheServicesDefaultBurst: a token bucket that sets
+// no burst of its own takes the service's (hotlimit.WithBurst), and its
+// near-limit share, alone or in a rule of several limits, is of that burst:
+// with 10/s and a default burst of 20, Remaining 4 is near the limit.
+func TestNearLimitIsAShareOfTheServicesDefaultBurst(t *testing.T) {
+	bucket := hotlimit.Config{Algorithm: hotlimit.TokenBucket, Limit: 10, Window: time.Second}
+	perMinute := hotlimit.Config{Algorithm: hotlimit.TokenBucket, Limit: 100, Window: time.Minute, Burst: 100}
+	var last hotlimit.Event
+	obs := hotlimit.ObserverFunc(func(e hotlimit.Event) { last = e })
+	clock, _ := frozen(int64(time.Hour))
+	s, err := service.NewFromRules(service.Rules{
+		Default: service.Limits{bucket},
+		APIs:    map[string]service.Limits{"several": {perMinute, bucket}},
+	}, clock, hotlimit.WithObserver(obs), hotlimit.WithBurst(20))
+	require.NoError(t, err)
+	for _, api := range []string{"one", "several"} {
+		for step, want := range []struct {
+			remaining int
+			outcome   hotlimit.Outcome
+		}{
+			{16, hotlimit.OutcomeAllowed},
+			{12, hotlimit.OutcomeAllowed},
+			{8, hotlimit.OutcomeAllowed},
+			{4, hotlimit.OutcomeNearLimit}, // 20% of the burst 20
+			{0, hotlimit.OutcomeNearLimit},
+		} {
+			d, policy := s.TakePolicy("u", api, 4)
+			require.True(t, d.Allowed, "%s step %d", api, step)
+			assert.Equal(t, want.remaining, d.Remaining, "%s step %d", api, step)
+			assert.Equal(t, want.outcome, last.Outcome, "%s step %d", api, step)
+			assert.Equal(t, bucket, policy, "%s step %d: 16/20 left is less than 96/100", api, step)
+		}
+	}
+	// Allow's path without Take.
+	for range 3 {
+		s.Allow("v", "one")
+	}
+	ok := s.Allow("v", "one") // Remaining 16: allowed
+	require.True(t, ok)
+	assert.Equal(t, hotlimit.OutcomeAllowed, last.Outcome)
+	for range 12 {
+		s.Allow("v", "one")
+	}
+	s.Allow("v", "one") // Remaining 3
+	assert.Equal(t, hotlimit.OutcomeNearLimit, last.Outcome)
+}

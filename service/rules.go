@@ -38,6 +38,9 @@ type rule struct {
 	// share it classifies them with.
 	obs  hotlimit.Observer
 	near float64
+	// defBurst is the service's default burst, for the limits' capacity
+	// (see capacity).
+	defBurst int
 	// slow is set when a decision of one limit must see the limiter's
 	// Decision: an observer, or a limit in shadow mode.
 	slow bool
@@ -81,7 +84,7 @@ func (ru *rule) setFast() {
 	// Classify with them: such a rule is left to Take.
 	if ru.multi == nil && ru.transient && ru.slow && int64(ru.limits[0].Limit) < 1<<53 {
 		ru.counted, _ = ru.lim.(remainingAllower)
-		ru.nearMax = nearMax(ru.limits[0].Capacity(), ru.near)
+		ru.nearMax = nearMax(capacity(ru.limits[0], ru.defBurst), ru.near)
 		ru.obsFunc, _ = ru.obs.(hotlimit.ObserverFunc)
 	}
 }
@@ -191,8 +194,8 @@ func (ru *rule) take(cache *keyCache, user, api string, n int) (hotlimit.Decisio
 		kb = getKeyBuf()
 		defer kb.put()
 	}
-	d, i, shadow, _ := ru.multi.take(nil, keys{cache: cache, buf: kb, user: user, api: api}, n)
-	return ru.several(d, i, shadow, n)
+	d, i, rem, shadow, _ := ru.multi.take(nil, keys{cache: cache, buf: kb, user: user, api: api}, n)
+	return ru.several(d, i, rem, shadow, n)
 }
 
 // observeAllow finishes a decision of Allow that the limiter reported with
@@ -229,7 +232,7 @@ func (ru *rule) observeAllow(allowed bool, remaining int) bool {
 // caller's bug), and the observer hears of it.
 func (ru *rule) one(d hotlimit.Decision, n int) (hotlimit.Decision, hotlimit.Config) {
 	shadowDenied := ru.limits[0].Shadow && !d.Allowed && n >= 1
-	outcome := hotlimit.ClassifyCapacity(d, shadowDenied, ru.near, ru.limits[0].Capacity())
+	outcome := hotlimit.ClassifyCapacity(d, shadowDenied, ru.near, capacity(ru.limits[0], ru.defBurst))
 	if shadowDenied {
 		d.Allowed, d.RetryAfter = true, 0
 	}
@@ -240,11 +243,18 @@ func (ru *rule) one(d hotlimit.Decision, n int) (hotlimit.Decision, hotlimit.Con
 }
 
 // several finishes the decision d of a rule of several limits on n requests:
-// decider is the limit that decided, shadow the first limit in shadow mode
-// that would have denied it, or -1.
-func (ru *rule) several(d hotlimit.Decision, decider, shadow, n int) (hotlimit.Decision, hotlimit.Config) {
+// decider is the limit that decided and remaining its own Remaining, shadow
+// the first limit in shadow mode that would have denied it, or -1. The
+// outcome is the decider's: near the limit when its own Remaining is at most
+// the near-limit share of its own capacity, which, as the decider is the
+// limit with the least share of its capacity left, is when any limit is.
+// d's Remaining, the least of the limits', may be another limit's, of
+// another capacity, and would misclassify.
+func (ru *rule) several(d hotlimit.Decision, decider, remaining, shadow, n int) (hotlimit.Decision, hotlimit.Config) {
 	if ru.obs != nil {
-		outcome := hotlimit.ClassifyCapacity(d, false, ru.near, ru.multi.limits[decider].Capacity())
+		own := d
+		own.Remaining = remaining
+		outcome := hotlimit.ClassifyCapacity(own, false, ru.near, capacity(ru.multi.limits[decider], ru.defBurst))
 		e := hotlimit.Event{Source: ru.sources[decider], Outcome: outcome, N: n, Decision: d}
 		if d.Allowed && shadow >= 0 {
 			e.Source, e.Outcome = ru.sources[shadow], hotlimit.OutcomeShadowDenied
@@ -277,8 +287,8 @@ func (ru *rule) takeContext(ctx context.Context, cache *keyCache, user, api stri
 		d, c := ru.one(ru.lim.Take(key, n), n)
 		return d, c, nil
 	}
-	d, i, shadow, err := ru.multi.take(ctx, k, n)
-	d, c := ru.several(d, i, shadow, n)
+	d, i, rem, shadow, err := ru.multi.take(ctx, k, n)
+	d, c := ru.several(d, i, rem, shadow, n)
 	return d, c, err
 }
 
@@ -389,12 +399,12 @@ func build(rs Rules, prev *rules, opts []hotlimit.Option) (*rules, error) {
 			children[i] = lim
 		}
 		ru := &rule{limits: slices.Clone(ls), lim: children[0], scope: ls[0].Scope, transient: true,
-			obs: o.Observer, near: o.NearLimit, slow: o.Observer != nil || ls[0].Shadow}
+			obs: o.Observer, near: o.NearLimit, defBurst: o.Burst, slow: o.Observer != nil || ls[0].Shadow}
 		for _, c := range children {
 			ru.transient = ru.transient && copiesKeys(c)
 		}
 		if len(ls) > 1 {
-			m, err := newMulti(ru.limits, children)
+			m, err := newMulti(ru.limits, children, o.Burst)
 			if err != nil {
 				return fmt.Errorf("service: %s%w", path, err)
 			}

@@ -179,8 +179,11 @@ func (s *Service) ResolveLimits(user, api string) Limits {
 // the decision, so a Replace or Configure* landing meanwhile cannot make the
 // two disagree. The limit that decided is, for a denial, the limit that
 // denied; for an allowed request (or a report, n = 0), the rule's most
-// restrictive limit by remaining share (Remaining/Limit, the first of the
-// rule's order on a tie); for a rule of one limit, that limit. Limits in
+// constrained limit, the one with the least share of its capacity left
+// (Remaining/[hotlimit.Config.Capacity]: of its burst, for a token bucket or
+// GCRA with one; the first of the rule's order on a tie), which is the
+// share an observer's near_limit outcome measures; for a rule of one limit,
+// that limit. Limits in
 // shadow mode are left out of both the Decision and the choice, unless every
 // limit of the rule is in shadow mode. It is the
 // policy a caller names to its client, as httplimit does in its 429 body and
@@ -299,7 +302,7 @@ func (s *Service) override(c hotlimit.Config) (*rule, error) {
 		lim, _ = s.overrideLimiters.LoadOrStore(u, built)
 	}
 	ru := &rule{limits: Limits{c}, lim: lim, scope: c.Scope, transient: copiesKeys(lim),
-		name: OverrideRule, obs: o.Observer, near: o.NearLimit, slow: o.Observer != nil || c.Shadow}
+		name: OverrideRule, obs: o.Observer, near: o.NearLimit, defBurst: o.Burst, slow: o.Observer != nil || c.Shadow}
 	ru.setFast()
 	ru.setSources()
 	ru, _ = s.overrides.LoadOrStore(c, ru)
