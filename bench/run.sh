@@ -1,6 +1,8 @@
 #!/usr/bin/env bash
 # make bench: compares hotlimit's limiters with the Go limiters in use today
-# and prints a short summary: for every scenario, each algorithm's ns/op as a
+# and prints a short summary: at a glance, tokenbucket (the default) against
+# the fastest peer and the mutex port, faster or slower when every run
+# agrees; then for every scenario, each algorithm's ns/op as a
 # ratio to the mutex port and to the fastest peer, with the range across runs;
 # the coarse clock with its admission error; the latency of one Allow with
 # auto-sweep on; bytes per idle key (see cmd/summary).
