@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # make bench: compares hotlimit's limiters with the Go limiters in use today
-# and prints a short summary: at a glance, tokenbucket (the default) against
+# and prints a short summary: at a glance, tokenbucket against
 # the fastest peer and the mutex port, faster or slower when every run
 # agrees; then for every scenario, each algorithm's ns/op as a
 # ratio to the mutex port and to the fastest peer, with the range across runs;

@@ -1,7 +1,7 @@
 // Command summary reads `go test -bench` output of the bench module (parsed
 // with golang.org/x/perf/benchfmt) and prints a short answer to "is hotlimit
-// faster for my case": first, at a glance, tokenbucket (the default
-// algorithm) against the fastest peer and the mutex port per scenario and
+// faster for my case": first, at a glance, tokenbucket (hotlimit's token
+// bucket) against the fastest peer and the mutex port per scenario and
 // -cpu, saying faster or slower when every run agrees; then for every
 // scenario and -cpu value, each hotlimit
 // algorithm's ns/op as a ratio to the mutex port (impl=mutex) and to the
@@ -329,8 +329,8 @@ func write(w io.Writer, samples []sample) error {
 	return nil
 }
 
-// glanceAlg is the algorithm of the summary's first table: hotlimit's
-// default (hotlimit.Config's zero Algorithm).
+// glanceAlg is the algorithm of the summary's first table: the token bucket,
+// the model of the mutex port it is compared with.
 const glanceAlg = "tokenbucket"
 
 // verdict says how every run of a ratio of hotlimit's ns/op to another's
@@ -370,7 +370,7 @@ func writeGlance(w io.Writer, d *data, rows []row) {
 	if len(d.present([]string{glanceAlg}, rows)) == 0 {
 		return
 	}
-	fmt.Fprintf(w, "At a glance: %s, hotlimit's default algorithm, against the fastest peer that kept to the policy (named)\n", glanceAlg)
+	fmt.Fprintf(w, "At a glance: %s, hotlimit's token bucket, against the fastest peer that kept to the policy (named)\n", glanceAlg)
 	fmt.Fprintf(w, "and against the mutex port (the original design: a mutex per key): its ns/op divided by theirs, the median\n")
 	fmt.Fprintf(w, "of the runs [min-max]; \"faster\" or \"slower\" when every run agrees, else \"either way\". On one hot key,\n")
 	fmt.Fprintf(w, "\"blocks\" is the ratio to the mutex port timed in alternating blocks, the one to trust on a busy machine.\n")
