@@ -374,7 +374,7 @@ func writeGlance(w io.Writer, d *data, rows []row) {
 	fmt.Fprintf(w, "and against the mutex port (the original design: a mutex per key): its ns/op divided by theirs, the median\n")
 	fmt.Fprintf(w, "of the runs [min-max]; \"faster\" or \"slower\" when every run agrees, else \"either way\". On one hot key,\n")
 	fmt.Fprintf(w, "\"blocks\" is the ratio to the mutex port timed in alternating blocks, the one to trust on a busy machine.\n")
-	fmt.Fprintf(w, "The other algorithms, the peers left out and what each row runs: below.\n\n")
+	fmt.Fprintf(w, "Every algorithm and the peers left out: below. Each row's policy: the header of bench/bench_test.go.\n\n")
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
 	fmt.Fprintf(tw, "  scenario\tcpu\t%s ÷ fastest peer\t%s ÷ mutex port\t\n", glanceAlg, glanceAlg)
 	for _, r := range rows {
