@@ -1,6 +1,8 @@
 #!/usr/bin/env bash
 # make bench: compares hotlimit's limiters with the Go limiters in use today
-# and prints a short summary: for every scenario, each algorithm's ns/op as a
+# and prints a short summary: at a glance, tokenbucket against
+# the fastest peer and the mutex port, faster or slower when every run
+# agrees; then for every scenario, each algorithm's ns/op as a
 # ratio to the mutex port and to the fastest peer, with the range across runs;
 # the coarse clock with its admission error; the latency of one Allow with
 # auto-sweep on; bytes per idle key (see cmd/summary).
@@ -97,6 +99,9 @@ raw=$dir/raw.txt
 out=$dir/latest.txt
 status=0
 start=$(date +%s)
+# load: the load averages (1, 5, 15 min) now, to tell a busy machine apart.
+load() { cut -d" " -f1-3 /proc/loadavg 2>/dev/null || uptime | sed 's/.*load averages*: *//'; }
+load_start=$(load)
 
 # step WHAT: says on stderr what runs next, and when.
 step() {
@@ -229,10 +234,12 @@ hotlimit='mutex OR tokenbucket OR fixedwindow OR slidinglog OR gcra OR slidingco
 peers='mutex OR xtime OR golimiter OR throttled OR ulule'
 units='.unit:(ns/op OR B/op OR allocs/op)'
 machine="$($GO version); $(nproc) CPUs; $(grep -m1 '^cpu:' "$raw" | sed 's/^cpu: *//;s/ *$//')"
+loadline="load average (1, 5, 15 min) at the start $load_start, at the end $(load): other work on the machine widens the ranges"
 wall() { echo "$(($(date +%s) - start))s"; }
 {
 	echo "hotlimit bench — $(date -u +%Y-%m-%dT%H:%MZ)"
 	echo "$machine"
+	echo "$loadline"
 	printf '%s\n' "${commands[@]}"
 	echo
 	echo "### hotlimit against the mutex baseline (ns/op, B/op, allocs/op; vs base = impl=mutex)"
@@ -294,6 +301,7 @@ wall() { echo "$(($(date +%s) - start))s"; }
 {
 	echo "hotlimit bench summary — $(date -u +%Y-%m-%dT%H:%MZ); $machine"
 	echo "-benchtime $BENCHTIME -count $COUNT; hot key -cpu $CPU; 100k keys and new keys -cpu $MANYCPU (commands in latest.txt)"
+	echo "$loadline"
 	if [[ "${SMOKE:-}" == 1 ]]; then
 		echo "SMOKE=1: a few calls per benchmark; the numbers below mean nothing"
 	fi

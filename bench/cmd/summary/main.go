@@ -1,6 +1,9 @@
 // Command summary reads `go test -bench` output of the bench module (parsed
 // with golang.org/x/perf/benchfmt) and prints a short answer to "is hotlimit
-// faster for my case": for every scenario and -cpu value, each hotlimit
+// faster for my case": first, at a glance, tokenbucket (hotlimit's token
+// bucket) against the fastest peer and the mutex port per scenario and
+// -cpu, saying faster or slower when every run agrees; then for every
+// scenario and -cpu value, each hotlimit
 // algorithm's ns/op as a ratio to the mutex port (impl=mutex) and to the
 // fastest peer, with the range of the ratio across the runs (-count); the
 // coarse clock's speed next to its admission error; the hot key with each
@@ -300,6 +303,7 @@ func write(w io.Writer, samples []sample) error {
 	var sections int
 	if len(rows) > 0 {
 		sections++
+		writeGlance(w, d, rows)
 		writeRatios(w, d, rows)
 		writeCoarse(w, d, rows)
 		writeFloor(w, d)
@@ -323,6 +327,75 @@ func write(w io.Writer, samples []sample) error {
 		return errors.New("summary: no results of BenchmarkAllow, BenchmarkInsert, BenchmarkHotKeyRatio, BenchmarkAutoSweep, BenchmarkMemory, BenchmarkService or BenchmarkFlood in the input")
 	}
 	return nil
+}
+
+// glanceAlg is the algorithm of the summary's first table: the token bucket,
+// the model of the mutex port it is compared with.
+const glanceAlg = "tokenbucket"
+
+// verdict says how every run of a ratio of hotlimit's ns/op to another's
+// compares with 1.
+func verdict(s stat) string {
+	switch {
+	case s.hi < 1:
+		return "faster"
+	case s.lo > 1:
+		return "slower"
+	default:
+		return "either way"
+	}
+}
+
+// glanceCell is glanceAlg's ratio to base in r with its verdict and the name
+// named, or "–".
+func glanceCell(d *data, r row, base, named string) string {
+	st, ok := ratios(d.runs[r][glanceAlg], d.runs[r][base], "ns/op")
+	if !ok {
+		return "–"
+	}
+	s := cell(d, r, glanceAlg, base)
+	if named != "" {
+		s += " " + named
+	}
+	return s + ", " + verdict(st)
+}
+
+// writeGlance prints the summary's first table, the answer in a few lines:
+// per scenario and -cpu, glanceAlg against the fastest peer (named) and
+// against the mutex port, each with whether hotlimit was faster or slower in
+// every run; on one hot key, also against the mutex port in alternating
+// blocks (BenchmarkHotKeyRatio), the ratio that a shared machine disturbs
+// least. Its lines are indented, apart from the tables below.
+func writeGlance(w io.Writer, d *data, rows []row) {
+	if len(d.present([]string{glanceAlg}, rows)) == 0 {
+		return
+	}
+	fmt.Fprintf(w, "At a glance: %s, hotlimit's token bucket, against the fastest peer that kept to the policy (named)\n", glanceAlg)
+	fmt.Fprintf(w, "and against the mutex port (the original design: a mutex per key): its ns/op divided by theirs, the median\n")
+	fmt.Fprintf(w, "of the runs [min-max]; \"faster\" or \"slower\" when every run agrees, else \"either way\". On one hot key,\n")
+	fmt.Fprintf(w, "\"blocks\" is the ratio to the mutex port timed in alternating blocks, the one to trust on a busy machine.\n")
+	fmt.Fprintf(w, "Every algorithm and the peers left out: below. Each row's policy: the header of bench/bench_test.go.\n\n")
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	fmt.Fprintf(tw, "  scenario\tcpu\t%s ÷ fastest peer\t%s ÷ mutex port\t\n", glanceAlg, glanceAlg)
+	for _, r := range rows {
+		if len(d.runs[r][glanceAlg]) == 0 {
+			continue
+		}
+		peer := "–"
+		if best, _ := d.bestPeer(r); best != "" {
+			peer = glanceCell(d, r, best, best)
+		}
+		mutex := glanceCell(d, r, "mutex", "")
+		if rest, ok := strings.CutPrefix(r.scenario, "Allow/mode=parallel/keys=1/"); ok {
+			blocks := row{"HotKeyRatio/" + rest, r.cpu}
+			if st, ok := summarize(values(d.runs[blocks][glanceAlg], "lockfree/mutex")); ok {
+				mutex += fmt.Sprintf("; blocks %s, %s", st, verdict(st))
+			}
+		}
+		fmt.Fprintf(tw, "  %s\t%d\t%s\t%s\t\n", label(r.scenario), r.cpu, peer, mutex)
+	}
+	tw.Flush()
+	fmt.Fprintln(w)
 }
 
 func writeRatios(w io.Writer, d *data, rows []row) {

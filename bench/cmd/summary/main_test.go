@@ -92,6 +92,24 @@ func TestRatios(t *testing.T) {
 	assert.NotContains(t, lineOf(t, out, "÷ mutex port", 0), "coarse", "coarse is not in the head-to-head tables")
 }
 
+// TestGlance checks the first table: tokenbucket against the fastest peer
+// that kept to the policy and against the mutex port, with the verdict of
+// every run, and on the hot key the blocks; it comes before the full tables.
+func TestGlance(t *testing.T) {
+	out := summary(t)
+	require.True(t, strings.HasPrefix(out, "At a glance: tokenbucket"), "the summary starts with it")
+	// Serial: 45/100 and 40/100 against golimiter; 45/50 and 40/40 against
+	// the mutex port, whose max 1.00 is not below 1.
+	assert.Regexp(t, `^  one key, serial, allow +1 +0\.43 \[0\.40-0\.45\] golimiter, faster +0\.95 \[0\.90-1\.00\], either way *$`,
+		lineOf(t, out, "  one key, serial, allow", 0))
+	// Hot key at -cpu 2: xtime is left out (it denied), golimiter 50/200 and
+	// 60/100; mutex 50/100 and 60/80; blocks 0.90, 1.10, 0.95.
+	assert.Regexp(t, `^  hot key, allow +2 +0\.42 \[0\.25-0\.60\] golimiter, faster +0\.62 \[0\.50-0\.75\], faster; blocks 0\.95 \[0\.90-1\.10\], either way *$`,
+		lineOf(t, out, "  hot key, allow", 0))
+	assert.Less(t, strings.Index(out, "  hot key, allow"), strings.Index(out, "\n÷ mutex port "), "before the full tables")
+	assert.Equal(t, "slower", verdict(stat{med: 1.2, lo: 1.01, hi: 1.3}))
+}
+
 // TestCoarse checks that impl=coarse shows its admission next to its speed.
 func TestCoarse(t *testing.T) {
 	out := summary(t)
