@@ -18,6 +18,7 @@ import (
 
 	"github.com/hotlimit/hotlimit"
 	"github.com/hotlimit/hotlimit/grpclimit"
+	"github.com/hotlimit/hotlimit/internal/limitertest"
 	"github.com/hotlimit/hotlimit/service"
 )
 
@@ -87,20 +88,6 @@ func TestEndedCallSpendsNoQuota(t *testing.T) {
 	}
 }
 
-// cancelingLimiter is a limiter on a backend that cannot decide, whose
-// failure policy passes, asked while the caller leaves: it cancels the
-// call's context before it answers.
-type cancelingLimiter struct{ cancel context.CancelFunc }
-
-func (l *cancelingLimiter) Allow(string) bool { return true }
-func (l *cancelingLimiter) Take(string, int) hotlimit.Decision {
-	return hotlimit.Decision{Allowed: true, Limit: 1}
-}
-func (l *cancelingLimiter) TakeContext(ctx context.Context, _ string, _ int) (hotlimit.Decision, error) {
-	l.cancel()
-	return hotlimit.Decision{Allowed: true, Limit: 1}, ctx.Err()
-}
-
 // TestFailOpenPassOfAnEndedCallIsNotServed: a caller cancels its call while
 // the interceptor asks a limiter that cannot decide. The failing-open
 // policy passes it; running the handler would serve a call no limiter
@@ -109,7 +96,7 @@ func (l *cancelingLimiter) TakeContext(ctx context.Context, _ string, _ int) (ho
 func TestFailOpenPassOfAnEndedCallIsNotServed(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	lim := &cancelingLimiter{cancel: cancel}
+	lim := &limitertest.CancelingLimiter{Cancel: cancel}
 	svc, err := service.New(cfg(hotlimit.FixedWindow, 1, time.Second),
 		hotlimit.WithFactory(func(hotlimit.Config, ...hotlimit.Option) (hotlimit.Limiter, error) { return lim, nil }))
 	require.NoError(t, err)
@@ -123,7 +110,7 @@ func TestFailOpenPassOfAnEndedCallIsNotServed(t *testing.T) {
 	// Under a dry run it proceeds, as every call does.
 	ctx2, cancel2 := context.WithCancel(context.Background())
 	defer cancel2()
-	lim.cancel = cancel2
+	lim.Cancel = cancel2
 	_, err = grpclimit.UnaryServerInterceptor(svc, grpclimit.WithDryRun(true))(ctx2, nil, info, handler)
 	assert.NoError(t, err)
 	assert.Error(t, ctx2.Err(), "the call ended while the limiter was asked")

@@ -11,22 +11,9 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/hotlimit/hotlimit"
+	"github.com/hotlimit/hotlimit/internal/limitertest"
 	"github.com/hotlimit/hotlimit/service"
 )
-
-// operatorRules are the rules of the operator's trial: a default of one
-// limit, an allow-listed user, a rule of two limits and a rule with a limit
-// in shadow mode.
-const operatorRules = `{
-  "default": [{"algorithm": "TokenBucket", "limit": 5, "window": "1s"}],
-  "users":   {"partner": [{"algorithm": "Unlimited"}]},
-  "apis": {
-    "GET /pay": [{"algorithm": "TokenBucket", "limit": 10, "window": "1s", "burst": 20},
-                 {"algorithm": "FixedWindow", "limit": 100, "window": "1m", "scope": "api"}],
-    "GET /new": [{"algorithm": "FixedWindow", "limit": 10, "window": "1m"},
-                 {"algorithm": "FixedWindow", "limit": 2, "window": "1m", "shadow": true}]
-  }
-}`
 
 func point(rule, outcome string) string {
 	return "hotlimit.outcome=" + outcome + ",hotlimit.rule=" + rule
@@ -40,7 +27,7 @@ func point(rule, outcome string) string {
 // users, APIs and plans come.
 func TestOperatorTrial(t *testing.T) {
 	m, reader := setup(t)
-	rules, err := service.LoadRules(strings.NewReader(operatorRules))
+	rules, err := service.LoadRules(strings.NewReader(limitertest.OperatorRules))
 	require.NoError(t, err)
 	var now atomic.Int64
 	now.Store(int64(time.Hour))
@@ -86,7 +73,7 @@ func TestOperatorTrial(t *testing.T) {
 		`"limit": 5,`, `"limit": 8,`,
 		`"users":   {"partner": [{"algorithm": "Unlimited"}]},`, ``,
 		`"GET /new"`, `"GET /v2/new"`,
-	).Replace(operatorRules)))
+	).Replace(limitertest.OperatorRules)))
 	require.NoError(t, err)
 	require.NoError(t, svc.Replace(reloaded))
 	svc.Allow("erin", "GET /")

@@ -22,22 +22,9 @@ import (
 
 	"github.com/hotlimit/hotlimit"
 	"github.com/hotlimit/hotlimit/hotlimitprom"
+	"github.com/hotlimit/hotlimit/internal/limitertest"
 	"github.com/hotlimit/hotlimit/service"
 )
-
-// operatorRules are the rules of the operator's trial: a default of one
-// limit, an allow-listed user, a rule of two limits and a rule with a limit
-// in shadow mode.
-const operatorRules = `{
-  "default": [{"algorithm": "TokenBucket", "limit": 5, "window": "1s"}],
-  "users":   {"partner": [{"algorithm": "Unlimited"}]},
-  "apis": {
-    "GET /pay": [{"algorithm": "TokenBucket", "limit": 10, "window": "1s", "burst": 20},
-                 {"algorithm": "FixedWindow", "limit": 100, "window": "1m", "scope": "api"}],
-    "GET /new": [{"algorithm": "FixedWindow", "limit": 10, "window": "1m"},
-                 {"algorithm": "FixedWindow", "limit": 2, "window": "1m", "shadow": true}]
-  }
-}`
 
 // scrape is one scrape of /metrics, parsed: the value of each series by
 // metric name and its labels, written as `name{l="v",...}` with the labels
@@ -157,7 +144,7 @@ type tally struct {
 // its name, type, labels and values, and what the README's queries compute
 // on two scrapes against what the callers saw.
 func TestOperatorTrialMetricsAndQueries(t *testing.T) {
-	op := newOperator(t, operatorRules)
+	op := newOperator(t, limitertest.OperatorRules)
 	svc := op.svc
 	plan := hotlimit.Config{Algorithm: hotlimit.TokenBucket, Limit: 3, Window: time.Second}
 	bigPlan := hotlimit.Config{Algorithm: hotlimit.FixedWindow, Limit: 50, Window: time.Minute}
@@ -317,7 +304,7 @@ func TestOperatorTrialMetricsAndQueries(t *testing.T) {
 // changed rule count on, and hotlimit_keys follows the keys the service
 // holds, dropping those of the limiters no rule uses any more.
 func TestOperatorTrialReload(t *testing.T) {
-	op := newOperator(t, operatorRules)
+	op := newOperator(t, limitertest.OperatorRules)
 	svc := op.svc
 	for range 7 {
 		svc.Allow("alice", "GET /")
@@ -337,8 +324,8 @@ func TestOperatorTrialReload(t *testing.T) {
 		`"limit": 5,`, `"limit": 8,`,
 		`"users":   {"partner": [{"algorithm": "Unlimited"}]},`, ``,
 		`"GET /new"`, `"GET /v2/new"`,
-	).Replace(operatorRules)
-	require.NotEqual(t, operatorRules, reloaded)
+	).Replace(limitertest.OperatorRules)
+	require.NotEqual(t, limitertest.OperatorRules, reloaded)
 	dir := t.TempDir()
 	path := dir + "/rules.json"
 	require.NoError(t, os.WriteFile(path, []byte(reloaded), 0o600))
@@ -351,7 +338,7 @@ func TestOperatorTrialReload(t *testing.T) {
 				require.NoError(t, svc.Replace(rules))
 			} else {
 				// Back to the first rules, then the file.
-				rules, err := service.LoadRules(strings.NewReader(operatorRules))
+				rules, err := service.LoadRules(strings.NewReader(limitertest.OperatorRules))
 				require.NoError(t, err)
 				require.NoError(t, svc.Replace(rules))
 				ctx, cancel := context.WithCancel(context.Background())
@@ -415,7 +402,7 @@ func TestOperatorTrialReload(t *testing.T) {
 // under a hundred TakeWith plans: the scrape's label values are the rules'
 // names and the four outcomes, however many keys and plans there are.
 func TestOperatorTrialLabelsStayBoundedByTheRules(t *testing.T) {
-	op := newOperator(t, operatorRules)
+	op := newOperator(t, limitertest.OperatorRules)
 	svc := op.svc
 	names := []string{"partner", "GET /pay", "GET /new", `apis["GET /pay"]`, "default", "override", "\xff\xfe", "a\"}\n{b=\"c"}
 	users, apis, plans := 2000, 500, 100

@@ -13,6 +13,7 @@ import (
 
 	"github.com/hotlimit/hotlimit"
 	"github.com/hotlimit/hotlimit/httplimit"
+	"github.com/hotlimit/hotlimit/internal/limitertest"
 	"github.com/hotlimit/hotlimit/service"
 )
 
@@ -152,20 +153,6 @@ func TestEndedRequestSpendsNoQuota(t *testing.T) {
 	}
 }
 
-// cancelingLimiter is a limiter on a backend that cannot decide, whose
-// failure policy passes, asked while the request's client leaves: it cancels
-// the request's context before it answers.
-type cancelingLimiter struct{ cancel context.CancelFunc }
-
-func (l *cancelingLimiter) Allow(string) bool { return true }
-func (l *cancelingLimiter) Take(string, int) hotlimit.Decision {
-	return hotlimit.Decision{Allowed: true, Limit: 1}
-}
-func (l *cancelingLimiter) TakeContext(ctx context.Context, _ string, _ int) (hotlimit.Decision, error) {
-	l.cancel()
-	return hotlimit.Decision{Allowed: true, Limit: 1}, ctx.Err()
-}
-
 // TestFailOpenPassOfAnEndedRequestIsNotServed: a client sends a request and
 // drops it while the middleware asks a limiter that cannot decide (a Redis
 // call cut short by the request's context). A failing-open policy passes
@@ -174,7 +161,7 @@ func (l *cancelingLimiter) TakeContext(ctx context.Context, _ string, _ int) (ho
 func TestFailOpenPassOfAnEndedRequestIsNotServed(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	lim := &cancelingLimiter{cancel: cancel}
+	lim := &limitertest.CancelingLimiter{Cancel: cancel}
 	svc, err := service.New(cfg(hotlimit.FixedWindow, 1, time.Second),
 		hotlimit.WithFactory(func(hotlimit.Config, ...hotlimit.Option) (hotlimit.Limiter, error) { return lim, nil }))
 	require.NoError(t, err)
@@ -187,7 +174,7 @@ func TestFailOpenPassOfAnEndedRequestIsNotServed(t *testing.T) {
 	// Under a dry run it is served, as every request is.
 	ctx2, cancel2 := context.WithCancel(context.Background())
 	defer cancel2()
-	lim.cancel = cancel2
+	lim.Cancel = cancel2
 	serve(httplimit.New(svc, httplimit.WithDryRun(true))(next), get("/", "192.0.2.1:1").WithContext(ctx2))
 	assert.Error(t, ctx2.Err(), "the request ended while the limiter was asked")
 	assert.Equal(t, 1, served)

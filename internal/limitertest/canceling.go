@@ -1,0 +1,43 @@
+package limitertest
+
+import (
+	"context"
+
+	"github.com/hotlimit/hotlimit"
+)
+
+// CancelingLimiter is a limiter on a backend that cannot decide, whose
+// failure policy passes, asked while the caller leaves: TakeContext calls
+// Cancel (the caller's context's) before it answers, with a pass and the
+// context's error. It is how the gateways' tests make a request end during
+// its decision.
+type CancelingLimiter struct{ Cancel context.CancelFunc }
+
+// Allow passes.
+func (l *CancelingLimiter) Allow(string) bool { return true }
+
+// Take passes: asked without a context, the backend answers.
+func (l *CancelingLimiter) Take(string, int) hotlimit.Decision {
+	return hotlimit.Decision{Allowed: true, Limit: 1}
+}
+
+// TakeContext cancels the caller's context and passes, as a failure policy
+// that fails open does, with the context's error.
+func (l *CancelingLimiter) TakeContext(ctx context.Context, _ string, _ int) (hotlimit.Decision, error) {
+	l.Cancel()
+	return hotlimit.Decision{Allowed: true, Limit: 1}, ctx.Err()
+}
+
+// OperatorRules are service.Rules, as JSON, for the metrics modules' trials
+// of what an operator sees: a default of one limit, an allow-listed user, a
+// rule of two limits and a rule with a limit in shadow mode.
+const OperatorRules = `{
+  "default": [{"algorithm": "TokenBucket", "limit": 5, "window": "1s"}],
+  "users":   {"partner": [{"algorithm": "Unlimited"}]},
+  "apis": {
+    "GET /pay": [{"algorithm": "TokenBucket", "limit": 10, "window": "1s", "burst": 20},
+                 {"algorithm": "FixedWindow", "limit": 100, "window": "1m", "scope": "api"}],
+    "GET /new": [{"algorithm": "FixedWindow", "limit": 10, "window": "1m"},
+                 {"algorithm": "FixedWindow", "limit": 2, "window": "1m", "shadow": true}]
+  }
+}`
