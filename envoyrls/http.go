@@ -2,15 +2,8 @@ package envoyrls
 
 import (
 	"context"
-	"crypto/sha256"
-	"fmt"
-	"hash"
 	"io"
 	"net/http"
-	"os"
-	"path/filepath"
-	"slices"
-	"strings"
 	"time"
 
 	pb "github.com/envoyproxy/go-control-plane/envoy/service/ratelimit/v3"
@@ -66,39 +59,6 @@ func (s *Server) JSONHandler() http.Handler {
 	})
 }
 
-// dirDigest hashes the names and contents of dir's configuration files.
-func dirDigest(dir string) ([32]byte, error) {
-	ents, err := os.ReadDir(dir)
-	if err != nil {
-		return [32]byte{}, err
-	}
-	names := make([]string, 0, len(ents))
-	for _, e := range ents {
-		n := e.Name()
-		if !e.IsDir() && !strings.HasPrefix(n, ".") && (strings.HasSuffix(n, ".yaml") || strings.HasSuffix(n, ".yml")) {
-			names = append(names, n)
-		}
-	}
-	slices.Sort(names)
-	h := sha256.New()
-	for _, n := range names {
-		data, err := os.ReadFile(filepath.Join(dir, n))
-		if err != nil {
-			return [32]byte{}, err
-		}
-		hashFile(h, n, data)
-	}
-	return [32]byte(h.Sum(nil)), nil
-}
-
-// hashFile adds a file's name and content to a directory's digest.
-func hashFile(h hash.Hash, name string, data []byte) {
-	h.Write([]byte(name))
-	h.Write([]byte{0})
-	h.Write(data)
-	h.Write([]byte{0})
-}
-
 // WatchDir polls dir every interval until ctx is done, and reloads the
 // configuration when a file changed. A directory that fails to load, or to
 // be read (a file that vanished or cannot be opened), is logged once with the
@@ -138,7 +98,9 @@ func (s *Server) newDirWatch(dir string, onLoad func(error)) *dirWatch {
 	if c := s.Config(); c.dir == dir {
 		w.last = c.digest // a change made since it was loaded is one to load
 	} else {
-		w.last, _ = dirDigest(dir)
+		if files, err := readDir(dir); err == nil {
+			w.last = files.digest
+		}
 	}
 	return w
 }
@@ -148,7 +110,7 @@ func (s *Server) newDirWatch(dir string, onLoad func(error)) *dirWatch {
 // poll; once it can be read again, it is loaded (and the outcome logged)
 // even if its files are as before the failure.
 func (w *dirWatch) poll() {
-	sum, err := dirDigest(w.dir)
+	files, err := readDir(w.dir)
 	if err != nil {
 		if err.Error() == w.unread {
 			return
@@ -156,15 +118,15 @@ func (w *dirWatch) poll() {
 		w.unread = err.Error()
 		w.s.set.log.Error("config directory unreadable, previous config stays in force", "dir", w.dir, "err", err)
 		if w.onLoad != nil {
-			w.onLoad(fmt.Errorf("envoyrls: config directory: %w", err))
+			w.onLoad(err)
 		}
 		return
 	}
-	if sum == w.last && w.unread == "" {
+	if files.digest == w.last && w.unread == "" {
 		return
 	}
-	w.last, w.unread = sum, ""
-	err = w.s.ReloadDir(w.dir)
+	w.last, w.unread = files.digest, ""
+	err = w.s.reloadFiles(files) // what was hashed, not what the directory holds by now
 	if w.onLoad != nil {
 		w.onLoad(err)
 	}
@@ -173,7 +135,18 @@ func (w *dirWatch) poll() {
 // ReloadDir loads dir and puts it in force, logging the outcome; on error the
 // configuration in force stays.
 func (s *Server) ReloadDir(dir string) error {
-	cfg, err := LoadDir(dir)
+	files, err := readDir(dir)
+	if err != nil {
+		s.set.log.Error("config rejected, previous config stays in force", "dir", dir, "err", err)
+		return err
+	}
+	return s.reloadFiles(files)
+}
+
+// reloadFiles puts the configuration of files in force, as ReloadDir.
+func (s *Server) reloadFiles(files *dirFiles) error {
+	dir := files.dir
+	cfg, err := files.parse()
 	if err == nil {
 		err = s.Reload(cfg)
 	}

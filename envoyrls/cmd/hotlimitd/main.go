@@ -6,8 +6,9 @@
 // DIR holds one YAML file per domain, in the format of Envoy's reference
 // rate limit server (envoyproxy/ratelimit), with hotlimit's optional
 // algorithm, burst and window keys under rate_limit. The directory is polled
-// and reloaded on change; a bad file is logged and the previous
-// configuration stays in force.
+// and reloaded on change, a Kubernetes ConfigMap volume included (its files
+// are read from the version its ..data symlink names); a bad file is logged
+// and the previous configuration stays in force.
 //
 // gRPC serves envoy.service.ratelimit.v3.RateLimitService and
 // grpc.health.v1.Health. HTTP serves POST /json (a RateLimitRequest in
