@@ -211,6 +211,21 @@ func (f *flags) options(log *slog.Logger, fallbacks hotlimit.FallbackObserver) (
 	return opts, func() { _ = client.Close() }, nil
 }
 
+// httpLimits bound what a client of the HTTP server holds: the time it may
+// take to send a request's headers, and the whole request, the time to write
+// the response, how long a kept-alive connection may stay idle, and the size
+// of the headers. /json bounds its body itself (1 MiB). Tests shorten them.
+var httpLimits = struct {
+	readHeader, read, write, idle time.Duration
+	headerBytes                   int
+}{
+	readHeader:  10 * time.Second,
+	read:        30 * time.Second,
+	write:       30 * time.Second,
+	idle:        2 * time.Minute,
+	headerBytes: 64 << 10,
+}
+
 // run serves until ctx is done; ready, when not nil, gets the gRPC and HTTP
 // addresses once both listen.
 func run(ctx context.Context, args []string, stderr io.Writer, ready func(grpcAddr, httpAddr string)) error {
@@ -267,21 +282,29 @@ func run(ctx context.Context, args []string, stderr io.Writer, ready func(grpcAd
 	if f.httpAddr != "" {
 		mux := http.NewServeMux()
 		mux.Handle("/json", srv.JSONHandler())
-		mux.HandleFunc("/healthcheck", func(w http.ResponseWriter, _ *http.Request) {
+		mux.HandleFunc("GET /healthcheck", func(w http.ResponseWriter, _ *http.Request) {
 			if st, _ := hs.Check(context.Background(), &healthpb.HealthCheckRequest{}); st.GetStatus() != healthpb.HealthCheckResponse_SERVING || draining.Load() {
 				http.Error(w, "NOT_SERVING", http.StatusServiceUnavailable)
 				return
 			}
 			_, _ = io.WriteString(w, "OK\n")
 		})
-		mux.Handle("/metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{}))
+		mux.Handle("GET /metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{}))
 		hlis, err := net.Listen("tcp", f.httpAddr)
 		if err != nil {
 			_ = glis.Close()
 			return fmt.Errorf("-http: %w", err)
 		}
 		hlisAddr = hlis.Addr().String()
-		hsrv = &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
+		hsrv = &http.Server{
+			Handler:           mux,
+			ReadHeaderTimeout: httpLimits.readHeader,
+			ReadTimeout:       httpLimits.read,
+			WriteTimeout:      httpLimits.write,
+			IdleTimeout:       httpLimits.idle,
+			MaxHeaderBytes:    httpLimits.headerBytes,
+			ErrorLog:          slog.NewLogLogger(log.Handler(), slog.LevelWarn),
+		}
 		go func() {
 			if err := hsrv.Serve(hlis); err != nil && !errors.Is(err, http.ErrServerClosed) {
 				log.Error("http server", "err", err)
