@@ -226,6 +226,22 @@ var httpLimits = struct {
 	headerBytes: 64 << 10,
 }
 
+// grpcLimits bound what a client of the gRPC server holds: the size of a
+// message; the requests in flight on one connection (a client such as Envoy
+// opens another connection past it); and the time a new connection has to
+// send its HTTP/2 preface, which also bounds how long one that never sends
+// holds up a shutdown: gRPC's GracefulStop and Stop both wait for
+// connections still in their handshake. Tests shorten them.
+var grpcLimits = struct {
+	recvBytes int
+	streams   uint32
+	handshake time.Duration
+}{
+	recvBytes: 4 << 20,
+	streams:   1024,
+	handshake: 5 * time.Second,
+}
+
 // run serves until ctx is done; ready, when not nil, gets the gRPC and HTTP
 // addresses once both listen.
 func run(ctx context.Context, args []string, stderr io.Writer, ready func(grpcAddr, httpAddr string)) error {
@@ -263,7 +279,12 @@ func run(ctx context.Context, args []string, stderr io.Writer, ready func(grpcAd
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(metrics, collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 
-	g := grpc.NewServer()
+	g := grpc.NewServer(
+		grpc.ForceServerCodecV2(envoyrls.Codec()), // counts descriptors before decoding them
+		grpc.MaxRecvMsgSize(grpcLimits.recvBytes),
+		grpc.MaxConcurrentStreams(grpcLimits.streams),
+		grpc.ConnectionTimeout(grpcLimits.handshake),
+	)
 	pb.RegisterRateLimitServiceServer(g, srv)
 	hs := health.NewServer()
 	// "" (the server) is serving from the start; "ratelimit" is the name the
