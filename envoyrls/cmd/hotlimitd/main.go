@@ -76,10 +76,20 @@ func main() {
 		stop()
 		drain()
 	}()
-	if err := run(ctx, os.Args[1:], os.Stderr, nil); err != nil {
+	err := run(ctx, os.Args[1:], os.Stderr, nil)
+	if err != nil && !errors.Is(err, flag.ErrHelp) {
 		fmt.Fprintln(os.Stderr, "hotlimitd:", err)
-		os.Exit(1)
 	}
+	os.Exit(exitCode(err))
+}
+
+// exitCode is the process's exit status after run returns err: 0 when it
+// served, or printed the help asked for with -h; 1 for any error.
+func exitCode(err error) int {
+	if err == nil || errors.Is(err, flag.ErrHelp) {
+		return 0
+	}
+	return 1
 }
 
 // flags are the command line.
@@ -94,10 +104,93 @@ type flags struct {
 	leaseTTL, redisTimeout              time.Duration
 }
 
+// usage heads the -h output.
+const usage = `Usage: hotlimitd -config DIR [flags]
+
+Every flag may also be set in the environment as HOTLIMITD_ and its name in
+upper case with '-' as '_', such as HOTLIMITD_REDIS_PASSWORD; the command
+line wins.
+
+`
+
+// parse reads the command line and the environment. -h returns
+// flag.ErrHelp, having written the usage to out.
 func parse(args []string, out io.Writer) (*flags, error) {
 	f := &flags{}
+	fs := newFlagSet(f, out)
+	if err := fromEnv(fs); err != nil {
+		return nil, err
+	}
+	if err := fs.Parse(args); err != nil {
+		return nil, err
+	}
+	if f.config == "" {
+		return nil, errors.New("-config DIR is required")
+	}
+	if fs.NArg() > 0 {
+		return nil, fmt.Errorf("unexpected arguments: %q", fs.Args())
+	}
+	return f, f.validate()
+}
+
+// fromEnv sets each flag of fs whose HOTLIMITD_ variable is set.
+func fromEnv(fs *flag.FlagSet) error {
+	var envErr error
+	fs.VisitAll(func(fl *flag.Flag) {
+		name := envName(fl.Name)
+		if v, ok := os.LookupEnv(name); ok {
+			if err := fl.Value.Set(v); err != nil && envErr == nil {
+				envErr = fmt.Errorf("%s=%q: invalid value for -%s: %w", name, v, fl.Name, err)
+			}
+		}
+	})
+	return envErr
+}
+
+// envName is the environment variable of the flag name.
+func envName(name string) string {
+	return "HOTLIMITD_" + strings.ToUpper(strings.ReplaceAll(name, "-", "_"))
+}
+
+// validate refuses the values no flag takes, whether or not the flag is in
+// use (a -redis-failure without -redis is a mistake all the same).
+func (f *flags) validate() error {
+	for _, d := range []struct {
+		name string
+		v    time.Duration
+	}{{"reload-interval", f.reload}, {"drain", f.drain}, {"redis-timeout", f.redisTimeout}} {
+		if d.v < 0 {
+			return fmt.Errorf("-%s %v: want 0 or more", d.name, d.v)
+		}
+	}
+	switch {
+	case f.lease < 0:
+		return fmt.Errorf("-redis-lease %d: want 0 (none) or more", f.lease)
+	case f.maxKeys < 0:
+		return fmt.Errorf("-max-keys %d: want 0 (no cap) or more", f.maxKeys)
+	case !slices.Contains([]string{"error", "local", "open", "closed"}, f.failure):
+		return fmt.Errorf("-redis-failure %q: want error, local, open or closed", f.failure)
+	case !slices.Contains([]string{"none", "reference", "draft", "both"}, f.headers):
+		return fmt.Errorf("-headers %q: want none, reference, draft or both", f.headers)
+	}
+	if f.redisAddr != "" && slices.Contains(strings.Split(f.redisAddr, ","), "") {
+		return fmt.Errorf("-redis %q: an empty address", f.redisAddr)
+	}
+	var level slog.Level
+	if err := level.UnmarshalText([]byte(f.logLevel)); err != nil {
+		return fmt.Errorf("-log-level %q: want debug, info, warn or error", f.logLevel)
+	}
+	return nil
+}
+
+// newFlagSet returns the command's flags, writing into f.
+func newFlagSet(f *flags, out io.Writer) *flag.FlagSet {
 	fs := flag.NewFlagSet("hotlimitd", flag.ContinueOnError)
 	fs.SetOutput(out)
+	fs.Usage = func() {
+		_, _ = io.WriteString(out, usage)
+		fs.PrintDefaults()
+	}
 	fs.StringVar(&f.config, "config", "", "directory of YAML rate limit configs, one per domain (required)")
 	fs.StringVar(&f.grpcAddr, "grpc", ":8081", "gRPC listen address")
 	fs.StringVar(&f.httpAddr, "http", ":8080", "HTTP listen address (/json, /healthcheck, /metrics); empty for none")
@@ -117,28 +210,7 @@ func parse(args []string, out io.Writer) (*flags, error) {
 	fs.DurationVar(&f.drain, "drain", 10*time.Second, "how long shutdown waits for requests in flight")
 	fs.IntVar(&f.maxKeys, "max-keys", 0, "most keys a rule holds in memory (with -redis, in the -redis-failure local fallback); a new key past it is over the limit unless an idle key makes room; 0 for no cap")
 	fs.StringVar(&f.logLevel, "log-level", "info", "debug, info, warn or error")
-	var envErr error
-	fs.VisitAll(func(fl *flag.Flag) {
-		name := "HOTLIMITD_" + strings.ToUpper(strings.ReplaceAll(fl.Name, "-", "_"))
-		if v, ok := os.LookupEnv(name); ok {
-			if err := fl.Value.Set(v); err != nil && envErr == nil {
-				envErr = fmt.Errorf("%s=%q: %w", name, v, err)
-			}
-		}
-	})
-	if envErr != nil {
-		return nil, envErr
-	}
-	if err := fs.Parse(args); err != nil {
-		return nil, err
-	}
-	if f.config == "" {
-		return nil, errors.New("-config DIR is required")
-	}
-	if fs.NArg() > 0 {
-		return nil, fmt.Errorf("unexpected arguments: %q", fs.Args())
-	}
-	return f, nil
+	return fs
 }
 
 // options turns the flags into the server's options; close releases the

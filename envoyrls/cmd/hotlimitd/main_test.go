@@ -218,9 +218,7 @@ func TestMaxKeysFlag(t *testing.T) {
 			assert.Contains(t, string(body), fmt.Sprintf(`hotlimit_keys{limiter="hotlimitd"} %d`, keys))
 		})
 	}
-	f, err := parse([]string{"-config", "x", "-max-keys", "-1"}, io.Discard)
-	require.NoError(t, err)
-	_, _, err = f.options(nil, nil)
+	_, err := parse([]string{"-config", "x", "-max-keys", "-1"}, io.Discard)
 	assert.ErrorContains(t, err, "-max-keys -1")
 }
 
