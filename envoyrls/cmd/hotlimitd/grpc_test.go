@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"io"
@@ -15,6 +16,8 @@ import (
 	pb "github.com/envoyproxy/go-control-plane/envoy/service/ratelimit/v3"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	"golang.org/x/net/http2"
+	"golang.org/x/net/http2/hpack"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
@@ -138,4 +141,62 @@ func TestGRPCSilentConnection(t *testing.T) {
 	_, err = silent.Read(make([]byte, 1))
 	var ne net.Error
 	assert.False(t, errors.As(err, &ne) && ne.Timeout(), "the server closed the silent connection: %v", err)
+}
+
+// TestGRPCHeadersTooLarge: a call whose headers are over the bound, sent
+// by a client that does not heed the bound the server announces, is refused
+// without the server reading them in; the connection's other calls and the
+// server go on.
+func TestGRPCHeadersTooLarge(t *testing.T) {
+	dir := t.TempDir()
+	writeRule(t, dir, "5")
+	srv := startServer(t, []string{"-config", dir, "-grpc", "127.0.0.1:0", "-http", ""}, io.Discard)
+	conn, err := net.Dial("tcp", srv.grpc)
+	require.NoError(t, err)
+	defer conn.Close()
+	require.NoError(t, conn.SetDeadline(time.Now().Add(30*time.Second)))
+	_, err = io.WriteString(conn, http2.ClientPreface)
+	require.NoError(t, err)
+	fr := http2.NewFramer(conn, conn)
+	fr.ReadMetaHeaders = hpack.NewDecoder(4096, nil)
+	require.NoError(t, fr.WriteSettings())
+	var hb bytes.Buffer
+	enc := hpack.NewEncoder(&hb)
+	for _, f := range [][2]string{{":method", "POST"}, {":scheme", "http"}, {":authority", "hotlimitd"},
+		{":path", "/envoy.service.ratelimit.v3.RateLimitService/ShouldRateLimit"}, {"content-type", "application/grpc"}, {"te", "trailers"},
+		{"x-big", strings.Repeat("a", int(grpcLimits.headerBytes))}} {
+		require.NoError(t, enc.WriteField(hpack.HeaderField{Name: f[0], Value: f[1]}))
+	}
+	block := hb.Bytes()
+	const chunk = 16 << 10 // the default SETTINGS_MAX_FRAME_SIZE
+	require.NoError(t, fr.WriteHeaders(http2.HeadersFrameParam{StreamID: 1, BlockFragment: block[:chunk]}))
+	for block = block[chunk:]; len(block) > 0; {
+		n := min(chunk, len(block))
+		require.NoError(t, fr.WriteContinuation(1, n == len(block), block[:n]))
+		block = block[n:]
+	}
+	refused := ""
+	for refused == "" {
+		f, err := fr.ReadFrame()
+		require.NoError(t, err, "the connection stays open")
+		switch f := f.(type) {
+		case *http2.RSTStreamFrame:
+			refused = "reset: " + f.ErrCode.String()
+		case *http2.MetaHeadersFrame:
+			for _, hf := range f.RegularFields() {
+				if hf.Name == "grpc-status" {
+					refused = "grpc-status " + hf.Value
+				}
+			}
+		case *http2.GoAwayFrame:
+			t.Fatalf("the connection was closed: %v", f.ErrCode)
+		}
+	}
+	t.Log(refused)
+	assert.NotEqual(t, "grpc-status 0", refused)
+
+	resp, err := pb.NewRateLimitServiceClient(srv.conn).ShouldRateLimit(context.Background(), &pb.RateLimitRequest{Domain: "web",
+		Descriptors: []*rlext.RateLimitDescriptor{{Entries: []*rlext.RateLimitDescriptor_Entry{{Key: "ip", Value: "v"}}}}})
+	require.NoError(t, err, "still serving")
+	assert.Equal(t, pb.RateLimitResponse_OK, resp.OverallCode)
 }

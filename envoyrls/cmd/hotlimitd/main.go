@@ -299,19 +299,22 @@ var httpLimits = struct {
 }
 
 // grpcLimits bound what a client of the gRPC server holds: the size of a
-// message; the requests in flight on one connection (a client such as Envoy
-// opens another connection past it); and the time a new connection has to
+// message and of a call's headers (gRPC's own default is 16 MiB, on its way
+// to 8 KiB); the requests in flight on one connection (a client such as
+// Envoy opens another connection past it); and the time a new connection has to
 // send its HTTP/2 preface, which also bounds how long one that never sends
 // holds up a shutdown: gRPC's GracefulStop and Stop both wait for
 // connections still in their handshake. Tests shorten them.
 var grpcLimits = struct {
-	recvBytes int
-	streams   uint32
-	handshake time.Duration
+	recvBytes   int
+	headerBytes uint32
+	streams     uint32
+	handshake   time.Duration
 }{
-	recvBytes: 4 << 20,
-	streams:   1024,
-	handshake: 5 * time.Second,
+	recvBytes:   4 << 20,
+	headerBytes: 64 << 10,
+	streams:     1024,
+	handshake:   5 * time.Second,
 }
 
 // run serves until ctx is done; ready, when not nil, gets the gRPC and HTTP
@@ -355,6 +358,7 @@ func run(ctx context.Context, args []string, stderr io.Writer, ready func(grpcAd
 		grpc.ForceServerCodecV2(envoyrls.Codec()), // counts descriptors before decoding them
 		grpc.MaxRecvMsgSize(grpcLimits.recvBytes),
 		grpc.MaxConcurrentStreams(grpcLimits.streams),
+		grpc.MaxHeaderListSize(grpcLimits.headerBytes),
 		grpc.ConnectionTimeout(grpcLimits.handshake),
 	)
 	pb.RegisterRateLimitServiceServer(g, srv)
