@@ -4,6 +4,8 @@ import (
 	"crypto/sha256"
 	"errors"
 	"fmt"
+	"hash"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"slices"
@@ -147,34 +149,128 @@ func (c *Config) Rules() []*Rule {
 // makes it fail with an error naming the file. Other entries, hidden ones
 // aside, are named in the Config's [Config.Warnings]: the reference reads
 // every file of its directory, whatever its name.
+//
+// A directory laid out as Kubernetes mounts a ConfigMap or a projected
+// volume (each file a symlink to ..data/<name>, ..data a symlink to a hidden
+// timestamped directory that an update replaces by renaming ..data) is read
+// from the directory ..data names, resolved once: the files of one version,
+// whole, even while an update lands, and named in errors and in
+// [Domain.File] as dir/<name>, the paths the application sees.
 func LoadDir(dir string) (*Config, error) {
-	ents, err := os.ReadDir(dir)
+	files, err := readDir(dir)
+	if err != nil {
+		return nil, err
+	}
+	return files.parse()
+}
+
+// kubeData is the symlink through which a Kubernetes volume's files lead to
+// the version in force.
+const kubeData = "..data"
+
+// readHook, when set by a test, runs after each configuration file is read,
+// with its name.
+var readHook func(name string)
+
+// dirFiles is what a configuration directory held when read: the content
+// of each file to load, the entries not read, and a digest of the files'
+// names and contents.
+type dirFiles struct {
+	dir     string
+	files   []dirFile
+	skipped []string
+	digest  [32]byte
+}
+
+// dirFile is one configuration file: its name in the directory, the path
+// errors name, and its content.
+type dirFile struct {
+	name, path string
+	data       []byte
+}
+
+// readDir reads dir's configuration files (see [LoadDir]). In the
+// Kubernetes layout, a version removed while it is read (the update that
+// replaced it is complete) is an error only if ..data moved on and the
+// next version cannot be read whole either, twice over.
+func readDir(dir string) (*dirFiles, error) {
+	for attempt := 0; ; attempt++ {
+		target, err := os.Readlink(filepath.Join(dir, kubeData))
+		if err != nil { // no ..data symlink: a plain directory
+			return readFiles(dir, dir)
+		}
+		src := target
+		if !filepath.IsAbs(src) {
+			src = filepath.Join(dir, target)
+		}
+		files, err := readFiles(dir, src)
+		if err == nil || attempt == 2 || !errors.Is(err, fs.ErrNotExist) {
+			return files, err
+		}
+		if now, _ := os.Readlink(filepath.Join(dir, kubeData)); now == target {
+			return nil, err // not an update: a file really is missing
+		}
+	}
+}
+
+// readFiles reads the configuration files of src, naming them as files of
+// dir.
+func readFiles(dir, src string) (*dirFiles, error) {
+	ents, err := os.ReadDir(src)
 	if err != nil {
 		return nil, fmt.Errorf("envoyrls: config directory: %w", err)
 	}
-	var domains []*Domain
-	var skipped []string
+	out := &dirFiles{dir: dir}
 	h := sha256.New()
-	for _, e := range ents { // sorted by name, as dirDigest hashes them
+	for _, e := range ents { // sorted by name, so the digest is of the directory, not of the order read
 		name := e.Name()
 		if strings.HasPrefix(name, ".") {
 			continue
 		}
-		if e.IsDir() {
-			skipped = append(skipped, fmt.Sprintf("%s: a directory, not read: the configuration is the *.yaml and *.yml files of %s itself", filepath.Join(dir, name), dir))
+		path, from := filepath.Join(dir, name), filepath.Join(src, name)
+		isDir := e.IsDir()
+		if e.Type()&fs.ModeSymlink != 0 {
+			fi, err := os.Stat(from)
+			if err != nil {
+				return nil, fmt.Errorf("envoyrls: config directory: %w", err)
+			}
+			isDir = fi.IsDir()
+		}
+		if isDir {
+			out.skipped = append(out.skipped, fmt.Sprintf("%s: a directory, not read: the configuration is the *.yaml and *.yml files of %s itself", path, dir))
 			continue
 		}
 		if !(strings.HasSuffix(name, ".yaml") || strings.HasSuffix(name, ".yml")) {
-			skipped = append(skipped, fmt.Sprintf("%s: not read: only *.yaml and *.yml files are", filepath.Join(dir, name)))
+			out.skipped = append(out.skipped, fmt.Sprintf("%s: not read: only *.yaml and *.yml files are", path))
 			continue
 		}
-		path := filepath.Join(dir, name)
-		data, err := os.ReadFile(path)
+		data, err := os.ReadFile(from)
 		if err != nil {
-			return nil, fmt.Errorf("envoyrls: %w", err)
+			return nil, fmt.Errorf("envoyrls: config directory: %w", err)
+		}
+		if readHook != nil {
+			readHook(name)
 		}
 		hashFile(h, name, data)
-		d, err := ParseDomain(path, data)
+		out.files = append(out.files, dirFile{name: name, path: path, data: data})
+	}
+	out.digest = [32]byte(h.Sum(nil))
+	return out, nil
+}
+
+// hashFile adds a file's name and content to a directory's digest.
+func hashFile(h hash.Hash, name string, data []byte) {
+	h.Write([]byte(name))
+	h.Write([]byte{0})
+	h.Write(data)
+	h.Write([]byte{0})
+}
+
+// parse builds the Config of the files read.
+func (f *dirFiles) parse() (*Config, error) {
+	domains := make([]*Domain, 0, len(f.files))
+	for _, file := range f.files {
+		d, err := ParseDomain(file.path, file.data)
 		if err != nil {
 			return nil, err
 		}
@@ -184,7 +280,7 @@ func LoadDir(dir string) (*Config, error) {
 	if err != nil {
 		return nil, err
 	}
-	c.skipped, c.dir, c.digest = skipped, dir, [32]byte(h.Sum(nil))
+	c.skipped, c.dir, c.digest = f.skipped, f.dir, f.digest
 	return c, nil
 }
 

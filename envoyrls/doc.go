@@ -23,7 +23,8 @@
 //
 //   - domain and one descriptor at least are required, and every entry key
 //     (else InvalidArgument); at most [MaxDescriptors] descriptors of
-//     [MaxEntries] entries each.
+//     [MaxEntries] entries each. Serve with grpc.ForceServerCodecV2([Codec])
+//     to refuse a request past those bounds before it is decoded.
 //   - hits_addend 0 or unset counts 1; a descriptor's own hits_addend wins,
 //     an explicit 0 only checks; is_negative_hits gives the hits back.
 //   - a descriptor's limit overrides the rule's rate, with the rule's

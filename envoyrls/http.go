@@ -1,15 +1,14 @@
 package envoyrls
 
 import (
+	"bytes"
 	"context"
-	"crypto/sha256"
+	"encoding/json"
+	"errors"
 	"fmt"
-	"hash"
 	"io"
+	"mime"
 	"net/http"
-	"os"
-	"path/filepath"
-	"slices"
 	"strings"
 	"time"
 
@@ -19,14 +18,35 @@ import (
 	"google.golang.org/protobuf/encoding/protojson"
 )
 
-// maxJSONBody bounds the body /json reads.
-const maxJSONBody = 1 << 20
+// Bounds on what /json reads.
+const (
+	// maxJSONBody bounds the body.
+	maxJSONBody = 1 << 20
+	// maxJSONDepth bounds the nesting of the body's objects and arrays: a
+	// RateLimitRequest nests five deep (request, descriptors, descriptor,
+	// entries, entry).
+	maxJSONDepth = 8
+)
+
+// jsonBodyTypes are the media types /json takes: JSON, and what curl sends
+// for a body given with -d, as the reference's own example does; a request
+// without Content-Type is taken too.
+var jsonBodyTypes = map[string]bool{
+	"application/json": true, "application/x-www-form-urlencoded": true, "text/plain": true,
+}
 
 // JSONHandler serves ShouldRateLimit over HTTP, as the reference's /json
 // endpoint does: a POST of the RateLimitRequest in protobuf's JSON mapping
 // gets the RateLimitResponse in the same mapping, with status 200, or 429
-// when the overall code is OVER_LIMIT. A bad request gets 400 with the
-// error; a backend failure 503.
+// when the overall code is OVER_LIMIT. A backend failure gets 503. What the
+// service cannot read gets a 4xx with the reason, before any of it is
+// decoded past its bounds: 405 for a method other than POST, 415 for a
+// Content-Type other than JSON (application/json or +json; none,
+// text/plain and curl's application/x-www-form-urlencoded are read as
+// JSON), 413 for a body over 1 MiB, 400 for invalid JSON, for more than
+// [MaxDescriptors] descriptors or [MaxEntries] entries in one (refused
+// before they are decoded, each costing some 160 bytes), and for a request
+// [Server.ShouldRateLimit] refuses as InvalidArgument.
 func (s *Server) JSONHandler() http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if r.Method != http.MethodPost {
@@ -34,13 +54,32 @@ func (s *Server) JSONHandler() http.Handler {
 			http.Error(w, "use POST with a JSON RateLimitRequest", http.StatusMethodNotAllowed)
 			return
 		}
-		body, err := io.ReadAll(io.LimitReader(r.Body, maxJSONBody+1))
-		if err != nil || len(body) > maxJSONBody {
-			http.Error(w, "request body unreadable or larger than 1 MiB", http.StatusBadRequest)
+		if ct := r.Header.Get("Content-Type"); ct != "" {
+			mt, _, err := mime.ParseMediaType(ct)
+			if err != nil || !(jsonBodyTypes[mt] || strings.HasSuffix(mt, "+json")) {
+				http.Error(w, fmt.Sprintf("Content-Type %q: send a JSON RateLimitRequest as application/json", ct), http.StatusUnsupportedMediaType)
+				return
+			}
+		}
+		if r.ContentLength > maxJSONBody {
+			http.Error(w, fmt.Sprintf("request body of %d bytes: at most %d", r.ContentLength, maxJSONBody), http.StatusRequestEntityTooLarge)
+			return
+		}
+		body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, maxJSONBody))
+		if mbe := (*http.MaxBytesError)(nil); errors.As(err, &mbe) {
+			http.Error(w, fmt.Sprintf("request body larger than %d bytes", mbe.Limit), http.StatusRequestEntityTooLarge)
+			return
+		}
+		if err != nil {
+			http.Error(w, "request body unreadable: "+err.Error(), http.StatusBadRequest)
+			return
+		}
+		if err := checkJSONBounds(body); err != nil {
+			http.Error(w, err.Error(), http.StatusBadRequest)
 			return
 		}
 		var req pb.RateLimitRequest
-		if err := protojson.Unmarshal(body, &req); err != nil {
+		if err := (protojson.UnmarshalOptions{RecursionLimit: maxJSONDepth}).Unmarshal(body, &req); err != nil {
 			http.Error(w, "invalid RateLimitRequest JSON: "+err.Error(), http.StatusBadRequest)
 			return
 		}
@@ -66,37 +105,58 @@ func (s *Server) JSONHandler() http.Handler {
 	})
 }
 
-// dirDigest hashes the names and contents of dir's configuration files.
-func dirDigest(dir string) ([32]byte, error) {
-	ents, err := os.ReadDir(dir)
-	if err != nil {
-		return [32]byte{}, err
+// checkJSONBounds refuses a RateLimitRequest in JSON whose descriptor list
+// is longer than MaxDescriptors, or a descriptor's entry list longer than
+// MaxEntries, or which nests deeper than maxJSONDepth, before it is decoded:
+// a 1 MiB body of empty descriptors would decode into some 50 MB. The
+// request's only arrays are those two, entries within descriptors, so it
+// counts the elements of each array by how many arrays hold it. Invalid JSON
+// passes, for protojson to report.
+func checkJSONBounds(body []byte) error {
+	dec := json.NewDecoder(bytes.NewReader(body))
+	dec.UseNumber()
+	type level struct {
+		array bool
+		n     int
 	}
-	names := make([]string, 0, len(ents))
-	for _, e := range ents {
-		n := e.Name()
-		if !e.IsDir() && !strings.HasPrefix(n, ".") && (strings.HasSuffix(n, ".yaml") || strings.HasSuffix(n, ".yml")) {
-			names = append(names, n)
-		}
-	}
-	slices.Sort(names)
-	h := sha256.New()
-	for _, n := range names {
-		data, err := os.ReadFile(filepath.Join(dir, n))
+	stack := make([]level, 0, maxJSONDepth)
+	arrays := 0 // the arrays on stack
+	for {
+		tok, err := dec.Token()
 		if err != nil {
-			return [32]byte{}, err
+			return nil // the end, or a syntax error protojson reports
 		}
-		hashFile(h, n, data)
+		d, delim := tok.(json.Delim)
+		if delim && (d == ']' || d == '}') {
+			if d == ']' {
+				arrays--
+			}
+			stack = stack[:len(stack)-1]
+			continue
+		}
+		if top := len(stack) - 1; top >= 0 && stack[top].array { // a value starts in an array
+			stack[top].n++
+			switch n := stack[top].n; {
+			case arrays == 1 && n > MaxDescriptors:
+				return invalidJSON("rate limit descriptor list has more than %d descriptors", MaxDescriptors)
+			case arrays > 1 && n > MaxEntries:
+				return invalidJSON("a descriptor has more than %d entries", MaxEntries)
+			}
+		}
+		if delim { // '[' or '{'
+			if len(stack) == maxJSONDepth {
+				return invalidJSON("JSON nested deeper than %d levels", maxJSONDepth)
+			}
+			stack = append(stack, level{array: d == '['})
+			if d == '[' {
+				arrays++
+			}
+		}
 	}
-	return [32]byte(h.Sum(nil)), nil
 }
 
-// hashFile adds a file's name and content to a directory's digest.
-func hashFile(h hash.Hash, name string, data []byte) {
-	h.Write([]byte(name))
-	h.Write([]byte{0})
-	h.Write(data)
-	h.Write([]byte{0})
+func invalidJSON(format string, args ...any) error {
+	return fmt.Errorf("invalid RateLimitRequest JSON: "+format, args...)
 }
 
 // WatchDir polls dir every interval until ctx is done, and reloads the
@@ -138,7 +198,9 @@ func (s *Server) newDirWatch(dir string, onLoad func(error)) *dirWatch {
 	if c := s.Config(); c.dir == dir {
 		w.last = c.digest // a change made since it was loaded is one to load
 	} else {
-		w.last, _ = dirDigest(dir)
+		if files, err := readDir(dir); err == nil {
+			w.last = files.digest
+		}
 	}
 	return w
 }
@@ -148,7 +210,7 @@ func (s *Server) newDirWatch(dir string, onLoad func(error)) *dirWatch {
 // poll; once it can be read again, it is loaded (and the outcome logged)
 // even if its files are as before the failure.
 func (w *dirWatch) poll() {
-	sum, err := dirDigest(w.dir)
+	files, err := readDir(w.dir)
 	if err != nil {
 		if err.Error() == w.unread {
 			return
@@ -156,15 +218,15 @@ func (w *dirWatch) poll() {
 		w.unread = err.Error()
 		w.s.set.log.Error("config directory unreadable, previous config stays in force", "dir", w.dir, "err", err)
 		if w.onLoad != nil {
-			w.onLoad(fmt.Errorf("envoyrls: config directory: %w", err))
+			w.onLoad(err)
 		}
 		return
 	}
-	if sum == w.last && w.unread == "" {
+	if files.digest == w.last && w.unread == "" {
 		return
 	}
-	w.last, w.unread = sum, ""
-	err = w.s.ReloadDir(w.dir)
+	w.last, w.unread = files.digest, ""
+	err = w.s.reloadFiles(files) // what was hashed, not what the directory holds by now
 	if w.onLoad != nil {
 		w.onLoad(err)
 	}
@@ -173,7 +235,18 @@ func (w *dirWatch) poll() {
 // ReloadDir loads dir and puts it in force, logging the outcome; on error the
 // configuration in force stays.
 func (s *Server) ReloadDir(dir string) error {
-	cfg, err := LoadDir(dir)
+	files, err := readDir(dir)
+	if err != nil {
+		s.set.log.Error("config rejected, previous config stays in force", "dir", dir, "err", err)
+		return err
+	}
+	return s.reloadFiles(files)
+}
+
+// reloadFiles puts the configuration of files in force, as ReloadDir.
+func (s *Server) reloadFiles(files *dirFiles) error {
+	dir := files.dir
+	cfg, err := files.parse()
 	if err == nil {
 		err = s.Reload(cfg)
 	}

@@ -6,8 +6,9 @@
 // DIR holds one YAML file per domain, in the format of Envoy's reference
 // rate limit server (envoyproxy/ratelimit), with hotlimit's optional
 // algorithm, burst and window keys under rate_limit. The directory is polled
-// and reloaded on change; a bad file is logged and the previous
-// configuration stays in force.
+// and reloaded on change, a Kubernetes ConfigMap volume included (its files
+// are read from the version its ..data symlink names); a bad file is logged
+// and the previous configuration stays in force.
 //
 // gRPC serves envoy.service.ratelimit.v3.RateLimitService and
 // grpc.health.v1.Health. HTTP serves POST /json (a RateLimitRequest in
@@ -75,10 +76,20 @@ func main() {
 		stop()
 		drain()
 	}()
-	if err := run(ctx, os.Args[1:], os.Stderr, nil); err != nil {
+	err := run(ctx, os.Args[1:], os.Stderr, nil)
+	if err != nil && !errors.Is(err, flag.ErrHelp) {
 		fmt.Fprintln(os.Stderr, "hotlimitd:", err)
-		os.Exit(1)
 	}
+	os.Exit(exitCode(err))
+}
+
+// exitCode is the process's exit status after run returns err: 0 when it
+// served, or printed the help asked for with -h; 1 for any error.
+func exitCode(err error) int {
+	if err == nil || errors.Is(err, flag.ErrHelp) {
+		return 0
+	}
+	return 1
 }
 
 // flags are the command line.
@@ -93,10 +104,93 @@ type flags struct {
 	leaseTTL, redisTimeout              time.Duration
 }
 
+// usage heads the -h output.
+const usage = `Usage: hotlimitd -config DIR [flags]
+
+Every flag may also be set in the environment as HOTLIMITD_ and its name in
+upper case with '-' as '_', such as HOTLIMITD_REDIS_PASSWORD; the command
+line wins.
+
+`
+
+// parse reads the command line and the environment. -h returns
+// flag.ErrHelp, having written the usage to out.
 func parse(args []string, out io.Writer) (*flags, error) {
 	f := &flags{}
+	fs := newFlagSet(f, out)
+	if err := fromEnv(fs); err != nil {
+		return nil, err
+	}
+	if err := fs.Parse(args); err != nil {
+		return nil, err
+	}
+	if f.config == "" {
+		return nil, errors.New("-config DIR is required")
+	}
+	if fs.NArg() > 0 {
+		return nil, fmt.Errorf("unexpected arguments: %q", fs.Args())
+	}
+	return f, f.validate()
+}
+
+// fromEnv sets each flag of fs whose HOTLIMITD_ variable is set.
+func fromEnv(fs *flag.FlagSet) error {
+	var envErr error
+	fs.VisitAll(func(fl *flag.Flag) {
+		name := envName(fl.Name)
+		if v, ok := os.LookupEnv(name); ok {
+			if err := fl.Value.Set(v); err != nil && envErr == nil {
+				envErr = fmt.Errorf("%s=%q: invalid value for -%s: %w", name, v, fl.Name, err)
+			}
+		}
+	})
+	return envErr
+}
+
+// envName is the environment variable of the flag name.
+func envName(name string) string {
+	return "HOTLIMITD_" + strings.ToUpper(strings.ReplaceAll(name, "-", "_"))
+}
+
+// validate refuses the values no flag takes, whether or not the flag is in
+// use (a -redis-failure without -redis is a mistake all the same).
+func (f *flags) validate() error {
+	for _, d := range []struct {
+		name string
+		v    time.Duration
+	}{{"reload-interval", f.reload}, {"drain", f.drain}, {"redis-timeout", f.redisTimeout}} {
+		if d.v < 0 {
+			return fmt.Errorf("-%s %v: want 0 or more", d.name, d.v)
+		}
+	}
+	switch {
+	case f.lease < 0:
+		return fmt.Errorf("-redis-lease %d: want 0 (none) or more", f.lease)
+	case f.maxKeys < 0:
+		return fmt.Errorf("-max-keys %d: want 0 (no cap) or more", f.maxKeys)
+	case !slices.Contains([]string{"error", "local", "open", "closed"}, f.failure):
+		return fmt.Errorf("-redis-failure %q: want error, local, open or closed", f.failure)
+	case !slices.Contains([]string{"none", "reference", "draft", "both"}, f.headers):
+		return fmt.Errorf("-headers %q: want none, reference, draft or both", f.headers)
+	}
+	if f.redisAddr != "" && slices.Contains(strings.Split(f.redisAddr, ","), "") {
+		return fmt.Errorf("-redis %q: an empty address", f.redisAddr)
+	}
+	var level slog.Level
+	if err := level.UnmarshalText([]byte(f.logLevel)); err != nil {
+		return fmt.Errorf("-log-level %q: want debug, info, warn or error", f.logLevel)
+	}
+	return nil
+}
+
+// newFlagSet returns the command's flags, writing into f.
+func newFlagSet(f *flags, out io.Writer) *flag.FlagSet {
 	fs := flag.NewFlagSet("hotlimitd", flag.ContinueOnError)
 	fs.SetOutput(out)
+	fs.Usage = func() {
+		_, _ = io.WriteString(out, usage)
+		fs.PrintDefaults()
+	}
 	fs.StringVar(&f.config, "config", "", "directory of YAML rate limit configs, one per domain (required)")
 	fs.StringVar(&f.grpcAddr, "grpc", ":8081", "gRPC listen address")
 	fs.StringVar(&f.httpAddr, "http", ":8080", "HTTP listen address (/json, /healthcheck, /metrics); empty for none")
@@ -116,28 +210,7 @@ func parse(args []string, out io.Writer) (*flags, error) {
 	fs.DurationVar(&f.drain, "drain", 10*time.Second, "how long shutdown waits for requests in flight")
 	fs.IntVar(&f.maxKeys, "max-keys", 0, "most keys a rule holds in memory (with -redis, in the -redis-failure local fallback); a new key past it is over the limit unless an idle key makes room; 0 for no cap")
 	fs.StringVar(&f.logLevel, "log-level", "info", "debug, info, warn or error")
-	var envErr error
-	fs.VisitAll(func(fl *flag.Flag) {
-		name := "HOTLIMITD_" + strings.ToUpper(strings.ReplaceAll(fl.Name, "-", "_"))
-		if v, ok := os.LookupEnv(name); ok {
-			if err := fl.Value.Set(v); err != nil && envErr == nil {
-				envErr = fmt.Errorf("%s=%q: %w", name, v, err)
-			}
-		}
-	})
-	if envErr != nil {
-		return nil, envErr
-	}
-	if err := fs.Parse(args); err != nil {
-		return nil, err
-	}
-	if f.config == "" {
-		return nil, errors.New("-config DIR is required")
-	}
-	if fs.NArg() > 0 {
-		return nil, fmt.Errorf("unexpected arguments: %q", fs.Args())
-	}
-	return f, nil
+	return fs
 }
 
 // options turns the flags into the server's options; close releases the
@@ -210,6 +283,40 @@ func (f *flags) options(log *slog.Logger, fallbacks hotlimit.FallbackObserver) (
 	return opts, func() { _ = client.Close() }, nil
 }
 
+// httpLimits bound what a client of the HTTP server holds: the time it may
+// take to send a request's headers, and the whole request, the time to write
+// the response, how long a kept-alive connection may stay idle, and the size
+// of the headers. /json bounds its body itself (1 MiB). Tests shorten them.
+var httpLimits = struct {
+	readHeader, read, write, idle time.Duration
+	headerBytes                   int
+}{
+	readHeader:  10 * time.Second,
+	read:        30 * time.Second,
+	write:       30 * time.Second,
+	idle:        2 * time.Minute,
+	headerBytes: 64 << 10,
+}
+
+// grpcLimits bound what a client of the gRPC server holds: the size of a
+// message and of a call's headers (gRPC's own default is 16 MiB, on its way
+// to 8 KiB); the requests in flight on one connection (a client such as
+// Envoy opens another connection past it); and the time a new connection has to
+// send its HTTP/2 preface, which also bounds how long one that never sends
+// holds up a shutdown: gRPC's GracefulStop and Stop both wait for
+// connections still in their handshake. Tests shorten them.
+var grpcLimits = struct {
+	recvBytes   int
+	headerBytes uint32
+	streams     uint32
+	handshake   time.Duration
+}{
+	recvBytes:   4 << 20,
+	headerBytes: 64 << 10,
+	streams:     1024,
+	handshake:   5 * time.Second,
+}
+
 // run serves until ctx is done; ready, when not nil, gets the gRPC and HTTP
 // addresses once both listen.
 func run(ctx context.Context, args []string, stderr io.Writer, ready func(grpcAddr, httpAddr string)) error {
@@ -247,7 +354,13 @@ func run(ctx context.Context, args []string, stderr io.Writer, ready func(grpcAd
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(metrics, collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 
-	g := grpc.NewServer()
+	g := grpc.NewServer(
+		grpc.ForceServerCodecV2(envoyrls.Codec()), // counts descriptors before decoding them
+		grpc.MaxRecvMsgSize(grpcLimits.recvBytes),
+		grpc.MaxConcurrentStreams(grpcLimits.streams),
+		grpc.MaxHeaderListSize(grpcLimits.headerBytes),
+		grpc.ConnectionTimeout(grpcLimits.handshake),
+	)
 	pb.RegisterRateLimitServiceServer(g, srv)
 	hs := health.NewServer()
 	// "" (the server) is serving from the start; "ratelimit" is the name the
@@ -266,21 +379,29 @@ func run(ctx context.Context, args []string, stderr io.Writer, ready func(grpcAd
 	if f.httpAddr != "" {
 		mux := http.NewServeMux()
 		mux.Handle("/json", srv.JSONHandler())
-		mux.HandleFunc("/healthcheck", func(w http.ResponseWriter, _ *http.Request) {
+		mux.HandleFunc("GET /healthcheck", func(w http.ResponseWriter, _ *http.Request) {
 			if st, _ := hs.Check(context.Background(), &healthpb.HealthCheckRequest{}); st.GetStatus() != healthpb.HealthCheckResponse_SERVING || draining.Load() {
 				http.Error(w, "NOT_SERVING", http.StatusServiceUnavailable)
 				return
 			}
 			_, _ = io.WriteString(w, "OK\n")
 		})
-		mux.Handle("/metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{}))
+		mux.Handle("GET /metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{}))
 		hlis, err := net.Listen("tcp", f.httpAddr)
 		if err != nil {
 			_ = glis.Close()
 			return fmt.Errorf("-http: %w", err)
 		}
 		hlisAddr = hlis.Addr().String()
-		hsrv = &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
+		hsrv = &http.Server{
+			Handler:           mux,
+			ReadHeaderTimeout: httpLimits.readHeader,
+			ReadTimeout:       httpLimits.read,
+			WriteTimeout:      httpLimits.write,
+			IdleTimeout:       httpLimits.idle,
+			MaxHeaderBytes:    httpLimits.headerBytes,
+			ErrorLog:          slog.NewLogLogger(log.Handler(), slog.LevelWarn),
+		}
 		go func() {
 			if err := hsrv.Serve(hlis); err != nil && !errors.Is(err, http.ErrServerClosed) {
 				log.Error("http server", "err", err)

@@ -218,9 +218,7 @@ func TestMaxKeysFlag(t *testing.T) {
 			assert.Contains(t, string(body), fmt.Sprintf(`hotlimit_keys{limiter="hotlimitd"} %d`, keys))
 		})
 	}
-	f, err := parse([]string{"-config", "x", "-max-keys", "-1"}, io.Discard)
-	require.NoError(t, err)
-	_, _, err = f.options(nil, nil)
+	_, err := parse([]string{"-config", "x", "-max-keys", "-1"}, io.Discard)
 	assert.ErrorContains(t, err, "-max-keys -1")
 }
 
@@ -524,4 +522,60 @@ func TestRedisClusterLogged(t *testing.T) {
 		closeRedis()
 		assert.Contains(t, logs.String(), fmt.Sprintf(`"cluster":%v`, tc.cluster), "%q", tc.args)
 	}
+}
+
+// kubeUpdate writes files into dir as the kubelet updates a ConfigMap
+// volume: a new timestamped directory, a temporary symlink to it renamed
+// over ..data, the symlinks the application sees (name -> ..data/name),
+// then the previous version removed.
+func kubeUpdate(t *testing.T, dir string, version int, files map[string]string) {
+	t.Helper()
+	ts := fmt.Sprintf("..2026_12_05_02_10_32.%d", version)
+	require.NoError(t, os.Mkdir(filepath.Join(dir, ts), 0o755))
+	for name, data := range files {
+		require.NoError(t, os.WriteFile(filepath.Join(dir, ts, name), []byte(data), 0o644))
+	}
+	old, _ := os.Readlink(filepath.Join(dir, "..data"))
+	require.NoError(t, os.Symlink(ts, filepath.Join(dir, "..data_tmp")))
+	require.NoError(t, os.Rename(filepath.Join(dir, "..data_tmp"), filepath.Join(dir, "..data")))
+	for name := range files {
+		if _, err := os.Lstat(filepath.Join(dir, name)); err != nil {
+			require.NoError(t, os.Symlink(filepath.Join("..data", name), filepath.Join(dir, name)))
+		}
+	}
+	if old != "" {
+		require.NoError(t, os.RemoveAll(filepath.Join(dir, old)))
+	}
+}
+
+// TestServeConfigMap: hotlimitd serves a directory laid out as a
+// Kubernetes ConfigMap volume, reloads it when the kubelet swaps ..data
+// (no path it reads changes), and the rule that did not change keeps its
+// count across the reload.
+func TestServeConfigMap(t *testing.T) {
+	const rules = "domain: web\ndescriptors:\n  - key: ip\n    rate_limit: {unit: hour, requests_per_unit: 3}\n  - key: user\n    rate_limit: {unit: hour, requests_per_unit: %d}\n"
+	dir := t.TempDir()
+	kubeUpdate(t, dir, 1, map[string]string{"web.yaml": fmt.Sprintf(rules, 2)})
+	var logs syncBuffer
+	srv := startServer(t, []string{"-config", dir, "-grpc", "127.0.0.1:0", "-http", "", "-reload-interval", "20ms"}, &logs)
+	client := pb.NewRateLimitServiceClient(srv.conn)
+	call := func(key string) *pb.RateLimitResponse_DescriptorStatus {
+		resp, err := client.ShouldRateLimit(context.Background(), &pb.RateLimitRequest{Domain: "web", Descriptors: []*rlext.RateLimitDescriptor{{
+			Entries: []*rlext.RateLimitDescriptor_Entry{{Key: key, Value: "a"}},
+		}}})
+		require.NoError(t, err)
+		return resp.Statuses[0]
+	}
+	assert.Equal(t, uint32(2), call("ip").LimitRemaining)
+	assert.NotContains(t, logs.String(), "config warning", "..data and the timestamped directory are not read")
+
+	kubeUpdate(t, dir, 2, map[string]string{"web.yaml": fmt.Sprintf(rules, 5)})
+	require.Eventually(t, func() bool {
+		return strings.Count(logs.String(), `"msg":"config loaded"`) == 2
+	}, 10*time.Second, 10*time.Millisecond, "reloaded: %s", &logs)
+	assert.Equal(t, uint32(5), call("user").CurrentLimit.GetRequestsPerUnit())
+	assert.Equal(t, uint32(1), call("ip").LimitRemaining, "the unchanged rule kept its count")
+	assert.NotContains(t, logs.String(), "rejected")
+	assert.NotContains(t, logs.String(), "unreadable")
+	srv.stop(t)
 }

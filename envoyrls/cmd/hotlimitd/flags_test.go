@@ -1,0 +1,133 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"flag"
+	"io"
+	"os"
+	"regexp"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+// flagNames returns the command's flag names, sorted.
+func flagNames() []string {
+	var names []string
+	newFlagSet(&flags{}, io.Discard).VisitAll(func(fl *flag.Flag) { names = append(names, fl.Name) })
+	return names
+}
+
+// TestFlagsDocumented: the flags the README's hotlimitd section names are
+// the command's flags, all of them, and -h lists each with the environment
+// variable rule, exiting 0.
+func TestFlagsDocumented(t *testing.T) {
+	readme, err := os.ReadFile("../../../README.md")
+	require.NoError(t, err)
+	section := string(readme)
+	start := strings.Index(section, "## Envoy rate limit service (hotlimitd)")
+	require.GreaterOrEqual(t, start, 0)
+	section = section[start+2:]
+	if end := strings.Index(section, "\n## "); end >= 0 {
+		section = section[:end]
+	}
+	var documented []string
+	for _, m := range regexp.MustCompile("`-([a-z][a-z-]*)[` ]").FindAllStringSubmatch(section, -1) {
+		if m[1] != "h" && !slices.Contains(documented, m[1]) { // -h is flag's own
+			documented = append(documented, m[1])
+		}
+	}
+	slices.Sort(documented)
+	assert.Equal(t, flagNames(), documented, "the README names every flag, and no other")
+
+	var out bytes.Buffer
+	_, err = parse([]string{"-h"}, &out)
+	assert.ErrorIs(t, err, flag.ErrHelp)
+	assert.Equal(t, 0, exitCode(err), "-h is not a failure")
+	assert.Equal(t, 0, exitCode(run(context.Background(), []string{"-help"}, io.Discard, nil)))
+	for _, name := range flagNames() {
+		assert.Regexp(t, "(?m)^  -"+name+"( |$)", out.String(), "-h lists -%s", name)
+	}
+	assert.Contains(t, out.String(), "HOTLIMITD_REDIS_PASSWORD")
+}
+
+// TestEveryFlagFromEnv: each flag is read from HOTLIMITD_ and its name in
+// upper case with '-' as '_'.
+func TestEveryFlagFromEnv(t *testing.T) {
+	values := map[string]string{"bool": "true", "duration": "7s", "int": "7", "string": "x"}
+	for _, name := range flagNames() {
+		fs := newFlagSet(&flags{}, io.Discard)
+		fl := fs.Lookup(name)
+		kind := "string"
+		switch fl.Value.(flag.Getter).Get().(type) {
+		case bool:
+			kind = "bool"
+		case time.Duration:
+			kind = "duration"
+		case int:
+			kind = "int"
+		}
+		t.Setenv(envName(name), values[kind])
+		require.NoError(t, fromEnv(fs), name)
+		assert.Equal(t, values[kind], fl.Value.String(), "%s from %s", name, envName(name))
+		os.Unsetenv(envName(name))
+	}
+}
+
+// TestBadFlagValues: a value no flag takes ends the command with an error
+// naming the flag, never a panic and never serving, whether given on the
+// command line or in the environment; the process would exit 1.
+func TestBadFlagValues(t *testing.T) {
+	dir := t.TempDir()
+	writeRule(t, dir, "2")
+	for _, tc := range []struct {
+		args []string
+		env  [2]string
+		says string
+	}{
+		{args: []string{"-drain", "abc"}, says: `invalid value "abc" for flag -drain`},
+		{args: []string{"-drain", "-1s"}, says: "-drain -1s: want 0 or more"},
+		{args: []string{"-reload-interval", "-1s"}, says: "-reload-interval -1s: want 0 or more"},
+		{args: []string{"-redis-timeout", "-5ms"}, says: "-redis-timeout -5ms: want 0 or more"},
+		{args: []string{"-redis-lease", "-1"}, says: "-redis-lease -1: want 0 (none) or more"},
+		{args: []string{"-redis-lease", "2", "-redis-lease-ttl", "0s", "-redis", "127.0.0.1:1"}, says: "lease ttl 0s must be positive"},
+		{args: []string{"-max-keys", "-3"}, says: "-max-keys -3"},
+		{args: []string{"-max-keys", "99999999999999999999"}, says: "-max-keys: value out of range"},
+		{args: []string{"-redis-failure", "sometimes"}, says: `-redis-failure "sometimes": want error, local, open or closed`},
+		{args: []string{"-headers", "all"}, says: `-headers "all"`},
+		{args: []string{"-log-level", "loud"}, says: `-log-level "loud"`},
+		{args: []string{"-redis", ","}, says: `-redis ",": an empty address`},
+		{args: []string{"-redis", "a:1,"}, says: "an empty address"},
+		{args: []string{"-grpc", "nowhere"}, says: "-grpc: listen tcp: address nowhere"},
+		{args: []string{"-http", "127.0.0.1:99999"}, says: "-http: listen tcp"},
+		{args: []string{"-all-or-nothing=maybe"}, says: "-all-or-nothing"},
+		{args: []string{"-no-such-flag"}, says: "flag provided but not defined: -no-such-flag"},
+		{args: []string{"stray"}, says: `unexpected arguments: ["stray"]`},
+		{env: [2]string{"HOTLIMITD_DRAIN", "soon"}, says: `HOTLIMITD_DRAIN="soon": invalid value for -drain`},
+		{env: [2]string{"HOTLIMITD_REDIS_TLS", "maybe"}, says: `HOTLIMITD_REDIS_TLS="maybe"`},
+		{env: [2]string{"HOTLIMITD_MAX_KEYS", "-1"}, says: "-max-keys -1"},
+	} {
+		t.Run(strings.Join(append(tc.args, tc.env[:]...), " "), func(t *testing.T) {
+			if tc.env[0] != "" {
+				t.Setenv(tc.env[0], tc.env[1])
+			}
+			args := append([]string{"-config", dir, "-grpc", "127.0.0.1:0", "-http", ""}, tc.args...)
+			served := false
+			var err error
+			require.NotPanics(t, func() {
+				err = run(context.Background(), args, io.Discard, func(string, string) { served = true })
+			})
+			require.Error(t, err)
+			assert.ErrorContains(t, err, tc.says)
+			assert.False(t, served, "refused before serving")
+			assert.False(t, errors.Is(err, flag.ErrHelp))
+			assert.Equal(t, 1, exitCode(err))
+		})
+	}
+}

@@ -1,0 +1,166 @@
+package main
+
+import (
+	"bufio"
+	"bytes"
+	"errors"
+	"io"
+	"net"
+	"net/http"
+	"runtime"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+// startHTTP runs hotlimitd with one rule of domain web and returns the base
+// URL of its HTTP server on loopback.
+func startHTTP(t *testing.T) string {
+	t.Helper()
+	dir := t.TempDir()
+	writeRule(t, dir, "1000000")
+	srv := startServer(t, []string{"-config", dir, "-grpc", "127.0.0.1:0", "-http", "127.0.0.1:0"}, io.Discard)
+	return "http://" + srv.http
+}
+
+// descriptors returns a /json body of n descriptors of entries entries each.
+func descriptors(n, entries int) string {
+	entry := `{"key":"ip","value":"1"}`
+	d := `{"entries":[` + strings.TrimSuffix(strings.Repeat(entry+",", entries), ",") + `]}`
+	return `{"domain":"web","descriptors":[` + strings.TrimSuffix(strings.Repeat(d+",", n), ",") + `]}`
+}
+
+// TestHTTPRefusals: what a careless or hostile client sends the HTTP
+// server gets a 4xx naming the reason, and the server goes on answering.
+func TestHTTPRefusals(t *testing.T) {
+	base := startHTTP(t)
+	valid := `{"domain":"web","descriptors":[{"entries":[{"key":"ip","value":"1"}]}]}`
+	big := `{"domain":"web","descriptors":[],"x":"` + strings.Repeat("a", 1<<20) + `"}`
+	deep := `{"domain":"web","descriptors":[` + strings.Repeat("[", 100) + strings.Repeat("]", 100) + `]}`
+	for _, tc := range []struct {
+		name, method, path, ctype string
+		body                      io.Reader
+		want                      int
+		says                      string
+	}{
+		{"json by GET", "GET", "/json", "", nil, http.StatusMethodNotAllowed, "use POST"},
+		{"json by PUT", "PUT", "/json", "application/json", strings.NewReader(valid), http.StatusMethodNotAllowed, "use POST"},
+		{"xml", "POST", "/json", "text/xml", strings.NewReader(valid), http.StatusUnsupportedMediaType, `Content-Type "text/xml"`},
+		{"multipart", "POST", "/json", "multipart/form-data; boundary=x", strings.NewReader(valid), http.StatusUnsupportedMediaType, "application/json"},
+		{"unparsable type", "POST", "/json", "application/", strings.NewReader(valid), http.StatusUnsupportedMediaType, "Content-Type"},
+		{"json", "POST", "/json", "application/json; charset=utf-8", strings.NewReader(valid), http.StatusOK, `"overallCode":"OK"`},
+		{"no type", "POST", "/json", "", strings.NewReader(valid), http.StatusOK, `"overallCode":"OK"`},
+		{"curl -d", "POST", "/json", "application/x-www-form-urlencoded", strings.NewReader(valid), http.StatusOK, `"overallCode":"OK"`},
+		{"truncated", "POST", "/json", "application/json", strings.NewReader(`{"domain":`), http.StatusBadRequest, "invalid RateLimitRequest JSON"},
+		{"not json", "POST", "/json", "application/json", strings.NewReader(`domain=web`), http.StatusBadRequest, "invalid RateLimitRequest JSON"},
+		{"empty", "POST", "/json", "application/json", strings.NewReader(``), http.StatusBadRequest, "invalid RateLimitRequest JSON"},
+		{"unknown field", "POST", "/json", "application/json", strings.NewReader(`{"domain":"web","bogus":1}`), http.StatusBadRequest, "bogus"},
+		{"wrong type", "POST", "/json", "application/json", strings.NewReader(`{"domain":5}`), http.StatusBadRequest, "invalid RateLimitRequest JSON"},
+		{"no descriptors", "POST", "/json", "application/json", strings.NewReader(`{"domain":"web"}`), http.StatusBadRequest, "descriptor list must not be empty"},
+		{"over 1 MiB", "POST", "/json", "application/json", strings.NewReader(big), http.StatusRequestEntityTooLarge, "at most 1048576"},
+		{"over 1 MiB, chunked", "POST", "/json", "application/json", io.MultiReader(strings.NewReader(big)), http.StatusRequestEntityTooLarge, "larger than 1048576"},
+		{"1025 descriptors", "POST", "/json", "application/json", strings.NewReader(descriptors(1025, 1)), http.StatusBadRequest, "more than 1024 descriptors"},
+		{"1024 descriptors", "POST", "/json", "application/json", strings.NewReader(descriptors(1024, 1)), http.StatusOK, `"overallCode"`},
+		{"65 entries", "POST", "/json", "application/json", strings.NewReader(descriptors(2, 65)), http.StatusBadRequest, "more than 64 entries"},
+		{"nested", "POST", "/json", "application/json", strings.NewReader(deep), http.StatusBadRequest, "nested deeper than 8"},
+		{"healthcheck by POST", "POST", "/healthcheck", "", nil, http.StatusMethodNotAllowed, "Method Not Allowed"},
+		{"healthcheck by HEAD", "HEAD", "/healthcheck", "", nil, http.StatusOK, ""},
+		{"metrics by DELETE", "DELETE", "/metrics", "", nil, http.StatusMethodNotAllowed, "Method Not Allowed"},
+		{"no such path", "GET", "/debug/pprof/", "", nil, http.StatusNotFound, "not found"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			req, err := http.NewRequest(tc.method, base+tc.path, tc.body)
+			require.NoError(t, err)
+			if tc.ctype != "" {
+				req.Header.Set("Content-Type", tc.ctype)
+			}
+			res, err := http.DefaultClient.Do(req)
+			require.NoError(t, err)
+			body, _ := io.ReadAll(res.Body)
+			res.Body.Close()
+			assert.Equal(t, tc.want, res.StatusCode, "%s", body)
+			assert.Contains(t, string(body), tc.says)
+			if tc.want == http.StatusMethodNotAllowed {
+				assert.NotEmpty(t, res.Header.Get("Allow"))
+			}
+		})
+	}
+	res, err := http.Get(base + "/healthcheck")
+	require.NoError(t, err)
+	res.Body.Close()
+	assert.Equal(t, http.StatusOK, res.StatusCode, "still serving")
+}
+
+// TestJSONHugeDescriptorListMemory: a 1 MiB body of empty descriptors,
+// which would decode into some 50 MB, is refused having cost the server
+// little more than the body itself.
+func TestJSONHugeDescriptorListMemory(t *testing.T) {
+	base := startHTTP(t)
+	body := []byte(`{"domain":"web","descriptors":[` + strings.Repeat(`{},`, (1<<20-40)/3) + `{}]}`)
+	require.LessOrEqual(t, len(body), 1<<20)
+	post := func() (int, string) {
+		res, err := http.Post(base+"/json", "application/json", bytes.NewReader(body))
+		require.NoError(t, err)
+		defer res.Body.Close()
+		msg, _ := io.ReadAll(res.Body)
+		return res.StatusCode, string(msg)
+	}
+	post() // the connection and the server's buffers, once
+	var before, after runtime.MemStats
+	runtime.GC()
+	runtime.ReadMemStats(&before)
+	code, msg := post()
+	runtime.ReadMemStats(&after)
+	assert.Equal(t, http.StatusBadRequest, code)
+	assert.Contains(t, msg, "more than 1024 descriptors")
+	alloc := after.TotalAlloc - before.TotalAlloc
+	t.Logf("allocated %d bytes for a body of %d", alloc, len(body))
+	assert.Less(t, alloc, uint64(8<<20), "bounded by the body, not by what it would decode into")
+}
+
+// TestHTTPSlowClients: a client that sends its headers too slowly, its body
+// too slowly, or keeps an idle connection open, is cut off once the
+// server's bound passes; a header block over the bound gets 431.
+func TestHTTPSlowClients(t *testing.T) {
+	saved := httpLimits
+	t.Cleanup(func() { httpLimits = saved })
+	httpLimits.readHeader, httpLimits.read, httpLimits.idle = 100*time.Millisecond, 300*time.Millisecond, 300*time.Millisecond
+	addr := strings.TrimPrefix(startHTTP(t), "http://")
+
+	// cutOff sends what, then requires the server to end the connection,
+	// perhaps after a response whose status line it returns ("" for none).
+	cutOff := func(t *testing.T, what string) string {
+		t.Helper()
+		conn, err := net.Dial("tcp", addr)
+		require.NoError(t, err)
+		defer conn.Close()
+		_, err = io.WriteString(conn, what)
+		require.NoError(t, err)
+		require.NoError(t, conn.SetReadDeadline(time.Now().Add(20*time.Second)))
+		r := bufio.NewReader(conn)
+		status, _ := r.ReadString('\n')
+		_, err = io.Copy(io.Discard, r)
+		var ne net.Error
+		require.False(t, errors.As(err, &ne) && ne.Timeout(), "the server kept the connection open")
+		return status
+	}
+	t.Run("headers", func(t *testing.T) {
+		st := cutOff(t, "POST /json HTTP/1.1\r\nHost: h\r\n")
+		assert.True(t, st == "" || strings.Contains(st, " 408 "), "%q", st)
+	})
+	t.Run("body", func(t *testing.T) {
+		st := cutOff(t, "POST /json HTTP/1.1\r\nHost: h\r\nContent-Type: application/json\r\nContent-Length: 100\r\n\r\n{\"domain\"")
+		assert.True(t, st == "" || strings.Contains(st, " 400 "), "%q", st)
+	})
+	t.Run("idle", func(t *testing.T) {
+		st := cutOff(t, "GET /healthcheck HTTP/1.1\r\nHost: h\r\n\r\n")
+		assert.Contains(t, st, " 200 ", "answered, then closed once idle")
+	})
+	t.Run("headers too large", func(t *testing.T) {
+		st := cutOff(t, "GET /healthcheck HTTP/1.1\r\nHost: h\r\nX-Big: "+strings.Repeat("a", 200<<10)+"\r\n\r\n")
+		assert.Contains(t, st, " 431 ")
+	})
+}

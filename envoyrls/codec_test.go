@@ -1,0 +1,88 @@
+package envoyrls
+
+import (
+	"runtime"
+	"strings"
+	"testing"
+
+	rlext "github.com/envoyproxy/go-control-plane/envoy/extensions/common/ratelimit/v3"
+	pb "github.com/envoyproxy/go-control-plane/envoy/service/ratelimit/v3"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	healthpb "google.golang.org/grpc/health/grpc_health_v1"
+	"google.golang.org/grpc/mem"
+	"google.golang.org/protobuf/proto"
+)
+
+// request returns a RateLimitRequest of n descriptors of entries entries.
+func request(n, entries int) *pb.RateLimitRequest {
+	req := &pb.RateLimitRequest{Domain: "d"}
+	for range n {
+		d := &rlext.RateLimitDescriptor{}
+		for range entries {
+			d.Entries = append(d.Entries, &rlext.RateLimitDescriptor_Entry{Key: "k", Value: "v"})
+		}
+		req.Descriptors = append(req.Descriptors, d)
+	}
+	return req
+}
+
+// TestCodecBounds: the codec decodes a RateLimitRequest within the bounds
+// as protobuf does, refuses one past them naming the bound, and decodes
+// other messages as the default codec.
+func TestCodecBounds(t *testing.T) {
+	c := Codec()
+	assert.Equal(t, "proto", c.Name())
+	decode := func(m proto.Message, into any) error {
+		t.Helper()
+		b, err := proto.Marshal(m)
+		require.NoError(t, err)
+		return c.Unmarshal(mem.BufferSlice{mem.SliceBuffer(b)}, into)
+	}
+	for _, tc := range []struct {
+		name string
+		req  *pb.RateLimitRequest
+		err  string
+	}{
+		{"most descriptors", request(MaxDescriptors, 1), ""},
+		{"most entries", request(2, MaxEntries), ""},
+		{"one descriptor too many", request(MaxDescriptors+1, 0), "more than 1024 descriptors"},
+		{"one entry too many", request(3, MaxEntries+1), "descriptors[0] has 65 entries, more than 64"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var got pb.RateLimitRequest
+			err := decode(tc.req, &got)
+			if tc.err != "" {
+				assert.ErrorContains(t, err, tc.err)
+				return
+			}
+			require.NoError(t, err)
+			assert.True(t, proto.Equal(tc.req, &got))
+		})
+	}
+	var h healthpb.HealthCheckRequest
+	require.NoError(t, decode(&healthpb.HealthCheckRequest{Service: "ratelimit"}, &h))
+	assert.Equal(t, "ratelimit", h.Service)
+
+	var got pb.RateLimitRequest
+	assert.Error(t, c.Unmarshal(mem.BufferSlice{mem.SliceBuffer([]byte{0x12, 0x7f})}, &got), "truncated: protobuf's error")
+}
+
+// TestCodecHugeRequestMemory: a 4 MiB message of empty descriptors, which
+// protobuf decodes into some 290 MB, is refused having cost little more
+// than the message.
+func TestCodecHugeRequestMemory(t *testing.T) {
+	b, err := proto.Marshal(&pb.RateLimitRequest{Domain: "d"})
+	require.NoError(t, err)
+	b = append(b, []byte(strings.Repeat("\x12\x00", (4<<20-len(b))/2))...)
+	var before, after runtime.MemStats
+	runtime.GC()
+	runtime.ReadMemStats(&before)
+	var req pb.RateLimitRequest
+	err = Codec().Unmarshal(mem.BufferSlice{mem.SliceBuffer(b)}, &req)
+	runtime.ReadMemStats(&after)
+	assert.ErrorContains(t, err, "more than 1024 descriptors")
+	alloc := after.TotalAlloc - before.TotalAlloc
+	t.Logf("allocated %d bytes for a message of %d", alloc, len(b))
+	assert.Less(t, alloc, uint64(len(b)+1<<20))
+}
