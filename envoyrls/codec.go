@@ -82,8 +82,10 @@ func checkWireBounds(b []byte) error {
 	return nil
 }
 
-// countField counts the fields numbered num in the message b, up to the
-// first that is not well formed.
+// countField counts the fields numbered num of the bytes wire type (a
+// message, as the entries are) in the message b, up to the first that is
+// not well formed. protobuf reads a field of another wire type as an
+// unknown one, not as an entry.
 func countField(b []byte, num protowire.Number) int {
 	count := 0
 	for len(b) > 0 {
@@ -97,7 +99,7 @@ func countField(b []byte, num protowire.Number) int {
 			return count
 		}
 		b = b[m:]
-		if n == num {
+		if n == num && typ == protowire.BytesType {
 			count++
 		}
 	}

@@ -86,3 +86,36 @@ func TestCodecHugeRequestMemory(t *testing.T) {
 	t.Logf("allocated %d bytes for a message of %d", alloc, len(b))
 	assert.Less(t, alloc, uint64(len(b)+1<<20))
 }
+
+// FuzzCodecAgreesWithProto: on any bytes, the codec refuses exactly the
+// requests that protobuf decodes with more descriptors or entries than the
+// bounds, or fails to decode; what it accepts, it decodes as protobuf does.
+func FuzzCodecAgreesWithProto(f *testing.F) {
+	for _, req := range []*pb.RateLimitRequest{request(0, 0), request(2, 3), request(MaxDescriptors+1, 0), request(1, MaxEntries+1)} {
+		b, err := proto.Marshal(req)
+		require.NoError(f, err)
+		f.Add(b)
+	}
+	f.Add([]byte{0x12, 0x7f})
+	f.Add([]byte{0x12, 0x02, 0x08, 0x01}) // an entries field (1) of the varint wire type
+	c := Codec()
+	f.Fuzz(func(t *testing.T, b []byte) {
+		var want, got pb.RateLimitRequest
+		protoErr := proto.Unmarshal(b, &want)
+		err := c.Unmarshal(mem.BufferSlice{mem.SliceBuffer(b)}, &got)
+		if protoErr != nil {
+			require.Error(t, err, "protobuf refuses it: %v", protoErr)
+			return
+		}
+		over := len(want.Descriptors) > MaxDescriptors
+		for _, d := range want.Descriptors {
+			over = over || len(d.Entries) > MaxEntries
+		}
+		if over {
+			require.Error(t, err, "over the bounds: %d descriptors", len(want.Descriptors))
+			return
+		}
+		require.NoError(t, err)
+		require.True(t, proto.Equal(&want, &got))
+	})
+}
