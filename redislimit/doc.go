@@ -97,4 +97,32 @@
 // [Factory] keeps every rule in Redis, rules of several limits included:
 //
 //	svc, err := service.New(def, hotlimit.WithFactory(redislimit.Factory(client)))
+//
+// A rule may keep some of its limits in Redis and the others in memory: the
+// factory is a plain function of the limit's [hotlimit.Config] (given
+// without its scope), so it may send each where the user wants it, the long
+// windows to Redis say, and the short ones, which one instance can enforce
+// on its own traffic, to [service.NewLimiter]:
+//
+//	redisLimits := redislimit.Factory(client)
+//	mixed := func(c hotlimit.Config, opts ...hotlimit.Option) (hotlimit.Limiter, error) {
+//		if c.Window >= time.Hour {
+//			return redisLimits(c, opts...)
+//		}
+//		return service.NewLimiter(c, opts...)
+//	}
+//	svc, err := service.NewFromRules(rules, hotlimit.WithFactory(mixed))
+//
+// Such a rule is all or nothing as any other: a request the Redis limit
+// denies is given back to the memory limits that took it, and one a memory
+// limit denies is given back to Redis (a round trip; when it fails, Redis
+// keeps the request until it ages out). While Redis cannot decide, a
+// [FailOpen] or [FailClosed] decision counts nothing anywhere, and the
+// memory limits count exactly the requests the rule admits; a [FailLocal]
+// decision gives no receipt, so a request its in-process limiter admitted
+// and a limit asked after it denied stays counted in that in-process
+// limiter: during an outage the rule may admit less than its Redis limit
+// would have on its own, never more. Put the Redis limits last in the rule
+// to avoid that (the service asks sliding logs last whatever the order, so
+// a sliding log in memory comes after them anyway).
 package redislimit
