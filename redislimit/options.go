@@ -138,10 +138,19 @@ const DefaultTimeout = 100 * time.Millisecond
 // (a frozen server) is left to finish under the client's read timeout on a
 // goroutine of its own, while the caller has its decision.
 //
-// A call that timed out may still count in Redis: its script was sent, and
-// a server that is slow or frozen, not gone, runs it once it gets to it.
-// The failure policy's decision does not undo that, so after a freeze a key
-// may have less left than the decisions its callers saw took.
+// A caller that stops waiting (this timeout, or its own context ending)
+// gets the failure policy's decision, so Redis should keep nothing of its
+// call. When the call went in a shared pipeline ([WithBatch]), or on a
+// goroutine of its own, and Redis's answer still comes within the
+// pipeline's own timeout, what the call took is given back at once (one
+// more round trip, made by the goroutine that sent the call, not the
+// caller's). A call whose answer
+// never comes may still count in Redis: its script was sent, and a server
+// that is slow or frozen, not gone, runs it once it gets to it; so may a
+// call made on the caller's goroutine with ContextTimeoutEnabled, whose
+// connection is given up at the deadline. The failure policy's decision
+// does not undo that, so after a freeze a key may have less left than the
+// decisions its callers saw took (under-admission, never over-admission).
 func WithTimeout(d time.Duration) hotlimit.Option {
 	return hotlimit.WithExtension(option(func(s *settings) { s.timeout = max(d, 0) }))
 }
