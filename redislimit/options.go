@@ -195,7 +195,14 @@ func WithHook(hook func(Event)) hotlimit.Option {
 // ttl, at the end of a fixed window, or on [Limiter.Close]; its unspent
 // requests then go back to Redis (for the token bucket and GCRA less what
 // has refilled since they were taken, for the fixed window while its window
-// lasts). A leased request passes at most ttl after Redis took it, which is
+// lasts) by Close, by [Limiter.Sweep], or by the key's next call that goes
+// to Redis. A Limiter dropped without Close, as a service.Service drops on
+// Replace the limiters that no rule uses any more, gives nothing back, not
+// even once it is collected: the unspent requests stay taken in Redis until
+// they refill or their window ends, which holds back by at most size per
+// leased key the other instances still on the same Config (a limiter of
+// another Config counts under another Redis key). Close a Limiter you
+// stop using to give its leases back. A leased request passes at most ttl after Redis took it, which is
 // the error of its timing: keep ttl well under the window.
 //
 // size <= 0 turns the lease off, the default; ttl must be positive.
