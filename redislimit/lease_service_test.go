@@ -1,12 +1,15 @@
 package redislimit_test
 
 import (
+	"context"
+	"fmt"
 	"runtime"
 	"strconv"
 	"sync/atomic"
 	"testing"
 	"time"
 
+	"github.com/redis/go-redis/v9"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
@@ -73,4 +76,59 @@ func TestServiceLeaseOnCloseAndReplace(t *testing.T) {
 			assert.Equal(t, c.Limit, take(t, other, bKey, 0).Remaining, "a window later the lease's requests are back")
 		})
 	}
+}
+
+// holdReply is a go-redis hook that, for the first command sent by itself
+// on key with n > 0, lets Redis run it and then holds its answer until
+// release is closed, closing ran first.
+type holdReply struct {
+	key          string
+	ran, release chan struct{}
+	once         atomic.Bool
+}
+
+func (h *holdReply) DialHook(next redis.DialHook) redis.DialHook { return next }
+
+func (h *holdReply) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
+	return func(ctx context.Context, cmd redis.Cmder) error {
+		err := next(ctx, cmd)
+		if args := cmd.Args(); len(args) > 4 && args[3] == h.key && fmt.Sprint(args[4]) != "0" && h.once.CompareAndSwap(false, true) {
+			close(h.ran)
+			<-h.release
+		}
+		return err
+	}
+}
+
+func (h *holdReply) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
+	return next
+}
+
+// TestLeaseGrantedDuringCloseIsGivenBack: a call that Redis granted a lease
+// while Close ran (its answer comes after Close gave back the leases it
+// found) does not strand that lease: it goes back to Redis at once, and the
+// closed Limiter takes no lease after, each call a round trip of its own.
+func TestLeaseGrantedDuringCloseIsGivenBack(t *testing.T) {
+	srv := redistest.Start(t)
+	c := hotlimit.Config{Algorithm: hotlimit.TokenBucket, Limit: 20, Window: time.Minute}
+	clocked := frozenClock()
+	client := newClient(t, srv)
+	leased := newExact(t, client, c, clocked, redislimit.WithLease(5, time.Hour))
+	other := newExact(t, newClient(t, srv), c, clocked)
+	take(t, leased, "warm", 0) // loads the script: the call held is one EVALSHA
+	h := &holdReply{key: leased.RedisKey("k"), ran: make(chan struct{}), release: make(chan struct{})}
+	client.AddHook(h)
+
+	done := make(chan hotlimit.Decision)
+	go func() { done <- take(t, leased, "k", 1) }()
+	<-h.ran
+	assert.Equal(t, c.Limit-6, take(t, other, "k", 0).Remaining, "Redis took the request and a lease of 5")
+	require.NoError(t, leased.Close())
+	close(h.release)
+	require.True(t, (<-done).Allowed)
+	assert.Equal(t, c.Limit-1, take(t, other, "k", 0).Remaining, "the lease granted during Close is given back")
+	assert.Zero(t, leased.Len(), "no lease is held")
+	require.True(t, take(t, leased, "k", 1).Allowed)
+	assert.Equal(t, c.Limit-2, take(t, other, "k", 0).Remaining, "after Close a call takes no lease")
+	assert.Zero(t, leased.Len())
 }
