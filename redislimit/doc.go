@@ -45,8 +45,11 @@
 // full quota, never more. A key records when it was made, and a refund, or
 // the give-back of a lease, of a take made before then returns nothing, as
 // the key never counted that take (with [hotlimit.WithClock], "before" is
-// by the clocks' readings; the sliding log's sorted set records no such
-// time, and takes such a give-back). The time is stored after the key's
+// by the clocks' readings). The sliding log's sorted set records no such
+// time, but the times its requests were logged at: a give-back expires no
+// more of them than were logged no later than the take, and a key made
+// since logged all of its own later (an instance of an earlier version
+// takes such a give-back). The time is stored after the key's
 // fields, where the token bucket's, GCRA's and fixed window's scripts of
 // earlier versions read past it; a sliding counter's key written with it
 // reads as fresh to an earlier version's script, so instances upgraded one by
