@@ -128,4 +128,15 @@
 // would have on its own, never more. Put the Redis limits last in the rule
 // to avoid that (the service asks sliding logs last whatever the order, so
 // a sliding log in memory comes after them anyway).
+//
+// A composite.Limiter of a Limiter and in-memory limiters is all or
+// nothing as well, each child refunded with its own receipt when another
+// denies. But its own receipt holds one time, the earliest of its
+// children's, and the in-memory limiters' clock (the process's, from its
+// start) reads far behind Redis's TIME, before the Redis key was made: a
+// Refund of the composite's receipt gives the in-memory children their
+// requests back and Redis nothing, never more, so they stay counted in
+// Redis until they refill or their window ends. A service rule keeps each
+// limit's own receipt; use one where a request is given back after it
+// passed.
 package redislimit
