@@ -16,6 +16,7 @@ import (
 	"github.com/hotlimit/hotlimit"
 	"github.com/hotlimit/hotlimit/redislimit"
 	"github.com/hotlimit/hotlimit/redislimit/internal/redistest"
+	"github.com/hotlimit/hotlimit/service"
 )
 
 // abandonHook forces the interleaving of a caller that leaves while its
@@ -227,4 +228,48 @@ func TestCanceledHammerConserves(t *testing.T) {
 	}, 5*time.Second, 10*time.Millisecond, "Redis counts exactly what it admitted")
 	assert.Equal(t, redisAdmitted, got)
 	t.Logf("%d requests admitted by Redis, %d takes whose callers left", redisAdmitted, left)
+}
+
+// TestServiceRuleCanceledMidBatch: a service rule of two limits on Redis,
+// whose request's context ends while its second limit's call is in a batch
+// that Redis runs: the request is denied (FailClosed), the first limit is
+// given back by the service, and the second by the batch, so that both keys
+// are as full as before.
+func TestServiceRuleCanceledMidBatch(t *testing.T) {
+	srv := redistest.Start(t)
+	client := newClient(t, srv)
+	first := hotlimit.Config{Algorithm: hotlimit.TokenBucket, Limit: 5, Window: time.Minute}
+	second := hotlimit.Config{Algorithm: hotlimit.FixedWindow, Limit: 4, Window: time.Minute}
+	f := newMixedFactory(redislimit.Factory(client, redislimit.WithFailPolicy(redislimit.FailClosed),
+		redislimit.WithBatch(64, 1), redislimit.WithBreaker(0, 0), redislimit.WithTimeout(exactTimeout)))
+	svc, err := service.NewFromRules(service.Rules{Default: service.Limits{first, second}}, frozenClock(), hotlimit.WithFactory(f.build))
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = svc.Close() })
+	limA, limB := f.onRedis[first], f.onRedis[second]
+	require.NotNil(t, limA)
+	require.NotNil(t, limB)
+	take(t, limA, "warm", 0)
+	take(t, limB, "warm", 0)
+
+	ctx, cancel := context.WithCancel(context.Background())
+	h := &abandonHook{held: limB.RedisKey("held"), release: make(chan struct{}), holding: make(chan struct{}),
+		cancel: cancel, left: make(chan struct{})}
+	client.AddHook(h)
+	heldDone := make(chan struct{})
+	go func() {
+		defer close(heldDone)
+		_, _ = limB.TakeContext(context.Background(), "held", 1)
+	}()
+	<-h.holding
+
+	d, err := svc.TakeContext(ctx, "u", "a", 2)
+	close(h.left)
+	require.ErrorIs(t, err, context.Canceled)
+	assert.False(t, d.Allowed, "FailClosed denied the second limit")
+	close(h.release)
+	<-heldDone
+	key := "1:u|a"
+	assert.Equal(t, first.Limit, take(t, limA, key, 0).Remaining, "the service gave the first limit back")
+	require.Eventually(t, func() bool { return take(t, limB, key, 0).Remaining == second.Limit },
+		5*time.Second, 10*time.Millisecond, "the batch gave the second limit back")
 }
