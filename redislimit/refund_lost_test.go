@@ -94,3 +94,31 @@ func TestSlidingLogReceiptClockBehind(t *testing.T) {
 	require.NoError(t, slow.RefundContext(context.Background(), "k", r))
 	assert.Equal(t, c.Limit-1, take(t, fast, "k", 0).Remaining, "the refund gave the request back")
 }
+
+// TestRefundTwiceNeverPastQuota: a receipt refunded twice (a caller bug the
+// hotlimit.Refunder contract allows for), or a made-up one of more than the
+// burst, never leaves a key with more than a fresh key's quota: Remaining
+// stays at most the limit (no negative count) and exactly the limit passes.
+func TestRefundTwiceNeverPastQuota(t *testing.T) {
+	srv := redistest.Start(t)
+	client := newClient(t, srv)
+	ctx := context.Background()
+	for _, a := range algorithms {
+		t.Run(a.String(), func(t *testing.T) {
+			var clock atomic.Int64
+			clock.Store(int64(time.Hour) + 1)
+			c := hotlimit.Config{Algorithm: a, Limit: 4, Window: time.Minute}
+			lim := newExact(t, client, c, hotlimit.WithClock(clock.Load), redislimit.WithPrefix("twice:"))
+			d, r := lim.TakeReceipt("k", 2)
+			require.True(t, d.Allowed)
+			require.NoError(t, lim.RefundContext(ctx, "k", r))
+			require.NoError(t, lim.RefundContext(ctx, "k", r))
+			require.NoError(t, lim.RefundContext(ctx, "k", hotlimit.Receipt{N: 1000, At: r.At}))
+			assert.Equal(t, c.Limit, take(t, lim, "k", 0).Remaining, "a fresh key's quota, no more")
+			for i := range c.Limit {
+				require.True(t, take(t, lim, "k", 1).Allowed, "request %d", i)
+			}
+			assert.False(t, take(t, lim, "k", 1).Allowed, "exactly the limit passes")
+		})
+	}
+}
