@@ -195,8 +195,8 @@ func WithHook(hook func(Event)) hotlimit.Option {
 // ttl, at the end of a fixed window, or on [Limiter.Close]; its unspent
 // requests then go back to Redis (for the token bucket and GCRA less what
 // has refilled since they were taken, for the fixed window while its window
-// lasts) by Close, by [Limiter.Sweep], or by the key's next call that goes
-// to Redis. A Limiter dropped without Close, as a service.Service drops on
+// lasts) by Close, by [Limiter.Sweep], or when the key's next lease
+// replaces it. A Limiter dropped without Close, as a service.Service drops on
 // Replace the limiters that no rule uses any more, gives nothing back, not
 // even once it is collected: the unspent requests stay taken in Redis until
 // they refill or their window ends, which holds back by at most size per
