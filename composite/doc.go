@@ -57,7 +57,10 @@
 // GCRA counts its refill from the earlier time, a fixed window or a sliding
 // counter finds the earlier window ended sooner. Children should read the
 // same clock; with different clocks a refund may give back less still, never
-// more.
+// more: a redislimit child, on Redis's clock, far ahead of the in-memory
+// limiters' process clock, gets nothing back from a composite that also has
+// in-memory children (a service.Service rule of several limits keeps each
+// limit's own receipt instead).
 //
 // A Limiter is safe for concurrent use; on keys its children already hold,
 // Allow, Take, TakeReceipt and Refund allocate nothing.

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"slices"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/redis/go-redis/v9"
@@ -21,6 +22,11 @@ import (
 // call is either sent before the batcher stops, and completed by a flusher,
 // which drains the channel before it returns, or not sent at all: once
 // stopped, callers run their scripts directly and nothing is stranded.
+//
+// A caller whose context ends before its answer leaves, and the failure
+// policy decides its requests, so Redis must keep none of them: the flusher
+// then gives back what the call's scripts took (see call.state), or does not
+// send it at all when the caller left before.
 //
 // It holds no reference to its Limiter, so that a Limiter dropped without
 // Close is collected and its cleanup stops the flushers.
@@ -57,7 +63,21 @@ type op struct {
 type call struct {
 	ops  []op
 	done chan struct{} // receives once every op is complete
+	// state is pending until either the goroutine that runs the ops
+	// answers the call or its caller leaves, whichever changes it first by
+	// CompareAndSwap: the other then knows. done receives only for an
+	// answered call; for a call whose caller left, the goroutine that ran
+	// the ops gives back what they took (their decisions are the failure
+	// policy's) and frees the call.
+	state atomic.Int32
 }
+
+// The values of call.state.
+const (
+	pending int32 = iota
+	answered
+	left
+)
 
 var callPool = sync.Pool{New: func() any { return &call{ops: make([]op, 0, 1), done: make(chan struct{}, 1)} }}
 
@@ -65,7 +85,58 @@ var callPool = sync.Pool{New: func() any { return &call{ops: make([]op, 0, 1), d
 func newCall() *call {
 	c := callPool.Get().(*call)
 	c.ops = c.ops[:0]
+	c.state.Store(pending)
 	return c
+}
+
+// answer hands c's replies to its caller, unless the caller has left: then
+// it gives back what c's ops took, and frees c. Only the goroutine that ran
+// c's ops calls it, once.
+func (b *batcher) answer(c *call) {
+	// The CAS decides between the caller and the goroutine that ran the
+	// ops: exactly one of pending → answered (here) and pending → left
+	// (leave) succeeds, so either the caller reads the replies, or the
+	// requests are given back, never both and never neither.
+	if c.state.CompareAndSwap(pending, answered) {
+		c.done <- struct{}{}
+		return
+	}
+	b.undo(c.ops)
+	c.free()
+}
+
+// leave tells the goroutine running c's ops that the caller stops waiting,
+// and reports whether it did so in time; when not, the replies are there,
+// and done receives at once.
+func (c *call) leave() bool {
+	return c.state.CompareAndSwap(pending, left)
+}
+
+// undo gives back to Redis what ops took, the calls of a caller that left:
+// each op that passed returns its n and what it leased beyond, at the time
+// Redis took them, which restores the key as it was (see hotlimit.Refunder).
+// The give-backs travel in one pipeline; one that fails leaves its requests
+// counted until they age out.
+func (b *batcher) undo(ops []op) {
+	var back []*op
+	for i := range ops {
+		o := &ops[i]
+		if o.err != nil || !o.rep.allowed {
+			continue
+		}
+		n, _ := o.args[0].(int64)
+		if n+o.rep.got < 1 {
+			continue
+		}
+		// ARGV (see scripts/prelude.lua): take nothing, give back
+		// n + got taken at rep.now.
+		args := slices.Clone(o.args)
+		args[0], args[6], args[7], args[8] = int64(0), int64(0), n+o.rep.got, o.rep.now
+		back = append(back, &op{script: o.script, key: o.key, args: args})
+	}
+	if len(back) > 0 {
+		b.rerun(context.Background(), back)
+	}
 }
 
 // free returns c to the pool, once nothing else holds it.
@@ -110,14 +181,17 @@ func (b *batcher) do(ctx context.Context, redisKey string, args []any) (reply, e
 		c.free()
 		return b.alone(ctx, redisKey, args)
 	default:
-		return reply{}, err // c is left to the flusher and the collector
+		return reply{}, err // c is left to the flusher, which gives back what it took
 	}
 }
 
 // wait hands c to the next batch, and waits until the batch completed it.
 // It returns errStopped, without sending c, once the batcher is stopped,
 // and ctx's error if ctx ends first, when c may still be sent and must be
-// left to the flusher.
+// left to the flusher, which then gives back what it took: Redis keeps
+// nothing of a call for which wait returns an error (unless the give-back
+// fails, or the flusher's own deadline passes first, when a frozen Redis
+// may still run the call later; see WithTimeout).
 func (b *batcher) wait(ctx context.Context, c *call) error {
 	b.mu.RLock()
 	if b.stopped {
@@ -135,7 +209,11 @@ func (b *batcher) wait(ctx context.Context, c *call) error {
 	case <-c.done:
 		return nil
 	case <-ctx.Done():
-		return ctx.Err()
+		if c.leave() {
+			return ctx.Err()
+		}
+		<-c.done // answered just now
+		return nil
 	}
 }
 
@@ -167,11 +245,23 @@ func (b *batcher) flush() {
 				break gather
 			}
 		}
+		// Calls whose callers left already are not sent (a caller may
+		// still leave meanwhile: answer gives its requests back).
+		batch = slices.DeleteFunc(batch, func(c *call) bool {
+			if c.state.Load() == left {
+				c.free()
+				return true
+			}
+			return false
+		})
+		if len(batch) == 0 {
+			continue
+		}
 		ctx, cancel := b.deadline(context.Background())
 		cmds = b.pipeline(ctx, context.Background(), batch, cmds[:0])
 		cancel()
 		for _, c := range batch {
-			c.done <- struct{}{}
+			b.answer(c)
 		}
 	}
 }
@@ -266,19 +356,22 @@ func (b *batcher) alone(ctx context.Context, redisKey string, args []any) (reply
 		defer cancel()
 	}
 	c := newCall()
-	c.ops = append(c.ops, op{})
+	c.ops = append(c.ops, op{script: b.script, key: redisKey, args: args})
 	go func() {
 		c.ops[0].rep, c.ops[0].err = b.runOne(ctx, b.script, redisKey, args)
-		c.done <- struct{}{}
+		b.answer(c)
 	}()
 	select {
 	case <-c.done:
-		rep, err := c.ops[0].rep, c.ops[0].err
-		c.free()
-		return rep, err
 	case <-ctx.Done():
-		return reply{}, ctx.Err() // c is left to its goroutine and the collector
+		if c.leave() {
+			return reply{}, ctx.Err() // c is left to its goroutine, which gives back what it took
+		}
+		<-c.done // answered just now
 	}
+	rep, err := c.ops[0].rep, c.ops[0].err
+	c.free()
+	return rep, err
 }
 
 // runOne runs script for redisKey by itself: EVALSHA, and EVAL when the

@@ -45,8 +45,11 @@
 // full quota, never more. A key records when it was made, and a refund, or
 // the give-back of a lease, of a take made before then returns nothing, as
 // the key never counted that take (with [hotlimit.WithClock], "before" is
-// by the clocks' readings; the sliding log's sorted set records no such
-// time, and takes such a give-back). The time is stored after the key's
+// by the clocks' readings). The sliding log's sorted set records no such
+// time, but the times its requests were logged at: a give-back expires no
+// more of them than were logged no later than the take, and a key made
+// since logged all of its own later (an instance of an earlier version
+// takes such a give-back). The time is stored after the key's
 // fields, where the token bucket's, GCRA's and fixed window's scripts of
 // earlier versions read past it; a sliding counter's key written with it
 // reads as fresh to an earlier version's script, so instances upgraded one by
@@ -97,4 +100,43 @@
 // [Factory] keeps every rule in Redis, rules of several limits included:
 //
 //	svc, err := service.New(def, hotlimit.WithFactory(redislimit.Factory(client)))
+//
+// A rule may keep some of its limits in Redis and the others in memory: the
+// factory is a plain function of the limit's [hotlimit.Config] (given
+// without its scope), so it may send each where the user wants it, the long
+// windows to Redis say, and the short ones, which one instance can enforce
+// on its own traffic, to [service.NewLimiter]:
+//
+//	redisLimits := redislimit.Factory(client)
+//	mixed := func(c hotlimit.Config, opts ...hotlimit.Option) (hotlimit.Limiter, error) {
+//		if c.Window >= time.Hour {
+//			return redisLimits(c, opts...)
+//		}
+//		return service.NewLimiter(c, opts...)
+//	}
+//	svc, err := service.NewFromRules(rules, hotlimit.WithFactory(mixed))
+//
+// Such a rule is all or nothing as any other: a request the Redis limit
+// denies is given back to the memory limits that took it, and one a memory
+// limit denies is given back to Redis (a round trip; when it fails, Redis
+// keeps the request until it ages out). While Redis cannot decide, a
+// [FailOpen] or [FailClosed] decision counts nothing anywhere, and the
+// memory limits count exactly the requests the rule admits; a [FailLocal]
+// decision gives no receipt, so a request its in-process limiter admitted
+// and a limit asked after it denied stays counted in that in-process
+// limiter: during an outage the rule may admit less than its Redis limit
+// would have on its own, never more. Put the Redis limits last in the rule
+// to avoid that (the service asks sliding logs last whatever the order, so
+// a sliding log in memory comes after them anyway).
+//
+// A composite.Limiter of a Limiter and in-memory limiters is all or
+// nothing as well, each child refunded with its own receipt when another
+// denies. But its own receipt holds one time, the earliest of its
+// children's, and the in-memory limiters' clock (the process's, from its
+// start) reads far behind Redis's TIME, before the Redis key was made: a
+// Refund of the composite's receipt gives the in-memory children their
+// requests back and Redis nothing, never more, so they stay counted in
+// Redis until they refill or their window ends. A service rule keeps each
+// limit's own receipt; use one where a request is given back after it
+// passed.
 package redislimit

@@ -201,6 +201,35 @@ func ExampleFactory() {
 	// 99
 }
 
+// A rule of two limits, one kept in memory by each instance and one shared
+// in Redis: the factory sends each limit where its window says. A request
+// one limit denies spends nothing of the other (the Redis limit is put last,
+// so that it is asked only for what the memory limit admits).
+func ExampleFactory_mixed() {
+	var now atomic.Int64
+	onRedis := redislimit.Factory(newExampleClient())
+	mixed := func(c hotlimit.Config, opts ...hotlimit.Option) (hotlimit.Limiter, error) {
+		if c.Window >= time.Hour {
+			return onRedis(c, opts...)
+		}
+		return service.NewLimiter(c, opts...)
+	}
+	rules := service.Rules{Default: service.Limits{
+		{Algorithm: hotlimit.TokenBucket, Limit: 2, Window: time.Second},                        // per pair, in memory
+		{Algorithm: hotlimit.FixedWindow, Limit: 3, Window: time.Hour, Scope: hotlimit.PerUser}, // per user, in Redis
+	}}
+	svc, err := service.NewFromRules(rules, hotlimit.WithClock(now.Load), hotlimit.WithFactory(mixed))
+	if err != nil {
+		panic(err)
+	}
+	defer svc.Close()
+	fmt.Println(svc.Allow("bob", "a"), svc.Allow("bob", "a"), svc.Allow("bob", "a")) // the memory limit denies the third: Redis is not asked
+	fmt.Println(svc.Allow("bob", "b"), svc.Allow("bob", "b"))                        // Redis had 1 left for bob
+	// Output:
+	// true true false
+	// true false
+}
+
 // The limits of one request, decided in one round trip (on a client with
 // ContextTimeoutEnabled: without it, each take is sent by itself).
 func ExampleTakeAll() {

@@ -78,6 +78,15 @@ func (l *Limiter) grantLease(ctx context.Context, key, redisKey string, rep repl
 	if prev, loaded := l.leases.LoadAndStore(key, ls); loaded {
 		_ = l.retireTo(ctx, redisKey, prev)
 	}
+	// A Close under way may have ranged over the leases before ls was
+	// stored. It sets closed before it ranges, and ls is stored before
+	// closed is read here, so either this read sees closed or Close's
+	// Range sees ls (or both: retireTo's Swap gives the requests back
+	// once).
+	if l.closed.Load() {
+		l.unmap(key, ls)
+		_ = l.retireTo(context.WithoutCancel(ctx), redisKey, ls)
+	}
 }
 
 // retire gives the unspent requests of ls, key's lease that is no longer

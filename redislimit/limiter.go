@@ -110,6 +110,9 @@ type Limiter struct {
 	// claims holds the keys whose next lease a call is asking Redis for;
 	// see claimLease.
 	claims *xsync.MapOf[string, struct{}]
+	// closed is set by Close: no lease is asked for after it, and one
+	// granted to a call under way is given back at once (see grantLease).
+	closed atomic.Bool
 }
 
 var (
@@ -347,7 +350,7 @@ func (l *Limiter) take(ctx context.Context, key string, n int) (hotlimit.Decisio
 		return l.fail(key, n, ErrBreakerOpen)
 	}
 	extra := int64(0)
-	if l.leases != nil && n > 0 && l.claimLease(key) {
+	if l.leases != nil && n > 0 && !l.closed.Load() && l.claimLease(key) {
 		defer l.claims.Delete(key) // once the lease is installed
 		extra = int64(l.set.leaseSize)
 	}
@@ -606,8 +609,11 @@ func (l *Limiter) Sweep() int {
 // Close ends every lease, giving the unspent requests back to Redis, stops
 // the goroutines that batch calls (see [WithBatch]), and returns the errors of
 // the give-backs that failed. The Limiter stays usable, each call then a
-// round trip of its own; Close does not close the client.
+// round trip of its own that takes no lease; a lease that Redis grants to a
+// call under way during Close is given back as soon as that call has its
+// answer. Close does not close the client.
 func (l *Limiter) Close() error {
+	l.closed.Store(true) // before the Range below: see grantLease
 	l.batch.close()
 	if l.leases == nil {
 		return nil

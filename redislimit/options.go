@@ -138,10 +138,19 @@ const DefaultTimeout = 100 * time.Millisecond
 // (a frozen server) is left to finish under the client's read timeout on a
 // goroutine of its own, while the caller has its decision.
 //
-// A call that timed out may still count in Redis: its script was sent, and
-// a server that is slow or frozen, not gone, runs it once it gets to it.
-// The failure policy's decision does not undo that, so after a freeze a key
-// may have less left than the decisions its callers saw took.
+// A caller that stops waiting (this timeout, or its own context ending)
+// gets the failure policy's decision, so Redis should keep nothing of its
+// call. When the call went in a shared pipeline ([WithBatch]), or on a
+// goroutine of its own, and Redis's answer still comes within the
+// pipeline's own timeout, what the call took is given back at once (one
+// more round trip, made by the goroutine that sent the call, not the
+// caller's). A call whose answer
+// never comes may still count in Redis: its script was sent, and a server
+// that is slow or frozen, not gone, runs it once it gets to it; so may a
+// call made on the caller's goroutine with ContextTimeoutEnabled, whose
+// connection is given up at the deadline. The failure policy's decision
+// does not undo that, so after a freeze a key may have less left than the
+// decisions its callers saw took (under-admission, never over-admission).
 func WithTimeout(d time.Duration) hotlimit.Option {
 	return hotlimit.WithExtension(option(func(s *settings) { s.timeout = max(d, 0) }))
 }
@@ -186,7 +195,14 @@ func WithHook(hook func(Event)) hotlimit.Option {
 // ttl, at the end of a fixed window, or on [Limiter.Close]; its unspent
 // requests then go back to Redis (for the token bucket and GCRA less what
 // has refilled since they were taken, for the fixed window while its window
-// lasts). A leased request passes at most ttl after Redis took it, which is
+// lasts) by Close, by [Limiter.Sweep], or when the key's next lease
+// replaces it. A Limiter dropped without Close, as a service.Service drops on
+// Replace the limiters that no rule uses any more, gives nothing back, not
+// even once it is collected: the unspent requests stay taken in Redis until
+// they refill or their window ends, which holds back by at most size per
+// leased key the other instances still on the same Config (a limiter of
+// another Config counts under another Redis key). Close a Limiter you
+// stop using to give its leases back. A leased request passes at most ttl after Redis took it, which is
 // the error of its timing: keep ttl well under the window.
 //
 // size <= 0 turns the lease off, the default; ttl must be positive.

@@ -23,16 +23,12 @@ import (
 // TestRefundAfterStateLost: a receipt taken before Redis lost the key's state
 // (FLUSHALL, a restart, an eviction) gives nothing back to the key that a
 // later take created: that key never counted the receipt's requests, and a
-// refund to it would admit more than a fresh key's quota. The sliding log's
-// sorted set keeps no such time, and is left out.
+// refund to it would admit more than a fresh key's quota.
 func TestRefundAfterStateLost(t *testing.T) {
 	srv := redistest.Start(t)
 	client := newClient(t, srv)
 	ctx := context.Background()
 	for _, a := range algorithms {
-		if a == hotlimit.SlidingLog {
-			continue
-		}
 		t.Run(a.String(), func(t *testing.T) {
 			var clock atomic.Int64
 			clock.Store(int64(time.Hour) + 1)
@@ -355,7 +351,7 @@ func TestLeaseGiveBackAfterStateLost(t *testing.T) {
 // TestEvictedKeyIsFresh: on a Redis at maxmemory that evicts (allkeys-lru),
 // a key evicted while it counted is decided as a fresh key, exactly: its
 // quota and no more, and a receipt of a take before the eviction gives
-// nothing back (but to the sliding log, which records no birth time).
+// nothing back.
 func TestEvictedKeyIsFresh(t *testing.T) {
 	srv := redistest.Start(t, "--maxmemory", "4mb", "--maxmemory-policy", "allkeys-lru")
 	client := newClient(t, srv)
@@ -384,9 +380,7 @@ func TestEvictedKeyIsFresh(t *testing.T) {
 			for i := range c.Limit {
 				require.True(t, take(t, lim, "k", 1).Allowed, "fresh key, request %d", i)
 			}
-			if a != hotlimit.SlidingLog { // which records no birth time
-				lim.Refund("k", r)
-			}
+			lim.Refund("k", r)
 			assert.False(t, take(t, lim, "k", 1).Allowed, "more than a fresh key's quota")
 		})
 	}

@@ -34,7 +34,10 @@ type Take struct {
 // ContextTimeoutEnabled (whose pipeline could outlast the timeout), is
 // decided by itself, after the pipeline.
 // Every take's Decision, Receipt and Err are set; Err and the failure
-// policy's Decision when Redis fails, as in TakeReceiptContext. A nil
+// policy's Decision when Redis fails, as in TakeReceiptContext, or when ctx
+// ends first: the takes that joined a batch are then given back to Redis
+// if it ran them (see [WithTimeout] for what a frozen Redis may still
+// count). A nil
 // Limiter's take gets an error wrapping [hotlimit.ErrInvalidConfig].
 func TakeAll(ctx context.Context, takes []Take) {
 	var first *Limiter

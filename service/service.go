@@ -314,7 +314,9 @@ func (s *Service) override(c hotlimit.Config) (*rule, error) {
 // leases, and returns their errors joined. The in-memory limiters hold none.
 // Limiters that an earlier Replace dropped are not closed: a decision may
 // still have been using them; they are released when collected (redislimit
-// registers a cleanup for that). Whether the service may be used after Close
+// registers a cleanup that stops its goroutines, but gives no lease back:
+// the leased requests of a dropped limiter stay taken in Redis until they
+// refill or their window ends). Whether the service may be used after Close
 // is up to the limiters: redislimit's stay usable, each call a round trip of
 // its own.
 func (s *Service) Close() error {

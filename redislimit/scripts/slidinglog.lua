@@ -2,7 +2,9 @@
 -- (score: the time; member: the time and a sequence number, zero-padded so
 -- that members of one time sort in logging order). A request is logged at
 -- the later of its clock reading and the newest logged time, and passes when
--- fewer than limit logged times are in (t - window, t].
+-- fewer than limit logged times are in (t - window, t]. The reply's time is
+-- the one its requests were logged at: a receipt's, which a give back
+-- names.
 local cnt = redis.call('ZCARD', key)
 local newest, top = nil, nil
 if cnt > 0 then
@@ -21,9 +23,17 @@ local inWindow = redis.call('ZCOUNT', key, '(' .. int(t - window), '+inf')
 local allowed, retry = 0, 0
 if giveback > 0 then
   -- while they are in the window, expire up to giveback of the oldest
-  -- logged requests still in it: those ranked from cnt - inWindow
+  -- logged requests still in it (those ranked from cnt - inWindow), and
+  -- no more than those logged at or before at. The take's own requests
+  -- were logged at at, so while the key holds them as many are; a key
+  -- made since the take (its state lost to a restart, a FLUSHALL, an
+  -- eviction) logged all its requests later, and gets nothing back.
+  local held = 0
   if at > t - window and inWindow > 0 then
-    local k = math.min(giveback, inWindow)
+    held = redis.call('ZCOUNT', key, '(' .. int(t - window), int(at))
+  end
+  local k = math.min(giveback, inWindow, held)
+  if k > 0 then
     redis.call('ZREMRANGEBYRANK', key, cnt - inWindow, cnt - inWindow + k - 1)
     inWindow = inWindow - k
     if inWindow == 0 then
@@ -65,4 +75,8 @@ local reset = 0
 if newest and newest > t - window then
   reset = newest + window - now
 end
-return {allowed, limit - inWindow, retry, reset, 0, now}
+local logged = now
+if allowed == 1 and n > 0 then
+  logged = t
+end
+return {allowed, limit - inWindow, retry, reset, 0, logged}

@@ -1,0 +1,275 @@
+package redislimit_test
+
+import (
+	"context"
+	"fmt"
+	"math/rand/v2"
+	"slices"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/hotlimit/hotlimit"
+	"github.com/hotlimit/hotlimit/redislimit"
+	"github.com/hotlimit/hotlimit/redislimit/internal/redistest"
+	"github.com/hotlimit/hotlimit/service"
+)
+
+// abandonHook forces the interleaving of a caller that leaves while its
+// call is in a batch: a command sent by itself on the key held is held
+// until release is closed, so that it keeps a call in flight and the next
+// calls join a batch; a pipeline is run by Redis, and then, before its
+// answers are handed out, cancel is called and the hook waits for left,
+// which the test closes once the caller has returned.
+type abandonHook struct {
+	held    string // the Redis key whose lone command is held
+	release chan struct{}
+	holding chan struct{} // closed once the lone command is held
+
+	mu      sync.Mutex
+	cancel  context.CancelFunc // nil once called
+	left    chan struct{}
+	pipes   int // pipelines that met the cancellation
+	holdOne sync.Once
+}
+
+func (h *abandonHook) DialHook(next redis.DialHook) redis.DialHook { return next }
+
+func (h *abandonHook) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
+	return func(ctx context.Context, cmd redis.Cmder) error {
+		if args := cmd.Args(); len(args) > 3 && args[3] == h.held {
+			h.holdOne.Do(func() { close(h.holding) })
+			<-h.release
+		}
+		return next(ctx, cmd)
+	}
+}
+
+func (h *abandonHook) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
+	return func(ctx context.Context, cmds []redis.Cmder) error {
+		err := next(ctx, cmds)
+		h.mu.Lock()
+		cancel := h.cancel
+		h.cancel = nil
+		if cancel != nil {
+			h.pipes++
+		}
+		h.mu.Unlock()
+		if cancel != nil {
+			cancel()
+			<-h.left
+		}
+		return err
+	}
+}
+
+// TestCanceledInBatchCountsNothing: a caller whose context ends while its
+// call is in a batch that Redis runs gets the failure policy's decision, so
+// Redis must keep nothing of it. The test holds one call in flight, sends
+// the next in a batch, lets Redis run the batch, cancels the caller and
+// waits until it has returned before the batch's answers are handed out.
+// Under FailClosed the caller is denied and, after the batch, the key it
+// took from in Redis is as full as before (read back with n = 0), for a
+// Take and for a TakeAll of two limiters; under FailOpen the caller is
+// admitted, as FailOpen admits, counting nothing in Redis either. The call
+// held meanwhile is counted as its caller was told.
+func TestCanceledInBatchCountsNothing(t *testing.T) {
+	for _, kind := range []string{"Take", "TakeAll"} {
+		for _, p := range []redislimit.FailPolicy{redislimit.FailClosed, redislimit.FailOpen} {
+			t.Run(fmt.Sprintf("%s/%v", kind, p), func(t *testing.T) {
+				srv := redistest.Start(t)
+				client := newClient(t, srv)
+				c := hotlimit.Config{Algorithm: hotlimit.TokenBucket, Limit: 5, Window: time.Minute}
+				c2 := hotlimit.Config{Algorithm: hotlimit.FixedWindow, Limit: 4, Window: time.Minute}
+				opts := []hotlimit.Option{frozenClock(), redislimit.WithFailPolicy(p), redislimit.WithBatch(64, 1), redislimit.WithBreaker(0, 0)}
+				lim := newExact(t, client, c, opts...)
+				lim2 := newExact(t, client, c2, opts...)
+				// Load the scripts first, so that the batch runs them at once.
+				take(t, lim, "warm", 0)
+				take(t, lim2, "warm", 0)
+
+				ctx, cancel := context.WithCancel(context.Background())
+				h := &abandonHook{held: lim.RedisKey("held"), release: make(chan struct{}), holding: make(chan struct{}),
+					cancel: cancel, left: make(chan struct{})}
+				client.AddHook(h)
+
+				heldDone := make(chan hotlimit.Decision)
+				go func() {
+					d, _ := lim.TakeContext(context.Background(), "held", 1)
+					heldDone <- d
+				}()
+				<-h.holding
+				require.EqualValues(t, 1, redislimit.InFlight(lim), "the held call is in flight")
+
+				var admitted []bool
+				var errs []error
+				if kind == "Take" {
+					d, err := lim.TakeContext(ctx, "k", 2)
+					admitted, errs = []bool{d.Allowed}, []error{err}
+				} else {
+					takes := []redislimit.Take{{Limiter: lim, Key: "k", N: 2}, {Limiter: lim2, Key: "k", N: 3}}
+					redislimit.TakeAll(ctx, takes)
+					for _, tk := range takes {
+						admitted, errs = append(admitted, tk.Decision.Allowed), append(errs, tk.Err)
+					}
+				}
+				close(h.left)
+				h.mu.Lock()
+				pipes := h.pipes
+				h.mu.Unlock()
+				require.Equal(t, 1, pipes, "the caller's batch was run by Redis and then the caller left")
+				for i := range errs {
+					require.ErrorIs(t, errs[i], context.Canceled, "take %d: the caller left", i)
+					assert.Equal(t, p == redislimit.FailOpen, admitted[i], "take %d: the policy decided", i)
+				}
+
+				close(h.release)
+				assert.True(t, (<-heldDone).Allowed, "the held call")
+				assert.Equal(t, c.Limit-1, take(t, lim, "held", 0).Remaining, "the held call counts once")
+				// The batch's flusher gives back what the caller left; the
+				// next calls to Redis come after it.
+				want := []int{c.Limit, c2.Limit}[:len(errs)]
+				lims := []*redislimit.Limiter{lim, lim2}[:len(errs)]
+				var got []int
+				require.Eventually(t, func() bool {
+					got = got[:0]
+					for _, l := range lims {
+						got = append(got, take(t, l, "k", 0).Remaining)
+					}
+					return slices.Equal(got, want)
+				}, 5*time.Second, 10*time.Millisecond, "Redis keeps what the caller who left took")
+				assert.Equal(t, want, got, "what each key has left in Redis")
+			})
+		}
+	}
+}
+
+// TestCanceledHammerConserves: while one call is held in flight, so that
+// every other call goes in a batch, 8 goroutines take from one key, by
+// Take and by TakeAll, each call under a context cancelled at a random
+// point (before the call, during it, or never). Whatever the interleaving,
+// the key's count in Redis afterwards is exactly what the callers were told
+// Redis admitted: a caller that left took nothing.
+func TestCanceledHammerConserves(t *testing.T) {
+	srv := redistest.Start(t)
+	client := newClient(t, srv)
+	c := hotlimit.Config{Algorithm: hotlimit.TokenBucket, Limit: 100000, Window: time.Second}
+	lim := newExact(t, client, c, frozenClock(), redislimit.WithFailPolicy(redislimit.FailClosed), redislimit.WithBatch(8, 2), redislimit.WithBreaker(0, 0))
+	take(t, lim, "warm", 0)
+	h := &abandonHook{held: lim.RedisKey("held"), release: make(chan struct{}), holding: make(chan struct{}), left: make(chan struct{})}
+	client.AddHook(h)
+	heldDone := make(chan struct{})
+	go func() {
+		defer close(heldDone)
+		_, _ = lim.TakeContext(context.Background(), "held", 1)
+	}()
+	<-h.holding
+
+	workers, calls := 8, 200
+	if testing.Short() {
+		calls = 50
+	}
+	var mu sync.Mutex
+	redisAdmitted, left := 0, 0
+	var wg sync.WaitGroup
+	for w := range workers {
+		wg.Go(func() {
+			r := rand.New(rand.NewPCG(uint64(w), 1))
+			for i := range calls {
+				ctx, cancel := context.WithCancel(context.Background())
+				switch k := r.IntN(4); k {
+				case 0:
+					cancel()
+				case 1:
+					time.AfterFunc(time.Duration(r.IntN(500))*time.Microsecond, cancel)
+				}
+				n := 1 + i%3
+				var admitted, gone int
+				if i%2 == 0 {
+					d, err := lim.TakeContext(ctx, "k", n)
+					switch {
+					case err != nil:
+						gone++
+					case d.Allowed:
+						admitted += n
+					}
+				} else {
+					takes := []redislimit.Take{{Limiter: lim, Key: "k", N: n}, {Limiter: lim, Key: "k", N: 1}}
+					redislimit.TakeAll(ctx, takes)
+					for _, tk := range takes {
+						switch {
+						case tk.Err != nil:
+							gone++
+						case tk.Decision.Allowed:
+							admitted += tk.N
+						}
+					}
+				}
+				cancel()
+				mu.Lock()
+				redisAdmitted, left = redisAdmitted+admitted, left+gone
+				mu.Unlock()
+			}
+		})
+	}
+	wg.Wait()
+	require.Positive(t, redisAdmitted, "some calls were decided by Redis")
+	require.Positive(t, left, "some callers left")
+	close(h.release)
+	<-heldDone
+	var got int
+	require.Eventually(t, func() bool {
+		got = c.Limit - take(t, lim, "k", 0).Remaining
+		return got == redisAdmitted
+	}, 5*time.Second, 10*time.Millisecond, "Redis counts exactly what it admitted")
+	assert.Equal(t, redisAdmitted, got)
+	t.Logf("%d requests admitted by Redis, %d takes whose callers left", redisAdmitted, left)
+}
+
+// TestServiceRuleCanceledMidBatch: a service rule of two limits on Redis,
+// whose request's context ends while its second limit's call is in a batch
+// that Redis runs: the request is denied (FailClosed), the first limit is
+// given back by the service, and the second by the batch, so that both keys
+// are as full as before.
+func TestServiceRuleCanceledMidBatch(t *testing.T) {
+	srv := redistest.Start(t)
+	client := newClient(t, srv)
+	first := hotlimit.Config{Algorithm: hotlimit.TokenBucket, Limit: 5, Window: time.Minute}
+	second := hotlimit.Config{Algorithm: hotlimit.FixedWindow, Limit: 4, Window: time.Minute}
+	f := newMixedFactory(redislimit.Factory(client, redislimit.WithFailPolicy(redislimit.FailClosed),
+		redislimit.WithBatch(64, 1), redislimit.WithBreaker(0, 0), redislimit.WithTimeout(exactTimeout)))
+	svc, err := service.NewFromRules(service.Rules{Default: service.Limits{first, second}}, frozenClock(), hotlimit.WithFactory(f.build))
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = svc.Close() })
+	limA, limB := f.onRedis[first], f.onRedis[second]
+	require.NotNil(t, limA)
+	require.NotNil(t, limB)
+	take(t, limA, "warm", 0)
+	take(t, limB, "warm", 0)
+
+	ctx, cancel := context.WithCancel(context.Background())
+	h := &abandonHook{held: limB.RedisKey("held"), release: make(chan struct{}), holding: make(chan struct{}),
+		cancel: cancel, left: make(chan struct{})}
+	client.AddHook(h)
+	heldDone := make(chan struct{})
+	go func() {
+		defer close(heldDone)
+		_, _ = limB.TakeContext(context.Background(), "held", 1)
+	}()
+	<-h.holding
+
+	d, err := svc.TakeContext(ctx, "u", "a", 2)
+	close(h.left)
+	require.ErrorIs(t, err, context.Canceled)
+	assert.False(t, d.Allowed, "FailClosed denied the second limit")
+	close(h.release)
+	<-heldDone
+	key := "1:u|a"
+	assert.Equal(t, first.Limit, take(t, limA, key, 0).Remaining, "the service gave the first limit back")
+	require.Eventually(t, func() bool { return take(t, limB, key, 0).Remaining == second.Limit },
+		5*time.Second, 10*time.Millisecond, "the batch gave the second limit back")
+}

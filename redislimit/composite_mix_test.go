@@ -1,0 +1,43 @@
+package redislimit_test
+
+import (
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/hotlimit/hotlimit"
+	"github.com/hotlimit/hotlimit/composite"
+	"github.com/hotlimit/hotlimit/redislimit/internal/redistest"
+	"github.com/hotlimit/hotlimit/service"
+)
+
+// TestCompositeOfRedisAndMemory: a composite.Limiter of a Redis limiter and
+// an in-memory one, each on its own clock (Redis's TIME, the process's
+// monotonic clock), as the package documentation describes. Its Take is all
+// or nothing: a request the memory child denies is given back to Redis
+// with Redis's own receipt. Its receipt holds the earliest of the two
+// times, the process clock's, from before the Redis key was made: a Refund
+// of it gives the memory child its request back, and Redis nothing (never
+// more), so the request stays counted in Redis until it refills.
+func TestCompositeOfRedisAndMemory(t *testing.T) {
+	srv := redistest.Start(t)
+	onRedis := newExact(t, newClient(t, srv), hotlimit.Config{Algorithm: hotlimit.TokenBucket, Limit: 100, Window: time.Hour})
+	inMemory, err := service.NewLimiter(hotlimit.Config{Algorithm: hotlimit.TokenBucket, Limit: 2, Window: time.Hour})
+	require.NoError(t, err)
+	both, err := composite.New(onRedis, inMemory)
+	require.NoError(t, err)
+
+	require.True(t, both.Allow("k"))
+	require.True(t, both.Allow("k"))
+	assert.False(t, both.Allow("k"), "the memory child's limit")
+	assert.Equal(t, 98, take(t, onRedis, "k", 0).Remaining, "the denial was given back to Redis")
+
+	d, r := both.TakeReceipt("j", 1)
+	require.True(t, d.Allowed)
+	assert.Equal(t, 99, take(t, onRedis, "j", 0).Remaining)
+	both.Refund("j", r)
+	assert.Equal(t, 2, inMemory.Take("j", 0).Remaining, "the memory child got its request back")
+	assert.Equal(t, 99, take(t, onRedis, "j", 0).Remaining, "Redis, on another clock, got nothing back")
+}

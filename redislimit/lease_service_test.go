@@ -1,0 +1,134 @@
+package redislimit_test
+
+import (
+	"context"
+	"fmt"
+	"runtime"
+	"strconv"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/hotlimit/hotlimit"
+	"github.com/hotlimit/hotlimit/redislimit"
+	"github.com/hotlimit/hotlimit/redislimit/internal/redistest"
+	"github.com/hotlimit/hotlimit/service"
+)
+
+// TestServiceLeaseOnCloseAndReplace: a service built with a leasing
+// Factory holds a lease on a hot pair. Close gives the unspent requests
+// back to Redis, for every algorithm that leases. A Replace that no rule
+// uses the Config in any more drops its limiter without Close, as the
+// service's doc says: its lease is not given back, even once the limiter is
+// collected, so that another instance on the same Config finds the leased
+// requests taken (under-admission) until the key refills or its window
+// ends, never more than the limit.
+func TestServiceLeaseOnCloseAndReplace(t *testing.T) {
+	srv := redistest.Start(t)
+	const lease = 5
+	for _, a := range leasing {
+		t.Run(a.String(), func(t *testing.T) {
+			c := hotlimit.Config{Algorithm: a, Limit: 20, Window: time.Minute}
+			var now atomic.Int64
+			now.Store(int64(time.Hour) + 1)
+			clocked := hotlimit.WithClock(now.Load)
+			other := newExact(t, newClient(t, srv), c, clocked, redislimit.WithPrefix(a.String()+":"))
+			newService := func() *service.Service {
+				svc, err := service.New(c, clocked, hotlimit.WithFactory(redislimit.Factory(newClient(t, srv),
+					redislimit.WithLease(lease, time.Hour), redislimit.WithTimeout(exactTimeout), redislimit.WithPrefix(a.String()+":"))))
+				require.NoError(t, err)
+				return svc
+			}
+			key := "1:u|a" // the pair (u, a)
+			left := func() int { return take(t, other, key, 0).Remaining }
+
+			svc := newService()
+			for range 3 {
+				require.True(t, svc.Allow("u", "a"))
+			}
+			assert.Equal(t, c.Limit-1-lease, left(), "Redis counts the first request and the lease")
+			require.NoError(t, svc.Close())
+			assert.Equal(t, c.Limit-3, left(), "Close gives back the 3 unspent")
+
+			svc = newService()
+			t.Cleanup(func() { _ = svc.Close() })
+			require.True(t, svc.Allow("u", "b")) // a lease on the pair (u, b)
+			bKey := "1:u|b"
+			assert.Equal(t, c.Limit-1-lease, take(t, other, bKey, 0).Remaining)
+			changed := c
+			changed.Limit++
+			require.NoError(t, svc.Replace(service.Rules{Default: service.Limits{changed}}))
+			for range 3 {
+				runtime.GC() // the dropped limiter is collected; its batcher stops
+			}
+			assert.Equal(t, c.Limit-1-lease, take(t, other, bKey, 0).Remaining,
+				"the dropped limiter's lease is not given back")
+			for i := range c.Limit - 1 - lease {
+				require.True(t, other.Allow(bKey), "request %d of the other instance", i)
+			}
+			assert.False(t, other.Allow(bKey), "the lease's requests are still taken: under-admission")
+			now.Add(int64(c.Window))
+			assert.Equal(t, c.Limit, left(), "a window later the key is full: "+strconv.Itoa(c.Limit))
+			assert.Equal(t, c.Limit, take(t, other, bKey, 0).Remaining, "a window later the lease's requests are back")
+		})
+	}
+}
+
+// holdReply is a go-redis hook that, for the first command sent by itself
+// on key with n > 0, lets Redis run it and then holds its answer until
+// release is closed, closing ran first.
+type holdReply struct {
+	key          string
+	ran, release chan struct{}
+	once         atomic.Bool
+}
+
+func (h *holdReply) DialHook(next redis.DialHook) redis.DialHook { return next }
+
+func (h *holdReply) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
+	return func(ctx context.Context, cmd redis.Cmder) error {
+		err := next(ctx, cmd)
+		if args := cmd.Args(); len(args) > 4 && args[3] == h.key && fmt.Sprint(args[4]) != "0" && h.once.CompareAndSwap(false, true) {
+			close(h.ran)
+			<-h.release
+		}
+		return err
+	}
+}
+
+func (h *holdReply) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
+	return next
+}
+
+// TestLeaseGrantedDuringCloseIsGivenBack: a call that Redis granted a lease
+// while Close ran (its answer comes after Close gave back the leases it
+// found) does not strand that lease: it goes back to Redis at once, and the
+// closed Limiter takes no lease after, each call a round trip of its own.
+func TestLeaseGrantedDuringCloseIsGivenBack(t *testing.T) {
+	srv := redistest.Start(t)
+	c := hotlimit.Config{Algorithm: hotlimit.TokenBucket, Limit: 20, Window: time.Minute}
+	clocked := frozenClock()
+	client := newClient(t, srv)
+	leased := newExact(t, client, c, clocked, redislimit.WithLease(5, time.Hour))
+	other := newExact(t, newClient(t, srv), c, clocked)
+	take(t, leased, "warm", 0) // loads the script: the call held is one EVALSHA
+	h := &holdReply{key: leased.RedisKey("k"), ran: make(chan struct{}), release: make(chan struct{})}
+	client.AddHook(h)
+
+	done := make(chan hotlimit.Decision)
+	go func() { done <- take(t, leased, "k", 1) }()
+	<-h.ran
+	assert.Equal(t, c.Limit-6, take(t, other, "k", 0).Remaining, "Redis took the request and a lease of 5")
+	require.NoError(t, leased.Close())
+	close(h.release)
+	require.True(t, (<-done).Allowed)
+	assert.Equal(t, c.Limit-1, take(t, other, "k", 0).Remaining, "the lease granted during Close is given back")
+	assert.Zero(t, leased.Len(), "no lease is held")
+	require.True(t, take(t, leased, "k", 1).Allowed)
+	assert.Equal(t, c.Limit-2, take(t, other, "k", 0).Remaining, "after Close a call takes no lease")
+	assert.Zero(t, leased.Len())
+}
