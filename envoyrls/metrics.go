@@ -1,6 +1,9 @@
 package envoyrls
 
 import (
+	"math"
+	"regexp"
+	"strings"
 	"sync"
 	"sync/atomic"
 
@@ -13,26 +16,72 @@ import (
 // as Prometheus counters labelled by the rule's key (such as "rl.foo.bar"),
 // which the configuration bounds: never a label per descriptor value.
 //
-//	ratelimit_service_rate_limit_total_hits{key}    hits asked for
-//	ratelimit_service_rate_limit_over_limit{key}    hits over the limit (shadow mode included)
-//	ratelimit_service_rate_limit_near_limit{key}    hits that passed leaving at most 20% of the limit (or burst)
-//	ratelimit_service_rate_limit_within_limit{key}  hits that passed
-//	ratelimit_service_rate_limit_shadow_mode{key}   hits over a limit in shadow mode, answered OK
-//	ratelimit_service_config_load_success           configurations put in force
-//	ratelimit_service_config_load_error             configurations rejected
-//	hotlimit_fallbacks_total{backend, reason}       decisions the backend (Redis) could not make,
-//	                                                by reason: timeout, breaker_open, canceled,
-//	                                                clock_range, error
-//	hotlimit_keys{limiter}                          keys held, per function given to WatchKeys
+//	ratelimit_service_rate_limit_total_hits{key,domain,key1,key2}    hits asked for
+//	ratelimit_service_rate_limit_over_limit{key,domain,key1,key2}    hits over the limit (shadow mode included)
+//	ratelimit_service_rate_limit_near_limit{key,domain,key1,key2}    hits past 80% of the limit (or burst)
+//	ratelimit_service_rate_limit_within_limit{key,domain,key1,key2}  hits that passed
+//	ratelimit_service_rate_limit_shadow_mode{key,domain,key1,key2}   hits over a limit in shadow mode, answered OK
+//	ratelimit_service_config_load_success                            configurations put in force
+//	ratelimit_service_config_load_error                              configurations rejected
+//	hotlimit_fallbacks_total{backend, reason}                        decisions the backend (Redis) could not make,
+//	                                                                 by reason: timeout, breaker_open, canceled,
+//	                                                                 clock_range, error
+//	hotlimit_keys{limiter}                                           keys held, per function given to WatchKeys
 //
-// A hit is a request's hits_addend: a request of 5 hits counts 5. Metrics is
-// a [hotlimit.FallbackObserver]: give it to [WithObserver] for the
+// # Labels
+//
+// domain, key1 and key2 are the labels the reference server's Prometheus
+// mapping (its default statsd mapper) gives the same stat: the rule's key
+// with ':' and '|' made '_' and the dots of an IPv4 address made '_', cut
+// at its dots into the domain, the first level and the second (empty when
+// the key has no second level; deeper levels have no label, as in the
+// reference). A dashboard or alert written for the reference's Prometheus
+// stats reads these series unchanged.
+//
+// The reference names a detailed_metric rule's stats, a value_to_metric
+// level's and a request's own limit's by the descriptor values of each
+// request, one series per value; here they stay the rule's key (for a
+// request's own limit, the key of the rule it matched, or "DOMAIN.override"
+// when none did), so that clients cannot add series.
+//
+// # Counting
+//
+// A hit is a request's hits_addend: a request of 5 hits counts 5, and each
+// request is counted as the reference counts it, from what the rule had
+// used before it (the capacity less Remaining) and the near-limit threshold
+// floor(0.8·capacity), the reference's NEAR_LIMIT_RATIO computed as it does:
+//
+//   - total_hits: the hits.
+//   - passed: within_limit the hits; near_limit the hits that took the
+//     count past the threshold (all of them when it already was).
+//   - over the limit: over_limit the hits past the limit (all of them when
+//     it was already reached), and near_limit the hits between the threshold
+//     and the limit that the request would have taken; shadow_mode the same
+//     as over_limit, for a rule in shadow mode.
+//
+// The reference spends the hits of a request over the limit, so that the
+// next requests of its window are over too; here a request over the limit
+// takes nothing, and the next may pass. Where the decisions agree, so do the
+// counters.
+//
+// # Reloads
+//
+// A [Server] given Metrics with [WithObserver] tells it of each
+// configuration it puts in force: the series of a rule the configuration
+// no longer has (by key) leave /metrics, and those of a rule it keeps, even
+// with another limit, keep counting, so a live series never goes down. A
+// rule that comes back starts a new series from zero.
+//
+// Metrics is a [hotlimit.FallbackObserver]: give it to [WithObserver] for the
 // decisions, to the backend's limiters with hotlimit.WithObserver (in the
 // options of redislimit.Factory) for its fallbacks, and register it with a
 // Prometheus registry. The fallbacks carry the name and labels hotlimitprom
 // gives them. It is safe for concurrent use.
 type Metrics struct {
-	rules           *xsync.MapOf[string, *ruleCounters]
+	rules *xsync.MapOf[string, *ruleCounters]
+	// live holds the rule keys of the configuration in force, whose series
+	// Collect exports; nil (no Server told of one) exports every rule seen.
+	live            atomic.Pointer[map[string]bool]
 	loadOK, loadErr atomic.Uint64
 	// fallbacks counts by backend and reason, both from small fixed sets.
 	fallbacks *xsync.MapOf[fallbackKey, *atomic.Uint64]
@@ -43,16 +92,80 @@ type Metrics struct {
 // fallbackKey is a fallback's labels.
 type fallbackKey struct{ backend, reason string }
 
+// ruleCounters are a rule's counters and labels.
 type ruleCounters struct {
 	total, over, near, within, shadow atomic.Uint64
+	labels                            [4]string // key, domain, key1, key2
 }
 
+// newRuleCounters returns zero counters for the rule key, with the labels
+// the reference's Prometheus mapping gives its stats.
+func newRuleCounters(key string) *ruleCounters {
+	c := &ruleCounters{}
+	c.labels[0] = key
+	parts := strings.SplitN(sanitizeStatName(key), ".", 4)
+	copy(c.labels[1:], parts)
+	if len(parts) < 2 { // the reference's mapping names no domain for a key without a dot
+		c.labels[1] = ""
+	}
+	return c
+}
+
+// ipv4 matches what the reference's stat names take for an IPv4 address.
+var ipv4 = regexp.MustCompile(`\d{1,3}\.\d{1,3}\.\d{1,3}\.\d{1,3}`)
+
+// sanitizeStatName is the reference's: ':' and '|' become '_', and so do
+// the dots of anything that looks like an IPv4 address.
+func sanitizeStatName(s string) string {
+	s = strings.NewReplacer(":", "_", "|", "_").Replace(s)
+	return ipv4.ReplaceAllStringFunc(s, func(ip string) string { return strings.ReplaceAll(ip, ".", "_") })
+}
+
+// nearLimitRatio is the reference's default NEAR_LIMIT_RATIO, a float32 as
+// there: 1 − [hotlimit.DefaultNearLimit].
+const nearLimitRatio float32 = 0.8
+
+// nearThreshold is the count past which the reference counts hits near the
+// limit: floor(capacity·ratio), multiplied in float32 as the reference does.
+func nearThreshold(capacity int64) int64 {
+	return int64(math.Floor(float64(float32(capacity) * nearLimitRatio)))
+}
+
+// passedHits returns the near-limit hits of a request of n hits that
+// passed, leaving the count at after out of capacity: those past the near
+// threshold, all n when the count before it already was.
+func passedHits(n, capacity, after int64) int64 {
+	threshold, before := nearThreshold(capacity), after-n
+	switch {
+	case after <= threshold:
+		return 0
+	case before >= threshold:
+		return n
+	}
+	return clampHits(after-threshold, n)
+}
+
+// deniedHits returns the over- and near-limit hits of a request of n hits
+// over the limit, the count having been at before out of capacity: all n
+// over when before had reached capacity, else the hits past capacity over
+// and those from the near threshold (or before) up to capacity near.
+func deniedHits(n, capacity, before int64) (over, near int64) {
+	if before >= capacity {
+		return n, 0
+	}
+	return clampHits(before+n-capacity, n), clampHits(capacity-max(nearThreshold(capacity), before), n)
+}
+
+// clampHits returns v within [0, n].
+func clampHits(v, n int64) int64 { return min(max(v, 0), n) }
+
 var (
-	descTotal    = prometheus.NewDesc("ratelimit_service_rate_limit_total_hits", "Hits asked for, by rule.", []string{"key"}, nil)
-	descOver     = prometheus.NewDesc("ratelimit_service_rate_limit_over_limit", "Hits over the limit, shadow mode included, by rule.", []string{"key"}, nil)
-	descNear     = prometheus.NewDesc("ratelimit_service_rate_limit_near_limit", "Hits that passed leaving at most 20% of the limit (of the burst, for a rule with one), by rule.", []string{"key"}, nil)
-	descWithin   = prometheus.NewDesc("ratelimit_service_rate_limit_within_limit", "Hits that passed, by rule.", []string{"key"}, nil)
-	descShadow   = prometheus.NewDesc("ratelimit_service_rate_limit_shadow_mode", "Hits over a limit in shadow mode, answered OK, by rule.", []string{"key"}, nil)
+	ruleLabels   = []string{"key", "domain", "key1", "key2"}
+	descTotal    = prometheus.NewDesc("ratelimit_service_rate_limit_total_hits", "Hits asked for, by rule.", ruleLabels, nil)
+	descOver     = prometheus.NewDesc("ratelimit_service_rate_limit_over_limit", "Hits over the limit, shadow mode included, by rule.", ruleLabels, nil)
+	descNear     = prometheus.NewDesc("ratelimit_service_rate_limit_near_limit", "Hits past 80% of the limit (of the burst, for a rule with one), by rule.", ruleLabels, nil)
+	descWithin   = prometheus.NewDesc("ratelimit_service_rate_limit_within_limit", "Hits that passed, by rule.", ruleLabels, nil)
+	descShadow   = prometheus.NewDesc("ratelimit_service_rate_limit_shadow_mode", "Hits over a limit in shadow mode, answered OK, by rule.", ruleLabels, nil)
 	descLoadOK   = prometheus.NewDesc("ratelimit_service_config_load_success", "Configurations put in force.", nil, nil)
 	descLoadErr  = prometheus.NewDesc("ratelimit_service_config_load_error", "Configurations rejected.", nil, nil)
 	descFallback = prometheus.NewDesc("hotlimit_fallbacks_total",
@@ -65,26 +178,76 @@ func NewMetrics() *Metrics {
 	return &Metrics{rules: xsync.NewMapOf[string, *ruleCounters](), fallbacks: xsync.NewMapOf[fallbackKey, *atomic.Uint64]()}
 }
 
-// Observe counts e under e.Rule; see [hotlimit.Observer].
+// Observe counts e under e.Rule; see [hotlimit.Observer]. The count the
+// rule had reached is read from e.Decision.Remaining against the capacity
+// of e.Policy (e.Decision.Limit for an Event without a Source), as for an
+// Event of one limit.
 func (m *Metrics) Observe(e hotlimit.Event) {
 	rule := e.RuleName()
 	c, ok := m.rules.Load(rule)
 	if !ok {
-		c, _ = m.rules.LoadOrCompute(rule, func() *ruleCounters { return &ruleCounters{} })
+		c, _ = m.rules.LoadOrCompute(rule, func() *ruleCounters { return newRuleCounters(rule) })
 	}
-	n := uint64(max(e.N, 0))
-	c.total.Add(n)
+	limit := e.Decision.Limit
+	if e.Source != nil {
+		limit = e.Policy.Capacity()
+	}
+	n, capacity := int64(max(e.N, 0)), int64(max(limit, 0))
+	used := capacity - min(max(int64(e.Decision.Remaining), 0), capacity)
+	c.total.Add(uint64(n))
 	switch e.Outcome {
-	case hotlimit.OutcomeDenied:
-		c.over.Add(n)
-	case hotlimit.OutcomeShadowDenied:
-		c.over.Add(n)
-		c.shadow.Add(n)
-	case hotlimit.OutcomeNearLimit:
-		c.near.Add(n)
-		c.within.Add(n)
-	case hotlimit.OutcomeAllowed:
-		c.within.Add(n)
+	case hotlimit.OutcomeDenied, hotlimit.OutcomeShadowDenied:
+		over, near := deniedHits(n, capacity, used)
+		c.over.Add(uint64(over))
+		c.near.Add(uint64(near))
+		if e.Outcome == hotlimit.OutcomeShadowDenied {
+			c.shadow.Add(uint64(over))
+		}
+	case hotlimit.OutcomeAllowed, hotlimit.OutcomeNearLimit:
+		c.within.Add(uint64(n))
+		c.near.Add(uint64(passedHits(n, capacity, used)))
+	}
+}
+
+// reload is called by a [Server] around putting cfg in force: the rules of
+// cfg become the ones whose series Collect exports, and the counters of the
+// others are forgotten. Before the new configuration serves (reload), the
+// counters of its new rules are cleared, dropping what a decision of a
+// former rule of the same key, still under way when it was removed, may
+// have counted since, so that a rule that comes back starts from zero; the
+// series of the outgoing and incoming rules are exported meanwhile. Once it
+// serves (the function returned), only cfg's are. The key "DOMAIN.override"
+// of each domain is cfg's, for the requests with their own limit that match
+// no rule.
+func (m *Metrics) reload(cfg *Config) (served func()) {
+	next := map[string]bool{}
+	for _, r := range cfg.Rules() {
+		next[r.Key] = true
+	}
+	for _, d := range cfg.Domains() {
+		next[d.Name+".override"] = true
+	}
+	if prev := m.live.Load(); prev != nil {
+		both := make(map[string]bool, len(*prev)+len(next))
+		for k := range *prev {
+			both[k] = true
+		}
+		for k := range next {
+			if !both[k] {
+				m.rules.Delete(k)
+			}
+			both[k] = true
+		}
+		m.live.Store(&both)
+	}
+	return func() {
+		m.live.Store(&next)
+		m.rules.Range(func(key string, _ *ruleCounters) bool {
+			if !next[key] {
+				m.rules.Delete(key)
+			}
+			return true
+		})
 	}
 }
 
@@ -119,12 +282,16 @@ func (m *Metrics) Describe(ch chan<- *prometheus.Desc) {
 func (m *Metrics) Collect(ch chan<- prometheus.Metric) {
 	ch <- prometheus.MustNewConstMetric(descLoadOK, prometheus.CounterValue, float64(m.loadOK.Load()))
 	ch <- prometheus.MustNewConstMetric(descLoadErr, prometheus.CounterValue, float64(m.loadErr.Load()))
+	live := m.live.Load()
 	m.rules.Range(func(key string, c *ruleCounters) bool {
+		if live != nil && !(*live)[key] {
+			return true
+		}
 		for _, v := range []struct {
 			d *prometheus.Desc
 			n *atomic.Uint64
 		}{{descTotal, &c.total}, {descOver, &c.over}, {descNear, &c.near}, {descWithin, &c.within}, {descShadow, &c.shadow}} {
-			ch <- prometheus.MustNewConstMetric(v.d, prometheus.CounterValue, float64(v.n.Load()), key)
+			ch <- prometheus.MustNewConstMetric(v.d, prometheus.CounterValue, float64(v.n.Load()), c.labels[:]...)
 		}
 		return true
 	})

@@ -15,9 +15,10 @@ import (
 	"github.com/stretchr/testify/require"
 )
 
-// TestMetrics counts hits per rule under the reference's stat names: total,
-// within, near (at most 20% left), over, and shadow mode, which also counts
-// as over; labels name rules, never descriptor values.
+// TestMetrics counts hits per rule under the reference's stat names and
+// labels: total, within, near (past 80% of the limit), over, and shadow
+// mode, which also counts as over; labels name rules, never descriptor
+// values.
 func TestMetrics(t *testing.T) {
 	m := NewMetrics()
 	h := inProcess(t, WithObserver(m))
@@ -31,30 +32,32 @@ func TestMetrics(t *testing.T) {
 	reg := prometheus.NewRegistry()
 	require.NoError(t, reg.Register(m))
 	want := `
-# HELP ratelimit_service_rate_limit_near_limit Hits that passed leaving at most 20% of the limit (of the burst, for a rule with one), by rule.
+# HELP ratelimit_service_rate_limit_near_limit Hits past 80% of the limit (of the burst, for a rule with one), by rule.
 # TYPE ratelimit_service_rate_limit_near_limit counter
-ratelimit_service_rate_limit_near_limit{key="conf.hits"} 6
-ratelimit_service_rate_limit_near_limit{key="conf.shadow"} 1
+ratelimit_service_rate_limit_near_limit{domain="conf",key="conf.hits",key1="hits",key2=""} 4
+ratelimit_service_rate_limit_near_limit{domain="conf",key="conf.shadow",key1="shadow",key2=""} 2
 # HELP ratelimit_service_rate_limit_over_limit Hits over the limit, shadow mode included, by rule.
 # TYPE ratelimit_service_rate_limit_over_limit counter
-ratelimit_service_rate_limit_over_limit{key="conf.hits"} 2
-ratelimit_service_rate_limit_over_limit{key="conf.shadow"} 3
+ratelimit_service_rate_limit_over_limit{domain="conf",key="conf.hits",key1="hits",key2=""} 2
+ratelimit_service_rate_limit_over_limit{domain="conf",key="conf.shadow",key1="shadow",key2=""} 2
 # HELP ratelimit_service_rate_limit_shadow_mode Hits over a limit in shadow mode, answered OK, by rule.
 # TYPE ratelimit_service_rate_limit_shadow_mode counter
-ratelimit_service_rate_limit_shadow_mode{key="conf.hits"} 0
-ratelimit_service_rate_limit_shadow_mode{key="conf.shadow"} 3
+ratelimit_service_rate_limit_shadow_mode{domain="conf",key="conf.hits",key1="hits",key2=""} 0
+ratelimit_service_rate_limit_shadow_mode{domain="conf",key="conf.shadow",key1="shadow",key2=""} 2
 # HELP ratelimit_service_rate_limit_total_hits Hits asked for, by rule.
 # TYPE ratelimit_service_rate_limit_total_hits counter
-ratelimit_service_rate_limit_total_hits{key="conf.hits"} 22
-ratelimit_service_rate_limit_total_hits{key="conf.shadow"} 4
+ratelimit_service_rate_limit_total_hits{domain="conf",key="conf.hits",key1="hits",key2=""} 22
+ratelimit_service_rate_limit_total_hits{domain="conf",key="conf.shadow",key1="shadow",key2=""} 4
 # HELP ratelimit_service_rate_limit_within_limit Hits that passed, by rule.
 # TYPE ratelimit_service_rate_limit_within_limit counter
-ratelimit_service_rate_limit_within_limit{key="conf.hits"} 20
-ratelimit_service_rate_limit_within_limit{key="conf.shadow"} 1
+ratelimit_service_rate_limit_within_limit{domain="conf",key="conf.hits",key1="hits",key2=""} 20
+ratelimit_service_rate_limit_within_limit{domain="conf",key="conf.shadow",key1="shadow",key2=""} 1
 `
 	// 22 hits over two values of a 10/hour rule: each value passes 10,
-	// leaving 9..0, of which 3 (2, 1, 0: at most 20%) are near, and is
-	// over once.
+	// of which the 9th and 10th are past floor(0.8·10) = 8, so near, and
+	// is over once. The shadow rule (1/hour, threshold floor(0.8) = 0):
+	// 3 hits from 0 are 2 over the limit and 1 near it; the next hit
+	// passes (the 3 took nothing) from 0, past the threshold: near.
 	assert.NoError(t, testutil.GatherAndCompare(reg, strings.NewReader(want),
 		"ratelimit_service_rate_limit_total_hits", "ratelimit_service_rate_limit_over_limit",
 		"ratelimit_service_rate_limit_near_limit", "ratelimit_service_rate_limit_within_limit",
@@ -108,7 +111,7 @@ func TestMetricsCountEveryDecisionConcurrently(t *testing.T) {
 	assert.Equal(t, total, c.total.Load())
 	assert.EqualValues(t, 10, c.within.Load())
 	assert.Equal(t, total-10, c.over.Load())
-	assert.EqualValues(t, 3, c.near.Load(), "Remaining 2, 1 and 0 of 10 are near the limit")
+	assert.EqualValues(t, 2, c.near.Load(), "the 9th and 10th hits are past floor(0.8·10) = 8")
 }
 
 // TestMetricsCountFallbacksByReason: fallbacks are counted per backend and

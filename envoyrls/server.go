@@ -181,7 +181,9 @@ func (s *Server) Config() *Config { return s.snap.Load().cfg }
 // the configuration in force are kept, with their state: a rule whose policy
 // did not change keeps counting where it was. On error (a policy no limiter
 // accepts, such as a limit beyond the in-memory algorithm's range; the error
-// names the file and the rule), the configuration in force stays.
+// names the file and the rule), the configuration in force stays. A
+// [Metrics] given to [WithObserver] drops the series of the rules cfg no
+// longer has.
 func (s *Server) Reload(cfg *Config) error {
 	if cfg == nil {
 		cfg = &Config{}
@@ -214,7 +216,12 @@ func (s *Server) Reload(cfg *Config) error {
 		}
 		next.limiters[r.Limit] = l
 	}
+	served := func() {}
+	if m, ok := s.set.observer.(*Metrics); ok {
+		served = m.reload(cfg)
+	}
 	s.snap.Store(next)
+	served()
 	return nil
 }
 

@@ -148,8 +148,8 @@ func TestServe(t *testing.T) {
 	require.NoError(t, err)
 	body, _ = io.ReadAll(res.Body)
 	res.Body.Close()
-	assert.Contains(t, string(body), `ratelimit_service_rate_limit_total_hits{key="web.ip"} 3`)
-	assert.Contains(t, string(body), `ratelimit_service_rate_limit_over_limit{key="web.ip"} 1`)
+	assert.Contains(t, string(body), `ratelimit_service_rate_limit_total_hits{domain="web",key="web.ip",key1="ip",key2=""} 3`)
+	assert.Contains(t, string(body), `ratelimit_service_rate_limit_over_limit{domain="web",key="web.ip",key1="ip",key2=""} 1`)
 	assert.NotContains(t, string(body), `value="1"`, "no label per descriptor value")
 
 	// Reload on change: the new limit is in force without a restart.
