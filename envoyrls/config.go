@@ -190,25 +190,37 @@ type dirFile struct {
 }
 
 // readDir reads dir's configuration files (see [LoadDir]). In the
-// Kubernetes layout, a version removed while it is read (the update that
-// replaced it is complete) is an error only if ..data moved on and the
-// next version cannot be read whole either, twice over.
+// Kubernetes layout, the version ..data names is read, then ..data is read
+// again: if it moved on meanwhile, the version read may have been removed
+// under the read, partly (a listing that misses the files already removed
+// reads without error), so it is read again from the version ..data names
+// now, up to three times in all.
 func readDir(dir string) (*dirFiles, error) {
+	link := filepath.Join(dir, kubeData)
 	for attempt := 0; ; attempt++ {
-		target, err := os.Readlink(filepath.Join(dir, kubeData))
+		target, err := os.Readlink(link)
 		if err != nil { // no ..data symlink: a plain directory
 			return readFiles(dir, dir)
+		}
+		if readHook != nil {
+			readHook(kubeData)
 		}
 		src := target
 		if !filepath.IsAbs(src) {
 			src = filepath.Join(dir, target)
 		}
 		files, err := readFiles(dir, src)
-		if err == nil || attempt == 2 || !errors.Is(err, fs.ErrNotExist) {
+		if now, _ := os.Readlink(link); now == target {
+			// ..data named the version read throughout, and the kubelet
+			// removes a version only once ..data names another: it was
+			// whole, and an error reading it is the version's.
 			return files, err
 		}
-		if now, _ := os.Readlink(filepath.Join(dir, kubeData)); now == target {
-			return nil, err // not an update: a file really is missing
+		if attempt == 2 {
+			if err == nil {
+				err = fmt.Errorf("envoyrls: config directory %s: %s changed during each of 3 reads", dir, kubeData)
+			}
+			return nil, err
 		}
 	}
 }
