@@ -240,20 +240,24 @@ func readFiles(dir, src string) (*dirFiles, error) {
 			continue
 		}
 		path, from := filepath.Join(dir, name), filepath.Join(src, name)
-		isDir := e.IsDir()
-		if e.Type()&fs.ModeSymlink != 0 {
+		mode := e.Type()
+		if mode&fs.ModeSymlink != 0 {
 			fi, err := os.Stat(from)
 			if err != nil {
 				return nil, fmt.Errorf("envoyrls: config directory: %w", err)
 			}
-			isDir = fi.IsDir()
+			mode = fi.Mode().Type()
 		}
-		if isDir {
+		if mode.IsDir() {
 			out.skipped = append(out.skipped, fmt.Sprintf("%s: a directory, not read: the configuration is the *.yaml and *.yml files of %s itself", path, dir))
 			continue
 		}
 		if !(strings.HasSuffix(name, ".yaml") || strings.HasSuffix(name, ".yml")) {
 			out.skipped = append(out.skipped, fmt.Sprintf("%s: not read: only *.yaml and *.yml files are", path))
+			continue
+		}
+		if !mode.IsRegular() { // a named pipe or a device would block the read, or never end it
+			out.skipped = append(out.skipped, fmt.Sprintf("%s: not a regular file (%v), not read", path, mode))
 			continue
 		}
 		data, err := os.ReadFile(from)
