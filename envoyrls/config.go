@@ -153,9 +153,11 @@ func (c *Config) Rules() []*Rule {
 // A directory laid out as Kubernetes mounts a ConfigMap or a projected
 // volume (each file a symlink to ..data/<name>, ..data a symlink to a hidden
 // timestamped directory that an update replaces by renaming ..data) is read
-// from the directory ..data names, resolved once: the files of one version,
-// whole, even while an update lands, and named in errors and in
-// [Domain.File] as dir/<name>, the paths the application sees.
+// from the directory ..data names, read again if ..data moved on during the
+// read: the files of one version, whole, even while an update lands and
+// removes the previous version, and named in errors and in [Domain.File] as
+// dir/<name>, the paths the application sees. Only regular files are read
+// (a named pipe would block the read); others are named in the warnings.
 func LoadDir(dir string) (*Config, error) {
 	files, err := readDir(dir)
 	if err != nil {
