@@ -10,6 +10,8 @@ import (
 	"github.com/hotlimit/hotlimit"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/puzpuzpuz/xsync/v3"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
 )
 
 // Metrics counts decisions per rule under the reference server's stat names,
@@ -23,6 +25,12 @@ import (
 //	ratelimit_service_rate_limit_shadow_mode{key,domain,key1,key2}   hits over a limit in shadow mode, answered OK
 //	ratelimit_service_config_load_success                            configurations put in force
 //	ratelimit_service_config_load_error                              configurations rejected
+//	ratelimit_service_total_requests{grpc_method="ShouldRateLimit"}  requests decided or refused (gRPC and /json)
+//	ratelimit_service_should_rate_limit_error{err_type}              requests answered with an error: redis_error
+//	                                                                 when the backend could not decide in time
+//	                                                                 (Unavailable, DeadlineExceeded, Canceled),
+//	                                                                 service_error for the others (a request
+//	                                                                 refused as invalid, mostly)
 //	hotlimit_fallbacks_total{backend, reason}                        decisions the backend (Redis) could not make,
 //	                                                                 by reason: timeout, breaker_open, canceled,
 //	                                                                 clock_range, error
@@ -79,6 +87,9 @@ import (
 // gives them. It is safe for concurrent use.
 type Metrics struct {
 	rules *xsync.MapOf[string, *ruleCounters]
+	// requests, backendErrs and serviceErrs count ShouldRateLimit calls,
+	// as the reference's total_requests and should_rate_limit errors.
+	requests, backendErrs, serviceErrs atomic.Uint64
 	// live holds the rule keys of the configuration in force, whose series
 	// Collect exports; nil (no Server told of one) exports every rule seen.
 	live            atomic.Pointer[map[string]bool]
@@ -166,6 +177,9 @@ var (
 	descNear     = prometheus.NewDesc("ratelimit_service_rate_limit_near_limit", "Hits past 80% of the limit (of the burst, for a rule with one), by rule.", ruleLabels, nil)
 	descWithin   = prometheus.NewDesc("ratelimit_service_rate_limit_within_limit", "Hits that passed, by rule.", ruleLabels, nil)
 	descShadow   = prometheus.NewDesc("ratelimit_service_rate_limit_shadow_mode", "Hits over a limit in shadow mode, answered OK, by rule.", ruleLabels, nil)
+	descRequests = prometheus.NewDesc("ratelimit_service_total_requests", "ShouldRateLimit requests, over gRPC and /json.", []string{"grpc_method"}, nil)
+	descCallErr  = prometheus.NewDesc("ratelimit_service_should_rate_limit_error",
+		"ShouldRateLimit requests answered with an error: redis_error when the backend could not decide, service_error for the others.", []string{"err_type"}, nil)
 	descLoadOK   = prometheus.NewDesc("ratelimit_service_config_load_success", "Configurations put in force.", nil, nil)
 	descLoadErr  = prometheus.NewDesc("ratelimit_service_config_load_error", "Configurations rejected.", nil, nil)
 	descFallback = prometheus.NewDesc("hotlimit_fallbacks_total",
@@ -251,6 +265,20 @@ func (m *Metrics) reload(cfg *Config) (served func()) {
 	}
 }
 
+// request counts a ShouldRateLimit call that returned err.
+func (m *Metrics) request(err error) {
+	m.requests.Add(1)
+	if err == nil {
+		return
+	}
+	switch status.Code(err) {
+	case codes.Unavailable, codes.DeadlineExceeded, codes.Canceled:
+		m.backendErrs.Add(1)
+	default:
+		m.serviceErrs.Add(1)
+	}
+}
+
 // ObserveFallback counts f under its backend and reason; see
 // [hotlimit.FallbackObserver].
 func (m *Metrics) ObserveFallback(f hotlimit.Fallback) {
@@ -273,13 +301,16 @@ func (m *Metrics) ConfigLoaded(ok bool) {
 
 // Describe sends the metrics' descriptions; see [prometheus.Collector].
 func (m *Metrics) Describe(ch chan<- *prometheus.Desc) {
-	for _, d := range []*prometheus.Desc{descTotal, descOver, descNear, descWithin, descShadow, descLoadOK, descLoadErr, descFallback, descKeys} {
+	for _, d := range []*prometheus.Desc{descTotal, descOver, descNear, descWithin, descShadow, descRequests, descCallErr, descLoadOK, descLoadErr, descFallback, descKeys} {
 		ch <- d
 	}
 }
 
 // Collect sends the counters' values; see [prometheus.Collector].
 func (m *Metrics) Collect(ch chan<- prometheus.Metric) {
+	ch <- prometheus.MustNewConstMetric(descRequests, prometheus.CounterValue, float64(m.requests.Load()), "ShouldRateLimit")
+	ch <- prometheus.MustNewConstMetric(descCallErr, prometheus.CounterValue, float64(m.backendErrs.Load()), "redis_error")
+	ch <- prometheus.MustNewConstMetric(descCallErr, prometheus.CounterValue, float64(m.serviceErrs.Load()), "service_error")
 	ch <- prometheus.MustNewConstMetric(descLoadOK, prometheus.CounterValue, float64(m.loadOK.Load()))
 	ch <- prometheus.MustNewConstMetric(descLoadErr, prometheus.CounterValue, float64(m.loadErr.Load()))
 	live := m.live.Load()

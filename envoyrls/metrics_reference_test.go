@@ -2,6 +2,7 @@ package envoyrls
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
 	"os"
@@ -14,9 +15,13 @@ import (
 	pb "github.com/envoyproxy/go-control-plane/envoy/service/ratelimit/v3"
 	typev3 "github.com/envoyproxy/go-control-plane/envoy/type/v3"
 	"github.com/hotlimit/hotlimit"
+	"github.com/hotlimit/hotlimit/service"
 	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/testutil"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
 	"google.golang.org/protobuf/types/known/wrapperspb"
 )
 
@@ -328,4 +333,51 @@ func TestMetricsObserveAllocatesNothing(t *testing.T) {
 	// passed: 7 → 9, one hit past 8; denied: 9 → 12, 2 over, 1 near.
 	assert.EqualValues(t, 102*1+101*1, c.near.Load())
 	assert.EqualValues(t, 101*2, c.shadow.Load())
+}
+
+// failingLimiter is a backend that fails every decision.
+type failingLimiter struct{ hotlimit.Limiter }
+
+func (failingLimiter) TakeContext(context.Context, string, int) (hotlimit.Decision, error) {
+	return hotlimit.Decision{}, errors.New("backend down")
+}
+
+// TestMetricsCountRequestsAndErrors: every ShouldRateLimit call counts in
+// ratelimit_service_total_requests, as the reference's gRPC stat mapped;
+// one the backend could not decide counts as a redis_error and one refused
+// as invalid as a service_error, the reference's should_rate_limit errors.
+func TestMetricsCountRequestsAndErrors(t *testing.T) {
+	d, err := ParseDomain("web.yaml", []byte("domain: web\ndescriptors:\n  - key: ip\n    rate_limit: {unit: second, requests_per_unit: 5}\n  - key: mem\n    rate_limit: {unit: second, requests_per_unit: 6}\n"))
+	require.NoError(t, err)
+	cfg, err := NewConfig(d)
+	require.NoError(t, err)
+	factory := func(c hotlimit.Config, opts ...hotlimit.Option) (hotlimit.Limiter, error) {
+		lim, err := service.NewLimiter(c, opts...)
+		if c.Limit == 5 {
+			return failingLimiter{lim}, err
+		}
+		return lim, err
+	}
+	m := NewMetrics()
+	s, err := New(cfg, WithLogger(slog.New(slog.DiscardHandler)), WithObserver(m), WithLimiterOptions(hotlimit.WithFactory(factory)))
+	require.NoError(t, err)
+	call := func(domain, key string) error {
+		_, err := s.ShouldRateLimit(context.Background(), &pb.RateLimitRequest{Domain: domain, Descriptors: []*rlext.RateLimitDescriptor{desc(key, "1")}})
+		return err
+	}
+	require.NoError(t, call("web", "mem"))
+	require.NoError(t, call("web", "mem"))
+	assert.Equal(t, codes.Unavailable, status.Code(call("web", "ip")))
+	assert.Equal(t, codes.InvalidArgument, status.Code(call("", "mem")))
+	reg := prometheus.NewPedanticRegistry()
+	require.NoError(t, reg.Register(m))
+	assert.NoError(t, testutil.GatherAndCompare(reg, strings.NewReader(`
+# HELP ratelimit_service_should_rate_limit_error ShouldRateLimit requests answered with an error: redis_error when the backend could not decide, service_error for the others.
+# TYPE ratelimit_service_should_rate_limit_error counter
+ratelimit_service_should_rate_limit_error{err_type="redis_error"} 1
+ratelimit_service_should_rate_limit_error{err_type="service_error"} 1
+# HELP ratelimit_service_total_requests ShouldRateLimit requests, over gRPC and /json.
+# TYPE ratelimit_service_total_requests counter
+ratelimit_service_total_requests{grpc_method="ShouldRateLimit"} 4
+`), "ratelimit_service_total_requests", "ratelimit_service_should_rate_limit_error"))
 }

@@ -330,6 +330,14 @@ func validate(req *pb.RateLimitRequest) error {
 // ShouldRateLimit decides a request as Envoy sends it; see the package
 // documentation.
 func (s *Server) ShouldRateLimit(ctx context.Context, req *pb.RateLimitRequest) (*pb.RateLimitResponse, error) {
+	resp, err := s.shouldRateLimit(ctx, req)
+	if m, ok := s.set.observer.(*Metrics); ok {
+		m.request(err)
+	}
+	return resp, err
+}
+
+func (s *Server) shouldRateLimit(ctx context.Context, req *pb.RateLimitRequest) (*pb.RateLimitResponse, error) {
 	if err := validate(req); err != nil {
 		return nil, err
 	}
