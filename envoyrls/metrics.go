@@ -78,7 +78,8 @@ import (
 // configuration it puts in force: the series of a rule the configuration
 // no longer has (by key) leave /metrics, and those of a rule it keeps, even
 // with another limit, keep counting, so a live series never goes down. A
-// rule that comes back starts a new series from zero.
+// rule that comes back starts a new series from zero. Give a Metrics to one
+// Server: each Server's configuration replaces the other's rules.
 //
 // Metrics is a [hotlimit.FallbackObserver]: give it to [WithObserver] for the
 // decisions, to the backend's limiters with hotlimit.WithObserver (in the
