@@ -8,6 +8,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 
@@ -380,4 +381,60 @@ ratelimit_service_should_rate_limit_error{err_type="service_error"} 1
 # TYPE ratelimit_service_total_requests counter
 ratelimit_service_total_requests{grpc_method="ShouldRateLimit"} 4
 `), "ratelimit_service_total_requests", "ratelimit_service_should_rate_limit_error"))
+}
+
+// TestMetricsReloadsUnderTraffic: while requests hit a rule that every
+// configuration keeps and reloads add and remove another, each scrape sees
+// the kept rule's counter at least where the previous scrape saw it, and
+// in the end it has counted every hit: reloads lose no count of a live
+// series and never make it go down.
+func TestMetricsReloadsUnderTraffic(t *testing.T) {
+	with := "domain: m\ndescriptors:\n" +
+		"  - key: kept\n    rate_limit: {unit: hour, requests_per_unit: 1000000}\n" +
+		"  - key: toggled\n    rate_limit: {unit: hour, requests_per_unit: 1000000}\n"
+	without := "domain: m\ndescriptors:\n" +
+		"  - key: kept\n    rate_limit: {unit: hour, requests_per_unit: 1000000}\n"
+	ms := newMetricsServer(t, with)
+	cfgWith, err := LoadDir(ms.dir)
+	require.NoError(t, err)
+	ms.write(t, without)
+	cfgWithout, err := LoadDir(ms.dir)
+	require.NoError(t, err)
+
+	workers, each, reloads := 4, 200, 50
+	if testing.Short() {
+		each, reloads = 50, 20
+	}
+	done := make(chan struct{})
+	var wg sync.WaitGroup
+	for w := range workers {
+		wg.Go(func() {
+			for i := range each {
+				ms.call(t, "m", 1, desc("kept", fmt.Sprint(w)))
+				ms.call(t, "m", 1, desc("toggled", fmt.Sprint(i)))
+			}
+		})
+	}
+	go func() { wg.Wait(); close(done) }()
+	last := uint64(0)
+	for i := 0; ; i++ {
+		cfg := cfgWith
+		if i%2 == 1 {
+			cfg = cfgWithout
+		}
+		if i < reloads {
+			require.NoError(t, ms.srv.Reload(cfg))
+		}
+		got, _ := ms.series(t)
+		require.GreaterOrEqual(t, got["m.kept"].total, last, "scrape %d", i)
+		last = got["m.kept"].total
+		select {
+		case <-done:
+			got, _ = ms.series(t)
+			assert.Equal(t, uint64(workers*each), got["m.kept"].total, "every hit of the kept rule")
+			assert.Equal(t, got["m.kept"].total, got["m.kept"].within)
+			return
+		default:
+		}
+	}
 }
