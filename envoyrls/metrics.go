@@ -70,7 +70,9 @@ import (
 // The reference spends the hits of a request over the limit, so that the
 // next requests of its window are over too; here a request over the limit
 // takes nothing, and the next may pass. Where the decisions agree, so do the
-// counters.
+// counters. With [WithAllOrNothing], which the reference does not have, a
+// descriptor that passed counts within the limit even when another's denial
+// gives its hits back.
 //
 // # Reloads
 //
