@@ -22,8 +22,9 @@ const (
 	// MetadataPolicy carries the RateLimit-Policy item of the deciding
 	// policy, as httplimit's RateLimit-Policy field: "name";q=3;w=1.
 	MetadataPolicy = "ratelimit-policy"
-	// MetadataRateLimit carries the RateLimit item, as httplimit's RateLimit
-	// field: "name";r=2;t=1.
+	// MetadataRateLimit carries the RateLimit item of the same policy, with
+	// its own remaining count and reset, as httplimit's RateLimit field:
+	// "name";r=2;t=1.
 	MetadataRateLimit = "ratelimit"
 	// MetadataPushback is gRFC A6's trailer: milliseconds the client's retry
 	// policy waits before its next attempt, instead of its own backoff; a

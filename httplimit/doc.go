@@ -64,7 +64,12 @@
 // middleware with a policy of its own, the new item is appended to the list.
 // The fields describe the policy that decided the request: for a rule of
 // several limits, the one that denied it, or, when all passed it, the one
-// with the least share left (see service.Service.TakePolicy).
+// with the least share left (see service.Service.TakePolicy), with its own
+// q, r and t, so that one item never pairs one limit's quota with another's
+// remaining count. Another limit of the rule, with a larger share of its own
+// quota left, may hold fewer requests than r: r is the advertised policy's,
+// which the draft allows (r is a hint, never a promise). Retry-After is the
+// rule's: a denied request waits for the limit that denied it.
 //
 // A denied request gets 429 Too Many Requests with Retry-After in whole
 // seconds, rounded up so that it is never earlier than the limiter's

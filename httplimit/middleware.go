@@ -14,11 +14,15 @@ type Event struct {
 	Request *http.Request
 	// User and API are the keys the request was limited under.
 	User, API string
-	// Config is the policy the service resolved for (User, API).
+	// Config is the policy the service resolved for (User, API): for a
+	// rule of several limits, the limit that decided (see
+	// service.Service.TakePolicy).
 	Config hotlimit.Config
 	// Policy is the policy's name in the RateLimit fields.
 	Policy string
-	// Decision is the limiter's answer.
+	// Decision is the limiter's answer under Config: for a rule of several
+	// limits, Allowed and RetryAfter are the rule's, Limit, Remaining and
+	// ResetAfter Config's own, as the RateLimit fields advertise them.
 	Decision hotlimit.Decision
 	// DryRun reports that the request reaches the handler whatever
 	// Decision.Allowed says.

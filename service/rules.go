@@ -171,7 +171,7 @@ func (ru *rule) allowSlow(cache *keyCache, user, api string) bool {
 }
 
 // take asks the rule for n requests from user to api, and returns the
-// decision and the limit that decided it.
+// rule's decision and the limit that decided it.
 func (ru *rule) take(cache *keyCache, user, api string, n int) (hotlimit.Decision, hotlimit.Config) {
 	if ru.multi == nil {
 		if ru.transient {
@@ -189,13 +189,28 @@ func (ru *rule) take(cache *keyCache, user, api string, n int) (hotlimit.Decisio
 		}
 		return ru.one(ru.lim.Take(cache.key(ru.scope, user, api), n), n)
 	}
+	return ru.takeSeveral(cache, user, api, n, false)
+}
+
+// takePolicy is take, except that the Decision of a rule of several limits
+// is the deciding limit's own (see several).
+func (ru *rule) takePolicy(cache *keyCache, user, api string, n int) (hotlimit.Decision, hotlimit.Config) {
+	if ru.multi == nil {
+		return ru.take(cache, user, api, n)
+	}
+	return ru.takeSeveral(cache, user, api, n, true)
+}
+
+// takeSeveral is take for a rule of several limits; ownDecision as in
+// several.
+func (ru *rule) takeSeveral(cache *keyCache, user, api string, n int, ownDecision bool) (hotlimit.Decision, hotlimit.Config) {
 	var kb *keyBuf
 	if ru.transient {
 		kb = getKeyBuf()
 		defer kb.put()
 	}
-	d, i, rem, shadow, _ := ru.multi.take(nil, keys{cache: cache, buf: kb, user: user, api: api}, n)
-	return ru.several(d, i, rem, shadow, n)
+	d, i, own, shadow, _ := ru.multi.take(nil, keys{cache: cache, buf: kb, user: user, api: api}, n)
+	return ru.several(d, i, own, shadow, n, ownDecision)
 }
 
 // observeAllow finishes a decision of Allow that the limiter reported with
@@ -243,31 +258,44 @@ func (ru *rule) one(d hotlimit.Decision, n int) (hotlimit.Decision, hotlimit.Con
 }
 
 // several finishes the decision d of a rule of several limits on n requests:
-// decider is the limit that decided and remaining its own Remaining, shadow
-// the first limit in shadow mode that would have denied it, or -1. The
-// outcome is the decider's: near the limit when its own Remaining is at most
-// the near-limit share of its own capacity, which, as the decider is the
-// limit with the least share of its capacity left, is when any limit is.
-// d's Remaining, the least of the limits', may be another limit's, of
-// another capacity, and would misclassify.
-func (ru *rule) several(d hotlimit.Decision, decider, remaining, shadow, n int) (hotlimit.Decision, hotlimit.Config) {
+// decider is the limit that decided and own its own decision, shadow the
+// first limit in shadow mode that would have denied it, or -1. The outcome
+// is the decider's: near the limit when its own Remaining is at most the
+// near-limit share of its own capacity, which, as the decider is the limit
+// with the least share of its capacity left, is when any limit is. d's
+// Remaining, the least of the limits', may be another limit's, of another
+// capacity, and would misclassify.
+//
+// It returns d, the rule's decision, or, when ownDecision is set (for
+// TakePolicy), the decider's own Limit, Remaining and ResetAfter under d's
+// Allowed and RetryAfter, so that the decision describes the limit returned
+// with it. The observer hears of d either way.
+func (ru *rule) several(d hotlimit.Decision, decider int, own hotlimit.Decision, shadow, n int, ownDecision bool) (hotlimit.Decision, hotlimit.Config) {
 	if ru.obs != nil {
-		own := d
-		own.Remaining = remaining
-		outcome := hotlimit.ClassifyCapacity(own, false, ru.near, capacity(ru.multi.limits[decider], ru.defBurst))
+		cd := d
+		cd.Remaining = own.Remaining
+		outcome := hotlimit.ClassifyCapacity(cd, false, ru.near, capacity(ru.multi.limits[decider], ru.defBurst))
 		e := hotlimit.Event{Source: ru.sources[decider], Outcome: outcome, N: n, Decision: d}
 		if d.Allowed && shadow >= 0 {
 			e.Source, e.Outcome = ru.sources[shadow], hotlimit.OutcomeShadowDenied
 		}
 		ru.obs.Observe(e)
 	}
+	if ownDecision {
+		d.Limit, d.Remaining, d.ResetAfter = own.Limit, own.Remaining, own.ResetAfter
+	}
 	return d, ru.multi.limits[decider]
 }
 
 // takeContext is take under ctx, for the limiters that take a context (see
-// hotlimit.ContextTaker); the others decide as take does.
-func (ru *rule) takeContext(ctx context.Context, cache *keyCache, user, api string, n int) (hotlimit.Decision, hotlimit.Config, error) {
+// hotlimit.ContextTaker); the others decide as take does. ownDecision is
+// several's: set, it is takePolicy under ctx.
+func (ru *rule) takeContext(ctx context.Context, cache *keyCache, user, api string, n int, ownDecision bool) (hotlimit.Decision, hotlimit.Config, error) {
 	if !ru.waits {
+		if ru.multi != nil {
+			d, c := ru.takeSeveral(cache, user, api, n, ownDecision)
+			return d, c, nil
+		}
 		d, c := ru.take(cache, user, api, n)
 		return d, c, nil
 	}
@@ -287,8 +315,8 @@ func (ru *rule) takeContext(ctx context.Context, cache *keyCache, user, api stri
 		d, c := ru.one(ru.lim.Take(key, n), n)
 		return d, c, nil
 	}
-	d, i, rem, shadow, err := ru.multi.take(ctx, k, n)
-	d, c := ru.several(d, i, rem, shadow, n)
+	d, i, own, shadow, err := ru.multi.take(ctx, k, n)
+	d, c := ru.several(d, i, own, shadow, n, ownDecision)
 	return d, c, err
 }
 
