@@ -109,11 +109,16 @@ func (k *keys) of(scope hotlimit.Scope) string {
 // hotlimit.ContextRefunder) are asked under it, and their refunds under it
 // without its cancellation, so that a denial gives back what it can even
 // when the request is being cancelled; the error joins theirs.
-func (m *multi) take(ctx context.Context, k keys, n int) (d hotlimit.Decision, decider int, own hotlimit.Decision, shadow int, err error) {
+//
+// When each is not nil, each[i] is set to the i-th limit's own decision
+// after the request: its Take's when every limit admitted it, else a
+// report (n = 0) taken after the refunds, except the denier's, which is
+// its Take's.
+func (m *multi) take(ctx context.Context, k keys, n int, each *[composite.MaxChildren]hotlimit.Decision) (d hotlimit.Decision, decider int, own hotlimit.Decision, shadow int, err error) {
 	var errs []error
 	shadow = -1
 	if n < 1 {
-		d, i, own, _ := m.report(ctx, &k, n, -1, &errs)
+		d, i, own, _ := m.report(ctx, &k, n, -1, &errs, each)
 		return d, i, own, shadow, errors.Join(errs...)
 	}
 	var receipts [composite.MaxChildren]hotlimit.Receipt
@@ -130,6 +135,9 @@ func (m *multi) take(ctx context.Context, k keys, n int) (d hotlimit.Decision, d
 			errs = appendErr(errs, err)
 		} else {
 			cd, r = c.TakeReceipt(k.of(m.limits[i].Scope), n)
+		}
+		if each != nil {
+			each[i] = cd
 		}
 		if !cd.Allowed && m.limits[i].Shadow {
 			// A limit in shadow mode decides and counts as usual but never
@@ -156,7 +164,7 @@ func (m *multi) take(ctx context.Context, k keys, n int) (d hotlimit.Decision, d
 			// The others as they are now: the refunded ones restored,
 			// the later ones not asked for n (that would take); those
 			// in shadow mode left out, as the denier is not one.
-			rd, _, _, real := m.report(ctx, &k, 0, i, &errs)
+			rd, _, _, real := m.report(ctx, &k, 0, i, &errs, each)
 			rd = merge(rd, cd, !real)
 			rd.Allowed, rd.RetryAfter = false, cd.RetryAfter
 			return rd, i, cd, -1, errors.Join(errs...)
@@ -200,8 +208,9 @@ func appendErr(errs []error, err error) []error {
 // Limits in shadow mode stay out of both, as in take, unless every
 // limit asked is in shadow mode; real is false when no limit outside shadow
 // mode was asked, and then, with no limit asked at all, the Decision is one
-// that merge replaces whole.
-func (m *multi) report(ctx context.Context, k *keys, n, skip int, errs *[]error) (d hotlimit.Decision, decider int, own hotlimit.Decision, real bool) {
+// that merge replaces whole. When each is not nil, each[i] is set to the
+// decision of every limit asked.
+func (m *multi) report(ctx context.Context, k *keys, n, skip int, errs *[]error, each *[composite.MaxChildren]hotlimit.Decision) (d hotlimit.Decision, decider int, own hotlimit.Decision, real bool) {
 	counted, shadowed := reported{m: m, decider: -1}, reported{m: m, decider: -1}
 	for i, c := range m.children {
 		if i == skip {
@@ -214,6 +223,9 @@ func (m *multi) report(ctx context.Context, k *keys, n, skip int, errs *[]error)
 			*errs = appendErr(*errs, err)
 		} else {
 			cd = c.Take(k.of(m.limits[i].Scope), n)
+		}
+		if each != nil {
+			each[i] = cd
 		}
 		if m.limits[i].Shadow {
 			shadowed.add(i, cd)

@@ -84,7 +84,8 @@ func TestSeveralLimitsTakePolicyPairsTheDecidingLimitWithItsOwnDecision(t *testi
 	s, now := newMulti(t, tenPerSecond, service.Limits{burstyBucket, minuteWindow})
 	start := now.Load()
 	require.Zero(t, start%int64(time.Minute), "the model counts windows from a minute boundary")
-	policy, rule := pairModel{tokens: 20}, pairModel{tokens: 20}
+	policy, rule, every := pairModel{tokens: 20}, pairModel{tokens: 20}, pairModel{tokens: 20}
+	var buf [2]service.LimitDecision
 	windowDecided, mixedBefore := 0, 0
 	for sec, calls := range pairScript {
 		now.Store(start + int64(sec)*int64(time.Second))
@@ -110,9 +111,75 @@ func TestSeveralLimitsTakePolicyPairsTheDecidingLimitWithItsOwnDecision(t *testi
 			assert.Equal(t, retry, d.RetryAfter, "second %d call %d: Take", sec, call)
 			assert.Equal(t, min(own[0].remaining, own[1].remaining), d.Remaining, "second %d call %d: Take's Remaining is what would pass", sec, call)
 			assert.Equal(t, max(own[0].resetAfter, own[1].resetAfter), d.ResetAfter, "second %d call %d: Take's ResetAfter is until every limit is full", sec, call)
+
+			// And from a third, through TakeEach: the rule's decision, and
+			// each limit with its own, the deciding one first.
+			allowed, decider, own, retry = every.take(sec)
+			d, each, err := s.TakeEach(t.Context(), "w", "pay", 1, buf[:0])
+			require.NoError(t, err)
+			assert.Equal(t, allowed, d.Allowed, "second %d call %d: TakeEach", sec, call)
+			assert.Equal(t, min(own[0].remaining, own[1].remaining), d.Remaining, "second %d call %d: TakeEach returns Take's Decision", sec, call)
+			require.Len(t, each, 2, "second %d call %d", sec, call)
+			for k, j := range [2]int{decider, 1 - decider} {
+				assert.Equal(t, limits[j], each[k].Config, "second %d call %d: entry %d", sec, call, k)
+				assert.Equal(t, hotlimit.Decision{Allowed: allowed, Limit: limits[j].Limit, Remaining: own[j].remaining,
+					RetryAfter: retry, ResetAfter: own[j].resetAfter}, each[k].Decision, "second %d call %d: entry %d, its own", sec, call, k)
+			}
 		}
 	}
 	// The script reaches the cases the test is about.
 	assert.Positive(t, windowDecided, "the window decides some requests")
 	assert.Positive(t, mixedBefore, "some of them had the bucket's Remaining as the least")
+}
+
+// TestTakeEachLeavesShadowLimitsOut: a limit in shadow mode stays out of
+// what TakeEach lists, as it stays out of the Decision, unless every limit
+// of the rule is in shadow mode; a rule of one limit lists it alone.
+func TestTakeEachLeavesShadowLimitsOut(t *testing.T) {
+	shadow := minuteWindow
+	shadow.Shadow = true
+	for _, tc := range []struct {
+		name string
+		ls   service.Limits
+		want []hotlimit.Config
+	}{
+		{"one", service.Limits{burstyBucket}, []hotlimit.Config{burstyBucket}},
+		{"oneShadow", service.Limits{burstyBucket, shadow}, []hotlimit.Config{burstyBucket}},
+		{"allShadow", service.Limits{func() hotlimit.Config { c := burstyBucket; c.Shadow = true; return c }(), shadow}, nil},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			s, _ := newMulti(t, tenPerSecond, tc.ls)
+			d, each, err := s.TakeEach(t.Context(), "u", "pay", 1, nil)
+			require.NoError(t, err)
+			assert.True(t, d.Allowed)
+			want := tc.want
+			if want == nil {
+				want = tc.ls // every limit is in shadow mode: all are listed
+			}
+			got := make([]hotlimit.Config, len(each))
+			for i, ld := range each {
+				got[i] = ld.Config
+			}
+			assert.ElementsMatch(t, want, got)
+		})
+	}
+}
+
+// TestTakeEachAllocatesNoMoreThanTakeContext: with room for the rule's
+// limits in dst, listing them costs no allocation of its own.
+func TestTakeEachAllocatesNoMoreThanTakeContext(t *testing.T) {
+	lots := hotlimit.Config{Algorithm: hotlimit.TokenBucket, Limit: 1 << 20, Window: time.Second}
+	s, _ := newMulti(t, tenPerSecond, service.Limits{lots, {Algorithm: hotlimit.FixedWindow, Limit: 1 << 20, Window: time.Minute}})
+	ctx := t.Context()
+	var buf [2]service.LimitDecision
+	_, _, err := s.TakeEach(ctx, "u", "pay", 1, buf[:0]) // the pair's keys are made
+	require.NoError(t, err)
+	base := testing.AllocsPerRun(100, func() { _, _ = s.TakeContext(ctx, "u", "pay", 1) })
+	each := testing.AllocsPerRun(100, func() {
+		_, got, _ := s.TakeEach(ctx, "u", "pay", 1, buf[:0])
+		if len(got) != 2 {
+			panic("TakeEach lists the rule's two limits")
+		}
+	})
+	assert.LessOrEqual(t, each, base)
 }

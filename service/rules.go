@@ -10,6 +10,7 @@ import (
 	"strings"
 
 	"github.com/hotlimit/hotlimit"
+	"github.com/hotlimit/hotlimit/composite"
 )
 
 // rule is one resolved rule of a snapshot: its limits and what enforces them.
@@ -209,7 +210,7 @@ func (ru *rule) takeSeveral(cache *keyCache, user, api string, n int, ownDecisio
 		kb = getKeyBuf()
 		defer kb.put()
 	}
-	d, i, own, shadow, _ := ru.multi.take(nil, keys{cache: cache, buf: kb, user: user, api: api}, n)
+	d, i, own, shadow, _ := ru.multi.take(nil, keys{cache: cache, buf: kb, user: user, api: api}, n, nil)
 	return ru.several(d, i, own, shadow, n, ownDecision)
 }
 
@@ -315,7 +316,7 @@ func (ru *rule) takeContext(ctx context.Context, cache *keyCache, user, api stri
 		d, c := ru.one(ru.lim.Take(key, n), n)
 		return d, c, nil
 	}
-	d, i, own, shadow, err := ru.multi.take(ctx, k, n)
+	d, i, own, shadow, err := ru.multi.take(ctx, k, n, nil)
 	d, c := ru.several(d, i, own, shadow, n, ownDecision)
 	return d, c, err
 }
@@ -573,4 +574,36 @@ func decimalLen(n int) int {
 		d++
 	}
 	return d
+}
+
+// takeEach is takeContext with ownDecision set, and also appends to dst
+// every limit of the rule with its own decision (see [Service.TakeEach]);
+// it returns the rule's decision.
+func (ru *rule) takeEach(ctx context.Context, cache *keyCache, user, api string, n int, dst []LimitDecision) (hotlimit.Decision, []LimitDecision, error) {
+	if ru.multi == nil {
+		d, c, err := ru.takeContext(ctx, cache, user, api, n, false)
+		return d, append(dst, LimitDecision{Config: c, Decision: d}), err
+	}
+	var kb *keyBuf
+	if ru.transient {
+		kb = getKeyBuf()
+		defer kb.put()
+	}
+	if !ru.waits {
+		ctx = nil // no limiter takes it: decide as take does
+	}
+	var each [composite.MaxChildren]hotlimit.Decision
+	d, i, own, shadow, err := ru.multi.take(ctx, keys{cache: cache, buf: kb, user: user, api: api}, n, &each)
+	pd, c := ru.several(d, i, own, shadow, n, true)
+	dst = append(dst, LimitDecision{Config: c, Decision: pd})
+	allShadow := !slices.ContainsFunc(ru.multi.limits, func(c hotlimit.Config) bool { return !c.Shadow })
+	for j, c := range ru.multi.limits {
+		if j == i || c.Shadow && !allShadow {
+			continue
+		}
+		jd := each[j]
+		jd.Allowed, jd.RetryAfter = d.Allowed, d.RetryAfter
+		dst = append(dst, LimitDecision{Config: c, Decision: jd})
+	}
+	return d, dst, err
 }

@@ -249,6 +249,32 @@ func (s *Service) TakePolicyContext(ctx context.Context, user, api string, n int
 	return s.rules.Load().resolve(user, api).takeContext(ctx, s.keys, user, api, n, true)
 }
 
+// LimitDecision is one limit of a rule with its own decision, as
+// [Service.TakeEach] reports it.
+type LimitDecision struct {
+	// Config is the limit, with its scope.
+	Config hotlimit.Config
+	// Decision is the rule's Allowed and RetryAfter, with the limit's own
+	// Limit, Remaining and ResetAfter after the request.
+	Decision hotlimit.Decision
+}
+
+// TakeEach is [Service.TakeContext], and also appends to dst every limit of
+// the rule with its own decision, so that a caller can advertise each, as
+// the RateLimit fields of the IETF draft list several policies with their
+// own remaining count and reset; it returns the rule's Decision, Take's.
+// The first limit appended is the one that decided, with the Decision
+// [Service.TakePolicy] returns, then the others in the order the rule asks
+// them (its order, sliding logs last). When another limit denied the
+// request, each limit's Remaining is what it holds once the denial gave
+// back what it took. Limits in shadow mode are left out, unless every limit
+// of the rule is in shadow mode. A rule of one limit appends it alone.
+// With a dst of room for the rule's limits (at most 16), it allocates no
+// more than TakeContext.
+func (s *Service) TakeEach(ctx context.Context, user, api string, n int, dst []LimitDecision) (hotlimit.Decision, []LimitDecision, error) {
+	return s.rules.Load().resolve(user, api).takeEach(ctx, s.keys, user, api, n, dst)
+}
+
 // OverrideRule is the rule name the observer sees for decisions of
 // [Service.TakeWith].
 const OverrideRule = "override"
