@@ -30,9 +30,9 @@ type pairModel struct {
 }
 
 // take asks the rule for one request at second sec: whether it passes, the
-// limit that decides (0 the bucket, 1 the window), that limit's own
-// Remaining and ResetAfter, and the rule's RetryAfter.
-func (m *pairModel) take(sec int) (allowed bool, decider, remaining int, reset, retry time.Duration) {
+// limit that decides (0 the bucket, 1 the window), each limit's own
+// Remaining and ResetAfter after it, and the rule's RetryAfter.
+func (m *pairModel) take(sec int) (allowed bool, decider int, remaining [2]int, reset [2]time.Duration, retry time.Duration) {
 	m.tokens = min(20, m.tokens+10*(sec-m.last))
 	m.last = sec
 	untilMinute := time.Duration(60-sec%60) * time.Second
@@ -50,10 +50,12 @@ func (m *pairModel) take(sec int) (allowed bool, decider, remaining int, reset, 
 			decider = 1
 		}
 	}
-	if decider == 0 {
-		return allowed, 0, m.tokens, time.Duration(20-m.tokens) * 100 * time.Millisecond, retry
+	remaining = [2]int{m.tokens, 100 - m.count}
+	reset[0] = time.Duration(20-m.tokens) * 100 * time.Millisecond
+	if m.count > 0 {
+		reset[1] = untilMinute
 	}
-	return allowed, 1, 100 - m.count, untilMinute, retry
+	return allowed, decider, remaining, reset, retry
 }
 
 // pairScript is how many requests arrive in each second: the bucket denies
@@ -72,17 +74,18 @@ var (
 // share of its quota fell below the bucket's, the window decided and
 // RateLimit-Policy advertised it (q=100), but RateLimit carried the
 // bucket's remaining count, the smaller, and the rule's largest reset: an
-// item that described no policy. Now every response's two fields name the
-// same policy, with that policy's own q, r and t, as a sequential model of
-// each limit computes them, and a denial's Retry-After is the denying
-// limit's wait.
+// item that described no policy. Now each RateLimit item names the policy
+// of the RateLimit-Policy item in its place, with that policy's own q, r
+// and t, as a sequential model of each limit computes them: the deciding
+// policy first, then the rule's other limit. A denial's Retry-After is the
+// denying limit's wait.
 func TestSeveralLimitsHeadersDescribeOnePolicy(t *testing.T) {
 	var now atomic.Int64
 	now.Store(int64(time.Hour)) // a minute boundary: the model's windows
 	svc, err := service.NewFromRules(service.Rules{Default: service.Limits{burstyBucket, minuteWindow}}, hotlimit.WithClock(now.Load))
 	require.NoError(t, err)
 	h := httplimit.New(svc)(ok)
-	names := [2]string{httplimit.PolicyName(burstyBucket), httplimit.PolicyName(minuteWindow)}
+	names := [2]string{`"` + httplimit.PolicyName(burstyBucket) + `"`, `"` + httplimit.PolicyName(minuteWindow) + `"`}
 	quota := [2]string{"20", "100"}
 	m := pairModel{tokens: 20}
 	windowDecided := 0
@@ -98,16 +101,21 @@ func TestSeveralLimitsHeadersDescribeOnePolicy(t *testing.T) {
 				assert.Equal(t, strconv.FormatInt(int64((retry+time.Second-1)/time.Second), 10), w.Header().Get("Retry-After"),
 					"second %d call %d", sec, call)
 			}
-			pol := policyItem.FindStringSubmatch(w.Header().Get("RateLimit-Policy"))
-			lim := limitItem.FindStringSubmatch(w.Header().Get("RateLimit"))
-			require.NotNil(t, pol, "second %d call %d: %q", sec, call, w.Header().Get("RateLimit-Policy"))
-			require.NotNil(t, lim, "second %d call %d: %q", sec, call, w.Header().Get("RateLimit"))
-			assert.Equal(t, `"`+names[decider]+`"`, pol[1], "second %d call %d: the deciding policy", sec, call)
-			assert.Equal(t, pol[1], lim[1], "second %d call %d: both fields name one policy", sec, call)
-			assert.Equal(t, quota[decider], pol[2], "second %d call %d: q", sec, call)
-			assert.Equal(t, strconv.Itoa(remaining), lim[2], "second %d call %d: r is the policy's own", sec, call)
-			assert.Equal(t, strconv.FormatInt(int64((reset+time.Second-1)/time.Second), 10), lim[3],
-				"second %d call %d: t is the policy's own", sec, call)
+			policies, limits := w.Header().Values("RateLimit-Policy"), w.Header().Values("RateLimit")
+			require.Len(t, policies, 2, "second %d call %d: every limit of the rule", sec, call)
+			require.Len(t, limits, 2, "second %d call %d: every limit of the rule", sec, call)
+			for k, j := range [2]int{decider, 1 - decider} {
+				pol := policyItem.FindStringSubmatch(policies[k])
+				lim := limitItem.FindStringSubmatch(limits[k])
+				require.NotNil(t, pol, "second %d call %d: %q", sec, call, policies[k])
+				require.NotNil(t, lim, "second %d call %d: %q", sec, call, limits[k])
+				assert.Equal(t, names[j], pol[1], "second %d call %d item %d: the deciding policy first", sec, call, k)
+				assert.Equal(t, pol[1], lim[1], "second %d call %d item %d: both items name one policy", sec, call, k)
+				assert.Equal(t, quota[j], pol[2], "second %d call %d item %d: q", sec, call, k)
+				assert.Equal(t, strconv.Itoa(remaining[j]), lim[2], "second %d call %d item %d: r is the policy's own", sec, call, k)
+				assert.Equal(t, strconv.FormatInt(int64((reset[j]+time.Second-1)/time.Second), 10), lim[3],
+					"second %d call %d item %d: t is the policy's own", sec, call, k)
+			}
 			if decider == 1 && allowed {
 				windowDecided++
 			}
