@@ -34,9 +34,9 @@ type pairModel struct {
 }
 
 // take asks the rule for one request at second sec: whether it passes, the
-// limit that decides (0 the bucket, 1 the window), that limit's own
-// Remaining and ResetAfter, and the rule's RetryAfter.
-func (m *pairModel) take(sec int) (allowed bool, decider, remaining int, reset, retry time.Duration) {
+// limit that decides (0 the bucket, 1 the window), each limit's own
+// Remaining and ResetAfter after it, and the rule's RetryAfter.
+func (m *pairModel) take(sec int) (allowed bool, decider int, remaining [2]int, reset [2]time.Duration, retry time.Duration) {
 	m.tokens = min(20, m.tokens+10*(sec-m.last))
 	m.last = sec
 	untilMinute := time.Duration(60-sec%60) * time.Second
@@ -54,10 +54,12 @@ func (m *pairModel) take(sec int) (allowed bool, decider, remaining int, reset, 
 			decider = 1
 		}
 	}
-	if decider == 0 {
-		return allowed, 0, m.tokens, time.Duration(20-m.tokens) * 100 * time.Millisecond, retry
+	remaining = [2]int{m.tokens, 100 - m.count}
+	reset[0] = time.Duration(20-m.tokens) * 100 * time.Millisecond
+	if m.count > 0 {
+		reset[1] = untilMinute
 	}
-	return allowed, 1, 100 - m.count, untilMinute, retry
+	return allowed, decider, remaining, reset, retry
 }
 
 var (
@@ -69,10 +71,12 @@ var (
 // with a burst and a fixed window behind the unary interceptor. Once the
 // window's share of its quota fell below the bucket's, the window decided
 // and ratelimit-policy advertised it (q=100), while ratelimit carried the
-// bucket's remaining count and the rule's largest reset. Now both entries
-// name the same policy, with its own q, r and t as a sequential model of
-// each limit computes them: in the header of a call that passes, in the
-// trailer of one denied, whose retry pushback is the denying limit's wait.
+// bucket's remaining count and the rule's largest reset. Now each
+// ratelimit value names the policy of the ratelimit-policy value in its
+// place, with its own q, r and t as a sequential model of each limit
+// computes them, the deciding policy first: in the header of a call that
+// passes, in the trailer of one denied, whose retry pushback is the denying
+// limit's wait.
 func TestSeveralLimitsMetadataDescribesOnePolicy(t *testing.T) {
 	var now atomic.Int64
 	now.Store(int64(time.Hour)) // a minute boundary: the model's windows
@@ -109,18 +113,21 @@ func TestSeveralLimitsMetadataDescribesOnePolicy(t *testing.T) {
 					"second %d call %d", sec, call)
 				md = trailer
 			}
-			require.Len(t, md.Get(grpclimit.MetadataPolicy), 1, "second %d call %d", sec, call)
-			require.Len(t, md.Get(grpclimit.MetadataRateLimit), 1, "second %d call %d", sec, call)
-			pol := policyItem.FindStringSubmatch(md.Get(grpclimit.MetadataPolicy)[0])
-			lim := limitItem.FindStringSubmatch(md.Get(grpclimit.MetadataRateLimit)[0])
-			require.NotNil(t, pol, "second %d call %d: %v", sec, call, md)
-			require.NotNil(t, lim, "second %d call %d: %v", sec, call, md)
-			assert.Equal(t, names[decider], pol[1], "second %d call %d: the deciding policy", sec, call)
-			assert.Equal(t, pol[1], lim[1], "second %d call %d: both entries name one policy", sec, call)
-			assert.Equal(t, quota[decider], pol[2], "second %d call %d: q", sec, call)
-			assert.Equal(t, strconv.Itoa(remaining), lim[2], "second %d call %d: r is the policy's own", sec, call)
-			assert.Equal(t, strconv.FormatInt(int64((reset+time.Second-1)/time.Second), 10), lim[3],
-				"second %d call %d: t is the policy's own", sec, call)
+			policies, limits := md.Get(grpclimit.MetadataPolicy), md.Get(grpclimit.MetadataRateLimit)
+			require.Len(t, policies, 2, "second %d call %d: every limit of the rule", sec, call)
+			require.Len(t, limits, 2, "second %d call %d: every limit of the rule", sec, call)
+			for k, j := range [2]int{decider, 1 - decider} {
+				pol := policyItem.FindStringSubmatch(policies[k])
+				lim := limitItem.FindStringSubmatch(limits[k])
+				require.NotNil(t, pol, "second %d call %d: %v", sec, call, md)
+				require.NotNil(t, lim, "second %d call %d: %v", sec, call, md)
+				assert.Equal(t, names[j], pol[1], "second %d call %d entry %d: the deciding policy first", sec, call, k)
+				assert.Equal(t, pol[1], lim[1], "second %d call %d entry %d: both entries name one policy", sec, call, k)
+				assert.Equal(t, quota[j], pol[2], "second %d call %d entry %d: q", sec, call, k)
+				assert.Equal(t, strconv.Itoa(remaining[j]), lim[2], "second %d call %d entry %d: r is the policy's own", sec, call, k)
+				assert.Equal(t, strconv.FormatInt(int64((reset[j]+time.Second-1)/time.Second), 10), lim[3],
+					"second %d call %d entry %d: t is the policy's own", sec, call, k)
+			}
 			if decider == 1 && allowed {
 				windowDecided++
 			}
