@@ -76,7 +76,7 @@
 //	RateLimit: "tokenbucket-10-1s-burst20";r=10;t=1
 //
 // so an item never pairs one limit's quota with another's remaining count,
-// and a client that honours every item never exceeds any limit. Limits in
+// and a client can pace itself within each limit of the rule. Limits in
 // shadow mode are not advertised. The legacy fields, which hold one
 // number each, carry the deciding policy's. Retry-After is the rule's: a
 // denied request waits for the limit that denied it.
