@@ -156,7 +156,7 @@ func (ru *rule) allow(cache *keyCache, user, api string) bool {
 func (ru *rule) allowSlow(cache *keyCache, user, api string) bool {
 	switch {
 	case ru.multi != nil || ru.slow:
-		d, _ := ru.take(cache, user, api, 1)
+		d, _ := ru.take(cache, user, api, 1, false)
 		return d.Allowed
 	case !ru.transient:
 		return ru.lim.Allow(cache.key(ru.scope, user, api))
@@ -172,8 +172,10 @@ func (ru *rule) allowSlow(cache *keyCache, user, api string) bool {
 }
 
 // take asks the rule for n requests from user to api, and returns the
-// rule's decision and the limit that decided it.
-func (ru *rule) take(cache *keyCache, user, api string, n int) (hotlimit.Decision, hotlimit.Config) {
+// rule's decision and the limit that decided it; for a rule of several
+// limits with ownDecision set (TakePolicy), that limit's own decision (see
+// several).
+func (ru *rule) take(cache *keyCache, user, api string, n int, ownDecision bool) (hotlimit.Decision, hotlimit.Config) {
 	if ru.multi == nil {
 		if ru.transient {
 			var sk stackKey
@@ -190,16 +192,7 @@ func (ru *rule) take(cache *keyCache, user, api string, n int) (hotlimit.Decisio
 		}
 		return ru.one(ru.lim.Take(cache.key(ru.scope, user, api), n), n)
 	}
-	return ru.takeSeveral(cache, user, api, n, false)
-}
-
-// takePolicy is take, except that the Decision of a rule of several limits
-// is the deciding limit's own (see several).
-func (ru *rule) takePolicy(cache *keyCache, user, api string, n int) (hotlimit.Decision, hotlimit.Config) {
-	if ru.multi == nil {
-		return ru.take(cache, user, api, n)
-	}
-	return ru.takeSeveral(cache, user, api, n, true)
+	return ru.takeSeveral(cache, user, api, n, ownDecision)
 }
 
 // takeSeveral is take for a rule of several limits; ownDecision as in
@@ -293,11 +286,7 @@ func (ru *rule) several(d hotlimit.Decision, decider int, own hotlimit.Decision,
 // several's: set, it is takePolicy under ctx.
 func (ru *rule) takeContext(ctx context.Context, cache *keyCache, user, api string, n int, ownDecision bool) (hotlimit.Decision, hotlimit.Config, error) {
 	if !ru.waits {
-		if ru.multi != nil {
-			d, c := ru.takeSeveral(cache, user, api, n, ownDecision)
-			return d, c, nil
-		}
-		d, c := ru.take(cache, user, api, n)
+		d, c := ru.take(cache, user, api, n, ownDecision)
 		return d, c, nil
 	}
 	var kb *keyBuf

@@ -199,7 +199,7 @@ func (s *Service) ResolveLimits(user, api string) Limits {
 // 10 and a 100/min window holding 40, the window decides (40/100 < 10/20):
 // TakePolicy returns it with Remaining 40, Take returns Remaining 10.
 func (s *Service) TakePolicy(user, api string, n int) (hotlimit.Decision, hotlimit.Config) {
-	return s.rules.Load().resolve(user, api).takePolicy(s.keys, user, api, n)
+	return s.rules.Load().resolve(user, api).take(s.keys, user, api, n, true)
 }
 
 // Allow reports whether one request from user to api passes, and counts it if
@@ -223,7 +223,7 @@ func (s *Service) Allow(user, api string) bool {
 // limits are asked in the rule's order, sliding logs last. [Service.TakePolicy]
 // returns the deciding limit's own instead.
 func (s *Service) Take(user, api string, n int) hotlimit.Decision {
-	d, _ := s.rules.Load().resolve(user, api).take(s.keys, user, api, n)
+	d, _ := s.rules.Load().resolve(user, api).take(s.keys, user, api, n, false)
 	return d
 }
 
@@ -300,7 +300,7 @@ func (s *Service) TakeWith(user, api string, c hotlimit.Config, n int) (hotlimit
 	if err != nil {
 		return hotlimit.Decision{Limit: c.Limit, RetryAfter: hotlimit.Never}, err
 	}
-	d, _ := ru.take(s.keys, user, api, n)
+	d, _ := ru.take(s.keys, user, api, n, false)
 	return d, nil
 }
 
