@@ -11,8 +11,9 @@ import (
 	"github.com/hotlimit/hotlimit/service"
 )
 
-// BenchmarkTakeOneLimit measures Take, TakePolicy and TakePolicyContext on a
-// rule of one limit and a pair seen before, with a limit high enough that
+// BenchmarkTakeOneLimit measures Take, TakePolicy, TakePolicyContext and
+// TakeEach (with room for the limits on the caller's stack) on a rule of one
+// limit and a pair seen before, with a limit high enough that
 // every call passes.
 //
 //	go test -run '^$' -bench BenchmarkTakeOneLimit -benchmem ./service/
@@ -27,6 +28,11 @@ func BenchmarkTakeOneLimit(b *testing.B) {
 		{"TakePolicyContext", func(s *service.Service) hotlimit.Decision {
 			d, _, _ := s.TakePolicyContext(ctx, "u", "api", 1)
 			return d
+		}},
+		{"TakeEach", func(s *service.Service) hotlimit.Decision {
+			var buf [4]service.LimitDecision
+			_, each, _ := s.TakeEach(ctx, "u", "api", 1, buf[:0])
+			return each[0].Decision
 		}},
 	} {
 		b.Run("call="+call.name, func(b *testing.B) {
