@@ -74,8 +74,15 @@
 //	ratelimit-policy: "fixedwindow-3-1s";q=3;w=1
 //	ratelimit: "fixedwindow-3-1s";r=2;t=1
 //
-// in the response headers of a call that proceeds and in the trailers of a
-// denied one. They are given to the call once its handler has returned (a
+// The first value of each describes the policy that decided the call, with
+// its own q, r and t: for a rule of several limits, the one that denied it
+// or, when all passed it, the one with the least share of its capacity left
+// (see service.Service.TakePolicy). A rule of several limits then lists its
+// other limits, a value each with its own q, r and t, in the order of
+// service.Service.TakeEach (limits in shadow mode are not advertised), so
+// that a client can pace itself within each limit of the rule. They are
+// sent in the response headers of a call that proceeds and in the trailers
+// of a denied one. They are given to the call once its handler has returned (a
 // stream's when it sends its first message or its headers), never before:
 // a call that proceeds but then fails, in its handler or in an interceptor
 // after this one (another limit that denies it), carries them in its

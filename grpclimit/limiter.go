@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
@@ -35,6 +36,9 @@ type verdict struct {
 	e      Event
 	policy *transport.Policy // nil when the limiter failed
 	err    error             // the status to fail the call with; nil to proceed
+	// others are the other limits of a rule of several, each with its own
+	// decision, advertised after policy; nil for a rule of one limit.
+	others []service.LimitDecision
 }
 
 // decide finds the keys of a call (or of a received message, when message is
@@ -80,10 +84,18 @@ func (l *limiter) decide(ctx context.Context, method string, req any, message bo
 		l.ended(&v, l.svc.Resolve(user, api), err, err)
 		return v
 	}
-	d, c, err := l.svc.TakePolicyContext(ctx, user, api, 1)
+	// The first limit TakeEach lists is the one that decided, with its own
+	// decision (TakePolicy's); a rule of several limits lists the others
+	// after it, each advertised with its own numbers.
+	var buf [4]service.LimitDecision
+	_, each, err := l.svc.TakeEach(ctx, user, api, 1, buf[:0])
+	d, c := each[0].Decision, each[0].Config
 	if err != nil && d.Allowed && !l.o.dryRun && ctx.Err() != nil {
 		l.ended(&v, c, err, ctx.Err())
 		return v
+	}
+	if len(each) > 1 {
+		v.others = slices.Clone(each[1:])
 	}
 	v.policy = l.policies.Get(c)
 	v.e.Config, v.e.Policy, v.e.Decision, v.e.Err = c, v.policy.Name, d, err
@@ -104,14 +116,14 @@ func (l *limiter) decide(ctx context.Context, method string, req any, message bo
 // the limiter's): a Decision that denies, under c, with no metadata to send,
 // and the status of ctxErr, the context's error.
 func (l *limiter) ended(v *verdict, c hotlimit.Config, err, ctxErr error) {
-	v.policy = nil
+	v.policy, v.others = nil, nil
 	v.e.Config, v.e.Policy, v.e.Decision, v.e.Err = c, l.policies.Get(c).Name, hotlimit.Decision{Limit: c.Limit}, err
 	v.err = status.FromContextError(ctxErr).Err()
 }
 
 // fail makes v the verdict of a limiter that could not decide.
 func (l *limiter) fail(v *verdict, err error) {
-	v.policy = nil
+	v.policy, v.others = nil, nil
 	v.e.Config, v.e.Policy, v.e.Decision = hotlimit.Config{}, "", hotlimit.Decision{}
 	v.e.Err = err
 	v.err = nil
@@ -137,7 +149,13 @@ func (l *limiter) header(v *verdict) metadata.MD {
 	if !l.o.headers || v.policy == nil || v.policy.Config.Algorithm == hotlimit.Unlimited {
 		return nil
 	}
-	return rateLimitMD(v.policy, v.e.Decision)
+	md := rateLimitMD(v.policy, v.e.Decision)
+	for _, ld := range v.others {
+		if ld.Config.Algorithm != hotlimit.Unlimited {
+			appendItems(md, l.policies.Get(ld.Config), ld.Decision)
+		}
+	}
+	return md
 }
 
 // trailer returns the metadata of a denied call: the pushback and the

@@ -10,11 +10,13 @@ type Event struct {
 	FullMethod string
 	// User and API are the keys the call was limited under.
 	User, API string
-	// Config is the policy that decided; Policy its name in the RateLimit
-	// fields.
+	// Config is the policy that decided (for a rule of several limits, see
+	// service.Service.TakePolicy); Policy its name in the RateLimit fields.
 	Config hotlimit.Config
 	Policy string
-	// Decision is the limiter's answer.
+	// Decision is the limiter's answer under Config: for a rule of several
+	// limits, Allowed and RetryAfter are the rule's, Limit, Remaining and
+	// ResetAfter Config's own, as the RateLimit metadata advertises them.
 	Decision hotlimit.Decision
 	// Message reports a decision on a received stream message
 	// ([WithStreamMessages]) rather than on a call.

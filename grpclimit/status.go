@@ -20,10 +20,12 @@ import (
 // Metadata keys the interceptors send. gRPC metadata keys are lower case.
 const (
 	// MetadataPolicy carries the RateLimit-Policy item of the deciding
-	// policy, as httplimit's RateLimit-Policy field: "name";q=3;w=1.
+	// policy, as httplimit's RateLimit-Policy field: "name";q=3;w=1; then,
+	// for a rule of several limits, one value for each other limit.
 	MetadataPolicy = "ratelimit-policy"
-	// MetadataRateLimit carries the RateLimit item, as httplimit's RateLimit
-	// field: "name";r=2;t=1.
+	// MetadataRateLimit carries the RateLimit item of each policy that
+	// MetadataPolicy lists, in its order, with its own remaining count and
+	// reset, as httplimit's RateLimit field: "name";r=2;t=1.
 	MetadataRateLimit = "ratelimit"
 	// MetadataPushback is gRFC A6's trailer: milliseconds the client's retry
 	// policy waits before its next attempt, instead of its own backoff; a
@@ -48,6 +50,18 @@ func rateLimitMD(p *transport.Policy, d hotlimit.Decision) metadata.MD {
 		v.value[0] = string(b) // a name too long for v.text
 	}
 	return metadata.MD{MetadataPolicy: p.Fields, MetadataRateLimit: v.value[:]}
+}
+
+// appendItems appends to md the RateLimit metadata of another limit of the
+// rule, p, with its own decision d, after the deciding one's. The values
+// are copied first: the policy's value is p.Fields of another policy,
+// which every call shares.
+func appendItems(md metadata.MD, p *transport.Policy, d hotlimit.Decision) {
+	var buf [112]byte
+	b, _, _, _, _ := p.AppendRateLimit(buf[:0], d)
+	pol, lim := md[MetadataPolicy], md[MetadataRateLimit]
+	md[MetadataPolicy] = append(pol[:len(pol):len(pol)], p.Fields...)
+	md[MetadataRateLimit] = append(lim[:len(lim):len(lim)], string(b))
 }
 
 // rateLimitValue is the per-call part of the RateLimit metadata.

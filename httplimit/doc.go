@@ -62,9 +62,24 @@
 // the quota is back to full (Decision.ResetAfter, rounded up). When a response
 // already carries one of these fields, for example from an outer httplimit
 // middleware with a policy of its own, the new item is appended to the list.
-// The fields describe the policy that decided the request: for a rule of
-// several limits, the one that denied it, or, when all passed it, the one
-// with the least share left (see service.Service.TakePolicy).
+// The first item of each field describes the policy that decided the
+// request: for a rule of several limits, the one that denied it, or, when
+// all passed it, the one with the least share left (see
+// service.Service.TakePolicy), with its own q, r and t. A rule of several
+// limits then lists each of its other limits, with its own q, r and t, in
+// the order the rule asks them (see service.Service.TakeEach), as the draft
+// lists several policies:
+//
+//	RateLimit-Policy: "fixedwindow-100-1m";q=100;w=60
+//	RateLimit-Policy: "tokenbucket-10-1s-burst20";q=20;w=2
+//	RateLimit: "fixedwindow-100-1m";r=40;t=55
+//	RateLimit: "tokenbucket-10-1s-burst20";r=10;t=1
+//
+// so an item never pairs one limit's quota with another's remaining count,
+// and a client can pace itself within each limit of the rule. Limits in
+// shadow mode are not advertised. The legacy fields, which hold one
+// number each, carry the deciding policy's. Retry-After is the rule's: a
+// denied request waits for the limit that denied it.
 //
 // A denied request gets 429 Too Many Requests with Retry-After in whole
 // seconds, rounded up so that it is never earlier than the limiter's

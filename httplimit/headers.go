@@ -72,6 +72,17 @@ func setHeaders(h http.Header, p *transport.Policy, d hotlimit.Decision, legacy,
 	}
 }
 
+// appendItems adds the RateLimit-Policy and RateLimit items of another
+// limit of the rule, p, with its own decision d, after those setHeaders
+// wrote for the deciding one.
+func appendItems(h http.Header, p *transport.Policy, d hotlimit.Decision) {
+	var buf [64]byte
+	b, _, _, _, _ := p.AppendRateLimit(buf[:0], d)
+	vals := [2]string{p.Field, string(b)}
+	appendValue(h, keyPolicy, vals[0:1:1])
+	appendValue(h, keyRateLimit, vals[1:2:2])
+}
+
 // appendValue adds v (one value) to the list field key: it becomes the field
 // when the field is absent, and is appended to the field's values otherwise,
 // so nested limiters each advertise their policy.

@@ -14,11 +14,15 @@ type Event struct {
 	Request *http.Request
 	// User and API are the keys the request was limited under.
 	User, API string
-	// Config is the policy the service resolved for (User, API).
+	// Config is the policy the service resolved for (User, API): for a
+	// rule of several limits, the limit that decided (see
+	// service.Service.TakePolicy).
 	Config hotlimit.Config
 	// Policy is the policy's name in the RateLimit fields.
 	Policy string
-	// Decision is the limiter's answer.
+	// Decision is the limiter's answer under Config: for a rule of several
+	// limits, Allowed and RetryAfter are the rule's, Limit, Remaining and
+	// ResetAfter Config's own, as the first RateLimit item advertises them.
 	Decision hotlimit.Decision
 	// DryRun reports that the request reaches the handler whatever
 	// Decision.Allowed says.
@@ -207,7 +211,12 @@ func (h *handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	// The request's context reaches limiters that wait on something outside
 	// the process (Redis), so that its end bounds the decision.
-	d, c, err := h.svc.TakePolicyContext(ctx, user, api, 1)
+	// The first limit TakeEach lists is the one that decided, with its own
+	// decision (TakePolicy's); a rule of several limits lists the others
+	// after it, each advertised with its own numbers.
+	var buf [4]service.LimitDecision
+	_, each, err := h.svc.TakeEach(ctx, user, api, 1, buf[:0])
+	d, c := each[0].Decision, each[0].Config
 	if err != nil && d.Allowed && !h.opts.dryRun && ctx.Err() != nil {
 		// A failure policy that passes has passed a request that ended
 		// while the limiter was asked: serving it now would run the
@@ -221,6 +230,11 @@ func (h *handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		// An allow-listed caller has no quota to advertise: its fields
 		// would read q=0 beside the largest r.
 		setHeaders(w.Header(), p, d, h.opts.legacy, deny)
+		for _, ld := range each[1:] {
+			if ld.Config.Algorithm != hotlimit.Unlimited {
+				appendItems(w.Header(), h.policies.Get(ld.Config), ld.Decision)
+			}
+		}
 	}
 
 	if h.opts.observe == nil && !deny {

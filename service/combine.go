@@ -93,7 +93,7 @@ func (k *keys) of(scope hotlimit.Scope) string {
 // take asks every limit for n requests from user to api: all pass and stay
 // counted by every limit, or none does and no limit keeps any. It returns the
 // decision, computed as composite.Limiter computes it, the index of the
-// limit that decided and that limit's own Remaining: the one that denied,
+// limit that decided and that limit's own decision: the one that denied,
 // or, when all admitted, the most constrained, the one with the least share
 // of its capacity left (Remaining/Capacity, see lessShare; the first on a
 // tie). The capacity is the one hotlimit.ClassifyCapacity measures the
@@ -109,12 +109,17 @@ func (k *keys) of(scope hotlimit.Scope) string {
 // hotlimit.ContextRefunder) are asked under it, and their refunds under it
 // without its cancellation, so that a denial gives back what it can even
 // when the request is being cancelled; the error joins theirs.
-func (m *multi) take(ctx context.Context, k keys, n int) (d hotlimit.Decision, decider, remaining, shadow int, err error) {
+//
+// When each is not nil, each[i] is set to the i-th limit's own decision
+// after the request: its Take's when every limit admitted it, else a
+// report (n = 0) taken after the refunds, except the denier's, which is
+// its Take's.
+func (m *multi) take(ctx context.Context, k keys, n int, each *[composite.MaxChildren]hotlimit.Decision) (d hotlimit.Decision, decider int, own hotlimit.Decision, shadow int, err error) {
 	var errs []error
 	shadow = -1
 	if n < 1 {
-		d, i, rem, _ := m.report(ctx, &k, n, -1, &errs)
-		return d, i, rem, shadow, errors.Join(errs...)
+		d, i, own, _ := m.report(ctx, &k, n, -1, &errs, each)
+		return d, i, own, shadow, errors.Join(errs...)
 	}
 	var receipts [composite.MaxChildren]hotlimit.Receipt
 	var best, shadowed, bestShadowed hotlimit.Decision
@@ -130,6 +135,9 @@ func (m *multi) take(ctx context.Context, k keys, n int) (d hotlimit.Decision, d
 			errs = appendErr(errs, err)
 		} else {
 			cd, r = c.TakeReceipt(k.of(m.limits[i].Scope), n)
+		}
+		if each != nil {
+			each[i] = cd
 		}
 		if !cd.Allowed && m.limits[i].Shadow {
 			// A limit in shadow mode decides and counts as usual but never
@@ -156,10 +164,10 @@ func (m *multi) take(ctx context.Context, k keys, n int) (d hotlimit.Decision, d
 			// The others as they are now: the refunded ones restored,
 			// the later ones not asked for n (that would take); those
 			// in shadow mode left out, as the denier is not one.
-			rd, _, _, real := m.report(ctx, &k, 0, i, &errs)
+			rd, _, _, real := m.report(ctx, &k, 0, i, &errs, each)
 			rd = merge(rd, cd, !real)
 			rd.Allowed, rd.RetryAfter = false, cd.RetryAfter
-			return rd, i, cd.Remaining, -1, errors.Join(errs...)
+			return rd, i, cd, -1, errors.Join(errs...)
 		}
 		receipts[i] = r
 		if m.limits[i].Shadow {
@@ -181,7 +189,7 @@ func (m *multi) take(ctx context.Context, k keys, n int) (d hotlimit.Decision, d
 		d, decider, best = shadowed, shadowDecider, bestShadowed
 	}
 	d.Allowed, d.RetryAfter = true, 0
-	return d, decider, best.Remaining, shadow, errors.Join(errs...)
+	return d, decider, best, shadow, errors.Join(errs...)
 }
 
 // appendErr appends err to errs unless it is nil.
@@ -196,12 +204,13 @@ func appendErr(errs []error, err error) []error {
 // requests, which changes nothing, and merges their decisions as composite
 // does: Allowed if all are, the largest RetryAfter. The index it returns is
 // the first limit that denies, or else the most constrained by the share
-// of its capacity left (see lessShare), with that limit's own Remaining.
+// of its capacity left (see lessShare), with that limit's own decision.
 // Limits in shadow mode stay out of both, as in take, unless every
 // limit asked is in shadow mode; real is false when no limit outside shadow
 // mode was asked, and then, with no limit asked at all, the Decision is one
-// that merge replaces whole.
-func (m *multi) report(ctx context.Context, k *keys, n, skip int, errs *[]error) (d hotlimit.Decision, decider, remaining int, real bool) {
+// that merge replaces whole. When each is not nil, each[i] is set to the
+// decision of every limit asked.
+func (m *multi) report(ctx context.Context, k *keys, n, skip int, errs *[]error, each *[composite.MaxChildren]hotlimit.Decision) (d hotlimit.Decision, decider int, own hotlimit.Decision, real bool) {
 	counted, shadowed := reported{m: m, decider: -1}, reported{m: m, decider: -1}
 	for i, c := range m.children {
 		if i == skip {
@@ -215,6 +224,9 @@ func (m *multi) report(ctx context.Context, k *keys, n, skip int, errs *[]error)
 		} else {
 			cd = c.Take(k.of(m.limits[i].Scope), n)
 		}
+		if each != nil {
+			each[i] = cd
+		}
 		if m.limits[i].Shadow {
 			shadowed.add(i, cd)
 		} else {
@@ -223,11 +235,11 @@ func (m *multi) report(ctx context.Context, k *keys, n, skip int, errs *[]error)
 	}
 	switch {
 	case counted.decider >= 0:
-		return counted.d, counted.decider, counted.best.Remaining, true
+		return counted.d, counted.decider, counted.best, true
 	case shadowed.decider >= 0:
-		return shadowed.d, shadowed.decider, shadowed.best.Remaining, false
+		return shadowed.d, shadowed.decider, shadowed.best, false
 	}
-	return hotlimit.Decision{Allowed: true}, 0, 0, false
+	return hotlimit.Decision{Allowed: true}, 0, hotlimit.Decision{Allowed: true}, false
 }
 
 // reported is report's merge of some limits' decisions; decider is -1 until

@@ -27,7 +27,9 @@
 // api's across users, or one for everyone. A rule may mix scopes, as in "10
 // per minute per user and 3 per minute per pair"; its limits are taken all or
 // nothing, so a request one limit denies spends no other limit's quota.
-// [Service.TakePolicy] names the limit that decided.
+// [Service.TakePolicy] names the limit that decided, with that limit's own
+// decision, and [Service.TakeEach] lists every limit with its own, for a
+// caller that advertises each (as httplimit's RateLimit fields do).
 //
 // For operating it: [hotlimit.WithObserver] reports every decision with the
 // rule that made it and its outcome (package hotlimitprom and hotlimitotel

@@ -10,6 +10,7 @@ import (
 	"strings"
 
 	"github.com/hotlimit/hotlimit"
+	"github.com/hotlimit/hotlimit/composite"
 )
 
 // rule is one resolved rule of a snapshot: its limits and what enforces them.
@@ -155,7 +156,7 @@ func (ru *rule) allow(cache *keyCache, user, api string) bool {
 func (ru *rule) allowSlow(cache *keyCache, user, api string) bool {
 	switch {
 	case ru.multi != nil || ru.slow:
-		d, _ := ru.take(cache, user, api, 1)
+		d, _ := ru.take(cache, user, api, 1, false)
 		return d.Allowed
 	case !ru.transient:
 		return ru.lim.Allow(cache.key(ru.scope, user, api))
@@ -171,8 +172,10 @@ func (ru *rule) allowSlow(cache *keyCache, user, api string) bool {
 }
 
 // take asks the rule for n requests from user to api, and returns the
-// decision and the limit that decided it.
-func (ru *rule) take(cache *keyCache, user, api string, n int) (hotlimit.Decision, hotlimit.Config) {
+// rule's decision and the limit that decided it; for a rule of several
+// limits with ownDecision set (TakePolicy), that limit's own decision (see
+// several).
+func (ru *rule) take(cache *keyCache, user, api string, n int, ownDecision bool) (hotlimit.Decision, hotlimit.Config) {
 	if ru.multi == nil {
 		if ru.transient {
 			var sk stackKey
@@ -189,13 +192,19 @@ func (ru *rule) take(cache *keyCache, user, api string, n int) (hotlimit.Decisio
 		}
 		return ru.one(ru.lim.Take(cache.key(ru.scope, user, api), n), n)
 	}
+	return ru.takeSeveral(cache, user, api, n, ownDecision)
+}
+
+// takeSeveral is take for a rule of several limits; ownDecision as in
+// several.
+func (ru *rule) takeSeveral(cache *keyCache, user, api string, n int, ownDecision bool) (hotlimit.Decision, hotlimit.Config) {
 	var kb *keyBuf
 	if ru.transient {
 		kb = getKeyBuf()
 		defer kb.put()
 	}
-	d, i, rem, shadow, _ := ru.multi.take(nil, keys{cache: cache, buf: kb, user: user, api: api}, n)
-	return ru.several(d, i, rem, shadow, n)
+	d, i, own, shadow, _ := ru.multi.take(nil, keys{cache: cache, buf: kb, user: user, api: api}, n, nil)
+	return ru.several(d, i, own, shadow, n, ownDecision)
 }
 
 // observeAllow finishes a decision of Allow that the limiter reported with
@@ -243,32 +252,41 @@ func (ru *rule) one(d hotlimit.Decision, n int) (hotlimit.Decision, hotlimit.Con
 }
 
 // several finishes the decision d of a rule of several limits on n requests:
-// decider is the limit that decided and remaining its own Remaining, shadow
-// the first limit in shadow mode that would have denied it, or -1. The
-// outcome is the decider's: near the limit when its own Remaining is at most
-// the near-limit share of its own capacity, which, as the decider is the
-// limit with the least share of its capacity left, is when any limit is.
-// d's Remaining, the least of the limits', may be another limit's, of
-// another capacity, and would misclassify.
-func (ru *rule) several(d hotlimit.Decision, decider, remaining, shadow, n int) (hotlimit.Decision, hotlimit.Config) {
+// decider is the limit that decided and own its own decision, shadow the
+// first limit in shadow mode that would have denied it, or -1. The outcome
+// is the decider's: near the limit when its own Remaining is at most the
+// near-limit share of its own capacity, which, as the decider is the limit
+// with the least share of its capacity left, is when any limit is. d's
+// Remaining, the least of the limits', may be another limit's, of another
+// capacity, and would misclassify.
+//
+// It returns d, the rule's decision, or, when ownDecision is set (for
+// TakePolicy), the decider's own Limit, Remaining and ResetAfter under d's
+// Allowed and RetryAfter, so that the decision describes the limit returned
+// with it. The observer hears of d either way.
+func (ru *rule) several(d hotlimit.Decision, decider int, own hotlimit.Decision, shadow, n int, ownDecision bool) (hotlimit.Decision, hotlimit.Config) {
 	if ru.obs != nil {
-		own := d
-		own.Remaining = remaining
-		outcome := hotlimit.ClassifyCapacity(own, false, ru.near, capacity(ru.multi.limits[decider], ru.defBurst))
+		cd := d
+		cd.Remaining = own.Remaining
+		outcome := hotlimit.ClassifyCapacity(cd, false, ru.near, capacity(ru.multi.limits[decider], ru.defBurst))
 		e := hotlimit.Event{Source: ru.sources[decider], Outcome: outcome, N: n, Decision: d}
 		if d.Allowed && shadow >= 0 {
 			e.Source, e.Outcome = ru.sources[shadow], hotlimit.OutcomeShadowDenied
 		}
 		ru.obs.Observe(e)
 	}
+	if ownDecision {
+		d.Limit, d.Remaining, d.ResetAfter = own.Limit, own.Remaining, own.ResetAfter
+	}
 	return d, ru.multi.limits[decider]
 }
 
 // takeContext is take under ctx, for the limiters that take a context (see
-// hotlimit.ContextTaker); the others decide as take does.
-func (ru *rule) takeContext(ctx context.Context, cache *keyCache, user, api string, n int) (hotlimit.Decision, hotlimit.Config, error) {
+// hotlimit.ContextTaker); the others decide as take does. ownDecision is
+// several's: set, it is takePolicy under ctx.
+func (ru *rule) takeContext(ctx context.Context, cache *keyCache, user, api string, n int, ownDecision bool) (hotlimit.Decision, hotlimit.Config, error) {
 	if !ru.waits {
-		d, c := ru.take(cache, user, api, n)
+		d, c := ru.take(cache, user, api, n, ownDecision)
 		return d, c, nil
 	}
 	var kb *keyBuf
@@ -287,8 +305,8 @@ func (ru *rule) takeContext(ctx context.Context, cache *keyCache, user, api stri
 		d, c := ru.one(ru.lim.Take(key, n), n)
 		return d, c, nil
 	}
-	d, i, rem, shadow, err := ru.multi.take(ctx, k, n)
-	d, c := ru.several(d, i, rem, shadow, n)
+	d, i, own, shadow, err := ru.multi.take(ctx, k, n, nil)
+	d, c := ru.several(d, i, own, shadow, n, ownDecision)
 	return d, c, err
 }
 
@@ -545,4 +563,40 @@ func decimalLen(n int) int {
 		d++
 	}
 	return d
+}
+
+// takeEach is takeContext with ownDecision set, and also appends to dst
+// every limit of the rule with its own decision (see [Service.TakeEach]);
+// it returns the rule's decision.
+func (ru *rule) takeEach(ctx context.Context, cache *keyCache, user, api string, n int, dst []LimitDecision) (hotlimit.Decision, []LimitDecision, error) {
+	if ru.multi == nil {
+		if !ru.waits { // as takeContext decides, one call shorter
+			d, c := ru.take(cache, user, api, n, false)
+			return d, append(dst, LimitDecision{Config: c, Decision: d}), nil
+		}
+		d, c, err := ru.takeContext(ctx, cache, user, api, n, false)
+		return d, append(dst, LimitDecision{Config: c, Decision: d}), err
+	}
+	var kb *keyBuf
+	if ru.transient {
+		kb = getKeyBuf()
+		defer kb.put()
+	}
+	if !ru.waits {
+		ctx = nil // no limiter takes it: decide as take does
+	}
+	var each [composite.MaxChildren]hotlimit.Decision
+	d, i, own, shadow, err := ru.multi.take(ctx, keys{cache: cache, buf: kb, user: user, api: api}, n, &each)
+	pd, c := ru.several(d, i, own, shadow, n, true)
+	dst = append(dst, LimitDecision{Config: c, Decision: pd})
+	allShadow := !slices.ContainsFunc(ru.multi.limits, func(c hotlimit.Config) bool { return !c.Shadow })
+	for j, c := range ru.multi.limits {
+		if j == i || c.Shadow && !allShadow {
+			continue
+		}
+		jd := each[j]
+		jd.Allowed, jd.RetryAfter = d.Allowed, d.RetryAfter
+		dst = append(dst, LimitDecision{Config: c, Decision: jd})
+	}
+	return d, dst, err
 }

@@ -188,8 +188,18 @@ func (s *Service) ResolveLimits(user, api string) Limits {
 // limit of the rule is in shadow mode. It is the
 // policy a caller names to its client, as httplimit does in its 429 body and
 // RateLimit-Policy header.
+//
+// The Decision describes that limit, so that the two can be advertised
+// together: Allowed and RetryAfter are the rule's, as Take returns them
+// (all or nothing), while Limit, Remaining and ResetAfter are the deciding
+// limit's own. Under a rule of several limits they may differ from Take's,
+// which are the rule's: the least Remaining of its limits (what would still
+// pass, which may be another limit's) and the largest ResetAfter (until
+// every limit is full again). With a 10/s token bucket of burst 20 holding
+// 10 and a 100/min window holding 40, the window decides (40/100 < 10/20):
+// TakePolicy returns it with Remaining 40, Take returns Remaining 10.
 func (s *Service) TakePolicy(user, api string, n int) (hotlimit.Decision, hotlimit.Config) {
-	return s.rules.Load().resolve(user, api).take(s.keys, user, api, n)
+	return s.rules.Load().resolve(user, api).take(s.keys, user, api, n, true)
 }
 
 // Allow reports whether one request from user to api passes, and counts it if
@@ -207,10 +217,13 @@ func (s *Service) Allow(user, api string) bool {
 // scope: the pair's, the user's, the api's or everyone's. Under a rule of
 // several limits, all n pass every limit or none is counted by any (a denial
 // by one never spends another's quota), and the Decision is the most
-// restrictive of the limits' (see package composite); the limits are asked
-// in the rule's order, sliding logs last.
+// restrictive of the limits' (see package composite): Limit and Remaining
+// of the limit with the least Remaining, so Remaining is what would still
+// pass; the largest ResetAfter; RetryAfter of the limit that denied. The
+// limits are asked in the rule's order, sliding logs last. [Service.TakePolicy]
+// returns the deciding limit's own instead.
 func (s *Service) Take(user, api string, n int) hotlimit.Decision {
-	d, _ := s.rules.Load().resolve(user, api).take(s.keys, user, api, n)
+	d, _ := s.rules.Load().resolve(user, api).take(s.keys, user, api, n, false)
 	return d
 }
 
@@ -224,7 +237,7 @@ func (s *Service) Take(user, api string, n int) hotlimit.Decision {
 // redislimit documents. A rule of several limits gives back what a denial
 // took under ctx without its cancellation.
 func (s *Service) TakeContext(ctx context.Context, user, api string, n int) (hotlimit.Decision, error) {
-	d, _, err := s.rules.Load().resolve(user, api).takeContext(ctx, s.keys, user, api, n)
+	d, _, err := s.rules.Load().resolve(user, api).takeContext(ctx, s.keys, user, api, n, false)
 	return d, err
 }
 
@@ -233,7 +246,33 @@ func (s *Service) TakeContext(ctx context.Context, user, api string, n int) (hot
 // and the limiters' error, when one could not decide (the decision is then
 // its failure policy's).
 func (s *Service) TakePolicyContext(ctx context.Context, user, api string, n int) (hotlimit.Decision, hotlimit.Config, error) {
-	return s.rules.Load().resolve(user, api).takeContext(ctx, s.keys, user, api, n)
+	return s.rules.Load().resolve(user, api).takeContext(ctx, s.keys, user, api, n, true)
+}
+
+// LimitDecision is one limit of a rule with its own decision, as
+// [Service.TakeEach] reports it.
+type LimitDecision struct {
+	// Config is the limit, with its scope.
+	Config hotlimit.Config
+	// Decision is the rule's Allowed and RetryAfter, with the limit's own
+	// Limit, Remaining and ResetAfter after the request.
+	Decision hotlimit.Decision
+}
+
+// TakeEach is [Service.TakeContext], and also appends to dst every limit of
+// the rule with its own decision, so that a caller can advertise each, as
+// the RateLimit fields of the IETF draft list several policies with their
+// own remaining count and reset; it returns the rule's Decision, Take's.
+// The first limit appended is the one that decided, with the Decision
+// [Service.TakePolicy] returns, then the others in the order the rule asks
+// them (its order, sliding logs last). When another limit denied the
+// request, each limit's Remaining is what it holds once the denial gave
+// back what it took. Limits in shadow mode are left out, unless every limit
+// of the rule is in shadow mode. A rule of one limit appends it alone.
+// With a dst of room for the rule's limits (at most 16), it allocates no
+// more than TakeContext.
+func (s *Service) TakeEach(ctx context.Context, user, api string, n int, dst []LimitDecision) (hotlimit.Decision, []LimitDecision, error) {
+	return s.rules.Load().resolve(user, api).takeEach(ctx, s.keys, user, api, n, dst)
 }
 
 // OverrideRule is the rule name the observer sees for decisions of
@@ -261,7 +300,7 @@ func (s *Service) TakeWith(user, api string, c hotlimit.Config, n int) (hotlimit
 	if err != nil {
 		return hotlimit.Decision{Limit: c.Limit, RetryAfter: hotlimit.Never}, err
 	}
-	d, _ := ru.take(s.keys, user, api, n)
+	d, _ := ru.take(s.keys, user, api, n, false)
 	return d, nil
 }
 
@@ -275,7 +314,7 @@ func (s *Service) TakeWithContext(ctx context.Context, user, api string, c hotli
 	if err != nil {
 		return hotlimit.Decision{Limit: c.Limit, RetryAfter: hotlimit.Never}, err
 	}
-	d, _, err := ru.takeContext(ctx, s.keys, user, api, n)
+	d, _, err := ru.takeContext(ctx, s.keys, user, api, n, false)
 	return d, err
 }
 

@@ -1,0 +1,137 @@
+package grpclimit_test
+
+import (
+	"regexp"
+	"strconv"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/codes"
+	testgrpc "google.golang.org/grpc/interop/grpc_testing"
+	"google.golang.org/grpc/metadata"
+	"google.golang.org/grpc/status"
+
+	"github.com/hotlimit/hotlimit"
+	"github.com/hotlimit/hotlimit/grpclimit"
+	"github.com/hotlimit/hotlimit/service"
+)
+
+// A rule of two limits: a token bucket that refills 10 a second and holds
+// 20 (q=20), and a window of 100 a minute (q=100).
+var (
+	burstyBucket = hotlimit.Config{Algorithm: hotlimit.TokenBucket, Limit: 10, Window: time.Second, Burst: 20}
+	minuteWindow = hotlimit.Config{Algorithm: hotlimit.FixedWindow, Limit: 100, Window: time.Minute}
+)
+
+// pairModel is the rule {burstyBucket, minuteWindow} written out for a
+// clock that moves in whole seconds from a minute boundary.
+type pairModel struct {
+	tokens, count, last int // the bucket's tokens and last refill (s); the window's count
+}
+
+// take asks the rule for one request at second sec: whether it passes, the
+// limit that decides (0 the bucket, 1 the window), each limit's own
+// Remaining and ResetAfter after it, and the rule's RetryAfter.
+func (m *pairModel) take(sec int) (allowed bool, decider int, remaining [2]int, reset [2]time.Duration, retry time.Duration) {
+	m.tokens = min(20, m.tokens+10*(sec-m.last))
+	m.last = sec
+	untilMinute := time.Duration(60-sec%60) * time.Second
+	switch {
+	case m.tokens < 1: // the bucket is asked first and denies
+		allowed, decider, retry = false, 0, 100*time.Millisecond
+	case m.count >= 100: // the window denies; the bucket's token is given back
+		allowed, decider, retry = false, 1, untilMinute
+	default:
+		allowed = true
+		m.tokens--
+		m.count++
+		// The least share of its capacity left, the bucket on a tie.
+		if (100-m.count)*20 < m.tokens*100 {
+			decider = 1
+		}
+	}
+	remaining = [2]int{m.tokens, 100 - m.count}
+	reset[0] = time.Duration(20-m.tokens) * 100 * time.Millisecond
+	if m.count > 0 {
+		reset[1] = untilMinute
+	}
+	return allowed, decider, remaining, reset, retry
+}
+
+var (
+	policyItem = regexp.MustCompile(`^("[^"]*");q=(\d+);w=(\d+)$`)
+	limitItem  = regexp.MustCompile(`^("[^"]*");r=(\d+);t=(\d+)$`)
+)
+
+// TestSeveralLimitsMetadataDescribesOnePolicy: a rule of a token bucket
+// with a burst and a fixed window behind the unary interceptor. Once the
+// window's share of its quota fell below the bucket's, the window decided
+// and ratelimit-policy advertised it (q=100), while ratelimit carried the
+// bucket's remaining count and the rule's largest reset. Now each
+// ratelimit value names the policy of the ratelimit-policy value in its
+// place, with its own q, r and t as a sequential model of each limit
+// computes them, the deciding policy first: in the header of a call that
+// passes, in the trailer of one denied, whose retry pushback is the denying
+// limit's wait.
+func TestSeveralLimitsMetadataDescribesOnePolicy(t *testing.T) {
+	var now atomic.Int64
+	now.Store(int64(time.Hour)) // a minute boundary: the model's windows
+	svc, err := service.NewFromRules(service.Rules{Default: service.Limits{burstyBucket, minuteWindow}}, hotlimit.WithClock(now.Load))
+	require.NoError(t, err)
+	name := func(c hotlimit.Config) string {
+		if c.Algorithm == hotlimit.TokenBucket {
+			return "bucket"
+		}
+		return "window"
+	}
+	cc := serveBufconn(t, &testService{}, []grpc.ServerOption{grpc.ChainUnaryInterceptor(
+		grpclimit.UnaryServerInterceptor(svc, grpclimit.WithPolicyName(name)))})
+	client := testgrpc.NewTestServiceClient(cc)
+	names := [2]string{`"bucket"`, `"window"`}
+	quota := [2]string{"20", "100"}
+	m := pairModel{tokens: 20}
+	windowDecided := 0
+	// How many calls arrive in each second: the bucket denies in second 2,
+	// the window's share falls below the bucket's from second 5 (while the
+	// bucket's Remaining stays the smaller), the window denies from second 8.
+	for sec, calls := range []int{10, 10, 25, 10, 10, 10, 10, 10, 10, 10, 10, 10} {
+		now.Store(int64(time.Hour) + int64(sec)*int64(time.Second))
+		for call := range calls {
+			allowed, decider, remaining, reset, retry := m.take(sec)
+			var header, trailer metadata.MD
+			_, err := client.UnaryCall(ctx(t), &testgrpc.SimpleRequest{}, grpc.Header(&header), grpc.Trailer(&trailer))
+			md := header
+			if allowed {
+				require.NoError(t, err, "second %d call %d", sec, call)
+			} else {
+				require.Equal(t, codes.ResourceExhausted, status.Code(err), "second %d call %d: %v", sec, call, err)
+				assert.Equal(t, []string{strconv.FormatInt(retry.Milliseconds(), 10)}, trailer.Get("grpc-retry-pushback-ms"),
+					"second %d call %d", sec, call)
+				md = trailer
+			}
+			policies, limits := md.Get(grpclimit.MetadataPolicy), md.Get(grpclimit.MetadataRateLimit)
+			require.Len(t, policies, 2, "second %d call %d: every limit of the rule", sec, call)
+			require.Len(t, limits, 2, "second %d call %d: every limit of the rule", sec, call)
+			for k, j := range [2]int{decider, 1 - decider} {
+				pol := policyItem.FindStringSubmatch(policies[k])
+				lim := limitItem.FindStringSubmatch(limits[k])
+				require.NotNil(t, pol, "second %d call %d: %v", sec, call, md)
+				require.NotNil(t, lim, "second %d call %d: %v", sec, call, md)
+				assert.Equal(t, names[j], pol[1], "second %d call %d entry %d: the deciding policy first", sec, call, k)
+				assert.Equal(t, pol[1], lim[1], "second %d call %d entry %d: both entries name one policy", sec, call, k)
+				assert.Equal(t, quota[j], pol[2], "second %d call %d entry %d: q", sec, call, k)
+				assert.Equal(t, strconv.Itoa(remaining[j]), lim[2], "second %d call %d entry %d: r is the policy's own", sec, call, k)
+				assert.Equal(t, strconv.FormatInt(int64((reset[j]+time.Second-1)/time.Second), 10), lim[3],
+					"second %d call %d entry %d: t is the policy's own", sec, call, k)
+			}
+			if decider == 1 && allowed {
+				windowDecided++
+			}
+		}
+	}
+	assert.Positive(t, windowDecided, "the window decides some calls that pass")
+}

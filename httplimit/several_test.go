@@ -1,0 +1,125 @@
+package httplimit_test
+
+import (
+	"net/http"
+	"regexp"
+	"strconv"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/hotlimit/hotlimit"
+	"github.com/hotlimit/hotlimit/httplimit"
+	"github.com/hotlimit/hotlimit/service"
+)
+
+// A rule of two limits: a token bucket that refills 10 a second and holds
+// 20 (q=20), and a window of 100 a minute (q=100).
+var (
+	burstyBucket = hotlimit.Config{Algorithm: hotlimit.TokenBucket, Limit: 10, Window: time.Second, Burst: 20}
+	minuteWindow = hotlimit.Config{Algorithm: hotlimit.FixedWindow, Limit: 100, Window: time.Minute}
+)
+
+// pairModel is the rule {burstyBucket, minuteWindow} written out for a
+// clock that moves in whole seconds from a minute boundary.
+type pairModel struct {
+	tokens, count, last int // the bucket's tokens and last refill (s); the window's count
+}
+
+// take asks the rule for one request at second sec: whether it passes, the
+// limit that decides (0 the bucket, 1 the window), each limit's own
+// Remaining and ResetAfter after it, and the rule's RetryAfter.
+func (m *pairModel) take(sec int) (allowed bool, decider int, remaining [2]int, reset [2]time.Duration, retry time.Duration) {
+	m.tokens = min(20, m.tokens+10*(sec-m.last))
+	m.last = sec
+	untilMinute := time.Duration(60-sec%60) * time.Second
+	switch {
+	case m.tokens < 1: // the bucket is asked first and denies
+		allowed, decider, retry = false, 0, 100*time.Millisecond
+	case m.count >= 100: // the window denies; the bucket's token is given back
+		allowed, decider, retry = false, 1, untilMinute
+	default:
+		allowed = true
+		m.tokens--
+		m.count++
+		// The least share of its capacity left, the bucket on a tie.
+		if (100-m.count)*20 < m.tokens*100 {
+			decider = 1
+		}
+	}
+	remaining = [2]int{m.tokens, 100 - m.count}
+	reset[0] = time.Duration(20-m.tokens) * 100 * time.Millisecond
+	if m.count > 0 {
+		reset[1] = untilMinute
+	}
+	return allowed, decider, remaining, reset, retry
+}
+
+// pairScript is how many requests arrive in each second: the bucket denies
+// in second 2, the window's share falls below the bucket's from second 5
+// (while the bucket's Remaining stays the smaller), and the window denies
+// from second 8.
+var pairScript = []int{10, 10, 25, 10, 10, 10, 10, 10, 10, 10, 10, 10}
+
+var (
+	policyItem = regexp.MustCompile(`^("[^"]*");q=(\d+);w=(\d+)$`)
+	limitItem  = regexp.MustCompile(`^("[^"]*");r=(\d+);t=(\d+)$`)
+)
+
+// TestSeveralLimitsHeadersDescribeOnePolicy: behind the middleware, a rule
+// of a token bucket with a burst and a fixed window. Once the window's
+// share of its quota fell below the bucket's, the window decided and
+// RateLimit-Policy advertised it (q=100), but RateLimit carried the
+// bucket's remaining count, the smaller, and the rule's largest reset: an
+// item that described no policy. Now each RateLimit item names the policy
+// of the RateLimit-Policy item in its place, with that policy's own q, r
+// and t, as a sequential model of each limit computes them: the deciding
+// policy first, then the rule's other limit. A denial's Retry-After is the
+// denying limit's wait.
+func TestSeveralLimitsHeadersDescribeOnePolicy(t *testing.T) {
+	var now atomic.Int64
+	now.Store(int64(time.Hour)) // a minute boundary: the model's windows
+	svc, err := service.NewFromRules(service.Rules{Default: service.Limits{burstyBucket, minuteWindow}}, hotlimit.WithClock(now.Load))
+	require.NoError(t, err)
+	h := httplimit.New(svc)(ok)
+	names := [2]string{`"` + httplimit.PolicyName(burstyBucket) + `"`, `"` + httplimit.PolicyName(minuteWindow) + `"`}
+	quota := [2]string{"20", "100"}
+	m := pairModel{tokens: 20}
+	windowDecided := 0
+	for sec, calls := range pairScript {
+		now.Store(int64(time.Hour) + int64(sec)*int64(time.Second))
+		for call := range calls {
+			allowed, decider, remaining, reset, retry := m.take(sec)
+			w := serve(h, get("/", "192.0.2.1:1"))
+			if allowed {
+				assert.Equal(t, http.StatusOK, w.Code, "second %d call %d", sec, call)
+			} else {
+				assert.Equal(t, http.StatusTooManyRequests, w.Code, "second %d call %d", sec, call)
+				assert.Equal(t, strconv.FormatInt(int64((retry+time.Second-1)/time.Second), 10), w.Header().Get("Retry-After"),
+					"second %d call %d", sec, call)
+			}
+			policies, limits := w.Header().Values("RateLimit-Policy"), w.Header().Values("RateLimit")
+			require.Len(t, policies, 2, "second %d call %d: every limit of the rule", sec, call)
+			require.Len(t, limits, 2, "second %d call %d: every limit of the rule", sec, call)
+			for k, j := range [2]int{decider, 1 - decider} {
+				pol := policyItem.FindStringSubmatch(policies[k])
+				lim := limitItem.FindStringSubmatch(limits[k])
+				require.NotNil(t, pol, "second %d call %d: %q", sec, call, policies[k])
+				require.NotNil(t, lim, "second %d call %d: %q", sec, call, limits[k])
+				assert.Equal(t, names[j], pol[1], "second %d call %d item %d: the deciding policy first", sec, call, k)
+				assert.Equal(t, pol[1], lim[1], "second %d call %d item %d: both items name one policy", sec, call, k)
+				assert.Equal(t, quota[j], pol[2], "second %d call %d item %d: q", sec, call, k)
+				assert.Equal(t, strconv.Itoa(remaining[j]), lim[2], "second %d call %d item %d: r is the policy's own", sec, call, k)
+				assert.Equal(t, strconv.FormatInt(int64((reset[j]+time.Second-1)/time.Second), 10), lim[3],
+					"second %d call %d item %d: t is the policy's own", sec, call, k)
+			}
+			if decider == 1 && allowed {
+				windowDecided++
+			}
+		}
+	}
+	assert.Positive(t, windowDecided, "the window decides some allowed requests")
+}
