@@ -65,9 +65,10 @@ type Event struct {
 	Outcome Outcome
 	// N is the number of requests asked for.
 	N int
-	// Decision is the decision returned to the caller. For a rule of
-	// several limits its Remaining is the least of the limits', which may
-	// be another limit's than Policy's, of another capacity: classify by
+	// Decision is the rule's decision, as service.Service.Take returns it.
+	// For a rule of several limits its Remaining is the least of the
+	// limits', which may be another limit's than Policy's, of another
+	// capacity (TakePolicy returns Policy's own instead): classify by
 	// Outcome, which was measured on Policy's own Remaining, rather than
 	// by Decision against Policy.
 	Decision Decision
