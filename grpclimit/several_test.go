@@ -17,50 +17,9 @@ import (
 
 	"github.com/hotlimit/hotlimit"
 	"github.com/hotlimit/hotlimit/grpclimit"
+	"github.com/hotlimit/hotlimit/internal/limitertest"
 	"github.com/hotlimit/hotlimit/service"
 )
-
-// A rule of two limits: a token bucket that refills 10 a second and holds
-// 20 (q=20), and a window of 100 a minute (q=100).
-var (
-	burstyBucket = hotlimit.Config{Algorithm: hotlimit.TokenBucket, Limit: 10, Window: time.Second, Burst: 20}
-	minuteWindow = hotlimit.Config{Algorithm: hotlimit.FixedWindow, Limit: 100, Window: time.Minute}
-)
-
-// pairModel is the rule {burstyBucket, minuteWindow} written out for a
-// clock that moves in whole seconds from a minute boundary.
-type pairModel struct {
-	tokens, count, last int // the bucket's tokens and last refill (s); the window's count
-}
-
-// take asks the rule for one request at second sec: whether it passes, the
-// limit that decides (0 the bucket, 1 the window), each limit's own
-// Remaining and ResetAfter after it, and the rule's RetryAfter.
-func (m *pairModel) take(sec int) (allowed bool, decider int, remaining [2]int, reset [2]time.Duration, retry time.Duration) {
-	m.tokens = min(20, m.tokens+10*(sec-m.last))
-	m.last = sec
-	untilMinute := time.Duration(60-sec%60) * time.Second
-	switch {
-	case m.tokens < 1: // the bucket is asked first and denies
-		allowed, decider, retry = false, 0, 100*time.Millisecond
-	case m.count >= 100: // the window denies; the bucket's token is given back
-		allowed, decider, retry = false, 1, untilMinute
-	default:
-		allowed = true
-		m.tokens--
-		m.count++
-		// The least share of its capacity left, the bucket on a tie.
-		if (100-m.count)*20 < m.tokens*100 {
-			decider = 1
-		}
-	}
-	remaining = [2]int{m.tokens, 100 - m.count}
-	reset[0] = time.Duration(20-m.tokens) * 100 * time.Millisecond
-	if m.count > 0 {
-		reset[1] = untilMinute
-	}
-	return allowed, decider, remaining, reset, retry
-}
 
 var (
 	policyItem = regexp.MustCompile(`^("[^"]*");q=(\d+);w=(\d+)$`)
@@ -80,7 +39,7 @@ var (
 func TestSeveralLimitsMetadataDescribesOnePolicy(t *testing.T) {
 	var now atomic.Int64
 	now.Store(int64(time.Hour)) // a minute boundary: the model's windows
-	svc, err := service.NewFromRules(service.Rules{Default: service.Limits{burstyBucket, minuteWindow}}, hotlimit.WithClock(now.Load))
+	svc, err := service.NewFromRules(service.Rules{Default: service.Limits{limitertest.BurstyBucket, limitertest.MinuteWindow}}, hotlimit.WithClock(now.Load))
 	require.NoError(t, err)
 	name := func(c hotlimit.Config) string {
 		if c.Algorithm == hotlimit.TokenBucket {
@@ -93,15 +52,16 @@ func TestSeveralLimitsMetadataDescribesOnePolicy(t *testing.T) {
 	client := testgrpc.NewTestServiceClient(cc)
 	names := [2]string{`"bucket"`, `"window"`}
 	quota := [2]string{"20", "100"}
-	m := pairModel{tokens: 20}
+	m := limitertest.NewPairModel()
 	windowDecided := 0
 	// How many calls arrive in each second: the bucket denies in second 2,
 	// the window's share falls below the bucket's from second 5 (while the
 	// bucket's Remaining stays the smaller), the window denies from second 8.
-	for sec, calls := range []int{10, 10, 25, 10, 10, 10, 10, 10, 10, 10, 10, 10} {
+	for sec, calls := range limitertest.PairScript {
 		now.Store(int64(time.Hour) + int64(sec)*int64(time.Second))
 		for call := range calls {
-			allowed, decider, remaining, reset, retry := m.take(sec)
+			step := m.Take(sec)
+			allowed, decider, remaining, reset, retry := step.Allowed, step.Decider, step.Remaining, step.ResetAfter, step.RetryAfter
 			var header, trailer metadata.MD
 			_, err := client.UnaryCall(ctx(t), &testgrpc.SimpleRequest{}, grpc.Header(&header), grpc.Trailer(&trailer))
 			md := header
