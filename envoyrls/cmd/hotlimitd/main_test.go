@@ -4,7 +4,6 @@ import (
 	"bufio"
 	"bytes"
 	"context"
-	"encoding/json"
 	"fmt"
 	"io"
 	"log/slog"
@@ -439,42 +438,9 @@ func TestSecondSignalStopsAtOnce(t *testing.T) {
 	if testing.Short() {
 		t.Skip("builds the command")
 	}
-	bin := filepath.Join(t.TempDir(), "hotlimitd")
-	out, err := exec.Command("go", "build", "-o", bin, ".").CombinedOutput()
-	require.NoError(t, err, "%s", out)
 	dir := t.TempDir()
 	writeRule(t, dir, "2")
-	cmd := exec.Command(bin, "-config", dir, "-grpc", "127.0.0.1:0", "-http", "127.0.0.1:0", "-drain", "1m")
-	stderr, err := cmd.StderrPipe()
-	require.NoError(t, err)
-	require.NoError(t, cmd.Start())
-	exited := make(chan error, 1)
-	lines := make(chan string, 64)
-	go func() {
-		sc := bufio.NewScanner(stderr)
-		for sc.Scan() {
-			lines <- sc.Text()
-		}
-		close(lines)
-		exited <- cmd.Wait()
-	}()
-	t.Cleanup(func() { _ = cmd.Process.Kill() })
-	waitLog := func(msg string) map[string]any {
-		t.Helper()
-		timeout := time.After(15 * time.Second)
-		for {
-			select {
-			case l, ok := <-lines:
-				require.True(t, ok, "exited before logging %q", msg)
-				var rec map[string]any
-				if json.Unmarshal([]byte(l), &rec) == nil && rec["msg"] == msg {
-					return rec
-				}
-			case <-timeout:
-				t.Fatalf("no %q in the log", msg)
-			}
-		}
-	}
+	cmd, waitLog, exited := startBinary(t, "-config", dir, "-grpc", "127.0.0.1:0", "-http", "127.0.0.1:0", "-drain", "1m")
 	httpAddr, _ := waitLog("serving")["http"].(string)
 	conn, err := net.Dial("tcp", httpAddr)
 	require.NoError(t, err)
