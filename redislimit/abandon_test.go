@@ -6,6 +6,7 @@ import (
 	"math/rand/v2"
 	"slices"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -22,9 +23,13 @@ import (
 // abandonHook forces the interleaving of a caller that leaves while its
 // call is in a batch: a command sent by itself on the key held is held
 // until release is closed, so that it keeps a call in flight and the next
-// calls join a batch; a pipeline is run by Redis, and then, before its
-// answers are handed out, cancel is called and the hook waits for left,
-// which the test closes once the caller has returned.
+// calls join a batch; a pipeline of scripts is run by Redis, and then,
+// before its answers are handed out, cancel is called and the hook waits
+// for left, which the test closes once the caller has returned. The
+// pipeline go-redis sends to set up a new connection (HELLO, CLIENT
+// SETINFO), which runs inside the batch's before the batch is sent, is
+// let through: cancelling there would have the caller leave before Redis
+// ran its call.
 type abandonHook struct {
 	held    string // the Redis key whose lone command is held
 	release chan struct{}
@@ -52,6 +57,9 @@ func (h *abandonHook) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
 func (h *abandonHook) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
 	return func(ctx context.Context, cmds []redis.Cmder) error {
 		err := next(ctx, cmds)
+		if !scripts(cmds) {
+			return err
+		}
 		h.mu.Lock()
 		cancel := h.cancel
 		h.cancel = nil
@@ -272,4 +280,88 @@ func TestServiceRuleCanceledMidBatch(t *testing.T) {
 	assert.Equal(t, first.Limit, take(t, limA, key, 0).Remaining, "the service gave the first limit back")
 	require.Eventually(t, func() bool { return take(t, limB, key, 0).Remaining == second.Limit },
 		5*time.Second, 10*time.Millisecond, "the batch gave the second limit back")
+}
+
+// scripts reports whether cmds is a pipeline of script calls, not one
+// that sets up a connection.
+func scripts(cmds []redis.Cmder) bool {
+	return len(cmds) > 0 && cmds[0].Name() == "evalsha"
+}
+
+// pipeSignal is a go-redis hook that sends on done after every pipeline
+// of scripts the client ran (not those that set up a connection), so that a test knows when a batch's give-back is over.
+type pipeSignal struct{ done chan struct{} }
+
+func (h pipeSignal) DialHook(next redis.DialHook) redis.DialHook          { return next }
+func (h pipeSignal) ProcessHook(next redis.ProcessHook) redis.ProcessHook { return next }
+
+func (h pipeSignal) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
+	return func(ctx context.Context, cmds []redis.Cmder) error {
+		err := next(ctx, cmds)
+		if scripts(cmds) {
+			h.done <- struct{}{}
+		}
+		return err
+	}
+}
+
+// TestCanceledInBatchGivesBackWhatStillCounts: with an injected clock, the
+// give-back of a caller that left a batch is judged at the time it is made,
+// not at the time of the take. A caller takes 5 of 10 at t0 in a batch and
+// leaves; at t0 + 5s, with 5 refilled, another instance takes the 10 that
+// a key without the caller's take holds then; only then is the give-back
+// made. Had the caller taken nothing, the key would have been full at t0 +
+// 5s all the same (its refill capped), so nothing is given back, and the
+// key is as empty as the sequential model without the caller's take says.
+// A give-back judged at t0 refilled nothing since and handed 5 back: 5
+// requests past the limit.
+func TestCanceledInBatchGivesBackWhatStillCounts(t *testing.T) {
+	srv := redistest.Start(t)
+	for _, a := range []hotlimit.Algorithm{hotlimit.TokenBucket, hotlimit.GCRA} {
+		t.Run(a.String(), func(t *testing.T) {
+			c := hotlimit.Config{Algorithm: a, Limit: 10, Window: 10 * time.Second}
+			var now atomic.Int64
+			now.Store(int64(time.Hour))
+			clocked := hotlimit.WithClock(now.Load)
+			client := newClient(t, srv)
+			prefix := redislimit.WithPrefix("stale:")
+			lim := newExact(t, client, c, clocked, prefix, redislimit.WithBatch(64, 1), redislimit.WithBreaker(0, 0))
+			other := newExact(t, newClient(t, srv), c, clocked, prefix)
+			require.Equal(t, lim.RedisKey("k"), other.RedisKey("k"), "one key in Redis")
+			take(t, lim, "warm", 0) // loads the script: the batch runs it at once
+
+			ctx, cancel := context.WithCancel(context.Background())
+			h := &abandonHook{held: lim.RedisKey("held"), release: make(chan struct{}), holding: make(chan struct{}),
+				cancel: cancel, left: make(chan struct{})}
+			piped := pipeSignal{done: make(chan struct{}, 2)}
+			client.AddHook(h)
+			client.AddHook(piped) // inside h: it hears of the batch before h holds it
+			heldDone := make(chan struct{})
+			go func() {
+				defer close(heldDone)
+				_, _ = lim.TakeContext(context.Background(), "held", 1)
+			}()
+			<-h.holding
+
+			t0 := now.Load()
+			_, err := lim.TakeContext(ctx, "k", 5)
+			require.ErrorIs(t, err, context.Canceled, "the caller left after Redis ran its batch")
+			<-piped.done // the batch, run by Redis before the caller left
+
+			now.Add(int64(5 * time.Second))
+			m := newModel(c)
+			want := m.Take("k", 10, now.Load()-t0)
+			require.True(t, want.Allowed, "without the caller's take, the key holds 10 at t0 + 5s")
+			got := take(t, other, "k", 10)
+			require.True(t, got.Allowed, "5 left and 5 refilled")
+			close(h.left)
+			<-piped.done // the give-back
+			close(h.release)
+			<-heldDone
+
+			assert.Equal(t, m.Take("k", 0, now.Load()-t0).Remaining, take(t, other, "k", 0).Remaining,
+				"what the key has left after the give-back")
+			assert.False(t, other.Allow("k"), "the key is drained: nothing passes past the limit")
+		})
+	}
 }

@@ -461,15 +461,24 @@ func (l *Limiter) run(ctx context.Context, k string, n, extra, giveback, at int6
 
 // args returns the script's arguments (see scripts/prelude.lua).
 func (l *Limiter) args(n, extra, giveback, at int64) ([]any, error) {
-	now := ""
-	if l.clock != nil {
-		t := l.clock()
-		if t > exact || t < -exact {
-			return nil, ErrClockRange
-		}
-		now = strconv.FormatInt(t, 10)
+	now, err := nowArg(l.clock)
+	if err != nil {
+		return nil, err
 	}
 	return []any{n, now, l.fixed[0], l.fixed[1], l.fixed[2], l.fixed[3], extra, giveback, at}, nil
+}
+
+// nowArg returns the script's argument now for clock: a reading of it, or
+// "" for Redis's TIME when clock is nil.
+func nowArg(clock hotlimit.Clock) (string, error) {
+	if clock == nil {
+		return "", nil
+	}
+	t := clock()
+	if t > exact || t < -exact {
+		return "", ErrClockRange
+	}
+	return strconv.FormatInt(t, 10), nil
 }
 
 // parse reads a script's reply.
