@@ -132,3 +132,69 @@ func TestLeaseGrantedDuringCloseIsGivenBack(t *testing.T) {
 	assert.Equal(t, c.Limit-2, take(t, other, "k", 0).Remaining, "after Close a call takes no lease")
 	assert.Zero(t, leased.Len())
 }
+
+// cancelAfter is a go-redis hook that, once armed, cancels a context right
+// after Redis answered the next command sent by itself on key with n > 0:
+// the caller's context ends between Redis's answer and what the call does
+// with it.
+type cancelAfter struct {
+	key    string
+	armed  atomic.Bool
+	cancel context.CancelFunc
+}
+
+func (h *cancelAfter) DialHook(next redis.DialHook) redis.DialHook { return next }
+
+func (h *cancelAfter) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
+	return func(ctx context.Context, cmd redis.Cmder) error {
+		err := next(ctx, cmd)
+		if args := cmd.Args(); len(args) > 4 && args[3] == h.key && fmt.Sprint(args[4]) != "0" && h.armed.CompareAndSwap(true, false) {
+			h.cancel()
+		}
+		return err
+	}
+}
+
+func (h *cancelAfter) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
+	return next
+}
+
+// TestLeaseReplacedAsCallerLeavesIsGivenBack: a call that Redis grants a
+// new lease retires the key's expired one, giving back its unspent
+// requests. When the caller's context ends right after Redis's answer, the
+// call still has that answer (it passed, with the new lease), and the old
+// lease's unspent requests still go back: Redis counts exactly what was
+// spent and what the new lease holds.
+func TestLeaseReplacedAsCallerLeavesIsGivenBack(t *testing.T) {
+	srv := redistest.Start(t)
+	const lease = 5
+	c := hotlimit.Config{Algorithm: hotlimit.FixedWindow, Limit: 20, Window: time.Hour}
+	var now atomic.Int64
+	now.Store(int64(time.Hour) + 1)
+	clocked := hotlimit.WithClock(now.Load)
+	client := newClient(t, srv)
+	leased := newExact(t, client, c, clocked, redislimit.WithLease(lease, time.Second))
+	other := newExact(t, newClient(t, srv), c, clocked)
+	left := func() int { return take(t, other, "k", 0).Remaining }
+
+	require.True(t, take(t, leased, "k", 1).Allowed)
+	require.Equal(t, c.Limit-1-lease, left(), "Redis counts the request and the first lease")
+	for range 2 {
+		require.True(t, take(t, leased, "k", 1).Allowed, "spent from the first lease")
+	}
+	now.Add(int64(2 * time.Second)) // the first lease expires, 3 unspent; the window goes on
+
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	h := &cancelAfter{key: leased.RedisKey("k"), cancel: cancel}
+	client.AddHook(h)
+	h.armed.Store(true)
+	d, err := leased.TakeContext(ctx, "k", 1)
+	require.NoError(t, err, "Redis answered before the caller's context ended")
+	require.True(t, d.Allowed)
+	require.False(t, h.armed.Load(), "the caller's context ended after Redis's answer")
+	require.ErrorIs(t, ctx.Err(), context.Canceled)
+	assert.Equal(t, c.Limit-(3+1+lease), left(),
+		"Redis counts the 3 spent from the first lease, this request and the second lease: the first lease's 3 unspent are back")
+	assert.Equal(t, 1, leased.Len(), "the second lease is held")
+}
