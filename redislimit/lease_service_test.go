@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"runtime"
 	"strconv"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -197,4 +198,49 @@ func TestLeaseReplacedAsCallerLeavesIsGivenBack(t *testing.T) {
 	assert.Equal(t, c.Limit-(3+1+lease), left(),
 		"Redis counts the 3 spent from the first lease, this request and the second lease: the first lease's 3 unspent are back")
 	assert.Equal(t, 1, leased.Len(), "the second lease is held")
+}
+
+// TestCloseRacingLeasesConserves: 8 goroutines take from one hot key of a
+// leasing limiter, spending from its leases and asking Redis for new ones,
+// while Close runs once a tenth of the calls are made; the calls go on
+// after it. Whatever the interleaving of spends, grants, retirements and
+// Close, Redis counts exactly the requests admitted afterwards: no leased
+// request is lost or given back twice, and the closed limiter holds no
+// lease.
+func TestCloseRacingLeasesConserves(t *testing.T) {
+	srv := redistest.Start(t)
+	workers, calls := 8, 400
+	if testing.Short() {
+		calls = 100
+	}
+	for _, a := range leasing {
+		t.Run(a.String(), func(t *testing.T) {
+			c := hotlimit.Config{Algorithm: a, Limit: workers * calls * 2, Window: time.Minute}
+			clocked := frozenClock()
+			prefix := redislimit.WithPrefix("closerace:")
+			lim := newExact(t, newClient(t, srv), c, clocked, prefix, redislimit.WithLease(7, time.Hour))
+			other := newExact(t, newClient(t, srv), c, clocked, prefix)
+			var admitted, made atomic.Int64
+			closed := make(chan error, 1)
+			var wg sync.WaitGroup
+			for range workers {
+				wg.Go(func() {
+					for range calls {
+						if made.Add(1) == int64(workers*calls/10) {
+							closed <- lim.Close()
+						}
+						if d := take(t, lim, "k", 1); d.Allowed {
+							admitted.Add(1)
+						}
+					}
+				})
+			}
+			wg.Wait()
+			require.NoError(t, <-closed, "Close gave every lease back")
+			assert.EqualValues(t, workers*calls, admitted.Load(), "the limit is far above the calls: every one passes")
+			assert.Zero(t, lim.Len(), "the closed limiter holds no lease")
+			assert.EqualValues(t, c.Limit-int(admitted.Load()), take(t, other, "k", 0).Remaining,
+				"Redis counts exactly the requests admitted")
+		})
+	}
 }
