@@ -365,3 +365,46 @@ func TestCanceledInBatchGivesBackWhatStillCounts(t *testing.T) {
 		})
 	}
 }
+
+// TestCanceledTakeAllGivesBackByEachClock: a TakeAll whose takes join one
+// batch may mix limiters of different clocks: the first reads Redis's
+// TIME, the second an injected clock. When the caller leaves after Redis
+// ran the batch, each give-back is judged by its own limiter's clock, so
+// both keys are as full as before, read back with n = 0.
+func TestCanceledTakeAllGivesBackByEachClock(t *testing.T) {
+	srv := redistest.Start(t)
+	client := newClient(t, srv)
+	ca := hotlimit.Config{Algorithm: hotlimit.TokenBucket, Limit: 5, Window: time.Minute}
+	cb := hotlimit.Config{Algorithm: hotlimit.FixedWindow, Limit: 4, Window: time.Minute}
+	opts := []hotlimit.Option{redislimit.WithBatch(64, 1), redislimit.WithBreaker(0, 0), redislimit.WithPrefix("clocks:")}
+	redisTime := newExact(t, client, ca, opts...)
+	injected := newExact(t, client, cb, append([]hotlimit.Option{frozenClock()}, opts...)...)
+	take(t, redisTime, "warm", 0)
+	take(t, injected, "warm", 0)
+
+	ctx, cancel := context.WithCancel(context.Background())
+	h := &abandonHook{held: redisTime.RedisKey("held"), release: make(chan struct{}), holding: make(chan struct{}),
+		cancel: cancel, left: make(chan struct{})}
+	piped := pipeSignal{done: make(chan struct{}, 2)}
+	client.AddHook(h)
+	client.AddHook(piped)
+	heldDone := make(chan struct{})
+	go func() {
+		defer close(heldDone)
+		_, _ = redisTime.TakeContext(context.Background(), "held", 1)
+	}()
+	<-h.holding
+
+	takes := []redislimit.Take{{Limiter: redisTime, Key: "k", N: 2}, {Limiter: injected, Key: "k", N: 3}}
+	redislimit.TakeAll(ctx, takes)
+	for i, tk := range takes {
+		require.ErrorIs(t, tk.Err, context.Canceled, "take %d: the caller left", i)
+	}
+	<-piped.done // the batch
+	close(h.left)
+	<-piped.done // the give-backs
+	close(h.release)
+	<-heldDone
+	assert.Equal(t, ca.Limit, take(t, redisTime, "k", 0).Remaining, "the key of Redis's clock is full")
+	assert.Equal(t, cb.Limit, take(t, injected, "k", 0).Remaining, "the key of the injected clock is full")
+}
