@@ -408,3 +408,36 @@ func TestCanceledTakeAllGivesBackByEachClock(t *testing.T) {
 	assert.Equal(t, ca.Limit, take(t, redisTime, "k", 0).Remaining, "the key of Redis's clock is full")
 	assert.Equal(t, cb.Limit, take(t, injected, "k", 0).Remaining, "the key of the injected clock is full")
 }
+
+// TestCanceledRefundMayStillCount: a refund whose caller leaves after Redis
+// ran its batch returns the caller's error, and yet the requests are back,
+// as RefundContext's doc warns: a give-back is not taken back, so such an
+// error does not mean that nothing was given back.
+func TestCanceledRefundMayStillCount(t *testing.T) {
+	srv := redistest.Start(t)
+	client := newClient(t, srv)
+	c := hotlimit.Config{Algorithm: hotlimit.TokenBucket, Limit: 5, Window: time.Minute}
+	lim := newExact(t, client, c, frozenClock(), redislimit.WithBatch(64, 1), redislimit.WithBreaker(0, 0))
+	d, r := lim.TakeReceipt("k", 3)
+	require.True(t, d.Allowed)
+
+	ctx, cancel := context.WithCancel(context.Background())
+	h := &abandonHook{held: lim.RedisKey("held"), release: make(chan struct{}), holding: make(chan struct{}),
+		cancel: cancel, left: make(chan struct{})}
+	piped := pipeSignal{done: make(chan struct{}, 2)}
+	client.AddHook(h)
+	client.AddHook(piped)
+	heldDone := make(chan struct{})
+	go func() {
+		defer close(heldDone)
+		_, _ = lim.TakeContext(context.Background(), "held", 1)
+	}()
+	<-h.holding
+
+	require.ErrorIs(t, lim.RefundContext(ctx, "k", r), context.Canceled, "the caller left the refund's batch")
+	<-piped.done // the refund's batch, run by Redis before the caller left
+	close(h.left)
+	close(h.release)
+	<-heldDone
+	assert.Equal(t, c.Limit, take(t, lim, "k", 0).Remaining, "the refund was made all the same")
+}

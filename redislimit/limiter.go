@@ -320,7 +320,11 @@ func (l *Limiter) Refund(key string, r hotlimit.Receipt) {
 	_ = l.RefundContext(context.Background(), key, r)
 }
 
-// RefundContext is Refund under ctx, with Redis's error if any.
+// RefundContext is Refund under ctx, with Redis's error if any. An error
+// because ctx ended or the limiter's timeout passed does not say that
+// nothing was given back: the give-back may have reached Redis, and a
+// caller that left it is not told. Do not refund the receipt again on such
+// an error: a refund made twice may give back what was not taken.
 func (l *Limiter) RefundContext(ctx context.Context, key string, r hotlimit.Receipt) error {
 	if r.N < 1 {
 		return nil
