@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"math/rand/v2"
+	"runtime"
 	"slices"
 	"sync"
 	"sync/atomic"
@@ -440,4 +441,86 @@ func TestCanceledRefundMayStillCount(t *testing.T) {
 	close(h.release)
 	<-heldDone
 	assert.Equal(t, c.Limit, take(t, lim, "k", 0).Remaining, "the refund was made all the same")
+}
+
+// holdPipe is a go-redis hook that holds the first pipeline of scripts
+// until release is closed (holding is closed once it is held), and records
+// the key of every script call the client sends in a pipeline.
+type holdPipe struct {
+	holding, release chan struct{}
+	once             sync.Once
+	mu               sync.Mutex
+	keys             []string
+}
+
+func (h *holdPipe) DialHook(next redis.DialHook) redis.DialHook          { return next }
+func (h *holdPipe) ProcessHook(next redis.ProcessHook) redis.ProcessHook { return next }
+
+func (h *holdPipe) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
+	return func(ctx context.Context, cmds []redis.Cmder) error {
+		if !scripts(cmds) {
+			return next(ctx, cmds)
+		}
+		h.mu.Lock()
+		for _, c := range cmds {
+			h.keys = append(h.keys, fmt.Sprint(c.Args()[3]))
+		}
+		h.mu.Unlock()
+		h.once.Do(func() {
+			close(h.holding)
+			<-h.release
+		})
+		return next(ctx, cmds)
+	}
+}
+
+// TestLeftBeforeSentIsNotSent: a call whose caller leaves while it waits in
+// the batcher's queue, its flusher busy with an earlier batch, is never
+// sent to Redis: no script call names its key, and Redis holds no key for
+// it. The call after it is sent and answered.
+func TestLeftBeforeSentIsNotSent(t *testing.T) {
+	srv := redistest.Start(t)
+	client := newClient(t, srv)
+	c := hotlimit.Config{Algorithm: hotlimit.TokenBucket, Limit: 5, Window: time.Minute}
+	lim := newExact(t, client, c, frozenClock(), redislimit.WithBatch(64, 1), redislimit.WithBreaker(0, 0))
+	take(t, lim, "warm", 0)
+	h := &abandonHook{held: lim.RedisKey("held"), release: make(chan struct{}), holding: make(chan struct{})}
+	p := &holdPipe{holding: make(chan struct{}), release: make(chan struct{})}
+	client.AddHook(h)
+	client.AddHook(p)
+	heldDone := make(chan struct{})
+	go func() {
+		defer close(heldDone)
+		_, _ = lim.TakeContext(context.Background(), "held", 1)
+	}()
+	<-h.holding
+
+	first := make(chan hotlimit.Decision)
+	go func() { first <- take(t, lim, "first", 1) }()
+	<-p.holding // the flusher is busy with the batch of "first"
+
+	ctx, cancel := context.WithCancel(context.Background())
+	leftDone := make(chan error)
+	go func() {
+		_, err := lim.TakeContext(ctx, "left", 1)
+		leftDone <- err
+	}()
+	for redislimit.Queued(lim) == 0 { // the call of "left" waits in the queue
+		runtime.Gosched()
+	}
+	cancel()
+	require.ErrorIs(t, <-leftDone, context.Canceled, "the caller left")
+
+	close(p.release)
+	require.True(t, (<-first).Allowed)
+	require.True(t, take(t, lim, "after", 1).Allowed, "the next batch, which the flusher sends after it met the call left")
+	close(h.release)
+	<-heldDone
+
+	p.mu.Lock()
+	keys := slices.Clone(p.keys)
+	p.mu.Unlock()
+	assert.Contains(t, keys, lim.RedisKey("after"), "the call after it went in a batch")
+	assert.NotContains(t, keys, lim.RedisKey("left"), "the call left was not sent")
+	assert.Zero(t, srv.Client().Exists(context.Background(), lim.RedisKey("left")).Val(), "Redis has no key for it")
 }
