@@ -78,7 +78,8 @@ func (l *Limiter) grantLease(ctx context.Context, key, redisKey string, rep repl
 	// The give-backs below are the limiter's, not the caller's: they run
 	// even when the caller's context has ended since Redis's answer, which
 	// would otherwise leave prev's unspent requests taken (retireTo has
-	// swapped them out of prev already). The limiter's timeout bounds them.
+	// swapped them out of prev already). The limiter's timeout, when set,
+	// bounds them.
 	ctx = context.WithoutCancel(ctx)
 	if prev, loaded := l.leases.LoadAndStore(key, ls); loaded {
 		_ = l.retireTo(ctx, redisKey, prev)
