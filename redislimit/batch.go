@@ -8,6 +8,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/hotlimit/hotlimit"
 	"github.com/redis/go-redis/v9"
 )
 
@@ -34,6 +35,9 @@ type batcher struct {
 	client  redis.UniversalClient
 	script  *redis.Script
 	timeout time.Duration
+	// clock is the limiter's injected clock, or nil for Redis's TIME: the
+	// clock of its ops.
+	clock hotlimit.Clock
 	// enforced: the client applies context deadlines to its sockets, so a
 	// call made on the caller's goroutine returns by its deadline.
 	enforced bool
@@ -55,8 +59,12 @@ type op struct {
 	script *redis.Script
 	key    string
 	args   []any
-	rep    reply
-	err    error
+	// clock is the injected clock of the op's limiter, or nil for Redis's
+	// TIME: its give-back (see undo) reads it. The ops of a TakeAll in one
+	// batch may be of limiters of different clocks.
+	clock hotlimit.Clock
+	rep   reply
+	err   error
 }
 
 // call is the script calls of one caller, waiting for their batch.
@@ -113,8 +121,12 @@ func (c *call) leave() bool {
 }
 
 // undo gives back to Redis what ops took, the calls of a caller that left:
-// each op that passed returns its n and what it leased beyond, at the time
-// Redis took them, which restores the key as it was (see hotlimit.Refunder).
+// each op that passed returns its n and what it leased beyond, taken at the
+// time Redis took them, as far as they still count now (see
+// hotlimit.Refunder). Now is a fresh reading of each op's clock, not the
+// take's: judged at the take's time, a give-back would return requests
+// that have refilled since, into a key whose later takes counted on that
+// refill.
 // The give-backs travel in one pipeline; one that fails leaves its requests
 // counted until they age out.
 func (b *batcher) undo(ops []op) {
@@ -128,11 +140,15 @@ func (b *batcher) undo(ops []op) {
 		if n+o.rep.got < 1 {
 			continue
 		}
-		// ARGV (see scripts/prelude.lua): take nothing, give back
+		now, err := nowArg(o.clock)
+		if err != nil {
+			continue // the clock cannot be read exactly: nothing is given back
+		}
+		// ARGV (see scripts/prelude.lua): take nothing, now, give back
 		// n + got taken at rep.now.
 		args := slices.Clone(o.args)
-		args[0], args[6], args[7], args[8] = int64(0), int64(0), n+o.rep.got, o.rep.now
-		back = append(back, &op{script: o.script, key: o.key, args: args})
+		args[0], args[1], args[6], args[7], args[8] = int64(0), now, int64(0), n+o.rep.got, o.rep.now
+		back = append(back, &op{script: o.script, key: o.key, args: args, clock: o.clock})
 	}
 	if len(back) > 0 {
 		b.rerun(context.Background(), back)
@@ -152,7 +168,7 @@ var errStopped = errors.New("redislimit: batcher stopped")
 // newBatcher returns the batcher of l, with flushers goroutines sending
 // batches of up to max calls; max 0 sends every call by itself.
 func newBatcher(l *Limiter, max, flushers int) *batcher {
-	b := &batcher{client: l.client, script: l.script, timeout: l.set.timeout, enforced: enforcesDeadlines(l.client),
+	b := &batcher{client: l.client, script: l.script, timeout: l.set.timeout, clock: l.clock, enforced: enforcesDeadlines(l.client),
 		max: max, calls: make(chan *call, max), stop: make(chan struct{})}
 	for range min(max, 1) * flushers {
 		b.wg.Go(b.flush)
@@ -171,7 +187,7 @@ func (b *batcher) do(ctx context.Context, redisKey string, args []any) (reply, e
 		defer cancel()
 	}
 	c := newCall()
-	c.ops = append(c.ops, op{script: b.script, key: redisKey, args: args})
+	c.ops = append(c.ops, op{script: b.script, key: redisKey, args: args, clock: b.clock})
 	switch err := b.wait(ctx, c); err {
 	case nil:
 		rep, err := c.ops[0].rep, c.ops[0].err
@@ -356,7 +372,7 @@ func (b *batcher) alone(ctx context.Context, redisKey string, args []any) (reply
 		defer cancel()
 	}
 	c := newCall()
-	c.ops = append(c.ops, op{script: b.script, key: redisKey, args: args})
+	c.ops = append(c.ops, op{script: b.script, key: redisKey, args: args, clock: b.clock})
 	go func() {
 		c.ops[0].rep, c.ops[0].err = b.runOne(ctx, b.script, redisKey, args)
 		b.answer(c)

@@ -14,3 +14,7 @@ func Stopped(l *Limiter) bool {
 
 // RedisKey returns the Redis key of key's state.
 func (l *Limiter) RedisKey(key string) string { return l.redisKey(key) }
+
+// Queued returns the calls handed to l's batcher that no flusher has taken
+// yet.
+func Queued(l *Limiter) int { return len(l.batch.calls) }

@@ -75,6 +75,12 @@ func (l *Limiter) grantLease(ctx context.Context, key, redisKey string, rep repl
 	}
 	ls := &lease{at: rep.now, expires: after(sent, ttl), full: sent + rep.reset}
 	ls.left.Store(rep.got)
+	// The give-backs below are the limiter's, not the caller's: they run
+	// even when the caller's context has ended since Redis's answer, which
+	// would otherwise leave prev's unspent requests taken (retireTo has
+	// swapped them out of prev already). The limiter's timeout, when set,
+	// bounds them.
+	ctx = context.WithoutCancel(ctx)
 	if prev, loaded := l.leases.LoadAndStore(key, ls); loaded {
 		_ = l.retireTo(ctx, redisKey, prev)
 	}
@@ -85,7 +91,7 @@ func (l *Limiter) grantLease(ctx context.Context, key, redisKey string, rep repl
 	// once).
 	if l.closed.Load() {
 		l.unmap(key, ls)
-		_ = l.retireTo(context.WithoutCancel(ctx), redisKey, ls)
+		_ = l.retireTo(ctx, redisKey, ls)
 	}
 }
 

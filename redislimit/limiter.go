@@ -320,7 +320,11 @@ func (l *Limiter) Refund(key string, r hotlimit.Receipt) {
 	_ = l.RefundContext(context.Background(), key, r)
 }
 
-// RefundContext is Refund under ctx, with Redis's error if any.
+// RefundContext is Refund under ctx, with Redis's error if any. An error
+// because ctx ended or the limiter's timeout passed does not say that
+// nothing was given back: the give-back may have reached Redis, and a
+// caller that left it is not told. Do not refund the receipt again on such
+// an error: a refund made twice may give back what was not taken.
 func (l *Limiter) RefundContext(ctx context.Context, key string, r hotlimit.Receipt) error {
 	if r.N < 1 {
 		return nil
@@ -461,15 +465,24 @@ func (l *Limiter) run(ctx context.Context, k string, n, extra, giveback, at int6
 
 // args returns the script's arguments (see scripts/prelude.lua).
 func (l *Limiter) args(n, extra, giveback, at int64) ([]any, error) {
-	now := ""
-	if l.clock != nil {
-		t := l.clock()
-		if t > exact || t < -exact {
-			return nil, ErrClockRange
-		}
-		now = strconv.FormatInt(t, 10)
+	now, err := nowArg(l.clock)
+	if err != nil {
+		return nil, err
 	}
 	return []any{n, now, l.fixed[0], l.fixed[1], l.fixed[2], l.fixed[3], extra, giveback, at}, nil
+}
+
+// nowArg returns the script's argument now for clock: a reading of it, or
+// "" for Redis's TIME when clock is nil.
+func nowArg(clock hotlimit.Clock) (string, error) {
+	if clock == nil {
+		return "", nil
+	}
+	t := clock()
+	if t > exact || t < -exact {
+		return "", ErrClockRange
+	}
+	return strconv.FormatInt(t, 10), nil
 }
 
 // parse reads a script's reply.

@@ -82,7 +82,7 @@ func TakeAll(ctx context.Context, takes []Take) {
 		if first == nil {
 			first, c = l, newCall()
 		}
-		c.ops = append(c.ops, op{script: l.script, key: k, args: a})
+		c.ops = append(c.ops, op{script: l.script, key: k, args: a, clock: l.clock})
 		piped = append(piped, i)
 		breakers = append(breakers, b)
 	}
