@@ -26,6 +26,12 @@
 // The keys held are an UpDownCounter, not a gauge, because they add up: the
 // sum over limiters is the keys the process holds.
 //
+// A rule's four outcomes are reported from its first decision, at 0 until
+// they happen, so that a backend that reads no start time (Prometheus'
+// rate() and increase() count nothing into a series' first sample) sees
+// the first denial; an Event whose Outcome names none (a producer's bug)
+// counts as outcome "unknown", reported once it happens.
+//
 // All four are asynchronous (observable) instruments: Observe adds to
 // counters of its own, one lock-free map load and two atomic adds, and the
 // meter reads them, cumulative, at each collection through one callback.
@@ -301,18 +307,19 @@ func (m *Metrics) Close() error {
 	return mc.registration.Unregister()
 }
 
-// observe is the instruments' callback: it reports every count seen so far
-// (a count stays above zero once it is), and the keys of each function
+// observe is the instruments' callback: it reports the counts of the four
+// outcomes of every rule seen so far, at 0 until they happen, those of the
+// unknown outcome once it has happened, and the keys of each function
 // watched by each open Metrics.
 func (m *meterCounts) observe(_ context.Context, o metric.Observer) error {
 	m.rules.Range(func(_ string, rc *ruleCounters) bool {
 		for i := range outcomes {
-			if v := rc.decisions[i].Load(); v > 0 {
-				o.ObserveInt64(m.decisions, v, rc.attrs[i]...)
+			d, r := rc.decisions[i].Load(), rc.requests[i].Load()
+			if i == 0 && d == 0 {
+				continue
 			}
-			if v := rc.requests[i].Load(); v > 0 {
-				o.ObserveInt64(m.requests, v, rc.attrs[i]...)
-			}
+			o.ObserveInt64(m.decisions, d, rc.attrs[i]...)
+			o.ObserveInt64(m.requests, r, rc.attrs[i]...)
 		}
 		return true
 	})
