@@ -158,7 +158,10 @@ var (
 // New returns a Metrics recording into instruments on meter. The first
 // Metrics on a meter creates the instruments and registers the callback
 // that reports them; every other Metrics open on the same meter counts into
-// the same counts. A nil meter is an error.
+// the same counts. The package keeps each meter with an open Metrics, so
+// that the next New on it finds its counts: close every Metrics on a meter
+// before dropping its provider, or the provider stays reachable. A nil
+// meter is an error.
 func New(meter metric.Meter) (*Metrics, error) {
 	if meter == nil {
 		return nil, errors.New("hotlimitotel: meter is nil: pass one from a MeterProvider, such as otel.GetMeterProvider().Meter(\"hotlimit\")")
