@@ -56,27 +56,36 @@ func TestClosingOneOfTwoMetricsOnAMeterLowersNoCounter(t *testing.T) {
 	}
 }
 
-// TestCloseLastThenNewRestartsTheCounts pins what Close documents: once
-// the last Metrics on a meter has closed, a new one on it counts from zero.
+// TestCloseLastThenNewRestartsTheCounts pins what the package documents:
+// once the last Metrics on a meter has closed, a new one on it counts from
+// zero; a reader that collected in between gets the new counts right,
+// cumulative or delta.
 func TestCloseLastThenNewRestartsTheCounts(t *testing.T) {
-	reader := sdkmetric.NewManualReader()
-	provider := sdkmetric.NewMeterProvider(sdkmetric.WithReader(reader))
-	t.Cleanup(func() { _ = provider.Shutdown(context.Background()) })
-	m, err := hotlimitotel.New(provider.Meter("hotlimit"))
-	require.NoError(t, err)
-	e := hotlimit.Event{Source: &hotlimit.Source{Rule: "default"}, Outcome: hotlimit.OutcomeAllowed, N: 1}
-	m.Observe(e)
-	m.Observe(e)
-	key := "hotlimit.outcome=allowed,hotlimit.rule=default"
-	assert.EqualValues(t, 2, sums(t, reader)["hotlimit.decisions"][key])
-	require.NoError(t, m.Close())
-	assert.Empty(t, sums(t, reader))
-	// The provider hands out one meter per name: this is the same meter.
-	n, err := hotlimitotel.New(provider.Meter("hotlimit"))
-	require.NoError(t, err)
-	t.Cleanup(func() { _ = n.Close() })
-	n.Observe(e)
-	assert.EqualValues(t, 1, sums(t, reader)["hotlimit.decisions"][key])
+	for name, temp := range temporalities {
+		t.Run("temporality="+name, func(t *testing.T) {
+			reader := sdkmetric.NewManualReader(sdkmetric.WithTemporalitySelector(func(sdkmetric.InstrumentKind) metricdata.Temporality { return temp }))
+			provider := sdkmetric.NewMeterProvider(sdkmetric.WithReader(reader))
+			t.Cleanup(func() { _ = provider.Shutdown(context.Background()) })
+			m, err := hotlimitotel.New(provider.Meter("hotlimit"))
+			require.NoError(t, err)
+			e := hotlimit.Event{Source: &hotlimit.Source{Rule: "default"}, Outcome: hotlimit.OutcomeAllowed, N: 1}
+			m.Observe(e)
+			m.Observe(e)
+			key := "hotlimit.outcome=allowed,hotlimit.rule=default"
+			assert.EqualValues(t, 2, sums(t, reader)["hotlimit.decisions"][key])
+			require.NoError(t, m.Close())
+			assert.Empty(t, sums(t, reader))
+			// The provider hands out one meter per name: this is the same meter.
+			n, err := hotlimitotel.New(provider.Meter("hotlimit"))
+			require.NoError(t, err)
+			t.Cleanup(func() { _ = n.Close() })
+			n.Observe(e)
+			assert.EqualValues(t, 1, sums(t, reader)["hotlimit.decisions"][key])
+			n.Observe(e)
+			want := map[metricdata.Temporality]int64{metricdata.CumulativeTemporality: 2, metricdata.DeltaTemporality: 1}[temp]
+			assert.EqualValues(t, want, sums(t, reader)["hotlimit.decisions"][key])
+		})
+	}
 }
 
 // TestSDKAddsUpObservationsOfOneSeries pins the SDK behaviour the package
