@@ -171,3 +171,56 @@ func TestCloseDuringCollection(t *testing.T) {
 	m.WatchKeys("api", func() int { return 1 })
 	assert.Empty(t, sums(t, reader), "WatchKeys after Close does nothing")
 }
+
+// TestCollectionRacesObserve: collections while decisions and new rules
+// come never see a count go down, and the last one holds every decision.
+func TestCollectionRacesObserve(t *testing.T) {
+	m, reader := setup(t)
+	per := 2000
+	if testing.Short() {
+		per = 200
+	}
+	rules := []string{"a", "b", "c"}
+	stop := make(chan struct{})
+	var collector, observers sync.WaitGroup
+	collector.Go(func() {
+		last := map[string]int64{}
+		for {
+			select {
+			case <-stop:
+				return
+			default:
+			}
+			var rm metricdata.ResourceMetrics
+			if !assert.NoError(t, reader.Collect(context.Background(), &rm)) {
+				return
+			}
+			for _, sm := range rm.ScopeMetrics {
+				for _, mt := range sm.Metrics {
+					if mt.Name != "hotlimit.decisions" {
+						continue
+					}
+					for _, p := range mt.Data.(metricdata.Sum[int64]).DataPoints {
+						a := attrs(p.Attributes)
+						assert.GreaterOrEqual(t, p.Value, last[a], a)
+						last[a] = p.Value
+					}
+				}
+			}
+		}
+	})
+	for _, rule := range rules {
+		observers.Go(func() {
+			for range per {
+				m.Observe(hotlimit.Event{Source: &hotlimit.Source{Rule: rule}, Outcome: hotlimit.OutcomeDenied, N: 1})
+			}
+		})
+	}
+	observers.Wait()
+	close(stop)
+	collector.Wait()
+	got := sums(t, reader)["hotlimit.decisions"]
+	for _, rule := range rules {
+		assert.EqualValues(t, per, got["hotlimit.outcome=denied,hotlimit.rule="+rule], rule)
+	}
+}
