@@ -75,15 +75,19 @@ func Example() {
 	// Output:
 	// hotlimit.decisions{hotlimit.outcome=allowed,hotlimit.rule=apis["GET /new"]} 1
 	// hotlimit.decisions{hotlimit.outcome=allowed,hotlimit.rule=default} 3
+	// hotlimit.decisions{hotlimit.outcome=denied,hotlimit.rule=apis["GET /new"]} 0
 	// hotlimit.decisions{hotlimit.outcome=denied,hotlimit.rule=default} 2
 	// hotlimit.decisions{hotlimit.outcome=near_limit,hotlimit.rule=apis["GET /new"]} 1
 	// hotlimit.decisions{hotlimit.outcome=near_limit,hotlimit.rule=default} 1
 	// hotlimit.decisions{hotlimit.outcome=shadow_denied,hotlimit.rule=apis["GET /new"]} 3
+	// hotlimit.decisions{hotlimit.outcome=shadow_denied,hotlimit.rule=default} 0
 	// hotlimit.key.count{hotlimit.limiter=api} 3
 	// hotlimit.requests{hotlimit.outcome=allowed,hotlimit.rule=apis["GET /new"]} 1
 	// hotlimit.requests{hotlimit.outcome=allowed,hotlimit.rule=default} 4
+	// hotlimit.requests{hotlimit.outcome=denied,hotlimit.rule=apis["GET /new"]} 0
 	// hotlimit.requests{hotlimit.outcome=denied,hotlimit.rule=default} 2
 	// hotlimit.requests{hotlimit.outcome=near_limit,hotlimit.rule=apis["GET /new"]} 1
 	// hotlimit.requests{hotlimit.outcome=near_limit,hotlimit.rule=default} 1
 	// hotlimit.requests{hotlimit.outcome=shadow_denied,hotlimit.rule=apis["GET /new"]} 3
+	// hotlimit.requests{hotlimit.outcome=shadow_denied,hotlimit.rule=default} 0
 }

@@ -26,14 +26,21 @@
 // The keys held are an UpDownCounter, not a gauge, because they add up: the
 // sum over limiters is the keys the process holds.
 //
+// A rule's four outcomes are reported from its first decision, at 0 until
+// they happen, so that a backend that reads no start time (Prometheus'
+// rate() and increase() count nothing into a series' first sample) sees
+// the first denial; an Event whose Outcome names none (a producer's bug)
+// counts as outcome "unknown", reported once it happens.
+//
 // All four are asynchronous (observable) instruments: Observe adds to
 // counters of its own, one lock-free map load and two atomic adds, and the
 // meter reads them, cumulative, at each collection through one callback.
 // A synchronous counter's Add, which looks its attribute set up under the
-// SDK's lock, costs several times a decision. New registers the callback;
-// [Metrics.Close] unregisters it, so that a Metrics no longer used stops
-// being read, and no longer keeps the services it watches alive through
-// the meter. Observe and ObserveFallback allocate nothing once a rule, or a
+// SDK's lock, costs several times a decision. The first New on a Meter
+// registers the callback; [Metrics.Close] of the last Metrics open on it
+// unregisters it, and every Close forgets what its Metrics watches, so
+// that a Metrics no longer used no longer keeps the services it watches
+// alive through the meter. Observe and ObserveFallback allocate nothing once a rule, or a
 // (backend, reason), has been seen.
 //
 // A reload of the service's rules resets nothing: a rule whose limits
@@ -45,14 +52,19 @@
 // so two services' "default" rules add up, and each needs a limiter name of
 // its own in WatchKeys. To tell them apart, give each a Metrics on a Meter
 // of its own name (its instrumentation scope). Two Metrics on one Meter
-// report into the same instruments, each from its callback, and the SDK
-// adds up what both report under the same attributes, as one Metrics
-// shared by both would count it.
+// count into the same counts, reported by one callback, as one Metrics
+// shared by both would: closing one takes nothing out of them, so no
+// counter goes down. Once the last Metrics on a Meter has closed, a new one
+// on it counts from zero, which a reader takes for a reset (a delta reader
+// that has not collected in between, for a negative difference): keep a
+// Metrics open for as long as its Meter reports. Metrics on different
+// Meters of one provider are different scopes, kept apart by the SDK.
 package hotlimitotel
 
 import (
 	"context"
 	"errors"
+	"reflect"
 	"sync"
 	"sync/atomic"
 
@@ -99,6 +111,19 @@ type fallbackCounter struct {
 // Metrics records decisions and fallbacks; see the package documentation.
 // It is safe for concurrent use. The zero value is not usable; call [New].
 type Metrics struct {
+	m *meterCounts
+
+	// closed and watched are guarded by m.mu.
+	closed  bool
+	watched map[string]func() int
+}
+
+// meterCounts is what every open Metrics on one meter shares: the
+// instruments, their one callback, and the counts it reports. Counting in
+// one place is what keeps each counter monotonic: had each Metrics its own
+// counts, closing one would take what it counted out of the sums the others
+// report, and the counters would go down.
+type meterCounts struct {
 	decisions metric.Int64ObservableCounter
 	requests  metric.Int64ObservableCounter
 	fallbacks metric.Int64ObservableCounter
@@ -110,23 +135,67 @@ type Metrics struct {
 	rules          *xsync.MapOf[string, *ruleCounters]
 	fallbackCounts *xsync.MapOf[fallbackKey, *fallbackCounter]
 
-	// regMu guards registration. The callback never takes it: the SDK runs
-	// the callback holding a lock of its own, which Unregister takes.
-	regMu        sync.Mutex
-	registration metric.Registration // nil once closed
+	// refs (the open Metrics) and registration are guarded by metersMu.
+	// The callback never takes it: the SDK runs the callback holding a
+	// lock of its own, which Unregister takes.
+	refs         int
+	registration metric.Registration
 
-	mu      sync.Mutex // guards watched; taken by the callback
-	watched map[string]func() int
+	mu      sync.Mutex // guards open's keys and each one's watched; taken by the callback
+	open    map[*Metrics]struct{}
+	meterID any // the key in meters, nil for a meter that cannot be one
 }
 
-// New creates the instruments on meter and registers the callback that
-// reports them. A nil meter is an error.
+// meters holds the counts of each meter that has an open Metrics, so that a
+// second Metrics on it counts into the same ones; an entry goes when the
+// last Metrics on its meter closes. Lock order: metersMu, then the SDK's
+// lock (Unregister), then meterCounts.mu.
+var (
+	metersMu sync.Mutex
+	meters   = map[any]*meterCounts{}
+)
+
+// New returns a Metrics recording into instruments on meter. The first
+// Metrics on a meter creates the instruments and registers the callback
+// that reports them; every other Metrics open on the same meter counts into
+// the same counts. The package keeps each meter with an open Metrics, so
+// that the next New on it finds its counts: close every Metrics on a meter
+// before dropping its provider, or the provider stays reachable. A nil
+// meter is an error.
 func New(meter metric.Meter) (*Metrics, error) {
 	if meter == nil {
 		return nil, errors.New("hotlimitotel: meter is nil: pass one from a MeterProvider, such as otel.GetMeterProvider().Meter(\"hotlimit\")")
 	}
-	m := &Metrics{rules: xsync.NewMapOf[string, *ruleCounters](),
-		fallbackCounts: xsync.NewMapOf[fallbackKey, *fallbackCounter](), watched: map[string]func() int{}}
+	metersMu.Lock()
+	defer metersMu.Unlock()
+	var id any
+	if reflect.ValueOf(meter).Comparable() {
+		id = meter
+	}
+	mc := meters[id]
+	if id == nil || mc == nil {
+		var err error
+		if mc, err = newMeterCounts(meter); err != nil {
+			return nil, err
+		}
+		mc.meterID = id
+		if id != nil {
+			meters[id] = mc
+		}
+	}
+	mc.refs++
+	m := &Metrics{m: mc, watched: map[string]func() int{}}
+	mc.mu.Lock()
+	mc.open[m] = struct{}{}
+	mc.mu.Unlock()
+	return m, nil
+}
+
+// newMeterCounts creates the instruments on meter and registers their
+// callback.
+func newMeterCounts(meter metric.Meter) (*meterCounts, error) {
+	m := &meterCounts{rules: xsync.NewMapOf[string, *ruleCounters](),
+		fallbackCounts: xsync.NewMapOf[fallbackKey, *fallbackCounter](), open: map[*Metrics]struct{}{}}
 	var err error
 	if m.decisions, err = meter.Int64ObservableCounter(decisionsName, metric.WithUnit("{decision}"),
 		metric.WithDescription("Number of rate-limit decisions, by the rule that decided and their outcome.")); err != nil {
@@ -153,9 +222,9 @@ func New(meter metric.Meter) (*Metrics, error) {
 // Observe counts e; see [hotlimit.Observer].
 func (m *Metrics) Observe(e hotlimit.Event) {
 	rule := e.RuleName()
-	rc, ok := m.rules.Load(rule)
+	rc, ok := m.m.rules.Load(rule)
 	if !ok {
-		rc = m.counters(rule)
+		rc = m.m.counters(rule)
 	}
 	o := int(e.Outcome)
 	if o >= outcomes {
@@ -168,7 +237,7 @@ func (m *Metrics) Observe(e hotlimit.Event) {
 }
 
 // counters returns rule's counters, building them on its first decision.
-func (m *Metrics) counters(rule string) *ruleCounters {
+func (m *meterCounts) counters(rule string) *ruleCounters {
 	rc, _ := m.rules.LoadOrCompute(rule, func() *ruleCounters {
 		rc := &ruleCounters{}
 		for o := range outcomes {
@@ -184,9 +253,9 @@ func (m *Metrics) counters(rule string) *ruleCounters {
 // backend is down every decision falls back, so this is a hot path too.
 func (m *Metrics) ObserveFallback(f hotlimit.Fallback) {
 	k := fallbackKey{f.Backend, f.Reason}
-	fc, ok := m.fallbackCounts.Load(k)
+	fc, ok := m.m.fallbackCounts.Load(k)
 	if !ok {
-		fc, _ = m.fallbackCounts.LoadOrCompute(k, func() *fallbackCounter {
+		fc, _ = m.m.fallbackCounts.LoadOrCompute(k, func() *fallbackCounter {
 			return &fallbackCounter{attrs: []metric.ObserveOption{metric.WithAttributeSet(attribute.NewSet(
 				backendKey.String(f.Backend), reasonKey.String(f.Reason)))}}
 		})
@@ -197,15 +266,14 @@ func (m *Metrics) ObserveFallback(f hotlimit.Fallback) {
 // WatchKeys reports keys(), read at each collection, as hotlimit.key.count
 // with the attribute hotlimit.limiter=name: pass a service's or a limiter's
 // Len. A second call with the same name replaces the first; a nil keys
-// removes it. After [Metrics.Close] it does nothing.
+// removes it. After [Metrics.Close] it does nothing. keys runs inside the
+// collection and must not call WatchKeys or Close itself.
 func (m *Metrics) WatchKeys(name string, keys func() int) {
-	m.regMu.Lock()
-	defer m.regMu.Unlock()
-	if m.registration == nil {
+	m.m.mu.Lock()
+	defer m.m.mu.Unlock()
+	if m.closed {
 		return
 	}
-	m.mu.Lock()
-	defer m.mu.Unlock()
 	if keys == nil {
 		delete(m.watched, name)
 		return
@@ -213,36 +281,48 @@ func (m *Metrics) WatchKeys(name string, keys func() int) {
 	m.watched[name] = keys
 }
 
-// Close unregisters the instruments' callback and forgets the functions
-// given to WatchKeys: the meter reads nothing from m any more, and m keeps
-// nothing watched alive. Observe still counts, unread. Closing twice does
+// Close forgets the functions given to WatchKeys, so that m keeps nothing
+// watched alive, and, if m is the last Metrics open on its meter,
+// unregisters the instruments' callback: the meter reads nothing from the
+// package any more. What m counted stays in the counts of the other
+// Metrics open on the meter, so no counter goes down. Observe still counts,
+// read only while another Metrics is open on the meter. Closing twice does
 // nothing.
 func (m *Metrics) Close() error {
-	m.regMu.Lock()
-	defer m.regMu.Unlock()
-	if m.registration == nil {
+	metersMu.Lock()
+	defer metersMu.Unlock()
+	mc := m.m
+	mc.mu.Lock()
+	if m.closed {
+		mc.mu.Unlock()
 		return nil
 	}
-	err := m.registration.Unregister()
-	m.registration = nil
-	m.mu.Lock()
+	m.closed = true
 	clear(m.watched)
-	m.mu.Unlock()
-	return err
+	delete(mc.open, m)
+	mc.mu.Unlock()
+	if mc.refs--; mc.refs > 0 {
+		return nil
+	}
+	if mc.meterID != nil {
+		delete(meters, mc.meterID)
+	}
+	return mc.registration.Unregister()
 }
 
-// observe is the instruments' callback: it reports every count seen so far
-// (a count stays above zero once it is), and the keys of each function
-// watched.
-func (m *Metrics) observe(_ context.Context, o metric.Observer) error {
+// observe is the instruments' callback: it reports the counts of the four
+// outcomes of every rule seen so far, at 0 until they happen, those of the
+// unknown outcome once it has happened, and the keys of each function
+// watched by each open Metrics.
+func (m *meterCounts) observe(_ context.Context, o metric.Observer) error {
 	m.rules.Range(func(_ string, rc *ruleCounters) bool {
 		for i := range outcomes {
-			if v := rc.decisions[i].Load(); v > 0 {
-				o.ObserveInt64(m.decisions, v, rc.attrs[i]...)
+			d, r := rc.decisions[i].Load(), rc.requests[i].Load()
+			if i == 0 && d == 0 {
+				continue
 			}
-			if v := rc.requests[i].Load(); v > 0 {
-				o.ObserveInt64(m.requests, v, rc.attrs[i]...)
-			}
+			o.ObserveInt64(m.decisions, d, rc.attrs[i]...)
+			o.ObserveInt64(m.requests, r, rc.attrs[i]...)
 		}
 		return true
 	})
@@ -252,8 +332,10 @@ func (m *Metrics) observe(_ context.Context, o metric.Observer) error {
 	})
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	for name, keys := range m.watched {
-		o.ObserveInt64(m.keys, int64(keys()), metric.WithAttributeSet(attribute.NewSet(limiterKey.String(name))))
+	for w := range m.open {
+		for name, keys := range w.watched {
+			o.ObserveInt64(m.keys, int64(keys()), metric.WithAttributeSet(attribute.NewSet(limiterKey.String(name))))
+		}
 	}
 	return nil
 }

@@ -33,15 +33,23 @@
 //
 // Several services may share one Metrics: their rules are counted by name,
 // so two services' "default" rules add up. To tell them apart, give each a
-// Metrics of its own made with [WithConstLabels] (say service="checkout"):
-// metrics of the same names and different constant labels register in one
-// registry, where two made alike are refused as a duplicate.
+// Metrics of its own made with [WithConstLabels], the same label names with
+// values of its own (service="checkout", service="search"): they register
+// in one registry side by side. The registry refuses a second Metrics made
+// alike as a duplicate ([prometheus.AlreadyRegisteredError]), and one whose
+// constant label names differ (one without service=, say) as having
+// "different label names".
+//
+// Label values are the names given to the Metrics (rules, backends,
+// reasons, limiters); a name that is not valid UTF-8, which Prometheus
+// refuses, is exported with U+FFFD in place of each invalid byte sequence.
 //
 // Observe costs one lock-free map load and two atomic adds, and allocates
 // nothing once a rule has been seen.
 package hotlimitprom
 
 import (
+	"strings"
 	"sync"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -139,7 +147,7 @@ func (m *Metrics) Observe(e hotlimit.Event) {
 // bug, under the outcome "unknown": looked up by its labels each time, so
 // that no rule exports an "unknown" series until such a decision comes.
 func (m *Metrics) observeUnknown(rule string, n int) {
-	name := hotlimit.Outcome(0).String()
+	rule, name := labelValue(rule), hotlimit.Outcome(0).String()
 	m.decisions.WithLabelValues(rule, name).Inc()
 	if n > 0 {
 		m.requests.WithLabelValues(rule, name).Add(float64(n))
@@ -149,7 +157,7 @@ func (m *Metrics) observeUnknown(rule string, n int) {
 // counters returns rule's counters, creating them on its first decision.
 func (m *Metrics) counters(rule string) *ruleCounters {
 	rc, _ := m.rules.LoadOrCompute(rule, func() *ruleCounters {
-		rc := &ruleCounters{}
+		rc, rule := &ruleCounters{}, labelValue(rule)
 		for o := 1; o < outcomes; o++ {
 			name := hotlimit.Outcome(o).String()
 			rc.decisions[o] = m.decisions.WithLabelValues(rule, name)
@@ -162,13 +170,20 @@ func (m *Metrics) counters(rule string) *ruleCounters {
 
 // ObserveFallback counts f; see [hotlimit.FallbackObserver].
 func (m *Metrics) ObserveFallback(f hotlimit.Fallback) {
-	m.fallbacks.WithLabelValues(f.Backend, f.Reason).Inc()
+	m.fallbacks.WithLabelValues(labelValue(f.Backend), labelValue(f.Reason)).Inc()
 }
+
+// labelValue returns s as a label value: Prometheus refuses one that is not
+// valid UTF-8 (WithLabelValues panics), so each invalid byte sequence is
+// replaced by U+FFFD. It allocates only for an invalid s.
+func labelValue(s string) string { return strings.ToValidUTF8(s, "\uFFFD") }
 
 // WatchKeys exports keys(), read at each scrape, as hotlimit_keys with the
 // label limiter=name: pass a service's or a limiter's Len. A second call
-// with the same name replaces the first; a nil keys removes it.
+// with the same name replaces the first; a nil keys removes it. keys runs
+// inside the scrape and must not call WatchKeys itself.
 func (m *Metrics) WatchKeys(name string, keys func() int) {
+	name = labelValue(name)
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	if keys == nil {

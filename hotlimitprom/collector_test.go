@@ -1,0 +1,143 @@
+package hotlimitprom_test
+
+import (
+	"errors"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/testutil"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/hotlimit/hotlimit"
+	"github.com/hotlimit/hotlimit/hotlimitprom"
+)
+
+// everySeries makes m export a series of each of its metrics.
+func everySeries(m *hotlimitprom.Metrics) {
+	m.Observe(hotlimit.Event{Source: &hotlimit.Source{Rule: "default"}, Outcome: hotlimit.OutcomeDenied, N: 2})
+	m.ObserveFallback(hotlimit.Fallback{Backend: "redis", Reason: "timeout"})
+	m.WatchKeys("api", func() int { return 3 })
+}
+
+// TestMetricsPassPromlint: the names, types, units and HELP texts of every
+// metric pass Prometheus' own lint (counters end in _total, no unit
+// misnamed, HELP present).
+func TestMetricsPassPromlint(t *testing.T) {
+	reg := prometheus.NewPedanticRegistry()
+	m := hotlimitprom.New()
+	require.NoError(t, reg.Register(m))
+	everySeries(m)
+	m.Observe(hotlimit.Event{Source: &hotlimit.Source{Rule: "default"}, N: 1}) // outcome "unknown"
+	n, err := testutil.GatherAndCount(reg)
+	require.NoError(t, err)
+	require.Equal(t, 4*2+2+1+1, n, "the fixture exports every metric")
+	problems, err := testutil.GatherAndLint(reg)
+	require.NoError(t, err)
+	assert.Empty(t, problems)
+}
+
+// TestTwoMetricsInOneRegistry: Metrics with the same constant label names
+// and different values register side by side; one made alike is refused
+// as a duplicate, and one with other label names (none, say) is refused
+// by an error that says so; an unregistered Metrics can be replaced.
+func TestTwoMetricsInOneRegistry(t *testing.T) {
+	reg := prometheus.NewPedanticRegistry()
+	service := func(name string) hotlimitprom.Option {
+		return hotlimitprom.WithConstLabels(prometheus.Labels{"service": name})
+	}
+	a := hotlimitprom.New(service("checkout"))
+	require.NoError(t, reg.Register(a))
+	b := hotlimitprom.New(service("search"))
+	require.NoError(t, reg.Register(b))
+
+	err := reg.Register(hotlimitprom.New(service("checkout")))
+	var dup prometheus.AlreadyRegisteredError
+	require.True(t, errors.As(err, &dup), "%v", err)
+	assert.Same(t, a, dup.ExistingCollector)
+	err = reg.Register(hotlimitprom.New())
+	require.Error(t, err)
+	assert.Contains(t, err.Error(), "different label names")
+
+	everySeries(a)
+	everySeries(b)
+	problems, err := testutil.GatherAndLint(reg)
+	require.NoError(t, err)
+	assert.Empty(t, problems)
+
+	require.True(t, reg.Unregister(a))
+	c := hotlimitprom.New(service("checkout"))
+	require.NoError(t, reg.Register(c))
+	n, err := testutil.GatherAndCount(reg, "hotlimit_keys")
+	require.NoError(t, err)
+	assert.Equal(t, 1, n, "only b's keys: c watches none yet, a is gone")
+}
+
+// TestInvalidUTF8LabelValuesDoNotPanic: a rule, backend or limiter name
+// that is not valid UTF-8 (which Prometheus refuses as a label value) is
+// exported with U+FFFD in place of the bad bytes, rather than panicking in
+// Observe, ObserveFallback or a scrape.
+func TestInvalidUTF8LabelValuesDoNotPanic(t *testing.T) {
+	reg := prometheus.NewPedanticRegistry()
+	m := hotlimitprom.New()
+	require.NoError(t, reg.Register(m))
+	require.NotPanics(t, func() {
+		m.Observe(hotlimit.Event{Source: &hotlimit.Source{Rule: "bad\xff"}, Outcome: hotlimit.OutcomeDenied, N: 1})
+		m.Observe(hotlimit.Event{Source: &hotlimit.Source{Rule: "bad\xfe"}, N: 1})
+		m.ObserveFallback(hotlimit.Fallback{Backend: "bad\xff", Reason: "timeout"})
+		m.WatchKeys("bad\xff", func() int { return 3 })
+	})
+	want := strings.ReplaceAll(`
+# HELP hotlimit_fallbacks_total Decisions a backend could not make, made by its failure policy, by backend and reason.
+# TYPE hotlimit_fallbacks_total counter
+hotlimit_fallbacks_total{backend="bad\uFFFD",reason="timeout"} 1
+# HELP hotlimit_keys Keys held by a limiter or service.
+# TYPE hotlimit_keys gauge
+hotlimit_keys{limiter="bad\uFFFD"} 3
+`, `\uFFFD`, "\uFFFD")
+	require.NoError(t, testutil.GatherAndCompare(reg, strings.NewReader(want), "hotlimit_fallbacks_total", "hotlimit_keys"))
+	n, err := testutil.GatherAndCount(reg, "hotlimit_decisions_total")
+	require.NoError(t, err)
+	assert.Equal(t, 4+1, n, "the four outcomes of bad\uFFFD, and the unknown one")
+}
+
+// TestCollectRacesObserveAndWatchKeys: scrapes while decisions, new rules,
+// fallbacks and watched functions change neither race nor lose a count.
+func TestCollectRacesObserveAndWatchKeys(t *testing.T) {
+	reg := prometheus.NewPedanticRegistry()
+	m := hotlimitprom.New()
+	require.NoError(t, reg.Register(m))
+	rounds := 2000
+	if testing.Short() {
+		rounds = 200
+	}
+	var wg sync.WaitGroup
+	stop := make(chan struct{})
+	wg.Go(func() {
+		for {
+			select {
+			case <-stop:
+				return
+			default:
+				_, err := reg.Gather()
+				assert.NoError(t, err)
+			}
+		}
+	})
+	rules := []string{"a", "b", "c"}
+	for i := range rounds {
+		m.Observe(hotlimit.Event{Source: &hotlimit.Source{Rule: rules[i%len(rules)]}, Outcome: hotlimit.OutcomeAllowed, N: 1})
+		m.ObserveFallback(hotlimit.Fallback{Backend: "redis", Reason: "timeout"})
+		m.WatchKeys("api", func() int { return i })
+		m.WatchKeys("api", nil)
+	}
+	close(stop)
+	wg.Wait()
+	var total float64
+	for _, r := range rules {
+		total += testutil.ToFloat64(requests(t, reg, r, "allowed"))
+	}
+	assert.EqualValues(t, rounds, total)
+}
