@@ -137,3 +137,40 @@ func TestRetryDelayOfHugeWaitsNeverSaysRetryNow(t *testing.T) {
 	_, ok := grpclimit.RetryDelay(hotlimit.Decision{RetryAfter: hotlimit.Never})
 	assert.False(t, ok)
 }
+
+// TestEndedCallGivesBackTheMemoryLimitsTake: a rule of two limits, one in
+// memory (one call a minute) and one on a backend that cannot decide while
+// the caller cancels, and fails open. The memory limit counted the call
+// before it ended; the call is then not served, so that count must be given
+// back: the caller's next call passes.
+func TestEndedCallGivesBackTheMemoryLimitsTake(t *testing.T) {
+	remote := &limitertest.CancelingRefunder{}
+	memory, onBackend := cfg(hotlimit.FixedWindow, 1, time.Minute), cfg(hotlimit.FixedWindow, 5, time.Minute)
+	for _, order := range []service.Limits{{memory, onBackend}, {onBackend, memory}} {
+		svc, err := service.NewFromRules(service.Rules{Default: order},
+			hotlimit.WithFactory(func(c hotlimit.Config, opts ...hotlimit.Option) (hotlimit.Limiter, error) {
+				if c.Limit == onBackend.Limit {
+					return remote, nil
+				}
+				return service.NewLimiter(c, opts...)
+			}))
+		require.NoError(t, err)
+		var served int
+		handler := func(context.Context, any) (any, error) { served++; return "ok", nil }
+		info := &grpc.UnaryServerInfo{FullMethod: unaryCall}
+		intercept := grpclimit.UnaryServerInterceptor(svc)
+
+		ctx, cancel := context.WithCancel(context.Background())
+		remote.Cancel = cancel
+		_, err = intercept(ctx, nil, info, handler)
+		assert.Equal(t, codes.Canceled, status.Code(err), "%v: %v", order, err)
+		assert.Zero(t, served, "%v: an ended call is not served", order)
+
+		remote.Cancel = nil
+		_, err = intercept(context.Background(), nil, info, handler)
+		assert.NoError(t, err, "%v: the ended call took nothing", order)
+		_, err = intercept(context.Background(), nil, info, handler)
+		assert.Equal(t, codes.ResourceExhausted, status.Code(err), "%v: the served one did", order)
+		assert.Equal(t, 1, served, "%v", order)
+	}
+}

@@ -328,3 +328,39 @@ func TestHeadSharesTheQuotaOfGet(t *testing.T) {
 	assert.Equal(t, resp.Header.Get("RateLimit-Policy"), head.Header.Get("RateLimit-Policy"))
 	assert.NotEmpty(t, head.Header.Get("Retry-After"))
 }
+
+// TestEndedRequestGivesBackTheMemoryLimitsTake: a rule of two limits, one
+// in memory (one request a minute) and one on a backend that cannot decide
+// while the request's client leaves, and fails open. The memory limit counted
+// the request before it ended; the request is then not served, so that
+// count must be given back: the client's next request passes. Before, the
+// memory limit kept it, and the next request was denied for a request never
+// served.
+func TestEndedRequestGivesBackTheMemoryLimitsTake(t *testing.T) {
+	remote := &limitertest.CancelingRefunder{}
+	memory, onBackend := cfg(hotlimit.FixedWindow, 1, time.Minute), cfg(hotlimit.FixedWindow, 5, time.Minute)
+	for _, order := range []service.Limits{{memory, onBackend}, {onBackend, memory}} {
+		svc, err := service.NewFromRules(service.Rules{Default: order},
+			hotlimit.WithFactory(func(c hotlimit.Config, opts ...hotlimit.Option) (hotlimit.Limiter, error) {
+				if c.Limit == onBackend.Limit {
+					return remote, nil
+				}
+				return service.NewLimiter(c, opts...)
+			}))
+		require.NoError(t, err)
+		var served int
+		h := httplimit.New(svc)(http.HandlerFunc(func(http.ResponseWriter, *http.Request) { served++ }))
+
+		ctx, cancel := context.WithCancel(context.Background())
+		remote.Cancel = cancel
+		w := serve(h, get("/", "192.0.2.1:1").WithContext(ctx))
+		require.Error(t, ctx.Err(), "%v: the request ended while the backend was asked", order)
+		assert.Equal(t, http.StatusServiceUnavailable, w.Code, "%v", order)
+		assert.Zero(t, served, "%v: an ended request is not served", order)
+
+		remote.Cancel = nil
+		assert.Equal(t, http.StatusOK, serve(h, get("/", "192.0.2.1:1")).Code, "%v: the ended request took nothing", order)
+		assert.Equal(t, http.StatusTooManyRequests, serve(h, get("/", "192.0.2.1:1")).Code, "%v: the served one did", order)
+		assert.Equal(t, 1, served, "%v", order)
+	}
+}

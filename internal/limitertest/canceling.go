@@ -41,3 +41,33 @@ const OperatorRules = `{
                  {"algorithm": "FixedWindow", "limit": 2, "window": "1m", "shadow": true}]
   }
 }`
+
+// CancelingRefunder is a [CancelingLimiter] that a service rule of several
+// limits can hold (a hotlimit.ContextRefunder): TakeReceiptContext cancels
+// the caller's context when Cancel is set, and passes with the context's
+// error and the zero Receipt, as a failure policy that fails open counts
+// nothing; without a context, or with Cancel nil, it passes and counts
+// nothing either.
+type CancelingRefunder struct{ CancelingLimiter }
+
+// TakeReceipt passes and takes nothing.
+func (l *CancelingRefunder) TakeReceipt(key string, n int) (hotlimit.Decision, hotlimit.Receipt) {
+	return l.Take(key, n), hotlimit.Receipt{}
+}
+
+// Refund gives back nothing: nothing was taken.
+func (l *CancelingRefunder) Refund(string, hotlimit.Receipt) {}
+
+// TakeReceiptContext cancels the caller's context when Cancel is set, and
+// passes with the context's error.
+func (l *CancelingRefunder) TakeReceiptContext(ctx context.Context, key string, n int) (hotlimit.Decision, hotlimit.Receipt, error) {
+	if l.Cancel != nil {
+		l.Cancel()
+	}
+	return hotlimit.Decision{Allowed: true, Limit: 1}, hotlimit.Receipt{}, ctx.Err()
+}
+
+// RefundContext gives back nothing, as Refund.
+func (l *CancelingRefunder) RefundContext(context.Context, string, hotlimit.Receipt) error {
+	return nil
+}
