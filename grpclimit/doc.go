@@ -80,7 +80,9 @@
 // (see service.Service.TakePolicy). A rule of several limits then lists its
 // other limits, a value each with its own q, r and t, in the order of
 // service.Service.TakeEach (limits in shadow mode are not advertised), so
-// that a client can pace itself within each limit of the rule. They are
+// that a client can pace itself within each limit of the rule; as in
+// httplimit, of two limits that differ only in their scope, the one not per
+// pair is named with its scope too ("fixedwindow-10-1m-user"). They are
 // sent in the response headers of a call that proceeds and in the trailers
 // of a denied one. They are given to the call once its handler has returned (a
 // stream's when it sends its first message or its headers), never before:

@@ -76,7 +76,10 @@
 //	RateLimit: "tokenbucket-10-1s-burst20";r=10;t=1
 //
 // so an item never pairs one limit's quota with another's remaining count,
-// and a client can pace itself within each limit of the rule. Limits in
+// and a client can pace itself within each limit of the rule. Two limits of
+// a rule that differ only in their scope would share a name: the one that
+// counts per user, api or everyone is then named with its scope too, as
+// "fixedwindow-10-1m-user", in every response of the rule. Limits in
 // shadow mode are not advertised. The legacy fields, which hold one
 // number each, carry the deciding policy's. Retry-After is the rule's: a
 // denied request waits for the limit that denied it.

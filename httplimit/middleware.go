@@ -224,7 +224,8 @@ func (h *handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		h.ended(w, r, user, api, c, err)
 		return
 	}
-	p := h.policies.Get(c)
+	at := func(i int) hotlimit.Config { return each[i].Config }
+	p := h.policies.InRule(c, len(each), at)
 	deny := !d.Allowed && !h.opts.dryRun
 	if c.Algorithm != hotlimit.Unlimited || deny {
 		// An allow-listed caller has no quota to advertise: its fields
@@ -232,7 +233,7 @@ func (h *handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		setHeaders(w.Header(), p, d, h.opts.legacy, deny)
 		for _, ld := range each[1:] {
 			if ld.Config.Algorithm != hotlimit.Unlimited {
-				appendItems(w.Header(), h.policies.Get(ld.Config), ld.Decision)
+				appendItems(w.Header(), h.policies.InRule(ld.Config, len(each), at), ld.Decision)
 			}
 		}
 	}
