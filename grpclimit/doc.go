@@ -117,7 +117,9 @@
 // for it would let a caller that cancels its calls at once spend a shared
 // quota (a keyless caller's, a limit of the method's or everyone's scope) at
 // no cost to itself. So does a call that ended while a limiter that could
-// not decide was asked, even when the failure policy passes it. A call that
+// not decide was asked, whatever its failure policy decided, with no
+// ratelimit metadata (a denial's numbers were no limiter's), and the limits
+// of its rule that counted it give it back. A call that
 // ends after its decision has spent its quota; its handler sees the ended
 // context.
 //

@@ -90,7 +90,9 @@ func (l *limiter) decide(ctx context.Context, method string, req any, message bo
 	var buf [4]service.LimitDecision
 	_, each, err := l.svc.TakeEach(ctx, user, api, 1, buf[:0])
 	d, c := each[0].Decision, each[0].Config
-	if err != nil && d.Allowed && !l.o.dryRun && ctx.Err() != nil {
+	if err != nil && !l.o.dryRun && ctx.Err() != nil {
+		// Whatever the failure policy decided: a pass is not served, and a
+		// denial's numbers were no limiter's, so no metadata tells them.
 		l.ended(&v, c, err, ctx.Err())
 		return v
 	}
@@ -101,8 +103,6 @@ func (l *limiter) decide(ctx context.Context, method string, req any, message bo
 	v.e.Config, v.e.Policy, v.e.Decision, v.e.Err = c, v.policy.Name, d, err
 	switch {
 	case d.Allowed || l.o.dryRun:
-	case err != nil && ctx.Err() != nil:
-		v.err = status.FromContextError(ctx.Err()).Err()
 	case err != nil:
 		v.err = status.Error(codes.Unavailable, "rate limiter unavailable: "+err.Error())
 	default:
