@@ -9,6 +9,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/hotlimit/hotlimit"
+	"github.com/hotlimit/hotlimit/composite"
 	"github.com/hotlimit/hotlimit/service"
 )
 
@@ -95,4 +96,28 @@ func TestTakeEachAppendsAfterWhatDstHolds(t *testing.T) {
 	for _, ld := range each {
 		assert.False(t, ld.Decision.Allowed, "n < 0 is denied")
 	}
+}
+
+// TestTakeEachOfTheLargestRuleGrowsASmallDst: a rule of the most limits a
+// rule may have, into a dst of room for 4: TakeEach grows it as append
+// does, and lists every limit once.
+func TestTakeEachOfTheLargestRuleGrowsASmallDst(t *testing.T) {
+	var ls service.Limits
+	for i := range composite.MaxChildren {
+		ls = append(ls, hotlimit.Config{Algorithm: hotlimit.FixedWindow, Limit: 10 + i, Window: time.Minute, Scope: hotlimit.Scope(i % 4)})
+	}
+	s, err := service.NewFromRules(service.Rules{Default: ls})
+	require.NoError(t, err)
+	var buf [4]service.LimitDecision
+	d, each, err := s.TakeEach(context.Background(), "u", "a", 1, buf[:0])
+	require.NoError(t, err)
+	require.True(t, d.Allowed)
+	require.Len(t, each, len(ls))
+	got := make([]hotlimit.Config, len(each))
+	for i, ld := range each {
+		got[i] = ld.Config
+		assert.Equal(t, ld.Config.Limit-1, ld.Decision.Remaining, "%v: its own Remaining", ld.Config)
+	}
+	assert.ElementsMatch(t, ls, got)
+	assert.Equal(t, ls[0], each[0].Config, "the least share left: 9 of 10")
 }
