@@ -80,7 +80,9 @@
 // (see service.Service.TakePolicy). A rule of several limits then lists its
 // other limits, a value each with its own q, r and t, in the order of
 // service.Service.TakeEach (limits in shadow mode are not advertised), so
-// that a client can pace itself within each limit of the rule. They are
+// that a client can pace itself within each limit of the rule; as in
+// httplimit, of two limits that differ only in their scope, the one not per
+// pair is named with its scope too ("fixedwindow-10-1m-user"). They are
 // sent in the response headers of a call that proceeds and in the trailers
 // of a denied one. They are given to the call once its handler has returned (a
 // stream's when it sends its first message or its headers), never before:
@@ -115,7 +117,9 @@
 // for it would let a caller that cancels its calls at once spend a shared
 // quota (a keyless caller's, a limit of the method's or everyone's scope) at
 // no cost to itself. So does a call that ended while a limiter that could
-// not decide was asked, even when the failure policy passes it. A call that
+// not decide was asked, whatever its failure policy decided, with no
+// ratelimit metadata (a denial's numbers were no limiter's), and the limits
+// of its rule that counted it give it back. A call that
 // ends after its decision has spent its quota; its handler sees the ended
 // context.
 //

@@ -137,3 +137,96 @@ func TestRetryDelayOfHugeWaitsNeverSaysRetryNow(t *testing.T) {
 	_, ok := grpclimit.RetryDelay(hotlimit.Decision{RetryAfter: hotlimit.Never})
 	assert.False(t, ok)
 }
+
+// TestEndedCallGivesBackTheMemoryLimitsTake: a rule of two limits, one in
+// memory (one call a minute) and one on a backend that cannot decide while
+// the caller cancels, and fails open. The memory limit counted the call
+// before it ended; the call is then not served, so that count must be given
+// back: the caller's next call passes.
+func TestEndedCallGivesBackTheMemoryLimitsTake(t *testing.T) {
+	remote := &limitertest.CancelingRefunder{}
+	memory, onBackend := cfg(hotlimit.FixedWindow, 1, time.Minute), cfg(hotlimit.FixedWindow, 5, time.Minute)
+	for _, order := range []service.Limits{{memory, onBackend}, {onBackend, memory}} {
+		svc, err := service.NewFromRules(service.Rules{Default: order},
+			hotlimit.WithFactory(func(c hotlimit.Config, opts ...hotlimit.Option) (hotlimit.Limiter, error) {
+				if c.Limit == onBackend.Limit {
+					return remote, nil
+				}
+				return service.NewLimiter(c, opts...)
+			}))
+		require.NoError(t, err)
+		var served int
+		handler := func(context.Context, any) (any, error) { served++; return "ok", nil }
+		info := &grpc.UnaryServerInfo{FullMethod: unaryCall}
+		intercept := grpclimit.UnaryServerInterceptor(svc)
+
+		ctx, cancel := context.WithCancel(context.Background())
+		remote.Cancel = cancel
+		_, err = intercept(ctx, nil, info, handler)
+		assert.Equal(t, codes.Canceled, status.Code(err), "%v: %v", order, err)
+		assert.Zero(t, served, "%v: an ended call is not served", order)
+
+		remote.Cancel = nil
+		_, err = intercept(context.Background(), nil, info, handler)
+		assert.NoError(t, err, "%v: the ended call took nothing", order)
+		_, err = intercept(context.Background(), nil, info, handler)
+		assert.Equal(t, codes.ResourceExhausted, status.Code(err), "%v: the served one did", order)
+		assert.Equal(t, 1, served, "%v", order)
+	}
+}
+
+// TestEndedCallUnderFailClosedCarriesNoMetadata: a caller cancels its call
+// while a limit on a backend that fails closed is asked, alone or beside a
+// limit in memory. The call fails Canceled and, as under a policy that
+// fails open, carries no ratelimit metadata: no limiter decided, and the
+// failure policy's numbers (no quota left on the backend's limit) described
+// nothing. Nothing is counted: the next call passes the limit of one in
+// memory.
+func TestEndedCallUnderFailClosedCarriesNoMetadata(t *testing.T) {
+	memory, onBackend := cfg(hotlimit.FixedWindow, 1, time.Minute), cfg(hotlimit.FixedWindow, 5, time.Minute)
+	for _, rule := range []service.Limits{{onBackend}, {memory, onBackend}, {onBackend, memory}} {
+		remote := &limitertest.CancelingRefunder{Closed: true}
+		svc, err := service.NewFromRules(service.Rules{Default: rule},
+			hotlimit.WithFactory(func(c hotlimit.Config, opts ...hotlimit.Option) (hotlimit.Limiter, error) {
+				if c.Limit == onBackend.Limit {
+					return remote, nil
+				}
+				return service.NewLimiter(c, opts...)
+			}))
+		require.NoError(t, err)
+		var served int
+		handler := func(context.Context, any) (any, error) { served++; return "ok", nil }
+		info := &grpc.UnaryServerInfo{FullMethod: unaryCall}
+		var events []grpclimit.Event
+		intercept := grpclimit.UnaryServerInterceptor(svc, grpclimit.WithObserver(func(e grpclimit.Event) { events = append(events, e) }))
+
+		ctx, cancel := context.WithCancel(context.Background())
+		remote.Cancel = cancel
+		stream := &recordingStream{}
+		_, err = intercept(grpc.NewContextWithServerTransportStream(ctx, stream), nil, info, handler)
+		assert.Equal(t, codes.Canceled, status.Code(err), "%v: %v", rule, err)
+		assert.Zero(t, served, "%v", rule)
+		assert.Empty(t, stream.md.Get(grpclimit.MetadataRateLimit), "%v", rule)
+		assert.Empty(t, stream.md.Get(grpclimit.MetadataPolicy), "%v", rule)
+		require.Len(t, events, 1, "%v", rule)
+		assert.ErrorIs(t, events[0].Err, context.Canceled, "%v", rule)
+
+		if len(rule) > 1 {
+			remote.Cancel = nil
+			_, err = intercept(context.Background(), nil, info, handler)
+			assert.NoError(t, err, "%v: the ended call took nothing", rule)
+		}
+	}
+}
+
+// recordingStream is a grpc.ServerTransportStream that keeps the metadata
+// set on it, headers and trailers together.
+type recordingStream struct{ md metadata.MD }
+
+func (s *recordingStream) Method() string { return unaryCall }
+func (s *recordingStream) SetHeader(md metadata.MD) error {
+	s.md = metadata.Join(s.md, md)
+	return nil
+}
+func (s *recordingStream) SendHeader(md metadata.MD) error { return s.SetHeader(md) }
+func (s *recordingStream) SetTrailer(md metadata.MD) error { return s.SetHeader(md) }

@@ -90,19 +90,19 @@ func (l *limiter) decide(ctx context.Context, method string, req any, message bo
 	var buf [4]service.LimitDecision
 	_, each, err := l.svc.TakeEach(ctx, user, api, 1, buf[:0])
 	d, c := each[0].Decision, each[0].Config
-	if err != nil && d.Allowed && !l.o.dryRun && ctx.Err() != nil {
+	if err != nil && !l.o.dryRun && ctx.Err() != nil {
+		// Whatever the failure policy decided: a pass is not served, and a
+		// denial's numbers were no limiter's, so no metadata tells them.
 		l.ended(&v, c, err, ctx.Err())
 		return v
 	}
 	if len(each) > 1 {
 		v.others = slices.Clone(each[1:])
 	}
-	v.policy = l.policies.Get(c)
+	v.policy = l.policies.InRule(c, len(each), func(i int) hotlimit.Config { return each[i].Config })
 	v.e.Config, v.e.Policy, v.e.Decision, v.e.Err = c, v.policy.Name, d, err
 	switch {
 	case d.Allowed || l.o.dryRun:
-	case err != nil && ctx.Err() != nil:
-		v.err = status.FromContextError(ctx.Err()).Err()
 	case err != nil:
 		v.err = status.Error(codes.Unavailable, "rate limiter unavailable: "+err.Error())
 	default:
@@ -150,9 +150,15 @@ func (l *limiter) header(v *verdict) metadata.MD {
 		return nil
 	}
 	md := rateLimitMD(v.policy, v.e.Decision)
+	at := func(i int) hotlimit.Config { // the rule's limits, as TakeEach listed them
+		if i == 0 {
+			return v.policy.Config
+		}
+		return v.others[i-1].Config
+	}
 	for _, ld := range v.others {
 		if ld.Config.Algorithm != hotlimit.Unlimited {
-			appendItems(md, l.policies.Get(ld.Config), ld.Decision)
+			appendItems(md, l.policies.InRule(ld.Config, 1+len(v.others), at), ld.Decision)
 		}
 	}
 	return md

@@ -95,3 +95,58 @@ func TestSeveralLimitsMetadataDescribesOnePolicy(t *testing.T) {
 	}
 	assert.Positive(t, windowDecided, "the window decides some calls that pass")
 }
+
+// TestSeveralLimitsOfOneNameButScopeListDistinctPolicies: a rule of two
+// limits that differ only in their scope, ten a minute per pair and ten a
+// minute per user, whose ratelimit-policy values shared one name. Now the
+// one per user is named with its scope, in every call whichever limit
+// decides, and each ratelimit value names a ratelimit-policy value of the
+// call, once, with that limit's own remaining count.
+func TestSeveralLimitsOfOneNameButScopeListDistinctPolicies(t *testing.T) {
+	pair := cfg(hotlimit.FixedWindow, 10, time.Minute)
+	user := pair
+	user.Scope = hotlimit.PerUser
+	var now atomic.Int64
+	now.Store(int64(time.Hour))
+	svc, err := service.NewFromRules(service.Rules{Default: service.Limits{pair, user}}, hotlimit.WithClock(now.Load))
+	require.NoError(t, err)
+	cc := serveBufconn(t, &testService{}, []grpc.ServerOption{grpc.ChainUnaryInterceptor(grpclimit.UnaryServerInterceptor(svc))})
+	client := testgrpc.NewTestServiceClient(cc)
+	pairName, userName := `"fixedwindow-10-1m"`, `"fixedwindow-10-1m-user"`
+	// The caller spends 4 of its 10 on another method: its own limit then
+	// holds less than the pair's, and decides.
+	for range 4 {
+		_, err := client.EmptyCall(ctx(t), &testgrpc.Empty{})
+		require.NoError(t, err)
+	}
+	for call := range 8 {
+		var header, trailer metadata.MD
+		_, err := client.UnaryCall(ctx(t), &testgrpc.SimpleRequest{}, grpc.Header(&header), grpc.Trailer(&trailer))
+		md := header
+		// 6 left: calls 0 to 5 pass and count under both limits.
+		if call < 6 {
+			require.NoError(t, err, "call %d", call)
+		} else {
+			require.Equal(t, codes.ResourceExhausted, status.Code(err), "call %d: %v", call, err)
+			md = trailer
+		}
+		policies, limits := md.Get(grpclimit.MetadataPolicy), md.Get(grpclimit.MetadataRateLimit)
+		require.Len(t, policies, 2, "call %d", call)
+		require.Len(t, limits, 2, "call %d", call)
+		names, remaining := map[string]bool{}, map[string]string{}
+		for _, v := range policies {
+			m := policyItem.FindStringSubmatch(v)
+			require.NotNil(t, m, "call %d: %q", call, v)
+			names[m[1]] = true
+		}
+		for _, v := range limits {
+			m := limitItem.FindStringSubmatch(v)
+			require.NotNil(t, m, "call %d: %q", call, v)
+			assert.True(t, names[m[1]], "call %d: %s names a listed policy", call, m[1])
+			remaining[m[1]] = m[2]
+		}
+		assert.Equal(t, map[string]bool{pairName: true, userName: true}, names, "call %d: one policy each, under names that stay", call)
+		assert.Equal(t, map[string]string{pairName: strconv.Itoa(10 - min(call+1, 6)), userName: strconv.Itoa(max(5-call, 0))}, remaining,
+			"call %d: each limit's own remaining count", call)
+	}
+}

@@ -76,7 +76,10 @@
 //	RateLimit: "tokenbucket-10-1s-burst20";r=10;t=1
 //
 // so an item never pairs one limit's quota with another's remaining count,
-// and a client can pace itself within each limit of the rule. Limits in
+// and a client can pace itself within each limit of the rule. Two limits of
+// a rule that differ only in their scope would share a name: the one that
+// counts per user, api or everyone is then named with its scope too, as
+// "fixedwindow-10-1m-user", in every response of the rule. Limits in
 // shadow mode are not advertised. The legacy fields, which hold one
 // number each, carry the deciding policy's. Retry-After is the rule's: a
 // denied request waits for the limit that denied it.
@@ -95,8 +98,10 @@
 // the API's or everyone's scope) a client that sends requests and drops them
 // at once would spend that quota for all its sharers at no cost to itself.
 // It is answered 503 with its context's error in Event.Err, and so is a
-// request that ended while a limiter that could not decide was asked, even
-// when the failure policy passes it. A request that ends after the decision
+// request that ended while a limiter that could not decide was asked,
+// whatever its failure policy decided (a pass is not served; a denial's
+// numbers were no limiter's), with no RateLimit fields; the limits of its
+// rule that counted it give it back. A request that ends after the decision
 // has spent its quota and is served as usual; its handler sees the ended
 // context. [WithLegacyHeaders] adds
 // X-RateLimit-Limit, X-RateLimit-Remaining and X-RateLimit-Reset (the same

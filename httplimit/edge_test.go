@@ -328,3 +328,133 @@ func TestHeadSharesTheQuotaOfGet(t *testing.T) {
 	assert.Equal(t, resp.Header.Get("RateLimit-Policy"), head.Header.Get("RateLimit-Policy"))
 	assert.NotEmpty(t, head.Header.Get("Retry-After"))
 }
+
+// TestEndedRequestGivesBackTheMemoryLimitsTake: a rule of two limits, one
+// in memory (one request a minute) and one on a backend that cannot decide
+// while the request's client leaves, and fails open. The memory limit counted
+// the request before it ended; the request is then not served, so that
+// count must be given back: the client's next request passes. Before, the
+// memory limit kept it, and the next request was denied for a request never
+// served.
+func TestEndedRequestGivesBackTheMemoryLimitsTake(t *testing.T) {
+	remote := &limitertest.CancelingRefunder{}
+	memory, onBackend := cfg(hotlimit.FixedWindow, 1, time.Minute), cfg(hotlimit.FixedWindow, 5, time.Minute)
+	for _, order := range []service.Limits{{memory, onBackend}, {onBackend, memory}} {
+		svc, err := service.NewFromRules(service.Rules{Default: order},
+			hotlimit.WithFactory(func(c hotlimit.Config, opts ...hotlimit.Option) (hotlimit.Limiter, error) {
+				if c.Limit == onBackend.Limit {
+					return remote, nil
+				}
+				return service.NewLimiter(c, opts...)
+			}))
+		require.NoError(t, err)
+		var served int
+		h := httplimit.New(svc)(http.HandlerFunc(func(http.ResponseWriter, *http.Request) { served++ }))
+
+		ctx, cancel := context.WithCancel(context.Background())
+		remote.Cancel = cancel
+		w := serve(h, get("/", "192.0.2.1:1").WithContext(ctx))
+		require.Error(t, ctx.Err(), "%v: the request ended while the backend was asked", order)
+		assert.Equal(t, http.StatusServiceUnavailable, w.Code, "%v", order)
+		assert.Zero(t, served, "%v: an ended request is not served", order)
+
+		remote.Cancel = nil
+		assert.Equal(t, http.StatusOK, serve(h, get("/", "192.0.2.1:1")).Code, "%v: the ended request took nothing", order)
+		assert.Equal(t, http.StatusTooManyRequests, serve(h, get("/", "192.0.2.1:1")).Code, "%v: the served one did", order)
+		assert.Equal(t, 1, served, "%v", order)
+	}
+}
+
+// TestExemptRequestIsInvisibleUnderDryRunAndObserver: the middleware passes
+// an exempt request on as it is, under a dry run and an observer as well:
+// it is served, carries no RateLimit or legacy fields, takes nothing from
+// the quota and is not reported, even with the quota spent or its context
+// ended. The requests that are not exempt are decided, advertised and
+// reported as usual, the dry run serving their denials.
+func TestExemptRequestIsInvisibleUnderDryRunAndObserver(t *testing.T) {
+	for _, dry := range []bool{false, true} {
+		svc, _ := newService(t, cfg(hotlimit.FixedWindow, 1, time.Minute), 0)
+		var events []httplimit.Event
+		var served int
+		h := httplimit.New(svc, httplimit.WithExempt(httplimit.IsPreflight), httplimit.WithDryRun(dry), httplimit.WithLegacyHeaders(true),
+			httplimit.WithObserver(func(e httplimit.Event) { events = append(events, e) }))(
+			http.HandlerFunc(func(http.ResponseWriter, *http.Request) { served++ }))
+		ended, cancel := context.WithCancel(context.Background())
+		cancel()
+		for i, r := range []*http.Request{preflight("/x", "192.0.2.1:1"), preflight("/x", "192.0.2.1:1").WithContext(ended)} {
+			w := serve(h, r)
+			assert.Equal(t, http.StatusOK, w.Code, "dry run %v, exempt %d", dry, i)
+			for _, k := range []string{"RateLimit", "RateLimit-Policy", "X-RateLimit-Limit", "Retry-After"} {
+				assert.Empty(t, w.Header().Values(k), "dry run %v, exempt %d: %s", dry, i, k)
+			}
+		}
+		assert.Empty(t, events, "dry run %v: exempt requests are not reported", dry)
+		assert.Equal(t, 2, served, "dry run %v", dry)
+
+		w := serve(h, get("/x", "192.0.2.1:1"))
+		assert.Equal(t, http.StatusOK, w.Code, "dry run %v: the exempt requests took nothing", dry)
+		assert.Equal(t, `"fixedwindow-1-1m";r=0;t=60`, w.Header().Get("RateLimit"), "dry run %v", dry)
+		serve(h, preflight("/x", "192.0.2.1:1"))
+		w = serve(h, get("/x", "192.0.2.1:1"))
+		if dry {
+			assert.Equal(t, http.StatusOK, w.Code, "a dry run serves a denial")
+		} else {
+			assert.Equal(t, http.StatusTooManyRequests, w.Code)
+		}
+		require.Len(t, events, 2, "dry run %v: the requests not exempt are reported", dry)
+		assert.True(t, events[0].Decision.Allowed)
+		assert.False(t, events[1].Decision.Allowed)
+		assert.Equal(t, dry, events[1].DryRun)
+		want := 4 // two exempt, the first GET, the last preflight
+		if dry {
+			want++ // and the denied GET
+		}
+		assert.Equal(t, want, served, "dry run %v", dry)
+	}
+}
+
+// TestEndedRequestUnderFailClosedIsAnsweredAsEnded: a request whose client
+// leaves while a limit on a backend that fails closed is asked, alone or
+// beside a limit in memory. It is answered 503 as an ended request, and,
+// as under a policy that fails open, carries no RateLimit fields or
+// Retry-After: no limiter decided, and the failure policy's numbers (no
+// quota left on the backend's limit) described nothing. Before, they were
+// advertised. Nothing is counted: the client's next request passes the
+// limit of one in memory. The observer sees the context's end once.
+func TestEndedRequestUnderFailClosedIsAnsweredAsEnded(t *testing.T) {
+	memory, onBackend := cfg(hotlimit.FixedWindow, 1, time.Minute), cfg(hotlimit.FixedWindow, 5, time.Minute)
+	for _, rule := range []service.Limits{{onBackend}, {memory, onBackend}, {onBackend, memory}} {
+		remote := &limitertest.CancelingRefunder{Closed: true}
+		svc, err := service.NewFromRules(service.Rules{Default: rule},
+			hotlimit.WithFactory(func(c hotlimit.Config, opts ...hotlimit.Option) (hotlimit.Limiter, error) {
+				if c.Limit == onBackend.Limit {
+					return remote, nil
+				}
+				return service.NewLimiter(c, opts...)
+			}))
+		require.NoError(t, err)
+		var events []httplimit.Event
+		var served int
+		h := httplimit.New(svc, httplimit.WithLegacyHeaders(true), httplimit.WithObserver(func(e httplimit.Event) { events = append(events, e) }))(
+			http.HandlerFunc(func(http.ResponseWriter, *http.Request) { served++ }))
+
+		ctx, cancel := context.WithCancel(context.Background())
+		remote.Cancel = cancel
+		w := serve(h, get("/", "192.0.2.1:1").WithContext(ctx))
+		assert.Equal(t, http.StatusServiceUnavailable, w.Code, "%v", rule)
+		assert.Contains(t, w.Body.String(), "ended before it was served", "%v", rule)
+		for _, k := range []string{"RateLimit", "RateLimit-Policy", "X-RateLimit-Remaining", "Retry-After"} {
+			assert.Empty(t, w.Header().Values(k), "%v: %s", rule, k)
+		}
+		assert.Zero(t, served, "%v", rule)
+		require.Len(t, events, 1, "%v", rule)
+		assert.ErrorIs(t, events[0].Err, context.Canceled, "%v", rule)
+		assert.False(t, events[0].Decision.Allowed, "%v", rule)
+
+		if len(rule) > 1 {
+			remote.Cancel = nil
+			assert.Equal(t, http.StatusOK, serve(h, get("/", "192.0.2.1:1")).Code, "%v: the ended request took nothing", rule)
+			assert.Equal(t, http.StatusTooManyRequests, serve(h, get("/", "192.0.2.1:1")).Code, "%v: the served one did", rule)
+		}
+	}
+}

@@ -217,14 +217,18 @@ func (h *handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	var buf [4]service.LimitDecision
 	_, each, err := h.svc.TakeEach(ctx, user, api, 1, buf[:0])
 	d, c := each[0].Decision, each[0].Config
-	if err != nil && d.Allowed && !h.opts.dryRun && ctx.Err() != nil {
-		// A failure policy that passes has passed a request that ended
-		// while the limiter was asked: serving it now would run the
-		// handler for a request that no limiter counted.
+	if err != nil && !h.opts.dryRun && ctx.Err() != nil {
+		// The request ended while a limiter was asked, which could not
+		// decide for it. A failure policy that passes has passed it:
+		// serving it now would run the handler for a request that no
+		// limiter counted. One that denies made up its numbers (no quota
+		// left): the request is answered as ended, either way, with no
+		// fields describing a decision no limiter made.
 		h.ended(w, r, user, api, c, err)
 		return
 	}
-	p := h.policies.Get(c)
+	at := func(i int) hotlimit.Config { return each[i].Config }
+	p := h.policies.InRule(c, len(each), at)
 	deny := !d.Allowed && !h.opts.dryRun
 	if c.Algorithm != hotlimit.Unlimited || deny {
 		// An allow-listed caller has no quota to advertise: its fields
@@ -232,7 +236,7 @@ func (h *handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		setHeaders(w.Header(), p, d, h.opts.legacy, deny)
 		for _, ld := range each[1:] {
 			if ld.Config.Algorithm != hotlimit.Unlimited {
-				appendItems(w.Header(), h.policies.Get(ld.Config), ld.Decision)
+				appendItems(w.Header(), h.policies.InRule(ld.Config, len(each), at), ld.Decision)
 			}
 		}
 	}

@@ -77,3 +77,60 @@ func TestSeveralLimitsHeadersDescribeOnePolicy(t *testing.T) {
 	}
 	assert.Positive(t, windowDecided, "the window decides some allowed requests")
 }
+
+// TestSeveralLimitsOfOneNameButScopeListDistinctPolicies: a rule of two
+// limits that differ only in their scope, ten a minute per pair and ten a
+// minute per user. Both were listed under one name, "fixedwindow-10-1m",
+// so a client could not tell which RateLimit item was which, though they
+// count different requests. Now the one per user is named with its scope,
+// the same in every response whichever limit decides; each RateLimit item
+// names a RateLimit-Policy item of the response, once; and the legacy
+// fields carry the deciding limit alone.
+func TestSeveralLimitsOfOneNameButScopeListDistinctPolicies(t *testing.T) {
+	pair := cfg(hotlimit.FixedWindow, 10, time.Minute)
+	user := pair
+	user.Scope = hotlimit.PerUser
+	var now atomic.Int64
+	now.Store(int64(time.Hour))
+	svc, err := service.NewFromRules(service.Rules{Default: service.Limits{pair, user}}, hotlimit.WithClock(now.Load))
+	require.NoError(t, err)
+	h := httplimit.New(svc, httplimit.WithLegacyHeaders(true), httplimit.WithAPI(func(r *http.Request) (string, bool) { return r.URL.Path, true }))(ok)
+	pairName, userName := `"fixedwindow-10-1m"`, `"fixedwindow-10-1m-user"`
+	// The user spends 4 of its 10 on another api: its own limit then
+	// holds less than the pair's, and decides.
+	for range 4 {
+		require.Equal(t, http.StatusOK, serve(h, get("/other", "192.0.2.1:1")).Code)
+	}
+	for call := range 8 {
+		w := serve(h, get("/", "192.0.2.1:1"))
+		policies, limits := w.Header().Values("RateLimit-Policy"), w.Header().Values("RateLimit")
+		require.Len(t, policies, 2, "call %d", call)
+		require.Len(t, limits, 2, "call %d", call)
+		remaining := map[string]string{}
+		names := map[string]bool{}
+		for _, v := range policies {
+			m := policyItem.FindStringSubmatch(v)
+			require.NotNil(t, m, "call %d: %q", call, v)
+			names[m[1]] = true
+		}
+		for _, v := range limits {
+			m := limitItem.FindStringSubmatch(v)
+			require.NotNil(t, m, "call %d: %q", call, v)
+			assert.True(t, names[m[1]], "call %d: %s names a listed policy", call, m[1])
+			remaining[m[1]] = m[2]
+		}
+		assert.Equal(t, map[string]bool{pairName: true, userName: true}, names, "call %d: one policy each, under names that stay", call)
+		// The user has 6 left: calls 0 to 5 pass and are counted by
+		// both limits; the later ones are denied and counted by neither.
+		if call < 6 {
+			assert.Equal(t, http.StatusOK, w.Code, "call %d", call)
+		} else {
+			assert.Equal(t, http.StatusTooManyRequests, w.Code, "call %d", call)
+		}
+		assert.Equal(t, map[string]string{pairName: strconv.Itoa(10 - min(call+1, 6)), userName: strconv.Itoa(max(5-call, 0))}, remaining,
+			"call %d: each limit's own remaining count", call)
+		assert.Equal(t, userName+";r="+remaining[userName]+";t=60", limits[0], "call %d: the user's limit, with less left, decides and comes first", call)
+		assert.Equal(t, []string{"10"}, w.Header().Values("X-RateLimit-Limit"), "call %d: the deciding limit's alone", call)
+		assert.Equal(t, []string{remaining[userName]}, w.Header().Values("X-RateLimit-Remaining"), "call %d: the deciding limit's alone", call)
+	}
+}

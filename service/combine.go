@@ -108,12 +108,16 @@ func (k *keys) of(scope hotlimit.Scope) string {
 // When ctx is not nil, the limits that take a context (see
 // hotlimit.ContextRefunder) are asked under it, and their refunds under it
 // without its cancellation, so that a denial gives back what it can even
-// when the request is being cancelled; the error joins theirs.
+// when the request is being cancelled; the error joins theirs. When ctx
+// has ended by the time every limit admitted the request and some limit
+// could not decide (its failure policy passed it, counting nothing), the
+// others give back what they took as a denial does: the request has ended,
+// is not to be served, and so counts nowhere.
 //
 // When each is not nil, each[i] is set to the i-th limit's own decision
 // after the request: its Take's when every limit admitted it, else a
 // report (n = 0) taken after the refunds, except the denier's, which is
-// its Take's.
+// its Take's. An ended request's give-back leaves them its Takes'.
 func (m *multi) take(ctx context.Context, k keys, n int, each *[composite.MaxChildren]hotlimit.Decision) (d hotlimit.Decision, decider int, own hotlimit.Decision, shadow int, err error) {
 	var errs []error
 	shadow = -1
@@ -122,6 +126,7 @@ func (m *multi) take(ctx context.Context, k keys, n int, each *[composite.MaxChi
 		return d, i, own, shadow, errors.Join(errs...)
 	}
 	var receipts [composite.MaxChildren]hotlimit.Receipt
+	var failed uint32 // bit i: the i-th limit could not decide (its error)
 	var best, shadowed, bestShadowed hotlimit.Decision
 	shadowDecider := 0    // the most constrained limit in shadow mode
 	counted := false      // d holds a decision of a limit not in shadow mode
@@ -132,7 +137,9 @@ func (m *multi) take(ctx context.Context, k keys, n int, each *[composite.MaxChi
 		if cc := m.withContext[i]; ctx != nil && cc != nil {
 			var err error
 			cd, r, err = cc.TakeReceiptContext(ctx, k.of(m.limits[i].Scope), n)
-			errs = appendErr(errs, err)
+			if err != nil {
+				errs, failed = append(errs, err), failed|1<<i
+			}
 		} else {
 			cd, r = c.TakeReceipt(k.of(m.limits[i].Scope), n)
 		}
@@ -189,7 +196,30 @@ func (m *multi) take(ctx context.Context, k keys, n int, each *[composite.MaxChi
 		d, decider, best = shadowed, shadowDecider, bestShadowed
 	}
 	d.Allowed, d.RetryAfter = true, 0
+	if failed != 0 && ctx.Err() != nil {
+		// The request ended while a limit could not decide, which passed
+		// it by its failure policy, counting nothing: its caller will not
+		// serve it, so the limits that counted it give it back too, and no
+		// limit keeps a request that was never served.
+		errs = m.giveBack(ctx, &k, &receipts, failed, errs)
+	}
 	return d, decider, best, shadow, errors.Join(errs...)
+}
+
+// giveBack refunds, in reverse order, what every limit but the failed ones
+// (bit i of failed set) took with receipts, the limits that take a context
+// under ctx without its cancellation; it returns errs with their errors.
+func (m *multi) giveBack(ctx context.Context, k *keys, receipts *[composite.MaxChildren]hotlimit.Receipt, failed uint32, errs []error) []error {
+	for j := len(m.children) - 1; j >= 0; j-- {
+		switch {
+		case failed&(1<<j) != 0:
+		case m.withContext[j] != nil:
+			errs = appendErr(errs, m.withContext[j].RefundContext(context.WithoutCancel(ctx), k.of(m.limits[j].Scope), receipts[j]))
+		default:
+			m.children[j].Refund(k.of(m.limits[j].Scope), receipts[j])
+		}
+	}
+	return errs
 }
 
 // appendErr appends err to errs unless it is nil.

@@ -5,11 +5,13 @@ import (
 	"errors"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
 	"github.com/hotlimit/hotlimit"
+	"github.com/hotlimit/hotlimit/internal/limitertest"
 	"github.com/hotlimit/hotlimit/service"
 )
 
@@ -196,4 +198,50 @@ func TestTakeWithContextReachesTheLimiter(t *testing.T) {
 
 	_, err = s.TakeWithContext(ctx, "zed", "GET /pay", cfg(hotlimit.FixedWindow, 0), 1)
 	assert.ErrorIs(t, err, hotlimit.ErrInvalidConfig)
+}
+
+// TestEndedDecisionOfSeveralLimitsCountsNowhere: a rule of a limit in
+// memory and one on a backend that, asked while the request's context ends,
+// cannot decide and passes it counting nothing (a failure policy that fails
+// open). The request has ended and will not be served, so the memory limit
+// gives back what it took, whatever the order of the two: its next request
+// finds its whole quota. A live request is counted as before.
+func TestEndedDecisionOfSeveralLimitsCountsNowhere(t *testing.T) {
+	remote := &limitertest.CancelingRefunder{}
+	memory := hotlimit.Config{Algorithm: hotlimit.FixedWindow, Limit: 3, Window: time.Minute}
+	onBackend := hotlimit.Config{Algorithm: hotlimit.FixedWindow, Limit: 5, Window: time.Minute, Scope: hotlimit.PerUser}
+	for _, order := range []service.Limits{{memory, onBackend}, {onBackend, memory}} {
+		s, err := service.NewFromRules(service.Rules{Default: order},
+			hotlimit.WithFactory(func(c hotlimit.Config, opts ...hotlimit.Option) (hotlimit.Limiter, error) {
+				if c.Limit == onBackend.Limit {
+					return remote, nil
+				}
+				return service.NewLimiter(c, opts...)
+			}))
+		require.NoError(t, err)
+		memoryRemaining := func() int {
+			remote.Cancel = nil
+			_, each, err := s.TakeEach(context.Background(), "u", "a", 0, nil)
+			require.NoError(t, err)
+			for _, ld := range each {
+				if ld.Config == memory {
+					return ld.Decision.Remaining
+				}
+			}
+			t.Fatalf("%v: the memory limit is not listed", order)
+			return 0
+		}
+
+		ctx, cancel := context.WithCancel(context.Background())
+		remote.Cancel = cancel
+		d, err := s.TakeContext(ctx, "u", "a", 1)
+		require.Error(t, err, "%v", order)
+		require.Error(t, ctx.Err(), "%v", order)
+		assert.True(t, d.Allowed, "%v: the failure policy's pass", order)
+		assert.Equal(t, 3, memoryRemaining(), "%v: the ended request counts nowhere", order)
+
+		_, err = s.TakeContext(context.Background(), "u", "a", 1)
+		require.NoError(t, err, "%v", order)
+		assert.Equal(t, 2, memoryRemaining(), "%v: a live request counts", order)
+	}
 }

@@ -235,7 +235,11 @@ func (s *Service) Take(user, api string, n int) hotlimit.Decision {
 // limiters decide at once and ignore it. The error is the limiters' (joined,
 // for several): the decision is then what their failure policy decided, as
 // redislimit documents. A rule of several limits gives back what a denial
-// took under ctx without its cancellation.
+// took under ctx without its cancellation; so too, when ctx ended during the
+// decision and a limiter could not decide for it (the decision passing by
+// its failure policy, counting nothing there), what the other limits took:
+// a request that has ended is not to be served, and is counted by none of
+// the rule's limits. The gateways answer such a request without serving it.
 func (s *Service) TakeContext(ctx context.Context, user, api string, n int) (hotlimit.Decision, error) {
 	d, _, err := s.rules.Load().resolve(user, api).takeContext(ctx, s.keys, user, api, n, false)
 	return d, err

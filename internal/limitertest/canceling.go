@@ -2,6 +2,7 @@ package limitertest
 
 import (
 	"context"
+	"time"
 
 	"github.com/hotlimit/hotlimit"
 )
@@ -41,3 +42,49 @@ const OperatorRules = `{
                  {"algorithm": "FixedWindow", "limit": 2, "window": "1m", "shadow": true}]
   }
 }`
+
+// CancelingRefunder is a [CancelingLimiter] that a service rule of several
+// limits can hold (a hotlimit.ContextRefunder): TakeReceiptContext cancels
+// the caller's context when Cancel is set, and passes with the context's
+// error and the zero Receipt, as a failure policy that fails open counts
+// nothing; without a context, or with Cancel nil, it passes and counts
+// nothing either.
+type CancelingRefunder struct {
+	CancelingLimiter
+	// Closed makes its failure policy deny, as one that fails closed
+	// does: the decision Limit 5, RetryAfter 1s, nothing counted.
+	Closed bool
+}
+
+// TakeReceipt passes and takes nothing.
+func (l *CancelingRefunder) TakeReceipt(key string, n int) (hotlimit.Decision, hotlimit.Receipt) {
+	return l.Take(key, n), hotlimit.Receipt{}
+}
+
+// Refund gives back nothing: nothing was taken.
+func (l *CancelingRefunder) Refund(string, hotlimit.Receipt) {}
+
+// TakeReceiptContext cancels the caller's context when Cancel is set, and
+// passes with the context's error, or, Closed and the context ended,
+// denies with it.
+func (l *CancelingRefunder) TakeReceiptContext(ctx context.Context, key string, n int) (hotlimit.Decision, hotlimit.Receipt, error) {
+	if l.Cancel != nil {
+		l.Cancel()
+	}
+	if l.Closed && ctx.Err() != nil {
+		return hotlimit.Decision{Limit: 5, RetryAfter: time.Second}, hotlimit.Receipt{}, ctx.Err()
+	}
+	return hotlimit.Decision{Allowed: true, Limit: 1}, hotlimit.Receipt{}, ctx.Err()
+}
+
+// RefundContext gives back nothing, as Refund.
+func (l *CancelingRefunder) RefundContext(context.Context, string, hotlimit.Receipt) error {
+	return nil
+}
+
+// TakeContext is TakeReceiptContext without the receipt: a rule of one
+// limit asks it so.
+func (l *CancelingRefunder) TakeContext(ctx context.Context, key string, n int) (hotlimit.Decision, error) {
+	d, _, err := l.TakeReceiptContext(ctx, key, n)
+	return d, err
+}

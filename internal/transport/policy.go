@@ -181,6 +181,9 @@ type Policies struct {
 	name func(hotlimit.Config) string
 	mu   sync.Mutex               // serialises writers
 	snap atomic.Pointer[snapshot] // never modified once stored
+	// scoped names each policy with its scope too (see InRule); nil in
+	// itself.
+	scoped *Policies
 }
 
 // snapshot indexes policies twice: all by Config, and by a 64-bit fold of the
@@ -203,9 +206,39 @@ func NewPolicies(name func(hotlimit.Config) string) *Policies {
 	if name == nil {
 		name = PolicyName
 	}
+	ps := newPolicies(name)
+	ps.scoped = newPolicies(func(c hotlimit.Config) string { return name(c) + "-" + c.Scope.String() })
+	return ps
+}
+
+// newPolicies returns an empty cache naming policies with name.
+func newPolicies(name func(hotlimit.Config) string) *Policies {
 	ps := &Policies{name: name}
 	ps.snap.Store(&snapshot{fast: map[uint64]*Policy{}, all: map[hotlimit.Config]*Policy{}})
 	return ps
+}
+
+// InRule returns the policy of c, one of the n limits a rule lists
+// (at(i) is the i-th, c among them), for a response that lists them all:
+// c's Get, unless another limit's policy has the same name and c counts per
+// user, api or everyone. It is then named with its scope too, as
+// "fixedwindow-10-1m-user", so that each item of the response names one
+// limit. Which limits are renamed depends only on the rule's limits, not on
+// which decided, so a rule's names stay the same from response to response.
+// Two limits of one rule that differ only in their scope name the same
+// policy otherwise (PolicyName leaves the scope out), and a client could not
+// tell their items apart.
+func (ps *Policies) InRule(c hotlimit.Config, n int, at func(i int) hotlimit.Config) *Policy {
+	p := ps.Get(c)
+	if c.Scope == hotlimit.PerPair || ps.scoped == nil {
+		return p
+	}
+	for i := range n {
+		if o := at(i); o != c && ps.Get(o).Name == p.Name {
+			return ps.scoped.Get(c)
+		}
+	}
+	return p
 }
 
 // Get returns c's policy: once cached, an atomic load and a uint64-keyed map
