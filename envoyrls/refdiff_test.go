@@ -41,6 +41,9 @@ import (
 //
 //	HOTLIMITD_REFERENCE=/tmp/refbin go test -run TestReferenceDifferential -v .
 //
+// hotlimitd's server runs in the test's process, as ./cmd/hotlimitd serves
+// it; with HOTLIMITD_REFERENCE_HOTLIMITD set to the path of hotlimitd's
+// binary, that command instead, whose /metrics is then read over HTTP.
 // HOTLIMITD_REFERENCE_SEED sets the sequence's seed (default: the time);
 // HOTLIMITD_REFERENCE_TRACE, when set, logs every answer of both and their
 // stats.
@@ -72,18 +75,28 @@ func TestReferenceDifferential(t *testing.T) {
 
 	refAddr, promAddr := startReferenceOn(t, bin, redisAddr, "testdata/refdiff", run+"_")
 
-	client := redis.NewClient(&redis.Options{Addr: redisAddr, ContextTimeoutEnabled: true})
-	t.Cleanup(func() { _ = client.Close() })
 	cfg, err := LoadDir("testdata/refdiff")
 	require.NoError(t, err)
-	m := NewMetrics()
-	reg := prometheus.NewPedanticRegistry()
-	require.NoError(t, reg.Register(m))
-	f := redislimit.Factory(client, redislimit.WithPrefix("hotlimitd:"+run+":"), redislimit.WithTimeout(10*time.Second))
-	s, err := New(cfg, WithLogger(slog.New(slog.DiscardHandler)), WithObserver(m), WithLimiterOptions(hotlimit.WithFactory(f)))
-	require.NoError(t, err)
+	var hotClient pb.RateLimitServiceClient
+	var hotStats func() (map[statKey]ruleCounts, map[string]statKey)
+	if hbin := os.Getenv("HOTLIMITD_REFERENCE_HOTLIMITD"); hbin != "" {
+		grpcAddr, httpAddr := startHotlimitdOn(t, hbin, redisAddr, "testdata/refdiff", "hotlimitd:"+run+":")
+		hotClient = dial(t, grpcAddr)
+		hotStats = func() (map[statKey]ruleCounts, map[string]statKey) { return scrapeStats(t, httpAddr) }
+	} else {
+		client := redis.NewClient(&redis.Options{Addr: redisAddr, ContextTimeoutEnabled: true})
+		t.Cleanup(func() { _ = client.Close() })
+		m := NewMetrics()
+		reg := prometheus.NewPedanticRegistry()
+		require.NoError(t, reg.Register(m))
+		f := redislimit.Factory(client, redislimit.WithPrefix("hotlimitd:"+run+":"), redislimit.WithTimeout(10*time.Second))
+		s, err := New(cfg, WithLogger(slog.New(slog.DiscardHandler)), WithObserver(m), WithLimiterOptions(hotlimit.WithFactory(f)))
+		require.NoError(t, err)
+		hotClient = serve(t, s)
+		hotStats = func() (map[statKey]ruleCounts, map[string]statKey) { return hotlimitdStats(t, reg) }
+	}
 
-	d := &refDiff{hot: serve(t, s), ref: dial(t, refAddr), cfg: cfg, ownStats: map[statKey]string{}, diverged: map[string]string{}, ownDiverged: map[string]bool{}, limits: map[string]string{}, left: map[string]uint64{}, overcounted: map[string]bool{}}
+	d := &refDiff{hot: hotClient, ref: dial(t, refAddr), cfg: cfg, ownStats: map[statKey]string{}, diverged: map[string]string{}, ownDiverged: map[string]bool{}, limits: map[string]string{}, left: map[string]uint64{}, overcounted: map[string]bool{}}
 	rng := rand.New(rand.NewPCG(seed, 0))
 	const requests = 400
 	for i := range requests {
@@ -97,7 +110,7 @@ func TestReferenceDifferential(t *testing.T) {
 
 	// The reference flushes its stats every STATS_FLUSH_INTERVAL (set to
 	// 100 ms below): read them once they stop moving.
-	hot, byKey := hotlimitdStats(t, reg)
+	hot, byKey := hotStats()
 	if os.Getenv("HOTLIMITD_REFERENCE_TRACE") != "" {
 		t.Logf("hotlimitd stats: %+v", hot)
 		t.Logf("reference stats: %+v", referenceStats(t, promAddr))
@@ -435,6 +448,37 @@ func startReferenceOn(t *testing.T, bin, redisAddr, dir, prefix string) (string,
 	return addr, "127.0.0.1:" + ports[3]
 }
 
+// startHotlimitdOn starts hotlimitd's binary bin (built from
+// ./cmd/hotlimitd) on loopback with the rules of dir, its defaults
+// otherwise, and its state on the Redis at redisAddr under keys that begin
+// with prefix, until t's cleanup. It returns its gRPC and HTTP addresses
+// once it answers.
+func startHotlimitdOn(t *testing.T, bin, redisAddr, dir, prefix string) (string, string) {
+	addrs := make([]string, 2) // gRPC, HTTP
+	for i := range addrs {
+		lis, err := net.Listen("tcp", "127.0.0.1:0")
+		require.NoError(t, err)
+		addrs[i] = lis.Addr().String()
+		require.NoError(t, lis.Close())
+	}
+	cmd := exec.Command(bin, "-config", dir, "-grpc", addrs[0], "-http", addrs[1], "-log-level", "warn",
+		"-redis", redisAddr, "-redis-prefix", prefix, "-redis-timeout", "10s")
+	var log bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &log, &log
+	require.NoError(t, cmd.Start())
+	t.Cleanup(func() { _ = cmd.Process.Kill(); _ = cmd.Wait() })
+	stub := dial(t, addrs[0])
+	req := &pb.RateLimitRequest{Domain: "diff", Descriptors: []*rlext.RateLimitDescriptor{desc("unlimited", "ready")}}
+	ok := assert.Eventually(t, func() bool {
+		ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+		defer cancel()
+		resp, err := stub.ShouldRateLimit(ctx, req)
+		return err == nil && len(resp.Statuses) == 1 && resp.Statuses[0].Code == pb.RateLimitResponse_OK
+	}, 20*time.Second, 50*time.Millisecond)
+	require.True(t, ok, "hotlimitd %s did not answer:\n%s", bin, log.String())
+	return addrs[0], addrs[1]
+}
+
 // statKey names a rule's stats as the reference's Prometheus mapping
 // labels them.
 type statKey struct{ domain, key1, key2 string }
@@ -503,10 +547,19 @@ func awaitReferenceStats(t *testing.T, addr string) map[statKey]ruleCounts {
 // only counters are read).
 func referenceStats(t *testing.T, addr string) map[statKey]ruleCounts {
 	t.Helper()
+	out, _ := scrapeStats(t, addr)
+	return out
+}
+
+// scrapeStats reads the per-rule counters of the /metrics text at addr by
+// the labels domain, key1 and key2, and the labels of each value of the
+// label key (hotlimitd's rule key; the reference has none).
+func scrapeStats(t *testing.T, addr string) (map[statKey]ruleCounts, map[string]statKey) {
+	t.Helper()
 	resp, err := http.Get("http://" + addr + "/metrics")
 	require.NoError(t, err)
 	defer resp.Body.Close()
-	out := map[statKey]ruleCounts{}
+	out, byKey := map[statKey]ruleCounts{}, map[string]statKey{}
 	sc := bufio.NewScanner(resp.Body)
 	for sc.Scan() {
 		line := sc.Text()
@@ -521,6 +574,7 @@ func referenceStats(t *testing.T, addr string) map[statKey]ruleCounts {
 		v, err := strconv.ParseFloat(strings.TrimSpace(value), 64)
 		require.NoError(t, err, line)
 		var k statKey
+		rule := ""
 		for _, l := range strings.Split(labels, ",") {
 			n, val, _ := strings.Cut(l, "=")
 			val = strings.Trim(val, `"`)
@@ -531,14 +585,19 @@ func referenceStats(t *testing.T, addr string) map[statKey]ruleCounts {
 				k.key1 = val
 			case "key2":
 				k.key2 = val
+			case "key":
+				rule = val
 			}
+		}
+		if rule != "" {
+			byKey[rule] = k
 		}
 		c := out[k]
 		c.addStat(name, uint64(v))
 		out[k] = c
 	}
 	require.NoError(t, sc.Err())
-	return out
+	return out, byKey
 }
 
 // hotlimitdStats gathers hotlimitd's per-rule counters from reg by the
