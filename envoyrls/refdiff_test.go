@@ -14,6 +14,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -430,8 +431,8 @@ func startReferenceOn(t *testing.T, bin, redisAddr, dir, prefix string) (string,
 		"RUNTIME_ROOT="+root, "RUNTIME_SUBDIRECTORY=rt", "RUNTIME_APPDIRECTORY=config", "RUNTIME_WATCH_ROOT=false",
 		"GRPC_HOST=127.0.0.1", "GRPC_PORT="+ports[0], "HOST=127.0.0.1", "PORT="+ports[1],
 		"DEBUG_HOST=127.0.0.1", "DEBUG_PORT="+ports[2])
-	var log bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &log, &log
+	log := new(syncBuffer) // written by the command's copying goroutine
+	cmd.Stdout, cmd.Stderr = log, log
 	require.NoError(t, cmd.Start())
 	t.Cleanup(func() { _ = cmd.Process.Kill(); _ = cmd.Wait() })
 	addr := "127.0.0.1:" + ports[0]
@@ -463,8 +464,8 @@ func startHotlimitdOn(t *testing.T, bin, redisAddr, dir, prefix string) (string,
 	}
 	cmd := exec.Command(bin, "-config", dir, "-grpc", addrs[0], "-http", addrs[1], "-log-level", "warn",
 		"-redis", redisAddr, "-redis-prefix", prefix, "-redis-timeout", "10s")
-	var log bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &log, &log
+	log := new(syncBuffer) // written by the command's copying goroutine
+	cmd.Stdout, cmd.Stderr = log, log
 	require.NoError(t, cmd.Start())
 	t.Cleanup(func() { _ = cmd.Process.Kill(); _ = cmd.Wait() })
 	stub := dial(t, addrs[0])
@@ -477,6 +478,25 @@ func startHotlimitdOn(t *testing.T, bin, redisAddr, dir, prefix string) (string,
 	}, 20*time.Second, 50*time.Millisecond)
 	require.True(t, ok, "hotlimitd %s did not answer:\n%s", bin, log.String())
 	return addrs[0], addrs[1]
+}
+
+// syncBuffer is a bytes.Buffer that a started command writes while the
+// test reads it.
+type syncBuffer struct {
+	mu  sync.Mutex
+	buf bytes.Buffer
+}
+
+func (b *syncBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.Write(p)
+}
+
+func (b *syncBuffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.String()
 }
 
 // statKey names a rule's stats as the reference's Prometheus mapping
