@@ -1,7 +1,6 @@
 package envoyrls
 
 import (
-	"bytes"
 	"context"
 	"fmt"
 	"log/slog"
@@ -291,12 +290,12 @@ func startReference(b *testing.B, bin, redisAddr string) (string, int) {
 		"RUNTIME_ROOT="+root, "RUNTIME_SUBDIRECTORY=rt", "RUNTIME_APPDIRECTORY=config", "RUNTIME_WATCH_ROOT=false",
 		"GRPC_HOST=127.0.0.1", "GRPC_PORT="+ports[0], "HOST=127.0.0.1", "PORT="+ports[1],
 		"DEBUG_HOST=127.0.0.1", "DEBUG_PORT="+ports[2])
-	var log bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &log, &log
+	log := new(syncBuffer) // written by the command's copying goroutine
+	cmd.Stdout, cmd.Stderr = log, log
 	require.NoError(b, cmd.Start())
 	b.Cleanup(func() { _ = cmd.Process.Kill(); _ = cmd.Wait() })
 	addr := "127.0.0.1:" + ports[0]
-	awaitBenchConfig(b, addr, "the reference server "+bin, &log)
+	awaitBenchConfig(b, addr, "the reference server "+bin, log)
 	return addr, cmd.Process.Pid
 }
 
@@ -315,18 +314,18 @@ func startHotlimitd(b *testing.B, bin, redisAddr string) (string, int) {
 		args = append(args, "-redis", redisAddr, "-redis-timeout", "1s")
 	}
 	cmd := exec.Command(bin, args...)
-	var log bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &log, &log
+	log := new(syncBuffer) // written by the command's copying goroutine
+	cmd.Stdout, cmd.Stderr = log, log
 	require.NoError(b, cmd.Start())
 	b.Cleanup(func() { _ = cmd.Process.Kill(); _ = cmd.Wait() })
-	awaitBenchConfig(b, addr, "hotlimitd "+bin, &log)
+	awaitBenchConfig(b, addr, "hotlimitd "+bin, log)
 	return addr, cmd.Process.Pid
 }
 
 // awaitBenchConfig waits up to 20 s for the server what, started at addr,
 // to answer a request of the bench domain with a limit, and fails b with
 // the server's log if it does not.
-func awaitBenchConfig(b *testing.B, addr, what string, log *bytes.Buffer) {
+func awaitBenchConfig(b *testing.B, addr, what string, log fmt.Stringer) {
 	stub := dial(b, addr)
 	req := &pb.RateLimitRequest{Domain: "bench", Descriptors: benchDescriptors("ready", 0, 0, 1)}
 	ok := assert.Eventually(b, func() bool {

@@ -291,6 +291,35 @@ func conformance(t *testing.T, h *harness) {
 		}
 	})
 
+	// The reference counts a descriptor in one counter whichever limit a
+	// request names; hotlimitd gives each limit its own (README, "Moving
+	// from the reference").
+	t.Run("OwnLimitCountsApart", func(t *testing.T) {
+		plain := desc("override", "apart"+h.run)
+		assert.Equal(t, uint32(99), h.call(t, "conf", 1, plain).Statuses[0].LimitRemaining)
+		own := desc("override", "apart"+h.run)
+		own.Limit = &rlext.RateLimitDescriptor_RateLimitOverride{RequestsPerUnit: 5, Unit: typev3.RateLimitUnit_HOUR}
+		assert.Equal(t, uint32(3), h.call(t, "conf", 2, own).Statuses[0].LimitRemaining, "the own limit's counter starts afresh")
+		other := desc("override", "apart"+h.run)
+		other.Limit = &rlext.RateLimitDescriptor_RateLimitOverride{RequestsPerUnit: 6, Unit: typev3.RateLimitUnit_HOUR}
+		assert.Equal(t, uint32(5), h.call(t, "conf", 1, other).Statuses[0].LimitRemaining, "another own limit has a counter of its own")
+		assert.Equal(t, uint32(98), h.call(t, "conf", 1, plain).Statuses[0].LimitRemaining, "the rule's counter took none of the own limits' hits")
+	})
+
+	// A hit over a limit already reached is not counted, so a check of 0
+	// hits after it finds the count at the limit: OK, nothing left, where
+	// the reference, which counted it, answers OVER_LIMIT (README).
+	t.Run("CheckAfterOverIsOK", func(t *testing.T) {
+		d := desc("per_hour", "check"+h.run)
+		assert.Equal(t, ok, h.call(t, "conf", 3, d).OverallCode)
+		assert.Equal(t, over, h.call(t, "conf", 1, d).OverallCode)
+		check := desc("per_hour", "check"+h.run)
+		check.HitsAddend = wrapperspb.UInt64(0)
+		resp := h.call(t, "conf", 0, check)
+		assert.Equal(t, ok, resp.OverallCode)
+		assert.Equal(t, uint32(0), resp.Statuses[0].LimitRemaining)
+	})
+
 	t.Run("NegativeHitsRefund", func(t *testing.T) {
 		d := desc("refund", h.run)
 		assert.Equal(t, uint32(0), h.call(t, "conf", 3, d).Statuses[0].LimitRemaining)
