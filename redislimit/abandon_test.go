@@ -43,6 +43,30 @@ type abandonHook struct {
 	holdOne sync.Once
 }
 
+// holdFlusher keeps lim's batch flusher busy: it starts a call on the key
+// "held", whose command the returned abandonHook holds until its release is
+// closed, and returns once that call is in flight, so that the calls made
+// next wait in a batch of their own. cancel, when not nil, is what the hook
+// calls once Redis has run the next pipeline of scripts (see abandonHook);
+// the inner hooks are added inside it. The held call's decision arrives on
+// the channel once the hook releases it.
+func holdFlusher(t *testing.T, client *redis.Client, lim *redislimit.Limiter, cancel context.CancelFunc, inner ...redis.Hook) (*abandonHook, <-chan hotlimit.Decision) {
+	t.Helper()
+	h := &abandonHook{held: lim.RedisKey("held"), release: make(chan struct{}), holding: make(chan struct{}),
+		cancel: cancel, left: make(chan struct{})}
+	client.AddHook(h)
+	for _, hook := range inner {
+		client.AddHook(hook)
+	}
+	held := make(chan hotlimit.Decision, 1)
+	go func() {
+		d, _ := lim.TakeContext(context.Background(), "held", 1)
+		held <- d
+	}()
+	<-h.holding
+	return h, held
+}
+
 func (h *abandonHook) DialHook(next redis.DialHook) redis.DialHook { return next }
 
 func (h *abandonHook) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
@@ -102,18 +126,8 @@ func TestCanceledInBatchCountsNothing(t *testing.T) {
 				take(t, lim2, "warm", 0)
 
 				ctx, cancel := context.WithCancel(context.Background())
-				h := &abandonHook{held: lim.RedisKey("held"), release: make(chan struct{}), holding: make(chan struct{}),
-					cancel: cancel, left: make(chan struct{})}
 				piped := pipeSignal{done: make(chan struct{}, 2)}
-				client.AddHook(h)
-				client.AddHook(piped) // inside h: it hears of each pipeline of scripts as Redis answers it
-
-				heldDone := make(chan hotlimit.Decision)
-				go func() {
-					d, _ := lim.TakeContext(context.Background(), "held", 1)
-					heldDone <- d
-				}()
-				<-h.holding
+				h, heldDone := holdFlusher(t, client, lim, cancel, piped)
 				require.EqualValues(t, 1, redislimit.InFlight(lim), "the held call is in flight")
 
 				var admitted []bool
@@ -169,14 +183,7 @@ func TestCanceledHammerConserves(t *testing.T) {
 	c := hotlimit.Config{Algorithm: hotlimit.TokenBucket, Limit: 100000, Window: time.Second}
 	lim := newExact(t, client, c, frozenClock(), redislimit.WithFailPolicy(redislimit.FailClosed), redislimit.WithBatch(8, 2), redislimit.WithBreaker(0, 0))
 	take(t, lim, "warm", 0)
-	h := &abandonHook{held: lim.RedisKey("held"), release: make(chan struct{}), holding: make(chan struct{}), left: make(chan struct{})}
-	client.AddHook(h)
-	heldDone := make(chan struct{})
-	go func() {
-		defer close(heldDone)
-		_, _ = lim.TakeContext(context.Background(), "held", 1)
-	}()
-	<-h.holding
+	h, heldDone := holdFlusher(t, client, lim, nil)
 
 	workers, calls := 8, 200
 	if testing.Short() {
@@ -261,15 +268,7 @@ func TestServiceRuleCanceledMidBatch(t *testing.T) {
 	take(t, limB, "warm", 0)
 
 	ctx, cancel := context.WithCancel(context.Background())
-	h := &abandonHook{held: limB.RedisKey("held"), release: make(chan struct{}), holding: make(chan struct{}),
-		cancel: cancel, left: make(chan struct{})}
-	client.AddHook(h)
-	heldDone := make(chan struct{})
-	go func() {
-		defer close(heldDone)
-		_, _ = limB.TakeContext(context.Background(), "held", 1)
-	}()
-	<-h.holding
+	h, heldDone := holdFlusher(t, client, limB, cancel)
 
 	d, err := svc.TakeContext(ctx, "u", "a", 2)
 	close(h.left)
@@ -343,17 +342,8 @@ func TestCanceledInBatchGivesBackWhatStillCounts(t *testing.T) {
 			take(t, lim, "warm", 0) // loads the script: the batch runs it at once
 
 			ctx, cancel := context.WithCancel(context.Background())
-			h := &abandonHook{held: lim.RedisKey("held"), release: make(chan struct{}), holding: make(chan struct{}),
-				cancel: cancel, left: make(chan struct{})}
 			piped := pipeSignal{done: make(chan struct{}, 2)}
-			client.AddHook(h)
-			client.AddHook(piped) // inside h: it hears of the batch before h holds it
-			heldDone := make(chan struct{})
-			go func() {
-				defer close(heldDone)
-				_, _ = lim.TakeContext(context.Background(), "held", 1)
-			}()
-			<-h.holding
+			h, heldDone := holdFlusher(t, client, lim, cancel, piped)
 
 			t0 := now.Load()
 			_, err := lim.TakeContext(ctx, "k", 5)
@@ -395,17 +385,8 @@ func TestCanceledTakeAllGivesBackByEachClock(t *testing.T) {
 	take(t, injected, "warm", 0)
 
 	ctx, cancel := context.WithCancel(context.Background())
-	h := &abandonHook{held: redisTime.RedisKey("held"), release: make(chan struct{}), holding: make(chan struct{}),
-		cancel: cancel, left: make(chan struct{})}
 	piped := pipeSignal{done: make(chan struct{}, 2)}
-	client.AddHook(h)
-	client.AddHook(piped)
-	heldDone := make(chan struct{})
-	go func() {
-		defer close(heldDone)
-		_, _ = redisTime.TakeContext(context.Background(), "held", 1)
-	}()
-	<-h.holding
+	h, heldDone := holdFlusher(t, client, redisTime, cancel, piped)
 
 	takes := []redislimit.Take{{Limiter: redisTime, Key: "k", N: 2}, {Limiter: injected, Key: "k", N: 3}}
 	redislimit.TakeAll(ctx, takes)
@@ -434,17 +415,8 @@ func TestCanceledRefundMayStillCount(t *testing.T) {
 	require.True(t, d.Allowed)
 
 	ctx, cancel := context.WithCancel(context.Background())
-	h := &abandonHook{held: lim.RedisKey("held"), release: make(chan struct{}), holding: make(chan struct{}),
-		cancel: cancel, left: make(chan struct{})}
 	piped := pipeSignal{done: make(chan struct{}, 2)}
-	client.AddHook(h)
-	client.AddHook(piped)
-	heldDone := make(chan struct{})
-	go func() {
-		defer close(heldDone)
-		_, _ = lim.TakeContext(context.Background(), "held", 1)
-	}()
-	<-h.holding
+	h, heldDone := holdFlusher(t, client, lim, cancel, piped)
 
 	require.ErrorIs(t, lim.RefundContext(ctx, "k", r), context.Canceled, "the caller left the refund's batch")
 	<-piped.done // the refund's batch, run by Redis before the caller left
@@ -495,16 +467,8 @@ func TestLeftBeforeSentIsNotSent(t *testing.T) {
 	c := hotlimit.Config{Algorithm: hotlimit.TokenBucket, Limit: 5, Window: time.Minute}
 	lim := newExact(t, client, c, frozenClock(), redislimit.WithBatch(64, 1), redislimit.WithBreaker(0, 0))
 	take(t, lim, "warm", 0)
-	h := &abandonHook{held: lim.RedisKey("held"), release: make(chan struct{}), holding: make(chan struct{})}
 	p := &holdPipe{holding: make(chan struct{}), release: make(chan struct{})}
-	client.AddHook(h)
-	client.AddHook(p)
-	heldDone := make(chan struct{})
-	go func() {
-		defer close(heldDone)
-		_, _ = lim.TakeContext(context.Background(), "held", 1)
-	}()
-	<-h.holding
+	h, heldDone := holdFlusher(t, client, lim, nil, p)
 
 	first := make(chan hotlimit.Decision)
 	go func() { first <- take(t, lim, "first", 1) }()
