@@ -271,18 +271,41 @@ func measure(b *testing.B, target benchTarget, load benchLoad) {
 // testdata/bench as its configuration and its state on the Redis at
 // redisAddr, until b's cleanup; it returns its gRPC address once it answers.
 func startReference(b *testing.B, bin, redisAddr string) (string, int) {
-	root := b.TempDir()
+	ref := launchReference(b, bin, redisAddr, "testdata/bench", "", false)
+	awaitBenchConfig(b, ref.grpc, "the reference server "+bin, ref.log)
+	return ref.grpc, ref.cmd.Process.Pid
+}
+
+// reference is a started reference server: its process, log, and
+// loopback addresses.
+type reference struct {
+	cmd        *exec.Cmd
+	log        *syncBuffer
+	grpc, prom string // prom is empty without Prometheus stats
+}
+
+// launchReference starts the reference server's binary bin on loopback,
+// until tb's cleanup, with the files of dir as its configuration and its
+// state on the Redis at redisAddr, under keys that begin with prefix (its
+// default when empty), with its stats in Prometheus form flushed every
+// 100 ms when prometheus is set. It does not wait for it to answer.
+func launchReference(tb testing.TB, bin, redisAddr, dir, prefix string, prometheus bool) reference {
+	root := tb.TempDir()
 	conf := filepath.Join(root, "rt", "config")
-	require.NoError(b, os.MkdirAll(conf, 0o755))
-	data, err := os.ReadFile("testdata/bench/bench.yaml")
-	require.NoError(b, err)
-	require.NoError(b, os.WriteFile(filepath.Join(conf, "bench.yaml"), data, 0o644))
-	ports := make([]string, 3) // gRPC, HTTP, debug
+	require.NoError(tb, os.MkdirAll(conf, 0o755))
+	ents, err := os.ReadDir(dir)
+	require.NoError(tb, err)
+	for _, e := range ents {
+		data, err := os.ReadFile(filepath.Join(dir, e.Name()))
+		require.NoError(tb, err)
+		require.NoError(tb, os.WriteFile(filepath.Join(conf, e.Name()), data, 0o644))
+	}
+	ports := make([]string, 4) // gRPC, HTTP, debug, Prometheus
 	for i := range ports {
 		lis, err := net.Listen("tcp", "127.0.0.1:0")
-		require.NoError(b, err)
+		require.NoError(tb, err)
 		ports[i] = strconv.Itoa(lis.Addr().(*net.TCPAddr).Port)
-		require.NoError(b, lis.Close())
+		require.NoError(tb, lis.Close())
 	}
 	cmd := exec.Command(bin)
 	cmd.Env = append(os.Environ(),
@@ -290,13 +313,18 @@ func startReference(b *testing.B, bin, redisAddr string) (string, int) {
 		"RUNTIME_ROOT="+root, "RUNTIME_SUBDIRECTORY=rt", "RUNTIME_APPDIRECTORY=config", "RUNTIME_WATCH_ROOT=false",
 		"GRPC_HOST=127.0.0.1", "GRPC_PORT="+ports[0], "HOST=127.0.0.1", "PORT="+ports[1],
 		"DEBUG_HOST=127.0.0.1", "DEBUG_PORT="+ports[2])
-	log := new(syncBuffer) // written by the command's copying goroutine
-	cmd.Stdout, cmd.Stderr = log, log
-	require.NoError(b, cmd.Start())
-	b.Cleanup(func() { _ = cmd.Process.Kill(); _ = cmd.Wait() })
-	addr := "127.0.0.1:" + ports[0]
-	awaitBenchConfig(b, addr, "the reference server "+bin, log)
-	return addr, cmd.Process.Pid
+	if prefix != "" {
+		cmd.Env = append(cmd.Env, "CACHE_KEY_PREFIX="+prefix)
+	}
+	ref := reference{cmd: cmd, log: new(syncBuffer), grpc: "127.0.0.1:" + ports[0]}
+	if prometheus {
+		cmd.Env = append(cmd.Env, "USE_PROMETHEUS=true", "PROMETHEUS_ADDR=127.0.0.1:"+ports[3], "STATS_FLUSH_INTERVAL=100ms")
+		ref.prom = "127.0.0.1:" + ports[3]
+	}
+	cmd.Stdout, cmd.Stderr = ref.log, ref.log // written by the command's copying goroutine
+	require.NoError(tb, cmd.Start())
+	tb.Cleanup(func() { _ = cmd.Process.Kill(); _ = cmd.Wait() })
+	return ref
 }
 
 // startHotlimitd starts hotlimitd's binary bin (built from ./cmd/hotlimitd)

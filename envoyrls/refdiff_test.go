@@ -11,7 +11,6 @@ import (
 	"net/http"
 	"os"
 	"os/exec"
-	"path/filepath"
 	"strconv"
 	"strings"
 	"sync"
@@ -437,36 +436,8 @@ func (d *refDiff) spills(domain string, desc *rlext.RateLimitDescriptor, hits ui
 // form, flushed every 100 ms, until t's cleanup. It returns its gRPC
 // address, once it answers with a rule, and its Prometheus address.
 func startReferenceOn(t *testing.T, bin, redisAddr, dir, prefix string) (string, string) {
-	root := t.TempDir()
-	conf := filepath.Join(root, "rt", "config")
-	require.NoError(t, os.MkdirAll(conf, 0o755))
-	ents, err := os.ReadDir(dir)
-	require.NoError(t, err)
-	for _, e := range ents {
-		data, err := os.ReadFile(filepath.Join(dir, e.Name()))
-		require.NoError(t, err)
-		require.NoError(t, os.WriteFile(filepath.Join(conf, e.Name()), data, 0o644))
-	}
-	ports := make([]string, 4) // gRPC, HTTP, debug, Prometheus
-	for i := range ports {
-		lis, err := net.Listen("tcp", "127.0.0.1:0")
-		require.NoError(t, err)
-		ports[i] = strconv.Itoa(lis.Addr().(*net.TCPAddr).Port)
-		require.NoError(t, lis.Close())
-	}
-	cmd := exec.Command(bin)
-	cmd.Env = append(os.Environ(),
-		"REDIS_SOCKET_TYPE=tcp", "REDIS_URL="+redisAddr, "USE_STATSD=false", "LOG_LEVEL=warn",
-		"CACHE_KEY_PREFIX="+prefix,
-		"USE_PROMETHEUS=true", "PROMETHEUS_ADDR=127.0.0.1:"+ports[3], "STATS_FLUSH_INTERVAL=100ms",
-		"RUNTIME_ROOT="+root, "RUNTIME_SUBDIRECTORY=rt", "RUNTIME_APPDIRECTORY=config", "RUNTIME_WATCH_ROOT=false",
-		"GRPC_HOST=127.0.0.1", "GRPC_PORT="+ports[0], "HOST=127.0.0.1", "PORT="+ports[1],
-		"DEBUG_HOST=127.0.0.1", "DEBUG_PORT="+ports[2])
-	log := new(syncBuffer) // written by the command's copying goroutine
-	cmd.Stdout, cmd.Stderr = log, log
-	require.NoError(t, cmd.Start())
-	t.Cleanup(func() { _ = cmd.Process.Kill(); _ = cmd.Wait() })
-	addr := "127.0.0.1:" + ports[0]
+	ref := launchReference(t, bin, redisAddr, dir, prefix, true)
+	addr, log := ref.grpc, ref.log
 	stub := dial(t, addr)
 	// A descriptor no rule knows, so that waiting counts nothing.
 	req := &pb.RateLimitRequest{Domain: "diff", Descriptors: []*rlext.RateLimitDescriptor{desc("unlimited", "ready")}}
@@ -477,7 +448,7 @@ func startReferenceOn(t *testing.T, bin, redisAddr, dir, prefix string) (string,
 		return err == nil && len(resp.Statuses) == 1 && resp.Statuses[0].Code == pb.RateLimitResponse_OK
 	}, 20*time.Second, 50*time.Millisecond)
 	require.True(t, ok, "the reference server %s did not answer:\n%s", bin, log.String())
-	return addr, "127.0.0.1:" + ports[3]
+	return addr, ref.prom
 }
 
 // startHotlimitdOn starts hotlimitd's binary bin (built from
