@@ -1,7 +1,7 @@
 package grpclimit_test
 
 import (
-	"regexp"
+	"fmt"
 	"strconv"
 	"sync/atomic"
 	"testing"
@@ -19,11 +19,6 @@ import (
 	"github.com/hotlimit/hotlimit/grpclimit"
 	"github.com/hotlimit/hotlimit/internal/limitertest"
 	"github.com/hotlimit/hotlimit/service"
-)
-
-var (
-	policyItem = regexp.MustCompile(`^("[^"]*");q=(\d+);w=(\d+)$`)
-	limitItem  = regexp.MustCompile(`^("[^"]*");r=(\d+);t=(\d+)$`)
 )
 
 // TestSeveralLimitsMetadataDescribesOnePolicy: a rule of a token bucket
@@ -51,7 +46,6 @@ func TestSeveralLimitsMetadataDescribesOnePolicy(t *testing.T) {
 		grpclimit.UnaryServerInterceptor(svc, grpclimit.WithPolicyName(name)))})
 	client := testgrpc.NewTestServiceClient(cc)
 	names := [2]string{`"bucket"`, `"window"`}
-	quota := [2]string{"20", "100"}
 	m := limitertest.NewPairModel()
 	windowDecided := 0
 	// How many calls arrive in each second: the bucket denies in second 2,
@@ -61,7 +55,7 @@ func TestSeveralLimitsMetadataDescribesOnePolicy(t *testing.T) {
 		now.Store(int64(time.Hour) + int64(sec)*int64(time.Second))
 		for call := range calls {
 			step := m.Take(sec)
-			allowed, decider, remaining, reset, retry := step.Allowed, step.Decider, step.Remaining, step.ResetAfter, step.RetryAfter
+			allowed, decider, retry := step.Allowed, step.Decider, step.RetryAfter
 			var header, trailer metadata.MD
 			_, err := client.UnaryCall(ctx(t), &testgrpc.SimpleRequest{}, grpc.Header(&header), grpc.Trailer(&trailer))
 			md := header
@@ -73,21 +67,7 @@ func TestSeveralLimitsMetadataDescribesOnePolicy(t *testing.T) {
 					"second %d call %d", sec, call)
 				md = trailer
 			}
-			policies, limits := md.Get(grpclimit.MetadataPolicy), md.Get(grpclimit.MetadataRateLimit)
-			require.Len(t, policies, 2, "second %d call %d: every limit of the rule", sec, call)
-			require.Len(t, limits, 2, "second %d call %d: every limit of the rule", sec, call)
-			for k, j := range [2]int{decider, 1 - decider} {
-				pol := policyItem.FindStringSubmatch(policies[k])
-				lim := limitItem.FindStringSubmatch(limits[k])
-				require.NotNil(t, pol, "second %d call %d: %v", sec, call, md)
-				require.NotNil(t, lim, "second %d call %d: %v", sec, call, md)
-				assert.Equal(t, names[j], pol[1], "second %d call %d entry %d: the deciding policy first", sec, call, k)
-				assert.Equal(t, pol[1], lim[1], "second %d call %d entry %d: both entries name one policy", sec, call, k)
-				assert.Equal(t, quota[j], pol[2], "second %d call %d entry %d: q", sec, call, k)
-				assert.Equal(t, strconv.Itoa(remaining[j]), lim[2], "second %d call %d entry %d: r is the policy's own", sec, call, k)
-				assert.Equal(t, strconv.FormatInt(int64((reset[j]+time.Second-1)/time.Second), 10), lim[3],
-					"second %d call %d entry %d: t is the policy's own", sec, call, k)
-			}
+			limitertest.CheckPairItems(t, md.Get(grpclimit.MetadataPolicy), md.Get(grpclimit.MetadataRateLimit), names, step, fmt.Sprintf("second %d call %d", sec, call))
 			if decider == 1 && allowed {
 				windowDecided++
 			}
@@ -135,12 +115,12 @@ func TestSeveralLimitsOfOneNameButScopeListDistinctPolicies(t *testing.T) {
 		require.Len(t, limits, 2, "call %d", call)
 		names, remaining := map[string]bool{}, map[string]string{}
 		for _, v := range policies {
-			m := policyItem.FindStringSubmatch(v)
+			m := limitertest.PolicyItem.FindStringSubmatch(v)
 			require.NotNil(t, m, "call %d: %q", call, v)
 			names[m[1]] = true
 		}
 		for _, v := range limits {
-			m := limitItem.FindStringSubmatch(v)
+			m := limitertest.LimitItem.FindStringSubmatch(v)
 			require.NotNil(t, m, "call %d: %q", call, v)
 			assert.True(t, names[m[1]], "call %d: %s names a listed policy", call, m[1])
 			remaining[m[1]] = m[2]

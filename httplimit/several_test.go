@@ -1,8 +1,8 @@
 package httplimit_test
 
 import (
+	"fmt"
 	"net/http"
-	"regexp"
 	"strconv"
 	"sync/atomic"
 	"testing"
@@ -15,11 +15,6 @@ import (
 	"github.com/hotlimit/hotlimit/httplimit"
 	"github.com/hotlimit/hotlimit/internal/limitertest"
 	"github.com/hotlimit/hotlimit/service"
-)
-
-var (
-	policyItem = regexp.MustCompile(`^("[^"]*");q=(\d+);w=(\d+)$`)
-	limitItem  = regexp.MustCompile(`^("[^"]*");r=(\d+);t=(\d+)$`)
 )
 
 // TestSeveralLimitsHeadersDescribeOnePolicy: behind the middleware, a rule
@@ -39,14 +34,13 @@ func TestSeveralLimitsHeadersDescribeOnePolicy(t *testing.T) {
 	require.NoError(t, err)
 	h := httplimit.New(svc)(ok)
 	names := [2]string{`"` + httplimit.PolicyName(limitertest.BurstyBucket) + `"`, `"` + httplimit.PolicyName(limitertest.MinuteWindow) + `"`}
-	quota := [2]string{"20", "100"}
 	m := limitertest.NewPairModel()
 	windowDecided := 0
 	for sec, calls := range limitertest.PairScript {
 		now.Store(int64(time.Hour) + int64(sec)*int64(time.Second))
 		for call := range calls {
 			step := m.Take(sec)
-			allowed, decider, remaining, reset, retry := step.Allowed, step.Decider, step.Remaining, step.ResetAfter, step.RetryAfter
+			allowed, decider, retry := step.Allowed, step.Decider, step.RetryAfter
 			w := serve(h, get("/", "192.0.2.1:1"))
 			if allowed {
 				assert.Equal(t, http.StatusOK, w.Code, "second %d call %d", sec, call)
@@ -55,21 +49,7 @@ func TestSeveralLimitsHeadersDescribeOnePolicy(t *testing.T) {
 				assert.Equal(t, strconv.FormatInt(int64((retry+time.Second-1)/time.Second), 10), w.Header().Get("Retry-After"),
 					"second %d call %d", sec, call)
 			}
-			policies, limits := w.Header().Values("RateLimit-Policy"), w.Header().Values("RateLimit")
-			require.Len(t, policies, 2, "second %d call %d: every limit of the rule", sec, call)
-			require.Len(t, limits, 2, "second %d call %d: every limit of the rule", sec, call)
-			for k, j := range [2]int{decider, 1 - decider} {
-				pol := policyItem.FindStringSubmatch(policies[k])
-				lim := limitItem.FindStringSubmatch(limits[k])
-				require.NotNil(t, pol, "second %d call %d: %q", sec, call, policies[k])
-				require.NotNil(t, lim, "second %d call %d: %q", sec, call, limits[k])
-				assert.Equal(t, names[j], pol[1], "second %d call %d item %d: the deciding policy first", sec, call, k)
-				assert.Equal(t, pol[1], lim[1], "second %d call %d item %d: both items name one policy", sec, call, k)
-				assert.Equal(t, quota[j], pol[2], "second %d call %d item %d: q", sec, call, k)
-				assert.Equal(t, strconv.Itoa(remaining[j]), lim[2], "second %d call %d item %d: r is the policy's own", sec, call, k)
-				assert.Equal(t, strconv.FormatInt(int64((reset[j]+time.Second-1)/time.Second), 10), lim[3],
-					"second %d call %d item %d: t is the policy's own", sec, call, k)
-			}
+			limitertest.CheckPairItems(t, w.Header().Values("RateLimit-Policy"), w.Header().Values("RateLimit"), names, step, fmt.Sprintf("second %d call %d", sec, call))
 			if decider == 1 && allowed {
 				windowDecided++
 			}
@@ -109,12 +89,12 @@ func TestSeveralLimitsOfOneNameButScopeListDistinctPolicies(t *testing.T) {
 		remaining := map[string]string{}
 		names := map[string]bool{}
 		for _, v := range policies {
-			m := policyItem.FindStringSubmatch(v)
+			m := limitertest.PolicyItem.FindStringSubmatch(v)
 			require.NotNil(t, m, "call %d: %q", call, v)
 			names[m[1]] = true
 		}
 		for _, v := range limits {
-			m := limitItem.FindStringSubmatch(v)
+			m := limitertest.LimitItem.FindStringSubmatch(v)
 			require.NotNil(t, m, "call %d: %q", call, v)
 			assert.True(t, names[m[1]], "call %d: %s names a listed policy", call, m[1])
 			remaining[m[1]] = m[2]

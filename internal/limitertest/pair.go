@@ -1,7 +1,14 @@
 package limitertest
 
 import (
+	"fmt"
+	"regexp"
+	"strconv"
+	"testing"
 	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
 
 	"github.com/hotlimit/hotlimit"
 )
@@ -72,4 +79,38 @@ func (m *PairModel) Take(sec int) PairStep {
 		s.ResetAfter[1] = untilMinute
 	}
 	return s
+}
+
+// PolicyItem and LimitItem match one RateLimit-Policy item and one
+// RateLimit item, as httplimit writes them in headers and grpclimit in
+// metadata: the quoted policy name, then q and w, or r and t.
+var (
+	PolicyItem = regexp.MustCompile(`^("[^"]*");q=(\d+);w=(\d+)$`)
+	LimitItem  = regexp.MustCompile(`^("[^"]*");r=(\d+);t=(\d+)$`)
+)
+
+// CheckPairItems checks the RateLimit-Policy items policies and the
+// RateLimit items limits of one response of the rule {BurstyBucket,
+// MinuteWindow} against the model's step s: both limits listed, the
+// deciding one first, each item pair naming one policy (names holds the
+// bucket's and the window's quoted names) with that limit's own q, r and t
+// (seconds, rounded up). where prefixes every failure.
+func CheckPairItems(t testing.TB, policies, limits []string, names [2]string, s PairStep, where string) {
+	t.Helper()
+	quota := [2]string{"20", "100"}
+	require.Len(t, policies, 2, "%s: every limit of the rule", where)
+	require.Len(t, limits, 2, "%s: every limit of the rule", where)
+	for k, j := range [2]int{s.Decider, 1 - s.Decider} {
+		at := fmt.Sprintf("%s item %d", where, k)
+		pol := PolicyItem.FindStringSubmatch(policies[k])
+		lim := LimitItem.FindStringSubmatch(limits[k])
+		require.NotNil(t, pol, "%s: %q", at, policies[k])
+		require.NotNil(t, lim, "%s: %q", at, limits[k])
+		assert.Equal(t, names[j], pol[1], "%s: the deciding policy first", at)
+		assert.Equal(t, pol[1], lim[1], "%s: both items name one policy", at)
+		assert.Equal(t, quota[j], pol[2], "%s: q", at)
+		assert.Equal(t, strconv.Itoa(s.Remaining[j]), lim[2], "%s: r is the policy's own", at)
+		assert.Equal(t, strconv.FormatInt(int64((s.ResetAfter[j]+time.Second-1)/time.Second), 10), lim[3],
+			"%s: t is the policy's own", at)
+	}
 }
