@@ -281,3 +281,39 @@ func TestEndedGiveBackTakeEachAndObserver(t *testing.T) {
 	assert.True(t, events[0].Decision.Allowed)
 	assert.Equal(t, 2, events[0].N)
 }
+
+// TestEndedGiveBackReachesAFailedLimitThatCounted: a limit that could not
+// decide but says, by its receipt, that it counted the request (its error
+// came after) gives it back with the others, as a denial's give-back does:
+// a non-zero receipt is what a limit took.
+func TestEndedGiveBackReachesAFailedLimitThatCounted(t *testing.T) {
+	a := &stepLimiter{limit: 5}
+	b := &countingFailer{stepLimiter: stepLimiter{limit: 6}}
+	s, err := service.NewFromRules(service.Rules{Default: service.Limits{
+		{Algorithm: hotlimit.FixedWindow, Limit: 5, Window: time.Hour},
+		{Algorithm: hotlimit.FixedWindow, Limit: 6, Window: time.Hour},
+	}}, hotlimit.WithFactory(func(c hotlimit.Config, _ ...hotlimit.Option) (hotlimit.Limiter, error) {
+		if c.Limit == 6 {
+			return b, nil
+		}
+		return a, nil
+	}))
+	require.NoError(t, err)
+	ctx, cancel := context.WithCancel(context.Background())
+	b.cancel = cancel
+	d, err := s.TakeContext(ctx, "u", "a", 1)
+	require.ErrorIs(t, err, errBackend)
+	assert.True(t, d.Allowed)
+	assert.Equal(t, 0, a.count)
+	assert.Equal(t, []hotlimit.Receipt{{N: 1, At: 1}}, b.refunds, "the failed limit took, and gives back once")
+	assert.Equal(t, 0, b.count)
+}
+
+// countingFailer is a stepLimiter whose take under a context counts as
+// usual, with its receipt, and then fails.
+type countingFailer struct{ stepLimiter }
+
+func (l *countingFailer) TakeReceiptContext(ctx context.Context, key string, n int) (hotlimit.Decision, hotlimit.Receipt, error) {
+	d, r, _ := l.stepLimiter.TakeReceiptContext(ctx, key, n)
+	return d, r, errBackend
+}
