@@ -110,9 +110,9 @@ func (k *keys) of(scope hotlimit.Scope) string {
 // without its cancellation, so that a denial gives back what it can even
 // when the request is being cancelled; the error joins theirs. When ctx
 // has ended by the time every limit admitted the request and some limit
-// could not decide (its failure policy passed it, counting nothing), the
-// others give back what they took as a denial does: the request has ended,
-// is not to be served, and so counts nowhere.
+// could not decide (its failure policy passed it, counting nothing), every
+// limit gives back what its receipt says it took, as a denial's give-back
+// does: the request has ended, is not to be served, and so counts nowhere.
 //
 // When each is not nil, each[i] is set to the i-th limit's own decision
 // after the request: its Take's when every limit admitted it, else a
@@ -126,7 +126,7 @@ func (m *multi) take(ctx context.Context, k keys, n int, each *[composite.MaxChi
 		return d, i, own, shadow, errors.Join(errs...)
 	}
 	var receipts [composite.MaxChildren]hotlimit.Receipt
-	var failed uint32 // bit i: the i-th limit could not decide (its error)
+	failed := false // some limit could not decide (its error)
 	var best, shadowed, bestShadowed hotlimit.Decision
 	shadowDecider := 0    // the most constrained limit in shadow mode
 	counted := false      // d holds a decision of a limit not in shadow mode
@@ -138,7 +138,7 @@ func (m *multi) take(ctx context.Context, k keys, n int, each *[composite.MaxChi
 			var err error
 			cd, r, err = cc.TakeReceiptContext(ctx, k.of(m.limits[i].Scope), n)
 			if err != nil {
-				errs, failed = append(errs, err), failed|1<<i
+				errs, failed = append(errs, err), true
 			}
 		} else {
 			cd, r = c.TakeReceipt(k.of(m.limits[i].Scope), n)
@@ -196,23 +196,25 @@ func (m *multi) take(ctx context.Context, k keys, n int, each *[composite.MaxChi
 		d, decider, best = shadowed, shadowDecider, bestShadowed
 	}
 	d.Allowed, d.RetryAfter = true, 0
-	if failed != 0 && ctx.Err() != nil {
+	if failed && ctx.Err() != nil {
 		// The request ended while a limit could not decide, which passed
 		// it by its failure policy, counting nothing: its caller will not
 		// serve it, so the limits that counted it give it back too, and no
-		// limit keeps a request that was never served.
-		errs = m.giveBack(ctx, &k, &receipts, failed, errs)
+		// limit keeps a request that was never served. A failed limit's
+		// receipt is given back as well, as a denial's give-back does: it
+		// is the zero Receipt, a no-op, unless that limit counted after all.
+		errs = m.giveBack(ctx, &k, &receipts, errs)
 	}
 	return d, decider, best, shadow, errors.Join(errs...)
 }
 
-// giveBack refunds, in reverse order, what every limit but the failed ones
-// (bit i of failed set) took with receipts, the limits that take a context
-// under ctx without its cancellation; it returns errs with their errors.
-func (m *multi) giveBack(ctx context.Context, k *keys, receipts *[composite.MaxChildren]hotlimit.Receipt, failed uint32, errs []error) []error {
+// giveBack refunds, in reverse order, what every limit took with receipts
+// (the zero Receipt of a limit that took nothing is a no-op), the limits
+// that take a context under ctx without its cancellation; it returns errs
+// with their errors.
+func (m *multi) giveBack(ctx context.Context, k *keys, receipts *[composite.MaxChildren]hotlimit.Receipt, errs []error) []error {
 	for j := len(m.children) - 1; j >= 0; j-- {
 		switch {
-		case failed&(1<<j) != 0:
 		case m.withContext[j] != nil:
 			errs = appendErr(errs, m.withContext[j].RefundContext(context.WithoutCancel(ctx), k.of(m.limits[j].Scope), receipts[j]))
 		default:

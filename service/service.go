@@ -271,8 +271,11 @@ type LimitDecision struct {
 // [Service.TakePolicy] returns, then the others in the order the rule asks
 // them (its order, sliding logs last). When another limit denied the
 // request, each limit's Remaining is what it holds once the denial gave
-// back what it took. Limits in shadow mode are left out, unless every limit
-// of the rule is in shadow mode. A rule of one limit appends it alone.
+// back what it took; when the request ended while a limit could not decide
+// and the limits gave back what they took (see [Service.TakeContext]), its
+// numbers are still its Take's, not asked again under the ended context.
+// Limits in shadow mode are left out, unless every limit of the rule is in
+// shadow mode. A rule of one limit appends it alone.
 // With a dst of room for the rule's limits (at most 16), it allocates no
 // more than TakeContext.
 func (s *Service) TakeEach(ctx context.Context, user, api string, n int, dst []LimitDecision) (hotlimit.Decision, []LimitDecision, error) {
