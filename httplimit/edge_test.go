@@ -2,9 +2,11 @@ package httplimit_test
 
 import (
 	"context"
+	"errors"
 	"net/http"
 	"net/http/httptest"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -457,4 +459,104 @@ func TestEndedRequestUnderFailClosedIsAnsweredAsEnded(t *testing.T) {
 			assert.Equal(t, http.StatusTooManyRequests, serve(h, get("/", "192.0.2.1:1")).Code, "%v: the served one did", rule)
 		}
 	}
+}
+
+// downRefunder is a limit on a backend that is down for its own reasons: it
+// passes every request by its failure policy, counting nothing, with an
+// error that is not the request's context's.
+type downRefunder struct{ limitertest.CancelingRefunder }
+
+var errDown = errors.New("backend down")
+
+func (*downRefunder) TakeReceiptContext(_ context.Context, _ string, n int) (hotlimit.Decision, hotlimit.Receipt, error) {
+	if n < 1 {
+		return hotlimit.Decision{Allowed: true, Limit: 5, Remaining: 5}, hotlimit.Receipt{}, nil
+	}
+	return hotlimit.Decision{Allowed: true, Limit: 5}, hotlimit.Receipt{}, errDown
+}
+
+// TestRequestEndedAfterItsDecisionIsServed: a rule of a memory limit and a
+// limit whose backend is down (it passes, counting nothing, with an error
+// of its own). The client leaves just after the service decided, while the
+// request is still live for it: the service gives nothing back, the memory
+// limit keeps the request. The middleware read the context again after
+// the decision and answered 503 without serving it, so a request counted
+// was never served, and the client's next one was denied for it. Now the
+// middleware asks the decision's error, which wraps the context's only
+// when the service gave the request back: the request is served.
+func TestRequestEndedAfterItsDecisionIsServed(t *testing.T) {
+	memory, down := cfg(hotlimit.FixedWindow, 1, time.Minute), cfg(hotlimit.FixedWindow, 5, time.Minute)
+	var cancel atomic.Pointer[context.CancelFunc]
+	svc, err := service.NewFromRules(service.Rules{Default: service.Limits{memory, down}},
+		// The observer runs after the service's decision, before the
+		// middleware reads the outcome: the client leaves there.
+		hotlimit.WithObserver(hotlimit.ObserverFunc(func(hotlimit.Event) {
+			if c := cancel.Load(); c != nil {
+				(*c)()
+			}
+		})),
+		hotlimit.WithFactory(func(c hotlimit.Config, opts ...hotlimit.Option) (hotlimit.Limiter, error) {
+			if c.Limit == down.Limit {
+				return &downRefunder{}, nil
+			}
+			return service.NewLimiter(c, opts...)
+		}))
+	require.NoError(t, err)
+	served := 0
+	h := httplimit.New(svc)(http.HandlerFunc(func(http.ResponseWriter, *http.Request) { served++ }))
+	ctx, c := context.WithCancel(context.Background())
+	cancel.Store(&c)
+	w := serve(h, get("/", "192.0.2.1:1").WithContext(ctx))
+	cancel.Store(nil)
+	require.Error(t, ctx.Err(), "the client left during the request")
+	assert.Equal(t, http.StatusOK, w.Code, "the request the memory limit counted is served")
+	assert.Equal(t, 1, served)
+	assert.Equal(t, http.StatusTooManyRequests, serve(h, get("/", "192.0.2.1:1")).Code, "the memory limit's one request is spent")
+}
+
+// cancelingDown is a downRefunder whose caller leaves while it is asked:
+// it cancels the request's context, and still answers with its own error.
+type cancelingDown struct{ cancel context.CancelFunc }
+
+func (l *cancelingDown) Allow(string) bool { return true }
+func (l *cancelingDown) Take(string, int) hotlimit.Decision {
+	return hotlimit.Decision{Allowed: true, Limit: 5}
+}
+func (l *cancelingDown) TakeReceipt(key string, n int) (hotlimit.Decision, hotlimit.Receipt) {
+	return l.Take(key, n), hotlimit.Receipt{}
+}
+func (l *cancelingDown) Refund(string, hotlimit.Receipt) {}
+func (l *cancelingDown) TakeReceiptContext(_ context.Context, _ string, n int) (hotlimit.Decision, hotlimit.Receipt, error) {
+	if n < 1 {
+		return hotlimit.Decision{Allowed: true, Limit: 5, Remaining: 5}, hotlimit.Receipt{}, nil
+	}
+	l.cancel()
+	return hotlimit.Decision{Allowed: true, Limit: 5}, hotlimit.Receipt{}, errDown
+}
+func (l *cancelingDown) RefundContext(context.Context, string, hotlimit.Receipt) error { return nil }
+
+// TestRequestEndedDuringABackendsOwnFailureIsNotServed: the client leaves
+// while a limit whose backend is down for its own reasons is asked. The
+// service gives back what the memory limit took, as the request has ended;
+// its error says so, wrapping the context's, though the limit's own error
+// does not: the middleware, which asks the error, answers without serving
+// it, and the memory limit's request is there for the next one.
+func TestRequestEndedDuringABackendsOwnFailureIsNotServed(t *testing.T) {
+	memory, down := cfg(hotlimit.FixedWindow, 1, time.Minute), cfg(hotlimit.FixedWindow, 5, time.Minute)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	svc, err := service.NewFromRules(service.Rules{Default: service.Limits{memory, down}},
+		hotlimit.WithFactory(func(c hotlimit.Config, opts ...hotlimit.Option) (hotlimit.Limiter, error) {
+			if c.Limit == down.Limit {
+				return &cancelingDown{cancel: cancel}, nil
+			}
+			return service.NewLimiter(c, opts...)
+		}))
+	require.NoError(t, err)
+	served := 0
+	h := httplimit.New(svc)(http.HandlerFunc(func(http.ResponseWriter, *http.Request) { served++ }))
+	assert.Equal(t, http.StatusServiceUnavailable, serve(h, get("/", "192.0.2.1:1").WithContext(ctx)).Code)
+	assert.Zero(t, served, "the ended request is not served")
+	assert.Equal(t, http.StatusOK, serve(h, get("/", "192.0.2.1:1")).Code, "the memory limit gave the ended request back")
+	assert.Equal(t, 1, served)
 }

@@ -217,7 +217,7 @@ func (h *handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	var buf [4]service.LimitDecision
 	_, each, err := h.svc.TakeEach(ctx, user, api, 1, buf[:0])
 	d, c := each[0].Decision, each[0].Config
-	if err != nil && !h.opts.dryRun && ctx.Err() != nil {
+	if transport.Ended(err) != nil && !h.opts.dryRun {
 		// The request ended while a limiter was asked, which could not
 		// decide for it. A failure policy that passes has passed it:
 		// serving it now would run the handler for a request that no

@@ -204,6 +204,10 @@ func (m *multi) take(ctx context.Context, k keys, n int, each *[composite.MaxChi
 		// receipt is given back as well, as a denial's give-back does: it
 		// is the zero Receipt, a no-op, unless that limit counted after all.
 		errs = m.giveBack(ctx, &k, &receipts, errs)
+		// The error says so, whatever the limits' own errors are: it is
+		// how a caller that reads ctx later, when ctx may have ended
+		// only since, tells a request given back from one that counts.
+		errs = append(errs, fmt.Errorf("the request ended while a limit could not decide, and was given back: %w", ctx.Err()))
 	}
 	return d, decider, best, shadow, errors.Join(errs...)
 }

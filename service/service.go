@@ -239,7 +239,10 @@ func (s *Service) Take(user, api string, n int) hotlimit.Decision {
 // decision and a limiter could not decide for it (the decision passing by
 // its failure policy, counting nothing there), what the other limits took:
 // a request that has ended is not to be served, and is counted by none of
-// the rule's limits. The gateways answer such a request without serving it.
+// the rule's limits, and the error then wraps ctx's (context.Canceled or
+// context.DeadlineExceeded). The gateways answer a request whose error
+// wraps its context's without serving it: ask the error, not ctx, which
+// may have ended only after the decision.
 func (s *Service) TakeContext(ctx context.Context, user, api string, n int) (hotlimit.Decision, error) {
 	d, _, err := s.rules.Load().resolve(user, api).takeContext(ctx, s.keys, user, api, n, false)
 	return d, err
