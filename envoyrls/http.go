@@ -113,6 +113,11 @@ func (s *Server) JSONHandler() http.Handler {
 // counts the elements of each array by how many arrays hold it. Invalid JSON
 // passes, for protojson to report.
 func checkJSONBounds(body []byte) error {
+	return checkJSONLimits(body, MaxDescriptors, MaxEntries)
+}
+
+// checkJSONLimits is checkJSONBounds with the bounds given.
+func checkJSONLimits(body []byte, maxDescriptors, maxEntries int) error {
 	dec := json.NewDecoder(bytes.NewReader(body))
 	dec.UseNumber()
 	type level struct {
@@ -137,10 +142,10 @@ func checkJSONBounds(body []byte) error {
 		if top := len(stack) - 1; top >= 0 && stack[top].array { // a value starts in an array
 			stack[top].n++
 			switch n := stack[top].n; {
-			case arrays == 1 && n > MaxDescriptors:
-				return invalidJSON("rate limit descriptor list has more than %d descriptors", MaxDescriptors)
-			case arrays > 1 && n > MaxEntries:
-				return invalidJSON("a descriptor has more than %d entries", MaxEntries)
+			case arrays == 1 && n > maxDescriptors:
+				return invalidJSON("rate limit descriptor list has more than %d descriptors", maxDescriptors)
+			case arrays > 1 && n > maxEntries:
+				return invalidJSON("a descriptor has more than %d entries", maxEntries)
 			}
 		}
 		if delim { // '[' or '{'
