@@ -28,11 +28,11 @@ const (
 	maxJSONDepth = 8
 )
 
-// jsonBodyTypes are the media types /json takes: JSON, and what curl sends
-// for a body given with -d, as the reference's own example does; a request
-// without Content-Type is taken too.
+// jsonBodyTypes are the media types that say a /json body is JSON, or that
+// a client sends for one by default: curl's for a body given with -d, as
+// the reference's own example does, and text/plain.
 var jsonBodyTypes = map[string]bool{
-	"application/json": true, "application/x-www-form-urlencoded": true, "text/plain": true,
+	"application/json": true, "text/json": true, "application/x-www-form-urlencoded": true, "text/plain": true,
 }
 
 // JSONHandler serves ShouldRateLimit over HTTP, as the reference's /json
@@ -40,10 +40,11 @@ var jsonBodyTypes = map[string]bool{
 // gets the RateLimitResponse in the same mapping, with status 200, or 429
 // when the overall code is OVER_LIMIT. A backend failure gets 503. What the
 // service cannot read gets a 4xx with the reason, before any of it is
-// decoded past its bounds: 405 for a method other than POST, 415 for a
-// Content-Type other than JSON (application/json or +json; none,
-// text/plain and curl's application/x-www-form-urlencoded are read as
-// JSON), 413 for a body over 1 MiB, 400 for invalid JSON, for more than
+// decoded past its bounds: 405 for a method other than POST, 413 for a
+// body over 1 MiB, 415 for a body that is not a RateLimitRequest under a
+// Content-Type other than JSON (the body is read whatever its
+// Content-Type, as the reference does: a client's default type may come
+// with JSON), 400 for invalid JSON, for more than
 // [MaxDescriptors] descriptors or [MaxEntries] entries in one (refused
 // before they are decoded, each costing some 160 bytes), and for a request
 // [Server.ShouldRateLimit] refuses as InvalidArgument.
@@ -53,13 +54,6 @@ func (s *Server) JSONHandler() http.Handler {
 			w.Header().Set("Allow", http.MethodPost)
 			http.Error(w, "use POST with a JSON RateLimitRequest", http.StatusMethodNotAllowed)
 			return
-		}
-		if ct := r.Header.Get("Content-Type"); ct != "" {
-			mt, _, err := mime.ParseMediaType(ct)
-			if err != nil || !(jsonBodyTypes[mt] || strings.HasSuffix(mt, "+json")) {
-				http.Error(w, fmt.Sprintf("Content-Type %q: send a JSON RateLimitRequest as application/json", ct), http.StatusUnsupportedMediaType)
-				return
-			}
 		}
 		if r.ContentLength > maxJSONBody {
 			http.Error(w, fmt.Sprintf("request body of %d bytes: at most %d", r.ContentLength, maxJSONBody), http.StatusRequestEntityTooLarge)
@@ -80,6 +74,10 @@ func (s *Server) JSONHandler() http.Handler {
 		}
 		var req pb.RateLimitRequest
 		if err := (protojson.UnmarshalOptions{RecursionLimit: maxJSONDepth}).Unmarshal(body, &req); err != nil {
+			if ct := r.Header.Get("Content-Type"); !isJSONType(ct) {
+				http.Error(w, fmt.Sprintf("Content-Type %q: send a JSON RateLimitRequest as application/json (%v)", ct, err), http.StatusUnsupportedMediaType)
+				return
+			}
 			http.Error(w, "invalid RateLimitRequest JSON: "+err.Error(), http.StatusBadRequest)
 			return
 		}
@@ -113,6 +111,11 @@ func (s *Server) JSONHandler() http.Handler {
 // counts the elements of each array by how many arrays hold it. Invalid JSON
 // passes, for protojson to report.
 func checkJSONBounds(body []byte) error {
+	return checkJSONLimits(body, MaxDescriptors, MaxEntries)
+}
+
+// checkJSONLimits is checkJSONBounds with the bounds given.
+func checkJSONLimits(body []byte, maxDescriptors, maxEntries int) error {
 	dec := json.NewDecoder(bytes.NewReader(body))
 	dec.UseNumber()
 	type level struct {
@@ -137,10 +140,10 @@ func checkJSONBounds(body []byte) error {
 		if top := len(stack) - 1; top >= 0 && stack[top].array { // a value starts in an array
 			stack[top].n++
 			switch n := stack[top].n; {
-			case arrays == 1 && n > MaxDescriptors:
-				return invalidJSON("rate limit descriptor list has more than %d descriptors", MaxDescriptors)
-			case arrays > 1 && n > MaxEntries:
-				return invalidJSON("a descriptor has more than %d entries", MaxEntries)
+			case arrays == 1 && n > maxDescriptors:
+				return invalidJSON("rate limit descriptor list has more than %d descriptors", maxDescriptors)
+			case arrays > 1 && n > maxEntries:
+				return invalidJSON("a descriptor has more than %d entries", maxEntries)
 			}
 		}
 		if delim { // '[' or '{'
@@ -153,6 +156,21 @@ func checkJSONBounds(body []byte) error {
 			}
 		}
 	}
+}
+
+// isJSONType reports whether the Content-Type ct says the body is JSON, or
+// is one a client sends for JSON by default: none, application/json or
+// +json, text/json, text/plain, curl's application/x-www-form-urlencoded;
+// in any case and with any parameters, even malformed ones.
+func isJSONType(ct string) bool {
+	if ct == "" {
+		return true
+	}
+	mt, _, err := mime.ParseMediaType(ct)
+	if err != nil && !errors.Is(err, mime.ErrInvalidMediaParameter) {
+		return false
+	}
+	return jsonBodyTypes[mt] || strings.HasSuffix(mt, "+json")
 }
 
 func invalidJSON(format string, args ...any) error {

@@ -158,7 +158,7 @@ func (f *flags) validate() error {
 	for _, d := range []struct {
 		name string
 		v    time.Duration
-	}{{"reload-interval", f.reload}, {"drain", f.drain}, {"redis-timeout", f.redisTimeout}} {
+	}{{"reload-interval", f.reload}, {"drain", f.drain}, {"redis-timeout", f.redisTimeout}, {"redis-lease-ttl", f.leaseTTL}} {
 		if d.v < 0 {
 			return fmt.Errorf("-%s %v: want 0 or more", d.name, d.v)
 		}
@@ -166,6 +166,8 @@ func (f *flags) validate() error {
 	switch {
 	case f.lease < 0:
 		return fmt.Errorf("-redis-lease %d: want 0 (none) or more", f.lease)
+	case f.lease > 0 && f.leaseTTL == 0:
+		return fmt.Errorf("-redis-lease-ttl %v: want more than 0 with -redis-lease %d", f.leaseTTL, f.lease)
 	case f.maxKeys < 0:
 		return fmt.Errorf("-max-keys %d: want 0 (no cap) or more", f.maxKeys)
 	case !slices.Contains([]string{"error", "local", "open", "closed"}, f.failure):

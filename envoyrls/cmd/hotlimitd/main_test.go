@@ -221,15 +221,15 @@ func TestMaxKeysFlag(t *testing.T) {
 	assert.ErrorContains(t, err, "-max-keys -1")
 }
 
-// TestRedisLeaseFlag: the lease reaches redislimit, which rejects a lease
-// without a ttl before any request.
+// TestRedisLeaseFlag: a lease without a ttl is refused before any request,
+// naming the flag.
 func TestRedisLeaseFlag(t *testing.T) {
 	dir := t.TempDir()
 	writeRule(t, dir, "2")
 	err := run(context.Background(), []string{"-config", dir, "-grpc", "127.0.0.1:0", "-http", "", "-redis", "127.0.0.1:1",
 		"-redis-lease", "5", "-redis-lease-ttl", "0s"}, io.Discard, nil)
 	require.Error(t, err)
-	assert.Contains(t, err.Error(), "lease ttl 0s must be positive")
+	assert.Contains(t, err.Error(), "-redis-lease-ttl 0s: want more than 0")
 }
 
 // TestRedisLeaseOnlyWhereItApplies: with -redis-lease, a configuration
