@@ -173,3 +173,43 @@ func TestHTTPSlowClients(t *testing.T) {
 		assert.Contains(t, st, " 431 ")
 	})
 }
+
+// TestJSONWaitsOutTheRedisTimeout: a /json request whose decision waits for
+// a Redis that accepts connections and never answers gets an answer (the
+// failure policy's) once -redis-timeout passes, even when that is longer
+// than the HTTP server's write bound: the write bound covers the wait, so
+// the client is not left with a connection closed under its request.
+func TestJSONWaitsOutTheRedisTimeout(t *testing.T) {
+	saved := httpLimits
+	t.Cleanup(func() { httpLimits = saved })
+	httpLimits.write = 100 * time.Millisecond
+	silent, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = silent.Close() })
+	go func() {
+		var held []net.Conn // accepted, never answered
+		defer func() {
+			for _, c := range held {
+				_ = c.Close()
+			}
+		}()
+		for {
+			c, err := silent.Accept()
+			if err != nil {
+				return
+			}
+			held = append(held, c)
+		}
+	}()
+	dir := t.TempDir()
+	writeRule(t, dir, "10")
+	srv := startServer(t, []string{"-config", dir, "-grpc", "127.0.0.1:0", "-http", "127.0.0.1:0",
+		"-redis", silent.Addr().String(), "-redis-timeout", "400ms"}, io.Discard)
+	body := `{"domain":"web","descriptors":[{"entries":[{"key":"ip","value":"1"}]}]}`
+	start := time.Now()
+	resp, err := http.Post("http://"+srv.http+"/json", "application/json", strings.NewReader(body))
+	require.NoError(t, err, "an answer, not a connection closed under the request")
+	defer resp.Body.Close()
+	assert.GreaterOrEqual(t, resp.StatusCode, 500, "Redis could not decide")
+	assert.GreaterOrEqual(t, time.Since(start), 300*time.Millisecond, "the decision waited for Redis")
+}

@@ -300,6 +300,17 @@ var httpLimits = struct {
 	headerBytes: 64 << 10,
 }
 
+// httpWriteTimeout is the time the HTTP server gives a request's response:
+// httpLimits.write, plus the Redis timeout when a decision may wait that
+// long for Redis, so that a request Redis leaves unanswered gets the failure
+// policy's answer, not a connection closed under it.
+func (f *flags) httpWriteTimeout() time.Duration {
+	if f.redisAddr != "" {
+		return httpLimits.write + f.redisTimeout
+	}
+	return httpLimits.write
+}
+
 // grpcLimits bound what a client of the gRPC server holds: the size of a
 // message and of a call's headers (gRPC's own default is 16 MiB, on its way
 // to 8 KiB); the requests in flight on one connection (a client such as
@@ -399,7 +410,7 @@ func run(ctx context.Context, args []string, stderr io.Writer, ready func(grpcAd
 			Handler:           mux,
 			ReadHeaderTimeout: httpLimits.readHeader,
 			ReadTimeout:       httpLimits.read,
-			WriteTimeout:      httpLimits.write,
+			WriteTimeout:      f.httpWriteTimeout(),
 			IdleTimeout:       httpLimits.idle,
 			MaxHeaderBytes:    httpLimits.headerBytes,
 			ErrorLog:          slog.NewLogLogger(log.Handler(), slog.LevelWarn),
