@@ -148,12 +148,7 @@ func TestEndedCallGivesBackTheMemoryLimitsTake(t *testing.T) {
 	memory, onBackend := cfg(hotlimit.FixedWindow, 1, time.Minute), cfg(hotlimit.FixedWindow, 5, time.Minute)
 	for _, order := range []service.Limits{{memory, onBackend}, {onBackend, memory}} {
 		svc, err := service.NewFromRules(service.Rules{Default: order},
-			hotlimit.WithFactory(func(c hotlimit.Config, opts ...hotlimit.Option) (hotlimit.Limiter, error) {
-				if c.Limit == onBackend.Limit {
-					return remote, nil
-				}
-				return service.NewLimiter(c, opts...)
-			}))
+			limitertest.OnBackend(onBackend, remote, service.NewLimiter))
 		require.NoError(t, err)
 		var served int
 		handler := func(context.Context, any) (any, error) { served++; return "ok", nil }
@@ -187,12 +182,7 @@ func TestEndedCallUnderFailClosedCarriesNoMetadata(t *testing.T) {
 	for _, rule := range []service.Limits{{onBackend}, {memory, onBackend}, {onBackend, memory}} {
 		remote := &limitertest.CancelingRefunder{Closed: true}
 		svc, err := service.NewFromRules(service.Rules{Default: rule},
-			hotlimit.WithFactory(func(c hotlimit.Config, opts ...hotlimit.Option) (hotlimit.Limiter, error) {
-				if c.Limit == onBackend.Limit {
-					return remote, nil
-				}
-				return service.NewLimiter(c, opts...)
-			}))
+			limitertest.OnBackend(onBackend, remote, service.NewLimiter))
 		require.NoError(t, err)
 		var served int
 		handler := func(context.Context, any) (any, error) { served++; return "ok", nil }

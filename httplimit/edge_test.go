@@ -343,12 +343,7 @@ func TestEndedRequestGivesBackTheMemoryLimitsTake(t *testing.T) {
 	memory, onBackend := cfg(hotlimit.FixedWindow, 1, time.Minute), cfg(hotlimit.FixedWindow, 5, time.Minute)
 	for _, order := range []service.Limits{{memory, onBackend}, {onBackend, memory}} {
 		svc, err := service.NewFromRules(service.Rules{Default: order},
-			hotlimit.WithFactory(func(c hotlimit.Config, opts ...hotlimit.Option) (hotlimit.Limiter, error) {
-				if c.Limit == onBackend.Limit {
-					return remote, nil
-				}
-				return service.NewLimiter(c, opts...)
-			}))
+			limitertest.OnBackend(onBackend, remote, service.NewLimiter))
 		require.NoError(t, err)
 		var served int
 		h := httplimit.New(svc)(http.HandlerFunc(func(http.ResponseWriter, *http.Request) { served++ }))
@@ -428,12 +423,7 @@ func TestEndedRequestUnderFailClosedIsAnsweredAsEnded(t *testing.T) {
 	for _, rule := range []service.Limits{{onBackend}, {memory, onBackend}, {onBackend, memory}} {
 		remote := &limitertest.CancelingRefunder{Closed: true}
 		svc, err := service.NewFromRules(service.Rules{Default: rule},
-			hotlimit.WithFactory(func(c hotlimit.Config, opts ...hotlimit.Option) (hotlimit.Limiter, error) {
-				if c.Limit == onBackend.Limit {
-					return remote, nil
-				}
-				return service.NewLimiter(c, opts...)
-			}))
+			limitertest.OnBackend(onBackend, remote, service.NewLimiter))
 		require.NoError(t, err)
 		var events []httplimit.Event
 		var served int
@@ -495,12 +485,7 @@ func TestRequestEndedAfterItsDecisionIsServed(t *testing.T) {
 				(*c)()
 			}
 		})),
-		hotlimit.WithFactory(func(c hotlimit.Config, opts ...hotlimit.Option) (hotlimit.Limiter, error) {
-			if c.Limit == down.Limit {
-				return &downRefunder{}, nil
-			}
-			return service.NewLimiter(c, opts...)
-		}))
+		limitertest.OnBackend(down, &downRefunder{}, service.NewLimiter))
 	require.NoError(t, err)
 	served := 0
 	h := httplimit.New(svc)(http.HandlerFunc(func(http.ResponseWriter, *http.Request) { served++ }))
@@ -546,12 +531,7 @@ func TestRequestEndedDuringABackendsOwnFailureIsNotServed(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	svc, err := service.NewFromRules(service.Rules{Default: service.Limits{memory, down}},
-		hotlimit.WithFactory(func(c hotlimit.Config, opts ...hotlimit.Option) (hotlimit.Limiter, error) {
-			if c.Limit == down.Limit {
-				return &cancelingDown{cancel: cancel}, nil
-			}
-			return service.NewLimiter(c, opts...)
-		}))
+		limitertest.OnBackend(down, &cancelingDown{cancel: cancel}, service.NewLimiter))
 	require.NoError(t, err)
 	served := 0
 	h := httplimit.New(svc)(http.HandlerFunc(func(http.ResponseWriter, *http.Request) { served++ }))

@@ -88,3 +88,15 @@ func (l *CancelingRefunder) TakeContext(ctx context.Context, key string, n int) 
 	d, _, err := l.TakeReceiptContext(ctx, key, n)
 	return d, err
 }
+
+// OnBackend is the factory option of a service whose rules keep one limit
+// on a backend: the limiter of the limit with onBackend's Limit is remote,
+// every other one memory's (pass service.NewLimiter).
+func OnBackend(onBackend hotlimit.Config, remote hotlimit.Limiter, memory hotlimit.Factory) hotlimit.Option {
+	return hotlimit.WithFactory(func(c hotlimit.Config, opts ...hotlimit.Option) (hotlimit.Limiter, error) {
+		if c.Limit == onBackend.Limit {
+			return remote, nil
+		}
+		return memory(c, opts...)
+	})
+}
