@@ -374,7 +374,10 @@ func (l *Limiter) decisionFree(free uint64, now, t, newest int64) hotlimit.Decis
 // in claim numbers: it holds while requests come with none leaving the
 // window, and the count holds while they leave as fast as they come. So the
 // first step probes the four entries around the hint and finds the end
-// there, one before or one after, in most calls; the hint is written (a
+// there, one before or one after, in most calls: the two either side of the
+// hint first, which alone settle an end that held (entry k − 1 expired, k
+// counted: the answer a search from k finds with the same two probes, and
+// no write), the commonest call; the hint is written (a
 // locked instruction, dearer than the probes) only when the other form
 // would have predicted the end, or the end moved on. Else it gallops out
 // from the hint to bracket the end, and bisects the bracket: a few probes of
@@ -441,7 +444,11 @@ func (c *cell) freeFrom(h, base, L uint64, cutoff int64) uint64 {
 		var a, b, d, x int64
 		if e+3 < L {
 			w := c.slots[e : e+4 : e+4]
-			a, b, d, x = w[0].Load()^freshStamp, w[1].Load()^freshStamp, w[2].Load()^freshStamp, w[3].Load()^freshStamp
+			b, d = w[1].Load()^freshStamp, w[2].Load()^freshStamp
+			if expiredBit(b, cutoff)&^expiredBit(d, cutoff)&1 == 1 && b != packed.StampDead {
+				return k // the end held: entry k − 1 expired, k counted
+			}
+			a, x = w[0].Load()^freshStamp, w[3].Load()^freshStamp
 		} else {
 			a, b, d, x = c.load(e), c.load((e+1)%L), c.load((e+2)%L), c.load((e+3)%L)
 		}
