@@ -46,6 +46,10 @@
 // the rule's limiter: one lock-free map lookup and a CAS for a pair seen
 // before, with no allocation and no per-pair state besides the limiter's,
 // which the limiters' eviction ([hotlimit.WithAutoSweep], Sweep) frees.
+// (One exception: when a rule of several limits denies and gives a token
+// bucket back a take that leaves it full, the bucket's key is evicted, as
+// tokenbucket documents under Refunds, and its next request allocates the
+// key's cell again.)
 //
 // State keys are printable: "3:zed|GET /pay" for the pair (zed, GET /pay)
 // (the user's length makes the key injective whatever bytes the names hold),
