@@ -1,4 +1,5 @@
-# make test  — every check: vet, formatting, tidy go.mod files, the race-enabled test suite, a
+# make test  — every check: vet, formatting, tidy go.mod files, the race-enabled test suite, the
+#              tests without -race (as a user's go test runs them), a
 #              benchmark smoke run, 32-bit builds, the bench module's tests
 #              and the redislimit module's tests against real Redis servers
 #              and clusters (redis-server and redis-cli are installed with
@@ -10,9 +11,9 @@
 GO ?= go
 PKGS := ./...
 
-.PHONY: test vet fmt tidy race smoke test386 benchmod redis redismod metricsmods grpcmod envoymod bench envoybench envoybench-run
+.PHONY: test vet fmt tidy race unit smoke test386 benchmod redis redismod metricsmods grpcmod envoymod bench envoybench envoybench-run
 
-test: vet fmt tidy race smoke test386 redis redismod metricsmods grpcmod envoymod benchmod
+test: vet fmt tidy race unit smoke test386 redis redismod metricsmods grpcmod envoymod benchmod
 
 vet:
 	$(GO) vet $(PKGS)
@@ -30,6 +31,17 @@ tidy:
 
 race:
 	$(GO) test -race -count=1 $(PKGS)
+
+# Every module's tests without the race detector, short, as a user's
+# `go test ./...` runs them: the allocation counts (testing.AllocsPerRun)
+# must hold in that build too. redislimit's are all about Redis, which its
+# race-enabled run covers.
+UNIT_MODS := . grpclimit hotlimitprom hotlimitotel envoyrls bench
+unit:
+	@for d in $(UNIT_MODS); do \
+		echo "== $$d, without -race"; \
+		(cd $$d && $(GO) test -short -count=1 ./...) || exit 1; \
+	done
 
 smoke:
 	$(GO) test -run '^$$' -bench . -benchtime 1x $(PKGS)
