@@ -3,6 +3,7 @@ package composite
 import (
 	"fmt"
 	"reflect"
+	"slices"
 
 	"github.com/hotlimit/hotlimit"
 	"github.com/hotlimit/hotlimit/unlimited"
@@ -16,6 +17,10 @@ const MaxChildren = 16
 // documentation. Build it with New. It is safe for concurrent use.
 type Limiter struct {
 	children []hotlimit.Refunder
+	// stateless[i] is set when children[i] keeps no state: an unlimited
+	// limiter, or a composite of such children (to any depth). Its receipt
+	// holds no clock reading, and its refund does nothing.
+	stateless []bool
 }
 
 var _ hotlimit.Refunder = (*Limiter)(nil)
@@ -33,7 +38,7 @@ func New(children ...hotlimit.Limiter) (*Limiter, error) {
 	if len(children) == 0 || len(children) > MaxChildren {
 		return nil, fmt.Errorf("composite: %d children out of range [1, %d]: %w", len(children), MaxChildren, hotlimit.ErrInvalidConfig)
 	}
-	l := &Limiter{children: make([]hotlimit.Refunder, len(children))}
+	l := &Limiter{children: make([]hotlimit.Refunder, len(children)), stateless: make([]bool, len(children))}
 	for i, c := range children {
 		if isNil(c) {
 			return nil, fmt.Errorf("composite: child %d is nil: %w", i, hotlimit.ErrInvalidConfig)
@@ -48,9 +53,21 @@ func New(children ...hotlimit.Limiter) (*Limiter, error) {
 			return nil, fmt.Errorf("composite: child %d (%T) is not a hotlimit.Refunder: it could not give back what it took when another child denies: %w",
 				i, c, hotlimit.ErrInvalidConfig)
 		}
-		l.children[i] = r
+		l.children[i], l.stateless[i] = r, isStateless(r)
 	}
 	return l, nil
+}
+
+// isStateless reports whether c keeps no state: an unlimited limiter, or a
+// composite whose children all keep none.
+func isStateless(c hotlimit.Refunder) bool {
+	switch c := c.(type) {
+	case *unlimited.Limiter:
+		return true
+	case *Limiter:
+		return !slices.Contains(c.stateless, false)
+	}
+	return false
 }
 
 // isNil reports whether c is nil or holds a nil pointer, as a limiter
@@ -118,9 +135,12 @@ func (l *Limiter) Take(key string, n int) hotlimit.Decision {
 }
 
 // TakeReceipt is Take, plus the receipt of what it took: n requests at the
-// earliest of the children's receipt times (an unlimited child, which keeps
-// nothing, gives no time); the zero Receipt when denied or n < 1. Give them
-// back with Refund.
+// earliest of the children's receipt times (a child that keeps no state, an
+// unlimited one, gives no time); the zero Receipt when denied or n < 1, and
+// also when a child that keeps state admitted without counting (its zero
+// Receipt, as redislimit's failure policies give while Redis is down): no
+// time of a receipt could then keep that child from being given back what it
+// never counted. Give them back with Refund.
 func (l *Limiter) TakeReceipt(key string, n int) (hotlimit.Decision, hotlimit.Receipt) {
 	if n < 1 {
 		return l.report(key, n, -1), hotlimit.Receipt{}
@@ -146,29 +166,40 @@ func (l *Limiter) TakeReceipt(key string, n int) (hotlimit.Decision, hotlimit.Re
 		d = merge(d, cd, i == 0)
 	}
 	d.Allowed, d.RetryAfter = true, 0
-	return d, hotlimit.Receipt{N: n, At: l.earliest(&receipts)}
+	at, ok := l.earliest(&receipts)
+	if !ok {
+		return d, hotlimit.Receipt{}
+	}
+	return d, hotlimit.Receipt{N: n, At: at}
 }
 
 // earliest returns the time of a receipt of the children's receipts: the
-// earliest of their times, leaving out the unlimited children, which keep no
-// state and give the zero Receipt, whose At 0 is no reading of the clock (as
-// the earliest time it would make every other child give back less). Any
-// other child's zero Receipt counts, at 0: one that admitted without
-// counting, as redislimit's failure policies do while Redis is down, must
-// not be given back what it never counted, and at 0 every child gives back
-// less, never more, since every child's refund is monotone in the time.
-func (l *Limiter) earliest(receipts *[MaxChildren]hotlimit.Receipt) int64 {
+// earliest of their times, leaving out the children that keep no state
+// (stateless), whose receipt holds no reading of the clock (as the earliest
+// time it would make every other child give back less). It reports false
+// when a child that keeps state gave the zero Receipt: it admitted without
+// counting, as redislimit's failure policies do while Redis is down, and
+// must not be given back what it never counted. No time can say so: a
+// receipt at any time gives back something to a limiter whose clock reads
+// near it (a refund at a time before a limiter's epoch counts from its
+// epoch, and a clock may read 0, or less, as a fake one starting at 0 does),
+// so the composite gives no receipt at all.
+func (l *Limiter) earliest(receipts *[MaxChildren]hotlimit.Receipt) (int64, bool) {
 	var at int64
 	found := false
-	for i, c := range l.children {
-		if _, stateless := c.(*unlimited.Limiter); stateless {
+	for i := range l.children {
+		if l.stateless[i] {
 			continue
 		}
-		if r := receipts[i]; !found || r.At < at {
+		r := receipts[i]
+		if r.N < 1 {
+			return 0, false
+		}
+		if !found || r.At < at {
 			at, found = r.At, true
 		}
 	}
-	return at
+	return at, true
 }
 
 // report asks every child but the skip-th (none when skip < 0) for

@@ -45,13 +45,17 @@
 // # Receipts
 //
 // A composite is itself a hotlimit.Refunder. Its receipt holds n and the
-// earliest of its children's receipt times (but an unlimited child's: it
-// keeps nothing and gives the zero Receipt, whose At 0 is no reading of the
-// clock; any other child's zero Receipt, such as redislimit's while Redis is
-// down, where it admits without counting, makes the time 0, so that no
-// child is given back what it did not count), and Refund gives that receipt to
-// every child. That is safe for every kind of child: each limiter's refund is
-// monotone in the receipt's time (an earlier time never gives back more), and
+// earliest of its children's receipt times (but those of the children that
+// keep no state: an unlimited child, or a composite of them, keeps nothing
+// and gives no reading of the clock), and Refund gives that receipt to every
+// child. When a child that keeps state admitted without counting (its zero
+// Receipt, as redislimit's while Redis is down), the composite gives the
+// zero Receipt, whose refund is a no-op: no time could keep that child from
+// being given back what it did not count (a limiter counts a time before its
+// epoch as its epoch, and a clock may read 0, or less), so the others keep
+// the request too, which gives back less, never more. Giving the earliest
+// time is safe for every kind of child: each limiter's refund is monotone in
+// the receipt's time (an earlier time never gives back more), and
 // the earliest time is at or before each child's own. It gives back less than
 // each child's own receipt would where the times differ: a token bucket or a
 // GCRA counts its refill from the earlier time, a fixed window or a sliding

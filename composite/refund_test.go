@@ -176,7 +176,7 @@ func (u *uncounting) TakeReceipt(key string, n int) (hotlimit.Decision, hotlimit
 }
 
 // TestRefundGivesNothingToAChildThatDidNotCount: a child that admitted
-// without counting (its zero Receipt) makes the composite receipt's time 0,
+// without counting (its zero Receipt) makes the composite's receipt zero,
 // even beside a child that counted, so that a later refund gives its limiter
 // nothing it never counted: a limit of 4 that counted 2 before the outage
 // has 2 left after the refund of 3 taken during it, not 4.
@@ -197,7 +197,7 @@ func TestRefundGivesNothingToAChildThatDidNotCount(t *testing.T) {
 			child.down = true
 			d, r := c.TakeReceipt("k", 3)
 			require.True(t, d.Allowed)
-			assert.Zero(t, r.At, "the uncounting child's zero receipt, beside a counting one")
+			assert.Zero(t, r, "the uncounting child's zero receipt, beside a counting one: no receipt")
 			child.down = false
 			c.Refund("k", r)
 			assert.Equal(t, 2, lim.Take("k", 0).Remaining, "nothing given back that was not counted")
