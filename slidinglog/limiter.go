@@ -375,9 +375,10 @@ func (l *Limiter) decisionFree(free uint64, now, t, newest int64) hotlimit.Decis
 // window, and the count holds while they leave as fast as they come. So the
 // first step probes the four entries around the hint and finds the end
 // there, one before or one after, in most calls: the two either side of the
-// hint first, which alone settle an end that held (entry k − 1 expired, k
-// counted: the answer a search from k finds with the same two probes, and
-// no write), the commonest call; the hint is written (a
+// hint first, which alone settle an end that held (entry k − 1 expired and
+// no tombstone, k counted: the answer a search from k finds with the same
+// two probes, whatever the other entries hold, and no write), the
+// commonest call; the hint is written (a
 // locked instruction, dearer than the probes) only when the other form
 // would have predicted the end, or the end moved on. Else it gallops out
 // from the hint to bracket the end, and bisects the bracket: a few probes of
@@ -385,7 +386,9 @@ func (l *Limiter) decisionFree(free uint64, now, t, newest int64) hotlimit.Decis
 // slots far apart.
 //
 // The hint is only where to start: any value, stale or raced, gives the
-// same answer, as the probes alone decide it, on the ring with head h. (On
+// same answer, as the probes alone decide it, on the ring with head h whose
+// free entries are a prefix (on another, below, the four probes and the
+// search can find different ends, and the answer depends on the hint). (On
 // a ring whose head moved past h, the count is meaningless and depends on
 // the hint: callers that decide without a CAS check with freeStill.) The
 // four probes decide only on an expired entry followed by counted ones, in
