@@ -252,33 +252,33 @@ func merge(d, cd hotlimit.Decision, first bool) hotlimit.Decision {
 	return d
 }
 
-// report asks every child but skip for Take(key, n ≤ 0) and merges.
-func (c *conjunction) report(key string, n, skip int, now int64) hotlimit.Decision {
+// report asks every child but the known-th, whose decision is kd, for
+// Take(key, n ≤ 0) and merges them all in order.
+func (c *conjunction) report(key string, n, known int, kd hotlimit.Decision, now int64) hotlimit.Decision {
 	d := hotlimit.Decision{Allowed: true}
-	first := true
 	for i, m := range c.models {
-		if i == skip {
-			continue
+		cd := kd
+		if i != known {
+			cd = m.Take(key, n, now)
 		}
-		cd := m.Take(key, n, now)
-		d = merge(d, cd, first)
+		d = merge(d, cd, i == 0)
 		d.Allowed = d.Allowed && cd.Allowed
 		d.RetryAfter = max(d.RetryAfter, cd.RetryAfter)
-		first = false
 	}
 	return d
 }
 
 func (c *conjunction) Take(key string, n int, now int64) hotlimit.Decision {
 	if n < 1 {
-		return c.report(key, n, -1, now)
+		return c.report(key, n, -1, hotlimit.Decision{}, now)
 	}
 	var d hotlimit.Decision
 	for i, m := range c.models {
 		cd := m.Take(key, n, now)
 		if !cd.Allowed {
 			c.rebuild() // the children before i, refunded
-			rd := merge(c.report(key, 0, i, now), cd, len(c.models) == 1)
+			// The denier's decision in its place: a tie goes to the first.
+			rd := c.report(key, 0, i, cd, now)
 			rd.Allowed, rd.RetryAfter = false, cd.RetryAfter
 			return rd
 		}

@@ -143,7 +143,7 @@ func (l *Limiter) Take(key string, n int) hotlimit.Decision {
 // never counted. Give them back with Refund.
 func (l *Limiter) TakeReceipt(key string, n int) (hotlimit.Decision, hotlimit.Receipt) {
 	if n < 1 {
-		return l.report(key, n, -1), hotlimit.Receipt{}
+		return l.report(key, n, -1, hotlimit.Decision{}), hotlimit.Receipt{}
 	}
 	var receipts [MaxChildren]hotlimit.Receipt
 	var d hotlimit.Decision
@@ -157,8 +157,10 @@ func (l *Limiter) TakeReceipt(key string, n int) (hotlimit.Decision, hotlimit.Re
 				l.children[j].Refund(key, receipts[j])
 			}
 			// The others as they are now: the refunded ones restored,
-			// the later ones not asked for n (that would take).
-			rd := merge(l.report(key, 0, i), cd, len(l.children) == 1)
+			// the later ones not asked for n (that would take); the
+			// denier's own decision in its place, so that a tie goes to
+			// the first child.
+			rd := l.report(key, 0, i, cd)
 			rd.Allowed, rd.RetryAfter = false, cd.RetryAfter
 			return rd, hotlimit.Receipt{}
 		}
@@ -202,22 +204,20 @@ func (l *Limiter) earliest(receipts *[MaxChildren]hotlimit.Receipt) (int64, bool
 	return at, true
 }
 
-// report asks every child but the skip-th (none when skip < 0) for
-// Take(key, n) with n ≤ 0, which changes nothing, and merges their
-// decisions: Allowed if all are, the largest RetryAfter. With no child to
-// ask it returns a Decision that merge replaces whole.
-func (l *Limiter) report(key string, n, skip int) hotlimit.Decision {
+// report asks every child for Take(key, n) with n ≤ 0, which changes
+// nothing, but the known-th (none when known < 0), whose decision is given
+// as kd, and merges their decisions in the children's order: Allowed if all
+// are, the largest RetryAfter.
+func (l *Limiter) report(key string, n, known int, kd hotlimit.Decision) hotlimit.Decision {
 	d := hotlimit.Decision{Allowed: true}
-	first := true
 	for i, c := range l.children {
-		if i == skip {
-			continue
+		cd := kd
+		if i != known {
+			cd = c.Take(key, n)
 		}
-		cd := c.Take(key, n)
-		d = merge(d, cd, first)
+		d = merge(d, cd, i == 0)
 		d.Allowed = d.Allowed && cd.Allowed
 		d.RetryAfter = max(d.RetryAfter, cd.RetryAfter)
-		first = false
 	}
 	return d
 }
