@@ -122,7 +122,7 @@ func (m *multi) take(ctx context.Context, k keys, n int, each *[composite.MaxChi
 	var errs []error
 	shadow = -1
 	if n < 1 {
-		d, i, own, _ := m.report(ctx, &k, n, -1, &errs, each)
+		d, i, own := m.report(ctx, &k, n, -1, hotlimit.Decision{}, &errs, each)
 		return d, i, own, shadow, errors.Join(errs...)
 	}
 	var receipts [composite.MaxChildren]hotlimit.Receipt
@@ -170,9 +170,10 @@ func (m *multi) take(ctx context.Context, k keys, n int, each *[composite.MaxChi
 			}
 			// The others as they are now: the refunded ones restored,
 			// the later ones not asked for n (that would take); those
-			// in shadow mode left out, as the denier is not one.
-			rd, _, _, real := m.report(ctx, &k, 0, i, &errs, each)
-			rd = merge(rd, cd, !real)
+			// in shadow mode left out, as the denier is not one. The
+			// denier's own decision is merged in its place, so that a
+			// tie goes to the first limit.
+			rd, _, _ := m.report(ctx, &k, 0, i, cd, &errs, each)
 			rd.Allowed, rd.RetryAfter = false, cd.RetryAfter
 			return rd, i, cd, -1, errors.Join(errs...)
 		}
@@ -236,20 +237,20 @@ func appendErr(errs []error, err error) []error {
 	return errs
 }
 
-// report asks every limit but the skip-th (none when skip < 0) for n ≤ 0
-// requests, which changes nothing, and merges their decisions as composite
-// does: Allowed if all are, the largest RetryAfter. The index it returns is
-// the first limit that denies, or else the most constrained by the share
-// of its capacity left (see lessShare), with that limit's own decision.
-// Limits in shadow mode stay out of both, as in take, unless every
-// limit asked is in shadow mode; real is false when no limit outside shadow
-// mode was asked, and then, with no limit asked at all, the Decision is one
-// that merge replaces whole. When each is not nil, each[i] is set to the
+// report asks every limit for n ≤ 0 requests, which changes nothing, but
+// the known-th (none when known < 0), whose decision is given as kd (it is
+// not in shadow mode), and merges their decisions in the rule's order as
+// composite does: Allowed if all are, the largest RetryAfter. The index it
+// returns is the first limit that denies, or else the most constrained by
+// the share of its capacity left (see lessShare), with that limit's own
+// decision. Limits in shadow mode stay out of both, as in take, unless every
+// limit is in shadow mode. When each is not nil, each[i] is set to the
 // decision of every limit asked.
-func (m *multi) report(ctx context.Context, k *keys, n, skip int, errs *[]error, each *[composite.MaxChildren]hotlimit.Decision) (d hotlimit.Decision, decider int, own hotlimit.Decision, real bool) {
+func (m *multi) report(ctx context.Context, k *keys, n, known int, kd hotlimit.Decision, errs *[]error, each *[composite.MaxChildren]hotlimit.Decision) (d hotlimit.Decision, decider int, own hotlimit.Decision) {
 	counted, shadowed := reported{m: m, decider: -1}, reported{m: m, decider: -1}
 	for i, c := range m.children {
-		if i == skip {
+		if i == known {
+			counted.add(i, kd)
 			continue
 		}
 		var cd hotlimit.Decision
@@ -269,13 +270,10 @@ func (m *multi) report(ctx context.Context, k *keys, n, skip int, errs *[]error,
 			counted.add(i, cd)
 		}
 	}
-	switch {
-	case counted.decider >= 0:
-		return counted.d, counted.decider, counted.best, true
-	case shadowed.decider >= 0:
-		return shadowed.d, shadowed.decider, shadowed.best, false
+	if counted.decider >= 0 {
+		return counted.d, counted.decider, counted.best
 	}
-	return hotlimit.Decision{Allowed: true}, 0, hotlimit.Decision{Allowed: true}, false
+	return shadowed.d, shadowed.decider, shadowed.best // a rule has a limit: one was asked
 }
 
 // reported is report's merge of some limits' decisions; decider is -1 until
