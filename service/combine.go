@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math"
 	"math/bits"
 	"slices"
 
@@ -34,6 +35,11 @@ type multi struct {
 	limits      Limits // limits[i] is what children[i] enforces, with its scope
 	// defBurst is the service's default burst (see capacity).
 	defBurst int
+	// most is the most requests at once every limit not in shadow mode can
+	// ever admit: the least capacity among them (Unlimited has none to
+	// exceed), math.MaxInt when there is none. A request of more can
+	// never pass the rule.
+	most int
 }
 
 // newMulti returns the multi of limits, enforced by children (children[i]
@@ -54,6 +60,12 @@ func newMulti(limits Limits, children []hotlimit.Limiter, defBurst int) (*multi,
 		withContext: make([]hotlimit.ContextRefunder, len(children)),
 		limits:      make(Limits, len(children)),
 		defBurst:    defBurst,
+		most:        math.MaxInt,
+	}
+	for _, c := range limits {
+		if !c.Shadow && c.Algorithm != hotlimit.Unlimited {
+			m.most = min(m.most, capacity(c, defBurst))
+		}
 	}
 	for to, from := range order {
 		r, ok := children[from].(hotlimit.Refunder)
@@ -93,7 +105,9 @@ func (k *keys) of(scope hotlimit.Scope) string {
 // take asks every limit for n requests from user to api: all pass and stay
 // counted by every limit, or none does and no limit keeps any. It returns the
 // decision, computed as composite.Limiter computes it, the index of the
-// limit that decided and that limit's own decision: the one that denied,
+// limit that decided and that limit's own decision: the one that denied
+// (the decision's RetryAfter is then that limit's, or hotlimit.Never when n
+// is more than some limit not in shadow mode can ever admit),
 // or, when all admitted, the most constrained, the one with the least share
 // of its capacity left (Remaining/Capacity, see lessShare; the first on a
 // tie). The capacity is the one hotlimit.ClassifyCapacity measures the
@@ -175,6 +189,12 @@ func (m *multi) take(ctx context.Context, k keys, n int, each *[composite.MaxChi
 			// tie goes to the first limit.
 			rd, _, _ := m.report(ctx, &k, 0, i, cd, &errs, each)
 			rd.Allowed, rd.RetryAfter = false, cd.RetryAfter
+			if n > m.most {
+				// Some limit, maybe one not asked for n, can never
+				// admit n: waiting the denier's RetryAfter would only
+				// meet that limit's Never.
+				rd.RetryAfter = hotlimit.Never
+			}
 			return rd, i, cd, -1, errors.Join(errs...)
 		}
 		receipts[i] = r

@@ -163,7 +163,12 @@ func (m *ruleModel) take(user, api string, n int, near float64) event {
 			decs[j] = m.own(j, m.used[j][keys[j]])
 		}
 		d, _, _ := fold(decs, -1, nil)
-		return event{policy: c, outcome: hotlimit.OutcomeDenied, limit: d.Limit, remaining: d.Remaining, never: n > c.Capacity()}
+		// Never when some limit not in shadow mode, asked or not, can
+		// never hold n.
+		never := slices.ContainsFunc(m.limits, func(c hotlimit.Config) bool {
+			return !c.Shadow && c.Algorithm != hotlimit.Unlimited && n > c.Capacity()
+		})
+		return event{policy: c, outcome: hotlimit.OutcomeDenied, limit: d.Limit, remaining: d.Remaining, never: never}
 	}
 	d, dec, _ := fold(decs, -1, nil)
 	if shadowDenier >= 0 {
@@ -184,7 +189,7 @@ func (m *ruleModel) take(user, api string, n int, near float64) event {
 // counter of its capacity: its Policy (the limit that denied, the first in
 // shadow mode that would have, or the one with the least share of its
 // capacity left), Outcome, Allowed, Limit, Remaining, and a RetryAfter of
-// Never exactly when the limit that denied can never admit n.
+// Never exactly when some limit not in shadow mode can never admit n.
 func TestObserverEventOfSeveralLimitsAgreesWithAModel(t *testing.T) {
 	rules, steps := 300, 80
 	if testing.Short() {

@@ -219,7 +219,9 @@ func (s *Service) Allow(user, api string) bool {
 // by one never spends another's quota), and the Decision is the most
 // restrictive of the limits' (see package composite): Limit and Remaining
 // of the limit with the least Remaining, so Remaining is what would still
-// pass; the largest ResetAfter; RetryAfter of the limit that denied. The
+// pass; the largest ResetAfter; RetryAfter of the limit that denied, or
+// hotlimit.Never when n is more than some limit not in shadow mode can ever
+// admit (its Limit, or its burst), even if another limit denied first. The
 // limits are asked in the rule's order, sliding logs last. [Service.TakePolicy]
 // returns the deciding limit's own instead.
 func (s *Service) Take(user, api string, n int) hotlimit.Decision {
