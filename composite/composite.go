@@ -31,7 +31,8 @@ var _ hotlimit.Refunder = (*Limiter)(nil)
 // pointer such as a (*tokenbucket.Limiter)(nil)), none given twice, nor
 // held twice through composites among the children (it would count every
 // request twice, and deny for ever a request of more than half its burst
-// while telling to retry), and each must implement
+// while telling to retry; children that cannot be compared, see same, are
+// not checked), and each must implement
 // hotlimit.Refunder; otherwise New returns an error that says which child and
 // wraps hotlimit.ErrInvalidConfig.
 func New(children ...hotlimit.Limiter) (*Limiter, error) {
@@ -105,14 +106,22 @@ func leaves(c hotlimit.Limiter, dst []hotlimit.Limiter) []hotlimit.Limiter {
 	return dst
 }
 
-// same reports whether a and b are one limiter. Values of a type that is not
-// comparable (== would panic on them) are never the same, and neither are
-// those without state, of zero size or pointing to zero size (unlimited.New's):
-// distinct ones may compare equal, and counting twice in them changes
-// nothing.
+// same reports whether a and b are one limiter. Values that cannot be
+// compared are never the same: of a type that is not comparable, or of a
+// comparable type that holds, behind an interface field, a value that is not
+// (a func, such as a hotlimit.ObserverFunc), on which == panics at run time.
+// Neither are those without state, of zero size or pointing to zero size
+// (unlimited.New's): distinct ones may compare equal, and counting twice in
+// them changes nothing.
 func same(a, b hotlimit.Limiter) bool {
 	t := reflect.TypeOf(a)
 	if t != reflect.TypeOf(b) || !t.Comparable() || t.Size() == 0 || t.Kind() == reflect.Pointer && t.Elem().Size() == 0 {
+		return false
+	}
+	// The type is comparable; the values may still hold one that is not
+	// behind an interface field. reflect's Comparable checks the dynamic
+	// values, and says == cannot panic when it reports true.
+	if !reflect.ValueOf(a).Comparable() || !reflect.ValueOf(b).Comparable() {
 		return false
 	}
 	return a == b
