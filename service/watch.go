@@ -28,8 +28,11 @@ const recentWrite = 2 * time.Second
 // A file that cannot be read, that is not a regular file (a named pipe, a
 // device, a directory; a symbolic link is followed), or that holds invalid
 // rules leaves the rules in force as they are; the error goes to onError (unless nil), once until
-// something changes, and the next change is tried again. interval <= 0 means
-// one second.
+// something changes, and the next change is tried again. A file that could
+// not be reached (missing, unreadable) is loaded again once it can be, even
+// as it was, and the outcome reported (its error, or a reload that keeps
+// every pair's state), so that the last report is never a stale "missing".
+// interval <= 0 means one second.
 //
 // WatchFile is WatchFileWith with the interval and onError as options; see
 // it to hear of successful reloads, and of rules that name no route.
@@ -47,7 +50,8 @@ type WatchOptions struct {
 	// changes.
 	OnError func(error)
 	// OnReload, unless nil, hears of every rules the watcher installed: at
-	// the first read, and whenever the content changed. Log them with
+	// the first read, whenever the content changed, and when the file can
+	// be read again after it could not (see [Service.WatchFile]). Log them with
 	// Reload.Unmatched, the rules that no route can match.
 	OnReload func(Reload)
 	// Routes, when not nil, are the APIs requests are made to, such as the
@@ -114,6 +118,10 @@ func (w *watcher) poll() {
 		err = fmt.Errorf("%s is not a regular file", w.path)
 	}
 	if err != nil {
+		// Once the file can be read again it is loaded even if unchanged,
+		// and the outcome reported, as after a failed read: the last word
+		// the callbacks heard was that the file could not be reached.
+		w.read = false
 		w.failAccess(err)
 		return
 	}
