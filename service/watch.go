@@ -15,8 +15,8 @@ import (
 const recentWrite = 2 * time.Second
 
 // WatchFile keeps the service's rules equal to the JSON rules in the file at
-// path (see [LoadRules]) until ctx is done, then returns; run it on its own
-// goroutine. It reads the file at once, then checks it every interval: when
+// path (see [LoadRules]) until ctx is done or the service is closed (see
+// [Service.Close]), then returns; run it on its own goroutine. It reads the file at once, then checks it every interval: when
 // it is another file than the one read last (one renamed over the path), or
 // its size or modification time changed (or it was modified in the last
 // couple of seconds, which coarse file-system clocks cannot tell apart), it
@@ -82,12 +82,19 @@ func (s *Service) WatchFileWith(ctx context.Context, path string, opts WatchOpti
 		interval = time.Second
 	}
 	w := watcher{s: s, path: path, onError: opts.OnError, onReload: opts.OnReload, routes: opts.Routes}
+	select {
+	case <-s.closed:
+		return
+	default:
+	}
 	w.poll()
 	t := time.NewTicker(interval)
 	defer t.Stop()
 	for {
 		select {
 		case <-ctx.Done():
+			return
+		case <-s.closed:
 			return
 		case <-t.C:
 			w.poll()
@@ -146,8 +153,12 @@ func (w *watcher) poll() {
 	}
 	w.sum, w.read = sum, true
 	rules, err := LoadRules(bytes.NewReader(data))
+	installed := false
 	if err == nil {
-		err = w.s.Replace(rules)
+		installed, err = w.s.replaceUnlessClosed(rules)
+	}
+	if err == nil && !installed {
+		return // closed: the loop ends at its next turn
 	}
 	if err != nil {
 		if w.onError != nil {
@@ -176,4 +187,18 @@ func (w *watcher) failAccess(err error) {
 	if w.onError != nil {
 		w.onError(err)
 	}
+}
+
+// replaceUnlessClosed is Replace, unless the service is closed: it then
+// installs nothing and returns false. Checked with mu held, as Close
+// closes s.closed, so no rules are installed after Close returned.
+func (s *Service) replaceUnlessClosed(rules Rules) (bool, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	select {
+	case <-s.closed:
+		return false, nil
+	default:
+	}
+	return true, s.replaceLocked(rules)
 }

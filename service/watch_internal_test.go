@@ -1,8 +1,11 @@
 package service
 
 import (
+	"context"
 	"os"
 	"path/filepath"
+	"runtime"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -177,4 +180,95 @@ func TestWatchFileMadeInvalidKeepsTheRulesAndState(t *testing.T) {
 	p.w.poll()
 	assert.Len(t, p.reloads, 2)
 	assert.Zero(t, allows(s, "u", "y", 1), "the same rules again: still at the limit")
+}
+
+// closers is a factory of in-memory limiters that hold a resource, as
+// redislimit's do: each must be closed.
+type closers struct {
+	mu           sync.Mutex
+	built, freed int
+}
+
+type closingLimiter struct {
+	hotlimit.Limiter
+	c *closers
+}
+
+func (l *closingLimiter) Close() error {
+	l.c.mu.Lock()
+	defer l.c.mu.Unlock()
+	l.c.freed++
+	return nil
+}
+
+func (c *closers) factory(cfg hotlimit.Config, opts ...hotlimit.Option) (hotlimit.Limiter, error) {
+	l, err := NewLimiter(cfg, opts...)
+	if err != nil {
+		return nil, err
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.built++
+	return &closingLimiter{Limiter: l, c: c}, nil
+}
+
+func (c *closers) open() int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.built - c.freed
+}
+
+// TestCloseStopsWatchFile: Close ends a WatchFile of the service, which
+// would otherwise poll forever (its context here never ends) and install
+// rules whose new limiters nothing closes any more.
+func TestCloseStopsWatchFile(t *testing.T) {
+	var c closers
+	s, err := New(hotlimit.Config{Algorithm: hotlimit.FixedWindow, Limit: 3, Window: time.Minute}, hotlimit.WithFactory(c.factory)) // watchedA's default: no limiter dropped
+	require.NoError(t, err)
+	path := filepath.Join(t.TempDir(), "rules.json")
+	require.NoError(t, os.WriteFile(path, []byte(watchedA), 0o600))
+	loaded := make(chan struct{}, 1)
+	done := make(chan struct{})
+	base := runtime.NumGoroutine()
+	go func() {
+		defer close(done)
+		s.WatchFileWith(context.Background(), path, WatchOptions{Interval: time.Millisecond,
+			OnReload: func(Reload) { loaded <- struct{}{} }})
+	}()
+	<-loaded
+	require.NoError(t, s.Close())
+	assert.Zero(t, c.open(), "Close closed the limiters in force")
+	select {
+	case <-done:
+	case <-time.After(10 * time.Second):
+		t.Fatal("WatchFile still running after Close")
+	}
+	// done is closed as the goroutine returns: let it finish returning.
+	// (Not assert.Eventually, which runs the condition on a goroutine.)
+	for deadline := time.Now().Add(10 * time.Second); runtime.NumGoroutine() > base && time.Now().Before(deadline); {
+		runtime.Gosched()
+	}
+	assert.LessOrEqual(t, runtime.NumGoroutine(), base, "no goroutine left")
+}
+
+// TestWatchFileInstallsNothingAfterClose: a poll that finds a change
+// after Close (one under way when Close came) installs nothing: every
+// limiter built stays closed.
+func TestWatchFileInstallsNothingAfterClose(t *testing.T) {
+	var c closers
+	s, err := New(hotlimit.Config{Algorithm: hotlimit.FixedWindow, Limit: 3, Window: time.Minute}, hotlimit.WithFactory(c.factory)) // watchedA's default: no limiter dropped
+	require.NoError(t, err)
+	path := filepath.Join(t.TempDir(), "rules.json")
+	require.NoError(t, os.WriteFile(path, []byte(watchedA), 0o600))
+	p := newPolled(s, path)
+	p.w.poll()
+	require.Len(t, p.reloads, 1)
+	require.NoError(t, s.Close())
+	require.Zero(t, c.open())
+
+	require.NoError(t, os.WriteFile(path, []byte(watchedB), 0o600))
+	p.w.poll()
+	assert.Zero(t, c.open(), "no limiter built after Close")
+	assert.Len(t, p.reloads, 1, "nothing installed")
+	assert.Equal(t, 4, s.Resolve("u", "x").Limit)
 }
