@@ -16,7 +16,9 @@ const recentWrite = 2 * time.Second
 
 // WatchFile keeps the service's rules equal to the JSON rules in the file at
 // path (see [LoadRules]) until ctx is done or the service is closed (see
-// [Service.Close]), then returns; run it on its own goroutine. It reads the file at once, then checks it every interval: when
+// [Service.Close]), then returns (at once, having read nothing, when it is
+// already); run it on its own goroutine. It reads the file at once, then
+// checks it every interval: when
 // it is another file than the one read last (one renamed over the path), or
 // its size or modification time changed (or it was modified in the last
 // couple of seconds, which coarse file-system clocks cannot tell apart), it
@@ -82,10 +84,20 @@ func (s *Service) WatchFileWith(ctx context.Context, path string, opts WatchOpti
 		interval = time.Second
 	}
 	w := watcher{s: s, path: path, onError: opts.OnError, onReload: opts.OnReload, routes: opts.Routes}
-	select {
-	case <-s.closed:
+	// ended reports whether the loop is to end. It is asked before each
+	// poll, since a select with a tick ready too may choose the tick.
+	ended := func() bool {
+		select {
+		case <-ctx.Done():
+			return true
+		case <-s.closed:
+			return true
+		default:
+			return false
+		}
+	}
+	if ended() {
 		return
-	default:
 	}
 	w.poll()
 	t := time.NewTicker(interval)
@@ -97,6 +109,9 @@ func (s *Service) WatchFileWith(ctx context.Context, path string, opts WatchOpti
 		case <-s.closed:
 			return
 		case <-t.C:
+			if ended() {
+				return
+			}
 			w.poll()
 		}
 	}

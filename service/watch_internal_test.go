@@ -272,3 +272,22 @@ func TestWatchFileInstallsNothingAfterClose(t *testing.T) {
 	assert.Len(t, p.reloads, 1, "nothing installed")
 	assert.Equal(t, 4, s.Resolve("u", "x").Limit)
 }
+
+// TestWatchFileWithAnEndedContextInstallsNothing: a WatchFile whose
+// context has already ended returns without loading the file: the rules
+// in force stay, and nothing is reported.
+func TestWatchFileWithAnEndedContextInstallsNothing(t *testing.T) {
+	s, err := New(hotlimit.Config{Algorithm: hotlimit.FixedWindow, Limit: 1, Window: time.Minute})
+	require.NoError(t, err)
+	before := s.Rules()
+	path := filepath.Join(t.TempDir(), "rules.json")
+	require.NoError(t, os.WriteFile(path, []byte(watchedA), 0o600))
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	var heard []string
+	s.WatchFileWith(ctx, path, WatchOptions{Interval: time.Hour,
+		OnError:  func(err error) { heard = append(heard, err.Error()) },
+		OnReload: func(r Reload) { heard = append(heard, "reload "+r.Path) }})
+	assert.Equal(t, before, s.Rules())
+	assert.Empty(t, heard)
+}
