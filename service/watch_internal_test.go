@@ -291,3 +291,33 @@ func TestWatchFileWithAnEndedContextInstallsNothing(t *testing.T) {
 	assert.Equal(t, before, s.Rules())
 	assert.Empty(t, heard)
 }
+
+// TestWatchFileRenamedOverWithTheSameSizeAndTime: a file renamed over the
+// path with the same size and modification time as the one read last,
+// both older than any coarse clock's doubt, is read, as another file; the
+// changed API rule is installed, and the unchanged default keeps its state.
+func TestWatchFileRenamedOverWithTheSameSizeAndTime(t *testing.T) {
+	require.Len(t, watchedB, len(watchedA))
+	old := time.Now().Add(-time.Hour)
+	s, err := New(hotlimit.Config{Algorithm: hotlimit.FixedWindow, Limit: 3, Window: time.Minute}, hotlimit.WithClock(func() int64 { return int64(time.Hour) }))
+	require.NoError(t, err)
+	path := filepath.Join(t.TempDir(), "rules.json")
+	require.NoError(t, os.WriteFile(path, []byte(watchedA), 0o600))
+	require.NoError(t, os.Chtimes(path, old, old))
+	p := newPolled(s, path)
+	p.w.poll()
+	require.Len(t, p.reloads, 1)
+	require.Equal(t, 3, allows(s, "u", "y", 5))
+	p.w.poll()
+	require.Len(t, p.reloads, 1, "unchanged")
+
+	tmp := path + ".tmp"
+	require.NoError(t, os.WriteFile(tmp, []byte(watchedB), 0o600))
+	require.NoError(t, os.Chtimes(tmp, old, old))
+	require.NoError(t, os.Rename(tmp, path))
+	p.w.poll()
+	require.Len(t, p.reloads, 2, "the file renamed over is read")
+	assert.Equal(t, 6, s.Resolve("u", "x").Limit)
+	assert.Zero(t, allows(s, "u", "y", 1), "the unchanged default kept its state")
+	assert.Empty(t, p.errs)
+}
