@@ -5,9 +5,11 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
+	"runtime"
 	"sync"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	rlext "github.com/envoyproxy/go-control-plane/envoy/extensions/common/ratelimit/v3"
 	pb "github.com/envoyproxy/go-control-plane/envoy/service/ratelimit/v3"
@@ -288,4 +290,35 @@ func TestReloadSpellingOutTheBurstKeepsState(t *testing.T) {
 			assert.Len(t, gs.gate.built, 1, "one limiter throughout")
 		})
 	}
+}
+
+// TestWatchDirLeavesNoGoroutine: WatchDir, having reloaded a change,
+// returns once its context ends, and leaves no goroutine behind.
+func TestWatchDirLeavesNoGoroutine(t *testing.T) {
+	dir := t.TempDir()
+	file := filepath.Join(dir, "m.yaml")
+	require.NoError(t, os.WriteFile(file, []byte(reloadBefore), 0o644))
+	cfg, err := LoadDir(dir)
+	require.NoError(t, err)
+	srv, err := New(cfg, WithLogger(slog.New(slog.DiscardHandler))) // no gRPC: its goroutines come and go
+	require.NoError(t, err)
+	base := runtime.NumGoroutine()
+	ctx, cancel := context.WithCancel(context.Background())
+	loads := make(chan error, 16)
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		srv.WatchDir(ctx, dir, time.Millisecond, func(err error) { loads <- err })
+	}()
+	tmp := filepath.Join(dir, ".m.yaml.tmp") // hidden: not read
+	require.NoError(t, os.WriteFile(tmp, []byte(reloadAfter), 0o644))
+	require.NoError(t, os.Rename(tmp, file)) // whole: no poll reads it half written
+	require.NoError(t, <-loads)
+	cancel()
+	<-done
+	// done is closed as the goroutine returns: let it finish returning.
+	for deadline := time.Now().Add(10 * time.Second); runtime.NumGoroutine() > base && time.Now().Before(deadline); {
+		runtime.Gosched()
+	}
+	assert.LessOrEqual(t, runtime.NumGoroutine(), base)
 }
