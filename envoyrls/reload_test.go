@@ -6,6 +6,7 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -321,4 +322,36 @@ func TestWatchDirLeavesNoGoroutine(t *testing.T) {
 		runtime.Gosched()
 	}
 	assert.LessOrEqual(t, runtime.NumGoroutine(), base)
+}
+
+// TestReloadOfARuleModeKeepsState: a reload that changes only how a
+// rule's decisions are answered or named (shadow mode, quota mode,
+// detailed metric, its name), or its unit spelled as a window, keeps its
+// limiter: the client that spent the quota gets no fresh window.
+func TestReloadOfARuleModeKeepsState(t *testing.T) {
+	const head = "domain: m\ndescriptors:\n  - key: k\n"
+	plain := head + "    rate_limit: {unit: hour, requests_per_unit: 3}\n"
+	versions := []string{
+		head + "    shadow_mode: true\n    rate_limit: {unit: hour, requests_per_unit: 3}\n",
+		head + "    quota_mode: true\n    rate_limit: {unit: hour, requests_per_unit: 3}\n",
+		head + "    detailed_metric: true\n    rate_limit: {unit: hour, requests_per_unit: 3}\n",
+		head + "    rate_limit: {unit: hour, requests_per_unit: 3, name: named}\n",
+		head + "    rate_limit: {window: 60m, requests_per_unit: 3}\n",
+		plain,
+	}
+	gs := newGatedServer(t, plain)
+	d := desc("k", "client")
+	require.Equal(t, 3, gs.passed(t, 4, d))
+	for i, v := range versions {
+		gs.write(t, v)
+		require.NoError(t, gs.srv.ReloadDir(gs.dir))
+		resp := gs.call(t, d)
+		assert.Zero(t, resp.Statuses[0].LimitRemaining, "version %d: still spent", i)
+		if !strings.Contains(v, "_mode") {
+			assert.Equal(t, over, resp.OverallCode, "version %d", i)
+		}
+	}
+	gs.gate.mu.Lock()
+	defer gs.gate.mu.Unlock()
+	assert.Len(t, gs.gate.built, 1, "one limiter throughout")
 }
