@@ -16,9 +16,11 @@
 // SIGTERM and SIGINT drain both servers before exiting; a second signal
 // ends the process at once.
 //
-// Memory: -max-keys N caps the keys each rule holds (a new descriptor value
-// past N evicts an idle key or, with none idle, is over the limit), for
-// values an attacker chooses; /metrics shows the keys held as hotlimit_keys.
+// Memory: -max-keys N caps the keys each limiter holds (a new descriptor
+// value past N evicts an idle key or, with none idle, is over the limit), for
+// values an attacker chooses; rules of one policy (limit, unit, algorithm and
+// burst), in any domain, share a limiter and its cap. /metrics shows the keys
+// held as hotlimit_keys.
 //
 // Redis: -redis names the address (several, or -redis-cluster, for a
 // cluster); -redis-password (or HOTLIMITD_REDIS_PASSWORD), -redis-tls and
@@ -210,7 +212,7 @@ func newFlagSet(f *flags, out io.Writer) *flag.FlagSet {
 	fs.StringVar(&f.headers, "headers", "none", "response headers: none, reference, draft or both")
 	fs.DurationVar(&f.reload, "reload-interval", time.Second, "how often the config directory is polled; 0 turns reloading off")
 	fs.DurationVar(&f.drain, "drain", 10*time.Second, "how long shutdown waits for requests in flight")
-	fs.IntVar(&f.maxKeys, "max-keys", 0, "most keys a rule holds in memory (with -redis, in the -redis-failure local fallback); a new key past it is over the limit unless an idle key makes room; 0 for no cap")
+	fs.IntVar(&f.maxKeys, "max-keys", 0, "most keys each limiter holds in memory, one per policy, shared by the rules of that policy (with -redis, in the -redis-failure local fallback); a new key past it is over the limit unless an idle key makes room; 0 for no cap")
 	fs.StringVar(&f.logLevel, "log-level", "info", "debug, info, warn or error")
 	return fs
 }

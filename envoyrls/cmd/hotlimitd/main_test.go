@@ -183,7 +183,7 @@ func TestFlags(t *testing.T) {
 	assert.ErrorContains(t, err, `-headers "all"`)
 }
 
-// TestMaxKeysFlag: -max-keys caps the keys a rule holds: with two keys held
+// TestMaxKeysFlag: -max-keys caps the keys a limiter (a policy) holds: with two keys held
 // and neither idle, a third descriptor value is over the limit, where it
 // passes without the flag; /metrics shows the keys held as hotlimit_keys.
 // A negative cap is refused.
