@@ -5,7 +5,9 @@
 // text around them introduces (a user's key, a request's context) and leave
 // out imports and error handling. Check wraps each one in a function of its
 // own whose parameters are those free variables, imports the packages it
-// names, and type-checks it from source. A block that begins with a type
+// names, and type-checks it against their export data, which the go command
+// builds (go list -export: the build cache's, once built). A block that
+// begins with a type
 // declaration is checked at the top level instead, and must declare exactly
 // the type of the same name in the package that [Config.Decls] names.
 //
@@ -68,7 +70,7 @@ type Config struct {
 	// snippet that uses one without declaring it gets it as a parameter.
 	Free map[string]string
 	// Decls is the import path of the package whose types a block that
-	// begins with "type" restates.
+	// begins with "type" restates; one of Packages' paths.
 	Decls string
 	// Only, when set, limits the check to the snippets that import it, so
 	// that a module checks the snippets about it and leaves the others to
@@ -123,16 +125,21 @@ func Check(md string, c Config) []Result {
 	var declNames []string // the exported types of c.Decls, which a type block may use
 	declPkg := ""
 	if c.Decls != "" {
-		if p, err := imp.Import(c.Decls); err == nil {
-			declPkg = p.Name()
-			for _, name := range p.Scope().Names() {
-				tn, ok := p.Scope().Lookup(name).(*types.TypeName)
-				if !ok || !token.IsExported(name) {
-					continue
-				}
-				if named, ok := tn.Type().(*types.Named); ok && named.TypeParams().Len() == 0 {
-					declNames = append(declNames, name)
-				}
+		p, err := imp.Import(c.Decls)
+		if err != nil {
+			for i, s := range snippets {
+				results[i] = Result{Snippet: s, Err: fmt.Errorf("readmecheck: Config.Decls: %w", err)}
+			}
+			return results
+		}
+		declPkg = p.Name()
+		for _, name := range p.Scope().Names() {
+			tn, ok := p.Scope().Lookup(name).(*types.TypeName)
+			if !ok || !token.IsExported(name) {
+				continue
+			}
+			if named, ok := tn.Type().(*types.Named); ok && named.TypeParams().Len() == 0 {
+				declNames = append(declNames, name)
 			}
 		}
 	}
