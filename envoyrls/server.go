@@ -121,16 +121,31 @@ type Server struct {
 	set   settings
 	now   hotlimit.Clock
 	lopts []hotlimit.Option
-	snap  atomic.Pointer[snapshot]
-	mu    sync.Mutex // serialises Reload and override insertions
-	over  atomic.Pointer[map[hotlimit.Config]hotlimit.Limiter]
+	// defBurst is the limiters' default burst (hotlimit.Options.Burst),
+	// which limiterConfig needs.
+	defBurst int
+	snap     atomic.Pointer[snapshot]
+	mu       sync.Mutex // serialises Reload and override insertions
+	over     atomic.Pointer[map[hotlimit.Config]hotlimit.Limiter]
 }
 
 // snapshot is an immutable configuration with the limiter of each of its
-// distinct policies.
+// distinct policies, keyed by limiterConfig.
 type snapshot struct {
 	cfg      *Config
 	limiters map[hotlimit.Config]hotlimit.Limiter
+}
+
+// limiterConfig returns the Config of the limiter that enforces the policy
+// c: c, with a burst equal to the limit as 0 when the limiters have no
+// default burst, since both mean the same bucket. So a reload that only
+// spells out such a burst, or drops it, keeps the rule's limiter and its
+// state, as the service's rules do.
+func (s *Server) limiterConfig(c hotlimit.Config) hotlimit.Config {
+	if s.defBurst == 0 && c.Algorithm.HasBurst() && c.Burst == c.Limit {
+		c.Burst = 0
+	}
+	return c
 }
 
 // epochClock returns a clock of Unix nanoseconds that never goes back: the
@@ -166,6 +181,7 @@ func New(cfg *Config, opts ...Option) (*Server, error) {
 	if !factory {
 		s.lopts = append(s.lopts, hotlimit.WithAutoSweep(1<<14))
 	}
+	s.defBurst = hotlimit.NewOptions(s.lopts...).Burst
 	empty := map[hotlimit.Config]hotlimit.Limiter{}
 	s.over.Store(&empty)
 	if err := s.Reload(cfg); err != nil {
@@ -179,7 +195,10 @@ func (s *Server) Config() *Config { return s.snap.Load().cfg }
 
 // Reload puts cfg in force. The limiters of the policies that cfg shares with
 // the configuration in force are kept, with their state: a rule whose policy
-// did not change keeps counting where it was. On error (a policy no limiter
+// did not change (a burst equal to the limit spelled out or not, shadow or
+// quota mode aside) keeps counting where it was; a rule whose policy changed
+// starts afresh under the new one, unless another rule of the configuration
+// in force had it. On error (a policy no limiter
 // accepts, such as a limit beyond the in-memory algorithm's range; the error
 // names the file and the rule), the configuration in force stays. A
 // [Metrics] given to [WithObserver] drops the series of the rules cfg no
@@ -199,14 +218,15 @@ func (s *Server) Reload(cfg *Config) error {
 		if r.Limit.Limit == 0 {
 			continue
 		}
-		if _, ok := next.limiters[r.Limit]; ok {
+		c := s.limiterConfig(r.Limit)
+		if _, ok := next.limiters[c]; ok {
 			continue
 		}
-		if l, ok := prev[r.Limit]; ok {
-			next.limiters[r.Limit] = l
+		if l, ok := prev[c]; ok {
+			next.limiters[c] = l
 			continue
 		}
-		l, err := s.newLimiter(r.Limit)
+		l, err := s.newLimiter(c)
 		if err != nil {
 			file := "envoyrls"
 			if d := cfg.domains[r.Domain]; d != nil {
@@ -214,7 +234,7 @@ func (s *Server) Reload(cfg *Config) error {
 			}
 			return fmt.Errorf("%s: %s: %w", file, r.Key, err)
 		}
-		next.limiters[r.Limit] = l
+		next.limiters[c] = l
 	}
 	served := func() {}
 	if m, ok := s.set.observer.(*Metrics); ok {
@@ -480,7 +500,7 @@ func (s *Server) plan(snap *snapshot, req *pb.RateLimitRequest, items []item) er
 			}
 			continue
 		}
-		it.lim = snap.limiters[r.Limit]
+		it.lim = snap.limiters[s.limiterConfig(r.Limit)]
 	}
 	return nil
 }

@@ -17,16 +17,17 @@ import (
 // after the service chose the limiter and before the limiter counts, until
 // the test lets it go: a decision in flight across a Replace.
 type gate struct {
-	mu     sync.Mutex
-	builds map[hotlimit.Config]int
-	hold   atomic.Bool   // the next decision waits in the limiter
-	inside chan struct{} // a held decision has entered the limiter
-	goOn   chan struct{} // lets it go on
-	onTake func()        // when set, runs after each decision's wait
+	mu      sync.Mutex
+	builds  map[hotlimit.Config]int
+	refunds map[hotlimit.Config]int // requests given back, by limiter
+	hold    atomic.Bool             // the next decision waits in the limiter
+	inside  chan struct{}           // a held decision has entered the limiter
+	goOn    chan struct{}           // lets it go on
+	onTake  func()                  // when set, runs after each decision's wait
 }
 
 func newGate() *gate {
-	return &gate{builds: map[hotlimit.Config]int{}, inside: make(chan struct{}), goOn: make(chan struct{})}
+	return &gate{builds: map[hotlimit.Config]int{}, refunds: map[hotlimit.Config]int{}, inside: make(chan struct{}), goOn: make(chan struct{})}
 }
 
 func (g *gate) factory(c hotlimit.Config, opts ...hotlimit.Option) (hotlimit.Limiter, error) {
@@ -38,7 +39,7 @@ func (g *gate) factory(c hotlimit.Config, opts ...hotlimit.Option) (hotlimit.Lim
 	g.builds[c]++
 	g.mu.Unlock()
 	if r, ok := l.(hotlimit.Refunder); ok {
-		return &gatedRefunder{gated: gated{Limiter: l, g: g}, r: r}, nil
+		return &gatedRefunder{gated: gated{Limiter: l, g: g}, r: r, c: c}, nil
 	}
 	return &gated{Limiter: l, g: g}, nil
 }
@@ -145,6 +146,7 @@ func TestReplaceDuringADecision(t *testing.T) {
 type gatedRefunder struct {
 	gated
 	r hotlimit.Refunder
+	c hotlimit.Config
 }
 
 func (l *gatedRefunder) TakeReceipt(key string, n int) (hotlimit.Decision, hotlimit.Receipt) {
@@ -152,7 +154,18 @@ func (l *gatedRefunder) TakeReceipt(key string, n int) (hotlimit.Decision, hotli
 	return l.r.TakeReceipt(key, n)
 }
 
-func (l *gatedRefunder) Refund(key string, r hotlimit.Receipt) { l.r.Refund(key, r) }
+func (l *gatedRefunder) Refund(key string, r hotlimit.Receipt) {
+	l.g.mu.Lock()
+	l.g.refunds[l.c] += r.N
+	l.g.mu.Unlock()
+	l.r.Refund(key, r)
+}
+
+func (g *gate) refunded(c hotlimit.Config) int {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	return g.refunds[c]
+}
 
 // TestReplaceBetweenATakeAndItsRefund: under a rule of two limits, the first
 // has taken and the second is about to deny when a Replace drops the second
@@ -187,4 +200,41 @@ func TestReplaceBetweenATakeAndItsRefund(t *testing.T) {
 	assert.False(t, d.Allowed, "y denies under a")
 	assert.Equal(t, 2, passes(s, "u", "e", 5), "x got its request back, in the limiter b uses")
 	assert.Equal(t, 1, g.built(x))
+}
+
+// TestReplaceBetweenATakeAndItsRefundToADroppedLimit: under a rule of two
+// limits, the first has taken and the second is about to deny when a
+// Replace changes the first limit (its limiter is dropped) and the pair
+// takes under the new one. The denial's refund must reach the limiter
+// that took, not the new rule's: the new limit's count stays as the new
+// rules' own requests left it.
+func TestReplaceBetweenATakeAndItsRefundToADroppedLimit(t *testing.T) {
+	x := hotlimit.Config{Algorithm: hotlimit.TokenBucket, Limit: 2, Window: time.Minute}
+	x2 := hotlimit.Config{Algorithm: hotlimit.TokenBucket, Limit: 3, Window: time.Minute}
+	y := hotlimit.Config{Algorithm: hotlimit.GCRA, Limit: 1, Window: time.Minute, Scope: hotlimit.PerUser}
+	a := service.Rules{Default: service.Limits{x, y}}
+	b := service.Rules{Default: one(x2)}
+	g := newGate()
+	clock, _ := frozen(int64(time.Hour))
+	s, err := service.NewFromRules(a, clock, hotlimit.WithFactory(g.factory))
+	require.NoError(t, err)
+	require.True(t, s.Allow("u", "other"), "spends the user's one request of y")
+
+	var firstTook atomic.Bool
+	g.onTake = func() {
+		if firstTook.CompareAndSwap(false, true) {
+			g.hold.Store(true) // x took; the next one, y's, waits
+		}
+	}
+	denied := make(chan hotlimit.Decision)
+	go func() { denied <- s.Take("u", "e", 1) }()
+	<-g.inside // x took, y about to decide
+	require.NoError(t, s.Replace(b))
+	require.True(t, s.Allow("u", "e"), "one of x2's 3")
+	close(g.goOn)
+	d := <-denied
+	assert.False(t, d.Allowed, "y denies under a")
+	assert.Equal(t, 1, g.refunded(x), "given back to the limiter that took")
+	assert.Zero(t, g.refunded(x2), "nothing given to the new one")
+	assert.Equal(t, 2, passes(s, "u", "e", 5), "x2's last 2: the refund created nothing there")
 }

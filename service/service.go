@@ -36,6 +36,9 @@ type Service struct {
 
 	// mu serialises writers of rules; Allow and Take never take it.
 	mu sync.Mutex
+	// closed is closed by the first Close, with mu held: it ends the
+	// service's WatchFile loops, and a watcher installs nothing once it is.
+	closed chan struct{}
 	// rules is the current snapshot: loaded by anyone, stored only with mu
 	// held (one Store per Replace or Configure*), and never modified once
 	// stored.
@@ -82,7 +85,7 @@ func NewFromRules(rules Rules, opts ...hotlimit.Option) (*Service, error) {
 	if err != nil {
 		return nil, err
 	}
-	s := &Service{opts: opts, overrides: xsync.NewMapOf[hotlimit.Config, *rule](),
+	s := &Service{opts: opts, closed: make(chan struct{}), overrides: xsync.NewMapOf[hotlimit.Config, *rule](),
 		overrideLimiters: xsync.NewMapOf[hotlimit.Config, hotlimit.Limiter]()}
 	s.keys = newKeyCache(hotlimit.NewOptions(opts...).AutoSweep, s.Len)
 	s.rules.Store(snap)
@@ -367,10 +370,17 @@ func (s *Service) override(c hotlimit.Config) (*rule, error) {
 // the leased requests of a dropped limiter stay taken in Redis until they
 // refill or their window ends). Whether the service may be used after Close
 // is up to the limiters: redislimit's stay usable, each call a round trip of
-// its own.
+// its own. Close also ends the service's [Service.WatchFile] loops, which
+// install nothing from then on: rules loaded after Close would build
+// limiters that nothing closes.
 func (s *Service) Close() error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	select {
+	case <-s.closed:
+	default:
+		close(s.closed)
+	}
 	var errs []error
 	for _, lim := range s.rules.Load().limiters {
 		if c, ok := lim.(io.Closer); ok {

@@ -15,8 +15,10 @@ import (
 const recentWrite = 2 * time.Second
 
 // WatchFile keeps the service's rules equal to the JSON rules in the file at
-// path (see [LoadRules]) until ctx is done, then returns; run it on its own
-// goroutine. It reads the file at once, then checks it every interval: when
+// path (see [LoadRules]) until ctx is done or the service is closed (see
+// [Service.Close]), then returns (at once, having read nothing, when it is
+// already); run it on its own goroutine. It reads the file at once, then
+// checks it every interval: when
 // it is another file than the one read last (one renamed over the path), or
 // its size or modification time changed (or it was modified in the last
 // couple of seconds, which coarse file-system clocks cannot tell apart), it
@@ -28,8 +30,11 @@ const recentWrite = 2 * time.Second
 // A file that cannot be read, that is not a regular file (a named pipe, a
 // device, a directory; a symbolic link is followed), or that holds invalid
 // rules leaves the rules in force as they are; the error goes to onError (unless nil), once until
-// something changes, and the next change is tried again. interval <= 0 means
-// one second.
+// something changes, and the next change is tried again. A file that could
+// not be reached (missing, unreadable) is loaded again once it can be, even
+// as it was, and the outcome reported (its error, or a reload that keeps
+// every pair's state), so that the last report is never a stale "missing".
+// interval <= 0 means one second.
 //
 // WatchFile is WatchFileWith with the interval and onError as options; see
 // it to hear of successful reloads, and of rules that name no route.
@@ -47,7 +52,8 @@ type WatchOptions struct {
 	// changes.
 	OnError func(error)
 	// OnReload, unless nil, hears of every rules the watcher installed: at
-	// the first read, and whenever the content changed. Log them with
+	// the first read, whenever the content changed, and when the file can
+	// be read again after it could not (see [Service.WatchFile]). Log them with
 	// Reload.Unmatched, the rules that no route can match.
 	OnReload func(Reload)
 	// Routes, when not nil, are the APIs requests are made to, such as the
@@ -78,6 +84,21 @@ func (s *Service) WatchFileWith(ctx context.Context, path string, opts WatchOpti
 		interval = time.Second
 	}
 	w := watcher{s: s, path: path, onError: opts.OnError, onReload: opts.OnReload, routes: opts.Routes}
+	// ended reports whether the loop is to end. It is asked before each
+	// poll, since a select with a tick ready too may choose the tick.
+	ended := func() bool {
+		select {
+		case <-ctx.Done():
+			return true
+		case <-s.closed:
+			return true
+		default:
+			return false
+		}
+	}
+	if ended() {
+		return
+	}
 	w.poll()
 	t := time.NewTicker(interval)
 	defer t.Stop()
@@ -85,7 +106,12 @@ func (s *Service) WatchFileWith(ctx context.Context, path string, opts WatchOpti
 		select {
 		case <-ctx.Done():
 			return
+		case <-s.closed:
+			return
 		case <-t.C:
+			if ended() {
+				return
+			}
 			w.poll()
 		}
 	}
@@ -114,6 +140,10 @@ func (w *watcher) poll() {
 		err = fmt.Errorf("%s is not a regular file", w.path)
 	}
 	if err != nil {
+		// Once the file can be read again it is loaded even if unchanged,
+		// and the outcome reported, as after a failed read: the last word
+		// the callbacks heard was that the file could not be reached.
+		w.read = false
 		w.failAccess(err)
 		return
 	}
@@ -138,8 +168,12 @@ func (w *watcher) poll() {
 	}
 	w.sum, w.read = sum, true
 	rules, err := LoadRules(bytes.NewReader(data))
+	installed := false
 	if err == nil {
-		err = w.s.Replace(rules)
+		installed, err = w.s.replaceUnlessClosed(rules)
+	}
+	if err == nil && !installed {
+		return // closed: the loop ends at its next turn
 	}
 	if err != nil {
 		if w.onError != nil {
@@ -168,4 +202,18 @@ func (w *watcher) failAccess(err error) {
 	if w.onError != nil {
 		w.onError(err)
 	}
+}
+
+// replaceUnlessClosed is Replace, unless the service is closed: it then
+// installs nothing and returns false. Checked with mu held, as Close
+// closes s.closed, so no rules are installed after Close returned.
+func (s *Service) replaceUnlessClosed(rules Rules) (bool, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	select {
+	case <-s.closed:
+		return false, nil
+	default:
+	}
+	return true, s.replaceLocked(rules)
 }

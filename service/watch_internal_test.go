@@ -1,0 +1,323 @@
+package service
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"runtime"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/hotlimit/hotlimit"
+)
+
+// polled is a watcher driven poll by poll, with what it reported: each
+// step is one poll, so no interleaving depends on a ticker.
+type polled struct {
+	w       *watcher
+	errs    []error
+	reloads []Reload
+}
+
+func newPolled(s *Service, path string) *polled {
+	p := &polled{}
+	p.w = &watcher{s: s, path: path,
+		onError:  func(err error) { p.errs = append(p.errs, err) },
+		onReload: func(r Reload) { p.reloads = append(p.reloads, r) }}
+	return p
+}
+
+// watchedRules are two rules files: the default is a fixed window of 3
+// per minute in both, the API "x" changes from 4 to 6 per minute.
+const (
+	watchedA = `{"default":[{"algorithm":"FixedWindow","limit":3,"window":"1m0s"}],"apis":{"x":[{"algorithm":"GCRA","limit":4,"window":"1m0s"}]}}`
+	watchedB = `{"default":[{"algorithm":"FixedWindow","limit":3,"window":"1m0s"}],"apis":{"x":[{"algorithm":"GCRA","limit":6,"window":"1m0s"}]}}`
+	// watchedBad names no algorithm the service knows.
+	watchedBad = `{"default":[{"algorithm":"Leaky","limit":3,"window":"1m0s"}]}`
+)
+
+// watchedService returns a service under a frozen clock watching a file
+// of watchedA, loaded by a first poll.
+func watchedService(t *testing.T) (*Service, *polled, string) {
+	t.Helper()
+	var now atomic.Int64
+	now.Store(int64(time.Hour))
+	s, err := New(hotlimit.Config{Algorithm: hotlimit.FixedWindow, Limit: 1, Window: time.Minute}, hotlimit.WithClock(now.Load))
+	require.NoError(t, err)
+	path := filepath.Join(t.TempDir(), "rules.json")
+	require.NoError(t, os.WriteFile(path, []byte(watchedA), 0o600))
+	p := newPolled(s, path)
+	p.w.poll()
+	require.Empty(t, p.errs)
+	require.Len(t, p.reloads, 1)
+	return s, p, path
+}
+
+// allows counts how many of n Allow calls of (user, api) pass.
+func allows(s *Service, user, api string, n int) int {
+	c := 0
+	for range n {
+		if s.Allow(user, api) {
+			c++
+		}
+	}
+	return c
+}
+
+// TestWatchFileTruncatedThenRewritten: a poll that lands between a
+// truncation and the rewrite reads an empty file: the error is reported,
+// the rules in force stay, and a pair that spent its quota is still at its
+// limit. The rewrite, with a changed API rule, is then loaded; the default
+// rule, unchanged, keeps its state: no fresh window for anyone.
+func TestWatchFileTruncatedThenRewritten(t *testing.T) {
+	s, p, path := watchedService(t)
+	require.Equal(t, 3, allows(s, "u", "y", 5), "the default's quota")
+	before := s.Rules()
+
+	require.NoError(t, os.Truncate(path, 0))
+	p.w.poll()
+	require.Len(t, p.errs, 1, "the empty file is reported")
+	assert.ErrorIs(t, p.errs[0], hotlimit.ErrInvalidConfig)
+	assert.Equal(t, before, s.Rules(), "the rules in force stay")
+	assert.Zero(t, allows(s, "u", "y", 1), "still at its limit")
+
+	require.NoError(t, os.WriteFile(path, []byte(watchedB), 0o600))
+	p.w.poll()
+	require.Len(t, p.reloads, 2, "the rewrite is loaded")
+	assert.Equal(t, 6, s.Resolve("u", "x").Limit)
+	assert.Zero(t, allows(s, "u", "y", 1), "the unchanged default kept its state")
+	assert.Equal(t, 6, allows(s, "u", "x", 10), "the changed rule starts afresh")
+	assert.Len(t, p.errs, 1)
+}
+
+// TestWatchFileDeletedAndRecreated: a poll of a deleted file reports it
+// missing and keeps the rules; the file recreated with the same rules is
+// read again, and the pairs keep their state.
+func TestWatchFileDeletedAndRecreated(t *testing.T) {
+	s, p, path := watchedService(t)
+	require.Equal(t, 4, allows(s, "u", "x", 5))
+	require.NoError(t, os.Remove(path))
+	p.w.poll()
+	require.Len(t, p.errs, 1)
+	assert.ErrorIs(t, p.errs[0], os.ErrNotExist)
+	p.w.poll()
+	assert.Len(t, p.errs, 1, "reported once")
+	assert.Equal(t, 4, s.Resolve("u", "x").Limit, "the rules stay")
+
+	require.NoError(t, os.WriteFile(path, []byte(watchedA), 0o600))
+	p.w.poll()
+	assert.Len(t, p.errs, 1)
+	assert.Zero(t, allows(s, "u", "x", 1), "the same rules: the pair is still at its limit")
+}
+
+// TestWatchFileReportsAnInvalidFileRecreatedAfterItWasDeleted: the file
+// holds invalid rules (reported), is deleted (reported missing), then
+// comes back with the same invalid rules. The last word the watcher gave
+// was that the file is missing; that it is back and invalid must be said
+// too, or the operator believes the file is still to be written.
+func TestWatchFileReportsAnInvalidFileRecreatedAfterItWasDeleted(t *testing.T) {
+	s, p, path := watchedService(t)
+	require.NoError(t, os.WriteFile(path, []byte(watchedBad), 0o600))
+	p.w.poll()
+	require.Len(t, p.errs, 1)
+	assert.ErrorIs(t, p.errs[0], hotlimit.ErrInvalidConfig)
+
+	require.NoError(t, os.Remove(path))
+	p.w.poll()
+	require.Len(t, p.errs, 2)
+	assert.ErrorIs(t, p.errs[1], os.ErrNotExist)
+
+	require.NoError(t, os.WriteFile(path, []byte(watchedBad), 0o600))
+	p.w.poll()
+	require.Len(t, p.errs, 3, "the invalid file back is reported again")
+	assert.ErrorIs(t, p.errs[2], hotlimit.ErrInvalidConfig)
+	assert.Contains(t, p.errs[2].Error(), "Leaky")
+	p.w.poll()
+	assert.Len(t, p.errs, 3, "once")
+	assert.Equal(t, 4, s.Resolve("u", "x").Limit, "the rules in force stay throughout")
+}
+
+// TestWatchFileRecoveryFromAMissingFileIsReported: a file that goes
+// missing is reported; when it comes back with the rules in force, the
+// recovery is reported as a reload (nothing changes: the pairs keep their
+// state), so that the last word is not that the file is missing.
+func TestWatchFileRecoveryFromAMissingFileIsReported(t *testing.T) {
+	s, p, path := watchedService(t)
+	require.Equal(t, 3, allows(s, "u", "y", 5))
+	require.NoError(t, os.Remove(path))
+	p.w.poll()
+	require.Len(t, p.errs, 1)
+	require.NoError(t, os.WriteFile(path, []byte(watchedA), 0o600))
+	p.w.poll()
+	assert.Len(t, p.errs, 1)
+	require.Len(t, p.reloads, 2, "the recovery is reported")
+	assert.Equal(t, path, p.reloads[1].Path)
+	assert.Zero(t, allows(s, "u", "y", 1), "the pair kept its state")
+	p.w.poll()
+	assert.Len(t, p.reloads, 2, "once")
+}
+
+// TestWatchFileMadeInvalidKeepsTheRulesAndState: a file made invalid is
+// reported once, with the file named; the rules in force and their state
+// stay; the file made valid again (as it was) is loaded again.
+func TestWatchFileMadeInvalidKeepsTheRulesAndState(t *testing.T) {
+	s, p, path := watchedService(t)
+	require.Equal(t, 3, allows(s, "u", "y", 5))
+	require.NoError(t, os.WriteFile(path, []byte(watchedBad), 0o600))
+	assert.NotPanics(t, p.w.poll)
+	require.Len(t, p.errs, 1)
+	assert.Contains(t, p.errs[0].Error(), path)
+	p.w.poll()
+	assert.Len(t, p.errs, 1, "once")
+	assert.Zero(t, allows(s, "u", "y", 1), "the rules in force stay, with their state")
+
+	require.NoError(t, os.WriteFile(path, []byte(watchedA), 0o600))
+	p.w.poll()
+	assert.Len(t, p.reloads, 2)
+	assert.Zero(t, allows(s, "u", "y", 1), "the same rules again: still at the limit")
+}
+
+// closers is a factory of in-memory limiters that hold a resource, as
+// redislimit's do: each must be closed.
+type closers struct {
+	mu           sync.Mutex
+	built, freed int
+}
+
+type closingLimiter struct {
+	hotlimit.Limiter
+	c *closers
+}
+
+func (l *closingLimiter) Close() error {
+	l.c.mu.Lock()
+	defer l.c.mu.Unlock()
+	l.c.freed++
+	return nil
+}
+
+func (c *closers) factory(cfg hotlimit.Config, opts ...hotlimit.Option) (hotlimit.Limiter, error) {
+	l, err := NewLimiter(cfg, opts...)
+	if err != nil {
+		return nil, err
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.built++
+	return &closingLimiter{Limiter: l, c: c}, nil
+}
+
+func (c *closers) open() int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.built - c.freed
+}
+
+// TestCloseStopsWatchFile: Close ends a WatchFile of the service, which
+// would otherwise poll forever (its context here never ends) and install
+// rules whose new limiters nothing closes any more.
+func TestCloseStopsWatchFile(t *testing.T) {
+	var c closers
+	s, err := New(hotlimit.Config{Algorithm: hotlimit.FixedWindow, Limit: 3, Window: time.Minute}, hotlimit.WithFactory(c.factory)) // watchedA's default: no limiter dropped
+	require.NoError(t, err)
+	path := filepath.Join(t.TempDir(), "rules.json")
+	require.NoError(t, os.WriteFile(path, []byte(watchedA), 0o600))
+	loaded := make(chan struct{}, 1)
+	done := make(chan struct{})
+	base := runtime.NumGoroutine()
+	go func() {
+		defer close(done)
+		s.WatchFileWith(context.Background(), path, WatchOptions{Interval: time.Millisecond,
+			OnReload: func(Reload) { loaded <- struct{}{} }})
+	}()
+	<-loaded
+	require.NoError(t, s.Close())
+	assert.Zero(t, c.open(), "Close closed the limiters in force")
+	select {
+	case <-done:
+	case <-time.After(10 * time.Second):
+		t.Fatal("WatchFile still running after Close")
+	}
+	// done is closed as the goroutine returns: let it finish returning.
+	// (Not assert.Eventually, which runs the condition on a goroutine.)
+	for deadline := time.Now().Add(10 * time.Second); runtime.NumGoroutine() > base && time.Now().Before(deadline); {
+		runtime.Gosched()
+	}
+	assert.LessOrEqual(t, runtime.NumGoroutine(), base, "no goroutine left")
+}
+
+// TestWatchFileInstallsNothingAfterClose: a poll that finds a change
+// after Close (one under way when Close came) installs nothing: every
+// limiter built stays closed.
+func TestWatchFileInstallsNothingAfterClose(t *testing.T) {
+	var c closers
+	s, err := New(hotlimit.Config{Algorithm: hotlimit.FixedWindow, Limit: 3, Window: time.Minute}, hotlimit.WithFactory(c.factory)) // watchedA's default: no limiter dropped
+	require.NoError(t, err)
+	path := filepath.Join(t.TempDir(), "rules.json")
+	require.NoError(t, os.WriteFile(path, []byte(watchedA), 0o600))
+	p := newPolled(s, path)
+	p.w.poll()
+	require.Len(t, p.reloads, 1)
+	require.NoError(t, s.Close())
+	require.Zero(t, c.open())
+
+	require.NoError(t, os.WriteFile(path, []byte(watchedB), 0o600))
+	p.w.poll()
+	assert.Zero(t, c.open(), "no limiter built after Close")
+	assert.Len(t, p.reloads, 1, "nothing installed")
+	assert.Equal(t, 4, s.Resolve("u", "x").Limit)
+}
+
+// TestWatchFileWithAnEndedContextInstallsNothing: a WatchFile whose
+// context has already ended returns without loading the file: the rules
+// in force stay, and nothing is reported.
+func TestWatchFileWithAnEndedContextInstallsNothing(t *testing.T) {
+	s, err := New(hotlimit.Config{Algorithm: hotlimit.FixedWindow, Limit: 1, Window: time.Minute})
+	require.NoError(t, err)
+	before := s.Rules()
+	path := filepath.Join(t.TempDir(), "rules.json")
+	require.NoError(t, os.WriteFile(path, []byte(watchedA), 0o600))
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	var heard []string
+	s.WatchFileWith(ctx, path, WatchOptions{Interval: time.Hour,
+		OnError:  func(err error) { heard = append(heard, err.Error()) },
+		OnReload: func(r Reload) { heard = append(heard, "reload "+r.Path) }})
+	assert.Equal(t, before, s.Rules())
+	assert.Empty(t, heard)
+}
+
+// TestWatchFileRenamedOverWithTheSameSizeAndTime: a file renamed over the
+// path with the same size and modification time as the one read last,
+// both older than any coarse clock's doubt, is read, as another file; the
+// changed API rule is installed, and the unchanged default keeps its state.
+func TestWatchFileRenamedOverWithTheSameSizeAndTime(t *testing.T) {
+	require.Len(t, watchedB, len(watchedA))
+	old := time.Now().Add(-time.Hour)
+	s, err := New(hotlimit.Config{Algorithm: hotlimit.FixedWindow, Limit: 3, Window: time.Minute}, hotlimit.WithClock(func() int64 { return int64(time.Hour) }))
+	require.NoError(t, err)
+	path := filepath.Join(t.TempDir(), "rules.json")
+	require.NoError(t, os.WriteFile(path, []byte(watchedA), 0o600))
+	require.NoError(t, os.Chtimes(path, old, old))
+	p := newPolled(s, path)
+	p.w.poll()
+	require.Len(t, p.reloads, 1)
+	require.Equal(t, 3, allows(s, "u", "y", 5))
+	p.w.poll()
+	require.Len(t, p.reloads, 1, "unchanged")
+
+	tmp := path + ".tmp"
+	require.NoError(t, os.WriteFile(tmp, []byte(watchedB), 0o600))
+	require.NoError(t, os.Chtimes(tmp, old, old))
+	require.NoError(t, os.Rename(tmp, path))
+	p.w.poll()
+	require.Len(t, p.reloads, 2, "the file renamed over is read")
+	assert.Equal(t, 6, s.Resolve("u", "x").Limit)
+	assert.Zero(t, allows(s, "u", "y", 1), "the unchanged default kept its state")
+	assert.Empty(t, p.errs)
+}
