@@ -69,9 +69,9 @@ func New(def hotlimit.Config, opts ...hotlimit.Option) (*Service, error) {
 
 // DefaultAutoSweep is the auto-sweep threshold of the limiters a Service
 // builds unless its options set one (see [hotlimit.WithAutoSweep];
-// WithAutoSweep(0) turns it off): a flood of new pairs, users or client
-// addresses never grows the service beyond about twice its live keys, and no
-// call to Sweep is needed.
+// WithAutoSweep(0) turns it off): under a flood of new pairs, users or
+// client addresses each limiter holds fewer than about 1.6 times its live
+// keys plus DefaultAutoSweep, and no call to Sweep is needed.
 const DefaultAutoSweep = 1 << 16
 
 // NewFromRules returns a Service enforcing rules. opts (a clock, auto-sweep)

@@ -22,6 +22,7 @@ type Policy struct {
 	Window time.Duration
 }
 
+// String returns the policy as "Limit/Window", such as "100/1ms".
 func (p Policy) String() string { return fmt.Sprintf("%d/%v", p.Limit, p.Window) }
 
 // Limiter is the call every benchmark times.

@@ -1,0 +1,40 @@
+package readmecheck_test
+
+import (
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/hotlimit/hotlimit/internal/readmecheck"
+)
+
+const md = "# t\n\ntext\n\n```go\nd := time.Duration(n) * time.Second\n```\n\n" +
+	"```go\nx := time.Parse(s)\n```\n\n" +
+	"```go\nimport \"example.com/elsewhere\"\n\nelsewhere.Do()\n```\n\n" +
+	"```go\nif err != nil { ... }\n```\n\n" +
+	"```go\ntype Stringer interface {\n\tString() int\n}\n```\n"
+
+func TestExtractFindsEveryGoBlockWithItsLine(t *testing.T) {
+	s := readmecheck.Extract(md)
+	require.Len(t, s, 5)
+	assert.Equal(t, 6, s[0].Line)
+	assert.Equal(t, "d := time.Duration(n) * time.Second", s[0].Code)
+	assert.Equal(t, 10, s[1].Line)
+}
+
+func TestCheckReportsTypeErrorsAtTheREADMELine(t *testing.T) {
+	results := readmecheck.Check(md, readmecheck.Config{
+		Packages: map[string]string{"time": "time", "fmt": "fmt"},
+		Free:     map[string]string{"n": "int", "s": "string", "err": "error"},
+		Decls:    "fmt",
+	})
+	require.Len(t, results, 5)
+	assert.NoError(t, results[0].Err, "free variables become parameters")
+	require.Error(t, results[1].Err, "time.Parse takes two arguments and returns two values")
+	assert.Contains(t, results[1].Err.Error(), "README.md:10")
+	assert.Equal(t, "imports example.com/elsewhere", results[2].Skipped)
+	assert.NoError(t, results[3].Err, "{ ... } is an empty block")
+	require.Error(t, results[4].Err, "fmt.Stringer's String returns a string")
+	assert.Contains(t, results[4].Err.Error(), "type Stringer")
+}

@@ -1,0 +1,72 @@
+package hotlimit_test
+
+import (
+	"os"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/hotlimit/hotlimit/internal/readmecheck"
+)
+
+// readmePackages are the packages README.md's snippets of this module use.
+var readmePackages = map[string]string{
+	"hotlimit":       "github.com/hotlimit/hotlimit",
+	"tokenbucket":    "github.com/hotlimit/hotlimit/tokenbucket",
+	"fixedwindow":    "github.com/hotlimit/hotlimit/fixedwindow",
+	"slidinglog":     "github.com/hotlimit/hotlimit/slidinglog",
+	"slidingcounter": "github.com/hotlimit/hotlimit/slidingcounter",
+	"gcra":           "github.com/hotlimit/hotlimit/gcra",
+	"composite":      "github.com/hotlimit/hotlimit/composite",
+	"service":        "github.com/hotlimit/hotlimit/service",
+	"httplimit":      "github.com/hotlimit/hotlimit/httplimit",
+	"context":        "context",
+	"http":           "net/http",
+	"io":             "io",
+	"log":            "log",
+	"netip":          "net/netip",
+	"strconv":        "strconv",
+	"time":           "time",
+}
+
+// readmeFree are the variables the README's text introduces around its
+// snippets, with the types a caller would have.
+var readmeFree = map[string]string{
+	"apiKey":        "string",
+	"user":          "string",
+	"phoneNumber":   "string",
+	"key":           "string",
+	"backendFailed": "bool",
+	"ctx":           "context.Context",
+	"w":             "http.ResponseWriter",
+	"search":        "func(http.ResponseWriter, *http.Request)",
+	"f":             "io.Reader",
+	"rules":         "service.Rules",
+	"newRules":      "service.Rules",
+	"lim":           "hotlimit.Refunder",
+}
+
+// TestREADMESnippetsCompile type-checks every Go snippet of README.md that
+// uses only this module's packages against the current API (the other
+// modules' snippets are checked by those modules' tests), and the Limiter
+// interface it restates against the real one.
+func TestREADMESnippetsCompile(t *testing.T) {
+	md, err := os.ReadFile("README.md")
+	require.NoError(t, err)
+	results := readmecheck.Check(string(md), readmecheck.Config{
+		Packages: readmePackages,
+		Free:     readmeFree,
+		Decls:    "github.com/hotlimit/hotlimit",
+	})
+	checked := 0
+	for _, r := range results {
+		if r.Skipped != "" {
+			t.Logf("README.md:%d: skipped: %s", r.Line, r.Skipped)
+			continue
+		}
+		checked++
+		assert.NoError(t, r.Err, "README.md:%d", r.Line)
+	}
+	assert.GreaterOrEqual(t, checked, 12, "snippets checked: the extraction found fewer than the README holds")
+}
