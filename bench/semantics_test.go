@@ -7,10 +7,12 @@ import (
 	"testing"
 	"time"
 
+	"github.com/hotlimit/hotlimit"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
 	"github.com/hotlimit/hotlimit/bench/internal/impl"
+	"github.com/hotlimit/hotlimit/internal/models"
 )
 
 // The comparison is fair only if every implementation enforces, in every
@@ -85,15 +87,32 @@ func sequence(p impl.Policy, exact bool) []step {
 	return steps
 }
 
+// start is the stepped clock's first reading: any instant (a whole number of
+// every window used, so a fixed window starts there).
+const start = int64(time.Hour)
+
 // admissions runs the sequence on a new instance of im under p and returns
 // the calls admitted in each phase.
 func admissions(t *testing.T, im impl.Impl, p impl.Policy, steps []step) []int {
 	t.Helper()
 	var now atomic.Int64
-	now.Store(int64(time.Hour)) // any instant
+	now.Store(start)
 	inst, err := im.New(p, impl.Options{Clock: now.Load})
 	require.NoError(t, err, "impl=%s policy %v", im.Name, p)
 	defer inst.Close()
+	return play(p, steps, &now, func(key string) int {
+		n := 0
+		for inst.Allow(key) {
+			n++
+			require.LessOrEqual(t, n, p.Limit, "impl=%s policy %v: more than the limit at once", im.Name, p)
+		}
+		return n
+	})
+}
+
+// play runs steps, moving now, and returns what drain admitted in each
+// phase; drain calls key until it is denied and returns the calls admitted.
+func play(p impl.Policy, steps []step, now *atomic.Int64, drain func(key string) int) []int {
 	got := make([]int, len(steps))
 	for i, s := range steps {
 		switch {
@@ -102,12 +121,84 @@ func admissions(t *testing.T, im impl.Impl, p impl.Policy, steps []step) []int {
 		default:
 			now.Add(int64(s.tokens*float64(p.Window)/float64(p.Limit) + 0.5))
 		}
-		for inst.Allow(s.key) {
-			got[i]++
-			require.LessOrEqual(t, got[i], p.Limit, "impl=%s policy %v phase %d: more than the limit at once", im.Name, p, i)
-		}
+		got[i] = drain(s.key)
 	}
 	return got
+}
+
+// model is the reference model (internal/models) of an algorithm under p,
+// with its time 0 at the clock reading epoch.
+type model func(key string, n int, now int64) hotlimit.Decision
+
+// algorithms maps each implementation that takes a clock to the model of the
+// algorithm it implements, under a policy p whose clock starts at epoch.
+var algorithms = map[string]func(p impl.Policy, epoch int64) model{
+	"tokenbucket": tokenBucketModel,
+	"mutex":       tokenBucketModel,
+	"xtime":       tokenBucketModel,
+	"service":     tokenBucketModel,
+	"coarse":      tokenBucketModel,
+	"gcra":        gcraModel,
+	"throttled":   gcraModel,
+	"fixedwindow": func(p impl.Policy, _ int64) model { return models.NewFixedWindow(p.Limit, p.Window).Take },
+	"slidinglog":  func(p impl.Policy, _ int64) model { return models.NewSlidingLog(p.Limit, p.Window).Take },
+	"slidingcounter": func(p impl.Policy, _ int64) model {
+		return models.NewSlidingCounter(p.Limit, p.Window).Take
+	},
+}
+
+func tokenBucketModel(p impl.Policy, epoch int64) model {
+	return models.NewTokenBucket(p.Limit, p.Limit, p.Window, epoch).Take
+}
+
+func gcraModel(p impl.Policy, epoch int64) model {
+	return models.NewGCRA(p.Limit, p.Limit, p.Window, epoch).Take
+}
+
+// clockless are the implementations that cannot take a clock, checked by
+// TestPeersWithoutAClockKeepThePolicy instead.
+var clockless = []string{"golimiter", "ulule"}
+
+// TestEveryImplAdmitsAsItsModel: under every policy the benchmarks give it,
+// every implementation that takes a clock admits, phase by phase on a stepped
+// clock, exactly what the reference model of its algorithm (internal/models,
+// the models hotlimit's own tests replay) admits under that policy: the same
+// burst, the same refill, the same window, per key. An adapter that passes
+// its library another limit, burst or window fails here.
+func TestEveryImplAdmitsAsItsModel(t *testing.T) {
+	for _, im := range impl.All() {
+		newModel, ok := algorithms[im.Name]
+		if !ok {
+			require.False(t, im.Clock, "impl=%s takes a clock but has no model here", im.Name)
+			require.Contains(t, clockless, im.Name, "impl=%s is checked nowhere", im.Name)
+			continue
+		}
+		require.True(t, im.Clock, "impl=%s has a model but takes no clock", im.Name)
+		for _, p := range benchPolicies(im) {
+			t.Run(fmt.Sprintf("impl=%s/policy=%v", im.Name, p), func(t *testing.T) {
+				steps := sequence(p, partialRefills(p))
+				var now atomic.Int64
+				now.Store(start)
+				m := newModel(p, start)
+				// All of a phase's calls are at one instant, where n single
+				// requests pass exactly when one Take of n does: ask the
+				// model how many pass, take them, and check the next is
+				// denied (one call per request would make the sliding
+				// log's model, which copies its log per call, quadratic).
+				want := play(p, steps, &now, func(key string) int {
+					n := m(key, 0, now.Load()).Remaining
+					if n > 0 {
+						require.True(t, m(key, n, now.Load()).Allowed, "the model admits the %d it reports", n)
+					}
+					require.False(t, m(key, 1, now.Load()).Allowed, "the model denies past the %d it reports", n)
+					return n
+				})
+				got := admissions(t, im, p, steps)
+				assert.Equal(t, want, got, "admitted per phase: the model, then impl=%s", im.Name)
+				assert.Equal(t, p.Limit, want[0], "a new key's burst is the limit")
+			})
+		}
+	}
 }
 
 // TestPeersDecideAsTheirCounterpart: under every policy the benchmarks use,
@@ -153,30 +244,71 @@ func TestEveryImplGetsTheScenarioPolicy(t *testing.T) {
 	}
 }
 
-// TestPeersWithoutAClockBurstTheLimit: go-limiter and ulule read the real
-// clock, so only their burst can be checked exactly: under each limit the
-// benchmarks use, with a window of an hour that does not pass during the test,
-// a new key passes exactly the limit, and another key is independent.
-func TestPeersWithoutAClockBurstTheLimit(t *testing.T) {
-	for _, name := range []string{"golimiter", "ulule"} {
+// TestPeersWithoutAClockKeepThePolicy: go-limiter and ulule read the real
+// clock, so their policy is checked in real time, under each policy the
+// benchmarks give them (but go-limiter's that never runs out):
+//
+//   - burst: with the window an hour, which does not pass during the test, a
+//     new key passes exactly the limit, and another key is independent;
+//   - window: with the policy's window, or 50 ms for one longer than the test
+//     can wait, a drained key is still denied before a window has passed
+//     since its first call (checked when the machine let the test get there
+//     in time), and passes the whole limit again once more than a window has
+//     passed since its last admission. An adapter that gives its library a
+//     longer or a shorter window fails one or the other.
+//
+// Only lower bounds on elapsed time are relied upon (a sleep lasts at least
+// its duration), so a loaded machine can skip a check but not fail it.
+func TestPeersWithoutAClockKeepThePolicy(t *testing.T) {
+	for _, name := range clockless {
 		im, ok := impl.ByName(name)
 		require.True(t, ok)
-		require.False(t, im.Clock, "impl=%s would be in TestPeersDecideAsTheirCounterpart", name)
+		require.False(t, im.Clock, "impl=%s would be in TestEveryImplAdmitsAsItsModel", name)
 		for _, p := range benchPolicies(im) {
 			if p.Limit > 1<<16 {
 				continue // go-limiter's never-ending policy on one hot key
 			}
-			p.Window = time.Hour
-			inst, err := im.New(p, impl.Options{})
-			require.NoError(t, err)
-			for _, key := range []string{"a", "b"} {
-				n := 0
-				for inst.Allow(key) && n <= p.Limit {
-					n++
+			t.Run(fmt.Sprintf("impl=%s/policy=%v/burst", name, p), func(t *testing.T) {
+				burst := impl.Policy{Limit: p.Limit, Window: time.Hour}
+				inst, err := im.New(burst, impl.Options{})
+				require.NoError(t, err)
+				defer inst.Close()
+				for _, key := range []string{"a", "b"} {
+					assert.Equal(t, p.Limit, drain(inst, key, p.Limit), "key %s", key)
 				}
-				assert.Equal(t, p.Limit, n, "impl=%s limit %d key %s", name, p.Limit, key)
+			})
+			w := p
+			if w.Window > 10*time.Millisecond {
+				w.Window = 50 * time.Millisecond
 			}
-			inst.Close()
+			t.Run(fmt.Sprintf("impl=%s/policy=%v/window=%v", name, p, w.Window), func(t *testing.T) {
+				inst, err := im.New(w, impl.Options{})
+				require.NoError(t, err)
+				defer inst.Close()
+				t0 := time.Now()
+				first := drain(inst, "k", w.Limit)
+				time.Sleep(w.Window / 2)
+				passed := inst.Allow("k")
+				if early := time.Since(t0); early < w.Window {
+					assert.Equal(t, w.Limit, first, "a new key's burst")
+					assert.False(t, passed, "refilled %v after its first call, within the window", early)
+				} else {
+					t.Logf("window not checked from below: %v passed before the check", early)
+				}
+				time.Sleep(w.Window + w.Window/4)
+				assert.GreaterOrEqual(t, drain(inst, "k", w.Limit), w.Limit,
+					"the whole limit passes again more than a window after the last admission")
+			})
 		}
 	}
+}
+
+// drain calls key until it is denied, at most limit+1 times, and returns the
+// calls admitted.
+func drain(inst *impl.Instance, key string, limit int) int {
+	n := 0
+	for n <= limit && inst.Allow(key) {
+		n++
+	}
+	return n
 }
