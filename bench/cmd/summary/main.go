@@ -654,7 +654,7 @@ func writeMemory(w io.Writer, samples []sample) bool {
 	if len(ms) == 0 {
 		return false
 	}
-	fmt.Fprintf(w, "heap bytes per idle key after %.0f keys (cmd/memory; key strings excluded), after eviction in ():\n", ms[0].keys)
+	fmt.Fprintf(w, "heap bytes per idle key after %.0f keys (cmd/memory; the key strings each keeps included), after eviction in ():\n", ms[0].keys)
 	var h, p []string
 	for _, m := range ms {
 		s := fmt.Sprintf("%s %.0f", m.impl, m.perKey)

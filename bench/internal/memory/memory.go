@@ -31,9 +31,12 @@ type Config struct {
 }
 
 // Row is one implementation's result. Bytes are heap bytes (runtime.MemStats
-// HeapAlloc after a GC) above the baseline taken before the limiter was
-// built; the keys' own strings are allocated before the baseline and are not
-// counted, copies the implementation makes of them are.
+// HeapAlloc after a GC) above the baseline taken before the keys and the
+// limiter were built. Each key is a string of its own, made after the
+// baseline and dropped by the caller once passed to Allow, as a server's
+// request keys are: an implementation that keeps the caller's string is
+// charged for it, one that keeps a copy (hotlimit's clone, ulule's prefixed
+// key) for the copy, so every implementation pays for its keys once.
 type Row struct {
 	Impl     string
 	Eviction impl.Eviction
@@ -54,7 +57,6 @@ type Row struct {
 
 // Measure measures im.
 func Measure(im impl.Impl, cfg Config) (Row, error) {
-	keys := workload.Keys(cfg.Keys)
 	row := Row{Impl: im.Name, Eviction: im.Eviction, Keys: cfg.Keys, PerKeyEvicted: math.NaN(), Left: -1}
 
 	var now atomic.Int64
@@ -64,6 +66,10 @@ func Measure(im impl.Impl, cfg Config) (Row, error) {
 		o.Clock = now.Load
 	}
 	base := LiveHeap()
+	keys := make([]string, cfg.Keys)
+	for i := range keys {
+		keys[i] = workload.Key(i) // not workload.Keys: its cache would keep them
+	}
 	built := time.Now()
 	inst, err := im.New(cfg.Policy, o)
 	if err != nil {
@@ -76,6 +82,7 @@ func Measure(im impl.Impl, cfg Config) (Row, error) {
 		}
 	}
 	row.Insert = time.Since(built)
+	keys = nil // what the limiter keeps of them is counted, the caller's slice is not
 	row.PerKey = perKey(LiveHeap()-base, cfg.Keys)
 	if im.Eviction == impl.EvictTimer && row.Insert+cfg.Policy.Window >= cfg.TimerEvery {
 		row.Note = "insertion outlasted the eviction period: eviction may have run during it"
@@ -114,7 +121,7 @@ func perKey(bytes int64, keys int) float64 { return float64(bytes) / float64(key
 
 // Print writes rows as an aligned table.
 func Print(w io.Writer, cfg Config, rows []Row) error {
-	fmt.Fprintf(w, "memory: %d keys, one request each, policy %v; bytes are heap bytes per key (HeapAlloc after GC, key strings excluded)\n", cfg.Keys, cfg.Policy)
+	fmt.Fprintf(w, "memory: %d keys, one request each, policy %v; bytes are heap bytes per key (HeapAlloc after GC, the key strings each one keeps included)\n", cfg.Keys, cfg.Policy)
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
 	fmt.Fprintln(tw, "impl\tB/key idle\tB/key after eviction\tkeys left\teviction\tinsert\t")
 	for _, r := range rows {

@@ -3,6 +3,7 @@ package memory
 import (
 	"bytes"
 	"math"
+	"strings"
 	"testing"
 	"time"
 
@@ -48,4 +49,42 @@ func TestPrintBench(t *testing.T) {
 	require.NoError(t, PrintBench(&out, rows))
 	assert.Equal(t, "BenchmarkMemory/impl=tokenbucket\t1\t66.0 B/key\t0.5 B/key-evicted\t1000 keys\n"+
 		"BenchmarkMemory/impl=xtime\t1\t138.0 B/key\t1000 keys\n", out.String())
+}
+
+// keySet is a limiter that only remembers its keys: the caller's strings, or
+// copies of them.
+type keySet struct {
+	keys  map[string]struct{}
+	clone bool
+}
+
+func (s *keySet) Allow(key string) bool {
+	if s.clone {
+		key = strings.Clone(key)
+	}
+	s.keys[key] = struct{}{}
+	return true
+}
+
+func keySetImpl(name string, clone bool) impl.Impl {
+	return impl.Impl{Name: name, Eviction: impl.EvictNone, New: func(impl.Policy, impl.Options) (*impl.Instance, error) {
+		s := &keySet{keys: map[string]struct{}{}, clone: clone}
+		return &impl.Instance{Limiter: s, Close: func() {}}, nil
+	}}
+}
+
+// TestMeasureChargesEveryKeyOnce: an implementation that keeps the caller's
+// key strings and one that keeps copies of them hold the same bytes per key,
+// so neither is charged for its keys while the other is not.
+func TestMeasureChargesEveryKeyOnce(t *testing.T) {
+	cfg := Config{Keys: 20_000, Policy: impl.Policy{Limit: 1, Window: time.Hour}}
+	keeps, err := Measure(keySetImpl("keeps", false), cfg)
+	require.NoError(t, err)
+	copies, err := Measure(keySetImpl("copies", true), cfg)
+	require.NoError(t, err)
+	// "user-0000042" is 12 bytes, a 16-byte object: a difference of 16
+	// bytes per key is one side's strings counted and the other's not.
+	assert.InDelta(t, copies.PerKey, keeps.PerKey, 2, "bytes per key: keeps the caller's strings %.1f, keeps copies %.1f",
+		keeps.PerKey, copies.PerKey)
+	assert.Greater(t, keeps.PerKey, 16.0, "the strings kept are counted")
 }
