@@ -43,3 +43,13 @@ func TestKeyCapHammer(t *testing.T) {
 		func(epoch int64) limitertest.Model { return models.NewTokenBucket(limit, limit, window, epoch).Take },
 		limit, window, 32)
 }
+
+// TestKeyCapEdges: caps of 0, below 0, 1 and math.MaxInt, and Sweep on an
+// empty and a large limiter; see limitertest.KeyCapEdges.
+func TestKeyCapEdges(t *testing.T) {
+	limitertest.KeyCapEdges(t,
+		func(opts ...hotlimit.Option) limitertest.Constructor {
+			return limitertest.Adapt(tokenbucket.New, opts...)
+		},
+		3, time.Second)
+}

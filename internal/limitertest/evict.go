@@ -2,6 +2,7 @@ package limitertest
 
 import (
 	"fmt"
+	"math"
 	"strconv"
 	"sync"
 	"sync/atomic"
@@ -243,4 +244,69 @@ func KeyCapHammer(t *testing.T, build Options, newModel func(epoch int64) Model,
 	}
 	t.Logf("flood keys turned away %d, hot keys turned away %d", capped.Load(), turnedAway.Load())
 	assert.Positive(t, capped.Load(), "the cap turned flood keys away")
+}
+
+// KeyCapEdges checks the key cap's and Sweep's edges on a limiter of limit
+// per window. A cap of 0 or below means no cap: thousands of keys in use
+// pass. A cap of 1 holds one key: while it is in use a new key gets the
+// cap's Decision, and Take(key, 0) of the new key reports a fresh key
+// without inserting it; once the held key is idle, the new key takes its
+// place; math.MaxInt caps nothing a test can reach. Sweep on an empty
+// limiter evicts nothing; on a large one it evicts nothing while every key is
+// in use, and every key once all are idle.
+func KeyCapEdges(t *testing.T, build Options, limit int, window time.Duration) {
+	many := 50_000
+	if testing.Short() || raceEnabled {
+		many = 5_000
+	}
+	idle := int64(idleWindows) * int64(window)
+	for _, n := range []int{0, -5, math.MinInt, math.MaxInt} {
+		t.Run(fmt.Sprintf("maxkeys=%d", n), func(t *testing.T) {
+			var now atomic.Int64
+			now.Store(evictStart)
+			lim, err := build(hotlimit.WithMaxKeys(n))(limit, window, now.Load)
+			require.NoError(t, err)
+			assert.Zero(t, lim.Sweep(), "a Sweep of an empty limiter")
+			for i := range 2000 {
+				require.True(t, lim.Allow("k"+strconv.Itoa(i)), "key %d: no cap", i)
+			}
+			assert.Equal(t, 2000, lim.Len())
+		})
+	}
+	t.Run("maxkeys=1", func(t *testing.T) {
+		var now atomic.Int64
+		now.Store(evictStart)
+		lim, err := build(hotlimit.WithMaxKeys(1))(limit, window, now.Load)
+		require.NoError(t, err)
+		assert.Zero(t, lim.Sweep(), "a Sweep of an empty limiter")
+		require.True(t, lim.Allow("a"))
+		d := lim.Take("b", 1)
+		assert.Equal(t, hotlimit.Decision{Limit: limit, RetryAfter: d.RetryAfter}, d, "a new key while a is in use")
+		assert.Positive(t, d.RetryAfter)
+		assert.False(t, lim.Allow("b"))
+		assert.Equal(t, hotlimit.Decision{Allowed: true, Limit: limit, Remaining: limit}, lim.Take("b", 0), "a key not held reports fresh")
+		assert.Equal(t, 1, lim.Len(), "Take(key, 0) inserts nothing")
+		now.Add(idle)
+		assert.True(t, lim.Allow("b"), "a, idle, made room")
+		assert.Equal(t, 1, lim.Len())
+		assert.Zero(t, lim.Sweep(), "b is in use")
+		now.Add(idle)
+		assert.Equal(t, 1, lim.Sweep(), "b is idle")
+		assert.Zero(t, lim.Len())
+	})
+	t.Run(fmt.Sprintf("sweep/keys=%d", many), func(t *testing.T) {
+		var now atomic.Int64
+		now.Store(evictStart)
+		lim, err := build()(limit, window, now.Load)
+		require.NoError(t, err)
+		for i := range many {
+			require.True(t, lim.Allow("k"+strconv.Itoa(i)), "key %d", i)
+		}
+		assert.Zero(t, lim.Sweep(), "every key is in use")
+		assert.Equal(t, many, lim.Len())
+		now.Add(idle)
+		assert.Equal(t, many, lim.Sweep(), "every key is idle")
+		assert.Zero(t, lim.Len())
+		assert.Zero(t, lim.Sweep(), "a Sweep of the emptied limiter")
+	})
 }
