@@ -467,15 +467,16 @@ func (m *Map[C]) Peek(key string) (*C, bool) {
 // Revive is called by a caller that found dead, a tombstoned cell, under key.
 // It puts a fresh cell in dead's place, unless a live cell already replaced it,
 // and returns the live cell. When the key was deleted meanwhile, it inserts it
-// again, without the key cap's check, evicting an idle key, if there is one,
-// when that puts the map over the cap (see the package documentation).
+// again, without the key cap's check, evicting idle keys, if there are any,
+// until there is room for it when that puts the map over the cap (see the
+// package documentation).
 func (m *Map[C]) Revive(key string, dead *C) *C {
 	walked := false
 	if m.maxKeys > 0 && m.count.Load() >= int64(m.maxKeys) {
 		if _, held := m.cells.Load(key); !held {
 			// The re-insertion below will put the map over the cap: evict
-			// an idle key first if there is one, so that the excess lasts
-			// only while no key is idle.
+			// idle keys first, if there are any, until there is room, so
+			// that an excess lasts only while no key is idle.
 			m.walk(MaxVisits, capChunk, m.judge(), int64(m.maxKeys))
 			walked = true
 		}
@@ -501,9 +502,11 @@ func (m *Map[C]) Revive(key string, dead *C) *C {
 	if inserted && !walked && m.count.Load() > int64(m.maxKeys) {
 		// The key was held at the check above, by dead, and deleted since
 		// (a walker's deletion after its kill), while other keys took the
-		// room: the re-insertion put the map over the cap, so evict an idle
-		// key now. Before the push, so that this caller's fresh cell, not
-		// yet listed, cannot be the walk's victim.
+		// room: the re-insertion put the map over the cap, so evict idle
+		// keys now, until it is back within the cap (count below cap + 1;
+		// count > maxKeys, so cap + 1 does not overflow). Before the push,
+		// so that this caller's fresh cell, not yet listed, cannot be the
+		// walk's victim.
 		m.walk(MaxVisits, capChunk, m.judge(), int64(m.maxKeys)+1)
 	}
 	if fresh != nil && n == fresh {
