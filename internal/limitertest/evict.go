@@ -15,10 +15,10 @@ import (
 	"github.com/hotlimit/hotlimit"
 )
 
-// Options builds a Constructor with extra options: a key cap, an
+// Builder builds a Constructor with extra options: a key cap, an
 // auto-sweep. A package passes func(opts ...hotlimit.Option) Constructor {
 // return Adapt(New, opts...) }.
-type Options func(opts ...hotlimit.Option) Constructor
+type Builder func(opts ...hotlimit.Option) Constructor
 
 // evictStart is where EvictionUnderACall's clock starts: far from zero, so
 // that a step back of a few windows stays after every limiter's epoch.
@@ -36,7 +36,7 @@ const evictStart = int64(time.Hour)
 // key; a later new key is denied with the cap's Decision while no key is
 // idle, and once both are idle, a new key evicts enough of them to pass
 // and the keys held are back within the cap.
-func EvictionUnderACall(t *testing.T, build Options, newModel func(epoch int64) Model, limit int, window time.Duration) {
+func EvictionUnderACall(t *testing.T, build Builder, newModel func(epoch int64) Model, limit int, window time.Duration) {
 	w := int64(window)
 	idle := int64(idleWindows) * w
 	evictors := []struct {
@@ -143,7 +143,7 @@ func EvictionUnderACall(t *testing.T, build Options, newModel func(epoch int64) 
 // request passes or gets the cap's Decision. After each phase the keys held
 // are within the cap plus the documented excess of revivals (one key per
 // caller whose key was evicted under it, at most the goroutines).
-func KeyCapHammer(t *testing.T, build Options, newModel func(epoch int64) Model, limit int, window time.Duration, capKeys int) {
+func KeyCapHammer(t *testing.T, build Builder, newModel func(epoch int64) Model, limit int, window time.Duration, capKeys int) {
 	const (
 		flooders = 8
 		hammers  = 8
@@ -254,7 +254,7 @@ func KeyCapHammer(t *testing.T, build Options, newModel func(epoch int64) Model,
 // place; math.MaxInt caps nothing a test can reach. Sweep on an empty
 // limiter evicts nothing; on a large one it evicts nothing while every key is
 // in use, and every key once all are idle.
-func KeyCapEdges(t *testing.T, build Options, limit int, window time.Duration) {
+func KeyCapEdges(t *testing.T, build Builder, limit int, window time.Duration) {
 	many := 50_000
 	if testing.Short() || raceEnabled {
 		many = 5_000
