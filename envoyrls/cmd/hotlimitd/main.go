@@ -19,6 +19,8 @@
 // Memory: -max-keys N caps the keys each rule holds (a new descriptor value
 // past N evicts an idle key or, with none idle, is over the limit), for
 // values an attacker chooses; /metrics shows the keys held as hotlimit_keys.
+// Each rule's table is sized for its N keys when the rule is loaded, about
+// 32 bytes per key (up to 2^20 keys): 32 MB per rule at -max-keys 1000000.
 //
 // Redis: -redis names the address (several, or -redis-cluster, for a
 // cluster); -redis-password (or HOTLIMITD_REDIS_PASSWORD), -redis-tls and
