@@ -107,13 +107,15 @@ func WithAutoSweep(minKeys int) Option {
 // allows. The denial reads Allowed false, Remaining 0, ResetAfter 0, and
 // RetryAfter the time after which every key held now is idle if it gets no
 // more requests (the algorithm's longest recovery: the refill of a drained
-// bucket, the end of the next window, or a window), a hint rather than a
-// promise, as other new keys may take the room first. Take(key, 0) of a key
-// not held reports a fresh key. The cap can be exceeded only by requests that
-// were deciding on a key at the moment it was evicted, each by one key, until
-// the next new key's evictions make room again. The limiter's map is sized for
-// n keys up front, or for 1<<20 keys (32 MB) when n is larger, and then grows
-// as keys come. n <= 0 means no cap, the default.
+// bucket for a token bucket and GCRA, the end of the current window for a
+// fixed window, of the next for a sliding counter, a window for a sliding
+// log), a hint rather than a promise, as other new keys may take the room
+// first. Take(key, 0) of a key not held reports a fresh key. The cap can be
+// exceeded only by requests that were deciding on a key at the moment it was
+// evicted, each by one key, until the next new key's evictions make room
+// again. The limiter's map is sized for n keys up front, or for 1<<20 keys (32
+// MB) when n is larger, and then grows as keys come. n <= 0 means no cap, the
+// default.
 func WithMaxKeys(n int) Option {
 	return func(o *Options) { o.MaxKeys = max(n, 0) }
 }
