@@ -113,9 +113,9 @@ func WithAutoSweep(minKeys int) Option {
 // first. Take(key, 0) of a key not held reports a fresh key. The cap can be
 // exceeded only by requests that were deciding on a key at the moment it was
 // evicted, each by one key, until the next new key's evictions make room
-// again. The limiter's map is sized for n keys up front, or for 1<<20 keys (32
-// MB) when n is larger, and then grows as keys come. n <= 0 means no cap, the
-// default.
+// again. The limiter's map is sized for n keys up front, or for 1<<20 keys
+// (32 MB) when n is larger, and then grows as keys come. n <= 0 means no
+// cap, the default.
 func WithMaxKeys(n int) Option {
 	return func(o *Options) { o.MaxKeys = max(n, 0) }
 }
