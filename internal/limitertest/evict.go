@@ -144,8 +144,20 @@ func EvictionUnderACall(t *testing.T, build Builder, newModel func(epoch int64) 
 // exactly what the sequential model passes in the phase. A flood key's
 // request passes or gets the cap's Decision. After each phase the keys held
 // are within the cap plus the documented excess of revivals (one key per
-// caller whose key was evicted under it, at most the goroutines).
+// caller whose key was evicted under it, at most the goroutines). It runs
+// without auto-sweep and with it (from a quarter of the cap), whose steps
+// race the cap's walks.
 func KeyCapHammer(t *testing.T, build Builder, newModel func(epoch int64) Model, limit int, window time.Duration, capKeys int) {
+	for _, autoSweep := range []int{0, capKeys / 4} {
+		t.Run(fmt.Sprintf("autosweep=%d", autoSweep), func(t *testing.T) {
+			keyCapHammer(t, build(hotlimit.WithMaxKeys(capKeys), hotlimit.WithAutoSweep(autoSweep)), newModel, limit, window, capKeys)
+		})
+	}
+}
+
+// keyCapHammer is KeyCapHammer on a limiter newLimiter builds, capped at
+// capKeys.
+func keyCapHammer(t *testing.T, newLimiter Constructor, newModel func(epoch int64) Model, limit int, window time.Duration, capKeys int) {
 	const (
 		flooders = 8
 		hammers  = 8
@@ -158,7 +170,7 @@ func KeyCapHammer(t *testing.T, build Builder, newModel func(epoch int64) Model,
 	now := evictStart
 	var clock atomic.Int64
 	clock.Store(now)
-	lim, err := build(hotlimit.WithMaxKeys(capKeys))(limit, window, clock.Load)
+	lim, err := newLimiter(limit, window, clock.Load)
 	require.NoError(t, err)
 	model := newModel(now)
 	c := newChecker(t)
