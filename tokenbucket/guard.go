@@ -124,6 +124,14 @@ func (l *Limiter) sweepInBackground() {
 // generation it finds, and records t as the new generation when it ran to
 // completion under it. It returns how many keys it evicted.
 func (l *Limiter) sweep(t uint64) int {
+	n, _ := l.sweepPass(t)
+	return n
+}
+
+// sweepPass is sweep, reporting also whether it ran to completion: false when
+// another sweep recorded a newer generation during it, whereupon it stopped
+// judging (see kill) and left the keys it had not visited yet.
+func (l *Limiter) sweepPass(t uint64) (evicted int, complete bool) {
 	gen := l.swept.Load()
 	s := max(int64(t), gen-l.back)
 	allFull := s-gen-l.fill >= l.hard
@@ -147,5 +155,5 @@ func (l *Limiter) sweep(t uint64) int {
 	if !stale && s > gen {
 		l.swept.CompareAndSwap(gen, s)
 	}
-	return n
+	return n, !stale
 }

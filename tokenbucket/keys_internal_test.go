@@ -46,3 +46,31 @@ func TestCapWalkAcrossACompletedSweep(t *testing.T) {
 		assert.False(t, held, "a was evicted")
 	}
 }
+
+// TestSweepAcrossACompletedSweep: Sweep evicts every key full at the clock's
+// time, even when another Sweep, started earlier while the keys were in use,
+// completes during it and records a new generation. (Stopping where it
+// noticed the new generation, it evicted none of them.)
+func TestSweepAcrossACompletedSweep(t *testing.T) {
+	var now atomic.Int64
+	now.Store(int64(time.Hour))
+	l, err := New(1, time.Second, hotlimit.WithClock(now.Load))
+	require.NoError(t, err)
+	for _, k := range []string{"a", "b", "c"} {
+		require.True(t, l.Allow(k)) // drained
+	}
+	now.Add(int64(2 * time.Second)) // all full, idle
+	var raced bool
+	l.sweepLoaded = func() {
+		if raced {
+			return
+		}
+		raced = true
+		before := l.swept.Load()
+		assert.Zero(t, l.sweep(uint64(int64(500*time.Millisecond))), "the keys were in use at the other Sweep's time")
+		require.NotEqual(t, before, l.swept.Load(), "the other Sweep recorded a new generation")
+	}
+	assert.Equal(t, 3, l.Sweep(), "every key full at the Sweep's time")
+	assert.True(t, raced, "the other Sweep completed during this one")
+	assert.Zero(t, l.Len())
+}
