@@ -70,7 +70,9 @@ package tokenbucket
 //     ends, every word that is not full has τ ≥ s − R/4, and the sweep
 //     records s by CompareAndSwap from g. If another sweep recorded first,
 //     this one stops where it notices and records nothing: that one's record
-//     stands.
+//     stands. (Sweep, the method, then runs a new pass under it, and the
+//     incremental steps judge their cell again under it, so that keys full
+//     at their own time are still evicted.)
 //
 // Liveness: a sweep is O(keys) and runs on the caller's goroutine only past
 // hard, which a live limiter reaches only when its clock jumps (the process
