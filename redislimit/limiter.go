@@ -321,10 +321,12 @@ func (l *Limiter) Refund(key string, r hotlimit.Receipt) {
 }
 
 // RefundContext is Refund under ctx, with Redis's error if any. An error
-// because ctx ended or the limiter's timeout passed does not say that
-// nothing was given back: the give-back may have reached Redis, and a
-// caller that left it is not told. Do not refund the receipt again on such
-// an error: a refund made twice may give back what was not taken.
+// because ctx ended, the limiter's timeout passed or the connection failed
+// after the call was sent does not say that nothing was given back: the
+// give-back may have reached Redis, and a caller that left it is not told.
+// Do not refund the receipt again on such an error: a refund made twice may
+// give back what was not taken. For that reason the client is never let
+// retry a give-back on a failed connection, as go-redis otherwise would.
 func (l *Limiter) RefundContext(ctx context.Context, key string, r hotlimit.Receipt) error {
 	if r.N < 1 {
 		return nil

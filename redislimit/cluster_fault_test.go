@@ -1,0 +1,51 @@
+package redislimit_test
+
+import (
+	"context"
+	"fmt"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/hotlimit/hotlimit/redislimit"
+	"github.com/hotlimit/hotlimit/redislimit/internal/redistest"
+)
+
+// TestClusterFrozenBeforeSlotMapIsPrompt: a cluster client of default
+// options (no ContextTimeoutEnabled, a 3 s read timeout) whose first call
+// finds every node frozen (SIGSTOP: connections accepted, never answered)
+// has no slot map yet, and looking up a key's master asks the nodes for
+// one. That lookup, too, is bounded by the limiter's timeout: decisions
+// come from the failure policy within it, not after the client's read
+// timeouts, and from Redis again once the nodes answer.
+func TestClusterFrozenBeforeSlotMapIsPrompt(t *testing.T) {
+	cl := redistest.StartCluster(t, 3, 0)
+	client := redis.NewClusterClient(&redis.ClusterOptions{Addrs: cl.Addrs(), DialerRetries: 1})
+	t.Cleanup(func() { _ = client.Close() })
+	lim := newLimiter(t, client, faultConfig, frozenClock(), redislimit.WithFailPolicy(redislimit.FailOpen),
+		redislimit.WithBreaker(0, 0))
+
+	for _, s := range cl.Nodes {
+		s.Pause()
+	}
+	for i := range 3 {
+		start := time.Now()
+		d, err := lim.TakeContext(context.Background(), fmt.Sprintf("k%d", i), 1)
+		took := time.Since(start)
+		t.Logf("took %v err %v", took, err)
+		require.Error(t, err, "take %d with every node frozen", i+1)
+		assert.Equal(t, "timeout", redislimit.Reason(err), "take %d: %v", i+1, err)
+		assert.True(t, d.Allowed, "take %d: FailOpen admits", i+1)
+		assert.Less(t, took, prompt, "take %d with every node frozen", i+1)
+	}
+	for _, s := range cl.Nodes {
+		s.Resume()
+	}
+	require.Eventually(t, func() bool {
+		_, err := lim.TakeContext(context.Background(), "back", 0)
+		return err == nil
+	}, 20*time.Second, 50*time.Millisecond, "Redis decides again once the nodes answer")
+}
