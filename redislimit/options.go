@@ -159,7 +159,10 @@ func WithTimeout(d time.Duration) hotlimit.Option {
 // row, the limiter stops asking Redis for cooldown and decides by its
 // policy at once; then one call probes Redis, by itself rather than in a
 // pipeline shared with other calls (which a node that does not answer
-// would hold until the timeout), and closes the breaker if it answers. The default is 3 failures and a 1 s cooldown; failures <= 0 turns
+// would hold until the timeout), and closes the breaker if it answers.
+// Give-backs (a Refund, a lease's leftovers on Close, Sweep or a new lease)
+// count as calls too: while the breaker is open they give nothing back, at
+// once. The default is 3 failures and a 1 s cooldown; failures <= 0 turns
 // the breaker off, so that every call waits for Redis or its timeout.
 //
 // On a cluster client (*redis.ClusterClient, which redis.NewUniversalClient
