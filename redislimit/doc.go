@@ -54,7 +54,18 @@
 // earlier versions read past it; a sliding counter's key written with it
 // reads as fresh to an earlier version's script, so instances upgraded one by
 // one may admit a fresh key's quota again on such keys until all run this
-// version. A Redis that refuses a call names why in the error: [ErrAuth],
+// version.
+//
+// A failover loses state too: Redis replicates a script's writes after it
+// answers, so a master that dies takes its last writes along, and the
+// replica promoted in its place holds their keys as they were before them.
+// The requests those writes counted pass again: at most what the master
+// admitted within its replica's replication lag, which redislimit does not
+// wait for (Redis's min-replicas-max-lag bounds it). Such a key was made
+// before those takes, so a refund, or a lease's give-back, of one of them
+// gives back a request that the key never counted, which passes once more.
+//
+// A Redis that refuses a call names why in the error: [ErrAuth],
 // [ErrReadOnly], [ErrOutOfMemory].
 //
 // New works with a single node, a Sentinel (failover) client and a Cluster
@@ -66,7 +77,9 @@
 // default whatever the client's options, the open breaker of [WithBreaker]),
 // the [FailPolicy] of [WithFailPolicy] does:
 // [FailLocal] (the default) decides with an in-process limiter of the same
-// Config, [FailOpen] admits, [FailClosed] denies. [Limiter.TakeContext]
+// Config, [FailOpen] admits, [FailClosed] denies. What a failure policy
+// admits is not counted in Redis: once Redis decides again, a key has there
+// what it had before, on top of what the policy admitted meanwhile. [Limiter.TakeContext]
 // returns the error together with that decision; Take and Allow return the
 // decision alone; [WithHook] sees every such decision. The circuit breaker
 // (on by default: 3 errors in a row open it for 1 s) makes a dead Redis cost

@@ -15,7 +15,11 @@ const (
 	// FailLocal decides with an in-process limiter of the same Config, as if
 	// this process were alone, until Redis answers again. It is the default:
 	// each instance keeps enforcing the limit on its own traffic, so the
-	// global admission is at most the limit times the number of instances.
+	// global admission while Redis is down is at most the limit times the
+	// number of instances. Redis does not count what it admitted: once
+	// Redis decides again, a key's quota there is what it was before the
+	// outage, so a window that spans the outage's end may admit the
+	// in-process limiter's and Redis's quotas both.
 	FailLocal FailPolicy = iota
 	// FailOpen admits every request that could ever pass (0 ≤ n ≤ the
 	// burst): availability over the limit. Its decisions, and FailClosed's,
