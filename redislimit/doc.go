@@ -61,7 +61,8 @@
 // replica promoted in its place holds their keys as they were before them.
 // The requests those writes counted pass again: at most what the master
 // admitted within its replica's replication lag, which redislimit does not
-// wait for (Redis's min-replicas-max-lag bounds it). Such a key was made
+// wait for (Redis's min-replicas-to-write and min-replicas-max-lag bound
+// it). Such a key was made
 // before those takes, so a refund, or a lease's give-back, of one of them
 // gives back a request that the key never counted, which passes once more.
 //
@@ -79,7 +80,12 @@
 // [FailLocal] (the default) decides with an in-process limiter of the same
 // Config, [FailOpen] admits, [FailClosed] denies. What a failure policy
 // admits is not counted in Redis: once Redis decides again, a key has there
-// what it had before, on top of what the policy admitted meanwhile. [Limiter.TakeContext]
+// what it had before, on top of what the policy admitted meanwhile. A
+// connection that fails after a take was sent may make go-redis send it
+// again (its MaxRetries): the take then counts twice in Redis, once more
+// than its decision says (under-admission). A give-back (a refund, a
+// lease's leftovers) is never sent twice, since it would return a request
+// that was never taken: its connection's failure is its error. [Limiter.TakeContext]
 // returns the error together with that decision; Take and Allow return the
 // decision alone; [WithHook] sees every such decision. The circuit breaker
 // (on by default: 3 errors in a row open it for 1 s) makes a dead Redis cost
