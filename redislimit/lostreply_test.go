@@ -1,8 +1,9 @@
 package redislimit_test
 
 import (
+	"bytes"
 	"context"
-	"io"
+	"fmt"
 	"net"
 	"sync"
 	"sync/atomic"
@@ -18,10 +19,11 @@ import (
 	"github.com/hotlimit/hotlimit/redislimit/internal/redistest"
 )
 
-// dropProxy forwards TCP connections to a Redis, and on demand drops the
-// next reply: once armed, the first bytes Redis sends back on any connection
-// are not forwarded, and that connection is closed on both sides. The
-// command they answer has then run in Redis, and its client sees the
+// dropProxy forwards TCP connections to a Redis, and on demand drops a
+// script call's reply: once armed, the next bytes a client sends that hold
+// a script call (EVALSHA) are forwarded, and the first bytes Redis sends
+// back on that connection are not: the connection is closed on both sides
+// instead. The script has then run in Redis, and its client sees the
 // connection lost after sending it (io.EOF), as when a server, a proxy or a
 // network path fails between a command and its reply.
 type dropProxy struct {
@@ -55,7 +57,8 @@ func startDropProxy(t *testing.T, target string) *dropProxy {
 	return p
 }
 
-// dropNextReply arms the proxy: the next reply Redis sends is dropped.
+// dropNextReply arms the proxy: the reply to the next script call sent is
+// dropped.
 func (p *dropProxy) dropNextReply() { p.armed.Store(true) }
 
 func (p *dropProxy) accept() {
@@ -72,17 +75,33 @@ func (p *dropProxy) accept() {
 		p.mu.Lock()
 		p.conns = append(p.conns, client, server)
 		p.mu.Unlock()
+		var drop atomic.Bool // this connection's next reply is dropped
 		p.wg.Go(func() {
-			_, _ = io.Copy(server, client)
-			_ = server.Close()
+			defer server.Close()
+			buf := make([]byte, 64<<10)
+			for {
+				n, err := client.Read(buf)
+				// marked before it is forwarded, so before Redis can answer
+				if n > 0 && bytes.Contains(bytes.ToLower(buf[:n]), []byte("evalsha")) && p.armed.CompareAndSwap(true, false) {
+					drop.Store(true)
+				}
+				if n > 0 {
+					if _, werr := server.Write(buf[:n]); werr != nil {
+						return
+					}
+				}
+				if err != nil {
+					return
+				}
+			}
 		})
 		p.wg.Go(func() {
+			defer client.Close()
 			buf := make([]byte, 64<<10)
 			for {
 				n, err := server.Read(buf)
-				if n > 0 && p.armed.CompareAndSwap(true, false) {
+				if n > 0 && drop.Load() {
 					p.dropped.Add(1)
-					_ = client.Close()
 					_ = server.Close()
 					return
 				}
@@ -92,7 +111,6 @@ func (p *dropProxy) accept() {
 					}
 				}
 				if err != nil {
-					_ = client.Close()
 					return
 				}
 			}
@@ -100,37 +118,76 @@ func (p *dropProxy) accept() {
 	}
 }
 
+// aloneScripts counts a client's script calls sent by themselves.
+type aloneScripts struct{ n atomic.Int64 }
+
+func (h *aloneScripts) DialHook(next redis.DialHook) redis.DialHook { return next }
+
+func (h *aloneScripts) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
+	return func(ctx context.Context, cmd redis.Cmder) error {
+		if name := cmd.Name(); name == "evalsha" || name == "eval" {
+			h.n.Add(1)
+		}
+		return next(ctx, cmd)
+	}
+}
+
+func (h *aloneScripts) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
+	return next
+}
+
 // TestRefundLostReplyGivesBackOnce: a refund whose reply is lost with its
 // connection (the script ran in Redis, the client reads EOF) is not sent
 // again: a give-back made twice returns requests that were never taken.
 // With a frozen clock, a key drained to its limit and refunded one request
 // then admits exactly one more, for every algorithm, whatever the client's
-// retries (go-redis retries a command on EOF by default).
+// retries (go-redis retries a command, or a pipeline, on EOF by default):
+// a refund sent by itself, and one sent in a batch while another call is
+// in flight.
 func TestRefundLostReplyGivesBackOnce(t *testing.T) {
 	srv := redistest.Start(t)
 	proxy := startDropProxy(t, srv.Addr)
-	client := redis.NewClient(&redis.Options{Addr: proxy.Addr, ContextTimeoutEnabled: true})
-	t.Cleanup(func() { _ = client.Close() })
-	for _, a := range algorithms {
-		t.Run(a.String(), func(t *testing.T) {
-			c := hotlimit.Config{Algorithm: a, Limit: 4, Window: time.Minute}
-			lim := newExact(t, client, c, frozenClock(), redislimit.WithBatch(0, 0))
-			var r hotlimit.Receipt
-			for i := range c.Limit {
-				var d hotlimit.Decision
-				d, r = lim.TakeReceipt("k", 1)
-				require.True(t, d.Allowed, "request %d", i+1)
-			}
-			require.False(t, take(t, lim, "k", 1).Allowed, "the key is drained")
+	for _, batched := range []bool{false, true} {
+		for _, a := range algorithms {
+			t.Run(fmt.Sprintf("batched=%v/%v", batched, a), func(t *testing.T) {
+				client := redis.NewClient(&redis.Options{Addr: proxy.Addr, ContextTimeoutEnabled: true})
+				t.Cleanup(func() { _ = client.Close() })
+				c := hotlimit.Config{Algorithm: a, Limit: 4, Window: time.Minute}
+				opts := []hotlimit.Option{frozenClock(), redislimit.WithPrefix(fmt.Sprintf("batched=%v:", batched))}
+				if !batched {
+					opts = append(opts, redislimit.WithBatch(0, 0))
+				}
+				lim := newExact(t, client, c, opts...)
+				var r hotlimit.Receipt
+				for i := range c.Limit {
+					var d hotlimit.Decision
+					d, r = lim.TakeReceipt("k", 1)
+					require.True(t, d.Allowed, "request %d", i+1)
+				}
+				require.False(t, take(t, lim, "k", 1).Allowed, "the key is drained")
 
-			proxy.dropNextReply()
-			before := proxy.dropped.Load()
-			err := lim.RefundContext(context.Background(), "k", r)
-			require.Equal(t, before+1, proxy.dropped.Load(), "the refund's reply was dropped")
-			assert.Error(t, err, "the refund's reply was lost")
+				var release func()
+				alone := &aloneScripts{}
+				if batched {
+					h, held := holdFlusher(t, client, lim, nil, alone)
+					release = func() {
+						close(h.release)
+						<-held
+					}
+				}
+				proxy.dropNextReply()
+				before, singles := proxy.dropped.Load(), alone.n.Load()
+				err := lim.RefundContext(context.Background(), "k", r)
+				require.Equal(t, before+1, proxy.dropped.Load(), "the refund's reply was dropped")
+				assert.Error(t, err, "the refund's reply was lost")
+				if release != nil {
+					assert.Equal(t, singles, alone.n.Load(), "the refund went in a batch")
+					release()
+				}
 
-			assert.True(t, take(t, lim, "k", 1).Allowed, "the refunded request passes again")
-			assert.False(t, take(t, lim, "k", 1).Allowed, "and no more: the refund gave back once")
-		})
+				assert.True(t, take(t, lim, "k", 1).Allowed, "the refunded request passes again")
+				assert.False(t, take(t, lim, "k", 1).Allowed, "and no more: the refund gave back once")
+			})
+		}
 	}
 }
