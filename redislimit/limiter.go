@@ -7,6 +7,7 @@ import (
 	"net"
 	"runtime"
 	"strconv"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -113,6 +114,12 @@ type Limiter struct {
 	// closed is set by Close: no lease is asked for after it, and one
 	// granted to a call under way is given back at once (see grantLease).
 	closed atomic.Bool
+	// retiring counts the give-backs of replaced leases under way on
+	// goroutines of their own (see retireLater); Close sets retireStopped,
+	// under retireMu, which Add holds too, and then waits for them.
+	retireMu      sync.Mutex
+	retireStopped bool
+	retiring      sync.WaitGroup
 }
 
 var (
@@ -643,7 +650,8 @@ func (l *Limiter) Sweep() int {
 	return ended
 }
 
-// Close ends every lease, giving the unspent requests back to Redis, stops
+// Close ends every lease, giving the unspent requests back to Redis (and
+// waits for the give-backs under way of leases that new ones replaced), stops
 // the goroutines that batch calls (see [WithBatch]), and returns the errors of
 // the give-backs that failed: against a Redis that is down, the breaker
 // turns the give-backs away once it opens (see [WithBreaker]), so that
@@ -653,10 +661,15 @@ func (l *Limiter) Sweep() int {
 // answer. Close does not close the client.
 func (l *Limiter) Close() error {
 	l.closed.Store(true) // before the Range below: see grantLease
-	l.batch.close()
 	if l.leases == nil {
+		l.batch.close()
 		return nil
 	}
+	l.retireMu.Lock()
+	l.retireStopped = true
+	l.retireMu.Unlock()
+	l.retiring.Wait() // the replaced leases' give-backs, in the batches if any
+	l.batch.close()
 	var errs []error
 	l.leases.Range(func(key string, ls *lease) bool {
 		l.unmap(key, ls)
