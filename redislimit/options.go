@@ -16,7 +16,8 @@ const (
 	// this process were alone, until Redis answers again. It is the default:
 	// each instance keeps enforcing the limit on its own traffic, so the
 	// global admission while Redis is down is at most the limit times the
-	// number of instances. Redis does not count what it admitted: once
+	// number of instances, plus what their leases ([WithLease]) taken
+	// before held. Redis does not count what it admitted: once
 	// Redis decides again, a key's quota there is what it was before the
 	// outage, so a window that spans the outage's end may admit the
 	// in-process limiter's and Redis's quotas both.
