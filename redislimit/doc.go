@@ -62,9 +62,9 @@
 // The requests those writes counted pass again: at most what the master
 // admitted within its replica's replication lag, which redislimit does not
 // wait for (Redis's min-replicas-to-write and min-replicas-max-lag bound
-// it). Such a key was made
-// before those takes, so a refund, or a lease's give-back, of one of them
-// gives back a request that the key never counted, which passes once more.
+// it). Such a key was made before those takes, so a refund, or a lease's
+// give-back, of one of them gives back a request that the key never
+// counted, which passes once more.
 //
 // A Redis that refuses a call names why in the error: [ErrAuth],
 // [ErrReadOnly], [ErrOutOfMemory].
@@ -78,23 +78,24 @@
 // default whatever the client's options, the open breaker of [WithBreaker]),
 // the [FailPolicy] of [WithFailPolicy] does:
 // [FailLocal] (the default) decides with an in-process limiter of the same
-// Config, [FailOpen] admits, [FailClosed] denies. What a failure policy
-// admits is not counted in Redis: once Redis decides again, a key has there
-// what it had before, on top of what the policy admitted meanwhile. A
-// connection that fails after a take was sent may make go-redis send it
-// again (its MaxRetries): the take then counts twice in Redis, once more
-// than its decision says (under-admission). A give-back (a refund, a
-// lease's leftovers) is never sent twice, since it would return a request
-// that was never taken: its connection's failure is its error. [Limiter.TakeContext]
+// Config, [FailOpen] admits, [FailClosed] denies. [Limiter.TakeContext]
 // returns the error together with that decision; Take and Allow return the
-// decision alone; [WithHook] sees every such decision. The circuit breaker
-// (on by default: 3 errors in a row open it for 1 s) makes a dead Redis cost
-// a few atomic loads per call instead of a timeout, and lets one call probe
-// Redis when the cooldown ends. On a cluster client the breaker is one per
+// decision alone; [WithHook] sees every such decision. What a failure
+// policy admits is not counted in Redis: once Redis decides again, a key
+// has there what it had before, on top of what the policy admitted
+// meanwhile. The circuit breaker (on by default: 3 errors in a row open it
+// for 1 s) makes a dead Redis cost a few atomic loads per call instead of a
+// timeout, and lets one call probe Redis when the cooldown ends. On a cluster client the breaker is one per
 // master: a dead master's slots fail, the others' keys are still decided by
 // Redis; and a failed call makes the client reload its slot map, so that
 // once a replica is promoted its slots are decided by Redis again within a
 // cooldown or so, not when go-redis would next reload the map (a minute).
+//
+// A connection that fails after a take was sent may make go-redis send it
+// again (its MaxRetries): the take then counts twice in Redis, once more
+// than its decision says (under-admission). A give-back (a refund, a
+// lease's leftovers) is never sent twice, since it would return a request
+// that was never taken: its connection's failure is its error.
 //
 // # Throughput
 //

@@ -651,14 +651,14 @@ func (l *Limiter) Sweep() int {
 }
 
 // Close ends every lease, giving the unspent requests back to Redis (and
-// waits for the give-backs under way of leases that new ones replaced), stops
-// the goroutines that batch calls (see [WithBatch]), and returns the errors of
-// the give-backs that failed: against a Redis that is down, the breaker
-// turns the give-backs away once it opens (see [WithBreaker]), so that
-// Close waits for a few timeouts, not one per lease. The Limiter stays usable, each call then a
-// round trip of its own that takes no lease; a lease that Redis grants to a
-// call under way during Close is given back as soon as that call has its
-// answer. Close does not close the client.
+// waits for the give-backs under way of leases that new ones replaced),
+// stops the goroutines that batch calls (see [WithBatch]), and returns the
+// errors of the give-backs that failed: against a Redis that is down, the
+// breaker turns the give-backs away once it opens (see [WithBreaker]), so
+// that Close waits for a few timeouts, not one per lease. The Limiter stays
+// usable, each call then a round trip of its own that takes no lease; a
+// lease that Redis grants to a call under way during Close is given back
+// as soon as that call has its answer. Close does not close the client.
 func (l *Limiter) Close() error {
 	l.closed.Store(true) // before the Range below: see grantLease
 	if l.leases == nil {
