@@ -28,7 +28,10 @@
 // every instance must then read one clock, as Redis's TIME is. A clock
 // behind a key's time refills nothing and opens no new window, but one d
 // ahead of the others sees d pass and refills d's worth (a window's count,
-// across a window's start).
+// across a window's start). So does Redis's own TIME when a key's node
+// changes: a replica promoted by a failover, or a slot moved to another
+// master, decides the keys by its clock, and one d ahead of the old node's
+// refills them d's worth (a clock stepped forward on one node does too).
 // Lua numbers are doubles, exact below 2^53; New rejects a Config whose
 // arithmetic could leave that range (see New).
 //
