@@ -191,3 +191,40 @@ func TestRefundLostReplyGivesBackOnce(t *testing.T) {
 		}
 	}
 }
+
+// TestTakeLostReplyCountsTwice: a take whose reply is lost with its
+// connection is sent again by go-redis (its MaxRetries, 3 by default), as
+// the package's doc says: Redis runs it twice and the caller has the second
+// answer, so the key counts one request more than its callers were told
+// passed (under-admission, never over-admission). With the client's
+// retries off, the lost reply is the call's error and the failure policy
+// decides, Redis having counted the take once.
+func TestTakeLostReplyCountsTwice(t *testing.T) {
+	srv := redistest.Start(t)
+	proxy := startDropProxy(t, srv.Addr)
+	c := hotlimit.Config{Algorithm: hotlimit.FixedWindow, Limit: 4, Window: time.Minute}
+	clock := frozenClock()
+	other := newExact(t, newClient(t, srv), c, clock)
+	for _, retries := range []int{0, -1} {
+		t.Run(fmt.Sprintf("MaxRetries=%d", retries), func(t *testing.T) {
+			client := redis.NewClient(&redis.Options{Addr: proxy.Addr, ContextTimeoutEnabled: true, MaxRetries: retries})
+			t.Cleanup(func() { _ = client.Close() })
+			lim := newExact(t, client, c, clock, redislimit.WithBatch(0, 0), redislimit.WithFailPolicy(redislimit.FailClosed))
+			key := fmt.Sprintf("k%d", retries)
+			require.True(t, take(t, lim, key, 1).Allowed, "warm: a connection and the script")
+			proxy.dropNextReply()
+			d, err := lim.TakeContext(context.Background(), key, 1)
+			require.Equal(t, int32(1), proxy.dropped.Swap(0), "the take's reply was dropped")
+			if retries == 0 { // go-redis's default: 3 retries
+				require.NoError(t, err, "the take was sent again")
+				assert.True(t, d.Allowed)
+				assert.Equal(t, c.Limit-3, d.Remaining, "the second run's answer")
+				assert.Equal(t, c.Limit-3, take(t, other, key, 0).Remaining, "Redis counts the take twice")
+			} else {
+				require.Error(t, err, "the lost reply")
+				assert.False(t, d.Allowed, "FailClosed decides")
+				assert.Equal(t, c.Limit-2, take(t, other, key, 0).Remaining, "Redis counts the take once")
+			}
+		})
+	}
+}
