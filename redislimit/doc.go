@@ -114,8 +114,9 @@
 // For a hot key, [WithLease] takes a batch of requests from Redis in the same
 // script call that admits one, and spends them in this process without a
 // round trip. A lease never over-admits (every leased request was taken in
-// Redis first); it under-admits by at most the lease size per instance, and
-// gives what is unspent back when it ends.
+// Redis first); it under-admits by at most the lease size per instance and
+// key (twice that while a new lease's call gives the one it replaces
+// back), and gives what is unspent back when it ends.
 //
 // # Refunds and the service
 //

@@ -198,8 +198,10 @@ func WithHook(hook func(Event)) hotlimit.Option {
 //
 // A lease never over-admits: every leased request was taken in Redis first.
 // It may under-admit: requests leased by one instance are not available to
-// the others, so at any time the keys's admission falls short of the global
-// limit by at most size × instances. A lease ends when it is spent, after
+// the others, so at any time the key's admission falls short of the global
+// limit by at most size × instances (twice that while a key's new lease,
+// granted, gives back the one it replaces: a round trip off the caller's
+// path). A lease ends when it is spent, after
 // ttl, at the end of a fixed window, or on [Limiter.Close]; its unspent
 // requests then go back to Redis (for the token bucket and GCRA less what
 // has refilled since they were taken, for the fixed window while its window
