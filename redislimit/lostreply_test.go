@@ -228,3 +228,50 @@ func TestTakeLostReplyCountsTwice(t *testing.T) {
 		})
 	}
 }
+
+// TestRefundAfterScriptFlush: a refund that meets NOSCRIPT (a SCRIPT FLUSH,
+// a restarted server) is sent again with EVAL, which loads the script, and
+// gives back exactly once, for every algorithm: sent by itself (EVALSHA,
+// then EVAL), and in a batch (the pipeline's EVALSHA, then the call by
+// itself).
+func TestRefundAfterScriptFlush(t *testing.T) {
+	srv := redistest.Start(t)
+	ctx := context.Background()
+	for _, batched := range []bool{false, true} {
+		for _, a := range algorithms {
+			t.Run(fmt.Sprintf("batched=%v/%v", batched, a), func(t *testing.T) {
+				client := newClient(t, srv)
+				c := hotlimit.Config{Algorithm: a, Limit: 4, Window: time.Minute}
+				opts := []hotlimit.Option{frozenClock(), redislimit.WithPrefix(fmt.Sprintf("flush-batched=%v:", batched))}
+				if !batched {
+					opts = append(opts, redislimit.WithBatch(0, 0))
+				}
+				lim := newExact(t, client, c, opts...)
+				var r hotlimit.Receipt
+				for i := range c.Limit {
+					var d hotlimit.Decision
+					d, r = lim.TakeReceipt("k", 1)
+					require.True(t, d.Allowed, "request %d", i+1)
+				}
+				var release func()
+				alone := &aloneScripts{}
+				if batched {
+					h, held := holdFlusher(t, client, lim, nil, alone)
+					release = func() {
+						close(h.release)
+						<-held
+					}
+				}
+				require.NoError(t, client.ScriptFlush(ctx).Err())
+				singles := alone.n.Load()
+				require.NoError(t, lim.RefundContext(ctx, "k", r), "the refund after SCRIPT FLUSH")
+				if release != nil {
+					assert.Equal(t, singles+2, alone.n.Load(), "the batch's NOSCRIPT, then EVALSHA and EVAL by itself")
+					release()
+				}
+				assert.True(t, take(t, lim, "k", 1).Allowed, "the refunded request passes again")
+				assert.False(t, take(t, lim, "k", 1).Allowed, "and no more")
+			})
+		}
+	}
+}
