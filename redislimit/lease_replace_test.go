@@ -102,3 +102,38 @@ func TestLeaseReplacedKeepsCallerDeadline(t *testing.T) {
 	// first lease's 9 unspent given back, and the second's 10 at Close.
 	assert.Equal(t, c.Limit-3, take(t, other, "k", 0).Remaining, "every leftover went back to Redis")
 }
+
+// TestFixedWindowLeaseEndsWithItsWindow: a fixed window's lease is not
+// spent past the end of the window Redis counted it in, however long its
+// ttl: in the next window, the instances between them admit exactly the
+// limit, the leased limiter asking Redis for its first request there (and a
+// new lease), not spending the old one's leftovers on top.
+func TestFixedWindowLeaseEndsWithItsWindow(t *testing.T) {
+	srv := redistest.Start(t)
+	c := hotlimit.Config{Algorithm: hotlimit.FixedWindow, Limit: 10, Window: time.Second}
+	var now atomic.Int64
+	now.Store(int64(10*time.Second + 900*time.Millisecond)) // 100 ms before window 11
+	clocked := hotlimit.WithClock(now.Load)
+	leased := newExact(t, newClient(t, srv), c, clocked, redislimit.WithLease(5, time.Hour))
+	other := newExact(t, newClient(t, srv), c, clocked)
+
+	require.True(t, take(t, leased, "k", 1).Allowed, "1 taken, 5 leased")
+	now.Store(int64(11*time.Second) - 1)
+	d := take(t, leased, "k", 1)
+	require.True(t, d.Allowed, "from the lease, in its window")
+	require.Equal(t, 4, d.Remaining, "what the lease has left")
+
+	now.Store(int64(11 * time.Second)) // window 11: the lease's window is over
+	passed := 0
+	for range 2 * c.Limit {
+		if take(t, leased, "k", 1).Allowed {
+			passed++
+		}
+		if take(t, other, "k", 1).Allowed {
+			passed++
+		}
+	}
+	assert.Equal(t, c.Limit, passed, "window 11 admits exactly its limit")
+	redislimit.WaitRetired(leased)
+	assert.Zero(t, take(t, other, "k", 0).Remaining, "the old lease's leftovers count in no window")
+}
