@@ -174,7 +174,11 @@ func WithTimeout(d time.Duration) hotlimit.Option {
 // returns for several addresses) every master has a breaker of its own, so
 // that a master that is down sends only the keys of its slots to the policy,
 // and the keys of the other masters are still decided by Redis; the
-// replica that takes over its slots starts with a closed one.
+// replica that takes over its slots starts with a closed one. A batch
+// ([WithBatch]) spanning masters is answered once every master has
+// answered it: until the breaker of a master that does not answer (frozen,
+// not refusing connections) opens, the calls that share a batch with its
+// keys wait for the timeout with them, and the policy decides them too.
 func WithBreaker(failures int, cooldown time.Duration) hotlimit.Option {
 	return hotlimit.WithExtension(option(func(s *settings) {
 		if failures > 0 && cooldown <= 0 {
