@@ -11,15 +11,26 @@ import (
 // read. A decision is often half clock read; with a coarse clock it is mostly
 // the map load and the CAS.
 //
-// The trade-off is accuracy: while running, Now lags the monotonic clock by up
-// to the resolution (plus scheduling delay), so a limiter sees time advance in
-// steps of about the resolution. Refills and window edges land up to that much
-// late: a limiter never admits more than its model allows at the time Now
-// reports, but it may admit a request up to one resolution later than a
-// precise clock would. A starved ticker goroutine stops time for as long as it
-// is starved: limiters then admit less, never more. Choose a resolution well
-// below the smallest Window (for example 1 ms for windows of a second or
-// more).
+// The trade-off is accuracy. While running, Now lags the monotonic clock by up
+// to the resolution plus the ticker goroutine's scheduling delay, the lag, so
+// a limiter sees time advance in steps of about the resolution. It decides
+// each request exactly as its model does at the time Now reported, up to one
+// lag before the request: it never admits more than its model allows at that
+// time. Judged on the requests' real times, the error goes both ways. A refill
+// or a window's end reaches a request up to one lag late, so a request may be
+// turned away up to one lag longer than on a precise clock. And a request
+// stamped up to one lag early leaves its window, or is refilled, that much
+// early, so over any span of real time a key passes at most what its model
+// allows over the span lengthened by one lag, which can be more than over the
+// span itself: a sliding log of 1 per second passes two requests 999.1 ms
+// apart when the first was stamped 0.9 ms early, and a fixed window counts a
+// request made just after a window's end in the window that ended, leaving
+// the next window its whole limit. A starved ticker goroutine stops time for
+// as long as it is starved, and the lag is then the starvation: limiters admit
+// less while it lasts, and afterwards up to the starvation's worth more, as
+// the requests it stamped early leave their windows early. Choose a resolution
+// well below the smallest Window (for example 1 ms for windows of a second or
+// more), and keep the monotonic clock where a limit must hold over real time.
 //
 // One CoarseClock serves any number of limiters: pass WithClock(c.Now) to
 // each. It never decreases, across Start and Stop too: every value Now returns

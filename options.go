@@ -101,18 +101,21 @@ func WithAutoSweep(minKeys int) Option {
 // of distinct keys cannot take more memory than n keys do. When n keys are
 // held and a new key arrives, the limiter first evicts idle keys (those a
 // Sweep would evict), visiting at most 64 held keys where the previous visit
-// stopped. If it finds none, it denies the new key's request, and keeps every
-// held key: a key's state is never dropped while it matters, so no key ever
-// passes more than its limit allows. The denial reads Allowed false,
-// Remaining 0, ResetAfter 0, and RetryAfter the time after which every key
-// held now is idle if it gets no more requests (the algorithm's longest
-// recovery: the refill of a drained bucket, the end of the next window, or a
-// window), a hint rather than a promise, as other new keys may take the room
+// stopped, until there is room for the new key. If that makes no room, it
+// denies the new key's request, and keeps every held key: a key's state is
+// never dropped while it matters, so no key ever passes more than its limit
+// allows. The denial reads Allowed false, Remaining 0, ResetAfter 0, and
+// RetryAfter the time after which every key held now is idle if it gets no
+// more requests (the algorithm's longest recovery: the refill of a drained
+// bucket for a token bucket and GCRA, the end of the current window for a
+// fixed window, of the next for a sliding counter, a window for a sliding
+// log), a hint rather than a promise, as other new keys may take the room
 // first. Take(key, 0) of a key not held reports a fresh key. The cap can be
 // exceeded only by requests that were deciding on a key at the moment it was
-// evicted, each by one key, until the next eviction. The limiter's map is
-// sized for n keys up front, or for 1<<20 keys (32 MB) when n is larger, and
-// then grows as keys come. n <= 0 means no cap, the default.
+// evicted, each by one key, until the next new key's evictions make room
+// again. The limiter's map is sized for n keys up front, or for 1<<20 keys
+// (32 MB) when n is larger, and then grows as keys come. n <= 0 means no
+// cap, the default.
 func WithMaxKeys(n int) Option {
 	return func(o *Options) { o.MaxKeys = max(n, 0) }
 }

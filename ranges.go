@@ -9,7 +9,8 @@ import (
 // Range is the span of [Config] values an algorithm accepts: the widths of its
 // packed state words bound them. [Config.Validate] checks a Config against
 // its algorithm's Range, and the algorithm's constructor accepts exactly what
-// Validate accepts.
+// Validate accepts (but for the one leniency Validate names: WithBurst of the
+// limit for an algorithm without a burst).
 type Range struct {
 	// MaxLimit is the largest Limit; the least is 1.
 	MaxLimit int

@@ -18,3 +18,38 @@ func TestMaxKeysUnderAFlood(t *testing.T) {
 		func(epoch int64) limitertest.Model { return models.NewFixedWindow(10, time.Second).Take },
 		10, time.Second, 192)
 }
+
+// TestEvictionUnderACall: a Sweep, an auto-sweep step and a key cap's
+// eviction each evict a key between a call's map load and its write; see
+// limitertest.EvictionUnderACall.
+func TestEvictionUnderACall(t *testing.T) {
+	const limit, window = 3, time.Second
+	limitertest.EvictionUnderACall(t,
+		func(opts ...hotlimit.Option) limitertest.Constructor {
+			return limitertest.Adapt(fixedwindow.New, opts...)
+		},
+		func(epoch int64) limitertest.Model { return models.NewFixedWindow(limit, window).Take },
+		limit, window)
+}
+
+// TestKeyCapHammer: a concurrent flood of new keys at the cap leaves the
+// hot keys' decisions exact; see limitertest.KeyCapHammer.
+func TestKeyCapHammer(t *testing.T) {
+	const limit, window = 5, time.Second
+	limitertest.KeyCapHammer(t,
+		func(opts ...hotlimit.Option) limitertest.Constructor {
+			return limitertest.Adapt(fixedwindow.New, opts...)
+		},
+		func(epoch int64) limitertest.Model { return models.NewFixedWindow(limit, window).Take },
+		limit, window, 32)
+}
+
+// TestKeyCapEdges: caps of 0, below 0, 1 and math.MaxInt, and Sweep on an
+// empty and a large limiter; see limitertest.KeyCapEdges.
+func TestKeyCapEdges(t *testing.T) {
+	limitertest.KeyCapEdges(t,
+		func(opts ...hotlimit.Option) limitertest.Constructor {
+			return limitertest.Adapt(fixedwindow.New, opts...)
+		},
+		3, time.Second)
+}

@@ -280,3 +280,61 @@ func TestFineTicksNeverFaster(t *testing.T) {
 		assert.GreaterOrEqual(t, got, exact-1, "after %v", d)
 	}
 }
+
+// TestDifferentialWithRefunds plays random sequences of clock steps
+// (backwards ones included, before the epoch too), takes with receipts,
+// refunds of them (each at most once, some long after) and sweeps against the
+// sequential model: every Decision, every Sweep count and every Len must
+// agree.
+func TestDifferentialWithRefunds(t *testing.T) {
+	seqs := 150
+	if testing.Short() {
+		seqs = 30
+	}
+	type held struct {
+		key string
+		r   hotlimit.Receipt
+	}
+	for ci, cfg := range diffConfigs {
+		t.Run(fmt.Sprintf("limit=%d/burst=%d/window=%v", cfg.limit, cfg.burst, cfg.window), func(t *testing.T) {
+			rng := rand.New(rand.NewPCG(uint64(ci), 7))
+			for seq := range seqs {
+				r := newDiffRun(t, rng, ci)
+				var receipts []held
+				for step := range 100 {
+					r.tick(true)
+					now := r.now.Load()
+					msg := fmt.Sprintf("seq %d step %d", seq, step)
+					switch p := rng.IntN(20); {
+					case p == 0:
+						if !assert.Equal(t, r.model.Sweep(now), r.lim.Sweep(), "%s: Sweep", msg) ||
+							!assert.Equal(t, r.model.Len(), r.lim.Len(), "%s: Len", msg) {
+							return
+						}
+					case p < 7 && len(receipts) > 0:
+						i := rng.IntN(len(receipts))
+						h := receipts[i]
+						receipts = append(receipts[:i], receipts[i+1:]...)
+						r.model.Refund(h.key, h.r, now)
+						r.lim.Refund(h.key, h.r)
+					case p < 14:
+						key := r.keys[rng.IntN(len(r.keys))]
+						n := randomN(rng, r.burst)
+						want := r.model.Take(key, n, now)
+						d, rc := r.lim.TakeReceipt(key, n)
+						if !assert.Equal(t, want, d, "%s: TakeReceipt(%q, %d) at %d", msg, key, n, now-r.epoch) {
+							return
+						}
+						if rc.N > 0 {
+							receipts = append(receipts, held{key, rc})
+						}
+					default:
+						if !r.call(t, msg) {
+							return
+						}
+					}
+				}
+			}
+		})
+	}
+}

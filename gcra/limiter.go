@@ -58,7 +58,7 @@ type Limiter struct {
 var _ hotlimit.Limiter = (*Limiter)(nil)
 
 // New returns a GCRA limiter of limit requests per window per key, with a
-// burst of hotlimit.WithBurst's value (default and values <= 0: limit).
+// burst of hotlimit.WithBurst's value (0, the default: limit).
 // limit must lie in [1, MaxLimit], window in [MinWindow, MaxWindow], burst
 // in [1, MaxBurst], and burst·window/limit must not exceed MaxBurstSpan;
 // otherwise New returns an error that names the field and its range and

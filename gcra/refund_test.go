@@ -11,6 +11,7 @@ import (
 
 	"github.com/hotlimit/hotlimit"
 	"github.com/hotlimit/hotlimit/internal/limitertest"
+	"github.com/hotlimit/hotlimit/internal/models"
 )
 
 // TestRefundScript: a refund right after the Take restores the key exactly;
@@ -72,4 +73,69 @@ func TestRefundAllocs(t *testing.T) {
 	lim, err := New(100, time.Second, hotlimit.WithClock(func() int64 { return 42 }))
 	require.NoError(t, err)
 	limitertest.RefundAllocs(t, lim)
+}
+
+// TestRefundRacingAdmissionLosesNothing: at 2 per second, A takes one at 0
+// (TAT 500 ms); at 100 ms A's refund reads the word, and between its clock
+// reading and its CAS B's admission lands (TAT 1 s). The refund's CAS fails
+// and it gives back from B's word: 400 ms (one token less the 100 ms since
+// A), TAT 600 ms, one token left, as the model says. A refund that kept its
+// first computation would have erased B's admission (TAT 100 ms, 2 tokens).
+func TestRefundRacingAdmissionLosesNothing(t *testing.T) {
+	var c limitertest.HookClock
+	lim, err := New(2, time.Second, hotlimit.WithClock(c.Read))
+	require.NoError(t, err)
+	model := models.NewGCRA(2, 2, time.Second, 0)
+	d, r := lim.TakeReceipt("k", 1)
+	require.True(t, d.Allowed)
+	model.Take("k", 1, 0)
+	c.Now.Store(int64(100 * time.Millisecond))
+	var b bool
+	c.Hook = func() { b = lim.Allow("k") } // inside the refund's clock reading
+	lim.Refund("k", r)
+	require.Nil(t, c.Hook, "the hook ran, inside the refund")
+	require.True(t, b, "B passed, between the refund's load and its CAS")
+	model.Take("k", 1, c.Now.Load())
+	model.Refund("k", r, c.Now.Load())
+	want := model.Take("k", 0, c.Now.Load())
+	assert.Equal(t, hotlimit.Decision{Allowed: true, Limit: 2, Remaining: 1, ResetAfter: 500 * time.Millisecond}, want)
+	assert.Equal(t, want, lim.Take("k", 0))
+}
+
+// TestRefundRacingSweepRevivesNothing: at 2 per second, A takes one at 0
+// (TAT 500 ms). At 100 ms B's Allow loads the key's word and reads the clock;
+// meanwhile A's refund loads the word, and between its clock reading and its
+// CAS the clock moves to 600 ms, where the key is full, and a Sweep evicts
+// it. The refund finds the tombstone and gives nothing: written into the
+// evicted cell, its word would bring the cell back to life for B, whose
+// admission would land there, outside the map, and be lost. B revives the
+// key instead and counts at 600 ms, so exactly one more passes there.
+func TestRefundRacingSweepRevivesNothing(t *testing.T) {
+	var c limitertest.HookClock
+	lim, err := New(2, time.Second, hotlimit.WithClock(c.Read))
+	require.NoError(t, err)
+	d, r := lim.TakeReceipt("k", 1)
+	require.True(t, d.Allowed)
+	c.Now.Store(int64(100 * time.Millisecond))
+	swept := 0
+	c.Hook = func() { // inside B's clock reading
+		c.Hook = func() { // inside the refund's
+			c.Now.Store(int64(600 * time.Millisecond))
+			swept = lim.Sweep()
+		}
+		lim.Refund("k", r)
+	}
+	assert.True(t, lim.Allow("k"), "B")
+	require.Nil(t, c.Hook, "both hooks ran")
+	require.Equal(t, 1, swept, "the sweep evicted the key under the refund")
+	assert.Equal(t, 1, lim.Len())
+	assert.Equal(t, hotlimit.Decision{Allowed: true, Limit: 2, Remaining: 1, ResetAfter: 500 * time.Millisecond},
+		lim.Take("k", 0), "B counted at 600 ms in the key's new cell")
+	passed := 0
+	for range 3 {
+		if lim.Allow("k") {
+			passed++
+		}
+	}
+	assert.Equal(t, 1, passed, "the burst less B, and no more")
 }

@@ -1,12 +1,19 @@
 package gcra_test
 
 import (
+	"slices"
 	"strconv"
+	"sync"
+	"sync/atomic"
 	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
 
 	"github.com/hotlimit/hotlimit"
 	"github.com/hotlimit/hotlimit/gcra"
 	"github.com/hotlimit/hotlimit/internal/limitertest"
+	"github.com/hotlimit/hotlimit/internal/models"
 )
 
 // TestAllowRemainingAgreesWithTake: AllowRemaining answers what Take(key, 1)
@@ -16,5 +23,47 @@ func TestAllowRemainingAgreesWithTake(t *testing.T) {
 		t.Run("burst="+strconv.Itoa(burst), func(t *testing.T) {
 			limitertest.AllowRemainingAgreesWithTake(t, limitertest.Adapt(gcra.New, hotlimit.WithBurst(burst)), 7)
 		})
+	}
+}
+
+// TestAllowRemainingLinearizable: with the clock frozen on a partly refilled
+// key (17 per second, fine ticks, burst 5, drained at 0 and asked at 200 ms:
+// 3.4 tokens), 16 goroutines call AllowRemaining, released at once: exactly
+// the model's 3 pass, and their Remaining values are 2, 1, 0, each reported
+// once, as a sequential caller would see them.
+func TestAllowRemainingLinearizable(t *testing.T) {
+	const goroutines = 16
+	for round := range 20 {
+		var now atomic.Int64
+		lim, err := gcra.New(17, time.Second, hotlimit.WithClock(now.Load), hotlimit.WithBurst(5))
+		require.NoError(t, err)
+		require.True(t, lim.Take("k", 5).Allowed)
+		now.Store(int64(200 * time.Millisecond))
+		model := models.NewGCRA(17, 5, time.Second, 0)
+		model.Take("k", 5, 0)
+		want := model.Take("k", 0, now.Load()).Remaining
+		require.Equal(t, 3, want)
+		start := make(chan struct{})
+		got := make(chan int, goroutines*4)
+		var wg sync.WaitGroup
+		for range goroutines {
+			wg.Go(func() {
+				<-start
+				for range 4 {
+					if ok, rem := lim.AllowRemaining("k"); ok {
+						got <- rem
+					}
+				}
+			})
+		}
+		close(start)
+		wg.Wait()
+		close(got)
+		var rems []int
+		for r := range got {
+			rems = append(rems, r)
+		}
+		slices.Sort(rems)
+		require.Equal(t, []int{0, 1, 2}, rems, "round %d: Remaining values of the admissions", round)
 	}
 }

@@ -299,7 +299,7 @@ func (b *batcher) pipeline(ctx, retry context.Context, batch []*call, cmds []*re
 	for _, c := range batch {
 		for i := range c.ops {
 			o := &c.ops[i]
-			cmds = append(cmds, o.script.EvalSha(ctx, pipe, []string{o.key}, o.args...))
+			cmds = append(cmds, o.script.EvalSha(ctx, scripter(pipe, o.args), []string{o.key}, o.args...))
 		}
 	}
 	_, _ = pipe.Exec(ctx) // each command holds its own error
@@ -336,7 +336,7 @@ func (b *batcher) rerun(ctx context.Context, ops []*op) {
 	pipe := b.client.Pipeline()
 	cmds := make([]*redis.Cmd, len(ops))
 	for i, o := range ops {
-		cmds[i] = o.script.EvalSha(ctx, pipe, []string{o.key}, o.args...)
+		cmds[i] = o.script.EvalSha(ctx, scripter(pipe, o.args), []string{o.key}, o.args...)
 	}
 	_, _ = pipe.Exec(ctx)
 	for i, o := range ops {
@@ -396,7 +396,7 @@ func (b *batcher) alone(ctx context.Context, redisKey string, args []any) (reply
 func (b *batcher) runOne(ctx context.Context, script *redis.Script, redisKey string, args []any) (reply, error) {
 	ctx, cancel := b.deadline(ctx)
 	defer cancel()
-	return parse(script.Run(ctx, b.client, []string{redisKey}, args...))
+	return parse(script.Run(ctx, scripter(b.client, args), []string{redisKey}, args...))
 }
 
 func isNoScript(err error) bool {

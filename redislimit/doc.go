@@ -28,7 +28,10 @@
 // every instance must then read one clock, as Redis's TIME is. A clock
 // behind a key's time refills nothing and opens no new window, but one d
 // ahead of the others sees d pass and refills d's worth (a window's count,
-// across a window's start).
+// across a window's start). So does Redis's own TIME when a key's node
+// changes: a replica promoted by a failover, or a slot moved to another
+// master, decides the keys by its clock, and one d ahead of the old node's
+// refills them d's worth (a clock stepped forward on one node does too).
 // Lua numbers are doubles, exact below 2^53; New rejects a Config whose
 // arithmetic could leave that range (see New).
 //
@@ -54,7 +57,19 @@
 // earlier versions read past it; a sliding counter's key written with it
 // reads as fresh to an earlier version's script, so instances upgraded one by
 // one may admit a fresh key's quota again on such keys until all run this
-// version. A Redis that refuses a call names why in the error: [ErrAuth],
+// version.
+//
+// A failover loses state too: Redis replicates a script's writes after it
+// answers, so a master that dies takes its last writes along, and the
+// replica promoted in its place holds their keys as they were before them.
+// The requests those writes counted pass again: at most what the master
+// admitted within its replica's replication lag, which redislimit does not
+// wait for (Redis's min-replicas-to-write and min-replicas-max-lag bound
+// it). Such a key was made before those takes, so a refund, or a lease's
+// give-back, of one of them gives back a request that the key never
+// counted, which passes once more.
+//
+// A Redis that refuses a call names why in the error: [ErrAuth],
 // [ErrReadOnly], [ErrOutOfMemory].
 //
 // New works with a single node, a Sentinel (failover) client and a Cluster
@@ -68,14 +83,22 @@
 // [FailLocal] (the default) decides with an in-process limiter of the same
 // Config, [FailOpen] admits, [FailClosed] denies. [Limiter.TakeContext]
 // returns the error together with that decision; Take and Allow return the
-// decision alone; [WithHook] sees every such decision. The circuit breaker
-// (on by default: 3 errors in a row open it for 1 s) makes a dead Redis cost
-// a few atomic loads per call instead of a timeout, and lets one call probe
-// Redis when the cooldown ends. On a cluster client the breaker is one per
+// decision alone; [WithHook] sees every such decision. What a failure
+// policy admits is not counted in Redis: once Redis decides again, a key
+// has there what it had before, on top of what the policy admitted
+// meanwhile. The circuit breaker (on by default: 3 errors in a row open it
+// for 1 s) makes a dead Redis cost a few atomic loads per call instead of a
+// timeout, and lets one call probe Redis when the cooldown ends. On a cluster client the breaker is one per
 // master: a dead master's slots fail, the others' keys are still decided by
 // Redis; and a failed call makes the client reload its slot map, so that
 // once a replica is promoted its slots are decided by Redis again within a
 // cooldown or so, not when go-redis would next reload the map (a minute).
+//
+// A connection that fails after a take was sent may make go-redis send it
+// again (its MaxRetries): the take then counts twice in Redis, once more
+// than its decision says (under-admission). A give-back (a refund, a
+// lease's leftovers) is never sent twice, since it would return a request
+// that was never taken: its connection's failure is its error.
 //
 // # Throughput
 //
@@ -91,8 +114,9 @@
 // For a hot key, [WithLease] takes a batch of requests from Redis in the same
 // script call that admits one, and spends them in this process without a
 // round trip. A lease never over-admits (every leased request was taken in
-// Redis first); it under-admits by at most the lease size per instance, and
-// gives what is unspent back when it ends.
+// Redis first); it under-admits by at most the lease size per instance and
+// key (twice that while a new lease's call gives the one it replaces
+// back), and gives what is unspent back when it ends.
 //
 // # Refunds and the service
 //

@@ -18,3 +18,7 @@ func (l *Limiter) RedisKey(key string) string { return l.redisKey(key) }
 // Queued returns the calls handed to l's batcher that no flusher has taken
 // yet.
 func Queued(l *Limiter) int { return len(l.batch.calls) }
+
+// WaitRetired waits for the give-backs of l's replaced leases that are
+// under way (see retireLater); no take may replace a lease meanwhile.
+func WaitRetired(l *Limiter) { l.retiring.Wait() }

@@ -82,7 +82,7 @@ func (l *Limiter) grantLease(ctx context.Context, key, redisKey string, rep repl
 	// bounds them.
 	ctx = context.WithoutCancel(ctx)
 	if prev, loaded := l.leases.LoadAndStore(key, ls); loaded {
-		_ = l.retireTo(ctx, redisKey, prev)
+		l.retireLater(ctx, redisKey, prev)
 	}
 	// A Close under way may have ranged over the leases before ls was
 	// stored. It sets closed before it ranges, and ls is stored before
@@ -93,6 +93,29 @@ func (l *Limiter) grantLease(ctx context.Context, key, redisKey string, rep repl
 		l.unmap(key, ls)
 		_ = l.retireTo(ctx, redisKey, ls)
 	}
+}
+
+// retireLater gives back the unspent requests of ls, a lease replaced in
+// the map, on a goroutine of its own: the caller whose take replaced it
+// has its decision, and must not wait past its context's deadline for a
+// give-back that is the limiter's. Close waits for these goroutines; once
+// it has begun, ls is given back at once, on the caller's goroutine.
+func (l *Limiter) retireLater(ctx context.Context, redisKey string, ls *lease) {
+	if ls.left.Load() <= 0 {
+		return // spent or retired: left never grows, nothing to give back
+	}
+	l.retireMu.Lock()
+	if l.retireStopped {
+		l.retireMu.Unlock()
+		_ = l.retireTo(ctx, redisKey, ls)
+		return
+	}
+	l.retiring.Add(1) // under retireMu, so never once Close waits
+	l.retireMu.Unlock()
+	go func() {
+		defer l.retiring.Done()
+		_ = l.retireTo(ctx, redisKey, ls)
+	}()
 }
 
 // retire gives the unspent requests of ls, key's lease that is no longer

@@ -7,6 +7,7 @@ import (
 	"net"
 	"runtime"
 	"strconv"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -113,6 +114,12 @@ type Limiter struct {
 	// closed is set by Close: no lease is asked for after it, and one
 	// granted to a call under way is given back at once (see grantLease).
 	closed atomic.Bool
+	// retiring counts the give-backs of replaced leases under way on
+	// goroutines of their own (see retireLater); Close sets retireStopped,
+	// under retireMu, which Add holds too, and then waits for them.
+	retireMu      sync.Mutex
+	retireStopped bool
+	retiring      sync.WaitGroup
 }
 
 var (
@@ -314,17 +321,19 @@ func (l *Limiter) TakeReceipt(key string, n int) (hotlimit.Decision, hotlimit.Re
 }
 
 // Refund gives back what r took from key, as far as it still counts; see
-// [hotlimit.Refunder]. It costs one round trip; when Redis fails, nothing is
-// given back.
+// [hotlimit.Refunder]. It costs one round trip; when Redis fails, or its
+// breaker is open (see [WithBreaker]), nothing is given back.
 func (l *Limiter) Refund(key string, r hotlimit.Receipt) {
 	_ = l.RefundContext(context.Background(), key, r)
 }
 
 // RefundContext is Refund under ctx, with Redis's error if any. An error
-// because ctx ended or the limiter's timeout passed does not say that
-// nothing was given back: the give-back may have reached Redis, and a
-// caller that left it is not told. Do not refund the receipt again on such
-// an error: a refund made twice may give back what was not taken.
+// because ctx ended, the limiter's timeout passed or the connection failed
+// after the call was sent does not say that nothing was given back: the
+// give-back may have reached Redis, and a caller that left it is not told.
+// Do not refund the receipt again on such an error: a refund made twice may
+// give back what was not taken. For that reason the client is never let
+// retry a give-back on a failed connection, as go-redis otherwise would.
 func (l *Limiter) RefundContext(ctx context.Context, key string, r hotlimit.Receipt) error {
 	if r.N < 1 {
 		return nil
@@ -412,29 +421,37 @@ func (l *Limiter) breakerFor(ctx context.Context, redisKey string) (*breaker, er
 // the call, into the decision and receipt, telling the key's breaker b how
 // Redis did.
 func (l *Limiter) settle(ctx context.Context, b *breaker, key string, n int, rep reply, err error) (hotlimit.Decision, hotlimit.Receipt, error) {
+	l.observe(ctx, b, err)
 	if err != nil {
-		// the caller's own cancellation, or clock, says nothing of Redis
-		if ctx.Err() == nil && !errors.Is(err, ErrClockRange) {
-			b.failure()
-			if l.cluster != nil {
-				// The key's master may be gone and its replica promoted: a
-				// cluster client reloads its slot map on a MOVED reply, or
-				// once the map is older than ClusterStateReloadInterval (a
-				// minute by default), not when a node stops answering.
-				// The reload runs on a goroutine of the client's, one at a
-				// time.
-				l.cluster.ReloadState(ctx)
-			}
-		}
 		return l.fail(key, n, err)
 	}
-	b.success()
 	d := l.decision(rep)
 	var r hotlimit.Receipt
 	if d.Allowed && n > 0 {
 		r = hotlimit.Receipt{N: n, At: rep.now * int64(l.unit)}
 	}
 	return d, r, nil
+}
+
+// observe tells b, the breaker of a call's Redis node, how the call under
+// ctx did: err, or nil for success.
+func (l *Limiter) observe(ctx context.Context, b *breaker, err error) {
+	switch {
+	case err == nil:
+		b.success()
+	case ctx.Err() != nil, errors.Is(err, ErrClockRange):
+		// the caller's own cancellation, or clock, says nothing of Redis
+	default:
+		b.failure()
+		if l.cluster != nil {
+			// The key's master may be gone and its replica promoted: a
+			// cluster client reloads its slot map on a MOVED reply, or once
+			// the map is older than ClusterStateReloadInterval (a minute by
+			// default), not when a node stops answering. The reload runs on
+			// a goroutine of the client's, one at a time.
+			l.cluster.ReloadState(ctx)
+		}
+	}
 }
 
 // reply is a script's answer, durations in ticks.
@@ -497,9 +514,23 @@ func parse(cmd *redis.Cmd) (reply, error) {
 	return reply{allowed: v[0] == 1, remaining: v[1], retry: v[2], reset: v[3], got: v[4], now: v[5]}, nil
 }
 
-// giveBack returns n requests taken at tick at to the Redis key k.
+// giveBack returns n requests taken at tick at to the Redis key k, unless
+// the breaker of k's node is open: then it gives back nothing at once, with
+// ErrBreakerOpen, as it would after the timeout. Its errors and successes
+// count for the breaker as a take's do, so that a Close or Sweep ending many
+// leases against a dead Redis waits for a few timeouts, not one per lease.
 func (l *Limiter) giveBack(ctx context.Context, k string, n, at int64) (reply, error) {
-	return l.run(ctx, k, 0, 0, n, at, false)
+	b, err := l.breakerFor(ctx, k)
+	if err != nil {
+		return reply{}, err
+	}
+	ok, probe := b.allow()
+	if !ok {
+		return reply{}, ErrBreakerOpen
+	}
+	rep, err := l.run(ctx, k, 0, 0, n, at, probe)
+	l.observe(ctx, b, err)
+	return rep, err
 }
 
 // redisKey is key's Redis key: the prefix, the Config and key as hash tag.
@@ -619,18 +650,26 @@ func (l *Limiter) Sweep() int {
 	return ended
 }
 
-// Close ends every lease, giving the unspent requests back to Redis, stops
-// the goroutines that batch calls (see [WithBatch]), and returns the errors of
-// the give-backs that failed. The Limiter stays usable, each call then a
-// round trip of its own that takes no lease; a lease that Redis grants to a
-// call under way during Close is given back as soon as that call has its
-// answer. Close does not close the client.
+// Close ends every lease, giving the unspent requests back to Redis (and
+// waits for the give-backs under way of leases that new ones replaced),
+// stops the goroutines that batch calls (see [WithBatch]), and returns the
+// errors of the give-backs that failed: against a Redis that is down, the
+// breaker turns the give-backs away once it opens (see [WithBreaker]), so
+// that Close waits for a few timeouts, not one per lease. The Limiter stays
+// usable, each call then a round trip of its own that takes no lease; a
+// lease that Redis grants to a call under way during Close is given back
+// as soon as that call has its answer. Close does not close the client.
 func (l *Limiter) Close() error {
 	l.closed.Store(true) // before the Range below: see grantLease
-	l.batch.close()
 	if l.leases == nil {
+		l.batch.close()
 		return nil
 	}
+	l.retireMu.Lock()
+	l.retireStopped = true
+	l.retireMu.Unlock()
+	l.retiring.Wait() // the replaced leases' give-backs, in the batches if any
+	l.batch.close()
 	var errs []error
 	l.leases.Range(func(key string, ls *lease) bool {
 		l.unmap(key, ls)

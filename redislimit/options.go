@@ -15,7 +15,12 @@ const (
 	// FailLocal decides with an in-process limiter of the same Config, as if
 	// this process were alone, until Redis answers again. It is the default:
 	// each instance keeps enforcing the limit on its own traffic, so the
-	// global admission is at most the limit times the number of instances.
+	// global admission while Redis is down is at most the limit times the
+	// number of instances, plus what their leases ([WithLease]) taken
+	// before held. Redis does not count what it admitted: once
+	// Redis decides again, a key's quota there is what it was before the
+	// outage, so a window that spans the outage's end may admit the
+	// in-process limiter's and Redis's quotas both.
 	FailLocal FailPolicy = iota
 	// FailOpen admits every request that could ever pass (0 ≤ n ≤ the
 	// burst): availability over the limit. Its decisions, and FailClosed's,
@@ -159,14 +164,21 @@ func WithTimeout(d time.Duration) hotlimit.Option {
 // row, the limiter stops asking Redis for cooldown and decides by its
 // policy at once; then one call probes Redis, by itself rather than in a
 // pipeline shared with other calls (which a node that does not answer
-// would hold until the timeout), and closes the breaker if it answers. The default is 3 failures and a 1 s cooldown; failures <= 0 turns
+// would hold until the timeout), and closes the breaker if it answers.
+// Give-backs (a Refund, a lease's leftovers on Close, Sweep or a new lease)
+// count as calls too: while the breaker is open they give nothing back, at
+// once. The default is 3 failures and a 1 s cooldown; failures <= 0 turns
 // the breaker off, so that every call waits for Redis or its timeout.
 //
 // On a cluster client (*redis.ClusterClient, which redis.NewUniversalClient
 // returns for several addresses) every master has a breaker of its own, so
 // that a master that is down sends only the keys of its slots to the policy,
 // and the keys of the other masters are still decided by Redis; the
-// replica that takes over its slots starts with a closed one.
+// replica that takes over its slots starts with a closed one. A batch
+// ([WithBatch]) spanning masters is answered once every master has
+// answered it: until the breaker of a master that does not answer (frozen,
+// not refusing connections) opens, the calls that share a batch with its
+// keys wait for the timeout with them, and the policy decides them too.
 func WithBreaker(failures int, cooldown time.Duration) hotlimit.Option {
 	return hotlimit.WithExtension(option(func(s *settings) {
 		if failures > 0 && cooldown <= 0 {
@@ -190,8 +202,10 @@ func WithHook(hook func(Event)) hotlimit.Option {
 //
 // A lease never over-admits: every leased request was taken in Redis first.
 // It may under-admit: requests leased by one instance are not available to
-// the others, so at any time the keys's admission falls short of the global
-// limit by at most size × instances. A lease ends when it is spent, after
+// the others, so at any time the key's admission falls short of the global
+// limit by at most size × instances (twice that while a key's new lease,
+// granted, gives back the one it replaces: a round trip off the caller's
+// path). A lease ends when it is spent, after
 // ttl, at the end of a fixed window, or on [Limiter.Close]; its unspent
 // requests then go back to Redis (for the token bucket and GCRA less what
 // has refilled since they were taken, for the fixed window while its window

@@ -1,6 +1,7 @@
 package redislimit
 
 import (
+	"context"
 	_ "embed"
 
 	"github.com/hotlimit/hotlimit"
@@ -31,4 +32,96 @@ var scripts = map[hotlimit.Algorithm]*redis.Script{
 	hotlimit.SlidingLog:     redis.NewScript(prelude + slidingLogLua),
 	hotlimit.GCRA:           redis.NewScript(prelude + gcraLua),
 	hotlimit.SlidingCounter: redis.NewScript(prelude + slidingCounterLua),
+}
+
+// scripter returns what runs a script call of args (see
+// scripts/prelude.lua) on c, a client or a pipeline: c itself for a take,
+// once{c} for a give-back. go-redis sends a command again, or a whole
+// pipeline, when its connection fails after it was written (io.EOF, a
+// reset), when Redis may already have run it. A take run twice counts
+// twice and answers the second time: the key admits less (under-admission,
+// as after a timeout), and a connection that was stale before the call is
+// no failure. A give-back run twice (a refund, a lease's leftovers, what a
+// caller that left had taken) returns requests that were never taken, which
+// then pass again: over-admission, so a give-back is sent once, and a
+// failed connection is its error.
+func scripter(c redis.Scripter, args []any) redis.Scripter {
+	if n, _ := args[7].(int64); n > 0 {
+		if p, ok := c.(processor); ok {
+			return once{p}
+		}
+	}
+	return c
+}
+
+// once is a [redis.Scripter] that queues or runs every script call on p, a
+// client or a pipeline, as a command the client never sends twice.
+// Redirections still go where Redis says: a cluster client follows MOVED
+// and ASK, which Redis answers without running the script.
+type once struct{ p processor }
+
+// processor is what both a client and a pipeline do.
+type processor interface {
+	Process(ctx context.Context, cmd redis.Cmder) error
+}
+
+var _ redis.Scripter = once{}
+
+// sentOnce is a script call that the client must not retry.
+type sentOnce struct{ *redis.Cmd }
+
+// NoRetry tells go-redis not to send the command again once it may have
+// reached Redis (nor any pipeline that holds it).
+func (sentOnce) NoRetry() bool { return true }
+
+func (o once) eval(ctx context.Context, name, payload string, keys []string, args []any) *redis.Cmd {
+	a := make([]any, 0, 3+len(keys)+len(args))
+	a = append(a, name, payload, len(keys))
+	for _, k := range keys {
+		a = append(a, k)
+	}
+	cmd := redis.NewCmd(ctx, append(a, args...)...)
+	if len(keys) > 0 {
+		cmd.SetFirstKeyPos(3) // a cluster client routes the call by its key
+	}
+	_ = o.p.Process(ctx, sentOnce{cmd}) // the command holds its error
+	return cmd
+}
+
+// Eval runs script's source, which also loads it.
+func (o once) Eval(ctx context.Context, script string, keys []string, args ...any) *redis.Cmd {
+	return o.eval(ctx, "eval", script, keys, args)
+}
+
+// EvalSha runs the script of hash sha1.
+func (o once) EvalSha(ctx context.Context, sha1 string, keys []string, args ...any) *redis.Cmd {
+	return o.eval(ctx, "evalsha", sha1, keys, args)
+}
+
+// EvalRO is Eval's read-only form.
+func (o once) EvalRO(ctx context.Context, script string, keys []string, args ...any) *redis.Cmd {
+	return o.eval(ctx, "eval_ro", script, keys, args)
+}
+
+// EvalShaRO is EvalSha's read-only form.
+func (o once) EvalShaRO(ctx context.Context, sha1 string, keys []string, args ...any) *redis.Cmd {
+	return o.eval(ctx, "evalsha_ro", sha1, keys, args)
+}
+
+// ScriptExists reports which of hashes Redis holds.
+func (o once) ScriptExists(ctx context.Context, hashes ...string) *redis.BoolSliceCmd {
+	a := []any{"script", "exists"}
+	for _, h := range hashes {
+		a = append(a, h)
+	}
+	cmd := redis.NewBoolSliceCmd(ctx, a...)
+	_ = o.p.Process(ctx, cmd)
+	return cmd
+}
+
+// ScriptLoad loads script.
+func (o once) ScriptLoad(ctx context.Context, script string) *redis.StringCmd {
+	cmd := redis.NewStringCmd(ctx, "script", "load", script)
+	_ = o.p.Process(ctx, cmd)
+	return cmd
 }

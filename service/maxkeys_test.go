@@ -75,3 +75,60 @@ func TestMaxKeysDenialGivesBackTheOtherLimits(t *testing.T) {
 	}
 	assert.Equal(t, 5, passed, "the user's quota: the cap's denials took none of it")
 }
+
+// TestMaxKeysDenialIsObserved: for every in-memory algorithm, a new pair that
+// the cap turns away gets the documented Decision: Allowed false, Remaining
+// 0, ResetAfter 0, RetryAfter the algorithm's longest recovery (the refill of
+// a drained bucket, GCRA's burst of emission intervals, the end of the
+// current window, the end of the next window, a window). The observer hears
+// it as a denial with that Decision (from Allow, with Limit and Remaining
+// only). With the pairs held drained, they are idle exactly RetryAfter later,
+// if they get no other request: 1 ns before, the new pair is still turned
+// away, and then it passes.
+func TestMaxKeysDenialIsObserved(t *testing.T) {
+	const into = 250 * time.Millisecond // the clock's offset into a window
+	for _, tc := range []struct {
+		alg   hotlimit.Algorithm
+		retry time.Duration
+	}{
+		{hotlimit.TokenBucket, time.Second},
+		{hotlimit.GCRA, time.Second},
+		{hotlimit.FixedWindow, time.Second - into},
+		{hotlimit.SlidingCounter, 2*time.Second - into},
+		{hotlimit.SlidingLog, time.Second},
+	} {
+		t.Run(tc.alg.String(), func(t *testing.T) {
+			var now atomic.Int64
+			now.Store(int64(time.Hour + into))
+			var events []hotlimit.Event
+			obs := hotlimit.ObserverFunc(func(e hotlimit.Event) { events = append(events, e) })
+			svc, err := service.New(hotlimit.Config{Algorithm: tc.alg, Limit: 3, Window: time.Second},
+				hotlimit.WithClock(now.Load), hotlimit.WithMaxKeys(2), hotlimit.WithObserver(obs))
+			require.NoError(t, err)
+			require.True(t, svc.Take("u1", "api", 3).Allowed) // drained
+			require.True(t, svc.Take("u2", "api", 3).Allowed)
+
+			events = nil
+			want := hotlimit.Decision{Limit: 3, RetryAfter: tc.retry}
+			d := svc.Take("u3", "api", 1)
+			assert.Equal(t, want, d, "the cap's Decision")
+			require.Len(t, events, 1)
+			assert.Equal(t, hotlimit.OutcomeDenied, events[0].Outcome)
+			assert.Equal(t, 1, events[0].N)
+			assert.Equal(t, want, events[0].Decision, "the observed Decision")
+
+			events = nil
+			assert.False(t, svc.Allow("u3", "api"))
+			require.Len(t, events, 1)
+			assert.Equal(t, hotlimit.OutcomeDenied, events[0].Outcome)
+			assert.Equal(t, hotlimit.Decision{Limit: 3}, events[0].Decision, "the observed Decision of Allow")
+			assert.Equal(t, 2, svc.Len(), "the pairs held kept their place")
+
+			now.Add(int64(d.RetryAfter) - 1)
+			assert.False(t, svc.Take("u3", "api", 1).Allowed, "1 ns before RetryAfter a pair held is still in use")
+			now.Add(1)
+			assert.True(t, svc.Allow("u3", "api"), "after RetryAfter every pair held is idle")
+			assert.Equal(t, 2, svc.Len())
+		})
+	}
+}

@@ -219,3 +219,55 @@ func TestRetryAfterIsExact(t *testing.T) {
 	assert.Greater(t, within, checked/10, "some retries fall within the current window")
 	assert.Less(t, within, checked, "some retries fall in a later window")
 }
+
+// TestDifferentialWithRefunds plays random sequences of clock steps
+// (backwards ones included), takes with receipts, refunds of them (each at
+// most once, some long after) and sweeps against the sequential model: every
+// Decision, every Sweep count and every Len must agree.
+func TestDifferentialWithRefunds(t *testing.T) {
+	seqs := 3000
+	if testing.Short() {
+		seqs = 400
+	}
+	rng := rand.New(rand.NewPCG(5, 6))
+	type held struct {
+		key string
+		r   hotlimit.Receipt
+	}
+	for seq := range seqs {
+		r := newDiffRun(t, rng)
+		var receipts []held
+		for step := range 80 {
+			r.tick(true)
+			now := r.now.Load()
+			switch p := rng.IntN(20); {
+			case p == 0:
+				if !assert.Equal(t, r.model.Sweep(now), r.lim.Sweep(), "seq %d step %d: Sweep at %d", seq, step, now) ||
+					!assert.Equal(t, r.model.Len(), r.lim.Len(), "seq %d step %d: Len", seq, step) {
+					return
+				}
+			case p < 7 && len(receipts) > 0:
+				i := rng.IntN(len(receipts))
+				h := receipts[i]
+				receipts = append(receipts[:i], receipts[i+1:]...)
+				r.model.Refund(h.key, h.r, now)
+				r.lim.Refund(h.key, h.r)
+			case p < 14:
+				key := r.keys[rng.IntN(len(r.keys))]
+				n := r.randN()
+				want := r.model.Take(key, n, now)
+				d, rc := r.lim.TakeReceipt(key, n)
+				if !assert.Equal(t, want, d, "seq %d step %d: TakeReceipt(%q, %d) at %d", seq, step, key, n, now) {
+					return
+				}
+				if rc.N > 0 {
+					receipts = append(receipts, held{key, rc})
+				}
+			default:
+				if !r.call(t, seq, step) {
+					return
+				}
+			}
+		}
+	}
+}

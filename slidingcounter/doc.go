@@ -110,8 +110,9 @@
 //
 // # Eviction
 //
-// Sweep evicts every key whose state equals a fresh key's now: its stored
-// window is older than the previous one, so both counts read zero. With a
+// Sweep evicts every key whose state equals a fresh key's now: both counts
+// read zero, as its stored window is older than the previous one (or refunds
+// took both counts to zero). With a
 // clock that never goes back, evicting it changes no decision. Sweep swaps a
 // tombstone into an idle key's word by compare-and-swap, so it never races a
 // concurrent request into a lost or duplicated admission. WithAutoSweep makes

@@ -224,7 +224,8 @@ func (l *Limiter) Len() int {
 }
 
 // Sweep evicts every key whose state equals a fresh key's now: both counts
-// would read zero, as its stored window is older than the previous one. Such
+// would read zero, as its stored window is older than the previous one (or
+// refunds took both counts to zero). Such
 // a key's next request starts from zero, as a new key's does. It returns how
 // many keys it evicted. Sweep is safe to run concurrently with anything,
 // Sweep included.

@@ -123,3 +123,25 @@ func TestRefundOfAReceiptAWrapOldGivesNothing(t *testing.T) {
 	assert.False(t, lim.Allow("k"), "the refund gave back nothing: the window is full")
 	assert.Equal(t, 0, lim.Take("k", 0).Remaining)
 }
+
+// TestRefundRacingAdmissionLosesNeither: at 2 per second, A takes one at
+// 0.5 s. B's Allow loads the word (count 1) and, between its clock reading
+// and its CAS, A's refund lands (count 0). B's CAS, from count 1 to 2, fails;
+// B decides again on count 0 and writes 1. Both writes count: one request
+// is held, one more passes, and then none. A write that ignored the refund
+// would hold two (A's refund lost); one that ignored B would hold none.
+func TestRefundRacingAdmissionLosesNeither(t *testing.T) {
+	var c limitertest.HookClock
+	c.Now.Store(int64(500 * time.Millisecond))
+	lim, err := New(2, time.Second, hotlimit.WithClock(c.Read))
+	require.NoError(t, err)
+	d, r := lim.TakeReceipt("k", 1)
+	require.True(t, d.Allowed)
+	c.Hook = func() { lim.Refund("k", r) } // inside B's clock reading
+	require.True(t, lim.Allow("k"), "B")
+	require.Nil(t, c.Hook, "the hook ran, inside B's call")
+	assert.Equal(t, hotlimit.Decision{Allowed: true, Limit: 2, Remaining: 1, ResetAfter: 500*time.Millisecond + 1},
+		lim.Take("k", 0), "B's request alone is held")
+	assert.True(t, lim.Allow("k"))
+	assert.False(t, lim.Allow("k"))
+}

@@ -1,10 +1,18 @@
 package slidingcounter_test
 
 import (
+	"slices"
 	"strconv"
+	"sync"
+	"sync/atomic"
 	"testing"
+	"time"
 
+	"github.com/stretchr/testify/require"
+
+	"github.com/hotlimit/hotlimit"
 	"github.com/hotlimit/hotlimit/internal/limitertest"
+	"github.com/hotlimit/hotlimit/internal/models"
 	"github.com/hotlimit/hotlimit/slidingcounter"
 )
 
@@ -15,5 +23,48 @@ func TestAllowRemainingAgreesWithTake(t *testing.T) {
 		t.Run("limit="+strconv.Itoa(limit), func(t *testing.T) {
 			limitertest.AllowRemainingAgreesWithTake(t, limitertest.Adapt(slidingcounter.New), limit)
 		})
+	}
+}
+
+// TestAllowRemainingLinearizable: with the clock frozen where the previous
+// window weighs (20 per second, 20 taken at 0.5 s, asked at 1.25 s: prev 20
+// weighs 15), 16 goroutines call AllowRemaining, released at once: exactly
+// the model's 5 pass, and their Remaining values are 4, ..., 0, each reported
+// once, as a sequential caller would see them.
+func TestAllowRemainingLinearizable(t *testing.T) {
+	const goroutines = 16
+	for round := range 20 {
+		var now atomic.Int64
+		now.Store(int64(500 * time.Millisecond))
+		lim, err := slidingcounter.New(20, time.Second, hotlimit.WithClock(now.Load))
+		require.NoError(t, err)
+		model := models.NewSlidingCounter(20, time.Second)
+		require.True(t, lim.Take("k", 20).Allowed)
+		model.Take("k", 20, now.Load())
+		now.Store(int64(1250 * time.Millisecond))
+		want := model.Take("k", 0, now.Load()).Remaining
+		require.Equal(t, 5, want)
+		start := make(chan struct{})
+		got := make(chan int, goroutines*4)
+		var wg sync.WaitGroup
+		for range goroutines {
+			wg.Go(func() {
+				<-start
+				for range 4 {
+					if ok, rem := lim.AllowRemaining("k"); ok {
+						got <- rem
+					}
+				}
+			})
+		}
+		close(start)
+		wg.Wait()
+		close(got)
+		var rems []int
+		for r := range got {
+			rems = append(rems, r)
+		}
+		slices.Sort(rems)
+		require.Equal(t, []int{0, 1, 2, 3, 4}, rems, "round %d: Remaining values of the admissions", round)
 	}
 }

@@ -41,16 +41,20 @@ import (
 //     caller moved the word on meanwhile, or the clock stepped back) sees the
 //     stored window as newer, and advance keeps it: the request counts against
 //     the newer window, as if made at its start, and never resets it. The
-//     index only moves forward.
+//     index only moves forward, but from a word whose counts are both zero
+//     (refunds took them there): that is a fresh key's state whatever its
+//     index, and advance starts it at the caller's window, as a new key
+//     would be.
 //   - Sweep. kill swaps the tombstone in by CAS from a word it judged idle: both
 //     counts zero once advanced to the sweep's window i, so a stored window i−2
-//     or older. If an admission's CAS lands first, kill's fails and the key
+//     or older, or counts that refunds took to zero. If an admission's CAS lands first, kill's fails and the key
 //     stays. If kill's lands first, the admission's fails (it expects a live
 //     word), the caller reads the tombstone, takes the key's fresh cell from
 //     Revive, reads the clock again and decides again. So no admission is
 //     recorded in a dead cell (none is lost) and a dead cell never comes back
-//     to life (none is counted twice). The killed cell admitted nothing in
-//     windows i−1 and later, as its index only moves forward; every caller of
+//     to life (none is counted twice). The killed cell's counts of windows
+//     i−1 and later are zero (its index only moves forward from a word with a
+//     count, and a word with none weighs nothing); every caller of
 //     the fresh cell read the clock after the sweep did, so the fresh cell
 //     only admits in window i or later, where the killed cell's counts weigh
 //     nothing. The key's decisions are those of the cell never killed.

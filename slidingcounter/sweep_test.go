@@ -49,6 +49,35 @@ func TestSweepEvictsOnlyIdleKeys(t *testing.T) {
 	assert.Equal(t, hotlimit.Decision{Allowed: true, Limit: 3, Remaining: 2, ResetAfter: time.Second + 1}, lim.Take("live", 1))
 }
 
+// TestSweepEvictsRefundedKeys: a key whose counts refunds took back to zero
+// is a fresh key whatever its window, so Sweep evicts it, in the Take's own
+// window too; a key with one request left is kept.
+func TestSweepEvictsRefundedKeys(t *testing.T) {
+	var now atomic.Int64
+	now.Store(int64(500 * ms))
+	lim, err := slidingcounter.New(3, time.Second, hotlimit.WithClock(now.Load))
+	require.NoError(t, err)
+	_, r := lim.TakeReceipt("refunded", 2)
+	require.Equal(t, 2, r.N)
+	_, k := lim.TakeReceipt("kept", 2)
+	require.Equal(t, 2, k.N)
+	lim.Refund("refunded", r)
+	lim.Refund("kept", hotlimit.Receipt{N: 1, At: k.At})
+	assert.Equal(t, 1, lim.Sweep(), "the refunded key, in its Take's window")
+	assert.Equal(t, 1, lim.Len())
+	assert.Equal(t, hotlimit.Decision{Allowed: true, Limit: 3, Remaining: 3}, lim.Take("refunded", 0))
+	assert.Equal(t, hotlimit.Decision{Allowed: true, Limit: 3, Remaining: 2, ResetAfter: 500*ms + 1}, lim.Take("kept", 0))
+
+	now.Store(int64(1500 * ms)) // the next window: kept's count is its prev
+	_, k = lim.TakeReceipt("kept", 1)
+	require.Equal(t, 1, k.N)
+	lim.Refund("kept", k)
+	assert.Zero(t, lim.Sweep(), "prev still counts")
+	lim.Refund("kept", hotlimit.Receipt{N: 1, At: int64(500 * ms)})
+	assert.Equal(t, 1, lim.Sweep(), "both counts refunded")
+	assert.Zero(t, lim.Len())
+}
+
 // TestSweepBetweenClockReadAndWrite: a call reads the clock in a full window,
 // then, before it writes, the clock moves two windows on and a Sweep evicts
 // the key. The call must not count in the full window on the key's fresh

@@ -70,7 +70,9 @@ package tokenbucket
 //     ends, every word that is not full has τ ≥ s − R/4, and the sweep
 //     records s by CompareAndSwap from g. If another sweep recorded first,
 //     this one stops where it notices and records nothing: that one's record
-//     stands.
+//     stands. (Sweep, the method, then runs a new pass under it, and the
+//     incremental steps judge their cell again under it, so that keys full
+//     at their own time are still evicted.)
 //
 // Liveness: a sweep is O(keys) and runs on the caller's goroutine only past
 // hard, which a live limiter reaches only when its clock jumps (the process
@@ -124,6 +126,14 @@ func (l *Limiter) sweepInBackground() {
 // generation it finds, and records t as the new generation when it ran to
 // completion under it. It returns how many keys it evicted.
 func (l *Limiter) sweep(t uint64) int {
+	n, _ := l.sweepPass(t)
+	return n
+}
+
+// sweepPass is sweep, reporting also whether it ran to completion: false when
+// another sweep recorded a newer generation during it, whereupon it stopped
+// judging (see kill) and left the keys it had not visited yet.
+func (l *Limiter) sweepPass(t uint64) (evicted int, complete bool) {
 	gen := l.swept.Load()
 	s := max(int64(t), gen-l.back)
 	allFull := s-gen-l.fill >= l.hard
@@ -147,5 +157,5 @@ func (l *Limiter) sweep(t uint64) int {
 	if !stale && s > gen {
 		l.swept.CompareAndSwap(gen, s)
 	}
-	return n
+	return n, !stale
 }

@@ -377,8 +377,20 @@ func (l *Limiter) Len() int {
 // idle for a window is full. Sweep is safe to run concurrently with anything,
 // Sweep included.
 func (l *Limiter) Sweep() int {
-	t, _ := l.time()
-	return l.sweep(t)
+	// A pass stops judging when another sweep records a newer generation
+	// during it (guard.go): a sweep that started earlier, perhaps while keys
+	// full now were still in use. Then a new pass, at the clock's time
+	// again, judges every key under the new generation. Each retry follows
+	// a sweep that completed, so Sweep waits for no one.
+	evicted := 0
+	for {
+		t, _ := l.time()
+		n, complete := l.sweepPass(t)
+		evicted += n
+		if complete {
+			return evicted
+		}
+	}
 }
 
 // read returns the limiter's time t (see time), how far the clock is behind

@@ -25,8 +25,12 @@ func Reserved[C any](m *Map[C]) int64 { return m.count.Load() }
 func OnStep[C any](m *Map[C], f func(step string)) { m.hook = f }
 
 // Walk runs one bounded walk, as an auto-sweep step does (first unset) or a
-// key cap's eviction (first set), with the map's judge, and returns how many
-// keys it deleted.
+// key cap's eviction (first set: it stops once the map has room for a key),
+// with the map's judge, and returns how many keys it deleted.
 func Walk[C any](m *Map[C], budget, chunk int, first bool) int {
-	return m.walk(budget, chunk, m.judge(), first)
+	var below int64
+	if first {
+		below = int64(m.maxKeys)
+	}
+	return m.walk(budget, chunk, m.judge(), below)
 }

@@ -74,14 +74,14 @@
 // visits every node it claimed, the last one included, where it leaves the
 // cursor (it walks from the first node its claim read, not from the cursor's
 // node again, whose next a push may have changed since; and a key cap's walk,
-// which stops at its first eviction, leaves the rest of its claim to the next
-// pass, the list having changed): while the list does not change, the claims of
-// every pass stop on the same nodes, so a node the cursor stood on unvisited
-// would stay unvisited pass after pass, and an idle key there would never be
-// evicted. As the next walker's unlink of the node after the cursor is a CAS on
-// the cursor node's next, the cursor should stand on a linked node: a walker
-// that unlinks the node the cursor stands on (the last it claimed, or as a
-// Sweep or a walker a pass behind) moves the cursor back onto the node whose
+// which stops at the eviction that makes room, leaves the rest of its claim to
+// the next pass, the list having changed): while the list does not change, the
+// claims of every pass stop on the same nodes, so a node the cursor stood on
+// unvisited would stay unvisited pass after pass, and an idle key there would
+// never be evicted. As the next walker's unlink of the node after the cursor is
+// a CAS on the cursor node's next, the cursor should stand on a linked node: a
+// walker that unlinks the node the cursor stands on (the last it claimed, or as
+// a Sweep or a walker a pass behind) moves the cursor back onto the node whose
 // next it has just swapped, the node before it. At the end of the list the
 // cursor goes back to head. Sweep walks the whole list with a cursor of its
 // own. Two walkers meeting the same node do no harm: kill, the deletion and the
@@ -104,15 +104,18 @@
 // With a cap of n keys, count reserves a key before it is inserted and is
 // released after it is deleted, so Len ≤ count, and count ≤ n but for the
 // revivals below. An insertion that finds count at n walks up to MaxVisits
-// nodes, evicting idle ones, and stops at the first it evicts; if it finds
-// none, Get returns nil and the limiter denies the new key. A caller that
-// revives a key evicted under it (it held the cell before the kill) re-inserts
-// it without the check, and walks to evict an idle key when that puts the map
-// over the cap: before the re-insertion when it finds the cap reached and the
-// key gone, and after it (before listing its fresh cell, which the walk
-// therefore cannot evict) when the key was deleted between that check and the
-// re-insertion. So the cap can be exceeded only by such callers, each by one
-// key, while no key is idle (or during the walk that looks for one).
+// nodes, evicting idle ones, and stops at the eviction that brings count below
+// n (the first, unless revivals put count over n, or concurrent insertions take
+// the room); if it finds no room, Get returns nil and the limiter denies the
+// new key. A caller that revives a key evicted under it (it held the cell
+// before the kill) re-inserts it without the check, and walks to evict an idle
+// key when that puts the map over the cap: before the re-insertion when it
+// finds the cap reached and the key gone, and after it (before listing its
+// fresh cell, which the walk therefore cannot evict) when the key was deleted
+// between that check and the re-insertion. So the cap can be exceeded only by
+// such callers, each by one key, while no key is idle (or during the walk that
+// looks for one): the next insertion's walk evicts idle keys until count is
+// below n again.
 package keyed
 
 import (
@@ -273,7 +276,7 @@ func (m *Map[C]) reserve() bool {
 	if m.tryReserve() {
 		return true
 	}
-	m.walk(MaxVisits, capChunk, m.judge(), true)
+	m.walk(MaxVisits, capChunk, m.judge(), int64(m.maxKeys))
 	return m.tryReserve()
 }
 
@@ -283,7 +286,7 @@ func (m *Map[C]) step() {
 	// Each chunk of debt is paid once, by the insertion whose add crosses
 	// its end: the adds are atomic, so exactly one sees each crossing.
 	if d := m.debt.Add(StepVisits); (d-StepVisits)/SweepChunk != d/SweepChunk {
-		m.walk(SweepChunk, SweepChunk, m.judge(), false)
+		m.walk(SweepChunk, SweepChunk, m.judge(), 0)
 	}
 }
 
@@ -305,10 +308,14 @@ func (m *Map[C]) tryReserve() bool {
 }
 
 // walk visits up to budget nodes from the shared cursor, claiming chunk
-// nodes at a time, going round the list at most once, and when first is set
-// stops after the first eviction. It returns how many keys it deleted.
-func (m *Map[C]) walk(budget, chunk int, kill func(*C) bool, first bool) int {
-	deleted, visits, wrapped := 0, 0, false
+// nodes at a time, going round the list at most once, and when below is
+// positive (a key cap's walk) stops after an eviction that leaves count below
+// it: with below = maxKeys, once the map has room for a key. Stopping at the
+// first eviction instead would leave a map over the cap (by revivals) full
+// after it, and the new key denied, while idle keys were there to evict. It
+// returns how many keys it deleted.
+func (m *Map[C]) walk(budget, chunk int, kill func(*C) bool, below int64) int {
+	deleted, visits, wrapped, room := 0, 0, false, false
 	for visits < budget {
 		from, start, claimed, wraps := m.claim(min(chunk, budget-visits))
 		if m.hook != nil {
@@ -328,13 +335,13 @@ func (m *Map[C]) walk(budget, chunk int, kill func(*C) bool, first bool) int {
 			}
 			if gone {
 				deleted++
-				if first {
+				if room = below > 0 && m.count.Load() < below; room {
 					break // the rest of the claim waits for the next pass
 				}
 			}
 			n = next
 		}
-		if first && deleted > 0 {
+		if room {
 			break
 		}
 		if wraps {
@@ -460,16 +467,17 @@ func (m *Map[C]) Peek(key string) (*C, bool) {
 // Revive is called by a caller that found dead, a tombstoned cell, under key.
 // It puts a fresh cell in dead's place, unless a live cell already replaced it,
 // and returns the live cell. When the key was deleted meanwhile, it inserts it
-// again, without the key cap's check, evicting an idle key, if there is one,
-// when that puts the map over the cap (see the package documentation).
+// again, without the key cap's check, evicting idle keys, if there are any,
+// until there is room for it when that puts the map over the cap (see the
+// package documentation).
 func (m *Map[C]) Revive(key string, dead *C) *C {
 	walked := false
 	if m.maxKeys > 0 && m.count.Load() >= int64(m.maxKeys) {
 		if _, held := m.cells.Load(key); !held {
 			// The re-insertion below will put the map over the cap: evict
-			// an idle key first if there is one, so that the excess lasts
-			// only while no key is idle.
-			m.walk(MaxVisits, capChunk, m.judge(), true)
+			// idle keys first, if there are any, until there is room, so
+			// that an excess lasts only while no key is idle.
+			m.walk(MaxVisits, capChunk, m.judge(), int64(m.maxKeys))
 			walked = true
 		}
 	}
@@ -494,10 +502,12 @@ func (m *Map[C]) Revive(key string, dead *C) *C {
 	if inserted && !walked && m.count.Load() > int64(m.maxKeys) {
 		// The key was held at the check above, by dead, and deleted since
 		// (a walker's deletion after its kill), while other keys took the
-		// room: the re-insertion put the map over the cap, so evict an idle
-		// key now. Before the push, so that this caller's fresh cell, not
-		// yet listed, cannot be the walk's victim.
-		m.walk(MaxVisits, capChunk, m.judge(), true)
+		// room: the re-insertion put the map over the cap, so evict idle
+		// keys now, until it is back within the cap (count below cap + 1;
+		// count > maxKeys, so cap + 1 does not overflow). Before the push,
+		// so that this caller's fresh cell, not yet listed, cannot be the
+		// walk's victim.
+		m.walk(MaxVisits, capChunk, m.judge(), int64(m.maxKeys)+1)
 	}
 	if fresh != nil && n == fresh {
 		m.push(fresh)

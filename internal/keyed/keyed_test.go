@@ -538,3 +538,26 @@ func TestHugeKeyCapIsNotAllocatedUpFront(t *testing.T) {
 	}
 	assert.Equal(t, 10, m.Len())
 }
+
+// TestNewKeyOverTheCapEvictsUntilThereIsRoom: a revival put the map one key
+// over the cap (no key was idle then); once two keys are idle, a new key's
+// walk evicts both, not only the first, and the new key gets its room: it is
+// not denied while idle keys were there to make room, and the map is back
+// within the cap.
+func TestNewKeyOverTheCapEvictsUntilThereIsRoom(t *testing.T) {
+	m := newMap(0, 1)
+	x := m.Get("x")                               // idle: the caller holds its cell
+	require.NotNil(t, add(m, "b", m.Get("b"), 1)) // b evicts x, and is not idle
+	require.Equal(t, 1, m.Len())
+	x = add(m, "x", x, 1) // x revives past the cap: no key is idle
+	require.Equal(t, 2, m.Len(), "the revival's excess")
+	require.Nil(t, m.Get("c"), "no idle key: a new key is denied")
+
+	add(m, "x", x, -1) // both keys idle again
+	b, _ := m.Peek("b")
+	add(m, "b", b, -1)
+	assert.NotNil(t, m.Get("d"), "a new key once both keys held are idle")
+	assert.Equal(t, 1, m.Len(), "keys held: d alone, within the cap")
+	assert.Equal(t, int64(1), keyed.Reserved(m))
+	assertListedAfterSweep(t, m)
+}

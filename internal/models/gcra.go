@@ -150,3 +150,34 @@ func (m *GCRA) Sweep(now int64) int {
 
 // Len returns the number of keys the model holds.
 func (m *GCRA) Len() int { return len(m.keys) }
+
+// Refund is Refund(key, r) at the clock reading now: a key it does not hold,
+// or a full one, gets nothing; otherwise it gets back r.N tokens less what
+// refilled since r.At (the time elapsed times the rate, none before the
+// epoch, none when the clock reads before r.At), never above the burst.
+func (m *GCRA) Refund(key string, r hotlimit.Receipt, now int64) {
+	if r.N < 1 {
+		return
+	}
+	if _, ok := m.keys[key]; !ok {
+		return
+	}
+	t, _, _ := m.at(now)
+	x := m.tokens(key, t)
+	if x.Cmp(m.cap) >= 0 {
+		return
+	}
+	tA, _, _ := m.at(r.At)
+	give := new(big.Rat).SetInt64(min(int64(r.N), m.burst))
+	if t.Cmp(tA) > 0 {
+		give.Sub(give, new(big.Rat).Mul(m.rate, new(big.Rat).Sub(t, tA)))
+	}
+	if give.Sign() <= 0 {
+		return
+	}
+	x.Add(x, give)
+	if x.Cmp(m.cap) > 0 {
+		x.Set(m.cap)
+	}
+	m.keys[key] = &gcraKey{tokens: x, last: t}
+}

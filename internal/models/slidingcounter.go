@@ -10,8 +10,10 @@ import (
 // SlidingCounter is the reference of the slidingcounter package: per key,
 // the index of the window it counted in last and the counts of that window
 // and the one before; a request at offset e into its window sees
-// ⌊prev·(window − e)/window⌋ + cur. A key is held only once a request passed,
-// so every held cur is at least 1. RetryAfter and ResetAfter are found by
+// ⌊prev·(window − e)/window⌋ + cur. A key is held once a request passed;
+// a held key whose counts are both zero (its requests were refunded) is
+// fresh, as a key not held is, whatever its window, and Sweep forgets the
+// keys whose counts are both zero at the time of the sweep. RetryAfter and ResetAfter are found by
 // binary search over the estimate, not by the limiter's closed form. Callers
 // keep their clocks more than a few windows away from the ends of int64, so
 // plain int64 arithmetic is exact.
@@ -31,12 +33,13 @@ func NewSlidingCounter(limit int, window time.Duration) *SlidingCounter {
 // at returns the key's state as a request at now sees it, and the elapsed
 // time the estimate weighs prev at: the same window keeps the counts, the next
 // moves cur to prev, later ones start at zero, and an earlier one (a clock
-// that stepped back) keeps the stored window, weighed at its start.
+// that stepped back) keeps the stored window, weighed at its start. A state
+// whose counts are both zero is fresh: it starts at now's window.
 func (m *SlidingCounter) at(st slidingCounterKey, ok bool, now int64) (slidingCounterKey, int64) {
 	idx := FloorDiv(now, m.window)
 	e := now - idx*m.window
 	switch {
-	case !ok || idx > st.index+1:
+	case !ok || st.prev == 0 && st.cur == 0 || idx > st.index+1:
 		return slidingCounterKey{index: idx}, e
 	case idx == st.index+1:
 		return slidingCounterKey{index: idx, prev: st.cur}, e
@@ -106,13 +109,13 @@ func (m *SlidingCounter) Take(key string, n int, now int64) hotlimit.Decision {
 	return d
 }
 
-// Sweep forgets every key whose window is two or more before now's, as
+// Sweep forgets every key whose counts both read zero at now (its window is
+// two or more before now's, or refunds took both counts to zero), as
 // slidingcounter.Limiter.Sweep does, and returns how many it forgot.
 func (m *SlidingCounter) Sweep(now int64) int {
-	idx := FloorDiv(now, m.window)
 	n := 0
 	for k, st := range m.keys {
-		if st.index+2 <= idx {
+		if st, _ := m.at(st, true, now); st.prev == 0 && st.cur == 0 {
 			delete(m.keys, k)
 			n++
 		}
@@ -122,3 +125,24 @@ func (m *SlidingCounter) Sweep(now int64) int {
 
 // Len returns the number of keys the model holds.
 func (m *SlidingCounter) Len() int { return len(m.keys) }
+
+// Refund is Refund(key, r) at now: it lowers the count of r.At's window by
+// r.N, not below zero, while that window is the key's stored window (cur) or
+// the one before it (prev) and now is less than two windows after it.
+func (m *SlidingCounter) Refund(key string, r hotlimit.Receipt, now int64) {
+	st, ok := m.keys[key]
+	if r.N < 1 || !ok {
+		return
+	}
+	at := FloorDiv(r.At, m.window)
+	if FloorDiv(now, m.window)-at >= 2 {
+		return
+	}
+	switch at {
+	case st.index:
+		st.cur -= min(int64(r.N), st.cur)
+	case st.index - 1:
+		st.prev -= min(int64(r.N), st.prev)
+	}
+	m.keys[key] = st
+}

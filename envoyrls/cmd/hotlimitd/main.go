@@ -20,7 +20,9 @@
 // value past N evicts an idle key or, with none idle, is over the limit), for
 // values an attacker chooses; rules of one policy (limit, unit, algorithm and
 // burst), in any domain, share a limiter and its cap. /metrics shows the keys
-// held as hotlimit_keys.
+// held as hotlimit_keys. Each limiter's table is sized for its N keys when
+// its policy is loaded, about 32 bytes per key (up to 2^20 keys): 32 MB per
+// policy at -max-keys 1000000.
 //
 // Redis: -redis names the address (several, or -redis-cluster, for a
 // cluster); -redis-password (or HOTLIMITD_REDIS_PASSWORD), -redis-tls and

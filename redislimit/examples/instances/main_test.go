@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"fmt"
+	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -22,7 +23,18 @@ func TestRunSharesTheLimit(t *testing.T) {
 	} {
 		t.Run(fmt.Sprintf("instances=%d/workers=%d", tc.instances, tc.workers), func(t *testing.T) {
 			var out bytes.Buffer
-			require.NoError(t, run(&out, srv.Addr, tc.instances, tc.workers, 20, 3), out.String())
+			// A decision that waited past the limiter's 100 ms (a loaded
+			// machine running other tests) falls back to memory, and the
+			// totals then say nothing of sharing: run again, a few times.
+			for attempt := 1; ; attempt++ {
+				out.Reset()
+				require.NoError(t, run(&out, srv.Addr, tc.instances, tc.workers, 20, 3), out.String())
+				if !strings.Contains(out.String(), "fell back to the failure policy") {
+					break
+				}
+				require.Less(t, attempt, 5, "every run fell back to the failure policy:\n%s", out.String())
+				t.Logf("attempt %d fell back to the failure policy; running again", attempt)
+			}
 			for k := range 3 { // 20/min earns one back every 3 s: none while the test runs
 				assert.Regexp(t, fmt.Sprintf(`(?m)^user-%d:.* = 20 admitted \(limit 20\)$`, k), out.String())
 			}
