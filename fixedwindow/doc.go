@@ -64,7 +64,8 @@
 // Refund lowers the count by the receipt's n while the receipt's window is
 // the key's current one, exactly as if the Take had not been made; after the
 // window ended it gives nothing. A refund that empties the window evicts the
-// key, as Sweep would. Refund is one more writer of the state word, by
+// key, as Sweep would (a count of zero equals no key): the key's next request
+// allocates its cell again. Refund is one more writer of the state word, by
 // compare-and-swap like the others (refund.go).
 //
 // # Eviction
