@@ -32,7 +32,9 @@ type stallModel struct {
 	history             []admission
 	keys                []string
 	stalled, reReadings int
-	reads               int // clock readings so far
+	reads               int  // clock readings so far
+	jumps               bool // the clock may jump past the wrap guard's hard span
+	jumped, raised      int
 }
 
 // read is the limiter's clock: the hook clock, counting its readings.
@@ -58,6 +60,19 @@ func (s *stallModel) model() *models.TokenBucket {
 }
 
 func (s *stallModel) tick() {
+	if s.jumps {
+		// The clock's distance past the wrap guard's generation: stay below
+		// soft, where a caller would start a sweep in the background, or
+		// jump past hard, where the first caller to read the clock sweeps on
+		// its own goroutine.
+		p := s.clock.Now.Load() - s.epoch - s.lim.swept.Load()
+		if s.rng.IntN(20) == 0 || p+int64(4*s.window) >= s.lim.soft/2 {
+			d := s.lim.hard + s.rng.Int64N(s.lim.back/2)
+			s.clock.Now.Add(d/int64(time.Millisecond)*int64(time.Millisecond) + int64(time.Millisecond))
+			s.jumped++
+			return
+		}
+	}
 	switch s.rng.IntN(4) {
 	case 0:
 	case 1:
@@ -115,6 +130,26 @@ func (s *stallModel) call(stall bool, msg string) {
 	if allow {
 		want = hotlimit.Decision{Allowed: want.Allowed}
 	}
+	if !s.matches(d, want) && s.jumps {
+		// A reading more than Range/4 behind a sweep that completed after
+		// it (the clock jumped during the stall) is raised to the sweep's
+		// time less Range/4 (guard.go), or an admission from a full word
+		// to floor: times that passed during the call.
+		for _, raised := range []int64{s.epoch + s.lim.swept.Load() - s.lim.back, s.epoch + s.lim.floor.Load()} {
+			if raised <= t0 || raised > s.clock.Now.Load() {
+				continue
+			}
+			w := s.model().Take(key, n, raised)
+			if allow {
+				w = hotlimit.Decision{Allowed: w.Allowed}
+			}
+			if s.matches(d, w) {
+				now, want = raised, w
+				s.raised++
+				break
+			}
+		}
+	}
 	if report := n < 1 || n > s.burst; report && !s.matches(d, want) {
 		// A report reads the clock before it looks the key up: it may find
 		// the key evicted by a sweep that ran since, full and fresh, which
@@ -150,7 +185,9 @@ func (s *stallModel) matches(d, want hotlimit.Decision) bool {
 // land and the clock moves forward, answer as the sequential model does in
 // the order the calls took effect. A stale reading behind a key's latest
 // write refills nothing: it judges the word as written, never a bucket
-// fuller than it was.
+// fuller than it was. In every other sequence the clock also jumps past the
+// wrap guard's hard span, during stalls too: the guard's sweeps and raised
+// readings answer as the model at a time that passed during the call.
 func TestStalledCallersAnswerAsTheModel(t *testing.T) {
 	seqs := 800
 	if testing.Short() {
@@ -160,11 +197,12 @@ func TestStalledCallersAnswerAsTheModel(t *testing.T) {
 		limit, burst int
 		window       time.Duration
 	}{{5, 5, time.Second}, {1, 1, time.Second}, {3, 7, 7 * time.Millisecond}, {100, 10, time.Minute}}
-	total, stalled, reRead := 0, 0, 0
+	total, stalled, reRead, jumped, raised := 0, 0, 0, 0, 0
 	for seq := range seqs {
 		cfg := configs[seq%len(configs)]
 		rng := rand.New(rand.NewPCG(uint64(seq), 11))
 		s := &stallModel{t: t, rng: rng, limit: cfg.limit, burst: cfg.burst, window: cfg.window, keys: []string{"a", "b"}}
+		s.jumps = seq%2 == 1
 		s.epoch = rng.Int64N(1<<50) - 1<<49
 		s.clock.Now.Store(s.epoch)
 		var err error
@@ -173,7 +211,7 @@ func TestStalledCallersAnswerAsTheModel(t *testing.T) {
 		require.True(t, exactGrid(cfg.limit, cfg.window, time.Millisecond, s.lim.b.FracBits))
 		for i := range 40 {
 			s.tick()
-			if s.clock.Now.Load()-s.epoch > s.lim.soft/2 {
+			if !s.jumps && s.clock.Now.Load()-s.epoch > s.lim.soft/2 {
 				break // no background sweep behind the model's back
 			}
 			s.call(rng.IntN(3) == 0, fmt.Sprintf("seq %d (%d/%v burst %d) call %d", seq, cfg.limit, cfg.window, cfg.burst, i))
@@ -184,7 +222,12 @@ func TestStalledCallersAnswerAsTheModel(t *testing.T) {
 		}
 		stalled += s.stalled
 		reRead += s.reReadings
+		jumped += s.jumped
+		raised += s.raised
 	}
 	assert.Positive(t, stalled)
-	t.Logf("%d calls, %d stalled, %d answered on a second reading", total, stalled, reRead)
+	assert.Positive(t, reRead)
+	assert.Positive(t, jumped)
+	t.Logf("%d calls, %d stalled, %d answered on a second reading, %d clock jumps past the guard's hard span, %d readings raised",
+		total, stalled, reRead, jumped, raised)
 }
