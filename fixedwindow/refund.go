@@ -58,7 +58,8 @@ func (l *Limiter) Refund(key string, r hotlimit.Receipt) {
 	// clock in an earlier window, full perhaps, and stalled before its CAS
 	// would count there, past the limit, instead of in the stored window.
 	// On the tombstone that caller's CAS fails; it revives a fresh cell and
-	// reads the clock again, after the refund, so in r.At's window or later.
+	// reads the clock again, after the refund, so (with a clock that never
+	// goes back) in r.At's window or later, where nothing counts now.
 	for {
 		w := c.word.Load()
 		if w == packed.WindowDead {
