@@ -63,8 +63,10 @@
 // A Limiter is a hotlimit.Refunder: TakeReceipt is Take plus a receipt, and
 // Refund lowers the count by the receipt's n while the receipt's window is
 // the key's current one, exactly as if the Take had not been made; after the
-// window ended it gives nothing. Refund is one more writer of the state word,
-// by compare-and-swap like the others (refund.go).
+// window ended it gives nothing. A refund that empties the window evicts the
+// key, as Sweep would (a count of zero equals no key): the key's next request
+// allocates its cell again. Refund is one more writer of the state word, by
+// compare-and-swap like the others (refund.go).
 //
 // # Eviction
 //

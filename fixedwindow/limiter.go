@@ -75,9 +75,10 @@ func (l *Limiter) admit(key string) (allowed bool, count uint64) {
 	}
 	// CAS loop, argued in full on cell: an admission raises a window's
 	// count, by CAS from the value this call decided on, and never beyond
-	// limit (only a refund lowers it); a
-	// concurrent write fails the CAS and the call decides again; a Sweep's
-	// tombstone sends it to the key's fresh cell, with the clock read again.
+	// limit (only a refund lowers it); a concurrent write fails the CAS and
+	// the call decides again; a tombstone (a Sweep's, or a Refund's that
+	// emptied the window) sends it to the key's fresh cell, with the clock
+	// read again.
 	//
 	// The clock is read once, after Get (see cell), and before the word, so
 	// that a slow clock is not inside the window between the load and the

@@ -17,6 +17,9 @@ var _ hotlimit.Refunder = (*Limiter)(nil)
 // Take counts in the window its receipt names), so lowering it by r.N gives
 // the key exactly the state it would have had without that Take.
 //
+// A refund that lowers the count to zero evicts the key, as Sweep would: its
+// next request starts from zero, as a new key's does.
+//
 // A zero Receipt, or one with N < 1, gives back nothing; so does a refund
 // for a key the limiter does not hold (it was swept: its count had ended or
 // was zero). Refund never inserts a key, and allocates nothing.
@@ -48,6 +51,15 @@ func (l *Limiter) Refund(key string, r hotlimit.Receipt) {
 	// refund can never land on a later window than the one it checked. A
 	// tombstone means the key's window had ended or its count was zero:
 	// nothing to give back.
+	//
+	// A refund that empties the window kills the cell instead: a zero count
+	// equals no key (Sweep evicts it), and a live word of count zero would
+	// read as fresh to advance whatever its index, so a caller that read the
+	// clock in an earlier window, full perhaps, and stalled before its CAS
+	// would count there, past the limit, instead of in the stored window.
+	// On the tombstone that caller's CAS fails; it revives a fresh cell and
+	// reads the clock again, after the refund, so (with a clock that never
+	// goes back) in r.At's window or later, where nothing counts now.
 	for {
 		w := c.word.Load()
 		if w == packed.WindowDead {
@@ -57,7 +69,11 @@ func (l *Limiter) Refund(key string, r hotlimit.Receipt) {
 		if index != want || count == 0 {
 			return
 		}
-		if c.word.CompareAndSwap(w, packed.PackWindow(index, count-min(give, count))) {
+		next := packed.WindowDead
+		if give < count {
+			next = packed.PackWindow(index, count-give)
+		}
+		if c.word.CompareAndSwap(w, next) {
 			return
 		}
 	}

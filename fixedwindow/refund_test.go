@@ -116,3 +116,40 @@ func TestRefundOfAReceiptAWrapOldGivesNothing(t *testing.T) {
 	assert.False(t, lim.Allow("k"), "the refund gave back nothing: the window is full")
 	assert.Equal(t, 0, lim.Take("k", 0).Remaining)
 }
+
+// TestStaleReadingAfterARefundEmptiedTheWindow: at 2 per second, window 0
+// is full when A reads the clock at 0.9 s; before A loads the word the clock
+// reaches 1.1 s, where B takes one and refunds it, leaving window 1 empty. A
+// must not count in window 0, which already passed its limit: in the model
+// the key's stored window is 1 by then, so A counts there, and window 1 has
+// room for one more request, not two.
+func TestStaleReadingAfterARefundEmptiedTheWindow(t *testing.T) {
+	for _, viaTake := range []bool{false, true} {
+		var c limitertest.HookClock
+		lim, err := New(2, time.Second, hotlimit.WithClock(c.Read))
+		require.NoError(t, err)
+		c.Now.Store(int64(900 * time.Millisecond))
+		require.True(t, lim.Take("k", 2).Allowed, "window 0: full")
+		c.Hook = func() {
+			c.Now.Store(int64(1100 * time.Millisecond))
+			d, r := lim.TakeReceipt("k", 1)
+			require.True(t, d.Allowed, "B in window 1")
+			lim.Refund("k", r)
+			require.Equal(t, 2, lim.Take("k", 0).Remaining, "B refunded: window 1 empty")
+		}
+		if viaTake {
+			assert.True(t, lim.Take("k", 1).Allowed, "A, counted in window 1")
+		} else {
+			assert.True(t, lim.Allow("k"), "A, counted in window 1")
+		}
+		require.Nil(t, c.Hook, "the hook ran inside A's call")
+		assert.Equal(t, hotlimit.Decision{Allowed: true, Limit: 2, Remaining: 1, ResetAfter: 900 * time.Millisecond},
+			lim.Take("k", 0), "window 1 holds A's request (Take=%v)", viaTake)
+		passed := 0
+		for lim.Allow("k") {
+			passed++
+			require.LessOrEqual(t, passed, 2)
+		}
+		assert.Equal(t, 1, passed, "window 1 has room for one more (Take=%v)", viaTake)
+	}
+}

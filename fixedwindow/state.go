@@ -19,12 +19,16 @@ import (
 // The index is ⌊now/Window⌋ of the window the count belongs to; the count is
 // how many requests that window admitted, in [0, limit]. A count of zero is a
 // fresh key whatever the index, since nothing was counted: the zero value of
-// cell is fresh. packed.WindowDead, whose count is all ones, is the tombstone
+// cell is fresh. It is the only live word of count zero: a refund that would
+// empty a window tombstones the word instead (refund.go), since a stale
+// reading would take a refunded word of count zero for a fresh one and count
+// in its own, earlier window. packed.WindowDead, whose count is all ones, is the tombstone
 // Sweep swaps in; no live word equals it, as limit ≤ packed.MaxWindowLimit.
 //
 // Writers: the word is only ever written by compare-and-swap, by Allow and
-// Take (admissions), by Refund (which lowers the count of r.At's window, see
-// refund.go) and by kill (the tombstone); nobody stores to it.
+// Take (admissions), by Refund (which lowers the count of r.At's window, or
+// tombstones the word when that empties it, see refund.go) and by kill (the
+// tombstone); nobody stores to it.
 //
 // The CAS loop of Allow and Take keeps this invariant: with a clock that never
 // decreases, the requests admitted for a key in window i and not refunded,
@@ -50,8 +54,10 @@ import (
 //     again. So no admission is recorded in a dead cell (none is lost) and a
 //     dead cell never comes back to life (none is counted twice). The killed
 //     cell holds no request it did not refund in the sweep's window or later,
-//     as its index only moves forward (a count refunded to zero in the
-//     sweep's window is idle); a caller that revives reads the clock again,
+//     as its index only moves forward (a count refunded to zero is never
+//     left live: the refund's own CAS tombstones it, and the same argument
+//     holds with the refund's clock reading for the sweep's, the window it
+//     empties being the key's latest); a caller that revives reads the clock again,
 //     and every other caller of the fresh cell read the clock after taking
 //     the cell from the map, so after the sweep's clock read: the fresh cell
 //     only admits in the sweep's window or later, where the killed cell's
@@ -92,7 +98,7 @@ func advance(w, cur uint64) (index, count, behind uint64) {
 func (c *cell) kill(cur uint64) bool {
 	w := c.word.Load()
 	if w == packed.WindowDead {
-		return true // already killed by a concurrent sweep: delete it if still mapped
+		return true // killed by a concurrent sweep or an emptying Refund: delete it if still mapped
 	}
 	if _, count, _ := advance(w, cur); count != 0 {
 		return false

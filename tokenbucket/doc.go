@@ -92,8 +92,8 @@
 //
 // Wrap-around: timestamps are kept modulo 2^T, and a distance read from a
 // stored timestamp is unambiguous only below Range. The limiter guarantees
-// that no word is ever read across more than that: a key idle for a window is
-// full, a full key equals a fresh one, and the limiter sweeps such keys
+// that no word is ever read across more than that: a key idle for its fill
+// time is full, a full key equals a fresh one, and the limiter sweeps such keys
 // away before their timestamps could wrap: every Range/4 in the background,
 // started by the first request that notices, and before reading any word
 // when the clock jumps by about 3/4 of Range or more at once (the process

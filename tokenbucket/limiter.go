@@ -374,7 +374,8 @@ func (l *Limiter) Len() int {
 // Sweep evicts every key whose bucket is full at the clock's current time,
 // and returns how many it evicted: a full bucket is what a new key gets, so
 // with a clock that never goes back, evicting it changes no decision. A key
-// idle for a window is full. Sweep is safe to run concurrently with anything,
+// idle for its fill time, Burst·Window/Limit (a window when Burst is the
+// limit), is full. Sweep is safe to run concurrently with anything,
 // Sweep included.
 func (l *Limiter) Sweep() int {
 	// A pass stops judging when another sweep records a newer generation

@@ -53,8 +53,8 @@ func (l *Limiter) Refund(key string, r hotlimit.Receipt) {
 	// computes again from the new value (the refund counts time up to the
 	// word's latest timestamp, which only ever grows, so a retry never gives
 	// back more than the first try would have on that word). A tombstone
-	// means the key was full at a sweep after the Take: nothing counts any
-	// more. The wrap guard is kept as in Take: the word is read only under
+	// means the key was full after the Take, at a sweep or at another
+	// refund that filled it: nothing counts any more. The wrap guard is kept as in Take: the word is read only under
 	// the generation its clock reading was checked against.
 	for {
 		w := c.word.Load()

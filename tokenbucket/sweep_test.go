@@ -94,3 +94,21 @@ func TestAutoSweep(t *testing.T) {
 		assert.Equal(t, 5, lim.Take("old-"+strconv.Itoa(i), 0).Remaining)
 	}
 }
+
+// TestSweepKeepsABurstKeyIdleForAWindow: with a burst above the limit, a key
+// idle for a window is not full yet: it fills in Burst·Window/Limit, and only
+// then is it evicted.
+func TestSweepKeepsABurstKeyIdleForAWindow(t *testing.T) {
+	var now atomic.Int64
+	lim, err := New(1, time.Second, hotlimit.WithClock(now.Load), hotlimit.WithBurst(3))
+	require.NoError(t, err)
+	require.True(t, lim.Take("k", 3).Allowed)
+	now.Store(int64(time.Second))
+	assert.Zero(t, lim.Sweep(), "a window later: 1 token of 3")
+	now.Store(int64(3*time.Second) - 1)
+	assert.Zero(t, lim.Sweep(), "1 ns short of the fill time")
+	assert.Equal(t, hotlimit.Decision{Allowed: true, Limit: 1, Remaining: 2, ResetAfter: 1}, lim.Take("k", 0))
+	now.Store(int64(3 * time.Second))
+	assert.Equal(t, 1, lim.Sweep(), "full at the fill time")
+	assert.Zero(t, lim.Len())
+}

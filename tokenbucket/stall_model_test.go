@@ -1,0 +1,233 @@
+package tokenbucket
+
+import (
+	"fmt"
+	"math/rand/v2"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/hotlimit/hotlimit"
+	"github.com/hotlimit/hotlimit/internal/limitertest"
+	"github.com/hotlimit/hotlimit/internal/models"
+)
+
+// stallModel plays random calls on a limiter in which a call may read the
+// clock and stall while other calls (takes, sweeps) land and the clock moves
+// on, then load and write its word. Each call must answer as the sequential
+// model does with the calls in the order they took effect, at the call's
+// clock reading, or at its last one when it read the clock again (after a
+// sweep completed meanwhile): the model's admissions are replayed to test
+// each.
+type stallModel struct {
+	t                   *testing.T
+	rng                 *rand.Rand
+	clock               limitertest.HookClock
+	lim                 *Limiter
+	limit, burst        int
+	window              time.Duration
+	epoch               int64
+	history             []admission
+	keys                []string
+	stalled, reReadings int
+	reads               int  // clock readings so far
+	jumps               bool // the clock may jump past the wrap guard's hard span
+	jumped, raised      int
+}
+
+// read is the limiter's clock: the hook clock, counting its readings.
+func (s *stallModel) read() int64 {
+	s.reads++
+	return s.clock.Read()
+}
+
+type admission struct {
+	key string
+	n   int
+	now int64
+}
+
+// model returns the model after the admissions so far.
+func (s *stallModel) model() *models.TokenBucket {
+	m := models.NewTokenBucket(s.limit, s.burst, s.window, s.epoch)
+	for _, a := range s.history {
+		t, _ := m.At(a.now)
+		m.Admit(a.key, t, int64(a.n))
+	}
+	return m
+}
+
+func (s *stallModel) tick() {
+	if s.jumps {
+		// The clock's distance past the wrap guard's generation: stay below
+		// soft, where a caller would start a sweep in the background, or
+		// jump past hard, where the first caller to read the clock sweeps on
+		// its own goroutine.
+		p := s.clock.Now.Load() - s.epoch - s.lim.swept.Load()
+		if s.rng.IntN(20) == 0 || p+int64(4*s.window) >= s.lim.soft/2 {
+			d := s.lim.hard + s.rng.Int64N(s.lim.back/2)
+			s.clock.Now.Add(d/int64(time.Millisecond)*int64(time.Millisecond) + int64(time.Millisecond))
+			s.jumped++
+			return
+		}
+	}
+	switch s.rng.IntN(4) {
+	case 0:
+	case 1:
+		s.clock.Now.Add(int64(time.Millisecond) * (1 + s.rng.Int64N(50)))
+	default:
+		s.clock.Now.Add(int64(time.Millisecond) * s.rng.Int64N(int64(2*s.window/time.Millisecond)))
+	}
+}
+
+func (s *stallModel) call(stall bool, msg string) {
+	if s.rng.IntN(8) == 0 {
+		s.lim.Sweep()
+		return
+	}
+	key := s.keys[s.rng.IntN(len(s.keys))]
+	n := 1
+	if s.rng.IntN(2) == 0 {
+		n = s.rng.IntN(s.burst + 2)
+	}
+	allow := n == 1 && s.rng.IntN(2) == 0
+	var t0 int64
+	read := false
+	nested := 0 // clock readings made by the calls inside the stall
+	s.clock.Hook = func() {
+		t0, read = s.clock.Now.Load(), true
+		before := s.reads
+		defer func() { nested = s.reads - before }()
+		if stall {
+			for i := range 1 + s.rng.IntN(4) {
+				s.tick()
+				s.call(false, fmt.Sprintf("%s, inside the stall, call %d", msg, i))
+			}
+		}
+	}
+	reads := s.reads
+	var d hotlimit.Decision
+	if allow {
+		d.Allowed = s.lim.Allow(key)
+	} else {
+		d = s.lim.Take(key, n)
+	}
+	s.clock.Hook = nil
+	require.True(s.t, read, "%s: the call read the clock", msg)
+	if stall {
+		s.stalled++
+	}
+	// The call decided at its first reading, or, when it read the clock
+	// again (a sweep completed meanwhile), at its last one: the clock now.
+	now := t0
+	if s.reads-reads-nested > 1 {
+		now = s.clock.Now.Load()
+		s.reReadings++
+	}
+	want := s.model().Take(key, n, now)
+	if allow {
+		want = hotlimit.Decision{Allowed: want.Allowed}
+	}
+	if !s.matches(d, want) && s.jumps {
+		// A reading more than Range/4 behind a sweep that completed after
+		// it (the clock jumped during the stall) is raised to the sweep's
+		// time less Range/4 (guard.go), or an admission from a full word
+		// to floor: times that passed during the call.
+		for _, raised := range []int64{s.epoch + s.lim.swept.Load() - s.lim.back, s.epoch + s.lim.floor.Load()} {
+			if raised <= t0 || raised > s.clock.Now.Load() {
+				continue
+			}
+			w := s.model().Take(key, n, raised)
+			if allow {
+				w = hotlimit.Decision{Allowed: w.Allowed}
+			}
+			if s.matches(d, w) {
+				now, want = raised, w
+				s.raised++
+				break
+			}
+		}
+	}
+	if report := n < 1 || n > s.burst; report && !s.matches(d, want) {
+		// A report reads the clock before it looks the key up: it may find
+		// the key evicted by a sweep that ran since, full and fresh, which
+		// is the key's state at the sweep's time, and at any later time.
+		now = s.clock.Now.Load()
+		want = s.model().Take(key, n, now)
+		assert.Equal(s.t, s.burst, want.Remaining, "%s: answered at a later time, the key must be full then", msg)
+	}
+	if !s.matches(d, want) {
+		s.t.Errorf("%s: key %q, n %d, reading %d, now %d: got %+v, model %+v", msg, key, n, t0-s.epoch, now-s.epoch, d, want)
+		return
+	}
+	if want.Allowed && n > 0 && n <= s.burst {
+		s.history = append(s.history, admission{key, n, now})
+	}
+}
+
+// matches reports whether the limiter's decision d is the model's: the same
+// but for the durations, which the limiter counts on its grid of units: never
+// later than the model's, and earlier by less than one unit of time (see
+// twin).
+func (s *stallModel) matches(d, want hotlimit.Decision) bool {
+	unitNs := time.Duration((s.lim.b.Window + s.lim.b.PerWindow - 1) / s.lim.b.PerWindow)
+	close := func(got, model time.Duration) bool {
+		return got <= model && model-got <= unitNs
+	}
+	return d.Allowed == want.Allowed && d.Limit == want.Limit && d.Remaining == want.Remaining &&
+		close(d.RetryAfter, want.RetryAfter) && close(d.ResetAfter, want.ResetAfter)
+}
+
+// TestStalledCallersAnswerAsTheModel: random takes and sweeps on two keys,
+// some stalled between their clock reading and their word while other calls
+// land and the clock moves forward, answer as the sequential model does in
+// the order the calls took effect. A stale reading behind a key's latest
+// write refills nothing: it judges the word as written, never a bucket
+// fuller than it was. In every other sequence the clock also jumps past the
+// wrap guard's hard span, during stalls too: the guard's sweeps and raised
+// readings answer as the model at a time that passed during the call.
+func TestStalledCallersAnswerAsTheModel(t *testing.T) {
+	seqs := 800
+	if testing.Short() {
+		seqs = 150
+	}
+	configs := []struct {
+		limit, burst int
+		window       time.Duration
+	}{{5, 5, time.Second}, {1, 1, time.Second}, {3, 7, 7 * time.Millisecond}, {100, 10, time.Minute}}
+	total, stalled, reRead, jumped, raised := 0, 0, 0, 0, 0
+	for seq := range seqs {
+		cfg := configs[seq%len(configs)]
+		rng := rand.New(rand.NewPCG(uint64(seq), 11))
+		s := &stallModel{t: t, rng: rng, limit: cfg.limit, burst: cfg.burst, window: cfg.window, keys: []string{"a", "b"}}
+		s.jumps = seq%2 == 1
+		s.epoch = rng.Int64N(1<<50) - 1<<49
+		s.clock.Now.Store(s.epoch)
+		var err error
+		s.lim, err = New(cfg.limit, cfg.window, hotlimit.WithClock(s.read), hotlimit.WithBurst(cfg.burst))
+		require.NoError(t, err)
+		require.True(t, exactGrid(cfg.limit, cfg.window, time.Millisecond, s.lim.b.FracBits))
+		for i := range 40 {
+			s.tick()
+			if !s.jumps && s.clock.Now.Load()-s.epoch > s.lim.soft/2 {
+				break // no background sweep behind the model's back
+			}
+			s.call(rng.IntN(3) == 0, fmt.Sprintf("seq %d (%d/%v burst %d) call %d", seq, cfg.limit, cfg.window, cfg.burst, i))
+			total++
+			if t.Failed() {
+				return
+			}
+		}
+		stalled += s.stalled
+		reRead += s.reReadings
+		jumped += s.jumped
+		raised += s.raised
+	}
+	assert.Positive(t, stalled)
+	assert.Positive(t, reRead)
+	assert.Positive(t, jumped)
+	t.Logf("%d calls, %d stalled, %d answered on a second reading, %d clock jumps past the guard's hard span, %d readings raised",
+		total, stalled, reRead, jumped, raised)
+}
