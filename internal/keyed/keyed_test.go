@@ -169,7 +169,9 @@ func TestSweepRacingUpdatesLosesNothing(t *testing.T) {
 			var workers sync.WaitGroup
 			for g := range 8 {
 				workers.Go(func() {
-					for i := range rounds {
+					// With a sweeper, on until it has swept at least once,
+					// however late the scheduler starts it.
+					for i := 0; i < rounds || mode == "loop" && swept.Load() == 0; i++ {
 						key := strconv.Itoa((g + i) % 5)
 						c := m.Get(key)
 						if c == nil {
