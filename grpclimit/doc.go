@@ -29,7 +29,16 @@
 // A call for which the user KeyFunc finds no key is limited as the empty
 // user: every keyless call shares one quota rather than going unlimited. An
 // API KeyFunc that finds none, or an empty one, falls back to the full
-// method.
+// method, keyed as [FullMethod] keys it.
+//
+// A method the server does not register never reaches an interceptor:
+// grpc-go answers it Unimplemented first, so it takes nothing. A server
+// with grpc.UnknownServiceHandler (a proxy that forwards every method)
+// passes such calls to the stream interceptor, which limits them as any
+// stream, under the method the client sent: each invented method then has a
+// quota of its own (its state reclaimed by the limiters' Sweep once idle),
+// and a method past 256 bytes is keyed by its first 256 bytes and its
+// digest, so that a key never holds a huge method.
 //
 // Health checks and reflection are exempt by default ([HealthAndReflection];
 // change it with [WithExempt]).

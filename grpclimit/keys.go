@@ -2,6 +2,8 @@ package grpclimit
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"fmt"
 	"net"
 	"net/netip"
@@ -245,8 +247,31 @@ func FirstOf(fns ...KeyFunc) KeyFunc {
 // FullMethod is the default API KeyFunc: the full method,
 // "/pkg.Service/Method", untagged, since rules name APIs by it. It finds no
 // key for an empty method.
+//
+// A method longer than 256 bytes, which no service defines but a client can
+// send to a server with grpc.UnknownServiceHandler (up to grpc-go's 16 MiB
+// header limit), is kept as its first 256 bytes, " sha256:" and the hex
+// SHA-256 of the whole method, as httplimit keys a long path: a key is held
+// as long as its state, so a client inventing huge methods could otherwise
+// make each key pin that much memory. Distinct methods keep distinct keys.
 func FullMethod(_ context.Context, fullMethod string, _ any) (string, bool) {
-	return fullMethod, fullMethod != ""
+	return boundMethod(fullMethod), fullMethod != ""
+}
+
+// maxMethodKey is the longest method that an API key keeps as it is.
+const maxMethodKey = 256
+
+// boundMethod returns m when it is at most maxMethodKey bytes long, and
+// otherwise its first maxMethodKey bytes, " sha256:" and the hex SHA-256 of
+// all of m. The result is then longer than maxMethodKey, so it never equals
+// a method kept as it is; two long methods share it only if they share a
+// digest.
+func boundMethod(m string) string {
+	if len(m) <= maxMethodKey {
+		return m
+	}
+	sum := sha256.Sum256([]byte(m))
+	return m[:maxMethodKey] + " sha256:" + hex.EncodeToString(sum[:])
 }
 
 // Selector picks methods by their full name, "/pkg.Service/Method".

@@ -56,7 +56,7 @@ func (l *limiter) decide(ctx context.Context, method string, req any, message bo
 	user, _ := l.o.user(ctx, method, req)
 	api, ok := l.o.api(ctx, method, req)
 	if !ok || api == "" {
-		api = method
+		api = boundMethod(method)
 	}
 	if message {
 		api = recvPrefix + api

@@ -79,8 +79,9 @@ func WithUser(f KeyFunc) Option {
 }
 
 // WithAPI sets how the API is found: [FullMethod] by default. A call for
-// which f finds no key, or an empty one, falls back to its full method. A nil
-// f keeps the default.
+// which f finds no key, or an empty one, falls back to its full method, as
+// FullMethod keys it (a method past 256 bytes by its first 256 and its
+// digest). A nil f keeps the default.
 func WithAPI(f KeyFunc) Option {
 	return func(o *options) {
 		if f != nil {

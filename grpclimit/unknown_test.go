@@ -1,0 +1,81 @@
+package grpclimit_test
+
+import (
+	"context"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/codes"
+	testgrpc "google.golang.org/grpc/interop/grpc_testing"
+	"google.golang.org/grpc/status"
+
+	"github.com/hotlimit/hotlimit"
+	"github.com/hotlimit/hotlimit/grpclimit"
+)
+
+// TestUnknownMethodsAreLimitedUnderABoundedKey: a server with an unknown
+// service handler (a proxy that forwards every method) passes a method it
+// does not register to the stream interceptor under the path the client
+// sent, which may be most of grpc-go's 16 MiB header limit. Such a call is
+// limited as any stream, but a method past 256 bytes is keyed by its first
+// 256 bytes and its digest, so that a client inventing huge methods cannot
+// make each key pin that much memory, while two such methods keep two
+// quotas. A server without the handler answers an unknown method
+// Unimplemented before any interceptor, and takes nothing.
+func TestUnknownMethodsAreLimitedUnderABoundedKey(t *testing.T) {
+	svc, _ := newService(t, cfg(hotlimit.FixedWindow, 1, time.Minute), 0)
+	var rec recorder
+	unknown := func(_ any, ss grpc.ServerStream) error {
+		var m testgrpc.Empty
+		if err := ss.RecvMsg(&m); err != nil {
+			return err
+		}
+		return ss.SendMsg(&m)
+	}
+	cc := serveTCP(t, &testService{}, []grpc.ServerOption{
+		grpc.ChainStreamInterceptor(grpclimit.StreamServerInterceptor(svc, grpclimit.WithObserver(rec.observe))),
+		grpc.UnknownServiceHandler(unknown)})
+	call := func(method string) codes.Code {
+		return status.Code(cc.Invoke(ctx(t), method, &testgrpc.Empty{}, &testgrpc.Empty{}))
+	}
+
+	assert.Equal(t, []codes.Code{codes.OK, codes.ResourceExhausted}, []codes.Code{call("/no.Such/Method"), call("/no.Such/Method")},
+		"an unknown method is limited as any other")
+	assert.Equal(t, "/no.Such/Method", rec.last().API)
+
+	long := "/x.Y/" + strings.Repeat("m", 64<<10)
+	other := long[:len(long)-1] + "n" // the same first 256 bytes
+	assert.Equal(t, []codes.Code{codes.OK, codes.ResourceExhausted, codes.OK},
+		[]codes.Code{call(long), call(long), call(other)}, "one quota per method, however long")
+	events := rec.all()
+	require.Len(t, events, 5)
+	for _, e := range events[2:] {
+		assert.LessOrEqual(t, len(e.API), 256+len(" sha256:")+64, "the key is bounded")
+		assert.True(t, strings.HasPrefix(e.API, long[:256]+" sha256:"), "the key keeps the first 256 bytes and the digest")
+	}
+	assert.Equal(t, events[2].API, events[3].API)
+	assert.NotEqual(t, events[2].API, events[4].API)
+
+	key, ok := grpclimit.FullMethod(context.Background(), long, nil)
+	assert.True(t, ok)
+	assert.Equal(t, events[2].API, key, "FullMethod keys a long method as the interceptor does")
+	key, _ = grpclimit.FullMethod(context.Background(), long[:256], nil)
+	assert.Equal(t, long[:256], key, "a method of 256 bytes is kept as it is")
+
+	// Without the handler, grpc-go answers Unimplemented before any
+	// interceptor runs: nothing is decided, nothing taken.
+	svc2, _ := newService(t, cfg(hotlimit.FixedWindow, 1, time.Minute), 0)
+	var rec2 recorder
+	cc2 := serveTCP(t, &testService{}, []grpc.ServerOption{
+		grpc.ChainStreamInterceptor(grpclimit.StreamServerInterceptor(svc2, grpclimit.WithObserver(rec2.observe))),
+		grpc.ChainUnaryInterceptor(grpclimit.UnaryServerInterceptor(svc2, grpclimit.WithObserver(rec2.observe)))})
+	for _, m := range []string{"/no.Such/Method", "/grpc.testing.TestService/NoSuchMethod"} {
+		err := cc2.Invoke(ctx(t), m, &testgrpc.Empty{}, &testgrpc.Empty{})
+		assert.Equal(t, codes.Unimplemented, status.Code(err), "%v", err)
+	}
+	assert.Empty(t, rec2.all())
+}
