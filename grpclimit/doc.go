@@ -45,9 +45,13 @@
 //
 // # Streams
 //
-// A stream takes one when it starts, under its full method, with req nil.
+// A stream takes one when it starts, under its full method, with req nil,
+// whatever it then sends or receives: a stream opened and closed at once
+// has spent one, unless its caller had left before it was decided.
 // [WithStreamMessages] also limits every message it receives, under the API
-// "RECV /pkg.Service/Method", so that messages have a rule of their own.
+// "RECV /pkg.Service/Method", so that messages have a rule of their own. A
+// denied message fails the stream as a denied call fails, its trailers
+// carrying that rule's fields and pushback, not the stream start's.
 //
 // # Denials
 //

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"sync/atomic"
 
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
@@ -247,7 +248,7 @@ func (l *limiter) stream(srv any, ss grpc.ServerStream, info *grpc.StreamServerI
 		ss = hs
 	}
 	if l.o.messages {
-		ss = &recvLimited{ServerStream: ss, l: l, method: info.FullMethod}
+		ss = &recvLimited{ServerStream: ss, l: l, hs: hs, method: info.FullMethod}
 	}
 	err := handler(srv, ss)
 	if hs != nil {
@@ -262,26 +263,36 @@ func (l *limiter) stream(srv any, ss grpc.ServerStream, info *grpc.StreamServerI
 // failure of the handler (or of a limit on its first received message), and
 // a response with headers is committed, so the client could no longer retry
 // it (gRFC A6). A stream that fails before sending anything carries the
-// metadata in its trailers.
+// metadata in its trailers, unless one of its received messages was denied:
+// the trailers then describe that denial alone (see recvLimited).
 //
-// md is read and cleared only on the handler's sending side (SendHeader and
-// SendMsg, which gRPC allows one goroutine at a time) and after the handler
-// has returned.
+// md never changes. given is set once md has gone into the headers, or has
+// been dropped for a denied message's; tried is read and written only on
+// the handler's sending side (SendHeader and SendMsg, which gRPC allows one
+// goroutine at a time) and after the handler has returned.
 type headerStream struct {
 	grpc.ServerStream
-	md metadata.MD // still to send; nil once given to the stream
+	md    metadata.MD
+	given atomic.Bool // md is in the headers, or dropped: nothing more to send
+	tried bool        // SetHeader of md failed: the headers left another way
 }
 
-// flush adds md to the headers the stream will send, or to its trailers
-// when the handler has already sent its headers another way
-// (grpc.SendHeader on the stream's context).
+// flush adds md to the headers the stream will send. When the handler has
+// already sent its headers another way (grpc.SendHeader on the stream's
+// context), md stays pending, for done to put in the trailers.
+//
+// A message denied meanwhile on the receiving goroutine may set given
+// between the Load and the Store: md then goes into the headers, which are
+// the start's to describe, and the trailers still carry only the denial's.
 func (s *headerStream) flush() {
-	if s.md != nil {
-		if s.ServerStream.SetHeader(s.md) != nil {
-			s.ServerStream.SetTrailer(s.md)
-		}
-		s.md = nil
+	if s.tried || s.given.Load() {
+		return
 	}
+	if s.ServerStream.SetHeader(s.md) != nil {
+		s.tried = true
+		return
+	}
+	s.given.Store(true)
 }
 
 func (s *headerStream) SendHeader(md metadata.MD) error {
@@ -294,23 +305,29 @@ func (s *headerStream) SendMsg(m any) error {
 	return s.ServerStream.SendMsg(m)
 }
 
+// drop gives up md, for a stream whose received message was denied: its
+// trailers describe that denial, not the stream's start.
+func (s *headerStream) drop() { s.given.Store(true) }
+
 // done gives md to the stream once the handler has returned err: in the
 // headers of a success, which then go with its status, and in the trailers
-// of a failure, which stays Trailers-Only.
+// of a failure, which stays Trailers-Only. The CompareAndSwap keeps md from
+// being given twice, and from being given after drop.
 func (s *headerStream) done(err error) {
-	if s.md == nil {
+	if !s.given.CompareAndSwap(false, true) {
 		return
 	}
 	if err != nil || s.ServerStream.SetHeader(s.md) != nil {
 		s.ServerStream.SetTrailer(s.md)
 	}
-	s.md = nil
 }
 
-// recvLimited limits each message a server stream receives.
+// recvLimited limits each message a server stream receives. hs, when not
+// nil, holds the stream start's metadata still to send.
 type recvLimited struct {
 	grpc.ServerStream
 	l      *limiter
+	hs     *headerStream
 	method string
 }
 
@@ -321,6 +338,9 @@ func (s *recvLimited) RecvMsg(m any) error {
 	v := s.l.decide(s.Context(), s.method, m, true)
 	s.l.observe(&v)
 	if v.err != nil {
+		if s.hs != nil {
+			s.hs.drop()
+		}
 		if md := s.l.trailer(&v); md != nil {
 			s.SetTrailer(md)
 		}

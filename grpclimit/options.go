@@ -133,7 +133,9 @@ func WithDryRun(on bool) Option {
 // configured apart from the stream's start (which stays limited under the
 // full method). The user is found again with the received message as req. A
 // denied message makes RecvMsg return the ResourceExhausted status, which the
-// handler returns to end the stream; the message is dropped.
+// handler returns to end the stream; the message is dropped, and the
+// stream's trailers carry the denial's RateLimit fields and pushback in
+// place of the start's that it had not yet sent.
 func WithStreamMessages(on bool) Option {
 	return func(o *options) { o.messages = on }
 }
