@@ -24,7 +24,9 @@
 // interceptor stored), chained with [FirstOf]. User keys carry their kind as
 // in httplimit ("ip:192.0.2.1", "header:x-api-key:k-1"), so keys from two
 // sources never collide, and one rule set names the same callers over HTTP
-// and gRPC ([MetadataKey] equals httplimit.HeaderKey).
+// and gRPC ([MetadataKey] equals httplimit.HeaderKey). A key that the
+// client writes, a metadata value or a request field past 256 bytes, is kept
+// as its SHA-256, so that no key holds a huge value.
 //
 // A call for which the user KeyFunc finds no key is limited as the empty
 // user: every keyless call shares one quota rather than going unlimited. An

@@ -182,18 +182,28 @@ func MetadataKey(name, value string) string {
 // with f and tags it with kind, as in FromRequest("tenant", func(req any)
 // (string, bool) { r, ok := req.(*pb.Order); return r.GetTenant(), ok }). It
 // finds no key when req is nil (a stream's start), when f finds none, or for
-// an empty key. Use a kind that no other source uses and that contains no
-// colon.
+// an empty key. Use a kind that no other source uses, that contains no
+// colon, and that is not another kind followed by "-sha256".
+//
+// The client writes the message as freely as its metadata, so a key longer
+// than 256 bytes is kept as its SHA-256 instead, under kind "-sha256":
+// "tenant-sha256:" and the digest in hex, as [Metadata] keys a long value,
+// so that huge values cannot make each key pin that much memory.
 func FromRequest(kind string, f func(req any) (string, bool)) KeyFunc {
-	prefix := kind + ":"
+	prefix, hashed := kind+":", kind+"-sha256:"
 	return func(_ context.Context, _ string, req any) (string, bool) {
 		if req == nil || f == nil {
 			return "", false
 		}
-		if k, ok := f(req); ok && k != "" {
-			return prefix + k, true
+		k, ok := f(req)
+		switch {
+		case !ok || k == "":
+			return "", false
+		case len(k) > transport.MaxHeaderValue:
+			sum := sha256.Sum256([]byte(k))
+			return hashed + hex.EncodeToString(sum[:]), true
 		}
-		return "", false
+		return prefix + k, true
 	}
 }
 

@@ -79,3 +79,25 @@ func TestUnknownMethodsAreLimitedUnderABoundedKey(t *testing.T) {
 	}
 	assert.Empty(t, rec2.all())
 }
+
+// TestLongRequestFieldKeyIsBounded: FromRequest reads a key from the
+// request message, which the client writes as freely as its metadata, up to
+// the 4 MiB a message may hold. A value past 256 bytes is keyed by its
+// digest, as Metadata keys one, so that a caller sending huge values cannot
+// make each key pin that much memory; distinct values keep distinct keys.
+func TestLongRequestFieldKeyIsBounded(t *testing.T) {
+	field := grpclimit.FromRequest("tenant", func(req any) (string, bool) { s, ok := req.(string); return s, ok })
+	long := strings.Repeat("t", 64<<10)
+	other := long[:len(long)-1] + "u"
+	key, ok := field(context.Background(), unaryCall, long)
+	require.True(t, ok)
+	assert.LessOrEqual(t, len(key), 128, "the key is bounded")
+	assert.True(t, strings.HasPrefix(key, "tenant-sha256:"), "%.100s", key)
+	again, _ := field(context.Background(), unaryCall, long)
+	assert.Equal(t, key, again)
+	otherKey, _ := field(context.Background(), unaryCall, other)
+	assert.NotEqual(t, key, otherKey)
+	short := strings.Repeat("t", 256)
+	key, _ = field(context.Background(), unaryCall, short)
+	assert.Equal(t, "tenant:"+short, key, "a value of 256 bytes is kept as it is")
+}
