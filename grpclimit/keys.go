@@ -95,7 +95,7 @@ type ipKey struct {
 // that is not an IP address (a Unix socket, an in-memory bufconn) gives the
 // key "peer:" and its address's text, unless [TrustNonIPPeers] makes it a
 // trusted proxy. It finds no key when the context has
-// no peer, as in a client interceptor.
+// no peer, as in a client interceptor, or a peer without an address.
 func PeerIP(opts ...IPOption) KeyFunc {
 	k := &ipKey{ip: transport.NewIP(), header: "x-forwarded-for"}
 	for _, opt := range opts {
@@ -108,12 +108,15 @@ func PeerIP(opts ...IPOption) KeyFunc {
 
 func (k *ipKey) key(ctx context.Context, _ string, _ any) (string, bool) {
 	p, ok := peer.FromContext(ctx)
-	if !ok || p.Addr == nil {
+	if !ok || p == nil || p.Addr == nil {
 		return "", false
 	}
 	var addr netip.Addr
 	var text string
 	if tcp, isTCP := p.Addr.(*net.TCPAddr); isTCP {
+		if tcp == nil {
+			return "", false
+		}
 		a, valid := netip.AddrFromSlice(tcp.IP)
 		if !valid {
 			return "", false

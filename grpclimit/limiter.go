@@ -133,7 +133,10 @@ func (l *limiter) fail(v *verdict, err error) {
 	}
 }
 
-var errNoService = errors.New("no service configured")
+var (
+	errNoService = errors.New("no service configured")
+	errNoStream  = errors.New("no server stream")
+)
 
 // observe reports v to the observer, if any.
 func (l *limiter) observe(v *verdict) {
@@ -191,10 +194,14 @@ func UnaryServerInterceptor(svc *service.Service, opts ...Option) grpc.UnaryServ
 }
 
 func (l *limiter) unary(ctx context.Context, req any, info *grpc.UnaryServerInfo, handler grpc.UnaryHandler) (any, error) {
-	if l.o.exempt != nil && l.o.exempt(info.FullMethod) {
+	var method string // a call of no method when called by hand without info
+	if info != nil {
+		method = info.FullMethod
+	}
+	if l.o.exempt != nil && l.o.exempt(method) {
 		return handler(ctx, req)
 	}
-	v := l.decide(ctx, info.FullMethod, req, false)
+	v := l.decide(ctx, method, req, false)
 	l.observe(&v)
 	// Setting metadata fails only without a transport stream, as in a
 	// direct call of the interceptor.
@@ -231,10 +238,21 @@ func StreamServerInterceptor(svc *service.Service, opts ...Option) grpc.StreamSe
 }
 
 func (l *limiter) stream(srv any, ss grpc.ServerStream, info *grpc.StreamServerInfo, handler grpc.StreamHandler) error {
-	if l.o.exempt != nil && l.o.exempt(info.FullMethod) {
+	var method string // a call of no method when called by hand without info
+	if info != nil {
+		method = info.FullMethod
+	}
+	if l.o.exempt != nil && l.o.exempt(method) {
 		return handler(srv, ss)
 	}
-	v := l.decide(ss.Context(), info.FullMethod, nil, false)
+	var v verdict
+	if ss == nil {
+		// Called by hand without a stream: no context to decide under.
+		v.e = Event{FullMethod: method, DryRun: l.o.dryRun}
+		l.fail(&v, errNoStream)
+	} else {
+		v = l.decide(ss.Context(), method, nil, false)
+	}
 	l.observe(&v)
 	if v.err != nil {
 		if md := l.trailer(&v); md != nil {
@@ -248,7 +266,7 @@ func (l *limiter) stream(srv any, ss grpc.ServerStream, info *grpc.StreamServerI
 		ss = hs
 	}
 	if l.o.messages {
-		ss = &recvLimited{ServerStream: ss, l: l, hs: hs, method: info.FullMethod}
+		ss = &recvLimited{ServerStream: ss, l: l, hs: hs, method: method}
 	}
 	err := handler(srv, ss)
 	if hs != nil {

@@ -1,0 +1,71 @@
+package grpclimit_test
+
+import (
+	"context"
+	"net"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/peer"
+	"google.golang.org/grpc/status"
+
+	"github.com/hotlimit/hotlimit"
+	"github.com/hotlimit/hotlimit/grpclimit"
+)
+
+// TestOddPeersFindNoKeyWithoutFailing: a context whose peer is a nil
+// *peer.Peer, or whose address is a nil *net.TCPAddr, as a hand-built
+// context or a custom transport may give, has no client address. PeerIP
+// finds no key for it, as for a context without a peer, so the call is
+// limited as the keyless caller, instead of failing INTERNAL through the
+// interceptor's recovery from a nil dereference.
+func TestOddPeersFindNoKeyWithoutFailing(t *testing.T) {
+	svc, _ := newService(t, cfg(hotlimit.FixedWindow, 10, time.Second), 0)
+	var rec recorder
+	intercept := grpclimit.UnaryServerInterceptor(svc, grpclimit.WithObserver(rec.observe))
+	handler := func(context.Context, any) (any, error) { return "ok", nil }
+	info := &grpc.UnaryServerInfo{FullMethod: unaryCall}
+	for _, p := range []*peer.Peer{nil, {Addr: (*net.TCPAddr)(nil)}, {Addr: &net.TCPAddr{}}} {
+		c := peer.NewContext(context.Background(), p)
+		var key string
+		var found bool
+		require.NotPanics(t, func() { key, found = grpclimit.PeerIP()(c, unaryCall, nil) })
+		assert.False(t, found, "%v", p)
+		assert.Empty(t, key, "%v", p)
+		_, err := intercept(c, nil, info, handler)
+		assert.NoError(t, err, "%v", p)
+		assert.NoError(t, rec.last().Err, "%v", p)
+		assert.Empty(t, rec.last().User, "%v", p)
+	}
+}
+
+// TestNilCallInfoNeverPanics: the interceptors never panic, not even when
+// called by hand without the call's info or stream. A nil info is a call of
+// no method, limited as any other; a nil stream has no context to decide
+// under, and fails INTERNAL without reaching the handler.
+func TestNilCallInfoNeverPanics(t *testing.T) {
+	svc, _ := newService(t, cfg(hotlimit.FixedWindow, 1, time.Second), 0)
+	var rec recorder
+	unary := grpclimit.UnaryServerInterceptor(svc, grpclimit.WithObserver(rec.observe))
+	stream := grpclimit.StreamServerInterceptor(svc, grpclimit.WithObserver(rec.observe))
+	var served int
+	unaryHandler := func(context.Context, any) (any, error) { served++; return "ok", nil }
+	streamHandler := func(any, grpc.ServerStream) error { served++; return nil }
+
+	var err error
+	require.NotPanics(t, func() { _, err = unary(context.Background(), nil, nil, unaryHandler) })
+	assert.NoError(t, err)
+	require.NotPanics(t, func() { _, err = unary(context.Background(), nil, nil, unaryHandler) })
+	assert.Equal(t, codes.ResourceExhausted, status.Code(err), "%v: the same quota", err)
+	assert.Equal(t, "", rec.last().FullMethod)
+
+	require.NotPanics(t, func() { err = stream(nil, nil, &grpc.StreamServerInfo{FullMethod: duplexCall}, streamHandler) })
+	assert.Equal(t, codes.Internal, status.Code(err), "%v", err)
+	require.NotPanics(t, func() { err = stream(nil, nil, nil, streamHandler) })
+	assert.Equal(t, codes.Internal, status.Code(err), "%v", err)
+	assert.Equal(t, 1, served)
+}
