@@ -294,8 +294,19 @@ type Selector func(fullMethod string) bool
 // (grpc.health.v1.Health) and of server reflection (v1 and v1alpha): the
 // default exemption, since a load balancer's health probe or a grpcurl
 // listing denied by a limit does harm and spends quota that calls need.
+//
+// A method is one name after the service's, without a slash: grpc-go routes
+// "/grpc.health.v1.Health/Check/x" to the service
+// "grpc.health.v1.Health/Check", no health service, so a server with
+// grpc.UnknownServiceHandler (a proxy) keeps limiting such paths.
 func HealthAndReflection(fullMethod string) bool {
-	return strings.HasPrefix(fullMethod, "/grpc.health.v1.Health/") ||
-		strings.HasPrefix(fullMethod, "/grpc.reflection.v1.ServerReflection/") ||
-		strings.HasPrefix(fullMethod, "/grpc.reflection.v1alpha.ServerReflection/")
+	service, method, ok := strings.Cut(strings.TrimPrefix(fullMethod, "/"), "/")
+	if !ok || method == "" || strings.IndexByte(method, '/') >= 0 || !strings.HasPrefix(fullMethod, "/") {
+		return false
+	}
+	switch service {
+	case "grpc.health.v1.Health", "grpc.reflection.v1.ServerReflection", "grpc.reflection.v1alpha.ServerReflection":
+		return true
+	}
+	return false
 }

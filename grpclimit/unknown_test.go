@@ -101,3 +101,36 @@ func TestLongRequestFieldKeyIsBounded(t *testing.T) {
 	key, _ = field(context.Background(), unaryCall, short)
 	assert.Equal(t, "tenant:"+short, key, "a value of 256 bytes is kept as it is")
 }
+
+// TestExemptionCoversOnlyHealthAndReflectionMethods: grpc-go routes
+// "/grpc.health.v1.Health/Check/x" to the service
+// "grpc.health.v1.Health/Check", which is no health service: through a
+// server with an unknown service handler (a proxy), such a path must stay
+// limited, or a client could send unlimited calls by dressing them as
+// health checks.
+func TestExemptionCoversOnlyHealthAndReflectionMethods(t *testing.T) {
+	for _, m := range []string{
+		"/grpc.health.v1.Health/Check", "/grpc.health.v1.Health/Watch", "/grpc.health.v1.Health/List",
+		"/grpc.reflection.v1.ServerReflection/ServerReflectionInfo",
+		"/grpc.reflection.v1alpha.ServerReflection/ServerReflectionInfo",
+	} {
+		assert.True(t, grpclimit.HealthAndReflection(m), m)
+	}
+	for _, m := range []string{
+		"/grpc.health.v1.Health/Check/x", "/grpc.health.v1.Health/", "/grpc.health.v1.Health//Check",
+		"/grpc.reflection.v1.ServerReflection/a/b", "/grpc.health.v1.HealthX/Check", "grpc.health.v1.Health/Check",
+	} {
+		assert.False(t, grpclimit.HealthAndReflection(m), m)
+	}
+
+	svc, _ := newService(t, cfg(hotlimit.FixedWindow, 1, time.Minute), 0)
+	unknown := func(any, grpc.ServerStream) error { return status.Error(codes.Unimplemented, "forwarded") }
+	cc := serveTCP(t, &testService{}, []grpc.ServerOption{
+		grpc.ChainStreamInterceptor(grpclimit.StreamServerInterceptor(svc)),
+		grpc.UnknownServiceHandler(unknown)})
+	var got []codes.Code
+	for range 2 {
+		got = append(got, status.Code(cc.Invoke(ctx(t), "/grpc.health.v1.Health/Check/x", &testgrpc.Empty{}, &testgrpc.Empty{})))
+	}
+	assert.Equal(t, []codes.Code{codes.Unimplemented, codes.ResourceExhausted}, got)
+}
