@@ -64,7 +64,8 @@
 //     the millisecond and at least 1 ms (absent when no wait helps, that is
 //     RetryAfter is hotlimit.Never);
 //   - google.rpc.QuotaFailure, one violation: subject is the kind of the user
-//     key ("ip", "header:x-api-key"; "none" for a keyless call), so the
+//     key ("ip", "header:x-api-key"; "none" for a keyless call, "user" for
+//     a key of the application's own without a kind), so the
 //     caller learns which identity ran out without the server echoing it;
 //     description the policy ("policy \"fixedwindow-3-1s\" (3 requests per
 //     1s)", with ", bursts of 20" for a token bucket or GCRA whose burst is
@@ -80,9 +81,11 @@
 //
 // # Response metadata
 //
-// Every response but one to an allow-listed caller (a rule of
-// [hotlimit.Unlimited], which no quota limits) carries two metadata
-// entries, the items of the IETF draft
+// Every response to a call that a limiter decided carries two metadata
+// entries, but one to an allow-listed caller (a rule of
+// [hotlimit.Unlimited], which no quota limits); an exempt method, a limiter
+// that failed (codes.Internal) and a call that ended before its decision
+// (see Failures) carry none. The entries are the items of the IETF draft
 // "RateLimit header fields for HTTP" (draft-ietf-httpapi-ratelimit-headers)
 // exactly as httplimit formats them (the same code):
 //
@@ -120,9 +123,13 @@
 // codes.Unavailable, the code for a dependency that may come back, not
 // ResourceExhausted, as the caller spent no quota (DeadlineExceeded or
 // Canceled when the call's own deadline passed, or its caller left, while
-// the backend decided). A limiter that fails
-// otherwise (a panic in a limiter the factory built or in a key function, or
-// a nil service) fails the call with codes.Internal. Either message says the
+// the backend decided). Such a denial's trailers carry the failure policy's
+// decision as a denial's do: the pushback is its RetryAfter (when
+// redislimit asks Redis again), which a retry policy listing UNAVAILABLE
+// waits, and the RateLimit fields its numbers. A limiter that fails
+// otherwise (a panic in a limiter the factory built or in a key function, a
+// nil service, or a stream interceptor called without a stream) fails the
+// call with codes.Internal and no metadata. Either message says the
 // rate limiter is unavailable, the error is in Event.Err, and under
 // [WithDryRun] the call proceeds.
 //

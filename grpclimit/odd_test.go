@@ -10,6 +10,8 @@ import (
 	"github.com/stretchr/testify/require"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
+	testgrpc "google.golang.org/grpc/interop/grpc_testing"
+	"google.golang.org/grpc/metadata"
 	"google.golang.org/grpc/peer"
 	"google.golang.org/grpc/status"
 
@@ -68,4 +70,38 @@ func TestNilCallInfoNeverPanics(t *testing.T) {
 	require.NotPanics(t, func() { err = stream(nil, nil, nil, streamHandler) })
 	assert.Equal(t, codes.Internal, status.Code(err), "%v", err)
 	assert.Equal(t, 1, served)
+}
+
+// TestFailedLimiterTrailers pins what the docs say a failed limiter's call
+// carries, over a real connection: a backend's failure policy that denies
+// gives UNAVAILABLE whose trailers carry its RetryAfter as the pushback and
+// its numbers as the RateLimit fields, with no header (Trailers-Only, so a
+// retry policy listing UNAVAILABLE may retry it); a limiter that panics
+// gives INTERNAL with no metadata at all.
+func TestFailedLimiterTrailers(t *testing.T) {
+	closed := hotlimit.WithFactory(func(hotlimit.Config, ...hotlimit.Option) (hotlimit.Limiter, error) { return downLimiter{}, nil })
+	for _, tc := range []struct {
+		name    string
+		factory hotlimit.Option
+		code    codes.Code
+		want    metadata.MD
+	}{
+		{"closed", closed, codes.Unavailable, metadata.Pairs(
+			grpclimit.MetadataPushback, "1000",
+			grpclimit.MetadataPolicy, `"fixedwindow-1-1s";q=1;w=1`,
+			grpclimit.MetadataRateLimit, `"fixedwindow-1-1s";r=0;t=0`)},
+		{"panic", hotlimit.WithFactory(failing), codes.Internal, metadata.MD{}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			svc, _ := newService(t, cfg(hotlimit.FixedWindow, 1, time.Second), 0, tc.factory)
+			cc := serveTCP(t, &testService{}, []grpc.ServerOption{grpc.ChainUnaryInterceptor(grpclimit.UnaryServerInterceptor(svc))})
+			var header, trailer metadata.MD
+			_, err := testgrpc.NewTestServiceClient(cc).UnaryCall(ctx(t), &testgrpc.SimpleRequest{}, grpc.Header(&header), grpc.Trailer(&trailer))
+			require.Equal(t, tc.code, status.Code(err), "%v", err)
+			assert.Empty(t, header, "Trailers-Only")
+			for _, k := range []string{grpclimit.MetadataPushback, grpclimit.MetadataPolicy, grpclimit.MetadataRateLimit} {
+				assert.Equal(t, tc.want.Get(k), trailer.Get(k), k)
+			}
+		})
+	}
 }
