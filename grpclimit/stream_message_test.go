@@ -1,6 +1,8 @@
 package grpclimit_test
 
 import (
+	"context"
+	"io"
 	"testing"
 	"time"
 
@@ -62,4 +64,45 @@ func TestDeniedMessageTrailersDescribeItsRule(t *testing.T) {
 	assert.Equal(t, []string{`"fixedwindow-100-1s";q=100;w=1`}, header.Get(grpclimit.MetadataPolicy), "the start's")
 	assert.Equal(t, []string{deniedPolicy}, duplex.Trailer().Get(grpclimit.MetadataPolicy))
 	assert.Equal(t, []string{deniedItem}, duplex.Trailer().Get(grpclimit.MetadataRateLimit))
+}
+
+// canceledStream is a server stream whose caller has left.
+type canceledStream struct {
+	grpc.ServerStream
+	ctx context.Context
+}
+
+func (s canceledStream) Context() context.Context { return s.ctx }
+
+// TestStreamOpenedAndClosedSpendsOne: as the docs say, a stream takes one
+// when it starts, whatever it then sends: one opened and half-closed at
+// once, with no message, has spent its one (and its end of input, with
+// messages limited, takes nothing more), so the next is denied. A stream
+// whose caller had left before it was decided takes nothing.
+func TestStreamOpenedAndClosedSpendsOne(t *testing.T) {
+	svc, _ := newService(t, cfg(hotlimit.FixedWindow, 1, time.Minute), 0)
+	var rec recorder
+	cc := serveTCP(t, &testService{}, []grpc.ServerOption{grpc.ChainStreamInterceptor(
+		grpclimit.StreamServerInterceptor(svc, grpclimit.WithStreamMessages(true), grpclimit.WithObserver(rec.observe)))})
+	client := testgrpc.NewTestServiceClient(cc)
+
+	left, leave := context.WithCancel(context.Background())
+	leave()
+	err := grpclimit.StreamServerInterceptor(svc)(nil, canceledStream{ctx: left}, &grpc.StreamServerInfo{FullMethod: duplexCall},
+		func(any, grpc.ServerStream) error { t.Error("an ended stream is not served"); return nil })
+	assert.Equal(t, codes.Canceled, status.Code(err), "%v", err)
+
+	s, err := client.FullDuplexCall(ctx(t))
+	require.NoError(t, err)
+	require.NoError(t, s.CloseSend())
+	_, err = s.Recv()
+	require.ErrorIs(t, err, io.EOF)
+	s, err = client.FullDuplexCall(ctx(t))
+	require.NoError(t, err)
+	_, err = s.Recv()
+	assert.Equal(t, codes.ResourceExhausted, status.Code(err), "%v", err)
+	events := rec.all()
+	require.Len(t, events, 2, "one decision per stream, none for the end of input")
+	assert.False(t, events[0].Message)
+	assert.True(t, events[0].Decision.Allowed)
 }
