@@ -2,7 +2,9 @@ package grpclimit_test
 
 import (
 	"context"
+	"math"
 	"net"
+	"strconv"
 	"testing"
 	"time"
 
@@ -103,5 +105,51 @@ func TestFailedLimiterTrailers(t *testing.T) {
 				assert.Equal(t, tc.want.Get(k), trailer.Get(k), k)
 			}
 		})
+	}
+}
+
+// fixedDenial is a limiter that denies every call with one RetryAfter.
+type fixedDenial struct{ retry time.Duration }
+
+func (l fixedDenial) Allow(string) bool { return false }
+func (l fixedDenial) Take(string, int) hotlimit.Decision {
+	return hotlimit.Decision{Limit: 1, RetryAfter: l.retry}
+}
+
+// TestRetryInfoOfAnyWaitIsValidOverTheWire: whatever wait a limiter
+// reports, a standard client decodes the denial's details over a real
+// connection, and RetryInfo is a valid Duration that is never negative nor
+// shorter than 1 ms, its pushback the same wait; a wait of
+// hotlimit.Never has no RetryInfo and the pushback -1 (do not retry).
+func TestRetryInfoOfAnyWaitIsValidOverTheWire(t *testing.T) {
+	maxWhole := time.Duration(math.MaxInt64) / time.Millisecond * time.Millisecond
+	for _, tc := range []struct {
+		retry, want time.Duration
+		pushback    string
+	}{
+		{-5 * time.Second, time.Millisecond, "1"}, // a limiter's bug never says "retry now"
+		{math.MinInt64, time.Millisecond, "1"},
+		{0, time.Millisecond, "1"},
+		{math.MaxInt64 - 1, maxWhole, strconv.FormatInt(int64(maxWhole/time.Millisecond), 10)},
+		{hotlimit.Never, 0, "-1"},
+	} {
+		factory := hotlimit.WithFactory(func(hotlimit.Config, ...hotlimit.Option) (hotlimit.Limiter, error) {
+			return fixedDenial{tc.retry}, nil
+		})
+		svc, _ := newService(t, cfg(hotlimit.FixedWindow, 1, time.Second), 0, factory)
+		cc := serveTCP(t, &testService{}, []grpc.ServerOption{grpc.ChainUnaryInterceptor(grpclimit.UnaryServerInterceptor(svc))})
+		var trailer metadata.MD
+		_, err := testgrpc.NewTestServiceClient(cc).UnaryCall(ctx(t), &testgrpc.SimpleRequest{}, grpc.Trailer(&trailer))
+		require.Equal(t, codes.ResourceExhausted, status.Code(err), "%v: %v", tc.retry, err)
+		ri, qf := details(t, err)
+		require.NotNil(t, qf, "%v", tc.retry)
+		assert.Equal(t, []string{tc.pushback}, trailer.Get(grpclimit.MetadataPushback), "%v", tc.retry)
+		if tc.retry == hotlimit.Never {
+			assert.Nil(t, ri, "no wait helps")
+			continue
+		}
+		require.NotNil(t, ri, "%v", tc.retry)
+		require.NoError(t, ri.GetRetryDelay().CheckValid(), "%v", tc.retry)
+		assert.Equal(t, tc.want, ri.GetRetryDelay().AsDuration(), "%v", tc.retry)
 	}
 }
