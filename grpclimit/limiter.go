@@ -138,6 +138,35 @@ var (
 	errNoStream  = errors.New("no server stream")
 )
 
+// admit decides a call of method, with req for the key functions, unless
+// method is exempt: then exempt is true and there is nothing to decide. A
+// Selector that panics exempts nothing, and fails the call as a panicking
+// key function does (codes.Internal, nil under dry run).
+func (l *limiter) admit(ctx context.Context, method string, req any) (v verdict, exempt bool) {
+	if l.o.exempt != nil {
+		ex, err := l.exempts(method)
+		if err != nil {
+			v.e = Event{FullMethod: method, DryRun: l.o.dryRun}
+			l.fail(&v, err)
+			return v, false
+		}
+		if ex {
+			return v, true
+		}
+	}
+	return l.decide(ctx, method, req, false), false
+}
+
+// exempts asks the Selector about method, recovering its panic as err.
+func (l *limiter) exempts(method string) (exempt bool, err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			exempt, err = false, fmt.Errorf("exempt panicked: %v", r)
+		}
+	}()
+	return l.o.exempt(method), nil
+}
+
 // observe reports v to the observer, if any.
 func (l *limiter) observe(v *verdict) {
 	if l.o.observe != nil {
@@ -198,10 +227,10 @@ func (l *limiter) unary(ctx context.Context, req any, info *grpc.UnaryServerInfo
 	if info != nil {
 		method = info.FullMethod
 	}
-	if l.o.exempt != nil && l.o.exempt(method) {
+	v, exempt := l.admit(ctx, method, req)
+	if exempt {
 		return handler(ctx, req)
 	}
-	v := l.decide(ctx, method, req, false)
 	l.observe(&v)
 	// Setting metadata fails only without a transport stream, as in a
 	// direct call of the interceptor.
@@ -242,16 +271,16 @@ func (l *limiter) stream(srv any, ss grpc.ServerStream, info *grpc.StreamServerI
 	if info != nil {
 		method = info.FullMethod
 	}
-	if l.o.exempt != nil && l.o.exempt(method) {
-		return handler(srv, ss)
-	}
 	var v verdict
 	if ss == nil {
 		// Called by hand without a stream: no context to decide under.
 		v.e = Event{FullMethod: method, DryRun: l.o.dryRun}
 		l.fail(&v, errNoStream)
 	} else {
-		v = l.decide(ss.Context(), method, nil, false)
+		var exempt bool
+		if v, exempt = l.admit(ss.Context(), method, nil); exempt {
+			return handler(srv, ss)
+		}
 	}
 	l.observe(&v)
 	if v.err != nil {
@@ -377,8 +406,7 @@ func (s *recvLimited) RecvMsg(m any) error {
 func UnaryClientInterceptor(svc *service.Service, opts ...Option) grpc.UnaryClientInterceptor {
 	l := newLimiter(svc, noKey, opts)
 	return func(ctx context.Context, method string, req, reply any, cc *grpc.ClientConn, invoker grpc.UnaryInvoker, callOpts ...grpc.CallOption) error {
-		if l.o.exempt == nil || !l.o.exempt(method) {
-			v := l.decide(ctx, method, req, false)
+		if v, exempt := l.admit(ctx, method, req); !exempt {
 			l.observe(&v)
 			if v.err != nil {
 				return v.err
@@ -393,8 +421,7 @@ func UnaryClientInterceptor(svc *service.Service, opts ...Option) grpc.UnaryClie
 func StreamClientInterceptor(svc *service.Service, opts ...Option) grpc.StreamClientInterceptor {
 	l := newLimiter(svc, noKey, opts)
 	return func(ctx context.Context, desc *grpc.StreamDesc, cc *grpc.ClientConn, method string, streamer grpc.Streamer, callOpts ...grpc.CallOption) (grpc.ClientStream, error) {
-		if l.o.exempt == nil || !l.o.exempt(method) {
-			v := l.decide(ctx, method, nil, false)
+		if v, exempt := l.admit(ctx, method, nil); !exempt {
 			l.observe(&v)
 			if v.err != nil {
 				return nil, v.err

@@ -33,10 +33,10 @@ type middlewareLimiter struct{ l *limiter }
 // Limit implements ratelimit.Limiter.
 func (m middlewareLimiter) Limit(ctx context.Context) error {
 	method, _ := grpc.Method(ctx)
-	if m.l.o.exempt != nil && m.l.o.exempt(method) {
+	v, exempt := m.l.admit(ctx, method, nil)
+	if exempt {
 		return nil
 	}
-	v := m.l.decide(ctx, method, nil, false)
 	m.l.observe(&v)
 	if v.err != nil {
 		if md := m.l.trailer(&v); md != nil {

@@ -153,3 +153,50 @@ func TestRetryInfoOfAnyWaitIsValidOverTheWire(t *testing.T) {
 		assert.Equal(t, tc.want, ri.GetRetryDelay().AsDuration(), "%v", tc.retry)
 	}
 }
+
+// TestPanickingSelectorFailsTheCallNotTheServer: a Selector of one's own
+// that panics fails its call with INTERNAL, as a panicking key function
+// does, in every interceptor, instead of crashing the server (grpc-go does
+// not recover a handler's panic).
+func TestPanickingSelectorFailsTheCallNotTheServer(t *testing.T) {
+	svc, _ := newService(t, cfg(hotlimit.FixedWindow, 10, time.Second), 0)
+	var rec recorder
+	opts := []grpclimit.Option{grpclimit.WithExempt(func(string) bool { panic("bad selector") }), grpclimit.WithObserver(rec.observe)}
+	var served int
+	var err error
+	require.NotPanics(t, func() {
+		_, err = grpclimit.UnaryServerInterceptor(svc, opts...)(context.Background(), nil, &grpc.UnaryServerInfo{FullMethod: unaryCall},
+			func(context.Context, any) (any, error) { served++; return "ok", nil })
+	})
+	assert.Equal(t, codes.Internal, status.Code(err), "%v", err)
+	assert.Contains(t, status.Convert(err).Message(), "bad selector")
+	assert.ErrorContains(t, rec.last().Err, "bad selector")
+	require.NotPanics(t, func() {
+		err = grpclimit.StreamServerInterceptor(svc, opts...)(nil, canceledStream{ctx: context.Background()}, &grpc.StreamServerInfo{FullMethod: duplexCall},
+			func(any, grpc.ServerStream) error { served++; return nil })
+	})
+	assert.Equal(t, codes.Internal, status.Code(err), "%v", err)
+	require.NotPanics(t, func() {
+		err = grpclimit.UnaryClientInterceptor(svc, opts...)(context.Background(), unaryCall, nil, nil, nil,
+			func(context.Context, string, any, any, *grpc.ClientConn, ...grpc.CallOption) error {
+				served++
+				return nil
+			})
+	})
+	assert.Equal(t, codes.Internal, status.Code(err), "%v", err)
+	require.NotPanics(t, func() {
+		_, err = grpclimit.StreamClientInterceptor(svc, opts...)(context.Background(), &grpc.StreamDesc{}, nil, duplexCall,
+			func(context.Context, *grpc.StreamDesc, *grpc.ClientConn, string, ...grpc.CallOption) (grpc.ClientStream, error) {
+				served++
+				return nil, nil
+			})
+	})
+	assert.Equal(t, codes.Internal, status.Code(err), "%v", err)
+	assert.Zero(t, served)
+
+	// Under a dry run the calls proceed, as with any failing limiter.
+	_, err = grpclimit.UnaryServerInterceptor(svc, append(opts, grpclimit.WithDryRun(true))...)(context.Background(), nil,
+		&grpc.UnaryServerInfo{FullMethod: unaryCall}, func(context.Context, any) (any, error) { served++; return "ok", nil })
+	assert.NoError(t, err)
+	assert.Equal(t, 1, served)
+}

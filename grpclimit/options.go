@@ -90,9 +90,11 @@ func WithAPI(f KeyFunc) Option {
 	}
 }
 
-// WithExempt sets the methods that are never limited, take nothing and get
-// no RateLimit fields: [HealthAndReflection] by default. A nil f exempts
-// nothing.
+// WithExempt sets the methods that are never limited, take nothing, get
+// no RateLimit fields and are not reported to the observer:
+// [HealthAndReflection] by default. A nil f exempts nothing. A call for
+// which f panics is not exempt: it fails with codes.Internal, as with a
+// panicking key function (it proceeds under dry run).
 func WithExempt(f Selector) Option {
 	return func(o *options) { o.exempt = f }
 }
