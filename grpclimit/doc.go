@@ -127,8 +127,8 @@
 // decision as a denial's do: the pushback is its RetryAfter (when
 // redislimit asks Redis again), which a retry policy listing UNAVAILABLE
 // waits, and the RateLimit fields its numbers. A limiter that fails
-// otherwise (a panic in a limiter the factory built, in a key function or
-// in a [Selector], a nil service, or a stream interceptor called without a
+// otherwise (a panic in a limiter the factory built, in a key function,
+// in a [Selector] or in the observer, a nil service, or a stream interceptor called without a
 // stream) fails the call with codes.Internal and no metadata. Either message says the
 // rate limiter is unavailable, the error is in Event.Err, and under
 // [WithDryRun] the call proceeds.

@@ -167,11 +167,20 @@ func (l *limiter) exempts(method string) (exempt bool, err error) {
 	return l.o.exempt(method), nil
 }
 
-// observe reports v to the observer, if any.
+// observe reports v to the observer, if any. An observer that panics fails
+// the call as a panicking key function does (codes.Internal, and no
+// metadata; the call proceeds under dry run), since grpc-go would not
+// recover the panic and the whole server would crash.
 func (l *limiter) observe(v *verdict) {
-	if l.o.observe != nil {
-		l.o.observe(v.e)
+	if l.o.observe == nil {
+		return
 	}
+	defer func() {
+		if r := recover(); r != nil {
+			l.fail(v, fmt.Errorf("observer panicked: %v", r))
+		}
+	}()
+	l.o.observe(v.e)
 }
 
 // header returns the RateLimit metadata of a call that proceeds, or nil when

@@ -200,3 +200,60 @@ func TestPanickingSelectorFailsTheCallNotTheServer(t *testing.T) {
 	assert.NoError(t, err)
 	assert.Equal(t, 1, served)
 }
+
+// TestPanickingObserverFailsTheCallNotTheServer: an observer that panics
+// fails the call it was told of with INTERNAL, as a panicking key function
+// or Selector does, instead of crashing the server: grpc-go does not
+// recover a handler's panic. Under a dry run the call proceeds.
+func TestPanickingObserverFailsTheCallNotTheServer(t *testing.T) {
+	svc, _ := newService(t, cfg(hotlimit.FixedWindow, 10, time.Second), 0)
+	bad := grpclimit.WithObserver(func(grpclimit.Event) { panic("bad observer") })
+	var served int
+	unaryHandler := func(context.Context, any) (any, error) { served++; return "ok", nil }
+	info := &grpc.UnaryServerInfo{FullMethod: unaryCall}
+	var err error
+	require.NotPanics(t, func() {
+		_, err = grpclimit.UnaryServerInterceptor(svc, bad)(context.Background(), nil, info, unaryHandler)
+	})
+	assert.Equal(t, codes.Internal, status.Code(err), "%v", err)
+	assert.Contains(t, status.Convert(err).Message(), "bad observer")
+	require.NotPanics(t, func() {
+		err = grpclimit.StreamServerInterceptor(svc, bad)(nil, canceledStream{ctx: context.Background()}, &grpc.StreamServerInfo{FullMethod: duplexCall},
+			func(any, grpc.ServerStream) error { served++; return nil })
+	})
+	assert.Equal(t, codes.Internal, status.Code(err), "%v", err)
+	require.NotPanics(t, func() {
+		err = grpclimit.UnaryClientInterceptor(svc, bad)(context.Background(), unaryCall, nil, nil, nil,
+			func(context.Context, string, any, any, *grpc.ClientConn, ...grpc.CallOption) error {
+				served++
+				return nil
+			})
+	})
+	assert.Equal(t, codes.Internal, status.Code(err), "%v", err)
+	assert.Zero(t, served)
+
+	_, err = grpclimit.UnaryServerInterceptor(svc, bad, grpclimit.WithDryRun(true))(context.Background(), nil, info, unaryHandler)
+	assert.NoError(t, err)
+	assert.Equal(t, 1, served)
+
+	// Over a real connection, the server survives and a stream whose
+	// message the observer panics on ends INTERNAL.
+	cc := serveTCP(t, &testService{}, []grpc.ServerOption{
+		grpc.ChainUnaryInterceptor(grpclimit.UnaryServerInterceptor(svc, bad)),
+		grpc.ChainStreamInterceptor(grpclimit.StreamServerInterceptor(svc, grpclimit.WithStreamMessages(true),
+			grpclimit.WithObserver(func(e grpclimit.Event) {
+				if e.Message {
+					panic("bad observer")
+				}
+			})))})
+	client := testgrpc.NewTestServiceClient(cc)
+	for range 2 {
+		_, err = client.UnaryCall(ctx(t), &testgrpc.SimpleRequest{})
+		assert.Equal(t, codes.Internal, status.Code(err), "%v", err)
+	}
+	in, err := client.StreamingInputCall(ctx(t))
+	require.NoError(t, err)
+	_ = in.Send(&testgrpc.StreamingInputCallRequest{})
+	_, err = in.CloseAndRecv()
+	assert.Equal(t, codes.Internal, status.Code(err), "%v", err)
+}

@@ -113,7 +113,9 @@ func WithPolicyName(f func(hotlimit.Config) string) Option {
 
 // WithObserver calls f with every decision, on the call's goroutine, before
 // the handler runs or the call is denied. f must be safe for concurrent use
-// and should be quick. A nil f removes the observer.
+// and should be quick. A call for which f panics fails with codes.Internal
+// (it proceeds under dry run) rather than crash the server. A nil f removes
+// the observer.
 func WithObserver(f func(Event)) Option {
 	return func(o *options) { o.observe = f }
 }
