@@ -97,10 +97,19 @@ func (l *limiter) decide(ctx context.Context, method string, req any, message bo
 		l.ended(&v, c, err, ended)
 		return v
 	}
+	at := func(i int) hotlimit.Config { return each[i].Config }
 	if len(each) > 1 {
 		v.others = slices.Clone(each[1:])
+		if l.o.headers {
+			// Name the other limits now, under the recovery above: the
+			// metadata needs them, and a WithPolicyName function that
+			// panics must fail this call, not the server.
+			for _, ld := range each[1:] {
+				l.policies.InRule(ld.Config, len(each), at)
+			}
+		}
 	}
-	v.policy = l.policies.InRule(c, len(each), func(i int) hotlimit.Config { return each[i].Config })
+	v.policy = l.policies.InRule(c, len(each), at)
 	v.e.Config, v.e.Policy, v.e.Decision, v.e.Err = c, v.policy.Name, d, err
 	switch {
 	case d.Allowed || l.o.dryRun:

@@ -19,6 +19,7 @@ import (
 
 	"github.com/hotlimit/hotlimit"
 	"github.com/hotlimit/hotlimit/grpclimit"
+	"github.com/hotlimit/hotlimit/service"
 )
 
 // TestOddPeersFindNoKeyWithoutFailing: a context whose peer is a nil
@@ -256,4 +257,28 @@ func TestPanickingObserverFailsTheCallNotTheServer(t *testing.T) {
 	_ = in.Send(&testgrpc.StreamingInputCallRequest{})
 	_, err = in.CloseAndRecv()
 	assert.Equal(t, codes.Internal, status.Code(err), "%v", err)
+}
+
+// TestPanickingPolicyNameOfAnotherLimitFailsTheCall: a WithPolicyName
+// function that panics for one limit of a rule of two, the one that did not
+// decide, whose name only the response metadata needs, fails the call with
+// INTERNAL as for the deciding limit, instead of crashing the server.
+func TestPanickingPolicyNameOfAnotherLimitFailsTheCall(t *testing.T) {
+	tight, loose := cfg(hotlimit.FixedWindow, 10, time.Second), cfg(hotlimit.FixedWindow, 100, time.Second)
+	svc, err := service.NewFromRules(service.Rules{Default: service.Limits{tight, loose}})
+	require.NoError(t, err)
+	name := grpclimit.WithPolicyName(func(c hotlimit.Config) string {
+		if c == loose {
+			panic("bad name")
+		}
+		return "tight"
+	})
+	var served int
+	require.NotPanics(t, func() {
+		_, err = grpclimit.UnaryServerInterceptor(svc, name)(context.Background(), nil, &grpc.UnaryServerInfo{FullMethod: unaryCall},
+			func(context.Context, any) (any, error) { served++; return "ok", nil })
+	})
+	assert.Equal(t, codes.Internal, status.Code(err), "%v", err)
+	assert.Contains(t, status.Convert(err).Message(), "bad name")
+	assert.Zero(t, served)
 }
