@@ -1,0 +1,55 @@
+package grpclimit_test
+
+import (
+	"net"
+	"path/filepath"
+	"runtime"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/codes"
+	testgrpc "google.golang.org/grpc/interop/grpc_testing"
+	"google.golang.org/grpc/metadata"
+	"google.golang.org/grpc/status"
+
+	"github.com/hotlimit/hotlimit"
+	"github.com/hotlimit/hotlimit/grpclimit"
+)
+
+// TestRealListenersKeyTheirPeers serves over a real Unix socket and IPv6
+// loopback: the Unix peer, which Linux reports as "@", is keyed "peer:@"
+// (its forwarding metadata ignored unless TrustNonIPPeers), and ::1 by its
+// /64, "ip:::/64", with its port dropped, so that every connection of one
+// client shares its quota.
+func TestRealListenersKeyTheirPeers(t *testing.T) {
+	for _, tc := range []struct{ network, addr, target, user string }{
+		{"unix", filepath.Join(t.TempDir(), "grpc.sock"), "unix://", "peer:@"},
+		{"tcp", "[::1]:0", "", "ip:::/64"},
+	} {
+		t.Run(tc.network, func(t *testing.T) {
+			if tc.network == "unix" && runtime.GOOS != "linux" {
+				t.Skip("the Unix peer's name is Linux's")
+			}
+			ln, err := net.Listen(tc.network, tc.addr)
+			if err != nil && tc.network == "tcp" {
+				t.Skipf("no IPv6 loopback: %v", err)
+			}
+			require.NoError(t, err)
+			svc, _ := newService(t, cfg(hotlimit.FixedWindow, 1, time.Minute), 0)
+			var rec recorder
+			sopts := []grpc.ServerOption{grpc.ChainUnaryInterceptor(grpclimit.UnaryServerInterceptor(svc, grpclimit.WithObserver(rec.observe)))}
+			cc := serve(t, ln, tc.target+ln.Addr().String(), nil, &testService{}, sopts, nil)
+			var got []codes.Code
+			for _, xff := range []string{"198.51.100.1", "198.51.100.2"} {
+				c := metadata.AppendToOutgoingContext(ctx(t), "x-forwarded-for", xff)
+				_, err := testgrpc.NewTestServiceClient(cc).UnaryCall(c, &testgrpc.SimpleRequest{})
+				got = append(got, status.Code(err))
+				assert.Equal(t, tc.user, rec.last().User)
+			}
+			assert.Equal(t, []codes.Code{codes.OK, codes.ResourceExhausted}, got, "one quota, whatever the metadata says")
+		})
+	}
+}
