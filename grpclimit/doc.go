@@ -37,10 +37,12 @@
 // grpc-go answers it Unimplemented first, so it takes nothing. A server
 // with grpc.UnknownServiceHandler (a proxy that forwards every method)
 // passes such calls to the stream interceptor, which limits them as any
-// stream, under the method the client sent: each invented method then has a
-// quota of its own (its state reclaimed by the limiters' Sweep once idle),
-// and a method past 256 bytes is keyed by its first 256 bytes and its
-// digest, so that a key never holds a huge method.
+// stream, under the method the client sent: under a rule counted per pair
+// or per API, each invented method then has a quota of its own (its state
+// reclaimed by the limiters' Sweep once idle), so give such a server a
+// limit per user or global too; and a method past 256 bytes is keyed by
+// its first 256 bytes and its digest, so that a key never holds a huge
+// method.
 //
 // Health checks and reflection are exempt by default ([HealthAndReflection];
 // change it with [WithExempt]).
