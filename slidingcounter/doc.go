@@ -115,10 +115,11 @@
 // Sweep evicts every key whose state equals a fresh key's now: both counts
 // read zero, as its stored window is older than the previous one (a refund
 // that empties both counts evicts the key itself; Sweep deletes it from the
-// map). With a clock that never goes back, evicting it changes no decision. Sweep swaps a
-// tombstone into an idle key's word by compare-and-swap, so it never races a
-// concurrent request into a lost or duplicated admission. WithAutoSweep makes
-// insertions sweep by themselves; nothing runs in the background.
+// map). With a clock that never goes back, evicting it changes no decision.
+// Sweep swaps a tombstone into an idle key's word by compare-and-swap, so it
+// never races a concurrent request into a lost or duplicated admission.
+// WithAutoSweep makes insertions sweep by themselves; nothing runs in the
+// background.
 //
 // A Limiter is safe for concurrent use by any number of goroutines; Allow and
 // Take on an existing key take no lock and allocate nothing.

@@ -84,8 +84,8 @@ func (l *Limiter) admit(key string) (allowed bool, prev, count, e uint64) {
 	// changes the word, so this CAS fails and the call decides again from the
 	// new word; a tombstone (a Sweep's, or a Refund's that emptied both
 	// counts) sends it to the key's fresh cell, with the clock read again (so
-	// it never counts in a window the sweep judged over, nor in one older
-	// than the emptied word's).
+	// it never counts in a window the sweep judged over, nor, with a clock
+	// that never goes back, in one older than the emptied word's).
 	//
 	// The clock is read after the word, and a denial is only ever decided on
 	// a reading taken after the word it judges: every writer of the word read
@@ -230,8 +230,8 @@ func (l *Limiter) Len() int {
 // would read zero, as its stored window is older than the previous one (a key
 // whose counts a refund emptied was evicted by that refund; Sweep deletes it
 // from the map). Such a key's next request starts from zero, as a new key's
-// does. It returns how many keys it evicted. Sweep is safe to run concurrently with anything,
-// Sweep included.
+// does. It returns how many keys it evicted. Sweep is safe to run
+// concurrently with anything, Sweep included.
 func (l *Limiter) Sweep() int {
 	cur, _ := l.index(l.clock())
 	return l.cells.Sweep(func(c *cell) bool { return c.kill(cur) })
