@@ -1,11 +1,9 @@
 package hotlimit_test
 
 import (
-	"os"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
-	"github.com/stretchr/testify/require"
 
 	"github.com/hotlimit/hotlimit/internal/readmecheck"
 )
@@ -52,21 +50,10 @@ var readmeFree = map[string]string{
 // modules' snippets are checked by those modules' tests), and the Limiter
 // interface it restates against the real one.
 func TestREADMESnippetsCompile(t *testing.T) {
-	md, err := os.ReadFile("README.md")
-	require.NoError(t, err)
-	results := readmecheck.Check(string(md), readmecheck.Config{
+	checked := readmecheck.Test(t, "README.md", readmecheck.Config{
 		Packages: readmePackages,
 		Free:     readmeFree,
 		Decls:    "github.com/hotlimit/hotlimit",
 	})
-	checked := 0
-	for _, r := range results {
-		if r.Skipped != "" {
-			t.Logf("README.md:%d: skipped: %s", r.Line, r.Skipped)
-			continue
-		}
-		checked++
-		assert.NoError(t, r.Err, "README.md:%d", r.Line)
-	}
 	assert.GreaterOrEqual(t, checked, 12, "snippets checked: the extraction found fewer than the README holds")
 }

@@ -18,8 +18,9 @@ import (
 // nothing, for a rule of one limit or of several, of every algorithm and
 // scope, with a limit in shadow mode, and for a denied request. The clock
 // is frozen: on a running one a token bucket refills to full between two
-// requests, and a denial that gives its take back then evicts its key (see
-// tokenbucket's Refunds), so that the key's next request allocates its cell
+// requests, and a fixed window's or a sliding counter's counts stop
+// weighing, so a denial that gives its take back then evicts the key (see
+// their packages' Refunds), and the key's next request allocates its cell
 // again.
 func TestTakeEachIntoAStackBufferDoesNotAllocate(t *testing.T) {
 	clock := hotlimit.WithClock(func() int64 { return int64(time.Hour) })

@@ -105,18 +105,21 @@
 // A Limiter is a hotlimit.Refunder: TakeReceipt is Take plus a receipt, and
 // Refund lowers the count of the receipt's window by its n, the current or
 // the previous count, exactly as if the Take had not been made; two windows
-// later it gives nothing. Refund is one more writer of the state word, by
+// later it gives nothing. A refund that empties both counts evicts the key, as
+// Sweep would (both counts zero equal no key): the key's next request
+// allocates its cell again. Refund is one more writer of the state word, by
 // compare-and-swap like the others (refund.go).
 //
 // # Eviction
 //
 // Sweep evicts every key whose state equals a fresh key's now: both counts
-// read zero, as its stored window is older than the previous one (or refunds
-// took both counts to zero). With a
-// clock that never goes back, evicting it changes no decision. Sweep swaps a
-// tombstone into an idle key's word by compare-and-swap, so it never races a
-// concurrent request into a lost or duplicated admission. WithAutoSweep makes
-// insertions sweep by themselves; nothing runs in the background.
+// read zero, as its stored window is older than the previous one (a refund
+// that empties both counts evicts the key itself; Sweep deletes it from the
+// map). With a clock that never goes back, evicting it changes no decision.
+// Sweep swaps a tombstone into an idle key's word by compare-and-swap, so it
+// never races a concurrent request into a lost or duplicated admission.
+// WithAutoSweep makes insertions sweep by themselves; nothing runs in the
+// background.
 //
 // A Limiter is safe for concurrent use by any number of goroutines; Allow and
 // Take on an existing key take no lock and allocate nothing.

@@ -82,8 +82,10 @@ func (l *Limiter) admit(key string) (allowed bool, prev, count, e uint64) {
 	// the caller read by its advance with one more in cur, and only when the
 	// estimate of that very word plus one is within limit. A concurrent write
 	// changes the word, so this CAS fails and the call decides again from the
-	// new word; a Sweep's tombstone sends it to the key's fresh cell, with the
-	// clock read again (so it never counts in a window the sweep judged over).
+	// new word; a tombstone (a Sweep's, or a Refund's that emptied both
+	// counts) sends it to the key's fresh cell, with the clock read again (so
+	// it never counts in a window the sweep judged over, nor, with a clock
+	// that never goes back, in one older than the emptied word's).
 	//
 	// The clock is read after the word, and a denial is only ever decided on
 	// a reading taken after the word it judges: every writer of the word read
@@ -161,8 +163,9 @@ func (l *Limiter) take(key string, n int) (hotlimit.Decision, int64) {
 	need := uint64(n)
 	// The CAS loop of Allow, for n requests at once. Invariant: a write
 	// replaces the word read by its advance with n more in cur, only when that
-	// word's estimate plus n is within limit; a concurrent write or a Sweep's
-	// tombstone fails the CAS, and the call decides again (argued on cell).
+	// word's estimate plus n is within limit; a concurrent write or a
+	// tombstone (a Sweep's, or a Refund's that emptied both counts) fails the
+	// CAS, and the call decides again (argued on cell).
 	// The clock is read after the word, a failed CAS keeps the reading, and a
 	// denial is decided on a reading taken after the word, as in Allow.
 	w := c.word.Load()
@@ -224,11 +227,11 @@ func (l *Limiter) Len() int {
 }
 
 // Sweep evicts every key whose state equals a fresh key's now: both counts
-// would read zero, as its stored window is older than the previous one (or
-// refunds took both counts to zero). Such
-// a key's next request starts from zero, as a new key's does. It returns how
-// many keys it evicted. Sweep is safe to run concurrently with anything,
-// Sweep included.
+// would read zero, as its stored window is older than the previous one (a key
+// whose counts a refund emptied was evicted by that refund; Sweep deletes it
+// from the map). Such a key's next request starts from zero, as a new key's
+// does. It returns how many keys it evicted. Sweep is safe to run
+// concurrently with anything, Sweep included.
 func (l *Limiter) Sweep() int {
 	cur, _ := l.index(l.clock())
 	return l.cells.Sweep(func(c *cell) bool { return c.kill(cur) })

@@ -18,9 +18,13 @@ var _ hotlimit.Refunder = (*Limiter)(nil)
 // counts in the window its receipt names), so lowering it by r.N gives the
 // key exactly the counts it would have had without that Take.
 //
+// A refund that lowers both counts to zero evicts the key, as Sweep would:
+// its next request starts from zero, as a new key's does.
+//
 // A zero Receipt, or one with N < 1, gives back nothing; so does a refund
 // for a key the limiter does not hold (it was swept: both its counts had
-// stopped weighing). Refund never inserts a key, and allocates nothing.
+// stopped weighing, or a refund had emptied them). Refund never inserts a
+// key, and allocates nothing.
 func (l *Limiter) Refund(key string, r hotlimit.Receipt) {
 	if r.N < 1 {
 		return
@@ -47,21 +51,35 @@ func (l *Limiter) Refund(key string, r hotlimit.Receipt) {
 	// so a concurrent admission (which may have moved the word on a window,
 	// turning cur into prev) or refund fails it, and the loop decides again
 	// from the new value: a refund never lowers a count of a window other
-	// than r.At's. A tombstone means both counts had stopped weighing.
+	// than r.At's. A tombstone means both counts had stopped weighing, or
+	// were zero: nothing to give back.
+	//
+	// A refund that empties both counts kills the cell instead: both counts
+	// zero equal no key (Sweep evicts it), and a live word of counts zero
+	// would read as fresh to advance whatever its index, so a caller that
+	// loaded an older word, read the clock in an earlier window, full
+	// perhaps, and stalled before its CAS would, on reloading, count there,
+	// past the limit, instead of against the stored window. On the tombstone
+	// that caller's CAS fails; it revives a fresh cell and reads the clock
+	// again, after the refund, so (with a clock that never goes back) in the
+	// word's window or later, where nothing counts now.
 	for {
 		w := c.word.Load()
 		if w == dead {
 			return
 		}
 		index, prev, count := unpack(w)
-		var next uint64
 		switch {
 		case index == at && count > 0:
-			next = pack(index, prev, count-min(give, count))
+			count -= min(give, count)
 		case (index-1)&indexMask == at && prev > 0:
-			next = pack(index, prev-min(give, prev), count)
+			prev -= min(give, prev)
 		default:
 			return // r.At's window no longer weighs, or its count is zero
+		}
+		next := dead // both counts zero: evict, as Sweep would
+		if prev != 0 || count != 0 {
+			next = pack(index, prev, count)
 		}
 		if c.word.CompareAndSwap(w, next) {
 			return

@@ -145,3 +145,47 @@ func TestRefundRacingAdmissionLosesNeither(t *testing.T) {
 	assert.True(t, lim.Allow("k"))
 	assert.False(t, lim.Allow("k"))
 }
+
+// TestStaleReadingAfterARefundEmptiedTheCounts: at 2 per second, A loads the
+// key's word (one request in window 0) and reads the clock at 0.95 s; before
+// A writes, D takes one (window 0 is full), the clock reaches 2.1 s, and B
+// takes one and refunds it, leaving both counts of window 2 empty. A must not
+// count in window 0, which already passed its limit: in the model the key's
+// stored window is 2 by the time A's request takes effect, so A counts there,
+// and window 2 has room for one more request, not two.
+func TestStaleReadingAfterARefundEmptiedTheCounts(t *testing.T) {
+	for _, viaTake := range []bool{false, true} {
+		var c limitertest.HookClock
+		lim, err := New(2, time.Second, hotlimit.WithClock(c.Read))
+		require.NoError(t, err)
+		c.Now.Store(int64(900 * time.Millisecond))
+		require.True(t, lim.Allow("k"), "window 0: one")
+		c.Now.Store(int64(950 * time.Millisecond))
+		c.Hook = func() { // inside A's clock reading, after its load
+			require.True(t, lim.Allow("k"), "D: window 0 full")
+			require.False(t, lim.Allow("k"), "window 0 is full")
+			c.Now.Store(int64(2100 * time.Millisecond))
+			d, r := lim.TakeReceipt("k", 1)
+			require.True(t, d.Allowed, "B in window 2")
+			lim.Refund("k", r)
+			require.Equal(t, 2, lim.Take("k", 0).Remaining, "B refunded: window 2 empty")
+		}
+		want := hotlimit.Decision{Allowed: true, Limit: 2, Remaining: 1, ResetAfter: 900*time.Millisecond + 1}
+		if viaTake {
+			d, r := lim.TakeReceipt("k", 1)
+			assert.Equal(t, want, d, "A, counted in window 2")
+			assert.Equal(t, int64(2100*time.Millisecond), r.At, "A's receipt names window 2")
+		} else {
+			assert.True(t, lim.Allow("k"), "A, counted in window 2")
+		}
+		require.Nil(t, c.Hook, "the hook ran inside A's call")
+		assert.Equal(t, hotlimit.Decision{Allowed: true, Limit: 2, Remaining: 1, ResetAfter: 900*time.Millisecond + 1},
+			lim.Take("k", 0), "window 2 holds A's request (Take=%v)", viaTake)
+		passed := 0
+		for lim.Allow("k") {
+			passed++
+			require.LessOrEqual(t, passed, 2)
+		}
+		assert.Equal(t, 1, passed, "window 2 has room for one more (Take=%v)", viaTake)
+	}
+}

@@ -15,12 +15,16 @@ import (
 //	| window index mod 2^30 (30 bits) | prev (17 bits) | cur (17 bits) |
 //
 // Both counts zero is a fresh key whatever the index, since nothing was
-// counted: the zero value of cell is fresh. dead, the all-ones word, is the
-// tombstone Sweep swaps in.
+// counted: the zero value of cell is fresh. It is the only live word of
+// counts zero: a refund that would empty both counts tombstones the word
+// instead (refund.go), since a stale reading would take a refunded word of
+// counts zero for a fresh one and count in its own, earlier window. dead, the
+// all-ones word, is the tombstone Sweep swaps in.
 //
 // Writers: the word is only ever written by compare-and-swap, by Allow and
-// Take (admissions), by Refund (which lowers a count, see refund.go) and by
-// kill (the tombstone); nobody stores to it.
+// Take (admissions), by Refund (which lowers a count, or tombstones the word
+// when that empties both, see refund.go) and by kill (the tombstone); nobody
+// stores to it.
 //
 // The CAS loop of Allow and Take keeps this invariant: every admission of n
 // requests replaced a word w by advance(w, i) with n added to cur, where i is
@@ -41,30 +45,42 @@ import (
 //     caller moved the word on meanwhile, or the clock stepped back) sees the
 //     stored window as newer, and advance keeps it: the request counts against
 //     the newer window, as if made at its start, and never resets it. The
-//     index only moves forward, but from a word whose counts are both zero
-//     (refunds took them there): that is a fresh key's state whatever its
-//     index, and advance starts it at the caller's window, as a new key
-//     would be.
-//   - Sweep. kill swaps the tombstone in by CAS from a word it judged idle: both
-//     counts zero once advanced to the sweep's window i, so a stored window i−2
-//     or older, or counts that refunds took to zero. If an admission's CAS lands first, kill's fails and the key
-//     stays. If kill's lands first, the admission's fails (it expects a live
-//     word), the caller reads the tombstone, takes the key's fresh cell from
-//     Revive, reads the clock again and decides again. So no admission is
-//     recorded in a dead cell (none is lost) and a dead cell never comes back
-//     to life (none is counted twice). The killed cell's counts of windows
-//     i−1 and later are zero (its index only moves forward from a word with a
-//     count, and a word with none weighs nothing); every caller of
-//     the fresh cell read the clock after the sweep did, so the fresh cell
-//     only admits in window i or later, where the killed cell's counts weigh
-//     nothing. The key's decisions are those of the cell never killed.
-//   - Progress. A CAS fails only because another caller's CAS or a kill
-//     succeeded, so every retry follows someone's progress: nobody waits for
-//     anybody. A failed CAS retries at once, with no back-off: the failed
-//     locked instruction leaves the word's cache line with this core, so
-//     the reload and the next CAS are cheap, where a pause hands the line
-//     back to the winner (measured on two cores, one hot key: a back-off of
-//     4 to 64 spins made admissions typically 10-20% slower).
+//     index only moves forward: advance starts a word of counts zero at the
+//     caller's window whatever its index, and the only such live word is a
+//     new cell's, whose callers all read the clock after taking it from the
+//     map (late enough that the cell it replaced weighs nothing there: see
+//     the next two points). A word whose counts a refund would take to zero
+//     becomes a tombstone instead (see Refund), so a caller holding a stale
+//     reading taken on that word cannot take it for a fresh key's: its CAS
+//     fails on the tombstone, and it reads the clock again.
+//   - Sweep. kill swaps the tombstone in by CAS from a word it judged idle:
+//     both counts zero once advanced to the sweep's window i, so a stored
+//     window i−2 or older (or a new cell's word). If an admission's CAS lands
+//     first, kill's fails and the key stays. If kill's lands first, the
+//     admission's fails (it expects a live word), the caller reads the
+//     tombstone, takes the key's fresh cell from Revive, reads the clock
+//     again and decides again. So no admission is recorded in a dead cell
+//     (none is lost) and a dead cell never comes back to life (none is
+//     counted twice). The killed cell's counts of windows i−1 and later are
+//     zero (its index only moves forward, and a new cell's word weighs
+//     nothing); every caller of the fresh cell read the clock after the
+//     sweep did, so the fresh cell only admits in window i or later, where
+//     the killed cell's counts weigh nothing. The key's decisions are those
+//     of the cell never killed.
+//   - Emptying refunds. Refund's CAS tombstones a word whose counts it takes
+//     to zero, and the argument above holds with the refund's CAS for kill's
+//     and the word's window for i: no admission's CAS lands on the dead word,
+//     and every caller of the fresh cell read the clock after the refund, so,
+//     with a clock that never decreases, in the word's window or later (the
+//     admission whose CAS moved the word to that window read the clock in it
+//     before), where the killed cell's counts, both zero, weigh nothing.
+//   - Progress. A CAS fails only because another caller's CAS (a refund's
+//     included) or a kill succeeded, so every retry follows someone's
+//     progress: nobody waits for anybody. A failed CAS retries at once, with
+//     no back-off: the failed locked instruction leaves the word's cache line
+//     with this core, so the reload and the next CAS are cheap, where a pause
+//     hands the line back to the winner (measured on two cores, one hot key:
+//     a back-off of 4 to 64 spins made admissions typically 10-20% slower).
 type cell struct {
 	word atomic.Uint64
 }
@@ -118,7 +134,7 @@ func elapsed(rem, behind uint64) uint64 {
 func (c *cell) kill(cur uint64) bool {
 	w := c.word.Load()
 	if w == dead {
-		return true // already killed by a concurrent sweep: delete it if still mapped
+		return true // killed by a concurrent sweep or an emptying Refund: delete it if still mapped
 	}
 	if _, prev, count, _ := advance(w, cur); prev != 0 || count != 0 {
 		return false

@@ -50,8 +50,9 @@ func TestSweepEvictsOnlyIdleKeys(t *testing.T) {
 }
 
 // TestSweepEvictsRefundedKeys: a key whose counts refunds took back to zero
-// is a fresh key whatever its window, so Sweep evicts it, in the Take's own
-// window too; a key with one request left is kept.
+// is a fresh key whatever its window: the refund that emptied them evicted
+// it, and Sweep deletes it from the map, in the Take's own window too; a key
+// with one request left is kept.
 func TestSweepEvictsRefundedKeys(t *testing.T) {
 	var now atomic.Int64
 	now.Store(int64(500 * ms))

@@ -31,6 +31,7 @@ import (
 	"regexp"
 	"sort"
 	"strings"
+	"testing"
 )
 
 // Snippet is one ```go block of a README.
@@ -333,4 +334,27 @@ func compareDecls(pkg *types.Package, f *ast.File, path string) []string {
 		}
 	}
 	return errs
+}
+
+// Test checks the snippets of the README file at path under c in t: each
+// snippet checked must type-check (an error fails t, naming the README's
+// line), each skipped one is logged. It returns how many were checked, for
+// the caller to compare with what the README holds.
+func Test(t testing.TB, path string, c Config) (checked int) {
+	t.Helper()
+	md, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatalf("readmecheck: %v", err)
+	}
+	for _, r := range Check(string(md), c) {
+		if r.Skipped != "" {
+			t.Logf("%s:%d: skipped: %s", path, r.Line, r.Skipped)
+			continue
+		}
+		checked++
+		if r.Err != nil {
+			t.Errorf("%s:%d: %v", path, r.Line, r.Err)
+		}
+	}
+	return checked
 }
