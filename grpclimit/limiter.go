@@ -312,7 +312,7 @@ func (l *limiter) stream(srv any, ss grpc.ServerStream, info *grpc.StreamServerI
 		hs = &headerStream{ServerStream: ss, md: md}
 		ss = hs
 	}
-	if l.o.messages {
+	if l.o.messages && ss != nil { // a nil stream goes on as it came, under dry run
 		ss = &recvLimited{ServerStream: ss, l: l, hs: hs, method: method}
 	}
 	err := handler(srv, ss)
