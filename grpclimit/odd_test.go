@@ -73,6 +73,15 @@ func TestNilCallInfoNeverPanics(t *testing.T) {
 	require.NotPanics(t, func() { err = stream(nil, nil, nil, streamHandler) })
 	assert.Equal(t, codes.Internal, status.Code(err), "%v", err)
 	assert.Equal(t, 1, served)
+
+	// Under a dry run it goes on, with the nil stream it came with.
+	dry := grpclimit.StreamServerInterceptor(svc, grpclimit.WithDryRun(true), grpclimit.WithStreamMessages(true))
+	var got grpc.ServerStream = canceledStream{}
+	require.NotPanics(t, func() {
+		err = dry(nil, nil, nil, func(_ any, ss grpc.ServerStream) error { got = ss; return nil })
+	})
+	assert.NoError(t, err)
+	assert.Nil(t, got)
 }
 
 // TestFailedLimiterTrailers pins what the docs say a failed limiter's call
