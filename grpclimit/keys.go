@@ -57,8 +57,9 @@ func TrustNonIPPeers() IPOption {
 
 // ProxyHeader sets the metadata entry that trusted proxies write the client
 // into: "x-forwarded-for" by default, as Envoy and most gRPC-aware proxies
-// write it. "forwarded" is parsed as RFC 7239 (its for= parameters); any
-// other name as a comma-separated list of addresses. An empty name keeps the
+// write it. "forwarded" is parsed as RFC 7239 (its for= parameters, of its
+// last 32 elements: a longer chain of trusted proxies ends at the first of
+// them read); any other name as a comma-separated list of addresses. An empty name keeps the
 // default.
 func ProxyHeader(name string) IPOption {
 	return func(k *ipKey) {

@@ -34,7 +34,8 @@ func TrustNonIPPeers() IPOption {
 
 // ProxyHeader sets the header that trusted proxies write the client into:
 // "X-Forwarded-For" by default. "Forwarded" is parsed as RFC 7239 (its for=
-// parameters); any other name as a comma-separated list of addresses, which
+// parameters, of its last 32 elements: a longer chain of trusted proxies ends
+// at the first of them read); any other name as a comma-separated list of addresses, which
 // suits X-Forwarded-For, X-Real-IP and the like. Name the one header your
 // proxies append to: a header they pass through untouched is written by the
 // client. An empty name keeps the default.

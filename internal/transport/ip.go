@@ -80,7 +80,7 @@ func (k *IP) NonIPKey(peer string, forwarded []string) (key string, ok bool) {
 		var a netip.Addr
 		var text string
 		if k.forwarded {
-			var buf [8]string
+			var buf [MaxForwardedElements]string
 			a, text = k.walk(forValues(forwarded, buf[:0]), netip.Addr{}, "")
 		} else {
 			a, text = k.walk(forwarded, netip.Addr{}, "")
@@ -129,7 +129,7 @@ func (k *IP) Key(peer netip.Addr, peerText string, forwarded []string) string {
 	addr, text := peer, peerText
 	if len(k.trusted) > 0 && len(forwarded) > 0 && k.Trusts(peer) {
 		if k.forwarded {
-			var buf [8]string
+			var buf [MaxForwardedElements]string
 			addr, text = k.walk(forValues(forwarded, buf[:0]), addr, text)
 		} else {
 			addr, text = k.walk(forwarded, addr, text)
@@ -313,10 +313,28 @@ func validPort(s string) bool {
 // as quoted and the value still ends inside the quote. Splitting at every
 // comma gives each proxy's element back, so the walk finds the client there
 // instead of stopping at the proxy.
+//
+// Only the last MaxForwardedElements elements are appended: the walk reads
+// from the last element back and stops at the first address it does not
+// trust, so only a chain of more trusted proxies than that could reach
+// further, and a client's header of many elements costs a scan, never a
+// list as long as itself.
 func forValues(values []string, dst []string) []string {
+	skip := -MaxForwardedElements
 	for _, v := range values {
+		skip += forElements(v)
+	}
+	for _, v := range values {
+		if n := forElements(v); skip >= n {
+			skip -= n
+			continue
+		}
 		if openQuote(v) {
 			for elem := range strings.SplitSeq(v, ",") {
+				if skip > 0 {
+					skip--
+					continue
+				}
 				dst = append(dst, forParam(elem))
 			}
 			continue
@@ -324,10 +342,31 @@ func forValues(values []string, dst []string) []string {
 		for v != "" {
 			var elem string
 			elem, v = cutOutsideQuotes(v, ',')
+			if skip > 0 {
+				skip--
+				continue
+			}
 			dst = append(dst, forParam(elem))
 		}
 	}
 	return dst
+}
+
+// MaxForwardedElements is how many elements of a Forwarded field, the last
+// ones, a walk reads (see forValues).
+const MaxForwardedElements = 32
+
+// forElements returns how many elements forValues splits the Forwarded
+// field value v into.
+func forElements(v string) int {
+	if openQuote(v) {
+		return strings.Count(v, ",") + 1
+	}
+	n := 0
+	for ; v != ""; n++ {
+		_, v = cutOutsideQuotes(v, ',')
+	}
+	return n
 }
 
 // openQuote reports whether s ends inside a quoted-string.

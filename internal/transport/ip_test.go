@@ -2,6 +2,7 @@ package transport
 
 import (
 	"net/netip"
+	"strings"
 	"sync"
 	"testing"
 
@@ -112,4 +113,32 @@ func TestNonIPPeerKey(t *testing.T) {
 	k.SetForwarded(true)
 	key, _ = k.NonIPKey("@", []string{`for=6.6.6.6, for="[2001:db8:1:2::7]:80"`})
 	assert.Equal(t, "ip:2001:db8:1:2::/64", key)
+}
+
+// TestHugeForwardedHeaderCostsNoList: a client that sends a Forwarded field
+// of 200,000 elements (through a trusted proxy, which appends its own) is
+// found as with a short one, and the walk allocates nothing but the key,
+// where a list of every element cost megabytes per request; an open quote,
+// which splits the value at every comma, is bounded the same way. The walk
+// reads the last MaxForwardedElements elements: a chain of more trusted
+// proxies than that ends at the first of them it reads.
+func TestHugeForwardedHeaderCostsNoList(t *testing.T) {
+	k := NewIP()
+	k.Trust(netip.MustParsePrefix("10.0.0.0/8"))
+	k.SetForwarded(true)
+	peer, _, _ := ParseAddr("10.0.0.1")
+	junk := strings.Repeat("for=6.6.6.6, ", 200_000)
+	for name, header := range map[string][]string{
+		"one value":     {junk + "for=198.51.100.7, for=10.0.0.2"},
+		"values":        {junk, "for=198.51.100.7", "for=10.0.0.2"},
+		"an open quote": {`for="` + junk + "for=198.51.100.7, for=10.0.0.2"},
+		"a chain of trusted proxies past the bound": {strings.Repeat("for=10.0.0.9, ", MaxForwardedElements+5) + "for=10.0.0.2"},
+	} {
+		want := "ip:198.51.100.7"
+		if name == "a chain of trusted proxies past the bound" {
+			want = "ip:10.0.0.9" // every element read is a trusted proxy's
+		}
+		assert.Equal(t, want, k.Key(peer, "", header), name)
+		assert.LessOrEqual(t, testing.AllocsPerRun(5, func() { k.Key(peer, "", header) }), 1.0, name)
+	}
 }
