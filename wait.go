@@ -49,14 +49,23 @@ func Wait(ctx context.Context, l Limiter, key string, opts ...WaitOption) error 
 // When l is a [ContextTaker] (redislimit's limiters), WaitN asks it with
 // TakeContext under ctx, so that ctx also bounds each decision's round trip.
 // A decision its failure policy made when the backend failed counts as any
-// other: one that passes ends the wait (as it would pass a call of Take),
-// one that denies is waited out, and the backend's error is kept for the
-// error WaitN returns if the wait then cannot succeed.
+// other while ctx lasts: one that passes ends the wait (as it would pass a
+// call of Take), one that denies is waited out, and the backend's error is
+// kept for the error WaitN returns if the wait then cannot succeed. A pass
+// that comes with an error once ctx has ended is no pass: the limiter could
+// not decide for a caller that has left, and counted the request nowhere (a
+// service rule of several limits gives back what the others took, see
+// service.Service.TakeContext), so WaitN returns an error wrapping both
+// ctx.Err() and the limiter's, as the gateways answer such a request
+// without serving it. (A failure policy that counts in memory instead, as
+// redislimit's FailLocal does, keeps that count.)
 //
 // WaitN takes nothing unless it returns nil. It returns:
 //
 //   - ctx.Err(), without asking l, when ctx is already done, and when ctx is
-//     done during a sleep or a decision;
+//     done during a sleep or during a decision that denied the request (a
+//     decision that passed it counted it: WaitN returns nil, unless the
+//     limiter could not decide, as above);
 //   - an error wrapping context.DeadlineExceeded, at once, when ctx's
 //     deadline comes before the RetryAfter: waiting could not succeed (it
 //     also wraps the backend's error, when the last denial was a failure
@@ -82,6 +91,15 @@ func WaitN(ctx context.Context, l Limiter, key string, n int, opts ...WaitOption
 		}
 		d, err := take(ctx, l, key, n)
 		if d.Allowed {
+			if err != nil {
+				if ctxErr := ctx.Err(); ctxErr != nil {
+					// The limiter could not decide, and passed by its
+					// failure policy a request that has ended: counted
+					// nowhere (a service rule of several limits gave back
+					// what the others took), it is not to be served.
+					return fmt.Errorf("hotlimit: the context ended while the limiter could not decide: %w (%w)", ctxErr, err)
+				}
+			}
 			return nil
 		}
 		if ctxErr := ctx.Err(); ctxErr != nil {
