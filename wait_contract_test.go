@@ -1,0 +1,206 @@
+package hotlimit_test
+
+import (
+	"context"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/hotlimit/hotlimit"
+	"github.com/hotlimit/hotlimit/composite"
+	"github.com/hotlimit/hotlimit/fixedwindow"
+	"github.com/hotlimit/hotlimit/gcra"
+	"github.com/hotlimit/hotlimit/service"
+	"github.com/hotlimit/hotlimit/slidingcounter"
+	"github.com/hotlimit/hotlimit/slidinglog"
+	"github.com/hotlimit/hotlimit/tokenbucket"
+)
+
+// waitLimiter is a limiter a caller waits on, made on a fake clock, with
+// capacity the most requests that ever pass at once.
+type waitLimiter struct {
+	name     string
+	capacity int
+	// denierRetries: a denial's RetryAfter is the denying limit's, after
+	// which another limit may deny (see package composite).
+	denierRetries bool
+	new           func(t *testing.T, clock hotlimit.Clock) hotlimit.Limiter
+}
+
+// waitLimiters are every in-memory algorithm at 5 per hour (the token
+// bucket with a burst of 3), a composite of two, and a service rule of
+// two limits, which a caller waits on through serviceLimiter.
+var waitLimiters = []waitLimiter{
+	{"tokenbucket", 3, false, func(t *testing.T, c hotlimit.Clock) hotlimit.Limiter {
+		l, err := tokenbucket.New(5, time.Hour, hotlimit.WithClock(c), hotlimit.WithBurst(3))
+		require.NoError(t, err)
+		return l
+	}},
+	{"gcra", 5, false, func(t *testing.T, c hotlimit.Clock) hotlimit.Limiter {
+		l, err := gcra.New(5, time.Hour, hotlimit.WithClock(c))
+		require.NoError(t, err)
+		return l
+	}},
+	{"fixedwindow", 5, false, func(t *testing.T, c hotlimit.Clock) hotlimit.Limiter {
+		l, err := fixedwindow.New(5, time.Hour, hotlimit.WithClock(c))
+		require.NoError(t, err)
+		return l
+	}},
+	{"slidingcounter", 5, false, func(t *testing.T, c hotlimit.Clock) hotlimit.Limiter {
+		l, err := slidingcounter.New(5, time.Hour, hotlimit.WithClock(c))
+		require.NoError(t, err)
+		return l
+	}},
+	{"slidinglog", 5, false, func(t *testing.T, c hotlimit.Clock) hotlimit.Limiter {
+		l, err := slidinglog.New(5, time.Hour, hotlimit.WithClock(c))
+		require.NoError(t, err)
+		return l
+	}},
+	{"composite", 4, true, func(t *testing.T, c hotlimit.Clock) hotlimit.Limiter {
+		hour, err := gcra.New(5, time.Hour, hotlimit.WithClock(c))
+		require.NoError(t, err)
+		day, err := fixedwindow.New(4, 24*time.Hour, hotlimit.WithClock(c))
+		require.NoError(t, err)
+		l, err := composite.New(hour, day)
+		require.NoError(t, err)
+		return l
+	}},
+	{"service", 4, true, func(t *testing.T, c hotlimit.Clock) hotlimit.Limiter {
+		s, err := service.NewFromRules(service.Rules{Default: service.Limits{
+			{Algorithm: hotlimit.TokenBucket, Limit: 5, Window: time.Hour},
+			{Algorithm: hotlimit.SlidingLog, Limit: 4, Window: 24 * time.Hour, Scope: hotlimit.PerUser},
+		}}, hotlimit.WithClock(c))
+		require.NoError(t, err)
+		return serviceLimiter{s: s, api: "GET /"}
+	}},
+}
+
+// twins returns two limiters of w on the clock f: the one waited on, and
+// a control that is told only what the wait should have done, so that
+// comparing their reports (Take of 0) checks what the wait took.
+func twins(t *testing.T, w waitLimiter, f *fakeTime) (waited, control hotlimit.Limiter) {
+	return w.new(t, f.now.Load), w.new(t, f.now.Load)
+}
+
+// drain takes all of key's quota from both.
+func drain(t *testing.T, w waitLimiter, key string, ls ...hotlimit.Limiter) {
+	for _, l := range ls {
+		require.True(t, l.Take(key, w.capacity).Allowed, "%s", w.name)
+	}
+}
+
+func sameState(t *testing.T, w waitLimiter, key string, waited, control hotlimit.Limiter, msg string) {
+	t.Helper()
+	assert.Equal(t, control.Take(key, 0), waited.Take(key, 0), "%s: %s", w.name, msg)
+}
+
+// TestWaitTakesNothingUnlessItPasses: on every limiter, a wait that ends
+// without passing (its context cancelled while it sleeps; a deadline
+// before RetryAfter; a request that never passes; a negative count; n of
+// 0) leaves the key exactly as a control that was not asked, and sleeps
+// only when it can pass; a wait that passes has taken exactly its n, as a
+// control's Take at the same time, after one sleep of the RetryAfter.
+func TestWaitTakesNothingUnlessItPasses(t *testing.T) {
+	for _, w := range waitLimiters {
+		t.Run(w.name, func(t *testing.T) {
+			f := new(fakeTime)
+			f.now.Store(int64(1000 * time.Hour))
+			waited, control := twins(t, w, f)
+			drain(t, w, "k", waited, control)
+
+			// Cancelled at the end of its sleep, when the request would
+			// pass: it is not asked for again.
+			ctx, cancel := context.WithCancel(context.Background())
+			cancelling := func(ctx context.Context, d time.Duration) error {
+				f.now.Add(int64(d))
+				cancel()
+				return ctx.Err()
+			}
+			err := hotlimit.Wait(ctx, waited, "k", hotlimit.WithSleep(cancelling))
+			assert.ErrorIs(t, err, context.Canceled)
+			sameState(t, w, "k", waited, control, "cancelled while sleeping")
+			for _, l := range []hotlimit.Limiter{waited, control} {
+				if r := l.Take("k", 0).Remaining; r > 0 {
+					require.True(t, l.Take("k", r).Allowed, "%s: drained again", w.name)
+				}
+			}
+
+			// A deadline (a minute) before the RetryAfter (minutes at 5 per
+			// hour): at once, without sleeping.
+			ctx, cancel = context.WithTimeout(context.Background(), time.Minute)
+			defer cancel()
+			err = hotlimit.WaitN(ctx, waited, "k", w.capacity, hotlimit.WithSleep(f.sleep))
+			assert.ErrorIs(t, err, context.DeadlineExceeded)
+			assert.Contains(t, err.Error(), "would pass the context's deadline")
+			sameState(t, w, "k", waited, control, "a deadline before RetryAfter")
+
+			// Above the capacity, as asked of each limit (a composite's
+			// n of 5 is TestWaitNeverOnACompositeAtOnce's), and beyond.
+			nevers := []int{6, -1, -1 << 62, 1 << 62}
+			if !w.denierRetries {
+				nevers = append(nevers, w.capacity+1)
+			}
+			for _, n := range nevers {
+				err = hotlimit.WaitN(context.Background(), waited, "k", n, hotlimit.WithSleep(f.sleep))
+				assert.ErrorIs(t, err, hotlimit.ErrNeverPasses, "n %d", n)
+				sameState(t, w, "k", waited, control, "a request that never passes")
+			}
+			require.NoError(t, hotlimit.WaitN(context.Background(), waited, "k", 0, hotlimit.WithSleep(f.sleep)))
+			sameState(t, w, "k", waited, control, "n == 0")
+			assert.Empty(t, f.slept, "none of these slept")
+
+			// A wait that passes, after exactly its RetryAfter.
+			require.NoError(t, hotlimit.WaitN(context.Background(), waited, "k", 2, hotlimit.WithSleep(f.sleep)))
+			if w.denierRetries {
+				assert.NotEmpty(t, f.slept)
+			} else {
+				assert.Len(t, f.slept, 1, "the same request passes RetryAfter later: %v", f.slept)
+			}
+			require.True(t, control.Take("k", 2).Allowed, "the control, at the time the wait passed")
+			sameState(t, w, "k", waited, control, "the wait took its 2")
+		})
+	}
+}
+
+// askedOnce denies its first request with RetryAfter, telling asked, and
+// passes any later one.
+type askedOnce struct {
+	retryAfter time.Duration
+	asked      chan struct{}
+	calls      atomic.Int64
+}
+
+func (a *askedOnce) Allow(key string) bool { return a.Take(key, 1).Allowed }
+func (a *askedOnce) Take(string, int) hotlimit.Decision {
+	if a.calls.Add(1) == 1 {
+		close(a.asked)
+		return hotlimit.Decision{Limit: 1, RetryAfter: a.retryAfter}
+	}
+	return hotlimit.Decision{Allowed: true, Limit: 1}
+}
+
+// TestWaitEndsOnAHugeRetryAfter: the default timer, given a RetryAfter just
+// below Never (292 years), neither overflows into firing at once nor
+// outlasts the context: the wait ends with the cancellation, never asking
+// again; and the timer alone, under a 10 ms deadline, ends at the deadline.
+func TestWaitEndsOnAHugeRetryAfter(t *testing.T) {
+	for _, retry := range []time.Duration{hotlimit.Never - 1, hotlimit.Never / 2, 1 << 62} {
+		a := &askedOnce{retryAfter: retry, asked: make(chan struct{})}
+		ctx, cancel := context.WithCancel(context.Background())
+		done := make(chan error, 1)
+		go func() { done <- hotlimit.Wait(ctx, a, "k") }()
+		<-a.asked
+		cancel()
+		err := <-done
+		assert.ErrorIs(t, err, context.Canceled, "RetryAfter %v", retry)
+		assert.Equal(t, int64(1), a.calls.Load(), "RetryAfter %v: asked once", retry)
+
+		ctx, cancel = context.WithTimeout(context.Background(), 10*time.Millisecond)
+		err = hotlimit.SleepTimer(ctx, retry)
+		cancel()
+		assert.ErrorIs(t, err, context.DeadlineExceeded, "RetryAfter %v: the timer fired", retry)
+	}
+}
