@@ -75,6 +75,34 @@ func Wait(ctx context.Context, l Limiter, key string, opts ...WaitOption) error 
 //
 // The deadline is read on the real clock (time.Until), RetryAfter on the
 // limiter's; they agree unless the limiter's clock is a fake one.
+//
+// # Compared with x/time/rate
+//
+// golang.org/x/time/rate's Limiter.WaitN reserves: it counts the n tokens
+// when called, sleeps until they are due, and cancels the reservation if
+// ctx ends first (giving back what no later reservation has counted on).
+// WaitN instead asks, sleeps RetryAfter and asks again, counting nothing
+// until the request passes. Callers who know rate's contract should expect
+// these differences:
+//
+//   - No queue: waiters are not served in the order they came. A caller of
+//     Take, or another waiter, may take the quota a waiter slept for; the
+//     waiter then waits again, so a wait may last longer than its first
+//     RetryAfter, and under constant demand a waiter may wait for as long
+//     as its context lasts. The limit is never exceeded either way.
+//   - A deadline is checked against each RetryAfter in turn, not once: a
+//     composite, or other takers, may deny the request again after a
+//     sleep, and the error comes then. Like rate's, it comes at once,
+//     without sleeping to the deadline; unlike rate's ("would exceed
+//     context deadline"), it wraps context.DeadlineExceeded.
+//   - A request that can never pass (n above the burst, where rate says
+//     "exceeds limiter's burst") wraps [ErrNeverPasses], and a context
+//     already done is reported before it, where rate checks the burst
+//     first. n < 0 never passes here; rate admits it, adding tokens.
+//   - n == 0 returns nil, as rate's does; both return ctx.Err() first when
+//     ctx is already done.
+//   - Time: rate's WaitN reads time.Now; WaitN reads the limiter's clock
+//     (see [WithClock]), and sleeps as [WithSleep] says.
 func WaitN(ctx context.Context, l Limiter, key string, n int, opts ...WaitOption) error {
 	o := waitOptions{sleep: sleepTimer}
 	for _, opt := range opts {

@@ -204,3 +204,30 @@ func TestWaitEndsOnAHugeRetryAfter(t *testing.T) {
 		assert.ErrorIs(t, err, context.DeadlineExceeded, "RetryAfter %v: the timer fired", retry)
 	}
 }
+
+// TestWaitDiffersFromRateAsDocumented pins where WaitN's contract differs
+// from x/time/rate's Limiter.WaitN, as its documentation says: a context
+// already done is reported before a request that can never pass; the
+// deadline is checked against each RetryAfter in turn, and its error, at
+// once, wraps context.DeadlineExceeded; n < 0 never passes.
+func TestWaitDiffersFromRateAsDocumented(t *testing.T) {
+	f := new(fakeTime)
+	lim := newBucket(t, 5, time.Second, f)
+	done, cancel := context.WithCancel(context.Background())
+	cancel()
+	err := hotlimit.WaitN(done, lim, "k", 6, hotlimit.WithSleep(f.sleep))
+	assert.ErrorIs(t, err, context.Canceled)
+	assert.NotErrorIs(t, err, hotlimit.ErrNeverPasses)
+	assert.ErrorIs(t, hotlimit.WaitN(context.Background(), lim, "k", -1, hotlimit.WithSleep(f.sleep)), hotlimit.ErrNeverPasses)
+
+	// Denied again after the first sleep, with a RetryAfter past the
+	// deadline: the error comes then, without a second sleep.
+	s := &scripted{script: []hotlimit.Decision{{Limit: 1, RetryAfter: time.Second}, {Limit: 1, RetryAfter: 2 * time.Hour}}}
+	ctx, cancel := context.WithTimeout(context.Background(), time.Hour)
+	defer cancel()
+	err = hotlimit.Wait(ctx, s, "k", hotlimit.WithSleep(f.sleep))
+	assert.ErrorIs(t, err, context.DeadlineExceeded)
+	assert.Equal(t, []time.Duration{time.Second}, f.slept)
+	assert.Equal(t, 2, s.calls)
+	assert.Zero(t, s.taken)
+}
