@@ -17,6 +17,7 @@ import (
 	"github.com/hotlimit/hotlimit/slidingcounter"
 	"github.com/hotlimit/hotlimit/slidinglog"
 	"github.com/hotlimit/hotlimit/tokenbucket"
+	"github.com/hotlimit/hotlimit/unlimited"
 )
 
 // waitLimiter is a limiter a caller waits on, made on a fake clock, with
@@ -137,13 +138,7 @@ func TestWaitTakesNothingUnlessItPasses(t *testing.T) {
 			assert.Contains(t, err.Error(), "would pass the context's deadline")
 			sameState(t, w, "k", waited, control, "a deadline before RetryAfter")
 
-			// Above the capacity, as asked of each limit (a composite's
-			// n of 5 is TestWaitNeverOnACompositeAtOnce's), and beyond.
-			nevers := []int{6, -1, -1 << 62, 1 << 62}
-			if !w.denierRetries {
-				nevers = append(nevers, w.capacity+1)
-			}
-			for _, n := range nevers {
+			for _, n := range []int{w.capacity + 1, 6, -1, -1 << 62, 1 << 62} {
 				err = hotlimit.WaitN(context.Background(), waited, "k", n, hotlimit.WithSleep(f.sleep))
 				assert.ErrorIs(t, err, hotlimit.ErrNeverPasses, "n %d", n)
 				sameState(t, w, "k", waited, control, "a request that never passes")
@@ -230,4 +225,40 @@ func TestWaitDiffersFromRateAsDocumented(t *testing.T) {
 	assert.Equal(t, []time.Duration{time.Second}, f.slept)
 	assert.Equal(t, 2, s.calls)
 	assert.Zero(t, s.taken)
+}
+
+// TestWaitNeverOnACompositeAtOnce: a composite of 5 per hour and 4 per day
+// is asked for 5: the first child could pass it later, the second never.
+// The composite denies it with RetryAfter Never, as every limiter denies a
+// request above its burst, so that WaitN fails at once instead of sleeping
+// the first child's RetryAfter to meet the second's Never; and it takes
+// nothing, not even for the instant of a refund.
+func TestWaitNeverOnACompositeAtOnce(t *testing.T) {
+	f := new(fakeTime)
+	f.now.Store(int64(1000 * time.Hour))
+	hour, err := gcra.New(5, time.Hour, hotlimit.WithClock(f.now.Load))
+	require.NoError(t, err)
+	day, err := fixedwindow.New(4, 24*time.Hour, hotlimit.WithClock(f.now.Load))
+	require.NoError(t, err)
+	c, err := composite.New(hour, day)
+	require.NoError(t, err)
+	require.True(t, c.Take("k", 1).Allowed)
+	assert.Equal(t, 4, c.Burst(), "the least of its children's")
+
+	d := c.Take("k", 5)
+	assert.False(t, d.Allowed)
+	assert.Equal(t, hotlimit.Never, d.RetryAfter)
+	assert.Equal(t, c.Take("k", 0).Remaining, d.Remaining, "the report of the key, unchanged")
+	err = hotlimit.WaitN(context.Background(), c, "k", 5, hotlimit.WithSleep(f.sleep))
+	assert.ErrorIs(t, err, hotlimit.ErrNeverPasses)
+	assert.Empty(t, f.slept, "no sleep before the Never")
+	assert.Equal(t, 3, day.Take("k", 0).Remaining, "the second child holds the 1 taken, no more")
+	assert.Equal(t, 4, hour.Take("k", 0).Remaining, "the first child holds the 1 taken, no more")
+}
+
+// Every limiter of this module says its burst.
+var _ = []hotlimit.Burster{
+	(*tokenbucket.Limiter)(nil), (*gcra.Limiter)(nil), (*fixedwindow.Limiter)(nil),
+	(*slidingcounter.Limiter)(nil), (*slidinglog.Limiter)(nil), (*composite.Limiter)(nil),
+	(*unlimited.Limiter)(nil),
 }
