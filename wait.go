@@ -60,6 +60,10 @@ func Wait(ctx context.Context, l Limiter, key string, opts ...WaitOption) error 
 // without serving it. (A failure policy that counts in memory instead, as
 // redislimit's FailLocal does, keeps that count.)
 //
+// A denial with a RetryAfter of 0 or less (which no limiter of this module
+// gives) is retried after a nanosecond, and each such denial in a row after
+// twice the last sleep, up to a second: a wait never spins.
+//
 // WaitN takes nothing unless it returns nil. It returns:
 //
 //   - ctx.Err(), without asking l, when ctx is already done, and when ctx is
@@ -110,6 +114,7 @@ func WaitN(ctx context.Context, l Limiter, key string, n int, opts ...WaitOption
 			opt(&o)
 		}
 	}
+	backoff := time.Nanosecond // the sleep after a denial without a RetryAfter
 	for {
 		if err := ctx.Err(); err != nil {
 			return err
@@ -142,7 +147,14 @@ func WaitN(ctx context.Context, l Limiter, key string, n int, opts ...WaitOption
 			// where there is one (above or below the limit).
 			return fmt.Errorf("hotlimit: %d requests at once, more than ever pass at once (the burst, or the limit %d without one): %w", n, d.Limit, ErrNeverPasses)
 		case wait <= 0:
-			wait = time.Nanosecond // a denial always says when to retry; never spin
+			// A denial should say when to retry; one that does not, from
+			// a limiter that breaks the contract, is retried after a
+			// nanosecond, then twice as long at each such denial in a
+			// row: a wait never spins on the limiter.
+			wait = backoff
+			backoff = min(2*backoff, maxBackoff)
+		default:
+			backoff = time.Nanosecond
 		}
 		if deadline, ok := ctx.Deadline(); ok && time.Until(deadline) < wait {
 			if err != nil {
@@ -155,6 +167,9 @@ func WaitN(ctx context.Context, l Limiter, key string, n int, opts ...WaitOption
 		}
 	}
 }
+
+// maxBackoff caps WaitN's sleep after denials without a RetryAfter.
+const maxBackoff = time.Second
 
 // take is l.Take(key, n), or TakeContext under ctx when l takes a context,
 // with the error it reports.

@@ -2,6 +2,7 @@ package hotlimit_test
 
 import (
 	"context"
+	"slices"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -261,4 +262,54 @@ var _ = []hotlimit.Burster{
 	(*tokenbucket.Limiter)(nil), (*gcra.Limiter)(nil), (*fixedwindow.Limiter)(nil),
 	(*slidingcounter.Limiter)(nil), (*slidinglog.Limiter)(nil), (*composite.Limiter)(nil),
 	(*unlimited.Limiter)(nil),
+}
+
+// zeroDenier denies with RetryAfter 0 until its clock reaches open, then
+// passes, counting its calls: a limiter that breaks the Decision contract
+// (a denial says when to retry), as a foreign or a fake one may.
+type zeroDenier struct {
+	now   *atomic.Int64
+	open  int64
+	calls int
+}
+
+func (z *zeroDenier) Allow(key string) bool { return z.Take(key, 1).Allowed }
+func (z *zeroDenier) Take(string, int) hotlimit.Decision {
+	z.calls++
+	return hotlimit.Decision{Allowed: z.now.Load() >= z.open, Limit: 1}
+}
+
+// TestWaitBacksOffOnRetryAfterZero: denied again and again with RetryAfter
+// 0, a wait does not spin: each sleep doubles the last, from a nanosecond
+// (capped), so that a second of such denials asks the limiter some
+// thirty-odd times, not a billion; a RetryAfter it is given is slept as is.
+func TestWaitBacksOffOnRetryAfterZero(t *testing.T) {
+	f := new(fakeTime)
+	z := &zeroDenier{now: &f.now, open: int64(time.Second)}
+	sleep := func(ctx context.Context, d time.Duration) error {
+		if len(f.slept) >= 1000 {
+			return context.Canceled // it spins
+		}
+		return f.sleep(ctx, d)
+	}
+	require.NoError(t, hotlimit.Wait(context.Background(), z, "k", hotlimit.WithSleep(sleep)))
+	assert.LessOrEqual(t, z.calls, 40)
+	assert.Equal(t, time.Nanosecond, f.slept[0])
+	for i := 1; i < len(f.slept); i++ {
+		assert.Equal(t, 2*f.slept[i-1], f.slept[i], "sleep %d", i)
+	}
+
+	// Capped at a second: a limiter that opens after a minute is asked
+	// about once a second by then.
+	f.slept, f.now = nil, atomic.Int64{}
+	z = &zeroDenier{now: &f.now, open: int64(time.Minute)}
+	require.NoError(t, hotlimit.Wait(context.Background(), z, "k", hotlimit.WithSleep(sleep)))
+	assert.Equal(t, time.Second, slices.Max(f.slept))
+	assert.LessOrEqual(t, z.calls, 31+60)
+
+	f.slept = nil
+	s := &scripted{script: []hotlimit.Decision{{}, {}, {RetryAfter: time.Millisecond}, {}, {Allowed: true}}}
+	require.NoError(t, hotlimit.Wait(context.Background(), s, "k", hotlimit.WithSleep(f.sleep)))
+	assert.Equal(t, []time.Duration{time.Nanosecond, 2 * time.Nanosecond, time.Millisecond, time.Nanosecond}, f.slept,
+		"a RetryAfter given restarts the back-off")
 }
