@@ -75,7 +75,8 @@ func Wait(ctx context.Context, l Limiter, key string, opts ...WaitOption) error 
 //     also wraps the backend's error, when the last denial was a failure
 //     policy's);
 //   - an error wrapping [ErrNeverPasses], at once, when RetryAfter is
-//     [Never] (n greater than the limit or burst, or n < 0).
+//     [Never] (n greater than the limit or burst, or n < 0);
+//   - an error wrapping [ErrInvalidConfig] when l is nil.
 //
 // The deadline is read on the real clock (time.Until), RetryAfter on the
 // limiter's; they agree unless the limiter's clock is a fake one.
@@ -113,6 +114,9 @@ func WaitN(ctx context.Context, l Limiter, key string, n int, opts ...WaitOption
 		if opt != nil {
 			opt(&o)
 		}
+	}
+	if l == nil {
+		return fmt.Errorf("hotlimit: WaitN on a nil Limiter: %w", ErrInvalidConfig)
 	}
 	backoff := time.Nanosecond // the sleep after a denial without a RetryAfter
 	for {

@@ -313,3 +313,11 @@ func TestWaitBacksOffOnRetryAfterZero(t *testing.T) {
 	assert.Equal(t, []time.Duration{time.Nanosecond, 2 * time.Nanosecond, time.Millisecond, time.Nanosecond}, f.slept,
 		"a RetryAfter given restarts the back-off")
 }
+
+// TestWaitOnNoLimiter: a nil Limiter is an error naming it, not a panic.
+func TestWaitOnNoLimiter(t *testing.T) {
+	var l hotlimit.Limiter
+	err := hotlimit.WaitN(context.Background(), l, "k", 1)
+	assert.ErrorIs(t, err, hotlimit.ErrInvalidConfig)
+	assert.EqualError(t, err, "hotlimit: WaitN on a nil Limiter: invalid config")
+}
