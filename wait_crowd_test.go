@@ -11,8 +11,10 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/hotlimit/hotlimit"
+	"github.com/hotlimit/hotlimit/composite"
 	"github.com/hotlimit/hotlimit/fixedwindow"
 	"github.com/hotlimit/hotlimit/gcra"
+	"github.com/hotlimit/hotlimit/service"
 	"github.com/hotlimit/hotlimit/slidingcounter"
 	"github.com/hotlimit/hotlimit/slidinglog"
 	"github.com/hotlimit/hotlimit/tokenbucket"
@@ -77,8 +79,9 @@ func (f *frozenTime) advance() int {
 // of 5 per second, the clock frozen until all of them sleep, then moved to
 // the earliest wake-up each time all that woke have slept again or
 // returned: every waiter is served, none in error, and the times they
-// passed at never exceed the policy (a bucket: 5 per second of refill
-// since the key was drained; a window: 5 per aligned window, the draining
+// passed at never exceed the policy (a bucket, and a composite or a
+// service rule led by one: 5 per second of refill since the key was
+// drained; a window: 5 per aligned window, the draining
 // 5 included; a sliding log: 5 in any second).
 func TestWaitCrowdIsServedAndNeverOverAdmitted(t *testing.T) {
 	const waiters, limit = 12, 5
@@ -101,6 +104,26 @@ func TestWaitCrowdIsServedAndNeverOverAdmitted(t *testing.T) {
 		}},
 		{"slidinglog", func(c hotlimit.Clock) (hotlimit.Limiter, error) {
 			return slidinglog.New(limit, window, hotlimit.WithClock(c))
+		}},
+		// A composite and a service rule whose first limit is the bucket
+		// (the other, looser, only denies the request once more).
+		{"composite", func(c hotlimit.Clock) (hotlimit.Limiter, error) {
+			tb, err := tokenbucket.New(limit, window, hotlimit.WithClock(c))
+			if err != nil {
+				return nil, err
+			}
+			fw, err := fixedwindow.New(4*limit, 4*window, hotlimit.WithClock(c))
+			if err != nil {
+				return nil, err
+			}
+			return composite.New(tb, fw)
+		}},
+		{"service", func(c hotlimit.Clock) (hotlimit.Limiter, error) {
+			s, err := service.NewFromRules(service.Rules{Default: service.Limits{
+				{Algorithm: hotlimit.TokenBucket, Limit: limit, Window: window},
+				{Algorithm: hotlimit.SlidingLog, Limit: 4 * limit, Window: 4 * window, Scope: hotlimit.PerAPI},
+			}}, hotlimit.WithClock(c))
+			return serviceLimiter{s: s, api: "GET /"}, err
 		}},
 	}
 	for _, kind := range kinds {
@@ -144,7 +167,7 @@ func TestWaitCrowdIsServedAndNeverOverAdmitted(t *testing.T) {
 			require.Len(t, passed, waiters, "every waiter served")
 
 			switch kind.name {
-			case "tokenbucket", "gcra":
+			case "tokenbucket", "gcra", "composite", "service":
 				for _, at := range passed {
 					n := 0
 					for _, b := range passed {
