@@ -48,6 +48,8 @@ func Wait(ctx context.Context, l Limiter, key string, opts ...WaitOption) error 
 //
 // When l is a [ContextTaker] (redislimit's limiters), WaitN asks it with
 // TakeContext under ctx, so that ctx also bounds each decision's round trip.
+// A composite is not one: its children decide without ctx, each bounded by
+// its own timeout (a service rule of several limits passes ctx to each).
 // A decision its failure policy made when the backend failed counts as any
 // other while ctx lasts: one that passes ends the wait (as it would pass a
 // call of Take), one that denies is waited out, and the backend's error is
