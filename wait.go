@@ -66,7 +66,9 @@ func Wait(ctx context.Context, l Limiter, key string, opts ...WaitOption) error 
 // gives) is retried after a nanosecond, and each such denial in a row after
 // twice the last sleep, up to a second: a wait never spins.
 //
-// WaitN takes nothing unless it returns nil. It returns:
+// WaitN takes nothing unless it returns nil (but where l's Take itself may
+// count some of a denied request: a sliding log's Take of n > 1 under
+// concurrent requests, see [Limiter]). It returns:
 //
 //   - ctx.Err(), without asking l, when ctx is already done, and when ctx is
 //     done during a sleep or during a decision that denied the request (a
