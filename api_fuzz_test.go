@@ -2,6 +2,7 @@ package hotlimit_test
 
 import (
 	"math"
+	"slices"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -232,6 +233,9 @@ type conjunction struct {
 	fresh  func() []model
 	models []model
 	log    []func(ms []model)
+	// most is the least of the children's limits: a Take of more is
+	// denied with Never, every child reporting, none asked for it.
+	most int
 }
 
 func (c *conjunction) rebuild() {
@@ -271,6 +275,11 @@ func (c *conjunction) report(key string, n, known int, kd hotlimit.Decision, now
 func (c *conjunction) Take(key string, n int, now int64) hotlimit.Decision {
 	if n < 1 {
 		return c.report(key, n, -1, hotlimit.Decision{}, now)
+	}
+	if n > c.most {
+		d := c.report(key, 0, -1, hotlimit.Decision{}, now)
+		d.Allowed, d.RetryAfter = false, hotlimit.Never
+		return d
 	}
 	var d hotlimit.Decision
 	for i, m := range c.models {
@@ -323,6 +332,9 @@ func (c *conjunction) Len() int {
 func FuzzCompositeAgreesWithModels(f *testing.F) {
 	f.Add(uint8(3), uint8(2), uint8(4), uint16(1000), uint16(700), uint16(1500), int64(0), []byte{1, 3, 1, 2, 1, 1, 4, 9, 2, 0, 5, 3})
 	f.Add(uint8(1), uint8(5), uint8(2), uint16(3), uint16(5000), uint16(10), int64(-1e12), []byte{6, 130, 2, 4, 1, 3, 6, 2, 1, 6, 4, 4})
+	// 3 of a fixed window of 3 holding 1, a sliding counter of 2 behind it:
+	// Never, though the first child alone would pass it later.
+	f.Add(uint8(2), uint8(1), uint8(7), uint16(1000), uint16(1000), uint16(1000), int64(0), []byte{2, 4, 0, 2, 5, 0})
 	f.Fuzz(func(t *testing.T, l1, l2, l3 uint8, w1, w2, w3 uint16, start int64, ops []byte) {
 		limits := []int{1 + int(l1%8), 1 + int(l2%8), 1 + int(l3%8)}
 		windows := []time.Duration{
@@ -341,7 +353,7 @@ func FuzzCompositeAgreesWithModels(f *testing.F) {
 		require.NoError(t, err)
 		lim, err := composite.New(fw, sc, sl)
 		require.NoError(t, err)
-		m := &conjunction{fresh: func() []model {
+		m := &conjunction{most: slices.Min(limits), fresh: func() []model {
 			return []model{
 				models.NewFixedWindow(limits[0], windows[0]),
 				models.NewSlidingCounter(limits[1], windows[1]),

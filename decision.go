@@ -45,3 +45,16 @@ type Limiter interface {
 	// RetryAfter Never.
 	Take(key string, n int) Decision
 }
+
+// Burster is a [Limiter] that tells how many requests one Take can ever pass
+// at once, as x/time/rate's Limiter.Burst does: a Take of more is denied
+// with RetryAfter [Never]. Every limiter of this module is one. A composite
+// reads its children's, so that it denies with Never a request one of them
+// could never pass, even when another, asked first, denies it for a while.
+type Burster interface {
+	Limiter
+	// Burst is the most requests one Take passes at once: the burst, or the
+	// limit for a limiter without one (a bound, for a composite of
+	// children of which some do not say theirs).
+	Burst() int
+}

@@ -14,3 +14,6 @@ func NewCoarseClockOn(resolution time.Duration, source Clock) *CoarseClock {
 // Tick publishes a reading of the source, as the running clock's goroutine
 // does at each tick.
 func (c *CoarseClock) Tick() { c.raise(c.read()) }
+
+// SleepTimer is the default sleep of Wait and WaitN.
+var SleepTimer = sleepTimer

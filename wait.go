@@ -48,24 +48,70 @@ func Wait(ctx context.Context, l Limiter, key string, opts ...WaitOption) error 
 //
 // When l is a [ContextTaker] (redislimit's limiters), WaitN asks it with
 // TakeContext under ctx, so that ctx also bounds each decision's round trip.
+// A composite is not one: its children decide without ctx, each bounded by
+// its own timeout (a service rule of several limits passes ctx to each).
 // A decision its failure policy made when the backend failed counts as any
-// other: one that passes ends the wait (as it would pass a call of Take),
-// one that denies is waited out, and the backend's error is kept for the
-// error WaitN returns if the wait then cannot succeed.
+// other while ctx lasts: one that passes ends the wait (as it would pass a
+// call of Take), one that denies is waited out, and the backend's error is
+// kept for the error WaitN returns if the wait then cannot succeed. A pass
+// that comes with an error once ctx has ended is no pass: the limiter could
+// not decide for a caller that has left, and counted the request nowhere (a
+// service rule of several limits gives back what the others took, see
+// service.Service.TakeContext), so WaitN returns an error wrapping both
+// ctx.Err() and the limiter's, as the gateways answer such a request
+// without serving it. (A failure policy that counts in memory instead, as
+// redislimit's FailLocal does, keeps that count.)
 //
-// WaitN takes nothing unless it returns nil. It returns:
+// A denial with a RetryAfter of 0 or less (which no limiter of this module
+// gives) is retried after a nanosecond, and each such denial in a row after
+// twice the last sleep, up to a second: a wait never spins.
+//
+// WaitN takes nothing unless it returns nil (but where l's Take itself may
+// count some of a denied request: a sliding log's Take of n > 1 under
+// concurrent requests, see [Limiter]). It returns:
 //
 //   - ctx.Err(), without asking l, when ctx is already done, and when ctx is
-//     done during a sleep or a decision;
+//     done during a sleep or during a decision that denied the request (a
+//     decision that passed it counted it: WaitN returns nil, unless the
+//     limiter could not decide, as above);
 //   - an error wrapping context.DeadlineExceeded, at once, when ctx's
 //     deadline comes before the RetryAfter: waiting could not succeed (it
 //     also wraps the backend's error, when the last denial was a failure
 //     policy's);
 //   - an error wrapping [ErrNeverPasses], at once, when RetryAfter is
-//     [Never] (n greater than the limit or burst, or n < 0).
+//     [Never] (n greater than the limit or burst, or n < 0);
+//   - an error wrapping [ErrInvalidConfig] when l is nil.
 //
 // The deadline is read on the real clock (time.Until), RetryAfter on the
 // limiter's; they agree unless the limiter's clock is a fake one.
+//
+// # Compared with x/time/rate
+//
+// golang.org/x/time/rate's Limiter.WaitN reserves: it counts the n tokens
+// when called, sleeps until they are due, and cancels the reservation if
+// ctx ends first (giving back what no later reservation has counted on).
+// WaitN instead asks, sleeps RetryAfter and asks again, counting nothing
+// until the request passes. Callers who know rate's contract should expect
+// these differences:
+//
+//   - No queue: waiters are not served in the order they came. A caller of
+//     Take, or another waiter, may take the quota a waiter slept for; the
+//     waiter then waits again, so a wait may last longer than its first
+//     RetryAfter, and under constant demand a waiter may wait for as long
+//     as its context lasts. The limit is never exceeded either way.
+//   - A deadline is checked against each RetryAfter in turn, not once: a
+//     composite, or other takers, may deny the request again after a
+//     sleep, and the error comes then. Like rate's, it comes at once,
+//     without sleeping to the deadline; unlike rate's ("would exceed
+//     context deadline"), it wraps context.DeadlineExceeded.
+//   - A request that can never pass (n above the burst, where rate says
+//     "exceeds limiter's burst") wraps [ErrNeverPasses], and a context
+//     already done is reported before it, where rate checks the burst
+//     first. n < 0 never passes here; rate admits it, adding tokens.
+//   - n == 0 returns nil, as rate's does; both return ctx.Err() first when
+//     ctx is already done.
+//   - Time: rate's WaitN reads time.Now; WaitN reads the limiter's clock
+//     (see [WithClock]), and sleeps as [WithSleep] says.
 func WaitN(ctx context.Context, l Limiter, key string, n int, opts ...WaitOption) error {
 	o := waitOptions{sleep: sleepTimer}
 	for _, opt := range opts {
@@ -73,6 +119,10 @@ func WaitN(ctx context.Context, l Limiter, key string, n int, opts ...WaitOption
 			opt(&o)
 		}
 	}
+	if l == nil {
+		return fmt.Errorf("hotlimit: WaitN on a nil Limiter: %w", ErrInvalidConfig)
+	}
+	backoff := time.Nanosecond // the sleep after a denial without a RetryAfter
 	for {
 		if err := ctx.Err(); err != nil {
 			return err
@@ -82,6 +132,15 @@ func WaitN(ctx context.Context, l Limiter, key string, n int, opts ...WaitOption
 		}
 		d, err := take(ctx, l, key, n)
 		if d.Allowed {
+			if err != nil {
+				if ctxErr := ctx.Err(); ctxErr != nil {
+					// The limiter could not decide, and passed by its
+					// failure policy a request that has ended: counted
+					// nowhere (a service rule of several limits gave back
+					// what the others took), it is not to be served.
+					return fmt.Errorf("hotlimit: the context ended while the limiter could not decide: %w (%w)", ctxErr, err)
+				}
+			}
 			return nil
 		}
 		if ctxErr := ctx.Err(); ctxErr != nil {
@@ -96,7 +155,14 @@ func WaitN(ctx context.Context, l Limiter, key string, n int, opts ...WaitOption
 			// where there is one (above or below the limit).
 			return fmt.Errorf("hotlimit: %d requests at once, more than ever pass at once (the burst, or the limit %d without one): %w", n, d.Limit, ErrNeverPasses)
 		case wait <= 0:
-			wait = time.Nanosecond // a denial always says when to retry; never spin
+			// A denial should say when to retry; one that does not, from
+			// a limiter that breaks the contract, is retried after a
+			// nanosecond, then twice as long at each such denial in a
+			// row: a wait never spins on the limiter.
+			wait = backoff
+			backoff = min(2*backoff, maxBackoff)
+		default:
+			backoff = time.Nanosecond
 		}
 		if deadline, ok := ctx.Deadline(); ok && time.Until(deadline) < wait {
 			if err != nil {
@@ -109,6 +175,9 @@ func WaitN(ctx context.Context, l Limiter, key string, n int, opts ...WaitOption
 		}
 	}
 }
+
+// maxBackoff caps WaitN's sleep after denials without a RetryAfter.
+const maxBackoff = time.Second
 
 // take is l.Take(key, n), or TakeContext under ctx when l takes a context,
 // with the error it reports.

@@ -2,6 +2,7 @@ package composite
 
 import (
 	"fmt"
+	"math"
 	"reflect"
 	"slices"
 
@@ -21,9 +22,17 @@ type Limiter struct {
 	// limiter, or a composite of such children (to any depth). Its receipt
 	// holds no clock reading, and its refund does nothing.
 	stateless []bool
+	// most is the least of the children's hotlimit.Burster bursts
+	// (math.MaxInt for a child that does not say): a Take of more is
+	// denied with RetryAfter hotlimit.Never before any child is asked for
+	// it.
+	most int
 }
 
-var _ hotlimit.Refunder = (*Limiter)(nil)
+var (
+	_ hotlimit.Refunder = (*Limiter)(nil)
+	_ hotlimit.Burster  = (*Limiter)(nil)
+)
 
 // New returns a composite of children, asked in the order given (put the
 // child that denies most often first: a denial refunds the children before
@@ -39,7 +48,7 @@ func New(children ...hotlimit.Limiter) (*Limiter, error) {
 	if len(children) == 0 || len(children) > MaxChildren {
 		return nil, fmt.Errorf("composite: %d children out of range [1, %d]: %w", len(children), MaxChildren, hotlimit.ErrInvalidConfig)
 	}
-	l := &Limiter{children: make([]hotlimit.Refunder, len(children)), stateless: make([]bool, len(children))}
+	l := &Limiter{children: make([]hotlimit.Refunder, len(children)), stateless: make([]bool, len(children)), most: math.MaxInt}
 	for i, c := range children {
 		if isNil(c) {
 			return nil, fmt.Errorf("composite: child %d is nil: %w", i, hotlimit.ErrInvalidConfig)
@@ -55,6 +64,9 @@ func New(children ...hotlimit.Limiter) (*Limiter, error) {
 				i, c, hotlimit.ErrInvalidConfig)
 		}
 		l.children[i], l.stateless[i] = r, isStateless(r)
+		if b, ok := c.(hotlimit.Burster); ok {
+			l.most = min(l.most, b.Burst())
+		}
 	}
 	return l, nil
 }
@@ -134,6 +146,12 @@ func (l *Limiter) Allow(key string) bool {
 	return d.Allowed
 }
 
+// Burst returns the most requests one Take passes at once: the least of
+// its children's bursts, of those that say theirs (hotlimit.Burster; every
+// limiter of this module does). A Take of more is denied with RetryAfter
+// hotlimit.Never, without asking any child for it.
+func (l *Limiter) Burst() int { return l.most }
+
 // Take asks every child for n requests from key at once: all pass and stay
 // counted in every child, or none does and no child keeps any. Take(key, 0)
 // reports without changing anything; n < 0 is denied with RetryAfter
@@ -153,6 +171,14 @@ func (l *Limiter) Take(key string, n int) hotlimit.Decision {
 func (l *Limiter) TakeReceipt(key string, n int) (hotlimit.Decision, hotlimit.Receipt) {
 	if n < 1 {
 		return l.report(key, n, -1, hotlimit.Decision{}), hotlimit.Receipt{}
+	}
+	if n > l.most {
+		// Some child can never pass n: asking the children before it
+		// would take and refund, and one of them might deny first with a
+		// RetryAfter after which the request still could not pass.
+		d := l.report(key, 0, -1, hotlimit.Decision{})
+		d.Allowed, d.RetryAfter = false, hotlimit.Never
+		return d, hotlimit.Receipt{}
 	}
 	var receipts [MaxChildren]hotlimit.Receipt
 	var d hotlimit.Decision

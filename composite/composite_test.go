@@ -351,3 +351,27 @@ func TestExtremeClockDecisions(t *testing.T) {
 	}
 	limitertest.ExtremeClocks(t, newLimiter, time.Millisecond, time.Second, 24*time.Hour)
 }
+
+// TestBurstIsTheLeastOfTheChildren: a composite's burst is the least of
+// its children's, nested composites and an unlimited child included (an
+// unlimited child bounds nothing), and a Take of more than it is denied
+// with Never, no child asked for it, while one of it may pass.
+func TestBurstIsTheLeastOfTheChildren(t *testing.T) {
+	tb, err := tokenbucket.New(10, time.Second, hotlimit.WithBurst(7))
+	require.NoError(t, err)
+	fw, err := fixedwindow.New(9, time.Minute)
+	require.NoError(t, err)
+	u, err := unlimited.New()
+	require.NoError(t, err)
+	inner, err := composite.New(fw, u)
+	require.NoError(t, err)
+	c, err := composite.New(tb, inner)
+	require.NoError(t, err)
+	assert.Equal(t, 9, inner.Burst())
+	assert.Equal(t, 7, c.Burst())
+	d := c.Take("k", 8)
+	assert.False(t, d.Allowed)
+	assert.Equal(t, hotlimit.Never, d.RetryAfter)
+	assert.Zero(t, fw.Len(), "the fixed window was never asked for 8")
+	assert.True(t, c.Take("k", 7).Allowed)
+}

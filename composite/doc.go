@@ -36,7 +36,11 @@
 //     children after it are asked only for their state, not for the n
 //     requests (that would take), so after RetryAfter the request may be
 //     denied by another child: a waiting caller (see hotlimit.Wait) simply
-//     waits again.
+//     waits again. But a request of more than some child's burst (see
+//     hotlimit.Burster: every limiter of this module says its own) is
+//     denied with hotlimit.Never, every child reporting its state, none
+//     asked for n: no wait lets it pass, whichever child would deny it
+//     first.
 //   - ResetAfter: the largest of the children's.
 //
 // Take(key, 0) and Take(key, n < 0) report: every child is asked, none is

@@ -45,7 +45,7 @@ func (m *leafModel) add(key string, n int) {
 // flattened into their leaves in order: all of n pass every leaf or none
 // is counted by any; Limit and Remaining are the least Remaining's, the
 // first leaf on a tie; RetryAfter is the first denying leaf's, Never when n
-// is above that leaf's limit.
+// is above some leaf's limit.
 type compositeModel []*leafModel
 
 type modelDecision struct {
@@ -76,7 +76,11 @@ func (cm compositeModel) take(key string, n int) modelDecision {
 	}
 	d.allowed = denier < 0 && n >= 0
 	if denier >= 0 {
-		d.never = n < 0 || n > cm[denier].limit
+		most := math.MaxInt
+		for _, m := range cm {
+			most = min(most, m.limit)
+		}
+		d.never = n < 0 || n > most
 	}
 	return d
 }

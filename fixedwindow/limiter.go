@@ -207,6 +207,10 @@ func (l *Limiter) report(key string, n int) hotlimit.Decision {
 	return d
 }
 
+// Burst returns the most requests one Take passes at once: the limit; see
+// hotlimit.Burster.
+func (l *Limiter) Burst() int { return int(l.limit) }
+
 // Len returns the number of keys held. While keys are inserted or deleted,
 // it counts them one stripe of counters at a time, so it can be off by the
 // insertions and deletions made during the call.

@@ -1,6 +1,7 @@
 package redislimit_test
 
 import (
+	"context"
 	"testing"
 	"time"
 
@@ -40,4 +41,28 @@ func TestCompositeOfRedisAndMemory(t *testing.T) {
 	both.Refund("j", r)
 	assert.Equal(t, 2, inMemory.Take("j", 0).Remaining, "the memory child got its request back")
 	assert.Equal(t, 99, take(t, onRedis, "j", 0).Remaining, "Redis, on another clock, got nothing back")
+}
+
+// TestCompositeNeverOfARedisChild: a Redis limiter says its burst
+// (hotlimit.Burster), so a composite denies with Never, at once, a request
+// above it that a memory child asked first would only have delayed; Redis
+// is not asked for it.
+func TestCompositeNeverOfARedisChild(t *testing.T) {
+	srv := redistest.Start(t)
+	onRedis := newExact(t, newClient(t, srv), hotlimit.Config{Algorithm: hotlimit.FixedWindow, Limit: 3, Window: time.Hour})
+	assert.Equal(t, 3, onRedis.Burst())
+	inMemory, err := service.NewLimiter(hotlimit.Config{Algorithm: hotlimit.TokenBucket, Limit: 10, Window: time.Hour})
+	require.NoError(t, err)
+	both, err := composite.New(inMemory, onRedis)
+	require.NoError(t, err)
+	require.True(t, inMemory.Take("k", 8).Allowed)
+
+	d := both.Take("k", 4)
+	assert.False(t, d.Allowed)
+	assert.Equal(t, hotlimit.Never, d.RetryAfter)
+	assert.Equal(t, 3, take(t, onRedis, "k", 0).Remaining, "Redis was not asked for 4")
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	err = hotlimit.WaitN(ctx, both, "k", 4)
+	assert.ErrorIs(t, err, hotlimit.ErrNeverPasses)
 }

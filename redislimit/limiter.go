@@ -612,6 +612,12 @@ func Reason(err error) string {
 	return "error"
 }
 
+// Burst returns the most requests one Take passes at once: the burst (the
+// limit unless hotlimit.WithBurst or Config.Burst set it); see
+// hotlimit.Burster. A composite reads it to deny with hotlimit.Never,
+// without asking Redis, a request above it.
+func (l *Limiter) Burst() int { return int(l.burst) }
+
 // Len returns the number of keys this process holds: those holding a lease,
 // and those the [FailLocal] limiter decided while Redis was down, until
 // [Limiter.Sweep] evicts them. The keys' state is in Redis, which expires

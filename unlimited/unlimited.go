@@ -50,6 +50,10 @@ func (l *Limiter) TakeReceipt(key string, n int) (hotlimit.Decision, hotlimit.Re
 // Refund does nothing.
 func (*Limiter) Refund(string, hotlimit.Receipt) {}
 
+// Burst returns math.MaxInt: any count at once passes; see
+// hotlimit.Burster.
+func (*Limiter) Burst() int { return math.MaxInt }
+
 // Len returns 0: no key is held.
 func (*Limiter) Len() int { return 0 }
 
