@@ -2,6 +2,7 @@ package hotlimit_test
 
 import (
 	"context"
+	"math"
 	"slices"
 	"sync/atomic"
 	"testing"
@@ -139,7 +140,7 @@ func TestWaitTakesNothingUnlessItPasses(t *testing.T) {
 			assert.Contains(t, err.Error(), "would pass the context's deadline")
 			sameState(t, w, "k", waited, control, "a deadline before RetryAfter")
 
-			for _, n := range []int{w.capacity + 1, 6, -1, -1 << 62, 1 << 62} {
+			for _, n := range []int{w.capacity + 1, 6, -1, math.MinInt, math.MaxInt} {
 				err = hotlimit.WaitN(context.Background(), waited, "k", n, hotlimit.WithSleep(f.sleep))
 				assert.ErrorIs(t, err, hotlimit.ErrNeverPasses, "n %d", n)
 				sameState(t, w, "k", waited, control, "a request that never passes")
