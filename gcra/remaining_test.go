@@ -1,9 +1,7 @@
 package gcra_test
 
 import (
-	"slices"
 	"strconv"
-	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -43,27 +41,7 @@ func TestAllowRemainingLinearizable(t *testing.T) {
 		model.Take("k", 5, 0)
 		want := model.Take("k", 0, now.Load()).Remaining
 		require.Equal(t, 3, want)
-		start := make(chan struct{})
-		got := make(chan int, goroutines*4)
-		var wg sync.WaitGroup
-		for range goroutines {
-			wg.Go(func() {
-				<-start
-				for range 4 {
-					if ok, rem := lim.AllowRemaining("k"); ok {
-						got <- rem
-					}
-				}
-			})
-		}
-		close(start)
-		wg.Wait()
-		close(got)
-		var rems []int
-		for r := range got {
-			rems = append(rems, r)
-		}
-		slices.Sort(rems)
+		rems := limitertest.RaceAllowRemaining(lim.AllowRemaining, "k", goroutines, 4)
 		require.Equal(t, []int{0, 1, 2}, rems, "round %d: Remaining values of the admissions", round)
 	}
 }

@@ -1,9 +1,7 @@
 package slidingcounter_test
 
 import (
-	"slices"
 	"strconv"
-	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -44,27 +42,7 @@ func TestAllowRemainingLinearizable(t *testing.T) {
 		now.Store(int64(1250 * time.Millisecond))
 		want := model.Take("k", 0, now.Load()).Remaining
 		require.Equal(t, 5, want)
-		start := make(chan struct{})
-		got := make(chan int, goroutines*4)
-		var wg sync.WaitGroup
-		for range goroutines {
-			wg.Go(func() {
-				<-start
-				for range 4 {
-					if ok, rem := lim.AllowRemaining("k"); ok {
-						got <- rem
-					}
-				}
-			})
-		}
-		close(start)
-		wg.Wait()
-		close(got)
-		var rems []int
-		for r := range got {
-			rems = append(rems, r)
-		}
-		slices.Sort(rems)
+		rems := limitertest.RaceAllowRemaining(lim.AllowRemaining, "k", goroutines, 4)
 		require.Equal(t, []int{0, 1, 2, 3, 4}, rems, "round %d: Remaining values of the admissions", round)
 	}
 }

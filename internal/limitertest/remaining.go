@@ -2,6 +2,8 @@ package limitertest
 
 import (
 	"math/rand/v2"
+	"slices"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -59,4 +61,35 @@ func AllowRemainingAgreesWithTake(t *testing.T, newLimiter Constructor, limit in
 	assert.Positive(t, allowed)
 	assert.Positive(t, denied)
 	assert.Zero(t, testing.AllocsPerRun(100, func() { a.AllowRemaining("k") }), "allocations")
+}
+
+// RaceAllowRemaining releases goroutines at once on key, each calling
+// allowRemaining (a limiter's AllowRemaining) tries times, and returns the
+// Remaining values of the calls that passed, sorted. Under a frozen clock
+// they must be what a sequential caller would see, each once: from the
+// key's Remaining before the race, less one, down to 0 when the race drains
+// it.
+func RaceAllowRemaining(allowRemaining func(key string) (bool, int), key string, goroutines, tries int) []int {
+	start := make(chan struct{})
+	got := make(chan int, goroutines*tries)
+	var wg sync.WaitGroup
+	for range goroutines {
+		wg.Go(func() {
+			<-start
+			for range tries {
+				if ok, rem := allowRemaining(key); ok {
+					got <- rem
+				}
+			}
+		})
+	}
+	close(start)
+	wg.Wait()
+	close(got)
+	var rems []int
+	for r := range got {
+		rems = append(rems, r)
+	}
+	slices.Sort(rems)
+	return rems
 }
