@@ -301,13 +301,17 @@ type Selector func(fullMethod string) bool
 // "grpc.health.v1.Health/Check", no health service, so a server with
 // grpc.UnknownServiceHandler (a proxy) keeps limiting such paths.
 func HealthAndReflection(fullMethod string) bool {
-	service, method, ok := strings.Cut(strings.TrimPrefix(fullMethod, "/"), "/")
-	if !ok || method == "" || strings.IndexByte(method, '/') >= 0 || !strings.HasPrefix(fullMethod, "/") {
-		return false
-	}
-	switch service {
-	case "grpc.health.v1.Health", "grpc.reflection.v1.ServerReflection", "grpc.reflection.v1alpha.ServerReflection":
-		return true
+	for _, service := range exemptServices {
+		if method, ok := strings.CutPrefix(fullMethod, service); ok {
+			return method != "" && strings.IndexByte(method, '/') < 0
+		}
 	}
 	return false
+}
+
+// exemptServices are the path prefixes of HealthAndReflection's services.
+var exemptServices = [...]string{
+	"/grpc.health.v1.Health/",
+	"/grpc.reflection.v1.ServerReflection/",
+	"/grpc.reflection.v1alpha.ServerReflection/",
 }

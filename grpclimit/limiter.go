@@ -152,18 +152,34 @@ var (
 // Selector that panics exempts nothing, and fails the call as a panicking
 // key function does (codes.Internal, nil under dry run).
 func (l *limiter) admit(ctx context.Context, method string, req any) (v verdict, exempt bool) {
-	if l.o.exempt != nil {
-		ex, err := l.exempts(method)
-		if err != nil {
-			v.e = Event{FullMethod: method, DryRun: l.o.dryRun}
-			l.fail(&v, err)
-			return v, false
-		}
-		if ex {
-			return v, true
-		}
+	switch ex, err := l.exemption(method); {
+	case err != nil:
+		return l.failed(method, err), false
+	case ex:
+		return v, true
 	}
 	return l.decide(ctx, method, req, false), false
+}
+
+// failed is the verdict of a call of method whose exemption could not be
+// decided: err fails it (codes.Internal, nil under dry run).
+func (l *limiter) failed(method string, err error) (v verdict) {
+	v.e = Event{FullMethod: method, DryRun: l.o.dryRun}
+	l.fail(&v, err)
+	return v
+}
+
+// exemption reports whether method is exempt: by HealthAndReflection, the
+// default, which cannot panic, asked directly, or by the Selector given,
+// whose panic is recovered as err.
+func (l *limiter) exemption(method string) (exempt bool, err error) {
+	switch {
+	case l.o.exemptOwn:
+		return HealthAndReflection(method), nil
+	case l.o.exempt != nil:
+		return l.exempts(method)
+	}
+	return false, nil
 }
 
 // exempts asks the Selector about method, recovering its panic as err.
@@ -245,9 +261,14 @@ func (l *limiter) unary(ctx context.Context, req any, info *grpc.UnaryServerInfo
 	if info != nil {
 		method = info.FullMethod
 	}
-	v, exempt := l.admit(ctx, method, req)
-	if exempt {
+	var v verdict
+	switch ex, err := l.exemption(method); {
+	case err != nil:
+		v = l.failed(method, err)
+	case ex:
 		return handler(ctx, req)
+	default:
+		v = l.decide(ctx, method, req, false)
 	}
 	l.observe(&v)
 	// Setting metadata fails only without a transport stream, as in a

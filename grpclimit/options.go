@@ -45,18 +45,21 @@ type Event struct {
 type Option func(*options)
 
 type options struct {
-	user     KeyFunc
-	api      KeyFunc
-	exempt   Selector
-	name     func(hotlimit.Config) string
-	observe  func(Event)
-	dryRun   bool
-	messages bool
-	headers  bool
+	user   KeyFunc
+	api    KeyFunc
+	exempt Selector
+	// exemptOwn is set while exempt is HealthAndReflection, the default,
+	// which cannot panic: the call then asks it without a recovery.
+	exemptOwn bool
+	name      func(hotlimit.Config) string
+	observe   func(Event)
+	dryRun    bool
+	messages  bool
+	headers   bool
 }
 
 func newOptions(user KeyFunc, opts []Option) options {
-	o := options{user: user, api: FullMethod, exempt: HealthAndReflection, headers: true}
+	o := options{user: user, api: FullMethod, exempt: HealthAndReflection, exemptOwn: true, headers: true}
 	for _, opt := range opts {
 		if opt != nil {
 			opt(&o)
@@ -96,7 +99,7 @@ func WithAPI(f KeyFunc) Option {
 // which f panics is not exempt: it fails with codes.Internal, as with a
 // panicking key function (it proceeds under dry run).
 func WithExempt(f Selector) Option {
-	return func(o *options) { o.exempt = f }
+	return func(o *options) { o.exempt, o.exemptOwn = f, false }
 }
 
 // WithPolicyName names policies in the RateLimit fields and the QuotaFailure
