@@ -46,18 +46,17 @@ func Wait(ctx context.Context, l Limiter, key string, opts ...WaitOption) error 
 // nil at once, without asking l (there is nothing to wait for, even where l
 // would report the key denied).
 //
-// When l is a [ContextTaker] (redislimit's limiters), WaitN asks it with
+// When l is a [ContextTaker] (redislimit's limiters, a composite, which
+// passes ctx to its children that take one), WaitN asks it with
 // TakeContext under ctx, so that ctx also bounds each decision's round trip.
-// A composite is not one: its children decide without ctx, each bounded by
-// its own timeout (a service rule of several limits passes ctx to each).
 // A decision its failure policy made when the backend failed counts as any
 // other while ctx lasts: one that passes ends the wait (as it would pass a
 // call of Take), one that denies is waited out, and the backend's error is
 // kept for the error WaitN returns if the wait then cannot succeed. A pass
 // that comes with an error once ctx has ended is no pass: the limiter could
 // not decide for a caller that has left, and counted the request nowhere (a
-// service rule of several limits gives back what the others took, see
-// service.Service.TakeContext), so WaitN returns an error wrapping both
+// composite, or a service rule of several limits, gives back what the
+// others took, see service.Service.TakeContext), so WaitN returns an error wrapping both
 // ctx.Err() and the limiter's, as the gateways answer such a request
 // without serving it. (A failure policy that counts in memory instead, as
 // redislimit's FailLocal does, keeps that count.)

@@ -1,6 +1,8 @@
 package composite
 
 import (
+	"context"
+	"errors"
 	"fmt"
 	"math"
 	"reflect"
@@ -18,6 +20,10 @@ const MaxChildren = 16
 // documentation. Build it with New. It is safe for concurrent use.
 type Limiter struct {
 	children []hotlimit.Refunder
+	// withContext[i] is children[i] when it takes a context
+	// (hotlimit.ContextRefunder: redislimit's limiters, a composite), else
+	// nil. The methods that take a context ask those children under it.
+	withContext []hotlimit.ContextRefunder
 	// stateless[i] is set when children[i] keeps no state: an unlimited
 	// limiter, or a composite of such children (to any depth). Its receipt
 	// holds no clock reading, and its refund does nothing.
@@ -30,8 +36,10 @@ type Limiter struct {
 }
 
 var (
-	_ hotlimit.Refunder = (*Limiter)(nil)
-	_ hotlimit.Burster  = (*Limiter)(nil)
+	_ hotlimit.Refunder        = (*Limiter)(nil)
+	_ hotlimit.Burster         = (*Limiter)(nil)
+	_ hotlimit.ContextTaker    = (*Limiter)(nil)
+	_ hotlimit.ContextRefunder = (*Limiter)(nil)
 )
 
 // New returns a composite of children, asked in the order given (put the
@@ -48,7 +56,12 @@ func New(children ...hotlimit.Limiter) (*Limiter, error) {
 	if len(children) == 0 || len(children) > MaxChildren {
 		return nil, fmt.Errorf("composite: %d children out of range [1, %d]: %w", len(children), MaxChildren, hotlimit.ErrInvalidConfig)
 	}
-	l := &Limiter{children: make([]hotlimit.Refunder, len(children)), stateless: make([]bool, len(children)), most: math.MaxInt}
+	l := &Limiter{
+		children:    make([]hotlimit.Refunder, len(children)),
+		withContext: make([]hotlimit.ContextRefunder, len(children)),
+		stateless:   make([]bool, len(children)),
+		most:        math.MaxInt,
+	}
 	for i, c := range children {
 		if isNil(c) {
 			return nil, fmt.Errorf("composite: child %d is nil: %w", i, hotlimit.ErrInvalidConfig)
@@ -64,6 +77,7 @@ func New(children ...hotlimit.Limiter) (*Limiter, error) {
 				i, c, hotlimit.ErrInvalidConfig)
 		}
 		l.children[i], l.stateless[i] = r, isStateless(r)
+		l.withContext[i], _ = c.(hotlimit.ContextRefunder)
 		if b, ok := c.(hotlimit.Burster); ok {
 			l.most = min(l.most, b.Burst())
 		}
@@ -169,45 +183,124 @@ func (l *Limiter) Take(key string, n int) hotlimit.Decision {
 // time of a receipt could then keep that child from being given back what it
 // never counted. Give them back with Refund.
 func (l *Limiter) TakeReceipt(key string, n int) (hotlimit.Decision, hotlimit.Receipt) {
+	d, r, _ := l.takeReceipt(nil, key, n)
+	return d, r
+}
+
+// TakeContext is Take under ctx: the children that take a context
+// (hotlimit.ContextTaker: redislimit's limiters, a composite of them) are
+// asked under it, so that its deadline bounds their round trips, and the
+// error joins theirs; see TakeReceiptContext.
+func (l *Limiter) TakeContext(ctx context.Context, key string, n int) (hotlimit.Decision, error) {
+	d, _, err := l.takeReceipt(ctx, key, n)
+	return d, err
+}
+
+// TakeReceiptContext is TakeReceipt under ctx. The children that take a
+// context (hotlimit.ContextRefunder) are asked under it, and, when another
+// child denies, give back under it without its cancellation, so that a
+// denial gives back what it can even while the request is being cancelled.
+// The other children are asked as TakeReceipt asks them. The error joins
+// the children's: a child that could not decide (ctx ended, its backend
+// failed) made its failure policy's decision instead, which the composite
+// uses as any other.
+//
+// When ctx has ended by the time every child admitted the request and some
+// child could not decide (so its failure policy passed the request without
+// counting it), every child gives back what it took, as on a denial: the
+// request has ended, will not be served, and so counts nowhere. The
+// Decision then still reads Allowed, the receipt is the zero Receipt, and
+// the error says so and wraps ctx.Err(), as a service rule of several limits
+// does (see service.Service.TakeContext); hotlimit.WaitN reads such a pass
+// as no pass.
+//
+// A ctx of nil is context.Background().
+func (l *Limiter) TakeReceiptContext(ctx context.Context, key string, n int) (hotlimit.Decision, hotlimit.Receipt, error) {
+	if ctx == nil {
+		ctx = context.Background()
+	}
+	return l.takeReceipt(ctx, key, n)
+}
+
+// takeReceipt is TakeReceipt, under ctx when ctx is not nil (see
+// TakeReceiptContext).
+func (l *Limiter) takeReceipt(ctx context.Context, key string, n int) (hotlimit.Decision, hotlimit.Receipt, error) {
+	var errs []error
 	if n < 1 {
-		return l.report(key, n, -1, hotlimit.Decision{}), hotlimit.Receipt{}
+		d := l.report(ctx, key, n, -1, hotlimit.Decision{}, &errs)
+		return d, hotlimit.Receipt{}, errors.Join(errs...)
 	}
 	if n > l.most {
 		// Some child can never pass n: asking the children before it
 		// would take and refund, and one of them might deny first with a
 		// RetryAfter after which the request still could not pass.
-		d := l.report(key, 0, -1, hotlimit.Decision{})
+		d := l.report(ctx, key, 0, -1, hotlimit.Decision{}, &errs)
 		d.Allowed, d.RetryAfter = false, hotlimit.Never
-		return d, hotlimit.Receipt{}
+		return d, hotlimit.Receipt{}, errors.Join(errs...)
 	}
 	var receipts [MaxChildren]hotlimit.Receipt
 	var d hotlimit.Decision
+	failed := false // some child could not decide: its failure policy did
 	for i, c := range l.children {
-		cd, r := c.TakeReceipt(key, n)
+		var cd hotlimit.Decision
+		var r hotlimit.Receipt
+		if cc := l.withContext[i]; ctx != nil && cc != nil {
+			var err error
+			cd, r, err = cc.TakeReceiptContext(ctx, key, n)
+			if err != nil {
+				errs, failed = append(errs, err), true
+			}
+		} else {
+			cd, r = c.TakeReceipt(key, n)
+		}
 		if !cd.Allowed {
 			// Give back what the children before it took, in reverse
 			// order, each with its own receipt: right after its Take, a
 			// refund restores the child (see the package documentation).
-			for j := i - 1; j >= 0; j-- {
-				l.children[j].Refund(key, receipts[j])
-			}
+			errs = l.giveBack(ctx, key, i, &receipts, errs)
 			// The others as they are now: the refunded ones restored,
 			// the later ones not asked for n (that would take); the
 			// denier's own decision in its place, so that a tie goes to
 			// the first child.
-			rd := l.report(key, 0, i, cd)
+			rd := l.report(ctx, key, 0, i, cd, &errs)
 			rd.Allowed, rd.RetryAfter = false, cd.RetryAfter
-			return rd, hotlimit.Receipt{}
+			return rd, hotlimit.Receipt{}, errors.Join(errs...)
 		}
 		receipts[i] = r
 		d = merge(d, cd, i == 0)
 	}
 	d.Allowed, d.RetryAfter = true, 0
+	if failed && ctx.Err() != nil {
+		// The request ended while a child could not decide, which passed
+		// it by its failure policy, counting nothing: its caller will not
+		// serve it, so the children that counted it give it back too. A
+		// failed child's receipt is given back as well: the zero Receipt,
+		// a no-op, unless that child counted after all.
+		errs = l.giveBack(ctx, key, len(l.children), &receipts, errs)
+		errs = append(errs, fmt.Errorf("composite: the request ended while a child could not decide, and was given back: %w", ctx.Err()))
+		return d, hotlimit.Receipt{}, errors.Join(errs...)
+	}
 	at, ok := l.earliest(&receipts)
 	if !ok {
-		return d, hotlimit.Receipt{}
+		return d, hotlimit.Receipt{}, errors.Join(errs...)
 	}
-	return d, hotlimit.Receipt{N: n, At: at}
+	return d, hotlimit.Receipt{N: n, At: at}, errors.Join(errs...)
+}
+
+// giveBack refunds, in reverse order, what each of the first upto children
+// took, with its own receipt, those that take a context under ctx (when not
+// nil) without its cancellation; it returns errs with their errors.
+func (l *Limiter) giveBack(ctx context.Context, key string, upto int, receipts *[MaxChildren]hotlimit.Receipt, errs []error) []error {
+	for j := upto - 1; j >= 0; j-- {
+		if cc := l.withContext[j]; ctx != nil && cc != nil {
+			if err := cc.RefundContext(context.WithoutCancel(ctx), key, receipts[j]); err != nil {
+				errs = append(errs, err)
+			}
+		} else {
+			l.children[j].Refund(key, receipts[j])
+		}
+	}
+	return errs
 }
 
 // earliest returns the time of a receipt of the children's receipts: the
@@ -242,12 +335,21 @@ func (l *Limiter) earliest(receipts *[MaxChildren]hotlimit.Receipt) (int64, bool
 // report asks every child for Take(key, n) with n ≤ 0, which changes
 // nothing, but the known-th (none when known < 0), whose decision is given
 // as kd, and merges their decisions in the children's order: Allowed if all
-// are, the largest RetryAfter.
-func (l *Limiter) report(key string, n, known int, kd hotlimit.Decision) hotlimit.Decision {
+// are, the largest RetryAfter. The children that take a context are asked
+// under ctx when it is not nil, their errors appended to errs.
+func (l *Limiter) report(ctx context.Context, key string, n, known int, kd hotlimit.Decision, errs *[]error) hotlimit.Decision {
 	d := hotlimit.Decision{Allowed: true}
 	for i, c := range l.children {
 		cd := kd
-		if i != known {
+		switch cc := l.withContext[i]; {
+		case i == known:
+		case ctx != nil && cc != nil:
+			var err error
+			cd, _, err = cc.TakeReceiptContext(ctx, key, n) // n ≤ 0 takes nothing
+			if err != nil {
+				*errs = append(*errs, err)
+			}
+		default:
 			cd = c.Take(key, n)
 		}
 		d = merge(d, cd, i == 0)
@@ -281,6 +383,30 @@ func (l *Limiter) Refund(key string, r hotlimit.Receipt) {
 	for _, c := range l.children {
 		c.Refund(key, r)
 	}
+}
+
+// RefundContext is Refund under ctx: the children that take a context
+// (hotlimit.ContextRefunder) give back under it, the others as Refund asks
+// them. Every child is given r whatever the others answer; the error joins
+// theirs. A ctx of nil is context.Background().
+func (l *Limiter) RefundContext(ctx context.Context, key string, r hotlimit.Receipt) error {
+	if r.N < 1 {
+		return nil
+	}
+	if ctx == nil {
+		ctx = context.Background()
+	}
+	var errs []error
+	for i, c := range l.children {
+		if cc := l.withContext[i]; cc != nil {
+			if err := cc.RefundContext(ctx, key, r); err != nil {
+				errs = append(errs, err)
+			}
+		} else {
+			c.Refund(key, r)
+		}
+	}
+	return errors.Join(errs...)
 }
 
 // Len returns the keys held by the children that report it (as the

@@ -70,6 +70,19 @@
 // in-memory children (a service.Service rule of several limits keeps each
 // limit's own receipt instead).
 //
+// # Contexts
+//
+// A composite is a hotlimit.ContextTaker and a hotlimit.ContextRefunder:
+// TakeContext, TakeReceiptContext and RefundContext ask the children that
+// take a context (redislimit's limiters, a composite of them) under the
+// caller's, so that its deadline bounds their round trips, and join their
+// errors; hotlimit.WaitN calls them so, as does a service.Service rule whose
+// limiter is a composite. A denial's give-back runs without the context's
+// cancellation, so that a request being cancelled still gives back what it
+// took, and a request that ended while a child could not decide (its failure
+// policy passed it) is given back by every child. Allow, Take, TakeReceipt
+// and Refund ask every child without a context.
+//
 // A Limiter is safe for concurrent use; on keys its children already hold,
 // Allow, Take, TakeReceipt and Refund allocate nothing.
 package composite
