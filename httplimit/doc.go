@@ -47,7 +47,8 @@
 // Every response carries the two fields of the IETF draft "RateLimit header
 // fields for HTTP" (draft-ietf-httpapi-ratelimit-headers), as Structured
 // Field lists of one item each, except one to an allow-listed caller (a rule
-// of [hotlimit.Unlimited]), which no quota limits:
+// of [hotlimit.Unlimited]), which no quota limits, and one under a rule
+// whose every limit is in shadow mode (Config.Shadow), which never denies:
 //
 //	RateLimit-Policy: "fixedwindow-3-1s";q=3;w=1
 //	RateLimit: "fixedwindow-3-1s";r=2;t=1
@@ -80,7 +81,9 @@
 // a rule that differ only in their scope would share a name: the one that
 // counts per user, api or everyone is then named with its scope too, as
 // "fixedwindow-10-1m-user", in every response of the rule. Limits in
-// shadow mode are not advertised. The legacy fields, which hold one
+// shadow mode are not advertised, even when the rule has no other (their
+// numbers would pace clients by a limit nobody enforces); the observer
+// still sees their decisions. The legacy fields, which hold one
 // number each, carry the deciding policy's. Retry-After is the rule's: a
 // denied request waits for the limit that denied it.
 //
