@@ -162,9 +162,22 @@
 // allowed and denied requests per policy in Prometheus or OpenTelemetry is one
 // counter increment in that function; this package depends on neither.
 //
+// # Panics
+//
+// The middleware recovers no panic of the functions it is given (the key
+// functions, WithExempt's, WithPolicyName's, the observer, the deny
+// handler): like a panic of the handler behind it, it reaches net/http,
+// which logs it and drops the connection (or resets the HTTP/2 stream), so
+// the client gets no response. A key function or the exempt function runs
+// before anything is taken; the policy name function (asked for each
+// Config until it returns a name, which is then kept) and the observer run
+// after the decision, so a panic of either on an allowed request leaves
+// its quota spent on a request that is not served. A denied request took
+// nothing, whatever panics.
+//
 // # Cost
 //
-// The middleware adds one TakePolicyContext on the service, a few map
+// The middleware adds one TakeEach on the service, a few map
 // assignments in the response header and two allocations: the per-request
 // header text (one string holding every number) and the slice that backs the
 // header values. ClientIP's tagged key is built once per client seen lately
