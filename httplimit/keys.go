@@ -81,6 +81,12 @@ func ContextValue(key any) KeyFunc {
 // cannot collide with the tagged keys of this package. A nil f finds no key,
 // and so does an empty key from f, as an empty header does: every such
 // request would otherwise share the one key kind ":".
+//
+// Keys are kept as f returns them, for as long as their state: unlike
+// [Header], Tag does not bound them. When f reads a value the client
+// chooses (a cookie, a query parameter), bound it in f, as Header does
+// with a digest, or a client sending a new value of most of a megabyte
+// with each request pins that much per request.
 func Tag(kind string, f KeyFunc) KeyFunc {
 	prefix := kind + ":"
 	return func(r *http.Request) (string, bool) {
