@@ -47,7 +47,8 @@
 // Every response carries the two fields of the IETF draft "RateLimit header
 // fields for HTTP" (draft-ietf-httpapi-ratelimit-headers), as Structured
 // Field lists of one item each, except one to an allow-listed caller (a rule
-// of [hotlimit.Unlimited]), which no quota limits:
+// of [hotlimit.Unlimited]), which no quota limits, and one under a rule
+// whose every limit is in shadow mode (Config.Shadow), which never denies:
 //
 //	RateLimit-Policy: "fixedwindow-3-1s";q=3;w=1
 //	RateLimit: "fixedwindow-3-1s";r=2;t=1
@@ -80,7 +81,9 @@
 // a rule that differ only in their scope would share a name: the one that
 // counts per user, api or everyone is then named with its scope too, as
 // "fixedwindow-10-1m-user", in every response of the rule. Limits in
-// shadow mode are not advertised. The legacy fields, which hold one
+// shadow mode are not advertised, even when the rule has no other (their
+// numbers would pace clients by a limit nobody enforces); the observer
+// still sees their decisions. The legacy fields, which hold one
 // number each, carry the deciding policy's. Retry-After is the rule's: a
 // denied request waits for the limit that denied it.
 //
@@ -159,9 +162,22 @@
 // allowed and denied requests per policy in Prometheus or OpenTelemetry is one
 // counter increment in that function; this package depends on neither.
 //
+// # Panics
+//
+// The middleware recovers no panic of the functions it is given (the key
+// functions, WithExempt's, WithPolicyName's, the observer, the deny
+// handler): like a panic of the handler behind it, it reaches net/http,
+// which logs it and drops the connection (or resets the HTTP/2 stream), so
+// the client gets no response. A key function or the exempt function runs
+// before anything is taken; the policy name function (asked for each
+// Config until it returns a name, which is then kept) and the observer run
+// after the decision, so a panic of either on an allowed request leaves
+// its quota spent on a request that is not served. A denied request took
+// nothing, whatever panics.
+//
 // # Cost
 //
-// The middleware adds one TakePolicyContext on the service, a few map
+// The middleware adds one TakeEach on the service, a few map
 // assignments in the response header and two allocations: the per-request
 // header text (one string holding every number) and the slice that backs the
 // header values. ClientIP's tagged key is built once per client seen lately

@@ -81,6 +81,12 @@ func ContextValue(key any) KeyFunc {
 // cannot collide with the tagged keys of this package. A nil f finds no key,
 // and so does an empty key from f, as an empty header does: every such
 // request would otherwise share the one key kind ":".
+//
+// Keys are kept as f returns them, for as long as their state: unlike
+// [Header], Tag does not bound them. When f reads a value the client
+// chooses (a cookie, a query parameter), bound it in f, as Header does
+// with a digest, or a client sending a new value of most of a megabyte
+// with each request pins that much per request.
 func Tag(kind string, f KeyFunc) KeyFunc {
 	prefix := kind + ":"
 	return func(r *http.Request) (string, bool) {
@@ -122,7 +128,10 @@ func FirstOf(fns ...KeyFunc) KeyFunc {
 // cleaned path longer than 256 bytes is kept as its first 256 bytes, " sha256:"
 // and the hex digest of the whole path, so that a client inventing huge
 // paths cannot make each key pin that much memory, while distinct paths keep
-// distinct keys. It finds no key only for a request without a URL.
+// distinct keys. It finds no key only for a request without a URL. A
+// CONNECT request that mux redirects to its path and a slash counts as one
+// mux does not route: for that redirect alone, ServeMux names the path the
+// client sent, not a pattern.
 //
 // The API follows the route that serves the request, however the client
 // spells the path: a ServeMux routes "/%6Cogin" and "/login?a=1" to
@@ -150,7 +159,7 @@ func RoutePattern(mux *http.ServeMux) KeyFunc {
 		// ("/api/" handing its subtree to it) has set r.Pattern to its own,
 		// coarser route, while mux is the one that serves the request.
 		if mux != nil && r.URL != nil {
-			if _, p := mux.Handler(r); p != "" {
+			if _, p := mux.Handler(r); p != "" && !connectRedirect(r, p) {
 				return p, true
 			}
 		}
@@ -162,6 +171,20 @@ func RoutePattern(mux *http.ServeMux) KeyFunc {
 		}
 		return boundPath(cleanPath(r.URL.Path)), true
 	}
+}
+
+// connectRedirect reports whether p, which a ServeMux's Handler returned
+// for r, is the path of a trailing-slash redirect rather than a pattern. A
+// ServeMux gives a pattern for every route and redirect it finds, except
+// for a CONNECT request whose path, with a slash appended, matches a
+// route: it redirects there and gives that path, path.Clean'd, as the
+// pattern. The client chose it, and it may be most of a megabyte, so it is
+// no API key; the mux answers the request itself, as one it does not route.
+// No pattern equals a path it does not match ("/a/" matches no "/a").
+func connectRedirect(r *http.Request, p string) bool {
+	path := r.URL.Path
+	return r.Method == http.MethodConnect && strings.HasPrefix(path, "/") && !strings.HasSuffix(path, "/") &&
+		len(p) > 1 && p[len(p)-1] == '/' && p[:len(p)-1] == cleanPath(path)
 }
 
 // maxPathKey is the longest path that the path fallback keeps as it is.

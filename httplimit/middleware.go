@@ -230,12 +230,14 @@ func (h *handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	at := func(i int) hotlimit.Config { return each[i].Config }
 	p := h.policies.InRule(c, len(each), at)
 	deny := !d.Allowed && !h.opts.dryRun
-	if c.Algorithm != hotlimit.Unlimited || deny {
+	if transport.Advertised(c) || deny {
 		// An allow-listed caller has no quota to advertise: its fields
-		// would read q=0 beside the largest r.
+		// would read q=0 beside the largest r. Nor does a rule whose
+		// every limit is in shadow mode: its numbers would pace clients
+		// by a limit nobody enforces.
 		setHeaders(w.Header(), p, d, h.opts.legacy, deny)
 		for _, ld := range each[1:] {
-			if ld.Config.Algorithm != hotlimit.Unlimited {
+			if transport.Advertised(ld.Config) {
 				appendItems(w.Header(), h.policies.InRule(ld.Config, len(each), at), ld.Decision)
 			}
 		}

@@ -99,6 +99,16 @@ func CeilSeconds(d time.Duration) int64 {
 	return s
 }
 
+// Advertised reports whether the RateLimit fields advertise c: not when
+// it is Unlimited (an allow-listed caller has no quota; its fields would
+// read q=0 beside the largest r) or in shadow mode (it never denies, and
+// its numbers would pace clients by a limit nobody enforces).
+// service.Service.TakeEach leaves shadow limits out of a rule that has
+// others, but lists them when every limit of the rule is in shadow mode.
+func Advertised(c hotlimit.Config) bool {
+	return c.Algorithm != hotlimit.Unlimited && !c.Shadow
+}
+
 // Policy is what the RateLimit fields say about one Config, formatted once.
 type Policy struct {
 	Config hotlimit.Config

@@ -123,3 +123,16 @@ func TestRateText(t *testing.T) {
 		}
 	}
 }
+
+// TestAdvertisedLeavesOutUnlimitedAndShadowLimits: the gateways advertise
+// a limit that enforces a quota, whatever its scope, and neither an
+// allow-listed caller's nor one in shadow mode.
+func TestAdvertisedLeavesOutUnlimitedAndShadowLimits(t *testing.T) {
+	c := hotlimit.Config{Algorithm: hotlimit.FixedWindow, Limit: 1, Window: time.Second}
+	assert.True(t, Advertised(c))
+	c.Scope = hotlimit.PerUser
+	assert.True(t, Advertised(c))
+	c.Shadow = true
+	assert.False(t, Advertised(c), "a limit in shadow mode enforces nothing")
+	assert.False(t, Advertised(hotlimit.Config{Algorithm: hotlimit.Unlimited}), "an allow-listed caller has no quota")
+}

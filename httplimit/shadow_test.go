@@ -1,0 +1,52 @@
+package httplimit_test
+
+import (
+	"net/http"
+	"net/http/httptest"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/hotlimit/hotlimit"
+	"github.com/hotlimit/hotlimit/httplimit"
+	"github.com/hotlimit/hotlimit/service"
+)
+
+// TestShadowOnlyRuleAdvertisesNothing: a rule whose every limit is in
+// shadow mode, one a minute (and two a minute beside it), over a real
+// connection. Shadow mode never denies, but the responses advertised the
+// shadow limit, r=0;t=60 from the second request on, with the legacy
+// X-RateLimit-Remaining: 0: a client that paces itself by the fields
+// waited a minute for a limit nobody enforces, so trying a limit in shadow
+// mode changed what clients do. Now a limit in shadow mode is never
+// advertised, as the package doc says: every request passes with no
+// RateLimit field, and the observer still sees each decision.
+func TestShadowOnlyRuleAdvertisesNothing(t *testing.T) {
+	one, two := cfg(hotlimit.FixedWindow, 1, time.Minute), cfg(hotlimit.FixedWindow, 2, time.Minute)
+	one.Shadow, two.Shadow = true, true
+	for _, rule := range []service.Limits{{one}, {one, two}} {
+		svc, err := service.NewFromRules(service.Rules{Default: rule})
+		require.NoError(t, err)
+		var events []httplimit.Event
+		srv := httptest.NewServer(httplimit.New(svc, httplimit.WithLegacyHeaders(true),
+			httplimit.WithObserver(func(e httplimit.Event) { events = append(events, e) }))(ok))
+		for i := range 3 {
+			resp, err := http.Get(srv.URL + "/x")
+			require.NoError(t, err)
+			require.NoError(t, resp.Body.Close())
+			assert.Equal(t, http.StatusOK, resp.StatusCode, "%v request %d: shadow mode never denies", rule, i)
+			for _, k := range []string{"RateLimit", "RateLimit-Policy", "X-RateLimit-Limit", "X-RateLimit-Remaining", "X-RateLimit-Reset", "Retry-After"} {
+				assert.Empty(t, resp.Header.Values(k), "%v request %d: %s advertises a limit in shadow mode", rule, i, k)
+			}
+		}
+		srv.Close()
+		require.Len(t, events, 3, "%v", rule)
+		for i, e := range events {
+			assert.True(t, e.Config.Shadow, "%v event %d: the observer is told of the shadow limit", rule, i)
+			assert.True(t, e.Decision.Allowed, "%v event %d", rule, i)
+		}
+		assert.Zero(t, events[2].Decision.Remaining, "%v: the shadow limit counted the requests", rule)
+	}
+}
