@@ -85,7 +85,9 @@
 //
 // Every response to a call that a limiter decided carries two metadata
 // entries, but one to an allow-listed caller (a rule of
-// [hotlimit.Unlimited], which no quota limits); an exempt method, a limiter
+// [hotlimit.Unlimited], which no quota limits) and one under a rule whose
+// every limit is in shadow mode (which never denies: its numbers would pace
+// clients by a limit nobody enforces); an exempt method, a limiter
 // that failed (codes.Internal) and a call that ended before its decision
 // (see Failures) carry none. The entries are the items of the IETF draft
 // "RateLimit header fields for HTTP" (draft-ietf-httpapi-ratelimit-headers)

@@ -209,11 +209,14 @@ func (l *limiter) observe(v *verdict) {
 }
 
 // header returns the RateLimit metadata of a call that proceeds, or nil when
-// there is none to send: with the metadata off, when the limiter failed, and
-// for an allow-listed caller (an Unlimited rule), which has no quota to
-// advertise (its metadata would read q=0 beside the largest r).
+// there is none to send: with the metadata off, when the limiter failed, for
+// an allow-listed caller (an Unlimited rule), which has no quota to
+// advertise (its metadata would read q=0 beside the largest r), and under a
+// rule whose every limit is in shadow mode, whose numbers would pace clients
+// by a limit nobody enforces. A limit in shadow mode beside others is left
+// out of their items for the same reason.
 func (l *limiter) header(v *verdict) metadata.MD {
-	if !l.o.headers || v.policy == nil || v.policy.Config.Algorithm == hotlimit.Unlimited {
+	if !l.o.headers || v.policy == nil || !transport.Advertised(v.policy.Config) {
 		return nil
 	}
 	md := rateLimitMD(v.policy, v.e.Decision)
@@ -224,7 +227,7 @@ func (l *limiter) header(v *verdict) metadata.MD {
 		return v.others[i-1].Config
 	}
 	for _, ld := range v.others {
-		if ld.Config.Algorithm != hotlimit.Unlimited {
+		if transport.Advertised(ld.Config) {
 			appendItems(md, l.policies.InRule(ld.Config, 1+len(v.others), at), ld.Decision)
 		}
 	}
