@@ -48,6 +48,11 @@
 // keeps its last cumulative value, and hotlimit.key.count, read at each
 // collection, drops the keys of a limiter the reload dropped.
 //
+// Attribute values are the names given to the Metrics (rules, backends,
+// reasons, limiters); a name that is not valid UTF-8, which Prometheus and
+// OTLP refuse (failing the whole scrape or export), is reported with U+FFFD
+// in place of each invalid byte sequence.
+//
 // Several services may share one Metrics: their rules are counted by name,
 // so two services' "default" rules add up, and each needs a limiter name of
 // its own in WatchKeys. To tell them apart, give each a Metrics on a Meter
@@ -65,6 +70,7 @@ import (
 	"context"
 	"errors"
 	"reflect"
+	"strings"
 	"sync"
 	"sync/atomic"
 
@@ -242,7 +248,7 @@ func (m *meterCounts) counters(rule string) *ruleCounters {
 		rc := &ruleCounters{}
 		for o := range outcomes {
 			rc.attrs[o] = []metric.ObserveOption{metric.WithAttributeSet(attribute.NewSet(
-				ruleKey.String(rule), outcomeKey.String(hotlimit.Outcome(o).String())))}
+				ruleKey.String(attrValue(rule)), outcomeKey.String(hotlimit.Outcome(o).String())))}
 		}
 		return rc
 	})
@@ -257,11 +263,17 @@ func (m *Metrics) ObserveFallback(f hotlimit.Fallback) {
 	if !ok {
 		fc, _ = m.m.fallbackCounts.LoadOrCompute(k, func() *fallbackCounter {
 			return &fallbackCounter{attrs: []metric.ObserveOption{metric.WithAttributeSet(attribute.NewSet(
-				backendKey.String(f.Backend), reasonKey.String(f.Reason)))}}
+				backendKey.String(attrValue(f.Backend)), reasonKey.String(attrValue(f.Reason))))}}
 		})
 	}
 	fc.n.Add(1)
 }
+
+// attrValue returns s as an attribute value: Prometheus refuses a label
+// value that is not valid UTF-8, failing the whole scrape, and OTLP's
+// protobuf a string that is not, failing the whole export; so each invalid
+// byte sequence is replaced by U+FFFD. It allocates only for an invalid s.
+func attrValue(s string) string { return strings.ToValidUTF8(s, "\uFFFD") }
 
 // WatchKeys reports keys(), read at each collection, as hotlimit.key.count
 // with the attribute hotlimit.limiter=name: pass a service's or a limiter's
@@ -269,6 +281,7 @@ func (m *Metrics) ObserveFallback(f hotlimit.Fallback) {
 // removes it. After [Metrics.Close] it does nothing. keys runs inside the
 // collection and must not call WatchKeys or Close itself.
 func (m *Metrics) WatchKeys(name string, keys func() int) {
+	name = attrValue(name)
 	m.m.mu.Lock()
 	defer m.m.mu.Unlock()
 	if m.closed {
