@@ -2,6 +2,7 @@ package hotlimitprom_test
 
 import (
 	"io"
+	"math"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -275,4 +276,51 @@ func TestScrapeEqualsTheServicesDecisionsConcurrently(t *testing.T) {
 		assert.Equal(t, half-4, value(name, newRule, "shadow_denied"), name)
 		assert.Zero(t, value(name, newRule, "denied"), name)
 	}
+}
+
+// TestRequestsNeverGoDown: decisions on math.MaxInt requests, which the
+// service reports as it does any (denied, counted n), would overflow a
+// 64-bit count at the second: the requests counted stop at 2^63−1
+// instead, and the counter, as a scrape reads it, never goes down.
+func TestRequestsNeverGoDown(t *testing.T) {
+	m := hotlimitprom.New()
+	reg := prometheus.NewPedanticRegistry()
+	require.NoError(t, reg.Register(m))
+	huge := hotlimit.Event{Source: &hotlimit.Source{Rule: "r"}, Outcome: hotlimit.OutcomeDenied, N: math.MaxInt}
+	last := 0.0
+	for i := range 4 {
+		m.Observe(huge)
+		m.Observe(hotlimit.Event{Source: huge.Source, Outcome: hotlimit.OutcomeDenied, N: 1})
+		v := scraped(t, reg, "hotlimit_requests_total", "r", "denied")
+		require.GreaterOrEqual(t, v, last, "after %d huge decisions", i+1)
+		last = v
+	}
+	if math.MaxInt == math.MaxInt64 {
+		assert.Equal(t, float64(math.MaxInt64), last, "stops at 2^63−1")
+	}
+	assert.Equal(t, 8.0, scraped(t, reg, "hotlimit_decisions_total", "r", "denied"), "every decision counted")
+}
+
+// scraped returns the value of the series name{rule, outcome} in a gather
+// of reg.
+func scraped(t *testing.T, reg *prometheus.Registry, name, rule, outcome string) float64 {
+	t.Helper()
+	families, err := reg.Gather()
+	require.NoError(t, err)
+	for _, f := range families {
+		if f.GetName() != name {
+			continue
+		}
+		for _, m := range f.GetMetric() {
+			labels := map[string]string{}
+			for _, l := range m.GetLabel() {
+				labels[l.GetName()] = l.GetValue()
+			}
+			if labels["rule"] == rule && labels["outcome"] == outcome {
+				return m.GetCounter().GetValue()
+			}
+		}
+	}
+	t.Fatalf("no %s{rule=%q,outcome=%q}", name, rule, outcome)
+	return 0
 }
