@@ -6,7 +6,8 @@ replace github.com/hotlimit/hotlimit => ../
 
 require (
 	github.com/hotlimit/hotlimit v0.0.0-00010101000000-000000000000
-	github.com/prometheus/client_golang v1.24.1
+	github.com/hotlimit/hotlimit/hotlimitprom v0.0.0-00010101000000-000000000000
+	github.com/prometheus/client_golang v1.25.0
 	github.com/puzpuzpuz/xsync/v3 v3.5.1
 	github.com/stretchr/testify v1.12.1
 	go.opentelemetry.io/otel v1.47.0
@@ -35,3 +36,5 @@ require (
 	golang.org/x/sys v0.48.0 // indirect
 	google.golang.org/protobuf v1.36.12 // indirect
 )
+
+replace github.com/hotlimit/hotlimit/hotlimitprom => ../hotlimitprom

@@ -1,0 +1,253 @@
+package hotlimitotel_test
+
+import (
+	"context"
+	"math"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	"go.opentelemetry.io/otel/attribute"
+	sdkmetric "go.opentelemetry.io/otel/sdk/metric"
+	"go.opentelemetry.io/otel/sdk/metric/metricdata"
+
+	"github.com/hotlimit/hotlimit"
+	"github.com/hotlimit/hotlimit/hotlimitotel"
+	"github.com/hotlimit/hotlimit/hotlimitprom"
+	"github.com/hotlimit/hotlimit/service"
+)
+
+// differentialRules: single-limit rules, whose outcomes under a frozen
+// clock are the same whatever the interleaving (each allowed request takes
+// one more of the same quota), and a rule of two limits.
+const differentialRules = `{
+  "default": [{"algorithm": "TokenBucket", "limit": 10, "window": "1m"}],
+  "apis": {
+    "GET /new":  [{"algorithm": "FixedWindow", "limit": 5, "window": "1m", "shadow": true}],
+    "GET /slow": [{"algorithm": "SlidingLog", "limit": 7, "window": "1m"}],
+    "GET /two":  [{"algorithm": "GCRA", "limit": 6, "window": "1m"},
+                  {"algorithm": "SlidingCounter", "limit": 4, "window": "1s"}]
+  },
+  "users": {"probe": [{"algorithm": "Unlimited"}]}
+}`
+
+// promCounts returns "metric rule outcome" -> value of the decisions and
+// requests hotlimitprom exports, "fallbacks backend reason" and "keys
+// limiter" of the rest.
+func promCounts(t *testing.T, reg *prometheus.Registry) map[string]float64 {
+	t.Helper()
+	families, err := reg.Gather()
+	require.NoError(t, err)
+	out := map[string]float64{}
+	for _, f := range families {
+		for _, s := range f.GetMetric() {
+			l := map[string]string{}
+			for _, p := range s.GetLabel() {
+				l[p.GetName()] = p.GetValue()
+			}
+			switch f.GetName() {
+			case "hotlimit_decisions_total":
+				out["decisions "+l["rule"]+" "+l["outcome"]] = s.GetCounter().GetValue()
+			case "hotlimit_requests_total":
+				out["requests "+l["rule"]+" "+l["outcome"]] = s.GetCounter().GetValue()
+			case "hotlimit_fallbacks_total":
+				out["fallbacks "+l["backend"]+" "+l["reason"]] = s.GetCounter().GetValue()
+			case "hotlimit_keys":
+				out["keys "+l["limiter"]] = s.GetGauge().GetValue()
+			}
+		}
+	}
+	return out
+}
+
+// otelCounts returns what a collection of reader holds, keyed as
+// promCounts keys hotlimitprom's.
+func otelCounts(t *testing.T, reader *sdkmetric.ManualReader) map[string]float64 {
+	t.Helper()
+	var rm metricdata.ResourceMetrics
+	require.NoError(t, reader.Collect(context.Background(), &rm))
+	out := map[string]float64{}
+	for _, sm := range rm.ScopeMetrics {
+		for _, m := range sm.Metrics {
+			data, ok := m.Data.(metricdata.Sum[int64])
+			require.True(t, ok, "%s is a sum", m.Name)
+			for _, p := range data.DataPoints {
+				get := func(k string) string { v, _ := p.Attributes.Value(attribute.Key(k)); return v.AsString() }
+				switch m.Name {
+				case "hotlimit.decisions":
+					out["decisions "+get("hotlimit.rule")+" "+get("hotlimit.outcome")] += float64(p.Value)
+				case "hotlimit.requests":
+					out["requests "+get("hotlimit.rule")+" "+get("hotlimit.outcome")] += float64(p.Value)
+				case "hotlimit.fallbacks":
+					out["fallbacks "+get("hotlimit.backend")+" "+get("hotlimit.fallback.reason")] += float64(p.Value)
+				case "hotlimit.key.count":
+					out["keys "+get("hotlimit.limiter")] += float64(p.Value)
+				}
+			}
+		}
+	}
+	return out
+}
+
+// both returns an observer that hands every event to hotlimitprom's and
+// hotlimitotel's Metrics, and those Metrics' readers.
+func both(t *testing.T) (hotlimit.FallbackObserver, *hotlimitprom.Metrics, *prometheus.Registry, *hotlimitotel.Metrics, *sdkmetric.ManualReader) {
+	t.Helper()
+	pm := hotlimitprom.New()
+	reg := prometheus.NewPedanticRegistry()
+	require.NoError(t, reg.Register(pm))
+	om, reader := setup(t)
+	t.Cleanup(func() { _ = om.Close() })
+	return fanOut{pm, om}, pm, reg, om, reader
+}
+
+// fanOut hands every event to each of its observers.
+type fanOut []hotlimit.FallbackObserver
+
+func (f fanOut) Observe(e hotlimit.Event) {
+	for _, o := range f {
+		o.Observe(e)
+	}
+}
+
+func (f fanOut) ObserveFallback(fb hotlimit.Fallback) {
+	for _, o := range f {
+		o.ObserveFallback(fb)
+	}
+}
+
+// model counts events as the two modules document they do, one after
+// another: the sequential model their exports must equal.
+type model struct {
+	mu     sync.Mutex
+	counts map[string]float64
+	rules  map[string]bool // seen
+}
+
+func (m *model) Observe(e hotlimit.Event) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	rule, outcome := strings.ToValidUTF8(e.RuleName(), "\uFFFD"), e.Outcome.String()
+	if !m.rules[rule] { // a rule's four outcomes from its first decision
+		m.rules[rule] = true
+		for o := hotlimit.OutcomeAllowed; o <= hotlimit.OutcomeShadowDenied; o++ {
+			m.counts["decisions "+rule+" "+o.String()] += 0
+			m.counts["requests "+rule+" "+o.String()] += 0
+		}
+	}
+	m.counts["decisions "+rule+" "+outcome]++
+	m.counts["requests "+rule+" "+outcome] += float64(max(e.N, 0))
+}
+
+// TestBothModulesReportTheSameFactsAsASequentialModel: a service reporting
+// to hotlimitprom and hotlimitotel at once decides from many goroutines
+// under a frozen clock, on single-limit rules (whose outcomes do not
+// depend on the interleaving), a rule of two limits, and TakeWith; then
+// events no service makes (outcomes that name none, n of 0, negative and
+// math.MaxInt, no Source, names not valid UTF-8) and fallbacks. A scrape of
+// hotlimitprom, a collection of hotlimitotel, and the same calls made one
+// after another into a service counted by a plain model all hold the same
+// series with the same values.
+func TestBothModulesReportTheSameFactsAsASequentialModel(t *testing.T) {
+	rules, err := service.LoadRules(strings.NewReader(differentialRules))
+	require.NoError(t, err)
+	obs, pm, reg, om, reader := both(t)
+	var now atomic.Int64 // frozen
+	svc, err := service.NewFromRules(rules, hotlimit.WithClock(now.Load), hotlimit.WithObserver(obs))
+	require.NoError(t, err)
+	seq := &model{counts: map[string]float64{}, rules: map[string]bool{}}
+	var seqNow atomic.Int64
+	seqSvc, err := service.NewFromRules(rules, hotlimit.WithClock(seqNow.Load), hotlimit.WithObserver(seq))
+	require.NoError(t, err)
+	plan := hotlimit.Config{Algorithm: hotlimit.TokenBucket, Limit: 3, Window: 1e9}
+
+	// call makes the i-th call of a goroutine on s; the calls on a key of
+	// a single-limit rule are all of one request.
+	call := func(s *service.Service, i int) {
+		switch i % 6 {
+		case 0:
+			s.Allow("u", "GET /")
+		case 1:
+			s.Take("u", "GET /new", 1)
+		case 2:
+			s.Allow("u", "GET /slow")
+		case 3:
+			s.Take("probe", "GET /", 3)
+		case 4:
+			_, _ = s.TakeWith("v", "GET /", plan, 1)
+		case 5:
+			s.Take("u", "GET /two", 1)
+		}
+	}
+	goroutines, each := 8, 300
+	if testing.Short() {
+		each = 60
+	}
+	var wg sync.WaitGroup
+	for g := range goroutines {
+		wg.Go(func() {
+			for i := range each {
+				call(svc, g+i)
+			}
+		})
+	}
+	for g := range goroutines {
+		for i := range each {
+			call(seqSvc, g+i)
+		}
+	}
+	wg.Wait()
+
+	odd := []hotlimit.Event{
+		{Source: &hotlimit.Source{Rule: "odd"}, Outcome: 0, N: 2},
+		{Source: &hotlimit.Source{Rule: "odd"}, Outcome: 9, N: 0},
+		{Source: &hotlimit.Source{Rule: "odd"}, Outcome: hotlimit.OutcomeDenied, N: -3},
+		{Source: &hotlimit.Source{Rule: "odd"}, Outcome: hotlimit.OutcomeDenied, N: math.MaxInt},
+		{Source: &hotlimit.Source{Rule: "odd"}, Outcome: hotlimit.OutcomeDenied, N: 5},
+		{Outcome: hotlimit.OutcomeAllowed, N: 1},
+		{Source: &hotlimit.Source{Rule: "bad\xff"}, Outcome: hotlimit.OutcomeNearLimit, N: 1},
+		{Source: &hotlimit.Source{Rule: "bad\xfe"}, Outcome: hotlimit.OutcomeNearLimit, N: 1},
+		{Source: &hotlimit.Source{Rule: "line\nbreak \"quoted\""}, Outcome: hotlimit.OutcomeShadowDenied, N: 4},
+	}
+	for _, e := range odd {
+		obs.Observe(e)
+		seq.Observe(e)
+	}
+	want := seq.counts
+	if math.MaxInt == math.MaxInt64 {
+		want["requests odd denied"] = math.MaxInt64 // stops there
+	}
+	for range 3 {
+		obs.ObserveFallback(hotlimit.Fallback{Backend: "redis", Reason: "timeout"})
+	}
+	obs.ObserveFallback(hotlimit.Fallback{Backend: "redis", Reason: "breaker_open"})
+	want["fallbacks redis timeout"], want["fallbacks redis breaker_open"] = 3, 1
+	pm.WatchKeys("api", svc.Len)
+	om.WatchKeys("api", svc.Len)
+	want["keys api"] = float64(svc.Len())
+
+	// The rule of two limits decides by interleaving; its counts are
+	// the two modules' alike, and add up to its calls.
+	gotProm, gotOtel := promCounts(t, reg), otelCounts(t, reader)
+	assert.Equal(t, gotProm, gotOtel, "hotlimitprom and hotlimitotel")
+	two := func(counts map[string]float64) (sum float64) {
+		for k, v := range counts {
+			if strings.HasPrefix(k, `decisions apis["GET /two"] `) {
+				sum += v
+				delete(counts, k)
+				delete(counts, "requests"+strings.TrimPrefix(k, "decisions"))
+			}
+		}
+		return sum
+	}
+	calls := float64(goroutines * each / 6)
+	assert.Equal(t, calls, two(gotProm), "the rule of two limits decided every call")
+	two(gotOtel)
+	assert.Equal(t, calls, two(want))
+	assert.Equal(t, want, gotProm, "hotlimitprom and the model")
+	assert.Equal(t, want, gotOtel, "hotlimitotel and the model")
+}
