@@ -324,3 +324,36 @@ func scraped(t *testing.T, reg *prometheus.Registry, name, rule, outcome string)
 	t.Fatalf("no %s{rule=%q,outcome=%q}", name, rule, outcome)
 	return 0
 }
+
+// TestRequestsNeverGoDownConcurrently: decisions on huge and on single
+// requests from several goroutines, read by scrapes meanwhile: no scrape
+// reads less than the one before, and the count ends at 2^63−1.
+func TestRequestsNeverGoDownConcurrently(t *testing.T) {
+	m := hotlimitprom.New()
+	reg := prometheus.NewPedanticRegistry()
+	require.NoError(t, reg.Register(m))
+	src := &hotlimit.Source{Rule: "r"}
+	m.Observe(hotlimit.Event{Source: src, Outcome: hotlimit.OutcomeDenied})
+	var wg sync.WaitGroup
+	for g := range 4 {
+		wg.Go(func() {
+			for i := range 200 {
+				n := 1
+				if (g+i)%2 == 0 {
+					n = math.MaxInt / 3
+				}
+				m.Observe(hotlimit.Event{Source: src, Outcome: hotlimit.OutcomeDenied, N: n})
+			}
+		})
+	}
+	last := 0.0
+	for range 50 {
+		v := scraped(t, reg, "hotlimit_requests_total", "r", "denied")
+		require.GreaterOrEqual(t, v, last)
+		last = v
+	}
+	wg.Wait()
+	if math.MaxInt == math.MaxInt64 {
+		assert.Equal(t, float64(math.MaxInt64), scraped(t, reg, "hotlimit_requests_total", "r", "denied"))
+	}
+}
