@@ -66,6 +66,14 @@
 // that has not collected in between, for a negative difference): keep a
 // Metrics open for as long as its Meter reports. Metrics on different
 // Meters of one provider are different scopes, kept apart by the SDK.
+//
+// Meters are told apart by their Go value, not by their scope: the global
+// provider's otel.GetMeterProvider().Meter("hotlimit") taken before
+// otel.SetMeterProvider is another value than the one taken after, though
+// both report into the same scope. Metrics on the two count apart, the SDK
+// reports the sum, and closing one takes its counts out of that sum, which
+// goes down. Make every Metrics of a scope on one Meter value, or make them
+// after otel.SetMeterProvider.
 package hotlimitotel
 
 import (
