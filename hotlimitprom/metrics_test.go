@@ -150,6 +150,16 @@ func TestObserveDoesNotAllocate(t *testing.T) {
 	assert.NotPanics(t, func() { m.Observe(bad) })
 }
 
+// TestObserveFallbackDoesNotAllocate: while a backend is down every
+// decision falls back, so ObserveFallback is a hot path too: it allocates
+// nothing once its (backend, reason) has been seen, as the README says.
+func TestObserveFallbackDoesNotAllocate(t *testing.T) {
+	m := hotlimitprom.New()
+	f := hotlimit.Fallback{Backend: "redis", Reason: "timeout"}
+	m.ObserveFallback(f)
+	assert.Zero(t, testing.AllocsPerRun(1000, func() { m.ObserveFallback(f) }))
+}
+
 // TestScrapeShowsOnlyTheDocumentedOutcomes: a scrape over HTTP shows, for a
 // rule that decided, the four documented outcomes and no "unknown" series;
 // a decision whose Outcome names none is still counted, as "unknown".
