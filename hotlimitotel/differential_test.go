@@ -146,7 +146,8 @@ func (m *model) Observe(e hotlimit.Event) {
 // TestBothModulesReportTheSameFactsAsASequentialModel: a service reporting
 // to hotlimitprom and hotlimitotel at once decides from many goroutines
 // under a frozen clock, on single-limit rules (whose outcomes do not
-// depend on the interleaving), a rule of two limits, and TakeWith; then
+// depend on the interleaving), a rule of two limits, TakeEach and
+// TakeWith; then
 // events no service makes (outcomes that name none, n of 0, negative and
 // math.MaxInt, no Source, names not valid UTF-8) and fallbacks. A scrape of
 // hotlimitprom, a collection of hotlimitotel, and the same calls made one
@@ -170,7 +171,11 @@ func TestBothModulesReportTheSameFactsAsASequentialModel(t *testing.T) {
 	call := func(s *service.Service, i int) {
 		switch i % 6 {
 		case 0:
-			s.Allow("u", "GET /")
+			if i%12 == 0 {
+				s.Allow("u", "GET /")
+			} else {
+				_, _, _ = s.TakeEach(context.Background(), "u", "GET /", 1, nil)
+			}
 		case 1:
 			s.Take("u", "GET /new", 1)
 		case 2:
@@ -180,7 +185,11 @@ func TestBothModulesReportTheSameFactsAsASequentialModel(t *testing.T) {
 		case 4:
 			_, _ = s.TakeWith("v", "GET /", plan, 1)
 		case 5:
-			s.Take("u", "GET /two", 1)
+			if i%12 == 5 {
+				s.Take("u", "GET /two", 1)
+			} else {
+				_, _, _ = s.TakeEach(context.Background(), "u", "GET /two", 1, nil)
+			}
 		}
 	}
 	goroutines, each := 8, 300
