@@ -3,15 +3,21 @@ package hotlimitotel_test
 import (
 	"context"
 	"math"
+	"net/http"
+	"net/http/httptest"
 	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
 
 	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+	"github.com/prometheus/common/expfmt"
+	"github.com/prometheus/common/model"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	"go.opentelemetry.io/otel/attribute"
+	otelprom "go.opentelemetry.io/otel/exporters/prometheus"
 	sdkmetric "go.opentelemetry.io/otel/sdk/metric"
 	"go.opentelemetry.io/otel/sdk/metric/metricdata"
 
@@ -35,29 +41,48 @@ const differentialRules = `{
   "users": {"probe": [{"algorithm": "Unlimited"}]}
 }`
 
-// promCounts returns "metric rule outcome" -> value of the decisions and
-// requests hotlimitprom exports, "fallbacks backend reason" and "keys
-// limiter" of the rest.
-func promCounts(t *testing.T, reg *prometheus.Registry) map[string]float64 {
+// scrapeCounts GETs a /metrics page from h and returns "decisions rule
+// outcome" and "requests rule outcome" -> value, "fallbacks backend
+// reason" and "keys limiter" of the rest, with the metric and label names
+// of hotlimitprom, or of OpenTelemetry's Prometheus exporter when otel is
+// set.
+func scrapeCounts(t *testing.T, h http.Handler, otel bool) map[string]float64 {
 	t.Helper()
-	families, err := reg.Gather()
+	srv := httptest.NewServer(h)
+	defer srv.Close()
+	res, err := http.Get(srv.URL)
 	require.NoError(t, err)
+	defer res.Body.Close()
+	require.Equal(t, http.StatusOK, res.StatusCode)
+	parser := expfmt.NewTextParser(model.UTF8Validation)
+	families, err := parser.TextToMetricFamilies(res.Body)
+	require.NoError(t, err)
+	label, keys := func(name string) string { return name }, "hotlimit_keys"
+	if otel {
+		label = func(name string) string {
+			if name == "reason" {
+				return "hotlimit_fallback_reason"
+			}
+			return "hotlimit_" + name
+		}
+		keys = "hotlimit_key_count"
+	}
 	out := map[string]float64{}
-	for _, f := range families {
+	for name, f := range families {
 		for _, s := range f.GetMetric() {
 			l := map[string]string{}
 			for _, p := range s.GetLabel() {
 				l[p.GetName()] = p.GetValue()
 			}
-			switch f.GetName() {
+			switch name {
 			case "hotlimit_decisions_total":
-				out["decisions "+l["rule"]+" "+l["outcome"]] = s.GetCounter().GetValue()
+				out["decisions "+l[label("rule")]+" "+l[label("outcome")]] = s.GetCounter().GetValue()
 			case "hotlimit_requests_total":
-				out["requests "+l["rule"]+" "+l["outcome"]] = s.GetCounter().GetValue()
+				out["requests "+l[label("rule")]+" "+l[label("outcome")]] = s.GetCounter().GetValue()
 			case "hotlimit_fallbacks_total":
-				out["fallbacks "+l["backend"]+" "+l["reason"]] = s.GetCounter().GetValue()
-			case "hotlimit_keys":
-				out["keys "+l["limiter"]] = s.GetGauge().GetValue()
+				out["fallbacks "+l[label("backend")]+" "+l[label("reason")]] = s.GetCounter().GetValue()
+			case keys:
+				out["keys "+l[label("limiter")]] = s.GetGauge().GetValue()
 			}
 		}
 	}
@@ -94,15 +119,25 @@ func otelCounts(t *testing.T, reader *sdkmetric.ManualReader) map[string]float64
 }
 
 // both returns an observer that hands every event to hotlimitprom's and
-// hotlimitotel's Metrics, and those Metrics' readers.
-func both(t *testing.T) (hotlimit.FallbackObserver, *hotlimitprom.Metrics, *prometheus.Registry, *hotlimitotel.Metrics, *sdkmetric.ManualReader) {
+// hotlimitotel's Metrics, those Metrics, a /metrics handler of each (the
+// second through OpenTelemetry's Prometheus exporter) and a manual reader
+// of hotlimitotel's.
+func both(t *testing.T) (hotlimit.FallbackObserver, *hotlimitprom.Metrics, http.Handler, *hotlimitotel.Metrics, http.Handler, *sdkmetric.ManualReader) {
 	t.Helper()
 	pm := hotlimitprom.New()
-	reg := prometheus.NewPedanticRegistry()
-	require.NoError(t, reg.Register(pm))
-	om, reader := setup(t)
+	preg := prometheus.NewPedanticRegistry()
+	require.NoError(t, preg.Register(pm))
+	oreg := prometheus.NewPedanticRegistry()
+	exp, err := otelprom.New(otelprom.WithRegisterer(oreg), otelprom.WithoutScopeInfo(), otelprom.WithoutTargetInfo())
+	require.NoError(t, err)
+	reader := sdkmetric.NewManualReader()
+	provider := sdkmetric.NewMeterProvider(sdkmetric.WithReader(reader), sdkmetric.WithReader(exp))
+	t.Cleanup(func() { _ = provider.Shutdown(context.Background()) })
+	om, err := hotlimitotel.New(provider.Meter("hotlimit"))
+	require.NoError(t, err)
 	t.Cleanup(func() { _ = om.Close() })
-	return fanOut{pm, om}, pm, reg, om, reader
+	opts := promhttp.HandlerOpts{ErrorHandling: promhttp.HTTPErrorOnError}
+	return fanOut{pm, om}, pm, promhttp.HandlerFor(preg, opts), om, promhttp.HandlerFor(oreg, opts), reader
 }
 
 // fanOut hands every event to each of its observers.
@@ -120,15 +155,15 @@ func (f fanOut) ObserveFallback(fb hotlimit.Fallback) {
 	}
 }
 
-// model counts events as the two modules document they do, one after
+// sequential counts events as the two modules document they do, one after
 // another: the sequential model their exports must equal.
-type model struct {
+type sequential struct {
 	mu     sync.Mutex
 	counts map[string]float64
 	rules  map[string]bool // seen
 }
 
-func (m *model) Observe(e hotlimit.Event) {
+func (m *sequential) Observe(e hotlimit.Event) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	rule, outcome := strings.ToValidUTF8(e.RuleName(), "\uFFFD"), e.Outcome.String()
@@ -150,17 +185,18 @@ func (m *model) Observe(e hotlimit.Event) {
 // TakeWith; then
 // events no service makes (outcomes that name none, n of 0, negative and
 // math.MaxInt, no Source, names not valid UTF-8) and fallbacks. A scrape of
-// hotlimitprom, a collection of hotlimitotel, and the same calls made one
+// hotlimitprom's /metrics, a collection of hotlimitotel, a scrape of it
+// through OpenTelemetry's Prometheus exporter, and the same calls made one
 // after another into a service counted by a plain model all hold the same
 // series with the same values.
 func TestBothModulesReportTheSameFactsAsASequentialModel(t *testing.T) {
 	rules, err := service.LoadRules(strings.NewReader(differentialRules))
 	require.NoError(t, err)
-	obs, pm, reg, om, reader := both(t)
+	obs, pm, promPage, om, otelPage, reader := both(t)
 	var now atomic.Int64 // frozen
 	svc, err := service.NewFromRules(rules, hotlimit.WithClock(now.Load), hotlimit.WithObserver(obs))
 	require.NoError(t, err)
-	seq := &model{counts: map[string]float64{}, rules: map[string]bool{}}
+	seq := &sequential{counts: map[string]float64{}, rules: map[string]bool{}}
 	var seqNow atomic.Int64
 	seqSvc, err := service.NewFromRules(rules, hotlimit.WithClock(seqNow.Load), hotlimit.WithObserver(seq))
 	require.NoError(t, err)
@@ -241,8 +277,9 @@ func TestBothModulesReportTheSameFactsAsASequentialModel(t *testing.T) {
 
 	// The rule of two limits decides by interleaving; its counts are
 	// the two modules' alike, and add up to its calls.
-	gotProm, gotOtel := promCounts(t, reg), otelCounts(t, reader)
-	assert.Equal(t, gotProm, gotOtel, "hotlimitprom and hotlimitotel")
+	gotProm, gotOtel := scrapeCounts(t, promPage, false), otelCounts(t, reader)
+	assert.Equal(t, gotProm, gotOtel, "hotlimitprom's /metrics and hotlimitotel's collection")
+	assert.Equal(t, gotProm, scrapeCounts(t, otelPage, true), "hotlimitprom's /metrics and hotlimitotel's through the exporter")
 	two := func(counts map[string]float64) (sum float64) {
 		for k, v := range counts {
 			if strings.HasPrefix(k, `decisions apis["GET /two"] `) {
