@@ -194,7 +194,9 @@ func TestBothModulesReportTheSameFactsAsASequentialModel(t *testing.T) {
 	require.NoError(t, err)
 	obs, pm, promPage, om, otelPage, reader := both(t)
 	var now atomic.Int64 // frozen
-	svc, err := service.NewFromRules(rules, hotlimit.WithClock(now.Load), hotlimit.WithObserver(obs))
+	// An ObserverFunc, which the service calls directly on its fastest
+	// paths; the sequential service below calls its Observer's method.
+	svc, err := service.NewFromRules(rules, hotlimit.WithClock(now.Load), hotlimit.WithObserver(hotlimit.ObserverFunc(obs.Observe)))
 	require.NoError(t, err)
 	seq := &sequential{counts: map[string]float64{}, rules: map[string]bool{}}
 	var seqNow atomic.Int64
