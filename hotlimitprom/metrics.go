@@ -55,6 +55,7 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/puzpuzpuz/xsync/v3"
@@ -66,9 +67,11 @@ import (
 const outcomes = int(hotlimit.OutcomeShadowDenied) + 1
 
 // ruleCounters counts a rule's decisions and requests by outcome, the zero
-// Outcome for those that name none; label is the rule's label value.
+// Outcome for those that name none; label is the rule's label value, and
+// created the time of its first decision, the counters' created timestamp.
 type ruleCounters struct {
 	label               string
+	created             time.Time
 	decisions, requests [outcomes]count
 }
 
@@ -200,7 +203,7 @@ func (m *Metrics) Observe(e hotlimit.Event) {
 func (m *Metrics) counters(rule string) *ruleCounters {
 	rc, _ := m.rules.LoadOrCompute(rule, func() *ruleCounters {
 		label := labelValue(rule)
-		rc, _ := m.labels.LoadOrCompute(label, func() *ruleCounters { return &ruleCounters{label: label} })
+		rc, _ := m.labels.LoadOrCompute(label, func() *ruleCounters { return &ruleCounters{label: label, created: time.Now()} })
 		return rc
 	})
 	return rc
@@ -249,9 +252,9 @@ func (m *Metrics) Collect(ch chan<- prometheus.Metric) {
 			if o == 0 && d == 0 {
 				continue
 			}
-			name := hotlimit.Outcome(o).String()
-			ch <- prometheus.MustNewConstMetric(m.decisionsDesc, prometheus.CounterValue, float64(d), rc.label, name)
-			ch <- prometheus.MustNewConstMetric(m.requestsDesc, prometheus.CounterValue, float64(rc.requests[o].load()), rc.label, name)
+			name, r := hotlimit.Outcome(o).String(), rc.requests[o].load()
+			ch <- prometheus.MustNewConstMetricWithCreatedTimestamp(m.decisionsDesc, prometheus.CounterValue, float64(d), rc.created, rc.label, name)
+			ch <- prometheus.MustNewConstMetricWithCreatedTimestamp(m.requestsDesc, prometheus.CounterValue, float64(r), rc.created, rc.label, name)
 		}
 		return true
 	})
