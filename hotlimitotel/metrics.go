@@ -135,9 +135,10 @@ func (c *count) add(n int) {
 		return
 	}
 	// Invariant: c never decreases as load reads it. A negative c (already
-	// past math.MaxInt64) stays as it is; else c becomes c+n, or
-	// math.MaxInt64 when that overflows. A concurrent add between the Load
-	// and the CompareAndSwap fails the swap, and the loop reads again.
+	// past math.MaxInt64, read as it) stays as it is; else c becomes c+n,
+	// or math.MaxInt64 when that overflows. A concurrent add of either
+	// kind between the Load and the CompareAndSwap changes c, so the swap
+	// fails and the loop reads again: no add is lost, and none is undone.
 	for {
 		old := c.n.Load()
 		if old < 0 {
