@@ -9,6 +9,7 @@ import (
 	"sync"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
@@ -298,4 +299,67 @@ func TestBothModulesReportTheSameFactsAsASequentialModel(t *testing.T) {
 	assert.Equal(t, calls, two(want))
 	assert.Equal(t, want, gotProm, "hotlimitprom and the model")
 	assert.Equal(t, want, gotOtel, "hotlimitotel and the model")
+}
+
+// TestScrapesDuringDecisionsAndReloadsNeverGoDown: while goroutines decide
+// and the rules are reloaded (a rule removed, one changed, then put back),
+// scrapes of hotlimitprom's /metrics and of hotlimitotel's through the
+// Prometheus exporter, and collections of its manual reader, never read a
+// series lower than the one before, nor lose a series once it was read.
+func TestScrapesDuringDecisionsAndReloadsNeverGoDown(t *testing.T) {
+	rules, err := service.LoadRules(strings.NewReader(differentialRules))
+	require.NoError(t, err)
+	obs, _, promPage, _, otelPage, reader := both(t)
+	var now atomic.Int64
+	svc, err := service.NewFromRules(rules, hotlimit.WithClock(now.Load), hotlimit.WithObserver(obs))
+	require.NoError(t, err)
+	changed := rules
+	changed.APIs = map[string]service.Limits{"GET /slow": {{Algorithm: hotlimit.FixedWindow, Limit: 2, Window: 1e9}}}
+
+	var done atomic.Bool
+	var wg sync.WaitGroup
+	for g := range 2 {
+		wg.Go(func() {
+			for i := 0; !done.Load(); i++ {
+				for _, api := range []string{"GET /", "GET /new", "GET /slow", "GET /two"} {
+					svc.Take("u", api, 1+(g+i)%3)
+				}
+				if i%50 == 0 {
+					now.Add(int64(time.Second))
+				}
+			}
+		})
+	}
+	reads := []func() map[string]float64{
+		func() map[string]float64 { return scrapeCounts(t, promPage, false) },
+		func() map[string]float64 { return scrapeCounts(t, otelPage, true) },
+		func() map[string]float64 { return otelCounts(t, reader) },
+	}
+	last := make([]map[string]float64, len(reads))
+	scrapes := 9
+	if testing.Short() {
+		scrapes = 3
+	}
+	for i := range scrapes {
+		switch i {
+		case scrapes / 3:
+			require.NoError(t, svc.Replace(changed))
+		case 2 * scrapes / 3:
+			require.NoError(t, svc.Replace(rules))
+		}
+		for r, read := range reads {
+			got := read()
+			for k, v := range last[r] {
+				if strings.HasPrefix(k, "keys ") {
+					continue // a gauge
+				}
+				require.Contains(t, got, k, "read %d of source %d", i, r)
+				require.GreaterOrEqual(t, got[k], v, "%s, read %d of source %d", k, i, r)
+			}
+			last[r] = got
+		}
+	}
+	done.Store(true)
+	wg.Wait()
+	assert.NotZero(t, last[0][`decisions apis["GET /slow"] denied`], "the decisions ran during the scrapes")
 }
