@@ -363,3 +363,31 @@ func TestScrapesDuringDecisionsAndReloadsNeverGoDown(t *testing.T) {
 	wg.Wait()
 	assert.NotZero(t, last[0][`decisions apis["GET /slow"] denied`], "the decisions ran during the scrapes")
 }
+
+// TestBothModulesInOneRegistry: hotlimitprom and hotlimitotel read through
+// OpenTelemetry's Prometheus exporter export the same metric names with
+// other label names, which one registry cannot gather together, as the
+// README says; hotlimitprom under another namespace can.
+func TestBothModulesInOneRegistry(t *testing.T) {
+	e := hotlimit.Event{Source: &hotlimit.Source{Rule: "r"}, Outcome: hotlimit.OutcomeDenied, N: 1}
+	for _, ns := range []string{"hotlimit", "hotlimitprom"} {
+		reg := prometheus.NewRegistry()
+		pm := hotlimitprom.New(hotlimitprom.WithNamespace(ns))
+		require.NoError(t, reg.Register(pm))
+		exp, err := otelprom.New(otelprom.WithRegisterer(reg), otelprom.WithoutScopeInfo(), otelprom.WithoutTargetInfo())
+		require.NoError(t, err)
+		provider := sdkmetric.NewMeterProvider(sdkmetric.WithReader(exp))
+		om, err := hotlimitotel.New(provider.Meter("hotlimit"))
+		require.NoError(t, err)
+		pm.Observe(e)
+		om.Observe(e)
+		_, err = reg.Gather()
+		if ns == "hotlimit" {
+			require.ErrorContains(t, err, "hotlimit_decisions_total")
+		} else {
+			require.NoError(t, err)
+		}
+		require.NoError(t, om.Close())
+		require.NoError(t, provider.Shutdown(context.Background()))
+	}
+}
