@@ -30,7 +30,9 @@
 // they happen, so that a backend that reads no start time (Prometheus'
 // rate() and increase() count nothing into a series' first sample) sees
 // the first denial; an Event whose Outcome names none (a producer's bug)
-// counts as outcome "unknown", reported once it happens.
+// counts as outcome "unknown", reported once it happens. A count stops at
+// 2^63−1 rather than wrap around, so that no counter goes down even when
+// decisions on math.MaxInt requests (each counting n) add up past it.
 //
 // All four are asynchronous (observable) instruments: Observe adds to
 // counters of its own, one lock-free map load and two atomic adds, and the
@@ -48,6 +50,11 @@
 // keeps its last cumulative value, and hotlimit.key.count, read at each
 // collection, drops the keys of a limiter the reload dropped.
 //
+// Attribute values are the names given to the Metrics (rules, backends,
+// reasons, limiters); a name that is not valid UTF-8, which Prometheus and
+// OTLP refuse (failing the whole scrape or export), is reported with U+FFFD
+// in place of each invalid byte sequence.
+//
 // Several services may share one Metrics: their rules are counted by name,
 // so two services' "default" rules add up, and each needs a limiter name of
 // its own in WatchKeys. To tell them apart, give each a Metrics on a Meter
@@ -59,12 +66,22 @@
 // that has not collected in between, for a negative difference): keep a
 // Metrics open for as long as its Meter reports. Metrics on different
 // Meters of one provider are different scopes, kept apart by the SDK.
+//
+// Meters are told apart by their Go value, not by their scope: the global
+// provider's otel.GetMeterProvider().Meter("hotlimit") taken before
+// otel.SetMeterProvider is another value than the one taken after, though
+// both report into the same scope. Metrics on the two count apart, the SDK
+// reports the sum, and closing one takes its counts out of that sum, which
+// goes down. Make every Metrics of a scope on one Meter value, or make them
+// after otel.SetMeterProvider.
 package hotlimitotel
 
 import (
 	"context"
 	"errors"
+	"math"
 	"reflect"
+	"strings"
 	"sync"
 	"sync/atomic"
 
@@ -95,8 +112,54 @@ const (
 // Outcome for those that name none), with the attributes each is reported
 // under, built once per rule.
 type ruleCounters struct {
-	decisions, requests [outcomes]atomic.Int64
+	decisions, requests [outcomes]count
 	attrs               [outcomes][]metric.ObserveOption
+}
+
+// count is a counter that stops at math.MaxInt64 rather than wrap around,
+// so that it never goes down: a decision may be on as many as math.MaxInt
+// requests, which two such decisions would overflow.
+type count struct{ n atomic.Int64 }
+
+// smallAdd is the most that add adds with one atomic add: a count below
+// 2^63 reaches a negative value only by wrapping past math.MaxInt64, and
+// from there needs 2^63 more to wrap back, 2^31 decisions of smallAdd each.
+const smallAdd = 1 << 32
+
+// add adds n > 0 to c.
+func (c *count) add(n int) {
+	if int64(n) <= smallAdd {
+		// A wrap past math.MaxInt64 leaves a negative value, which load
+		// reads as math.MaxInt64.
+		c.n.Add(int64(n))
+		return
+	}
+	// Invariant: c never decreases as load reads it. A negative c (already
+	// past math.MaxInt64, read as it) stays as it is; else c becomes c+n,
+	// or math.MaxInt64 when that overflows. A concurrent add of either
+	// kind between the Load and the CompareAndSwap changes c, so the swap
+	// fails and the loop reads again: no add is lost, and none is undone.
+	for {
+		old := c.n.Load()
+		if old < 0 {
+			return
+		}
+		next := old + int64(n)
+		if next < old {
+			next = math.MaxInt64
+		}
+		if c.n.CompareAndSwap(old, next) {
+			return
+		}
+	}
+}
+
+// load returns c: math.MaxInt64 once it has gone past it.
+func (c *count) load() int64 {
+	if v := c.n.Load(); v >= 0 {
+		return v
+	}
+	return math.MaxInt64
 }
 
 // fallbackKey names the attribute set of a fallback.
@@ -230,9 +293,9 @@ func (m *Metrics) Observe(e hotlimit.Event) {
 	if o >= outcomes {
 		o = 0
 	}
-	rc.decisions[o].Add(1)
+	rc.decisions[o].add(1)
 	if e.N > 0 {
-		rc.requests[o].Add(int64(e.N))
+		rc.requests[o].add(e.N)
 	}
 }
 
@@ -242,7 +305,7 @@ func (m *meterCounts) counters(rule string) *ruleCounters {
 		rc := &ruleCounters{}
 		for o := range outcomes {
 			rc.attrs[o] = []metric.ObserveOption{metric.WithAttributeSet(attribute.NewSet(
-				ruleKey.String(rule), outcomeKey.String(hotlimit.Outcome(o).String())))}
+				ruleKey.String(attrValue(rule)), outcomeKey.String(hotlimit.Outcome(o).String())))}
 		}
 		return rc
 	})
@@ -257,11 +320,17 @@ func (m *Metrics) ObserveFallback(f hotlimit.Fallback) {
 	if !ok {
 		fc, _ = m.m.fallbackCounts.LoadOrCompute(k, func() *fallbackCounter {
 			return &fallbackCounter{attrs: []metric.ObserveOption{metric.WithAttributeSet(attribute.NewSet(
-				backendKey.String(f.Backend), reasonKey.String(f.Reason)))}}
+				backendKey.String(attrValue(f.Backend)), reasonKey.String(attrValue(f.Reason))))}}
 		})
 	}
 	fc.n.Add(1)
 }
+
+// attrValue returns s as an attribute value: Prometheus refuses a label
+// value that is not valid UTF-8, failing the whole scrape, and OTLP's
+// protobuf a string that is not, failing the whole export; so each invalid
+// byte sequence is replaced by U+FFFD. It allocates only for an invalid s.
+func attrValue(s string) string { return strings.ToValidUTF8(s, "\uFFFD") }
 
 // WatchKeys reports keys(), read at each collection, as hotlimit.key.count
 // with the attribute hotlimit.limiter=name: pass a service's or a limiter's
@@ -269,6 +338,7 @@ func (m *Metrics) ObserveFallback(f hotlimit.Fallback) {
 // removes it. After [Metrics.Close] it does nothing. keys runs inside the
 // collection and must not call WatchKeys or Close itself.
 func (m *Metrics) WatchKeys(name string, keys func() int) {
+	name = attrValue(name)
 	m.m.mu.Lock()
 	defer m.m.mu.Unlock()
 	if m.closed {
@@ -317,7 +387,7 @@ func (m *Metrics) Close() error {
 func (m *meterCounts) observe(_ context.Context, o metric.Observer) error {
 	m.rules.Range(func(_ string, rc *ruleCounters) bool {
 		for i := range outcomes {
-			d, r := rc.decisions[i].Load(), rc.requests[i].Load()
+			d, r := rc.decisions[i].load(), rc.requests[i].load()
 			if i == 0 && d == 0 {
 				continue
 			}

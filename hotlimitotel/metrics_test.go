@@ -2,6 +2,7 @@ package hotlimitotel_test
 
 import (
 	"context"
+	"math"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -200,4 +201,57 @@ func TestServiceDecisionsThroughAManualReader(t *testing.T) {
 	}, nonZero(got["hotlimit.decisions"]))
 	assert.Equal(t, got["hotlimit.decisions"], got["hotlimit.requests"], "each decision was on one request")
 	assert.Equal(t, map[string]int64{"hotlimit.limiter=api": 2}, got["hotlimit.key.count"], "alice's two pairs; the allow-list keeps none")
+}
+
+// TestRequestsNeverGoDown: decisions on math.MaxInt requests, which the
+// service reports as it does any (denied, counted n), would overflow a
+// 64-bit count at the second: the requests counted stop at 2^63−1
+// instead, and the counter, as a collection reads it, never goes down.
+func TestRequestsNeverGoDown(t *testing.T) {
+	m, reader := setup(t)
+	huge := hotlimit.Event{Source: &hotlimit.Source{Rule: "r"}, Outcome: hotlimit.OutcomeDenied, N: math.MaxInt}
+	const denied = "hotlimit.outcome=denied,hotlimit.rule=r"
+	last := int64(0)
+	for i := range 4 {
+		m.Observe(huge)
+		m.Observe(hotlimit.Event{Source: huge.Source, Outcome: hotlimit.OutcomeDenied, N: 1})
+		v := sums(t, reader)["hotlimit.requests"][denied]
+		require.GreaterOrEqual(t, v, last, "after %d huge decisions", i+1)
+		last = v
+	}
+	if math.MaxInt == math.MaxInt64 {
+		assert.Equal(t, int64(math.MaxInt64), last, "stops at 2^63−1")
+	}
+	assert.Equal(t, int64(8), sums(t, reader)["hotlimit.decisions"][denied], "every decision counted")
+}
+
+// TestRequestsNeverGoDownConcurrently: decisions on huge and on single
+// requests from several goroutines, read by collections meanwhile: no
+// collection reads less than the one before, and the count ends at 2^63−1.
+func TestRequestsNeverGoDownConcurrently(t *testing.T) {
+	m, reader := setup(t)
+	src := &hotlimit.Source{Rule: "r"}
+	const denied = "hotlimit.outcome=denied,hotlimit.rule=r"
+	var wg sync.WaitGroup
+	for g := range 4 {
+		wg.Go(func() {
+			for i := range 200 {
+				n := 1
+				if (g+i)%2 == 0 {
+					n = math.MaxInt / 3
+				}
+				m.Observe(hotlimit.Event{Source: src, Outcome: hotlimit.OutcomeDenied, N: n})
+			}
+		})
+	}
+	last := int64(0)
+	for range 50 {
+		v := sums(t, reader)["hotlimit.requests"][denied]
+		require.GreaterOrEqual(t, v, last)
+		last = v
+	}
+	wg.Wait()
+	if math.MaxInt == math.MaxInt64 {
+		assert.Equal(t, int64(math.MaxInt64), sums(t, reader)["hotlimit.requests"][denied])
+	}
 }

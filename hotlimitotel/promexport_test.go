@@ -79,3 +79,29 @@ hotlimit_decisions_total{hotlimit_outcome="shadow_denied",hotlimit_rule="default
 	require.NoError(t, err)
 	require.Equal(t, 5, n)
 }
+
+// TestNamesNotValidUTF8DoNotFailTheScrape: a rule, backend, reason or
+// limiter name that is not valid UTF-8, which Prometheus (and OTLP's
+// protobuf) refuses, is reported with U+FFFD in place of each invalid byte
+// sequence, as hotlimitprom does, so that the scrape, of every metric of
+// the process, still succeeds.
+func TestNamesNotValidUTF8DoNotFailTheScrape(t *testing.T) {
+	m, reg := throughPrometheus(t)
+	m.Observe(hotlimit.Event{Source: &hotlimit.Source{Rule: "r\xff"}, Outcome: hotlimit.OutcomeDenied, N: 2})
+	m.ObserveFallback(hotlimit.Fallback{Backend: "b\xfe", Reason: "\xc0why"})
+	m.WatchKeys("l\xff\xfe", func() int { return 3 })
+	require.NoError(t, testutil.GatherAndCompare(reg, strings.NewReader(`
+# HELP hotlimit_requests_total Number of requests decided (a decision on n requests counts n), by the rule that decided and their outcome.
+# TYPE hotlimit_requests_total counter
+hotlimit_requests_total{hotlimit_outcome="allowed",hotlimit_rule="r�"} 0
+hotlimit_requests_total{hotlimit_outcome="denied",hotlimit_rule="r�"} 2
+hotlimit_requests_total{hotlimit_outcome="near_limit",hotlimit_rule="r�"} 0
+hotlimit_requests_total{hotlimit_outcome="shadow_denied",hotlimit_rule="r�"} 0
+# HELP hotlimit_fallbacks_total Number of decisions a backend could not make, made by its failure policy instead, by backend and reason.
+# TYPE hotlimit_fallbacks_total counter
+hotlimit_fallbacks_total{hotlimit_backend="b�",hotlimit_fallback_reason="�why"} 1
+# HELP hotlimit_key_count Number of keys held by a limiter or service.
+# TYPE hotlimit_key_count gauge
+hotlimit_key_count{hotlimit_limiter="l�"} 3
+`), "hotlimit_requests_total", "hotlimit_fallbacks_total", "hotlimit_key_count"))
+}

@@ -5,6 +5,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/testutil"
@@ -140,4 +141,33 @@ func TestCollectRacesObserveAndWatchKeys(t *testing.T) {
 		total += testutil.ToFloat64(requests(t, reg, r, "allowed"))
 	}
 	assert.EqualValues(t, rounds, total)
+}
+
+// TestCountersCarryTheirCreatedTimestamp: each series of decisions and
+// requests carries the time its rule was first seen as its created
+// timestamp, as a client_golang counter does, so that a Prometheus that
+// ingests created timestamps counts the first decisions into rate().
+func TestCountersCarryTheirCreatedTimestamp(t *testing.T) {
+	reg := prometheus.NewPedanticRegistry()
+	m := hotlimitprom.New()
+	require.NoError(t, reg.Register(m))
+	before := time.Now()
+	m.Observe(hotlimit.Event{Source: &hotlimit.Source{Rule: "default"}, Outcome: hotlimit.OutcomeDenied, N: 2})
+	m.Observe(hotlimit.Event{Source: &hotlimit.Source{Rule: "default"}, N: 1}) // outcome "unknown"
+	after := time.Now()
+	families, err := reg.Gather()
+	require.NoError(t, err)
+	n := 0
+	for _, f := range families {
+		if f.GetName() != "hotlimit_decisions_total" && f.GetName() != "hotlimit_requests_total" {
+			continue
+		}
+		for _, s := range f.GetMetric() {
+			ct := s.GetCounter().GetCreatedTimestamp()
+			require.NotNil(t, ct, "%s %v", f.GetName(), s.GetLabel())
+			assert.False(t, ct.AsTime().Before(before.Truncate(time.Millisecond)) || ct.AsTime().After(after), "%v in [%v, %v]", ct.AsTime(), before, after)
+			n++
+		}
+	}
+	assert.Equal(t, 2*5, n, "four outcomes and the unknown one, of each metric")
 }

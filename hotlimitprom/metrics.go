@@ -22,7 +22,9 @@
 //
 // A rule's four outcomes are exported from its first decision, at 0 until
 // they happen, so that rate() sees them start; an Event whose Outcome names
-// none (a producer's bug) counts as outcome "unknown".
+// none (a producer's bug) counts as outcome "unknown". A count stops at
+// 2^63−1 rather than wrap around, so that no counter goes down even when
+// decisions on math.MaxInt requests (each counting n) add up past it.
 //
 // A reload of a service's rules (its Replace or WatchFile)
 // resets nothing: a rule whose limits change counts on in the same series,
@@ -49,8 +51,11 @@
 package hotlimitprom
 
 import (
+	"math"
 	"strings"
 	"sync"
+	"sync/atomic"
+	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/puzpuzpuz/xsync/v3"
@@ -61,24 +66,75 @@ import (
 // outcomes is the number of hotlimit.Outcome values, the zero one included.
 const outcomes = int(hotlimit.OutcomeShadowDenied) + 1
 
-// ruleCounters holds a rule's counters, by outcome; those of the zero
-// Outcome stay nil (see observeUnknown).
+// ruleCounters counts a rule's decisions and requests by outcome, the zero
+// Outcome for those that name none; label is the rule's label value, and
+// created the time of its first decision, the counters' created timestamp.
 type ruleCounters struct {
-	decisions [outcomes]prometheus.Counter
-	requests  [outcomes]prometheus.Counter
+	label               string
+	created             time.Time
+	decisions, requests [outcomes]count
+}
+
+// count is a counter that stops at math.MaxInt64 rather than wrap around,
+// so that it never goes down: a decision may be on as many as math.MaxInt
+// requests, which two such decisions would overflow.
+type count struct{ n atomic.Int64 }
+
+// smallAdd is the most that add adds with one atomic add: a count below
+// 2^63 reaches a negative value only by wrapping past math.MaxInt64, and
+// from there needs 2^63 more to wrap back, 2^31 decisions of smallAdd each.
+const smallAdd = 1 << 32
+
+// add adds n > 0 to c.
+func (c *count) add(n int) {
+	if int64(n) <= smallAdd {
+		// A wrap past math.MaxInt64 leaves a negative value, which load
+		// reads as math.MaxInt64.
+		c.n.Add(int64(n))
+		return
+	}
+	// Invariant: c never decreases as load reads it. A negative c (already
+	// past math.MaxInt64, read as it) stays as it is; else c becomes c+n,
+	// or math.MaxInt64 when that overflows. A concurrent add of either
+	// kind between the Load and the CompareAndSwap changes c, so the swap
+	// fails and the loop reads again: no add is lost, and none is undone.
+	for {
+		old := c.n.Load()
+		if old < 0 {
+			return
+		}
+		next := old + int64(n)
+		if next < old {
+			next = math.MaxInt64
+		}
+		if c.n.CompareAndSwap(old, next) {
+			return
+		}
+	}
+}
+
+// load returns c: math.MaxInt64 once it has gone past it.
+func (c *count) load() int64 {
+	if v := c.n.Load(); v >= 0 {
+		return v
+	}
+	return math.MaxInt64
 }
 
 // Metrics counts decisions and fallbacks; see the package documentation. It
 // is safe for concurrent use. The zero value is not usable; call [New].
 type Metrics struct {
-	decisions *prometheus.CounterVec
-	requests  *prometheus.CounterVec
-	fallbacks *prometheus.CounterVec
-	keysDesc  *prometheus.Desc
+	decisionsDesc *prometheus.Desc
+	requestsDesc  *prometheus.Desc
+	fallbacks     *prometheus.CounterVec
+	keysDesc      *prometheus.Desc
 
 	// rules caches each rule's counters, so that Observe does no label
-	// hashing: loaded by anyone, stored once per rule.
-	rules *xsync.MapOf[string, *ruleCounters]
+	// hashing: loaded by anyone, stored once per rule. labels holds the
+	// same counters by label value, which Collect reads: two rule names
+	// that differ only in bytes that are not valid UTF-8 count into one.
+	rules  *xsync.MapOf[string, *ruleCounters]
+	labels *xsync.MapOf[string, *ruleCounters]
 
 	mu   sync.Mutex // guards keys
 	keys map[string]func() int
@@ -109,19 +165,20 @@ func New(opts ...Option) *Metrics {
 			o(&s)
 		}
 	}
-	counter := func(name, help string, labels ...string) *prometheus.CounterVec {
-		return prometheus.NewCounterVec(prometheus.CounterOpts{
-			Namespace: s.namespace, Name: name, Help: help, ConstLabels: s.constLabels,
-		}, labels)
+	desc := func(name, help string, labels ...string) *prometheus.Desc {
+		return prometheus.NewDesc(prometheus.BuildFQName(s.namespace, "", name), help, labels, s.constLabels)
 	}
 	return &Metrics{
-		decisions: counter("decisions_total", "Rate-limit decisions, by the rule that decided and outcome.", "rule", "outcome"),
-		requests:  counter("requests_total", "Requests decided (a decision on n requests counts n), by rule and outcome.", "rule", "outcome"),
-		fallbacks: counter("fallbacks_total", "Decisions a backend could not make, made by its failure policy, by backend and reason.", "backend", "reason"),
-		keysDesc: prometheus.NewDesc(prometheus.BuildFQName(s.namespace, "", "keys"),
-			"Keys held by a limiter or service.", []string{"limiter"}, s.constLabels),
-		rules: xsync.NewMapOf[string, *ruleCounters](),
-		keys:  map[string]func() int{},
+		decisionsDesc: desc("decisions_total", "Rate-limit decisions, by the rule that decided and outcome.", "rule", "outcome"),
+		requestsDesc:  desc("requests_total", "Requests decided (a decision on n requests counts n), by rule and outcome.", "rule", "outcome"),
+		fallbacks: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Namespace: s.namespace, Name: "fallbacks_total", ConstLabels: s.constLabels,
+			Help: "Decisions a backend could not make, made by its failure policy, by backend and reason.",
+		}, []string{"backend", "reason"}),
+		keysDesc: desc("keys", "Keys held by a limiter or service.", "limiter"),
+		rules:    xsync.NewMapOf[string, *ruleCounters](),
+		labels:   xsync.NewMapOf[string, *ruleCounters](),
+		keys:     map[string]func() int{},
 	}
 }
 
@@ -133,36 +190,21 @@ func (m *Metrics) Observe(e hotlimit.Event) {
 		rc = m.counters(rule)
 	}
 	o := int(e.Outcome)
-	if o <= 0 || o >= outcomes {
-		m.observeUnknown(rule, e.N)
-		return
+	if o >= outcomes {
+		o = 0
 	}
-	rc.decisions[o].Inc()
+	rc.decisions[o].add(1)
 	if e.N > 0 {
-		rc.requests[o].Add(float64(e.N))
+		rc.requests[o].add(e.N)
 	}
 }
 
-// observeUnknown counts a decision whose Outcome names none, a producer's
-// bug, under the outcome "unknown": looked up by its labels each time, so
-// that no rule exports an "unknown" series until such a decision comes.
-func (m *Metrics) observeUnknown(rule string, n int) {
-	rule, name := labelValue(rule), hotlimit.Outcome(0).String()
-	m.decisions.WithLabelValues(rule, name).Inc()
-	if n > 0 {
-		m.requests.WithLabelValues(rule, name).Add(float64(n))
-	}
-}
-
-// counters returns rule's counters, creating them on its first decision.
+// counters returns rule's counters, creating them on its first decision:
+// those of its label value, shared with any other rule name of that label.
 func (m *Metrics) counters(rule string) *ruleCounters {
 	rc, _ := m.rules.LoadOrCompute(rule, func() *ruleCounters {
-		rc, rule := &ruleCounters{}, labelValue(rule)
-		for o := 1; o < outcomes; o++ {
-			name := hotlimit.Outcome(o).String()
-			rc.decisions[o] = m.decisions.WithLabelValues(rule, name)
-			rc.requests[o] = m.requests.WithLabelValues(rule, name)
-		}
+		label := labelValue(rule)
+		rc, _ := m.labels.LoadOrCompute(label, func() *ruleCounters { return &ruleCounters{label: label, created: time.Now()} })
 		return rc
 	})
 	return rc
@@ -195,16 +237,28 @@ func (m *Metrics) WatchKeys(name string, keys func() int) {
 
 // Describe sends the metrics' descriptions; see [prometheus.Collector].
 func (m *Metrics) Describe(ch chan<- *prometheus.Desc) {
-	m.decisions.Describe(ch)
-	m.requests.Describe(ch)
+	ch <- m.decisionsDesc
+	ch <- m.requestsDesc
 	m.fallbacks.Describe(ch)
 	ch <- m.keysDesc
 }
 
-// Collect sends the metrics' values; see [prometheus.Collector].
+// Collect sends the metrics' values; see [prometheus.Collector]: the four
+// outcomes of every rule seen so far, at 0 until they happen, and the
+// unknown one once it has happened.
 func (m *Metrics) Collect(ch chan<- prometheus.Metric) {
-	m.decisions.Collect(ch)
-	m.requests.Collect(ch)
+	m.labels.Range(func(_ string, rc *ruleCounters) bool {
+		for o := range outcomes {
+			d := rc.decisions[o].load()
+			if o == 0 && d == 0 {
+				continue
+			}
+			name, r := hotlimit.Outcome(o).String(), rc.requests[o].load()
+			ch <- prometheus.MustNewConstMetricWithCreatedTimestamp(m.decisionsDesc, prometheus.CounterValue, float64(d), rc.created, rc.label, name)
+			ch <- prometheus.MustNewConstMetricWithCreatedTimestamp(m.requestsDesc, prometheus.CounterValue, float64(r), rc.created, rc.label, name)
+		}
+		return true
+	})
 	m.fallbacks.Collect(ch)
 	m.mu.Lock()
 	defer m.mu.Unlock()

@@ -2,6 +2,7 @@ package hotlimitprom_test
 
 import (
 	"io"
+	"math"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -149,6 +150,16 @@ func TestObserveDoesNotAllocate(t *testing.T) {
 	assert.NotPanics(t, func() { m.Observe(bad) })
 }
 
+// TestObserveFallbackDoesNotAllocate: while a backend is down every
+// decision falls back, so ObserveFallback is a hot path too: it allocates
+// nothing once its (backend, reason) has been seen, as the README says.
+func TestObserveFallbackDoesNotAllocate(t *testing.T) {
+	m := hotlimitprom.New()
+	f := hotlimit.Fallback{Backend: "redis", Reason: "timeout"}
+	m.ObserveFallback(f)
+	assert.Zero(t, testing.AllocsPerRun(1000, func() { m.ObserveFallback(f) }))
+}
+
 // TestScrapeShowsOnlyTheDocumentedOutcomes: a scrape over HTTP shows, for a
 // rule that decided, the four documented outcomes and no "unknown" series;
 // a decision whose Outcome names none is still counted, as "unknown".
@@ -274,5 +285,85 @@ func TestScrapeEqualsTheServicesDecisionsConcurrently(t *testing.T) {
 		assert.Equal(t, 1.0, value(name, newRule, "near_limit"), name)
 		assert.Equal(t, half-4, value(name, newRule, "shadow_denied"), name)
 		assert.Zero(t, value(name, newRule, "denied"), name)
+	}
+}
+
+// TestRequestsNeverGoDown: decisions on math.MaxInt requests, which the
+// service reports as it does any (denied, counted n), would overflow a
+// 64-bit count at the second: the requests counted stop at 2^63−1
+// instead, and the counter, as a scrape reads it, never goes down.
+func TestRequestsNeverGoDown(t *testing.T) {
+	m := hotlimitprom.New()
+	reg := prometheus.NewPedanticRegistry()
+	require.NoError(t, reg.Register(m))
+	huge := hotlimit.Event{Source: &hotlimit.Source{Rule: "r"}, Outcome: hotlimit.OutcomeDenied, N: math.MaxInt}
+	last := 0.0
+	for i := range 4 {
+		m.Observe(huge)
+		m.Observe(hotlimit.Event{Source: huge.Source, Outcome: hotlimit.OutcomeDenied, N: 1})
+		v := scraped(t, reg, "hotlimit_requests_total", "r", "denied")
+		require.GreaterOrEqual(t, v, last, "after %d huge decisions", i+1)
+		last = v
+	}
+	if math.MaxInt == math.MaxInt64 {
+		assert.Equal(t, float64(math.MaxInt64), last, "stops at 2^63−1")
+	}
+	assert.Equal(t, 8.0, scraped(t, reg, "hotlimit_decisions_total", "r", "denied"), "every decision counted")
+}
+
+// scraped returns the value of the series name{rule, outcome} in a gather
+// of reg.
+func scraped(t *testing.T, reg *prometheus.Registry, name, rule, outcome string) float64 {
+	t.Helper()
+	families, err := reg.Gather()
+	require.NoError(t, err)
+	for _, f := range families {
+		if f.GetName() != name {
+			continue
+		}
+		for _, m := range f.GetMetric() {
+			labels := map[string]string{}
+			for _, l := range m.GetLabel() {
+				labels[l.GetName()] = l.GetValue()
+			}
+			if labels["rule"] == rule && labels["outcome"] == outcome {
+				return m.GetCounter().GetValue()
+			}
+		}
+	}
+	t.Fatalf("no %s{rule=%q,outcome=%q}", name, rule, outcome)
+	return 0
+}
+
+// TestRequestsNeverGoDownConcurrently: decisions on huge and on single
+// requests from several goroutines, read by scrapes meanwhile: no scrape
+// reads less than the one before, and the count ends at 2^63−1.
+func TestRequestsNeverGoDownConcurrently(t *testing.T) {
+	m := hotlimitprom.New()
+	reg := prometheus.NewPedanticRegistry()
+	require.NoError(t, reg.Register(m))
+	src := &hotlimit.Source{Rule: "r"}
+	m.Observe(hotlimit.Event{Source: src, Outcome: hotlimit.OutcomeDenied})
+	var wg sync.WaitGroup
+	for g := range 4 {
+		wg.Go(func() {
+			for i := range 200 {
+				n := 1
+				if (g+i)%2 == 0 {
+					n = math.MaxInt / 3
+				}
+				m.Observe(hotlimit.Event{Source: src, Outcome: hotlimit.OutcomeDenied, N: n})
+			}
+		})
+	}
+	last := 0.0
+	for range 50 {
+		v := scraped(t, reg, "hotlimit_requests_total", "r", "denied")
+		require.GreaterOrEqual(t, v, last)
+		last = v
+	}
+	wg.Wait()
+	if math.MaxInt == math.MaxInt64 {
+		assert.Equal(t, float64(math.MaxInt64), scraped(t, reg, "hotlimit_requests_total", "r", "denied"))
 	}
 }
