@@ -113,8 +113,11 @@ func (l *limiter) decide(ctx context.Context, method string, req any, message bo
 	v.e.Config, v.e.Policy, v.e.Decision, v.e.Err = c, v.policy.Name, d, err
 	switch {
 	case d.Allowed || l.o.dryRun:
-	case err != nil:
-		v.err = status.Error(codes.Unavailable, "rate limiter unavailable: "+err.Error())
+	case each[0].Err != nil:
+		// The limit that denied could not decide: its failure policy did,
+		// no quota spent. (Another limit's failure, to report its state
+		// for a denial that is real, leaves it a quota spent.)
+		v.err = status.Error(codes.Unavailable, "rate limiter unavailable: "+each[0].Err.Error())
 	default:
 		v.err = denial(user, v.policy, d)
 	}

@@ -27,7 +27,10 @@ type Event struct {
 	// limiter on a backend (Redis) failed, its failure policy decided:
 	// Decision and Config are that decision and the policy, and a denial
 	// fails the call with codes.Unavailable (DeadlineExceeded or Canceled
-	// when the call's own context ended meanwhile). When a key function or limiter
+	// when the call's own context ended meanwhile). Under a rule of several
+	// limits Err joins every limit's failure; a denial by a limit that did
+	// decide is ResourceExhausted even when another one failed (see
+	// service.LimitDecision.Err). When a key function or limiter
 	// panicked, or the service is nil, Decision and Config are zero and the
 	// call fails with codes.Internal. Either message says the rate limiter
 	// is unavailable; under dry run the call proceeds.

@@ -94,7 +94,8 @@
 // the request's context, which bounds a limiter that waits on Redis; when
 // such a limiter cannot decide and its failure policy denies, the answer is
 // 503 Service Unavailable rather than 429, since the client spent no quota,
-// and the error is in [Event].Err. A request whose context has already ended
+// and the error is in [Event].Err (a denial by another limit of the rule,
+// which did decide, stays 429). A request whose context has already ended
 // when it reaches the middleware (its client left, an outer timeout passed)
 // takes nothing and is not served: it would spend a quota for a response
 // nobody reads, and when its key is shared (a keyless client, a limit of

@@ -27,11 +27,15 @@ type Event struct {
 	// DryRun reports that the request reaches the handler whatever
 	// Decision.Allowed says.
 	DryRun bool
-	// Err is the error of a limiter that could not decide (one on Redis
-	// that cannot reach it, say), nil otherwise. Its failure policy made
-	// Decision: a pass lets the request through, a denial is answered by
-	// [DenyProblem] with 503 Service Unavailable, since the client spent no
-	// quota.
+	// Err is the error of the limiters that could not decide (one on Redis
+	// that cannot reach it, say), or could not give back what they took,
+	// joined for a rule of several limits; nil otherwise. Where the
+	// limiter of Config failed, Unavailable is set and its failure policy
+	// made Decision: a pass lets the request through, a denial is answered
+	// by [DenyProblem] with 503 Service Unavailable, since the client spent
+	// no quota. Where only another limit of the rule failed, Decision is
+	// Config's own: a denial is a quota spent, answered 429, and Err tells
+	// the observer of the failure.
 	//
 	// Err is also the request context's error when the request ended (its
 	// client left, its deadline passed) before the middleware decided it,
@@ -40,6 +44,10 @@ type Event struct {
 	// deny handler answers it with a Decision that denies. Under
 	// [WithDryRun] it is decided and served as any other.
 	Err error
+	// Unavailable reports that the limiter of Config, the limit that
+	// decided, could not decide: Decision is its failure policy's, and Err
+	// holds why (see service.LimitDecision.Err).
+	Unavailable bool
 }
 
 // DenyFunc answers a denied request. When it runs, the RateLimit fields and
@@ -247,7 +255,7 @@ func (h *handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		h.next.ServeHTTP(w, r)
 		return
 	}
-	e := Event{Request: r, User: user, API: api, Config: c, Policy: p.Name, Decision: d, DryRun: h.opts.dryRun, Err: err}
+	e := Event{Request: r, User: user, API: api, Config: c, Policy: p.Name, Decision: d, DryRun: h.opts.dryRun, Err: err, Unavailable: each[0].Err != nil}
 	if h.opts.observe != nil {
 		h.opts.observe(e)
 	}

@@ -29,10 +29,12 @@ type problem struct {
 // The response is marked Cache-Control: no-store.
 //
 // A denial by the failure policy of a limiter that could not decide
-// (Event.Err is set: Redis unreachable, say) is no quota spent: it gets 503
-// Service Unavailable instead, with the detail "The rate limiter is
-// unavailable; the request was not served." (the error itself stays on the
-// server, for the observer to log) and the Retry-After the policy chose. A
+// (Event.Unavailable is set: Redis unreachable, say) is no quota spent: it
+// gets 503 Service Unavailable instead, with the detail "The rate limiter
+// is unavailable; the request was not served." (the error itself stays on
+// the server, for the observer to log) and the Retry-After the policy
+// chose. A denial by a limit that decided is 429 even when another limit of
+// its rule failed (Event.Err set, Unavailable not): its quota is spent. A
 // request whose context ended before it was served (Event.Err is the
 // context's error) also gets 503, with the detail "The request ended before
 // it was served." and no Retry-After, for whoever is still reading.
@@ -41,7 +43,7 @@ func DenyProblem(w http.ResponseWriter, r *http.Request, e Event) {
 		writeProblem(w, http.StatusServiceUnavailable, "The request ended before it was served.")
 		return
 	}
-	if e.Err != nil {
+	if e.Unavailable {
 		writeProblem(w, http.StatusServiceUnavailable, "The rate limiter is unavailable; the request was not served.")
 		return
 	}

@@ -152,7 +152,7 @@ func (m *multi) take(ctx context.Context, k keys, n int, each *[composite.MaxChi
 			var err error
 			cd, r, err = cc.TakeReceiptContext(ctx, k.of(m.limits[i].Scope), n)
 			if err != nil {
-				errs, failed = append(errs, err), true
+				errs, failed = appendLimitErr(errs, i, err), true
 			}
 		} else {
 			cd, r = c.TakeReceipt(k.of(m.limits[i].Scope), n)
@@ -177,7 +177,7 @@ func (m *multi) take(ctx context.Context, k keys, n int, each *[composite.MaxChi
 			// its Take, a refund restores the limit.
 			for j := i - 1; j >= 0; j-- {
 				if cc := m.withContext[j]; ctx != nil && cc != nil {
-					errs = appendErr(errs, cc.RefundContext(context.WithoutCancel(ctx), k.of(m.limits[j].Scope), receipts[j]))
+					errs = appendLimitErr(errs, j, cc.RefundContext(context.WithoutCancel(ctx), k.of(m.limits[j].Scope), receipts[j]))
 				} else {
 					m.children[j].Refund(k.of(m.limits[j].Scope), receipts[j])
 				}
@@ -241,7 +241,7 @@ func (m *multi) giveBack(ctx context.Context, k *keys, receipts *[composite.MaxC
 	for j := len(m.children) - 1; j >= 0; j-- {
 		switch {
 		case m.withContext[j] != nil:
-			errs = appendErr(errs, m.withContext[j].RefundContext(context.WithoutCancel(ctx), k.of(m.limits[j].Scope), receipts[j]))
+			errs = appendLimitErr(errs, j, m.withContext[j].RefundContext(context.WithoutCancel(ctx), k.of(m.limits[j].Scope), receipts[j]))
 		default:
 			m.children[j].Refund(k.of(m.limits[j].Scope), receipts[j])
 		}
@@ -255,6 +255,40 @@ func appendErr(errs []error, err error) []error {
 		return append(errs, err)
 	}
 	return errs
+}
+
+// limitError is an error of the rule's i-th limit, as take and report join
+// it: [Service.TakeEach] gives each limit its own (LimitDecision.Err). It
+// reads and unwraps as the limiter's error.
+type limitError struct {
+	i   int
+	err error
+}
+
+func (e *limitError) Error() string { return e.err.Error() }
+func (e *limitError) Unwrap() error { return e.err }
+
+// appendLimitErr appends err, of the rule's i-th limit, to errs unless it
+// is nil.
+func appendLimitErr(errs []error, i int, err error) []error {
+	if err != nil {
+		return append(errs, &limitError{i: i, err: err})
+	}
+	return errs
+}
+
+// limitErrors sets errOf[i] to the errors of the rule's i-th limit in err,
+// an error take or report joined.
+func limitErrors(err error, errOf *[composite.MaxChildren]error) {
+	joined, ok := err.(interface{ Unwrap() []error })
+	if !ok {
+		return
+	}
+	for _, e := range joined.Unwrap() {
+		if le, ok := e.(*limitError); ok {
+			errOf[le.i] = errors.Join(errOf[le.i], le.err)
+		}
+	}
 }
 
 // report asks every limit for n ≤ 0 requests, which changes nothing, but
@@ -277,7 +311,7 @@ func (m *multi) report(ctx context.Context, k *keys, n, known int, kd hotlimit.D
 		if cc := m.withContext[i]; ctx != nil && cc != nil {
 			var err error
 			cd, _, err = cc.TakeReceiptContext(ctx, k.of(m.limits[i].Scope), n) // n ≤ 0 takes nothing
-			*errs = appendErr(*errs, err)
+			*errs = appendLimitErr(*errs, i, err)
 		} else {
 			cd = c.Take(k.of(m.limits[i].Scope), n)
 		}

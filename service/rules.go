@@ -575,7 +575,7 @@ func (ru *rule) takeEach(ctx context.Context, cache *keyCache, user, api string,
 			return d, append(dst, LimitDecision{Config: c, Decision: d}), nil
 		}
 		d, c, err := ru.takeContext(ctx, cache, user, api, n, false)
-		return d, append(dst, LimitDecision{Config: c, Decision: d}), err
+		return d, append(dst, LimitDecision{Config: c, Decision: d, Err: err}), err
 	}
 	var kb *keyBuf
 	if ru.transient {
@@ -587,8 +587,12 @@ func (ru *rule) takeEach(ctx context.Context, cache *keyCache, user, api string,
 	}
 	var each [composite.MaxChildren]hotlimit.Decision
 	d, i, own, shadow, err := ru.multi.take(ctx, keys{cache: cache, buf: kb, user: user, api: api}, n, &each)
+	var errOf [composite.MaxChildren]error
+	if err != nil {
+		limitErrors(err, &errOf)
+	}
 	pd, c := ru.several(d, i, own, shadow, n, true)
-	dst = append(dst, LimitDecision{Config: c, Decision: pd})
+	dst = append(dst, LimitDecision{Config: c, Decision: pd, Err: errOf[i]})
 	allShadow := !slices.ContainsFunc(ru.multi.limits, func(c hotlimit.Config) bool { return !c.Shadow })
 	for j, c := range ru.multi.limits {
 		if j == i || c.Shadow && !allShadow {
@@ -596,7 +600,7 @@ func (ru *rule) takeEach(ctx context.Context, cache *keyCache, user, api string,
 		}
 		jd := each[j]
 		jd.Allowed, jd.RetryAfter = d.Allowed, d.RetryAfter
-		dst = append(dst, LimitDecision{Config: c, Decision: jd})
+		dst = append(dst, LimitDecision{Config: c, Decision: jd, Err: errOf[j]})
 	}
 	return d, dst, err
 }

@@ -269,6 +269,17 @@ type LimitDecision struct {
 	// Decision is the rule's Allowed and RetryAfter, with the limit's own
 	// Limit, Remaining and ResetAfter after the request.
 	Decision hotlimit.Decision
+	// Err is this limit's own error, nil when its limiter decided and gave
+	// back what it was asked to: the limiter could not decide (its Limit,
+	// Remaining and ResetAfter are then its failure policy's, and so is the
+	// rule's denial when this is the limit that decided it), or could not
+	// give back what it took. The error TakeEach returns joins every
+	// limit's, with the request's end when it was given back. A gateway
+	// tells a denial by a limit that decided (a quota spent) from one its
+	// failure policy made (no quota spent: a dependency unavailable) by the
+	// deciding limit's Err, not by that error: another limit of the rule
+	// may have failed to report its state for a denial that is real.
+	Err error
 }
 
 // TakeEach is [Service.TakeContext], and also appends to dst every limit of

@@ -1,0 +1,67 @@
+package httplimit_test
+
+import (
+	"errors"
+	"net/http"
+	"net/http/httptest"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/hotlimit/hotlimit"
+	"github.com/hotlimit/hotlimit/httplimit"
+	"github.com/hotlimit/hotlimit/internal/limitertest"
+	"github.com/hotlimit/hotlimit/service"
+)
+
+// TestRealDenialBesideAnUnreachableBackendIsTooManyRequests: a rule of a
+// memory limit (1 a minute) and a limit whose backend is unreachable (its
+// failure policy passes, every call fails, its report too), in either
+// order, over a real connection. The second request is denied by the
+// memory limit, a quota the client spent: 429 with Retry-After. The
+// backend's failure to report its state for that denial made the
+// service's error non-nil, and the middleware answered 503 "rate limiter
+// unavailable", as if the backend had denied. A backend that fails closed
+// still gets 503. The observer sees the backend's error either way.
+func TestRealDenialBesideAnUnreachableBackendIsTooManyRequests(t *testing.T) {
+	memory, remote := cfg(hotlimit.FixedWindow, 1, time.Minute), cfg(hotlimit.FixedWindow, 5, time.Minute)
+	for _, tc := range []struct {
+		rule   service.Limits
+		closed bool
+		second int // the second request's status
+	}{
+		{service.Limits{memory, remote}, false, http.StatusTooManyRequests},
+		{service.Limits{remote, memory}, false, http.StatusTooManyRequests},
+		{service.Limits{memory, remote}, true, http.StatusServiceUnavailable},
+	} {
+		svc, err := service.NewFromRules(service.Rules{Default: tc.rule}, hotlimit.WithClock(func() int64 { return 1 }),
+			limitertest.OnBackend(remote, &limitertest.UnreachableRefunder{Closed: tc.closed}, service.NewLimiter))
+		require.NoError(t, err)
+		var events []httplimit.Event
+		srv := httptest.NewServer(httplimit.New(svc,
+			httplimit.WithObserver(func(e httplimit.Event) { events = append(events, e) }))(ok))
+		var codes []int
+		for range 2 {
+			resp, err := http.Get(srv.URL + "/x")
+			require.NoError(t, err)
+			require.NoError(t, resp.Body.Close())
+			codes = append(codes, resp.StatusCode)
+			if resp.StatusCode == http.StatusTooManyRequests {
+				assert.Equal(t, "60", resp.Header.Get("Retry-After"), "%v: the memory limit's window", tc.rule)
+			}
+		}
+		srv.Close()
+		first := http.StatusOK
+		if tc.closed {
+			first = http.StatusServiceUnavailable
+		}
+		assert.Equal(t, []int{first, tc.second}, codes, "%v closed=%v", tc.rule, tc.closed)
+		require.Len(t, events, 2)
+		for i, e := range events {
+			assert.True(t, errors.Is(e.Err, limitertest.ErrUnreachable), "%v closed=%v event %d: the observer sees the failure", tc.rule, tc.closed, i)
+		}
+		assert.Equal(t, tc.closed, events[1].Unavailable, "%v: the limit that decided could not", tc.rule)
+	}
+}

@@ -1,0 +1,59 @@
+package limitertest
+
+import (
+	"context"
+	"errors"
+	"time"
+
+	"github.com/hotlimit/hotlimit"
+)
+
+// ErrUnreachable is the error of every call of an [UnreachableRefunder]
+// that takes a context.
+var ErrUnreachable = errors.New("backend unreachable")
+
+// UnreachableRefunder is a limit on a backend that cannot be reached: every
+// call that takes a context, a report (n ≤ 0) and a refund too, fails with
+// ErrUnreachable, and its failure policy decides: it passes, counting
+// nothing, or, Closed, denies with Limit 5, RetryAfter 1s. Asked without a
+// context it passes and counts nothing.
+type UnreachableRefunder struct{ Closed bool }
+
+func (u *UnreachableRefunder) decision() hotlimit.Decision {
+	if u.Closed {
+		return hotlimit.Decision{Limit: 5, RetryAfter: time.Second}
+	}
+	return hotlimit.Decision{Allowed: true, Limit: 5}
+}
+
+// Allow passes.
+func (u *UnreachableRefunder) Allow(string) bool { return true }
+
+// Take passes and counts nothing.
+func (u *UnreachableRefunder) Take(string, int) hotlimit.Decision {
+	return hotlimit.Decision{Allowed: true, Limit: 5}
+}
+
+// TakeReceipt passes and takes nothing.
+func (u *UnreachableRefunder) TakeReceipt(key string, n int) (hotlimit.Decision, hotlimit.Receipt) {
+	return u.Take(key, n), hotlimit.Receipt{}
+}
+
+// Refund gives back nothing: nothing was taken.
+func (u *UnreachableRefunder) Refund(string, hotlimit.Receipt) {}
+
+// TakeContext answers its failure policy's decision with ErrUnreachable.
+func (u *UnreachableRefunder) TakeContext(context.Context, string, int) (hotlimit.Decision, error) {
+	return u.decision(), ErrUnreachable
+}
+
+// TakeReceiptContext answers its failure policy's decision, the zero
+// Receipt and ErrUnreachable.
+func (u *UnreachableRefunder) TakeReceiptContext(context.Context, string, int) (hotlimit.Decision, hotlimit.Receipt, error) {
+	return u.decision(), hotlimit.Receipt{}, ErrUnreachable
+}
+
+// RefundContext fails with ErrUnreachable.
+func (u *UnreachableRefunder) RefundContext(context.Context, string, hotlimit.Receipt) error {
+	return ErrUnreachable
+}

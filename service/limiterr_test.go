@@ -1,0 +1,58 @@
+package service_test
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/hotlimit/hotlimit"
+	"github.com/hotlimit/hotlimit/internal/limitertest"
+	"github.com/hotlimit/hotlimit/service"
+)
+
+// TestTakeEachGivesEachLimitItsOwnError: under a rule of a memory limit and
+// a limit whose backend is unreachable, TakeEach's error joins the
+// backend's, and each limit's LimitDecision.Err says whose it is. When the
+// memory limit denies (a quota spent) the backend's report still fails, so
+// the joined error is set: only the deciding limit's Err tells this denial
+// from one the backend's failure policy made, which a gateway answers as a
+// dependency unavailable, not as a quota spent.
+func TestTakeEachGivesEachLimitItsOwnError(t *testing.T) {
+	memory := hotlimit.Config{Algorithm: hotlimit.FixedWindow, Limit: 1, Window: time.Minute}
+	remote := hotlimit.Config{Algorithm: hotlimit.FixedWindow, Limit: 5, Window: time.Minute}
+	for _, closed := range []bool{false, true} {
+		down := &limitertest.UnreachableRefunder{Closed: closed}
+		s, err := service.NewFromRules(service.Rules{Default: service.Limits{memory, remote}},
+			limitertest.OnBackend(remote, down, service.NewLimiter))
+		require.NoError(t, err)
+
+		d, each, err := s.TakeEach(context.Background(), "u", "GET /", 1, nil)
+		require.ErrorIs(t, err, limitertest.ErrUnreachable)
+		require.Len(t, each, 2)
+		byLimit := map[int]service.LimitDecision{}
+		for _, ld := range each {
+			byLimit[ld.Config.Limit] = ld
+		}
+		assert.NoError(t, byLimit[1].Err, "closed=%v: the memory limit decided", closed)
+		assert.ErrorIs(t, byLimit[5].Err, limitertest.ErrUnreachable, "closed=%v: the backend's own error", closed)
+		if closed {
+			assert.False(t, d.Allowed)
+			assert.Equal(t, 5, each[0].Config.Limit, "the backend's failure policy denied")
+			assert.ErrorIs(t, each[0].Err, limitertest.ErrUnreachable, "so the deciding limit's Err is set")
+			continue
+		}
+		assert.True(t, d.Allowed, "the failure policy passes")
+
+		d, each, err = s.TakeEach(context.Background(), "u", "GET /", 1, nil)
+		assert.False(t, d.Allowed, "the memory limit's one request is spent")
+		assert.ErrorIs(t, err, limitertest.ErrUnreachable, "the backend's report failed")
+		require.NotEmpty(t, each)
+		assert.Equal(t, memory, each[0].Config, "the memory limit denied")
+		assert.NoError(t, each[0].Err, "a denial by a limit that decided: a quota spent")
+		require.Len(t, each, 2)
+		assert.ErrorIs(t, each[1].Err, limitertest.ErrUnreachable)
+	}
+}
