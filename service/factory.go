@@ -2,6 +2,7 @@ package service
 
 import (
 	"fmt"
+	"reflect"
 	"time"
 
 	"github.com/hotlimit/hotlimit"
@@ -71,9 +72,28 @@ func newLimiter(c hotlimit.Config, opts ...hotlimit.Option) (hotlimit.Limiter, e
 		if err := c.ValidateFields(); err != nil {
 			return nil, err
 		}
-		return f(c, opts...)
+		l, err := f(c, opts...)
+		if err == nil && isNil(l) {
+			// A nil limiter would be called by the first decision.
+			return nil, fmt.Errorf("service: the factory returned no limiter and no error for %v", c)
+		}
+		return l, err
 	}
 	return NewLimiter(c, opts...)
+}
+
+// isNil reports whether l is nil, or an interface holding a nil pointer,
+// function, map, slice, channel or interface, whose methods would most
+// likely dereference it.
+func isNil(l hotlimit.Limiter) bool {
+	if l == nil {
+		return true
+	}
+	switch v := reflect.ValueOf(l); v.Kind() {
+	case reflect.Pointer, reflect.Func, reflect.Map, reflect.Slice, reflect.Chan, reflect.Interface:
+		return v.IsNil()
+	}
+	return false
 }
 
 // sweeper is what every limiter of this module offers besides

@@ -62,7 +62,9 @@ type Service struct {
 // the in-memory limiters, with redislimit.Factory say, so that many instances
 // share one state. Idle pairs are evicted without a call to Sweep unless
 // opts say otherwise (see [DefaultAutoSweep]). It returns an error wrapping
-// hotlimit.ErrInvalidConfig when def is invalid.
+// hotlimit.ErrInvalidConfig when def is invalid, and the factory's error,
+// naming the limit, when a factory fails to build it (returning no limiter
+// without an error counts as failing).
 func New(def hotlimit.Config, opts ...hotlimit.Option) (*Service, error) {
 	return NewFromRules(Rules{Default: Limits{def}}, opts...)
 }
@@ -78,7 +80,9 @@ const DefaultAutoSweep = 1 << 16
 // apply to every limiter the service builds; auto-sweep is on by default (see
 // [DefaultAutoSweep]). It returns an error naming the
 // offending entry and wrapping hotlimit.ErrInvalidConfig when rules are
-// invalid (see [Rules.Validate]).
+// invalid (see [Rules.Validate]), and the factory's error, naming the
+// entry, when a factory fails to build a limit (returning no limiter
+// without an error counts as failing).
 func NewFromRules(rules Rules, opts ...hotlimit.Option) (*Service, error) {
 	opts = append([]hotlimit.Option{hotlimit.WithAutoSweep(DefaultAutoSweep)}, opts...) // later options win
 	snap, err := build(rules, nil, opts)
