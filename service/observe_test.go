@@ -692,3 +692,17 @@ func TestNearLimitIsAShareOfTheServicesDefaultBurst(t *testing.T) {
 	s.Allow("v", "one") // Remaining 3
 	assert.Equal(t, hotlimit.OutcomeNearLimit, last.Outcome)
 }
+
+// TestNilObserverFuncReportsNothing gives the service a nil ObserverFunc,
+// an easy value to pass from a variable never set: it reports nothing, as a
+// nil Observer does, instead of panicking at every decision.
+func TestNilObserverFuncReportsNothing(t *testing.T) {
+	var f hotlimit.ObserverFunc
+	s, err := service.New(hotlimit.Config{Algorithm: hotlimit.FixedWindow, Limit: 1, Window: time.Second}, hotlimit.WithObserver(f))
+	require.NoError(t, err)
+	assert.True(t, s.Allow("alice", "GET /pay"))
+	assert.False(t, s.Take("alice", "GET /pay", 1).Allowed)
+	d, err := s.TakeWith("alice", "GET /pay", hotlimit.Config{Algorithm: hotlimit.GCRA, Limit: 1, Window: time.Second}, 1)
+	require.NoError(t, err)
+	assert.True(t, d.Allowed)
+}
