@@ -82,14 +82,14 @@ func newLimiter(c hotlimit.Config, opts ...hotlimit.Option) (hotlimit.Limiter, e
 	return NewLimiter(c, opts...)
 }
 
-// isNil reports whether l is nil, or an interface holding a nil pointer,
-// function, map, slice, channel or interface, whose methods would most
-// likely dereference it.
-func isNil(l hotlimit.Limiter) bool {
-	if l == nil {
+// isNil reports whether v is nil, or an interface value holding a nil
+// pointer, function, map, slice, channel or interface, whose methods would
+// most likely dereference it.
+func isNil(x any) bool {
+	if x == nil {
 		return true
 	}
-	switch v := reflect.ValueOf(l); v.Kind() {
+	switch v := reflect.ValueOf(x); v.Kind() {
 	case reflect.Pointer, reflect.Func, reflect.Map, reflect.Slice, reflect.Chan, reflect.Interface:
 		return v.IsNil()
 	}

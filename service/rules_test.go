@@ -185,3 +185,14 @@ func FuzzLoadRules(f *testing.F) {
 		assert.Equal(t, string(b), string(again))
 	})
 }
+
+// TestLoadRulesFromNilReaderIsAnError passes no reader, as a caller whose
+// os.Open failed unchecked does: an error, not a panic.
+func TestLoadRulesFromNilReaderIsAnError(t *testing.T) {
+	var r *strings.Reader // a nil pointer in the interface, as a failed open leaves
+	for name, in := range map[string]interface{ Read([]byte) (int, error) }{"nil": nil, "nil *strings.Reader": r} {
+		_, err := service.LoadRules(in)
+		require.Error(t, err, name)
+		assert.Contains(t, err.Error(), "no reader", name)
+	}
+}

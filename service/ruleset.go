@@ -415,8 +415,12 @@ func decodeLimits(path string, data []byte) (Limits, error) {
 // validates them as [Rules.Validate] does. Errors name the offending entry,
 // as in `users["alice"][1].window: ...` or `apis["GET /search"][0]: tokenbucket:
 // limit ... out of range`, and wrap hotlimit.ErrInvalidConfig, except errors
-// reading r. Anything after the JSON object but white space is an error.
+// reading r. Anything after the JSON object but white space is an error, and
+// so is a nil r.
 func LoadRules(r io.Reader) (Rules, error) {
+	if isNil(r) {
+		return Rules{}, errors.New("service: reading rules: no reader (nil)")
+	}
 	data, err := io.ReadAll(r)
 	if err != nil {
 		return Rules{}, fmt.Errorf("service: reading rules: %w", err)
