@@ -34,7 +34,8 @@ const recentWrite = 2 * time.Second
 // not be reached (missing, unreadable) is loaded again once it can be, even
 // as it was, and the outcome reported (its error, or a reload that keeps
 // every pair's state), so that the last report is never a stale "missing".
-// interval <= 0 means one second.
+// interval <= 0 means one second. A nil ctx is never done: the loop then
+// ends when the service is closed.
 //
 // WatchFile is WatchFileWith with the interval and onError as options; see
 // it to hear of successful reloads, and of rules that name no route.
@@ -79,6 +80,9 @@ type Reload struct {
 // successful reloads, so that they can be logged, and the routes that the
 // rules' APIs are checked against at each reload.
 func (s *Service) WatchFileWith(ctx context.Context, path string, opts WatchOptions) {
+	if ctx == nil {
+		ctx = context.Background() // never done: the loop ends at Close
+	}
 	interval := opts.Interval
 	if interval <= 0 {
 		interval = time.Second

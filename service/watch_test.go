@@ -236,3 +236,35 @@ func watchReloads(s *service.Service, path string) (*reloadLog, func()) {
 	}()
 	return reloads, func() { cancel(); <-done }
 }
+
+// TestWatchFileNilContextRunsUntilClose watches a file under a nil context,
+// which a caller may pass for "no deadline": the watcher loads the file and
+// runs until the service is closed, instead of crashing the process on its
+// goroutine.
+func TestWatchFileNilContextRunsUntilClose(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "rules.json")
+	require.NoError(t, os.WriteFile(path, []byte(`{"default":[{"algorithm":"FixedWindow","limit":1,"window":"1h"}]}`), 0o600))
+	s, err := service.New(hotlimit.Config{Algorithm: hotlimit.FixedWindow, Limit: 5, Window: time.Hour})
+	require.NoError(t, err)
+	reloaded := make(chan service.Reload, 1)
+	done := make(chan any, 1)
+	go func() {
+		defer func() { done <- recover() }()
+		s.WatchFileWith(nil, path, service.WatchOptions{Interval: time.Millisecond, OnReload: func(r service.Reload) { reloaded <- r }})
+	}()
+	select {
+	case r := <-reloaded:
+		assert.Equal(t, 1, r.Rules.Default[0].Limit)
+	case p := <-done:
+		t.Fatalf("the watcher returned before loading the file: %v", p)
+	case <-time.After(30 * time.Second):
+		t.Fatal("the file was not loaded")
+	}
+	require.NoError(t, s.Close())
+	select {
+	case p := <-done:
+		assert.Nil(t, p, "the watcher panicked")
+	case <-time.After(30 * time.Second):
+		t.Fatal("the watcher did not return after Close")
+	}
+}
