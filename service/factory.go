@@ -65,8 +65,16 @@ func NewLimiter(c hotlimit.Config, opts ...hotlimit.Option) (hotlimit.Limiter, e
 
 // newLimiter builds c's limiter with the factory that opts name, if any, else
 // with [NewLimiter]. Unlimited has no state to share: it is always built here.
+//
+// The service's default burst (hotlimit.WithBurst among opts) is for the
+// algorithms that have one: the others are built without it, as their
+// constructors reject any burst.
 func newLimiter(c hotlimit.Config, opts ...hotlimit.Option) (hotlimit.Limiter, error) {
-	if f := hotlimit.NewOptions(opts...).Factory; f != nil && c.Algorithm != hotlimit.Unlimited {
+	o := hotlimit.NewOptions(opts...)
+	if o.Burst > 0 && !c.Algorithm.HasBurst() {
+		opts = append(opts[:len(opts):len(opts)], hotlimit.WithBurst(0))
+	}
+	if f := o.Factory; f != nil && c.Algorithm != hotlimit.Unlimited {
 		// The factory checks its own ranges, which may differ from the
 		// in-memory limiters'.
 		if err := c.ValidateFields(); err != nil {

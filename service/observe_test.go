@@ -747,3 +747,41 @@ func TestReportedPolicySpellsOutTheServicesBurst(t *testing.T) {
 	// The rules read back as given.
 	assert.Equal(t, service.Limits{bucket}, s.Rules().Default)
 }
+
+// TestServiceBurstLeavesLimitsWithoutBurstAlone: the service's default burst
+// (hotlimit.WithBurst among its options) is for the token buckets and GCRA
+// limits that set none; a fixed window, sliding counter or sliding log, which
+// have no burst, keep their limit instead of failing the whole rule set with
+// a burst the rules never gave them.
+func TestServiceBurstLeavesLimitsWithoutBurstAlone(t *testing.T) {
+	clock, _ := frozen(int64(time.Hour))
+	window := hotlimit.Config{Algorithm: hotlimit.FixedWindow, Limit: 3, Window: time.Minute}
+	bucket := hotlimit.Config{Algorithm: hotlimit.TokenBucket, Limit: 1, Window: time.Second}
+	s, err := service.NewFromRules(service.Rules{
+		Default: service.Limits{window},
+		APIs: map[string]service.Limits{
+			"counter": {{Algorithm: hotlimit.SlidingCounter, Limit: 3, Window: time.Minute}},
+			"log":     {{Algorithm: hotlimit.SlidingLog, Limit: 3, Window: time.Minute}},
+			"bucket":  {bucket},
+			"both":    {bucket, window},
+		},
+	}, clock, hotlimit.WithBurst(5))
+	require.NoError(t, err)
+	for api, want := range map[string]int{"/": 3, "counter": 3, "log": 3, "bucket": 5, "both": 3} {
+		passed := 0
+		for range 10 {
+			if s.Allow("u", api) {
+				passed++
+			}
+		}
+		assert.Equal(t, want, passed, api)
+	}
+	d, policy := s.TakePolicy("v", "/", 1)
+	assert.Equal(t, window, policy)
+	assert.Equal(t, 2, d.Remaining)
+	// TakeWith takes the same default.
+	d, err = s.TakeWith("v", "/", hotlimit.Config{Algorithm: hotlimit.SlidingLog, Limit: 2, Window: time.Minute}, 1)
+	require.NoError(t, err)
+	assert.True(t, d.Allowed)
+	assert.Equal(t, 1, d.Remaining)
+}

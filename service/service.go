@@ -79,8 +79,8 @@ const DefaultAutoSweep = 1 << 16
 // NewFromRules returns a Service enforcing rules. opts (a clock, auto-sweep)
 // apply to every limiter the service builds; auto-sweep is on by default (see
 // [DefaultAutoSweep]). A [hotlimit.WithBurst] among them is the burst of
-// every token bucket and GCRA limit that sets none, and the limits the
-// service reports ([Service.TakePolicy], [Service.TakeEach], an Event's
+// every token bucket and GCRA limit that sets none (the other algorithms
+// have no burst, and keep their limit), and the limits the service reports ([Service.TakePolicy], [Service.TakeEach], an Event's
 // Policy) spell it out in their Burst. It returns an error naming the
 // offending entry and wrapping hotlimit.ErrInvalidConfig when rules are
 // invalid (see [Rules.Validate]), and the factory's error, naming the
