@@ -70,6 +70,9 @@ func (a Algorithm) Valid() bool {
 
 // Config is an immutable policy: at most Limit requests per Window, enforced by
 // Algorithm. Config is comparable, so equal policies can share one limiter.
+// The zero Config names no algorithm and limits nothing: Validate rejects it,
+// and so does every constructor that takes a Config; it never means
+// "unlimited" (that is [Unlimited]).
 type Config struct {
 	// Algorithm is how requests are counted: TokenBucket, GCRA,
 	// FixedWindow, SlidingCounter, SlidingLog, or Unlimited, which takes no
