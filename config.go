@@ -39,8 +39,8 @@ const (
 	// with the sliding window: O(1) memory, approximate.
 	SlidingCounter Algorithm = 5
 	// Unlimited always passes and keeps no state: an allow-list entry for
-	// given users, APIs or pairs, alone in its service rule. It takes no Limit, Window or Burst, and
-	// reports Limit and Remaining as math.MaxInt.
+	// given users, APIs or pairs, alone in its service rule. It takes no
+	// Limit, Window or Burst, and reports Limit and Remaining as math.MaxInt.
 	Unlimited Algorithm = 6
 )
 
