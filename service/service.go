@@ -142,19 +142,33 @@ func (s *Service) replaceLocked(rules Rules) error {
 }
 
 // ConfigureUser sets the policy of every request from user, below API and
-// pair overrides, to the single limit c. On error nothing changes.
+// pair overrides, to the single limit c, replacing the user's rule if it has
+// one. The error, when c is invalid, names the rule, as in
+// `users["alice"][0]: ...`, and wraps hotlimit.ErrInvalidConfig; on error
+// nothing changes. A user no request comes from (a name spelled otherwise
+// than the requests' users, such as "premium" where httplimit's users are
+// tagged keys, "header:x-api-key:premium") is accepted and never applies:
+// [Rules.NamedUsers] of [Service.Rules] lists the users the rules name.
 func (s *Service) ConfigureUser(user string, c hotlimit.Config) error {
 	return s.configure(func(r *Rules) { r.Users = set(r.Users, user, c) })
 }
 
 // ConfigureAPI sets the policy of every request to api, below pair overrides
-// and above user overrides, to the single limit c. On error nothing changes.
+// and above user overrides, to the single limit c, replacing the api's rule
+// if it has one. The error, when c is invalid, names the rule, as in
+// `apis["GET /pay"][0]: ...`, and wraps hotlimit.ErrInvalidConfig; on error
+// nothing changes. An api no request is made to (a misspelled route, "pay"
+// for "GET /pay") is accepted and never applies: [Service.UnmatchedAPIs]
+// lists such rules.
 func (s *Service) ConfigureAPI(api string, c hotlimit.Config) error {
 	return s.configure(func(r *Rules) { r.APIs = set(r.APIs, api, c) })
 }
 
 // ConfigureUserAPI sets the policy of requests from user to api, above every
-// other rule, to the single limit c. On error nothing changes.
+// other rule, to the single limit c, replacing the pair's rule if it has one.
+// The error, when c is invalid, names the rule, as in
+// `pairs["alice","GET /pay"][0]: ...`, and wraps hotlimit.ErrInvalidConfig;
+// on error nothing changes.
 func (s *Service) ConfigureUserAPI(user, api string, c hotlimit.Config) error {
 	return s.configure(func(r *Rules) { r.Pairs = set(r.Pairs, Pair{user, api}, c) })
 }
