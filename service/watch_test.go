@@ -268,3 +268,32 @@ func TestWatchFileNilContextRunsUntilClose(t *testing.T) {
 		t.Fatal("the watcher did not return after Close")
 	}
 }
+
+// TestWatchFileReloadReplacesConfiguredRules: the watched file is the whole
+// policy. A rule set by Configure* while the file is watched holds until the
+// file changes, and is then gone with the rest of the rules in force.
+func TestWatchFileReloadReplacesConfiguredRules(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "rules.json")
+	writeAtomically(t, path, rulesWithAPI(4))
+	s, _ := newService(t, cfg(hotlimit.FixedWindow, 3))
+	reloads := make(chan service.Reload, 4)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	go s.WatchFileWith(ctx, path, service.WatchOptions{Interval: time.Millisecond, OnReload: func(r service.Reload) { reloads <- r }})
+	next := func() {
+		t.Helper()
+		select {
+		case <-reloads:
+		case <-time.After(30 * time.Second):
+			t.Fatal("no reload")
+		}
+	}
+	next()
+	require.NoError(t, s.ConfigureUser("alice", cfg(hotlimit.SlidingLog, 9)))
+	assert.Equal(t, cfg(hotlimit.SlidingLog, 9), s.Resolve("alice", "y"), "the configured rule applies")
+
+	writeAtomically(t, path, rulesWithAPI(6))
+	next()
+	assert.Equal(t, cfg(hotlimit.FixedWindow, 3), s.Resolve("alice", "y"), "the file's rules replaced it")
+	assert.Nil(t, s.Rules().Users)
+}
