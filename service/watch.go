@@ -26,9 +26,9 @@ const recentWrite = 2 * time.Second
 // it loads the rules and calls [Service.Replace]. An unchanged rewrite, such
 // as a touch, changes nothing, and pairs whose rule is unchanged keep their
 // state. The file is the whole policy: rules set meanwhile by
-// [Service.ConfigureUser] (or the other Configure methods) or [Service.Replace]
-// hold until the file next
-// changes, and are then replaced by the file's.
+// [Service.ConfigureUser] (or the other Configure methods) or
+// [Service.Replace] hold until the file next changes, and are then replaced
+// by the file's.
 //
 // A file that cannot be read, that is not a regular file (a named pipe, a
 // device, a directory; a symbolic link is followed), or that holds invalid
