@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"crypto/sha256"
+	"errors"
 	"fmt"
 	"os"
 	"time"
@@ -140,6 +141,11 @@ type watcher struct {
 
 // poll checks the file once and replaces the rules if its content changed.
 func (w *watcher) poll() {
+	if w.path == "" {
+		// os.Stat would say "stat : no such file or directory".
+		w.failAccess(errors.New("the path is empty"))
+		return
+	}
 	fi, err := os.Stat(w.path)
 	if err == nil && !fi.Mode().IsRegular() {
 		// A named pipe would block the read until a writer came, past the

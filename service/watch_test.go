@@ -297,3 +297,24 @@ func TestWatchFileReloadReplacesConfiguredRules(t *testing.T) {
 	assert.Equal(t, cfg(hotlimit.FixedWindow, 3), s.Resolve("alice", "y"), "the file's rules replaced it")
 	assert.Nil(t, s.Rules().Users)
 }
+
+// TestWatchFileEmptyPathSaysSo: a path left empty (an unset flag or
+// environment variable) is reported as such, not as the stat of nothing.
+func TestWatchFileEmptyPathSaysSo(t *testing.T) {
+	s, _ := newService(t, cfg(hotlimit.FixedWindow, 3))
+	errs := make(chan error, 1)
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		s.WatchFile(ctx, "", time.Millisecond, func(err error) { errs <- err })
+	}()
+	select {
+	case err := <-errs:
+		assert.Equal(t, "service: watching rules: the path is empty", err.Error())
+	case <-time.After(30 * time.Second):
+		t.Fatal("no error reported")
+	}
+	cancel()
+	<-done
+}
