@@ -39,8 +39,8 @@ const (
 	// with the sliding window: O(1) memory, approximate.
 	SlidingCounter Algorithm = 5
 	// Unlimited always passes and keeps no state: an allow-list entry for
-	// given users, APIs or pairs. It takes no Limit, Window or Burst, and
-	// reports Limit and Remaining as math.MaxInt.
+	// given users, APIs or pairs, alone in its service rule. It takes no
+	// Limit, Window or Burst, and reports Limit and Remaining as math.MaxInt.
 	Unlimited Algorithm = 6
 )
 
@@ -70,6 +70,9 @@ func (a Algorithm) Valid() bool {
 
 // Config is an immutable policy: at most Limit requests per Window, enforced by
 // Algorithm. Config is comparable, so equal policies can share one limiter.
+// The zero Config names no algorithm and limits nothing: Validate rejects it,
+// and so does every constructor that takes a Config; it never means
+// "unlimited" (that is [Unlimited]).
 type Config struct {
 	// Algorithm is how requests are counted: TokenBucket, GCRA,
 	// FixedWindow, SlidingCounter, SlidingLog, or Unlimited, which takes no

@@ -218,3 +218,17 @@ func TestScopeJSON(t *testing.T) {
 	assert.NoError(t, hotlimit.Config{Algorithm: hotlimit.FixedWindow, Limit: 1, Window: time.Second, Scope: hotlimit.Global}.Validate())
 	assert.Equal(t, "FixedWindow 10/1m0s per user", hotlimit.Config{Algorithm: hotlimit.FixedWindow, Limit: 10, Window: time.Minute, Scope: hotlimit.PerUser}.String())
 }
+
+// The zero Config is no policy: Validate names its first missing field.
+// Unlimited is the policy that passes everything.
+func ExampleConfig_Validate() {
+	fmt.Println(hotlimit.Config{}.Validate())
+	fmt.Println(hotlimit.Config{Algorithm: hotlimit.FixedWindow, Window: time.Minute}.Validate())
+	fmt.Println(hotlimit.Config{Algorithm: hotlimit.FixedWindow, Limit: 100, Window: time.Minute}.Validate())
+	fmt.Println(hotlimit.Config{Algorithm: hotlimit.Unlimited}.Validate())
+	// Output:
+	// hotlimit: Config.Algorithm Algorithm(0) is not an algorithm: invalid config
+	// hotlimit: Config.Limit 0 must be at least 1: invalid config
+	// <nil>
+	// <nil>
+}

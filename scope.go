@@ -7,8 +7,14 @@ import (
 )
 
 // Scope says whose quota a limit of a service rule counts: each (user, api)
-// pair's own, each user's across every api the rule covers, each api's across
-// users, or one quota for everyone. The zero value is [PerPair].
+// pair's own, each user's across apis, each api's across users, or one quota
+// for everyone. The quota belongs to the limit, not to the rule: equal limits
+// (the same algorithm, limit, window and burst) of one scope count one quota
+// in every rule that holds them, so a user's "100 per minute per user" in the
+// default rule and in an api's rule is one quota of 100 across both, and two
+// users' rules that each hold "1000 per day, global" share 1000 between them.
+// Make the limits differ (a window of 61s, say) to keep the quotas apart. The
+// zero value is [PerPair].
 //
 // Scope is read by service.Service only: a limiter used on its own counts
 // whatever key it is given, and service.NewLimiter rejects any other scope
@@ -19,11 +25,14 @@ type Scope uint8
 const (
 	// PerPair counts each (user, api) pair on its own: the default.
 	PerPair Scope = iota
-	// PerUser counts one quota per user, whichever api the request is to.
+	// PerUser counts one quota per user, whichever api the request is to
+	// (and whichever rule holds the limit).
 	PerUser
-	// PerAPI counts one quota per api, whichever user the request is from.
+	// PerAPI counts one quota per api, whichever user the request is from
+	// (and whichever rule holds the limit).
 	PerAPI
-	// Global counts one quota shared by every request the rule covers.
+	// Global counts one quota shared by every request of every rule that
+	// holds the limit: two rules of equal global limits share one quota.
 	Global
 )
 

@@ -378,10 +378,19 @@ func (m *multi) lessShare(i int, a hotlimit.Decision, j int, b hotlimit.Decision
 // the service's default, defBurst ([hotlimit.WithBurst] among its options),
 // when there is one.
 func capacity(c hotlimit.Config, defBurst int) int {
+	return withBurst(c, defBurst).Capacity()
+}
+
+// withBurst is c as the service reports it (the limit of TakePolicy,
+// TakeEach's, an Event's Policy): with the service's default burst, defBurst,
+// spelled out when c takes it, so that its Capacity is what the limiter
+// enforces, and a caller that advertises it (httplimit's q) advertises the
+// burst its clients get.
+func withBurst(c hotlimit.Config, defBurst int) hotlimit.Config {
 	if c.Burst == 0 && defBurst > 0 && c.Algorithm.HasBurst() {
-		return defBurst
+		c.Burst = defBurst
 	}
-	return c.Capacity()
+	return c
 }
 
 // lessShare reports whether ra/ca < rb/cb, compared exactly in 128 bits (a

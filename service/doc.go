@@ -23,8 +23,10 @@
 // closes them.
 //
 // Each limit of a rule has a [hotlimit.Scope] that says whose quota it counts:
-// the pair's (the default), the user's across every api the rule covers, the
-// api's across users, or one for everyone. A rule may mix scopes, as in "10
+// the pair's (the default), the user's across apis, the api's across users,
+// or one for everyone. The quota is the limit's, not the rule's: equal limits
+// of one scope in two rules count one quota (see [hotlimit.Scope]). A rule may
+// mix scopes, as in "10
 // per minute per user and 3 per minute per pair"; its limits are taken all or
 // nothing, so a request one limit denies spends no other limit's quota.
 // [Service.TakePolicy] names the limit that decided, with that limit's own
@@ -33,7 +35,8 @@
 //
 // For operating it: [hotlimit.WithObserver] reports every decision with the
 // rule that made it and its outcome (package hotlimitprom and hotlimitotel
-// export them as metrics); a limit with Shadow set decides and counts but
+// export them as metrics; a nil Observer, or a nil hotlimit.ObserverFunc,
+// reports nothing); a limit with Shadow set decides and counts but
 // never denies, reporting what it would have denied; a rule of
 // [hotlimit.Unlimited] is an allow-list entry that keeps no state;
 // [Service.TakeWith] decides one call under a limit given with it; and

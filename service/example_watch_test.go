@@ -88,3 +88,20 @@ func ExampleNew() {
 	// denied by TokenBucket 5/1s retry in 200ms
 	// a second later Y Y
 }
+
+// ConfigureAPI names the rule in its errors, and accepts a rule for an api
+// that no request is made to, such as "/pay" where the mux's pattern is
+// "GET /pay": UnmatchedAPIs finds it.
+func ExampleService_ConfigureAPI() {
+	s, err := service.New(hotlimit.Config{Algorithm: hotlimit.FixedWindow, Limit: 100, Window: time.Minute})
+	if err != nil {
+		panic(err)
+	}
+	fmt.Println(s.ConfigureAPI("GET /pay", hotlimit.Config{Algorithm: hotlimit.GCRA, Limit: 0, Window: time.Second}))
+	fmt.Println(s.ConfigureAPI("/pay", hotlimit.Config{Algorithm: hotlimit.GCRA, Limit: 5, Window: time.Second}))
+	fmt.Println(s.UnmatchedAPIs([]string{"GET /pay", "GET /search"}))
+	// Output:
+	// service: apis["GET /pay"][0]: hotlimit: Config.Limit 0 must be at least 1: invalid config
+	// <nil>
+	// [/pay]
+}

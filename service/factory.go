@@ -2,6 +2,7 @@ package service
 
 import (
 	"fmt"
+	"reflect"
 	"time"
 
 	"github.com/hotlimit/hotlimit"
@@ -64,16 +65,43 @@ func NewLimiter(c hotlimit.Config, opts ...hotlimit.Option) (hotlimit.Limiter, e
 
 // newLimiter builds c's limiter with the factory that opts name, if any, else
 // with [NewLimiter]. Unlimited has no state to share: it is always built here.
+//
+// The service's default burst (hotlimit.WithBurst among opts) is for the
+// algorithms that have one: the others are built without it, as their
+// constructors reject any burst.
 func newLimiter(c hotlimit.Config, opts ...hotlimit.Option) (hotlimit.Limiter, error) {
-	if f := hotlimit.NewOptions(opts...).Factory; f != nil && c.Algorithm != hotlimit.Unlimited {
+	o := hotlimit.NewOptions(opts...)
+	if o.Burst > 0 && !c.Algorithm.HasBurst() {
+		opts = append(opts[:len(opts):len(opts)], hotlimit.WithBurst(0))
+	}
+	if f := o.Factory; f != nil && c.Algorithm != hotlimit.Unlimited {
 		// The factory checks its own ranges, which may differ from the
 		// in-memory limiters'.
 		if err := c.ValidateFields(); err != nil {
 			return nil, err
 		}
-		return f(c, opts...)
+		l, err := f(c, opts...)
+		if err == nil && isNil(l) {
+			// A nil limiter would be called by the first decision.
+			return nil, fmt.Errorf("service: the factory returned no limiter and no error for %v", c)
+		}
+		return l, err
 	}
 	return NewLimiter(c, opts...)
+}
+
+// isNil reports whether v is nil, or an interface value holding a nil
+// pointer, function, map, slice, channel or interface, whose methods would
+// most likely dereference it.
+func isNil(x any) bool {
+	if x == nil {
+		return true
+	}
+	switch v := reflect.ValueOf(x); v.Kind() {
+	case reflect.Pointer, reflect.Func, reflect.Map, reflect.Slice, reflect.Chan, reflect.Interface:
+		return v.IsNil()
+	}
+	return false
 }
 
 // sweeper is what every limiter of this module offers besides

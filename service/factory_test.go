@@ -74,3 +74,41 @@ func TestSeveralLimitsNeedRefundingFactoryLimiters(t *testing.T) {
 	assert.ErrorContains(t, err, "Refunder")
 	assert.ErrorContains(t, err, "service: default[0]: ", "names the limit")
 }
+
+// TestFactoryReturningNoLimiterIsAnError gives the service a factory that
+// returns neither a limiter nor an error: New, Replace and TakeWith report
+// it, naming the limit, instead of accepting rules whose first decision
+// would dereference nil.
+func TestFactoryReturningNoLimiterIsAnError(t *testing.T) {
+	nothing := hotlimit.WithFactory(func(hotlimit.Config, ...hotlimit.Option) (hotlimit.Limiter, error) { return nil, nil })
+	fw := hotlimit.Config{Algorithm: hotlimit.FixedWindow, Limit: 3, Window: time.Second}
+
+	_, err := service.New(fw, nothing)
+	require.Error(t, err)
+	assert.Contains(t, err.Error(), "default[0]")
+	assert.Contains(t, err.Error(), "FixedWindow 3/1s")
+
+	// A service whose rules are all Unlimited (built without the factory)
+	// meets the factory only at a Replace or a TakeWith.
+	svc, err := service.New(hotlimit.Config{Algorithm: hotlimit.Unlimited}, nothing)
+	require.NoError(t, err)
+	err = svc.ConfigureAPI("GET /pay", fw)
+	require.Error(t, err)
+	assert.Contains(t, err.Error(), `apis["GET /pay"][0]`)
+	assert.True(t, svc.Allow("alice", "GET /pay"), "the rejected rule changed nothing")
+
+	d, err := svc.TakeWith("alice", "GET /pay", fw, 1)
+	require.Error(t, err)
+	assert.Contains(t, err.Error(), "FixedWindow 3/1s")
+	assert.False(t, d.Allowed)
+	assert.Equal(t, hotlimit.Never, d.RetryAfter)
+
+	// A nil pointer in the interface is no limiter either.
+	typedNil := hotlimit.WithFactory(func(hotlimit.Config, ...hotlimit.Option) (hotlimit.Limiter, error) {
+		var l *countingLimiter
+		return l, nil
+	})
+	_, err = service.New(fw, typedNil)
+	require.Error(t, err)
+	assert.Contains(t, err.Error(), "no limiter")
+}

@@ -18,7 +18,7 @@ import (
 // waiting the earlier limit's RetryAfter would only meet the later limit's
 // Never. A 10/s bucket drained to 6 denies 7 requests for 100 ms; a 5/min
 // window can never hold 7. In shadow mode the window denies nothing, and
-// the bucket's own RetryAfter stands; Unlimited has no capacity to exceed.
+// the bucket's own RetryAfter stands.
 func TestSeveralLimitsNeverWhenALaterLimitCannotHoldN(t *testing.T) {
 	bucket := hotlimit.Config{Algorithm: hotlimit.TokenBucket, Limit: 10, Window: time.Second}
 	window := hotlimit.Config{Algorithm: hotlimit.FixedWindow, Limit: 5, Window: time.Minute}
@@ -30,7 +30,6 @@ func TestSeveralLimitsNeverWhenALaterLimitCannotHoldN(t *testing.T) {
 	}{
 		{service.Limits{bucket, window}, true},
 		{service.Limits{bucket, shadow}, false},
-		{service.Limits{bucket, {Algorithm: hotlimit.Unlimited}}, false},
 	} {
 		clock, _ := frozen(int64(time.Hour))
 		s, err := service.NewFromRules(service.Rules{Default: tc.rule}, clock)

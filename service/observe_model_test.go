@@ -181,8 +181,8 @@ func (m *ruleModel) take(user, api string, n int, near float64) event {
 }
 
 // TestObserverEventOfSeveralLimitsAgreesWithAModel runs random rules of one
-// to four limits (random algorithms, bursts, scopes, shadow modes and
-// Unlimited among them) through random requests (n from -1 to 6, above some
+// to four limits (random algorithms, bursts, scopes, shadow modes, and
+// Unlimited alone) through random requests (n from -1 to 6, above some
 // limits) under a clock frozen for 20 requests at a time, then moved on an
 // hour, when every limit is full again, and checks the Event the observer hears of
 // each against a sequential model of the rule in which each limit is a

@@ -1,6 +1,7 @@
 package service_test
 
 import (
+	"context"
 	"fmt"
 	"math"
 	"strings"
@@ -661,6 +662,8 @@ func TestNearLimitIsAShareOfTheServicesDefaultBurst(t *testing.T) {
 		APIs:    map[string]service.Limits{"several": {perMinute, bucket}},
 	}, clock, hotlimit.WithObserver(obs), hotlimit.WithBurst(20))
 	require.NoError(t, err)
+	bucket20 := bucket // as the service reports it: with the burst it has
+	bucket20.Burst = 20
 	for _, api := range []string{"one", "several"} {
 		for step, want := range []struct {
 			remaining int
@@ -676,7 +679,7 @@ func TestNearLimitIsAShareOfTheServicesDefaultBurst(t *testing.T) {
 			require.True(t, d.Allowed, "%s step %d", api, step)
 			assert.Equal(t, want.remaining, d.Remaining, "%s step %d", api, step)
 			assert.Equal(t, want.outcome, last.Outcome, "%s step %d", api, step)
-			assert.Equal(t, bucket, policy, "%s step %d: 16/20 left is less than 96/100", api, step)
+			assert.Equal(t, bucket20, policy, "%s step %d: 16/20 left is less than 96/100", api, step)
 		}
 	}
 	// Allow's path without Take.
@@ -691,4 +694,94 @@ func TestNearLimitIsAShareOfTheServicesDefaultBurst(t *testing.T) {
 	}
 	s.Allow("v", "one") // Remaining 3
 	assert.Equal(t, hotlimit.OutcomeNearLimit, last.Outcome)
+}
+
+// TestNilObserverFuncReportsNothing gives the service a nil ObserverFunc,
+// an easy value to pass from a variable never set: it reports nothing, as a
+// nil Observer does, instead of panicking at every decision.
+func TestNilObserverFuncReportsNothing(t *testing.T) {
+	var f hotlimit.ObserverFunc
+	s, err := service.New(hotlimit.Config{Algorithm: hotlimit.FixedWindow, Limit: 1, Window: time.Second}, hotlimit.WithObserver(f))
+	require.NoError(t, err)
+	assert.True(t, s.Allow("alice", "GET /pay"))
+	assert.False(t, s.Take("alice", "GET /pay", 1).Allowed)
+	d, err := s.TakeWith("alice", "GET /pay", hotlimit.Config{Algorithm: hotlimit.GCRA, Limit: 1, Window: time.Second}, 1)
+	require.NoError(t, err)
+	assert.True(t, d.Allowed)
+}
+
+// TestReportedPolicySpellsOutTheServicesBurst: under a service burst
+// (hotlimit.WithBurst among the service's options), the limit TakePolicy,
+// TakeEach and the observer report carries that burst, so that its Capacity
+// bounds the Remaining reported with it, and a caller that advertises the
+// policy (as httplimit's q) never advertises less than the client gets.
+func TestReportedPolicySpellsOutTheServicesBurst(t *testing.T) {
+	bucket := hotlimit.Config{Algorithm: hotlimit.TokenBucket, Limit: 3, Window: time.Second}
+	window := hotlimit.Config{Algorithm: hotlimit.GCRA, Limit: 100, Window: time.Minute, Burst: 100}
+	var last hotlimit.Event
+	obs := hotlimit.ObserverFunc(func(e hotlimit.Event) { last = e })
+	clock, _ := frozen(int64(time.Hour))
+	s, err := service.NewFromRules(service.Rules{
+		Default: service.Limits{bucket},
+		APIs:    map[string]service.Limits{"several": {window, bucket}},
+	}, clock, hotlimit.WithObserver(obs), hotlimit.WithBurst(10))
+	require.NoError(t, err)
+	want := bucket
+	want.Burst = 10
+	for _, api := range []string{"one", "several"} {
+		d, policy := s.TakePolicy("u", api, 1)
+		require.True(t, d.Allowed, api)
+		assert.Equal(t, 9, d.Remaining, api)
+		assert.Equal(t, want, policy, api)
+		assert.LessOrEqual(t, d.Remaining+1, policy.Capacity(), api)
+		assert.Equal(t, want, last.Policy, api)
+
+		_, each, err := s.TakeEach(context.Background(), "u", api, 1, nil)
+		require.NoError(t, err, api)
+		require.NotEmpty(t, each, api)
+		assert.Equal(t, want, each[0].Config, api)
+		for _, ld := range each {
+			assert.LessOrEqual(t, ld.Decision.Remaining, ld.Config.Capacity(), "%s %v", api, ld.Config)
+		}
+	}
+	// The rules read back as given.
+	assert.Equal(t, service.Limits{bucket}, s.Rules().Default)
+}
+
+// TestServiceBurstLeavesLimitsWithoutBurstAlone: the service's default burst
+// (hotlimit.WithBurst among its options) is for the token buckets and GCRA
+// limits that set none; a fixed window, sliding counter or sliding log, which
+// have no burst, keep their limit instead of failing the whole rule set with
+// a burst the rules never gave them.
+func TestServiceBurstLeavesLimitsWithoutBurstAlone(t *testing.T) {
+	clock, _ := frozen(int64(time.Hour))
+	window := hotlimit.Config{Algorithm: hotlimit.FixedWindow, Limit: 3, Window: time.Minute}
+	bucket := hotlimit.Config{Algorithm: hotlimit.TokenBucket, Limit: 1, Window: time.Second}
+	s, err := service.NewFromRules(service.Rules{
+		Default: service.Limits{window},
+		APIs: map[string]service.Limits{
+			"counter": {{Algorithm: hotlimit.SlidingCounter, Limit: 3, Window: time.Minute}},
+			"log":     {{Algorithm: hotlimit.SlidingLog, Limit: 3, Window: time.Minute}},
+			"bucket":  {bucket},
+			"both":    {bucket, window},
+		},
+	}, clock, hotlimit.WithBurst(5))
+	require.NoError(t, err)
+	for api, want := range map[string]int{"/": 3, "counter": 3, "log": 3, "bucket": 5, "both": 3} {
+		passed := 0
+		for range 10 {
+			if s.Allow("u", api) {
+				passed++
+			}
+		}
+		assert.Equal(t, want, passed, api)
+	}
+	d, policy := s.TakePolicy("v", "/", 1)
+	assert.Equal(t, window, policy)
+	assert.Equal(t, 2, d.Remaining)
+	// TakeWith takes the same default.
+	d, err = s.TakeWith("v", "/", hotlimit.Config{Algorithm: hotlimit.SlidingLog, Limit: 2, Window: time.Minute}, 1)
+	require.NoError(t, err)
+	assert.True(t, d.Allowed)
+	assert.Equal(t, 1, d.Remaining)
 }

@@ -128,7 +128,7 @@ func (ru *rule) setSources() {
 	}
 	ru.sources = make([]*hotlimit.Source, len(limits))
 	for i, c := range limits {
-		ru.sources[i] = &hotlimit.Source{Rule: ru.name, Policy: c}
+		ru.sources[i] = &hotlimit.Source{Rule: ru.name, Policy: withBurst(c, ru.defBurst)}
 	}
 }
 
@@ -248,7 +248,7 @@ func (ru *rule) one(d hotlimit.Decision, n int) (hotlimit.Decision, hotlimit.Con
 	if ru.obs != nil {
 		ru.obs.Observe(hotlimit.Event{Source: ru.sources[0], Outcome: outcome, N: n, Decision: d})
 	}
-	return d, ru.limits[0]
+	return d, withBurst(ru.limits[0], ru.defBurst)
 }
 
 // several finishes the decision d of a rule of several limits on n requests:
@@ -278,7 +278,7 @@ func (ru *rule) several(d hotlimit.Decision, decider int, own hotlimit.Decision,
 	if ownDecision {
 		d.Limit, d.Remaining, d.ResetAfter = own.Limit, own.Remaining, own.ResetAfter
 	}
-	return d, ru.multi.limits[decider]
+	return d, withBurst(ru.multi.limits[decider], ru.defBurst)
 }
 
 // takeContext is take under ctx, for the limiters that take a context (see
@@ -600,7 +600,7 @@ func (ru *rule) takeEach(ctx context.Context, cache *keyCache, user, api string,
 		}
 		jd := each[j]
 		jd.Allowed, jd.RetryAfter = d.Allowed, d.RetryAfter
-		dst = append(dst, LimitDecision{Config: c, Decision: jd, Err: errOf[j]})
+		dst = append(dst, LimitDecision{Config: withBurst(c, ru.defBurst), Decision: jd, Err: errOf[j]})
 	}
 	return d, dst, err
 }

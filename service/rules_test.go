@@ -185,3 +185,39 @@ func FuzzLoadRules(f *testing.F) {
 		assert.Equal(t, string(b), string(again))
 	})
 }
+
+// TestLoadRulesFromNilReaderIsAnError passes no reader, as a caller whose
+// os.Open failed unchecked does: an error, not a panic.
+func TestLoadRulesFromNilReaderIsAnError(t *testing.T) {
+	var r *strings.Reader // a nil pointer in the interface, as a failed open leaves
+	for name, in := range map[string]interface{ Read([]byte) (int, error) }{"nil": nil, "nil *strings.Reader": r} {
+		_, err := service.LoadRules(in)
+		require.Error(t, err, name)
+		assert.Contains(t, err.Error(), "no reader", name)
+	}
+}
+
+// TestUnlimitedBesideOtherLimitsIsRejected: a rule passes a request only when
+// every limit does, so Unlimited beside other limits would change nothing,
+// silently: someone who wrote it meant an allow-list entry. The rules are
+// rejected, naming the entry; Unlimited alone is the allow-list entry.
+func TestUnlimitedBesideOtherLimitsIsRejected(t *testing.T) {
+	_, err := service.LoadRules(strings.NewReader(`{
+		"default": [{"algorithm": "FixedWindow", "limit": 3, "window": "1m"}],
+		"users": {"partner": [{"algorithm": "Unlimited"}, {"algorithm": "FixedWindow", "limit": 3, "window": "1m"}]}
+	}`))
+	require.ErrorIs(t, err, hotlimit.ErrInvalidConfig)
+	assert.Contains(t, err.Error(), `users["partner"][0]: Unlimited in a rule of 2 limits would change nothing`)
+
+	window := hotlimit.Config{Algorithm: hotlimit.FixedWindow, Limit: 3, Window: time.Minute}
+	_, err = service.NewFromRules(service.Rules{Default: service.Limits{window, {Algorithm: hotlimit.Unlimited, Scope: hotlimit.Global}}})
+	require.ErrorIs(t, err, hotlimit.ErrInvalidConfig)
+	assert.Contains(t, err.Error(), "default[1]: Unlimited")
+
+	s, err := service.NewFromRules(service.Rules{Default: service.Limits{window},
+		Users: map[string]service.Limits{"partner": {{Algorithm: hotlimit.Unlimited}}}})
+	require.NoError(t, err)
+	for range 10 {
+		require.True(t, s.Allow("partner", "GET /"))
+	}
+}

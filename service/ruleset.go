@@ -23,7 +23,9 @@ import (
 // policies like "10 per second and 100 per minute". A rule holds at least one
 // limit and no limit twice, a limit and its copy in shadow mode, or with a
 // burst equal to its limit spelled out, counting as the same limit (they
-// would count every request twice under one key). Its
+// would count every request twice under one key). [hotlimit.Unlimited] is a
+// rule alone, an allow-list entry: beside other limits, which must pass too,
+// it would change nothing, and is rejected. Its
 // order is kept, and is the order a denied request's Decision is computed
 // in, sliding logs last (see [Service.Take]).
 type Limits []hotlimit.Config
@@ -72,7 +74,9 @@ type Rules struct {
 // aside, which only a rule takes), so a Config
 // that is valid but outside its algorithm's range is rejected too. The error
 // names the offending entry, as in `users["alice"][1]: ...`, and wraps
-// hotlimit.ErrInvalidConfig. Entries are checked in a fixed order (default,
+// hotlimit.ErrInvalidConfig; so does the error for a rule of no limit, of a
+// limit twice, or of Unlimited beside other limits (see [Limits]). Entries
+// are checked in a fixed order (default,
 // users, apis, pairs, each sorted by name), so the same rules give the same
 // error.
 func (r Rules) Validate() error {
@@ -111,6 +115,12 @@ func (r Rules) each(f func(path string, ls Limits) error) error {
 		for i, c := range ls {
 			if !c.Scope.Valid() {
 				return fmt.Errorf("service: %s[%d]: Config.Scope %v is not a scope: %w", path, i, c.Scope, hotlimit.ErrInvalidConfig)
+			}
+			// Beside other limits, all of which must pass too, Unlimited
+			// would change nothing: whoever wrote it meant an allow-list
+			// entry, which is Unlimited alone.
+			if c.Algorithm == hotlimit.Unlimited && len(ls) > 1 {
+				return fmt.Errorf("service: %s[%d]: Unlimited in a rule of %d limits would change nothing, as every limit of a rule must pass; an allow-list entry is a rule of Unlimited alone: %w", path, i, len(ls), hotlimit.ErrInvalidConfig)
 			}
 			// A limit and its copy in shadow mode, or with its burst
 			// spelled out, are the same limit: they would count under one
@@ -415,8 +425,12 @@ func decodeLimits(path string, data []byte) (Limits, error) {
 // validates them as [Rules.Validate] does. Errors name the offending entry,
 // as in `users["alice"][1].window: ...` or `apis["GET /search"][0]: tokenbucket:
 // limit ... out of range`, and wrap hotlimit.ErrInvalidConfig, except errors
-// reading r. Anything after the JSON object but white space is an error.
+// reading r. Anything after the JSON object but white space is an error, and
+// so is a nil r.
 func LoadRules(r io.Reader) (Rules, error) {
+	if isNil(r) {
+		return Rules{}, errors.New("service: reading rules: no reader (nil)")
+	}
 	data, err := io.ReadAll(r)
 	if err != nil {
 		return Rules{}, fmt.Errorf("service: reading rules: %w", err)

@@ -62,7 +62,9 @@ type Service struct {
 // the in-memory limiters, with redislimit.Factory say, so that many instances
 // share one state. Idle pairs are evicted without a call to Sweep unless
 // opts say otherwise (see [DefaultAutoSweep]). It returns an error wrapping
-// hotlimit.ErrInvalidConfig when def is invalid.
+// hotlimit.ErrInvalidConfig when def is invalid, and the factory's error,
+// naming the limit, when a factory fails to build it (returning no limiter
+// without an error counts as failing).
 func New(def hotlimit.Config, opts ...hotlimit.Option) (*Service, error) {
 	return NewFromRules(Rules{Default: Limits{def}}, opts...)
 }
@@ -76,11 +78,21 @@ const DefaultAutoSweep = 1 << 16
 
 // NewFromRules returns a Service enforcing rules. opts (a clock, auto-sweep)
 // apply to every limiter the service builds; auto-sweep is on by default (see
-// [DefaultAutoSweep]). It returns an error naming the
+// [DefaultAutoSweep]). A [hotlimit.WithBurst] among them is the burst of
+// every token bucket and GCRA limit that sets none (the other algorithms
+// have no burst, and keep their limit), and the limits the service reports ([Service.TakePolicy], [Service.TakeEach], an Event's
+// Policy) spell it out in their Burst. It returns an error naming the
 // offending entry and wrapping hotlimit.ErrInvalidConfig when rules are
-// invalid (see [Rules.Validate]).
+// invalid (see [Rules.Validate]), and the factory's error, naming the
+// entry, when a factory fails to build a limit (returning no limiter
+// without an error counts as failing).
 func NewFromRules(rules Rules, opts ...hotlimit.Option) (*Service, error) {
 	opts = append([]hotlimit.Option{hotlimit.WithAutoSweep(DefaultAutoSweep)}, opts...) // later options win
+	if f, ok := hotlimit.NewOptions(opts...).Observer.(hotlimit.ObserverFunc); ok && f == nil {
+		// A nil function is no observer: without this, every decision
+		// would call it and panic.
+		opts = append(opts, hotlimit.WithObserver(nil))
+	}
 	snap, err := build(rules, nil, opts)
 	if err != nil {
 		return nil, err
@@ -130,19 +142,33 @@ func (s *Service) replaceLocked(rules Rules) error {
 }
 
 // ConfigureUser sets the policy of every request from user, below API and
-// pair overrides, to the single limit c. On error nothing changes.
+// pair overrides, to the single limit c, replacing the user's rule if it has
+// one. The error, when c is invalid, names the rule, as in
+// `users["alice"][0]: ...`, and wraps hotlimit.ErrInvalidConfig; on error
+// nothing changes. A user no request comes from (a name spelled otherwise
+// than the requests' users, such as "premium" where httplimit's users are
+// tagged keys, "header:x-api-key:premium") is accepted and never applies:
+// [Rules.NamedUsers] of [Service.Rules] lists the users the rules name.
 func (s *Service) ConfigureUser(user string, c hotlimit.Config) error {
 	return s.configure(func(r *Rules) { r.Users = set(r.Users, user, c) })
 }
 
 // ConfigureAPI sets the policy of every request to api, below pair overrides
-// and above user overrides, to the single limit c. On error nothing changes.
+// and above user overrides, to the single limit c, replacing the api's rule
+// if it has one. The error, when c is invalid, names the rule, as in
+// `apis["GET /pay"][0]: ...`, and wraps hotlimit.ErrInvalidConfig; on error
+// nothing changes. An api no request is made to (a misspelled route, "pay"
+// for "GET /pay") is accepted and never applies: [Service.UnmatchedAPIs]
+// lists such rules.
 func (s *Service) ConfigureAPI(api string, c hotlimit.Config) error {
 	return s.configure(func(r *Rules) { r.APIs = set(r.APIs, api, c) })
 }
 
 // ConfigureUserAPI sets the policy of requests from user to api, above every
-// other rule, to the single limit c. On error nothing changes.
+// other rule, to the single limit c, replacing the pair's rule if it has one.
+// The error, when c is invalid, names the rule, as in
+// `pairs["alice","GET /pay"][0]: ...`, and wraps hotlimit.ErrInvalidConfig;
+// on error nothing changes.
 func (s *Service) ConfigureUserAPI(user, api string, c hotlimit.Config) error {
 	return s.configure(func(r *Rules) { r.Pairs = set(r.Pairs, Pair{user, api}, c) })
 }

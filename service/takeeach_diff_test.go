@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"math/rand/v2"
+	"slices"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -36,7 +37,20 @@ func randomLimit(rng *rand.Rand) hotlimit.Config {
 // sliding log: the refund of a sliding log asked before another (only
 // possible with two) expires its oldest entry rather than the refunded one,
 // as documented, so it would not keep the state of the same limit alone.
+// Unlimited comes alone, as a rule takes it.
 func randomRule(rng *rand.Rand) service.Limits {
+	ls := randomLimits(rng)
+	if len(ls) > 1 {
+		ls = slices.DeleteFunc(ls, func(c hotlimit.Config) bool { return c.Algorithm == hotlimit.Unlimited })
+		if len(ls) == 0 {
+			ls = service.Limits{{Algorithm: hotlimit.Unlimited}}
+		}
+	}
+	return ls
+}
+
+// randomLimits returns 1 to 4 distinct limits for randomRule.
+func randomLimits(rng *rand.Rand) service.Limits {
 	var ls service.Limits
 	logs := 0
 	for len(ls) < 1+rng.IntN(4) {

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"crypto/sha256"
+	"errors"
 	"fmt"
 	"os"
 	"time"
@@ -25,7 +26,10 @@ const recentWrite = 2 * time.Second
 // reads it, and when the content's hash differs from the last content read
 // it loads the rules and calls [Service.Replace]. An unchanged rewrite, such
 // as a touch, changes nothing, and pairs whose rule is unchanged keep their
-// state.
+// state. The file is the whole policy: rules set meanwhile by
+// [Service.ConfigureUser] (or the other Configure methods) or
+// [Service.Replace] hold until the file next changes, and are then replaced
+// by the file's.
 //
 // A file that cannot be read, that is not a regular file (a named pipe, a
 // device, a directory; a symbolic link is followed), or that holds invalid
@@ -34,7 +38,8 @@ const recentWrite = 2 * time.Second
 // not be reached (missing, unreadable) is loaded again once it can be, even
 // as it was, and the outcome reported (its error, or a reload that keeps
 // every pair's state), so that the last report is never a stale "missing".
-// interval <= 0 means one second.
+// interval <= 0 means one second. A nil ctx is never done: the loop then
+// ends when the service is closed.
 //
 // WatchFile is WatchFileWith with the interval and onError as options; see
 // it to hear of successful reloads, and of rules that name no route.
@@ -79,6 +84,9 @@ type Reload struct {
 // successful reloads, so that they can be logged, and the routes that the
 // rules' APIs are checked against at each reload.
 func (s *Service) WatchFileWith(ctx context.Context, path string, opts WatchOptions) {
+	if ctx == nil {
+		ctx = context.Background() // never done: the loop ends at Close
+	}
 	interval := opts.Interval
 	if interval <= 0 {
 		interval = time.Second
@@ -133,6 +141,11 @@ type watcher struct {
 
 // poll checks the file once and replaces the rules if its content changed.
 func (w *watcher) poll() {
+	if w.path == "" {
+		// os.Stat would say "stat : no such file or directory".
+		w.failAccess(errors.New("the path is empty"))
+		return
+	}
 	fi, err := os.Stat(w.path)
 	if err == nil && !fi.Mode().IsRegular() {
 		// A named pipe would block the read until a writer came, past the

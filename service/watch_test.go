@@ -236,3 +236,85 @@ func watchReloads(s *service.Service, path string) (*reloadLog, func()) {
 	}()
 	return reloads, func() { cancel(); <-done }
 }
+
+// TestWatchFileNilContextRunsUntilClose watches a file under a nil context,
+// which a caller may pass for "no deadline": the watcher loads the file and
+// runs until the service is closed, instead of crashing the process on its
+// goroutine.
+func TestWatchFileNilContextRunsUntilClose(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "rules.json")
+	require.NoError(t, os.WriteFile(path, []byte(`{"default":[{"algorithm":"FixedWindow","limit":1,"window":"1h"}]}`), 0o600))
+	s, err := service.New(hotlimit.Config{Algorithm: hotlimit.FixedWindow, Limit: 5, Window: time.Hour})
+	require.NoError(t, err)
+	reloaded := make(chan service.Reload, 1)
+	done := make(chan any, 1)
+	go func() {
+		defer func() { done <- recover() }()
+		s.WatchFileWith(nil, path, service.WatchOptions{Interval: time.Millisecond, OnReload: func(r service.Reload) { reloaded <- r }})
+	}()
+	select {
+	case r := <-reloaded:
+		assert.Equal(t, 1, r.Rules.Default[0].Limit)
+	case p := <-done:
+		t.Fatalf("the watcher returned before loading the file: %v", p)
+	case <-time.After(30 * time.Second):
+		t.Fatal("the file was not loaded")
+	}
+	require.NoError(t, s.Close())
+	select {
+	case p := <-done:
+		assert.Nil(t, p, "the watcher panicked")
+	case <-time.After(30 * time.Second):
+		t.Fatal("the watcher did not return after Close")
+	}
+}
+
+// TestWatchFileReloadReplacesConfiguredRules: the watched file is the whole
+// policy. A rule set by Configure* while the file is watched holds until the
+// file changes, and is then gone with the rest of the rules in force.
+func TestWatchFileReloadReplacesConfiguredRules(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "rules.json")
+	writeAtomically(t, path, rulesWithAPI(4))
+	s, _ := newService(t, cfg(hotlimit.FixedWindow, 3))
+	reloads := make(chan service.Reload, 4)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	go s.WatchFileWith(ctx, path, service.WatchOptions{Interval: time.Millisecond, OnReload: func(r service.Reload) { reloads <- r }})
+	next := func() {
+		t.Helper()
+		select {
+		case <-reloads:
+		case <-time.After(30 * time.Second):
+			t.Fatal("no reload")
+		}
+	}
+	next()
+	require.NoError(t, s.ConfigureUser("alice", cfg(hotlimit.SlidingLog, 9)))
+	assert.Equal(t, cfg(hotlimit.SlidingLog, 9), s.Resolve("alice", "y"), "the configured rule applies")
+
+	writeAtomically(t, path, rulesWithAPI(6))
+	next()
+	assert.Equal(t, cfg(hotlimit.FixedWindow, 3), s.Resolve("alice", "y"), "the file's rules replaced it")
+	assert.Nil(t, s.Rules().Users)
+}
+
+// TestWatchFileEmptyPathSaysSo: a path left empty (an unset flag or
+// environment variable) is reported as such, not as the stat of nothing.
+func TestWatchFileEmptyPathSaysSo(t *testing.T) {
+	s, _ := newService(t, cfg(hotlimit.FixedWindow, 3))
+	errs := make(chan error, 1)
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		s.WatchFile(ctx, "", time.Millisecond, func(err error) { errs <- err })
+	}()
+	select {
+	case err := <-errs:
+		assert.Equal(t, "service: watching rules: the path is empty", err.Error())
+	case <-time.After(30 * time.Second):
+		t.Fatal("no error reported")
+	}
+	cancel()
+	<-done
+}

@@ -6,9 +6,14 @@
 //	curl -i -H 'X-API-Key: premium' http://127.0.0.1:8080/pay # 2/s for premium (token bucket)
 //	curl -i http://127.0.0.1:8080/anything                    # 3/s per client and route (fixed window)
 //
-// The user is the X-API-Key header, else the client IP. The header is taken
-// at its word, so anyone can claim "premium": this is a demonstration of the
-// rules, not of authentication.
+// The user is the X-API-Key header when it holds a key the server issued
+// (here the demonstration keys alice, bob and premium), else the client IP:
+// a key the server does not know counts against the client's address, so a
+// client cannot escape its limit by sending keys of its own invention. The
+// issued keys themselves are taken at their word, so anyone can claim
+// "premium": this is a demonstration of the rules, not of authentication; a
+// real server checks the key (its hash against a store, say) before the
+// limiter uses it.
 package main
 
 import (
@@ -45,6 +50,24 @@ var (
 	premiumPay    = hotlimit.Config{Algorithm: hotlimit.TokenBucket, Limit: 2, Window: time.Second}
 )
 
+// apiKeys are the API keys the server issued. A real server looks its keys
+// up in a store, and checks them before the limiter uses them.
+var apiKeys = map[string]bool{"alice": true, "bob": true, "premium": true}
+
+// issuedKey is httplimit.Header("X-API-Key") for the keys in apiKeys only:
+// any other key finds no user, so that the next source, the client's
+// address, limits the request. Trusting any key a client sends would let it
+// make a new user, with a new quota, per request.
+func issuedKey() httplimit.KeyFunc {
+	header := httplimit.Header("X-API-Key")
+	return func(r *http.Request) (string, bool) {
+		if !apiKeys[r.Header.Get("X-API-Key")] {
+			return "", false
+		}
+		return header(r)
+	}
+}
+
 // newServer returns the example's handler: its routes behind the rate
 // limiter.
 func newServer(c config) (http.Handler, error) {
@@ -68,7 +91,7 @@ func newServer(c config) (http.Handler, error) {
 
 	limit := httplimit.New(svc,
 		httplimit.WithUser(httplimit.FirstOf(
-			httplimit.Header("X-API-Key"),
+			issuedKey(),
 			httplimit.ClientIP(httplimit.TrustProxies(c.trusted...)),
 		)),
 		httplimit.WithObserver(c.observe),
@@ -127,7 +150,7 @@ func run(addr string, c config) error {
 		return err
 	}
 	fmt.Printf("hotlimit example listening on http://%s\n", ln.Addr())
-	fmt.Println("  default          fixed window 3/s per user and route (user: X-API-Key, else client IP)")
+	fmt.Println("  default          fixed window 3/s per user and route (user: an issued X-API-Key, else client IP)")
 	fmt.Println("  GET /search      token bucket 5/s per user")
 	fmt.Println("  GET /pay         token bucket 2/s for X-API-Key: premium")
 

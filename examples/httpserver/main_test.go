@@ -242,3 +242,32 @@ func TestParsePrefix(t *testing.T) {
 	_, err := parsePrefix("nope")
 	assert.Error(t, err)
 }
+
+// TestInventedAPIKeysShareTheClientQuota sends requests from one client,
+// each with an X-API-Key of its own invention: an unknown key is no user, so
+// they all count against the client's address, and inventing keys does not
+// escape its limit.
+func TestInventedAPIKeysShareTheClientQuota(t *testing.T) {
+	now := frozen(5 * time.Second)
+	base := start(t, config{clock: now.Load})
+	var codes []int
+	for _, key := range []string{"k1", "k2", "k3", "k4"} {
+		req, err := http.NewRequest(http.MethodGet, base+"/", nil)
+		require.NoError(t, err)
+		req.Header.Set("X-API-Key", key)
+		resp, err := http.DefaultClient.Do(req)
+		require.NoError(t, err)
+		_ = resp.Body.Close()
+		codes = append(codes, resp.StatusCode)
+	}
+	assert.Equal(t, []int{200, 200, 200, 429}, codes, "the client's quota of 3 per second, whatever keys it sends")
+
+	// An issued key is a user of its own, apart from the client's address.
+	req, err := http.NewRequest(http.MethodGet, base+"/", nil)
+	require.NoError(t, err)
+	req.Header.Set("X-API-Key", "alice")
+	resp, err := http.DefaultClient.Do(req)
+	require.NoError(t, err)
+	_ = resp.Body.Close()
+	assert.Equal(t, http.StatusOK, resp.StatusCode)
+}
