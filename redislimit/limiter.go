@@ -313,8 +313,11 @@ func (l *Limiter) TakeReceiptContext(ctx context.Context, key string, n int) (ho
 
 // TakeReceipt is Take, plus the receipt of what it took, for [Limiter.Refund].
 // Its At is in nanoseconds of the limiter's clock: Redis's TIME, unless
-// [hotlimit.WithClock] was given. A decision of the failure policy gives the
-// zero Receipt (FailLocal's refunds are not kept).
+// [hotlimit.WithClock] was given; as [hotlimit.Receipt] says, it is the
+// start of the key's later window for a fixed window or sliding counter
+// whose clock read behind it, and the logged time for a sliding log. A
+// decision of the failure policy gives the zero Receipt (FailLocal's
+// refunds are not kept).
 func (l *Limiter) TakeReceipt(key string, n int) (hotlimit.Decision, hotlimit.Receipt) {
 	d, r, _ := l.take(context.Background(), key, n)
 	return d, r

@@ -76,6 +76,7 @@ elseif has(n * window) then
   got = math.min(extra, fdiv(s, window))
   s = s - got * window
   last, behind = now, 0
+  took()
   save(cdiv(cap - s, limit), s, last)
 else
   retry = untilHas(n * window)

@@ -96,6 +96,15 @@ local function load(k)
   return tonumber(a), tonumber(b), tonumber(c)
 end
 
+-- took notes that the state counts a take at now: a clock that stepped back
+-- behind the state's making lowers born to now, so that the take's own give
+-- back finds it counted.
+local function took()
+  if born and now < tonumber(born) then
+    born = int(now)
+  end
+end
+
 -- counted reports whether the key's state counted a take at tick at: it
 -- holds one, made no later than at.
 local function counted(held, at)
