@@ -13,6 +13,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/hotlimit/hotlimit"
+	"github.com/hotlimit/hotlimit/internal/models"
 	"github.com/hotlimit/hotlimit/redislimit"
 	"github.com/hotlimit/hotlimit/redislimit/internal/redistest"
 )
@@ -52,7 +53,8 @@ var refundConfigs = func() []hotlimit.Config {
 // TestDifferentialRefunds replays random sequences of Take(key, n), n in
 // [-1, burst+1] (and the burst's size at the largest limits), of refunds of
 // earlier receipts (each once, some at once, some later; for GCRA and the
-// sliding counter, whose models refund) and of clock steps (zero, small,
+// sliding counter, whose models refund, and the fixed window, whose
+// refunding model is fixedWindowRefunds) and of clock steps (zero, small,
 // whole windows, many windows, and back, some far back) against the
 // sequential model: every Decision must be the model's, field by field, and
 // so must a report (n = 0) after each refund.
@@ -72,6 +74,9 @@ func TestDifferentialRefunds(t *testing.T) {
 			for seq := range seqs {
 				r := rand.New(rand.NewPCG(uint64(ci)+100, uint64(seq)))
 				m := newModel(c)
+				if c.Algorithm == hotlimit.FixedWindow {
+					m = &fixedWindowRefunds{limit: int64(c.Limit), window: int64(c.Window), keys: map[string]fixedWindowKey{}}
+				}
 				refunder, refunds := m.(refundModel)
 				lo, hi := int64(-1<<51), int64(1<<51)
 				if c.Algorithm.HasBurst() {
@@ -158,4 +163,58 @@ func TestDifferentialRefunds(t *testing.T) {
 			}
 		})
 	}
+}
+
+// fixedWindowRefunds is models.FixedWindow with the fixed window's refunds
+// (see hotlimit.Refunder): a refund lowers the count of the receipt's
+// window, not below zero, while that window is the key's and has not ended;
+// a key whose count is zero is fresh, as a key not held is.
+type fixedWindowRefunds struct {
+	limit, window int64
+	keys          map[string]fixedWindowKey
+}
+
+type fixedWindowKey struct{ index, count int64 }
+
+// Take is models.FixedWindow's Take.
+func (m *fixedWindowRefunds) Take(key string, n int, now int64) hotlimit.Decision {
+	idx := models.FloorDiv(now, m.window)
+	st, ok := m.keys[key]
+	if !ok || idx > st.index {
+		st = fixedWindowKey{index: idx}
+	}
+	end := time.Duration((st.index+1)*m.window - now)
+	d := hotlimit.Decision{Limit: int(m.limit)}
+	switch {
+	case n == 0:
+		d.Allowed = true
+	case n < 0 || int64(n) > m.limit:
+		d.RetryAfter = hotlimit.Never
+	case st.count+int64(n) <= m.limit:
+		st.count += int64(n)
+		m.keys[key] = st
+		d.Allowed = true
+	default:
+		d.RetryAfter = end
+	}
+	d.Remaining = int(m.limit - st.count)
+	if st.count > 0 {
+		d.ResetAfter = end
+	}
+	return d
+}
+
+// Refund is the fixed window's Refund(key, r) at now.
+func (m *fixedWindowRefunds) Refund(key string, r hotlimit.Receipt, now int64) {
+	st, ok := m.keys[key]
+	at := models.FloorDiv(r.At, m.window)
+	if r.N < 1 || !ok || at != st.index || models.FloorDiv(now, m.window) > at {
+		return
+	}
+	st.count -= min(int64(r.N), st.count)
+	if st.count == 0 {
+		delete(m.keys, key)
+		return
+	}
+	m.keys[key] = st
 }
