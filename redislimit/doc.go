@@ -33,7 +33,9 @@
 // master, decides the keys by its clock, and one d ahead of the old node's
 // refills them d's worth (a clock stepped forward on one node does too).
 // Lua numbers are doubles, exact below 2^53; New rejects a Config whose
-// arithmetic could leave that range (see New).
+// arithmetic could leave that range (see New), and a call whose
+// [hotlimit.WithClock] reading is outside ±2^51 ns fails with
+// [ErrClockRange].
 //
 // Each key is one Redis key, "<prefix><algorithm>:<limit>:<window>:<burst>:<unit>:{<key>}":
 // the prefix ([WithPrefix], "hotlimit:" by default) and the Config keep
@@ -45,10 +47,11 @@
 //
 // State that Redis loses (a restart without persistence, FLUSHALL, a key
 // evicted under maxmemory) is a fresh key's: the next take starts from a
-// full quota, never more. A key records when it was made, and a refund, or
-// the give-back of a lease, of a take made before then returns nothing, as
-// the key never counted that take (with [hotlimit.WithClock], "before" is
-// by the clocks' readings). The sliding log's sorted set records no such
+// full quota, never more. A key records when it was made (or the earliest
+// reading of a take it counted since, for a clock that stepped back), and a
+// refund, or the give-back of a lease, of a take made before then returns
+// nothing, as the key never counted that take (with [hotlimit.WithClock],
+// "before" is by the clocks' readings). The sliding log's sorted set records no such
 // time, but the times its requests were logged at: a give-back expires no
 // more of them than were logged no later than the take, and a key made
 // since logged all of its own later (an instance of an earlier version

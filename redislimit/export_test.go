@@ -22,3 +22,6 @@ func Queued(l *Limiter) int { return len(l.batch.calls) }
 // WaitRetired waits for the give-backs of l's replaced leases that are
 // under way (see retireLater); no take may replace a lease meanwhile.
 func WaitRetired(l *Limiter) { l.retiring.Wait() }
+
+// ClockRange is the largest clock reading, either way, the scripts take.
+const ClockRange = clockRange

@@ -158,7 +158,7 @@ func TestHugeDurationsSaturate(t *testing.T) {
 	t.Run("lease", func(t *testing.T) {
 		srv := redistest.Start(t)
 		var clock atomic.Int64
-		clock.Store(1 << 52) // the latest reading the scripts take
+		clock.Store(redislimit.ClockRange) // the latest reading the scripts take
 		c := hotlimit.Config{Algorithm: hotlimit.TokenBucket, Limit: 10, Window: time.Hour}
 		leased := newExact(t, newClient(t, srv), c, hotlimit.WithClock(clock.Load), redislimit.WithLease(5, math.MaxInt64))
 		other := newExact(t, newClient(t, srv), c, hotlimit.WithClock(clock.Load))

@@ -22,9 +22,10 @@ import (
 var ErrBreakerOpen = errors.New("redislimit: circuit breaker open: Redis failed recently")
 
 // ErrClockRange is the error of a decision whose [hotlimit.WithClock] reading
-// is outside ±2^52 ns (about ±52 days), where Redis's arithmetic stops being
-// exact.
-var ErrClockRange = errors.New("redislimit: clock reading outside ±2^52 ns")
+// is outside ±2^51 ns (about ±26 days), beyond which Redis's arithmetic stops
+// being exact: a wait from one end of the range to the other, plus a fill
+// time or two windows, must stay below 2^53 ns.
+var ErrClockRange = errors.New("redislimit: clock reading outside ±2^51 ns")
 
 // ErrReply is wrapped by the error of a script reply that is not what the
 // scripts return: a Redis that is not Redis, or a key of the limiter's
@@ -69,6 +70,12 @@ func explain(err error) error {
 // exact is the bound below which every value the scripts compute stays,
 // with a factor of two to spare: Lua numbers are doubles, exact to 2^53.
 const exact = 1 << 52
+
+// clockRange bounds the readings of a [hotlimit.WithClock] clock, either
+// way: the difference of two readings (up to 2^52) plus a fill time (below
+// 2^52 ticks, as burst × window is) or a window or two (at most 2^50 ticks
+// each) stays below 2^53.
+const clockRange = exact >> 1
 
 // Limiter enforces one [hotlimit.Config] for many keys with the state in
 // Redis, shared by every process that builds a Limiter of the same Config
@@ -313,8 +320,11 @@ func (l *Limiter) TakeReceiptContext(ctx context.Context, key string, n int) (ho
 
 // TakeReceipt is Take, plus the receipt of what it took, for [Limiter.Refund].
 // Its At is in nanoseconds of the limiter's clock: Redis's TIME, unless
-// [hotlimit.WithClock] was given. A decision of the failure policy gives the
-// zero Receipt (FailLocal's refunds are not kept).
+// [hotlimit.WithClock] was given; as [hotlimit.Receipt] says, it is the
+// start of the key's later window for a fixed window or sliding counter
+// whose clock read behind it, and the logged time for a sliding log. A
+// decision of the failure policy gives the zero Receipt (FailLocal's
+// refunds are not kept).
 func (l *Limiter) TakeReceipt(key string, n int) (hotlimit.Decision, hotlimit.Receipt) {
 	d, r, _ := l.take(context.Background(), key, n)
 	return d, r
@@ -496,7 +506,7 @@ func nowArg(clock hotlimit.Clock) (string, error) {
 		return "", nil
 	}
 	t := clock()
-	if t > exact || t < -exact {
+	if t > clockRange || t < -clockRange {
 		return "", ErrClockRange
 	}
 	return strconv.FormatInt(t, 10), nil

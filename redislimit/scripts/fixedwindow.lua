@@ -1,10 +1,11 @@
 -- Fixed window: windows aligned on the clock's origin; the key holds the
 -- index of the window it counted in last and its count. A later window
 -- starts at zero; the same or an earlier one (a clock that stepped back)
--- counts against the stored window.
+-- counts against the stored window. A count that refunds took to zero is a
+-- fresh key's, whatever its window.
 local idx = fdiv(now, window)
 local index, count = load(2)
-local held = index ~= nil
+local held = index ~= nil and count > 0
 if not held or idx > index then
   index, count = idx, 0
 end
@@ -26,6 +27,7 @@ elseif count + n <= limit then
   count = count + n
   got = math.min(extra, limit - count)
   count = count + got
+  took()
   save(finish, index, count)
 else
   retry = finish
@@ -35,4 +37,10 @@ local reset = 0
 if count > 0 then
   reset = finish
 end
-return {allowed, limit - count, retry, reset, got, now}
+-- requests counted in a window later than now's (a clock that stepped back)
+-- are taken at its start, which their give back names
+local taken = now
+if allowed == 1 and n > 0 and idx < index then
+  taken = index * window
+end
+return {allowed, limit - count, retry, reset, got, taken}

@@ -1,20 +1,42 @@
--- GCRA, exact: the key's theoretical arrival time kept as s, its tokens times
--- window at its last admission, which grows by limit per tick up to cap =
--- burst * window. A fresh key is full. A clock behind the last admission
--- judges the key at that earlier time: it removes tokens, never adds any.
+-- GCRA, exact: the key's tokens times window are a line, s at tick last,
+-- rising by limit per tick, read capped at cap = burst * window. A fresh key
+-- is full. A clock behind last judges the key at that earlier time, on the
+-- same line: it removes tokens, never adds any. Far behind, the tokens there
+-- (s - behind * limit) are beyond what a double holds exactly, so they are
+-- never computed: every test and wait below is made from s and behind.
 local cap = burst * window
 local s, last = load(2)
 local held = s ~= nil
+local behind = 0
 if not held then
   s, last = cap, now
-else
+elseif now >= last then
   local el = now - last
-  if el >= 0 and el >= cdiv(cap - s, limit) then
+  if el >= cdiv(cap - s, limit) then
     s = cap
   else
     s = s + el * limit
   end
   last = now
+else
+  behind = last - now
+end
+
+-- has reports whether the key holds at least x <= cap now:
+-- s - behind * limit >= x.
+local function has(x)
+  return s >= x and behind <= fdiv(s - x, limit)
+end
+
+-- untilHas returns the ticks until the key holds x <= cap, when it holds
+-- less now.
+local function untilHas(x)
+  return behind + cdiv(x - s, limit)
+end
+
+-- tokens returns what the key holds now, when has(x) for an x >= 0: exact.
+local function tokens()
+  return math.min(cap, s - behind * limit)
 end
 
 local allowed, retry, got = 0, 0, 0
@@ -29,29 +51,42 @@ if giveback > 0 then
       back = back - (now - at) * limit
     end
   end
-  if counted(held, at) and back > 0 then
-    s = math.min(cap, s + back)
-    save(cdiv(cap - s, limit), s, last)
+  if counted(held, at) and back > 0 and not has(cap) then
+    if has(cap - back) then
+      s, last, behind = cap, now, 0
+    else
+      -- the line rises by back; kept at the latest tick from now to last
+      -- where it reads at most cap, so that s stays exact
+      s = s + back
+      if s > cap then
+        local k = cdiv(s - cap, limit)
+        s, last = s - k * limit, last - k
+        behind = last - now
+      end
+    end
+    save(behind + cdiv(cap - s, limit), s, last)
   end
 elseif n == 0 then
   allowed = 1
 elseif n < 0 or n > burst then
   retry = -1
-elseif s >= n * window then
+elseif has(n * window) then
   allowed = 1
-  s = s - n * window
+  s = tokens() - n * window
   got = math.min(extra, fdiv(s, window))
   s = s - got * window
+  last, behind = now, 0
+  took()
   save(cdiv(cap - s, limit), s, last)
 else
-  retry = cdiv(n * window - s, limit)
+  retry = untilHas(n * window)
 end
 
 local remaining, reset = 0, 0
-if s > 0 then
-  remaining = fdiv(s, window)
+if has(window) then
+  remaining = fdiv(tokens(), window)
 end
-if s < cap then
-  reset = cdiv(cap - s, limit)
+if not has(cap) then
+  reset = untilHas(cap)
 end
 return {allowed, remaining, retry, reset, got, now}

@@ -9,8 +9,11 @@
 --   9 at: the time, in ticks, of the take that give back returns
 -- Every script returns {allowed, remaining, retry after, reset after,
 -- extra taken, now}, durations in ticks, retry after -1 for never.
--- Numbers are doubles: every value stays an integer below 2^52, which the
--- Go side checks when it builds the limiter, so arithmetic is exact.
+-- Numbers are doubles: every value stays an integer below 2^53 in
+-- magnitude, as the Go side checks (the Config's ranges when it builds the
+-- limiter, a caller's clock within ±2^51 on each call), so arithmetic is
+-- exact; a value that could go beyond (GCRA's tokens far behind) is never
+-- computed.
 local n = tonumber(ARGV[1])
 local now
 if ARGV[2] == '' then
@@ -94,6 +97,15 @@ local function load(k)
     return tonumber(a), tonumber(b)
   end
   return tonumber(a), tonumber(b), tonumber(c)
+end
+
+-- took notes that the state counts a take at now: a clock that stepped back
+-- behind the state's making lowers born to now, so that the take's own give
+-- back finds it counted.
+local function took()
+  if born and now < tonumber(born) then
+    born = int(now)
+  end
 end
 
 -- counted reports whether the key's state counted a take at tick at: it

@@ -2,20 +2,29 @@
 -- and the counts of that window (cur) and of the one before (prev). A request
 -- at offset e into its window sees floor(prev * (window - e) / window) + cur.
 local idx = fdiv(now, window)
-local e = now - idx * window
 local si, sp, sc = load(3)
-local held = si ~= nil
-local index, prev, cur = idx, 0, 0
-if held then
-  if idx == si + 1 then
-    prev = sc
-  elseif idx == si then
-    prev, cur = sp, sc
-  elseif idx < si then -- a clock that stepped back: the stored window, at its start
-    index, prev, cur, e = si, sp, sc, 0
+local held, index, prev, cur, e, est
+
+-- view sets the state as a request at now sees it from the stored one (si,
+-- sp, sc): the same window keeps the counts, the next moves cur to prev,
+-- later ones start at zero, and an earlier one (a clock that stepped back)
+-- keeps the stored window, at its start. Counts that refunds took to zero
+-- are a fresh key's, whatever their window.
+local function view()
+  held = si ~= nil and (sp > 0 or sc > 0)
+  index, prev, cur, e = idx, 0, 0, now - idx * window
+  if held then
+    if idx == si + 1 then
+      prev = sc
+    elseif idx == si then
+      prev, cur = sp, sc
+    elseif idx < si then
+      index, prev, cur, e = si, sp, sc, 0
+    end
   end
+  est = fdiv(prev * (window - e), window) + cur
 end
-local est = fdiv(prev * (window - e), window) + cur
+view()
 
 -- untilAt returns the least wait from now after which the stored state
 -- (si, sp, sc) estimates at most t: the estimate only falls as time passes,
@@ -52,18 +61,18 @@ end
 
 local allowed, retry, got = 0, 0, 0
 if giveback > 0 then
-  -- off the count of the window they counted in, while it is the current or
-  -- the previous one
+  -- off the count of the window they counted in, the stored one (sc) or
+  -- the one before it (sp), while now is less than two windows after it;
+  -- the stored window stays
   local ai = fdiv(at, window)
-  if counted(held, at) and (ai == index or ai == index - 1) then
-    if ai == index then
-      cur = math.max(cur - giveback, 0)
+  if counted(held, at) and idx - ai < 2 and (ai == si or ai == si - 1) then
+    if ai == si then
+      sc = math.max(sc - giveback, 0)
     else
-      prev = math.max(prev - giveback, 0)
+      sp = math.max(sp - giveback, 0)
     end
-    est = fdiv(prev * (window - e), window) + cur
-    si, sp, sc = index, prev, cur
     save((si + 2) * window - now, si, sp, sc)
+    view()
   end
 elseif n == 0 then
   allowed = 1
@@ -74,8 +83,15 @@ elseif est + n <= limit then
   cur = cur + n
   est = est + n
   si, sp, sc, held = index, prev, cur, true
+  took()
   save((si + 2) * window - now, si, sp, sc)
 else
   retry = untilAt(limit - n)
 end
-return {allowed, math.max(limit - est, 0), retry, untilAt(0), got, now}
+-- requests counted in a window later than now's (a clock that stepped back)
+-- are taken at its start, which their give back names
+local taken = now
+if allowed == 1 and n > 0 and idx < index then
+  taken = index * window
+end
+return {allowed, math.max(limit - est, 0), retry, untilAt(0), got, taken}

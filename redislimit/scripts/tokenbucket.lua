@@ -44,6 +44,7 @@ elseif s >= n * window then
   s = s - n * window
   got = math.min(extra, fdiv(s, window))
   s = s - got * window
+  took()
   save(behind + cdiv(cap - s, limit), s, last)
 else
   retry = behind + cdiv(n * window - s, limit)
