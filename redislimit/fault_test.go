@@ -165,10 +165,18 @@ func TestRedisKilledMidLoad(t *testing.T) {
 			// Before the kill and across it: keys k0..k2, n = 1.
 			stop := make(chan struct{})
 			done := make(chan []result)
+			var asked atomic.Int64 // calls begun; each past a worker's first follows one of its calls
 			go func() {
-				done <- load(lim, workers, -1, stop, func(w, i int) (string, int) { return fmt.Sprintf("k%d", (w+i)%3), 1 })
+				done <- load(lim, workers, -1, stop, func(w, i int) (string, int) {
+					asked.Add(1)
+					return fmt.Sprintf("k%d", (w+i)%3), 1
+				})
 			}()
-			time.Sleep(50 * time.Millisecond)
+			// Kill Redis once it has decided some calls (at least
+			// workers of them): on a loaded machine a fixed wait may
+			// end before any call did.
+			require.Eventually(t, func() bool { return asked.Load() >= 2*workers },
+				10*time.Second, time.Millisecond, "no call of the load was decided")
 			srv.Kill()
 			time.Sleep(150 * time.Millisecond)
 			close(stop)
