@@ -106,7 +106,8 @@ const DefaultNearLimit = 0.2
 
 // WithObserver makes a service.Service report each decision of its rules
 // and of TakeWith to o, and redislimit's limiters report their fallbacks to
-// it when it is a [FallbackObserver]. A nil o reports nothing. The in-memory
+// it when it is a [FallbackObserver]. A nil o, or a nil [ObserverFunc],
+// reports nothing. The in-memory
 // limiter constructors (tokenbucket.New and the others) ignore it: a limiter
 // used on its own reports nothing, as its caller sees every decision.
 func WithObserver(o Observer) Option {

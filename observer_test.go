@@ -123,3 +123,15 @@ func TestNearLimitIsAShareOfTheBurst(t *testing.T) {
 	assert.Equal(t, hotlimit.OutcomeDenied, hotlimit.ClassifyCapacity(denied, false, hotlimit.DefaultNearLimit, 10))
 	assert.Equal(t, hotlimit.OutcomeShadowDenied, hotlimit.ClassifyCapacity(denied, true, hotlimit.DefaultNearLimit, 10))
 }
+
+// TestNilObserverFuncIsNoObserver: a nil ObserverFunc, given to
+// WithObserver or set on Options by hand, comes out of NewOptions as no
+// observer at all, so that no limiter or service calls it (and panics).
+func TestNilObserverFuncIsNoObserver(t *testing.T) {
+	var f hotlimit.ObserverFunc
+	assert.Nil(t, hotlimit.NewOptions(hotlimit.WithObserver(f)).Observer)
+	byHand := func(o *hotlimit.Options) { o.Observer = f }
+	assert.Nil(t, hotlimit.NewOptions(byHand).Observer)
+	g := hotlimit.ObserverFunc(func(hotlimit.Event) {})
+	assert.NotNil(t, hotlimit.NewOptions(hotlimit.WithObserver(g)).Observer, "a function is kept")
+}

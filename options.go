@@ -129,13 +129,18 @@ func WithBurst(burst int) Option {
 	return func(o *Options) { o.Burst = burst }
 }
 
-// NewOptions applies opts over the defaults.
+// NewOptions applies opts over the defaults. An Observer that is a nil
+// [ObserverFunc] comes out as nil: a nil function is no observer, and
+// calling it would panic.
 func NewOptions(opts ...Option) Options {
 	o := Options{Clock: Monotonic, NearLimit: DefaultNearLimit}
 	for _, opt := range opts {
 		if opt != nil {
 			opt(&o)
 		}
+	}
+	if f, ok := o.Observer.(ObserverFunc); ok && f == nil {
+		o.Observer = nil
 	}
 	return o
 }

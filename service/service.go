@@ -88,11 +88,6 @@ const DefaultAutoSweep = 1 << 16
 // without an error counts as failing).
 func NewFromRules(rules Rules, opts ...hotlimit.Option) (*Service, error) {
 	opts = append([]hotlimit.Option{hotlimit.WithAutoSweep(DefaultAutoSweep)}, opts...) // later options win
-	if f, ok := hotlimit.NewOptions(opts...).Observer.(hotlimit.ObserverFunc); ok && f == nil {
-		// A nil function is no observer: without this, every decision
-		// would call it and panic.
-		opts = append(opts, hotlimit.WithObserver(nil))
-	}
 	snap, err := build(rules, nil, opts)
 	if err != nil {
 		return nil, err
