@@ -16,6 +16,7 @@ func TestREADMESnippetsCompile(t *testing.T) {
 			"grpclimit": "github.com/hotlimit/hotlimit/grpclimit",
 			"grpc":      "google.golang.org/grpc",
 			"hotlimit":  "github.com/hotlimit/hotlimit",
+			"log":       "log",
 			"service":   "github.com/hotlimit/hotlimit/service",
 			"time":      "time",
 		},
