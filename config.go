@@ -342,12 +342,27 @@ func (c *Config) UnmarshalJSON(data []byte) error {
 	if window != "" || next.Algorithm != Unlimited {
 		w, err := time.ParseDuration(window)
 		if err != nil {
+			if hint := durationHint(window); hint != "" {
+				err = fmt.Errorf("%w (%s)", err, hint)
+			}
 			return &FieldError{Field: "window", Err: fmt.Errorf("%w: %w", err, ErrInvalidConfig)}
 		}
 		next.Window = w
 	}
 	*c = next
 	return nil
+}
+
+// durationHint says how to write a window that time.ParseDuration rejects
+// for a unit it does not have, days or weeks ("1d", "2w"); otherwise "".
+func durationHint(window string) string {
+	switch {
+	case strings.HasSuffix(window, "d"):
+		return "a window has no unit of days: write 24h for a day"
+	case strings.HasSuffix(window, "w"):
+		return "a window has no unit of weeks: write 168h for a week"
+	}
+	return ""
 }
 
 // unjson shortens encoding/json's type errors, which name Go types, to what a

@@ -104,6 +104,8 @@ func TestConfigJSONIsStrictAndNamesTheField(t *testing.T) {
 		{`{"algorithm":"GCRA","limit":1,"window":"1 s"}`, "window", `"1 s"`},
 		{`{"algorithm":"GCRA","limit":1,"window":1000000000}`, "window", "want a string"},
 		{`{"algorithm":"GCRA","limit":1,"window":""}`, "window", `""`},
+		{`{"algorithm":"GCRA","limit":1,"window":"1d"}`, "window", "write 24h for a day"},
+		{`{"algorithm":"GCRA","limit":1,"window":"2w"}`, "window", "write 168h for a week"},
 		{`{"algorithm":"GCRA","limit":1,"window":"1s","burst":"2"}`, "burst", "want an integer"},
 		{`{"algorithm":"GCRA","limit":1,"window":"1s","bursts":2}`, "", `unknown field "bursts"`},
 		{`{"algorithm":"GCRA","limit":1,"window":"1s","shadow":"yes"}`, "shadow", "want true or false"},
