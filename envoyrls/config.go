@@ -303,15 +303,18 @@ func (f *dirFiles) parse() (*Config, error) {
 }
 
 // validKeys are the keys a configuration may hold, anywhere but under
-// metadata: the reference server's, and hotlimit's algorithm, burst and
-// window under rate_limit.
+// metadata: the reference server's, which it takes at any level.
 var validKeys = map[string]bool{
 	"domain": true, "key": true, "value": true, "descriptors": true, "rate_limit": true,
 	"unit": true, "requests_per_unit": true, "unlimited": true, "shadow_mode": true,
 	"quota_mode": true, "name": true, "replaces": true, "detailed_metric": true,
 	"value_to_metric": true, "share_threshold": true, "metadata": true,
-	"algorithm": true, "burst": true, "window": true,
 }
+
+// extensionKeys are hotlimit's keys, which a configuration may hold only
+// directly under rate_limit: anywhere else they would be read by nothing,
+// and the reference rejects them as unknown.
+var extensionKeys = map[string]bool{"algorithm": true, "burst": true, "window": true}
 
 type yamlReplace struct {
 	Name string `yaml:"name"`
@@ -422,7 +425,7 @@ func lastKeyWins(file string, n *yaml.Node, done map[*yaml.Node]bool, warnings [
 // the reference sees them once its YAML decoder has resolved both.
 func validateKeys(file string, n *yaml.Node) error {
 	v := keyValidator{file: file, seen: map[*yaml.Node]bool{}}
-	return v.check(n)
+	return v.check(n, "")
 }
 
 // keyValidator walks a YAML tree for validateKeys. seen holds the anchored
@@ -454,7 +457,8 @@ func target(n *yaml.Node) *yaml.Node {
 	return n
 }
 
-func (v *keyValidator) check(n *yaml.Node) error {
+// check checks n, the value of the key parent ("" for the document).
+func (v *keyValidator) check(n *yaml.Node, parent string) error {
 	n, walk := v.resolve(n)
 	if !walk {
 		return nil
@@ -464,10 +468,10 @@ func (v *keyValidator) check(n *yaml.Node) error {
 		for _, c := range n.Content {
 			if n.Kind == yaml.SequenceNode {
 				if r := target(c); r.Kind != yaml.MappingNode {
-					return configError(v.file, "config error, yaml file contains list of type other than map: %s", r.Value)
+					return configError(v.file, "config error, yaml file contains list of type other than map: %s", goValue(r))
 				}
 			}
-			if err := v.check(c); err != nil {
+			if err := v.check(c, parent); err != nil {
 				return err
 			}
 		}
@@ -475,15 +479,15 @@ func (v *keyValidator) check(n *yaml.Node) error {
 		for i := 0; i+1 < len(n.Content); i += 2 {
 			k, val := n.Content[i], n.Content[i+1]
 			if k.Kind == yaml.ScalarNode && k.Tag == "!!merge" {
-				if err := v.merged(val); err != nil {
+				if err := v.merged(val, parent); err != nil {
 					return err
 				}
 				continue
 			}
 			if k.Kind != yaml.ScalarNode || k.Tag != "!!str" {
-				return configError(v.file, "config error, key is not of type string: %s", k.Value)
+				return configError(v.file, "config error, key is not of type string: %s", goValue(k))
 			}
-			if !validKeys[k.Value] {
+			if !validKeys[k.Value] && !(extensionKeys[k.Value] && parent == "rate_limit") {
 				return configError(v.file, "config error, unknown key '%s'", k.Value)
 			}
 			if k.Value == "metadata" {
@@ -492,12 +496,22 @@ func (v *keyValidator) check(n *yaml.Node) error {
 			if err := v.leaf(k.Value, target(val)); err != nil {
 				return err
 			}
-			if err := v.check(val); err != nil {
+			if err := v.check(val, k.Value); err != nil {
 				return err
 			}
 		}
 	}
 	return nil
+}
+
+// goValue formats n as the reference names a value in its errors: as Go
+// prints the value decoded, <nil> for a null, [a b] for a list.
+func goValue(n *yaml.Node) string {
+	var v any
+	if err := n.Decode(&v); err != nil {
+		return n.Value
+	}
+	return fmt.Sprint(v)
 }
 
 // boolKeys are the keys whose value is a boolean.
@@ -531,12 +545,13 @@ func (v *keyValidator) leaf(key string, n *yaml.Node) error {
 }
 
 // merged checks the value of a merge key: a mapping, or a list of mappings,
-// each usually an alias, whose keys join the mapping holding the merge key.
-func (v *keyValidator) merged(n *yaml.Node) error {
+// each usually an alias, whose keys join the mapping holding the merge key,
+// the value of the key parent.
+func (v *keyValidator) merged(n *yaml.Node, parent string) error {
 	r := target(n)
 	if r.Kind == yaml.SequenceNode {
 		for _, c := range r.Content {
-			if err := v.merged(c); err != nil {
+			if err := v.merged(c, parent); err != nil {
 				return err
 			}
 		}
@@ -545,7 +560,7 @@ func (v *keyValidator) merged(n *yaml.Node) error {
 	if r.Kind != yaml.MappingNode {
 		return configError(v.file, "config error, merge key '<<' takes a mapping or a list of mappings, not %s", r.Value)
 	}
-	return v.check(n)
+	return v.check(n, parent)
 }
 
 // load adds descriptors under n, whose full key is parent (ending in '.').

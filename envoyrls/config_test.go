@@ -129,6 +129,10 @@ func TestLoadErrors(t *testing.T) {
 		{"malformed", "domain: [", "error loading config file"},
 		{"unknown key", "domain: d\nfoo: 1\n", "unknown key 'foo'"},
 		{"unknown nested key", rule("      unit: second\n      requests_per_unit: 1\n      per: 2\n"), "unknown key 'per'"},
+		{"algorithm at the top", "domain: d\nalgorithm: GCRA\n", "unknown key 'algorithm'"},
+		{"window in a descriptor", "domain: d\ndescriptors:\n  - key: k\n    window: 1s\n    rate_limit: {unit: second, requests_per_unit: 1}\n", "unknown key 'window'"},
+		{"burst in replaces", rule("      unit: second\n      requests_per_unit: 1\n      replaces:\n        - {name: x, burst: 2}\n"), "unknown key 'burst'"},
+		{"window merged into a descriptor", "domain: d\ndescriptors:\n  - key: j\n    metadata: &w {window: 1s}\n  - key: k\n    <<: *w\n", "unknown key 'window'"},
 		{"empty domain", "descriptors: []\n", "config file cannot have empty domain"},
 		{"empty key", "domain: d\ndescriptors:\n  - value: v\n", "descriptor has empty key"},
 		{"duplicate key", "domain: d\ndescriptors:\n  - key: k\n  - key: k\n", "duplicate descriptor composite key 'd.k'"},
@@ -147,6 +151,9 @@ func TestLoadErrors(t *testing.T) {
 		{"unit and window", rule("      unit: second\n      window: 2s\n      requests_per_unit: 1\n"), "sets both unit 'second' and window '2s'"},
 		{"share_threshold without wildcard", "domain: d\ndescriptors:\n  - key: k\n    share_threshold: true\n", "share_threshold can only be used with wildcard"},
 		{"list of scalars", "domain: d\ndescriptors:\n  - k\n", "list of type other than map"},
+		{"list of lists", "domain: d\ndescriptors: [[k, 1]]\n", "list of type other than map: [k 1]"},
+		{"list of nulls", "domain: d\ndescriptors: [~]\n", "list of type other than map: <nil>"},
+		{"null key", "domain: d\n~: a\n", "key is not of type string: <nil>"},
 		{"negative requests", rule("      unit: second\n      requests_per_unit: -1\n"), "error loading config file"},
 		// The reference reads the file into plain values first and takes only
 		// strings, integers, booleans and nulls as leaves; and its YAML
@@ -353,6 +360,27 @@ descriptors:
 			assert.ErrorIs(t, err, ErrConfig)
 			assert.Contains(t, err.Error(), tc.want)
 		})
+	}
+}
+
+// TestExtensionKeysUnderRateLimit: hotlimit's keys load under rate_limit,
+// written there or merged in.
+func TestExtensionKeysUnderRateLimit(t *testing.T) {
+	d, err := ParseDomain("ext.yaml", []byte(`
+domain: d
+descriptors:
+  - key: a
+    rate_limit: &gcra {algorithm: GCRA, burst: 2, window: 10s, requests_per_unit: 5}
+  - key: b
+    rate_limit:
+      <<: *gcra
+      requests_per_unit: 6
+`))
+	require.NoError(t, err)
+	for key, limit := range map[string]int{"a": 5, "b": 6} {
+		r, _ := d.match(kv(key, "x"))
+		require.NotNil(t, r, key)
+		assert.Equal(t, hotlimit.Config{Algorithm: hotlimit.GCRA, Limit: limit, Window: 10 * time.Second, Burst: 2}, r.Limit, key)
 	}
 }
 
