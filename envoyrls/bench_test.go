@@ -282,6 +282,7 @@ type reference struct {
 	cmd        *exec.Cmd
 	log        *syncBuffer
 	grpc, prom string // prom is empty without Prometheus stats
+	http       string // /json and /healthcheck
 }
 
 // launchReference starts the reference server's binary bin on loopback,
@@ -316,7 +317,7 @@ func launchReference(tb testing.TB, bin, redisAddr, dir, prefix string, promethe
 	if prefix != "" {
 		cmd.Env = append(cmd.Env, "CACHE_KEY_PREFIX="+prefix)
 	}
-	ref := reference{cmd: cmd, log: new(syncBuffer), grpc: "127.0.0.1:" + ports[0]}
+	ref := reference{cmd: cmd, log: new(syncBuffer), grpc: "127.0.0.1:" + ports[0], http: "127.0.0.1:" + ports[1]}
 	if prometheus {
 		cmd.Env = append(cmd.Env, "USE_PROMETHEUS=true", "PROMETHEUS_ADDR=127.0.0.1:"+ports[3], "STATS_FLUSH_INTERVAL=100ms")
 		ref.prom = "127.0.0.1:" + ports[3]

@@ -189,12 +189,18 @@ var refConfigCases = []refConfigCase{
 	{name: "yml", files: map[string]string{"a.yml": "domain: a\n"}},
 	{name: "upper-case extension", files: map[string]string{"a.YAML": "domain: a\n"}},
 	{name: "no file", files: map[string]string{}},
+	{name: "a file of another extension", files: map[string]string{"a.yaml": "domain: a\n", "notes.txt": "not a configuration\n"}},
+	{name: "a hidden file", files: map[string]string{"a.yaml": "domain: a\n", ".b.yaml": "domain: a\n"}},
+	{name: "a subdirectory", files: map[string]string{"a.yaml": "domain: a\n", "sub/b.yaml": "domain: a\n"}},
 }
 
 // refDivergent names the cases where hotlimitd answers other than the
 // reference on purpose, with the reason.
 var refDivergent = map[string]string{
-	"upper-case extension": "only *.yaml and *.yml files are read (README: -config DIR)",
+	"upper-case extension":        "only *.yaml and *.yml files are read (README: -config DIR)",
+	"a file of another extension": "only *.yaml and *.yml files are read (README: -config DIR)",
+	"a hidden file":               "hidden files are not read, as the reference's RUNTIME_IGNOREDOTFILES=true (README: Moving from the reference)",
+	"a subdirectory":              "subdirectories are not read (README: -config DIR)",
 }
 
 // TestReferenceConfigLoad loads each of refConfigCases with the reference
@@ -214,6 +220,7 @@ func TestReferenceConfigLoad(t *testing.T) {
 			dir := filepath.Join(root, "rt", "config")
 			require.NoError(t, os.MkdirAll(dir, 0o755))
 			for name, body := range tc.files {
+				require.NoError(t, os.MkdirAll(filepath.Dir(filepath.Join(dir, name)), 0o755))
 				require.NoError(t, os.WriteFile(filepath.Join(dir, name), []byte(body), 0o644))
 			}
 			refOK, refMsg := referenceLoads(t, bin, root)
