@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	core "github.com/envoyproxy/go-control-plane/envoy/config/core/v3"
 	rlext "github.com/envoyproxy/go-control-plane/envoy/extensions/common/ratelimit/v3"
 	pb "github.com/envoyproxy/go-control-plane/envoy/service/ratelimit/v3"
 	"github.com/stretchr/testify/assert"
@@ -180,7 +181,8 @@ func (g *matchGen) path(d *rlext.RateLimitDescriptor, nodes []*matchNode) {
 // both the same random requests: every answer must report the same code,
 // the same limit (which names the rule that matched, or none: no rule,
 // unlimited, or replaced) and the same limit_remaining, descriptor by
-// descriptor. With large limits, never reached, it compares matching;
+// descriptor, and the same response headers (the reference's, as
+// LIMIT_RESPONSE_HEADERS_ENABLED and -headers reference add them). With large limits, never reached, it compares matching;
 // with small ones, in shadow and quota mode too, the answers over the
 // limit. Like TestReferenceDifferential, it runs only with
 // HOTLIMITD_REFERENCE set to the reference's binary, and needs
@@ -217,13 +219,14 @@ func referenceMatching(t *testing.T, bin, redisAddr string, seed uint64, small b
 	}
 	cfg, err := LoadDir(dir)
 	require.NoError(t, err)
-	s, err := New(cfg, WithLogger(slog.New(slog.DiscardHandler)))
+	s, err := New(cfg, WithLogger(slog.New(slog.DiscardHandler)), WithHeaders(HeadersReference))
 	require.NoError(t, err)
 	hot := serve(t, s)
-	refAddr, _ := startReferenceOn(t, bin, redisAddr, dir, fmt.Sprintf("%s_%v_", strconv.FormatUint(seed, 36), small))
+	refAddr, _ := startReferenceOn(t, bin, redisAddr, dir, fmt.Sprintf("%s_%v_", strconv.FormatUint(seed, 36), small),
+		"LIMIT_RESPONSE_HEADERS_ENABLED=true")
 	ref := dial(t, refAddr)
 
-	limited, over := 0, 0
+	limited, over, headed := 0, 0, 0
 	for i := range requests {
 		req := g.request(domains)
 		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
@@ -247,13 +250,42 @@ func referenceMatching(t *testing.T, bin, redisAddr string, seed uint64, small b
 			failed = !assert.True(t, proto.Equal(r.CurrentLimit, h.CurrentLimit), "request %d, descriptor %d: current_limit: reference %v, hotlimitd %v", i, j, r.CurrentLimit, h.CurrentLimit) || failed
 			failed = !assert.Equal(t, r.LimitRemaining, h.LimitRemaining, "request %d, descriptor %d: limit_remaining", i, j) || failed
 		}
+		failed = !sameHeaders(t, i, rr.ResponseHeadersToAdd, hr.ResponseHeadersToAdd) || failed
+		if len(rr.ResponseHeadersToAdd) > 0 {
+			headed++
+		}
 		if failed {
 			t.Fatalf("request %d: %v\nconfiguration of %s:\n%s", i, req, req.Domain, files[req.Domain])
 		}
 	}
-	t.Logf("%d rules in %d domains, %d requests; %d descriptors matched a limit, %d over it", g.rules, domains, requests, limited, over)
+	t.Logf("%d rules in %d domains, %d requests (%d with headers); %d descriptors matched a limit, %d over it", g.rules, domains, requests, headed, limited, over)
 	assert.Positive(t, limited, "no descriptor matched a limit")
+	assert.Positive(t, headed, "no answer with headers")
 	if small {
 		assert.Positive(t, over, "no descriptor over its limit")
 	}
+}
+
+// sameHeaders reports whether the reference's response headers ref and
+// hotlimitd's hot are the same, RateLimit-Reset within a second (each
+// server reads its own clock), and fails t where they are not.
+func sameHeaders(t *testing.T, i int, ref, hot []*core.HeaderValue) bool {
+	t.Helper()
+	if !assert.Len(t, hot, len(ref), "request %d: headers: reference %v, hotlimitd %v", i, ref, hot) {
+		return false
+	}
+	ok := true
+	for j := range ref {
+		r, h := ref[j], hot[j]
+		ok = assert.Equal(t, r.Key, h.Key, "request %d: header %d", i, j) && ok
+		if r.Key == "RateLimit-Reset" {
+			rv, err1 := strconv.Atoi(r.Value)
+			hv, err2 := strconv.Atoi(h.Value)
+			ok = assert.True(t, err1 == nil && err2 == nil && hv-rv <= 1 && rv-hv <= 1,
+				"request %d: RateLimit-Reset: reference %s, hotlimitd %s", i, r.Value, h.Value) && ok
+			continue
+		}
+		ok = assert.Equal(t, r.Value, h.Value, "request %d: %s", i, r.Key) && ok
+	}
+	return ok
 }
