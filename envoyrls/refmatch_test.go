@@ -18,6 +18,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	"google.golang.org/protobuf/proto"
+	"google.golang.org/protobuf/types/known/wrapperspb"
 )
 
 // matchGen writes random configurations: descriptor trees of a few keys
@@ -114,7 +115,7 @@ func (g *matchGen) rule(indent string) {
 	} else {
 		// A limit of its own names the rule in answers; far from reached
 		// unless small.
-		limit := 1000 + g.rules
+		limit := 100000 + g.rules
 		if g.small {
 			limit = 1 + g.rng.IntN(4)
 		}
@@ -134,6 +135,11 @@ func (g *matchGen) rule(indent string) {
 // request returns a random request to one of domains descriptors.
 func (g *matchGen) request(domains int) *pb.RateLimitRequest {
 	req := &pb.RateLimitRequest{Domain: "m" + strconv.Itoa(g.rng.IntN(domains))}
+	if !g.small {
+		// Hits past a small limit count differently (README: Moving from
+		// the reference); under a large one they count alike.
+		req.HitsAddend = []uint32{0, 1, 2, 5}[g.rng.IntN(4)]
+	}
 	for range 1 + g.rng.IntN(4) {
 		d := &rlext.RateLimitDescriptor{}
 		if g.rng.IntN(4) > 0 {
@@ -145,6 +151,9 @@ func (g *matchGen) request(domains int) *pb.RateLimitRequest {
 				key = "z"
 			}
 			d.Entries = append(d.Entries, &rlext.RateLimitDescriptor_Entry{Key: key, Value: requestValues[g.rng.IntN(len(requestValues))]})
+		}
+		if !g.small && g.rng.IntN(3) == 0 {
+			d.HitsAddend = wrapperspb.UInt64([]uint64{0, 1, 3}[g.rng.IntN(3)])
 		}
 		req.Descriptors = append(req.Descriptors, d)
 	}
@@ -184,7 +193,8 @@ func (g *matchGen) path(d *rlext.RateLimitDescriptor, nodes []*matchNode) {
 // descriptor, and the same response headers (the reference's, as
 // LIMIT_RESPONSE_HEADERS_ENABLED and -headers reference add them). With large limits, never reached, it compares matching;
 // with small ones, in shadow and quota mode too, the answers over the
-// limit. Like TestReferenceDifferential, it runs only with
+// limit. Under large limits, requests carry hits_addend 0 to 5, and some
+// descriptors their own hits_addend (0 only checks). Like TestReferenceDifferential, it runs only with
 // HOTLIMITD_REFERENCE set to the reference's binary, and needs
 // redis-server; HOTLIMITD_REFERENCE_SEED replays a run.
 //
