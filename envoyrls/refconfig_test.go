@@ -103,6 +103,8 @@ var refConfigCases = []refConfigCase{
 	one("binary requests_per_unit", ruleOf("    rate_limit: {unit: second, requests_per_unit: 0b11}\n")),
 	one("underscored requests_per_unit", ruleOf("    rate_limit: {unit: second, requests_per_unit: 1_000}\n")),
 	one("sexagesimal requests_per_unit", ruleOf("    rate_limit: {unit: second, requests_per_unit: 1:30}\n")),
+	one("sexagesimal requests_per_unit, block", ruleOf("    rate_limit:\n      unit: second\n      requests_per_unit: 1:30\n")),
+	one("quoted requests_per_unit, block", ruleOf("    rate_limit:\n      unit: second\n      requests_per_unit: \"12\"\n")),
 	one("unit upper case", ruleOf("    rate_limit: {unit: SECOND, requests_per_unit: 1}\n")),
 	one("unit mixed case", ruleOf("    rate_limit: {unit: Minute, requests_per_unit: 1}\n")),
 	one("every unit", "domain: d\ndescriptors:\n"+
