@@ -68,6 +68,15 @@ func TestReferenceJSON(t *testing.T) {
 		{"wildcard", `{"domain":"diff","descriptors":[{"entries":[{"key":"path","value":"/api/json"}]}]}`},
 		{"own limit, unit by name", `{"domain":"diff","descriptors":[{"entries":[{"key":"per_hour","value":"own1"}],"limit":{"requestsPerUnit":7,"unit":"HOUR"}}]}`},
 		{"own limit, unit by number", `{"domain":"diff","descriptors":[{"entries":[{"key":"per_hour","value":"own2"}],"limit":{"requests_per_unit":7,"unit":3}}]}`},
+		{"own limit, unknown domain", `{"domain":"nowhere","descriptors":[{"entries":[{"key":"per_hour","value":"own3"}],"limit":{"requestsPerUnit":7,"unit":"HOUR"}}]}`},
+		{"own limit, no rule", `{"domain":"diff","descriptors":[{"entries":[{"key":"nothing","value":"own4"}],"limit":{"requestsPerUnit":7,"unit":"DAY"}}]}`},
+		{"own limit on an unlimited rule", `{"domain":"diff","descriptors":[{"entries":[{"key":"unlimited","value":"own5"}],"limit":{"requestsPerUnit":7,"unit":"DAY"}}]}`},
+		{"own limit on a shadow rule", `{"domain":"diff","descriptors":[{"entries":[{"key":"shadow","value":"own6"}],"limit":{"requestsPerUnit":1,"unit":"DAY"}}],"hitsAddend":2}`},
+		{"own limit on a replaced rule", `{"domain":"diff","descriptors":[{"entries":[{"key":"replaced","value":"own7"}],"limit":{"requestsPerUnit":7,"unit":"DAY"}},{"entries":[{"key":"replacer","value":"own7"}]}]}`},
+		{"own limit of 0", `{"domain":"diff","descriptors":[{"entries":[{"key":"per_hour","value":"own8"}],"limit":{"requestsPerUnit":0,"unit":"DAY"}}]}`},
+		{"own limit over", `{"domain":"diff","descriptors":[{"entries":[{"key":"per_hour","value":"own9"}],"limit":{"requestsPerUnit":2,"unit":"DAY"}}],"hitsAddend":3}`},
+		{"own limit with a multiplier", `{"domain":"diff","descriptors":[{"entries":[{"key":"per_hour","value":"own10"}],"limit":{"requestsPerUnit":7,"unit":"MINUTE","unitMultiplier":1}}]}`},
+		{"own limit, empty", `{"domain":"diff","descriptors":[{"entries":[{"key":"per_hour","value":"own11"}],"limit":{}}]}`},
 		{"null fields", `{"domain":"diff","descriptors":[{"entries":[{"key":"per_hour","value":"null"}],"limit":null}],"hitsAddend":null}`},
 		{"whitespace", " \n{ \"domain\" : \"diff\" , \"descriptors\" : [ { \"entries\" : [ { \"key\" : \"per_hour\" , \"value\" : \"ws\" } ] } ] }\n "},
 		{"empty domain", `{"domain":"","descriptors":[{"entries":[{"key":"per_hour"}]}]}`},
@@ -90,6 +99,12 @@ func TestReferenceJSON(t *testing.T) {
 		{"null", `null`},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
+			if why, ok := refJSONDivergent[tc.name]; ok {
+				hc, _, hb := postJSON(t, hot.URL, tc.body)
+				t.Logf("documented difference: %s; hotlimitd: %d %s", why, hc, strings.TrimSpace(hb))
+				assert.Less(t, hc, 500, "hotlimitd's status")
+				return
+			}
 			rc, rct, rb := postJSON(t, "http://"+ref.http+"/json", tc.body)
 			hc, hct, hb := postJSON(t, hot.URL, tc.body)
 			t.Logf("reference: %d %s; hotlimitd: %d %s", rc, strings.TrimSpace(rb), hc, strings.TrimSpace(hb))
@@ -101,6 +116,13 @@ func TestReferenceJSON(t *testing.T) {
 			assert.Equal(t, jsonAnswer(t, rb), jsonAnswer(t, hb), "answer")
 		})
 	}
+}
+
+// refJSONDivergent names the bodies of TestReferenceJSON the reference
+// answers otherwise, with the reason.
+var refJSONDivergent = map[string]string{
+	"own limit with a multiplier": "unit_multiplier is of the current API, which the reference does not know (400 there; README: Moving from the reference)",
+	"own limit, empty":            "a limit of unit UNKNOWN makes the reference's handler panic, which drops the connection",
 }
 
 // postJSON posts body to url, as curl --data sends it, and returns the
