@@ -738,11 +738,14 @@ func (d *Domain) match(entries []Entry) (*Rule, []string) {
 	var r *Rule
 	var shared []string
 	for i, e := range entries {
-		next, wild := n.lookup(e.Key, e.Value)
+		next := n.lookup(e.Key, e.Value)
 		if next == nil {
 			return nil, nil
 		}
-		if wild && next.shared != "" {
+		// A node with share_threshold is a wildcard's: reached through the
+		// wildcard, or by a value that is the wildcard itself, which the
+		// reference counts under the same name, the wildcard's.
+		if next.shared != "" {
 			if shared == nil {
 				shared = make([]string, len(entries))
 			}
@@ -763,25 +766,25 @@ func (d *Domain) match(entries []Entry) (*Rule, []string) {
 }
 
 // lookup finds the child of n that key=value selects: key_value, else a
-// wildcard (wild is then true), else the bare key.
-func (n *node) lookup(key, value string) (child *node, wild bool) {
+// wildcard, else the bare key.
+func (n *node) lookup(key, value string) *node {
 	if n.children == nil {
-		return nil, false
+		return nil
 	}
 	var buf [128]byte
 	kv := append(append(append(buf[:0], key...), '_'), value...)
 	if c := n.children[string(kv)]; c != nil { // the conversion does not allocate
-		return c, false
+		return c
 	}
 	if len(n.wildcards) > 0 {
 		s := string(kv)
 		for _, w := range n.wildcards {
 			if wildcardMatch(w.parts, s) {
-				return n.children[w.key], true
+				return n.children[w.key]
 			}
 		}
 	}
-	return n.children[key], false
+	return n.children[key]
 }
 
 // wildcardMatch reports whether s matches the pattern split on '*' into

@@ -25,7 +25,7 @@ import (
 // and values (wildcards among them) up to four levels deep, whose rules
 // each have a limit of their own, so that the limit an answer reports
 // names the rule that matched, some unlimited, some named and replacing
-// others; and requests, most of them along the trees' paths.
+// others, some wildcards sharing one counter (share_threshold); and requests, most of them along the trees' paths.
 type matchGen struct {
 	rng *rand.Rand
 	// small makes limits of 1 to 4, reached within a run, and rules in
@@ -83,6 +83,9 @@ func (g *matchGen) level(depth int) []*matchNode {
 		}
 		if g.rng.IntN(4) == 0 {
 			fmt.Fprintf(&g.b, "%s    value_to_metric: true\n", indent)
+		}
+		if strings.Contains(value, "*") && g.rng.IntN(3) == 0 {
+			fmt.Fprintf(&g.b, "%s    share_threshold: true\n", indent)
 		}
 		if g.small && g.rng.IntN(4) == 0 {
 			fmt.Fprintf(&g.b, "%s    shadow_mode: true\n", indent)
