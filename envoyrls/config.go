@@ -65,8 +65,9 @@ type node struct {
 	children  map[string]*node // by "key" or "key_value"
 	wildcards []wildcard       // the children whose key_value holds '*', in file order
 	rule      *Rule
-	// shared is the node's wildcard value (such as "/api/*") when it has
-	// share_threshold: every value it matches shares one counter.
+	// shared is the node's key_value (such as "path_/api/*") when it has
+	// share_threshold: every value it matches shares one counter, named
+	// as the reference names it (see sharedValue).
 	shared string
 }
 
@@ -585,7 +586,7 @@ func (d *Domain) load(n *node, parent string, descriptors []yamlDescriptor) erro
 		}
 		child := &node{}
 		if yd.ShareThreshold {
-			child.shared = yd.Value
+			child.shared = final
 		}
 		if yd.RateLimit != nil {
 			r, err := d.rule(full, &yd)
@@ -749,7 +750,7 @@ func (d *Domain) match(entries []Entry) (*Rule, []string) {
 			if shared == nil {
 				shared = make([]string, len(entries))
 			}
-			shared[i] = next.shared
+			shared[i] = sharedValue(next.shared, e.Key)
 		}
 		if i == len(entries)-1 {
 			r = next.rule
@@ -763,6 +764,19 @@ func (d *Domain) match(entries []Entry) (*Rule, []string) {
 		return nil, nil
 	}
 	return r, shared
+}
+
+// sharedValue is the value under which an entry of key counts when it
+// selects the share_threshold descriptor whose key_value is final: final
+// less the prefix key + "_", as the reference names it. That is the
+// wildcard value ("/api/*") when the descriptor's key is the entry's, and
+// all of final when the key itself is a wildcard ("k*", "k*_v*") that the
+// entry's matched, whose values then share a counter per key.
+func sharedValue(final, key string) string {
+	if len(final) > len(key) && final[len(key)] == '_' && final[:len(key)] == key {
+		return final[len(key)+1:]
+	}
+	return final
 }
 
 // lookup finds the child of n that key=value selects: key_value, else a

@@ -43,7 +43,8 @@ type matchNode struct {
 }
 
 var (
-	matchKeys      = []string{"a", "b", "c"}
+	matchKeys      = []string{"a", "b", "c", "a*"} // "a*": a key that is a wildcard
+	requestKeys    = []string{"a", "b", "c", "ab", "z"}
 	matchValues    = []string{"", "", "x", "y", "xy", "x*", "*", "*y", "x*y", "*x*"}
 	requestValues  = []string{"", "x", "y", "xy", "yx", "xay", "xyx", "z", "x*"}
 	matchUnits     = []string{"day", "week", "month", "year", "DAY", "Year"}
@@ -74,7 +75,7 @@ func (g *matchGen) level(depth int) []*matchNode {
 		seen[key+"_"+value] = true
 		n := &matchNode{key: key, value: value}
 		nodes = append(nodes, n)
-		fmt.Fprintf(&g.b, "%s  - key: %s\n", indent, key)
+		fmt.Fprintf(&g.b, "%s  - key: %q\n", indent, key)
 		if value != "" {
 			fmt.Fprintf(&g.b, "%s    value: %q\n", indent, value)
 		}
@@ -84,7 +85,7 @@ func (g *matchGen) level(depth int) []*matchNode {
 		if g.rng.IntN(4) == 0 {
 			fmt.Fprintf(&g.b, "%s    value_to_metric: true\n", indent)
 		}
-		if strings.Contains(value, "*") && g.rng.IntN(3) == 0 {
+		if strings.Contains(key+value, "*") && g.rng.IntN(3) == 0 {
 			fmt.Fprintf(&g.b, "%s    share_threshold: true\n", indent)
 		}
 		if g.small && g.rng.IntN(4) == 0 {
@@ -149,10 +150,7 @@ func (g *matchGen) request(domains int) *pb.RateLimitRequest {
 			g.path(d, g.trees[req.Domain])
 		}
 		for len(d.Entries) == 0 || g.rng.IntN(6) == 0 {
-			key := matchKeys[g.rng.IntN(len(matchKeys))]
-			if g.rng.IntN(20) == 0 {
-				key = "z"
-			}
+			key := requestKeys[g.rng.IntN(len(requestKeys))]
 			d.Entries = append(d.Entries, &rlext.RateLimitDescriptor_Entry{Key: key, Value: requestValues[g.rng.IntN(len(requestValues))]})
 		}
 		if !g.small && g.rng.IntN(3) == 0 {
