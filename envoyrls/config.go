@@ -370,8 +370,17 @@ func ParseDomain(file string, data []byte) (*Domain, error) {
 			return nil, err
 		}
 	}
+	// The reference checks the keys of the file read into plain maps (done
+	// above) and loads the file read into its structs, where a key given
+	// again or merged in later wins and a rate_limit given again adds to
+	// the one before: load a second reading laid out so.
+	var decoded yaml.Node
+	if err := yaml.Unmarshal(data, &decoded); err != nil {
+		return nil, configError(file, "error loading config file: %v", err)
+	}
+	(&structLayout{done: map[*yaml.Node]bool{}}).node(&decoded)
 	var root yamlRoot
-	if err := doc.Decode(&root); err != nil {
+	if err := decoded.Decode(&root); err != nil {
 		return nil, configError(file, "error loading config file: %v", err)
 	}
 	if root.Domain == "" {
@@ -382,6 +391,92 @@ func ParseDomain(file string, data []byte) (*Domain, error) {
 		return nil, err
 	}
 	return d, nil
+}
+
+// structLayout rewrites the mappings of a YAML tree into what the
+// reference's decoder (gopkg.in/yaml.v2) fills its structs with, so that
+// ours, which takes a key given first over one merged in later and rejects
+// a key given twice, reads the same: each mapping's keys in file order, a
+// merge key's (`<<: *anchor`) in its place (of a list of mappings, the last
+// first, so that the first wins), a later one replacing an earlier one,
+// except that a rate_limit mapping given again, or merged in, adds its keys
+// to the one before, as that decoder fills the struct it already has.
+type structLayout struct {
+	done      map[*yaml.Node]bool // the nodes laid out, or being laid out
+	expanding map[*yaml.Node]bool // the mappings whose pairs are being set
+}
+
+// node lays out n and every node under it.
+func (l *structLayout) node(n *yaml.Node) {
+	if n == nil || l.done[n] {
+		return
+	}
+	l.done[n] = true
+	if n.Kind == yaml.AliasNode {
+		l.node(n.Alias)
+		return
+	}
+	for _, c := range n.Content {
+		l.node(c)
+	}
+	if n.Kind == yaml.MappingNode {
+		var out []*yaml.Node
+		l.pairs(n, &out)
+		n.Content = out
+	}
+}
+
+// pairs sets in out the pairs of mapping m in order, merge keys expanded.
+// A mapping that merges itself, through an alias, is expanded once.
+func (l *structLayout) pairs(m *yaml.Node, out *[]*yaml.Node) {
+	if l.expanding[m] {
+		return
+	}
+	if l.expanding == nil {
+		l.expanding = map[*yaml.Node]bool{}
+	}
+	l.expanding[m] = true
+	defer delete(l.expanding, m)
+	for i := 0; i+1 < len(m.Content); i += 2 {
+		k, v := m.Content[i], m.Content[i+1]
+		if k.Kind != yaml.ScalarNode || k.Tag != "!!merge" {
+			l.set(out, k, v)
+			continue
+		}
+		switch t := target(v); t.Kind {
+		case yaml.MappingNode:
+			l.node(t)
+			l.pairs(t, out)
+		case yaml.SequenceNode:
+			for j := len(t.Content) - 1; j >= 0; j-- {
+				if e := target(t.Content[j]); e.Kind == yaml.MappingNode {
+					l.node(e)
+					l.pairs(e, out)
+				}
+			}
+		default: // rejected by validateKeys
+			*out = append(*out, k, v)
+		}
+	}
+}
+
+// set gives key k the value v in the pairs of out.
+func (l *structLayout) set(out *[]*yaml.Node, k, v *yaml.Node) {
+	for j := 0; j+1 < len(*out); j += 2 {
+		if prev := (*out)[j]; prev.Kind != yaml.ScalarNode || prev.Value != k.Value || prev.Tag != k.Tag {
+			continue
+		}
+		old := target((*out)[j+1])
+		if nv := target(v); k.Value == "rate_limit" && old.Kind == yaml.MappingNode && nv.Kind == yaml.MappingNode {
+			merged := &yaml.Node{Kind: yaml.MappingNode, Tag: "!!map", Line: nv.Line, Column: nv.Column}
+			l.pairs(old, &merged.Content)
+			l.pairs(nv, &merged.Content)
+			v = merged
+		}
+		(*out)[j+1] = v
+		return
+	}
+	*out = append(*out, k, v)
 }
 
 // lastKeyWins removes from every mapping under n the pairs whose key the

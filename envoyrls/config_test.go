@@ -353,6 +353,8 @@ descriptors:
 		{"unknown key through an alias", "domain: d\ndescriptors:\n  - key: k\n    metadata: &m {unit: second, per: 1}\n    rate_limit: *m\n", "unknown key 'per'"},
 		{"merge of a scalar", "domain: d\ndescriptors:\n  - key: k\n    <<: 3\n", "merge key '<<' takes a mapping"},
 		{"alias of itself", "domain: d\ndescriptors:\n  - &x\n    key: k\n    descriptors: [*x]\n", "error loading config file"},
+		{"merge of itself", "domain: d\ndescriptors:\n  - &x\n    key: k\n    <<: *x\n    foo: 1\n", "unknown key 'foo'"},
+		{"rate_limit merging itself", "domain: d\ndescriptors:\n  - key: k\n    rate_limit: &r\n      <<: *r\n      unit: fortnight\n", "invalid rate limit unit 'fortnight'"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			_, err := ParseDomain("bad.yaml", []byte(tc.yaml))
@@ -361,6 +363,54 @@ descriptors:
 			assert.Contains(t, err.Error(), tc.want)
 		})
 	}
+}
+
+// TestReferenceDecodeOrder: keys and merge keys count in file order, the
+// later winning, and a rate_limit given again (or merged in) adds its keys
+// to the one before, as the reference's YAML decoder fills its structs.
+func TestReferenceDecodeOrder(t *testing.T) {
+	d, err := ParseDomain("order.yaml", []byte(`
+domain: d
+descriptors:
+  - key: base
+    rate_limit: &base {unit: day, requests_per_unit: 7, name: base}
+  - key: mergedafter
+    rate_limit: {requests_per_unit: 9, <<: *base}
+  - key: mergedbefore
+    rate_limit: {<<: *base, requests_per_unit: 8}
+  - key: twice
+    rate_limit: {unit: second, requests_per_unit: 1}
+    rate_limit: {name: second}
+  - key: mergedrule
+    rate_limit: {unit: minute, requests_per_unit: 2}
+    <<: {rate_limit: {name: merged}}
+  - key: list
+    <<: [{rate_limit: {name: first}}, {rate_limit: {name: last, unit: hour, requests_per_unit: 3}}]
+  - key: nulled
+    rate_limit: {unit: second, requests_per_unit: 1}
+    rate_limit: ~
+`))
+	require.NoError(t, err)
+	for _, tc := range []struct {
+		key   string
+		limit uint32
+		unit  pb.RateLimitResponse_RateLimit_Unit
+		name  string
+	}{
+		{"mergedafter", 7, pb.RateLimitResponse_RateLimit_DAY, "base"},
+		{"mergedbefore", 8, pb.RateLimitResponse_RateLimit_DAY, "base"},
+		{"twice", 1, pb.RateLimitResponse_RateLimit_SECOND, "second"},
+		{"mergedrule", 2, pb.RateLimitResponse_RateLimit_MINUTE, "merged"},
+		{"list", 3, pb.RateLimitResponse_RateLimit_HOUR, "first"},
+	} {
+		r, _ := d.match(kv(tc.key, "x"))
+		require.NotNil(t, r, tc.key)
+		assert.Equal(t, tc.limit, r.RequestsPerUnit, tc.key)
+		assert.Equal(t, tc.unit, r.Unit, tc.key)
+		assert.Equal(t, tc.name, r.Name, tc.key)
+	}
+	r, _ := d.match(kv("nulled", "x"))
+	assert.Nil(t, r, "a null rate_limit given last leaves no rule")
 }
 
 // TestExtensionKeysUnderRateLimit: hotlimit's keys load under rate_limit,

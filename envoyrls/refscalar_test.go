@@ -53,7 +53,8 @@ var refScalars = []struct {
 var refLimits = []string{"7", "0x10", "010", "0o10", "0b11", "1_000", "+5", "!!int 9"}
 
 // TestReferenceScalars loads descriptors whose values, keys and limits are
-// written in the YAML spellings above in both servers, asks each for every
+// written in the YAML spellings above (and keys given twice, and merge
+// keys) in both servers, asks each for every
 // candidate string of each, and compares the answers: which strings a
 // rule matches, and the limit it reports, show what each server read.
 // It runs only with HOTLIMITD_REFERENCE set to the reference's binary, and
@@ -77,6 +78,32 @@ func TestReferenceScalars(t *testing.T) {
 	for i, l := range refLimits {
 		fmt.Fprintf(&b, "  - key: l%d\n    rate_limit:\n      unit: day\n      requests_per_unit: %s\n", i, l)
 	}
+	// A key given twice, and merge keys before and after the keys they
+	// merge with.
+	b.WriteString(`  - key: dup
+    value: first
+    value: second
+    rate_limit: {unit: day, requests_per_unit: 5, requests_per_unit: 6}
+  - key: base
+    rate_limit: &base {unit: day, requests_per_unit: 7, name: base}
+  - key: merged
+    rate_limit: {<<: *base, requests_per_unit: 8}
+  - key: mergedafter
+    rate_limit: {requests_per_unit: 9, <<: *base}
+  - key: mergedlist
+    rate_limit: {<<: [{name: a, unit: hour}, *base], requests_per_unit: 10}
+  - key: twice
+    rate_limit: {unit: second, requests_per_unit: 11}
+    rate_limit: {name: second}
+  - key: mergedrule
+    rate_limit: {unit: minute, requests_per_unit: 12}
+    <<: {rate_limit: {name: merged}}
+  - key: rulelist
+    <<: [{rate_limit: {name: first}}, {rate_limit: {name: last, unit: hour, requests_per_unit: 13}}]
+  - key: nulled
+    rate_limit: {unit: second, requests_per_unit: 14}
+    rate_limit: ~
+`)
 	dir := t.TempDir()
 	require.NoError(t, os.WriteFile(filepath.Join(dir, "s.yaml"), []byte(b.String()), 0o644))
 	cfg, err := LoadDir(dir)
@@ -112,5 +139,9 @@ func TestReferenceScalars(t *testing.T) {
 	}
 	for i, l := range refLimits {
 		ask("requests_per_unit "+l, desc("l"+strconv.Itoa(i), "x"))
+	}
+	for _, d := range [][2]string{{"dup", "first"}, {"dup", "second"}, {"merged", "x"}, {"mergedafter", "x"}, {"mergedlist", "x"},
+		{"twice", "x"}, {"mergedrule", "x"}, {"rulelist", "x"}, {"nulled", "x"}} {
+		ask(d[0]+" "+d[1], desc(d[0], d[1]))
 	}
 }
