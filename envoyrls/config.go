@@ -500,8 +500,12 @@ func lastKeyWins(file string, n *yaml.Node, done map[*yaml.Node]bool, warnings [
 			for i := 0; i+1 < len(n.Content); i += 2 {
 				k := n.Content[i]
 				if j, ok := last[k.Tag+":"+k.Value]; ok && j != i && k.Tag != "!!merge" {
-					warnings = append(warnings, fmt.Sprintf("%s: line %d: key '%s' is given again at line %d, which counts",
-						file, k.Line, k.Value, n.Content[j].Line))
+					outcome := "which counts"
+					if k.Value == "rate_limit" && target(n.Content[i+1]).Kind == yaml.MappingNode && target(n.Content[j+1]).Kind == yaml.MappingNode {
+						outcome = "whose keys count over these" // see structLayout
+					}
+					warnings = append(warnings, fmt.Sprintf("%s: line %d: key '%s' is given again at line %d, %s",
+						file, k.Line, k.Value, n.Content[j].Line, outcome))
 					continue
 				}
 				kept = append(kept, k, n.Content[i+1])

@@ -411,6 +411,10 @@ descriptors:
 	}
 	r, _ := d.match(kv("nulled", "x"))
 	assert.Nil(t, r, "a null rate_limit given last leaves no rule")
+	assert.Equal(t, []string{
+		"order.yaml: line 11: key 'rate_limit' is given again at line 12, whose keys count over these",
+		"order.yaml: line 19: key 'rate_limit' is given again at line 20, which counts",
+	}, d.Warnings)
 }
 
 // TestExtensionKeysUnderRateLimit: hotlimit's keys load under rate_limit,
