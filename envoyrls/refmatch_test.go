@@ -197,7 +197,8 @@ func (g *matchGen) path(d *rlext.RateLimitDescriptor, nodes []*matchNode) {
 // them in the reference server (on Redis) and in hotlimitd's, and sends
 // both the same random requests: every answer must report the same code,
 // the same limit (which names the rule that matched, or none: no rule,
-// unlimited, or replaced) and the same limit_remaining, descriptor by
+// unlimited, or replaced), the same limit_remaining and duration_until_reset
+// (within the second the servers' clocks may read apart), descriptor by
 // descriptor, and the same response headers (the reference's, as
 // LIMIT_RESPONSE_HEADERS_ENABLED and -headers reference add them). With large limits, never reached, it compares matching;
 // with small ones, in shadow and quota mode too, the answers over the
@@ -268,6 +269,10 @@ func referenceMatching(t *testing.T, bin, redisAddr string, seed uint64, small b
 			failed = !assert.Equal(t, r.Code, h.Code, "request %d, descriptor %d: code", i, j) || failed
 			failed = !assert.True(t, proto.Equal(r.CurrentLimit, h.CurrentLimit), "request %d, descriptor %d: current_limit: reference %v, hotlimitd %v", i, j, r.CurrentLimit, h.CurrentLimit) || failed
 			failed = !assert.Equal(t, r.LimitRemaining, h.LimitRemaining, "request %d, descriptor %d: limit_remaining", i, j) || failed
+			// Each server reads its own clock: a second apart at most.
+			rd, hd := r.DurationUntilReset.AsDuration(), h.DurationUntilReset.AsDuration()
+			failed = !assert.True(t, (r.DurationUntilReset == nil) == (h.DurationUntilReset == nil) && rd-hd <= time.Second && hd-rd <= time.Second,
+				"request %d, descriptor %d: duration_until_reset: reference %v, hotlimitd %v", i, j, r.DurationUntilReset, h.DurationUntilReset) || failed
 		}
 		failed = !sameHeaders(t, i, rr.ResponseHeadersToAdd, hr.ResponseHeadersToAdd) || failed
 		if len(rr.ResponseHeadersToAdd) > 0 {
