@@ -222,6 +222,12 @@ func TestReferenceMatching(t *testing.T) {
 		seed = v
 	}
 	t.Logf("seed %d (HOTLIMITD_REFERENCE_SEED)", seed)
+	// Every window is whole days, aligned on 00:00 UTC: a run that would
+	// cross it waits for it, so that both servers count in one window.
+	if left := time.Until(time.Now().UTC().Truncate(24 * time.Hour).Add(24 * time.Hour)); left < 2*time.Minute {
+		t.Logf("waiting %v for the next day", left)
+		time.Sleep(left + time.Second)
+	}
 	t.Run("large limits", func(t *testing.T) { referenceMatching(t, bin, redisAddr, seed, false) })
 	t.Run("small limits", func(t *testing.T) { referenceMatching(t, bin, redisAddr, seed, true) })
 }
