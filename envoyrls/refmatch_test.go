@@ -157,11 +157,14 @@ func (g *matchGen) request(domains int) *pb.RateLimitRequest {
 		if !g.small && g.rng.IntN(3) == 0 {
 			d.HitsAddend = wrapperspb.UInt64([]uint64{0, 1, 3}[g.rng.IntN(3)])
 		}
-		if last := d.Entries[len(d.Entries)-1]; !g.small && last.Value == "yx" {
+		if last := d.Entries[len(d.Entries)-1]; last.Value == "yx" {
 			// A descriptor's own limit, always the same for the same
 			// entries (with and without, or two different ones, they count
 			// differently: README, Moving from the reference).
 			d.Limit = &rlext.RateLimitDescriptor_RateLimitOverride{RequestsPerUnit: 500000, Unit: typev3.RateLimitUnit_DAY}
+			if g.small {
+				d.Limit.RequestsPerUnit = 2
+			}
 		}
 		req.Descriptors = append(req.Descriptors, d)
 	}
@@ -202,9 +205,9 @@ func (g *matchGen) path(d *rlext.RateLimitDescriptor, nodes []*matchNode) {
 // descriptor, and the same response headers (the reference's, as
 // LIMIT_RESPONSE_HEADERS_ENABLED and -headers reference add them). With large limits, never reached, it compares matching;
 // with small ones, in shadow and quota mode too, the answers over the
-// limit. Under large limits, requests carry hits_addend 0 to 5, some
-// descriptors their own hits_addend (0 only checks), and those whose last
-// value is "yx" their own limit. Like TestReferenceDifferential, it runs only with
+// limit. Under large limits, requests carry hits_addend 0 to 5 and some
+// descriptors their own hits_addend (0 only checks); under both, those
+// whose last value is "yx" have their own limit. Like TestReferenceDifferential, it runs only with
 // HOTLIMITD_REFERENCE set to the reference's binary, and needs
 // redis-server; HOTLIMITD_REFERENCE_SEED replays a run.
 //
