@@ -420,15 +420,22 @@ func (l *structLayout) node(n *yaml.Node) {
 		l.node(c)
 	}
 	if n.Kind == yaml.MappingNode {
-		var out []*yaml.Node
+		var out pairList
 		l.pairs(n, &out)
-		n.Content = out
+		n.Content = out.nodes
 	}
+}
+
+// pairList is a mapping's content being laid out: key and value nodes, and
+// where each scalar key is among them.
+type pairList struct {
+	nodes []*yaml.Node
+	at    map[string]int // by tag and value, the index of the key in nodes
 }
 
 // pairs sets in out the pairs of mapping m in order, merge keys expanded.
 // A mapping that merges itself, through an alias, is expanded once.
-func (l *structLayout) pairs(m *yaml.Node, out *[]*yaml.Node) {
+func (l *structLayout) pairs(m *yaml.Node, out *pairList) {
 	if l.expanding[m] {
 		return
 	}
@@ -455,28 +462,35 @@ func (l *structLayout) pairs(m *yaml.Node, out *[]*yaml.Node) {
 				}
 			}
 		default: // rejected by validateKeys
-			*out = append(*out, k, v)
+			out.nodes = append(out.nodes, k, v)
 		}
 	}
 }
 
-// set gives key k the value v in the pairs of out.
-func (l *structLayout) set(out *[]*yaml.Node, k, v *yaml.Node) {
-	for j := 0; j+1 < len(*out); j += 2 {
-		if prev := (*out)[j]; prev.Kind != yaml.ScalarNode || prev.Value != k.Value || prev.Tag != k.Tag {
-			continue
-		}
-		old := target((*out)[j+1])
-		if nv := target(v); k.Value == "rate_limit" && old.Kind == yaml.MappingNode && nv.Kind == yaml.MappingNode {
-			merged := &yaml.Node{Kind: yaml.MappingNode, Tag: "!!map", Line: nv.Line, Column: nv.Column}
-			l.pairs(old, &merged.Content)
-			l.pairs(nv, &merged.Content)
-			v = merged
-		}
-		(*out)[j+1] = v
+// set gives key k the value v in out.
+func (l *structLayout) set(out *pairList, k, v *yaml.Node) {
+	if k.Kind != yaml.ScalarNode { // rejected by validateKeys
+		out.nodes = append(out.nodes, k, v)
 		return
 	}
-	*out = append(*out, k, v)
+	id := k.Tag + ":" + k.Value
+	j, given := out.at[id]
+	if !given {
+		if out.at == nil {
+			out.at = map[string]int{}
+		}
+		out.at[id] = len(out.nodes)
+		out.nodes = append(out.nodes, k, v)
+		return
+	}
+	old := target(out.nodes[j+1])
+	if nv := target(v); k.Value == "rate_limit" && old.Kind == yaml.MappingNode && nv.Kind == yaml.MappingNode {
+		var merged pairList
+		l.pairs(old, &merged)
+		l.pairs(nv, &merged)
+		v = &yaml.Node{Kind: yaml.MappingNode, Tag: "!!map", Line: nv.Line, Column: nv.Column, Content: merged.nodes}
+	}
+	out.nodes[j+1] = v
 }
 
 // lastKeyWins removes from every mapping under n the pairs whose key the
