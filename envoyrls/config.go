@@ -342,7 +342,10 @@ type yamlDescriptor struct {
 	DetailedMetric bool             `yaml:"detailed_metric"`
 	ValueToMetric  bool             `yaml:"value_to_metric"`
 	ShareThreshold bool             `yaml:"share_threshold"`
-	Metadata       map[string]any   `yaml:"metadata"`
+	// Metadata is not read: left a node, so that decoding a mapping of many
+	// keys does not take time quadratic in them (the decoder looks for each
+	// key among those before); checkMetadata checks it as the reference.
+	Metadata yaml.Node `yaml:"metadata"`
 }
 
 type yamlRoot struct {
@@ -383,6 +386,9 @@ func ParseDomain(file string, data []byte) (*Domain, error) {
 	if err := decoded.Decode(&root); err != nil {
 		return nil, configError(file, "error loading config file: %v", err)
 	}
+	if err := checkMetadata(file, root.Descriptors); err != nil {
+		return nil, err
+	}
 	if root.Domain == "" {
 		return nil, configError(file, "config file cannot have empty domain")
 	}
@@ -391,6 +397,25 @@ func ParseDomain(file string, data []byte) (*Domain, error) {
 		return nil, err
 	}
 	return d, nil
+}
+
+// checkMetadata rejects a metadata that is not a mapping (nor null), as
+// the reference's decoder does, which reads it into a map.
+func checkMetadata(file string, ds []yamlDescriptor) error {
+	for i := range ds {
+		m := target(&ds[i].Metadata)
+		if m.Kind != 0 && m.Kind != yaml.MappingNode && !(m.Kind == yaml.ScalarNode && m.Tag == "!!null") {
+			what := m.Tag
+			if m.Kind == yaml.ScalarNode {
+				what += " `" + m.Value + "`"
+			}
+			return configError(file, "error loading config file: yaml: unmarshal errors:\n  line %d: cannot unmarshal %s into map[string]interface {}", m.Line, what)
+		}
+		if err := checkMetadata(file, ds[i].Descriptors); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // structLayout rewrites the mappings of a YAML tree into what the
