@@ -282,14 +282,16 @@ type reference struct {
 	cmd        *exec.Cmd
 	log        *syncBuffer
 	grpc, prom string // prom is empty without Prometheus stats
+	http       string // /json and /healthcheck
 }
 
 // launchReference starts the reference server's binary bin on loopback,
 // until tb's cleanup, with the files of dir as its configuration and its
 // state on the Redis at redisAddr, under keys that begin with prefix (its
 // default when empty), with its stats in Prometheus form flushed every
-// 100 ms when prometheus is set. It does not wait for it to answer.
-func launchReference(tb testing.TB, bin, redisAddr, dir, prefix string, prometheus bool) reference {
+// 100 ms when prometheus is set, and env added to its environment. It does
+// not wait for it to answer.
+func launchReference(tb testing.TB, bin, redisAddr, dir, prefix string, prometheus bool, env ...string) reference {
 	root := tb.TempDir()
 	conf := filepath.Join(root, "rt", "config")
 	require.NoError(tb, os.MkdirAll(conf, 0o755))
@@ -316,7 +318,8 @@ func launchReference(tb testing.TB, bin, redisAddr, dir, prefix string, promethe
 	if prefix != "" {
 		cmd.Env = append(cmd.Env, "CACHE_KEY_PREFIX="+prefix)
 	}
-	ref := reference{cmd: cmd, log: new(syncBuffer), grpc: "127.0.0.1:" + ports[0]}
+	cmd.Env = append(cmd.Env, env...)
+	ref := reference{cmd: cmd, log: new(syncBuffer), grpc: "127.0.0.1:" + ports[0], http: "127.0.0.1:" + ports[1]}
 	if prometheus {
 		cmd.Env = append(cmd.Env, "USE_PROMETHEUS=true", "PROMETHEUS_ADDR=127.0.0.1:"+ports[3], "STATS_FLUSH_INTERVAL=100ms")
 		ref.prom = "127.0.0.1:" + ports[3]

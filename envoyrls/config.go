@@ -65,8 +65,9 @@ type node struct {
 	children  map[string]*node // by "key" or "key_value"
 	wildcards []wildcard       // the children whose key_value holds '*', in file order
 	rule      *Rule
-	// shared is the node's wildcard value (such as "/api/*") when it has
-	// share_threshold: every value it matches shares one counter.
+	// shared is the node's key_value (such as "path_/api/*") when it has
+	// share_threshold: every value it matches shares one counter, named
+	// as the reference names it (see sharedValue).
 	shared string
 }
 
@@ -303,15 +304,18 @@ func (f *dirFiles) parse() (*Config, error) {
 }
 
 // validKeys are the keys a configuration may hold, anywhere but under
-// metadata: the reference server's, and hotlimit's algorithm, burst and
-// window under rate_limit.
+// metadata: the reference server's, which it takes at any level.
 var validKeys = map[string]bool{
 	"domain": true, "key": true, "value": true, "descriptors": true, "rate_limit": true,
 	"unit": true, "requests_per_unit": true, "unlimited": true, "shadow_mode": true,
 	"quota_mode": true, "name": true, "replaces": true, "detailed_metric": true,
 	"value_to_metric": true, "share_threshold": true, "metadata": true,
-	"algorithm": true, "burst": true, "window": true,
 }
+
+// extensionKeys are hotlimit's keys, which a configuration may hold only
+// directly under rate_limit: anywhere else they would be read by nothing,
+// and the reference rejects them as unknown.
+var extensionKeys = map[string]bool{"algorithm": true, "burst": true, "window": true}
 
 type yamlReplace struct {
 	Name string `yaml:"name"`
@@ -338,7 +342,10 @@ type yamlDescriptor struct {
 	DetailedMetric bool             `yaml:"detailed_metric"`
 	ValueToMetric  bool             `yaml:"value_to_metric"`
 	ShareThreshold bool             `yaml:"share_threshold"`
-	Metadata       map[string]any   `yaml:"metadata"`
+	// Metadata is not read: left a node, so that decoding a mapping of many
+	// keys does not take time quadratic in them (the decoder looks for each
+	// key among those before); checkMetadata checks it as the reference.
+	Metadata yaml.Node `yaml:"metadata"`
 }
 
 type yamlRoot struct {
@@ -366,9 +373,21 @@ func ParseDomain(file string, data []byte) (*Domain, error) {
 			return nil, err
 		}
 	}
-	var root yamlRoot
-	if err := doc.Decode(&root); err != nil {
+	// The reference checks the keys of the file read into plain maps (done
+	// above) and loads the file read into its structs, where a key given
+	// again or merged in later wins and a rate_limit given again adds to
+	// the one before: load a second reading laid out so.
+	var decoded yaml.Node
+	if err := yaml.Unmarshal(data, &decoded); err != nil {
 		return nil, configError(file, "error loading config file: %v", err)
+	}
+	(&structLayout{done: map[*yaml.Node]bool{}}).node(&decoded)
+	var root yamlRoot
+	if err := decoded.Decode(&root); err != nil {
+		return nil, configError(file, "error loading config file: %v", err)
+	}
+	if err := checkMetadata(file, root.Descriptors); err != nil {
+		return nil, err
 	}
 	if root.Domain == "" {
 		return nil, configError(file, "config file cannot have empty domain")
@@ -378,6 +397,125 @@ func ParseDomain(file string, data []byte) (*Domain, error) {
 		return nil, err
 	}
 	return d, nil
+}
+
+// checkMetadata rejects a metadata that is not a mapping (nor null), as
+// the reference's decoder does, which reads it into a map.
+func checkMetadata(file string, ds []yamlDescriptor) error {
+	for i := range ds {
+		m := target(&ds[i].Metadata)
+		if m.Kind != 0 && m.Kind != yaml.MappingNode && !(m.Kind == yaml.ScalarNode && m.Tag == "!!null") {
+			what := m.Tag
+			if m.Kind == yaml.ScalarNode {
+				what += " `" + m.Value + "`"
+			}
+			return configError(file, "error loading config file: yaml: unmarshal errors:\n  line %d: cannot unmarshal %s into map[string]interface {}", m.Line, what)
+		}
+		if err := checkMetadata(file, ds[i].Descriptors); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// structLayout rewrites the mappings of a YAML tree into what the
+// reference's decoder (gopkg.in/yaml.v2) fills its structs with, so that
+// ours, which takes a key given first over one merged in later and rejects
+// a key given twice, reads the same: each mapping's keys in file order, a
+// merge key's (`<<: *anchor`) in its place (of a list of mappings, the last
+// first, so that the first wins), a later one replacing an earlier one,
+// except that a rate_limit mapping given again, or merged in, adds its keys
+// to the one before, as that decoder fills the struct it already has.
+type structLayout struct {
+	done      map[*yaml.Node]bool // the nodes laid out, or being laid out
+	expanding map[*yaml.Node]bool // the mappings whose pairs are being set
+}
+
+// node lays out n and every node under it.
+func (l *structLayout) node(n *yaml.Node) {
+	if n == nil || l.done[n] {
+		return
+	}
+	l.done[n] = true
+	if n.Kind == yaml.AliasNode {
+		l.node(n.Alias)
+		return
+	}
+	for _, c := range n.Content {
+		l.node(c)
+	}
+	if n.Kind == yaml.MappingNode {
+		var out pairList
+		l.pairs(n, &out)
+		n.Content = out.nodes
+	}
+}
+
+// pairList is a mapping's content being laid out: key and value nodes, and
+// where each scalar key is among them.
+type pairList struct {
+	nodes []*yaml.Node
+	at    map[string]int // by tag and value, the index of the key in nodes
+}
+
+// pairs sets in out the pairs of mapping m in order, merge keys expanded.
+// A mapping that merges itself, through an alias, is expanded once.
+func (l *structLayout) pairs(m *yaml.Node, out *pairList) {
+	if l.expanding[m] {
+		return
+	}
+	if l.expanding == nil {
+		l.expanding = map[*yaml.Node]bool{}
+	}
+	l.expanding[m] = true
+	defer delete(l.expanding, m)
+	for i := 0; i+1 < len(m.Content); i += 2 {
+		k, v := m.Content[i], m.Content[i+1]
+		if k.Kind != yaml.ScalarNode || k.Tag != "!!merge" {
+			l.set(out, k, v)
+			continue
+		}
+		switch t := target(v); t.Kind {
+		case yaml.MappingNode:
+			l.node(t)
+			l.pairs(t, out)
+		case yaml.SequenceNode:
+			for j := len(t.Content) - 1; j >= 0; j-- {
+				if e := target(t.Content[j]); e.Kind == yaml.MappingNode {
+					l.node(e)
+					l.pairs(e, out)
+				}
+			}
+		default: // rejected by validateKeys
+			out.nodes = append(out.nodes, k, v)
+		}
+	}
+}
+
+// set gives key k the value v in out.
+func (l *structLayout) set(out *pairList, k, v *yaml.Node) {
+	if k.Kind != yaml.ScalarNode { // rejected by validateKeys
+		out.nodes = append(out.nodes, k, v)
+		return
+	}
+	id := k.Tag + ":" + k.Value
+	j, given := out.at[id]
+	if !given {
+		if out.at == nil {
+			out.at = map[string]int{}
+		}
+		out.at[id] = len(out.nodes)
+		out.nodes = append(out.nodes, k, v)
+		return
+	}
+	old := target(out.nodes[j+1])
+	if nv := target(v); k.Value == "rate_limit" && old.Kind == yaml.MappingNode && nv.Kind == yaml.MappingNode {
+		var merged pairList
+		l.pairs(old, &merged)
+		l.pairs(nv, &merged)
+		v = &yaml.Node{Kind: yaml.MappingNode, Tag: "!!map", Line: nv.Line, Column: nv.Column, Content: merged.nodes}
+	}
+	out.nodes[j+1] = v
 }
 
 // lastKeyWins removes from every mapping under n the pairs whose key the
@@ -401,8 +539,12 @@ func lastKeyWins(file string, n *yaml.Node, done map[*yaml.Node]bool, warnings [
 			for i := 0; i+1 < len(n.Content); i += 2 {
 				k := n.Content[i]
 				if j, ok := last[k.Tag+":"+k.Value]; ok && j != i && k.Tag != "!!merge" {
-					warnings = append(warnings, fmt.Sprintf("%s: line %d: key '%s' is given again at line %d, which counts",
-						file, k.Line, k.Value, n.Content[j].Line))
+					outcome := "which counts"
+					if k.Value == "rate_limit" && target(n.Content[i+1]).Kind == yaml.MappingNode && target(n.Content[j+1]).Kind == yaml.MappingNode {
+						outcome = "whose keys count over these" // see structLayout
+					}
+					warnings = append(warnings, fmt.Sprintf("%s: line %d: key '%s' is given again at line %d, %s",
+						file, k.Line, k.Value, n.Content[j].Line, outcome))
 					continue
 				}
 				kept = append(kept, k, n.Content[i+1])
@@ -422,7 +564,7 @@ func lastKeyWins(file string, n *yaml.Node, done map[*yaml.Node]bool, warnings [
 // the reference sees them once its YAML decoder has resolved both.
 func validateKeys(file string, n *yaml.Node) error {
 	v := keyValidator{file: file, seen: map[*yaml.Node]bool{}}
-	return v.check(n)
+	return v.check(n, "")
 }
 
 // keyValidator walks a YAML tree for validateKeys. seen holds the anchored
@@ -454,7 +596,8 @@ func target(n *yaml.Node) *yaml.Node {
 	return n
 }
 
-func (v *keyValidator) check(n *yaml.Node) error {
+// check checks n, the value of the key parent ("" for the document).
+func (v *keyValidator) check(n *yaml.Node, parent string) error {
 	n, walk := v.resolve(n)
 	if !walk {
 		return nil
@@ -464,10 +607,10 @@ func (v *keyValidator) check(n *yaml.Node) error {
 		for _, c := range n.Content {
 			if n.Kind == yaml.SequenceNode {
 				if r := target(c); r.Kind != yaml.MappingNode {
-					return configError(v.file, "config error, yaml file contains list of type other than map: %s", r.Value)
+					return configError(v.file, "config error, yaml file contains list of type other than map: %s", goValue(r))
 				}
 			}
-			if err := v.check(c); err != nil {
+			if err := v.check(c, parent); err != nil {
 				return err
 			}
 		}
@@ -475,15 +618,15 @@ func (v *keyValidator) check(n *yaml.Node) error {
 		for i := 0; i+1 < len(n.Content); i += 2 {
 			k, val := n.Content[i], n.Content[i+1]
 			if k.Kind == yaml.ScalarNode && k.Tag == "!!merge" {
-				if err := v.merged(val); err != nil {
+				if err := v.merged(val, parent); err != nil {
 					return err
 				}
 				continue
 			}
 			if k.Kind != yaml.ScalarNode || k.Tag != "!!str" {
-				return configError(v.file, "config error, key is not of type string: %s", k.Value)
+				return configError(v.file, "config error, key is not of type string: %s", goValue(k))
 			}
-			if !validKeys[k.Value] {
+			if !validKeys[k.Value] && !(extensionKeys[k.Value] && parent == "rate_limit") {
 				return configError(v.file, "config error, unknown key '%s'", k.Value)
 			}
 			if k.Value == "metadata" {
@@ -492,12 +635,22 @@ func (v *keyValidator) check(n *yaml.Node) error {
 			if err := v.leaf(k.Value, target(val)); err != nil {
 				return err
 			}
-			if err := v.check(val); err != nil {
+			if err := v.check(val, k.Value); err != nil {
 				return err
 			}
 		}
 	}
 	return nil
+}
+
+// goValue formats n as the reference names a value in its errors: as Go
+// prints the value decoded, <nil> for a null, [a b] for a list.
+func goValue(n *yaml.Node) string {
+	var v any
+	if err := n.Decode(&v); err != nil {
+		return n.Value
+	}
+	return fmt.Sprint(v)
 }
 
 // boolKeys are the keys whose value is a boolean.
@@ -531,12 +684,13 @@ func (v *keyValidator) leaf(key string, n *yaml.Node) error {
 }
 
 // merged checks the value of a merge key: a mapping, or a list of mappings,
-// each usually an alias, whose keys join the mapping holding the merge key.
-func (v *keyValidator) merged(n *yaml.Node) error {
+// each usually an alias, whose keys join the mapping holding the merge key,
+// the value of the key parent.
+func (v *keyValidator) merged(n *yaml.Node, parent string) error {
 	r := target(n)
 	if r.Kind == yaml.SequenceNode {
 		for _, c := range r.Content {
-			if err := v.merged(c); err != nil {
+			if err := v.merged(c, parent); err != nil {
 				return err
 			}
 		}
@@ -545,7 +699,7 @@ func (v *keyValidator) merged(n *yaml.Node) error {
 	if r.Kind != yaml.MappingNode {
 		return configError(v.file, "config error, merge key '<<' takes a mapping or a list of mappings, not %s", r.Value)
 	}
-	return v.check(n)
+	return v.check(n, parent)
 }
 
 // load adds descriptors under n, whose full key is parent (ending in '.').
@@ -570,7 +724,7 @@ func (d *Domain) load(n *node, parent string, descriptors []yamlDescriptor) erro
 		}
 		child := &node{}
 		if yd.ShareThreshold {
-			child.shared = yd.Value
+			child.shared = final
 		}
 		if yd.RateLimit != nil {
 			r, err := d.rule(full, &yd)
@@ -723,15 +877,18 @@ func (d *Domain) match(entries []Entry) (*Rule, []string) {
 	var r *Rule
 	var shared []string
 	for i, e := range entries {
-		next, wild := n.lookup(e.Key, e.Value)
+		next := n.lookup(e.Key, e.Value)
 		if next == nil {
 			return nil, nil
 		}
-		if wild && next.shared != "" {
+		// A node with share_threshold is a wildcard's: reached through the
+		// wildcard, or by a value that is the wildcard itself, which the
+		// reference counts under the same name, the wildcard's.
+		if next.shared != "" {
 			if shared == nil {
 				shared = make([]string, len(entries))
 			}
-			shared[i] = next.shared
+			shared[i] = sharedValue(next.shared, e.Key)
 		}
 		if i == len(entries)-1 {
 			r = next.rule
@@ -747,26 +904,39 @@ func (d *Domain) match(entries []Entry) (*Rule, []string) {
 	return r, shared
 }
 
+// sharedValue is the value under which an entry of key counts when it
+// selects the share_threshold descriptor whose key_value is final: final
+// less the prefix key + "_", as the reference names it. That is the
+// wildcard value ("/api/*") when the descriptor's key is the entry's, and
+// all of final when the key itself is a wildcard ("k*", "k*_v*") that the
+// entry's matched, whose values then share a counter per key.
+func sharedValue(final, key string) string {
+	if len(final) > len(key) && final[len(key)] == '_' && final[:len(key)] == key {
+		return final[len(key)+1:]
+	}
+	return final
+}
+
 // lookup finds the child of n that key=value selects: key_value, else a
-// wildcard (wild is then true), else the bare key.
-func (n *node) lookup(key, value string) (child *node, wild bool) {
+// wildcard, else the bare key.
+func (n *node) lookup(key, value string) *node {
 	if n.children == nil {
-		return nil, false
+		return nil
 	}
 	var buf [128]byte
 	kv := append(append(append(buf[:0], key...), '_'), value...)
 	if c := n.children[string(kv)]; c != nil { // the conversion does not allocate
-		return c, false
+		return c
 	}
 	if len(n.wildcards) > 0 {
 		s := string(kv)
 		for _, w := range n.wildcards {
 			if wildcardMatch(w.parts, s) {
-				return n.children[w.key], true
+				return n.children[w.key]
 			}
 		}
 	}
-	return n.children[key], false
+	return n.children[key]
 }
 
 // wildcardMatch reports whether s matches the pattern split on '*' into

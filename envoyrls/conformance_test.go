@@ -636,6 +636,44 @@ descriptors:
 	assert.Equal(t, uint32(1), h.call(t, "share", 0, desc("path", "/web/b")).Statuses[0].LimitRemaining, "a counter per value")
 }
 
+// TestShareThresholdPatternValue: a request whose value is the shared
+// wildcard itself ("/api/*", which selects the wildcard's descriptor as a
+// value of its own would) counts in the wildcard's one counter, as in the
+// reference, whose counter is named by that same string.
+func TestShareThresholdPatternValue(t *testing.T) {
+	h := inProcess(t)
+	require.NoError(t, os.WriteFile(filepath.Join(h.dir, "share.yaml"), []byte(`
+domain: share
+descriptors:
+  - key: path
+    value: /api/*
+    share_threshold: true
+    rate_limit: {unit: hour, requests_per_unit: 2}
+`), 0o644))
+	require.NoError(t, h.srv.ReloadDir(h.dir))
+	assert.Equal(t, uint32(1), h.call(t, "share", 0, desc("path", "/api/a")).Statuses[0].LimitRemaining)
+	assert.Equal(t, uint32(0), h.call(t, "share", 0, desc("path", "/api/*")).Statuses[0].LimitRemaining, "the wildcard's counter")
+	assert.Equal(t, over, h.call(t, "share", 0, desc("path", "/api/b")).OverallCode)
+}
+
+// TestShareThresholdWildcardKey: under a shared wildcard key ("k*"), the
+// values of one key share a counter, and each key has its own, as the
+// reference names the counter by the entry's key and the wildcard.
+func TestShareThresholdWildcardKey(t *testing.T) {
+	h := inProcess(t)
+	require.NoError(t, os.WriteFile(filepath.Join(h.dir, "share.yaml"), []byte(`
+domain: share
+descriptors:
+  - key: "k*"
+    share_threshold: true
+    rate_limit: {unit: hour, requests_per_unit: 2}
+`), 0o644))
+	require.NoError(t, h.srv.ReloadDir(h.dir))
+	assert.Equal(t, uint32(1), h.call(t, "share", 0, desc("kab", "v1")).Statuses[0].LimitRemaining)
+	assert.Equal(t, uint32(0), h.call(t, "share", 0, desc("kab", "v2")).Statuses[0].LimitRemaining, "one counter for the values of a key")
+	assert.Equal(t, uint32(1), h.call(t, "share", 0, desc("kcd", "v1")).Statuses[0].LimitRemaining, "a counter per key")
+}
+
 // TestShareThresholdOverride: a descriptor's own limit is a rate limit of
 // its own in the reference, without share_threshold, so under an override
 // each value a shared wildcard matches counts apart.

@@ -433,10 +433,11 @@ func (d *refDiff) spills(domain string, desc *rlext.RateLimitDescriptor, hits ui
 // startReferenceOn starts the reference server's binary bin on loopback
 // with the YAML files of dir as its configuration, its state on the Redis at
 // redisAddr under keys that begin with prefix, and its stats in Prometheus
-// form, flushed every 100 ms, until t's cleanup. It returns its gRPC
-// address, once it answers with a rule, and its Prometheus address.
-func startReferenceOn(t *testing.T, bin, redisAddr, dir, prefix string) (string, string) {
-	ref := launchReference(t, bin, redisAddr, dir, prefix, true)
+// form, flushed every 100 ms, and env added to its environment, until t's
+// cleanup. It returns its gRPC address, once it answers, and its Prometheus
+// address.
+func startReferenceOn(t *testing.T, bin, redisAddr, dir, prefix string, env ...string) (string, string) {
+	ref := launchReference(t, bin, redisAddr, dir, prefix, true, env...)
 	addr, log := ref.grpc, ref.log
 	stub := dial(t, addr)
 	// A descriptor no rule knows, so that waiting counts nothing.

@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io"
 	"net"
+	"net/http"
 	"os/exec"
 	"path/filepath"
 	"syscall"
@@ -206,5 +207,43 @@ func TestSIGTERMCompletesInFlight(t *testing.T) {
 		assert.NoError(t, err, "exit status 0")
 	case <-time.After(30 * time.Second):
 		t.Fatal("still running after its requests were answered")
+	}
+}
+
+// TestHealthcheckWhileDraining: once SIGTERM has come, while a gRPC call
+// still holds the process, /healthcheck answers 503 (the reference answers
+// 500), so that probes take the instance out before it stops.
+func TestHealthcheckWhileDraining(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds the command")
+	}
+	dir := t.TempDir()
+	writeRule(t, dir, "2")
+	cmd, waitLog, exited := startBinary(t, "-config", dir, "-grpc", "127.0.0.1:0", "-http", "127.0.0.1:0", "-drain", "1m")
+	rec := waitLog("serving")
+	grpcAddr, _ := rec["grpc"].(string)
+	httpAddr, _ := rec["http"].(string)
+	health := func() int {
+		res, err := http.Get("http://" + httpAddr + "/healthcheck")
+		require.NoError(t, err)
+		_ = res.Body.Close()
+		return res.StatusCode
+	}
+	require.Equal(t, http.StatusOK, health(), "before SIGTERM")
+
+	call := openGRPCStream(t, grpcAddr, &pb.RateLimitRequest{Domain: "web", Descriptors: []*rlext.RateLimitDescriptor{{
+		Entries: []*rlext.RateLimitDescriptor_Entry{{Key: "ip", Value: "1"}},
+	}}})
+	require.NoError(t, cmd.Process.Signal(syscall.SIGTERM))
+	waitLog("shutting down")
+	assert.Equal(t, http.StatusServiceUnavailable, health(), "while draining")
+
+	_, st := call.finish()
+	assert.Equal(t, "0", st, "the call in flight is answered")
+	select {
+	case err := <-exited:
+		assert.NoError(t, err, "exit status 0")
+	case <-time.After(30 * time.Second):
+		t.Fatal("still running after its call was answered")
 	}
 }
