@@ -36,7 +36,7 @@ import (
 // t0 is the frozen clock's start: 1 s past its origin, which every window
 // divides, so that no hour window of the suite ends before the scenarios
 // move the clock. (Near the origin rather than at today's Unix time, since
-// redislimit takes a test clock only within ±2^52 ns.)
+// redislimit takes a test clock only within ±2^51 ns.)
 const t0 = int64(time.Second)
 
 // harness is a server under test.
