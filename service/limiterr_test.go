@@ -9,6 +9,8 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/hotlimit/hotlimit"
+	"github.com/hotlimit/hotlimit/composite"
+	"github.com/hotlimit/hotlimit/fixedwindow"
 	"github.com/hotlimit/hotlimit/internal/limitertest"
 	"github.com/hotlimit/hotlimit/service"
 )
@@ -54,5 +56,46 @@ func TestTakeEachGivesEachLimitItsOwnError(t *testing.T) {
 		assert.NoError(t, each[0].Err, "a denial by a limit that decided: a quota spent")
 		require.Len(t, each, 2)
 		assert.ErrorIs(t, each[1].Err, limitertest.ErrUnreachable)
+	}
+}
+
+// TestTakeEachCompositeLimitRealDenialBesideAFailingChild: a limit whose
+// limiter is a composite of a memory limiter and one on an unreachable
+// backend: when the memory child denies (a quota spent), the backend's
+// child still fails to report its state, and TakeEach's error says so, but
+// the limit decided: its LimitDecision.Err is nil, as it is for a rule of
+// those two limits, so that a gateway answers 429, not 503. When the
+// backend's failure policy denies, Err is set. So in a rule of one limit
+// and in a rule of several.
+func TestTakeEachCompositeLimitRealDenialBesideAFailingChild(t *testing.T) {
+	limit := hotlimit.Config{Algorithm: hotlimit.FixedWindow, Limit: 1, Window: time.Minute}
+	other := hotlimit.Config{Algorithm: hotlimit.FixedWindow, Limit: 9, Window: time.Minute}
+	for _, rule := range []service.Limits{{limit}, {limit, other}, {other, limit}} {
+		for _, closed := range []bool{false, true} {
+			mem, err := fixedwindow.New(1, time.Minute, hotlimit.WithClock(func() int64 { return 1 }))
+			require.NoError(t, err)
+			c, err := composite.New(mem, &limitertest.UnreachableRefunder{Closed: closed})
+			require.NoError(t, err)
+			s, err := service.NewFromRules(service.Rules{Default: rule}, limitertest.OnBackend(limit, c, service.NewLimiter))
+			require.NoError(t, err)
+
+			d, each, err := s.TakeEach(context.Background(), "u", "GET /", 1, nil)
+			require.ErrorIs(t, err, limitertest.ErrUnreachable)
+			require.NotEmpty(t, each)
+			if closed {
+				assert.False(t, d.Allowed, "%v: the failure policy denied", rule)
+				assert.Equal(t, limit, each[0].Config)
+				assert.ErrorIs(t, each[0].Err, limitertest.ErrUnreachable, "%v: the deciding limit could not decide", rule)
+				continue
+			}
+			assert.True(t, d.Allowed, "%v", rule)
+
+			d, each, err = s.TakeEach(context.Background(), "u", "GET /", 1, nil)
+			assert.False(t, d.Allowed, "%v: the memory child's request is spent", rule)
+			assert.ErrorIs(t, err, limitertest.ErrUnreachable, "%v: the backend's child failed beside", rule)
+			require.NotEmpty(t, each)
+			assert.Equal(t, limit, each[0].Config, "%v: the composite's limit denied", rule)
+			assert.NoError(t, each[0].Err, "%v: a denial its memory child decided: a quota spent", rule)
+		}
 	}
 }
