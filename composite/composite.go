@@ -212,7 +212,10 @@ func (l *Limiter) TakeContext(ctx context.Context, key string, n int) (hotlimit.
 // Decision then still reads Allowed, the receipt is the zero Receipt, and
 // the error says so and wraps ctx.Err(), as a service rule of several limits
 // does (see service.Service.TakeContext); hotlimit.WaitN reads such a pass
-// as no pass.
+// as no pass. A child that is itself a composite gives back only what its
+// receipt holds: when one of its own children counted nothing while ctx
+// still lasted, its receipt is the zero Receipt and its other children keep
+// the request (see the package documentation), as they do on a denial.
 //
 // A ctx of nil is context.Background().
 func (l *Limiter) TakeReceiptContext(ctx context.Context, key string, n int) (hotlimit.Decision, hotlimit.Receipt, error) {

@@ -99,3 +99,79 @@ func TestTakeEachCompositeLimitRealDenialBesideAFailingChild(t *testing.T) {
 		}
 	}
 }
+
+// TestTakeEachErrOfEveryPath: each LimitDecision's Err is its own limit's,
+// and the first one's the deciding limit's, on the paths besides a take's
+// denial: a request that ended while a limit could not decide (given back,
+// the error wraps the context's), a report (n = 0) that a spent memory
+// limit denies beside a backend that fails closed, or that the backend's
+// failure policy denies, and a limit in shadow mode that fails, which is
+// not listed.
+func TestTakeEachErrOfEveryPath(t *testing.T) {
+	memory := hotlimit.Config{Algorithm: hotlimit.FixedWindow, Limit: 1, Window: time.Minute}
+	remote := hotlimit.Config{Algorithm: hotlimit.FixedWindow, Limit: 5, Window: time.Minute}
+	byLimit := func(each []service.LimitDecision) map[int]error {
+		m := map[int]error{}
+		for _, ld := range each {
+			m[ld.Config.Limit] = ld.Err
+		}
+		return m
+	}
+
+	leaving := &limitertest.CancelingRefunder{}
+	s, err := service.NewFromRules(service.Rules{Default: service.Limits{memory, remote}},
+		limitertest.OnBackend(remote, leaving, service.NewLimiter))
+	require.NoError(t, err)
+	ctx, cancel := context.WithCancel(context.Background())
+	leaving.Cancel = cancel
+	d, each, err := s.TakeEach(ctx, "u", "GET /", 1, nil)
+	assert.True(t, d.Allowed, "the failure policy passed")
+	assert.ErrorIs(t, err, context.Canceled)
+	require.Len(t, each, 2)
+	errs := byLimit(each)
+	assert.NoError(t, errs[1], "the memory limit decided and gave back")
+	assert.ErrorIs(t, errs[5], context.Canceled, "the backend's own error")
+	assert.Equal(t, errs[each[0].Config.Limit], each[0].Err, "the first is the decider's")
+	leaving.Cancel = nil
+	d, _, err = s.TakeEach(context.Background(), "u", "GET /", 1, nil)
+	assert.True(t, d.Allowed, "the memory limit's request was given back")
+	assert.NoError(t, err)
+
+	for _, closed := range []bool{false, true} {
+		s, err := service.NewFromRules(service.Rules{Default: service.Limits{memory, remote}},
+			limitertest.OnBackend(remote, &limitertest.UnreachableRefunder{Closed: closed}, service.NewLimiter))
+		require.NoError(t, err)
+		if !closed {
+			d, _, err := s.TakeEach(context.Background(), "u", "GET /", 1, nil)
+			require.True(t, d.Allowed, "the memory limit's one request, the backend's failure policy passing")
+			require.ErrorIs(t, err, limitertest.ErrUnreachable)
+		}
+		d, each, err := s.TakeEach(context.Background(), "u", "GET /", 0, nil)
+		assert.Equal(t, !closed, d.Allowed, "closed=%v", closed)
+		assert.ErrorIs(t, err, limitertest.ErrUnreachable, "closed=%v: the backend's report failed", closed)
+		require.Len(t, each, 2)
+		errs := byLimit(each)
+		assert.NoError(t, errs[1], "closed=%v: the memory limit reported", closed)
+		assert.ErrorIs(t, errs[5], limitertest.ErrUnreachable, "closed=%v", closed)
+		if closed {
+			assert.Equal(t, remote, each[0].Config, "the backend's failure policy denied the report")
+		} else {
+			assert.Equal(t, memory, each[0].Config, "the memory limit has the least share left")
+		}
+		assert.Equal(t, errs[each[0].Config.Limit], each[0].Err, "closed=%v: the first is the decider's", closed)
+	}
+
+	shadow := remote
+	shadow.Shadow = true
+	s, err = service.NewFromRules(service.Rules{Default: service.Limits{memory, shadow}},
+		limitertest.OnBackend(remote, &limitertest.UnreachableRefunder{Closed: true}, service.NewLimiter))
+	require.NoError(t, err)
+	for i, want := range []bool{true, false} {
+		d, each, err := s.TakeEach(context.Background(), "u", "GET /", 1, nil)
+		assert.Equal(t, want, d.Allowed, "request %d: the shadow limit never denies", i)
+		assert.ErrorIs(t, err, limitertest.ErrUnreachable, "request %d: its failure is reported", i)
+		require.Len(t, each, 1, "a limit in shadow mode is not listed")
+		assert.Equal(t, memory, each[0].Config)
+		assert.NoError(t, each[0].Err, "request %d: the memory limit decided", i)
+	}
+}
