@@ -2,6 +2,7 @@ package httplimit_test
 
 import (
 	"errors"
+	"io"
 	"net/http"
 	"net/http/httptest"
 	"testing"
@@ -103,5 +104,37 @@ func TestCompositeLimitRealDenialBesideAnUnreachableChildIsTooManyRequests(t *te
 		require.Len(t, events, 2)
 		assert.ErrorIs(t, events[1].Err, limitertest.ErrUnreachable, "closed=%v: the observer sees the failure", closed)
 		assert.Equal(t, closed, events[1].Unavailable, "closed=%v: whether the deciding child could not decide", closed)
+	}
+}
+
+// TestLimitersOwnTimeoutIsNoEndedRequest: a limiter whose own timeout
+// passed (its error wraps context.DeadlineExceeded) while the request's
+// context lasts could not decide; the request did not end. A failure
+// policy that passes serves it; one that denies is answered 503, the
+// limiter unavailable, not 429 nor "ended".
+func TestLimitersOwnTimeoutIsNoEndedRequest(t *testing.T) {
+	limit := cfg(hotlimit.FixedWindow, 5, time.Minute)
+	for _, closed := range []bool{false, true} {
+		svc, err := service.NewFromRules(service.Rules{Default: service.Limits{limit}},
+			limitertest.OnBackend(limit, &limitertest.TimingOutLimiter{Closed: closed}, service.NewLimiter))
+		require.NoError(t, err)
+		var events []httplimit.Event
+		srv := httptest.NewServer(httplimit.New(svc,
+			httplimit.WithObserver(func(e httplimit.Event) { events = append(events, e) }))(ok))
+		resp, err := http.Get(srv.URL + "/x")
+		require.NoError(t, err)
+		body, err := io.ReadAll(resp.Body)
+		require.NoError(t, err)
+		require.NoError(t, resp.Body.Close())
+		srv.Close()
+		if closed {
+			assert.Equal(t, http.StatusServiceUnavailable, resp.StatusCode)
+			assert.Contains(t, string(body), "rate limiter is unavailable")
+		} else {
+			assert.Equal(t, http.StatusOK, resp.StatusCode, "the failure policy passed a request that lasts")
+		}
+		require.Len(t, events, 1)
+		assert.ErrorIs(t, events[0].Err, limitertest.ErrOwnTimeout, "closed=%v", closed)
+		assert.True(t, events[0].Unavailable, "closed=%v", closed)
 	}
 }
