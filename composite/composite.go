@@ -212,7 +212,10 @@ func (l *Limiter) TakeContext(ctx context.Context, key string, n int) (hotlimit.
 // Decision then still reads Allowed, the receipt is the zero Receipt, and
 // the error says so and wraps ctx.Err(), as a service rule of several limits
 // does (see service.Service.TakeContext); hotlimit.WaitN reads such a pass
-// as no pass.
+// as no pass. A child that is itself a composite gives back only what its
+// receipt holds: when one of its own children counted nothing while ctx
+// still lasted, its receipt is the zero Receipt and its other children keep
+// the request (see the package documentation), as they do on a denial.
 //
 // A ctx of nil is context.Background().
 func (l *Limiter) TakeReceiptContext(ctx context.Context, key string, n int) (hotlimit.Decision, hotlimit.Receipt, error) {
@@ -227,14 +230,15 @@ func (l *Limiter) TakeReceiptContext(ctx context.Context, key string, n int) (ho
 func (l *Limiter) takeReceipt(ctx context.Context, key string, n int) (hotlimit.Decision, hotlimit.Receipt, error) {
 	var errs []error
 	if n < 1 {
-		d := l.report(ctx, key, n, -1, hotlimit.Decision{}, &errs)
+		d := l.report(ctx, key, n, -1, hotlimit.Decision{}, &errs, true)
 		return d, hotlimit.Receipt{}, errors.Join(errs...)
 	}
 	if n > l.most {
 		// Some child can never pass n: asking the children before it
 		// would take and refund, and one of them might deny first with a
-		// RetryAfter after which the request still could not pass.
-		d := l.report(ctx, key, 0, -1, hotlimit.Decision{}, &errs)
+		// RetryAfter after which the request still could not pass. The
+		// composite denies it, not a child: their errors are beside it.
+		d := l.report(ctx, key, 0, -1, hotlimit.Decision{}, &errs, false)
 		d.Allowed, d.RetryAfter = false, hotlimit.Never
 		return d, hotlimit.Receipt{}, errors.Join(errs...)
 	}
@@ -244,27 +248,36 @@ func (l *Limiter) takeReceipt(ctx context.Context, key string, n int) (hotlimit.
 	for i, c := range l.children {
 		var cd hotlimit.Decision
 		var r hotlimit.Receipt
+		var err error
 		if cc := l.withContext[i]; ctx != nil && cc != nil {
-			var err error
 			cd, r, err = cc.TakeReceiptContext(ctx, key, n)
-			if err != nil {
-				errs, failed = append(errs, err), true
-			}
 		} else {
 			cd, r = c.TakeReceipt(key, n)
 		}
 		if !cd.Allowed {
+			// The denier decided: the failures of the children before
+			// it, whose failure policies passed, are beside the denial,
+			// as are those of the give-back and the report below.
+			for k := range errs {
+				errs[k] = &besideError{errs[k]}
+			}
+			if err != nil {
+				errs = append(errs, err)
+			}
 			// Give back what the children before it took, in reverse
 			// order, each with its own receipt: right after its Take, a
 			// refund restores the child (see the package documentation).
-			errs = l.giveBack(ctx, key, i, &receipts, errs)
+			errs = l.giveBack(ctx, key, i, &receipts, errs, true)
 			// The others as they are now: the refunded ones restored,
 			// the later ones not asked for n (that would take); the
 			// denier's own decision in its place, so that a tie goes to
 			// the first child.
-			rd := l.report(ctx, key, 0, i, cd, &errs)
+			rd := l.report(ctx, key, 0, i, cd, &errs, false)
 			rd.Allowed, rd.RetryAfter = false, cd.RetryAfter
 			return rd, hotlimit.Receipt{}, errors.Join(errs...)
+		}
+		if err != nil {
+			errs, failed = append(errs, err), true
 		}
 		receipts[i] = r
 		d = merge(d, cd, i == 0)
@@ -276,7 +289,7 @@ func (l *Limiter) takeReceipt(ctx context.Context, key string, n int) (hotlimit.
 		// serve it, so the children that counted it give it back too. A
 		// failed child's receipt is given back as well: the zero Receipt,
 		// a no-op, unless that child counted after all.
-		errs = l.giveBack(ctx, key, len(l.children), &receipts, errs)
+		errs = l.giveBack(ctx, key, len(l.children), &receipts, errs, false)
 		errs = append(errs, fmt.Errorf("composite: the request ended while a child could not decide, and was given back: %w", ctx.Err()))
 		return d, hotlimit.Receipt{}, errors.Join(errs...)
 	}
@@ -289,11 +302,15 @@ func (l *Limiter) takeReceipt(ctx context.Context, key string, n int) (hotlimit.
 
 // giveBack refunds, in reverse order, what each of the first upto children
 // took, with its own receipt, those that take a context under ctx (when not
-// nil) without its cancellation; it returns errs with their errors.
-func (l *Limiter) giveBack(ctx context.Context, key string, upto int, receipts *[MaxChildren]hotlimit.Receipt, errs []error) []error {
+// nil) without its cancellation; it returns errs with their errors, beside
+// the decision when beside is set (a denial's give-back).
+func (l *Limiter) giveBack(ctx context.Context, key string, upto int, receipts *[MaxChildren]hotlimit.Receipt, errs []error, beside bool) []error {
 	for j := upto - 1; j >= 0; j-- {
 		if cc := l.withContext[j]; ctx != nil && cc != nil {
 			if err := cc.RefundContext(context.WithoutCancel(ctx), key, receipts[j]); err != nil {
+				if beside {
+					err = &besideError{err}
+				}
 				errs = append(errs, err)
 			}
 		} else {
@@ -336,27 +353,91 @@ func (l *Limiter) earliest(receipts *[MaxChildren]hotlimit.Receipt) (int64, bool
 // nothing, but the known-th (none when known < 0), whose decision is given
 // as kd, and merges their decisions in the children's order: Allowed if all
 // are, the largest RetryAfter. The children that take a context are asked
-// under ctx when it is not nil, their errors appended to errs.
-func (l *Limiter) report(ctx context.Context, key string, n, known int, kd hotlimit.Decision, errs *[]error) hotlimit.Decision {
+// under ctx when it is not nil, their errors appended to errs: beside the
+// decision (see DecidingError), but, when decides is set and known < 0 (the
+// report is the decision), those of the first child that denies, or of
+// every child when none does.
+func (l *Limiter) report(ctx context.Context, key string, n, known int, kd hotlimit.Decision, errs *[]error, decides bool) hotlimit.Decision {
 	d := hotlimit.Decision{Allowed: true}
+	var errOf [MaxChildren]error
+	denier := -1
 	for i, c := range l.children {
 		cd := kd
 		switch cc := l.withContext[i]; {
 		case i == known:
 		case ctx != nil && cc != nil:
-			var err error
-			cd, _, err = cc.TakeReceiptContext(ctx, key, n) // n ≤ 0 takes nothing
-			if err != nil {
-				*errs = append(*errs, err)
-			}
+			cd, _, errOf[i] = cc.TakeReceiptContext(ctx, key, n) // n ≤ 0 takes nothing
 		default:
 			cd = c.Take(key, n)
+		}
+		if !cd.Allowed && denier < 0 {
+			denier = i
 		}
 		d = merge(d, cd, i == 0)
 		d.Allowed = d.Allowed && cd.Allowed
 		d.RetryAfter = max(d.RetryAfter, cd.RetryAfter)
 	}
+	if ctx == nil {
+		return d
+	}
+	decides = decides && known < 0
+	for i, err := range errOf[:len(l.children)] {
+		if err == nil {
+			continue
+		}
+		if !decides || denier >= 0 && i != denier {
+			err = &besideError{err}
+		}
+		*errs = append(*errs, err)
+	}
 	return d
+}
+
+// besideError is the error of a child whose failure did not make the
+// composite's decision: a child whose failure policy passed a request
+// another child denied, or one asked only for its state or to give back
+// on a denial. It reads and unwraps as the child's error.
+type besideError struct{ err error }
+
+func (e *besideError) Error() string { return e.err.Error() }
+func (e *besideError) Unwrap() error { return e.err }
+
+// DecidingError returns what of err, the error of a composite's
+// TakeContext or TakeReceiptContext, comes from the children whose failure
+// made the decision: on a denial, the denying child's error (a failure
+// policy denied, no quota spent), nil when the denying child decided (a
+// quota spent) even if another child failed beside it, to report its
+// state or to give back; on a pass, every child's error, and the error
+// saying the request ended and was given back. Composites nested in err
+// are read so too. Any other error is returned as it is, so that
+// DecidingError(err) != nil tells, for any limiter's error, whether the
+// limiter could not decide: service.LimitDecision.Err is so.
+func DecidingError(err error) error {
+	if !hasBeside(err) {
+		return err
+	}
+	if _, ok := err.(*besideError); ok {
+		return nil
+	}
+	var kept []error
+	for _, x := range err.(interface{ Unwrap() []error }).Unwrap() {
+		if x = DecidingError(x); x != nil {
+			kept = append(kept, x)
+		}
+	}
+	return errors.Join(kept...)
+}
+
+// hasBeside reports whether err is, or joins (to any depth of joins), a
+// besideError.
+func hasBeside(err error) bool {
+	switch e := err.(type) {
+	case *besideError:
+		return true
+	case interface{ Unwrap() []error }:
+		return slices.ContainsFunc(e.Unwrap(), hasBeside)
+	}
+	return false
 }
 
 // merge folds a child's decision cd into d, the children's so far (first:

@@ -83,6 +83,12 @@
 // policy passed it) is given back by every child. Allow, Take, TakeReceipt
 // and Refund ask every child without a context.
 //
+// The error joins every child's, but a denial by a child that decided is a
+// quota spent even when another child failed beside it (its failure policy
+// passed, or it failed to report its state or to give back): DecidingError
+// keeps only the errors of the children whose failure made the decision, as
+// a service.Service does for each limit of a rule (service.LimitDecision.Err).
+//
 // A Limiter is safe for concurrent use; on keys its children already hold,
 // Allow, Take, TakeReceipt and Refund allocate nothing.
 package composite

@@ -99,7 +99,13 @@ func WithHeaders(h Headers) Option { return func(s *settings) { s.headers = h } 
 // Event.Rule. The fallbacks of limiters on Redis reach a
 // [hotlimit.FallbackObserver] only through the limiters' own options:
 // redislimit.Factory(client, hotlimit.WithObserver(o)), as hotlimitd does.
-func WithObserver(o hotlimit.Observer) Option { return func(s *settings) { s.observer = o } }
+// A nil o, or a nil hotlimit.ObserverFunc, reports nothing.
+func WithObserver(o hotlimit.Observer) Option {
+	if f, ok := o.(hotlimit.ObserverFunc); ok && f == nil {
+		o = nil // a nil function is no observer: calling it would panic
+	}
+	return func(s *settings) { s.observer = o }
+}
 
 // WithBackendErrors sets what a request gets when the backend fails (Redis
 // down or slow). On, the default and the reference's behaviour, the request

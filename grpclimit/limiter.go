@@ -91,7 +91,10 @@ func (l *limiter) decide(ctx context.Context, method string, req any, message bo
 	var buf [4]service.LimitDecision
 	_, each, err := l.svc.TakeEach(ctx, user, api, 1, buf[:0])
 	d, c := each[0].Decision, each[0].Config
-	if ended := transport.Ended(err); ended != nil && !l.o.dryRun {
+	// An error wrapping a context's while the call's context lasts is a
+	// limiter's own timeout: it could not decide, and the call goes on
+	// as for any other failure.
+	if ended := transport.Ended(err); ended != nil && ctx.Err() != nil && !l.o.dryRun {
 		// Whatever the failure policy decided: a pass is not served, and a
 		// denial's numbers were no limiter's, so no metadata tells them.
 		l.ended(&v, c, err, ended)

@@ -58,3 +58,28 @@ func TestRealDenialBesideAnUnreachableBackendIsResourceExhausted(t *testing.T) {
 		}
 	}
 }
+
+// TestLimitersOwnTimeoutIsNoEndedCall: a limiter whose own timeout passed
+// (its error wraps context.DeadlineExceeded) while the call's context
+// lasts could not decide; the call did not end. A failure policy that
+// passes lets the call through (OK); one that denies fails it Unavailable,
+// not DeadlineExceeded. The observer sees the error either way.
+func TestLimitersOwnTimeoutIsNoEndedCall(t *testing.T) {
+	limit := cfg(hotlimit.FixedWindow, 5, time.Minute)
+	for _, tc := range []struct {
+		closed bool
+		code   codes.Code
+	}{{false, codes.OK}, {true, codes.Unavailable}} {
+		svc, err := service.NewFromRules(service.Rules{Default: service.Limits{limit}},
+			limitertest.OnBackend(limit, &limitertest.TimingOutLimiter{Closed: tc.closed}, service.NewLimiter))
+		require.NoError(t, err)
+		var rec recorder
+		cc := serveBufconn(t, &testService{}, []grpc.ServerOption{grpc.ChainUnaryInterceptor(
+			grpclimit.UnaryServerInterceptor(svc, grpclimit.WithObserver(rec.observe)))})
+		_, err = testgrpc.NewTestServiceClient(cc).UnaryCall(ctx(t), &testgrpc.SimpleRequest{})
+		assert.Equal(t, tc.code, status.Code(err), "closed=%v: %v", tc.closed, err)
+		events := rec.all()
+		require.Len(t, events, 1)
+		assert.ErrorIs(t, events[0].Err, limitertest.ErrOwnTimeout, "closed=%v", tc.closed)
+	}
+}

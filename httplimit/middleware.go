@@ -225,9 +225,12 @@ func (h *handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	var buf [4]service.LimitDecision
 	_, each, err := h.svc.TakeEach(ctx, user, api, 1, buf[:0])
 	d, c := each[0].Decision, each[0].Config
-	if transport.Ended(err) != nil && !h.opts.dryRun {
+	if transport.Ended(err) != nil && ctx.Err() != nil && !h.opts.dryRun {
 		// The request ended while a limiter was asked, which could not
-		// decide for it. A failure policy that passes has passed it:
+		// decide for it. (An error wrapping a context's while the
+		// request's lasts is the limiter's own timeout: it could not
+		// decide, and its failure policy's decision is answered as any
+		// other, below.) A failure policy that passes has passed it:
 		// serving it now would run the handler for a request that no
 		// limiter counted. One that denies made up its numbers (no quota
 		// left): the request is answered as ended, either way, with no

@@ -2,6 +2,7 @@ package httplimit_test
 
 import (
 	"errors"
+	"io"
 	"net/http"
 	"net/http/httptest"
 	"testing"
@@ -11,6 +12,8 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/hotlimit/hotlimit"
+	"github.com/hotlimit/hotlimit/composite"
+	"github.com/hotlimit/hotlimit/fixedwindow"
 	"github.com/hotlimit/hotlimit/httplimit"
 	"github.com/hotlimit/hotlimit/internal/limitertest"
 	"github.com/hotlimit/hotlimit/service"
@@ -63,5 +66,75 @@ func TestRealDenialBesideAnUnreachableBackendIsTooManyRequests(t *testing.T) {
 			assert.True(t, errors.Is(e.Err, limitertest.ErrUnreachable), "%v closed=%v event %d: the observer sees the failure", tc.rule, tc.closed, i)
 		}
 		assert.Equal(t, tc.closed, events[1].Unavailable, "%v: the limit that decided could not", tc.rule)
+	}
+}
+
+// TestCompositeLimitRealDenialBesideAnUnreachableChildIsTooManyRequests: a
+// rule of one limit whose limiter is a composite of a memory limiter (1 a
+// minute) and one on an unreachable backend. The second request is denied
+// by the memory child, a quota spent: 429, though the backend's child
+// failed to report its state for that denial (Event.Err says so, and
+// Unavailable does not). A backend child that fails closed denies: 503.
+func TestCompositeLimitRealDenialBesideAnUnreachableChildIsTooManyRequests(t *testing.T) {
+	limit := cfg(hotlimit.FixedWindow, 1, time.Minute)
+	for _, closed := range []bool{false, true} {
+		mem, err := fixedwindow.New(1, time.Minute, hotlimit.WithClock(func() int64 { return 1 }))
+		require.NoError(t, err)
+		c, err := composite.New(mem, &limitertest.UnreachableRefunder{Closed: closed})
+		require.NoError(t, err)
+		svc, err := service.NewFromRules(service.Rules{Default: service.Limits{limit}},
+			limitertest.OnBackend(limit, c, service.NewLimiter))
+		require.NoError(t, err)
+		var events []httplimit.Event
+		srv := httptest.NewServer(httplimit.New(svc,
+			httplimit.WithObserver(func(e httplimit.Event) { events = append(events, e) }))(ok))
+		var codes []int
+		for range 2 {
+			resp, err := http.Get(srv.URL + "/x")
+			require.NoError(t, err)
+			require.NoError(t, resp.Body.Close())
+			codes = append(codes, resp.StatusCode)
+		}
+		srv.Close()
+		want := []int{http.StatusOK, http.StatusTooManyRequests}
+		if closed {
+			want = []int{http.StatusServiceUnavailable, http.StatusServiceUnavailable}
+		}
+		assert.Equal(t, want, codes, "closed=%v", closed)
+		require.Len(t, events, 2)
+		assert.ErrorIs(t, events[1].Err, limitertest.ErrUnreachable, "closed=%v: the observer sees the failure", closed)
+		assert.Equal(t, closed, events[1].Unavailable, "closed=%v: whether the deciding child could not decide", closed)
+	}
+}
+
+// TestLimitersOwnTimeoutIsNoEndedRequest: a limiter whose own timeout
+// passed (its error wraps context.DeadlineExceeded) while the request's
+// context lasts could not decide; the request did not end. A failure
+// policy that passes serves it; one that denies is answered 503, the
+// limiter unavailable, not 429 nor "ended".
+func TestLimitersOwnTimeoutIsNoEndedRequest(t *testing.T) {
+	limit := cfg(hotlimit.FixedWindow, 5, time.Minute)
+	for _, closed := range []bool{false, true} {
+		svc, err := service.NewFromRules(service.Rules{Default: service.Limits{limit}},
+			limitertest.OnBackend(limit, &limitertest.TimingOutLimiter{Closed: closed}, service.NewLimiter))
+		require.NoError(t, err)
+		var events []httplimit.Event
+		srv := httptest.NewServer(httplimit.New(svc,
+			httplimit.WithObserver(func(e httplimit.Event) { events = append(events, e) }))(ok))
+		resp, err := http.Get(srv.URL + "/x")
+		require.NoError(t, err)
+		body, err := io.ReadAll(resp.Body)
+		require.NoError(t, err)
+		require.NoError(t, resp.Body.Close())
+		srv.Close()
+		if closed {
+			assert.Equal(t, http.StatusServiceUnavailable, resp.StatusCode)
+			assert.Contains(t, string(body), "rate limiter is unavailable")
+		} else {
+			assert.Equal(t, http.StatusOK, resp.StatusCode, "the failure policy passed a request that lasts")
+		}
+		require.Len(t, events, 1)
+		assert.ErrorIs(t, events[0].Err, limitertest.ErrOwnTimeout, "closed=%v", closed)
+		assert.True(t, events[0].Unavailable, "closed=%v", closed)
 	}
 }

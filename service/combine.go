@@ -286,7 +286,12 @@ func limitErrors(err error, errOf *[composite.MaxChildren]error) {
 	}
 	for _, e := range joined.Unwrap() {
 		if le, ok := e.(*limitError); ok {
-			errOf[le.i] = errors.Join(errOf[le.i], le.err)
+			// A composite's error beside its own decision (a child that
+			// failed to report its state for another's real denial, say)
+			// leaves that decision the limit's own.
+			if err := composite.DecidingError(le.err); err != nil {
+				errOf[le.i] = errors.Join(errOf[le.i], err)
+			}
 		}
 	}
 }

@@ -575,7 +575,7 @@ func (ru *rule) takeEach(ctx context.Context, cache *keyCache, user, api string,
 			return d, append(dst, LimitDecision{Config: c, Decision: d}), nil
 		}
 		d, c, err := ru.takeContext(ctx, cache, user, api, n, false)
-		return d, append(dst, LimitDecision{Config: c, Decision: d, Err: err}), err
+		return d, append(dst, LimitDecision{Config: c, Decision: d, Err: composite.DecidingError(err)}), err
 	}
 	var kb *keyBuf
 	if ru.transient {

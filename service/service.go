@@ -299,7 +299,9 @@ type LimitDecision struct {
 	// tells a denial by a limit that decided (a quota spent) from one its
 	// failure policy made (no quota spent: a dependency unavailable) by the
 	// deciding limit's Err, not by that error: another limit of the rule
-	// may have failed to report its state for a denial that is real.
+	// may have failed to report its state for a denial that is real. For
+	// a limit whose limiter is a composite, Err is so of its children:
+	// composite.DecidingError of its error.
 	Err error
 }
 

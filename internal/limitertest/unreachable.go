@@ -3,6 +3,7 @@ package limitertest
 import (
 	"context"
 	"errors"
+	"fmt"
 	"time"
 
 	"github.com/hotlimit/hotlimit"
@@ -56,4 +57,29 @@ func (u *UnreachableRefunder) TakeReceiptContext(context.Context, string, int) (
 // RefundContext fails with ErrUnreachable.
 func (u *UnreachableRefunder) RefundContext(context.Context, string, hotlimit.Receipt) error {
 	return ErrUnreachable
+}
+
+// TimingOutLimiter is a limit on a backend slower than the limiter's own
+// timeout, under a caller's context that lasts: every call that takes a
+// context fails with an error wrapping context.DeadlineExceeded (the
+// limiter's deadline, not the caller's), and its failure policy decides: it
+// passes, counting nothing, or, Closed, denies with Limit 5, RetryAfter 1s.
+// Asked without a context it passes.
+type TimingOutLimiter struct{ Closed bool }
+
+// ErrOwnTimeout is the error of every call of a [TimingOutLimiter] that
+// takes a context: it wraps context.DeadlineExceeded.
+var ErrOwnTimeout = fmt.Errorf("backend slower than the limiter's timeout: %w", context.DeadlineExceeded)
+
+// Allow passes.
+func (l *TimingOutLimiter) Allow(string) bool { return true }
+
+// Take passes.
+func (l *TimingOutLimiter) Take(string, int) hotlimit.Decision {
+	return hotlimit.Decision{Allowed: true, Limit: 5}
+}
+
+// TakeContext answers its failure policy's decision with ErrOwnTimeout.
+func (l *TimingOutLimiter) TakeContext(context.Context, string, int) (hotlimit.Decision, error) {
+	return (&UnreachableRefunder{Closed: l.Closed}).decision(), ErrOwnTimeout
 }

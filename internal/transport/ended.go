@@ -12,7 +12,9 @@ import (
 // limits gave back what the others took (see service.Service.TakeContext),
 // so the request is answered without being served. The error, not the
 // context, says so: the context may have ended only after the decision,
-// when the request was counted.
+// when the request was counted. The context must have ended too: a
+// limiter's own timeout (redislimit's WithTimeout) also wraps
+// context.DeadlineExceeded, under a request that goes on.
 func Ended(err error) error {
 	switch {
 	case err == nil:
