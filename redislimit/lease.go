@@ -70,10 +70,20 @@ func (l *Limiter) claimLease(key string) bool {
 // a fixed window's lease no later than its window.
 func (l *Limiter) grantLease(ctx context.Context, key, redisKey string, rep reply, sent int64) {
 	ttl := int64(l.set.leaseTTL / l.unit)
+	expires := after(sent, ttl)
 	if l.c.Algorithm == hotlimit.FixedWindow {
-		ttl = min(ttl, rep.reset)
+		expires = min(expires, after(sent, rep.reset))
+		if l.clock != nil {
+			// rep.now is in the window Redis counted the lease in, read
+			// on the clock the lease expires by: the lease ends with it,
+			// even if the clock stepped back between sent and the
+			// script's reading (Redis then counts in the key's later
+			// window, and rep.reset runs from the earlier reading to that
+			// window's end, past it from sent).
+			expires = min(expires, windowEnd(rep.now, l.window))
+		}
 	}
-	ls := &lease{at: rep.now, expires: after(sent, ttl), full: sent + rep.reset}
+	ls := &lease{at: rep.now, expires: expires, full: sent + rep.reset}
 	ls.left.Store(rep.got)
 	// The give-backs below are the limiter's, not the caller's: they run
 	// even when the caller's context has ended since Redis's answer, which
@@ -138,4 +148,14 @@ func (l *Limiter) unmap(key string, ls *lease) {
 	l.leases.Compute(key, func(cur *lease, loaded bool) (*lease, bool) {
 		return cur, loaded && cur == ls
 	})
+}
+
+// windowEnd returns the end of the fixed window of length window, aligned
+// on the clock's origin, that holds tick t.
+func windowEnd(t, window int64) int64 {
+	i := t / window
+	if t%window < 0 {
+		i--
+	}
+	return (i + 1) * window
 }
