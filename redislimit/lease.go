@@ -58,7 +58,11 @@ func (l *Limiter) spendLease(key string, n int) (hotlimit.Decision, hotlimit.Rec
 // does, and the others that miss meanwhile ask for their own requests only.
 // Were every concurrent miss to lease a batch, an instance would hold up to
 // size per waiting caller out of the other instances' reach, not size. The
-// caller releases the claim, with claims.Delete, once its lease is installed.
+// caller releases the claim, with claims.Delete, once its lease is installed
+// and the one it replaced given back (see grantLease): were a next claim
+// let in while that give-back is under way, a Redis slow to take the
+// give-backs would let the replaced leases pile up, each held out of the
+// other instances' reach, past the twice size that WithLease allows.
 func (l *Limiter) claimLease(key string) bool {
 	_, loaded := l.claims.LoadOrStore(key, struct{}{})
 	return !loaded
@@ -67,8 +71,11 @@ func (l *Limiter) claimLease(key string) bool {
 // grantLease installs the got requests that rep took beyond the request as
 // key's lease, retiring the lease it replaces. sent is localNow before the
 // script ran, so the lease ends no later than ttl after Redis took it, and
-// a fixed window's lease no later than its window.
-func (l *Limiter) grantLease(ctx context.Context, key, redisKey string, rep reply, sent int64) {
+// a fixed window's lease no later than its window. The caller holds key's
+// claim (see claimLease); grantLease reports whether it handed the claim
+// on to the give-back of the replaced lease, which releases it when done,
+// rather than leave the caller to release it.
+func (l *Limiter) grantLease(ctx context.Context, key, redisKey string, rep reply, sent int64) (handed bool) {
 	ttl := int64(l.set.leaseTTL / l.unit)
 	expires := after(sent, ttl)
 	if l.c.Algorithm == hotlimit.FixedWindow {
@@ -92,7 +99,7 @@ func (l *Limiter) grantLease(ctx context.Context, key, redisKey string, rep repl
 	// bounds them.
 	ctx = context.WithoutCancel(ctx)
 	if prev, loaded := l.leases.LoadAndStore(key, ls); loaded {
-		l.retireLater(ctx, redisKey, prev)
+		handed = l.retireLater(ctx, key, redisKey, prev)
 	}
 	// A Close under way may have ranged over the leases before ls was
 	// stored. It sets closed before it ranges, and ls is stored before
@@ -103,29 +110,34 @@ func (l *Limiter) grantLease(ctx context.Context, key, redisKey string, rep repl
 		l.unmap(key, ls)
 		_ = l.retireTo(ctx, redisKey, ls)
 	}
+	return handed
 }
 
 // retireLater gives back the unspent requests of ls, a lease replaced in
 // the map, on a goroutine of its own: the caller whose take replaced it
 // has its decision, and must not wait past its context's deadline for a
 // give-back that is the limiter's. Close waits for these goroutines; once
-// it has begun, ls is given back at once, on the caller's goroutine.
-func (l *Limiter) retireLater(ctx context.Context, redisKey string, ls *lease) {
+// it has begun, ls is given back at once, on the caller's goroutine. It
+// reports whether the goroutine took over key's claim, which it releases
+// once the give-back is done (the timeout of WithTimeout bounds it).
+func (l *Limiter) retireLater(ctx context.Context, key, redisKey string, ls *lease) bool {
 	if ls.left.Load() <= 0 {
-		return // spent or retired: left never grows, nothing to give back
+		return false // spent or retired: left never grows, nothing to give back
 	}
 	l.retireMu.Lock()
 	if l.retireStopped {
 		l.retireMu.Unlock()
 		_ = l.retireTo(ctx, redisKey, ls)
-		return
+		return false
 	}
 	l.retiring.Add(1) // under retireMu, so never once Close waits
 	l.retireMu.Unlock()
 	go func() {
 		defer l.retiring.Done()
+		defer l.claims.Delete(key)
 		_ = l.retireTo(ctx, redisKey, ls)
 	}()
+	return true
 }
 
 // retire gives the unspent requests of ls, key's lease that is no longer

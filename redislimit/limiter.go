@@ -373,10 +373,16 @@ func (l *Limiter) take(ctx context.Context, key string, n int) (hotlimit.Decisio
 		return l.fail(key, n, ErrBreakerOpen)
 	}
 	extra := int64(0)
+	claimed := false
 	if l.leases != nil && n > 0 && !l.closed.Load() && l.claimLease(key) {
-		defer l.claims.Delete(key) // once the lease is installed
+		claimed = true
 		extra = int64(l.set.leaseSize)
 	}
+	defer func() {
+		if claimed { // once the lease is installed, unless a give-back holds it on
+			l.claims.Delete(key)
+		}
+	}()
 	sent := l.localNow()
 	rep, err := l.run(ctx, k, int64(n), extra, 0, 0, probe)
 	d, r, err := l.settle(ctx, b, key, n, rep, err)
@@ -384,7 +390,7 @@ func (l *Limiter) take(ctx context.Context, key string, n int) (hotlimit.Decisio
 		return d, r, err
 	}
 	if rep.got > 0 {
-		l.grantLease(ctx, key, k, rep, sent)
+		claimed = !l.grantLease(ctx, key, k, rep, sent)
 		d.Remaining += int(rep.got)
 	}
 	return d, r, nil

@@ -205,7 +205,7 @@ func WithHook(hook func(Event)) hotlimit.Option {
 // the others, so at any time the key's admission falls short of the global
 // limit by at most size × instances (twice that while a key's new lease,
 // granted, gives back the one it replaces: a round trip off the caller's
-// path). A lease ends when it is spent, after
+// path, during which the instance takes no further lease for the key). A lease ends when it is spent, after
 // ttl, at the end of a fixed window, or on [Limiter.Close]; its unspent
 // requests then go back to Redis (for the token bucket and GCRA less what
 // has refilled since they were taken, for the fixed window while its window
