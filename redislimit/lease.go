@@ -53,6 +53,16 @@ func (l *Limiter) spendLease(key string, n int) (hotlimit.Decision, hotlimit.Rec
 	}
 }
 
+// leaseLeft returns what key's lease has left to spend, 0 when it has none,
+// has expired or is retired.
+func (l *Limiter) leaseLeft(key string) int64 {
+	ls, ok := l.leases.Load(key)
+	if !ok || l.localNow() >= ls.expires {
+		return 0
+	}
+	return max(ls.left.Load(), 0)
+}
+
 // claimLease reports whether this call, which key's lease did not cover, is
 // the one to take key's next lease from Redis: one call per key at a time
 // does, and the others that miss meanwhile ask for their own requests only.

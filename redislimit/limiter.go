@@ -305,7 +305,9 @@ func (l *Limiter) Take(key string, n int) hotlimit.Decision {
 // failure policy. Its Decision fields mean what they mean in memory; with a
 // lease, a request spent from it reports as Remaining what the lease has
 // left, and as ResetAfter the key's as Redis reported it when it granted
-// the lease, less the time since.
+// the lease, less the time since; the call that granted the lease, and a
+// report (n = 0) while it is live, report what Redis has left plus what
+// the lease has.
 func (l *Limiter) TakeContext(ctx context.Context, key string, n int) (hotlimit.Decision, error) {
 	d, _, err := l.take(ctx, key, n)
 	return d, err
@@ -392,6 +394,9 @@ func (l *Limiter) take(ctx context.Context, key string, n int) (hotlimit.Decisio
 	if rep.got > 0 {
 		claimed = !l.grantLease(ctx, key, k, rep, sent)
 		d.Remaining += int(rep.got)
+	}
+	if n == 0 && l.leases != nil {
+		d.Remaining += int(l.leaseLeft(key))
 	}
 	return d, r, nil
 }
