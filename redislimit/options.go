@@ -27,7 +27,8 @@ const (
 	// know nothing of the key: Remaining and ResetAfter are 0.
 	FailOpen
 	// FailClosed denies every request (n = 0 still reports): the limit over
-	// availability. A denial's RetryAfter is when Redis is asked again: the
+	// availability. A live lease ([WithLease]) still spends, under every
+	// policy, the requests Redis took for it before it went down. A denial's RetryAfter is when Redis is asked again: the
 	// breaker's cooldown, or without a breaker the timeout
 	// ([DefaultTimeout] when there is none), never zero.
 	FailClosed
