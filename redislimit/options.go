@@ -211,7 +211,13 @@ func WithHook(hook func(Event)) hotlimit.Option {
 // requests then go back to Redis (for the token bucket and GCRA less what
 // has refilled since they were taken, for the fixed window while its window
 // lasts) by Close, by [Limiter.Sweep], or when the key's next lease
-// replaces it. A Limiter dropped without Close, as a service.Service drops on
+// replaces it. The buckets' refill is deducted because Redis cannot tell
+// whether the key would have filled up meanwhile, capping them: a lease
+// that ends unspent as long after it was taken as the key takes to refill
+// its leftovers gives back nothing, so a key whose leases keep ending
+// unspent falls short of its limit by up to their leftovers, a lease's
+// size per lease, on top of what the live leases hold. Size the lease by
+// what an instance spends of a key within ttl. A Limiter dropped without Close, as a service.Service drops on
 // Replace the limiters that no rule uses any more, gives nothing back, not
 // even once it is collected: the unspent requests stay taken in Redis until
 // they refill or their window ends, which holds back by at most size per
