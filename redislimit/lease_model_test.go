@@ -20,8 +20,8 @@ import (
 // algorithms' exact bounds: several Limiters on one Redis, each with a lease
 // and a client of its own (as separate processes), share a clock that the
 // test holds still while many goroutines take random n from random keys
-// through random instances, and then steps, by less than the lease's ttl or
-// more, across windows or not. Every admission is attributed to the frozen
+// through random instances (refunding some of what passed at once), and
+// then steps, by less than the lease's ttl or more, across windows or not. Every admission is attributed to the frozen
 // reading it was decided at. Never more passes than the algorithm allows,
 // for every instance together: for the fixed window, at most the limit per
 // key and window; for the token bucket and GCRA, at most burst +
@@ -85,9 +85,18 @@ func TestLeaseModelAcrossInstances(t *testing.T) {
 							if r.IntN(10) == 0 {
 								n = size + 1 + r.IntN(3)
 							}
-							d, err := lims[r.IntN(instances)].TakeContext(t.Context(), key, n)
+							lim := lims[r.IntN(instances)]
+							d, rcpt, err := lim.TakeReceiptContext(t.Context(), key, n)
 							if !assert.NoError(t, err) {
 								return
+							}
+							if d.Allowed && n > 0 && r.IntN(8) == 0 {
+								// given back at once, from a lease or not:
+								// it passed nowhere
+								if !assert.NoError(t, lim.RefundContext(t.Context(), key, rcpt)) {
+									return
+								}
+								continue
 							}
 							if d.Allowed && n > 0 {
 								mu.Lock()
