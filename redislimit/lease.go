@@ -87,20 +87,21 @@ func (l *Limiter) claimLease(key string) bool {
 // rather than leave the caller to release it.
 func (l *Limiter) grantLease(ctx context.Context, key, redisKey string, rep reply, sent int64) (handed bool) {
 	ttl := int64(l.set.leaseTTL / l.unit)
-	expires := after(sent, ttl)
+	expires, full := after(sent, ttl), sent+rep.reset
 	if l.c.Algorithm == hotlimit.FixedWindow {
 		expires = min(expires, after(sent, rep.reset))
 		if l.clock != nil {
 			// rep.now is in the window Redis counted the lease in, read
 			// on the clock the lease expires by: the lease ends with it,
-			// even if the clock stepped back between sent and the
-			// script's reading (Redis then counts in the key's later
-			// window, and rep.reset runs from the earlier reading to that
-			// window's end, past it from sent).
-			expires = min(expires, windowEnd(rep.now, l.window))
+			// and so does the key's count, even if the clock stepped back
+			// between sent and the script's reading (Redis then counts in
+			// the key's later window, and rep.reset runs from the earlier
+			// reading to that window's end, past it from sent).
+			end := windowEnd(rep.now, l.window)
+			expires, full = min(expires, end), min(full, end)
 		}
 	}
-	ls := &lease{at: rep.now, expires: expires, full: sent + rep.reset}
+	ls := &lease{at: rep.now, expires: expires, full: full}
 	ls.left.Store(rep.got)
 	// The give-backs below are the limiter's, not the caller's: they run
 	// even when the caller's context has ended since Redis's answer, which

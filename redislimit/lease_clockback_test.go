@@ -70,3 +70,24 @@ func TestFixedWindowLeaseClockBackBetweenReadings(t *testing.T) {
 	}
 	assert.Equal(t, c.Limit, passed, "window 11 admits exactly its limit: no request of window 10's lease")
 }
+
+// TestFixedWindowLeaseResetAfterClockBack: a request spent from a fixed
+// window's lease reports as ResetAfter the time left in the window Redis
+// counted the lease in, even when the clock stepped back between the
+// leasing call's readings.
+func TestFixedWindowLeaseResetAfterClockBack(t *testing.T) {
+	srv := redistest.Start(t)
+	c := hotlimit.Config{Algorithm: hotlimit.FixedWindow, Limit: 10, Window: time.Second}
+	clock := &steppedClock{}
+	clock.now.Store(int64(10*time.Second + 900*time.Millisecond)) // window 10
+	clocked := hotlimit.WithClock(clock.read)
+	leased := newExact(t, newClient(t, srv), c, clocked, redislimit.WithLease(5, time.Hour), redislimit.WithBatch(0, 0))
+	other := newExact(t, newClient(t, srv), c, clocked)
+
+	require.True(t, take(t, other, "k", 1).Allowed, "the key counts in window 10")
+	clock.stepBackAfter(1, time.Second) // Redis reads 9.9 s: window 10 counts the lease
+	require.True(t, take(t, leased, "k", 1).Allowed, "1 taken, 5 leased, in window 10")
+	d := take(t, leased, "k", 1)
+	require.True(t, d.Allowed, "from the lease")
+	assert.Equal(t, 100*time.Millisecond, d.ResetAfter, "window 10 ends at 11 s")
+}
