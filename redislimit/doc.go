@@ -117,9 +117,13 @@
 // For a hot key, [WithLease] takes a batch of requests from Redis in the same
 // script call that admits one, and spends them in this process without a
 // round trip. A lease never over-admits (every leased request was taken in
-// Redis first); it under-admits by at most the lease size per instance and
-// key (twice that while a new lease's call gives the one it replaces
-// back), and gives what is unspent back when it ends.
+// Redis first); it under-admits by what the leases hold, at most the lease
+// size per instance and key (twice that while a new lease's call gives the
+// one it replaces back), and gives what is unspent back when it ends: a
+// fixed window's while its window lasts, a token bucket's or GCRA's less
+// what the key refilled since Redis took it, so that a bucket whose leases
+// keep ending unspent loses up to a lease's size per lease (see
+// [WithLease]).
 //
 // # Refunds and the service
 //

@@ -25,3 +25,16 @@ func WaitRetired(l *Limiter) { l.retiring.Wait() }
 
 // ClockRange is the largest clock reading, either way, the scripts take.
 const ClockRange = clockRange
+
+// LeaseLeft returns what key's lease in l has left unspent, 0 when it has
+// none (or it is retired).
+func LeaseLeft(l *Limiter, key string) int64 {
+	if l.leases == nil {
+		return 0
+	}
+	ls, ok := l.leases.Load(key)
+	if !ok {
+		return 0
+	}
+	return max(ls.left.Load(), 0)
+}

@@ -53,12 +53,26 @@ func (l *Limiter) spendLease(key string, n int) (hotlimit.Decision, hotlimit.Rec
 	}
 }
 
+// leaseLeft returns what key's lease has left to spend, 0 when it has none,
+// has expired or is retired.
+func (l *Limiter) leaseLeft(key string) int64 {
+	ls, ok := l.leases.Load(key)
+	if !ok || l.localNow() >= ls.expires {
+		return 0
+	}
+	return max(ls.left.Load(), 0)
+}
+
 // claimLease reports whether this call, which key's lease did not cover, is
 // the one to take key's next lease from Redis: one call per key at a time
 // does, and the others that miss meanwhile ask for their own requests only.
 // Were every concurrent miss to lease a batch, an instance would hold up to
 // size per waiting caller out of the other instances' reach, not size. The
-// caller releases the claim, with claims.Delete, once its lease is installed.
+// caller releases the claim, with claims.Delete, once its lease is installed
+// and the one it replaced given back (see grantLease): were a next claim
+// let in while that give-back is under way, a Redis slow to take the
+// give-backs would let the replaced leases pile up, each held out of the
+// other instances' reach, past the twice size that WithLease allows.
 func (l *Limiter) claimLease(key string) bool {
 	_, loaded := l.claims.LoadOrStore(key, struct{}{})
 	return !loaded
@@ -67,13 +81,27 @@ func (l *Limiter) claimLease(key string) bool {
 // grantLease installs the got requests that rep took beyond the request as
 // key's lease, retiring the lease it replaces. sent is localNow before the
 // script ran, so the lease ends no later than ttl after Redis took it, and
-// a fixed window's lease no later than its window.
-func (l *Limiter) grantLease(ctx context.Context, key, redisKey string, rep reply, sent int64) {
+// a fixed window's lease no later than its window. The caller holds key's
+// claim (see claimLease); grantLease reports whether it handed the claim
+// on to the give-back of the replaced lease, which releases it when done,
+// rather than leave the caller to release it.
+func (l *Limiter) grantLease(ctx context.Context, key, redisKey string, rep reply, sent int64) (handed bool) {
 	ttl := int64(l.set.leaseTTL / l.unit)
+	expires, full := after(sent, ttl), sent+rep.reset
 	if l.c.Algorithm == hotlimit.FixedWindow {
-		ttl = min(ttl, rep.reset)
+		expires = min(expires, after(sent, rep.reset))
+		if l.clock != nil {
+			// rep.now is in the window Redis counted the lease in, read
+			// on the clock the lease expires by: the lease ends with it,
+			// and so does the key's count, even if the clock stepped back
+			// between sent and the script's reading (Redis then counts in
+			// the key's later window, and rep.reset runs from the earlier
+			// reading to that window's end, past it from sent).
+			end := windowEnd(rep.now, l.window)
+			expires, full = min(expires, end), min(full, end)
+		}
 	}
-	ls := &lease{at: rep.now, expires: after(sent, ttl), full: sent + rep.reset}
+	ls := &lease{at: rep.now, expires: expires, full: full}
 	ls.left.Store(rep.got)
 	// The give-backs below are the limiter's, not the caller's: they run
 	// even when the caller's context has ended since Redis's answer, which
@@ -82,7 +110,7 @@ func (l *Limiter) grantLease(ctx context.Context, key, redisKey string, rep repl
 	// bounds them.
 	ctx = context.WithoutCancel(ctx)
 	if prev, loaded := l.leases.LoadAndStore(key, ls); loaded {
-		l.retireLater(ctx, redisKey, prev)
+		handed = l.retireLater(ctx, key, redisKey, prev)
 	}
 	// A Close under way may have ranged over the leases before ls was
 	// stored. It sets closed before it ranges, and ls is stored before
@@ -93,29 +121,34 @@ func (l *Limiter) grantLease(ctx context.Context, key, redisKey string, rep repl
 		l.unmap(key, ls)
 		_ = l.retireTo(ctx, redisKey, ls)
 	}
+	return handed
 }
 
 // retireLater gives back the unspent requests of ls, a lease replaced in
 // the map, on a goroutine of its own: the caller whose take replaced it
 // has its decision, and must not wait past its context's deadline for a
 // give-back that is the limiter's. Close waits for these goroutines; once
-// it has begun, ls is given back at once, on the caller's goroutine.
-func (l *Limiter) retireLater(ctx context.Context, redisKey string, ls *lease) {
+// it has begun, ls is given back at once, on the caller's goroutine. It
+// reports whether the goroutine took over key's claim, which it releases
+// once the give-back is done (the timeout of WithTimeout bounds it).
+func (l *Limiter) retireLater(ctx context.Context, key, redisKey string, ls *lease) bool {
 	if ls.left.Load() <= 0 {
-		return // spent or retired: left never grows, nothing to give back
+		return false // spent or retired: left never grows, nothing to give back
 	}
 	l.retireMu.Lock()
 	if l.retireStopped {
 		l.retireMu.Unlock()
 		_ = l.retireTo(ctx, redisKey, ls)
-		return
+		return false
 	}
 	l.retiring.Add(1) // under retireMu, so never once Close waits
 	l.retireMu.Unlock()
 	go func() {
 		defer l.retiring.Done()
+		defer l.claims.Delete(key)
 		_ = l.retireTo(ctx, redisKey, ls)
 	}()
+	return true
 }
 
 // retire gives the unspent requests of ls, key's lease that is no longer
@@ -138,4 +171,14 @@ func (l *Limiter) unmap(key string, ls *lease) {
 	l.leases.Compute(key, func(cur *lease, loaded bool) (*lease, bool) {
 		return cur, loaded && cur == ls
 	})
+}
+
+// windowEnd returns the end of the fixed window of length window, aligned
+// on the clock's origin, that holds tick t.
+func windowEnd(t, window int64) int64 {
+	i := t / window
+	if t%window < 0 {
+		i--
+	}
+	return (i + 1) * window
 }

@@ -137,3 +137,48 @@ func TestFixedWindowLeaseEndsWithItsWindow(t *testing.T) {
 	redislimit.WaitRetired(leased)
 	assert.Zero(t, take(t, other, "k", 0).Remaining, "the old lease's leftovers count in no window")
 }
+
+// TestLeaseReplacementsDoNotPileUp: while the give-back of a replaced
+// lease is under way, the instance takes no further lease for the key, so
+// that it holds at most twice the lease size out of the other instances'
+// reach, as WithLease says, however slow Redis is to take the give-back:
+// the calls that the live lease does not cover meanwhile take their own
+// requests only.
+func TestLeaseReplacementsDoNotPileUp(t *testing.T) {
+	srv := redistest.Start(t)
+	const size = 10
+	c := hotlimit.Config{Algorithm: hotlimit.FixedWindow, Limit: 100, Window: time.Hour}
+	var now atomic.Int64
+	now.Store(int64(time.Hour))
+	clocked := hotlimit.WithClock(now.Load)
+	client := newClient(t, srv)
+	leased := newExact(t, client, c, clocked, redislimit.WithLease(size, time.Hour), redislimit.WithBatch(0, 0))
+	other := newExact(t, newClient(t, srv), c, clocked)
+	h := &holdGiveBack{held: make(chan struct{}), release: make(chan struct{})}
+	client.AddHook(h)
+	released := false
+	release := func() {
+		if !released {
+			released = true
+			close(h.release)
+		}
+	}
+	t.Cleanup(release)
+
+	admitted := 0
+	require.True(t, take(t, leased, "k", 1).Allowed, "1 taken, a lease of 10")
+	admitted++
+	for i := range 3 {
+		// more than the lease holds: Redis decides, and may lease anew,
+		// replacing the lease whose give-back Redis holds
+		require.True(t, take(t, leased, "k", size+1).Allowed, "take %d of %d", i, size+1)
+		admitted += size + 1
+	}
+	await(t, h.held, "a replaced lease's give-back")
+	assert.GreaterOrEqual(t, take(t, other, "k", 0).Remaining, c.Limit-admitted-2*size,
+		"the instance holds at most twice the lease size beyond what passed")
+	release()
+	redislimit.WaitRetired(leased)
+	assert.Equal(t, c.Limit-admitted-int(redislimit.LeaseLeft(leased, "k")), take(t, other, "k", 0).Remaining,
+		"once the give-back is done, Redis counts what passed and the live lease")
+}

@@ -305,7 +305,9 @@ func (l *Limiter) Take(key string, n int) hotlimit.Decision {
 // failure policy. Its Decision fields mean what they mean in memory; with a
 // lease, a request spent from it reports as Remaining what the lease has
 // left, and as ResetAfter the key's as Redis reported it when it granted
-// the lease, less the time since.
+// the lease, less the time since; the call that granted the lease, and a
+// report (n = 0) while it is live, report what Redis has left plus what
+// the lease has.
 func (l *Limiter) TakeContext(ctx context.Context, key string, n int) (hotlimit.Decision, error) {
 	d, _, err := l.take(ctx, key, n)
 	return d, err
@@ -373,10 +375,16 @@ func (l *Limiter) take(ctx context.Context, key string, n int) (hotlimit.Decisio
 		return l.fail(key, n, ErrBreakerOpen)
 	}
 	extra := int64(0)
+	claimed := false
 	if l.leases != nil && n > 0 && !l.closed.Load() && l.claimLease(key) {
-		defer l.claims.Delete(key) // once the lease is installed
+		claimed = true
 		extra = int64(l.set.leaseSize)
 	}
+	defer func() {
+		if claimed { // once the lease is installed, unless a give-back holds it on
+			l.claims.Delete(key)
+		}
+	}()
 	sent := l.localNow()
 	rep, err := l.run(ctx, k, int64(n), extra, 0, 0, probe)
 	d, r, err := l.settle(ctx, b, key, n, rep, err)
@@ -384,8 +392,11 @@ func (l *Limiter) take(ctx context.Context, key string, n int) (hotlimit.Decisio
 		return d, r, err
 	}
 	if rep.got > 0 {
-		l.grantLease(ctx, key, k, rep, sent)
+		claimed = !l.grantLease(ctx, key, k, rep, sent)
 		d.Remaining += int(rep.got)
+	}
+	if n == 0 && l.leases != nil {
+		d.Remaining += int(l.leaseLeft(key))
 	}
 	return d, r, nil
 }

@@ -27,7 +27,8 @@ const (
 	// know nothing of the key: Remaining and ResetAfter are 0.
 	FailOpen
 	// FailClosed denies every request (n = 0 still reports): the limit over
-	// availability. A denial's RetryAfter is when Redis is asked again: the
+	// availability. A live lease ([WithLease]) still spends, under every
+	// policy, the requests Redis took for it before it went down. A denial's RetryAfter is when Redis is asked again: the
 	// breaker's cooldown, or without a breaker the timeout
 	// ([DefaultTimeout] when there is none), never zero.
 	FailClosed
@@ -205,12 +206,18 @@ func WithHook(hook func(Event)) hotlimit.Option {
 // the others, so at any time the key's admission falls short of the global
 // limit by at most size × instances (twice that while a key's new lease,
 // granted, gives back the one it replaces: a round trip off the caller's
-// path). A lease ends when it is spent, after
+// path, during which the instance takes no further lease for the key). A lease ends when it is spent, after
 // ttl, at the end of a fixed window, or on [Limiter.Close]; its unspent
 // requests then go back to Redis (for the token bucket and GCRA less what
 // has refilled since they were taken, for the fixed window while its window
 // lasts) by Close, by [Limiter.Sweep], or when the key's next lease
-// replaces it. A Limiter dropped without Close, as a service.Service drops on
+// replaces it. The buckets' refill is deducted because Redis cannot tell
+// whether the key would have filled up meanwhile, capping them: a lease
+// that ends unspent as long after it was taken as the key takes to refill
+// its leftovers gives back nothing, so a key whose leases keep ending
+// unspent falls short of its limit by up to their leftovers, a lease's
+// size per lease, on top of what the live leases hold. Size the lease by
+// what an instance spends of a key within ttl. A Limiter dropped without Close, as a service.Service drops on
 // Replace the limiters that no rule uses any more, gives nothing back, not
 // even once it is collected: the unspent requests stay taken in Redis until
 // they refill or their window ends, which holds back by at most size per

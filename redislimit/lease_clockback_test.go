@@ -1,0 +1,93 @@
+package redislimit_test
+
+import (
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/hotlimit/hotlimit"
+	"github.com/hotlimit/hotlimit/redislimit"
+	"github.com/hotlimit/hotlimit/redislimit/internal/redistest"
+)
+
+// steppedClock is a clock that reads now, except that back, when set,
+// is subtracted from the reading after the next one: a clock that steps
+// back between two readings of one call.
+type steppedClock struct {
+	now   atomic.Int64
+	back  atomic.Int64
+	reads atomic.Int64 // readings left before the step back, when back is set
+}
+
+func (c *steppedClock) read() int64 {
+	if c.back.Load() != 0 && c.reads.Add(-1) == -1 {
+		return c.now.Load() - c.back.Swap(0)
+	}
+	return c.now.Load()
+}
+
+// stepBackAfter makes the clock read d behind after k more readings, once.
+func (c *steppedClock) stepBackAfter(k int64, d time.Duration) {
+	c.reads.Store(k)
+	c.back.Store(int64(d))
+}
+
+// TestFixedWindowLeaseClockBackBetweenReadings: a fixed window's lease ends
+// with the window Redis counted it in, even when the clock steps back
+// between the leasing call's readings (the one its expiry counts from, and
+// the one sent to Redis), into the window before the key's: Redis counts
+// the request and the lease in the key's window, so the lease must not be
+// spent in the next one, where the instances admit exactly the limit.
+func TestFixedWindowLeaseClockBackBetweenReadings(t *testing.T) {
+	srv := redistest.Start(t)
+	c := hotlimit.Config{Algorithm: hotlimit.FixedWindow, Limit: 10, Window: time.Second}
+	clock := &steppedClock{}
+	clock.now.Store(int64(10*time.Second + 900*time.Millisecond)) // window 10
+	clocked := hotlimit.WithClock(clock.read)
+	leased := newExact(t, newClient(t, srv), c, clocked, redislimit.WithLease(5, time.Hour), redislimit.WithBatch(0, 0))
+	other := newExact(t, newClient(t, srv), c, clocked)
+
+	require.True(t, take(t, other, "k", 1).Allowed, "the key counts in window 10")
+	// The leasing call reads 10.9 s for its expiry, then 9.9 s for Redis:
+	// window 9, behind the key's, so Redis counts it in window 10.
+	clock.stepBackAfter(1, time.Second)
+	require.True(t, take(t, leased, "k", 1).Allowed, "1 taken, 5 leased, in window 10")
+	require.Zero(t, clock.back.Load(), "the clock stepped back within the call")
+	assert.Equal(t, c.Limit-7, take(t, other, "k", 0).Remaining, "window 10 counts the request and the lease")
+
+	clock.now.Store(int64(11*time.Second + 500*time.Millisecond)) // window 11
+	passed := 0
+	for range 2 * c.Limit {
+		if take(t, leased, "k", 1).Allowed {
+			passed++
+		}
+		if take(t, other, "k", 1).Allowed {
+			passed++
+		}
+	}
+	assert.Equal(t, c.Limit, passed, "window 11 admits exactly its limit: no request of window 10's lease")
+}
+
+// TestFixedWindowLeaseResetAfterClockBack: a request spent from a fixed
+// window's lease reports as ResetAfter the time left in the window Redis
+// counted the lease in, even when the clock stepped back between the
+// leasing call's readings.
+func TestFixedWindowLeaseResetAfterClockBack(t *testing.T) {
+	srv := redistest.Start(t)
+	c := hotlimit.Config{Algorithm: hotlimit.FixedWindow, Limit: 10, Window: time.Second}
+	clock := &steppedClock{}
+	clock.now.Store(int64(10*time.Second + 900*time.Millisecond)) // window 10
+	clocked := hotlimit.WithClock(clock.read)
+	leased := newExact(t, newClient(t, srv), c, clocked, redislimit.WithLease(5, time.Hour), redislimit.WithBatch(0, 0))
+	other := newExact(t, newClient(t, srv), c, clocked)
+
+	require.True(t, take(t, other, "k", 1).Allowed, "the key counts in window 10")
+	clock.stepBackAfter(1, time.Second) // Redis reads 9.9 s: window 10 counts the lease
+	require.True(t, take(t, leased, "k", 1).Allowed, "1 taken, 5 leased, in window 10")
+	d := take(t, leased, "k", 1)
+	require.True(t, d.Allowed, "from the lease")
+	assert.Equal(t, 100*time.Millisecond, d.ResetAfter, "window 10 ends at 11 s")
+}

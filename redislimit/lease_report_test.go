@@ -1,0 +1,89 @@
+package redislimit_test
+
+import (
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/hotlimit/hotlimit"
+	"github.com/hotlimit/hotlimit/redislimit"
+	"github.com/hotlimit/hotlimit/redislimit/internal/redistest"
+)
+
+// TestLeaseReportCountsTheLease: Take(key, 0) on an instance that holds a
+// live lease of key reports as Remaining what Redis has left plus what the
+// lease has left, as the call that granted the lease did: what this
+// instance can still admit, so that a report of 0 is never followed by a
+// request that passes. Once the lease has expired, Redis's alone.
+func TestLeaseReportCountsTheLease(t *testing.T) {
+	srv := redistest.Start(t)
+	const size = 5
+	for _, a := range leasing {
+		t.Run(a.String(), func(t *testing.T) {
+			c := hotlimit.Config{Algorithm: a, Limit: 10, Window: time.Hour}
+			var now atomic.Int64
+			now.Store(int64(time.Hour))
+			clocked := hotlimit.WithClock(now.Load)
+			prefix := redislimit.WithPrefix(a.String() + ":")
+			const ttl = time.Second
+			leased := newExact(t, newClient(t, srv), c, clocked, prefix, redislimit.WithLease(size, ttl))
+			other := newExact(t, newClient(t, srv), c, clocked, prefix)
+
+			d := take(t, leased, "k", 1)
+			require.True(t, d.Allowed)
+			require.Equal(t, c.Limit-1, d.Remaining, "the granting call: Redis's 4 and the lease's 5")
+			for range c.Limit - 1 - size {
+				require.True(t, take(t, other, "k", 1).Allowed)
+			}
+			require.Zero(t, take(t, other, "k", 0).Remaining, "Redis has nothing left")
+			assert.Equal(t, size, take(t, leased, "k", 0).Remaining, "the leasing instance can admit its lease")
+			assert.True(t, take(t, leased, "k", 1).Allowed, "and does")
+			assert.Equal(t, size-1, take(t, leased, "k", 0).Remaining)
+			now.Add(int64(ttl)) // the lease expires
+			assert.Equal(t, take(t, other, "k", 0).Remaining, take(t, leased, "k", 0).Remaining,
+				"an expired lease is not reported")
+		})
+	}
+}
+
+// TestLeaseSpendRefund: a request spent from a lease was taken in Redis
+// when the lease was granted; its receipt names that time, and a Refund
+// gives it back to Redis, not to the lease, once: after it, the instances
+// together admit exactly the limit, less the one request that passed.
+func TestLeaseSpendRefund(t *testing.T) {
+	srv := redistest.Start(t)
+	const size = 5
+	for _, a := range leasing {
+		t.Run(a.String(), func(t *testing.T) {
+			c := hotlimit.Config{Algorithm: a, Limit: 10, Window: time.Hour}
+			var now atomic.Int64
+			now.Store(int64(time.Hour))
+			clocked := hotlimit.WithClock(now.Load)
+			prefix := redislimit.WithPrefix("refund" + a.String() + ":")
+			leased := newExact(t, newClient(t, srv), c, clocked, prefix, redislimit.WithLease(size, time.Hour))
+			other := newExact(t, newClient(t, srv), c, clocked, prefix)
+
+			d, granted := leased.TakeReceipt("k", 1)
+			require.True(t, d.Allowed, "1 taken, 5 leased")
+			d, r := leased.TakeReceipt("k", 1)
+			require.True(t, d.Allowed, "from the lease")
+			assert.Equal(t, hotlimit.Receipt{N: 1, At: granted.At}, r, "taken in Redis with the lease")
+			leased.Refund("k", r)
+			assert.Equal(t, c.Limit-size, take(t, other, "k", 0).Remaining, "back in Redis: it counts the first request and the lease")
+			assert.EqualValues(t, size-1, redislimit.LeaseLeft(leased, "k"), "not in the lease")
+			passed := 1
+			for range 2 * c.Limit {
+				if take(t, leased, "k", 1).Allowed {
+					passed++
+				}
+				if take(t, other, "k", 1).Allowed {
+					passed++
+				}
+			}
+			assert.Equal(t, c.Limit, passed, "the limit, counting the refunded request once")
+		})
+	}
+}
