@@ -79,7 +79,6 @@ package hotlimitotel
 import (
 	"context"
 	"errors"
-	"math"
 	"reflect"
 	"strings"
 	"sync"
@@ -90,6 +89,7 @@ import (
 	"go.opentelemetry.io/otel/metric"
 
 	"github.com/hotlimit/hotlimit"
+	"github.com/hotlimit/hotlimit/internal/satcount"
 )
 
 const outcomes = int(hotlimit.OutcomeShadowDenied) + 1
@@ -112,54 +112,8 @@ const (
 // Outcome for those that name none), with the attributes each is reported
 // under, built once per rule.
 type ruleCounters struct {
-	decisions, requests [outcomes]count
+	decisions, requests [outcomes]satcount.Count
 	attrs               [outcomes][]metric.ObserveOption
-}
-
-// count is a counter that stops at math.MaxInt64 rather than wrap around,
-// so that it never goes down: a decision may be on as many as math.MaxInt
-// requests, which two such decisions would overflow.
-type count struct{ n atomic.Int64 }
-
-// smallAdd is the most that add adds with one atomic add: a count below
-// 2^63 reaches a negative value only by wrapping past math.MaxInt64, and
-// from there needs 2^63 more to wrap back, 2^31 decisions of smallAdd each.
-const smallAdd = 1 << 32
-
-// add adds n > 0 to c.
-func (c *count) add(n int) {
-	if int64(n) <= smallAdd {
-		// A wrap past math.MaxInt64 leaves a negative value, which load
-		// reads as math.MaxInt64.
-		c.n.Add(int64(n))
-		return
-	}
-	// Invariant: c never decreases as load reads it. A negative c (already
-	// past math.MaxInt64, read as it) stays as it is; else c becomes c+n,
-	// or math.MaxInt64 when that overflows. A concurrent add of either
-	// kind between the Load and the CompareAndSwap changes c, so the swap
-	// fails and the loop reads again: no add is lost, and none is undone.
-	for {
-		old := c.n.Load()
-		if old < 0 {
-			return
-		}
-		next := old + int64(n)
-		if next < old {
-			next = math.MaxInt64
-		}
-		if c.n.CompareAndSwap(old, next) {
-			return
-		}
-	}
-}
-
-// load returns c: math.MaxInt64 once it has gone past it.
-func (c *count) load() int64 {
-	if v := c.n.Load(); v >= 0 {
-		return v
-	}
-	return math.MaxInt64
 }
 
 // fallbackKey names the attribute set of a fallback.
@@ -293,9 +247,9 @@ func (m *Metrics) Observe(e hotlimit.Event) {
 	if o >= outcomes {
 		o = 0
 	}
-	rc.decisions[o].add(1)
+	rc.decisions[o].Add(1)
 	if e.N > 0 {
-		rc.requests[o].add(e.N)
+		rc.requests[o].Add(e.N)
 	}
 }
 
@@ -387,7 +341,7 @@ func (m *Metrics) Close() error {
 func (m *meterCounts) observe(_ context.Context, o metric.Observer) error {
 	m.rules.Range(func(_ string, rc *ruleCounters) bool {
 		for i := range outcomes {
-			d, r := rc.decisions[i].load(), rc.requests[i].load()
+			d, r := rc.decisions[i].Load(), rc.requests[i].Load()
 			if i == 0 && d == 0 {
 				continue
 			}

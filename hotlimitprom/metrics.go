@@ -51,16 +51,15 @@
 package hotlimitprom
 
 import (
-	"math"
 	"strings"
 	"sync"
-	"sync/atomic"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/puzpuzpuz/xsync/v3"
 
 	"github.com/hotlimit/hotlimit"
+	"github.com/hotlimit/hotlimit/internal/satcount"
 )
 
 // outcomes is the number of hotlimit.Outcome values, the zero one included.
@@ -72,53 +71,7 @@ const outcomes = int(hotlimit.OutcomeShadowDenied) + 1
 type ruleCounters struct {
 	label               string
 	created             time.Time
-	decisions, requests [outcomes]count
-}
-
-// count is a counter that stops at math.MaxInt64 rather than wrap around,
-// so that it never goes down: a decision may be on as many as math.MaxInt
-// requests, which two such decisions would overflow.
-type count struct{ n atomic.Int64 }
-
-// smallAdd is the most that add adds with one atomic add: a count below
-// 2^63 reaches a negative value only by wrapping past math.MaxInt64, and
-// from there needs 2^63 more to wrap back, 2^31 decisions of smallAdd each.
-const smallAdd = 1 << 32
-
-// add adds n > 0 to c.
-func (c *count) add(n int) {
-	if int64(n) <= smallAdd {
-		// A wrap past math.MaxInt64 leaves a negative value, which load
-		// reads as math.MaxInt64.
-		c.n.Add(int64(n))
-		return
-	}
-	// Invariant: c never decreases as load reads it. A negative c (already
-	// past math.MaxInt64, read as it) stays as it is; else c becomes c+n,
-	// or math.MaxInt64 when that overflows. A concurrent add of either
-	// kind between the Load and the CompareAndSwap changes c, so the swap
-	// fails and the loop reads again: no add is lost, and none is undone.
-	for {
-		old := c.n.Load()
-		if old < 0 {
-			return
-		}
-		next := old + int64(n)
-		if next < old {
-			next = math.MaxInt64
-		}
-		if c.n.CompareAndSwap(old, next) {
-			return
-		}
-	}
-}
-
-// load returns c: math.MaxInt64 once it has gone past it.
-func (c *count) load() int64 {
-	if v := c.n.Load(); v >= 0 {
-		return v
-	}
-	return math.MaxInt64
+	decisions, requests [outcomes]satcount.Count
 }
 
 // Metrics counts decisions and fallbacks; see the package documentation. It
@@ -193,9 +146,9 @@ func (m *Metrics) Observe(e hotlimit.Event) {
 	if o >= outcomes {
 		o = 0
 	}
-	rc.decisions[o].add(1)
+	rc.decisions[o].Add(1)
 	if e.N > 0 {
-		rc.requests[o].add(e.N)
+		rc.requests[o].Add(e.N)
 	}
 }
 
@@ -249,11 +202,11 @@ func (m *Metrics) Describe(ch chan<- *prometheus.Desc) {
 func (m *Metrics) Collect(ch chan<- prometheus.Metric) {
 	m.labels.Range(func(_ string, rc *ruleCounters) bool {
 		for o := range outcomes {
-			d := rc.decisions[o].load()
+			d := rc.decisions[o].Load()
 			if o == 0 && d == 0 {
 				continue
 			}
-			name, r := hotlimit.Outcome(o).String(), rc.requests[o].load()
+			name, r := hotlimit.Outcome(o).String(), rc.requests[o].Load()
 			ch <- prometheus.MustNewConstMetricWithCreatedTimestamp(m.decisionsDesc, prometheus.CounterValue, float64(d), rc.created, rc.label, name)
 			ch <- prometheus.MustNewConstMetricWithCreatedTimestamp(m.requestsDesc, prometheus.CounterValue, float64(r), rc.created, rc.label, name)
 		}
