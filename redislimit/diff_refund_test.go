@@ -3,7 +3,6 @@ package redislimit_test
 import (
 	"context"
 	"fmt"
-	"math/big"
 	"math/rand/v2"
 	"strings"
 	"sync/atomic"
@@ -14,7 +13,6 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/hotlimit/hotlimit"
-	"github.com/hotlimit/hotlimit/internal/models"
 	"github.com/hotlimit/hotlimit/redislimit"
 	"github.com/hotlimit/hotlimit/redislimit/internal/redistest"
 )
@@ -53,10 +51,9 @@ var refundConfigs = func() []hotlimit.Config {
 
 // TestDifferentialRefunds replays random sequences of Take(key, n), n in
 // [-1, burst+1] (and the burst's size at the largest limits), of refunds of
-// earlier receipts (each once, some at once, some later; for GCRA and the
-// sliding counter, whose models refund, and the fixed window and token
-// bucket, whose refunding models are fixedWindowRefunds and
-// tokenBucketRefunds) and of clock steps (zero, small,
+// earlier receipts (each once, some at once, some later; for the
+// algorithms whose models refund: all but the sliding log, which
+// TestSlidingLogRefundDifferential covers) and of clock steps (zero, small,
 // whole windows, many windows, and back, some far back) against the
 // sequential model: every Decision must be the model's, field by field, and
 // so must a report (n = 0) after each refund.
@@ -76,12 +73,6 @@ func TestDifferentialRefunds(t *testing.T) {
 			for seq := range seqs {
 				r := rand.New(rand.NewPCG(uint64(ci)+100, uint64(seq)))
 				m := newModel(c)
-				switch c.Algorithm {
-				case hotlimit.FixedWindow:
-					m = &fixedWindowRefunds{limit: int64(c.Limit), window: int64(c.Window), keys: map[string]fixedWindowKey{}}
-				case hotlimit.TokenBucket:
-					m = newTokenBucketRefunds(c.Limit, burst, c.Window)
-				}
 				refunder, refunds := m.(refundModel)
 				lo, hi := int64(-1<<51), int64(1<<51)
 				if c.Algorithm.HasBurst() {
@@ -168,163 +159,4 @@ func TestDifferentialRefunds(t *testing.T) {
 			}
 		})
 	}
-}
-
-// fixedWindowRefunds is models.FixedWindow with the fixed window's refunds
-// (see hotlimit.Refunder): a refund lowers the count of the receipt's
-// window, not below zero, while that window is the key's and has not ended;
-// a key whose count is zero is fresh, as a key not held is.
-type fixedWindowRefunds struct {
-	limit, window int64
-	keys          map[string]fixedWindowKey
-}
-
-type fixedWindowKey struct{ index, count int64 }
-
-// Take is models.FixedWindow's Take.
-func (m *fixedWindowRefunds) Take(key string, n int, now int64) hotlimit.Decision {
-	idx := models.FloorDiv(now, m.window)
-	st, ok := m.keys[key]
-	if !ok || idx > st.index {
-		st = fixedWindowKey{index: idx}
-	}
-	end := time.Duration((st.index+1)*m.window - now)
-	d := hotlimit.Decision{Limit: int(m.limit)}
-	switch {
-	case n == 0:
-		d.Allowed = true
-	case n < 0 || int64(n) > m.limit:
-		d.RetryAfter = hotlimit.Never
-	case st.count+int64(n) <= m.limit:
-		st.count += int64(n)
-		m.keys[key] = st
-		d.Allowed = true
-	default:
-		d.RetryAfter = end
-	}
-	d.Remaining = int(m.limit - st.count)
-	if st.count > 0 {
-		d.ResetAfter = end
-	}
-	return d
-}
-
-// Refund is the fixed window's Refund(key, r) at now.
-func (m *fixedWindowRefunds) Refund(key string, r hotlimit.Receipt, now int64) {
-	st, ok := m.keys[key]
-	at := models.FloorDiv(r.At, m.window)
-	if r.N < 1 || !ok || at != st.index || models.FloorDiv(now, m.window) > at {
-		return
-	}
-	st.count -= min(int64(r.N), st.count)
-	if st.count == 0 {
-		delete(m.keys, key)
-		return
-	}
-	m.keys[key] = st
-}
-
-// tokenBucketRefunds is models.TokenBucket (epoch 0) with the token bucket's
-// refunds (see hotlimit.Refunder): a refund gives back the receipt's tokens
-// less what refilled since its At, never above the burst.
-type tokenBucketRefunds struct {
-	burst     int64
-	cap, rate *big.Rat
-	keys      map[string]*tokenBucketKey
-	limit     int
-}
-
-type tokenBucketKey struct {
-	tokens *big.Rat
-	last   int64
-}
-
-func newTokenBucketRefunds(limit, burst int, window time.Duration) *tokenBucketRefunds {
-	return &tokenBucketRefunds{
-		burst: int64(burst), limit: limit,
-		cap:  new(big.Rat).SetInt64(int64(burst)),
-		rate: big.NewRat(int64(limit), int64(window)),
-		keys: map[string]*tokenBucketKey{},
-	}
-}
-
-// tokens returns key's tokens at t, as a new Rat: a clock behind the key's
-// last time refills nothing.
-func (m *tokenBucketRefunds) tokens(key string, t int64) *big.Rat {
-	k, ok := m.keys[key]
-	if !ok {
-		return new(big.Rat).Set(m.cap)
-	}
-	x := new(big.Rat).Set(k.tokens)
-	if t > k.last {
-		x.Add(x, new(big.Rat).Mul(m.rate, new(big.Rat).SetInt64(t-k.last)))
-		if x.Cmp(m.cap) > 0 {
-			x.Set(m.cap)
-		}
-	}
-	return x
-}
-
-// set stores x tokens for key at t.
-func (m *tokenBucketRefunds) set(key string, x *big.Rat, t int64) {
-	if k, ok := m.keys[key]; ok {
-		k.tokens, k.last = x, max(k.last, t)
-		return
-	}
-	m.keys[key] = &tokenBucketKey{tokens: x, last: t}
-}
-
-// wait returns the least whole nanoseconds until key holds want at now.
-func (m *tokenBucketRefunds) wait(key string, now int64, want *big.Rat) time.Duration {
-	x := m.tokens(key, now)
-	if x.Cmp(want) >= 0 {
-		return 0
-	}
-	d := int64(0)
-	if k, ok := m.keys[key]; ok && k.last > now {
-		d = k.last - now
-	}
-	q := new(big.Rat).Sub(want, x)
-	q.Quo(q, m.rate)
-	return time.Duration(d + models.CeilRat(q))
-}
-
-// Take is models.TokenBucket's Take.
-func (m *tokenBucketRefunds) Take(key string, n int, now int64) hotlimit.Decision {
-	d := hotlimit.Decision{Limit: m.limit}
-	want := new(big.Rat).SetInt64(int64(n))
-	switch x := m.tokens(key, now); {
-	case n < 0 || int64(n) > m.burst:
-		d.RetryAfter = hotlimit.Never
-	case n == 0:
-		d.Allowed = true
-	case x.Cmp(want) >= 0:
-		m.set(key, x.Sub(x, want), now)
-		d.Allowed = true
-	default:
-		d.RetryAfter = m.wait(key, now, want)
-	}
-	d.Remaining = int(models.FloorRat(m.tokens(key, now)))
-	d.ResetAfter = m.wait(key, now, m.cap)
-	return d
-}
-
-// Refund is the token bucket's Refund(key, r) at now.
-func (m *tokenBucketRefunds) Refund(key string, r hotlimit.Receipt, now int64) {
-	if _, ok := m.keys[key]; !ok || r.N < 1 {
-		return
-	}
-	give := new(big.Rat).SetInt64(min(int64(r.N), m.burst))
-	if now > r.At {
-		give.Sub(give, new(big.Rat).Mul(m.rate, new(big.Rat).SetInt64(now-r.At)))
-	}
-	if give.Sign() <= 0 {
-		return
-	}
-	x := m.tokens(key, now)
-	x.Add(x, give)
-	if x.Cmp(m.cap) > 0 {
-		x.Set(m.cap)
-	}
-	m.set(key, x, now)
 }

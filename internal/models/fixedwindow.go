@@ -53,6 +53,24 @@ func (m *FixedWindow) Take(key string, n int, now int64) hotlimit.Decision {
 	return d
 }
 
+// Refund is Refund(key, r) at now (see hotlimit.Refunder): it lowers the
+// count of r.At's window by r.N, not below zero, while that window is the
+// key's and has not ended at now; a count that reaches zero leaves the key
+// fresh, as one not held.
+func (m *FixedWindow) Refund(key string, r hotlimit.Receipt, now int64) {
+	st, ok := m.keys[key]
+	at := FloorDiv(r.At, m.window)
+	if r.N < 1 || !ok || at != st.index || FloorDiv(now, m.window) > at {
+		return
+	}
+	st.count -= min(int64(r.N), st.count)
+	if st.count == 0 {
+		delete(m.keys, key)
+		return
+	}
+	m.keys[key] = st
+}
+
 // Sweep forgets every key whose window is older than now's, as
 // fixedwindow.Limiter.Sweep does, and returns how many it forgot.
 func (m *FixedWindow) Sweep(now int64) int {

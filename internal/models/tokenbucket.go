@@ -127,6 +127,32 @@ func (m *TokenBucket) Take(key string, n int, now int64) hotlimit.Decision {
 	return d
 }
 
+// Refund is Refund(key, r) at the clock reading now (see
+// hotlimit.Refunder): a key the model holds gets back r.N tokens (at most
+// Burst) less what refilled from r.At to now, never above Cap; a key it does
+// not hold, or a receipt of nothing, is left as it is.
+func (m *TokenBucket) Refund(key string, r hotlimit.Receipt, now int64) {
+	k, ok := m.keys[key]
+	if !ok || r.N < 1 {
+		return
+	}
+	t, _ := m.At(now)
+	at, _ := m.At(r.At)
+	give := new(big.Rat).SetInt64(min(int64(r.N), m.Burst))
+	if t > at {
+		give.Sub(give, new(big.Rat).Mul(m.Rate, new(big.Rat).SetInt64(t-at)))
+	}
+	if give.Sign() <= 0 {
+		return
+	}
+	x := m.Tokens(key, t)
+	x.Add(x, give)
+	if x.Cmp(m.Cap) > 0 {
+		x.Set(m.Cap)
+	}
+	k.tokens, k.last = x, max(k.last, t)
+}
+
 // Keys iterates over the keys the model holds; the loop may Forget them.
 func (m *TokenBucket) Keys() iter.Seq[string] { return maps.Keys(m.keys) }
 
