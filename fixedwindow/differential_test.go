@@ -27,6 +27,13 @@ type diffRun struct {
 	limit  int
 	window int64
 	keys   []string
+	// held are receipts of admitted takes not yet refunded.
+	held []heldReceipt
+}
+
+type heldReceipt struct {
+	key string
+	r   hotlimit.Receipt
 }
 
 func newDiffRun(t *testing.T, rng *rand.Rand) *diffRun {
@@ -94,12 +101,33 @@ func (r *diffRun) call(t *testing.T, seq, step int) bool {
 	}
 	n := r.rng.IntN(r.limit+3) - 1
 	want := r.model.Take(key, n, now)
-	return assert.Equal(t, want, r.lim.Take(key, n), "seq %d step %d: Take(%q, %d) at %d", seq, step, key, n, now)
+	got, rc := r.lim.TakeReceipt(key, n)
+	if rc.N > 0 {
+		r.held = append(r.held, heldReceipt{key, rc})
+	}
+	return assert.Equal(t, want, got, "seq %d step %d: Take(%q, %d) at %d", seq, step, key, n, now)
+}
+
+// refund gives back a random held receipt (when there is one) on both, then
+// compares a report of its key, and reports whether they agree.
+func (r *diffRun) refund(t *testing.T, seq, step int) bool {
+	if len(r.held) == 0 {
+		return true
+	}
+	i := r.rng.IntN(len(r.held))
+	h := r.held[i]
+	r.held = append(r.held[:i], r.held[i+1:]...)
+	now := r.now.Load()
+	r.lim.Refund(h.key, h.r)
+	r.model.Refund(h.key, h.r, now)
+	return assert.Equal(t, r.model.Take(h.key, 0, now), r.lim.Take(h.key, 0),
+		"seq %d step %d: report after Refund(%q, %+v) at %d", seq, step, h.key, h.r, now)
 }
 
 // TestDifferential plays random sequences of clock steps (backwards ones
-// included), calls and sweeps against the sequential model: every Decision,
-// every Sweep count and every Len must agree.
+// included), calls, refunds of earlier takes and sweeps against the
+// sequential model: every Decision, every report after a refund, every
+// Sweep count and every Len must agree.
 func TestDifferential(t *testing.T) {
 	seqs := 4000
 	if testing.Short() {
@@ -116,6 +144,12 @@ func TestDifferential(t *testing.T) {
 					return
 				}
 				if !assert.Equal(t, r.model.Len(), r.lim.Len(), "seq %d step %d: Len", seq, step) {
+					return
+				}
+				continue
+			}
+			if rng.IntN(6) == 0 {
+				if !r.refund(t, seq, step) {
 					return
 				}
 				continue

@@ -74,6 +74,9 @@ func (l *Limiter) Refund(key string, r hotlimit.Receipt) {
 			next = packed.PackWindow(index, count-give)
 		}
 		if c.word.CompareAndSwap(w, next) {
+			if next == packed.WindowDead {
+				l.cells.Drop(key, c) // not held, as after a Sweep
+			}
 			return
 		}
 	}

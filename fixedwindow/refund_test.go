@@ -49,8 +49,9 @@ func TestRefundScript(t *testing.T) {
 	assert.Equal(t, 1, lim.Take("k", 0).Remaining)
 	lim.Refund("k", hotlimit.Receipt{N: 100, At: r3.At}) // made up: not below zero
 	assert.Equal(t, hotlimit.Decision{Allowed: true, Limit: 5, Remaining: 5}, lim.Take("k", 0))
+	assert.Zero(t, lim.Len(), "the refund that emptied the key evicted it")
 	lim.Refund("nobody", r3)
-	assert.Equal(t, 1, lim.Len(), "Refund inserts no key")
+	assert.Zero(t, lim.Len(), "Refund inserts no key")
 }
 
 // TestRefundBehindClock: a Take whose clock read behind the key's window

@@ -82,6 +82,9 @@ func (l *Limiter) Refund(key string, r hotlimit.Receipt) {
 			next = pack(index, prev, count)
 		}
 		if c.word.CompareAndSwap(w, next) {
+			if next == dead {
+				l.cells.Drop(key, c) // not held, as after a Sweep
+			}
 			return
 		}
 	}

@@ -49,11 +49,11 @@ func TestSweepEvictsOnlyIdleKeys(t *testing.T) {
 	assert.Equal(t, hotlimit.Decision{Allowed: true, Limit: 3, Remaining: 2, ResetAfter: time.Second + 1}, lim.Take("live", 1))
 }
 
-// TestSweepEvictsRefundedKeys: a key whose counts refunds took back to zero
+// TestRefundEvictsEmptiedKeys: a key whose counts refunds took back to zero
 // is a fresh key whatever its window: the refund that emptied them evicted
-// it, and Sweep deletes it from the map, in the Take's own window too; a key
-// with one request left is kept.
-func TestSweepEvictsRefundedKeys(t *testing.T) {
+// it and deleted it from the map at once, in the Take's own window too,
+// leaving Sweep nothing to do; a key with one request left is kept.
+func TestRefundEvictsEmptiedKeys(t *testing.T) {
 	var now atomic.Int64
 	now.Store(int64(500 * ms))
 	lim, err := slidingcounter.New(3, time.Second, hotlimit.WithClock(now.Load))
@@ -64,8 +64,8 @@ func TestSweepEvictsRefundedKeys(t *testing.T) {
 	require.Equal(t, 2, k.N)
 	lim.Refund("refunded", r)
 	lim.Refund("kept", hotlimit.Receipt{N: 1, At: k.At})
-	assert.Equal(t, 1, lim.Sweep(), "the refunded key, in its Take's window")
-	assert.Equal(t, 1, lim.Len())
+	assert.Equal(t, 1, lim.Len(), "the refunded key evicted, in its Take's window")
+	assert.Zero(t, lim.Sweep(), "already evicted")
 	assert.Equal(t, hotlimit.Decision{Allowed: true, Limit: 3, Remaining: 3}, lim.Take("refunded", 0))
 	assert.Equal(t, hotlimit.Decision{Allowed: true, Limit: 3, Remaining: 2, ResetAfter: 500*ms + 1}, lim.Take("kept", 0))
 
@@ -75,8 +75,8 @@ func TestSweepEvictsRefundedKeys(t *testing.T) {
 	lim.Refund("kept", k)
 	assert.Zero(t, lim.Sweep(), "prev still counts")
 	lim.Refund("kept", hotlimit.Receipt{N: 1, At: int64(500 * ms)})
-	assert.Equal(t, 1, lim.Sweep(), "both counts refunded")
-	assert.Zero(t, lim.Len())
+	assert.Zero(t, lim.Len(), "both counts refunded: evicted")
+	assert.Zero(t, lim.Sweep())
 }
 
 // TestSweepBetweenClockReadAndWrite: a call reads the clock in a full window,

@@ -456,6 +456,19 @@ func (m *Map[C]) remove(n *node[C]) bool {
 	return deleted
 }
 
+// Drop deletes key if it still maps to dead, a cell its caller has just
+// tombstoned (as a refund that empties a key does; a tombstone is never
+// undone, so the cell is still dead), and reports whether it did: the key is then not held, as after a Sweep. The dead cell stays in
+// the sweep list until a walk or a Sweep unlinks it; a caller that met the
+// tombstone meanwhile revives the key as after any eviction.
+func (m *Map[C]) Drop(key string, dead *C) bool {
+	n, ok := m.cells.Load(key)
+	if !ok || &n.cell != dead {
+		return false
+	}
+	return m.remove(n)
+}
+
 // Peek returns key's cell if there is one, and never inserts.
 func (m *Map[C]) Peek(key string) (*C, bool) {
 	if n, ok := m.cells.Load(key); ok {

@@ -12,8 +12,9 @@ import (
 // and the one before; a request at offset e into its window sees
 // ⌊prev·(window − e)/window⌋ + cur. A key is held once a request passed;
 // a held key whose counts are both zero (its requests were refunded) is
-// fresh, as a key not held is, whatever its window, and Sweep forgets the
-// keys whose counts are both zero at the time of the sweep. RetryAfter and ResetAfter are found by
+// fresh, as a key not held is, whatever its window: a refund that takes
+// both to zero forgets the key, and Sweep forgets the keys whose counts are
+// both zero at the time of the sweep. RetryAfter and ResetAfter are found by
 // binary search over the estimate, not by the limiter's closed form. Callers
 // keep their clocks more than a few windows away from the ends of int64, so
 // plain int64 arithmetic is exact.
@@ -128,7 +129,8 @@ func (m *SlidingCounter) Len() int { return len(m.keys) }
 
 // Refund is Refund(key, r) at now: it lowers the count of r.At's window by
 // r.N, not below zero, while that window is the key's stored window (cur) or
-// the one before it (prev) and now is less than two windows after it.
+// the one before it (prev) and now is less than two windows after it; a key
+// whose counts are then both zero is forgotten.
 func (m *SlidingCounter) Refund(key string, r hotlimit.Receipt, now int64) {
 	st, ok := m.keys[key]
 	if r.N < 1 || !ok {
@@ -143,6 +145,10 @@ func (m *SlidingCounter) Refund(key string, r hotlimit.Receipt, now int64) {
 		st.cur -= min(int64(r.N), st.cur)
 	case st.index - 1:
 		st.prev -= min(int64(r.N), st.prev)
+	}
+	if st.prev == 0 && st.cur == 0 {
+		delete(m.keys, key) // fresh, and no longer held, as the limiter evicts it
+		return
 	}
 	m.keys[key] = st
 }
