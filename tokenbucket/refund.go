@@ -95,6 +95,9 @@ func (l *Limiter) Refund(key string, r hotlimit.Receipt) {
 			next = packed.BucketDead
 		}
 		if c.word.CompareAndSwap(w, next) {
+			if next == packed.BucketDead {
+				l.cells.Drop(key, c) // not held, as after a Sweep
+			}
 			return
 		}
 	}

@@ -28,6 +28,7 @@ func TestRefundScript(t *testing.T) {
 	assert.Equal(t, 4, d.Remaining)
 	lim.Refund("k", r)
 	assert.Equal(t, hotlimit.Decision{Allowed: true, Limit: 5, Remaining: 7}, lim.Take("k", 0), "restored exactly")
+	assert.Zero(t, lim.Len(), "a refund that fills the bucket evicts the key at once")
 
 	// Empty the bucket, then refund 200 ms later: one token has refilled,
 	// so 7 − 1 = 6 come back, on top of the refilled one: 7.
