@@ -334,6 +334,10 @@ var grpcLimits = struct {
 	handshake:   5 * time.Second,
 }
 
+// watchDir polls the config directory until its context is done; tests
+// replace it.
+var watchDir = (*envoyrls.Server).WatchDir
+
 // run serves until ctx is done; ready, when not nil, gets the gRPC and HTTP
 // addresses once both listen.
 func run(ctx context.Context, args []string, stderr io.Writer, ready func(grpcAddr, httpAddr string)) error {
@@ -428,11 +432,21 @@ func run(ctx context.Context, args []string, stderr io.Writer, ready func(grpcAd
 	gerr := make(chan error, 1)
 	go func() { gerr <- g.Serve(glis) }()
 
+	// The watcher ends with ctx, and run waits for it, on every path out:
+	// a reload it has under way when the signal comes finishes (and is
+	// logged) before run returns, not after, and never on a Redis client
+	// already closed.
 	wctx, cancelWatch := context.WithCancel(ctx)
-	defer cancelWatch()
+	watched := make(chan struct{})
+	stopWatch := func() { cancelWatch(); <-watched }
+	defer stopWatch()
 	if f.reload > 0 {
-		go srv.WatchDir(wctx, f.config, f.reload, func(err error) { metrics.ConfigLoaded(err == nil) })
+		go func() {
+			defer close(watched)
+			watchDir(srv, wctx, f.config, f.reload, func(err error) { metrics.ConfigLoaded(err == nil) })
+		}()
 	} else {
+		close(watched)
 		log.Info("config reload off", "reload_interval", f.reload.String())
 	}
 
@@ -461,6 +475,7 @@ func run(ctx context.Context, args []string, stderr io.Writer, ready func(grpcAd
 	if hsrv != nil {
 		_ = hsrv.Shutdown(dctx)
 	}
+	stopWatch()
 	log.Info("stopped")
 	return nil
 }
