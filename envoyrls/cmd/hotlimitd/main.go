@@ -33,7 +33,10 @@
 // -redis-failure says what a request gets
 // when Redis fails: "error" (the default, as the reference: an Unavailable
 // error, which Envoy allows unless failure_mode_deny), or redislimit's
-// policies "local", "open" and "closed". Every flag may be given in the
+// policies "local", "open" and "closed". Redis is checked at start (a PING,
+// within 10 s): one that cannot be reached, refuses the password or whose
+// certificate does not verify ends hotlimitd with the reason, exit status 1,
+// as the reference does. Every flag may be given in the
 // environment as HOTLIMITD_ and its name in upper case with '-' as '_', such
 // as HOTLIMITD_REDIS=redis:6379; a flag on the command line wins.
 package main
@@ -219,10 +222,10 @@ func newFlagSet(f *flags, out io.Writer) *flag.FlagSet {
 	return fs
 }
 
-// options turns the flags into the server's options; close releases the
-// Redis client. fallbacks, when not nil, hears of every decision Redis could
-// not make.
-func (f *flags) options(log *slog.Logger, fallbacks hotlimit.FallbackObserver) (opts []envoyrls.Option, close func(), err error) {
+// options turns the flags into the server's options and, with -redis, the
+// Redis client they decide on (nil in memory), for the caller to close.
+// fallbacks, when not nil, hears of every decision Redis could not make.
+func (f *flags) options(log *slog.Logger, fallbacks hotlimit.FallbackObserver) (opts []envoyrls.Option, client redis.UniversalClient, err error) {
 	switch f.headers {
 	case "none":
 	case "reference":
@@ -242,7 +245,7 @@ func (f *flags) options(log *slog.Logger, fallbacks hotlimit.FallbackObserver) (
 		opts = append(opts, envoyrls.WithLimiterOptions(hotlimit.WithMaxKeys(f.maxKeys)))
 	}
 	if f.redisAddr == "" {
-		return opts, func() {}, nil
+		return opts, nil, nil
 	}
 	policy := redislimit.FailClosed
 	switch f.failure {
@@ -264,7 +267,7 @@ func (f *flags) options(log *slog.Logger, fallbacks hotlimit.FallbackObserver) (
 	if f.redisTLS {
 		ro.TLSConfig = &tls.Config{MinVersion: tls.VersionTLS12, InsecureSkipVerify: f.tlsInsecure} //nolint:gosec // the operator's choice
 	}
-	client := redis.NewUniversalClient(ro)
+	client = redis.NewUniversalClient(ro)
 	ropts := []hotlimit.Option{redislimit.WithPrefix(f.redisPrefix), redislimit.WithFailPolicy(policy), redislimit.WithTimeout(f.redisTimeout)}
 	if fallbacks != nil {
 		ropts = append(ropts, hotlimit.WithObserver(fallbacks))
@@ -286,7 +289,39 @@ func (f *flags) options(log *slog.Logger, fallbacks hotlimit.FallbackObserver) (
 		envoyrls.WithBackendErrors(f.failure == "error"))
 	_, cluster := client.(*redis.ClusterClient) // several addresses make one without -redis-cluster
 	log.Info("rate limit state in Redis", "addrs", ro.Addrs, "cluster", cluster, "tls", f.redisTLS, "on_failure", f.failure)
-	return opts, func() { _ = client.Close() }, nil
+	return opts, client, nil
+}
+
+// redisLogger writes the Redis client's own messages (such as a pool that
+// cannot dial) as the command's log lines, at warn level, where they would
+// be unstructured lines of text among them.
+type redisLogger struct{ log *slog.Logger }
+
+// Printf logs one message of the Redis client.
+func (l redisLogger) Printf(ctx context.Context, format string, v ...any) {
+	l.log.WarnContext(ctx, "redis client", "detail", strings.TrimSpace(fmt.Sprintf(format, v...)))
+}
+
+// redisStartup bounds the check of Redis at start; tests shorten it.
+var redisStartup = 10 * time.Second
+
+// checkRedis asks Redis for a PING, within redisStartup or until ctx is
+// done: a Redis that cannot be reached, refuses the password or whose
+// certificate does not verify is an error of the flags, to be told at
+// start, not one answered to every request as a backend failure.
+func (f *flags) checkRedis(ctx context.Context, client redis.UniversalClient) error {
+	ctx, cancel := context.WithTimeout(ctx, redisStartup)
+	defer cancel()
+	err := client.Ping(ctx).Err()
+	switch {
+	case err == nil:
+		return nil
+	case strings.HasPrefix(err.Error(), "WRONGPASS"), strings.HasPrefix(err.Error(), "NOAUTH"):
+		return fmt.Errorf("-redis %s: Redis refused the password (-redis-password): %w", f.redisAddr, err)
+	case errors.Is(err, context.DeadlineExceeded):
+		return fmt.Errorf("-redis %s: no answer to PING within %v (is it TLS? see -redis-tls): %w", f.redisAddr, redisStartup, err)
+	}
+	return fmt.Errorf("-redis %s: %w", f.redisAddr, err)
 }
 
 // httpLimits bound what a client of the HTTP server holds: the time it may
@@ -356,11 +391,17 @@ func run(ctx context.Context, args []string, stderr io.Writer, ready func(grpcAd
 		return err
 	}
 	metrics := envoyrls.NewMetrics()
-	opts, closeRedis, err := f.options(log, metrics)
+	opts, client, err := f.options(log, metrics)
 	if err != nil {
 		return err
 	}
-	defer closeRedis()
+	if client != nil {
+		redis.SetLogger(redisLogger{log})
+		defer func() { _ = client.Close() }()
+		if err := f.checkRedis(ctx, client); err != nil {
+			return err
+		}
+	}
 	srv, err := envoyrls.New(cfg, append(opts, envoyrls.WithObserver(metrics))...)
 	if err != nil {
 		return err
