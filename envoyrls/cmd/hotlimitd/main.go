@@ -25,8 +25,9 @@
 // policy at -max-keys 1000000.
 //
 // Redis: -redis names the address (several, or -redis-cluster, for a
-// cluster); -redis-password (or HOTLIMITD_REDIS_PASSWORD), -redis-tls and
-// -redis-tls-skip-verify connect; -redis-lease N lets each replica take N
+// cluster); -redis-password (or HOTLIMITD_REDIS_PASSWORD), -redis-tls,
+// -redis-tls-ca (a PEM file of the authorities to verify Redis's certificate
+// against) and -redis-tls-skip-verify connect; -redis-lease N lets each replica take N
 // requests per key ahead and spend them without a round trip (never
 // over-admitting; see redislimit.WithLease), for the rules of the algorithms
 // that can lease (redislimit.CanLease), the others asking Redis every time;
@@ -44,6 +45,7 @@ package main
 import (
 	"context"
 	"crypto/tls"
+	"crypto/x509"
 	"errors"
 	"flag"
 	"fmt"
@@ -104,6 +106,7 @@ type flags struct {
 	config, grpcAddr, httpAddr          string
 	redisAddr, redisPassword, failure   string
 	redisPrefix, headers, logLevel      string
+	redisTLSCA                          string
 	redisCluster, redisTLS, tlsInsecure bool
 	allOrNothing                        bool
 	reload, drain                       time.Duration
@@ -208,6 +211,7 @@ func newFlagSet(f *flags, out io.Writer) *flag.FlagSet {
 	fs.StringVar(&f.redisPassword, "redis-password", "", "Redis password")
 	fs.BoolVar(&f.redisTLS, "redis-tls", false, "connect to Redis over TLS")
 	fs.BoolVar(&f.tlsInsecure, "redis-tls-skip-verify", false, "do not verify Redis's TLS certificate")
+	fs.StringVar(&f.redisTLSCA, "redis-tls-ca", "", "PEM file of the certificate authorities that Redis's TLS certificate is verified against, in place of the system's (implies -redis-tls)")
 	fs.StringVar(&f.failure, "redis-failure", "error", "on a Redis failure: error, local, open or closed")
 	fs.StringVar(&f.redisPrefix, "redis-prefix", "hotlimitd:", "prefix of every Redis key")
 	fs.DurationVar(&f.redisTimeout, "redis-timeout", redislimit.DefaultTimeout, "how long a decision waits for Redis before it is a failure (see -redis-failure); 0 for no bound but the client's own")
@@ -264,8 +268,18 @@ func (f *flags) options(log *slog.Logger, fallbacks hotlimit.FallbackObserver) (
 		IsClusterMode:         f.redisCluster,
 		ContextTimeoutEnabled: true,
 	}
-	if f.redisTLS {
+	if f.redisTLS || f.redisTLSCA != "" {
 		ro.TLSConfig = &tls.Config{MinVersion: tls.VersionTLS12, InsecureSkipVerify: f.tlsInsecure} //nolint:gosec // the operator's choice
+		if f.redisTLSCA != "" {
+			pem, err := os.ReadFile(f.redisTLSCA)
+			if err != nil {
+				return nil, nil, fmt.Errorf("-redis-tls-ca: %w", err)
+			}
+			ro.TLSConfig.RootCAs = x509.NewCertPool()
+			if !ro.TLSConfig.RootCAs.AppendCertsFromPEM(pem) {
+				return nil, nil, fmt.Errorf("-redis-tls-ca %s: no PEM certificate in it", f.redisTLSCA)
+			}
+		}
 	}
 	client = redis.NewUniversalClient(ro)
 	ropts := []hotlimit.Option{redislimit.WithPrefix(f.redisPrefix), redislimit.WithFailPolicy(policy), redislimit.WithTimeout(f.redisTimeout)}
@@ -288,7 +302,7 @@ func (f *flags) options(log *slog.Logger, fallbacks hotlimit.FallbackObserver) (
 		envoyrls.WithLimiterOptions(hotlimit.WithFactory(factory)),
 		envoyrls.WithBackendErrors(f.failure == "error"))
 	_, cluster := client.(*redis.ClusterClient) // several addresses make one without -redis-cluster
-	log.Info("rate limit state in Redis", "addrs", ro.Addrs, "cluster", cluster, "tls", f.redisTLS, "on_failure", f.failure)
+	log.Info("rate limit state in Redis", "addrs", ro.Addrs, "cluster", cluster, "tls", ro.TLSConfig != nil, "on_failure", f.failure)
 	return opts, client, nil
 }
 
