@@ -57,6 +57,7 @@ import (
 	"os/signal"
 	"slices"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"syscall"
 	"time"
@@ -520,16 +521,28 @@ func run(ctx context.Context, args []string, stderr io.Writer, ready func(grpcAd
 	hs.Shutdown()
 	dctx, cancel := context.WithTimeout(context.Background(), f.drain)
 	defer cancel()
-	done := make(chan struct{})
-	go func() { g.GracefulStop(); close(done) }()
-	select {
-	case <-done:
-	case <-dctx.Done():
-		g.Stop()
-	}
+	// Both servers drain at once: each takes no new request from now on,
+	// and answers those in flight within -drain; past it, they are cut.
+	var drained sync.WaitGroup
+	drained.Go(func() {
+		done := make(chan struct{})
+		go func() { g.GracefulStop(); close(done) }()
+		select {
+		case <-done:
+		case <-dctx.Done():
+			log.Warn("drain bound reached, gRPC calls in flight cut", "drain", f.drain.String())
+			g.Stop()
+		}
+	})
 	if hsrv != nil {
-		_ = hsrv.Shutdown(dctx)
+		drained.Go(func() {
+			if err := hsrv.Shutdown(dctx); err != nil {
+				log.Warn("drain bound reached, HTTP requests in flight cut", "drain", f.drain.String())
+				_ = hsrv.Close()
+			}
+		})
 	}
+	drained.Wait()
 	stopWatch()
 	log.Info("stopped")
 	return nil
