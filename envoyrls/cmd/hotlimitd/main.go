@@ -88,7 +88,8 @@ func main() {
 	}()
 	err := run(ctx, os.Args[1:], os.Stderr, nil)
 	if err != nil && !errors.Is(err, flag.ErrHelp) {
-		fmt.Fprintln(os.Stderr, "hotlimitd:", err)
+		// One log line, JSON as the others, says why: a bad flag included.
+		slog.New(slog.NewJSONHandler(os.Stderr, nil)).Error("hotlimitd ended on an error", "err", err.Error())
 	}
 	os.Exit(exitCode(err))
 }
@@ -128,11 +129,16 @@ line wins.
 // flag.ErrHelp, having written the usage to out.
 func parse(args []string, out io.Writer) (*flags, error) {
 	f := &flags{}
-	fs := newFlagSet(f, out)
+	fs := newFlagSet(f)
 	if err := fromEnv(fs); err != nil {
 		return nil, err
 	}
 	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			_, _ = io.WriteString(out, usage)
+			fs.SetOutput(out)
+			fs.PrintDefaults()
+		}
 		return nil, err
 	}
 	if f.config == "" {
@@ -196,14 +202,14 @@ func (f *flags) validate() error {
 	return nil
 }
 
-// newFlagSet returns the command's flags, writing into f.
-func newFlagSet(f *flags, out io.Writer) *flag.FlagSet {
+// newFlagSet returns the command's flags, writing into f. It prints
+// nothing itself: a bad flag is the error Parse returns, which the command
+// logs once, and parse prints the usage for -h alone, not under every
+// mistyped value.
+func newFlagSet(f *flags) *flag.FlagSet {
 	fs := flag.NewFlagSet("hotlimitd", flag.ContinueOnError)
-	fs.SetOutput(out)
-	fs.Usage = func() {
-		_, _ = io.WriteString(out, usage)
-		fs.PrintDefaults()
-	}
+	fs.SetOutput(io.Discard)
+	fs.Usage = func() {}
 	fs.StringVar(&f.config, "config", "", "directory of YAML rate limit configs, one per domain (required)")
 	fs.StringVar(&f.grpcAddr, "grpc", ":8081", "gRPC listen address")
 	fs.StringVar(&f.httpAddr, "http", ":8080", "HTTP listen address (/json, /healthcheck, /metrics); empty for none")
