@@ -331,9 +331,19 @@ var redisStartup = 10 * time.Second
 // certificate does not verify is an error of the flags, to be told at
 // start, not one answered to every request as a backend failure.
 func (f *flags) checkRedis(ctx context.Context, client redis.UniversalClient) error {
-	ctx, cancel := context.WithTimeout(ctx, redisStartup)
+	pctx, cancel := context.WithTimeout(ctx, redisStartup)
 	defer cancel()
-	err := client.Ping(ctx).Err()
+	// The client's read of an answer ends at its deadline, not when ctx is
+	// canceled: a signal must not wait for it. Once run closes the client,
+	// the read ends and so does the goroutine.
+	pinged := make(chan error, 1)
+	go func() { pinged <- client.Ping(pctx).Err() }()
+	var err error
+	select {
+	case err = <-pinged:
+	case <-ctx.Done():
+		return ctx.Err()
+	}
 	switch {
 	case err == nil:
 		return nil
@@ -420,6 +430,10 @@ func run(ctx context.Context, args []string, stderr io.Writer, ready func(grpcAd
 		redis.SetLogger(redisLogger{log})
 		defer func() { _ = client.Close() }()
 		if err := f.checkRedis(ctx, client); err != nil {
+			if ctx.Err() != nil { // a signal came while Redis was slow to answer: a stop, not a failure
+				log.Info("stopped before serving")
+				return nil
+			}
 			return err
 		}
 	}

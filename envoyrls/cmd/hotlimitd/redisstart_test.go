@@ -72,11 +72,20 @@ func silentProxy(t *testing.T, target string) (addr string, silence func()) {
 		wg    sync.WaitGroup
 		mu    sync.Mutex
 		conns []net.Conn
+		ended bool
 	)
-	track := func(c net.Conn) {
+	// track holds c for the cleanup to close, or closes it if the cleanup
+	// has already run: a connection accepted as the test ends is not left
+	// open for its pipes to wait on.
+	track := func(c net.Conn) bool {
 		mu.Lock()
 		defer mu.Unlock()
+		if ended {
+			_ = c.Close()
+			return false
+		}
 		conns = append(conns, c)
+		return true
 	}
 	pipe := func(dst, src net.Conn) {
 		defer wg.Done()
@@ -106,8 +115,11 @@ func silentProxy(t *testing.T, target string) (addr string, silence func()) {
 				_ = c.Close()
 				continue
 			}
-			track(c)
-			track(r)
+			if !track(c) || !track(r) {
+				_ = c.Close()
+				_ = r.Close()
+				continue
+			}
 			wg.Add(2)
 			go pipe(r, c)
 			go pipe(c, r)
@@ -116,6 +128,7 @@ func silentProxy(t *testing.T, target string) (addr string, silence func()) {
 	t.Cleanup(func() {
 		_ = lis.Close()
 		mu.Lock()
+		ended = true
 		for _, c := range conns {
 			_ = c.Close()
 		}
@@ -123,4 +136,34 @@ func silentProxy(t *testing.T, target string) (addr string, silence func()) {
 		wg.Wait()
 	})
 	return lis.Addr().String(), func() { quiet.Store(true) }
+}
+
+// TestSignalDuringRedisCheck: a signal while the start waits for a Redis
+// that does not answer ends hotlimitd as a stop, exit status 0 and no
+// error, not as a Redis failure.
+func TestSignalDuringRedisCheck(t *testing.T) {
+	addr, _ := startRedis(t, "")
+	silent, silence := silentProxy(t, addr)
+	silence()
+	dir := t.TempDir()
+	writeRule(t, dir, "1")
+	var logs syncBuffer
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	done := make(chan error, 1)
+	go func() {
+		done <- run(ctx, []string{"-config", dir, "-grpc", "127.0.0.1:0", "-http", "", "-redis", silent}, &logs, func(string, string) { t.Error("served") })
+	}()
+	for deadline := time.Now().Add(10 * time.Second); !strings.Contains(logs.String(), `"msg":"rate limit state in Redis"`); time.Sleep(5 * time.Millisecond) { // polling, with a deadline
+		require.True(t, time.Now().Before(deadline), "no Redis client made")
+	}
+	cancel()
+	select {
+	case err := <-done:
+		require.NoError(t, err)
+		assert.Equal(t, 0, exitCode(err))
+		assert.Contains(t, logs.String(), `"msg":"stopped before serving"`)
+	case <-time.After(5 * time.Second):
+		t.Fatal("the signal did not end the wait for Redis")
+	}
 }
