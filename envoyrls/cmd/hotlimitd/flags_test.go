@@ -20,7 +20,7 @@ import (
 // flagNames returns the command's flag names, sorted.
 func flagNames() []string {
 	var names []string
-	newFlagSet(&flags{}, io.Discard).VisitAll(func(fl *flag.Flag) { names = append(names, fl.Name) })
+	newFlagSet(&flags{}).VisitAll(func(fl *flag.Flag) { names = append(names, fl.Name) })
 	return names
 }
 
@@ -62,7 +62,7 @@ func TestFlagsDocumented(t *testing.T) {
 func TestEveryFlagFromEnv(t *testing.T) {
 	values := map[string]string{"bool": "true", "duration": "7s", "int": "7", "string": "x"}
 	for _, name := range flagNames() {
-		fs := newFlagSet(&flags{}, io.Discard)
+		fs := newFlagSet(&flags{})
 		fl := fs.Lookup(name)
 		kind := "string"
 		switch fl.Value.(flag.Getter).Get().(type) {

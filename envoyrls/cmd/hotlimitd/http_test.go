@@ -183,28 +183,13 @@ func TestJSONWaitsOutTheRedisTimeout(t *testing.T) {
 	saved := httpLimits
 	t.Cleanup(func() { httpLimits = saved })
 	httpLimits.write = 100 * time.Millisecond
-	silent, err := net.Listen("tcp", "127.0.0.1:0")
-	require.NoError(t, err)
-	t.Cleanup(func() { _ = silent.Close() })
-	go func() {
-		var held []net.Conn // accepted, never answered
-		defer func() {
-			for _, c := range held {
-				_ = c.Close()
-			}
-		}()
-		for {
-			c, err := silent.Accept()
-			if err != nil {
-				return
-			}
-			held = append(held, c)
-		}
-	}()
+	redisAddr, _ := startRedis(t, "")
+	silent, silence := silentProxy(t, redisAddr)
 	dir := t.TempDir()
 	writeRule(t, dir, "10")
 	srv := startServer(t, []string{"-config", dir, "-grpc", "127.0.0.1:0", "-http", "127.0.0.1:0",
-		"-redis", silent.Addr().String(), "-redis-timeout", "400ms"}, io.Discard)
+		"-redis", silent, "-redis-timeout", "400ms"}, io.Discard)
+	silence()
 	body := `{"domain":"web","descriptors":[{"entries":[{"key":"ip","value":"1"}]}]}`
 	start := time.Now()
 	resp, err := http.Post("http://"+srv.http+"/json", "application/json", strings.NewReader(body))

@@ -25,15 +25,19 @@
 // policy at -max-keys 1000000.
 //
 // Redis: -redis names the address (several, or -redis-cluster, for a
-// cluster); -redis-password (or HOTLIMITD_REDIS_PASSWORD), -redis-tls and
-// -redis-tls-skip-verify connect; -redis-lease N lets each replica take N
+// cluster); -redis-password (or HOTLIMITD_REDIS_PASSWORD), -redis-tls,
+// -redis-tls-ca (a PEM file of the authorities to verify Redis's certificate
+// against) and -redis-tls-skip-verify connect; -redis-lease N lets each replica take N
 // requests per key ahead and spend them without a round trip (never
 // over-admitting; see redislimit.WithLease), for the rules of the algorithms
 // that can lease (redislimit.CanLease), the others asking Redis every time;
 // -redis-failure says what a request gets
 // when Redis fails: "error" (the default, as the reference: an Unavailable
 // error, which Envoy allows unless failure_mode_deny), or redislimit's
-// policies "local", "open" and "closed". Every flag may be given in the
+// policies "local", "open" and "closed". Redis is checked at start (a PING,
+// within 10 s): one that cannot be reached, refuses the password or whose
+// certificate does not verify ends hotlimitd with the reason, exit status 1,
+// as the reference does. Every flag may be given in the
 // environment as HOTLIMITD_ and its name in upper case with '-' as '_', such
 // as HOTLIMITD_REDIS=redis:6379; a flag on the command line wins.
 package main
@@ -41,6 +45,7 @@ package main
 import (
 	"context"
 	"crypto/tls"
+	"crypto/x509"
 	"errors"
 	"flag"
 	"fmt"
@@ -52,6 +57,7 @@ import (
 	"os/signal"
 	"slices"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"syscall"
 	"time"
@@ -82,7 +88,8 @@ func main() {
 	}()
 	err := run(ctx, os.Args[1:], os.Stderr, nil)
 	if err != nil && !errors.Is(err, flag.ErrHelp) {
-		fmt.Fprintln(os.Stderr, "hotlimitd:", err)
+		// One log line, JSON as the others, says why: a bad flag included.
+		slog.New(slog.NewJSONHandler(os.Stderr, nil)).Error("hotlimitd ended on an error", "err", err.Error())
 	}
 	os.Exit(exitCode(err))
 }
@@ -101,6 +108,7 @@ type flags struct {
 	config, grpcAddr, httpAddr          string
 	redisAddr, redisPassword, failure   string
 	redisPrefix, headers, logLevel      string
+	redisTLSCA                          string
 	redisCluster, redisTLS, tlsInsecure bool
 	allOrNothing                        bool
 	reload, drain                       time.Duration
@@ -121,11 +129,16 @@ line wins.
 // flag.ErrHelp, having written the usage to out.
 func parse(args []string, out io.Writer) (*flags, error) {
 	f := &flags{}
-	fs := newFlagSet(f, out)
+	fs := newFlagSet(f)
 	if err := fromEnv(fs); err != nil {
 		return nil, err
 	}
 	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			_, _ = io.WriteString(out, usage)
+			fs.SetOutput(out)
+			fs.PrintDefaults()
+		}
 		return nil, err
 	}
 	if f.config == "" {
@@ -189,14 +202,14 @@ func (f *flags) validate() error {
 	return nil
 }
 
-// newFlagSet returns the command's flags, writing into f.
-func newFlagSet(f *flags, out io.Writer) *flag.FlagSet {
+// newFlagSet returns the command's flags, writing into f. It prints
+// nothing itself: a bad flag is the error Parse returns, which the command
+// logs once, and parse prints the usage for -h alone, not under every
+// mistyped value.
+func newFlagSet(f *flags) *flag.FlagSet {
 	fs := flag.NewFlagSet("hotlimitd", flag.ContinueOnError)
-	fs.SetOutput(out)
-	fs.Usage = func() {
-		_, _ = io.WriteString(out, usage)
-		fs.PrintDefaults()
-	}
+	fs.SetOutput(io.Discard)
+	fs.Usage = func() {}
 	fs.StringVar(&f.config, "config", "", "directory of YAML rate limit configs, one per domain (required)")
 	fs.StringVar(&f.grpcAddr, "grpc", ":8081", "gRPC listen address")
 	fs.StringVar(&f.httpAddr, "http", ":8080", "HTTP listen address (/json, /healthcheck, /metrics); empty for none")
@@ -205,6 +218,7 @@ func newFlagSet(f *flags, out io.Writer) *flag.FlagSet {
 	fs.StringVar(&f.redisPassword, "redis-password", "", "Redis password")
 	fs.BoolVar(&f.redisTLS, "redis-tls", false, "connect to Redis over TLS")
 	fs.BoolVar(&f.tlsInsecure, "redis-tls-skip-verify", false, "do not verify Redis's TLS certificate")
+	fs.StringVar(&f.redisTLSCA, "redis-tls-ca", "", "PEM file of the certificate authorities that Redis's TLS certificate is verified against, in place of the system's (implies -redis-tls)")
 	fs.StringVar(&f.failure, "redis-failure", "error", "on a Redis failure: error, local, open or closed")
 	fs.StringVar(&f.redisPrefix, "redis-prefix", "hotlimitd:", "prefix of every Redis key")
 	fs.DurationVar(&f.redisTimeout, "redis-timeout", redislimit.DefaultTimeout, "how long a decision waits for Redis before it is a failure (see -redis-failure); 0 for no bound but the client's own")
@@ -219,10 +233,10 @@ func newFlagSet(f *flags, out io.Writer) *flag.FlagSet {
 	return fs
 }
 
-// options turns the flags into the server's options; close releases the
-// Redis client. fallbacks, when not nil, hears of every decision Redis could
-// not make.
-func (f *flags) options(log *slog.Logger, fallbacks hotlimit.FallbackObserver) (opts []envoyrls.Option, close func(), err error) {
+// options turns the flags into the server's options and, with -redis, the
+// Redis client they decide on (nil in memory), for the caller to close.
+// fallbacks, when not nil, hears of every decision Redis could not make.
+func (f *flags) options(log *slog.Logger, fallbacks hotlimit.FallbackObserver) (opts []envoyrls.Option, client redis.UniversalClient, err error) {
 	switch f.headers {
 	case "none":
 	case "reference":
@@ -242,7 +256,7 @@ func (f *flags) options(log *slog.Logger, fallbacks hotlimit.FallbackObserver) (
 		opts = append(opts, envoyrls.WithLimiterOptions(hotlimit.WithMaxKeys(f.maxKeys)))
 	}
 	if f.redisAddr == "" {
-		return opts, func() {}, nil
+		return opts, nil, nil
 	}
 	policy := redislimit.FailClosed
 	switch f.failure {
@@ -261,10 +275,20 @@ func (f *flags) options(log *slog.Logger, fallbacks hotlimit.FallbackObserver) (
 		IsClusterMode:         f.redisCluster,
 		ContextTimeoutEnabled: true,
 	}
-	if f.redisTLS {
+	if f.redisTLS || f.redisTLSCA != "" {
 		ro.TLSConfig = &tls.Config{MinVersion: tls.VersionTLS12, InsecureSkipVerify: f.tlsInsecure} //nolint:gosec // the operator's choice
+		if f.redisTLSCA != "" {
+			pem, err := os.ReadFile(f.redisTLSCA)
+			if err != nil {
+				return nil, nil, fmt.Errorf("-redis-tls-ca: %w", err)
+			}
+			ro.TLSConfig.RootCAs = x509.NewCertPool()
+			if !ro.TLSConfig.RootCAs.AppendCertsFromPEM(pem) {
+				return nil, nil, fmt.Errorf("-redis-tls-ca %s: no PEM certificate in it", f.redisTLSCA)
+			}
+		}
 	}
-	client := redis.NewUniversalClient(ro)
+	client = redis.NewUniversalClient(ro)
 	ropts := []hotlimit.Option{redislimit.WithPrefix(f.redisPrefix), redislimit.WithFailPolicy(policy), redislimit.WithTimeout(f.redisTimeout)}
 	if fallbacks != nil {
 		ropts = append(ropts, hotlimit.WithObserver(fallbacks))
@@ -285,8 +309,50 @@ func (f *flags) options(log *slog.Logger, fallbacks hotlimit.FallbackObserver) (
 		envoyrls.WithLimiterOptions(hotlimit.WithFactory(factory)),
 		envoyrls.WithBackendErrors(f.failure == "error"))
 	_, cluster := client.(*redis.ClusterClient) // several addresses make one without -redis-cluster
-	log.Info("rate limit state in Redis", "addrs", ro.Addrs, "cluster", cluster, "tls", f.redisTLS, "on_failure", f.failure)
-	return opts, func() { _ = client.Close() }, nil
+	log.Info("rate limit state in Redis", "addrs", ro.Addrs, "cluster", cluster, "tls", ro.TLSConfig != nil, "on_failure", f.failure)
+	return opts, client, nil
+}
+
+// redisLogger writes the Redis client's own messages (such as a pool that
+// cannot dial) as the command's log lines, at warn level, where they would
+// be unstructured lines of text among them.
+type redisLogger struct{ log *slog.Logger }
+
+// Printf logs one message of the Redis client.
+func (l redisLogger) Printf(ctx context.Context, format string, v ...any) {
+	l.log.WarnContext(ctx, "redis client", "detail", strings.TrimSpace(fmt.Sprintf(format, v...)))
+}
+
+// redisStartup bounds the check of Redis at start; tests shorten it.
+var redisStartup = 10 * time.Second
+
+// checkRedis asks Redis for a PING, within redisStartup or until ctx is
+// done: a Redis that cannot be reached, refuses the password or whose
+// certificate does not verify is an error of the flags, to be told at
+// start, not one answered to every request as a backend failure.
+func (f *flags) checkRedis(ctx context.Context, client redis.UniversalClient) error {
+	pctx, cancel := context.WithTimeout(ctx, redisStartup)
+	defer cancel()
+	// The client's read of an answer ends at its deadline, not when ctx is
+	// canceled: a signal must not wait for it. Once run closes the client,
+	// the read ends and so does the goroutine.
+	pinged := make(chan error, 1)
+	go func() { pinged <- client.Ping(pctx).Err() }()
+	var err error
+	select {
+	case err = <-pinged:
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+	switch {
+	case err == nil:
+		return nil
+	case strings.HasPrefix(err.Error(), "WRONGPASS"), strings.HasPrefix(err.Error(), "NOAUTH"):
+		return fmt.Errorf("-redis %s: Redis refused the password (-redis-password): %w", f.redisAddr, err)
+	case errors.Is(err, context.DeadlineExceeded):
+		return fmt.Errorf("-redis %s: no answer to PING within %v (is it TLS? see -redis-tls): %w", f.redisAddr, redisStartup, err)
+	}
+	return fmt.Errorf("-redis %s: %w", f.redisAddr, err)
 }
 
 // httpLimits bound what a client of the HTTP server holds: the time it may
@@ -334,6 +400,10 @@ var grpcLimits = struct {
 	handshake:   5 * time.Second,
 }
 
+// watchDir polls the config directory until its context is done; tests
+// replace it.
+var watchDir = (*envoyrls.Server).WatchDir
+
 // run serves until ctx is done; ready, when not nil, gets the gRPC and HTTP
 // addresses once both listen.
 func run(ctx context.Context, args []string, stderr io.Writer, ready func(grpcAddr, httpAddr string)) error {
@@ -352,11 +422,21 @@ func run(ctx context.Context, args []string, stderr io.Writer, ready func(grpcAd
 		return err
 	}
 	metrics := envoyrls.NewMetrics()
-	opts, closeRedis, err := f.options(log, metrics)
+	opts, client, err := f.options(log, metrics)
 	if err != nil {
 		return err
 	}
-	defer closeRedis()
+	if client != nil {
+		redis.SetLogger(redisLogger{log})
+		defer func() { _ = client.Close() }()
+		if err := f.checkRedis(ctx, client); err != nil {
+			if ctx.Err() != nil { // a signal came while Redis was slow to answer: a stop, not a failure
+				log.Info("stopped before serving")
+				return nil
+			}
+			return err
+		}
+	}
 	srv, err := envoyrls.New(cfg, append(opts, envoyrls.WithObserver(metrics))...)
 	if err != nil {
 		return err
@@ -428,11 +508,21 @@ func run(ctx context.Context, args []string, stderr io.Writer, ready func(grpcAd
 	gerr := make(chan error, 1)
 	go func() { gerr <- g.Serve(glis) }()
 
+	// The watcher ends with ctx, and run waits for it, on every path out:
+	// a reload it has under way when the signal comes finishes (and is
+	// logged) before run returns, not after, and never on a Redis client
+	// already closed.
 	wctx, cancelWatch := context.WithCancel(ctx)
-	defer cancelWatch()
+	watched := make(chan struct{})
+	stopWatch := func() { cancelWatch(); <-watched }
+	defer stopWatch()
 	if f.reload > 0 {
-		go srv.WatchDir(wctx, f.config, f.reload, func(err error) { metrics.ConfigLoaded(err == nil) })
+		go func() {
+			defer close(watched)
+			watchDir(srv, wctx, f.config, f.reload, func(err error) { metrics.ConfigLoaded(err == nil) })
+		}()
 	} else {
+		close(watched)
 		log.Info("config reload off", "reload_interval", f.reload.String())
 	}
 
@@ -451,16 +541,29 @@ func run(ctx context.Context, args []string, stderr io.Writer, ready func(grpcAd
 	hs.Shutdown()
 	dctx, cancel := context.WithTimeout(context.Background(), f.drain)
 	defer cancel()
-	done := make(chan struct{})
-	go func() { g.GracefulStop(); close(done) }()
-	select {
-	case <-done:
-	case <-dctx.Done():
-		g.Stop()
-	}
+	// Both servers drain at once: each takes no new request from now on,
+	// and answers those in flight within -drain; past it, they are cut.
+	var drained sync.WaitGroup
+	drained.Go(func() {
+		done := make(chan struct{})
+		go func() { g.GracefulStop(); close(done) }()
+		select {
+		case <-done:
+		case <-dctx.Done():
+			log.Warn("drain bound reached, gRPC calls in flight cut", "drain", f.drain.String())
+			g.Stop()
+		}
+	})
 	if hsrv != nil {
-		_ = hsrv.Shutdown(dctx)
+		drained.Go(func() {
+			if err := hsrv.Shutdown(dctx); err != nil {
+				log.Warn("drain bound reached, HTTP requests in flight cut", "drain", f.drain.String())
+				_ = hsrv.Close()
+			}
+		})
 	}
+	drained.Wait()
+	stopWatch()
 	log.Info("stopped")
 	return nil
 }

@@ -296,7 +296,7 @@ func startRedis(t *testing.T, pass string) (string, *exec.Cmd) {
 }
 
 // TestRedisFlags: hotlimitd on a password-protected Redis decides there;
-// with the wrong password every limited request is Unavailable (the
+// once Redis stops answering, every limited request is Unavailable (the
 // reference's answer, which Envoy allows unless failure_mode_deny), and
 // with -redis-failure open it is answered OK.
 func TestRedisFlags(t *testing.T) {
@@ -317,12 +317,14 @@ func TestRedisFlags(t *testing.T) {
 	require.NoError(t, err)
 	assert.Equal(t, pb.RateLimitResponse_OVER_LIMIT, resp.OverallCode, "counted in Redis")
 
-	bad := start("-redis-password", "wrong")
+	proxied, silence := silentProxy(t, addr)
+	bad := start("-redis-password", "s3cret", "-redis", proxied, "-redis-timeout", "50ms")
+	open := start("-redis-password", "s3cret", "-redis", proxied, "-redis-timeout", "50ms", "-redis-failure", "open")
+	silence()
 	_, err = bad.ShouldRateLimit(context.Background(), req)
 	require.Error(t, err)
 	assert.Equal(t, codes.Unavailable, status.Code(err))
 
-	open := start("-redis-password", "wrong", "-redis-failure", "open")
 	resp, err = open.ShouldRateLimit(context.Background(), req)
 	require.NoError(t, err)
 	assert.Equal(t, pb.RateLimitResponse_OK, resp.OverallCode)
@@ -367,31 +369,22 @@ func TestRedisFallbacksOnMetrics(t *testing.T) {
 // accepts connections and never answers: 1 ms gives Unavailable, 1 h leaves
 // the caller's own deadline to pass first.
 func TestRedisTimeoutFlag(t *testing.T) {
-	lis, err := net.Listen("tcp", "127.0.0.1:0")
-	require.NoError(t, err)
-	t.Cleanup(func() { _ = lis.Close() })
-	go func() {
-		for {
-			c, err := lis.Accept()
-			if err != nil {
-				return
-			}
-			t.Cleanup(func() { _ = c.Close() }) // read nothing, answer nothing
-		}
-	}()
+	redisAddr, _ := startRedis(t, "")
 	dir := t.TempDir()
 	writeRule(t, dir, "5")
 	req := &pb.RateLimitRequest{Domain: "web", Descriptors: []*rlext.RateLimitDescriptor{{Entries: []*rlext.RateLimitDescriptor_Entry{{Key: "ip", Value: "1"}}}}}
 	call := func(timeout string, wait time.Duration) error {
-		args := []string{"-config", dir, "-grpc", "127.0.0.1:0", "-http", "", "-redis", lis.Addr().String(), "-redis-timeout", timeout}
+		addr, silence := silentProxy(t, redisAddr)
+		args := []string{"-config", dir, "-grpc", "127.0.0.1:0", "-http", "", "-redis", addr, "-redis-timeout", timeout}
 		srv := startServer(t, args, io.Discard)
 		defer srv.stop(t)
+		silence()
 		ctx, cancel := context.WithTimeout(context.Background(), wait)
 		defer cancel()
 		_, err := pb.NewRateLimitServiceClient(srv.conn).ShouldRateLimit(ctx, req)
 		return err
 	}
-	err = call("1ms", time.Minute)
+	err := call("1ms", time.Minute)
 	assert.Equal(t, codes.Unavailable, status.Code(err), "the server gave up on Redis: %v", err)
 	err = call("1h", 2*time.Second)
 	assert.Equal(t, codes.DeadlineExceeded, status.Code(err), "the server still waits for Redis: %v", err)
@@ -483,9 +476,9 @@ func TestRedisClusterLogged(t *testing.T) {
 		f, err := parse(append([]string{"-config", "x"}, tc.args...), io.Discard)
 		require.NoError(t, err)
 		var logs syncBuffer
-		_, closeRedis, err := f.options(slog.New(slog.NewJSONHandler(&logs, nil)), nil)
+		_, client, err := f.options(slog.New(slog.NewJSONHandler(&logs, nil)), nil)
 		require.NoError(t, err)
-		closeRedis()
+		require.NoError(t, client.Close())
 		assert.Contains(t, logs.String(), fmt.Sprintf(`"cluster":%v`, tc.cluster), "%q", tc.args)
 	}
 }

@@ -1,0 +1,169 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"net"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+// TestRedisCheckedAtStart: a Redis that cannot be reached, that refuses the
+// password or that wants one not given ends hotlimitd at start with the
+// flag and the reason, before it serves (not a start answering every
+// request Unavailable); the Redis client's own messages come as JSON log
+// lines like the command's, not as lines of text among them.
+func TestRedisCheckedAtStart(t *testing.T) {
+	addr, _ := startRedis(t, "s3cret")
+	closed, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	gone := closed.Addr().String()
+	require.NoError(t, closed.Close())
+	dir := t.TempDir()
+	writeRule(t, dir, "1")
+	for _, tc := range []struct {
+		name, says string
+		args       []string
+	}{
+		{"unreachable", "-redis " + gone + ": dial tcp", []string{"-redis", gone}},
+		{"wrong password", "-redis " + addr + ": Redis refused the password (-redis-password): WRONGPASS", []string{"-redis", addr, "-redis-password", "wrong"}},
+		{"no password", "-redis " + addr + ": Redis refused the password (-redis-password): NOAUTH", []string{"-redis", addr}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var logs syncBuffer
+			done := make(chan error, 1)
+			go func() {
+				done <- run(context.Background(), append([]string{"-config", dir, "-grpc", "127.0.0.1:0", "-http", "127.0.0.1:0"}, tc.args...), &logs, func(string, string) {
+					t.Error("served")
+				})
+			}()
+			select {
+			case err := <-done:
+				require.Error(t, err)
+				assert.Contains(t, err.Error(), tc.says)
+				assert.Equal(t, 1, exitCode(err))
+			case <-time.After(30 * time.Second):
+				t.Fatal("still starting")
+			}
+			for _, line := range strings.Split(strings.TrimSpace(logs.String()), "\n") {
+				assert.True(t, json.Valid([]byte(line)), "a JSON log line: %s", line)
+			}
+			if tc.name == "unreachable" {
+				assert.Contains(t, logs.String(), `"msg":"redis client","detail":"redis: connection pool: failed to dial`)
+			}
+		})
+	}
+}
+
+// silentProxy forwards connections to the Redis at target until silence is
+// called; from then on it reads what it is sent and answers nothing, as a
+// Redis that hangs after hotlimitd has checked it at start.
+func silentProxy(t *testing.T, target string) (addr string, silence func()) {
+	lis, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	var (
+		quiet atomic.Bool
+		wg    sync.WaitGroup
+		mu    sync.Mutex
+		conns []net.Conn
+		ended bool
+	)
+	// track holds c for the cleanup to close, or closes it if the cleanup
+	// has already run: a connection accepted as the test ends is not left
+	// open for its pipes to wait on.
+	track := func(c net.Conn) bool {
+		mu.Lock()
+		defer mu.Unlock()
+		if ended {
+			_ = c.Close()
+			return false
+		}
+		conns = append(conns, c)
+		return true
+	}
+	pipe := func(dst, src net.Conn) {
+		defer wg.Done()
+		buf := make([]byte, 32<<10)
+		for {
+			n, err := src.Read(buf)
+			if err != nil {
+				return
+			}
+			if !quiet.Load() {
+				if _, err := dst.Write(buf[:n]); err != nil {
+					return
+				}
+			}
+		}
+	}
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		for {
+			c, err := lis.Accept()
+			if err != nil {
+				return
+			}
+			r, err := net.Dial("tcp", target)
+			if err != nil {
+				_ = c.Close()
+				continue
+			}
+			if !track(c) || !track(r) {
+				_ = c.Close()
+				_ = r.Close()
+				continue
+			}
+			wg.Add(2)
+			go pipe(r, c)
+			go pipe(c, r)
+		}
+	}()
+	t.Cleanup(func() {
+		_ = lis.Close()
+		mu.Lock()
+		ended = true
+		for _, c := range conns {
+			_ = c.Close()
+		}
+		mu.Unlock()
+		wg.Wait()
+	})
+	return lis.Addr().String(), func() { quiet.Store(true) }
+}
+
+// TestSignalDuringRedisCheck: a signal while the start waits for a Redis
+// that does not answer ends hotlimitd as a stop, exit status 0 and no
+// error, not as a Redis failure.
+func TestSignalDuringRedisCheck(t *testing.T) {
+	addr, _ := startRedis(t, "")
+	silent, silence := silentProxy(t, addr)
+	silence()
+	dir := t.TempDir()
+	writeRule(t, dir, "1")
+	var logs syncBuffer
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	done := make(chan error, 1)
+	go func() {
+		done <- run(ctx, []string{"-config", dir, "-grpc", "127.0.0.1:0", "-http", "", "-redis", silent}, &logs, func(string, string) { t.Error("served") })
+	}()
+	for deadline := time.Now().Add(10 * time.Second); !strings.Contains(logs.String(), `"msg":"rate limit state in Redis"`); time.Sleep(5 * time.Millisecond) { // polling, with a deadline
+		require.True(t, time.Now().Before(deadline), "no Redis client made")
+	}
+	cancel()
+	select {
+	case err := <-done:
+		require.NoError(t, err)
+		assert.Equal(t, 0, exitCode(err))
+		assert.Contains(t, logs.String(), `"msg":"stopped before serving"`)
+	case <-time.After(5 * time.Second):
+		t.Fatal("the signal did not end the wait for Redis")
+	}
+}

@@ -1,0 +1,133 @@
+package main
+
+import (
+	"context"
+	"crypto/ecdsa"
+	"crypto/elliptic"
+	"crypto/rand"
+	"crypto/x509"
+	"crypto/x509/pkix"
+	"encoding/pem"
+	"io"
+	"math/big"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"testing"
+	"time"
+
+	rlext "github.com/envoyproxy/go-control-plane/envoy/extensions/common/ratelimit/v3"
+	pb "github.com/envoyproxy/go-control-plane/envoy/service/ratelimit/v3"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+// selfSigned writes a self-signed certificate for 127.0.0.1 and its key as
+// PEM files in dir, as an operator makes one with openssl for a private
+// Redis, and returns their paths.
+func selfSigned(t *testing.T, dir string) (certFile, keyFile string) {
+	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	require.NoError(t, err)
+	tmpl := &x509.Certificate{
+		SerialNumber:          big.NewInt(1),
+		Subject:               pkix.Name{CommonName: "redis"},
+		IPAddresses:           []net.IP{net.IPv4(127, 0, 0, 1)},
+		NotBefore:             time.Now().Add(-time.Hour),
+		NotAfter:              time.Now().Add(time.Hour),
+		IsCA:                  true,
+		BasicConstraintsValid: true,
+		KeyUsage:              x509.KeyUsageDigitalSignature | x509.KeyUsageCertSign,
+		ExtKeyUsage:           []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth},
+	}
+	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &key.PublicKey, key)
+	require.NoError(t, err)
+	keyDER, err := x509.MarshalECPrivateKey(key)
+	require.NoError(t, err)
+	certFile, keyFile = filepath.Join(dir, "redis.crt"), filepath.Join(dir, "redis.key")
+	require.NoError(t, os.WriteFile(certFile, pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der}), 0o600))
+	require.NoError(t, os.WriteFile(keyFile, pem.EncodeToMemory(&pem.Block{Type: "EC PRIVATE KEY", Bytes: keyDER}), 0o600))
+	return certFile, keyFile
+}
+
+// startRedisTLS starts a redis-server that takes TLS connections only, with
+// the certificate of certFile, on a free loopback port; the test is skipped
+// where redis-server has no TLS (outside CI).
+func startRedisTLS(t *testing.T, certFile, keyFile string) string {
+	bin, err := exec.LookPath("redis-server")
+	if err != nil {
+		if os.Getenv("CI") != "" {
+			t.Fatalf("redis-server is required in CI: %v", err)
+		}
+		t.Skipf("redis-server not installed: %v", err)
+	}
+	lis, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	port := strconv.Itoa(lis.Addr().(*net.TCPAddr).Port)
+	require.NoError(t, lis.Close())
+	cmd := exec.Command(bin, "--port", "0", "--tls-port", port, "--bind", "127.0.0.1", "--save", "", "--appendonly", "no",
+		"--tls-cert-file", certFile, "--tls-key-file", keyFile, "--tls-ca-cert-file", certFile, "--tls-auth-clients", "no")
+	require.NoError(t, cmd.Start())
+	exited := make(chan struct{})
+	go func() { _ = cmd.Wait(); close(exited) }()
+	t.Cleanup(func() { _ = cmd.Process.Kill(); <-exited })
+	addr := "127.0.0.1:" + port
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		select {
+		case <-exited:
+			if os.Getenv("CI") != "" {
+				t.Fatal("redis-server without TLS")
+			}
+			t.Skip("redis-server without TLS")
+		default:
+		}
+		if c, err := net.Dial("tcp", addr); err == nil {
+			_ = c.Close()
+			return addr
+		}
+		require.True(t, time.Now().Before(deadline), "redis-server never listened on %s", addr)
+		time.Sleep(20 * time.Millisecond) // polling for the port, with a deadline
+	}
+}
+
+// TestRedisTLSCA: -redis-tls-ca verifies a Redis whose certificate is
+// self-signed (or of a private authority) against that file, and decides
+// there; with -redis-tls alone the certificate does not verify and
+// hotlimitd ends at start, naming the flag; a file that cannot be read or
+// holds no certificate is refused at start too.
+func TestRedisTLSCA(t *testing.T) {
+	certs := t.TempDir()
+	certFile, keyFile := selfSigned(t, certs)
+	addr := startRedisTLS(t, certFile, keyFile)
+	dir := t.TempDir()
+	writeRule(t, dir, "1")
+	base := []string{"-config", dir, "-grpc", "127.0.0.1:0", "-http", "", "-redis", addr, "-redis-timeout", "10s", "-redis-prefix", t.Name() + ":"}
+
+	srv := startServer(t, append(base, "-redis-tls-ca", certFile), io.Discard)
+	client := pb.NewRateLimitServiceClient(srv.conn)
+	req := &pb.RateLimitRequest{Domain: "web", Descriptors: []*rlext.RateLimitDescriptor{{Entries: []*rlext.RateLimitDescriptor_Entry{{Key: "ip", Value: "1"}}}}}
+	for _, want := range []pb.RateLimitResponse_Code{pb.RateLimitResponse_OK, pb.RateLimitResponse_OVER_LIMIT} {
+		resp, err := client.ShouldRateLimit(context.Background(), req)
+		require.NoError(t, err)
+		assert.Equal(t, want, resp.OverallCode, "counted in Redis over TLS")
+	}
+	srv.stop(t)
+
+	notPEM := filepath.Join(certs, "not.pem")
+	require.NoError(t, os.WriteFile(notPEM, []byte("hello"), 0o600))
+	for _, tc := range []struct {
+		args []string
+		says string
+	}{
+		{[]string{"-redis-tls"}, "-redis " + addr + ": tls: failed to verify certificate"},
+		{[]string{"-redis-tls-ca", filepath.Join(certs, "missing.pem")}, "-redis-tls-ca: open "},
+		{[]string{"-redis-tls-ca", notPEM}, "-redis-tls-ca " + notPEM + ": no PEM certificate in it"},
+	} {
+		err := run(context.Background(), append(append([]string{}, base...), tc.args...), io.Discard, func(string, string) { t.Errorf("%v: served", tc.args) })
+		require.Error(t, err, "%v", tc.args)
+		assert.Contains(t, err.Error(), tc.says)
+		assert.Equal(t, 1, exitCode(err))
+	}
+}
