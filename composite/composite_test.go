@@ -121,9 +121,9 @@ func TestDecision(t *testing.T) {
 	assert.False(t, d.Allowed)
 	assert.Equal(t, hotlimit.Never, d.RetryAfter)
 	assert.Equal(t, 5, c.Take("k", 0).Remaining, "nothing changed")
-	assert.Equal(t, 2, c.Len())
+	assert.Equal(t, 1, c.Len(), "the refund that filled the first child's bucket evicted its key")
 	now.Add(int64(time.Minute))
-	assert.Equal(t, 2, c.Sweep())
+	assert.Equal(t, 1, c.Sweep())
 	assert.Zero(t, c.Len())
 }
 
