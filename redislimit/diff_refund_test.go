@@ -3,6 +3,7 @@ package redislimit_test
 import (
 	"context"
 	"fmt"
+	"math"
 	"math/rand/v2"
 	"strings"
 	"sync/atomic"
@@ -45,7 +46,8 @@ var refundConfigs = func() []hotlimit.Config {
 		// window × (limit + 1) just below 2^52
 		hotlimit.Config{Algorithm: hotlimit.SlidingCounter, Limit: 1<<30 - 2, Window: 1<<22 - 1},
 		hotlimit.Config{Algorithm: hotlimit.TokenBucket, Limit: 1 << 30, Window: 1<<22 - 1, Burst: 1<<30 - 1},
-		hotlimit.Config{Algorithm: hotlimit.FixedWindow, Limit: 1<<52 - 1, Window: 1<<50 - 3},
+		// the largest exact limit, on a 64-bit int
+		hotlimit.Config{Algorithm: hotlimit.FixedWindow, Limit: min(1<<52-1, math.MaxInt), Window: 1<<50 - 3},
 	)
 }()
 
