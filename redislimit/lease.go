@@ -88,11 +88,17 @@ func (l *Limiter) claimLease(key string) bool {
 func (l *Limiter) grantLease(ctx context.Context, key, redisKey string, rep reply, sent int64) (handed bool) {
 	ttl := int64(l.set.leaseTTL / l.unit)
 	expires, full := after(sent, ttl), sent+rep.reset
-	if l.clock != nil && l.c.Algorithm != hotlimit.FixedWindow {
+	if l.clock != nil {
 		// rep.now is the script's reading, on the clock the lease expires
-		// by, and rep.reset runs from it: the key is full at their sum,
-		// even if the clock stepped between sent and that reading.
-		expires, full = min(expires, after(rep.now, ttl)), rep.now+rep.reset
+		// by (a fixed window's, that reading or the start of the key's
+		// later window that counted the lease), and rep.reset runs from
+		// the reading: the lease ends no later than ttl after it, and a
+		// bucket is full at their sum, even if the clock stepped between
+		// sent and that reading.
+		expires = min(expires, after(rep.now, ttl))
+		if l.c.Algorithm != hotlimit.FixedWindow {
+			full = rep.now + rep.reset
+		}
 	}
 	if l.c.Algorithm == hotlimit.FixedWindow {
 		expires = min(expires, after(sent, rep.reset))

@@ -123,3 +123,35 @@ func TestLeaseResetAfterClockStepMidCall(t *testing.T) {
 		}
 	}
 }
+
+// TestLeaseTTLClockBackMidCall: a lease ends ttl after the script's
+// reading, as WithLease says (a leased request passes at most ttl after
+// Redis took it), for every algorithm that leases, even when the caller's
+// clock stepped back between the leasing call's readings: a report on the
+// leasing instance counts the lease until then, and not from then on.
+func TestLeaseTTLClockBackMidCall(t *testing.T) {
+	srv := redistest.Start(t)
+	const size, ttl, back = 5, 100 * time.Millisecond, 200 * time.Millisecond
+	for _, a := range leasing {
+		t.Run(a.String(), func(t *testing.T) {
+			c := hotlimit.Config{Algorithm: a, Limit: 10, Window: time.Second}
+			clock := &steppedClock{}
+			first := int64(10*time.Second + 900*time.Millisecond) // window 10
+			clock.now.Store(first)
+			clocked := hotlimit.WithClock(clock.read)
+			prefix := redislimit.WithPrefix("ttl" + a.String() + ":")
+			leased := newExact(t, newClient(t, srv), c, clocked, prefix, redislimit.WithLease(size, ttl), redislimit.WithBatch(0, 0))
+			other := newExact(t, newClient(t, srv), c, clocked, prefix)
+
+			clock.stepBackAfter(1, back) // Redis reads 10.7 s, in window 10 still
+			require.True(t, take(t, leased, "k", 1).Allowed, "1 taken, 5 leased")
+			require.Zero(t, clock.back.Load(), "the clock stepped back within the call")
+			taken := first - int64(back)
+
+			clock.now.Store(taken + int64(ttl) - 1)
+			assert.Equal(t, take(t, other, "k", 0).Remaining+size, take(t, leased, "k", 0).Remaining, "live until ttl after Redis took it")
+			clock.now.Store(taken + int64(ttl))
+			assert.Equal(t, take(t, other, "k", 0).Remaining, take(t, leased, "k", 0).Remaining, "ended ttl after Redis took it")
+		})
+	}
+}
