@@ -88,17 +88,31 @@ func (l *Limiter) claimLease(key string) bool {
 func (l *Limiter) grantLease(ctx context.Context, key, redisKey string, rep reply, sent int64) (handed bool) {
 	ttl := int64(l.set.leaseTTL / l.unit)
 	expires, full := after(sent, ttl), sent+rep.reset
+	if l.clock != nil {
+		// rep.now is the script's reading, on the clock the lease expires
+		// by (a fixed window's, that reading or the start of the key's
+		// later window that counted the lease), and rep.reset runs from
+		// the reading: the lease ends no later than ttl after it, and a
+		// bucket is full at their sum, even if the clock stepped between
+		// sent and that reading.
+		expires = min(expires, after(rep.now, ttl))
+		if l.c.Algorithm != hotlimit.FixedWindow {
+			full = rep.now + rep.reset
+		}
+	}
 	if l.c.Algorithm == hotlimit.FixedWindow {
 		expires = min(expires, after(sent, rep.reset))
 		if l.clock != nil {
 			// rep.now is in the window Redis counted the lease in, read
 			// on the clock the lease expires by: the lease ends with it,
-			// and so does the key's count, even if the clock stepped back
-			// between sent and the script's reading (Redis then counts in
-			// the key's later window, and rep.reset runs from the earlier
-			// reading to that window's end, past it from sent).
+			// and the key's count with it, even if the clock stepped
+			// between sent and the script's reading (back: Redis then
+			// counts in the key's later window, and rep.reset runs from
+			// the earlier reading to that window's end, past it from
+			// sent; forward: rep.reset runs from the later reading, short
+			// of it from sent).
 			end := windowEnd(rep.now, l.window)
-			expires, full = min(expires, end), min(full, end)
+			expires, full = min(expires, end), end
 		}
 	}
 	ls := &lease{at: rep.now, expires: expires, full: full}

@@ -1,6 +1,7 @@
 package redislimit_test
 
 import (
+	"fmt"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -90,4 +91,67 @@ func TestFixedWindowLeaseResetAfterClockBack(t *testing.T) {
 	d := take(t, leased, "k", 1)
 	require.True(t, d.Allowed, "from the lease")
 	assert.Equal(t, 100*time.Millisecond, d.ResetAfter, "window 10 ends at 11 s")
+}
+
+// TestLeaseResetAfterClockStepMidCall: a request spent from a lease
+// reports as ResetAfter the time until the key is full as Redis counts it
+// (what a report from another instance says at the same reading), for
+// every algorithm that leases, when the caller's clock stepped back or
+// forward between the leasing call's readings (the one the lease counts
+// from, and the one sent to Redis).
+func TestLeaseResetAfterClockStepMidCall(t *testing.T) {
+	srv := redistest.Start(t)
+	for _, a := range leasing {
+		for _, step := range []time.Duration{200 * time.Millisecond, -300 * time.Millisecond} {
+			t.Run(fmt.Sprintf("%v/%v", a, -step), func(t *testing.T) {
+				c := hotlimit.Config{Algorithm: a, Limit: 10, Window: time.Second}
+				clock := &steppedClock{}
+				clock.now.Store(int64(10*time.Second + 900*time.Millisecond))
+				clocked := hotlimit.WithClock(clock.read)
+				prefix := redislimit.WithPrefix(fmt.Sprintf("step%v%d:", a, step))
+				leased := newExact(t, newClient(t, srv), c, clocked, prefix, redislimit.WithLease(5, time.Hour), redislimit.WithBatch(0, 0))
+				other := newExact(t, newClient(t, srv), c, clocked, prefix)
+
+				require.True(t, take(t, other, "k", 1).Allowed)
+				clock.stepBackAfter(1, step)
+				require.True(t, take(t, leased, "k", 1).Allowed, "1 taken, 5 leased")
+				require.Zero(t, clock.back.Load(), "the clock stepped within the call")
+				d := take(t, leased, "k", 1)
+				require.True(t, d.Allowed, "from the lease")
+				assert.Equal(t, take(t, other, "k", 0).ResetAfter, d.ResetAfter, "the key's reset as Redis counts it")
+			})
+		}
+	}
+}
+
+// TestLeaseTTLClockBackMidCall: a lease ends ttl after the script's
+// reading, as WithLease says (a leased request passes at most ttl after
+// Redis took it), for every algorithm that leases, even when the caller's
+// clock stepped back between the leasing call's readings: a report on the
+// leasing instance counts the lease until then, and not from then on.
+func TestLeaseTTLClockBackMidCall(t *testing.T) {
+	srv := redistest.Start(t)
+	const size, ttl, back = 5, 100 * time.Millisecond, 200 * time.Millisecond
+	for _, a := range leasing {
+		t.Run(a.String(), func(t *testing.T) {
+			c := hotlimit.Config{Algorithm: a, Limit: 10, Window: time.Second}
+			clock := &steppedClock{}
+			first := int64(10*time.Second + 900*time.Millisecond) // window 10
+			clock.now.Store(first)
+			clocked := hotlimit.WithClock(clock.read)
+			prefix := redislimit.WithPrefix("ttl" + a.String() + ":")
+			leased := newExact(t, newClient(t, srv), c, clocked, prefix, redislimit.WithLease(size, ttl), redislimit.WithBatch(0, 0))
+			other := newExact(t, newClient(t, srv), c, clocked, prefix)
+
+			clock.stepBackAfter(1, back) // Redis reads 10.7 s, in window 10 still
+			require.True(t, take(t, leased, "k", 1).Allowed, "1 taken, 5 leased")
+			require.Zero(t, clock.back.Load(), "the clock stepped back within the call")
+			taken := first - int64(back)
+
+			clock.now.Store(taken + int64(ttl) - 1)
+			assert.Equal(t, take(t, other, "k", 0).Remaining+size, take(t, leased, "k", 0).Remaining, "live until ttl after Redis took it")
+			clock.now.Store(taken + int64(ttl))
+			assert.Equal(t, take(t, other, "k", 0).Remaining, take(t, leased, "k", 0).Remaining, "ended ttl after Redis took it")
+		})
+	}
 }

@@ -307,7 +307,8 @@ func (l *Limiter) Take(key string, n int) hotlimit.Decision {
 // left, and as ResetAfter the key's as Redis reported it when it granted
 // the lease, less the time since; the call that granted the lease, and a
 // report (n = 0) while it is live, report what Redis has left plus what
-// the lease has.
+// the lease has (a report that Redis did not answer, the failure policy's
+// Remaining plus what the lease has, which it spends through an outage).
 func (l *Limiter) TakeContext(ctx context.Context, key string, n int) (hotlimit.Decision, error) {
 	d, _, err := l.take(ctx, key, n)
 	return d, err
@@ -358,13 +359,25 @@ func (l *Limiter) RefundContext(ctx context.Context, key string, r hotlimit.Rece
 }
 
 // take decides n requests for key: from the key's lease when it covers
-// them, else in Redis, else by the failure policy.
+// them, else in Redis, else by the failure policy. A report (n = 0) adds
+// what key's live lease has left, which this instance admits whether Redis
+// answers or not (a lease spends through an outage).
 func (l *Limiter) take(ctx context.Context, key string, n int) (hotlimit.Decision, hotlimit.Receipt, error) {
 	if l.leases != nil && n > 0 {
 		if d, r, ok := l.spendLease(key, n); ok {
 			return d, r, nil
 		}
 	}
+	d, r, err := l.decide(ctx, key, n)
+	if n == 0 && l.leases != nil {
+		d.Remaining += int(l.leaseLeft(key))
+	}
+	return d, r, err
+}
+
+// decide decides n requests for key, which its lease did not cover, in
+// Redis, else by the failure policy.
+func (l *Limiter) decide(ctx context.Context, key string, n int) (hotlimit.Decision, hotlimit.Receipt, error) {
 	k := l.redisKey(key)
 	b, err := l.breakerFor(ctx, k)
 	if err != nil {
@@ -394,9 +407,6 @@ func (l *Limiter) take(ctx context.Context, key string, n int) (hotlimit.Decisio
 	if rep.got > 0 {
 		claimed = !l.grantLease(ctx, key, k, rep, sent)
 		d.Remaining += int(rep.got)
-	}
-	if n == 0 && l.leases != nil {
-		d.Remaining += int(l.leaseLeft(key))
 	}
 	return d, r, nil
 }
