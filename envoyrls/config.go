@@ -441,7 +441,14 @@ func (l *structLayout) node(n *yaml.Node) {
 		l.node(n.Alias)
 		return
 	}
-	for _, c := range n.Content {
+	for i, c := range n.Content {
+		// A metadata value is kept as a node, unread: not laid out, for
+		// only the keys outside it are checked, and in it a merge of
+		// mappings whose keys are lists or mappings (never the same key
+		// twice) would grow with each level, as fast as a billion laughs.
+		if i%2 == 1 && n.Kind == yaml.MappingNode && isMetadataKey(n.Content[i-1]) {
+			continue
+		}
 		l.node(c)
 	}
 	if n.Kind == yaml.MappingNode {
@@ -449,6 +456,11 @@ func (l *structLayout) node(n *yaml.Node) {
 		l.pairs(n, &out)
 		n.Content = out.nodes
 	}
+}
+
+// isMetadataKey reports whether k is the key metadata, whose value is free.
+func isMetadataKey(k *yaml.Node) bool {
+	return k.Kind == yaml.ScalarNode && k.Tag == "!!str" && k.Value == "metadata"
 }
 
 // pairList is a mapping's content being laid out: key and value nodes, and

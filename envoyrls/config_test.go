@@ -6,6 +6,7 @@ import (
 	"math"
 	"os"
 	"path/filepath"
+	"runtime"
 	"strings"
 	"testing"
 	"time"
@@ -562,4 +563,38 @@ func TestMetadataLinear(t *testing.T) {
 	small, large := fastest(file(2000)), fastest(file(32000))
 	t.Logf("2000 keys: %v, 32000 keys: %v", small, large)
 	assert.Less(t, large, 80*small, "16 times the keys take %.0f times as long", float64(large)/float64(small))
+}
+
+// TestMetadataMergeBounded: under metadata, which is kept unread, mappings
+// that merge lists of mappings whose keys are lists (never equal, so never
+// one replacing another) load in memory linear in the file: levels that
+// would each hold four times the keys of the level before, as many as a
+// billion laughs once laid out, allocate about as much as a few do (the
+// least of three loads each, so that another goroutine's allocations
+// meanwhile do not count).
+func TestMetadataMergeBounded(t *testing.T) {
+	file := func(levels int) []byte {
+		var b strings.Builder
+		b.WriteString("domain: d\ndescriptors:\n  - key: k\n    rate_limit: {unit: second, requests_per_unit: 1}\n    metadata:\n      a0: &a0 {? [x] : 1, ? [y] : 2}\n")
+		for i := 1; i < levels; i++ {
+			fmt.Fprintf(&b, "      a%d: &a%d {<<: [*a%d, *a%d, *a%d, *a%d]}\n", i, i, i-1, i-1, i-1, i-1)
+		}
+		return []byte(b.String())
+	}
+	least := func(data []byte) uint64 {
+		best := uint64(math.MaxUint64)
+		for range 3 {
+			var before, after runtime.MemStats
+			runtime.ReadMemStats(&before)
+			d, err := ParseDomain("meta.yaml", data)
+			runtime.ReadMemStats(&after)
+			require.NoError(t, err)
+			require.Len(t, d.Rules, 1)
+			best = min(best, after.TotalAlloc-before.TotalAlloc)
+		}
+		return best
+	}
+	few, many := least(file(3)), least(file(11)) // 4^11 keys: 64 MiB of pointers laid out
+	t.Logf("3 levels: %d B, 11 levels: %d B", few, many)
+	assert.Less(t, many, 4*few, "8 more levels allocate %.0f times as much", float64(many)/float64(few))
 }
