@@ -575,28 +575,39 @@ func lastKeyWins(file string, n *yaml.Node, done map[*yaml.Node]bool, warnings [
 // they stand for, and a merge key (`<<: *anchor`) as the keys it merges, as
 // the reference sees them once its YAML decoder has resolved both.
 func validateKeys(file string, n *yaml.Node) error {
-	v := keyValidator{file: file, seen: map[*yaml.Node]bool{}}
+	v := keyValidator{file: file, seen: map[seenKey]bool{}}
 	return v.check(n, "")
 }
 
 // keyValidator walks a YAML tree for validateKeys. seen holds the anchored
-// nodes already reached through an alias, so that each is checked once: an
-// alias cannot make the walk loop or grow with the number of aliases.
+// nodes already reached through an alias, so that each is checked once in
+// each of the two places whose keys differ (under rate_limit, where the
+// extension keys are valid, and elsewhere): an alias cannot make the walk
+// loop or grow with the number of aliases, nor bring the extension keys
+// checked under rate_limit anywhere else.
 type keyValidator struct {
 	file string
-	seen map[*yaml.Node]bool
+	seen map[seenKey]bool
+}
+
+// seenKey is an anchored node reached under rate_limit, or elsewhere.
+type seenKey struct {
+	n           *yaml.Node
+	inRateLimit bool
 }
 
 // resolve returns the node an alias stands for, and whether the walk should
-// go on into it: false for an anchor already checked through an alias.
-func (v *keyValidator) resolve(n *yaml.Node) (*yaml.Node, bool) {
+// go on into it, as the value of the key parent: false for an anchor
+// already checked through an alias in such a place.
+func (v *keyValidator) resolve(n *yaml.Node, parent string) (*yaml.Node, bool) {
 	if n.Kind != yaml.AliasNode || n.Alias == nil {
 		return n, true
 	}
-	if v.seen[n.Alias] {
+	k := seenKey{n.Alias, parent == "rate_limit"}
+	if v.seen[k] {
 		return n.Alias, false
 	}
-	v.seen[n.Alias] = true
+	v.seen[k] = true
 	return n.Alias, true
 }
 
@@ -610,7 +621,7 @@ func target(n *yaml.Node) *yaml.Node {
 
 // check checks n, the value of the key parent ("" for the document).
 func (v *keyValidator) check(n *yaml.Node, parent string) error {
-	n, walk := v.resolve(n)
+	n, walk := v.resolve(n, parent)
 	if !walk {
 		return nil
 	}

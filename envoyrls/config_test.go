@@ -136,6 +136,8 @@ func TestLoadErrors(t *testing.T) {
 		{"window in a descriptor", "domain: d\ndescriptors:\n  - key: k\n    window: 1s\n    rate_limit: {unit: second, requests_per_unit: 1}\n", "unknown key 'window'"},
 		{"burst in replaces", rule("      unit: second\n      requests_per_unit: 1\n      replaces:\n        - {name: x, burst: 2}\n"), "unknown key 'burst'"},
 		{"window merged into a descriptor", "domain: d\ndescriptors:\n  - key: j\n    metadata: &w {window: 1s}\n  - key: k\n    <<: *w\n", "unknown key 'window'"},
+		{"window merged into a descriptor after a rate_limit", "domain: d\ndescriptors:\n  - key: j\n    metadata: &w {window: 1s, requests_per_unit: 1}\n  - key: k\n    rate_limit: *w\n  - key: l\n    <<: *w\n", "unknown key 'window'"},
+		{"burst in a descriptor after a rate_limit", "domain: d\ndescriptors:\n  - key: j\n    metadata: &w {algorithm: GCRA, burst: 2, unit: second, requests_per_unit: 1}\n  - key: k\n    rate_limit: *w\n    descriptors: [*w]\n", "unknown key 'algorithm'"},
 		{"empty domain", "descriptors: []\n", "config file cannot have empty domain"},
 		{"empty key", "domain: d\ndescriptors:\n  - value: v\n", "descriptor has empty key"},
 		{"duplicate key", "domain: d\ndescriptors:\n  - key: k\n  - key: k\n", "duplicate descriptor composite key 'd.k'"},
