@@ -400,6 +400,9 @@ var grpcLimits = struct {
 	handshake:   5 * time.Second,
 }
 
+// listen opens the servers' listeners; tests replace it.
+var listen = net.Listen
+
 // watchDir polls the config directory until its context is done; tests
 // replace it.
 var watchDir = (*envoyrls.Server).WatchDir
@@ -466,7 +469,7 @@ func run(ctx context.Context, args []string, stderr io.Writer, ready func(grpcAd
 		hs.SetServingStatus(name, healthpb.HealthCheckResponse_SERVING)
 	}
 	healthpb.RegisterHealthServer(g, hs)
-	glis, err := net.Listen("tcp", f.grpcAddr)
+	glis, err := listen("tcp", f.grpcAddr)
 	if err != nil {
 		return fmt.Errorf("-grpc: %w", err)
 	}
@@ -484,7 +487,7 @@ func run(ctx context.Context, args []string, stderr io.Writer, ready func(grpcAd
 			_, _ = io.WriteString(w, "OK\n")
 		})
 		mux.Handle("GET /metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{}))
-		hlis, err := net.Listen("tcp", f.httpAddr)
+		hlis, err := listen("tcp", f.httpAddr)
 		if err != nil {
 			_ = glis.Close()
 			return fmt.Errorf("-http: %w", err)
@@ -533,6 +536,12 @@ func run(ctx context.Context, args []string, stderr io.Writer, ready func(grpcAd
 	select {
 	case <-ctx.Done():
 	case err := <-gerr:
+		// The HTTP server, and the gRPC calls in flight, end with it: once
+		// run returns, nothing it started serves or listens.
+		g.Stop()
+		if hsrv != nil {
+			_ = hsrv.Close()
+		}
 		return fmt.Errorf("grpc server: %w", err)
 	}
 
