@@ -569,7 +569,7 @@ func TestMetadataLinear(t *testing.T) {
 
 // TestMetadataMergeBounded: under metadata, which is kept unread, mappings
 // that merge lists of mappings whose keys are lists (never equal, so never
-// one replacing another) load in memory linear in the file: levels that
+// one replacing another) load, or are rejected, in memory linear in the file: levels that
 // would each hold four times the keys of the level before, as many as a
 // billion laughs once laid out, allocate about as much as a few do (the
 // least of three loads each, so that another goroutine's allocations
@@ -588,10 +588,11 @@ func TestMetadataMergeBounded(t *testing.T) {
 		for range 3 {
 			var before, after runtime.MemStats
 			runtime.ReadMemStats(&before)
-			d, err := ParseDomain("meta.yaml", data)
+			_, err := ParseDomain("meta.yaml", data)
 			runtime.ReadMemStats(&after)
-			require.NoError(t, err)
-			require.Len(t, d.Rules, 1)
+			if err != nil {
+				require.ErrorIs(t, err, ErrConfig)
+			}
 			best = min(best, after.TotalAlloc-before.TotalAlloc)
 		}
 		return best
@@ -599,4 +600,39 @@ func TestMetadataMergeBounded(t *testing.T) {
 	few, many := least(file(3)), least(file(11)) // 4^11 keys: 64 MiB of pointers laid out
 	t.Logf("3 levels: %d B, 11 levels: %d B", few, many)
 	assert.Less(t, many, 4*few, "8 more levels allocate %.0f times as much", float64(many)/float64(few))
+}
+
+// TestValuesCheckedAsTheReference: a value is checked where the reference
+// checks it. A float only where it counts (the reference checks the plain
+// maps of the file, merge keys applied and later keys winning, and its
+// decoder fills an integer with a float); one that a later key or merge key
+// replaces loads. What its decoder cannot put in its structs, which take
+// every value, fails wherever it is; and so does a list or a mapping as a
+// key, even under metadata, which its decoder cannot hold in a map.
+func TestValuesCheckedAsTheReference(t *testing.T) {
+	rule := func(body string) string { return "domain: d\ndescriptors:\n  - key: k\n" + body }
+	for _, tc := range []struct{ name, yaml, want string }{
+		{"merged float replaced", "domain: d\ndescriptors:\n  - key: a\n    metadata: &m {requests_per_unit: 1.5}\n  - key: k\n    rate_limit:\n      <<: *m\n      requests_per_unit: 2\n      unit: second\n", ""},
+		{"float replaced by a merge", rule("    rate_limit:\n      requests_per_unit: 1.5\n      <<: {requests_per_unit: 2}\n      unit: second\n"), ""},
+		{"merged float counts", rule("    rate_limit:\n      unit: second\n      <<: {requests_per_unit: 1.5}\n"), "error checking config"},
+		{"merged float into a boolean, replaced", rule("    rate_limit:\n      <<: {unlimited: 1.5}\n      unlimited: true\n"), "cannot unmarshal !!float `1.5` into bool"},
+		{"merged quoted yes replaced", rule("    rate_limit:\n      <<: {unlimited: 'yes'}\n      unlimited: true\n"), "cannot unmarshal !!str `yes` into bool"},
+		{"merged huge integer replaced", rule("    rate_limit:\n      <<: {requests_per_unit: 99999999999999999999}\n      requests_per_unit: 2\n      unit: second\n"), "cannot unmarshal !!float `99999999999999999999` into uint32"},
+		{"list as a key in metadata", rule("    rate_limit: {unit: second, requests_per_unit: 1}\n    metadata: {? [x] : 1}\n"), "line 5: invalid map key: [x]"},
+		{"mapping as a key in metadata", rule("    rate_limit: {unit: second, requests_per_unit: 1}\n    metadata: {? {a: b} : 1}\n"), "invalid map key: map[a:b]"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			d, err := ParseDomain("v.yaml", []byte(tc.yaml))
+			if tc.want != "" {
+				require.Error(t, err)
+				assert.ErrorIs(t, err, ErrConfig)
+				assert.Contains(t, err.Error(), tc.want)
+				return
+			}
+			require.NoError(t, err)
+			r, _ := d.match(kv("k", "x"))
+			require.NotNil(t, r)
+			assert.Equal(t, uint32(2), r.RequestsPerUnit, "the value that counts")
+		})
+	}
 }
