@@ -478,7 +478,14 @@ func run(ctx context.Context, args []string, stderr io.Writer, ready func(grpcAd
 	var hlisAddr string
 	if f.httpAddr != "" {
 		mux := http.NewServeMux()
-		mux.Handle("/json", srv.JSONHandler())
+		jsonHandler := srv.JSONHandler()
+		mux.HandleFunc("/json", func(w http.ResponseWriter, r *http.Request) {
+			if draining.Load() { // as gRPC, which takes no new call
+				http.Error(w, "draining", http.StatusServiceUnavailable)
+				return
+			}
+			jsonHandler.ServeHTTP(w, r)
+		})
 		mux.HandleFunc("GET /healthcheck", func(w http.ResponseWriter, _ *http.Request) {
 			if st, _ := hs.Check(context.Background(), &healthpb.HealthCheckRequest{}); st.GetStatus() != healthpb.HealthCheckResponse_SERVING || draining.Load() {
 				http.Error(w, "NOT_SERVING", http.StatusServiceUnavailable)
@@ -550,10 +557,15 @@ func run(ctx context.Context, args []string, stderr io.Writer, ready func(grpcAd
 	hs.Shutdown()
 	dctx, cancel := context.WithTimeout(context.Background(), f.drain)
 	defer cancel()
-	// Both servers drain at once: each takes no new request from now on,
-	// and answers those in flight within -drain; past it, they are cut.
+	// Both servers drain at once: each takes no new request from now on
+	// (/json answers 503, as /healthcheck does, for probes to see the
+	// drain), and answers those in flight within -drain; past it, they are
+	// cut. The HTTP server listens until the gRPC calls are answered, so
+	// that a probe gets its 503 while they are.
 	var drained sync.WaitGroup
+	grpcDrained := make(chan struct{})
 	drained.Go(func() {
+		defer close(grpcDrained)
 		done := make(chan struct{})
 		go func() { g.GracefulStop(); close(done) }()
 		select {
@@ -565,6 +577,7 @@ func run(ctx context.Context, args []string, stderr io.Writer, ready func(grpcAd
 	})
 	if hsrv != nil {
 		drained.Go(func() {
+			<-grpcDrained
 			if err := hsrv.Shutdown(dctx); err != nil {
 				log.Warn("drain bound reached, HTTP requests in flight cut", "drain", f.drain.String())
 				_ = hsrv.Close()
