@@ -368,7 +368,7 @@ func ParseDomain(file string, data []byte) (*Domain, error) {
 	}
 	var warnings []string
 	if len(doc.Content) > 0 {
-		if err := checkMapKeys(file, &doc, map[*yaml.Node]bool{}); err != nil {
+		if err := checkMapKeys(file, &doc, map[*yaml.Node]bool{}, map[*yaml.Node]bool{}); err != nil {
 			return nil, err
 		}
 		warnings = lastKeyWins(file, doc.Content[0], map[*yaml.Node]bool{}, nil)
@@ -553,22 +553,31 @@ func (l *structLayout) set(out *pairList, k, v *yaml.Node) {
 	out.nodes[j+1] = v
 }
 
-// checkMapKeys rejects a mapping key that is a list or a mapping anywhere
-// under n, metadata included, as the reference's YAML decoder does (it
-// cannot hold one in a Go map). done holds the nodes already walked, which
-// aliases may share.
-func checkMapKeys(file string, n *yaml.Node, done map[*yaml.Node]bool) error {
-	if n.Kind == yaml.AliasNode || done[n] {
+// checkMapKeys rejects, anywhere under n, metadata included, what the
+// reference's YAML decoder cannot read into its plain maps: a mapping key
+// that is a list or a mapping (a Go map cannot hold it), and an alias, merge
+// key or not, within the node it names (an anchor containing itself). done
+// holds the nodes already walked, which aliases may share; within the nodes
+// being walked, n's ancestors and n.
+func checkMapKeys(file string, n *yaml.Node, done, within map[*yaml.Node]bool) error {
+	if n.Kind == yaml.AliasNode {
+		if within[n.Alias] {
+			return configError(file, "error loading config file: yaml: line %d: anchor '%s' value contains itself", n.Line, n.Value)
+		}
 		return nil // the anchored node is walked where it is defined
 	}
-	done[n] = true
+	if done[n] {
+		return nil
+	}
+	done[n], within[n] = true, true
+	defer delete(within, n)
 	for i, c := range n.Content {
 		if n.Kind == yaml.MappingNode && i%2 == 0 {
 			if k := target(c); k.Kind == yaml.SequenceNode || k.Kind == yaml.MappingNode {
-				return configError(file, "error loading config file: yaml: line %d: invalid map key: %s", c.Line, goValue(k))
+				return configError(file, "error loading config file: yaml: line %d: invalid map key: a list or a mapping", c.Line)
 			}
 		}
-		if err := checkMapKeys(file, c, done); err != nil {
+		if err := checkMapKeys(file, c, done, within); err != nil {
 			return err
 		}
 	}

@@ -197,6 +197,8 @@ var refConfigCases = []refConfigCase{
 	one("float in metadata", ruleOf("    rate_limit: {unit: second, requests_per_unit: 1}\n    metadata: {x: 1.5}\n")),
 	one("merge of a list holding a scalar", ruleOf("    <<: [{value: j}, 3]\n")),
 	one("merge of a null", ruleOf("    <<: ~\n")),
+	one("a descriptor merging itself", "domain: d\ndescriptors:\n  - &x {key: k, <<: [*x, *x]}\n"),
+	one("a rate_limit merging itself", ruleOf("    rate_limit: &r {unit: second, requests_per_unit: 1, <<: *r}\n")),
 	one("crlf", "domain: d\r\ndescriptors:\r\n  - key: k\r\n    rate_limit: {unit: second, requests_per_unit: 1}\r\n"),
 	one("bom", "\ufeffdomain: d\n"),
 	one("json", `{"domain": "d", "descriptors": [{"key": "k", "rate_limit": {"unit": "second", "requests_per_unit": 1}}]}`),
