@@ -368,8 +368,21 @@ func ParseDomain(file string, data []byte) (*Domain, error) {
 	}
 	var warnings []string
 	if len(doc.Content) > 0 {
+		if err := checkMapKeys(file, &doc, map[*yaml.Node]bool{}, map[*yaml.Node]bool{}); err != nil {
+			return nil, err
+		}
 		warnings = lastKeyWins(file, doc.Content[0], map[*yaml.Node]bool{}, nil)
-		if err := validateKeys(file, doc.Content[0]); err != nil {
+		// Every value as its decoder fills the reference's structs, which
+		// takes all, those that a later key or merge key replaces included;
+		// then a float, which it rejects only among the values that count
+		// (it checks them in plain maps, once merge keys are applied and
+		// later keys have replaced earlier ones, and its decoder fills an
+		// integer with a float), in the file laid out so.
+		if err := validateKeys(file, doc.Content[0], false); err != nil {
+			return nil, err
+		}
+		(&structLayout{done: map[*yaml.Node]bool{}, replace: true}).node(&doc)
+		if err := validateKeys(file, doc.Content[0], true); err != nil {
 			return nil, err
 		}
 	}
@@ -426,9 +439,15 @@ func checkMetadata(file string, ds []yamlDescriptor) error {
 // first, so that the first wins), a later one replacing an earlier one,
 // except that a rate_limit mapping given again, or merged in, adds its keys
 // to the one before, as that decoder fills the struct it already has.
+//
+// With replace, a rate_limit given again replaces the one before, as in the
+// plain maps the reference checks the keys of, and a merge key whose value
+// is neither a mapping nor a list of mappings is kept, for validateKeys to
+// reject.
 type structLayout struct {
 	done      map[*yaml.Node]bool // the nodes laid out, or being laid out
 	expanding map[*yaml.Node]bool // the mappings whose pairs are being set
+	replace   bool
 }
 
 // node lays out n and every node under it.
@@ -441,7 +460,14 @@ func (l *structLayout) node(n *yaml.Node) {
 		l.node(n.Alias)
 		return
 	}
-	for _, c := range n.Content {
+	for i, c := range n.Content {
+		// A metadata value is kept as a node, unread: not laid out, for
+		// only the keys outside it are checked, and in it a merge of
+		// mappings whose keys are lists or mappings (never the same key
+		// twice) would grow with each level, as fast as a billion laughs.
+		if i%2 == 1 && n.Kind == yaml.MappingNode && isMetadataKey(n.Content[i-1]) {
+			continue
+		}
 		l.node(c)
 	}
 	if n.Kind == yaml.MappingNode {
@@ -449,6 +475,11 @@ func (l *structLayout) node(n *yaml.Node) {
 		l.pairs(n, &out)
 		n.Content = out.nodes
 	}
+}
+
+// isMetadataKey reports whether k is the key metadata, whose value is free.
+func isMetadataKey(k *yaml.Node) bool {
+	return k.Kind == yaml.ScalarNode && k.Tag == "!!str" && k.Value == "metadata"
 }
 
 // pairList is a mapping's content being laid out: key and value nodes, and
@@ -480,6 +511,10 @@ func (l *structLayout) pairs(m *yaml.Node, out *pairList) {
 			l.node(t)
 			l.pairs(t, out)
 		case yaml.SequenceNode:
+			if slices.ContainsFunc(t.Content, func(e *yaml.Node) bool { return target(e).Kind != yaml.MappingNode }) {
+				out.nodes = append(out.nodes, k, v) // rejected by validateKeys
+				continue
+			}
 			for j := len(t.Content) - 1; j >= 0; j-- {
 				if e := target(t.Content[j]); e.Kind == yaml.MappingNode {
 					l.node(e)
@@ -509,13 +544,44 @@ func (l *structLayout) set(out *pairList, k, v *yaml.Node) {
 		return
 	}
 	old := target(out.nodes[j+1])
-	if nv := target(v); k.Value == "rate_limit" && old.Kind == yaml.MappingNode && nv.Kind == yaml.MappingNode {
+	if nv := target(v); !l.replace && k.Value == "rate_limit" && old.Kind == yaml.MappingNode && nv.Kind == yaml.MappingNode {
 		var merged pairList
 		l.pairs(old, &merged)
 		l.pairs(nv, &merged)
 		v = &yaml.Node{Kind: yaml.MappingNode, Tag: "!!map", Line: nv.Line, Column: nv.Column, Content: merged.nodes}
 	}
 	out.nodes[j+1] = v
+}
+
+// checkMapKeys rejects, anywhere under n, metadata included, what the
+// reference's YAML decoder cannot read into its plain maps: a mapping key
+// that is a list or a mapping (a Go map cannot hold it), and an alias, merge
+// key or not, within the node it names (an anchor containing itself). done
+// holds the nodes already walked, which aliases may share; within the nodes
+// being walked, n's ancestors and n.
+func checkMapKeys(file string, n *yaml.Node, done, within map[*yaml.Node]bool) error {
+	if n.Kind == yaml.AliasNode {
+		if within[n.Alias] {
+			return configError(file, "error loading config file: yaml: line %d: anchor '%s' value contains itself", n.Line, n.Value)
+		}
+		return nil // the anchored node is walked where it is defined
+	}
+	if done[n] {
+		return nil
+	}
+	done[n], within[n] = true, true
+	defer delete(within, n)
+	for i, c := range n.Content {
+		if n.Kind == yaml.MappingNode && i%2 == 0 {
+			if k := target(c); k.Kind == yaml.SequenceNode || k.Kind == yaml.MappingNode {
+				return configError(file, "error loading config file: yaml: line %d: invalid map key: a list or a mapping", c.Line)
+			}
+		}
+		if err := checkMapKeys(file, c, done, within); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // lastKeyWins removes from every mapping under n the pairs whose key the
@@ -562,29 +628,43 @@ func lastKeyWins(file string, n *yaml.Node, done map[*yaml.Node]bool, warnings [
 // under metadata, whose content is free. Aliases are checked as the mappings
 // they stand for, and a merge key (`<<: *anchor`) as the keys it merges, as
 // the reference sees them once its YAML decoder has resolved both.
-func validateKeys(file string, n *yaml.Node) error {
-	v := keyValidator{file: file, seen: map[*yaml.Node]bool{}}
+//
+// A float is rejected only with floats: see ParseDomain.
+func validateKeys(file string, n *yaml.Node, floats bool) error {
+	v := keyValidator{file: file, seen: map[seenKey]bool{}, floats: floats}
 	return v.check(n, "")
 }
 
 // keyValidator walks a YAML tree for validateKeys. seen holds the anchored
-// nodes already reached through an alias, so that each is checked once: an
-// alias cannot make the walk loop or grow with the number of aliases.
+// nodes already reached through an alias, so that each is checked once in
+// each of the two places whose keys differ (under rate_limit, where the
+// extension keys are valid, and elsewhere): an alias cannot make the walk
+// loop or grow with the number of aliases, nor bring the extension keys
+// checked under rate_limit anywhere else.
 type keyValidator struct {
-	file string
-	seen map[*yaml.Node]bool
+	file   string
+	seen   map[seenKey]bool
+	floats bool
+}
+
+// seenKey is an anchored node reached under rate_limit, or elsewhere.
+type seenKey struct {
+	n           *yaml.Node
+	inRateLimit bool
 }
 
 // resolve returns the node an alias stands for, and whether the walk should
-// go on into it: false for an anchor already checked through an alias.
-func (v *keyValidator) resolve(n *yaml.Node) (*yaml.Node, bool) {
+// go on into it, as the value of the key parent: false for an anchor
+// already checked through an alias in such a place.
+func (v *keyValidator) resolve(n *yaml.Node, parent string) (*yaml.Node, bool) {
 	if n.Kind != yaml.AliasNode || n.Alias == nil {
 		return n, true
 	}
-	if v.seen[n.Alias] {
+	k := seenKey{n.Alias, parent == "rate_limit"}
+	if v.seen[k] {
 		return n.Alias, false
 	}
-	v.seen[n.Alias] = true
+	v.seen[k] = true
 	return n.Alias, true
 }
 
@@ -598,7 +678,7 @@ func target(n *yaml.Node) *yaml.Node {
 
 // check checks n, the value of the key parent ("" for the document).
 func (v *keyValidator) check(n *yaml.Node, parent string) error {
-	n, walk := v.resolve(n)
+	n, walk := v.resolve(n, parent)
 	if !walk {
 		return nil
 	}
@@ -670,7 +750,15 @@ func (v *keyValidator) leaf(key string, n *yaml.Node) error {
 	}
 	switch n.Tag {
 	case "!!float":
-		return configError(v.file, "error checking config")
+		if v.floats {
+			return configError(v.file, "error checking config")
+		}
+		// Its decoder fills an integer with a float it holds, a string
+		// with any, and a boolean with none.
+		f, err := strconv.ParseFloat(strings.ReplaceAll(n.Value, "_", ""), 64)
+		if boolKeys[key] || key == "requests_per_unit" && (err != nil || !(f >= 0 && f < 1<<32)) {
+			return configError(v.file, "error loading config file: yaml: unmarshal errors:\n  line %d: cannot unmarshal !!float `%s` into %s", n.Line, n.Value, map[bool]string{true: "bool", false: "uint32"}[boolKeys[key]])
+		}
 	case "!!int":
 		if _, err := strconv.ParseInt(strings.ReplaceAll(n.Value, "_", ""), 0, 64); errors.Is(err, strconv.ErrRange) {
 			return configError(v.file, "error checking config")

@@ -6,6 +6,7 @@ import (
 	"math"
 	"os"
 	"path/filepath"
+	"runtime"
 	"strings"
 	"testing"
 	"time"
@@ -135,6 +136,8 @@ func TestLoadErrors(t *testing.T) {
 		{"window in a descriptor", "domain: d\ndescriptors:\n  - key: k\n    window: 1s\n    rate_limit: {unit: second, requests_per_unit: 1}\n", "unknown key 'window'"},
 		{"burst in replaces", rule("      unit: second\n      requests_per_unit: 1\n      replaces:\n        - {name: x, burst: 2}\n"), "unknown key 'burst'"},
 		{"window merged into a descriptor", "domain: d\ndescriptors:\n  - key: j\n    metadata: &w {window: 1s}\n  - key: k\n    <<: *w\n", "unknown key 'window'"},
+		{"window merged into a descriptor after a rate_limit", "domain: d\ndescriptors:\n  - key: j\n    metadata: &w {window: 1s, requests_per_unit: 1}\n  - key: k\n    rate_limit: *w\n  - key: l\n    <<: *w\n", "unknown key 'window'"},
+		{"burst in a descriptor after a rate_limit", "domain: d\ndescriptors:\n  - key: j\n    metadata: &w {algorithm: GCRA, burst: 2, unit: second, requests_per_unit: 1}\n  - key: k\n    rate_limit: *w\n    descriptors: [*w]\n", "unknown key 'algorithm'"},
 		{"empty domain", "descriptors: []\n", "config file cannot have empty domain"},
 		{"empty key", "domain: d\ndescriptors:\n  - value: v\n", "descriptor has empty key"},
 		{"duplicate key", "domain: d\ndescriptors:\n  - key: k\n  - key: k\n", "duplicate descriptor composite key 'd.k'"},
@@ -357,8 +360,10 @@ descriptors:
 		{"unknown key through an alias", "domain: d\ndescriptors:\n  - key: k\n    metadata: &m {unit: second, per: 1}\n    rate_limit: *m\n", "unknown key 'per'"},
 		{"merge of a scalar", "domain: d\ndescriptors:\n  - key: k\n    <<: 3\n", "merge key '<<' takes a mapping"},
 		{"alias of itself", "domain: d\ndescriptors:\n  - &x\n    key: k\n    descriptors: [*x]\n", "error loading config file"},
-		{"merge of itself", "domain: d\ndescriptors:\n  - &x\n    key: k\n    <<: *x\n    foo: 1\n", "unknown key 'foo'"},
-		{"rate_limit merging itself", "domain: d\ndescriptors:\n  - key: k\n    rate_limit: &r\n      <<: *r\n      unit: fortnight\n", "invalid rate limit unit 'fortnight'"},
+		{"merge of itself", "domain: d\ndescriptors:\n  - &x\n    key: k\n    <<: *x\n    foo: 1\n", "line 5: anchor 'x' value contains itself"},
+		{"rate_limit merging itself", "domain: d\ndescriptors:\n  - key: k\n    rate_limit: &r\n      <<: *r\n      unit: second\n", "line 5: anchor 'r' value contains itself"},
+		{"merge of a list holding itself", "domain: d\ndescriptors:\n  - &x {key: k, <<: [{value: v}, *x]}\n", "line 3: anchor 'x' value contains itself"},
+		{"metadata holding itself", "domain: d\ndescriptors:\n  - key: k\n    metadata: &m {a: [*m]}\n", "line 4: anchor 'm' value contains itself"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			_, err := ParseDomain("bad.yaml", []byte(tc.yaml))
@@ -562,4 +567,74 @@ func TestMetadataLinear(t *testing.T) {
 	small, large := fastest(file(2000)), fastest(file(32000))
 	t.Logf("2000 keys: %v, 32000 keys: %v", small, large)
 	assert.Less(t, large, 80*small, "16 times the keys take %.0f times as long", float64(large)/float64(small))
+}
+
+// TestMetadataMergeBounded: under metadata, which is kept unread, mappings
+// that merge lists of mappings whose keys are lists (never equal, so never
+// one replacing another) load, or are rejected, in memory linear in the file: levels that
+// would each hold four times the keys of the level before, as many as a
+// billion laughs once laid out (64 MiB of pointers at 11 levels), allocate
+// less than 4 MiB more than 3 levels do (the least of three loads each, so
+// that another goroutine's allocations meanwhile do not count).
+func TestMetadataMergeBounded(t *testing.T) {
+	file := func(levels int) []byte {
+		var b strings.Builder
+		b.WriteString("domain: d\ndescriptors:\n  - key: k\n    rate_limit: {unit: second, requests_per_unit: 1}\n    metadata:\n      a0: &a0 {? [x] : 1, ? [y] : 2}\n")
+		for i := 1; i < levels; i++ {
+			fmt.Fprintf(&b, "      a%d: &a%d {<<: [*a%d, *a%d, *a%d, *a%d]}\n", i, i, i-1, i-1, i-1, i-1)
+		}
+		return []byte(b.String())
+	}
+	least := func(data []byte) uint64 {
+		best := uint64(math.MaxUint64)
+		for range 3 {
+			var before, after runtime.MemStats
+			runtime.ReadMemStats(&before)
+			_, err := ParseDomain("meta.yaml", data)
+			runtime.ReadMemStats(&after)
+			if err != nil {
+				require.ErrorIs(t, err, ErrConfig)
+			}
+			best = min(best, after.TotalAlloc-before.TotalAlloc)
+		}
+		return best
+	}
+	few, many := least(file(3)), least(file(11)) // 4^11 keys: 64 MiB of pointers laid out
+	t.Logf("3 levels: %d B, 11 levels: %d B", few, many)
+	assert.Less(t, many, few+4<<20, "8 more levels allocate %d B more", many-few)
+}
+
+// TestValuesCheckedAsTheReference: a value is checked where the reference
+// checks it. A float only where it counts (the reference checks the plain
+// maps of the file, merge keys applied and later keys winning, and its
+// decoder fills an integer with a float); one that a later key or merge key
+// replaces loads. What its decoder cannot put in its structs, which take
+// every value, fails wherever it is; and so does a list or a mapping as a
+// key, even under metadata, which its decoder cannot hold in a map.
+func TestValuesCheckedAsTheReference(t *testing.T) {
+	rule := func(body string) string { return "domain: d\ndescriptors:\n  - key: k\n" + body }
+	for _, tc := range []struct{ name, yaml, want string }{
+		{"merged float replaced", "domain: d\ndescriptors:\n  - key: a\n    metadata: &m {requests_per_unit: 1.5}\n  - key: k\n    rate_limit:\n      <<: *m\n      requests_per_unit: 2\n      unit: second\n", ""},
+		{"float replaced by a merge", rule("    rate_limit:\n      requests_per_unit: 1.5\n      <<: {requests_per_unit: 2}\n      unit: second\n"), ""},
+		{"merged float counts", rule("    rate_limit:\n      unit: second\n      <<: {requests_per_unit: 1.5}\n"), "error checking config"},
+		{"merged float into a boolean, replaced", rule("    rate_limit:\n      <<: {unlimited: 1.5}\n      unlimited: true\n"), "cannot unmarshal !!float `1.5` into bool"},
+		{"merged quoted yes replaced", rule("    rate_limit:\n      <<: {unlimited: 'yes'}\n      unlimited: true\n"), "cannot unmarshal !!str `yes` into bool"},
+		{"merged huge integer replaced", rule("    rate_limit:\n      <<: {requests_per_unit: 99999999999999999999}\n      requests_per_unit: 2\n      unit: second\n"), "cannot unmarshal !!float `99999999999999999999` into uint32"},
+		{"list as a key in metadata", rule("    rate_limit: {unit: second, requests_per_unit: 1}\n    metadata: {? [x] : 1}\n"), "line 5: invalid map key: a list or a mapping"},
+		{"mapping as a key in metadata", rule("    rate_limit: {unit: second, requests_per_unit: 1}\n    metadata: {? {a: b} : 1}\n"), "invalid map key: a list or a mapping"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			d, err := ParseDomain("v.yaml", []byte(tc.yaml))
+			if tc.want != "" {
+				require.Error(t, err)
+				assert.ErrorIs(t, err, ErrConfig)
+				assert.Contains(t, err.Error(), tc.want)
+				return
+			}
+			require.NoError(t, err)
+			r, _ := d.match(kv("k", "x"))
+			require.NotNil(t, r)
+			assert.Equal(t, uint32(2), r.RequestsPerUnit, "the value that counts")
+		})
+	}
 }

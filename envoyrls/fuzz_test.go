@@ -32,6 +32,10 @@ func FuzzParseDomain(f *testing.F) {
 		}
 	}
 	f.Add([]byte("domain: d\ndescriptors:\n  - key: k\n    rate_limit: {window: 1ns, requests_per_unit: 4294967295}\n"))
+	// Anchors, aliases and merge keys: of lists, repeated, of themselves,
+	// under metadata and under rate_limit.
+	f.Add([]byte("domain: d\ndescriptors:\n  - key: a\n    metadata: &m {requests_per_unit: 1.5, algorithm: GCRA}\n    rate_limit: &r {<<: [*m, {unit: second}], requests_per_unit: 2, <<: *r}\n  - &k\n    key: b\n    <<: *m\n    rate_limit: *r\n    rate_limit: {name: n}\n    descriptors: [*k]\n"))
+	f.Add([]byte("domain: d\ndescriptors:\n  - key: k\n    rate_limit: {unit: second, requests_per_unit: 1}\n    metadata:\n      a0: &a0 {x: 1, y: 2}\n      a1: &a1 {<<: [*a0, *a0]}\n      a2: {<<: [*a1, *a1], ? z : *a1}\n"))
 	quiet := WithLogger(slog.New(slog.DiscardHandler))
 	f.Fuzz(func(t *testing.T, data []byte) {
 		d, err := ParseDomain("f.yaml", data)

@@ -400,6 +400,9 @@ var grpcLimits = struct {
 	handshake:   5 * time.Second,
 }
 
+// listen opens the servers' listeners; tests replace it.
+var listen = net.Listen
+
 // watchDir polls the config directory until its context is done; tests
 // replace it.
 var watchDir = (*envoyrls.Server).WatchDir
@@ -466,7 +469,7 @@ func run(ctx context.Context, args []string, stderr io.Writer, ready func(grpcAd
 		hs.SetServingStatus(name, healthpb.HealthCheckResponse_SERVING)
 	}
 	healthpb.RegisterHealthServer(g, hs)
-	glis, err := net.Listen("tcp", f.grpcAddr)
+	glis, err := listen("tcp", f.grpcAddr)
 	if err != nil {
 		return fmt.Errorf("-grpc: %w", err)
 	}
@@ -475,7 +478,14 @@ func run(ctx context.Context, args []string, stderr io.Writer, ready func(grpcAd
 	var hlisAddr string
 	if f.httpAddr != "" {
 		mux := http.NewServeMux()
-		mux.Handle("/json", srv.JSONHandler())
+		jsonHandler := srv.JSONHandler()
+		mux.HandleFunc("/json", func(w http.ResponseWriter, r *http.Request) {
+			if draining.Load() { // as gRPC, which takes no new call
+				http.Error(w, "draining", http.StatusServiceUnavailable)
+				return
+			}
+			jsonHandler.ServeHTTP(w, r)
+		})
 		mux.HandleFunc("GET /healthcheck", func(w http.ResponseWriter, _ *http.Request) {
 			if st, _ := hs.Check(context.Background(), &healthpb.HealthCheckRequest{}); st.GetStatus() != healthpb.HealthCheckResponse_SERVING || draining.Load() {
 				http.Error(w, "NOT_SERVING", http.StatusServiceUnavailable)
@@ -484,7 +494,7 @@ func run(ctx context.Context, args []string, stderr io.Writer, ready func(grpcAd
 			_, _ = io.WriteString(w, "OK\n")
 		})
 		mux.Handle("GET /metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{}))
-		hlis, err := net.Listen("tcp", f.httpAddr)
+		hlis, err := listen("tcp", f.httpAddr)
 		if err != nil {
 			_ = glis.Close()
 			return fmt.Errorf("-http: %w", err)
@@ -533,6 +543,12 @@ func run(ctx context.Context, args []string, stderr io.Writer, ready func(grpcAd
 	select {
 	case <-ctx.Done():
 	case err := <-gerr:
+		// The HTTP server, and the gRPC calls in flight, end with it: once
+		// run returns, nothing it started serves or listens.
+		g.Stop()
+		if hsrv != nil {
+			_ = hsrv.Close()
+		}
 		return fmt.Errorf("grpc server: %w", err)
 	}
 
@@ -541,10 +557,15 @@ func run(ctx context.Context, args []string, stderr io.Writer, ready func(grpcAd
 	hs.Shutdown()
 	dctx, cancel := context.WithTimeout(context.Background(), f.drain)
 	defer cancel()
-	// Both servers drain at once: each takes no new request from now on,
-	// and answers those in flight within -drain; past it, they are cut.
+	// Both servers drain at once: each takes no new request from now on
+	// (/json answers 503, as /healthcheck does, for probes to see the
+	// drain), and answers those in flight within -drain; past it, they are
+	// cut. The HTTP server listens until the gRPC calls are answered, so
+	// that a probe gets its 503 while they are.
 	var drained sync.WaitGroup
+	grpcDrained := make(chan struct{})
 	drained.Go(func() {
+		defer close(grpcDrained)
 		done := make(chan struct{})
 		go func() { g.GracefulStop(); close(done) }()
 		select {
@@ -556,6 +577,7 @@ func run(ctx context.Context, args []string, stderr io.Writer, ready func(grpcAd
 	})
 	if hsrv != nil {
 		drained.Go(func() {
+			<-grpcDrained
 			if err := hsrv.Shutdown(dctx); err != nil {
 				log.Warn("drain bound reached, HTTP requests in flight cut", "drain", f.drain.String())
 				_ = hsrv.Close()
