@@ -59,7 +59,10 @@ func (l *Limiter) Refund(key string, r hotlimit.Receipt) {
 	// would count there, past the limit, instead of in the stored window.
 	// On the tombstone that caller's CAS fails; it revives a fresh cell and
 	// reads the clock again, after the refund, so (with a clock that never
-	// goes back) in r.At's window or later, where nothing counts now.
+	// goes back) in r.At's window or later, where nothing counts now. The
+	// refund that killed it then deletes the key if it still maps to the
+	// dead cell (keyed.Map.Drop), as Sweep does; a caller that met the
+	// tombstone revives the key whether or not that deletion came first.
 	for {
 		w := c.word.Load()
 		if w == packed.WindowDead {

@@ -90,6 +90,9 @@ func (l *Limiter) Refund(key string, r hotlimit.Receipt) {
 		// stalled would CAS its stale reading into the cell after a sweep
 		// judged it, and break the wrap guard's invariant G (guard.go). The
 		// next caller revives a new cell; a stalled CAS on this one fails.
+		// The refund then deletes the key if it still maps to the dead cell
+		// (keyed.Map.Drop), as Sweep does; a caller that met the tombstone
+		// revives the key whether or not that deletion came first.
 		next := l.b.Pack(min(l.b.Cap, tokens+give-refilled), last)
 		if tokens+give-refilled >= l.b.Cap {
 			next = packed.BucketDead
