@@ -155,3 +155,46 @@ func TestGRPCFailureStopsHTTP(t *testing.T) {
 	}
 	settled(t, baseline)
 }
+
+// TestHTTPFailureStopsGRPC: when the HTTP server fails, run returns its
+// error having stopped the gRPC server too, its address freed and its
+// goroutines ended, rather than serve gRPC with no /healthcheck or
+// /metrics to watch it by.
+func TestHTTPFailureStopsGRPC(t *testing.T) {
+	saved := listen
+	t.Cleanup(func() { listen = saved })
+	fail := make(chan struct{})
+	calls := 0
+	listen = func(network, addr string) (net.Listener, error) {
+		l, err := saved(network, addr)
+		if err != nil {
+			return l, err
+		}
+		if calls++; calls == 2 { // the second: HTTP's
+			return &failingListener{Listener: l, fail: fail, closed: make(chan struct{})}, nil
+		}
+		return l, nil
+	}
+	dir := t.TempDir()
+	writeRule(t, dir, "2")
+	baseline := runtime.NumGoroutine()
+	done := make(chan error, 1)
+	grpcAddr := make(chan string, 1)
+	go func() {
+		done <- run(context.Background(), []string{"-config", dir, "-grpc", "127.0.0.1:0", "-http", "127.0.0.1:0"}, &syncBuffer{}, func(g, _ string) { grpcAddr <- g })
+	}()
+	g := <-grpcAddr
+	close(fail)
+	select {
+	case err := <-done:
+		require.Error(t, err)
+		assert.Contains(t, err.Error(), "http server: accept: the socket is gone")
+	case <-time.After(10 * time.Second):
+		t.Fatal("run did not return on the HTTP server's failure")
+	}
+	if c, err := net.Dial("tcp", g); err == nil {
+		_ = c.Close()
+		t.Errorf("the gRPC server still listens on %s", g)
+	}
+	settled(t, baseline)
+}

@@ -476,6 +476,7 @@ func run(ctx context.Context, args []string, stderr io.Writer, ready func(grpcAd
 	var draining atomic.Bool
 	var hsrv *http.Server
 	var hlisAddr string
+	herr := make(chan error, 1) // the HTTP server's failure; none comes when it is off
 	if f.httpAddr != "" {
 		mux := http.NewServeMux()
 		jsonHandler := srv.JSONHandler()
@@ -511,7 +512,7 @@ func run(ctx context.Context, args []string, stderr io.Writer, ready func(grpcAd
 		}
 		go func() {
 			if err := hsrv.Serve(hlis); err != nil && !errors.Is(err, http.ErrServerClosed) {
-				log.Error("http server", "err", err)
+				herr <- err
 			}
 		}()
 	}
@@ -550,6 +551,12 @@ func run(ctx context.Context, args []string, stderr io.Writer, ready func(grpcAd
 			_ = hsrv.Close()
 		}
 		return fmt.Errorf("grpc server: %w", err)
+	case err := <-herr:
+		// As above: without its HTTP server, hotlimitd has no /healthcheck
+		// and no /metrics, so it stops rather than serve gRPC unobserved.
+		g.Stop()
+		_ = hsrv.Close()
+		return fmt.Errorf("http server: %w", err)
 	}
 
 	log.Info("shutting down", "drain", f.drain.String())
