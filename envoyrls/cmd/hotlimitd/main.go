@@ -559,9 +559,11 @@ func run(ctx context.Context, args []string, stderr io.Writer, ready func(grpcAd
 		return fmt.Errorf("http server: %w", err)
 	}
 
-	log.Info("shutting down", "drain", f.drain.String())
+	// Draining from before the line that says so: whoever reads it (a test,
+	// an operator) finds /healthcheck and gRPC's health already failing.
 	draining.Store(true)
 	hs.Shutdown()
+	log.Info("shutting down", "drain", f.drain.String())
 	dctx, cancel := context.WithTimeout(context.Background(), f.drain)
 	defer cancel()
 	// Both servers drain at once: each takes no new request from now on
