@@ -292,26 +292,26 @@ func boundMethod(m string) string {
 type Selector func(fullMethod string) bool
 
 // HealthAndReflection selects the methods of the gRPC health service
-// (grpc.health.v1.Health) and of server reflection (v1 and v1alpha): the
-// default exemption, since a load balancer's health probe or a grpcurl
-// listing denied by a limit does harm and spends quota that calls need.
+// (grpc.health.v1.Health: Check, Watch and List) and of server reflection
+// (ServerReflectionInfo, v1 and v1alpha): the default exemption, since a
+// load balancer's health probe or a grpcurl listing denied by a limit does
+// harm and spends quota that calls need.
 //
-// A method is one name after the service's, without a slash: grpc-go routes
-// "/grpc.health.v1.Health/Check/x" to the service
-// "grpc.health.v1.Health/Check", no health service, so a server with
-// grpc.UnknownServiceHandler (a proxy) keeps limiting such paths.
+// Only the methods those services define are selected, by their exact full
+// names. A server with grpc.UnknownServiceHandler (a proxy) passes any path
+// a client sends to the stream interceptor, "/grpc.health.v1.Health/Foo" or
+// "/grpc.health.v1.Health/Check/x" as readily as any other, even when it
+// registers the health service itself; such a call is limited as any
+// unknown method, so that a client cannot send unlimited calls through the
+// proxy by naming them after the health service.
 func HealthAndReflection(fullMethod string) bool {
-	for _, service := range exemptServices {
-		if method, ok := strings.CutPrefix(fullMethod, service); ok {
-			return method != "" && strings.IndexByte(method, '/') < 0
-		}
+	switch fullMethod {
+	case "/grpc.health.v1.Health/Check",
+		"/grpc.health.v1.Health/Watch",
+		"/grpc.health.v1.Health/List",
+		"/grpc.reflection.v1.ServerReflection/ServerReflectionInfo",
+		"/grpc.reflection.v1alpha.ServerReflection/ServerReflectionInfo":
+		return true
 	}
 	return false
-}
-
-// exemptServices are the path prefixes of HealthAndReflection's services.
-var exemptServices = [...]string{
-	"/grpc.health.v1.Health/",
-	"/grpc.reflection.v1.ServerReflection/",
-	"/grpc.reflection.v1alpha.ServerReflection/",
 }

@@ -3,6 +3,7 @@ package grpclimit_test
 import (
 	"context"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -10,6 +11,7 @@ import (
 	"github.com/stretchr/testify/require"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
+	healthpb "google.golang.org/grpc/health/grpc_health_v1"
 	testgrpc "google.golang.org/grpc/interop/grpc_testing"
 	"google.golang.org/grpc/status"
 
@@ -133,4 +135,45 @@ func TestExemptionCoversOnlyHealthAndReflectionMethods(t *testing.T) {
 		got = append(got, status.Code(cc.Invoke(ctx(t), "/grpc.health.v1.Health/Check/x", &testgrpc.Empty{}, &testgrpc.Empty{})))
 	}
 	assert.Equal(t, []codes.Code{codes.Unimplemented, codes.ResourceExhausted}, got)
+}
+
+// TestInventedHealthMethodIsLimitedOnAProxy: through a server with an
+// unknown service handler (a proxy that forwards every method), grpc-go
+// passes "/grpc.health.v1.Health/" followed by any name the client invents
+// to the stream interceptor, even when the server registers the health
+// service itself. Only the methods the health and reflection services
+// define are exempt: an invented one is limited as any unknown method, or a
+// client could send unlimited calls through the proxy by naming them after
+// the health service.
+func TestInventedHealthMethodIsLimitedOnAProxy(t *testing.T) {
+	for _, m := range []string{
+		"/grpc.health.v1.Health/Invented", "/grpc.health.v1.Health/check",
+		"/grpc.reflection.v1.ServerReflection/Invented",
+		"/grpc.reflection.v1alpha.ServerReflection/" + strings.Repeat("x", 1<<10),
+	} {
+		assert.False(t, grpclimit.HealthAndReflection(m), "%.60s", m)
+	}
+
+	svc, _ := newService(t, cfg(hotlimit.FixedWindow, 1, time.Minute), 0)
+	var forwarded atomic.Int32
+	unknown := func(any, grpc.ServerStream) error {
+		forwarded.Add(1)
+		return status.Error(codes.Unimplemented, "forwarded")
+	}
+	cc := serveTCP(t, &testService{}, []grpc.ServerOption{
+		grpc.ChainStreamInterceptor(grpclimit.StreamServerInterceptor(svc)),
+		grpc.ChainUnaryInterceptor(grpclimit.UnaryServerInterceptor(svc)),
+		grpc.UnknownServiceHandler(unknown)})
+	var got []codes.Code
+	for range 3 {
+		got = append(got, status.Code(cc.Invoke(ctx(t), "/grpc.health.v1.Health/Invented", &testgrpc.Empty{}, &testgrpc.Empty{})))
+	}
+	assert.Equal(t, []codes.Code{codes.Unimplemented, codes.ResourceExhausted, codes.ResourceExhausted}, got)
+	assert.Equal(t, int32(1), forwarded.Load(), "only the call the limit passed is forwarded")
+
+	// The health service the server registers stays exempt.
+	for range 3 {
+		_, err := healthpb.NewHealthClient(cc).Check(ctx(t), &healthpb.HealthCheckRequest{})
+		assert.NoError(t, err)
+	}
 }
