@@ -111,7 +111,10 @@
 // a call that proceeds but then fails, in its handler or in an interceptor
 // after this one (another limit that denies it), carries them in its
 // trailers, so that its response stays Trailers-Only and the client's retry
-// policy can still retry it (gRFC A6). [MiddlewareLimiter] cannot wait for
+// policy can still retry it (gRFC A6). So does one whose handler panics,
+// when a recovery interceptor outside this one answers it: the interceptors
+// recover no panic of the handler, but set the trailers as it unwinds
+// through them. [MiddlewareLimiter] cannot wait for
 // the handler and sets them at once. No gRPC standard exists for this: gRFC A6 defines only the
 // pushback, and google.rpc.QuotaFailure only explains a failure. The draft's
 // names are used because gRPC metadata are HTTP/2 header fields, so a proxy,

@@ -151,6 +151,7 @@ func (l *limiter) fail(v *verdict, err error) {
 var (
 	errNoService = errors.New("no service configured")
 	errNoStream  = errors.New("no server stream")
+	errPanicked  = errors.New("handler panicked")
 )
 
 // admit decides a call of method, with req for the key functions, unless
@@ -298,8 +299,18 @@ func (l *limiter) unary(ctx context.Context, req any, info *grpc.UnaryServerInfo
 	// response with headers is committed, so the client's retry policy
 	// could no longer retry it, whatever its pushback says (gRFC A6). A
 	// failure carries the metadata in its trailers instead, and so does a
-	// response whose handler has already sent its headers.
+	// response whose handler has already sent its headers. A handler that
+	// panics has failed too: a recovery interceptor outside this one may
+	// answer the call, which was counted, so the deferred call gives the
+	// metadata to its trailers as the panic unwinds, without recovering it.
+	returned := false
+	defer func() {
+		if !returned {
+			_ = grpc.SetTrailer(ctx, md)
+		}
+	}()
 	resp, err := handler(ctx, req)
+	returned = true
 	if err != nil || grpc.SetHeader(ctx, md) != nil {
 		_ = grpc.SetTrailer(ctx, md)
 	}
@@ -345,10 +356,15 @@ func (l *limiter) stream(srv any, ss grpc.ServerStream, info *grpc.StreamServerI
 	if l.o.messages && ss != nil { // a nil stream goes on as it came, under dry run
 		ss = &recvLimited{ServerStream: ss, l: l, hs: hs, method: method}
 	}
-	err := handler(srv, ss)
-	if hs != nil {
-		hs.done(err)
+	if hs == nil {
+		return handler(srv, ss)
 	}
+	// A handler that panics has failed: done gives the metadata to the
+	// trailers as the panic unwinds (without recovering it), for a recovery
+	// interceptor outside this one to answer the stream with.
+	err := errPanicked
+	defer func() { hs.done(err) }()
+	err = handler(srv, ss)
 	return err
 }
 
