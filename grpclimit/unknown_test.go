@@ -13,6 +13,8 @@ import (
 	"google.golang.org/grpc/codes"
 	healthpb "google.golang.org/grpc/health/grpc_health_v1"
 	testgrpc "google.golang.org/grpc/interop/grpc_testing"
+	reflectionv1 "google.golang.org/grpc/reflection/grpc_reflection_v1"
+	reflectionv1alpha "google.golang.org/grpc/reflection/grpc_reflection_v1alpha"
 	"google.golang.org/grpc/status"
 
 	"github.com/hotlimit/hotlimit"
@@ -152,6 +154,13 @@ func TestInventedHealthMethodIsLimitedOnAProxy(t *testing.T) {
 		"/grpc.reflection.v1alpha.ServerReflection/" + strings.Repeat("x", 1<<10),
 	} {
 		assert.False(t, grpclimit.HealthAndReflection(m), "%.60s", m)
+	}
+	for _, m := range []string{ // every method the services define
+		healthpb.Health_Check_FullMethodName, healthpb.Health_Watch_FullMethodName, healthpb.Health_List_FullMethodName,
+		reflectionv1.ServerReflection_ServerReflectionInfo_FullMethodName,
+		reflectionv1alpha.ServerReflection_ServerReflectionInfo_FullMethodName,
+	} {
+		assert.True(t, grpclimit.HealthAndReflection(m), m)
 	}
 
 	svc, _ := newService(t, cfg(hotlimit.FixedWindow, 1, time.Minute), 0)
