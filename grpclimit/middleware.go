@@ -21,7 +21,11 @@ import (
 //
 // The middleware flattens that error into the text of a new
 // ResourceExhausted status, so the client gets neither the RetryInfo nor the
-// QuotaFailure details; only the message text and the metadata survive. Use
+// QuotaFailure details; only the message text and the metadata survive. The
+// code does not survive either: a call the limiter could not decide
+// (Unavailable), an internal failure or a call already ended (Canceled,
+// DeadlineExceeded) reaches the client as ResourceExhausted too, which a
+// retry policy reads as a denial. Use
 // [UnaryServerInterceptor] and [StreamServerInterceptor] to keep the
 // details.
 func MiddlewareLimiter(svc *service.Service, opts ...Option) ratelimit.Limiter {

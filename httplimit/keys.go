@@ -152,7 +152,12 @@ func FirstOf(fns ...KeyFunc) KeyFunc {
 // The middleware uses RoutePattern of the handler it wraps when that handler
 // is a *http.ServeMux, and RoutePattern(nil) otherwise, unless [WithAPI] says
 // differently. Pass the mux explicitly when something else sits between the
-// middleware and the mux.
+// middleware and the mux. Something that rewrites the path on the way, such
+// as http.StripPrefix, belongs outside the middleware
+// (http.StripPrefix("/api", httplimit.New(svc)(mux))): mux is asked about the
+// request as the middleware sees it, and a path it does not route, as an
+// unstripped one, falls back to the URL path, so a route such as
+// "/items/{id}" would give every id a quota of its own.
 func RoutePattern(mux *http.ServeMux) KeyFunc {
 	return func(r *http.Request) (string, bool) {
 		// mux comes first: an outer ServeMux that mounted the middleware

@@ -110,7 +110,7 @@ func text(body string) http.HandlerFunc {
 func main() {
 	addr := flag.String("addr", "127.0.0.1:8080", "address to listen on")
 	proxies := flag.String("trusted-proxies", "", "comma-separated CIDRs (or addresses) of proxies whose X-Forwarded-For is believed")
-	verbose := flag.Bool("v", false, "log every decision")
+	verbose := flag.Bool("v", false, "log every decision, with the user key as sent (an API key in clear)")
 	flag.Parse()
 
 	c := config{}
