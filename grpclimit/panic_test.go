@@ -52,3 +52,69 @@ func TestPanickingHandlerBehindARecoveryCarriesTheFields(t *testing.T) {
 	assert.Equal(t, []string{`"fixedwindow-10-1m";q=10;w=60`}, stream.Trailer().Get(grpclimit.MetadataPolicy))
 	assert.Equal(t, []string{`"fixedwindow-10-1m";r=9;t=60`}, stream.Trailer().Get(grpclimit.MetadataRateLimit))
 }
+
+// TestPanicAfterTheHeadersKeepsTheFieldsWhereTheyWent: a handler that
+// panics after its response headers have left gave the RateLimit metadata
+// already, or could not: a stream's first message took them in its
+// headers, so the trailers the recovery answers with do not repeat them; a
+// unary handler that sent its own headers left them for the trailers, which
+// carry them.
+func TestPanicAfterTheHeadersKeepsTheFieldsWhereTheyWent(t *testing.T) {
+	const item = `"fixedwindow-10-1m";r=9;t=60`
+	internal := recovery.WithRecoveryHandler(func(p any) error { return status.Errorf(codes.Internal, "panic: %v", p) })
+	svc, _ := newService(t, cfg(hotlimit.FixedWindow, 10, time.Minute), 0)
+	sentThenPanic := func(_ any, ss grpc.ServerStream, _ *grpc.StreamServerInfo, _ grpc.StreamHandler) error {
+		if err := ss.SendMsg(&testgrpc.StreamingOutputCallResponse{}); err != nil {
+			return err
+		}
+		panic("handler bug")
+	}
+	headerThenPanic := func(ctx context.Context, _ any, _ *grpc.UnaryServerInfo, _ grpc.UnaryHandler) (any, error) {
+		_ = grpc.SendHeader(ctx, metadata.Pairs("x-own", "1"))
+		panic("handler bug")
+	}
+	cc := serveTCP(t, &testService{}, []grpc.ServerOption{
+		grpc.ChainUnaryInterceptor(recovery.UnaryServerInterceptor(internal), grpclimit.UnaryServerInterceptor(svc), headerThenPanic),
+		grpc.ChainStreamInterceptor(recovery.StreamServerInterceptor(internal), grpclimit.StreamServerInterceptor(svc), sentThenPanic),
+	})
+	client := testgrpc.NewTestServiceClient(cc)
+
+	stream, err := client.FullDuplexCall(ctx(t))
+	require.NoError(t, err)
+	_, err = stream.Recv()
+	require.NoError(t, err)
+	_, err = stream.Recv()
+	require.Equal(t, codes.Internal, status.Code(err), "%v", err)
+	header, err := stream.Header()
+	require.NoError(t, err)
+	assert.Equal(t, []string{item}, header.Get(grpclimit.MetadataRateLimit))
+	assert.Empty(t, stream.Trailer().Get(grpclimit.MetadataRateLimit), "given once, in the headers")
+
+	var trailer metadata.MD
+	header = nil
+	_, err = client.UnaryCall(ctx(t), &testgrpc.SimpleRequest{}, grpc.Header(&header), grpc.Trailer(&trailer))
+	require.Equal(t, codes.Internal, status.Code(err), "%v", err)
+	assert.Equal(t, []string{"1"}, header.Get("x-own"))
+	assert.Empty(t, header.Get(grpclimit.MetadataRateLimit))
+	assert.Equal(t, []string{item}, trailer.Get(grpclimit.MetadataRateLimit))
+
+}
+
+// TestPanicRecoveredInsideTheLimitCarriesTheFields: a recovery interceptor
+// chained inside the limit turns the handler's panic into an error before
+// it reaches the limit, which gives the call's RateLimit metadata to its
+// trailers as for any failure, leaving the response Trailers-Only.
+func TestPanicRecoveredInsideTheLimitCarriesTheFields(t *testing.T) {
+	internal := recovery.WithRecoveryHandler(func(p any) error { return status.Errorf(codes.Internal, "panic: %v", p) })
+	panics := func(context.Context, any, *grpc.UnaryServerInfo, grpc.UnaryHandler) (any, error) {
+		panic("handler bug")
+	}
+	svc, _ := newService(t, cfg(hotlimit.FixedWindow, 10, time.Minute), 0)
+	cc := serveTCP(t, &testService{}, []grpc.ServerOption{grpc.ChainUnaryInterceptor(
+		grpclimit.UnaryServerInterceptor(svc), recovery.UnaryServerInterceptor(internal), panics)})
+	var header, trailer metadata.MD
+	_, err := testgrpc.NewTestServiceClient(cc).UnaryCall(ctx(t), &testgrpc.SimpleRequest{}, grpc.Header(&header), grpc.Trailer(&trailer))
+	require.Equal(t, codes.Internal, status.Code(err), "%v", err)
+	assert.Empty(t, header.Get(grpclimit.MetadataRateLimit), "Trailers-Only")
+	assert.Equal(t, []string{`"fixedwindow-10-1m";r=9;t=60`}, trailer.Get(grpclimit.MetadataRateLimit))
+}
