@@ -303,7 +303,10 @@ type Selector func(fullMethod string) bool
 // "/grpc.health.v1.Health/Check/x" as readily as any other, even when it
 // registers the health service itself; such a call is limited as any
 // unknown method, so that a client cannot send unlimited calls through the
-// proxy by naming them after the health service.
+// proxy by naming them after the health service. The exact methods stay
+// exempt on a proxy too, and it forwards them to its backends unlimited
+// (a reflection stream, a health Watch); a proxy that should limit them
+// passes [WithExempt](nil), or a Selector of its own.
 func HealthAndReflection(fullMethod string) bool {
 	switch fullMethod {
 	case "/grpc.health.v1.Health/Check",
