@@ -99,6 +99,22 @@
 // insertions, L/3: so the keys held stay below 1.6 times the keys that are
 // not idle when the pass reaches them, plus the threshold and a chunk.
 //
+// # Dead nodes left listed
+//
+// A walker that kills a cell deletes its key and unlinks its node in one
+// visit, but a cell tombstoned by its limiter (a refund that returns a key to
+// a fresh key's state) leaves its node listed, dead, with no visit due: Drop
+// deletes the key, or a Revive puts a new node in the map in its place, and
+// either way the map no longer counts it. Were walks paid only by insertions
+// into a map at the threshold, or at the cap, a limiter whose keys are taken
+// and given back would list a node per refund, without end, while Len read
+// a handful. So each such tombstone owes the walks StepVisits visits,
+// charged by Drop (the limiter calls it once per tombstone) into the
+// auto-sweep's debt whenever the map has an auto-sweep or a key cap. A pass
+// over L nodes is then paid by L/3 tombstones at most, and a dead node is
+// unlinked by the pass after the one under way when it was left, so the dead
+// nodes listed stay below about twice the keys held, plus a chunk.
+//
 // # The key cap
 //
 // With a cap of n keys, count reserves a key before it is inserted and is
@@ -458,15 +474,25 @@ func (m *Map[C]) remove(n *node[C]) bool {
 
 // Drop deletes key if it still maps to dead, a cell its caller has just
 // tombstoned (as a refund that empties a key does; a tombstone is never
-// undone, so the cell is still dead), and reports whether it did: the key is then not held, as after a Sweep. The dead cell stays in
-// the sweep list until a walk or a Sweep unlinks it; a caller that met the
-// tombstone meanwhile revives the key as after any eviction.
+// undone, so the cell is still dead), and reports whether it did: the key is
+// then not held, as after a Sweep. Call it once per such tombstone.
+//
+// The dead cell stays in the sweep list until a walk or a Sweep unlinks it;
+// a caller that met the tombstone meanwhile revives the key as after any
+// eviction, listing a new node. No walk that unlinks it is due otherwise (the
+// keys held do not count it, and a Revive's replacement leaves it listed just
+// the same), so with an auto-sweep or a key cap, Drop owes the walks
+// StepVisits visits for it, as an insertion at the threshold does, and pays a
+// chunk of them when its debt completes one: see "Dead nodes left listed".
 func (m *Map[C]) Drop(key string, dead *C) bool {
-	n, ok := m.cells.Load(key)
-	if !ok || &n.cell != dead {
-		return false
+	deleted := false
+	if n, ok := m.cells.Load(key); ok && &n.cell == dead {
+		deleted = m.remove(n)
 	}
-	return m.remove(n)
+	if m.autoMin > 0 || m.maxKeys > 0 {
+		m.step()
+	}
+	return deleted
 }
 
 // Peek returns key's cell if there is one, and never inserts.
