@@ -487,6 +487,9 @@ func (m *Map[C]) remove(n *node[C]) bool {
 func (m *Map[C]) Drop(key string, dead *C) bool {
 	deleted := false
 	if n, ok := m.cells.Load(key); ok && &n.cell == dead {
+		if m.hook != nil {
+			m.hook("drop")
+		}
 		deleted = m.remove(n)
 	}
 	if m.autoMin > 0 || m.maxKeys > 0 {
