@@ -288,7 +288,7 @@ func TestDropBetweenRevivesCheckAndItsInsertionKeepsTheCap(t *testing.T) {
 // TestDropRacingTrafficLosesNothing hammers a few keys with requests whose
 // refunds empty them (the last one out tombstones the cell and drops the
 // key, as fixedwindow's and slidingcounter's refunds do), while a Sweep loops
-// or the walks of auto-sweep and the key cap run: a cell that a request still
+// or the walks of auto-sweep and the key cap run, or all of them at once: a cell that a request still
 // counts on is never replaced under its key, and at the end every count is
 // zero, nothing is held or reserved, the sweep list is empty, and a capped
 // map admits a full set of new keys again.
@@ -298,7 +298,7 @@ func TestDropRacingTrafficLosesNothing(t *testing.T) {
 		rounds = 1000
 	}
 	const maxKeys = 16
-	for _, mode := range []string{"loop", "auto", "cap"} {
+	for _, mode := range []string{"loop", "auto", "cap", "all"} {
 		t.Run("sweep="+mode, func(t *testing.T) {
 			var m *keyed.Map[cell]
 			switch mode {
@@ -308,11 +308,14 @@ func TestDropRacingTrafficLosesNothing(t *testing.T) {
 				m = newMap(8, 0)
 			case "cap":
 				m = newMap(0, maxKeys)
+			case "all":
+				m = newMap(8, maxKeys)
 			}
 			var stop atomic.Bool
 			var sweeper sync.WaitGroup
 			var swept, drops atomic.Int64
-			if mode == "loop" {
+			sweeping := mode == "loop" || mode == "all"
+			if sweeping {
 				sweeper.Go(func() {
 					for !stop.Load() {
 						swept.Add(int64(m.Sweep(kill)))
@@ -322,7 +325,7 @@ func TestDropRacingTrafficLosesNothing(t *testing.T) {
 			var workers sync.WaitGroup
 			for g := range 8 {
 				workers.Go(func() {
-					for i := 0; i < rounds || mode == "loop" && swept.Load() == 0; i++ {
+					for i := 0; i < rounds || sweeping && swept.Load() == 0; i++ {
 						key := strconv.Itoa((g + i) % 5)
 						c := m.Get(key)
 						if c == nil {
@@ -358,14 +361,14 @@ func TestDropRacingTrafficLosesNothing(t *testing.T) {
 			stop.Store(true)
 			sweeper.Wait()
 			assert.Positive(t, drops.Load(), "refunds emptied keys")
-			if mode == "loop" {
+			if sweeping {
 				assert.Positive(t, swept.Load(), "the sweeper raced the workers")
 			}
 			m.Sweep(kill)
 			assert.Zero(t, m.Len())
 			assert.Zero(t, keyed.Reserved(m))
 			assert.Empty(t, keyed.Listed(m))
-			if mode == "cap" {
+			if mode == "cap" || mode == "all" {
 				for i := range maxKeys {
 					k := "new-" + strconv.Itoa(i)
 					require.NotNil(t, m.Get(k), k)
