@@ -16,7 +16,10 @@
 // calls Revive, which replaces the dead cell under its key with a fresh one
 // (or returns the live cell another caller already put there) and carries on.
 // The sweeper then deletes the key only if it still maps to the dead cell. No
-// update is lost, and no caller waits for another.
+// update is lost, and no caller waits for another. A limiter may tombstone a
+// cell itself, by the CAS of a write that returns the key to a fresh key's
+// state (a refund), and then calls Drop, which deletes the key in the same
+// way.
 //
 // The map never keeps a key string it is given: it stores a copy, made on the
 // insertion paths only (a miss, a revival), so the hot path copies nothing. A
@@ -52,13 +55,14 @@
 // unlinked node keeps its next, so a walker standing on it still walks
 // forward into the list.
 //
-// A node leaves the map only when it is dead: deleted by a walker, which
-// deletes it only if its key still maps to it, or replaced by Revive. A walker
-// visiting a node calls kill, which reports the cell dead, newly or already,
-// and then deletes the node's key if it still maps to it and unlinks the
-// node. So the list holds the nodes in the map, plus dead nodes awaiting a
-// visit, until a walk meets them, and the keys held never exceed the nodes
-// listed by more than the insertions in flight.
+// A node leaves the map only when it is dead: deleted by a walker or by Drop,
+// each of which deletes it only if its key still maps to it, or replaced by
+// Revive. A walker visiting a node calls kill, which reports the cell dead,
+// newly or already, and then deletes the node's key if it still maps to it
+// and unlinks the node. So the list holds the nodes in the map, plus dead
+// nodes awaiting a visit (see "Dead nodes left listed"), until a walk meets
+// them, and the keys held never exceed the nodes listed by more than the
+// insertions in flight.
 //
 // # Walks
 //
