@@ -171,11 +171,11 @@ func TestSweepBetweenDropsLoadAndItsDeletionReleasesOnce(t *testing.T) {
 	assert.EqualValues(t, maxKeys, keyed.Reserved(m))
 }
 
-// TestDropBetweenAWalkersKillAndItsDeletionReleasesOnce forces an emptying
-// refund and its Drop between a walker's load of a cell and its judgement: the
-// walker finds the cell dead, deletes nothing (Drop did) and unlinks it; the
-// cap's room is released once.
-func TestDropBetweenAWalkersKillAndItsDeletionReleasesOnce(t *testing.T) {
+// TestDropWhileAWalkerJudgesTheCellReleasesOnce forces an emptying refund
+// and its Drop inside a walker's call of kill on the cell, before kill reads
+// it: kill reports the cell dead, and the walker deletes nothing (Drop did)
+// and unlinks it; the cap's room is released once.
+func TestDropWhileAWalkerJudgesTheCellReleasesOnce(t *testing.T) {
 	m, cells := fullOf(4, []string{"k", "a", "b"}, nil)
 	dropped := false
 	deleted := m.Sweep(func(c *cell) bool {
