@@ -90,9 +90,13 @@ func WithClock(c Clock) Option {
 // where the previous visit stopped, going round all keys, and evict those a
 // Sweep would. No call waits for another, and none visits more. As a round
 // of k keys takes about k/3 insertions, the keys held stay below about 1.6
-// times the keys that are not idle, plus minKeys. minKeys <= 0 turns it off,
-// the default of the limiters' constructors; the limiters a service.Service
-// builds default to service.DefaultAutoSweep instead.
+// times the keys that are not idle, plus minKeys. Where a Refund that
+// returns a key to a fresh key's state deletes it (the token bucket, the
+// fixed window and the sliding counter), its memory waits for a visit: such
+// refunds take turns too, whatever the keys held, so that the memory waiting
+// stays below about twice what the keys held take. minKeys <= 0 turns it
+// off, the default of the limiters' constructors; the limiters a
+// service.Service builds default to service.DefaultAutoSweep instead.
 func WithAutoSweep(minKeys int) Option {
 	return func(o *Options) { o.AutoSweep = max(minKeys, 0) }
 }
@@ -113,9 +117,14 @@ func WithAutoSweep(minKeys int) Option {
 // first. Take(key, 0) of a key not held reports a fresh key. The cap can be
 // exceeded only by requests that were deciding on a key at the moment it was
 // evicted, each by one key, until the next new key's evictions make room
-// again. The limiter's map is sized for n keys up front, or for 1<<20 keys
-// (32 MB) when n is larger, and then grows as keys come. n <= 0 means no
-// cap, the default.
+// again. Where a Refund that returns a key to a fresh key's state deletes it
+// (the token bucket, the fixed window and the sliding counter), it frees the
+// key's room at once and its memory once a visit comes by: such refunds take
+// turns to make those visits, as WithAutoSweep's insertions do, so that the
+// memory waiting stays below about twice what the keys held take. The
+// limiter's map is sized for n keys up front, or for 1<<20 keys (32 MB) when
+// n is larger, and then grows as keys come. n <= 0 means no cap, the
+// default.
 func WithMaxKeys(n int) Option {
 	return func(o *Options) { o.MaxKeys = max(n, 0) }
 }

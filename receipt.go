@@ -61,7 +61,10 @@ type Receipt struct {
 // and be refunded at most once. Refunding a receipt twice, or one that was
 // made up, may give back capacity that was not taken (never beyond a new
 // key's full quota), but never corrupts the key's state and never panics.
-// Refund never inserts a key, and allocates nothing.
+// Refund never inserts a key, and allocates nothing, but for the visits
+// that an in-memory limiter with WithAutoSweep or WithMaxKeys makes now and
+// then, when a refund returns a key to a fresh key's state, to free the
+// memory the key leaves (a few bytes each).
 type Refunder interface {
 	Limiter
 	// TakeReceipt is Take, plus the receipt of what it took: the zero

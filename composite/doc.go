@@ -90,5 +90,8 @@
 // a service.Service does for each limit of a rule (service.LimitDecision.Err).
 //
 // A Limiter is safe for concurrent use; on keys its children already hold,
-// Allow, Take, TakeReceipt and Refund allocate nothing.
+// Allow, Take, TakeReceipt and Refund allocate nothing (but for the visits a
+// child's Refund makes now and then, with hotlimit.WithAutoSweep or
+// hotlimit.WithMaxKeys, when it returns a key to a fresh key's state: see
+// hotlimit.Refunder).
 package composite

@@ -154,3 +154,38 @@ func TestStaleReadingAfterARefundEmptiedTheWindow(t *testing.T) {
 		assert.Equal(t, 1, passed, "window 1 has room for one more (Take=%v)", viaTake)
 	}
 }
+
+// TestStaleCallerFindsTheCellInsertedAfterARefundDroppedTheKey: at 2 per
+// second, A loads the key's cell and stalls in its clock reading at 0.9 s,
+// window 0 full; meanwhile the clock reaches 1.1 s, B takes one and refunds
+// it, which empties window 1 and deletes the key, and C's request inserts a
+// new cell for the key and counts in window 1. A meets the tombstone, takes
+// C's cell, not a fresh one of its own, and counts in window 1 beside C's
+// request: window 1 is then full. With a key cap of one key, and with an
+// auto-sweep whose walks the refund pays, likewise.
+func TestStaleCallerFindsTheCellInsertedAfterARefundDroppedTheKey(t *testing.T) {
+	for _, o := range []struct {
+		name string
+		opt  hotlimit.Option
+	}{{"plain", hotlimit.WithMaxKeys(0)}, {"cap=1", hotlimit.WithMaxKeys(1)}, {"auto-sweep=1", hotlimit.WithAutoSweep(1)}} {
+		t.Run(o.name, func(t *testing.T) {
+			var c limitertest.HookClock
+			lim, err := New(2, time.Second, hotlimit.WithClock(c.Read), o.opt)
+			require.NoError(t, err)
+			c.Now.Store(int64(900 * time.Millisecond))
+			require.True(t, lim.Take("k", 2).Allowed, "window 0: full")
+			c.Hook = func() {
+				c.Now.Store(int64(1100 * time.Millisecond))
+				d, r := lim.TakeReceipt("k", 1)
+				require.True(t, d.Allowed, "B in window 1")
+				lim.Refund("k", r)
+				require.Zero(t, lim.Len(), "B's refund deleted the key")
+				require.True(t, lim.Allow("k"), "C in window 1, in a new cell")
+			}
+			assert.True(t, lim.Allow("k"), "A, counted in window 1")
+			require.Nil(t, c.Hook, "the hook ran inside A's call")
+			assert.Equal(t, 1, lim.Len())
+			assert.False(t, lim.Allow("k"), "window 1 is full: C's request and A's")
+		})
+	}
+}

@@ -190,3 +190,41 @@ func TestStaleReadingAfterARefundEmptiedTheCounts(t *testing.T) {
 		assert.Equal(t, 1, passed, "window 2 has room for one more (Take=%v)", viaTake)
 	}
 }
+
+// TestStaleCallerFindsTheCellInsertedAfterARefundDroppedTheKey: at 2 per
+// second, A loads the key's word (one request in window 0) and stalls in its
+// clock reading at 0.95 s; meanwhile D fills window 0, the clock reaches
+// 2.1 s, B takes one and refunds it, which empties both counts and deletes
+// the key, and C's request inserts a new cell for the key and counts in
+// window 2. A's CAS fails on the tombstone; A takes C's cell, not a fresh one
+// of its own, reads the clock again and counts in window 2 beside C's
+// request: window 2 is then full. With a key cap of one key, and with an
+// auto-sweep whose walks the refund pays, likewise.
+func TestStaleCallerFindsTheCellInsertedAfterARefundDroppedTheKey(t *testing.T) {
+	for _, o := range []struct {
+		name string
+		opt  hotlimit.Option
+	}{{"plain", hotlimit.WithMaxKeys(0)}, {"cap=1", hotlimit.WithMaxKeys(1)}, {"auto-sweep=1", hotlimit.WithAutoSweep(1)}} {
+		t.Run(o.name, func(t *testing.T) {
+			var c limitertest.HookClock
+			lim, err := New(2, time.Second, hotlimit.WithClock(c.Read), o.opt)
+			require.NoError(t, err)
+			c.Now.Store(int64(900 * time.Millisecond))
+			require.True(t, lim.Allow("k"), "window 0: one")
+			c.Now.Store(int64(950 * time.Millisecond))
+			c.Hook = func() { // inside A's clock reading, after its load
+				require.True(t, lim.Allow("k"), "D: window 0 full")
+				c.Now.Store(int64(2100 * time.Millisecond))
+				d, r := lim.TakeReceipt("k", 1)
+				require.True(t, d.Allowed, "B in window 2")
+				lim.Refund("k", r)
+				require.Zero(t, lim.Len(), "B's refund deleted the key")
+				require.True(t, lim.Allow("k"), "C in window 2, in a new cell")
+			}
+			assert.True(t, lim.Allow("k"), "A, counted in window 2")
+			require.Nil(t, c.Hook, "the hook ran inside A's call")
+			assert.Equal(t, 1, lim.Len())
+			assert.False(t, lim.Allow("k"), "window 2 is full: C's request and A's")
+		})
+	}
+}

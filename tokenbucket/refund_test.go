@@ -104,3 +104,39 @@ func TestRefundAllocs(t *testing.T) {
 	require.NoError(t, err)
 	limitertest.RefundAllocs(t, lim)
 }
+
+// TestStaleCallerFindsTheCellInsertedAfterARefundDroppedTheKey: at 2 per
+// second, the bucket drained at 0, A loads the key's cell and stalls in its
+// clock reading at 0.5 s; meanwhile the clock reaches 1 s, where the bucket
+// is full again, B takes one and refunds it, which fills the bucket and
+// deletes the key, and C's request inserts a new cell for the key and takes
+// one of its two tokens. A meets the tombstone, takes C's cell, not a fresh
+// one of its own, and takes the last token: the bucket is then empty. With a
+// key cap of one key, and with an auto-sweep whose walks the refund pays,
+// likewise.
+func TestStaleCallerFindsTheCellInsertedAfterARefundDroppedTheKey(t *testing.T) {
+	for _, o := range []struct {
+		name string
+		opt  hotlimit.Option
+	}{{"plain", hotlimit.WithMaxKeys(0)}, {"cap=1", hotlimit.WithMaxKeys(1)}, {"auto-sweep=1", hotlimit.WithAutoSweep(1)}} {
+		t.Run(o.name, func(t *testing.T) {
+			var c limitertest.HookClock
+			lim, err := New(2, time.Second, hotlimit.WithClock(c.Read), o.opt)
+			require.NoError(t, err)
+			require.True(t, lim.Take("k", 2).Allowed, "the bucket drained at 0")
+			c.Now.Store(int64(500 * time.Millisecond))
+			c.Hook = func() {
+				c.Now.Store(int64(time.Second))
+				d, r := lim.TakeReceipt("k", 1)
+				require.True(t, d.Allowed, "B at 1 s")
+				lim.Refund("k", r)
+				require.Zero(t, lim.Len(), "B's refund filled the bucket and deleted the key")
+				require.True(t, lim.Allow("k"), "C at 1 s, in a new cell")
+			}
+			assert.True(t, lim.Allow("k"), "A, from C's cell")
+			require.Nil(t, c.Hook, "the hook ran inside A's call")
+			assert.Equal(t, 1, lim.Len())
+			assert.False(t, lim.Allow("k"), "the bucket is empty: C's token and A's")
+		})
+	}
+}

@@ -16,7 +16,10 @@
 // calls Revive, which replaces the dead cell under its key with a fresh one
 // (or returns the live cell another caller already put there) and carries on.
 // The sweeper then deletes the key only if it still maps to the dead cell. No
-// update is lost, and no caller waits for another.
+// update is lost, and no caller waits for another. A limiter may tombstone a
+// cell itself, by the CAS of a write that returns the key to a fresh key's
+// state (a refund), and then calls Drop, which deletes the key in the same
+// way.
 //
 // The map never keeps a key string it is given: it stores a copy, made on the
 // insertion paths only (a miss, a revival), so the hot path copies nothing. A
@@ -52,13 +55,14 @@
 // unlinked node keeps its next, so a walker standing on it still walks
 // forward into the list.
 //
-// A node leaves the map only when it is dead: deleted by a walker, which
-// deletes it only if its key still maps to it, or replaced by Revive. A walker
-// visiting a node calls kill, which reports the cell dead, newly or already,
-// and then deletes the node's key if it still maps to it and unlinks the
-// node. So the list holds the nodes in the map, plus dead nodes awaiting a
-// visit, until a walk meets them, and the keys held never exceed the nodes
-// listed by more than the insertions in flight.
+// A node leaves the map only when it is dead: deleted by a walker or by Drop,
+// each of which deletes it only if its key still maps to it, or replaced by
+// Revive. A walker visiting a node calls kill, which reports the cell dead,
+// newly or already, and then deletes the node's key if it still maps to it
+// and unlinks the node. So the list holds the nodes in the map, plus dead
+// nodes awaiting a visit (see "Dead nodes left listed"), until a walk meets
+// them, and the keys held never exceed the nodes listed by more than the
+// insertions in flight.
 //
 // # Walks
 //
@@ -98,6 +102,22 @@
 // with a walk of SweepChunk visits. A pass over L nodes takes L/StepVisits
 // insertions, L/3: so the keys held stay below 1.6 times the keys that are
 // not idle when the pass reaches them, plus the threshold and a chunk.
+//
+// # Dead nodes left listed
+//
+// A walker that kills a cell deletes its key and unlinks its node in one
+// visit, but a cell tombstoned by its limiter (a refund that returns a key to
+// a fresh key's state) leaves its node listed, dead, with no visit due: Drop
+// deletes the key, or a Revive puts a new node in the map in its place, and
+// either way the map no longer counts it. Were walks paid only by insertions
+// into a map at the threshold, or at the cap, a limiter whose keys are taken
+// and given back would list a node per refund, without end, while Len read
+// a handful. So each such tombstone owes the walks StepVisits visits,
+// charged by Drop (the limiter calls it once per tombstone) into the
+// auto-sweep's debt whenever the map has an auto-sweep or a key cap. A pass
+// over L nodes is then paid by L/3 tombstones at most, and a dead node is
+// unlinked by the pass after the one under way when it was left, so the dead
+// nodes listed stay below about twice the keys held, plus a chunk.
 //
 // # The key cap
 //
@@ -458,15 +478,28 @@ func (m *Map[C]) remove(n *node[C]) bool {
 
 // Drop deletes key if it still maps to dead, a cell its caller has just
 // tombstoned (as a refund that empties a key does; a tombstone is never
-// undone, so the cell is still dead), and reports whether it did: the key is then not held, as after a Sweep. The dead cell stays in
-// the sweep list until a walk or a Sweep unlinks it; a caller that met the
-// tombstone meanwhile revives the key as after any eviction.
+// undone, so the cell is still dead), and reports whether it did: the key is
+// then not held, as after a Sweep. Call it once per such tombstone.
+//
+// The dead cell stays in the sweep list until a walk or a Sweep unlinks it;
+// a caller that met the tombstone meanwhile revives the key as after any
+// eviction, listing a new node. No walk that unlinks it is due otherwise (the
+// keys held do not count it, and a Revive's replacement leaves it listed just
+// the same), so with an auto-sweep or a key cap, Drop owes the walks
+// StepVisits visits for it, as an insertion at the threshold does, and pays a
+// chunk of them when its debt completes one: see "Dead nodes left listed".
 func (m *Map[C]) Drop(key string, dead *C) bool {
-	n, ok := m.cells.Load(key)
-	if !ok || &n.cell != dead {
-		return false
+	deleted := false
+	if n, ok := m.cells.Load(key); ok && &n.cell == dead {
+		if m.hook != nil {
+			m.hook("drop")
+		}
+		deleted = m.remove(n)
 	}
-	return m.remove(n)
+	if m.autoMin > 0 || m.maxKeys > 0 {
+		m.step()
+	}
+	return deleted
 }
 
 // Peek returns key's cell if there is one, and never inserts.
