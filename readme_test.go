@@ -1,11 +1,15 @@
 package hotlimit_test
 
 import (
+	"os"
+	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
 
 	"github.com/hotlimit/hotlimit/internal/readmecheck"
+	"github.com/hotlimit/hotlimit/service"
 )
 
 // readmePackages are the packages README.md's snippets of this module use.
@@ -56,4 +60,24 @@ func TestREADMESnippetsCompile(t *testing.T) {
 		Decls:    "github.com/hotlimit/hotlimit",
 	})
 	assert.GreaterOrEqual(t, checked, 12, "snippets checked: the extraction found fewer than the README holds")
+}
+
+// TestREADMERulesLoad loads every JSON block of README.md as a rules file,
+// as service.LoadRules reads one, and builds a service from it, so that the
+// format the README shows stays the one the service reads.
+func TestREADMERulesLoad(t *testing.T) {
+	md, err := os.ReadFile("README.md")
+	require.NoError(t, err)
+	blocks := readmecheck.ExtractLang(string(md), "json")
+	require.NotEmpty(t, blocks, "README.md shows a rules file")
+	for _, b := range blocks {
+		rules, err := service.LoadRules(strings.NewReader(b.Code))
+		if !assert.NoError(t, err, "README.md:%d", b.Line) {
+			continue
+		}
+		svc, err := service.NewFromRules(rules)
+		if assert.NoError(t, err, "README.md:%d", b.Line) {
+			assert.NoError(t, svc.Close())
+		}
+	}
 }

@@ -3,8 +3,9 @@
 // that the peers never enter hotlimit's own go.mod.
 //
 // bench_test.go holds the benchmarks and states the policy of every scenario;
-// crosscheck_test.go checks that, with N goroutines hammering one key of limit
-// L, hotlimit admits exactly L and reports what the peers admit;
+// crosscheck_test.go checks that, with N goroutines hammering new keys of
+// limit L (one key, or 64), hotlimit admits exactly L per key and reports what
+// the peers admit;
 // autosweep_test.go times single calls while new keys are inserted with
 // auto-sweep on; cmd/memory prints the bytes each implementation holds per
 // key; cmd/chart draws ns/op against goroutines from the benchmark output;

@@ -42,9 +42,11 @@ var jsonBodyTypes = map[string]bool{
 // service cannot read gets a 4xx with the reason, before any of it is
 // decoded past its bounds: 405 for a method other than POST, 413 for a
 // body over 1 MiB, 415 for a body that is not a RateLimitRequest under a
-// Content-Type other than JSON (the body is read whatever its
-// Content-Type, as the reference does: a client's default type may come
-// with JSON), 400 for invalid JSON, for more than
+// Content-Type other than JSON's (application/json, text/json, +json) or
+// one a client sends JSON under by default (none, text/plain,
+// application/x-www-form-urlencoded; the body is read whatever its
+// Content-Type, as the reference does), 400 for invalid JSON under those
+// types, for more than
 // [MaxDescriptors] descriptors or [MaxEntries] entries in one (refused
 // before they are decoded, each costing some 160 bytes), and for a request
 // [Server.ShouldRateLimit] refuses as InvalidArgument.

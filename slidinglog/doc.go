@@ -72,8 +72,9 @@
 // that was not taken.
 //
 // Memory: a key costs its map entry in an xsync.MapOf, the key's bytes, a
-// 32-byte cell and 8 bytes per unit of Limit: about 180 bytes for Limit 10,
-// 8 KiB for Limit 1000, 512 KiB at the maximum. Choose tokenbucket or
+// 32-byte cell and 8 bytes per unit of Limit: about 210 bytes for Limit 10
+// (cd bench && go run ./cmd/memory -impl slidinglog -limit 10), 8 KiB for
+// Limit 1000, 512 KiB at the maximum. Choose tokenbucket or
 // fixedwindow when many keys have large limits.
 //
 // # Eviction

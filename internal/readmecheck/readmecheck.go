@@ -44,10 +44,17 @@ type Snippet struct {
 
 // Extract returns the ```go blocks of the Markdown text md, in order.
 func Extract(md string) []Snippet {
+	return ExtractLang(md, "go")
+}
+
+// ExtractLang returns the blocks of the Markdown text md fenced as ```lang
+// (json, yaml), in order, so that a test can check the snippets in other
+// languages against what reads them.
+func ExtractLang(md, lang string) []Snippet {
 	var out []Snippet
 	lines := strings.Split(md, "\n")
 	for i := 0; i < len(lines); i++ {
-		if strings.TrimSpace(lines[i]) != "```go" {
+		if strings.TrimSpace(lines[i]) != "```"+lang {
 			continue
 		}
 		start := i + 1

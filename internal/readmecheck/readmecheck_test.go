@@ -23,6 +23,13 @@ func TestExtractFindsEveryGoBlockWithItsLine(t *testing.T) {
 	assert.Equal(t, 10, s[1].Line)
 }
 
+func TestExtractLangFindsOnlyThatLanguagesBlocks(t *testing.T) {
+	s := readmecheck.ExtractLang("```json\n{\"a\": 1}\n```\n\n```go\nx := 1\n```\n\n```jsonc\n{}\n```\n", "json")
+	require.Len(t, s, 1, "neither the go block nor the jsonc one")
+	assert.Equal(t, 2, s[0].Line)
+	assert.Equal(t, `{"a": 1}`, s[0].Code)
+}
+
 func TestCheckReportsTypeErrorsAtTheREADMELine(t *testing.T) {
 	results := readmecheck.Check(md, readmecheck.Config{
 		Packages: map[string]string{"time": "time", "fmt": "fmt"},

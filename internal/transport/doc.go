@@ -1,6 +1,7 @@
-// Package transport is what the transport layers (httplimit, grpclimit) share
-// about making keys and describing policies, so that each says the same thing
-// in the same words instead of keeping a copy:
+// Package transport is what the transport layers (httplimit, grpclimit, and
+// envoyrls for its draft headers) share about making keys and describing
+// policies, so that each says the same thing in the same words instead of
+// keeping a copy:
 //
 //   - Key kinds. Every key a key function finds is tagged with its kind,
 //     kind ":" value, as in "ip:203.0.113.9" or "header:x-api-key:k-1", so
