@@ -759,28 +759,9 @@ func draftNames(it *item) (field, name string) {
 			n = "blocked"
 		}
 	}
-	name = sfString(n)
+	name = transport.SFString(n)
 	q, w := transport.Quota(it.cfg) // as httplimit's: q is the burst of a limit with one
 	return name + ";q=" + strconv.Itoa(q) + ";w=" + strconv.FormatInt(w, 10), name
-}
-
-// sfString writes s as a Structured Field String (RFC 9651): quoted, '"'
-// and '\' escaped, bytes outside printable ASCII replaced by '_'.
-func sfString(s string) string {
-	b := make([]byte, 0, len(s)+2)
-	b = append(b, '"')
-	for i := 0; i < len(s); i++ {
-		c := s[i]
-		switch {
-		case c == '"' || c == '\\':
-			b = append(b, '\\', c)
-		case c < 0x20 || c > 0x7e:
-			b = append(b, '_')
-		default:
-			b = append(b, c)
-		}
-	}
-	return string(append(b, '"'))
 }
 
 // headers returns the headers of the most constrained descriptor.

@@ -167,6 +167,11 @@ func sanitize(s string) string {
 	}, s)
 }
 
+// SFString serialises s as a Structured Field String (RFC 9651 section
+// 4.1.6): each character outside printable ASCII replaced by '_', then
+// quoted, with '"' and '\' escaped.
+func SFString(s string) string { return sfString(sanitize(s)) }
+
 // sfString serialises printable ASCII s as a Structured Field String (RFC
 // 9651 section 4.1.6): quoted, with '"' and '\' escaped.
 func sfString(s string) string {
