@@ -1,0 +1,63 @@
+package bench
+
+import (
+	"sync"
+	"testing"
+	"unsafe"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/hotlimit/hotlimit/bench/internal/impl"
+)
+
+// keySpy is a limiter (the mutex port) that records the string data of every
+// key it is given: the first call of a key is the one whose string a map
+// keeps.
+type keySpy struct {
+	impl.Limiter
+	mu   sync.Mutex
+	seen map[*byte]bool
+}
+
+func (s *keySpy) Allow(key string) bool {
+	s.mu.Lock()
+	s.seen[unsafe.StringData(key)] = true
+	s.mu.Unlock()
+	return s.Limiter.Allow(key)
+}
+
+// TestFixtureLimitersHoldCopiesOfTheTimedKeys: no fixture gives a limiter the
+// string objects that the timed loop then passes, so that no limiter's map
+// finds a key by its pointer alone. A map that keeps the caller's string
+// (the mutex port, x/time/rate, go-limiter, throttled) would otherwise skip
+// comparing the key's bytes, which hotlimit (it keeps a copy of its own),
+// ulule (it keeps a prefixed copy) and every server (each request brings a
+// new string) do not skip.
+func TestFixtureLimitersHoldCopiesOfTheTimedKeys(t *testing.T) {
+	for _, sc := range scenarios {
+		t.Run(sc.String(), func(t *testing.T) {
+			if testing.Short() && sc.keys > 1 {
+				t.Skip("100k keys: not under -short")
+			}
+			var spy *keySpy
+			mutex := impl.Mutex()
+			im := impl.Impl{Name: "spy", Hotlimit: true, New: func(p impl.Policy, o impl.Options) (*impl.Instance, error) {
+				inst, err := mutex.New(p, o)
+				if err != nil {
+					return nil, err
+				}
+				spy = &keySpy{Limiter: inst.Limiter, seen: map[*byte]bool{}}
+				inst.Limiter = spy
+				return inst, nil
+			}}
+			fx := newFixture(t, im, sc)
+			defer fx.inst.Close()
+			require.NotEmpty(t, spy.seen, "the fixture calls the limiter")
+			for _, k := range fx.keys {
+				if spy.seen[unsafe.StringData(k)] {
+					t.Fatalf("the fixture gave the limiter the timed loop's own string %q", k)
+				}
+			}
+		})
+	}
+}
