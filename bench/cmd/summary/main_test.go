@@ -178,3 +178,21 @@ BenchmarkFlood/impl=service 1 900.0 ns/pair 10000000 pairs 60000 held 5242880 he
 	assert.Contains(t, out.String(), "flood (cmd/flood): 10000000 distinct pairs through a default service, one request each: heap +5.0 MB at the end\n")
 	assert.Contains(t, out.String(), "(peak +10.0 MB) for 60000 pairs held, 87 B per pair held; 900 ns per pair\n")
 }
+
+// TestGlanceOneRun: with one run (COUNT=1) there is no agreement of runs to
+// speak of, so the verdict says "one run" rather than faster or slower.
+func TestGlanceOneRun(t *testing.T) {
+	const in = `BenchmarkAllow/mode=serial/keys=1/hit=allow/impl=mutex        1000  50.0 ns/op  1.000 allowed/op
+BenchmarkAllow/mode=serial/keys=1/hit=allow/impl=golimiter    1000  80.0 ns/op  1.000 allowed/op
+BenchmarkAllow/mode=serial/keys=1/hit=allow/impl=tokenbucket  1000  40.0 ns/op  1.000 allowed/op
+`
+	samples, err := parse(strings.NewReader(in), "in")
+	require.NoError(t, err)
+	var out bytes.Buffer
+	require.NoError(t, write(&out, samples))
+	t.Log("\n" + out.String())
+	// 40/80 and 40/50, one run each.
+	assert.Regexp(t, `^  one key, serial, allow +1 +0\.50 \[0\.50-0\.50\] golimiter, one run +0\.80 \[0\.80-0\.80\], one run *$`,
+		lineOf(t, out.String(), "  one key, serial, allow", 0))
+	assert.Equal(t, "faster", verdict(stat{med: 0.8, lo: 0.7, hi: 0.9, n: 2}))
+}
