@@ -97,6 +97,18 @@ func HotKeyRatio(b *testing.B, policies []HotKeyPolicy) {
 				firstCall(lim)
 			}
 			procs := runtime.GOMAXPROCS(0)
+			// testing calls the function once with b.N = 1 before it sets
+			// GOMAXPROCS to the first -cpu value, and reports that call
+			// as the first run at that value if it lasted the benchtime,
+			// which minRatioBlocks full blocks always do: a run named
+			// -cpu 1 would then be one at the GOMAXPROCS of the benchmark
+			// before. So b.N = 1 makes one short block, and the runs
+			// reported are later calls, under the GOMAXPROCS they are
+			// named for (but for -benchtime 1x, which reports this call).
+			chunk, minBlocks := ratioChunk, minRatioBlocks
+			if b.N == 1 {
+				chunk, minBlocks = probeChunk, 1
+			}
 			var passed [2]atomic.Int64
 			crew := make(chan *ratioHalf, procs)
 			defer close(crew)
@@ -108,7 +120,7 @@ func HotKeyRatio(b *testing.B, policies []HotKeyPolicy) {
 							runtime.Gosched()
 						}
 						n := int64(0)
-						for range ratioChunk {
+						for range chunk {
 							if h.lim.Allow(hotKey) {
 								n++
 							}
@@ -118,7 +130,7 @@ func HotKeyRatio(b *testing.B, policies []HotKeyPolicy) {
 					}
 				}()
 			}
-			blocks := max(minRatioBlocks, b.N/(ratioChunk*procs))
+			blocks := max(minBlocks, b.N/(chunk*procs))
 			var ns [2][]float64
 			ratios := make([]float64, 0, blocks)
 			b.ResetTimer()
@@ -138,12 +150,12 @@ func HotKeyRatio(b *testing.B, policies []HotKeyPolicy) {
 					h.gate.Store(true)
 					h.done.Wait()
 					t[x] = time.Since(start)
-					ns[x] = append(ns[x], float64(t[x])/float64(procs*ratioChunk))
+					ns[x] = append(ns[x], float64(t[x])/float64(procs*chunk))
 				}
 				ratios = append(ratios, float64(t[0])/float64(max(t[1], 1)))
 			}
 			b.StopTimer()
-			calls := int64(blocks * procs * ratioChunk)
+			calls := int64(blocks * procs * chunk)
 			for x := range 2 {
 				checkHotKey(b, p.Allow, passed[x].Load(), calls)
 			}
@@ -155,7 +167,7 @@ func HotKeyRatio(b *testing.B, policies []HotKeyPolicy) {
 }
 
 // ratioHalf is one half of a HotKeyRatio block: each goroutine of the crew
-// takes it once, counts itself ready, waits for the gate, makes ratioChunk
+// takes it once, counts itself ready, waits for the gate, makes the block's
 // calls on lim, adds the passed ones to passed and reports done.
 type ratioHalf struct {
 	lim    Allower
@@ -177,6 +189,10 @@ const (
 	ratioChunk = 20000
 	// minRatioBlocks is the fewest blocks whose median HotKeyRatio reports.
 	minRatioBlocks = 9
+	// probeChunk is how many calls each goroutine makes in the one block of
+	// HotKeyRatio at b.N = 1: a probe short enough that testing never
+	// reports it under a benchtime of a duration (see HotKeyRatio).
+	probeChunk = 100
 )
 
 // Median returns the median of xs, which it sorts; NaN when xs is empty.

@@ -1,6 +1,7 @@
 package limitertest
 
 import (
+	"runtime"
 	"sync/atomic"
 	"testing"
 	"unsafe"
@@ -49,4 +50,45 @@ func TestHotKeyLimitersHoldACopyOfTheTimedKey(t *testing.T) {
 			assert.Zero(t, mutex.same.Load(), "timed calls with the mutex port's first key")
 		})
 	}
+}
+
+// countingAllower admits every call and counts them.
+type countingAllower struct{ calls atomic.Int64 }
+
+func (c *countingAllower) Allow(string) bool {
+	c.calls.Add(1)
+	return true
+}
+
+// TestHotKeyRatioProbesAtOneIteration: testing calls a benchmark function
+// once with b.N = 1 before it sets GOMAXPROCS to the first -cpu value, and
+// reports that call as the first run of that -cpu value whenever it lasted
+// the benchtime. HotKeyRatio's full measurement (minRatioBlocks blocks)
+// always lasts that long, so at b.N = 1 it makes one short block instead,
+// and its measured runs are the later calls, under the GOMAXPROCS they are
+// named for.
+func TestHotKeyRatioProbesAtOneIteration(t *testing.T) {
+	var runs []*countingAllower // the lock-free limiter of each call of the function, in order
+	var ns []int
+	testing.Benchmark(func(b *testing.B) {
+		HotKeyRatio(b, []HotKeyPolicy{{
+			Name:  "allow",
+			Allow: true,
+			LockFree: func(testing.TB) Allower {
+				c := &countingAllower{}
+				runs = append(runs, c)
+				ns = append(ns, b.N)
+				return c
+			},
+			Mutex: func() Allower { return &countingAllower{} },
+		}})
+	})
+	if len(runs) < 2 {
+		t.Fatalf("the benchmark function ran %d times, want the b.N = 1 call and a measured one", len(runs))
+	}
+	assert.LessOrEqual(t, runs[0].calls.Load(), int64(1+probeChunk*runtime.GOMAXPROCS(0)),
+		"calls at b.N = %d: one probe block", ns[0])
+	last := runs[len(runs)-1]
+	assert.GreaterOrEqual(t, last.calls.Load(), int64(minRatioBlocks*ratioChunk*runtime.GOMAXPROCS(0)),
+		"calls at b.N = %d: every block of the measurement", ns[len(ns)-1])
 }
