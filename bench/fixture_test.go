@@ -1,10 +1,12 @@
 package bench
 
 import (
+	"runtime"
 	"sync"
 	"testing"
 	"unsafe"
 
+	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
 	"github.com/hotlimit/hotlimit/bench/internal/impl"
@@ -60,4 +62,23 @@ func TestFixtureLimitersHoldCopiesOfTheTimedKeys(t *testing.T) {
 			}
 		})
 	}
+}
+
+// TestTableCeilingProbesAtOneIteration: BenchmarkTableCeiling's call with
+// b.N = 1, which testing makes before it sets GOMAXPROCS to the first -cpu
+// value and reports when it lasted the benchtime, is one short block, so that
+// the runs reported are timed under the GOMAXPROCS they are named for (see
+// limitertest.HotKeyRatio).
+func TestTableCeilingProbesAtOneIteration(t *testing.T) {
+	if testing.Short() {
+		t.Skip("100k keys per call of the benchmark: not under -short")
+	}
+	tableRuns = nil
+	testing.Benchmark(BenchmarkTableCeiling)
+	require.GreaterOrEqual(t, len(tableRuns), 2, "the b.N = 1 call and a measured one")
+	require.Equal(t, 1, tableRuns[0].n)
+	procs := runtime.GOMAXPROCS(0)
+	assert.LessOrEqual(t, tableRuns[0].calls, int64(tableProbeChunk*procs*4), "calls at b.N = 1: one probe block")
+	last := tableRuns[len(tableRuns)-1]
+	assert.GreaterOrEqual(t, last.calls, int64(tableMinBlocks*tableChunk*procs*4), "calls at b.N = %d: every block", last.n)
 }
