@@ -10,6 +10,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/hotlimit/hotlimit/bench/internal/impl"
+	"github.com/hotlimit/hotlimit/bench/internal/workload"
 )
 
 // keySpy is a limiter (the mutex port) that records the string data of every
@@ -81,4 +82,56 @@ func TestTableCeilingProbesAtOneIteration(t *testing.T) {
 	assert.LessOrEqual(t, tableRuns[0].calls, int64(tableProbeChunk*procs*4), "calls at b.N = 1: one probe block")
 	last := tableRuns[len(tableRuns)-1]
 	assert.GreaterOrEqual(t, last.calls, int64(tableMinBlocks*tableChunk*procs*4), "calls at b.N = %d: every block", last.n)
+}
+
+// firstCallSpy wraps a limiter and records the string data of the first
+// call of each key, the string a map that keeps the caller's string holds.
+type firstCallSpy struct {
+	impl.Limiter
+	mu     sync.Mutex
+	seen   map[string]bool
+	firsts map[*byte]bool
+}
+
+func (s *firstCallSpy) Allow(key string) bool {
+	s.mu.Lock()
+	if !s.seen[key] {
+		s.seen[key] = true
+		s.firsts[unsafe.StringData(key)] = true
+	}
+	s.mu.Unlock()
+	return s.Limiter.Allow(key)
+}
+
+// TestTableCeilingGoLimiterHoldsCopiesOfTheTimedKeys: BenchmarkTableCeiling
+// makes go-limiter's first call of each key with a copy of the string it then
+// times, as newFixture does, so that its lookups compare the key's bytes as
+// the tokenbucket's and the tables' do.
+func TestTableCeilingGoLimiterHoldsCopiesOfTheTimedKeys(t *testing.T) {
+	if testing.Short() {
+		t.Skip("100k keys per call of the benchmark: not under -short")
+	}
+	var spies []*firstCallSpy
+	golimiter := tableGoLimiter
+	t.Cleanup(func() { tableGoLimiter = golimiter })
+	tableGoLimiter = impl.Impl{Name: "spy", New: func(p impl.Policy, o impl.Options) (*impl.Instance, error) {
+		inst, err := golimiter.New(p, o)
+		if err != nil {
+			return nil, err
+		}
+		spy := &firstCallSpy{Limiter: inst.Limiter, seen: map[string]bool{}, firsts: map[*byte]bool{}}
+		spies = append(spies, spy)
+		inst.Limiter = spy
+		return inst, nil
+	}}
+	testing.Benchmark(BenchmarkTableCeiling)
+	require.NotEmpty(t, spies)
+	for _, spy := range spies {
+		require.Len(t, spy.seen, manyKeys)
+		for _, k := range workload.Keys(manyKeys) {
+			if spy.firsts[unsafe.StringData(k)] {
+				t.Fatalf("go-limiter's first call of %q was with the string the benchmark times", k)
+			}
+		}
+	}
 }
