@@ -316,8 +316,8 @@ wall() { echo "$(($(date +%s) - start))s"; }
 	echo "cross-check (frozen clock, N goroutines on new keys): $(grep -cE -- '--- FAIL' "$dir/cross.txt") failures; see latest.txt"
 	if [[ $status != 0 ]]; then
 		echo
-		echo "FAILED: see $dir/raw.txt, $dir/sweep-raw.txt, $dir/cross.txt, $dir/memory.txt, $dir/service-raw.txt, $dir/flood.txt, $redis_raw"
-		grep -hE -A2 -- '--- FAIL|panic:' "$raw" "$dir/sweep-raw.txt" "$dir/cross.txt" "$dir/service-raw.txt" $([[ $REDIS != 0 && -f $redis_raw ]] && echo "$redis_raw") | head -20
+		echo "FAILED: see $dir/raw.txt, $dir/hotkey-raw.txt, $dir/sweep-raw.txt, $dir/cross.txt, $dir/memory.txt, $dir/service-raw.txt, $dir/flood.txt, $redis_raw"
+		grep -hE -A2 -- '--- FAIL|panic:' "$raw" "$dir/hotkey-raw.txt" "$dir/sweep-raw.txt" "$dir/cross.txt" "$dir/service-raw.txt" $([[ $REDIS != 0 && -f $redis_raw ]] && echo "$redis_raw") | head -20
 		grep -hE '^(Error|memory:|exit status)' "$dir/memory.txt" | head -5
 		grep -hE '^(flood:|exit status)' "$dir/flood.txt" | head -5
 	fi

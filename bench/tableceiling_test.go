@@ -131,7 +131,7 @@ func heapGrowth(build func()) uint64 {
 //	go test -run '^$' -bench TableCeiling -cpu 2,8 -count 3 .
 func BenchmarkTableCeiling(b *testing.B) {
 	keys := workload.Keys(manyKeys)
-	golim, err := impl.GoLimiter().New(manyAllow, impl.Options{})
+	golim, err := tableGoLimiter.New(manyAllow, impl.Options{})
 	require.NoError(b, err)
 	defer golim.Close()
 	tb, err := tokenbucket.New(manyAllow.Limit, manyAllow.Window)
@@ -150,8 +150,11 @@ func BenchmarkTableCeiling(b *testing.B) {
 			require.NoError(b, flat.insert(k))
 		}
 	})
+	// go-limiter keeps the caller's string: its first call of each key is
+	// with a copy, so that its lookups compare the key's bytes as the
+	// others' do (see newFixture).
 	for _, k := range keys {
-		golim.Allow(k)
+		golim.Allow(strings.Clone(k))
 		tb.Allow(k)
 	}
 	variants := []struct {
@@ -167,7 +170,15 @@ func BenchmarkTableCeiling(b *testing.B) {
 		{"flat", func(k string) { stamp(flat.word(k), hotlimit.Monotonic()) }},
 	}
 	procs := runtime.GOMAXPROCS(0)
-	blocks := max(tableMinBlocks, b.N/(tableChunk*procs*len(variants)))
+	// At b.N = 1 one short block: testing makes this call before it sets
+	// GOMAXPROCS to the first -cpu value, and reports it if it lasted the
+	// benchtime, which tableMinBlocks full blocks do (see
+	// limitertest.HotKeyRatio).
+	chunk, minBlocks := tableChunk, tableMinBlocks
+	if b.N == 1 {
+		chunk, minBlocks = tableProbeChunk, 1
+	}
+	blocks := max(minBlocks, b.N/(chunk*procs*len(variants)))
 	ns := make([][]float64, len(variants))
 	ratios := make([][]float64, len(variants))
 	b.ResetTimer()
@@ -175,14 +186,15 @@ func BenchmarkTableCeiling(b *testing.B) {
 		t := make([]time.Duration, len(variants))
 		for j := range variants {
 			x := (k + j) % len(variants)
-			t[x] = tableHalf(procs, keys, variants[x].call)
-			ns[x] = append(ns[x], float64(t[x])/float64(procs*tableChunk))
+			t[x] = tableHalf(procs, chunk, keys, variants[x].call)
+			ns[x] = append(ns[x], float64(t[x])/float64(procs*chunk))
 		}
 		for x := range variants {
 			ratios[x] = append(ratios[x], float64(t[x])/float64(t[0]))
 		}
 	}
 	b.StopTimer()
+	tableRuns = append(tableRuns, tableRun{n: b.N, calls: int64(blocks * len(variants) * procs * chunk)})
 	for x, v := range variants {
 		b.ReportMetric(limitertest.Median(ns[x]), v.name+"-ns/call")
 		if x > 0 {
@@ -199,12 +211,27 @@ const (
 	tableChunk = 20000
 	// tableMinBlocks is the fewest blocks whose medians it reports.
 	tableMinBlocks = 9
+	// tableProbeChunk is tableChunk in the one block at b.N = 1.
+	tableProbeChunk = 100
 )
 
-// tableHalf runs procs goroutines making tableChunk calls each, on keys drawn
+// tableGoLimiter is the go-limiter of BenchmarkTableCeiling (a variable for
+// TestTableCeilingGoLimiterHoldsCopiesOfTheTimedKeys).
+var tableGoLimiter = impl.GoLimiter()
+
+// tableRun is one call of BenchmarkTableCeiling: its b.N and the calls it
+// made; tableRuns lists them, for TestTableCeilingProbesAtOneIteration.
+type tableRun struct {
+	n     int
+	calls int64
+}
+
+var tableRuns []tableRun
+
+// tableHalf runs procs goroutines making chunk calls each, on keys drawn
 // uniformly, started together once all are running, and returns the wall
 // time from the start to the last one's end.
-func tableHalf(procs int, keys []string, call func(string)) time.Duration {
+func tableHalf(procs, chunk int, keys []string, call func(string)) time.Duration {
 	var ready atomic.Int64
 	var gate atomic.Bool
 	var done sync.WaitGroup
@@ -217,7 +244,7 @@ func tableHalf(procs int, keys []string, call func(string)) time.Duration {
 			for !gate.Load() {
 				runtime.Gosched()
 			}
-			for range tableChunk {
+			for range chunk {
 				call(keys[r.Uniform(len(keys))])
 			}
 		}()

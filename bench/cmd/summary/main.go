@@ -334,9 +334,12 @@ func write(w io.Writer, samples []sample) error {
 const glanceAlg = "tokenbucket"
 
 // verdict says how every run of a ratio of hotlimit's ns/op to another's
-// compares with 1.
+// compares with 1; of a single run (-count 1) it says only that, since one
+// run cannot show that runs agree.
 func verdict(s stat) string {
 	switch {
+	case s.n == 1:
+		return "one run"
 	case s.hi < 1:
 		return "faster"
 	case s.lo > 1:
@@ -372,8 +375,9 @@ func writeGlance(w io.Writer, d *data, rows []row) {
 	}
 	fmt.Fprintf(w, "At a glance: %s, hotlimit's token bucket, against the fastest peer that kept to the policy (named)\n", glanceAlg)
 	fmt.Fprintf(w, "and against the mutex port (the original design: a mutex per key): its ns/op divided by theirs, the median\n")
-	fmt.Fprintf(w, "of the runs [min-max]; \"faster\" or \"slower\" when every run agrees, else \"either way\". On one hot key,\n")
-	fmt.Fprintf(w, "\"blocks\" is the ratio to the mutex port timed in alternating blocks, the one to trust on a busy machine.\n")
+	fmt.Fprintf(w, "of the runs [min-max]; \"faster\" or \"slower\" when every run agrees, else \"either way\" (\"one run\"\n")
+	fmt.Fprintf(w, "when there is only one). On one hot key, \"blocks\" is the ratio to the mutex port timed in alternating\n")
+	fmt.Fprintf(w, "blocks, the one to trust on a busy machine.\n")
 	fmt.Fprintf(w, "Every algorithm and the peers left out: below. Each row's policy: the header of bench/bench_test.go.\n\n")
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
 	fmt.Fprintf(tw, "  scenario\tcpu\t%s ÷ fastest peer\t%s ÷ mutex port\t\n", glanceAlg, glanceAlg)

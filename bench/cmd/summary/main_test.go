@@ -178,3 +178,68 @@ BenchmarkFlood/impl=service 1 900.0 ns/pair 10000000 pairs 60000 held 5242880 he
 	assert.Contains(t, out.String(), "flood (cmd/flood): 10000000 distinct pairs through a default service, one request each: heap +5.0 MB at the end\n")
 	assert.Contains(t, out.String(), "(peak +10.0 MB) for 60000 pairs held, 87 B per pair held; 900 ns per pair\n")
 }
+
+// TestGlanceOneRun: with one run (COUNT=1) there is no agreement of runs to
+// speak of, so the verdict says "one run" rather than faster or slower.
+func TestGlanceOneRun(t *testing.T) {
+	const in = `BenchmarkAllow/mode=serial/keys=1/hit=allow/impl=mutex        1000  50.0 ns/op  1.000 allowed/op
+BenchmarkAllow/mode=serial/keys=1/hit=allow/impl=golimiter    1000  80.0 ns/op  1.000 allowed/op
+BenchmarkAllow/mode=serial/keys=1/hit=allow/impl=tokenbucket  1000  40.0 ns/op  1.000 allowed/op
+`
+	samples, err := parse(strings.NewReader(in), "in")
+	require.NoError(t, err)
+	var out bytes.Buffer
+	require.NoError(t, write(&out, samples))
+	t.Log("\n" + out.String())
+	// 40/80 and 40/50, one run each.
+	assert.Regexp(t, `^  one key, serial, allow +1 +0\.50 \[0\.50-0\.50\] golimiter, one run +0\.80 \[0\.80-0\.80\], one run *$`,
+		lineOf(t, out.String(), "  one key, serial, allow", 0))
+	assert.Equal(t, "faster", verdict(stat{med: 0.8, lo: 0.7, hi: 0.9, n: 2}))
+}
+
+// TestParseNames: the -N suffix is GOMAXPROCS only when it ends the name, a
+// dash inside an impl's name is part of it, and impl= may sit before other
+// levels (HotKeyRatio).
+func TestParseNames(t *testing.T) {
+	const in = `BenchmarkAutoSweep/impl=tokenbucket-maxkeys   10   400 ns/op   300 p50-ns
+BenchmarkAutoSweep/impl=tokenbucket-maxkeys-16   10   400 ns/op   300 p50-ns
+BenchmarkHotKeyRatio/impl=gcra/hit=deny-8   100   300 ns/op   0.30 lockfree/mutex
+BenchmarkService/pairs=1000-4   1000   300 ns/op   1.10 service/bare
+`
+	samples, err := parse(strings.NewReader(in), "in")
+	require.NoError(t, err)
+	require.Len(t, samples, 4)
+	assert.Equal(t, []any{"tokenbucket-maxkeys", 1, "AutoSweep"}, []any{samples[0].impl, samples[0].cpu, samples[0].scenario})
+	assert.Equal(t, []any{"tokenbucket-maxkeys", 16, "AutoSweep"}, []any{samples[1].impl, samples[1].cpu, samples[1].scenario})
+	assert.Equal(t, []any{"gcra", 8, "HotKeyRatio/hit=deny"}, []any{samples[2].impl, samples[2].cpu, samples[2].scenario})
+	assert.Equal(t, []any{"", 4, "Service/pairs=1000"}, []any{samples[3].impl, samples[3].cpu, samples[3].scenario})
+}
+
+// TestRatiosArithmetic: the median of an odd and of an even number of
+// per-run ratios, run i against run i, the extra runs of the longer side
+// left out, and the verdicts.
+func TestRatiosArithmetic(t *testing.T) {
+	run := func(ns ...float64) []sample {
+		var out []sample
+		for _, v := range ns {
+			out = append(out, sample{values: map[string]float64{"ns/op": v}})
+		}
+		return out
+	}
+	// 10/20, 30/20, 20/40: sorted 0.5, 0.5, 1.5.
+	st, ok := ratios(run(10, 30, 20), run(20, 20, 40), "ns/op")
+	require.True(t, ok)
+	assert.Equal(t, stat{med: 0.5, lo: 0.5, hi: 1.5, n: 3}, st)
+	assert.Equal(t, "either way", verdict(st))
+	// 10/40, 30/40 (the third run of a has no partner): median 0.5.
+	st, ok = ratios(run(10, 30, 99), run(40, 40), "ns/op")
+	require.True(t, ok)
+	assert.Equal(t, stat{med: 0.5, lo: 0.25, hi: 0.75, n: 2}, st)
+	assert.Equal(t, "faster", verdict(st))
+	assert.Equal(t, "slower", verdict(stat{med: 2, lo: 1.5, hi: 3, n: 2}))
+	// No runs on one side: no cell.
+	_, ok = ratios(run(10), nil, "ns/op")
+	assert.False(t, ok)
+	assert.Equal(t, "0.50 [0.25-0.75]", st.String())
+	assert.Equal(t, "12.3 [10.0-15.0]", stat{med: 12.34, lo: 10, hi: 15}.String())
+}
