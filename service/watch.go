@@ -10,9 +10,10 @@ import (
 	"time"
 )
 
-// recentWrite is how recent a file's modification time must be for WatchFile
-// to read the file even though its size and time look unchanged: a file
-// system with a coarse clock can give two writes in a row the same time.
+// recentWrite is how long after a file's modification time WatchFile must
+// have read it for the file to be left alone while its size and time look
+// unchanged: a file system with a coarse clock can give two writes in a row
+// the same time, and a read between them sees the first only.
 const recentWrite = 2 * time.Second
 
 // WatchFile keeps the service's rules equal to the JSON rules in the file at
@@ -21,9 +22,9 @@ const recentWrite = 2 * time.Second
 // already); run it on its own goroutine. It reads the file at once, then
 // checks it every interval: when
 // it is another file than the one read last (one renamed over the path), or
-// its size or modification time changed (or it was modified in the last
-// couple of seconds, which coarse file-system clocks cannot tell apart), it
-// reads it, and when the content's hash differs from the last content read
+// its size or modification time changed (or it was read last within a
+// couple of seconds of its modification time, which a coarse file-system
+// clock gives a later write too), it reads it, and when the content's hash differs from the last content read
 // it loads the rules and calls [Service.Replace]. An unchanged rewrite, such
 // as a touch, changes nothing, and pairs whose rule is unchanged keep their
 // state. The file is the whole policy: rules set meanwhile by
@@ -133,7 +134,12 @@ type watcher struct {
 	onReload func(Reload)
 	routes   []string
 
+	// now is the wall clock, which file modification times are read
+	// against; nil is time.Now (tests set it).
+	now func() time.Time
+
 	stat    os.FileInfo // last successful stat, nil before
+	statAt  time.Time   // the wall time just before that stat
 	sum     [sha256.Size]byte
 	read    bool   // whether sum holds the hash of some content read
 	lastErr string // the file's access error reported last, "" once read
@@ -145,6 +151,10 @@ func (w *watcher) poll() {
 		// os.Stat would say "stat : no such file or directory".
 		w.failAccess(errors.New("the path is empty"))
 		return
+	}
+	statAt := time.Now()
+	if w.now != nil {
+		statAt = w.now()
 	}
 	fi, err := os.Stat(w.path)
 	if err == nil && !fi.Mode().IsRegular() {
@@ -162,12 +172,17 @@ func (w *watcher) poll() {
 	}
 	// os.SameFile tells a file renamed over the path (a new inode) from
 	// the one read last, even when both have the same size and time, as
-	// cp -p, rsync -t or an unpacked archive leave them.
+	// cp -p, rsync -t or an unpacked archive leave them. The same size and
+	// time are trusted only when the last read began well after that
+	// time: a coarse file-system clock gives a write the time of the
+	// write before it when both land in one tick, and a read during that
+	// tick may have seen the first only. It is when the read came, not
+	// how long ago, that tells: the next poll may come much later.
 	if w.stat != nil && w.read && os.SameFile(fi, w.stat) && fi.Size() == w.stat.Size() &&
-		fi.ModTime().Equal(w.stat.ModTime()) && time.Since(fi.ModTime()) > recentWrite {
+		fi.ModTime().Equal(w.stat.ModTime()) && w.statAt.Sub(fi.ModTime()) > recentWrite {
 		return
 	}
-	w.stat = fi
+	w.stat, w.statAt = fi, statAt
 	data, err := os.ReadFile(w.path)
 	if err != nil {
 		w.read = false

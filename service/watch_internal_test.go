@@ -321,3 +321,39 @@ func TestWatchFileRenamedOverWithTheSameSizeAndTime(t *testing.T) {
 	assert.Zero(t, allows(s, "u", "y", 1), "the unchanged default kept its state")
 	assert.Empty(t, p.errs)
 }
+
+// TestWatchFileRewriteWithinTheReadsClockTickIsLoaded: a file system whose
+// clock is coarse gives a write the same modification time as the write
+// before it, when both land in one tick. A poll that read the first while
+// that tick was still running cannot know whether a second write followed:
+// the next poll, however much later (an interval of 5s, as the README
+// sets), must read the file again, and loads the second write (here of the
+// same size, so only the content tells).
+func TestWatchFileRewriteWithinTheReadsClockTickIsLoaded(t *testing.T) {
+	require.Len(t, watchedB, len(watchedA))
+	s, p, path := watchedService(t)
+	tick := time.Now().Add(-time.Hour).Truncate(time.Second) // the coarse clock's reading of both writes
+	require.NoError(t, os.Chtimes(path, tick, tick))
+	now := tick.Add(500 * time.Millisecond)
+	p.w.now = func() time.Time { return now }
+	p.w.poll() // another modification time: read again, within the tick
+	require.Len(t, p.reloads, 1, "the same content: nothing to install")
+
+	require.NoError(t, os.WriteFile(path, []byte(watchedB), 0o600)) // in place: the same file
+	require.NoError(t, os.Chtimes(path, tick, tick))                // in the same tick
+	now = tick.Add(5 * time.Second)
+	p.w.poll()
+	require.Len(t, p.reloads, 2, "the second write is loaded")
+	assert.Equal(t, 6, s.Resolve("u", "x").Limit)
+
+	// That read came well after the tick: a later write cannot have the
+	// tick's time, so a file of the same size and time is the one read,
+	// and is left alone (here it is not: stat cannot tell).
+	require.NoError(t, os.WriteFile(path, []byte(watchedA), 0o600))
+	require.NoError(t, os.Chtimes(path, tick, tick))
+	now = now.Add(5 * time.Second)
+	p.w.poll()
+	assert.Len(t, p.reloads, 2, "a file unchanged to stat since a settled read is not read")
+	assert.Equal(t, 6, s.Resolve("u", "x").Limit)
+	assert.Empty(t, p.errs)
+}
