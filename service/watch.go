@@ -22,9 +22,10 @@ const recentWrite = 2 * time.Second
 // already); run it on its own goroutine. It reads the file at once, then
 // checks it every interval: when
 // it is another file than the one read last (one renamed over the path), or
-// its size or modification time changed (or it was read last within a
-// couple of seconds of its modification time, which a coarse file-system
-// clock gives a later write too), it reads it, and when the content's hash differs from the last content read
+// its size, modification time or (on Linux and macOS) status change time
+// changed (or it was read last within a couple of seconds of that change,
+// whose time a coarse file-system clock gives a later write too), it reads
+// it, and when the content's hash differs from the last content read
 // it loads the rules and calls [Service.Replace]. An unchanged rewrite, such
 // as a touch, changes nothing, and pairs whose rule is unchanged keep their
 // state. The file is the whole policy: rules set meanwhile by
@@ -134,9 +135,10 @@ type watcher struct {
 	onReload func(Reload)
 	routes   []string
 
-	// now is the wall clock, which file modification times are read
-	// against; nil is time.Now (tests set it).
-	now func() time.Time
+	// now is the wall clock, which file times are read against; nil is
+	// time.Now. changed is changeTime when nil. Tests set them.
+	now     func() time.Time
+	changed func(os.FileInfo) time.Time
 
 	stat    os.FileInfo // last successful stat, nil before
 	statAt  time.Time   // the wall time just before that stat
@@ -171,15 +173,25 @@ func (w *watcher) poll() {
 		return
 	}
 	// os.SameFile tells a file renamed over the path (a new inode) from
-	// the one read last, even when both have the same size and time, as
-	// cp -p, rsync -t or an unpacked archive leave them. The same size and
-	// time are trusted only when the last read began well after that
-	// time: a coarse file-system clock gives a write the time of the
-	// write before it when both land in one tick, and a read during that
-	// tick may have seen the first only. It is when the read came, not
-	// how long ago, that tells: the next poll may come much later.
+	// the one read last, even when both have the same size and
+	// modification time, as rsync -t or a build that pins times leave
+	// them. The status change time (see changeTime) tells a file
+	// rewritten in place, or one whose inode number was reused, and then
+	// given the old modification time (cp -p, touch -r, an archive of
+	// pinned times unpacked over it). These are trusted only when the
+	// last read began well after the change: a coarse file-system clock
+	// gives a write the time of the write before it when both land in one
+	// tick, and a read during that tick may have seen the first only. It
+	// is when the read came, not how long ago, that tells: the next poll
+	// may come much later.
+	changeTime := changeTime
+	if w.changed != nil {
+		changeTime = w.changed
+	}
+	changed := changeTime(fi)
 	if w.stat != nil && w.read && os.SameFile(fi, w.stat) && fi.Size() == w.stat.Size() &&
-		fi.ModTime().Equal(w.stat.ModTime()) && w.statAt.Sub(fi.ModTime()) > recentWrite {
+		fi.ModTime().Equal(w.stat.ModTime()) && changed.Equal(changeTime(w.stat)) &&
+		w.statAt.Sub(changed) > recentWrite {
 		return
 	}
 	w.stat, w.statAt = fi, statAt
