@@ -8,6 +8,8 @@ import (
 	"fmt"
 	"os"
 	"time"
+
+	"github.com/hotlimit/hotlimit"
 )
 
 // recentWrite is how long after a file's modification time WatchFile must
@@ -36,7 +38,10 @@ const recentWrite = 2 * time.Second
 // A file that cannot be read, that is not a regular file (a named pipe, a
 // device, a directory; a symbolic link is followed), or that holds invalid
 // rules leaves the rules in force as they are; the error goes to onError (unless nil), once until
-// something changes, and the next change is tried again. A file that could
+// something changes, and the next change is tried again. Valid rules whose
+// limiters a factory (see [hotlimit.WithFactory]) failed to build, with an
+// error that does not wrap hotlimit.ErrInvalidConfig, are tried again at
+// every check until they are installed, the error reported once. A file that could
 // not be reached (missing, unreadable) is loaded again once it can be, even
 // as it was, and the outcome reported (its error, or a reload that keeps
 // every pair's state), so that the last report is never a stale "missing".
@@ -54,9 +59,9 @@ func (s *Service) WatchFile(ctx context.Context, path string, interval time.Dura
 type WatchOptions struct {
 	// Interval is how often the file is checked; <= 0 means one second.
 	Interval time.Duration
-	// OnError, unless nil, hears of a file that cannot be read or holds
-	// invalid rules (the rules in force then stay), once until something
-	// changes.
+	// OnError, unless nil, hears of a file that cannot be read, holds
+	// invalid rules, or holds rules whose limiters the factory failed to
+	// build (the rules in force then stay), once until something changes.
 	OnError func(error)
 	// OnReload, unless nil, hears of every rules the watcher installed: at
 	// the first read, whenever the content changed, and when the file can
@@ -145,6 +150,11 @@ type watcher struct {
 	sum     [sha256.Size]byte
 	read    bool   // whether sum holds the hash of some content read
 	lastErr string // the file's access error reported last, "" once read
+	// buildErr is the error reported last for the content of hash
+	// buildSum, valid rules whose limiters could not be built; "" once
+	// rules are installed.
+	buildErr string
+	buildSum [sha256.Size]byte
 }
 
 // poll checks the file once and replaces the rules if its content changed.
@@ -208,20 +218,34 @@ func (w *watcher) poll() {
 	}
 	w.sum, w.read = sum, true
 	rules, err := LoadRules(bytes.NewReader(data))
-	installed := false
-	if err == nil {
+	installed, loaded := false, err == nil
+	if loaded {
 		installed, err = w.s.replaceUnlessClosed(rules)
 	}
 	if err == nil && !installed {
 		return // closed: the loop ends at its next turn
 	}
 	if err != nil {
+		err = fmt.Errorf("%w (in %s)", err, w.path)
+		if loaded && !errors.Is(err, hotlimit.ErrInvalidConfig) {
+			// Valid rules whose limiters could not be built: the
+			// factory failed, perhaps for a while (its backend out of
+			// reach). They are tried again at every poll until they are
+			// installed or the file changes, and the error is reported
+			// once while it stays the same for the same content.
+			w.read = false
+			if sum == w.buildSum && err.Error() == w.buildErr {
+				return
+			}
+			w.buildSum, w.buildErr = sum, err.Error()
+		}
 		if w.onError != nil {
 			// Once per content: the same content is not loaded again.
-			w.onError(fmt.Errorf("%w (in %s)", err, w.path))
+			w.onError(err)
 		}
 		return
 	}
+	w.buildErr = ""
 	if w.onReload != nil {
 		r := Reload{Path: w.path, Rules: rules}
 		if w.routes != nil {
