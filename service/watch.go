@@ -152,7 +152,7 @@ type watcher struct {
 	lastErr string // the file's access error reported last, "" once read
 	// buildErr is the error reported last for the content of hash
 	// buildSum, valid rules whose limiters could not be built; "" once
-	// rules are installed.
+	// rules are installed or another error is reported.
 	buildErr string
 	buildSum [sha256.Size]byte
 }
@@ -238,6 +238,8 @@ func (w *watcher) poll() {
 				return
 			}
 			w.buildSum, w.buildErr = sum, err.Error()
+		} else {
+			w.buildErr = ""
 		}
 		if w.onError != nil {
 			// Once per content: the same content is not loaded again.
@@ -263,6 +265,7 @@ func (w *watcher) failAccess(err error) {
 		return
 	}
 	w.lastErr = err.Error()
+	w.buildErr = "" // the last word is now this one
 	if w.onError != nil {
 		w.onError(err)
 	}

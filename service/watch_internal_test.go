@@ -384,13 +384,24 @@ func TestWatchFileRetriesRulesAFactoryFailedToBuild(t *testing.T) {
 	p.w.poll()
 	assert.Len(t, p.errs, 1, "reported once")
 
+	// Gone and back, still failing: the last word was that it is
+	// missing, so the failure is reported again.
+	require.NoError(t, os.Remove(path))
+	p.w.poll()
+	require.Len(t, p.errs, 2)
+	assert.ErrorIs(t, p.errs[1], os.ErrNotExist)
+	require.NoError(t, os.WriteFile(path, []byte(watchedB), 0o600))
+	p.w.poll()
+	require.Len(t, p.errs, 3, "the failure is reported again")
+	assert.ErrorContains(t, p.errs[2], "backend out of reach")
+
 	failing.Store(false)
 	p.w.poll()
 	require.Len(t, p.reloads, 2, "installed once the factory recovers")
 	assert.Equal(t, 6, s.Resolve("u", "x").Limit)
 	p.w.poll()
 	assert.Len(t, p.reloads, 2, "then left alone")
-	assert.Len(t, p.errs, 1)
+	assert.Len(t, p.errs, 3)
 }
 
 // TestWatchFileDoesNotRetryRulesAFactoryRejects: a factory's own range
