@@ -263,3 +263,51 @@ func TestSpelledOutBurstIsTheSameLimitInARule(t *testing.T) {
 		assert.ErrorContains(t, err, "default[1]: the same limit as default[0]", "%v", ls)
 	}
 }
+
+// TestReplaceSpellingTheServicesBurstKeepsState: under a service burst
+// (WithBurst among its options), a token bucket or GCRA limit that sets no
+// burst of its own takes the service's, and TakePolicy reports it spelled
+// out. Rules that spell it out, as an operator copying the reported policy
+// would write them, are the same limit: a Replace between the two keeps
+// every key's state.
+func TestReplaceSpellingTheServicesBurstKeepsState(t *testing.T) {
+	for _, alg := range []hotlimit.Algorithm{hotlimit.TokenBucket, hotlimit.GCRA} {
+		t.Run(alg.String(), func(t *testing.T) {
+			implicit := hotlimit.Config{Algorithm: alg, Limit: 10, Window: time.Minute}
+			clock, _ := frozen(int64(time.Hour))
+			s, err := service.NewFromRules(service.Rules{Default: one(implicit)}, clock, hotlimit.WithBurst(4))
+			require.NoError(t, err)
+			_, policy := s.TakePolicy("u", "e", 0)
+			require.Equal(t, 4, policy.Burst, "reported spelled out")
+			require.Equal(t, 4, passes(s, "u", "e", 10))
+			require.NoError(t, s.Replace(service.Rules{Default: one(policy)}))
+			assert.Zero(t, passes(s, "u", "e", 5), "burst 4 spelled out: still at the limit")
+			assert.Equal(t, policy, s.Resolve("u", "e"), "the rules say what was given")
+			require.NoError(t, s.Replace(service.Rules{Default: one(implicit)}))
+			assert.Zero(t, passes(s, "u", "e", 5), "and back")
+		})
+	}
+}
+
+// TestSpelledOutServicesBurstIsTheSameLimitInARule: under a service burst,
+// a limit and its copy with that burst spelled out share one limiter and,
+// under one scope, one key: a rule holding both would take every request
+// twice, so it is rejected. Without the service's burst they are two
+// limits.
+func TestSpelledOutServicesBurstIsTheSameLimitInARule(t *testing.T) {
+	implicit := hotlimit.Config{Algorithm: hotlimit.TokenBucket, Limit: 10, Window: time.Minute}
+	explicit := implicit
+	explicit.Burst = 4
+	explicit.Shadow = true
+	for _, ls := range []service.Limits{{implicit, explicit}, {explicit, implicit}} {
+		_, err := service.NewFromRules(service.Rules{Default: ls}, hotlimit.WithBurst(4))
+		assert.ErrorIs(t, err, hotlimit.ErrInvalidConfig, "%v", ls)
+		assert.ErrorContains(t, err, "default[1]: the same limit as default[0]", "%v", ls)
+		_, err = service.NewFromRules(service.Rules{Default: ls})
+		assert.NoError(t, err, "%v", ls)
+	}
+	perUser := explicit
+	perUser.Scope = hotlimit.PerUser
+	_, err := service.NewFromRules(service.Rules{Default: service.Limits{implicit, perUser}}, hotlimit.WithBurst(4))
+	assert.NoError(t, err, "another scope: another key")
+}

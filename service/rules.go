@@ -392,6 +392,19 @@ func build(rs Rules, prev *rules, opts []hotlimit.Option) (*rules, error) {
 		if _, ok := byLimits[key]; ok {
 			return nil
 		}
+		if o.Burst > 0 {
+			// each rejected the copies of a limit whatever the options;
+			// under the service's burst, a limit with that burst spelled
+			// out is a copy of the limit without it too.
+			for i, c := range ls {
+				same := func(p hotlimit.Config) bool {
+					return p.Scope == c.Scope && unscoped(p, o.Burst) == unscoped(c, o.Burst)
+				}
+				if j := slices.IndexFunc(ls[:i], same); j >= 0 {
+					return fmt.Errorf("service: %s[%d]: the same limit as %s[%d] (%v) under the service's burst %d: %w", path, i, path, j, ls[j], o.Burst, hotlimit.ErrInvalidConfig)
+				}
+			}
+		}
 		if ru, ok := reuse[key]; ok {
 			// Same limits as before: same children, same combination.
 			for _, c := range ls {
@@ -450,15 +463,16 @@ func build(rs Rules, prev *rules, opts []hotlimit.Option) (*rules, error) {
 // that differ only in scope or shadow mode share one limiter, and turning a
 // limit's shadow mode off keeps its state.
 //
-// A burst equal to the limit comes back as 0, which means the limit when
-// the service's options set no burst (defBurst, [hotlimit.Options].Burst, is
-// 0): a limit whose burst is spelled out and the same limit without it share
-// one limiter, so a Replace that only spells it out, or drops it, keeps
-// every key's state.
+// A burst that is the one a burst of 0 stands for comes back as 0: the
+// limit when the service's options set no burst (defBurst,
+// [hotlimit.Options].Burst, is 0), else defBurst. A limit whose burst is
+// spelled out and the same limit without it share one limiter, so a Replace
+// that only spells it out (as TakePolicy and the observer's Policy spell
+// out the service's burst), or drops it, keeps every key's state.
 func unscoped(c hotlimit.Config, defBurst int) hotlimit.Config {
 	c.Scope = hotlimit.PerPair
 	c.Shadow = false
-	if defBurst == 0 && c.Algorithm.HasBurst() && c.Burst == c.Limit {
+	if c.Algorithm.HasBurst() && (defBurst == 0 && c.Burst == c.Limit || defBurst > 0 && c.Burst == defBurst) {
 		c.Burst = 0
 	}
 	return c

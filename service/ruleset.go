@@ -21,9 +21,11 @@ import (
 // then counted by each; when one denies it, the limits that admitted it give
 // it back (see package composite). One limit is the common case; two express
 // policies like "10 per second and 100 per minute". A rule holds at least one
-// limit and no limit twice, a limit and its copy in shadow mode, or with a
-// burst equal to its limit spelled out, counting as the same limit (they
-// would count every request twice under one key). [hotlimit.Unlimited] is a
+// limit and no limit twice, a limit and its copy in shadow mode, or with
+// the burst it has spelled out (its limit, or under [hotlimit.WithBurst]
+// among the service's options that burst, which only the service can
+// check), counting as the same limit (they would count every request twice
+// under one key). [hotlimit.Unlimited] is a
 // rule alone, an allow-list entry: beside other limits, which must pass too,
 // it would change nothing, and is rejected. Its
 // order is kept, and is the order a denied request's Decision is computed

@@ -117,7 +117,8 @@ func (s *Service) Rules() Rules {
 // rule has the same limits as before keep their state, and so does every
 // pair's state under each Config both rule sets use, because the service keeps
 // one limiter per distinct Config and reuses it (Configs that differ only in
-// scope, shadow mode, or a burst equal to the limit spelled out or not, are
+// scope, shadow mode, or a burst spelled out or not that is the one a burst
+// of 0 stands for, the limit or the service's [hotlimit.WithBurst], are
 // one); limiters no rule uses any more are dropped with their state. On error (see [Rules.Validate]) nothing
 // changes.
 func (s *Service) Replace(rules Rules) error {
@@ -334,8 +335,8 @@ const OverrideRule = "override"
 // Shadow is honoured; the observer sees the decision under the rule name
 // [OverrideRule]. The service builds one limiter per distinct c on its first
 // use and keeps it, so its quota carries across calls; as in the rules, Configs
-// that differ only in scope, shadow mode, or a burst equal to the limit
-// spelled out or not, share it (so turning a plan's shadow mode off keeps
+// that differ only in scope, shadow mode, or a burst spelled out or not
+// that is the one a burst of 0 stands for, share it (so turning a plan's shadow mode off keeps
 // what its keys spent). It is apart from any rule's, even one with the same
 // Config. Its keys count in [Service.Len]
 // and are evicted by [Service.Sweep] and auto-sweep as the rules' are, but

@@ -8,11 +8,14 @@ import (
 	"fmt"
 	"os"
 	"time"
+
+	"github.com/hotlimit/hotlimit"
 )
 
-// recentWrite is how recent a file's modification time must be for WatchFile
-// to read the file even though its size and time look unchanged: a file
-// system with a coarse clock can give two writes in a row the same time.
+// recentWrite is how long after a file's modification time WatchFile must
+// have read it for the file to be left alone while its size and time look
+// unchanged: a file system with a coarse clock can give two writes in a row
+// the same time, and a read between them sees the first only.
 const recentWrite = 2 * time.Second
 
 // WatchFile keeps the service's rules equal to the JSON rules in the file at
@@ -21,9 +24,10 @@ const recentWrite = 2 * time.Second
 // already); run it on its own goroutine. It reads the file at once, then
 // checks it every interval: when
 // it is another file than the one read last (one renamed over the path), or
-// its size or modification time changed (or it was modified in the last
-// couple of seconds, which coarse file-system clocks cannot tell apart), it
-// reads it, and when the content's hash differs from the last content read
+// its size, modification time or (on Linux and macOS) status change time
+// changed (or it was read last within a couple of seconds of that change,
+// whose time a coarse file-system clock gives a later write too), it reads
+// it, and when the content's hash differs from the last content read
 // it loads the rules and calls [Service.Replace]. An unchanged rewrite, such
 // as a touch, changes nothing, and pairs whose rule is unchanged keep their
 // state. The file is the whole policy: rules set meanwhile by
@@ -34,7 +38,10 @@ const recentWrite = 2 * time.Second
 // A file that cannot be read, that is not a regular file (a named pipe, a
 // device, a directory; a symbolic link is followed), or that holds invalid
 // rules leaves the rules in force as they are; the error goes to onError (unless nil), once until
-// something changes, and the next change is tried again. A file that could
+// something changes, and the next change is tried again. Valid rules whose
+// limiters a factory (see [hotlimit.WithFactory]) failed to build, with an
+// error that does not wrap hotlimit.ErrInvalidConfig, are tried again at
+// every check until they are installed, the error reported once. A file that could
 // not be reached (missing, unreadable) is loaded again once it can be, even
 // as it was, and the outcome reported (its error, or a reload that keeps
 // every pair's state), so that the last report is never a stale "missing".
@@ -52,9 +59,9 @@ func (s *Service) WatchFile(ctx context.Context, path string, interval time.Dura
 type WatchOptions struct {
 	// Interval is how often the file is checked; <= 0 means one second.
 	Interval time.Duration
-	// OnError, unless nil, hears of a file that cannot be read or holds
-	// invalid rules (the rules in force then stay), once until something
-	// changes.
+	// OnError, unless nil, hears of a file that cannot be read, holds
+	// invalid rules, or holds rules whose limiters the factory failed to
+	// build (the rules in force then stay), once until something changes.
 	OnError func(error)
 	// OnReload, unless nil, hears of every rules the watcher installed: at
 	// the first read, whenever the content changed, and when the file can
@@ -133,10 +140,21 @@ type watcher struct {
 	onReload func(Reload)
 	routes   []string
 
+	// now is the wall clock, which file times are read against; nil is
+	// time.Now. changed is changeTime when nil. Tests set them.
+	now     func() time.Time
+	changed func(os.FileInfo) time.Time
+
 	stat    os.FileInfo // last successful stat, nil before
+	statAt  time.Time   // the wall time just before that stat
 	sum     [sha256.Size]byte
 	read    bool   // whether sum holds the hash of some content read
 	lastErr string // the file's access error reported last, "" once read
+	// buildErr is the error reported last for the content of hash
+	// buildSum, valid rules whose limiters could not be built; "" once
+	// rules are installed or another error is reported.
+	buildErr string
+	buildSum [sha256.Size]byte
 }
 
 // poll checks the file once and replaces the rules if its content changed.
@@ -145,6 +163,10 @@ func (w *watcher) poll() {
 		// os.Stat would say "stat : no such file or directory".
 		w.failAccess(errors.New("the path is empty"))
 		return
+	}
+	statAt := time.Now()
+	if w.now != nil {
+		statAt = w.now()
 	}
 	fi, err := os.Stat(w.path)
 	if err == nil && !fi.Mode().IsRegular() {
@@ -161,13 +183,28 @@ func (w *watcher) poll() {
 		return
 	}
 	// os.SameFile tells a file renamed over the path (a new inode) from
-	// the one read last, even when both have the same size and time, as
-	// cp -p, rsync -t or an unpacked archive leave them.
+	// the one read last, even when both have the same size and
+	// modification time, as rsync -t or a build that pins times leave
+	// them. The status change time (see changeTime) tells a file
+	// rewritten in place, or one whose inode number was reused, and then
+	// given the old modification time (cp -p, touch -r, an archive of
+	// pinned times unpacked over it). These are trusted only when the
+	// last read began well after the change: a coarse file-system clock
+	// gives a write the time of the write before it when both land in one
+	// tick, and a read during that tick may have seen the first only. It
+	// is when the read came, not how long ago, that tells: the next poll
+	// may come much later.
+	changeTime := changeTime
+	if w.changed != nil {
+		changeTime = w.changed
+	}
+	changed := changeTime(fi)
 	if w.stat != nil && w.read && os.SameFile(fi, w.stat) && fi.Size() == w.stat.Size() &&
-		fi.ModTime().Equal(w.stat.ModTime()) && time.Since(fi.ModTime()) > recentWrite {
+		fi.ModTime().Equal(w.stat.ModTime()) && changed.Equal(changeTime(w.stat)) &&
+		w.statAt.Sub(changed) > recentWrite {
 		return
 	}
-	w.stat = fi
+	w.stat, w.statAt = fi, statAt
 	data, err := os.ReadFile(w.path)
 	if err != nil {
 		w.read = false
@@ -181,20 +218,36 @@ func (w *watcher) poll() {
 	}
 	w.sum, w.read = sum, true
 	rules, err := LoadRules(bytes.NewReader(data))
-	installed := false
-	if err == nil {
+	installed, loaded := false, err == nil
+	if loaded {
 		installed, err = w.s.replaceUnlessClosed(rules)
 	}
 	if err == nil && !installed {
 		return // closed: the loop ends at its next turn
 	}
 	if err != nil {
+		err = fmt.Errorf("%w (in %s)", err, w.path)
+		if loaded && !errors.Is(err, hotlimit.ErrInvalidConfig) {
+			// Valid rules whose limiters could not be built: the
+			// factory failed, perhaps for a while (its backend out of
+			// reach). They are tried again at every poll until they are
+			// installed or the file changes, and the error is reported
+			// once while it stays the same for the same content.
+			w.read = false
+			if sum == w.buildSum && err.Error() == w.buildErr {
+				return
+			}
+			w.buildSum, w.buildErr = sum, err.Error()
+		} else {
+			w.buildErr = ""
+		}
 		if w.onError != nil {
 			// Once per content: the same content is not loaded again.
-			w.onError(fmt.Errorf("%w (in %s)", err, w.path))
+			w.onError(err)
 		}
 		return
 	}
+	w.buildErr = ""
 	if w.onReload != nil {
 		r := Reload{Path: w.path, Rules: rules}
 		if w.routes != nil {
@@ -212,6 +265,7 @@ func (w *watcher) failAccess(err error) {
 		return
 	}
 	w.lastErr = err.Error()
+	w.buildErr = "" // the last word is now this one
 	if w.onError != nil {
 		w.onError(err)
 	}

@@ -2,6 +2,8 @@ package service
 
 import (
 	"context"
+	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"runtime"
@@ -320,4 +322,111 @@ func TestWatchFileRenamedOverWithTheSameSizeAndTime(t *testing.T) {
 	assert.Equal(t, 6, s.Resolve("u", "x").Limit)
 	assert.Zero(t, allows(s, "u", "y", 1), "the unchanged default kept its state")
 	assert.Empty(t, p.errs)
+}
+
+// TestWatchFileRewriteWithinTheReadsClockTickIsLoaded: a file system whose
+// clock is coarse gives a write the same time as the write before it, when
+// both land in one tick. A poll that read the first while that tick was
+// still running cannot know whether a second write followed: the next
+// poll, however much later (an interval of 5s, as the README sets), must
+// read the file again, and loads the second write (here of the same size,
+// so only the content tells). The file's change time is its modification
+// time here, as where the watcher reads no status change time; on Linux
+// the status change time has ticks too.
+func TestWatchFileRewriteWithinTheReadsClockTickIsLoaded(t *testing.T) {
+	require.Len(t, watchedB, len(watchedA))
+	s, p, path := watchedService(t)
+	tick := time.Now().Add(-time.Hour).Truncate(time.Second) // the coarse clock's reading of both writes
+	require.NoError(t, os.Chtimes(path, tick, tick))
+	now := tick.Add(500 * time.Millisecond)
+	p.w.now = func() time.Time { return now }
+	p.w.changed = func(fi os.FileInfo) time.Time { return fi.ModTime() }
+	p.w.poll() // another modification time: read again, within the tick
+	require.Len(t, p.reloads, 1, "the same content: nothing to install")
+
+	require.NoError(t, os.WriteFile(path, []byte(watchedB), 0o600)) // in place: the same file
+	require.NoError(t, os.Chtimes(path, tick, tick))                // in the same tick
+	now = tick.Add(5 * time.Second)
+	p.w.poll()
+	require.Len(t, p.reloads, 2, "the second write is loaded")
+	assert.Equal(t, 6, s.Resolve("u", "x").Limit)
+	assert.Empty(t, p.errs)
+}
+
+// TestWatchFileRetriesRulesAFactoryFailedToBuild: new rules are valid, but
+// the factory cannot build one of their limiters for a while (its backend
+// out of reach). The failure is reported once, the rules in force stay,
+// and once the factory recovers the same, unchanged file is installed: a
+// deployment during an outage is not lost until someone edits the file.
+func TestWatchFileRetriesRulesAFactoryFailedToBuild(t *testing.T) {
+	var failing atomic.Bool
+	factory := func(c hotlimit.Config, opts ...hotlimit.Option) (hotlimit.Limiter, error) {
+		if failing.Load() {
+			return nil, errors.New("backend out of reach")
+		}
+		return NewLimiter(c, opts...)
+	}
+	s, err := New(hotlimit.Config{Algorithm: hotlimit.FixedWindow, Limit: 3, Window: time.Minute}, hotlimit.WithFactory(factory))
+	require.NoError(t, err)
+	path := filepath.Join(t.TempDir(), "rules.json")
+	require.NoError(t, os.WriteFile(path, []byte(watchedA), 0o600))
+	p := newPolled(s, path)
+	p.w.poll()
+	require.Len(t, p.reloads, 1)
+
+	failing.Store(true)
+	require.NoError(t, os.WriteFile(path, []byte(watchedB), 0o600))
+	p.w.poll()
+	require.Len(t, p.errs, 1, "the failure is reported")
+	assert.ErrorContains(t, p.errs[0], "backend out of reach")
+	assert.Contains(t, p.errs[0].Error(), path)
+	assert.Equal(t, 4, s.Resolve("u", "x").Limit, "the rules in force stay")
+	p.w.poll()
+	assert.Len(t, p.errs, 1, "reported once")
+
+	// Gone and back, still failing: the last word was that it is
+	// missing, so the failure is reported again.
+	require.NoError(t, os.Remove(path))
+	p.w.poll()
+	require.Len(t, p.errs, 2)
+	assert.ErrorIs(t, p.errs[1], os.ErrNotExist)
+	require.NoError(t, os.WriteFile(path, []byte(watchedB), 0o600))
+	p.w.poll()
+	require.Len(t, p.errs, 3, "the failure is reported again")
+	assert.ErrorContains(t, p.errs[2], "backend out of reach")
+
+	failing.Store(false)
+	p.w.poll()
+	require.Len(t, p.reloads, 2, "installed once the factory recovers")
+	assert.Equal(t, 6, s.Resolve("u", "x").Limit)
+	p.w.poll()
+	assert.Len(t, p.reloads, 2, "then left alone")
+	assert.Len(t, p.errs, 3)
+}
+
+// TestWatchFileDoesNotRetryRulesAFactoryRejects: a factory's own range
+// check wraps hotlimit.ErrInvalidConfig: the content is invalid for it,
+// reported once, and not tried again until the file changes.
+func TestWatchFileDoesNotRetryRulesAFactoryRejects(t *testing.T) {
+	var builds atomic.Int64
+	factory := func(c hotlimit.Config, opts ...hotlimit.Option) (hotlimit.Limiter, error) {
+		builds.Add(1)
+		if c.Limit == 6 {
+			return nil, fmt.Errorf("limit 6 out of range: %w", hotlimit.ErrInvalidConfig)
+		}
+		return NewLimiter(c, opts...)
+	}
+	s, err := New(hotlimit.Config{Algorithm: hotlimit.FixedWindow, Limit: 3, Window: time.Minute}, hotlimit.WithFactory(factory))
+	require.NoError(t, err)
+	path := filepath.Join(t.TempDir(), "rules.json")
+	require.NoError(t, os.WriteFile(path, []byte(watchedB), 0o600))
+	p := newPolled(s, path)
+	p.w.poll()
+	require.Len(t, p.errs, 1)
+	assert.ErrorIs(t, p.errs[0], hotlimit.ErrInvalidConfig)
+	before := builds.Load()
+	p.w.poll()
+	p.w.poll()
+	assert.Equal(t, before, builds.Load(), "not tried again")
+	assert.Len(t, p.errs, 1)
 }
