@@ -75,8 +75,8 @@ func newDiffRunOf(t *testing.T, rng *rand.Rand, cfg diffConfig) *diffRun {
 }
 
 // tick moves the clock by a random step: zero, a nanosecond or three, a
-// fraction of T, across token and window boundaries; and back (when back is
-// set), sometimes before the epoch.
+// fraction of T, across token and window boundaries, far ahead (years); and
+// back (when back is set), sometimes before the epoch.
 func (r *diffRun) tick(back bool) {
 	tok := int64(r.window) / int64(r.limit)
 	var d int64
@@ -94,6 +94,9 @@ func (r *diffRun) tick(back bool) {
 		d = tok * (1 + r.rng.Int64N(3)) // whole tokens
 	case p < 82:
 		d = int64(r.window)
+		if r.rng.IntN(4) == 0 && r.now.Load()-r.epoch < 1<<56 {
+			d = r.rng.Int64N(1 << 56) // far ahead: years, within the limiter's time
+		}
 	default:
 		if back {
 			d = -r.rng.Int64N(min(int64(r.window), 3*tok) + 1)
