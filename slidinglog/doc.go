@@ -40,12 +40,13 @@
 //     where o is the time of the n-th oldest of the last Limit requests:
 //     exactly, the same request made 1 ns earlier is still denied and made
 //     then it passes, if nothing else is taken meanwhile. hotlimit.Never for
-//     n > Limit or n < 0. Under contention on one key (with other requests,
+//     n > Limit or n < 0, and when o + Window is past 2^61 − 1 ns, the
+//     latest time the limiter reads (see above): o never leaves. Under contention on one key (with other requests,
 //     or with a Refund alone), or after a Refund and a clock step back, Take
 //     with n > 1 can be denied with RetryAfter 1 ns although the requests
 //     might have fitted, its first claims spent; see Limiter.Take.
 //   - ResetAfter: until the newest logged request expires, 0 when none counts
-//     in the window.
+//     in the window; hotlimit.Never when it expires past 2^61 − 1 ns.
 //
 // Take(key, 0), Take(key, n > Limit) and Take(key, n < 0) only report: they
 // never insert a key nor change one.

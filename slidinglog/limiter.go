@@ -303,12 +303,24 @@ func (l *Limiter) take(c *cell, now int64, n uint64) (hotlimit.Decision, int64, 
 }
 
 // wait returns how long after now the entry v lets a claim through: 0 when
-// it already does at t, else until its time leaves the window.
+// it already does at t, else until its time leaves the window (see
+// leaves).
 func (l *Limiter) wait(v, t, now int64) time.Duration {
 	if _, ok := claimable(v, t, l.window); ok {
 		return 0
 	}
 	tv, _ := packed.UnpackStamp(v)
+	return l.leaves(tv, now)
+}
+
+// leaves returns how long after now a request logged at tv leaves the
+// window: tv + Window − now, or hotlimit.Never when that is past
+// packed.MaxStamp, the latest time the limiter reads (see now), where the
+// request stays in the window for good.
+func (l *Limiter) leaves(tv, now int64) time.Duration {
+	if tv > packed.MaxStamp-l.window {
+		return hotlimit.Never
+	}
 	return time.Duration(tv + l.window - now)
 }
 
@@ -357,7 +369,7 @@ func (l *Limiter) decide(c *cell, now int64) hotlimit.Decision {
 func (l *Limiter) decisionFree(free uint64, now, t, newest int64) hotlimit.Decision {
 	d := hotlimit.Decision{Limit: int(l.limit), Remaining: int(free)}
 	if d.Remaining < d.Limit && newest > t-l.window { // some request counts
-		d.ResetAfter = time.Duration(newest + l.window - now)
+		d.ResetAfter = l.leaves(newest, now)
 	}
 	return d
 }

@@ -24,7 +24,8 @@ import (
 // (RemainingExact says when that is every free one).
 //
 // With Clamped, the model reads its clock as the limiter does, clamped to
-// [MinStamp + window, MaxStamp], and saturates the 1 ns bump at MaxStamp.
+// [MinStamp + window, MaxStamp], saturates the 1 ns bump at MaxStamp, and
+// waits Never for a request that would leave the window after MaxStamp.
 type SlidingLog struct {
 	limit  int
 	window int64
@@ -143,9 +144,18 @@ func (m *SlidingLog) free(last lastL, t int64) (n int, exact bool) {
 func (m *SlidingLog) decision(free int, now, t, newest int64) hotlimit.Decision {
 	d := hotlimit.Decision{Limit: m.limit, Remaining: free}
 	if free < m.limit && newest > t-m.window {
-		d.ResetAfter = time.Duration(newest + m.window - now)
+		d.ResetAfter = m.leaves(newest, now)
 	}
 	return d
+}
+
+// leaves is how long after now a request logged at tv leaves the window;
+// with Clamped, Never when that is past MaxStamp, where the clock stops.
+func (m *SlidingLog) leaves(tv, now int64) time.Duration {
+	if m.clamp && tv > slidingLogMaxStamp-m.window {
+		return hotlimit.Never
+	}
+	return time.Duration(tv + m.window - now)
 }
 
 // wait is how long after now entry e lets a claim at t through.
@@ -153,7 +163,7 @@ func (m *SlidingLog) wait(e slidingLogEntry, t, now int64) time.Duration {
 	if _, ok := m.claimable(e, t); ok {
 		return 0
 	}
-	return time.Duration(e.t + m.window - now)
+	return m.leaves(e.t, now)
 }
 
 // Take is Take(key, n) at now.
