@@ -62,7 +62,11 @@
 //	| time, ns (62 bits, signed) | refunded (1 bit) | round parity (1 bit) |
 //
 // Limit lies in [1, 65536] and Window in [1ms, 366 days]. Clock readings are
-// clamped to ±2^61 ns (about ±73 years) around the clock's origin.
+// clamped to ±2^61 ns (about ±73 years) around the clock's origin (the
+// earliest, −2^61 ns + Window): the limiter's time stands still before and
+// after that range. RetryAfter and ResetAfter count from the reading itself,
+// so before the range they include the time the clock takes to reach it, and
+// past it they are hotlimit.Never.
 //
 // # Refunds
 //

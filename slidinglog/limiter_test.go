@@ -249,3 +249,27 @@ func TestWaitsPastTheSlotRangeAreNever(t *testing.T) {
 	clock.Store(packed.MaxStamp)
 	assert.True(t, lim.Allow("j"))
 }
+
+// TestWaitsBeforeTheSlotRangeAreExact: a clock read before the earliest
+// time the limiter reads (packed.MinStamp + Window, to which such readings
+// are clamped) stands still until it gets there, so RetryAfter and
+// ResetAfter count from the reading itself, not from the clamped time: the
+// same request made RetryAfter − 1 ns later is still denied, RetryAfter
+// later it passes.
+func TestWaitsBeforeTheSlotRangeAreExact(t *testing.T) {
+	for _, start := range []int64{math.MinInt64, packed.MinStamp - 1, packed.MinStamp + int64(time.Second) - 1} {
+		lim, clock := newAt(t, 1, time.Second)
+		clock.Store(start)
+		require.True(t, lim.Allow("k"))
+		d := lim.Take("k", 1)
+		require.False(t, d.Allowed)
+		want := time.Duration(packed.MinStamp + 2*int64(time.Second) - start)
+		assert.Equal(t, want, d.RetryAfter, "start %d", start)
+		assert.Equal(t, want, d.ResetAfter, "start %d", start)
+		assert.Equal(t, want, lim.Take("k", 0).ResetAfter, "start %d", start)
+		clock.Store(start + int64(d.RetryAfter) - 1)
+		assert.False(t, lim.Allow("k"), "start %d: RetryAfter − 1 ns", start)
+		clock.Store(start + int64(d.RetryAfter))
+		assert.True(t, lim.Allow("k"), "start %d: RetryAfter", start)
+	}
+}

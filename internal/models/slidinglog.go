@@ -2,6 +2,7 @@ package models
 
 import (
 	"math"
+	"math/big"
 	"time"
 
 	"github.com/hotlimit/hotlimit"
@@ -25,7 +26,8 @@ import (
 //
 // With Clamped, the model reads its clock as the limiter does, clamped to
 // [MinStamp + window, MaxStamp], saturates the 1 ns bump at MaxStamp, and
-// waits Never for a request that would leave the window after MaxStamp.
+// waits Never for a request that would leave the window after MaxStamp;
+// its waits still count from the clock reading itself.
 type SlidingLog struct {
 	limit  int
 	window int64
@@ -140,35 +142,45 @@ func (m *SlidingLog) free(last lastL, t int64) (n int, exact bool) {
 }
 
 // decision reports a key of which free requests pass at t, newest its
-// newest logged time, to a caller that read now.
-func (m *SlidingLog) decision(free int, now, t, newest int64) hotlimit.Decision {
+// newest logged time, to a caller that read the clock at raw.
+func (m *SlidingLog) decision(free int, raw, t, newest int64) hotlimit.Decision {
 	d := hotlimit.Decision{Limit: m.limit, Remaining: free}
 	if free < m.limit && newest > t-m.window {
-		d.ResetAfter = m.leaves(newest, now)
+		d.ResetAfter = m.leaves(newest, raw)
 	}
 	return d
 }
 
-// leaves is how long after now a request logged at tv leaves the window;
-// with Clamped, Never when that is past MaxStamp, where the clock stops.
-func (m *SlidingLog) leaves(tv, now int64) time.Duration {
-	if m.clamp && tv > slidingLogMaxStamp-m.window {
+// leaves is how long after the clock reading raw a request logged at tv
+// leaves the window; with Clamped, Never when that is past MaxStamp, where
+// the clock stops, or past math.MaxInt64 ns (with a clock read before
+// MinStamp + window, which stands still until the clock gets there).
+func (m *SlidingLog) leaves(tv, raw int64) time.Duration {
+	if !m.clamp {
+		return time.Duration(tv + m.window - raw)
+	}
+	if tv > slidingLogMaxStamp-m.window {
 		return hotlimit.Never
 	}
-	return time.Duration(tv + m.window - now)
+	d := new(big.Int).Sub(big.NewInt(tv+m.window), big.NewInt(raw))
+	if !d.IsInt64() {
+		return hotlimit.Never
+	}
+	return time.Duration(d.Int64())
 }
 
-// wait is how long after now entry e lets a claim at t through.
-func (m *SlidingLog) wait(e slidingLogEntry, t, now int64) time.Duration {
+// wait is how long after the clock reading raw entry e lets a claim at t
+// through.
+func (m *SlidingLog) wait(e slidingLogEntry, t, raw int64) time.Duration {
 	if _, ok := m.claimable(e, t); ok {
 		return 0
 	}
-	return m.leaves(e.t, now)
+	return m.leaves(e.t, raw)
 }
 
-// Take is Take(key, n) at now.
-func (m *SlidingLog) Take(key string, n int, now int64) hotlimit.Decision {
-	now = m.now(now)
+// Take is Take(key, n) at the clock reading raw.
+func (m *SlidingLog) Take(key string, n int, raw int64) hotlimit.Decision {
+	now := m.now(raw)
 	m.exact = true
 	if n < 1 || n > m.limit {
 		d := hotlimit.Decision{Limit: m.limit, Remaining: m.limit}
@@ -177,7 +189,7 @@ func (m *SlidingLog) Take(key string, n int, now int64) hotlimit.Decision {
 			t := max(now, newest)
 			var free int
 			free, m.exact = m.free(m.lastL(key), t)
-			d = m.decision(free, now, t, newest)
+			d = m.decision(free, raw, t, newest)
 		}
 		if n == 0 {
 			d.Allowed = true
@@ -199,12 +211,12 @@ func (m *SlidingLog) Take(key string, n int, now int64) hotlimit.Decision {
 				if ok {
 					f, m.exact = m.free(last, at)
 				}
-				d := m.decision(f, now, at, newest)
-				d.RetryAfter = max(m.wait(last.at(0), at, now), m.wait(decisive, at, now))
+				d := m.decision(f, raw, at, newest)
+				d.RetryAfter = max(m.wait(last.at(0), at, raw), m.wait(decisive, at, raw))
 				return d
 			}
 		} else if !ok {
-			d := m.decision(0, now, at, newest)
+			d := m.decision(0, raw, at, newest)
 			d.RetryAfter = time.Nanosecond
 			return d
 		}
@@ -213,7 +225,7 @@ func (m *SlidingLog) Take(key string, n int, now int64) hotlimit.Decision {
 		}
 		m.logs[key] = append(m.logs[key], slidingLogEntry{t: at})
 	}
-	d := m.decision(free-min(free, 1), now, at, at)
+	d := m.decision(free-min(free, 1), raw, at, at)
 	d.Allowed = true
 	return d
 }
