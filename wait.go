@@ -78,7 +78,9 @@ func Wait(ctx context.Context, l Limiter, key string, opts ...WaitOption) error 
 //     also wraps the backend's error, when the last denial was a failure
 //     policy's);
 //   - an error wrapping [ErrNeverPasses], at once, when RetryAfter is
-//     [Never] (n greater than the limit or burst, or n < 0);
+//     [Never] (n greater than the limit or burst, or n < 0; or a clock
+//     past the range the limiter counts, after which a key refills no
+//     more, see gcra and slidinglog);
 //   - an error wrapping [ErrInvalidConfig] when l is nil.
 //
 // The deadline is read on the real clock (time.Until), RetryAfter on the
@@ -149,6 +151,11 @@ func WaitN(ctx context.Context, l Limiter, key string, n int, opts ...WaitOption
 		switch {
 		case wait == Never && n < 0:
 			return fmt.Errorf("hotlimit: %d requests, a negative count: %w", n, ErrNeverPasses)
+		case wait == Never && within(l, n):
+			// Not too many at once: the limiter's time has run out (a
+			// clock read past the range it counts, see gcra and
+			// slidinglog), so the key refills no more.
+			return fmt.Errorf("hotlimit: %d requests never pass, though within the burst: the limiter's clock is past the range it counts: %w", n, ErrNeverPasses)
 		case wait == Never:
 			// The Decision carries the limit, not the burst, which bounds n
 			// where there is one (above or below the limit).
@@ -173,6 +180,13 @@ func WaitN(ctx context.Context, l Limiter, key string, n int, opts ...WaitOption
 			return err
 		}
 	}
+}
+
+// within reports whether l says that n requests can pass at once: l is a
+// [Burster] whose burst is at least n.
+func within(l Limiter, n int) bool {
+	b, ok := l.(Burster)
+	return ok && n <= b.Burst()
 }
 
 // maxBackoff caps WaitN's sleep after denials without a RetryAfter.

@@ -3,6 +3,7 @@ package hotlimit_test
 import (
 	"context"
 	"errors"
+	"math"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -12,6 +13,7 @@ import (
 
 	"github.com/hotlimit/hotlimit"
 	"github.com/hotlimit/hotlimit/gcra"
+	"github.com/hotlimit/hotlimit/slidinglog"
 	"github.com/hotlimit/hotlimit/tokenbucket"
 )
 
@@ -316,4 +318,20 @@ func TestWaitKeepsTheBackendsError(t *testing.T) {
 	err = hotlimit.Wait(ctx, denied, "k")
 	assert.ErrorIs(t, err, context.DeadlineExceeded)
 	assert.NotErrorIs(t, err, errBackendDown)
+}
+
+// TestWaitNeverPastTheClockRange: a sliding log on a clock past the latest
+// time it logs (2^61 − 1 ns) keeps its requests in the window for good, so
+// a wait for one more fails at once, without sleeping, and the error does
+// not blame the request's size, which is within the limit.
+func TestWaitNeverPastTheClockRange(t *testing.T) {
+	f := new(fakeTime)
+	f.now.Store(math.MaxInt64)
+	lim, err := slidinglog.New(2, time.Second, hotlimit.WithClock(f.now.Load))
+	require.NoError(t, err)
+	require.True(t, lim.Take("k", 2).Allowed)
+	err = hotlimit.Wait(context.Background(), lim, "k", hotlimit.WithSleep(f.sleep))
+	assert.ErrorIs(t, err, hotlimit.ErrNeverPasses)
+	assert.EqualError(t, err, "hotlimit: 1 requests never pass, though within the burst: the limiter's clock is past the range it counts: the request can never pass")
+	assert.Empty(t, f.slept)
 }

@@ -48,6 +48,7 @@ type diffRun struct {
 	window       time.Duration
 	epoch        int64
 	keys         []string
+	receipts     []held // for callOrRefund
 }
 
 func newDiffRun(t *testing.T, rng *rand.Rand, ci int) *diffRun {
@@ -75,8 +76,8 @@ func newDiffRunOf(t *testing.T, rng *rand.Rand, cfg diffConfig) *diffRun {
 }
 
 // tick moves the clock by a random step: zero, a nanosecond or three, a
-// fraction of T, across token and window boundaries; and back (when back is
-// set), sometimes before the epoch.
+// fraction of T, across token and window boundaries, far ahead (years); and
+// back (when back is set), sometimes before the epoch.
 func (r *diffRun) tick(back bool) {
 	tok := int64(r.window) / int64(r.limit)
 	var d int64
@@ -94,6 +95,9 @@ func (r *diffRun) tick(back bool) {
 		d = tok * (1 + r.rng.Int64N(3)) // whole tokens
 	case p < 82:
 		d = int64(r.window)
+		if r.rng.IntN(4) == 0 && r.now.Load()-r.epoch < 1<<56 {
+			d = r.rng.Int64N(1 << 56) // far ahead: years, within the limiter's time
+		}
 	default:
 		if back {
 			d = -r.rng.Int64N(min(int64(r.window), 3*tok) + 1)
@@ -291,50 +295,53 @@ func TestDifferentialWithRefunds(t *testing.T) {
 	if testing.Short() {
 		seqs = 30
 	}
-	type held struct {
-		key string
-		r   hotlimit.Receipt
-	}
 	for ci, cfg := range diffConfigs {
 		t.Run(fmt.Sprintf("limit=%d/burst=%d/window=%v", cfg.limit, cfg.burst, cfg.window), func(t *testing.T) {
 			rng := rand.New(rand.NewPCG(uint64(ci), 7))
 			for seq := range seqs {
 				r := newDiffRun(t, rng, ci)
-				var receipts []held
 				for step := range 100 {
 					r.tick(true)
-					now := r.now.Load()
-					msg := fmt.Sprintf("seq %d step %d", seq, step)
-					switch p := rng.IntN(20); {
-					case p == 0:
-						if !assert.Equal(t, r.model.Sweep(now), r.lim.Sweep(), "%s: Sweep", msg) ||
-							!assert.Equal(t, r.model.Len(), r.lim.Len(), "%s: Len", msg) {
-							return
-						}
-					case p < 7 && len(receipts) > 0:
-						i := rng.IntN(len(receipts))
-						h := receipts[i]
-						receipts = append(receipts[:i], receipts[i+1:]...)
-						r.model.Refund(h.key, h.r, now)
-						r.lim.Refund(h.key, h.r)
-					case p < 14:
-						key := r.keys[rng.IntN(len(r.keys))]
-						n := randomN(rng, r.burst)
-						want := r.model.Take(key, n, now)
-						d, rc := r.lim.TakeReceipt(key, n)
-						if !assert.Equal(t, want, d, "%s: TakeReceipt(%q, %d) at %d", msg, key, n, now-r.epoch) {
-							return
-						}
-						if rc.N > 0 {
-							receipts = append(receipts, held{key, rc})
-						}
-					default:
-						if !r.call(t, msg) {
-							return
-						}
+					if !r.callOrRefund(t, fmt.Sprintf("seq %d step %d", seq, step)) {
+						return
 					}
 				}
 			}
 		})
 	}
+}
+
+// held is a receipt kept for a later refund.
+type held struct {
+	key string
+	r   hotlimit.Receipt
+}
+
+// callOrRefund makes one random step on both and reports whether they
+// agree: a sweep, a refund of a receipt taken before (each at most once),
+// a take with a receipt, or a call.
+func (r *diffRun) callOrRefund(t *testing.T, msg string) bool {
+	now := r.now.Load()
+	switch p := r.rng.IntN(20); {
+	case p == 0:
+		return assert.Equal(t, r.model.Sweep(now), r.lim.Sweep(), "%s: Sweep", msg) &&
+			assert.Equal(t, r.model.Len(), r.lim.Len(), "%s: Len", msg)
+	case p < 7 && len(r.receipts) > 0:
+		i := r.rng.IntN(len(r.receipts))
+		h := r.receipts[i]
+		r.receipts = append(r.receipts[:i], r.receipts[i+1:]...)
+		r.model.Refund(h.key, h.r, now)
+		r.lim.Refund(h.key, h.r)
+		return true
+	case p < 14:
+		key := r.keys[r.rng.IntN(len(r.keys))]
+		n := randomN(r.rng, r.burst)
+		want := r.model.Take(key, n, now)
+		d, rc := r.lim.TakeReceipt(key, n)
+		if rc.N > 0 {
+			r.receipts = append(r.receipts, held{key, rc})
+		}
+		return assert.Equal(t, want, d, "%s: TakeReceipt(%q, %d) at %d", msg, key, n, now-r.epoch)
+	}
+	return r.call(t, msg)
 }

@@ -42,8 +42,8 @@ func TestWholeWindowAtTheExtreme(t *testing.T) {
 	}
 }
 
-// TestDifferentialExtremes plays random sequences, backwards clocks
-// included, against the sequential model at the ends of New's ranges: limits
+// TestDifferentialExtremes plays random sequences, backwards clocks, far
+// jumps, refunds and sweeps included, against the sequential model at the ends of New's ranges: limits
 // 1, 2, 7, 1000 and MaxLimit, windows from MinWindow to MaxWindow, bursts 1
 // and the limit. Exact ticks are checked against the exact model; fine ticks
 // against the exact model on the clock floored to a tick (the package
@@ -64,7 +64,7 @@ func TestDifferentialExtremes(t *testing.T) {
 						r := newDiffRunOf(t, rng, cfg)
 						for step := range 60 {
 							r.tick(true)
-							if !r.call(t, fmt.Sprintf("seq %d step %d", seq, step)) {
+							if !r.callOrRefund(t, fmt.Sprintf("seq %d step %d", seq, step)) {
 								return
 							}
 						}

@@ -26,6 +26,7 @@ type diffRun struct {
 	model  *models.SlidingCounter
 	limit  int
 	window int64
+	far    int64 // how far ahead tick jumped in all
 	keys   []string
 }
 
@@ -55,8 +56,9 @@ func newDiffRun(t *testing.T, rng *rand.Rand) *diffRun {
 	return r
 }
 
-// tick moves the clock: not at all, a little, within or across windows, to a
-// boundary or just before one, and sometimes back (when back is set).
+// tick moves the clock: not at all, a little, within or across windows, far
+// ahead, to a boundary or just before one, and sometimes back (when back is
+// set).
 func (r *diffRun) tick(back bool) {
 	w, now := r.window, r.now.Load()
 	var d int64
@@ -70,6 +72,14 @@ func (r *diffRun) tick(back bool) {
 		d = w - (now%w+w)%w - r.rng.Int64N(2)
 	case 6:
 		d = r.rng.Int64N(3 * w)
+		if room := r.farRoom(); room > 0 && r.rng.IntN(8) == 0 {
+			// Far ahead, and sometimes onto a boundary.
+			d = r.rng.Int64N(room)
+			if r.rng.IntN(2) == 0 {
+				d -= (now + d) % w
+			}
+			r.far += d
+		}
 	case 7:
 		d = w
 	default:
@@ -84,6 +94,16 @@ func (r *diffRun) tick(back bool) {
 		}
 	}
 	r.now.Add(d)
+}
+
+// farRoom is how far ahead the clock may still jump in one sequence: a
+// sequence moves the clock by at most 3·Window per step besides, 80 steps
+// at most, and a key's stored window must stay within 2^29 − 2 windows of
+// the clock's (the most the index tells from a step back; see the package
+// documentation); and 2^60 ns in all, which keeps the clock below
+// 2^58 + 240·MaxWindow + 2^60 < 2^63 − 4·MaxWindow (see newDiffRun).
+func (r *diffRun) farRoom() int64 {
+	return min(1<<29-300, (1<<60)/r.window)*r.window - r.far
 }
 
 // randN returns a random n in [-1, limit+1], biased towards small values and

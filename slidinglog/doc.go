@@ -40,12 +40,13 @@
 //     where o is the time of the n-th oldest of the last Limit requests:
 //     exactly, the same request made 1 ns earlier is still denied and made
 //     then it passes, if nothing else is taken meanwhile. hotlimit.Never for
-//     n > Limit or n < 0. Under contention on one key (with other requests,
+//     n > Limit or n < 0, and when o + Window is past 2^61 − 1 ns, the
+//     latest time the limiter reads (see above): o never leaves. Under contention on one key (with other requests,
 //     or with a Refund alone), or after a Refund and a clock step back, Take
 //     with n > 1 can be denied with RetryAfter 1 ns although the requests
 //     might have fitted, its first claims spent; see Limiter.Take.
 //   - ResetAfter: until the newest logged request expires, 0 when none counts
-//     in the window.
+//     in the window; hotlimit.Never when it expires past 2^61 − 1 ns.
 //
 // Take(key, 0), Take(key, n > Limit) and Take(key, n < 0) only report: they
 // never insert a key nor change one.
@@ -61,7 +62,11 @@
 //	| time, ns (62 bits, signed) | refunded (1 bit) | round parity (1 bit) |
 //
 // Limit lies in [1, 65536] and Window in [1ms, 366 days]. Clock readings are
-// clamped to ±2^61 ns (about ±73 years) around the clock's origin.
+// clamped to ±2^61 ns (about ±73 years) around the clock's origin (the
+// earliest, −2^61 ns + Window): the limiter's time stands still before and
+// after that range. RetryAfter and ResetAfter count from the reading itself,
+// so before the range they include the time the clock takes to reach it, and
+// past it they are hotlimit.Never.
 //
 // # Refunds
 //

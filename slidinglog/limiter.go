@@ -2,6 +2,7 @@ package slidinglog
 
 import (
 	"fmt"
+	"math"
 	"sync/atomic"
 	"time"
 
@@ -64,7 +65,12 @@ func New(limit int, window time.Duration, opts ...hotlimit.Option) (*Limiter, er
 // logged time packs into a slot, a fresh slot is always expired, and every
 // difference of two times fits an int64.
 func (l *Limiter) now() int64 {
-	return min(max(l.clock(), l.minNow), packed.MaxStamp)
+	return l.clamp(l.clock())
+}
+
+// clamp returns the clock reading c clamped as now clamps it.
+func (l *Limiter) clamp(c int64) int64 {
+	return min(max(c, l.minNow), packed.MaxStamp)
 }
 
 // Allow reports whether one request from key passes, and logs it if so. It
@@ -193,24 +199,25 @@ func (l *Limiter) takeAt(key string, n int) (hotlimit.Decision, int64) {
 	if c == nil {
 		return l.capped(), 0
 	}
-	now := l.now() // after Get: see kill
+	raw := l.clock() // after Get: see kill
 	for {
-		d, first, alive := l.take(c, now, uint64(n))
+		d, first, alive := l.take(c, l.clamp(raw), raw, uint64(n))
 		if alive {
 			return d, first
 		}
 		// Swept under us: claims made in the dead cell died with it, so
 		// start again, all n of them, on the key's fresh cell.
 		c = l.cells.Revive(key, c)
-		now = l.now()
+		raw = l.clock()
 	}
 }
 
 // take logs n requests at now in c, all or none for a single caller with a
 // clock that never goes back (see Take), and
 // returns the logged time of the first claim; it reports false if it found c
-// tombstoned.
-func (l *Limiter) take(c *cell, now int64, n uint64) (hotlimit.Decision, int64, bool) {
+// tombstoned. now is the clock reading raw, clamped; the Decision's
+// durations count from raw (see leaves).
+func (l *Limiter) take(c *cell, now, raw int64, n uint64) (hotlimit.Decision, int64, bool) {
 	var t, first int64 // the logged times of the last claim made and the first
 	var free uint64    // entries free at t before the last claim, read while head was its h
 	for k := uint64(0); k < n; k++ {
@@ -236,7 +243,7 @@ func (l *Limiter) take(c *cell, now int64, n uint64) (hotlimit.Decision, int64, 
 			t, ok = claimable(s.v, max(now, s.newest), l.window)
 			if k > 0 {
 				if !ok {
-					d := l.decisionFree(0, now, t, s.newest) // see free
+					d := l.decisionFree(0, raw, t, s.newest) // see free
 					d.RetryAfter = time.Nanosecond           // room taken by concurrent requests
 					return d, 0, true
 				}
@@ -262,8 +269,8 @@ func (l *Limiter) take(c *cell, now int64, n uint64) (hotlimit.Decision, int64, 
 							continue
 						}
 					}
-					d := l.decisionFree(free, now, t, s.newest)
-					d.RetryAfter = max(l.wait(s.v, t, now), l.wait(decisive, t, now))
+					d := l.decisionFree(free, raw, t, s.newest)
+					d.RetryAfter = max(l.wait(s.v, t, raw), l.wait(decisive, t, raw))
 					return d, 0, true
 				}
 			}
@@ -297,28 +304,46 @@ func (l *Limiter) take(c *cell, now int64, n uint64) (hotlimit.Decision, int64, 
 	// counts the marks made before each of its reads, so it can miss a
 	// refund that lands during the claim, never count one that did not
 	// (the refunded entries only grow from the expired prefix, see free).
-	d := l.decisionFree(free-min(free, 1), now, t, t) // free ≥ 1: slot h mod L was free at t
+	d := l.decisionFree(free-min(free, 1), raw, t, t) // free ≥ 1: slot h mod L was free at t
 	d.Allowed = true
 	return d, first, true
 }
 
-// wait returns how long after now the entry v lets a claim through: 0 when
-// it already does at t, else until its time leaves the window.
-func (l *Limiter) wait(v, t, now int64) time.Duration {
+// wait returns how long after the clock reading raw the entry v lets a
+// claim through: 0 when it already does at t, else until its time leaves
+// the window (see leaves).
+func (l *Limiter) wait(v, t, raw int64) time.Duration {
 	if _, ok := claimable(v, t, l.window); ok {
 		return 0
 	}
 	tv, _ := packed.UnpackStamp(v)
-	return time.Duration(tv + l.window - now)
+	return l.leaves(tv, raw)
+}
+
+// leaves returns how long after the clock reading raw (not clamped: a
+// reading before minNow stands still until the clock gets there) a request
+// logged at tv leaves the window: tv + Window − raw, or hotlimit.Never when
+// that is past packed.MaxStamp, the latest time the limiter reads (see
+// now), where the request stays in the window for good, or past
+// math.MaxInt64 nanoseconds.
+func (l *Limiter) leaves(tv, raw int64) time.Duration {
+	if tv > packed.MaxStamp-l.window {
+		return hotlimit.Never
+	}
+	end := tv + l.window // at most MaxStamp
+	if raw < 0 && end > math.MaxInt64+raw {
+		return hotlimit.Never
+	}
+	return time.Duration(end - raw)
 }
 
 // report is Take for n == 0, n > limit and n < 0: it reads key's state and
 // changes nothing, not even inserting key.
 func (l *Limiter) report(key string, n int) hotlimit.Decision {
-	now := l.now()
+	raw := l.clock()
 	d := hotlimit.Decision{Limit: int(l.limit), Remaining: int(l.limit)}
 	if c, ok := l.cells.Peek(key); ok {
-		d = l.decide(c, now)
+		d = l.decide(c, l.clamp(raw), raw)
 	}
 	if n == 0 {
 		d.Allowed = true
@@ -328,8 +353,9 @@ func (l *Limiter) report(key string, n int) hotlimit.Decision {
 	return d
 }
 
-// decide reports c at now without changing it.
-func (l *Limiter) decide(c *cell, now int64) hotlimit.Decision {
+// decide reports c at now, the clock reading raw clamped, without changing
+// it.
+func (l *Limiter) decide(c *cell, now, raw int64) hotlimit.Decision {
 	for {
 		s, ok := c.read()
 		if !ok {
@@ -348,16 +374,16 @@ func (l *Limiter) decide(c *cell, now int64) hotlimit.Decision {
 		if c.head.Load() != s.h || c.load(s.i) != s.v {
 			continue // the ring moved on: count it again (see freeStill)
 		}
-		return l.decisionFree(free, now, t, s.newest)
+		return l.decisionFree(free, raw, t, s.newest)
 	}
 }
 
 // decisionFree is decision for a ring of which free entries are expired or
-// refunded at t.
-func (l *Limiter) decisionFree(free uint64, now, t, newest int64) hotlimit.Decision {
+// refunded at t, reported to a caller that read the clock at raw.
+func (l *Limiter) decisionFree(free uint64, raw, t, newest int64) hotlimit.Decision {
 	d := hotlimit.Decision{Limit: int(l.limit), Remaining: int(free)}
 	if d.Remaining < d.Limit && newest > t-l.window { // some request counts
-		d.ResetAfter = time.Duration(newest + l.window - now)
+		d.ResetAfter = l.leaves(newest, raw)
 	}
 	return d
 }

@@ -13,6 +13,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/hotlimit/hotlimit"
+	"github.com/hotlimit/hotlimit/internal/packed"
 	"github.com/hotlimit/hotlimit/slidinglog"
 )
 
@@ -216,4 +217,59 @@ func TestMaxLimit(t *testing.T) {
 	clock.Add(ms)
 	assert.True(t, lim.Allow("k"))
 	assert.Equal(t, slidinglog.MaxLimit-1, lim.Take("k", 0).Remaining)
+}
+
+// TestWaitsPastTheSlotRangeAreNever: a request logged less than a Window
+// before packed.MaxStamp, the latest time a slot holds and to which later
+// clock readings are clamped, never leaves the window, so a request it
+// denies gets RetryAfter Never, and the key's ResetAfter is Never; a wait
+// that ends at MaxStamp itself is still exact.
+func TestWaitsPastTheSlotRangeAreNever(t *testing.T) {
+	sec := int64(time.Second)
+	lim, clock := newAt(t, 1, time.Second)
+
+	clock.Store(packed.MaxStamp - sec/2)
+	require.True(t, lim.Allow("k"))
+	d := lim.Take("k", 1)
+	require.False(t, d.Allowed)
+	assert.Equal(t, hotlimit.Never, d.RetryAfter)
+	assert.Equal(t, hotlimit.Never, d.ResetAfter)
+	assert.Equal(t, hotlimit.Never, lim.Take("k", 0).ResetAfter)
+	clock.Store(math.MaxInt64) // as late as a clock reads
+	assert.False(t, lim.Allow("k"), "never leaves the window")
+
+	clock.Store(packed.MaxStamp - sec)
+	require.True(t, lim.Allow("j"))
+	d = lim.Take("j", 1)
+	require.False(t, d.Allowed)
+	assert.Equal(t, time.Second, d.RetryAfter, "leaves the window at MaxStamp")
+	assert.Equal(t, time.Second, d.ResetAfter)
+	clock.Store(packed.MaxStamp - 1)
+	assert.False(t, lim.Allow("j"))
+	clock.Store(packed.MaxStamp)
+	assert.True(t, lim.Allow("j"))
+}
+
+// TestWaitsBeforeTheSlotRangeAreExact: a clock read before the earliest
+// time the limiter reads (packed.MinStamp + Window, to which such readings
+// are clamped) stands still until it gets there, so RetryAfter and
+// ResetAfter count from the reading itself, not from the clamped time: the
+// same request made RetryAfter − 1 ns later is still denied, RetryAfter
+// later it passes.
+func TestWaitsBeforeTheSlotRangeAreExact(t *testing.T) {
+	for _, start := range []int64{math.MinInt64, packed.MinStamp - 1, packed.MinStamp + int64(time.Second) - 1} {
+		lim, clock := newAt(t, 1, time.Second)
+		clock.Store(start)
+		require.True(t, lim.Allow("k"))
+		d := lim.Take("k", 1)
+		require.False(t, d.Allowed)
+		want := time.Duration(packed.MinStamp + 2*int64(time.Second) - start)
+		assert.Equal(t, want, d.RetryAfter, "start %d", start)
+		assert.Equal(t, want, d.ResetAfter, "start %d", start)
+		assert.Equal(t, want, lim.Take("k", 0).ResetAfter, "start %d", start)
+		clock.Store(start + int64(d.RetryAfter) - 1)
+		assert.False(t, lim.Allow("k"), "start %d: RetryAfter − 1 ns", start)
+		clock.Store(start + int64(d.RetryAfter))
+		assert.True(t, lim.Allow("k"), "start %d: RetryAfter", start)
+	}
 }

@@ -2,79 +2,268 @@ package models
 
 import (
 	"math"
+	"math/big"
 	"time"
 
 	"github.com/hotlimit/hotlimit"
 )
 
 // SlidingLog is the reference of the slidinglog package: per key, the plain
-// list of logged times. A request is logged at the later of its clock reading
-// and the key's newest logged time, and passes when fewer than limit logged
-// times are in (t − window, t].
+// list of logged requests, each a time and whether a refund gave it back. A
+// request is logged at the later of its clock reading and the key's newest
+// logged time, and passes when fewer than limit of the last limit logged are
+// in (t − window, t] and not refunded.
+//
+// Refunds (see Refund) bring in what the limiter does with its ring of the
+// last limit requests, which no request log without them shows: a request
+// that takes the place of a refunded one logged at t or later is logged 1 ns
+// after it; Take(key, n > 1) checks the oldest and the n-th oldest of the
+// last limit and then logs its requests one by one, so a refund that left
+// the free entries out of claim order can deny it part way, with RetryAfter
+// 1 ns and its first requests logged; and Remaining counts the free entries
+// from the oldest of the last limit on, up to the first counted one
+// (RemainingExact says when that is every free one).
+//
+// With Clamped, the model reads its clock as the limiter does, clamped to
+// [MinStamp + window, MaxStamp], saturates the 1 ns bump at MaxStamp, and
+// waits Never for a request that would leave the window after MaxStamp;
+// its waits still count from the clock reading itself.
 type SlidingLog struct {
 	limit  int
 	window int64
-	logs   map[string][]int64
+	clamp  bool
+	logs   map[string][]slidingLogEntry
+	// exact is false when the last Take's Remaining counted a prefix of
+	// the free entries that is not all of them.
+	exact bool
 }
+
+type slidingLogEntry struct {
+	t        int64
+	refunded bool
+}
+
+// The range of a sliding log's logged times, as package packed keeps them
+// (2^61 − 1 ns and −2^61 ns).
+const (
+	slidingLogMaxStamp = math.MaxInt64>>2 - 1
+	slidingLogMinStamp = math.MinInt64 >> 2
+)
 
 // NewSlidingLog returns the model of limit per window.
 func NewSlidingLog(limit int, window time.Duration) *SlidingLog {
-	return &SlidingLog{limit: limit, window: int64(window), logs: map[string][]int64{}}
+	return &SlidingLog{limit: limit, window: int64(window), logs: map[string][]slidingLogEntry{}, exact: true}
 }
 
-// lastL returns the key's last limit logged times, oldest first, padded in
-// front with never-expiring-nothing (math.MinInt64) up to limit entries.
-func (m *SlidingLog) lastL(key string) []int64 {
+// Clamped makes the model read its clock as slidinglog.Limiter does,
+// clamped to [MinStamp + window, MaxStamp] (±2^61 ns around the clock's
+// origin), with a fresh entry at MinStamp; it returns m.
+func (m *SlidingLog) Clamped() *SlidingLog {
+	m.clamp = true
+	return m
+}
+
+// now is the clock reading the model decides on.
+func (m *SlidingLog) now(now int64) int64 {
+	if !m.clamp {
+		return now
+	}
+	return min(max(now, slidingLogMinStamp+m.window), slidingLogMaxStamp)
+}
+
+// never is the time of an entry no request claimed: before every window.
+func (m *SlidingLog) never() int64 {
+	if m.clamp {
+		return slidingLogMinStamp
+	}
+	return math.MinInt64
+}
+
+// lastL returns the key's last limit logged entries, oldest first, read
+// as if padded in front with entries no request claimed (at the dawn of
+// time) up to limit entries.
+func (m *SlidingLog) lastL(key string) lastL {
+	return lastL{log: m.logs[key], limit: m.limit, never: m.never()}
+}
+
+// lastL is a key's last limit logged entries.
+type lastL struct {
+	log   []slidingLogEntry
+	limit int
+	never int64
+}
+
+// at returns entry k, 0 the oldest.
+func (l lastL) at(k int) slidingLogEntry {
+	if i := len(l.log) - l.limit + k; i >= 0 {
+		return l.log[i]
+	}
+	return slidingLogEntry{t: l.never}
+}
+
+// newest is the time of the key's newest logged request, or the dawn of
+// time.
+func (m *SlidingLog) newest(key string) int64 {
 	log := m.logs[key]
-	out := make([]int64, 0, m.limit)
-	for range m.limit - min(len(log), m.limit) {
-		out = append(out, math.MinInt64)
+	if len(log) == 0 {
+		return m.never()
 	}
-	return append(out, log[max(0, len(log)-m.limit):]...)
+	return log[len(log)-1].t
 }
 
-// Take is Take(key, n) at now.
-func (m *SlidingLog) Take(key string, n int, now int64) hotlimit.Decision {
-	last := m.lastL(key)
-	newest := last[m.limit-1]
-	t := max(now, newest)
-	if n == 0 && len(m.logs[key]) == 0 {
-		return hotlimit.Decision{Allowed: true, Limit: m.limit, Remaining: m.limit}
+// claimable is slidinglog's rule: a claim at t may replace entry e, the
+// oldest of the last limit, when e was refunded (the claim is then logged
+// at t, or 1 ns after e when e is at t or later) or has left the window.
+func (m *SlidingLog) claimable(e slidingLogEntry, t int64) (at int64, ok bool) {
+	if e.refunded {
+		at = max(t, e.t+1)
+		if m.clamp {
+			at = min(at, slidingLogMaxStamp)
+		}
+		return at, true
 	}
-	inWindow := 0
-	for _, ts := range last {
-		if ts > t-m.window {
-			inWindow++
+	return t, e.t <= t-m.window
+}
+
+// free counts the entries of last free at t (refunded, or left the window)
+// from the oldest on, up to the first counted one, and reports whether that
+// is all of them.
+func (m *SlidingLog) free(last lastL, t int64) (n int, exact bool) {
+	all := 0
+	for k := range m.limit {
+		if e := last.at(k); e.refunded || e.t <= t-m.window {
+			all++
+			if all == k+1 {
+				n++
+			}
 		}
 	}
-	d := hotlimit.Decision{Limit: m.limit}
-	switch {
-	case n < 0 || n > m.limit:
-		d.RetryAfter = hotlimit.Never
-	case n == 0:
-		d.Allowed = true
-	case inWindow+n <= m.limit:
-		d.Allowed = true
-		for range n {
-			m.logs[key] = append(m.logs[key], t)
-		}
-		inWindow += n
-		newest = t
-	default:
-		d.RetryAfter = time.Duration(last[n-1] + m.window - now)
-	}
-	d.Remaining = m.limit - inWindow
-	if newest > t-m.window {
-		d.ResetAfter = time.Duration(newest + m.window - now)
+	return n, n == all
+}
+
+// decision reports a key of which free requests pass at t, newest its
+// newest logged time, to a caller that read the clock at raw.
+func (m *SlidingLog) decision(free int, raw, t, newest int64) hotlimit.Decision {
+	d := hotlimit.Decision{Limit: m.limit, Remaining: free}
+	if free < m.limit && newest > t-m.window {
+		d.ResetAfter = m.leaves(newest, raw)
 	}
 	return d
 }
 
-// PassedIn counts the logged times of key in (t − window, t].
+// leaves is how long after the clock reading raw a request logged at tv
+// leaves the window; with Clamped, Never when that is past MaxStamp, where
+// the clock stops, or past math.MaxInt64 ns (with a clock read before
+// MinStamp + window, which stands still until the clock gets there).
+func (m *SlidingLog) leaves(tv, raw int64) time.Duration {
+	if !m.clamp {
+		return time.Duration(tv + m.window - raw)
+	}
+	if tv > slidingLogMaxStamp-m.window {
+		return hotlimit.Never
+	}
+	d := new(big.Int).Sub(big.NewInt(tv+m.window), big.NewInt(raw))
+	if !d.IsInt64() {
+		return hotlimit.Never
+	}
+	return time.Duration(d.Int64())
+}
+
+// wait is how long after the clock reading raw entry e lets a claim at t
+// through.
+func (m *SlidingLog) wait(e slidingLogEntry, t, raw int64) time.Duration {
+	if _, ok := m.claimable(e, t); ok {
+		return 0
+	}
+	return m.leaves(e.t, raw)
+}
+
+// Take is Take(key, n) at the clock reading raw.
+func (m *SlidingLog) Take(key string, n int, raw int64) hotlimit.Decision {
+	now := m.now(raw)
+	m.exact = true
+	if n < 1 || n > m.limit {
+		d := hotlimit.Decision{Limit: m.limit, Remaining: m.limit}
+		if _, ok := m.logs[key]; ok {
+			newest := m.newest(key)
+			t := max(now, newest)
+			var free int
+			free, m.exact = m.free(m.lastL(key), t)
+			d = m.decision(free, raw, t, newest)
+		}
+		if n == 0 {
+			d.Allowed = true
+		} else {
+			d.RetryAfter = hotlimit.Never
+		}
+		return d
+	}
+	var free int
+	var at int64
+	for k := range n {
+		last, newest := m.lastL(key), m.newest(key)
+		var ok bool
+		at, ok = m.claimable(last.at(0), max(now, newest))
+		if k == 0 {
+			decisive := last.at(n - 1)
+			if _, ok2 := m.claimable(decisive, at); !ok || !ok2 {
+				var f int
+				if ok {
+					f, m.exact = m.free(last, at)
+				}
+				d := m.decision(f, raw, at, newest)
+				d.RetryAfter = max(m.wait(last.at(0), at, raw), m.wait(decisive, at, raw))
+				return d
+			}
+		} else if !ok {
+			d := m.decision(0, raw, at, newest)
+			d.RetryAfter = time.Nanosecond
+			return d
+		}
+		if k == n-1 {
+			free, m.exact = m.free(last, at)
+		}
+		m.logs[key] = append(m.logs[key], slidingLogEntry{t: at})
+	}
+	d := m.decision(free-min(free, 1), raw, at, at)
+	d.Allowed = true
+	return d
+}
+
+// RemainingExact reports whether the Remaining of the last Take counted
+// every free entry. After a refund that read a later clock than a Take
+// (before the clock stepped back), the free entries need not follow each
+// other from the oldest on, and the limiter, which searches for where they
+// end, may then count any number between the prefix and all of them.
+func (m *SlidingLog) RemainingExact() bool { return m.exact }
+
+// Refund is Refund(key, r) at now: while r.At is in the window at t (now,
+// or the key's newest logged time if later), it marks up to r.N of the
+// oldest of the last limit requests that still count at t as refunded.
+func (m *SlidingLog) Refund(key string, r hotlimit.Receipt, now int64) {
+	log, ok := m.logs[key]
+	if r.N < 1 || !ok {
+		return
+	}
+	t := max(m.now(now), m.newest(key))
+	if r.At <= t-m.window {
+		return
+	}
+	left := min(r.N, m.limit)
+	for i := max(0, len(log)-m.limit); i < len(log) && left > 0; i++ {
+		if e := &log[i]; !e.refunded && e.t > t-m.window {
+			e.refunded = true
+			left--
+		}
+	}
+}
+
+// PassedIn counts the logged times of key in (t − window, t], refunded ones
+// included.
 func (m *SlidingLog) PassedIn(key string, t int64) int {
 	c := 0
-	for _, ts := range m.logs[key] {
-		if ts > t-m.window && ts <= t {
+	for _, e := range m.logs[key] {
+		if e.t > t-m.window && e.t <= t {
 			c++
 		}
 	}
@@ -86,9 +275,10 @@ func (m *SlidingLog) PassedIn(key string, t int64) int {
 // With a clock that never steps back that changes no later answer; one that
 // does step back finds the key new.
 func (m *SlidingLog) Sweep(now int64) int {
+	now = m.now(now)
 	n := 0
 	for key, log := range m.logs {
-		if log[len(log)-1] <= now-m.window {
+		if log[len(log)-1].t <= now-m.window {
 			delete(m.logs, key)
 			n++
 		}
