@@ -112,3 +112,92 @@ func TestFactoryReturningNoLimiterIsAnError(t *testing.T) {
 	require.Error(t, err)
 	assert.Contains(t, err.Error(), "no limiter")
 }
+
+// closingLimiter is a countingLimiter that holds a resource: Close records
+// that it was released.
+type closingLimiter struct {
+	countingLimiter
+	closed int
+}
+
+func (l *closingLimiter) Close() error { l.closed++; return nil }
+
+// TestRulesFailingToBuildCloseTheLimitersBuiltForThem gives Replace rules
+// whose second new limit the factory cannot build: the limiter it did build
+// for the first, which no decision will ever use, is closed, and the
+// limiter of the rules in force, reused by the failed rules, is not.
+func TestRulesFailingToBuildCloseTheLimitersBuiltForThem(t *testing.T) {
+	var made []*closingLimiter
+	factory := func(c hotlimit.Config, opts ...hotlimit.Option) (hotlimit.Limiter, error) {
+		if c.Limit == 13 {
+			return nil, errors.New("backend unreachable")
+		}
+		l := &closingLimiter{countingLimiter: countingLimiter{c: c, seen: map[string]int{}}}
+		made = append(made, l)
+		return l, nil
+	}
+	def := cfg(hotlimit.TokenBucket, 2)
+	s, err := service.New(def, hotlimit.WithFactory(factory))
+	require.NoError(t, err)
+	require.Len(t, made, 1)
+
+	err = s.Replace(service.Rules{
+		Default: service.Limits{def},
+		APIs: map[string]service.Limits{
+			"a": {cfg(hotlimit.FixedWindow, 3)},
+			"b": {cfg(hotlimit.FixedWindow, 13)},
+		},
+	})
+	require.ErrorContains(t, err, "backend unreachable")
+	require.Len(t, made, 2, "the factory built the first new limit before the second failed")
+	assert.Equal(t, 1, made[1].closed, "the limiter built for the rules that failed is closed")
+	assert.Zero(t, made[0].closed, "the limiter in force, which the failed rules reused, is not")
+	assert.Equal(t, 2, passes(s, "bob", "a", 5), "and the rules in force still decide")
+}
+
+// TestTakeWithClosesTheLimiterItDrops holds two first uses of one
+// TakeWith Config inside the factory until both have built a limiter: one
+// limiter is kept and decides both, the other is dropped, and closed.
+func TestTakeWithClosesTheLimiterItDrops(t *testing.T) {
+	var (
+		mu   sync.Mutex
+		made []*closingLimiter
+		both = make(chan struct{})
+	)
+	factory := func(c hotlimit.Config, opts ...hotlimit.Option) (hotlimit.Limiter, error) {
+		l := &closingLimiter{countingLimiter: countingLimiter{c: c, seen: map[string]int{}}}
+		mu.Lock()
+		made = append(made, l)
+		if len(made) == 2 {
+			close(both)
+		}
+		mu.Unlock()
+		<-both
+		return l, nil
+	}
+	s, err := service.New(hotlimit.Config{Algorithm: hotlimit.Unlimited}, hotlimit.WithFactory(factory))
+	require.NoError(t, err)
+	plan := cfg(hotlimit.FixedWindow, 3)
+	var wg sync.WaitGroup
+	for range 2 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			_, err := s.TakeWith("alice", "x", plan, 1)
+			assert.NoError(t, err)
+		}()
+	}
+	wg.Wait()
+	require.Len(t, made, 2)
+	assert.Equal(t, 1, made[0].closed+made[1].closed, "one of the two limiters is dropped, and closed")
+	kept := made[0]
+	if kept.closed > 0 {
+		kept = made[1]
+	}
+	assert.Zero(t, kept.closed)
+	taken := 0
+	for _, n := range kept.seen {
+		taken += n
+	}
+	assert.Equal(t, 2, taken, "the kept limiter decided both")
+}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/binary"
 	"fmt"
+	"io"
 	"math"
 	"slices"
 	"strconv"
@@ -382,6 +383,7 @@ func build(rs Rules, prev *rules, opts []hotlimit.Option) (*rules, error) {
 	next := &rules{limiters: map[hotlimit.Config]hotlimit.Limiter{}}
 	byLimits := map[string]*rule{} // rules of this snapshot, by limitsKey
 	reuse := map[string]*rule{}    // rules of prev, by limitsKey
+	var built []hotlimit.Limiter   // the limiters made here, not taken from prev
 	if prev != nil {
 		for _, ru := range prev.all() {
 			reuse[limitsKey(ru.limits)] = ru
@@ -425,6 +427,7 @@ func build(rs Rules, prev *rules, opts []hotlimit.Option) (*rules, error) {
 				if lim, err = newLimiter(u, opts...); err != nil {
 					return fmt.Errorf("service: %s[%d]: %w", path, i, err)
 				}
+				built = append(built, lim)
 			}
 			next.limiters[u] = lim
 			children[i] = lim
@@ -446,6 +449,7 @@ func build(rs Rules, prev *rules, opts []hotlimit.Option) (*rules, error) {
 		return nil
 	})
 	if err != nil {
+		closeAll(built)
 		return nil, err
 	}
 	next.def = byLimits[limitsKey(rs.Default)].named("default")
@@ -454,6 +458,18 @@ func build(rs Rules, prev *rules, opts []hotlimit.Option) (*rules, error) {
 	next.pairs = resolveRules(rs.Pairs, byLimits, pairPath)
 	next.hasPairs, next.hasAPIs, next.hasUsers = len(next.pairs) > 0, len(next.apis) > 0, len(next.users) > 0
 	return next, nil
+}
+
+// closeAll closes the limiters of built that hold resources: those build
+// made for rules it does not publish, which no decision has seen, so that
+// rules failing to build (a backend unreachable while WatchFile tries them
+// again at every check) leave no limiter holding resources behind.
+func closeAll(built []hotlimit.Limiter) {
+	for _, lim := range built {
+		if c, ok := lim.(io.Closer); ok {
+			_ = c.Close()
+		}
+	}
 }
 
 // unscoped returns c with the scope PerPair and no shadow mode: the Config

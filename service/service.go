@@ -370,7 +370,7 @@ func (s *Service) TakeWithContext(ctx context.Context, user, api string, c hotli
 
 // override returns the rule of TakeWith's c, building it on first use. Two
 // first uses at once may both build a limiter, or a rule: one is kept, the
-// other dropped unused. The rules of Configs that share a limiter (see
+// other dropped unused (a dropped limiter is closed). The rules of Configs that share a limiter (see
 // unscoped) get the one kept in overrideLimiters, by its LoadOrStore, so
 // they never count a key in two.
 func (s *Service) override(c hotlimit.Config) (*rule, error) {
@@ -388,7 +388,10 @@ func (s *Service) override(c hotlimit.Config) (*rule, error) {
 		if err != nil {
 			return nil, err
 		}
-		lim, _ = s.overrideLimiters.LoadOrStore(u, built)
+		var loaded bool
+		if lim, loaded = s.overrideLimiters.LoadOrStore(u, built); loaded {
+			closeAll([]hotlimit.Limiter{built}) // another first use's limiter is kept
+		}
 	}
 	ru := &rule{limits: Limits{c}, lim: lim, scope: c.Scope, transient: copiesKeys(lim),
 		name: OverrideRule, obs: o.Observer, near: o.NearLimit, defBurst: o.Burst, slow: o.Observer != nil || c.Shadow}
