@@ -468,3 +468,47 @@ func TestDeadNodesStayWithinTwiceTheKeysHeld(t *testing.T) {
 		})
 	}
 }
+
+// TestDropsWalkEvictsAnIdleKeyUnderAStalledCaller: a caller loads the cell of
+// a new key, idle, and stalls before its CAS; meanwhile refunds that empty
+// another key pay a walk that kills the idle cell and deletes its key. The
+// stalled caller's CAS meets the tombstone, and it revives the key: its
+// request counts in the cell the key maps to, and the cap's count is the
+// keys held. In a map with neither an auto-sweep nor a key cap, the walks
+// the refunds pay leave the idle key alone.
+func TestDropsWalkEvictsAnIdleKeyUnderAStalledCaller(t *testing.T) {
+	for _, tc := range []struct {
+		name               string
+		autoSweep, maxKeys int
+	}{{"auto-sweep", 1 << 10, 0}, {"cap", 0, 8}, {"neither", 0, 0}} {
+		t.Run(tc.name, func(t *testing.T) {
+			m := newMap(tc.autoSweep, tc.maxKeys)
+			stalled := m.Get("a") // the caller's load; its CAS comes later
+			walks := 0
+			keyed.OnWalk(m, func(int) { walks++ })
+			for i := 0; walks == 0 && i < keyed.SweepChunk; i++ {
+				require.True(t, refundCycle(m, "k"))
+			}
+			require.Positive(t, walks, "the refunds paid a walk")
+			_, held := m.Peek("a")
+			if tc.name == "neither" {
+				assert.True(t, held, "a map that evicts only on Sweep kept the idle key")
+				assert.Same(t, stalled, add(m, "a", stalled, 1))
+				return
+			}
+			require.False(t, held, "the refund's walk evicted the idle key")
+			c := add(m, "a", stalled, 1) // the stalled caller's CAS meets the tombstone
+			assert.NotSame(t, stalled, c, "revived")
+			got, ok := m.Peek("a")
+			require.True(t, ok)
+			assert.Same(t, c, got)
+			assert.EqualValues(t, 1, c.n.Load(), "the request counts in the cell the key maps to")
+			assert.Equal(t, 1, m.Len())
+			if tc.maxKeys > 0 {
+				assert.EqualValues(t, 1, keyed.Reserved(m))
+			}
+			assertListedAfterSweep(t, m)
+			assertListed(t, m, "a")
+		})
+	}
+}
