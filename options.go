@@ -94,7 +94,9 @@ func WithClock(c Clock) Option {
 // returns a key to a fresh key's state deletes it (the token bucket, the
 // fixed window and the sliding counter), its memory waits for a visit: such
 // refunds take turns too, whatever the keys held, so that the memory waiting
-// stays below about twice what the keys held take. minKeys <= 0 turns it
+// stays below about twice what the keys held take (without an auto-sweep or
+// a key cap they still do, and then evict nothing: they only free that
+// memory, and the keys held stay until a Sweep). minKeys <= 0 turns it
 // off, the default of the limiters' constructors; the limiters a
 // service.Service builds default to service.DefaultAutoSweep instead.
 func WithAutoSweep(minKeys int) Option {

@@ -34,10 +34,13 @@ var _ hotlimit.Refunder = (*Limiter)(nil)
 // longer counts). Refund never inserts a key, and allocates nothing
 // but for the visits below.
 //
-// A refund that fills the bucket leaves its memory for a visit to free: with
-// hotlimit.WithAutoSweep or hotlimit.WithMaxKeys, about one such refund in
-// ten pays for those visits, visiting 32 keys as an auto-sweep step does,
-// which allocates a few bytes.
+// A refund that fills the bucket leaves its memory for a visit to free: about one
+// such refund in ten pays for those visits, visiting 32 keys as an auto-sweep
+// step does, so that a limiter never swept does not grow by a key's memory
+// per refund. With hotlimit.WithAutoSweep or hotlimit.WithMaxKeys, those
+// visits evict idle keys too, and allocate a few bytes; without either, they
+// only free what the keys that refunds deleted left, evict nothing, and
+// allocate nothing: the keys held stay until a Sweep.
 func (l *Limiter) Refund(key string, r hotlimit.Receipt) {
 	if r.N < 1 {
 		return

@@ -379,3 +379,136 @@ func TestDropRacingTrafficLosesNothing(t *testing.T) {
 		})
 	}
 }
+
+// TestDroppedNodesAreFreedInAMapThatEvictsNothing takes and gives back
+// requests on a few keys, and on a flood of distinct keys, in a map with
+// neither an auto-sweep nor a key cap, beside keys held idle and keys held
+// live, and no Sweep: the dead nodes the refunds leave must still be
+// unlinked as they come, or a limiter never swept, on a fixed set of keys,
+// would grow by a node per refund while Len read its keys; and the visits
+// that unlink them must evict nothing, the map evicting only on Sweep.
+func TestDroppedNodesAreFreedInAMapThatEvictsNothing(t *testing.T) {
+	const cycles, held = 20_000, 100
+	for _, keys := range []int{4, 0} {
+		t.Run(map[int]string{4: "same-keys", 0: "new-keys"}[keys], func(t *testing.T) {
+			m := newMap(0, 0)
+			for i := range held {
+				m.Get("idle-" + strconv.Itoa(i))
+				k := "live-" + strconv.Itoa(i)
+				add(m, k, m.Get(k), 1)
+			}
+			for i := range cycles {
+				k := "new-" + strconv.Itoa(i)
+				if keys > 0 {
+					k = strconv.Itoa(i % keys)
+				}
+				require.True(t, refundCycle(m, k))
+			}
+			assert.Equal(t, 2*held, m.Len(), "no key evicted: the idle ones stay until a Sweep")
+			for i := range held {
+				_, ok := m.Peek("idle-" + strconv.Itoa(i))
+				assert.True(t, ok, "idle-%d evicted", i)
+			}
+			assert.LessOrEqual(t, len(keyed.Listed(m))-m.Len(), 2*m.Len()+keyed.SweepChunk, "dead nodes listed")
+			assertListedAfterSweep(t, m)
+		})
+	}
+}
+
+// TestDeadNodesStayWithinTwiceTheKeysHeld takes and gives back requests
+// while many keys are held live, in the patterns that leave the most dead
+// nodes listed: refunds on a few keys of their own, on a new key each time,
+// and on the held keys themselves, each emptied and taken again at once, so
+// that the dead nodes sit deep in the list behind live ones (with a key cap
+// that every listed key fills). The dead nodes listed must stay within twice
+// the keys held plus a chunk, as the package documentation says, after every
+// refund.
+func TestDeadNodesStayWithinTwiceTheKeysHeld(t *testing.T) {
+	const cycles, held = 3000, 200
+	for _, tc := range []struct {
+		name               string
+		autoSweep, maxKeys int
+		refund             string // "own": 4 keys; "new": a new key each time; "held": the held keys
+	}{
+		{"auto-sweep below/own", 64, 0, "own"},
+		{"auto-sweep above/own", 4 * held, 0, "own"},
+		{"auto-sweep below/new", 64, 0, "new"},
+		{"auto-sweep above/held", 4 * held, 0, "held"},
+		{"cap/own", 0, held + 4, "own"},
+		{"cap full/held", 0, held, "held"},
+		{"neither/held", 0, 0, "held"},
+		{"neither/own", 0, 0, "own"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			m := newMap(tc.autoSweep, tc.maxKeys)
+			for i := range held {
+				k := "h" + strconv.Itoa(i)
+				add(m, k, m.Get(k), 1)
+			}
+			most := 0
+			for i := range cycles {
+				switch tc.refund {
+				case "own":
+					require.True(t, refundCycle(m, strconv.Itoa(i%4)))
+				case "new":
+					require.True(t, refundCycle(m, "new-"+strconv.Itoa(i)))
+				case "held":
+					k := "h" + strconv.Itoa(i%held)
+					require.True(t, emptyingRefund(t, m, k, m.Load(k)))
+					most = max(most, len(keyed.Listed(m))-m.Len())
+					c := m.Get(k)
+					require.NotNil(t, c, "cycle %d: the key cap denied %q", i, k)
+					add(m, k, c, 1)
+				}
+				most = max(most, len(keyed.Listed(m))-m.Len())
+			}
+			assert.Equal(t, held, m.Len(), "the live keys stay held")
+			assert.LessOrEqual(t, most, 2*held+keyed.SweepChunk, "dead nodes listed")
+			assert.Positive(t, most, "refunds left dead nodes")
+		})
+	}
+}
+
+// TestDropsWalkEvictsAnIdleKeyUnderAStalledCaller: a caller loads the cell of
+// a new key, idle, and stalls before its CAS; meanwhile refunds that empty
+// another key pay a walk that kills the idle cell and deletes its key. The
+// stalled caller's CAS meets the tombstone, and it revives the key: its
+// request counts in the cell the key maps to, and the cap's count is the
+// keys held. In a map with neither an auto-sweep nor a key cap, the walks
+// the refunds pay leave the idle key alone.
+func TestDropsWalkEvictsAnIdleKeyUnderAStalledCaller(t *testing.T) {
+	for _, tc := range []struct {
+		name               string
+		autoSweep, maxKeys int
+	}{{"auto-sweep", 1 << 10, 0}, {"cap", 0, 8}, {"neither", 0, 0}} {
+		t.Run(tc.name, func(t *testing.T) {
+			m := newMap(tc.autoSweep, tc.maxKeys)
+			stalled := m.Get("a") // the caller's load; its CAS comes later
+			walks := 0
+			keyed.OnWalk(m, func(int) { walks++ })
+			for i := 0; walks == 0 && i < keyed.SweepChunk; i++ {
+				require.True(t, refundCycle(m, "k"))
+			}
+			require.Positive(t, walks, "the refunds paid a walk")
+			_, held := m.Peek("a")
+			if tc.name == "neither" {
+				assert.True(t, held, "a map that evicts only on Sweep kept the idle key")
+				assert.Same(t, stalled, add(m, "a", stalled, 1))
+				return
+			}
+			require.False(t, held, "the refund's walk evicted the idle key")
+			c := add(m, "a", stalled, 1) // the stalled caller's CAS meets the tombstone
+			assert.NotSame(t, stalled, c, "revived")
+			got, ok := m.Peek("a")
+			require.True(t, ok)
+			assert.Same(t, c, got)
+			assert.EqualValues(t, 1, c.n.Load(), "the request counts in the cell the key maps to")
+			assert.Equal(t, 1, m.Len())
+			if tc.maxKeys > 0 {
+				assert.EqualValues(t, 1, keyed.Reserved(m))
+			}
+			assertListedAfterSweep(t, m)
+			assertListed(t, m, "a")
+		})
+	}
+}

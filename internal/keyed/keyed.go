@@ -66,33 +66,33 @@
 //
 // # Walks
 //
-// The bounded walks (auto-sweep, key cap) share one cursor, at, the node after
-// which the next walk starts. A walker claims its nodes before it visits them:
-// it reads a chunk of nodes forward from at and moves at onto the last of them
-// by CAS, retrying from the new value when another walker moved it first (one
-// always succeeds: lock-free). Claims do not overlap within one pass, so
-// concurrent walkers share the work rather than repeat it, and none waits for
-// another; the one exception is harmless: a walker that unlinks every node of
-// its claim moves the cursor back onto the node it claimed from (below), and a
-// walker that read its chunk from there before then claims it again. A walker
-// visits every node it claimed, the last one included, where it leaves the
-// cursor (it walks from the first node its claim read, not from the cursor's
-// node again, whose next a push may have changed since; and a key cap's walk,
-// which stops at the eviction that makes room, leaves the rest of its claim to
-// the next pass, the list having changed): while the list does not change, the
-// claims of every pass stop on the same nodes, so a node the cursor stood on
-// unvisited would stay unvisited pass after pass, and an idle key there would
-// never be evicted. As the next walker's unlink of the node after the cursor is
-// a CAS on the cursor node's next, the cursor should stand on a linked node: a
-// walker that unlinks the node the cursor stands on (the last it claimed, or as
-// a Sweep or a walker a pass behind) moves the cursor back onto the node whose
-// next it has just swapped, the node before it. At the end of the list the
-// cursor goes back to head. Sweep walks the whole list with a cursor of its
-// own. Two walkers meeting the same node do no harm: kill, the deletion and the
-// unlink are each conditional on what they expect, and at worst a dead node
-// stays listed until the next pass (as when a walker unlinks the last node it
-// claimed after the next walker claimed from it: that walker's unlinks then act
-// on an unlinked node).
+// The bounded walks (auto-sweep, key cap, Drop's) share one cursor, at, the
+// node after which the next walk starts. A walker claims its nodes before it
+// visits them: it reads a chunk of nodes forward from at and moves at onto the
+// last of them by CAS, retrying from the new value when another walker moved it
+// first (one always succeeds: lock-free). Claims do not overlap within one
+// pass, so concurrent walkers share the work rather than repeat it, and none
+// waits for another; the one exception is harmless: a walker that unlinks every
+// node of its claim moves the cursor back onto the node it claimed from
+// (below), and a walker that read its chunk from there before then claims it
+// again. A walker visits every node it claimed, the last one included, where it
+// leaves the cursor (it walks from the first node its claim read, not from the
+// cursor's node again, whose next a push may have changed since; and a key
+// cap's walk, which stops at the eviction that makes room, leaves the rest of
+// its claim to the next pass, the list having changed): while the list does not
+// change, the claims of every pass stop on the same nodes, so a node the cursor
+// stood on unvisited would stay unvisited pass after pass, and an idle key
+// there would never be evicted. As the next walker's unlink of the node after
+// the cursor is a CAS on the cursor node's next, the cursor should stand on a
+// linked node: a walker that unlinks the node the cursor stands on (the last it
+// claimed, or as a Sweep or a walker a pass behind) moves the cursor back onto
+// the node whose next it has just swapped, the node before it. At the end of
+// the list the cursor goes back to head. Sweep walks the whole list with a
+// cursor of its own. Two walkers meeting the same node do no harm: kill, the
+// deletion and the unlink are each conditional on what they expect, and at
+// worst a dead node stays listed until the next pass (as when a walker unlinks
+// the last node it claimed after the next walker claimed from it: that walker's
+// unlinks then act on an unlinked node).
 //
 // # Incremental auto-sweep
 //
@@ -114,7 +114,12 @@
 // and given back would list a node per refund, without end, while Len read
 // a handful. So each such tombstone owes the walks StepVisits visits,
 // charged by Drop (the limiter calls it once per tombstone) into the
-// auto-sweep's debt whenever the map has an auto-sweep or a key cap. A pass
+// auto-sweep's debt. In a map with neither an auto-sweep nor a key cap,
+// which evicts only on Sweep, those walks judge a node by the map alone: a
+// listed node its key no longer maps to is dead (nodes are listed once in
+// the map, leave it only dead, and never come back), and is unlinked; every
+// other node stays, idle or not. So even a limiter never swept, on a fixed
+// set of keys, does not grow by a node per refund. A pass
 // over L nodes is then paid by L/3 tombstones at most, and a dead node is
 // unlinked by the pass after the one under way when it was left, so the dead
 // nodes listed stay below about twice the keys held, plus a chunk.
@@ -181,6 +186,7 @@ type Map[C any] struct {
 	cells  *xsync.MapOf[string, *node[C]]
 	init   func(*C)                // makes a zeroed cell fresh; nil when zero is fresh
 	judge  func() func(c *C) bool  // a kill function for the current time
+	gone   func(c *C) bool         // reports a listed cell out of the map: see Drop
 	head   node[C]                 // the sentinel; only head.next is used
 	at     atomic.Pointer[node[C]] // the bounded walks' cursor: see "Walks"
 	count  atomic.Int64            // keys held or reserved, when maxKeys > 0
@@ -217,6 +223,13 @@ func New[C any](init func(*C), judge func() func(*C) bool, o hotlimit.Options) *
 		m.cells = xsync.NewMapOf[string, *node[C]]()
 	}
 	m.at.Store(&m.head)
+	m.gone = func(c *C) bool {
+		// A listed node out of the map is dead: nodes are listed only once
+		// published in the map, leave it only dead, and never come back.
+		n := (*node[C])(unsafe.Pointer(c)) // cell is node's first field
+		cur, ok := m.cells.Load(n.key)
+		return !ok || cur != n
+	}
 	return m
 }
 
@@ -300,13 +313,20 @@ func (m *Map[C]) reserve() bool {
 	return m.tryReserve()
 }
 
-// step adds an insertion's StepVisits to the auto-sweep's debt, and when the
-// debt completes a chunk, pays it: one walk of SweepChunk visits.
+// step adds an insertion's (or a Drop's) StepVisits to the auto-sweep's
+// debt, and when the debt completes a chunk, pays it: one walk of SweepChunk
+// visits. In a map with neither an auto-sweep nor a key cap, where only Drop
+// steps, the walk evicts nothing: it unlinks the dead nodes out of the map,
+// and leaves every key held until a Sweep.
 func (m *Map[C]) step() {
 	// Each chunk of debt is paid once, by the insertion whose add crosses
 	// its end: the adds are atomic, so exactly one sees each crossing.
 	if d := m.debt.Add(StepVisits); (d-StepVisits)/SweepChunk != d/SweepChunk {
-		m.walk(SweepChunk, SweepChunk, m.judge(), 0)
+		kill := m.gone
+		if m.autoMin > 0 || m.maxKeys > 0 {
+			kill = m.judge()
+		}
+		m.walk(SweepChunk, SweepChunk, kill, 0)
 	}
 }
 
@@ -485,9 +505,11 @@ func (m *Map[C]) remove(n *node[C]) bool {
 // a caller that met the tombstone meanwhile revives the key as after any
 // eviction, listing a new node. No walk that unlinks it is due otherwise (the
 // keys held do not count it, and a Revive's replacement leaves it listed just
-// the same), so with an auto-sweep or a key cap, Drop owes the walks
-// StepVisits visits for it, as an insertion at the threshold does, and pays a
-// chunk of them when its debt completes one: see "Dead nodes left listed".
+// the same), so Drop owes the walks StepVisits visits for it, as an insertion
+// at the threshold does, and pays a chunk of them when its debt completes
+// one: see "Dead nodes left listed". In a map with neither an auto-sweep nor
+// a key cap, those visits unlink the dead nodes out of the map and evict
+// nothing.
 func (m *Map[C]) Drop(key string, dead *C) bool {
 	deleted := false
 	if n, ok := m.cells.Load(key); ok && &n.cell == dead {
@@ -496,9 +518,7 @@ func (m *Map[C]) Drop(key string, dead *C) bool {
 		}
 		deleted = m.remove(n)
 	}
-	if m.autoMin > 0 || m.maxKeys > 0 {
-		m.step()
-	}
+	m.step()
 	return deleted
 }
 
