@@ -321,14 +321,15 @@ func TestWaitKeepsTheBackendsError(t *testing.T) {
 }
 
 // TestWaitNeverPastTheClockRange: a sliding log on a clock past the latest
-// time it logs (2^61 − 1 ns) keeps its requests in the window for good, so
-// a wait for one more fails at once, without sleeping, and the error does
-// not blame the request's size, which is within the limit.
+// time it logs (2^61 − 1 ns after New read the clock) keeps its requests in
+// the window for good, so a wait for one more fails at once, without
+// sleeping, and the error does not blame the request's size, which is
+// within the limit.
 func TestWaitNeverPastTheClockRange(t *testing.T) {
-	f := new(fakeTime)
-	f.now.Store(math.MaxInt64)
+	f := new(fakeTime) // reads 0 at New
 	lim, err := slidinglog.New(2, time.Second, hotlimit.WithClock(f.now.Load))
 	require.NoError(t, err)
+	f.now.Store(math.MaxInt64)
 	require.True(t, lim.Take("k", 2).Allowed)
 	err = hotlimit.Wait(context.Background(), lim, "k", hotlimit.WithSleep(f.sleep))
 	assert.ErrorIs(t, err, hotlimit.ErrNeverPasses)

@@ -75,7 +75,11 @@ type settings struct {
 // (nanoseconds since the Unix epoch, so that fixed windows align on it as the
 // reference's do); tests freeze it. The default is the wall clock at start
 // plus the monotonic time since. Limiters of a factory get it only when set
-// here: redislimit then reads it instead of Redis's TIME.
+// here: redislimit then reads it instead of Redis's TIME, and takes only
+// readings within ±2^51 ns of the clock's origin (about ±26 days, a test's
+// fake clock), failing every decision with redislimit.ErrClockRange beyond
+// them, as with a clock of Unix nanoseconds: leave the clock unset with
+// redislimit, so that Redis's TIME decides.
 func WithClock(c hotlimit.Clock) Option { return func(s *settings) { s.clock = c } }
 
 // WithLimiterOptions passes opts to every limiter the server builds: for one,

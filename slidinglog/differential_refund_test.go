@@ -21,8 +21,10 @@ import (
 // the sequential model: every Decision, Sweep count and Len must agree. The
 // policies run from the shortest window to the longest and up to the
 // largest limit, and the clock starts anywhere, at the ends of the range a
-// slot holds (±2^61 ns) and beyond them (where readings are clamped), and
-// sometimes jumps far ahead. Where the clock steps back, a refund read at a
+// slot holds (±2^61 ns around the limiter's epoch, its clock reading at New,
+// which is 0, a Unix time of today or of 2043, or near either end of the
+// int64 range) and beyond them (where readings are clamped), and sometimes
+// jumps far ahead. Where the clock steps back, a refund read at a
 // later clock can leave the free entries out of claim order; Remaining is
 // then compared only when the model counts every free entry (see
 // models.SlidingLog.RemainingExact), and everything else still must agree.
@@ -49,16 +51,20 @@ func TestDifferentialWithRefunds(t *testing.T) {
 			t.Run(fmt.Sprintf("back=%v/limit=%d/window=%v", back, p.limit, p.window), func(t *testing.T) {
 				for seed := range uint64(4) {
 					rng := rand.New(rand.NewPCG(seed, uint64(pi)))
-					lim, clock := newAt(t, p.limit, p.window)
-					m := models.NewSlidingLog(p.limit, p.window).Clamped()
+					epoch := epochs[(int(seed)+pi)%len(epochs)]
+					clock := new(fakeClock)
+					clock.Store(epoch)
+					lim, err := slidinglog.New(p.limit, p.window, hotlimit.WithClock(clock.Load))
+					require.NoError(t, err)
+					m := models.NewSlidingLog(p.limit, p.window).Clamped(epoch)
 					w := int64(p.window)
 					switch seed {
 					case 0:
-						clock.Store(rng.Int64N(1<<50) - 1<<49)
+						clock.Store(addSat(epoch, rng.Int64N(1<<50)-1<<49))
 					case 1: // near the top of a slot's range, and past it
-						clock.Store(packed.MaxStamp - 4*w - rng.Int64N(4*w))
+						clock.Store(addSat(epoch, packed.MaxStamp-4*w-rng.Int64N(4*w)))
 					case 2: // near the bottom, and below it
-						clock.Store(packed.MinStamp + rng.Int64N(3*w) - w)
+						clock.Store(addSat(epoch, packed.MinStamp+rng.Int64N(3*w)-w))
 					default:
 						clock.Store(math.MinInt64 + rng.Int64N(w))
 					}
@@ -121,4 +127,27 @@ func TestDifferentialWithRefunds(t *testing.T) {
 			})
 		}
 	}
+}
+
+// epochs are clock readings a limiter is created at: the clock's origin, a
+// Unix time of today, one past 2^61 ns (2043), and near both ends of the
+// int64 range.
+var epochs = []int64{
+	0,
+	time.Date(2026, 12, 5, 0, 0, 0, 0, time.UTC).UnixNano(),
+	packed.MaxStamp + int64(time.Second),
+	math.MaxInt64 - int64(366*24*time.Hour),
+	math.MinInt64 + int64(time.Hour),
+}
+
+// addSat returns a + b, saturated to the int64 range.
+func addSat(a, b int64) int64 {
+	s := a + b
+	switch {
+	case b > 0 && s < a:
+		return math.MaxInt64
+	case b < 0 && s > a:
+		return math.MinInt64
+	}
+	return s
 }

@@ -16,8 +16,9 @@
 // the later of its clock reading and the key's newest logged time. (A request
 // that takes the place of a refunded one logged at its own time or later, as
 // with a frozen clock, is logged 1 ns after it; see Refund. That bump
-// saturates at 2^61 − 1 ns, about 73 years, after the clock's origin, the
-// latest time a slot holds, to which later clock readings are clamped too:
+// saturates at 2^61 − 1 ns, about 73 years, after the limiter's epoch (see
+// State and ranges), the latest time a slot holds, to which later clock
+// readings are clamped too:
 // such a request is then logged at that very time. Nothing logged there ever
 // leaves the window, so a key whose log holds only such requests admits only
 // what refunds give back.)
@@ -61,12 +62,15 @@
 //
 //	| time, ns (62 bits, signed) | refunded (1 bit) | round parity (1 bit) |
 //
-// Limit lies in [1, 65536] and Window in [1ms, 366 days]. Clock readings are
-// clamped to ±2^61 ns (about ±73 years) around the clock's origin (the
+// Limit lies in [1, 65536] and Window in [1ms, 366 days]. The limiter counts
+// time from its epoch, the clock reading New makes, not from the clock's
+// origin: a clock of Unix nanoseconds works the same in any year. Clock
+// readings are clamped to ±2^61 ns (about ±73 years) around the epoch (the
 // earliest, −2^61 ns + Window): the limiter's time stands still before and
 // after that range. RetryAfter and ResetAfter count from the reading itself,
 // so before the range they include the time the clock takes to reach it, and
-// past it they are hotlimit.Never.
+// past it they are hotlimit.Never. A Receipt's At is a reading of the clock,
+// as the package hotlimit says, not a time since the epoch.
 //
 // # Refunds
 //

@@ -3,6 +3,7 @@ package slidinglog
 import (
 	"fmt"
 	"math"
+	"math/bits"
 	"sync/atomic"
 	"time"
 
@@ -28,6 +29,7 @@ const (
 type Limiter struct {
 	cells  *keyed.Map[cell]
 	clock  hotlimit.Clock
+	epoch  int64 // clock() at New: time zero of the limiter's times
 	limit  uint64
 	window int64 // nanoseconds, in [MinWindow, MaxWindow]
 	minNow int64 // packed.MinStamp + window: the earliest time a call uses
@@ -38,7 +40,10 @@ var _ hotlimit.Limiter = (*Limiter)(nil)
 // New returns a limiter that admits limit requests per key in any window of
 // the given length. limit must lie in [1, MaxLimit] and window in
 // [MinWindow, MaxWindow]; otherwise New returns an error that names the field
-// and its range and wraps hotlimit.ErrInvalidConfig.
+// and its range and wraps hotlimit.ErrInvalidConfig. The limiter reads its
+// clock once here: that reading is its epoch, and it counts time from there,
+// for about 73 years either side (see the package documentation), whatever
+// the clock's origin.
 func New(limit int, window time.Duration, opts ...hotlimit.Option) (*Limiter, error) {
 	if limit < 1 || limit > MaxLimit {
 		return nil, fmt.Errorf("slidinglog: limit %d out of range [1, %d]: %w", limit, MaxLimit, hotlimit.ErrInvalidConfig)
@@ -56,21 +61,51 @@ func New(limit int, window time.Duration, opts ...hotlimit.Option) (*Limiter, er
 		window: int64(window),
 		minNow: packed.MinStamp + int64(window),
 	}
+	l.epoch = l.clock()
 	initCell := func(c *cell) { c.slots = make([]atomic.Int64, limit) }
 	l.cells = keyed.New(initCell, l.idle, o)
 	return l, nil
 }
 
-// now reads the clock, clamped to [minNow, packed.MaxStamp] so that every
-// logged time packs into a slot, a fresh slot is always expired, and every
-// difference of two times fits an int64.
+// now reads the clock as the limiter's time: nanoseconds since the epoch,
+// clamped to [minNow, packed.MaxStamp] so that every logged time packs into
+// a slot, a fresh slot is always expired, and every difference of two times
+// fits an int64.
 func (l *Limiter) now() int64 {
 	return l.clamp(l.clock())
 }
 
-// clamp returns the clock reading c clamped as now clamps it.
+// clamp returns the limiter's time at the clock reading c, as now reads it.
 func (l *Limiter) clamp(c int64) int64 {
-	return min(max(c, l.minNow), packed.MaxStamp)
+	return min(max(l.since(c), l.minNow), packed.MaxStamp)
+}
+
+// since returns c − epoch, saturated to the int64 range: a reading and the
+// epoch can lie up to 2^64 − 1 ns apart, and a saturated difference still
+// lies beyond the range clamp keeps.
+func (l *Limiter) since(c int64) int64 {
+	d := c - l.epoch
+	if (c < l.epoch) != (d < 0) { // overflowed: the sign tells which way
+		if c < l.epoch {
+			return math.MinInt64
+		}
+		return math.MaxInt64
+	}
+	return d
+}
+
+// clockAt returns the clock reading at the limiter's time t: epoch + t,
+// saturated to the int64 range (a time past every reading of the clock,
+// reached by the 1 ns bumps, reads as the latest).
+func (l *Limiter) clockAt(t int64) int64 {
+	c := l.epoch + t
+	if (t < 0) != (c < l.epoch) { // overflowed: the sign of t tells which way
+		if t < 0 {
+			return math.MinInt64
+		}
+		return math.MaxInt64
+	}
+	return c
 }
 
 // Allow reports whether one request from key passes, and logs it if so. It
@@ -185,7 +220,8 @@ func (l *Limiter) Take(key string, n int) hotlimit.Decision {
 }
 
 // takeAt is Take, which also returns, when allowed, the logged time of its
-// first claim: every one of its requests is logged at that time or later.
+// first claim, in the limiter's time (since the epoch): every one of its
+// requests is logged at that time or later.
 // (It can be later than the clock reading: a request is logged at the
 // newest logged time when that is ahead, after the clock stepped back.)
 func (l *Limiter) takeAt(key string, n int) (hotlimit.Decision, int64) {
@@ -215,8 +251,8 @@ func (l *Limiter) takeAt(key string, n int) (hotlimit.Decision, int64) {
 // take logs n requests at now in c, all or none for a single caller with a
 // clock that never goes back (see Take), and
 // returns the logged time of the first claim; it reports false if it found c
-// tombstoned. now is the clock reading raw, clamped; the Decision's
-// durations count from raw (see leaves).
+// tombstoned. now is the limiter's time at the clock reading raw (see
+// clamp); the Decision's durations count from raw (see leaves).
 func (l *Limiter) take(c *cell, now, raw int64, n uint64) (hotlimit.Decision, int64, bool) {
 	var t, first int64 // the logged times of the last claim made and the first
 	var free uint64    // entries free at t before the last claim, read while head was its h
@@ -322,19 +358,30 @@ func (l *Limiter) wait(v, t, raw int64) time.Duration {
 
 // leaves returns how long after the clock reading raw (not clamped: a
 // reading before minNow stands still until the clock gets there) a request
-// logged at tv leaves the window: tv + Window − raw, or hotlimit.Never when
-// that is past packed.MaxStamp, the latest time the limiter reads (see
-// now), where the request stays in the window for good, or past
-// math.MaxInt64 nanoseconds.
+// logged at tv (since the epoch) leaves the window: tv + Window − (raw −
+// epoch), or hotlimit.Never when tv + Window is past packed.MaxStamp, the
+// latest time the limiter reads (see now), where the request stays in the
+// window for good, or when the wait is past math.MaxInt64 nanoseconds.
+//
+// Callers ask only about a request still in the window at a time t at or
+// after the limiter's time at raw, so tv + Window > t ≥ raw − epoch when
+// raw − epoch is at most MaxStamp (below minNow, t ≥ minNow > raw − epoch),
+// and tv + Window > MaxStamp, Never, when it is past: the wait is positive.
+// It is computed in 128 bits, as raw − epoch alone may not fit an int64.
 func (l *Limiter) leaves(tv, raw int64) time.Duration {
 	if tv > packed.MaxStamp-l.window {
 		return hotlimit.Never
 	}
 	end := tv + l.window // at most MaxStamp
-	if raw < 0 && end > math.MaxInt64+raw {
-		return hotlimit.Never
+	// end + epoch − raw, two's complement in 128 bits (hi, lo).
+	lo, carry := bits.Add64(uint64(end), uint64(l.epoch), 0)
+	hi := uint64(end>>63) + uint64(l.epoch>>63) + carry
+	lo, borrow := bits.Sub64(lo, uint64(raw), 0)
+	hi = hi - uint64(raw>>63) - borrow
+	if hi != 0 || lo > math.MaxInt64 {
+		return hotlimit.Never // positive (see above), so past math.MaxInt64
 	}
-	return time.Duration(end - raw)
+	return time.Duration(lo)
 }
 
 // report is Take for n == 0, n > limit and n < 0: it reads key's state and
@@ -353,8 +400,8 @@ func (l *Limiter) report(key string, n int) hotlimit.Decision {
 	return d
 }
 
-// decide reports c at now, the clock reading raw clamped, without changing
-// it.
+// decide reports c at now, the limiter's time at the clock reading raw
+// (see clamp), without changing it.
 func (l *Limiter) decide(c *cell, now, raw int64) hotlimit.Decision {
 	for {
 		s, ok := c.read()

@@ -91,12 +91,14 @@ func TestTakeAfterALaterRefundSpendsClaims(t *testing.T) {
 }
 
 // A claim over a refunded entry logged at or after its own time is logged
-// 1 ns after it, up to packed.MaxStamp: there it saturates, and the claim is
-// logged at MaxStamp itself. Entries at MaxStamp never leave the window, so
-// the key then admits only what refunds give back.
+// 1 ns after it, up to packed.MaxStamp after the epoch: there it saturates,
+// and the claim is logged at MaxStamp itself. Entries at MaxStamp never
+// leave the window, so the key then admits only what refunds give back.
 func TestBumpSaturatesAtMaxStamp(t *testing.T) {
-	l, err := slidinglog.New(1, time.Millisecond, hotlimit.WithClock(func() int64 { return math.MaxInt64 }))
+	var now atomic.Int64 // 0 at New: the epoch
+	l, err := slidinglog.New(1, time.Millisecond, hotlimit.WithClock(now.Load))
 	require.NoError(t, err)
+	now.Store(math.MaxInt64)
 	for range 3 {
 		d, r := l.TakeReceipt("k", 1)
 		require.True(t, d.Allowed)

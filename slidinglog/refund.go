@@ -16,7 +16,7 @@ func (l *Limiter) TakeReceipt(key string, n int) (hotlimit.Decision, hotlimit.Re
 	if !d.Allowed || n < 1 {
 		return d, hotlimit.Receipt{}
 	}
-	return d, hotlimit.Receipt{N: n, At: first}
+	return d, hotlimit.Receipt{N: n, At: l.clockAt(first)}
 }
 
 // Refund gives back what r took from key while r's requests are still in the
@@ -73,7 +73,7 @@ func (l *Limiter) Refund(key string, r hotlimit.Receipt) {
 			continue
 		}
 		t := max(l.now(), s.newest)
-		if r.At <= t-l.window {
+		if l.since(r.At) <= t-l.window {
 			return // r's requests have left the window: nothing counts
 		}
 		var again bool

@@ -12,7 +12,8 @@ import (
 //
 // Claim k (k = 0, 1, 2, ...) logs the k-th admitted request of the key in
 // slot k mod L, in round k / L, as packed.PackStamp(t, round), where t is
-// the request's logged time (see Limiter.claim). So slot k mod L holds, before
+// the request's logged time, in nanoseconds since the limiter's epoch (see
+// Limiter.clamp). So slot k mod L holds, before
 // claim k, the time of claim k − L: the oldest of the last L requests.
 //
 //	head:  claims completed, or one less while a claim is in flight
@@ -68,7 +69,8 @@ import (
 // slot another caller had moved on from.
 //
 // The one exception is packed.MaxStamp, 2^61 − 1 ns (about 73 years) after
-// the clock's origin, reached by the clock (readings are clamped to it) or by
+// the limiter's epoch (logged times count from the clock reading New made),
+// reached by the clock (readings are clamped to it) or by
 // as many 1 ns bumps: there the bump saturates (see claimable), a claim over
 // a refunded entry at MaxStamp logs at MaxStamp itself, and the slot's value
 // can recur two rounds later, its refunded bit and parity having cycled, so
@@ -183,7 +185,7 @@ func (s *snapshot) pending() bool {
 // before t − window) or was refunded. It also returns the time the claim
 // logs at: t, or, over a refunded stamp of time t or later (a frozen clock),
 // 1 ns after it, so that the slot's value still grows. That bump saturates
-// at packed.MaxStamp (2^61 − 1 ns, about 73 years after the clock's origin):
+// at packed.MaxStamp (2^61 − 1 ns, about 73 years after the limiter's epoch):
 // over a refunded stamp of time MaxStamp the claim logs at MaxStamp itself,
 // and the slot's time stops growing (see No repeated value on cell).
 func claimable(v, t, window int64) (at int64, ok bool) {

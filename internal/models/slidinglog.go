@@ -24,14 +24,17 @@ import (
 // from the oldest of the last limit on, up to the first counted one
 // (RemainingExact says when that is every free one).
 //
-// With Clamped, the model reads its clock as the limiter does, clamped to
-// [MinStamp + window, MaxStamp], saturates the 1 ns bump at MaxStamp, and
-// waits Never for a request that would leave the window after MaxStamp;
-// its waits still count from the clock reading itself.
+// With Clamped, the model reads its clock as the limiter does: as the time
+// since the limiter's epoch (its clock reading at New), clamped to
+// [MinStamp + window, MaxStamp]; it saturates the 1 ns bump at MaxStamp, and
+// waits Never for a request that would leave the window after MaxStamp; its
+// waits still count from the clock reading itself. Its logged times are then
+// times since the epoch; receipts (see Refund) keep the clock's.
 type SlidingLog struct {
 	limit  int
 	window int64
 	clamp  bool
+	epoch  int64 // with clamp: the clock reading logged times count from
 	logs   map[string][]slidingLogEntry
 	// exact is false when the last Take's Remaining counted a prefix of
 	// the free entries that is not all of them.
@@ -55,20 +58,35 @@ func NewSlidingLog(limit int, window time.Duration) *SlidingLog {
 	return &SlidingLog{limit: limit, window: int64(window), logs: map[string][]slidingLogEntry{}, exact: true}
 }
 
-// Clamped makes the model read its clock as slidinglog.Limiter does,
-// clamped to [MinStamp + window, MaxStamp] (±2^61 ns around the clock's
-// origin), with a fresh entry at MinStamp; it returns m.
-func (m *SlidingLog) Clamped() *SlidingLog {
+// Clamped makes the model read its clock as slidinglog.Limiter does, whose
+// clock read epoch at New: as the time since epoch, clamped to
+// [MinStamp + window, MaxStamp] (±2^61 ns around the epoch), with a fresh
+// entry at MinStamp; it returns m.
+func (m *SlidingLog) Clamped(epoch int64) *SlidingLog {
 	m.clamp = true
+	m.epoch = epoch
 	return m
 }
 
-// now is the clock reading the model decides on.
+// now is the time the model decides on at the clock reading now.
 func (m *SlidingLog) now(now int64) int64 {
 	if !m.clamp {
 		return now
 	}
-	return min(max(now, slidingLogMinStamp+m.window), slidingLogMaxStamp)
+	return m.since(now, slidingLogMinStamp+m.window, slidingLogMaxStamp)
+}
+
+// since returns the clock reading c as a time since the epoch, exactly,
+// clamped to [lo, hi].
+func (m *SlidingLog) since(c, lo, hi int64) int64 {
+	d := new(big.Int).Sub(big.NewInt(c), big.NewInt(m.epoch))
+	switch {
+	case d.Cmp(big.NewInt(lo)) < 0:
+		return lo
+	case d.Cmp(big.NewInt(hi)) > 0:
+		return hi
+	}
+	return d.Int64()
 }
 
 // never is the time of an entry no request claimed: before every window.
@@ -163,6 +181,7 @@ func (m *SlidingLog) leaves(tv, raw int64) time.Duration {
 		return hotlimit.Never
 	}
 	d := new(big.Int).Sub(big.NewInt(tv+m.window), big.NewInt(raw))
+	d.Add(d, big.NewInt(m.epoch))
 	if !d.IsInt64() {
 		return hotlimit.Never
 	}
@@ -240,13 +259,19 @@ func (m *SlidingLog) RemainingExact() bool { return m.exact }
 // Refund is Refund(key, r) at now: while r.At is in the window at t (now,
 // or the key's newest logged time if later), it marks up to r.N of the
 // oldest of the last limit requests that still count at t as refunded.
+// r.At is a clock reading, as the limiter's receipts hold: with Clamped,
+// read as the time since the epoch.
 func (m *SlidingLog) Refund(key string, r hotlimit.Receipt, now int64) {
 	log, ok := m.logs[key]
 	if r.N < 1 || !ok {
 		return
 	}
 	t := max(m.now(now), m.newest(key))
-	if r.At <= t-m.window {
+	at := r.At
+	if m.clamp {
+		at = m.since(r.At, math.MinInt64, math.MaxInt64)
+	}
+	if at <= t-m.window {
 		return
 	}
 	left := min(r.N, m.limit)

@@ -12,8 +12,8 @@ import "math"
 // the ring's head was already claimed in the current round (the head is then
 // stale) or still holds the previous round's request. The refunded bit marks
 // a request given back: it no longer counts, whatever its time. Timestamps
-// must lie in [MinStamp, MaxStamp], ±2^61 ns, about ±73 years from the clock's
-// origin.
+// must lie in [MinStamp, MaxStamp], ±2^61 ns, about ±73 years from the
+// sliding log's epoch (its clock reading at New).
 const (
 	MaxStamp = math.MaxInt64>>2 - 1
 	MinStamp = math.MinInt64 >> 2
