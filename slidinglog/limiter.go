@@ -33,6 +33,10 @@ type Limiter struct {
 	limit  uint64
 	window int64 // nanoseconds, in [MinWindow, MaxWindow]
 	minNow int64 // packed.MinStamp + window: the earliest time a call uses
+	// The clock readings at minNow and packed.MaxStamp, saturated to the
+	// int64 range: now clamps a reading between them before it subtracts
+	// epoch, which then cannot overflow.
+	lo, hi int64
 }
 
 var _ hotlimit.Limiter = (*Limiter)(nil)
@@ -62,6 +66,7 @@ func New(limit int, window time.Duration, opts ...hotlimit.Option) (*Limiter, er
 		minNow: packed.MinStamp + int64(window),
 	}
 	l.epoch = l.clock()
+	l.lo, l.hi = l.clockAt(l.minNow), l.clockAt(packed.MaxStamp)
 	initCell := func(c *cell) { c.slots = make([]atomic.Int64, limit) }
 	l.cells = keyed.New(initCell, l.idle, o)
 	return l, nil
@@ -75,9 +80,15 @@ func (l *Limiter) now() int64 {
 	return l.clamp(l.clock())
 }
 
-// clamp returns the limiter's time at the clock reading c, as now reads it.
+// clamp returns the limiter's time at the clock reading c, as now reads it:
+// min(max(since(c), minNow), packed.MaxStamp), computed in the clock's
+// terms. lo and hi are that range's bounds read on the clock, saturated;
+// a c between them lies within the int64 range of epoch, so c − epoch
+// does not overflow, and a bound that saturated is one no reading passes,
+// whose side of the range since would not have clamped either. (This
+// keeps now small enough for the compiler to inline.)
 func (l *Limiter) clamp(c int64) int64 {
-	return min(max(l.since(c), l.minNow), packed.MaxStamp)
+	return min(max(c, l.lo), l.hi) - l.epoch
 }
 
 // since returns c − epoch, saturated to the int64 range: a reading and the
