@@ -430,3 +430,74 @@ func TestWatchFileDoesNotRetryRulesAFactoryRejects(t *testing.T) {
 	assert.Equal(t, before, builds.Load(), "not tried again")
 	assert.Len(t, p.errs, 1)
 }
+
+// TestWatchFileMetadataChangesInstallNothing: a chmod, a hard link and a
+// touch change the file's status change time, not its content. The file is
+// read again (within the change's tick, at every poll) and nothing else
+// happens: no reload, no error, the snapshot in force stays the same one,
+// and every pair keeps its state.
+func TestWatchFileMetadataChangesInstallNothing(t *testing.T) {
+	s, p, path := watchedService(t)
+	require.Equal(t, 3, allows(s, "u", "y", 5))
+	require.Equal(t, 4, allows(s, "u", "x", 5))
+	inForce := s.rules.Load()
+
+	require.NoError(t, os.Chmod(path, 0o640))
+	p.w.poll()
+	require.NoError(t, os.Link(path, path+".link"))
+	p.w.poll()
+	now := time.Now()
+	require.NoError(t, os.Chtimes(path, now, now))
+	p.w.poll()
+	p.w.poll() // within the change's tick: read again
+	p.w.now = func() time.Time { return time.Now().Add(time.Hour) }
+	p.w.poll() // long after: left alone
+	p.w.poll()
+
+	assert.Len(t, p.reloads, 1, "no reload")
+	assert.Empty(t, p.errs)
+	assert.Same(t, inForce, s.rules.Load(), "nothing installed")
+	assert.Zero(t, allows(s, "u", "y", 1), "the default kept its state")
+	assert.Zero(t, allows(s, "u", "x", 1), "the API rule kept its state")
+}
+
+// TestWatchFileRetriesLeaveNoLimiterOpenAndKeepTheState: new rules hold two
+// new limits, the factory failing for one of them. Each poll retries them:
+// the limiter built for the other limit is closed every time, the failure is
+// reported once, and the rules in force keep deciding with their state. Once
+// the factory recovers the rules are installed; the unchanged default keeps
+// its state, and Close closes every limiter in force.
+func TestWatchFileRetriesLeaveNoLimiterOpenAndKeepTheState(t *testing.T) {
+	var c closers
+	var failing atomic.Bool
+	factory := func(cfg hotlimit.Config, opts ...hotlimit.Option) (hotlimit.Limiter, error) {
+		if failing.Load() && cfg.Limit == 6 {
+			return nil, errors.New("backend out of reach")
+		}
+		return c.factory(cfg, opts...)
+	}
+	s, err := New(hotlimit.Config{Algorithm: hotlimit.FixedWindow, Limit: 3, Window: time.Minute}, hotlimit.WithFactory(factory))
+	require.NoError(t, err)
+	require.Equal(t, 3, allows(s, "u", "y", 5))
+	path := filepath.Join(t.TempDir(), "rules.json")
+	require.NoError(t, os.WriteFile(path, []byte(`{"default":[{"algorithm":"FixedWindow","limit":3,"window":"1m0s"}],`+
+		`"apis":{"w":[{"algorithm":"GCRA","limit":5,"window":"1m0s"}],"x":[{"algorithm":"GCRA","limit":6,"window":"1m0s"}]}}`), 0o600))
+	failing.Store(true)
+	p := newPolled(s, path)
+	for range 5 {
+		p.w.poll()
+	}
+	require.Len(t, p.errs, 1, "reported once")
+	assert.ErrorContains(t, p.errs[0], "backend out of reach")
+	assert.Greater(t, c.built, 1, "the other limit's limiter was built at each try")
+	assert.Equal(t, 1, c.open(), "only the default's limiter is open")
+	assert.Zero(t, allows(s, "u", "y", 1), "the rules in force kept their state")
+
+	failing.Store(false)
+	p.w.poll()
+	require.Len(t, p.reloads, 1, "installed once the factory recovers")
+	assert.Equal(t, 3, c.open(), "the default's, w's and x's")
+	assert.Zero(t, allows(s, "u", "y", 1), "the unchanged default kept its state")
+	require.NoError(t, s.Close())
+	assert.Zero(t, c.open())
+}
