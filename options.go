@@ -51,7 +51,10 @@ type Options struct {
 
 // Factory builds the limiter that c names, as service.NewLimiter does for the
 // in-memory algorithms. It returns an error wrapping [ErrInvalidConfig] when c
-// is invalid or outside the range of what it builds.
+// is invalid or outside the range of what it builds. Each call returns a
+// limiter of its own, never one it returned before or shares with anything
+// else: the service owns it, and closes it (when it is an io.Closer) at its
+// Close, or at once when the rules it was built for fail to build.
 type Factory func(c Config, opts ...Option) (Limiter, error)
 
 // WithFactory makes a service.Service build every limiter with f instead of

@@ -174,6 +174,14 @@ func (w *watcher) poll() {
 		// context's end; a device such as /dev/zero would never end.
 		err = fmt.Errorf("%s is not a regular file", w.path)
 	}
+	if err == nil {
+		// On Windows, os.Stat does not record which file it saw: SameFile
+		// looks the identity up by path the first time it is asked. Asked
+		// now, it pins this file's, so that a file renamed over the path
+		// before the next poll is not taken for this one. Elsewhere the
+		// identity is in fi already, and this costs nothing.
+		os.SameFile(fi, fi)
+	}
 	if err != nil {
 		// Once the file can be read again it is loaded even if unchanged,
 		// and the outcome reported, as after a failed read: the last word
