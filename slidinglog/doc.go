@@ -41,13 +41,16 @@
 //     where o is the time of the n-th oldest of the last Limit requests:
 //     exactly, the same request made 1 ns earlier is still denied and made
 //     then it passes, if nothing else is taken meanwhile. hotlimit.Never for
-//     n > Limit or n < 0, and when o + Window is past 2^61 − 1 ns, the
-//     latest time the limiter reads (see above): o never leaves. Under contention on one key (with other requests,
-//     or with a Refund alone), or after a Refund and a clock step back, Take
-//     with n > 1 can be denied with RetryAfter 1 ns although the requests
-//     might have fitted, its first claims spent; see Limiter.Take.
+//     n > Limit or n < 0, and when o + Window is past the latest time the
+//     limiter reads, 2^61 − 1 ns (see above), or past the clock's own end
+//     (a reading of math.MaxInt64) if that comes first: o never leaves.
+//     Under contention on one key (with other requests, or with a Refund
+//     alone), or after a Refund and a clock step back, Take with n > 1 can
+//     be denied with RetryAfter 1 ns although the requests might have
+//     fitted, its first claims spent; see Limiter.Take.
 //   - ResetAfter: until the newest logged request expires, 0 when none counts
-//     in the window; hotlimit.Never when it expires past 2^61 − 1 ns.
+//     in the window; hotlimit.Never when it expires past the latest time
+//     the limiter reads, as for RetryAfter.
 //
 // Take(key, 0), Take(key, n > Limit) and Take(key, n < 0) only report: they
 // never insert a key nor change one.
@@ -69,8 +72,10 @@
 // earliest, −2^61 ns + Window): the limiter's time stands still before and
 // after that range. RetryAfter and ResetAfter count from the reading itself,
 // so before the range they include the time the clock takes to reach it, and
-// past it they are hotlimit.Never. A Receipt's At is a reading of the clock,
-// as the package hotlimit says, not a time since the epoch.
+// past it they are hotlimit.Never; so are they past math.MaxInt64, the
+// latest reading of any clock, when the epoch lies within 2^61 ns of it. A
+// Receipt's At is a reading of the clock, as the package hotlimit says, not
+// a time since the epoch.
 //
 // # Refunds
 //

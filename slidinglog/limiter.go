@@ -37,6 +37,9 @@ type Limiter struct {
 	// int64 range: now clamps a reading between them before it subtracts
 	// epoch, which then cannot overflow.
 	lo, hi int64
+	// last is hi − epoch, the latest time the limiter reads: packed.MaxStamp,
+	// or less when the clock's range (math.MaxInt64) ends first.
+	last int64
 }
 
 var _ hotlimit.Limiter = (*Limiter)(nil)
@@ -67,6 +70,7 @@ func New(limit int, window time.Duration, opts ...hotlimit.Option) (*Limiter, er
 	}
 	l.epoch = l.clock()
 	l.lo, l.hi = l.clockAt(l.minNow), l.clockAt(packed.MaxStamp)
+	l.last = l.hi - l.epoch // hi ≥ epoch: no overflow
 	initCell := func(c *cell) { c.slots = make([]atomic.Int64, limit) }
 	l.cells = keyed.New(initCell, l.idle, o)
 	return l, nil
@@ -370,20 +374,21 @@ func (l *Limiter) wait(v, t, raw int64) time.Duration {
 // leaves returns how long after the clock reading raw (not clamped: a
 // reading before minNow stands still until the clock gets there) a request
 // logged at tv (since the epoch) leaves the window: tv + Window − (raw −
-// epoch), or hotlimit.Never when tv + Window is past packed.MaxStamp, the
-// latest time the limiter reads (see now), where the request stays in the
+// epoch), or hotlimit.Never when tv + Window is past last, the latest time
+// the limiter reads (packed.MaxStamp, see now, or the clock's own end,
+// math.MaxInt64, when that comes first), where the request stays in the
 // window for good, or when the wait is past math.MaxInt64 nanoseconds.
 //
 // Callers ask only about a request still in the window at a time t at or
 // after the limiter's time at raw, so tv + Window > t ≥ raw − epoch when
-// raw − epoch is at most MaxStamp (below minNow, t ≥ minNow > raw − epoch),
-// and tv + Window > MaxStamp, Never, when it is past: the wait is positive.
+// raw − epoch is at most last (below minNow, t ≥ minNow > raw − epoch),
+// and tv + Window > last, Never, when it is past: the wait is positive.
 // It is computed in 128 bits, as raw − epoch alone may not fit an int64.
 func (l *Limiter) leaves(tv, raw int64) time.Duration {
-	if tv > packed.MaxStamp-l.window {
+	if tv > l.last-l.window {
 		return hotlimit.Never
 	}
-	end := tv + l.window // at most MaxStamp
+	end := tv + l.window // at most last
 	// end + epoch − raw, two's complement in 128 bits (hi, lo).
 	lo, carry := bits.Add64(uint64(end), uint64(l.epoch), 0)
 	hi := uint64(end>>63) + uint64(l.epoch>>63) + carry

@@ -1,6 +1,7 @@
 package slidinglog_test
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"math"
@@ -271,5 +272,50 @@ func TestWaitsBeforeTheSlotRangeAreExact(t *testing.T) {
 		assert.False(t, lim.Allow("k"), "start %d: RetryAfter − 1 ns", start)
 		clock.Store(start + int64(d.RetryAfter))
 		assert.True(t, lim.Allow("k"), "start %d: RetryAfter", start)
+	}
+}
+
+// TestWaitsPastTheClockRangeAreNever: a limiter created with its clock
+// within 2^61 − 1 ns of math.MaxInt64, the latest a clock reads, stops
+// there: a request logged less than a Window before the clock's end never
+// leaves the window, so a request it denies gets RetryAfter Never, and the
+// key's ResetAfter is Never, not a wait the clock can never get through. A
+// wait that ends at math.MaxInt64 itself is still exact.
+func TestWaitsPastTheClockRangeAreNever(t *testing.T) {
+	sec := int64(time.Second)
+	for _, epoch := range []int64{math.MaxInt64, math.MaxInt64 - sec/2, math.MaxInt64 - packed.MaxStamp + 1} {
+		clock := new(fakeClock)
+		clock.Store(epoch)
+		lim, err := slidinglog.New(1, time.Second, hotlimit.WithClock(clock.Load))
+		require.NoError(t, err)
+
+		clock.Store(math.MaxInt64 - sec/2)
+		require.True(t, lim.Allow("k"), "epoch %d", epoch)
+		d := lim.Take("k", 1)
+		require.False(t, d.Allowed, "epoch %d", epoch)
+		assert.Equal(t, hotlimit.Never, d.RetryAfter, "epoch %d", epoch)
+		assert.Equal(t, hotlimit.Never, d.ResetAfter, "epoch %d", epoch)
+		assert.Equal(t, hotlimit.Never, lim.Take("k", 0).ResetAfter, "epoch %d", epoch)
+		clock.Store(math.MaxInt64) // as late as a clock reads
+		assert.False(t, lim.Allow("k"), "epoch %d: never leaves the window", epoch)
+		err = hotlimit.Wait(context.Background(), lim, "k", hotlimit.WithSleep(func(context.Context, time.Duration) error {
+			t.Fatalf("epoch %d: Wait slept for a request that never passes", epoch)
+			return nil
+		}))
+		assert.ErrorIs(t, err, hotlimit.ErrNeverPasses, "epoch %d", epoch)
+
+		if epoch > math.MaxInt64-sec {
+			continue // the clock's range ends less than a Window after New
+		}
+		clock.Store(math.MaxInt64 - sec)
+		require.True(t, lim.Allow("j"), "epoch %d", epoch)
+		d = lim.Take("j", 1)
+		require.False(t, d.Allowed, "epoch %d", epoch)
+		assert.Equal(t, time.Second, d.RetryAfter, "epoch %d: leaves the window at math.MaxInt64", epoch)
+		assert.Equal(t, time.Second, d.ResetAfter, "epoch %d", epoch)
+		clock.Store(math.MaxInt64 - 1)
+		assert.False(t, lim.Allow("j"), "epoch %d", epoch)
+		clock.Store(math.MaxInt64)
+		assert.True(t, lim.Allow("j"), "epoch %d", epoch)
 	}
 }

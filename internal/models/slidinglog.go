@@ -27,7 +27,8 @@ import (
 // With Clamped, the model reads its clock as the limiter does: as the time
 // since the limiter's epoch (its clock reading at New), clamped to
 // [MinStamp + window, MaxStamp]; it saturates the 1 ns bump at MaxStamp, and
-// waits Never for a request that would leave the window after MaxStamp; its
+// waits Never for a request that would leave the window after MaxStamp, or
+// after the clock reads math.MaxInt64 (which no clock passes); its
 // waits still count from the clock reading itself. Its logged times are then
 // times since the epoch; receipts (see Refund) keep the clock's.
 type SlidingLog struct {
@@ -171,17 +172,19 @@ func (m *SlidingLog) decision(free int, raw, t, newest int64) hotlimit.Decision 
 
 // leaves is how long after the clock reading raw a request logged at tv
 // leaves the window; with Clamped, Never when that is past MaxStamp, where
-// the clock stops, or past math.MaxInt64 ns (with a clock read before
+// the clock stops, or past math.MaxInt64 on the clock, the latest reading
+// there is, or past math.MaxInt64 ns (with a clock read before
 // MinStamp + window, which stands still until the clock gets there).
 func (m *SlidingLog) leaves(tv, raw int64) time.Duration {
 	if !m.clamp {
 		return time.Duration(tv + m.window - raw)
 	}
-	if tv > slidingLogMaxStamp-m.window {
+	end := new(big.Int).Add(big.NewInt(tv), big.NewInt(m.window))
+	clockEnd := new(big.Int).Add(end, big.NewInt(m.epoch)) // the clock reading then
+	if end.Cmp(big.NewInt(slidingLogMaxStamp)) > 0 || !clockEnd.IsInt64() {
 		return hotlimit.Never
 	}
-	d := new(big.Int).Sub(big.NewInt(tv+m.window), big.NewInt(raw))
-	d.Add(d, big.NewInt(m.epoch))
+	d := clockEnd.Sub(clockEnd, big.NewInt(raw))
 	if !d.IsInt64() {
 		return hotlimit.Never
 	}
