@@ -22,8 +22,8 @@ import (
 // policies run from the shortest window to the longest and up to the
 // largest limit, and the clock starts anywhere, at the ends of the range a
 // slot holds (±2^61 ns around the limiter's epoch, its clock reading at New,
-// which is 0, a Unix time of today or of 2043, or near either end of the
-// int64 range) and beyond them (where readings are clamped), and sometimes
+// which is 0, a Unix time of today or of 2043, or at or near either end of
+// the int64 range) and beyond them (where readings are clamped), and sometimes
 // jumps far ahead. Where the clock steps back, a refund read at a
 // later clock can leave the free entries out of claim order; Remaining is
 // then compared only when the model counts every free entry (see
@@ -130,14 +130,15 @@ func TestDifferentialWithRefunds(t *testing.T) {
 }
 
 // epochs are clock readings a limiter is created at: the clock's origin, a
-// Unix time of today, one past 2^61 ns (2043), and near both ends of the
-// int64 range.
+// Unix time of today, one past 2^61 ns (2043), and near and at both ends
+// of the int64 range.
 var epochs = []int64{
 	0,
 	time.Date(2026, 12, 5, 0, 0, 0, 0, time.UTC).UnixNano(),
 	packed.MaxStamp + int64(time.Second),
 	math.MaxInt64 - int64(366*24*time.Hour),
 	math.MinInt64 + int64(time.Hour),
+	math.MinInt64, math.MaxInt64,
 }
 
 // addSat returns a + b, saturated to the int64 range.
