@@ -2,6 +2,7 @@ package gcra
 
 import (
 	"fmt"
+	"math"
 	"math/bits"
 	"time"
 
@@ -104,6 +105,11 @@ func New(limit int, window time.Duration, opts ...hotlimit.Option) (*Limiter, er
 		burst:   uint64(burst),
 	}
 	l.epoch = l.clock()
+	if l.epoch > 0 {
+		// No clock reads past math.MaxInt64: a wait that would end later
+		// never ends (wait says Never).
+		l.maxTime = min(l.maxTime, uint64(math.MaxInt64-l.epoch))
+	}
 	l.cells = keyed.New(nil, l.idle, o)
 	return l, nil
 }
