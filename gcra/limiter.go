@@ -33,7 +33,8 @@ const (
 	// MaxFracBits bounds F, the fractional bits of a token in a tick.
 	MaxFracBits = 32
 	// MinTime is the least time a limiter keeps counting after its epoch,
-	// in nanoseconds (2^58 ns, over 9 years); see the package documentation.
+	// in nanoseconds (2^58 ns, over 9 years), unless the clock's last
+	// reading, math.MaxInt64, comes sooner; see the package documentation.
 	MinTime = 1 << 58
 )
 
