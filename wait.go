@@ -80,7 +80,8 @@ func Wait(ctx context.Context, l Limiter, key string, opts ...WaitOption) error 
 //   - an error wrapping [ErrNeverPasses], at once, when RetryAfter is
 //     [Never] (n greater than the limit or burst, or n < 0; or a clock
 //     past the range the limiter counts, after which a key refills no
-//     more, see gcra and slidinglog);
+//     more, see gcra and slidinglog; or a refill or window end that would
+//     come after math.MaxInt64, a reading no clock makes);
 //   - an error wrapping [ErrInvalidConfig] when l is nil.
 //
 // The deadline is read on the real clock (time.Until), RetryAfter on the
@@ -152,10 +153,11 @@ func WaitN(ctx context.Context, l Limiter, key string, n int, opts ...WaitOption
 		case wait == Never && n < 0:
 			return fmt.Errorf("hotlimit: %d requests, a negative count: %w", n, ErrNeverPasses)
 		case wait == Never && within(l, n):
-			// Not too many at once: the limiter's time has run out (a
-			// clock read past the range it counts, see gcra and
-			// slidinglog), so the key refills no more.
-			return fmt.Errorf("hotlimit: %d requests never pass, though within the burst: the limiter's clock is past the range it counts: %w", n, ErrNeverPasses)
+			// Not too many at once: the limiter's time runs out before
+			// they would pass (a clock read past the range it counts, see
+			// gcra and slidinglog, or a refill or a window's end after
+			// math.MaxInt64, the last reading a clock makes).
+			return fmt.Errorf("hotlimit: %d requests never pass, though within the burst: the limiter's clock stops before they would: %w", n, ErrNeverPasses)
 		case wait == Never:
 			// The Decision carries the limit, not the burst, which bounds n
 			// where there is one (above or below the limit).

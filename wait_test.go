@@ -12,6 +12,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/hotlimit/hotlimit"
+	"github.com/hotlimit/hotlimit/fixedwindow"
 	"github.com/hotlimit/hotlimit/gcra"
 	"github.com/hotlimit/hotlimit/slidinglog"
 	"github.com/hotlimit/hotlimit/tokenbucket"
@@ -333,6 +334,30 @@ func TestWaitNeverPastTheClockRange(t *testing.T) {
 	require.True(t, lim.Take("k", 2).Allowed)
 	err = hotlimit.Wait(context.Background(), lim, "k", hotlimit.WithSleep(f.sleep))
 	assert.ErrorIs(t, err, hotlimit.ErrNeverPasses)
-	assert.EqualError(t, err, "hotlimit: 1 requests never pass, though within the burst: the limiter's clock is past the range it counts: the request can never pass")
+	assert.EqualError(t, err, "hotlimit: 1 requests never pass, though within the burst: the limiter's clock stops before they would: the request can never pass")
+	assert.Empty(t, f.slept)
+}
+
+// TestWaitNeverPastTheLastReading: a token bucket that refills, or a fixed
+// window that ends, only after math.MaxInt64, the last reading a clock
+// makes, never lets the request pass: a wait fails at once, without
+// sleeping, and says why, where it used to sleep a wait no clock reaches.
+func TestWaitNeverPastTheLastReading(t *testing.T) {
+	const want = "hotlimit: 1 requests never pass, though within the burst: the limiter's clock stops before they would: the request can never pass"
+	f := new(fakeTime)
+	f.now.Store(math.MaxInt64 - int64(time.Millisecond))
+	bucket := newBucket(t, 1, time.Second, f)
+	require.True(t, bucket.Allow("k"))
+	err := hotlimit.Wait(context.Background(), bucket, "k", hotlimit.WithSleep(f.sleep))
+	assert.ErrorIs(t, err, hotlimit.ErrNeverPasses)
+	assert.EqualError(t, err, want)
+	assert.Empty(t, f.slept)
+
+	window, err := fixedwindow.New(1, time.Second, hotlimit.WithClock(f.now.Load))
+	require.NoError(t, err)
+	require.True(t, window.Allow("k"))
+	err = hotlimit.Wait(context.Background(), window, "k", hotlimit.WithSleep(f.sleep))
+	assert.ErrorIs(t, err, hotlimit.ErrNeverPasses)
+	assert.EqualError(t, err, want)
 	assert.Empty(t, f.slept)
 }

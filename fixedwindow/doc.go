@@ -35,6 +35,10 @@
 //     or n < 0.
 //   - ResetAfter: W − now while the window's count is positive, else 0.
 //
+// Both durations are hotlimit.Never when W lies past math.MaxInt64, the
+// largest reading a clock makes (the window holding it, or a later one a
+// clock stepped back from): no wait reaches W.
+//
 // Take(key, 0), Take(key, n > Limit) and Take(key, n < 0) only report: they
 // never insert a key nor change one.
 //

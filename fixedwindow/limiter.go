@@ -174,12 +174,12 @@ func (l *Limiter) take(key string, n int) (hotlimit.Decision, int64) {
 				now, fresh = l.clock(), true
 				continue
 			}
-			d := l.decision(count, behind, rem)
+			d := l.decision(now, count, behind, rem)
 			d.RetryAfter = d.ResetAfter // count > limit−n ≥ 0: the window's end
 			return d, now
 		}
 		if c.word.CompareAndSwap(w, packed.PackWindow(index, count+need)) {
-			d := l.decision(count+need, behind, rem)
+			d := l.decision(now, count+need, behind, rem)
 			d.Allowed = true
 			return d, l.countedAt(now, rem, behind)
 		}
@@ -190,7 +190,8 @@ func (l *Limiter) take(key string, n int) (hotlimit.Decision, int64) {
 // report is Take for n == 0, n > limit and n < 0: it reads key's state and
 // changes nothing, not even inserting key.
 func (l *Limiter) report(key string, n int) hotlimit.Decision {
-	cur, rem := l.index(l.clock())
+	now := l.clock()
+	cur, rem := l.index(now)
 	w := fresh
 	if c, ok := l.cells.Peek(key); ok {
 		if w = c.word.Load(); w == packed.WindowDead {
@@ -198,7 +199,7 @@ func (l *Limiter) report(key string, n int) hotlimit.Decision {
 		}
 	}
 	_, count, behind := advance(w, cur)
-	d := l.decision(count, behind, rem)
+	d := l.decision(now, count, behind, rem)
 	if n == 0 {
 		d.Allowed = true
 	} else {

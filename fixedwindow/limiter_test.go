@@ -156,7 +156,8 @@ func TestNewAcceptsRangeEnds(t *testing.T) {
 }
 
 // TestExtremeClocks runs near the ends of int64 time: nothing overflows,
-// durations stay within one window.
+// durations stay within one window, but for the last window, which ends
+// past every reading: Never.
 func TestExtremeClocks(t *testing.T) {
 	for _, window := range []time.Duration{fixedwindow.MinWindow, 1 << 20, fixedwindow.MaxWindow} {
 		for _, at := range []int64{math.MinInt64, math.MinInt64 + 1, -1, 0, math.MaxInt64 - 1, math.MaxInt64} {
@@ -168,8 +169,12 @@ func TestExtremeClocks(t *testing.T) {
 			assert.True(t, lim.Take("k", 1).Allowed, "window %v at %d", window, at)
 			d := lim.Take("k", 1)
 			assert.False(t, d.Allowed, "window %v at %d", window, at)
-			assert.Positive(t, d.RetryAfter, "window %v at %d", window, at)
-			assert.LessOrEqual(t, d.RetryAfter, window, "window %v at %d", window, at)
+			if at >= math.MaxInt64-1 { // in the last window: it ends past every reading
+				assert.Equal(t, hotlimit.Never, d.RetryAfter, "window %v at %d", window, at)
+			} else {
+				assert.Positive(t, d.RetryAfter, "window %v at %d", window, at)
+				assert.LessOrEqual(t, d.RetryAfter, window, "window %v at %d", window, at)
+			}
 			assert.Equal(t, d.RetryAfter, d.ResetAfter, "window %v at %d", window, at)
 			assert.Equal(t, 1, lim.Sweep()+lim.Len(), "window %v at %d", window, at)
 		}
@@ -230,4 +235,36 @@ func TestZeroAllocs(t *testing.T) {
 		now.Add(int64(time.Second))
 		lim.Allow("k")
 	}))
+}
+
+// TestLastWindowSaysNever drains a key in the window holding math.MaxInt64,
+// the last a clock can read: its end lies past every reading, so waiting
+// can never let the request pass nor reset the key, and RetryAfter and
+// ResetAfter say Never, not a finite wait the clock cannot reach. In the
+// window before it, and after a clock step back into it, the wait is finite
+// and exact.
+func TestLastWindowSaysNever(t *testing.T) {
+	const window = time.Second
+	last := math.MaxInt64 - math.MaxInt64%int64(window) // the last window's start
+	for _, at := range []int64{last, last + 1, math.MaxInt64 - 1, math.MaxInt64} {
+		var now atomic.Int64
+		now.Store(at)
+		lim, err := fixedwindow.New(2, window, hotlimit.WithClock(now.Load))
+		require.NoError(t, err)
+		require.True(t, lim.Take("k", 2).Allowed, "at %d", at)
+		assert.Equal(t, hotlimit.Decision{Limit: 2, RetryAfter: hotlimit.Never, ResetAfter: hotlimit.Never}, lim.Take("k", 1), "at %d", at)
+		assert.Equal(t, hotlimit.Decision{Allowed: true, Limit: 2, ResetAfter: hotlimit.Never}, lim.Take("k", 0), "at %d", at)
+	}
+
+	var now atomic.Int64
+	now.Store(last - 1) // the window before: it ends at last, a reading
+	lim, err := fixedwindow.New(1, window, hotlimit.WithClock(now.Load))
+	require.NoError(t, err)
+	require.True(t, lim.Allow("k"))
+	d := lim.Take("k", 1)
+	require.Equal(t, hotlimit.Decision{Limit: 1, RetryAfter: 1, ResetAfter: 1}, d)
+	now.Store(last)
+	require.True(t, lim.Allow("k")) // now in the last window
+	now.Store(last - 1)             // back: counts against the last window
+	assert.Equal(t, hotlimit.Decision{Limit: 1, RetryAfter: hotlimit.Never, ResetAfter: hotlimit.Never}, lim.Take("k", 1))
 }

@@ -109,24 +109,31 @@ func (c *cell) kill(cur uint64) bool {
 // decision reports a window holding count requests, behind windows after the
 // window of now, when now is rem nanoseconds into its window. Allowed and
 // RetryAfter are left for the caller.
-func (l *Limiter) decision(count, behind, rem uint64) hotlimit.Decision {
+func (l *Limiter) decision(now int64, count, behind, rem uint64) hotlimit.Decision {
 	d := hotlimit.Decision{Limit: int(l.limit), Remaining: int(l.limit - count)}
 	if count > 0 {
-		d.ResetAfter = l.untilEnd(behind, rem)
+		d.ResetAfter = l.untilEnd(now, behind, rem)
 	}
 	return d
 }
 
 // untilEnd returns the time from now to the end of the window behind windows
 // after now's, when now is rem nanoseconds into its window: (behind+1)·Window
-// − rem, saturated at hotlimit.Never (only a window index that wrapped around
-// reads that far ahead).
-func (l *Limiter) untilEnd(behind, rem uint64) time.Duration {
+// − rem, or hotlimit.Never when that end lies past math.MaxInt64, the
+// largest reading a clock can make: the window never ends, and no wait
+// reaches its end. (That is the window holding math.MaxInt64, or a later one
+// a clock stepped back from; a window index that wrapped around reads as
+// one further still.)
+func (l *Limiter) untilEnd(now int64, behind, rem uint64) time.Duration {
 	hi, lo := bits.Mul64(behind+1, l.window)
 	if hi != 0 || lo-rem > math.MaxInt64 { // lo ≥ Window > rem when hi == 0
 		return hotlimit.Never
 	}
-	return time.Duration(lo - rem)
+	d := int64(lo - rem) // positive
+	if now > 0 && d > math.MaxInt64-now {
+		return hotlimit.Never // now + d, the window's end, is past every reading
+	}
+	return time.Duration(d)
 }
 
 // index returns the window of now, cur = ⌊now/Window⌋ (floored, as an

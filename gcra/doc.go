@@ -86,6 +86,8 @@
 // reach 2^63 ticks, (2^63 − 1 − Burst·T) ticks after its epoch, checked at
 // New: at least MinTime (2^58 ns, over 9 years) with fine ticks, 17 years
 // with exact ones, 292 years with D = 1. Past it, keys no longer refill.
+// It stops sooner when the clock's last reading, math.MaxInt64, comes
+// first: a wait that would end after it is hotlimit.Never.
 //
 // Memory: a key costs its map entry in an xsync.MapOf, the key's bytes and an
 // 8-byte cell, about 100 bytes in all for short keys.

@@ -2,6 +2,7 @@ package gcra
 
 import (
 	"fmt"
+	"math"
 	"math/bits"
 	"time"
 
@@ -32,7 +33,8 @@ const (
 	// MaxFracBits bounds F, the fractional bits of a token in a tick.
 	MaxFracBits = 32
 	// MinTime is the least time a limiter keeps counting after its epoch,
-	// in nanoseconds (2^58 ns, over 9 years); see the package documentation.
+	// in nanoseconds (2^58 ns, over 9 years), unless the clock's last
+	// reading, math.MaxInt64, comes sooner; see the package documentation.
 	MinTime = 1 << 58
 )
 
@@ -104,6 +106,11 @@ func New(limit int, window time.Duration, opts ...hotlimit.Option) (*Limiter, er
 		burst:   uint64(burst),
 	}
 	l.epoch = l.clock()
+	if l.epoch > 0 {
+		// No clock reads past math.MaxInt64: a wait that would end later
+		// never ends (wait says Never).
+		l.maxTime = min(l.maxTime, uint64(math.MaxInt64-l.epoch))
+	}
 	l.cells = keyed.New(nil, l.idle, o)
 	return l, nil
 }

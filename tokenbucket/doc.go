@@ -53,7 +53,8 @@
 //
 // Both durations saturate at hotlimit.Never: when the wait exceeds
 // math.MaxInt64 nanoseconds (a clock more than about 292 years behind the
-// epoch) or the limiter's time stops before it ends. No duration is ever
+// epoch), when the limiter's time stops before it ends, or when it would end
+// after math.MaxInt64, the last reading a clock makes. No duration is ever
 // negative, and a denial never says 0.
 //
 // Take(key, 0), Take(key, n > Burst) and Take(key, n < 0) only report: they

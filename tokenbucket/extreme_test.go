@@ -69,18 +69,27 @@ func TestExtremeClocks(t *testing.T) {
 func TestExtremeClocksExact(t *testing.T) {
 	limitertest.BucketAtExtremeEpochs(t, limitertest.Adapt(tokenbucket.New))
 
-	// Just within a Duration of the epoch: exact.
+	// Just within a Duration of the epoch: exact, up to a wait that ends
+	// at math.MaxInt64, the last reading; one that ends later says Never.
 	var now atomic.Int64
-	now.Store(math.MaxInt64)
+	epoch := int64(math.MaxInt64 - time.Second)
+	now.Store(epoch)
 	lim, err := tokenbucket.New(2, time.Second, hotlimit.WithClock(now.Load))
 	require.NoError(t, err)
 	now.Store(math.MinInt64)
 	require.True(t, lim.Take("k", 2).Allowed)
-	// Just within a Duration: exact.
-	now.Store(math.MaxInt64 - int64(time.Hour))
+	now.Store(epoch - int64(time.Hour))
 	d := lim.Take("k", 1)
 	assert.Equal(t, time.Hour+500*ms, d.RetryAfter)
 	assert.Equal(t, time.Hour+time.Second, d.ResetAfter)
+	now.Store(epoch - int64(time.Hour) + 1)
+	d = lim.Take("k", 2)
+	assert.Equal(t, time.Hour+time.Second-1, d.RetryAfter)
+	now.Store(math.MaxInt64)
+	assert.True(t, lim.Take("k", 2).Allowed, "the wait ended at math.MaxInt64")
+	d = lim.Take("k", 1)
+	assert.Equal(t, never, d.RetryAfter, "a refill after math.MaxInt64")
+	assert.Equal(t, never, d.ResetAfter)
 }
 
 // TestTimeStops: past the limiter's horizon (about 146 years after its

@@ -49,6 +49,7 @@ type Limiter struct {
 	clock hotlimit.Clock
 	mono  bool          // clock is hotlimit.Monotonic (no option set one): Allow calls it directly
 	epoch int64         // clock() at New: time zero of the limiter
+	stop  uint64        // the last time a clock reads, math.MaxInt64, since the epoch, capped at maxTime
 	b     packed.Bucket // the layout of the state words
 	fresh uint64        // a new key's word: b.Pack(b.Cap, 0), full
 	unit  uint64        // one token in units: 2^F
@@ -126,6 +127,10 @@ func New(limit int, window time.Duration, opts ...hotlimit.Option) (*Limiter, er
 	}
 	l.soft, l.hard, l.back = guardSpans(b.Range(), uint64(l.fill), uint64(window), b.PerWindow)
 	l.epoch = l.clock()
+	l.stop = maxTime
+	if l.epoch > 0 {
+		l.stop = min(maxTime, uint64(math.MaxInt64-l.epoch))
+	}
 	l.cells = keyed.New(l.initCell, l.idle, o)
 	return l, nil
 }
@@ -456,14 +461,15 @@ func (l *Limiter) decision(tokens, last, t, now, rem, lag uint64) hotlimit.Decis
 // back) refills nothing until the clock reaches last again, and a clock
 // behind the epoch first reaches the epoch, lag later. It saturates at
 // hotlimit.Never, as every duration of the package does, when the limiter's
-// time stops (maxTime) before the refill, or when the wait exceeds
+// time stops (maxTime) before the refill or the clock does (a refill after
+// math.MaxInt64, a reading no clock makes: stop), or when the wait exceeds
 // math.MaxInt64 nanoseconds (a clock more than about 292 years behind the
 // epoch). need is at most Cap and last − now less than 2^(T−1), so the
 // refill itself takes at most the fill time plus Range: it fits 64 bits.
 func (l *Limiter) wait(need, last, t, now, rem, lag uint64) time.Duration {
 	ahead := (last - now) & (1<<l.b.TickBits - 1) // 0 unless Refill kept a later last
 	d := l.b.Wait(ahead+need, rem)
-	if d > maxTime-t { // t ≤ maxTime
+	if d > l.stop-t { // t ≤ stop, as a reading is at most math.MaxInt64
 		return hotlimit.Never
 	}
 	if lag > math.MaxInt64-d { // d ≤ maxTime < math.MaxInt64: no wrap

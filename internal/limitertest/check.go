@@ -226,12 +226,17 @@ func ExtremeClocks(t *testing.T, newLimiter Constructor, windows ...time.Duratio
 // BucketAtExtremeEpochs is for the algorithms of the token bucket's model
 // (tokenbucket, gcra): a limiter of 2 per second whose epoch lies anywhere
 // on the int64 line, ends included, decides exactly there (a drained key
-// waits 500 ms for one, 1 s for both); and one whose clock then reads 2^64−1
-// ns behind its epoch says Never, as nothing refills for longer than a
-// Duration holds.
+// waits 500 ms for one, 1 s for both), but for a wait that would end past
+// math.MaxInt64, which no clock reading reaches: that one says Never. And
+// one whose clock then reads 2^64−1 ns behind its epoch says Never, as
+// nothing refills for longer than a Duration holds.
 func BucketAtExtremeEpochs(t *testing.T, newLimiter Constructor) {
 	const ms = time.Millisecond
-	for _, at := range []int64{math.MinInt64, math.MinInt64 + 1, -1, 0, math.MaxInt64 - 1, math.MaxInt64} {
+	for _, at := range []int64{
+		math.MinInt64, math.MinInt64 + 1, -1, 0,
+		math.MaxInt64 - int64(time.Second), math.MaxInt64 - int64(750*ms), math.MaxInt64 - int64(500*ms),
+		math.MaxInt64 - int64(500*ms) + 1, math.MaxInt64 - 1, math.MaxInt64,
+	} {
 		var now atomic.Int64
 		now.Store(at)
 		lim, err := newLimiter(2, time.Second, now.Load)
@@ -240,8 +245,18 @@ func BucketAtExtremeEpochs(t *testing.T, newLimiter Constructor) {
 		assert.True(t, lim.Take("k", 1).Allowed, "at %d", at)
 		d := lim.Take("k", 1)
 		assert.False(t, d.Allowed, "at %d", at)
-		assert.Equal(t, 500*ms, d.RetryAfter, "at %d", at)
-		assert.Equal(t, time.Second, d.ResetAfter, "at %d", at)
+		left := hotlimit.Never // the longest wait a clock reading ends
+		if at > 0 {
+			left = time.Duration(math.MaxInt64 - at)
+		}
+		want := func(wait time.Duration) time.Duration {
+			if wait > left {
+				return hotlimit.Never
+			}
+			return wait
+		}
+		assert.Equal(t, want(500*ms), d.RetryAfter, "at %d", at)
+		assert.Equal(t, want(time.Second), d.ResetAfter, "at %d", at)
 	}
 	var now atomic.Int64
 	now.Store(math.MaxInt64)

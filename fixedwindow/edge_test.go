@@ -1,0 +1,96 @@
+package fixedwindow_test
+
+import (
+	"math"
+	"math/rand/v2"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+
+	"github.com/hotlimit/hotlimit"
+	"github.com/hotlimit/hotlimit/fixedwindow"
+)
+
+// TestWaitsAreExactAtTheEdges: for random limits, windows (non-whole
+// seconds included, up to MaxWindow) and clocks near 0, today, 2100 and the
+// ends of int64, with steps back: a denial's finite RetryAfter r never ends
+// past math.MaxInt64, the same Take r − 1 ns later is denied and r later
+// passes; and a finite ResetAfter is exactly when the key reports full.
+func TestWaitsAreExactAtTheEdges(t *testing.T) {
+	year := int64(366 * 24 * time.Hour)
+	origins := []int64{0, 1796342400 * 1e9, 4102444800 * 1e9, math.MaxInt64 - year, math.MinInt64 + year, math.MaxInt64 - 1, math.MaxInt64 - 2*year}
+	rng := rand.New(rand.NewPCG(1, 2))
+	bad := 0
+	checked := 0
+	for it := 0; it < 20000 && bad < 20; it++ {
+		limit := 1 + rng.IntN(10)
+		if rng.IntN(5) == 0 {
+			limit = 1 + rng.IntN(fixedwindow.MaxLimit)
+		}
+		window := time.Duration(int64(fixedwindow.MinWindow) + rng.Int64N(int64(fixedwindow.MaxWindow-fixedwindow.MinWindow)+1))
+		if rng.IntN(2) == 0 {
+			window = time.Duration(int64(fixedwindow.MinWindow) + rng.Int64N(int64(10*time.Second)))
+		}
+		o := origins[rng.IntN(len(origins))]
+		off := rng.Int64N(2 * int64(window))
+		if o > 0 {
+			o -= off
+		} else {
+			o += off
+		}
+		var now atomic.Int64
+		now.Store(o)
+		lim, _ := fixedwindow.New(limit, window, hotlimit.WithClock(now.Load))
+		for step := 0; step < 10 && bad < 20; step++ {
+			if rng.IntN(4) == 0 {
+				back := rng.Int64N(int64(window))
+				if now.Load()-back < now.Load() {
+					now.Add(-back)
+				}
+			}
+			n := 1 + rng.IntN(limit)
+			t0 := now.Load()
+			d := lim.Take("k", n)
+			if d.ResetAfter > 0 && d.ResetAfter != hotlimit.Never {
+				ra := int64(d.ResetAfter)
+				now.Store(t0 + ra - 1)
+				if lim.Take("k", 0).Remaining == limit {
+					bad++
+					t.Errorf("full at reset-1")
+				}
+				now.Store(t0 + ra)
+				if e := lim.Take("k", 0); e.Remaining != limit || e.ResetAfter != 0 {
+					bad++
+					t.Errorf("not full at reset: %+v", e)
+				}
+				now.Store(t0)
+			}
+			if d.Allowed {
+				continue
+			}
+			if d.RetryAfter == hotlimit.Never {
+				continue
+			}
+			r := int64(d.RetryAfter)
+			if t0 > math.MaxInt64-r {
+				bad++
+				t.Errorf("limit %d window %v at %d: finite RetryAfter %v past MaxInt64 (ResetAfter %v)", limit, window, t0, d.RetryAfter, d.ResetAfter)
+				break
+			}
+			checked++
+			now.Store(t0 + r - 1)
+			if lim.Take("k", n).Allowed {
+				bad++
+				t.Errorf("r-1 allowed")
+			}
+			now.Store(t0 + r)
+			if !lim.Take("k", n).Allowed {
+				bad++
+				t.Errorf("r denied")
+			}
+		}
+	}
+	assert.Greater(t, checked, 500, "denials were checked")
+}
