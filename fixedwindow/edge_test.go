@@ -11,6 +11,7 @@ import (
 
 	"github.com/hotlimit/hotlimit"
 	"github.com/hotlimit/hotlimit/fixedwindow"
+	"github.com/hotlimit/hotlimit/internal/limitertest"
 )
 
 // TestWaitsAreExactAtTheEdges: for random limits, windows (non-whole
@@ -53,42 +54,18 @@ func TestWaitsAreExactAtTheEdges(t *testing.T) {
 			n := 1 + rng.IntN(limit)
 			t0 := now.Load()
 			d := lim.Take("k", n)
-			if d.ResetAfter > 0 && d.ResetAfter != hotlimit.Never {
-				ra := int64(d.ResetAfter)
-				now.Store(t0 + ra - 1)
-				if lim.Take("k", 0).Remaining == limit {
-					bad++
-					t.Errorf("full at reset-1")
-				}
-				now.Store(t0 + ra)
-				if e := lim.Take("k", 0); e.Remaining != limit || e.ResetAfter != 0 {
-					bad++
-					t.Errorf("not full at reset: %+v", e)
-				}
-				now.Store(t0)
-			}
-			if d.Allowed {
-				continue
-			}
-			if d.RetryAfter == hotlimit.Never {
-				continue
-			}
-			r := int64(d.RetryAfter)
-			if t0 > math.MaxInt64-r {
+			if p := limitertest.ResetIsExact(lim, &now, "k", limit, t0, d); p != "" {
 				bad++
-				t.Errorf("limit %d window %v at %d: finite RetryAfter %v past MaxInt64 (ResetAfter %v)", limit, window, t0, d.RetryAfter, d.ResetAfter)
+				t.Errorf("limit %d window %v: %s", limit, window, p)
+			}
+			now.Store(t0)
+			if !d.Allowed && d.RetryAfter != hotlimit.Never {
+				checked++
+			}
+			if p := limitertest.RetryIsExact(lim, &now, "k", n, t0, d); p != "" {
+				bad++
+				t.Errorf("limit %d window %v: %s", limit, window, p)
 				break
-			}
-			checked++
-			now.Store(t0 + r - 1)
-			if lim.Take("k", n).Allowed {
-				bad++
-				t.Errorf("r-1 allowed")
-			}
-			now.Store(t0 + r)
-			if !lim.Take("k", n).Allowed {
-				bad++
-				t.Errorf("r denied")
 			}
 		}
 	}
