@@ -8,8 +8,9 @@
 # auto-sweep on; bytes per idle key (see cmd/summary).
 #
 # Steps, each timed on stderr:
-#   1. in-memory benchmarks (go test -bench): serial ones at -cpu 1, one hot
-#      key at -cpu $CPU, 100k keys and new keys at -cpu $MANYCPU, and the hot
+#   1. in-memory benchmarks (go test -bench), $COUNT rounds of each once:
+#      serial ones at -cpu 1, one hot key at -cpu $CPU, 100k keys and new
+#      keys at -cpu $MANYCPU; then the hot
 #      key again with each algorithm and the mutex port in alternating blocks
 #      (BenchmarkHotKeyRatio) at -cpu $CPU → raw.txt, hotkey-raw.txt
 #   2. auto-sweep latency: BenchmarkAutoSweep, $SWEEPKEYS new keys, $SWEEPCOUNT
@@ -42,7 +43,7 @@
 #   PUBLISH=1   write to results/ instead of out/
 #   BENCHTIME   -benchtime of every in-memory benchmark (default 50ms)
 #   COUNT       runs of each in-memory benchmark (default 5; the summary's
-#               ranges are across these runs)
+#               ranges are across these runs), in rounds (see step 1)
 #   CPU         -cpu list of the hot-key benchmarks (default 1,2,4,8)
 #   MANYCPU     -cpu list of the 100k-key and new-key benchmarks (default 2,8)
 #   SWEEPKEYS   new keys of the auto-sweep latency run (default 2000000)
@@ -180,7 +181,13 @@ only)
 esac
 
 # The benchmark name's levels are split at "/": Allow/mode=…/keys=…/hit=…/impl=…
-common=(-run '^$' -benchmem -benchtime "$BENCHTIME" -count "$COUNT" -timeout 60m .)
+# -count would run each implementation's COUNT runs back to back, so that a
+# change in the machine's speed between implementations (a neighbour's load,
+# a few minutes apart) would bias every ratio the same way, with a narrow
+# range: instead, COUNT rounds of serial, hot and many, each benchmark once
+# per round, so that the runs a ratio pairs (run i against run i) are seconds
+# apart.
+common=(-run '^$' -benchmem -benchtime "$BENCHTIME" -count 1 -timeout 60m .)
 serial=(-bench '^(BenchmarkAllow|BenchmarkParts)$/^(mode=serial|part=)' -cpu 1 "${common[@]}")
 hot=(-bench '^BenchmarkAllow$/^mode=parallel$/^keys=1$' -cpu "$CPU" "${common[@]}")
 # (no -benchmem: its allocations are the harness's, a few per block)
@@ -190,23 +197,25 @@ sweep=(-run '^$' -bench "^BenchmarkAutoSweep\$/^impl=($SWEEPIMPL)\$" -benchmem -
 	-count "$SWEEPCOUNT" -cpu 1 -timeout 60m .)
 svc=(-run '^$' -bench '^BenchmarkService$' -benchmem -benchtime "$BENCHTIME" -count "$COUNT" -cpu "$MANYCPU"
 	-timeout 60m . -service-pairs "$SERVICEPAIRS")
-commands=("go test ${serial[*]}" "go test ${hot[*]}" "go test ${many[*]}" "go test ${sweep[*]}" "go test ${svc[*]}"
-	"go test ${ratio[*]}")
+commands=("$COUNT rounds of: go test ${serial[*]}; go test ${hot[*]}; go test ${many[*]}"
+	"go test ${sweep[*]}" "go test ${svc[*]}" "go test ${ratio[*]}")
 
 : >"$raw"
-step "benchmarks: ${commands[0]}"
-$GO test "${serial[@]}" >>"$raw" 2>&1 || status=1
-step "benchmarks: ${commands[1]}"
-$GO test "${hot[@]}" >>"$raw" 2>&1 || status=1
-step "benchmarks: ${commands[2]}"
-$GO test "${many[@]}" >>"$raw" 2>&1 || status=1
-step "benchmarks: ${commands[5]}"
+for ((round = 1; round <= COUNT; round++)); do
+	step "benchmarks, round $round of $COUNT: go test ${serial[*]}"
+	$GO test "${serial[@]}" >>"$raw" 2>&1 || status=1
+	step "benchmarks, round $round of $COUNT: go test ${hot[*]}"
+	$GO test "${hot[@]}" >>"$raw" 2>&1 || status=1
+	step "benchmarks, round $round of $COUNT: go test ${many[*]}"
+	$GO test "${many[@]}" >>"$raw" 2>&1 || status=1
+done
+step "benchmarks: ${commands[3]}"
 $GO test "${ratio[@]}" >"$dir/hotkey-raw.txt" 2>&1 || status=1
 if grep -q -- '--- FAIL' "$raw" "$dir/hotkey-raw.txt"; then
 	status=1
 fi
 
-step "auto-sweep latency: ${commands[3]}"
+step "auto-sweep latency: ${commands[1]}"
 $GO test "${sweep[@]}" >"$dir/sweep-raw.txt" 2>&1 || status=1
 
 step "cross-check: go test -run '^TestCrossCheck\$' -v -count 1 ."
@@ -215,7 +224,7 @@ $GO test -run '^TestCrossCheck$' -v -count 1 . >"$dir/cross.txt" 2>&1 || status=
 step "memory: go run ./cmd/memory -keys $MEMKEYS ${MEMFLAGS[*]} -bench $dir/memory-raw.txt"
 $GO run ./cmd/memory -keys "$MEMKEYS" "${MEMFLAGS[@]}" -bench "$dir/memory-raw.txt" >"$dir/memory.txt" 2>&1 || status=1
 
-step "service at scale: ${commands[4]}"
+step "service at scale: ${commands[2]}"
 $GO test "${svc[@]}" >"$dir/service-raw.txt" 2>&1 || status=1
 
 step "flood: go run ./cmd/flood -pairs $FLOODPAIRS -bench $dir/flood-raw.txt"

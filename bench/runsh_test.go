@@ -4,6 +4,8 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
+	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -47,4 +49,60 @@ func TestRunSummaryShowsTheFailingHotKeyStep(t *testing.T) {
 	assert.Contains(t, string(summary), "FAILED: see ")
 	assert.Contains(t, string(summary), "hotkey-raw.txt", "the FAILED line names the file")
 	assert.Contains(t, string(summary), "--- FAIL: BenchmarkHotKeyRatio/impl=tokenbucket/hit=allow")
+}
+
+// loggingGo stands in for the go command in TestRunTimesTheImplementationsInRounds:
+// it appends the -bench pattern and -count of every go test to $GO_LOG.
+const loggingGo = `#!/usr/bin/env bash
+if [[ $1 == version ]]; then echo "go version fake"; exit 0; fi
+if [[ $1 == test ]]; then
+	bench= count=
+	while (($#)); do
+		case $1 in
+		-bench) bench=$2 ;;
+		-count) count=$2 ;;
+		esac
+		shift
+	done
+	[[ -n $bench ]] && echo "$bench $count" >>"$GO_LOG"
+fi
+exit 0
+`
+
+// TestRunTimesTheImplementationsInRounds: run.sh runs the in-memory
+// benchmarks whose runs the summary pairs (serial, hot key, 100k keys) in
+// COUNT rounds of one run each, not as -count COUNT, which would time each
+// implementation's runs back to back, minutes away from the runs they are
+// paired with.
+func TestRunTimesTheImplementationsInRounds(t *testing.T) {
+	bash, err := exec.LookPath("bash")
+	if err != nil {
+		t.Skip("no bash")
+	}
+	dir := t.TempDir()
+	script, err := os.ReadFile("run.sh")
+	require.NoError(t, err)
+	require.NoError(t, os.WriteFile(filepath.Join(dir, "run.sh"), script, 0o755))
+	goPath := filepath.Join(dir, "fakego")
+	require.NoError(t, os.WriteFile(goPath, []byte(loggingGo), 0o755))
+	logPath := filepath.Join(dir, "go.log")
+	cmd := exec.Command(bash, filepath.Join(dir, "run.sh"))
+	cmd.Env = append(os.Environ(), "GO="+goPath, "GO_LOG="+logPath, "REDIS=0", "PUBLISH=", "SMOKE=", "COUNT=3")
+	out, err := cmd.CombinedOutput()
+	require.NoError(t, err, "%s", out)
+	log, err := os.ReadFile(logPath)
+	require.NoError(t, err)
+	var paired []string
+	for _, line := range strings.Split(strings.TrimSpace(string(log)), "\n") {
+		bench, count, _ := strings.Cut(line, " ")
+		if strings.Contains(bench, "BenchmarkAllow") {
+			assert.Equal(t, "1", count, "go test -bench %s runs once per round", bench)
+			paired = append(paired, bench)
+		}
+	}
+	require.Len(t, paired, 9, "3 rounds of serial, hot key and 100k keys:\n%s", log)
+	for round := 1; round < 3; round++ {
+		assert.Equal(t, paired[:3], paired[3*round:3*round+3], "round %d runs what round 1 ran, in order", round+1)
+	}
+	assert.Len(t, slices.Compact(slices.Clone(paired[:3])), 3, "a round runs three different benchmarks")
 }

@@ -15,10 +15,10 @@
 //
 //	go run ./cmd/summary out/raw.txt out/memory-raw.txt
 //
-// Ratios pair run i of one implementation with run i of the other (the -count
-// runs of one benchmark follow each other, in the same order for every
-// implementation); a cell is the median of those ratios and their minimum and
-// maximum. Below 1 hotlimit is faster.
+// Ratios pair run i of one implementation with run i of the other, in the
+// order the runs appear (run.sh runs every benchmark once per round, so run i
+// of each comes from round i); a cell is the median of those ratios and their
+// minimum and maximum. Below 1 hotlimit is faster.
 package main
 
 import (
