@@ -30,19 +30,8 @@ exit 0
 // run.sh's summary says FAILED and quotes the failure, as it does for every
 // other step's.
 func TestRunSummaryShowsTheFailingHotKeyStep(t *testing.T) {
-	bash, err := exec.LookPath("bash")
-	if err != nil {
-		t.Skip("no bash")
-	}
 	dir := t.TempDir()
-	script, err := os.ReadFile("run.sh")
-	require.NoError(t, err)
-	require.NoError(t, os.WriteFile(filepath.Join(dir, "run.sh"), script, 0o755))
-	goPath := filepath.Join(dir, "fakego")
-	require.NoError(t, os.WriteFile(goPath, []byte(fakeGo), 0o755))
-	cmd := exec.Command(bash, filepath.Join(dir, "run.sh"))
-	cmd.Env = append(os.Environ(), "GO="+goPath, "REDIS=0", "PUBLISH=", "SMOKE=")
-	out, err := cmd.CombinedOutput()
+	out, err := runWithFakeGo(t, dir, fakeGo)
 	require.Error(t, err, "run.sh exits 1 on a failed step:\n%s", out)
 	summary, err := os.ReadFile(filepath.Join(dir, "out", "summary.txt"))
 	require.NoError(t, err)
@@ -75,20 +64,9 @@ exit 0
 // implementation's runs back to back, minutes away from the runs they are
 // paired with.
 func TestRunTimesTheImplementationsInRounds(t *testing.T) {
-	bash, err := exec.LookPath("bash")
-	if err != nil {
-		t.Skip("no bash")
-	}
 	dir := t.TempDir()
-	script, err := os.ReadFile("run.sh")
-	require.NoError(t, err)
-	require.NoError(t, os.WriteFile(filepath.Join(dir, "run.sh"), script, 0o755))
-	goPath := filepath.Join(dir, "fakego")
-	require.NoError(t, os.WriteFile(goPath, []byte(loggingGo), 0o755))
 	logPath := filepath.Join(dir, "go.log")
-	cmd := exec.Command(bash, filepath.Join(dir, "run.sh"))
-	cmd.Env = append(os.Environ(), "GO="+goPath, "GO_LOG="+logPath, "REDIS=0", "PUBLISH=", "SMOKE=", "COUNT=3")
-	out, err := cmd.CombinedOutput()
+	out, err := runWithFakeGo(t, dir, loggingGo, "GO_LOG="+logPath, "COUNT=3")
 	require.NoError(t, err, "%s", out)
 	log, err := os.ReadFile(logPath)
 	require.NoError(t, err)
@@ -105,4 +83,24 @@ func TestRunTimesTheImplementationsInRounds(t *testing.T) {
 		assert.Equal(t, paired[:3], paired[3*round:3*round+3], "round %d runs what round 1 ran, in order", round+1)
 	}
 	assert.Len(t, slices.Compact(slices.Clone(paired[:3])), 3, "a round runs three different benchmarks")
+}
+
+// runWithFakeGo runs a copy of run.sh in dir, with fake, a bash script, as
+// its go command, the Redis part off, writing to dir/out, and env added to
+// its environment; it returns the script's output and exit error.
+func runWithFakeGo(t *testing.T, dir, fake string, env ...string) ([]byte, error) {
+	t.Helper()
+	bash, err := exec.LookPath("bash")
+	if err != nil {
+		t.Skip("no bash")
+	}
+	script, err := os.ReadFile("run.sh")
+	require.NoError(t, err)
+	require.NoError(t, os.WriteFile(filepath.Join(dir, "run.sh"), script, 0o755))
+	goPath := filepath.Join(dir, "fakego")
+	require.NoError(t, os.WriteFile(goPath, []byte(fake), 0o755))
+	cmd := exec.Command(bash, filepath.Join(dir, "run.sh"))
+	cmd.Env = append(os.Environ(), "GO="+goPath, "REDIS=0", "PUBLISH=", "SMOKE=")
+	cmd.Env = append(cmd.Env, env...)
+	return cmd.CombinedOutput()
 }
