@@ -11,7 +11,8 @@
 // Instruments, named as the OpenTelemetry semantic conventions name a
 // system's own (under its namespace; counters of countable things plural, an
 // UpDownCounter singular with .count), with attributes bounded by the
-// configuration (never one per key or per user):
+// configuration (never one per request's key or user; see below for the
+// names an override gives):
 //
 //	hotlimit.decisions  Counter        {decision}  hotlimit.rule, hotlimit.outcome (allowed,
 //	                                               near_limit, denied, shadow_denied)
@@ -53,7 +54,13 @@
 // Attribute values are the names given to the Metrics (rules, backends,
 // reasons, limiters); a name that is not valid UTF-8, which Prometheus and
 // OTLP refuse (failing the whole scrape or export), is reported with U+FFFD
-// in place of each invalid byte sequence.
+// in place of each invalid byte sequence. A rule's name is its path in the
+// rules, so an override of a user or of a pair names that user as
+// configured (users["alice"], pairs["alice","GET /pay"]): where users are
+// API keys or other secrets, the keys given an override of their own are
+// exported with every collection. Make the service's user a name that is
+// not a secret (the account an API key belongs to, resolved before the
+// limiter).
 //
 // Several services may share one Metrics: their rules are counted by name,
 // so two services' "default" rules add up, and each needs a limiter name of
