@@ -69,7 +69,9 @@ type Event struct {
 	*Source
 	// Outcome classifies the decision.
 	Outcome Outcome
-	// N is the number of requests asked for.
+	// N is the number of requests asked for: 0 for a report (a Take of 0,
+	// which changes nothing and is heard of all the same, allowed or near
+	// the limit), negative for a caller's bug (denied).
 	N int
 	// Decision is the rule's decision, as service.Service.Take returns it.
 	// For a rule of several limits its Remaining is the least of the

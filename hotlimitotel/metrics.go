@@ -27,6 +27,11 @@
 // The keys held are an UpDownCounter, not a gauge, because they add up: the
 // sum over limiters is the keys the process holds.
 //
+// A report (a Take of 0, which changes nothing) counts as a decision on no
+// requests, allowed or near_limit, and a Take of a negative n (a caller's
+// bug) as a denied one: so the share of requests denied reads
+// hotlimit.requests, where neither counts.
+//
 // A rule's four outcomes are reported from its first decision, at 0 until
 // they happen, so that a backend that reads no start time (Prometheus'
 // rate() and increase() count nothing into a series' first sample) sees

@@ -20,6 +20,11 @@
 //	                                                  clock_range, error
 //	hotlimit_keys{limiter}                   gauge    keys held, per function given to WatchKeys
 //
+// A report (a Take of 0, which changes nothing) counts as a decision on no
+// requests, allowed or near_limit, and a Take of a negative n (a caller's
+// bug) as a denied one: so the share of requests denied reads
+// hotlimit_requests_total, where neither counts.
+//
 // A rule's four outcomes are exported from its first decision, at 0 until
 // they happen, so that rate() sees them start; an Event whose Outcome names
 // none (a producer's bug) counts as outcome "unknown". A count stops at

@@ -138,3 +138,44 @@ func TestEveryEntryPointReportsAsTakeDoes(t *testing.T) {
 	}
 	t.Logf("entry points used: %v %v", entries, used)
 }
+
+// TestReportsAreHeardAsDecisionsOnNoRequests pins what the observer and the
+// metrics packages document: a report (Take of 0) is heard of, with N 0,
+// as allowed, or near the limit on a key that has nothing left, and never
+// as denied; a Take of a negative n is heard of as denied. A limit in
+// shadow mode beside one in force is left out of the near-limit choice.
+func TestReportsAreHeardAsDecisionsOnNoRequests(t *testing.T) {
+	algs := []hotlimit.Algorithm{hotlimit.TokenBucket, hotlimit.GCRA, hotlimit.FixedWindow, hotlimit.SlidingCounter, hotlimit.SlidingLog}
+	for _, a := range algs {
+		for _, shadow := range []bool{false, true} {
+			t.Run(fmt.Sprintf("%v/shadow=%v", a, shadow), func(t *testing.T) {
+				var last lastEvent
+				clock, _ := frozen(int64(time.Hour))
+				c := hotlimit.Config{Algorithm: a, Limit: 10, Window: time.Minute, Shadow: shadow}
+				wide := hotlimit.Config{Algorithm: hotlimit.FixedWindow, Limit: 100, Window: time.Hour}
+				s, err := service.NewFromRules(service.Rules{Default: service.Limits{c},
+					APIs: map[string]service.Limits{"two": {c, wide}}}, clock, hotlimit.WithObserver(&last))
+				require.NoError(t, err)
+				for _, api := range []string{"one", "two"} {
+					heard := last.heard
+					s.Take("u", api, 0)
+					assert.Equal(t, hotlimit.OutcomeAllowed, last.e.Outcome, "%s: a fresh key", api)
+					assert.Zero(t, last.e.N, api)
+					s.Take("u", api, 10)
+					s.Take("u", api, 1)
+					s.Take("u", api, 0)
+					want := hotlimit.OutcomeNearLimit
+					if shadow && api == "two" {
+						want = hotlimit.OutcomeAllowed // 90 of 100 left in force
+					}
+					assert.Equal(t, want, last.e.Outcome, "%s: nothing left", api)
+					assert.True(t, last.e.Decision.Allowed, api)
+					assert.Zero(t, last.e.N, api)
+					s.Take("u", api, -1)
+					assert.Equal(t, hotlimit.OutcomeDenied, last.e.Outcome, "%s: n < 0", api)
+					assert.Equal(t, heard+5, last.heard, "%s: every call heard once", api)
+				}
+			})
+		}
+	}
+}
