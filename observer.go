@@ -42,14 +42,20 @@ func (o Outcome) String() string {
 type Source struct {
 	// Rule names the rule that decided, such as `default` or
 	// `apis["GET /pay"]`: its values are bounded by the configuration, never
-	// by the keys, so it is fit for a metric label. Empty for a limiter used
-	// on its own.
+	// by the keys, so it is fit for a metric label. But it holds the names
+	// the configuration gives: a user's or a pair's override names its user
+	// as configured (`users["alice"]`), so where users are secrets, such as
+	// API keys, the name of each one's override is one too. Empty for a
+	// limiter used on its own.
 	Rule string
 	// Policy is the limit that decided: for a rule of several limits, the one
 	// that denied, or else the most constrained, with the least share of its
 	// capacity left (Remaining/[Config.Capacity]), whose Remaining and
 	// capacity give the Event's Outcome: near the limit when any limit of
-	// the rule is.
+	// the rule is. Limits in shadow mode are left out of that choice, unless
+	// every limit of the rule is in shadow mode: one reports only what it
+	// would have denied, as an Event of [OutcomeShadowDenied], which names
+	// it (the first, for a rule of several).
 	Policy Config
 }
 
@@ -63,7 +69,9 @@ type Event struct {
 	*Source
 	// Outcome classifies the decision.
 	Outcome Outcome
-	// N is the number of requests asked for.
+	// N is the number of requests asked for: 0 for a report (a Take of 0,
+	// which changes nothing and is heard of all the same, allowed or near
+	// the limit), negative for a caller's bug (denied).
 	N int
 	// Decision is the rule's decision, as service.Service.Take returns it.
 	// For a rule of several limits its Remaining is the least of the

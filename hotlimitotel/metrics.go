@@ -11,7 +11,8 @@
 // Instruments, named as the OpenTelemetry semantic conventions name a
 // system's own (under its namespace; counters of countable things plural, an
 // UpDownCounter singular with .count), with attributes bounded by the
-// configuration (never one per key or per user):
+// configuration (never one per request's key or user; see below for the
+// names an override gives):
 //
 //	hotlimit.decisions  Counter        {decision}  hotlimit.rule, hotlimit.outcome (allowed,
 //	                                               near_limit, denied, shadow_denied)
@@ -25,6 +26,11 @@
 //
 // The keys held are an UpDownCounter, not a gauge, because they add up: the
 // sum over limiters is the keys the process holds.
+//
+// A report (a Take of 0, which changes nothing) counts as a decision on no
+// requests, allowed or near_limit, and a Take of a negative n (a caller's
+// bug) as a denied one: so the share of requests denied reads
+// hotlimit.requests, where neither counts.
 //
 // A rule's four outcomes are reported from its first decision, at 0 until
 // they happen, so that a backend that reads no start time (Prometheus'
@@ -45,6 +51,16 @@
 // alive through the meter. Observe and ObserveFallback allocate nothing once a rule, or a
 // (backend, reason), has been seen.
 //
+// The OpenTelemetry SDK reports at most 2000 attribute sets per instrument
+// by default (its cardinality limit: sdkmetric.WithCardinalityLimit, or a
+// reader's WithCardinalityLimitSelector, sets another) and folds the rest
+// into one set, otel.metric.overflow=true. With the four outcomes of every
+// rule reported, that is about 500 rules seen. The rules are reported in
+// the order of their first decision, so the same ones keep their own
+// attributes at every collection and those seen later count in the
+// overflow, whose count never goes down; raise the limit above four times
+// the rules, names that are no longer used included, to keep them all.
+//
 // A reload of the service's rules resets nothing: a rule whose limits
 // change counts on under the same attributes, a rule removed or renamed
 // keeps its last cumulative value, and hotlimit.key.count, read at each
@@ -53,7 +69,13 @@
 // Attribute values are the names given to the Metrics (rules, backends,
 // reasons, limiters); a name that is not valid UTF-8, which Prometheus and
 // OTLP refuse (failing the whole scrape or export), is reported with U+FFFD
-// in place of each invalid byte sequence.
+// in place of each invalid byte sequence. A rule's name is its path in the
+// rules, so an override of a user or of a pair names that user as
+// configured (users["alice"], pairs["alice","GET /pay"]): where users are
+// API keys or other secrets, the keys given an override of their own are
+// exported with every collection. Make the service's user a name that is
+// not a secret (the account an API key belongs to, resolved before the
+// limiter).
 //
 // Several services may share one Metrics: their rules are counted by name,
 // so two services' "default" rules add up, and each needs a limiter name of
@@ -151,6 +173,14 @@ type meterCounts struct {
 	// counted by atomic adds; the callback reads them.
 	rules          *xsync.MapOf[string, *ruleCounters]
 	fallbackCounts *xsync.MapOf[fallbackKey, *fallbackCounter]
+	// order holds the same counters as rules, in the order of each rule's
+	// first decision, the order the callback reports them in: so that
+	// past the SDK's cardinality limit the same rules keep their own
+	// attributes at every collection, and the same ones count in the
+	// overflow. Appended to under orderMu by counters, once per rule;
+	// never changed otherwise, so the callback reads a copy of the slice.
+	orderMu sync.Mutex
+	order   []*ruleCounters
 
 	// refs (the open Metrics) and registration are guarded by metersMu.
 	// The callback never takes it: the SDK runs the callback holding a
@@ -261,6 +291,10 @@ func (m *meterCounts) counters(rule string) *ruleCounters {
 			rc.attrs[o] = []metric.ObserveOption{metric.WithAttributeSet(attribute.NewSet(
 				ruleKey.String(attrValue(rule)), outcomeKey.String(hotlimit.Outcome(o).String())))}
 		}
+		// Called once per rule, as it is stored: rc joins order once.
+		m.orderMu.Lock()
+		m.order = append(m.order, rc)
+		m.orderMu.Unlock()
 		return rc
 	})
 	return rc
@@ -338,18 +372,30 @@ func (m *Metrics) Close() error {
 // outcomes of every rule seen so far, at 0 until they happen, those of the
 // unknown outcome once it has happened, and the keys of each function
 // watched by each open Metrics.
+//
+// The rules' outcomes are reported in the order of the rules' first
+// decisions, then the unknown ones: the SDK keeps the first attribute sets
+// it is given at each collection, up to its cardinality limit, and folds
+// the rest into its overflow set, so that order keeps the same rules under
+// their own attributes from one collection to the next (a rule seen later,
+// or an unknown outcome, never pushes one out), and the overflow's count
+// never goes down.
 func (m *meterCounts) observe(_ context.Context, o metric.Observer) error {
-	m.rules.Range(func(_ string, rc *ruleCounters) bool {
-		for i := range outcomes {
-			d, r := rc.decisions[i].Load(), rc.requests[i].Load()
-			if i == 0 && d == 0 {
-				continue
-			}
-			o.ObserveInt64(m.decisions, d, rc.attrs[i]...)
-			o.ObserveInt64(m.requests, r, rc.attrs[i]...)
+	m.orderMu.Lock()
+	order := m.order
+	m.orderMu.Unlock()
+	for _, rc := range order {
+		for i := 1; i < outcomes; i++ {
+			o.ObserveInt64(m.decisions, rc.decisions[i].Load(), rc.attrs[i]...)
+			o.ObserveInt64(m.requests, rc.requests[i].Load(), rc.attrs[i]...)
 		}
-		return true
-	})
+	}
+	for _, rc := range order {
+		if d := rc.decisions[0].Load(); d != 0 {
+			o.ObserveInt64(m.decisions, d, rc.attrs[0]...)
+			o.ObserveInt64(m.requests, rc.requests[0].Load(), rc.attrs[0]...)
+		}
+	}
 	m.fallbackCounts.Range(func(_ fallbackKey, fc *fallbackCounter) bool {
 		o.ObserveInt64(m.fallbacks, fc.n.Load(), fc.attrs...)
 		return true

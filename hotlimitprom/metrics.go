@@ -9,8 +9,8 @@
 //	svc, err := service.NewFromRules(rules, hotlimit.WithObserver(m))
 //	m.WatchKeys("api", svc.Len)
 //
-// It exports, with labels bounded by the configuration (never a label per key
-// or per user):
+// It exports, with labels bounded by the configuration (never a label per
+// request's key or user; see below for the names an override gives):
 //
 //	hotlimit_decisions_total{rule, outcome}  counter  decisions, by the rule that decided and
 //	                                                  outcome: allowed, near_limit, denied, shadow_denied
@@ -19,6 +19,11 @@
 //	                                                  by reason: timeout, breaker_open, canceled,
 //	                                                  clock_range, error
 //	hotlimit_keys{limiter}                   gauge    keys held, per function given to WatchKeys
+//
+// A report (a Take of 0, which changes nothing) counts as a decision on no
+// requests, allowed or near_limit, and a Take of a negative n (a caller's
+// bug) as a denied one: so the share of requests denied reads
+// hotlimit_requests_total, where neither counts.
 //
 // A rule's four outcomes are exported from its first decision, at 0 until
 // they happen, so that rate() sees them start; an Event whose Outcome names
@@ -45,6 +50,12 @@
 // Label values are the names given to the Metrics (rules, backends,
 // reasons, limiters); a name that is not valid UTF-8, which Prometheus
 // refuses, is exported with U+FFFD in place of each invalid byte sequence.
+// A rule's name is its path in the rules, so an override of a user or of a
+// pair names that user as configured (users["alice"],
+// pairs["alice","GET /pay"]): where users are API keys or other secrets,
+// the keys given an override of their own appear in every scrape. Make the
+// service's user a name that is not a secret (the account an API key
+// belongs to, resolved before the limiter), or keep the scrape private.
 //
 // Observe costs one lock-free map load and two atomic adds, and allocates
 // nothing once a rule has been seen.

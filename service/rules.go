@@ -257,7 +257,8 @@ func (ru *rule) one(d hotlimit.Decision, n int) (hotlimit.Decision, hotlimit.Con
 // first limit in shadow mode that would have denied it, or -1. The outcome
 // is the decider's: near the limit when its own Remaining is at most the
 // near-limit share of its own capacity, which, as the decider is the limit
-// with the least share of its capacity left, is when any limit is. d's
+// with the least share of its capacity left, is when any limit is (of
+// those not in shadow mode, unless every limit is; see multi.take). d's
 // Remaining, the least of the limits', may be another limit's, of another
 // capacity, and would misclassify.
 //
