@@ -41,7 +41,10 @@ const recentWrite = 2 * time.Second
 // something changes, and the next change is tried again. Valid rules whose
 // limiters a factory (see [hotlimit.WithFactory]) failed to build, with an
 // error that does not wrap hotlimit.ErrInvalidConfig, are tried again at
-// every check until they are installed, the error reported once. A file that could
+// every check until they are installed, the first failure reported once for
+// that content, whatever the retries' errors say (an address or a time in
+// them may change at every try): the next word is the reload that installs
+// them, or another error. A file that could
 // not be reached (missing, unreadable) is loaded again once it can be, even
 // as it was, and the outcome reported (its error, or a reload that keeps
 // every pair's state), so that the last report is never a stale "missing".
@@ -150,11 +153,13 @@ type watcher struct {
 	sum     [sha256.Size]byte
 	read    bool   // whether sum holds the hash of some content read
 	lastErr string // the file's access error reported last, "" once read
-	// buildErr is the error reported last for the content of hash
-	// buildSum, valid rules whose limiters could not be built; "" once
-	// rules are installed or another error is reported.
-	buildErr string
-	buildSum [sha256.Size]byte
+	// failing is set when the last word reported is that the valid rules
+	// of the content of hash failedSum could not be built (a factory
+	// failed); cleared once rules are installed or another error is
+	// reported. The retries of that content are then not reported, whatever
+	// their errors say.
+	failing   bool
+	failedSum [sha256.Size]byte
 }
 
 // poll checks the file once and replaces the rules if its content changed.
@@ -239,15 +244,17 @@ func (w *watcher) poll() {
 			// Valid rules whose limiters could not be built: the
 			// factory failed, perhaps for a while (its backend out of
 			// reach). They are tried again at every poll until they are
-			// installed or the file changes, and the error is reported
-			// once while it stays the same for the same content.
+			// installed or the file changes, and the first failure is
+			// reported once for the content: the retries' errors may
+			// name what changes at every try (an address, a time), and
+			// their text tells nothing new.
 			w.read = false
-			if sum == w.buildSum && err.Error() == w.buildErr {
+			if w.failing && sum == w.failedSum {
 				return
 			}
-			w.buildSum, w.buildErr = sum, err.Error()
+			w.failing, w.failedSum = true, sum
 		} else {
-			w.buildErr = ""
+			w.failing = false
 		}
 		if w.onError != nil {
 			// Once per content: the same content is not loaded again.
@@ -255,7 +262,7 @@ func (w *watcher) poll() {
 		}
 		return
 	}
-	w.buildErr = ""
+	w.failing = false
 	if w.onReload != nil {
 		r := Reload{Path: w.path, Rules: rules}
 		if w.routes != nil {
@@ -273,7 +280,7 @@ func (w *watcher) failAccess(err error) {
 		return
 	}
 	w.lastErr = err.Error()
-	w.buildErr = "" // the last word is now this one
+	w.failing = false // the last word is now this one
 	if w.onError != nil {
 		w.onError(err)
 	}
