@@ -6,6 +6,7 @@ import (
 	"crypto/sha256"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"time"
 
@@ -36,9 +37,12 @@ const recentWrite = 2 * time.Second
 // by the file's.
 //
 // A file that cannot be read, that is not a regular file (a named pipe, a
-// device, a directory; a symbolic link is followed), or that holds invalid
-// rules leaves the rules in force as they are; the error goes to onError (unless nil), once until
-// something changes, and the next change is tried again. Valid rules whose
+// device, a directory; a symbolic link is followed), that is larger than
+// [DefaultMaxRulesSize] (a log file named by mistake would be read into
+// memory whole; [WatchOptions].MaxSize sets another bound), or that holds
+// invalid rules leaves the rules in force as they are; the error goes to
+// onError (unless nil), once until something changes, and the next change is
+// tried again. Valid rules whose
 // limiters a factory (see [hotlimit.WithFactory]) failed to build, with an
 // error that does not wrap hotlimit.ErrInvalidConfig, are tried again at
 // every check until they are installed, the first failure reported once for
@@ -75,7 +79,17 @@ type WatchOptions struct {
 	// patterns of an http.ServeMux (what httplimit.RoutePattern reports):
 	// each Reload lists the rules' APIs that are none of them in Unmatched.
 	Routes []string
+	// MaxSize is the largest file, in bytes, that is read; <= 0 means
+	// DefaultMaxRulesSize. A larger file is an error, reported as one
+	// that cannot be read: the rules in force stay.
+	MaxSize int64
 }
+
+// DefaultMaxRulesSize is the largest rules file [Service.WatchFile] reads
+// unless [WatchOptions].MaxSize says otherwise: 16 MiB, some hundred
+// thousand rules, far more than a policy written by hand, and far less than
+// a log file that a mistaken path names.
+const DefaultMaxRulesSize = 16 << 20
 
 // Reload is one successful (re)load of a watched rules file.
 type Reload struct {
@@ -101,7 +115,7 @@ func (s *Service) WatchFileWith(ctx context.Context, path string, opts WatchOpti
 	if interval <= 0 {
 		interval = time.Second
 	}
-	w := watcher{s: s, path: path, onError: opts.OnError, onReload: opts.OnReload, routes: opts.Routes}
+	w := watcher{s: s, path: path, onError: opts.OnError, onReload: opts.OnReload, routes: opts.Routes, maxSize: opts.MaxSize}
 	// ended reports whether the loop is to end. It is asked before each
 	// poll, since a select with a tick ready too may choose the tick.
 	ended := func() bool {
@@ -142,6 +156,7 @@ type watcher struct {
 	onError  func(error)
 	onReload func(Reload)
 	routes   []string
+	maxSize  int64 // <= 0: DefaultMaxRulesSize
 
 	// now is the wall clock, which file times are read against; nil is
 	// time.Now. changed is changeTime when nil. Tests set them.
@@ -162,6 +177,40 @@ type watcher struct {
 	failedSum [sha256.Size]byte
 }
 
+// limit returns the largest file the watcher reads.
+func (w *watcher) limit() int64 {
+	if w.maxSize <= 0 {
+		return DefaultMaxRulesSize
+	}
+	return w.maxSize
+}
+
+// tooLarge is the error for a file larger than limit bytes. It says nothing
+// of the file's size, which may grow at every poll (a log file): the error
+// is reported once while it stays the same (see failAccess).
+func tooLarge(path string, limit int64) error {
+	return fmt.Errorf("%s is larger than %d bytes, the most a rules file may hold (WatchOptions.MaxSize)", path, limit)
+}
+
+// readBounded returns the content of the file at path, or an error when it
+// holds more than limit bytes: no more than limit+1 bytes are read, even
+// from a file that grows while it is read.
+func readBounded(path string, limit int64) ([]byte, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	data, err := io.ReadAll(io.LimitReader(f, limit+1))
+	if err != nil {
+		return nil, err
+	}
+	if int64(len(data)) > limit {
+		return nil, tooLarge(path, limit)
+	}
+	return data, nil
+}
+
 // poll checks the file once and replaces the rules if its content changed.
 func (w *watcher) poll() {
 	if w.path == "" {
@@ -178,6 +227,10 @@ func (w *watcher) poll() {
 		// A named pipe would block the read until a writer came, past the
 		// context's end; a device such as /dev/zero would never end.
 		err = fmt.Errorf("%s is not a regular file", w.path)
+	}
+	if err == nil && fi.Size() > w.limit() {
+		// Not read at all: a log file named by mistake may be huge.
+		err = tooLarge(w.path, w.limit())
 	}
 	if err == nil {
 		// On Windows, os.Stat does not record which file it saw: SameFile
@@ -218,7 +271,7 @@ func (w *watcher) poll() {
 		return
 	}
 	w.stat, w.statAt = fi, statAt
-	data, err := os.ReadFile(w.path)
+	data, err := readBounded(w.path, w.limit())
 	if err != nil {
 		w.read = false
 		w.failAccess(err)
