@@ -425,7 +425,7 @@ func (s *Service) override(c hotlimit.Config) (*rule, error) {
 		// dial), and other first uses, Replace and Close need not wait.
 		built, err := newLimiter(u, s.opts...)
 		if err != nil {
-			return nil, err
+			return nil, fmt.Errorf("service: TakeWith's limit %v: %w", c, err)
 		}
 		s.overrideMu.Lock()
 		var loaded bool
