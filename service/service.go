@@ -365,7 +365,9 @@ const OverrideRule = "override"
 // Envoy's rate limit protocol). c's scope chooses the key, as in a rule; its
 // Shadow is honoured; the observer sees the decision under the rule name
 // [OverrideRule]. The service builds one limiter per distinct c on its first
-// use and keeps it, so its quota carries across calls; as in the rules, Configs
+// use (holding no lock while the factory runs, so that a slow factory delays
+// that call only; later calls with c never lock) and keeps it, so its quota
+// carries across calls; as in the rules, Configs
 // that differ only in scope, shadow mode, or a burst spelled out or not
 // that is the one a burst of 0 stands for, share it (so turning a plan's shadow mode off keeps
 // what its keys spent). It is apart from any rule's, even one with the same
@@ -376,8 +378,8 @@ const OverrideRule = "override"
 // to 1<<20): c must come from a bounded set of plans, never be built from
 // what a client sends unchecked. It returns an error wrapping
 // hotlimit.ErrInvalidConfig, and a denied Decision, when c is invalid, and
-// the factory's error, with a denied Decision, when a factory fails to
-// build c's limiter (tried again at the next call). After [Service.Close]
+// an error naming c and wrapping the factory's, with a denied Decision,
+// when a factory fails to build c's limiter (tried again at the next call). After [Service.Close]
 // it decides as Take does then, with a limiter that is closed: one built
 // then, or during Close, is closed as soon as it is built.
 func (s *Service) TakeWith(user, api string, c hotlimit.Config, n int) (hotlimit.Decision, error) {
@@ -392,8 +394,8 @@ func (s *Service) TakeWith(user, api string, c hotlimit.Config, n int) (hotlimit
 // TakeWithContext is [Service.TakeWith] under ctx, as [Service.TakeContext]
 // is Take: a limiter that takes a context (redislimit's) decides under it.
 // The error wraps hotlimit.ErrInvalidConfig when c is invalid, with a denied
-// Decision, and is the factory's, with a denied Decision, when a factory
-// fails to build c's limiter; otherwise it is the limiter's, when it could
+// Decision, and wraps the factory's, with a denied Decision, when a
+// factory fails to build c's limiter; otherwise it is the limiter's, when it could
 // not decide (the decision is then its failure policy's).
 func (s *Service) TakeWithContext(ctx context.Context, user, api string, c hotlimit.Config, n int) (hotlimit.Decision, error) {
 	ru, err := s.override(c)
