@@ -1,6 +1,7 @@
 package service
 
 import (
+	"sync"
 	"testing"
 	"time"
 
@@ -131,4 +132,40 @@ func TestTakeWithFirstUseWaitsForNoReplace(t *testing.T) {
 	require.NoError(t, <-replaced)
 	require.NoError(t, s.Close())
 	assert.Zero(t, c.open())
+}
+
+// TestTakeWithFirstUsesRacingCloseCloseEachLimiterOnce: first uses of many
+// plans, two callers each, race Close: whatever the interleaving, every
+// limiter built is closed exactly once, kept or dropped, listed by Close
+// or built after it.
+func TestTakeWithFirstUsesRacingCloseCloseEachLimiterOnce(t *testing.T) {
+	rounds := 20
+	if testing.Short() {
+		rounds = 5
+	}
+	for round := range rounds {
+		var c closers
+		s, err := New(hotlimit.Config{Algorithm: hotlimit.FixedWindow, Limit: 3, Window: time.Minute}, hotlimit.WithFactory(c.factory))
+		require.NoError(t, err)
+		start := make(chan struct{})
+		var wg sync.WaitGroup
+		for i := range 16 {
+			plan := hotlimit.Config{Algorithm: hotlimit.FixedWindow, Limit: 10 + i/2, Window: time.Minute}
+			wg.Go(func() {
+				<-start
+				_, err := s.TakeWith("u", "x", plan, 1)
+				assert.NoError(t, err)
+			})
+		}
+		wg.Go(func() {
+			<-start
+			assert.NoError(t, s.Close())
+		})
+		close(start)
+		wg.Wait()
+		c.mu.Lock()
+		built, freed := c.built, c.freed
+		c.mu.Unlock()
+		require.Equal(t, built, freed, "round %d: each limiter closed once", round)
+	}
 }
