@@ -33,7 +33,24 @@ type Limiter struct {
 	// denied with RetryAfter hotlimit.Never before any child is asked for
 	// it.
 	most int
+	// sub[i] is children[i] when it is a composite, else nil. A take asks
+	// it through take, which keeps the receipts of its own children, so
+	// that a give-back refunds each of them with its own (see giveBack),
+	// as if they were the children of this composite: its own receipt,
+	// the zero Receipt when one of them counted nothing, or the earliest
+	// of their times, would give some of them back less.
+	sub []*Limiter
+	// off[i] is where children[i]'s receipts start among the receipts a
+	// take keeps (see take): one for a child, the width of a composite
+	// child's. width is their number: the composite's leaves.
+	off   []int
+	width int
 }
+
+// givenBack is the N of the receipts that take leaves in place of those it
+// gave back itself, when it denied or when the request ended: giveBack
+// skips them, so that a composite holding this one gives none twice.
+const givenBack = -1
 
 var (
 	_ hotlimit.Refunder        = (*Limiter)(nil)
@@ -61,6 +78,8 @@ func New(children ...hotlimit.Limiter) (*Limiter, error) {
 		withContext: make([]hotlimit.ContextRefunder, len(children)),
 		stateless:   make([]bool, len(children)),
 		most:        math.MaxInt,
+		sub:         make([]*Limiter, len(children)),
+		off:         make([]int, len(children)),
 	}
 	for i, c := range children {
 		if isNil(c) {
@@ -80,6 +99,13 @@ func New(children ...hotlimit.Limiter) (*Limiter, error) {
 		l.withContext[i], _ = c.(hotlimit.ContextRefunder)
 		if b, ok := c.(hotlimit.Burster); ok {
 			l.most = min(l.most, b.Burst())
+		}
+		l.off[i] = l.width
+		if cl, ok := c.(*Limiter); ok {
+			l.sub[i] = cl
+			l.width += cl.width
+		} else {
+			l.width++
 		}
 	}
 	return l, nil
@@ -212,10 +238,9 @@ func (l *Limiter) TakeContext(ctx context.Context, key string, n int) (hotlimit.
 // Decision then still reads Allowed, the receipt is the zero Receipt, and
 // the error says so and wraps ctx.Err(), as a service rule of several limits
 // does (see service.Service.TakeContext); hotlimit.WaitN reads such a pass
-// as no pass. A child that is itself a composite gives back only what its
-// receipt holds: when one of its own children counted nothing while ctx
-// still lasted, its receipt is the zero Receipt and its other children keep
-// the request (see the package documentation), as they do on a denial.
+// as no pass. A child that is itself a composite gives back as its children
+// would side by side: each with its own receipt, even when one of them
+// counted nothing and its own receipt is the zero Receipt.
 //
 // A ctx of nil is context.Background().
 func (l *Limiter) TakeReceiptContext(ctx context.Context, key string, n int) (hotlimit.Decision, hotlimit.Receipt, error) {
@@ -228,6 +253,20 @@ func (l *Limiter) TakeReceiptContext(ctx context.Context, key string, n int) (ho
 // takeReceipt is TakeReceipt, under ctx when ctx is not nil (see
 // TakeReceiptContext).
 func (l *Limiter) takeReceipt(ctx context.Context, key string, n int) (hotlimit.Decision, hotlimit.Receipt, error) {
+	if l.width <= MaxChildren {
+		var leaves [MaxChildren]hotlimit.Receipt
+		return l.take(ctx, key, n, leaves[:l.width])
+	}
+	return l.take(ctx, key, n, make([]hotlimit.Receipt, l.width))
+}
+
+// take is takeReceipt, which also sets leaves, of length l.width, to the
+// receipts of the composite's leaves: of each child, and of the children of
+// a composite child, to any depth, in order (see off), so that a composite
+// holding this one can give each of them back with its own (see giveBack).
+// When take gives back what they took itself (on a denial, or when the
+// request ended), it sets them to receipts that giveBack skips.
+func (l *Limiter) take(ctx context.Context, key string, n int, leaves []hotlimit.Receipt) (hotlimit.Decision, hotlimit.Receipt, error) {
 	var errs []error
 	if n < 1 {
 		d := l.report(ctx, key, n, -1, hotlimit.Decision{}, &errs, true)
@@ -242,17 +281,36 @@ func (l *Limiter) takeReceipt(ctx context.Context, key string, n int) (hotlimit.
 		d.Allowed, d.RetryAfter = false, hotlimit.Never
 		return d, hotlimit.Receipt{}, errors.Join(errs...)
 	}
-	var receipts [MaxChildren]hotlimit.Receipt
 	var d hotlimit.Decision
 	failed := false // some child could not decide: its failure policy did
+	// The receipt's time (see the package documentation): the earliest of
+	// the children's, leaving out the children that keep no state
+	// (stateless), whose receipt holds no reading of the clock (as the
+	// earliest time it would make every other child give back less).
+	// uncounted is set when a child that keeps state gave the zero
+	// Receipt: it admitted without counting, as redislimit's failure
+	// policies do while Redis is down, and must not be given back what it
+	// never counted. No time can say so: a receipt at any time gives back
+	// something to a limiter whose clock reads near it (a refund at a time
+	// before a limiter's epoch counts from its epoch, and a clock may read
+	// 0, or less, as a fake one starting at 0 does), so the composite then
+	// gives no receipt at all.
+	var at int64
+	found, uncounted := false, false
 	for i, c := range l.children {
 		var cd hotlimit.Decision
 		var r hotlimit.Receipt
 		var err error
-		if cc := l.withContext[i]; ctx != nil && cc != nil {
+		switch cc := l.withContext[i]; {
+		case l.sub[i] != nil:
+			sub := l.sub[i]
+			cd, r, err = sub.take(ctx, key, n, leaves[l.off[i]:l.off[i]+sub.width])
+		case ctx != nil && cc != nil:
 			cd, r, err = cc.TakeReceiptContext(ctx, key, n)
-		} else {
+			leaves[l.off[i]] = r
+		default:
 			cd, r = c.TakeReceipt(key, n)
+			leaves[l.off[i]] = r
 		}
 		if !cd.Allowed {
 			// The denier decided: the failures of the children before
@@ -267,7 +325,8 @@ func (l *Limiter) takeReceipt(ctx context.Context, key string, n int) (hotlimit.
 			// Give back what the children before it took, in reverse
 			// order, each with its own receipt: right after its Take, a
 			// refund restores the child (see the package documentation).
-			errs = l.giveBack(ctx, key, i, &receipts, errs, true)
+			errs = l.giveBack(ctx, key, i, leaves, errs, true)
+			markGivenBack(leaves)
 			// The others as they are now: the refunded ones restored,
 			// the later ones not asked for n (that would take); the
 			// denier's own decision in its place, so that a tie goes to
@@ -279,74 +338,69 @@ func (l *Limiter) takeReceipt(ctx context.Context, key string, n int) (hotlimit.
 		if err != nil {
 			errs, failed = append(errs, err), true
 		}
-		receipts[i] = r
+		if !l.stateless[i] {
+			if r.N < 1 {
+				uncounted = true
+			} else if !found || r.At < at {
+				at, found = r.At, true
+			}
+		}
 		d = merge(d, cd, i == 0)
 	}
 	d.Allowed, d.RetryAfter = true, 0
-	if failed && ctx.Err() != nil {
+	if failed && ctx != nil && ctx.Err() != nil { // without a context, no child fails
 		// The request ended while a child could not decide, which passed
 		// it by its failure policy, counting nothing: its caller will not
 		// serve it, so the children that counted it give it back too. A
 		// failed child's receipt is given back as well: the zero Receipt,
 		// a no-op, unless that child counted after all.
-		errs = l.giveBack(ctx, key, len(l.children), &receipts, errs, false)
+		errs = l.giveBack(ctx, key, len(l.children), leaves, errs, false)
+		markGivenBack(leaves)
 		errs = append(errs, fmt.Errorf("composite: the request ended while a child could not decide, and was given back: %w", ctx.Err()))
 		return d, hotlimit.Receipt{}, errors.Join(errs...)
 	}
-	at, ok := l.earliest(&receipts)
-	if !ok {
+	if uncounted {
 		return d, hotlimit.Receipt{}, errors.Join(errs...)
 	}
 	return d, hotlimit.Receipt{N: n, At: at}, errors.Join(errs...)
 }
 
 // giveBack refunds, in reverse order, what each of the first upto children
-// took, with its own receipt, those that take a context under ctx (when not
-// nil) without its cancellation; it returns errs with their errors, beside
-// the decision when beside is set (a denial's give-back).
-func (l *Limiter) giveBack(ctx context.Context, key string, upto int, receipts *[MaxChildren]hotlimit.Receipt, errs []error, beside bool) []error {
+// took, with its own receipt among leaves (see take), a composite child
+// each of its own children so, those that take a context under ctx (when
+// not nil) without its cancellation; it returns errs with their errors,
+// beside the decision when beside is set (a denial's give-back). Receipts
+// that take marked as given back already are skipped.
+func (l *Limiter) giveBack(ctx context.Context, key string, upto int, leaves []hotlimit.Receipt, errs []error, beside bool) []error {
 	for j := upto - 1; j >= 0; j-- {
+		if sub := l.sub[j]; sub != nil {
+			errs = sub.giveBack(ctx, key, len(sub.children), leaves[l.off[j]:l.off[j]+sub.width], errs, beside)
+			continue
+		}
+		r := leaves[l.off[j]]
+		if r.N == givenBack {
+			continue
+		}
 		if cc := l.withContext[j]; ctx != nil && cc != nil {
-			if err := cc.RefundContext(context.WithoutCancel(ctx), key, receipts[j]); err != nil {
+			if err := cc.RefundContext(context.WithoutCancel(ctx), key, r); err != nil {
 				if beside {
 					err = &besideError{err}
 				}
 				errs = append(errs, err)
 			}
 		} else {
-			l.children[j].Refund(key, receipts[j])
+			l.children[j].Refund(key, r)
 		}
 	}
 	return errs
 }
 
-// earliest returns the time of a receipt of the children's receipts: the
-// earliest of their times, leaving out the children that keep no state
-// (stateless), whose receipt holds no reading of the clock (as the earliest
-// time it would make every other child give back less). It reports false
-// when a child that keeps state gave the zero Receipt: it admitted without
-// counting, as redislimit's failure policies do while Redis is down, and
-// must not be given back what it never counted. No time can say so: a
-// receipt at any time gives back something to a limiter whose clock reads
-// near it (a refund at a time before a limiter's epoch counts from its
-// epoch, and a clock may read 0, or less, as a fake one starting at 0 does),
-// so the composite gives no receipt at all.
-func (l *Limiter) earliest(receipts *[MaxChildren]hotlimit.Receipt) (int64, bool) {
-	var at int64
-	found := false
-	for i := range l.children {
-		if l.stateless[i] {
-			continue
-		}
-		r := receipts[i]
-		if r.N < 1 {
-			return 0, false
-		}
-		if !found || r.At < at {
-			at, found = r.At, true
-		}
+// markGivenBack sets every receipt of leaves to one that giveBack skips:
+// take gave them back itself.
+func markGivenBack(leaves []hotlimit.Receipt) {
+	for i := range leaves {
+		leaves[i] = hotlimit.Receipt{N: givenBack}
 	}
-	return at, true
 }
 
 // report asks every child for Take(key, n) with n ≤ 0, which changes

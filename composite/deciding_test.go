@@ -167,27 +167,3 @@ func TestAllocsOfEveryPathWithoutAContext(t *testing.T) {
 		_ = passing.RefundContext(ctx, "k", r)
 	}))
 }
-
-// TestTakeContextNestedCompositeWithoutReceiptKeepsItsCount: a child that is
-// a composite one of whose children counted nothing (its backend failed,
-// its failure policy passed) gives the zero Receipt, so when the request
-// then ends while another child could not decide, what its other children
-// counted stays counted there, as the package documentation says: a refund
-// gives back less, never more. The children of the outer composite that
-// gave a receipt are given back.
-func TestTakeContextNestedCompositeWithoutReceiptKeepsItsCount(t *testing.T) {
-	counting, beside := newRemote(t, 5), newRemote(t, 5)
-	inner, err := composite.New(counting, &limitertest.UnreachableRefunder{})
-	require.NoError(t, err)
-	leaving := &limitertest.CancelingRefunder{}
-	outer, err := composite.New(beside, inner, leaving)
-	require.NoError(t, err)
-	ctx, cancel := context.WithCancel(context.Background())
-	leaving.Cancel = cancel
-	d, rc, err := outer.TakeReceiptContext(ctx, "k", 2)
-	assert.True(t, d.Allowed, "the failure policies passed")
-	assert.Zero(t, rc)
-	assert.ErrorIs(t, err, context.Canceled)
-	assert.Equal(t, 5, beside.Take("k", 0).Remaining, "given back")
-	assert.Equal(t, 3, counting.Take("k", 0).Remaining, "no receipt to give back with")
-}

@@ -70,6 +70,13 @@
 // in-memory children (a service.Service rule of several limits keeps each
 // limit's own receipt instead).
 //
+// A composite nested in another is not asked for its receipt when the other
+// gives back on a denial, or when the request ended: each of its children
+// is given back with its own receipt, as the same children side by side in
+// one composite are, so that a request the other denies counts in none of
+// them, even when one of them counted nothing (and the nested composite's
+// receipt is the zero Receipt), or their clocks read far apart.
+//
 // # Contexts
 //
 // A composite is a hotlimit.ContextTaker and a hotlimit.ContextRefunder:
@@ -93,5 +100,7 @@
 // Allow, Take, TakeReceipt and Refund allocate nothing (but for the visits a
 // child's Refund makes now and then, with hotlimit.WithAutoSweep or
 // hotlimit.WithMaxKeys, when it returns a key to a fresh key's state: see
-// hotlimit.Refunder).
+// hotlimit.Refunder; and but for a composite that holds composites of more
+// than MaxChildren limiters in all, whose Take allocates the receipts it
+// keeps of each).
 package composite

@@ -1,6 +1,7 @@
 package service_test
 
 import (
+	"context"
 	"errors"
 	"sync"
 	"testing"
@@ -200,4 +201,23 @@ func TestTakeWithClosesTheLimiterItDrops(t *testing.T) {
 		taken += n
 	}
 	assert.Equal(t, 2, taken, "the kept limiter decided both")
+}
+
+// TestTakeWithNamesTheLimitItCouldNotBuild: the factory's error at
+// TakeWith's first use of a plan (its backend out of reach) names the
+// plan, as a rule's names its entry, so that a log line tells which plan
+// could not be built.
+func TestTakeWithNamesTheLimitItCouldNotBuild(t *testing.T) {
+	failing := hotlimit.WithFactory(func(hotlimit.Config, ...hotlimit.Option) (hotlimit.Limiter, error) {
+		return nil, errors.New("backend unreachable")
+	})
+	svc, err := service.New(hotlimit.Config{Algorithm: hotlimit.Unlimited}, failing)
+	require.NoError(t, err)
+	plan := hotlimit.Config{Algorithm: hotlimit.GCRA, Limit: 7, Window: time.Second, Scope: hotlimit.PerUser}
+	d, err := svc.TakeWith("alice", "GET /pay", plan, 1)
+	assert.ErrorContains(t, err, "backend unreachable")
+	assert.ErrorContains(t, err, "GCRA 7/1s per user")
+	assert.False(t, d.Allowed)
+	_, err = svc.TakeWithContext(context.Background(), "alice", "GET /pay", plan, 1)
+	assert.ErrorContains(t, err, "GCRA 7/1s per user")
 }

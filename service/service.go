@@ -36,9 +36,17 @@ type Service struct {
 
 	// mu serialises writers of rules; Allow and Take never take it.
 	mu sync.Mutex
-	// closed is closed by the first Close, with mu held: it ends the
-	// service's WatchFile loops, and a watcher installs nothing once it is.
+	// closed is closed by the first Close, with mu and overrideMu held: it
+	// ends the service's WatchFile loops, a watcher installs nothing once
+	// it is, and every limiter built from then on is closed as it is built.
 	closed chan struct{}
+	// overrideMu orders the first store of each limiter in
+	// overrideLimiters with Close: Close closes those it finds stored,
+	// and a limiter stored after it is closed by the TakeWith that built
+	// it, which reads closed under overrideMu. It is held only for the
+	// store and that read, or for Close's listing of the limiters, never
+	// while a limiter is built or closed.
+	overrideMu sync.Mutex
 	// rules is the current snapshot: loaded by anyone, stored only with mu
 	// held (one Store per Replace or Configure*), and never modified once
 	// stored.
@@ -128,13 +136,36 @@ func (s *Service) Replace(rules Rules) error {
 }
 
 // replaceLocked builds and publishes the snapshot of rules; s.mu is held.
+// After Close, the limiters it builds are closed at once (see Close).
 func (s *Service) replaceLocked(rules Rules) error {
-	next, err := build(rules, s.rules.Load(), s.opts)
+	prev := s.rules.Load()
+	next, err := build(rules, prev, s.opts)
 	if err != nil {
 		return err
 	}
 	s.rules.Store(next)
+	if s.isClosed() {
+		// Close closed prev's limiters, and those of every snapshot
+		// since, as they were built: close the ones built here, those
+		// of the Configs prev has none of (build reuses prev's limiter
+		// of every Config prev has).
+		for u, lim := range next.limiters {
+			if _, ok := prev.limiters[u]; !ok {
+				closeAll([]hotlimit.Limiter{lim})
+			}
+		}
+	}
 	return nil
+}
+
+// isClosed reports whether Close was called.
+func (s *Service) isClosed() bool {
+	select {
+	case <-s.closed:
+		return true
+	default:
+		return false
+	}
 }
 
 // ConfigureUser sets the policy of every request from user, below API and
@@ -334,7 +365,9 @@ const OverrideRule = "override"
 // Envoy's rate limit protocol). c's scope chooses the key, as in a rule; its
 // Shadow is honoured; the observer sees the decision under the rule name
 // [OverrideRule]. The service builds one limiter per distinct c on its first
-// use and keeps it, so its quota carries across calls; as in the rules, Configs
+// use (holding no lock while the factory runs, so that a slow factory delays
+// that call only; later calls with c never lock) and keeps it, so its quota
+// carries across calls; as in the rules, Configs
 // that differ only in scope, shadow mode, or a burst spelled out or not
 // that is the one a burst of 0 stands for, share it (so turning a plan's shadow mode off keeps
 // what its keys spent). It is apart from any rule's, even one with the same
@@ -344,7 +377,11 @@ const OverrideRule = "override"
 // [hotlimit.WithMaxKeys], with a map sized up front for the cap's keys, up
 // to 1<<20): c must come from a bounded set of plans, never be built from
 // what a client sends unchecked. It returns an error wrapping
-// hotlimit.ErrInvalidConfig, and a denied Decision, when c is invalid.
+// hotlimit.ErrInvalidConfig, and a denied Decision, when c is invalid, and
+// an error naming c and wrapping the factory's, with a denied Decision,
+// when a factory fails to build c's limiter (tried again at the next call). After [Service.Close]
+// it decides as Take does then, with a limiter that is closed: one built
+// then, or during Close, is closed as soon as it is built.
 func (s *Service) TakeWith(user, api string, c hotlimit.Config, n int) (hotlimit.Decision, error) {
 	ru, err := s.override(c)
 	if err != nil {
@@ -357,8 +394,9 @@ func (s *Service) TakeWith(user, api string, c hotlimit.Config, n int) (hotlimit
 // TakeWithContext is [Service.TakeWith] under ctx, as [Service.TakeContext]
 // is Take: a limiter that takes a context (redislimit's) decides under it.
 // The error wraps hotlimit.ErrInvalidConfig when c is invalid, with a denied
-// Decision; otherwise it is the limiter's, when it could not decide (the
-// decision is then its failure policy's).
+// Decision, and wraps the factory's, with a denied Decision, when a
+// factory fails to build c's limiter; otherwise it is the limiter's, when it could
+// not decide (the decision is then its failure policy's).
 func (s *Service) TakeWithContext(ctx context.Context, user, api string, c hotlimit.Config, n int) (hotlimit.Decision, error) {
 	ru, err := s.override(c)
 	if err != nil {
@@ -372,7 +410,8 @@ func (s *Service) TakeWithContext(ctx context.Context, user, api string, c hotli
 // first uses at once may both build a limiter, or a rule: one is kept, the
 // other dropped unused (a dropped limiter is closed). The rules of Configs that share a limiter (see
 // unscoped) get the one kept in overrideLimiters, by its LoadOrStore, so
-// they never count a key in two.
+// they never count a key in two. A limiter kept after Close listed the
+// limiters is closed here (see overrideMu), so that none is left open.
 func (s *Service) override(c hotlimit.Config) (*rule, error) {
 	if ru, ok := s.overrides.Load(c); ok {
 		return ru, nil
@@ -384,13 +423,23 @@ func (s *Service) override(c hotlimit.Config) (*rule, error) {
 	u := unscoped(c, o.Burst)
 	lim, ok := s.overrideLimiters.Load(u)
 	if !ok {
+		// Built without a lock: a factory may take a while (a Redis
+		// dial), and other first uses, Replace and Close need not wait.
 		built, err := newLimiter(u, s.opts...)
 		if err != nil {
-			return nil, err
+			return nil, fmt.Errorf("service: TakeWith's limit %v: %w", c, err)
 		}
+		s.overrideMu.Lock()
 		var loaded bool
-		if lim, loaded = s.overrideLimiters.LoadOrStore(u, built); loaded {
-			closeAll([]hotlimit.Limiter{built}) // another first use's limiter is kept
+		lim, loaded = s.overrideLimiters.LoadOrStore(u, built)
+		closed := s.isClosed()
+		s.overrideMu.Unlock()
+		if loaded || closed {
+			// Either another first use's limiter is kept, and built is
+			// dropped, or built is kept after Close listed the
+			// limiters to close: closed either way, once, as Close
+			// closes only what it listed.
+			closeAll([]hotlimit.Limiter{built})
 		}
 	}
 	ru := &rule{limits: Limits{c}, lim: lim, scope: c.Scope, transient: copiesKeys(lim),
@@ -401,38 +450,53 @@ func (s *Service) override(c hotlimit.Config) (*rule, error) {
 	return ru, nil
 }
 
-// Close closes every limiter of the rules in force that holds resources
-// (implements io.Closer), such as redislimit's batching goroutines and
-// leases, and returns their errors joined. The in-memory limiters hold none.
-// Limiters that an earlier Replace dropped are not closed: a decision may
-// still have been using them; they are released when collected (redislimit
-// registers a cleanup that stops its goroutines, but gives no lease back:
-// the leased requests of a dropped limiter stay taken in Redis until they
-// refill or their window ends). Whether the service may be used after Close
-// is up to the limiters: redislimit's stay usable, each call a round trip of
-// its own. Close also ends the service's [Service.WatchFile] loops, which
-// install nothing from then on: rules loaded after Close would build
-// limiters that nothing closes.
+// Close closes every limiter of the rules in force, and of
+// [Service.TakeWith], that holds resources (implements io.Closer), such as
+// redislimit's batching goroutines and leases, and returns their errors
+// joined. The in-memory limiters hold none. Limiters that an earlier
+// Replace dropped are not closed: a decision may still have been using
+// them; they are released when collected (redislimit registers a cleanup
+// that stops its goroutines, but gives no lease back: the leased requests
+// of a dropped limiter stay taken in Redis until they refill or their
+// window ends). Close also ends the service's [Service.WatchFile] loops,
+// which install nothing from then on. A second Close closes nothing and
+// returns nil.
+//
+// The service still decides after Close: Allow, Take, TakeWith and the
+// others ask the same limiters, closed, which decide as far as they can
+// (the in-memory limiters hold nothing to close and decide as before;
+// redislimit's stay usable, each call a round trip of its own). A limiter
+// the service builds after Close, for rules that Replace or Configure*
+// install then, or for a Config that TakeWith first uses then (or while
+// Close runs), is closed as soon as it is built, so that none is left
+// holding resources.
 func (s *Service) Close() error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	select {
-	case <-s.closed:
-	default:
-		close(s.closed)
+	s.overrideMu.Lock()
+	if s.isClosed() {
+		s.overrideMu.Unlock()
+		return nil // every limiter was closed then, or since as it was built
 	}
-	var errs []error
+	close(s.closed)
+	var lims []hotlimit.Limiter
 	for _, lim := range s.rules.Load().limiters {
-		if c, ok := lim.(io.Closer); ok {
-			errs = appendErr(errs, c.Close())
-		}
+		lims = append(lims, lim)
 	}
+	// Every store of overrideLimiters is made with overrideMu held: this
+	// lists every limiter stored before, and a limiter stored after sees
+	// closed, and is closed by its TakeWith.
 	s.overrideLimiters.Range(func(_ hotlimit.Config, lim hotlimit.Limiter) bool {
-		if c, ok := lim.(io.Closer); ok {
-			errs = appendErr(errs, c.Close())
-		}
+		lims = append(lims, lim)
 		return true
 	})
+	s.overrideMu.Unlock()
+	var errs []error
+	for _, lim := range lims {
+		if c, ok := lim.(io.Closer); ok {
+			errs = appendErr(errs, c.Close())
+		}
+	}
 	return errors.Join(errs...)
 }
 

@@ -6,6 +6,7 @@ import (
 	"crypto/sha256"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"time"
 
@@ -36,12 +37,18 @@ const recentWrite = 2 * time.Second
 // by the file's.
 //
 // A file that cannot be read, that is not a regular file (a named pipe, a
-// device, a directory; a symbolic link is followed), or that holds invalid
-// rules leaves the rules in force as they are; the error goes to onError (unless nil), once until
-// something changes, and the next change is tried again. Valid rules whose
+// device, a directory; a symbolic link is followed), that is larger than
+// [DefaultMaxRulesSize] (a log file named by mistake would be read into
+// memory whole; [WatchOptions].MaxSize sets another bound), or that holds
+// invalid rules leaves the rules in force as they are; the error goes to
+// onError (unless nil), once until something changes, and the next change is
+// tried again. Valid rules whose
 // limiters a factory (see [hotlimit.WithFactory]) failed to build, with an
 // error that does not wrap hotlimit.ErrInvalidConfig, are tried again at
-// every check until they are installed, the error reported once. A file that could
+// every check until they are installed, the first failure reported once for
+// that content, whatever the retries' errors say (an address or a time in
+// them may change at every try): the next word is the reload that installs
+// them, or another error. A file that could
 // not be reached (missing, unreadable) is loaded again once it can be, even
 // as it was, and the outcome reported (its error, or a reload that keeps
 // every pair's state), so that the last report is never a stale "missing".
@@ -72,7 +79,17 @@ type WatchOptions struct {
 	// patterns of an http.ServeMux (what httplimit.RoutePattern reports):
 	// each Reload lists the rules' APIs that are none of them in Unmatched.
 	Routes []string
+	// MaxSize is the largest file, in bytes, that is read; <= 0 means
+	// DefaultMaxRulesSize. A larger file is an error, reported as one
+	// that cannot be read: the rules in force stay.
+	MaxSize int64
 }
+
+// DefaultMaxRulesSize is the largest rules file [Service.WatchFile] reads
+// unless [WatchOptions].MaxSize says otherwise: 16 MiB, some hundred
+// thousand rules, far more than a policy written by hand, and far less than
+// a log file that a mistaken path names.
+const DefaultMaxRulesSize = 16 << 20
 
 // Reload is one successful (re)load of a watched rules file.
 type Reload struct {
@@ -98,7 +115,7 @@ func (s *Service) WatchFileWith(ctx context.Context, path string, opts WatchOpti
 	if interval <= 0 {
 		interval = time.Second
 	}
-	w := watcher{s: s, path: path, onError: opts.OnError, onReload: opts.OnReload, routes: opts.Routes}
+	w := watcher{s: s, path: path, onError: opts.OnError, onReload: opts.OnReload, routes: opts.Routes, maxSize: opts.MaxSize}
 	// ended reports whether the loop is to end. It is asked before each
 	// poll, since a select with a tick ready too may choose the tick.
 	ended := func() bool {
@@ -139,6 +156,7 @@ type watcher struct {
 	onError  func(error)
 	onReload func(Reload)
 	routes   []string
+	maxSize  int64 // <= 0: DefaultMaxRulesSize
 
 	// now is the wall clock, which file times are read against; nil is
 	// time.Now. changed is changeTime when nil. Tests set them.
@@ -150,11 +168,47 @@ type watcher struct {
 	sum     [sha256.Size]byte
 	read    bool   // whether sum holds the hash of some content read
 	lastErr string // the file's access error reported last, "" once read
-	// buildErr is the error reported last for the content of hash
-	// buildSum, valid rules whose limiters could not be built; "" once
-	// rules are installed or another error is reported.
-	buildErr string
-	buildSum [sha256.Size]byte
+	// failing is set when the last word reported is that the valid rules
+	// of the content of hash failedSum could not be built (a factory
+	// failed); cleared once rules are installed or another error is
+	// reported. The retries of that content are then not reported, whatever
+	// their errors say.
+	failing   bool
+	failedSum [sha256.Size]byte
+}
+
+// limit returns the largest file the watcher reads.
+func (w *watcher) limit() int64 {
+	if w.maxSize <= 0 {
+		return DefaultMaxRulesSize
+	}
+	return w.maxSize
+}
+
+// tooLarge is the error for a file larger than limit bytes. It says nothing
+// of the file's size, which may grow at every poll (a log file): the error
+// is reported once while it stays the same (see failAccess).
+func tooLarge(path string, limit int64) error {
+	return fmt.Errorf("%s is larger than %d bytes, the most a rules file may hold (WatchOptions.MaxSize)", path, limit)
+}
+
+// readBounded returns the content of the file at path, or an error when it
+// holds more than limit bytes: no more than limit+1 bytes are read, even
+// from a file that grows while it is read.
+func readBounded(path string, limit int64) ([]byte, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	data, err := io.ReadAll(io.LimitReader(f, limit+1))
+	if err != nil {
+		return nil, err
+	}
+	if int64(len(data)) > limit {
+		return nil, tooLarge(path, limit)
+	}
+	return data, nil
 }
 
 // poll checks the file once and replaces the rules if its content changed.
@@ -173,6 +227,10 @@ func (w *watcher) poll() {
 		// A named pipe would block the read until a writer came, past the
 		// context's end; a device such as /dev/zero would never end.
 		err = fmt.Errorf("%s is not a regular file", w.path)
+	}
+	if err == nil && fi.Size() > w.limit() {
+		// Not read at all: a log file named by mistake may be huge.
+		err = tooLarge(w.path, w.limit())
 	}
 	if err == nil {
 		// On Windows, os.Stat does not record which file it saw: SameFile
@@ -213,7 +271,7 @@ func (w *watcher) poll() {
 		return
 	}
 	w.stat, w.statAt = fi, statAt
-	data, err := os.ReadFile(w.path)
+	data, err := readBounded(w.path, w.limit())
 	if err != nil {
 		w.read = false
 		w.failAccess(err)
@@ -239,15 +297,17 @@ func (w *watcher) poll() {
 			// Valid rules whose limiters could not be built: the
 			// factory failed, perhaps for a while (its backend out of
 			// reach). They are tried again at every poll until they are
-			// installed or the file changes, and the error is reported
-			// once while it stays the same for the same content.
+			// installed or the file changes, and the first failure is
+			// reported once for the content: the retries' errors may
+			// name what changes at every try (an address, a time), and
+			// their text tells nothing new.
 			w.read = false
-			if sum == w.buildSum && err.Error() == w.buildErr {
+			if w.failing && sum == w.failedSum {
 				return
 			}
-			w.buildSum, w.buildErr = sum, err.Error()
+			w.failing, w.failedSum = true, sum
 		} else {
-			w.buildErr = ""
+			w.failing = false
 		}
 		if w.onError != nil {
 			// Once per content: the same content is not loaded again.
@@ -255,7 +315,7 @@ func (w *watcher) poll() {
 		}
 		return
 	}
-	w.buildErr = ""
+	w.failing = false
 	if w.onReload != nil {
 		r := Reload{Path: w.path, Rules: rules}
 		if w.routes != nil {
@@ -273,7 +333,7 @@ func (w *watcher) failAccess(err error) {
 		return
 	}
 	w.lastErr = err.Error()
-	w.buildErr = "" // the last word is now this one
+	w.failing = false // the last word is now this one
 	if w.onError != nil {
 		w.onError(err)
 	}

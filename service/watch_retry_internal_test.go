@@ -1,0 +1,54 @@
+package service
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/hotlimit/hotlimit"
+)
+
+// TestWatchFileReportsAFailingFactoryOnceWhateverItsErrorsSay: the factory
+// keeps failing to build the new rules' limiter, each time with an error
+// that names a changing value (the address a dial picked, a timestamp).
+// The failure is reported once for the content, not at every retry, and
+// the rules are installed once the factory recovers.
+func TestWatchFileReportsAFailingFactoryOnceWhateverItsErrorsSay(t *testing.T) {
+	var failing atomic.Bool
+	var attempts atomic.Int64
+	factory := func(c hotlimit.Config, opts ...hotlimit.Option) (hotlimit.Limiter, error) {
+		if failing.Load() && c.Limit == 6 {
+			return nil, fmt.Errorf("dial tcp 10.0.0.%d:6379: connection refused", attempts.Add(1))
+		}
+		return NewLimiter(c, opts...)
+	}
+	s, err := New(hotlimit.Config{Algorithm: hotlimit.FixedWindow, Limit: 3, Window: time.Minute}, hotlimit.WithFactory(factory))
+	require.NoError(t, err)
+	path := filepath.Join(t.TempDir(), "rules.json")
+	require.NoError(t, os.WriteFile(path, []byte(watchedA), 0o600))
+	p := newPolled(s, path)
+	p.w.poll()
+	require.Len(t, p.reloads, 1)
+
+	failing.Store(true)
+	require.NoError(t, os.WriteFile(path, []byte(watchedB), 0o600))
+	for range 4 {
+		p.w.poll()
+	}
+	require.Equal(t, int64(4), attempts.Load(), "tried at every poll")
+	require.Len(t, p.errs, 1, "reported once")
+	assert.ErrorContains(t, p.errs[0], "10.0.0.1:6379")
+	assert.Equal(t, 4, s.Resolve("u", "x").Limit, "the rules in force stay")
+
+	failing.Store(false)
+	p.w.poll()
+	require.Len(t, p.reloads, 2, "installed once the factory recovers")
+	assert.Equal(t, 6, s.Resolve("u", "x").Limit)
+	assert.Len(t, p.errs, 1)
+}
