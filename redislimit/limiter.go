@@ -118,12 +118,21 @@ type Limiter struct {
 	// claims holds the keys whose next lease a call is asking Redis for;
 	// see claimLease.
 	claims *xsync.MapOf[string, struct{}]
+	// leaseSweep is the auto-sweep threshold of the leases (that of
+	// hotlimit.WithAutoSweep, service.DefaultAutoSweep unless given; 0
+	// turns it off); sweepAt is the number of leases at which a grant for
+	// a new key starts a sweep of the expired ones, and sweeping is set
+	// while one runs. See sweepLeasesLater.
+	leaseSweep int64
+	sweepAt    atomic.Int64
+	sweeping   atomic.Bool
 	// closed is set by Close: no lease is asked for after it, and one
 	// granted to a call under way is given back at once (see grantLease).
 	closed atomic.Bool
-	// retiring counts the give-backs of replaced leases under way on
-	// goroutines of their own (see retireLater); Close sets retireStopped,
-	// under retireMu, which Add holds too, and then waits for them.
+	// retiring counts the give-backs of replaced leases, and the sweeps of
+	// expired ones, under way on goroutines of their own (see retireLater
+	// and sweepLeasesLater); Close sets retireStopped, under retireMu,
+	// which Add holds too, and then waits for them.
 	retireMu      sync.Mutex
 	retireStopped bool
 	retiring      sync.WaitGroup
@@ -140,7 +149,8 @@ var (
 // [hotlimit.WithBurst]; [hotlimit.WithAutoSweep], [service.DefaultAutoSweep]
 // unless given (0 turns it off, as in a service), and [hotlimit.WithMaxKeys]
 // bound the keys that the [FailLocal] limiter holds in memory while Redis is
-// down) and this package's (WithPrefix, WithFailPolicy, WithTimeout,
+// down; the auto-sweep also ends the expired leases of [WithLease], see
+// there) and this package's (WithPrefix, WithFailPolicy, WithTimeout,
 // WithBreaker, WithHook, WithLease).
 //
 // Time comes from Redis's TIME inside each script, in microseconds, so that
@@ -195,12 +205,12 @@ func New(client redis.UniversalClient, c hotlimit.Config, opts ...hotlimit.Optio
 		}
 	}
 	l.fallbacks, _ = o.Observer.(hotlimit.FallbackObserver)
+	// Auto-sweep at service.DefaultAutoSweep unless an option says
+	// otherwise (WithAutoSweep(0) turns it off), as a service's limiters.
+	lo := hotlimit.NewOptions(append([]hotlimit.Option{hotlimit.WithAutoSweep(service.DefaultAutoSweep)}, opts...)...)
 	if l.set.policy == FailLocal {
 		// The keys seen while Redis is down stay in memory: they are swept
 		// as a service's are, and capped by hotlimit.WithMaxKeys if given.
-		// Auto-sweep at service.DefaultAutoSweep unless an option says
-		// otherwise (WithAutoSweep(0) turns it off), as a service's limiters.
-		lo := hotlimit.NewOptions(append([]hotlimit.Option{hotlimit.WithAutoSweep(service.DefaultAutoSweep)}, opts...)...)
 		local, err := service.NewLimiter(c, hotlimit.WithClock(l.clock), hotlimit.WithAutoSweep(lo.AutoSweep), hotlimit.WithMaxKeys(o.MaxKeys))
 		if err != nil {
 			return nil, fmt.Errorf("redislimit: the FailLocal limiter: %w", err)
@@ -210,6 +220,8 @@ func New(client redis.UniversalClient, c hotlimit.Config, opts ...hotlimit.Optio
 	if l.set.leaseSize > 0 {
 		l.leases = xsync.NewMapOf[string, *lease]()
 		l.claims = xsync.NewMapOf[string, struct{}]()
+		l.leaseSweep = int64(lo.AutoSweep)
+		l.sweepAt.Store(l.leaseSweep)
 	}
 	l.batch = newBatcher(l, l.set.batch, l.set.flushers)
 	runtime.AddCleanup(l, (*batcher).close, l.batch)
@@ -651,8 +663,8 @@ func (l *Limiter) Burst() int { return int(l.burst) }
 
 // Len returns the number of keys this process holds: those holding a lease,
 // and those the [FailLocal] limiter decided while Redis was down, until
-// [Limiter.Sweep] evicts them. The keys' state is in Redis, which expires
-// idle keys by itself.
+// [Limiter.Sweep] or the auto-sweep ([hotlimit.WithAutoSweep]) evicts them.
+// The keys' state is in Redis, which expires idle keys by itself.
 func (l *Limiter) Len() int {
 	n := 0
 	if s, ok := l.local.(interface{ Len() int }); ok {
@@ -675,20 +687,12 @@ func (l *Limiter) Sweep() int {
 	if l.leases == nil {
 		return ended
 	}
-	now := l.localNow()
-	l.leases.Range(func(key string, ls *lease) bool {
-		if now >= ls.expires {
-			l.unmap(key, ls)
-			_ = l.retire(context.Background(), key, ls)
-			ended++
-		}
-		return true
-	})
-	return ended
+	return ended + l.sweepLeases(l.localNow())
 }
 
 // Close ends every lease, giving the unspent requests back to Redis (and
-// waits for the give-backs under way of leases that new ones replaced),
+// waits for the give-backs under way of leases that new ones replaced, and
+// for an auto-sweep of the expired ones),
 // stops the goroutines that batch calls (see [WithBatch]), and returns the
 // errors of the give-backs that failed: against a Redis that is down, the
 // breaker turns the give-backs away once it opens (see [WithBreaker]), so

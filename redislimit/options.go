@@ -210,8 +210,13 @@ func WithHook(hook func(Event)) hotlimit.Option {
 // ttl, at the end of a fixed window, or on [Limiter.Close]; its unspent
 // requests then go back to Redis (for the token bucket and GCRA less what
 // has refilled since they were taken, for the fixed window while its window
-// lasts) by Close, by [Limiter.Sweep], or when the key's next lease
-// replaces it. The buckets' refill is deducted because Redis cannot tell
+// lasts) by Close, by [Limiter.Sweep], when the key's next lease
+// replaces it, or by the auto-sweep: once the limiter holds as many leases
+// as [hotlimit.WithAutoSweep]'s threshold (service.DefaultAutoSweep
+// unless given; 0 turns it off), a grant for a new key ends the expired
+// ones on a goroutine of its own, which Close waits for, so that the
+// leases held stay below about the threshold or twice the live ones,
+// whichever is more. The buckets' refill is deducted because Redis cannot tell
 // whether the key would have filled up meanwhile, capping them: a lease
 // that ends unspent as long after it was taken as the key takes to refill
 // its leftovers gives back nothing, so a key whose leases keep ending
