@@ -164,7 +164,12 @@ var (
 // limits without their scopes), or outside the range where Redis's arithmetic (doubles,
 // exact below 2^53) stays exact: window × burst below 2^52 ticks for the
 // token bucket and GCRA, window × (limit + 1) for the sliding counter, a
-// limit of at most 65536 for the sliding log. It does not contact Redis.
+// limit of at most 65536 for the sliding log. With [FailLocal], the
+// default, c must also be within its algorithm's in-memory range
+// ([hotlimit.Algorithm.Range], narrower: a token bucket's limit of at most
+// 2^20, say), which the in-process limiter needs; New returns that
+// limiter's error otherwise, and [FailOpen] or [FailClosed] take Redis's
+// range. It does not contact Redis.
 func New(client redis.UniversalClient, c hotlimit.Config, opts ...hotlimit.Option) (*Limiter, error) {
 	if client == nil {
 		return nil, fmt.Errorf("redislimit: nil client: %w", hotlimit.ErrInvalidConfig)

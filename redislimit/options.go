@@ -20,7 +20,9 @@ const (
 	// before held. Redis does not count what it admitted: once
 	// Redis decides again, a key's quota there is what it was before the
 	// outage, so a window that spans the outage's end may admit the
-	// in-process limiter's and Redis's quotas both.
+	// in-process limiter's and Redis's quotas both. The in-process limiter
+	// takes only a Config within its algorithm's in-memory range
+	// ([hotlimit.Algorithm.Range]): New rejects the others with FailLocal.
 	FailLocal FailPolicy = iota
 	// FailOpen admits every request that could ever pass (0 ≤ n ≤ the
 	// burst): availability over the limit. Its decisions, and FailClosed's,
