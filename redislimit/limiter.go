@@ -416,7 +416,7 @@ func (l *Limiter) decide(ctx context.Context, key string, n int) (hotlimit.Decis
 		}
 	}()
 	sent := l.localNow()
-	rep, err := l.run(ctx, k, int64(n), extra, 0, 0, probe)
+	rep, err := l.run(ctx, b, k, int64(n), extra, 0, 0, probe)
 	d, r, err := l.settle(ctx, b, key, n, rep, err)
 	if err != nil {
 		return d, r, err
@@ -489,6 +489,10 @@ func (l *Limiter) observe(ctx context.Context, b *breaker, err error) {
 		b.success()
 	case ctx.Err() != nil, errors.Is(err, ErrClockRange):
 		// the caller's own cancellation, or clock, says nothing of Redis
+	case isLeft(err):
+		// The caller stopped waiting, in a cluster's batch whose other
+		// calls may be for a node that does not answer: the flusher tells
+		// b how the call's node did (see batcher.answer).
 	default:
 		b.failure()
 		if l.cluster != nil {
@@ -510,9 +514,9 @@ type reply struct {
 	now               int64
 }
 
-// run calls the script for the Redis key k; alone, by itself, else in a
-// batch while other calls are under way.
-func (l *Limiter) run(ctx context.Context, k string, n, extra, giveback, at int64, alone bool) (reply, error) {
+// run calls the script for the Redis key k, whose node's breaker is b;
+// alone, by itself, else in a batch while other calls are under way.
+func (l *Limiter) run(ctx context.Context, b *breaker, k string, n, extra, giveback, at int64, alone bool) (reply, error) {
 	args, err := l.args(n, extra, giveback, at)
 	if err != nil {
 		return reply{}, err
@@ -522,7 +526,7 @@ func (l *Limiter) run(ctx context.Context, k string, n, extra, giveback, at int6
 		// only add a hand-over. With calls in flight, it joins a batch.
 		defer l.inflight.Add(-1)
 		if l.inflight.Add(1) > 1 {
-			return l.batch.do(ctx, k, args)
+			return l.batch.do(ctx, k, args, l, b)
 		}
 	}
 	return l.batch.alone(ctx, k, args)
@@ -576,7 +580,7 @@ func (l *Limiter) giveBack(ctx context.Context, k string, n, at int64) (reply, e
 	if !ok {
 		return reply{}, ErrBreakerOpen
 	}
-	rep, err := l.run(ctx, k, 0, 0, n, at, probe)
+	rep, err := l.run(ctx, b, k, 0, 0, n, at, probe)
 	l.observe(ctx, b, err)
 	return rep, err
 }

@@ -182,6 +182,11 @@ func WithTimeout(d time.Duration) hotlimit.Option {
 // answered it: until the breaker of a master that does not answer (frozen,
 // not refusing connections) opens, the calls that share a batch with its
 // keys wait for the timeout with them, and the policy decides them too.
+// Such a call's timeout counts for no breaker: each master's part of the
+// batch goes in a pipeline of its own, and its breaker counts how that
+// master answered, so that the other masters' breakers stay closed. (A
+// timeout of a call whose caller waits for the batch says nothing of its
+// own master; the goroutine that sent it tells the master's breaker.)
 func WithBreaker(failures int, cooldown time.Duration) hotlimit.Option {
 	return hotlimit.WithExtension(option(func(s *settings) {
 		if failures > 0 && cooldown <= 0 {
