@@ -41,11 +41,14 @@ type batcher struct {
 	// enforced: the client applies context deadlines to its sockets, so a
 	// call made on the caller's goroutine returns by its deadline.
 	enforced bool
-	max      int
-	calls    chan *call
-	stop     chan struct{}
-	once     sync.Once
-	wg       sync.WaitGroup
+	// split: the client is a cluster client, whose batches go in one
+	// pipeline per node (see pipelineByNode).
+	split bool
+	max   int
+	calls chan *call
+	stop  chan struct{}
+	once  sync.Once
+	wg    sync.WaitGroup
 	// mu orders sends against close: a caller sends under the read lock,
 	// having seen stopped false; close sets stopped under the write lock
 	// before it closes stop, so no call enters calls once a flusher can see
@@ -63,8 +66,15 @@ type op struct {
 	// TIME: its give-back (see undo) reads it. The ops of a TakeAll in one
 	// batch may be of limiters of different clocks.
 	clock hotlimit.Clock
-	rep   reply
-	err   error
+	// lim and breaker, when set, are the op's Limiter and the breaker of
+	// its key's node: on a cluster client, when the op's caller left its
+	// batch before its answer, the flusher tells the breaker how Redis did
+	// (see answer, leftError), since the caller's own error (its deadline)
+	// says nothing of the op's node. They are held only while the call is.
+	lim     *Limiter
+	breaker *breaker
+	rep     reply
+	err     error
 }
 
 // call is the script calls of one caller, waiting for their batch.
@@ -109,8 +119,33 @@ func (b *batcher) answer(c *call) {
 		c.done <- struct{}{}
 		return
 	}
+	if b.split { // the caller's error was a leftError (see wait)
+		for i := range c.ops {
+			if o := &c.ops[i]; o.lim != nil {
+				o.lim.observe(context.Background(), o.breaker, o.err)
+			}
+		}
+	}
 	b.undo(c.ops)
 	c.free()
+}
+
+// leftError is the error of a call whose caller stopped waiting (its
+// context ended, or the limiter's timeout passed) before its batch was
+// answered, on a cluster client: the batch's other calls may be for
+// another node, which does not answer. It wraps the context's error. It
+// says nothing of the call's node: the flusher, if it sent the call, tells
+// the node's breaker how Redis did (see answer), so the caller does not
+// (see Limiter.observe). On a single node, a batch's timeout is the node's.
+type leftError struct{ err error }
+
+func (e leftError) Error() string { return e.err.Error() }
+func (e leftError) Unwrap() error { return e.err }
+
+// isLeft reports whether err is a leftError.
+func isLeft(err error) bool {
+	var le leftError
+	return errors.As(err, &le)
 }
 
 // leave tells the goroutine running c's ops that the caller stops waiting,
@@ -170,24 +205,26 @@ var errStopped = errors.New("redislimit: batcher stopped")
 func newBatcher(l *Limiter, max, flushers int) *batcher {
 	b := &batcher{client: l.client, script: l.script, timeout: l.set.timeout, clock: l.clock, enforced: enforcesDeadlines(l.client),
 		max: max, calls: make(chan *call, max), stop: make(chan struct{})}
+	_, b.split = l.client.(*redis.ClusterClient)
 	for range min(max, 1) * flushers {
 		b.wg.Go(b.flush)
 	}
 	return b
 }
 
-// do runs the script for redisKey with args in the next batch. It returns
-// ctx's error if ctx ends first, or the limiter's timeout passes, counted
-// from the call, not from its batch: a call may first wait for a flusher
-// busy with an earlier batch. The call may still run.
-func (b *batcher) do(ctx context.Context, redisKey string, args []any) (reply, error) {
+// do runs the script for redisKey with args in the next batch, for lim, br
+// the breaker of redisKey's node. It returns ctx's error (see left) if ctx
+// ends first, or the limiter's timeout passes, counted from
+// the call, not from its batch: a call may first wait for a flusher busy
+// with an earlier batch. The call may still run.
+func (b *batcher) do(ctx context.Context, redisKey string, args []any, lim *Limiter, br *breaker) (reply, error) {
 	if b.timeout > 0 {
 		var cancel context.CancelFunc
 		ctx, cancel = context.WithTimeout(ctx, b.timeout)
 		defer cancel()
 	}
 	c := newCall()
-	c.ops = append(c.ops, op{script: b.script, key: redisKey, args: args, clock: b.clock})
+	c.ops = append(c.ops, op{script: b.script, key: redisKey, args: args, clock: b.clock, lim: lim, breaker: br})
 	switch err := b.wait(ctx, c); err {
 	case nil:
 		rep, err := c.ops[0].rep, c.ops[0].err
@@ -203,8 +240,9 @@ func (b *batcher) do(ctx context.Context, redisKey string, args []any) (reply, e
 
 // wait hands c to the next batch, and waits until the batch completed it.
 // It returns errStopped, without sending c, once the batcher is stopped,
-// and ctx's error if ctx ends first, when c may still be sent and must be
-// left to the flusher, which then gives back what it took: Redis keeps
+// and ctx's error (see left) if ctx ends first, when c may still be sent
+// and must be left to the flusher, which then gives back what it took (and
+// on a cluster client tells the breakers of c's ops how Redis did): Redis keeps
 // nothing of a call for which wait returns an error (unless the give-back
 // fails, or the flusher's own deadline passes first, when a frozen Redis
 // may still run the call later; see WithTimeout).
@@ -218,7 +256,7 @@ func (b *batcher) wait(ctx context.Context, c *call) error {
 	case b.calls <- c: // a full channel waits for a flusher, which runs until stopped
 	case <-ctx.Done():
 		b.mu.RUnlock()
-		return ctx.Err()
+		return b.left(ctx) // never sent
 	}
 	b.mu.RUnlock()
 	select {
@@ -226,11 +264,21 @@ func (b *batcher) wait(ctx context.Context, c *call) error {
 		return nil
 	case <-ctx.Done():
 		if c.leave() {
-			return ctx.Err()
+			return b.left(ctx)
 		}
 		<-c.done // answered just now
 		return nil
 	}
+}
+
+// left returns the error of a caller that stopped waiting for its batch
+// when ctx ended: a leftError on a cluster client, ctx's error on a single
+// node.
+func (b *batcher) left(ctx context.Context) error {
+	if b.split {
+		return leftError{ctx.Err()}
+	}
+	return ctx.Err()
 }
 
 // flush gathers the calls that are waiting, up to max script calls or just
@@ -293,8 +341,13 @@ func (b *batcher) deadline(ctx context.Context) (context.Context, context.Cancel
 // pipeline sends every op of batch in one pipeline under ctx, and sets
 // their replies. Ops that meet NOSCRIPT (a restarted server, SCRIPT FLUSH)
 // are sent again under retry: the first of each script by itself with EVAL,
-// which loads it, the others then in one more pipeline. cmds is reused.
+// which loads it, the others then in one more pipeline. cmds is reused. On
+// a cluster client, pipelineByNode sends them instead.
 func (b *batcher) pipeline(ctx, retry context.Context, batch []*call, cmds []*redis.Cmd) []*redis.Cmd {
+	if b.split {
+		b.pipelineByNode(ctx, batch)
+		return cmds
+	}
 	pipe := b.client.Pipeline()
 	for _, c := range batch {
 		for i := range c.ops {
@@ -328,8 +381,32 @@ func (b *batcher) pipeline(ctx, retry context.Context, batch []*call, cmds []*re
 	return cmds
 }
 
+// pipelineByNode sends the ops of batch, on a cluster client, in one
+// pipeline per breaker (per node of each Limiter; see Limiter.breakerFor),
+// all at once, and sets their replies. One pipeline for them all would go
+// to each node at once too, but go-redis gives every command of a pipeline
+// the error of a node that does not answer by ctx's deadline, the other
+// nodes' answers included: their breakers would count failures that their
+// nodes did not have, and open (see WithBreaker), and the calls that their
+// callers left would not give back what those nodes took.
+func (b *batcher) pipelineByNode(ctx context.Context, batch []*call) {
+	groups := map[*breaker][]*op{}
+	for _, c := range batch {
+		for i := range c.ops {
+			o := &c.ops[i]
+			groups[o.breaker] = append(groups[o.breaker], o)
+		}
+	}
+	var wg sync.WaitGroup
+	for _, ops := range groups {
+		wg.Go(func() { b.rerun(ctx, ops) })
+	}
+	wg.Wait()
+}
+
 // rerun sends ops again in one pipeline under ctx, now that their scripts
-// are loaded, and runs by itself any that still meets NOSCRIPT.
+// are loaded, and runs by itself any that still meets NOSCRIPT. (On a
+// cluster client, pipelineByNode also sends a batch's ops with it.)
 func (b *batcher) rerun(ctx context.Context, ops []*op) {
 	ctx, cancel := b.deadline(ctx)
 	defer cancel()

@@ -19,8 +19,9 @@ func (l *Limiter) RedisKey(key string) string { return l.redisKey(key) }
 // yet.
 func Queued(l *Limiter) int { return len(l.batch.calls) }
 
-// WaitRetired waits for the give-backs of l's replaced leases that are
-// under way (see retireLater); no take may replace a lease meanwhile.
+// WaitRetired waits for the give-backs of l's replaced leases, and the
+// auto-sweeps of its expired ones, that are under way (see retireLater and
+// sweepLeasesLater); no take may start one meanwhile.
 func WaitRetired(l *Limiter) { l.retiring.Wait() }
 
 // ClockRange is the largest clock reading, either way, the scripts take.

@@ -125,6 +125,8 @@ func (l *Limiter) grantLease(ctx context.Context, key, redisKey string, rep repl
 	ctx = context.WithoutCancel(ctx)
 	if prev, loaded := l.leases.LoadAndStore(key, ls); loaded {
 		handed = l.retireLater(ctx, key, redisKey, prev)
+	} else {
+		l.sweepLeasesLater() // a new key: the map grew
 	}
 	// A Close under way may have ranged over the leases before ls was
 	// stored. It sets closed before it ranges, and ls is stored before
@@ -163,6 +165,58 @@ func (l *Limiter) retireLater(ctx context.Context, key, redisKey string, ls *lea
 		_ = l.retireTo(ctx, redisKey, ls)
 	}()
 	return true
+}
+
+// sweepLeases ends the leases expired at now, giving their unspent
+// requests back to Redis one round trip at a time, and returns how many it
+// ended.
+func (l *Limiter) sweepLeases(now int64) int {
+	ended := 0
+	l.leases.Range(func(key string, ls *lease) bool {
+		if now >= ls.expires {
+			l.unmap(key, ls)
+			_ = l.retire(context.Background(), key, ls)
+			ended++
+		}
+		return true
+	})
+	return ended
+}
+
+// sweepLeasesLater starts a sweep of the expired leases on a goroutine of
+// its own when the map holds sweepAt leases or more and no sweep is under
+// way. A grant for a new key calls it: without it, the lease of a key that
+// comes no more would stay in memory, and its unspent requests out of the
+// other instances' reach, until a Sweep or Close, so that a flood of
+// distinct keys (client addresses) would grow the map without bound. The
+// give-backs are round trips, which the caller that granted a lease must
+// not wait for; Close waits for them. Once done, the next sweep waits for
+// twice the leases that this one left, and at least the threshold, so that
+// a map of live leases costs a sweep per doubling, not one per grant.
+func (l *Limiter) sweepLeasesLater() {
+	if l.leaseSweep <= 0 || int64(l.leases.Size()) < l.sweepAt.Load() {
+		return
+	}
+	// One sweep at a time: of the grants that see the map at its threshold,
+	// the one whose CAS sets sweeping starts it, and the goroutine clears
+	// it once sweepAt is set for the next.
+	if !l.sweeping.CompareAndSwap(false, true) {
+		return
+	}
+	l.retireMu.Lock()
+	if l.retireStopped { // Close is under way: it ends every lease
+		l.retireMu.Unlock()
+		l.sweeping.Store(false)
+		return
+	}
+	l.retiring.Add(1) // under retireMu, so never once Close waits
+	l.retireMu.Unlock()
+	go func() {
+		defer l.retiring.Done()
+		l.sweepLeases(l.localNow())
+		l.sweepAt.Store(max(l.leaseSweep, 2*int64(l.leases.Size())))
+		l.sweeping.Store(false)
+	}()
 }
 
 // retire gives the unspent requests of ls, key's lease that is no longer

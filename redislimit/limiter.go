@@ -118,12 +118,21 @@ type Limiter struct {
 	// claims holds the keys whose next lease a call is asking Redis for;
 	// see claimLease.
 	claims *xsync.MapOf[string, struct{}]
+	// leaseSweep is the auto-sweep threshold of the leases (that of
+	// hotlimit.WithAutoSweep, service.DefaultAutoSweep unless given; 0
+	// turns it off); sweepAt is the number of leases at which a grant for
+	// a new key starts a sweep of the expired ones, and sweeping is set
+	// while one runs. See sweepLeasesLater.
+	leaseSweep int64
+	sweepAt    atomic.Int64
+	sweeping   atomic.Bool
 	// closed is set by Close: no lease is asked for after it, and one
 	// granted to a call under way is given back at once (see grantLease).
 	closed atomic.Bool
-	// retiring counts the give-backs of replaced leases under way on
-	// goroutines of their own (see retireLater); Close sets retireStopped,
-	// under retireMu, which Add holds too, and then waits for them.
+	// retiring counts the give-backs of replaced leases, and the sweeps of
+	// expired ones, under way on goroutines of their own (see retireLater
+	// and sweepLeasesLater); Close sets retireStopped, under retireMu,
+	// which Add holds too, and then waits for them.
 	retireMu      sync.Mutex
 	retireStopped bool
 	retiring      sync.WaitGroup
@@ -140,7 +149,8 @@ var (
 // [hotlimit.WithBurst]; [hotlimit.WithAutoSweep], [service.DefaultAutoSweep]
 // unless given (0 turns it off, as in a service), and [hotlimit.WithMaxKeys]
 // bound the keys that the [FailLocal] limiter holds in memory while Redis is
-// down) and this package's (WithPrefix, WithFailPolicy, WithTimeout,
+// down; the auto-sweep also ends the expired leases of [WithLease], see
+// there) and this package's (WithPrefix, WithFailPolicy, WithTimeout,
 // WithBreaker, WithHook, WithLease).
 //
 // Time comes from Redis's TIME inside each script, in microseconds, so that
@@ -154,7 +164,12 @@ var (
 // limits without their scopes), or outside the range where Redis's arithmetic (doubles,
 // exact below 2^53) stays exact: window × burst below 2^52 ticks for the
 // token bucket and GCRA, window × (limit + 1) for the sliding counter, a
-// limit of at most 65536 for the sliding log. It does not contact Redis.
+// limit of at most 65536 for the sliding log. With [FailLocal], the
+// default, c must also be within its algorithm's in-memory range
+// ([hotlimit.Algorithm.Range], narrower: a token bucket's limit of at most
+// 2^20, say), which the in-process limiter needs; New returns that
+// limiter's error otherwise, and [FailOpen] or [FailClosed] take Redis's
+// range. It does not contact Redis.
 func New(client redis.UniversalClient, c hotlimit.Config, opts ...hotlimit.Option) (*Limiter, error) {
 	if client == nil {
 		return nil, fmt.Errorf("redislimit: nil client: %w", hotlimit.ErrInvalidConfig)
@@ -195,12 +210,12 @@ func New(client redis.UniversalClient, c hotlimit.Config, opts ...hotlimit.Optio
 		}
 	}
 	l.fallbacks, _ = o.Observer.(hotlimit.FallbackObserver)
+	// Auto-sweep at service.DefaultAutoSweep unless an option says
+	// otherwise (WithAutoSweep(0) turns it off), as a service's limiters.
+	lo := hotlimit.NewOptions(append([]hotlimit.Option{hotlimit.WithAutoSweep(service.DefaultAutoSweep)}, opts...)...)
 	if l.set.policy == FailLocal {
 		// The keys seen while Redis is down stay in memory: they are swept
 		// as a service's are, and capped by hotlimit.WithMaxKeys if given.
-		// Auto-sweep at service.DefaultAutoSweep unless an option says
-		// otherwise (WithAutoSweep(0) turns it off), as a service's limiters.
-		lo := hotlimit.NewOptions(append([]hotlimit.Option{hotlimit.WithAutoSweep(service.DefaultAutoSweep)}, opts...)...)
 		local, err := service.NewLimiter(c, hotlimit.WithClock(l.clock), hotlimit.WithAutoSweep(lo.AutoSweep), hotlimit.WithMaxKeys(o.MaxKeys))
 		if err != nil {
 			return nil, fmt.Errorf("redislimit: the FailLocal limiter: %w", err)
@@ -210,6 +225,8 @@ func New(client redis.UniversalClient, c hotlimit.Config, opts ...hotlimit.Optio
 	if l.set.leaseSize > 0 {
 		l.leases = xsync.NewMapOf[string, *lease]()
 		l.claims = xsync.NewMapOf[string, struct{}]()
+		l.leaseSweep = int64(lo.AutoSweep)
+		l.sweepAt.Store(l.leaseSweep)
 	}
 	l.batch = newBatcher(l, l.set.batch, l.set.flushers)
 	runtime.AddCleanup(l, (*batcher).close, l.batch)
@@ -399,7 +416,7 @@ func (l *Limiter) decide(ctx context.Context, key string, n int) (hotlimit.Decis
 		}
 	}()
 	sent := l.localNow()
-	rep, err := l.run(ctx, k, int64(n), extra, 0, 0, probe)
+	rep, err := l.run(ctx, b, k, int64(n), extra, 0, 0, probe)
 	d, r, err := l.settle(ctx, b, key, n, rep, err)
 	if err != nil {
 		return d, r, err
@@ -472,6 +489,10 @@ func (l *Limiter) observe(ctx context.Context, b *breaker, err error) {
 		b.success()
 	case ctx.Err() != nil, errors.Is(err, ErrClockRange):
 		// the caller's own cancellation, or clock, says nothing of Redis
+	case isLeft(err):
+		// The caller stopped waiting, in a cluster's batch whose other
+		// calls may be for a node that does not answer: the flusher tells
+		// b how the call's node did (see batcher.answer).
 	default:
 		b.failure()
 		if l.cluster != nil {
@@ -493,9 +514,9 @@ type reply struct {
 	now               int64
 }
 
-// run calls the script for the Redis key k; alone, by itself, else in a
-// batch while other calls are under way.
-func (l *Limiter) run(ctx context.Context, k string, n, extra, giveback, at int64, alone bool) (reply, error) {
+// run calls the script for the Redis key k, whose node's breaker is b;
+// alone, by itself, else in a batch while other calls are under way.
+func (l *Limiter) run(ctx context.Context, b *breaker, k string, n, extra, giveback, at int64, alone bool) (reply, error) {
 	args, err := l.args(n, extra, giveback, at)
 	if err != nil {
 		return reply{}, err
@@ -505,7 +526,7 @@ func (l *Limiter) run(ctx context.Context, k string, n, extra, giveback, at int6
 		// only add a hand-over. With calls in flight, it joins a batch.
 		defer l.inflight.Add(-1)
 		if l.inflight.Add(1) > 1 {
-			return l.batch.do(ctx, k, args)
+			return l.batch.do(ctx, k, args, l, b)
 		}
 	}
 	return l.batch.alone(ctx, k, args)
@@ -559,7 +580,7 @@ func (l *Limiter) giveBack(ctx context.Context, k string, n, at int64) (reply, e
 	if !ok {
 		return reply{}, ErrBreakerOpen
 	}
-	rep, err := l.run(ctx, k, 0, 0, n, at, probe)
+	rep, err := l.run(ctx, b, k, 0, 0, n, at, probe)
 	l.observe(ctx, b, err)
 	return rep, err
 }
@@ -651,8 +672,8 @@ func (l *Limiter) Burst() int { return int(l.burst) }
 
 // Len returns the number of keys this process holds: those holding a lease,
 // and those the [FailLocal] limiter decided while Redis was down, until
-// [Limiter.Sweep] evicts them. The keys' state is in Redis, which expires
-// idle keys by itself.
+// [Limiter.Sweep] or the auto-sweep ([hotlimit.WithAutoSweep]) evicts them.
+// The keys' state is in Redis, which expires idle keys by itself.
 func (l *Limiter) Len() int {
 	n := 0
 	if s, ok := l.local.(interface{ Len() int }); ok {
@@ -675,20 +696,12 @@ func (l *Limiter) Sweep() int {
 	if l.leases == nil {
 		return ended
 	}
-	now := l.localNow()
-	l.leases.Range(func(key string, ls *lease) bool {
-		if now >= ls.expires {
-			l.unmap(key, ls)
-			_ = l.retire(context.Background(), key, ls)
-			ended++
-		}
-		return true
-	})
-	return ended
+	return ended + l.sweepLeases(l.localNow())
 }
 
 // Close ends every lease, giving the unspent requests back to Redis (and
-// waits for the give-backs under way of leases that new ones replaced),
+// waits for the give-backs under way of leases that new ones replaced, and
+// for an auto-sweep of the expired ones),
 // stops the goroutines that batch calls (see [WithBatch]), and returns the
 // errors of the give-backs that failed: against a Redis that is down, the
 // breaker turns the give-backs away once it opens (see [WithBreaker]), so

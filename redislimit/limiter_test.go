@@ -607,6 +607,8 @@ func TestNewValidation(t *testing.T) {
 		{"gcra burst × window < 2^52, ns", client, hotlimit.Config{Algorithm: hotlimit.GCRA, Limit: 1, Window: 1 << 40, Burst: 1<<12 - 1}, []hotlimit.Option{clocked, closed}, true},
 		{"sliding counter (limit+1) × window = 2^52", client, with(hotlimit.SlidingCounter, 1<<22-1, us30), []hotlimit.Option{closed}, false},
 		{"sliding counter (limit+1) × window < 2^52", client, with(hotlimit.SlidingCounter, 1<<22-2, us30), []hotlimit.Option{closed}, true},
+		{"token bucket limit 2^21, FailLocal", client, with(hotlimit.TokenBucket, 1<<21, time.Second), nil, false},
+		{"token bucket limit 2^21, FailOpen", client, with(hotlimit.TokenBucket, 1<<21, time.Second), []hotlimit.Option{redislimit.WithFailPolicy(redislimit.FailOpen)}, true},
 		{"sliding log 65536", client, with(hotlimit.SlidingLog, 1<<16, time.Second), []hotlimit.Option{closed}, true},
 		{"sliding log 65537", client, with(hotlimit.SlidingLog, 1<<16+1, time.Second), []hotlimit.Option{closed}, false},
 		{"timeout without ContextTimeoutEnabled", client, valid, []hotlimit.Option{redislimit.WithTimeout(time.Second)}, true},

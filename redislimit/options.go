@@ -20,7 +20,9 @@ const (
 	// before held. Redis does not count what it admitted: once
 	// Redis decides again, a key's quota there is what it was before the
 	// outage, so a window that spans the outage's end may admit the
-	// in-process limiter's and Redis's quotas both.
+	// in-process limiter's and Redis's quotas both. The in-process limiter
+	// takes only a Config within its algorithm's in-memory range
+	// ([hotlimit.Algorithm.Range]): New rejects the others with FailLocal.
 	FailLocal FailPolicy = iota
 	// FailOpen admits every request that could ever pass (0 ≤ n ≤ the
 	// burst): availability over the limit. Its decisions, and FailClosed's,
@@ -180,6 +182,11 @@ func WithTimeout(d time.Duration) hotlimit.Option {
 // answered it: until the breaker of a master that does not answer (frozen,
 // not refusing connections) opens, the calls that share a batch with its
 // keys wait for the timeout with them, and the policy decides them too.
+// Such a call's timeout counts for no breaker: each master's part of the
+// batch goes in a pipeline of its own, and its breaker counts how that
+// master answered, so that the other masters' breakers stay closed. (A
+// timeout of a call whose caller waits for the batch says nothing of its
+// own master; the goroutine that sent it tells the master's breaker.)
 func WithBreaker(failures int, cooldown time.Duration) hotlimit.Option {
 	return hotlimit.WithExtension(option(func(s *settings) {
 		if failures > 0 && cooldown <= 0 {
@@ -210,8 +217,13 @@ func WithHook(hook func(Event)) hotlimit.Option {
 // ttl, at the end of a fixed window, or on [Limiter.Close]; its unspent
 // requests then go back to Redis (for the token bucket and GCRA less what
 // has refilled since they were taken, for the fixed window while its window
-// lasts) by Close, by [Limiter.Sweep], or when the key's next lease
-// replaces it. The buckets' refill is deducted because Redis cannot tell
+// lasts) by Close, by [Limiter.Sweep], when the key's next lease
+// replaces it, or by the auto-sweep: once the limiter holds as many leases
+// as [hotlimit.WithAutoSweep]'s threshold (service.DefaultAutoSweep
+// unless given; 0 turns it off), a grant for a new key ends the expired
+// ones on a goroutine of its own, which Close waits for, so that the
+// leases held stay below about the threshold or twice the live ones,
+// whichever is more. The buckets' refill is deducted because Redis cannot tell
 // whether the key would have filled up meanwhile, capping them: a lease
 // that ends unspent as long after it was taken as the key takes to refill
 // its leftovers gives back nothing, so a key whose leases keep ending

@@ -82,7 +82,7 @@ func TakeAll(ctx context.Context, takes []Take) {
 		if first == nil {
 			first, c = l, newCall()
 		}
-		c.ops = append(c.ops, op{script: l.script, key: k, args: a, clock: l.clock})
+		c.ops = append(c.ops, op{script: l.script, key: k, args: a, clock: l.clock, lim: l, breaker: b})
 		piped = append(piped, i)
 		breakers = append(breakers, b)
 	}
@@ -102,7 +102,7 @@ func TakeAll(ctx context.Context, takes []Take) {
 	}
 	for j, i := range probes {
 		t := &takes[i]
-		rep, err := t.Limiter.run(ctx, t.Limiter.redisKey(t.Key), int64(t.N), 0, 0, 0, true)
+		rep, err := t.Limiter.run(ctx, probed[j], t.Limiter.redisKey(t.Key), int64(t.N), 0, 0, 0, true)
 		t.Decision, t.Receipt, t.Err = t.Limiter.settle(ctx, probed[j], t.Key, t.N, rep, err)
 	}
 	for _, i := range alone {
