@@ -85,7 +85,8 @@ func (c *CoarseClock) read() int64 {
 }
 
 // Start starts the goroutine that advances the clock. Starting a running clock
-// does nothing.
+// does nothing. The goroutine runs until Stop: a clock that is started and
+// then dropped without Stop keeps it, and itself, for the life of the process.
 func (c *CoarseClock) Start() {
 	c.mu.Lock()
 	defer c.mu.Unlock()

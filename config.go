@@ -110,7 +110,9 @@ func (a Algorithm) HasBurst() bool {
 
 // Capacity returns the most requests a fresh key of c passes at once, the
 // most an allowed Decision's Remaining can be (plus the one it took): Burst
-// when the algorithm has one and it is set, else Limit.
+// when the algorithm has one and it is set, else Limit. For [Unlimited],
+// which counts nothing and has no Limit, it is 0 (its Limit), not the
+// math.MaxInt its decisions report.
 func (c Config) Capacity() int {
 	if c.Burst > 0 && c.Algorithm.HasBurst() {
 		return c.Burst

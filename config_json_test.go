@@ -234,3 +234,32 @@ func ExampleConfig_Validate() {
 	// <nil>
 	// <nil>
 }
+
+// TestConfigJSONRoundTripsEveryField: every field, at its extremes and in
+// every combination with the others (shadow and scope too, which
+// FuzzConfigJSON leaves at their zero values), reads back as written, valid
+// or not.
+func TestConfigJSONRoundTripsEveryField(t *testing.T) {
+	algorithms := []hotlimit.Algorithm{hotlimit.TokenBucket, hotlimit.FixedWindow, hotlimit.SlidingLog, hotlimit.GCRA, hotlimit.SlidingCounter, hotlimit.Unlimited}
+	ints := []int{math.MinInt, -1, 0, 1, math.MaxInt}
+	windows := []time.Duration{math.MinInt64, -1, 0, 1, 1500 * time.Millisecond, math.MaxInt64}
+	scopes := []hotlimit.Scope{hotlimit.PerPair, hotlimit.PerUser, hotlimit.PerAPI, hotlimit.Global}
+	for _, alg := range algorithms {
+		for _, limit := range ints {
+			for _, window := range windows {
+				for _, burst := range ints {
+					for _, scope := range scopes {
+						for _, shadow := range []bool{false, true} {
+							c := hotlimit.Config{Algorithm: alg, Limit: limit, Window: window, Burst: burst, Shadow: shadow, Scope: scope}
+							b, err := json.Marshal(c)
+							require.NoError(t, err, "%+v", c)
+							var back hotlimit.Config
+							require.NoError(t, json.Unmarshal(b, &back), "%s", b)
+							assert.Equal(t, c, back, "%s", b)
+						}
+					}
+				}
+			}
+		}
+	}
+}

@@ -12,6 +12,8 @@
 //   - slidingcounter: the previous window's count weighted by its overlap;
 //     one 64-bit word per key, an error bound stated and tested.
 //   - slidinglog: exactly at most Limit in any window; Limit timestamps per key.
+//   - unlimited: passes every request and keeps no state, for [Unlimited]
+//     (an allow-list entry in a service's rules).
 //
 // Package composite combines limiters ("10 per second and 1000 per day").
 // Package service resolves per-user, per-API and per-(user, API) rules, each

@@ -82,7 +82,7 @@ func Wait(ctx context.Context, l Limiter, key string, opts ...WaitOption) error 
 //     past the range the limiter counts, after which a key refills no
 //     more, see gcra and slidinglog; or a refill or window end that would
 //     come after math.MaxInt64, a reading no clock makes);
-//   - an error wrapping [ErrInvalidConfig] when l is nil.
+//   - an error wrapping [ErrInvalidConfig] when l or ctx is nil.
 //
 // The deadline is read on the real clock (time.Until), RetryAfter on the
 // limiter's; they agree unless the limiter's clock is a fake one.
@@ -123,6 +123,9 @@ func WaitN(ctx context.Context, l Limiter, key string, n int, opts ...WaitOption
 	}
 	if l == nil {
 		return fmt.Errorf("hotlimit: WaitN on a nil Limiter: %w", ErrInvalidConfig)
+	}
+	if ctx == nil {
+		return fmt.Errorf("hotlimit: WaitN with a nil Context: %w", ErrInvalidConfig)
 	}
 	backoff := time.Nanosecond // the sleep after a denial without a RetryAfter
 	for {

@@ -322,3 +322,18 @@ func TestWaitOnNoLimiter(t *testing.T) {
 	assert.ErrorIs(t, err, hotlimit.ErrInvalidConfig)
 	assert.EqualError(t, err, "hotlimit: WaitN on a nil Limiter: invalid config")
 }
+
+// TestWaitOnNoContext: a nil context is an error naming it, as a nil
+// Limiter is, not a panic, and the limiter is not asked.
+func TestWaitOnNoContext(t *testing.T) {
+	f := new(fakeTime)
+	lim := newBucket(t, 5, time.Second, f)
+	var ctx context.Context // a caller's bug: context.TODO() is the context of no context
+	var err error
+	require.NotPanics(t, func() { err = hotlimit.WaitN(ctx, lim, "k", 1, hotlimit.WithSleep(f.sleep)) })
+	assert.ErrorIs(t, err, hotlimit.ErrInvalidConfig)
+	assert.EqualError(t, err, "hotlimit: WaitN with a nil Context: invalid config")
+	assert.Zero(t, lim.Len(), "the limiter was not asked: no key inserted")
+	require.NotPanics(t, func() { err = hotlimit.Wait(ctx, lim, "k") })
+	assert.ErrorIs(t, err, hotlimit.ErrInvalidConfig)
+}
