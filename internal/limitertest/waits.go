@@ -3,7 +3,10 @@ package limitertest
 import (
 	"fmt"
 	"math"
+	"math/rand/v2"
 	"sync/atomic"
+	"testing"
+	"time"
 
 	"github.com/hotlimit/hotlimit"
 )
@@ -56,4 +59,71 @@ func ResetIsExact(lim hotlimit.Limiter, clock *atomic.Int64, key string, full in
 		return fmt.Sprintf("at %d: %+v: not full at ResetAfter: %+v", t0, d, e)
 	}
 	return ""
+}
+
+// WindowedWaitsAreExact checks, for a windowed algorithm (a fixed window, a
+// sliding counter), random limits up to maxLimit and windows in [minWindow,
+// maxWindow] (non-whole seconds included), on clocks near 0, today, 2100 and
+// the ends of int64, with steps back, that every denial's finite RetryAfter
+// and every finite ResetAfter is exact (RetryIsExact, ResetIsExact): in
+// particular, that none ends past math.MaxInt64, the last reading a clock
+// makes. newLimiter builds a limiter of limit per window reading clock.
+func WindowedWaitsAreExact(t *testing.T, seed uint64, maxLimit int, minWindow, maxWindow time.Duration,
+	newLimiter func(limit int, window time.Duration, clock hotlimit.Clock) (hotlimit.Limiter, error)) {
+	t.Helper()
+	year := int64(366 * 24 * time.Hour)
+	origins := []int64{0, 1796342400 * 1e9, 4102444800 * 1e9, math.MaxInt64 - year, math.MinInt64 + year, math.MaxInt64 - 1, math.MaxInt64 - 2*year}
+	rng := rand.New(rand.NewPCG(seed, seed+1))
+	bad := 0
+	checked := 0
+	for it := 0; it < 20000 && bad < 20; it++ {
+		limit := 1 + rng.IntN(10)
+		if rng.IntN(5) == 0 {
+			limit = 1 + rng.IntN(maxLimit)
+		}
+		window := time.Duration(int64(minWindow) + rng.Int64N(int64(maxWindow-minWindow)+1))
+		if rng.IntN(2) == 0 {
+			window = time.Duration(int64(minWindow) + rng.Int64N(int64(10*time.Second)))
+		}
+		o := origins[rng.IntN(len(origins))]
+		off := rng.Int64N(2 * int64(window))
+		if o > 0 {
+			o -= off
+		} else {
+			o += off
+		}
+		var now atomic.Int64
+		now.Store(o)
+		lim, err := newLimiter(limit, window, now.Load)
+		if err != nil {
+			t.Fatalf("limit %d window %v: %v", limit, window, err)
+		}
+		for step := 0; step < 10 && bad < 20; step++ {
+			if rng.IntN(4) == 0 {
+				back := rng.Int64N(int64(window))
+				if now.Load()-back < now.Load() {
+					now.Add(-back)
+				}
+			}
+			n := 1 + rng.IntN(limit)
+			t0 := now.Load()
+			d := lim.Take("k", n)
+			if p := ResetIsExact(lim, &now, "k", limit, t0, d); p != "" {
+				bad++
+				t.Errorf("limit %d window %v: %s", limit, window, p)
+			}
+			now.Store(t0)
+			if !d.Allowed && d.RetryAfter != hotlimit.Never {
+				checked++
+			}
+			if p := RetryIsExact(lim, &now, "k", n, t0, d); p != "" {
+				bad++
+				t.Errorf("limit %d window %v: %s", limit, window, p)
+				break
+			}
+		}
+	}
+	if checked <= 500 {
+		t.Errorf("%d denials with a finite RetryAfter checked, want more than 500", checked)
+	}
 }
