@@ -72,6 +72,9 @@
 //     no effect: the full Limit would pass); 0 when it already is. At most two
 //     windows.
 //
+// Both durations are hotlimit.Never when the wait would end past
+// math.MaxInt64, the largest reading a clock makes: no clock reaches its end.
+//
 // Take(key, 0), Take(key, n > Limit) and Take(key, n < 0) only report: they
 // never insert a key nor change one.
 //

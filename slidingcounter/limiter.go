@@ -186,12 +186,12 @@ func (l *Limiter) take(key string, n int) (hotlimit.Decision, int64) {
 				now, fresh = l.clock(), true
 				continue
 			}
-			d := l.decision(prev, count, est, rem, behind)
-			d.RetryAfter = l.wait(prev, count, rem, behind, l.limit-need)
+			d := l.decision(prev, count, est, rem, behind, now)
+			d.RetryAfter = l.wait(prev, count, rem, behind, l.limit-need, now)
 			return d, now
 		}
 		if c.word.CompareAndSwap(w, pack(index, prev, count+need)) {
-			d := l.decision(prev, count+need, est+need, rem, behind)
+			d := l.decision(prev, count+need, est+need, rem, behind, now)
 			d.Allowed = true
 			return d, l.countedAt(now, rem, behind)
 		}
@@ -202,7 +202,8 @@ func (l *Limiter) take(key string, n int) (hotlimit.Decision, int64) {
 // report is Take for n == 0, n > limit and n < 0: it reads key's state and
 // changes nothing, not even inserting key.
 func (l *Limiter) report(key string, n int) hotlimit.Decision {
-	cur, rem := l.index(l.clock())
+	now := l.clock()
+	cur, rem := l.index(now)
 	w := fresh
 	if c, ok := l.cells.Peek(key); ok {
 		if w = c.word.Load(); w == dead {
@@ -210,7 +211,7 @@ func (l *Limiter) report(key string, n int) hotlimit.Decision {
 		}
 	}
 	_, prev, count, behind := advance(w, cur)
-	d := l.decision(prev, count, l.weigh(prev, elapsed(rem, behind))+count, rem, behind)
+	d := l.decision(prev, count, l.weigh(prev, elapsed(rem, behind))+count, rem, behind, now)
 	if n == 0 {
 		d.Allowed = true
 	} else {

@@ -183,7 +183,8 @@ func TestNewAcceptsRangeEnds(t *testing.T) {
 }
 
 // TestExtremeClocks runs near the ends of int64 time: nothing overflows,
-// durations stay within two windows.
+// durations stay within two windows, and a wait that would end past
+// math.MaxInt64, which no clock reads, is Never.
 func TestExtremeClocks(t *testing.T) {
 	for _, window := range []time.Duration{slidingcounter.MinWindow, 1 << 20, slidingcounter.MaxWindow} {
 		for _, at := range []int64{math.MinInt64, math.MinInt64 + 1, -1, 0, math.MaxInt64 - 1, math.MaxInt64} {
@@ -196,9 +197,15 @@ func TestExtremeClocks(t *testing.T) {
 			d := lim.Take("k", 1)
 			assert.False(t, d.Allowed, "window %v at %d", window, at)
 			assert.Positive(t, d.RetryAfter, "window %v at %d", window, at)
-			assert.LessOrEqual(t, d.RetryAfter, 2*window, "window %v at %d", window, at)
 			assert.LessOrEqual(t, d.RetryAfter, d.ResetAfter, "window %v at %d", window, at)
-			assert.LessOrEqual(t, d.ResetAfter, 2*window, "window %v at %d", window, at)
+			for _, wait := range []time.Duration{d.RetryAfter, d.ResetAfter} {
+				if wait == hotlimit.Never {
+					assert.Greater(t, at, int64(math.MaxInt64-2*window), "Never only where two windows pass the clock's end: window %v at %d", window, at)
+					continue
+				}
+				assert.LessOrEqual(t, wait, 2*window, "window %v at %d", window, at)
+				assert.LessOrEqual(t, at, math.MaxInt64-int64(wait), "the wait ends at a reading a clock makes: window %v at %d", window, at)
+			}
 			assert.Equal(t, 1, lim.Sweep()+lim.Len(), "window %v at %d", window, at)
 		}
 	}

@@ -196,8 +196,10 @@ func (l *Limiter) span(p, a uint64) uint64 {
 // boundary count becomes prev and cur is zero, and the estimate ⌊count·(Window
 // − e″)/Window⌋ reaches t at e″ = Window − span(count, t) ≥ 1 (count < Window,
 // as Window ≥ 1 ms > MaxLimit, so a whole window always suffices). The result
-// saturates at hotlimit.Never, which only a wrapped index reads.
-func (l *Limiter) wait(prev, count, rem, behind, t uint64) time.Duration {
+// is hotlimit.Never when the wait ends after math.MaxInt64, the last reading
+// a clock makes, counted from now, the clock reading rem is taken from; only
+// a clock near that end, or a wrapped index, reads it.
+func (l *Limiter) wait(prev, count, rem, behind, t uint64, now int64) time.Duration {
 	w := l.window
 	base, e0 := uint64(0), rem
 	if behind != 0 {
@@ -215,22 +217,27 @@ func (l *Limiter) wait(prev, count, rem, behind, t uint64) time.Duration {
 	} else {
 		d = (w - e0) + (w - l.span(count, t))
 	}
-	if base+d > math.MaxInt64 { // base ≤ MaxInt64 and d < 2^57: no wrap
+	end := uint64(math.MaxInt64) // the longest wait a clock reaches from now
+	if now > 0 {
+		end -= uint64(now)
+	}
+	if base+d > end { // base ≤ MaxInt64 and d < 2^57: no wrap
 		return hotlimit.Never
 	}
 	return time.Duration(base + d)
 }
 
 // decision reports a key holding counts prev and count whose estimate is
-// est, when now is rem nanoseconds into its window and the counted window lies
-// behind windows ahead. Allowed and RetryAfter are left for the caller.
-func (l *Limiter) decision(prev, count, est, rem, behind uint64) hotlimit.Decision {
+// est, when now, the clock reading, is rem nanoseconds into its window and
+// the counted window lies behind windows ahead. Allowed and RetryAfter are
+// left for the caller.
+func (l *Limiter) decision(prev, count, est, rem, behind uint64, now int64) hotlimit.Decision {
 	d := hotlimit.Decision{Limit: int(l.limit)}
 	if est < l.limit {
 		d.Remaining = int(l.limit - est) // est > limit only for a clock read behind
 	}
 	if est > 0 {
-		d.ResetAfter = l.wait(prev, count, rem, behind, 0)
+		d.ResetAfter = l.wait(prev, count, rem, behind, 0, now)
 	}
 	return d
 }
