@@ -13,8 +13,9 @@
 // gRPC serves envoy.service.ratelimit.v3.RateLimitService and
 // grpc.health.v1.Health. HTTP serves POST /json (a RateLimitRequest in
 // protobuf's JSON mapping), GET /healthcheck and GET /metrics (Prometheus).
-// SIGTERM and SIGINT drain both servers before exiting; a second signal
-// ends the process at once.
+// SIGTERM, SIGINT and SIGHUP (unless started with it ignored, as by nohup)
+// drain both servers before exiting; a second signal ends the process at
+// once.
 //
 // Memory: -max-keys N caps the keys each limiter holds (a new descriptor
 // value past N evicts an idle key or, with none idle, is over the limit), for
@@ -77,8 +78,15 @@ import (
 
 func main() {
 	// The first signal drains; a second one ends the process at once: the
-	// drain starts only once the signals' default action is back.
-	sig, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, os.Interrupt)
+	// drain starts only once the signals' default action is back. SIGHUP
+	// (a closed terminal) drains too, as in the reference, unless the
+	// process was started with it ignored, as nohup starts a command:
+	// handling it would undo that.
+	signals := []os.Signal{syscall.SIGTERM, os.Interrupt}
+	if !signal.Ignored(syscall.SIGHUP) {
+		signals = append(signals, syscall.SIGHUP)
+	}
+	sig, stop := signal.NotifyContext(context.Background(), signals...)
 	defer stop()
 	ctx, drain := context.WithCancel(context.Background())
 	go func() {
