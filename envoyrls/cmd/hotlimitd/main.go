@@ -10,8 +10,8 @@
 // are read from the version its ..data symlink names); a bad file is logged
 // and the previous configuration stays in force.
 //
-// gRPC serves envoy.service.ratelimit.v3.RateLimitService and
-// grpc.health.v1.Health. HTTP serves POST /json (a RateLimitRequest in
+// gRPC serves envoy.service.ratelimit.v3.RateLimitService,
+// grpc.health.v1.Health and server reflection. HTTP serves POST /json (a RateLimitRequest in
 // protobuf's JSON mapping), GET /healthcheck and GET /metrics (Prometheus).
 // SIGTERM, SIGINT and SIGHUP (unless started with it ignored, as by nohup)
 // drain both servers before exiting; a second signal ends the process at
@@ -74,6 +74,7 @@ import (
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/health"
 	healthpb "google.golang.org/grpc/health/grpc_health_v1"
+	"google.golang.org/grpc/reflection"
 )
 
 func main() {
@@ -477,6 +478,9 @@ func run(ctx context.Context, args []string, stderr io.Writer, ready func(grpcAd
 		hs.SetServingStatus(name, healthpb.HealthCheckResponse_SERVING)
 	}
 	healthpb.RegisterHealthServer(g, hs)
+	// Server reflection, so that grpcurl and the like can call the service
+	// without its .proto files, which no package of Envoy's ships.
+	reflection.Register(g)
 	glis, err := listen("tcp", f.grpcAddr)
 	if err != nil {
 		return fmt.Errorf("-grpc: %w", err)
