@@ -504,7 +504,7 @@ func run(ctx context.Context, args []string, stderr io.Writer, ready func(grpcAd
 				http.Error(w, "NOT_SERVING", http.StatusServiceUnavailable)
 				return
 			}
-			_, _ = io.WriteString(w, "OK\n")
+			_, _ = io.WriteString(w, "OK") // the reference's body, without a newline
 		})
 		mux.Handle("GET /metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{}))
 		hlis, err := listen("tcp", f.httpAddr)

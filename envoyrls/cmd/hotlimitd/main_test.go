@@ -538,3 +538,19 @@ func TestServeConfigMap(t *testing.T) {
 	assert.NotContains(t, logs.String(), "unreadable")
 	srv.stop(t)
 }
+
+// TestHealthcheckBodyIsTheReferences: /healthcheck answers 200 with the
+// body "OK", byte for byte the reference's, for probes that compare it.
+func TestHealthcheckBodyIsTheReferences(t *testing.T) {
+	dir := t.TempDir()
+	writeRule(t, dir, "2")
+	srv := startServer(t, []string{"-config", dir, "-grpc", "127.0.0.1:0", "-http", "127.0.0.1:0"}, io.Discard)
+	res, err := http.Get("http://" + srv.http + "/healthcheck")
+	require.NoError(t, err)
+	body, err := io.ReadAll(res.Body)
+	require.NoError(t, err)
+	require.NoError(t, res.Body.Close())
+	assert.Equal(t, http.StatusOK, res.StatusCode)
+	assert.Equal(t, "OK", string(body))
+	srv.stop(t)
+}
