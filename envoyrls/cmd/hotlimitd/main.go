@@ -201,14 +201,40 @@ func (f *flags) validate() error {
 	case !slices.Contains([]string{"none", "reference", "draft", "both"}, f.headers):
 		return fmt.Errorf("-headers %q: want none, reference, draft or both", f.headers)
 	}
-	if f.redisAddr != "" && slices.Contains(strings.Split(f.redisAddr, ","), "") {
-		return fmt.Errorf("-redis %q: an empty address", f.redisAddr)
+	if f.redisAddr != "" {
+		addrs := strings.Split(f.redisAddr, ",")
+		// A URL, such as the reference's REDIS_URL may be, would reach the
+		// errors and logs with its password: refused first, masked.
+		if slices.ContainsFunc(addrs, func(a string) bool { return strings.Contains(a, "://") || strings.Contains(a, "@") }) {
+			return fmt.Errorf("-redis %q: an address is host:port, not a URL: give the password with -redis-password (or HOTLIMITD_REDIS_PASSWORD) and TLS with -redis-tls", maskCredentials(addrs))
+		}
+		if slices.Contains(addrs, "") {
+			return fmt.Errorf("-redis %q: an empty address", f.redisAddr)
+		}
 	}
 	var level slog.Level
 	if err := level.UnmarshalText([]byte(f.logLevel)); err != nil {
 		return fmt.Errorf("-log-level %q: want debug, info, warn or error", f.logLevel)
 	}
 	return nil
+}
+
+// maskCredentials joins addrs with ',', each with what precedes its host
+// (user and password) masked, as the reference masks its REDIS_URL:
+// redis://user:pass@host:6379 reads redis://*****@host:6379.
+func maskCredentials(addrs []string) string {
+	out := make([]string, len(addrs))
+	for i, a := range addrs {
+		out[i] = a
+		if at := strings.LastIndexByte(a, '@'); at >= 0 {
+			scheme := ""
+			if j := strings.Index(a, "://"); j >= 0 && j < at {
+				scheme = a[:j+3]
+			}
+			out[i] = scheme + "*****" + a[at:]
+		}
+	}
+	return strings.Join(out, ",")
 }
 
 // newFlagSet returns the command's flags, writing into f. It prints
