@@ -633,6 +633,11 @@ func run(ctx context.Context, args []string, stderr io.Writer, ready func(grpcAd
 	}
 	drained.Wait()
 	stopWatch()
+	// Nothing is served any more: the limiters give back what they hold
+	// ahead of Redis (-redis-lease), for the other replicas to spend.
+	if err := srv.Close(); err != nil {
+		log.Warn("rate limit backend failed to take back what was held ahead", "err", err)
+	}
 	log.Info("stopped")
 	return nil
 }
