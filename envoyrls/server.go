@@ -274,6 +274,26 @@ func (s *Server) Len() int {
 	return n
 }
 
+// Close gives back what the limiters of the configuration in force and of
+// the limit overrides hold ahead of their backend (redislimit's leases,
+// which would otherwise stay spent in Redis for the other replicas until
+// their window ends) and stops their goroutines, and returns their errors.
+// Call it once the server answers no more requests: it stays usable, its
+// limiters then asking their backend every time.
+func (s *Server) Close() error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	var errs []error
+	for _, ls := range []map[hotlimit.Config]hotlimit.Limiter{s.snap.Load().limiters, *s.over.Load()} {
+		for _, l := range ls {
+			if c, ok := l.(interface{ Close() error }); ok {
+				errs = append(errs, c.Close())
+			}
+		}
+	}
+	return errors.Join(errs...)
+}
+
 func (s *Server) newLimiter(c hotlimit.Config) (hotlimit.Limiter, error) {
 	if f := hotlimit.NewOptions(s.lopts...).Factory; f != nil {
 		return f(c, s.lopts...)

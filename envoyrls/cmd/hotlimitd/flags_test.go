@@ -133,3 +133,36 @@ func TestBadFlagValues(t *testing.T) {
 		})
 	}
 }
+
+// TestRedisURLRefusedWithoutItsPassword: a Redis URL with its password, as
+// the reference's REDIS_URL may hold one, is refused at start with what to
+// give instead, and the password appears in no error nor log line; the
+// address alone (host:port) is what -redis takes.
+func TestRedisURLRefusedWithoutItsPassword(t *testing.T) {
+	dir := t.TempDir()
+	writeRule(t, dir, "2")
+	for _, tc := range []struct {
+		args []string
+		env  string
+	}{
+		{args: []string{"-redis", "redis://user:s3cret@127.0.0.1:1"}},
+		{args: []string{"-redis", "rediss://:s3cret@127.0.0.1:1"}},
+		{args: []string{"-redis", "127.0.0.1:2,user:s3cret@127.0.0.1:1"}},
+		{args: []string{"-redis", "redis://:s3cret@127.0.0.1:1,"}},
+		{env: "redis://default:s3cret@127.0.0.1:1"},
+	} {
+		t.Run(strings.Join(append(tc.args, tc.env), " "), func(t *testing.T) {
+			if tc.env != "" {
+				t.Setenv("HOTLIMITD_REDIS", tc.env)
+			}
+			var logs syncBuffer
+			args := append([]string{"-config", dir, "-grpc", "127.0.0.1:0", "-http", ""}, tc.args...)
+			err := run(context.Background(), args, &logs, func(string, string) { t.Error("served") })
+			require.Error(t, err)
+			assert.NotContains(t, err.Error(), "s3cret")
+			assert.NotContains(t, logs.String(), "s3cret")
+			assert.ErrorContains(t, err, "*****@127.0.0.1:1")
+			assert.ErrorContains(t, err, "-redis-password")
+		})
+	}
+}

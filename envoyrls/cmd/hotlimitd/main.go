@@ -10,11 +10,12 @@
 // are read from the version its ..data symlink names); a bad file is logged
 // and the previous configuration stays in force.
 //
-// gRPC serves envoy.service.ratelimit.v3.RateLimitService and
-// grpc.health.v1.Health. HTTP serves POST /json (a RateLimitRequest in
+// gRPC serves envoy.service.ratelimit.v3.RateLimitService,
+// grpc.health.v1.Health and server reflection. HTTP serves POST /json (a RateLimitRequest in
 // protobuf's JSON mapping), GET /healthcheck and GET /metrics (Prometheus).
-// SIGTERM and SIGINT drain both servers before exiting; a second signal
-// ends the process at once.
+// SIGTERM, SIGINT and SIGHUP (unless started with it ignored, as by nohup)
+// drain both servers before exiting; a second signal ends the process at
+// once.
 //
 // Memory: -max-keys N caps the keys each limiter holds (a new descriptor
 // value past N evicts an idle key or, with none idle, is over the limit), for
@@ -73,12 +74,20 @@ import (
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/health"
 	healthpb "google.golang.org/grpc/health/grpc_health_v1"
+	"google.golang.org/grpc/reflection"
 )
 
 func main() {
 	// The first signal drains; a second one ends the process at once: the
-	// drain starts only once the signals' default action is back.
-	sig, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, os.Interrupt)
+	// drain starts only once the signals' default action is back. SIGHUP
+	// (a closed terminal) drains too, as in the reference, unless the
+	// process was started with it ignored, as nohup starts a command:
+	// handling it would undo that.
+	signals := []os.Signal{syscall.SIGTERM, os.Interrupt}
+	if !signal.Ignored(syscall.SIGHUP) {
+		signals = append(signals, syscall.SIGHUP)
+	}
+	sig, stop := signal.NotifyContext(context.Background(), signals...)
 	defer stop()
 	ctx, drain := context.WithCancel(context.Background())
 	go func() {
@@ -192,14 +201,40 @@ func (f *flags) validate() error {
 	case !slices.Contains([]string{"none", "reference", "draft", "both"}, f.headers):
 		return fmt.Errorf("-headers %q: want none, reference, draft or both", f.headers)
 	}
-	if f.redisAddr != "" && slices.Contains(strings.Split(f.redisAddr, ","), "") {
-		return fmt.Errorf("-redis %q: an empty address", f.redisAddr)
+	if f.redisAddr != "" {
+		addrs := strings.Split(f.redisAddr, ",")
+		// A URL, such as the reference's REDIS_URL may be, would reach the
+		// errors and logs with its password: refused first, masked.
+		if slices.ContainsFunc(addrs, func(a string) bool { return strings.Contains(a, "://") || strings.Contains(a, "@") }) {
+			return fmt.Errorf("-redis %q: an address is host:port, not a URL: give the password with -redis-password (or HOTLIMITD_REDIS_PASSWORD) and TLS with -redis-tls", maskCredentials(addrs))
+		}
+		if slices.Contains(addrs, "") {
+			return fmt.Errorf("-redis %q: an empty address", f.redisAddr)
+		}
 	}
 	var level slog.Level
 	if err := level.UnmarshalText([]byte(f.logLevel)); err != nil {
 		return fmt.Errorf("-log-level %q: want debug, info, warn or error", f.logLevel)
 	}
 	return nil
+}
+
+// maskCredentials joins addrs with ',', each with what precedes its host
+// (user and password) masked, as the reference masks its REDIS_URL:
+// redis://user:pass@host:6379 reads redis://*****@host:6379.
+func maskCredentials(addrs []string) string {
+	out := make([]string, len(addrs))
+	for i, a := range addrs {
+		out[i] = a
+		if at := strings.LastIndexByte(a, '@'); at >= 0 {
+			scheme := ""
+			if j := strings.Index(a, "://"); j >= 0 && j < at {
+				scheme = a[:j+3]
+			}
+			out[i] = scheme + "*****" + a[at:]
+		}
+	}
+	return strings.Join(out, ",")
 }
 
 // newFlagSet returns the command's flags, writing into f. It prints
@@ -469,6 +504,9 @@ func run(ctx context.Context, args []string, stderr io.Writer, ready func(grpcAd
 		hs.SetServingStatus(name, healthpb.HealthCheckResponse_SERVING)
 	}
 	healthpb.RegisterHealthServer(g, hs)
+	// Server reflection, so that grpcurl and the like can call the service
+	// without its .proto files, which no package of Envoy's ships.
+	reflection.Register(g)
 	glis, err := listen("tcp", f.grpcAddr)
 	if err != nil {
 		return fmt.Errorf("-grpc: %w", err)
@@ -492,7 +530,7 @@ func run(ctx context.Context, args []string, stderr io.Writer, ready func(grpcAd
 				http.Error(w, "NOT_SERVING", http.StatusServiceUnavailable)
 				return
 			}
-			_, _ = io.WriteString(w, "OK\n")
+			_, _ = io.WriteString(w, "OK") // the reference's body, without a newline
 		})
 		mux.Handle("GET /metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{}))
 		hlis, err := listen("tcp", f.httpAddr)
@@ -595,6 +633,11 @@ func run(ctx context.Context, args []string, stderr io.Writer, ready func(grpcAd
 	}
 	drained.Wait()
 	stopWatch()
+	// Nothing is served any more: the limiters give back what they hold
+	// ahead of Redis (-redis-lease), for the other replicas to spend.
+	if err := srv.Close(); err != nil {
+		log.Warn("rate limit backend failed to take back what was held ahead", "err", err)
+	}
 	log.Info("stopped")
 	return nil
 }

@@ -538,3 +538,51 @@ func TestServeConfigMap(t *testing.T) {
 	assert.NotContains(t, logs.String(), "unreadable")
 	srv.stop(t)
 }
+
+// TestHealthcheckBodyIsTheReferences: /healthcheck answers 200 with the
+// body "OK", byte for byte the reference's, for probes that compare it.
+func TestHealthcheckBodyIsTheReferences(t *testing.T) {
+	dir := t.TempDir()
+	writeRule(t, dir, "2")
+	srv := startServer(t, []string{"-config", dir, "-grpc", "127.0.0.1:0", "-http", "127.0.0.1:0"}, io.Discard)
+	res, err := http.Get("http://" + srv.http + "/healthcheck")
+	require.NoError(t, err)
+	body, err := io.ReadAll(res.Body)
+	require.NoError(t, err)
+	require.NoError(t, res.Body.Close())
+	assert.Equal(t, http.StatusOK, res.StatusCode)
+	assert.Equal(t, "OK", string(body))
+	srv.stop(t)
+}
+
+// TestShutdownGivesLeasesBack: with -redis-lease, a request takes a lease
+// of 2 from Redis and spends 1; the graceful stop gives the unspent one
+// back, so the next process (here without leases, as a replica would see
+// it) has the limit less the one request, not less the whole lease.
+func TestShutdownGivesLeasesBack(t *testing.T) {
+	addr, _ := startRedis(t, "")
+	dir := t.TempDir()
+	writeRule(t, dir, "3")
+	prefix := t.Name() + ":"
+	call := func(srv *server) pb.RateLimitResponse_Code {
+		resp, err := pb.NewRateLimitServiceClient(srv.conn).ShouldRateLimit(context.Background(), &pb.RateLimitRequest{Domain: "web", Descriptors: []*rlext.RateLimitDescriptor{{
+			Entries: []*rlext.RateLimitDescriptor_Entry{{Key: "ip", Value: "a"}},
+		}}})
+		require.NoError(t, err)
+		return resp.OverallCode
+	}
+	leased := startServer(t, []string{"-config", dir, "-grpc", "127.0.0.1:0", "-http", "", "-redis", addr,
+		"-redis-lease", "2", "-redis-lease-ttl", "1h", "-redis-prefix", prefix}, io.Discard)
+	require.Equal(t, pb.RateLimitResponse_OK, call(leased))
+	leased.stop(t)
+
+	next := startServer(t, []string{"-config", dir, "-grpc", "127.0.0.1:0", "-http", "", "-redis", addr, "-redis-prefix", prefix}, io.Discard)
+	passed := 0
+	for range 3 {
+		if call(next) == pb.RateLimitResponse_OK {
+			passed++
+		}
+	}
+	assert.Equal(t, 2, passed, "3 an hour, less the one request the stopped process answered")
+	next.stop(t)
+}

@@ -120,10 +120,17 @@ func (s *grpcStream) finish() (*pb.RateLimitResponse, string) {
 // receives the process's end.
 func startBinary(t *testing.T, args ...string) (cmd *exec.Cmd, waitLog func(msg string) map[string]any, exited chan error) {
 	t.Helper()
+	return startCommand(t, func(bin string) *exec.Cmd { return exec.Command(bin, args...) })
+}
+
+// startCommand is startBinary for the command that command(bin) returns,
+// which runs the binary bin.
+func startCommand(t *testing.T, command func(bin string) *exec.Cmd) (cmd *exec.Cmd, waitLog func(msg string) map[string]any, exited chan error) {
+	t.Helper()
 	bin := filepath.Join(t.TempDir(), "hotlimitd")
 	out, err := exec.Command("go", "build", "-o", bin, ".").CombinedOutput()
 	require.NoError(t, err, "%s", out)
-	cmd = exec.Command(bin, args...)
+	cmd = command(bin)
 	stderr, err := cmd.StderrPipe()
 	require.NoError(t, err)
 	require.NoError(t, cmd.Start())
@@ -240,6 +247,34 @@ func TestHealthcheckWhileDraining(t *testing.T) {
 
 	_, st := call.finish()
 	assert.Equal(t, "0", st, "the call in flight is answered")
+	select {
+	case err := <-exited:
+		assert.NoError(t, err, "exit status 0")
+	case <-time.After(30 * time.Second):
+		t.Fatal("still running after its call was answered")
+	}
+}
+
+// TestSIGHUPDrains: SIGHUP, which a closed terminal sends and which the
+// reference takes as SIGTERM, drains the servers and exits 0 as SIGTERM
+// does, rather than ending the process at once with its calls in flight.
+func TestSIGHUPDrains(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds the command")
+	}
+	dir := t.TempDir()
+	writeRule(t, dir, "2")
+	cmd, waitLog, exited := startBinary(t, "-config", dir, "-grpc", "127.0.0.1:0", "-http", "", "-drain", "1m")
+	grpcAddr, _ := waitLog("serving")["grpc"].(string)
+	call := openGRPCStream(t, grpcAddr, &pb.RateLimitRequest{Domain: "web", Descriptors: []*rlext.RateLimitDescriptor{{
+		Entries: []*rlext.RateLimitDescriptor_Entry{{Key: "ip", Value: "1"}},
+	}}})
+
+	require.NoError(t, cmd.Process.Signal(syscall.SIGHUP))
+	waitLog("shutting down")
+	resp, st := call.finish()
+	assert.Equal(t, "0", st, "grpc-status 0")
+	assert.Equal(t, pb.RateLimitResponse_OK, resp.OverallCode, "the call in flight is answered")
 	select {
 	case err := <-exited:
 		assert.NoError(t, err, "exit status 0")
