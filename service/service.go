@@ -344,7 +344,10 @@ const OverrideRule = "override"
 // [hotlimit.WithMaxKeys], with a map sized up front for the cap's keys, up
 // to 1<<20): c must come from a bounded set of plans, never be built from
 // what a client sends unchecked. It returns an error wrapping
-// hotlimit.ErrInvalidConfig, and a denied Decision, when c is invalid.
+// hotlimit.ErrInvalidConfig, and a denied Decision, when c is invalid (or
+// the factory's error, when it can build no limiter for c). No limit decided
+// that denial: the observer does not hear of it, so it counts in no metric,
+// not even under [OverrideRule]; count the errors where they are returned.
 func (s *Service) TakeWith(user, api string, c hotlimit.Config, n int) (hotlimit.Decision, error) {
 	ru, err := s.override(c)
 	if err != nil {
@@ -357,8 +360,9 @@ func (s *Service) TakeWith(user, api string, c hotlimit.Config, n int) (hotlimit
 // TakeWithContext is [Service.TakeWith] under ctx, as [Service.TakeContext]
 // is Take: a limiter that takes a context (redislimit's) decides under it.
 // The error wraps hotlimit.ErrInvalidConfig when c is invalid, with a denied
-// Decision; otherwise it is the limiter's, when it could not decide (the
-// decision is then its failure policy's).
+// Decision that the observer does not hear of, as for TakeWith; otherwise
+// it is the limiter's, when it could not decide (the decision is then its
+// failure policy's).
 func (s *Service) TakeWithContext(ctx context.Context, user, api string, c hotlimit.Config, n int) (hotlimit.Decision, error) {
 	ru, err := s.override(c)
 	if err != nil {
