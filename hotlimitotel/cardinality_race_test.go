@@ -1,6 +1,7 @@
 package hotlimitotel_test
 
 import (
+	"context"
 	"fmt"
 	"strconv"
 	"strings"
@@ -11,8 +12,10 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	sdkmetric "go.opentelemetry.io/otel/sdk/metric"
 
 	"github.com/hotlimit/hotlimit"
+	"github.com/hotlimit/hotlimit/hotlimitotel"
 	"github.com/hotlimit/hotlimit/service"
 )
 
@@ -147,5 +150,35 @@ func TestReloadsKeepTheRulesSeenFirstUnderTheirOwnAttributes(t *testing.T) {
 		if t.Failed() {
 			return
 		}
+	}
+}
+
+// TestTheSDKsLimitKeepsFourTimesTheRulesLessOne pins the arithmetic the
+// docs give: the SDK's limit counts the overflow set among its attribute
+// sets, so its default 2000 keeps the four outcomes of 499 rules, not 500,
+// and a limit above four times the rules keeps them all.
+func TestTheSDKsLimitKeepsFourTimesTheRulesLessOne(t *testing.T) {
+	for _, tc := range []struct {
+		limit, rules int
+		overflow     bool
+	}{
+		{0, 499, false}, {0, 500, true}, // the default, 2000
+		{4*600 + 1, 600, false}, {4 * 600, 600, true},
+	} {
+		var opts []sdkmetric.Option
+		if tc.limit != 0 {
+			opts = append(opts, sdkmetric.WithCardinalityLimit(tc.limit))
+		}
+		reader := sdkmetric.NewManualReader()
+		provider := sdkmetric.NewMeterProvider(append(opts, sdkmetric.WithReader(reader))...)
+		m, err := hotlimitotel.New(provider.Meter("hotlimit"))
+		require.NoError(t, err)
+		for i := range tc.rules {
+			m.Observe(hotlimit.Event{Source: &hotlimit.Source{Rule: strconv.Itoa(i)}, Outcome: hotlimit.OutcomeAllowed, N: 1})
+		}
+		_, overflowed := sums(t, reader)["hotlimit.decisions"][overflowKey]
+		assert.Equal(t, tc.overflow, overflowed, "limit %d, %d rules", tc.limit, tc.rules)
+		require.NoError(t, m.Close())
+		require.NoError(t, provider.Shutdown(context.Background()))
 	}
 }
