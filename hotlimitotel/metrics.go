@@ -54,8 +54,8 @@
 // The OpenTelemetry SDK reports at most 2000 attribute sets per instrument
 // by default (its cardinality limit: sdkmetric.WithCardinalityLimit, or a
 // reader's WithCardinalityLimitSelector, sets another) and folds the rest
-// into one set, otel.metric.overflow=true. With the four outcomes of every
-// rule reported, that is about 500 rules seen. The rules are reported in
+// into one set, otel.metric.overflow=true, which is one of the 2000. With
+// the four outcomes of every rule reported, that is 499 rules seen. The rules are reported in
 // the order of their first decision, so the same ones keep their own
 // attributes at every collection and those seen later count in the
 // overflow, whose count never goes down; raise the limit above four times

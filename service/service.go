@@ -379,9 +379,12 @@ const OverrideRule = "override"
 // what a client sends unchecked. It returns an error wrapping
 // hotlimit.ErrInvalidConfig, and a denied Decision, when c is invalid, and
 // an error naming c and wrapping the factory's, with a denied Decision,
-// when a factory fails to build c's limiter (tried again at the next call). After [Service.Close]
-// it decides as Take does then, with a limiter that is closed: one built
-// then, or during Close, is closed as soon as it is built.
+// when a factory fails to build c's limiter (tried again at the next call).
+// No limit decided such a denial: the observer does not hear of it, so it
+// counts in no metric, not even under [OverrideRule]; count the errors
+// where they are returned. After [Service.Close] it decides as Take does
+// then, with a limiter that is closed: one built then, or during Close, is
+// closed as soon as it is built.
 func (s *Service) TakeWith(user, api string, c hotlimit.Config, n int) (hotlimit.Decision, error) {
 	ru, err := s.override(c)
 	if err != nil {
@@ -395,8 +398,9 @@ func (s *Service) TakeWith(user, api string, c hotlimit.Config, n int) (hotlimit
 // is Take: a limiter that takes a context (redislimit's) decides under it.
 // The error wraps hotlimit.ErrInvalidConfig when c is invalid, with a denied
 // Decision, and wraps the factory's, with a denied Decision, when a
-// factory fails to build c's limiter; otherwise it is the limiter's, when it could
-// not decide (the decision is then its failure policy's).
+// factory fails to build c's limiter; the observer hears of neither, as for
+// TakeWith. Otherwise it is the limiter's, when it could not decide (the
+// decision is then its failure policy's).
 func (s *Service) TakeWithContext(ctx context.Context, user, api string, c hotlimit.Config, n int) (hotlimit.Decision, error) {
 	ru, err := s.override(c)
 	if err != nil {
