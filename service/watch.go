@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math"
 	"os"
 	"time"
 
@@ -201,7 +202,14 @@ func readBounded(path string, limit int64) ([]byte, error) {
 		return nil, err
 	}
 	defer f.Close()
-	data, err := io.ReadAll(io.LimitReader(f, limit+1))
+	// One byte past the bound tells a file that holds more; a bound of
+	// math.MaxInt64 has no byte past it (limit+1 would wrap to a negative
+	// count, which reads nothing), and no file reaches it anyway.
+	n := limit
+	if n < math.MaxInt64 {
+		n++
+	}
+	data, err := io.ReadAll(io.LimitReader(f, n))
 	if err != nil {
 		return nil, err
 	}
