@@ -325,7 +325,7 @@ func (l *Limiter) take(ctx context.Context, key string, n int, leaves []hotlimit
 			// Give back what the children before it took, in reverse
 			// order, each with its own receipt: right after its Take, a
 			// refund restores the child (see the package documentation).
-			errs = l.giveBack(ctx, key, i, leaves, errs, true)
+			errs = l.giveBack(detached(ctx), key, i, leaves, errs, true)
 			markGivenBack(leaves)
 			// The others as they are now: the refunded ones restored,
 			// the later ones not asked for n (that would take); the
@@ -354,7 +354,7 @@ func (l *Limiter) take(ctx context.Context, key string, n int, leaves []hotlimit
 		// serve it, so the children that counted it give it back too. A
 		// failed child's receipt is given back as well: the zero Receipt,
 		// a no-op, unless that child counted after all.
-		errs = l.giveBack(ctx, key, len(l.children), leaves, errs, false)
+		errs = l.giveBack(detached(ctx), key, len(l.children), leaves, errs, false)
 		markGivenBack(leaves)
 		errs = append(errs, fmt.Errorf("composite: the request ended while a child could not decide, and was given back: %w", ctx.Err()))
 		return d, hotlimit.Receipt{}, errors.Join(errs...)
@@ -368,9 +368,9 @@ func (l *Limiter) take(ctx context.Context, key string, n int, leaves []hotlimit
 // giveBack refunds, in reverse order, what each of the first upto children
 // took, with its own receipt among leaves (see take), a composite child
 // each of its own children so, those that take a context under ctx (when
-// not nil) without its cancellation; it returns errs with their errors,
-// beside the decision when beside is set (a denial's give-back). Receipts
-// that take marked as given back already are skipped.
+// not nil), which the caller made with detached; it returns errs with
+// their errors, beside the decision when beside is set (a denial's
+// give-back). Receipts that take marked as given back already are skipped.
 func (l *Limiter) giveBack(ctx context.Context, key string, upto int, leaves []hotlimit.Receipt, errs []error, beside bool) []error {
 	for j := upto - 1; j >= 0; j-- {
 		if sub := l.sub[j]; sub != nil {
@@ -382,7 +382,7 @@ func (l *Limiter) giveBack(ctx context.Context, key string, upto int, leaves []h
 			continue
 		}
 		if cc := l.withContext[j]; ctx != nil && cc != nil {
-			if err := cc.RefundContext(context.WithoutCancel(ctx), key, r); err != nil {
+			if err := cc.RefundContext(ctx, key, r); err != nil {
 				if beside {
 					err = &besideError{err}
 				}
@@ -393,6 +393,18 @@ func (l *Limiter) giveBack(ctx context.Context, key string, upto int, leaves []h
 		}
 	}
 	return errs
+}
+
+// detached returns ctx without its cancellation, for a give-back that must
+// run even while the request is being cancelled: nil for nil, ctx itself
+// when it can never be cancelled (its Done is nil, as Background's is),
+// which allocates nothing, else context.WithoutCancel(ctx), made once for
+// every child a give-back reaches, those of nested composites too.
+func detached(ctx context.Context) context.Context {
+	if ctx == nil || ctx.Done() == nil {
+		return ctx
+	}
+	return context.WithoutCancel(ctx)
 }
 
 // markGivenBack sets every receipt of leaves to one that giveBack skips:

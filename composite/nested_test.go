@@ -11,6 +11,7 @@ import (
 
 	"github.com/hotlimit/hotlimit"
 	"github.com/hotlimit/hotlimit/composite"
+	"github.com/hotlimit/hotlimit/fixedwindow"
 	"github.com/hotlimit/hotlimit/internal/limitertest"
 )
 
@@ -136,6 +137,41 @@ func TestNestedCompositeAllocatesNothing(t *testing.T) {
 		_, _ = outer.TakeContext(ctx, "k", 1)
 	}))
 	assert.Equal(t, 99, a.Take("k", 0).Remaining, "every denial was given back")
+}
+
+// TestNestedCompositeGiveBackUnderAContextAllocatesNothing: TakeContext's
+// denial gives back the children of a nested composite that take a
+// context (redislimit's) under a context that can never be cancelled
+// without allocating, and under one that can be with one context for the
+// whole give-back, however many children it reaches: not one per child.
+func TestNestedCompositeGiveBackUnderAContextAllocatesNothing(t *testing.T) {
+	clock := hotlimit.WithClock(func() int64 { return 42 })
+	remote := func(limit int) *quiet {
+		l, err := fixedwindow.New(limit, time.Minute, clock)
+		require.NoError(t, err)
+		return &quiet{l}
+	}
+	a, b, c, tight := remote(1<<20), remote(1<<20), remote(1<<20), remote(1)
+	inner, err := composite.New(a, b, c)
+	require.NoError(t, err)
+	outer, err := composite.New(inner, tight)
+	require.NoError(t, err)
+	require.True(t, outer.Allow("k"))
+	before := a.Take("k", 0).Remaining
+
+	background := context.Background()
+	assert.Zero(t, testing.AllocsPerRun(100, func() {
+		d, _ := outer.TakeContext(background, "k", 1)
+		assert.False(t, d.Allowed)
+	}))
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	assert.LessOrEqual(t, testing.AllocsPerRun(100, func() {
+		d, _ := outer.TakeContext(ctx, "k", 1)
+		assert.False(t, d.Allowed)
+	}), 1.0, "one context for the give-back")
+	assert.Equal(t, before, a.Take("k", 0).Remaining, "every denial was given back")
+	assert.Equal(t, before, c.Take("k", 0).Remaining, "every denial was given back")
 }
 
 var _ hotlimit.Refunder = (*uncounting)(nil)

@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math"
 	"os"
 	"time"
 
@@ -192,16 +193,38 @@ func tooLarge(path string, limit int64) error {
 	return fmt.Errorf("%s is larger than %d bytes, the most a rules file may hold (WatchOptions.MaxSize)", path, limit)
 }
 
+// notRegular is the error for a path that names no regular file.
+func notRegular(path string) error {
+	return fmt.Errorf("%s is not a regular file", path)
+}
+
 // readBounded returns the content of the file at path, or an error when it
 // holds more than limit bytes: no more than limit+1 bytes are read, even
-// from a file that grows while it is read.
+// from a file that grows while it is read. A file that is not a regular
+// file is refused as poll refuses it, checked again on the file opened: one
+// put at the path since poll's check (a named pipe, which opening waits for
+// no writer of, see openFlags) is not read.
 func readBounded(path string, limit int64) ([]byte, error) {
-	f, err := os.Open(path)
+	f, err := os.OpenFile(path, openFlags, 0)
 	if err != nil {
 		return nil, err
 	}
 	defer f.Close()
-	data, err := io.ReadAll(io.LimitReader(f, limit+1))
+	fi, err := f.Stat()
+	if err != nil {
+		return nil, err
+	}
+	if !fi.Mode().IsRegular() {
+		return nil, notRegular(path)
+	}
+	// One byte past the bound tells a file that holds more; a bound of
+	// math.MaxInt64 has no byte past it (limit+1 would wrap to a negative
+	// count, which reads nothing), and no file reaches it anyway.
+	n := limit
+	if n < math.MaxInt64 {
+		n++
+	}
+	data, err := io.ReadAll(io.LimitReader(f, n))
 	if err != nil {
 		return nil, err
 	}
@@ -226,7 +249,7 @@ func (w *watcher) poll() {
 	if err == nil && !fi.Mode().IsRegular() {
 		// A named pipe would block the read until a writer came, past the
 		// context's end; a device such as /dev/zero would never end.
-		err = fmt.Errorf("%s is not a regular file", w.path)
+		err = notRegular(w.path)
 	}
 	if err == nil && fi.Size() > w.limit() {
 		// Not read at all: a log file named by mistake may be huge.

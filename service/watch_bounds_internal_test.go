@@ -3,6 +3,7 @@ package service
 import (
 	"context"
 	"fmt"
+	"math"
 	"os"
 	"path/filepath"
 	"strings"
@@ -81,4 +82,22 @@ func TestWatchFileWithPassesMaxSize(t *testing.T) {
 	<-done
 	assert.ErrorContains(t, err, "larger than")
 	assert.Equal(t, 1, s.Resolve("u", "x").Limit, "nothing installed")
+}
+
+// TestWatchFileMaxSizeOfTheLargestInt64ReadsTheFile: a MaxSize of
+// math.MaxInt64, a bound no file reaches, reads the file as any other
+// bound does: the read that stops one byte past the bound must not
+// overflow into reading nothing, which would load an empty file.
+func TestWatchFileMaxSizeOfTheLargestInt64ReadsTheFile(t *testing.T) {
+	s, p, path := watchedService(t)
+	p.w.maxSize = math.MaxInt64
+	require.NoError(t, os.WriteFile(path, []byte(watchedB), 0o600))
+	p.w.poll()
+	assert.Empty(t, p.errs)
+	require.Len(t, p.reloads, 2, "the file is read whole")
+	assert.Equal(t, 6, s.Resolve("u", "x").Limit)
+
+	data, err := readBounded(path, math.MaxInt64)
+	require.NoError(t, err)
+	assert.Equal(t, watchedB, string(data))
 }
