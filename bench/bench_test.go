@@ -258,13 +258,22 @@ func (fx *fixture) run(b *testing.B) {
 	fx.check(b, allowed)
 }
 
-// check reports the fraction of timed calls allowed (allowed/op), and fails
-// the benchmark when a hit=allow call was denied or a hit=deny call allowed by
+// check reports the fraction of timed calls allowed (allowed/op) and, at
+// hit=allow and hit=deny, the number of calls decided against the policy
+// (wrong-calls: allowed/op prints four digits, 1.000 for one denial in
+// 100,000, which cmd/summary must not take for none), and fails the
+// benchmark when a hit=allow call was denied or a hit=deny call allowed by
 // hotlimit or the mutex baseline. A peer that does so is only logged: under
 // more goroutines than cores, some peers deny calls a policy allows (a
 // goroutine reads the clock, is preempted, and then finds a newer state).
 func (fx *fixture) check(b *testing.B, allowed int64) {
 	b.ReportMetric(float64(allowed)/float64(b.N), "allowed/op")
+	switch fx.sc.hit {
+	case "allow":
+		b.ReportMetric(float64(int64(b.N)-allowed), "wrong-calls")
+	case "deny":
+		b.ReportMetric(float64(allowed), "wrong-calls")
+	}
 	fail := b.Logf
 	if fx.im.Hotlimit || fx.im.Name == "mutex" {
 		fail = b.Errorf

@@ -272,10 +272,12 @@ wall() { echo "$(($(date +%s) - start))s"; }
 	echo
 	echo "### allowed/op: hit=mixed (Zipf), and any run that allowed or denied what its policy should not"
 	grep -E '^Benchmark.*allowed/op' "$raw" |
-		awk '{ v = ""; for (i = 3; i < NF; i++) if ($(i+1) == "allowed/op") v = $i
+		awk '{ v = ""; w = ""
+		       for (i = 3; i < NF; i++) { if ($(i+1) == "allowed/op") v = $i; if ($(i+1) == "wrong-calls") w = $i }
 		       name = $1; sub(/^Benchmark/, "", name); cpu = 1
 		       if (match(name, /-[0-9]+$/)) { cpu = substr(name, RSTART + 1); name = substr(name, 1, RSTART - 1) }
-		       if (name ~ /hit=mixed/ || (name ~ /hit=allow/ && v != 1) || (name ~ /hit=deny/ && v != 0))
+		       if (w != "" && w != 0) v = v ",wrong:" w
+		       if (name ~ /hit=mixed/ || (w != "" && w != 0) || (name ~ /hit=allow/ && v != 1) || (name ~ /hit=deny/ && v != 0))
 		           print name " -cpu " cpu ":", v }' |
 		awk '{ k = $1 " " $2 " " $3; a[k] = a[k] " " $4 } END { for (k in a) print k a[k] }' | sort -k1,1 -k3,3n
 	grep -E 'calls (denied|allowed)$' "$raw" | sed 's/^ *//' | sort | uniq -c | sort -rn | head -20

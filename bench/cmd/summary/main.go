@@ -241,10 +241,20 @@ func hit(scenario string) string {
 }
 
 // wrong reports whether a run admitted what its scenario's policy does not:
-// a denial at hit=allow or an admission at hit=deny.
+// a denial at hit=allow or an admission at hit=deny. A run's wrong-calls,
+// where reported, counts those calls exactly; a run without it (an older
+// file) is judged by allowed/op, whose four printed digits read 1.000 for
+// one denial in 100,000 calls.
 func wrong(runs []sample, h string) bool {
-	for _, v := range values(runs, "allowed/op") {
-		if (h == "allow" && v != 1) || (h == "deny" && v != 0) {
+	for _, s := range runs {
+		if n, ok := s.values["wrong-calls"]; ok {
+			if n != 0 {
+				return true
+			}
+			continue
+		}
+		v, ok := s.values["allowed/op"]
+		if ok && ((h == "allow" && v != 1) || (h == "deny" && v != 0)) {
 			return true
 		}
 	}

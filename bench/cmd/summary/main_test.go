@@ -243,3 +243,23 @@ func TestRatiosArithmetic(t *testing.T) {
 	assert.Equal(t, "0.50 [0.25-0.75]", st.String())
 	assert.Equal(t, "12.3 [10.0-15.0]", stat{med: 12.34, lo: 10, hi: 15}.String())
 }
+
+// TestWrongCountsEveryWrongCall: a run that denied one call in 100,000 at
+// hit=allow prints allowed/op 1.000, and is still judged wrong by its
+// wrong-calls; a run without wrong-calls (an older file) is judged by
+// allowed/op.
+func TestWrongCountsEveryWrongCall(t *testing.T) {
+	const runs = `BenchmarkAllow/mode=parallel/keys=1/hit=allow/impl=throttled-2  100000  500.0 ns/op  1.000 allowed/op  1.000 wrong-calls
+BenchmarkAllow/mode=parallel/keys=1/hit=allow/impl=xtime-2      100000  200.0 ns/op  1.000 allowed/op  0 wrong-calls
+BenchmarkAllow/mode=parallel/keys=1/hit=deny/impl=xtime-2       100000  200.0 ns/op  0.0000100 allowed/op  1.000 wrong-calls
+BenchmarkAllow/mode=parallel/keys=1/hit=allow/impl=ulule-2      100000  900.0 ns/op  0.9990 allowed/op
+BenchmarkAllow/mode=parallel/keys=1/hit=allow/impl=golimiter-2  100000  300.0 ns/op  1.000 allowed/op
+`
+	samples, err := parse(strings.NewReader(runs), "runs")
+	require.NoError(t, err)
+	require.Len(t, samples, 5)
+	for i, want := range []bool{true, false, true, true, false} {
+		s := samples[i]
+		assert.Equal(t, want, wrong([]sample{s}, hit(s.scenario)), "line %d", i+1)
+	}
+}
