@@ -9,8 +9,8 @@ import (
 // more than Limit at once (more than the burst, for a limiter with one), or a
 // negative count. A limiter may also answer Never to a request within its
 // burst whose wait would end past the last reading its clock can make
-// (math.MaxInt64, or the end of the range it counts): each algorithm's
-// package says when.
+// (math.MaxInt64, or the end of the range it counts), or is longer than a
+// Duration holds: each algorithm's package says when.
 const Never = time.Duration(math.MaxInt64)
 
 // Decision is the outcome of [Limiter.Take], and what a caller needs to answer

@@ -82,7 +82,9 @@ func Wait(ctx context.Context, l Limiter, key string, opts ...WaitOption) error 
 //     past the range the limiter counts, after which a key refills no
 //     more, see gcra and slidinglog; or a refill or window end that would
 //     come after math.MaxInt64, a reading no clock makes);
-//   - an error wrapping [ErrInvalidConfig] when l or ctx is nil.
+//   - an error wrapping [ErrInvalidConfig] when l or ctx is nil (the
+//     TakeContext methods of this module's limiters and of service.Service
+//     read a nil ctx as context.Background() instead).
 //
 // The deadline is read on the real clock (time.Until), RetryAfter on the
 // limiter's; they agree unless the limiter's clock is a fake one.

@@ -216,8 +216,12 @@ func (l *Limiter) TakeReceipt(key string, n int) (hotlimit.Decision, hotlimit.Re
 // TakeContext is Take under ctx: the children that take a context
 // (hotlimit.ContextTaker: redislimit's limiters, a composite of them) are
 // asked under it, so that its deadline bounds their round trips, and the
-// error joins theirs; see TakeReceiptContext.
+// error joins theirs; see TakeReceiptContext. A ctx of nil is
+// context.Background().
 func (l *Limiter) TakeContext(ctx context.Context, key string, n int) (hotlimit.Decision, error) {
+	if ctx == nil {
+		ctx = context.Background() // nil is takeReceipt's "no context": Take's
+	}
 	d, _, err := l.takeReceipt(ctx, key, n)
 	return d, err
 }

@@ -37,7 +37,9 @@
 //
 // Both durations are hotlimit.Never when W lies past math.MaxInt64, the
 // largest reading a clock makes (the window holding it, or a later one a
-// clock stepped back from): no wait reaches W.
+// clock stepped back from): no wait reaches W; and when W − now is longer
+// than a Duration holds (about 292 years, which only a clock stepped back
+// that far, or a wrapped window index, reads).
 //
 // Take(key, 0), Take(key, n > Limit) and Take(key, n < 0) only report: they
 // never insert a key nor change one.

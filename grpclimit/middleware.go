@@ -2,10 +2,12 @@ package grpclimit
 
 import (
 	"context"
+	"fmt"
 
 	"github.com/grpc-ecosystem/go-grpc-middleware/v2/interceptors/ratelimit"
 	"google.golang.org/grpc"
 
+	"github.com/hotlimit/hotlimit"
 	"github.com/hotlimit/hotlimit/service"
 )
 
@@ -34,8 +36,15 @@ func MiddlewareLimiter(svc *service.Service, opts ...Option) ratelimit.Limiter {
 
 type middlewareLimiter struct{ l *limiter }
 
-// Limit implements ratelimit.Limiter.
+// Limit implements ratelimit.Limiter. A nil ctx, which names no call,
+// fails as a panicking key function does (codes.Internal, nil under dry
+// run; the observer hears of it), and sends no metadata.
 func (m middlewareLimiter) Limit(ctx context.Context) error {
+	if ctx == nil {
+		v := m.l.failed("", fmt.Errorf("grpclimit: Limit with a nil Context: %w", hotlimit.ErrInvalidConfig))
+		m.l.observe(&v)
+		return v.err
+	}
 	method, _ := grpc.Method(ctx)
 	v, exempt := m.l.admit(ctx, method, nil)
 	if exempt {

@@ -326,8 +326,10 @@ func (l *Limiter) Take(key string, n int) hotlimit.Decision {
 // report (n = 0) while it is live, report what Redis has left plus what
 // the lease has (a report that Redis did not answer, the failure policy's
 // Remaining plus what the lease has, which it spends through an outage).
+// A nil ctx is context.Background(), here and in every function of the
+// package that takes a context, as in package composite.
 func (l *Limiter) TakeContext(ctx context.Context, key string, n int) (hotlimit.Decision, error) {
-	d, _, err := l.take(ctx, key, n)
+	d, _, err := l.take(orBackground(ctx), key, n)
 	return d, err
 }
 
@@ -335,7 +337,16 @@ func (l *Limiter) TakeContext(ctx context.Context, key string, n int) (hotlimit.
 // TakeContext returns it: what a service rule of several limits on Redis
 // calls, so that the request's deadline reaches every limit.
 func (l *Limiter) TakeReceiptContext(ctx context.Context, key string, n int) (hotlimit.Decision, hotlimit.Receipt, error) {
-	return l.take(ctx, key, n)
+	return l.take(orBackground(ctx), key, n)
+}
+
+// orBackground returns ctx, or context.Background() for nil, which the
+// client and the context package's WithTimeout would panic on.
+func orBackground(ctx context.Context) context.Context {
+	if ctx == nil {
+		return context.Background()
+	}
+	return ctx
 }
 
 // TakeReceipt is Take, plus the receipt of what it took, for [Limiter.Refund].
@@ -368,7 +379,7 @@ func (l *Limiter) RefundContext(ctx context.Context, key string, r hotlimit.Rece
 	if r.N < 1 {
 		return nil
 	}
-	_, err := l.giveBack(ctx, l.redisKey(key), int64(min(r.N, int(l.burst))), r.At/int64(l.unit))
+	_, err := l.giveBack(orBackground(ctx), l.redisKey(key), int64(min(r.N, int(l.burst))), r.At/int64(l.unit))
 	if err != nil {
 		return explain(err)
 	}

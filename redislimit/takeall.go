@@ -38,8 +38,10 @@ type Take struct {
 // ends first: the takes that joined a batch are then given back to Redis
 // if it ran them (see [WithTimeout] for what a frozen Redis may still
 // count). A nil
-// Limiter's take gets an error wrapping [hotlimit.ErrInvalidConfig].
+// Limiter's take gets an error wrapping [hotlimit.ErrInvalidConfig]. A nil
+// ctx is context.Background().
 func TakeAll(ctx context.Context, takes []Take) {
+	ctx = orBackground(ctx)
 	var first *Limiter
 	var c *call
 	var piped []int

@@ -300,9 +300,11 @@ func (s *Service) Take(user, api string, n int) hotlimit.Decision {
 // the rule's limits, and the error then wraps ctx's (context.Canceled or
 // context.DeadlineExceeded). The gateways answer a request whose error
 // wraps its context's without serving it: ask the error, not ctx, which
-// may have ended only after the decision.
+// may have ended only after the decision. A nil ctx is
+// context.Background(), as it is for every method of the service that takes
+// a context.
 func (s *Service) TakeContext(ctx context.Context, user, api string, n int) (hotlimit.Decision, error) {
-	d, _, err := s.rules.Load().resolve(user, api).takeContext(ctx, s.keys, user, api, n, false)
+	d, _, err := s.rules.Load().resolve(user, api).takeContext(orBackground(ctx), s.keys, user, api, n, false)
 	return d, err
 }
 
@@ -311,7 +313,7 @@ func (s *Service) TakeContext(ctx context.Context, user, api string, n int) (hot
 // and the limiters' error, when one could not decide (the decision is then
 // its failure policy's).
 func (s *Service) TakePolicyContext(ctx context.Context, user, api string, n int) (hotlimit.Decision, hotlimit.Config, error) {
-	return s.rules.Load().resolve(user, api).takeContext(ctx, s.keys, user, api, n, true)
+	return s.rules.Load().resolve(user, api).takeContext(orBackground(ctx), s.keys, user, api, n, true)
 }
 
 // LimitDecision is one limit of a rule with its own decision, as
@@ -353,7 +355,7 @@ type LimitDecision struct {
 // With a dst of room for the rule's limits (at most 16), it allocates no
 // more than TakeContext.
 func (s *Service) TakeEach(ctx context.Context, user, api string, n int, dst []LimitDecision) (hotlimit.Decision, []LimitDecision, error) {
-	return s.rules.Load().resolve(user, api).takeEach(ctx, s.keys, user, api, n, dst)
+	return s.rules.Load().resolve(user, api).takeEach(orBackground(ctx), s.keys, user, api, n, dst)
 }
 
 // OverrideRule is the rule name the observer sees for decisions of
@@ -406,8 +408,19 @@ func (s *Service) TakeWithContext(ctx context.Context, user, api string, c hotli
 	if err != nil {
 		return hotlimit.Decision{Limit: c.Limit, RetryAfter: hotlimit.Never}, err
 	}
-	d, _, err := ru.takeContext(ctx, s.keys, user, api, n, false)
+	d, _, err := ru.takeContext(orBackground(ctx), s.keys, user, api, n, false)
 	return d, err
+}
+
+// orBackground returns ctx, or context.Background() for nil: within the
+// service, a nil ctx means that no limiter is asked under a context (see
+// multi.take), which a caller's nil must not turn into a decision that
+// drops the limiters' errors, nor hand to a limiter that would panic on it.
+func orBackground(ctx context.Context) context.Context {
+	if ctx == nil {
+		return context.Background()
+	}
+	return ctx
 }
 
 // override returns the rule of TakeWith's c, building it on first use. Two

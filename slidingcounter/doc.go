@@ -73,7 +73,10 @@
 //     windows.
 //
 // Both durations are hotlimit.Never when the wait would end past
-// math.MaxInt64, the largest reading a clock makes: no clock reaches its end.
+// math.MaxInt64, the largest reading a clock makes: no clock reaches its end;
+// and when it is longer than a Duration holds (about 292 years, which only a
+// clock stepped back that far behind the key's window, or a wrapped window
+// index, reads).
 //
 // Take(key, 0), Take(key, n > Limit) and Take(key, n < 0) only report: they
 // never insert a key nor change one.

@@ -1,6 +1,7 @@
 package models
 
 import (
+	"math"
 	"math/bits"
 	"time"
 
@@ -15,9 +16,12 @@ import (
 // fresh, as a key not held is, whatever its window: a refund that takes
 // both to zero forgets the key, and Sweep forgets the keys whose counts are
 // both zero at the time of the sweep. RetryAfter and ResetAfter are found by
-// binary search over the estimate, not by the limiter's closed form. Callers
-// keep their clocks more than a few windows away from the ends of int64, so
-// plain int64 arithmetic is exact.
+// binary search over the estimate, not by the limiter's closed form, and are
+// hotlimit.Never when the estimate still exceeds its target at
+// math.MaxInt64, the last reading a clock makes, or when the wait is longer
+// than a Duration holds. The model is exact over the whole int64 line; it
+// does not reproduce the limiter's window index kept modulo 2^30, so callers
+// keep a key's stored window within 2^29 − 2 windows of the clock's.
 type SlidingCounter struct {
 	limit  int64
 	window int64
@@ -66,24 +70,49 @@ func (m *SlidingCounter) estAt(key string, now int64) int64 {
 }
 
 // until finds by binary search the smallest wait after now at which the
-// key's estimate is at most t (the estimate only falls as time passes).
+// key's estimate is at most t (the estimate only falls as time passes):
+// hotlimit.Never when no reading up to math.MaxInt64 brings it there, or when
+// the wait is longer than a Duration holds.
 func (m *SlidingCounter) until(key string, now, t int64) time.Duration {
 	if m.estAt(key, now) <= t {
 		return 0
 	}
-	lo, hi := now, now+3*m.window // lo fails
-	if st, ok := m.keys[key]; ok && st.index*m.window > now {
-		hi = st.index*m.window + 3*m.window
+	// A bound that usually passes, to keep the search short: three windows
+	// after now, or after the stored window's start when the clock is
+	// behind it; the search then checks it and widens it to math.MaxInt64.
+	hi := addSat(now, 3*m.window)
+	if st, ok := m.keys[key]; ok && st.index > FloorDiv(now, m.window) {
+		// The stored window's start, a window's start at or before some
+		// reading, is an int64.
+		hi = max(hi, addSat(st.index*m.window, 3*m.window))
 	}
-	for hi-lo > 1 {
-		mid := lo + (hi-lo)/2
+	if m.estAt(key, hi) > t {
+		hi = math.MaxInt64
+		if m.estAt(key, hi) > t {
+			return hotlimit.Never // not even at the last reading a clock makes
+		}
+	}
+	lo := now // lo fails, hi passes
+	for uint64(hi)-uint64(lo) > 1 {
+		mid := lo + int64((uint64(hi)-uint64(lo))/2)
 		if m.estAt(key, mid) <= t {
 			hi = mid
 		} else {
 			lo = mid
 		}
 	}
-	return time.Duration(hi - now)
+	if wait := uint64(hi) - uint64(now); wait <= math.MaxInt64 {
+		return time.Duration(wait)
+	}
+	return hotlimit.Never // longer than a Duration holds
+}
+
+// addSat returns a + b for b ≥ 0, saturated at math.MaxInt64.
+func addSat(a, b int64) int64 {
+	if a > math.MaxInt64-b {
+		return math.MaxInt64
+	}
+	return a + b
 }
 
 // Take is Take(key, n) at now.

@@ -1,0 +1,38 @@
+package composite_test
+
+import (
+	"context"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/hotlimit/hotlimit/composite"
+	"github.com/hotlimit/hotlimit/internal/limitertest"
+)
+
+// TestNilContextIsBackground: TakeContext, TakeReceiptContext and
+// RefundContext read a nil ctx as context.Background(), as their
+// documentation says: the children that take a context are asked under it,
+// and their errors come back. A child whose backend cannot be reached, and
+// whose failure policy denies, denies the request with its error under a
+// nil ctx as under Background.
+func TestNilContextIsBackground(t *testing.T) {
+	build := func() *composite.Limiter {
+		c, err := composite.New(newRemote(t, 5), &limitertest.UnreachableRefunder{Closed: true})
+		require.NoError(t, err)
+		return c
+	}
+	want, wantErr := build().TakeContext(context.Background(), "k", 1)
+	require.False(t, want.Allowed, "the unreachable child's failure policy denies")
+	require.ErrorIs(t, wantErr, limitertest.ErrUnreachable)
+
+	d, err := build().TakeContext(nil, "k", 1)
+	assert.Equal(t, want, d, "TakeContext(nil)")
+	assert.ErrorIs(t, err, limitertest.ErrUnreachable, "TakeContext(nil)")
+
+	d, r, err := build().TakeReceiptContext(nil, "k", 1)
+	assert.Equal(t, want, d, "TakeReceiptContext(nil)")
+	assert.Zero(t, r)
+	assert.ErrorIs(t, err, limitertest.ErrUnreachable, "TakeReceiptContext(nil)")
+}
