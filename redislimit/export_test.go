@@ -39,3 +39,15 @@ func LeaseLeft(l *Limiter, key string) int64 {
 	}
 	return max(ls.left.Load(), 0)
 }
+
+// EndLeaseTwice takes key's lease out of l's map twice, as two sweeps that
+// both saw it do, and reports whether it had one.
+func EndLeaseTwice(l *Limiter, key string) bool {
+	ls, ok := l.leases.Load(key)
+	if !ok {
+		return false
+	}
+	l.unmap(key, ls)
+	l.unmap(key, ls)
+	return true
+}

@@ -234,10 +234,13 @@ func (l *Limiter) retireTo(ctx context.Context, redisKey string, ls *lease) erro
 	return err
 }
 
-// unmap removes key's lease from the map if it is still ls.
+// unmap removes key's lease from the map if it is still ls. When key has
+// no lease (another sweep, or Close, removed ls first), the valueFn
+// deletes: to keep, Compute would store its zero value, a nil lease, which
+// every later take of key would dereference.
 func (l *Limiter) unmap(key string, ls *lease) {
 	l.leases.Compute(key, func(cur *lease, loaded bool) (*lease, bool) {
-		return cur, loaded && cur == ls
+		return cur, !loaded || cur == ls
 	})
 }
 

@@ -136,3 +136,21 @@ func TestLeaseEndsRacingSpendsConserve(t *testing.T) {
 	}
 	assert.EqualValues(t, workers*calls, total, "the limit is above the calls: every one passes")
 }
+
+// TestLeaseEndedTwiceLeavesNoNilLease ends a key's lease twice, as a Sweep
+// and the auto-sweep that both saw it expired do (or Close and a grant under
+// way): the key then has no lease, and its next take asks Redis. The second
+// removal found no lease and stored a nil one, which the key's next take
+// dereferenced: a panic.
+func TestLeaseEndedTwiceLeavesNoNilLease(t *testing.T) {
+	srv := redistest.Start(t)
+	c := hotlimit.Config{Algorithm: hotlimit.FixedWindow, Limit: 10, Window: time.Hour}
+	lim := newExact(t, newClient(t, srv), c, frozenClock(), redislimit.WithPrefix("twice:"), redislimit.WithLease(5, time.Second))
+	require.True(t, take(t, lim, "k", 1).Allowed)
+	require.True(t, redislimit.EndLeaseTwice(lim, "k"), "the grant's lease")
+	assert.Zero(t, lim.Len(), "no lease held")
+	assert.NotPanics(t, func() {
+		d := take(t, lim, "k", 1)
+		assert.True(t, d.Allowed, "the 2nd request of 10 (the ended lease's 5 are not given back)")
+	})
+}
