@@ -41,14 +41,15 @@ type batcher struct {
 	// enforced: the client applies context deadlines to its sockets, so a
 	// call made on the caller's goroutine returns by its deadline.
 	enforced bool
-	// split: the client is a cluster client, whose batches go in one
-	// pipeline per node (see pipelineByNode).
-	split bool
-	max   int
-	calls chan *call
-	stop  chan struct{}
-	once  sync.Once
-	wg    sync.WaitGroup
+	// split: the client is cluster, a cluster client, whose batches go in
+	// one pipeline per master (see pipelineByNode).
+	split   bool
+	cluster *redis.ClusterClient
+	max     int
+	calls   chan *call
+	stop    chan struct{}
+	once    sync.Once
+	wg      sync.WaitGroup
 	// mu orders sends against close: a caller sends under the read lock,
 	// having seen stopped false; close sets stopped under the write lock
 	// before it closes stop, so no call enters calls once a flusher can see
@@ -205,7 +206,7 @@ var errStopped = errors.New("redislimit: batcher stopped")
 func newBatcher(l *Limiter, max, flushers int) *batcher {
 	b := &batcher{client: l.client, script: l.script, timeout: l.set.timeout, clock: l.clock, enforced: enforcesDeadlines(l.client),
 		max: max, calls: make(chan *call, max), stop: make(chan struct{})}
-	_, b.split = l.client.(*redis.ClusterClient)
+	b.cluster, b.split = l.client.(*redis.ClusterClient)
 	for range min(max, 1) * flushers {
 		b.wg.Go(b.flush)
 	}
@@ -382,19 +383,26 @@ func (b *batcher) pipeline(ctx, retry context.Context, batch []*call, cmds []*re
 }
 
 // pipelineByNode sends the ops of batch, on a cluster client, in one
-// pipeline per breaker (per node of each Limiter; see Limiter.breakerFor),
-// all at once, and sets their replies. One pipeline for them all would go
-// to each node at once too, but go-redis gives every command of a pipeline
-// the error of a node that does not answer by ctx's deadline, the other
-// nodes' answers included: their breakers would count failures that their
-// nodes did not have, and open (see WithBreaker), and the calls that their
-// callers left would not give back what those nodes took.
+// pipeline per master of their keys (as the client's slot map has it), all
+// at once, and sets their replies. One pipeline for them all would go to
+// each master at once too, but go-redis gives every command of a pipeline
+// the error of a master that does not answer by ctx's deadline, the other
+// masters' answers included: their callers would get the failure policy's
+// decisions for requests that Redis counted, the calls that their callers
+// left would not give back what those masters took, and their breakers
+// would count failures that their masters did not have, and open (see
+// WithBreaker). The masters are looked up here rather than read from the
+// ops' breakers, of which a limiter without a breaker has one for all.
 func (b *batcher) pipelineByNode(ctx context.Context, batch []*call) {
-	groups := map[*breaker][]*op{}
+	groups := map[string][]*op{}
 	for _, c := range batch {
 		for i := range c.ops {
 			o := &c.ops[i]
-			groups[o.breaker] = append(groups[o.breaker], o)
+			addr := "" // no slot map: one pipeline, which meets the same error
+			if node, err := b.cluster.MasterForKey(ctx, o.key); err == nil {
+				addr = node.Options().Addr
+			}
+			groups[addr] = append(groups[addr], o)
 		}
 	}
 	var wg sync.WaitGroup

@@ -57,3 +57,49 @@ func TestClusterFrozenMasterSpareOthersBreakers(t *testing.T) {
 		assert.True(t, r.d.Allowed, "%s, call %d", key, i)
 	}
 }
+
+// TestClusterFrozenMasterSparesOthersWithoutBreaker is the frozen master
+// of TestClusterFrozenMasterSpareOthersBreakers with the breaker off, whose
+// limiter has one breaker for every master: a TakeAll of a frozen master's
+// key and of three keys of a live master, sent by the caller. The live
+// master answers, so its takes are decided by Redis, with no error; and
+// Redis counts exactly what those decisions admitted. One pipeline for
+// every master had go-redis give the live master's takes the frozen
+// master's deadline error after Redis had counted them: the callers got the
+// failure policy's denial and Redis kept their requests all the same.
+func TestClusterFrozenMasterSparesOthersWithoutBreaker(t *testing.T) {
+	cl := redistest.StartCluster(t, 3, 0)
+	for _, n := range cl.Nodes {
+		require.NoError(t, n.Client().ConfigSet(context.Background(), "cluster-require-full-coverage", "no").Err())
+	}
+	lim := newLimiter(t, cl.Client(), faultConfig, frozenClock(), redislimit.WithFailPolicy(redislimit.FailClosed),
+		redislimit.WithBreaker(0, 0), redislimit.WithTimeout(500*time.Millisecond))
+	masters := cl.Masters()
+	require.Len(t, masters, 3)
+	frozen := keysOn(t, cl, masters[0], "frozen-", 1)
+	live := keysOn(t, cl, masters[1], "live-", 3)
+	for _, key := range append(frozen, live...) {
+		require.True(t, take(t, lim, key, 1).Allowed, "%s before the freeze", key)
+	}
+	masters[0].Pause()
+	t.Cleanup(masters[0].Resume)
+
+	require.Zero(t, redislimit.InFlight(lim), "no call under way: TakeAll sends its own pipeline")
+	takes := []redislimit.Take{{Limiter: lim, Key: frozen[0], N: 1}}
+	for _, key := range live {
+		takes = append(takes, redislimit.Take{Limiter: lim, Key: key, N: 1})
+	}
+	redislimit.TakeAll(context.Background(), takes)
+	assert.Error(t, takes[0].Err, "the frozen master's take")
+	for _, tk := range takes[1:] {
+		assert.NoError(t, tk.Err, "%s: its master answered", tk.Key)
+		assert.True(t, tk.Decision.Allowed, "%s: 1 of %d before", tk.Key, faultLimit)
+	}
+	for _, tk := range takes[1:] {
+		want := faultLimit - 1
+		if tk.Err == nil && tk.Decision.Allowed {
+			want--
+		}
+		assert.Equal(t, want, take(t, lim, tk.Key, 0).Remaining, "%s: Redis counts what its decisions admitted", tk.Key)
+	}
+}

@@ -39,3 +39,26 @@ func LeaseLeft(l *Limiter, key string) int64 {
 	}
 	return max(ls.left.Load(), 0)
 }
+
+// SetSweptHook makes every auto-sweep of the leases call hook once it has
+// ended the expired ones, before it sets the threshold of the next; nil
+// removes it. Set it before building the limiter, and remove it once the
+// limiter is closed.
+func SetSweptHook(hook func()) { sweptHook = hook }
+
+// SetSweepHook makes every auto-sweep of the leases call hook before it
+// looks for the expired ones; nil removes it. Set it before building the
+// limiter, and remove it once the limiter is closed.
+func SetSweepHook(hook func()) { sweepHook = hook }
+
+// EndLeaseTwice takes key's lease out of l's map twice, as two sweeps that
+// both saw it do, and reports whether it had one.
+func EndLeaseTwice(l *Limiter, key string) bool {
+	ls, ok := l.leases.Load(key)
+	if !ok {
+		return false
+	}
+	l.unmap(key, ls)
+	l.unmap(key, ls)
+	return true
+}

@@ -2,6 +2,7 @@ package redislimit
 
 import (
 	"context"
+	"sync"
 	"sync/atomic"
 
 	"github.com/hotlimit/hotlimit"
@@ -167,20 +168,47 @@ func (l *Limiter) retireLater(ctx context.Context, key, redisKey string, ls *lea
 	return true
 }
 
+// sweepers is how many give-backs a sweep has under way at once: they join
+// the batches (see WithBatch) as concurrent calls do, so that a sweep gives
+// back about as many leases per round trip as the grants of a flood of new
+// keys take, rather than one.
+const sweepers = 64
+
+// sweepHook and sweptHook, when set (by tests, before the limiter is
+// built), are called by an auto-sweep before it looks for the expired
+// leases, and once it has ended them, before it sets the threshold of the
+// next.
+var sweepHook, sweptHook func()
+
 // sweepLeases ends the leases expired at now, giving their unspent
-// requests back to Redis one round trip at a time, and returns how many it
-// ended.
-func (l *Limiter) sweepLeases(now int64) int {
-	ended := 0
+// requests back to Redis, up to sweepers round trips at a time, and
+// returns how many it ended and how many live leases it saw.
+func (l *Limiter) sweepLeases(now int64) (ended, live int) {
+	type expired struct {
+		key string
+		ls  *lease
+	}
+	var done []expired
 	l.leases.Range(func(key string, ls *lease) bool {
-		if now >= ls.expires {
-			l.unmap(key, ls)
-			_ = l.retire(context.Background(), key, ls)
-			ended++
+		switch {
+		case now < ls.expires:
+			live++
+		case l.unmap(key, ls): // else ended by another sweep or a new lease
+			done = append(done, expired{key, ls})
 		}
 		return true
 	})
-	return ended
+	var next atomic.Int64
+	var wg sync.WaitGroup
+	for range min(len(done), sweepers) {
+		wg.Go(func() {
+			for i := next.Add(1) - 1; i < int64(len(done)); i = next.Add(1) - 1 {
+				_ = l.retire(context.Background(), done[i].key, done[i].ls)
+			}
+		})
+	}
+	wg.Wait()
+	return len(done), live
 }
 
 // sweepLeasesLater starts a sweep of the expired leases on a goroutine of
@@ -191,8 +219,11 @@ func (l *Limiter) sweepLeases(now int64) int {
 // distinct keys (client addresses) would grow the map without bound. The
 // give-backs are round trips, which the caller that granted a lease must
 // not wait for; Close waits for them. Once done, the next sweep waits for
-// twice the leases that this one left, and at least the threshold, so that
-// a map of live leases costs a sweep per doubling, not one per grant.
+// twice the live leases that this one saw, and at least the threshold, so
+// that a map of live leases costs a sweep per doubling, not one per grant.
+// The leases granted while it ran are not counted: under a flood they
+// expire as fast as they come, and counting them doubled the wait at each
+// sweep, so that the map grew without bound.
 func (l *Limiter) sweepLeasesLater() {
 	if l.leaseSweep <= 0 || int64(l.leases.Size()) < l.sweepAt.Load() {
 		return
@@ -213,8 +244,14 @@ func (l *Limiter) sweepLeasesLater() {
 	l.retireMu.Unlock()
 	go func() {
 		defer l.retiring.Done()
-		l.sweepLeases(l.localNow())
-		l.sweepAt.Store(max(l.leaseSweep, 2*int64(l.leases.Size())))
+		if sweepHook != nil {
+			sweepHook()
+		}
+		_, live := l.sweepLeases(l.localNow())
+		if sweptHook != nil {
+			sweptHook()
+		}
+		l.sweepAt.Store(max(l.leaseSweep, 2*int64(live)))
 		l.sweeping.Store(false)
 	}()
 }
@@ -234,11 +271,16 @@ func (l *Limiter) retireTo(ctx context.Context, redisKey string, ls *lease) erro
 	return err
 }
 
-// unmap removes key's lease from the map if it is still ls.
-func (l *Limiter) unmap(key string, ls *lease) {
+// unmap removes key's lease from the map if it is still ls, and reports
+// whether it did. When key has no lease (another sweep, or Close, removed
+// ls first), the valueFn deletes: to keep, Compute would store its zero
+// value, a nil lease, which every later take of key would dereference.
+func (l *Limiter) unmap(key string, ls *lease) (removed bool) {
 	l.leases.Compute(key, func(cur *lease, loaded bool) (*lease, bool) {
-		return cur, loaded && cur == ls
+		removed = loaded && cur == ls
+		return cur, removed || !loaded
 	})
+	return removed
 }
 
 // windowEnd returns the end of the fixed window of length window, aligned

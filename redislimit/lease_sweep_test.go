@@ -136,3 +136,104 @@ func TestLeaseEndsRacingSpendsConserve(t *testing.T) {
 	}
 	assert.EqualValues(t, workers*calls, total, "the limit is above the calls: every one passes")
 }
+
+// TestAutoSweepCountsOnlyLiveLeases holds the first auto-sweep of the leases
+// once it has ended the expired ones, and meanwhile grants leases to 32 new
+// keys, which have expired by the next grant: those leases are not live, and
+// the next sweep must not wait for twice their number. It waited for twice
+// the leases left in the map after each sweep, the expired ones granted
+// while it ran included: under a flood of keys each sweep doubled the wait
+// for the next, and the map grew without bound (48000 grants for new keys
+// from 32 goroutines left 46548 expired leases held, with a threshold of
+// 64).
+func TestAutoSweepCountsOnlyLiveLeases(t *testing.T) {
+	srv := redistest.Start(t)
+	const threshold, during, ttl = 16, 32, time.Second
+	reached, release := make(chan struct{}), make(chan struct{})
+	var held atomic.Bool
+	redislimit.SetSweptHook(func() {
+		if held.CompareAndSwap(false, true) { // the first sweep only
+			reached <- struct{}{}
+			<-release
+		}
+	})
+	t.Cleanup(func() { redislimit.SetSweptHook(nil) }) // after the limiter's Close
+	c := hotlimit.Config{Algorithm: hotlimit.FixedWindow, Limit: 10, Window: time.Hour}
+	var now atomic.Int64
+	now.Store(int64(time.Hour))
+	lim := newExact(t, newClient(t, srv), c, hotlimit.WithClock(now.Load), redislimit.WithPrefix("livesweep:"),
+		redislimit.WithLease(5, ttl), hotlimit.WithAutoSweep(threshold))
+	key := func(i int) string { return "ip-" + strconv.Itoa(i) }
+	for i := range threshold {
+		now.Add(int64(ttl)) // the leases granted before have expired
+		require.True(t, take(t, lim, key(i), 1).Allowed, "key %d", i)
+	}
+	<-reached // the threshold-th grant started a sweep, which ended all but its own lease
+	require.Equal(t, 1, lim.Len(), "the live lease of the grant that started the sweep")
+	for i := threshold; i < threshold+during; i++ {
+		now.Add(int64(ttl))
+		require.True(t, take(t, lim, key(i), 1).Allowed, "key %d, during the sweep", i)
+	}
+	require.Equal(t, 1+during, lim.Len(), "no second sweep while one runs")
+	close(release)
+	redislimit.WaitRetired(lim)
+
+	now.Add(int64(ttl)) // every lease has expired
+	require.True(t, take(t, lim, key(threshold+during), 1).Allowed, "a new key")
+	redislimit.WaitRetired(lim)
+	assert.Equal(t, 1, lim.Len(), "the new key's grant swept the %d expired leases", 1+during)
+}
+
+// TestAutoSweepGivesBackConcurrently freezes Redis (SIGSTOP) as an
+// auto-sweep starts, with 19 expired leases to give back: their give-backs
+// must all be under way at once, sharing batches as concurrent calls do.
+// One give-back at a time, a sweep ended one lease per round trip while a
+// flood of new keys from many goroutines was granted a batch of leases per
+// round trip, and the leases held grew without bound.
+func TestAutoSweepGivesBackConcurrently(t *testing.T) {
+	srv := redistest.Start(t)
+	const threshold, ttl = 20, time.Second
+	var armed atomic.Bool
+	redislimit.SetSweepHook(func() {
+		if armed.CompareAndSwap(true, false) {
+			srv.Pause()
+		}
+	})
+	t.Cleanup(func() { redislimit.SetSweepHook(nil) }) // after the limiter's Close
+	c := hotlimit.Config{Algorithm: hotlimit.FixedWindow, Limit: 10, Window: time.Hour}
+	var now atomic.Int64
+	now.Store(int64(time.Hour))
+	lim := newExact(t, newClient(t, srv), c, hotlimit.WithClock(now.Load), redislimit.WithPrefix("sweepers:"),
+		redislimit.WithLease(5, ttl), hotlimit.WithAutoSweep(threshold), redislimit.WithBreaker(0, 0))
+	t.Cleanup(srv.Resume) // before the limiter's Close
+	for i := range threshold - 1 {
+		require.True(t, take(t, lim, "ip-"+strconv.Itoa(i), 1).Allowed, "key %d", i)
+	}
+	require.Equal(t, threshold-1, lim.Len(), "below the threshold: no sweep")
+	now.Add(int64(ttl)) // every lease has expired
+	armed.Store(true)
+	require.True(t, take(t, lim, "ip-last", 1).Allowed, "the grant that starts the sweep")
+	assert.Eventually(t, func() bool { return redislimit.InFlight(lim) == threshold-1 }, 5*time.Second, time.Millisecond,
+		"the %d give-backs under way at once", threshold-1)
+	srv.Resume()
+	redislimit.WaitRetired(lim)
+	assert.Equal(t, 1, lim.Len(), "the live lease of the grant that started the sweep")
+}
+
+// TestLeaseEndedTwiceLeavesNoNilLease ends a key's lease twice, as a Sweep
+// and the auto-sweep that both saw it expired do (or Close and a grant under
+// way): the key then has no lease, and its next take asks Redis. The second
+// removal found no lease and stored a nil one, which the key's next take
+// dereferenced: a panic.
+func TestLeaseEndedTwiceLeavesNoNilLease(t *testing.T) {
+	srv := redistest.Start(t)
+	c := hotlimit.Config{Algorithm: hotlimit.FixedWindow, Limit: 10, Window: time.Hour}
+	lim := newExact(t, newClient(t, srv), c, frozenClock(), redislimit.WithPrefix("twice:"), redislimit.WithLease(5, time.Second))
+	require.True(t, take(t, lim, "k", 1).Allowed)
+	require.True(t, redislimit.EndLeaseTwice(lim, "k"), "the grant's lease")
+	assert.Zero(t, lim.Len(), "no lease held")
+	assert.NotPanics(t, func() {
+		d := take(t, lim, "k", 1)
+		assert.True(t, d.Allowed, "the 2nd request of 10 (the ended lease's 5 are not given back)")
+	})
+}

@@ -707,7 +707,8 @@ func (l *Limiter) Sweep() int {
 	if l.leases == nil {
 		return ended
 	}
-	return ended + l.sweepLeases(l.localNow())
+	swept, _ := l.sweepLeases(l.localNow())
+	return ended + swept
 }
 
 // Close ends every lease, giving the unspent requests back to Redis (and
