@@ -206,7 +206,7 @@ func (f *flags) validate() error {
 		// A URL, such as the reference's REDIS_URL may be, would reach the
 		// errors and logs with its password: refused first, masked.
 		if slices.ContainsFunc(addrs, func(a string) bool { return strings.Contains(a, "://") || strings.Contains(a, "@") }) {
-			return fmt.Errorf("-redis %q: an address is host:port, not a URL: give the password with -redis-password (or HOTLIMITD_REDIS_PASSWORD) and TLS with -redis-tls", maskCredentials(addrs))
+			return fmt.Errorf("-redis %q: an address is host:port, not a URL: give the password with -redis-password (or HOTLIMITD_REDIS_PASSWORD) and TLS with -redis-tls", maskCredentials(f.redisAddr))
 		}
 		if slices.Contains(addrs, "") {
 			return fmt.Errorf("-redis %q: an empty address", f.redisAddr)
@@ -219,22 +219,35 @@ func (f *flags) validate() error {
 	return nil
 }
 
-// maskCredentials joins addrs with ',', each with what precedes its host
-// (user and password) masked, as the reference masks its REDIS_URL:
-// redis://user:pass@host:6379 reads redis://*****@host:6379.
-func maskCredentials(addrs []string) string {
-	out := make([]string, len(addrs))
-	for i, a := range addrs {
-		out[i] = a
-		if at := strings.LastIndexByte(a, '@'); at >= 0 {
-			scheme := ""
-			if j := strings.Index(a, "://"); j >= 0 && j < at {
-				scheme = a[:j+3]
-			}
-			out[i] = scheme + "*****" + a[at:]
+// maskCredentials returns the -redis value v with what precedes its last
+// '@' masked, a scheme that starts it aside, as the reference masks its
+// REDIS_URL: redis://user:pass@host:6379 reads redis://*****@host:6379. The
+// addresses before that '@' are masked too: a password may hold ',' and
+// '@', so none of what precedes the last '@' is known not to be part of it.
+func maskCredentials(v string) string {
+	at := strings.LastIndexByte(v, '@')
+	if at < 0 {
+		return v
+	}
+	scheme := ""
+	if j := strings.Index(v, "://"); j > 0 && j < at && isScheme(v[:j]) {
+		scheme = v[:j+3]
+	}
+	return scheme + "*****" + v[at:]
+}
+
+// isScheme reports whether s is a URL scheme (RFC 3986: a letter, then
+// letters, digits, '+', '-' or '.').
+func isScheme(s string) bool {
+	for i, r := range s {
+		switch {
+		case 'a' <= r && r <= 'z', 'A' <= r && r <= 'Z':
+		case i > 0 && ('0' <= r && r <= '9' || r == '+' || r == '-' || r == '.'):
+		default:
+			return false
 		}
 	}
-	return strings.Join(out, ",")
+	return s != ""
 }
 
 // newFlagSet returns the command's flags, writing into f. It prints
