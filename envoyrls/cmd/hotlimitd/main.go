@@ -508,6 +508,7 @@ func run(ctx context.Context, args []string, stderr io.Writer, ready func(grpcAd
 		grpc.MaxConcurrentStreams(grpcLimits.streams),
 		grpc.MaxHeaderListSize(grpcLimits.headerBytes),
 		grpc.ConnectionTimeout(grpcLimits.handshake),
+		grpc.StreamInterceptor(endReflectionOnDrain(ctx)),
 	)
 	pb.RegisterRateLimitServiceServer(g, srv)
 	hs := health.NewServer()
@@ -516,7 +517,7 @@ func run(ctx context.Context, args []string, stderr io.Writer, ready func(grpcAd
 	for _, name := range []string{"ratelimit", pb.RateLimitService_ServiceDesc.ServiceName} {
 		hs.SetServingStatus(name, healthpb.HealthCheckResponse_SERVING)
 	}
-	healthpb.RegisterHealthServer(g, hs)
+	healthpb.RegisterHealthServer(g, healthServer{Server: hs, draining: ctx}) // its watches end on the drain
 	// Server reflection, so that grpcurl and the like can call the service
 	// without its .proto files, which no package of Envoy's ships.
 	reflection.Register(g)
