@@ -89,11 +89,11 @@ func main() {
 	}
 	sig, stop := signal.NotifyContext(context.Background(), signals...)
 	defer stop()
-	ctx, drain := context.WithCancel(context.Background())
+	ctx, drain := context.WithCancelCause(context.Background())
 	go func() {
 		<-sig.Done()
 		stop()
-		drain()
+		drain(context.Cause(sig)) // names the signal, for the log
 	}()
 	err := run(ctx, os.Args[1:], os.Stderr, nil)
 	if err != nil && !errors.Is(err, flag.ErrHelp) {
@@ -615,7 +615,11 @@ func run(ctx context.Context, args []string, stderr io.Writer, ready func(grpcAd
 	// an operator) finds /healthcheck and gRPC's health already failing.
 	draining.Store(true)
 	hs.Shutdown()
-	log.Info("shutting down", "drain", f.drain.String())
+	attrs := []any{"drain", f.drain.String()}
+	if cause := context.Cause(ctx); cause != nil && cause != context.Canceled { //nolint:errorlint // a signal's cause Is context.Canceled too
+		attrs = append(attrs, "cause", cause.Error()) // such as "hangup signal received"
+	}
+	log.Info("shutting down", attrs...)
 	dctx, cancel := context.WithTimeout(context.Background(), f.drain)
 	defer cancel()
 	// Both servers drain at once: each takes no new request from now on
