@@ -25,8 +25,8 @@
 // its policy is loaded, about 32 bytes per key (up to 2^20 keys): 32 MB per
 // policy at -max-keys 1000000.
 //
-// Redis: -redis names the address (several, or -redis-cluster, for a
-// cluster); -redis-password (or HOTLIMITD_REDIS_PASSWORD), -redis-tls,
+// Redis: -redis names the address, host:port or a Unix socket's path
+// (several, or -redis-cluster, for a cluster); -redis-password (or HOTLIMITD_REDIS_PASSWORD), -redis-tls,
 // -redis-tls-ca (a PEM file of the authorities to verify Redis's certificate
 // against) and -redis-tls-skip-verify connect; -redis-lease N lets each replica take N
 // requests per key ahead and spend them without a round trip (never
@@ -205,8 +205,11 @@ func (f *flags) validate() error {
 		addrs := strings.Split(f.redisAddr, ",")
 		// A URL, such as the reference's REDIS_URL may be, would reach the
 		// errors and logs with its password: refused first, masked.
+		if path, ok := strings.CutPrefix(f.redisAddr, "unix://"); ok && !strings.ContainsAny(path, "@,") {
+			return fmt.Errorf("-redis %q: a Unix socket is given by its path: -redis %s", f.redisAddr, path)
+		}
 		if slices.ContainsFunc(addrs, func(a string) bool { return strings.Contains(a, "://") || strings.Contains(a, "@") }) {
-			return fmt.Errorf("-redis %q: an address is host:port, not a URL: give the password with -redis-password (or HOTLIMITD_REDIS_PASSWORD) and TLS with -redis-tls", maskCredentials(f.redisAddr))
+			return fmt.Errorf("-redis %q: an address is host:port (or a Unix socket's path), not a URL: give the password with -redis-password (or HOTLIMITD_REDIS_PASSWORD) and TLS with -redis-tls", maskCredentials(f.redisAddr))
 		}
 		if slices.Contains(addrs, "") {
 			return fmt.Errorf("-redis %q: an empty address", f.redisAddr)
@@ -261,7 +264,7 @@ func newFlagSet(f *flags) *flag.FlagSet {
 	fs.StringVar(&f.config, "config", "", "directory of YAML rate limit configs, one per domain (required)")
 	fs.StringVar(&f.grpcAddr, "grpc", ":8081", "gRPC listen address")
 	fs.StringVar(&f.httpAddr, "http", ":8080", "HTTP listen address (/json, /healthcheck, /metrics); empty for none")
-	fs.StringVar(&f.redisAddr, "redis", "", "Redis address(es), comma-separated; empty keeps the state in memory")
+	fs.StringVar(&f.redisAddr, "redis", "", "Redis address(es), host:port or a Unix socket's path, comma-separated; empty keeps the state in memory")
 	fs.BoolVar(&f.redisCluster, "redis-cluster", false, "Redis is a cluster (implied by several addresses)")
 	fs.StringVar(&f.redisPassword, "redis-password", "", "Redis password")
 	fs.BoolVar(&f.redisTLS, "redis-tls", false, "connect to Redis over TLS")
