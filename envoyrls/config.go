@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"hash"
+	"io"
 	"io/fs"
 	"os"
 	"path/filepath"
@@ -159,6 +160,7 @@ func (c *Config) Rules() []*Rule {
 // removes the previous version, and named in errors and in [Domain.File] as
 // dir/<name>, the paths the application sees. Only regular files are read
 // (a named pipe would block the read); others are named in the warnings.
+// A file larger than 16 MiB is an error.
 func LoadDir(dir string) (*Config, error) {
 	files, err := readDir(dir)
 	if err != nil {
@@ -263,7 +265,7 @@ func readFiles(dir, src string) (*dirFiles, error) {
 			out.skipped = append(out.skipped, fmt.Sprintf("%s: not a regular file (%v), not read", path, mode))
 			continue
 		}
-		data, err := os.ReadFile(from)
+		data, err := readFile(path, from)
 		if err != nil {
 			return nil, fmt.Errorf("envoyrls: config directory: %w", err)
 		}
@@ -275,6 +277,30 @@ func readFiles(dir, src string) (*dirFiles, error) {
 	}
 	out.digest = [32]byte(h.Sum(nil))
 	return out, nil
+}
+
+// maxFileSize is the largest configuration file read: 16 MiB, thousands of
+// times a domain written by hand, and far less than a log or a dump saved
+// in the directory by mistake, which would otherwise be read whole at every
+// poll.
+const maxFileSize = 16 << 20
+
+// readFile reads the configuration file from, named path in errors, up to
+// maxFileSize bytes: a larger one is an error, read no further.
+func readFile(path, from string) ([]byte, error) {
+	f, err := os.Open(from)
+	if err != nil {
+		return nil, err
+	}
+	defer func() { _ = f.Close() }()
+	data, err := io.ReadAll(io.LimitReader(f, maxFileSize+1))
+	if err != nil {
+		return nil, err
+	}
+	if len(data) > maxFileSize {
+		return nil, fmt.Errorf("%s: larger than %d MiB, the most a configuration file may hold", path, maxFileSize>>20)
+	}
+	return data, nil
 }
 
 // hashFile adds a file's name and content to a directory's digest.

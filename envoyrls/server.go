@@ -212,8 +212,24 @@ func (s *Server) Config() *Config { return s.snap.Load().cfg }
 // accepts, such as a limit beyond the in-memory algorithm's range; the error
 // names the file and the rule), the configuration in force stays. A
 // [Metrics] given to [WithObserver] drops the series of the rules cfg no
-// longer has.
+// longer has. The limiters of the policies cfg no longer has are closed
+// once it is in force, as [Server.Close] closes them (giving back what they
+// hold ahead of Redis), their errors logged: a request that still decides
+// with one, having started before, gets its answer from the backend.
 func (s *Server) Reload(cfg *Config) error {
+	dropped, err := s.reload(cfg)
+	for _, l := range dropped {
+		if err := l.Close(); err != nil {
+			s.set.log.Warn("rate limit backend failed to take back what a policy no longer in force held ahead", "err", err)
+		}
+	}
+	return err
+}
+
+// reload is Reload but for closing the limiters of the policies cfg no
+// longer has, which it returns: their give-backs are round trips to Redis,
+// made without s.mu held.
+func (s *Server) reload(cfg *Config) (dropped []interface{ Close() error }, err error) {
 	if cfg == nil {
 		cfg = &Config{}
 	}
@@ -242,7 +258,8 @@ func (s *Server) Reload(cfg *Config) error {
 			if d := cfg.domains[r.Domain]; d != nil {
 				file = d.File
 			}
-			return fmt.Errorf("%s: %s: %w", file, r.Key, err)
+			// The limiters built for cfg go with it.
+			return closers(next.limiters, prev), fmt.Errorf("%s: %s: %w", file, r.Key, err)
 		}
 		next.limiters[c] = l
 	}
@@ -252,7 +269,21 @@ func (s *Server) Reload(cfg *Config) error {
 	}
 	s.snap.Store(next)
 	served()
-	return nil
+	return closers(prev, next.limiters), nil
+}
+
+// closers returns the limiters of ls that keep have not and that have a
+// Close method.
+func closers(ls, keep map[hotlimit.Config]hotlimit.Limiter) (out []interface{ Close() error }) {
+	for c, l := range ls {
+		if _, kept := keep[c]; kept {
+			continue // the same limiter: a policy of both
+		}
+		if cl, ok := l.(interface{ Close() error }); ok {
+			out = append(out, cl)
+		}
+	}
+	return out
 }
 
 // Len returns the number of keys the server's limiters hold in this

@@ -150,6 +150,10 @@ func TestRedisURLRefusedWithoutItsPassword(t *testing.T) {
 		{args: []string{"-redis", "127.0.0.1:2,user:s3cret@127.0.0.1:1"}},
 		{args: []string{"-redis", "redis://:s3cret@127.0.0.1:1,"}},
 		{env: "redis://default:s3cret@127.0.0.1:1"},
+		// A password may hold ',' (and '@'): its parts are no addresses.
+		{args: []string{"-redis", "redis://user:s3cret,s3cret@127.0.0.1:1"}},
+		{args: []string{"-redis", "user:s3cret,s3cret@s3cret@127.0.0.1:1"}},
+		{args: []string{"-redis", "127.0.0.1:2,redis://user:s3cret,s3cret@127.0.0.1:1"}},
 	} {
 		t.Run(strings.Join(append(tc.args, tc.env), " "), func(t *testing.T) {
 			if tc.env != "" {

@@ -25,8 +25,8 @@
 // its policy is loaded, about 32 bytes per key (up to 2^20 keys): 32 MB per
 // policy at -max-keys 1000000.
 //
-// Redis: -redis names the address (several, or -redis-cluster, for a
-// cluster); -redis-password (or HOTLIMITD_REDIS_PASSWORD), -redis-tls,
+// Redis: -redis names the address, host:port or a Unix socket's path
+// (several, or -redis-cluster, for a cluster); -redis-password (or HOTLIMITD_REDIS_PASSWORD), -redis-tls,
 // -redis-tls-ca (a PEM file of the authorities to verify Redis's certificate
 // against) and -redis-tls-skip-verify connect; -redis-lease N lets each replica take N
 // requests per key ahead and spend them without a round trip (never
@@ -89,11 +89,11 @@ func main() {
 	}
 	sig, stop := signal.NotifyContext(context.Background(), signals...)
 	defer stop()
-	ctx, drain := context.WithCancel(context.Background())
+	ctx, drain := context.WithCancelCause(context.Background())
 	go func() {
 		<-sig.Done()
 		stop()
-		drain()
+		drain(context.Cause(sig)) // names the signal, for the log
 	}()
 	err := run(ctx, os.Args[1:], os.Stderr, nil)
 	if err != nil && !errors.Is(err, flag.ErrHelp) {
@@ -205,8 +205,11 @@ func (f *flags) validate() error {
 		addrs := strings.Split(f.redisAddr, ",")
 		// A URL, such as the reference's REDIS_URL may be, would reach the
 		// errors and logs with its password: refused first, masked.
+		if path, ok := strings.CutPrefix(f.redisAddr, "unix://"); ok && !strings.ContainsAny(path, "@,") {
+			return fmt.Errorf("-redis %q: a Unix socket is given by its path: -redis %s", f.redisAddr, path)
+		}
 		if slices.ContainsFunc(addrs, func(a string) bool { return strings.Contains(a, "://") || strings.Contains(a, "@") }) {
-			return fmt.Errorf("-redis %q: an address is host:port, not a URL: give the password with -redis-password (or HOTLIMITD_REDIS_PASSWORD) and TLS with -redis-tls", maskCredentials(addrs))
+			return fmt.Errorf("-redis %q: an address is host:port (or a Unix socket's path), not a URL: give the password with -redis-password (or HOTLIMITD_REDIS_PASSWORD) and TLS with -redis-tls", maskCredentials(f.redisAddr))
 		}
 		if slices.Contains(addrs, "") {
 			return fmt.Errorf("-redis %q: an empty address", f.redisAddr)
@@ -219,22 +222,35 @@ func (f *flags) validate() error {
 	return nil
 }
 
-// maskCredentials joins addrs with ',', each with what precedes its host
-// (user and password) masked, as the reference masks its REDIS_URL:
-// redis://user:pass@host:6379 reads redis://*****@host:6379.
-func maskCredentials(addrs []string) string {
-	out := make([]string, len(addrs))
-	for i, a := range addrs {
-		out[i] = a
-		if at := strings.LastIndexByte(a, '@'); at >= 0 {
-			scheme := ""
-			if j := strings.Index(a, "://"); j >= 0 && j < at {
-				scheme = a[:j+3]
-			}
-			out[i] = scheme + "*****" + a[at:]
+// maskCredentials returns the -redis value v with what precedes its last
+// '@' masked, a scheme that starts it aside, as the reference masks its
+// REDIS_URL: redis://user:pass@host:6379 reads redis://*****@host:6379. The
+// addresses before that '@' are masked too: a password may hold ',' and
+// '@', so none of what precedes the last '@' is known not to be part of it.
+func maskCredentials(v string) string {
+	at := strings.LastIndexByte(v, '@')
+	if at < 0 {
+		return v
+	}
+	scheme := ""
+	if j := strings.Index(v, "://"); j > 0 && j < at && isScheme(v[:j]) {
+		scheme = v[:j+3]
+	}
+	return scheme + "*****" + v[at:]
+}
+
+// isScheme reports whether s is a URL scheme (RFC 3986: a letter, then
+// letters, digits, '+', '-' or '.').
+func isScheme(s string) bool {
+	for i, r := range s {
+		switch {
+		case 'a' <= r && r <= 'z', 'A' <= r && r <= 'Z':
+		case i > 0 && ('0' <= r && r <= '9' || r == '+' || r == '-' || r == '.'):
+		default:
+			return false
 		}
 	}
-	return strings.Join(out, ",")
+	return s != ""
 }
 
 // newFlagSet returns the command's flags, writing into f. It prints
@@ -248,7 +264,7 @@ func newFlagSet(f *flags) *flag.FlagSet {
 	fs.StringVar(&f.config, "config", "", "directory of YAML rate limit configs, one per domain (required)")
 	fs.StringVar(&f.grpcAddr, "grpc", ":8081", "gRPC listen address")
 	fs.StringVar(&f.httpAddr, "http", ":8080", "HTTP listen address (/json, /healthcheck, /metrics); empty for none")
-	fs.StringVar(&f.redisAddr, "redis", "", "Redis address(es), comma-separated; empty keeps the state in memory")
+	fs.StringVar(&f.redisAddr, "redis", "", "Redis address(es), host:port or a Unix socket's path, comma-separated; empty keeps the state in memory")
 	fs.BoolVar(&f.redisCluster, "redis-cluster", false, "Redis is a cluster (implied by several addresses)")
 	fs.StringVar(&f.redisPassword, "redis-password", "", "Redis password")
 	fs.BoolVar(&f.redisTLS, "redis-tls", false, "connect to Redis over TLS")
@@ -495,6 +511,7 @@ func run(ctx context.Context, args []string, stderr io.Writer, ready func(grpcAd
 		grpc.MaxConcurrentStreams(grpcLimits.streams),
 		grpc.MaxHeaderListSize(grpcLimits.headerBytes),
 		grpc.ConnectionTimeout(grpcLimits.handshake),
+		grpc.StreamInterceptor(endReflectionOnDrain(ctx)),
 	)
 	pb.RegisterRateLimitServiceServer(g, srv)
 	hs := health.NewServer()
@@ -503,7 +520,7 @@ func run(ctx context.Context, args []string, stderr io.Writer, ready func(grpcAd
 	for _, name := range []string{"ratelimit", pb.RateLimitService_ServiceDesc.ServiceName} {
 		hs.SetServingStatus(name, healthpb.HealthCheckResponse_SERVING)
 	}
-	healthpb.RegisterHealthServer(g, hs)
+	healthpb.RegisterHealthServer(g, healthServer{Server: hs, draining: ctx}) // its watches end on the drain
 	// Server reflection, so that grpcurl and the like can call the service
 	// without its .proto files, which no package of Envoy's ships.
 	reflection.Register(g)
@@ -601,7 +618,11 @@ func run(ctx context.Context, args []string, stderr io.Writer, ready func(grpcAd
 	// an operator) finds /healthcheck and gRPC's health already failing.
 	draining.Store(true)
 	hs.Shutdown()
-	log.Info("shutting down", "drain", f.drain.String())
+	attrs := []any{"drain", f.drain.String()}
+	if cause := context.Cause(ctx); cause != nil && cause != context.Canceled { //nolint:errorlint // a signal's cause Is context.Canceled too
+		attrs = append(attrs, "cause", cause.Error()) // such as "hangup signal received"
+	}
+	log.Info("shutting down", attrs...)
 	dctx, cancel := context.WithTimeout(context.Background(), f.drain)
 	defer cancel()
 	// Both servers drain at once: each takes no new request from now on

@@ -4,6 +4,7 @@ import (
 	"context"
 	"io"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -57,4 +58,34 @@ func TestReflectionDescribesTheRateLimitService(t *testing.T) {
 	assert.True(t, declares, "RateLimitService/ShouldRateLimit described")
 	require.NoError(t, stream.CloseSend())
 	srv.stop(t)
+}
+
+// TestReflectionStreamEndsOnDrain: a server reflection stream held open,
+// as a gRPC GUI holds one while its user browses, ends with status OK when
+// the drain begins, so that it does not hold up the stop until -drain (an
+// hour here) has passed.
+func TestReflectionStreamEndsOnDrain(t *testing.T) {
+	dir := t.TempDir()
+	writeRule(t, dir, "2")
+	srv := startServer(t, []string{"-config", dir, "-grpc", "127.0.0.1:0", "-http", "", "-drain", "1h"}, io.Discard)
+	// Bounded, so that a stream that does not end fails the test.
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	stream, err := reflectpb.NewServerReflectionClient(srv.conn).ServerReflectionInfo(ctx)
+	require.NoError(t, err)
+	require.NoError(t, stream.Send(&reflectpb.ServerReflectionRequest{
+		MessageRequest: &reflectpb.ServerReflectionRequest_ListServices{},
+	}))
+	_, err = stream.Recv()
+	require.NoError(t, err, "server reflection answers")
+
+	srv.cancel()
+	_, err = stream.Recv()
+	assert.ErrorIs(t, err, io.EOF, "the stream ends, status OK")
+	select {
+	case <-srv.done:
+		require.NoError(t, srv.err)
+	case <-time.After(30 * time.Second):
+		t.Fatal("the stop waits for the reflection stream")
+	}
 }

@@ -257,7 +257,8 @@ func TestHealthcheckWhileDraining(t *testing.T) {
 
 // TestSIGHUPDrains: SIGHUP, which a closed terminal sends and which the
 // reference takes as SIGTERM, drains the servers and exits 0 as SIGTERM
-// does, rather than ending the process at once with its calls in flight.
+// does, rather than ending the process at once with its calls in flight;
+// the line that says it shuts down names the signal.
 func TestSIGHUPDrains(t *testing.T) {
 	if testing.Short() {
 		t.Skip("builds the command")
@@ -271,7 +272,7 @@ func TestSIGHUPDrains(t *testing.T) {
 	}}})
 
 	require.NoError(t, cmd.Process.Signal(syscall.SIGHUP))
-	waitLog("shutting down")
+	assert.Equal(t, "hangup signal received", waitLog("shutting down")["cause"])
 	resp, st := call.finish()
 	assert.Equal(t, "0", st, "grpc-status 0")
 	assert.Equal(t, pb.RateLimitResponse_OK, resp.OverallCode, "the call in flight is answered")
