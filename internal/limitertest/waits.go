@@ -233,3 +233,31 @@ func WindowedWaitsAreExact(t *testing.T, seed uint64, maxLimit int, minWindow, m
 		t.Errorf("at the last readings, %d denials whose RetryAfter ends at math.MaxInt64 and %d with Never, want some of each", atEnd, nevers)
 	}
 }
+
+// WaitLongerThanADurationIsNever checks a windowed algorithm's drained key
+// (limit 1, window maxWindow) read from a clock stepped back about 300 years
+// behind its window (300 windows of maxWindow): the wait, longer than a
+// Duration holds though it ends before math.MaxInt64, is Never, for both
+// RetryAfter and ResetAfter. newLimiter builds a limiter of limit per window
+// reading clock.
+func WaitLongerThanADurationIsNever(t *testing.T, maxWindow time.Duration,
+	newLimiter func(limit int, window time.Duration, clock hotlimit.Clock) (hotlimit.Limiter, error)) {
+	t.Helper()
+	var now atomic.Int64
+	w := int64(maxWindow)
+	lim, err := newLimiter(1, maxWindow, now.Load)
+	if err != nil {
+		t.Fatal(err)
+	}
+	now.Store(150 * w)
+	if !lim.Allow("k") {
+		t.Fatal("a fresh key's first call is denied")
+	}
+	now.Store(-150 * w)
+	if d, want := lim.Take("k", 1), (hotlimit.Decision{Limit: 1, RetryAfter: hotlimit.Never, ResetAfter: hotlimit.Never}); d != want {
+		t.Errorf("Take(1) 300 windows back: %+v, want %+v", d, want)
+	}
+	if d, want := lim.Take("k", 0), (hotlimit.Decision{Allowed: true, Limit: 1, ResetAfter: hotlimit.Never}); d != want {
+		t.Errorf("Take(0) 300 windows back: %+v, want %+v", d, want)
+	}
+}
