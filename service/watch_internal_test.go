@@ -360,19 +360,13 @@ func TestWatchFileRewriteWithinTheReadsClockTickIsLoaded(t *testing.T) {
 // deployment during an outage is not lost until someone edits the file.
 func TestWatchFileRetriesRulesAFactoryFailedToBuild(t *testing.T) {
 	var failing atomic.Bool
-	factory := func(c hotlimit.Config, opts ...hotlimit.Option) (hotlimit.Limiter, error) {
+	p, path := watchingWithFactory(t, func(hotlimit.Config) error {
 		if failing.Load() {
-			return nil, errors.New("backend out of reach")
+			return errors.New("backend out of reach")
 		}
-		return NewLimiter(c, opts...)
-	}
-	s, err := New(hotlimit.Config{Algorithm: hotlimit.FixedWindow, Limit: 3, Window: time.Minute}, hotlimit.WithFactory(factory))
-	require.NoError(t, err)
-	path := filepath.Join(t.TempDir(), "rules.json")
-	require.NoError(t, os.WriteFile(path, []byte(watchedA), 0o600))
-	p := newPolled(s, path)
-	p.w.poll()
-	require.Len(t, p.reloads, 1)
+		return nil
+	})
+	s := p.w.s
 
 	failing.Store(true)
 	require.NoError(t, os.WriteFile(path, []byte(watchedB), 0o600))

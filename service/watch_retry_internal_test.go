@@ -22,19 +22,13 @@ import (
 func TestWatchFileReportsAFailingFactoryOnceWhateverItsErrorsSay(t *testing.T) {
 	var failing atomic.Bool
 	var attempts atomic.Int64
-	factory := func(c hotlimit.Config, opts ...hotlimit.Option) (hotlimit.Limiter, error) {
+	p, path := watchingWithFactory(t, func(c hotlimit.Config) error {
 		if failing.Load() && c.Limit == 6 {
-			return nil, fmt.Errorf("dial tcp 10.0.0.%d:6379: connection refused", attempts.Add(1))
+			return fmt.Errorf("dial tcp 10.0.0.%d:6379: connection refused", attempts.Add(1))
 		}
-		return NewLimiter(c, opts...)
-	}
-	s, err := New(hotlimit.Config{Algorithm: hotlimit.FixedWindow, Limit: 3, Window: time.Minute}, hotlimit.WithFactory(factory))
-	require.NoError(t, err)
-	path := filepath.Join(t.TempDir(), "rules.json")
-	require.NoError(t, os.WriteFile(path, []byte(watchedA), 0o600))
-	p := newPolled(s, path)
-	p.w.poll()
-	require.Len(t, p.reloads, 1)
+		return nil
+	})
+	s := p.w.s
 
 	failing.Store(true)
 	require.NoError(t, os.WriteFile(path, []byte(watchedB), 0o600))
@@ -51,4 +45,25 @@ func TestWatchFileReportsAFailingFactoryOnceWhateverItsErrorsSay(t *testing.T) {
 	require.Len(t, p.reloads, 2, "installed once the factory recovers")
 	assert.Equal(t, 6, s.Resolve("u", "x").Limit)
 	assert.Len(t, p.errs, 1)
+}
+
+// watchingWithFactory returns a watcher, polled once, of a rules file that
+// holds watchedA, and the file's path, on a service (default FixedWindow 3
+// per minute) whose factory fails with fail's error when it returns one.
+func watchingWithFactory(t *testing.T, fail func(hotlimit.Config) error) (*polled, string) {
+	t.Helper()
+	factory := func(c hotlimit.Config, opts ...hotlimit.Option) (hotlimit.Limiter, error) {
+		if err := fail(c); err != nil {
+			return nil, err
+		}
+		return NewLimiter(c, opts...)
+	}
+	s, err := New(hotlimit.Config{Algorithm: hotlimit.FixedWindow, Limit: 3, Window: time.Minute}, hotlimit.WithFactory(factory))
+	require.NoError(t, err)
+	path := filepath.Join(t.TempDir(), "rules.json")
+	require.NoError(t, os.WriteFile(path, []byte(watchedA), 0o600))
+	p := newPolled(s, path)
+	p.w.poll()
+	require.Len(t, p.reloads, 1)
+	return p, path
 }
