@@ -311,7 +311,7 @@ wall() { echo "$(($(date +%s) - start))s"; }
 
 {
 	echo "hotlimit bench summary — $(date -u +%Y-%m-%dT%H:%MZ); $machine"
-	echo "-benchtime $BENCHTIME, $COUNT rounds; hot key -cpu $CPU; 100k keys and new keys -cpu $MANYCPU (commands in latest.txt)"
+	echo "-benchtime $BENCHTIME, $COUNT runs (the paired ones in rounds); hot key -cpu $CPU; 100k keys and new keys -cpu $MANYCPU (commands in latest.txt)"
 	echo "$loadline"
 	if [[ "${SMOKE:-}" == 1 ]]; then
 		echo "SMOKE=1: a few calls per benchmark; the numbers below mean nothing"
