@@ -15,10 +15,12 @@
 //
 //	go run ./cmd/summary out/raw.txt out/memory-raw.txt
 //
-// Ratios pair run i of one implementation with run i of the other, in the
-// order the runs appear (run.sh runs every benchmark once per round, so run i
-// of each comes from round i); a cell is the median of those ratios and their
-// minimum and maximum. Below 1 hotlimit is faster.
+// Ratios pair run i of one implementation with run i of the other within a
+// go test output (each begins with its goos: header): run.sh appends one
+// output per round, each benchmark once, so a ratio pairs the runs of the
+// same round, also when a run failed in another round (no result line); a
+// cell is the median of those ratios and their minimum and maximum. Below 1
+// hotlimit is faster.
 package main
 
 import (
@@ -43,10 +45,58 @@ type sample struct {
 	impl     string
 	cpu      int
 	values   map[string]float64 // by the unit as written (ns/op, allowed/op, ...)
+	// round is the index of the go test output the line came from in its
+	// file (a new one at each goos: header), run its index among the runs of
+	// the same name in that output (-count): ratios pair runs of equal
+	// round and run.
+	round, run int
 }
 
-// parse reads every benchmark result of r.
+// parse reads every benchmark result of r, each go test output in it (one
+// per round of run.sh, from one goos: header to the next) as a round.
 func parse(r io.Reader, fileName string) ([]sample, error) {
+	in, err := io.ReadAll(r)
+	if err != nil {
+		return nil, fmt.Errorf("summary: %s: %w", fileName, err)
+	}
+	var out []sample
+	for round, output := range outputs(string(in)) {
+		samples, err := parseOutput(strings.NewReader(output), fileName)
+		if err != nil {
+			return nil, err
+		}
+		runs := map[string]int{}
+		for _, s := range samples {
+			k := fmt.Sprintf("%s\x00%s\x00%d", s.scenario, s.impl, s.cpu)
+			s.round, s.run = round, runs[k]
+			runs[k]++
+			out = append(out, s)
+		}
+	}
+	return out, nil
+}
+
+// outputs splits text into the go test outputs it holds, each starting at a
+// line "goos: …" (text before the first is an output of its own).
+func outputs(text string) []string {
+	var out []string
+	start := 0
+	for i := 0; i < len(text); {
+		if strings.HasPrefix(text[i:], "goos:") && i > start {
+			out = append(out, text[start:i])
+			start = i
+		}
+		j := strings.IndexByte(text[i:], '\n')
+		if j < 0 {
+			break
+		}
+		i += j + 1
+	}
+	return append(out, text[start:])
+}
+
+// parseOutput reads every benchmark result of one go test output.
+func parseOutput(r io.Reader, fileName string) ([]sample, error) {
 	var out []sample
 	br := benchfmt.NewReader(r, fileName)
 	for br.Scan() {
@@ -203,14 +253,21 @@ func medianOf(runs []sample, unit string) (float64, bool) {
 	return st.med, ok
 }
 
-// ratios pairs run i of a with run i of b for unit.
+// ratios pairs each run of a with the run of b of the same round and run
+// index, for unit; runs without a partner are left out.
 func ratios(a, b []sample, unit string) (stat, bool) {
-	va, vb := values(a, unit), values(b, unit)
-	n := min(len(va), len(vb))
+	type at struct{ round, run int }
+	vb := map[at]float64{}
+	for _, s := range b {
+		if v, ok := s.values[unit]; ok {
+			vb[at{s.round, s.run}] = v
+		}
+	}
 	var rs []float64
-	for i := range n {
-		if vb[i] > 0 {
-			rs = append(rs, va[i]/vb[i])
+	for _, s := range a {
+		va, ok := s.values[unit]
+		if v, found := vb[at{s.round, s.run}]; ok && found && v > 0 {
+			rs = append(rs, va/v)
 		}
 	}
 	return summarize(rs)
@@ -572,16 +629,28 @@ func writeFloor(w io.Writer, d *data) {
 			parts[strings.TrimPrefix(r.scenario, "Parts/part=")] = d.runs[r][""]
 		}
 	}
-	load, mono, cas := values(parts["mapload"], "ns/op"), values(parts["monotonic"], "ns/op"), values(parts["cas"], "ns/op")
-	n := min(len(load), len(mono), len(cas))
-	if n == 0 {
+	// The sum of each round's (and run's) three parts, paired as ratios pairs.
+	var sum []sample
+	for _, l := range parts["mapload"] {
+		total, ok := l.values["ns/op"]
+		for _, part := range []string{"monotonic", "cas"} {
+			i := slices.IndexFunc(parts[part], func(s sample) bool { return s.round == l.round && s.run == l.run })
+			if i < 0 {
+				ok = false
+				break
+			}
+			v, found := parts[part][i].values["ns/op"]
+			ok = ok && found
+			total += v
+		}
+		if ok {
+			sum = append(sum, sample{values: map[string]float64{"ns/op": total}, round: l.round, run: l.run})
+		}
+	}
+	sumStat, ok := summarize(values(sum, "ns/op"))
+	if !ok {
 		return
 	}
-	sum := make([]sample, n)
-	for i := range n {
-		sum[i] = sample{values: map[string]float64{"ns/op": load[i] + mono[i] + cas[i]}}
-	}
-	sumStat, _ := summarize(values(sum, "ns/op"))
 	var cells []string
 	for _, a := range []string{"tokenbucket", "gcra", "fixedwindow", "slidingcounter", "slidinglog"} {
 		runs := d.runs[row{"Allow/mode=serial/keys=1/hit=allow", 1}][a]

@@ -221,8 +221,8 @@ BenchmarkService/pairs=1000-4   1000   300 ns/op   1.10 service/bare
 func TestRatiosArithmetic(t *testing.T) {
 	run := func(ns ...float64) []sample {
 		var out []sample
-		for _, v := range ns {
-			out = append(out, sample{values: map[string]float64{"ns/op": v}})
+		for i, v := range ns {
+			out = append(out, sample{values: map[string]float64{"ns/op": v}, run: i})
 		}
 		return out
 	}
@@ -262,4 +262,34 @@ BenchmarkAllow/mode=parallel/keys=1/hit=allow/impl=golimiter-2  100000  300.0 ns
 		s := samples[i]
 		assert.Equal(t, want, wrong([]sample{s}, hit(s.scenario)), "line %d", i+1)
 	}
+}
+
+// TestRatiosPairRunsOfTheSameRound: run.sh appends one go test output per
+// round, each under its own header. When a run fails in a round (no result
+// line, only --- FAIL), a ratio must still pair the runs of the same round,
+// not the i-th surviving run of one implementation with the i-th of the
+// other, which come from rounds minutes apart.
+func TestRatiosPairRunsOfTheSameRound(t *testing.T) {
+	const header = "goos: linux\ngoarch: amd64\npkg: github.com/hotlimit/hotlimit/bench\ncpu: Test CPU\n"
+	const rounds = header +
+		"BenchmarkAllow/mode=serial/keys=1/hit=allow/impl=mutex        1000  100.0 ns/op  1.000 allowed/op\n" +
+		"--- FAIL: BenchmarkAllow/mode=serial/keys=1/hit=allow/impl=tokenbucket\n" +
+		"FAIL\n" + header +
+		"BenchmarkAllow/mode=serial/keys=1/hit=allow/impl=mutex        1000  200.0 ns/op  1.000 allowed/op\n" +
+		"BenchmarkAllow/mode=serial/keys=1/hit=allow/impl=tokenbucket  1000   50.0 ns/op  1.000 allowed/op\n" +
+		"PASS\n" + header +
+		"BenchmarkAllow/mode=serial/keys=1/hit=allow/impl=mutex        1000   80.0 ns/op  1.000 allowed/op\n" +
+		"BenchmarkAllow/mode=serial/keys=1/hit=allow/impl=tokenbucket  1000   40.0 ns/op  1.000 allowed/op\n" +
+		"PASS\n"
+	samples, err := parse(strings.NewReader(rounds), "rounds")
+	require.NoError(t, err)
+	d := collect(samples)
+	r := row{"Allow/mode=serial/keys=1/hit=allow", 1}
+	require.Len(t, d.runs[r]["mutex"], 3)
+	require.Len(t, d.runs[r]["tokenbucket"], 2)
+	st, ok := ratios(d.runs[r]["tokenbucket"], d.runs[r]["mutex"], "ns/op")
+	require.True(t, ok)
+	// Round 2: 50/200; round 3: 40/80. Not 50/100 and 40/200.
+	assert.Equal(t, "0.38 [0.25-0.50]", st.String())
+	assert.Equal(t, 2, st.n)
 }
