@@ -293,3 +293,20 @@ func TestRatiosPairRunsOfTheSameRound(t *testing.T) {
 	assert.Equal(t, "0.38 [0.25-0.50]", st.String())
 	assert.Equal(t, 2, st.n)
 }
+
+// TestCoarseCountsWrongCalls: a coarse run at 100k keys, hit=allow, that
+// denied 3 of 105,000 calls prints allowed/op 1.000; its admission cell must
+// not read as exact but say how many calls it denied (wrong-calls).
+func TestCoarseCountsWrongCalls(t *testing.T) {
+	const runs = `BenchmarkAllow/mode=parallel/keys=100000/dist=uniform/hit=allow/impl=mutex-2   105000  400.0 ns/op  1.000 allowed/op  0 wrong-calls
+BenchmarkAllow/mode=parallel/keys=100000/dist=uniform/hit=allow/impl=coarse-2  105000  200.0 ns/op  1.000 allowed/op  3.000 wrong-calls
+BenchmarkAllow/mode=parallel/keys=100000/dist=uniform/hit=allow/impl=mutex-2   105000  400.0 ns/op  1.000 allowed/op  0 wrong-calls
+BenchmarkAllow/mode=parallel/keys=100000/dist=uniform/hit=allow/impl=coarse-2  105000  200.0 ns/op  1.000 allowed/op  0 wrong-calls
+`
+	samples, err := parse(strings.NewReader(runs), "runs")
+	require.NoError(t, err)
+	var b bytes.Buffer
+	require.NoError(t, write(&b, samples))
+	line := lineOf(t, b.String(), "100k keys, uniform, allow  ", 2)
+	assert.Regexp(t, `0\.50 \[0\.50-0\.50\] +1\.00 \[1\.00-1\.00\], 3 calls denied in 1 of 2 runs *$`, line)
+}
