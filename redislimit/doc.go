@@ -73,10 +73,16 @@
 // counted, which passes once more.
 //
 // A Redis that refuses a call names why in the error: [ErrAuth],
-// [ErrReadOnly], [ErrOutOfMemory].
+// [ErrReadOnly], [ErrOutOfMemory], [ErrRedisVersion].
 //
 // New works with a single node, a Sentinel (failover) client and a Cluster
-// client: any redis.UniversalClient.
+// client: any redis.UniversalClient, of Redis 5.0 or later (the tests run
+// 7.x). The scripts read TIME and then write, which a Redis before 5.0
+// refuses: it replicated a script whole by default, and a replica running
+// it again would read another time. Since 5.0 Redis replicates a script's
+// writes instead (the only way since 7.0), so the scripts do not call
+// redis.replicate_commands(). An older Redis fails every call with
+// [ErrRedisVersion], and the failure policy decides.
 //
 // # Failures
 //

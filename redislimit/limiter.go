@@ -7,6 +7,7 @@ import (
 	"net"
 	"runtime"
 	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -49,6 +50,18 @@ var ErrReadOnly = errors.New("redislimit: Redis is a read-only replica")
 // policy frees nothing (OOM). The failure policy decides.
 var ErrOutOfMemory = errors.New("redislimit: Redis is out of memory (maxmemory)")
 
+// ErrRedisVersion is wrapped, together with Redis's own error, by the error
+// of a script call that a Redis older than 5.0 refused: such a Redis
+// replicates a script whole by default, so it refuses a write after the
+// script read TIME ("Write commands not allowed after non deterministic
+// commands"). redislimit needs Redis 5.0 or later. The failure policy
+// decides.
+var ErrRedisVersion = errors.New("redislimit: Redis is older than 5.0, whose scripts cannot write after reading TIME: use Redis 5.0 or later")
+
+// oldRedisScript is what a Redis before 5.0 says of a script that writes
+// after a command whose answer a replica could not repeat, such as TIME.
+const oldRedisScript = "Write commands not allowed after non deterministic commands"
+
 // explain wraps err, a reason Redis did not decide, in the error of this
 // package that names its cause, when there is one.
 func explain(err error) error {
@@ -61,10 +74,18 @@ func explain(err error) error {
 		cause = ErrReadOnly
 	case redis.HasErrorPrefix(err, "OOM"):
 		cause = ErrOutOfMemory
+	case isReply(err) && strings.Contains(err.Error(), oldRedisScript):
+		cause = ErrRedisVersion
 	default:
 		return err
 	}
 	return fmt.Errorf("%w: %w", cause, err)
+}
+
+// isReply reports whether err is, or wraps, an error reply from Redis.
+func isReply(err error) bool {
+	var reply redis.Error
+	return errors.As(err, &reply)
 }
 
 // exact is the bound below which every value the scripts compute stays,

@@ -40,7 +40,11 @@
 // certificate does not verify ends hotlimitd with the reason, exit status 1,
 // as the reference does. Every flag may be given in the
 // environment as HOTLIMITD_ and its name in upper case with '-' as '_', such
-// as HOTLIMITD_REDIS=redis:6379; a flag on the command line wins.
+// as HOTLIMITD_REDIS=redis:6379; a flag on the command line wins. A
+// HOTLIMITD_ variable that no flag reads (a typo, such as
+// HOTLIMITD_REDIS_ADDR) is named in a warning at start, except those
+// Kubernetes sets for a service named hotlimitd (HOTLIMITD_SERVICE_HOST,
+// HOTLIMITD_SERVICE_PORT[_NAME], HOTLIMITD_PORT and HOTLIMITD_PORT_*).
 package main
 
 import (
@@ -130,7 +134,9 @@ const usage = `Usage: hotlimitd -config DIR [flags]
 
 Every flag may also be set in the environment as HOTLIMITD_ and its name in
 upper case with '-' as '_', such as HOTLIMITD_REDIS_PASSWORD; the command
-line wins.
+line wins. A HOTLIMITD_ variable no flag reads is named in a warning at
+start, but for those Kubernetes sets for a service named hotlimitd
+(HOTLIMITD_SERVICE_HOST, HOTLIMITD_SERVICE_PORT*, HOTLIMITD_PORT*).
 
 `
 
@@ -171,6 +177,59 @@ func fromEnv(fs *flag.FlagSet) error {
 		}
 	})
 	return envErr
+}
+
+// unknownEnv returns, in the order of environ (as os.Environ gives it), the
+// names of the HOTLIMITD_ variables that set no flag, so that a typo such as
+// HOTLIMITD_REDIS_ADDR is said at start rather than running in memory
+// unnoticed. The variables Kubernetes gives every pod for a service named
+// hotlimitd are not among them (see kubernetesServiceVar).
+func unknownEnv(fs *flag.FlagSet, environ []string) []string {
+	known := make(map[string]bool)
+	fs.VisitAll(func(fl *flag.Flag) { known[envName(fl.Name)] = true })
+	var unknown []string
+	for _, kv := range environ {
+		name, _, _ := strings.Cut(kv, "=")
+		rest, ok := strings.CutPrefix(name, "HOTLIMITD_")
+		if !ok || known[name] || kubernetesServiceVar(rest) || slices.Contains(unknown, name) {
+			continue
+		}
+		unknown = append(unknown, name)
+	}
+	return unknown
+}
+
+// kubernetesServiceVar reports whether HOTLIMITD_ followed by rest is a name
+// Kubernetes sets in a pod's environment for a service named hotlimitd in
+// its namespace (unless the pod has enableServiceLinks: false):
+//
+//	HOTLIMITD_SERVICE_HOST, HOTLIMITD_SERVICE_PORT,
+//	HOTLIMITD_SERVICE_PORT_<PORT NAME>      (each named port)
+//	HOTLIMITD_PORT,                          (Docker links: the first port)
+//	HOTLIMITD_PORT_<port>_<PROTO>[_PROTO|_PORT|_ADDR]  (each port; TCP, UDP or SCTP)
+func kubernetesServiceVar(rest string) bool {
+	switch rest {
+	case "SERVICE_HOST", "SERVICE_PORT", "PORT":
+		return true
+	}
+	if name, ok := strings.CutPrefix(rest, "SERVICE_PORT_"); ok {
+		return name != ""
+	}
+	link, ok := strings.CutPrefix(rest, "PORT_")
+	if !ok {
+		return false
+	}
+	port, proto, ok := strings.Cut(link, "_")
+	if !ok || port == "" || strings.Trim(port, "0123456789") != "" {
+		return false
+	}
+	for _, suffix := range []string{"_PROTO", "_PORT", "_ADDR"} {
+		if p, ok := strings.CutSuffix(proto, suffix); ok {
+			proto = p
+			break
+		}
+	}
+	return proto == "TCP" || proto == "UDP" || proto == "SCTP"
 }
 
 // envName is the environment variable of the flag name.
@@ -470,6 +529,9 @@ func run(ctx context.Context, args []string, stderr io.Writer, ready func(grpcAd
 		return fmt.Errorf("-log-level: %w", err)
 	}
 	log := slog.New(slog.NewJSONHandler(stderr, &slog.HandlerOptions{Level: level}))
+	for _, name := range unknownEnv(newFlagSet(&flags{}), os.Environ()) {
+		log.Warn("unknown environment variable ignored: no flag reads it", "name", name)
+	}
 
 	cfg, err := envoyrls.LoadDir(f.config)
 	if err != nil {
