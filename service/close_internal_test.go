@@ -2,6 +2,7 @@ package service
 
 import (
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -135,9 +136,12 @@ func TestTakeWithFirstUseWaitsForNoReplace(t *testing.T) {
 }
 
 // TestTakeWithFirstUsesRacingCloseCloseEachLimiterOnce: first uses of many
-// plans, two callers each, race Close: whatever the interleaving, every
-// limiter built is closed exactly once, kept or dropped, listed by Close
-// or built after it.
+// plans, two callers each, race Close. Half the plans' factories return
+// only once Close has started, so that every round has first uses that
+// store their limiter during or after Close's listing (the race), some of
+// them two at once for one plan (one limiter dropped) as the scheduler
+// has it; the other half race freely. Every limiter built is closed exactly once, kept
+// or dropped, listed by Close or built after it.
 func TestTakeWithFirstUsesRacingCloseCloseEachLimiterOnce(t *testing.T) {
 	rounds := 20
 	if testing.Short() {
@@ -145,7 +149,16 @@ func TestTakeWithFirstUsesRacingCloseCloseEachLimiterOnce(t *testing.T) {
 	}
 	for round := range rounds {
 		var c closers
-		s, err := New(hotlimit.Config{Algorithm: hotlimit.FixedWindow, Limit: 3, Window: time.Minute}, hotlimit.WithFactory(c.factory))
+		var s *Service
+		var late atomic.Int64
+		factory := func(cfg hotlimit.Config, opts ...hotlimit.Option) (hotlimit.Limiter, error) {
+			if cfg.Limit >= 10 && cfg.Limit%2 == 1 {
+				<-s.closed // built once Close has started
+				late.Add(1)
+			}
+			return c.factory(cfg, opts...)
+		}
+		s, err := New(hotlimit.Config{Algorithm: hotlimit.FixedWindow, Limit: 3, Window: time.Minute}, hotlimit.WithFactory(factory))
 		require.NoError(t, err)
 		start := make(chan struct{})
 		var wg sync.WaitGroup
@@ -163,6 +176,7 @@ func TestTakeWithFirstUsesRacingCloseCloseEachLimiterOnce(t *testing.T) {
 		})
 		close(start)
 		wg.Wait()
+		require.GreaterOrEqual(t, late.Load(), int64(4), "round %d: each odd plan was built after Close began", round)
 		c.mu.Lock()
 		built, freed := c.built, c.freed
 		c.mu.Unlock()
