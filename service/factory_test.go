@@ -156,6 +156,38 @@ func TestRulesFailingToBuildCloseTheLimitersBuiltForThem(t *testing.T) {
 	assert.Equal(t, 2, passes(s, "bob", "a", 5), "and the rules in force still decide")
 }
 
+// TestRulesWhoseFactoryPanicsCloseTheLimitersBuiltForThem is the test
+// above with a factory that panics instead of failing: the panic reaches
+// Replace's caller, and the limiter built before it is closed all the same.
+func TestRulesWhoseFactoryPanicsCloseTheLimitersBuiltForThem(t *testing.T) {
+	var made []*closingLimiter
+	factory := func(c hotlimit.Config, opts ...hotlimit.Option) (hotlimit.Limiter, error) {
+		if c.Limit == 13 {
+			panic("factory bug")
+		}
+		l := &closingLimiter{countingLimiter: countingLimiter{c: c, seen: map[string]int{}}}
+		made = append(made, l)
+		return l, nil
+	}
+	def := cfg(hotlimit.TokenBucket, 2)
+	s, err := service.New(def, hotlimit.WithFactory(factory))
+	require.NoError(t, err)
+
+	require.PanicsWithValue(t, "factory bug", func() {
+		_ = s.Replace(service.Rules{
+			Default: service.Limits{def},
+			APIs: map[string]service.Limits{
+				"a": {cfg(hotlimit.FixedWindow, 3)},
+				"b": {cfg(hotlimit.FixedWindow, 13)},
+			},
+		})
+	})
+	require.Len(t, made, 2, "the factory built the first new limit before it panicked")
+	assert.Equal(t, 1, made[1].closed, "the limiter built for the rules that panicked is closed")
+	assert.Zero(t, made[0].closed, "the limiter in force is not")
+	assert.Equal(t, 2, passes(s, "bob", "a", 5), "and the rules in force still decide")
+}
+
 // TestTakeWithClosesTheLimiterItDrops holds two first uses of one
 // TakeWith Config inside the factory until both have built a limiter: one
 // limiter is kept and decides both, the other is dropped, and closed.

@@ -378,13 +378,22 @@ func exportRules[K comparable](m map[K]*rule) map[K]Limits {
 // list of limits prev already has; it builds the others with opts. The
 // snapshot holds only the limiters its rules use. prev may be nil. On error
 // (rs invalid, or a limiter rejecting its Config) nothing is published and
-// the error names the entry.
+// the error names the entry; then, and when a factory panics (the panic goes
+// on to the caller), the limiters built are closed.
 func build(rs Rules, prev *rules, opts []hotlimit.Option) (*rules, error) {
 	o := hotlimit.NewOptions(opts...)
 	next := &rules{limiters: map[hotlimit.Config]hotlimit.Limiter{}}
 	byLimits := map[string]*rule{} // rules of this snapshot, by limitsKey
 	reuse := map[string]*rule{}    // rules of prev, by limitsKey
 	var built []hotlimit.Limiter   // the limiters made here, not taken from prev
+	handedOver := false            // next, holding built, is returned
+	defer func() {
+		// Rules that do not build, with an error or a factory's panic,
+		// publish none of the limiters made for them: closed here.
+		if !handedOver {
+			closeAll(built)
+		}
+	}()
 	if prev != nil {
 		for _, ru := range prev.all() {
 			reuse[limitsKey(ru.limits)] = ru
@@ -450,7 +459,6 @@ func build(rs Rules, prev *rules, opts []hotlimit.Option) (*rules, error) {
 		return nil
 	})
 	if err != nil {
-		closeAll(built)
 		return nil, err
 	}
 	next.def = byLimits[limitsKey(rs.Default)].named("default")
@@ -458,6 +466,7 @@ func build(rs Rules, prev *rules, opts []hotlimit.Option) (*rules, error) {
 	next.apis = resolveRules(rs.APIs, byLimits, func(a string) string { return "apis[" + strconv.Quote(a) + "]" })
 	next.pairs = resolveRules(rs.Pairs, byLimits, pairPath)
 	next.hasPairs, next.hasAPIs, next.hasUsers = len(next.pairs) > 0, len(next.apis) > 0, len(next.users) > 0
+	handedOver = true
 	return next, nil
 }
 
