@@ -82,14 +82,20 @@
 // counts per user, api or everyone is then named with its scope too, as
 // "fixedwindow-10-1m-user", in every response of the rule. Limits in
 // shadow mode are not advertised, even when the rule has no other (their
-// numbers would pace clients by a limit nobody enforces); the observer
-// still sees their decisions. The legacy fields, which hold one
+// numbers would pace clients by a limit nobody enforces). The service's
+// observer (hotlimit.WithObserver) still counts their decisions, as
+// shadow_denied where they would deny; the Event of [WithObserver] tells of
+// a limit in shadow mode only under a rule whose every limit is in shadow
+// mode, as its Config (beside an enforced limit, the Event is that
+// limit's). The legacy fields, which hold one
 // number each, carry the deciding policy's. Retry-After is the rule's: a
 // denied request waits for the limit that denied it.
 //
 // A denied request gets 429 Too Many Requests with Retry-After in whole
 // seconds, rounded up so that it is never earlier than the limiter's
-// Decision.RetryAfter, and an RFC 9457 application/problem+json body; the
+// Decision.RetryAfter and at least 1 (without Retry-After when no wait lets
+// it pass, a RetryAfter of hotlimit.Never, which the body then says), and
+// an RFC 9457 application/problem+json body; the
 // denial is replaceable with [WithDenyHandler]. The service is asked with
 // the request's context, which bounds a limiter that waits on Redis; when
 // such a limiter cannot decide and its failure policy denies, the answer is

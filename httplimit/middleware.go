@@ -168,7 +168,10 @@ func IsPreflight(r *http.Request) bool {
 // New returns middleware that limits every request with svc. Options are
 // applied in order. A nil svc is a configuration error that the middleware
 // reports by answering every request with 500 Internal Server Error, never by
-// letting requests through unlimited.
+// letting requests through unlimited. A nil handler given to the middleware
+// is http.NotFoundHandler, not http.DefaultServeMux as for an http.Server:
+// to limit the handlers registered with http.Handle, pass
+// http.DefaultServeMux itself, whose patterns then name the APIs.
 func New(svc *service.Service, opts ...Option) func(http.Handler) http.Handler {
 	o := options{user: ClientIP(), name: PolicyName, deny: DenyProblem, apiDefault: true}
 	for _, opt := range opts {

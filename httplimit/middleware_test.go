@@ -592,3 +592,29 @@ func TestBurstRemainingNeverExceedsQuota(t *testing.T) {
 func transportCeil(d time.Duration) int64 {
 	return int64((d + time.Second - 1) / time.Second)
 }
+
+// neverLimiter denies every request with a RetryAfter of hotlimit.Never, as
+// a limiter does for a request no wait lets pass.
+type neverLimiter struct{}
+
+func (neverLimiter) Allow(string) bool { return false }
+func (neverLimiter) Take(string, int) hotlimit.Decision {
+	return hotlimit.Decision{Limit: 3, RetryAfter: hotlimit.Never, ResetAfter: time.Second}
+}
+
+// TestDenialThatNoWaitHelpsHasNoRetryAfter: a denial whose RetryAfter is
+// hotlimit.Never is a 429 without Retry-After (no number of seconds would
+// be true), whose body says the request can never pass, with the RateLimit
+// fields of the limit, as the package doc says.
+func TestDenialThatNoWaitHelpsHasNoRetryAfter(t *testing.T) {
+	svc, err := service.New(cfg(hotlimit.FixedWindow, 3, time.Second),
+		hotlimit.WithFactory(func(hotlimit.Config, ...hotlimit.Option) (hotlimit.Limiter, error) { return neverLimiter{}, nil }))
+	require.NoError(t, err)
+	w := serve(httplimit.New(svc)(ok), get("/", "192.0.2.1:1"))
+	assert.Equal(t, http.StatusTooManyRequests, w.Code)
+	assert.Empty(t, w.Header().Values("Retry-After"))
+	assert.Equal(t, `"fixedwindow-3-1s";r=0;t=1`, w.Header().Get("RateLimit"))
+	var p map[string]any
+	require.NoError(t, json.Unmarshal(w.Body.Bytes(), &p))
+	assert.Contains(t, p["detail"], "can never pass")
+}

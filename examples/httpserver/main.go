@@ -6,6 +6,9 @@
 //	curl -i -H 'X-API-Key: premium' http://127.0.0.1:8080/pay # 2/s for premium (token bucket)
 //	curl -i http://127.0.0.1:8080/anything                    # 3/s per client and route (fixed window)
 //
+// Every path but /search and /pay is served by the route "/", so they share
+// one quota: /anything and /other together pass 3/s per client.
+//
 // The user is the X-API-Key header when it holds a key the server issued
 // (here the demonstration keys alice, bob and premium), else the client IP:
 // a key the server does not know counts against the client's address, so a
