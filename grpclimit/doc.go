@@ -169,8 +169,10 @@
 //
 // # Cost
 //
-// An allowed unary call adds the user key (one allocation for an IP), one
-// TakePolicy, and the RateLimit metadata: the formatted numbers, the values'
-// backing array and the metadata map, plus what grpc-go's SetHeader does
-// with them. BenchmarkUnary measures it.
+// An allowed unary call adds the user key (for an IP address, one
+// allocation the first time; a client seen lately reuses its key, while a
+// peer that is not an IP address, such as a Unix socket's, costs one each
+// call), one TakeEach, and the RateLimit metadata: one allocation for the
+// RateLimit item's text and value, two for the metadata map, plus what
+// grpc-go's SetHeader does with them. BenchmarkUnary measures it.
 package grpclimit

@@ -229,6 +229,12 @@ func ContextValue(key any) KeyFunc {
 // Tag returns a KeyFunc whose keys are f's tagged with kind: kind ":" key.
 // A nil f finds no key, and so does an empty key from f, as empty metadata
 // does: every such caller would otherwise share the one key kind ":".
+//
+// Keys are kept as f returns them, for as long as their state: unlike
+// [Metadata] and [FromRequest], Tag does not bound them. When f reads a
+// value the client chooses (a metadata entry, a request field), bound it
+// in f, as Metadata does with a digest, or a client sending a new value of
+// most of a megabyte with each call pins that much per call.
 func Tag(kind string, f KeyFunc) KeyFunc {
 	prefix := kind + ":"
 	return func(ctx context.Context, method string, req any) (string, bool) {
