@@ -22,10 +22,10 @@ import (
 // memory limit (1 a minute) and a limit whose backend is unreachable (its
 // failure policy passes, every call fails, its report too), in either
 // order. The second call is denied by the memory limit, a quota the caller
-// spent: ResourceExhausted. The backend's failure to report its state for
-// that denial made the service's error non-nil, and the interceptor failed
-// the call Unavailable, as if the backend had denied. A backend that fails
-// closed still fails the call Unavailable. The observer sees the backend's
+// spent: ResourceExhausted, though the backend's failure to report its
+// state for that denial makes the service's error non-nil; failing it
+// Unavailable would tell the client that no quota was spent. A backend
+// that fails closed fails the call Unavailable. The observer sees the backend's
 // error either way.
 func TestRealDenialBesideAnUnreachableBackendIsResourceExhausted(t *testing.T) {
 	memory, remote := cfg(hotlimit.FixedWindow, 1, time.Minute), cfg(hotlimit.FixedWindow, 5, time.Minute)
