@@ -214,8 +214,16 @@ func FromRequest(kind string, f func(req any) (string, bool)) KeyFunc {
 // ContextValue returns a KeyFunc that reads the value stored under key in the
 // call's context, as authentication interceptors do with the principal they
 // verified: a string as is, a fmt.Stringer through String; anything else, a
-// nil pointer (an anonymous caller, say) or an empty result finds no key. The key is tagged "context:" and the Go type
-// of key, as httplimit.ContextValue tags it.
+// nil pointer (an anonymous caller, say) or an empty result finds no key.
+// The key is tagged "context:" and the Go type of key, as
+// httplimit.ContextValue tags it.
+//
+// The value is there only for interceptors chained after the one that
+// stores it: chain the limit after authentication, as in
+// grpc.ChainUnaryInterceptor(auth, grpclimit.UnaryServerInterceptor(svc,
+// grpclimit.WithUser(grpclimit.ContextValue(principalKey{})))). Chained
+// before, it finds no key for any call, and every call shares the quota of
+// the empty user (or the next key function of a [FirstOf]).
 func ContextValue(key any) KeyFunc {
 	prefix := "context:" + strings.ReplaceAll(fmt.Sprintf("%T", key), ":", "_") + ":"
 	return func(ctx context.Context, _ string, _ any) (string, bool) {
