@@ -120,7 +120,7 @@ func (l *limiter) decide(ctx context.Context, method string, req any, message bo
 		// The limit that denied could not decide: its failure policy did,
 		// no quota spent. (Another limit's failure, to report its state
 		// for a denial that is real, leaves it a quota spent.)
-		v.err = status.Error(codes.Unavailable, "rate limiter unavailable: "+each[0].Err.Error())
+		v.err = errUnavailable
 	default:
 		v.err = denial(user, v.policy, d)
 	}
@@ -144,9 +144,21 @@ func (l *limiter) fail(v *verdict, err error) {
 	v.e.Err = err
 	v.err = nil
 	if !l.o.dryRun {
-		v.err = status.Error(codes.Internal, "rate limiter unavailable: "+err.Error())
+		v.err = errInternal
 	}
 }
+
+// The statuses of a limiter that could not decide. Their message says no
+// more: the error, which names the server's own infrastructure (a Redis
+// address, a refused password, a panic's value), stays on the server, in
+// Event.Err, as httplimit keeps it out of its 503.
+var (
+	errUnavailable = status.Error(codes.Unavailable, unavailable)
+	errInternal    = status.Error(codes.Internal, unavailable)
+)
+
+// unavailable is the message of a limiter that could not decide.
+const unavailable = "rate limiter unavailable"
 
 var (
 	errNoService = errors.New("no service configured")

@@ -32,8 +32,9 @@ type Event struct {
 	// decide is ResourceExhausted even when another one failed (see
 	// service.LimitDecision.Err). When a key function or limiter
 	// panicked, or the service is nil, Decision and Config are zero and the
-	// call fails with codes.Internal. Either message says the rate limiter
-	// is unavailable; under dry run the call proceeds.
+	// call fails with codes.Internal. Either message is "rate limiter
+	// unavailable" alone: Err is told to the observer, never to the client.
+	// Under dry run the call proceeds.
 	//
 	// Err is also the call context's error when the call ended (its caller
 	// left, its deadline passed) before it was decided, or while a limiter
