@@ -528,6 +528,7 @@ func TestBackendFailureIsUnavailable(t *testing.T) {
 			assert.Equal(t, "rate limiter unavailable", status.Convert(err).Message(), "the error stays on the server")
 		}
 		assert.ErrorIs(t, rec.last().Err, errBackendDown)
+		assert.True(t, rec.last().Unavailable, "the limit that decided could not")
 	}
 }
 

@@ -114,9 +114,10 @@ func (l *limiter) decide(ctx context.Context, method string, req any, message bo
 	}
 	v.policy = l.policies.InRule(c, len(each), at)
 	v.e.Config, v.e.Policy, v.e.Decision, v.e.Err = c, v.policy.Name, d, err
+	v.e.Unavailable = each[0].Err != nil
 	switch {
 	case d.Allowed || l.o.dryRun:
-	case each[0].Err != nil:
+	case v.e.Unavailable:
 		// The limit that denied could not decide: its failure policy did,
 		// no quota spent. (Another limit's failure, to report its state
 		// for a denial that is real, leaves it a quota spent.)
@@ -134,6 +135,7 @@ func (l *limiter) decide(ctx context.Context, method string, req any, message bo
 func (l *limiter) ended(v *verdict, c hotlimit.Config, err, ctxErr error) {
 	v.policy, v.others = nil, nil
 	v.e.Config, v.e.Policy, v.e.Decision, v.e.Err = c, l.policies.Get(c).Name, hotlimit.Decision{Limit: c.Limit}, err
+	v.e.Unavailable = false
 	v.err = status.FromContextError(ctxErr).Err()
 }
 
@@ -141,7 +143,7 @@ func (l *limiter) ended(v *verdict, c hotlimit.Config, err, ctxErr error) {
 func (l *limiter) fail(v *verdict, err error) {
 	v.policy, v.others = nil, nil
 	v.e.Config, v.e.Policy, v.e.Decision = hotlimit.Config{}, "", hotlimit.Decision{}
-	v.e.Err = err
+	v.e.Err, v.e.Unavailable = err, false
 	v.err = nil
 	if !l.o.dryRun {
 		v.err = errInternal

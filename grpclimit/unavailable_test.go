@@ -26,7 +26,8 @@ import (
 // state for that denial makes the service's error non-nil; failing it
 // Unavailable would tell the client that no quota was spent. A backend
 // that fails closed fails the call Unavailable. The observer sees the backend's
-// error either way.
+// error either way, and tells the two denials apart by Event.Unavailable,
+// which Err alone cannot: it is set under a rule of several limits for both.
 func TestRealDenialBesideAnUnreachableBackendIsResourceExhausted(t *testing.T) {
 	memory, remote := cfg(hotlimit.FixedWindow, 1, time.Minute), cfg(hotlimit.FixedWindow, 5, time.Minute)
 	for _, tc := range []struct {
@@ -55,6 +56,8 @@ func TestRealDenialBesideAnUnreachableBackendIsResourceExhausted(t *testing.T) {
 		require.Len(t, events, 2)
 		for i, e := range events {
 			assert.True(t, errors.Is(e.Err, limitertest.ErrUnreachable), "%v closed=%v event %d: the observer sees the failure", tc.rule, tc.closed, i)
+			assert.Equal(t, got[i] == codes.Unavailable, e.Unavailable && !e.Decision.Allowed,
+				"%v closed=%v event %d: the observer tells which status a denied client got", tc.rule, tc.closed, i)
 		}
 	}
 }
