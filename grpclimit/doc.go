@@ -136,9 +136,11 @@
 // waits, and the RateLimit fields its numbers. A limiter that fails
 // otherwise (a panic in a limiter the factory built, in a key function,
 // in a [Selector] or in the observer, a nil service, or a stream interceptor called without a
-// stream) fails the call with codes.Internal and no metadata. Either message says the
-// rate limiter is unavailable, the error is in Event.Err, and under
-// [WithDryRun] the call proceeds.
+// stream) fails the call with codes.Internal and no metadata. Either
+// message is "rate limiter unavailable" and nothing more: the error, which
+// names the server's own infrastructure (a Redis address, a refused
+// password, a panic's value), stays on the server, in Event.Err, for the
+// observer to log. Under [WithDryRun] the call proceeds.
 //
 // A call whose context has already ended when it is to be decided (its
 // caller left, its deadline passed) takes nothing and fails with
@@ -169,8 +171,10 @@
 //
 // # Cost
 //
-// An allowed unary call adds the user key (one allocation for an IP), one
-// TakePolicy, and the RateLimit metadata: the formatted numbers, the values'
-// backing array and the metadata map, plus what grpc-go's SetHeader does
-// with them. BenchmarkUnary measures it.
+// An allowed unary call adds the user key (for an IP address, one
+// allocation the first time; a client seen lately reuses its key, while a
+// peer that is not an IP address, such as a Unix socket's, costs one each
+// call), one TakeEach, and the RateLimit metadata: one allocation for the
+// RateLimit item's text and value, two for the metadata map, plus what
+// grpc-go's SetHeader does with them. BenchmarkUnary measures it.
 package grpclimit

@@ -200,6 +200,7 @@ func TestEndedCallUnderFailClosedCarriesNoMetadata(t *testing.T) {
 		assert.Empty(t, stream.md.Get(grpclimit.MetadataPolicy), "%v", rule)
 		require.Len(t, events, 1, "%v", rule)
 		assert.ErrorIs(t, events[0].Err, context.Canceled, "%v", rule)
+		assert.False(t, events[0].Unavailable, "%v: the call ended; no status of the limiter's", rule)
 
 		if len(rule) > 1 {
 			remote.Cancel = nil

@@ -214,8 +214,16 @@ func FromRequest(kind string, f func(req any) (string, bool)) KeyFunc {
 // ContextValue returns a KeyFunc that reads the value stored under key in the
 // call's context, as authentication interceptors do with the principal they
 // verified: a string as is, a fmt.Stringer through String; anything else, a
-// nil pointer (an anonymous caller, say) or an empty result finds no key. The key is tagged "context:" and the Go type
-// of key, as httplimit.ContextValue tags it.
+// nil pointer (an anonymous caller, say) or an empty result finds no key.
+// The key is tagged "context:" and the Go type of key, as
+// httplimit.ContextValue tags it.
+//
+// The value is there only for interceptors chained after the one that
+// stores it: chain the limit after authentication, as in
+// grpc.ChainUnaryInterceptor(auth, grpclimit.UnaryServerInterceptor(svc,
+// grpclimit.WithUser(grpclimit.ContextValue(principalKey{})))). Chained
+// before, it finds no key for any call, and every call shares the quota of
+// the empty user (or the next key function of a [FirstOf]).
 func ContextValue(key any) KeyFunc {
 	prefix := "context:" + strings.ReplaceAll(fmt.Sprintf("%T", key), ":", "_") + ":"
 	return func(ctx context.Context, _ string, _ any) (string, bool) {
@@ -229,6 +237,12 @@ func ContextValue(key any) KeyFunc {
 // Tag returns a KeyFunc whose keys are f's tagged with kind: kind ":" key.
 // A nil f finds no key, and so does an empty key from f, as empty metadata
 // does: every such caller would otherwise share the one key kind ":".
+//
+// Keys are kept as f returns them, for as long as their state: unlike
+// [Metadata] and [FromRequest], Tag does not bound them. When f reads a
+// value the client chooses (a metadata entry, a request field), bound it
+// in f, as Metadata does with a digest, or a client sending a new value of
+// most of a megabyte with each call pins that much per call.
 func Tag(kind string, f KeyFunc) KeyFunc {
 	prefix := kind + ":"
 	return func(ctx context.Context, method string, req any) (string, bool) {

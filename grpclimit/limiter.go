@@ -114,13 +114,14 @@ func (l *limiter) decide(ctx context.Context, method string, req any, message bo
 	}
 	v.policy = l.policies.InRule(c, len(each), at)
 	v.e.Config, v.e.Policy, v.e.Decision, v.e.Err = c, v.policy.Name, d, err
+	v.e.Unavailable = each[0].Err != nil
 	switch {
 	case d.Allowed || l.o.dryRun:
-	case each[0].Err != nil:
+	case v.e.Unavailable:
 		// The limit that denied could not decide: its failure policy did,
 		// no quota spent. (Another limit's failure, to report its state
 		// for a denial that is real, leaves it a quota spent.)
-		v.err = status.Error(codes.Unavailable, "rate limiter unavailable: "+each[0].Err.Error())
+		v.err = errUnavailable
 	default:
 		v.err = denial(user, v.policy, d)
 	}
@@ -134,6 +135,7 @@ func (l *limiter) decide(ctx context.Context, method string, req any, message bo
 func (l *limiter) ended(v *verdict, c hotlimit.Config, err, ctxErr error) {
 	v.policy, v.others = nil, nil
 	v.e.Config, v.e.Policy, v.e.Decision, v.e.Err = c, l.policies.Get(c).Name, hotlimit.Decision{Limit: c.Limit}, err
+	v.e.Unavailable = false
 	v.err = status.FromContextError(ctxErr).Err()
 }
 
@@ -141,12 +143,24 @@ func (l *limiter) ended(v *verdict, c hotlimit.Config, err, ctxErr error) {
 func (l *limiter) fail(v *verdict, err error) {
 	v.policy, v.others = nil, nil
 	v.e.Config, v.e.Policy, v.e.Decision = hotlimit.Config{}, "", hotlimit.Decision{}
-	v.e.Err = err
+	v.e.Err, v.e.Unavailable = err, false
 	v.err = nil
 	if !l.o.dryRun {
-		v.err = status.Error(codes.Internal, "rate limiter unavailable: "+err.Error())
+		v.err = errInternal
 	}
 }
+
+// The statuses of a limiter that could not decide. Their message says no
+// more: the error, which names the server's own infrastructure (a Redis
+// address, a refused password, a panic's value), stays on the server, in
+// Event.Err, as httplimit keeps it out of its 503.
+var (
+	errUnavailable = status.Error(codes.Unavailable, unavailable)
+	errInternal    = status.Error(codes.Internal, unavailable)
+)
+
+// unavailable is the message of a limiter that could not decide.
+const unavailable = "rate limiter unavailable"
 
 var (
 	errNoService = errors.New("no service configured")

@@ -21,6 +21,13 @@ import (
 // one, sends the RateLimit metadata and, on a denial, the pushback trailer,
 // and returns the denial's status error.
 //
+// It is for the middleware's server interceptors only. A client's context
+// names no method (grpc.Method finds none there), so under the middleware's
+// UnaryClientInterceptor or StreamClientInterceptor every call would be
+// limited under the empty API, all methods sharing one quota, and no
+// exemption would apply: limit a client with [UnaryClientInterceptor] and
+// [StreamClientInterceptor] instead.
+//
 // The middleware flattens that error into the text of a new
 // ResourceExhausted status, so the client gets neither the RetryInfo nor the
 // QuotaFailure details; only the message text and the metadata survive. The

@@ -179,7 +179,6 @@ func TestPanickingSelectorFailsTheCallNotTheServer(t *testing.T) {
 			func(context.Context, any) (any, error) { served++; return "ok", nil })
 	})
 	assert.Equal(t, codes.Internal, status.Code(err), "%v", err)
-	assert.Contains(t, status.Convert(err).Message(), "bad selector")
 	assert.ErrorContains(t, rec.last().Err, "bad selector")
 	require.NotPanics(t, func() {
 		err = grpclimit.StreamServerInterceptor(svc, opts...)(nil, canceledStream{ctx: context.Background()}, &grpc.StreamServerInfo{FullMethod: duplexCall},
@@ -226,7 +225,6 @@ func TestPanickingObserverFailsTheCallNotTheServer(t *testing.T) {
 		_, err = grpclimit.UnaryServerInterceptor(svc, bad)(context.Background(), nil, info, unaryHandler)
 	})
 	assert.Equal(t, codes.Internal, status.Code(err), "%v", err)
-	assert.Contains(t, status.Convert(err).Message(), "bad observer")
 	require.NotPanics(t, func() {
 		err = grpclimit.StreamServerInterceptor(svc, bad)(nil, canceledStream{ctx: context.Background()}, &grpc.StreamServerInfo{FullMethod: duplexCall},
 			func(any, grpc.ServerStream) error { served++; return nil })
@@ -283,11 +281,12 @@ func TestPanickingPolicyNameOfAnotherLimitFailsTheCall(t *testing.T) {
 		return "tight"
 	})
 	var served int
+	var rec recorder
 	require.NotPanics(t, func() {
-		_, err = grpclimit.UnaryServerInterceptor(svc, name)(context.Background(), nil, &grpc.UnaryServerInfo{FullMethod: unaryCall},
+		_, err = grpclimit.UnaryServerInterceptor(svc, name, grpclimit.WithObserver(rec.observe))(context.Background(), nil, &grpc.UnaryServerInfo{FullMethod: unaryCall},
 			func(context.Context, any) (any, error) { served++; return "ok", nil })
 	})
 	assert.Equal(t, codes.Internal, status.Code(err), "%v", err)
-	assert.Contains(t, status.Convert(err).Message(), "bad name")
+	assert.ErrorContains(t, rec.last().Err, "bad name")
 	assert.Zero(t, served)
 }

@@ -30,10 +30,11 @@ type Event struct {
 	// when the call's own context ended meanwhile). Under a rule of several
 	// limits Err joins every limit's failure; a denial by a limit that did
 	// decide is ResourceExhausted even when another one failed (see
-	// service.LimitDecision.Err). When a key function or limiter
+	// service.LimitDecision.Err): Unavailable tells the two apart. When a key function or limiter
 	// panicked, or the service is nil, Decision and Config are zero and the
-	// call fails with codes.Internal. Either message says the rate limiter
-	// is unavailable; under dry run the call proceeds.
+	// call fails with codes.Internal. Either message is "rate limiter
+	// unavailable" alone: Err is told to the observer, never to the client.
+	// Under dry run the call proceeds.
 	//
 	// Err is also the call context's error when the call ended (its caller
 	// left, its deadline passed) before it was decided, or while a limiter
@@ -42,6 +43,14 @@ type Event struct {
 	// with a Decision that denies. Under dry run it is decided and proceeds
 	// as any other.
 	Err error
+	// Unavailable reports that the limiter of Config, the limit that
+	// decided, could not decide: Decision is its failure policy's, and Err
+	// holds why. A denial with Unavailable set fails the call with
+	// codes.Unavailable (no quota spent), one without it with
+	// codes.ResourceExhausted, whatever Err says; under dry run neither
+	// fails. It is false for a call that failed with codes.Internal or
+	// ended before its decision. As httplimit's Event.Unavailable.
+	Unavailable bool
 }
 
 // Option configures the interceptors.

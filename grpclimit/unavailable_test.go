@@ -22,11 +22,12 @@ import (
 // memory limit (1 a minute) and a limit whose backend is unreachable (its
 // failure policy passes, every call fails, its report too), in either
 // order. The second call is denied by the memory limit, a quota the caller
-// spent: ResourceExhausted. The backend's failure to report its state for
-// that denial made the service's error non-nil, and the interceptor failed
-// the call Unavailable, as if the backend had denied. A backend that fails
-// closed still fails the call Unavailable. The observer sees the backend's
-// error either way.
+// spent: ResourceExhausted, though the backend's failure to report its
+// state for that denial makes the service's error non-nil; failing it
+// Unavailable would tell the client that no quota was spent. A backend
+// that fails closed fails the call Unavailable. The observer sees the backend's
+// error either way, and tells the two denials apart by Event.Unavailable,
+// which Err alone cannot: it is set under a rule of several limits for both.
 func TestRealDenialBesideAnUnreachableBackendIsResourceExhausted(t *testing.T) {
 	memory, remote := cfg(hotlimit.FixedWindow, 1, time.Minute), cfg(hotlimit.FixedWindow, 5, time.Minute)
 	for _, tc := range []struct {
@@ -55,6 +56,8 @@ func TestRealDenialBesideAnUnreachableBackendIsResourceExhausted(t *testing.T) {
 		require.Len(t, events, 2)
 		for i, e := range events {
 			assert.True(t, errors.Is(e.Err, limitertest.ErrUnreachable), "%v closed=%v event %d: the observer sees the failure", tc.rule, tc.closed, i)
+			assert.Equal(t, got[i] == codes.Unavailable, e.Unavailable && !e.Decision.Allowed,
+				"%v closed=%v event %d: the observer tells which status a denied client got", tc.rule, tc.closed, i)
 		}
 	}
 }

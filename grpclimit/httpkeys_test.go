@@ -1,0 +1,74 @@
+package grpclimit_test
+
+import (
+	"context"
+	"net"
+	"net/http/httptest"
+	"net/netip"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"google.golang.org/grpc/metadata"
+	"google.golang.org/grpc/peer"
+
+	"github.com/hotlimit/hotlimit/grpclimit"
+	"github.com/hotlimit/hotlimit/httplimit"
+)
+
+// authKey is a context key of an authentication interceptor's principal.
+type authKey struct{}
+
+// TestKeysEqualHTTPLimitsKeys: as the docs promise, one rule set names the
+// same callers over HTTP and gRPC. For the same caller, each key function
+// finds the key its httplimit counterpart finds: a metadata entry as a
+// header (a long value by the same digest), the client IP (IPv4, an
+// IPv4-mapped peer, IPv6 by its /64, a client behind a trusted proxy), and
+// a context value; MetadataKey is HeaderKey.
+func TestKeysEqualHTTPLimitsKeys(t *testing.T) {
+	long := strings.Repeat("k", 1000)
+	for _, v := range []string{"premium", "k:1 with spaces", long} {
+		assert.Equal(t, httplimit.HeaderKey("X-API-Key", v), grpclimit.MetadataKey("x-api-key", v), "%.20s", v)
+
+		r := httptest.NewRequest("GET", "/", nil)
+		r.Header.Set("X-API-Key", v)
+		want, ok := httplimit.Header("X-API-Key")(r)
+		assert.True(t, ok)
+		got, ok := grpclimit.Metadata("X-API-Key")(metadata.NewIncomingContext(context.Background(), metadata.Pairs("x-api-key", v)), unaryCall, nil)
+		assert.True(t, ok)
+		assert.Equal(t, want, got, "%.20s", v)
+	}
+
+	proxy := netip.MustParsePrefix("10.0.0.0/8")
+	for _, tc := range []struct {
+		peer      string // host of the connection
+		forwarded string // x-forwarded-for, "" for none
+	}{
+		{"192.0.2.1", ""},
+		{"::ffff:192.0.2.1", ""},
+		{"2001:db8:1:2:3:4:5:6", ""},
+		{"10.0.0.7", "203.0.113.9, 10.0.0.8"},
+		{"10.0.0.7", "2001:db8:9:9::1"},
+		{"192.0.2.1", "203.0.113.9"}, // an untrusted peer's entry is ignored
+	} {
+		r := httptest.NewRequest("GET", "/", nil)
+		r.RemoteAddr = net.JoinHostPort(tc.peer, "1234")
+		ctx := peer.NewContext(context.Background(), &peer.Peer{Addr: &net.TCPAddr{IP: net.ParseIP(tc.peer), Port: 1234}})
+		if tc.forwarded != "" {
+			r.Header.Set("X-Forwarded-For", tc.forwarded)
+			ctx = metadata.NewIncomingContext(ctx, metadata.Pairs("x-forwarded-for", tc.forwarded))
+		}
+		want, ok := httplimit.ClientIP(httplimit.TrustProxies(proxy))(r)
+		assert.True(t, ok)
+		got, ok := grpclimit.PeerIP(grpclimit.TrustProxies(proxy))(ctx, unaryCall, nil)
+		assert.True(t, ok)
+		assert.Equal(t, want, got, "peer %s, x-forwarded-for %q", tc.peer, tc.forwarded)
+	}
+
+	ctx := context.WithValue(context.Background(), authKey{}, "alice")
+	want, ok := httplimit.ContextValue(authKey{})(httptest.NewRequest("GET", "/", nil).WithContext(ctx))
+	assert.True(t, ok)
+	got, ok := grpclimit.ContextValue(authKey{})(ctx, unaryCall, nil)
+	assert.True(t, ok)
+	assert.Equal(t, want, got)
+}
