@@ -50,3 +50,29 @@ func TestDenialOnKeptReadingReadsAgain(t *testing.T) {
 	assert.Equal(t, hotlimit.Decision{Allowed: true, Limit: 1, ResetAfter: time.Second}, lim.Take("k", 1))
 	assert.True(t, b)
 }
+
+// TestReportNeverJudgesAWordNewerThanItsReading: Take(key, 0) must not judge
+// the key's word at a clock reading taken before a write it sees, where GCRA
+// reads the key as emptier by the gap (as after a clock step back). At 5 per
+// second, a fresh key is asked for its state at 1 s; between the report's
+// clock reading and its load of the word, B takes a token at 2 s. The report
+// answers either the key before B at 1 s (5 left, full) or after B at 2 s
+// (4 left, full 200 ms later); judged at 1 s after B's write, the key would
+// read as empty, full only 1.2 s later, which it never was.
+func TestReportNeverJudgesAWordNewerThanItsReading(t *testing.T) {
+	var c limitertest.HookClock
+	lim, err := gcra.New(5, time.Second, hotlimit.WithClock(c.Read))
+	require.NoError(t, err)
+	c.Now.Store(int64(time.Second))
+	var b bool
+	c.Hook = func() {
+		c.Now.Store(int64(2 * time.Second))
+		b = lim.Allow("k")
+	}
+	d := lim.Take("k", 0)
+	require.Nil(t, c.Hook, "the hook ran, inside the report")
+	require.True(t, b, "B at 2 s")
+	before := hotlimit.Decision{Allowed: true, Limit: 5, Remaining: 5}
+	after := hotlimit.Decision{Allowed: true, Limit: 5, Remaining: 4, ResetAfter: 200 * time.Millisecond}
+	assert.Contains(t, []hotlimit.Decision{before, after}, d, "the key before B's take at 1 s, or after it at 2 s")
+}

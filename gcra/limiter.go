@@ -283,14 +283,21 @@ func (l *Limiter) take(key string, n int) (hotlimit.Decision, uint64) {
 
 // report is Take for n == 0, n > burst and n < 0: it reads key's state and
 // changes nothing, not even inserting key. A missing key reports as fresh.
+//
+// The clock is read after the word, as Allow's denials are: every writer of
+// the word read its clock before its CAS, so the reading is no earlier than
+// any time the word was computed from. On an earlier reading a word that
+// another call moved on meanwhile would read as emptier by the gap, as after
+// a clock step back: fewer tokens and a later ResetAfter than the key ever
+// had.
 func (l *Limiter) report(key string, n int) hotlimit.Decision {
-	s, ns, lag := l.now()
 	w := fresh
 	if c, ok := l.cells.Peek(key); ok {
 		if w = c.word.Load(); w == dead {
 			w = fresh // evicted: its replacement, if any, is fresh
 		}
 	}
+	s, ns, lag := l.now()
 	d := l.decision(w, s, ns, lag)
 	if n == 0 {
 		d.Allowed = true

@@ -15,12 +15,12 @@ import (
 )
 
 // stallModel plays random calls on a limiter in which a call may read the
-// clock and stall while other calls (takes, sweeps) land and the clock moves
-// on, then load and write its word. Each call must answer as the sequential
-// model does with the calls in the order they took effect, at the call's
-// clock reading, or at its last one when it read the clock again (after a
-// sweep completed meanwhile): the model's admissions are replayed to test
-// each.
+// clock and stall while other calls (takes, sweeps, refunds) land and the
+// clock moves on, then load and write its word. Each call must answer as the
+// sequential model does with the calls in the order they took effect, at the
+// call's clock reading, or at its last one when it read the clock again
+// (after a sweep completed meanwhile): the model's admissions and refunds
+// are replayed to test each.
 type stallModel struct {
 	t                   *testing.T
 	rng                 *rand.Rand
@@ -35,6 +35,11 @@ type stallModel struct {
 	reads               int  // clock readings so far
 	jumps               bool // the clock may jump past the wrap guard's hard span
 	jumped, raised      int
+	step                int64       // the clock moves by multiples of step (ns) but for jumps
+	refunding           bool        // some calls refund a receipt (never with jumps)
+	receipts            []admission // receipts to refund, with their keys
+	refunds             int
+	calls               int
 }
 
 // read is the limiter's clock: the hook clock, counting its readings.
@@ -44,15 +49,20 @@ func (s *stallModel) read() int64 {
 }
 
 type admission struct {
-	key string
-	n   int
-	now int64
+	key    string
+	n      int
+	now    int64
+	refund *hotlimit.Receipt // a refund of this receipt at now, not an admission
 }
 
-// model returns the model after the admissions so far.
+// model returns the model after the admissions and refunds so far.
 func (s *stallModel) model() *models.TokenBucket {
 	m := models.NewTokenBucket(s.limit, s.burst, s.window, s.epoch)
 	for _, a := range s.history {
+		if a.refund != nil {
+			m.Refund(a.key, *a.refund, a.now)
+			continue
+		}
 		t, _ := m.At(a.now)
 		m.Admit(a.key, t, int64(a.n))
 	}
@@ -76,15 +86,19 @@ func (s *stallModel) tick() {
 	switch s.rng.IntN(4) {
 	case 0:
 	case 1:
-		s.clock.Now.Add(int64(time.Millisecond) * (1 + s.rng.Int64N(50)))
+		s.clock.Now.Add(s.step * (1 + s.rng.Int64N(50)))
 	default:
-		s.clock.Now.Add(int64(time.Millisecond) * s.rng.Int64N(int64(2*s.window/time.Millisecond)))
+		s.clock.Now.Add(s.step * s.rng.Int64N(max(2*int64(s.window)/s.step, 2)))
 	}
 }
 
 func (s *stallModel) call(stall bool, msg string) {
 	if s.rng.IntN(8) == 0 {
 		s.lim.Sweep()
+		return
+	}
+	if s.refunding && len(s.receipts) > 0 && s.rng.IntN(4) == 0 {
+		s.refundCall(stall, msg)
 		return
 	}
 	key := s.keys[s.rng.IntN(len(s.keys))]
@@ -109,10 +123,11 @@ func (s *stallModel) call(stall bool, msg string) {
 	}
 	reads := s.reads
 	var d hotlimit.Decision
+	var rc hotlimit.Receipt
 	if allow {
 		d.Allowed = s.lim.Allow(key)
 	} else {
-		d = s.lim.Take(key, n)
+		d, rc = s.lim.TakeReceipt(key, n)
 	}
 	s.clock.Hook = nil
 	require.True(s.t, read, "%s: the call read the clock", msg)
@@ -163,7 +178,10 @@ func (s *stallModel) call(stall bool, msg string) {
 		return
 	}
 	if want.Allowed && n > 0 && n <= s.burst {
-		s.history = append(s.history, admission{key, n, now})
+		s.history = append(s.history, admission{key: key, n: n, now: now})
+		if rc.N > 0 {
+			s.receipts = append(s.receipts, admission{key: key, refund: &rc})
+		}
 	}
 }
 
@@ -201,25 +219,14 @@ func TestStalledCallersAnswerAsTheModel(t *testing.T) {
 	for seq := range seqs {
 		cfg := configs[seq%len(configs)]
 		rng := rand.New(rand.NewPCG(uint64(seq), 11))
-		s := &stallModel{t: t, rng: rng, limit: cfg.limit, burst: cfg.burst, window: cfg.window, keys: []string{"a", "b"}}
+		s := &stallModel{t: t, rng: rng, limit: cfg.limit, burst: cfg.burst, window: cfg.window, keys: []string{"a", "b"}, step: int64(time.Millisecond)}
 		s.jumps = seq%2 == 1
-		s.epoch = rng.Int64N(1<<50) - 1<<49
-		s.clock.Now.Store(s.epoch)
-		var err error
-		s.lim, err = New(cfg.limit, cfg.window, hotlimit.WithClock(s.read), hotlimit.WithBurst(cfg.burst))
-		require.NoError(t, err)
-		require.True(t, exactGrid(cfg.limit, cfg.window, time.Millisecond, s.lim.b.FracBits))
-		for i := range 40 {
-			s.tick()
-			if !s.jumps && s.clock.Now.Load()-s.epoch > s.lim.soft/2 {
-				break // no background sweep behind the model's back
-			}
-			s.call(rng.IntN(3) == 0, fmt.Sprintf("seq %d (%d/%v burst %d) call %d", seq, cfg.limit, cfg.window, cfg.burst, i))
-			total++
-			if t.Failed() {
-				return
-			}
+		s.run()
+		if t.Failed() {
+			t.Logf("seq %d", seq)
+			return
 		}
+		total += s.calls
 		stalled += s.stalled
 		reRead += s.reReadings
 		jumped += s.jumped
@@ -230,4 +237,121 @@ func TestStalledCallersAnswerAsTheModel(t *testing.T) {
 	assert.Positive(t, jumped)
 	t.Logf("%d calls, %d stalled, %d answered on a second reading, %d clock jumps past the guard's hard span, %d readings raised",
 		total, stalled, reRead, jumped, raised)
+}
+
+// run plays one sequence of up to 40 calls on a new limiter; a sequence
+// without jumps ends before the wrap guard would start a sweep in the
+// background, behind the model's back.
+func (s *stallModel) run() {
+	s.epoch = s.rng.Int64N(1<<50) - 1<<49
+	s.clock.Now.Store(s.epoch)
+	var err error
+	s.lim, err = New(s.limit, s.window, hotlimit.WithClock(s.read), hotlimit.WithBurst(s.burst))
+	require.NoError(s.t, err)
+	require.True(s.t, exactGrid(s.limit, s.window, time.Duration(s.step), s.lim.b.FracBits))
+	for i := range 40 {
+		s.tick()
+		if !s.jumps && s.clock.Now.Load()-s.epoch > s.lim.soft/2 {
+			break // no background sweep behind the model's back
+		}
+		s.call(s.rng.IntN(3) == 0, fmt.Sprintf("%d/%v burst %d, call %d", s.limit, s.window, s.burst, i))
+		s.calls++
+		if s.t.Failed() {
+			return
+		}
+	}
+}
+
+// TestStalledRefundsAnswerAsTheModel: random takes, sweeps and refunds on
+// two keys, some stalled between their clock reading and their word while
+// other calls land and the clock moves forward, answer as the sequential
+// model does in the order the calls took effect. A refund counts the time
+// refilled since its receipt up to the later of its reading and the key's
+// latest write: a stale reading gives back what a refund at that write's
+// time gives, never more. The clock moves on the grid where the units are
+// exact (see unitGrid), so that the refunds' arithmetic is the model's.
+func TestStalledRefundsAnswerAsTheModel(t *testing.T) {
+	seqs := 800
+	if testing.Short() {
+		seqs = 150
+	}
+	configs := []struct {
+		limit, burst int
+		window       time.Duration
+	}{{5, 5, time.Second}, {1, 1, time.Second}, {3, 7, 7 * time.Millisecond}, {100, 10, time.Minute}, {5, 2, time.Second}}
+	total, stalled, refunds := 0, 0, 0
+	for seq := range seqs {
+		cfg := configs[seq%len(configs)]
+		rng := rand.New(rand.NewPCG(uint64(seq), 12))
+		s := &stallModel{t: t, rng: rng, limit: cfg.limit, burst: cfg.burst, window: cfg.window, keys: []string{"a", "b"}, refunding: true}
+		s.step = unitGrid(cfg.limit, cfg.burst, cfg.window)
+		s.run()
+		if t.Failed() {
+			t.Logf("seq %d", seq)
+			return
+		}
+		total += s.calls
+		stalled += s.stalled
+		refunds += s.refunds
+	}
+	assert.Positive(t, stalled)
+	assert.Positive(t, refunds)
+	t.Logf("%d calls, %d stalled, %d refunds", total, stalled, refunds)
+}
+
+// unitGrid returns the least multiple of a millisecond at which a limiter of
+// limit per window with burst counts a whole number of units: clock readings
+// on that grid (from the epoch) make every refill, and every refund's
+// deduction, exact.
+func unitGrid(limit, burst int, window time.Duration) int64 {
+	lim, err := New(limit, window, hotlimit.WithBurst(burst))
+	if err != nil {
+		panic(err)
+	}
+	w, p := int64(window), int64(lim.b.PerWindow)
+	g := w / gcd64(w, p) // u(g) = g·p/w is whole
+	ms := int64(time.Millisecond)
+	return g / gcd64(g, ms) * ms
+}
+
+func gcd64(a, b int64) int64 {
+	for b != 0 {
+		a, b = b, a%b
+	}
+	return a
+}
+
+// refundCall refunds a random receipt, perhaps stalled in its clock reading
+// while other calls land. A refund reads the clock before the key's word,
+// so it takes effect after the calls inside its stall; it counts the time
+// refilled since the receipt up to the later of its reading and the key's
+// latest write, which is the model's refund at that time.
+func (s *stallModel) refundCall(stall bool, msg string) {
+	k := s.rng.IntN(len(s.receipts))
+	r := s.receipts[k]
+	s.receipts = append(s.receipts[:k], s.receipts[k+1:]...)
+	var t0 int64
+	s.clock.Hook = func() {
+		t0 = s.clock.Now.Load()
+		if stall {
+			for i := range 1 + s.rng.IntN(4) {
+				s.tick()
+				s.call(false, fmt.Sprintf("%s, inside the refund's stall, call %d", msg, i))
+			}
+		}
+	}
+	reads := s.reads
+	s.lim.Refund(r.key, *r.refund)
+	s.clock.Hook = nil
+	if s.reads == reads {
+		return // the key is not held: nothing given, no reading
+	}
+	at := t0
+	for _, a := range s.history {
+		if a.key == r.key {
+			at = max(at, a.now)
+		}
+	}
+	s.history = append(s.history, admission{key: r.key, now: at, refund: r.refund})
+	s.refunds++
 }

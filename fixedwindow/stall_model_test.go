@@ -1,0 +1,168 @@
+package fixedwindow_test
+
+import (
+	"fmt"
+	"math/rand/v2"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/hotlimit/hotlimit"
+	"github.com/hotlimit/hotlimit/fixedwindow"
+	"github.com/hotlimit/hotlimit/internal/limitertest"
+	"github.com/hotlimit/hotlimit/internal/models"
+)
+
+// modelRun plays random calls (takes, allows, reports, refunds, sweeps) on
+// two keys, on a limiter whose clock reading may stall a call while other
+// calls land and the clock moves forward. Every call reads the clock before
+// the key's word, so it takes effect after the calls inside its stall, at
+// its reading (or at its last, when it read the clock again): each must
+// answer as the sequential model does in that order.
+type modelRun struct {
+	t        *testing.T
+	rng      *rand.Rand
+	clock    limitertest.HookClock
+	lim      *fixedwindow.Limiter
+	model    *models.FixedWindow
+	limit    int
+	window   int64
+	reads    int
+	receipts []keyReceipt
+	keys     []string
+	stalled  int
+	reRead   int
+}
+
+// keyReceipt is a receipt and the key it was taken from.
+type keyReceipt struct {
+	key string
+	rc  hotlimit.Receipt
+}
+
+// read is the limiter's clock: the hook clock, counting its readings.
+func (r *modelRun) read() int64 { r.reads++; return r.clock.Read() }
+
+// tick moves the clock forward: not at all, a little, or across a window.
+func (r *modelRun) tick() {
+	switch r.rng.IntN(4) {
+	case 0:
+	case 1:
+		r.clock.Now.Add(1 + r.rng.Int64N(r.window/4))
+	default:
+		r.clock.Now.Add(r.rng.Int64N(r.window + r.window/2))
+	}
+}
+
+// call makes one random call, checked against the model; with stall, the
+// call's first clock reading runs a few more calls before it returns, with
+// the clock moving on.
+func (r *modelRun) call(stall bool, msg string) {
+	key := r.keys[r.rng.IntN(len(r.keys))]
+	var t0 int64
+	nested := 0
+	r.clock.Hook = func() {
+		t0 = r.clock.Now.Load()
+		before := r.reads
+		defer func() { nested = r.reads - before }()
+		if stall {
+			for i := range 1 + r.rng.IntN(3) {
+				r.tick()
+				r.call(false, fmt.Sprintf("%s, inside the stall, call %d", msg, i))
+			}
+		}
+	}
+	defer func() { r.clock.Hook = nil }()
+	if stall {
+		r.stalled++
+	}
+	reads := r.reads
+	// decided returns the reading the call decided on: t0, or the clock now
+	// when it read the clock again.
+	decided := func() int64 {
+		if r.reads-reads-nested > 1 {
+			r.reRead++
+			return r.clock.Now.Load()
+		}
+		return t0
+	}
+	switch p := r.rng.IntN(20); {
+	case p < 2:
+		r.lim.Sweep()
+		r.model.Sweep(t0)
+	case p < 4:
+		n := []int{0, -1, r.limit + 1}[r.rng.IntN(3)]
+		d := r.lim.Take(key, n)
+		want := r.model.Take(key, n, t0)
+		assert.Equal(r.t, want, d, "%s: report Take(%q, %d) at %d", msg, key, n, t0)
+	case p < 7:
+		if len(r.receipts) == 0 {
+			return
+		}
+		k := r.rng.IntN(len(r.receipts))
+		kr := r.receipts[k]
+		r.receipts = append(r.receipts[:k], r.receipts[k+1:]...)
+		r.lim.Refund(kr.key, kr.rc)
+		if r.reads != reads { // the key was held: the refund read the clock
+			r.model.Refund(kr.key, kr.rc, t0)
+		}
+	default:
+		n := 1
+		if r.rng.IntN(2) == 0 {
+			n = 1 + r.rng.IntN(r.limit)
+		}
+		allow := n == 1 && r.rng.IntN(2) == 0
+		var d hotlimit.Decision
+		var rc hotlimit.Receipt
+		if allow {
+			d.Allowed = r.lim.Allow(key)
+		} else {
+			d, rc = r.lim.TakeReceipt(key, n)
+		}
+		now := decided()
+		want := r.model.Take(key, n, now)
+		if allow {
+			want = hotlimit.Decision{Allowed: want.Allowed}
+		}
+		assert.Equal(r.t, want, d, "%s: Take(%q, %d) at reading %d (first %d)", msg, key, n, now, t0)
+		if rc.N > 0 {
+			r.receipts = append(r.receipts, keyReceipt{key, rc})
+		}
+	}
+}
+
+// TestStalledCallersAnswerAsTheModel: random calls on two keys, some stalled
+// in their clock reading while other calls land and the clock moves forward,
+// answer as the sequential model does in the order the calls took effect, at
+// the reading each decided on.
+func TestStalledCallersAnswerAsTheModel(t *testing.T) {
+	seqs := 600
+	if testing.Short() {
+		seqs = 120
+	}
+	total, stalled, reRead := 0, 0, 0
+	for seq := range seqs {
+		rng := rand.New(rand.NewPCG(uint64(seq), 23))
+		r := &modelRun{t: t, rng: rng, limit: 1 + rng.IntN(4), window: int64(time.Second), keys: []string{"a", "b"}}
+		r.clock.Now.Store(rng.Int64N(1<<40) - 1<<39)
+		var err error
+		r.lim, err = fixedwindow.New(r.limit, time.Duration(r.window), hotlimit.WithClock(r.read))
+		require.NoError(t, err)
+		r.model = models.NewFixedWindow(r.limit, time.Duration(r.window))
+		for i := range 40 {
+			r.tick()
+			r.call(rng.IntN(3) == 0, fmt.Sprintf("seq %d (limit %d) call %d", seq, r.limit, i))
+			total++
+			if t.Failed() {
+				return
+			}
+		}
+		stalled += r.stalled
+		reRead += r.reRead
+	}
+	assert.Positive(t, stalled)
+	assert.Positive(t, reRead)
+	t.Logf("%d calls, %d stalled, %d decided on a second reading", total, stalled, reRead)
+}
