@@ -221,13 +221,18 @@ $GO test "${sweep[@]}" >"$dir/sweep-raw.txt" 2>&1 || status=1
 step "cross-check: go test -run '^TestCrossCheck\$' -v -count 1 ."
 $GO test -run '^TestCrossCheck$' -v -count 1 . >"$dir/cross.txt" 2>&1 || status=1
 
+# cmd/memory, cmd/flood and cmd/chart write their files only when they
+# succeed: a file of an earlier run left in $dir would show its numbers in
+# this run's summary, as if they were this run's.
 step "memory: go run ./cmd/memory -keys $MEMKEYS ${MEMFLAGS[*]} -bench $dir/memory-raw.txt"
+rm -f "$dir/memory-raw.txt"
 $GO run ./cmd/memory -keys "$MEMKEYS" "${MEMFLAGS[@]}" -bench "$dir/memory-raw.txt" >"$dir/memory.txt" 2>&1 || status=1
 
 step "service at scale: ${commands[2]}"
 $GO test "${svc[@]}" >"$dir/service-raw.txt" 2>&1 || status=1
 
 step "flood: go run ./cmd/flood -pairs $FLOODPAIRS -bench $dir/flood-raw.txt"
+rm -f "$dir/flood-raw.txt"
 $GO run ./cmd/flood -pairs "$FLOODPAIRS" -bench "$dir/flood-raw.txt" >"$dir/flood.txt" 2>&1 || status=1
 
 if [[ $REDIS != 0 ]]; then
@@ -235,6 +240,7 @@ if [[ $REDIS != 0 ]]; then
 fi
 
 step "chart, tables and summary"
+rm -f "$dir/scaling.svg"
 $GO run ./cmd/chart -o "$dir/scaling.svg" "$raw" || status=1
 
 # impl=coarse is kept out of the head-to-head tables: its clock can stop, so
@@ -333,7 +339,9 @@ wall() { echo "$(($(date +%s) - start))s"; }
 		grep -hE '^(flood:|exit status)' "$dir/flood.txt" | head -5
 	fi
 	echo
-	echo "full tables: $dir/latest.txt; chart: $dir/scaling.svg; wall time $(wall)"
+	chart="$dir/scaling.svg"
+	[[ -f $chart ]] || chart="none, cmd/chart failed"
+	echo "full tables: $dir/latest.txt; chart: $chart; wall time $(wall)"
 } >"$dir/summary.txt" 2>&1
 
 cat "$dir/summary.txt"

@@ -104,3 +104,53 @@ func runWithFakeGo(t *testing.T, dir, fake string, env ...string) ([]byte, error
 	cmd.Env = append(cmd.Env, env...)
 	return cmd.CombinedOutput()
 }
+
+// failingStepsGo stands in for the go command in
+// TestRunSummaryShowsNoResultsOfAnEarlierRun: cmd/memory, cmd/flood and
+// cmd/chart fail before writing their files, every other command succeeds at
+// once, and cmd/summary prints the files it is given, as the real one
+// summarizes them.
+const failingStepsGo = `#!/usr/bin/env bash
+if [[ $1 == version ]]; then echo "go version fake"; exit 0; fi
+if [[ $1 == run ]]; then
+	case $2 in
+	./cmd/memory | ./cmd/flood | ./cmd/chart)
+		echo "${2#./cmd/}: failed"
+		exit 1
+		;;
+	./cmd/summary)
+		shift 2
+		for f; do [[ -f $f ]] && cat "$f"; done
+		;;
+	esac
+fi
+exit 0
+`
+
+// TestRunSummaryShowsNoResultsOfAnEarlierRun: when cmd/memory, cmd/flood or
+// cmd/chart fails, the files it writes on success must not survive from an
+// earlier run in the same directory, where the summary would show their
+// numbers (and the README link their chart) as this run's.
+func TestRunSummaryShowsNoResultsOfAnEarlierRun(t *testing.T) {
+	dir := t.TempDir()
+	out := filepath.Join(dir, "out")
+	require.NoError(t, os.MkdirAll(out, 0o755))
+	earlier := map[string]string{
+		"memory-raw.txt": "BenchmarkMemory/impl=tokenbucket 1 99.0 B/key 0 B/key-evicted 1000000 keys EARLIER RUN\n",
+		"flood-raw.txt":  "BenchmarkFlood/impl=service 1 900.0 ns/pair 10000000 pairs EARLIER RUN\n",
+		"scaling.svg":    "<svg>EARLIER RUN</svg>\n",
+	}
+	for name, text := range earlier {
+		require.NoError(t, os.WriteFile(filepath.Join(out, name), []byte(text), 0o644))
+	}
+	log, err := runWithFakeGo(t, dir, failingStepsGo)
+	require.Error(t, err, "run.sh exits 1 on a failed step:\n%s", log)
+	summary, err := os.ReadFile(filepath.Join(out, "summary.txt"))
+	require.NoError(t, err)
+	assert.NotContains(t, string(summary), "EARLIER RUN", "the summary shows an earlier run's numbers")
+	assert.Contains(t, string(summary), "FAILED: see ")
+	assert.Contains(t, string(summary), "chart: none, cmd/chart failed", "the summary names no chart")
+	for name := range earlier {
+		assert.NoFileExists(t, filepath.Join(out, name), "a failed step leaves an earlier run's %s", name)
+	}
+}
