@@ -154,3 +154,39 @@ func TestRunSummaryShowsNoResultsOfAnEarlierRun(t *testing.T) {
 		assert.NoFileExists(t, filepath.Join(out, name), "a failed step leaves an earlier run's %s", name)
 	}
 }
+
+// buildFailGo stands in for the go command in
+// TestRunSummarySaysTheCrossCheckFailed: the cross-check's test binary does
+// not build, every other command succeeds at once.
+const buildFailGo = `#!/usr/bin/env bash
+if [[ $1 == version ]]; then echo "go version fake"; exit 0; fi
+case " $* " in
+*TestCrossCheck*)
+	echo "# github.com/hotlimit/hotlimit/bench [github.com/hotlimit/hotlimit/bench.test]"
+	echo "./crosscheck_test.go:9:2: undefined: frozenClock"
+	echo "FAIL	github.com/hotlimit/hotlimit/bench [build failed]"
+	exit 1
+	;;
+esac
+exit 0
+`
+
+// TestRunSummarySaysTheCrossCheckFailed: a cross-check that did not run to
+// its end (a build failure, a timeout) has no "--- FAIL" line to count; its
+// line in the summary must say that it failed, not "0 failures".
+func TestRunSummarySaysTheCrossCheckFailed(t *testing.T) {
+	dir := t.TempDir()
+	log, err := runWithFakeGo(t, dir, buildFailGo)
+	require.Error(t, err, "run.sh exits 1 on a failed step:\n%s", log)
+	summary, err := os.ReadFile(filepath.Join(dir, "out", "summary.txt"))
+	require.NoError(t, err)
+	line := ""
+	for l := range strings.SplitSeq(string(summary), "\n") {
+		if strings.HasPrefix(l, "cross-check") {
+			line = l
+		}
+	}
+	require.NotEmpty(t, line, "a cross-check line in:\n%s", summary)
+	assert.NotContains(t, line, "0 failures")
+	assert.Contains(t, line, "FAILED")
+}
