@@ -344,9 +344,17 @@ wall() { echo "$(($(date +%s) - start))s"; }
 	if [[ $status != 0 ]]; then
 		echo
 		echo "FAILED: see $dir/raw.txt, $dir/hotkey-raw.txt, $dir/sweep-raw.txt, $dir/cross.txt, $dir/memory.txt, $dir/service-raw.txt, $dir/flood.txt, $redis_raw"
-		grep -hE -A2 -- '--- FAIL|panic:' "$raw" "$dir/hotkey-raw.txt" "$dir/sweep-raw.txt" "$dir/cross.txt" "$dir/service-raw.txt" $([[ $REDIS != 0 && -f $redis_raw ]] && echo "$redis_raw") | head -20
-		grep -hE '^(Error|memory:|exit status)' "$dir/memory.txt" | head -5
-		grep -hE '^(flood:|exit status)' "$dir/flood.txt" | head -5
+		# A failed test or benchmark, a panic, code that did not build or
+		# packages that did not load ("# package", then the errors), and the
+		# go command's own errors ("go: ...", a download aside).
+		tested=("$raw" "$dir/hotkey-raw.txt" "$dir/sweep-raw.txt" "$dir/cross.txt" "$dir/service-raw.txt")
+		[[ $REDIS != 0 && -f $redis_raw ]] && tested+=("$redis_raw")
+		{
+			grep -hE -A2 -- '--- FAIL|panic:|^# ' "${tested[@]}"
+			grep -hE '^go: ' "${tested[@]}" | grep -v '^go: downloading'
+		} | head -20
+		grep -hE '^(Error|memory:|exit status|go: )|\.go:[0-9]+:[0-9]+: ' "$dir/memory.txt" | grep -v '^go: downloading' | head -5
+		grep -hE '^(flood:|exit status|go: )|\.go:[0-9]+:[0-9]+: ' "$dir/flood.txt" | grep -v '^go: downloading' | head -5
 	fi
 	echo
 	chart="$dir/scaling.svg"

@@ -156,8 +156,10 @@ func TestRunSummaryShowsNoResultsOfAnEarlierRun(t *testing.T) {
 }
 
 // buildFailGo stands in for the go command in
-// TestRunSummarySaysTheCrossCheckFailed: the cross-check's test binary does
-// not build, every other command succeeds at once.
+// TestRunSummarySaysTheCrossCheckFailed and
+// TestRunSummaryQuotesBuildFailures: the cross-check's test binary does not
+// build, cmd/memory's packages do not load (as without the module proxy),
+// every other command succeeds at once.
 const buildFailGo = `#!/usr/bin/env bash
 if [[ $1 == version ]]; then echo "go version fake"; exit 0; fi
 case " $* " in
@@ -165,6 +167,11 @@ case " $* " in
 	echo "# github.com/hotlimit/hotlimit/bench [github.com/hotlimit/hotlimit/bench.test]"
 	echo "./crosscheck_test.go:9:2: undefined: frozenClock"
 	echo "FAIL	github.com/hotlimit/hotlimit/bench [build failed]"
+	exit 1
+	;;
+*" run ./cmd/memory "*)
+	echo "go: downloading github.com/sethvargo/go-limiter v0.7.1"
+	echo "internal/impl/peers.go:9:2: module lookup disabled by GOPROXY=off"
 	exit 1
 	;;
 esac
@@ -189,4 +196,20 @@ func TestRunSummarySaysTheCrossCheckFailed(t *testing.T) {
 	require.NotEmpty(t, line, "a cross-check line in:\n%s", summary)
 	assert.NotContains(t, line, "0 failures")
 	assert.Contains(t, line, "FAILED")
+}
+
+// TestRunSummaryQuotesBuildFailures: the FAILED section quotes why a step
+// failed when its code did not build or its packages did not load, as it
+// does for a failed test: the compiler's or the go command's error.
+func TestRunSummaryQuotesBuildFailures(t *testing.T) {
+	dir := t.TempDir()
+	log, err := runWithFakeGo(t, dir, buildFailGo)
+	require.Error(t, err, "run.sh exits 1 on a failed step:\n%s", log)
+	summary, err := os.ReadFile(filepath.Join(dir, "out", "summary.txt"))
+	require.NoError(t, err)
+	_, failed, ok := strings.Cut(string(summary), "\nFAILED: see ")
+	require.True(t, ok, "a FAILED section in:\n%s", summary)
+	assert.Contains(t, failed, "./crosscheck_test.go:9:2: undefined: frozenClock")
+	assert.Contains(t, failed, "internal/impl/peers.go:9:2: module lookup disabled by GOPROXY=off")
+	assert.NotContains(t, failed, "go: downloading", "a download is no error")
 }
