@@ -115,6 +115,7 @@ step() {
 redis_raw=$dir/redis-raw.txt
 redis_txt=$dir/redis.txt
 redis_out=
+redis_ran= # 1 once redis_part runs the benchmarks: redis-raw.txt is this run's
 redis_part() {
 	local missing= b
 	for b in redis-server redis-benchmark; do
@@ -133,6 +134,7 @@ redis_part() {
 		-timeout 60m ./redisbench)
 	step "redis: $REDISCOUNT × go test ${args[*]}"
 	local rstatus=0 i
+	redis_ran=1
 	: >"$redis_raw"
 	for ((i = 0; i < REDISCOUNT; i++)); do
 		$GO test "${args[@]}" >>"$redis_raw" 2>&1 || rstatus=1
@@ -343,12 +345,12 @@ wall() { echo "$(($(date +%s) - start))s"; }
 	fi
 	if [[ $status != 0 ]]; then
 		echo
-		echo "FAILED: see $dir/raw.txt, $dir/hotkey-raw.txt, $dir/sweep-raw.txt, $dir/cross.txt, $dir/memory.txt, $dir/service-raw.txt, $dir/flood.txt, $redis_raw"
+		echo "FAILED: see $dir/raw.txt, $dir/hotkey-raw.txt, $dir/sweep-raw.txt, $dir/cross.txt, $dir/memory.txt, $dir/service-raw.txt, $dir/flood.txt${redis_ran:+, $redis_raw}"
 		# A failed test or benchmark, a panic, code that did not build or
 		# packages that did not load ("# package", then the errors), and the
 		# go command's own errors ("go: ...", a download aside).
 		tested=("$raw" "$dir/hotkey-raw.txt" "$dir/sweep-raw.txt" "$dir/cross.txt" "$dir/service-raw.txt")
-		[[ $REDIS != 0 && -f $redis_raw ]] && tested+=("$redis_raw")
+		[[ -n $redis_ran ]] && tested+=("$redis_raw")
 		{
 			grep -hE -A2 -- '--- FAIL|panic:|^# ' "${tested[@]}"
 			grep -hE '^go: ' "${tested[@]}" | grep -v '^go: downloading'

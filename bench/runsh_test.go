@@ -213,3 +213,45 @@ func TestRunSummaryQuotesBuildFailures(t *testing.T) {
 	assert.Contains(t, failed, "internal/impl/peers.go:9:2: module lookup disabled by GOPROXY=off")
 	assert.NotContains(t, failed, "go: downloading", "a download is no error")
 }
+
+// TestRunSummaryQuotesNoRedisFailureOfAnEarlierRun: when the Redis part is
+// skipped (no redis-server on PATH), redis-raw.txt is an earlier run's: the
+// FAILED section of a run that failed elsewhere must neither name it nor
+// quote its failures.
+func TestRunSummaryQuotesNoRedisFailureOfAnEarlierRun(t *testing.T) {
+	dir := t.TempDir()
+	out := filepath.Join(dir, "out")
+	require.NoError(t, os.MkdirAll(out, 0o755))
+	require.NoError(t, os.WriteFile(filepath.Join(out, "redis-raw.txt"),
+		[]byte("--- FAIL: BenchmarkRedis/g=1/impl=redislimit\n    redis_test.go:1: EARLIER RUN\n"), 0o644))
+	log, err := runWithFakeGo(t, dir, buildFailGo, "REDIS=auto", "PATH="+pathWithout(t, "redis-server", "redis-benchmark"))
+	require.Error(t, err, "run.sh exits 1 on a failed step:\n%s", log)
+	summary, err := os.ReadFile(filepath.Join(out, "summary.txt"))
+	require.NoError(t, err)
+	require.Contains(t, string(summary), "Redis benchmarks skipped: redis-server redis-benchmark not found", "the Redis part was skipped")
+	_, failed, ok := strings.Cut(string(summary), "\nFAILED: see ")
+	require.True(t, ok, "a FAILED section in:\n%s", summary)
+	assert.NotContains(t, failed, "EARLIER RUN")
+	assert.NotContains(t, failed, "redis-raw.txt")
+}
+
+// pathWithout returns a PATH of one directory that holds the commands run.sh
+// and the fake go commands use, and none of the commands named in without.
+func pathWithout(t *testing.T, without ...string) string {
+	t.Helper()
+	dir := t.TempDir()
+	for _, name := range []string{"bash", "env", "cat", "cut", "date", "dirname", "mkdir", "rm", "grep", "sed",
+		"awk", "sort", "uniq", "head", "nproc", "uptime"} {
+		require.NotContains(t, without, name)
+		p, err := exec.LookPath(name)
+		if err != nil {
+			continue
+		}
+		require.NoError(t, os.Symlink(p, filepath.Join(dir, name)))
+	}
+	for _, name := range without {
+		_, err := exec.LookPath(filepath.Join(dir, name))
+		require.Error(t, err, "%s is not on the PATH", name)
+	}
+	return dir
+}
