@@ -230,14 +230,18 @@ $GO test -run '^TestCrossCheck$' -v -count 1 . >"$dir/cross.txt" 2>&1 || cross_s
 # this run's summary, as if they were this run's.
 step "memory: go run ./cmd/memory -keys $MEMKEYS ${MEMFLAGS[*]} -bench $dir/memory-raw.txt"
 rm -f "$dir/memory-raw.txt"
-$GO run ./cmd/memory -keys "$MEMKEYS" "${MEMFLAGS[@]}" -bench "$dir/memory-raw.txt" >"$dir/memory.txt" 2>&1 || status=1
+memory_status=0
+$GO run ./cmd/memory -keys "$MEMKEYS" "${MEMFLAGS[@]}" -bench "$dir/memory-raw.txt" >"$dir/memory.txt" 2>&1 || memory_status=1
+[[ $memory_status == 0 ]] || status=1
 
 step "service at scale: ${commands[2]}"
 $GO test "${svc[@]}" >"$dir/service-raw.txt" 2>&1 || status=1
 
 step "flood: go run ./cmd/flood -pairs $FLOODPAIRS -bench $dir/flood-raw.txt"
 rm -f "$dir/flood-raw.txt"
-$GO run ./cmd/flood -pairs "$FLOODPAIRS" -bench "$dir/flood-raw.txt" >"$dir/flood.txt" 2>&1 || status=1
+flood_status=0
+$GO run ./cmd/flood -pairs "$FLOODPAIRS" -bench "$dir/flood-raw.txt" >"$dir/flood.txt" 2>&1 || flood_status=1
+[[ $flood_status == 0 ]] || status=1
 
 if [[ $REDIS != 0 ]]; then
 	redis_part
@@ -355,8 +359,14 @@ wall() { echo "$(($(date +%s) - start))s"; }
 			grep -hE -A2 -- '--- FAIL|panic:|^# ' "${tested[@]}"
 			grep -hE '^go: ' "${tested[@]}" | grep -v '^go: downloading'
 		} | head -20
-		grep -hE '^(Error|memory:|exit status|go: )|\.go:[0-9]+:[0-9]+: ' "$dir/memory.txt" | grep -v '^go: downloading' | head -5
-		grep -hE '^(flood:|exit status|go: )|\.go:[0-9]+:[0-9]+: ' "$dir/flood.txt" | grep -v '^go: downloading' | head -5
+		# cmd/memory's and cmd/flood's output, only when they failed: a table
+		# that went well starts with "memory:" too.
+		if [[ $memory_status != 0 ]]; then
+			grep -hE '^(Error|memory:|exit status|go: |panic:)|\.go:[0-9]+:[0-9]+: ' "$dir/memory.txt" | grep -v '^go: downloading' | head -5
+		fi
+		if [[ $flood_status != 0 ]]; then
+			grep -hE '^(flood:|exit status|go: |panic:)|\.go:[0-9]+:[0-9]+: ' "$dir/flood.txt" | grep -v '^go: downloading' | head -5
+		fi
 	fi
 	echo
 	chart="$dir/scaling.svg"

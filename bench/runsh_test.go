@@ -255,3 +255,42 @@ func pathWithout(t *testing.T, without ...string) string {
 	}
 	return dir
 }
+
+// memoryOKGo stands in for the go command in
+// TestRunSummaryQuotesOnlyTheStepsThatFailed: the hot-key blocks' benchmark
+// fails; cmd/memory and cmd/flood succeed, printing the first lines of
+// their tables; every other command succeeds at once.
+const memoryOKGo = `#!/usr/bin/env bash
+case " $* " in
+*" version "*) echo "go version fake" ;;
+*BenchmarkHotKeyRatio*)
+	echo "--- FAIL: BenchmarkHotKeyRatio/impl=tokenbucket/hit=allow"
+	echo "    hotkey.go:1: calls pass"
+	exit 1
+	;;
+*" run ./cmd/memory "*)
+	echo "memory: 1000 keys, one request each, policy 100/1s; bytes are heap bytes per key"
+	;;
+*" run ./cmd/flood "*)
+	echo "flood: this line is no error"
+	echo "end: heap +9.0 MB (peak +9.0 MB) for 65533 pairs held"
+	;;
+esac
+exit 0
+`
+
+// TestRunSummaryQuotesOnlyTheStepsThatFailed: the FAILED section quotes the
+// output of cmd/memory and cmd/flood only when they failed; the first line
+// of a memory table that went well is no error.
+func TestRunSummaryQuotesOnlyTheStepsThatFailed(t *testing.T) {
+	dir := t.TempDir()
+	log, err := runWithFakeGo(t, dir, memoryOKGo)
+	require.Error(t, err, "run.sh exits 1 on a failed step:\n%s", log)
+	summary, err := os.ReadFile(filepath.Join(dir, "out", "summary.txt"))
+	require.NoError(t, err)
+	_, failed, ok := strings.Cut(string(summary), "\nFAILED: see ")
+	require.True(t, ok, "a FAILED section in:\n%s", summary)
+	assert.Contains(t, failed, "--- FAIL: BenchmarkHotKeyRatio/impl=tokenbucket/hit=allow")
+	assert.NotContains(t, failed, "memory: 1000 keys")
+	assert.NotContains(t, failed, "this line is no error")
+}
