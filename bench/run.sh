@@ -115,6 +115,7 @@ step() {
 redis_raw=$dir/redis-raw.txt
 redis_txt=$dir/redis.txt
 redis_out=
+redis_ran= # 1 once redis_part runs the benchmarks: redis-raw.txt is this run's
 redis_part() {
 	local missing= b
 	for b in redis-server redis-benchmark; do
@@ -133,6 +134,7 @@ redis_part() {
 		-timeout 60m ./redisbench)
 	step "redis: $REDISCOUNT × go test ${args[*]}"
 	local rstatus=0 i
+	redis_ran=1
 	: >"$redis_raw"
 	for ((i = 0; i < REDISCOUNT; i++)); do
 		$GO test "${args[@]}" >>"$redis_raw" 2>&1 || rstatus=1
@@ -219,22 +221,34 @@ step "auto-sweep latency: ${commands[1]}"
 $GO test "${sweep[@]}" >"$dir/sweep-raw.txt" 2>&1 || status=1
 
 step "cross-check: go test -run '^TestCrossCheck\$' -v -count 1 ."
-$GO test -run '^TestCrossCheck$' -v -count 1 . >"$dir/cross.txt" 2>&1 || status=1
+cross_status=0
+$GO test -run '^TestCrossCheck$' -v -count 1 . >"$dir/cross.txt" 2>&1 || cross_status=1
+[[ $cross_status == 0 ]] || status=1
 
+# cmd/memory, cmd/flood and cmd/chart write their files only when they
+# succeed: a file of an earlier run left in $dir would show its numbers in
+# this run's summary, as if they were this run's.
 step "memory: go run ./cmd/memory -keys $MEMKEYS ${MEMFLAGS[*]} -bench $dir/memory-raw.txt"
-$GO run ./cmd/memory -keys "$MEMKEYS" "${MEMFLAGS[@]}" -bench "$dir/memory-raw.txt" >"$dir/memory.txt" 2>&1 || status=1
+rm -f "$dir/memory-raw.txt"
+memory_status=0
+$GO run ./cmd/memory -keys "$MEMKEYS" "${MEMFLAGS[@]}" -bench "$dir/memory-raw.txt" >"$dir/memory.txt" 2>&1 || memory_status=1
+[[ $memory_status == 0 ]] || status=1
 
 step "service at scale: ${commands[2]}"
 $GO test "${svc[@]}" >"$dir/service-raw.txt" 2>&1 || status=1
 
 step "flood: go run ./cmd/flood -pairs $FLOODPAIRS -bench $dir/flood-raw.txt"
-$GO run ./cmd/flood -pairs "$FLOODPAIRS" -bench "$dir/flood-raw.txt" >"$dir/flood.txt" 2>&1 || status=1
+rm -f "$dir/flood-raw.txt"
+flood_status=0
+$GO run ./cmd/flood -pairs "$FLOODPAIRS" -bench "$dir/flood-raw.txt" >"$dir/flood.txt" 2>&1 || flood_status=1
+[[ $flood_status == 0 ]] || status=1
 
 if [[ $REDIS != 0 ]]; then
 	redis_part
 fi
 
 step "chart, tables and summary"
+rm -f "$dir/scaling.svg"
 $GO run ./cmd/chart -o "$dir/scaling.svg" "$raw" || status=1
 
 # impl=coarse is kept out of the head-to-head tables: its clock can stop, so
@@ -324,16 +338,40 @@ wall() { echo "$(($(date +%s) - start))s"; }
 		echo "Redis (redislimit against redis_rate and a trivial script's ceiling): see $redis_txt"
 		grep -E '^ *(PASS|MISS) ' "$redis_txt"
 	fi
-	echo "cross-check (frozen clock, N goroutines on new keys): $(grep -cE -- '--- FAIL' "$dir/cross.txt") failures; see latest.txt"
+	# A cross-check that did not run to its end (it did not build, it timed
+	# out) has no "--- FAIL" line to count.
+	if [[ $cross_status == 0 ]]; then
+		echo "cross-check (frozen clock, N goroutines on new keys): 0 failures; see latest.txt"
+	elif crossfail=$(grep -cE -- '--- FAIL' "$dir/cross.txt"); then
+		echo "cross-check (frozen clock, N goroutines on new keys): FAILED, $crossfail failed tests; see $dir/cross.txt"
+	else
+		echo "cross-check (frozen clock, N goroutines on new keys): FAILED, it did not run to its end; see $dir/cross.txt"
+	fi
 	if [[ $status != 0 ]]; then
 		echo
-		echo "FAILED: see $dir/raw.txt, $dir/hotkey-raw.txt, $dir/sweep-raw.txt, $dir/cross.txt, $dir/memory.txt, $dir/service-raw.txt, $dir/flood.txt, $redis_raw"
-		grep -hE -A2 -- '--- FAIL|panic:' "$raw" "$dir/hotkey-raw.txt" "$dir/sweep-raw.txt" "$dir/cross.txt" "$dir/service-raw.txt" $([[ $REDIS != 0 && -f $redis_raw ]] && echo "$redis_raw") | head -20
-		grep -hE '^(Error|memory:|exit status)' "$dir/memory.txt" | head -5
-		grep -hE '^(flood:|exit status)' "$dir/flood.txt" | head -5
+		echo "FAILED: see $dir/raw.txt, $dir/hotkey-raw.txt, $dir/sweep-raw.txt, $dir/cross.txt, $dir/memory.txt, $dir/service-raw.txt, $dir/flood.txt${redis_ran:+, $redis_raw}"
+		# A failed test or benchmark, a panic, code that did not build or
+		# packages that did not load ("# package", then the errors), and the
+		# go command's own errors ("go: ...", a download aside).
+		tested=("$raw" "$dir/hotkey-raw.txt" "$dir/sweep-raw.txt" "$dir/cross.txt" "$dir/service-raw.txt")
+		[[ -n $redis_ran ]] && tested+=("$redis_raw")
+		{
+			grep -hE -A2 -- '--- FAIL|panic:|^# ' "${tested[@]}"
+			grep -hE '^go: ' "${tested[@]}" | grep -v '^go: downloading'
+		} | head -20
+		# cmd/memory's and cmd/flood's output, only when they failed: a table
+		# that went well starts with "memory:" too.
+		if [[ $memory_status != 0 ]]; then
+			grep -hE '^(Error|memory:|exit status|go: |panic:)|\.go:[0-9]+:[0-9]+: ' "$dir/memory.txt" | grep -v '^go: downloading' | head -5
+		fi
+		if [[ $flood_status != 0 ]]; then
+			grep -hE '^(flood:|exit status|go: |panic:)|\.go:[0-9]+:[0-9]+: ' "$dir/flood.txt" | grep -v '^go: downloading' | head -5
+		fi
 	fi
 	echo
-	echo "full tables: $dir/latest.txt; chart: $dir/scaling.svg; wall time $(wall)"
+	chart="$dir/scaling.svg"
+	[[ -f $chart ]] || chart="none, cmd/chart failed"
+	echo "full tables: $dir/latest.txt; chart: $chart; wall time $(wall)"
 } >"$dir/summary.txt" 2>&1
 
 cat "$dir/summary.txt"

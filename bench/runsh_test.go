@@ -104,3 +104,193 @@ func runWithFakeGo(t *testing.T, dir, fake string, env ...string) ([]byte, error
 	cmd.Env = append(cmd.Env, env...)
 	return cmd.CombinedOutput()
 }
+
+// failingStepsGo stands in for the go command in
+// TestRunSummaryShowsNoResultsOfAnEarlierRun: cmd/memory, cmd/flood and
+// cmd/chart fail before writing their files, every other command succeeds at
+// once, and cmd/summary prints the files it is given, as the real one
+// summarizes them.
+const failingStepsGo = `#!/usr/bin/env bash
+if [[ $1 == version ]]; then echo "go version fake"; exit 0; fi
+if [[ $1 == run ]]; then
+	case $2 in
+	./cmd/memory | ./cmd/flood | ./cmd/chart)
+		echo "${2#./cmd/}: failed"
+		exit 1
+		;;
+	./cmd/summary)
+		shift 2
+		for f; do [[ -f $f ]] && cat "$f"; done
+		;;
+	esac
+fi
+exit 0
+`
+
+// TestRunSummaryShowsNoResultsOfAnEarlierRun: when cmd/memory, cmd/flood or
+// cmd/chart fails, the files it writes on success must not survive from an
+// earlier run in the same directory, where the summary would show their
+// numbers (and the README link their chart) as this run's.
+func TestRunSummaryShowsNoResultsOfAnEarlierRun(t *testing.T) {
+	dir := t.TempDir()
+	out := filepath.Join(dir, "out")
+	require.NoError(t, os.MkdirAll(out, 0o755))
+	earlier := map[string]string{
+		"memory-raw.txt": "BenchmarkMemory/impl=tokenbucket 1 99.0 B/key 0 B/key-evicted 1000000 keys EARLIER RUN\n",
+		"flood-raw.txt":  "BenchmarkFlood/impl=service 1 900.0 ns/pair 10000000 pairs EARLIER RUN\n",
+		"scaling.svg":    "<svg>EARLIER RUN</svg>\n",
+	}
+	for name, text := range earlier {
+		require.NoError(t, os.WriteFile(filepath.Join(out, name), []byte(text), 0o644))
+	}
+	log, err := runWithFakeGo(t, dir, failingStepsGo)
+	require.Error(t, err, "run.sh exits 1 on a failed step:\n%s", log)
+	summary, err := os.ReadFile(filepath.Join(out, "summary.txt"))
+	require.NoError(t, err)
+	assert.NotContains(t, string(summary), "EARLIER RUN", "the summary shows an earlier run's numbers")
+	assert.Contains(t, string(summary), "FAILED: see ")
+	assert.Contains(t, string(summary), "chart: none, cmd/chart failed", "the summary names no chart")
+	for name := range earlier {
+		assert.NoFileExists(t, filepath.Join(out, name), "a failed step leaves an earlier run's %s", name)
+	}
+}
+
+// buildFailGo stands in for the go command in
+// TestRunSummarySaysTheCrossCheckFailed and
+// TestRunSummaryQuotesBuildFailures: the cross-check's test binary does not
+// build, cmd/memory's packages do not load (as without the module proxy),
+// every other command succeeds at once.
+const buildFailGo = `#!/usr/bin/env bash
+if [[ $1 == version ]]; then echo "go version fake"; exit 0; fi
+case " $* " in
+*TestCrossCheck*)
+	echo "# github.com/hotlimit/hotlimit/bench [github.com/hotlimit/hotlimit/bench.test]"
+	echo "./crosscheck_test.go:9:2: undefined: frozenClock"
+	echo "FAIL	github.com/hotlimit/hotlimit/bench [build failed]"
+	exit 1
+	;;
+*" run ./cmd/memory "*)
+	echo "go: downloading github.com/sethvargo/go-limiter v0.7.1"
+	echo "internal/impl/peers.go:9:2: module lookup disabled by GOPROXY=off"
+	exit 1
+	;;
+esac
+exit 0
+`
+
+// TestRunSummarySaysTheCrossCheckFailed: a cross-check that did not run to
+// its end (a build failure, a timeout) has no "--- FAIL" line to count; its
+// line in the summary must say that it failed, not "0 failures".
+func TestRunSummarySaysTheCrossCheckFailed(t *testing.T) {
+	dir := t.TempDir()
+	log, err := runWithFakeGo(t, dir, buildFailGo)
+	require.Error(t, err, "run.sh exits 1 on a failed step:\n%s", log)
+	summary, err := os.ReadFile(filepath.Join(dir, "out", "summary.txt"))
+	require.NoError(t, err)
+	line := ""
+	for l := range strings.SplitSeq(string(summary), "\n") {
+		if strings.HasPrefix(l, "cross-check") {
+			line = l
+		}
+	}
+	require.NotEmpty(t, line, "a cross-check line in:\n%s", summary)
+	assert.NotContains(t, line, "0 failures")
+	assert.Contains(t, line, "FAILED")
+}
+
+// TestRunSummaryQuotesBuildFailures: the FAILED section quotes why a step
+// failed when its code did not build or its packages did not load, as it
+// does for a failed test: the compiler's or the go command's error.
+func TestRunSummaryQuotesBuildFailures(t *testing.T) {
+	dir := t.TempDir()
+	log, err := runWithFakeGo(t, dir, buildFailGo)
+	require.Error(t, err, "run.sh exits 1 on a failed step:\n%s", log)
+	summary, err := os.ReadFile(filepath.Join(dir, "out", "summary.txt"))
+	require.NoError(t, err)
+	_, failed, ok := strings.Cut(string(summary), "\nFAILED: see ")
+	require.True(t, ok, "a FAILED section in:\n%s", summary)
+	assert.Contains(t, failed, "./crosscheck_test.go:9:2: undefined: frozenClock")
+	assert.Contains(t, failed, "internal/impl/peers.go:9:2: module lookup disabled by GOPROXY=off")
+	assert.NotContains(t, failed, "go: downloading", "a download is no error")
+}
+
+// TestRunSummaryQuotesNoRedisFailureOfAnEarlierRun: when the Redis part is
+// skipped (no redis-server on PATH), redis-raw.txt is an earlier run's: the
+// FAILED section of a run that failed elsewhere must neither name it nor
+// quote its failures.
+func TestRunSummaryQuotesNoRedisFailureOfAnEarlierRun(t *testing.T) {
+	dir := t.TempDir()
+	out := filepath.Join(dir, "out")
+	require.NoError(t, os.MkdirAll(out, 0o755))
+	require.NoError(t, os.WriteFile(filepath.Join(out, "redis-raw.txt"),
+		[]byte("--- FAIL: BenchmarkRedis/g=1/impl=redislimit\n    redis_test.go:1: EARLIER RUN\n"), 0o644))
+	log, err := runWithFakeGo(t, dir, buildFailGo, "REDIS=auto", "PATH="+pathWithout(t, "redis-server", "redis-benchmark"))
+	require.Error(t, err, "run.sh exits 1 on a failed step:\n%s", log)
+	summary, err := os.ReadFile(filepath.Join(out, "summary.txt"))
+	require.NoError(t, err)
+	require.Contains(t, string(summary), "Redis benchmarks skipped: redis-server redis-benchmark not found", "the Redis part was skipped")
+	_, failed, ok := strings.Cut(string(summary), "\nFAILED: see ")
+	require.True(t, ok, "a FAILED section in:\n%s", summary)
+	assert.NotContains(t, failed, "EARLIER RUN")
+	assert.NotContains(t, failed, "redis-raw.txt")
+}
+
+// pathWithout returns a PATH of one directory that holds the commands run.sh
+// and the fake go commands use, and none of the commands named in without.
+func pathWithout(t *testing.T, without ...string) string {
+	t.Helper()
+	dir := t.TempDir()
+	for _, name := range []string{"bash", "env", "cat", "cut", "date", "dirname", "mkdir", "rm", "grep", "sed",
+		"awk", "sort", "uniq", "head", "nproc", "uptime"} {
+		require.NotContains(t, without, name)
+		p, err := exec.LookPath(name)
+		if err != nil {
+			continue
+		}
+		require.NoError(t, os.Symlink(p, filepath.Join(dir, name)))
+	}
+	for _, name := range without {
+		_, err := exec.LookPath(filepath.Join(dir, name))
+		require.Error(t, err, "%s is not on the PATH", name)
+	}
+	return dir
+}
+
+// memoryOKGo stands in for the go command in
+// TestRunSummaryQuotesOnlyTheStepsThatFailed: the hot-key blocks' benchmark
+// fails; cmd/memory and cmd/flood succeed, printing the first lines of
+// their tables; every other command succeeds at once.
+const memoryOKGo = `#!/usr/bin/env bash
+case " $* " in
+*" version "*) echo "go version fake" ;;
+*BenchmarkHotKeyRatio*)
+	echo "--- FAIL: BenchmarkHotKeyRatio/impl=tokenbucket/hit=allow"
+	echo "    hotkey.go:1: calls pass"
+	exit 1
+	;;
+*" run ./cmd/memory "*)
+	echo "memory: 1000 keys, one request each, policy 100/1s; bytes are heap bytes per key"
+	;;
+*" run ./cmd/flood "*)
+	echo "flood: this line is no error"
+	echo "end: heap +9.0 MB (peak +9.0 MB) for 65533 pairs held"
+	;;
+esac
+exit 0
+`
+
+// TestRunSummaryQuotesOnlyTheStepsThatFailed: the FAILED section quotes the
+// output of cmd/memory and cmd/flood only when they failed; the first line
+// of a memory table that went well is no error.
+func TestRunSummaryQuotesOnlyTheStepsThatFailed(t *testing.T) {
+	dir := t.TempDir()
+	log, err := runWithFakeGo(t, dir, memoryOKGo)
+	require.Error(t, err, "run.sh exits 1 on a failed step:\n%s", log)
+	summary, err := os.ReadFile(filepath.Join(dir, "out", "summary.txt"))
+	require.NoError(t, err)
+	_, failed, ok := strings.Cut(string(summary), "\nFAILED: see ")
+	require.True(t, ok, "a FAILED section in:\n%s", summary)
+	assert.Contains(t, failed, "--- FAIL: BenchmarkHotKeyRatio/impl=tokenbucket/hit=allow")
+	assert.NotContains(t, failed, "memory: 1000 keys")
+	assert.NotContains(t, failed, "this line is no error")
+}

@@ -49,10 +49,14 @@ mkdir -p "$OUT"
 raw=$OUT/envoy-raw.txt
 summary=$OUT/envoy-summary.txt
 status=0
+# tmp holds the binaries built here (the reference server, hotlimitd, the
+# test binary), removed however the script ends.
+tmp=$(mktemp -d) || exit 1
+trap 'rm -rf "$tmp"' EXIT
 
 ref_note=
 if [[ -z "${HOTLIMITD_BENCH_REFERENCE:-}" && -n "${ENVOY_RATELIMIT_SRC:-}" ]]; then
-	bin=$(mktemp -d)/ratelimit
+	bin=$tmp/ratelimit
 	if (cd "$ENVOY_RATELIMIT_SRC" && $GO build -o "$bin" ./src/service_cmd); then
 		export HOTLIMITD_BENCH_REFERENCE=$bin
 	else
@@ -67,15 +71,14 @@ fi
 # machine's load between impls would bias their ratios: instead, ROUNDS runs
 # of the test binary, each measuring every impl once.
 # hotlimitd's command, measured as a process of its own as the reference is.
-bindir=$(mktemp -d)
-if $GO build -o "$bindir/hotlimitd" ./cmd/hotlimitd; then
-	export HOTLIMITD_BENCH_HOTLIMITD=$bindir/hotlimitd
+if $GO build -o "$tmp/hotlimitd" ./cmd/hotlimitd; then
+	export HOTLIMITD_BENCH_HOTLIMITD=$tmp/hotlimitd
 else
 	status=1
 fi
 
 args=(-test.run '^$' -test.bench "^BenchmarkShouldRateLimit\$/impl=($IMPLS)\$/" -test.benchtime "$BENCHTIME" -test.count 1 -test.timeout 60m)
-testbin=$(mktemp -d)/envoyrls.test
+testbin=$tmp/envoyrls.test
 $GO test -c -o "$testbin" . || exit 1
 : >"$raw"
 for ((i = 1; i <= ROUNDS; i++)); do
@@ -83,7 +86,7 @@ for ((i = 1; i <= ROUNDS; i++)); do
 	echo "round $i" >>"$raw"
 	"$testbin" "${args[@]}" >>"$raw" 2>&1 || status=1
 done
-rm -rf "$testbin" "$bindir"
+rm -rf "$tmp"
 grep -q -- '--- FAIL' "$raw" && status=1
 
 {
