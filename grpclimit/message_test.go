@@ -42,7 +42,7 @@ func TestFailureMessagesKeepTheErrorOnTheServer(t *testing.T) {
 		{"internal", panicky{}, codes.Internal, "backend down"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			for _, r := range everyPath(t, failingService(t, tc.backend)) {
+			for _, r := range everyPath(t, backendService(t, tc.backend)) {
 				st := status.Convert(r.err)
 				if r.path == middlewarePath {
 					assert.Equal(t, codes.ResourceExhausted, st.Code(), "%s: the middleware's code", r.path)
@@ -66,10 +66,11 @@ func TestFailureMessagesKeepTheErrorOnTheServer(t *testing.T) {
 	}
 }
 
-// failingService returns a service whose default rule, one a second, is on
-// backend, and whose rule for the start of duplexCall is in memory (100 a
-// second), so that the messages of that stream are decided by backend.
-func failingService(t *testing.T, backend hotlimit.Limiter) *service.Service {
+// backendService returns a service whose default rule, one a second, is on
+// backend (a limiter that fails, say), and whose rule for the start of
+// duplexCall is in memory (100 a second), so that the messages of that
+// stream are decided by backend.
+func backendService(t *testing.T, backend hotlimit.Limiter) *service.Service {
 	t.Helper()
 	onBackend := cfg(hotlimit.FixedWindow, 1, time.Second)
 	svc, _ := newService(t, onBackend, 0, limitertest.OnBackend(onBackend, backend, service.NewLimiter))
