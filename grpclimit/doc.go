@@ -165,9 +165,11 @@
 // [UnaryClientInterceptor] and [StreamClientInterceptor] limit a caller
 // before its calls leave the process, failing a denied call with the same
 // status. [MiddlewareLimiter] adapts a service to go-grpc-middleware v2's
-// ratelimit.Limiter; that middleware turns the error into a text message, so
-// its clients lose the RetryInfo and QuotaFailure details (the metadata and
-// the pushback trailer still arrive).
+// ratelimit.Limiter, for its server interceptors only (under its client
+// interceptors it is not told which call is sent); that middleware turns
+// the error into a text message, so its clients lose the RetryInfo and
+// QuotaFailure details (the metadata and the pushback trailer still
+// arrive).
 //
 // # Cost
 //

@@ -241,8 +241,9 @@ func ContextValue(key any) KeyFunc {
 // Keys are kept as f returns them, for as long as their state: unlike
 // [Metadata] and [FromRequest], Tag does not bound them. When f reads a
 // value the client chooses (a metadata entry, a request field), bound it
-// in f, as Metadata does with a digest, or a client sending a new value of
-// most of a megabyte with each call pins that much per call.
+// in f, as Metadata does with a digest, or a client sending a new value
+// with each call pins that much per call: by grpc-go's defaults, up to
+// 16 MiB of metadata, or a field of a 4 MiB message.
 func Tag(kind string, f KeyFunc) KeyFunc {
 	prefix := kind + ":"
 	return func(ctx context.Context, method string, req any) (string, bool) {

@@ -21,12 +21,15 @@ import (
 // one, sends the RateLimit metadata and, on a denial, the pushback trailer,
 // and returns the denial's status error.
 //
-// It is for the middleware's server interceptors only. A client's context
-// names no method (grpc.Method finds none there), so under the middleware's
-// UnaryClientInterceptor or StreamClientInterceptor every call would be
-// limited under the empty API, all methods sharing one quota, and no
-// exemption would apply: limit a client with [UnaryClientInterceptor] and
-// [StreamClientInterceptor] instead.
+// It is for the middleware's server interceptors only. Its
+// UnaryClientInterceptor and StreamClientInterceptor do not tell Limit
+// which call is sent. In a client's own context grpc.Method finds no
+// method, so every call is limited under the empty API, all methods sharing
+// one quota, and no exemption applies. In the context of a call being
+// served (a handler calling another service) it finds that call, so the
+// calls sent are limited under its method and its caller's key, and their
+// RateLimit metadata and pushback go to its response. Limit a client with
+// [UnaryClientInterceptor] and [StreamClientInterceptor] instead.
 //
 // The middleware flattens that error into the text of a new
 // ResourceExhausted status, so the client gets neither the RetryInfo nor the

@@ -1,7 +1,9 @@
 package grpclimit_test
 
 import (
+	"context"
 	"io"
+	"net"
 	"testing"
 	"time"
 
@@ -10,9 +12,11 @@ import (
 	"github.com/stretchr/testify/require"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/credentials/insecure"
 	testgrpc "google.golang.org/grpc/interop/grpc_testing"
 	"google.golang.org/grpc/metadata"
 	"google.golang.org/grpc/status"
+	"google.golang.org/grpc/test/bufconn"
 
 	"github.com/hotlimit/hotlimit"
 	"github.com/hotlimit/hotlimit/grpclimit"
@@ -58,4 +62,58 @@ func TestMiddlewareLimiter(t *testing.T) {
 	_, err = stream.Recv()
 	assert.Equal(t, codes.ResourceExhausted, status.Code(err))
 	assert.Equal(t, duplexCall, rec.last().API)
+}
+
+// relay is a service whose UnaryCall calls next's EmptyCall in its own
+// context, as a handler calling another service does.
+type relay struct {
+	testgrpc.UnimplementedTestServiceServer
+	next testgrpc.TestServiceClient
+}
+
+func (r *relay) UnaryCall(ctx context.Context, _ *testgrpc.SimpleRequest) (*testgrpc.SimpleResponse, error) {
+	if _, err := r.next.EmptyCall(ctx, &testgrpc.Empty{}); err != nil {
+		return nil, err
+	}
+	return &testgrpc.SimpleResponse{}, nil
+}
+
+// TestMiddlewareLimiterUnderClientInterceptorsSeesNoCallSent: as its doc
+// says, MiddlewareLimiter under go-grpc-middleware's client interceptors is
+// never told which call is sent. In a handler's context it finds the call
+// being served: a relay's calls of EmptyCall are limited under the relay's
+// own method and its caller's key, and their RateLimit metadata and
+// pushback reach the relay's caller. In a client's own context it finds no
+// method: every call is limited under the empty API.
+func TestMiddlewareLimiterUnderClientInterceptorsSeesNoCallSent(t *testing.T) {
+	svc, _ := newService(t, cfg(hotlimit.FixedWindow, 1, time.Second), 0)
+	var rec recorder
+	lim := grpclimit.MiddlewareLimiter(svc, grpclimit.WithObserver(rec.observe))
+	backend := serveBufconn(t, &testService{}, nil, grpc.WithUnaryInterceptor(ratelimit.UnaryClientInterceptor(lim)))
+
+	srv := grpc.NewServer()
+	testgrpc.RegisterTestServiceServer(srv, &relay{next: testgrpc.NewTestServiceClient(backend)})
+	ln := bufconn.Listen(1 << 20)
+	go func() { _ = srv.Serve(ln) }()
+	t.Cleanup(srv.Stop)
+	front, err := grpc.NewClient("passthrough:///bufnet", grpc.WithTransportCredentials(insecure.NewCredentials()),
+		grpc.WithContextDialer(func(ctx context.Context, _ string) (net.Conn, error) { return ln.DialContext(ctx) }))
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = front.Close() })
+
+	var header, trailer metadata.MD
+	_, err = testgrpc.NewTestServiceClient(front).UnaryCall(ctx(t), &testgrpc.SimpleRequest{}, grpc.Header(&header))
+	require.NoError(t, err)
+	e := rec.last()
+	assert.Equal(t, unaryCall, e.API, "the relay's own method, not EmptyCall")
+	assert.Equal(t, "peer:bufconn", e.User, "the relay's caller")
+	assert.Equal(t, []string{`"fixedwindow-1-1s";q=1;w=1`}, header.Get(grpclimit.MetadataPolicy), "the relay's caller gets the fields")
+
+	_, err = testgrpc.NewTestServiceClient(front).UnaryCall(ctx(t), &testgrpc.SimpleRequest{}, grpc.Trailer(&trailer))
+	assert.Equal(t, codes.ResourceExhausted, status.Code(err), "the relay failed with the denial")
+	assert.Equal(t, []string{"1000"}, trailer.Get(grpclimit.MetadataPushback), "and its caller got the pushback")
+
+	_, err = testgrpc.NewTestServiceClient(backend).EmptyCall(ctx(t), &testgrpc.Empty{})
+	require.NoError(t, err)
+	assert.Empty(t, rec.last().API, "a client's own context names no method")
 }

@@ -86,3 +86,47 @@ func TestLimitersOwnTimeoutIsNoEndedCall(t *testing.T) {
 		assert.ErrorIs(t, events[0].Err, limitertest.ErrOwnTimeout, "closed=%v", tc.closed)
 	}
 }
+
+// TestEventUnavailableOnEveryPath: Event.Unavailable is set exactly when the
+// limit that decided could not decide, whatever its failure policy then
+// decided, on every path that decides a call (see everyPath). An observer
+// thus tells a denial the failure policy made (UNAVAILABLE: no quota spent)
+// from one a limit made (RESOURCE_EXHAUSTED) and from a limiter that failed
+// (INTERNAL), as the client tells them by their code; under dry run, which
+// fails no call, it still tells which status the call would have got.
+func TestEventUnavailableOnEveryPath(t *testing.T) {
+	for _, tc := range []struct {
+		name        string
+		backend     hotlimit.Limiter
+		dryRun      bool
+		code        codes.Code // every path's status
+		unavailable bool
+	}{
+		{"fail closed", downLimiter{}, false, codes.Unavailable, true},
+		{"fail closed, dry run", downLimiter{}, true, codes.OK, true},
+		{"fail open", downLimiter{open: true}, false, codes.OK, true},
+		{"denied", fixedDenial{retry: time.Second}, false, codes.ResourceExhausted, false},
+		{"denied, dry run", fixedDenial{retry: time.Second}, true, codes.OK, false},
+		{"panicked", panicky{}, false, codes.Internal, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			for _, r := range everyPath(t, backendService(t, tc.backend), grpclimit.WithDryRun(tc.dryRun)) {
+				e := r.event
+				assert.Equal(t, tc.unavailable, e.Unavailable, r.path)
+				code := status.Code(r.err)
+				if r.path == middlewarePath && r.err != nil {
+					// The middleware fails every call ResourceExhausted,
+					// with the text of the status it was given.
+					assert.Equal(t, codes.ResourceExhausted, code, r.path)
+					code = tc.code
+					assert.Contains(t, status.Convert(r.err).Message(), "code = "+code.String()+" desc", r.path)
+				}
+				assert.Equal(t, tc.code, code, "%s: %v", r.path, r.err)
+				if code == codes.Unavailable || code == codes.ResourceExhausted {
+					assert.Equal(t, code == codes.Unavailable, e.Unavailable && !e.Decision.Allowed,
+						"%s: the observer tells which status the client got", r.path)
+				}
+			}
+		})
+	}
+}
