@@ -20,7 +20,9 @@ import (
 // calls land and the clock moves forward. Every call reads the clock before
 // the key's word, so it takes effect after the calls inside its stall, at
 // its reading (or at its last, when it read the clock again): each must
-// answer as the sequential model does in that order.
+// answer as the sequential model does in that order. A denial whose first
+// reading is behind the key's window must have read the clock again: the
+// model, told that reading, would deny it too.
 type modelRun struct {
 	t        *testing.T
 	rng      *rand.Rand
@@ -120,6 +122,13 @@ func (r *modelRun) call(stall bool, msg string) {
 			d.Allowed = r.lim.Allow(key)
 		} else {
 			d, rc = r.lim.TakeReceipt(key, n)
+		}
+		// A denial on a reading behind the key's stored window reads the
+		// clock again: the model, told the first reading, would count it
+		// against the stored window and deny it too.
+		end := (models.FloorDiv(t0, r.window)+1)*r.window - t0 // t0's window ends
+		if behind := r.model.Take(key, 0, t0).ResetAfter > time.Duration(end); behind && !d.Allowed && r.reads-reads-nested == 1 {
+			r.t.Errorf("%s: Take(%q, %d) denied on its first reading (%d), behind the key's window", msg, key, n, t0)
 		}
 		now := decided()
 		want := r.model.Take(key, n, now)

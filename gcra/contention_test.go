@@ -54,11 +54,12 @@ func TestDenialOnKeptReadingReadsAgain(t *testing.T) {
 // TestReportNeverJudgesAWordNewerThanItsReading: Take(key, 0) must not judge
 // the key's word at a clock reading taken before a write it sees, where GCRA
 // reads the key as emptier by the gap (as after a clock step back). At 5 per
-// second, a fresh key is asked for its state at 1 s; between the report's
-// clock reading and its load of the word, B takes a token at 2 s. The report
-// answers either the key before B at 1 s (5 left, full) or after B at 2 s
-// (4 left, full 200 ms later); judged at 1 s after B's write, the key would
-// read as empty, full only 1.2 s later, which it never was.
+// second, a fresh key is asked for its state at 1 s; while the report reads
+// the clock (1 s), B takes a token at 2 s, so that a report that loads the
+// word after its clock reading sees B's write. The report answers either the
+// key before B at 1 s (5 left, full) or after B at 2 s (4 left, full 200 ms
+// later); judged at 1 s after B's write, the key would read as empty, full
+// only 1.2 s later, which it never was.
 func TestReportNeverJudgesAWordNewerThanItsReading(t *testing.T) {
 	var c limitertest.HookClock
 	lim, err := gcra.New(5, time.Second, hotlimit.WithClock(c.Read))

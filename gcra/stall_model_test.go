@@ -19,7 +19,10 @@ import (
 // a limiter whose clock reading may stall a call while other calls land and
 // the clock moves forward. Each call must answer as the sequential model does
 // with the calls in the order they took effect, at the reading it decided
-// on: its first, or its last when it read the clock again.
+// on: its first, or its last when it read the clock again. A denial or a
+// refund that changed the word must have read the clock after the calls
+// inside its stall changed the key: the model, told the reading the call
+// decided on, would agree with one decided on its first.
 type stallRun struct {
 	t        *testing.T
 	rng      *rand.Rand
@@ -77,6 +80,9 @@ func (r *stallRun) call(stall bool, msg string) {
 	key := r.keys[r.rng.IntN(len(r.keys))]
 	var t0 int64
 	nested := 0
+	// changed: the calls inside the stall changed key's state, as the model
+	// reads it at t0 (a value that came back, ABA, is unchanged).
+	changed := false
 	// hookBefore returns the hook of the call's clock reading: it records
 	// the reading, runs f at it, then the calls of the stall.
 	hookBefore := func(f func()) func() {
@@ -86,7 +92,11 @@ func (r *stallRun) call(stall bool, msg string) {
 			if f != nil {
 				f()
 			}
-			defer func() { nested = r.reads - before }()
+			was := r.model.Take(key, 0, t0)
+			defer func() {
+				nested = r.reads - before
+				changed = r.model.Take(key, 0, t0) != was
+			}()
 			if stall {
 				for i := range 1 + r.rng.IntN(3) {
 					r.tick()
@@ -122,7 +132,8 @@ func (r *stallRun) call(stall bool, msg string) {
 			return
 		}
 		k := r.rng.IntN(len(r.receipts))
-		key, rc := r.receipts[k].key, r.receipts[k].rc
+		rc := r.receipts[k].rc
+		key = r.receipts[k].key // the key hookBefore watches
 		r.receipts = append(r.receipts[:k], r.receipts[k+1:]...)
 		// A refund that gives nothing at its first reading (the key full,
 		// or the receipt's time all refilled) returns there: it took effect
@@ -146,6 +157,14 @@ func (r *stallRun) call(stall bool, msg string) {
 		if r.reads == reads || noop {
 			return // the key is not held (no reading), or nothing given
 		}
+		// A refund gives back on a reading taken after the word it
+		// changes: one that gave on its first reading a word the calls
+		// inside its stall had changed counted the time since the receipt
+		// up to a reading older than their writes: too little time, and
+		// so too much given back.
+		if r.reads-reads-nested == 1 && changed {
+			r.t.Errorf("%s: Refund(%q) gave back on its first reading (%d), behind writes inside its stall", msg, key, t0-r.epoch)
+		}
 		r.model.Refund(key, rc, r.decided(t0, r.reads-reads, nested))
 	default:
 		n := 1
@@ -162,6 +181,12 @@ func (r *stallRun) call(stall bool, msg string) {
 			d, rc = r.lim.TakeReceipt(key, n)
 		}
 		r.clock.Hook = nil
+		// A denial is decided on a reading taken after the word it judges:
+		// one decided on the first reading, when the calls inside the stall
+		// changed the word, judged a word newer than its reading.
+		if !d.Allowed && r.reads-reads-nested == 1 && changed {
+			r.t.Errorf("%s: Take(%q, %d) denied on its first reading (%d), behind writes inside its stall", msg, key, n, t0-r.epoch)
+		}
 		now := r.decided(t0, r.reads-reads, nested)
 		want := r.model.Take(key, n, now)
 		if allow {
@@ -177,7 +202,8 @@ func (r *stallRun) call(stall bool, msg string) {
 // TestStalledCallersAnswerAsTheModel: random calls on two keys, some stalled
 // in their clock reading while other calls land and the clock moves forward,
 // answer as the sequential model does in the order the calls took effect, at
-// the reading each decided on.
+// the reading each decided on; a denial or a refund decides on a reading
+// taken after the writes it sees.
 func TestStalledCallersAnswerAsTheModel(t *testing.T) {
 	seqs := 600
 	if testing.Short() {
