@@ -259,6 +259,16 @@ units='.unit:(ns/op OR B/op OR allocs/op)'
 machine="$($GO version); $(nproc) CPUs; $(grep -m1 '^cpu:' "$raw" | sed 's/^cpu: *//;s/ *$//')"
 loadline="load average (1, 5, 15 min) at the start $load_start, at the end $(load): other work on the machine widens the ranges"
 wall() { echo "$(($(date +%s) - start))s"; }
+# table CMD...: runs CMD, which prints one of latest.txt's tables (its error,
+# such as benchstat's module not downloaded, goes there too); when it fails,
+# so does the run, and the summary's FAILED section names it.
+tables_failed=
+table() {
+	"$@" && return
+	status=1
+	local what="${*:1:3}"
+	[[ "$tables_failed;" == *"; $what;"* ]] || tables_failed+="; $what"
+}
 {
 	echo "hotlimit bench — $(date -u +%Y-%m-%dT%H:%MZ)"
 	echo "$machine"
@@ -266,23 +276,23 @@ wall() { echo "$(($(date +%s) - start))s"; }
 	printf '%s\n' "${commands[@]}"
 	echo
 	echo "### hotlimit against the mutex baseline (ns/op, B/op, allocs/op; vs base = impl=mutex)"
-	$GO tool benchstat -col '/impl@(mutex tokenbucket fixedwindow slidinglog gcra slidingcounter service)' \
+	table $GO tool benchstat -col '/impl@(mutex tokenbucket fixedwindow slidinglog gcra slidingcounter service)' \
 		-filter "$units AND /impl:($hotlimit)" "$raw"
 	echo
 	echo "### peers against the mutex baseline"
-	$GO tool benchstat -col '/impl@(mutex xtime golimiter throttled ulule)' \
+	table $GO tool benchstat -col '/impl@(mutex xtime golimiter throttled ulule)' \
 		-filter "$units AND /impl:($peers)" "$raw"
 	echo
 	echo "### impl=coarse (tokenbucket on a 1 ms CoarseClock) against the mutex baseline, with allowed/op:"
 	echo "### the fraction of calls it admitted (hit=allow: the policy admits 1; hit=mixed: compare tokenbucket's below)"
-	$GO tool benchstat -col '/impl@(mutex coarse)' \
+	table $GO tool benchstat -col '/impl@(mutex coarse)' \
 		-filter ".unit:(ns/op OR allowed/op) AND /impl:(mutex OR coarse)" "$raw"
 	echo
 	echo "### the parts of a decision (serial)"
-	$GO tool benchstat -filter '.name:Parts AND .unit:ns/op' "$raw"
+	table $GO tool benchstat -filter '.name:Parts AND .unit:ns/op' "$raw"
 	echo
 	echo "### medians of ns/op and ratio to impl=mutex"
-	$GO run ./cmd/chart -table "$raw"
+	table $GO run ./cmd/chart -table "$raw"
 	echo
 	echo "### allowed/op: hit=mixed (Zipf), and any run that allowed or denied what its policy should not"
 	grep -E '^Benchmark.*allowed/op' "$raw" |
@@ -311,7 +321,7 @@ wall() { echo "$(($(date +%s) - start))s"; }
 	echo
 	echo "### the service at scale: service against the bare token bucket under the service's keys, in alternating blocks"
 	grep -E '^(--- FAIL|FAIL|panic:)' "$dir/service-raw.txt"
-	$GO tool benchstat -filter '.name:Service AND .unit:(service/bare OR service-ns/call OR bare-ns/call OR B/pair-service OR B/pair-bare OR allocs/op)' \
+	table $GO tool benchstat -filter '.name:Service AND .unit:(service/bare OR service-ns/call OR bare-ns/call OR B/pair-service OR B/pair-bare OR allocs/op)' \
 		"$dir/service-raw.txt"
 	echo
 	echo "### flood: distinct idle pairs through a service with its default options (cmd/flood)"
@@ -366,6 +376,9 @@ wall() { echo "$(($(date +%s) - start))s"; }
 		fi
 		if [[ $flood_status != 0 ]]; then
 			grep -hE '^(flood:|exit status|go: |panic:)|\.go:[0-9]+:[0-9]+: ' "$dir/flood.txt" | grep -v '^go: downloading' | head -5
+		fi
+		if [[ -n $tables_failed ]]; then
+			echo "tables of $out that did not print (the error is there): ${tables_failed#; }"
 		fi
 	fi
 	echo

@@ -294,3 +294,37 @@ func TestRunSummaryQuotesOnlyTheStepsThatFailed(t *testing.T) {
 	assert.NotContains(t, failed, "memory: 1000 keys")
 	assert.NotContains(t, failed, "this line is no error")
 }
+
+// noBenchstatGo stands in for the go command in
+// TestRunFailsWhenATableDoesNotPrint: benchstat cannot be downloaded (as on
+// a first run without the module proxy), every other command succeeds at
+// once.
+const noBenchstatGo = `#!/usr/bin/env bash
+if [[ $1 == version ]]; then echo "go version fake"; exit 0; fi
+if [[ $1 == tool && $2 == benchstat ]]; then
+	echo "go: downloading golang.org/x/perf v0.0.0-20260908200009-22c9c6c9d4da" >&2
+	echo "golang.org/x/perf/cmd/benchstat: module lookup disabled by GOPROXY=off" >&2
+	exit 1
+fi
+exit 0
+`
+
+// TestRunFailsWhenATableDoesNotPrint: when benchstat, which prints
+// latest.txt's tables, fails, run.sh exits non-zero and its summary says
+// FAILED and names latest.txt, where the error is, rather than passing a
+// latest.txt without its tables off as a good run (with PUBLISH=1, into
+// results/).
+func TestRunFailsWhenATableDoesNotPrint(t *testing.T) {
+	dir := t.TempDir()
+	log, err := runWithFakeGo(t, dir, noBenchstatGo)
+	require.Error(t, err, "run.sh exits 1 when a table did not print:\n%s", log)
+	summary, err := os.ReadFile(filepath.Join(dir, "out", "summary.txt"))
+	require.NoError(t, err)
+	_, failed, ok := strings.Cut(string(summary), "\nFAILED: see ")
+	require.True(t, ok, "a FAILED section in:\n%s", summary)
+	assert.Contains(t, failed, "go tool benchstat")
+	assert.Contains(t, failed, "latest.txt")
+	latest, err := os.ReadFile(filepath.Join(dir, "out", "latest.txt"))
+	require.NoError(t, err)
+	assert.Contains(t, string(latest), "module lookup disabled by GOPROXY=off", "latest.txt keeps the error")
+}
