@@ -133,7 +133,7 @@ redis_part() {
 	local args=(-run '^$' -bench '^BenchmarkRedis' -benchmem -benchtime "$REDISTIME" -count 1
 		-timeout 60m ./redisbench)
 	step "redis: $REDISCOUNT × go test ${args[*]}"
-	local rstatus=0 i
+	local rstatus=0 rtables= i
 	redis_ran=1
 	: >"$redis_raw"
 	for ((i = 0; i < REDISCOUNT; i++)); do
@@ -154,17 +154,23 @@ redis_part() {
 			grep -E -- '--- FAIL|^FAIL|panic:|_test\.go:[0-9]+:' "$redis_raw" | head -20
 		fi
 		echo
-		$GO run ./cmd/redistable "$redis_raw" || rstatus=1
+		# A table that does not print (benchstat's module not downloaded)
+		# leaves the go command's error in its place.
+		$GO run ./cmd/redistable "$redis_raw" || rtables="$rtables cmd/redistable's;"
 		echo
 		echo "#### ns/op, B/op, allocs/op per decision (vs base = impl=redis_rate; impl=ceiling: 1/rps of redis-benchmark)"
 		$GO tool benchstat -col '/impl@(redis_rate redislimit redislimit-nobatch ceiling)' \
-			-filter '.name:Redis AND .unit:(ns/op OR B/op OR allocs/op)' "$redis_raw"
+			-filter '.name:Redis AND .unit:(ns/op OR B/op OR allocs/op)' "$redis_raw" || rtables="$rtables per decision (benchstat);"
 		echo
 		echo "#### one hot key (vs base = impl=nolease)"
 		$GO tool benchstat -col '/impl@(nolease lease)' \
-			-filter '.name:RedisHotKey AND .unit:(ns/op OR B/op OR allocs/op)' "$redis_raw"
+			-filter '.name:RedisHotKey AND .unit:(ns/op OR B/op OR allocs/op)' "$redis_raw" || rtables="$rtables one hot key (benchstat);"
+		if [[ -n $rtables ]]; then
+			echo
+			echo "FAILED: tables that did not print (the error is in their place):${rtables%;}"
+		fi
 	} >"$redis_txt" 2>&1
-	[[ $rstatus == 0 ]] || status=1
+	[[ $rstatus == 0 && -z $rtables ]] || status=1
 	redis_out=$(cat "$redis_txt")
 }
 

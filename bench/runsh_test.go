@@ -328,3 +328,20 @@ func TestRunFailsWhenATableDoesNotPrint(t *testing.T) {
 	require.NoError(t, err)
 	assert.Contains(t, string(latest), "module lookup disabled by GOPROXY=off", "latest.txt keeps the error")
 }
+
+// TestRunRedisOnlyFailsWhenATableDoesNotPrint: REDIS=only prints redis.txt
+// and exits with the Redis part's status; a table that did not print there
+// (benchstat not downloaded) fails it and says FAILED, as a failed benchmark
+// does, rather than exiting 0 with the go command's error in its place.
+func TestRunRedisOnlyFailsWhenATableDoesNotPrint(t *testing.T) {
+	dir := t.TempDir()
+	tools := t.TempDir()
+	for _, name := range []string{"redis-server", "redis-benchmark"} {
+		require.NoError(t, os.WriteFile(filepath.Join(tools, name),
+			[]byte("#!/usr/bin/env bash\necho \"Redis server v=7.0.15 sha=00000000:0\"\n"), 0o755))
+	}
+	log, err := runWithFakeGo(t, dir, noBenchstatGo, "REDIS=only", "PATH="+tools+string(os.PathListSeparator)+os.Getenv("PATH"))
+	require.Error(t, err, "REDIS=only exits 1 when a table did not print:\n%s", log)
+	assert.Contains(t, string(log), "FAILED")
+	assert.Contains(t, string(log), "module lookup disabled by GOPROXY=off", "the error is printed")
+}
