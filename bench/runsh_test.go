@@ -159,7 +159,8 @@ func TestRunSummaryShowsNoResultsOfAnEarlierRun(t *testing.T) {
 // TestRunSummarySaysTheCrossCheckFailed and
 // TestRunSummaryQuotesBuildFailures: the cross-check's test binary does not
 // build, cmd/memory's packages do not load (as without the module proxy),
-// every other command succeeds at once.
+// the go command refuses to run the auto-sweep benchmark, every other
+// command succeeds at once.
 const buildFailGo = `#!/usr/bin/env bash
 if [[ $1 == version ]]; then echo "go version fake"; exit 0; fi
 case " $* " in
@@ -172,6 +173,11 @@ case " $* " in
 *" run ./cmd/memory "*)
 	echo "go: downloading github.com/sethvargo/go-limiter v0.7.1"
 	echo "internal/impl/peers.go:9:2: module lookup disabled by GOPROXY=off"
+	exit 1
+	;;
+*BenchmarkAutoSweep*)
+	echo "go: downloading github.com/ulule/limiter/v3 v3.11.2"
+	echo "go: updates to go.mod needed; to update it:"
 	exit 1
 	;;
 esac
@@ -211,6 +217,7 @@ func TestRunSummaryQuotesBuildFailures(t *testing.T) {
 	require.True(t, ok, "a FAILED section in:\n%s", summary)
 	assert.Contains(t, failed, "./crosscheck_test.go:9:2: undefined: frozenClock")
 	assert.Contains(t, failed, "internal/impl/peers.go:9:2: module lookup disabled by GOPROXY=off")
+	assert.Contains(t, failed, "go: updates to go.mod needed")
 	assert.NotContains(t, failed, "go: downloading", "a download is no error")
 }
 
