@@ -352,3 +352,37 @@ func TestRunRedisOnlyFailsWhenATableDoesNotPrint(t *testing.T) {
 	assert.Contains(t, string(log), "FAILED")
 	assert.Contains(t, string(log), "module lookup disabled by GOPROXY=off", "the error is printed")
 }
+
+// crossFailGo stands in for the go command in
+// TestRunSummaryCountsTheCrossCheckFailures: one implementation of the
+// cross-check fails (go test -v prints its subtest's "--- FAIL" line and
+// then its parent's), every other command succeeds at once.
+const crossFailGo = `#!/usr/bin/env bash
+if [[ $1 == version ]]; then echo "go version fake"; exit 0; fi
+case " $* " in
+*TestCrossCheck*)
+	echo "=== RUN   TestCrossCheck"
+	echo "=== RUN   TestCrossCheck/impl=mutex"
+	echo "=== RUN   TestCrossCheck/impl=xtime"
+	echo "    crosscheck_test.go:50: admitted 11, want 10"
+	echo "--- FAIL: TestCrossCheck (0.10s)"
+	echo "    --- PASS: TestCrossCheck/impl=mutex (0.05s)"
+	echo "    --- FAIL: TestCrossCheck/impl=xtime (0.05s)"
+	echo "FAIL"
+	exit 1
+	;;
+esac
+exit 0
+`
+
+// TestRunSummaryCountsTheCrossCheckFailures: the summary's cross-check line
+// counts the implementations that failed, not their parent test's
+// "--- FAIL" line as one more.
+func TestRunSummaryCountsTheCrossCheckFailures(t *testing.T) {
+	dir := t.TempDir()
+	log, err := runWithFakeGo(t, dir, crossFailGo)
+	require.Error(t, err, "run.sh exits 1 on a failed step:\n%s", log)
+	summary, err := os.ReadFile(filepath.Join(dir, "out", "summary.txt"))
+	require.NoError(t, err)
+	assert.Contains(t, string(summary), "cross-check (frozen clock, N goroutines on new keys): FAILED, failed tests: 1;")
+}
