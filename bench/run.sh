@@ -133,7 +133,7 @@ redis_part() {
 	local args=(-run '^$' -bench '^BenchmarkRedis' -benchmem -benchtime "$REDISTIME" -count 1
 		-timeout 60m ./redisbench)
 	step "redis: $REDISCOUNT × go test ${args[*]}"
-	local rstatus=0 i
+	local rstatus=0 rtables= i
 	redis_ran=1
 	: >"$redis_raw"
 	for ((i = 0; i < REDISCOUNT; i++)); do
@@ -154,17 +154,23 @@ redis_part() {
 			grep -E -- '--- FAIL|^FAIL|panic:|_test\.go:[0-9]+:' "$redis_raw" | head -20
 		fi
 		echo
-		$GO run ./cmd/redistable "$redis_raw" || rstatus=1
+		# A table that does not print (benchstat's module not downloaded)
+		# leaves the go command's error in its place.
+		$GO run ./cmd/redistable "$redis_raw" || rtables="$rtables cmd/redistable's;"
 		echo
 		echo "#### ns/op, B/op, allocs/op per decision (vs base = impl=redis_rate; impl=ceiling: 1/rps of redis-benchmark)"
 		$GO tool benchstat -col '/impl@(redis_rate redislimit redislimit-nobatch ceiling)' \
-			-filter '.name:Redis AND .unit:(ns/op OR B/op OR allocs/op)' "$redis_raw"
+			-filter '.name:Redis AND .unit:(ns/op OR B/op OR allocs/op)' "$redis_raw" || rtables="$rtables per decision (benchstat);"
 		echo
 		echo "#### one hot key (vs base = impl=nolease)"
 		$GO tool benchstat -col '/impl@(nolease lease)' \
-			-filter '.name:RedisHotKey AND .unit:(ns/op OR B/op OR allocs/op)' "$redis_raw"
+			-filter '.name:RedisHotKey AND .unit:(ns/op OR B/op OR allocs/op)' "$redis_raw" || rtables="$rtables one hot key (benchstat);"
+		if [[ -n $rtables ]]; then
+			echo
+			echo "FAILED: tables that did not print (the error is in their place):${rtables%;}"
+		fi
 	} >"$redis_txt" 2>&1
-	[[ $rstatus == 0 ]] || status=1
+	[[ $rstatus == 0 && -z $rtables ]] || status=1
 	redis_out=$(cat "$redis_txt")
 }
 
@@ -259,6 +265,16 @@ units='.unit:(ns/op OR B/op OR allocs/op)'
 machine="$($GO version); $(nproc) CPUs; $(grep -m1 '^cpu:' "$raw" | sed 's/^cpu: *//;s/ *$//')"
 loadline="load average (1, 5, 15 min) at the start $load_start, at the end $(load): other work on the machine widens the ranges"
 wall() { echo "$(($(date +%s) - start))s"; }
+# table CMD...: runs CMD, which prints one of latest.txt's tables (its error,
+# such as benchstat's module not downloaded, goes there too); when it fails,
+# so does the run, and the summary's FAILED section names it.
+tables_failed=
+table() {
+	"$@" && return
+	status=1
+	local what="${*:1:3}"
+	[[ "$tables_failed;" == *"; $what;"* ]] || tables_failed+="; $what"
+}
 {
 	echo "hotlimit bench — $(date -u +%Y-%m-%dT%H:%MZ)"
 	echo "$machine"
@@ -266,23 +282,23 @@ wall() { echo "$(($(date +%s) - start))s"; }
 	printf '%s\n' "${commands[@]}"
 	echo
 	echo "### hotlimit against the mutex baseline (ns/op, B/op, allocs/op; vs base = impl=mutex)"
-	$GO tool benchstat -col '/impl@(mutex tokenbucket fixedwindow slidinglog gcra slidingcounter service)' \
+	table $GO tool benchstat -col '/impl@(mutex tokenbucket fixedwindow slidinglog gcra slidingcounter service)' \
 		-filter "$units AND /impl:($hotlimit)" "$raw"
 	echo
 	echo "### peers against the mutex baseline"
-	$GO tool benchstat -col '/impl@(mutex xtime golimiter throttled ulule)' \
+	table $GO tool benchstat -col '/impl@(mutex xtime golimiter throttled ulule)' \
 		-filter "$units AND /impl:($peers)" "$raw"
 	echo
 	echo "### impl=coarse (tokenbucket on a 1 ms CoarseClock) against the mutex baseline, with allowed/op:"
 	echo "### the fraction of calls it admitted (hit=allow: the policy admits 1; hit=mixed: compare tokenbucket's below)"
-	$GO tool benchstat -col '/impl@(mutex coarse)' \
+	table $GO tool benchstat -col '/impl@(mutex coarse)' \
 		-filter ".unit:(ns/op OR allowed/op) AND /impl:(mutex OR coarse)" "$raw"
 	echo
 	echo "### the parts of a decision (serial)"
-	$GO tool benchstat -filter '.name:Parts AND .unit:ns/op' "$raw"
+	table $GO tool benchstat -filter '.name:Parts AND .unit:ns/op' "$raw"
 	echo
 	echo "### medians of ns/op and ratio to impl=mutex"
-	$GO run ./cmd/chart -table "$raw"
+	table $GO run ./cmd/chart -table "$raw"
 	echo
 	echo "### allowed/op: hit=mixed (Zipf), and any run that allowed or denied what its policy should not"
 	grep -E '^Benchmark.*allowed/op' "$raw" |
@@ -311,7 +327,7 @@ wall() { echo "$(($(date +%s) - start))s"; }
 	echo
 	echo "### the service at scale: service against the bare token bucket under the service's keys, in alternating blocks"
 	grep -E '^(--- FAIL|FAIL|panic:)' "$dir/service-raw.txt"
-	$GO tool benchstat -filter '.name:Service AND .unit:(service/bare OR service-ns/call OR bare-ns/call OR B/pair-service OR B/pair-bare OR allocs/op)' \
+	table $GO tool benchstat -filter '.name:Service AND .unit:(service/bare OR service-ns/call OR bare-ns/call OR B/pair-service OR B/pair-bare OR allocs/op)' \
 		"$dir/service-raw.txt"
 	echo
 	echo "### flood: distinct idle pairs through a service with its default options (cmd/flood)"
@@ -342,8 +358,12 @@ wall() { echo "$(($(date +%s) - start))s"; }
 	# out) has no "--- FAIL" line to count.
 	if [[ $cross_status == 0 ]]; then
 		echo "cross-check (frozen clock, N goroutines on new keys): 0 failures; see latest.txt"
-	elif crossfail=$(grep -cE -- '--- FAIL' "$dir/cross.txt"); then
-		echo "cross-check (frozen clock, N goroutines on new keys): FAILED, $crossfail failed tests; see $dir/cross.txt"
+	elif grep -q -- '--- FAIL' "$dir/cross.txt"; then
+		# The implementations that failed (indented: subtests), not
+		# TestCrossCheck's own line, which follows any of theirs.
+		crossfail=$(grep -cE -- '^ +--- FAIL' "$dir/cross.txt")
+		((crossfail > 0)) || crossfail=1
+		echo "cross-check (frozen clock, N goroutines on new keys): FAILED, failed tests: $crossfail; see $dir/cross.txt"
 	else
 		echo "cross-check (frozen clock, N goroutines on new keys): FAILED, it did not run to its end; see $dir/cross.txt"
 	fi
@@ -366,6 +386,9 @@ wall() { echo "$(($(date +%s) - start))s"; }
 		fi
 		if [[ $flood_status != 0 ]]; then
 			grep -hE '^(flood:|exit status|go: |panic:)|\.go:[0-9]+:[0-9]+: ' "$dir/flood.txt" | grep -v '^go: downloading' | head -5
+		fi
+		if [[ -n $tables_failed ]]; then
+			echo "tables of $out that did not print (the error is there): ${tables_failed#; }"
 		fi
 	fi
 	echo

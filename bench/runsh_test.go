@@ -159,7 +159,8 @@ func TestRunSummaryShowsNoResultsOfAnEarlierRun(t *testing.T) {
 // TestRunSummarySaysTheCrossCheckFailed and
 // TestRunSummaryQuotesBuildFailures: the cross-check's test binary does not
 // build, cmd/memory's packages do not load (as without the module proxy),
-// every other command succeeds at once.
+// the go command refuses to run the auto-sweep benchmark, every other
+// command succeeds at once.
 const buildFailGo = `#!/usr/bin/env bash
 if [[ $1 == version ]]; then echo "go version fake"; exit 0; fi
 case " $* " in
@@ -172,6 +173,11 @@ case " $* " in
 *" run ./cmd/memory "*)
 	echo "go: downloading github.com/sethvargo/go-limiter v0.7.1"
 	echo "internal/impl/peers.go:9:2: module lookup disabled by GOPROXY=off"
+	exit 1
+	;;
+*BenchmarkAutoSweep*)
+	echo "go: downloading github.com/ulule/limiter/v3 v3.11.2"
+	echo "go: updates to go.mod needed; to update it:"
 	exit 1
 	;;
 esac
@@ -211,6 +217,7 @@ func TestRunSummaryQuotesBuildFailures(t *testing.T) {
 	require.True(t, ok, "a FAILED section in:\n%s", summary)
 	assert.Contains(t, failed, "./crosscheck_test.go:9:2: undefined: frozenClock")
 	assert.Contains(t, failed, "internal/impl/peers.go:9:2: module lookup disabled by GOPROXY=off")
+	assert.Contains(t, failed, "go: updates to go.mod needed")
 	assert.NotContains(t, failed, "go: downloading", "a download is no error")
 }
 
@@ -293,4 +300,89 @@ func TestRunSummaryQuotesOnlyTheStepsThatFailed(t *testing.T) {
 	assert.Contains(t, failed, "--- FAIL: BenchmarkHotKeyRatio/impl=tokenbucket/hit=allow")
 	assert.NotContains(t, failed, "memory: 1000 keys")
 	assert.NotContains(t, failed, "this line is no error")
+}
+
+// noBenchstatGo stands in for the go command in
+// TestRunFailsWhenATableDoesNotPrint: benchstat cannot be downloaded (as on
+// a first run without the module proxy), every other command succeeds at
+// once.
+const noBenchstatGo = `#!/usr/bin/env bash
+if [[ $1 == version ]]; then echo "go version fake"; exit 0; fi
+if [[ $1 == tool && $2 == benchstat ]]; then
+	echo "go: downloading golang.org/x/perf v0.0.0-20260908200009-22c9c6c9d4da" >&2
+	echo "golang.org/x/perf/cmd/benchstat: module lookup disabled by GOPROXY=off" >&2
+	exit 1
+fi
+exit 0
+`
+
+// TestRunFailsWhenATableDoesNotPrint: when benchstat, which prints
+// latest.txt's tables, fails, run.sh exits non-zero and its summary says
+// FAILED and names latest.txt, where the error is, rather than passing a
+// latest.txt without its tables off as a good run (with PUBLISH=1, into
+// results/).
+func TestRunFailsWhenATableDoesNotPrint(t *testing.T) {
+	dir := t.TempDir()
+	log, err := runWithFakeGo(t, dir, noBenchstatGo)
+	require.Error(t, err, "run.sh exits 1 when a table did not print:\n%s", log)
+	summary, err := os.ReadFile(filepath.Join(dir, "out", "summary.txt"))
+	require.NoError(t, err)
+	_, failed, ok := strings.Cut(string(summary), "\nFAILED: see ")
+	require.True(t, ok, "a FAILED section in:\n%s", summary)
+	assert.Contains(t, failed, "go tool benchstat")
+	assert.Contains(t, failed, "latest.txt")
+	latest, err := os.ReadFile(filepath.Join(dir, "out", "latest.txt"))
+	require.NoError(t, err)
+	assert.Contains(t, string(latest), "module lookup disabled by GOPROXY=off", "latest.txt keeps the error")
+}
+
+// TestRunRedisOnlyFailsWhenATableDoesNotPrint: REDIS=only prints redis.txt
+// and exits with the Redis part's status; a table that did not print there
+// (benchstat not downloaded) fails it and says FAILED, as a failed benchmark
+// does, rather than exiting 0 with the go command's error in its place.
+func TestRunRedisOnlyFailsWhenATableDoesNotPrint(t *testing.T) {
+	dir := t.TempDir()
+	tools := t.TempDir()
+	for _, name := range []string{"redis-server", "redis-benchmark"} {
+		require.NoError(t, os.WriteFile(filepath.Join(tools, name),
+			[]byte("#!/usr/bin/env bash\necho \"Redis server v=7.0.15 sha=00000000:0\"\n"), 0o755))
+	}
+	log, err := runWithFakeGo(t, dir, noBenchstatGo, "REDIS=only", "PATH="+tools+string(os.PathListSeparator)+os.Getenv("PATH"))
+	require.Error(t, err, "REDIS=only exits 1 when a table did not print:\n%s", log)
+	assert.Contains(t, string(log), "FAILED")
+	assert.Contains(t, string(log), "module lookup disabled by GOPROXY=off", "the error is printed")
+}
+
+// crossFailGo stands in for the go command in
+// TestRunSummaryCountsTheCrossCheckFailures: one implementation of the
+// cross-check fails (go test -v prints its subtest's "--- FAIL" line and
+// then its parent's), every other command succeeds at once.
+const crossFailGo = `#!/usr/bin/env bash
+if [[ $1 == version ]]; then echo "go version fake"; exit 0; fi
+case " $* " in
+*TestCrossCheck*)
+	echo "=== RUN   TestCrossCheck"
+	echo "=== RUN   TestCrossCheck/impl=mutex"
+	echo "=== RUN   TestCrossCheck/impl=xtime"
+	echo "    crosscheck_test.go:50: admitted 11, want 10"
+	echo "--- FAIL: TestCrossCheck (0.10s)"
+	echo "    --- PASS: TestCrossCheck/impl=mutex (0.05s)"
+	echo "    --- FAIL: TestCrossCheck/impl=xtime (0.05s)"
+	echo "FAIL"
+	exit 1
+	;;
+esac
+exit 0
+`
+
+// TestRunSummaryCountsTheCrossCheckFailures: the summary's cross-check line
+// counts the implementations that failed, not their parent test's
+// "--- FAIL" line as one more.
+func TestRunSummaryCountsTheCrossCheckFailures(t *testing.T) {
+	dir := t.TempDir()
+	log, err := runWithFakeGo(t, dir, crossFailGo)
+	require.Error(t, err, "run.sh exits 1 on a failed step:\n%s", log)
+	summary, err := os.ReadFile(filepath.Join(dir, "out", "summary.txt"))
+	require.NoError(t, err)
+	assert.Contains(t, string(summary), "cross-check (frozen clock, N goroutines on new keys): FAILED, failed tests: 1;")
 }

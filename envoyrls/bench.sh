@@ -79,7 +79,13 @@ fi
 
 args=(-test.run '^$' -test.bench "^BenchmarkShouldRateLimit\$/impl=($IMPLS)\$/" -test.benchtime "$BENCHTIME" -test.count 1 -test.timeout 60m)
 testbin=$tmp/envoyrls.test
-$GO test -c -o "$testbin" . || exit 1
+if ! $GO test -c -o "$testbin" .; then
+	# Nothing was measured: no file of an earlier run may stay in OUT as
+	# this run's.
+	rm -f "$raw" "$summary"
+	echo "FAILED: the test binary did not build; nothing measured" >&2
+	exit 1
+fi
 : >"$raw"
 for ((i = 1; i <= ROUNDS; i++)); do
 	echo "== round $i of $ROUNDS: envoyrls.test ${args[*]}" >&2

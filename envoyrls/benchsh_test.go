@@ -75,3 +75,32 @@ func TestBenchShLeavesNoTemporaryFiles(t *testing.T) {
 		})
 	}
 }
+
+// TestBenchShLeavesNoSummaryOfAnEarlierRun: when the test binary does not
+// build, bench.sh stops before it measures anything; the summary and the
+// raw output of an earlier run in OUT must not stay there as this run's,
+// and it says FAILED.
+func TestBenchShLeavesNoSummaryOfAnEarlierRun(t *testing.T) {
+	bash, err := exec.LookPath("bash")
+	if err != nil {
+		t.Skip("no bash")
+	}
+	out := t.TempDir()
+	for _, name := range []string{"envoy-raw.txt", "envoy-summary.txt"} {
+		require.NoError(t, os.WriteFile(filepath.Join(out, name), []byte("EARLIER RUN\n"), 0o644))
+	}
+	fake := filepath.Join(t.TempDir(), "go")
+	require.NoError(t, os.WriteFile(fake, []byte(benchShFakeGo), 0o755))
+	cmd := exec.Command(bash, "bench.sh")
+	cmd.Env = append(os.Environ(), "GO="+fake, "TMPDIR="+t.TempDir(), "OUT="+out, "ROUNDS=1", "FAKE_GO_FAIL=test",
+		"HOTLIMITD_BENCH_REFERENCE=", "ENVOY_RATELIMIT_SRC=")
+	log, err := cmd.CombinedOutput()
+	require.Error(t, err, "a failed build fails bench.sh:\n%s", log)
+	assert.Contains(t, string(log), "FAILED")
+	for _, name := range []string{"envoy-raw.txt", "envoy-summary.txt"} {
+		text, err := os.ReadFile(filepath.Join(out, name))
+		if err == nil {
+			assert.NotContains(t, string(text), "EARLIER RUN", "%s is an earlier run's", name)
+		}
+	}
+}
