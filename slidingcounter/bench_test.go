@@ -27,3 +27,30 @@ func BenchmarkAllow(b *testing.B) {
 func BenchmarkTake(b *testing.B) {
 	limitertest.BenchmarkTake(b, newBenchLimiter, 1)
 }
+
+// BenchmarkOverLimit calls one key far above its rate (1000 per 1 ms,
+// serially), so that most calls are denied, and most denials are decided by
+// the previous window's weight rather than by the current window's count
+// alone: the steady state of a key asking for more than it is allowed. The
+// mutex port of the same algorithm is the baseline:
+//
+//	go test -run '^$' -bench OverLimit -count 5 ./slidingcounter/
+func BenchmarkOverLimit(b *testing.B) {
+	for _, impl := range []string{"lockfree", "mutex"} {
+		b.Run("impl="+impl, func(b *testing.B) {
+			var lim limitertest.Allower = newMutexCounter(1000, time.Millisecond)
+			if impl == "lockfree" {
+				l, err := slidingcounter.New(1000, time.Millisecond)
+				require.NoError(b, err)
+				lim = l
+			}
+			allowed := 0
+			for b.Loop() {
+				if lim.Allow("k") {
+					allowed++
+				}
+			}
+			b.ReportMetric(float64(allowed)/float64(b.N), "allowed/op")
+		})
+	}
+}
