@@ -127,6 +127,11 @@ func main() {
 	if *verbose {
 		c.observe = func(e httplimit.Event) {
 			log.Printf("user=%q api=%q policy=%s allowed=%v remaining=%d", e.User, e.API, e.Policy, e.Decision.Allowed, e.Decision.Remaining)
+			if e.Err != nil {
+				// A limiter that could not decide: the client is told only
+				// that it is unavailable, so the cause is logged here.
+				log.Printf("user=%q api=%q: %v", e.User, e.API, e.Err)
+			}
 		}
 	}
 	if err := run(*addr, c); err != nil {
