@@ -25,7 +25,10 @@ type Decision struct {
 	Remaining int
 	// RetryAfter is zero when allowed. When denied, the same request made
 	// RetryAfter later passes if nothing else is taken meanwhile; Never when it
-	// can never pass.
+	// can never pass. Under several limits (a composite, or a service rule of
+	// several) it is the denying limit's, or Never when some limit can never
+	// pass the request: another limit may deny the request RetryAfter later
+	// (see package composite).
 	RetryAfter time.Duration
 	// ResetAfter is how long until the key is back to its full quota if
 	// nothing else is taken meanwhile; zero when it already is.

@@ -220,13 +220,17 @@ func (s *Service) configure(change func(*Rules)) error {
 
 // Resolve returns the policy that applies to requests from user to api: the
 // first limit of the pair's rule, the only one unless the rule has several
-// (see [Service.ResolveLimits]).
+// (see [Service.ResolveLimits]). It is the limit as the rules give it: a
+// token bucket or GCRA limit that sets no burst reads Burst 0 even when the
+// service's [hotlimit.WithBurst] gives it one, which [Service.TakePolicy]
+// spells out.
 func (s *Service) Resolve(user, api string) hotlimit.Config {
 	return s.rules.Load().resolve(user, api).limits[0]
 }
 
 // ResolveLimits returns every limit of the rule that applies to requests from
-// user to api, as a slice the caller owns.
+// user to api, as a slice the caller owns, each as the rules give it (see
+// [Service.Resolve]).
 func (s *Service) ResolveLimits(user, api string) Limits {
 	return slices.Clone(s.rules.Load().resolve(user, api).limits)
 }
