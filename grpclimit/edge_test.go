@@ -88,6 +88,33 @@ func TestEndedCallSpendsNoQuota(t *testing.T) {
 	}
 }
 
+// TestEndedCallNamesThePolicyOthersDo: under the service's burst
+// (hotlimit.WithBurst), a call that ended before its decision is reported
+// under the same Config and policy name as the calls that were decided, the
+// service's burst spelled out, not the limit as the rules give it.
+func TestEndedCallNamesThePolicyOthersDo(t *testing.T) {
+	svc, err := service.New(cfg(hotlimit.TokenBucket, 10, time.Minute), hotlimit.WithBurst(4))
+	require.NoError(t, err)
+	var rec recorder
+	intercept := grpclimit.UnaryServerInterceptor(svc, grpclimit.WithObserver(rec.observe))
+	handler := func(context.Context, any) (any, error) { return "ok", nil }
+	info := &grpc.UnaryServerInfo{FullMethod: unaryCall}
+	peerCtx := func(ctx context.Context) context.Context {
+		return peer.NewContext(ctx, &peer.Peer{Addr: &net.TCPAddr{IP: net.IPv4(192, 0, 2, 1), Port: 1}})
+	}
+	_, err = intercept(peerCtx(context.Background()), nil, info, handler)
+	require.NoError(t, err)
+	decided := rec.last()
+	ended, cancel := context.WithCancel(context.Background())
+	cancel()
+	_, err = intercept(peerCtx(ended), nil, info, handler)
+	require.Equal(t, codes.Canceled, status.Code(err), "%v", err)
+	ev := rec.last()
+	assert.Equal(t, 4, decided.Config.Burst, "a decided call: the service's burst")
+	assert.Equal(t, decided.Config, ev.Config, "the ended call names the same limit")
+	assert.Equal(t, decided.Policy, ev.Policy)
+}
+
 // TestFailOpenPassOfAnEndedCallIsNotServed: a caller cancels its call while
 // the interceptor asks a limiter that cannot decide. The failing-open
 // policy passes it; running the handler would serve a call no limiter

@@ -82,7 +82,7 @@ func (l *limiter) decide(ctx context.Context, method string, req any, message bo
 	// limiter that could not decide was asked go on when the failure policy
 	// passes it: its handler would run for a call no limiter counted.
 	if err := ctx.Err(); err != nil && !l.o.dryRun {
-		l.ended(&v, l.svc.Resolve(user, api), err, err)
+		l.ended(&v, l.svc.ResolvePolicy(user, api), err, err)
 		return v
 	}
 	// The first limit TakeEach lists is the one that decided, with its own

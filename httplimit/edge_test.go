@@ -155,6 +155,26 @@ func TestEndedRequestSpendsNoQuota(t *testing.T) {
 	}
 }
 
+// TestEndedRequestNamesThePolicyOthersDo: under the service's burst
+// (hotlimit.WithBurst), a request that ended before its decision is
+// reported under the same Config and policy name as the requests that were
+// decided, the service's burst spelled out, not the limit as the rules give
+// it: the observer's series do not split on whether a client left.
+func TestEndedRequestNamesThePolicyOthersDo(t *testing.T) {
+	svc, err := service.New(cfg(hotlimit.TokenBucket, 10, time.Minute), hotlimit.WithBurst(4))
+	require.NoError(t, err)
+	var events []httplimit.Event
+	h := httplimit.New(svc, httplimit.WithObserver(func(e httplimit.Event) { events = append(events, e) }))(ok)
+	require.Equal(t, http.StatusOK, serve(h, get("/", "192.0.2.1:1")).Code)
+	ended, cancel := context.WithCancel(context.Background())
+	cancel()
+	require.Equal(t, http.StatusServiceUnavailable, serve(h, get("/", "192.0.2.1:1").WithContext(ended)).Code)
+	require.Len(t, events, 2)
+	assert.Equal(t, 4, events[0].Config.Burst, "a decided request: the service's burst")
+	assert.Equal(t, events[0].Config, events[1].Config, "the ended request names the same limit")
+	assert.Equal(t, events[0].Policy, events[1].Policy)
+}
+
 // TestFailOpenPassOfAnEndedRequestIsNotServed: a client sends a request and
 // drops it while the middleware asks a limiter that cannot decide (a Redis
 // call cut short by the request's context). A failing-open policy passes

@@ -217,7 +217,7 @@ func (h *handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		// The request has ended (its client left, its deadline passed)
 		// before it was decided: it will not be served, so it takes
 		// nothing, whoever's quota its key names.
-		h.ended(w, r, user, api, h.svc.Resolve(user, api), err)
+		h.ended(w, r, user, api, h.svc.ResolvePolicy(user, api), err)
 		return
 	}
 	// The request's context reaches limiters that wait on something outside

@@ -785,3 +785,30 @@ func TestServiceBurstLeavesLimitsWithoutBurstAlone(t *testing.T) {
 	assert.True(t, d.Allowed)
 	assert.Equal(t, 1, d.Remaining)
 }
+
+// TestResolvePolicySpellsOutTheServicesBurst: ResolvePolicy names the limit
+// that applies as TakePolicy names it, with the service's burst (for a limit
+// that sets none), where Resolve gives it as the rules do; it decides
+// nothing, and the observer hears nothing.
+func TestResolvePolicySpellsOutTheServicesBurst(t *testing.T) {
+	bucket := hotlimit.Config{Algorithm: hotlimit.TokenBucket, Limit: 3, Window: time.Second}
+	gcra := hotlimit.Config{Algorithm: hotlimit.GCRA, Limit: 100, Window: time.Minute, Burst: 100}
+	window := hotlimit.Config{Algorithm: hotlimit.FixedWindow, Limit: 5, Window: time.Second}
+	events := 0
+	obs := hotlimit.ObserverFunc(func(hotlimit.Event) { events++ })
+	clock, _ := frozen(int64(time.Hour))
+	s, err := service.NewFromRules(service.Rules{
+		Default: service.Limits{bucket},
+		APIs:    map[string]service.Limits{"own": {gcra, bucket}, "window": {window}},
+	}, clock, hotlimit.WithObserver(obs), hotlimit.WithBurst(10))
+	require.NoError(t, err)
+	spelled := bucket
+	spelled.Burst = 10
+	assert.Equal(t, bucket, s.Resolve("u", "x"), "Resolve: as the rules give it")
+	assert.Equal(t, spelled, s.ResolvePolicy("u", "x"), "the service's burst spelled out")
+	assert.Equal(t, gcra, s.ResolvePolicy("u", "own"), "a burst of its own stays")
+	assert.Equal(t, window, s.ResolvePolicy("u", "window"), "a fixed window has no burst")
+	assert.Zero(t, events, "nothing decided, nothing observed")
+	_, policy := s.TakePolicy("u", "x", 1)
+	assert.Equal(t, policy, s.ResolvePolicy("u", "x"), "the policy TakePolicy names")
+}

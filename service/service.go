@@ -228,6 +228,17 @@ func (s *Service) Resolve(user, api string) hotlimit.Config {
 	return s.rules.Load().resolve(user, api).limits[0]
 }
 
+// ResolvePolicy is [Service.Resolve] with the service's burst spelled out,
+// as [Service.TakePolicy] names a limit: a token bucket or GCRA limit that
+// sets no burst reads the burst of the service's [hotlimit.WithBurst], when
+// it gives one. It decides nothing and reports nothing to the observer: it
+// is the policy to name for a request that will not be decided, as
+// httplimit and grpclimit name one whose context ended first.
+func (s *Service) ResolvePolicy(user, api string) hotlimit.Config {
+	ru := s.rules.Load().resolve(user, api)
+	return withBurst(ru.limits[0], ru.defBurst)
+}
+
 // ResolveLimits returns every limit of the rule that applies to requests from
 // user to api, as a slice the caller owns, each as the rules give it (see
 // [Service.Resolve]).
