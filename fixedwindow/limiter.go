@@ -188,16 +188,27 @@ func (l *Limiter) take(key string, n int) (hotlimit.Decision, int64) {
 }
 
 // report is Take for n == 0, n > limit and n < 0: it reads key's state and
-// changes nothing, not even inserting key.
+// changes nothing, not even inserting key. A missing key reports as fresh,
+// and so does a dead cell (swept, or emptied by a refund): the key's next
+// cell is fresh.
+//
+// The clock is read after the word, unlike in Allow and Take: every writer
+// of the word read its clock before its CAS, so (with a clock that never
+// decreases) the reading is in the word's window or a later one, and the
+// report judges the key at one time of the call. On an earlier reading a
+// word that another call moved to a later window meanwhile would read as
+// that window seen from behind, as after a clock step back: its count, but
+// a ResetAfter up to that window's end, up to two windows, where the key
+// reset at most one window after the reading.
 func (l *Limiter) report(key string, n int) hotlimit.Decision {
-	now := l.clock()
-	cur, rem := l.index(now)
 	w := fresh
 	if c, ok := l.cells.Peek(key); ok {
 		if w = c.word.Load(); w == packed.WindowDead {
 			w = fresh // evicted: its replacement, if any, is fresh
 		}
 	}
+	now := l.clock()
+	cur, rem := l.index(now)
 	_, count, behind := advance(w, cur)
 	d := l.decision(now, count, behind, rem)
 	if n == 0 {

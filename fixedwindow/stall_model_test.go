@@ -17,10 +17,11 @@ import (
 
 // modelRun plays random calls (takes, allows, reports, refunds, sweeps) on
 // two keys, on a limiter whose clock reading may stall a call while other
-// calls land and the clock moves forward. Every call reads the clock before
-// the key's word, so it takes effect after the calls inside its stall, at
-// its reading (or at its last, when it read the clock again): each must
-// answer as the sequential model does in that order. A denial whose first
+// calls land and the clock moves forward. Every call but a report reads the
+// clock before the key's word, so it takes effect after the calls inside its
+// stall, at its reading (or at its last, when it read the clock again); a
+// report reads the clock after the word, so it takes effect before them, at
+// its reading: each must answer as the sequential model does in that order. A denial whose first
 // reading is behind the key's window must have read the clock again: the
 // model, told that reading, would deny it too.
 type modelRun struct {
@@ -65,8 +66,12 @@ func (r *modelRun) call(stall bool, msg string) {
 	key := r.keys[r.rng.IntN(len(r.keys))]
 	var t0 int64
 	nested := 0
+	var atReading func() // runs in the hook, before the calls inside the stall
 	r.clock.Hook = func() {
 		t0 = r.clock.Now.Load()
+		if atReading != nil {
+			atReading()
+		}
 		before := r.reads
 		defer func() { nested = r.reads - before }()
 		if stall {
@@ -96,9 +101,11 @@ func (r *modelRun) call(stall bool, msg string) {
 		r.model.Sweep(t0)
 	case p < 4:
 		n := []int{0, -1, r.limit + 1}[r.rng.IntN(3)]
+		var want hotlimit.Decision
+		atReading = func() { want = r.model.Take(key, n, t0) }
 		d := r.lim.Take(key, n)
-		want := r.model.Take(key, n, t0)
-		assert.Equal(r.t, want, d, "%s: report Take(%q, %d) at %d", msg, key, n, t0)
+		require.Equal(r.t, 1, r.reads-reads-nested, "%s: a report reads the clock once", msg)
+		assert.Equal(r.t, want, d, "%s: report Take(%q, %d) at %d, before the calls inside its stall", msg, key, n, t0)
 	case p < 7:
 		if len(r.receipts) == 0 {
 			return

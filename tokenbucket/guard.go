@@ -28,10 +28,15 @@ package tokenbucket
 //     with g − R/4 ≤ t < g + hard: a t at or past g + hard waits for no one
 //     but sweeps on its own goroutine until a newer generation covers it, and
 //     a t more than R/4 behind g (a caller that stalled since its clock
-//     reading) is raised to g − R/4, a time that has already passed. Allow,
-//     Take and report read a word only if swept still equals g after the Load,
-//     so G held for the word: |t − τ| < hard + R/4 = R − fill − m. When it
-//     has changed, they read the clock again.
+//     reading) is raised to g − R/4, a time that has already passed. Allow
+//     and Take call read before the Load, and read a word only if swept
+//     still equals g after it. report loads the word before it reads the
+//     clock (limiter.go says why), so it loads swept before the Load, and
+//     reads the word only if that equals the g that read loads after the
+//     clock reading. Either way swept equals g before and after the Load,
+//     and so at the Load, as generations only grow: G held for the word,
+//     and |t − τ| < hard + R/4 = R − fill − m. When it has changed, they read
+//     the clock again (report loads the word again first).
 //   - Upper bound. A writer writes its own t, or keeps a later stored τ; its
 //     t < g + hard ≤ L + hard, since generations only grow.
 //   - Lower bound. A sweep starts at s under generation g (s ≥ g − R/4: sweep

@@ -410,12 +410,16 @@ func TestClockStepBackAfterSweep(t *testing.T) {
 }
 
 // TestReportRacingSweepReadsUnderNewGeneration: a report, Take(k, 0) or
-// Take(k, n > burst), reads the clock at t0 and stalls; meanwhile the key is
-// drained at s' and a sweep at s records generation s, so t0 is more than
-// Range/4 behind it. The report is raised to s − Range/4 and reads the word
-// (stamped s') as a clock behind it: its tokens unchanged, ResetAfter the
-// wait to s' plus the refill, never a wrapped distance, and never an
-// insertion or a change of the word.
+// Take(k, n > burst), loads the key's word under the wrap guard's
+// generation, then reads the clock at t0 and stalls; meanwhile the key is
+// drained at s' and a sweep at s records generation s, more than Range/4
+// past t0. The word the report loaded was never checked against s, so it
+// must load the word again under s and read the clock again: it answers as
+// the model after the drain at s. Then, with the clock stepped back to t0,
+// more than Range/4 behind s, a report is raised to s − Range/4 and reads
+// the word (stamped s') as a clock behind it: its tokens unchanged,
+// ResetAfter the wait to s' plus the refill, never a wrapped distance. No
+// report inserts the key or changes its word.
 func TestReportRacingSweepReadsUnderNewGeneration(t *testing.T) {
 	for _, n := range []int{0, 6} {
 		clk := new(stallClock)
@@ -426,6 +430,10 @@ func TestReportRacingSweepReadsUnderNewGeneration(t *testing.T) {
 		s := t0 + lim.back + int64(time.Hour)
 		sd := s - int64(100*time.Millisecond) // the drain, under the old generation
 		require.Less(t, s, lim.hard)
+		m := models.NewTokenBucket(5, 5, time.Second, lim.epoch)
+		clk.now.Store(t0 - int64(200*time.Millisecond))
+		require.True(t, lim.Take("k", 1).Allowed, "the key is held before the report")
+		m.Admit("k", t0-int64(200*time.Millisecond), 1)
 
 		clk.arm(t0)
 		result := make(chan hotlimit.Decision, 1)
@@ -433,6 +441,7 @@ func TestReportRacingSweepReadsUnderNewGeneration(t *testing.T) {
 		<-clk.read
 		clk.now.Store(sd)
 		require.True(t, lim.Take("k", 3).Allowed)
+		m.Admit("k", sd, 3)
 		clk.now.Store(s)
 		require.Zero(t, lim.Sweep(), "the drained key is not full at s")
 		require.Equal(t, s, lim.swept.Load())
@@ -440,7 +449,11 @@ func TestReportRacingSweepReadsUnderNewGeneration(t *testing.T) {
 		w := c.word.Load()
 		close(clk.release)
 		d := <-result
+		assert.Equal(t, m.Take("k", n, s), d, "n=%d: the word after the drain, at the reading taken again", n)
+		assert.Equal(t, w, c.word.Load(), "n=%d: a report changes nothing", n)
 
+		clk.now.Store(t0) // a clock stepped back, more than Range/4 behind s
+		d = lim.Take("k", n)
 		raised := s - lim.back
 		assert.Equal(t, 2, d.Remaining, "n=%d: the drained tokens, no refill from a later stamp", n)
 		want := time.Duration(sd-raised) + 3*time.Second/5

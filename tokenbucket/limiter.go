@@ -342,22 +342,40 @@ func (l *Limiter) take(key string, n int) (hotlimit.Decision, uint64) {
 // changes nothing, not even inserting key. A missing key reports as fresh,
 // and so does a dead cell (a sweep killed it full and has yet to delete it):
 // the key's next cell is fresh. It waits for no one: it reads the clock again
-// only when a sweep completed since its reading (see guard.go).
+// only when a sweep completed between its two loads of the generation, before
+// the word and after the clock reading (see guard.go).
+//
+// The clock is read after the word: every writer of the word read its clock
+// before its CAS, so (with a clock that never goes back) the reading is no
+// earlier than the time the word was refilled to, and the report judges the
+// key at one time of the call. On an earlier reading a word that another
+// call moved on meanwhile would have its timestamp ahead of the reading, as
+// after a clock step back: the same tokens, but a ResetAfter longer by the
+// gap than the key ever had.
+//
+// The wrap guard still needs the word read under the generation the reading
+// is checked against, with swept unchanged across the Load: the generation
+// is loaded before the word, and read loads it again after the clock
+// reading; while the two differ (a sweep completed meanwhile), the word is
+// loaded again under the newer one, and the clock read again.
 func (l *Limiter) report(key string, n int) hotlimit.Decision {
-	t, gen, lag := l.read()
-	now, rem := l.b.Units(t)
 	w := l.fresh
-	if c, ok := l.cells.Peek(key); ok {
-		// The word is read under the generation t was checked against; a
-		// change means a sweep completed, and the clock is read again.
-		for w = c.word.Load(); l.swept.Load() != gen; w = c.word.Load() {
-			t, gen, lag = l.read()
-			now, rem = l.b.Units(t)
-		}
-		if w == packed.BucketDead {
-			w = l.fresh
-		}
+	c, held := l.cells.Peek(key)
+	var gen int64
+	if held {
+		gen = l.swept.Load()
+		w = c.word.Load()
 	}
+	t, g, lag := l.read()
+	for held && g != gen {
+		gen = g
+		w = c.word.Load()
+		t, g, lag = l.read()
+	}
+	if w == packed.BucketDead {
+		w = l.fresh
+	}
+	now, rem := l.b.Units(t)
 	tokens, last := l.b.Unpack(w)
 	tokens, last = l.b.Refill(tokens, last, now)
 	d := l.decision(tokens, last, t, now, rem, lag)
