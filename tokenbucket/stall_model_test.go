@@ -12,6 +12,7 @@ import (
 	"github.com/hotlimit/hotlimit"
 	"github.com/hotlimit/hotlimit/internal/limitertest"
 	"github.com/hotlimit/hotlimit/internal/models"
+	"github.com/hotlimit/hotlimit/internal/packed"
 )
 
 // stallModel plays random calls on a limiter in which a call may read the
@@ -117,6 +118,7 @@ func (s *stallModel) call(stall bool, msg string) {
 	nested := 0 // clock readings made by the calls inside the stall
 	prior := 0  // the history before the calls inside the stall
 	gen := s.lim.swept.Load()
+	looked, held := s.lim.cells.Peek(key) // the cell a report loads its word from
 	s.clock.Hook = func() {
 		t0, read = s.clock.Now.Load(), true
 		prior = len(s.history)
@@ -178,12 +180,14 @@ func (s *stallModel) call(stall bool, msg string) {
 			}
 		}
 	}
-	if report && !s.matches(d, want) && s.lim.swept.Load() != gen {
+	if report && !s.matches(d, want) && s.lim.swept.Load() != gen && held && looked.word.Load() == packed.BucketDead {
 		// A report that a sweep completing during its stall sent back to
 		// the word loads it from the cell it looked up: it may find that
 		// cell killed by the sweep, full, and answer as for a fresh key,
 		// which is the key's state at the sweep's time, during the call
 		// (later calls inside the stall may have revived the key since).
+		// Only then: a sweep that left the key's cell alive sends the
+		// report back to the cell's word, which the model answers.
 		fresh := models.NewTokenBucket(s.limit, s.burst, s.window, s.epoch).Take(key, n, now)
 		if s.matches(d, fresh) {
 			want = fresh
