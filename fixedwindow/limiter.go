@@ -194,12 +194,16 @@ func (l *Limiter) take(key string, n int) (hotlimit.Decision, int64) {
 //
 // The clock is read after the word, unlike in Allow and Take: every writer
 // of the word read its clock before its CAS, so (with a clock that never
-// decreases) the reading is in the word's window or a later one, and the
-// report judges the key at one time of the call. On an earlier reading a
-// word that another call moved to a later window meanwhile would read as
-// that window seen from behind, as after a clock step back: its count, but
-// a ResetAfter up to that window's end, up to two windows, where the key
-// reset at most one window after the reading.
+// decreases) the reading is in the word's window or a later one. On an
+// earlier reading a word that another call moved to a later window
+// meanwhile would read as that window seen from behind, as after a clock
+// step back: its count, but a ResetAfter up to that window's end, up to two
+// windows, where the key reset at most one window after the reading. The
+// report judges the word as it loaded it: a call that counts between the
+// Load and the reading is not seen. So it answers the key's count at a
+// time between the two (its count at the Load, or zero at a later window's
+// start), with ResetAfter measured from the reading: shorter than the key's
+// at that time by at most the gap.
 func (l *Limiter) report(key string, n int) hotlimit.Decision {
 	w := fresh
 	if c, ok := l.cells.Peek(key); ok {

@@ -347,11 +347,15 @@ func (l *Limiter) take(key string, n int) (hotlimit.Decision, uint64) {
 //
 // The clock is read after the word: every writer of the word read its clock
 // before its CAS, so (with a clock that never goes back) the reading is no
-// earlier than the time the word was refilled to, and the report judges the
-// key at one time of the call. On an earlier reading a word that another
-// call moved on meanwhile would have its timestamp ahead of the reading, as
-// after a clock step back: the same tokens, but a ResetAfter longer by the
-// gap than the key ever had.
+// earlier than the time the word was refilled to. On an earlier reading a
+// word that another call moved on meanwhile would have its timestamp ahead
+// of the reading, as after a clock step back: the same tokens, but a
+// ResetAfter longer by the gap than the key ever had. The report judges the
+// word as it loaded it: a write that lands between the Load and the reading
+// is not seen, and the word is refilled up to the reading as if none had.
+// Then it answers the key as of its Load, refilled over that gap: Remaining
+// higher by at most the tokens the gap refills, ResetAfter shorter by at
+// most the gap.
 //
 // The wrap guard still needs the word read under the generation the reading
 // is checked against, with swept unchanged across the Load: the generation
