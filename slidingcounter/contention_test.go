@@ -9,6 +9,7 @@ import (
 
 	"github.com/hotlimit/hotlimit"
 	"github.com/hotlimit/hotlimit/internal/limitertest"
+	"github.com/hotlimit/hotlimit/internal/models"
 	"github.com/hotlimit/hotlimit/slidingcounter"
 )
 
@@ -42,5 +43,48 @@ func TestDenialOnKeptReadingReadsAgain(t *testing.T) {
 		assert.True(t, b, "B at 1.1 s")
 		assert.Nil(t, c.Hook, "the hook ran, inside A's call")
 		assert.False(t, lim.Allow("k"), "2 counted in window 1")
+	}
+}
+
+// TestReportNeverJudgesAWordNewerThanItsReading: a report (Take with n = 0,
+// n > limit or n < 0) must not judge the key's word at a clock reading taken
+// before a write it sees, where the word's window is ahead of the reading's
+// (as after a clock step back): prev then weighs in full, and ResetAfter
+// runs to the key's reset from the older reading. At 3 per second, a key
+// that passed one request at 0.5 s is asked for its state at 0.9 s; while
+// the report reads the clock (0.9 s), B takes 2 at 1.9 s, in the next
+// window, so that a report that loads the word after its clock reading sees
+// B's write. The report answers as the model does either before B at 0.9 s
+// (2 left, reset just after 1 s) or after B at 1.9 s (1 left, reset just
+// after 2.5 s); judged at 0.9 s after B's write, the key would have none
+// left, which it never had, and its reset just after 2.5 s would be 1.6 s
+// away, a second past the time it was.
+func TestReportNeverJudgesAWordNewerThanItsReading(t *testing.T) {
+	const limit = 3
+	at := func(d time.Duration) int64 { return int64(d) }
+	for _, n := range []int{0, limit + 1, -1} {
+		var c limitertest.HookClock
+		lim, err := slidingcounter.New(limit, time.Second, hotlimit.WithClock(c.Read))
+		require.NoError(t, err)
+		m := models.NewSlidingCounter(limit, time.Second)
+		c.Now.Store(at(500 * time.Millisecond))
+		require.True(t, lim.Allow("k"))
+		require.True(t, m.Take("k", 1, at(500*time.Millisecond)).Allowed)
+
+		c.Now.Store(at(900 * time.Millisecond))
+		before := m.Take("k", n, at(900*time.Millisecond))
+		var b bool
+		c.Hook = func() {
+			c.Now.Store(at(1900 * time.Millisecond))
+			b = lim.Take("k", 2).Allowed
+		}
+		d := lim.Take("k", n)
+		require.Nil(t, c.Hook, "n = %d: the hook ran, inside the report", n)
+		require.True(t, b, "n = %d: B at 1.9 s", n)
+		require.True(t, m.Take("k", 2, at(1900*time.Millisecond)).Allowed)
+		after := m.Take("k", n, at(1900*time.Millisecond))
+		require.NotEqual(t, before, after)
+		assert.Contains(t, []hotlimit.Decision{before, after}, d,
+			"n = %d: the key before B's take at 0.9 s, or after it at 1.9 s", n)
 	}
 }

@@ -200,16 +200,28 @@ func (l *Limiter) take(key string, n int) (hotlimit.Decision, int64) {
 }
 
 // report is Take for n == 0, n > limit and n < 0: it reads key's state and
-// changes nothing, not even inserting key.
+// changes nothing, not even inserting key. A missing key reports as fresh,
+// and so does a dead cell (swept, or emptied by a refund): the key's next
+// cell is fresh.
+//
+// The clock is read after the word, as Allow's and Take's denials are:
+// every writer of the word read its clock before its CAS, so (with a clock
+// that never decreases) the reading is in the word's window or a later one,
+// and the report judges the key at one time of the call. On an earlier
+// reading a word that another call moved to a later window meanwhile would
+// read as that window seen from behind, as after a clock step back: prev
+// weighing in full, so a Remaining lower than the key had at any time of the
+// call, and a ResetAfter that runs to the key's reset from the older
+// reading, longer by the gap between the two readings.
 func (l *Limiter) report(key string, n int) hotlimit.Decision {
-	now := l.clock()
-	cur, rem := l.index(now)
 	w := fresh
 	if c, ok := l.cells.Peek(key); ok {
 		if w = c.word.Load(); w == dead {
 			w = fresh // evicted: its replacement, if any, is fresh
 		}
 	}
+	now := l.clock()
+	cur, rem := l.index(now)
 	_, prev, count, behind := advance(w, cur)
 	d := l.decision(prev, count, l.weigh(prev, elapsed(rem, behind))+count, rem, behind, now)
 	if n == 0 {

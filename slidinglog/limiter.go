@@ -401,12 +401,13 @@ func (l *Limiter) leaves(tv, raw int64) time.Duration {
 }
 
 // report is Take for n == 0, n > limit and n < 0: it reads key's state and
-// changes nothing, not even inserting key.
+// changes nothing, not even inserting key. A missing key reports as fresh,
+// and so does a dead cell (swept: every request had left the window): the
+// key's next cell is fresh.
 func (l *Limiter) report(key string, n int) hotlimit.Decision {
-	raw := l.clock()
 	d := hotlimit.Decision{Limit: int(l.limit), Remaining: int(l.limit)}
 	if c, ok := l.cells.Peek(key); ok {
-		d = l.decide(c, l.clamp(raw), raw)
+		d = l.decide(c)
 	}
 	if n == 0 {
 		d.Allowed = true
@@ -416,9 +417,27 @@ func (l *Limiter) report(key string, n int) hotlimit.Decision {
 	return d
 }
 
-// decide reports c at now, the limiter's time at the clock reading raw
-// (see clamp), without changing it.
-func (l *Limiter) decide(c *cell, now, raw int64) hotlimit.Decision {
+// decide reports c without changing it, at a clock reading taken after its
+// snapshot of the ring.
+//
+// The clock is read after the snapshot: every request in it was logged at
+// its claimer's reading, taken before the claim's CAS, or at a newer logged
+// time (up to the 1 ns bumps, which t = max(now, newest) covers), so with a
+// clock that never goes back the reading is no earlier than any logged time
+// the report sees, and it judges the key at one time of the call. On an
+// earlier reading, a request that another call logged meanwhile at a later
+// reading would be judged at its own, newer time, as after a clock step
+// back, with ResetAfter counted to its expiry from the older reading: longer
+// by the gap between the two readings than the key ever needed.
+//
+// The snapshot's rules hold as in freeStill: the count is used only if head
+// and slot i still hold what the snapshot read, so head was h throughout and
+// the ring counted is the one read. When either moved (a claim, a head
+// advance, a refund's mark on slot i, a tombstone), the report reads the
+// ring again, and the clock after it: a reading kept from before the ring
+// moved on would be older than the requests the new snapshot sees. Each
+// such move is another caller's successful CAS, so some caller progresses.
+func (l *Limiter) decide(c *cell) hotlimit.Decision {
 	for {
 		s, ok := c.read()
 		if !ok {
@@ -432,10 +451,11 @@ func (l *Limiter) decide(c *cell, now, raw int64) hotlimit.Decision {
 			h++
 			s.newest, _ = packed.UnpackStamp(s.v)
 		}
-		t := max(now, s.newest)
+		raw := l.clock()
+		t := max(l.clamp(raw), s.newest)
 		free := l.free(c, h, t)
 		if c.head.Load() != s.h || c.load(s.i) != s.v {
-			continue // the ring moved on: count it again (see freeStill)
+			continue // the ring moved on: read it, and the clock, again
 		}
 		return l.decisionFree(free, raw, t, s.newest)
 	}
