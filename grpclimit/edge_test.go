@@ -115,6 +115,35 @@ func TestEndedCallNamesThePolicyOthersDo(t *testing.T) {
 	assert.Equal(t, decided.Policy, ev.Policy)
 }
 
+// TestEndedCallNamesNoShadowLimit: under a rule whose first limit is in
+// shadow mode, a call that ended before its decision names the limit the
+// decided calls name, the first one enforced, not the shadow limit, which
+// no decided call names.
+func TestEndedCallNamesNoShadowLimit(t *testing.T) {
+	shadow := cfg(hotlimit.FixedWindow, 2, time.Minute)
+	shadow.Shadow = true
+	svc, err := service.NewFromRules(service.Rules{Default: service.Limits{shadow, cfg(hotlimit.TokenBucket, 10, time.Minute)}})
+	require.NoError(t, err)
+	var rec recorder
+	intercept := grpclimit.UnaryServerInterceptor(svc, grpclimit.WithObserver(rec.observe))
+	handler := func(context.Context, any) (any, error) { return "ok", nil }
+	info := &grpc.UnaryServerInfo{FullMethod: unaryCall}
+	peerCtx := func(ctx context.Context) context.Context {
+		return peer.NewContext(ctx, &peer.Peer{Addr: &net.TCPAddr{IP: net.IPv4(192, 0, 2, 1), Port: 1}})
+	}
+	_, err = intercept(peerCtx(context.Background()), nil, info, handler)
+	require.NoError(t, err)
+	decided := rec.last()
+	ended, cancel := context.WithCancel(context.Background())
+	cancel()
+	_, err = intercept(peerCtx(ended), nil, info, handler)
+	require.Equal(t, codes.Canceled, status.Code(err), "%v", err)
+	ev := rec.last()
+	assert.False(t, decided.Config.Shadow, "a decided call: the limit enforced")
+	assert.Equal(t, decided.Config, ev.Config, "the ended call names the same limit")
+	assert.Equal(t, decided.Policy, ev.Policy)
+}
+
 // TestFailOpenPassOfAnEndedCallIsNotServed: a caller cancels its call while
 // the interceptor asks a limiter that cannot decide. The failing-open
 // policy passes it; running the handler would serve a call no limiter

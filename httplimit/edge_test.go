@@ -175,6 +175,27 @@ func TestEndedRequestNamesThePolicyOthersDo(t *testing.T) {
 	assert.Equal(t, events[0].Policy, events[1].Policy)
 }
 
+// TestEndedRequestNamesNoShadowLimit: under a rule whose first limit is in
+// shadow mode, a request that ended before its decision names the limit the
+// decided requests name, the first one enforced, not the shadow limit,
+// which no decided request names.
+func TestEndedRequestNamesNoShadowLimit(t *testing.T) {
+	shadow := cfg(hotlimit.FixedWindow, 2, time.Minute)
+	shadow.Shadow = true
+	svc, err := service.NewFromRules(service.Rules{Default: service.Limits{shadow, cfg(hotlimit.TokenBucket, 10, time.Minute)}})
+	require.NoError(t, err)
+	var events []httplimit.Event
+	h := httplimit.New(svc, httplimit.WithObserver(func(e httplimit.Event) { events = append(events, e) }))(ok)
+	require.Equal(t, http.StatusOK, serve(h, get("/", "192.0.2.1:1")).Code)
+	ended, cancel := context.WithCancel(context.Background())
+	cancel()
+	require.Equal(t, http.StatusServiceUnavailable, serve(h, get("/", "192.0.2.1:1").WithContext(ended)).Code)
+	require.Len(t, events, 2)
+	assert.False(t, events[0].Config.Shadow, "a decided request: the limit enforced")
+	assert.Equal(t, events[0].Config, events[1].Config, "the ended request names the same limit")
+	assert.Equal(t, events[0].Policy, events[1].Policy)
+}
+
 // TestFailOpenPassOfAnEndedRequestIsNotServed: a client sends a request and
 // drops it while the middleware asks a limiter that cannot decide (a Redis
 // call cut short by the request's context). A failing-open policy passes

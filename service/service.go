@@ -228,15 +228,24 @@ func (s *Service) Resolve(user, api string) hotlimit.Config {
 	return s.rules.Load().resolve(user, api).limits[0]
 }
 
-// ResolvePolicy is [Service.Resolve] with the service's burst spelled out,
-// as [Service.TakePolicy] names a limit: a token bucket or GCRA limit that
-// sets no burst reads the burst of the service's [hotlimit.WithBurst], when
-// it gives one. It decides nothing and reports nothing to the observer: it
-// is the policy to name for a request that will not be decided, as
-// httplimit and grpclimit name one whose context ended first.
+// ResolvePolicy is [Service.Resolve] as [Service.TakePolicy] names a
+// limit: the first limit of the pair's rule not in shadow mode (the first,
+// when every limit of the rule is in shadow mode), since TakePolicy never
+// names a limit in shadow mode beside others; and with the service's burst
+// spelled out: a token bucket or GCRA limit that sets no burst reads the
+// burst of the service's [hotlimit.WithBurst], when it gives one. Under a
+// rule of several limits enforced, TakePolicy names the one that decided,
+// which depends on what each holds; ResolvePolicy names the first. It
+// decides nothing and reports nothing to the observer: it is the policy to
+// name for a request that will not be decided, as httplimit and grpclimit
+// name one whose context ended first.
 func (s *Service) ResolvePolicy(user, api string) hotlimit.Config {
 	ru := s.rules.Load().resolve(user, api)
-	return withBurst(ru.limits[0], ru.defBurst)
+	c := ru.limits[0]
+	if i := slices.IndexFunc(ru.limits, func(c hotlimit.Config) bool { return !c.Shadow }); i >= 0 {
+		c = ru.limits[i]
+	}
+	return withBurst(c, ru.defBurst)
 }
 
 // ResolveLimits returns every limit of the rule that applies to requests from
