@@ -248,6 +248,30 @@ func (s *Service) ResolvePolicy(user, api string) hotlimit.Config {
 	return withBurst(c, ru.defBurst)
 }
 
+// ResolvePolicies returns the limits of the rule that applies to requests
+// from user to api as [Service.TakeEach] lists them, as a slice the caller
+// owns: those not in shadow mode (every one, when all are), each with the
+// service's burst spelled out as [Service.ResolvePolicy] spells it, in the
+// rule's order, ResolvePolicy's first. It decides nothing and reports
+// nothing to the observer: with it, httplimit and grpclimit name the policy
+// of a request that will not be decided among the rule's others, as they
+// name a decided one's.
+func (s *Service) ResolvePolicies(user, api string) Limits {
+	ru := s.rules.Load().resolve(user, api)
+	out := make(Limits, 0, len(ru.limits))
+	for _, c := range ru.limits {
+		if !c.Shadow {
+			out = append(out, withBurst(c, ru.defBurst))
+		}
+	}
+	if len(out) == 0 { // every limit is in shadow mode
+		for _, c := range ru.limits {
+			out = append(out, withBurst(c, ru.defBurst))
+		}
+	}
+	return out
+}
+
 // ResolveLimits returns every limit of the rule that applies to requests from
 // user to api, as a slice the caller owns, each as the rules give it (see
 // [Service.Resolve]).
