@@ -16,7 +16,9 @@ type Event struct {
 	User, API string
 	// Config is the policy the service resolved for (User, API): for a
 	// rule of several limits, the limit that decided (see
-	// service.Service.TakePolicy).
+	// service.Service.TakePolicy). For a request that ended before its
+	// decision, it is the rule's first limit not in shadow mode (see
+	// service.Service.ResolvePolicy).
 	Config hotlimit.Config
 	// Policy is the policy's name in the RateLimit fields.
 	Policy string
