@@ -26,9 +26,10 @@ type Decision struct {
 	// RetryAfter is zero when allowed. When denied, the same request made
 	// RetryAfter later passes if nothing else is taken meanwhile; Never when it
 	// can never pass. Under several limits (a composite, or a service rule of
-	// several) it is the denying limit's, or Never when some limit can never
-	// pass the request: another limit may deny the request RetryAfter later
-	// (see package composite).
+	// several) it is the denying limit's (for a report, Take(key, 0), the
+	// largest of those of the limits that deny), or Never when some limit
+	// (not in shadow mode) can never pass the request: another limit may
+	// deny the request RetryAfter later (see package composite).
 	RetryAfter time.Duration
 	// ResetAfter is how long until the key is back to its full quota if
 	// nothing else is taken meanwhile; zero when it already is.

@@ -115,6 +115,78 @@ func TestEndedCallNamesThePolicyOthersDo(t *testing.T) {
 	assert.Equal(t, decided.Policy, ev.Policy)
 }
 
+// TestEndedCallNamesNoShadowLimit: under a rule whose first limit is in
+// shadow mode, a call that ended before its decision names the limit the
+// decided calls name, the first one enforced, not the shadow limit, which
+// no decided call names.
+func TestEndedCallNamesNoShadowLimit(t *testing.T) {
+	shadow := cfg(hotlimit.FixedWindow, 2, time.Minute)
+	shadow.Shadow = true
+	svc, err := service.NewFromRules(service.Rules{Default: service.Limits{shadow, cfg(hotlimit.TokenBucket, 10, time.Minute)}})
+	require.NoError(t, err)
+	var rec recorder
+	intercept := grpclimit.UnaryServerInterceptor(svc, grpclimit.WithObserver(rec.observe))
+	handler := func(context.Context, any) (any, error) { return "ok", nil }
+	info := &grpc.UnaryServerInfo{FullMethod: unaryCall}
+	peerCtx := func(ctx context.Context) context.Context {
+		return peer.NewContext(ctx, &peer.Peer{Addr: &net.TCPAddr{IP: net.IPv4(192, 0, 2, 1), Port: 1}})
+	}
+	_, err = intercept(peerCtx(context.Background()), nil, info, handler)
+	require.NoError(t, err)
+	decided := rec.last()
+	ended, cancel := context.WithCancel(context.Background())
+	cancel()
+	_, err = intercept(peerCtx(ended), nil, info, handler)
+	require.Equal(t, codes.Canceled, status.Code(err), "%v", err)
+	ev := rec.last()
+	assert.False(t, decided.Config.Shadow, "a decided call: the limit enforced")
+	assert.Equal(t, decided.Config, ev.Config, "the ended call names the same limit")
+	assert.Equal(t, decided.Policy, ev.Policy)
+}
+
+// TestEndedCallNamesItsLimitAmongTheRules: under a rule of two limits that
+// differ only in scope, the decided calls name the per-user one with its
+// scope ("fixedwindow-10-1m-user"), as their metadata does; a call that
+// ended, before its decision or while a limiter that could not decide was
+// asked, names it so too, not by the name of the other limit.
+func TestEndedCallNamesItsLimitAmongTheRules(t *testing.T) {
+	user := cfg(hotlimit.FixedWindow, 10, time.Minute)
+	user.Scope = hotlimit.PerUser
+	rules := service.Rules{Default: service.Limits{user, cfg(hotlimit.FixedWindow, 10, time.Minute)}}
+	lim := &limitertest.CancelingRefunder{}
+	svc, err := service.NewFromRules(rules,
+		hotlimit.WithFactory(func(hotlimit.Config, ...hotlimit.Option) (hotlimit.Limiter, error) { return lim, nil }))
+	require.NoError(t, err)
+	var rec recorder
+	intercept := grpclimit.UnaryServerInterceptor(svc, grpclimit.WithObserver(rec.observe))
+	handler := func(context.Context, any) (any, error) { return "ok", nil }
+	info := &grpc.UnaryServerInfo{FullMethod: unaryCall}
+	peerCtx := func(ctx context.Context) context.Context {
+		return peer.NewContext(ctx, &peer.Peer{Addr: &net.TCPAddr{IP: net.IPv4(192, 0, 2, 1), Port: 1}})
+	}
+	_, err = intercept(peerCtx(context.Background()), nil, info, handler)
+	require.NoError(t, err)
+	decided := rec.last()
+	require.Equal(t, user, decided.Config)
+	require.Equal(t, "fixedwindow-10-1m-user", decided.Policy)
+
+	ended, cancel := context.WithCancel(context.Background())
+	cancel()
+	_, err = intercept(peerCtx(ended), nil, info, handler)
+	require.Equal(t, codes.Canceled, status.Code(err), "%v", err)
+	before := rec.last()
+	during, cancelDuring := context.WithCancel(context.Background())
+	defer cancelDuring()
+	lim.Cancel = cancelDuring
+	_, err = intercept(peerCtx(during), nil, info, handler)
+	require.Equal(t, codes.Canceled, status.Code(err), "%v", err)
+	for when, ev := range map[string]grpclimit.Event{"before its decision": before, "during its decision": rec.last()} {
+		require.Error(t, ev.Err, when)
+		assert.Equal(t, decided.Config, ev.Config, when)
+		assert.Equal(t, decided.Policy, ev.Policy, when)
+	}
+}
+
 // TestFailOpenPassOfAnEndedCallIsNotServed: a caller cancels its call while
 // the interceptor asks a limiter that cannot decide. The failing-open
 // policy passes it; running the handler would serve a call no limiter

@@ -82,7 +82,8 @@ func (l *limiter) decide(ctx context.Context, method string, req any, message bo
 	// limiter that could not decide was asked go on when the failure policy
 	// passes it: its handler would run for a call no limiter counted.
 	if err := ctx.Err(); err != nil && !l.o.dryRun {
-		l.ended(&v, l.svc.ResolvePolicy(user, api), err, err)
+		ls := l.svc.ResolvePolicies(user, api)
+		l.ended(&v, ls[0], l.policies.InRule(ls[0], len(ls), func(i int) hotlimit.Config { return ls[i] }).Name, err, err)
 		return v
 	}
 	// The first limit TakeEach lists is the one that decided, with its own
@@ -91,16 +92,16 @@ func (l *limiter) decide(ctx context.Context, method string, req any, message bo
 	var buf [4]service.LimitDecision
 	_, each, err := l.svc.TakeEach(ctx, user, api, 1, buf[:0])
 	d, c := each[0].Decision, each[0].Config
+	at := func(i int) hotlimit.Config { return each[i].Config }
 	// An error wrapping a context's while the call's context lasts is a
 	// limiter's own timeout: it could not decide, and the call goes on
 	// as for any other failure.
 	if ended := transport.Ended(err); ended != nil && ctx.Err() != nil && !l.o.dryRun {
 		// Whatever the failure policy decided: a pass is not served, and a
 		// denial's numbers were no limiter's, so no metadata tells them.
-		l.ended(&v, c, err, ended)
+		l.ended(&v, c, l.policies.InRule(c, len(each), at).Name, err, ended)
 		return v
 	}
-	at := func(i int) hotlimit.Config { return each[i].Config }
 	if len(each) > 1 {
 		v.others = slices.Clone(each[1:])
 		if l.o.headers {
@@ -130,11 +131,12 @@ func (l *limiter) decide(ctx context.Context, method string, req any, message bo
 
 // ended makes v the verdict of a call whose context ended before it was
 // decided, or while a limiter that could not decide was asked (err is then
-// the limiter's): a Decision that denies, under c, with no metadata to send,
-// and the status of ctxErr, the context's error.
-func (l *limiter) ended(v *verdict, c hotlimit.Config, err, ctxErr error) {
+// the limiter's): a Decision that denies, under c named policy (as the
+// rule's decided calls name it), with no metadata to send, and the status
+// of ctxErr, the context's error.
+func (l *limiter) ended(v *verdict, c hotlimit.Config, policy string, err, ctxErr error) {
 	v.policy, v.others = nil, nil
-	v.e.Config, v.e.Policy, v.e.Decision, v.e.Err = c, l.policies.Get(c).Name, hotlimit.Decision{Limit: c.Limit}, err
+	v.e.Config, v.e.Policy, v.e.Decision, v.e.Err = c, policy, hotlimit.Decision{Limit: c.Limit}, err
 	v.e.Unavailable = false
 	v.err = status.FromContextError(ctxErr).Err()
 }

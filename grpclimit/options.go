@@ -12,6 +12,8 @@ type Event struct {
 	User, API string
 	// Config is the policy that decided (for a rule of several limits, see
 	// service.Service.TakePolicy); Policy its name in the RateLimit fields.
+	// For a call that ended before its decision, it is the rule's first
+	// limit not in shadow mode (see service.Service.ResolvePolicy).
 	Config hotlimit.Config
 	Policy string
 	// Decision is the limiter's answer under Config: for a rule of several

@@ -175,6 +175,66 @@ func TestEndedRequestNamesThePolicyOthersDo(t *testing.T) {
 	assert.Equal(t, events[0].Policy, events[1].Policy)
 }
 
+// TestEndedRequestNamesNoShadowLimit: under a rule whose first limit is in
+// shadow mode, a request that ended before its decision names the limit the
+// decided requests name, the first one enforced, not the shadow limit,
+// which no decided request names.
+func TestEndedRequestNamesNoShadowLimit(t *testing.T) {
+	shadow := cfg(hotlimit.FixedWindow, 2, time.Minute)
+	shadow.Shadow = true
+	svc, err := service.NewFromRules(service.Rules{Default: service.Limits{shadow, cfg(hotlimit.TokenBucket, 10, time.Minute)}})
+	require.NoError(t, err)
+	var events []httplimit.Event
+	h := httplimit.New(svc, httplimit.WithObserver(func(e httplimit.Event) { events = append(events, e) }))(ok)
+	require.Equal(t, http.StatusOK, serve(h, get("/", "192.0.2.1:1")).Code)
+	ended, cancel := context.WithCancel(context.Background())
+	cancel()
+	require.Equal(t, http.StatusServiceUnavailable, serve(h, get("/", "192.0.2.1:1").WithContext(ended)).Code)
+	require.Len(t, events, 2)
+	assert.False(t, events[0].Config.Shadow, "a decided request: the limit enforced")
+	assert.Equal(t, events[0].Config, events[1].Config, "the ended request names the same limit")
+	assert.Equal(t, events[0].Policy, events[1].Policy)
+}
+
+// TestEndedRequestNamesItsLimitAmongTheRules: under a rule of two limits
+// that differ only in scope, the decided requests name the per-user one
+// with its scope ("fixedwindow-10-1m-user"), as their RateLimit fields do;
+// a request that ended, before its decision or while a limiter that could
+// not decide was asked, names it so too, not by the name of the other limit.
+func TestEndedRequestNamesItsLimitAmongTheRules(t *testing.T) {
+	user := cfg(hotlimit.FixedWindow, 10, time.Minute)
+	user.Scope = hotlimit.PerUser
+	rules := service.Rules{Default: service.Limits{user, cfg(hotlimit.FixedWindow, 10, time.Minute)}}
+	lim := &limitertest.CancelingRefunder{}
+	svc, err := service.NewFromRules(rules,
+		hotlimit.WithFactory(func(hotlimit.Config, ...hotlimit.Option) (hotlimit.Limiter, error) { return lim, nil }))
+	require.NoError(t, err)
+	var events []httplimit.Event
+	h := httplimit.New(svc, httplimit.WithObserver(func(e httplimit.Event) { events = append(events, e) }))(ok)
+	require.Equal(t, http.StatusOK, serve(h, get("/", "192.0.2.1:1")).Code)
+	require.Len(t, events, 1)
+	decided := events[0]
+	require.Equal(t, user, decided.Config)
+	require.Equal(t, "fixedwindow-10-1m-user", decided.Policy)
+
+	ended, cancel := context.WithCancel(context.Background())
+	cancel()
+	require.Equal(t, http.StatusServiceUnavailable, serve(h, get("/", "192.0.2.1:1").WithContext(ended)).Code)
+	during, cancelDuring := context.WithCancel(context.Background())
+	defer cancelDuring()
+	lim.Cancel = cancelDuring
+	require.Equal(t, http.StatusServiceUnavailable, serve(h, get("/", "192.0.2.1:1").WithContext(during)).Code)
+	require.Len(t, events, 3)
+	for i, when := range []string{1: "before its decision", 2: "during its decision"} {
+		if i == 0 {
+			continue
+		}
+		require.Error(t, events[i].Err, when)
+		assert.Equal(t, decided.Config, events[i].Config, when)
+		assert.Equal(t, decided.Policy, events[i].Policy, when)
+	}
+}
+
 // TestFailOpenPassOfAnEndedRequestIsNotServed: a client sends a request and
 // drops it while the middleware asks a limiter that cannot decide (a Redis
 // call cut short by the request's context). A failing-open policy passes

@@ -16,7 +16,9 @@ type Event struct {
 	User, API string
 	// Config is the policy the service resolved for (User, API): for a
 	// rule of several limits, the limit that decided (see
-	// service.Service.TakePolicy).
+	// service.Service.TakePolicy). For a request that ended before its
+	// decision, it is the rule's first limit not in shadow mode (see
+	// service.Service.ResolvePolicy).
 	Config hotlimit.Config
 	// Policy is the policy's name in the RateLimit fields.
 	Policy string
@@ -217,7 +219,9 @@ func (h *handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		// The request has ended (its client left, its deadline passed)
 		// before it was decided: it will not be served, so it takes
 		// nothing, whoever's quota its key names.
-		h.ended(w, r, user, api, h.svc.ResolvePolicy(user, api), err)
+		ls := h.svc.ResolvePolicies(user, api)
+		p := h.policies.InRule(ls[0], len(ls), func(i int) hotlimit.Config { return ls[i] })
+		h.ended(w, r, user, api, ls[0], p.Name, err)
 		return
 	}
 	// The request's context reaches limiters that wait on something outside
@@ -228,6 +232,8 @@ func (h *handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	var buf [4]service.LimitDecision
 	_, each, err := h.svc.TakeEach(ctx, user, api, 1, buf[:0])
 	d, c := each[0].Decision, each[0].Config
+	at := func(i int) hotlimit.Config { return each[i].Config }
+	p := h.policies.InRule(c, len(each), at)
 	if transport.Ended(err) != nil && ctx.Err() != nil && !h.opts.dryRun {
 		// The request ended while a limiter was asked, which could not
 		// decide for it. (An error wrapping a context's while the
@@ -238,11 +244,9 @@ func (h *handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		// limiter counted. One that denies made up its numbers (no quota
 		// left): the request is answered as ended, either way, with no
 		// fields describing a decision no limiter made.
-		h.ended(w, r, user, api, c, err)
+		h.ended(w, r, user, api, c, p.Name, err)
 		return
 	}
-	at := func(i int) hotlimit.Config { return each[i].Config }
-	p := h.policies.InRule(c, len(each), at)
 	deny := !d.Allowed && !h.opts.dryRun
 	if transport.Advertised(c) || deny {
 		// An allow-listed caller has no quota to advertise: its fields
@@ -275,8 +279,9 @@ func (h *handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 // ended answers a request whose context ended before it could be served:
 // it is reported with Err set and a Decision that denies, and the deny
 // handler answers it, without RateLimit fields, since no limiter decided.
-func (h *handler) ended(w http.ResponseWriter, r *http.Request, user, api string, c hotlimit.Config, err error) {
-	e := Event{Request: r, User: user, API: api, Config: c, Policy: h.policies.Get(c).Name,
+// c is named policy, as the rule's decided requests name it.
+func (h *handler) ended(w http.ResponseWriter, r *http.Request, user, api string, c hotlimit.Config, policy string, err error) {
+	e := Event{Request: r, User: user, API: api, Config: c, Policy: policy,
 		Decision: hotlimit.Decision{Limit: c.Limit}, Err: err}
 	if h.opts.observe != nil {
 		h.opts.observe(e)

@@ -812,3 +812,56 @@ func TestResolvePolicySpellsOutTheServicesBurst(t *testing.T) {
 	_, policy := s.TakePolicy("u", "x", 1)
 	assert.Equal(t, policy, s.ResolvePolicy("u", "x"), "the policy TakePolicy names")
 }
+
+// TestResolvePolicySkipsShadowLimits: a rule whose first limit is in shadow
+// mode never names it for a decided request (TakePolicy leaves shadow
+// limits out unless every limit is in shadow mode), so ResolvePolicy names
+// the first limit enforced; a rule of shadow limits only names its first.
+func TestResolvePolicySkipsShadowLimits(t *testing.T) {
+	shadow := hotlimit.Config{Algorithm: hotlimit.FixedWindow, Limit: 2, Window: time.Minute, Shadow: true}
+	bucket := hotlimit.Config{Algorithm: hotlimit.TokenBucket, Limit: 10, Window: time.Minute}
+	clock, _ := frozen(int64(time.Hour))
+	s, err := service.NewFromRules(service.Rules{
+		Default: service.Limits{shadow, bucket},
+		APIs:    map[string]service.Limits{"shadow": {shadow}},
+	}, clock, hotlimit.WithBurst(4))
+	require.NoError(t, err)
+	spelled := bucket
+	spelled.Burst = 4
+	assert.Equal(t, spelled, s.ResolvePolicy("u", "x"), "the first limit enforced, its burst spelled out")
+	for range 3 { // the shadow limit would have denied the third
+		_, policy := s.TakePolicy("u", "x", 1)
+		assert.Equal(t, policy, s.ResolvePolicy("u", "x"), "the policy TakePolicy names")
+	}
+	assert.Equal(t, shadow, s.ResolvePolicy("u", "shadow"), "every limit in shadow mode: the first")
+	_, policy := s.TakePolicy("u", "shadow", 1)
+	assert.Equal(t, policy, s.ResolvePolicy("u", "shadow"))
+}
+
+// TestResolvePoliciesListsWhatTakeEachLists: ResolvePolicies lists the
+// limits TakeEach lists for the same rule, the service's burst spelled
+// out and shadow limits left out beside others, ResolvePolicy's first.
+func TestResolvePoliciesListsWhatTakeEachLists(t *testing.T) {
+	shadow := hotlimit.Config{Algorithm: hotlimit.FixedWindow, Limit: 2, Window: time.Minute, Shadow: true}
+	bucket := hotlimit.Config{Algorithm: hotlimit.TokenBucket, Limit: 10, Window: time.Minute}
+	user := hotlimit.Config{Algorithm: hotlimit.FixedWindow, Limit: 10, Window: time.Minute, Scope: hotlimit.PerUser}
+	log := hotlimit.Config{Algorithm: hotlimit.SlidingLog, Limit: 5, Window: time.Minute}
+	clock, _ := frozen(int64(time.Hour))
+	s, err := service.NewFromRules(service.Rules{
+		Default: service.Limits{shadow, log, bucket, user},
+		APIs:    map[string]service.Limits{"shadow": {shadow}, "one": {bucket}},
+	}, clock, hotlimit.WithBurst(4))
+	require.NoError(t, err)
+	for _, api := range []string{"x", "shadow", "one"} {
+		listed := s.ResolvePolicies("u", api)
+		require.NotEmpty(t, listed, api)
+		assert.Equal(t, s.ResolvePolicy("u", api), listed[0], api)
+		_, each, err := s.TakeEach(context.Background(), "u", api, 1, nil)
+		require.NoError(t, err)
+		var taken service.Limits
+		for _, ld := range each {
+			taken = append(taken, ld.Config)
+		}
+		assert.ElementsMatch(t, taken, listed, api)
+	}
+}

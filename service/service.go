@@ -228,15 +228,48 @@ func (s *Service) Resolve(user, api string) hotlimit.Config {
 	return s.rules.Load().resolve(user, api).limits[0]
 }
 
-// ResolvePolicy is [Service.Resolve] with the service's burst spelled out,
-// as [Service.TakePolicy] names a limit: a token bucket or GCRA limit that
-// sets no burst reads the burst of the service's [hotlimit.WithBurst], when
-// it gives one. It decides nothing and reports nothing to the observer: it
-// is the policy to name for a request that will not be decided, as
-// httplimit and grpclimit name one whose context ended first.
+// ResolvePolicy is [Service.Resolve] as [Service.TakePolicy] names a
+// limit: the first limit of the pair's rule not in shadow mode (the first,
+// when every limit of the rule is in shadow mode), since TakePolicy never
+// names a limit in shadow mode beside others; and with the service's burst
+// spelled out: a token bucket or GCRA limit that sets no burst reads the
+// burst of the service's [hotlimit.WithBurst], when it gives one. Under a
+// rule of several limits enforced, TakePolicy names the one that decided,
+// which depends on what each holds; ResolvePolicy names the first. It
+// decides nothing and reports nothing to the observer: it is the policy to
+// name for a request that will not be decided, as httplimit and grpclimit
+// name one whose context ended first.
 func (s *Service) ResolvePolicy(user, api string) hotlimit.Config {
 	ru := s.rules.Load().resolve(user, api)
-	return withBurst(ru.limits[0], ru.defBurst)
+	c := ru.limits[0]
+	if i := slices.IndexFunc(ru.limits, func(c hotlimit.Config) bool { return !c.Shadow }); i >= 0 {
+		c = ru.limits[i]
+	}
+	return withBurst(c, ru.defBurst)
+}
+
+// ResolvePolicies returns the limits of the rule that applies to requests
+// from user to api as [Service.TakeEach] lists them, as a slice the caller
+// owns: those not in shadow mode (every one, when all are), each with the
+// service's burst spelled out as [Service.ResolvePolicy] spells it, in the
+// rule's order, ResolvePolicy's first. It decides nothing and reports
+// nothing to the observer: with it, httplimit and grpclimit name the policy
+// of a request that will not be decided among the rule's others, as they
+// name a decided one's.
+func (s *Service) ResolvePolicies(user, api string) Limits {
+	ru := s.rules.Load().resolve(user, api)
+	out := make(Limits, 0, len(ru.limits))
+	for _, c := range ru.limits {
+		if !c.Shadow {
+			out = append(out, withBurst(c, ru.defBurst))
+		}
+	}
+	if len(out) == 0 { // every limit is in shadow mode
+		for _, c := range ru.limits {
+			out = append(out, withBurst(c, ru.defBurst))
+		}
+	}
+	return out
 }
 
 // ResolveLimits returns every limit of the rule that applies to requests from

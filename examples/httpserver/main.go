@@ -128,8 +128,10 @@ func main() {
 		c.observe = func(e httplimit.Event) {
 			log.Printf("user=%q api=%q policy=%s allowed=%v remaining=%d", e.User, e.API, e.Policy, e.Decision.Allowed, e.Decision.Remaining)
 			if e.Err != nil {
-				// A limiter that could not decide: the client is told only
-				// that it is unavailable, so the cause is logged here.
+				// A limiter that could not decide (or the request's own
+				// end): the client is told no more than that the limiter
+				// is unavailable, or nothing when a failure policy lets
+				// the request through, so the cause is logged here.
 				log.Printf("user=%q api=%q: %v", e.User, e.API, e.Err)
 			}
 		}
