@@ -240,12 +240,7 @@ func (s *Service) Resolve(user, api string) hotlimit.Config {
 // name for a request that will not be decided, as httplimit and grpclimit
 // name one whose context ended first.
 func (s *Service) ResolvePolicy(user, api string) hotlimit.Config {
-	ru := s.rules.Load().resolve(user, api)
-	c := ru.limits[0]
-	if i := slices.IndexFunc(ru.limits, func(c hotlimit.Config) bool { return !c.Shadow }); i >= 0 {
-		c = ru.limits[i]
-	}
-	return withBurst(c, ru.defBurst)
+	return s.ResolvePolicies(user, api)[0] // a rule has a limit at least
 }
 
 // ResolvePolicies returns the limits of the rule that applies to requests
