@@ -13,7 +13,9 @@ type Event struct {
 	// Config is the policy that decided (for a rule of several limits, see
 	// service.Service.TakePolicy); Policy its name in the RateLimit fields.
 	// For a call that ended before its decision, it is the rule's first
-	// limit not in shadow mode (see service.Service.ResolvePolicy).
+	// limit not in shadow mode, or its first when every limit is, with the
+	// service's burst spelled out (service.Service.ResolvePolicy), and
+	// Policy the name the rule's decided calls give it.
 	Config hotlimit.Config
 	Policy string
 	// Decision is the limiter's answer under Config: for a rule of several

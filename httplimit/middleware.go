@@ -17,10 +17,13 @@ type Event struct {
 	// Config is the policy the service resolved for (User, API): for a
 	// rule of several limits, the limit that decided (see
 	// service.Service.TakePolicy). For a request that ended before its
-	// decision, it is the rule's first limit not in shadow mode (see
-	// service.Service.ResolvePolicy).
+	// decision, it is the rule's first limit not in shadow mode, or its
+	// first when every limit is, with the service's burst spelled out
+	// (service.Service.ResolvePolicy).
 	Config hotlimit.Config
-	// Policy is the policy's name in the RateLimit fields.
+	// Policy is the policy's name in the RateLimit fields: for a request
+	// that ended before its decision, the name the rule's decided requests
+	// give Config there.
 	Policy string
 	// Decision is the limiter's answer under Config: for a rule of several
 	// limits, Allowed and RetryAfter are the rule's, Limit, Remaining and

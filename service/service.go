@@ -244,13 +244,16 @@ func (s *Service) ResolvePolicy(user, api string) hotlimit.Config {
 }
 
 // ResolvePolicies returns the limits of the rule that applies to requests
-// from user to api as [Service.TakeEach] lists them, as a slice the caller
+// from user to api that [Service.TakeEach] lists, as a slice the caller
 // owns: those not in shadow mode (every one, when all are), each with the
-// service's burst spelled out as [Service.ResolvePolicy] spells it, in the
-// rule's order, ResolvePolicy's first. It decides nothing and reports
-// nothing to the observer: with it, httplimit and grpclimit name the policy
-// of a request that will not be decided among the rule's others, as they
-// name a decided one's.
+// service's burst spelled out as [Service.ResolvePolicy] spells it. They
+// are in the rule's order, ResolvePolicy's first, where TakeEach lists the
+// limit that decided first and the others as the rule asks them (sliding
+// logs last). All come from one snapshot of the rules: a Replace landing
+// meanwhile never mixes the old rule's limits with the new one's. It
+// decides nothing and reports nothing to the observer: with it, httplimit
+// and grpclimit name the policy of a request that will not be decided
+// among the rule's others, as they name a decided one's.
 func (s *Service) ResolvePolicies(user, api string) Limits {
 	ru := s.rules.Load().resolve(user, api)
 	out := make(Limits, 0, len(ru.limits))
