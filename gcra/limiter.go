@@ -289,7 +289,9 @@ func (l *Limiter) take(key string, n int) (hotlimit.Decision, uint64) {
 // any time the word was computed from. On an earlier reading a word that
 // another call moved on meanwhile would read as emptier by the gap, as after
 // a clock step back: fewer tokens and a later ResetAfter than the key ever
-// had.
+// had. The report judges the word as it loaded it: a call that takes between
+// the Load and the reading is not seen, so it answers the key as of the
+// Load, refilled up to the reading.
 func (l *Limiter) report(key string, n int) hotlimit.Decision {
 	w := fresh
 	if c, ok := l.cells.Peek(key); ok {

@@ -206,13 +206,15 @@ func (l *Limiter) take(key string, n int) (hotlimit.Decision, int64) {
 //
 // The clock is read after the word, as Allow's and Take's denials are:
 // every writer of the word read its clock before its CAS, so (with a clock
-// that never decreases) the reading is in the word's window or a later one,
-// and the report judges the key at one time of the call. On an earlier
-// reading a word that another call moved to a later window meanwhile would
-// read as that window seen from behind, as after a clock step back: prev
-// weighing in full, so a Remaining lower than the key had at any time of the
-// call, and a ResetAfter that runs to the key's reset from the older
-// reading, longer by the gap between the two readings.
+// that never decreases) the reading is in the word's window or a later one.
+// On an earlier reading a word that another call moved to a later window
+// meanwhile would read as that window seen from behind, as after a clock
+// step back: prev weighing in full, so a Remaining lower than the key had at
+// any time of the call, and a ResetAfter that runs to the key's reset from
+// the older reading, longer by the gap between the two readings. The report
+// judges the word as it loaded it: a call that counts between the Load and
+// the reading is not seen, so it answers the key's counts at the Load,
+// weighed at the reading.
 func (l *Limiter) report(key string, n int) hotlimit.Decision {
 	w := fresh
 	if c, ok := l.cells.Peek(key); ok {
