@@ -10,6 +10,7 @@ import (
 	"github.com/hotlimit/hotlimit"
 	"github.com/hotlimit/hotlimit/gcra"
 	"github.com/hotlimit/hotlimit/internal/limitertest"
+	"github.com/hotlimit/hotlimit/internal/models"
 )
 
 // TestDenialOnKeptReadingReadsAgain: a word that changed after the caller's
@@ -61,19 +62,13 @@ func TestDenialOnKeptReadingReadsAgain(t *testing.T) {
 // later); judged at 1 s after B's write, the key would read as empty, full
 // only 1.2 s later, which it never was.
 func TestReportNeverJudgesAWordNewerThanItsReading(t *testing.T) {
-	var c limitertest.HookClock
-	lim, err := gcra.New(5, time.Second, hotlimit.WithClock(c.Read))
-	require.NoError(t, err)
-	c.Now.Store(int64(time.Second))
-	var b bool
-	c.Hook = func() {
-		c.Now.Store(int64(2 * time.Second))
-		b = lim.Allow("k")
-	}
-	d := lim.Take("k", 0)
-	require.Nil(t, c.Hook, "the hook ran, inside the report")
-	require.True(t, b, "B at 2 s")
-	before := hotlimit.Decision{Allowed: true, Limit: 5, Remaining: 5}
-	after := hotlimit.Decision{Allowed: true, Limit: 5, Remaining: 4, ResetAfter: 200 * time.Millisecond}
-	assert.Contains(t, []hotlimit.Decision{before, after}, d, "the key before B's take at 1 s, or after it at 2 s")
+	limitertest.ReportNeverJudgesANewerWord(t, limitertest.ReportRace{
+		Limit: 5,
+		New: func(clock hotlimit.Clock) (hotlimit.Limiter, error) {
+			return gcra.New(5, time.Second, hotlimit.WithClock(clock))
+		},
+		Model:    func() limitertest.Model { return models.NewGCRA(5, 5, time.Second, 0).Take },
+		ReportAt: time.Second,
+		Other:    1, OtherAt: 2 * time.Second,
+	})
 }

@@ -60,31 +60,14 @@ func TestDenialOnKeptReadingReadsAgain(t *testing.T) {
 // left, which it never had, and its reset just after 2.5 s would be 1.6 s
 // away, a second past the time it was.
 func TestReportNeverJudgesAWordNewerThanItsReading(t *testing.T) {
-	const limit = 3
-	at := func(d time.Duration) int64 { return int64(d) }
-	for _, n := range []int{0, limit + 1, -1} {
-		var c limitertest.HookClock
-		lim, err := slidingcounter.New(limit, time.Second, hotlimit.WithClock(c.Read))
-		require.NoError(t, err)
-		m := models.NewSlidingCounter(limit, time.Second)
-		c.Now.Store(at(500 * time.Millisecond))
-		require.True(t, lim.Allow("k"))
-		require.True(t, m.Take("k", 1, at(500*time.Millisecond)).Allowed)
-
-		c.Now.Store(at(900 * time.Millisecond))
-		before := m.Take("k", n, at(900*time.Millisecond))
-		var b bool
-		c.Hook = func() {
-			c.Now.Store(at(1900 * time.Millisecond))
-			b = lim.Take("k", 2).Allowed
-		}
-		d := lim.Take("k", n)
-		require.Nil(t, c.Hook, "n = %d: the hook ran, inside the report", n)
-		require.True(t, b, "n = %d: B at 1.9 s", n)
-		require.True(t, m.Take("k", 2, at(1900*time.Millisecond)).Allowed)
-		after := m.Take("k", n, at(1900*time.Millisecond))
-		require.NotEqual(t, before, after)
-		assert.Contains(t, []hotlimit.Decision{before, after}, d,
-			"n = %d: the key before B's take at 0.9 s, or after it at 1.9 s", n)
-	}
+	limitertest.ReportNeverJudgesANewerWord(t, limitertest.ReportRace{
+		Limit: 3,
+		New: func(clock hotlimit.Clock) (hotlimit.Limiter, error) {
+			return slidingcounter.New(3, time.Second, hotlimit.WithClock(clock))
+		},
+		Model: func() limitertest.Model { return models.NewSlidingCounter(3, time.Second).Take },
+		First: 1, FirstAt: 500 * time.Millisecond,
+		ReportAt: 900 * time.Millisecond,
+		Other:    2, OtherAt: 1900 * time.Millisecond,
+	})
 }

@@ -4,9 +4,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/stretchr/testify/assert"
-	"github.com/stretchr/testify/require"
-
 	"github.com/hotlimit/hotlimit"
 	"github.com/hotlimit/hotlimit/internal/limitertest"
 	"github.com/hotlimit/hotlimit/internal/models"
@@ -27,40 +24,16 @@ import (
 // reset would be 1.3 s away, 300 ms past the time it was. (A report of a key
 // not held reads no clock, where B could land: B then comes after it.)
 func TestReportNeverJudgesAWordNewerThanItsReading(t *testing.T) {
-	const limit = 3
-	at := func(d time.Duration) int64 { return int64(d) }
-	for _, held := range []bool{true, false} {
-		for _, n := range []int{0, limit + 1, -1} {
-			var c limitertest.HookClock
-			lim, err := slidinglog.New(limit, time.Second, hotlimit.WithClock(c.Read))
-			require.NoError(t, err)
-			m := models.NewSlidingLog(limit, time.Second).Clamped(0)
-			if held {
-				c.Now.Store(at(100 * time.Millisecond))
-				require.True(t, lim.Allow("k"))
-				require.True(t, m.Take("k", 1, at(100*time.Millisecond)).Allowed)
-			}
-
-			c.Now.Store(at(500 * time.Millisecond))
-			before := m.Take("k", n, at(500*time.Millisecond))
-			var b bool
-			c.Hook = func() {
-				c.Now.Store(at(800 * time.Millisecond))
-				b = lim.Allow("k")
-			}
-			d := lim.Take("k", n)
-			if !held && c.Hook != nil {
-				// A key not held reports as fresh, reading no clock: B
-				// comes after the report.
-				c.Read()
-			}
-			require.Nil(t, c.Hook, "held %v, n = %d: the hook ran", held, n)
-			require.True(t, b, "held %v, n = %d: B at 0.8 s", held, n)
-			require.True(t, m.Take("k", 1, at(800*time.Millisecond)).Allowed)
-			after := m.Take("k", n, at(800*time.Millisecond))
-			require.NotEqual(t, before, after)
-			assert.Contains(t, []hotlimit.Decision{before, after}, d,
-				"held %v, n = %d: the key before B's take at 0.5 s, or after it at 0.8 s", held, n)
-		}
+	for _, first := range []int{1, 0} { // a key held, and one not held
+		limitertest.ReportNeverJudgesANewerWord(t, limitertest.ReportRace{
+			Limit: 3,
+			New: func(clock hotlimit.Clock) (hotlimit.Limiter, error) {
+				return slidinglog.New(3, time.Second, hotlimit.WithClock(clock))
+			},
+			Model: func() limitertest.Model { return models.NewSlidingLog(3, time.Second).Clamped(0).Take },
+			First: first, FirstAt: 100 * time.Millisecond,
+			ReportAt: 500 * time.Millisecond,
+			Other:    1, OtherAt: 800 * time.Millisecond,
+		})
 	}
 }
