@@ -88,6 +88,30 @@ func TestEndedCallSpendsNoQuota(t *testing.T) {
 	}
 }
 
+// endedBeside makes one call through svc's unary interceptor, then one
+// whose context has ended, from the same peer, and returns the events of
+// both, and call, which makes one more call under ctx and returns its
+// event.
+func endedBeside(t *testing.T, svc *service.Service) (decided, ended grpclimit.Event, call func(ctx context.Context) (grpclimit.Event, error)) {
+	t.Helper()
+	var rec recorder
+	intercept := grpclimit.UnaryServerInterceptor(svc, grpclimit.WithObserver(rec.observe))
+	handler := func(context.Context, any) (any, error) { return "ok", nil }
+	info := &grpc.UnaryServerInfo{FullMethod: unaryCall}
+	call = func(ctx context.Context) (grpclimit.Event, error) {
+		ctx = peer.NewContext(ctx, &peer.Peer{Addr: &net.TCPAddr{IP: net.IPv4(192, 0, 2, 1), Port: 1}})
+		_, err := intercept(ctx, nil, info, handler)
+		return rec.last(), err
+	}
+	decided, err := call(context.Background())
+	require.NoError(t, err)
+	gone, cancel := context.WithCancel(context.Background())
+	cancel()
+	ended, err = call(gone)
+	require.Equal(t, codes.Canceled, status.Code(err), "%v", err)
+	return decided, ended, call
+}
+
 // TestEndedCallNamesThePolicyOthersDo: under the service's burst
 // (hotlimit.WithBurst), a call that ended before its decision is reported
 // under the same Config and policy name as the calls that were decided, the
@@ -95,21 +119,7 @@ func TestEndedCallSpendsNoQuota(t *testing.T) {
 func TestEndedCallNamesThePolicyOthersDo(t *testing.T) {
 	svc, err := service.New(cfg(hotlimit.TokenBucket, 10, time.Minute), hotlimit.WithBurst(4))
 	require.NoError(t, err)
-	var rec recorder
-	intercept := grpclimit.UnaryServerInterceptor(svc, grpclimit.WithObserver(rec.observe))
-	handler := func(context.Context, any) (any, error) { return "ok", nil }
-	info := &grpc.UnaryServerInfo{FullMethod: unaryCall}
-	peerCtx := func(ctx context.Context) context.Context {
-		return peer.NewContext(ctx, &peer.Peer{Addr: &net.TCPAddr{IP: net.IPv4(192, 0, 2, 1), Port: 1}})
-	}
-	_, err = intercept(peerCtx(context.Background()), nil, info, handler)
-	require.NoError(t, err)
-	decided := rec.last()
-	ended, cancel := context.WithCancel(context.Background())
-	cancel()
-	_, err = intercept(peerCtx(ended), nil, info, handler)
-	require.Equal(t, codes.Canceled, status.Code(err), "%v", err)
-	ev := rec.last()
+	decided, ev, _ := endedBeside(t, svc)
 	assert.Equal(t, 4, decided.Config.Burst, "a decided call: the service's burst")
 	assert.Equal(t, decided.Config, ev.Config, "the ended call names the same limit")
 	assert.Equal(t, decided.Policy, ev.Policy)
@@ -124,21 +134,7 @@ func TestEndedCallNamesNoShadowLimit(t *testing.T) {
 	shadow.Shadow = true
 	svc, err := service.NewFromRules(service.Rules{Default: service.Limits{shadow, cfg(hotlimit.TokenBucket, 10, time.Minute)}})
 	require.NoError(t, err)
-	var rec recorder
-	intercept := grpclimit.UnaryServerInterceptor(svc, grpclimit.WithObserver(rec.observe))
-	handler := func(context.Context, any) (any, error) { return "ok", nil }
-	info := &grpc.UnaryServerInfo{FullMethod: unaryCall}
-	peerCtx := func(ctx context.Context) context.Context {
-		return peer.NewContext(ctx, &peer.Peer{Addr: &net.TCPAddr{IP: net.IPv4(192, 0, 2, 1), Port: 1}})
-	}
-	_, err = intercept(peerCtx(context.Background()), nil, info, handler)
-	require.NoError(t, err)
-	decided := rec.last()
-	ended, cancel := context.WithCancel(context.Background())
-	cancel()
-	_, err = intercept(peerCtx(ended), nil, info, handler)
-	require.Equal(t, codes.Canceled, status.Code(err), "%v", err)
-	ev := rec.last()
+	decided, ev, _ := endedBeside(t, svc)
 	assert.False(t, decided.Config.Shadow, "a decided call: the limit enforced")
 	assert.Equal(t, decided.Config, ev.Config, "the ended call names the same limit")
 	assert.Equal(t, decided.Policy, ev.Policy)
@@ -157,30 +153,16 @@ func TestEndedCallNamesItsLimitAmongTheRules(t *testing.T) {
 	svc, err := service.NewFromRules(rules,
 		hotlimit.WithFactory(func(hotlimit.Config, ...hotlimit.Option) (hotlimit.Limiter, error) { return lim, nil }))
 	require.NoError(t, err)
-	var rec recorder
-	intercept := grpclimit.UnaryServerInterceptor(svc, grpclimit.WithObserver(rec.observe))
-	handler := func(context.Context, any) (any, error) { return "ok", nil }
-	info := &grpc.UnaryServerInfo{FullMethod: unaryCall}
-	peerCtx := func(ctx context.Context) context.Context {
-		return peer.NewContext(ctx, &peer.Peer{Addr: &net.TCPAddr{IP: net.IPv4(192, 0, 2, 1), Port: 1}})
-	}
-	_, err = intercept(peerCtx(context.Background()), nil, info, handler)
-	require.NoError(t, err)
-	decided := rec.last()
+	decided, before, call := endedBeside(t, svc)
 	require.Equal(t, user, decided.Config)
 	require.Equal(t, "fixedwindow-10-1m-user", decided.Policy)
 
-	ended, cancel := context.WithCancel(context.Background())
-	cancel()
-	_, err = intercept(peerCtx(ended), nil, info, handler)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	lim.Cancel = cancel
+	during, err := call(ctx)
 	require.Equal(t, codes.Canceled, status.Code(err), "%v", err)
-	before := rec.last()
-	during, cancelDuring := context.WithCancel(context.Background())
-	defer cancelDuring()
-	lim.Cancel = cancelDuring
-	_, err = intercept(peerCtx(during), nil, info, handler)
-	require.Equal(t, codes.Canceled, status.Code(err), "%v", err)
-	for when, ev := range map[string]grpclimit.Event{"before its decision": before, "during its decision": rec.last()} {
+	for when, ev := range map[string]grpclimit.Event{"before its decision": before, "during its decision": during} {
 		require.Error(t, ev.Err, when)
 		assert.Equal(t, decided.Config, ev.Config, when)
 		assert.Equal(t, decided.Policy, ev.Policy, when)
