@@ -155,6 +155,28 @@ func TestEndedRequestSpendsNoQuota(t *testing.T) {
 	}
 }
 
+// endedBeside serves one request through svc's middleware, then one whose
+// context has ended, from the same client, and returns the events of both,
+// and serveCtx, which serves one more under ctx and returns its status and
+// event.
+func endedBeside(t *testing.T, svc *service.Service) (decided, ended httplimit.Event, serveCtx func(ctx context.Context) (int, httplimit.Event)) {
+	t.Helper()
+	var last httplimit.Event
+	h := httplimit.New(svc, httplimit.WithObserver(func(e httplimit.Event) { last = e }))(ok)
+	serveCtx = func(ctx context.Context) (int, httplimit.Event) {
+		last = httplimit.Event{}
+		code := serve(h, get("/", "192.0.2.1:1").WithContext(ctx)).Code
+		return code, last
+	}
+	code, decided := serveCtx(context.Background())
+	require.Equal(t, http.StatusOK, code)
+	gone, cancel := context.WithCancel(context.Background())
+	cancel()
+	code, ended = serveCtx(gone)
+	require.Equal(t, http.StatusServiceUnavailable, code)
+	return decided, ended, serveCtx
+}
+
 // TestEndedRequestNamesThePolicyOthersDo: under the service's burst
 // (hotlimit.WithBurst), a request that ended before its decision is
 // reported under the same Config and policy name as the requests that were
@@ -163,16 +185,10 @@ func TestEndedRequestSpendsNoQuota(t *testing.T) {
 func TestEndedRequestNamesThePolicyOthersDo(t *testing.T) {
 	svc, err := service.New(cfg(hotlimit.TokenBucket, 10, time.Minute), hotlimit.WithBurst(4))
 	require.NoError(t, err)
-	var events []httplimit.Event
-	h := httplimit.New(svc, httplimit.WithObserver(func(e httplimit.Event) { events = append(events, e) }))(ok)
-	require.Equal(t, http.StatusOK, serve(h, get("/", "192.0.2.1:1")).Code)
-	ended, cancel := context.WithCancel(context.Background())
-	cancel()
-	require.Equal(t, http.StatusServiceUnavailable, serve(h, get("/", "192.0.2.1:1").WithContext(ended)).Code)
-	require.Len(t, events, 2)
-	assert.Equal(t, 4, events[0].Config.Burst, "a decided request: the service's burst")
-	assert.Equal(t, events[0].Config, events[1].Config, "the ended request names the same limit")
-	assert.Equal(t, events[0].Policy, events[1].Policy)
+	decided, ended, _ := endedBeside(t, svc)
+	assert.Equal(t, 4, decided.Config.Burst, "a decided request: the service's burst")
+	assert.Equal(t, decided.Config, ended.Config, "the ended request names the same limit")
+	assert.Equal(t, decided.Policy, ended.Policy)
 }
 
 // TestEndedRequestNamesNoShadowLimit: under a rule whose first limit is in
@@ -184,16 +200,10 @@ func TestEndedRequestNamesNoShadowLimit(t *testing.T) {
 	shadow.Shadow = true
 	svc, err := service.NewFromRules(service.Rules{Default: service.Limits{shadow, cfg(hotlimit.TokenBucket, 10, time.Minute)}})
 	require.NoError(t, err)
-	var events []httplimit.Event
-	h := httplimit.New(svc, httplimit.WithObserver(func(e httplimit.Event) { events = append(events, e) }))(ok)
-	require.Equal(t, http.StatusOK, serve(h, get("/", "192.0.2.1:1")).Code)
-	ended, cancel := context.WithCancel(context.Background())
-	cancel()
-	require.Equal(t, http.StatusServiceUnavailable, serve(h, get("/", "192.0.2.1:1").WithContext(ended)).Code)
-	require.Len(t, events, 2)
-	assert.False(t, events[0].Config.Shadow, "a decided request: the limit enforced")
-	assert.Equal(t, events[0].Config, events[1].Config, "the ended request names the same limit")
-	assert.Equal(t, events[0].Policy, events[1].Policy)
+	decided, ended, _ := endedBeside(t, svc)
+	assert.False(t, decided.Config.Shadow, "a decided request: the limit enforced")
+	assert.Equal(t, decided.Config, ended.Config, "the ended request names the same limit")
+	assert.Equal(t, decided.Policy, ended.Policy)
 }
 
 // TestEndedRequestNamesItsLimitAmongTheRules: under a rule of two limits
@@ -209,29 +219,19 @@ func TestEndedRequestNamesItsLimitAmongTheRules(t *testing.T) {
 	svc, err := service.NewFromRules(rules,
 		hotlimit.WithFactory(func(hotlimit.Config, ...hotlimit.Option) (hotlimit.Limiter, error) { return lim, nil }))
 	require.NoError(t, err)
-	var events []httplimit.Event
-	h := httplimit.New(svc, httplimit.WithObserver(func(e httplimit.Event) { events = append(events, e) }))(ok)
-	require.Equal(t, http.StatusOK, serve(h, get("/", "192.0.2.1:1")).Code)
-	require.Len(t, events, 1)
-	decided := events[0]
+	decided, before, serveCtx := endedBeside(t, svc)
 	require.Equal(t, user, decided.Config)
 	require.Equal(t, "fixedwindow-10-1m-user", decided.Policy)
 
-	ended, cancel := context.WithCancel(context.Background())
-	cancel()
-	require.Equal(t, http.StatusServiceUnavailable, serve(h, get("/", "192.0.2.1:1").WithContext(ended)).Code)
-	during, cancelDuring := context.WithCancel(context.Background())
-	defer cancelDuring()
-	lim.Cancel = cancelDuring
-	require.Equal(t, http.StatusServiceUnavailable, serve(h, get("/", "192.0.2.1:1").WithContext(during)).Code)
-	require.Len(t, events, 3)
-	for i, when := range []string{1: "before its decision", 2: "during its decision"} {
-		if i == 0 {
-			continue
-		}
-		require.Error(t, events[i].Err, when)
-		assert.Equal(t, decided.Config, events[i].Config, when)
-		assert.Equal(t, decided.Policy, events[i].Policy, when)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	lim.Cancel = cancel
+	code, during := serveCtx(ctx)
+	require.Equal(t, http.StatusServiceUnavailable, code)
+	for when, ev := range map[string]httplimit.Event{"before its decision": before, "during its decision": during} {
+		require.Error(t, ev.Err, when)
+		assert.Equal(t, decided.Config, ev.Config, when)
+		assert.Equal(t, decided.Policy, ev.Policy, when)
 	}
 }
 
