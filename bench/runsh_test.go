@@ -31,13 +31,10 @@ exit 0
 // other step's.
 func TestRunSummaryShowsTheFailingHotKeyStep(t *testing.T) {
 	dir := t.TempDir()
-	out, err := runWithFakeGo(t, dir, fakeGo)
-	require.Error(t, err, "run.sh exits 1 on a failed step:\n%s", out)
-	summary, err := os.ReadFile(filepath.Join(dir, "out", "summary.txt"))
-	require.NoError(t, err)
-	assert.Contains(t, string(summary), "FAILED: see ")
-	assert.Contains(t, string(summary), "hotkey-raw.txt", "the FAILED line names the file")
-	assert.Contains(t, string(summary), "--- FAIL: BenchmarkHotKeyRatio/impl=tokenbucket/hit=allow")
+	summary := failedSummary(t, dir, filepath.Join(dir, "out"), fakeGo)
+	assert.Contains(t, summary, "FAILED: see ")
+	assert.Contains(t, summary, "hotkey-raw.txt", "the FAILED line names the file")
+	assert.Contains(t, summary, "--- FAIL: BenchmarkHotKeyRatio/impl=tokenbucket/hit=allow")
 }
 
 // loggingGo stands in for the go command in TestRunTimesTheImplementationsInRounds:
@@ -105,6 +102,26 @@ func runWithFakeGo(t *testing.T, dir, fake string, env ...string) ([]byte, error
 	return cmd.CombinedOutput()
 }
 
+// failedSummary runs run.sh in dir with the fake go command, as
+// runWithFakeGo does, requires it to fail, and returns the summary it wrote
+// in out, its output directory.
+func failedSummary(t *testing.T, dir, out, fake string, env ...string) string {
+	t.Helper()
+	log, err := runWithFakeGo(t, dir, fake, env...)
+	require.Error(t, err, "run.sh exits 1 on a failed step:\n%s", log)
+	summary, err := os.ReadFile(filepath.Join(out, "summary.txt"))
+	require.NoError(t, err)
+	return string(summary)
+}
+
+// failedSection returns what follows summary's "FAILED: see " line.
+func failedSection(t *testing.T, summary string) string {
+	t.Helper()
+	_, failed, ok := strings.Cut(summary, "\nFAILED: see ")
+	require.True(t, ok, "a FAILED section in:\n%s", summary)
+	return failed
+}
+
 // failingStepsGo stands in for the go command in
 // TestRunSummaryShowsNoResultsOfAnEarlierRun: cmd/memory, cmd/flood and
 // cmd/chart fail before writing their files, every other command succeeds at
@@ -143,13 +160,10 @@ func TestRunSummaryShowsNoResultsOfAnEarlierRun(t *testing.T) {
 	for name, text := range earlier {
 		require.NoError(t, os.WriteFile(filepath.Join(out, name), []byte(text), 0o644))
 	}
-	log, err := runWithFakeGo(t, dir, failingStepsGo)
-	require.Error(t, err, "run.sh exits 1 on a failed step:\n%s", log)
-	summary, err := os.ReadFile(filepath.Join(out, "summary.txt"))
-	require.NoError(t, err)
-	assert.NotContains(t, string(summary), "EARLIER RUN", "the summary shows an earlier run's numbers")
-	assert.Contains(t, string(summary), "FAILED: see ")
-	assert.Contains(t, string(summary), "chart: none, cmd/chart failed", "the summary names no chart")
+	summary := failedSummary(t, dir, out, failingStepsGo)
+	assert.NotContains(t, summary, "EARLIER RUN", "the summary shows an earlier run's numbers")
+	assert.Contains(t, summary, "FAILED: see ")
+	assert.Contains(t, summary, "chart: none, cmd/chart failed", "the summary names no chart")
 	for name := range earlier {
 		assert.NoFileExists(t, filepath.Join(out, name), "a failed step leaves an earlier run's %s", name)
 	}
@@ -189,12 +203,9 @@ exit 0
 // line in the summary must say that it failed, not "0 failures".
 func TestRunSummarySaysTheCrossCheckFailed(t *testing.T) {
 	dir := t.TempDir()
-	log, err := runWithFakeGo(t, dir, buildFailGo)
-	require.Error(t, err, "run.sh exits 1 on a failed step:\n%s", log)
-	summary, err := os.ReadFile(filepath.Join(dir, "out", "summary.txt"))
-	require.NoError(t, err)
+	summary := failedSummary(t, dir, filepath.Join(dir, "out"), buildFailGo)
 	line := ""
-	for l := range strings.SplitSeq(string(summary), "\n") {
+	for l := range strings.SplitSeq(summary, "\n") {
 		if strings.HasPrefix(l, "cross-check") {
 			line = l
 		}
@@ -209,12 +220,8 @@ func TestRunSummarySaysTheCrossCheckFailed(t *testing.T) {
 // does for a failed test: the compiler's or the go command's error.
 func TestRunSummaryQuotesBuildFailures(t *testing.T) {
 	dir := t.TempDir()
-	log, err := runWithFakeGo(t, dir, buildFailGo)
-	require.Error(t, err, "run.sh exits 1 on a failed step:\n%s", log)
-	summary, err := os.ReadFile(filepath.Join(dir, "out", "summary.txt"))
-	require.NoError(t, err)
-	_, failed, ok := strings.Cut(string(summary), "\nFAILED: see ")
-	require.True(t, ok, "a FAILED section in:\n%s", summary)
+	summary := failedSummary(t, dir, filepath.Join(dir, "out"), buildFailGo)
+	failed := failedSection(t, summary)
 	assert.Contains(t, failed, "./crosscheck_test.go:9:2: undefined: frozenClock")
 	assert.Contains(t, failed, "internal/impl/peers.go:9:2: module lookup disabled by GOPROXY=off")
 	assert.Contains(t, failed, "go: updates to go.mod needed")
@@ -231,13 +238,9 @@ func TestRunSummaryQuotesNoRedisFailureOfAnEarlierRun(t *testing.T) {
 	require.NoError(t, os.MkdirAll(out, 0o755))
 	require.NoError(t, os.WriteFile(filepath.Join(out, "redis-raw.txt"),
 		[]byte("--- FAIL: BenchmarkRedis/g=1/impl=redislimit\n    redis_test.go:1: EARLIER RUN\n"), 0o644))
-	log, err := runWithFakeGo(t, dir, buildFailGo, "REDIS=auto", "PATH="+pathWithout(t, "redis-server", "redis-benchmark"))
-	require.Error(t, err, "run.sh exits 1 on a failed step:\n%s", log)
-	summary, err := os.ReadFile(filepath.Join(out, "summary.txt"))
-	require.NoError(t, err)
-	require.Contains(t, string(summary), "Redis benchmarks skipped: redis-server redis-benchmark not found", "the Redis part was skipped")
-	_, failed, ok := strings.Cut(string(summary), "\nFAILED: see ")
-	require.True(t, ok, "a FAILED section in:\n%s", summary)
+	summary := failedSummary(t, dir, out, buildFailGo, "REDIS=auto", "PATH="+pathWithout(t, "redis-server", "redis-benchmark"))
+	require.Contains(t, summary, "Redis benchmarks skipped: redis-server redis-benchmark not found", "the Redis part was skipped")
+	failed := failedSection(t, summary)
 	assert.NotContains(t, failed, "EARLIER RUN")
 	assert.NotContains(t, failed, "redis-raw.txt")
 }
@@ -291,12 +294,8 @@ exit 0
 // of a memory table that went well is no error.
 func TestRunSummaryQuotesOnlyTheStepsThatFailed(t *testing.T) {
 	dir := t.TempDir()
-	log, err := runWithFakeGo(t, dir, memoryOKGo)
-	require.Error(t, err, "run.sh exits 1 on a failed step:\n%s", log)
-	summary, err := os.ReadFile(filepath.Join(dir, "out", "summary.txt"))
-	require.NoError(t, err)
-	_, failed, ok := strings.Cut(string(summary), "\nFAILED: see ")
-	require.True(t, ok, "a FAILED section in:\n%s", summary)
+	summary := failedSummary(t, dir, filepath.Join(dir, "out"), memoryOKGo)
+	failed := failedSection(t, summary)
 	assert.Contains(t, failed, "--- FAIL: BenchmarkHotKeyRatio/impl=tokenbucket/hit=allow")
 	assert.NotContains(t, failed, "memory: 1000 keys")
 	assert.NotContains(t, failed, "this line is no error")
@@ -323,12 +322,8 @@ exit 0
 // results/).
 func TestRunFailsWhenATableDoesNotPrint(t *testing.T) {
 	dir := t.TempDir()
-	log, err := runWithFakeGo(t, dir, noBenchstatGo)
-	require.Error(t, err, "run.sh exits 1 when a table did not print:\n%s", log)
-	summary, err := os.ReadFile(filepath.Join(dir, "out", "summary.txt"))
-	require.NoError(t, err)
-	_, failed, ok := strings.Cut(string(summary), "\nFAILED: see ")
-	require.True(t, ok, "a FAILED section in:\n%s", summary)
+	summary := failedSummary(t, dir, filepath.Join(dir, "out"), noBenchstatGo)
+	failed := failedSection(t, summary)
 	assert.Contains(t, failed, "go tool benchstat")
 	assert.Contains(t, failed, "latest.txt")
 	latest, err := os.ReadFile(filepath.Join(dir, "out", "latest.txt"))
@@ -380,9 +375,6 @@ exit 0
 // "--- FAIL" line as one more.
 func TestRunSummaryCountsTheCrossCheckFailures(t *testing.T) {
 	dir := t.TempDir()
-	log, err := runWithFakeGo(t, dir, crossFailGo)
-	require.Error(t, err, "run.sh exits 1 on a failed step:\n%s", log)
-	summary, err := os.ReadFile(filepath.Join(dir, "out", "summary.txt"))
-	require.NoError(t, err)
-	assert.Contains(t, string(summary), "cross-check (frozen clock, N goroutines on new keys): FAILED, failed tests: 1;")
+	summary := failedSummary(t, dir, filepath.Join(dir, "out"), crossFailGo)
+	assert.Contains(t, summary, "cross-check (frozen clock, N goroutines on new keys): FAILED, failed tests: 1;")
 }
