@@ -590,6 +590,12 @@ func run(ctx context.Context, args []string, stderr io.Writer, ready func(grpcAd
 	if err != nil {
 		return fmt.Errorf("-grpc: %w", err)
 	}
+	// The servers close their listeners when they stop, but only those they
+	// have begun to serve: a server stopped before its goroutine reached
+	// Serve would leave its address accepting connections until then, after
+	// run returned. So run closes both itself on its way out (a second
+	// Close is harmless).
+	defer func() { _ = glis.Close() }()
 	var draining atomic.Bool
 	var hsrv *http.Server
 	var hlisAddr string
@@ -614,9 +620,9 @@ func run(ctx context.Context, args []string, stderr io.Writer, ready func(grpcAd
 		mux.Handle("GET /metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{}))
 		hlis, err := listen("tcp", f.httpAddr)
 		if err != nil {
-			_ = glis.Close()
 			return fmt.Errorf("-http: %w", err)
 		}
+		defer func() { _ = hlis.Close() }()
 		hlisAddr = hlis.Addr().String()
 		hsrv = &http.Server{
 			Handler:           mux,
