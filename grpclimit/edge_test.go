@@ -125,6 +125,21 @@ func TestEndedCallNamesThePolicyOthersDo(t *testing.T) {
 	assert.Equal(t, decided.Policy, ev.Policy)
 }
 
+// TestEndedCallReportsTheLimitOthersDo: a call that ended before its
+// decision reports the Decision.Limit of the decided calls: the rule's
+// limit, and math.MaxInt under an allow-list rule (Unlimited), whose Config
+// has no Limit.
+func TestEndedCallReportsTheLimitOthersDo(t *testing.T) {
+	for _, c := range []hotlimit.Config{cfg(hotlimit.TokenBucket, 10, time.Minute), {Algorithm: hotlimit.Unlimited}} {
+		svc, err := service.New(c)
+		require.NoError(t, err)
+		decided, ended, _ := endedBeside(t, svc)
+		assert.Equal(t, decided.Decision.Limit, ended.Decision.Limit, "%v", c)
+		assert.False(t, ended.Decision.Allowed, "%v", c)
+		assert.Zero(t, ended.Decision.Remaining, "%v", c)
+	}
+}
+
 // TestEndedCallNamesNoShadowLimit: under a rule whose first limit is in
 // shadow mode, a call that ended before its decision names the limit the
 // decided calls name, the first one enforced, not the shadow limit, which

@@ -136,7 +136,7 @@ func (l *limiter) decide(ctx context.Context, method string, req any, message bo
 // of ctxErr, the context's error.
 func (l *limiter) ended(v *verdict, c hotlimit.Config, policy string, err, ctxErr error) {
 	v.policy, v.others = nil, nil
-	v.e.Config, v.e.Policy, v.e.Decision, v.e.Err = c, policy, hotlimit.Decision{Limit: c.Limit}, err
+	v.e.Config, v.e.Policy, v.e.Decision, v.e.Err = c, policy, transport.EndedDecision(c), err
 	v.e.Unavailable = false
 	v.err = status.FromContextError(ctxErr).Err()
 }

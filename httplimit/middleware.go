@@ -285,7 +285,7 @@ func (h *handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 // c is named policy, as the rule's decided requests name it.
 func (h *handler) ended(w http.ResponseWriter, r *http.Request, user, api string, c hotlimit.Config, policy string, err error) {
 	e := Event{Request: r, User: user, API: api, Config: c, Policy: policy,
-		Decision: hotlimit.Decision{Limit: c.Limit}, Err: err}
+		Decision: transport.EndedDecision(c), Err: err}
 	if h.opts.observe != nil {
 		h.opts.observe(e)
 	}

@@ -3,6 +3,9 @@ package transport
 import (
 	"context"
 	"errors"
+	"math"
+
+	"github.com/hotlimit/hotlimit"
 )
 
 // Ended returns the context error that err wraps, context.Canceled or
@@ -25,4 +28,16 @@ func Ended(err error) error {
 		return context.DeadlineExceeded
 	}
 	return nil
+}
+
+// EndedDecision is the Decision an observer sees for a request that ended
+// before a limiter decided for it under c: nothing allowed, nothing
+// remaining, and the Limit a decision of c reports, math.MaxInt for
+// [hotlimit.Unlimited] (whose Config has no Limit), so that an observer
+// keyed on it sees one value per rule whether or not the client left.
+func EndedDecision(c hotlimit.Config) hotlimit.Decision {
+	if c.Algorithm == hotlimit.Unlimited {
+		return hotlimit.Decision{Limit: math.MaxInt}
+	}
+	return hotlimit.Decision{Limit: c.Limit}
 }
