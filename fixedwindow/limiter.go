@@ -192,26 +192,41 @@ func (l *Limiter) take(key string, n int) (hotlimit.Decision, int64) {
 // and so does a dead cell (swept, or emptied by a refund): the key's next
 // cell is fresh.
 //
-// The clock is read after the word, unlike in Allow and Take: every writer
-// of the word read its clock before its CAS, so (with a clock that never
-// decreases) the reading is in the word's window or a later one. On an
-// earlier reading a word that another call moved to a later window
-// meanwhile would read as that window seen from behind, as after a clock
-// step back: its count, but a ResetAfter up to that window's end, up to two
-// windows, where the key reset at most one window after the reading. The
-// report judges the word as it loaded it: a call that counts between the
-// Load and the reading is not seen. So it answers the key's count at a
-// time between the two (its count at the Load, or zero at a later window's
-// start), with ResetAfter measured from the reading: shorter than the key's
-// at that time by at most the gap.
+// The clock is read between two loads of the word, unlike in Allow and
+// Take, and the report judges the word only when both loads saw it: it was
+// the key's state at the reading. Every writer of the word read its clock
+// before its CAS, so (with a clock that never decreases) the reading is in
+// the word's window or a later one. Loaded only after the reading, a word
+// that another call moved to a later window meanwhile would read as that
+// window seen from behind, as after a clock step back: its count, but a
+// ResetAfter up to that window's end, up to two windows, where the key
+// reset at most one window after the reading. Loaded only before it, a
+// word that another call counted on meanwhile would miss that count. While
+// the loads differ, the report starts over from the lookup, since the write
+// may be a sweep's kill or a refund's, after which the key lives in another
+// cell: it retries only as often as writes land on the key inside its own
+// clock readings. (A take and the refund that undoes it, both between the
+// loads, leave the word as it was: the report judges it as if neither had
+// landed.)
 func (l *Limiter) report(key string, n int) hotlimit.Decision {
-	w := fresh
-	if c, ok := l.cells.Peek(key); ok {
-		if w = c.word.Load(); w == packed.WindowDead {
-			w = fresh // evicted: its replacement, if any, is fresh
+	var w uint64
+	var now int64
+	for {
+		c, held := l.cells.Peek(key)
+		if !held {
+			w, now = fresh, l.clock()
+			break
+		}
+		w = c.word.Load()
+		now = l.clock()
+		if w == packed.WindowDead {
+			w = fresh // evicted at the Load: its replacement, if any, is fresh
+			break
+		}
+		if c.word.Load() == w {
+			break
 		}
 	}
-	now := l.clock()
 	cur, rem := l.index(now)
 	_, count, behind := advance(w, cur)
 	d := l.decision(now, count, behind, rem)

@@ -72,3 +72,22 @@ func TestReportNeverJudgesAWordNewerThanItsReading(t *testing.T) {
 		Other:    1, OtherAt: 2 * time.Second,
 	})
 }
+
+// TestReportSeesAWriteBeforeItsReading: Take(key, 0) must not judge the
+// word it loaded at a clock reading that a write landing in between
+// precedes. At 5 per second, a key that took 3 at 0 is asked for its state
+// at 300 ms; between the report's load and its reading, B takes one at
+// 100 ms. The key then has 2 left at 300 ms; the word loaded before B,
+// judged at 300 ms, reads 3, a state the key never had.
+func TestReportSeesAWriteBeforeItsReading(t *testing.T) {
+	limitertest.ReportSeesAWriteBeforeItsReading(t, limitertest.ReportRace{
+		Limit: 5,
+		New: func(clock hotlimit.Clock) (hotlimit.Limiter, error) {
+			return gcra.New(5, time.Second, hotlimit.WithClock(clock))
+		},
+		Model: func() limitertest.Model { return models.NewGCRA(5, 5, time.Second, 0).Take },
+		First: 3, FirstAt: 0,
+		ReportAt: 300 * time.Millisecond,
+		Other:    1, OtherAt: 100 * time.Millisecond,
+	})
+}

@@ -284,22 +284,40 @@ func (l *Limiter) take(key string, n int) (hotlimit.Decision, uint64) {
 // report is Take for n == 0, n > burst and n < 0: it reads key's state and
 // changes nothing, not even inserting key. A missing key reports as fresh.
 //
-// The clock is read after the word, as Allow's denials are: every writer of
-// the word read its clock before its CAS, so the reading is no earlier than
-// any time the word was computed from. On an earlier reading a word that
-// another call moved on meanwhile would read as emptier by the gap, as after
-// a clock step back: fewer tokens and a later ResetAfter than the key ever
-// had. The report judges the word as it loaded it: a call that takes between
-// the Load and the reading is not seen, so it answers the key as of the
-// Load, refilled up to the reading.
+// The clock is read between two loads of the word, and the report judges
+// the word only when both loads saw it: it was the key's state at the
+// reading. Every writer of the word read its clock before its CAS, so the
+// reading is no earlier than any time the word was computed from. Loaded
+// only after the reading, a word that another call moved on meanwhile would
+// read as emptier by the gap, as after a clock step back: fewer tokens and
+// a later ResetAfter than the key ever had. Loaded only before it, a word
+// that another call moved on meanwhile would be refilled up to the reading
+// as if no one had taken. While the loads differ, the report starts over
+// from the lookup, since the write may be a sweep's kill, after which the
+// key lives in another cell: it retries only as often as writes land on
+// the key inside its own clock readings. (A take and the refund that undoes it,
+// both between the loads, leave the word as it was: the report judges it
+// as if neither had landed.)
 func (l *Limiter) report(key string, n int) hotlimit.Decision {
-	w := fresh
-	if c, ok := l.cells.Peek(key); ok {
-		if w = c.word.Load(); w == dead {
-			w = fresh // evicted: its replacement, if any, is fresh
+	var w uint64
+	var s, ns, lag uint64
+	for {
+		c, held := l.cells.Peek(key)
+		if !held {
+			w = fresh
+			s, ns, lag = l.now()
+			break
+		}
+		w = c.word.Load()
+		s, ns, lag = l.now()
+		if w == dead {
+			w = fresh // evicted at the Load: its replacement, if any, is fresh
+			break
+		}
+		if c.word.Load() == w {
+			break
 		}
 	}
-	s, ns, lag := l.now()
 	d := l.decision(w, s, ns, lag)
 	if n == 0 {
 		d.Allowed = true

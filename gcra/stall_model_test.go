@@ -120,12 +120,19 @@ func (r *stallRun) call(stall bool, msg string) {
 			}
 		}
 		r.model.Sweep(t0)
-	case p < 4: // a report: it changes nothing, and answers at its reading, before the calls inside its stall
+	case p < 4:
+		// A report changes nothing. It answers at its reading, before
+		// the calls inside its stall; or, when one of them wrote the key
+		// between its two loads of the word, it starts over after them,
+		// at its last reading.
 		n := []int{0, -1, r.burst + 1}[r.rng.IntN(3)]
 		var want hotlimit.Decision
 		r.clock.Hook = hookBefore(func() { want = r.model.Take(key, n, r.clock.Now.Load()) })
 		d := r.lim.Take(key, n)
 		r.clock.Hook = nil
+		if r.reads-reads-nested > 1 {
+			want = r.model.Take(key, n, r.decided(t0, r.reads-reads, nested))
+		}
 		assert.Equal(r.t, want, d, "%s: report Take(%q, %d) at %d", msg, key, n, t0-r.epoch)
 	case p < 7:
 		if len(r.receipts) == 0 {

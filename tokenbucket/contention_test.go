@@ -33,3 +33,22 @@ func TestReportNeverJudgesAWordNewerThanItsReading(t *testing.T) {
 		Other:    1, OtherAt: 500 * time.Millisecond,
 	})
 }
+
+// TestReportSeesAWriteBeforeItsReading: Take(key, 0) must not judge the
+// word it loaded at a clock reading that a write landing in between
+// precedes. At 5 per second, a key that took 3 tokens at 0 is asked for its
+// state at 500 ms; between the report's load and its reading, B takes a
+// token at 200 ms. The key then holds 3.5 tokens at 500 ms; the word loaded
+// before B, judged at 500 ms, reads 4.5, a state the key never had.
+func TestReportSeesAWriteBeforeItsReading(t *testing.T) {
+	limitertest.ReportSeesAWriteBeforeItsReading(t, limitertest.ReportRace{
+		Limit: 5,
+		New: func(clock hotlimit.Clock) (hotlimit.Limiter, error) {
+			return tokenbucket.New(5, time.Second, hotlimit.WithClock(clock))
+		},
+		Model: func() limitertest.Model { return models.NewTokenBucket(5, 5, time.Second, 0).Take },
+		First: 3, FirstAt: 0,
+		ReportAt: 500 * time.Millisecond,
+		Other:    1, OtherAt: 200 * time.Millisecond,
+	})
+}

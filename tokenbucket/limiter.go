@@ -345,39 +345,49 @@ func (l *Limiter) take(key string, n int) (hotlimit.Decision, uint64) {
 // only when a sweep completed between its two loads of the generation, before
 // the word and after the clock reading (see guard.go).
 //
-// The clock is read after the word: every writer of the word read its clock
-// before its CAS, so (with a clock that never goes back) the reading is no
-// earlier than the time the word was refilled to. On an earlier reading a
-// word that another call moved on meanwhile would have its timestamp ahead
-// of the reading, as after a clock step back: the same tokens, but a
-// ResetAfter longer by the gap than the key ever had. The report judges the
-// word as it loaded it: a write that lands between the Load and the reading
-// is not seen, and the word is refilled up to the reading as if none had.
-// Then it answers the key as of its Load, refilled over that gap: Remaining
-// higher by at most the tokens the gap refills, ResetAfter shorter by at
-// most the gap.
+// The clock is read between two loads of the word, and the report judges
+// the word only when both loads saw it: it was the key's state at the
+// reading. Every writer of the word read its clock before its CAS, so (with
+// a clock that never goes back) the reading is no earlier than the time the
+// word was refilled to. Loaded only after the reading, a word that another
+// call moved on meanwhile would have its timestamp ahead of the reading, as
+// after a clock step back: the same tokens, but a ResetAfter longer by the
+// gap than the key ever had. Loaded only before it, a word that another
+// call moved on meanwhile would be refilled up to the reading as if no one
+// had taken: more tokens and a shorter ResetAfter than the key had. While
+// the loads differ (a write landed between them), the report starts over
+// from the lookup, since the write may be a sweep's kill, after which the
+// key lives in another cell: it retries only as often as writes land on
+// the key inside its own clock readings. (A take and the refund that undoes it,
+// both between the loads, leave the word as it was: the report judges it
+// as if neither had landed.)
 //
 // The wrap guard still needs the word read under the generation the reading
-// is checked against, with swept unchanged across the Load: the generation
-// is loaded before the word, and read loads it again after the clock
-// reading; while the two differ (a sweep completed meanwhile), the word is
-// loaded again under the newer one, and the clock read again.
+// is checked against, with swept unchanged across the loads: the generation
+// is loaded before the first load, and read loads it again after the clock
+// reading; while the two differ (a sweep completed meanwhile), the report
+// starts over.
 func (l *Limiter) report(key string, n int) hotlimit.Decision {
-	w := l.fresh
-	c, held := l.cells.Peek(key)
-	var gen int64
-	if held {
-		gen = l.swept.Load()
+	var w uint64
+	var t, lag uint64
+	for {
+		c, held := l.cells.Peek(key)
+		if !held {
+			w = l.fresh
+			t, _, lag = l.read()
+			break
+		}
+		gen := l.swept.Load()
 		w = c.word.Load()
-	}
-	t, g, lag := l.read()
-	for held && g != gen {
-		gen = g
-		w = c.word.Load()
+		var g int64
 		t, g, lag = l.read()
-	}
-	if w == packed.BucketDead {
-		w = l.fresh
+		if w == packed.BucketDead {
+			w = l.fresh // killed at the Load: the key's next cell is fresh
+			break
+		}
+		if g == gen && c.word.Load() == w {
+			break
+		}
 	}
 	now, rem := l.b.Units(t)
 	tokens, last := l.b.Unpack(w)

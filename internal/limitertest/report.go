@@ -71,3 +71,43 @@ func ReportNeverJudgesANewerWord(t *testing.T, r ReportRace) {
 			"n = %d: the key before B's take at %v, or after it at %v", n, r.ReportAt, r.OtherAt)
 	}
 }
+
+// ReportSeesAWriteBeforeItsReading forces a take between a report's load of
+// the key's state and its clock reading: the report (Take(key, n) for n = 0,
+// Limit + 1 and -1) reads the clock at ReportAt, and inside that reading,
+// before it returns, B takes Other at OtherAt, an earlier time. B's write
+// was the key's state at the report's reading, so the report must answer as
+// the model does after B, at ReportAt: judged at ReportAt, the state the
+// report loaded before B is one the key never had then. First must be
+// positive (a key held: a key not held reports as fresh, which is the same
+// at any time), and the scenario must tell the two apart.
+func ReportSeesAWriteBeforeItsReading(t *testing.T, r ReportRace) {
+	t.Helper()
+	require.Positive(t, r.First, "the key is held before the report")
+	require.Less(t, r.FirstAt, r.OtherAt, "B comes after the first take")
+	require.Less(t, r.OtherAt, r.ReportAt, "B's reading is earlier than the report's")
+	for _, n := range []int{0, r.Limit + 1, -1} {
+		var c HookClock
+		lim, err := r.New(c.Read)
+		require.NoError(t, err)
+		m, without := r.Model(), r.Model()
+		c.Now.Store(int64(r.FirstAt))
+		require.True(t, lim.Take("k", r.First).Allowed, "n = %d: the first take", n)
+		require.True(t, m("k", r.First, int64(r.FirstAt)).Allowed, "n = %d: the model's first take", n)
+		without("k", r.First, int64(r.FirstAt))
+		c.Now.Store(int64(r.ReportAt))
+		var b bool
+		c.Hook = func() {
+			c.Now.Store(int64(r.OtherAt))
+			b = lim.Take("k", r.Other).Allowed
+			c.Now.Store(int64(r.ReportAt))
+		}
+		d := lim.Take("k", n)
+		require.Nil(t, c.Hook, "n = %d: the report read the clock", n)
+		require.True(t, b, "n = %d: B at %v", n, r.OtherAt)
+		require.True(t, m("k", r.Other, int64(r.OtherAt)).Allowed, "n = %d: the model's B", n)
+		want := m("k", n, int64(r.ReportAt))
+		require.NotEqual(t, without("k", n, int64(r.ReportAt)), want, "n = %d: the scenario tells the key with B from the key without it", n)
+		assert.Equal(t, want, d, "n = %d: the key after B's take at %v, at the report's reading %v", n, r.OtherAt, r.ReportAt)
+	}
+}
