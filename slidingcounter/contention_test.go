@@ -71,3 +71,22 @@ func TestReportNeverJudgesAWordNewerThanItsReading(t *testing.T) {
 		Other:    2, OtherAt: 1900 * time.Millisecond,
 	})
 }
+
+// TestReportSeesAWriteBeforeItsReading: Take(key, 0) must not judge the
+// word it loaded at a clock reading that a write landing in between
+// precedes. At 3 per second, a key that passed one request at 0.5 s is
+// asked for its state at 0.9 s; between the report's load and its reading,
+// B takes one at 0.6 s. The key then has 1 left; the word loaded before B
+// reads 2, a count the window no longer had at the reading.
+func TestReportSeesAWriteBeforeItsReading(t *testing.T) {
+	limitertest.ReportSeesAWriteBeforeItsReading(t, limitertest.ReportRace{
+		Limit: 3,
+		New: func(clock hotlimit.Clock) (hotlimit.Limiter, error) {
+			return slidingcounter.New(3, time.Second, hotlimit.WithClock(clock))
+		},
+		Model: func() limitertest.Model { return models.NewSlidingCounter(3, time.Second).Take },
+		First: 1, FirstAt: 500 * time.Millisecond,
+		ReportAt: 900 * time.Millisecond,
+		Other:    1, OtherAt: 600 * time.Millisecond,
+	})
+}

@@ -204,25 +204,41 @@ func (l *Limiter) take(key string, n int) (hotlimit.Decision, int64) {
 // and so does a dead cell (swept, or emptied by a refund): the key's next
 // cell is fresh.
 //
-// The clock is read after the word, as Allow's and Take's denials are:
-// every writer of the word read its clock before its CAS, so (with a clock
-// that never decreases) the reading is in the word's window or a later one.
-// On an earlier reading a word that another call moved to a later window
-// meanwhile would read as that window seen from behind, as after a clock
-// step back: prev weighing in full, so a Remaining lower than the key had at
-// any time of the call, and a ResetAfter that runs to the key's reset from
-// the older reading, longer by the gap between the two readings. The report
-// judges the word as it loaded it: a call that counts between the Load and
-// the reading is not seen, so it answers the key's counts at the Load,
-// weighed at the reading.
+// The clock is read between two loads of the word, and the report judges
+// the word only when both loads saw it: it was the key's state at the
+// reading. Every writer of the word read its clock before its CAS, so (with
+// a clock that never decreases) the reading is in the word's window or a
+// later one. Loaded only after the reading, a word that another call moved
+// to a later window meanwhile would read as that window seen from behind,
+// as after a clock step back: prev weighing in full, so a Remaining lower
+// than the key had at any time of the call, and a ResetAfter that runs to
+// the key's reset from the older reading, longer by the gap between the two
+// readings. Loaded only before it, a word that another call counted on
+// meanwhile would miss that count. While the loads differ, the report
+// starts over from the lookup, since the write may be a sweep's kill or a
+// refund's, after which the key lives in another cell: it retries only as
+// often as writes land on the key inside its own clock readings. (A take
+// and the refund that undoes it, both between the loads, leave the word as
+// it was: the report judges it as if neither had landed.)
 func (l *Limiter) report(key string, n int) hotlimit.Decision {
-	w := fresh
-	if c, ok := l.cells.Peek(key); ok {
-		if w = c.word.Load(); w == dead {
-			w = fresh // evicted: its replacement, if any, is fresh
+	var w uint64
+	var now int64
+	for {
+		c, held := l.cells.Peek(key)
+		if !held {
+			w, now = fresh, l.clock()
+			break
+		}
+		w = c.word.Load()
+		now = l.clock()
+		if w == dead {
+			w = fresh // evicted at the Load: its replacement, if any, is fresh
+			break
+		}
+		if c.word.Load() == w {
+			break
 		}
 	}
-	now := l.clock()
 	cur, rem := l.index(now)
 	_, prev, count, behind := advance(w, cur)
 	d := l.decision(prev, count, l.weigh(prev, elapsed(rem, behind))+count, rem, behind, now)

@@ -32,8 +32,9 @@ type stallEvent struct {
 //   - Each decision is the sequential model's, with the calls in the order
 //     they took effect, at a time that passed during the call: the call's
 //     reading, or its last one when it read the clock again. A denial on the
-//     first reading, and a report, take effect before the calls of its stall
-//     (they judge the word loaded before them); anything else after them.
+//     first reading, and a report on its first, take effect before the calls
+//     of its stall (they judge the word loaded before them); anything else
+//     after them.
 //   - Conservation of the aligned windows: the requests counted in a window
 //     (the receipts' windows; an Allow's, which has none, as the model
 //     counts it) less those given back never exceed the limit, and a key's
@@ -174,14 +175,19 @@ func (r *stallRun) take(stall bool, msg string) {
 	// The time the call decided at, and the calls it took effect after.
 	at, after := t0, len(r.history)
 	switch report := n < 1 || n > r.limit; {
-	case report:
-		// A report loads the word, then reads the clock, once: it judges
-		// the word it loaded before the stall at its reading, and takes
-		// effect before the calls of its stall. A dead cell or a missing
-		// key, met before the stall, reads as fresh, as the model, which
-		// holds the key's counts both zero from then on, reads it.
-		require.Equal(r.t, 1, own, "%s: a report reads the clock once", msg)
+	case report && own == 1:
+		// A report loads the word, reads the clock, and loads the word
+		// again: when both loads agree, it judges the word it loaded
+		// before the stall at its reading, and takes effect before the
+		// calls of its stall. A dead cell or a missing key, met before
+		// the stall, reads as fresh, as the model, which holds the key's
+		// counts both zero from then on, reads it.
 		after = before
+	case report:
+		// A call inside the stall wrote the word between the report's
+		// loads: it started over, once, after them, at its last reading.
+		require.Equal(r.t, 2, own, "%s: a report reads the clock once, or twice when a write landed inside its reading", msg)
+		at = t1
 	case own > 1:
 		at = t1 // it read the clock again: on the word as the stall left it
 		if t1 != t0 {

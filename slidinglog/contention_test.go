@@ -37,3 +37,22 @@ func TestReportNeverJudgesAWordNewerThanItsReading(t *testing.T) {
 		})
 	}
 }
+
+// TestReportSeesAWriteBeforeItsReading: Take(key, 0) must not judge the log
+// it read at a clock reading that a request logged in between precedes. At
+// 3 per second, a key that passed one request at 0.1 s is asked for its
+// state at 0.5 s; between the report's reading of the log and its clock
+// reading, B takes one at 0.3 s. The key then has 1 left; the log read
+// before B holds 2.
+func TestReportSeesAWriteBeforeItsReading(t *testing.T) {
+	limitertest.ReportSeesAWriteBeforeItsReading(t, limitertest.ReportRace{
+		Limit: 3,
+		New: func(clock hotlimit.Clock) (hotlimit.Limiter, error) {
+			return slidinglog.New(3, time.Second, hotlimit.WithClock(clock))
+		},
+		Model: func() limitertest.Model { return models.NewSlidingLog(3, time.Second).Clamped(0).Take },
+		First: 1, FirstAt: 100 * time.Millisecond,
+		ReportAt: 500 * time.Millisecond,
+		Other:    1, OtherAt: 300 * time.Millisecond,
+	})
+}
