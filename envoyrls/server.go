@@ -396,6 +396,9 @@ func validate(req *pb.RateLimitRequest) error {
 		return invalid("rate limit descriptor list has %d descriptors, more than %d", len(req.GetDescriptors()), MaxDescriptors)
 	}
 	for i, d := range req.GetDescriptors() {
+		if d == nil { // only a caller in Go can send one: gRPC decodes none
+			return invalid("descriptors[%d] must not be null", i)
+		}
 		if len(d.GetEntries()) > MaxEntries {
 			return invalid("descriptors[%d] has %d entries, more than %d", i, len(d.GetEntries()), MaxEntries)
 		}
