@@ -324,3 +324,66 @@ func TestCallersDeadlineIsNotABackendFailure(t *testing.T) {
 	_, err = s.ShouldRateLimit(ctx, req)
 	assert.Equal(t, codes.Canceled, status.Code(err), "%v", err)
 }
+
+// ctxRefunder is a ContextRefunder over an in-memory limiter whose refunds,
+// as redislimit's, fail without giving back under a context that is done.
+// With deadline set, its takes end the call's context (as the caller's
+// deadline passing during the round trip does) and fail with its error.
+type ctxRefunder struct {
+	hotlimit.Refunder
+	deadline func()
+}
+
+func (l *ctxRefunder) TakeReceiptContext(ctx context.Context, key string, n int) (hotlimit.Decision, hotlimit.Receipt, error) {
+	if l.deadline != nil {
+		l.deadline()
+		return hotlimit.Decision{}, hotlimit.Receipt{}, fmt.Errorf("backend: %w", ctx.Err())
+	}
+	d, r := l.TakeReceipt(key, n)
+	return d, r, nil
+}
+
+func (l *ctxRefunder) RefundContext(ctx context.Context, key string, r hotlimit.Receipt) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	l.Refund(key, r)
+	return nil
+}
+
+// TestAllOrNothingRefundsWhenTheDeadlinePasses: in all-or-nothing mode, a
+// request whose deadline passes while the backend decides its second
+// descriptor gives back what its first took: the refund is made under a
+// context that the deadline does not end, as for a denied request.
+func TestAllOrNothingRefundsWhenTheDeadlinePasses(t *testing.T) {
+	d, err := ParseDomain("web.yaml", []byte("domain: web\ndescriptors:\n"+
+		"  - key: a\n    rate_limit: {unit: hour, requests_per_unit: 5}\n"+
+		"  - key: b\n    rate_limit: {unit: hour, requests_per_unit: 7}\n"))
+	require.NoError(t, err)
+	cfg, err := NewConfig(d)
+	require.NoError(t, err)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	factory := func(c hotlimit.Config, opts ...hotlimit.Option) (hotlimit.Limiter, error) {
+		lim, err := service.NewLimiter(c, opts...)
+		if err != nil {
+			return nil, err
+		}
+		l := &ctxRefunder{Refunder: lim.(hotlimit.Refunder)}
+		if c.Limit == 7 {
+			l.deadline = cancel
+		}
+		return l, nil
+	}
+	s, err := New(cfg, WithAllOrNothing(true), WithLogger(slog.New(slog.DiscardHandler)), WithLimiterOptions(hotlimit.WithFactory(factory)))
+	require.NoError(t, err)
+	entry := func(k string) *rlext.RateLimitDescriptor {
+		return &rlext.RateLimitDescriptor{Entries: []*rlext.RateLimitDescriptor_Entry{{Key: k, Value: "1"}}}
+	}
+
+	_, err = s.ShouldRateLimit(ctx, &pb.RateLimitRequest{Domain: "web", Descriptors: []*rlext.RateLimitDescriptor{entry("a"), entry("b")}})
+	require.Equal(t, codes.Canceled, status.Code(err), "%v", err)
+	resp, err := s.ShouldRateLimit(context.Background(), &pb.RateLimitRequest{Domain: "web", Descriptors: []*rlext.RateLimitDescriptor{entry("a")}})
+	require.NoError(t, err)
+	assert.Equal(t, uint32(4), resp.Statuses[0].LimitRemaining, "the failed request's hit on a was given back: this one's is the first")
+}

@@ -441,7 +441,11 @@ func (s *Server) shouldRateLimit(ctx context.Context, req *pb.RateLimitRequest) 
 		}
 		if err != nil {
 			if s.set.allOrNothing {
-				s.refundAll(ctx, items) // those not decided, or failed, hold no receipt
+				// Those not decided, or failed, hold no receipt. The
+				// others are given back even when the error is ctx's own
+				// (the caller's deadline passed): under ctx, done, a
+				// backend's refund would fail and leave them spent.
+				s.refundAll(context.WithoutCancel(ctx), items)
 			}
 			if ctx.Err() != nil {
 				// The caller's deadline passed, or it went away, while the
