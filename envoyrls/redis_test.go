@@ -2,9 +2,12 @@ package envoyrls
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
 	"net"
+	"net/http"
+	"net/http/httptest"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -386,4 +389,44 @@ func TestAllOrNothingRefundsWhenTheDeadlinePasses(t *testing.T) {
 	resp, err := s.ShouldRateLimit(context.Background(), &pb.RateLimitRequest{Domain: "web", Descriptors: []*rlext.RateLimitDescriptor{entry("a")}})
 	require.NoError(t, err)
 	assert.Equal(t, uint32(4), resp.Statuses[0].LimitRemaining, "the failed request's hit on a was given back: this one's is the first")
+}
+
+// leakyLimiter is a backend whose failures say where it lives, as a Redis
+// client's dial errors do.
+type leakyLimiter struct{ hotlimit.Limiter }
+
+func (leakyLimiter) TakeContext(context.Context, string, int) (hotlimit.Decision, error) {
+	return hotlimit.Decision{}, errors.New("dial tcp 10.9.8.7:6379: connect: connection refused")
+}
+
+// TestBackendFailureKeepsItsDetailsInTheLog: a request the backend fails
+// gets Unavailable, over gRPC and from /json (503), without the backend's
+// own error, which names its addresses; the server's log has it, with the
+// rule.
+func TestBackendFailureKeepsItsDetailsInTheLog(t *testing.T) {
+	d, err := ParseDomain("web.yaml", []byte("domain: web\ndescriptors:\n  - key: ip\n    rate_limit: {unit: second, requests_per_unit: 5}\n"))
+	require.NoError(t, err)
+	cfg, err := NewConfig(d)
+	require.NoError(t, err)
+	factory := func(c hotlimit.Config, opts ...hotlimit.Option) (hotlimit.Limiter, error) {
+		lim, err := service.NewLimiter(c, opts...)
+		return leakyLimiter{lim}, err
+	}
+	logs := &lockedBuffer{}
+	s, err := New(cfg, WithLogger(slog.New(slog.NewJSONHandler(logs, nil))), WithLimiterOptions(hotlimit.WithFactory(factory)))
+	require.NoError(t, err)
+
+	_, err = s.ShouldRateLimit(context.Background(), &pb.RateLimitRequest{Domain: "web", Descriptors: []*rlext.RateLimitDescriptor{desc("ip", "1")}})
+	require.Equal(t, codes.Unavailable, status.Code(err), "%v", err)
+	assert.Contains(t, err.Error(), "rate limit backend failed (error)", "the kind of failure, as hotlimit_fallbacks_total names it")
+	assert.NotContains(t, err.Error(), "10.9.8.7", "the client is not told where the backend lives")
+
+	w := httptest.NewRecorder()
+	s.JSONHandler().ServeHTTP(w, httptest.NewRequest(http.MethodPost, "/json", strings.NewReader(`{"domain":"web","descriptors":[{"entries":[{"key":"ip","value":"1"}]}]}`)))
+	assert.Equal(t, http.StatusServiceUnavailable, w.Code)
+	assert.Contains(t, w.Body.String(), "rate limit backend")
+	assert.NotContains(t, w.Body.String(), "10.9.8.7", "nor is an HTTP client")
+
+	assert.Contains(t, logs.String(), "10.9.8.7", "the log has the backend's error")
+	assert.Contains(t, logs.String(), "web.ip", "and the rule")
 }

@@ -692,8 +692,11 @@ func (s *Server) decide(ctx context.Context, it *item) error {
 // WithBackendErrors says.
 func (s *Server) settle(it *item, err error) error {
 	if err != nil && s.set.backendErrs {
+		// The backend's error names its addresses, scripts and replies:
+		// the log gets it, the client (Envoy, or anyone reaching /json)
+		// only that the backend failed, and the kind of failure.
 		s.set.log.Warn("rate limit backend failed", "rule", it.rule.Key, "err", err)
-		return status.Errorf(codes.Unavailable, "rate limit backend: %v", err)
+		return status.Errorf(codes.Unavailable, "rate limit backend failed (%s); the rate limit service's log has the details", redislimit.Reason(err))
 	}
 	it.over = !it.d.Allowed
 	s.observe(it)
