@@ -103,10 +103,17 @@ func WithHeaders(h Headers) Option { return func(s *settings) { s.headers = h } 
 // Event.Rule. The fallbacks of limiters on Redis reach a
 // [hotlimit.FallbackObserver] only through the limiters' own options:
 // redislimit.Factory(client, hotlimit.WithObserver(o)), as hotlimitd does.
-// A nil o, or a nil hotlimit.ObserverFunc, reports nothing.
+// A nil o, a nil hotlimit.ObserverFunc or a nil *Metrics reports nothing.
 func WithObserver(o hotlimit.Observer) Option {
-	if f, ok := o.(hotlimit.ObserverFunc); ok && f == nil {
-		o = nil // a nil function is no observer: calling it would panic
+	switch v := o.(type) {
+	case hotlimit.ObserverFunc:
+		if v == nil {
+			o = nil // a nil function is no observer: calling it would panic
+		}
+	case *Metrics:
+		if v == nil {
+			o = nil // nor are nil Metrics, which have no counters to count in
+		}
 	}
 	return func(s *settings) { s.observer = o }
 }
