@@ -21,8 +21,8 @@
 //
 // [Server.ShouldRateLimit] answers as the reference does:
 //
-//   - domain and one descriptor at least are required, and every entry key
-//     (else InvalidArgument); at most [MaxDescriptors] descriptors of
+//   - domain and one descriptor at least are required, every descriptor
+//     non-nil and every entry key (else InvalidArgument); at most [MaxDescriptors] descriptors of
 //     [MaxEntries] entries each. Serve with grpc.ForceServerCodecV2([Codec])
 //     to refuse a request past those bounds before it is decoded.
 //   - hits_addend 0 or unset counts 1; a descriptor's own hits_addend wins,

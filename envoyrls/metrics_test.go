@@ -62,11 +62,26 @@ ratelimit_service_rate_limit_within_limit{domain="conf",key="conf.shadow",key1="
 		"ratelimit_service_rate_limit_total_hits", "ratelimit_service_rate_limit_over_limit",
 		"ratelimit_service_rate_limit_near_limit", "ratelimit_service_rate_limit_within_limit",
 		"ratelimit_service_rate_limit_shadow_mode"))
+}
+
+// TestMetricsConfigLoads: ConfigLoaded counts the configurations put in
+// force and those rejected, each exported under the reference's name, as
+// /metrics shows them.
+func TestMetricsConfigLoads(t *testing.T) {
+	m := NewMetrics()
+	m.ConfigLoaded(true)
 	m.ConfigLoaded(true)
 	m.ConfigLoaded(false)
-	assert.Equal(t, 1.0, testutil.ToFloat64(prometheus.CollectorFunc(func(ch chan<- prometheus.Metric) {
-		ch <- prometheus.MustNewConstMetric(descLoadErr, prometheus.CounterValue, float64(m.loadErr.Load()))
-	})))
+	reg := prometheus.NewRegistry()
+	require.NoError(t, reg.Register(m))
+	assert.NoError(t, testutil.GatherAndCompare(reg, strings.NewReader(`
+# HELP ratelimit_service_config_load_error Configurations rejected.
+# TYPE ratelimit_service_config_load_error counter
+ratelimit_service_config_load_error 1
+# HELP ratelimit_service_config_load_success Configurations put in force.
+# TYPE ratelimit_service_config_load_success counter
+ratelimit_service_config_load_success 2
+`), "ratelimit_service_config_load_success", "ratelimit_service_config_load_error"))
 }
 
 // TestMetricsOfAnEventWithoutASource: an Event that names no Source, as an

@@ -2,9 +2,12 @@ package envoyrls
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
 	"net"
+	"net/http"
+	"net/http/httptest"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -323,4 +326,107 @@ func TestCallersDeadlineIsNotABackendFailure(t *testing.T) {
 	cancel()
 	_, err = s.ShouldRateLimit(ctx, req)
 	assert.Equal(t, codes.Canceled, status.Code(err), "%v", err)
+}
+
+// ctxRefunder is a ContextRefunder over an in-memory limiter whose refunds,
+// as redislimit's, fail without giving back under a context that is done.
+// With deadline set, its takes end the call's context (as the caller's
+// deadline passing during the round trip does) and fail with its error.
+type ctxRefunder struct {
+	hotlimit.Refunder
+	deadline func()
+}
+
+func (l *ctxRefunder) TakeReceiptContext(ctx context.Context, key string, n int) (hotlimit.Decision, hotlimit.Receipt, error) {
+	if l.deadline != nil {
+		l.deadline()
+		return hotlimit.Decision{}, hotlimit.Receipt{}, fmt.Errorf("backend: %w", ctx.Err())
+	}
+	d, r := l.TakeReceipt(key, n)
+	return d, r, nil
+}
+
+func (l *ctxRefunder) RefundContext(ctx context.Context, key string, r hotlimit.Receipt) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	l.Refund(key, r)
+	return nil
+}
+
+// TestAllOrNothingRefundsWhenTheDeadlinePasses: in all-or-nothing mode, a
+// request whose deadline passes while the backend decides its second
+// descriptor gives back what its first took: the refund is made under a
+// context that the deadline does not end, as for a denied request.
+func TestAllOrNothingRefundsWhenTheDeadlinePasses(t *testing.T) {
+	d, err := ParseDomain("web.yaml", []byte("domain: web\ndescriptors:\n"+
+		"  - key: a\n    rate_limit: {unit: hour, requests_per_unit: 5}\n"+
+		"  - key: b\n    rate_limit: {unit: hour, requests_per_unit: 7}\n"))
+	require.NoError(t, err)
+	cfg, err := NewConfig(d)
+	require.NoError(t, err)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	factory := func(c hotlimit.Config, opts ...hotlimit.Option) (hotlimit.Limiter, error) {
+		lim, err := service.NewLimiter(c, opts...)
+		if err != nil {
+			return nil, err
+		}
+		l := &ctxRefunder{Refunder: lim.(hotlimit.Refunder)}
+		if c.Limit == 7 {
+			l.deadline = cancel
+		}
+		return l, nil
+	}
+	s, err := New(cfg, WithAllOrNothing(true), WithLogger(slog.New(slog.DiscardHandler)), WithLimiterOptions(hotlimit.WithFactory(factory)))
+	require.NoError(t, err)
+	entry := func(k string) *rlext.RateLimitDescriptor {
+		return &rlext.RateLimitDescriptor{Entries: []*rlext.RateLimitDescriptor_Entry{{Key: k, Value: "1"}}}
+	}
+
+	_, err = s.ShouldRateLimit(ctx, &pb.RateLimitRequest{Domain: "web", Descriptors: []*rlext.RateLimitDescriptor{entry("a"), entry("b")}})
+	require.Equal(t, codes.Canceled, status.Code(err), "%v", err)
+	resp, err := s.ShouldRateLimit(context.Background(), &pb.RateLimitRequest{Domain: "web", Descriptors: []*rlext.RateLimitDescriptor{entry("a")}})
+	require.NoError(t, err)
+	assert.Equal(t, uint32(4), resp.Statuses[0].LimitRemaining, "the failed request's hit on a was given back: this one's is the first")
+}
+
+// leakyLimiter is a backend whose failures say where it lives, as a Redis
+// client's dial errors do.
+type leakyLimiter struct{ hotlimit.Limiter }
+
+func (leakyLimiter) TakeContext(context.Context, string, int) (hotlimit.Decision, error) {
+	return hotlimit.Decision{}, errors.New("dial tcp 10.9.8.7:6379: connect: connection refused")
+}
+
+// TestBackendFailureKeepsItsDetailsInTheLog: a request the backend fails
+// gets Unavailable, over gRPC and from /json (503), without the backend's
+// own error, which names its addresses; the server's log has it, with the
+// rule.
+func TestBackendFailureKeepsItsDetailsInTheLog(t *testing.T) {
+	d, err := ParseDomain("web.yaml", []byte("domain: web\ndescriptors:\n  - key: ip\n    rate_limit: {unit: second, requests_per_unit: 5}\n"))
+	require.NoError(t, err)
+	cfg, err := NewConfig(d)
+	require.NoError(t, err)
+	factory := func(c hotlimit.Config, opts ...hotlimit.Option) (hotlimit.Limiter, error) {
+		lim, err := service.NewLimiter(c, opts...)
+		return leakyLimiter{lim}, err
+	}
+	logs := &lockedBuffer{}
+	s, err := New(cfg, WithLogger(slog.New(slog.NewJSONHandler(logs, nil))), WithLimiterOptions(hotlimit.WithFactory(factory)))
+	require.NoError(t, err)
+
+	_, err = s.ShouldRateLimit(context.Background(), &pb.RateLimitRequest{Domain: "web", Descriptors: []*rlext.RateLimitDescriptor{desc("ip", "1")}})
+	require.Equal(t, codes.Unavailable, status.Code(err), "%v", err)
+	assert.Contains(t, err.Error(), "rate limit backend failed (error)", "the kind of failure, as hotlimit_fallbacks_total names it")
+	assert.NotContains(t, err.Error(), "10.9.8.7", "the client is not told where the backend lives")
+
+	w := httptest.NewRecorder()
+	s.JSONHandler().ServeHTTP(w, httptest.NewRequest(http.MethodPost, "/json", strings.NewReader(`{"domain":"web","descriptors":[{"entries":[{"key":"ip","value":"1"}]}]}`)))
+	assert.Equal(t, http.StatusServiceUnavailable, w.Code)
+	assert.Contains(t, w.Body.String(), "rate limit backend")
+	assert.NotContains(t, w.Body.String(), "10.9.8.7", "nor is an HTTP client")
+
+	assert.Contains(t, logs.String(), "10.9.8.7", "the log has the backend's error")
+	assert.Contains(t, logs.String(), "web.ip", "and the rule")
 }

@@ -103,10 +103,17 @@ func WithHeaders(h Headers) Option { return func(s *settings) { s.headers = h } 
 // Event.Rule. The fallbacks of limiters on Redis reach a
 // [hotlimit.FallbackObserver] only through the limiters' own options:
 // redislimit.Factory(client, hotlimit.WithObserver(o)), as hotlimitd does.
-// A nil o, or a nil hotlimit.ObserverFunc, reports nothing.
+// A nil o, a nil hotlimit.ObserverFunc or a nil *Metrics reports nothing.
 func WithObserver(o hotlimit.Observer) Option {
-	if f, ok := o.(hotlimit.ObserverFunc); ok && f == nil {
-		o = nil // a nil function is no observer: calling it would panic
+	switch v := o.(type) {
+	case hotlimit.ObserverFunc:
+		if v == nil {
+			o = nil // a nil function is no observer: calling it would panic
+		}
+	case *Metrics:
+		if v == nil {
+			o = nil // nor are nil Metrics, which have no counters to count in
+		}
 	}
 	return func(s *settings) { s.observer = o }
 }
@@ -396,6 +403,9 @@ func validate(req *pb.RateLimitRequest) error {
 		return invalid("rate limit descriptor list has %d descriptors, more than %d", len(req.GetDescriptors()), MaxDescriptors)
 	}
 	for i, d := range req.GetDescriptors() {
+		if d == nil { // only a caller in Go can send one: gRPC decodes none
+			return invalid("descriptors[%d] must not be null", i)
+		}
 		if len(d.GetEntries()) > MaxEntries {
 			return invalid("descriptors[%d] has %d entries, more than %d", i, len(d.GetEntries()), MaxEntries)
 		}
@@ -438,7 +448,11 @@ func (s *Server) shouldRateLimit(ctx context.Context, req *pb.RateLimitRequest) 
 		}
 		if err != nil {
 			if s.set.allOrNothing {
-				s.refundAll(ctx, items) // those not decided, or failed, hold no receipt
+				// Those not decided, or failed, hold no receipt. The
+				// others are given back even when the error is ctx's own
+				// (the caller's deadline passed): under ctx, done, a
+				// backend's refund would fail and leave them spent.
+				s.refundAll(context.WithoutCancel(ctx), items)
 			}
 			if ctx.Err() != nil {
 				// The caller's deadline passed, or it went away, while the
@@ -685,8 +699,11 @@ func (s *Server) decide(ctx context.Context, it *item) error {
 // WithBackendErrors says.
 func (s *Server) settle(it *item, err error) error {
 	if err != nil && s.set.backendErrs {
+		// The backend's error names its addresses, scripts and replies:
+		// the log gets it, the client (Envoy, or anyone reaching /json)
+		// only that the backend failed, and the kind of failure.
 		s.set.log.Warn("rate limit backend failed", "rule", it.rule.Key, "err", err)
-		return status.Errorf(codes.Unavailable, "rate limit backend: %v", err)
+		return status.Errorf(codes.Unavailable, "rate limit backend failed (%s); the rate limit service's log has the details", redislimit.Reason(err))
 	}
 	it.over = !it.d.Allowed
 	s.observe(it)

@@ -12,6 +12,8 @@ import (
 	pb "github.com/envoyproxy/go-control-plane/envoy/service/ratelimit/v3"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
 )
 
 // TestReplacedUnlimitedStaysUnlimited: a rule that replaces an unlimited
@@ -105,4 +107,25 @@ descriptors:
 	require.Equal(t, pb.RateLimitResponse_OVER_LIMIT, resp.Statuses[0].Code)
 	assert.Equal(t, pb.RateLimitResponse_OK, resp.OverallCode, "q2 still has room")
 	assert.Equal(t, map[string]string{"RateLimit-Limit": "1", "RateLimit-Remaining": "0", "RateLimit-Reset": "59"}, got, "q1, over its limit, not n or q2")
+}
+
+// TestNilDescriptorIsInvalidArgument: a request built in Go with a nil
+// descriptor in its list (gRPC never decodes one, a caller of
+// ShouldRateLimit may pass one) is refused as InvalidArgument naming it,
+// for a known domain or not, and never panics.
+func TestNilDescriptorIsInvalidArgument(t *testing.T) {
+	cfg, err := LoadDir("testdata/conformance")
+	require.NoError(t, err)
+	s, err := New(cfg, WithLogger(slog.New(slog.DiscardHandler)))
+	require.NoError(t, err)
+	for _, domain := range []string{"conf", "unknown"} {
+		req := &pb.RateLimitRequest{Domain: domain, Descriptors: []*rlext.RateLimitDescriptor{
+			{Entries: []*rlext.RateLimitDescriptor_Entry{{Key: "per_hour", Value: "x"}}}, nil,
+		}}
+		var resp *pb.RateLimitResponse
+		require.NotPanics(t, func() { resp, err = s.ShouldRateLimit(context.Background(), req) }, "domain %s", domain)
+		assert.Nil(t, resp)
+		assert.Equal(t, codes.InvalidArgument, status.Code(err), "domain %s: %v", domain, err)
+		assert.ErrorContains(t, err, "descriptors[1] must not be null", "domain %s", domain)
+	}
 }

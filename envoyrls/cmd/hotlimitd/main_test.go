@@ -247,7 +247,7 @@ descriptors:
     rate_limit: {algorithm: SlidingLog, unit: hour, requests_per_unit: 2}
 `), 0o644))
 	srv := startServer(t, []string{"-config", dir, "-grpc", "127.0.0.1:0", "-http", "", "-redis", addr,
-		"-redis-lease", "2", "-redis-prefix", t.Name() + ":"}, io.Discard)
+		"-redis-lease", "2", "-redis-prefix", t.Name() + ":", "-redis-timeout", "10s"}, io.Discard)
 	client := pb.NewRateLimitServiceClient(srv.conn)
 	passes := func(key string) int {
 		n := 0
@@ -572,11 +572,11 @@ func TestShutdownGivesLeasesBack(t *testing.T) {
 		return resp.OverallCode
 	}
 	leased := startServer(t, []string{"-config", dir, "-grpc", "127.0.0.1:0", "-http", "", "-redis", addr,
-		"-redis-lease", "2", "-redis-lease-ttl", "1h", "-redis-prefix", prefix}, io.Discard)
+		"-redis-lease", "2", "-redis-lease-ttl", "1h", "-redis-prefix", prefix, "-redis-timeout", "10s"}, io.Discard)
 	require.Equal(t, pb.RateLimitResponse_OK, call(leased))
 	leased.stop(t)
 
-	next := startServer(t, []string{"-config", dir, "-grpc", "127.0.0.1:0", "-http", "", "-redis", addr, "-redis-prefix", prefix}, io.Discard)
+	next := startServer(t, []string{"-config", dir, "-grpc", "127.0.0.1:0", "-http", "", "-redis", addr, "-redis-prefix", prefix, "-redis-timeout", "10s"}, io.Discard)
 	passed := 0
 	for range 3 {
 		if call(next) == pb.RateLimitResponse_OK {

@@ -38,7 +38,7 @@ func TestRedisUnixSocket(t *testing.T) {
 	require.Error(t, err)
 	assert.ErrorContains(t, err, "-redis "+sock, "the path to give")
 
-	srv := startServer(t, []string{"-config", dir, "-grpc", "127.0.0.1:0", "-http", "", "-redis", sock}, io.Discard)
+	srv := startServer(t, []string{"-config", dir, "-grpc", "127.0.0.1:0", "-http", "", "-redis", sock, "-redis-timeout", "10s"}, io.Discard)
 	client := pb.NewRateLimitServiceClient(srv.conn)
 	var codes []pb.RateLimitResponse_Code
 	for range 2 {
