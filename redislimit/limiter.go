@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"net"
+	"reflect"
 	"runtime"
 	"strconv"
 	"strings"
@@ -179,8 +180,8 @@ var (
 // microseconds. With [hotlimit.WithClock], the given clock is read instead, in
 // nanoseconds: that is for tests, which replay decisions at chosen times.
 //
-// New returns an error wrapping [hotlimit.ErrInvalidConfig] when c or an
-// option is invalid, when c has a scope other than [hotlimit.PerPair] (as
+// New returns an error wrapping [hotlimit.ErrInvalidConfig] when client is
+// nil (or a nil *redis.Client, say), when c or an option is invalid, when c has a scope other than [hotlimit.PerPair] (as
 // [service.NewLimiter]; a service built with [Factory] gives its rules'
 // limits without their scopes), or outside the range where Redis's arithmetic (doubles,
 // exact below 2^53) stays exact: window × burst below 2^52 ticks for the
@@ -192,7 +193,7 @@ var (
 // limiter's error otherwise, and [FailOpen] or [FailClosed] take Redis's
 // range. It does not contact Redis.
 func New(client redis.UniversalClient, c hotlimit.Config, opts ...hotlimit.Option) (*Limiter, error) {
-	if client == nil {
+	if isNilClient(client) {
 		return nil, fmt.Errorf("redislimit: nil client: %w", hotlimit.ErrInvalidConfig)
 	}
 	o := hotlimit.NewOptions(opts...)
@@ -252,6 +253,17 @@ func New(client redis.UniversalClient, c hotlimit.Config, opts ...hotlimit.Optio
 	l.batch = newBatcher(l, l.set.batch, l.set.flushers)
 	runtime.AddCleanup(l, (*batcher).close, l.batch)
 	return l, nil
+}
+
+// isNilClient reports whether client is nil, or holds a nil pointer (a
+// *redis.Client variable never set), whose methods New and every call
+// would dereference.
+func isNilClient(client redis.UniversalClient) bool {
+	if client == nil {
+		return true
+	}
+	v := reflect.ValueOf(client)
+	return v.Kind() == reflect.Pointer && v.IsNil()
 }
 
 // usesClock reports whether opts set a clock: applied to zero Options, only

@@ -593,6 +593,9 @@ func TestNewValidation(t *testing.T) {
 		ok     bool
 	}{
 		{"nil client", nil, valid, nil, false},
+		{"nil *redis.Client", (*redis.Client)(nil), valid, nil, false},
+		{"nil *redis.ClusterClient", (*redis.ClusterClient)(nil), valid, nil, false},
+		{"nil *redis.Ring", (*redis.Ring)(nil), valid, nil, false},
 		{"valid", client, valid, nil, true},
 		{"invalid config", client, with(hotlimit.GCRA, 0, time.Second), nil, false},
 		{"window not whole µs", client, with(hotlimit.FixedWindow, 1, 1500*time.Nanosecond), nil, false},
