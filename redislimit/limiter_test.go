@@ -41,10 +41,14 @@ func burstOf(c hotlimit.Config) int {
 }
 
 // newClient returns a client of its own for srv, as a separate machine would
-// have, closed by the test's cleanup.
+// have, closed by the test's cleanup. Its read timeout is exactTimeout:
+// go-redis sends a command again once its read times out (3 s by default),
+// so that on a loaded machine a slow take of a test of what Redis decides
+// counted twice. A limiter's own timeout (the caller's context) still
+// bounds every call, as it does with any client.
 func newClient(t testing.TB, srv *redistest.Server) *redis.Client {
 	t.Helper()
-	client := redis.NewClient(&redis.Options{Addr: srv.Addr, ContextTimeoutEnabled: true})
+	client := redis.NewClient(&redis.Options{Addr: srv.Addr, ContextTimeoutEnabled: true, ReadTimeout: exactTimeout})
 	t.Cleanup(func() { _ = client.Close() })
 	return client
 }
