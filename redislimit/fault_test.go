@@ -161,6 +161,11 @@ func TestRedisKilledMidLoad(t *testing.T) {
 			lim := newLimiter(t, srv.Client(), faultConfig, frozenClock(), redislimit.WithFailPolicy(p),
 				redislimit.WithBreaker(3, 100*time.Millisecond), redislimit.WithHook(hook.add))
 			const workers = 4
+			// The script loaded and a connection made, by a limiter of
+			// its own on the same client: the load's first calls are not
+			// the slow ones that dial and meet NOSCRIPT, which on a loaded
+			// machine could all pass the timeout and open the breaker.
+			take(t, newExact(t, srv.Client(), faultConfig, frozenClock()), "warm", 1)
 
 			// Before the kill and across it: keys k0..k2, n = 1.
 			stop := make(chan struct{})
@@ -172,11 +177,15 @@ func TestRedisKilledMidLoad(t *testing.T) {
 					return fmt.Sprintf("k%d", (w+i)%3), 1
 				})
 			}()
-			// Kill Redis once it has decided some calls (at least
-			// workers of them): on a loaded machine a fixed wait may
-			// end before any call did.
-			require.Eventually(t, func() bool { return asked.Load() >= 2*workers },
-				10*time.Second, time.Millisecond, "no call of the load was decided")
+			// Kill Redis once it has decided some calls: on a loaded
+			// machine a fixed wait may end before any call did, and the
+			// calls begun may all have been decided by the policy (the
+			// timeout, then the breaker). Of the calls begun, all but at
+			// most one per worker are done, and the hook has seen each
+			// one the policy decided (and perhaps some under way): more
+			// done than that, and Redis decided at least one.
+			require.Eventually(t, func() bool { return asked.Load()-workers > int64(len(hook.snapshot())) },
+				10*time.Second, time.Millisecond, "no call of the load was decided by Redis")
 			srv.Kill()
 			time.Sleep(150 * time.Millisecond)
 			close(stop)
@@ -345,14 +354,16 @@ func (h *slowEval) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.Pro
 // TestRedisRestartReloadsScripts restarts Redis, whose fresh process has an
 // empty script cache: the next decisions, batched (a pipeline of EVALSHA,
 // each NOSCRIPT run again alone) and alone (EVALSHA, NOSCRIPT, EVAL), come
-// from Redis without an error, and the keys start fresh.
+// from Redis without an error, and the keys start fresh. Each call has
+// exactTimeout: the reconnections and the slow EVAL must not leave a call
+// to the failure policy on a loaded machine.
 func TestRedisRestartReloadsScripts(t *testing.T) {
 	srv := redistest.Start(t)
 	client := redis.NewClient(&redis.Options{Addr: srv.Addr, DialerRetries: 1, ContextTimeoutEnabled: true})
 	t.Cleanup(func() { _ = client.Close() })
 	hook := &slowEval{}
 	client.AddHook(hook)
-	lim := newLimiter(t, client, faultConfig, frozenClock(), redislimit.WithFailPolicy(redislimit.FailClosed))
+	lim := newExact(t, client, faultConfig, frozenClock(), redislimit.WithFailPolicy(redislimit.FailClosed))
 	for i := range faultLimit + 1 {
 		assert.Equal(t, i < faultLimit, take(t, lim, "k", 1).Allowed, "request %d of k", i+1)
 	}

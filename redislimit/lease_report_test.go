@@ -49,6 +49,62 @@ func TestLeaseReportCountsTheLease(t *testing.T) {
 	}
 }
 
+// TestLeaseDenialCountsTheLease: a request larger than what key's live
+// lease has left goes to Redis; when Redis denies it, or admits it without
+// granting a new lease (it had exactly the request left), the lease stays
+// live, and the decision's Remaining counts what it has left, as a report
+// does: a decision of Remaining 0 is never followed by a request that
+// passes. So does a denial by the failure policy while Redis is down.
+func TestLeaseDenialCountsTheLease(t *testing.T) {
+	srv := redistest.Start(t)
+	const size = 5
+	for _, a := range leasing {
+		t.Run(a.String(), func(t *testing.T) {
+			c := hotlimit.Config{Algorithm: a, Limit: 10, Window: time.Hour}
+			var now atomic.Int64
+			now.Store(int64(time.Hour))
+			clocked := hotlimit.WithClock(now.Load)
+			prefix := redislimit.WithPrefix("denial" + a.String() + ":")
+			leased := newExact(t, newClient(t, srv), c, clocked, prefix, redislimit.WithLease(size, time.Hour),
+				redislimit.WithFailPolicy(redislimit.FailClosed))
+			other := newExact(t, newClient(t, srv), c, clocked, prefix)
+
+			require.True(t, take(t, leased, "k", 1).Allowed, "1 taken, 5 leased")
+			require.Equal(t, 4, take(t, other, "k", 0).Remaining, "Redis has 4 left")
+
+			d := take(t, leased, "k", size+1)
+			assert.False(t, d.Allowed, "more than the lease and Redis have")
+			assert.Equal(t, 4+size, d.Remaining, "Redis's 4 and the lease's 5")
+
+			d = take(t, leased, "k", 2)
+			require.True(t, d.Allowed, "from the lease")
+			require.Equal(t, size-2, d.Remaining)
+			d = take(t, leased, "k", 4)
+			require.True(t, d.Allowed, "Redis's last 4, none left to lease")
+			assert.Equal(t, size-2, d.Remaining, "Redis's 0 and the lease's 3")
+			passed := 0
+			for take(t, leased, "k", 1).Allowed {
+				passed++
+			}
+			assert.Equal(t, size-2, passed, "the lease's 3 pass")
+		})
+	}
+	t.Run("Redis down", func(t *testing.T) {
+		c := hotlimit.Config{Algorithm: hotlimit.FixedWindow, Limit: 10, Window: time.Hour}
+		var now atomic.Int64
+		now.Store(int64(time.Hour))
+		leased := newLimiter(t, newClient(t, srv), c, hotlimit.WithClock(now.Load), redislimit.WithLease(size, time.Hour),
+			redislimit.WithFailPolicy(redislimit.FailClosed), redislimit.WithTimeout(exactTimeout), redislimit.WithBatch(0, 0))
+		require.True(t, take(t, leased, "down", 1).Allowed, "1 taken, 5 leased")
+		srv.Kill()
+		d, err := leased.TakeContext(t.Context(), "down", size+1)
+		assert.Error(t, err, "Redis is down")
+		assert.False(t, d.Allowed, "FailClosed")
+		assert.Equal(t, size, d.Remaining, "the lease's 5, which it spends through the outage")
+		assert.True(t, take(t, leased, "down", size).Allowed)
+	})
+}
+
 // TestLeaseSpendRefund: a request spent from a lease was taken in Redis
 // when the lease was granted; its receipt names that time, and a Refund
 // gives it back to Redis, not to the lease, once: after it, the instances

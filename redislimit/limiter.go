@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"net"
+	"reflect"
 	"runtime"
 	"strconv"
 	"strings"
@@ -179,8 +180,8 @@ var (
 // microseconds. With [hotlimit.WithClock], the given clock is read instead, in
 // nanoseconds: that is for tests, which replay decisions at chosen times.
 //
-// New returns an error wrapping [hotlimit.ErrInvalidConfig] when c or an
-// option is invalid, when c has a scope other than [hotlimit.PerPair] (as
+// New returns an error wrapping [hotlimit.ErrInvalidConfig] when client is
+// nil (or a nil *redis.Client, say), when c or an option is invalid, when c has a scope other than [hotlimit.PerPair] (as
 // [service.NewLimiter]; a service built with [Factory] gives its rules'
 // limits without their scopes), or outside the range where Redis's arithmetic (doubles,
 // exact below 2^53) stays exact: window × burst below 2^52 ticks for the
@@ -192,7 +193,7 @@ var (
 // limiter's error otherwise, and [FailOpen] or [FailClosed] take Redis's
 // range. It does not contact Redis.
 func New(client redis.UniversalClient, c hotlimit.Config, opts ...hotlimit.Option) (*Limiter, error) {
-	if client == nil {
+	if isNilClient(client) {
 		return nil, fmt.Errorf("redislimit: nil client: %w", hotlimit.ErrInvalidConfig)
 	}
 	o := hotlimit.NewOptions(opts...)
@@ -252,6 +253,17 @@ func New(client redis.UniversalClient, c hotlimit.Config, opts ...hotlimit.Optio
 	l.batch = newBatcher(l, l.set.batch, l.set.flushers)
 	runtime.AddCleanup(l, (*batcher).close, l.batch)
 	return l, nil
+}
+
+// isNilClient reports whether client is nil, or holds a nil pointer (a
+// *redis.Client variable never set), whose methods New and every call
+// would dereference.
+func isNilClient(client redis.UniversalClient) bool {
+	if client == nil {
+		return true
+	}
+	v := reflect.ValueOf(client)
+	return v.Kind() == reflect.Pointer && v.IsNil()
 }
 
 // usesClock reports whether opts set a clock: applied to zero Options, only
@@ -343,10 +355,13 @@ func (l *Limiter) Take(key string, n int) hotlimit.Decision {
 // failure policy. Its Decision fields mean what they mean in memory; with a
 // lease, a request spent from it reports as Remaining what the lease has
 // left, and as ResetAfter the key's as Redis reported it when it granted
-// the lease, less the time since; the call that granted the lease, and a
-// report (n = 0) while it is live, report what Redis has left plus what
-// the lease has (a report that Redis did not answer, the failure policy's
-// Remaining plus what the lease has, which it spends through an outage).
+// the lease, less the time since; the call that granted the lease reports
+// what Redis has left plus what the new lease has, and every other call
+// while a lease is live (a report, a denial, a request larger than the
+// lease has left) what Redis has left plus what the lease has (a call that
+// Redis did not answer, the failure policy's Remaining plus what the lease
+// has, which it spends through an outage): a Remaining of 0 is never
+// followed by a request that passes from the lease.
 // A nil ctx is context.Background(), here and in every function of the
 // package that takes a context, as in package composite.
 func (l *Limiter) TakeContext(ctx context.Context, key string, n int) (hotlimit.Decision, error) {
@@ -408,33 +423,38 @@ func (l *Limiter) RefundContext(ctx context.Context, key string, r hotlimit.Rece
 }
 
 // take decides n requests for key: from the key's lease when it covers
-// them, else in Redis, else by the failure policy. A report (n = 0) adds
-// what key's live lease has left, which this instance admits whether Redis
-// answers or not (a lease spends through an outage).
+// them, else in Redis, else by the failure policy. A decision that did not
+// grant a lease (a report, a denial, a request the lease could not cover)
+// adds to Remaining what key's live lease has left, which this instance
+// admits whether Redis answers or not (a lease spends through an outage);
+// one that granted a lease counts the new lease instead, in decide.
 func (l *Limiter) take(ctx context.Context, key string, n int) (hotlimit.Decision, hotlimit.Receipt, error) {
 	if l.leases != nil && n > 0 {
 		if d, r, ok := l.spendLease(key, n); ok {
 			return d, r, nil
 		}
 	}
-	d, r, err := l.decide(ctx, key, n)
-	if n == 0 && l.leases != nil {
+	d, r, granted, err := l.decide(ctx, key, n)
+	if l.leases != nil && !granted {
 		d.Remaining += int(l.leaseLeft(key))
 	}
 	return d, r, err
 }
 
 // decide decides n requests for key, which its lease did not cover, in
-// Redis, else by the failure policy.
-func (l *Limiter) decide(ctx context.Context, key string, n int) (hotlimit.Decision, hotlimit.Receipt, error) {
+// Redis, else by the failure policy, and reports whether Redis granted a
+// lease with them (the Decision's Remaining then counts it).
+func (l *Limiter) decide(ctx context.Context, key string, n int) (_ hotlimit.Decision, _ hotlimit.Receipt, granted bool, _ error) {
 	k := l.redisKey(key)
 	b, err := l.breakerFor(ctx, k)
 	if err != nil {
-		return l.fail(key, n, err)
+		d, r, err := l.fail(key, n, err)
+		return d, r, false, err
 	}
 	ok, probe := b.allow()
 	if !ok {
-		return l.fail(key, n, ErrBreakerOpen)
+		d, r, err := l.fail(key, n, ErrBreakerOpen)
+		return d, r, false, err
 	}
 	extra := int64(0)
 	claimed := false
@@ -451,13 +471,13 @@ func (l *Limiter) decide(ctx context.Context, key string, n int) (hotlimit.Decis
 	rep, err := l.run(ctx, b, k, int64(n), extra, 0, 0, probe)
 	d, r, err := l.settle(ctx, b, key, n, rep, err)
 	if err != nil {
-		return d, r, err
+		return d, r, false, err
 	}
 	if rep.got > 0 {
 		claimed = !l.grantLease(ctx, key, k, rep, sent)
 		d.Remaining += int(rep.got)
 	}
-	return d, r, nil
+	return d, r, rep.got > 0, nil
 }
 
 // breakerFor returns the breaker of the Redis node that holds redisKey: the

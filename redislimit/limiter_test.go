@@ -41,10 +41,14 @@ func burstOf(c hotlimit.Config) int {
 }
 
 // newClient returns a client of its own for srv, as a separate machine would
-// have, closed by the test's cleanup.
+// have, closed by the test's cleanup. Its read timeout is exactTimeout:
+// go-redis sends a command again once its read times out (3 s by default),
+// so that on a loaded machine a slow take of a test of what Redis decides
+// counted twice. A limiter's own timeout (the caller's context) still
+// bounds every call, as it does with any client.
 func newClient(t testing.TB, srv *redistest.Server) *redis.Client {
 	t.Helper()
-	client := redis.NewClient(&redis.Options{Addr: srv.Addr, ContextTimeoutEnabled: true})
+	client := redis.NewClient(&redis.Options{Addr: srv.Addr, ContextTimeoutEnabled: true, ReadTimeout: exactTimeout})
 	t.Cleanup(func() { _ = client.Close() })
 	return client
 }
@@ -593,6 +597,9 @@ func TestNewValidation(t *testing.T) {
 		ok     bool
 	}{
 		{"nil client", nil, valid, nil, false},
+		{"nil *redis.Client", (*redis.Client)(nil), valid, nil, false},
+		{"nil *redis.ClusterClient", (*redis.ClusterClient)(nil), valid, nil, false},
+		{"nil *redis.Ring", (*redis.Ring)(nil), valid, nil, false},
 		{"valid", client, valid, nil, true},
 		{"invalid config", client, with(hotlimit.GCRA, 0, time.Second), nil, false},
 		{"window not whole µs", client, with(hotlimit.FixedWindow, 1, 1500*time.Nanosecond), nil, false},
@@ -823,10 +830,13 @@ func TestServiceMultiLimit(t *testing.T) {
 }
 
 // TestTakeContextCanceled: a context that has ended gives its error and the
-// failure policy's decision, and does not count against the breaker.
+// failure policy's decision, and does not count against the breaker. (The
+// call after it has exactTimeout: its client's first dial and EVAL must not
+// pass the default timeout on a loaded machine, which would open the
+// breaker of one failure too.)
 func TestTakeContextCanceled(t *testing.T) {
 	srv := redistest.Start(t)
-	lim := newLimiter(t, newClient(t, srv), hotlimit.Config{Algorithm: hotlimit.GCRA, Limit: 1, Window: time.Minute},
+	lim := newExact(t, newClient(t, srv), hotlimit.Config{Algorithm: hotlimit.GCRA, Limit: 1, Window: time.Minute},
 		redislimit.WithFailPolicy(redislimit.FailClosed), redislimit.WithBreaker(1, time.Minute))
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()

@@ -26,7 +26,9 @@ const (
 	FailLocal FailPolicy = iota
 	// FailOpen admits every request that could ever pass (0 ≤ n ≤ the
 	// burst): availability over the limit. Its decisions, and FailClosed's,
-	// know nothing of the key: Remaining and ResetAfter are 0.
+	// know nothing of the key: Remaining and ResetAfter are 0 (Remaining
+	// plus what a live lease of the key has left, which it spends through
+	// the outage; see [Limiter.TakeContext]).
 	FailOpen
 	// FailClosed denies every request (n = 0 still reports): the limit over
 	// availability. A live lease ([WithLease]) still spends, under every

@@ -124,9 +124,17 @@ func TestKeyTTLCoversState(t *testing.T) {
 // requests one by one, and no more; n beyond it, math.MaxInt and negative
 // n are denied for good. Keys with spaces, braces, NUL and invalid UTF-8,
 // an empty key and a key of 1 MiB each keep a state of their own.
+//
+// The keys' TTLs are real time, a second past the fake time to a full
+// quota, which with the tiny windows is a nanosecond: each key's TTL is
+// removed once its last take wrote it, so that counting the Redis keys at
+// the end does not race their expiry on a slow machine. The client waits
+// for a slow answer (the 1 MiB key, the 65536 logged times) rather than
+// send the take again after its read timeout, which would count it twice.
 func TestExtremeValuesAndKeys(t *testing.T) {
 	srv := redistest.Start(t)
-	client := newClient(t, srv)
+	client := redis.NewClient(&redis.Options{Addr: srv.Addr, ContextTimeoutEnabled: true, ReadTimeout: exactTimeout, MaxRetries: -1})
+	t.Cleanup(func() { _ = client.Close() })
 	ctx := context.Background()
 	const big = min(1<<52-1, math.MaxInt) // the largest exact limit, on a 64-bit int
 	cfgs := []hotlimit.Config{
@@ -141,6 +149,7 @@ func TestExtremeValuesAndKeys(t *testing.T) {
 	keys := []string{"a b", "a", "{a}", "a}", "}{", "\x00\xff\n", "", strings.Repeat("k", 1<<20)}
 	for _, c := range cfgs {
 		t.Run(c.String(), func(t *testing.T) {
+			t.Cleanup(func() { _ = client.FlushAll(ctx).Err() }) // the next Config counts its own keys, even after a failure
 			var clock atomic.Int64
 			clock.Store(1 << 40)
 			lim := newExact(t, client, c, hotlimit.WithClock(clock.Load), redislimit.WithFailPolicy(redislimit.FailClosed))
@@ -156,6 +165,7 @@ func TestExtremeValuesAndKeys(t *testing.T) {
 					require.True(t, take(t, lim, k, rest-1).Allowed, "key %d", i)
 				}
 				require.True(t, take(t, lim, k, 1).Allowed, "key %d: the last request", i)
+				require.True(t, client.Persist(ctx, lim.RedisKey(k)).Val(), "key %d: its Redis key, written with a TTL", i)
 				d = take(t, lim, k, 1)
 				assert.False(t, d.Allowed, "key %d: more than its burst", i)
 				for _, n := range []int{c.Limit + 1, math.MaxInt, -1, math.MinInt} {
@@ -167,7 +177,6 @@ func TestExtremeValuesAndKeys(t *testing.T) {
 			n, err := client.DBSize(ctx).Result()
 			require.NoError(t, err)
 			assert.Equal(t, int64(len(keys)), n, "one Redis key per key")
-			require.NoError(t, client.FlushAll(ctx).Err())
 		})
 	}
 }
