@@ -15,9 +15,10 @@ import (
 // TestANilMetricsCountsNothing: a program that makes its Metrics only when
 // metrics are turned on (or that drops New's error, which comes with a nil
 // *Metrics) hands a nil *Metrics to hotlimit.WithObserver, which that
-// option documents as reporting nothing. Every decision and fallback then
-// goes to it: it counts nothing, and neither panics nor fails the
-// requests; closing it does nothing.
+// option documents as reporting nothing. The service decides as without an
+// observer, and a producer that holds the observer as given
+// (envoyrls.WithObserver) and calls it finds that it records nothing and
+// never panics; closing it does nothing.
 func TestANilMetricsCountsNothing(t *testing.T) {
 	m, err := hotlimitotel.New(nil)
 	require.Error(t, err)
@@ -28,6 +29,9 @@ func TestANilMetricsCountsNothing(t *testing.T) {
 		assert.True(t, svc.Allow("u", "a"))
 		assert.True(t, svc.Take("u", "a", 1).Allowed)
 		assert.False(t, svc.Take("u", "a", 1).Allowed)
+		// Producers that hold the observer as given, not through
+		// hotlimit.NewOptions, call it directly.
+		m.Observe(hotlimit.Event{Source: &hotlimit.Source{Rule: "default"}, Outcome: hotlimit.OutcomeDenied, N: 1})
 		m.ObserveFallback(hotlimit.Fallback{Backend: "redis", Reason: "timeout"})
 		m.WatchKeys("api", svc.Len)
 		assert.NoError(t, m.Close())

@@ -17,9 +17,10 @@ import (
 // TestANilMetricsCountsNothing: a program that makes its Metrics only when
 // metrics are turned on hands a nil *Metrics to hotlimit.WithObserver when
 // they are off, which hotlimit.WithObserver documents as reporting nothing.
-// Every decision and fallback then goes to it: it counts nothing, and
-// neither panics nor fails the requests; a registry that gathers it gets
-// nothing from it.
+// The service decides as without an observer, and a producer that holds
+// the observer as given (envoyrls.WithObserver) and calls it finds that it
+// counts nothing and never panics; a registry that gathers it gets nothing
+// from it.
 func TestANilMetricsCountsNothing(t *testing.T) {
 	var m *hotlimitprom.Metrics // metrics turned off
 	svc, err := service.New(hotlimit.Config{Algorithm: hotlimit.TokenBucket, Limit: 2, Window: time.Minute}, hotlimit.WithObserver(m))
@@ -28,6 +29,9 @@ func TestANilMetricsCountsNothing(t *testing.T) {
 		assert.True(t, svc.Allow("u", "a"))
 		assert.True(t, svc.Take("u", "a", 1).Allowed)
 		assert.False(t, svc.Take("u", "a", 1).Allowed)
+		// Producers that hold the observer as given, not through
+		// hotlimit.NewOptions, call it directly.
+		m.Observe(hotlimit.Event{Source: &hotlimit.Source{Rule: "default"}, Outcome: hotlimit.OutcomeDenied, N: 1})
 		m.ObserveFallback(hotlimit.Fallback{Backend: "redis", Reason: "timeout"})
 		m.WatchKeys("api", svc.Len)
 	})
