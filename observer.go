@@ -119,8 +119,9 @@ const DefaultNearLimit = 0.2
 
 // WithObserver makes a service.Service report each decision of its rules
 // and of TakeWith to o, and redislimit's limiters report their fallbacks to
-// it when it is a [FallbackObserver]. A nil o, or a nil [ObserverFunc],
-// reports nothing. The in-memory
+// it when it is a [FallbackObserver]. A nil o reports nothing, and so does
+// an o that holds a nil pointer or function (a nil [ObserverFunc], or a
+// nil *hotlimitprom.Metrics of a program whose metrics are off). The in-memory
 // limiter constructors (tokenbucket.New and the others) ignore it: a limiter
 // used on its own reports nothing, as its caller sees every decision.
 func WithObserver(o Observer) Option {

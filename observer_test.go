@@ -127,11 +127,39 @@ func TestNearLimitIsAShareOfTheBurst(t *testing.T) {
 // TestNilObserverFuncIsNoObserver: a nil ObserverFunc, given to
 // WithObserver or set on Options by hand, comes out of NewOptions as no
 // observer at all, so that no limiter or service calls it (and panics).
+//
+// The checks compare the interface with nil: assert.Nil also passes for an
+// interface that holds a nil function, which is the value to be removed.
 func TestNilObserverFuncIsNoObserver(t *testing.T) {
 	var f hotlimit.ObserverFunc
-	assert.Nil(t, hotlimit.NewOptions(hotlimit.WithObserver(f)).Observer)
+	assert.True(t, hotlimit.NewOptions(hotlimit.WithObserver(f)).Observer == nil, "a nil ObserverFunc is no observer")
 	byHand := func(o *hotlimit.Options) { o.Observer = f }
-	assert.Nil(t, hotlimit.NewOptions(byHand).Observer)
+	assert.True(t, hotlimit.NewOptions(byHand).Observer == nil, "set by hand")
 	g := hotlimit.ObserverFunc(func(hotlimit.Event) {})
 	assert.NotNil(t, hotlimit.NewOptions(hotlimit.WithObserver(g)).Observer, "a function is kept")
+}
+
+// pointerObserver is an Observer with a pointer receiver, as most are.
+type pointerObserver struct{ heard int }
+
+func (p *pointerObserver) Observe(hotlimit.Event) { p.heard++ }
+
+// fallbackObserver is a FallbackObserver with a pointer receiver.
+type fallbackObserver struct{ pointerObserver }
+
+func (*fallbackObserver) ObserveFallback(hotlimit.Fallback) {}
+
+// TestNilPointerObserverIsNoObserver: a nil pointer of an Observer type
+// (what a program that makes its observer only when metrics are turned on
+// holds when they are off), given to WithObserver, comes out of NewOptions
+// as no observer, as WithObserver documents for a nil o: every service
+// decision, and every fallback of redislimit, would otherwise call its
+// method, which dereferences it.
+func TestNilPointerObserverIsNoObserver(t *testing.T) {
+	var p *pointerObserver
+	assert.True(t, hotlimit.NewOptions(hotlimit.WithObserver(p)).Observer == nil, "a nil pointer is no observer")
+	var f *fallbackObserver
+	assert.True(t, hotlimit.NewOptions(hotlimit.WithObserver(f)).Observer == nil, "a nil FallbackObserver neither")
+	live := &pointerObserver{}
+	assert.Same(t, live, hotlimit.NewOptions(hotlimit.WithObserver(live)).Observer, "a pointer that is not nil is kept")
 }

@@ -2,6 +2,7 @@ package hotlimit
 
 import (
 	"fmt"
+	"reflect"
 	"time"
 )
 
@@ -143,9 +144,11 @@ func WithBurst(burst int) Option {
 	return func(o *Options) { o.Burst = burst }
 }
 
-// NewOptions applies opts over the defaults. An Observer that is a nil
-// [ObserverFunc] comes out as nil: a nil function is no observer, and
-// calling it would panic.
+// NewOptions applies opts over the defaults. An Observer that holds a nil
+// function, such as a nil [ObserverFunc], or a nil pointer, map, slice,
+// channel or interface, such as a nil *hotlimitprom.Metrics, comes out as
+// nil: it is no observer, and calling its method would most likely
+// dereference it and panic at every decision.
 func NewOptions(opts ...Option) Options {
 	o := Options{Clock: Monotonic, NearLimit: DefaultNearLimit}
 	for _, opt := range opts {
@@ -153,10 +156,23 @@ func NewOptions(opts ...Option) Options {
 			opt(&o)
 		}
 	}
-	if f, ok := o.Observer.(ObserverFunc); ok && f == nil {
+	if holdsNil(o.Observer) {
 		o.Observer = nil
 	}
 	return o
+}
+
+// holdsNil reports whether x is an interface value holding a nil pointer,
+// function, map, slice, channel or interface.
+func holdsNil(x any) bool {
+	if x == nil {
+		return false
+	}
+	switch v := reflect.ValueOf(x); v.Kind() {
+	case reflect.Pointer, reflect.Func, reflect.Map, reflect.Slice, reflect.Chan, reflect.Interface:
+		return v.IsNil()
+	}
+	return false
 }
 
 // RejectBurst returns an error wrapping [ErrInvalidConfig] when o sets a burst

@@ -3,6 +3,7 @@ package hotlimitotel_test
 import (
 	"context"
 	"sync"
+	"sync/atomic"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -54,6 +55,31 @@ func TestClosingOneOfTwoMetricsOnAMeterLowersNoCounter(t *testing.T) {
 			assert.EqualValues(t, 2*want, got["hotlimit.requests"][key])
 		})
 	}
+}
+
+// TestClosingOneOfTwoMetricsDropsItsWatchedKeys: closing a Metrics while
+// another stays open on its meter keeps the callback registered, but the
+// keys of the functions the closed one watched leave the collections at
+// once, and those functions are never called again: a service stopped with
+// its Metrics shows no keys held, and is not kept alive by the meter.
+func TestClosingOneOfTwoMetricsDropsItsWatchedKeys(t *testing.T) {
+	reader := sdkmetric.NewManualReader()
+	provider := sdkmetric.NewMeterProvider(sdkmetric.WithReader(reader))
+	t.Cleanup(func() { _ = provider.Shutdown(context.Background()) })
+	a, err := hotlimitotel.New(provider.Meter("hotlimit"))
+	require.NoError(t, err)
+	b, err := hotlimitotel.New(provider.Meter("hotlimit"))
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = b.Close() })
+	var aCalls atomic.Int64
+	a.WatchKeys("stopped", func() int { aCalls.Add(1); return 4 })
+	b.WatchKeys("running", func() int { return 2 })
+	require.Equal(t, map[string]int64{"hotlimit.limiter=stopped": 4, "hotlimit.limiter=running": 2}, sums(t, reader)["hotlimit.key.count"])
+	require.EqualValues(t, 1, aCalls.Load())
+
+	require.NoError(t, a.Close())
+	assert.Equal(t, map[string]int64{"hotlimit.limiter=running": 2}, sums(t, reader)["hotlimit.key.count"])
+	assert.EqualValues(t, 1, aCalls.Load(), "the closed Metrics' function is not called again")
 }
 
 // TestCloseLastThenNewRestartsTheCounts pins what the package documents:

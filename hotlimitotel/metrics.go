@@ -149,6 +149,10 @@ type fallbackCounter struct {
 
 // Metrics records decisions and fallbacks; see the package documentation.
 // It is safe for concurrent use. The zero value is not usable; call [New].
+// A nil *Metrics, which New returns with its error and which a program that
+// turns its metrics off may hand to [hotlimit.WithObserver], records
+// nothing: its methods do nothing, as that option documents for a nil
+// observer.
 type Metrics struct {
 	m *meterCounts
 
@@ -268,6 +272,9 @@ func newMeterCounts(meter metric.Meter) (*meterCounts, error) {
 
 // Observe counts e; see [hotlimit.Observer].
 func (m *Metrics) Observe(e hotlimit.Event) {
+	if m == nil {
+		return
+	}
 	rule := e.RuleName()
 	rc, ok := m.m.rules.Load(rule)
 	if !ok {
@@ -303,6 +310,9 @@ func (m *meterCounts) counters(rule string) *ruleCounters {
 // ObserveFallback counts f; see [hotlimit.FallbackObserver]. While a
 // backend is down every decision falls back, so this is a hot path too.
 func (m *Metrics) ObserveFallback(f hotlimit.Fallback) {
+	if m == nil {
+		return
+	}
 	k := fallbackKey{f.Backend, f.Reason}
 	fc, ok := m.m.fallbackCounts.Load(k)
 	if !ok {
@@ -326,6 +336,9 @@ func attrValue(s string) string { return strings.ToValidUTF8(s, "\uFFFD") }
 // removes it. After [Metrics.Close] it does nothing. keys runs inside the
 // collection and must not call WatchKeys or Close itself.
 func (m *Metrics) WatchKeys(name string, keys func() int) {
+	if m == nil {
+		return
+	}
 	name = attrValue(name)
 	m.m.mu.Lock()
 	defer m.m.mu.Unlock()
@@ -347,6 +360,9 @@ func (m *Metrics) WatchKeys(name string, keys func() int) {
 // read only while another Metrics is open on the meter. Closing twice does
 // nothing.
 func (m *Metrics) Close() error {
+	if m == nil {
+		return nil
+	}
 	metersMu.Lock()
 	defer metersMu.Unlock()
 	mc := m.m

@@ -86,7 +86,10 @@ type ruleCounters struct {
 }
 
 // Metrics counts decisions and fallbacks; see the package documentation. It
-// is safe for concurrent use. The zero value is not usable; call [New].
+// is safe for concurrent use. The zero value is not usable; call [New]. A
+// nil *Metrics, which a program that turns its metrics off may hand to
+// [hotlimit.WithObserver], counts nothing and exports nothing: its methods
+// do nothing, as that option documents for a nil observer.
 type Metrics struct {
 	decisionsDesc *prometheus.Desc
 	requestsDesc  *prometheus.Desc
@@ -148,6 +151,9 @@ func New(opts ...Option) *Metrics {
 
 // Observe counts e; see [hotlimit.Observer].
 func (m *Metrics) Observe(e hotlimit.Event) {
+	if m == nil {
+		return
+	}
 	rule := e.RuleName()
 	rc, ok := m.rules.Load(rule)
 	if !ok {
@@ -176,6 +182,9 @@ func (m *Metrics) counters(rule string) *ruleCounters {
 
 // ObserveFallback counts f; see [hotlimit.FallbackObserver].
 func (m *Metrics) ObserveFallback(f hotlimit.Fallback) {
+	if m == nil {
+		return
+	}
 	m.fallbacks.WithLabelValues(labelValue(f.Backend), labelValue(f.Reason)).Inc()
 }
 
@@ -189,6 +198,9 @@ func labelValue(s string) string { return strings.ToValidUTF8(s, "\uFFFD") }
 // with the same name replaces the first; a nil keys removes it. keys runs
 // inside the scrape and must not call WatchKeys itself.
 func (m *Metrics) WatchKeys(name string, keys func() int) {
+	if m == nil {
+		return
+	}
 	name = labelValue(name)
 	m.mu.Lock()
 	defer m.mu.Unlock()
@@ -201,6 +213,9 @@ func (m *Metrics) WatchKeys(name string, keys func() int) {
 
 // Describe sends the metrics' descriptions; see [prometheus.Collector].
 func (m *Metrics) Describe(ch chan<- *prometheus.Desc) {
+	if m == nil {
+		return
+	}
 	ch <- m.decisionsDesc
 	ch <- m.requestsDesc
 	m.fallbacks.Describe(ch)
@@ -211,6 +226,9 @@ func (m *Metrics) Describe(ch chan<- *prometheus.Desc) {
 // outcomes of every rule seen so far, at 0 until they happen, and the
 // unknown one once it has happened.
 func (m *Metrics) Collect(ch chan<- prometheus.Metric) {
+	if m == nil {
+		return
+	}
 	m.labels.Range(func(_ string, rc *ruleCounters) bool {
 		for o := range outcomes {
 			d := rc.decisions[o].Load()

@@ -35,8 +35,8 @@
 //
 // For operating it: [hotlimit.WithObserver] reports every decision with the
 // rule that made it and its outcome (package hotlimitprom and hotlimitotel
-// export them as metrics; a nil Observer, or a nil hotlimit.ObserverFunc,
-// reports nothing); a limit with Shadow set decides and counts but
+// export them as metrics; a nil Observer, or one holding a nil pointer or
+// function, such as a nil hotlimit.ObserverFunc, reports nothing); a limit with Shadow set decides and counts but
 // never denies, reporting what it would have denied; a rule of
 // [hotlimit.Unlimited] is an allow-list entry that keeps no state;
 // [Service.TakeWith] decides one call under a limit given with it; and

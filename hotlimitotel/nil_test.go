@@ -1,0 +1,39 @@
+package hotlimitotel_test
+
+import (
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/hotlimit/hotlimit"
+	"github.com/hotlimit/hotlimit/hotlimitotel"
+	"github.com/hotlimit/hotlimit/service"
+)
+
+// TestANilMetricsCountsNothing: a program that makes its Metrics only when
+// metrics are turned on (or that drops New's error, which comes with a nil
+// *Metrics) hands a nil *Metrics to hotlimit.WithObserver, which that
+// option documents as reporting nothing. The service decides as without an
+// observer, and a producer that holds the observer as given
+// (envoyrls.WithObserver) and calls it finds that it records nothing and
+// never panics; closing it does nothing.
+func TestANilMetricsCountsNothing(t *testing.T) {
+	m, err := hotlimitotel.New(nil)
+	require.Error(t, err)
+	require.Nil(t, m)
+	svc, err := service.New(hotlimit.Config{Algorithm: hotlimit.TokenBucket, Limit: 2, Window: time.Minute}, hotlimit.WithObserver(m))
+	require.NoError(t, err)
+	require.NotPanics(t, func() {
+		assert.True(t, svc.Allow("u", "a"))
+		assert.True(t, svc.Take("u", "a", 1).Allowed)
+		assert.False(t, svc.Take("u", "a", 1).Allowed)
+		// Producers that hold the observer as given, not through
+		// hotlimit.NewOptions, call it directly.
+		m.Observe(hotlimit.Event{Source: &hotlimit.Source{Rule: "default"}, Outcome: hotlimit.OutcomeDenied, N: 1})
+		m.ObserveFallback(hotlimit.Fallback{Backend: "redis", Reason: "timeout"})
+		m.WatchKeys("api", svc.Len)
+		assert.NoError(t, m.Close())
+	})
+}

@@ -1,0 +1,43 @@
+package hotlimitprom_test
+
+import (
+	"testing"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/testutil"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/hotlimit/hotlimit"
+	"github.com/hotlimit/hotlimit/hotlimitprom"
+	"github.com/hotlimit/hotlimit/service"
+)
+
+// TestANilMetricsCountsNothing: a program that makes its Metrics only when
+// metrics are turned on hands a nil *Metrics to hotlimit.WithObserver when
+// they are off, which hotlimit.WithObserver documents as reporting nothing.
+// The service decides as without an observer, and a producer that holds
+// the observer as given (envoyrls.WithObserver) and calls it finds that it
+// counts nothing and never panics; a registry that gathers it gets nothing
+// from it.
+func TestANilMetricsCountsNothing(t *testing.T) {
+	var m *hotlimitprom.Metrics // metrics turned off
+	svc, err := service.New(hotlimit.Config{Algorithm: hotlimit.TokenBucket, Limit: 2, Window: time.Minute}, hotlimit.WithObserver(m))
+	require.NoError(t, err)
+	require.NotPanics(t, func() {
+		assert.True(t, svc.Allow("u", "a"))
+		assert.True(t, svc.Take("u", "a", 1).Allowed)
+		assert.False(t, svc.Take("u", "a", 1).Allowed)
+		// Producers that hold the observer as given, not through
+		// hotlimit.NewOptions, call it directly.
+		m.Observe(hotlimit.Event{Source: &hotlimit.Source{Rule: "default"}, Outcome: hotlimit.OutcomeDenied, N: 1})
+		m.ObserveFallback(hotlimit.Fallback{Backend: "redis", Reason: "timeout"})
+		m.WatchKeys("api", svc.Len)
+	})
+	reg := prometheus.NewPedanticRegistry()
+	require.NotPanics(t, func() { require.NoError(t, reg.Register(m)) })
+	n, err := testutil.GatherAndCount(reg)
+	require.NoError(t, err)
+	assert.Zero(t, n)
+}
