@@ -312,7 +312,29 @@ func (l *Limiter) take(c *cell, now, raw int64, n uint64) (hotlimit.Decision, in
 						continue
 					}
 				}
-				if _, ok2 := claimable(decisive, t, l.window); !ok || !ok2 {
+				_, ok2 := claimable(decisive, t, l.window)
+				if (!ok || !ok2) && s.newest > now {
+					// A denial on a reading older than the ring's newest
+					// request (logged since at a later reading, or ahead
+					// by a clock step back or the 1 ns bumps) would count
+					// its waits from before that request was made. Read
+					// the clock again, after this snapshot, and decide on
+					// the same snapshot: with a clock that never goes
+					// back, the new reading is no earlier than any
+					// request in it, so the call is judged at one time of
+					// its own, after the others it sees, as the model
+					// orders them. Once per snapshot, so it ends under a
+					// frozen clock (the bumps keep newest ahead of it);
+					// a snapshot read again after the ring moved (below)
+					// follows another caller's progress. A claim needs
+					// none of this: it logs at max(now, newest), a time
+					// within the call, as before.
+					raw = l.clock()
+					now = l.clamp(raw)
+					t, ok = claimable(s.v, max(now, s.newest), l.window)
+					_, ok2 = claimable(decisive, t, l.window)
+				}
+				if !ok || !ok2 {
 					var free uint64 // the head's entry counts: none (see free)
 					if ok {
 						var still bool
