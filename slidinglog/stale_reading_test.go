@@ -68,3 +68,65 @@ func TestStaleDenialIsDecidedAgainOnALaterReading(t *testing.T) {
 		})
 	}
 }
+
+// TestStaleDenialReadsAgainOncePerRing forces, after a Take's second
+// reading (the one a denial on a stale reading makes, see
+// TestStaleDenialIsDecidedAgainOnALaterReading), yet another request
+// logged before the Take decides: at 2 per second, requests at 0 s and
+// 0.6 s, a Take read at 1 s finds one logged at 1.3 s and reads the clock
+// again, at 1.7 s, where the 0.6 s one has left; but meanwhile a request
+// is logged at the reading the second one gets. The Take, claiming on the ring it
+// read, loses to it and reads the ring again: a request at 1.7 s, no
+// newer than its reading, so it is denied there, waiting 600 ms for the
+// 1.3 s one. When the request logged meanwhile is later than its second
+// reading (at 2 s), that ring is stale too, and the Take reads the clock a
+// third time. Either way the Decision is the model's after every other
+// request, at the Take's last reading.
+func TestStaleDenialReadsAgainOncePerRing(t *testing.T) {
+	sec := func(s float64) int64 { return int64(s * float64(time.Second)) }
+	for _, last := range []float64{1.7, 2} {
+		t.Run(fmt.Sprintf("logged at %v s", last), func(t *testing.T) {
+			const base = int64(100 * time.Second)
+			var clock limitertest.HookClock
+			clock.Now.Store(base)
+			lim, err := slidinglog.New(2, time.Second, hotlimit.WithClock(clock.Read))
+			require.NoError(t, err)
+			m := models.NewSlidingLog(2, time.Second)
+			logAt := func(at float64) {
+				clock.Now.Store(base + sec(at))
+				require.True(t, lim.Allow("k"), "a request at %v s", at)
+				require.True(t, m.Take("k", 1, base+sec(at)).Allowed)
+			}
+			logAt(0)
+			logAt(0.6)
+
+			clock.Now.Store(base + sec(1))
+			readings := 0
+			var hook func()
+			hook = func() {
+				// The Take's readings: the first gets 1 s, the second 1.7 s;
+				// after each, another request is logged.
+				readings++
+				switch readings {
+				case 1:
+					logAt(1.3)
+					clock.Now.Store(base + sec(1.7))
+					clock.Hook = hook
+				case 2:
+					logAt(last) // the clock stays there
+					clock.Hook = hook
+				}
+			}
+			clock.Hook = hook
+			d := lim.Take("k", 1)
+			clock.Hook = nil
+			want := 2
+			if last > 1.7 {
+				want = 3
+			}
+			assert.Equal(t, want, readings, "the Take's clock readings")
+			final := base + sec(max(1.7, last))
+			assert.Equal(t, m.Take("k", 1, final), d, "the model's Decision after the other requests, at the Take's last reading")
+		})
+	}
+}
