@@ -214,6 +214,14 @@ func (l *Limiter) admit(key string, remaining bool) (allowed bool, free uint64) 
 // the limit or negative is denied with RetryAfter hotlimit.Never and changes
 // nothing. The package documentation defines the Decision's fields.
 //
+// Take reads the clock before the log. A denial whose log holds a request
+// newer than that reading (logged meanwhile by another call) reads the clock
+// again and decides anew, so that its RetryAfter and ResetAfter count from a
+// reading no earlier than the requests that deny it, as for a caller that
+// came after them. An admission keeps its reading: its requests are logged
+// at the newest logged time, itself a time within the call, and its
+// ResetAfter counts from the reading, longer by the time between the two.
+//
 // Take with n > 1 first checks that the oldest and the n-th oldest of the
 // last Limit logged requests have left the window or were refunded, then logs
 // its n requests one claim at a time. With a clock that never goes back, a
