@@ -48,7 +48,7 @@ type slidingLogEntry struct {
 }
 
 // The range of a sliding log's logged times, as package packed keeps them
-// (2^61 − 1 ns and −2^61 ns).
+// (2^61 − 2 ns and −2^61 ns).
 const (
 	slidingLogMaxStamp = math.MaxInt64>>2 - 1
 	slidingLogMinStamp = math.MinInt64 >> 2
