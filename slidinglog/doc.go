@@ -16,7 +16,7 @@
 // the later of its clock reading and the key's newest logged time. (A request
 // that takes the place of a refunded one logged at its own time or later, as
 // with a frozen clock, is logged 1 ns after it; see Refund. That bump
-// saturates at 2^61 − 1 ns, about 73 years, after the limiter's epoch (see
+// saturates at 2^61 − 2 ns, about 73 years, after the limiter's epoch (see
 // State and ranges), the latest time a slot holds, to which later clock
 // readings are clamped too:
 // such a request is then logged at that very time. Nothing logged there ever
@@ -42,7 +42,7 @@
 //     exactly, the same request made 1 ns earlier is still denied and made
 //     then it passes, if nothing else is taken meanwhile. hotlimit.Never for
 //     n > Limit or n < 0, and when o + Window is past the latest time the
-//     limiter reads, 2^61 − 1 ns (see above), or past the clock's own end
+//     limiter reads, 2^61 − 2 ns (see above), or past the clock's own end
 //     (a reading of math.MaxInt64) if that comes first: o never leaves.
 //     Under contention on one key (with other requests, or with a Refund
 //     alone), or after a Refund and a clock step back, Take with n > 1 can

@@ -214,6 +214,14 @@ func (l *Limiter) admit(key string, remaining bool) (allowed bool, free uint64) 
 // the limit or negative is denied with RetryAfter hotlimit.Never and changes
 // nothing. The package documentation defines the Decision's fields.
 //
+// Take reads the clock before the log. A denial whose log holds a request
+// newer than that reading (logged meanwhile by another call) reads the clock
+// again and decides anew, so that its RetryAfter and ResetAfter count from a
+// reading no earlier than the requests that deny it, as for a caller that
+// came after them. An admission keeps its reading: its requests are logged
+// at the newest logged time, itself a time within the call, and its
+// ResetAfter counts from the reading, longer by the time between the two.
+//
 // Take with n > 1 first checks that the oldest and the n-th oldest of the
 // last Limit logged requests have left the window or were refunded, then logs
 // its n requests one claim at a time. With a clock that never goes back, a
@@ -251,24 +259,51 @@ func (l *Limiter) takeAt(key string, n int) (hotlimit.Decision, int64) {
 		return l.capped(), 0
 	}
 	raw := l.clock() // after Get: see kill
+	var seen ring    // the ring of a denial on a stale reading, if any
 	for {
-		d, first, alive := l.take(c, l.clamp(raw), raw, uint64(n))
-		if alive {
+		d, first, end := l.take(c, l.clamp(raw), raw, uint64(n), &seen)
+		switch end {
+		case takeDone:
 			return d, first
+		case takeDead:
+			// Swept under us: claims made in the dead cell died with it,
+			// so start again, all n of them, on the key's fresh cell.
+			c = l.cells.Revive(key, c)
+			seen = ring{}
 		}
-		// Swept under us: claims made in the dead cell died with it, so
-		// start again, all n of them, on the key's fresh cell.
-		c = l.cells.Revive(key, c)
+		// takeStale: denied, before any claim, on a ring newer than raw.
 		raw = l.clock()
 	}
 }
 
+// takeEnd is how take ended.
+type takeEnd uint8
+
+const (
+	takeDone  takeEnd = iota // decided: the Decision stands
+	takeDead                 // c was tombstoned: revive the key, read the clock, start again
+	takeStale                // a denial on a reading older than its ring: read the clock, start again
+)
+
+// ring names a ring as a claimer read it: head h and v, the stamp of the
+// slot under it. While head is h no claim lands but in that slot (see
+// cell), and no slot holds a value twice, so two snapshots with the same
+// ring saw the same logged times, only refund marks apart. The zero ring is
+// none: at head 0 a slot of stamp 0 (time 0, parity 0) is pending, and no
+// decision is made on it.
+type ring struct {
+	h uint64
+	v int64
+}
+
 // take logs n requests at now in c, all or none for a single caller with a
 // clock that never goes back (see Take), and
-// returns the logged time of the first claim; it reports false if it found c
-// tombstoned. now is the limiter's time at the clock reading raw (see
-// clamp); the Decision's durations count from raw (see leaves).
-func (l *Limiter) take(c *cell, now, raw int64, n uint64) (hotlimit.Decision, int64, bool) {
+// returns the logged time of the first claim; it ends with takeDead if it
+// found c tombstoned, and with takeStale, setting seen, if it would deny on
+// a ring newer than raw other than seen (see below). now is the limiter's
+// time at the clock reading raw (see clamp); the Decision's durations count
+// from raw (see leaves).
+func (l *Limiter) take(c *cell, now, raw int64, n uint64, seen *ring) (hotlimit.Decision, int64, takeEnd) {
 	var t, first int64 // the logged times of the last claim made and the first
 	var free uint64    // entries free at t before the last claim, read while head was its h
 	for k := uint64(0); k < n; k++ {
@@ -285,7 +320,7 @@ func (l *Limiter) take(c *cell, now, raw int64, n uint64) (hotlimit.Decision, in
 			case !fresh:
 				continue
 			case s.v == packed.StampDead:
-				return hotlimit.Decision{}, 0, false
+				return hotlimit.Decision{}, 0, takeDead
 			case s.pending():
 				c.head.CompareAndSwap(s.h, s.h+1)
 				continue
@@ -296,7 +331,7 @@ func (l *Limiter) take(c *cell, now, raw int64, n uint64) (hotlimit.Decision, in
 				if !ok {
 					d := l.decisionFree(0, raw, t, s.newest) // see free
 					d.RetryAfter = time.Nanosecond           // room taken by concurrent requests
-					return d, 0, true
+					return d, 0, takeDone
 				}
 			} else {
 				// Both the head's own entry and the n-th must be claimable:
@@ -312,7 +347,28 @@ func (l *Limiter) take(c *cell, now, raw int64, n uint64) (hotlimit.Decision, in
 						continue
 					}
 				}
-				if _, ok2 := claimable(decisive, t, l.window); !ok || !ok2 {
+				_, ok2 := claimable(decisive, t, l.window)
+				if (!ok || !ok2) && s.newest > now && (s.h != seen.h || s.v != seen.v) {
+					// A denial on a reading older than the ring's newest
+					// request (logged since at a later reading, or ahead
+					// by a clock step back or the 1 ns bumps) would count
+					// its waits from before that request was made. No
+					// claim is made yet: the caller reads the clock again,
+					// after this ring, and calls again. A ring met again
+					// (the same head and slot: the same times) is decided
+					// on that reading: with a clock that never goes back,
+					// it is no earlier than any request in the ring, so
+					// the call is judged at one time of its own, after the
+					// others it sees, as the model orders them; and under
+					// a frozen clock, whose bumps keep newest ahead of it,
+					// this ends. A ring that moved in between follows
+					// another caller's progress. A claim needs none of
+					// this: it logs at max(now, newest), a time within the
+					// call.
+					*seen = ring{s.h, s.v}
+					return hotlimit.Decision{}, 0, takeStale
+				}
+				if !ok || !ok2 {
 					var free uint64 // the head's entry counts: none (see free)
 					if ok {
 						var still bool
@@ -322,7 +378,7 @@ func (l *Limiter) take(c *cell, now, raw int64, n uint64) (hotlimit.Decision, in
 					}
 					d := l.decisionFree(free, raw, t, s.newest)
 					d.RetryAfter = max(l.wait(s.v, t, raw), l.wait(decisive, t, raw))
-					return d, 0, true
+					return d, 0, takeDone
 				}
 			}
 			if k == n-1 {
@@ -357,7 +413,7 @@ func (l *Limiter) take(c *cell, now, raw int64, n uint64) (hotlimit.Decision, in
 	// (the refunded entries only grow from the expired prefix, see free).
 	d := l.decisionFree(free-min(free, 1), raw, t, t) // free ≥ 1: slot h mod L was free at t
 	d.Allowed = true
-	return d, first, true
+	return d, first, takeDone
 }
 
 // wait returns how long after the clock reading raw the entry v lets a

@@ -68,7 +68,7 @@ import (
 // could bring an old value back, and with it a stalled claimer's CAS, on a
 // slot another caller had moved on from.
 //
-// The one exception is packed.MaxStamp, 2^61 − 1 ns (about 73 years) after
+// The one exception is packed.MaxStamp, 2^61 − 2 ns (about 73 years) after
 // the limiter's epoch (logged times count from the clock reading New made),
 // reached by the clock (readings are clamped to it) or by
 // as many 1 ns bumps: there the bump saturates (see claimable), a claim over
@@ -185,7 +185,7 @@ func (s *snapshot) pending() bool {
 // before t − window) or was refunded. It also returns the time the claim
 // logs at: t, or, over a refunded stamp of time t or later (a frozen clock),
 // 1 ns after it, so that the slot's value still grows. That bump saturates
-// at packed.MaxStamp (2^61 − 1 ns, about 73 years after the limiter's epoch):
+// at packed.MaxStamp (2^61 − 2 ns, about 73 years after the limiter's epoch):
 // over a refunded stamp of time MaxStamp the claim logs at MaxStamp itself,
 // and the slot's time stops growing (see No repeated value on cell).
 func claimable(v, t, window int64) (at int64, ok bool) {

@@ -48,7 +48,7 @@ type slidingLogEntry struct {
 }
 
 // The range of a sliding log's logged times, as package packed keeps them
-// (2^61 − 1 ns and −2^61 ns).
+// (2^61 − 2 ns and −2^61 ns).
 const (
 	slidingLogMaxStamp = math.MaxInt64>>2 - 1
 	slidingLogMinStamp = math.MinInt64 >> 2
@@ -316,3 +316,29 @@ func (m *SlidingLog) Sweep(now int64) int {
 
 // Len returns the number of keys the model holds.
 func (m *SlidingLog) Len() int { return len(m.logs) }
+
+// Clone returns a copy of m that shares nothing with it: what the copy is
+// asked changes m in no way.
+func (m *SlidingLog) Clone() *SlidingLog {
+	c := *m
+	c.logs = make(map[string][]slidingLogEntry, len(m.logs))
+	for k, log := range m.logs {
+		c.logs[k] = append([]slidingLogEntry(nil), log...)
+	}
+	return &c
+}
+
+// Newest returns the time of key's newest logged request (with Clamped, as
+// a time since the epoch) and how many requests key has logged; 0 and none
+// for a key the model does not hold.
+func (m *SlidingLog) Newest(key string) (t int64, logged int) {
+	log := m.logs[key]
+	if len(log) == 0 {
+		return 0, 0
+	}
+	return log[len(log)-1].t, len(log)
+}
+
+// Now returns the time the model decides on at the clock reading now: with
+// Clamped, the time since the epoch, clamped; else now itself.
+func (m *SlidingLog) Now(now int64) int64 { return m.now(now) }

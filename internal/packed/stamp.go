@@ -15,7 +15,11 @@ import "math"
 // must lie in [MinStamp, MaxStamp], ±2^61 ns, about ±73 years from the
 // sliding log's epoch (its clock reading at New).
 const (
+	// MaxStamp is the latest time, 2^61 − 2 ns: one below the time
+	// StampDead decodes to, so that no live stamp, refunded or not, of
+	// either parity packs to the tombstone.
 	MaxStamp = math.MaxInt64>>2 - 1
+	// MinStamp is the earliest time, −2^61 ns.
 	MinStamp = math.MinInt64 >> 2
 	// StampDead is the tombstone of a sliding log slot, math.MaxInt64; no
 	// live slot holds it, since it decodes to time MaxStamp + 1.

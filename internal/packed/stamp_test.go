@@ -9,6 +9,8 @@ import (
 )
 
 func TestStampConstants(t *testing.T) {
+	assert.Equal(t, int64(1<<61-2), int64(MaxStamp), "the latest time, as documented")
+	assert.Equal(t, int64(-1<<61), int64(MinStamp), "the earliest time, as documented")
 	ts, parity := UnpackStamp(StampDead)
 	assert.Equal(t, uint64(1), parity)
 	assert.Greater(t, ts, int64(MaxStamp), "the tombstone decodes above every live time")

@@ -1,0 +1,132 @@
+package slidinglog_test
+
+import (
+	"fmt"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/hotlimit/hotlimit"
+	"github.com/hotlimit/hotlimit/internal/limitertest"
+	"github.com/hotlimit/hotlimit/internal/models"
+	"github.com/hotlimit/hotlimit/slidinglog"
+)
+
+// TestStaleDenialIsDecidedAgainOnALaterReading forces a Take that reads
+// the clock, then stalls while the clock moves on and another call logs a
+// request at the later time, and only then reads the ring: the ring holds a
+// request newer than the Take's reading. Denied at its reading, the Take
+// would count RetryAfter and ResetAfter from a time before that request was
+// made, too long by the stall; the sequential model puts the Take after the
+// other call, at a reading no earlier than its request. So the Decision,
+// every field of it, must be the model's at the clock after the stall: at
+// 2 per second with requests at 0 s and 0.6 s, a Take read at 1 s that
+// finds a request logged at 1.3 s waits 300 ms for the 0.6 s one to leave,
+// and 1 s for a full quota, not 600 ms and 1.3 s; and if the clock has
+// reached 1.7 s by then, where the 0.6 s request has left, it passes.
+func TestStaleDenialIsDecidedAgainOnALaterReading(t *testing.T) {
+	sec := func(s float64) int64 { return int64(s * float64(time.Second)) }
+	for _, tc := range []struct {
+		name         string
+		limit, n     int
+		before       []float64 // requests logged one at a time, at these times
+		logged, then float64   // the other call's time, and the clock after it
+	}{
+		{"one", 2, 1, []float64{0, 0.6}, 1.3, 1.3},
+		{"two", 3, 2, []float64{0, 0.5, 0.6}, 1.3, 1.3},
+		{"passes later", 2, 1, []float64{0, 0.6}, 1.3, 1.7},
+		{"two pass later", 3, 2, []float64{0, 0.5, 0.6}, 1.3, 1.7},
+	} {
+		t.Run(fmt.Sprintf("%s/limit=%d/n=%d", tc.name, tc.limit, tc.n), func(t *testing.T) {
+			const base = int64(100 * time.Second)
+			var clock limitertest.HookClock
+			clock.Now.Store(base)
+			lim, err := slidinglog.New(tc.limit, time.Second, hotlimit.WithClock(clock.Read))
+			require.NoError(t, err)
+			m := models.NewSlidingLog(tc.limit, time.Second)
+			for _, at := range tc.before {
+				clock.Now.Store(base + sec(at))
+				require.True(t, lim.Allow("k"))
+				require.True(t, m.Take("k", 1, base+sec(at)).Allowed)
+			}
+
+			clock.Now.Store(base + sec(1))
+			logged := false
+			clock.Hook = func() {
+				// The Take has its reading, 1 s: another call logs at 1.3 s.
+				clock.Now.Store(base + sec(tc.logged))
+				logged = lim.Allow("k")
+				require.True(t, m.Take("k", 1, base+sec(tc.logged)).Allowed)
+				clock.Now.Store(base + sec(tc.then))
+			}
+			d := lim.Take("k", tc.n)
+			require.True(t, logged, "the other call logged its request inside the Take")
+			want := m.Take("k", tc.n, base+sec(tc.then))
+			assert.Equal(t, want, d, "the model's Decision after the other call, at %v s", tc.then)
+		})
+	}
+}
+
+// TestStaleDenialReadsAgainOncePerRing forces, after a Take's second
+// reading (the one a denial on a stale reading makes, see
+// TestStaleDenialIsDecidedAgainOnALaterReading), yet another request
+// logged before the Take decides: at 2 per second, requests at 0 s and
+// 0.6 s, a Take read at 1 s finds one logged at 1.3 s and reads the clock
+// again, at 1.7 s, where the 0.6 s one has left; but meanwhile a request
+// is logged at the reading the second one gets. The Take, claiming on the ring it
+// read, loses to it and reads the ring again: a request at 1.7 s, no
+// newer than its reading, so it is denied there, waiting 600 ms for the
+// 1.3 s one. When the request logged meanwhile is later than its second
+// reading (at 2 s), that ring is stale too, and the Take reads the clock a
+// third time. Either way the Decision is the model's after every other
+// request, at the Take's last reading.
+func TestStaleDenialReadsAgainOncePerRing(t *testing.T) {
+	sec := func(s float64) int64 { return int64(s * float64(time.Second)) }
+	for _, last := range []float64{1.7, 2} {
+		t.Run(fmt.Sprintf("logged at %v s", last), func(t *testing.T) {
+			const base = int64(100 * time.Second)
+			var clock limitertest.HookClock
+			clock.Now.Store(base)
+			lim, err := slidinglog.New(2, time.Second, hotlimit.WithClock(clock.Read))
+			require.NoError(t, err)
+			m := models.NewSlidingLog(2, time.Second)
+			logAt := func(at float64) {
+				clock.Now.Store(base + sec(at))
+				require.True(t, lim.Allow("k"), "a request at %v s", at)
+				require.True(t, m.Take("k", 1, base+sec(at)).Allowed)
+			}
+			logAt(0)
+			logAt(0.6)
+
+			clock.Now.Store(base + sec(1))
+			readings := 0
+			var hook func()
+			hook = func() {
+				// The Take's readings: the first gets 1 s, the second 1.7 s;
+				// after each, another request is logged.
+				readings++
+				switch readings {
+				case 1:
+					logAt(1.3)
+					clock.Now.Store(base + sec(1.7))
+					clock.Hook = hook
+				case 2:
+					logAt(last) // the clock stays there
+					clock.Hook = hook
+				}
+			}
+			clock.Hook = hook
+			d := lim.Take("k", 1)
+			clock.Hook = nil
+			want := 2
+			if last > 1.7 {
+				want = 3
+			}
+			assert.Equal(t, want, readings, "the Take's clock readings")
+			final := base + sec(max(1.7, last))
+			assert.Equal(t, m.Take("k", 1, final), d, "the model's Decision after the other requests, at the Take's last reading")
+		})
+	}
+}
