@@ -322,7 +322,7 @@ func TestWaitKeepsTheBackendsError(t *testing.T) {
 }
 
 // TestWaitNeverPastTheClockRange: a sliding log on a clock past the latest
-// time it logs (2^61 − 1 ns after New read the clock) keeps its requests in
+// time it logs (2^61 − 2 ns after New read the clock) keeps its requests in
 // the window for good, so a wait for one more fails at once, without
 // sleeping, and the error does not blame the request's size, which is
 // within the limit.
