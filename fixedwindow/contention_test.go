@@ -85,3 +85,23 @@ func TestReportSeesAWriteBeforeItsReading(t *testing.T) {
 		Other:    1, OtherAt: 600 * time.Millisecond,
 	})
 }
+
+// TestReportSeesTheKeysNewCellAfterAKill: a sweep that kills the key's
+// cell between a report's two loads, followed by a take that holds the key
+// again in a new cell, sends the report back to the lookup. At 3 per
+// second, a key that passed one request at 0.5 s is idle once its window
+// ends; the report reads the clock at 1.5 s, and inside that reading, at
+// 1.2 s, a Sweep evicts the key and B takes one in a new cell. The key then
+// has 2 left in the window of 1.5 s; the dead cell reads as a fresh key's 3.
+func TestReportSeesTheKeysNewCellAfterAKill(t *testing.T) {
+	limitertest.ReportSeesTheKeysNewCell(t, limitertest.ReportRace{
+		Limit: 3,
+		New: func(clock hotlimit.Clock) (hotlimit.Limiter, error) {
+			return fixedwindow.New(3, time.Second, hotlimit.WithClock(clock))
+		},
+		Model: func() limitertest.Model { return models.NewFixedWindow(3, time.Second).Take },
+		First: 1, FirstAt: 500 * time.Millisecond,
+		ReportAt: 1500 * time.Millisecond,
+		Other:    1, OtherAt: 1200 * time.Millisecond,
+	})
+}

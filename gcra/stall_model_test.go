@@ -121,10 +121,12 @@ func (r *stallRun) call(stall bool, msg string) {
 		}
 		r.model.Sweep(t0)
 	case p < 4:
-		// A report changes nothing. It answers at its reading, before
-		// the calls inside its stall; or, when one of them wrote the key
-		// between its two loads of the word, it starts over after them,
-		// at its last reading.
+		// A report changes nothing. It answers at its reading, after
+		// the calls inside its stall (it judges the word only when its
+		// loads before and after the reading agree), or as a fresh key
+		// when the key was fresh before them; when one of them wrote the
+		// key between its two loads of the word, it starts over after
+		// them, at its last reading.
 		n := []int{0, -1, r.burst + 1}[r.rng.IntN(3)]
 		var want hotlimit.Decision
 		r.clock.Hook = hookBefore(func() { want = r.model.Take(key, n, r.clock.Now.Load()) })
@@ -132,6 +134,13 @@ func (r *stallRun) call(stall bool, msg string) {
 		r.clock.Hook = nil
 		if r.reads-reads-nested > 1 {
 			want = r.model.Take(key, n, r.decided(t0, r.reads-reads, nested))
+		} else if fresh := models.NewGCRA(r.limit, r.burst, r.window, r.epoch).Take(key, n, t0); changed && want != fresh {
+			// On its first reading, after calls inside its stall that
+			// changed the key: the state it loaded before them, judged
+			// at that reading, is one the key no longer had then. Only
+			// a key fresh before them (not held, or its cell dead),
+			// which is the same at any time, may be answered so.
+			want = r.model.Take(key, n, t0)
 		}
 		assert.Equal(r.t, want, d, "%s: report Take(%q, %d) at %d", msg, key, n, t0-r.epoch)
 	case p < 7:

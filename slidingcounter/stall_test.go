@@ -32,9 +32,9 @@ type stallEvent struct {
 //   - Each decision is the sequential model's, with the calls in the order
 //     they took effect, at a time that passed during the call: the call's
 //     reading, or its last one when it read the clock again. A denial on the
-//     first reading, and a report on its first, take effect before the calls
-//     of its stall (they judge the word loaded before them); anything else
-//     after them.
+//     first reading takes effect before the calls of its stall (it judges
+//     the word loaded before them), and so does a report on its first that
+//     found the key fresh; anything else after them.
 //   - Conservation of the aligned windows: the requests counted in a window
 //     (the receipts' windows; an Allow's, which has none, as the model
 //     counts it) less those given back never exceed the limit, and a key's
@@ -177,12 +177,16 @@ func (r *stallRun) take(stall bool, msg string) {
 	switch report := n < 1 || n > r.limit; {
 	case report && own == 1:
 		// A report loads the word, reads the clock, and loads the word
-		// again: when both loads agree, it judges the word it loaded
-		// before the stall at its reading, and takes effect before the
-		// calls of its stall. A dead cell or a missing key, met before
-		// the stall, reads as fresh, as the model, which holds the key's
-		// counts both zero from then on, reads it.
-		after = before
+		// again: when both loads agree, the calls of its stall left the
+		// word as it loaded it, and it judges that word at its reading,
+		// after them. A dead cell or a missing key, met before the
+		// stall, reads as fresh, as the model, which holds the key's
+		// counts both zero from then on, reads it: the same at any
+		// time, it takes effect before the calls of its stall.
+		fresh := models.NewSlidingCounter(r.limit, time.Duration(r.window)).Take("k", n, at)
+		if r.model(before).Take("k", n, at) == fresh {
+			after = before
+		}
 	case report:
 		// A call inside the stall wrote the word between the report's
 		// loads: it started over, once, after them, at its last reading.

@@ -52,3 +52,23 @@ func TestReportSeesAWriteBeforeItsReading(t *testing.T) {
 		Other:    1, OtherAt: 200 * time.Millisecond,
 	})
 }
+
+// TestReportSeesTheKeysNewCellAfterAKill: a sweep that kills the key's
+// cell between a report's two loads, followed by a take that holds the key
+// again in a new cell, sends the report back to the lookup. At 5 per
+// second, a key that took 3 tokens at 0 is full by 1 s; the report reads
+// the clock at 1.1 s, and inside that reading, at 1 s, a Sweep evicts the
+// key and B takes 1 token from a new cell. The key then holds 4.5 tokens at
+// 1.1 s; the dead cell reads as a fresh key's 5.
+func TestReportSeesTheKeysNewCellAfterAKill(t *testing.T) {
+	limitertest.ReportSeesTheKeysNewCell(t, limitertest.ReportRace{
+		Limit: 5,
+		New: func(clock hotlimit.Clock) (hotlimit.Limiter, error) {
+			return tokenbucket.New(5, time.Second, hotlimit.WithClock(clock))
+		},
+		Model: func() limitertest.Model { return models.NewTokenBucket(5, 5, time.Second, 0).Take },
+		First: 3, FirstAt: 0,
+		ReportAt: 1100 * time.Millisecond,
+		Other:    1, OtherAt: time.Second,
+	})
+}

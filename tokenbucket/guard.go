@@ -36,7 +36,8 @@ package tokenbucket
 //     clock reading. Either way swept equals g before and after the Load,
 //     and so at the Load, as generations only grow: G held for the word,
 //     and |t − τ| < hard + R/4 = R − fill − m. When it has changed, they read
-//     the clock again (report loads the word again first).
+//     the clock again (report starts over from the map lookup, loading swept
+//     and the word again first).
 //   - Upper bound. A writer writes its own t, or keeps a later stored τ; its
 //     t < g + hard ≤ L + hard, since generations only grow.
 //   - Lower bound. A sweep starts at s under generation g (s ≥ g − R/4: sweep

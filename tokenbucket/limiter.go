@@ -340,10 +340,13 @@ func (l *Limiter) take(key string, n int) (hotlimit.Decision, uint64) {
 
 // report is Take for n == 0, n > burst and n < 0: it reads key's state and
 // changes nothing, not even inserting key. A missing key reports as fresh,
-// and so does a dead cell (a sweep killed it full and has yet to delete it):
-// the key's next cell is fresh. It waits for no one: it reads the clock again
-// only when a sweep completed between its two loads of the generation, before
-// the word and after the clock reading (see guard.go).
+// and so does a dead cell (a sweep killed it full, or a refund that would
+// have filled it, and it is yet to be deleted): the key's next cell is
+// fresh, and a fresh key reads the same at any time. It waits for no one: it
+// reads the clock again only when a write landed on the key's word between
+// its two loads of it, or a sweep completed between its two loads of the
+// generation, before the word and after the clock reading (see guard.go);
+// either is another call's progress.
 //
 // The clock is read between two loads of the word, and the report judges
 // the word only when both loads saw it: it was the key's state at the
@@ -356,11 +359,12 @@ func (l *Limiter) take(key string, n int) (hotlimit.Decision, uint64) {
 // call moved on meanwhile would be refilled up to the reading as if no one
 // had taken: more tokens and a shorter ResetAfter than the key had. While
 // the loads differ (a write landed between them), the report starts over
-// from the lookup, since the write may be a sweep's kill, after which the
-// key lives in another cell: it retries only as often as writes land on
-// the key inside its own clock readings. (A take and the refund that undoes it,
-// both between the loads, leave the word as it was: the report judges it
-// as if neither had landed.)
+// from the lookup, since the write may be a sweep's kill or a refund's,
+// after which the key lives in another cell: it retries only as often as
+// writes land on the key inside its own clock readings. (A word that comes
+// back between the loads, a take and a refund that restores it, is the
+// key's whole state: the report judges the state the key had after both,
+// the same as before them.)
 //
 // The wrap guard still needs the word read under the generation the reading
 // is checked against, with swept unchanged across the loads: the generation

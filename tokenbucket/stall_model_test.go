@@ -22,8 +22,9 @@ import (
 // call's clock reading, or at its last one when it read the clock again
 // (after a sweep completed meanwhile): the model's admissions and refunds
 // are replayed to test each. A report (n = 0 or n > burst) loads the word
-// before it reads the clock, so on its first reading it takes effect before
-// the calls inside its stall.
+// before and after it reads the clock, and judges it only when both loads
+// agree, so it takes effect after the calls inside its stall too (a key
+// fresh before them it may answer as fresh, the same at any time).
 type stallModel struct {
 	t                   *testing.T
 	rng                 *rand.Rand
@@ -145,15 +146,18 @@ func (s *stallModel) call(stall bool, msg string) {
 		s.stalled++
 	}
 	// The call decided at its first reading, or, when it read the clock
-	// again (a sweep completed meanwhile), at its last one: the clock now.
-	// A report loads the word before it reads the clock, so on its first
-	// reading it takes effect before the calls inside its stall.
+	// again (a sweep completed, or a write landed between a report's two
+	// loads of the word), at its last one: the clock now. A report on its
+	// first reading judges the word its loads before and after the reading
+	// agree on, so it takes effect after the calls inside its stall; only
+	// a key fresh before them (not held, or its cell dead), the same at
+	// any time, it may answer as before them.
 	report := n < 1 || n > s.burst
 	now, history := t0, s.history
 	if s.reads-reads-nested > 1 {
 		now = s.clock.Now.Load()
 		s.reReadings++
-	} else if report {
+	} else if fresh := models.NewTokenBucket(s.limit, s.burst, s.window, s.epoch).Take(key, n, t0); report && s.modelOf(s.history[:prior]).Take(key, n, t0) == fresh {
 		history = s.history[:prior]
 	}
 	want := s.modelOf(history).Take(key, n, now)

@@ -111,3 +111,51 @@ func ReportSeesAWriteBeforeItsReading(t *testing.T, r ReportRace) {
 		assert.Equal(t, want, d, "n = %d: the key after B's take at %v, at the report's reading %v", n, r.OtherAt, r.ReportAt)
 	}
 }
+
+// ReportSeesTheKeysNewCell forces a sweep's kill and a re-insert of the key
+// between a report's two loads of the key's state: the key took First at
+// FirstAt and is idle by OtherAt; the report (Take(key, n) for n = 0,
+// Limit + 1 and -1) loads its state and reads the clock at ReportAt, and
+// inside that reading, at OtherAt, a Sweep evicts the key and B takes Other,
+// which holds the key again in a new cell. The report's second load finds
+// the old cell dead: it must look the key up again and answer as the model
+// does after B, at ReportAt, not as for a fresh key, which the old, dead
+// cell reads as. New's limiter must have a Sweep method, and the scenario
+// must tell the key after B from a fresh one.
+func ReportSeesTheKeysNewCell(t *testing.T, r ReportRace) {
+	t.Helper()
+	require.Positive(t, r.First, "the key is held before the report")
+	require.Less(t, r.FirstAt, r.OtherAt, "B comes after the first take")
+	require.LessOrEqual(t, r.OtherAt, r.ReportAt, "B's reading is no later than the report's")
+	for _, n := range []int{0, r.Limit + 1, -1} {
+		var c HookClock
+		l, err := r.New(c.Read)
+		require.NoError(t, err)
+		lim, ok := l.(interface {
+			hotlimit.Limiter
+			Sweep() int
+		})
+		require.True(t, ok, "the limiter has a Sweep method")
+		m, fresh := r.Model(), r.Model()
+		c.Now.Store(int64(r.FirstAt))
+		require.True(t, lim.Take("k", r.First).Allowed, "n = %d: the first take", n)
+		require.True(t, m("k", r.First, int64(r.FirstAt)).Allowed, "n = %d: the model's first take", n)
+		c.Now.Store(int64(r.ReportAt))
+		var swept int
+		var b bool
+		c.Hook = func() {
+			c.Now.Store(int64(r.OtherAt))
+			swept = lim.Sweep()
+			b = lim.Take("k", r.Other).Allowed
+			c.Now.Store(int64(r.ReportAt))
+		}
+		d := lim.Take("k", n)
+		require.Nil(t, c.Hook, "n = %d: the report read the clock", n)
+		require.Equal(t, 1, swept, "n = %d: the sweep at %v evicts the key", n, r.OtherAt)
+		require.True(t, b, "n = %d: B at %v", n, r.OtherAt)
+		require.True(t, m("k", r.Other, int64(r.OtherAt)).Allowed, "n = %d: the model's B", n)
+		want := m("k", n, int64(r.ReportAt))
+		require.NotEqual(t, fresh("k", n, int64(r.ReportAt)), want, "n = %d: the scenario tells the key after B from a fresh key", n)
+		assert.Equal(t, want, d, "n = %d: the key in its new cell after B's take at %v, at the report's reading %v", n, r.OtherAt, r.ReportAt)
+	}
+}
