@@ -482,6 +482,9 @@ func (m *Map[C]) remove(n *node[C]) bool {
 	if cur, ok := m.cells.Load(n.key); !ok || cur != n {
 		return false
 	}
+	if m.hook != nil {
+		m.hook("remove")
+	}
 	deleted := false
 	m.cells.Compute(n.key, func(old *node[C], loaded bool) (*node[C], bool) {
 		if loaded && old == n {
