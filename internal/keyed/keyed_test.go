@@ -592,3 +592,26 @@ func TestReviveBetweenADeletionsCheckAndItsDeleteKeepsTheLiveCell(t *testing.T) 
 		assertListedAfterSweep(t, m)
 	}
 }
+
+// TestMaxKeysKeyInsertedSinceTheMissIsNotDenied forces another caller's
+// insertion of the same new key between a caller's miss and its reservation,
+// taking the cap's last room: the key is then held, and the caller gets its
+// cell rather than the cap's denial, though no key is idle to make room.
+func TestMaxKeysKeyInsertedSinceTheMissIsNotDenied(t *testing.T) {
+	m := newMap(0, 2)
+	add(m, "a", m.Get("a"), 1)
+	var other *cell
+	keyed.OnStep(m, func(step string) {
+		if step == "miss" && other == nil {
+			other = &cell{} // armed once: the insertion below misses too
+			other = add(m, "y", m.Get("y"), 1)
+		}
+	})
+	c := m.Get("y")
+	require.NotNil(t, other, "the other caller inserted y between the miss and the reservation")
+	require.NotNil(t, c, "y is held: not denied by the cap")
+	assert.Same(t, other, c, "the cell the other caller inserted")
+	assert.Equal(t, 2, m.Len())
+	assert.EqualValues(t, 2, keyed.Reserved(m))
+	assertListed(t, m, "a", "y")
+}
