@@ -72,3 +72,26 @@ func TestWaitEndedDecisionIsNoPass(t *testing.T) {
 		}
 	}
 }
+
+// leavingDenier denies, with RetryAfter Never, while it cancels the caller's
+// context: the caller left during a decision that denied.
+type leavingDenier struct{ cancel context.CancelFunc }
+
+func (l *leavingDenier) Allow(string) bool { return false }
+func (l *leavingDenier) Take(string, int) hotlimit.Decision {
+	return hotlimit.Decision{Limit: 1, RetryAfter: hotlimit.Never}
+}
+func (l *leavingDenier) TakeContext(ctx context.Context, key string, n int) (hotlimit.Decision, error) {
+	l.cancel()
+	return l.Take(key, n), nil
+}
+
+// TestWaitEndedDuringADenialReturnsTheContextsError: when ctx ends during a
+// decision that denied the request, WaitN returns ctx.Err(), as documented,
+// before reading the denial's RetryAfter: not ErrNeverPasses.
+func TestWaitEndedDuringADenialReturnsTheContextsError(t *testing.T) {
+	ctx, cancel := context.WithCancel(context.Background())
+	err := hotlimit.Wait(ctx, &leavingDenier{cancel: cancel}, "k")
+	assert.Equal(t, context.Canceled, err)
+	assert.NotErrorIs(t, err, hotlimit.ErrNeverPasses)
+}

@@ -361,3 +361,22 @@ func TestWaitNeverPastTheLastReading(t *testing.T) {
 	assert.EqualError(t, err, want)
 	assert.Empty(t, f.slept)
 }
+
+// TestWaitDeadlineJustBeforeRetryAfter: a deadline that comes only a little
+// before RetryAfter still fails the wait at once, without sleeping into the
+// deadline; one a little after it lets the wait sleep and pass.
+func TestWaitDeadlineJustBeforeRetryAfter(t *testing.T) {
+	f := new(fakeTime)
+	lim := newBucket(t, 1, time.Hour, f)
+	require.True(t, lim.Allow("k"))
+	short, cancel := context.WithTimeout(context.Background(), 59*time.Minute)
+	defer cancel()
+	err := hotlimit.Wait(short, lim, "k", hotlimit.WithSleep(f.sleep))
+	assert.ErrorIs(t, err, context.DeadlineExceeded)
+	assert.Empty(t, f.slept, "no sleep towards a deadline before RetryAfter")
+
+	long, cancel := context.WithTimeout(context.Background(), 61*time.Minute)
+	defer cancel()
+	require.NoError(t, hotlimit.Wait(long, lim, "k", hotlimit.WithSleep(f.sleep)))
+	assert.Equal(t, []time.Duration{time.Hour}, f.slept)
+}

@@ -141,6 +141,9 @@ func TestTakeContextEndedWhileAChildCouldNotDecideGivesBackAll(t *testing.T) {
 	assert.Zero(t, rc, "nothing to give back later")
 	assert.ErrorIs(t, err, context.Canceled)
 	assert.Equal(t, 5, counting.Take("k", 0).Remaining, "the counting child gave it back")
+	require.Len(t, counting.refunds, 1)
+	require.NotNil(t, counting.refunds[0], "given back with a context")
+	assert.NoError(t, counting.refunds[0].Err(), "without the ended request's cancellation, which a backend would refuse")
 
 	ctx, cancel = context.WithCancel(context.Background())
 	leaving.Cancel = cancel

@@ -7,6 +7,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/hotlimit/hotlimit"
 	"github.com/hotlimit/hotlimit/composite"
 	"github.com/hotlimit/hotlimit/internal/limitertest"
 )
@@ -35,4 +36,13 @@ func TestNilContextIsBackground(t *testing.T) {
 	assert.Equal(t, want, d, "TakeReceiptContext(nil)")
 	assert.Zero(t, r)
 	assert.ErrorIs(t, err, limitertest.ErrUnreachable, "TakeReceiptContext(nil)")
+
+	counting := newRemote(t, 5)
+	c, err := composite.New(counting)
+	require.NoError(t, err)
+	require.True(t, counting.Take("k", 2).Allowed)
+	assert.NoError(t, c.RefundContext(nil, "k", hotlimit.Receipt{N: 2, At: 1}))
+	require.Len(t, counting.refunds, 1)
+	assert.NotNil(t, counting.refunds[0], "RefundContext(nil): the child is given back under Background")
+	assert.Equal(t, 5, counting.Take("k", 0).Remaining, "RefundContext(nil) gave back")
 }

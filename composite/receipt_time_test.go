@@ -73,3 +73,44 @@ func TestRefundBesideANestedUnlimitedGivesBackAll(t *testing.T) {
 		})
 	}
 }
+
+// movesClock is a child that moves the clock by step after each of its
+// takes, as the time a real clock reads passes between the children a
+// composite asks in turn.
+type movesClock struct {
+	hotlimit.Refunder
+	now  *atomic.Int64
+	step time.Duration
+}
+
+func (m *movesClock) TakeReceipt(key string, n int) (hotlimit.Decision, hotlimit.Receipt) {
+	d, r := m.Refunder.TakeReceipt(key, n)
+	m.now.Add(int64(m.step))
+	return d, r
+}
+
+// TestReceiptTimeIsTheEarliestOnAMovingClock: the clock passes a window's
+// end between the composite's two children, so the first, a fixed window,
+// counts the request in the window that ends and the second in the next
+// one. The receipt holds the earlier time, the first child's: its refund
+// then finds the first child's window ended and gives it nothing back. A
+// later time would name the first child's current window, whose count holds
+// other requests, not this one, and its refund would let that window pass
+// more than its limit.
+func TestReceiptTimeIsTheEarliestOnAMovingClock(t *testing.T) {
+	var now atomic.Int64
+	now.Store(int64(time.Hour) - 1)                     // the last nanosecond of a window
+	first := kinds[2].make(t, 2, time.Second, now.Load) // a fixed window
+	second := kinds[0].make(t, 10, time.Second, now.Load)
+	c, err := composite.New(&movesClock{Refunder: first, now: &now, step: 1}, second)
+	require.NoError(t, err)
+	taken := now.Load()
+	d, r := c.TakeReceipt("k", 1)
+	require.True(t, d.Allowed)
+	require.Equal(t, int64(time.Hour), now.Load(), "the next window began between the children")
+	assert.Equal(t, hotlimit.Receipt{N: 1, At: taken}, r, "the first child's time, the earliest")
+
+	require.True(t, first.Take("k", 2).Allowed, "the first child's new window, full")
+	c.Refund("k", r)
+	assert.False(t, first.Allow("k"), "the refund gave nothing back to a window the request never counted in")
+}

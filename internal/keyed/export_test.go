@@ -18,11 +18,14 @@ func Listed[C any](m *Map[C]) []string {
 // Reserved returns the keys held or reserved under the key cap.
 func Reserved[C any](m *Map[C]) int64 { return m.count.Load() }
 
-// OnStep sets a hook called at named steps: "claim" (a walker read its chunk
-// and is about to move the cursor), "claimed" (it moved it, and is about to
-// visit), "revive" (Revive made its key cap check and is about to
-// insert), and "drop" (Drop found its key mapping to the dead cell and is
-// about to delete it). Set it before the goroutines that use the map start.
+// OnStep sets a hook called at named steps: "miss" (Get found no cell and
+// is about to insert one, reserving room under a key cap), "claim" (a
+// walker read its chunk and is about to move the cursor), "claimed" (it
+// moved it, and is about to visit), "revive" (Revive made its key cap check
+// and is about to insert), "drop" (Drop found its key mapping to the dead
+// cell and is about to delete it), and "remove" (a deletion found the key
+// mapping to the dead node, and is about to delete it if it still does).
+// Set it before the goroutines that use the map start.
 func OnStep[C any](m *Map[C], f func(step string)) { m.hook = f }
 
 // Walk runs one bounded walk, as an auto-sweep step does (first unset) or a

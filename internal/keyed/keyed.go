@@ -132,7 +132,8 @@
 // nodes, evicting idle ones, and stops at the eviction that brings count below
 // n (the first, unless revivals put count over n, or concurrent insertions take
 // the room); if it finds no room, Get returns nil and the limiter denies the
-// new key. A caller that revives a key evicted under it (it held the cell
+// new key, unless another caller inserted that key since the miss (then Get
+// returns its cell: the key is held, not new). A caller that revives a key evicted under it (it held the cell
 // before the kill) re-inserts it without the check, and walks to evict an idle
 // key when that puts the map over the cap: before the re-insertion when it
 // finds the cap reached and the key gone, and after it (before listing its
@@ -257,7 +258,16 @@ func (m *Map[C]) Load(key string) *C {
 
 // insert is Get on a miss.
 func (m *Map[C]) insert(key string) *C {
+	if m.hook != nil {
+		m.hook("miss")
+	}
 	if m.maxKeys > 0 && !m.reserve() {
+		// No room, but another caller may have inserted key since the
+		// miss, with the last room there was: the key is held, not new,
+		// and its request is decided on its cell, not denied by the cap.
+		if n, ok := m.cells.Load(key); ok {
+			return &n.cell
+		}
 		return nil
 	}
 	if m.autoMin > 0 && m.cells.Size() >= m.autoMin {
@@ -481,6 +491,9 @@ func (m *Map[C]) visit(prev, n, next *node[C], kill func(*C) bool) (kept, delete
 func (m *Map[C]) remove(n *node[C]) bool {
 	if cur, ok := m.cells.Load(n.key); !ok || cur != n {
 		return false
+	}
+	if m.hook != nil {
+		m.hook("remove")
 	}
 	deleted := false
 	m.cells.Compute(n.key, func(old *node[C], loaded bool) (*node[C], bool) {

@@ -563,3 +563,55 @@ func TestNewKeyOverTheCapEvictsUntilThereIsRoom(t *testing.T) {
 	assert.Equal(t, int64(1), keyed.Reserved(m))
 	assertListedAfterSweep(t, m)
 }
+
+// TestReviveBetweenADeletionsCheckAndItsDeleteKeepsTheLiveCell forces a
+// revival between a sweeper's check that the key still maps to the cell it
+// killed and its deletion: the caller that met the tombstone puts a fresh
+// cell under the key and counts in it. The deletion must then leave the key
+// alone: deleting it would drop the live cell, and the count in it, under
+// its caller.
+func TestReviveBetweenADeletionsCheckAndItsDeleteKeepsTheLiveCell(t *testing.T) {
+	for _, maxKeys := range []int{0, 4} {
+		m := newMap(0, maxKeys)
+		x := m.Get("x") // idle: its caller holds the cell
+		var revived *cell
+		keyed.OnStep(m, func(step string) {
+			if step == "remove" && revived == nil {
+				revived = add(m, "x", x, 1) // meets the tombstone, revives
+			}
+		})
+		assert.Zero(t, m.Sweep(kill), "cap %d: the key maps to a live cell again", maxKeys)
+		require.NotNil(t, revived, "cap %d: the revival ran between the check and the delete", maxKeys)
+		c, ok := m.Peek("x")
+		require.True(t, ok, "cap %d: the revived key is held", maxKeys)
+		assert.Same(t, revived, c, "cap %d", maxKeys)
+		assert.EqualValues(t, 1, c.n.Load(), "cap %d: its count kept", maxKeys)
+		if maxKeys > 0 {
+			assert.EqualValues(t, 1, keyed.Reserved(m), "cap %d: one key held", maxKeys)
+		}
+		assertListedAfterSweep(t, m)
+	}
+}
+
+// TestMaxKeysKeyInsertedSinceTheMissIsNotDenied forces another caller's
+// insertion of the same new key between a caller's miss and its reservation,
+// taking the cap's last room: the key is then held, and the caller gets its
+// cell rather than the cap's denial, though no key is idle to make room.
+func TestMaxKeysKeyInsertedSinceTheMissIsNotDenied(t *testing.T) {
+	m := newMap(0, 2)
+	add(m, "a", m.Get("a"), 1)
+	var other *cell
+	keyed.OnStep(m, func(step string) {
+		if step == "miss" && other == nil {
+			other = &cell{} // armed once: the insertion below misses too
+			other = add(m, "y", m.Get("y"), 1)
+		}
+	})
+	c := m.Get("y")
+	require.NotNil(t, other, "the other caller inserted y between the miss and the reservation")
+	require.NotNil(t, c, "y is held: not denied by the cap")
+	assert.Same(t, other, c, "the cell the other caller inserted")
+	assert.Equal(t, 2, m.Len())
+	assert.EqualValues(t, 2, keyed.Reserved(m))
+	assertListed(t, m, "a", "y")
+}
