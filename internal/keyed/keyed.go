@@ -133,15 +133,15 @@
 // n (the first, unless revivals put count over n, or concurrent insertions take
 // the room); if it finds no room, Get returns nil and the limiter denies the
 // new key, unless another caller inserted that key since the miss (then Get
-// returns its cell: the key is held, not new). A caller that revives a key evicted under it (it held the cell
-// before the kill) re-inserts it without the check, and walks to evict an idle
-// key when that puts the map over the cap: before the re-insertion when it
-// finds the cap reached and the key gone, and after it (before listing its
-// fresh cell, which the walk therefore cannot evict) when the key was deleted
-// between that check and the re-insertion. So the cap can be exceeded only by
-// such callers, each by one key, while no key is idle (or during the walk that
-// looks for one): the next insertion's walk evicts idle keys until count is
-// below n again.
+// returns its cell: the key is held, not new). A caller that revives a key
+// evicted under it (it held the cell before the kill) re-inserts it without the
+// check, and walks to evict an idle key when that puts the map over the cap:
+// before the re-insertion when it finds the cap reached and the key gone, and
+// after it (before listing its fresh cell, which the walk therefore cannot
+// evict) when the key was deleted between that check and the re-insertion. So
+// the cap can be exceeded only by such callers, each by one key, while no key
+// is idle (or during the walk that looks for one): the next insertion's walk
+// evicts idle keys until count is below n again.
 package keyed
 
 import (
