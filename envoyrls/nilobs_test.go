@@ -30,3 +30,41 @@ func TestNilMetricsReportsNothing(t *testing.T) {
 	})
 	require.NotPanics(t, func() { assert.NoError(t, h.srv.ReloadDir(h.dir)) }, "Reload")
 }
+
+// countingObserver counts the events it hears; a nil *countingObserver
+// would panic on its first.
+type countingObserver struct{ n int }
+
+func (o *countingObserver) Observe(hotlimit.Event) { o.n++ }
+
+// TestNilPointerObserverReportsNothing: WithObserver of a nil pointer of
+// the caller's own observer type is no observer, as hotlimit.WithObserver's
+// is: decisions are answered, not a panic in the observer's method.
+func TestNilPointerObserverReportsNothing(t *testing.T) {
+	var o *countingObserver
+	var h *harness
+	require.NotPanics(t, func() { h = inProcess(t, WithObserver(o)) }, "New")
+	require.NotPanics(t, func() {
+		assert.Equal(t, ok, h.call(t, "conf", 0, desc("hits", "v")).OverallCode, "decided and answered")
+	})
+}
+
+// TestShadowDenialIsObservedAsPassed: a descriptor over a rule in shadow
+// mode is answered OK, and its Event says so, as a service's shadow limit
+// reports one: Outcome shadow_denied, with the Decision the caller got,
+// allowed with no wait, and the rule's own numbers.
+func TestShadowDenialIsObservedAsPassed(t *testing.T) {
+	var events []hotlimit.Event
+	h := inProcess(t, WithObserver(hotlimit.ObserverFunc(func(e hotlimit.Event) { events = append(events, e) })))
+	for range 2 {
+		assert.Equal(t, ok, h.call(t, "conf", 0, desc("shadow", "v")).OverallCode, "shadow mode answers OK")
+	}
+	require.Len(t, events, 2)
+	assert.Equal(t, hotlimit.OutcomeNearLimit, events[0].Outcome, "the first of one per hour, the last one")
+	e := events[1]
+	assert.Equal(t, hotlimit.OutcomeShadowDenied, e.Outcome)
+	assert.True(t, e.Decision.Allowed, "the caller passed")
+	assert.Zero(t, e.Decision.RetryAfter, "nothing to wait for")
+	assert.Equal(t, 1, e.Decision.Limit)
+	assert.Zero(t, e.Decision.Remaining)
+}

@@ -103,18 +103,11 @@ func WithHeaders(h Headers) Option { return func(s *settings) { s.headers = h } 
 // Event.Rule. The fallbacks of limiters on Redis reach a
 // [hotlimit.FallbackObserver] only through the limiters' own options:
 // redislimit.Factory(client, hotlimit.WithObserver(o)), as hotlimitd does.
-// A nil o, a nil hotlimit.ObserverFunc or a nil *Metrics reports nothing.
+// A nil o reports nothing, and so does an o that holds a nil pointer or
+// function (a nil hotlimit.ObserverFunc, a nil *Metrics), as
+// hotlimit.WithObserver says.
 func WithObserver(o hotlimit.Observer) Option {
-	switch v := o.(type) {
-	case hotlimit.ObserverFunc:
-		if v == nil {
-			o = nil // a nil function is no observer: calling it would panic
-		}
-	case *Metrics:
-		if v == nil {
-			o = nil // nor are nil Metrics, which have no counters to count in
-		}
-	}
+	o = hotlimit.NewOptions(hotlimit.WithObserver(o)).Observer
 	return func(s *settings) { s.observer = o }
 }
 
@@ -717,10 +710,16 @@ func (s *Server) observe(it *item) {
 	}
 	// A Source per observed descriptor: a request over gRPC allocates far
 	// more than this, and a descriptor's policy may come with the request.
-	s.set.observer.Observe(hotlimit.Event{
+	e := hotlimit.Event{
 		Source: &hotlimit.Source{Rule: it.rule.Key, Policy: it.cfg}, N: it.n, Decision: it.d,
 		Outcome: hotlimit.ClassifyCapacity(it.d, it.shadow, hotlimit.DefaultNearLimit, it.cfg.Capacity()),
-	})
+	}
+	if e.Outcome == hotlimit.OutcomeShadowDenied {
+		// The descriptor is answered OK: the Decision is the caller's,
+		// as a service's shadow limit reports it.
+		e.Decision.Allowed, e.Decision.RetryAfter = true, 0
+	}
+	s.set.observer.Observe(e)
 }
 
 // respond builds the response, refunding the passed descriptors of a denied
