@@ -40,7 +40,10 @@
 // Each key is one Redis key, "<prefix><algorithm>:<limit>:<window>:<burst>:<unit>:{<key>}":
 // the prefix ([WithPrefix], "hotlimit:" by default) and the Config keep
 // limiters apart, and the braces make the key its own hash tag, so that a
-// Redis Cluster places a key's state for every Config on one node. Every key
+// Redis Cluster places a key's state for every Config on one node (but for
+// an empty key or one that begins with "}", whose tag is empty: Redis then
+// hashes the whole name, and each Config's state may sit on another node;
+// each script call touches one Redis key, so it works the same). Every key
 // is written with a TTL of the time it takes to return to a full quota, plus
 // a second: an idle key vanishes by itself, and one that vanished is as good
 // as a fresh one.
