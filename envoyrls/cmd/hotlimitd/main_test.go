@@ -574,10 +574,11 @@ func TestHealthcheckBodyIsTheReferences(t *testing.T) {
 	srv.stop(t)
 }
 
-// TestShutdownGivesLeasesBack: with -redis-lease, a request takes a lease
-// of 2 from Redis and spends 1; the graceful stop gives the unspent one
-// back, so the next process (here without leases, as a replica would see
-// it) has the limit less the one request, not less the whole lease.
+// TestShutdownGivesLeasesBack: with -redis-lease 2, a request takes from
+// Redis its own hit and a lease of 2 more, the whole limit of 3; the
+// graceful stop gives the unspent lease back, so the next process (here
+// without leases, as a replica would see it) has the limit less the one
+// request (2), not less the lease too (0).
 func TestShutdownGivesLeasesBack(t *testing.T) {
 	addr, _ := startRedis(t, "")
 	dir := t.TempDir()
