@@ -87,7 +87,9 @@ import (
 // decisions, to the backend's limiters with hotlimit.WithObserver (in the
 // options of redislimit.Factory) for its fallbacks, and register it with a
 // Prometheus registry. The fallbacks carry the name and labels hotlimitprom
-// gives them. It is safe for concurrent use.
+// gives them. A nil *Metrics, given to either, observes nothing, as for a
+// program that builds its Metrics only when metrics are on. It is safe for
+// concurrent use.
 type Metrics struct {
 	rules *xsync.MapOf[string, *ruleCounters]
 	// requests, backendErrs and serviceErrs count ShouldRateLimit calls,
@@ -198,8 +200,11 @@ func NewMetrics() *Metrics {
 // Observe counts e under e.Rule; see [hotlimit.Observer]. The count the
 // rule had reached is read from e.Decision.Remaining against the capacity
 // of e.Policy (e.Decision.Limit for an Event without a Source), as for an
-// Event of one limit.
+// Event of one limit. A nil *Metrics observes nothing.
 func (m *Metrics) Observe(e hotlimit.Event) {
+	if m == nil {
+		return
+	}
 	rule := e.RuleName()
 	c, ok := m.rules.Load(rule)
 	if !ok {
@@ -283,8 +288,11 @@ func (m *Metrics) request(err error) {
 }
 
 // ObserveFallback counts f under its backend and reason; see
-// [hotlimit.FallbackObserver].
+// [hotlimit.FallbackObserver]. A nil *Metrics observes nothing.
 func (m *Metrics) ObserveFallback(f hotlimit.Fallback) {
+	if m == nil {
+		return
+	}
 	k := fallbackKey{f.Backend, f.Reason}
 	c, ok := m.fallbacks.Load(k)
 	if !ok {

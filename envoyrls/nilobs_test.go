@@ -1,12 +1,21 @@
 package envoyrls
 
 import (
+	"context"
 	"testing"
+	"time"
 
+	rlext "github.com/envoyproxy/go-control-plane/envoy/extensions/common/ratelimit/v3"
+	pb "github.com/envoyproxy/go-control-plane/envoy/service/ratelimit/v3"
+	"github.com/redis/go-redis/v9"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
 
 	"github.com/hotlimit/hotlimit"
+	"github.com/hotlimit/hotlimit/redislimit"
+	"github.com/hotlimit/hotlimit/service"
 )
 
 // TestNilObserverFuncReportsNothing: WithObserver of a nil
@@ -67,4 +76,35 @@ func TestShadowDenialIsObservedAsPassed(t *testing.T) {
 	assert.Zero(t, e.Decision.RetryAfter, "nothing to wait for")
 	assert.Equal(t, 1, e.Decision.Limit)
 	assert.Zero(t, e.Decision.Remaining)
+}
+
+// TestNilMetricsObservesNoDecisionNorFallback: a nil *Metrics given to the
+// backend's limiters for their fallbacks, as Metrics says to give it,
+// observes nothing either: a request Redis fails (here, none listens) gets
+// the backend's answer, where the fallback's report panicked on the nil
+// Metrics; nor does it observe the decisions of a service.Service given it.
+func TestNilMetricsObservesNoDecisionNorFallback(t *testing.T) {
+	var m *Metrics
+	client := redis.NewClient(&redis.Options{Addr: "127.0.0.1:1", MaxRetries: -1}) // a port none listens on
+	t.Cleanup(func() { _ = client.Close() })
+	f := redislimit.Factory(client, redislimit.WithFailPolicy(redislimit.FailOpen), hotlimit.WithObserver(m))
+	for _, errs := range []bool{true, false} {
+		h := inProcess(t, WithObserver(m), WithBackendErrors(errs), WithLimiterOptions(hotlimit.WithFactory(f)))
+		var err error
+		var resp *pb.RateLimitResponse
+		require.NotPanics(t, func() {
+			resp, err = h.srv.ShouldRateLimit(context.Background(), &pb.RateLimitRequest{Domain: "conf", Descriptors: []*rlext.RateLimitDescriptor{desc("per_hour", "x")}})
+		}, "backend errors %v", errs)
+		if errs {
+			assert.Equal(t, codes.Unavailable, status.Code(err), "%v", err)
+			continue
+		}
+		require.NoError(t, err)
+		assert.Equal(t, ok, resp.OverallCode, "FailOpen's answer")
+	}
+
+	svc, err := service.New(hotlimit.Config{Algorithm: hotlimit.FixedWindow, Limit: 1, Window: time.Hour}, hotlimit.WithObserver(m))
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = svc.Close() })
+	require.NotPanics(t, func() { assert.True(t, svc.Allow("u", "a")) }, "a service's decision")
 }

@@ -331,16 +331,21 @@ func TestCallersDeadlineIsNotABackendFailure(t *testing.T) {
 // ctxRefunder is a ContextRefunder over an in-memory limiter whose refunds,
 // as redislimit's, fail without giving back under a context that is done.
 // With deadline set, its takes end the call's context (as the caller's
-// deadline passing during the round trip does) and fail with its error.
+// deadline passing during the round trip does) and fail with its error;
+// with answered set too, they decide all the same (the deadline passed as
+// the answer came).
 type ctxRefunder struct {
 	hotlimit.Refunder
 	deadline func()
+	answered bool
 }
 
 func (l *ctxRefunder) TakeReceiptContext(ctx context.Context, key string, n int) (hotlimit.Decision, hotlimit.Receipt, error) {
 	if l.deadline != nil {
 		l.deadline()
-		return hotlimit.Decision{}, hotlimit.Receipt{}, fmt.Errorf("backend: %w", ctx.Err())
+		if !l.answered {
+			return hotlimit.Decision{}, hotlimit.Receipt{}, fmt.Errorf("backend: %w", ctx.Err())
+		}
 	}
 	d, r := l.TakeReceipt(key, n)
 	return d, r, nil
@@ -389,6 +394,47 @@ func TestAllOrNothingRefundsWhenTheDeadlinePasses(t *testing.T) {
 	resp, err := s.ShouldRateLimit(context.Background(), &pb.RateLimitRequest{Domain: "web", Descriptors: []*rlext.RateLimitDescriptor{entry("a")}})
 	require.NoError(t, err)
 	assert.Equal(t, uint32(4), resp.Statuses[0].LimitRemaining, "the failed request's hit on a was given back: this one's is the first")
+}
+
+// TestAllOrNothingRefundsADenialAsTheDeadlinePasses: in all-or-nothing
+// mode, a request denied by its second descriptor, whose deadline passes
+// as the backend answers it, gives back what its first took: the refund of
+// a denied request is made under a context that the deadline does not end.
+func TestAllOrNothingRefundsADenialAsTheDeadlinePasses(t *testing.T) {
+	d, err := ParseDomain("web.yaml", []byte("domain: web\ndescriptors:\n"+
+		"  - key: a\n    rate_limit: {unit: hour, requests_per_unit: 5}\n"+
+		"  - key: b\n    rate_limit: {unit: hour, requests_per_unit: 1}\n"))
+	require.NoError(t, err)
+	cfg, err := NewConfig(d)
+	require.NoError(t, err)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	factory := func(c hotlimit.Config, opts ...hotlimit.Option) (hotlimit.Limiter, error) {
+		lim, err := service.NewLimiter(c, opts...)
+		if err != nil {
+			return nil, err
+		}
+		l := &ctxRefunder{Refunder: lim.(hotlimit.Refunder)}
+		if c.Limit == 1 {
+			l.deadline, l.answered = cancel, true
+		}
+		return l, nil
+	}
+	s, err := New(cfg, WithAllOrNothing(true), WithLogger(slog.New(slog.DiscardHandler)), WithLimiterOptions(hotlimit.WithFactory(factory)))
+	require.NoError(t, err)
+	entry := func(k string) *rlext.RateLimitDescriptor {
+		return &rlext.RateLimitDescriptor{Entries: []*rlext.RateLimitDescriptor_Entry{{Key: k, Value: "1"}}}
+	}
+	b := entry("b")
+	b.HitsAddend = wrapperspb.UInt64(2) // over b's 1
+
+	resp, err := s.ShouldRateLimit(ctx, &pb.RateLimitRequest{Domain: "web", Descriptors: []*rlext.RateLimitDescriptor{entry("a"), b}})
+	require.NoError(t, err)
+	require.Equal(t, over, resp.OverallCode)
+	require.Error(t, ctx.Err(), "the deadline passed as b was answered")
+	resp, err = s.ShouldRateLimit(context.Background(), &pb.RateLimitRequest{Domain: "web", Descriptors: []*rlext.RateLimitDescriptor{entry("a")}})
+	require.NoError(t, err)
+	assert.Equal(t, uint32(4), resp.Statuses[0].LimitRemaining, "the denied request's hit on a was given back: this one's is the first")
 }
 
 // leakyLimiter is a backend whose failures say where it lives, as a Redis

@@ -4,6 +4,9 @@ import (
 	"context"
 	"log/slog"
 	"math"
+	"net/http"
+	"net/http/httptest"
+	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -127,5 +130,41 @@ func TestNilDescriptorIsInvalidArgument(t *testing.T) {
 		assert.Nil(t, resp)
 		assert.Equal(t, codes.InvalidArgument, status.Code(err), "domain %s: %v", domain, err)
 		assert.ErrorContains(t, err, "descriptors[1] must not be null", "domain %s", domain)
+	}
+}
+
+// TestNilRequestPartsAreInvalidArgument: a nil request, and a nil entry in
+// a descriptor, built in Go (gRPC decodes neither), are refused as
+// InvalidArgument, for a known domain or not, and never panic; over /json,
+// a null descriptor or entry is invalid JSON to protojson (400), and a null
+// limit or hits_addend is one not given.
+func TestNilRequestPartsAreInvalidArgument(t *testing.T) {
+	cfg, err := LoadDir("testdata/conformance")
+	require.NoError(t, err)
+	s, err := New(cfg, WithLogger(slog.New(slog.DiscardHandler)))
+	require.NoError(t, err)
+	reqs := map[string]*pb.RateLimitRequest{"nil request": nil}
+	for _, domain := range []string{"conf", "unknown"} {
+		reqs["nil entry, domain "+domain] = &pb.RateLimitRequest{Domain: domain, Descriptors: []*rlext.RateLimitDescriptor{
+			{Entries: []*rlext.RateLimitDescriptor_Entry{{Key: "per_hour", Value: "x"}, nil}},
+		}}
+	}
+	for name, req := range reqs {
+		var resp *pb.RateLimitResponse
+		require.NotPanics(t, func() { resp, err = s.ShouldRateLimit(context.Background(), req) }, name)
+		assert.Nil(t, resp, name)
+		assert.Equal(t, codes.InvalidArgument, status.Code(err), "%s: %v", name, err)
+	}
+
+	for body, want := range map[string]int{
+		`{"domain":"conf","descriptors":[null]}`:                                                                        http.StatusBadRequest,
+		`{"domain":"conf","descriptors":[{"entries":[null]}]}`:                                                          http.StatusBadRequest,
+		`{"domain":"conf","descriptors":[{"entries":[{"key":"per_hour","value":"j"}],"limit":null,"hitsAddend":null}]}`: http.StatusOK,
+	} {
+		w := httptest.NewRecorder()
+		require.NotPanics(t, func() {
+			s.JSONHandler().ServeHTTP(w, httptest.NewRequest(http.MethodPost, "/json", strings.NewReader(body)))
+		}, body)
+		assert.Equal(t, want, w.Code, "%s: %s", body, w.Body.String())
 	}
 }

@@ -234,8 +234,11 @@ func TestRedisLeaseFlag(t *testing.T) {
 
 // TestRedisLeaseOnlyWhereItApplies: with -redis-lease, a configuration
 // holding a rule of an algorithm that cannot lease (SlidingLog) still loads:
-// its rule asks Redis every time, the fixed window's leases, and both keep
-// their limits.
+// its rule asks Redis every time, the fixed window's leases (this process
+// then holds the key's lease, hotlimit_keys on /metrics), and both keep
+// their limits. The leases last the test (-redis-lease-ttl 1h): one that
+// ended between two calls of a slow run would leave its leftovers taken
+// in Redis, and the fixed window short of its 3.
 func TestRedisLeaseOnlyWhereItApplies(t *testing.T) {
 	addr, _ := startRedis(t, "")
 	dir := t.TempDir()
@@ -246,8 +249,8 @@ descriptors:
   - key: user
     rate_limit: {algorithm: SlidingLog, unit: hour, requests_per_unit: 2}
 `), 0o644))
-	srv := startServer(t, []string{"-config", dir, "-grpc", "127.0.0.1:0", "-http", "", "-redis", addr,
-		"-redis-lease", "2", "-redis-prefix", t.Name() + ":", "-redis-timeout", "10s"}, io.Discard)
+	srv := startServer(t, []string{"-config", dir, "-grpc", "127.0.0.1:0", "-http", "127.0.0.1:0", "-redis", addr,
+		"-redis-lease", "2", "-redis-lease-ttl", "1h", "-redis-prefix", t.Name() + ":", "-redis-timeout", "10s"}, io.Discard)
 	client := pb.NewRateLimitServiceClient(srv.conn)
 	passes := func(key string) int {
 		n := 0
@@ -262,8 +265,24 @@ descriptors:
 		}
 		return n
 	}
+	leases := func() string {
+		res, err := http.Get("http://" + srv.http + "/metrics")
+		require.NoError(t, err)
+		body, err := io.ReadAll(res.Body)
+		require.NoError(t, err)
+		require.NoError(t, res.Body.Close())
+		for line := range strings.Lines(string(body)) {
+			if strings.HasPrefix(line, `hotlimit_keys{limiter="hotlimitd"} `) {
+				return strings.TrimSpace(line)
+			}
+		}
+		return "no hotlimit_keys"
+	}
 	assert.Equal(t, 3, passes("ip"), "the fixed window, leased")
+	assert.Equal(t, `hotlimit_keys{limiter="hotlimitd"} 1`, leases(), "the fixed window's key holds a lease")
 	assert.Equal(t, 2, passes("user"), "the sliding log, on Redis every time")
+	assert.Equal(t, `hotlimit_keys{limiter="hotlimitd"} 1`, leases(), "the sliding log's key holds none")
+	srv.stop(t)
 }
 
 // startRedis starts a redis-server with password pass on a free loopback
@@ -555,10 +574,11 @@ func TestHealthcheckBodyIsTheReferences(t *testing.T) {
 	srv.stop(t)
 }
 
-// TestShutdownGivesLeasesBack: with -redis-lease, a request takes a lease
-// of 2 from Redis and spends 1; the graceful stop gives the unspent one
-// back, so the next process (here without leases, as a replica would see
-// it) has the limit less the one request, not less the whole lease.
+// TestShutdownGivesLeasesBack: with -redis-lease 2, a request takes from
+// Redis its own hit and a lease of 2 more, the whole limit of 3; the
+// graceful stop gives the unspent lease back, so the next process (here
+// without leases, as a replica would see it) has the limit less the one
+// request (2), not less the lease too (0).
 func TestShutdownGivesLeasesBack(t *testing.T) {
 	addr, _ := startRedis(t, "")
 	dir := t.TempDir()
