@@ -1,10 +1,13 @@
 package redislimit_test
 
 import (
+	"context"
+	"fmt"
 	"sync/atomic"
 	"testing"
 	"time"
 
+	"github.com/redis/go-redis/v9"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
@@ -140,6 +143,103 @@ func TestLeaseSpendRefund(t *testing.T) {
 				}
 			}
 			assert.Equal(t, c.Limit, passed, "the limit, counting the refunded request once")
+		})
+	}
+}
+
+// grantAfter is a go-redis hook that orders two script calls on key sent
+// by themselves: the one that asks for a lease (ARGV 7, extra, positive)
+// waits, once it is about to be sent, until Redis has run the other (a
+// take or report without extra), whose answer is then held until release
+// is closed. claiming is closed when the lease's call is about to be sent,
+// ran once the other's answer is in.
+type grantAfter struct {
+	key                    string
+	claiming, ran, release chan struct{}
+	claimOnce, ranOnce     atomic.Bool
+}
+
+func (h *grantAfter) DialHook(next redis.DialHook) redis.DialHook { return next }
+
+func (h *grantAfter) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
+	return func(ctx context.Context, cmd redis.Cmder) error {
+		args := cmd.Args()
+		if len(args) < 12 || args[3] != h.key || fmt.Sprint(args[11]) != "0" {
+			return next(ctx, cmd) // another key, or a give-back
+		}
+		if fmt.Sprint(args[10]) != "0" {
+			if h.claimOnce.CompareAndSwap(false, true) {
+				close(h.claiming)
+				<-h.ran
+			}
+			return next(ctx, cmd)
+		}
+		err := next(ctx, cmd)
+		if h.ranOnce.CompareAndSwap(false, true) {
+			close(h.ran)
+			<-h.release
+		}
+		return err
+	}
+}
+
+func (h *grantAfter) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
+	return next
+}
+
+// TestLeaseGrantedDuringCallNotCountedTwice: a call on key that does not
+// take a lease (another call holds key's claim) is answered by Redis
+// before the concurrent call that holds the claim takes key's lease, and
+// reads key's lease only after that lease is installed. Redis's Remaining
+// in its answer still holds the lease's requests, so it must not add the
+// lease on top: that counted the lease twice, a Remaining above the burst
+// under a frozen clock (14 and 15 of a burst of 10) that no instant ever
+// had, and that the instance could not admit.
+func TestLeaseGrantedDuringCallNotCountedTwice(t *testing.T) {
+	srv := redistest.Start(t)
+	const size = 5
+	for _, tc := range []struct {
+		name string
+		n    int
+	}{{"allowed", 1}, {"denied", 11}, {"report", 0}} {
+		t.Run(tc.name, func(t *testing.T) {
+			c := hotlimit.Config{Algorithm: hotlimit.TokenBucket, Limit: 10, Window: time.Hour}
+			clocked := frozenClock()
+			client := newClient(t, srv)
+			prefix := redislimit.WithPrefix("twice" + tc.name + ":")
+			leased := newExact(t, client, c, clocked, prefix, redislimit.WithLease(size, time.Hour), redislimit.WithBatch(0, 0))
+			other := newExact(t, newClient(t, srv), c, clocked, prefix)
+			take(t, leased, "warm", 0) // loads the script: each call below is one EVALSHA
+			h := &grantAfter{key: leased.RedisKey("k"), claiming: make(chan struct{}), ran: make(chan struct{}), release: make(chan struct{})}
+			client.AddHook(h)
+
+			granting := make(chan hotlimit.Decision, 1)
+			go func() {
+				d, _ := leased.TakeContext(context.Background(), "k", 1)
+				granting <- d
+			}()
+			await(t, h.claiming, "the call that takes the lease")
+			racing := make(chan hotlimit.Decision, 1)
+			go func() {
+				d, _ := leased.TakeContext(context.Background(), "k", tc.n)
+				racing <- d
+			}()
+			await(t, h.ran, "the call that takes no lease")
+			taken := 0 // what the racing call took in Redis
+			if tc.n >= 1 && tc.n <= c.Limit {
+				taken = tc.n
+			}
+			g := <-granting
+			require.True(t, g.Allowed, "1 taken, 5 leased")
+			require.Equal(t, c.Limit-1-taken, g.Remaining, "the granting call: Redis's and the lease's 5")
+			close(h.release)
+			d := <-racing
+
+			assert.Equal(t, tc.n <= c.Limit, d.Allowed)
+			assert.Equal(t, c.Limit-taken, d.Remaining, "Redis's answer, before the lease was taken from it")
+			assert.LessOrEqual(t, d.Remaining, c.Limit, "never more than the burst, under a frozen clock")
+			require.Equal(t, c.Limit-1-size-taken, take(t, other, "k", 0).Remaining, "Redis counts both calls and the lease")
+			assert.Equal(t, c.Limit-1-taken, take(t, leased, "k", 0).Remaining, "Redis's and the lease's, read at once")
 		})
 	}
 }
