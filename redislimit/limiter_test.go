@@ -42,7 +42,7 @@ func burstOf(c hotlimit.Config) int {
 
 // newClient returns a client of its own for srv, as a separate machine would
 // have, closed by the test's cleanup. Its read timeout is exactTimeout:
-// go-redis sends a command again once its read times out (3 s by default),
+// go-redis sends a command again once its read times out (5 s by default),
 // so that on a loaded machine a slow take of a test of what Redis decides
 // counted twice. A limiter's own timeout (the caller's context) still
 // bounds every call, as it does with any client.
