@@ -151,8 +151,8 @@ func TestLeaseSpendRefund(t *testing.T) {
 // by themselves: the one that asks for a lease (ARGV 7, extra, positive)
 // waits, once it is about to be sent, until Redis has run the other (a
 // take or report without extra), whose answer is then held until release
-// is closed. claiming is closed when the lease's call is about to be sent,
-// ran once the other's answer is in.
+// is closed (or its context ends). claiming is closed when the lease's
+// call is about to be sent, ran once the other's answer is in.
 type grantAfter struct {
 	key                    string
 	claiming, ran, release chan struct{}
@@ -170,14 +170,21 @@ func (h *grantAfter) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
 		if fmt.Sprint(args[10]) != "0" {
 			if h.claimOnce.CompareAndSwap(false, true) {
 				close(h.claiming)
-				<-h.ran
+				select {
+				case <-h.ran:
+				case <-ctx.Done(): // the limiter's timeout: the test has failed
+					return ctx.Err()
+				}
 			}
 			return next(ctx, cmd)
 		}
 		err := next(ctx, cmd)
 		if h.ranOnce.CompareAndSwap(false, true) {
 			close(h.ran)
-			<-h.release
+			select {
+			case <-h.release:
+			case <-ctx.Done():
+			}
 		}
 		return err
 	}
