@@ -648,6 +648,27 @@ func TestNewValidation(t *testing.T) {
 	}
 }
 
+// TestFactoryNilClient: a service whose limits are built by Factory on a
+// client variable never set (a nil *redis.Client, say) fails to build with
+// an error wrapping hotlimit.ErrInvalidConfig rather than panic, as does
+// the factory called by itself.
+func TestFactoryNilClient(t *testing.T) {
+	def := hotlimit.Config{Algorithm: hotlimit.GCRA, Limit: 10, Window: time.Second}
+	for _, client := range []redis.UniversalClient{nil, (*redis.Client)(nil), (*redis.ClusterClient)(nil), (*redis.Ring)(nil)} {
+		f := redislimit.Factory(client)
+		assert.NotPanics(t, func() {
+			svc, err := service.New(def, hotlimit.WithFactory(f))
+			assert.ErrorIs(t, err, hotlimit.ErrInvalidConfig, "%T", client)
+			assert.Nil(t, svc, "%T", client)
+		})
+		assert.NotPanics(t, func() {
+			lim, err := f(def)
+			assert.ErrorIs(t, err, hotlimit.ErrInvalidConfig, "%T", client)
+			assert.Nil(t, lim, "%T", client)
+		})
+	}
+}
+
 // TestClockRange: a clock reading beyond ±2^51 ns is refused with
 // ErrClockRange, every time (it says nothing of Redis, so it does not open
 // the breaker); ±2^51 itself is decided by Redis.
