@@ -250,3 +250,38 @@ func TestLeaseGrantedDuringCallNotCountedTwice(t *testing.T) {
 		})
 	}
 }
+
+// TestLeaseFallbackEventsCountTheLease: while Redis is down, a decision of
+// the failure policy counts in Remaining what key's live lease has left,
+// and the hook's Event and the observer's Fallback carry that decision,
+// the one the caller got, as they say: not the policy's Remaining without
+// the lease.
+func TestLeaseFallbackEventsCountTheLease(t *testing.T) {
+	srv := redistest.Start(t)
+	const size = 5
+	for _, p := range []redislimit.FailPolicy{redislimit.FailLocal, redislimit.FailOpen, redislimit.FailClosed} {
+		t.Run(p.String(), func(t *testing.T) {
+			c := hotlimit.Config{Algorithm: hotlimit.FixedWindow, Limit: 10, Window: time.Hour}
+			hook := &hookLog{}
+			obs := &fallbackLog{}
+			leased := newExact(t, newClient(t, srv), c, frozenClock(), redislimit.WithPrefix(p.String()+":"),
+				redislimit.WithLease(size, time.Hour), redislimit.WithFailPolicy(p), redislimit.WithBatch(0, 0),
+				redislimit.WithBreaker(1, time.Hour), redislimit.WithHook(hook.add), hotlimit.WithObserver(obs))
+			require.True(t, take(t, leased, "k", 1).Allowed, "1 taken, 5 leased")
+			srv.Kill()
+			t.Cleanup(srv.Restart) // for the next policy
+			for _, n := range []int{0, size + 1} {
+				d, err := leased.TakeContext(context.Background(), "k", n)
+				require.Error(t, err, "Redis is down")
+				events := hook.snapshot()
+				require.NotEmpty(t, events)
+				assert.Equal(t, d, events[len(events)-1].Decision, "n=%d: the hook's decision is the caller's", n)
+				obs.mu.Lock()
+				require.NotEmpty(t, obs.got)
+				assert.Equal(t, d, obs.got[len(obs.got)-1].Decision, "n=%d: the observer's decision is the caller's", n)
+				obs.mu.Unlock()
+				assert.GreaterOrEqual(t, d.Remaining, size, "n=%d: the lease's 5 count", n)
+			}
+		})
+	}
+}

@@ -444,7 +444,7 @@ func (l *Limiter) RefundContext(ctx context.Context, key string, r hotlimit.Rece
 // the call is exact. Once retired, it counts nothing (retireTo swaps -1
 // into left before the give-back is sent, so a give-back that Redis's
 // Remaining holds is never counted again). A decision of the failure
-// policy holds nothing of Redis's: it counts whatever lease is live.
+// policy holds nothing of Redis's: fail counts whatever lease is live.
 func (l *Limiter) take(ctx context.Context, key string, n int) (hotlimit.Decision, hotlimit.Receipt, error) {
 	var before *lease
 	if l.leases != nil {
@@ -456,8 +456,8 @@ func (l *Limiter) take(ctx context.Context, key string, n int) (hotlimit.Decisio
 		before, _ = l.leases.Load(key)
 	}
 	d, r, granted, err := l.decide(ctx, key, n)
-	if l.leases != nil && !granted {
-		if ls, ok := l.leases.Load(key); ok && (err != nil || ls == before) {
+	if l.leases != nil && !granted && err == nil { // fail counted the lease
+		if ls, ok := l.leases.Load(key); ok && ls == before {
 			d.Remaining += int(l.leaseLeft(ls))
 		}
 	}
@@ -692,7 +692,9 @@ func (l *Limiter) localNow() int64 {
 }
 
 // fail returns the failure policy's decision for a call Redis did not
-// decide, and reports it to the hook.
+// decide, its Remaining plus what key's live lease has left (which this
+// instance spends through the outage), and reports it to the hook and the
+// observer: the decision the caller gets.
 func (l *Limiter) fail(key string, n int, err error) (hotlimit.Decision, hotlimit.Receipt, error) {
 	err = explain(err)
 	var d hotlimit.Decision
@@ -709,6 +711,11 @@ func (l *Limiter) fail(key string, n int, err error) (hotlimit.Decision, hotlimi
 		d.Allowed, d.RetryAfter = false, hotlimit.Never
 	} else if d.Allowed {
 		d.RetryAfter = 0
+	}
+	if l.leases != nil {
+		if ls, ok := l.leases.Load(key); ok {
+			d.Remaining += int(l.leaseLeft(ls))
+		}
 	}
 	if l.set.hook != nil {
 		l.set.hook(Event{Key: key, N: n, Err: err, Policy: l.set.policy, Decision: d})
