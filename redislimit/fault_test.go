@@ -169,7 +169,9 @@ func TestRedisKilledMidLoad(t *testing.T) {
 
 			// Before the kill and across it: keys k0..k2, n = 1.
 			stop := make(chan struct{})
-			done := make(chan []result)
+			stopLoad := sync.OnceFunc(func() { close(stop) })
+			t.Cleanup(stopLoad) // a failed require below leaves no load running into the next tests
+			done := make(chan []result, 1)
 			var asked atomic.Int64 // calls begun; each past a worker's first follows one of its calls
 			go func() {
 				done <- load(lim, workers, -1, stop, func(w, i int) (string, int) {
@@ -188,7 +190,7 @@ func TestRedisKilledMidLoad(t *testing.T) {
 				10*time.Second, time.Millisecond, "no call of the load was decided by Redis")
 			srv.Kill()
 			time.Sleep(150 * time.Millisecond)
-			close(stop)
+			stopLoad()
 			across := <-done
 
 			// After the kill: fresh keys f0..f3, each asked for 1 request 3 × the
