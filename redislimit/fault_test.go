@@ -169,7 +169,9 @@ func TestRedisKilledMidLoad(t *testing.T) {
 
 			// Before the kill and across it: keys k0..k2, n = 1.
 			stop := make(chan struct{})
-			done := make(chan []result)
+			stopLoad := sync.OnceFunc(func() { close(stop) })
+			t.Cleanup(stopLoad) // a failed require below leaves no load running into the next tests
+			done := make(chan []result, 1)
 			var asked atomic.Int64 // calls begun; each past a worker's first follows one of its calls
 			go func() {
 				done <- load(lim, workers, -1, stop, func(w, i int) (string, int) {
@@ -188,7 +190,7 @@ func TestRedisKilledMidLoad(t *testing.T) {
 				10*time.Second, time.Millisecond, "no call of the load was decided by Redis")
 			srv.Kill()
 			time.Sleep(150 * time.Millisecond)
-			close(stop)
+			stopLoad()
 			across := <-done
 
 			// After the kill: fresh keys f0..f3, each asked for 1 request 3 × the
@@ -356,10 +358,12 @@ func (h *slowEval) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.Pro
 // each NOSCRIPT run again alone) and alone (EVALSHA, NOSCRIPT, EVAL), come
 // from Redis without an error, and the keys start fresh. Each call has
 // exactTimeout: the reconnections and the slow EVAL must not leave a call
-// to the failure policy on a loaded machine.
+// to the failure policy on a loaded machine. So does the client's read
+// timeout, as newClient's: past go-redis's default (5 s) it sends the
+// take again, which Redis then counts twice.
 func TestRedisRestartReloadsScripts(t *testing.T) {
 	srv := redistest.Start(t)
-	client := redis.NewClient(&redis.Options{Addr: srv.Addr, DialerRetries: 1, ContextTimeoutEnabled: true})
+	client := redis.NewClient(&redis.Options{Addr: srv.Addr, DialerRetries: 1, ContextTimeoutEnabled: true, ReadTimeout: exactTimeout})
 	t.Cleanup(func() { _ = client.Close() })
 	hook := &slowEval{}
 	client.AddHook(hook)
@@ -423,7 +427,7 @@ func TestDeadRedisDefaultClientIsPrompt(t *testing.T) {
 
 // TestPausedRedisDefaultClientIsPrompt: a frozen Redis (SIGSTOP) accepts
 // connections and never answers; with a client of default options, whose
-// read timeout is 3 s and which ignores context deadlines on its sockets,
+// read timeout is 5 s and which ignores context deadlines on its sockets,
 // decisions still come from the failure policy within the limiter's default
 // timeout, and from Redis again once it answers.
 func TestPausedRedisDefaultClientIsPrompt(t *testing.T) {

@@ -54,11 +54,10 @@ func (l *Limiter) spendLease(key string, n int) (hotlimit.Decision, hotlimit.Rec
 	}
 }
 
-// leaseLeft returns what key's lease has left to spend, 0 when it has none,
+// leaseLeft returns what ls, a key's lease, has left to spend: 0 once it
 // has expired or is retired.
-func (l *Limiter) leaseLeft(key string) int64 {
-	ls, ok := l.leases.Load(key)
-	if !ok || l.localNow() >= ls.expires {
+func (l *Limiter) leaseLeft(ls *lease) int64 {
+	if l.localNow() >= ls.expires {
 		return 0
 	}
 	return max(ls.left.Load(), 0)

@@ -361,7 +361,11 @@ func (l *Limiter) Take(key string, n int) hotlimit.Decision {
 // lease has left) what Redis has left plus what the lease has (a call that
 // Redis did not answer, the failure policy's Remaining plus what the lease
 // has, which it spends through an outage): a Remaining of 0 is never
-// followed by a request that passes from the lease.
+// followed by a request that passes from the lease. A lease granted to a
+// concurrent call of this instance while Redis decided this one is not
+// counted, as Redis may have answered this call before it took that
+// lease: this Remaining then falls short of the lease, as an answer
+// overtaken by a concurrent call does, and never counts one request twice.
 // A nil ctx is context.Background(), here and in every function of the
 // package that takes a context, as in package composite.
 func (l *Limiter) TakeContext(ctx context.Context, key string, n int) (hotlimit.Decision, error) {
@@ -428,15 +432,34 @@ func (l *Limiter) RefundContext(ctx context.Context, key string, r hotlimit.Rece
 // adds to Remaining what key's live lease has left, which this instance
 // admits whether Redis answers or not (a lease spends through an outage);
 // one that granted a lease counts the new lease instead, in decide.
+//
+// Redis's Remaining counts a lease only when Redis took it before running
+// this call: one in the map before the call was sent (its grant was
+// answered first). A lease granted to a concurrent call and installed
+// meanwhile may have been taken after this call ran, its requests still
+// in Redis's Remaining; it is left out, since counting it could count it
+// twice (a Remaining above the burst under a frozen clock), and the call
+// that granted it counts it. Requests spent from the earlier lease
+// meanwhile are in neither Redis nor the lease: reading its left after
+// the call is exact. Once retired, it counts nothing (retireTo swaps -1
+// into left before the give-back is sent, so a give-back that Redis's
+// Remaining holds is never counted again). A decision of the failure
+// policy holds nothing of Redis's: fail counts whatever lease is live.
 func (l *Limiter) take(ctx context.Context, key string, n int) (hotlimit.Decision, hotlimit.Receipt, error) {
-	if l.leases != nil && n > 0 {
-		if d, r, ok := l.spendLease(key, n); ok {
-			return d, r, nil
+	var before *lease
+	if l.leases != nil {
+		if n > 0 {
+			if d, r, ok := l.spendLease(key, n); ok {
+				return d, r, nil
+			}
 		}
+		before, _ = l.leases.Load(key)
 	}
 	d, r, granted, err := l.decide(ctx, key, n)
-	if l.leases != nil && !granted {
-		d.Remaining += int(l.leaseLeft(key))
+	if l.leases != nil && !granted && err == nil { // fail counted the lease
+		if ls, ok := l.leases.Load(key); ok && ls == before {
+			d.Remaining += int(l.leaseLeft(ls))
+		}
 	}
 	return d, r, err
 }
@@ -669,7 +692,9 @@ func (l *Limiter) localNow() int64 {
 }
 
 // fail returns the failure policy's decision for a call Redis did not
-// decide, and reports it to the hook.
+// decide, its Remaining plus what key's live lease has left (which this
+// instance spends through the outage), and reports it to the hook and the
+// observer: the decision the caller gets.
 func (l *Limiter) fail(key string, n int, err error) (hotlimit.Decision, hotlimit.Receipt, error) {
 	err = explain(err)
 	var d hotlimit.Decision
@@ -686,6 +711,11 @@ func (l *Limiter) fail(key string, n int, err error) (hotlimit.Decision, hotlimi
 		d.Allowed, d.RetryAfter = false, hotlimit.Never
 	} else if d.Allowed {
 		d.RetryAfter = 0
+	}
+	if l.leases != nil {
+		if ls, ok := l.leases.Load(key); ok {
+			d.Remaining += int(l.leaseLeft(ls))
+		}
 	}
 	if l.set.hook != nil {
 		l.set.hook(Event{Key: key, N: n, Err: err, Policy: l.set.policy, Decision: d})

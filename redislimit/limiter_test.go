@@ -42,7 +42,7 @@ func burstOf(c hotlimit.Config) int {
 
 // newClient returns a client of its own for srv, as a separate machine would
 // have, closed by the test's cleanup. Its read timeout is exactTimeout:
-// go-redis sends a command again once its read times out (3 s by default),
+// go-redis sends a command again once its read times out (5 s by default),
 // so that on a loaded machine a slow take of a test of what Redis decides
 // counted twice. A limiter's own timeout (the caller's context) still
 // bounds every call, as it does with any client.
@@ -644,6 +644,27 @@ func TestNewValidation(t *testing.T) {
 			}
 			assert.ErrorIs(t, err, hotlimit.ErrInvalidConfig)
 			assert.Nil(t, lim)
+		})
+	}
+}
+
+// TestFactoryNilClient: a service whose limits are built by Factory on a
+// client variable never set (a nil *redis.Client, say) fails to build with
+// an error wrapping hotlimit.ErrInvalidConfig rather than panic, as does
+// the factory called by itself.
+func TestFactoryNilClient(t *testing.T) {
+	def := hotlimit.Config{Algorithm: hotlimit.GCRA, Limit: 10, Window: time.Second}
+	for _, client := range []redis.UniversalClient{nil, (*redis.Client)(nil), (*redis.ClusterClient)(nil), (*redis.Ring)(nil)} {
+		f := redislimit.Factory(client)
+		assert.NotPanics(t, func() {
+			svc, err := service.New(def, hotlimit.WithFactory(f))
+			assert.ErrorIs(t, err, hotlimit.ErrInvalidConfig, "%T", client)
+			assert.Nil(t, svc, "%T", client)
+		})
+		assert.NotPanics(t, func() {
+			lim, err := f(def)
+			assert.ErrorIs(t, err, hotlimit.ErrInvalidConfig, "%T", client)
+			assert.Nil(t, lim, "%T", client)
 		})
 	}
 }
