@@ -91,20 +91,20 @@
 //
 // When Redis cannot decide (an error, the timeout of [WithTimeout], 100 ms by
 // default whatever the client's options, the open breaker of [WithBreaker]),
-// the [FailPolicy] of [WithFailPolicy] does:
-// [FailLocal] (the default) decides with an in-process limiter of the same
-// Config, [FailOpen] admits, [FailClosed] denies. [Limiter.TakeContext]
-// returns the error together with that decision; Take and Allow return the
-// decision alone; [WithHook] sees every such decision. What a failure
-// policy admits is not counted in Redis: once Redis decides again, a key
-// has there what it had before, on top of what the policy admitted
-// meanwhile. The circuit breaker (on by default: 3 errors in a row open it
-// for 1 s) makes a dead Redis cost a few atomic loads per call instead of a
-// timeout, and lets one call probe Redis when the cooldown ends. On a cluster client the breaker is one per
-// master: a dead master's slots fail, the others' keys are still decided by
-// Redis; and a failed call makes the client reload its slot map, so that
-// once a replica is promoted its slots are decided by Redis again within a
-// cooldown or so, not when go-redis would next reload the map (a minute).
+// the [FailPolicy] of [WithFailPolicy] does: [FailLocal] (the default) decides
+// with an in-process limiter of the same Config, [FailOpen] admits,
+// [FailClosed] denies. [Limiter.TakeContext] returns the error together with
+// that decision; Take and Allow return the decision alone; [WithHook] sees
+// every such decision. What a failure policy admits is not counted in Redis:
+// once Redis decides again, a key has there what it had before, on top of what
+// the policy admitted meanwhile. The circuit breaker (on by default: 3 errors
+// in a row open it for 1 s) makes a dead Redis cost a few atomic loads per call
+// instead of a timeout, and lets one call probe Redis when the cooldown ends.
+// On a cluster client the breaker is one per master: a dead master's slots
+// fail, the others' keys are still decided by Redis; and a failed call makes
+// the client reload its slot map, so that once a replica is promoted its slots
+// are decided by Redis again within a cooldown or so, not when go-redis would
+// next reload the map (a minute).
 //
 // A connection that fails after a take was sent may make go-redis send it
 // again (its MaxRetries): the take then counts twice in Redis, once more

@@ -180,18 +180,18 @@ var (
 // microseconds. With [hotlimit.WithClock], the given clock is read instead, in
 // nanoseconds: that is for tests, which replay decisions at chosen times.
 //
-// New returns an error wrapping [hotlimit.ErrInvalidConfig] when client is
-// nil (or a nil *redis.Client, say), when c or an option is invalid, when c has a scope other than [hotlimit.PerPair] (as
-// [service.NewLimiter]; a service built with [Factory] gives its rules'
-// limits without their scopes), or outside the range where Redis's arithmetic (doubles,
-// exact below 2^53) stays exact: window × burst below 2^52 ticks for the
-// token bucket and GCRA, window × (limit + 1) for the sliding counter, a
-// limit of at most 65536 for the sliding log. With [FailLocal], the
-// default, c must also be within its algorithm's in-memory range
-// ([hotlimit.Algorithm.Range], narrower: a token bucket's limit of at most
-// 2^20, say), which the in-process limiter needs; New returns that
-// limiter's error otherwise, and [FailOpen] or [FailClosed] take Redis's
-// range. It does not contact Redis.
+// New returns an error wrapping [hotlimit.ErrInvalidConfig] when client is nil
+// (or a nil *redis.Client, say), when c or an option is invalid, when c has a
+// scope other than [hotlimit.PerPair] (as [service.NewLimiter]; a service built
+// with [Factory] gives its rules' limits without their scopes), or outside the
+// range where Redis's arithmetic (doubles, exact below 2^53) stays exact:
+// window × burst below 2^52 ticks for the token bucket and GCRA, window ×
+// (limit + 1) for the sliding counter, a limit of at most 65536 for the sliding
+// log. With [FailLocal], the default, c must also be within its algorithm's
+// in-memory range ([hotlimit.Algorithm.Range], narrower: a token bucket's limit
+// of at most 2^20, say), which the in-process limiter needs; New returns that
+// limiter's error otherwise, and [FailOpen] or [FailClosed] take Redis's range.
+// It does not contact Redis.
 func New(client redis.UniversalClient, c hotlimit.Config, opts ...hotlimit.Option) (*Limiter, error) {
 	if isNilClient(client) {
 		return nil, fmt.Errorf("redislimit: nil client: %w", hotlimit.ErrInvalidConfig)

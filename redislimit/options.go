@@ -210,35 +210,35 @@ func WithHook(hook func(Event)) hotlimit.Option {
 // requests for the key (as many as the key has), which this process then
 // spends without a round trip, for at most ttl.
 //
-// A lease never over-admits: every leased request was taken in Redis first.
-// It may under-admit: requests leased by one instance are not available to
-// the others, so at any time the key's admission falls short of the global
-// limit by at most size × instances (twice that while a key's new lease,
-// granted, gives back the one it replaces: a round trip off the caller's
-// path, during which the instance takes no further lease for the key). A lease ends when it is spent, after
-// ttl, at the end of a fixed window, or on [Limiter.Close]; its unspent
-// requests then go back to Redis (for the token bucket and GCRA less what
-// has refilled since they were taken, for the fixed window while its window
-// lasts) by Close, by [Limiter.Sweep], when the key's next lease
-// replaces it, or by the auto-sweep: once the limiter holds as many leases
-// as [hotlimit.WithAutoSweep]'s threshold (service.DefaultAutoSweep
-// unless given; 0 turns it off), a grant for a new key ends the expired
-// ones on a goroutine of its own, which Close waits for, so that the
-// leases held stay below about the threshold or twice the live ones,
-// whichever is more. The buckets' refill is deducted because Redis cannot tell
-// whether the key would have filled up meanwhile, capping them: a lease
-// that ends unspent as long after it was taken as the key takes to refill
-// its leftovers gives back nothing, so a key whose leases keep ending
-// unspent falls short of its limit by up to their leftovers, a lease's
-// size per lease, on top of what the live leases hold. Size the lease by
-// what an instance spends of a key within ttl. A Limiter dropped without Close, as a service.Service drops on
-// Replace the limiters that no rule uses any more, gives nothing back, not
-// even once it is collected: the unspent requests stay taken in Redis until
-// they refill or their window ends, which holds back by at most size per
-// leased key the other instances still on the same Config (a limiter of
-// another Config counts under another Redis key). Close a Limiter you
-// stop using to give its leases back. A leased request passes at most ttl after Redis took it, which is
-// the error of its timing: keep ttl well under the window.
+// A lease never over-admits: every leased request was taken in Redis first. It
+// may under-admit: requests leased by one instance are not available to the
+// others, so at any time the key's admission falls short of the global limit by
+// at most size × instances (twice that while a key's new lease, granted, gives
+// back the one it replaces: a round trip off the caller's path, during which
+// the instance takes no further lease for the key). A lease ends when it is
+// spent, after ttl, at the end of a fixed window, or on [Limiter.Close]; its
+// unspent requests then go back to Redis (for the token bucket and GCRA less
+// what has refilled since they were taken, for the fixed window while its
+// window lasts) by Close, by [Limiter.Sweep], when the key's next lease
+// replaces it, or by the auto-sweep: once the limiter holds as many leases as
+// [hotlimit.WithAutoSweep]'s threshold (service.DefaultAutoSweep unless given;
+// 0 turns it off), a grant for a new key ends the expired ones on a goroutine
+// of its own, which Close waits for, so that the leases held stay below about
+// the threshold or twice the live ones, whichever is more. The buckets' refill
+// is deducted because Redis cannot tell whether the key would have filled up
+// meanwhile, capping them: a lease that ends unspent as long after it was taken
+// as the key takes to refill its leftovers gives back nothing, so a key whose
+// leases keep ending unspent falls short of its limit by up to their leftovers,
+// a lease's size per lease, on top of what the live leases hold. Size the lease
+// by what an instance spends of a key within ttl. A Limiter dropped without
+// Close, as a service.Service drops on Replace the limiters that no rule uses
+// any more, gives nothing back, not even once it is collected: the unspent
+// requests stay taken in Redis until they refill or their window ends, which
+// holds back by at most size per leased key the other instances still on the
+// same Config (a limiter of another Config counts under another Redis key).
+// Close a Limiter you stop using to give its leases back. A leased request
+// passes at most ttl after Redis took it, which is the error of its timing:
+// keep ttl well under the window.
 //
 // size <= 0 turns the lease off, the default; ttl must be positive.
 func WithLease(size int, ttl time.Duration) hotlimit.Option {
