@@ -252,3 +252,41 @@ func TestStaleDenialOnARevivedKeyReadsAgain(t *testing.T) {
 	assert.Equal(t, time.Second, want.RetryAfter)
 	assert.Equal(t, want, d, "the model's Decision after the other requests, at 1.3 s")
 }
+
+// TestFrozenClockStaleDenialEnds: under a frozen clock, a request that
+// takes the place of a refunded one logged at the clock's time is logged
+// 1 ns after it, so the key's newest request stays ahead of every reading.
+// A Take denied there reads the clock again, meets the same ring, and
+// decides on that reading: two readings, not one more per ring read. (The
+// clock moves on after ten readings, so that a Take that kept reading it
+// ends and fails here rather than hang.)
+func TestFrozenClockStaleDenialEnds(t *testing.T) {
+	const frozen = int64(42 * time.Second)
+	readings := 0
+	clock := func() int64 {
+		readings++
+		if readings > 10 {
+			return frozen + int64(time.Hour)
+		}
+		return frozen
+	}
+	lim, err := slidinglog.New(1, time.Second, hotlimit.WithClock(clock))
+	require.NoError(t, err)
+	m := models.NewSlidingLog(1, time.Second)
+	d, rc := lim.TakeReceipt("k", 1)
+	require.True(t, d.Allowed)
+	require.True(t, m.Take("k", 1, frozen).Allowed)
+	lim.Refund("k", rc)
+	m.Refund("k", rc, frozen)
+	require.True(t, lim.Allow("k"), "the refunded request's place")
+	require.True(t, m.Take("k", 1, frozen).Allowed) // logged at frozen + 1 ns
+	newest, _ := m.Newest("k")
+	require.Equal(t, frozen+1, newest)
+
+	readings = 0
+	d = lim.Take("k", 1)
+	assert.Equal(t, 2, readings, "the Take's clock readings")
+	want := m.Take("k", 1, frozen)
+	require.Equal(t, time.Second+time.Nanosecond, want.RetryAfter)
+	assert.Equal(t, want, d)
+}
