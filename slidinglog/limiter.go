@@ -270,6 +270,8 @@ func (l *Limiter) takeAt(key string, n int) (hotlimit.Decision, int64) {
 		case takeDead:
 			// Swept under us: claims made in the dead cell died with it,
 			// so start again, all n of them, on the key's fresh cell.
+			// The ring seen was the dead cell's: the fresh one can read
+			// the same (head and slot) while it holds other requests.
 			c = l.cells.Revive(key, c)
 			seen = ring{}
 		}
