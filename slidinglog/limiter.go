@@ -232,11 +232,13 @@ func (l *Limiter) admit(key string, remaining bool) (allowed bool, free uint64) 
 // found an entry between those two already out of its window and marked a
 // newer one in its place. Take is then denied, with RetryAfter one
 // nanosecond, and the claims it already made stay logged until they leave
-// the window. A logged time is never taken back: that is what makes every
-// slot's value grow, and the whole protocol safe (see cell). This can make a
-// key admit less than its limit for one Window, never more; it needs Take
-// with n > 1 and, on the same key, concurrent requests or refunds, or a
-// refund before a clock step back.
+// the window; its ResetAfter counts from its reading, as an admission's
+// does, even when the requests it met are newer (it made claims, so it
+// cannot start over on a new reading). A logged time is never taken back:
+// that is what makes every slot's value grow, and the whole protocol safe
+// (see cell). This can make a key admit less than its limit for one
+// Window, never more; it needs Take with n > 1 and, on the same key,
+// concurrent requests or refunds, or a refund before a clock step back.
 func (l *Limiter) Take(key string, n int) hotlimit.Decision {
 	d, _ := l.takeAt(key, n)
 	return d
@@ -268,6 +270,8 @@ func (l *Limiter) takeAt(key string, n int) (hotlimit.Decision, int64) {
 		case takeDead:
 			// Swept under us: claims made in the dead cell died with it,
 			// so start again, all n of them, on the key's fresh cell.
+			// The ring seen was the dead cell's: the fresh one can read
+			// the same (head and slot) while it holds other requests.
 			c = l.cells.Revive(key, c)
 			seen = ring{}
 		}

@@ -276,8 +276,8 @@ func TestWaitsBeforeTheSlotRangeAreExact(t *testing.T) {
 }
 
 // TestWaitsPastTheClockRangeAreNever: a limiter created with its clock
-// within 2^61 − 1 ns of math.MaxInt64, the latest a clock reads, stops
-// there: a request logged less than a Window before the clock's end never
+// less than packed.MaxStamp (2^61 − 2 ns) before math.MaxInt64, the latest
+// a clock reads, stops there: a request logged less than a Window before the clock's end never
 // leaves the window, so a request it denies gets RetryAfter Never, and the
 // key's ResetAfter is Never, not a wait the clock can never get through. A
 // wait that ends at math.MaxInt64 itself is still exact.
