@@ -616,13 +616,15 @@ func TestMaxKeysKeyInsertedSinceTheMissIsNotDenied(t *testing.T) {
 	assertListed(t, m, "a", "y")
 }
 
-// TestMaxKeysKeyReservedButNotYetInsertedIsNotDenied forces a caller's miss
-// of a new key while another caller's insertion of that key has taken the
-// cap's last room and is not yet in the map (here, paying an auto-sweep step,
-// whose walk runs the hook): the key is held once that insertion completes,
-// with its full quota, so the caller must get its cell, not the cap's
-// denial. No key is idle to make room.
-func TestMaxKeysKeyReservedButNotYetInsertedIsNotDenied(t *testing.T) {
+// TestMaxKeysKeyBeingInsertedIsNotDenied forces a caller's miss of a new key
+// during another caller's insertion of that key, which takes the cap's last
+// room and pays an auto-sweep step, whose walk runs the hook: the key is
+// held once that insertion completes, with its full quota, so the caller
+// must get its cell, not the cap's denial. No key is idle to make room. (A
+// step between the reservation and the key's insertion into the map would
+// have the cap deny it; the contention on the room itself, which no hook
+// reaches, is in TestMaxKeysFirstRequestsOfOneKeyAtTheLastRoomAllGetIt.)
+func TestMaxKeysKeyBeingInsertedIsNotDenied(t *testing.T) {
 	m := newMap(1, 2)
 	add(m, "a", m.Get("a"), 1)
 	// Owe the auto-sweep all but one step of a chunk: the next insertion's
