@@ -97,7 +97,7 @@
 // # Incremental auto-sweep
 //
 // With an auto-sweep threshold, each insertion that finds the map at the
-// threshold or above owes StepVisits visits, before it inserts its own key;
+// threshold or above owes StepVisits visits, before it lists its own key;
 // the insertion whose debt completes a chunk of SweepChunk visits pays it,
 // with a walk of SweepChunk visits. A pass over L nodes takes L/StepVisits
 // insertions, L/3: so the keys held stay below 1.6 times the keys that are
@@ -126,22 +126,25 @@
 //
 // # The key cap
 //
-// With a cap of n keys, count reserves a key before it is inserted and is
-// released after it is deleted, so Len ≤ count, and count ≤ n but for the
-// revivals below. An insertion that finds count at n walks up to MaxVisits
-// nodes, evicting idle ones, and stops at the eviction that brings count below
-// n (the first, unless revivals put count over n, or concurrent insertions take
-// the room); if it finds no room, Get returns nil and the limiter denies the
-// new key, unless another caller inserted that key since the miss (then Get
-// returns its cell: the key is held, not new). A caller that revives a key
-// evicted under it (it held the cell before the kill) re-inserts it without the
-// check, and walks to evict an idle key when that puts the map over the cap:
-// before the re-insertion when it finds the cap reached and the key gone, and
-// after it (before listing its fresh cell, which the walk therefore cannot
-// evict) when the key was deleted between that check and the re-insertion. So
-// the cap can be exceeded only by such callers, each by one key, while no key
-// is idle (or during the walk that looks for one): the next insertion's walk
-// evicts idle keys until count is below n again.
+// With a cap of n keys, count reserves a key as it is inserted, under the lock
+// of its bucket, and is released after it is deleted, so Len ≤ count, and count
+// ≤ n but for the revivals below. Reserving under that lock makes the check and
+// the insertion one step for callers of one key: a caller that misses a key
+// another caller is inserting finds it held once it gets the lock, and never
+// finds the room taken by that insertion with the key not yet held. An
+// insertion that finds count at n walks up to MaxVisits nodes, evicting idle
+// ones, and stops at the eviction that brings count below n (the first, unless
+// revivals put count over n, or concurrent insertions take the room); if it
+// then finds no room and the key not held, Get returns nil and the limiter
+// denies the new key. A caller that revives a key evicted under it (it held the
+// cell before the kill) re-inserts it without the check, and walks to evict an
+// idle key when that puts the map over the cap: before the re-insertion when it
+// finds the cap reached and the key gone, and after it (before listing its
+// fresh cell, which the walk therefore cannot evict) when the key was deleted
+// between that check and the re-insertion. So the cap can be exceeded only by
+// such callers, each by one key, while no key is idle (or during the walk that
+// looks for one): the next insertion's walk evicts idle keys until count is
+// below n again.
 package keyed
 
 import (
@@ -235,8 +238,9 @@ func New[C any](init func(*C), judge func() func(*C) bool, o hotlimit.Options) *
 }
 
 // Get returns key's cell, inserting a fresh one on a miss. With a key cap, it
-// returns nil when the cap is reached and no idle key was found to evict. The
-// map keeps a copy of key, never key itself: see the package documentation.
+// returns nil when key is not held, the cap is reached and no idle key was
+// found to evict. The map keeps a copy of key, never key itself: see the
+// package documentation.
 func (m *Map[C]) Get(key string) *C {
 	if n, ok := m.cells.Load(key); ok {
 		return &n.cell
@@ -261,32 +265,45 @@ func (m *Map[C]) insert(key string) *C {
 	if m.hook != nil {
 		m.hook("miss")
 	}
-	if m.maxKeys > 0 && !m.reserve() {
-		// No room, but another caller may have inserted key since the
-		// miss, with the last room there was: the key is held, not new,
-		// and its request is decided on its cell, not denied by the cap.
-		if n, ok := m.cells.Load(key); ok {
-			return &n.cell
-		}
+	key = strings.Clone(key)
+	n, inserted := m.publish(key)
+	if n == nil && m.maxKeys > 0 {
+		// No room: evict idle keys to make some (outside the bucket lock
+		// publish takes: a walk deletes keys, which locks their buckets),
+		// and try once more.
+		m.walk(MaxVisits, capChunk, m.judge(), int64(m.maxKeys))
+		n, inserted = m.publish(key)
+	}
+	if n == nil {
 		return nil
 	}
-	if m.autoMin > 0 && m.cells.Size() >= m.autoMin {
-		m.step() // before the insertion: this caller's fresh cell is never its own victim
-	}
-	var fresh *node[C]
-	key = strings.Clone(key)
-	n, loaded := m.cells.LoadOrCompute(key, func() *node[C] {
-		fresh = m.newNode(key)
-		return fresh
-	})
-	if loaded {
-		if m.maxKeys > 0 {
-			m.count.Add(-1) // another caller inserted it, with its own reservation
+	if inserted {
+		if m.autoMin > 0 && m.cells.Size() > m.autoMin {
+			// The map was at the threshold or above before this insertion.
+			// Before the push: this caller's fresh cell, not yet listed, is
+			// never its own victim.
+			m.step()
 		}
-	} else {
-		m.push(fresh)
+		m.push(n)
 	}
 	return &n.cell
+}
+
+// publish returns key's node, putting a fresh one in the map if key is not
+// held, and reports whether it did; it returns nil when key is not held and
+// the key cap has no room. The reservation is made under the lock of key's
+// bucket, with the insertion, so that a caller that misses key while another
+// inserts it either finds it held or makes the insertion itself: the key cap
+// never denies a key whose first insertion has taken the room and is not yet
+// in the map.
+func (m *Map[C]) publish(key string) (n *node[C], inserted bool) {
+	n, loaded := m.cells.LoadOrTryCompute(key, func() (*node[C], bool) {
+		if m.maxKeys > 0 && !m.tryReserve() {
+			return nil, true // cancel: no room
+		}
+		return m.newNode(key), false
+	})
+	return n, n != nil && !loaded
 }
 
 // newNode returns a fresh node for key, not yet listed.
@@ -311,16 +328,6 @@ func (m *Map[C]) push(n *node[C]) {
 			return
 		}
 	}
-}
-
-// reserve takes one key of the cap, evicting idle keys to make room when the
-// cap is reached, and reports whether it got one.
-func (m *Map[C]) reserve() bool {
-	if m.tryReserve() {
-		return true
-	}
-	m.walk(MaxVisits, capChunk, m.judge(), int64(m.maxKeys))
-	return m.tryReserve()
 }
 
 // step adds an insertion's (or a Drop's) StepVisits to the auto-sweep's

@@ -615,3 +615,37 @@ func TestMaxKeysKeyInsertedSinceTheMissIsNotDenied(t *testing.T) {
 	assert.EqualValues(t, 2, keyed.Reserved(m))
 	assertListed(t, m, "a", "y")
 }
+
+// TestMaxKeysKeyBeingInsertedIsNotDenied forces a caller's miss of a new key
+// during another caller's insertion of that key, which takes the cap's last
+// room and pays an auto-sweep step, whose walk runs the hook: the key is
+// held once that insertion completes, with its full quota, so the caller
+// must get its cell, not the cap's denial. No key is idle to make room. (A
+// step between the reservation and the key's insertion into the map would
+// have the cap deny it; the contention on the room itself, which no hook
+// reaches, is in TestMaxKeysFirstRequestsOfOneKeyAtTheLastRoomAllGetIt.)
+func TestMaxKeysKeyBeingInsertedIsNotDenied(t *testing.T) {
+	m := newMap(1, 2)
+	add(m, "a", m.Get("a"), 1)
+	// Owe the auto-sweep all but one step of a chunk: the next insertion's
+	// step walks, and the walk runs the hook.
+	for range (keyed.SweepChunk+keyed.StepVisits-1)/keyed.StepVisits - 1 {
+		m.Drop("none", nil)
+	}
+	var other *cell
+	armed := true
+	keyed.OnStep(m, func(step string) {
+		if step == "claim" && armed {
+			armed = false
+			other = m.Get("y") // y's first insertion is under way
+		}
+	})
+	c := m.Get("y")
+	require.False(t, armed, "the other caller's Get ran during the insertion of y")
+	require.NotNil(t, c, "the insertion of y got the last room")
+	assert.NotNil(t, other, "y is held: not denied by the cap")
+	assert.Same(t, c, other, "the one cell of y")
+	assert.Equal(t, 2, m.Len())
+	assert.EqualValues(t, 2, keyed.Reserved(m))
+	assertListed(t, m, "a", "y")
+}
