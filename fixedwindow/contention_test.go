@@ -55,16 +55,11 @@ func TestDenialOnStaleReadingReadsAgain(t *testing.T) {
 // judged at 0.9 s after B's write, the key would reset only 1.1 s later,
 // nearly a window past the time it did.
 func TestReportNeverJudgesAWordNewerThanItsReading(t *testing.T) {
-	limitertest.ReportNeverJudgesANewerWord(t, limitertest.ReportRace{
-		Limit: 3,
-		New: func(clock hotlimit.Clock) (hotlimit.Limiter, error) {
-			return fixedwindow.New(3, time.Second, hotlimit.WithClock(clock))
-		},
-		Model: func() limitertest.Model { return models.NewFixedWindow(3, time.Second).Take },
+	limitertest.ReportNeverJudgesANewerWord(t, threePerSecond(limitertest.ReportRace{
 		First: 1, FirstAt: 500 * time.Millisecond,
 		ReportAt: 900 * time.Millisecond,
 		Other:    2, OtherAt: 1900 * time.Millisecond,
-	})
+	}))
 }
 
 // TestReportSeesAWriteBeforeItsReading: Take(key, 0) must not judge the
@@ -74,16 +69,11 @@ func TestReportNeverJudgesAWordNewerThanItsReading(t *testing.T) {
 // B takes one at 0.6 s. The key then has 1 left; the word loaded before B
 // reads 2, a count the window no longer had at the reading.
 func TestReportSeesAWriteBeforeItsReading(t *testing.T) {
-	limitertest.ReportSeesAWriteBeforeItsReading(t, limitertest.ReportRace{
-		Limit: 3,
-		New: func(clock hotlimit.Clock) (hotlimit.Limiter, error) {
-			return fixedwindow.New(3, time.Second, hotlimit.WithClock(clock))
-		},
-		Model: func() limitertest.Model { return models.NewFixedWindow(3, time.Second).Take },
+	limitertest.ReportSeesAWriteBeforeItsReading(t, threePerSecond(limitertest.ReportRace{
 		First: 1, FirstAt: 500 * time.Millisecond,
 		ReportAt: 900 * time.Millisecond,
 		Other:    1, OtherAt: 600 * time.Millisecond,
-	})
+	}))
 }
 
 // TestReportSeesTheKeysNewCellAfterAKill: a sweep that kills the key's
@@ -94,14 +84,20 @@ func TestReportSeesAWriteBeforeItsReading(t *testing.T) {
 // 1.2 s, a Sweep evicts the key and B takes one in a new cell. The key then
 // has 2 left in the window of 1.5 s; the dead cell reads as a fresh key's 3.
 func TestReportSeesTheKeysNewCellAfterAKill(t *testing.T) {
-	limitertest.ReportSeesTheKeysNewCell(t, limitertest.ReportRace{
-		Limit: 3,
-		New: func(clock hotlimit.Clock) (hotlimit.Limiter, error) {
-			return fixedwindow.New(3, time.Second, hotlimit.WithClock(clock))
-		},
-		Model: func() limitertest.Model { return models.NewFixedWindow(3, time.Second).Take },
+	limitertest.ReportSeesTheKeysNewCell(t, threePerSecond(limitertest.ReportRace{
 		First: 1, FirstAt: 500 * time.Millisecond,
 		ReportAt: 1500 * time.Millisecond,
 		Other:    1, OtherAt: 1200 * time.Millisecond,
-	})
+	}))
+}
+
+// threePerSecond is r at 3 per second: the limiter under test and
+// its sequential model.
+func threePerSecond(r limitertest.ReportRace) limitertest.ReportRace {
+	r.Limit = 3
+	r.New = func(clock hotlimit.Clock) (hotlimit.Limiter, error) {
+		return fixedwindow.New(3, time.Second, hotlimit.WithClock(clock))
+	}
+	r.Model = func() limitertest.Model { return models.NewFixedWindow(3, time.Second).Take }
+	return r
 }

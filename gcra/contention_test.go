@@ -62,15 +62,10 @@ func TestDenialOnKeptReadingReadsAgain(t *testing.T) {
 // later); judged at 1 s after B's write, the key would read as empty, full
 // only 1.2 s later, which it never was.
 func TestReportNeverJudgesAWordNewerThanItsReading(t *testing.T) {
-	limitertest.ReportNeverJudgesANewerWord(t, limitertest.ReportRace{
-		Limit: 5,
-		New: func(clock hotlimit.Clock) (hotlimit.Limiter, error) {
-			return gcra.New(5, time.Second, hotlimit.WithClock(clock))
-		},
-		Model:    func() limitertest.Model { return models.NewGCRA(5, 5, time.Second, 0).Take },
+	limitertest.ReportNeverJudgesANewerWord(t, fivePerSecond(limitertest.ReportRace{
 		ReportAt: time.Second,
 		Other:    1, OtherAt: 2 * time.Second,
-	})
+	}))
 }
 
 // TestReportSeesAWriteBeforeItsReading: Take(key, 0) must not judge the
@@ -80,16 +75,11 @@ func TestReportNeverJudgesAWordNewerThanItsReading(t *testing.T) {
 // 100 ms. The key then has 2 left at 300 ms; the word loaded before B,
 // judged at 300 ms, reads 3, a state the key never had.
 func TestReportSeesAWriteBeforeItsReading(t *testing.T) {
-	limitertest.ReportSeesAWriteBeforeItsReading(t, limitertest.ReportRace{
-		Limit: 5,
-		New: func(clock hotlimit.Clock) (hotlimit.Limiter, error) {
-			return gcra.New(5, time.Second, hotlimit.WithClock(clock))
-		},
-		Model: func() limitertest.Model { return models.NewGCRA(5, 5, time.Second, 0).Take },
+	limitertest.ReportSeesAWriteBeforeItsReading(t, fivePerSecond(limitertest.ReportRace{
 		First: 3, FirstAt: 0,
 		ReportAt: 300 * time.Millisecond,
 		Other:    1, OtherAt: 100 * time.Millisecond,
-	})
+	}))
 }
 
 // TestReportSeesTheKeysNewCellAfterAKill: a sweep that kills the key's
@@ -100,14 +90,20 @@ func TestReportSeesAWriteBeforeItsReading(t *testing.T) {
 // takes 2 from a new cell. The key then has 3 left at 1.1 s; the dead cell
 // reads as a fresh key's 5.
 func TestReportSeesTheKeysNewCellAfterAKill(t *testing.T) {
-	limitertest.ReportSeesTheKeysNewCell(t, limitertest.ReportRace{
-		Limit: 5,
-		New: func(clock hotlimit.Clock) (hotlimit.Limiter, error) {
-			return gcra.New(5, time.Second, hotlimit.WithClock(clock))
-		},
-		Model: func() limitertest.Model { return models.NewGCRA(5, 5, time.Second, 0).Take },
+	limitertest.ReportSeesTheKeysNewCell(t, fivePerSecond(limitertest.ReportRace{
 		First: 3, FirstAt: 0,
 		ReportAt: 1100 * time.Millisecond,
 		Other:    2, OtherAt: time.Second,
-	})
+	}))
+}
+
+// fivePerSecond is r at 5 per second: the limiter under test and
+// its sequential model.
+func fivePerSecond(r limitertest.ReportRace) limitertest.ReportRace {
+	r.Limit = 5
+	r.New = func(clock hotlimit.Clock) (hotlimit.Limiter, error) {
+		return gcra.New(5, time.Second, hotlimit.WithClock(clock))
+	}
+	r.Model = func() limitertest.Model { return models.NewGCRA(5, 5, time.Second, 0).Take }
+	return r
 }

@@ -25,16 +25,11 @@ import (
 // not held reads no clock, where B could land: B then comes after it.)
 func TestReportNeverJudgesAWordNewerThanItsReading(t *testing.T) {
 	for _, first := range []int{1, 0} { // a key held, and one not held
-		limitertest.ReportNeverJudgesANewerWord(t, limitertest.ReportRace{
-			Limit: 3,
-			New: func(clock hotlimit.Clock) (hotlimit.Limiter, error) {
-				return slidinglog.New(3, time.Second, hotlimit.WithClock(clock))
-			},
-			Model: func() limitertest.Model { return models.NewSlidingLog(3, time.Second).Clamped(0).Take },
+		limitertest.ReportNeverJudgesANewerWord(t, threePerSecond(limitertest.ReportRace{
 			First: first, FirstAt: 100 * time.Millisecond,
 			ReportAt: 500 * time.Millisecond,
 			Other:    1, OtherAt: 800 * time.Millisecond,
-		})
+		}))
 	}
 }
 
@@ -45,14 +40,20 @@ func TestReportNeverJudgesAWordNewerThanItsReading(t *testing.T) {
 // reading, B takes one at 0.3 s. The key then has 1 left; the log read
 // before B holds 2.
 func TestReportSeesAWriteBeforeItsReading(t *testing.T) {
-	limitertest.ReportSeesAWriteBeforeItsReading(t, limitertest.ReportRace{
-		Limit: 3,
-		New: func(clock hotlimit.Clock) (hotlimit.Limiter, error) {
-			return slidinglog.New(3, time.Second, hotlimit.WithClock(clock))
-		},
-		Model: func() limitertest.Model { return models.NewSlidingLog(3, time.Second).Clamped(0).Take },
+	limitertest.ReportSeesAWriteBeforeItsReading(t, threePerSecond(limitertest.ReportRace{
 		First: 1, FirstAt: 100 * time.Millisecond,
 		ReportAt: 500 * time.Millisecond,
 		Other:    1, OtherAt: 300 * time.Millisecond,
-	})
+	}))
+}
+
+// threePerSecond is r at 3 per second: the limiter under test and
+// its sequential model.
+func threePerSecond(r limitertest.ReportRace) limitertest.ReportRace {
+	r.Limit = 3
+	r.New = func(clock hotlimit.Clock) (hotlimit.Limiter, error) {
+		return slidinglog.New(3, time.Second, hotlimit.WithClock(clock))
+	}
+	r.Model = func() limitertest.Model { return models.NewSlidingLog(3, time.Second).Clamped(0).Take }
+	return r
 }

@@ -22,16 +22,11 @@ import (
 // 300 ms later); judged at 200 ms after B's write, the key would be full only
 // 600 ms later, 300 ms past the time it was.
 func TestReportNeverJudgesAWordNewerThanItsReading(t *testing.T) {
-	limitertest.ReportNeverJudgesANewerWord(t, limitertest.ReportRace{
-		Limit: 5,
-		New: func(clock hotlimit.Clock) (hotlimit.Limiter, error) {
-			return tokenbucket.New(5, time.Second, hotlimit.WithClock(clock))
-		},
-		Model: func() limitertest.Model { return models.NewTokenBucket(5, 5, time.Second, 0).Take },
+	limitertest.ReportNeverJudgesANewerWord(t, fivePerSecond(limitertest.ReportRace{
 		First: 3, FirstAt: 0,
 		ReportAt: 200 * time.Millisecond,
 		Other:    1, OtherAt: 500 * time.Millisecond,
-	})
+	}))
 }
 
 // TestReportSeesAWriteBeforeItsReading: Take(key, 0) must not judge the
@@ -41,16 +36,11 @@ func TestReportNeverJudgesAWordNewerThanItsReading(t *testing.T) {
 // token at 200 ms. The key then holds 3.5 tokens at 500 ms; the word loaded
 // before B, judged at 500 ms, reads 4.5, a state the key never had.
 func TestReportSeesAWriteBeforeItsReading(t *testing.T) {
-	limitertest.ReportSeesAWriteBeforeItsReading(t, limitertest.ReportRace{
-		Limit: 5,
-		New: func(clock hotlimit.Clock) (hotlimit.Limiter, error) {
-			return tokenbucket.New(5, time.Second, hotlimit.WithClock(clock))
-		},
-		Model: func() limitertest.Model { return models.NewTokenBucket(5, 5, time.Second, 0).Take },
+	limitertest.ReportSeesAWriteBeforeItsReading(t, fivePerSecond(limitertest.ReportRace{
 		First: 3, FirstAt: 0,
 		ReportAt: 500 * time.Millisecond,
 		Other:    1, OtherAt: 200 * time.Millisecond,
-	})
+	}))
 }
 
 // TestReportSeesTheKeysNewCellAfterAKill: a sweep that kills the key's
@@ -61,14 +51,20 @@ func TestReportSeesAWriteBeforeItsReading(t *testing.T) {
 // key and B takes 1 token from a new cell. The key then holds 4.5 tokens at
 // 1.1 s; the dead cell reads as a fresh key's 5.
 func TestReportSeesTheKeysNewCellAfterAKill(t *testing.T) {
-	limitertest.ReportSeesTheKeysNewCell(t, limitertest.ReportRace{
-		Limit: 5,
-		New: func(clock hotlimit.Clock) (hotlimit.Limiter, error) {
-			return tokenbucket.New(5, time.Second, hotlimit.WithClock(clock))
-		},
-		Model: func() limitertest.Model { return models.NewTokenBucket(5, 5, time.Second, 0).Take },
+	limitertest.ReportSeesTheKeysNewCell(t, fivePerSecond(limitertest.ReportRace{
 		First: 3, FirstAt: 0,
 		ReportAt: 1100 * time.Millisecond,
 		Other:    1, OtherAt: time.Second,
-	})
+	}))
+}
+
+// fivePerSecond is r at 5 per second: the limiter under test and
+// its sequential model.
+func fivePerSecond(r limitertest.ReportRace) limitertest.ReportRace {
+	r.Limit = 5
+	r.New = func(clock hotlimit.Clock) (hotlimit.Limiter, error) {
+		return tokenbucket.New(5, time.Second, hotlimit.WithClock(clock))
+	}
+	r.Model = func() limitertest.Model { return models.NewTokenBucket(5, 5, time.Second, 0).Take }
+	return r
 }
