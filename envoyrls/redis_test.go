@@ -359,39 +359,50 @@ func (l *ctxRefunder) RefundContext(ctx context.Context, key string, r hotlimit.
 	return nil
 }
 
-// TestAllOrNothingRefundsWhenTheDeadlinePasses: in all-or-nothing mode, a
-// request whose deadline passes while the backend decides its second
-// descriptor gives back what its first took: the refund is made under a
-// context that the deadline does not end, as for a denied request.
-func TestAllOrNothingRefundsWhenTheDeadlinePasses(t *testing.T) {
-	d, err := ParseDomain("web.yaml", []byte("domain: web\ndescriptors:\n"+
+// deadlineServer is an all-or-nothing server of domain web: a, 5 per
+// hour, and b, bLimit per hour, over ctxRefunders. The take of b ends ctx
+// (the caller's deadline passing during its round trip), failing with it,
+// or deciding all the same when answered.
+func deadlineServer(t *testing.T, bLimit int, answered bool) (*Server, context.Context) {
+	t.Helper()
+	d, err := ParseDomain("web.yaml", []byte(fmt.Sprintf("domain: web\ndescriptors:\n"+
 		"  - key: a\n    rate_limit: {unit: hour, requests_per_unit: 5}\n"+
-		"  - key: b\n    rate_limit: {unit: hour, requests_per_unit: 7}\n"))
+		"  - key: b\n    rate_limit: {unit: hour, requests_per_unit: %d}\n", bLimit)))
 	require.NoError(t, err)
 	cfg, err := NewConfig(d)
 	require.NoError(t, err)
 	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
+	t.Cleanup(cancel)
 	factory := func(c hotlimit.Config, opts ...hotlimit.Option) (hotlimit.Limiter, error) {
 		lim, err := service.NewLimiter(c, opts...)
 		if err != nil {
 			return nil, err
 		}
 		l := &ctxRefunder{Refunder: lim.(hotlimit.Refunder)}
-		if c.Limit == 7 {
-			l.deadline = cancel
+		if c.Limit == bLimit {
+			l.deadline, l.answered = cancel, answered
 		}
 		return l, nil
 	}
 	s, err := New(cfg, WithAllOrNothing(true), WithLogger(slog.New(slog.DiscardHandler)), WithLimiterOptions(hotlimit.WithFactory(factory)))
 	require.NoError(t, err)
-	entry := func(k string) *rlext.RateLimitDescriptor {
-		return &rlext.RateLimitDescriptor{Entries: []*rlext.RateLimitDescriptor_Entry{{Key: k, Value: "1"}}}
-	}
+	return s, ctx
+}
 
-	_, err = s.ShouldRateLimit(ctx, &pb.RateLimitRequest{Domain: "web", Descriptors: []*rlext.RateLimitDescriptor{entry("a"), entry("b")}})
+// entryOne is a descriptor of one entry, key k with value "1".
+func entryOne(k string) *rlext.RateLimitDescriptor {
+	return &rlext.RateLimitDescriptor{Entries: []*rlext.RateLimitDescriptor_Entry{{Key: k, Value: "1"}}}
+}
+
+// TestAllOrNothingRefundsWhenTheDeadlinePasses: in all-or-nothing mode, a
+// request whose deadline passes while the backend decides its second
+// descriptor gives back what its first took: the refund is made under a
+// context that the deadline does not end, as for a denied request.
+func TestAllOrNothingRefundsWhenTheDeadlinePasses(t *testing.T) {
+	s, ctx := deadlineServer(t, 7, false)
+	_, err := s.ShouldRateLimit(ctx, &pb.RateLimitRequest{Domain: "web", Descriptors: []*rlext.RateLimitDescriptor{entryOne("a"), entryOne("b")}})
 	require.Equal(t, codes.Canceled, status.Code(err), "%v", err)
-	resp, err := s.ShouldRateLimit(context.Background(), &pb.RateLimitRequest{Domain: "web", Descriptors: []*rlext.RateLimitDescriptor{entry("a")}})
+	resp, err := s.ShouldRateLimit(context.Background(), &pb.RateLimitRequest{Domain: "web", Descriptors: []*rlext.RateLimitDescriptor{entryOne("a")}})
 	require.NoError(t, err)
 	assert.Equal(t, uint32(4), resp.Statuses[0].LimitRemaining, "the failed request's hit on a was given back: this one's is the first")
 }
@@ -401,38 +412,14 @@ func TestAllOrNothingRefundsWhenTheDeadlinePasses(t *testing.T) {
 // as the backend answers it, gives back what its first took: the refund of
 // a denied request is made under a context that the deadline does not end.
 func TestAllOrNothingRefundsADenialAsTheDeadlinePasses(t *testing.T) {
-	d, err := ParseDomain("web.yaml", []byte("domain: web\ndescriptors:\n"+
-		"  - key: a\n    rate_limit: {unit: hour, requests_per_unit: 5}\n"+
-		"  - key: b\n    rate_limit: {unit: hour, requests_per_unit: 1}\n"))
-	require.NoError(t, err)
-	cfg, err := NewConfig(d)
-	require.NoError(t, err)
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
-	factory := func(c hotlimit.Config, opts ...hotlimit.Option) (hotlimit.Limiter, error) {
-		lim, err := service.NewLimiter(c, opts...)
-		if err != nil {
-			return nil, err
-		}
-		l := &ctxRefunder{Refunder: lim.(hotlimit.Refunder)}
-		if c.Limit == 1 {
-			l.deadline, l.answered = cancel, true
-		}
-		return l, nil
-	}
-	s, err := New(cfg, WithAllOrNothing(true), WithLogger(slog.New(slog.DiscardHandler)), WithLimiterOptions(hotlimit.WithFactory(factory)))
-	require.NoError(t, err)
-	entry := func(k string) *rlext.RateLimitDescriptor {
-		return &rlext.RateLimitDescriptor{Entries: []*rlext.RateLimitDescriptor_Entry{{Key: k, Value: "1"}}}
-	}
-	b := entry("b")
+	s, ctx := deadlineServer(t, 1, true)
+	b := entryOne("b")
 	b.HitsAddend = wrapperspb.UInt64(2) // over b's 1
-
-	resp, err := s.ShouldRateLimit(ctx, &pb.RateLimitRequest{Domain: "web", Descriptors: []*rlext.RateLimitDescriptor{entry("a"), b}})
+	resp, err := s.ShouldRateLimit(ctx, &pb.RateLimitRequest{Domain: "web", Descriptors: []*rlext.RateLimitDescriptor{entryOne("a"), b}})
 	require.NoError(t, err)
 	require.Equal(t, over, resp.OverallCode)
 	require.Error(t, ctx.Err(), "the deadline passed as b was answered")
-	resp, err = s.ShouldRateLimit(context.Background(), &pb.RateLimitRequest{Domain: "web", Descriptors: []*rlext.RateLimitDescriptor{entry("a")}})
+	resp, err = s.ShouldRateLimit(context.Background(), &pb.RateLimitRequest{Domain: "web", Descriptors: []*rlext.RateLimitDescriptor{entryOne("a")}})
 	require.NoError(t, err)
 	assert.Equal(t, uint32(4), resp.Statuses[0].LimitRemaining, "the denied request's hit on a was given back: this one's is the first")
 }
