@@ -301,8 +301,12 @@ func (m *Metrics) ObserveFallback(f hotlimit.Fallback) {
 	c.Add(1)
 }
 
-// ConfigLoaded counts a configuration put in force (ok) or rejected.
+// ConfigLoaded counts a configuration put in force (ok) or rejected. A nil
+// *Metrics counts nothing.
 func (m *Metrics) ConfigLoaded(ok bool) {
+	if m == nil {
+		return
+	}
 	if ok {
 		m.loadOK.Add(1)
 	} else {
@@ -317,8 +321,12 @@ func (m *Metrics) Describe(ch chan<- *prometheus.Desc) {
 	}
 }
 
-// Collect sends the counters' values; see [prometheus.Collector].
+// Collect sends the counters' values; see [prometheus.Collector]. A nil
+// *Metrics sends none.
 func (m *Metrics) Collect(ch chan<- prometheus.Metric) {
+	if m == nil {
+		return
+	}
 	ch <- prometheus.MustNewConstMetric(descRequests, prometheus.CounterValue, float64(m.requests.Load()), "ShouldRateLimit")
 	ch <- prometheus.MustNewConstMetric(descCallErr, prometheus.CounterValue, float64(m.backendErrs.Load()), "redis_error")
 	ch <- prometheus.MustNewConstMetric(descCallErr, prometheus.CounterValue, float64(m.serviceErrs.Load()), "service_error")
@@ -350,8 +358,12 @@ func (m *Metrics) Collect(ch chan<- prometheus.Metric) {
 
 // WatchKeys exports keys(), read at each scrape, as hotlimit_keys with the
 // label limiter=name, as hotlimitprom does: pass [Server.Len]. A second call
-// with the same name replaces the first; a nil keys removes it.
+// with the same name replaces the first; a nil keys removes it. A nil
+// *Metrics watches nothing.
 func (m *Metrics) WatchKeys(name string, keys func() int) {
+	if m == nil {
+		return
+	}
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	if keys == nil {

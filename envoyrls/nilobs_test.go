@@ -7,6 +7,7 @@ import (
 
 	rlext "github.com/envoyproxy/go-control-plane/envoy/extensions/common/ratelimit/v3"
 	pb "github.com/envoyproxy/go-control-plane/envoy/service/ratelimit/v3"
+	"github.com/prometheus/client_golang/prometheus"
 	"github.com/redis/go-redis/v9"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -107,4 +108,25 @@ func TestNilMetricsObservesNoDecisionNorFallback(t *testing.T) {
 	require.NoError(t, err)
 	t.Cleanup(func() { _ = svc.Close() })
 	require.NotPanics(t, func() { assert.True(t, svc.Allow("u", "a")) }, "a service's decision")
+}
+
+// TestNilMetricsMethodsDoNothing: every method of a nil *Metrics is a
+// no-op, as Observe and ObserveFallback are, so a program that builds its
+// Metrics only when metrics are on can call them unconditionally: a
+// registry gathers nothing from it rather than panicking.
+func TestNilMetricsMethodsDoNothing(t *testing.T) {
+	var m *Metrics
+	require.NotPanics(t, func() {
+		m.ConfigLoaded(true)
+		m.ConfigLoaded(false)
+		m.WatchKeys("hotlimitd", func() int { return 1 })
+		m.WatchKeys("hotlimitd", nil)
+	})
+	reg := prometheus.NewPedanticRegistry()
+	require.NoError(t, reg.Register(m))
+	require.NotPanics(t, func() {
+		families, err := reg.Gather()
+		assert.NoError(t, err)
+		assert.Empty(t, families, "nothing to gather")
+	})
 }
