@@ -2,8 +2,9 @@ package hotlimit
 
 import (
 	"fmt"
-	"reflect"
 	"time"
+
+	"github.com/hotlimit/hotlimit/internal/nilness"
 )
 
 // Clock reads the time in nanoseconds from any fixed origin. A production
@@ -156,23 +157,10 @@ func NewOptions(opts ...Option) Options {
 			opt(&o)
 		}
 	}
-	if holdsNil(o.Observer) {
+	if o.Observer != nil && nilness.Is(o.Observer) {
 		o.Observer = nil
 	}
 	return o
-}
-
-// holdsNil reports whether x is an interface value holding a nil pointer,
-// function, map, slice, channel or interface.
-func holdsNil(x any) bool {
-	if x == nil {
-		return false
-	}
-	switch v := reflect.ValueOf(x); v.Kind() {
-	case reflect.Pointer, reflect.Func, reflect.Map, reflect.Slice, reflect.Chan, reflect.Interface:
-		return v.IsNil()
-	}
-	return false
 }
 
 // RejectBurst returns an error wrapping [ErrInvalidConfig] when o sets a burst

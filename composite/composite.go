@@ -9,6 +9,7 @@ import (
 	"slices"
 
 	"github.com/hotlimit/hotlimit"
+	"github.com/hotlimit/hotlimit/internal/nilness"
 	"github.com/hotlimit/hotlimit/unlimited"
 )
 
@@ -62,7 +63,8 @@ var (
 // New returns a composite of children, asked in the order given (put the
 // child that denies most often first: a denial refunds the children before
 // it). There must be between 1 and MaxChildren children, none nil (nor a nil
-// pointer such as a (*tokenbucket.Limiter)(nil)), none given twice, nor
+// pointer such as a (*tokenbucket.Limiter)(nil), nor a nil function, map,
+// slice or channel of a limiter type), none given twice, nor
 // held twice through composites among the children (it would count every
 // request twice, and deny for ever a request of more than half its burst
 // while telling to retry; children that cannot be compared, see same, are
@@ -82,7 +84,7 @@ func New(children ...hotlimit.Limiter) (*Limiter, error) {
 		off:         make([]int, len(children)),
 	}
 	for i, c := range children {
-		if isNil(c) {
+		if nilness.Is(c) {
 			return nil, fmt.Errorf("composite: child %d is nil: %w", i, hotlimit.ErrInvalidConfig)
 		}
 		for j, d := range children[:i] {
@@ -121,16 +123,6 @@ func isStateless(c hotlimit.Refunder) bool {
 		return !slices.Contains(c.stateless, false)
 	}
 	return false
-}
-
-// isNil reports whether c is nil or holds a nil pointer, as a limiter
-// declared and never built does: its methods would dereference it.
-func isNil(c hotlimit.Limiter) bool {
-	if c == nil {
-		return true
-	}
-	v := reflect.ValueOf(c)
-	return v.Kind() == reflect.Pointer && v.IsNil()
 }
 
 // shares reports whether a and b are one limiter, or composites (nested to

@@ -26,6 +26,17 @@ type plain struct{}
 func (plain) Allow(string) bool                  { return true }
 func (plain) Take(string, int) hotlimit.Decision { return hotlimit.Decision{Allowed: true} }
 
+// funcLimiter is a Refunder that is a function, as a program's adapter may
+// be; a nil one panics when asked.
+type funcLimiter func(key string, n int) hotlimit.Decision
+
+func (f funcLimiter) Allow(key string) bool                    { return f(key, 1).Allowed }
+func (f funcLimiter) Take(key string, n int) hotlimit.Decision { return f(key, n) }
+func (f funcLimiter) TakeReceipt(key string, n int) (hotlimit.Decision, hotlimit.Receipt) {
+	return f(key, n), hotlimit.Receipt{}
+}
+func (f funcLimiter) Refund(string, hotlimit.Receipt) {}
+
 func TestNewErrors(t *testing.T) {
 	tb, err := tokenbucket.New(100, time.Second)
 	require.NoError(t, err)
@@ -35,6 +46,7 @@ func TestNewErrors(t *testing.T) {
 		require.NoError(t, err)
 	}
 	var nilBucket *tokenbucket.Limiter
+	var nilFunc funcLimiter
 	for i, tc := range []struct {
 		children []hotlimit.Limiter
 		msg      string
@@ -43,6 +55,7 @@ func TestNewErrors(t *testing.T) {
 		{many, "composite: 17 children out of range [1, 16]"},
 		{[]hotlimit.Limiter{tb, nil}, "composite: child 1 is nil"},
 		{[]hotlimit.Limiter{tb, nilBucket}, "composite: child 1 is nil"},
+		{[]hotlimit.Limiter{nilFunc, tb}, "composite: child 0 is nil"},
 		{[]hotlimit.Limiter{many[0], tb, many[1], tb}, "composite: child 3 is child 1 again"},
 		{[]hotlimit.Limiter{many[2], nested(t, many[3], tb), nested(t, many[4], nested(t, tb))}, "composite: child 2 is child 1 again, or holds a limiter it holds"},
 		{[]hotlimit.Limiter{tb, nested(t, many[5], nested(t, tb))}, "composite: child 1 is child 0 again, or holds a limiter it holds"},
@@ -75,7 +88,7 @@ func TestNewAcceptsStatelessTwins(t *testing.T) {
 	require.NoError(t, err)
 	u2, err := unlimited.New()
 	require.NoError(t, err)
-	c, err := composite.New(u1, u2, refunderFunc(nil), refunderFunc(nil), nested(t, u1, refunderFunc(nil)))
+	c, err := composite.New(u1, u2, refunderFunc{}, refunderFunc{}, nested(t, u1, refunderFunc{}))
 	require.NoError(t, err)
 	assert.True(t, c.Allow("k"))
 }

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"net"
-	"reflect"
 	"runtime"
 	"strconv"
 	"strings"
@@ -14,6 +13,7 @@ import (
 	"time"
 
 	"github.com/hotlimit/hotlimit"
+	"github.com/hotlimit/hotlimit/internal/nilness"
 	"github.com/hotlimit/hotlimit/service"
 	"github.com/puzpuzpuz/xsync/v3"
 	"github.com/redis/go-redis/v9"
@@ -193,7 +193,7 @@ var (
 // limiter's error otherwise, and [FailOpen] or [FailClosed] take Redis's range.
 // It does not contact Redis.
 func New(client redis.UniversalClient, c hotlimit.Config, opts ...hotlimit.Option) (*Limiter, error) {
-	if isNilClient(client) {
+	if nilness.Is(client) {
 		return nil, fmt.Errorf("redislimit: nil client: %w", hotlimit.ErrInvalidConfig)
 	}
 	o := hotlimit.NewOptions(opts...)
@@ -253,17 +253,6 @@ func New(client redis.UniversalClient, c hotlimit.Config, opts ...hotlimit.Optio
 	l.batch = newBatcher(l, l.set.batch, l.set.flushers)
 	runtime.AddCleanup(l, (*batcher).close, l.batch)
 	return l, nil
-}
-
-// isNilClient reports whether client is nil, or holds a nil pointer (a
-// *redis.Client variable never set), whose methods New and every call
-// would dereference.
-func isNilClient(client redis.UniversalClient) bool {
-	if client == nil {
-		return true
-	}
-	v := reflect.ValueOf(client)
-	return v.Kind() == reflect.Pointer && v.IsNil()
 }
 
 // usesClock reports whether opts set a clock: applied to zero Options, only

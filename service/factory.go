@@ -2,12 +2,12 @@ package service
 
 import (
 	"fmt"
-	"reflect"
 	"time"
 
 	"github.com/hotlimit/hotlimit"
 	"github.com/hotlimit/hotlimit/fixedwindow"
 	"github.com/hotlimit/hotlimit/gcra"
+	"github.com/hotlimit/hotlimit/internal/nilness"
 	"github.com/hotlimit/hotlimit/slidingcounter"
 	"github.com/hotlimit/hotlimit/slidinglog"
 	"github.com/hotlimit/hotlimit/tokenbucket"
@@ -81,27 +81,13 @@ func newLimiter(c hotlimit.Config, opts ...hotlimit.Option) (hotlimit.Limiter, e
 			return nil, err
 		}
 		l, err := f(c, opts...)
-		if err == nil && isNil(l) {
+		if err == nil && nilness.Is(l) {
 			// A nil limiter would be called by the first decision.
 			return nil, fmt.Errorf("service: the factory returned no limiter and no error for %v", c)
 		}
 		return l, err
 	}
 	return NewLimiter(c, opts...)
-}
-
-// isNil reports whether v is nil, or an interface value holding a nil
-// pointer, function, map, slice, channel or interface, whose methods would
-// most likely dereference it.
-func isNil(x any) bool {
-	if x == nil {
-		return true
-	}
-	switch v := reflect.ValueOf(x); v.Kind() {
-	case reflect.Pointer, reflect.Func, reflect.Map, reflect.Slice, reflect.Chan, reflect.Interface:
-		return v.IsNil()
-	}
-	return false
 }
 
 // sweeper is what every limiter of this module offers besides

@@ -15,6 +15,7 @@ import (
 
 	"github.com/hotlimit/hotlimit"
 	"github.com/hotlimit/hotlimit/internal/jsonobj"
+	"github.com/hotlimit/hotlimit/internal/nilness"
 )
 
 // Limits is one rule: a request passes only when every limit passes, and is
@@ -430,7 +431,7 @@ func decodeLimits(path string, data []byte) (Limits, error) {
 // reading r. Anything after the JSON object but white space is an error, and
 // so is a nil r.
 func LoadRules(r io.Reader) (Rules, error) {
-	if isNil(r) {
+	if nilness.Is(r) {
 		return Rules{}, errors.New("service: reading rules: no reader (nil)")
 	}
 	data, err := io.ReadAll(r)

@@ -4,8 +4,9 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"fmt"
-	"reflect"
 	"strings"
+
+	"github.com/hotlimit/hotlimit/internal/nilness"
 )
 
 // Kinds of keys. A key is its kind, a colon and the value: "ip:192.0.2.1".
@@ -93,20 +94,11 @@ func ContextString(v any) (s string, ok bool) {
 	case string:
 		return v, v != ""
 	case fmt.Stringer:
-		if isNil(v) {
+		if nilness.Is(v) {
 			return "", false
 		}
 		s = v.String()
 		return s, s != ""
 	}
 	return "", false
-}
-
-// isNil reports whether v holds a nil pointer, map, slice, channel or func.
-func isNil(v any) bool {
-	switch rv := reflect.ValueOf(v); rv.Kind() {
-	case reflect.Pointer, reflect.Map, reflect.Slice, reflect.Chan, reflect.Func, reflect.Interface, reflect.UnsafePointer:
-		return rv.IsNil()
-	}
-	return false
 }

@@ -1,0 +1,38 @@
+package nilness
+
+import (
+	"testing"
+	"unsafe"
+
+	"github.com/stretchr/testify/assert"
+)
+
+type fn func()
+
+func (fn) M() {}
+
+type mp map[string]int
+
+func (mp) M() {}
+
+type st struct{ p *int }
+
+func (st) M() {}
+
+func TestIs(t *testing.T) {
+	var (
+		p  *int
+		f  fn
+		mm mp
+		s  []int
+		c  chan int
+		u  unsafe.Pointer
+	)
+	for name, x := range map[string]any{"nil": nil, "pointer": p, "func": f, "map": mm, "slice": s, "chan": c, "unsafe pointer": u} {
+		assert.True(t, Is(x), name)
+	}
+	one := 1
+	for name, x := range map[string]any{"pointer": &one, "func": fn(func() {}), "map": mp{}, "slice": []int{}, "chan": make(chan int), "struct holding nil": st{}, "int": 0, "string": ""} {
+		assert.False(t, Is(x), name)
+	}
+}
