@@ -54,10 +54,11 @@ type Rule struct {
 	UnitMultiplier  uint32
 	// Limit is the policy that decides: Limit.Limit is RequestsPerUnit,
 	// Limit.Window the unit (or the window extension). It is the zero
-	// Config for an unlimited rule and for requests_per_unit 0, which denies
-	// every hit. Loading checks its fields, not the algorithm's ranges
-	// (hotlimit.Config.ValidateFields): those of the backend apply when a
-	// [Server] puts the rule in force.
+	// Config for an unlimited rule. For requests_per_unit 0, which denies
+	// every hit, it is a FixedWindow of Limit 0 and the rule's window, which
+	// the responses' duration_until_reset counts down. Loading checks its
+	// fields, not the algorithm's ranges (hotlimit.Config.ValidateFields):
+	// those of the backend apply when a [Server] puts the rule in force.
 	Limit hotlimit.Config
 }
 
@@ -954,7 +955,10 @@ func (d *Domain) rule(full string, yd *yamlDescriptor) (*Rule, error) {
 		return nil, configError(d.File, "%s: rate_limit burst %d: %v has no burst, only TokenBucket and GCRA do", full, yr.Burst, alg)
 	}
 	if yr.RequestsPerUnit == 0 {
-		return r, nil // denies every hit, as the reference does
+		// Denies every hit, as the reference does; the window still
+		// gives its responses' duration_until_reset.
+		r.Limit = hotlimit.Config{Algorithm: hotlimit.FixedWindow, Window: window}
+		return r, nil
 	}
 	r.Limit = hotlimit.Config{Algorithm: alg, Limit: int(yr.RequestsPerUnit), Window: window, Burst: yr.Burst}
 	// Only the fields here: how large a limit and window can be depends on

@@ -89,7 +89,7 @@ func TestRuleFields(t *testing.T) {
 	banned := byKey["rl.foo.bar_banned"]
 	require.NotNil(t, banned)
 	assert.Equal(t, "banned_limit", banned.Name)
-	assert.Zero(t, banned.Limit, "requests_per_unit 0 denies every hit")
+	assert.Equal(t, hotlimit.Config{Algorithm: hotlimit.FixedWindow, Window: time.Minute}, banned.Limit, "requests_per_unit 0 denies every hit, in windows of its unit")
 
 	assert.True(t, byKey["rl.foo.baz_shady"].ShadowMode)
 	assert.True(t, byKey["rl.foo.bay"].Unlimited)

@@ -562,10 +562,6 @@ func (s *Server) plan(snap *snapshot, req *pb.RateLimitRequest, items []item) er
 		}
 		if r.Limit.Limit == 0 {
 			it.blockAll = true
-			it.cfg = hotlimit.Config{Algorithm: hotlimit.FixedWindow, Window: UnitDuration(r.Unit)}
-			if r.UnitMultiplier > 1 {
-				it.cfg.Window *= time.Duration(r.UnitMultiplier)
-			}
 			continue
 		}
 		it.lim = snap.limiters[s.limiterConfig(r.Limit)]

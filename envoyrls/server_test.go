@@ -168,3 +168,34 @@ func TestNilRequestPartsAreInvalidArgument(t *testing.T) {
 		assert.Equal(t, want, w.Code, "%s: %s", body, w.Body.String())
 	}
 }
+
+// TestBlockingRuleKeepsItsWindow: a rule of requests_per_unit 0 with a
+// window that is not a whole number of seconds denies every hit and
+// reports the time until its window ends, as a blocking rule of a unit
+// does, and names that window in RateLimit-Policy, where it reported a
+// reset of 0 and a window of 0 s.
+func TestBlockingRuleKeepsItsWindow(t *testing.T) {
+	d, err := ParseDomain("block.yaml", []byte(`
+domain: block
+descriptors:
+  - key: k
+    rate_limit: {window: 1500ms, requests_per_unit: 0}
+`))
+	require.NoError(t, err)
+	cfg, err := NewConfig(d)
+	require.NoError(t, err)
+	var now atomic.Int64
+	now.Store(int64(time.Hour + 400*time.Millisecond)) // 3600.4 s: 0.4 s into a 1.5 s window
+	s, err := New(cfg, WithClock(now.Load), WithHeaders(HeadersDraft), WithLogger(slog.New(slog.DiscardHandler)))
+	require.NoError(t, err)
+	resp, err := s.ShouldRateLimit(context.Background(), &pb.RateLimitRequest{Domain: "block",
+		Descriptors: []*rlext.RateLimitDescriptor{{Entries: []*rlext.RateLimitDescriptor_Entry{{Key: "k", Value: "a"}}}}})
+	require.NoError(t, err)
+	require.Equal(t, pb.RateLimitResponse_OVER_LIMIT, resp.OverallCode)
+	assert.Equal(t, 1100*time.Millisecond, resp.Statuses[0].DurationUntilReset.AsDuration(), "until 3601.5 s")
+	got := map[string]string{}
+	for _, hv := range resp.ResponseHeadersToAdd {
+		got[hv.Key] = hv.Value
+	}
+	assert.Contains(t, got["RateLimit-Policy"], ";w=2", "1.5 s, rounded up to whole seconds")
+}
