@@ -459,12 +459,21 @@ func (s *headerStream) done(err error) {
 
 // recvLimited limits each message a server stream receives. hs, when not
 // nil, holds the stream start's metadata still to send.
+//
+// The trailers describe the stream's first denied message alone: a handler
+// that drops denied messages and goes on would otherwise add a denial's
+// fields and pushback to them with every message denied (grpc-go joins
+// what SetTrailer is given), without bound on a long stream, and a trailer
+// of several pushback values is one gRFC A6 clients ignore. RecvMsg runs on
+// one goroutine at a time, but the handler may move it from one to another,
+// hence the atomic.
 type recvLimited struct {
 	grpc.ServerStream
 	l      *limiter
 	hs     *headerStream
 	method string
-	api    string // recvPrefix + boundMethod(method)
+	api    string      // recvPrefix + boundMethod(method)
+	denied atomic.Bool // a message was denied: the trailers are set
 }
 
 func (s *recvLimited) RecvMsg(m any) error {
@@ -477,7 +486,7 @@ func (s *recvLimited) RecvMsg(m any) error {
 		if s.hs != nil {
 			s.hs.drop()
 		}
-		if md := s.l.trailer(&v); md != nil {
+		if md := s.l.trailer(&v); md != nil && s.denied.CompareAndSwap(false, true) {
 			s.SetTrailer(md)
 		}
 		return v.err
