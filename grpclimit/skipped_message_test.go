@@ -3,7 +3,6 @@ package grpclimit_test
 import (
 	"errors"
 	"io"
-	"net"
 	"testing"
 	"time"
 
@@ -11,7 +10,6 @@ import (
 	"github.com/stretchr/testify/require"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
-	"google.golang.org/grpc/credentials/insecure"
 	testgrpc "google.golang.org/grpc/interop/grpc_testing"
 	"google.golang.org/grpc/status"
 
@@ -51,15 +49,7 @@ func (skippingService) FullDuplexCall(stream grpc.BidiStreamingServer[testgrpc.S
 func TestSkippedMessageDenialsSetTheTrailersOnce(t *testing.T) {
 	svc, _ := newService(t, cfg(hotlimit.FixedWindow, 100, time.Second), 0)
 	require.NoError(t, svc.ConfigureAPI("RECV "+duplexCall, cfg(hotlimit.FixedWindow, 1, time.Second)))
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	require.NoError(t, err)
-	srv := grpc.NewServer(grpc.ChainStreamInterceptor(grpclimit.StreamServerInterceptor(svc, grpclimit.WithStreamMessages(true))))
-	testgrpc.RegisterTestServiceServer(srv, skippingService{})
-	go func() { _ = srv.Serve(ln) }()
-	t.Cleanup(srv.Stop)
-	cc, err := grpc.NewClient(ln.Addr().String(), grpc.WithTransportCredentials(insecure.NewCredentials()))
-	require.NoError(t, err)
-	t.Cleanup(func() { _ = cc.Close() })
+	cc := serveImpl(t, skippingService{}, grpc.ChainStreamInterceptor(grpclimit.StreamServerInterceptor(svc, grpclimit.WithStreamMessages(true))))
 
 	const sent = 5
 	s, err := testgrpc.NewTestServiceClient(cc).FullDuplexCall(ctx(t))
