@@ -55,7 +55,8 @@
 // [WithStreamMessages] also limits every message it receives, under the API
 // "RECV /pkg.Service/Method", so that messages have a rule of their own. A
 // denied message fails the stream as a denied call fails, its trailers
-// carrying that rule's fields and pushback, not the stream start's.
+// carrying that rule's fields and pushback, not the stream start's (the
+// first denied message's, when the handler drops it and goes on).
 //
 // # Denials
 //

@@ -65,10 +65,16 @@ func TestKeysEqualHTTPLimitsKeys(t *testing.T) {
 		assert.Equal(t, want, got, "peer %s, x-forwarded-for %q", tc.peer, tc.forwarded)
 	}
 
-	ctx := context.WithValue(context.Background(), authKey{}, "alice")
-	want, ok := httplimit.ContextValue(authKey{})(httptest.NewRequest("GET", "/", nil).WithContext(ctx))
-	assert.True(t, ok)
-	got, ok := grpclimit.ContextValue(authKey{})(ctx, unaryCall, nil)
-	assert.True(t, ok)
-	assert.Equal(t, want, got)
+	// A key whose type's name holds a colon (a struct tag) keeps the
+	// colon out of the key's kind, as httplimit does.
+	for _, key := range []any{authKey{}, struct {
+		A int `auth:"principal"`
+	}{}} {
+		ctx := context.WithValue(context.Background(), key, "alice")
+		want, ok := httplimit.ContextValue(key)(httptest.NewRequest("GET", "/", nil).WithContext(ctx))
+		assert.True(t, ok)
+		got, ok := grpclimit.ContextValue(key)(ctx, unaryCall, nil)
+		assert.True(t, ok)
+		assert.Equal(t, want, got, "%T", key)
+	}
 }

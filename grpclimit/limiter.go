@@ -42,12 +42,16 @@ type verdict struct {
 	others []service.LimitDecision
 }
 
-// decide finds the keys of a call (or of a received message, when message is
-// set) and takes one from the service. It never panics: a nil service, or a
+// decide finds the keys of a call (or of a received message, when recv is
+// not empty) and takes one from the service. recv is the API of the stream's
+// messages keyed by their method, recvPrefix + boundMethod(method), made
+// once per stream: a message keyed so (the default) uses it as it is, with
+// no allocation per message. It never panics: a nil service, or a
 // key function or limiter that panics, gives a verdict whose err is
 // codes.Internal (nil under dry run) and whose Event.Err says why, so that a
 // fault fails one call, never the server.
-func (l *limiter) decide(ctx context.Context, method string, req any, message bool) (v verdict) {
+func (l *limiter) decide(ctx context.Context, method string, req any, recv string) (v verdict) {
+	message := recv != ""
 	v.e = Event{FullMethod: method, Message: message, DryRun: l.o.dryRun}
 	defer func() {
 		if r := recover(); r != nil {
@@ -60,7 +64,11 @@ func (l *limiter) decide(ctx context.Context, method string, req any, message bo
 		api = boundMethod(method)
 	}
 	if message {
-		api = recvPrefix + api
+		if api == recv[len(recvPrefix):] {
+			api = recv
+		} else {
+			api = recvPrefix + api
+		}
 	}
 	v.e.User, v.e.API = user, api
 	if l.svc == nil {
@@ -181,7 +189,7 @@ func (l *limiter) admit(ctx context.Context, method string, req any) (v verdict,
 	case ex:
 		return v, true
 	}
-	return l.decide(ctx, method, req, false), false
+	return l.decide(ctx, method, req, ""), false
 }
 
 // failed is the verdict of a call of method whose exemption could not be
@@ -294,7 +302,7 @@ func (l *limiter) unary(ctx context.Context, req any, info *grpc.UnaryServerInfo
 	case ex:
 		return handler(ctx, req)
 	default:
-		v = l.decide(ctx, method, req, false)
+		v = l.decide(ctx, method, req, "")
 	}
 	l.observe(&v)
 	// Setting metadata fails only without a transport stream, as in a
@@ -370,7 +378,7 @@ func (l *limiter) stream(srv any, ss grpc.ServerStream, info *grpc.StreamServerI
 		ss = hs
 	}
 	if l.o.messages && ss != nil { // a nil stream goes on as it came, under dry run
-		ss = &recvLimited{ServerStream: ss, l: l, hs: hs, method: method}
+		ss = &recvLimited{ServerStream: ss, l: l, hs: hs, method: method, api: recvPrefix + boundMethod(method)}
 	}
 	if hs == nil {
 		return handler(srv, ss)
@@ -451,24 +459,34 @@ func (s *headerStream) done(err error) {
 
 // recvLimited limits each message a server stream receives. hs, when not
 // nil, holds the stream start's metadata still to send.
+//
+// The trailers describe the stream's first denied message alone: a handler
+// that drops denied messages and goes on would otherwise add a denial's
+// fields and pushback to them with every message denied (grpc-go joins
+// what SetTrailer is given), without bound on a long stream, and a trailer
+// of several pushback values is one gRFC A6 clients ignore. RecvMsg runs on
+// one goroutine at a time, but the handler may move it from one to another,
+// hence the atomic.
 type recvLimited struct {
 	grpc.ServerStream
 	l      *limiter
 	hs     *headerStream
 	method string
+	api    string      // recvPrefix + boundMethod(method)
+	denied atomic.Bool // a message was denied: the trailers are set
 }
 
 func (s *recvLimited) RecvMsg(m any) error {
 	if err := s.ServerStream.RecvMsg(m); err != nil {
 		return err
 	}
-	v := s.l.decide(s.Context(), s.method, m, true)
+	v := s.l.decide(s.Context(), s.method, m, s.api)
 	s.l.observe(&v)
 	if v.err != nil {
 		if s.hs != nil {
 			s.hs.drop()
 		}
-		if md := s.l.trailer(&v); md != nil {
+		if md := s.l.trailer(&v); md != nil && s.denied.CompareAndSwap(false, true) {
 			s.SetTrailer(md)
 		}
 		return v.err

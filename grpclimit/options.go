@@ -160,7 +160,9 @@ func WithDryRun(on bool) Option {
 // denied message makes RecvMsg return the ResourceExhausted status, which the
 // handler returns to end the stream; the message is dropped, and the
 // stream's trailers carry the denial's RateLimit fields and pushback in
-// place of the start's that it had not yet sent.
+// place of the start's that it had not yet sent. A handler that goes on
+// after a denial may: the trailers keep describing the stream's first
+// denied message.
 func WithStreamMessages(on bool) Option {
 	return func(o *options) { o.messages = on }
 }

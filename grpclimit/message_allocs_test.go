@@ -1,0 +1,87 @@
+package grpclimit_test
+
+import (
+	"context"
+	"net"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/codes"
+	testgrpc "google.golang.org/grpc/interop/grpc_testing"
+	"google.golang.org/grpc/peer"
+	"google.golang.org/grpc/status"
+
+	"github.com/hotlimit/hotlimit"
+	"github.com/hotlimit/hotlimit/grpclimit"
+	"github.com/hotlimit/hotlimit/service"
+)
+
+// recvStream is a server stream from a TCP peer whose every RecvMsg
+// succeeds at once, standing in for grpc-go's when the interceptor is
+// called directly.
+type recvStream struct {
+	grpc.ServerStream
+	ctx context.Context
+}
+
+func (s recvStream) Context() context.Context { return s.ctx }
+func (s recvStream) RecvMsg(any) error        { return nil }
+
+// TestStreamMessageAllocatesNothing: with WithStreamMessages, each message a
+// stream receives is a decision on the hot path of a long stream, and one
+// that passes, from a peer seen before, allocates nothing: the API
+// "RECV " + method is made once per stream, not once per message.
+func TestStreamMessageAllocatesNothing(t *testing.T) {
+	svc, err := service.New(allowAll)
+	require.NoError(t, err)
+	ctx := peer.NewContext(context.Background(), &peer.Peer{Addr: &net.TCPAddr{IP: net.IPv4(192, 0, 2, 1), Port: 51234}})
+	icpt := grpclimit.StreamServerInterceptor(svc, grpclimit.WithStreamMessages(true), grpclimit.WithRateLimitHeaders(false))
+	var allocs float64
+	err = icpt(nil, recvStream{ctx: ctx}, &grpc.StreamServerInfo{FullMethod: duplexCall}, func(_ any, ss grpc.ServerStream) error {
+		var m struct{}
+		require.NoError(t, ss.RecvMsg(&m)) // the peer's key and the pair's state now exist
+		allocs = testing.AllocsPerRun(100, func() {
+			if err := ss.RecvMsg(&m); err != nil {
+				t.Fatal(err)
+			}
+		})
+		return nil
+	})
+	require.NoError(t, err)
+	assert.Zero(t, allocs, "allocations per received message")
+}
+
+// TestStreamMessagesKeyedByTheirAPIFunction: the API of a received message
+// is "RECV " and what the API KeyFunc finds for it, not the method's,
+// whenever the function finds one: a rule on "RECV orders" limits the
+// messages an API function keys "orders", and a message it finds no API
+// for falls back to "RECV " and the method.
+func TestStreamMessagesKeyedByTheirAPIFunction(t *testing.T) {
+	svc, _ := newService(t, cfg(hotlimit.FixedWindow, 100, time.Second), 0)
+	require.NoError(t, svc.ConfigureAPI("RECV orders", cfg(hotlimit.FixedWindow, 1, time.Second)))
+	var rec recorder
+	api := func(_ context.Context, _ string, req any) (string, bool) {
+		if req == nil { // the stream's start
+			return "", false
+		}
+		return "orders", true
+	}
+	cc := serveImpl(t, &testService{}, grpc.ChainStreamInterceptor(grpclimit.StreamServerInterceptor(svc,
+		grpclimit.WithStreamMessages(true), grpclimit.WithAPI(api), grpclimit.WithObserver(rec.observe))))
+	s, err := testgrpc.NewTestServiceClient(cc).FullDuplexCall(ctx(t))
+	require.NoError(t, err)
+	require.NoError(t, s.Send(&testgrpc.StreamingOutputCallRequest{}))
+	_, err = s.Recv()
+	require.NoError(t, err)
+	require.NoError(t, s.Send(&testgrpc.StreamingOutputCallRequest{}))
+	_, err = s.Recv()
+	assert.Equal(t, codes.ResourceExhausted, status.Code(err), "%v: the second message of \"RECV orders\"", err)
+	events := rec.all()
+	require.Len(t, events, 3)
+	assert.Equal(t, duplexCall, events[0].API, "the start")
+	assert.Equal(t, "RECV orders", events[1].API)
+	assert.Equal(t, "RECV orders", events[2].API)
+}
