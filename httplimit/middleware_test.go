@@ -309,7 +309,7 @@ func TestWithPolicyName(t *testing.T) {
 	require.NoError(t, svc.ConfigureUser(httplimit.HeaderKey("X-API-Key", "premium"), cfg(hotlimit.TokenBucket, 10, time.Second)))
 	require.NoError(t, svc.ConfigureUser(httplimit.HeaderKey("X-API-Key", "odd"), cfg(hotlimit.TokenBucket, 11, time.Second)))
 	require.NoError(t, svc.ConfigureUser(httplimit.HeaderKey("X-API-Key", "empty"), cfg(hotlimit.TokenBucket, 12, time.Second)))
-	names := map[int]string{3: "free", 10: "premium", 11: "a \"quoted\" \\ näme\n"}
+	names := map[int]string{3: "free", 10: "premium", 11: "a \"quoted\" \\ näme\n\x7f"}
 	var calls atomic.Int32
 	h := httplimit.New(svc,
 		httplimit.WithUser(httplimit.Header("X-API-Key")),
@@ -318,8 +318,8 @@ func TestWithPolicyName(t *testing.T) {
 	for i, tc := range []struct{ user, policy, rateLimit string }{
 		{"alice", `"free";q=3;w=1`, `"free";r=2;t=1`},
 		{"premium", `"premium";q=10;w=1`, `"premium";r=9;t=1`},
-		{"odd", `"a \"quoted\" \\ n_me_";q=11;w=1`, `"a \"quoted\" \\ n_me_";r=10;t=1`},
-		{"empty", `"tokenbucket-12-1s";q=12;w=1`, `"tokenbucket-12-1s";r=11;t=1`}, // empty name: the default
+		{"odd", `"a \"quoted\" \\ n_me__";q=11;w=1`, `"a \"quoted\" \\ n_me__";r=10;t=1`}, // DEL is no printable ASCII either
+		{"empty", `"tokenbucket-12-1s";q=12;w=1`, `"tokenbucket-12-1s";r=11;t=1`},         // empty name: the default
 		{"bob", `"free";q=3;w=1`, `"free";r=2;t=1`},
 	} {
 		w := serve(h, get("/", "192.0.2.1:1", "X-API-Key", tc.user))
