@@ -618,3 +618,43 @@ func TestDenialThatNoWaitHelpsHasNoRetryAfter(t *testing.T) {
 	require.NoError(t, json.Unmarshal(w.Body.Bytes(), &p))
 	assert.Contains(t, p["detail"], "can never pass")
 }
+
+// waitLimiter denies every request with the RetryAfter it holds, as a
+// limiter of the user's own (hotlimit.WithFactory) may.
+type waitLimiter struct{ retry time.Duration }
+
+func (waitLimiter) Allow(string) bool { return false }
+func (l waitLimiter) Take(string, int) hotlimit.Decision {
+	return hotlimit.Decision{Limit: 3, RetryAfter: l.retry, ResetAfter: time.Second}
+}
+
+// TestRetryAfterOfAShortWaitIsAtLeastOneSecond: a denial whose RetryAfter
+// rounds to no whole second (none, a nanosecond, a negative one from a
+// limiter of the user's own) still tells the client to wait a second, in
+// Retry-After and in the body, since "retry in 0 s" would be a loop; a
+// wait of a second and a nanosecond is two.
+func TestRetryAfterOfAShortWaitIsAtLeastOneSecond(t *testing.T) {
+	for _, tc := range []struct {
+		retry time.Duration
+		want  string
+	}{
+		{0, "1"},
+		{-time.Second, "1"},
+		{time.Nanosecond, "1"},
+		{999 * time.Millisecond, "1"},
+		{time.Second, "1"},
+		{time.Second + time.Nanosecond, "2"},
+	} {
+		svc, err := service.New(cfg(hotlimit.FixedWindow, 3, time.Second),
+			hotlimit.WithFactory(func(hotlimit.Config, ...hotlimit.Option) (hotlimit.Limiter, error) {
+				return waitLimiter{tc.retry}, nil
+			}))
+		require.NoError(t, err)
+		w := serve(httplimit.New(svc)(ok), get("/", "192.0.2.1:1"))
+		require.Equal(t, http.StatusTooManyRequests, w.Code, "RetryAfter %v", tc.retry)
+		assert.Equal(t, tc.want, w.Header().Get("Retry-After"), "RetryAfter %v", tc.retry)
+		var p map[string]any
+		require.NoError(t, json.Unmarshal(w.Body.Bytes(), &p))
+		assert.Contains(t, p["detail"], "retry in "+tc.want+" s.", "RetryAfter %v", tc.retry)
+	}
+}
