@@ -78,6 +78,7 @@ func TestQuota(t *testing.T) {
 		{tb(5, time.Second, 20), 20, 4},   // 20 tokens at 5 per second: 4 s
 		{tb(5, time.Second, 2), 2, 1},     // 0.4 s, rounded up
 		{tb(3, time.Second, 4), 4, 2},     // 1.33 s, rounded up
+		{tb(3, 3*time.Second+1, 1), 1, 2}, // 1 s and a third of a nanosecond, rounded up
 		{tb(60, time.Minute, 90), 90, 90}, // 1 per second
 		{hotlimit.Config{Algorithm: hotlimit.GCRA, Limit: 10, Window: time.Second, Burst: 30}, 30, 3},
 		{hotlimit.Config{Algorithm: hotlimit.FixedWindow, Limit: 3, Window: 1500 * time.Millisecond, Burst: 9}, 3, 2}, // no burst in a window
@@ -91,6 +92,13 @@ func TestQuota(t *testing.T) {
 	q, w := Quota(tb(1, time.Duration(math.MaxInt64), math.MaxInt32))
 	assert.Equal(t, math.MaxInt32, q)
 	assert.Equal(t, CeilSeconds(math.MaxInt64), w)
+	// A high word equal to the limit is an overflowing quotient too (one
+	// bits.Div64 would panic on), and so is a quotient past MaxInt64.
+	for _, c := range []hotlimit.Config{tb(1, time.Duration(math.MaxInt64), 3), tb(3, time.Duration(math.MaxInt64), 5)} {
+		q, w := Quota(c)
+		assert.Equal(t, c.Burst, q, "%+v", c)
+		assert.Equal(t, CeilSeconds(math.MaxInt64), w, "%+v", c)
+	}
 }
 
 func TestBurstChangesThePolicyName(t *testing.T) {
