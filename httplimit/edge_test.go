@@ -664,3 +664,21 @@ func TestDryRunDecidesAndServesAnEndedRequest(t *testing.T) {
 	w = serve(h, get("/", "192.0.2.1:1"))
 	assert.Equal(t, `"fixedwindow-2-1m";r=0;t=60`, w.Header().Get("RateLimit"), "the ended request took its quota")
 }
+
+// TestIsPreflightNeedsOptionsAndBothHeaders: only an OPTIONS request with
+// an Origin and an Access-Control-Request-Method is a preflight. Any
+// client can send those headers on a GET or a POST: matching it would make
+// WithExempt(IsPreflight) an unlimited way into every route.
+func TestIsPreflightNeedsOptionsAndBothHeaders(t *testing.T) {
+	assert.True(t, httplimit.IsPreflight(preflight("/x", "192.0.2.1:1")))
+	for _, method := range []string{http.MethodGet, http.MethodPost, http.MethodHead} {
+		r := preflight("/x", "192.0.2.1:1")
+		r.Method = method
+		assert.False(t, httplimit.IsPreflight(r), method)
+	}
+	for _, header := range []string{"Origin", "Access-Control-Request-Method"} {
+		r := preflight("/x", "192.0.2.1:1")
+		r.Header.Del(header)
+		assert.False(t, httplimit.IsPreflight(r), "without %s", header)
+	}
+}
