@@ -144,3 +144,20 @@ func TestAdvertisedLeavesOutUnlimitedAndShadowLimits(t *testing.T) {
 	assert.False(t, Advertised(c), "a limit in shadow mode enforces nothing")
 	assert.False(t, Advertised(hotlimit.Config{Algorithm: hotlimit.Unlimited}), "an allow-listed caller has no quota")
 }
+
+// TestWindowName: zero trailing units are dropped, and "µs" is spelled
+// "us", so that a name sanitized into a header keeps its unit.
+func TestWindowName(t *testing.T) {
+	for d, want := range map[time.Duration]string{
+		time.Second:                        "1s",
+		time.Minute:                        "1m",
+		2 * time.Hour:                      "2h",
+		90 * time.Minute:                   "1h30m",
+		time.Hour + time.Second:            "1h0m1s",
+		1500 * time.Millisecond:            "1.5s",
+		500 * time.Microsecond:             "500us", // ASCII: a policy name is a Structured Field String
+		time.Minute + 500*time.Millisecond: "1m0.5s",
+	} {
+		assert.Equal(t, want, WindowName(d), "%v", d)
+	}
+}
