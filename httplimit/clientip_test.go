@@ -82,6 +82,7 @@ func TestClientIPTrustedProxies(t *testing.T) {
 	xff := httplimit.ClientIP(trusted)
 	fwd := httplimit.ClientIP(trusted, httplimit.ProxyHeader("forwarded"))
 	real := httplimit.ClientIP(trusted, httplimit.ProxyHeader("X-Real-IP"))
+	unnamed := httplimit.ClientIP(trusted, httplimit.ProxyHeader("")) // keeps X-Forwarded-For
 	for i, tc := range []struct {
 		key    httplimit.KeyFunc
 		remote string
@@ -115,6 +116,7 @@ func TestClientIPTrustedProxies(t *testing.T) {
 		{xff, "10.0.0.1:80", []string{"Forwarded", "for=198.51.100.7", "X-Real-Ip", "198.51.100.8"}, "10.0.0.1"},
 		{fwd, "10.0.0.1:80", []string{"X-Forwarded-For", "198.51.100.7"}, "10.0.0.1"},
 		{real, "10.0.0.1:80", []string{"X-Real-Ip", "198.51.100.8", "X-Forwarded-For", "198.51.100.7"}, "198.51.100.8"},
+		{unnamed, "10.0.0.1:80", []string{"X-Forwarded-For", "198.51.100.7"}, "198.51.100.7"},
 		// RFC 7239.
 		{fwd, "10.0.0.1:80", []string{"Forwarded", "for=198.51.100.7"}, "198.51.100.7"},
 		{fwd, "10.0.0.1:80", []string{"Forwarded", `for=6.6.6.6, for=198.51.100.7;proto=https;by=10.0.0.1`}, "198.51.100.7"},
@@ -123,7 +125,8 @@ func TestClientIPTrustedProxies(t *testing.T) {
 		{fwd, "10.0.0.1:80", []string{"Forwarded", `for="198.51.100.7:80"; proto=http`}, "198.51.100.7"},
 		{fwd, "10.0.0.1:80", []string{"Forwarded", `proto=http;by="a,b;c"; for=198.51.100.7`}, "198.51.100.7"}, // separators inside quotes
 		{fwd, "10.0.0.1:80", []string{"Forwarded", `for="\"198.51.100.7"`}, "10.0.0.1"},
-		{fwd, "10.0.0.1:80", []string{"Forwarded", `for="1\98.51.100.7"`}, "198.51.100.7"}, // quoted-pair
+		{fwd, "10.0.0.1:80", []string{"Forwarded", `for="1\98.51.100.7"`}, "198.51.100.7"},                        // quoted-pair
+		{fwd, "10.0.0.1:80", []string{"Forwarded", `for=198.51.100.7;ext="a\",b", for=10.0.0.2`}, "198.51.100.7"}, // an escaped quote leaves the comma quoted
 		{fwd, "10.0.0.1:80", []string{"Forwarded", "for=198.51.100.7, for=unknown"}, "10.0.0.1"},
 		{fwd, "10.0.0.1:80", []string{"Forwarded", "for=198.51.100.7, for=_hidden, for=10.0.0.2"}, "10.0.0.2"},
 		{fwd, "10.0.0.1:80", []string{"Forwarded", "for=198.51.100.7, proto=http"}, "10.0.0.1"}, // an element without for
@@ -156,6 +159,8 @@ func TestClientIPPrefixes(t *testing.T) {
 		{[]httplimit.IPOption{httplimit.IPv6Prefix(-3)}, "[2001:db8:1:2:3:4:5:6]:1", "::/1"}, // clamped
 		{[]httplimit.IPOption{httplimit.IPv4Prefix(24)}, "192.0.2.77:1", "192.0.2.0/24"},
 		{[]httplimit.IPOption{httplimit.IPv4Prefix(99)}, "192.0.2.77:1", "192.0.2.77"},
+		{[]httplimit.IPOption{httplimit.IPv4Prefix(0)}, "192.0.2.77:1", "128.0.0.0/1"},  // clamped
+		{[]httplimit.IPOption{httplimit.IPv4Prefix(-3)}, "192.0.2.77:1", "128.0.0.0/1"}, // clamped
 		{[]httplimit.IPOption{httplimit.IPv4Prefix(24)}, "[::ffff:192.0.2.77]:1", "192.0.2.0/24"},
 		{[]httplimit.IPOption{nil, httplimit.ProxyHeader("")}, "192.0.2.77:1", "192.0.2.77"},
 	} {

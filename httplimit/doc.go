@@ -89,7 +89,11 @@
 // mode, as its Config (beside an enforced limit, the Event is that
 // limit's). The legacy fields, which hold one
 // number each, carry the deciding policy's. Retry-After is the rule's: a
-// denied request waits for the limit that denied it.
+// denied request waits for the limit that denied it. A limit the rule
+// would have asked after that one may still deny the request then (under
+// 1 per second and 1 per minute, the second request of a minute is told
+// to wait out the second, and is denied again by the minute): its item
+// in RateLimit reads r=0, and its t says when it is full again.
 //
 // A denied request gets 429 Too Many Requests with Retry-After in whole
 // seconds, rounded up so that it is never earlier than the limiter's
@@ -190,5 +194,9 @@
 // header values. ClientIP's tagged key is built once per client seen lately
 // (a few hundred are remembered), so a returning client costs no allocation
 // for it; a new one costs one. The policy field and the limit are formatted once per
-// Config.
+// Config. The default API of a middleware that wraps a *http.ServeMux is
+// found by asking the mux (RoutePattern), which costs what
+// ServeMux.Handler costs: an allocation per request in current Go
+// releases, several for a path the mux does not route. A middleware
+// registered inside the mux reads r.Pattern instead, which costs nothing.
 package httplimit

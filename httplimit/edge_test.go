@@ -635,3 +635,50 @@ func TestRequestEndedDuringABackendsOwnFailureIsNotServed(t *testing.T) {
 	assert.Equal(t, http.StatusOK, serve(h, get("/", "192.0.2.1:1")).Code, "the memory limit gave the ended request back")
 	assert.Equal(t, 1, served)
 }
+
+// TestDryRunDecidesAndServesAnEndedRequest: under WithDryRun, a request
+// whose context has already ended is decided and served as any other, as
+// Event.Err's doc says: it takes its quota, carries the RateLimit fields,
+// reaches the handler and is reported without an error. A dry run never
+// changes what a client gets, so the client that left is served as it would
+// be without the middleware.
+func TestDryRunDecidesAndServesAnEndedRequest(t *testing.T) {
+	svc, _ := newService(t, cfg(hotlimit.FixedWindow, 2, time.Minute), 0)
+	var events []httplimit.Event
+	var served int
+	h := httplimit.New(svc, httplimit.WithDryRun(true),
+		httplimit.WithObserver(func(e httplimit.Event) { events = append(events, e) }))(
+		http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { served++; ok(w, r) }))
+	ended, cancel := context.WithCancel(context.Background())
+	cancel()
+
+	w := serve(h, get("/", "192.0.2.1:1").WithContext(ended))
+	assert.Equal(t, http.StatusOK, w.Code)
+	assert.Equal(t, 1, served, "a dry run serves the ended request")
+	assert.Equal(t, `"fixedwindow-2-1m";r=1;t=60`, w.Header().Get("RateLimit"), "and counts it")
+	require.Len(t, events, 1)
+	assert.True(t, events[0].DryRun)
+	assert.True(t, events[0].Decision.Allowed)
+	assert.NoError(t, events[0].Err, "a limiter decided it")
+
+	w = serve(h, get("/", "192.0.2.1:1"))
+	assert.Equal(t, `"fixedwindow-2-1m";r=0;t=60`, w.Header().Get("RateLimit"), "the ended request took its quota")
+}
+
+// TestIsPreflightNeedsOptionsAndBothHeaders: only an OPTIONS request with
+// an Origin and an Access-Control-Request-Method is a preflight. Any
+// client can send those headers on a GET or a POST: matching it would make
+// WithExempt(IsPreflight) an unlimited way into every route.
+func TestIsPreflightNeedsOptionsAndBothHeaders(t *testing.T) {
+	assert.True(t, httplimit.IsPreflight(preflight("/x", "192.0.2.1:1")))
+	for _, method := range []string{http.MethodGet, http.MethodPost, http.MethodHead} {
+		r := preflight("/x", "192.0.2.1:1")
+		r.Method = method
+		assert.False(t, httplimit.IsPreflight(r), method)
+	}
+	for _, header := range []string{"Origin", "Access-Control-Request-Method"} {
+		r := preflight("/x", "192.0.2.1:1")
+		r.Header.Del(header)
+		assert.False(t, httplimit.IsPreflight(r), "without %s", header)
+	}
+}

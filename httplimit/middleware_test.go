@@ -309,7 +309,7 @@ func TestWithPolicyName(t *testing.T) {
 	require.NoError(t, svc.ConfigureUser(httplimit.HeaderKey("X-API-Key", "premium"), cfg(hotlimit.TokenBucket, 10, time.Second)))
 	require.NoError(t, svc.ConfigureUser(httplimit.HeaderKey("X-API-Key", "odd"), cfg(hotlimit.TokenBucket, 11, time.Second)))
 	require.NoError(t, svc.ConfigureUser(httplimit.HeaderKey("X-API-Key", "empty"), cfg(hotlimit.TokenBucket, 12, time.Second)))
-	names := map[int]string{3: "free", 10: "premium", 11: "a \"quoted\" \\ näme\n"}
+	names := map[int]string{3: "free", 10: "premium", 11: "a \"quoted\" \\ näme\n\x7f"}
 	var calls atomic.Int32
 	h := httplimit.New(svc,
 		httplimit.WithUser(httplimit.Header("X-API-Key")),
@@ -318,8 +318,8 @@ func TestWithPolicyName(t *testing.T) {
 	for i, tc := range []struct{ user, policy, rateLimit string }{
 		{"alice", `"free";q=3;w=1`, `"free";r=2;t=1`},
 		{"premium", `"premium";q=10;w=1`, `"premium";r=9;t=1`},
-		{"odd", `"a \"quoted\" \\ n_me_";q=11;w=1`, `"a \"quoted\" \\ n_me_";r=10;t=1`},
-		{"empty", `"tokenbucket-12-1s";q=12;w=1`, `"tokenbucket-12-1s";r=11;t=1`}, // empty name: the default
+		{"odd", `"a \"quoted\" \\ n_me__";q=11;w=1`, `"a \"quoted\" \\ n_me__";r=10;t=1`}, // DEL is no printable ASCII either
+		{"empty", `"tokenbucket-12-1s";q=12;w=1`, `"tokenbucket-12-1s";r=11;t=1`},         // empty name: the default
 		{"bob", `"free";q=3;w=1`, `"free";r=2;t=1`},
 	} {
 		w := serve(h, get("/", "192.0.2.1:1", "X-API-Key", tc.user))
@@ -617,4 +617,44 @@ func TestDenialThatNoWaitHelpsHasNoRetryAfter(t *testing.T) {
 	var p map[string]any
 	require.NoError(t, json.Unmarshal(w.Body.Bytes(), &p))
 	assert.Contains(t, p["detail"], "can never pass")
+}
+
+// waitLimiter denies every request with the RetryAfter it holds, as a
+// limiter of the user's own (hotlimit.WithFactory) may.
+type waitLimiter struct{ retry time.Duration }
+
+func (waitLimiter) Allow(string) bool { return false }
+func (l waitLimiter) Take(string, int) hotlimit.Decision {
+	return hotlimit.Decision{Limit: 3, RetryAfter: l.retry, ResetAfter: time.Second}
+}
+
+// TestRetryAfterOfAShortWaitIsAtLeastOneSecond: a denial whose RetryAfter
+// rounds to no whole second (none, a nanosecond, a negative one from a
+// limiter of the user's own) still tells the client to wait a second, in
+// Retry-After and in the body, since "retry in 0 s" would be a loop; a
+// wait of a second and a nanosecond is two.
+func TestRetryAfterOfAShortWaitIsAtLeastOneSecond(t *testing.T) {
+	for _, tc := range []struct {
+		retry time.Duration
+		want  string
+	}{
+		{0, "1"},
+		{-time.Second, "1"},
+		{time.Nanosecond, "1"},
+		{999 * time.Millisecond, "1"},
+		{time.Second, "1"},
+		{time.Second + time.Nanosecond, "2"},
+	} {
+		svc, err := service.New(cfg(hotlimit.FixedWindow, 3, time.Second),
+			hotlimit.WithFactory(func(hotlimit.Config, ...hotlimit.Option) (hotlimit.Limiter, error) {
+				return waitLimiter{tc.retry}, nil
+			}))
+		require.NoError(t, err)
+		w := serve(httplimit.New(svc)(ok), get("/", "192.0.2.1:1"))
+		require.Equal(t, http.StatusTooManyRequests, w.Code, "RetryAfter %v", tc.retry)
+		assert.Equal(t, tc.want, w.Header().Get("Retry-After"), "RetryAfter %v", tc.retry)
+		var p map[string]any
+		require.NoError(t, json.Unmarshal(w.Body.Bytes(), &p))
+		assert.Contains(t, p["detail"], "retry in "+tc.want+" s.", "RetryAfter %v", tc.retry)
+	}
 }

@@ -114,3 +114,29 @@ func TestSeveralLimitsOfOneNameButScopeListDistinctPolicies(t *testing.T) {
 		assert.Equal(t, []string{remaining[userName]}, w.Header().Values("X-RateLimit-Remaining"), "call %d: the deciding limit's alone", call)
 	}
 }
+
+// TestRetryAfterIsTheDeniersWait: under 1 per second and 1 per minute, the
+// second request of a minute is denied by the second's limit and told to
+// wait out the second, as the package doc says; the minute's item reads
+// r=0 with its reset, and the retry after the second is denied again, by
+// the minute, with its wait.
+func TestRetryAfterIsTheDeniersWait(t *testing.T) {
+	var now atomic.Int64
+	second, minute := cfg(hotlimit.FixedWindow, 1, time.Second), cfg(hotlimit.FixedWindow, 1, time.Minute)
+	svc, err := service.NewFromRules(service.Rules{Default: service.Limits{second, minute}}, hotlimit.WithClock(now.Load))
+	require.NoError(t, err)
+	h := httplimit.New(svc)(ok)
+	require.Equal(t, http.StatusOK, serve(h, get("/", "192.0.2.1:1")).Code)
+
+	now.Store(int64(500 * time.Millisecond))
+	w := serve(h, get("/", "192.0.2.1:1"))
+	require.Equal(t, http.StatusTooManyRequests, w.Code)
+	assert.Equal(t, "1", w.Header().Get("Retry-After"), "the second's wait")
+	assert.Equal(t, []string{`"fixedwindow-1-1s";r=0;t=1`, `"fixedwindow-1-1m";r=0;t=60`}, w.Header().Values("RateLimit"))
+
+	now.Store(int64(1500 * time.Millisecond))
+	w = serve(h, get("/", "192.0.2.1:1"))
+	require.Equal(t, http.StatusTooManyRequests, w.Code, "the minute denies the retry")
+	assert.Equal(t, "59", w.Header().Get("Retry-After"), "the minute's wait")
+	assert.Equal(t, `"fixedwindow-1-1m";r=0;t=59`, w.Header().Get("RateLimit"))
+}

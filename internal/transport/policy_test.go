@@ -78,6 +78,7 @@ func TestQuota(t *testing.T) {
 		{tb(5, time.Second, 20), 20, 4},   // 20 tokens at 5 per second: 4 s
 		{tb(5, time.Second, 2), 2, 1},     // 0.4 s, rounded up
 		{tb(3, time.Second, 4), 4, 2},     // 1.33 s, rounded up
+		{tb(3, 3*time.Second+1, 1), 1, 2}, // 1 s and a third of a nanosecond, rounded up
 		{tb(60, time.Minute, 90), 90, 90}, // 1 per second
 		{hotlimit.Config{Algorithm: hotlimit.GCRA, Limit: 10, Window: time.Second, Burst: 30}, 30, 3},
 		{hotlimit.Config{Algorithm: hotlimit.FixedWindow, Limit: 3, Window: 1500 * time.Millisecond, Burst: 9}, 3, 2}, // no burst in a window
@@ -91,6 +92,13 @@ func TestQuota(t *testing.T) {
 	q, w := Quota(tb(1, time.Duration(math.MaxInt64), math.MaxInt32))
 	assert.Equal(t, math.MaxInt32, q)
 	assert.Equal(t, CeilSeconds(math.MaxInt64), w)
+	// A high word equal to the limit is an overflowing quotient too (one
+	// bits.Div64 would panic on), and so is a quotient past MaxInt64.
+	for _, c := range []hotlimit.Config{tb(1, time.Duration(math.MaxInt64), 3), tb(3, time.Duration(math.MaxInt64), 5)} {
+		q, w := Quota(c)
+		assert.Equal(t, c.Burst, q, "%+v", c)
+		assert.Equal(t, CeilSeconds(math.MaxInt64), w, "%+v", c)
+	}
 }
 
 func TestBurstChangesThePolicyName(t *testing.T) {
@@ -135,4 +143,21 @@ func TestAdvertisedLeavesOutUnlimitedAndShadowLimits(t *testing.T) {
 	c.Shadow = true
 	assert.False(t, Advertised(c), "a limit in shadow mode enforces nothing")
 	assert.False(t, Advertised(hotlimit.Config{Algorithm: hotlimit.Unlimited}), "an allow-listed caller has no quota")
+}
+
+// TestWindowName: zero trailing units are dropped, and "µs" is spelled
+// "us", so that a name sanitized into a header keeps its unit.
+func TestWindowName(t *testing.T) {
+	for d, want := range map[time.Duration]string{
+		time.Second:                        "1s",
+		time.Minute:                        "1m",
+		2 * time.Hour:                      "2h",
+		90 * time.Minute:                   "1h30m",
+		time.Hour + time.Second:            "1h0m1s",
+		1500 * time.Millisecond:            "1.5s",
+		500 * time.Microsecond:             "500us", // ASCII: a policy name is a Structured Field String
+		time.Minute + 500*time.Millisecond: "1m0.5s",
+	} {
+		assert.Equal(t, want, WindowName(d), "%v", d)
+	}
 }
