@@ -44,7 +44,11 @@ import (
 //     a word tombstones it instead.) Tokens are only
 //     lowered to tokens − n ≥ 0 after a refill capped at Cap, so they stay in
 //     [0, Cap]. A denial writes nothing: it takes effect at its Load, where the
-//     state it judged was the word's.
+//     state it judged was the word's, and it is decided on a reading no
+//     older than the word's timestamp: a caller whose reading is behind it
+//     (a write landed between its reading and its Load) reads the clock
+//     again and decides again, so that it never judges a key emptier than
+//     it is at its call (see admit).
 //   - Order of clock readings. Callers whose CAS land in an order other than
 //     their clock readings' cannot create tokens: refills telescope (units
 //     from last to now are added exactly once, since each write moves last to
