@@ -52,6 +52,51 @@ func TestDenialOnKeptReadingReadsAgain(t *testing.T) {
 	assert.True(t, b)
 }
 
+// TestDenialAfterAFailedCASReadsAgain: a reading taken again for a denial
+// is fresh only until the CAS it leads to fails; a denial of the word loaded
+// after that failure reads the clock once more. At 1 per second, A asks for
+// a fresh key at 0.5 s; while A reads the clock, B passes at 1.5 s (the key
+// is empty until 2.5 s) and the clock moves to 2.7 s. A's second load sees
+// B's write, which denies at 0.5 s, so A reads again: 2.7 s, where it would
+// pass; meanwhile C passes at 2.8 s (empty until 3.8 s) and the clock moves
+// to 4 s, so A's CAS fails. On the word it then loads, A's reading of 2.7 s
+// would see the key empty and deny; read again, at 4 s, the key holds a
+// token and A passes, as the model with A at 4 s does.
+func TestDenialAfterAFailedCASReadsAgain(t *testing.T) {
+	for _, take := range []bool{false, true} {
+		t.Run(map[bool]string{false: "Allow", true: "Take"}[take], func(t *testing.T) {
+			var c limitertest.HookClock
+			lim, err := gcra.New(1, time.Second, hotlimit.WithClock(c.Read))
+			require.NoError(t, err)
+			c.Now.Store(int64(500 * time.Millisecond))
+			var b, cc bool
+			reread := false
+			c.Hook = func() { // A's first reading: 0.5 s
+				c.Now.Store(int64(1500 * time.Millisecond))
+				b = lim.Allow("k")
+				c.Now.Store(int64(2700 * time.Millisecond))
+				c.Hook = func() { // A's second reading: 2.7 s
+					reread = true
+					c.Now.Store(int64(2800 * time.Millisecond))
+					cc = lim.Allow("k")
+					c.Now.Store(int64(4 * time.Second))
+				}
+			}
+			if take {
+				assert.Equal(t, hotlimit.Decision{Allowed: true, Limit: 1, ResetAfter: time.Second},
+					lim.Take("k", 1), "A, read again at 4 s")
+			} else {
+				assert.True(t, lim.Allow("k"), "A, read again at 4 s")
+			}
+			require.True(t, b, "B at 1.5 s")
+			require.True(t, cc, "C at 2.8 s")
+			require.True(t, reread, "A read the clock again after its first reading")
+			assert.Equal(t, hotlimit.Decision{Limit: 1, RetryAfter: time.Second, ResetAfter: time.Second},
+				lim.Take("k", 1), "A's request holds the key until 5 s")
+		})
+	}
+}
+
 // TestReportNeverJudgesAWordNewerThanItsReading: Take(key, 0) must not judge
 // the key's word at a clock reading taken before a write it sees, where GCRA
 // reads the key as emptier by the gap (as after a clock step back). At 5 per

@@ -139,3 +139,25 @@ func TestRefundRacingSweepRevivesNothing(t *testing.T) {
 	}
 	assert.Equal(t, 1, passed, "the burst less B, and no more")
 }
+
+// TestRefundBeyondTheBurstCountsOnlyTheBurst: no Take passes more than the
+// burst, so a receipt for more (made up, or from another limiter) gives
+// back at most the burst, less the time elapsed since it, as the model
+// does. At 1 per second with a burst of 1, a key drained at 3 s gets a
+// refund of 5 requests taken at 0: 1 request less the 3 s elapsed is
+// nothing, where 5 less 3 would refill the key.
+func TestRefundBeyondTheBurstCountsOnlyTheBurst(t *testing.T) {
+	var now atomic.Int64
+	lim, err := New(1, time.Second, hotlimit.WithClock(now.Load))
+	require.NoError(t, err)
+	m := models.NewGCRA(1, 1, time.Second, 0)
+	now.Store(int64(3 * time.Second))
+	require.True(t, lim.Allow("k"), "drained at 3 s")
+	m.Take("k", 1, now.Load())
+	r := hotlimit.Receipt{N: 5, At: 0}
+	lim.Refund("k", r)
+	m.Refund("k", r, now.Load())
+	want := m.Take("k", 0, now.Load())
+	require.Zero(t, want.Remaining, "the model gives nothing back")
+	assert.Equal(t, want, lim.Take("k", 0), "nothing given back")
+}

@@ -4,11 +4,87 @@ import (
 	"testing"
 	"time"
 
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
 	"github.com/hotlimit/hotlimit"
 	"github.com/hotlimit/hotlimit/internal/limitertest"
 	"github.com/hotlimit/hotlimit/internal/models"
 	"github.com/hotlimit/hotlimit/tokenbucket"
 )
+
+// TestDenialBehindALaterWriteReadsAgain: a caller reads the clock before
+// it loads the word, so another call may write the word in between, at a
+// later reading; judged at the older reading, which refills nothing, the
+// key looks emptier than it is now, and a denial is never decided there. At
+// 1 per second, a key drained at 0 is asked at 2 s by A; while A reads the
+// clock, B takes the refilled token at 2.5 s and the clock moves to 3.5 s.
+// On its reading (2 s) A would see the key empty and be told to wait until
+// 3.5 s, which has come; read again (3.5 s) the key holds a token, and A
+// passes, as the model with A at 3.5 s does. Then the same again, with a
+// second write landing while A reads the clock again: C takes the token at
+// 3.6 s and the clock moves to 5 s, where A passes. And when the clock
+// really is behind the key's latest write, A, having read it again, is
+// denied with the waits from its reading.
+func TestDenialBehindALaterWriteReadsAgain(t *testing.T) {
+	for _, take := range []bool{false, true} {
+		t.Run(map[bool]string{false: "Allow", true: "Take"}[take], func(t *testing.T) {
+			// A's call: Take's whole Decision, or Allow's answer.
+			check := func(lim *tokenbucket.Limiter, want hotlimit.Decision, msg string) {
+				t.Helper()
+				if take {
+					assert.Equal(t, want, lim.Take("k", 1), msg)
+				} else {
+					assert.Equal(t, want.Allowed, lim.Allow("k"), msg)
+				}
+			}
+			var c limitertest.HookClock
+			lim, err := tokenbucket.New(1, time.Second, hotlimit.WithClock(c.Read))
+			require.NoError(t, err)
+			require.True(t, lim.Allow("k"), "drained at 0")
+			c.Now.Store(int64(2 * time.Second))
+			var b bool
+			c.Hook = func() { // A's reading: 2 s
+				c.Now.Store(int64(2500 * time.Millisecond))
+				b = lim.Allow("k")
+				c.Now.Store(int64(3500 * time.Millisecond))
+			}
+			check(lim, hotlimit.Decision{Allowed: true, Limit: 1, ResetAfter: time.Second}, "A, read again at 3.5 s")
+			require.True(t, b, "B at 2.5 s")
+			require.Nil(t, c.Hook, "the hook ran, inside A's call")
+			assert.Equal(t, hotlimit.Decision{Limit: 1, RetryAfter: time.Second, ResetAfter: time.Second}, lim.Take("k", 1))
+
+			// Twice: a write lands inside each of A's readings.
+			c.Now.Store(0)
+			lim, err = tokenbucket.New(1, time.Second, hotlimit.WithClock(c.Read))
+			require.NoError(t, err)
+			require.True(t, lim.Allow("k"), "drained at 0")
+			c.Now.Store(int64(2 * time.Second))
+			var cc bool
+			c.Hook = func() { // A's first reading: 2 s
+				c.Now.Store(int64(2500 * time.Millisecond))
+				b = lim.Allow("k")
+				c.Now.Store(int64(3500 * time.Millisecond))
+				c.Hook = func() { // A's second reading: 3.5 s
+					c.Now.Store(int64(3600 * time.Millisecond))
+					cc = lim.Allow("k")
+					c.Now.Store(int64(5 * time.Second))
+				}
+			}
+			check(lim, hotlimit.Decision{Allowed: true, Limit: 1, ResetAfter: time.Second}, "A, read again at 5 s")
+			require.True(t, b, "B at 2.5 s")
+			require.True(t, cc, "C at 3.6 s")
+			require.Nil(t, c.Hook, "both hooks ran, inside A's call")
+
+			// A clock stepped back behind the latest write (A's, at 5 s):
+			// read again, it is still behind, and the key is denied with the
+			// waits from that reading.
+			c.Now.Store(int64(4500 * time.Millisecond))
+			check(lim, hotlimit.Decision{Limit: 1, RetryAfter: 1500 * time.Millisecond, ResetAfter: 1500 * time.Millisecond},
+				"at 4.5 s, behind the key's write at 5 s")
+		})
+	}
+}
 
 // TestReportNeverJudgesAWordNewerThanItsReading: a report (Take with n = 0,
 // n > burst or n < 0) must not judge the key's word at a clock reading taken

@@ -240,6 +240,17 @@ func (l *Limiter) admit(key string) (allowed bool, tokens uint64) {
 	// denial writes nothing and takes effect at the Load. A tombstone sends
 	// the call to the key's fresh cell, and a new wrap-guard generation to a
 	// fresh clock reading; both re-read the clock.
+	//
+	// A denial is never decided on a reading behind the timestamp of the
+	// word it judges (Refill kept that later last): another call wrote the
+	// word after this one read the clock, and judged at the older reading,
+	// which refills nothing, the key would look emptier than it is now (a
+	// spurious denial). Such a denial reads the clock again and decides
+	// again on the word loaded after that reading; only when that word is
+	// the one it read again for (the clock really is behind the word) does
+	// it deny. Each further reading follows a write that landed since the
+	// last one: another call's progress.
+	judged := packed.BucketDead // the word the clock was last read again for
 	for {
 		w := c.word.Load()
 		tokens, last := l.b.Unpack(w)
@@ -261,6 +272,12 @@ func (l *Limiter) admit(key string) (allowed bool, tokens uint64) {
 		}
 		tokens, last = l.b.Refill(tokens, last, now)
 		if tokens < l.unit {
+			if last != now&(1<<l.b.TickBits-1) && w != judged {
+				judged = w // a write after the reading: read again
+				t, gen, _ = l.read()
+				now, _ = l.b.Units(t)
+				continue
+			}
 			return false, tokens
 		}
 		if c.word.CompareAndSwap(w, l.b.Pack(tokens-l.unit, last)) {
@@ -304,7 +321,10 @@ func (l *Limiter) take(key string, n int) (hotlimit.Decision, uint64) {
 	t, gen, lag := l.read() // after the map lookup: see cell
 	now, rem := l.b.Units(t)
 	need := uint64(n) << l.b.FracBits
-	// The CAS loop of Allow, for n tokens at once; argued on cell.
+	// The CAS loop of Allow, for n tokens at once; argued on cell. A denial
+	// on a reading behind the word's timestamp reads the clock again, as in
+	// Allow.
+	judged := packed.BucketDead // the word the clock was last read again for
 	for {
 		w := c.word.Load()
 		tokens, last := l.b.Unpack(w)
@@ -326,6 +346,12 @@ func (l *Limiter) take(key string, n int) (hotlimit.Decision, uint64) {
 		}
 		tokens, last = l.b.Refill(tokens, last, now)
 		if tokens < need {
+			if last != now&(1<<l.b.TickBits-1) && w != judged {
+				judged = w // a write after the reading: read again
+				t, gen, lag = l.read()
+				now, rem = l.b.Units(t)
+				continue
+			}
 			d := l.decision(tokens, last, t, now, rem, lag)
 			d.RetryAfter = l.wait(need-tokens, last, t, now, rem, lag)
 			return d, 0

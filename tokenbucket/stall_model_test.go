@@ -225,9 +225,11 @@ func (s *stallModel) matches(d, want hotlimit.Decision) bool {
 // TestStalledCallersAnswerAsTheModel: random takes, reports and sweeps on
 // two keys, some stalled in their clock reading (a take before its word, a
 // report after it) while other calls land and the clock moves forward,
-// answer as the sequential model does in the order the calls took effect. A
-// take's stale reading behind a key's latest write refills nothing: it
-// judges the word as written, never a bucket fuller than it was; a report
+// answer as the sequential model does in the order the calls took effect. An
+// admission on a stale reading behind a key's latest write refills nothing:
+// it takes from the word as written, never a bucket fuller than it was; a
+// denial there reads the clock again, and answers as the model at the later
+// reading; a report
 // judges the word it loaded at a reading taken after it. In every other sequence the clock also jumps past the
 // wrap guard's hard span, during stalls too: the guard's sweeps and raised
 // readings answer as the model at a time that passed during the call.

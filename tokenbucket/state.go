@@ -44,7 +44,13 @@ import (
 //     a word tombstones it instead.) Tokens are only
 //     lowered to tokens − n ≥ 0 after a refill capped at Cap, so they stay in
 //     [0, Cap]. A denial writes nothing: it takes effect at its Load, where the
-//     state it judged was the word's.
+//     state it judged was the word's. A caller whose reading is behind the
+//     word's timestamp (a write may have landed between its reading and its
+//     Load) reads the clock again and decides again before it denies, so
+//     that it never judges a key emptier than it is at its call; it denies
+//     on a reading behind the timestamp only when that reading was taken
+//     after it loaded the same word (the clock is behind the key's latest
+//     write). See admit.
 //   - Order of clock readings. Callers whose CAS land in an order other than
 //     their clock readings' cannot create tokens: refills telescope (units
 //     from last to now are added exactly once, since each write moves last to
@@ -66,7 +72,9 @@ import (
 //     the generation change after its Load reads the clock again (guard.go).
 //   - Progress. A CAS fails only because another caller's CAS or a kill
 //     succeeded, and a generation changes only when a sweep completed, so every
-//     retry follows someone's progress: nobody waits for anybody.
+//     retry follows someone's progress: nobody waits for anybody. A denial
+//     reads the clock again at most once per word value it judges, so each
+//     further reading follows another write.
 type cell struct {
 	word atomic.Uint64
 }
