@@ -63,6 +63,33 @@ func (l *Limiter) leaseLeft(ls *lease) int64 {
 	return max(ls.left.Load(), 0)
 }
 
+// reclaimExpired retires key's lease when it has expired with requests
+// unspent, and returns them and the time Redis took them, for the call
+// about to ask Redis for key to give back before it takes (see decide): 0
+// when key has no such lease, or ctx has ended, so that the call would not
+// be sent. The expired lease stays in the map, retired, until a sweep or
+// the key's next lease takes it out; it counts nothing.
+//
+// retireTo's Swap takes the leftovers out of the lease in one step, as
+// here: of the calls, sweeps and Close that find the lease expired at once,
+// exactly one gets them, and the others 0 or -1 (spent, or retired by
+// another), so the leftovers are given back once; and a spender that read
+// the clock before the lease expired either took its requests before the
+// Swap, and they are not in it, or finds -1 and takes none.
+func (l *Limiter) reclaimExpired(ctx context.Context, key string) (left, at int64) {
+	if l.leases == nil || ctx.Err() != nil {
+		return 0, 0
+	}
+	ls, ok := l.leases.Load(key)
+	if !ok || l.localNow() < ls.expires || ls.left.Load() <= 0 {
+		return 0, 0
+	}
+	if left = ls.left.Swap(-1); left <= 0 {
+		return 0, 0
+	}
+	return left, ls.at
+}
+
 // claimLease reports whether this call, which key's lease did not cover, is
 // the one to take key's next lease from Redis: one call per key at a time
 // does, and the others that miss meanwhile ask for their own requests only.
