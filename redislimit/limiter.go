@@ -306,6 +306,9 @@ func (l *Limiter) checkRange() error {
 		return fail("the sliding log keeps at most 65536 times per key")
 	case l.set.leaseSize > 0 && !CanLease(c.Algorithm):
 		return fail("a lease needs TokenBucket, GCRA or FixedWindow")
+	case l.set.leaseSize > 0 && l.set.leaseTTL < l.unit:
+		// a lease lasts whole ticks: it would expire as it is granted
+		return fail("the lease ttl %v is shorter than a tick of the clock, %v", l.set.leaseTTL, l.unit)
 	}
 	return nil
 }

@@ -249,7 +249,10 @@ func WithHook(hook func(Event)) hotlimit.Option {
 // passes at most ttl after Redis took it, which is the error of its timing:
 // keep ttl well under the window.
 //
-// size <= 0 turns the lease off, the default; ttl must be positive.
+// size <= 0 turns the lease off, the default; ttl must be positive, and New
+// rejects one shorter than a tick of the limiter's clock (a µs of Redis's
+// TIME), which every lease would outlast at its grant: spent never, each
+// taken only to be given back.
 func WithLease(size int, ttl time.Duration) hotlimit.Option {
 	return hotlimit.WithExtension(option(func(s *settings) {
 		if size > 0 && ttl <= 0 {
