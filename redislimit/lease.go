@@ -38,10 +38,11 @@ func (l *Limiter) spendLease(key string, n int) (hotlimit.Decision, hotlimit.Rec
 	// Invariant: left never goes below zero by a spend, so no more is spent
 	// than Redis took for the lease. The CAS takes n only from the value
 	// it read to cover n; a concurrent spender that got there first changes
-	// left, and this CAS fails and re-reads. retire swaps in -1, which no
-	// spend can cover, so once the leftover is on its way back to Redis no
-	// spender can also take it: each request is spent once or given back
-	// once.
+	// left, and this CAS fails and re-reads. retireTo, and reclaimExpired
+	// for the call that carries an expired lease's leftovers, swap in -1,
+	// which no spend can cover, so once the leftover is on its way back to
+	// Redis no spender can also take it: each request is spent once or
+	// given back once.
 	for {
 		v := ls.left.Load()
 		if v < int64(n) {
