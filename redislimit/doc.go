@@ -129,9 +129,11 @@
 // Redis first); it under-admits by what the leases hold, at most the lease
 // size per instance and key (twice that while a new lease's call gives the
 // one it replaces back), and gives what is unspent back once it has ended
-// (when the key's next lease replaces it, on [Limiter.Sweep] or
-// [Limiter.Close], or by the auto-sweep that grants for new keys start once
-// the limiter holds [hotlimit.WithAutoSweep]'s threshold of leases): a
+// (in the script call of the instance's next call for the key that goes to
+// Redis, which then counts it back; when the key's next lease replaces it;
+// on [Limiter.Sweep] or [Limiter.Close]; or by the auto-sweep that grants
+// for new keys start once the limiter holds [hotlimit.WithAutoSweep]'s
+// threshold of leases): a
 // fixed window's while its window lasts, a token bucket's or GCRA's less
 // what the key refilled since Redis took it, so that a bucket whose leases
 // keep ending unspent loses up to a lease's size per lease (see

@@ -38,10 +38,11 @@ func (l *Limiter) spendLease(key string, n int) (hotlimit.Decision, hotlimit.Rec
 	// Invariant: left never goes below zero by a spend, so no more is spent
 	// than Redis took for the lease. The CAS takes n only from the value
 	// it read to cover n; a concurrent spender that got there first changes
-	// left, and this CAS fails and re-reads. retire swaps in -1, which no
-	// spend can cover, so once the leftover is on its way back to Redis no
-	// spender can also take it: each request is spent once or given back
-	// once.
+	// left, and this CAS fails and re-reads. retireTo, and reclaimExpired
+	// for the call that carries an expired lease's leftovers, swap in -1,
+	// which no spend can cover, so once the leftover is on its way back to
+	// Redis no spender can also take it: each request is spent once or
+	// given back once.
 	for {
 		v := ls.left.Load()
 		if v < int64(n) {
@@ -61,6 +62,33 @@ func (l *Limiter) leaseLeft(ls *lease) int64 {
 		return 0
 	}
 	return max(ls.left.Load(), 0)
+}
+
+// reclaimExpired retires key's lease when it has expired with requests
+// unspent, and returns them and the time Redis took them, for the call
+// about to ask Redis for key to give back before it takes (see decide): 0
+// when key has no such lease, or ctx has ended, so that the call would not
+// be sent. The expired lease stays in the map, retired, until a sweep or
+// the key's next lease takes it out; it counts nothing.
+//
+// retireTo's Swap takes the leftovers out of the lease in one step, as
+// here: of the calls, sweeps and Close that find the lease expired at once,
+// exactly one gets them, and the others 0 or -1 (spent, or retired by
+// another), so the leftovers are given back once; and a spender that read
+// the clock before the lease expired either took its requests before the
+// Swap, and they are not in it, or finds -1 and takes none.
+func (l *Limiter) reclaimExpired(ctx context.Context, key string) (left, at int64) {
+	if l.leases == nil || ctx.Err() != nil {
+		return 0, 0
+	}
+	ls, ok := l.leases.Load(key)
+	if !ok || l.localNow() < ls.expires || ls.left.Load() <= 0 {
+		return 0, 0
+	}
+	if left = ls.left.Swap(-1); left <= 0 {
+		return 0, 0
+	}
+	return left, ls.at
 }
 
 // claimLease reports whether this call, which key's lease did not cover, is

@@ -295,6 +295,9 @@ func (l *Limiter) checkRange() error {
 		return fail("the sliding log keeps at most 65536 times per key")
 	case l.set.leaseSize > 0 && !CanLease(c.Algorithm):
 		return fail("a lease needs TokenBucket, GCRA or FixedWindow")
+	case l.set.leaseSize > 0 && l.set.leaseTTL < l.unit:
+		// a lease lasts whole ticks: it would expire as it is granted
+		return fail("the lease ttl %v is shorter than a tick of the clock, %v", l.set.leaseTTL, l.unit)
 	}
 	return nil
 }
@@ -432,8 +435,10 @@ func (l *Limiter) RefundContext(ctx context.Context, key string, r hotlimit.Rece
 // meanwhile are in neither Redis nor the lease: reading its left after
 // the call is exact. Once retired, it counts nothing (retireTo swaps -1
 // into left before the give-back is sent, so a give-back that Redis's
-// Remaining holds is never counted again). A decision of the failure
-// policy holds nothing of Redis's: fail counts whatever lease is live.
+// Remaining holds is never counted again); nor once expired, when this
+// call's own script may have given its leftovers back (reclaimExpired). A
+// decision of the failure policy holds nothing of Redis's: fail counts
+// whatever lease is live.
 func (l *Limiter) take(ctx context.Context, key string, n int) (hotlimit.Decision, hotlimit.Receipt, error) {
 	var before *lease
 	if l.leases != nil {
@@ -479,8 +484,12 @@ func (l *Limiter) decide(ctx context.Context, key string, n int) (_ hotlimit.Dec
 			l.claims.Delete(key)
 		}
 	}()
+	// An expired lease's leftovers go back in this call, before its take,
+	// which then sees them: no other call may come to return them, when
+	// Redis denies and no new lease replaces the expired one.
+	back, at := l.reclaimExpired(ctx, key)
 	sent := l.localNow()
-	rep, err := l.run(ctx, b, k, int64(n), extra, 0, 0, probe)
+	rep, err := l.run(ctx, b, k, int64(n), extra, back, at, probe)
 	d, r, err := l.settle(ctx, b, key, n, rep, err)
 	if err != nil {
 		return d, r, false, err

@@ -524,9 +524,11 @@ func TestLeaseHammer(t *testing.T) {
 }
 
 // TestLeaseExpires: a lease is spent in process until its ttl, not after;
-// Sweep then ends it and gives its unspent requests back to Redis, exactly
-// (the token bucket's and GCRA's give-back less what refilled since cancel
-// the refill of the leased tokens).
+// its unspent requests stay taken in Redis until Sweep ends it and gives
+// them back, exactly (the token bucket's and GCRA's give-back less what
+// refilled since cancel the refill of the leased tokens), or the key's
+// next call on the leasing instance does (see
+// TestLeaseExpiredGivenBackByNextCall).
 func TestLeaseExpires(t *testing.T) {
 	srv := redistest.Start(t)
 	const ttl = 100 * time.Millisecond
@@ -551,9 +553,8 @@ func TestLeaseExpires(t *testing.T) {
 			assert.True(t, d.Allowed, "from the lease, before its ttl")
 			assert.Equal(t, 4, d.Remaining, "what the lease has left")
 			clock.Store(t0 + int64(ttl))
-			assert.False(t, take(t, leased, "k", 1).Allowed, "an expired lease is not spent")
+			assert.Zero(t, take(t, other, "k", 0).Remaining, "the expired lease's 4 are still taken")
 			assert.Equal(t, 1, leased.Len(), "until Sweep")
-			assert.Zero(t, take(t, other, "k", 0).Remaining)
 
 			assert.Equal(t, 1, leased.Sweep())
 			assert.Zero(t, leased.Len())
@@ -626,6 +627,9 @@ func TestNewValidation(t *testing.T) {
 		{"lease on a sliding counter", client, with(hotlimit.SlidingCounter, 10, time.Second), []hotlimit.Option{redislimit.WithLease(5, time.Second)}, false},
 		{"lease off on a sliding log", client, with(hotlimit.SlidingLog, 10, time.Second), []hotlimit.Option{redislimit.WithLease(0, 0)}, true},
 		{"lease without ttl", client, valid, []hotlimit.Option{redislimit.WithLease(5, 0)}, false},
+		{"lease ttl under a µs, which no lease outlives", client, valid, []hotlimit.Option{redislimit.WithLease(5, time.Microsecond-1)}, false},
+		{"lease ttl of a µs", client, valid, []hotlimit.Option{redislimit.WithLease(5, time.Microsecond)}, true},
+		{"lease ttl of a ns with a clock", client, valid, []hotlimit.Option{redislimit.WithLease(5, time.Nanosecond), clocked}, true},
 		{"not a policy", client, valid, []hotlimit.Option{redislimit.WithFailPolicy(redislimit.FailPolicy(9))}, false},
 		{"breaker without cooldown", client, valid, []hotlimit.Option{redislimit.WithBreaker(3, 0)}, false},
 		{"batch of MaxBatch", client, valid, []hotlimit.Option{redislimit.WithBatch(redislimit.MaxBatch, 1)}, true},

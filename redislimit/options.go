@@ -219,12 +219,21 @@ func WithHook(hook func(Event)) hotlimit.Option {
 // spent, after ttl, at the end of a fixed window, or on [Limiter.Close]; its
 // unspent requests then go back to Redis (for the token bucket and GCRA less
 // what has refilled since they were taken, for the fixed window while its
-// window lasts) by Close, by [Limiter.Sweep], when the key's next lease
-// replaces it, or by the auto-sweep: once the limiter holds as many leases as
-// [hotlimit.WithAutoSweep]'s threshold (service.DefaultAutoSweep unless given;
-// 0 turns it off), a grant for a new key ends the expired ones on a goroutine
-// of its own, which Close waits for, so that the leases held stay below about
-// the threshold or twice the live ones, whichever is more. The buckets' refill
+// window lasts) by the instance's next call for the key that goes to Redis (a
+// take the lease does not cover, a report), in the same script call and before
+// it decides, so that it counts them back (one call gives them back, however
+// many find the lease expired at once); when a live lease that falls short of
+// a take is replaced by the key's next lease; by Close; by [Limiter.Sweep]; or
+// by the auto-sweep. An expired lease so holds its leftovers out of the
+// instances' reach only until the key's next call on its instance, not until
+// its window's end: a key whose requests come further apart than ttl, each
+// leaving its lease unspent, is not denied for want of those leftovers. The
+// auto-sweep ends the leases of keys that come no more: once the limiter
+// holds as many leases as [hotlimit.WithAutoSweep]'s threshold
+// (service.DefaultAutoSweep unless given; 0 turns it off), a grant for a new
+// key ends the expired ones on a goroutine of its own, which Close waits for,
+// so that the leases held stay below about the threshold or twice the live
+// ones, whichever is more. The buckets' refill
 // is deducted because Redis cannot tell whether the key would have filled up
 // meanwhile, capping them: a lease that ends unspent as long after it was taken
 // as the key takes to refill its leftovers gives back nothing, so a key whose
@@ -240,7 +249,10 @@ func WithHook(hook func(Event)) hotlimit.Option {
 // passes at most ttl after Redis took it, which is the error of its timing:
 // keep ttl well under the window.
 //
-// size <= 0 turns the lease off, the default; ttl must be positive.
+// size <= 0 turns the lease off, the default; ttl must be positive, and New
+// rejects one shorter than a tick of the limiter's clock (a µs of Redis's
+// TIME), which every lease would outlast at its grant: spent never, each
+// taken only to be given back.
 func WithLease(size int, ttl time.Duration) hotlimit.Option {
 	return hotlimit.WithExtension(option(func(s *settings) {
 		if size > 0 && ttl <= 0 {

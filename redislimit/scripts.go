@@ -44,7 +44,8 @@ var scripts = map[hotlimit.Algorithm]*redis.Script{
 // no failure. A give-back run twice (a refund, a lease's leftovers, what a
 // caller that left had taken) returns requests that were never taken, which
 // then pass again: over-admission, so a give-back is sent once, and a
-// failed connection is its error.
+// failed connection is its error; so is a take that carries an expired
+// lease's leftovers (see reclaimExpired).
 func scripter(c redis.Scripter, args []any) redis.Scripter {
 	if n, _ := args[7].(int64); n > 0 {
 		if p, ok := c.(processor); ok {

@@ -18,7 +18,10 @@ if giveback > 0 then
     count = math.max(count - giveback, 0)
     save(finish, index, count)
   end
-elseif n == 0 then
+end
+-- then n, as the key stands once the give back is in: a take that
+-- carries a lease's leftovers (see prelude.lua) sees them returned
+if n == 0 then
   allowed = 1
 elseif n < 0 or n > limit then
   retry = -1

@@ -5,7 +5,11 @@
 --   6 ticks per millisecond (for the key's TTL)
 --   7 extra: besides n, take up to this many more when n passes (a lease)
 --   8 give back: when > 0, return this many requests, taken at time ARGV 9,
---     as far as they still count (see hotlimit.Refunder), and take nothing
+--     as far as they still count (see hotlimit.Refunder), first: the
+--     scripts that lease (token bucket, GCRA, fixed window) then decide n
+--     as usual, so that a call carrying an expired lease's leftovers takes
+--     with them returned; the others take nothing (the Go side sends them
+--     a give back only with n = 0)
 --   9 at: the time, in ticks, of the take that give back returns
 -- Every script returns {allowed, remaining, retry after, reset after,
 -- extra taken, now}, durations in ticks, retry after -1 for never.

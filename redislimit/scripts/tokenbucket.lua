@@ -35,7 +35,10 @@ if giveback > 0 then
     s = math.min(cap, s + back)
     save(behind + cdiv(cap - s, limit), s, last)
   end
-elseif n == 0 then
+end
+-- then n, as the key stands once the give back is in: a take that
+-- carries a lease's leftovers (see prelude.lua) sees them returned
+if n == 0 then
   allowed = 1
 elseif n < 0 or n > burst then
   retry = -1

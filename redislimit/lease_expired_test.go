@@ -1,0 +1,194 @@
+package redislimit_test
+
+import (
+	"context"
+	"fmt"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/hotlimit/hotlimit"
+	"github.com/hotlimit/hotlimit/redislimit"
+	"github.com/hotlimit/hotlimit/redislimit/internal/redistest"
+)
+
+// TestLeaseExpiredGivenBackByNextCall: a low-rate key (3 an hour, a lease
+// of 2) whose requests come further apart than the lease's ttl. Each lease
+// expires unspent; the key's next call gives its leftovers back to Redis in
+// the same script call that takes, so that the take sees them. Before, the
+// leftovers stayed taken once Redis denied (no new lease replaced the
+// expired one): one request passed, then the key was denied for the hour.
+func TestLeaseExpiredGivenBackByNextCall(t *testing.T) {
+	srv := redistest.Start(t)
+	const ttl = 50 * time.Millisecond
+	for _, a := range leasing {
+		t.Run(a.String(), func(t *testing.T) {
+			c := hotlimit.Config{Algorithm: a, Limit: 3, Window: time.Hour}
+			var clock atomic.Int64
+			clock.Store(3 * int64(time.Hour))
+			clocked := hotlimit.WithClock(clock.Load)
+			prefix := redislimit.WithPrefix("expired" + a.String() + ":")
+			leased := newExact(t, newClient(t, srv), c, clocked, prefix, redislimit.WithLease(2, ttl))
+			other := newExact(t, newClient(t, srv), c, clocked, prefix)
+
+			for i, step := range []struct {
+				allowed   bool
+				remaining int
+			}{
+				{true, 2},  // 1 taken, 2 leased
+				{true, 1},  // the lease's 2 back, 1 taken, 1 leased
+				{true, 0},  // the lease's 1 back, 1 taken, none left to lease
+				{false, 0}, // 3 taken, 3 passed: the limit
+				{false, 0},
+			} {
+				clock.Add(int64(2 * ttl)) // the lease, if any, has expired
+				d, r := leased.TakeReceipt("k", 1)
+				assert.Equal(t, step.allowed, d.Allowed, "step %d", i)
+				assert.Equal(t, step.remaining, d.Remaining, "step %d", i)
+				if d.Allowed {
+					assert.Equal(t, clock.Load(), r.At, "step %d: taken in Redis, not from the expired lease", i)
+				}
+				assert.Zero(t, take(t, other, "k", 0).Remaining, "step %d: Redis has nothing left", i)
+			}
+		})
+	}
+}
+
+// expiredHold is a go-redis hook that holds the first script call on key
+// that both takes (ARGV 1, n, positive) and gives back (ARGV 8 positive),
+// once it is about to be sent, until release is closed (or its context
+// ends); holding is closed then. It records the give-back of every script
+// call on key.
+type expiredHold struct {
+	key               string
+	holding, release  chan struct{}
+	holdOnce          atomic.Bool
+	mu                sync.Mutex
+	givebacks, others []string // ARGV 8 of the calls that take, of the others
+}
+
+func (h *expiredHold) DialHook(next redis.DialHook) redis.DialHook { return next }
+
+func (h *expiredHold) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
+	return func(ctx context.Context, cmd redis.Cmder) error {
+		args := cmd.Args()
+		if len(args) < 13 || args[3] != h.key {
+			return next(ctx, cmd) // another key, or no script
+		}
+		n, back := fmt.Sprint(args[4]), fmt.Sprint(args[11])
+		h.mu.Lock()
+		if n != "0" {
+			h.givebacks = append(h.givebacks, back)
+		} else {
+			h.others = append(h.others, back)
+		}
+		h.mu.Unlock()
+		if n != "0" && back != "0" && h.holdOnce.CompareAndSwap(false, true) {
+			close(h.holding)
+			select {
+			case <-h.release:
+			case <-ctx.Done(): // the limiter's timeout: the test has failed
+				return ctx.Err()
+			}
+		}
+		return next(ctx, cmd)
+	}
+}
+
+func (h *expiredHold) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
+	return next
+}
+
+// TestLeaseExpiredGivenBackOnce: two calls find key's lease expired with 3
+// requests unspent (5 leased, 2 spent). The first to reach Redis gives the
+// 3 back in its take's script call, and is held before it is sent while a
+// concurrent call (a take, a report, a Sweep) runs on the same expired
+// lease: that one must give back nothing, the leftovers being already on
+// their way. The instances then admit exactly the limit: a second give-back
+// would admit 3 more, none would admit 3 fewer.
+func TestLeaseExpiredGivenBackOnce(t *testing.T) {
+	srv := redistest.Start(t)
+	const size, spent, ttl = 5, 2, time.Millisecond
+	for _, racer := range []string{"take", "report", "sweep"} {
+		for _, a := range leasing {
+			t.Run(racer+"/"+a.String(), func(t *testing.T) {
+				c := hotlimit.Config{Algorithm: a, Limit: 10, Window: time.Hour}
+				var clock atomic.Int64
+				clock.Store(5 * int64(time.Hour))
+				clocked := hotlimit.WithClock(clock.Load)
+				client := newClient(t, srv)
+				prefix := redislimit.WithPrefix("once" + racer + a.String() + ":")
+				leased := newExact(t, client, c, clocked, prefix, redislimit.WithLease(size, ttl), redislimit.WithBatch(0, 0))
+				other := newExact(t, newClient(t, srv), c, clocked, prefix)
+				take(t, leased, "warm", 0) // loads the script: each call below is one EVALSHA
+
+				require.True(t, take(t, leased, "k", 1).Allowed, "1 taken, 5 leased")
+				for range spent {
+					require.True(t, take(t, leased, "k", 1).Allowed, "from the lease")
+				}
+				require.EqualValues(t, size-spent, redislimit.LeaseLeft(leased, "k"))
+				clock.Add(int64(ttl)) // the lease expires with 3 unspent
+				redisLeft := c.Limit - 1 - size
+
+				h := &expiredHold{key: leased.RedisKey("k"), holding: make(chan struct{}), release: make(chan struct{})}
+				client.AddHook(h)
+				first := make(chan hotlimit.Decision, 1)
+				go func() {
+					d, _ := leased.TakeContext(context.Background(), "k", 1)
+					first <- d
+				}()
+				await(t, h.holding, "the call that gives the expired lease back")
+				passed := 1 + spent
+				switch racer {
+				case "take":
+					d := take(t, leased, "k", 1)
+					require.True(t, d.Allowed, "Redis has 4")
+					passed++
+					redisLeft--
+					assert.Equal(t, redisLeft, d.Remaining, "Redis's, without the expired lease's 3, which are on their way")
+				case "report":
+					assert.Equal(t, redisLeft, take(t, leased, "k", 0).Remaining, "Redis's, without the expired lease's 3, which are on their way")
+				case "sweep":
+					assert.Equal(t, 1, leased.Sweep(), "the expired lease ends, with nothing left to give back")
+				}
+				close(h.release)
+				d := <-first
+				require.True(t, d.Allowed)
+				passed++
+				redisLeft += size - spent - 1 // the leftovers back, 1 taken
+				leasedNow := min(size, redisLeft)
+				assert.Equal(t, redisLeft, d.Remaining, "Redis's and the new lease's")
+
+				h.mu.Lock()
+				assert.Equal(t, []string{"3"}, nonZero(h.givebacks, h.others), "exactly one give-back, of the 3 unspent")
+				h.mu.Unlock()
+				assert.Equal(t, redisLeft-leasedNow, take(t, other, "k", 0).Remaining)
+				for take(t, leased, "k", 1).Allowed {
+					passed++
+				}
+				for take(t, other, "k", 1).Allowed {
+					passed++
+				}
+				assert.Equal(t, c.Limit, passed, "the limit, the leftovers counted once")
+			})
+		}
+	}
+}
+
+// nonZero returns the elements of lists that are not "0", in order.
+func nonZero(lists ...[]string) []string {
+	var out []string
+	for _, l := range lists {
+		for _, s := range l {
+			if s != "0" {
+				out = append(out, s)
+			}
+		}
+	}
+	return out
+}
