@@ -159,7 +159,7 @@ func TestClusterDeadMasterBreaksOnlyItsSlots(t *testing.T) {
 		require.NoError(t, n.Client().ConfigSet(context.Background(), "cluster-require-full-coverage", "no").Err())
 	}
 	lim := newLimiter(t, cl.Client(), faultConfig, frozenClock(), redislimit.WithFailPolicy(redislimit.FailClosed),
-		redislimit.WithBreaker(3, time.Hour))
+		redislimit.WithBreaker(3, time.Hour), redislimit.WithTimeout(exactTimeout))
 	masters := cl.Masters()
 	require.Len(t, masters, 3)
 	victim := masters[0]
