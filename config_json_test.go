@@ -212,6 +212,12 @@ func TestScopeJSON(t *testing.T) {
 	err = json.Unmarshal([]byte(`{"algorithm":"FixedWindow","limit":10,"window":"1m","scope":"users"}`), &c)
 	assert.Contains(t, err.Error(), `unknown scope "users", want one of pair, user, api, global`)
 
+	for _, s := range []hotlimit.Scope{4, 9, 255} {
+		assert.False(t, s.Valid(), "%d", s)
+		assert.Equal(t, fmt.Sprintf("Scope(%d)", s), s.String())
+		_, err := s.MarshalText()
+		assert.ErrorIs(t, err, hotlimit.ErrInvalidConfig, "%d", s)
+	}
 	_, err = json.Marshal(hotlimit.Config{Algorithm: hotlimit.FixedWindow, Limit: 1, Window: 1, Scope: 9})
 	assert.ErrorIs(t, err, hotlimit.ErrInvalidConfig)
 	err = hotlimit.Config{Algorithm: hotlimit.FixedWindow, Limit: 1, Window: time.Second, Scope: 9}.Validate()
