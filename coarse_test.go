@@ -189,3 +189,22 @@ func TestCoarseClockStepBackStandsStill(t *testing.T) {
 	}
 	assert.False(t, lim.Allow("k"), "the key's window, full, is still the current one")
 }
+
+// TestCoarseClockStartPublishesAReading: Start publishes a reading of its
+// own, so that the first value a started clock returns, before its first
+// tick, lags the source by no more than the time since Start, whatever the
+// clock published before (nothing, or a reading from long ago, before a
+// Stop).
+func TestCoarseClockStartPublishesAReading(t *testing.T) {
+	var src atomic.Int64
+	src.Store(int64(5 * time.Hour))
+	c := hotlimit.NewCoarseClockOn(time.Hour, src.Load) // no tick but the test's
+	c.Start()
+	assert.Equal(t, int64(5*time.Hour), c.Now(), "a new clock, started: the reading at Start")
+	c.Stop()
+
+	src.Store(int64(7 * time.Hour)) // stopped for two hours, read by no one
+	c.Start()
+	defer c.Stop()
+	assert.Equal(t, int64(7*time.Hour), c.Now(), "restarted: the reading at Start, not the time it stopped")
+}

@@ -212,6 +212,12 @@ func TestScopeJSON(t *testing.T) {
 	err = json.Unmarshal([]byte(`{"algorithm":"FixedWindow","limit":10,"window":"1m","scope":"users"}`), &c)
 	assert.Contains(t, err.Error(), `unknown scope "users", want one of pair, user, api, global`)
 
+	for _, s := range []hotlimit.Scope{4, 9, 255} {
+		assert.False(t, s.Valid(), "%d", s)
+		assert.Equal(t, fmt.Sprintf("Scope(%d)", s), s.String())
+		_, err := s.MarshalText()
+		assert.ErrorIs(t, err, hotlimit.ErrInvalidConfig, "%d", s)
+	}
 	_, err = json.Marshal(hotlimit.Config{Algorithm: hotlimit.FixedWindow, Limit: 1, Window: 1, Scope: 9})
 	assert.ErrorIs(t, err, hotlimit.ErrInvalidConfig)
 	err = hotlimit.Config{Algorithm: hotlimit.FixedWindow, Limit: 1, Window: time.Second, Scope: 9}.Validate()
@@ -262,4 +268,45 @@ func TestConfigJSONRoundTripsEveryField(t *testing.T) {
 			}
 		}
 	}
+}
+
+// FuzzAlgorithmAndScopeText: whatever text an Algorithm or a Scope reads,
+// it writes back as its canonical name, which reads back as the same value;
+// whatever text it refuses, the error wraps ErrInvalidConfig, quotes the
+// text, and leaves the value as it was.
+func FuzzAlgorithmAndScopeText(f *testing.F) {
+	for _, s := range []string{"TokenBucket", "token_bucket", "GCRA", "sliding-log", "Unlimited", "pair", "user", "api", "global", "", "Pair", "\x00", "tokenbucket\n"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, text string) {
+		a := hotlimit.GCRA
+		if err := a.UnmarshalText([]byte(text)); err != nil {
+			require.ErrorIs(t, err, hotlimit.ErrInvalidConfig)
+			assert.Contains(t, err.Error(), fmt.Sprintf("%q", text))
+			assert.Equal(t, hotlimit.GCRA, a, "unchanged on error")
+		} else {
+			require.True(t, a.Valid(), "%q reads as %v", text, a)
+			out, err := a.MarshalText()
+			require.NoError(t, err)
+			assert.Equal(t, a.String(), string(out))
+			var back hotlimit.Algorithm
+			require.NoError(t, back.UnmarshalText(out))
+			assert.Equal(t, a, back)
+		}
+
+		s := hotlimit.Global
+		if err := s.UnmarshalText([]byte(text)); err != nil {
+			require.ErrorIs(t, err, hotlimit.ErrInvalidConfig)
+			assert.Contains(t, err.Error(), fmt.Sprintf("%q", text))
+			assert.Equal(t, hotlimit.Global, s, "unchanged on error")
+		} else {
+			require.True(t, s.Valid(), "%q reads as %v", text, s)
+			out, err := s.MarshalText()
+			require.NoError(t, err)
+			assert.Equal(t, text, string(out), "a scope reads only its exact name")
+			var back hotlimit.Scope
+			require.NoError(t, back.UnmarshalText(out))
+			assert.Equal(t, s, back)
+		}
+	})
 }

@@ -2,6 +2,8 @@ package hotlimit_test
 
 import (
 	"errors"
+	"fmt"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -28,11 +30,19 @@ func TestValidateNamesTheField(t *testing.T) {
 		{hotlimit.Config{Algorithm: hotlimit.GCRA, Limit: 1, Window: 1, Burst: -1}, "Config.Burst"},
 		{hotlimit.Config{Algorithm: hotlimit.FixedWindow, Limit: 1, Window: 1, Burst: 2}, "Config.Burst"},
 		{hotlimit.Config{Algorithm: hotlimit.SlidingCounter, Limit: 1, Window: 1, Burst: 2}, "Config.Burst"},
+		// A Burst equal to the Limit is still a Burst, which only the
+		// token bucket and GCRA take (WithBurst of the limit is the
+		// constructors' leniency, not Validate's).
+		{hotlimit.Config{Algorithm: hotlimit.SlidingLog, Limit: 5, Window: time.Second, Burst: 5}, "Config.Burst 5: SlidingLog has no burst"},
+		// Unlimited takes no Limit, Window or Burst.
+		{hotlimit.Config{Algorithm: hotlimit.Unlimited, Limit: 1}, "Config.Limit 1: Unlimited takes no limit"},
+		{hotlimit.Config{Algorithm: hotlimit.Unlimited, Window: time.Second}, "Config.Window 1s: Unlimited takes no window"},
+		{hotlimit.Config{Algorithm: hotlimit.Unlimited, Burst: 1}, "Config.Burst 1: Unlimited takes no burst"},
 		// Outside the algorithm's range.
 		{hotlimit.Config{Algorithm: hotlimit.TokenBucket, Limit: 1 << 30, Window: time.Second}, "Config.Limit 1073741824 out of range [1, 1048576] for TokenBucket"},
 		{hotlimit.Config{Algorithm: hotlimit.SlidingLog, Limit: 1<<16 + 1, Window: time.Second}, "Config.Limit 65537 out of range [1, 65536]"},
 		{hotlimit.Config{Algorithm: hotlimit.GCRA, Limit: 1, Window: time.Nanosecond}, "Config.Window 1ns out of range [1ms, 24h0m0s]"},
-		{hotlimit.Config{Algorithm: hotlimit.FixedWindow, Limit: 1, Window: 367 * 24 * time.Hour}, "Config.Window"},
+		{hotlimit.Config{Algorithm: hotlimit.FixedWindow, Limit: 1, Window: 367 * 24 * time.Hour}, "Config.Window 8808h0m0s out of range"},
 		{hotlimit.Config{Algorithm: hotlimit.TokenBucket, Limit: 1, Window: time.Second, Burst: 1<<20 + 1}, "Config.Burst 1048577 out of range [1, 1048576]"},
 		{hotlimit.Config{Algorithm: hotlimit.GCRA, Limit: 1, Window: 24 * time.Hour, Burst: 367}, "Config.Burst 367 of 1 per 24h0m0s takes longer than"},
 	} {
@@ -40,6 +50,14 @@ func TestValidateNamesTheField(t *testing.T) {
 		require.Error(t, err, "case %d", i)
 		assert.True(t, errors.Is(err, hotlimit.ErrInvalidConfig), "case %d", i)
 		assert.Contains(t, err.Error(), tc.field, "case %d", i)
+		if !strings.Contains(tc.field, "range") && !strings.Contains(tc.field, "takes longer") {
+			// A field no backend takes, not one outside the in-memory
+			// range: ValidateFields, which leaves ranges to the backend,
+			// refuses it as Validate does.
+			ferr := tc.c.ValidateFields()
+			require.Error(t, ferr, "case %d: ValidateFields", i)
+			assert.Equal(t, err.Error(), ferr.Error(), "case %d: ValidateFields", i)
+		}
 	}
 }
 
@@ -92,7 +110,6 @@ func TestCoarseClock(t *testing.T) {
 	c.Start()
 	c.Start() // no-op
 	first := c.Now()
-	assert.Equal(t, first, c.Now(), "a running coarse clock only moves on its ticks")
 	require.Eventually(t, func() bool { return c.Now() > first }, time.Second, time.Millisecond)
 
 	// Never decreases, read from several goroutines while it ticks.
@@ -141,10 +158,27 @@ func BenchmarkClock(b *testing.B) {
 func TestRejectBurst(t *testing.T) {
 	assert.NoError(t, hotlimit.NewOptions().RejectBurst("x", 5))
 	assert.NoError(t, hotlimit.NewOptions(hotlimit.WithBurst(5)).RejectBurst("x", 5))
-	err := hotlimit.NewOptions(hotlimit.WithBurst(6)).RejectBurst("x", 5)
-	require.Error(t, err)
-	assert.ErrorIs(t, err, hotlimit.ErrInvalidConfig)
-	assert.Contains(t, err.Error(), "x: burst 6")
+	for _, burst := range []int{6, 4, 1, -1} {
+		err := hotlimit.NewOptions(hotlimit.WithBurst(burst)).RejectBurst("x", 5)
+		require.Error(t, err, "burst %d", burst)
+		assert.ErrorIs(t, err, hotlimit.ErrInvalidConfig)
+		assert.Contains(t, err.Error(), fmt.Sprintf("x: burst %d", burst))
+	}
+}
+
+// TestCoarseClockOnlyMovesOnItsTicks: between two ticks a running coarse
+// clock reads the same time, however far the monotonic clock moves. The
+// clock ticks once an hour, so that no tick can come between the readings
+// however the test is scheduled.
+func TestCoarseClockOnlyMovesOnItsTicks(t *testing.T) {
+	c := hotlimit.NewCoarseClock(time.Hour)
+	c.Start()
+	defer c.Stop()
+	first := c.Now()
+	for hotlimit.Monotonic() <= first+int64(time.Millisecond) {
+		// The monotonic clock moves on; the coarse one must not.
+	}
+	assert.Equal(t, first, c.Now(), "a running coarse clock only moves on its ticks")
 }
 
 // TestCoarseClockZeroValue: a CoarseClock declared without NewCoarseClock is

@@ -32,9 +32,13 @@ func TestPassesEverythingAndHoldsNothing(t *testing.T) {
 		assert.Equal(t, hotlimit.Decision{Allowed: true, Limit: math.MaxInt, Remaining: math.MaxInt}, d, "n=%d", n)
 		assert.Zero(t, r)
 	}
-	d := lim.Take("k", -1)
-	assert.False(t, d.Allowed)
-	assert.Equal(t, hotlimit.Never, d.RetryAfter)
+	for _, n := range []int{-1, math.MinInt} {
+		d, r := lim.TakeReceipt("k", n)
+		assert.Equal(t, hotlimit.Decision{Limit: math.MaxInt, Remaining: math.MaxInt, RetryAfter: hotlimit.Never}, d, "n=%d: denied, nothing limits the key", n)
+		assert.Zero(t, r, "n=%d", n)
+		assert.Equal(t, d, lim.Take("k", n), "n=%d", n)
+	}
+	assert.Equal(t, math.MaxInt, lim.Burst())
 	lim.Refund("k", hotlimit.Receipt{N: 5, At: 1})
 	assert.Zero(t, testing.AllocsPerRun(100, func() { lim.Take("k", 1) }))
 }
