@@ -5,6 +5,8 @@ import (
 	"errors"
 	"fmt"
 	"time"
+
+	"github.com/hotlimit/hotlimit/internal/nilness"
 )
 
 // ErrNeverPasses is wrapped by the error Wait and WaitN return, at once, for
@@ -82,7 +84,8 @@ func Wait(ctx context.Context, l Limiter, key string, opts ...WaitOption) error 
 //     past the range the limiter counts, after which a key refills no
 //     more, see gcra and slidinglog; or a refill or window end that would
 //     come after math.MaxInt64, a reading no clock makes);
-//   - an error wrapping [ErrInvalidConfig] when l or ctx is nil (the
+//   - an error wrapping [ErrInvalidConfig] when l or ctx is nil, or l a
+//     nil pointer (or other nil value) of a limiter type (the
 //     TakeContext methods of this module's limiters and of service.Service
 //     read a nil ctx as context.Background() instead).
 //
@@ -123,7 +126,7 @@ func WaitN(ctx context.Context, l Limiter, key string, n int, opts ...WaitOption
 			opt(&o)
 		}
 	}
-	if l == nil {
+	if nilness.Is(l) {
 		return fmt.Errorf("hotlimit: WaitN on a nil Limiter: %w", ErrInvalidConfig)
 	}
 	if ctx == nil {

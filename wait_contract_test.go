@@ -315,12 +315,18 @@ func TestWaitBacksOffOnRetryAfterZero(t *testing.T) {
 		"a RetryAfter given restarts the back-off")
 }
 
-// TestWaitOnNoLimiter: a nil Limiter is an error naming it, not a panic.
+// TestWaitOnNoLimiter: a nil Limiter is an error naming it, not a panic,
+// and so is a nil pointer of a limiter type (a *tokenbucket.Limiter
+// declared and never built), whose Take would dereference it.
 func TestWaitOnNoLimiter(t *testing.T) {
 	var l hotlimit.Limiter
-	err := hotlimit.WaitN(context.Background(), l, "k", 1)
-	assert.ErrorIs(t, err, hotlimit.ErrInvalidConfig)
-	assert.EqualError(t, err, "hotlimit: WaitN on a nil Limiter: invalid config")
+	var tb *tokenbucket.Limiter
+	for _, l := range []hotlimit.Limiter{l, tb} {
+		var err error
+		require.NotPanics(t, func() { err = hotlimit.WaitN(context.Background(), l, "k", 1) }, "%T", l)
+		assert.ErrorIs(t, err, hotlimit.ErrInvalidConfig)
+		assert.EqualError(t, err, "hotlimit: WaitN on a nil Limiter: invalid config")
+	}
 }
 
 // TestWaitOnNoContext: a nil context is an error naming it, as a nil
