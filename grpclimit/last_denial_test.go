@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/grpc-ecosystem/go-grpc-middleware/v2/interceptors/recovery"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	"google.golang.org/genproto/googleapis/rpc/errdetails"
@@ -89,6 +90,44 @@ func TestStreamTrailersDescribeTheDenialItFailsWith(t *testing.T) {
 	assert.Equal(t, time.Second, retry.GetRetryDelay().AsDuration(), "the status is the last denial's")
 	trailer := s.Trailer()
 	assert.Equal(t, []string{"1000"}, trailer.Get(grpclimit.MetadataPushback), "the pushback is the status's denial's")
+	assert.Equal(t, []string{`"fixedwindow-1-1s";r=0;t=1`}, trailer.Get(grpclimit.MetadataRateLimit))
+	assert.Equal(t, []string{`"fixedwindow-1-1s";q=1;w=1`}, trailer.Get(grpclimit.MetadataPolicy))
+}
+
+// panicOnDenial panics when a message it receives is denied.
+type panicOnDenial struct {
+	testgrpc.UnimplementedTestServiceServer
+}
+
+func (panicOnDenial) StreamingInputCall(stream grpc.ClientStreamingServer[testgrpc.StreamingInputCallRequest, testgrpc.StreamingInputCallResponse]) error {
+	for {
+		_, err := stream.Recv()
+		if status.Code(err) == codes.ResourceExhausted {
+			panic("denied")
+		}
+		if err != nil {
+			return err
+		}
+	}
+}
+
+// TestDenialThenPanicBehindARecoveryCarriesTheDenial: the trailers of a
+// denied message, set when the handler returns, are set too when it panics
+// instead, for a recovery interceptor outside the limit to answer with.
+func TestDenialThenPanicBehindARecoveryCarriesTheDenial(t *testing.T) {
+	svc, _ := newService(t, cfg(hotlimit.FixedWindow, 100, time.Second), 0)
+	require.NoError(t, svc.ConfigureAPI("RECV "+inputCall, cfg(hotlimit.FixedWindow, 1, time.Second)))
+	internal := recovery.WithRecoveryHandler(func(p any) error { return status.Errorf(codes.Internal, "panic: %v", p) })
+	cc := serveImpl(t, panicOnDenial{}, grpc.ChainStreamInterceptor(recovery.StreamServerInterceptor(internal),
+		grpclimit.StreamServerInterceptor(svc, grpclimit.WithStreamMessages(true))))
+	s, err := testgrpc.NewTestServiceClient(cc).StreamingInputCall(ctx(t))
+	require.NoError(t, err)
+	require.NoError(t, s.Send(&testgrpc.StreamingInputCallRequest{}))
+	require.NoError(t, s.Send(&testgrpc.StreamingInputCallRequest{}))
+	_, err = s.CloseAndRecv()
+	require.Equal(t, codes.Internal, status.Code(err), "%v", err)
+	trailer := s.Trailer()
+	assert.Equal(t, []string{"1000"}, trailer.Get(grpclimit.MetadataPushback))
 	assert.Equal(t, []string{`"fixedwindow-1-1s";r=0;t=1`}, trailer.Get(grpclimit.MetadataRateLimit))
 	assert.Equal(t, []string{`"fixedwindow-1-1s";q=1;w=1`}, trailer.Get(grpclimit.MetadataPolicy))
 }
