@@ -469,11 +469,12 @@ func (s *headerStream) done(err error) {
 // recvLimited limits each message a server stream receives. hs, when not
 // nil, holds the stream start's metadata still to send.
 //
-// The trailers describe the stream's last denied message alone, the one a
+// The trailers describe the stream's last denied message alone: the one a
 // handler that drops denied messages and goes on most likely fails the
-// stream with, and the freshest pushback: a denial's metadata waits in
-// denial, each replacing the one before, and done sets it once the handler
-// has returned. Setting each as it comes would add every denial's fields
+// stream with, and the freshest pushback. A denial's metadata waits in
+// denial, each replacing the one before (a denial whose limiter failed,
+// codes.Internal, with none, as a unary call denied so has none), and done
+// sets it once the handler has returned or panicked. Setting each as it comes would add every denial's fields
 // and pushback to the trailers (grpc-go joins what SetTrailer is given),
 // without bound on a long stream, and a trailer of several pushback values
 // is one gRFC A6 clients ignore; keeping the first would tell a stream that
@@ -488,7 +489,7 @@ type recvLimited struct {
 	hs     *headerStream
 	method string
 	api    string                      // recvPrefix + boundMethod(method)
-	denial atomic.Pointer[metadata.MD] // the last denial's trailers (nil within: none)
+	denial atomic.Pointer[metadata.MD] // the last denial's trailers; nil: no denial
 }
 
 func (s *recvLimited) RecvMsg(m any) error {
