@@ -1,8 +1,10 @@
 package grpclimit_test
 
 import (
+	"context"
 	"errors"
 	"io"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -130,4 +132,34 @@ func TestDenialThenPanicBehindARecoveryCarriesTheDenial(t *testing.T) {
 	assert.Equal(t, []string{"1000"}, trailer.Get(grpclimit.MetadataPushback))
 	assert.Equal(t, []string{`"fixedwindow-1-1s";r=0;t=1`}, trailer.Get(grpclimit.MetadataRateLimit))
 	assert.Equal(t, []string{`"fixedwindow-1-1s";q=1;w=1`}, trailer.Get(grpclimit.MetadataPolicy))
+}
+
+// TestStreamFailedByABrokenLimiterSendsNoEarlierDenial: a stream that
+// drops a denied message and then fails with codes.Internal, its limiter
+// broken on a later message, carries no trailers of the earlier denial, as
+// a unary call failed so carries none: no pushback for a retry of a call
+// whose failure no wait was said to fix.
+func TestStreamFailedByABrokenLimiterSendsNoEarlierDenial(t *testing.T) {
+	svc, _ := newService(t, cfg(hotlimit.FixedWindow, 100, time.Second), 0)
+	require.NoError(t, svc.ConfigureAPI("RECV "+inputCall, cfg(hotlimit.FixedWindow, 1, time.Second)))
+	var messages atomic.Int32
+	user := func(_ context.Context, _ string, req any) (string, bool) {
+		if req != nil && messages.Add(1) == 3 {
+			panic("broken")
+		}
+		return "u", true
+	}
+	cc := serveImpl(t, givingUpService{}, grpc.ChainStreamInterceptor(grpclimit.StreamServerInterceptor(svc,
+		grpclimit.WithStreamMessages(true), grpclimit.WithUser(user))))
+	s, err := testgrpc.NewTestServiceClient(cc).StreamingInputCall(ctx(t))
+	require.NoError(t, err)
+	for range 3 { // passes, denied and dropped, fails the limiter
+		require.NoError(t, s.Send(&testgrpc.StreamingInputCallRequest{}))
+	}
+	_, err = s.CloseAndRecv()
+	require.Equal(t, codes.Internal, status.Code(err), "%v", err)
+	trailer := s.Trailer()
+	assert.Empty(t, trailer.Get(grpclimit.MetadataPushback))
+	assert.Empty(t, trailer.Get(grpclimit.MetadataRateLimit))
+	assert.Empty(t, trailer.Get(grpclimit.MetadataPolicy))
 }
