@@ -56,7 +56,8 @@
 // "RECV /pkg.Service/Method", so that messages have a rule of their own. A
 // denied message fails the stream as a denied call fails, its trailers
 // carrying that rule's fields and pushback, not the stream start's (the
-// first denied message's, when the handler drops it and goes on).
+// last denied message's, when the handler drops denied messages and goes
+// on).
 //
 // # Denials
 //

@@ -377,17 +377,26 @@ func (l *limiter) stream(srv any, ss grpc.ServerStream, info *grpc.StreamServerI
 		hs = &headerStream{ServerStream: ss, md: md}
 		ss = hs
 	}
+	var rl *recvLimited
 	if l.o.messages && ss != nil { // a nil stream goes on as it came, under dry run
-		ss = &recvLimited{ServerStream: ss, l: l, hs: hs, method: method, api: recvPrefix + boundMethod(method)}
+		rl = &recvLimited{ServerStream: ss, l: l, hs: hs, method: method, api: recvPrefix + boundMethod(method)}
+		ss = rl
 	}
-	if hs == nil {
+	if hs == nil && rl == nil {
 		return handler(srv, ss)
 	}
 	// A handler that panics has failed: done gives the metadata to the
 	// trailers as the panic unwinds (without recovering it), for a recovery
 	// interceptor outside this one to answer the stream with.
 	err := errPanicked
-	defer func() { hs.done(err) }()
+	defer func() {
+		if hs != nil {
+			hs.done(err)
+		}
+		if rl != nil {
+			rl.done()
+		}
+	}()
 	err = handler(srv, ss)
 	return err
 }
@@ -399,7 +408,7 @@ func (l *limiter) stream(srv any, ss grpc.ServerStream, info *grpc.StreamServerI
 // a response with headers is committed, so the client could no longer retry
 // it (gRFC A6). A stream that fails before sending anything carries the
 // metadata in its trailers, unless one of its received messages was denied:
-// the trailers then describe that denial alone (see recvLimited).
+// the trailers then describe the last such denial alone (see recvLimited).
 //
 // md never changes. given is set once md has gone into the headers, or has
 // been dropped for a denied message's; tried is read and written only on
@@ -460,20 +469,27 @@ func (s *headerStream) done(err error) {
 // recvLimited limits each message a server stream receives. hs, when not
 // nil, holds the stream start's metadata still to send.
 //
-// The trailers describe the stream's first denied message alone: a handler
-// that drops denied messages and goes on would otherwise add a denial's
-// fields and pushback to them with every message denied (grpc-go joins
-// what SetTrailer is given), without bound on a long stream, and a trailer
-// of several pushback values is one gRFC A6 clients ignore. RecvMsg runs on
-// one goroutine at a time, but the handler may move it from one to another,
-// hence the atomic.
+// The trailers describe the stream's last denied message alone: the one a
+// handler that drops denied messages and goes on most likely fails the
+// stream with, and the freshest pushback. A denial's metadata waits in
+// denial, each replacing the one before (a denial whose limiter failed,
+// codes.Internal, with none, as a unary call denied so has none), and done
+// sets it once the handler has returned or panicked. Setting each as it comes would add every denial's fields
+// and pushback to the trailers (grpc-go joins what SetTrailer is given),
+// without bound on a long stream, and a trailer of several pushback values
+// is one gRFC A6 clients ignore; keeping the first would tell a stream that
+// fails with a later denial that denial's status beside an earlier
+// denial's pushback, perhaps long past.
+//
+// RecvMsg runs on one goroutine at a time, but the handler may move it from
+// one to another, and done runs on the handler's, hence the atomic.
 type recvLimited struct {
 	grpc.ServerStream
 	l      *limiter
 	hs     *headerStream
 	method string
-	api    string      // recvPrefix + boundMethod(method)
-	denied atomic.Bool // a message was denied: the trailers are set
+	api    string                      // recvPrefix + boundMethod(method)
+	denial atomic.Pointer[metadata.MD] // the last denial's trailers; nil: no denial
 }
 
 func (s *recvLimited) RecvMsg(m any) error {
@@ -486,12 +502,19 @@ func (s *recvLimited) RecvMsg(m any) error {
 		if s.hs != nil {
 			s.hs.drop()
 		}
-		if md := s.l.trailer(&v); md != nil && s.denied.CompareAndSwap(false, true) {
-			s.SetTrailer(md)
-		}
+		md := s.l.trailer(&v)
+		s.denial.Store(&md)
 		return v.err
 	}
 	return nil
+}
+
+// done sets the trailers of the stream's last denied message, if any, once
+// the handler has returned.
+func (s *recvLimited) done() {
+	if md := s.denial.Swap(nil); md != nil && *md != nil {
+		s.ServerStream.SetTrailer(*md)
+	}
 }
 
 // UnaryClientInterceptor returns an interceptor for callers that limit

@@ -161,8 +161,9 @@ func WithDryRun(on bool) Option {
 // handler returns to end the stream; the message is dropped, and the
 // stream's trailers carry the denial's RateLimit fields and pushback in
 // place of the start's that it had not yet sent. A handler that goes on
-// after a denial may: the trailers keep describing the stream's first
-// denied message.
+// after a denial may: the trailers describe the stream's last denied
+// message, set once the handler returns, the one whose status it most
+// likely fails the stream with.
 func WithStreamMessages(on bool) Option {
 	return func(o *options) { o.messages = on }
 }
