@@ -189,17 +189,22 @@ func TestWatchFileMadeInvalidKeepsTheRulesAndState(t *testing.T) {
 type closers struct {
 	mu           sync.Mutex
 	built, freed int
+	// each holds every limiter built, with how many times it was closed.
+	each []*closingLimiter
 }
 
 type closingLimiter struct {
 	hotlimit.Limiter
-	c *closers
+	c      *closers
+	cfg    hotlimit.Config
+	closed int // guarded by c.mu
 }
 
 func (l *closingLimiter) Close() error {
 	l.c.mu.Lock()
 	defer l.c.mu.Unlock()
 	l.c.freed++
+	l.closed++
 	return nil
 }
 
@@ -211,7 +216,9 @@ func (c *closers) factory(cfg hotlimit.Config, opts ...hotlimit.Option) (hotlimi
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	c.built++
-	return &closingLimiter{Limiter: l, c: c}, nil
+	cl := &closingLimiter{Limiter: l, c: c, cfg: cfg}
+	c.each = append(c.each, cl)
+	return cl, nil
 }
 
 func (c *closers) open() int {
