@@ -138,6 +138,35 @@ func TestKeyCacheOfFactoryLimitersIsBounded(t *testing.T) {
 	assert.Zero(t, s.keys.m.Size(), "Sweep empties it")
 }
 
+// heldLimiter is a plainLimiter that reports holding held keys.
+type heldLimiter struct {
+	plainLimiter
+	held int
+}
+
+func (l heldLimiter) Len() int   { return l.held }
+func (l heldLimiter) Sweep() int { return 0 }
+
+// TestKeyCacheHoldsAboutTwiceTheLimitersKeys: under a flood of new pairs,
+// the cache of a factory's keys stays within twice the keys its limiters
+// hold, and its least threshold, however many pairs come.
+func TestKeyCacheHoldsAboutTwiceTheLimitersKeys(t *testing.T) {
+	const held = 3 * minKeyCache / 2
+	factory := func(hotlimit.Config, ...hotlimit.Option) (hotlimit.Limiter, error) {
+		return heldLimiter{held: held}, nil
+	}
+	s, err := New(hotlimit.Config{Algorithm: hotlimit.GCRA, Limit: 5, Window: time.Second}, hotlimit.WithFactory(factory), hotlimit.WithAutoSweep(0))
+	require.NoError(t, err)
+	require.Equal(t, held, s.Len())
+	peak := 0
+	for i := range 20 * held {
+		s.Allow("user"+strconv.Itoa(i), "GET /")
+		peak = max(peak, s.keys.m.Size())
+	}
+	assert.Greater(t, peak, 2*held, "the cache grows past twice the keys before it is emptied")
+	assert.LessOrEqual(t, peak, 2*held+minKeyCache, "and no further than the least threshold past that")
+}
+
 func TestStackKeyBuildsStateKeys(t *testing.T) {
 	names := []string{"", "z", "zed", strings.Repeat("u", 9), strings.Repeat("u", 10), strings.Repeat("u", 99), strings.Repeat("u", 100), strings.Repeat("u", 5000)}
 	// Lengths around the edges of both buffers, for every scope's overhead.
