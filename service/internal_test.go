@@ -62,11 +62,14 @@ func TestReplaceReusesLimitersAndRules(t *testing.T) {
 	a, b, c := hotlimit.Config{Algorithm: hotlimit.FixedWindow, Limit: 3, Window: time.Second},
 		hotlimit.Config{Algorithm: hotlimit.TokenBucket, Limit: 5, Window: time.Second},
 		hotlimit.Config{Algorithm: hotlimit.GCRA, Limit: 7, Window: time.Second}
-	s, err := NewFromRules(Rules{Default: Limits{a}, Users: map[string]Limits{"u": {b}}})
+	s, err := NewFromRules(Rules{Default: Limits{a}, Users: map[string]Limits{"u": {b}, "m": {a, b}}})
 	require.NoError(t, err)
 	first := s.rules.Load()
-	require.NoError(t, s.Replace(Rules{Default: Limits{a}, APIs: map[string]Limits{"x": {c}, "y": {b}}}))
+	require.NoError(t, s.Replace(Rules{Default: Limits{a}, APIs: map[string]Limits{"x": {c}, "y": {b}},
+		Pairs: map[Pair]Limits{{"p", "q"}: {a, b}}}))
 	next := s.rules.Load()
+	require.NotNil(t, first.users["m"].multi)
+	assert.Same(t, first.users["m"].multi, next.pairs[Pair{"p", "q"}].multi, "same limits, same rule")
 	assert.NotSame(t, first, next)
 	assert.Same(t, first.limiters[a], next.limiters[a])
 	assert.Same(t, first.limiters[b], next.limiters[b])
