@@ -115,6 +115,12 @@ func TestWatchFileDeletedAndRecreated(t *testing.T) {
 	p.w.poll()
 	assert.Len(t, p.errs, 1)
 	assert.Zero(t, allows(s, "u", "x", 1), "the same rules: the pair is still at its limit")
+
+	// Deleted again: the last word was that it is back, so this is news.
+	require.NoError(t, os.Remove(path))
+	p.w.poll()
+	require.Len(t, p.errs, 2, "deleted again: reported again")
+	assert.ErrorIs(t, p.errs[1], os.ErrNotExist)
 }
 
 // TestWatchFileReportsAnInvalidFileRecreatedAfterItWasDeleted: the file
