@@ -228,11 +228,13 @@ func TestFactoryKeysOfScopesNeverCollide(t *testing.T) {
 	require.NoError(t, err)
 	require.Len(t, lims, 1, "one limiter for every scope of the Config")
 	for _, r := range [][2]string{{"alice", "y"}, {"alice", ""}, {"bob", "x"}, {"", "x"}} {
-		assert.True(t, s.Allow(r[0], r[1]), "%q", r)
+		assert.True(t, s.Allow(r[0], r[1]), "Allow %q", r)
+		assert.True(t, s.Take(r[0], r[1], 1).Allowed, "Take %q", r)
 	}
 	lims[0].mu.Lock()
 	defer lims[0].mu.Unlock()
-	assert.Equal(t, map[string]int{"user|alice": 1, "5:alice|": 1, "api|x": 1, "0:|x": 1}, lims[0].seen)
+	assert.Equal(t, map[string]int{"user|alice": 2, "5:alice|": 2, "api|x": 2, "0:|x": 2}, lims[0].seen,
+		"Allow and Take count each request under its scope's key")
 }
 
 // TestMixedScopesFrozenHammer: "20/min for everyone, 5/min per user, 2/min
