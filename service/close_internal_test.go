@@ -19,6 +19,18 @@ func (c *closers) closes() int {
 	return c.freed
 }
 
+// closedOnce asserts that every limiter c built was closed exactly once: a
+// count of all closes would not tell a limiter closed twice from another
+// left open.
+func (c *closers) closedOnce(t *testing.T) {
+	t.Helper()
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for _, l := range c.each {
+		assert.Equal(t, 1, l.closed, "the limiter of %v is closed once", l.cfg)
+	}
+}
+
 // TestTakeWithRacingCloseClosesTheLimiterItBuilds holds TakeWith's first
 // use of a plan in the factory until Close has returned: Close ranged over
 // the limiters before this one was stored. The limiter is closed all the
@@ -55,6 +67,7 @@ func TestTakeWithRacingCloseClosesTheLimiterItBuilds(t *testing.T) {
 	assert.Equal(t, 4, r.d.Remaining)
 	assert.Zero(t, c.open(), "the limiter built during Close is closed")
 	assert.Equal(t, 2, c.closes(), "each limiter once")
+	c.closedOnce(t)
 }
 
 // TestTakeWithAfterCloseClosesTheLimiterItBuilds: a plan first used after
@@ -73,6 +86,7 @@ func TestTakeWithAfterCloseClosesTheLimiterItBuilds(t *testing.T) {
 	}
 	assert.Zero(t, c.open(), "no limiter left open")
 	assert.Equal(t, 2, c.closes(), "the rules' and the plan's, once each")
+	c.closedOnce(t)
 }
 
 // TestReplaceAfterCloseClosesTheLimitersItBuilds: rules installed after
@@ -88,6 +102,7 @@ func TestReplaceAfterCloseClosesTheLimitersItBuilds(t *testing.T) {
 	assert.Equal(t, 2, allows(s, "u", "x", 5), "the new rule decides")
 	assert.Zero(t, c.open(), "its limiter is closed")
 	assert.Equal(t, 2, c.closes(), "each limiter once")
+	c.closedOnce(t)
 }
 
 // TestCloseTwiceClosesEachLimiterOnce: a second Close closes nothing again,
@@ -102,6 +117,7 @@ func TestCloseTwiceClosesEachLimiterOnce(t *testing.T) {
 	require.Equal(t, 2, c.closes())
 	require.NoError(t, s.Close())
 	assert.Equal(t, 2, c.closes(), "closed once each")
+	c.closedOnce(t)
 }
 
 // TestTakeWithFirstUseWaitsForNoReplace: a Replace whose factory is slow
@@ -133,6 +149,7 @@ func TestTakeWithFirstUseWaitsForNoReplace(t *testing.T) {
 	require.NoError(t, <-replaced)
 	require.NoError(t, s.Close())
 	assert.Zero(t, c.open())
+	c.closedOnce(t)
 }
 
 // TestTakeWithFirstUsesRacingCloseCloseEachLimiterOnce: first uses of many
@@ -180,6 +197,7 @@ func TestTakeWithFirstUsesRacingCloseCloseEachLimiterOnce(t *testing.T) {
 		c.mu.Lock()
 		built, freed := c.built, c.freed
 		c.mu.Unlock()
-		require.Equal(t, built, freed, "round %d: each limiter closed once", round)
+		require.Equal(t, built, freed, "round %d: as many closes as limiters", round)
+		c.closedOnce(t)
 	}
 }

@@ -116,6 +116,24 @@ func TestTakeContextReachesTheLimiter(t *testing.T) {
 	assert.False(t, d.Allowed)
 }
 
+// TestTakeContextAsksUnderTheScopesKey: a limit of one scope is asked under
+// ctx with its scope's key, the user's or the api's, not the pair's.
+func TestTakeContextAsksUnderTheScopesKey(t *testing.T) {
+	f := &remoteFactory{}
+	s, err := service.NewFromRules(service.Rules{
+		Default: service.Limits{scoped(cfg(hotlimit.FixedWindow, 2), hotlimit.PerUser)},
+		APIs:    map[string]service.Limits{"GET /s": {scoped(cfg(hotlimit.FixedWindow, 3), hotlimit.PerAPI)}},
+	}, hotlimit.WithFactory(f.build))
+	require.NoError(t, err)
+	ctx := context.WithValue(context.Background(), ctxKey{}, "req-1")
+	_, err = s.TakeContext(ctx, "zed", "GET /pay", 1)
+	require.NoError(t, err)
+	_, err = s.TakeContext(ctx, "zed", "GET /s", 1)
+	require.NoError(t, err)
+	assert.Equal(t, []string{"take user|zed req-1"}, f.built[2].calls)
+	assert.Equal(t, []string{"take api|GET /s req-1"}, f.built[3].calls)
+}
+
 // TestTakeContextReachesEveryLimitOfARule: under a rule of two limits, both
 // are asked under ctx; when the second denies, the first gives its request
 // back under ctx's values but without its cancellation.

@@ -5,6 +5,7 @@ import (
 	"reflect"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -62,11 +63,14 @@ func TestReplaceReusesLimitersAndRules(t *testing.T) {
 	a, b, c := hotlimit.Config{Algorithm: hotlimit.FixedWindow, Limit: 3, Window: time.Second},
 		hotlimit.Config{Algorithm: hotlimit.TokenBucket, Limit: 5, Window: time.Second},
 		hotlimit.Config{Algorithm: hotlimit.GCRA, Limit: 7, Window: time.Second}
-	s, err := NewFromRules(Rules{Default: Limits{a}, Users: map[string]Limits{"u": {b}}})
+	s, err := NewFromRules(Rules{Default: Limits{a}, Users: map[string]Limits{"u": {b}, "m": {a, b}}})
 	require.NoError(t, err)
 	first := s.rules.Load()
-	require.NoError(t, s.Replace(Rules{Default: Limits{a}, APIs: map[string]Limits{"x": {c}, "y": {b}}}))
+	require.NoError(t, s.Replace(Rules{Default: Limits{a}, APIs: map[string]Limits{"x": {c}, "y": {b}},
+		Pairs: map[Pair]Limits{{"p", "q"}: {a, b}}}))
 	next := s.rules.Load()
+	require.NotNil(t, first.users["m"].multi)
+	assert.Same(t, first.users["m"].multi, next.pairs[Pair{"p", "q"}].multi, "same limits, same rule")
 	assert.NotSame(t, first, next)
 	assert.Same(t, first.limiters[a], next.limiters[a])
 	assert.Same(t, first.limiters[b], next.limiters[b])
@@ -128,8 +132,51 @@ func TestKeyCacheOfFactoryLimitersIsBounded(t *testing.T) {
 	if ok {
 		assert.Equal(t, "5:user1|GET /", k)
 	}
+	// The loop's last insertion may have emptied it: fill it again, so that
+	// the check below sees what Sweep did.
+	for i := range 10 {
+		s.Allow("late"+strconv.Itoa(i), "GET /")
+	}
+	require.Equal(t, 10, s.keys.m.Size())
 	s.Sweep()
 	assert.Zero(t, s.keys.m.Size(), "Sweep empties it")
+}
+
+// heldLimiter is a plainLimiter that reports holding held keys, and counts
+// the calls of Len in lens.
+type heldLimiter struct {
+	plainLimiter
+	held int
+	lens *atomic.Int64
+}
+
+func (l heldLimiter) Len() int   { l.lens.Add(1); return l.held }
+func (l heldLimiter) Sweep() int { return 0 }
+
+// TestKeyCacheHoldsAboutTwiceTheLimitersKeys: under a flood of new pairs,
+// the cache of a factory's keys stays within twice the keys its limiters
+// hold, and its least threshold, however many pairs come; and it counts
+// the limiters' keys (a visit of every limiter) once per least threshold's
+// insertions or so, not at every insertion.
+func TestKeyCacheHoldsAboutTwiceTheLimitersKeys(t *testing.T) {
+	const held = 3 * minKeyCache / 2
+	var lens atomic.Int64
+	factory := func(hotlimit.Config, ...hotlimit.Option) (hotlimit.Limiter, error) {
+		return heldLimiter{held: held, lens: &lens}, nil
+	}
+	s, err := New(hotlimit.Config{Algorithm: hotlimit.GCRA, Limit: 5, Window: time.Second}, hotlimit.WithFactory(factory), hotlimit.WithAutoSweep(0))
+	require.NoError(t, err)
+	require.Equal(t, held, s.Len())
+	lens.Store(0)
+	peak := 0
+	const pairs = 20 * held
+	for i := range pairs {
+		s.Allow("user"+strconv.Itoa(i), "GET /")
+		peak = max(peak, s.keys.m.Size())
+	}
+	assert.Greater(t, peak, 2*held, "the cache grows past twice the keys before it is emptied")
+	assert.LessOrEqual(t, peak, 2*held+minKeyCache, "and no further than the least threshold past that")
+	assert.LessOrEqual(t, lens.Load(), int64(2*pairs/minKeyCache), "the limiters' keys are counted now and then")
 }
 
 func TestStackKeyBuildsStateKeys(t *testing.T) {

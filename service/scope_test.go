@@ -202,6 +202,41 @@ func TestFactoryLimitersSeeNoScope(t *testing.T) {
 	assert.ElementsMatch(t, []string{"3:zed|GET /", "user|carol", "global", "api|GET /s"}, keys)
 }
 
+// TestFactoryKeysOfScopesNeverCollide: a factory's limiters get their keys
+// from the service's cache of keys, which must tell the scopes apart where
+// the names alone do not: the user "alice" (PerUser) from the pair
+// ("alice", ""), and the api "x" (PerAPI) from the pair ("", "x"). One
+// limiter counts all four (one Config), so a key shared would be a quota
+// shared.
+func TestFactoryKeysOfScopesNeverCollide(t *testing.T) {
+	var mu sync.Mutex
+	var lims []*countingLimiter
+	factory := func(c hotlimit.Config, opts ...hotlimit.Option) (hotlimit.Limiter, error) {
+		mu.Lock()
+		defer mu.Unlock()
+		l := &countingLimiter{c: c, seen: map[string]int{}}
+		lims = append(lims, l)
+		return l, nil
+	}
+	limit := cfg(hotlimit.FixedWindow, 3)
+	s, err := service.NewFromRules(service.Rules{
+		Default: service.Limits{limit},
+		Users:   map[string]service.Limits{"alice": {scoped(limit, hotlimit.PerUser)}},
+		APIs:    map[string]service.Limits{"x": {scoped(limit, hotlimit.PerAPI)}, "": {limit}},
+		Pairs:   map[service.Pair]service.Limits{{User: "", API: "x"}: {limit}},
+	}, hotlimit.WithFactory(factory))
+	require.NoError(t, err)
+	require.Len(t, lims, 1, "one limiter for every scope of the Config")
+	for _, r := range [][2]string{{"alice", "y"}, {"alice", ""}, {"bob", "x"}, {"", "x"}} {
+		assert.True(t, s.Allow(r[0], r[1]), "Allow %q", r)
+		assert.True(t, s.Take(r[0], r[1], 1).Allowed, "Take %q", r)
+	}
+	lims[0].mu.Lock()
+	defer lims[0].mu.Unlock()
+	assert.Equal(t, map[string]int{"user|alice": 2, "5:alice|": 2, "api|x": 2, "0:|x": 2}, lims[0].seen,
+		"Allow and Take count each request under its scope's key")
+}
+
 // TestMixedScopesFrozenHammer: "20/min for everyone, 5/min per user, 2/min
 // per pair" hammered by many goroutines under a frozen clock never admits
 // more than a quota, and a denial by one scope spends no other's: once the

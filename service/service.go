@@ -25,9 +25,9 @@ import (
 // when it started, and costs the limiter's one map lookup and CAS. The
 // service keeps nothing per pair besides its limiters' state: the in-memory
 // limiters are asked under a key built on the decision's own stack (in a
-// recycled buffer for a rule of several limits, or names of over a hundred
-// bytes; they keep a copy of the keys they store); a factory's limiters, which may keep the keys they
-// are given, under keys from a cache that the service empties once it holds
+// recycled buffer for a rule of several limits, or a key of over 512 bytes;
+// they keep a copy of the keys they store); a factory's limiters, which may
+// keep the keys they are given, under keys from a cache that the service empties once it holds
 // more than twice the limiters' keys. So the limiters' eviction (their Sweep,
 // [hotlimit.WithAutoSweep], [Service.Sweep]) frees everything an idle pair
 // held.

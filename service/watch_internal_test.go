@@ -115,6 +115,12 @@ func TestWatchFileDeletedAndRecreated(t *testing.T) {
 	p.w.poll()
 	assert.Len(t, p.errs, 1)
 	assert.Zero(t, allows(s, "u", "x", 1), "the same rules: the pair is still at its limit")
+
+	// Deleted again: the last word was that it is back, so this is news.
+	require.NoError(t, os.Remove(path))
+	p.w.poll()
+	require.Len(t, p.errs, 2, "deleted again: reported again")
+	assert.ErrorIs(t, p.errs[1], os.ErrNotExist)
 }
 
 // TestWatchFileReportsAnInvalidFileRecreatedAfterItWasDeleted: the file
@@ -189,17 +195,22 @@ func TestWatchFileMadeInvalidKeepsTheRulesAndState(t *testing.T) {
 type closers struct {
 	mu           sync.Mutex
 	built, freed int
+	// each holds every limiter built, with how many times it was closed.
+	each []*closingLimiter
 }
 
 type closingLimiter struct {
 	hotlimit.Limiter
-	c *closers
+	c      *closers
+	cfg    hotlimit.Config
+	closed int // guarded by c.mu
 }
 
 func (l *closingLimiter) Close() error {
 	l.c.mu.Lock()
 	defer l.c.mu.Unlock()
 	l.c.freed++
+	l.closed++
 	return nil
 }
 
@@ -211,7 +222,9 @@ func (c *closers) factory(cfg hotlimit.Config, opts ...hotlimit.Option) (hotlimi
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	c.built++
-	return &closingLimiter{Limiter: l, c: c}, nil
+	cl := &closingLimiter{Limiter: l, c: c, cfg: cfg}
+	c.each = append(c.each, cl)
+	return cl, nil
 }
 
 func (c *closers) open() int {

@@ -67,3 +67,39 @@ func watchingWithFactory(t *testing.T, fail func(hotlimit.Config) error) (*polle
 	require.Len(t, p.reloads, 1)
 	return p, path
 }
+
+// TestWatchFileReportsAFactoryFailingAgainAfterItsRulesWereInstalled: the
+// factory fails for a content, recovers and installs it, and later fails
+// again for the same content, written anew after other rules: the last
+// word was a reload, so this failure is reported, not taken for a retry of
+// the first.
+func TestWatchFileReportsAFactoryFailingAgainAfterItsRulesWereInstalled(t *testing.T) {
+	var failing atomic.Bool
+	p, path := watchingWithFactory(t, func(c hotlimit.Config) error {
+		if failing.Load() && c.Limit == 6 {
+			return fmt.Errorf("backend out of reach")
+		}
+		return nil
+	})
+	s := p.w.s
+
+	failing.Store(true)
+	require.NoError(t, os.WriteFile(path, []byte(watchedB), 0o600))
+	p.w.poll()
+	require.Len(t, p.errs, 1, "the failure is reported")
+	failing.Store(false)
+	p.w.poll()
+	require.Len(t, p.reloads, 2, "installed once the factory recovers")
+
+	require.NoError(t, os.WriteFile(path, []byte(watchedA), 0o600))
+	p.w.poll()
+	require.Len(t, p.reloads, 3)
+	require.Equal(t, 4, s.Resolve("u", "x").Limit, "watchedB's limiter is dropped")
+
+	failing.Store(true)
+	require.NoError(t, os.WriteFile(path, []byte(watchedB), 0o600))
+	p.w.poll()
+	require.Len(t, p.errs, 2, "the new failure is reported")
+	assert.ErrorContains(t, p.errs[1], "backend out of reach")
+	assert.Equal(t, 4, s.Resolve("u", "x").Limit, "the rules in force stay")
+}
