@@ -73,8 +73,10 @@ import (
 //   - Progress. A CAS fails only because another caller's CAS or a kill
 //     succeeded, and a generation changes only when a sweep completed, so every
 //     retry follows someone's progress: nobody waits for anybody. A denial
-//     reads the clock again at most once per word value it judges, so each
-//     further reading follows another write.
+//     reads the clock again only for a word other than the one it last read
+//     again for, so each further reading follows another write. (A word
+//     value that comes back, as a refund can make it, may be read again for
+//     once more: after the writes that changed it and brought it back.)
 type cell struct {
 	word atomic.Uint64
 }
