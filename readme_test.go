@@ -59,7 +59,7 @@ func TestREADMESnippetsCompile(t *testing.T) {
 		Free:     readmeFree,
 		Decls:    "github.com/hotlimit/hotlimit",
 	})
-	assert.GreaterOrEqual(t, checked, 12, "snippets checked: the extraction found fewer than the README holds")
+	assert.GreaterOrEqual(t, checked, 14, "snippets checked: the extraction found fewer than the README holds")
 }
 
 // TestREADMERulesLoad loads every JSON block of README.md as a rules file,
