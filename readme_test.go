@@ -1,13 +1,19 @@
 package hotlimit_test
 
 import (
+	"net/http"
+	"net/http/httptest"
 	"os"
+	"regexp"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/hotlimit/hotlimit"
+	"github.com/hotlimit/hotlimit/httplimit"
 	"github.com/hotlimit/hotlimit/internal/readmecheck"
 	"github.com/hotlimit/hotlimit/service"
 )
@@ -59,7 +65,7 @@ func TestREADMESnippetsCompile(t *testing.T) {
 		Free:     readmeFree,
 		Decls:    "github.com/hotlimit/hotlimit",
 	})
-	assert.GreaterOrEqual(t, checked, 12, "snippets checked: the extraction found fewer than the README holds")
+	assert.GreaterOrEqual(t, checked, 14, "snippets checked: the extraction found fewer than the README holds")
 }
 
 // TestREADMERulesLoad loads every JSON block of README.md as a rules file,
@@ -80,4 +86,45 @@ func TestREADMERulesLoad(t *testing.T) {
 			assert.NoError(t, svc.Close())
 		}
 	}
+}
+
+// TestREADMEHTTPFieldsExample sends the first request to GET /search through
+// the README's HTTP middleware snippet (a token bucket of 5 per second for the
+// route) and compares the RateLimit fields it gets with the ones the README
+// prints under that snippet, and the burst example of the prose with what a
+// token bucket of 5 per second, bursts of 20, advertises: the README shows
+// what a client reads.
+func TestREADMEHTTPFieldsExample(t *testing.T) {
+	md, err := os.ReadFile("README.md")
+	require.NoError(t, err)
+	field := func(re string) string {
+		m := regexp.MustCompile(re).FindSubmatch(md)
+		require.NotNil(t, m, "README.md holds %s", re)
+		return string(m[1])
+	}
+	wantPolicy := field(`(?m)^RateLimit-Policy: (.+)$`)
+	wantLimit := field(`(?m)^RateLimit: (.+)$`)
+	wantBurst := field("`(\"tokenbucket-5-1s-burst20\";[^`]*)`")
+
+	frozen := func() int64 { return int64(time.Hour) }
+	svc, err := service.New(hotlimit.Config{Algorithm: hotlimit.FixedWindow, Limit: 3, Window: time.Second},
+		hotlimit.WithClock(frozen))
+	require.NoError(t, err)
+	defer svc.Close()
+	require.NoError(t, svc.ConfigureAPI("GET /search", hotlimit.Config{Algorithm: hotlimit.TokenBucket, Limit: 5, Window: time.Second}))
+	require.NoError(t, svc.ConfigureAPI("GET /burst", hotlimit.Config{Algorithm: hotlimit.TokenBucket, Limit: 5, Window: time.Second, Burst: 20}))
+	mux := http.NewServeMux()
+	ok := func(http.ResponseWriter, *http.Request) {}
+	mux.HandleFunc("GET /search", ok)
+	mux.HandleFunc("GET /burst", ok)
+	limit := httplimit.New(svc)
+
+	w := httptest.NewRecorder()
+	limit(mux).ServeHTTP(w, httptest.NewRequest("GET", "/search", nil))
+	assert.Equal(t, wantPolicy, w.Header().Get("RateLimit-Policy"), "README.md's RateLimit-Policy example")
+	assert.Equal(t, wantLimit, w.Header().Get("RateLimit"), "README.md's RateLimit example")
+
+	w = httptest.NewRecorder()
+	limit(mux).ServeHTTP(w, httptest.NewRequest("GET", "/burst", nil))
+	assert.Equal(t, wantBurst, w.Header().Get("RateLimit-Policy"), "README.md's example of a burst")
 }
