@@ -192,3 +192,187 @@ func nonZero(lists ...[]string) []string {
 	}
 	return out
 }
+
+// TestLeaseExpiredLostReplyGivesBackOnce: a take that carries an expired
+// lease's leftovers and whose reply is lost with its connection (the
+// script ran in Redis, the client reads EOF) is not sent again, though
+// go-redis retries a take on EOF by default: run twice, it would give the
+// leftovers back twice, and the key would admit them twice. The lost reply
+// is the call's error, FailClosed decides it, and Redis counts the
+// leftovers back once and the take once: the instances then admit exactly
+// the limit. Sent by itself, and in a batch while another call is in
+// flight.
+func TestLeaseExpiredLostReplyGivesBackOnce(t *testing.T) {
+	srv := redistest.Start(t)
+	proxy := startDropProxy(t, srv.Addr)
+	const size, spent, ttl = 5, 2, time.Millisecond
+	for _, batched := range []bool{false, true} {
+		for _, a := range leasing {
+			t.Run(fmt.Sprintf("batched=%v/%v", batched, a), func(t *testing.T) {
+				c := hotlimit.Config{Algorithm: a, Limit: 10, Window: time.Hour}
+				var clock atomic.Int64
+				clock.Store(7 * int64(time.Hour))
+				clocked := hotlimit.WithClock(clock.Load)
+				client := redis.NewClient(&redis.Options{Addr: proxy.Addr, ContextTimeoutEnabled: true})
+				t.Cleanup(func() { _ = client.Close() })
+				prefix := redislimit.WithPrefix(fmt.Sprintf("lost%v%v:", batched, a))
+				opts := []hotlimit.Option{clocked, prefix, redislimit.WithLease(size, ttl), redislimit.WithFailPolicy(redislimit.FailClosed)}
+				if !batched {
+					opts = append(opts, redislimit.WithBatch(0, 0))
+				}
+				leased := newExact(t, client, c, opts...)
+				other := newExact(t, newClient(t, srv), c, clocked, prefix)
+
+				require.True(t, take(t, leased, "k", 1).Allowed, "1 taken, 5 leased")
+				for range spent {
+					require.True(t, take(t, leased, "k", 1).Allowed, "from the lease")
+				}
+				clock.Add(int64(ttl)) // the lease expires with 3 unspent
+				passed := 1 + spent
+
+				var release func()
+				if batched {
+					h, held := holdFlusher(t, client, leased, nil)
+					release = func() {
+						close(h.release)
+						<-held
+					}
+				}
+				proxy.dropNextReply()
+				before := proxy.dropped.Load()
+				d, err := leased.TakeContext(context.Background(), "k", 1)
+				require.Equal(t, before+1, proxy.dropped.Load(), "the reply was dropped")
+				require.Error(t, err, "the lost reply is the call's error")
+				require.False(t, d.Allowed, "FailClosed decides")
+				if release != nil {
+					release()
+				}
+				// Redis: 1 taken and 5 leased, the 3 back, 1 taken and 5
+				// leased again by the call whose reply was lost (none of
+				// which this instance holds), once.
+				assert.Equal(t, c.Limit-1-size+(size-spent)-1-size, take(t, other, "k", 0).Remaining,
+					"the leftovers given back once, the take counted once")
+				for take(t, other, "k", 1).Allowed {
+					passed++
+				}
+				assert.Equal(t, c.Limit-1-size, passed, "the limit, less what the lost call took")
+			})
+		}
+	}
+}
+
+// TestFixedWindowExpiredLeaseNotGivenToNextWindow: a fixed window's lease
+// that ends with its window, unspent, is not given back into the next
+// window by the key's next call there, which carries its leftovers: the
+// next window never counted them. Another instance takes first in the next
+// window, so that a give-back into it would lower its count: the two
+// instances then admit exactly the limit in that window.
+func TestFixedWindowExpiredLeaseNotGivenToNextWindow(t *testing.T) {
+	srv := redistest.Start(t)
+	c := hotlimit.Config{Algorithm: hotlimit.FixedWindow, Limit: 10, Window: time.Second}
+	var now atomic.Int64
+	now.Store(int64(20*time.Second + 900*time.Millisecond)) // 100 ms before window 21
+	clocked := hotlimit.WithClock(now.Load)
+	prefix := redislimit.WithPrefix("nextwindow:")
+	leased := newExact(t, newClient(t, srv), c, clocked, prefix, redislimit.WithLease(5, time.Hour))
+	other := newExact(t, newClient(t, srv), c, clocked, prefix)
+
+	require.True(t, take(t, leased, "k", 1).Allowed, "1 taken, 5 leased")
+	require.True(t, take(t, leased, "k", 1).Allowed, "from the lease: 4 left")
+
+	now.Store(int64(21 * time.Second)) // window 21: the lease has ended with 4
+	passed := 0
+	for range 3 {
+		require.True(t, take(t, other, "k", 1).Allowed, "window 21 counts 3")
+		passed++
+	}
+	d := take(t, leased, "k", 1) // carries the 4, for window 20
+	require.True(t, d.Allowed)
+	passed++
+	assert.Equal(t, c.Limit-4, d.Remaining, "Redis's 1 and the new lease's 5: the 4 were not given back")
+	assert.Equal(t, 1, take(t, other, "k", 0).Remaining, "window 21 counts 3, 1 and 5 leased")
+	for range 2 * c.Limit {
+		if take(t, leased, "k", 1).Allowed {
+			passed++
+		}
+		if take(t, other, "k", 1).Allowed {
+			passed++
+		}
+	}
+	assert.Equal(t, c.Limit, passed, "window 21 admits exactly its limit")
+}
+
+// TestLeaseExpiringHammer: 3 instances with a lease of 8 that lasts a µs
+// of their clock, 6 goroutines each taking from one key while the clock
+// moves on at each take, and a goroutine per instance sweeping: leases
+// keep expiring with requests unspent, which the key's next calls, the
+// sweeps and Close race to give back. Every leftover is given back once:
+// the instances never admit more than the limit, and once closed, a fresh
+// limiter gets exactly the rest of a fixed window (a bucket loses to the
+// give-backs what refilled while each lease was out, see WithLease). Each
+// goroutine takes n at a time, 1 or 3, every algorithm that leases.
+func TestLeaseExpiringHammer(t *testing.T) {
+	srv := redistest.Start(t)
+	const instances, workers, attempts, size, limit = 3, 6, 40, 8, 1000
+	for _, a := range leasing {
+		for _, n := range []int{1, 3} {
+			t.Run(fmt.Sprintf("%v/n=%d", a, n), func(t *testing.T) {
+				c := hotlimit.Config{Algorithm: a, Limit: limit, Window: time.Hour}
+				var clock atomic.Int64
+				clock.Store(9*int64(time.Hour) + 1)
+				clocked := hotlimit.WithClock(clock.Load)
+				prefix := redislimit.WithPrefix(fmt.Sprintf("expiring%v%d:", a, n))
+				lims := make([]*redislimit.Limiter, instances)
+				for i := range lims {
+					lims[i] = newExact(t, newClient(t, srv), c, clocked, prefix, redislimit.WithLease(size, time.Microsecond))
+				}
+				var passed, failed atomic.Int64
+				var takers, sweepers sync.WaitGroup
+				stop := make(chan struct{})
+				for _, lim := range lims {
+					sweepers.Go(func() {
+						for {
+							select {
+							case <-stop:
+								return
+							default:
+								lim.Sweep()
+							}
+						}
+					})
+					for range workers {
+						takers.Go(func() {
+							for range attempts {
+								clock.Add(300) // the lease taken 4 takes ago has expired
+								d, err := lim.TakeContext(context.Background(), "k", n)
+								if err != nil {
+									failed.Add(1)
+								}
+								if d.Allowed {
+									passed.Add(int64(n))
+								}
+							}
+						})
+					}
+				}
+				takers.Wait()
+				close(stop)
+				sweepers.Wait()
+				require.Zero(t, failed.Load(), "calls Redis did not decide")
+				assert.LessOrEqual(t, int(passed.Load()), limit, "over-admitted")
+				for _, lim := range lims {
+					require.NoError(t, lim.Close())
+				}
+				fresh := newExact(t, newClient(t, srv), c, clocked, prefix)
+				rest := 0
+				for take(t, fresh, "k", 1).Allowed {
+					rest++
+				}
+				assert.LessOrEqual(t, int(passed.Load())+rest, limit, "a leftover given back twice")
+				if a == hotlimit.FixedWindow {
+					assert.Equal(t, limit, int(passed.Load())+rest, "a leftover not given back")
+				}
+			})
+		}
+	}
+}
