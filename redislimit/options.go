@@ -227,8 +227,12 @@ func WithHook(hook func(Event)) hotlimit.Option {
 // by the auto-sweep. An expired lease so holds its leftovers out of the
 // instances' reach only until the key's next call on its instance, not until
 // its window's end: a key whose requests come further apart than ttl, each
-// leaving its lease unspent, is not denied for want of those leftovers. The
-// auto-sweep ends the leases of keys that come no more: once the limiter
+// leaving its lease unspent, is not denied for want of those leftovers. A
+// call that carries them and fails (its timeout, its context ended, a lost
+// connection, a clock reading out of range) loses them with it: they are
+// never sent twice, since a call whose reply was lost may have counted them
+// back, so the key stays short of them until they refill or their window
+// ends, as after a dropped Limiter (below). The auto-sweep ends the leases of keys that come no more: once the limiter
 // holds as many leases as [hotlimit.WithAutoSweep]'s threshold
 // (service.DefaultAutoSweep unless given; 0 turns it off), a grant for a new
 // key ends the expired ones on a goroutine of its own, which Close waits for,
