@@ -201,6 +201,10 @@ func TestRetryAfterWaitsForEveryChild(t *testing.T) {
 				assert.GreaterOrEqual(t, d.RetryAfter, retry.lo, "the model's wait: %v", retry.want)
 				assert.LessOrEqual(t, d.RetryAfter, retry.want)
 
+				// The minute is asked for the request on every denial:
+				// still allocation-free.
+				assert.Zero(t, testing.AllocsPerRun(20, func() { c.Take("k", 1) }), "a denial that asks the minute")
+
 				denied := now.Load()
 				now.Store(denied + int64(d.RetryAfter) - 1)
 				early := c.Take("k", 1)

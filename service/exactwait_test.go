@@ -197,6 +197,10 @@ func TestRetryAfterWaitsForEveryLimit(t *testing.T) {
 					assert.Equal(t, d.RetryAfter, e.Decision.RetryAfter, "TakeEach's %v carries the rule's RetryAfter", e.Config)
 				}
 
+				// The minute is asked for the request on every denial:
+				// still allocation-free.
+				assert.Zero(t, testing.AllocsPerRun(20, func() { svc.Take("u", "a", 1) }), "a denial that asks the minute")
+
 				denied := now.Load()
 				now.Store(denied + int64(d.RetryAfter) - 1)
 				early := svc.Take("u", "a", 1)
