@@ -1,6 +1,7 @@
 package composite_test
 
 import (
+	"context"
 	"fmt"
 	"math"
 	"math/rand/v2"
@@ -358,4 +359,35 @@ func TestRetryAfterLaterChildRefilledSinceItsReport(t *testing.T) {
 	assert.Equal(t, 1, later.refunds, "and was given it back")
 	assert.Equal(t, twin.Take("k", 0), minute.Take("k", 0), "the minute as it would be without the question")
 	assert.Equal(t, 1, minute.Take("k", 0).Remaining)
+}
+
+// TestRetryAfterAsksLaterChildrenUnderTheContext: after a denial, a later
+// child that takes a context and reports itself spent is asked for the
+// request under the caller's context, and its wait counts; one whose report
+// failed (its backend down) is not asked again, and its failure stays
+// beside the decision.
+func TestRetryAfterAsksLaterChildrenUnderTheContext(t *testing.T) {
+	ctx := context.WithValue(context.Background(), ctxKey{}, "caller")
+	later := newRemote(t, 1)
+	require.True(t, later.Allow("k"))
+	later.takes = nil
+	c, err := composite.New(spent(t), later)
+	require.NoError(t, err)
+	d, err := c.TakeContext(ctx, "k", 1)
+	require.NoError(t, err)
+	assert.False(t, d.Allowed)
+	require.Len(t, later.takes, 2, "its report, then the question")
+	assert.Same(t, ctx, later.takes[1], "the question is asked under the caller's context")
+	assert.Empty(t, later.refunds, "it denied: nothing to give back")
+	assert.Equal(t, time.Minute-1, d.RetryAfter, "both are spent until the minute ends")
+
+	failing := newRemote(t, 1)
+	failing.fail = true
+	c, err = composite.New(spent(t), failing)
+	require.NoError(t, err)
+	d, err = c.TakeContext(ctx, "k", 1)
+	assert.False(t, d.Allowed)
+	assert.Len(t, failing.takes, 1, "its report alone: it failed, and is not asked again")
+	require.ErrorIs(t, err, errBackend)
+	assert.NoError(t, composite.DecidingError(err), "the denier decided")
 }
