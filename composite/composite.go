@@ -350,10 +350,10 @@ func (l *Limiter) take(ctx context.Context, key string, n int, leaves []hotlimit
 			errs = l.giveBack(detached(ctx), key, i, leaves, errs, true)
 			markGivenBack(leaves)
 			// The others as they are now: the refunded ones restored,
-			// the later ones not asked for n (that would take); the
-			// denier's own decision in its place, so that a tie goes to
-			// the first child. Then the wait until every child admits
-			// the request: the denier's, or that of a later child that
+			// the later ones reporting, not taking; the denier's own
+			// decision in its place, so that a tie goes to the first
+			// child. Then the wait until every child admits the
+			// request: the denier's, or that of a later child that
 			// would deny it too.
 			var rem [MaxChildren]int
 			rd := l.report(ctx, key, 0, i, cd, &errs, false, &rem)

@@ -195,12 +195,12 @@ func (m *multi) take(ctx context.Context, k keys, n int, each *[composite.MaxChi
 				}
 			}
 			// The others as they are now: the refunded ones restored,
-			// the later ones not asked for n (that would take); those
-			// in shadow mode left out, as the denier is not one. The
-			// denier's own decision is merged in its place, so that a
-			// tie goes to the first limit.
-			// Then the wait until every limit admits the request: the
-			// denier's, or that of a later limit that would deny it too.
+			// the later ones reporting, not taking; those in shadow
+			// mode left out, as the denier is not one. The denier's own
+			// decision is merged in its place, so that a tie goes to
+			// the first limit. Then the wait until every limit admits
+			// the request: the denier's, or that of a later limit that
+			// would deny it too.
 			var rem [composite.MaxChildren]int
 			rd, _, _ := m.report(ctx, &k, 0, i, cd, &errs, each, &rem)
 			rd.Allowed = false
