@@ -26,10 +26,13 @@ type Decision struct {
 	// RetryAfter is zero when allowed. When denied, the same request made
 	// RetryAfter later passes if nothing else is taken meanwhile; Never when it
 	// can never pass. Under several limits (a composite, or a service rule of
-	// several) it is the denying limit's (for a report, Take(key, 0), the
+	// several) it is the least wait after which every limit admits the
+	// request: the largest of the denying limit's and of those of the limits
+	// after it that would deny it too (for a report, Take(key, 0), the
 	// largest of those of the limits that deny), or Never when some limit
-	// (not in shadow mode) can never pass the request: another limit may
-	// deny the request RetryAfter later (see package composite).
+	// (not in shadow mode) can never pass the request. A sliding log after
+	// the denying limit is not asked about a request of more than one, and
+	// may still deny it RetryAfter later (see package composite).
 	RetryAfter time.Duration
 	// ResetAfter is how long until the key is back to its full quota if
 	// nothing else is taken meanwhile; zero when it already is.

@@ -7,9 +7,11 @@ import (
 	"math"
 	"reflect"
 	"slices"
+	"time"
 
 	"github.com/hotlimit/hotlimit"
 	"github.com/hotlimit/hotlimit/internal/nilness"
+	"github.com/hotlimit/hotlimit/slidinglog"
 	"github.com/hotlimit/hotlimit/unlimited"
 )
 
@@ -29,6 +31,10 @@ type Limiter struct {
 	// limiter, or a composite of such children (to any depth). Its receipt
 	// holds no clock reading, and its refund does nothing.
 	stateless []bool
+	// isLog[i] is set when children[i] is a sliding log (see isLog), or a
+	// composite holding one (to any depth): after a denial, it is not asked
+	// for n > 1 requests to learn its wait (see wait).
+	isLog []bool
 	// most is the least of the children's hotlimit.Burster bursts
 	// (math.MaxInt for a child that does not say): a Take of more is
 	// denied with RetryAfter hotlimit.Never before any child is asked for
@@ -79,6 +85,7 @@ func New(children ...hotlimit.Limiter) (*Limiter, error) {
 		children:    make([]hotlimit.Refunder, len(children)),
 		withContext: make([]hotlimit.ContextRefunder, len(children)),
 		stateless:   make([]bool, len(children)),
+		isLog:       make([]bool, len(children)),
 		most:        math.MaxInt,
 		sub:         make([]*Limiter, len(children)),
 		off:         make([]int, len(children)),
@@ -97,7 +104,7 @@ func New(children ...hotlimit.Limiter) (*Limiter, error) {
 			return nil, fmt.Errorf("composite: child %d (%T) is not a hotlimit.Refunder: it could not give back what it took when another child denies: %w",
 				i, c, hotlimit.ErrInvalidConfig)
 		}
-		l.children[i], l.stateless[i] = r, isStateless(r)
+		l.children[i], l.stateless[i], l.isLog[i] = r, isStateless(r), isLog(r)
 		l.withContext[i], _ = c.(hotlimit.ContextRefunder)
 		if b, ok := c.(hotlimit.Burster); ok {
 			l.most = min(l.most, b.Burst())
@@ -121,6 +128,25 @@ func isStateless(c hotlimit.Refunder) bool {
 		return true
 	case *Limiter:
 		return !slices.Contains(c.stateless, false)
+	}
+	return false
+}
+
+// isLog reports whether c is a sliding log: slidinglog's, one that reports
+// its Config as one (as redislimit's limiters do), or a composite holding
+// one, to any depth. slidinglog's Take of n > 1 can be denied with some of
+// its requests counted, under concurrent requests on the key (see
+// hotlimit.Limiter), so a Take that is only a question (see wait) must not
+// ask one for more than one request. A service.Service rule of several
+// limits tells its sliding logs so too.
+func isLog(c hotlimit.Limiter) bool {
+	switch c := c.(type) {
+	case *slidinglog.Limiter:
+		return true
+	case *Limiter:
+		return slices.Contains(c.isLog, true)
+	case interface{ Config() hotlimit.Config }:
+		return c.Config().Algorithm == hotlimit.SlidingLog
 	}
 	return false
 }
@@ -265,7 +291,7 @@ func (l *Limiter) takeReceipt(ctx context.Context, key string, n int) (hotlimit.
 func (l *Limiter) take(ctx context.Context, key string, n int, leaves []hotlimit.Receipt) (hotlimit.Decision, hotlimit.Receipt, error) {
 	var errs []error
 	if n < 1 {
-		d := l.report(ctx, key, n, -1, hotlimit.Decision{}, &errs, true)
+		d := l.report(ctx, key, n, -1, hotlimit.Decision{}, &errs, true, nil)
 		return d, hotlimit.Receipt{}, errors.Join(errs...)
 	}
 	if n > l.most {
@@ -273,7 +299,7 @@ func (l *Limiter) take(ctx context.Context, key string, n int, leaves []hotlimit
 		// would take and refund, and one of them might deny first with a
 		// RetryAfter after which the request still could not pass. The
 		// composite denies it, not a child: their errors are beside it.
-		d := l.report(ctx, key, 0, -1, hotlimit.Decision{}, &errs, false)
+		d := l.report(ctx, key, 0, -1, hotlimit.Decision{}, &errs, false, nil)
 		d.Allowed, d.RetryAfter = false, hotlimit.Never
 		return d, hotlimit.Receipt{}, errors.Join(errs...)
 	}
@@ -324,11 +350,15 @@ func (l *Limiter) take(ctx context.Context, key string, n int, leaves []hotlimit
 			errs = l.giveBack(detached(ctx), key, i, leaves, errs, true)
 			markGivenBack(leaves)
 			// The others as they are now: the refunded ones restored,
-			// the later ones not asked for n (that would take); the
-			// denier's own decision in its place, so that a tie goes to
-			// the first child.
-			rd := l.report(ctx, key, 0, i, cd, &errs, false)
-			rd.Allowed, rd.RetryAfter = false, cd.RetryAfter
+			// the later ones reporting, not taking; the denier's own
+			// decision in its place, so that a tie goes to the first
+			// child. Then the wait until every child admits the
+			// request: the denier's, or that of a later child that
+			// would deny it too.
+			var rem [MaxChildren]int
+			rd := l.report(ctx, key, 0, i, cd, &errs, false, &rem)
+			rd.Allowed = false
+			rd.RetryAfter, errs = l.wait(ctx, key, n, i, cd.RetryAfter, &rem, leaves, errs)
 			return rd, hotlimit.Receipt{}, errors.Join(errs...)
 		}
 		if err != nil {
@@ -359,6 +389,67 @@ func (l *Limiter) take(ctx context.Context, key string, n int, leaves []hotlimit
 		return d, hotlimit.Receipt{}, errors.Join(errs...)
 	}
 	return d, hotlimit.Receipt{N: n, At: at}, errors.Join(errs...)
+}
+
+// wait returns how long the request of n that the denier-th child denied,
+// with RetryAfter retry, waits until every child admits it, with errs and
+// the errors of the children it asks, beside the decision. The children
+// before the denier admitted it, and admit it later too; of those after it,
+// rem holds the Remaining of their reports (math.MaxInt for one whose report
+// failed), and a child that reports n or more admits it now. Each other one
+// is asked for the n requests, under ctx when it takes a context: a denial
+// takes nothing and gives the child's RetryAfter; a child that admits (its
+// state changed since its report, under concurrent requests) gives them
+// back at once with its own receipt, as the give-back of a denial does (see
+// take), and waits nothing. A child that fails to decide gives no wait: its
+// failure policy answered, not its quota. Not asked: a sliding log for
+// n > 1 (see isLog), a child that keeps no state, and every child when the
+// denier's wait is Never already.
+//
+// Each child admits a request more readily as time passes with no other
+// requests, so after the largest of these waits every child admits it:
+// the result is the least wait after which the request passes, but for the
+// children not asked.
+func (l *Limiter) wait(ctx context.Context, key string, n, denier int, retry time.Duration, rem *[MaxChildren]int, leaves []hotlimit.Receipt, errs []error) (time.Duration, []error) {
+	for j := denier + 1; j < len(l.children) && retry != hotlimit.Never; j++ {
+		if rem[j] >= n || l.stateless[j] || n > 1 && l.isLog[j] {
+			continue
+		}
+		var cd hotlimit.Decision
+		var err error
+		switch cc := l.withContext[j]; {
+		case l.sub[j] != nil:
+			sub := l.sub[j]
+			sl := leaves[l.off[j] : l.off[j]+sub.width]
+			cd, _, err = sub.take(ctx, key, n, sl)
+			if cd.Allowed {
+				errs = sub.giveBack(detached(ctx), key, len(sub.children), sl, errs, true)
+			}
+			markGivenBack(sl)
+		case ctx != nil && cc != nil:
+			var r hotlimit.Receipt
+			cd, r, err = cc.TakeReceiptContext(ctx, key, n)
+			if cd.Allowed {
+				if err := cc.RefundContext(detached(ctx), key, r); err != nil {
+					errs = append(errs, &besideError{err})
+				}
+			}
+		default:
+			var r hotlimit.Receipt
+			cd, r = l.children[j].TakeReceipt(key, n)
+			if cd.Allowed {
+				l.children[j].Refund(key, r)
+			}
+		}
+		if err != nil {
+			errs = append(errs, &besideError{err})
+			continue
+		}
+		if !cd.Allowed {
+			retry = max(retry, cd.RetryAfter)
+		}
+	}
+	return retry, errs
 }
 
 // giveBack refunds, in reverse order, what each of the first upto children
@@ -418,8 +509,9 @@ func markGivenBack(leaves []hotlimit.Receipt) {
 // under ctx when it is not nil, their errors appended to errs: beside the
 // decision (see DecidingError), but, when decides is set and known < 0 (the
 // report is the decision), those of the first child that denies, or of
-// every child when none does.
-func (l *Limiter) report(ctx context.Context, key string, n, known int, kd hotlimit.Decision, errs *[]error, decides bool) hotlimit.Decision {
+// every child when none does. When rem is not nil, rem[i] is set to the
+// i-th child's Remaining, or math.MaxInt when its report failed.
+func (l *Limiter) report(ctx context.Context, key string, n, known int, kd hotlimit.Decision, errs *[]error, decides bool, rem *[MaxChildren]int) hotlimit.Decision {
 	d := hotlimit.Decision{Allowed: true}
 	var errOf [MaxChildren]error
 	denier := -1
@@ -434,6 +526,12 @@ func (l *Limiter) report(ctx context.Context, key string, n, known int, kd hotli
 		}
 		if !cd.Allowed && denier < 0 {
 			denier = i
+		}
+		if rem != nil {
+			rem[i] = cd.Remaining
+			if errOf[i] != nil {
+				rem[i] = math.MaxInt
+			}
 		}
 		d = merge(d, cd, i == 0)
 		d.Allowed = d.Allowed && cd.Allowed

@@ -8,11 +8,16 @@
 // Take(key, n) takes n from each child in order. When every child admits,
 // the request passes and stays counted in all. When one denies, the children
 // that admitted before it are refunded at once, with their own receipts, and
-// the request is denied: nothing is lost on a partial failure. A refund at
-// the clock reading of its Take restores a token bucket, a GCRA, a fixed
-// window and a sliding counter exactly, and a sliding log's current capacity
-// exactly (see slidinglog.Limiter.Refund for its future capacity: put sliding
-// logs last, as the last child is never refunded). With a clock that moves
+// the request is denied: nothing is lost on a partial failure. (A child after
+// the denier may then be asked for the request too, to learn how long it
+// must wait, see Decisions: it takes nothing when it denies, and is refunded
+// at once when it admits.) A refund at the clock reading of its Take
+// restores a token bucket, a GCRA, a fixed window and a sliding counter
+// exactly, and a sliding log's current capacity exactly (see
+// slidinglog.Limiter.Refund for its future capacity: put sliding logs last,
+// as the last child is refunded only when it admits a request it was asked
+// about after a denial, which takes a change of its state between its report
+// and the question, under concurrent requests). With a clock that moves
 // between the Take and the refund, a token bucket or a GCRA also loses what
 // it refilled in that instant, nanoseconds: a refund never counts a refill
 // twice.
@@ -32,11 +37,28 @@
 //   - Limit and Remaining: those of the child with the least Remaining
 //     (when denied, every child as it is after the refunds); the first such
 //     child on a tie.
-//   - RetryAfter: 0 when allowed; when denied, the denying child's. The
-//     children after it are asked only for their state, not for the n
-//     requests (that would take), so after RetryAfter the request may be
-//     denied by another child: a waiting caller (see hotlimit.Wait) simply
-//     waits again. But a request of more than some child's burst (see
+//   - RetryAfter: 0 when allowed; when denied, how long until every child
+//     admits the request: the largest of the denying child's RetryAfter
+//     and those of the children after it that would deny it too. Those
+//     are asked for their state (Take(key, 0)) after the give-back, and
+//     each one whose Remaining is below n is then asked for the n
+//     requests: a denial takes nothing and gives its RetryAfter; a child
+//     that admits them (its state changed since its report, under
+//     concurrent requests) gives them back at once with its own receipt,
+//     as the children before the denier do, and waits nothing. Each child
+//     admits more as time passes without other requests, so the request
+//     passes RetryAfter later, if nothing else is taken meanwhile, and not
+//     a nanosecond sooner: under 1 per second and 1 per minute, the second
+//     request, half a second after the first, waits 59.5 s, not the
+//     second's 0.5 s after which the minute would deny it again. Not asked
+//     for n, and so left out of the wait: a sliding log (slidinglog's, one
+//     that reports its Config as one, as redislimit's do, or a composite
+//     holding one) when n > 1, since slidinglog's Take of several requests
+//     can be denied with some of them counted under concurrent requests
+//     (see hotlimit.Limiter); and a child whose report failed (its error
+//     is beside the decision). After RetryAfter one of those may still deny
+//     the request: a waiting caller (see hotlimit.Wait) simply waits
+//     again. A request of more than some child's burst (see
 //     hotlimit.Burster: every limiter of this module says its own) is
 //     denied with hotlimit.Never, every child reporting its state, none
 //     asked for n: no wait lets it pass, whichever child would deny it

@@ -89,11 +89,12 @@
 // mode, as its Config (beside an enforced limit, the Event is that
 // limit's). The legacy fields, which hold one
 // number each, carry the deciding policy's. Retry-After is the rule's: a
-// denied request waits for the limit that denied it. A limit the rule
-// would have asked after that one may still deny the request then (under
-// 1 per second and 1 per minute, the second request of a minute is told
-// to wait out the second, and is denied again by the minute): its item
-// in RateLimit reads r=0, and its t says when it is full again.
+// denied request waits until every limit admits it, the limit that denied
+// it and those the rule asks after that one (under 1 per second and 1 per
+// minute, the second request of a minute, denied by the second, is told to
+// wait out the minute; see service.Service.Take for the sliding logs it
+// does not ask about a request of more than one); each limit's item in
+// RateLimit reads its own r, and its t says when it is full again.
 //
 // A denied request gets 429 Too Many Requests with Retry-After in whole
 // seconds, rounded up so that it is never earlier than the limiter's

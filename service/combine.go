@@ -7,6 +7,7 @@ import (
 	"math"
 	"math/bits"
 	"slices"
+	"time"
 
 	"github.com/hotlimit/hotlimit"
 	"github.com/hotlimit/hotlimit/composite"
@@ -23,16 +24,22 @@ import (
 // building a new one over the same limiters loses nothing.
 //
 // The limits are asked in the rule's order, sliding logs last. The last child
-// asked is never refunded (when it denies, only those before it took), and a
-// sliding log is the one limiter whose refund may hold future capacity longer
-// than the refunded request would have (it expires its oldest entry, not the
-// refunded one; see slidinglog.Limiter.Refund). So a rule like "10/s token
-// bucket and 100/min sliding log" is exact whatever its order.
+// asked is refunded only when it admits a request it was asked about after
+// another limit denied it, to learn its wait (see wait), which takes a change
+// of its state between its report and the question, under concurrent
+// requests; and a sliding log is the one limiter whose refund may hold future
+// capacity longer than the refunded request would have (it expires its
+// oldest entry, not the refunded one; see slidinglog.Limiter.Refund). So a
+// rule like "10/s token bucket and 100/min sliding log" is exact whatever its
+// order, but for that race.
 type multi struct {
 	children []hotlimit.Refunder
 	// withContext[i] is children[i] when it takes a context, else nil.
 	withContext []hotlimit.ContextRefunder
 	limits      Limits // limits[i] is what children[i] enforces, with its scope
+	// isLog[i] is set when limits[i] is a sliding log: after a denial, it
+	// is not asked for n > 1 requests to learn its wait (see wait).
+	isLog []bool
 	// defBurst is the service's default burst (see capacity).
 	defBurst int
 	// most is the most requests at once every limit not in shadow mode can
@@ -59,6 +66,7 @@ func newMulti(limits Limits, children []hotlimit.Limiter, defBurst int) (*multi,
 		children:    make([]hotlimit.Refunder, len(children)),
 		withContext: make([]hotlimit.ContextRefunder, len(children)),
 		limits:      make(Limits, len(children)),
+		isLog:       make([]bool, len(children)),
 		defBurst:    defBurst,
 		most:        math.MaxInt,
 	}
@@ -74,6 +82,7 @@ func newMulti(limits Limits, children []hotlimit.Limiter, defBurst int) (*multi,
 				from, children[from], hotlimit.ErrInvalidConfig)
 		}
 		m.children[to], m.limits[to] = r, limits[from]
+		m.isLog[to] = limits[from].Algorithm == hotlimit.SlidingLog || isLog(r) == 1
 		m.withContext[to], _ = r.(hotlimit.ContextRefunder)
 	}
 	return m, nil
@@ -106,8 +115,10 @@ func (k *keys) of(scope hotlimit.Scope) string {
 // counted by every limit, or none does and no limit keeps any. It returns the
 // decision, computed as composite.Limiter computes it, the index of the
 // limit that decided and that limit's own decision: the one that denied
-// (the decision's RetryAfter is then that limit's, or hotlimit.Never when n
-// is more than some limit not in shadow mode can ever admit),
+// (the decision's RetryAfter is then the least wait after which every limit
+// admits the request, that limit's or a later one's, see wait, or
+// hotlimit.Never when n is more than some limit not in shadow mode can ever
+// admit),
 // or, when all admitted, the most constrained, the one with the least share
 // of its capacity left (Remaining/Capacity, see lessShare; the first on a
 // tie). The capacity is the one hotlimit.ClassifyCapacity measures the
@@ -131,12 +142,13 @@ func (k *keys) of(scope hotlimit.Scope) string {
 // When each is not nil, each[i] is set to the i-th limit's own decision
 // after the request: its Take's when every limit admitted it, else a
 // report (n = 0) taken after the refunds, except the denier's, which is
-// its Take's. An ended request's give-back leaves them its Takes'.
+// its Take's (a later limit then asked for n to learn its wait keeps its
+// report). An ended request's give-back leaves them its Takes'.
 func (m *multi) take(ctx context.Context, k keys, n int, each *[composite.MaxChildren]hotlimit.Decision) (d hotlimit.Decision, decider int, own hotlimit.Decision, shadow int, err error) {
 	var errs []error
 	shadow = -1
 	if n < 1 {
-		d, i, own := m.report(ctx, &k, n, -1, hotlimit.Decision{}, &errs, each)
+		d, i, own := m.report(ctx, &k, n, -1, hotlimit.Decision{}, &errs, each, nil)
 		return d, i, own, shadow, errors.Join(errs...)
 	}
 	var receipts [composite.MaxChildren]hotlimit.Receipt
@@ -183,17 +195,22 @@ func (m *multi) take(ctx context.Context, k keys, n int, each *[composite.MaxChi
 				}
 			}
 			// The others as they are now: the refunded ones restored,
-			// the later ones not asked for n (that would take); those
-			// in shadow mode left out, as the denier is not one. The
-			// denier's own decision is merged in its place, so that a
-			// tie goes to the first limit.
-			rd, _, _ := m.report(ctx, &k, 0, i, cd, &errs, each)
-			rd.Allowed, rd.RetryAfter = false, cd.RetryAfter
+			// the later ones reporting, not taking; those in shadow
+			// mode left out, as the denier is not one. The denier's own
+			// decision is merged in its place, so that a tie goes to
+			// the first limit. Then the wait until every limit admits
+			// the request: the denier's, or that of a later limit that
+			// would deny it too.
+			var rem [composite.MaxChildren]int
+			rd, _, _ := m.report(ctx, &k, 0, i, cd, &errs, each, &rem)
+			rd.Allowed = false
 			if n > m.most {
 				// Some limit, maybe one not asked for n, can never
 				// admit n: waiting the denier's RetryAfter would only
 				// meet that limit's Never.
 				rd.RetryAfter = hotlimit.Never
+			} else {
+				rd.RetryAfter, errs = m.wait(ctx, &k, n, i, cd.RetryAfter, &rem, errs)
 			}
 			return rd, i, cd, -1, errors.Join(errs...)
 		}
@@ -231,6 +248,58 @@ func (m *multi) take(ctx context.Context, k keys, n int, each *[composite.MaxChi
 		errs = append(errs, fmt.Errorf("the request ended while a limit could not decide, and was given back: %w", ctx.Err()))
 	}
 	return d, decider, best, shadow, errors.Join(errs...)
+}
+
+// wait returns how long the request of n that the denier-th limit denied,
+// with RetryAfter retry, waits until every limit admits it, with errs and
+// the errors of the limits it asks, as composite.Limiter computes it: the
+// limits before the denier admitted it, and admit it later too; of those
+// after it, rem holds the Remaining of their reports (math.MaxInt for one
+// whose report failed), and a limit that reports n or more admits it now.
+// Each other one is asked for the n requests under its own key, under ctx
+// when it takes a context: a denial takes nothing and gives the limit's
+// RetryAfter; a limit that admits (its state changed since its report,
+// under concurrent requests) gives them back at once with its own receipt,
+// as the give-back of a denial does, and waits nothing. A limit that fails
+// to decide gives no wait: its failure policy answered, not its quota. Not
+// asked: a limit in shadow mode (it never denies), a sliding log for n > 1
+// (slidinglog's Take of more than one can be denied with some of its
+// requests counted, under concurrent requests; see hotlimit.Limiter), and
+// every limit when the denier's wait is Never already.
+//
+// Each limit admits a request more readily as time passes with no other
+// requests, so after the largest of these waits every limit admits it: the
+// result is the least wait after which the request passes, but for the
+// limits not asked.
+func (m *multi) wait(ctx context.Context, k *keys, n, denier int, retry time.Duration, rem *[composite.MaxChildren]int, errs []error) (time.Duration, []error) {
+	for j := denier + 1; j < len(m.children) && retry != hotlimit.Never; j++ {
+		if rem[j] >= n || m.limits[j].Shadow || n > 1 && m.isLog[j] {
+			continue
+		}
+		key := k.of(m.limits[j].Scope)
+		var cd hotlimit.Decision
+		var r hotlimit.Receipt
+		var err error
+		if cc := m.withContext[j]; ctx != nil && cc != nil {
+			cd, r, err = cc.TakeReceiptContext(ctx, key, n)
+			if cd.Allowed {
+				errs = appendLimitErr(errs, j, cc.RefundContext(context.WithoutCancel(ctx), key, r))
+			}
+		} else {
+			cd, r = m.children[j].TakeReceipt(key, n)
+			if cd.Allowed {
+				m.children[j].Refund(key, r)
+			}
+		}
+		if err != nil {
+			errs = appendLimitErr(errs, j, err)
+			continue
+		}
+		if !cd.Allowed {
+			retry = max(retry, cd.RetryAfter)
+		}
+	}
+	return retry, errs
 }
 
 // giveBack refunds, in reverse order, what every limit took with receipts
@@ -304,8 +373,9 @@ func limitErrors(err error, errOf *[composite.MaxChildren]error) {
 // the share of its capacity left (see lessShare), with that limit's own
 // decision. Limits in shadow mode stay out of both, as in take, unless every
 // limit is in shadow mode. When each is not nil, each[i] is set to the
-// decision of every limit asked.
-func (m *multi) report(ctx context.Context, k *keys, n, known int, kd hotlimit.Decision, errs *[]error, each *[composite.MaxChildren]hotlimit.Decision) (d hotlimit.Decision, decider int, own hotlimit.Decision) {
+// decision of every limit asked; when rem is not nil, rem[i] to its
+// Remaining, or math.MaxInt when its report failed.
+func (m *multi) report(ctx context.Context, k *keys, n, known int, kd hotlimit.Decision, errs *[]error, each *[composite.MaxChildren]hotlimit.Decision, rem *[composite.MaxChildren]int) (d hotlimit.Decision, decider int, own hotlimit.Decision) {
 	counted, shadowed := reported{m: m, decider: -1}, reported{m: m, decider: -1}
 	for i, c := range m.children {
 		if i == known {
@@ -313,8 +383,8 @@ func (m *multi) report(ctx context.Context, k *keys, n, known int, kd hotlimit.D
 			continue
 		}
 		var cd hotlimit.Decision
+		var err error
 		if cc := m.withContext[i]; ctx != nil && cc != nil {
-			var err error
 			cd, _, err = cc.TakeReceiptContext(ctx, k.of(m.limits[i].Scope), n) // n ≤ 0 takes nothing
 			*errs = appendLimitErr(*errs, i, err)
 		} else {
@@ -322,6 +392,12 @@ func (m *multi) report(ctx context.Context, k *keys, n, known int, kd hotlimit.D
 		}
 		if each != nil {
 			each[i] = cd
+		}
+		if rem != nil {
+			rem[i] = cd.Remaining
+			if err != nil {
+				rem[i] = math.MaxInt
+			}
 		}
 		if m.limits[i].Shadow {
 			shadowed.add(i, cd)

@@ -321,11 +321,22 @@ func (s *Service) Allow(user, api string) bool {
 // by one never spends another's quota), and the Decision is the most
 // restrictive of the limits' (see package composite): Limit and Remaining
 // of the limit with the least Remaining, so Remaining is what would still
-// pass; the largest ResetAfter; RetryAfter of the limit that denied, or
-// hotlimit.Never when n is more than some limit not in shadow mode can ever
-// admit (its Limit, or its burst), even if another limit denied first. The
-// limits are asked in the rule's order, sliding logs last. [Service.TakePolicy]
-// returns the deciding limit's own instead.
+// pass; the largest ResetAfter; RetryAfter the least wait after which every
+// limit admits the request: the largest of the wait of the limit that
+// denied and of those of the limits after it that would deny it too (each
+// of those, known by its report, is asked for the n requests: a denial
+// takes nothing, and a limit that admits them, its state having changed
+// meanwhile, gives them back at once), so that under 1 per second and 1 per
+// minute the second request, half a second after the first, waits 59.5 s,
+// not the second's 0.5 s; or hotlimit.Never when n is more than some limit
+// not in shadow mode can ever admit (its Limit, or its burst), even if
+// another limit denied first. A sliding log is not asked for n > 1
+// (slidinglog's Take of several requests can be denied with some of them
+// counted under concurrent requests; see hotlimit.Limiter), nor is a limit
+// whose report failed or one in shadow mode: after RetryAfter such a
+// sliding log may still deny the request. The limits are asked in the
+// rule's order, sliding logs last. [Service.TakePolicy] returns the
+// deciding limit's own instead.
 func (s *Service) Take(user, api string, n int) hotlimit.Decision {
 	d, _ := s.rules.Load().resolve(user, api).take(s.keys, user, api, n, false)
 	return d
@@ -373,8 +384,9 @@ type LimitDecision struct {
 	// Err is this limit's own error, nil when its limiter decided and gave
 	// back what it was asked to: the limiter could not decide (its Limit,
 	// Remaining and ResetAfter are then its failure policy's, and so is the
-	// rule's denial when this is the limit that decided it), or could not
-	// give back what it took. The error TakeEach returns joins every
+	// rule's denial when this is the limit that decided it; or, asked for
+	// the request after another limit denied it, to learn its wait, it could
+	// not tell it), or could not give back what it took. The error TakeEach returns joins every
 	// limit's, with the request's end when it was given back. A gateway
 	// tells a denial by a limit that decided (a quota spent) from one its
 	// failure policy made (no quota spent: a dependency unavailable) by the
@@ -393,7 +405,8 @@ type LimitDecision struct {
 // [Service.TakePolicy] returns, then the others in the order the rule asks
 // them (its order, sliding logs last). When another limit denied the
 // request, each limit's Remaining is what it holds once the denial gave
-// back what it took; when the request ended while a limit could not decide
+// back what it took (as its report says, even for a limit asked for the
+// request afterwards to learn its wait, see [Service.Take]); when the request ended while a limit could not decide
 // and the limits gave back what they took (see [Service.TakeContext]), its
 // numbers are still its Take's, not asked again under the ended context.
 // Limits in shadow mode are left out, unless every limit of the rule is in

@@ -41,7 +41,8 @@ func NewPairModel() PairModel { return PairModel{tokens: 20} }
 
 // PairStep is what the rule answers one request with.
 type PairStep struct {
-	// Allowed and RetryAfter are the rule's: all or nothing.
+	// Allowed and RetryAfter are the rule's: all or nothing, and the wait
+	// until both limits admit the request.
 	Allowed    bool
 	RetryAfter time.Duration
 	// Decider is the limit that decides (0 the bucket, 1 the window): the
@@ -62,6 +63,9 @@ func (m *PairModel) Take(sec int) PairStep {
 	switch {
 	case m.tokens < 1: // the bucket is asked first and denies
 		s.Decider, s.RetryAfter = 0, 100*time.Millisecond
+		if m.count >= 100 { // and the window would deny it too: its wait
+			s.RetryAfter = max(s.RetryAfter, untilMinute)
+		}
 	case m.count >= 100: // the window denies; the bucket's token is given back
 		s.Decider, s.RetryAfter = 1, untilMinute
 	default:

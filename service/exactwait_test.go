@@ -1,0 +1,381 @@
+package service_test
+
+import (
+	"context"
+	"fmt"
+	"math"
+	"math/rand/v2"
+	"slices"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/hotlimit/hotlimit"
+	"github.com/hotlimit/hotlimit/internal/models"
+	"github.com/hotlimit/hotlimit/service"
+)
+
+// limitModel is the sequential model of one limiter (internal/models).
+type limitModel interface {
+	Take(key string, n int, now int64) hotlimit.Decision
+	Refund(key string, r hotlimit.Receipt, now int64)
+}
+
+// modelOf returns the model of c's in-memory limiter, built when the clock
+// read epoch, and how early the limiter's durations may be against it: the
+// token bucket counts in fixed point, its waits a few units of time early
+// (microseconds at these rates; package tokenbucket pins them); the others
+// are exact on the clocks these tests use (the GCRA counts whole ticks per
+// nanosecond at these rates).
+func modelOf(c hotlimit.Config, epoch int64) (limitModel, time.Duration) {
+	burst := c.Capacity()
+	switch c.Algorithm {
+	case hotlimit.TokenBucket:
+		return models.NewTokenBucket(c.Limit, burst, c.Window, epoch), 100 * time.Microsecond
+	case hotlimit.GCRA:
+		return models.NewGCRA(c.Limit, burst, c.Window, epoch), 0
+	case hotlimit.FixedWindow:
+		return models.NewFixedWindow(c.Limit, c.Window), 0
+	case hotlimit.SlidingCounter:
+		return models.NewSlidingCounter(c.Limit, c.Window), 0
+	}
+	return models.NewSlidingLog(c.Limit, c.Window), 0
+}
+
+// seqRule is the sequential model of a rule of several limits: each
+// limit's model, in the order the rule asks them (sliding logs last), each
+// under the key of its scope.
+type seqRule struct {
+	limits service.Limits
+	models []limitModel
+	tols   []time.Duration
+	most   int
+}
+
+func newSeqRule(ls service.Limits, epoch int64) *seqRule {
+	rm := &seqRule{most: math.MaxInt}
+	rm.limits = slices.Clone(ls)
+	slices.SortStableFunc(rm.limits, func(a, b hotlimit.Config) int {
+		return b2i(a.Algorithm == hotlimit.SlidingLog) - b2i(b.Algorithm == hotlimit.SlidingLog)
+	})
+	for _, c := range rm.limits {
+		m, tol := modelOf(c, epoch)
+		rm.models, rm.tols = append(rm.models, m), append(rm.tols, tol)
+		rm.most = min(rm.most, c.Capacity())
+	}
+	return rm
+}
+
+// durBand is a duration the service must give: want, or up to lo earlier.
+type durBand struct {
+	lo, want time.Duration
+	later    bool // a limit after the denier waits longer than it
+}
+
+func (b *durBand) add(want, tol time.Duration) {
+	b.lo, b.want = max(b.lo, want-min(want, tol)), max(b.want, want)
+}
+
+// take is the rule's answer to Take(user, api, n) at now, and the bands its
+// RetryAfter and ResetAfter must fall in: every limit is asked for n in
+// order; all pass and stay counted, or the first that denies denies the
+// rule and those before it are given it back (each model refunds its
+// receipt at now). Limit and Remaining are the least Remaining's (the
+// first on a tie: the denier's own decision in its place, the others
+// reporting after the give-back); ResetAfter the largest. A denial's
+// RetryAfter is the least wait after which every limit admits n: the
+// largest of the denier's and of each later limit's own wait for n (asked
+// on a copy for a sliding log, which is not asked at all for n > 1; the
+// others take and give back at once, which restores them exactly), or Never
+// when n is above some limit's capacity. n < 1 reports.
+func (rm *seqRule) take(user, api string, n int, now int64) (hotlimit.Decision, durBand, durBand) {
+	var d hotlimit.Decision
+	var retry, reset durBand
+	key := func(i int) string { return scopeKey(rm.limits[i].Scope, user, api) }
+	merge := func(i int, cd hotlimit.Decision) {
+		if i == 0 || cd.Remaining < d.Remaining {
+			d.Limit, d.Remaining = cd.Limit, cd.Remaining
+		}
+		reset.add(cd.ResetAfter, rm.tols[i])
+	}
+	if n < 1 {
+		d.Allowed = true
+		for i, m := range rm.models {
+			cd := m.Take(key(i), n, now)
+			merge(i, cd)
+			d.Allowed = d.Allowed && cd.Allowed
+			retry.add(cd.RetryAfter, rm.tols[i])
+		}
+		d.RetryAfter = retry.want
+		return d, retry, reset
+	}
+	denier, own := -1, hotlimit.Decision{}
+	for i, m := range rm.models {
+		own = m.Take(key(i), n, now)
+		if !own.Allowed {
+			denier = i
+			break
+		}
+		merge(i, own)
+	}
+	if denier < 0 {
+		d.Allowed = true
+		return d, retry, reset
+	}
+	for j := denier - 1; j >= 0; j-- {
+		rm.models[j].Refund(key(j), hotlimit.Receipt{N: n, At: now}, now)
+	}
+	reset = durBand{}
+	retry.add(own.RetryAfter, rm.tols[denier])
+	for i, m := range rm.models {
+		if i == denier {
+			merge(i, own)
+			continue
+		}
+		if i > denier && n <= rm.most && !(n > 1 && rm.limits[i].Algorithm == hotlimit.SlidingLog) {
+			var w time.Duration
+			if sl, ok := m.(*models.SlidingLog); ok {
+				w = sl.Clone().Take(key(i), n, now).RetryAfter
+			} else if q := m.Take(key(i), n, now); q.Allowed {
+				m.Refund(key(i), hotlimit.Receipt{N: n, At: now}, now)
+			} else {
+				w = q.RetryAfter
+			}
+			retry.later = retry.later || w > own.RetryAfter
+			retry.add(w, rm.tols[i])
+		}
+		merge(i, m.Take(key(i), 0, now))
+	}
+	if n > rm.most {
+		retry = durBand{lo: hotlimit.Never, want: hotlimit.Never}
+	}
+	d.RetryAfter = retry.want
+	return d, retry, reset
+}
+
+// TestRetryAfterWaitsForEveryLimit: under a rule of 1 per second and 1 per
+// minute, the second request, half a second after the first, is denied by
+// the second's limit, and the minute's denies it too until the minute is
+// out: RetryAfter is the minute's wait (59.5 s for a window), as the
+// sequential model of each limit says, not the second's 0.5 s, after which
+// a retry was denied again. The request passes exactly RetryAfter later,
+// and is denied 1 ns sooner, whatever the algorithms of the two limits;
+// TakeEach and TakePolicy give the same RetryAfter.
+func TestRetryAfterWaitsForEveryLimit(t *testing.T) {
+	algs := []hotlimit.Algorithm{hotlimit.TokenBucket, hotlimit.GCRA, hotlimit.FixedWindow, hotlimit.SlidingCounter, hotlimit.SlidingLog}
+	for _, sa := range algs {
+		for _, ma := range algs {
+			t.Run(sa.String()+"+"+ma.String(), func(t *testing.T) {
+				ls := service.Limits{{Algorithm: sa, Limit: 1, Window: time.Second}, {Algorithm: ma, Limit: 1, Window: time.Minute}}
+				var now atomic.Int64
+				now.Store(int64(1000 * time.Hour)) // on every window's boundary
+				svc, err := service.NewFromRules(service.Rules{Default: ls}, hotlimit.WithClock(now.Load))
+				require.NoError(t, err)
+				rm := newSeqRule(ls, now.Load())
+
+				want, _, _ := rm.take("u", "a", 1, now.Load())
+				require.True(t, want.Allowed)
+				require.True(t, svc.Allow("u", "a"))
+				now.Add(int64(500 * time.Millisecond))
+				want, retry, _ := rm.take("u", "a", 1, now.Load())
+				require.False(t, want.Allowed)
+				d := svc.Take("u", "a", 1)
+				require.False(t, d.Allowed)
+				assert.Greater(t, d.RetryAfter, 59*time.Second, "the minute's wait")
+				assert.GreaterOrEqual(t, d.RetryAfter, retry.lo, "the model's wait: %v", retry.want)
+				assert.LessOrEqual(t, d.RetryAfter, retry.want)
+				pd, _ := svc.TakePolicy("u", "a", 1)
+				assert.Equal(t, d.RetryAfter, pd.RetryAfter, "TakePolicy")
+				var buf [2]service.LimitDecision
+				ed, each, err := svc.TakeEach(context.Background(), "u", "a", 1, buf[:0])
+				require.NoError(t, err)
+				assert.Equal(t, d, ed, "TakeEach")
+				for _, e := range each {
+					assert.Equal(t, d.RetryAfter, e.Decision.RetryAfter, "TakeEach's %v carries the rule's RetryAfter", e.Config)
+				}
+
+				// The minute is asked for the request on every denial:
+				// still allocation-free.
+				assert.Zero(t, testing.AllocsPerRun(20, func() { svc.Take("u", "a", 1) }), "a denial that asks the minute")
+
+				denied := now.Load()
+				now.Store(denied + int64(d.RetryAfter) - 1)
+				early := svc.Take("u", "a", 1)
+				assert.False(t, early.Allowed, "1 ns before RetryAfter")
+				assert.Equal(t, time.Nanosecond, early.RetryAfter, "1 ns before RetryAfter")
+				now.Store(denied + int64(d.RetryAfter))
+				assert.True(t, svc.Allow("u", "a"), "at RetryAfter")
+			})
+		}
+	}
+}
+
+// exactLimit returns a random limit whose in-memory limiter its model
+// describes exactly on a clock of whole milliseconds (see modelOf).
+func exactLimit(rng *rand.Rand) hotlimit.Config {
+	algs := []hotlimit.Algorithm{hotlimit.TokenBucket, hotlimit.FixedWindow, hotlimit.SlidingLog,
+		hotlimit.GCRA, hotlimit.SlidingCounter}
+	c := hotlimit.Config{Algorithm: algs[rng.IntN(len(algs))], Scope: hotlimit.Scope(rng.IntN(4)),
+		Limit: 1 + rng.IntN(5), Window: []time.Duration{250 * time.Millisecond, time.Second, time.Minute}[rng.IntN(3)]}
+	if c.Algorithm.HasBurst() && rng.IntN(2) == 0 {
+		c.Burst = 1 + rng.IntN(c.Limit+2)
+	}
+	return c
+}
+
+// TestRuleAgreesWithSequentialModels plays random requests (n from -1 to
+// above the least capacity, from two users to two apis) on random rules of
+// 2 to 4 limits of random algorithms, limits, bursts, windows and scopes,
+// under a clock stepped by whole milliseconds. Every Decision of Take must
+// be the sequential model's, built from each limit's model (see
+// seqRule.take): in particular a denial's RetryAfter is the least wait
+// after which every limit admits the request, not only the denier's.
+func TestRuleAgreesWithSequentialModels(t *testing.T) {
+	rules, steps := 300, 80
+	if testing.Short() {
+		rules = 60
+	}
+	seed := uint64(time.Now().UnixNano())
+	t.Logf("seed %d", seed)
+	rng := rand.New(rand.NewPCG(seed, 13))
+	denied, laterWaited := 0, 0
+	for r := 0; r < rules; r++ {
+		var ls service.Limits
+		for len(ls) < 2+rng.IntN(3) {
+			c := exactLimit(rng)
+			if !slices.ContainsFunc(ls, func(o hotlimit.Config) bool {
+				return o.Algorithm == c.Algorithm && o.Limit == c.Limit && o.Window == c.Window && o.Scope == c.Scope
+			}) {
+				ls = append(ls, c)
+			}
+		}
+		var now atomic.Int64
+		now.Store(int64(1000 * time.Hour))
+		svc, err := service.NewFromRules(service.Rules{Default: ls}, hotlimit.WithClock(now.Load))
+		require.NoError(t, err, "rule %d: %v", r, ls)
+		rm := newSeqRule(ls, now.Load())
+		for step := range steps {
+			if rng.IntN(3) > 0 {
+				now.Add(rng.Int64N(int64(2*time.Second)) / int64(time.Millisecond) * int64(time.Millisecond))
+			}
+			if rng.IntN(20) == 0 {
+				now.Add(int64(time.Minute))
+			}
+			user, api := []string{"u", "v"}[rng.IntN(2)], []string{"a", "b"}[rng.IntN(2)]
+			n := rng.IntN(rm.most+3) - 1
+			want, retry, reset := rm.take(user, api, n, now.Load())
+			d := svc.Take(user, api, n)
+			at := fmt.Sprintf("rule %d %v step %d: Take(%s, %s, %d) = %+v, model %+v", r, ls, step, user, api, n, d, want)
+			require.Equal(t, want.Allowed, d.Allowed, at)
+			assert.Equal(t, want.Limit, d.Limit, "%s: Limit", at)
+			assert.Equal(t, want.Remaining, d.Remaining, "%s: Remaining", at)
+			assert.GreaterOrEqual(t, d.RetryAfter, retry.lo, "%s: RetryAfter", at)
+			assert.LessOrEqual(t, d.RetryAfter, retry.want, "%s: RetryAfter", at)
+			assert.GreaterOrEqual(t, d.ResetAfter, reset.lo, "%s: ResetAfter", at)
+			assert.LessOrEqual(t, d.ResetAfter, reset.want, "%s: ResetAfter", at)
+			if !d.Allowed && n >= 1 && d.RetryAfter != hotlimit.Never {
+				denied++
+				if retry.later {
+					laterWaited++
+				}
+			}
+			if t.Failed() {
+				return
+			}
+		}
+	}
+	t.Logf("%d denials waiting, %d waiting for a later limit", denied, laterWaited)
+	require.Positive(t, denied)
+	require.Positive(t, laterWaited)
+}
+
+// afterReport is a limiter that runs hook once its report (Take of 0)
+// returned, and counts the Takes of n ≥ 1 it admitted and the refunds it
+// got.
+type afterReport struct {
+	hotlimit.Refunder
+	hook              func()
+	admitted, refunds int
+}
+
+func (a *afterReport) Take(key string, n int) hotlimit.Decision {
+	d, _ := a.TakeReceipt(key, n)
+	return d
+}
+
+func (a *afterReport) TakeReceipt(key string, n int) (hotlimit.Decision, hotlimit.Receipt) {
+	d, r := a.Refunder.TakeReceipt(key, n)
+	if n == 0 && a.hook != nil {
+		h := a.hook
+		a.hook = nil
+		h()
+	}
+	if n >= 1 && d.Allowed {
+		a.admitted++
+	}
+	return d, r
+}
+
+func (a *afterReport) Refund(key string, r hotlimit.Receipt) {
+	a.refunds++
+	a.Refunder.Refund(key, r)
+}
+
+// TestRetryAfterLaterLimitRefilledSinceItsReport forces the race between a
+// later limit's report and the question of its wait: under a rule of 1 per
+// second and 1 per minute, the minute's bucket reports itself empty after
+// the second's denial, then the clock moves a minute on before it is asked
+// for the request. It admits it, is given it back at once under the key it
+// took it from, and waits nothing: the RetryAfter is the second's, and the
+// bucket is exactly as a twin that never saw the question (full again).
+func TestRetryAfterLaterLimitRefilledSinceItsReport(t *testing.T) {
+	var now atomic.Int64
+	now.Store(int64(1000 * time.Hour))
+	second := hotlimit.Config{Algorithm: hotlimit.FixedWindow, Limit: 1, Window: time.Second}
+	minute := hotlimit.Config{Algorithm: hotlimit.TokenBucket, Limit: 1, Window: time.Minute, Scope: hotlimit.PerUser}
+	var later *afterReport
+	factory := func(c hotlimit.Config, opts ...hotlimit.Option) (hotlimit.Limiter, error) {
+		l, err := service.NewLimiter(c, opts...)
+		if err != nil || c.Algorithm != hotlimit.TokenBucket {
+			return l, err
+		}
+		later = &afterReport{Refunder: l.(hotlimit.Refunder)}
+		return later, nil
+	}
+	svc, err := service.NewFromRules(service.Rules{Default: service.Limits{second, minute}},
+		hotlimit.WithClock(now.Load), hotlimit.WithFactory(factory))
+	require.NoError(t, err)
+	require.NotNil(t, later)
+	unscoped := minute
+	unscoped.Scope = hotlimit.PerPair
+	twin, err := service.NewLimiter(unscoped, hotlimit.WithClock(now.Load))
+	require.NoError(t, err)
+	require.True(t, svc.Allow("u", "a"))
+	require.True(t, twin.Allow("k"))
+	require.Equal(t, 1, later.admitted)
+	later.admitted = 0
+
+	now.Add(int64(500 * time.Millisecond))
+	later.hook = func() { now.Add(int64(time.Minute)) }
+	d := svc.Take("u", "a", 1)
+	require.Nil(t, later.hook, "the minute reported its state")
+	assert.False(t, d.Allowed)
+	assert.Equal(t, 500*time.Millisecond, d.RetryAfter, "the second's wait: the minute admits the request now")
+	assert.Equal(t, 0, d.Remaining, "as reported")
+	assert.Equal(t, 1, later.admitted, "the minute was asked for the request, and admitted it")
+	assert.Equal(t, 1, later.refunds, "and was given it back")
+	_, each, err := svc.TakeEach(context.Background(), "u", "b", 0, nil)
+	require.NoError(t, err)
+	require.Len(t, each, 2)
+	for _, e := range each {
+		if e.Config.Algorithm == hotlimit.TokenBucket {
+			want := twin.Take("k", 0)
+			assert.Equal(t, want.Remaining, e.Decision.Remaining, "the user's minute as it would be without the question")
+			assert.Equal(t, want.ResetAfter, e.Decision.ResetAfter, "the user's minute as it would be without the question")
+			assert.Equal(t, 1, e.Decision.Remaining)
+		}
+	}
+}
