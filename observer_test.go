@@ -139,6 +139,19 @@ func TestNilObserverFuncIsNoObserver(t *testing.T) {
 	assert.NotNil(t, hotlimit.NewOptions(hotlimit.WithObserver(g)).Observer, "a function is kept")
 }
 
+// sliceObserver is an Observer of a slice type that reports to its first
+// element, as a program's fan-out may; a nil one has none.
+type sliceObserver []hotlimit.Observer
+
+func (s sliceObserver) Observe(e hotlimit.Event) { s[0].Observe(e) }
+
+// TestNilSliceObserverIsNoObserver: an Observer holding a nil slice comes
+// out of NewOptions as no observer, as one holding a nil pointer, map or
+// function does, so that no decision calls it.
+func TestNilSliceObserverIsNoObserver(t *testing.T) {
+	assert.True(t, hotlimit.NewOptions(hotlimit.WithObserver(sliceObserver(nil))).Observer == nil)
+}
+
 // pointerObserver is an Observer with a pointer receiver, as most are.
 type pointerObserver struct{ heard int }
 

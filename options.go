@@ -146,10 +146,10 @@ func WithBurst(burst int) Option {
 }
 
 // NewOptions applies opts over the defaults. An Observer that holds a nil
-// function, such as a nil [ObserverFunc], or a nil pointer, map, slice,
-// channel or interface, such as a nil *hotlimitprom.Metrics, comes out as
-// nil: it is no observer, and calling its method would most likely
-// dereference it and panic at every decision.
+// function, such as a nil [ObserverFunc], or a nil pointer, map, slice or
+// channel, such as a nil *hotlimitprom.Metrics, comes out as nil: it is no
+// observer, and calling its method would most likely dereference it and
+// panic at every decision.
 func NewOptions(opts ...Option) Options {
 	o := Options{Clock: Monotonic, NearLimit: DefaultNearLimit}
 	for _, opt := range opts {
@@ -157,7 +157,7 @@ func NewOptions(opts ...Option) Options {
 			opt(&o)
 		}
 	}
-	if o.Observer != nil && nilness.Is(o.Observer) {
+	if o.Observer != nil && nilness.HoldsNil(o.Observer) {
 		o.Observer = nil
 	}
 	return o

@@ -85,7 +85,8 @@ func Wait(ctx context.Context, l Limiter, key string, opts ...WaitOption) error 
 //     more, see gcra and slidinglog; or a refill or window end that would
 //     come after math.MaxInt64, a reading no clock makes);
 //   - an error wrapping [ErrInvalidConfig] when l or ctx is nil, or l a
-//     nil pointer (or other nil value) of a limiter type (the
+//     nil pointer, function, map or channel of a limiter type (a nil
+//     slice is an empty one to its methods, and a limiter) (the
 //     TakeContext methods of this module's limiters and of service.Service
 //     read a nil ctx as context.Background() instead).
 //

@@ -330,6 +330,19 @@ func TestWaitOnNoLimiter(t *testing.T) {
 	}
 }
 
+// allowAll is a Limiter of a slice type that allows every request; its nil
+// value is an empty one, as usable.
+type allowAll []string
+
+func (allowAll) Allow(string) bool                  { return true }
+func (allowAll) Take(string, int) hotlimit.Decision { return hotlimit.Decision{Allowed: true} }
+
+// TestWaitOnNilSliceLimiter: a nil value of a limiter type that is a slice
+// is a limiter (it is an empty slice to its methods), not a nil Limiter.
+func TestWaitOnNilSliceLimiter(t *testing.T) {
+	assert.NoError(t, hotlimit.WaitN(context.Background(), allowAll(nil), "k", 1))
+}
+
 // TestWaitOnNoContext: a nil context is an error naming it, as a nil
 // Limiter is, not a panic, and the limiter is not asked.
 func TestWaitOnNoContext(t *testing.T) {

@@ -69,8 +69,9 @@ var (
 // New returns a composite of children, asked in the order given (put the
 // child that denies most often first: a denial refunds the children before
 // it). There must be between 1 and MaxChildren children, none nil (nor a nil
-// pointer such as a (*tokenbucket.Limiter)(nil), nor a nil function, map,
-// slice or channel of a limiter type), none given twice, nor
+// pointer such as a (*tokenbucket.Limiter)(nil), nor a nil function, map
+// or channel of a limiter type; a nil slice is an empty one to its
+// methods, and a child), none given twice, nor
 // held twice through composites among the children (it would count every
 // request twice, and deny for ever a request of more than half its burst
 // while telling to retry; children that cannot be compared, see same, are

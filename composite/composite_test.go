@@ -93,6 +93,17 @@ func TestNewAcceptsStatelessTwins(t *testing.T) {
 	assert.True(t, c.Allow("k"))
 }
 
+// TestNewAcceptsNilSliceChild: a nil value of a slice type is an empty one
+// for everything its methods can do, so a limiter of a slice type (a list of
+// rules, say) is a child when nil as when empty, not "nil".
+func TestNewAcceptsNilSliceChild(t *testing.T) {
+	tb, err := tokenbucket.New(100, time.Second)
+	require.NoError(t, err)
+	c, err := composite.New(tb, refunderFunc(nil))
+	require.NoError(t, err)
+	assert.True(t, c.Allow("k"))
+}
+
 // refunderFunc is a Refunder whose type == cannot compare; it passes all.
 type refunderFunc []int
 

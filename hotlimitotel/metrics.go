@@ -111,6 +111,7 @@ import (
 	"go.opentelemetry.io/otel/metric"
 
 	"github.com/hotlimit/hotlimit"
+	"github.com/hotlimit/hotlimit/internal/nilness"
 	"github.com/hotlimit/hotlimit/internal/satcount"
 )
 
@@ -212,9 +213,9 @@ var (
 // the same counts. The package keeps each meter with an open Metrics, so
 // that the next New on it finds its counts: close every Metrics on a meter
 // before dropping its provider, or the provider stays reachable. A nil
-// meter is an error.
+// meter, or one holding a nil pointer or function, is an error.
 func New(meter metric.Meter) (*Metrics, error) {
-	if meter == nil {
+	if nilness.Is(meter) {
 		return nil, errors.New("hotlimitotel: meter is nil: pass one from a MeterProvider, such as otel.GetMeterProvider().Meter(\"hotlimit\")")
 	}
 	metersMu.Lock()

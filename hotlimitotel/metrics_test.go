@@ -12,6 +12,7 @@ import (
 	"github.com/stretchr/testify/require"
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/metric"
+	"go.opentelemetry.io/otel/metric/noop"
 	sdkmetric "go.opentelemetry.io/otel/sdk/metric"
 	"go.opentelemetry.io/otel/sdk/metric/metricdata"
 
@@ -186,6 +187,21 @@ func TestObserveDoesNotAllocate(t *testing.T) {
 
 func TestNewRejectsANilMeter(t *testing.T) {
 	m, err := hotlimitotel.New(nil)
+	assert.ErrorContains(t, err, "hotlimitotel: meter is nil")
+	assert.Nil(t, m)
+}
+
+// ptrMeter is a Meter whose nil pointer panics at every method.
+type ptrMeter struct{ noop.Meter }
+
+// TestNewRejectsAMeterHoldingNil: a meter that holds a nil pointer (a
+// program's meter variable never set) is a nil meter, an error, not a panic
+// inside New.
+func TestNewRejectsAMeterHoldingNil(t *testing.T) {
+	var meter *ptrMeter
+	var m *hotlimitotel.Metrics
+	var err error
+	require.NotPanics(t, func() { m, err = hotlimitotel.New(meter) })
 	assert.ErrorContains(t, err, "hotlimitotel: meter is nil")
 	assert.Nil(t, m)
 }

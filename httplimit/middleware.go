@@ -4,6 +4,7 @@ import (
 	"net/http"
 
 	"github.com/hotlimit/hotlimit"
+	"github.com/hotlimit/hotlimit/internal/nilness"
 	"github.com/hotlimit/hotlimit/internal/transport"
 	"github.com/hotlimit/hotlimit/service"
 )
@@ -174,7 +175,8 @@ func IsPreflight(r *http.Request) bool {
 // applied in order. A nil svc is a configuration error that the middleware
 // reports by answering every request with 500 Internal Server Error, never by
 // letting requests through unlimited. A nil handler given to the middleware
-// is http.NotFoundHandler, not http.DefaultServeMux as for an http.Server:
+// (or one holding a nil function or pointer, such as a nil
+// http.HandlerFunc) is http.NotFoundHandler, not http.DefaultServeMux as for an http.Server:
 // to limit the handlers registered with http.Handle, pass
 // http.DefaultServeMux itself, whose patterns then name the APIs.
 func New(svc *service.Service, opts ...Option) func(http.Handler) http.Handler {
@@ -185,7 +187,7 @@ func New(svc *service.Service, opts ...Option) func(http.Handler) http.Handler {
 		}
 	}
 	return func(next http.Handler) http.Handler {
-		if next == nil {
+		if nilness.Is(next) { // a nil http.HandlerFunc too: it would panic at the first request allowed
 			next = http.NotFoundHandler()
 		}
 		if svc == nil {

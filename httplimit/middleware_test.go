@@ -450,6 +450,22 @@ func TestNilServiceFailsClosed(t *testing.T) {
 	})
 }
 
+// TestNilHandlerValueIsNotFound: a handler of a nil value (a nil
+// http.HandlerFunc, a *http.ServeMux never built) is a nil handler, as the
+// doc of New says, answered by http.NotFoundHandler instead of a panic at the
+// first request allowed.
+func TestNilHandlerValueIsNotFound(t *testing.T) {
+	svc, _ := newService(t, cfg(hotlimit.FixedWindow, 2, time.Second), 0)
+	var f http.HandlerFunc
+	var mux *http.ServeMux
+	for _, next := range []http.Handler{f, mux} {
+		assert.NotPanics(t, func() {
+			w := serve(httplimit.New(svc)(next), get("/", "192.0.2.1:1"))
+			assert.Equal(t, http.StatusNotFound, w.Code, "%T", next)
+		}, "%T", next)
+	}
+}
+
 func TestSpoofedHeaderDoesNotChangeTheBucket(t *testing.T) {
 	svc, _ := newService(t, cfg(hotlimit.FixedWindow, 2, time.Second), 0)
 	h := httplimit.New(svc, httplimit.WithUser(httplimit.ClientIP(httplimit.TrustProxies(mustPrefix(t, "10.0.0.0/8")))))(ok)

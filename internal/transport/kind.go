@@ -94,7 +94,7 @@ func ContextString(v any) (s string, ok bool) {
 	case string:
 		return v, v != ""
 	case fmt.Stringer:
-		if nilness.Is(v) {
+		if nilness.HoldsNil(v) {
 			return "", false
 		}
 		s = v.String()

@@ -16,6 +16,12 @@ type mapName map[string]string
 
 func (m mapName) String() string { return m["name"] }
 
+// sliceName names the first of its names; a nil one, as an anonymous
+// caller's, has none, and its String panics as an empty one's would.
+type sliceName []string
+
+func (s sliceName) String() string { return s[0] }
+
 type intName int
 
 func (i intName) String() string { return strconv.Itoa(int(i)) }
@@ -35,6 +41,8 @@ func TestContextString(t *testing.T) {
 		{(*ptrName)(nil), "", false},
 		{mapName{"name": "carol"}, "carol", true},
 		{mapName(nil), "", false},
+		{sliceName{"dave"}, "dave", true},
+		{sliceName(nil), "", false},
 		{intName(7), "7", true},
 	} {
 		var s string
