@@ -91,10 +91,10 @@
 // number each, carry the deciding policy's. Retry-After is the rule's: a
 // denied request waits until every limit admits it, the limit that denied
 // it and those the rule asks after that one (under 1 per second and 1 per
-// minute, the second request of a minute, denied by the second, is told to
-// wait out the minute; see service.Service.Take for the sliding logs it
-// does not ask about a request of more than one); each limit's item in
-// RateLimit reads its own r, and its t says when it is full again.
+// minute, the second request of a minute, denied by the per-second limit,
+// is told to wait out the minute; see service.Service.Take for the sliding
+// logs it does not ask about a request of more than one); each limit's
+// item in RateLimit reads its own r, and its t says when it is full again.
 //
 // A denied request gets 429 Too Many Requests with Retry-After in whole
 // seconds, rounded up so that it is never earlier than the limiter's
