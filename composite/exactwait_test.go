@@ -391,3 +391,73 @@ func TestRetryAfterAsksLaterChildrenUnderTheContext(t *testing.T) {
 	require.ErrorIs(t, err, errBackend)
 	assert.NoError(t, composite.DecidingError(err), "the denier decided")
 }
+
+// ctxAfterReport is an afterReport that takes a context: the composite asks
+// it through TakeReceiptContext and gives back through RefundContext.
+type ctxAfterReport struct{ *afterReport }
+
+func (c ctxAfterReport) TakeReceiptContext(_ context.Context, key string, n int) (hotlimit.Decision, hotlimit.Receipt, error) {
+	d, r := c.TakeReceipt(key, n)
+	return d, r, nil
+}
+
+func (c ctxAfterReport) RefundContext(_ context.Context, key string, r hotlimit.Receipt) error {
+	c.Refund(key, r)
+	return nil
+}
+
+// TestRetryAfterQuestionGivesBackOnEveryPath forces a later child to admit
+// the question of its wait (its bucket refills between its report and the
+// question) when it is asked with a context, and when it sits in a nested
+// composite: each way, it is given the request back at once, and is left as
+// a twin that never saw the question.
+func TestRetryAfterQuestionGivesBackOnEveryPath(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		ctx  context.Context
+		wrap func(t *testing.T, a *afterReport) hotlimit.Limiter
+	}{
+		{"with a context", context.Background(), func(_ *testing.T, a *afterReport) hotlimit.Limiter { return ctxAfterReport{a} }},
+		{"nested", nil, func(t *testing.T, a *afterReport) hotlimit.Limiter {
+			sub, err := composite.New(a)
+			require.NoError(t, err)
+			return sub
+		}},
+		{"nested with a context", context.Background(), func(t *testing.T, a *afterReport) hotlimit.Limiter {
+			sub, err := composite.New(ctxAfterReport{a})
+			require.NoError(t, err)
+			return sub
+		}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var now atomic.Int64
+			now.Store(int64(1000 * time.Hour))
+			second := kinds[2].make(t, 1, time.Second, now.Load)
+			bucket := modelKinds[0].make
+			minute, _ := bucket(t, 1, 1, time.Minute, now.Load)
+			twin, _ := bucket(t, 1, 1, time.Minute, now.Load)
+			later := &afterReport{Refunder: minute}
+			c, err := composite.New(second, tc.wrap(t, later))
+			require.NoError(t, err)
+			require.True(t, c.Allow("k"))
+			require.True(t, twin.Allow("k"))
+			later.admitted = 0
+
+			now.Add(int64(500 * time.Millisecond))
+			later.hook = func() { now.Add(int64(time.Minute)) }
+			var d hotlimit.Decision
+			if tc.ctx != nil {
+				d, err = c.TakeContext(tc.ctx, "k", 1)
+				require.NoError(t, err)
+			} else {
+				d = c.Take("k", 1)
+			}
+			require.Nil(t, later.hook, "the minute reported its state")
+			assert.False(t, d.Allowed)
+			assert.Equal(t, 500*time.Millisecond, d.RetryAfter, "the second's wait")
+			assert.Equal(t, 1, later.admitted, "the minute was asked for the request, and admitted it")
+			assert.Equal(t, 1, later.refunds, "and was given it back")
+			assert.Equal(t, twin.Take("k", 0), minute.Take("k", 0), "the minute as it would be without the question")
+		})
+	}
+}

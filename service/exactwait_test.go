@@ -379,3 +379,63 @@ func TestRetryAfterLaterLimitRefilledSinceItsReport(t *testing.T) {
 		}
 	}
 }
+
+// ctxAfterReport is an afterReport that takes a context: the rule asks it
+// through TakeReceiptContext and gives back through RefundContext.
+type ctxAfterReport struct{ *afterReport }
+
+func (c ctxAfterReport) TakeReceiptContext(_ context.Context, key string, n int) (hotlimit.Decision, hotlimit.Receipt, error) {
+	d, r := c.TakeReceipt(key, n)
+	return d, r, nil
+}
+
+func (c ctxAfterReport) RefundContext(_ context.Context, key string, r hotlimit.Receipt) error {
+	c.Refund(key, r)
+	return nil
+}
+
+// TestRetryAfterLaterLimitWithContextGivesBackTheQuestion is the race of
+// TestRetryAfterLaterLimitRefilledSinceItsReport with a later limit that
+// takes a context, asked under the caller's: it admits the question, is
+// given the request back at once, and is left as a twin that never saw it.
+func TestRetryAfterLaterLimitWithContextGivesBackTheQuestion(t *testing.T) {
+	var now atomic.Int64
+	now.Store(int64(1000 * time.Hour))
+	second := hotlimit.Config{Algorithm: hotlimit.FixedWindow, Limit: 1, Window: time.Second}
+	minute := hotlimit.Config{Algorithm: hotlimit.TokenBucket, Limit: 1, Window: time.Minute}
+	var later *afterReport
+	factory := func(c hotlimit.Config, opts ...hotlimit.Option) (hotlimit.Limiter, error) {
+		l, err := service.NewLimiter(c, opts...)
+		if err != nil || c.Algorithm != hotlimit.TokenBucket {
+			return l, err
+		}
+		later = &afterReport{Refunder: l.(hotlimit.Refunder)}
+		return ctxAfterReport{later}, nil
+	}
+	svc, err := service.NewFromRules(service.Rules{Default: service.Limits{second, minute}},
+		hotlimit.WithClock(now.Load), hotlimit.WithFactory(factory))
+	require.NoError(t, err)
+	require.NotNil(t, later)
+	twin, err := service.NewLimiter(minute, hotlimit.WithClock(now.Load))
+	require.NoError(t, err)
+	require.True(t, svc.Allow("u", "a"))
+	require.True(t, twin.Allow("k"))
+	later.admitted = 0
+
+	now.Add(int64(500 * time.Millisecond))
+	later.hook = func() { now.Add(int64(time.Minute)) }
+	d, err := svc.TakeContext(context.Background(), "u", "a", 1)
+	require.NoError(t, err)
+	require.Nil(t, later.hook, "the minute reported its state")
+	assert.False(t, d.Allowed)
+	assert.Equal(t, 500*time.Millisecond, d.RetryAfter, "the second's wait: the minute admits the request now")
+	assert.Equal(t, 1, later.admitted, "the minute was asked for the request, and admitted it")
+	assert.Equal(t, 1, later.refunds, "and was given it back")
+	_, each, err := svc.TakeEach(context.Background(), "u", "a", 0, nil)
+	require.NoError(t, err)
+	for _, e := range each {
+		if e.Config.Algorithm == hotlimit.TokenBucket {
+			assert.Equal(t, twin.Take("k", 0).Remaining, e.Decision.Remaining, "the minute as it would be without the question")
+		}
+	}
+}
