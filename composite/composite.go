@@ -510,7 +510,9 @@ func markGivenBack(leaves []hotlimit.Receipt) {
 // decision (see DecidingError), but, when decides is set and known < 0 (the
 // report is the decision), those of the first child that denies, or of
 // every child when none does. When rem is not nil, rem[i] is set to the
-// i-th child's Remaining, or math.MaxInt when its report failed.
+// i-th child's Remaining, or math.MaxInt when its report failed: one that
+// takes a context is then asked under context.Background when ctx is nil
+// (its error still left out, as Take returns none), to know that.
 func (l *Limiter) report(ctx context.Context, key string, n, known int, kd hotlimit.Decision, errs *[]error, decides bool, rem *[MaxChildren]int) hotlimit.Decision {
 	d := hotlimit.Decision{Allowed: true}
 	var errOf [MaxChildren]error
@@ -521,6 +523,11 @@ func (l *Limiter) report(ctx context.Context, key string, n, known int, kd hotli
 		case i == known:
 		case ctx != nil && cc != nil:
 			cd, _, errOf[i] = cc.TakeReceiptContext(ctx, key, n) // n ≤ 0 takes nothing
+		case rem != nil && cc != nil:
+			// Take's (no context): asked with one all the same, so that
+			// its failure, which Take does not return, is known, and it
+			// is not asked again for its wait (see wait).
+			cd, _, errOf[i] = cc.TakeReceiptContext(context.Background(), key, n)
 		default:
 			cd = c.Take(key, n)
 		}
