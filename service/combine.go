@@ -374,7 +374,9 @@ func limitErrors(err error, errOf *[composite.MaxChildren]error) {
 // decision. Limits in shadow mode stay out of both, as in take, unless every
 // limit is in shadow mode. When each is not nil, each[i] is set to the
 // decision of every limit asked; when rem is not nil, rem[i] to its
-// Remaining, or math.MaxInt when its report failed.
+// Remaining, or math.MaxInt when its report failed: one that takes a
+// context is then asked under context.Background when ctx is nil (its error
+// still left out), to know that.
 func (m *multi) report(ctx context.Context, k *keys, n, known int, kd hotlimit.Decision, errs *[]error, each *[composite.MaxChildren]hotlimit.Decision, rem *[composite.MaxChildren]int) (d hotlimit.Decision, decider int, own hotlimit.Decision) {
 	counted, shadowed := reported{m: m, decider: -1}, reported{m: m, decider: -1}
 	for i, c := range m.children {
@@ -387,6 +389,11 @@ func (m *multi) report(ctx context.Context, k *keys, n, known int, kd hotlimit.D
 		if cc := m.withContext[i]; ctx != nil && cc != nil {
 			cd, _, err = cc.TakeReceiptContext(ctx, k.of(m.limits[i].Scope), n) // n ≤ 0 takes nothing
 			*errs = appendLimitErr(*errs, i, err)
+		} else if cc != nil && rem != nil {
+			// Take's (no context): asked with one all the same, so that
+			// its failure, which Take does not return, is known, and it
+			// is not asked again for its wait (see wait).
+			cd, _, err = cc.TakeReceiptContext(context.Background(), k.of(m.limits[i].Scope), n)
 		} else {
 			cd = c.Take(k.of(m.limits[i].Scope), n)
 		}
