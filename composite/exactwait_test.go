@@ -520,3 +520,38 @@ func TestRetryAfterDoesNotAskAFailingChildAgainWithoutAContext(t *testing.T) {
 		})
 	}
 }
+
+// neverAgain is a child that denies every request with RetryAfter Never,
+// saying no Burst: a Take cannot learn beforehand that it never admits.
+type neverAgain struct{}
+
+func (neverAgain) Allow(string) bool { return false }
+
+func (n neverAgain) Take(key string, k int) hotlimit.Decision {
+	d, _ := n.TakeReceipt(key, k)
+	return d
+}
+
+func (neverAgain) TakeReceipt(_ string, n int) (hotlimit.Decision, hotlimit.Receipt) {
+	if n < 1 {
+		return hotlimit.Decision{Allowed: true, Limit: 1}, hotlimit.Receipt{}
+	}
+	return hotlimit.Decision{Limit: 1, RetryAfter: hotlimit.Never}, hotlimit.Receipt{}
+}
+
+func (neverAgain) Refund(string, hotlimit.Receipt) {}
+
+// TestRetryAfterNeverAsksNoLaterChild: a denial whose wait is Never already
+// asks no later child for the request: no wait of theirs could change it.
+func TestRetryAfterNeverAsksNoLaterChild(t *testing.T) {
+	later := newRemote(t, 1)
+	require.True(t, later.Allow("k"))
+	later.takes = nil
+	c, err := composite.New(neverAgain{}, later)
+	require.NoError(t, err)
+	d, err := c.TakeContext(context.Background(), "k", 1)
+	require.NoError(t, err)
+	assert.False(t, d.Allowed)
+	assert.Equal(t, hotlimit.Never, d.RetryAfter)
+	assert.Len(t, later.takes, 1, "its report alone")
+}

@@ -510,3 +510,72 @@ func TestRetryAfterDoesNotAskAFailingLimitAgainWithoutAContext(t *testing.T) {
 		})
 	}
 }
+
+// neverAgain is a limiter that denies every request with RetryAfter Never,
+// saying no Burst: a Take cannot learn beforehand that it never admits.
+// While *open, it admits every request instead.
+type neverAgain struct{ open *bool }
+
+func (n neverAgain) Allow(key string) bool { return n.Take(key, 1).Allowed }
+
+func (n neverAgain) Take(key string, k int) hotlimit.Decision {
+	d, _ := n.TakeReceipt(key, k)
+	return d
+}
+
+func (a neverAgain) TakeReceipt(_ string, n int) (hotlimit.Decision, hotlimit.Receipt) {
+	if n < 1 || *a.open {
+		return hotlimit.Decision{Allowed: true, Limit: 1}, hotlimit.Receipt{}
+	}
+	return hotlimit.Decision{Limit: 1, RetryAfter: hotlimit.Never}, hotlimit.Receipt{}
+}
+
+func (neverAgain) Refund(string, hotlimit.Receipt) {}
+
+// TestRetryAfterNeverAsksNoLaterLimit: a denial whose wait is Never already
+// asks no later limit for the request: no wait of theirs could change it.
+func TestRetryAfterNeverAsksNoLaterLimit(t *testing.T) {
+	first := hotlimit.Config{Algorithm: hotlimit.FixedWindow, Limit: 1, Window: time.Second}
+	minute := hotlimit.Config{Algorithm: hotlimit.TokenBucket, Limit: 1, Window: time.Minute}
+	var later *asks
+	open := true
+	factory := func(c hotlimit.Config, opts ...hotlimit.Option) (hotlimit.Limiter, error) {
+		if c.Algorithm == hotlimit.FixedWindow {
+			return neverAgain{&open}, nil
+		}
+		l, err := service.NewLimiter(c, opts...)
+		if err != nil {
+			return nil, err
+		}
+		later = &asks{Refunder: l.(hotlimit.Refunder)}
+		return later, nil
+	}
+	svc, err := service.NewFromRules(service.Rules{Default: service.Limits{first, minute}}, hotlimit.WithFactory(factory))
+	require.NoError(t, err)
+	require.NotNil(t, later)
+	require.True(t, svc.Allow("u", "a"), "the minute is spent")
+	open = false
+	later.takes = 0
+	d := svc.Take("u", "a", 1)
+	assert.False(t, d.Allowed)
+	assert.Equal(t, hotlimit.Never, d.RetryAfter)
+	assert.Zero(t, later.takes, "the minute was not asked for the request")
+}
+
+// asks is a limiter that counts the Takes of n ≥ 1 it is asked.
+type asks struct {
+	hotlimit.Refunder
+	takes int
+}
+
+func (a *asks) Take(key string, n int) hotlimit.Decision {
+	d, _ := a.TakeReceipt(key, n)
+	return d
+}
+
+func (a *asks) TakeReceipt(key string, n int) (hotlimit.Decision, hotlimit.Receipt) {
+	if n >= 1 {
+		a.takes++
+	}
+	return a.Refunder.TakeReceipt(key, n)
+}
