@@ -404,7 +404,10 @@ func (l *Limiter) take(ctx context.Context, key string, n int, leaves []hotlimit
 // take), and waits nothing. A child that fails to decide gives no wait: its
 // failure policy answered, not its quota. Not asked: a sliding log for
 // n > 1 (see isLog), a child that keeps no state, and every child when the
-// denier's wait is Never already.
+// denier's wait is Never already; nor, once ctx has ended, a child that
+// takes a context (it could only fail: a redislimit limiter does not send
+// the question, and its failure policy answers it, FailLocal taking it from
+// its local limiter with no receipt to give it back by).
 //
 // Each child admits a request more readily as time passes with no other
 // requests, so after the largest of these waits every child admits it:
@@ -414,6 +417,9 @@ func (l *Limiter) wait(ctx context.Context, key string, n, denier int, retry tim
 	for j := denier + 1; j < len(l.children) && retry != hotlimit.Never; j++ {
 		if rem[j] >= n || l.stateless[j] || n > 1 && l.isLog[j] {
 			continue
+		}
+		if ctx != nil && l.withContext[j] != nil && ctx.Err() != nil {
+			continue // it could only fail: see above
 		}
 		var cd hotlimit.Decision
 		var err error

@@ -555,3 +555,40 @@ func TestRetryAfterNeverAsksNoLaterChild(t *testing.T) {
 	assert.Equal(t, hotlimit.Never, d.RetryAfter)
 	assert.Len(t, later.takes, 1, "its report alone")
 }
+
+// endedAsks is a spent child that takes a context, whose report ends the
+// caller's context (its deadline passing meanwhile), and that counts the
+// requests it is asked for under an ended one: a redislimit limiter does
+// not send those, and its failure policy answers, FailLocal taking them
+// from its local limiter with no receipt to give them back by.
+type endedAsks struct {
+	*remote
+	cancel func()
+	ended  int
+}
+
+func (e *endedAsks) TakeReceiptContext(ctx context.Context, key string, n int) (hotlimit.Decision, hotlimit.Receipt, error) {
+	if n >= 1 && ctx.Err() != nil {
+		e.ended++
+	}
+	d, r, err := e.remote.TakeReceiptContext(ctx, key, n)
+	if n == 0 {
+		e.cancel()
+	}
+	return d, r, err
+}
+
+// TestRetryAfterAsksNoChildUnderAnEndedContext: a later child is not asked
+// for the request once the caller's context has ended after its report: it
+// could not tell its wait, only fail.
+func TestRetryAfterAsksNoChildUnderAnEndedContext(t *testing.T) {
+	ctx, cancel := context.WithCancel(context.Background())
+	later := &endedAsks{remote: newRemote(t, 1), cancel: cancel}
+	require.True(t, later.Allow("k"))
+	c, err := composite.New(spent(t), later)
+	require.NoError(t, err)
+	d, _ := c.TakeContext(ctx, "k", 1)
+	assert.False(t, d.Allowed)
+	assert.Equal(t, time.Minute-1, d.RetryAfter, "the denier's wait")
+	assert.Zero(t, later.ended, "not asked under the ended context")
+}

@@ -265,7 +265,11 @@ func (m *multi) take(ctx context.Context, k keys, n int, each *[composite.MaxChi
 // asked: a limit in shadow mode (it never denies), a sliding log for n > 1
 // (slidinglog's Take of more than one can be denied with some of its
 // requests counted, under concurrent requests; see hotlimit.Limiter), and
-// every limit when the denier's wait is Never already.
+// every limit when the denier's wait is Never already; nor, once ctx has
+// ended, a limit that takes a context (it could only fail: a redislimit
+// limiter does not send the question, and its failure policy answers it,
+// FailLocal taking it from its local limiter with no receipt to give it
+// back by).
 //
 // Each limit admits a request more readily as time passes with no other
 // requests, so after the largest of these waits every limit admits it: the
@@ -275,6 +279,9 @@ func (m *multi) wait(ctx context.Context, k *keys, n, denier int, retry time.Dur
 	for j := denier + 1; j < len(m.children) && retry != hotlimit.Never; j++ {
 		if rem[j] >= n || m.limits[j].Shadow || n > 1 && m.isLog[j] {
 			continue
+		}
+		if ctx != nil && m.withContext[j] != nil && ctx.Err() != nil {
+			continue // it could only fail: see above
 		}
 		key := k.of(m.limits[j].Scope)
 		var cd hotlimit.Decision

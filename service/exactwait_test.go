@@ -579,3 +579,59 @@ func (a *asks) TakeReceipt(key string, n int) (hotlimit.Decision, hotlimit.Recei
 	}
 	return a.Refunder.TakeReceipt(key, n)
 }
+
+// endedAsks is a limiter that takes a context, whose report ends the
+// caller's context (its deadline passing meanwhile), and that counts the
+// requests it is asked for under an ended one: a redislimit limiter does
+// not send those, and its failure policy answers, FailLocal taking them
+// from its local limiter with no receipt to give them back by.
+type endedAsks struct {
+	hotlimit.Refunder
+	cancel func()
+	ended  int
+}
+
+func (e *endedAsks) TakeReceiptContext(ctx context.Context, key string, n int) (hotlimit.Decision, hotlimit.Receipt, error) {
+	if n >= 1 && ctx.Err() != nil {
+		e.ended++
+	}
+	d, r := e.TakeReceipt(key, n)
+	if n == 0 {
+		e.cancel()
+	}
+	return d, r, nil
+}
+
+func (e *endedAsks) RefundContext(_ context.Context, key string, r hotlimit.Receipt) error {
+	e.Refund(key, r)
+	return nil
+}
+
+// TestRetryAfterAsksNoLimitUnderAnEndedContext: a later limit is not asked
+// for the request once the caller's context has ended after its report: it
+// could not tell its wait, only fail.
+func TestRetryAfterAsksNoLimitUnderAnEndedContext(t *testing.T) {
+	now := int64(1000 * time.Hour)
+	second := hotlimit.Config{Algorithm: hotlimit.FixedWindow, Limit: 1, Window: time.Second}
+	minute := hotlimit.Config{Algorithm: hotlimit.FixedWindow, Limit: 1, Window: time.Minute}
+	ctx, cancel := context.WithCancel(context.Background())
+	var later *endedAsks
+	factory := func(c hotlimit.Config, opts ...hotlimit.Option) (hotlimit.Limiter, error) {
+		l, err := service.NewLimiter(c, opts...)
+		if err != nil || c.Window != time.Minute {
+			return l, err
+		}
+		later = &endedAsks{Refunder: l.(hotlimit.Refunder), cancel: func() {}}
+		return later, nil
+	}
+	svc, err := service.NewFromRules(service.Rules{Default: service.Limits{second, minute}},
+		hotlimit.WithClock(func() int64 { return now }), hotlimit.WithFactory(factory))
+	require.NoError(t, err)
+	require.NotNil(t, later)
+	require.True(t, svc.Allow("u", "a"))
+	later.cancel = cancel
+	d, _ := svc.TakeContext(ctx, "u", "a", 1)
+	assert.False(t, d.Allowed)
+	assert.Equal(t, time.Second, d.RetryAfter, "the second's wait: the minute, not asked, is not counted")
+	assert.Zero(t, later.ended, "not asked under the ended context")
+}
