@@ -198,8 +198,12 @@ func TestRetryAfterWaitsForEveryLimit(t *testing.T) {
 				}
 
 				// The minute is asked for the request on every denial:
-				// still allocation-free.
-				assert.Zero(t, testing.AllocsPerRun(20, func() { svc.Take("u", "a", 1) }), "a denial that asks the minute")
+				// still allocation-free. Not under the race detector,
+				// whose sync.Pool drops a quarter of what is put back:
+				// the key buffers are then made anew.
+				if !raceEnabled {
+					assert.Zero(t, testing.AllocsPerRun(20, func() { svc.Take("u", "a", 1) }), "a denial that asks the minute")
+				}
 
 				denied := now.Load()
 				now.Store(denied + int64(d.RetryAfter) - 1)
