@@ -405,7 +405,10 @@ func (l *Limiter) take(ctx context.Context, key string, n int, leaves []hotlimit
 // take), and waits nothing. A child that fails to decide gives no wait: its
 // failure policy answered, not its quota. Not asked: a sliding log for
 // n > 1 (see isLog), a child that keeps no state, and every child when the
-// denier's wait is Never already.
+// denier's wait is Never already; nor, once ctx has ended, a child that
+// takes a context (it could only fail: a redislimit limiter does not send
+// the question, and its failure policy answers it, FailLocal taking it from
+// its local limiter with no receipt to give it back by).
 //
 // Each child admits a request more readily as time passes with no other
 // requests, so after the largest of these waits every child admits it:
@@ -415,6 +418,9 @@ func (l *Limiter) wait(ctx context.Context, key string, n, denier int, retry tim
 	for j := denier + 1; j < len(l.children) && retry != hotlimit.Never; j++ {
 		if rem[j] >= n || l.stateless[j] || n > 1 && l.isLog[j] {
 			continue
+		}
+		if ctx != nil && l.withContext[j] != nil && ctx.Err() != nil {
+			continue // it could only fail: see above
 		}
 		var cd hotlimit.Decision
 		var err error
@@ -511,7 +517,9 @@ func markGivenBack(leaves []hotlimit.Receipt) {
 // decision (see DecidingError), but, when decides is set and known < 0 (the
 // report is the decision), those of the first child that denies, or of
 // every child when none does. When rem is not nil, rem[i] is set to the
-// i-th child's Remaining, or math.MaxInt when its report failed.
+// i-th child's Remaining, or math.MaxInt when its report failed: one that
+// takes a context is then asked under context.Background when ctx is nil
+// (its error still left out, as Take returns none), to know that.
 func (l *Limiter) report(ctx context.Context, key string, n, known int, kd hotlimit.Decision, errs *[]error, decides bool, rem *[MaxChildren]int) hotlimit.Decision {
 	d := hotlimit.Decision{Allowed: true}
 	var errOf [MaxChildren]error
@@ -522,6 +530,11 @@ func (l *Limiter) report(ctx context.Context, key string, n, known int, kd hotli
 		case i == known:
 		case ctx != nil && cc != nil:
 			cd, _, errOf[i] = cc.TakeReceiptContext(ctx, key, n) // n ≤ 0 takes nothing
+		case rem != nil && cc != nil:
+			// Take's (no context): asked with one all the same, so that
+			// its failure, which Take does not return, is known, and it
+			// is not asked again for its wait (see wait).
+			cd, _, errOf[i] = cc.TakeReceiptContext(context.Background(), key, n)
 		default:
 			cd = c.Take(key, n)
 		}

@@ -391,3 +391,204 @@ func TestRetryAfterAsksLaterChildrenUnderTheContext(t *testing.T) {
 	require.ErrorIs(t, err, errBackend)
 	assert.NoError(t, composite.DecidingError(err), "the denier decided")
 }
+
+// ctxAfterReport is an afterReport that takes a context: the composite asks
+// it through TakeReceiptContext and gives back through RefundContext.
+type ctxAfterReport struct{ *afterReport }
+
+func (c ctxAfterReport) TakeReceiptContext(_ context.Context, key string, n int) (hotlimit.Decision, hotlimit.Receipt, error) {
+	d, r := c.TakeReceipt(key, n)
+	return d, r, nil
+}
+
+func (c ctxAfterReport) RefundContext(_ context.Context, key string, r hotlimit.Receipt) error {
+	c.Refund(key, r)
+	return nil
+}
+
+// TestRetryAfterQuestionGivesBackOnEveryPath forces a later child to admit
+// the question of its wait (its bucket refills between its report and the
+// question) when it is asked with a context, and when it sits in a nested
+// composite: each way, it is given the request back at once, and is left as
+// a twin that never saw the question.
+func TestRetryAfterQuestionGivesBackOnEveryPath(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		ctx  context.Context
+		wrap func(t *testing.T, a *afterReport) hotlimit.Limiter
+	}{
+		{"with a context", context.Background(), func(_ *testing.T, a *afterReport) hotlimit.Limiter { return ctxAfterReport{a} }},
+		{"nested", nil, func(t *testing.T, a *afterReport) hotlimit.Limiter {
+			sub, err := composite.New(a)
+			require.NoError(t, err)
+			return sub
+		}},
+		{"nested with a context", context.Background(), func(t *testing.T, a *afterReport) hotlimit.Limiter {
+			sub, err := composite.New(ctxAfterReport{a})
+			require.NoError(t, err)
+			return sub
+		}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var now atomic.Int64
+			now.Store(int64(1000 * time.Hour))
+			second := kinds[2].make(t, 1, time.Second, now.Load)
+			bucket := modelKinds[0].make
+			minute, _ := bucket(t, 1, 1, time.Minute, now.Load)
+			twin, _ := bucket(t, 1, 1, time.Minute, now.Load)
+			later := &afterReport{Refunder: minute}
+			c, err := composite.New(second, tc.wrap(t, later))
+			require.NoError(t, err)
+			require.True(t, c.Allow("k"))
+			require.True(t, twin.Allow("k"))
+			later.admitted = 0
+
+			now.Add(int64(500 * time.Millisecond))
+			later.hook = func() { now.Add(int64(time.Minute)) }
+			var d hotlimit.Decision
+			if tc.ctx != nil {
+				d, err = c.TakeContext(tc.ctx, "k", 1)
+				require.NoError(t, err)
+			} else {
+				d = c.Take("k", 1)
+			}
+			require.Nil(t, later.hook, "the minute reported its state")
+			assert.False(t, d.Allowed)
+			assert.Equal(t, 500*time.Millisecond, d.RetryAfter, "the second's wait")
+			assert.Equal(t, 1, later.admitted, "the minute was asked for the request, and admitted it")
+			assert.Equal(t, 1, later.refunds, "and was given it back")
+			assert.Equal(t, twin.Take("k", 0), minute.Take("k", 0), "the minute as it would be without the question")
+		})
+	}
+}
+
+// downOpen is a child that takes a context, whose backend is down and whose
+// failure policy admits every request (the zero Receipt, Remaining 0), as
+// redislimit's FailOpen does: with a context it says so, without one it
+// cannot. It counts the times it is asked, each a round trip that fails.
+type downOpen struct{ asked int }
+
+func (d *downOpen) Allow(key string) bool { return d.Take(key, 1).Allowed }
+
+func (d *downOpen) Take(key string, n int) hotlimit.Decision {
+	dd, _ := d.TakeReceipt(key, n)
+	return dd
+}
+
+func (d *downOpen) TakeReceipt(key string, n int) (hotlimit.Decision, hotlimit.Receipt) {
+	dd, r, _ := d.TakeReceiptContext(context.Background(), key, n)
+	return dd, r
+}
+
+func (d *downOpen) TakeContext(ctx context.Context, key string, n int) (hotlimit.Decision, error) {
+	dd, _, err := d.TakeReceiptContext(ctx, key, n)
+	return dd, err
+}
+
+func (d *downOpen) TakeReceiptContext(context.Context, string, int) (hotlimit.Decision, hotlimit.Receipt, error) {
+	d.asked++
+	return hotlimit.Decision{Allowed: true, Limit: 1}, hotlimit.Receipt{}, errBackend
+}
+
+func (*downOpen) Refund(string, hotlimit.Receipt) {}
+
+func (*downOpen) RefundContext(context.Context, string, hotlimit.Receipt) error { return nil }
+
+// TestRetryAfterDoesNotAskAFailingChildAgainWithoutAContext: a denial by
+// Take, which has no context, still knows a later child's report failed,
+// and does not ask it again for its wait: that would only be one more
+// failed round trip (and one more failure its policy counts), for no wait.
+func TestRetryAfterDoesNotAskAFailingChildAgainWithoutAContext(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		take func(c *composite.Limiter) hotlimit.Decision
+	}{
+		{"Take", func(c *composite.Limiter) hotlimit.Decision { return c.Take("k", 1) }},
+		{"TakeContext", func(c *composite.Limiter) hotlimit.Decision {
+			d, _ := c.TakeContext(context.Background(), "k", 1)
+			return d
+		}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			down := &downOpen{}
+			c, err := composite.New(spent(t), down)
+			require.NoError(t, err)
+			d := tc.take(c)
+			assert.False(t, d.Allowed)
+			assert.Equal(t, time.Minute-1, d.RetryAfter, "the denier's wait")
+			assert.Equal(t, 1, down.asked, "its report alone")
+		})
+	}
+}
+
+// neverAgain is a child that denies every request with RetryAfter Never,
+// saying no Burst: a Take cannot learn beforehand that it never admits.
+type neverAgain struct{}
+
+func (neverAgain) Allow(string) bool { return false }
+
+func (n neverAgain) Take(key string, k int) hotlimit.Decision {
+	d, _ := n.TakeReceipt(key, k)
+	return d
+}
+
+func (neverAgain) TakeReceipt(_ string, n int) (hotlimit.Decision, hotlimit.Receipt) {
+	if n < 1 {
+		return hotlimit.Decision{Allowed: true, Limit: 1}, hotlimit.Receipt{}
+	}
+	return hotlimit.Decision{Limit: 1, RetryAfter: hotlimit.Never}, hotlimit.Receipt{}
+}
+
+func (neverAgain) Refund(string, hotlimit.Receipt) {}
+
+// TestRetryAfterNeverAsksNoLaterChild: a denial whose wait is Never already
+// asks no later child for the request: no wait of theirs could change it.
+func TestRetryAfterNeverAsksNoLaterChild(t *testing.T) {
+	later := newRemote(t, 1)
+	require.True(t, later.Allow("k"))
+	later.takes = nil
+	c, err := composite.New(neverAgain{}, later)
+	require.NoError(t, err)
+	d, err := c.TakeContext(context.Background(), "k", 1)
+	require.NoError(t, err)
+	assert.False(t, d.Allowed)
+	assert.Equal(t, hotlimit.Never, d.RetryAfter)
+	assert.Len(t, later.takes, 1, "its report alone")
+}
+
+// endedAsks is a spent child that takes a context, whose report ends the
+// caller's context (its deadline passing meanwhile), and that counts the
+// requests it is asked for under an ended one: a redislimit limiter does
+// not send those, and its failure policy answers, FailLocal taking them
+// from its local limiter with no receipt to give them back by.
+type endedAsks struct {
+	*remote
+	cancel func()
+	ended  int
+}
+
+func (e *endedAsks) TakeReceiptContext(ctx context.Context, key string, n int) (hotlimit.Decision, hotlimit.Receipt, error) {
+	if n >= 1 && ctx.Err() != nil {
+		e.ended++
+	}
+	d, r, err := e.remote.TakeReceiptContext(ctx, key, n)
+	if n == 0 {
+		e.cancel()
+	}
+	return d, r, err
+}
+
+// TestRetryAfterAsksNoChildUnderAnEndedContext: a later child is not asked
+// for the request once the caller's context has ended after its report: it
+// could not tell its wait, only fail.
+func TestRetryAfterAsksNoChildUnderAnEndedContext(t *testing.T) {
+	ctx, cancel := context.WithCancel(context.Background())
+	later := &endedAsks{remote: newRemote(t, 1), cancel: cancel}
+	require.True(t, later.Allow("k"))
+	c, err := composite.New(spent(t), later)
+	require.NoError(t, err)
+	d, _ := c.TakeContext(ctx, "k", 1)
+	assert.False(t, d.Allowed)
+	assert.Equal(t, time.Minute-1, d.RetryAfter, "the denier's wait")
+	assert.Zero(t, later.ended, "not asked under the ended context")
+}

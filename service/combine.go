@@ -265,7 +265,11 @@ func (m *multi) take(ctx context.Context, k keys, n int, each *[composite.MaxChi
 // asked: a limit in shadow mode (it never denies), a sliding log for n > 1
 // (slidinglog's Take of more than one can be denied with some of its
 // requests counted, under concurrent requests; see hotlimit.Limiter), and
-// every limit when the denier's wait is Never already.
+// every limit when the denier's wait is Never already; nor, once ctx has
+// ended, a limit that takes a context (it could only fail: a redislimit
+// limiter does not send the question, and its failure policy answers it,
+// FailLocal taking it from its local limiter with no receipt to give it
+// back by).
 //
 // Each limit admits a request more readily as time passes with no other
 // requests, so after the largest of these waits every limit admits it: the
@@ -275,6 +279,9 @@ func (m *multi) wait(ctx context.Context, k *keys, n, denier int, retry time.Dur
 	for j := denier + 1; j < len(m.children) && retry != hotlimit.Never; j++ {
 		if rem[j] >= n || m.limits[j].Shadow || n > 1 && m.isLog[j] {
 			continue
+		}
+		if ctx != nil && m.withContext[j] != nil && ctx.Err() != nil {
+			continue // it could only fail: see above
 		}
 		key := k.of(m.limits[j].Scope)
 		var cd hotlimit.Decision
@@ -374,7 +381,9 @@ func limitErrors(err error, errOf *[composite.MaxChildren]error) {
 // decision. Limits in shadow mode stay out of both, as in take, unless every
 // limit is in shadow mode. When each is not nil, each[i] is set to the
 // decision of every limit asked; when rem is not nil, rem[i] to its
-// Remaining, or math.MaxInt when its report failed.
+// Remaining, or math.MaxInt when its report failed: one that takes a
+// context is then asked under context.Background when ctx is nil (its error
+// still left out), to know that.
 func (m *multi) report(ctx context.Context, k *keys, n, known int, kd hotlimit.Decision, errs *[]error, each *[composite.MaxChildren]hotlimit.Decision, rem *[composite.MaxChildren]int) (d hotlimit.Decision, decider int, own hotlimit.Decision) {
 	counted, shadowed := reported{m: m, decider: -1}, reported{m: m, decider: -1}
 	for i, c := range m.children {
@@ -387,6 +396,11 @@ func (m *multi) report(ctx context.Context, k *keys, n, known int, kd hotlimit.D
 		if cc := m.withContext[i]; ctx != nil && cc != nil {
 			cd, _, err = cc.TakeReceiptContext(ctx, k.of(m.limits[i].Scope), n) // n ≤ 0 takes nothing
 			*errs = appendLimitErr(*errs, i, err)
+		} else if cc != nil && rem != nil {
+			// Take's (no context): asked with one all the same, so that
+			// its failure, which Take does not return, is known, and it
+			// is not asked again for its wait (see wait).
+			cd, _, err = cc.TakeReceiptContext(context.Background(), k.of(m.limits[i].Scope), n)
 		} else {
 			cd = c.Take(k.of(m.limits[i].Scope), n)
 		}

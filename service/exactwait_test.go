@@ -198,8 +198,12 @@ func TestRetryAfterWaitsForEveryLimit(t *testing.T) {
 				}
 
 				// The minute is asked for the request on every denial:
-				// still allocation-free.
-				assert.Zero(t, testing.AllocsPerRun(20, func() { svc.Take("u", "a", 1) }), "a denial that asks the minute")
+				// still allocation-free. Not under the race detector,
+				// whose sync.Pool drops a quarter of what is put back:
+				// the key buffers are then made anew.
+				if !raceEnabled {
+					assert.Zero(t, testing.AllocsPerRun(20, func() { svc.Take("u", "a", 1) }), "a denial that asks the minute")
+				}
 
 				denied := now.Load()
 				now.Store(denied + int64(d.RetryAfter) - 1)
@@ -378,4 +382,260 @@ func TestRetryAfterLaterLimitRefilledSinceItsReport(t *testing.T) {
 			assert.Equal(t, 1, e.Decision.Remaining)
 		}
 	}
+}
+
+// ctxAfterReport is an afterReport that takes a context: the rule asks it
+// through TakeReceiptContext and gives back through RefundContext.
+type ctxAfterReport struct{ *afterReport }
+
+func (c ctxAfterReport) TakeReceiptContext(_ context.Context, key string, n int) (hotlimit.Decision, hotlimit.Receipt, error) {
+	d, r := c.TakeReceipt(key, n)
+	return d, r, nil
+}
+
+func (c ctxAfterReport) RefundContext(_ context.Context, key string, r hotlimit.Receipt) error {
+	c.Refund(key, r)
+	return nil
+}
+
+// TestRetryAfterLaterLimitWithContextGivesBackTheQuestion is the race of
+// TestRetryAfterLaterLimitRefilledSinceItsReport with a later limit that
+// takes a context, asked under the caller's: it admits the question, is
+// given the request back at once, and is left as a twin that never saw it.
+func TestRetryAfterLaterLimitWithContextGivesBackTheQuestion(t *testing.T) {
+	var now atomic.Int64
+	now.Store(int64(1000 * time.Hour))
+	second := hotlimit.Config{Algorithm: hotlimit.FixedWindow, Limit: 1, Window: time.Second}
+	minute := hotlimit.Config{Algorithm: hotlimit.TokenBucket, Limit: 1, Window: time.Minute}
+	var later *afterReport
+	factory := func(c hotlimit.Config, opts ...hotlimit.Option) (hotlimit.Limiter, error) {
+		l, err := service.NewLimiter(c, opts...)
+		if err != nil || c.Algorithm != hotlimit.TokenBucket {
+			return l, err
+		}
+		later = &afterReport{Refunder: l.(hotlimit.Refunder)}
+		return ctxAfterReport{later}, nil
+	}
+	svc, err := service.NewFromRules(service.Rules{Default: service.Limits{second, minute}},
+		hotlimit.WithClock(now.Load), hotlimit.WithFactory(factory))
+	require.NoError(t, err)
+	require.NotNil(t, later)
+	twin, err := service.NewLimiter(minute, hotlimit.WithClock(now.Load))
+	require.NoError(t, err)
+	require.True(t, svc.Allow("u", "a"))
+	require.True(t, twin.Allow("k"))
+	later.admitted = 0
+
+	now.Add(int64(500 * time.Millisecond))
+	later.hook = func() { now.Add(int64(time.Minute)) }
+	d, err := svc.TakeContext(context.Background(), "u", "a", 1)
+	require.NoError(t, err)
+	require.Nil(t, later.hook, "the minute reported its state")
+	assert.False(t, d.Allowed)
+	assert.Equal(t, 500*time.Millisecond, d.RetryAfter, "the second's wait: the minute admits the request now")
+	assert.Equal(t, 1, later.admitted, "the minute was asked for the request, and admitted it")
+	assert.Equal(t, 1, later.refunds, "and was given it back")
+	_, each, err := svc.TakeEach(context.Background(), "u", "a", 0, nil)
+	require.NoError(t, err)
+	for _, e := range each {
+		if e.Config.Algorithm == hotlimit.TokenBucket {
+			assert.Equal(t, twin.Take("k", 0).Remaining, e.Decision.Remaining, "the minute as it would be without the question")
+		}
+	}
+}
+
+// downOpen is a limiter that takes a context, whose backend is down and
+// whose failure policy admits every request (the zero Receipt, Remaining
+// 0), as redislimit's FailOpen does: with a context it says so, without one
+// it cannot. It counts the times it is asked, each a round trip that fails.
+type downOpen struct{ asked int }
+
+func (d *downOpen) Allow(key string) bool { return d.Take(key, 1).Allowed }
+
+func (d *downOpen) Take(key string, n int) hotlimit.Decision {
+	dd, _ := d.TakeReceipt(key, n)
+	return dd
+}
+
+func (d *downOpen) TakeReceipt(key string, n int) (hotlimit.Decision, hotlimit.Receipt) {
+	dd, r, _ := d.TakeReceiptContext(context.Background(), key, n)
+	return dd, r
+}
+
+func (d *downOpen) TakeContext(ctx context.Context, key string, n int) (hotlimit.Decision, error) {
+	dd, _, err := d.TakeReceiptContext(ctx, key, n)
+	return dd, err
+}
+
+func (d *downOpen) TakeReceiptContext(context.Context, string, int) (hotlimit.Decision, hotlimit.Receipt, error) {
+	d.asked++
+	return hotlimit.Decision{Allowed: true, Limit: 1}, hotlimit.Receipt{}, errBackend
+}
+
+func (*downOpen) Refund(string, hotlimit.Receipt) {}
+
+func (*downOpen) RefundContext(context.Context, string, hotlimit.Receipt) error { return nil }
+
+// TestRetryAfterDoesNotAskAFailingLimitAgainWithoutAContext: a denial by
+// Take, which has no context, still knows a later limit's report failed,
+// and does not ask it again for its wait: that would only be one more
+// failed round trip (and one more failure its policy counts), for no wait.
+func TestRetryAfterDoesNotAskAFailingLimitAgainWithoutAContext(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		take func(svc *service.Service) hotlimit.Decision
+	}{
+		{"Take", func(svc *service.Service) hotlimit.Decision { return svc.Take("u", "a", 1) }},
+		{"TakeContext", func(svc *service.Service) hotlimit.Decision {
+			d, _ := svc.TakeContext(context.Background(), "u", "a", 1)
+			return d
+		}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			now := int64(1000 * time.Hour)
+			second := hotlimit.Config{Algorithm: hotlimit.FixedWindow, Limit: 1, Window: time.Second}
+			minute := hotlimit.Config{Algorithm: hotlimit.TokenBucket, Limit: 1, Window: time.Minute}
+			down := &downOpen{}
+			factory := func(c hotlimit.Config, opts ...hotlimit.Option) (hotlimit.Limiter, error) {
+				if c.Algorithm == hotlimit.TokenBucket {
+					return down, nil
+				}
+				return service.NewLimiter(c, opts...)
+			}
+			svc, err := service.NewFromRules(service.Rules{Default: service.Limits{second, minute}},
+				hotlimit.WithClock(func() int64 { return now }), hotlimit.WithFactory(factory))
+			require.NoError(t, err)
+			require.True(t, svc.Allow("u", "a"))
+			down.asked = 0
+			d := tc.take(svc)
+			assert.False(t, d.Allowed)
+			assert.Equal(t, time.Second, d.RetryAfter, "the second's wait")
+			assert.Equal(t, 1, down.asked, "its report alone")
+		})
+	}
+}
+
+// neverAgain is a limiter that denies every request with RetryAfter Never,
+// saying no Burst: a Take cannot learn beforehand that it never admits.
+// While *open, it admits every request instead.
+type neverAgain struct{ open *bool }
+
+func (n neverAgain) Allow(key string) bool { return n.Take(key, 1).Allowed }
+
+func (n neverAgain) Take(key string, k int) hotlimit.Decision {
+	d, _ := n.TakeReceipt(key, k)
+	return d
+}
+
+func (a neverAgain) TakeReceipt(_ string, n int) (hotlimit.Decision, hotlimit.Receipt) {
+	if n < 1 || *a.open {
+		return hotlimit.Decision{Allowed: true, Limit: 1}, hotlimit.Receipt{}
+	}
+	return hotlimit.Decision{Limit: 1, RetryAfter: hotlimit.Never}, hotlimit.Receipt{}
+}
+
+func (neverAgain) Refund(string, hotlimit.Receipt) {}
+
+// TestRetryAfterNeverAsksNoLaterLimit: a denial whose wait is Never already
+// asks no later limit for the request: no wait of theirs could change it.
+func TestRetryAfterNeverAsksNoLaterLimit(t *testing.T) {
+	first := hotlimit.Config{Algorithm: hotlimit.FixedWindow, Limit: 1, Window: time.Second}
+	minute := hotlimit.Config{Algorithm: hotlimit.TokenBucket, Limit: 1, Window: time.Minute}
+	var later *asks
+	open := true
+	factory := func(c hotlimit.Config, opts ...hotlimit.Option) (hotlimit.Limiter, error) {
+		if c.Algorithm == hotlimit.FixedWindow {
+			return neverAgain{&open}, nil
+		}
+		l, err := service.NewLimiter(c, opts...)
+		if err != nil {
+			return nil, err
+		}
+		later = &asks{Refunder: l.(hotlimit.Refunder)}
+		return later, nil
+	}
+	svc, err := service.NewFromRules(service.Rules{Default: service.Limits{first, minute}}, hotlimit.WithFactory(factory))
+	require.NoError(t, err)
+	require.NotNil(t, later)
+	require.True(t, svc.Allow("u", "a"), "the minute is spent")
+	open = false
+	later.takes = 0
+	d := svc.Take("u", "a", 1)
+	assert.False(t, d.Allowed)
+	assert.Equal(t, hotlimit.Never, d.RetryAfter)
+	assert.Zero(t, later.takes, "the minute was not asked for the request")
+}
+
+// asks is a limiter that counts the Takes of n ≥ 1 it is asked.
+type asks struct {
+	hotlimit.Refunder
+	takes int
+}
+
+func (a *asks) Take(key string, n int) hotlimit.Decision {
+	d, _ := a.TakeReceipt(key, n)
+	return d
+}
+
+func (a *asks) TakeReceipt(key string, n int) (hotlimit.Decision, hotlimit.Receipt) {
+	if n >= 1 {
+		a.takes++
+	}
+	return a.Refunder.TakeReceipt(key, n)
+}
+
+// endedAsks is a limiter that takes a context, whose report ends the
+// caller's context (its deadline passing meanwhile), and that counts the
+// requests it is asked for under an ended one: a redislimit limiter does
+// not send those, and its failure policy answers, FailLocal taking them
+// from its local limiter with no receipt to give them back by.
+type endedAsks struct {
+	hotlimit.Refunder
+	cancel func()
+	ended  int
+}
+
+func (e *endedAsks) TakeReceiptContext(ctx context.Context, key string, n int) (hotlimit.Decision, hotlimit.Receipt, error) {
+	if n >= 1 && ctx.Err() != nil {
+		e.ended++
+	}
+	d, r := e.TakeReceipt(key, n)
+	if n == 0 {
+		e.cancel()
+	}
+	return d, r, nil
+}
+
+func (e *endedAsks) RefundContext(_ context.Context, key string, r hotlimit.Receipt) error {
+	e.Refund(key, r)
+	return nil
+}
+
+// TestRetryAfterAsksNoLimitUnderAnEndedContext: a later limit is not asked
+// for the request once the caller's context has ended after its report: it
+// could not tell its wait, only fail.
+func TestRetryAfterAsksNoLimitUnderAnEndedContext(t *testing.T) {
+	now := int64(1000 * time.Hour)
+	second := hotlimit.Config{Algorithm: hotlimit.FixedWindow, Limit: 1, Window: time.Second}
+	minute := hotlimit.Config{Algorithm: hotlimit.FixedWindow, Limit: 1, Window: time.Minute}
+	ctx, cancel := context.WithCancel(context.Background())
+	var later *endedAsks
+	factory := func(c hotlimit.Config, opts ...hotlimit.Option) (hotlimit.Limiter, error) {
+		l, err := service.NewLimiter(c, opts...)
+		if err != nil || c.Window != time.Minute {
+			return l, err
+		}
+		later = &endedAsks{Refunder: l.(hotlimit.Refunder), cancel: func() {}}
+		return later, nil
+	}
+	svc, err := service.NewFromRules(service.Rules{Default: service.Limits{second, minute}},
+		hotlimit.WithClock(func() int64 { return now }), hotlimit.WithFactory(factory))
+	require.NoError(t, err)
+	require.NotNil(t, later)
+	require.True(t, svc.Allow("u", "a"))
+	later.cancel = cancel
+	d, _ := svc.TakeContext(ctx, "u", "a", 1)
+	assert.False(t, d.Allowed)
+	assert.Equal(t, time.Second, d.RetryAfter, "the second's wait: the minute, not asked, is not counted")
+	assert.Zero(t, later.ended, "not asked under the ended context")
 }
