@@ -15,6 +15,7 @@ import (
 	"github.com/hotlimit/hotlimit"
 	"github.com/hotlimit/hotlimit/composite"
 	"github.com/hotlimit/hotlimit/gcra"
+	"github.com/hotlimit/hotlimit/internal/limitertest"
 	"github.com/hotlimit/hotlimit/internal/models"
 	"github.com/hotlimit/hotlimit/tokenbucket"
 )
@@ -294,38 +295,6 @@ func TestCompositeAgreesWithSequentialModels(t *testing.T) {
 	require.Positive(t, laterWaited)
 }
 
-// afterReport is a child that runs hook once its report (Take of 0)
-// returned, and counts the Takes of n ≥ 1 it admitted and the refunds it
-// got.
-type afterReport struct {
-	hotlimit.Refunder
-	hook              func()
-	admitted, refunds int
-}
-
-func (a *afterReport) Take(key string, n int) hotlimit.Decision {
-	d, _ := a.TakeReceipt(key, n)
-	return d
-}
-
-func (a *afterReport) TakeReceipt(key string, n int) (hotlimit.Decision, hotlimit.Receipt) {
-	d, r := a.Refunder.TakeReceipt(key, n)
-	if n == 0 && a.hook != nil {
-		h := a.hook
-		a.hook = nil
-		h()
-	}
-	if n >= 1 && d.Allowed {
-		a.admitted++
-	}
-	return d, r
-}
-
-func (a *afterReport) Refund(key string, r hotlimit.Receipt) {
-	a.refunds++
-	a.Refunder.Refund(key, r)
-}
-
 // TestRetryAfterLaterChildRefilledSinceItsReport forces the race between a
 // later child's report and the question of its wait: under 1 per second and
 // 1 per minute, the minute's bucket reports itself empty after the second's
@@ -340,23 +309,23 @@ func TestRetryAfterLaterChildRefilledSinceItsReport(t *testing.T) {
 	bucket := modelKinds[0].make
 	minute, _ := bucket(t, 1, 1, time.Minute, now.Load)
 	twin, _ := bucket(t, 1, 1, time.Minute, now.Load)
-	later := &afterReport{Refunder: minute}
+	later := &limitertest.AfterReport{Refunder: minute}
 	c, err := composite.New(second, later)
 	require.NoError(t, err)
 	require.True(t, c.Allow("k"))
 	require.True(t, twin.Allow("k"))
-	require.Equal(t, 1, later.admitted)
-	later.admitted = 0
+	require.Equal(t, 1, later.Admitted)
+	later.Admitted = 0
 
 	now.Add(int64(500 * time.Millisecond))
-	later.hook = func() { now.Add(int64(time.Minute)) }
+	later.Hook = func() { now.Add(int64(time.Minute)) }
 	d := c.Take("k", 1)
-	require.Nil(t, later.hook, "the minute reported its state")
+	require.Nil(t, later.Hook, "the minute reported its state")
 	assert.False(t, d.Allowed)
 	assert.Equal(t, 500*time.Millisecond, d.RetryAfter, "the second's wait: the minute admits the request now")
 	assert.Equal(t, 0, d.Remaining, "as reported")
-	assert.Equal(t, 1, later.admitted, "the minute was asked for the request, and admitted it")
-	assert.Equal(t, 1, later.refunds, "and was given it back")
+	assert.Equal(t, 1, later.Admitted, "the minute was asked for the request, and admitted it")
+	assert.Equal(t, 1, later.Refunds, "and was given it back")
 	assert.Equal(t, twin.Take("k", 0), minute.Take("k", 0), "the minute as it would be without the question")
 	assert.Equal(t, 1, minute.Take("k", 0).Remaining)
 }
@@ -392,20 +361,6 @@ func TestRetryAfterAsksLaterChildrenUnderTheContext(t *testing.T) {
 	assert.NoError(t, composite.DecidingError(err), "the denier decided")
 }
 
-// ctxAfterReport is an afterReport that takes a context: the composite asks
-// it through TakeReceiptContext and gives back through RefundContext.
-type ctxAfterReport struct{ *afterReport }
-
-func (c ctxAfterReport) TakeReceiptContext(_ context.Context, key string, n int) (hotlimit.Decision, hotlimit.Receipt, error) {
-	d, r := c.TakeReceipt(key, n)
-	return d, r, nil
-}
-
-func (c ctxAfterReport) RefundContext(_ context.Context, key string, r hotlimit.Receipt) error {
-	c.Refund(key, r)
-	return nil
-}
-
 // TestRetryAfterQuestionGivesBackOnEveryPath forces a later child to admit
 // the question of its wait (its bucket refills between its report and the
 // question) when it is asked with a context, and when it sits in a nested
@@ -415,16 +370,18 @@ func TestRetryAfterQuestionGivesBackOnEveryPath(t *testing.T) {
 	for _, tc := range []struct {
 		name string
 		ctx  context.Context
-		wrap func(t *testing.T, a *afterReport) hotlimit.Limiter
+		wrap func(t *testing.T, a *limitertest.AfterReport) hotlimit.Limiter
 	}{
-		{"with a context", context.Background(), func(_ *testing.T, a *afterReport) hotlimit.Limiter { return ctxAfterReport{a} }},
-		{"nested", nil, func(t *testing.T, a *afterReport) hotlimit.Limiter {
+		{"with a context", context.Background(), func(_ *testing.T, a *limitertest.AfterReport) hotlimit.Limiter {
+			return limitertest.ContextAfterReport{AfterReport: a}
+		}},
+		{"nested", nil, func(t *testing.T, a *limitertest.AfterReport) hotlimit.Limiter {
 			sub, err := composite.New(a)
 			require.NoError(t, err)
 			return sub
 		}},
-		{"nested with a context", context.Background(), func(t *testing.T, a *afterReport) hotlimit.Limiter {
-			sub, err := composite.New(ctxAfterReport{a})
+		{"nested with a context", context.Background(), func(t *testing.T, a *limitertest.AfterReport) hotlimit.Limiter {
+			sub, err := composite.New(limitertest.ContextAfterReport{AfterReport: a})
 			require.NoError(t, err)
 			return sub
 		}},
@@ -436,15 +393,15 @@ func TestRetryAfterQuestionGivesBackOnEveryPath(t *testing.T) {
 			bucket := modelKinds[0].make
 			minute, _ := bucket(t, 1, 1, time.Minute, now.Load)
 			twin, _ := bucket(t, 1, 1, time.Minute, now.Load)
-			later := &afterReport{Refunder: minute}
+			later := &limitertest.AfterReport{Refunder: minute}
 			c, err := composite.New(second, tc.wrap(t, later))
 			require.NoError(t, err)
 			require.True(t, c.Allow("k"))
 			require.True(t, twin.Allow("k"))
-			later.admitted = 0
+			later.Admitted = 0
 
 			now.Add(int64(500 * time.Millisecond))
-			later.hook = func() { now.Add(int64(time.Minute)) }
+			later.Hook = func() { now.Add(int64(time.Minute)) }
 			var d hotlimit.Decision
 			if tc.ctx != nil {
 				d, err = c.TakeContext(tc.ctx, "k", 1)
@@ -452,11 +409,11 @@ func TestRetryAfterQuestionGivesBackOnEveryPath(t *testing.T) {
 			} else {
 				d = c.Take("k", 1)
 			}
-			require.Nil(t, later.hook, "the minute reported its state")
+			require.Nil(t, later.Hook, "the minute reported its state")
 			assert.False(t, d.Allowed)
 			assert.Equal(t, 500*time.Millisecond, d.RetryAfter, "the second's wait")
-			assert.Equal(t, 1, later.admitted, "the minute was asked for the request, and admitted it")
-			assert.Equal(t, 1, later.refunds, "and was given it back")
+			assert.Equal(t, 1, later.Admitted, "the minute was asked for the request, and admitted it")
+			assert.Equal(t, 1, later.Refunds, "and was given it back")
 			assert.Equal(t, twin.Take("k", 0), minute.Take("k", 0), "the minute as it would be without the question")
 		})
 	}

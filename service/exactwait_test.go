@@ -14,6 +14,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/hotlimit/hotlimit"
+	"github.com/hotlimit/hotlimit/internal/limitertest"
 	"github.com/hotlimit/hotlimit/internal/models"
 	"github.com/hotlimit/hotlimit/service"
 )
@@ -296,38 +297,6 @@ func TestRuleAgreesWithSequentialModels(t *testing.T) {
 	require.Positive(t, laterWaited)
 }
 
-// afterReport is a limiter that runs hook once its report (Take of 0)
-// returned, and counts the Takes of n ≥ 1 it admitted and the refunds it
-// got.
-type afterReport struct {
-	hotlimit.Refunder
-	hook              func()
-	admitted, refunds int
-}
-
-func (a *afterReport) Take(key string, n int) hotlimit.Decision {
-	d, _ := a.TakeReceipt(key, n)
-	return d
-}
-
-func (a *afterReport) TakeReceipt(key string, n int) (hotlimit.Decision, hotlimit.Receipt) {
-	d, r := a.Refunder.TakeReceipt(key, n)
-	if n == 0 && a.hook != nil {
-		h := a.hook
-		a.hook = nil
-		h()
-	}
-	if n >= 1 && d.Allowed {
-		a.admitted++
-	}
-	return d, r
-}
-
-func (a *afterReport) Refund(key string, r hotlimit.Receipt) {
-	a.refunds++
-	a.Refunder.Refund(key, r)
-}
-
 // TestRetryAfterLaterLimitRefilledSinceItsReport forces the race between a
 // later limit's report and the question of its wait: under a rule of 1 per
 // second and 1 per minute, the minute's bucket reports itself empty after
@@ -340,13 +309,13 @@ func TestRetryAfterLaterLimitRefilledSinceItsReport(t *testing.T) {
 	now.Store(int64(1000 * time.Hour))
 	second := hotlimit.Config{Algorithm: hotlimit.FixedWindow, Limit: 1, Window: time.Second}
 	minute := hotlimit.Config{Algorithm: hotlimit.TokenBucket, Limit: 1, Window: time.Minute, Scope: hotlimit.PerUser}
-	var later *afterReport
+	var later *limitertest.AfterReport
 	factory := func(c hotlimit.Config, opts ...hotlimit.Option) (hotlimit.Limiter, error) {
 		l, err := service.NewLimiter(c, opts...)
 		if err != nil || c.Algorithm != hotlimit.TokenBucket {
 			return l, err
 		}
-		later = &afterReport{Refunder: l.(hotlimit.Refunder)}
+		later = &limitertest.AfterReport{Refunder: l.(hotlimit.Refunder)}
 		return later, nil
 	}
 	svc, err := service.NewFromRules(service.Rules{Default: service.Limits{second, minute}},
@@ -359,18 +328,18 @@ func TestRetryAfterLaterLimitRefilledSinceItsReport(t *testing.T) {
 	require.NoError(t, err)
 	require.True(t, svc.Allow("u", "a"))
 	require.True(t, twin.Allow("k"))
-	require.Equal(t, 1, later.admitted)
-	later.admitted = 0
+	require.Equal(t, 1, later.Admitted)
+	later.Admitted = 0
 
 	now.Add(int64(500 * time.Millisecond))
-	later.hook = func() { now.Add(int64(time.Minute)) }
+	later.Hook = func() { now.Add(int64(time.Minute)) }
 	d := svc.Take("u", "a", 1)
-	require.Nil(t, later.hook, "the minute reported its state")
+	require.Nil(t, later.Hook, "the minute reported its state")
 	assert.False(t, d.Allowed)
 	assert.Equal(t, 500*time.Millisecond, d.RetryAfter, "the second's wait: the minute admits the request now")
 	assert.Equal(t, 0, d.Remaining, "as reported")
-	assert.Equal(t, 1, later.admitted, "the minute was asked for the request, and admitted it")
-	assert.Equal(t, 1, later.refunds, "and was given it back")
+	assert.Equal(t, 1, later.Admitted, "the minute was asked for the request, and admitted it")
+	assert.Equal(t, 1, later.Refunds, "and was given it back")
 	_, each, err := svc.TakeEach(context.Background(), "u", "b", 0, nil)
 	require.NoError(t, err)
 	require.Len(t, each, 2)
@@ -384,20 +353,6 @@ func TestRetryAfterLaterLimitRefilledSinceItsReport(t *testing.T) {
 	}
 }
 
-// ctxAfterReport is an afterReport that takes a context: the rule asks it
-// through TakeReceiptContext and gives back through RefundContext.
-type ctxAfterReport struct{ *afterReport }
-
-func (c ctxAfterReport) TakeReceiptContext(_ context.Context, key string, n int) (hotlimit.Decision, hotlimit.Receipt, error) {
-	d, r := c.TakeReceipt(key, n)
-	return d, r, nil
-}
-
-func (c ctxAfterReport) RefundContext(_ context.Context, key string, r hotlimit.Receipt) error {
-	c.Refund(key, r)
-	return nil
-}
-
 // TestRetryAfterLaterLimitWithContextGivesBackTheQuestion is the race of
 // TestRetryAfterLaterLimitRefilledSinceItsReport with a later limit that
 // takes a context, asked under the caller's: it admits the question, is
@@ -407,14 +362,14 @@ func TestRetryAfterLaterLimitWithContextGivesBackTheQuestion(t *testing.T) {
 	now.Store(int64(1000 * time.Hour))
 	second := hotlimit.Config{Algorithm: hotlimit.FixedWindow, Limit: 1, Window: time.Second}
 	minute := hotlimit.Config{Algorithm: hotlimit.TokenBucket, Limit: 1, Window: time.Minute}
-	var later *afterReport
+	var later *limitertest.AfterReport
 	factory := func(c hotlimit.Config, opts ...hotlimit.Option) (hotlimit.Limiter, error) {
 		l, err := service.NewLimiter(c, opts...)
 		if err != nil || c.Algorithm != hotlimit.TokenBucket {
 			return l, err
 		}
-		later = &afterReport{Refunder: l.(hotlimit.Refunder)}
-		return ctxAfterReport{later}, nil
+		later = &limitertest.AfterReport{Refunder: l.(hotlimit.Refunder)}
+		return limitertest.ContextAfterReport{AfterReport: later}, nil
 	}
 	svc, err := service.NewFromRules(service.Rules{Default: service.Limits{second, minute}},
 		hotlimit.WithClock(now.Load), hotlimit.WithFactory(factory))
@@ -424,17 +379,17 @@ func TestRetryAfterLaterLimitWithContextGivesBackTheQuestion(t *testing.T) {
 	require.NoError(t, err)
 	require.True(t, svc.Allow("u", "a"))
 	require.True(t, twin.Allow("k"))
-	later.admitted = 0
+	later.Admitted = 0
 
 	now.Add(int64(500 * time.Millisecond))
-	later.hook = func() { now.Add(int64(time.Minute)) }
+	later.Hook = func() { now.Add(int64(time.Minute)) }
 	d, err := svc.TakeContext(context.Background(), "u", "a", 1)
 	require.NoError(t, err)
-	require.Nil(t, later.hook, "the minute reported its state")
+	require.Nil(t, later.Hook, "the minute reported its state")
 	assert.False(t, d.Allowed)
 	assert.Equal(t, 500*time.Millisecond, d.RetryAfter, "the second's wait: the minute admits the request now")
-	assert.Equal(t, 1, later.admitted, "the minute was asked for the request, and admitted it")
-	assert.Equal(t, 1, later.refunds, "and was given it back")
+	assert.Equal(t, 1, later.Admitted, "the minute was asked for the request, and admitted it")
+	assert.Equal(t, 1, later.Refunds, "and was given it back")
 	_, each, err := svc.TakeEach(context.Background(), "u", "a", 0, nil)
 	require.NoError(t, err)
 	for _, e := range each {
