@@ -419,38 +419,6 @@ func TestRetryAfterQuestionGivesBackOnEveryPath(t *testing.T) {
 	}
 }
 
-// downOpen is a child that takes a context, whose backend is down and whose
-// failure policy admits every request (the zero Receipt, Remaining 0), as
-// redislimit's FailOpen does: with a context it says so, without one it
-// cannot. It counts the times it is asked, each a round trip that fails.
-type downOpen struct{ asked int }
-
-func (d *downOpen) Allow(key string) bool { return d.Take(key, 1).Allowed }
-
-func (d *downOpen) Take(key string, n int) hotlimit.Decision {
-	dd, _ := d.TakeReceipt(key, n)
-	return dd
-}
-
-func (d *downOpen) TakeReceipt(key string, n int) (hotlimit.Decision, hotlimit.Receipt) {
-	dd, r, _ := d.TakeReceiptContext(context.Background(), key, n)
-	return dd, r
-}
-
-func (d *downOpen) TakeContext(ctx context.Context, key string, n int) (hotlimit.Decision, error) {
-	dd, _, err := d.TakeReceiptContext(ctx, key, n)
-	return dd, err
-}
-
-func (d *downOpen) TakeReceiptContext(context.Context, string, int) (hotlimit.Decision, hotlimit.Receipt, error) {
-	d.asked++
-	return hotlimit.Decision{Allowed: true, Limit: 1}, hotlimit.Receipt{}, errBackend
-}
-
-func (*downOpen) Refund(string, hotlimit.Receipt) {}
-
-func (*downOpen) RefundContext(context.Context, string, hotlimit.Receipt) error { return nil }
-
 // TestRetryAfterDoesNotAskAFailingChildAgainWithoutAContext: a denial by
 // Take, which has no context, still knows a later child's report failed,
 // and does not ask it again for its wait: that would only be one more
@@ -467,13 +435,13 @@ func TestRetryAfterDoesNotAskAFailingChildAgainWithoutAContext(t *testing.T) {
 		}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			down := &downOpen{}
+			down := &limitertest.DownOpen{Err: errBackend}
 			c, err := composite.New(spent(t), down)
 			require.NoError(t, err)
 			d := tc.take(c)
 			assert.False(t, d.Allowed)
 			assert.Equal(t, time.Minute-1, d.RetryAfter, "the denier's wait")
-			assert.Equal(t, 1, down.asked, "its report alone")
+			assert.Equal(t, 1, down.Asked, "its report alone")
 		})
 	}
 }

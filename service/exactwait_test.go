@@ -399,38 +399,6 @@ func TestRetryAfterLaterLimitWithContextGivesBackTheQuestion(t *testing.T) {
 	}
 }
 
-// downOpen is a limiter that takes a context, whose backend is down and
-// whose failure policy admits every request (the zero Receipt, Remaining
-// 0), as redislimit's FailOpen does: with a context it says so, without one
-// it cannot. It counts the times it is asked, each a round trip that fails.
-type downOpen struct{ asked int }
-
-func (d *downOpen) Allow(key string) bool { return d.Take(key, 1).Allowed }
-
-func (d *downOpen) Take(key string, n int) hotlimit.Decision {
-	dd, _ := d.TakeReceipt(key, n)
-	return dd
-}
-
-func (d *downOpen) TakeReceipt(key string, n int) (hotlimit.Decision, hotlimit.Receipt) {
-	dd, r, _ := d.TakeReceiptContext(context.Background(), key, n)
-	return dd, r
-}
-
-func (d *downOpen) TakeContext(ctx context.Context, key string, n int) (hotlimit.Decision, error) {
-	dd, _, err := d.TakeReceiptContext(ctx, key, n)
-	return dd, err
-}
-
-func (d *downOpen) TakeReceiptContext(context.Context, string, int) (hotlimit.Decision, hotlimit.Receipt, error) {
-	d.asked++
-	return hotlimit.Decision{Allowed: true, Limit: 1}, hotlimit.Receipt{}, errBackend
-}
-
-func (*downOpen) Refund(string, hotlimit.Receipt) {}
-
-func (*downOpen) RefundContext(context.Context, string, hotlimit.Receipt) error { return nil }
-
 // TestRetryAfterDoesNotAskAFailingLimitAgainWithoutAContext: a denial by
 // Take, which has no context, still knows a later limit's report failed,
 // and does not ask it again for its wait: that would only be one more
@@ -450,7 +418,7 @@ func TestRetryAfterDoesNotAskAFailingLimitAgainWithoutAContext(t *testing.T) {
 			now := int64(1000 * time.Hour)
 			second := hotlimit.Config{Algorithm: hotlimit.FixedWindow, Limit: 1, Window: time.Second}
 			minute := hotlimit.Config{Algorithm: hotlimit.TokenBucket, Limit: 1, Window: time.Minute}
-			down := &downOpen{}
+			down := &limitertest.DownOpen{Err: errBackend}
 			factory := func(c hotlimit.Config, opts ...hotlimit.Option) (hotlimit.Limiter, error) {
 				if c.Algorithm == hotlimit.TokenBucket {
 					return down, nil
@@ -461,11 +429,11 @@ func TestRetryAfterDoesNotAskAFailingLimitAgainWithoutAContext(t *testing.T) {
 				hotlimit.WithClock(func() int64 { return now }), hotlimit.WithFactory(factory))
 			require.NoError(t, err)
 			require.True(t, svc.Allow("u", "a"))
-			down.asked = 0
+			down.Asked = 0
 			d := tc.take(svc)
 			assert.False(t, d.Allowed)
 			assert.Equal(t, time.Second, d.RetryAfter, "the second's wait")
-			assert.Equal(t, 1, down.asked, "its report alone")
+			assert.Equal(t, 1, down.Asked, "its report alone")
 		})
 	}
 }
