@@ -52,38 +52,14 @@ func TestDenialOnStaleReadingReadsAgain(t *testing.T) {
 // is behind again: judged there, A would be denied; read again, at 4.5 s,
 // A starts window 4 and passes, as the model with A at 4.5 s does.
 func TestDenialAfterAFailedCASReadsAgain(t *testing.T) {
-	for _, take := range []bool{false, true} {
-		t.Run(map[bool]string{false: "Allow", true: "Take"}[take], func(t *testing.T) {
-			var c limitertest.HookClock
-			lim, err := fixedwindow.New(1, time.Second, hotlimit.WithClock(c.Read))
-			require.NoError(t, err)
-			c.Now.Store(int64(500 * time.Millisecond))
-			var b, cc bool
-			reread := false
-			c.Hook = func() { // A's first reading: 0.5 s
-				c.Now.Store(int64(1500 * time.Millisecond))
-				b = lim.Allow("k")
-				c.Now.Store(int64(2500 * time.Millisecond))
-				c.Hook = func() { // A's second reading: 2.5 s
-					reread = true
-					c.Now.Store(int64(3500 * time.Millisecond))
-					cc = lim.Allow("k")
-					c.Now.Store(int64(4500 * time.Millisecond))
-				}
-			}
-			if take {
-				assert.Equal(t, hotlimit.Decision{Allowed: true, Limit: 1, ResetAfter: 500 * time.Millisecond},
-					lim.Take("k", 1), "A, read again at 4.5 s")
-			} else {
-				assert.True(t, lim.Allow("k"), "A, read again at 4.5 s")
-			}
-			require.True(t, b, "B at 1.5 s")
-			require.True(t, cc, "C at 3.5 s")
-			require.True(t, reread, "A read the clock again after its first reading")
-			assert.Equal(t, hotlimit.Decision{Limit: 1, RetryAfter: 500 * time.Millisecond, ResetAfter: 500 * time.Millisecond},
-				lim.Take("k", 1), "window 4 holds A's request")
-		})
-	}
+	limitertest.DenialAfterAFailedCASReadsAgain(t, limitertest.FailedCASRace{
+		New: func(clock hotlimit.Clock) (hotlimit.Limiter, error) {
+			return fixedwindow.New(1, time.Second, hotlimit.WithClock(clock))
+		},
+		Model: func() limitertest.Model { return models.NewFixedWindow(1, time.Second).Take },
+		First: 500 * time.Millisecond, B: 1500 * time.Millisecond, Second: 2500 * time.Millisecond,
+		C: 3500 * time.Millisecond, Third: 4500 * time.Millisecond,
+	})
 }
 
 // TestReportNeverJudgesAWordNewerThanItsReading: a report (Take with n = 0,

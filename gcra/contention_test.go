@@ -63,38 +63,14 @@ func TestDenialOnKeptReadingReadsAgain(t *testing.T) {
 // would see the key empty and deny; read again, at 4 s, the key holds a
 // token and A passes, as the model with A at 4 s does.
 func TestDenialAfterAFailedCASReadsAgain(t *testing.T) {
-	for _, take := range []bool{false, true} {
-		t.Run(map[bool]string{false: "Allow", true: "Take"}[take], func(t *testing.T) {
-			var c limitertest.HookClock
-			lim, err := gcra.New(1, time.Second, hotlimit.WithClock(c.Read))
-			require.NoError(t, err)
-			c.Now.Store(int64(500 * time.Millisecond))
-			var b, cc bool
-			reread := false
-			c.Hook = func() { // A's first reading: 0.5 s
-				c.Now.Store(int64(1500 * time.Millisecond))
-				b = lim.Allow("k")
-				c.Now.Store(int64(2700 * time.Millisecond))
-				c.Hook = func() { // A's second reading: 2.7 s
-					reread = true
-					c.Now.Store(int64(2800 * time.Millisecond))
-					cc = lim.Allow("k")
-					c.Now.Store(int64(4 * time.Second))
-				}
-			}
-			if take {
-				assert.Equal(t, hotlimit.Decision{Allowed: true, Limit: 1, ResetAfter: time.Second},
-					lim.Take("k", 1), "A, read again at 4 s")
-			} else {
-				assert.True(t, lim.Allow("k"), "A, read again at 4 s")
-			}
-			require.True(t, b, "B at 1.5 s")
-			require.True(t, cc, "C at 2.8 s")
-			require.True(t, reread, "A read the clock again after its first reading")
-			assert.Equal(t, hotlimit.Decision{Limit: 1, RetryAfter: time.Second, ResetAfter: time.Second},
-				lim.Take("k", 1), "A's request holds the key until 5 s")
-		})
-	}
+	limitertest.DenialAfterAFailedCASReadsAgain(t, limitertest.FailedCASRace{
+		New: func(clock hotlimit.Clock) (hotlimit.Limiter, error) {
+			return gcra.New(1, time.Second, hotlimit.WithClock(clock))
+		},
+		Model: func() limitertest.Model { return models.NewGCRA(1, 1, time.Second, 0).Take },
+		First: 500 * time.Millisecond, B: 1500 * time.Millisecond, Second: 2700 * time.Millisecond,
+		C: 2800 * time.Millisecond, Third: 4 * time.Second,
+	})
 }
 
 // TestReportNeverJudgesAWordNewerThanItsReading: Take(key, 0) must not judge

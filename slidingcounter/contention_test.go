@@ -58,49 +58,14 @@ func TestDenialOnKeptReadingReadsAgain(t *testing.T) {
 // denied; read again, at 4.9 s, C's request weighs ⌊1·0.1⌋ = 0 and A passes,
 // as the model with A at 4.9 s does.
 func TestDenialAfterAFailedCASReadsAgain(t *testing.T) {
-	for _, take := range []bool{false, true} {
-		t.Run(map[bool]string{false: "Allow", true: "Take"}[take], func(t *testing.T) {
-			var c limitertest.HookClock
-			lim, err := slidingcounter.New(1, time.Second, hotlimit.WithClock(c.Read))
-			require.NoError(t, err)
-			m := models.NewSlidingCounter(1, time.Second)
-			c.Now.Store(int64(500 * time.Millisecond))
-			var b, cc bool
-			readings := 0
-			c.Hook = func() { // A's first reading: 0.5 s
-				readings++
-				c.Now.Store(int64(1500 * time.Millisecond))
-				b = lim.Allow("k")
-				m.Take("k", 1, c.Now.Load())
-				c.Now.Store(int64(2500 * time.Millisecond))
-				c.Hook = func() { // A's second reading: 2.5 s
-					readings++
-					c.Now.Store(int64(3500 * time.Millisecond))
-					cc = lim.Allow("k")
-					m.Take("k", 1, c.Now.Load())
-					c.Now.Store(int64(4900 * time.Millisecond))
-					c.Hook = func() { readings++ } // A's third reading: 4.9 s
-				}
-			}
-			var got hotlimit.Decision
-			if take {
-				got = lim.Take("k", 1)
-			} else {
-				got.Allowed = lim.Allow("k")
-			}
-			require.True(t, b, "B at 1.5 s")
-			require.True(t, cc, "C at 3.5 s")
-			require.Equal(t, 3, readings, "A read the clock three times")
-			want := m.Take("k", 1, c.Now.Load())
-			require.True(t, want.Allowed, "the model passes A at 4.9 s")
-			if take {
-				assert.Equal(t, want, got, "A, read again at 4.9 s")
-			} else {
-				assert.True(t, got.Allowed, "A, read again at 4.9 s")
-			}
-			assert.Equal(t, m.Take("k", 1, c.Now.Load()), lim.Take("k", 1), "window 4 holds A's request")
-		})
-	}
+	limitertest.DenialAfterAFailedCASReadsAgain(t, limitertest.FailedCASRace{
+		New: func(clock hotlimit.Clock) (hotlimit.Limiter, error) {
+			return slidingcounter.New(1, time.Second, hotlimit.WithClock(clock))
+		},
+		Model: func() limitertest.Model { return models.NewSlidingCounter(1, time.Second).Take },
+		First: 500 * time.Millisecond, B: 1500 * time.Millisecond, Second: 2500 * time.Millisecond,
+		C: 3500 * time.Millisecond, Third: 4900 * time.Millisecond,
+	})
 }
 
 // TestReportNeverJudgesAWordNewerThanItsReading: a report (Take with n = 0,
