@@ -96,8 +96,10 @@
 // 1 s, 17 years): a key idle for longer than that without a Sweep may read as
 // belonging to a future window and be denied until the clock reaches it. Any
 // Sweep within 2^29 − 2 windows of a key's last request evicts it and removes
-// that hazard; run Sweep (or WithAutoSweep) at least that often when windows
-// are short.
+// that hazard; run Sweep at least that often when windows are short.
+// WithAutoSweep alone does not: it visits keys only as new keys arrive (and
+// as refunds empty keys), so the keys of a set that stops growing may go
+// unvisited for good.
 //
 // The estimate's product prev·(Window − e) may need 72 bits; it is computed in
 // 128 bits (math/bits), so no range of the layout overflows. Allow decides
