@@ -172,6 +172,12 @@ func ClassifyCapacity(d Decision, shadow bool, nearLimit float64, capacity int) 
 
 // Fallback is a decision that a backend could not make, made by its failure
 // policy instead: Redis down, slow or behind an open breaker, for redislimit.
+// There is one per call to a limiter on the backend that its failure policy
+// answered, reports (a Take of 0) included. A request decided by a rule of
+// several limits on the backend makes one per limit, and, when a limit
+// denies it, one more per other limit that the service (or a composite)
+// then asks for its report or its wait: fallbacks count calls, not
+// requests, so compare them with the decisions only for rules of one limit.
 type Fallback struct {
 	// Backend names the backend, such as "redis".
 	Backend string
@@ -180,7 +186,8 @@ type Fallback struct {
 	Reason string
 	// Policy is the limit the backend enforces.
 	Policy Config
-	// Decision is the failure policy's decision, the one the caller got.
+	// Decision is the failure policy's decision, the one the limiter's
+	// caller got: the service's own, for a report it asked for.
 	Decision Decision
 }
 

@@ -161,34 +161,48 @@ func TestTwoMetricsOnOneMeterAddUp(t *testing.T) {
 }
 
 // TestWatchKeysRacesCollection: watching, unwatching and new rules while
-// the reader collects neither deadlock nor race.
+// the reader collects neither deadlock nor race. The calls start once the
+// reader is collecting, and go on until it has finished collections begun
+// after them, so that collections overlap them however the goroutines are
+// scheduled.
 func TestWatchKeysRacesCollection(t *testing.T) {
 	m, reader := setup(t)
+	var collections atomic.Int64
+	running := make(chan struct{})
 	stop := make(chan struct{})
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
 		for {
+			var rm metricdata.ResourceMetrics
+			assert.NoError(t, reader.Collect(context.Background(), &rm))
+			if collections.Add(1) == 1 {
+				close(running)
+			}
 			select {
 			case <-stop:
 				return
 			default:
-				var rm metricdata.ResourceMetrics
-				assert.NoError(t, reader.Collect(context.Background(), &rm))
 			}
 		}
 	}()
+	<-running
 	rounds := 2000
 	if testing.Short() {
 		rounds = 200
 	}
-	for i := range rounds {
-		m.WatchKeys("a", func() int { return i })
+	from := collections.Load()
+	// Collections finished since from, one of which may have begun
+	// before the first call: two, so that one began and ended among them.
+	for i := 0; i < rounds || collections.Load()-from < 2; i++ {
+		keys := i
+		m.WatchKeys("a", func() int { return keys })
 		m.WatchKeys("a", nil)
 		m.Observe(hotlimit.Event{Source: &hotlimit.Source{Rule: strconv.Itoa(i % 7)}, Outcome: hotlimit.OutcomeAllowed, N: 1})
 	}
 	close(stop)
 	<-done
+	assert.GreaterOrEqual(t, collections.Load()-from, int64(2), "collections during the calls")
 }
 
 func TestObserveFallbackDoesNotAllocate(t *testing.T) {

@@ -200,6 +200,9 @@ func TestCloseDuringCollection(t *testing.T) {
 
 // TestCollectionRacesObserve: collections while decisions and new rules
 // come never see a count go down, and the last one holds every decision.
+// The decisions start once the reader is collecting, and go on until it has
+// finished collections begun after them, so that collections overlap them
+// however the goroutines are scheduled.
 func TestCollectionRacesObserve(t *testing.T) {
 	m, reader := setup(t)
 	per := 2000
@@ -207,16 +210,19 @@ func TestCollectionRacesObserve(t *testing.T) {
 		per = 200
 	}
 	rules := []string{"a", "b", "c"}
+	var collections atomic.Int64
+	var gone atomic.Bool // the collector has returned
+	running := make(chan struct{})
+	var runningOnce sync.Once
 	stop := make(chan struct{})
 	var collector, observers sync.WaitGroup
 	collector.Go(func() {
+		defer func() {
+			gone.Store(true)
+			runningOnce.Do(func() { close(running) })
+		}()
 		last := map[string]int64{}
 		for {
-			select {
-			case <-stop:
-				return
-			default:
-			}
 			var rm metricdata.ResourceMetrics
 			if !assert.NoError(t, reader.Collect(context.Background(), &rm)) {
 				return
@@ -233,11 +239,24 @@ func TestCollectionRacesObserve(t *testing.T) {
 					}
 				}
 			}
+			collections.Add(1)
+			runningOnce.Do(func() { close(running) })
+			select {
+			case <-stop:
+				return
+			default:
+			}
 		}
 	})
-	for _, rule := range rules {
+	<-running
+	from := collections.Load()
+	var made [3]int64 // decisions of each rule
+	for r, rule := range rules {
 		observers.Go(func() {
-			for range per {
+			// Collections finished since from, one of which may have
+			// begun before the first decision: two, so that one began
+			// and ended among them.
+			for ; made[r] < int64(per) || collections.Load()-from < 2 && !gone.Load(); made[r]++ {
 				m.Observe(hotlimit.Event{Source: &hotlimit.Source{Rule: rule}, Outcome: hotlimit.OutcomeDenied, N: 1})
 			}
 		})
@@ -245,8 +264,9 @@ func TestCollectionRacesObserve(t *testing.T) {
 	observers.Wait()
 	close(stop)
 	collector.Wait()
+	assert.GreaterOrEqual(t, collections.Load()-from, int64(2), "collections during the decisions")
 	got := sums(t, reader)["hotlimit.decisions"]
-	for _, rule := range rules {
-		assert.EqualValues(t, per, got["hotlimit.outcome=denied,hotlimit.rule="+rule], rule)
+	for r, rule := range rules {
+		assert.EqualValues(t, made[r], got["hotlimit.outcome=denied,hotlimit.rule="+rule], rule)
 	}
 }

@@ -20,7 +20,9 @@
 //	                                               counts n
 //	hotlimit.fallbacks  Counter        {fallback}  hotlimit.backend, hotlimit.fallback.reason
 //	                                               (timeout, breaker_open, canceled,
-//	                                               clock_range, error)
+//	                                               clock_range, error); one per call a backend
+//	                                               could not decide, so a rule of several limits
+//	                                               makes several per request (hotlimit.Fallback)
 //	hotlimit.key.count  UpDownCounter  {key}       hotlimit.limiter: each function given to
 //	                                               WatchKeys
 //

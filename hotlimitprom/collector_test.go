@@ -4,6 +4,7 @@ import (
 	"errors"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -105,7 +106,10 @@ hotlimit_keys{limiter="bad\uFFFD"} 3
 }
 
 // TestCollectRacesObserveAndWatchKeys: scrapes while decisions, new rules,
-// fallbacks and watched functions change neither race nor lose a count.
+// fallbacks and watched functions change neither race nor lose a count. The
+// decisions start once the scraper is running, and go on until it has
+// finished scrapes begun after them, so that scrapes overlap them however
+// the goroutines are scheduled (and the race detector sees them overlap).
 func TestCollectRacesObserveAndWatchKeys(t *testing.T) {
 	reg := prometheus.NewPedanticRegistry()
 	m := hotlimitprom.New()
@@ -114,33 +118,47 @@ func TestCollectRacesObserveAndWatchKeys(t *testing.T) {
 	if testing.Short() {
 		rounds = 200
 	}
-	var wg sync.WaitGroup
+	var scrapes atomic.Int64
+	running := make(chan struct{})
 	stop := make(chan struct{})
+	var wg sync.WaitGroup
 	wg.Go(func() {
 		for {
+			_, err := reg.Gather()
+			assert.NoError(t, err)
+			if scrapes.Add(1) == 1 {
+				close(running)
+			}
 			select {
 			case <-stop:
 				return
 			default:
-				_, err := reg.Gather()
-				assert.NoError(t, err)
 			}
 		}
 	})
-	rules := []string{"a", "b", "c"}
-	for i := range rounds {
-		m.Observe(hotlimit.Event{Source: &hotlimit.Source{Rule: rules[i%len(rules)]}, Outcome: hotlimit.OutcomeAllowed, N: 1})
+	<-running
+	rules := []string{"a", "b", "c", "d", "e", "f", "g", "h"}
+	from := scrapes.Load()
+	// Scrapes finished since from, one of which may have begun before the
+	// first decision: two, so that one began and ended among them.
+	i := 0
+	for ; i < rounds || scrapes.Load()-from < 2; i++ {
+		// A new rule every few rounds at first, as the scrapes go on.
+		rule := rules[min(i/4, len(rules)-1)]
+		m.Observe(hotlimit.Event{Source: &hotlimit.Source{Rule: rule}, Outcome: hotlimit.OutcomeAllowed, N: 1})
 		m.ObserveFallback(hotlimit.Fallback{Backend: "redis", Reason: "timeout"})
-		m.WatchKeys("api", func() int { return i })
+		keys := i
+		m.WatchKeys("api", func() int { return keys })
 		m.WatchKeys("api", nil)
 	}
 	close(stop)
 	wg.Wait()
+	assert.GreaterOrEqual(t, scrapes.Load()-from, int64(2), "scrapes during the decisions")
 	var total float64
 	for _, r := range rules {
 		total += testutil.ToFloat64(requests(t, reg, r, "allowed"))
 	}
-	assert.EqualValues(t, rounds, total)
+	assert.EqualValues(t, i, total)
 }
 
 // TestCountersCarryTheirCreatedTimestamp: each series of decisions and

@@ -15,9 +15,10 @@
 //	hotlimit_decisions_total{rule, outcome}  counter  decisions, by the rule that decided and
 //	                                                  outcome: allowed, near_limit, denied, shadow_denied
 //	hotlimit_requests_total{rule, outcome}   counter  requests (a Take of n counts n)
-//	hotlimit_fallbacks_total{backend, reason} counter decisions a backend (Redis) could not make,
+//	hotlimit_fallbacks_total{backend, reason} counter calls a backend (Redis) could not decide,
 //	                                                  by reason: timeout, breaker_open, canceled,
-//	                                                  clock_range, error
+//	                                                  clock_range, error (a rule of several limits
+//	                                                  makes several per request; see hotlimit.Fallback)
 //	hotlimit_keys{limiter}                   gauge    keys held, per function given to WatchKeys
 //
 // A report (a Take of 0, which changes nothing) counts as a decision on no
