@@ -635,11 +635,16 @@ func nowArg(clock hotlimit.Clock) (string, error) {
 	return strconv.FormatInt(t, 10), nil
 }
 
-// parse reads a script's reply.
+// parse reads a script's reply: one of another shape than the scripts'
+// six integers (none, not an array, an element that is no integer) is an
+// error wrapping ErrReply; that of a call that failed is returned as is.
 func parse(cmd *redis.Cmd) (reply, error) {
+	if err := cmd.Err(); err != nil && !errors.Is(err, redis.Nil) {
+		return reply{}, err
+	}
 	v, err := cmd.Int64Slice()
 	if err != nil {
-		return reply{}, err
+		return reply{}, fmt.Errorf("%w: %w", ErrReply, err)
 	}
 	if len(v) != 6 {
 		return reply{}, fmt.Errorf("%w: %v", ErrReply, v)
