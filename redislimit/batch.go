@@ -235,14 +235,15 @@ func (b *batcher) do(ctx context.Context, redisKey string, args []any, lim *Limi
 		c.free()
 		return b.alone(ctx, redisKey, args)
 	default:
-		return reply{}, err // c is left to the flusher, which gives back what it took
+		return reply{}, err // c is the flusher's, which gives back what it took, or freed
 	}
 }
 
 // wait hands c to the next batch, and waits until the batch completed it.
 // It returns errStopped, without sending c, once the batcher is stopped,
-// and ctx's error (see left) if ctx ends first, when c may still be sent
-// and must be left to the flusher, which then gives back what it took (and
+// and ctx's error (see left) if ctx ends first, when c is no longer the
+// caller's: freed if it was never sent, else left to the flusher, which
+// may still send it and then gives back what it took (and
 // on a cluster client tells the breakers of c's ops how Redis did): Redis keeps
 // nothing of a call for which wait returns an error (unless the give-back
 // fails, or the flusher's own deadline passes first, when a frozen Redis
@@ -257,7 +258,8 @@ func (b *batcher) wait(ctx context.Context, c *call) error {
 	case b.calls <- c: // a full channel waits for a flusher, which runs until stopped
 	case <-ctx.Done():
 		b.mu.RUnlock()
-		return b.left(ctx) // never sent
+		c.free() // never sent: nothing else holds it
+		return b.left(ctx)
 	}
 	b.mu.RUnlock()
 	select {
@@ -328,6 +330,12 @@ func (b *batcher) flush() {
 		for _, c := range batch {
 			b.answer(c)
 		}
+		// The calls are their callers' or the pool's again: a stale
+		// pointer here would keep what a later owner puts in one (its
+		// Limiter, in op.lim and op.breaker) reachable for as long as this
+		// flusher runs, and a Limiter dropped without Close would never be
+		// collected, nor its flushers stopped.
+		clear(batch)
 	}
 }
 

@@ -31,7 +31,9 @@ var ErrClockRange = errors.New("redislimit: clock reading outside ±2^51 ns")
 
 // ErrReply is wrapped by the error of a script reply that is not what the
 // scripts return: a Redis that is not Redis, or a key of the limiter's
-// prefix written by someone else.
+// prefix that someone else wrote with another type than the script keeps
+// there, when the error wraps Redis's own (WRONGTYPE) too. A string of
+// another layout is taken for a fresh key's, and overwritten.
 var ErrReply = errors.New("redislimit: unexpected script reply")
 
 // ErrAuth is wrapped, together with Redis's own error, by the error of a
@@ -63,6 +65,10 @@ var ErrRedisVersion = errors.New("redislimit: Redis is older than 5.0, whose scr
 // after a command whose answer a replica could not repeat, such as TIME.
 const oldRedisScript = "Write commands not allowed after non deterministic commands"
 
+// wrongType is what Redis says of a command on a key of another type, at
+// the start of the error (Redis 7) or inside the script's error (before).
+const wrongType = "WRONGTYPE"
+
 // explain wraps err, a reason Redis did not decide, in the error of this
 // package that names its cause, when there is one.
 func explain(err error) error {
@@ -77,6 +83,8 @@ func explain(err error) error {
 		cause = ErrOutOfMemory
 	case isReply(err) && strings.Contains(err.Error(), oldRedisScript):
 		cause = ErrRedisVersion
+	case isReply(err) && strings.Contains(err.Error(), wrongType):
+		cause = ErrReply
 	default:
 		return err
 	}
@@ -627,11 +635,16 @@ func nowArg(clock hotlimit.Clock) (string, error) {
 	return strconv.FormatInt(t, 10), nil
 }
 
-// parse reads a script's reply.
+// parse reads a script's reply: one of another shape than the scripts'
+// six integers (none, not an array, an element that is no integer) is an
+// error wrapping ErrReply; that of a call that failed is returned as is.
 func parse(cmd *redis.Cmd) (reply, error) {
+	if err := cmd.Err(); err != nil && !errors.Is(err, redis.Nil) {
+		return reply{}, err
+	}
 	v, err := cmd.Int64Slice()
 	if err != nil {
-		return reply{}, err
+		return reply{}, fmt.Errorf("%w: %w", ErrReply, err)
 	}
 	if len(v) != 6 {
 		return reply{}, fmt.Errorf("%w: %v", ErrReply, v)

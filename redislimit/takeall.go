@@ -118,7 +118,7 @@ func TakeAll(ctx context.Context, takes []Take) {
 // under way, else in a pipeline of its own on the calling goroutine (l's
 // client enforces deadlines). On nil, every op holds its reply or error;
 // else every op failed with the error returned (ctx ended, or the timeout
-// passed), and c is left to the flusher and the collector.
+// passed), and c is no longer the caller's (see batcher.wait).
 func (l *Limiter) runAll(ctx context.Context, c *call) error {
 	bounded, cancel := l.batch.deadline(ctx)
 	defer cancel()

@@ -1,0 +1,40 @@
+package redislimit_test
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/hotlimit/hotlimit"
+	"github.com/hotlimit/hotlimit/redislimit"
+	"github.com/hotlimit/hotlimit/redislimit/internal/redistest"
+)
+
+// TestForeignKeyTypeIsErrReply: a key of the limiter's prefix that someone
+// else wrote with another type (a hash where the scripts keep a string, a
+// string where the sliding log keeps a sorted set) fails the call with an
+// error wrapping ErrReply, as its doc says, together with Redis's own
+// (WRONGTYPE), and the failure policy decides: FailClosed admits nothing.
+func TestForeignKeyTypeIsErrReply(t *testing.T) {
+	srv := redistest.Start(t)
+	client := newClient(t, srv)
+	ctx := context.Background()
+	for _, a := range algorithms {
+		lim := newLimiter(t, client, hotlimit.Config{Algorithm: a, Limit: 5, Window: time.Minute},
+			redislimit.WithFailPolicy(redislimit.FailClosed), redislimit.WithBreaker(0, 0), redislimit.WithTimeout(exactTimeout))
+		k := lim.RedisKey("k")
+		if a == hotlimit.SlidingLog {
+			require.NoError(t, client.Set(ctx, k, "foreign", 0).Err())
+		} else {
+			require.NoError(t, client.HSet(ctx, k, "foreign", "1").Err())
+		}
+		d, err := lim.TakeContext(ctx, "k", 1)
+		assert.ErrorIs(t, err, redislimit.ErrReply, "%v", a)
+		assert.ErrorContains(t, err, "WRONGTYPE", "%v: Redis's own error is kept", a)
+		assert.Equal(t, "error", redislimit.Reason(err), "%v", a)
+		assert.False(t, d.Allowed, "%v", a)
+	}
+}
