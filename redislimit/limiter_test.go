@@ -652,6 +652,20 @@ func TestNewValidation(t *testing.T) {
 	}
 }
 
+// TestNewReportsTheFirstInvalidOption: of several invalid options, New's
+// error names the first given.
+func TestNewReportsTheFirstInvalidOption(t *testing.T) {
+	client := redis.NewClient(&redis.Options{Addr: "127.0.0.1:1"}) // never dialled: New fails first
+	defer client.Close()
+	c := hotlimit.Config{Algorithm: hotlimit.GCRA, Limit: 10, Window: time.Second}
+	_, err := redislimit.New(client, c, redislimit.WithFailPolicy(redislimit.FailPolicy(9)), redislimit.WithBatch(redislimit.MaxBatch+1, 1))
+	require.ErrorIs(t, err, hotlimit.ErrInvalidConfig)
+	assert.Contains(t, err.Error(), "not a policy")
+	_, err = redislimit.New(client, c, redislimit.WithBatch(redislimit.MaxBatch+1, 1), redislimit.WithFailPolicy(redislimit.FailPolicy(9)))
+	require.ErrorIs(t, err, hotlimit.ErrInvalidConfig)
+	assert.Contains(t, err.Error(), "above MaxBatch")
+}
+
 // TestFactoryNilClient: a service whose limits are built by Factory on a
 // client variable never set (a nil *redis.Client, say) fails to build with
 // an error wrapping hotlimit.ErrInvalidConfig rather than panic, as does

@@ -81,6 +81,14 @@ type settings struct {
 	invalidated error // the first invalid option's error
 }
 
+// invalid records err, an invalid option's, unless an earlier option was
+// invalid: New reports the first.
+func (s *settings) invalid(err error) {
+	if s.invalidated == nil {
+		s.invalidated = err
+	}
+}
+
 // closedRetry is the RetryAfter of a FailClosed denial: when Redis is
 // asked again, the breaker's cooldown, else the timeout; a denial always
 // says when to retry.
@@ -126,7 +134,7 @@ func WithPrefix(prefix string) hotlimit.Option {
 func WithFailPolicy(p FailPolicy) hotlimit.Option {
 	return hotlimit.WithExtension(option(func(s *settings) {
 		if p > FailClosed {
-			s.invalidated = fmt.Errorf("redislimit: %v is not a policy: %w", p, hotlimit.ErrInvalidConfig)
+			s.invalid(fmt.Errorf("redislimit: %v is not a policy: %w", p, hotlimit.ErrInvalidConfig))
 		}
 		s.policy = p
 	}))
@@ -192,7 +200,7 @@ func WithTimeout(d time.Duration) hotlimit.Option {
 func WithBreaker(failures int, cooldown time.Duration) hotlimit.Option {
 	return hotlimit.WithExtension(option(func(s *settings) {
 		if failures > 0 && cooldown <= 0 {
-			s.invalidated = fmt.Errorf("redislimit: breaker cooldown %v must be positive: %w", cooldown, hotlimit.ErrInvalidConfig)
+			s.invalid(fmt.Errorf("redislimit: breaker cooldown %v must be positive: %w", cooldown, hotlimit.ErrInvalidConfig))
 		}
 		s.failures, s.cooldown = max(failures, 0), cooldown
 	}))
@@ -260,7 +268,7 @@ func WithHook(hook func(Event)) hotlimit.Option {
 func WithLease(size int, ttl time.Duration) hotlimit.Option {
 	return hotlimit.WithExtension(option(func(s *settings) {
 		if size > 0 && ttl <= 0 {
-			s.invalidated = fmt.Errorf("redislimit: lease ttl %v must be positive: %w", ttl, hotlimit.ErrInvalidConfig)
+			s.invalid(fmt.Errorf("redislimit: lease ttl %v must be positive: %w", ttl, hotlimit.ErrInvalidConfig))
 		}
 		s.leaseSize, s.leaseTTL = max(size, 0), ttl
 	}))
@@ -284,9 +292,9 @@ func WithBatch(size, flushers int) hotlimit.Option {
 	return hotlimit.WithExtension(option(func(s *settings) {
 		switch {
 		case size > MaxBatch:
-			s.invalidated = fmt.Errorf("redislimit: WithBatch size %d above MaxBatch (%d): %w", size, MaxBatch, hotlimit.ErrInvalidConfig)
+			s.invalid(fmt.Errorf("redislimit: WithBatch size %d above MaxBatch (%d): %w", size, MaxBatch, hotlimit.ErrInvalidConfig))
 		case size > 0 && flushers > MaxFlushers:
-			s.invalidated = fmt.Errorf("redislimit: WithBatch flushers %d above MaxFlushers (%d): %w", flushers, MaxFlushers, hotlimit.ErrInvalidConfig)
+			s.invalid(fmt.Errorf("redislimit: WithBatch flushers %d above MaxFlushers (%d): %w", flushers, MaxFlushers, hotlimit.ErrInvalidConfig))
 		}
 		s.batch, s.flushers = max(size, 0), max(flushers, 1)
 	}))
