@@ -247,8 +247,13 @@ func readFiles(dir, src string) (*dirFiles, error) {
 		}
 		path, from := filepath.Join(dir, name), filepath.Join(src, name)
 		mode := e.Type()
+		yamlName := strings.HasSuffix(name, ".yaml") || strings.HasSuffix(name, ".yml")
 		if mode&fs.ModeSymlink != 0 {
 			fi, err := os.Stat(from)
+			if err != nil && !yamlName { // a link that leads nowhere, named as nothing read
+				out.skipped = append(out.skipped, fmt.Sprintf("%s: a symbolic link to nothing readable, not read (%v)", path, err))
+				continue
+			}
 			if err != nil {
 				return nil, fmt.Errorf("envoyrls: config directory: %w", err)
 			}
@@ -258,7 +263,7 @@ func readFiles(dir, src string) (*dirFiles, error) {
 			out.skipped = append(out.skipped, fmt.Sprintf("%s: a directory, not read: the configuration is the *.yaml and *.yml files of %s itself", path, dir))
 			continue
 		}
-		if !(strings.HasSuffix(name, ".yaml") || strings.HasSuffix(name, ".yml")) {
+		if !yamlName {
 			out.skipped = append(out.skipped, fmt.Sprintf("%s: not read: only *.yaml and *.yml files are", path))
 			continue
 		}
