@@ -29,7 +29,10 @@ type Rule struct {
 	Domain string
 	// Key is the rule's full key as the reference server names its stats:
 	// the domain, then each level's key or key_value, joined by '.', as in
-	// "rl.foo.bar_bkthomps". It is unique within a Config.
+	// "rl.foo.bar_bkthomps". It names the rule's metrics. Two rules whose
+	// paths spell the same key, a level's key or value holding a '.'
+	// ("a.b", or "a" then "b"), share it, and their metrics, as the
+	// reference's stats of one name are one.
 	Key string
 	// Name and Replaces are the rule's name and the names of the rules it
 	// replaces: a request whose descriptors match this rule and a rule named
