@@ -29,7 +29,10 @@ type Rule struct {
 	Domain string
 	// Key is the rule's full key as the reference server names its stats:
 	// the domain, then each level's key or key_value, joined by '.', as in
-	// "rl.foo.bar_bkthomps". It is unique within a Config.
+	// "rl.foo.bar_bkthomps". It names the rule's metrics. Two rules whose
+	// paths spell the same key, a level's key or value holding a '.'
+	// ("a.b", or "a" then "b"), share it, and their metrics, as the
+	// reference's stats of one name are one.
 	Key string
 	// Name and Replaces are the rule's name and the names of the rules it
 	// replaces: a request whose descriptors match this rule and a rule named
@@ -105,10 +108,14 @@ type Config struct {
 }
 
 // NewConfig joins domains into a Config. Two domains of the same name are an
-// error naming both files.
+// error naming both files; a nil domain (as [ParseDomain] returns with its
+// error) is an error too.
 func NewConfig(domains ...*Domain) (*Config, error) {
 	c := &Config{domains: make(map[string]*Domain, len(domains))}
-	for _, d := range domains {
+	for i, d := range domains {
+		if d == nil {
+			return nil, fmt.Errorf("envoyrls: NewConfig: domains[%d] is nil: %w", i, ErrConfig)
+		}
 		if prev, ok := c.domains[d.Name]; ok {
 			return nil, fmt.Errorf("%s: duplicate domain '%s' in config file (also in %s): %w", d.File, d.Name, prev.File, ErrConfig)
 		}
@@ -117,8 +124,13 @@ func NewConfig(domains ...*Domain) (*Config, error) {
 	return c, nil
 }
 
-// Domains returns the domains of c, sorted by name.
+// Domains returns the domains of c, sorted by name. A nil *Config, as
+// [Server.Reload] takes it, is one without domains, as are its warnings and
+// rules.
 func (c *Config) Domains() []*Domain {
+	if c == nil {
+		return nil
+	}
 	out := make([]*Domain, 0, len(c.domains))
 	for _, d := range c.domains {
 		out = append(out, d)
@@ -131,6 +143,9 @@ func (c *Config) Domains() []*Domain {
 // without a YAML extension, a subdirectory), then the warnings of every
 // domain, domains sorted by name.
 func (c *Config) Warnings() []string {
+	if c == nil {
+		return nil
+	}
 	out := append([]string(nil), c.skipped...)
 	for _, d := range c.Domains() {
 		out = append(out, d.Warnings...)
@@ -247,8 +262,13 @@ func readFiles(dir, src string) (*dirFiles, error) {
 		}
 		path, from := filepath.Join(dir, name), filepath.Join(src, name)
 		mode := e.Type()
+		yamlName := strings.HasSuffix(name, ".yaml") || strings.HasSuffix(name, ".yml")
 		if mode&fs.ModeSymlink != 0 {
 			fi, err := os.Stat(from)
+			if err != nil && !yamlName { // a link that leads nowhere, named as nothing read
+				out.skipped = append(out.skipped, fmt.Sprintf("%s: a symbolic link to nothing readable, not read (%v)", path, err))
+				continue
+			}
 			if err != nil {
 				return nil, fmt.Errorf("envoyrls: config directory: %w", err)
 			}
@@ -258,7 +278,7 @@ func readFiles(dir, src string) (*dirFiles, error) {
 			out.skipped = append(out.skipped, fmt.Sprintf("%s: a directory, not read: the configuration is the *.yaml and *.yml files of %s itself", path, dir))
 			continue
 		}
-		if !(strings.HasSuffix(name, ".yaml") || strings.HasSuffix(name, ".yml")) {
+		if !yamlName {
 			out.skipped = append(out.skipped, fmt.Sprintf("%s: not read: only *.yaml and *.yml files are", path))
 			continue
 		}
@@ -974,11 +994,14 @@ func (d *Domain) rule(full string, yd *yamlDescriptor) (*Rule, error) {
 type Entry struct{ Key, Value string }
 
 // Match returns the rule that a descriptor of entries gets in domain, and
-// whether the domain is known. At each level an entry's key_value wins, then
+// whether the domain is known (none of a nil *Config). At each level an entry's key_value wins, then
 // the first wildcard pattern of the level that matches key_value (file
 // order), then the bare key; a rule applies only when it is found at the
 // descriptor's last entry.
 func (c *Config) Match(domain string, entries []Entry) (*Rule, bool) {
+	if c == nil {
+		return nil, false
+	}
 	d := c.domains[domain]
 	if d == nil {
 		return nil, false

@@ -253,6 +253,29 @@ func TestDuplicateDomain(t *testing.T) {
 	assert.Contains(t, err.Error(), "b.yml")
 }
 
+// TestNewConfigNilDomainIsAnError: a nil *Domain, such as ParseDomain
+// returns with its error, is refused by NewConfig with an error naming its
+// place, where it panicked; and the nil *Config it returns then answers as
+// one without domains, where each of its methods panicked.
+func TestNewConfigNilDomainIsAnError(t *testing.T) {
+	d, err := ParseDomain("ok.yaml", []byte("domain: ok\n"))
+	require.NoError(t, err)
+	var cfg *Config
+	require.NotPanics(t, func() { cfg, err = NewConfig(d, nil) })
+	assert.Nil(t, cfg)
+	require.ErrorIs(t, err, ErrConfig)
+	assert.ErrorContains(t, err, "domains[1] is nil")
+
+	require.NotPanics(t, func() {
+		assert.Empty(t, cfg.Domains())
+		assert.Empty(t, cfg.Rules())
+		assert.Empty(t, cfg.Warnings())
+		r, known := cfg.Match("ok", kv("k", "v"))
+		assert.Nil(t, r)
+		assert.False(t, known)
+	}, "a nil *Config is one without domains")
+}
+
 func TestWildcardMatch(t *testing.T) {
 	for _, tc := range []struct {
 		pattern, s string

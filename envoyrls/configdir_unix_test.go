@@ -49,3 +49,25 @@ func TestLoadDirSkipsANamedPipe(t *testing.T) {
 	assert.Contains(t, cfg.Warnings()[0], "link.yaml: not a regular file")
 	assert.Contains(t, cfg.Warnings()[1], "pipe.yaml: not a regular file")
 }
+
+// TestLoadDirSkipsABrokenSymlinkItWouldNotRead: a symbolic link that
+// leads nowhere, under a name that is not a YAML file's, is named in a
+// warning as the other entries not read are, where it made the whole
+// directory fail to load (hotlimitd not start, a reload be refused). Under a
+// YAML file's name it is a configuration file that cannot be read: an error
+// naming it.
+func TestLoadDirSkipsABrokenSymlinkItWouldNotRead(t *testing.T) {
+	dir := t.TempDir()
+	require.NoError(t, os.WriteFile(filepath.Join(dir, "a.yaml"),
+		[]byte("domain: a\ndescriptors:\n  - key: k\n    rate_limit: {unit: second, requests_per_unit: 1}\n"), 0o644))
+	require.NoError(t, os.Symlink(filepath.Join(dir, "gone"), filepath.Join(dir, "current")))
+	cfg, err := LoadDir(dir)
+	require.NoError(t, err)
+	require.Len(t, cfg.Domains(), 1)
+	require.Len(t, cfg.Warnings(), 1)
+	assert.Contains(t, cfg.Warnings()[0], filepath.Join(dir, "current")+": a symbolic link to nothing readable, not read")
+
+	require.NoError(t, os.Symlink(filepath.Join(dir, "gone"), filepath.Join(dir, "b.yaml")))
+	_, err = LoadDir(dir)
+	assert.ErrorContains(t, err, filepath.Join(dir, "b.yaml"))
+}

@@ -571,7 +571,8 @@ func (s *Server) plan(snap *snapshot, req *pb.RateLimitRequest, items []item) er
 
 // planOverride sets it up for the descriptor's own limit o: the policy is
 // o's rate with the matched rule's algorithm (FixedWindow when none
-// matched), never in shadow mode, as in the reference.
+// matched, or when o blocks every hit), never in shadow mode, as in the
+// reference.
 func (s *Server) planOverride(it *item, i int, domain string, o *rlext.RateLimitDescriptor_RateLimitOverride, r *Rule) error {
 	unit := pb.RateLimitResponse_RateLimit_Unit(o.Unit)
 	w := UnitDuration(unit)
@@ -599,6 +600,10 @@ func (s *Server) planOverride(it *item, i int, domain string, o *rlext.RateLimit
 	it.current = &pb.RateLimitResponse_RateLimit{RequestsPerUnit: o.RequestsPerUnit, Unit: unit, UnitMultiplier: o.UnitMultiplier}
 	it.cfg = hotlimit.Config{Algorithm: alg, Limit: int(o.RequestsPerUnit), Window: w * time.Duration(mult)}
 	if o.RequestsPerUnit == 0 {
+		// Denies every hit, as a rule of requests_per_unit 0 does: a
+		// FixedWindow of the override's window, whose end the response's
+		// duration_until_reset counts down, whatever the rule's algorithm.
+		it.cfg.Algorithm = hotlimit.FixedWindow
 		it.blockAll = true
 		return nil
 	}

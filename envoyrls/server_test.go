@@ -13,6 +13,7 @@ import (
 
 	rlext "github.com/envoyproxy/go-control-plane/envoy/extensions/common/ratelimit/v3"
 	pb "github.com/envoyproxy/go-control-plane/envoy/service/ratelimit/v3"
+	typev3 "github.com/envoyproxy/go-control-plane/envoy/type/v3"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	"google.golang.org/grpc/codes"
@@ -198,4 +199,42 @@ descriptors:
 		got[hv.Key] = hv.Value
 	}
 	assert.Contains(t, got["RateLimit-Policy"], ";w=2", "1.5 s, rounded up to whole seconds")
+}
+
+// TestBlockingOverrideKeepsItsWindow: a descriptor's own limit of
+// requests_per_unit 0 on a descriptor whose rule is not a FixedWindow
+// denies every hit and reports the time until the override's window ends,
+// as a blocking rule does and the reference reports it, where it reported a
+// duration_until_reset of 0, telling the client to retry at once.
+func TestBlockingOverrideKeepsItsWindow(t *testing.T) {
+	d, err := ParseDomain("block.yaml", []byte(`
+domain: block
+descriptors:
+  - key: tb
+    rate_limit: {unit: minute, requests_per_unit: 5, algorithm: TokenBucket}
+  - key: sl
+    rate_limit: {unit: minute, requests_per_unit: 5, algorithm: SlidingLog}
+`))
+	require.NoError(t, err)
+	cfg, err := NewConfig(d)
+	require.NoError(t, err)
+	var now atomic.Int64
+	now.Store(int64(time.Hour + 10*time.Second)) // 10 s into a minute
+	s, err := New(cfg, WithClock(now.Load), WithHeaders(HeadersReference), WithLogger(slog.New(slog.DiscardHandler)))
+	require.NoError(t, err)
+	for _, key := range []string{"tb", "sl"} {
+		resp, err := s.ShouldRateLimit(context.Background(), &pb.RateLimitRequest{Domain: "block",
+			Descriptors: []*rlext.RateLimitDescriptor{{
+				Entries: []*rlext.RateLimitDescriptor_Entry{{Key: key, Value: "a"}},
+				Limit:   &rlext.RateLimitDescriptor_RateLimitOverride{RequestsPerUnit: 0, Unit: typev3.RateLimitUnit_MINUTE},
+			}}})
+		require.NoError(t, err, key)
+		require.Equal(t, pb.RateLimitResponse_OVER_LIMIT, resp.OverallCode, key)
+		assert.Equal(t, 50*time.Second, resp.Statuses[0].DurationUntilReset.AsDuration(), "%s: until the minute ends", key)
+		got := map[string]string{}
+		for _, hv := range resp.ResponseHeadersToAdd {
+			got[hv.Key] = hv.Value
+		}
+		assert.Equal(t, "50", got["RateLimit-Reset"], key)
+	}
 }

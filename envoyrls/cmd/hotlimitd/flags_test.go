@@ -107,6 +107,7 @@ func TestBadFlagValues(t *testing.T) {
 		{args: []string{"-redis", ","}, says: `-redis ",": an empty address`},
 		{args: []string{"-redis", "a:1,"}, says: "an empty address"},
 		{args: []string{"-grpc", "nowhere"}, says: "-grpc: listen tcp: address nowhere"},
+		{args: []string{"-grpc", ""}, says: `-grpc "": an empty address`},
 		{args: []string{"-http", "127.0.0.1:99999"}, says: "-http: listen tcp"},
 		{args: []string{"-all-or-nothing=maybe"}, says: "-all-or-nothing"},
 		{args: []string{"-no-such-flag"}, says: "flag provided but not defined: -no-such-flag"},
@@ -122,8 +123,12 @@ func TestBadFlagValues(t *testing.T) {
 			args := append([]string{"-config", dir, "-grpc", "127.0.0.1:0", "-http", ""}, tc.args...)
 			served := false
 			var err error
+			// A value wrongly taken serves until the context ends: end it
+			// then, for the test to fail rather than hang.
+			ctx, stop := context.WithCancel(context.Background())
+			defer stop()
 			require.NotPanics(t, func() {
-				err = run(context.Background(), args, io.Discard, func(string, string) { served = true })
+				err = run(ctx, args, io.Discard, func(string, string) { served = true; stop() })
 			})
 			require.Error(t, err)
 			assert.ErrorContains(t, err, tc.says)

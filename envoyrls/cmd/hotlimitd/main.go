@@ -249,6 +249,8 @@ func (f *flags) validate() error {
 		}
 	}
 	switch {
+	case f.grpcAddr == "": // net.Listen would take it for a port of its choosing
+		return fmt.Errorf("-grpc %q: an empty address: gRPC is always served; give host:port, such as :8081 (:0 for a port of the system's choosing)", f.grpcAddr)
 	case f.lease < 0:
 		return fmt.Errorf("-redis-lease %d: want 0 (none) or more", f.lease)
 	case f.lease > 0 && f.leaseTTL == 0:
@@ -321,7 +323,7 @@ func newFlagSet(f *flags) *flag.FlagSet {
 	fs.SetOutput(io.Discard)
 	fs.Usage = func() {}
 	fs.StringVar(&f.config, "config", "", "directory of YAML rate limit configs, one per domain (required)")
-	fs.StringVar(&f.grpcAddr, "grpc", ":8081", "gRPC listen address")
+	fs.StringVar(&f.grpcAddr, "grpc", ":8081", "gRPC listen address, host:port (never empty: gRPC is always served)")
 	fs.StringVar(&f.httpAddr, "http", ":8080", "HTTP listen address (/json, /healthcheck, /metrics); empty for none")
 	fs.StringVar(&f.redisAddr, "redis", "", "Redis address(es), host:port or a Unix socket's path, comma-separated; empty keeps the state in memory")
 	fs.BoolVar(&f.redisCluster, "redis-cluster", false, "Redis is a cluster (implied by several addresses)")
