@@ -28,7 +28,17 @@
 //   - hits_addend 0 or unset counts 1; a descriptor's own hits_addend wins,
 //     an explicit 0 only checks; is_negative_hits gives the hits back.
 //   - a descriptor's limit overrides the rule's rate, with the rule's
-//     algorithm (FixedWindow without a rule), never in shadow mode.
+//     algorithm (FixedWindow without a rule), never in shadow mode. Each
+//     distinct override has a limiter of its own, kept as long as the
+//     server: past 4096 of them a request with yet another is
+//     ResourceExhausted. With a key cap in the limiter options
+//     (hotlimit.WithMaxKeys(n), given to [WithLimiterOptions]), each such
+//     limiter's table is sized for min(n, 2^20) keys up front (about 32
+//     bytes a key), so the overrides are bounded by their tables too: at
+//     most max(1, min(4096, 2^22 / min(n, 2^20))), about 128 MB of tables
+//     in all (4 overrides at n = 1,000,000, 41 at 100,000, 4096 at 1024 or
+//     less). The bound holds with a factory too, which gets the cap:
+//     redislimit's FailLocal fallback sizes its tables the same way.
 //   - statuses are 1:1 with the descriptors, in order. No rule or an unknown
 //     domain: OK without current_limit. Unlimited: OK with limit_remaining
 //     MaxUint32. A rule named in a matched rule's replaces does not apply.

@@ -17,6 +17,7 @@ import (
 	pb "github.com/envoyproxy/go-control-plane/envoy/service/ratelimit/v3"
 	"github.com/hotlimit/hotlimit"
 	"github.com/hotlimit/hotlimit/httplimit"
+	"github.com/hotlimit/hotlimit/internal/keyed"
 	"github.com/hotlimit/hotlimit/internal/transport"
 	"github.com/hotlimit/hotlimit/redislimit"
 	"github.com/hotlimit/hotlimit/service"
@@ -39,9 +40,30 @@ const (
 	// up to 2^32-1, with hits_addend a byte count, say.
 	maxHits = min(1<<52-1, math.MaxInt)
 	// maxOverrides bounds the distinct per-descriptor limit overrides the
-	// server keeps limiters for; past it, a new override is an error.
+	// server keeps limiters for; past it, a new override is an error. With
+	// a key cap, overrideTableKeys bounds them further.
 	maxOverrides = 4096
+	// overrideTableKeys bounds the keys that the tables of the overrides'
+	// limiters are sized for up front, in all, when the limiter options
+	// carry a key cap (hotlimit.WithMaxKeys): each such limiter's table is
+	// sized for min(cap, keyed.MaxPresize) keys, about 32 bytes a key, as
+	// soon as it is built, so that without this bound a client sending
+	// maxOverrides distinct requests_per_unit would make the server take
+	// 4096 × 32 MB at a cap of 2^20 or more. 2^22 keys, about 128 MB, allow
+	// max(1, min(maxOverrides, 2^22 / min(cap, 2^20))) overrides: 4 at a
+	// cap of 1,000,000, 41 at 100,000, maxOverrides at 1024 or less.
+	overrideTableKeys = 1 << 22
 )
+
+// overrideBound returns how many distinct limit overrides a server keeps
+// limiters for, when its limiters hold at most maxKeys keys each (0: no
+// cap): maxOverrides, or fewer with a cap, as overrideTableKeys says.
+func overrideBound(maxKeys int) int {
+	if maxKeys <= 0 {
+		return maxOverrides
+	}
+	return max(1, min(maxOverrides, overrideTableKeys/min(maxKeys, keyed.MaxPresize)))
+}
 
 // Headers selects the response headers the server asks Envoy to add, from
 // the most constrained descriptor: the one over the limit, else the one with
@@ -84,7 +106,8 @@ func WithClock(c hotlimit.Clock) Option { return func(s *settings) { s.clock = c
 
 // WithLimiterOptions passes opts to every limiter the server builds: for one,
 // hotlimit.WithFactory(redislimit.Factory(client)) keeps every rule's state
-// in Redis.
+// in Redis. A key cap among them (hotlimit.WithMaxKeys) also lowers the
+// bound on distinct limit overrides, as the package documentation says.
 func WithLimiterOptions(opts ...hotlimit.Option) Option {
 	return func(s *settings) { s.limiterOpts = append(s.limiterOpts, opts...) }
 }
@@ -134,9 +157,12 @@ type Server struct {
 	// defBurst is the limiters' default burst (hotlimit.Options.Burst),
 	// which limiterConfig needs.
 	defBurst int
-	snap     atomic.Pointer[snapshot]
-	mu       sync.Mutex // serialises Reload and override insertions
-	over     atomic.Pointer[map[hotlimit.Config]hotlimit.Limiter]
+	// maxOver is how many distinct limit overrides the server keeps
+	// limiters for: overrideBound of the limiters' key cap.
+	maxOver int
+	snap    atomic.Pointer[snapshot]
+	mu      sync.Mutex // serialises Reload and override insertions
+	over    atomic.Pointer[map[hotlimit.Config]hotlimit.Limiter]
 }
 
 // snapshot is an immutable configuration with the limiter of each of its
@@ -191,7 +217,11 @@ func New(cfg *Config, opts ...Option) (*Server, error) {
 	if !factory {
 		s.lopts = append(s.lopts, hotlimit.WithAutoSweep(1<<14))
 	}
-	s.defBurst = hotlimit.NewOptions(s.lopts...).Burst
+	lo := hotlimit.NewOptions(s.lopts...)
+	s.defBurst = lo.Burst
+	// A factory gets the key cap too, and may size tables for it up front
+	// as the in-memory limiters do: redislimit's FailLocal fallback does.
+	s.maxOver = overrideBound(lo.MaxKeys)
 	empty := map[hotlimit.Config]hotlimit.Limiter{}
 	s.over.Store(&empty)
 	if err := s.Reload(cfg); err != nil {
@@ -344,8 +374,13 @@ func (s *Server) overrideLimiter(c hotlimit.Config) (hotlimit.Limiter, error) {
 	if l, ok := old[c]; ok {
 		return l, nil
 	}
-	if len(old) >= maxOverrides {
-		return nil, fmt.Errorf("more than %d distinct limit overrides", maxOverrides)
+	if len(old) >= s.maxOver {
+		if s.maxOver < maxOverrides {
+			// A client told of the bound, an operator of what sets it.
+			return nil, fmt.Errorf("more than %d distinct limit overrides (the most whose tables, sized up front for a key cap of %d, fit in %d keys)",
+				s.maxOver, hotlimit.NewOptions(s.lopts...).MaxKeys, overrideTableKeys)
+		}
+		return nil, fmt.Errorf("more than %d distinct limit overrides", s.maxOver)
 	}
 	l, err := s.newLimiter(c)
 	if err != nil {

@@ -14,6 +14,7 @@ import (
 	rlext "github.com/envoyproxy/go-control-plane/envoy/extensions/common/ratelimit/v3"
 	pb "github.com/envoyproxy/go-control-plane/envoy/service/ratelimit/v3"
 	typev3 "github.com/envoyproxy/go-control-plane/envoy/type/v3"
+	"github.com/hotlimit/hotlimit"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	"google.golang.org/grpc/codes"
@@ -236,5 +237,88 @@ descriptors:
 			got[hv.Key] = hv.Value
 		}
 		assert.Equal(t, "50", got["RateLimit-Reset"], key)
+	}
+}
+
+// overrideServer returns a server of one domain, "o", whose rule for the
+// key "k" the requests override, built with opts.
+func overrideServer(t *testing.T, opts ...Option) *Server {
+	t.Helper()
+	d, err := ParseDomain("o.yaml", []byte(`
+domain: o
+descriptors:
+  - key: k
+    rate_limit: {unit: hour, requests_per_unit: 100}
+`))
+	require.NoError(t, err)
+	cfg, err := NewConfig(d)
+	require.NoError(t, err)
+	s, err := New(cfg, append([]Option{WithLogger(slog.New(slog.DiscardHandler))}, opts...)...)
+	require.NoError(t, err)
+	return s
+}
+
+// askOverride sends one hit on the descriptor k=v with its own limit of
+// rpu requests an hour.
+func askOverride(s *Server, v string, rpu uint32) (*pb.RateLimitResponse, error) {
+	d := &rlext.RateLimitDescriptor{
+		Entries: []*rlext.RateLimitDescriptor_Entry{{Key: "k", Value: v}},
+		Limit:   &rlext.RateLimitDescriptor_RateLimitOverride{RequestsPerUnit: rpu, Unit: typev3.RateLimitUnit_HOUR},
+	}
+	return s.ShouldRateLimit(context.Background(), &pb.RateLimitRequest{Domain: "o", Descriptors: []*rlext.RateLimitDescriptor{d}})
+}
+
+// TestOverridesBoundedByKeyCapTables: with a key cap of 2^20, each
+// override's limiter has a table of 2^20 keys (32 MB) from the start, so
+// only 4 distinct overrides are kept (2^22 keys in all): the 5th is
+// ResourceExhausted, as past maxOverrides, and the first 4 still decide.
+func TestOverridesBoundedByKeyCapTables(t *testing.T) {
+	s := overrideServer(t, WithLimiterOptions(hotlimit.WithMaxKeys(1<<20)))
+	for rpu := uint32(1); rpu <= 4; rpu++ {
+		resp, err := askOverride(s, "a", rpu)
+		require.NoError(t, err, "override %d", rpu)
+		assert.Equal(t, pb.RateLimitResponse_OK, resp.OverallCode, "override %d", rpu)
+	}
+	_, err := askOverride(s, "a", 5)
+	require.Error(t, err)
+	assert.Equal(t, codes.ResourceExhausted, status.Code(err), "%v", err)
+	assert.ErrorContains(t, err, "more than 4 distinct limit overrides")
+	assert.Len(t, *s.over.Load(), 4, "the refused override built no limiter")
+	for rpu := uint32(1); rpu <= 4; rpu++ {
+		// Each override's second hit: over the limit of 1, within the others.
+		resp, err := askOverride(s, "a", rpu)
+		require.NoError(t, err, "override %d", rpu)
+		want := pb.RateLimitResponse_OK
+		if rpu == 1 {
+			want = pb.RateLimitResponse_OVER_LIMIT
+		}
+		assert.Equal(t, want, resp.OverallCode, "override %d", rpu)
+		assert.Equal(t, uint32(max(int(rpu)-2, 0)), resp.Statuses[0].LimitRemaining, "override %d", rpu)
+	}
+}
+
+// TestOverridesBoundedByCountWithoutKeyCap: without a key cap, the
+// overrides' limiters start small, and maxOverrides of them are kept: the
+// next one is ResourceExhausted.
+func TestOverridesBoundedByCountWithoutKeyCap(t *testing.T) {
+	s := overrideServer(t)
+	for rpu := uint32(1); rpu <= maxOverrides; rpu++ {
+		_, err := askOverride(s, "a", rpu)
+		require.NoError(t, err, "override %d", rpu)
+	}
+	_, err := askOverride(s, "a", maxOverrides+1)
+	require.Error(t, err)
+	assert.Equal(t, codes.ResourceExhausted, status.Code(err), "%v", err)
+	assert.ErrorContains(t, err, "more than 4096 distinct limit overrides")
+}
+
+// TestOverrideBound: the bound on distinct overrides for a key cap, as
+// overrideTableKeys documents it.
+func TestOverrideBound(t *testing.T) {
+	for _, c := range []struct{ maxKeys, want int }{
+		{0, 4096}, {1, 4096}, {1024, 4096}, {1025, 4092}, {100_000, 41},
+		{1_000_000, 4}, {1 << 20, 4}, {1<<20 + 1, 4}, {math.MaxInt, 4},
+	} {
+		assert.Equal(t, c.want, overrideBound(c.maxKeys), "max keys %d", c.maxKeys)
 	}
 }

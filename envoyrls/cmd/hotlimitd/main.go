@@ -23,7 +23,13 @@
 // burst), in any domain, share a limiter and its cap. /metrics shows the keys
 // held as hotlimit_keys. Each limiter's table is sized for its N keys when
 // its policy is loaded, about 32 bytes per key (up to 2^20 keys): 32 MB per
-// policy at -max-keys 1000000.
+// policy at -max-keys 1000000. A descriptor's own limit (a request's limit
+// override) is a policy too, with a limiter kept as long as the process:
+// hotlimitd keeps at most 4096 distinct ones and, with -max-keys N, at most
+// max(1, min(4096, 2^22 / min(N, 2^20))), about 128 MB of tables in all
+// (4 at -max-keys 1000000, 41 at 100000, 4096 at 1024 or less); a request
+// with yet another gets ResourceExhausted. With -redis, -max-keys applies
+// only with -redis-failure local, whose fallback holds keys in memory.
 //
 // Redis: -redis names the address, host:port or a Unix socket's path
 // (several, or -redis-cluster, for a cluster); -redis-password (or HOTLIMITD_REDIS_PASSWORD), -redis-tls,
@@ -340,7 +346,7 @@ func newFlagSet(f *flags) *flag.FlagSet {
 	fs.StringVar(&f.headers, "headers", "none", "response headers: none, reference, draft or both")
 	fs.DurationVar(&f.reload, "reload-interval", time.Second, "how often the config directory is polled; 0 turns reloading off")
 	fs.DurationVar(&f.drain, "drain", 10*time.Second, "how long shutdown waits for requests in flight")
-	fs.IntVar(&f.maxKeys, "max-keys", 0, "most keys each limiter holds in memory, one per policy, shared by the rules of that policy (with -redis, in the -redis-failure local fallback); a new key past it is over the limit unless an idle key makes room; 0 for no cap")
+	fs.IntVar(&f.maxKeys, "max-keys", 0, "most keys each limiter holds in memory, one per policy, shared by the rules of that policy (with -redis, in the -redis-failure local fallback); a new key past it is over the limit unless an idle key makes room; also bounds the distinct limit overrides kept, to max(1, min(4096, 2^22/min(N, 2^20))); 0 for no cap")
 	fs.StringVar(&f.logLevel, "log-level", "info", "debug, info, warn or error")
 	return fs
 }
@@ -364,7 +370,10 @@ func (f *flags) options(log *slog.Logger, fallbacks hotlimit.FallbackObserver) (
 	switch {
 	case f.maxKeys < 0:
 		return nil, nil, fmt.Errorf("-max-keys %d: want 0 (no cap) or more", f.maxKeys)
-	case f.maxKeys > 0:
+	case f.maxKeys > 0 && (f.redisAddr == "" || f.failure == "local"):
+		// With -redis, only the FailLocal fallback holds keys in memory:
+		// the cap would size no table under the other policies, and only
+		// lower the bound on limit overrides that the tables it sizes set.
 		opts = append(opts, envoyrls.WithLimiterOptions(hotlimit.WithMaxKeys(f.maxKeys)))
 	}
 	if f.redisAddr == "" {

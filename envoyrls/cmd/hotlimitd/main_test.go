@@ -21,6 +21,8 @@ import (
 
 	rlext "github.com/envoyproxy/go-control-plane/envoy/extensions/common/ratelimit/v3"
 	pb "github.com/envoyproxy/go-control-plane/envoy/service/ratelimit/v3"
+	typev3 "github.com/envoyproxy/go-control-plane/envoy/type/v3"
+	"github.com/hotlimit/hotlimit/envoyrls"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	"google.golang.org/grpc"
@@ -605,4 +607,43 @@ func TestShutdownGivesLeasesBack(t *testing.T) {
 	}
 	assert.Equal(t, 2, passed, "3 an hour, less the one request the stopped process answered")
 	next.stop(t)
+}
+
+// TestMaxKeysOverridesOnRedis: with -redis, -max-keys sizes tables only in
+// the -redis-failure local fallback, so only there does it lower the bound
+// on distinct limit overrides (to 4 at 1000000, the 5th ResourceExhausted);
+// with -redis-failure error the 5th is decided (here by a Redis that cannot
+// be reached: Unavailable), as without the flag.
+func TestMaxKeysOverridesOnRedis(t *testing.T) {
+	d, err := envoyrls.ParseDomain("web.yaml", []byte(`
+domain: web
+descriptors:
+  - key: ip
+    rate_limit: {unit: hour, requests_per_unit: 100}
+`))
+	require.NoError(t, err)
+	cfg, err := envoyrls.NewConfig(d)
+	require.NoError(t, err)
+	for failure, fifth := range map[string]codes.Code{"error": codes.Unavailable, "local": codes.ResourceExhausted} {
+		t.Run("redis-failure="+failure, func(t *testing.T) {
+			f, err := parse([]string{"-config", "x", "-redis", "127.0.0.1:1", "-redis-failure", failure, "-max-keys", "1000000"}, io.Discard)
+			require.NoError(t, err)
+			opts, client, err := f.options(slog.New(slog.DiscardHandler), nil)
+			require.NoError(t, err)
+			t.Cleanup(func() { client.Close() })
+			s, err := envoyrls.New(cfg, opts...)
+			require.NoError(t, err)
+			for rpu := uint32(1); rpu <= 5; rpu++ {
+				_, err := s.ShouldRateLimit(context.Background(), &pb.RateLimitRequest{Domain: "web", Descriptors: []*rlext.RateLimitDescriptor{{
+					Entries: []*rlext.RateLimitDescriptor_Entry{{Key: "ip", Value: "10.0.0.1"}},
+					Limit:   &rlext.RateLimitDescriptor_RateLimitOverride{RequestsPerUnit: rpu, Unit: typev3.RateLimitUnit_HOUR},
+				}}})
+				want := map[string]codes.Code{"error": codes.Unavailable, "local": codes.OK}[failure]
+				if rpu == 5 {
+					want = fifth
+				}
+				assert.Equal(t, want, status.Code(err), "override %d: %v", rpu, err)
+			}
+		})
+	}
 }
