@@ -46,6 +46,13 @@ import (
 // reference). A dashboard or alert written for the reference's Prometheus
 // stats reads these series unchanged.
 //
+// Label values are UTF-8, as Prometheus requires: where a rule's key (of a
+// descriptor value given as YAML's !!binary, say, which the reference
+// accepts), a fallback's backend or reason, or a name given to WatchKeys
+// holds bytes that are not UTF-8, each run of them reads U+FFFD (the
+// Unicode replacement character), and rules whose keys then read the same
+// count in one series.
+//
 // The reference names a detailed_metric rule's stats, a value_to_metric
 // level's and a request's own limit's by the descriptor values of each
 // request, one series per value; here they stay the rule's key (for a
@@ -118,14 +125,19 @@ type ruleCounters struct {
 // the reference's Prometheus mapping gives its stats.
 func newRuleCounters(key string) *ruleCounters {
 	c := &ruleCounters{}
-	c.labels[0] = key
-	parts := strings.SplitN(sanitizeStatName(key), ".", 4)
+	c.labels[0] = labelValue(key)
+	parts := strings.SplitN(sanitizeStatName(c.labels[0]), ".", 4)
 	copy(c.labels[1:], parts)
 	if len(parts) < 2 { // the reference's mapping names no domain for a key without a dot
 		c.labels[1] = ""
 	}
 	return c
 }
+
+// labelValue returns s as a valid label value: each run of bytes of s that
+// is not UTF-8 becomes U+FFFD. It returns s itself, unallocated, when s is
+// UTF-8.
+func labelValue(s string) string { return strings.ToValidUTF8(s, "\uFFFD") }
 
 // ipv4 matches what the reference's stat names take for an IPv4 address.
 var ipv4 = regexp.MustCompile(`\d{1,3}\.\d{1,3}\.\d{1,3}\.\d{1,3}`)
@@ -293,7 +305,7 @@ func (m *Metrics) ObserveFallback(f hotlimit.Fallback) {
 	if m == nil {
 		return
 	}
-	k := fallbackKey{f.Backend, f.Reason}
+	k := fallbackKey{labelValue(f.Backend), labelValue(f.Reason)}
 	c, ok := m.fallbacks.Load(k)
 	if !ok {
 		c, _ = m.fallbacks.LoadOrCompute(k, func() *atomic.Uint64 { return new(atomic.Uint64) })
@@ -333,18 +345,29 @@ func (m *Metrics) Collect(ch chan<- prometheus.Metric) {
 	ch <- prometheus.MustNewConstMetric(descLoadOK, prometheus.CounterValue, float64(m.loadOK.Load()))
 	ch <- prometheus.MustNewConstMetric(descLoadErr, prometheus.CounterValue, float64(m.loadErr.Load()))
 	live := m.live.Load()
+	// Rules whose keys differ only in bytes that are not UTF-8 have the
+	// same labels (see labelValue), and a registry takes one series of a
+	// name and labels: their counts are summed in it.
+	series := map[[4]string]*[5]uint64{}
 	m.rules.Range(func(key string, c *ruleCounters) bool {
 		if live != nil && !(*live)[key] {
 			return true
 		}
-		for _, v := range []struct {
-			d *prometheus.Desc
-			n *atomic.Uint64
-		}{{descTotal, &c.total}, {descOver, &c.over}, {descNear, &c.near}, {descWithin, &c.within}, {descShadow, &c.shadow}} {
-			ch <- prometheus.MustNewConstMetric(v.d, prometheus.CounterValue, float64(v.n.Load()), c.labels[:]...)
+		sum := series[c.labels]
+		if sum == nil {
+			sum = new([5]uint64)
+			series[c.labels] = sum
+		}
+		for i, n := range []*atomic.Uint64{&c.total, &c.over, &c.near, &c.within, &c.shadow} {
+			sum[i] += n.Load()
 		}
 		return true
 	})
+	for labels, sum := range series {
+		for i, d := range []*prometheus.Desc{descTotal, descOver, descNear, descWithin, descShadow} {
+			ch <- prometheus.MustNewConstMetric(d, prometheus.CounterValue, float64(sum[i]), labels[:]...)
+		}
+	}
 	m.fallbacks.Range(func(k fallbackKey, c *atomic.Uint64) bool {
 		ch <- prometheus.MustNewConstMetric(descFallback, prometheus.CounterValue, float64(c.Load()), k.backend, k.reason)
 		return true
@@ -358,12 +381,14 @@ func (m *Metrics) Collect(ch chan<- prometheus.Metric) {
 
 // WatchKeys exports keys(), read at each scrape, as hotlimit_keys with the
 // label limiter=name, as hotlimitprom does: pass [Server.Len]. A second call
-// with the same name replaces the first; a nil keys removes it. A nil
+// with the same name replaces the first (names are compared as their labels
+// read, U+FFFD for bytes that are not UTF-8); a nil keys removes it. A nil
 // *Metrics watches nothing.
 func (m *Metrics) WatchKeys(name string, keys func() int) {
 	if m == nil {
 		return
 	}
+	name = labelValue(name)
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	if keys == nil {

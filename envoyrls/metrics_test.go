@@ -1,15 +1,21 @@
 package envoyrls
 
 import (
+	"context"
+	"log/slog"
+	"net/http"
+	"net/http/httptest"
 	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
 
 	rlext "github.com/envoyproxy/go-control-plane/envoy/extensions/common/ratelimit/v3"
+	pb "github.com/envoyproxy/go-control-plane/envoy/service/ratelimit/v3"
 	typev3 "github.com/envoyproxy/go-control-plane/envoy/type/v3"
 	"github.com/hotlimit/hotlimit"
 	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
 	"github.com/prometheus/client_golang/prometheus/testutil"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -224,4 +230,69 @@ func TestNearLimitIsAShareOfTheBurst(t *testing.T) {
 	assert.EqualValues(t, 3, c.within.Load(), "within")
 	assert.EqualValues(t, 1, c.near.Load(), "near: the hit that left 0")
 	assert.EqualValues(t, 1, c.over.Load(), "over")
+}
+
+// TestMetricsLabelsNotUTF8: a configuration whose descriptor values are
+// not UTF-8 (YAML's !!binary), which the reference accepts, loads, its
+// requests are decided, and /metrics still serves every series: the labels
+// of those rules carry U+FFFD where their keys' bytes are not UTF-8, and
+// two rules whose keys then read the same count in one series.
+func TestMetricsLabelsNotUTF8(t *testing.T) {
+	d, err := ParseDomain("bin.yaml", []byte(`
+domain: bin
+descriptors:
+  - key: k
+    value: !!binary 6Q==
+    rate_limit: {unit: hour, requests_per_unit: 5}
+  - key: k
+    value: !!binary 6g==
+    rate_limit: {unit: hour, requests_per_unit: 5}
+  - key: plain
+    rate_limit: {unit: hour, requests_per_unit: 5}
+`))
+	require.NoError(t, err)
+	cfg, err := NewConfig(d)
+	require.NoError(t, err)
+	m := NewMetrics()
+	s, err := New(cfg, WithObserver(m), WithLogger(slog.New(slog.DiscardHandler)))
+	require.NoError(t, err)
+	for _, v := range []string{"\xe9", "\xea", "\xea"} {
+		resp, err := s.ShouldRateLimit(context.Background(), &pb.RateLimitRequest{Domain: "bin", Descriptors: []*rlext.RateLimitDescriptor{desc("k", v)}})
+		require.NoError(t, err)
+		require.NotNil(t, resp.Statuses[0].CurrentLimit, "value %q matches its rule", v)
+		assert.Equal(t, pb.RateLimitResponse_OK, resp.OverallCode)
+	}
+	_, err = s.ShouldRateLimit(context.Background(), &pb.RateLimitRequest{Domain: "bin", Descriptors: []*rlext.RateLimitDescriptor{desc("plain", "p")}})
+	require.NoError(t, err)
+
+	reg := prometheus.NewRegistry()
+	require.NoError(t, reg.Register(m))
+	want := `
+# HELP ratelimit_service_rate_limit_total_hits Hits asked for, by rule.
+# TYPE ratelimit_service_rate_limit_total_hits counter
+ratelimit_service_rate_limit_total_hits{domain="bin",key="bin.k_\uFFFD",key1="k_\uFFFD",key2=""} 3
+ratelimit_service_rate_limit_total_hits{domain="bin",key="bin.plain",key1="plain",key2=""} 1
+`
+	want = strings.ReplaceAll(want, `\uFFFD`, "\uFFFD")
+	assert.NoError(t, testutil.GatherAndCompare(reg, strings.NewReader(want), "ratelimit_service_rate_limit_total_hits"))
+
+	// The other labels of text given to Metrics, too.
+	m.ObserveFallback(hotlimit.Fallback{Backend: "b\xff", Reason: "error"})
+	m.WatchKeys("n\xff", func() int { return 7 })
+	want = strings.ReplaceAll(`
+# HELP hotlimit_fallbacks_total Decisions a backend could not make, made by its failure policy, by backend and reason.
+# TYPE hotlimit_fallbacks_total counter
+hotlimit_fallbacks_total{backend="b\uFFFD",reason="error"} 1
+# HELP hotlimit_keys Keys held, by limiter.
+# TYPE hotlimit_keys gauge
+hotlimit_keys{limiter="n\uFFFD"} 7
+`, `\uFFFD`, "\uFFFD")
+	assert.NoError(t, testutil.GatherAndCompare(reg, strings.NewReader(want), "hotlimit_fallbacks_total", "hotlimit_keys"))
+
+	srv := httptest.NewServer(promhttp.HandlerFor(reg, promhttp.HandlerOpts{}))
+	defer srv.Close()
+	res, err := http.Get(srv.URL)
+	require.NoError(t, err)
+	defer res.Body.Close()
+	assert.Equal(t, http.StatusOK, res.StatusCode, "a scrape of /metrics")
 }
