@@ -38,3 +38,27 @@ func TestForeignKeyTypeIsErrReply(t *testing.T) {
 		assert.False(t, d.Allowed, "%v", a)
 	}
 }
+
+// TestForeignKeyTypeCloseIsErrReply: Close's error for a lease it could not
+// give back because someone else wrote the key with another type since
+// wraps ErrReply and Redis's own (WRONGTYPE), as a take's does.
+func TestForeignKeyTypeCloseIsErrReply(t *testing.T) {
+	srv := redistest.Start(t)
+	client := newClient(t, srv)
+	ctx := context.Background()
+	for _, a := range []hotlimit.Algorithm{hotlimit.TokenBucket, hotlimit.GCRA, hotlimit.FixedWindow} {
+		lim, err := redislimit.New(client, hotlimit.Config{Algorithm: a, Limit: 10, Window: time.Minute},
+			redislimit.WithLease(5, time.Minute), redislimit.WithBreaker(0, 0), redislimit.WithTimeout(exactTimeout))
+		require.NoError(t, err)
+		d, err := lim.TakeContext(ctx, "k", 1)
+		require.NoError(t, err, "%v", a)
+		require.True(t, d.Allowed, "%v", a)
+		require.Equal(t, 1, lim.Len(), "%v: the take leased", a)
+		k := lim.RedisKey("k")
+		require.NoError(t, client.Del(ctx, k).Err())
+		require.NoError(t, client.HSet(ctx, k, "foreign", "1").Err())
+		err = lim.Close()
+		assert.ErrorIs(t, err, redislimit.ErrReply, "%v", a)
+		assert.ErrorContains(t, err, "WRONGTYPE", "%v: Redis's own error is kept", a)
+	}
+}

@@ -797,8 +797,9 @@ func (l *Limiter) Sweep() int {
 // waits for the give-backs under way of leases that new ones replaced, and
 // for an auto-sweep of the expired ones),
 // stops the goroutines that batch calls (see [WithBatch]), and returns the
-// errors of the give-backs that failed: against a Redis that is down, the
-// breaker turns the give-backs away once it opens (see [WithBreaker]), so
+// errors of the give-backs that failed, which wrap the errors of this
+// package that name their causes as a take's does ([ErrAuth], [ErrReply],
+// ...). Against a Redis that is down, the breaker turns the give-backs away once it opens (see [WithBreaker]), so
 // that Close waits for a few timeouts, not one per lease. The Limiter stays
 // usable, each call then a round trip of its own that takes no lease; a
 // lease that Redis grants to a call under way during Close is given back
@@ -817,7 +818,9 @@ func (l *Limiter) Close() error {
 	var errs []error
 	l.leases.Range(func(key string, ls *lease) bool {
 		l.unmap(key, ls)
-		errs = append(errs, l.retire(context.Background(), key, ls))
+		if err := l.retire(context.Background(), key, ls); err != nil {
+			errs = append(errs, explain(err))
+		}
 		return true
 	})
 	return errors.Join(errs...)
