@@ -62,3 +62,26 @@ func TestForeignKeyTypeCloseIsErrReply(t *testing.T) {
 		assert.ErrorContains(t, err, "WRONGTYPE", "%v: Redis's own error is kept", a)
 	}
 }
+
+// TestForeignKeyTypeOpensNoBreaker: calls for a key of the prefix that
+// someone else wrote with another type fail, each with ErrReply, however
+// many in a row, but do not open the breaker: Redis answered them, and the
+// other keys are still decided by Redis rather than by the failure policy.
+func TestForeignKeyTypeOpensNoBreaker(t *testing.T) {
+	srv := redistest.Start(t)
+	client := newClient(t, srv)
+	ctx := context.Background()
+	lim := newLimiter(t, client, hotlimit.Config{Algorithm: hotlimit.TokenBucket, Limit: 5, Window: time.Minute},
+		redislimit.WithFailPolicy(redislimit.FailClosed), redislimit.WithBreaker(2, time.Hour), redislimit.WithTimeout(exactTimeout))
+	require.NoError(t, client.HSet(ctx, lim.RedisKey("foreign"), "foreign", "1").Err())
+	for i := range 5 {
+		d, err := lim.TakeContext(ctx, "foreign", 1)
+		assert.ErrorIs(t, err, redislimit.ErrReply, "call %d", i)
+		assert.NotErrorIs(t, err, redislimit.ErrBreakerOpen, "call %d", i)
+		assert.False(t, d.Allowed, "call %d", i)
+	}
+	d, err := lim.TakeContext(ctx, "k", 1)
+	require.NoError(t, err, "another key is decided by Redis")
+	assert.True(t, d.Allowed)
+	assert.Equal(t, 4, d.Remaining)
+}

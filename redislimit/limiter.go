@@ -83,12 +83,18 @@ func explain(err error) error {
 		cause = ErrOutOfMemory
 	case isReply(err) && strings.Contains(err.Error(), oldRedisScript):
 		cause = ErrRedisVersion
-	case isReply(err) && strings.Contains(err.Error(), wrongType):
+	case isWrongType(err):
 		cause = ErrReply
 	default:
 		return err
 	}
 	return fmt.Errorf("%w: %w", cause, err)
+}
+
+// isWrongType reports whether err is Redis's error for a command on a key
+// of another type.
+func isWrongType(err error) bool {
+	return isReply(err) && strings.Contains(err.Error(), wrongType)
 }
 
 // isReply reports whether err is, or wraps, an error reply from Redis.
@@ -566,7 +572,9 @@ func (l *Limiter) settle(ctx context.Context, b *breaker, key string, n int, rep
 // ctx did: err, or nil for success.
 func (l *Limiter) observe(ctx context.Context, b *breaker, err error) {
 	switch {
-	case err == nil:
+	case err == nil, isWrongType(err):
+		// A key of another type is that key's fault, not the node's:
+		// Redis answered.
 		b.success()
 	case ctx.Err() != nil, errors.Is(err, ErrClockRange):
 		// the caller's own cancellation, or clock, says nothing of Redis

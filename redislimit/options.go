@@ -182,6 +182,9 @@ func WithTimeout(d time.Duration) hotlimit.Option {
 // count as calls too: while the breaker is open they give nothing back, at
 // once. The default is 3 failures and a 1 s cooldown; failures <= 0 turns
 // the breaker off, so that every call waits for Redis or its timeout.
+// A call for a key of the prefix that someone else wrote with another type
+// (see [ErrReply]) is no failure: Redis answered, and the key's error is
+// its own, not the other keys'.
 //
 // On a cluster client (*redis.ClusterClient, which redis.NewUniversalClient
 // returns for several addresses) every master has a breaker of its own, so
