@@ -98,8 +98,10 @@
 // every such decision. What a failure policy admits is not counted in Redis:
 // once Redis decides again, a key has there what it had before, on top of what
 // the policy admitted meanwhile. The circuit breaker (on by default: 3 errors
-// in a row open it for 1 s) makes a dead Redis cost a few atomic loads per call
-// instead of a timeout, and lets one call probe Redis when the cooldown ends.
+// in a row open it for 1 s; a key of another Redis type, an error of that
+// key alone, counts as Redis answering) makes a dead Redis cost a few atomic
+// loads per call instead of a timeout, and lets one call probe Redis when
+// the cooldown ends.
 // On a cluster client the breaker is one per master: a dead master's slots
 // fail, the others' keys are still decided by Redis; and a failed call makes
 // the client reload its slot map, so that once a replica is promoted its slots
