@@ -13,6 +13,7 @@ import (
 	"strconv"
 	"strings"
 	"time"
+	"unicode/utf8"
 
 	pb "github.com/envoyproxy/go-control-plane/envoy/service/ratelimit/v3"
 	"github.com/hotlimit/hotlimit"
@@ -36,7 +37,9 @@ type Rule struct {
 	Key string
 	// Name and Replaces are the rule's name and the names of the rules it
 	// replaces: a request whose descriptors match this rule and a rule named
-	// in Replaces is not limited by the latter.
+	// in Replaces is not limited by the latter. Name is UTF-8, as the
+	// responses that carry it must be: a name that is not (given as
+	// !!binary) is an error at load.
 	Name     string
 	Replaces []string
 	// Unlimited rules always answer OK, with limit_remaining MaxUint32.
@@ -935,6 +938,8 @@ func (d *Domain) rule(full string, yd *yamlDescriptor) (*Rule, error) {
 		return nil, configError(d.File, "invalid rate limit unit '%s'", yr.Unit)
 	case yr.Window != "" && yr.Unit != "":
 		return nil, configError(d.File, "%s: rate_limit sets both unit '%s' and window '%s': set one", full, yr.Unit, yr.Window)
+	case !utf8.ValidString(yr.Name): // a !!binary name: every response would fail to encode
+		return nil, configError(d.File, "%s: rate_limit name %q is not UTF-8, as each response's current_limit that names it must be", full, yr.Name)
 	}
 	for _, rep := range yr.Replaces {
 		if rep.Name == "" {

@@ -661,3 +661,20 @@ func TestValuesCheckedAsTheReference(t *testing.T) {
 		})
 	}
 }
+
+// TestRuleNameNotUTF8IsAnError: a rule's name is sent back in every
+// response's current_limit, a protobuf string, which must be UTF-8: a name
+// given as !!binary with bytes that are not loaded, and every request the
+// rule decided then failed to be encoded (gRPC Internal, /json 500). It is
+// an error at load naming the file and the rule.
+func TestRuleNameNotUTF8IsAnError(t *testing.T) {
+	_, err := ParseDomain("bin.yaml", []byte("domain: bin\ndescriptors:\n  - key: k\n    rate_limit: {unit: hour, requests_per_unit: 5, name: !!binary 6Q==}\n"))
+	require.ErrorIs(t, err, ErrConfig)
+	assert.ErrorContains(t, err, "bin.yaml")
+	assert.ErrorContains(t, err, "bin.k: rate_limit name")
+	assert.ErrorContains(t, err, "not UTF-8")
+
+	d, err := ParseDomain("ok.yaml", []byte("domain: ok\ndescriptors:\n  - key: k\n    rate_limit: {unit: hour, requests_per_unit: 5, name: !!binary w6k=}\n"))
+	require.NoError(t, err, "a name of UTF-8 bytes, given as !!binary")
+	assert.Equal(t, "é", d.Rules[0].Name)
+}

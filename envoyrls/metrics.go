@@ -51,7 +51,8 @@ import (
 // accepts), a fallback's backend or reason, or a name given to WatchKeys
 // holds bytes that are not UTF-8, each run of them reads U+FFFD (the
 // Unicode replacement character), and rules whose keys then read the same
-// count in one series.
+// count in one series, which a reload that removes some of them, keeping
+// one, keeps counting from its total.
 //
 // The reference names a detailed_metric rule's stats, a value_to_metric
 // level's and a request's own limit's by the descriptor values of each
@@ -103,13 +104,23 @@ type Metrics struct {
 	// as the reference's total_requests and should_rate_limit errors.
 	requests, backendErrs, serviceErrs atomic.Uint64
 	// live holds the rule keys of the configuration in force, whose series
-	// Collect exports; nil (no Server told of one) exports every rule seen.
-	live            atomic.Pointer[map[string]bool]
+	// Collect exports, with the counts those series keep of rules removed;
+	// nil (no Server told of one) exports every rule seen.
+	live            atomic.Pointer[liveRules]
 	loadOK, loadErr atomic.Uint64
 	// fallbacks counts by backend and reason, both from small fixed sets.
 	fallbacks *xsync.MapOf[fallbackKey, *atomic.Uint64]
 	mu        sync.Mutex
 	keys      map[string]func() int // WatchKeys's functions, by limiter name
+}
+
+// liveRules is what Collect exports: the series of the rule keys in keys,
+// plus, by labels, the counts of removed rules whose series lives on in
+// theirs (rules whose keys read the same, see labelValue), so that a
+// removal does not take the series down. Replaced whole, never changed.
+type liveRules struct {
+	keys    map[string]bool
+	retired map[[4]string][5]uint64
 }
 
 // fallbackKey is a fallback's labels.
@@ -124,14 +135,27 @@ type ruleCounters struct {
 // newRuleCounters returns zero counters for the rule key, with the labels
 // the reference's Prometheus mapping gives its stats.
 func newRuleCounters(key string) *ruleCounters {
-	c := &ruleCounters{}
-	c.labels[0] = labelValue(key)
-	parts := strings.SplitN(sanitizeStatName(c.labels[0]), ".", 4)
-	copy(c.labels[1:], parts)
+	return &ruleCounters{labels: labelsOf(key)}
+}
+
+// labelsOf returns the labels of the rule key's series: key, domain, key1
+// and key2.
+func labelsOf(key string) (labels [4]string) {
+	labels[0] = labelValue(key)
+	parts := strings.SplitN(sanitizeStatName(labels[0]), ".", 4)
+	copy(labels[1:], parts)
 	if len(parts) < 2 { // the reference's mapping names no domain for a key without a dot
-		c.labels[1] = ""
+		labels[1] = ""
 	}
-	return c
+	return labels
+}
+
+// counts returns c's counters, in the order of Collect's descriptions.
+func (c *ruleCounters) counts() (out [5]uint64) {
+	for i, n := range []*atomic.Uint64{&c.total, &c.over, &c.near, &c.within, &c.shadow} {
+		out[i] = n.Load()
+	}
+	return out
 }
 
 // labelValue returns s as a valid label value: each run of bytes of s that
@@ -252,7 +276,10 @@ func (m *Metrics) Observe(e hotlimit.Event) {
 // series of the outgoing and incoming rules are exported meanwhile. Once it
 // serves (the function returned), only cfg's are. The key "DOMAIN.override"
 // of each domain is cfg's, for the requests with their own limit that match
-// no rule.
+// no rule. A rule removed whose labels a rule of cfg has (their keys read
+// the same) leaves its counts to that series, which so never goes down; a
+// decision of it still under way once they are read counts nowhere, as for
+// any rule removed.
 func (m *Metrics) reload(cfg *Config) (served func()) {
 	next := map[string]bool{}
 	for _, r := range cfg.Rules() {
@@ -261,9 +288,10 @@ func (m *Metrics) reload(cfg *Config) (served func()) {
 	for _, d := range cfg.Domains() {
 		next[d.Name+".override"] = true
 	}
-	if prev := m.live.Load(); prev != nil {
-		both := make(map[string]bool, len(*prev)+len(next))
-		for k := range *prev {
+	prev := m.live.Load()
+	if prev != nil {
+		both := make(map[string]bool, len(prev.keys)+len(next))
+		for k := range prev.keys {
 			both[k] = true
 		}
 		for k := range next {
@@ -272,10 +300,38 @@ func (m *Metrics) reload(cfg *Config) (served func()) {
 			}
 			both[k] = true
 		}
-		m.live.Store(&both)
+		m.live.Store(&liveRules{keys: both, retired: prev.retired})
 	}
 	return func() {
-		m.live.Store(&next)
+		// The series that live on: those of next's labels. Reload calls
+		// are serialised by the Server, so prev is still the live set's
+		// retired counts, and the removed rules' counters are read before
+		// the live set without them is stored, then dropped: no scrape
+		// sees a series without them.
+		labels := make(map[[4]string]bool, len(next))
+		for k := range next {
+			labels[labelsOf(k)] = true
+		}
+		retired := map[[4]string][5]uint64{}
+		if prev != nil {
+			for l, sum := range prev.retired {
+				if labels[l] {
+					retired[l] = sum
+				}
+			}
+		}
+		m.rules.Range(func(key string, c *ruleCounters) bool {
+			if next[key] || !labels[c.labels] {
+				return true
+			}
+			sum, add := retired[c.labels], c.counts()
+			for i := range sum {
+				sum[i] += add[i]
+			}
+			retired[c.labels] = sum
+			return true
+		})
+		m.live.Store(&liveRules{keys: next, retired: retired})
 		m.rules.Range(func(key string, _ *ruleCounters) bool {
 			if !next[key] {
 				m.rules.Delete(key)
@@ -347,10 +403,16 @@ func (m *Metrics) Collect(ch chan<- prometheus.Metric) {
 	live := m.live.Load()
 	// Rules whose keys differ only in bytes that are not UTF-8 have the
 	// same labels (see labelValue), and a registry takes one series of a
-	// name and labels: their counts are summed in it.
+	// name and labels: their counts are summed in it, with those of the
+	// rules of those labels that reloads removed.
 	series := map[[4]string]*[5]uint64{}
+	if live != nil {
+		for l, sum := range live.retired {
+			series[l] = &sum
+		}
+	}
 	m.rules.Range(func(key string, c *ruleCounters) bool {
-		if live != nil && !(*live)[key] {
+		if live != nil && !live.keys[key] {
 			return true
 		}
 		sum := series[c.labels]
@@ -358,8 +420,8 @@ func (m *Metrics) Collect(ch chan<- prometheus.Metric) {
 			sum = new([5]uint64)
 			series[c.labels] = sum
 		}
-		for i, n := range []*atomic.Uint64{&c.total, &c.over, &c.near, &c.within, &c.shadow} {
-			sum[i] += n.Load()
+		for i, n := range c.counts() {
+			sum[i] += n
 		}
 		return true
 	})

@@ -5,6 +5,7 @@ import (
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -295,4 +296,70 @@ hotlimit_keys{limiter="n\uFFFD"} 7
 	require.NoError(t, err)
 	defer res.Body.Close()
 	assert.Equal(t, http.StatusOK, res.StatusCode, "a scrape of /metrics")
+}
+
+// TestMetricsMergedSeriesNeverGoesDown: two rules whose keys read the same
+// as labels (values given as !!binary) count in one series; a reload that
+// removes one of them keeps the other, and with it the series, which goes
+// on from its total, where it fell by the removed rule's counts, a counter
+// reset to Prometheus (rate() and increase() read a spike of hits).
+func TestMetricsMergedSeriesNeverGoesDown(t *testing.T) {
+	config := func(values ...string) *Config {
+		y := "domain: bin\ndescriptors:\n"
+		for _, v := range values {
+			y += "  - key: k\n    value: !!binary " + v + "\n    rate_limit: {unit: hour, requests_per_unit: 5}\n"
+		}
+		d, err := ParseDomain("bin.yaml", []byte(y))
+		require.NoError(t, err)
+		cfg, err := NewConfig(d)
+		require.NoError(t, err)
+		return cfg
+	}
+	m := NewMetrics()
+	s, err := New(config("6Q==", "6g=="), WithObserver(m), WithLogger(slog.New(slog.DiscardHandler))) // "\xe9", "\xea"
+	require.NoError(t, err)
+	hit := func(v string) {
+		t.Helper()
+		resp, err := s.ShouldRateLimit(context.Background(), &pb.RateLimitRequest{Domain: "bin", Descriptors: []*rlext.RateLimitDescriptor{desc("k", v)}})
+		require.NoError(t, err)
+		require.NotNil(t, resp.Statuses[0].CurrentLimit, "value %q matches its rule", v)
+	}
+	reg := prometheus.NewRegistry()
+	require.NoError(t, reg.Register(m))
+	total := func() string {
+		t.Helper()
+		mfs, err := reg.Gather()
+		require.NoError(t, err)
+		for _, mf := range mfs {
+			if mf.GetName() == "ratelimit_service_rate_limit_total_hits" {
+				var out []string
+				for _, s := range mf.Metric {
+					out = append(out, s.GetLabel()[1].GetValue()+"="+strconv.FormatFloat(s.GetCounter().GetValue(), 'f', -1, 64))
+				}
+				return strings.Join(out, " ")
+			}
+		}
+		return ""
+	}
+	hit("\xe9")
+	hit("\xea")
+	hit("\xea")
+	require.Equal(t, "bin.k_\uFFFD=3", total())
+
+	require.NoError(t, s.Reload(config("6g==")))
+	assert.Equal(t, "bin.k_\uFFFD=3", total(), "the series lives on, from where it was")
+	hit("\xea")
+	assert.Equal(t, "bin.k_\uFFFD=4", total())
+
+	require.NoError(t, s.Reload(config("6g==", "6Q==")))
+	hit("\xe9")
+	assert.Equal(t, "bin.k_\uFFFD=5", total(), "a rule back counts on in the live series")
+
+	require.NoError(t, s.Reload(config("7A==")))
+	assert.Equal(t, "bin.k_\uFFFD=5", total(), "another rule of the same labels keeps the series")
+	require.NoError(t, s.Reload(config()))
+	assert.Empty(t, total(), "no rule of those labels: the series leaves /metrics")
+	require.NoError(t, s.Reload(config("6Q==")))
+	hit("\xe9")
+	assert.Equal(t, "bin.k_\uFFFD=1", total(), "a series back starts from zero")
 }

@@ -108,6 +108,12 @@ func TestBadFlagValues(t *testing.T) {
 		{args: []string{"-redis", "a:1,"}, says: "an empty address"},
 		{args: []string{"-grpc", "nowhere"}, says: "-grpc: listen tcp: address nowhere"},
 		{args: []string{"-grpc", ""}, says: `-grpc "": an empty address`},
+		// An empty port is a port of the system's choosing to net.Listen,
+		// as an empty address is: such as ":${PORT}" with PORT unset.
+		{args: []string{"-grpc", ":"}, says: `-grpc ":": no port`},
+		{args: []string{"-grpc", "127.0.0.1:"}, says: `-grpc "127.0.0.1:": no port`},
+		{args: []string{"-http", ":"}, says: `-http ":": no port`},
+		{args: []string{"-http", "localhost:"}, says: `-http "localhost:": no port`},
 		{args: []string{"-http", "127.0.0.1:99999"}, says: "-http: listen tcp"},
 		{args: []string{"-all-or-nothing=maybe"}, says: "-all-or-nothing"},
 		{args: []string{"-no-such-flag"}, says: "flag provided but not defined: -no-such-flag"},

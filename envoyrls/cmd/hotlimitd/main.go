@@ -257,6 +257,10 @@ func (f *flags) validate() error {
 	switch {
 	case f.grpcAddr == "": // net.Listen would take it for a port of its choosing
 		return fmt.Errorf("-grpc %q: an empty address: gRPC is always served; give host:port, such as :8081 (:0 for a port of the system's choosing)", f.grpcAddr)
+	case noPort(f.grpcAddr):
+		return fmt.Errorf("-grpc %q: no port: give host:port, such as :8081 (:0 for a port of the system's choosing)", f.grpcAddr)
+	case f.httpAddr != "" && noPort(f.httpAddr):
+		return fmt.Errorf("-http %q: no port: give host:port, such as :8080, or \"\" for no HTTP server", f.httpAddr)
 	case f.lease < 0:
 		return fmt.Errorf("-redis-lease %d: want 0 (none) or more", f.lease)
 	case f.lease > 0 && f.leaseTTL == 0:
@@ -287,6 +291,16 @@ func (f *flags) validate() error {
 		return fmt.Errorf("-log-level %q: want debug, info, warn or error", f.logLevel)
 	}
 	return nil
+}
+
+// noPort reports whether addr is host:port with the port left empty (":",
+// "127.0.0.1:"), as a template renders ":${PORT}" with PORT unset:
+// net.Listen takes it for a port of its own choosing, where no client
+// looks. An address without a colon is left to net.Listen, which refuses
+// it as missing a port.
+func noPort(addr string) bool {
+	_, port, err := net.SplitHostPort(addr)
+	return err == nil && port == ""
 }
 
 // maskCredentials returns the -redis value v with what precedes its last
