@@ -807,8 +807,9 @@ func (l *Limiter) Sweep() int {
 // stops the goroutines that batch calls (see [WithBatch]), and returns the
 // errors of the give-backs that failed, which wrap the errors of this
 // package that name their causes as a take's does ([ErrAuth], [ErrReply],
-// ...). Against a Redis that is down, the breaker turns the give-backs away once it opens (see [WithBreaker]), so
-// that Close waits for a few timeouts, not one per lease. The Limiter stays
+// ...). Against a Redis that is down, the breaker turns the give-backs
+// away once it opens (see [WithBreaker]), so that Close waits for a few
+// timeouts, not one per lease. The Limiter stays
 // usable, each call then a round trip of its own that takes no lease; a
 // lease that Redis grants to a call under way during Close is given back
 // as soon as that call has its answer. Close does not close the client.
