@@ -230,9 +230,18 @@ var pickPort = FreePort
 
 var errAddrInUse = errors.New("address already in use")
 
-// errForeign is returned by pingOwn when the address answers but the
+// ErrForeign is returned by Identify when the address answers but the
 // server answering is not the process that was started.
-var errForeign = errors.New("answered by another process")
+var ErrForeign = errors.New("answered by another process")
+
+// Identify checks that the redis-server answering PING at addr is process
+// pid, by its INFO server. It returns an error wrapping ErrForeign when
+// another process answers, and another error when none answers within
+// timeout. It is for servers started without a testing.TB; Start and
+// StartCluster check their own.
+func Identify(addr string, pid int, timeout time.Duration) error {
+	return pingOwn(addr, pid, timeout)
+}
 
 // launchAndWait starts the process and waits until it answers PING and
 // INFO server names its pid. It returns an error wrapping errAddrInUse when
@@ -283,7 +292,7 @@ func (s *Server) launchAndWait() error {
 		if err == nil {
 			return nil
 		}
-		if errors.Is(err, errForeign) {
+		if errors.Is(err, ErrForeign) {
 			if kerr := s.killLocked(); kerr != nil {
 				return kerr
 			}
@@ -317,7 +326,7 @@ func readLog(path string, offset int64) string {
 }
 
 // pingOwn sends a raw RESP PING and INFO server to addr, expects PONG, and
-// returns an error wrapping errForeign when the process_id INFO reports is
+// returns an error wrapping ErrForeign when the process_id INFO reports is
 // not pid.
 func pingOwn(addr string, pid int, timeout time.Duration) error {
 	conn, err := net.DialTimeout("tcp", addr, timeout)
@@ -344,7 +353,7 @@ func pingOwn(addr string, pid int, timeout time.Duration) error {
 		return err
 	}
 	if got != pid {
-		return fmt.Errorf("%w: INFO server reports process_id %d, want %d", errForeign, got, pid)
+		return fmt.Errorf("%w: INFO server reports process_id %d, want %d", ErrForeign, got, pid)
 	}
 	return nil
 }
