@@ -18,6 +18,7 @@ import (
 	rlext "github.com/envoyproxy/go-control-plane/envoy/extensions/common/ratelimit/v3"
 	pb "github.com/envoyproxy/go-control-plane/envoy/service/ratelimit/v3"
 	"github.com/hotlimit/hotlimit"
+	"github.com/hotlimit/hotlimit/envoyrls/internal/redisproc"
 	"github.com/hotlimit/hotlimit/redislimit"
 	"github.com/redis/go-redis/v9"
 	"github.com/stretchr/testify/assert"
@@ -370,18 +371,11 @@ func awaitBenchConfig(b *testing.B, addr, what string, log fmt.Stringer) {
 
 // benchRedis starts a redis-server for a benchmark.
 func benchRedis(b *testing.B) (string, int) {
-	lis, err := net.Listen("tcp", "127.0.0.1:0")
+	addr, proc, err := redisproc.Start(b, redisproc.Config{Args: func(port int) []string {
+		return []string{"--port", strconv.Itoa(port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no"}
+	}})
 	require.NoError(b, err)
-	port := lis.Addr().(*net.TCPAddr).Port
-	require.NoError(b, lis.Close())
-	cmd := exec.Command("redis-server", "--port", strconv.Itoa(port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no")
-	require.NoError(b, cmd.Start())
-	b.Cleanup(func() { _ = cmd.Process.Kill(); _ = cmd.Wait() })
-	addr := "127.0.0.1:" + strconv.Itoa(port)
-	c := redis.NewClient(&redis.Options{Addr: addr})
-	defer c.Close()
-	require.Eventually(b, func() bool { return c.Ping(context.Background()).Err() == nil }, 10*time.Second, 20*time.Millisecond)
-	return addr, cmd.Process.Pid
+	return addr, proc.Pid
 }
 
 // BenchmarkHandler measures the handlers themselves, without gRPC: what

@@ -5,12 +5,12 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"net"
 	"net/http"
 	"net/http/httptest"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -20,6 +20,7 @@ import (
 	pb "github.com/envoyproxy/go-control-plane/envoy/service/ratelimit/v3"
 	typev3 "github.com/envoyproxy/go-control-plane/envoy/type/v3"
 	"github.com/hotlimit/hotlimit"
+	"github.com/hotlimit/hotlimit/envoyrls/internal/redisproc"
 	"github.com/hotlimit/hotlimit/redislimit"
 	"github.com/hotlimit/hotlimit/service"
 	"github.com/redis/go-redis/v9"
@@ -31,57 +32,27 @@ import (
 )
 
 // startRedis starts a redis-server with args on a free loopback port for
-// the test and returns its address and the process. Without redis-server
-// the test is skipped, except in CI (CI set), where it fails.
-func startRedis(t *testing.T, args ...string) (string, *exec.Cmd) {
-	return startRedisOn(t, freePort(t, false), args...)
+// the test and returns its address and the process, once the server
+// answering there is that process. Without redis-server the test is
+// skipped, except in CI (CI set), where it fails.
+func startRedis(t *testing.T, args ...string) (string, *redisproc.Process) {
+	t.Helper()
+	return startRedisWith(t, false, func(int) []string { return args })
 }
 
-// freePort returns a free loopback port; with bus, one whose cluster bus
-// port, 10000 above it, is a port and free too.
-func freePort(t *testing.T, bus bool) int {
+// startRedisWith starts a redis-server with the arguments args returns for
+// its port, after the ones every test server has; with bus, on a port whose
+// cluster bus port, 10000 above it, is free too.
+func startRedisWith(t *testing.T, bus bool, args func(port int) []string) (string, *redisproc.Process) {
 	t.Helper()
-	for range 100 {
-		lis, err := net.Listen("tcp", "127.0.0.1:0")
-		require.NoError(t, err)
-		port := lis.Addr().(*net.TCPAddr).Port
-		require.NoError(t, lis.Close())
-		if !bus {
-			return port
-		}
-		if port+10000 > 65535 {
-			continue
-		}
-		if l, err := net.Listen("tcp", fmt.Sprintf("127.0.0.1:%d", port+10000)); err == nil {
-			_ = l.Close()
-			return port
-		}
-	}
-	t.Fatal("no free loopback port with a free cluster bus port")
-	return 0
-}
-
-// startRedisOn is startRedis on port.
-func startRedisOn(t *testing.T, port int, args ...string) (string, *exec.Cmd) {
-	t.Helper()
-	bin, err := exec.LookPath("redis-server")
-	if err != nil {
-		if os.Getenv("CI") != "" {
-			t.Fatalf("redis-server is required in CI: %v", err)
-		}
-		t.Skipf("redis-server not installed: %v", err)
-	}
-	cmd := exec.Command(bin, append([]string{"--port", fmt.Sprint(port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no", "--protected-mode", "no"}, args...)...)
-	require.NoError(t, cmd.Start())
-	t.Cleanup(func() {
-		_ = cmd.Process.Kill()
-		_ = cmd.Wait()
+	addr, proc, err := redisproc.Start(t, redisproc.Config{
+		Bus: bus,
+		Args: func(port int) []string {
+			return append([]string{"--port", strconv.Itoa(port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no", "--protected-mode", "no"}, args(port)...)
+		},
 	})
-	addr := fmt.Sprintf("127.0.0.1:%d", port)
-	c := redis.NewClient(&redis.Options{Addr: addr})
-	defer c.Close()
-	require.Eventually(t, func() bool { return c.Ping(context.Background()).Err() == nil }, 10*time.Second, 20*time.Millisecond, "redis-server answers")
-	return addr, cmd
+	require.NoError(t, err)
+	return addr, proc
 }
 
 // startRedisCluster starts three cluster-enabled redis-servers on free
@@ -100,7 +71,11 @@ func startRedisCluster(t *testing.T) []string {
 	}
 	var addrs []string
 	for range 3 {
-		addr, _ := startRedisOn(t, freePort(t, true), "--cluster-enabled", "yes", "--cluster-config-file", filepath.Join(t.TempDir(), "nodes.conf"))
+		// A fresh nodes.conf per attempt: a node that lost its port must
+		// not leave its identity to the next one.
+		addr, _ := startRedisWith(t, true, func(int) []string {
+			return []string{"--cluster-enabled", "yes", "--cluster-config-file", filepath.Join(t.TempDir(), "nodes.conf")}
+		})
 		addrs = append(addrs, addr)
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
@@ -188,7 +163,7 @@ func TestConformanceRedis(t *testing.T) {
 // (Envoy then allows it unless failure_mode_deny), and the failure policy's
 // answer with WithBackendErrors(false).
 func TestRedisFailure(t *testing.T) {
-	addr, cmd := startRedis(t)
+	addr, redisServer := startRedis(t)
 	var now atomic.Int64
 	now.Store(t0)
 	build := func(errs bool, policy redislimit.FailPolicy, opts ...Option) *Server {
@@ -207,8 +182,7 @@ func TestRedisFailure(t *testing.T) {
 	_, err := strict.ShouldRateLimit(context.Background(), req)
 	require.NoError(t, err, "Redis up")
 
-	require.NoError(t, cmd.Process.Kill())
-	_ = cmd.Wait()
+	redisServer.Kill()
 	_, err = strict.ShouldRateLimit(context.Background(), req)
 	require.Error(t, err)
 	assert.Equal(t, codes.Unavailable, status.Code(err))

@@ -1,12 +1,15 @@
 package redislimit_test
 
 import (
+	"bytes"
 	"context"
+	"errors"
 	"flag"
 	"fmt"
 	"os"
 	"os/exec"
 	"strconv"
+	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -47,14 +50,34 @@ func TestMain(m *testing.M) {
 	os.Exit(code)
 }
 
+// examplePort picks the port of each attempt of startExampleServer; a test
+// replaces it to hand out a port another server holds.
+var examplePort = redistest.FreePort
+
+// errPortLost marks an attempt whose port another process took first.
+var errPortLost = errors.New("port taken by another process")
+
 // startExampleServer starts redis-server on a free port of 127.0.0.1, with
-// persistence off, and waits until it answers PING.
+// persistence off, and waits until it answers PING as the process it
+// started. Another process can take the port between the probe and the
+// bind, and the examples empty the server they use; so when another server
+// answers, it kills its own and tries another port, a few times.
 func startExampleServer() (addr string, stop func(), err error) {
 	bin, err := exec.LookPath("redis-server")
 	if err != nil {
 		return "", nil, err
 	}
-	port, err := redistest.FreePort()
+	for attempt := 1; ; attempt++ {
+		addr, stop, err = launchExampleServer(bin)
+		if !errors.Is(err, errPortLost) || attempt == 5 {
+			return addr, stop, err
+		}
+	}
+}
+
+// launchExampleServer is one attempt of startExampleServer.
+func launchExampleServer(bin string) (addr string, stop func(), err error) {
+	port, err := examplePort()
 	if err != nil {
 		return "", nil, err
 	}
@@ -62,26 +85,39 @@ func startExampleServer() (addr string, stop func(), err error) {
 	if err != nil {
 		return "", nil, err
 	}
+	var out bytes.Buffer // read only once the process has exited
 	cmd := exec.Command(bin, "--port", strconv.Itoa(port), "--bind", "127.0.0.1",
 		"--save", "", "--appendonly", "no", "--dir", dir)
+	cmd.Stdout, cmd.Stderr = &out, &out
 	if err := cmd.Start(); err != nil {
 		_ = os.RemoveAll(dir)
 		return "", nil, err
 	}
+	exited := make(chan struct{})
+	go func() { _ = cmd.Wait(); close(exited) }()
 	stop = func() {
 		_ = cmd.Process.Kill()
-		_ = cmd.Wait()
+		<-exited
 		_ = os.RemoveAll(dir)
 	}
 	addr = "127.0.0.1:" + strconv.Itoa(port)
-	client := redis.NewClient(&redis.Options{Addr: addr, MaxRetries: -1})
-	defer client.Close()
 	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(20 * time.Millisecond) {
-		ctx, cancel := context.WithTimeout(context.Background(), time.Second)
-		err = client.Ping(ctx).Err()
-		cancel()
+		select {
+		case <-exited:
+			stop()
+			if strings.Contains(strings.ToLower(out.String()), "already in use") {
+				return "", nil, fmt.Errorf("redis-server on %s: %w:\n%s", addr, errPortLost, out.String())
+			}
+			return "", nil, fmt.Errorf("redis-server on %s exited:\n%s", addr, out.String())
+		default:
+		}
+		err = redistest.Identify(addr, cmd.Process.Pid, time.Second)
 		if err == nil {
 			return addr, stop, nil
+		}
+		if errors.Is(err, redistest.ErrForeign) {
+			stop()
+			return "", nil, fmt.Errorf("redis-server on %s: %w: %v", addr, errPortLost, err)
 		}
 		if time.Now().After(deadline) {
 			stop()

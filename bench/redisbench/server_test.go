@@ -8,6 +8,7 @@ import (
 	"os"
 	"os/exec"
 	"strconv"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -72,8 +73,9 @@ func binary(tb testing.TB, name string) string {
 }
 
 // start runs redis-server on a free port of 127.0.0.1, persistence off, in a
-// temporary directory, and waits until it answers PING. A port taken between
-// choosing and binding it is retried.
+// temporary directory, and waits until it answers PING as the process it
+// started. A port taken between choosing and binding it is retried, whether
+// our server exits or another process's server answers there first.
 func start() (*server, error) {
 	var err error
 	for range 5 {
@@ -85,13 +87,26 @@ func start() (*server, error) {
 	return nil, err
 }
 
-func launch() (*server, error) {
+// pickPort returns a loopback port free at the time of the call. Tests
+// replace it to hand out a port another server holds.
+var pickPort = func() (int, error) {
 	l, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
-		return nil, err
+		return 0, err
 	}
 	port := l.Addr().(*net.TCPAddr).Port
 	_ = l.Close()
+	return port, nil
+}
+
+// errForeign marks a port on which another process's server answered.
+var errForeign = errors.New("answered by another process")
+
+func launch() (*server, error) {
+	port, err := pickPort()
+	if err != nil {
+		return nil, err
+	}
 	dir, err := os.MkdirTemp("", "redisbench-")
 	if err != nil {
 		return nil, err
@@ -122,7 +137,14 @@ func launch() (*server, error) {
 		err = s.client.Ping(ctx).Err()
 		cancel()
 		if err == nil {
-			return s, nil
+			err = s.own()
+			if err == nil {
+				return s, nil
+			}
+			if errors.Is(err, errForeign) {
+				s.stop()
+				return nil, fmt.Errorf("redis-server on port %d: %w", port, err)
+			}
 		}
 		select {
 		case <-s.exited:
@@ -137,6 +159,27 @@ func launch() (*server, error) {
 		}
 		time.Sleep(10 * time.Millisecond)
 	}
+}
+
+// own checks that the server answering s.addr is s.cmd's process, by the
+// process_id of INFO server, and returns an error wrapping errForeign when
+// it is another.
+func (s *server) own() error {
+	ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+	defer cancel()
+	info, err := s.client.Info(ctx, "server").Result()
+	if err != nil {
+		return err
+	}
+	for _, line := range strings.Split(info, "\n") {
+		if v, ok := strings.CutPrefix(strings.TrimSpace(line), "process_id:"); ok {
+			if v != strconv.Itoa(s.cmd.Process.Pid) {
+				return fmt.Errorf("%w: INFO server reports process_id %s, want %d", errForeign, v, s.cmd.Process.Pid)
+			}
+			return nil
+		}
+	}
+	return errors.New("INFO server reports no process_id")
 }
 
 // stop closes the client, kills the server, reaps it and removes its

@@ -23,6 +23,7 @@ import (
 	pb "github.com/envoyproxy/go-control-plane/envoy/service/ratelimit/v3"
 	typev3 "github.com/envoyproxy/go-control-plane/envoy/type/v3"
 	"github.com/hotlimit/hotlimit/envoyrls"
+	"github.com/hotlimit/hotlimit/envoyrls/internal/redisproc"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	"google.golang.org/grpc"
@@ -288,32 +289,19 @@ descriptors:
 }
 
 // startRedis starts a redis-server with password pass on a free loopback
-// port and returns its address and process; without redis-server the test
-// is skipped, except in CI.
-func startRedis(t *testing.T, pass string) (string, *exec.Cmd) {
-	bin, err := exec.LookPath("redis-server")
-	if err != nil {
-		if os.Getenv("CI") != "" {
-			t.Fatalf("redis-server is required in CI: %v", err)
-		}
-		t.Skipf("redis-server not installed: %v", err)
-	}
-	lis, err := net.Listen("tcp", "127.0.0.1:0")
+// port and returns its address and process, once the server answering
+// there is that process; without redis-server the test is skipped, except
+// in CI.
+func startRedis(t *testing.T, pass string) (string, *redisproc.Process) {
+	t.Helper()
+	addr, proc, err := redisproc.Start(t, redisproc.Config{
+		Password: pass,
+		Args: func(port int) []string {
+			return []string{"--port", strconv.Itoa(port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no", "--requirepass", pass}
+		},
+	})
 	require.NoError(t, err)
-	port := strconv.Itoa(lis.Addr().(*net.TCPAddr).Port)
-	require.NoError(t, lis.Close())
-	cmd := exec.Command(bin, "--port", port, "--bind", "127.0.0.1", "--save", "", "--appendonly", "no", "--requirepass", pass)
-	require.NoError(t, cmd.Start())
-	t.Cleanup(func() { _ = cmd.Process.Kill(); _ = cmd.Wait() })
-	addr := "127.0.0.1:" + port
-	require.Eventually(t, func() bool {
-		c, err := net.Dial("tcp", addr)
-		if err == nil {
-			c.Close()
-		}
-		return err == nil
-	}, 10*time.Second, 20*time.Millisecond)
-	return addr, cmd
+	return addr, proc
 }
 
 // TestRedisFlags: hotlimitd on a password-protected Redis decides there;
@@ -376,8 +364,7 @@ func TestRedisFallbacksOnMetrics(t *testing.T) {
 	require.Equal(t, pb.RateLimitResponse_OK, resp.OverallCode)
 	assert.NotContains(t, scrape(), "hotlimit_fallbacks_total{", "Redis decided")
 
-	require.NoError(t, redisServer.Process.Kill())
-	_ = redisServer.Wait()
+	redisServer.Kill()
 	for range 2 {
 		resp, err = client.ShouldRateLimit(context.Background(), req)
 		require.NoError(t, err)

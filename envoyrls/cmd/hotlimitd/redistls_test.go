@@ -5,14 +5,15 @@ import (
 	"crypto/ecdsa"
 	"crypto/elliptic"
 	"crypto/rand"
+	"crypto/tls"
 	"crypto/x509"
 	"crypto/x509/pkix"
 	"encoding/pem"
+	"errors"
 	"io"
 	"math/big"
 	"net"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strconv"
 	"testing"
@@ -20,6 +21,7 @@ import (
 
 	rlext "github.com/envoyproxy/go-control-plane/envoy/extensions/common/ratelimit/v3"
 	pb "github.com/envoyproxy/go-control-plane/envoy/service/ratelimit/v3"
+	"github.com/hotlimit/hotlimit/envoyrls/internal/redisproc"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
@@ -52,44 +54,30 @@ func selfSigned(t *testing.T, dir string) (certFile, keyFile string) {
 }
 
 // startRedisTLS starts a redis-server that takes TLS connections only, with
-// the certificate of certFile, on a free loopback port; the test is skipped
-// where redis-server has no TLS (outside CI).
+// the certificate of certFile, on a free loopback port, and returns its
+// address once the server answering there over TLS is that process; the
+// test is skipped where redis-server has no TLS (outside CI).
 func startRedisTLS(t *testing.T, certFile, keyFile string) string {
-	bin, err := exec.LookPath("redis-server")
-	if err != nil {
-		if os.Getenv("CI") != "" {
-			t.Fatalf("redis-server is required in CI: %v", err)
-		}
-		t.Skipf("redis-server not installed: %v", err)
-	}
-	lis, err := net.Listen("tcp", "127.0.0.1:0")
+	t.Helper()
+	certPEM, err := os.ReadFile(certFile)
 	require.NoError(t, err)
-	port := strconv.Itoa(lis.Addr().(*net.TCPAddr).Port)
-	require.NoError(t, lis.Close())
-	cmd := exec.Command(bin, "--port", "0", "--tls-port", port, "--bind", "127.0.0.1", "--save", "", "--appendonly", "no",
-		"--tls-cert-file", certFile, "--tls-key-file", keyFile, "--tls-ca-cert-file", certFile, "--tls-auth-clients", "no")
-	require.NoError(t, cmd.Start())
-	exited := make(chan struct{})
-	go func() { _ = cmd.Wait(); close(exited) }()
-	t.Cleanup(func() { _ = cmd.Process.Kill(); <-exited })
-	addr := "127.0.0.1:" + port
-	deadline := time.Now().Add(10 * time.Second)
-	for {
-		select {
-		case <-exited:
-			if os.Getenv("CI") != "" {
-				t.Fatal("redis-server without TLS")
-			}
-			t.Skip("redis-server without TLS")
-		default:
+	roots := x509.NewCertPool()
+	require.True(t, roots.AppendCertsFromPEM(certPEM), "certificate in %s", certFile)
+	addr, _, err := redisproc.Start(t, redisproc.Config{
+		TLS: &tls.Config{RootCAs: roots, ServerName: "127.0.0.1"},
+		Args: func(port int) []string {
+			return []string{"--port", "0", "--tls-port", strconv.Itoa(port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no",
+				"--tls-cert-file", certFile, "--tls-key-file", keyFile, "--tls-ca-cert-file", certFile, "--tls-auth-clients", "no"}
+		},
+	})
+	if errors.Is(err, redisproc.ErrExited) {
+		if os.Getenv("CI") != "" {
+			t.Fatalf("redis-server without TLS: %v", err)
 		}
-		if c, err := net.Dial("tcp", addr); err == nil {
-			_ = c.Close()
-			return addr
-		}
-		require.True(t, time.Now().Before(deadline), "redis-server never listened on %s", addr)
-		time.Sleep(20 * time.Millisecond) // polling for the port, with a deadline
+		t.Skipf("redis-server without TLS: %v", err)
 	}
+	require.NoError(t, err)
+	return addr
 }
 
 // TestRedisTLSCA: -redis-tls-ca verifies a Redis whose certificate is

@@ -13,6 +13,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"math/rand/v2"
 	"net"
 	"os"
@@ -201,7 +202,7 @@ func startServer(tb testing.TB, cluster bool, extra []string) *Server {
 // pickPorts chooses the server's ports and builds its argument list.
 func (s *Server) pickPorts() error {
 	var err error
-	if s.port, err = FreePort(); err != nil {
+	if s.port, err = pickPort(); err != nil {
 		return err
 	}
 	s.Addr = net.JoinHostPort("127.0.0.1", strconv.Itoa(s.port))
@@ -214,7 +215,7 @@ func (s *Server) pickPorts() error {
 		"--appendonly", "no",
 	}
 	if s.cluster {
-		if s.busPort, err = FreePort(); err != nil {
+		if s.busPort, err = pickPort(); err != nil {
 			return err
 		}
 		s.args = append(s.args, "--cluster-port", strconv.Itoa(s.busPort))
@@ -223,11 +224,31 @@ func (s *Server) pickPorts() error {
 	return nil
 }
 
+// pickPort chooses each port a server is started on. Tests replace it to
+// hand out a port that another server already holds.
+var pickPort = FreePort
+
 var errAddrInUse = errors.New("address already in use")
 
-// launchAndWait starts the process and waits until it answers PING. It
-// returns an error wrapping errAddrInUse when the server could not bind one
-// of its ports. s.mu must be held.
+// ErrForeign is returned by Identify when the address answers but the
+// server answering is not the process that was started.
+var ErrForeign = errors.New("answered by another process")
+
+// Identify checks that the redis-server answering PING at addr is process
+// pid, by its INFO server. It returns an error wrapping ErrForeign when
+// another process answers, and another error when none answers within
+// timeout. It is for servers started without a testing.TB; Start and
+// StartCluster check their own.
+func Identify(addr string, pid int, timeout time.Duration) error {
+	return pingOwn(addr, pid, timeout)
+}
+
+// launchAndWait starts the process and waits until it answers PING and
+// INFO server names its pid. It returns an error wrapping errAddrInUse when
+// the server could not bind one of its ports, or when another process
+// answers on its address: between FreePort closing its probe and
+// redis-server binding, another program can take the port, and its server
+// would otherwise be mistaken for ours until ours exits. s.mu must be held.
 func (s *Server) launchAndWait() error {
 	logPath := filepath.Join(s.dir, logName)
 	var logStart int64
@@ -267,9 +288,15 @@ func (s *Server) launchAndWait() error {
 			return fmt.Errorf("redis-server %s exited early:\n%s", s.Addr, out)
 		default:
 		}
-		err := ping(s.Addr, 250*time.Millisecond)
+		err := pingOwn(s.Addr, cmd.Process.Pid, 250*time.Millisecond)
 		if err == nil {
 			return nil
+		}
+		if errors.Is(err, ErrForeign) {
+			if kerr := s.killLocked(); kerr != nil {
+				return kerr
+			}
+			return fmt.Errorf("%s: %w: %v", s.Addr, errAddrInUse, err)
 		}
 		if time.Now().After(deadline) {
 			_ = s.killLocked()
@@ -298,8 +325,10 @@ func readLog(path string, offset int64) string {
 	return string(b)
 }
 
-// ping sends a raw RESP PING to addr and expects PONG.
-func ping(addr string, timeout time.Duration) error {
+// pingOwn sends a raw RESP PING and INFO server to addr, expects PONG, and
+// returns an error wrapping ErrForeign when the process_id INFO reports is
+// not pid.
+func pingOwn(addr string, pid int, timeout time.Duration) error {
 	conn, err := net.DialTimeout("tcp", addr, timeout)
 	if err != nil {
 		return err
@@ -308,17 +337,55 @@ func ping(addr string, timeout time.Duration) error {
 	if err := conn.SetDeadline(time.Now().Add(timeout)); err != nil {
 		return err
 	}
-	if _, err := conn.Write([]byte("*1\r\n$4\r\nPING\r\n")); err != nil {
+	if _, err := conn.Write([]byte("*1\r\n$4\r\nPING\r\n*2\r\n$4\r\nINFO\r\n$6\r\nserver\r\n")); err != nil {
 		return err
 	}
-	line, err := bufio.NewReader(conn).ReadString('\n')
+	r := bufio.NewReader(conn)
+	line, err := r.ReadString('\n')
 	if err != nil {
 		return err
 	}
 	if line != "+PONG\r\n" {
 		return fmt.Errorf("PING answered %q", strings.TrimSpace(line))
 	}
+	got, err := readInfoPid(r)
+	if err != nil {
+		return err
+	}
+	if got != pid {
+		return fmt.Errorf("%w: INFO server reports process_id %d, want %d", ErrForeign, got, pid)
+	}
 	return nil
+}
+
+// readInfoPid reads the RESP bulk string answering INFO server and returns
+// the process_id it reports.
+func readInfoPid(r *bufio.Reader) (int, error) {
+	line, err := r.ReadString('\n')
+	if err != nil {
+		return 0, err
+	}
+	if !strings.HasPrefix(line, "$") {
+		return 0, fmt.Errorf("INFO server answered %q", strings.TrimSpace(line))
+	}
+	n, err := strconv.Atoi(strings.TrimSpace(line[1:]))
+	if err != nil || n < 0 || n > 1<<20 {
+		return 0, fmt.Errorf("INFO server answered %q", strings.TrimSpace(line))
+	}
+	body := make([]byte, n+2)
+	if _, err := io.ReadFull(r, body); err != nil {
+		return 0, err
+	}
+	for _, l := range strings.Split(string(body), "\n") {
+		if v, ok := strings.CutPrefix(strings.TrimSpace(l), "process_id:"); ok {
+			pid, err := strconv.Atoi(v)
+			if err != nil {
+				return 0, fmt.Errorf("INFO server: bad process_id %q", v)
+			}
+			return pid, nil
+		}
+	}
+	return 0, errors.New("INFO server reports no process_id")
 }
 
 // killLocked kills the process, if it is still running, and waits until it

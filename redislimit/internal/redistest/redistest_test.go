@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"net"
+	"strings"
 	"testing"
 	"time"
 )
@@ -291,4 +292,42 @@ func addrOf(s *Server) string {
 		return "<nil>"
 	}
 	return s.Addr
+}
+
+// TestStartSkipsAPortAnotherServerTook hands Start the port of a server it
+// did not start, as happens when another program binds the port between
+// FreePort's probe and redis-server's bind: Start must not settle for the
+// other server answering PING, but retry on another port and end on its own.
+// It replaces pickPort, so it must not run in parallel.
+func TestStartSkipsAPortAnotherServerTook(t *testing.T) {
+	foreign := Start(t)
+	taken := portOf(foreign.Addr)
+	picks := 0
+	pickPort = func() (int, error) {
+		picks++
+		if picks == 1 {
+			return taken, nil
+		}
+		return FreePort()
+	}
+	t.Cleanup(func() { pickPort = FreePort })
+
+	s := Start(t)
+	if s.Addr == foreign.Addr {
+		t.Fatalf("Start ended on %s, the address of a server it did not start", s.Addr)
+	}
+	ctx := ctxTimeout(t, 5*time.Second)
+	info, err := s.Client().Info(ctx, "server").Result()
+	if err != nil {
+		t.Fatalf("INFO server: %v", err)
+	}
+	s.mu.Lock()
+	pid := s.proc.Pid
+	s.mu.Unlock()
+	if want := fmt.Sprintf("process_id:%d\r\n", pid); !strings.Contains(info, want) {
+		t.Fatalf("server at %s is not the one Start launched (pid %d):\n%s", s.Addr, pid, info)
+	}
+	if !foreign.Running() {
+		t.Fatal("the other server was stopped")
+	}
 }
