@@ -281,7 +281,7 @@ func startReference(b *testing.B, bin, redisAddr string) (string, int) {
 // loopback addresses.
 type reference struct {
 	cmd        *exec.Cmd
-	log        *syncBuffer
+	log        *redisproc.SyncBuffer
 	grpc, prom string // prom is empty without Prometheus stats
 	http       string // /json and /healthcheck
 }
@@ -320,7 +320,7 @@ func launchReference(tb testing.TB, bin, redisAddr, dir, prefix string, promethe
 		cmd.Env = append(cmd.Env, "CACHE_KEY_PREFIX="+prefix)
 	}
 	cmd.Env = append(cmd.Env, env...)
-	ref := reference{cmd: cmd, log: new(syncBuffer), grpc: "127.0.0.1:" + ports[0], http: "127.0.0.1:" + ports[1]}
+	ref := reference{cmd: cmd, log: new(redisproc.SyncBuffer), grpc: "127.0.0.1:" + ports[0], http: "127.0.0.1:" + ports[1]}
 	if prometheus {
 		cmd.Env = append(cmd.Env, "USE_PROMETHEUS=true", "PROMETHEUS_ADDR=127.0.0.1:"+ports[3], "STATS_FLUSH_INTERVAL=100ms")
 		ref.prom = "127.0.0.1:" + ports[3]
@@ -346,7 +346,7 @@ func startHotlimitd(b *testing.B, bin, redisAddr string) (string, int) {
 		args = append(args, "-redis", redisAddr, "-redis-timeout", "1s")
 	}
 	cmd := exec.Command(bin, args...)
-	log := new(syncBuffer) // written by the command's copying goroutine
+	log := new(redisproc.SyncBuffer) // written by the command's copying goroutine
 	cmd.Stdout, cmd.Stderr = log, log
 	require.NoError(b, cmd.Start())
 	b.Cleanup(func() { _ = cmd.Process.Kill(); _ = cmd.Wait() })

@@ -2,7 +2,6 @@ package envoyrls
 
 import (
 	"bufio"
-	"bytes"
 	"context"
 	"fmt"
 	"log/slog"
@@ -13,13 +12,13 @@ import (
 	"os/exec"
 	"strconv"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
 	rlext "github.com/envoyproxy/go-control-plane/envoy/extensions/common/ratelimit/v3"
 	pb "github.com/envoyproxy/go-control-plane/envoy/service/ratelimit/v3"
 	"github.com/hotlimit/hotlimit"
+	"github.com/hotlimit/hotlimit/envoyrls/internal/redisproc"
 	"github.com/hotlimit/hotlimit/redislimit"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/redis/go-redis/v9"
@@ -467,7 +466,7 @@ func startHotlimitdOn(t *testing.T, bin, redisAddr, dir, prefix string) (string,
 	}
 	cmd := exec.Command(bin, "-config", dir, "-grpc", addrs[0], "-http", addrs[1], "-log-level", "warn",
 		"-redis", redisAddr, "-redis-prefix", prefix, "-redis-timeout", "10s")
-	log := new(syncBuffer) // written by the command's copying goroutine
+	log := new(redisproc.SyncBuffer) // written by the command's copying goroutine
 	cmd.Stdout, cmd.Stderr = log, log
 	require.NoError(t, cmd.Start())
 	t.Cleanup(func() { _ = cmd.Process.Kill(); _ = cmd.Wait() })
@@ -481,25 +480,6 @@ func startHotlimitdOn(t *testing.T, bin, redisAddr, dir, prefix string) (string,
 	}, 20*time.Second, 50*time.Millisecond)
 	require.True(t, ok, "hotlimitd %s did not answer:\n%s", bin, log.String())
 	return addrs[0], addrs[1]
-}
-
-// syncBuffer is a bytes.Buffer that a started command writes while the
-// test reads it.
-type syncBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (b *syncBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.Write(p)
-}
-
-func (b *syncBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.String()
 }
 
 // statKey names a rule's stats as the reference's Prometheus mapping

@@ -8,6 +8,7 @@ import (
 
 	rlext "github.com/envoyproxy/go-control-plane/envoy/extensions/common/ratelimit/v3"
 	pb "github.com/envoyproxy/go-control-plane/envoy/service/ratelimit/v3"
+	"github.com/hotlimit/hotlimit/envoyrls/internal/redisproc"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
@@ -20,7 +21,7 @@ import (
 func TestDrainRefusesNewHTTPRequests(t *testing.T) {
 	dir := t.TempDir()
 	writeRule(t, dir, "2")
-	var logs syncBuffer
+	var logs redisproc.SyncBuffer
 	srv := startServer(t, []string{"-config", dir, "-grpc", "127.0.0.1:0", "-http", "127.0.0.1:0", "-drain", "1m"}, &logs)
 	call := openGRPCStream(t, srv.grpc, &pb.RateLimitRequest{Domain: "web", Descriptors: []*rlext.RateLimitDescriptor{{
 		Entries: []*rlext.RateLimitDescriptor_Entry{{Key: "ip", Value: "1"}},

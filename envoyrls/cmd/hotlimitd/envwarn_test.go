@@ -5,6 +5,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/hotlimit/hotlimit/envoyrls/internal/redisproc"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
@@ -29,7 +30,7 @@ func TestUnknownEnvWarned(t *testing.T) {
 	for _, name := range quiet {
 		t.Setenv(name, "5s") // a value -drain takes; Kubernetes sets addresses and ports
 	}
-	var logs syncBuffer
+	var logs redisproc.SyncBuffer
 	srv := startServer(t, []string{"-config", dir, "-grpc", "127.0.0.1:0", "-http", ""}, &logs)
 	srv.stop(t)
 

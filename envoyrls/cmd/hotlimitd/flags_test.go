@@ -13,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/hotlimit/hotlimit/envoyrls/internal/redisproc"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
@@ -170,7 +171,7 @@ func TestRedisURLRefusedWithoutItsPassword(t *testing.T) {
 			if tc.env != "" {
 				t.Setenv("HOTLIMITD_REDIS", tc.env)
 			}
-			var logs syncBuffer
+			var logs redisproc.SyncBuffer
 			args := append([]string{"-config", dir, "-grpc", "127.0.0.1:0", "-http", ""}, tc.args...)
 			err := run(context.Background(), args, &logs, func(string, string) { t.Error("served") })
 			require.Error(t, err)

@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/hotlimit/hotlimit/envoyrls/internal/redisproc"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
@@ -58,7 +59,7 @@ func TestRunLeavesNothingBehind(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			baseline := runtime.NumGoroutine()
 			args := append([]string{"-grpc", "127.0.0.1:0", "-http", "127.0.0.1:0", "-reload-interval", "10ms"}, tc.args...)
-			err := run(tc.ctx, args, &syncBuffer{}, nil)
+			err := run(tc.ctx, args, &redisproc.SyncBuffer{}, nil)
 			if tc.err == "" {
 				require.NoError(t, err)
 			} else {
@@ -73,7 +74,7 @@ func TestRunLeavesNothingBehind(t *testing.T) {
 		ctx, cancel := context.WithCancel(context.Background())
 		defer cancel()
 		var addrs []string
-		err := run(ctx, []string{"-config", dir, "-grpc", "127.0.0.1:0", "-http", "127.0.0.1:0", "-reload-interval", "10ms"}, &syncBuffer{}, func(g, h string) {
+		err := run(ctx, []string{"-config", dir, "-grpc", "127.0.0.1:0", "-http", "127.0.0.1:0", "-reload-interval", "10ms"}, &redisproc.SyncBuffer{}, func(g, h string) {
 			addrs = []string{g, h}
 			cancel()
 		})
@@ -152,7 +153,7 @@ func TestGRPCFailureStopsHTTP(t *testing.T) {
 	done := make(chan error, 1)
 	httpAddr := make(chan string, 1)
 	go func() {
-		done <- run(context.Background(), []string{"-config", dir, "-grpc", "127.0.0.1:0", "-http", "127.0.0.1:0"}, &syncBuffer{}, func(_, h string) { httpAddr <- h })
+		done <- run(context.Background(), []string{"-config", dir, "-grpc", "127.0.0.1:0", "-http", "127.0.0.1:0"}, &redisproc.SyncBuffer{}, func(_, h string) { httpAddr <- h })
 	}()
 	h := <-httpAddr
 	close(failNow)
@@ -197,7 +198,7 @@ func TestHTTPFailureStopsGRPC(t *testing.T) {
 	done := make(chan error, 1)
 	grpcAddr := make(chan string, 1)
 	go func() {
-		done <- run(context.Background(), []string{"-config", dir, "-grpc", "127.0.0.1:0", "-http", "127.0.0.1:0"}, &syncBuffer{}, func(g, _ string) { grpcAddr <- g })
+		done <- run(context.Background(), []string{"-config", dir, "-grpc", "127.0.0.1:0", "-http", "127.0.0.1:0"}, &redisproc.SyncBuffer{}, func(g, _ string) { grpcAddr <- g })
 	}()
 	g := <-grpcAddr
 	close(fail)

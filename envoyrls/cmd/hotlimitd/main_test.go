@@ -2,7 +2,6 @@ package main
 
 import (
 	"bufio"
-	"bytes"
 	"context"
 	"fmt"
 	"io"
@@ -14,7 +13,6 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
-	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -32,24 +30,6 @@ import (
 	healthpb "google.golang.org/grpc/health/grpc_health_v1"
 	"google.golang.org/grpc/status"
 )
-
-// syncBuffer is a log sink safe for the server's goroutines.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
-}
 
 const oneRule = "domain: web\ndescriptors:\n  - key: ip\n    rate_limit: {unit: hour, requests_per_unit: %d}\n"
 
@@ -110,7 +90,7 @@ func (s *server) stop(t *testing.T) {
 func TestServe(t *testing.T) {
 	dir := t.TempDir()
 	writeRule(t, dir, "2")
-	var logs syncBuffer
+	var logs redisproc.SyncBuffer
 	srv := startServer(t, []string{"-config", dir, "-grpc", "127.0.0.1:0", "-http", "127.0.0.1:0", "-reload-interval", "20ms"}, &logs)
 	client := pb.NewRateLimitServiceClient(srv.conn)
 	call := func(value string) *pb.RateLimitResponse {
@@ -403,7 +383,7 @@ func TestRedisTimeoutFlag(t *testing.T) {
 func TestReloadOff(t *testing.T) {
 	dir := t.TempDir()
 	writeRule(t, dir, "2")
-	var logs syncBuffer
+	var logs redisproc.SyncBuffer
 	srv := startServer(t, []string{"-config", dir, "-grpc", "127.0.0.1:0", "-http", "", "-reload-interval", "0"}, &logs)
 	resp, err := pb.NewRateLimitServiceClient(srv.conn).ShouldRateLimit(context.Background(), &pb.RateLimitRequest{Domain: "web", Descriptors: []*rlext.RateLimitDescriptor{{
 		Entries: []*rlext.RateLimitDescriptor_Entry{{Key: "ip", Value: "1"}},
@@ -483,7 +463,7 @@ func TestRedisClusterLogged(t *testing.T) {
 	} {
 		f, err := parse(append([]string{"-config", "x"}, tc.args...), io.Discard)
 		require.NoError(t, err)
-		var logs syncBuffer
+		var logs redisproc.SyncBuffer
 		_, client, err := f.options(slog.New(slog.NewJSONHandler(&logs, nil)), nil)
 		require.NoError(t, err)
 		require.NoError(t, client.Close())
@@ -523,7 +503,7 @@ func TestServeConfigMap(t *testing.T) {
 	const rules = "domain: web\ndescriptors:\n  - key: ip\n    rate_limit: {unit: hour, requests_per_unit: 3}\n  - key: user\n    rate_limit: {unit: hour, requests_per_unit: %d}\n"
 	dir := t.TempDir()
 	kubeUpdate(t, dir, 1, map[string]string{"web.yaml": fmt.Sprintf(rules, 2)})
-	var logs syncBuffer
+	var logs redisproc.SyncBuffer
 	srv := startServer(t, []string{"-config", dir, "-grpc", "127.0.0.1:0", "-http", "", "-reload-interval", "20ms"}, &logs)
 	client := pb.NewRateLimitServiceClient(srv.conn)
 	call := func(key string) *pb.RateLimitResponse_DescriptorStatus {

@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/hotlimit/hotlimit/envoyrls/internal/redisproc"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
@@ -36,7 +37,7 @@ func TestRedisCheckedAtStart(t *testing.T) {
 		{"no password", "-redis " + addr + ": Redis refused the password (-redis-password): NOAUTH", []string{"-redis", addr}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			var logs syncBuffer
+			var logs redisproc.SyncBuffer
 			done := make(chan error, 1)
 			go func() {
 				done <- run(context.Background(), append([]string{"-config", dir, "-grpc", "127.0.0.1:0", "-http", "127.0.0.1:0"}, tc.args...), &logs, func(string, string) {
@@ -147,7 +148,7 @@ func TestSignalDuringRedisCheck(t *testing.T) {
 	silence()
 	dir := t.TempDir()
 	writeRule(t, dir, "1")
-	var logs syncBuffer
+	var logs redisproc.SyncBuffer
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	done := make(chan error, 1)

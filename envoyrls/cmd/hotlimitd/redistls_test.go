@@ -2,22 +2,14 @@ package main
 
 import (
 	"context"
-	"crypto/ecdsa"
-	"crypto/elliptic"
-	"crypto/rand"
 	"crypto/tls"
 	"crypto/x509"
-	"crypto/x509/pkix"
-	"encoding/pem"
 	"errors"
 	"io"
-	"math/big"
-	"net"
 	"os"
 	"path/filepath"
 	"strconv"
 	"testing"
-	"time"
 
 	rlext "github.com/envoyproxy/go-control-plane/envoy/extensions/common/ratelimit/v3"
 	pb "github.com/envoyproxy/go-control-plane/envoy/service/ratelimit/v3"
@@ -25,33 +17,6 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
-
-// selfSigned writes a self-signed certificate for 127.0.0.1 and its key as
-// PEM files in dir, as an operator makes one with openssl for a private
-// Redis, and returns their paths.
-func selfSigned(t *testing.T, dir string) (certFile, keyFile string) {
-	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-	require.NoError(t, err)
-	tmpl := &x509.Certificate{
-		SerialNumber:          big.NewInt(1),
-		Subject:               pkix.Name{CommonName: "redis"},
-		IPAddresses:           []net.IP{net.IPv4(127, 0, 0, 1)},
-		NotBefore:             time.Now().Add(-time.Hour),
-		NotAfter:              time.Now().Add(time.Hour),
-		IsCA:                  true,
-		BasicConstraintsValid: true,
-		KeyUsage:              x509.KeyUsageDigitalSignature | x509.KeyUsageCertSign,
-		ExtKeyUsage:           []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth},
-	}
-	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &key.PublicKey, key)
-	require.NoError(t, err)
-	keyDER, err := x509.MarshalECPrivateKey(key)
-	require.NoError(t, err)
-	certFile, keyFile = filepath.Join(dir, "redis.crt"), filepath.Join(dir, "redis.key")
-	require.NoError(t, os.WriteFile(certFile, pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der}), 0o600))
-	require.NoError(t, os.WriteFile(keyFile, pem.EncodeToMemory(&pem.Block{Type: "EC PRIVATE KEY", Bytes: keyDER}), 0o600))
-	return certFile, keyFile
-}
 
 // startRedisTLS starts a redis-server that takes TLS connections only, with
 // the certificate of certFile, on a free loopback port, and returns its
@@ -87,7 +52,7 @@ func startRedisTLS(t *testing.T, certFile, keyFile string) string {
 // holds no certificate is refused at start too.
 func TestRedisTLSCA(t *testing.T) {
 	certs := t.TempDir()
-	certFile, keyFile := selfSigned(t, certs)
+	certFile, keyFile := redisproc.SelfSigned(t, certs)
 	addr := startRedisTLS(t, certFile, keyFile)
 	dir := t.TempDir()
 	writeRule(t, dir, "1")

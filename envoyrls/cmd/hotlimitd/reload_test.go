@@ -15,6 +15,7 @@ import (
 
 	rlext "github.com/envoyproxy/go-control-plane/envoy/extensions/common/ratelimit/v3"
 	pb "github.com/envoyproxy/go-control-plane/envoy/service/ratelimit/v3"
+	"github.com/hotlimit/hotlimit/envoyrls/internal/redisproc"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
@@ -35,7 +36,7 @@ func TestReloadUnderGRPCTraffic(t *testing.T) {
 	dir := t.TempDir()
 	path := filepath.Join(dir, "web.yaml")
 	require.NoError(t, os.WriteFile(path, fmt.Appendf(nil, rules, 1000), 0o644))
-	var logs syncBuffer
+	var logs redisproc.SyncBuffer
 	srv := startServer(t, []string{"-config", dir, "-grpc", "127.0.0.1:0", "-http", "127.0.0.1:0", "-reload-interval", "2ms"}, &logs)
 	client := pb.NewRateLimitServiceClient(srv.conn)
 	call := func(key, value string) (*pb.RateLimitResponse, error) {

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/hotlimit/hotlimit/envoyrls"
+	"github.com/hotlimit/hotlimit/envoyrls/internal/redisproc"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
@@ -27,7 +28,7 @@ func TestRunWaitsForTheWatcher(t *testing.T) {
 	}
 	dir := t.TempDir()
 	writeRule(t, dir, "2")
-	srv := startServer(t, []string{"-config", dir, "-grpc", "127.0.0.1:0", "-http", "127.0.0.1:0", "-reload-interval", "1h"}, &syncBuffer{})
+	srv := startServer(t, []string{"-config", dir, "-grpc", "127.0.0.1:0", "-http", "127.0.0.1:0", "-reload-interval", "1h"}, &redisproc.SyncBuffer{})
 	srv.stop(t)
 	require.True(t, started.Load(), "the watcher ran")
 	assert.True(t, finished.Load(), "run returned before the watcher did")

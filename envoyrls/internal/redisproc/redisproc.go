@@ -129,7 +129,7 @@ func Start(tb testing.TB, cfg Config) (string, *Process, error) {
 func launch(tb testing.TB, bin string, port int, cfg Config) (string, *Process, error) {
 	tb.Helper()
 	addr := net.JoinHostPort("127.0.0.1", strconv.Itoa(port))
-	out := &syncBuffer{}
+	out := &SyncBuffer{}
 	cmd := exec.Command(bin, cfg.Args(port)...)
 	cmd.Stdout, cmd.Stderr = out, out
 	if err := cmd.Start(); err != nil {
@@ -286,20 +286,23 @@ func freePort(bus bool) (int, error) {
 	return 0, errors.New("no free loopback port with a free cluster bus port")
 }
 
-// syncBuffer is a bytes.Buffer safe for the process's output copier and the
-// reader at once.
-type syncBuffer struct {
+// SyncBuffer is a bytes.Buffer safe for a started process's output copier,
+// or a server's goroutines, and a test that reads it at once: the log sink
+// of the module's tests.
+type SyncBuffer struct {
 	mu sync.Mutex
 	b  bytes.Buffer
 }
 
-func (s *syncBuffer) Write(p []byte) (int, error) {
+// Write appends p.
+func (s *SyncBuffer) Write(p []byte) (int, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return s.b.Write(p)
 }
 
-func (s *syncBuffer) String() string {
+// String returns what was written so far.
+func (s *SyncBuffer) String() string {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return s.b.String()

@@ -3,19 +3,11 @@ package redisproc
 import (
 	"bufio"
 	"context"
-	"crypto/ecdsa"
-	"crypto/elliptic"
-	"crypto/rand"
 	"crypto/tls"
 	"crypto/x509"
-	"crypto/x509/pkix"
-	"encoding/pem"
 	"errors"
 	"fmt"
-	"math/big"
 	"net"
-	"os"
-	"path/filepath"
 	"runtime"
 	"strconv"
 	"strings"
@@ -222,7 +214,7 @@ func mustPort(t *testing.T, addr string) int {
 // server as another process; Start must end on the TLS server it started.
 func TestStartOverTLSSkipsAListenerAnsweringAsAnotherPid(t *testing.T) {
 	Require(t)
-	certFile, keyFile := selfSigned(t)
+	certFile, keyFile := SelfSigned(t, t.TempDir())
 	cert, err := tls.LoadX509KeyPair(certFile, keyFile)
 	require.NoError(t, err)
 	lis, err := tls.Listen("tcp", "127.0.0.1:0", &tls.Config{Certificates: []tls.Certificate{cert}})
@@ -247,31 +239,4 @@ func TestStartOverTLSSkipsAListenerAnsweringAsAnotherPid(t *testing.T) {
 	require.NoError(t, err)
 	assert.NotEqual(t, lis.Addr().String(), addr)
 	require.NoError(t, identify(addr, proc.Pid, Config{TLS: clientTLS}, 5*time.Second), "the server at %s is the one Start launched", addr)
-}
-
-// selfSigned writes a self-signed certificate for 127.0.0.1 and its key as
-// PEM files in a temporary directory and returns their paths.
-func selfSigned(t *testing.T) (certFile, keyFile string) {
-	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-	require.NoError(t, err)
-	tmpl := &x509.Certificate{
-		SerialNumber:          big.NewInt(1),
-		Subject:               pkix.Name{CommonName: "redis"},
-		IPAddresses:           []net.IP{net.IPv4(127, 0, 0, 1)},
-		NotBefore:             time.Now().Add(-time.Hour),
-		NotAfter:              time.Now().Add(time.Hour),
-		IsCA:                  true,
-		BasicConstraintsValid: true,
-		KeyUsage:              x509.KeyUsageDigitalSignature | x509.KeyUsageCertSign,
-		ExtKeyUsage:           []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth},
-	}
-	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &key.PublicKey, key)
-	require.NoError(t, err)
-	keyDER, err := x509.MarshalECPrivateKey(key)
-	require.NoError(t, err)
-	dir := t.TempDir()
-	certFile, keyFile = filepath.Join(dir, "redis.crt"), filepath.Join(dir, "redis.key")
-	require.NoError(t, os.WriteFile(certFile, pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der}), 0o600))
-	require.NoError(t, os.WriteFile(keyFile, pem.EncodeToMemory(&pem.Block{Type: "EC PRIVATE KEY", Bytes: keyDER}), 0o600))
-	return certFile, keyFile
 }
