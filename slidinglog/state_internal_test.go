@@ -27,7 +27,7 @@ func TestFreshSlotIsZero(t *testing.T) {
 	s, ok := c.read()
 	require.True(t, ok)
 	assert.Equal(t, freshStamp, s.v)
-	assert.False(t, s.pending(), "round 0 finds a fresh slot unclaimed")
+	assert.Equal(t, uint64(0), s.h, "round 0 finds a fresh slot unclaimed")
 	assert.Equal(t, int64(packed.MinStamp), s.newest)
 }
 
@@ -90,13 +90,18 @@ func TestReportRacingSweepReadsFresh(t *testing.T) {
 	assert.Equal(t, uint64(4), l.free(c, h, now.Load()))
 }
 
-func TestKillSparesClaimInFlight(t *testing.T) {
+// TestKillSeesClaimsPastTheHead: a claim that landed past the head (whose
+// claimer left the head behind) counts for kill as any other: the key is
+// kept while it is in the window, and the tombstone lands on the slot of
+// the claim after it.
+func TestKillSeesClaimsPastTheHead(t *testing.T) {
 	l, now := newTest(t, 2)
 	now.Store(int64(time.Hour))
 	c := l.cells.Get("k")
-	require.True(t, c.cas(0, freshStamp, packed.PackStamp(0, 0))) // claim 0 at time 0, head still 0
-	assert.False(t, c.kill(now.Load(), l.window), "a claim in flight keeps the key")
-	c.head.Store(1)
+	require.True(t, c.cas(0, freshStamp, packed.PackStamp(now.Load(), 0))) // claim 0, head still 0
+	assert.False(t, c.kill(now.Load(), l.window), "claim 0 is in the window")
+	require.Equal(t, uint64(0), c.head.Load())
+	now.Add(int64(l.window))
 	assert.True(t, c.kill(now.Load(), l.window))
 	assert.Equal(t, int64(packed.StampDead), c.load(1))
 }
@@ -116,7 +121,9 @@ func TestTakeNChecksTheHeadToo(t *testing.T) {
 	v := c.load(1)
 	require.True(t, c.cas(1, v, packed.Refunded(v)))
 	require.True(t, l.Allow("k")) // claim 2, slot 2
-	require.EqualValues(t, 3, c.head.Load())
+	s, ok := c.read()
+	require.True(t, ok)
+	require.EqualValues(t, 3, s.h)
 
 	d := l.Take("k", 2)
 	assert.False(t, d.Allowed, "2 counted in the window, limit 3: 2 more would make 4")
@@ -238,5 +245,61 @@ func TestTheHintFollowsTheCountOrTheEnd(t *testing.T) {
 			require.Equal(t, step.end, l.free(c, h, t0), "%s, call %d", step.name, call)
 			assert.Equal(t, step.want, c.hint.Load(), "%s, call %d", step.name, call)
 		}
+	}
+}
+
+// TestScanFromAStaleHead: a caller that read the head and stalled while the
+// ring went round twice reads slots of later rounds, whose parities can pass
+// for the claims it expects: from head 0, slot 0 holds claim 4 (round 1,
+// the parity of claim −4's round), so claim 0 reads as not landed, and a
+// claim from that read would replace claim 4. Its read of the head after
+// the scan tells it to read again.
+func TestScanFromAStaleHead(t *testing.T) {
+	for _, before := range []uint64{0, 1, 2, 3} {
+		l, now := newTest(t, 4)
+		now.Store(int64(time.Hour))
+		c := l.cells.Get("k")
+		for range before {
+			require.True(t, l.Allow("k"))
+			now.Add(int64(l.window))
+		}
+		h0 := c.head.Load()
+		for range 4 + 4 {
+			require.True(t, l.Allow("k"))
+			now.Add(int64(l.window))
+		}
+		s, ok := c.scan(h0)
+		assert.False(t, ok, "%d before: a scan from head %d, now %d, must read again (it found claim %d)", before, h0, c.head.Load(), s.h)
+		s, ok = c.read()
+		require.True(t, ok)
+		assert.Equal(t, before+8, s.h, "%d before: the next claim", before)
+	}
+}
+
+// TestScanAdvancesAFarHead: claims that landed past the head, their claimers
+// stalled before advancing it, are skipped by the next scan, which advances
+// the head itself once it finds maxLag of them, and the next claim lands
+// after them, at its own slot.
+func TestScanAdvancesAFarHead(t *testing.T) {
+	for _, limit := range []int{1, 2, 3, 16, 40} {
+		l, now := newTest(t, limit)
+		now.Store(int64(time.Hour))
+		c := l.cells.Get("k")
+		L := uint64(limit)
+		D := maxLag(L)
+		// Claims 0 to D − 1 land, by hand, in round 0 (or later rounds
+		// when L < D... never: maxLag(L) ≤ L), and none advances the head.
+		for h := range D {
+			require.True(t, c.cas(h%L, c.load(h%L), packed.PackStamp(now.Load(), (h/L)&1)))
+		}
+		require.Equal(t, uint64(0), c.head.Load())
+		_, ok := c.read()
+		assert.False(t, ok, "limit %d: maxLag landed claims past the head: advance it and read again", limit)
+		assert.Equal(t, D, c.head.Load(), "limit %d", limit)
+		s, ok := c.read()
+		require.True(t, ok)
+		assert.Equal(t, D, s.h, "limit %d", limit)
+		d := l.Take("k", 0)
+		assert.Equal(t, limit-int(min(D, L)), d.Remaining, "limit %d: the landed claims count", limit)
 	}
 }
