@@ -172,7 +172,12 @@ func (l *Limiter) admit(key string, remaining bool) (allowed bool, free uint64) 
 		// when L = 1). At h = 0 and L > 1 that slot, L − 1, was never
 		// claimed (only claim L − 1 writes a time there; a refund only
 		// sets a bit, a tombstone lands on the slot of the next claim), so
-		// its time is packed.MinStamp, as read says.
+		// its time is packed.MinStamp, as read says. Read after slot i,
+		// that slot can hold a later claim, or a tombstone, when claims
+		// from h on landed in between (see cell); read checks for it,
+		// admit need not: the CAS on slot i then fails, and a denial at
+		// the later time max(now, newest) is one at the earlier too (an
+		// entry only leaves the window as time goes on).
 		h0 := c.head.Load()
 		h, i, round := h0, h0%L, h0/L
 		v := c.load(i)

@@ -66,7 +66,7 @@ func (l *Limiter) Refund(key string, r hotlimit.Receipt) {
 		s, ok := c.read()
 		switch {
 		case !ok:
-			continue // the head moved on, or the scan went far: read again
+			continue // the ring moved on while read, or the scan went far: read again
 		case s.v == packed.StampDead:
 			return // swept: every request had left the window
 		}

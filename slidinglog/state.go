@@ -32,7 +32,9 @@ import (
 // stamp has the parity of the round its claim number falls in holds that
 // claim, landed; the first that has not is the slot of h, the next claim,
 // holding v, claim h − L. It takes the newest logged time from slot
-// (h − 1) mod L (the last slot scanned, or read for it), then reads head
+// (h − 1) mod L: the last slot scanned, or, when none was, that slot read
+// after slot h mod L, which must hold claim h − 1 (its round's parity, no
+// tombstone), else the claimer starts again (below). It then reads head
 // again, and goes on only if head is at most h. It never scans past
 // h0 + maxLag(L): there it advances the head to what it scanned, by
 // head.CompareAndSwap(h0, h), and starts again. Then v's time is the limit's
@@ -52,11 +54,22 @@ import (
 // Claims land in order: claim h's CAS needs slot h mod L to hold v, read
 // after the caller saw claim h − 1 landed (or read head h0 = h, and every
 // claim below head landed). Why the scan reads each slot right: when it read
-// slot j (h0 ≤ j ≤ h), claims 0 to j − 1 had landed and, as head was at
-// most h when read after it, at most h + maxLag(L) ≤ j + L had (H). So
-// slot j held claim j (its round's parity) or claim j − L (the other):
-// claim j + L, whose parity is claim j − L's, had not landed, nor claim
-// j + 2L, whose parity is claim j's. A tombstone is told apart by its value.
+// slot j (h0 ≤ j ≤ h), claims 0 to j − 1 had landed, and head was at most
+// h, as read after it, so no claim from h + maxLag(L) on had (by H, claim
+// k lands only once head is past k − maxLag(L)). So slot j held claim
+// j − L, claim j (its round's parity, the other's) or a later claim of
+// that slot, which is past h + maxLag(L) or lands after claim h: claim
+// j + 2L, of claim j's parity, is past it (h < h0 + maxLag(L) ≤ j + L), so
+// a slot read as landed holds claim j; claim j + L, of claim j − L's
+// parity, is past it too when j = h, so the slot that ends the scan holds
+// claim h − L. A tombstone is told apart by its value. The newest slot,
+// (h − 1) mod L, read after slot h mod L when the scan found no claim past
+// the head, can hold claim h − 1 + L (which is below h + maxLag(L) when
+// maxLag(L) = L), or the tombstone of that claim's slot: claims h to
+// h + L − 2 landed between the two reads, and v is no longer in slot h mod
+// L. The parity tells it from claim h − 1 (claim h − 1 + 2L is past
+// h + maxLag(L)), and the caller starts again; paired with v, its time would
+// be the newest of a ring whose oldest entry is no longer there.
 //
 // A slot CAS from v succeeds only if no claim landed on the slot since the
 // caller's read: no slot ever holds the same value twice (below). So every
@@ -189,8 +202,10 @@ func advanceAt(L uint64) uint64 { return (maxLag(L) + 1) / 2 }
 // that landed past it (their slots hold a stamp of their own round) to h,
 // the first that has not. It reports false, and the caller reads again,
 // when the head moved past h meanwhile (then the slots read may belong to
-// later rounds), or when it found maxLag landed claims past the head, after
-// advancing the head over them. A tombstone under h is returned as v.
+// later rounds), when the slot of claim h − 1, read after the slot of claim
+// h, no longer held claim h − 1 (claims from h on landed in between), or
+// when it found maxLag landed claims past the head, after advancing the
+// head over them. A tombstone under h is returned as v.
 func (c *cell) read() (s snapshot, ok bool) {
 	return c.scan(c.head.Load())
 }
@@ -226,13 +241,23 @@ func (c *cell) scan(h0 uint64) (s snapshot, ok bool) {
 		// The newest slot, (h − 1) mod L, was not scanned: read it. When
 		// L = 1 it is slot i itself, whose claim h − 1 is v. At h = 0 no
 		// claim was made and newest is packed.MinStamp.
-		switch {
-		case L == 1:
+		if L == 1 {
 			s.newest, _ = packed.UnpackStamp(s.v)
-		case s.i == 0:
-			s.newest, _ = packed.UnpackStamp(c.load(L - 1))
-		default:
-			s.newest, _ = packed.UnpackStamp(c.load(s.i - 1))
+			return s, c.head.Load() <= s.h
+		}
+		j, round := s.i-1, s.round // claim h − 1's slot and round
+		if s.i == 0 {
+			j, round = L-1, round-1
+		}
+		nv := c.load(j)
+		var parity uint64
+		s.newest, parity = packed.UnpackStamp(nv)
+		if nv == packed.StampDead || parity != round&1 {
+			// Not claim h − 1: read after slot i, the slot can hold claim
+			// h − 1 + L, or the tombstone of that claim's slot, when the
+			// claims from h on landed in between (see cell), and v is then
+			// no longer in slot i. Read again.
+			return s, false
 		}
 	}
 	return s, c.head.Load() <= s.h

@@ -303,3 +303,68 @@ func TestScanAdvancesAFarHead(t *testing.T) {
 		assert.Equal(t, limit-int(min(D, L)), d.Remaining, "limit %d: the landed claims count", limit)
 	}
 }
+
+// TestScanRacedByARoundOfClaims: a scan that finds no claim landed past the
+// head h reads the slot of claim h, then the slot of claim h − 1 for the
+// newest time. Where maxLag(L) = L (L ≤ 16), a whole round of claims, h to
+// h + L − 1, can land between those two reads while the head stays at h
+// (their claimers advance it only past advanceAt(L), and can stall before
+// they do), and a Sweep can tombstone the slot of claim h + L − 1 once the
+// others are in: the second read then finds claim h + L − 1, of the next
+// round, or the tombstone, and the head still at h. Paired with claim h − L,
+// read first, that is a ring that never was, the oldest entry of one and the
+// newest of another (a Take denied on it reports the wait of the first and
+// the reset of the second). No clock read or other hook lies between the
+// two reads, so the test builds what they see by hand: every slot as after
+// the round, but the slot of claim h, as before it. The scan must read
+// again, or report claim h − 1's time.
+func TestScanRacedByARoundOfClaims(t *testing.T) {
+	for _, limit := range []int{2, 3, 16} {
+		L := uint64(limit)
+		for _, h := range []uint64{1, L, 2*L - 1, 3*L + 1} { // the newest in slot L − 1, or another
+			for _, swept := range []bool{false, true} {
+				l, now := newTest(t, limit)
+				now.Store(int64(time.Hour))
+				at := func(k uint64) int64 { return now.Load() + int64(k)*l.window } // claim k's time
+				stamp := func(k uint64) int64 { return packed.PackStamp(at(k), (k/L)&1) }
+				c := l.cells.Get("k")
+				for k := range h { // claims 0 to h − 1 landed, and the head at h
+					require.True(t, c.cas(k%L, c.load(k%L), stamp(k)))
+				}
+				c.head.Store(h)
+				// The round after, but for claim h itself: the scan read its
+				// slot before it landed.
+				for k := h + 1; k < h+L; k++ {
+					v := stamp(k)
+					if swept && k == h+L-1 {
+						v = packed.StampDead // the next claim's slot, tombstoned
+					}
+					require.True(t, c.cas(k%L, c.load(k%L), v))
+				}
+				s, ok := c.scan(h)
+				if ok {
+					require.Equal(t, h, s.h, "limit %d, claim %d, swept %v: the next claim", limit, h, swept)
+					assert.Equal(t, at(h-1), s.newest, "limit %d, claim %d, swept %v: the newest of the ring whose next claim is h", limit, h, swept)
+				}
+
+				// With claim h in its slot too, the ring is the one after
+				// the round (a read past maxLag claims advances the head
+				// first).
+				require.True(t, c.cas(h%L, c.load(h%L), stamp(h)))
+				for range 2 {
+					if s, ok = c.read(); ok {
+						break
+					}
+				}
+				if assert.True(t, ok, "limit %d, claim %d, swept %v", limit, h, swept) {
+					if swept {
+						assert.Equal(t, int64(packed.StampDead), s.v, "limit %d, claim %d: the tombstone", limit, h)
+					} else {
+						assert.Equal(t, h+L, s.h, "limit %d, claim %d: the round landed", limit, h)
+						assert.Equal(t, at(h+L-1), s.newest, "limit %d, claim %d: its newest", limit, h)
+					}
+				}
+			}
+		}
+	}
+}
