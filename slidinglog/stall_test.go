@@ -188,8 +188,9 @@ func (r *stallRun) report(stall bool, msg string) {
 	}
 	var wants []hotlimit.Decision
 	for _, at := range []int64{*t0, t1} {
-		want := r.m.Clone().Take("k", n, at)
-		if !r.m.RemainingExact() {
+		c := r.m.Clone()
+		want := c.Take("k", n, at)
+		if !c.RemainingExact() { // this report's count, not the last Take's
 			want.Remaining = d.Remaining
 		}
 		wants = append(wants, want)
@@ -238,7 +239,10 @@ func TestStalledCallersDecideAsTheModel(t *testing.T) {
 	stalled, later, swept := 0, 0, 0
 	for seq := range seqs {
 		rng := rand.New(rand.NewPCG(uint64(seq), 12))
-		r := &stallRun{t: t, rng: rng, limit: 1 + rng.IntN(4), window: int64(time.Second)}
+		// Small limits, and 16 and 17, either side of where the head's lag
+		// stops growing with the limit (maxLag).
+		limit := []int{1, 2, 3, 4, 16, 17}[rng.IntN(6)]
+		r := &stallRun{t: t, rng: rng, limit: limit, window: int64(time.Second)}
 		if rng.IntN(4) == 0 {
 			r.window = int64(7 * time.Millisecond)
 		}
