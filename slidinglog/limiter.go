@@ -402,6 +402,12 @@ func (l *Limiter) take(c *cell, now, raw int64, n uint64, seen *ring) (hotlimit.
 						if free, still = l.freeStill(c, s.h, s.i, s.v, t); !still {
 							continue
 						}
+						// Entry n − 1 counts at t: at most n − 1 single
+						// requests pass. A count past it (free entries out
+						// of claim order, after a refund that read a later
+						// clock; see free) would report a key with nothing
+						// in its window, and no ResetAfter.
+						free = min(free, n-1)
 					}
 					d := l.decisionFree(free, raw, t, s.newest)
 					d.RetryAfter = max(l.wait(s.v, t, raw), l.wait(decisive, t, raw))
