@@ -92,8 +92,8 @@ func (l *Limiter) Refund(key string, r hotlimit.Receipt) {
 // least Window older) would have let through. Why the marked slots are the
 // oldest counted entries: slot s.h + k (mod L) holds claim s.h − L + k while
 // claim s.h has not landed (checked after each load by slot s.h mod L still
-// holding s.v, or the pass's own mark of it: then no later claim landed
-// either, as claims land in order). Those entries' times do not change under
+// holding s.v, or s.v marked refunded: then no later claim landed either, as
+// claims land in order). Those entries' times do not change under
 // a pass, only their refunded bits, which other refunds set from the oldest
 // on too, so the counted ones in the window mostly follow all the others;
 // but a refund racing a claim in flight can mark out of that order, so the
@@ -107,8 +107,13 @@ func (l *Limiter) mark(c *cell, s snapshot, t int64, left uint64) (uint64, bool)
 	for k := uint64(0); k < l.limit && left > 0; k++ {
 		i := c.at(s.h, k)
 		v := c.load(i)
-		if !c.still(&s) {
-			return left, true // claim s.h landed, or slot i was marked or tombstoned
+		// Slot s.i still holds s.v, or s.v marked refunded (by this pass
+		// or another refund), no other value: claim s.h has not landed
+		// (it writes the other parity), nor a tombstone (whose value no
+		// live stamp has, marked or not). A mark moves no request, so it
+		// sends no pass back to read the ring and the clock again.
+		if packed.Refunded(c.load(s.i)) != packed.Refunded(s.v) {
+			return left, true // claim s.h landed, or slot s.i was tombstoned
 		}
 		switch tv, _ := packed.UnpackStamp(v); {
 		case v == packed.StampDead:
@@ -118,9 +123,6 @@ func (l *Limiter) mark(c *cell, s snapshot, t int64, left uint64) (uint64, bool)
 		}
 		if !c.cas(i, v, packed.Refunded(v)) {
 			return left, true
-		}
-		if k == 0 {
-			s.v = packed.Refunded(v) // slot i holds our mark now
 		}
 		left--
 	}
