@@ -57,8 +57,10 @@
 //
 // # State and ranges
 //
-// Each key holds a ring of Limit slots and a head counter, all changed by
-// compare-and-swap only (the protocol, with its safety and liveness argument,
+// Each key holds a ring of Limit slots and a head counter that lags the
+// requests logged by a few, all changed by compare-and-swap only; an
+// admission is one compare-and-swap on its slot, the head's is made once
+// every few admissions (the protocol, with its safety and liveness argument,
 // is documented on the cell type in state.go). A slot holds a logged time, a
 // refunded mark and one bit of the ring round that wrote it
 // (internal/packed, stamp.go):
@@ -97,7 +99,8 @@
 // next request finds the log of a new key, which, with a clock that never
 // goes back, would decide the same (after a step back, the old log would
 // still have held its requests at their later times). It
-// swaps a tombstone into the slot under the key's head by compare-and-swap,
+// swaps a tombstone into the slot of the key's next request by
+// compare-and-swap,
 // which freezes the ring, so it never races a concurrent request into a lost
 // or duplicated admission; a request that meets the tombstone continues on
 // the key's new cell. WithAutoSweep makes insertions sweep by themselves;

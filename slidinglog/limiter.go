@@ -143,8 +143,8 @@ func (l *Limiter) AllowRemaining(key string) (allowed bool, remaining int) {
 
 // admit is Allow, reporting also, when remaining is set, the requests that
 // would pass after the decision: 0 when a key cap turned a new key away.
-// Counted between the read of head h and the claim's CAS, as take counts
-// it: see the argument there. A denial reports 0: see free.
+// Counted between the read of the slot of claim h and the claim's CAS, as
+// take counts it: see the argument there. A denial reports 0: see free.
 func (l *Limiter) admit(key string, remaining bool) (allowed bool, free uint64) {
 	c := l.cells.Load(key) // inlined, where Get is not
 	if c == nil {
@@ -155,43 +155,66 @@ func (l *Limiter) admit(key string, remaining bool) (allowed bool, free uint64) 
 	}
 	now := l.now() // after Get: see kill
 	// One claim, as argued on cell: decide on the oldest of the last L
-	// requests, read while head was h; log by CAS on that very slot, which
-	// succeeds only if no other claim or tombstone landed since the read (a
-	// slot never holds a value twice), and only replaces a time expired at
-	// the new one, so each slot's admitted times grow by Window or more.
+	// requests, claim h − L in the slot of h, the first claim that has not
+	// landed; log by CAS on that very slot, which succeeds only if no other
+	// claim or tombstone landed there since the read (a slot never holds a
+	// value twice), and only replaces a time expired at the new one, so each
+	// slot's admitted times grow by Window or more.
 	L := uint64(len(c.slots))
+	D, A := maxLag(L), advanceAt(L)
 	for {
 		// cell.read, inlined by hand (read is too large for the inliner,
 		// and the snapshot it returns is copied through the stack, which
-		// cost about a fifth of an admission): head h, slot i = h mod L
-		// holding v, and the time of claim h − 1, newest, from slot
-		// (h − 1) mod L, slot i itself when L = 1. At h = 0 and L > 1 that
-		// slot, L − 1, was never claimed (only claim L − 1 writes a time
-		// there; a refund only sets a bit, a tombstone lands on slot h mod
-		// L), so its time is packed.MinStamp, as read says.
-		h := c.head.Load()
-		i, round := h%L, h/L
+		// cost about a fifth of an admission): from head h0, skip the
+		// slots of the claims that landed past it, to claim h, in slot i,
+		// holding v; nv is the stamp of claim h − 1, from the last slot
+		// skipped, or from slot (h − 1) mod L when none was (slot i itself
+		// when L = 1). At h = 0 and L > 1 that slot, L − 1, was never
+		// claimed (only claim L − 1 writes a time there; a refund only
+		// sets a bit, a tombstone lands on the slot of the next claim), so
+		// its time is packed.MinStamp, as read says. Read after slot i,
+		// that slot can hold a later claim, or a tombstone, when claims
+		// from h on landed in between (see cell); read checks for it,
+		// admit need not: the CAS on slot i then fails, and a denial at
+		// the later time max(now, newest) is one at the earlier too (an
+		// entry only leaves the window as time goes on).
+		h0 := c.head.Load()
+		h, i, round := h0, h0%L, h0/L
 		v := c.load(i)
 		nv := v
-		if L > 1 {
+		for v != packed.StampDead {
+			if _, parity := packed.UnpackStamp(v); parity != round&1 {
+				break // claim h − L: claim h has not landed
+			}
+			nv = v // claim h landed: the newest so far
+			h++
+			if i++; i == L {
+				i, round = 0, round+1
+			}
+			if h-h0 >= D {
+				break
+			}
+			v = c.load(i)
+		}
+		if h-h0 >= D {
+			c.head.CompareAndSwap(h0, h) // see read: too far past the head
+			continue
+		}
+		if h == h0 && L > 1 {
 			j := i - 1
 			if i == 0 {
 				j = L - 1
 			}
 			nv = c.load(j)
 		}
-		if c.head.Load() != h {
-			continue // head moved: another claim completed
+		if c.head.Load() > h {
+			continue // the head moved past h: the slots read may be later rounds'
 		}
 		if v == packed.StampDead {
 			c = l.cells.Revive(key, c)
 			now = l.now()
 			L = uint64(len(c.slots))
-			continue
-		}
-		if _, parity := packed.UnpackStamp(v); parity == round&1 {
-			// Pending (see snapshot.pending): claim h is in, head is stale.
-			c.head.CompareAndSwap(h, h+1) // complete the other claim
+			D, A = maxLag(L), advanceAt(L)
 			continue
 		}
 		newest, _ := packed.UnpackStamp(nv)
@@ -203,7 +226,9 @@ func (l *Limiter) admit(key string, remaining bool) (allowed bool, free uint64) 
 			free = c.freeFrom(h, i, L, t-l.window) // checked by the CAS below
 		}
 		if c.cas(i, v, packed.PackStamp(t, round)) {
-			c.head.CompareAndSwap(h, h+1)
+			if h+1-h0 >= A {
+				c.head.CompareAndSwap(h0, h+1) // see cell.landed
+			}
 			return true, free - min(free, 1) // free ≥ 1: slot i was free at t
 		}
 	}
@@ -271,7 +296,7 @@ func (l *Limiter) takeAt(key string, n int) (hotlimit.Decision, int64) {
 			// Swept under us: claims made in the dead cell died with it,
 			// so start again, all n of them, on the key's fresh cell.
 			// The ring seen was the dead cell's: the fresh one can read
-			// the same (head and slot) while it holds other requests.
+			// the same (next claim and slot) while it holds other requests.
 			c = l.cells.Revive(key, c)
 			seen = ring{}
 		}
@@ -289,12 +314,12 @@ const (
 	takeStale                // a denial on a reading older than its ring: read the clock, start again
 )
 
-// ring names a ring as a claimer read it: head h and v, the stamp of the
-// slot under it. While head is h no claim lands but in that slot (see
-// cell), and no slot holds a value twice, so two snapshots with the same
-// ring saw the same logged times, only refund marks apart. The zero ring is
-// none: at head 0 a slot of stamp 0 (time 0, parity 0) is pending, and no
-// decision is made on it.
+// ring names a ring as a claimer read it: h, the next claim, and v, the
+// stamp of its slot. Until claim h lands no claim lands but in that slot
+// (see cell), and no slot holds a value twice, so two snapshots with the
+// same ring saw the same logged times, only refund marks apart. The zero
+// ring is none: a slot of stamp 0 (time 0, parity 0) holds claim 0, landed,
+// so no snapshot with h = 0 has it.
 type ring struct {
 	h uint64
 	v int64
@@ -309,15 +334,16 @@ type ring struct {
 // from raw (see leaves).
 func (l *Limiter) take(c *cell, now, raw int64, n uint64, seen *ring) (hotlimit.Decision, int64, takeEnd) {
 	var t, first int64 // the logged times of the last claim made and the first
-	var free uint64    // entries free at t before the last claim, read while head was its h
+	var free uint64    // entries free at t before the last claim, read before it landed
 	for k := uint64(0); k < n; k++ {
 		// One claim, as in Allow (argued there and on cell), at the later of
 		// now and the newest logged time. Before the first, the decision is
 		// made on the n-th oldest of the last L requests, claim h + n − 1 − L
 		// in slot (h + n − 1) mod L: with times in claim order, n requests
 		// fit exactly when it has left the window (or was refunded). That
-		// slot's time does not change while head is h, which the second head
-		// read checks.
+		// slot's time does not change until claim h + n − 1 lands, after
+		// claim h (claims land in order): a read of slot h mod L after it,
+		// still holding what the snapshot read, checks it.
 		for {
 			s, fresh := c.read()
 			switch {
@@ -325,9 +351,6 @@ func (l *Limiter) take(c *cell, now, raw int64, n uint64, seen *ring) (hotlimit.
 				continue
 			case s.v == packed.StampDead:
 				return hotlimit.Decision{}, 0, takeDead
-			case s.pending():
-				c.head.CompareAndSwap(s.h, s.h+1)
-				continue
 			}
 			var ok bool
 			t, ok = claimable(s.v, max(now, s.newest), l.window)
@@ -338,7 +361,7 @@ func (l *Limiter) take(c *cell, now, raw int64, n uint64, seen *ring) (hotlimit.
 					return d, 0, takeDone
 				}
 			} else {
-				// Both the head's own entry and the n-th must be claimable:
+				// Both the oldest entry and the n-th must be claimable:
 				// refunds can leave the claimable entries out of order (one
 				// racing another, or one with a later clock reading than
 				// ours, which marks a newer entry where an older one is
@@ -347,7 +370,7 @@ func (l *Limiter) take(c *cell, now, raw int64, n uint64, seen *ring) (hotlimit.
 				// claims (k > 0), and one still counted denies with 1 ns.
 				decisive := s.v
 				if n > 1 {
-					if decisive = c.load(c.at(s.h, n-1)); c.head.Load() != s.h {
+					if decisive = c.load(c.at(s.h, n-1)); !c.still(&s) {
 						continue
 					}
 				}
@@ -359,7 +382,7 @@ func (l *Limiter) take(c *cell, now, raw int64, n uint64, seen *ring) (hotlimit.
 					// its waits from before that request was made. No
 					// claim is made yet: the caller reads the clock again,
 					// after this ring, and calls again. A ring met again
-					// (the same head and slot: the same times) is decided
+					// (the same next claim and slot: the same times) is decided
 					// on that reading: with a clock that never goes back,
 					// it is no earlier than any request in the ring, so
 					// the call is judged at one time of its own, after the
@@ -373,7 +396,7 @@ func (l *Limiter) take(c *cell, now, raw int64, n uint64, seen *ring) (hotlimit.
 					return hotlimit.Decision{}, 0, takeStale
 				}
 				if !ok || !ok2 {
-					var free uint64 // the head's entry counts: none (see free)
+					var free uint64 // the oldest entry counts: none (see free)
 					if ok {
 						var still bool
 						if free, still = l.freeStill(c, s.h, s.i, s.v, t); !still {
@@ -397,7 +420,7 @@ func (l *Limiter) take(c *cell, now, raw int64, n uint64, seen *ring) (hotlimit.
 				free = l.free(c, s.h, t)
 			}
 			if c.cas(s.i, s.v, packed.PackStamp(t, s.round)) {
-				c.head.CompareAndSwap(s.h, s.h+1)
+				c.landed(s.h0, s.h, uint64(len(c.slots)))
 				if k == 0 {
 					first = t
 				}
@@ -405,19 +428,18 @@ func (l *Limiter) take(c *cell, now, raw int64, n uint64, seen *ring) (hotlimit.
 			}
 		}
 	}
-	// Linearizable Remaining. free was counted at t on the ring with head h,
-	// read between the last claim's read of head h and its successful CAS.
-	// That CAS succeeded, so head was h during all of it (Invariant H on
-	// cell: a slot CAS succeeds only while head equals the h its caller
-	// read), and while head is h no claim or tombstone can land on any slot
-	// but slot h mod L, which still held v at the CAS (no slot holds a value
-	// twice). So the ring read was the ring the CAS changed, and the claim
+	// Linearizable Remaining. free was counted at t on the ring whose next
+	// claim is h, read between the last claim's read of slot h mod L and its
+	// successful CAS. That CAS succeeded, so the slot held v during all of
+	// it (no slot holds a value twice): claim h had not landed, nor any later
+	// claim (they land in order), nor a tombstone, and no claim lands but on
+	// slot h mod L before claim h. So the ring read was the ring the CAS changed, and the claim
 	// turned its oldest entry, free at t, into one logged at t, counted
 	// (Window is longer than the 1 ns bumps): free − 1 requests pass after
 	// it, at t. Reading the ring after the CAS instead, as this code once
 	// did, counts the claims made since by others too, so two callers could
 	// report the same Remaining and another value none. The one exception
-	// is a concurrent Refund, which marks entries while head is h: free
+	// is a concurrent Refund, which marks entries meanwhile: free
 	// counts the marks made before each of its reads, so it can miss a
 	// refund that lands during the claim, never count one that did not
 	// (the refunded entries only grow from the expired prefix, see free).
@@ -496,10 +518,10 @@ func (l *Limiter) report(key string, n int) hotlimit.Decision {
 // back, with ResetAfter counted to its expiry from the older reading: longer
 // by the gap between the two readings than the key ever needed.
 //
-// The snapshot's rules hold as in freeStill: the count is used only if head
-// and slot i still hold what the snapshot read, so head was h throughout and
-// the ring counted is the one read. When either moved (a claim, a head
-// advance, a refund's mark on slot i, a tombstone), the report reads the
+// The snapshot's rules hold as in freeStill: the count is used only if slot
+// i still holds what the snapshot read, so claim h had not landed
+// throughout and the ring counted is the one read. When it moved (claim h,
+// a refund's mark on slot i, a tombstone), the report reads the
 // ring again, and the clock after it: a reading kept from before the ring
 // moved on would be older than the requests the new snapshot sees. Each
 // such move is another caller's successful CAS, so some caller progresses.
@@ -512,15 +534,10 @@ func (l *Limiter) decide(c *cell) hotlimit.Decision {
 		if s.v == packed.StampDead {
 			return hotlimit.Decision{Limit: int(l.limit), Remaining: int(l.limit)}
 		}
-		h := s.h
-		if s.pending() { // claim h is in: read as if head had moved on
-			h++
-			s.newest, _ = packed.UnpackStamp(s.v)
-		}
 		raw := l.clock()
 		t := max(l.clamp(raw), s.newest)
-		free := l.free(c, h, t)
-		if c.head.Load() != s.h || c.load(s.i) != s.v {
+		free := l.free(c, s.h, t)
+		if !c.still(&s) {
 			continue // the ring moved on: read it, and the clock, again
 		}
 		return l.decisionFree(free, raw, t, s.newest)
@@ -537,10 +554,10 @@ func (l *Limiter) decisionFree(free uint64, raw, t, newest int64) hotlimit.Decis
 	return d
 }
 
-// free returns how many of the last L logged requests of c, with head h, are
-// expired or refunded at t: how many single requests would pass at t. Times
-// are in claim order (see cell) and refunds mark the oldest counted entries,
-// so those are a prefix of the ring from the head. A tombstone met on the
+// free returns how many of the last L logged requests of c, whose next claim
+// is h, are expired or refunded at t: how many single requests would pass at
+// t. Times are in claim order (see cell) and refunds mark the oldest counted
+// entries, so those are a prefix of the ring from slot h mod L. A tombstone met on the
 // way (a Sweep that landed since the caller's read) means a fresh key: all L.
 //
 // The search starts from a hint kept in the cell (c.hint), in one of two
@@ -561,10 +578,10 @@ func (l *Limiter) decisionFree(free uint64, raw, t, newest int64) hotlimit.Decis
 // slots far apart.
 //
 // The hint is only where to start: any value, stale or raced, gives the
-// same answer, as the probes alone decide it, on the ring with head h whose
-// free entries are a prefix (on another, below, the four probes and the
-// search can find different ends, and the answer depends on the hint). (On
-// a ring whose head moved past h, the count is meaningless and depends on
+// same answer, as the probes alone decide it, on the ring with next claim h
+// whose free entries are a prefix (on another, below, the four probes and
+// the search can find different ends, and the answer depends on the hint).
+// (On a ring where claim h landed, the count is meaningless and depends on
 // the hint: callers that decide without a CAS check with freeStill.) The
 // four probes decide only on an expired entry followed by counted ones, in
 // claim order, with no tombstone among them. Every probe of the search keeps lo ≤ end ≤ hi, with
@@ -574,13 +591,13 @@ func (l *Limiter) decisionFree(free uint64, raw, t, newest int64) hotlimit.Decis
 // lies between the end at the call's start and at its finish, as a
 // bisection's would.
 //
-// A caller that found the entry under the head, read while head was h,
-// counted at t does not count: no single request passes at t, so it reports
+// A caller that found the entry in slot h mod L, read before claim h
+// landed, counted at t does not count: no single request passes at t, so it reports
 // 0. A count could say otherwise: a refund that read a later clock (racing
 // the call, or before a clock step back) can mark a newer entry where an
 // older one had left the window at its reading but not at t, so the entries
-// free at t are then no prefix, and the search can land past the head's.
-// (Where the head's entry is free, such marks can make the count exceed the
+// free at t are then no prefix, and the search can land past that entry.
+// (Where that entry is free, such marks can make the count exceed the
 // requests that pass one by one; only refunds read at a later clock than
 // the call's do that, and no admission depends on the count.)
 func (l *Limiter) free(c *cell, h uint64, t int64) uint64 {
@@ -588,24 +605,24 @@ func (l *Limiter) free(c *cell, h uint64, t int64) uint64 {
 	return c.freeFrom(h, h%L, L, t-l.window)
 }
 
-// freeStill is freeFrom for a caller that read head h and, in slot base
-// (h mod L), the stamp v, and decides without a CAS (a denial, a report):
-// it also reports whether head and that slot still held them after the
-// count. Only then is the count one the ring had during the call: head was h
-// throughout (it only grows), slot base held v throughout (no slot holds a
-// value twice), so no claim or tombstone landed, and the count saw only
-// refunds, which move the end forward, as free says. If head moved, the
-// slots from base on hold new claims in front of old entries, and a count
-// from h reads a ring that never was: under a frozen clock, with refunds and
-// claims meanwhile, more free entries than the key had at any moment of the
-// call, or not, by where the hint starts the search. Then the caller decides
-// again, which keeps the call lock-free: head or the slot moved by another
-// caller's successful CAS (a claim, a head advance, a refund's mark, a
-// tombstone), so some caller made progress. A claim needs no such check: its
+// freeStill is freeFrom for a caller whose snapshot has next claim h and, in
+// slot base (h mod L), the stamp v, and decides without a CAS (a denial, a
+// report): it also reports whether that slot still held v after the count.
+// Only then is the count one the ring had during the call: slot base held v
+// throughout (no slot holds a value twice), so claim h had not landed, nor
+// any later one (claims land in order), nor a tombstone, and the count saw
+// only refunds, which move the end forward, as free says. If claims landed,
+// the slots from base on hold new claims in front of old entries, and a
+// count from h reads a ring that never was: under a frozen clock, with
+// refunds and claims meanwhile, more free entries than the key had at any
+// moment of the call, or not, by where the hint starts the search. Then the
+// caller decides again, which keeps the call lock-free: the slot moved by
+// another caller's successful CAS (a claim, a refund's mark, a tombstone),
+// so some caller made progress. A claim needs no such check: its
 // CAS on slot base succeeds only under the same conditions.
 func (l *Limiter) freeStill(c *cell, h, base uint64, v, t int64) (uint64, bool) {
 	free := c.freeFrom(h, base, uint64(len(c.slots)), t-l.window)
-	return free, c.head.Load() == h && c.load(base) == v
+	return free, c.load(base) == v
 }
 
 // freeFrom is free for a caller that knows base, h's slot h mod L, the
@@ -693,7 +710,7 @@ func (c *cell) search(h, base uint64, cutoff int64, hint, k uint64) uint64 {
 	// A hint that missed the end switches form: a count that holds (n
 	// requests come as n leave) and an end that holds (requests come with
 	// none leaving) each settle in two misses at most. One that found it
-	// (an end within two entries of the head, or the ring's last, where the
+	// (an end within two entries of claim h, or the ring's last, where the
 	// four probes do not reach) is left as it is: no write.
 	switch {
 	case k == min(lo, L-1):
@@ -709,8 +726,9 @@ func (c *cell) search(h, base uint64, cutoff int64, hint, k uint64) uint64 {
 // the hint holds the claim number where the counted entries began.
 const hintCount = 1
 
-// hintAt returns where a count of the free entries of a ring of L, with head
-// h, starts looking by the hint w: the same count, or the same claim number.
+// hintAt returns where a count of the free entries of a ring of L, with
+// next claim h, starts looking by the hint w: the same count, or the same
+// claim number.
 func hintAt(w, h, L uint64) uint64 {
 	v := w >> 1
 	if w&hintCount != 0 {

@@ -32,8 +32,9 @@ func (l *Limiter) TakeReceipt(key string, n int) (hotlimit.Decision, hotlimit.Re
 // until it leaves the window. (With a frozen clock, or when the entries in
 // the window were all logged at r's time, it restores the log exactly.)
 // Refunding the oldest keeps the free slots where the next claims find them,
-// from the ring's head on: refunding r's own, newest, entries would free
-// slots the head reaches only after every older entry has left the window.
+// from the slot of the next claim on: refunding r's own, newest, entries
+// would free slots the claims reach only after every older entry has left
+// the window.
 //
 // Why this never creates capacity that was not taken: r's requests were
 // logged at r.At or later and are still in the window, so while they count,
@@ -58,19 +59,16 @@ func (l *Limiter) Refund(key string, r hotlimit.Receipt) {
 		return
 	}
 	left := min(uint64(r.N), l.limit)
-	// Each pass marks entries from the oldest counted one on while the head
-	// stays where the pass found it; a head that moves (a claim landed)
-	// starts a new pass, with what is left to give back.
+	// Each pass marks entries from the oldest counted one on while no claim
+	// lands; one that lands starts a new pass, with what is left to give
+	// back.
 	for left > 0 {
 		s, ok := c.read()
 		switch {
 		case !ok:
-			continue // head moved: another claim completed
+			continue // the ring moved on while read, or the scan went far: read again
 		case s.v == packed.StampDead:
 			return // swept: every request had left the window
-		case s.pending():
-			c.head.CompareAndSwap(s.h, s.h+1) // complete the other claim
-			continue
 		}
 		t := max(l.now(), s.newest)
 		if l.since(r.At) <= t-l.window {
@@ -84,21 +82,22 @@ func (l *Limiter) Refund(key string, r hotlimit.Receipt) {
 }
 
 // mark marks as refunded up to left of the oldest counted entries of c in the
-// window at t, c's head having been s.h, and returns how many it still has to
-// mark and whether the caller must read the head again and start over.
+// window at t, s.h being c's next claim, and returns how many it still has to
+// mark and whether the caller must read the ring again and start over.
 //
 // The CAS on a slot sets the refunded bit of the value it read and changes
 // nothing else, so it keeps every invariant of cell: the slot's value grows
 // (the bit is set once), and a refunded entry's slot is claimed, at a time at
 // least its own, only by a claim that the entry before it in the slot (at
 // least Window older) would have let through. Why the marked slots are the
-// oldest counted entries: slot k from the head holds claim s.h − L + k while
-// the head is s.h (checked after each load; k = 0 could hold claim s.h
-// itself, pending: then start over). Those entries' times do not change under
+// oldest counted entries: slot s.h + k (mod L) holds claim s.h − L + k while
+// claim s.h has not landed (checked after each load by slot s.h mod L still
+// holding s.v, or s.v marked refunded: then no later claim landed either, as
+// claims land in order). Those entries' times do not change under
 // a pass, only their refunded bits, which other refunds set from the oldest
 // on too, so the counted ones in the window mostly follow all the others;
 // but a refund racing a claim in flight can mark out of that order, so the
-// pass reads the ring from the head rather than binary-search it. A CAS that
+// pass reads the ring from the oldest entry rather than binary-search it. A CAS that
 // fails means another refund marked the entry first, or the slot was
 // claimed: start over, so nobody waits for anybody. That is lock-free, not
 // wait-free: every start over follows another caller's successful CAS, so
@@ -108,14 +107,17 @@ func (l *Limiter) mark(c *cell, s snapshot, t int64, left uint64) (uint64, bool)
 	for k := uint64(0); k < l.limit && left > 0; k++ {
 		i := c.at(s.h, k)
 		v := c.load(i)
-		if c.head.Load() != s.h {
-			return left, true
+		// Slot s.i still holds s.v, or s.v marked refunded (by this pass
+		// or another refund), no other value: claim s.h has not landed
+		// (it writes the other parity), nor a tombstone (whose value no
+		// live stamp has, marked or not). A mark moves no request, so it
+		// sends no pass back to read the ring and the clock again.
+		if packed.Refunded(c.load(s.i)) != packed.Refunded(s.v) {
+			return left, true // claim s.h landed, or slot s.i was tombstoned
 		}
-		switch tv, parity := packed.UnpackStamp(v); {
+		switch tv, _ := packed.UnpackStamp(v); {
 		case v == packed.StampDead:
 			return 0, false // swept meanwhile: every request had left the window
-		case k == 0 && parity == s.round&1:
-			return left, true // claim s.h landed: start over
 		case packed.IsRefunded(v) || tv <= t-l.window:
 			continue // marked by another refund, or expired, since free
 		}

@@ -35,7 +35,8 @@ import (
 //     fresh key when a Sweep evicted the one it read.
 //   - A Refund reads the ring, then the clock, then marks: after the calls
 //     of its stall, at its reading, or at the clock after the stall when a
-//     request was logged meanwhile (the head moved: it reads again).
+//     request was logged meanwhile (the ring moved on: it reads again; a
+//     mark of another refund moves no request, and does not).
 //
 // Where a refund that read a later clock than a call left the free entries
 // out of claim order, the model counts a prefix of them, and the limiter
@@ -220,7 +221,7 @@ func (r *stallRun) refund(stall bool, msg string) {
 	}
 	at := *t0
 	if r.admitted > admitted {
-		at = r.clock.Now.Load() // the head moved: it read the ring and the clock again
+		at = r.clock.Now.Load() // a request was logged: it read the ring and the clock again
 	}
 	r.m.Refund("k", rc, at)
 }

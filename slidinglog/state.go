@@ -7,8 +7,8 @@ import (
 	"github.com/hotlimit/hotlimit/internal/packed"
 )
 
-// cell is one key's log: a ring of limit slots and a head that counts the
-// claims made so far.
+// cell is one key's log: a ring of limit slots and a head that lags the
+// claims made so far by a few.
 //
 // Claim k (k = 0, 1, 2, ...) logs the k-th admitted request of the key in
 // slot k mod L, in round k / L, as packed.PackStamp(t, round), where t is
@@ -16,36 +16,69 @@ import (
 // Limiter.clamp). So slot k mod L holds, before
 // claim k, the time of claim k − L: the oldest of the last L requests.
 //
-//	head:  claims completed, or one less while a claim is in flight
+//	head:  a claim number at or below the number of claims landed, by at most maxLag(L)
 //	slot:  | logged time, ns (62 bits) | refunded | parity of the round that wrote it |
 //
 // Slots are stored XORed with freshStamp, so that the zero value of a slot,
 // as make returns it, reads as freshStamp: time packed.MinStamp, parity 1,
 // the parity of round −1. A fresh ring therefore reads as L requests logged
 // at the dawn of time, all expired, and round 0 finds every slot unclaimed.
-// packed.StampDead is the tombstone Sweep swaps into the slot under the head.
+// packed.StampDead is the tombstone Sweep swaps into the slot of the next
+// claim.
 //
 // # Protocol
 //
-// A claimer reads head h, then slot i = h mod L (value v), then the newest
-// slot (h−1) mod L, then head again, and goes on only if head still equals h:
-// head is then h throughout its reads. In round r = h / L:
+// A claimer reads head h0, then the slots from h0 mod L on: a slot whose
+// stamp has the parity of the round its claim number falls in holds that
+// claim, landed; the first that has not is the slot of h, the next claim,
+// holding v, claim h − L. It takes the newest logged time from slot
+// (h − 1) mod L: the last slot scanned, or, when none was, that slot read
+// after slot h mod L, which must hold claim h − 1 (its round's parity, no
+// tombstone), else the claimer starts again (below). It then reads head
+// again, and goes on only if head is at most h. It never scans past
+// h0 + maxLag(L): there it advances the head to what it scanned, by
+// head.CompareAndSwap(h0, h), and starts again. Then v's time is the limit's
+// verdict: not expired (and not refunded), deny; expired or refunded, CAS
+// slot h mod L from v to the new stamp. A claimer whose claim lies
+// advanceAt(L) or more past h0 then advances the head past it, by
+// head.CompareAndSwap(h0, h+1), which fails harmlessly if another caller
+// moved the head; the others leave it, so that under contention the head's
+// line is written once every few claims, and the slots' line alone moves
+// from core to core.
 //
-//   - v has r's parity: claim h was made and head is stale; the reader helps
-//     with head.CompareAndSwap(h, h+1) and starts again.
-//   - otherwise v is claim h − L, the oldest of the last L. Its time is the
-//     limit's verdict: not expired (and not refunded), deny; expired or
-//     refunded, CAS slot i from v to the new stamp, then
-//     head.CompareAndSwap(h, h+1) (which fails harmlessly if a helper already
-//     advanced it).
+// Invariant H: head never exceeds the claims landed (it moves only over
+// claims a caller saw landed), and the claims landed never exceed head +
+// maxLag(L): a claim h lands only from a scan that started at head h0 with
+// h < h0 + maxLag(L), and head only grows.
 //
-// Invariant H: head goes from h to h+1 only after slot h mod L holds a
-// stamp of round h / L. A slot CAS succeeds only while head equals the h its
-// caller read: the slot still holds v, and no slot ever holds the same value
-// twice (below), so no claim of round r landed on it after the caller's read;
-// a head advance past h needs such a claim (H). So every successful claim CAS
-// is claim h of round h / L, and the slot's previous value was claim h − L
-// (or the fresh value).
+// Claims land in order: claim h's CAS needs slot h mod L to hold v, read
+// after the caller saw claim h − 1 landed (or read head h0 = h, and every
+// claim below head landed). Why the scan reads each slot right: when it read
+// slot j (h0 ≤ j ≤ h), claims 0 to j − 1 had landed, and head was at most
+// h, as read after it, so no claim from h + maxLag(L) on had (by H, claim
+// k lands only once head is past k − maxLag(L)). So slot j held claim
+// j − L, claim j (its round's parity, the other's) or a later claim of
+// that slot, which is past h + maxLag(L) or lands after claim h: claim
+// j + 2L, of claim j's parity, is past it (h < h0 + maxLag(L) ≤ j + L), so
+// a slot read as landed holds claim j; claim j + L, of claim j − L's
+// parity, is past it too when j = h, so the slot that ends the scan holds
+// claim h − L. A tombstone is told apart by its value. The newest slot,
+// (h − 1) mod L, read after slot h mod L when the scan found no claim past
+// the head, can hold claim h − 1 + L (which is below h + maxLag(L) when
+// maxLag(L) = L), or the tombstone of that claim's slot: claims h to
+// h + L − 2 landed between the two reads, and v is no longer in slot h mod
+// L. The parity tells it from claim h − 1 (claim h − 1 + 2L is past
+// h + maxLag(L)), and the caller starts again; paired with v, its time would
+// be the newest of a ring whose oldest entry is no longer there.
+//
+// A slot CAS from v succeeds only if no claim landed on the slot since the
+// caller's read: no slot ever holds the same value twice (below). So every
+// successful claim CAS is claim h of round h / L, made after claim h − 1,
+// over claim h − L (or the fresh value). The same holds for any check a
+// caller makes by reading slot h mod L again (cell.still): while it holds v,
+// claim h has not landed, nor any later one, so every slot read meanwhile
+// held the claim the snapshot says; only refunds, which set a bit, can have
+// marked them.
 //
 // Safety, the exactness of the limit: a claim replaces a logged time t0 with
 // t only if t0 ≤ t − Window or t0's request was refunded, so each slot's
@@ -83,9 +116,9 @@ import (
 // owes.
 
 // Order: the logged time of claim h is max(now, time of claim h − 1), read
-// from the newest slot while head is h, so logged times never decrease in
-// claim order, and the slot under the head always holds the oldest of the
-// last L. That is what makes a decision on that single slot exact for a
+// from slot (h − 1) mod L before claim h landed, so logged times never
+// decrease in claim order, and the slot of the next claim always holds the
+// oldest of the last L. That is what makes a decision on that single slot exact for a
 // sequential caller: fewer than L requests in (t − Window, t] if and only if
 // the oldest of the last L is at or before t − Window. With a clock that
 // never goes back, a logged time lies within its call, up to the 1 ns bumps:
@@ -97,23 +130,25 @@ import (
 // Under concurrency every decision is therefore the exact decision for some
 // time within its call (linearisable), to within those nanoseconds.
 //
-// Liveness: every failed CAS and every restart follows another caller's
-// successful CAS (a claim, a head advance or a tombstone), so some caller
-// always makes progress; nobody waits for a stalled one, whose in-flight
-// claim anyone completes by advancing the head. (The key's map entry is
+// Liveness: every failed CAS and every restart follows a successful CAS (a
+// claim, a mark, a head advance or a tombstone), and the head advances only
+// over landed claims, so some caller always makes progress; nobody waits for
+// a stalled one: a claim is one CAS, and a claimer that stalls before
+// advancing the head leaves it to the next scans. (The key's map entry is
 // another matter: inserting a key, replacing a tombstoned cell and deleting
 // it lock one bucket of the map, briefly, as xsync does.) A lost claim
-// retries at once, and a pending one is helped at once: a pause of 4 to 64
-// spins after a loss, or before helping, measured slower on two cores with
-// one hot key (the median ratio to the mutex port from 1.29 to about 1.5).
-// A denial is only ever given on a slot whose value was read while head was
-// h, so it is justified by L logged requests no older than Window at the
-// caller's time. Take with n > 1 is the one exception (see Limiter.Take).
+// retries at once: a pause of 4 to 64 spins after a loss measured slower on
+// two cores with one hot key, when each claim also advanced the head.
+// A denial is only ever given on a slot read while its claim had not landed
+// and the one before had, so it is justified by L logged requests no older
+// than Window at the caller's time. Take with n > 1 is the one exception
+// (see Limiter.Take).
 //
-// Sweep: kill tombstones slot h mod L by CAS while head is h, after checking
-// that the newest logged time, hence every one, is expired at the sweep's
-// clock. From then on no claim can land (they all CAS slot h mod L while
-// head is h) and head cannot advance (H), so the cell is frozen; a claimer
+// Sweep: kill tombstones slot h mod L, h the next claim, by CAS from v, after
+// checking that the newest logged time, hence every one, is expired at the
+// sweep's clock. From then on no claim can land (claims land in order, and
+// claim h's CAS expects v) and head cannot pass h (H), so the cell is
+// frozen; a claimer
 // that reads the tombstone takes a fresh cell from the map and reads the
 // clock again. With a clock that never goes back, the frozen cell held
 // nothing a fresh one would not hold at any later time; after a step back,
@@ -141,43 +176,109 @@ func (c *cell) cas(i uint64, old, new int64) bool {
 	return c.slots[i].CompareAndSwap(old^freshStamp, new^freshStamp)
 }
 
-// snapshot is what a claimer reads of a cell with head h: the slot under
-// the head and the time of the newest claim.
+// snapshot is what a claimer reads of a cell: h, the next claim, the slot
+// under it and the time of the newest claim.
 type snapshot struct {
-	h      uint64
+	h0     uint64 // the head the scan started from
+	h      uint64 // the next claim: claims 0 to h − 1 have landed, claim h has not
 	i      uint64 // h mod L
 	round  uint64 // h / L
-	v      int64  // stamp of slot i
+	v      int64  // stamp of slot i: claim h − L's (or a tombstone)
 	newest int64  // logged time of claim h − 1, packed.MinStamp when h == 0
 }
 
-// read takes a snapshot of c, consistent in that head was h during all of
-// it; it reports false, and the caller reads again, if head moved.
+// maxLag is how many claims past the head may land in a ring of L slots:
+// at most L, so that the parity of a slot tells which of its two possible
+// claims it holds (see cell), and at most 16, so that a scan from the head
+// stays within a few cache lines.
+func maxLag(L uint64) uint64 { return min(L, 16) }
+
+// advanceAt is how far past the head a claim must be for its claimer to
+// advance the head after it: half the lag allowed, so that a scan is most
+// often a few slots long, and a claimer rarely writes the head's line.
+func advanceAt(L uint64) uint64 { return (maxLag(L) + 1) / 2 }
+
+// read takes a snapshot of c: from head h0 it scans the slots of the claims
+// that landed past it (their slots hold a stamp of their own round) to h,
+// the first that has not. It reports false, and the caller reads again,
+// when the head moved past h meanwhile (then the slots read may belong to
+// later rounds), when the slot of claim h − 1, read after the slot of claim
+// h, no longer held claim h − 1 (claims from h on landed in between), or
+// when it found maxLag landed claims past the head, after advancing the
+// head over them. A tombstone under h is returned as v.
 func (c *cell) read() (s snapshot, ok bool) {
-	s.h = c.head.Load()
-	L := uint64(len(c.slots))
-	s.i, s.round = s.h%L, s.h/L
-	s.v = c.load(s.i)
-	s.newest = packed.MinStamp
-	switch {
-	case s.h == 0:
-	case L == 1:
-		// The newest slot is slot i itself, just read: claim h − 1 unless
-		// pending, which every caller handles before it uses newest.
-		s.newest, _ = packed.UnpackStamp(s.v)
-	case s.i == 0:
-		s.newest, _ = packed.UnpackStamp(c.load(L - 1))
-	default:
-		s.newest, _ = packed.UnpackStamp(c.load(s.i - 1))
-	}
-	return s, c.head.Load() == s.h
+	return c.scan(c.head.Load())
 }
 
-// pending reports whether slot i already holds claim h, whose head advance
-// is still to come.
-func (s *snapshot) pending() bool {
-	_, parity := packed.UnpackStamp(s.v)
-	return parity == s.round&1
+// scan is read from head h0, read by the caller.
+func (c *cell) scan(h0 uint64) (s snapshot, ok bool) {
+	L := uint64(len(c.slots))
+	D := maxLag(L)
+	s.h0, s.h = h0, h0
+	s.i, s.round = h0%L, h0/L
+	s.newest = packed.MinStamp
+	for {
+		s.v = c.load(s.i)
+		if s.v == packed.StampDead {
+			break
+		}
+		t, parity := packed.UnpackStamp(s.v)
+		if parity != s.round&1 {
+			break // claim h − L: claim h has not landed
+		}
+		// Claim h landed: it is the newest so far.
+		s.newest = t
+		s.h++
+		if s.i++; s.i == L {
+			s.i, s.round = 0, s.round+1
+		}
+		if s.h-h0 >= D {
+			c.head.CompareAndSwap(h0, s.h)
+			return s, false
+		}
+	}
+	if s.h == h0 && s.h > 0 {
+		// The newest slot, (h − 1) mod L, was not scanned: read it. When
+		// L = 1 it is slot i itself, whose claim h − 1 is v. At h = 0 no
+		// claim was made and newest is packed.MinStamp.
+		if L == 1 {
+			s.newest, _ = packed.UnpackStamp(s.v)
+			return s, c.head.Load() <= s.h
+		}
+		j, round := s.i-1, s.round // claim h − 1's slot and round
+		if s.i == 0 {
+			j, round = L-1, round-1
+		}
+		nv := c.load(j)
+		var parity uint64
+		s.newest, parity = packed.UnpackStamp(nv)
+		if nv == packed.StampDead || parity != round&1 {
+			// Not claim h − 1: read after slot i, the slot can hold claim
+			// h − 1 + L, or the tombstone of that claim's slot, when the
+			// claims from h on landed in between (see cell), and v is then
+			// no longer in slot i. Read again.
+			return s, false
+		}
+	}
+	return s, c.head.Load() <= s.h
+}
+
+// still reports whether slot i still holds what s read: then claim s.h has
+// not landed since s was read, nor any later one (claims land in order), and
+// no tombstone either: every slot read since holds the claim s says.
+func (c *cell) still(s *snapshot) bool {
+	return c.load(s.i) == s.v
+}
+
+// landed records that claim h, made by a caller whose scan started at head
+// h0, has landed: when it lies advanceAt or more past h0, the claimer
+// advances the head past it (which fails harmlessly if another caller
+// moved the head meanwhile: the head then lies between h0 and the landed
+// claims, as always).
+func (c *cell) landed(h0, h, L uint64) {
+	if h+1-h0 >= advanceAt(L) {
+		c.head.CompareAndSwap(h0, h+1)
+	}
 }
 
 // claimable reports whether a claim at time t may replace stamp v, the
@@ -211,11 +312,12 @@ func (c *cell) kill(now, window int64) bool {
 	if ok && s.v == packed.StampDead {
 		return true // already killed by a concurrent sweep: delete it if still mapped
 	}
-	if !ok || s.pending() || s.newest > now-window {
+	if !ok || s.newest > now-window {
 		return false
 	}
 	// Times are in claim order, so the newest is the latest; refunded entries
-	// still in the window keep the key, which only delays its eviction. Only slot i can
-	// change while head is h, and the CAS fails if it did.
+	// still in the window keep the key, which only delays its eviction. The
+	// CAS fails if claim h landed since the read (or a refund marked slot
+	// i): no slot holds a value twice.
 	return c.cas(s.i, s.v, packed.StampDead)
 }

@@ -27,7 +27,7 @@ func TestFreshSlotIsZero(t *testing.T) {
 	s, ok := c.read()
 	require.True(t, ok)
 	assert.Equal(t, freshStamp, s.v)
-	assert.False(t, s.pending(), "round 0 finds a fresh slot unclaimed")
+	assert.Equal(t, uint64(0), s.h, "round 0 finds a fresh slot unclaimed")
 	assert.Equal(t, int64(packed.MinStamp), s.newest)
 }
 
@@ -90,13 +90,18 @@ func TestReportRacingSweepReadsFresh(t *testing.T) {
 	assert.Equal(t, uint64(4), l.free(c, h, now.Load()))
 }
 
-func TestKillSparesClaimInFlight(t *testing.T) {
+// TestKillSeesClaimsPastTheHead: a claim that landed past the head (whose
+// claimer left the head behind) counts for kill as any other: the key is
+// kept while it is in the window, and the tombstone lands on the slot of
+// the claim after it.
+func TestKillSeesClaimsPastTheHead(t *testing.T) {
 	l, now := newTest(t, 2)
 	now.Store(int64(time.Hour))
 	c := l.cells.Get("k")
-	require.True(t, c.cas(0, freshStamp, packed.PackStamp(0, 0))) // claim 0 at time 0, head still 0
-	assert.False(t, c.kill(now.Load(), l.window), "a claim in flight keeps the key")
-	c.head.Store(1)
+	require.True(t, c.cas(0, freshStamp, packed.PackStamp(now.Load(), 0))) // claim 0, head still 0
+	assert.False(t, c.kill(now.Load(), l.window), "claim 0 is in the window")
+	require.Equal(t, uint64(0), c.head.Load())
+	now.Add(int64(l.window))
 	assert.True(t, c.kill(now.Load(), l.window))
 	assert.Equal(t, int64(packed.StampDead), c.load(1))
 }
@@ -116,7 +121,9 @@ func TestTakeNChecksTheHeadToo(t *testing.T) {
 	v := c.load(1)
 	require.True(t, c.cas(1, v, packed.Refunded(v)))
 	require.True(t, l.Allow("k")) // claim 2, slot 2
-	require.EqualValues(t, 3, c.head.Load())
+	s, ok := c.read()
+	require.True(t, ok)
+	require.EqualValues(t, 3, s.h)
 
 	d := l.Take("k", 2)
 	assert.False(t, d.Allowed, "2 counted in the window, limit 3: 2 more would make 4")
@@ -237,6 +244,127 @@ func TestTheHintFollowsTheCountOrTheEnd(t *testing.T) {
 		for call := range 3 { // settled: later calls leave it
 			require.Equal(t, step.end, l.free(c, h, t0), "%s, call %d", step.name, call)
 			assert.Equal(t, step.want, c.hint.Load(), "%s, call %d", step.name, call)
+		}
+	}
+}
+
+// TestScanFromAStaleHead: a caller that read the head and stalled while the
+// ring went round twice reads slots of later rounds, whose parities can pass
+// for the claims it expects: from head 0, slot 0 holds claim 4 (round 1,
+// the parity of claim −4's round), so claim 0 reads as not landed, and a
+// claim from that read would replace claim 4. Its read of the head after
+// the scan tells it to read again.
+func TestScanFromAStaleHead(t *testing.T) {
+	for _, before := range []uint64{0, 1, 2, 3} {
+		l, now := newTest(t, 4)
+		now.Store(int64(time.Hour))
+		c := l.cells.Get("k")
+		for range before {
+			require.True(t, l.Allow("k"))
+			now.Add(int64(l.window))
+		}
+		h0 := c.head.Load()
+		for range 4 + 4 {
+			require.True(t, l.Allow("k"))
+			now.Add(int64(l.window))
+		}
+		s, ok := c.scan(h0)
+		assert.False(t, ok, "%d before: a scan from head %d, now %d, must read again (it found claim %d)", before, h0, c.head.Load(), s.h)
+		s, ok = c.read()
+		require.True(t, ok)
+		assert.Equal(t, before+8, s.h, "%d before: the next claim", before)
+	}
+}
+
+// TestScanAdvancesAFarHead: claims that landed past the head, their claimers
+// stalled before advancing it, are skipped by the next scan, which advances
+// the head itself once it finds maxLag of them, and the next claim lands
+// after them, at its own slot.
+func TestScanAdvancesAFarHead(t *testing.T) {
+	for _, limit := range []int{1, 2, 3, 16, 40} {
+		l, now := newTest(t, limit)
+		now.Store(int64(time.Hour))
+		c := l.cells.Get("k")
+		L := uint64(limit)
+		D := maxLag(L)
+		// Claims 0 to D − 1 land, by hand, in round 0 (or later rounds
+		// when L < D... never: maxLag(L) ≤ L), and none advances the head.
+		for h := range D {
+			require.True(t, c.cas(h%L, c.load(h%L), packed.PackStamp(now.Load(), (h/L)&1)))
+		}
+		require.Equal(t, uint64(0), c.head.Load())
+		_, ok := c.read()
+		assert.False(t, ok, "limit %d: maxLag landed claims past the head: advance it and read again", limit)
+		assert.Equal(t, D, c.head.Load(), "limit %d", limit)
+		s, ok := c.read()
+		require.True(t, ok)
+		assert.Equal(t, D, s.h, "limit %d", limit)
+		d := l.Take("k", 0)
+		assert.Equal(t, limit-int(min(D, L)), d.Remaining, "limit %d: the landed claims count", limit)
+	}
+}
+
+// TestScanRacedByARoundOfClaims: a scan that finds no claim landed past the
+// head h reads the slot of claim h, then the slot of claim h − 1 for the
+// newest time. Where maxLag(L) = L (L ≤ 16), a whole round of claims, h to
+// h + L − 1, can land between those two reads while the head stays at h
+// (their claimers advance it only past advanceAt(L), and can stall before
+// they do), and a Sweep can tombstone the slot of claim h + L − 1 once the
+// others are in: the second read then finds claim h + L − 1, of the next
+// round, or the tombstone, and the head still at h. Paired with claim h − L,
+// read first, that is a ring that never was, the oldest entry of one and the
+// newest of another (a Take denied on it reports the wait of the first and
+// the reset of the second). No clock read or other hook lies between the
+// two reads, so the test builds what they see by hand: every slot as after
+// the round, but the slot of claim h, as before it. The scan must read
+// again, or report claim h − 1's time.
+func TestScanRacedByARoundOfClaims(t *testing.T) {
+	for _, limit := range []int{2, 3, 16} {
+		L := uint64(limit)
+		for _, h := range []uint64{1, L, 2*L - 1, 3*L + 1} { // the newest in slot L − 1, or another
+			for _, swept := range []bool{false, true} {
+				l, now := newTest(t, limit)
+				now.Store(int64(time.Hour))
+				at := func(k uint64) int64 { return now.Load() + int64(k)*l.window } // claim k's time
+				stamp := func(k uint64) int64 { return packed.PackStamp(at(k), (k/L)&1) }
+				c := l.cells.Get("k")
+				for k := range h { // claims 0 to h − 1 landed, and the head at h
+					require.True(t, c.cas(k%L, c.load(k%L), stamp(k)))
+				}
+				c.head.Store(h)
+				// The round after, but for claim h itself: the scan read its
+				// slot before it landed.
+				for k := h + 1; k < h+L; k++ {
+					v := stamp(k)
+					if swept && k == h+L-1 {
+						v = packed.StampDead // the next claim's slot, tombstoned
+					}
+					require.True(t, c.cas(k%L, c.load(k%L), v))
+				}
+				s, ok := c.scan(h)
+				if ok {
+					require.Equal(t, h, s.h, "limit %d, claim %d, swept %v: the next claim", limit, h, swept)
+					assert.Equal(t, at(h-1), s.newest, "limit %d, claim %d, swept %v: the newest of the ring whose next claim is h", limit, h, swept)
+				}
+
+				// With claim h in its slot too, the ring is the one after
+				// the round (a read past maxLag claims advances the head
+				// first).
+				require.True(t, c.cas(h%L, c.load(h%L), stamp(h)))
+				for range 2 {
+					if s, ok = c.read(); ok {
+						break
+					}
+				}
+				if assert.True(t, ok, "limit %d, claim %d, swept %v", limit, h, swept) {
+					if swept {
+						assert.Equal(t, int64(packed.StampDead), s.v, "limit %d, claim %d: the tombstone", limit, h)
+					} else {
+						assert.Equal(t, h+L, s.h, "limit %d, claim %d: the round landed", limit, h)
+						assert.Equal(t, at(h+L-1), s.newest, "limit %d, claim %d: its newest", limit, h)
+					}
+				}
+			}
 		}
 	}
 }
