@@ -112,12 +112,15 @@ type Config struct {
 
 // NewConfig joins domains into a Config. Two domains of the same name are an
 // error naming both files; a nil domain (as [ParseDomain] returns with its
-// error) is an error too.
+// error), or a nil rule in a domain's Rules, is an error too.
 func NewConfig(domains ...*Domain) (*Config, error) {
 	c := &Config{domains: make(map[string]*Domain, len(domains))}
 	for i, d := range domains {
 		if d == nil {
 			return nil, fmt.Errorf("envoyrls: NewConfig: domains[%d] is nil: %w", i, ErrConfig)
+		}
+		if j := slices.Index(d.Rules, nil); j >= 0 {
+			return nil, fmt.Errorf("envoyrls: NewConfig: domains[%d] (%s): rules[%d] is nil: %w", i, d.Name, j, ErrConfig)
 		}
 		if prev, ok := c.domains[d.Name]; ok {
 			return nil, fmt.Errorf("%s: duplicate domain '%s' in config file (also in %s): %w", d.File, d.Name, prev.File, ErrConfig)

@@ -276,6 +276,20 @@ func TestNewConfigNilDomainIsAnError(t *testing.T) {
 	}, "a nil *Config is one without domains")
 }
 
+// TestNewConfigNilRuleIsAnError: a Domain built by hand with a nil rule
+// among its Rules is refused by NewConfig with an error naming the rule's
+// place, where New panicked on it.
+func TestNewConfigNilRuleIsAnError(t *testing.T) {
+	d, err := ParseDomain("ok.yaml", []byte("domain: ok\ndescriptors:\n  - key: k\n    rate_limit: {unit: second, requests_per_unit: 1}\n"))
+	require.NoError(t, err)
+	d.Rules = append(d.Rules, nil)
+	var cfg *Config
+	require.NotPanics(t, func() { cfg, err = NewConfig(d) })
+	assert.Nil(t, cfg)
+	require.ErrorIs(t, err, ErrConfig)
+	assert.ErrorContains(t, err, "domains[0] (ok): rules[1] is nil")
+}
+
 func TestWildcardMatch(t *testing.T) {
 	for _, tc := range []struct {
 		pattern, s string
