@@ -288,7 +288,7 @@ func (c *conjunction) Take(key string, n int, now int64) hotlimit.Decision {
 			c.rebuild() // the children before i, refunded
 			// The denier's decision in its place: a tie goes to the first.
 			rd := c.report(key, 0, i, cd, now)
-			rd.Allowed, rd.RetryAfter = false, cd.RetryAfter
+			rd.Allowed, rd.RetryAfter = false, c.wait(key, n, i, cd.RetryAfter, now)
 			return rd
 		}
 		d = merge(d, cd, i == 0)
@@ -300,6 +300,25 @@ func (c *conjunction) Take(key string, n int, now int64) hotlimit.Decision {
 	})
 	d.Allowed, d.RetryAfter = true, 0
 	return d
+}
+
+// wait is the RetryAfter of a request of n that the denier-th child
+// denied with retry, as composite.Limiter's: the largest of retry and the
+// waits of the later children that would deny the request too, but for a
+// sliding log (the last child) when n > 1, which is not asked.
+func (c *conjunction) wait(key string, n, denier int, retry time.Duration, now int64) time.Duration {
+	for j := denier + 1; j < len(c.models) && retry != hotlimit.Never; j++ {
+		if n > 1 && j == len(c.models)-1 || c.models[j].Take(key, 0, now).Remaining >= n {
+			continue
+		}
+		q := c.models[j].Take(key, n, now)
+		if q.Allowed {
+			c.rebuild() // given back: sequentially, a report below n denies
+			continue
+		}
+		retry = max(retry, q.RetryAfter)
+	}
+	return retry
 }
 
 func (c *conjunction) Sweep(now int64) int {
@@ -335,6 +354,10 @@ func FuzzCompositeAgreesWithModels(f *testing.F) {
 	// 3 of a fixed window of 3 holding 1, a sliding counter of 2 behind it:
 	// Never, though the first child alone would pass it later.
 	f.Add(uint8(2), uint8(1), uint8(7), uint16(1000), uint16(1000), uint16(1000), int64(0), []byte{2, 4, 0, 2, 5, 0})
+	// 5 and 5 again, of a fixed window of 8 per 4 ms and a sliding counter
+	// of 6 per 5.001 s: the window denies the second 5 for 4 ms, after
+	// which the counter, holding 5, still denies it for 7.8 s.
+	f.Add(uint8('7'), uint8(5), uint8('W'), uint16(3), uint16(5000), uint16(10), int64(-1e12), []byte("270270"))
 	f.Fuzz(func(t *testing.T, l1, l2, l3 uint8, w1, w2, w3 uint16, start int64, ops []byte) {
 		limits := []int{1 + int(l1%8), 1 + int(l2%8), 1 + int(l3%8)}
 		windows := []time.Duration{

@@ -27,6 +27,11 @@ type Limiter struct {
 	// (hotlimit.ContextRefunder: redislimit's limiters, a composite), else
 	// nil. The methods that take a context ask those children under it.
 	withContext []hotlimit.ContextRefunder
+	// remote[i] is set when children[i] is a child that takes a context
+	// and is not a composite, or a composite holding one (to any depth):
+	// it may fail once the caller's context has ended (see wait). A
+	// composite of in-memory limiters takes a context, but never fails.
+	remote []bool
 	// stateless[i] is set when children[i] keeps no state: an unlimited
 	// limiter, or a composite of such children (to any depth). Its receipt
 	// holds no clock reading, and its refund does nothing.
@@ -85,6 +90,7 @@ func New(children ...hotlimit.Limiter) (*Limiter, error) {
 	l := &Limiter{
 		children:    make([]hotlimit.Refunder, len(children)),
 		withContext: make([]hotlimit.ContextRefunder, len(children)),
+		remote:      make([]bool, len(children)),
 		stateless:   make([]bool, len(children)),
 		isLog:       make([]bool, len(children)),
 		most:        math.MaxInt,
@@ -107,12 +113,14 @@ func New(children ...hotlimit.Limiter) (*Limiter, error) {
 		}
 		l.children[i], l.stateless[i], l.isLog[i] = r, isStateless(r), isLog(r)
 		l.withContext[i], _ = c.(hotlimit.ContextRefunder)
+		l.remote[i] = l.withContext[i] != nil
 		if b, ok := c.(hotlimit.Burster); ok {
 			l.most = min(l.most, b.Burst())
 		}
 		l.off[i] = l.width
 		if cl, ok := c.(*Limiter); ok {
 			l.sub[i] = cl
+			l.remote[i] = slices.Contains(cl.remote, true)
 			l.width += cl.width
 		} else {
 			l.width++
@@ -406,9 +414,11 @@ func (l *Limiter) take(ctx context.Context, key string, n int, leaves []hotlimit
 // failure policy answered, not its quota. Not asked: a sliding log for
 // n > 1 (see isLog), a child that keeps no state, and every child when the
 // denier's wait is Never already; nor, once ctx has ended, a child that
-// takes a context (it could only fail: a redislimit limiter does not send
-// the question, and its failure policy answers it, FailLocal taking it from
-// its local limiter with no receipt to give it back by).
+// takes a context, or a composite holding one (it could only fail: a
+// redislimit limiter does not send the question, and its failure policy
+// answers it, FailLocal taking it from its local limiter with no receipt to
+// give it back by). A composite of in-memory limiters only is asked then
+// too: it cannot fail.
 //
 // Each child admits a request more readily as time passes with no other
 // requests, so after the largest of these waits every child admits it:
@@ -419,7 +429,7 @@ func (l *Limiter) wait(ctx context.Context, key string, n, denier int, retry tim
 		if rem[j] >= n || l.stateless[j] || n > 1 && l.isLog[j] {
 			continue
 		}
-		if ctx != nil && l.withContext[j] != nil && ctx.Err() != nil {
+		if ctx != nil && l.remote[j] && ctx.Err() != nil {
 			continue // it could only fail: see above
 		}
 		var cd hotlimit.Decision

@@ -517,3 +517,34 @@ func TestRetryAfterAsksNoChildUnderAnEndedContext(t *testing.T) {
 	assert.Equal(t, time.Minute-1, d.RetryAfter, "the denier's wait")
 	assert.Zero(t, later.ended, "not asked under the ended context")
 }
+
+// TestRetryAfterAsksAnInMemoryNestedCompositeUnderAnEndedContext: a nested
+// composite whose children all decide in memory cannot fail under an ended
+// context, so it is still asked for its wait: the request waits for it as
+// it waits for the same children side by side, 59.5 s under 1 per second
+// and 1 per minute, not the denier's 0.5 s after which the minute denies
+// it again.
+func TestRetryAfterAsksAnInMemoryNestedCompositeUnderAnEndedContext(t *testing.T) {
+	var now atomic.Int64
+	now.Store(int64(time.Hour))
+	perSecond, err := tokenbucket.New(1, time.Second, hotlimit.WithClock(now.Load))
+	require.NoError(t, err)
+	perMinute, err := gcra.New(1, time.Minute, hotlimit.WithClock(now.Load))
+	require.NoError(t, err)
+	wide, err := tokenbucket.New(100, time.Second, hotlimit.WithClock(now.Load))
+	require.NoError(t, err)
+	inner, err := composite.New(perMinute, wide)
+	require.NoError(t, err)
+	c, err := composite.New(perSecond, inner)
+	require.NoError(t, err)
+	require.True(t, c.Allow("k"))
+	now.Add(int64(500 * time.Millisecond))
+
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	d, err := c.TakeContext(ctx, "k", 1)
+	require.NoError(t, err, "no child takes a context of its own")
+	assert.False(t, d.Allowed)
+	assert.Equal(t, 59500*time.Millisecond, d.RetryAfter, "the nested composite's wait")
+	assert.Equal(t, c.Take("k", 1), d, "as without a context")
+}
