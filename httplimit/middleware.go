@@ -217,7 +217,10 @@ func (h *handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		h.next.ServeHTTP(w, r)
 		return
 	}
-	user, _ := h.opts.user(r)
+	user, found := h.opts.user(r)
+	if !found { // whatever text came with it: no key is the empty user's
+		user = ""
+	}
 	api, _ := h.opts.api(r)
 	ctx := r.Context()
 	if err := ctx.Err(); err != nil && !h.opts.dryRun {
