@@ -436,6 +436,30 @@ func TestKeylessRequestsShareOneQuota(t *testing.T) {
 	assert.Equal(t, []string{"", "", ""}, users)
 }
 
+// TestAPIKeyFuncThatFindsNoneIsTheEmptyAPI: as for the user, an API key
+// function that finds no key (ok false) but returns text anyway was limited
+// under that text, though KeyFunc says the key is then ignored: such a
+// request is now limited under the empty API.
+func TestAPIKeyFuncThatFindsNoneIsTheEmptyAPI(t *testing.T) {
+	svc, _ := newService(t, cfg(hotlimit.FixedWindow, 100, time.Second), 0)
+	require.NoError(t, svc.ConfigureAPI("", cfg(hotlimit.FixedWindow, 1, time.Second)))
+	operation := func(r *http.Request) (string, bool) {
+		v := r.Header.Get("X-Operation")
+		return "op/" + v, v != ""
+	}
+	var apis []string
+	h := httplimit.New(svc,
+		httplimit.WithAPI(operation),
+		httplimit.WithObserver(func(e httplimit.Event) { apis = append(apis, e.API) }),
+	)(ok)
+	codes := []int{}
+	for _, r := range []*http.Request{get("/", "192.0.2.1:1"), get("/", "192.0.2.1:1"), get("/", "192.0.2.1:1", "X-Operation", "report")} {
+		codes = append(codes, serve(h, r).Code)
+	}
+	assert.Equal(t, []int{200, 429, 200}, codes, "the requests without an API spend the empty API's quota of 1")
+	assert.Equal(t, []string{"", "", "op/report"}, apis)
+}
+
 // TestUserKeyFuncThatFindsNoneIsTheEmptyUser: a key function of one's own
 // that finds no key (ok false) but returns text anyway, here a prefix it
 // puts before the tenant header's value, was limited under that text. The
