@@ -178,7 +178,8 @@
 // An allowed unary call adds the user key (for an IP address, one
 // allocation the first time; a client seen lately reuses its key, while a
 // peer that is not an IP address, such as a Unix socket's, costs one each
-// call), one TakeEach, and the RateLimit metadata: under a rule of one
+// call, and so does a trusted proxy's forwarding entry, which grpc-go's
+// metadata.ValueFromIncomingContext copies), one TakeEach, and the RateLimit metadata: under a rule of one
 // limit, one allocation for the RateLimit item's text and value, two for the
 // metadata map, plus what grpc-go's SetHeader does with them (a rule of
 // several limits adds a copy of their decisions, and for each other limit
