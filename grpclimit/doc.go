@@ -178,7 +178,11 @@
 // An allowed unary call adds the user key (for an IP address, one
 // allocation the first time; a client seen lately reuses its key, while a
 // peer that is not an IP address, such as a Unix socket's, costs one each
-// call), one TakeEach, and the RateLimit metadata: one allocation for the
-// RateLimit item's text and value, two for the metadata map, plus what
-// grpc-go's SetHeader does with them. BenchmarkUnary measures it.
+// call, and so does a trusted proxy's forwarding entry, which grpc-go's
+// metadata.ValueFromIncomingContext copies), one TakeEach, and the RateLimit metadata: under a rule of one
+// limit, one allocation for the RateLimit item's text and value, two for the
+// metadata map, plus what grpc-go's SetHeader does with them (a rule of
+// several limits adds a copy of their decisions, and for each other limit
+// its item's text and the growth of both entries' value lists).
+// BenchmarkUnary measures it.
 package grpclimit

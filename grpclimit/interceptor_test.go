@@ -602,6 +602,44 @@ func TestEmptyKeyIsNoKey(t *testing.T) {
 	assert.Equal(t, "ip:192.0.2.1", key)
 }
 
+// TestUserKeyFuncThatFindsNoneIsTheEmptyUser: a key function of one's own
+// that finds no key (ok false) but returns text anyway, here a prefix it
+// puts before the tenant entry's value, was limited under that text.
+// WithUser says a call for which no key is found is limited as the empty
+// user, as FirstOf ignores such text: the key is now "", and the rule of
+// the empty user applies, on the server and on the client.
+func TestUserKeyFuncThatFindsNoneIsTheEmptyUser(t *testing.T) {
+	tenant := func(ctx context.Context, _ string, _ any) (string, bool) {
+		v := metadata.ValueFromIncomingContext(ctx, "x-tenant")
+		if len(v) == 0 {
+			return "tenant/", false
+		}
+		return "tenant/" + v[0], true
+	}
+	svc, _ := newService(t, cfg(hotlimit.FixedWindow, 100, time.Second), 0)
+	require.NoError(t, svc.ConfigureUser("", cfg(hotlimit.FixedWindow, 1, time.Second)))
+	var rec recorder
+	in := grpclimit.UnaryServerInterceptor(svc, grpclimit.WithUser(tenant), grpclimit.WithObserver(rec.observe))
+	info := &grpc.UnaryServerInfo{FullMethod: unaryCall}
+	var codesSeen []codes.Code
+	for _, c := range []context.Context{context.Background(), context.Background(),
+		metadata.NewIncomingContext(context.Background(), metadata.Pairs("x-tenant", "acme"))} {
+		_, err := in(c, nil, info, noop)
+		codesSeen = append(codesSeen, status.Code(err))
+	}
+	assert.Equal(t, []codes.Code{codes.OK, codes.ResourceExhausted, codes.OK}, codesSeen, "the keyless calls share the empty user's quota of 1")
+	var users []string
+	for _, e := range rec.all() {
+		users = append(users, e.User)
+	}
+	assert.Equal(t, []string{"", "", "tenant/acme"}, users)
+
+	client := grpclimit.UnaryClientInterceptor(svc, grpclimit.WithUser(tenant))
+	invoke := func(context.Context, string, any, any, *grpc.ClientConn, ...grpc.CallOption) error { return nil }
+	assert.Equal(t, codes.ResourceExhausted, status.Code(client(context.Background(), unaryCall, nil, nil, nil, invoke)),
+		"the client's keyless calls share the empty user's quota too")
+}
+
 // TestClientsBehindNonIPProxyHaveTheirOwnQuota serves over an in-memory
 // connection, whose peer is not an IP address, as a proxy on a Unix socket
 // is. Without TrustNonIPPeers every caller shares the peer's key; with it,

@@ -20,8 +20,8 @@ import (
 // message of a unary call, the received message when a stream's messages are
 // limited ([WithStreamMessages]), and nil at the start of a stream or in a
 // client stream interceptor. ok is false when the call carries none (an
-// absent metadata entry, say), which lets [FirstOf] try the next source. A
-// KeyFunc must be safe for concurrent use.
+// absent metadata entry, say), which lets [FirstOf] try the next source; key
+// is then ignored. A KeyFunc must be safe for concurrent use.
 //
 // The user key functions of this package tag every key with its kind, kind
 // ":" value, exactly as httplimit does, so keys from different sources never

@@ -58,7 +58,10 @@ func (l *limiter) decide(ctx context.Context, method string, req any, recv strin
 			l.fail(&v, fmt.Errorf("panicked: %v", r))
 		}
 	}()
-	user, _ := l.o.user(ctx, method, req)
+	user, found := l.o.user(ctx, method, req)
+	if !found { // whatever text came with it: no key is the empty user's
+		user = ""
+	}
 	api, ok := l.o.api(ctx, method, req)
 	if !ok || api == "" {
 		api = boundMethod(method)

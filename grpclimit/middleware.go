@@ -21,6 +21,15 @@ import (
 // one, sends the RateLimit metadata and, on a denial, the pushback trailer,
 // and returns the denial's status error.
 //
+// Limit returns before the handler runs, so it sets the RateLimit metadata
+// of a call it lets through as response headers at once. A failure of the
+// handler (or of an interceptor after the middleware) is then sent after
+// those headers, not Trailers-Only, and a client's retry policy does not
+// retry it (gRFC A6: a call whose headers arrived is committed), whatever
+// its status. [UnaryServerInterceptor] and [StreamServerInterceptor] wait
+// for the handler and keep such failures retryable; with MiddlewareLimiter,
+// [WithRateLimitHeaders](false) does (denials keep their pushback).
+//
 // It is for the middleware's server interceptors only. Its
 // UnaryClientInterceptor and StreamClientInterceptor do not tell Limit
 // which call is sent. In a client's own context grpc.Method finds no

@@ -4,6 +4,7 @@ import (
 	"context"
 	"io"
 	"net"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -20,6 +21,7 @@ import (
 
 	"github.com/hotlimit/hotlimit"
 	"github.com/hotlimit/hotlimit/grpclimit"
+	"github.com/hotlimit/hotlimit/service"
 )
 
 func TestMiddlewareLimiter(t *testing.T) {
@@ -116,4 +118,47 @@ func TestMiddlewareLimiterUnderClientInterceptorsSeesNoCallSent(t *testing.T) {
 	_, err = testgrpc.NewTestServiceClient(backend).EmptyCall(ctx(t), &testgrpc.Empty{})
 	require.NoError(t, err)
 	assert.Empty(t, rec.last().API, "a client's own context names no method")
+}
+
+// TestMiddlewareLimiterCommitsTheCallsItPasses pins what MiddlewareLimiter's
+// doc says of a call it lets through: its RateLimit metadata are set as
+// headers before the handler runs, so a failure of the handler is no longer
+// Trailers-Only, and a client's retry policy does not retry it (gRFC A6),
+// where UnaryServerInterceptor's failure is retried, and so is
+// MiddlewareLimiter's without the metadata.
+func TestMiddlewareLimiterCommitsTheCallsItPasses(t *testing.T) {
+	const serviceConfig = `{"methodConfig": [{
+		"name": [{"service": "grpc.testing.TestService"}],
+		"retryPolicy": {"maxAttempts": 2, "initialBackoff": "0.001s", "maxBackoff": "0.001s",
+			"backoffMultiplier": 1, "retryableStatusCodes": ["UNAVAILABLE"]}}]}`
+	for _, tc := range []struct {
+		name    string
+		limit   func(svc *service.Service) grpc.UnaryServerInterceptor
+		retried bool
+	}{
+		{"middleware", func(svc *service.Service) grpc.UnaryServerInterceptor {
+			return ratelimit.UnaryServerInterceptor(grpclimit.MiddlewareLimiter(svc))
+		}, false},
+		{"middleware-noheaders", func(svc *service.Service) grpc.UnaryServerInterceptor {
+			return ratelimit.UnaryServerInterceptor(grpclimit.MiddlewareLimiter(svc, grpclimit.WithRateLimitHeaders(false)))
+		}, true},
+		{"interceptor", func(svc *service.Service) grpc.UnaryServerInterceptor {
+			return grpclimit.UnaryServerInterceptor(svc)
+		}, true},
+	} {
+		svc, _ := newService(t, cfg(hotlimit.FixedWindow, 10, time.Minute), 0)
+		var calls atomic.Int32
+		cc := serveTCP(t, &testService{}, []grpc.ServerOption{grpc.ChainUnaryInterceptor(tc.limit(svc), failFirst(&calls))},
+			grpc.WithDefaultServiceConfig(serviceConfig))
+		var header metadata.MD
+		_, err := testgrpc.NewTestServiceClient(cc).UnaryCall(ctx(t), &testgrpc.SimpleRequest{}, grpc.Header(&header))
+		if tc.retried {
+			require.NoError(t, err, "%s: the failure is retried", tc.name)
+			assert.EqualValues(t, 2, calls.Load(), tc.name)
+			continue
+		}
+		assert.Equal(t, codes.Unavailable, status.Code(err), "%s: the failure is not retried", tc.name)
+		assert.EqualValues(t, 1, calls.Load(), tc.name)
+		assert.Equal(t, []string{`"fixedwindow-10-1m";r=9;t=60`}, header.Get("ratelimit"), "%s: the failure's headers carry the fields", tc.name)
+	}
 }

@@ -190,9 +190,11 @@
 // # Cost
 //
 // The middleware adds one TakeEach on the service, a few map
-// assignments in the response header and two allocations: the per-request
-// header text (one string holding every number) and the slice that backs the
-// header values. ClientIP's tagged key is built once per client seen lately
+// assignments in the response header and, under a rule of one limit, two
+// allocations: the per-request header text (one string holding every
+// number) and the slice that backs the header values. Each other limit of a
+// rule of several adds its RateLimit item's text and the growth of both
+// fields' value lists, and the service's own work for it. ClientIP's tagged key is built once per client seen lately
 // (a few hundred are remembered), so a returning client costs no allocation
 // for it; a new one costs one. The policy field and the limit are formatted once per
 // Config. The default API of a middleware that wraps a *http.ServeMux is

@@ -14,8 +14,8 @@ import (
 
 // KeyFunc finds a key of a request: the user or the API it is limited under.
 // ok is false when the request carries none (a missing header, say), which
-// lets [FirstOf] try the next source. A KeyFunc must be safe for concurrent
-// use.
+// lets [FirstOf] try the next source; key is then ignored. A KeyFunc must be
+// safe for concurrent use.
 //
 // The user key functions of this package tag every key with its kind, kind
 // ":" value, so that keys from different sources never share a quota: the

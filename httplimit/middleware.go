@@ -86,7 +86,8 @@ func WithUser(f KeyFunc) Option {
 }
 
 // WithAPI sets how the API is found; the default is [RoutePattern] of the
-// wrapped handler when it is a *http.ServeMux (see the package doc). A nil f
+// wrapped handler when it is a *http.ServeMux (see the package doc). A
+// request for which f finds no key is limited under the empty API. A nil f
 // keeps the default.
 func WithAPI(f KeyFunc) Option {
 	return func(o *options) {
@@ -217,8 +218,16 @@ func (h *handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		h.next.ServeHTTP(w, r)
 		return
 	}
-	user, _ := h.opts.user(r)
-	api, _ := h.opts.api(r)
+	// A key function that finds no key may return text anyway: no key is
+	// the empty user's, or the empty API's.
+	user, found := h.opts.user(r)
+	if !found {
+		user = ""
+	}
+	api, found := h.opts.api(r)
+	if !found {
+		api = ""
+	}
 	ctx := r.Context()
 	if err := ctx.Err(); err != nil && !h.opts.dryRun {
 		// The request has ended (its client left, its deadline passed)

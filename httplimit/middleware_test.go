@@ -436,6 +436,56 @@ func TestKeylessRequestsShareOneQuota(t *testing.T) {
 	assert.Equal(t, []string{"", "", ""}, users)
 }
 
+// TestAPIKeyFuncThatFindsNoneIsTheEmptyAPI: as for the user, an API key
+// function that finds no key (ok false) but returns text anyway was limited
+// under that text, though KeyFunc says the key is then ignored: such a
+// request is now limited under the empty API.
+func TestAPIKeyFuncThatFindsNoneIsTheEmptyAPI(t *testing.T) {
+	svc, _ := newService(t, cfg(hotlimit.FixedWindow, 100, time.Second), 0)
+	require.NoError(t, svc.ConfigureAPI("", cfg(hotlimit.FixedWindow, 1, time.Second)))
+	operation := func(r *http.Request) (string, bool) {
+		v := r.Header.Get("X-Operation")
+		return "op/" + v, v != ""
+	}
+	var apis []string
+	h := httplimit.New(svc,
+		httplimit.WithAPI(operation),
+		httplimit.WithObserver(func(e httplimit.Event) { apis = append(apis, e.API) }),
+	)(ok)
+	codes := []int{}
+	for _, r := range []*http.Request{get("/", "192.0.2.1:1"), get("/", "192.0.2.1:1"), get("/", "192.0.2.1:1", "X-Operation", "report")} {
+		codes = append(codes, serve(h, r).Code)
+	}
+	assert.Equal(t, []int{200, 429, 200}, codes, "the requests without an API spend the empty API's quota of 1")
+	assert.Equal(t, []string{"", "", "op/report"}, apis)
+}
+
+// TestUserKeyFuncThatFindsNoneIsTheEmptyUser: a key function of one's own
+// that finds no key (ok false) but returns text anyway, here a prefix it
+// puts before the tenant header's value, was limited under that text. The
+// package doc says a request for which no key is found is limited as the
+// empty user, as FirstOf ignores such text: the key is now "", and the
+// rule of the empty user applies.
+func TestUserKeyFuncThatFindsNoneIsTheEmptyUser(t *testing.T) {
+	svc, _ := newService(t, cfg(hotlimit.FixedWindow, 100, time.Second), 0)
+	require.NoError(t, svc.ConfigureUser("", cfg(hotlimit.FixedWindow, 1, time.Second)))
+	tenant := func(r *http.Request) (string, bool) {
+		v := r.Header.Get("X-Tenant")
+		return "tenant/" + v, v != ""
+	}
+	var users []string
+	h := httplimit.New(svc,
+		httplimit.WithUser(tenant),
+		httplimit.WithObserver(func(e httplimit.Event) { users = append(users, e.User) }),
+	)(ok)
+	codes := []int{}
+	for _, r := range []*http.Request{get("/", "192.0.2.1:1"), get("/", "192.0.2.2:1"), get("/", "192.0.2.3:1", "X-Tenant", "acme")} {
+		codes = append(codes, serve(h, r).Code)
+	}
+	assert.Equal(t, []int{200, 429, 200}, codes, "the keyless requests share the empty user's quota of 1")
+	assert.Equal(t, []string{"", "", "tenant/acme"}, users)
+}
+
 func TestNilServiceFailsClosed(t *testing.T) {
 	assert.NotPanics(t, func() {
 		w := serve(httplimit.New(nil)(ok), get("/", "192.0.2.1:1"))

@@ -141,3 +141,20 @@ func TestRetryAfterWaitsOutEveryLimit(t *testing.T) {
 	now.Store(int64(500*time.Millisecond) + int64(60*time.Second))
 	assert.Equal(t, http.StatusOK, serve(h, get("/", "192.0.2.1:1")).Code, "the retry at Retry-After passes")
 }
+
+// TestScopedNameOfAnEmptyPolicyNameFallsBackToTheDefault: WithPolicyName
+// says an empty name falls back to the default. Under a rule of two limits
+// that differ only in their scope, the one per user, named with its scope
+// too, was named "-user" alone: the empty name with the scope appended, not
+// the default's. Both are now named as without WithPolicyName.
+func TestScopedNameOfAnEmptyPolicyNameFallsBackToTheDefault(t *testing.T) {
+	pair := cfg(hotlimit.FixedWindow, 10, time.Minute)
+	user := pair
+	user.Scope = hotlimit.PerUser
+	svc, err := service.NewFromRules(service.Rules{Default: service.Limits{pair, user}})
+	require.NoError(t, err)
+	want := serve(httplimit.New(svc)(ok), get("/", "192.0.2.1:1")).Header().Values("RateLimit-Policy")
+	require.Equal(t, []string{`"fixedwindow-10-1m";q=10;w=60`, `"fixedwindow-10-1m-user";q=10;w=60`}, want)
+	h := httplimit.New(svc, httplimit.WithPolicyName(func(hotlimit.Config) string { return "" }))(ok)
+	assert.Equal(t, want, serve(h, get("/", "192.0.2.1:2")).Header().Values("RateLimit-Policy"))
+}

@@ -222,7 +222,13 @@ func NewPolicies(name func(hotlimit.Config) string) *Policies {
 		name = PolicyName
 	}
 	ps := newPolicies(name)
-	ps.scoped = newPolicies(func(c hotlimit.Config) string { return name(c) + "-" + c.Scope.String() })
+	ps.scoped = newPolicies(func(c hotlimit.Config) string {
+		n := name(c)
+		if n == "" { // as NewPolicy falls back, so that the scope follows the default name
+			n = PolicyName(c)
+		}
+		return n + "-" + c.Scope.String()
+	})
 	return ps
 }
 
