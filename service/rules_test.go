@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"errors"
+	"strconv"
 	"strings"
 	"testing"
 	"testing/iotest"
@@ -220,4 +221,37 @@ func TestUnlimitedBesideOtherLimitsIsRejected(t *testing.T) {
 	for range 10 {
 		require.True(t, s.Allow("partner", "GET /"))
 	}
+}
+
+// TestLoadRulesRefusesBytesNotUTF8: encoding/json reads a string holding
+// bytes that are not UTF-8 as if they were U+FFFD, so a rules file saved in
+// Latin-1 loaded its rule for "café" as one for "caf\uFFFD", which no
+// request names: the rule never applied, and nothing said so. The file is
+// refused, naming where the bad byte is, and Replace is never reached.
+func TestLoadRulesRefusesBytesNotUTF8(t *testing.T) {
+	for i, tc := range []struct {
+		in  string
+		bad byte // the first byte that is not UTF-8
+	}{
+		{"{\"default\":[" + tb1 + "],\"users\":{\"caf\xe9\":[" + tb1 + "]}}", 0xe9},
+		{"{\"default\":[" + tb1 + "],\"apis\":{\"GET /caf\xe9\":[" + tb1 + "]}}", 0xe9},
+		{"\n\n{\"default\":[" + tb1 + "],\"pairs\":[{\"user\":\"\xff\",\"api\":\"a\",\"limits\":[" + tb1 + "]}]}", 0xff},
+	} {
+		at := strings.IndexByte(tc.in, tc.bad)
+		r, err := service.LoadRules(strings.NewReader(tc.in))
+		require.Error(t, err, "case %d: loaded %v", i, r)
+		assert.ErrorIs(t, err, hotlimit.ErrInvalidConfig, "case %d", i)
+		assert.ErrorContains(t, err, "not UTF-8", "case %d", i)
+		assert.ErrorContains(t, err, "byte "+strconv.Itoa(at)+", after "+strconv.Quote(tc.in[at-16:at]), "case %d", i)
+		assert.Zero(t, r, "case %d", i)
+
+		var into service.Rules
+		assert.ErrorContains(t, json.Unmarshal([]byte(tc.in), &into), "not UTF-8", "case %d: json.Unmarshal", i)
+		assert.Zero(t, into, "case %d: json.Unmarshal", i)
+	}
+	// Escapes are UTF-8 text: "\u00e9" is é, and U+FFFD written out is a name like any other.
+	r, err := service.LoadRules(strings.NewReader(`{"default":[` + tb1 + `],"users":{"caf\u00e9":[` + tb1 + `],"\ufffd":[` + tb1 + `]}}`))
+	require.NoError(t, err)
+	assert.Contains(t, r.Users, "café")
+	assert.Contains(t, r.Users, "\uFFFD")
 }

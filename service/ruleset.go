@@ -61,7 +61,9 @@ type Pair struct {
 // Pairs are a list, sorted by user then API, since a pair is not one string;
 // "users", "apis" and "pairs" are omitted when empty. JSON strings hold only
 // valid UTF-8, so names that are not valid UTF-8 work in Go but cannot be
-// written as JSON: MarshalJSON rejects them rather than alter them.
+// written as JSON: MarshalJSON rejects them rather than alter them, and
+// UnmarshalJSON (so [LoadRules]) rejects JSON that is not UTF-8 (a file
+// saved in Latin-1, say) rather than read its names altered.
 type Rules struct {
 	// Default applies to requests no override matches. It is required.
 	Default Limits
@@ -306,12 +308,18 @@ func (r Rules) MarshalJSON() ([]byte, error) {
 // UnmarshalJSON reads the form documented on [Rules], strictly: unknown
 // fields (also differently cased ones) are rejected, "default" is required,
 // every limit is read by [hotlimit.Config.UnmarshalJSON], and a field, user,
-// api or pair given twice is an error (encoding/json would keep the last).
+// api or pair given twice is an error (encoding/json would keep the last),
+// and so is a byte that is not UTF-8 (encoding/json would read it as U+FFFD,
+// so that a name written in another encoding would name another user or api
+// than the requests' and its rule would never apply).
 // Errors name the offending entry, as in
 // `users["alice"][1].window: ...`, and wrap hotlimit.ErrInvalidConfig. It
 // checks the form, not the values: [LoadRules] also validates them. On error
 // r is unchanged.
 func (r *Rules) UnmarshalJSON(data []byte) error {
+	if err := checkUTF8(data); err != nil {
+		return err
+	}
 	fields, err := decodeObject(data, "default", "users", "apis", "pairs")
 	if err != nil {
 		return fmt.Errorf("service: rules: %w", err)
@@ -372,6 +380,27 @@ func (r *Rules) UnmarshalJSON(data []byte) error {
 	}
 	*r = next
 	return nil
+}
+
+// checkUTF8 returns an error, naming the offset of the first bad byte and
+// what comes before it, when data is not UTF-8. encoding/json would read
+// each such byte as U+FFFD: a name written in another encoding (a "café" in
+// Latin-1) would become a name no request gives, and its rule would never
+// apply.
+func checkUTF8(data []byte) error {
+	if utf8.Valid(data) {
+		return nil
+	}
+	at := 0
+	for at < len(data) {
+		r, size := utf8.DecodeRune(data[at:])
+		if r == utf8.RuneError && size == 1 {
+			break
+		}
+		at += size
+	}
+	return fmt.Errorf("service: rules: byte %d, after %q, is not UTF-8, as JSON text must be (a file saved in another encoding?): %w",
+		at, data[max(0, at-16):at], hotlimit.ErrInvalidConfig)
 }
 
 // decodePair reads one element of "pairs".
@@ -437,6 +466,9 @@ func LoadRules(r io.Reader) (Rules, error) {
 	data, err := io.ReadAll(r)
 	if err != nil {
 		return Rules{}, fmt.Errorf("service: reading rules: %w", err)
+	}
+	if err := checkUTF8(data); err != nil { // UnmarshalJSON's check, at the file's offsets
+		return Rules{}, err
 	}
 	dec := json.NewDecoder(bytes.NewReader(data))
 	var raw json.RawMessage
