@@ -14,6 +14,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/hotlimit/hotlimit"
+	"github.com/hotlimit/hotlimit/composite"
 	"github.com/hotlimit/hotlimit/service"
 )
 
@@ -254,4 +255,29 @@ func TestLoadRulesRefusesBytesNotUTF8(t *testing.T) {
 	require.NoError(t, err)
 	assert.Contains(t, r.Users, "café")
 	assert.Contains(t, r.Users, "\uFFFD")
+}
+
+// TestRuleOfMoreLimitsThanAServiceTakesIsInvalid: a service enforces a rule
+// of at most composite.MaxChildren limits, but Validate, and so LoadRules,
+// passed a rule of more, and the rules a check in CI called valid were
+// refused by NewFromRules, or by every reload of a watched file.
+func TestRuleOfMoreLimitsThanAServiceTakesIsInvalid(t *testing.T) {
+	var ls service.Limits
+	for i := range composite.MaxChildren + 1 {
+		ls = append(ls, hotlimit.Config{Algorithm: hotlimit.FixedWindow, Limit: i + 1, Window: time.Second})
+	}
+	r := service.Rules{Default: service.Limits{ls[0]}, APIs: map[string]service.Limits{"GET /pay": ls}}
+	err := r.Validate()
+	require.ErrorIs(t, err, hotlimit.ErrInvalidConfig)
+	assert.ErrorContains(t, err, `apis["GET /pay"]: 17 limits, at most 16`)
+
+	data, err := json.Marshal(r)
+	require.NoError(t, err)
+	_, err = service.LoadRules(bytes.NewReader(data))
+	assert.ErrorContains(t, err, `apis["GET /pay"]: 17 limits, at most 16`)
+
+	r.APIs["GET /pay"] = ls[:composite.MaxChildren]
+	require.NoError(t, r.Validate())
+	_, err = service.NewFromRules(r)
+	assert.NoError(t, err, "as many limits as a rule may hold")
 }

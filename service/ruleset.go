@@ -14,6 +14,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/hotlimit/hotlimit"
+	"github.com/hotlimit/hotlimit/composite"
 	"github.com/hotlimit/hotlimit/internal/jsonobj"
 	"github.com/hotlimit/hotlimit/internal/nilness"
 )
@@ -22,7 +23,7 @@ import (
 // then counted by each; when one denies it, the limits that admitted it give
 // it back (see package composite). One limit is the common case; two express
 // policies like "10 per second and 100 per minute". A rule holds at least one
-// limit and no limit twice, a limit and its copy in shadow mode, or with
+// limit, at most composite.MaxChildren (16), and no limit twice, a limit and its copy in shadow mode, or with
 // the burst it has spelled out (its limit, or under [hotlimit.WithBurst]
 // among the service's options that burst, which only the service can
 // check), counting as the same limit (they would count every request twice
@@ -79,8 +80,9 @@ type Rules struct {
 // aside, which only a rule takes), so a Config
 // that is valid but outside its algorithm's range is rejected too. The error
 // names the offending entry, as in `users["alice"][1]: ...`, and wraps
-// hotlimit.ErrInvalidConfig; so does the error for a rule of no limit, of a
-// limit twice, or of Unlimited beside other limits (see [Limits]). Entries
+// hotlimit.ErrInvalidConfig; so does the error for a rule of no limit, of
+// more than composite.MaxChildren, of a limit twice, or of Unlimited beside
+// other limits (see [Limits]). Entries
 // are checked in a fixed order (default,
 // users, apis, pairs, each sorted by name), so the same rules give the same
 // error.
@@ -116,6 +118,11 @@ func (r Rules) each(f func(path string, ls Limits) error) error {
 	return r.walk(func(path string, ls Limits) error {
 		if len(ls) == 0 {
 			return fmt.Errorf("service: %s: a rule needs at least one limit: %w", path, hotlimit.ErrInvalidConfig)
+		}
+		if len(ls) > composite.MaxChildren {
+			// As newMulti, which enforces the rule, would say: rules that
+			// validate are rules a service takes.
+			return fmt.Errorf("service: %s: %d limits, at most %d: %w", path, len(ls), composite.MaxChildren, hotlimit.ErrInvalidConfig)
 		}
 		for i, c := range ls {
 			if !c.Scope.Valid() {
