@@ -281,3 +281,20 @@ func TestRuleOfMoreLimitsThanAServiceTakesIsInvalid(t *testing.T) {
 	_, err = service.NewFromRules(r)
 	assert.NoError(t, err, "as many limits as a rule may hold")
 }
+
+// TestLoadRulesSyntaxErrorSaysWhere: encoding/json's syntax errors carry
+// where they are in a field, not in their text, and LoadRules dropped it:
+// "invalid character '}' looking for beginning of value" in a rules file of
+// a hundred lines, with no line to look at. The error names the line, the
+// column and the byte.
+func TestLoadRulesSyntaxErrorSaysWhere(t *testing.T) {
+	in := "{\n  \"default\": [" + tb1 + "],\n  \"users\": {\n    \"alice\": [" + tb1 + ",]\n  }\n}\n"
+	_, err := service.LoadRules(strings.NewReader(in))
+	require.ErrorIs(t, err, hotlimit.ErrInvalidConfig)
+	assert.ErrorContains(t, err, "service: rules are not JSON: invalid character ']' looking for beginning of value")
+	at := strings.Index(in, ",]") + 1
+	assert.ErrorContains(t, err, "at line 4, column "+strconv.Itoa(at-strings.LastIndexByte(in[:at], '\n'))+" (byte "+strconv.Itoa(at)+")")
+
+	_, err = service.LoadRules(strings.NewReader(in[:30]))
+	assert.ErrorContains(t, err, "service: rules are not JSON: unexpected EOF", "a file cut short has no place to name")
+}

@@ -389,6 +389,21 @@ func (r *Rules) UnmarshalJSON(data []byte) error {
 	return nil
 }
 
+// syntaxErrorAt says where in data the syntax error err is, as ", at line
+// L, column C (byte B)" (the line and column count from 1, in bytes; the byte
+// from 0), or "" when err is not a *json.SyntaxError: encoding/json keeps
+// the place in a field, not in the error's text.
+func syntaxErrorAt(data []byte, err error) string {
+	var se *json.SyntaxError
+	if !errors.As(err, &se) || se.Offset < 1 || se.Offset > int64(len(data)) {
+		return ""
+	}
+	at := int(se.Offset) - 1 // Offset counts the bytes read, the bad one included
+	line := 1 + bytes.Count(data[:at], []byte{'\n'})
+	column := at - bytes.LastIndexByte(data[:at], '\n')
+	return fmt.Sprintf(", at line %d, column %d (byte %d)", line, column, at)
+}
+
 // checkUTF8 returns an error, naming the offset of the first bad byte and
 // what comes before it, when data is not UTF-8. encoding/json would read
 // each such byte as U+FFFD: a name written in another encoding (a "café" in
@@ -480,7 +495,7 @@ func LoadRules(r io.Reader) (Rules, error) {
 	dec := json.NewDecoder(bytes.NewReader(data))
 	var raw json.RawMessage
 	if err := dec.Decode(&raw); err != nil {
-		return Rules{}, fmt.Errorf("service: rules are not JSON: %v: %w", err, hotlimit.ErrInvalidConfig)
+		return Rules{}, fmt.Errorf("service: rules are not JSON: %v%s: %w", err, syntaxErrorAt(data, err), hotlimit.ErrInvalidConfig)
 	}
 	if _, err := dec.Token(); err != io.EOF {
 		return Rules{}, fmt.Errorf("service: rules: more after the JSON object, at byte %d: %w", dec.InputOffset(), hotlimit.ErrInvalidConfig)
