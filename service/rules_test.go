@@ -298,3 +298,20 @@ func TestLoadRulesSyntaxErrorSaysWhere(t *testing.T) {
 	_, err = service.LoadRules(strings.NewReader(in[:30]))
 	assert.ErrorContains(t, err, "service: rules are not JSON: unexpected EOF", "a file cut short has no place to name")
 }
+
+// TestLoadRulesIgnoresAByteOrderMark: an editor that saves UTF-8 with a byte
+// order mark (Notepad, for one) left a rules file that LoadRules refused as
+// "invalid character 'ï' looking for beginning of value", a character the
+// file's author cannot see. RFC 8259 lets a parser ignore the mark, and
+// LoadRules does; the places its errors name stay the file's.
+func TestLoadRulesIgnoresAByteOrderMark(t *testing.T) {
+	const bom = "\xef\xbb\xbf"
+	r, err := service.LoadRules(strings.NewReader(bom + sampleJSON))
+	require.NoError(t, err)
+	assert.Equal(t, sampleRules(), r)
+
+	_, err = service.LoadRules(strings.NewReader(bom + "{\"default\":[" + tb1 + ",]}"))
+	assert.ErrorContains(t, err, "invalid character ']' looking for beginning of value, at line 1, column "+strconv.Itoa(len(bom)+14+len(tb1)))
+	_, err = service.LoadRules(strings.NewReader("\n" + bom + sampleJSON))
+	assert.ErrorContains(t, err, "invalid character 'ï'", "a mark anywhere but at the start is no mark")
+}

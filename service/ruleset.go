@@ -389,6 +389,10 @@ func (r *Rules) UnmarshalJSON(data []byte) error {
 	return nil
 }
 
+// byteOrderMark is U+FEFF in UTF-8, which some editors write at the start
+// of a file.
+var byteOrderMark = []byte("\xef\xbb\xbf")
+
 // syntaxErrorAt says where in data the syntax error err is, as ", at line
 // L, column C (byte B)" (the line and column count from 1, in bytes; the byte
 // from 0), or "" when err is not a *json.SyntaxError: encoding/json keeps
@@ -480,7 +484,8 @@ func decodeLimits(path string, data []byte) (Limits, error) {
 // as in `users["alice"][1].window: ...` or `apis["GET /search"][0]: tokenbucket:
 // limit ... out of range`, and wrap hotlimit.ErrInvalidConfig, except errors
 // reading r. Anything after the JSON object but white space is an error, and
-// so is a nil r.
+// so is a nil r. A byte order mark at the start, which some editors write, is
+// ignored.
 func LoadRules(r io.Reader) (Rules, error) {
 	if nilness.Is(r) {
 		return Rules{}, errors.New("service: reading rules: no reader (nil)")
@@ -491,6 +496,12 @@ func LoadRules(r io.Reader) (Rules, error) {
 	}
 	if err := checkUTF8(data); err != nil { // UnmarshalJSON's check, at the file's offsets
 		return Rules{}, err
+	}
+	if bytes.HasPrefix(data, byteOrderMark) {
+		// Written by some editors, refused by encoding/json as an
+		// invalid character, and one RFC 8259 lets a parser ignore:
+		// blanked, so that the places errors name stay the file's.
+		copy(data, "   ")
 	}
 	dec := json.NewDecoder(bytes.NewReader(data))
 	var raw json.RawMessage
