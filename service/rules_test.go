@@ -315,3 +315,23 @@ func TestLoadRulesIgnoresAByteOrderMark(t *testing.T) {
 	_, err = service.LoadRules(strings.NewReader("\n" + bom + sampleJSON))
 	assert.ErrorContains(t, err, "invalid character 'ï'", "a mark anywhere but at the start is no mark")
 }
+
+// TestLoadRulesNamesWhereTheExtraTextStarts: after the rules' object, a
+// value ("{}", "5") was reported at the byte after its first, while other
+// text ("x", ",") was at its own: the place named depended on what was
+// there. It is now the first byte after the object that is not white
+// space, with its line and column, as for a syntax error.
+func TestLoadRulesNamesWhereTheExtraTextStarts(t *testing.T) {
+	base := `{"default":[` + tb1 + `]}`
+	for _, tail := range []string{" {}", " 5", " x", " ,", "\n\n  ]", "\t\"s\""} {
+		in := base + tail
+		at := len(base) + len(tail) - len(strings.TrimLeft(tail, " \t\n"))
+		line := 1 + strings.Count(in[:at], "\n")
+		column := at - strings.LastIndexByte(in[:at], '\n')
+		_, err := service.LoadRules(strings.NewReader(in))
+		require.ErrorIs(t, err, hotlimit.ErrInvalidConfig, "%q", tail)
+		assert.ErrorContains(t, err, "service: rules: more after the JSON object, at line "+strconv.Itoa(line)+", column "+strconv.Itoa(column)+" (byte "+strconv.Itoa(at)+")", "%q", tail)
+	}
+	_, err := service.LoadRules(strings.NewReader(base + " \n\t "))
+	assert.NoError(t, err, "white space after the object")
+}

@@ -393,16 +393,20 @@ func (r *Rules) UnmarshalJSON(data []byte) error {
 // of a file.
 var byteOrderMark = []byte("\xef\xbb\xbf")
 
-// syntaxErrorAt says where in data the syntax error err is, as ", at line
-// L, column C (byte B)" (the line and column count from 1, in bytes; the byte
-// from 0), or "" when err is not a *json.SyntaxError: encoding/json keeps
-// the place in a field, not in the error's text.
+// syntaxErrorAt says where in data the syntax error err is (see placeOf),
+// or "" when err is not a *json.SyntaxError: encoding/json keeps the place
+// in a field, not in the error's text.
 func syntaxErrorAt(data []byte, err error) string {
 	var se *json.SyntaxError
 	if !errors.As(err, &se) || se.Offset < 1 || se.Offset > int64(len(data)) {
 		return ""
 	}
-	at := int(se.Offset) - 1 // Offset counts the bytes read, the bad one included
+	return placeOf(data, int(se.Offset)-1) // Offset counts the bytes read, the bad one included
+}
+
+// placeOf names the byte at of data as ", at line L, column C (byte B)":
+// the line and column count from 1, in bytes; the byte from 0.
+func placeOf(data []byte, at int) string {
 	line := 1 + bytes.Count(data[:at], []byte{'\n'})
 	column := at - bytes.LastIndexByte(data[:at], '\n')
 	return fmt.Sprintf(", at line %d, column %d (byte %d)", line, column, at)
@@ -508,8 +512,9 @@ func LoadRules(r io.Reader) (Rules, error) {
 	if err := dec.Decode(&raw); err != nil {
 		return Rules{}, fmt.Errorf("service: rules are not JSON: %v%s: %w", err, syntaxErrorAt(data, err), hotlimit.ErrInvalidConfig)
 	}
-	if _, err := dec.Token(); err != io.EOF {
-		return Rules{}, fmt.Errorf("service: rules: more after the JSON object, at byte %d: %w", dec.InputOffset(), hotlimit.ErrInvalidConfig)
+	// After Decode, InputOffset is the end of the object.
+	if rest := bytes.TrimLeft(data[dec.InputOffset():], " \t\r\n"); len(rest) > 0 {
+		return Rules{}, fmt.Errorf("service: rules: more after the JSON object%s: %w", placeOf(data, len(data)-len(rest)), hotlimit.ErrInvalidConfig)
 	}
 	var rules Rules
 	if err := rules.UnmarshalJSON(raw); err != nil {
