@@ -335,3 +335,19 @@ func TestLoadRulesNamesWhereTheExtraTextStarts(t *testing.T) {
 	_, err := service.LoadRules(strings.NewReader(base + " \n\t "))
 	assert.NoError(t, err, "white space after the object")
 }
+
+// TestRulesMarshalNamesALimitOfNoScope: MarshalJSON named the entry of a
+// limit with no algorithm but not that of a limit whose Scope is none of
+// the scopes (a value cast from elsewhere): the error said "service:
+// rules: ..." and left the caller to search every rule. It names the entry
+// for both.
+func TestRulesMarshalNamesALimitOfNoScope(t *testing.T) {
+	ok := hotlimit.Config{Algorithm: hotlimit.FixedWindow, Limit: 1, Window: time.Second}
+	bad := ok
+	bad.Scope = 9
+	_, err := json.Marshal(service.Rules{Default: service.Limits{ok}, Users: map[string]service.Limits{"u": {ok}},
+		Pairs: map[service.Pair]service.Limits{{User: "u", API: "pay"}: {ok, bad}}})
+	assert.ErrorContains(t, err, `service: pairs["u","pay"][1]: `)
+	assert.ErrorContains(t, err, "Scope(9) is not a scope")
+	assert.ErrorIs(t, err, hotlimit.ErrInvalidConfig)
+}

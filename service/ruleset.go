@@ -271,8 +271,8 @@ type pairJSON struct {
 
 // MarshalJSON writes r in the form documented on [Rules], pairs sorted by
 // user then API (users and APIs are sorted by encoding/json). It fails when a
-// name is not valid UTF-8 or a limit names no algorithm, naming the entry; it
-// does not otherwise validate r.
+// name is not valid UTF-8 or a limit names no algorithm or no scope, naming
+// the entry; it does not otherwise validate r.
 func (r Rules) MarshalJSON() ([]byte, error) {
 	out := rulesJSON{Default: r.Default, Users: r.Users, APIs: r.APIs}
 	if out.Default == nil {
@@ -296,10 +296,11 @@ func (r Rules) MarshalJSON() ([]byte, error) {
 	}
 	b, err := json.Marshal(out)
 	if err != nil {
-		// Only a limit without an algorithm fails; find it to name it.
+		// Only a limit without an algorithm, or of no scope, fails; find
+		// it to name it.
 		if ferr := r.walk(func(path string, ls Limits) error {
 			for i, c := range ls {
-				if !c.Algorithm.Valid() {
+				if !c.Algorithm.Valid() || !c.Scope.Valid() {
 					return fmt.Errorf("service: %s[%d]: %w", path, i, err)
 				}
 			}
