@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"errors"
+	"strconv"
 	"strings"
 	"testing"
 	"testing/iotest"
@@ -13,6 +14,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/hotlimit/hotlimit"
+	"github.com/hotlimit/hotlimit/composite"
 	"github.com/hotlimit/hotlimit/service"
 )
 
@@ -220,4 +222,132 @@ func TestUnlimitedBesideOtherLimitsIsRejected(t *testing.T) {
 	for range 10 {
 		require.True(t, s.Allow("partner", "GET /"))
 	}
+}
+
+// TestLoadRulesRefusesBytesNotUTF8: encoding/json reads a string holding
+// bytes that are not UTF-8 as if they were U+FFFD, so a rules file saved in
+// Latin-1 loaded its rule for "café" as one for "caf\uFFFD", which no
+// request names: the rule never applied, and nothing said so. The file is
+// refused, naming where the bad byte is, and Replace is never reached.
+func TestLoadRulesRefusesBytesNotUTF8(t *testing.T) {
+	for i, tc := range []struct {
+		in  string
+		bad byte // the first byte that is not UTF-8
+	}{
+		{"{\"default\":[" + tb1 + "],\"users\":{\"caf\xe9\":[" + tb1 + "]}}", 0xe9},
+		{"{\"default\":[" + tb1 + "],\"apis\":{\"GET /caf\xe9\":[" + tb1 + "]}}", 0xe9},
+		{"\n\n{\"default\":[" + tb1 + "],\"pairs\":[{\"user\":\"\xff\",\"api\":\"a\",\"limits\":[" + tb1 + "]}]}", 0xff},
+	} {
+		at := strings.IndexByte(tc.in, tc.bad)
+		r, err := service.LoadRules(strings.NewReader(tc.in))
+		require.Error(t, err, "case %d: loaded %v", i, r)
+		assert.ErrorIs(t, err, hotlimit.ErrInvalidConfig, "case %d", i)
+		assert.ErrorContains(t, err, "not UTF-8", "case %d", i)
+		assert.ErrorContains(t, err, "byte "+strconv.Itoa(at)+", after "+strconv.Quote(tc.in[at-16:at]), "case %d", i)
+		assert.Zero(t, r, "case %d", i)
+
+		var into service.Rules
+		assert.ErrorContains(t, json.Unmarshal([]byte(tc.in), &into), "not UTF-8", "case %d: json.Unmarshal", i)
+		assert.Zero(t, into, "case %d: json.Unmarshal", i)
+	}
+	// Escapes are UTF-8 text: "\u00e9" is é, and U+FFFD written out is a name like any other.
+	r, err := service.LoadRules(strings.NewReader(`{"default":[` + tb1 + `],"users":{"caf\u00e9":[` + tb1 + `],"\ufffd":[` + tb1 + `]}}`))
+	require.NoError(t, err)
+	assert.Contains(t, r.Users, "café")
+	assert.Contains(t, r.Users, "\uFFFD")
+}
+
+// TestRuleOfMoreLimitsThanAServiceTakesIsInvalid: a service enforces a rule
+// of at most composite.MaxChildren limits, but Validate, and so LoadRules,
+// passed a rule of more, and the rules a check in CI called valid were
+// refused by NewFromRules, or by every reload of a watched file.
+func TestRuleOfMoreLimitsThanAServiceTakesIsInvalid(t *testing.T) {
+	var ls service.Limits
+	for i := range composite.MaxChildren + 1 {
+		ls = append(ls, hotlimit.Config{Algorithm: hotlimit.FixedWindow, Limit: i + 1, Window: time.Second})
+	}
+	r := service.Rules{Default: service.Limits{ls[0]}, APIs: map[string]service.Limits{"GET /pay": ls}}
+	err := r.Validate()
+	require.ErrorIs(t, err, hotlimit.ErrInvalidConfig)
+	assert.ErrorContains(t, err, `apis["GET /pay"]: 17 limits, at most 16`)
+
+	data, err := json.Marshal(r)
+	require.NoError(t, err)
+	_, err = service.LoadRules(bytes.NewReader(data))
+	assert.ErrorContains(t, err, `apis["GET /pay"]: 17 limits, at most 16`)
+
+	r.APIs["GET /pay"] = ls[:composite.MaxChildren]
+	require.NoError(t, r.Validate())
+	_, err = service.NewFromRules(r)
+	assert.NoError(t, err, "as many limits as a rule may hold")
+}
+
+// TestLoadRulesSyntaxErrorSaysWhere: encoding/json's syntax errors carry
+// where they are in a field, not in their text, and LoadRules dropped it:
+// "invalid character '}' looking for beginning of value" in a rules file of
+// a hundred lines, with no line to look at. The error names the line, the
+// column and the byte.
+func TestLoadRulesSyntaxErrorSaysWhere(t *testing.T) {
+	in := "{\n  \"default\": [" + tb1 + "],\n  \"users\": {\n    \"alice\": [" + tb1 + ",]\n  }\n}\n"
+	_, err := service.LoadRules(strings.NewReader(in))
+	require.ErrorIs(t, err, hotlimit.ErrInvalidConfig)
+	assert.ErrorContains(t, err, "service: rules are not JSON: invalid character ']' looking for beginning of value")
+	at := strings.Index(in, ",]") + 1
+	assert.ErrorContains(t, err, "at line 4, column "+strconv.Itoa(at-strings.LastIndexByte(in[:at], '\n'))+" (byte "+strconv.Itoa(at)+")")
+
+	_, err = service.LoadRules(strings.NewReader(in[:30]))
+	assert.ErrorContains(t, err, "service: rules are not JSON: unexpected EOF", "a file cut short has no place to name")
+}
+
+// TestLoadRulesIgnoresAByteOrderMark: an editor that saves UTF-8 with a byte
+// order mark (Notepad, for one) left a rules file that LoadRules refused as
+// "invalid character 'ï' looking for beginning of value", a character the
+// file's author cannot see. RFC 8259 lets a parser ignore the mark, and
+// LoadRules does; the places its errors name stay the file's.
+func TestLoadRulesIgnoresAByteOrderMark(t *testing.T) {
+	const bom = "\xef\xbb\xbf"
+	r, err := service.LoadRules(strings.NewReader(bom + sampleJSON))
+	require.NoError(t, err)
+	assert.Equal(t, sampleRules(), r)
+
+	_, err = service.LoadRules(strings.NewReader(bom + "{\"default\":[" + tb1 + ",]}"))
+	assert.ErrorContains(t, err, "invalid character ']' looking for beginning of value, at line 1, column "+strconv.Itoa(len(bom)+14+len(tb1)))
+	_, err = service.LoadRules(strings.NewReader("\n" + bom + sampleJSON))
+	assert.ErrorContains(t, err, "invalid character 'ï'", "a mark anywhere but at the start is no mark")
+}
+
+// TestLoadRulesNamesWhereTheExtraTextStarts: after the rules' object, a
+// value ("{}", "5") was reported at the byte after its first, while other
+// text ("x", ",") was at its own: the place named depended on what was
+// there. It is now the first byte after the object that is not white
+// space, with its line and column, as for a syntax error.
+func TestLoadRulesNamesWhereTheExtraTextStarts(t *testing.T) {
+	base := `{"default":[` + tb1 + `]}`
+	for _, tail := range []string{" {}", " 5", " x", " ,", "\n\n  ]", "\t\"s\""} {
+		in := base + tail
+		at := len(base) + len(tail) - len(strings.TrimLeft(tail, " \t\n"))
+		line := 1 + strings.Count(in[:at], "\n")
+		column := at - strings.LastIndexByte(in[:at], '\n')
+		_, err := service.LoadRules(strings.NewReader(in))
+		require.ErrorIs(t, err, hotlimit.ErrInvalidConfig, "%q", tail)
+		assert.ErrorContains(t, err, "service: rules: more after the JSON object, at line "+strconv.Itoa(line)+", column "+strconv.Itoa(column)+" (byte "+strconv.Itoa(at)+")", "%q", tail)
+	}
+	_, err := service.LoadRules(strings.NewReader(base + " \n\t "))
+	assert.NoError(t, err, "white space after the object")
+}
+
+// TestRulesMarshalNamesALimitOfNoScope: MarshalJSON named the entry of a
+// limit with no algorithm but not that of a limit whose Scope is none of
+// the scopes (a value cast from elsewhere): the error said "service:
+// rules: ..." and left the caller to search every rule. It names the entry
+// for both.
+func TestRulesMarshalNamesALimitOfNoScope(t *testing.T) {
+	ok := hotlimit.Config{Algorithm: hotlimit.FixedWindow, Limit: 1, Window: time.Second}
+	bad := ok
+	bad.Scope = 9
+	_, err := json.Marshal(service.Rules{Default: service.Limits{ok}, Users: map[string]service.Limits{"u": {ok}},
+		Pairs: map[service.Pair]service.Limits{{User: "u", API: "pay"}: {ok, bad}}})
+	assert.ErrorContains(t, err, `service: pairs["u","pay"][1]: `)
+	assert.ErrorContains(t, err, "Scope(9) is not a scope")
+	assert.ErrorIs(t, err, hotlimit.ErrInvalidConfig)
 }

@@ -14,6 +14,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/hotlimit/hotlimit"
+	"github.com/hotlimit/hotlimit/composite"
 	"github.com/hotlimit/hotlimit/internal/jsonobj"
 	"github.com/hotlimit/hotlimit/internal/nilness"
 )
@@ -22,7 +23,7 @@ import (
 // then counted by each; when one denies it, the limits that admitted it give
 // it back (see package composite). One limit is the common case; two express
 // policies like "10 per second and 100 per minute". A rule holds at least one
-// limit and no limit twice, a limit and its copy in shadow mode, or with
+// limit, at most composite.MaxChildren (16), and no limit twice, a limit and its copy in shadow mode, or with
 // the burst it has spelled out (its limit, or under [hotlimit.WithBurst]
 // among the service's options that burst, which only the service can
 // check), counting as the same limit (they would count every request twice
@@ -61,7 +62,9 @@ type Pair struct {
 // Pairs are a list, sorted by user then API, since a pair is not one string;
 // "users", "apis" and "pairs" are omitted when empty. JSON strings hold only
 // valid UTF-8, so names that are not valid UTF-8 work in Go but cannot be
-// written as JSON: MarshalJSON rejects them rather than alter them.
+// written as JSON: MarshalJSON rejects them rather than alter them, and
+// UnmarshalJSON (so [LoadRules]) rejects JSON that is not UTF-8 (a file
+// saved in Latin-1, say) rather than read its names altered.
 type Rules struct {
 	// Default applies to requests no override matches. It is required.
 	Default Limits
@@ -77,8 +80,9 @@ type Rules struct {
 // aside, which only a rule takes), so a Config
 // that is valid but outside its algorithm's range is rejected too. The error
 // names the offending entry, as in `users["alice"][1]: ...`, and wraps
-// hotlimit.ErrInvalidConfig; so does the error for a rule of no limit, of a
-// limit twice, or of Unlimited beside other limits (see [Limits]). Entries
+// hotlimit.ErrInvalidConfig; so does the error for a rule of no limit, of
+// more than composite.MaxChildren, of a limit twice, or of Unlimited beside
+// other limits (see [Limits]). Entries
 // are checked in a fixed order (default,
 // users, apis, pairs, each sorted by name), so the same rules give the same
 // error.
@@ -114,6 +118,11 @@ func (r Rules) each(f func(path string, ls Limits) error) error {
 	return r.walk(func(path string, ls Limits) error {
 		if len(ls) == 0 {
 			return fmt.Errorf("service: %s: a rule needs at least one limit: %w", path, hotlimit.ErrInvalidConfig)
+		}
+		if len(ls) > composite.MaxChildren {
+			// As newMulti, which enforces the rule, would say: rules that
+			// validate are rules a service takes.
+			return fmt.Errorf("service: %s: %d limits, at most %d: %w", path, len(ls), composite.MaxChildren, hotlimit.ErrInvalidConfig)
 		}
 		for i, c := range ls {
 			if !c.Scope.Valid() {
@@ -262,8 +271,8 @@ type pairJSON struct {
 
 // MarshalJSON writes r in the form documented on [Rules], pairs sorted by
 // user then API (users and APIs are sorted by encoding/json). It fails when a
-// name is not valid UTF-8 or a limit names no algorithm, naming the entry; it
-// does not otherwise validate r.
+// name is not valid UTF-8 or a limit names no algorithm or no scope, naming
+// the entry; it does not otherwise validate r.
 func (r Rules) MarshalJSON() ([]byte, error) {
 	out := rulesJSON{Default: r.Default, Users: r.Users, APIs: r.APIs}
 	if out.Default == nil {
@@ -287,10 +296,11 @@ func (r Rules) MarshalJSON() ([]byte, error) {
 	}
 	b, err := json.Marshal(out)
 	if err != nil {
-		// Only a limit without an algorithm fails; find it to name it.
+		// Only a limit without an algorithm, or of no scope, fails; find
+		// it to name it.
 		if ferr := r.walk(func(path string, ls Limits) error {
 			for i, c := range ls {
-				if !c.Algorithm.Valid() {
+				if !c.Algorithm.Valid() || !c.Scope.Valid() {
 					return fmt.Errorf("service: %s[%d]: %w", path, i, err)
 				}
 			}
@@ -306,12 +316,18 @@ func (r Rules) MarshalJSON() ([]byte, error) {
 // UnmarshalJSON reads the form documented on [Rules], strictly: unknown
 // fields (also differently cased ones) are rejected, "default" is required,
 // every limit is read by [hotlimit.Config.UnmarshalJSON], and a field, user,
-// api or pair given twice is an error (encoding/json would keep the last).
+// api or pair given twice is an error (encoding/json would keep the last),
+// and so is a byte that is not UTF-8 (encoding/json would read it as U+FFFD,
+// so that a name written in another encoding would name another user or api
+// than the requests' and its rule would never apply).
 // Errors name the offending entry, as in
 // `users["alice"][1].window: ...`, and wrap hotlimit.ErrInvalidConfig. It
 // checks the form, not the values: [LoadRules] also validates them. On error
 // r is unchanged.
 func (r *Rules) UnmarshalJSON(data []byte) error {
+	if err := checkUTF8(data); err != nil {
+		return err
+	}
 	fields, err := decodeObject(data, "default", "users", "apis", "pairs")
 	if err != nil {
 		return fmt.Errorf("service: rules: %w", err)
@@ -374,6 +390,50 @@ func (r *Rules) UnmarshalJSON(data []byte) error {
 	return nil
 }
 
+// byteOrderMark is U+FEFF in UTF-8, which some editors write at the start
+// of a file.
+var byteOrderMark = []byte("\xef\xbb\xbf")
+
+// syntaxErrorAt says where in data the syntax error err is (see placeOf),
+// or "" when err is not a *json.SyntaxError: encoding/json keeps the place
+// in a field, not in the error's text.
+func syntaxErrorAt(data []byte, err error) string {
+	var se *json.SyntaxError
+	if !errors.As(err, &se) || se.Offset < 1 || se.Offset > int64(len(data)) {
+		return ""
+	}
+	return placeOf(data, int(se.Offset)-1) // Offset counts the bytes read, the bad one included
+}
+
+// placeOf names the byte at of data as ", at line L, column C (byte B)":
+// the line and column count from 1, in bytes; the byte from 0.
+func placeOf(data []byte, at int) string {
+	line := 1 + bytes.Count(data[:at], []byte{'\n'})
+	column := at - bytes.LastIndexByte(data[:at], '\n')
+	return fmt.Sprintf(", at line %d, column %d (byte %d)", line, column, at)
+}
+
+// checkUTF8 returns an error, naming the offset of the first bad byte and
+// what comes before it, when data is not UTF-8. encoding/json would read
+// each such byte as U+FFFD: a name written in another encoding (a "café" in
+// Latin-1) would become a name no request gives, and its rule would never
+// apply.
+func checkUTF8(data []byte) error {
+	if utf8.Valid(data) {
+		return nil
+	}
+	at := 0
+	for at < len(data) {
+		r, size := utf8.DecodeRune(data[at:])
+		if r == utf8.RuneError && size == 1 {
+			break
+		}
+		at += size
+	}
+	return fmt.Errorf("service: rules: byte %d, after %q, is not UTF-8, as JSON text must be (a file saved in another encoding?): %w",
+		at, data[max(0, at-16):at], hotlimit.ErrInvalidConfig)
+}
+
 // decodePair reads one element of "pairs".
 func decodePair(path string, data []byte) (Pair, Limits, error) {
 	fields, err := decodeObject(data, "user", "api", "limits")
@@ -429,7 +489,8 @@ func decodeLimits(path string, data []byte) (Limits, error) {
 // as in `users["alice"][1].window: ...` or `apis["GET /search"][0]: tokenbucket:
 // limit ... out of range`, and wrap hotlimit.ErrInvalidConfig, except errors
 // reading r. Anything after the JSON object but white space is an error, and
-// so is a nil r.
+// so is a nil r. A byte order mark at the start, which some editors write, is
+// ignored.
 func LoadRules(r io.Reader) (Rules, error) {
 	if nilness.Is(r) {
 		return Rules{}, errors.New("service: reading rules: no reader (nil)")
@@ -438,13 +499,23 @@ func LoadRules(r io.Reader) (Rules, error) {
 	if err != nil {
 		return Rules{}, fmt.Errorf("service: reading rules: %w", err)
 	}
+	if err := checkUTF8(data); err != nil { // UnmarshalJSON's check, at the file's offsets
+		return Rules{}, err
+	}
+	if bytes.HasPrefix(data, byteOrderMark) {
+		// Written by some editors, refused by encoding/json as an
+		// invalid character, and one RFC 8259 lets a parser ignore:
+		// blanked, so that the places errors name stay the file's.
+		copy(data, "   ")
+	}
 	dec := json.NewDecoder(bytes.NewReader(data))
 	var raw json.RawMessage
 	if err := dec.Decode(&raw); err != nil {
-		return Rules{}, fmt.Errorf("service: rules are not JSON: %v: %w", err, hotlimit.ErrInvalidConfig)
+		return Rules{}, fmt.Errorf("service: rules are not JSON: %v%s: %w", err, syntaxErrorAt(data, err), hotlimit.ErrInvalidConfig)
 	}
-	if _, err := dec.Token(); err != io.EOF {
-		return Rules{}, fmt.Errorf("service: rules: more after the JSON object, at byte %d: %w", dec.InputOffset(), hotlimit.ErrInvalidConfig)
+	// After Decode, InputOffset is the end of the object.
+	if rest := bytes.TrimLeft(data[dec.InputOffset():], " \t\r\n"); len(rest) > 0 {
+		return Rules{}, fmt.Errorf("service: rules: more after the JSON object%s: %w", placeOf(data, len(data)-len(rest)), hotlimit.ErrInvalidConfig)
 	}
 	var rules Rules
 	if err := rules.UnmarshalJSON(raw); err != nil {
