@@ -233,7 +233,7 @@ func UnmatchedAPIs(rules Rules, routes []string) []string {
 }
 
 // Clone returns a deep copy of r: changing one changes nothing in the other.
-// Empty maps and rules come back nil.
+// Empty maps come back nil; a rule comes back as it was, nil or empty.
 func (r Rules) Clone() Rules {
 	out := Rules{Default: slices.Clone(r.Default)}
 	out.Users = cloneRules(r.Users)
