@@ -304,7 +304,7 @@ type reference struct {
 // its Prometheus endpoint (whose failure it ignores), and whatever holds
 // the port answers in its place. So each attempt is checked: until the
 // server listens on each port and it alone does (see heldBy, which needs
-// Linux's /proc; elsewhere the first attempt that has not ended is taken),
+// Linux's /proc; elsewhere the first attempt is taken unchecked),
 // or another attempt on other ports follows. Its debug listener, which no
 // test reads, is on port 0.
 func launchReference(tb testing.TB, bin, redisAddr, dir, prefix string, prometheus bool, env ...string) reference {
