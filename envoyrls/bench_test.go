@@ -1,7 +1,10 @@
 package envoyrls
 
 import (
+	"bytes"
 	"context"
+	"encoding/json"
+	"errors"
 	"fmt"
 	"log/slog"
 	"net"
@@ -271,7 +274,7 @@ func measure(b *testing.B, target benchTarget, load benchLoad) {
 // startReference starts the reference server's binary bin on loopback, with
 // testdata/bench as its configuration and its state on the Redis at
 // redisAddr, until b's cleanup; it returns its gRPC address once it answers.
-func startReference(b *testing.B, bin, redisAddr string) (string, int) {
+func startReference(b testing.TB, bin, redisAddr string) (string, int) {
 	ref := launchReference(b, bin, redisAddr, "testdata/bench", "", false)
 	awaitBenchConfig(b, ref.grpc, "the reference server "+bin, ref.log)
 	return ref.grpc, ref.cmd.Process.Pid
@@ -290,9 +293,22 @@ type reference struct {
 // until tb's cleanup, with the files of dir as its configuration and its
 // state on the Redis at redisAddr, under keys that begin with prefix (its
 // default when empty), with its stats in Prometheus form flushed every
-// 100 ms when prometheus is set, and env added to its environment. It does
-// not wait for it to answer.
+// 100 ms when prometheus is set, and env added to its environment. It
+// returns once the server listens, on ports of its own, and does not wait
+// for it to answer.
+//
+// The reference cannot say which port it bound when given port 0, so it is
+// given ports found free, which another process may take before it binds
+// them: then it ends (gRPC and HTTP), or shares them under SO_REUSEPORT
+// (its listeners set it) with another reference server, or goes on without
+// its Prometheus endpoint (whose failure it ignores), and whatever holds
+// the port answers in its place. So each attempt is checked: until the
+// server listens on each port and it alone does (see heldBy, which needs
+// Linux's /proc; elsewhere the first attempt is taken unchecked),
+// or another attempt on other ports follows. Its debug listener, which no
+// test reads, is on port 0.
 func launchReference(tb testing.TB, bin, redisAddr, dir, prefix string, prometheus bool, env ...string) reference {
+	tb.Helper()
 	root := tb.TempDir()
 	conf := filepath.Join(root, "rt", "config")
 	require.NoError(tb, os.MkdirAll(conf, 0o755))
@@ -303,61 +319,188 @@ func launchReference(tb testing.TB, bin, redisAddr, dir, prefix string, promethe
 		require.NoError(tb, err)
 		require.NoError(tb, os.WriteFile(filepath.Join(conf, e.Name()), data, 0o644))
 	}
-	ports := make([]string, 4) // gRPC, HTTP, debug, Prometheus
+	var failures []string
+	for range listenAttempts {
+		ref, err := launchReferenceOnce(tb, bin, root, redisAddr, prefix, prometheus, env)
+		if err == nil {
+			return ref
+		}
+		failures = append(failures, err.Error())
+	}
+	tb.Fatalf("the reference server %s did not listen on ports of its own in %d attempts:\n%s", bin, listenAttempts, strings.Join(failures, "\n"))
+	return reference{}
+}
+
+// listenAttempts bounds the ports a test server is started on before the
+// test gives up.
+const listenAttempts = 5
+
+// launchReferenceOnce is one attempt of launchReference, with its
+// configuration under root: an error when the server ended before it
+// listened or another process listens on one of its ports; the server is
+// stopped then.
+func launchReferenceOnce(tb testing.TB, bin, root, redisAddr, prefix string, prometheus bool, env []string) (reference, error) {
+	n := 2 // gRPC, HTTP
+	if prometheus {
+		n++
+	}
+	ports := make([]int, n)
 	for i := range ports {
 		lis, err := net.Listen("tcp", "127.0.0.1:0")
 		require.NoError(tb, err)
-		ports[i] = strconv.Itoa(lis.Addr().(*net.TCPAddr).Port)
+		ports[i] = lis.Addr().(*net.TCPAddr).Port
 		require.NoError(tb, lis.Close())
 	}
+	addr := func(port int) string { return net.JoinHostPort("127.0.0.1", strconv.Itoa(port)) }
 	cmd := exec.Command(bin)
 	cmd.Env = append(os.Environ(),
 		"REDIS_SOCKET_TYPE=tcp", "REDIS_URL="+redisAddr, "USE_STATSD=false", "LOG_LEVEL=warn",
 		"RUNTIME_ROOT="+root, "RUNTIME_SUBDIRECTORY=rt", "RUNTIME_APPDIRECTORY=config", "RUNTIME_WATCH_ROOT=false",
-		"GRPC_HOST=127.0.0.1", "GRPC_PORT="+ports[0], "HOST=127.0.0.1", "PORT="+ports[1],
-		"DEBUG_HOST=127.0.0.1", "DEBUG_PORT="+ports[2])
+		"GRPC_HOST=127.0.0.1", "GRPC_PORT="+strconv.Itoa(ports[0]), "HOST=127.0.0.1", "PORT="+strconv.Itoa(ports[1]),
+		"DEBUG_HOST=127.0.0.1", "DEBUG_PORT=0")
 	if prefix != "" {
 		cmd.Env = append(cmd.Env, "CACHE_KEY_PREFIX="+prefix)
 	}
-	cmd.Env = append(cmd.Env, env...)
-	ref := reference{cmd: cmd, log: new(redisproc.SyncBuffer), grpc: "127.0.0.1:" + ports[0], http: "127.0.0.1:" + ports[1]}
+	ref := reference{cmd: cmd, log: new(redisproc.SyncBuffer), grpc: addr(ports[0]), http: addr(ports[1])}
 	if prometheus {
-		cmd.Env = append(cmd.Env, "USE_PROMETHEUS=true", "PROMETHEUS_ADDR=127.0.0.1:"+ports[3], "STATS_FLUSH_INTERVAL=100ms")
-		ref.prom = "127.0.0.1:" + ports[3]
+		cmd.Env = append(cmd.Env, "USE_PROMETHEUS=true", "PROMETHEUS_ADDR="+addr(ports[2]), "STATS_FLUSH_INTERVAL=100ms")
+		ref.prom = addr(ports[2])
 	}
-	cmd.Stdout, cmd.Stderr = ref.log, ref.log // written by the command's copying goroutine
+	cmd.Env = append(cmd.Env, env...)
+	cmd.Stdout, cmd.Stderr = ref.log, ref.log // written by the command's copying goroutines
 	require.NoError(tb, cmd.Start())
-	tb.Cleanup(func() { _ = cmd.Process.Kill(); _ = cmd.Wait() })
-	return ref
+	exited := make(chan struct{})
+	go func() { _ = cmd.Wait(); close(exited) }()
+	stop := func() { _ = cmd.Process.Kill(); <-exited }
+	if err := awaitListening(cmd.Process.Pid, exited, ports); err != nil {
+		stop()
+		return reference{}, fmt.Errorf("ports %v: %w; its log:\n%s", ports, err, ref.log.String())
+	}
+	tb.Cleanup(stop)
+	return ref, nil
+}
+
+// awaitListening waits up to 20 s for process pid to listen on each of
+// ports, alone, and returns nil once it does, or at once where the
+// listeners' owners cannot be told (errNoProcNet); an error when another
+// process listens on one of them, when the process ends first (exited is
+// closed) or in 20 s.
+func awaitListening(pid int, exited <-chan struct{}, ports []int) error {
+	tick := time.NewTicker(10 * time.Millisecond) // polling, with a deadline
+	defer tick.Stop()
+	deadline := time.After(20 * time.Second)
+	for {
+		held, err := heldBy(pid, ports...)
+		switch {
+		case errors.Is(err, errNoProcNet):
+			return nil
+		case err != nil:
+			return err
+		case held:
+			return nil
+		}
+		select {
+		case <-exited:
+			return errors.New("it ended before it listened")
+		case <-deadline:
+			return errors.New("it did not listen within 20 s")
+		case <-tick.C:
+		}
+	}
+}
+
+// hotlimitdProc is hotlimitd's command started by startHotlimitdProc: its
+// addresses, process and log.
+type hotlimitdProc struct {
+	grpc, http string // http is empty when it serves none
+	pid        int
+	log        *redisproc.SyncBuffer
+}
+
+// startHotlimitdProc starts hotlimitd's binary bin (built from
+// ./cmd/hotlimitd) with args, until tb's cleanup, on ports of its own:
+// with -grpc, and -http when withHTTP (else -http ""), 127.0.0.1:0, which
+// it binds itself, so that no other process can hold them; it returns the
+// addresses its "serving" log line names, once it logs it (it is given
+// -log-level info after args).
+func startHotlimitdProc(tb testing.TB, bin string, withHTTP bool, args ...string) hotlimitdProc {
+	tb.Helper()
+	httpAddr := ""
+	if withHTTP {
+		httpAddr = "127.0.0.1:0"
+	}
+	cmd := exec.Command(bin, append(args, "-grpc", "127.0.0.1:0", "-http", httpAddr, "-log-level", "info")...)
+	log := new(redisproc.SyncBuffer)
+	served := make(chan map[string]any, 1)
+	cmd.Stdout, cmd.Stderr = log, &servingWatch{log: log, served: served} // written by the command's copying goroutines
+	require.NoError(tb, cmd.Start())
+	exited := make(chan struct{})
+	go func() { _ = cmd.Wait(); close(exited) }()
+	tb.Cleanup(func() { _ = cmd.Process.Kill(); <-exited })
+	select {
+	case rec := <-served:
+		p := hotlimitdProc{pid: cmd.Process.Pid, log: log}
+		p.grpc, _ = rec["grpc"].(string)
+		p.http, _ = rec["http"].(string)
+		require.NotEmpty(tb, p.grpc, "hotlimitd %s named no gRPC address:\n%s", bin, log.String())
+		require.Equal(tb, withHTTP, p.http != "", "hotlimitd %s: HTTP address %q:\n%s", bin, p.http, log.String())
+		return p
+	case <-exited:
+		tb.Fatalf("hotlimitd %s ended before it served:\n%s", bin, log.String())
+	case <-time.After(30 * time.Second):
+		tb.Fatalf("hotlimitd %s did not serve within 30 s:\n%s", bin, log.String())
+	}
+	return hotlimitdProc{}
+}
+
+// servingWatch is the standard error of a command started by
+// startHotlimitdProc: it keeps what the command writes in log and sends
+// the first record of its JSON log whose msg is "serving" on served.
+type servingWatch struct {
+	log     *redisproc.SyncBuffer
+	served  chan<- map[string]any // of capacity 1
+	sent    bool
+	partial []byte // a line not yet ended
+}
+
+// Write is called by the command's one copying goroutine, never
+// concurrently.
+func (w *servingWatch) Write(p []byte) (int, error) {
+	_, _ = w.log.Write(p)
+	w.partial = append(w.partial, p...)
+	for {
+		line, rest, found := bytes.Cut(w.partial, []byte("\n"))
+		if !found {
+			break
+		}
+		w.partial = rest
+		var rec map[string]any
+		if !w.sent && json.Unmarshal(line, &rec) == nil && rec["msg"] == "serving" {
+			w.sent = true
+			w.served <- rec
+		}
+	}
+	return len(p), nil
 }
 
 // startHotlimitd starts hotlimitd's binary bin (built from ./cmd/hotlimitd)
 // on loopback with testdata/bench and its state on the Redis at redisAddr
-// (in memory when empty),
-// until b's cleanup; it returns its gRPC address once it answers, and its
-// process id.
-func startHotlimitd(b *testing.B, bin, redisAddr string) (string, int) {
-	lis, err := net.Listen("tcp", "127.0.0.1:0")
-	require.NoError(b, err)
-	addr := lis.Addr().String()
-	require.NoError(b, lis.Close())
-	args := []string{"-config", "testdata/bench", "-grpc", addr, "-http", "", "-log-level", "warn"}
+// (in memory when empty), until tb's cleanup; it returns its gRPC address
+// once it answers, and its process id.
+func startHotlimitd(tb testing.TB, bin, redisAddr string) (string, int) {
+	args := []string{"-config", "testdata/bench"}
 	if redisAddr != "" {
 		args = append(args, "-redis", redisAddr, "-redis-timeout", "1s")
 	}
-	cmd := exec.Command(bin, args...)
-	log := new(redisproc.SyncBuffer) // written by the command's copying goroutine
-	cmd.Stdout, cmd.Stderr = log, log
-	require.NoError(b, cmd.Start())
-	b.Cleanup(func() { _ = cmd.Process.Kill(); _ = cmd.Wait() })
-	awaitBenchConfig(b, addr, "hotlimitd "+bin, log)
-	return addr, cmd.Process.Pid
+	p := startHotlimitdProc(tb, bin, false, args...)
+	awaitBenchConfig(tb, p.grpc, "hotlimitd "+bin, p.log)
+	return p.grpc, p.pid
 }
 
 // awaitBenchConfig waits up to 20 s for the server what, started at addr,
 // to answer a request of the bench domain with a limit, and fails b with
 // the server's log if it does not.
-func awaitBenchConfig(b *testing.B, addr, what string, log fmt.Stringer) {
+func awaitBenchConfig(b testing.TB, addr, what string, log fmt.Stringer) {
 	stub := dial(b, addr)
 	req := &pb.RateLimitRequest{Domain: "bench", Descriptors: benchDescriptors("ready", 0, 0, 1)}
 	ok := assert.Eventually(b, func() bool {

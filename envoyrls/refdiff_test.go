@@ -6,10 +6,8 @@ import (
 	"fmt"
 	"log/slog"
 	"math/rand/v2"
-	"net"
 	"net/http"
 	"os"
-	"os/exec"
 	"strconv"
 	"strings"
 	"testing"
@@ -18,7 +16,6 @@ import (
 	rlext "github.com/envoyproxy/go-control-plane/envoy/extensions/common/ratelimit/v3"
 	pb "github.com/envoyproxy/go-control-plane/envoy/service/ratelimit/v3"
 	"github.com/hotlimit/hotlimit"
-	"github.com/hotlimit/hotlimit/envoyrls/internal/redisproc"
 	"github.com/hotlimit/hotlimit/redislimit"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/redis/go-redis/v9"
@@ -457,20 +454,8 @@ func startReferenceOn(t *testing.T, bin, redisAddr, dir, prefix string, env ...s
 // with prefix, until t's cleanup. It returns its gRPC and HTTP addresses
 // once it answers.
 func startHotlimitdOn(t *testing.T, bin, redisAddr, dir, prefix string) (string, string) {
-	addrs := make([]string, 2) // gRPC, HTTP
-	for i := range addrs {
-		lis, err := net.Listen("tcp", "127.0.0.1:0")
-		require.NoError(t, err)
-		addrs[i] = lis.Addr().String()
-		require.NoError(t, lis.Close())
-	}
-	cmd := exec.Command(bin, "-config", dir, "-grpc", addrs[0], "-http", addrs[1], "-log-level", "warn",
-		"-redis", redisAddr, "-redis-prefix", prefix, "-redis-timeout", "10s")
-	log := new(redisproc.SyncBuffer) // written by the command's copying goroutine
-	cmd.Stdout, cmd.Stderr = log, log
-	require.NoError(t, cmd.Start())
-	t.Cleanup(func() { _ = cmd.Process.Kill(); _ = cmd.Wait() })
-	stub := dial(t, addrs[0])
+	p := startHotlimitdProc(t, bin, true, "-config", dir, "-redis", redisAddr, "-redis-prefix", prefix, "-redis-timeout", "10s")
+	stub := dial(t, p.grpc)
 	req := &pb.RateLimitRequest{Domain: "diff", Descriptors: []*rlext.RateLimitDescriptor{desc("unlimited", "ready")}}
 	ok := assert.Eventually(t, func() bool {
 		ctx, cancel := context.WithTimeout(context.Background(), time.Second)
@@ -478,8 +463,8 @@ func startHotlimitdOn(t *testing.T, bin, redisAddr, dir, prefix string) (string,
 		resp, err := stub.ShouldRateLimit(ctx, req)
 		return err == nil && len(resp.Statuses) == 1 && resp.Statuses[0].Code == pb.RateLimitResponse_OK
 	}, 20*time.Second, 50*time.Millisecond)
-	require.True(t, ok, "hotlimitd %s did not answer:\n%s", bin, log.String())
-	return addrs[0], addrs[1]
+	require.True(t, ok, "hotlimitd %s did not answer:\n%s", bin, p.log.String())
+	return p.grpc, p.http
 }
 
 // statKey names a rule's stats as the reference's Prometheus mapping

@@ -3,7 +3,6 @@ package redislimit_test
 import (
 	"context"
 	"errors"
-	"net"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -118,11 +117,7 @@ func TestTakeAllAlone(t *testing.T) {
 // TestTakeAllRedisDown: with nothing listening, every take gets the error
 // and its limiter's failure policy's decision.
 func TestTakeAllRedisDown(t *testing.T) {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	require.NoError(t, err)
-	addr := l.Addr().String()
-	require.NoError(t, l.Close())
-	client := redis.NewClient(&redis.Options{Addr: addr, ContextTimeoutEnabled: true, MaxRetries: -1})
+	client := redis.NewClient(&redis.Options{Addr: deadAddr(t), ContextTimeoutEnabled: true, MaxRetries: -1})
 	t.Cleanup(func() { _ = client.Close() })
 	c := hotlimit.Config{Algorithm: hotlimit.TokenBucket, Limit: 1, Window: time.Hour}
 	open := newLimiter(t, client, c, redislimit.WithFailPolicy(redislimit.FailOpen))
