@@ -164,6 +164,18 @@ func WithDryRun(on bool) Option {
 // after a denial may: the trailers describe the stream's last denied
 // message, set once the handler returns, the one whose status it most
 // likely fails the stream with.
+//
+// Every received message is counted on top of the stream's start: the one
+// request of a server-streaming call too, which generated code receives
+// before the handler runs. Under a limit counted per pair or per API (the
+// default scope), the start and the messages, whose APIs differ, have
+// quotas of their own. Under a limit counted per user or for everyone
+// (hotlimit.PerUser, hotlimit.Global) in a rule that applies to both, such
+// as the default rule or a user's, they take from one quota: a
+// server-streaming call takes two from it where a unary call takes one, and
+// a stream of k messages 1 + k. Give the "RECV " API a rule whose limits
+// differ from the start's to count them apart (see hotlimit.Scope: equal
+// limits of one scope share one quota).
 func WithStreamMessages(on bool) Option {
 	return func(o *options) { o.messages = on }
 }
