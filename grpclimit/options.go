@@ -121,9 +121,10 @@ func WithExempt(f Selector) Option {
 // WithPolicyName names policies in the RateLimit fields and the QuotaFailure
 // detail; the default is the derived name httplimit uses,
 // "fixedwindow-3-1s". The name is computed once per Config and cached, so f
-// must return the same name for the same Config. A call for which f panics
-// fails with codes.Internal, as with a panicking key function. A nil f
-// keeps the default.
+// must return the same name for the same Config. Characters outside
+// printable ASCII become '_'; an empty name falls back to the default, as
+// in httplimit. A call for which f panics fails with codes.Internal, as
+// with a panicking key function. A nil f keeps the default.
 func WithPolicyName(f func(hotlimit.Config) string) Option {
 	return func(o *options) {
 		if f != nil {
