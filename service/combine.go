@@ -65,7 +65,17 @@ func newMulti(limits Limits, children []hotlimit.Limiter, defBurst int) (*multi,
 	for i := range order {
 		order[i] = i
 	}
-	slices.SortStableFunc(order, func(a, b int) int { return isLog(children[a]) - isLog(children[b]) })
+	// logs[i] is 1 when limits[i] is a sliding log, by its Config
+	// (whatever type a factory built it as: a wrapper reports none) or by
+	// its limiter, else 0.
+	logs := make([]int, len(children))
+	for i, c := range children {
+		logs[i] = isLog(c)
+		if limits[i].Algorithm == hotlimit.SlidingLog {
+			logs[i] = 1
+		}
+	}
+	slices.SortStableFunc(order, func(a, b int) int { return logs[a] - logs[b] })
 	m := &multi{
 		children:    make([]hotlimit.Refunder, len(children)),
 		withContext: make([]hotlimit.ContextRefunder, len(children)),
@@ -87,7 +97,7 @@ func newMulti(limits Limits, children []hotlimit.Limiter, defBurst int) (*multi,
 				from, children[from], hotlimit.ErrInvalidConfig)
 		}
 		m.children[to], m.limits[to] = r, limits[from]
-		m.isLog[to] = limits[from].Algorithm == hotlimit.SlidingLog || isLog(r) == 1
+		m.isLog[to] = logs[from] == 1
 		m.withContext[to], _ = r.(hotlimit.ContextRefunder)
 		m.remote[to] = composite.UsesContext(r)
 	}
