@@ -572,3 +572,19 @@ func TestRetryAfterAsksNoCompositeHoldingARemoteChildUnderAnEndedContext(t *test
 	assert.Zero(t, later.ended, "not asked under the ended context")
 	assert.Equal(t, 100, wide.Take("k", 0).Remaining, "nothing left taken")
 }
+
+// TestUsesContext: a limiter that takes a context decides with it, and so
+// does a composite holding one at any depth; an in-memory limiter does
+// not, nor does a composite of in-memory limiters only, at any depth.
+func TestUsesContext(t *testing.T) {
+	memory := func() hotlimit.Limiter { return spent(t) }
+	of := func(children ...hotlimit.Limiter) hotlimit.Limiter {
+		c, err := composite.New(children...)
+		require.NoError(t, err)
+		return c
+	}
+	assert.False(t, composite.UsesContext(memory()), "in memory")
+	assert.True(t, composite.UsesContext(newRemote(t, 1)), "taking a context")
+	assert.False(t, composite.UsesContext(of(memory(), of(memory(), of(memory())))), "composites of in-memory limiters")
+	assert.True(t, composite.UsesContext(of(memory(), of(memory(), of(newRemote(t, 1))))), "a composite holding one that takes a context")
+}
