@@ -27,10 +27,11 @@ type Limiter struct {
 	// (hotlimit.ContextRefunder: redislimit's limiters, a composite), else
 	// nil. The methods that take a context ask those children under it.
 	withContext []hotlimit.ContextRefunder
-	// remote[i] is set when children[i] is a child that takes a context
-	// and is not a composite, or a composite holding one (to any depth):
-	// it may fail once the caller's context has ended (see wait). A
-	// composite of in-memory limiters takes a context, but never fails.
+	// remote[i] is UsesContext(children[i]): set when children[i] takes a
+	// context and is not a composite, or is a composite holding one (to
+	// any depth): it may fail once the caller's context has ended (see
+	// wait). A composite of in-memory limiters takes a context, but never
+	// fails.
 	remote []bool
 	// stateless[i] is set when children[i] keeps no state: an unlimited
 	// limiter, or a composite of such children (to any depth). Its receipt
@@ -113,20 +114,40 @@ func New(children ...hotlimit.Limiter) (*Limiter, error) {
 		}
 		l.children[i], l.stateless[i], l.isLog[i] = r, isStateless(r), isLog(r)
 		l.withContext[i], _ = c.(hotlimit.ContextRefunder)
-		l.remote[i] = l.withContext[i] != nil
+		l.remote[i] = UsesContext(c)
 		if b, ok := c.(hotlimit.Burster); ok {
 			l.most = min(l.most, b.Burst())
 		}
 		l.off[i] = l.width
 		if cl, ok := c.(*Limiter); ok {
 			l.sub[i] = cl
-			l.remote[i] = slices.Contains(cl.remote, true)
 			l.width += cl.width
 		} else {
 			l.width++
 		}
 	}
 	return l, nil
+}
+
+// UsesContext reports whether l decides with the context it is asked
+// under, and so may fail to decide once that context has ended: a
+// limiter that takes one (hotlimit.ContextRefunder), such as redislimit's,
+// other than a composite, or a composite holding one among its children,
+// to any depth. A composite of in-memory limiters takes a context only to
+// pass it on: it decides in memory whatever the context, and never fails.
+//
+// Once the caller's context has ended, a composite, and a service.Service
+// rule of several limits, asks a limit that would deny a request after the
+// one that denied it for its wait (see RetryAfter in the package
+// documentation) only when UsesContext reports false of it: one that uses
+// the context could only fail, its failure policy answering in place of
+// its quota.
+func UsesContext(l hotlimit.Limiter) bool {
+	if cl, ok := l.(*Limiter); ok {
+		return slices.Contains(cl.remote, true)
+	}
+	_, ok := l.(hotlimit.ContextRefunder)
+	return ok
 }
 
 // isStateless reports whether c keeps no state: an unlimited limiter, or a

@@ -55,10 +55,13 @@
 //     that reports its Config as one, as redislimit's do, or a composite
 //     holding one) when n > 1, since slidinglog's Take of several requests
 //     can be denied with some of them counted under concurrent requests
-//     (see hotlimit.Limiter); and a child whose report failed (its error
-//     is beside the decision). After RetryAfter one of those may still deny
-//     the request: a waiting caller (see hotlimit.Wait) simply waits
-//     again. A request of more than some child's burst (see
+//     (see hotlimit.Limiter); a child whose report failed (its error is
+//     beside the decision); and, once the caller's context has ended, a
+//     child that would decide with it (see UsesContext), which could only
+//     fail: a composite of in-memory limiters is still asked, as its
+//     children would be side by side. After RetryAfter one of those may
+//     still deny the request: a waiting caller (see hotlimit.Wait) simply
+//     waits again. A request of more than some child's burst (see
 //     hotlimit.Burster: every limiter of this module says its own) is
 //     denied with hotlimit.Never, every child reporting its state, none
 //     asked for n: no wait lets it pass, whichever child would deny it

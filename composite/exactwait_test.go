@@ -548,3 +548,43 @@ func TestRetryAfterAsksAnInMemoryNestedCompositeUnderAnEndedContext(t *testing.T
 	assert.Equal(t, 59500*time.Millisecond, d.RetryAfter, "the nested composite's wait")
 	assert.Equal(t, c.Take("k", 1), d, "as without a context")
 }
+
+// TestRetryAfterAsksNoCompositeHoldingARemoteChildUnderAnEndedContext: a
+// nested composite that holds a child taking a context, here two levels
+// down beside an in-memory limiter, is not asked for the request once the
+// caller's context has ended, as that child on its own is not: asking it
+// would ask that child, which could only fail.
+func TestRetryAfterAsksNoCompositeHoldingARemoteChildUnderAnEndedContext(t *testing.T) {
+	ctx, cancel := context.WithCancel(context.Background())
+	later := &endedAsks{remote: newRemote(t, 1), cancel: cancel}
+	require.True(t, later.Allow("k"))
+	wide, err := tokenbucket.New(100, time.Second, hotlimit.WithClock(func() int64 { return 1 }))
+	require.NoError(t, err)
+	inner, err := composite.New(later)
+	require.NoError(t, err)
+	mid, err := composite.New(wide, inner)
+	require.NoError(t, err)
+	c, err := composite.New(spent(t), mid)
+	require.NoError(t, err)
+	d, _ := c.TakeContext(ctx, "k", 1)
+	assert.False(t, d.Allowed)
+	assert.Equal(t, time.Minute-1, d.RetryAfter, "the denier's wait")
+	assert.Zero(t, later.ended, "not asked under the ended context")
+	assert.Equal(t, 100, wide.Take("k", 0).Remaining, "nothing left taken")
+}
+
+// TestUsesContext: a limiter that takes a context decides with it, and so
+// does a composite holding one at any depth; an in-memory limiter does
+// not, nor does a composite of in-memory limiters only, at any depth.
+func TestUsesContext(t *testing.T) {
+	memory := func() hotlimit.Limiter { return spent(t) }
+	of := func(children ...hotlimit.Limiter) hotlimit.Limiter {
+		c, err := composite.New(children...)
+		require.NoError(t, err)
+		return c
+	}
+	assert.False(t, composite.UsesContext(memory()), "in memory")
+	assert.True(t, composite.UsesContext(newRemote(t, 1)), "taking a context")
+	assert.False(t, composite.UsesContext(of(memory(), of(memory(), of(memory())))), "composites of in-memory limiters")
+	assert.True(t, composite.UsesContext(of(memory(), of(memory(), of(newRemote(t, 1))))), "a composite holding one that takes a context")
+}

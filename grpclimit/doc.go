@@ -53,11 +53,14 @@
 // whatever it then sends or receives: a stream opened and closed at once
 // has spent one, unless its caller had left before it was decided.
 // [WithStreamMessages] also limits every message it receives, under the API
-// "RECV /pkg.Service/Method", so that messages have a rule of their own. A
-// denied message fails the stream as a denied call fails, its trailers
-// carrying that rule's fields and pushback, not the stream start's (the
-// last denied message's, when the handler drops denied messages and goes
-// on).
+// "RECV /pkg.Service/Method", so that messages have a rule of their own,
+// the one request of a server-streaming call included: under a limit
+// counted per user or for everyone that applies to both APIs (the default
+// rule's, a user's), such a call takes two from that quota (see
+// [WithStreamMessages]). A denied message fails the stream as a denied call
+// fails, its trailers carrying that rule's fields and pushback, not the
+// stream start's (the last denied message's, when the handler drops denied
+// messages and goes on).
 //
 // # Denials
 //

@@ -24,6 +24,7 @@ const (
 	emptyCall  = "/grpc.testing.TestService/EmptyCall"
 	inputCall  = "/grpc.testing.TestService/StreamingInputCall"
 	duplexCall = "/grpc.testing.TestService/FullDuplexCall"
+	outputCall = "/grpc.testing.TestService/StreamingOutputCall"
 )
 
 func cfg(a hotlimit.Algorithm, limit int, window time.Duration) hotlimit.Config {
@@ -127,4 +128,11 @@ func ctx(t testing.TB) context.Context {
 	c, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	t.Cleanup(cancel)
 	return c
+}
+
+// StreamingOutputCall is a server-streaming call: the client sends one
+// message, the handler answers with one.
+func (s *testService) StreamingOutputCall(_ *testgrpc.StreamingOutputCallRequest, stream grpc.ServerStreamingServer[testgrpc.StreamingOutputCallResponse]) error {
+	s.received.Add(1)
+	return stream.Send(&testgrpc.StreamingOutputCallResponse{})
 }

@@ -121,9 +121,10 @@ func WithExempt(f Selector) Option {
 // WithPolicyName names policies in the RateLimit fields and the QuotaFailure
 // detail; the default is the derived name httplimit uses,
 // "fixedwindow-3-1s". The name is computed once per Config and cached, so f
-// must return the same name for the same Config. A call for which f panics
-// fails with codes.Internal, as with a panicking key function. A nil f
-// keeps the default.
+// must return the same name for the same Config. Characters outside
+// printable ASCII become '_'; an empty name falls back to the default, as
+// in httplimit. A call for which f panics fails with codes.Internal, as
+// with a panicking key function. A nil f keeps the default.
 func WithPolicyName(f func(hotlimit.Config) string) Option {
 	return func(o *options) {
 		if f != nil {
@@ -164,6 +165,18 @@ func WithDryRun(on bool) Option {
 // after a denial may: the trailers describe the stream's last denied
 // message, set once the handler returns, the one whose status it most
 // likely fails the stream with.
+//
+// Every received message is counted on top of the stream's start: the one
+// request of a server-streaming call too, which generated code receives
+// before the handler runs. Under a limit counted per pair or per API (the
+// default scope), the start and the messages, whose APIs differ, have
+// quotas of their own. Under a limit counted per user or for everyone
+// (hotlimit.PerUser, hotlimit.Global) in a rule that applies to both, such
+// as the default rule or a user's, they take from one quota: a
+// server-streaming call takes two from it where a unary call takes one, and
+// a stream of k messages 1 + k. Give the "RECV " API a rule whose limits
+// differ from the start's to count them apart (see hotlimit.Scope: equal
+// limits of one scope share one quota).
 func WithStreamMessages(on bool) Option {
 	return func(o *options) { o.messages = on }
 }

@@ -130,3 +130,21 @@ func TestSeveralLimitsOfOneNameButScopeListDistinctPolicies(t *testing.T) {
 			"call %d: each limit's own remaining count", call)
 	}
 }
+
+// TestScopedNameOfAnEmptyPolicyNameFallsBackToTheDefault: WithPolicyName's
+// empty name falls back to the default name, under a rule of two limits
+// that differ only in their scope too, where the one per user is named
+// with its scope: "fixedwindow-10-1m-user", not "-user".
+func TestScopedNameOfAnEmptyPolicyNameFallsBackToTheDefault(t *testing.T) {
+	pair := cfg(hotlimit.FixedWindow, 10, time.Minute)
+	user := pair
+	user.Scope = hotlimit.PerUser
+	svc, err := service.NewFromRules(service.Rules{Default: service.Limits{pair, user}})
+	require.NoError(t, err)
+	empty := grpclimit.WithPolicyName(func(hotlimit.Config) string { return "" })
+	cc := serveBufconn(t, &testService{}, []grpc.ServerOption{grpc.ChainUnaryInterceptor(grpclimit.UnaryServerInterceptor(svc, empty))})
+	var header metadata.MD
+	_, err = testgrpc.NewTestServiceClient(cc).UnaryCall(ctx(t), &testgrpc.SimpleRequest{}, grpc.Header(&header))
+	require.NoError(t, err)
+	assert.ElementsMatch(t, []string{`"fixedwindow-10-1m";q=10;w=60`, `"fixedwindow-10-1m-user";q=10;w=60`}, header.Get(grpclimit.MetadataPolicy))
+}

@@ -3,6 +3,9 @@ package grpclimit_test
 import (
 	"context"
 	"io"
+	"slices"
+	"strconv"
+	"sync"
 	"testing"
 	"time"
 
@@ -105,4 +108,75 @@ func TestStreamOpenedAndClosedSpendsOne(t *testing.T) {
 	require.Len(t, events, 2, "one decision per stream, none for the end of input")
 	assert.False(t, events[0].Message)
 	assert.True(t, events[0].Decision.Allowed)
+}
+
+// TestServerStreamingCallTakesTwiceFromAQuotaPerUser: with
+// WithStreamMessages, the one request of a server-streaming call is a
+// received message like any other, limited under "RECV " and the method on
+// top of the stream's start, as the docs say. Under a limit counted per
+// pair (the default scope) the start and the message have quotas of their
+// own, so a quota of 2 passes two calls; under one counted per user, in a
+// rule that applies to both (here the default rule), they take from one
+// quota, and a quota of 2 passes one call. A limit of the messages' own,
+// one that differs from the start's, keeps them apart again.
+func TestServerStreamingCallTakesTwiceFromAQuotaPerUser(t *testing.T) {
+	perUser := cfg(hotlimit.FixedWindow, 2, time.Minute)
+	perUser.Scope = hotlimit.PerUser
+	ownMessages := perUser
+	ownMessages.Window = 61 * time.Second
+	for _, tc := range []struct {
+		name     string
+		def      hotlimit.Config
+		messages *hotlimit.Config // the rule of "RECV " + outputCall, if any
+		want     []codes.Code
+		events   []string
+	}{
+		{"per pair", cfg(hotlimit.FixedWindow, 2, time.Minute), nil,
+			[]codes.Code{codes.OK, codes.OK, codes.ResourceExhausted},
+			[]string{"start r=1", "message r=1", "start r=0", "message r=0", "start denied"}},
+		{"per user", perUser, nil,
+			[]codes.Code{codes.OK, codes.ResourceExhausted, codes.ResourceExhausted},
+			[]string{"start r=1", "message r=0", "start denied", "start denied"}},
+		{"per user, messages apart", perUser, &ownMessages,
+			[]codes.Code{codes.OK, codes.OK, codes.ResourceExhausted},
+			[]string{"start r=1", "message r=1", "start r=0", "message r=0", "start denied"}},
+	} {
+		svc, _ := newService(t, tc.def, 0)
+		if tc.messages != nil {
+			require.NoError(t, svc.ConfigureAPI("RECV "+outputCall, *tc.messages))
+		}
+		var mu sync.Mutex
+		var events []string
+		observe := func(e grpclimit.Event) {
+			what := "start"
+			if e.Message {
+				what = "message"
+			}
+			if e.Decision.Allowed {
+				what += " r=" + strconv.Itoa(e.Decision.Remaining)
+			} else {
+				what += " denied"
+			}
+			mu.Lock()
+			events = append(events, what)
+			mu.Unlock()
+		}
+		ts := &testService{}
+		cc := serveTCP(t, ts, []grpc.ServerOption{grpc.ChainStreamInterceptor(grpclimit.StreamServerInterceptor(svc,
+			grpclimit.WithStreamMessages(true), grpclimit.WithObserver(observe)))})
+		client := testgrpc.NewTestServiceClient(cc)
+		var got []codes.Code
+		for range 3 {
+			stream, err := client.StreamingOutputCall(ctx(t), &testgrpc.StreamingOutputCallRequest{})
+			if err == nil {
+				_, err = stream.Recv()
+			}
+			got = append(got, status.Code(err))
+		}
+		assert.Equal(t, tc.want, got, tc.name)
+		mu.Lock()
+		assert.Equal(t, tc.events, events, tc.name)
+		mu.Unlock()
+		assert.EqualValues(t, slices.Index(tc.want, codes.ResourceExhausted), ts.received.Load(), "%s: the calls served", tc.name)
+	}
 }

@@ -36,7 +36,11 @@ type multi struct {
 	children []hotlimit.Refunder
 	// withContext[i] is children[i] when it takes a context, else nil.
 	withContext []hotlimit.ContextRefunder
-	limits      Limits // limits[i] is what children[i] enforces, with its scope
+	// remote[i] is composite.UsesContext(children[i]): children[i] may
+	// fail once the caller's context has ended (see wait). A factory's
+	// composite of in-memory limiters takes a context, but never fails.
+	remote []bool
+	limits Limits // limits[i] is what children[i] enforces, with its scope
 	// isLog[i] is set when limits[i] is a sliding log: after a denial, it
 	// is not asked for n > 1 requests to learn its wait (see wait).
 	isLog []bool
@@ -61,10 +65,21 @@ func newMulti(limits Limits, children []hotlimit.Limiter, defBurst int) (*multi,
 	for i := range order {
 		order[i] = i
 	}
-	slices.SortStableFunc(order, func(a, b int) int { return isLog(children[a]) - isLog(children[b]) })
+	// logs[i] is 1 when limits[i] is a sliding log, by its Config
+	// (whatever type a factory built it as: a wrapper reports none) or by
+	// its limiter, else 0.
+	logs := make([]int, len(children))
+	for i, c := range children {
+		logs[i] = isLog(c)
+		if limits[i].Algorithm == hotlimit.SlidingLog {
+			logs[i] = 1
+		}
+	}
+	slices.SortStableFunc(order, func(a, b int) int { return logs[a] - logs[b] })
 	m := &multi{
 		children:    make([]hotlimit.Refunder, len(children)),
 		withContext: make([]hotlimit.ContextRefunder, len(children)),
+		remote:      make([]bool, len(children)),
 		limits:      make(Limits, len(children)),
 		isLog:       make([]bool, len(children)),
 		defBurst:    defBurst,
@@ -82,8 +97,9 @@ func newMulti(limits Limits, children []hotlimit.Limiter, defBurst int) (*multi,
 				from, children[from], hotlimit.ErrInvalidConfig)
 		}
 		m.children[to], m.limits[to] = r, limits[from]
-		m.isLog[to] = limits[from].Algorithm == hotlimit.SlidingLog || isLog(r) == 1
+		m.isLog[to] = logs[from] == 1
 		m.withContext[to], _ = r.(hotlimit.ContextRefunder)
+		m.remote[to] = composite.UsesContext(r)
 	}
 	return m, nil
 }
@@ -266,10 +282,11 @@ func (m *multi) take(ctx context.Context, k keys, n int, each *[composite.MaxChi
 // (slidinglog's Take of more than one can be denied with some of its
 // requests counted, under concurrent requests; see hotlimit.Limiter), and
 // every limit when the denier's wait is Never already; nor, once ctx has
-// ended, a limit that takes a context (it could only fail: a redislimit
-// limiter does not send the question, and its failure policy answers it,
-// FailLocal taking it from its local limiter with no receipt to give it
-// back by).
+// ended, a limit that decides with a context (composite.UsesContext): it
+// could only fail (a redislimit limiter does not send the question, and
+// its failure policy answers it, FailLocal taking it from its local
+// limiter with no receipt to give it back by). A factory's composite of
+// in-memory limiters is asked then too: it cannot fail.
 //
 // Each limit admits a request more readily as time passes with no other
 // requests, so after the largest of these waits every limit admits it: the
@@ -280,7 +297,7 @@ func (m *multi) wait(ctx context.Context, k *keys, n, denier int, retry time.Dur
 		if rem[j] >= n || m.limits[j].Shadow || n > 1 && m.isLog[j] {
 			continue
 		}
-		if ctx != nil && m.withContext[j] != nil && ctx.Err() != nil {
+		if ctx != nil && m.remote[j] && ctx.Err() != nil {
 			continue // it could only fail: see above
 		}
 		key := k.of(m.limits[j].Scope)

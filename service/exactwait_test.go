@@ -14,6 +14,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/hotlimit/hotlimit"
+	"github.com/hotlimit/hotlimit/composite"
 	"github.com/hotlimit/hotlimit/internal/limitertest"
 	"github.com/hotlimit/hotlimit/internal/models"
 	"github.com/hotlimit/hotlimit/service"
@@ -561,4 +562,38 @@ func TestRetryAfterAsksNoLimitUnderAnEndedContext(t *testing.T) {
 	assert.False(t, d.Allowed)
 	assert.Equal(t, time.Second, d.RetryAfter, "the second's wait: the minute, not asked, is not counted")
 	assert.Zero(t, later.ended, "not asked under the ended context")
+}
+
+// TestRetryAfterAsksAFactoryCompositeOfInMemoryLimitersUnderAnEndedContext:
+// a factory may build a limit as a composite.Limiter of in-memory limiters,
+// which takes a context but decides in memory and cannot fail. Under a
+// context that has ended, such a limit was not asked for its wait, as if it
+// were on Redis, and a request the per-second limit denied was told to
+// retry in half a second, when the per-minute limit denies it for 59.5 s
+// more: it is asked, and the wait is the one given without a context.
+func TestRetryAfterAsksAFactoryCompositeOfInMemoryLimitersUnderAnEndedContext(t *testing.T) {
+	var now atomic.Int64
+	now.Store(int64(time.Hour))
+	second := hotlimit.Config{Algorithm: hotlimit.TokenBucket, Limit: 1, Window: time.Second}
+	minute := hotlimit.Config{Algorithm: hotlimit.GCRA, Limit: 1, Window: time.Minute}
+	factory := func(c hotlimit.Config, opts ...hotlimit.Option) (hotlimit.Limiter, error) {
+		l, err := service.NewLimiter(c, opts...)
+		if err != nil {
+			return nil, err
+		}
+		return composite.New(l)
+	}
+	svc, err := service.NewFromRules(service.Rules{Default: service.Limits{second, minute}},
+		hotlimit.WithClock(now.Load), hotlimit.WithFactory(factory))
+	require.NoError(t, err)
+	require.True(t, svc.Allow("u", "a"))
+	now.Add(int64(500 * time.Millisecond))
+
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	d, err := svc.TakeContext(ctx, "u", "a", 1)
+	require.NoError(t, err, "no limit fails")
+	assert.False(t, d.Allowed)
+	assert.Equal(t, 59500*time.Millisecond, d.RetryAfter, "the minute's wait")
+	assert.Equal(t, svc.Take("u", "a", 1), d, "as without a context")
 }

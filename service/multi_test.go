@@ -186,3 +186,60 @@ func TestSeveralLimitsAllowDoesNotAllocate(t *testing.T) {
 	require.True(t, s.Allow("user", "pay"))
 	assert.Zero(t, testing.AllocsPerRun(100, func() { s.Allow("user", "pay") }))
 }
+
+// wrapped is a limiter as a factory may wrap one, to count its decisions
+// say: it reports no Config, so only the rule's own Config tells that it
+// is a sliding log. It counts the requests it is asked for and the refunds
+// it is given.
+type wrapped struct {
+	hotlimit.Refunder
+	takes, refunds atomic.Int32
+}
+
+func (w *wrapped) TakeReceipt(key string, n int) (hotlimit.Decision, hotlimit.Receipt) {
+	if n >= 1 {
+		w.takes.Add(1)
+	}
+	return w.Refunder.TakeReceipt(key, n)
+}
+
+func (w *wrapped) Refund(key string, r hotlimit.Receipt) {
+	w.refunds.Add(1)
+	w.Refunder.Refund(key, r)
+}
+
+// TestSlidingLogOfAWrappingFactoryIsAskedLast: a rule asks its sliding logs
+// last, since a sliding log's refund may hold capacity longer than the
+// request it gives back would have. The order was chosen by the limiter's
+// type alone, so a factory that wraps its limiters (for metrics, say) had
+// its sliding log asked in the rule's order: first here, taking each
+// request the fixed window behind it then denied, and refunded. It is
+// chosen by the limit's Config too now, as the rule's other treatment of
+// sliding logs (not asked for a wait of n > 1) already was: the fixed
+// window denies first, and the log is neither asked nor refunded.
+func TestSlidingLogOfAWrappingFactoryIsAskedLast(t *testing.T) {
+	log := hotlimit.Config{Algorithm: hotlimit.SlidingLog, Limit: 10, Window: time.Minute}
+	window := hotlimit.Config{Algorithm: hotlimit.FixedWindow, Limit: 1, Window: time.Minute}
+	var logs *wrapped
+	factory := func(c hotlimit.Config, opts ...hotlimit.Option) (hotlimit.Limiter, error) {
+		l, err := service.NewLimiter(c, opts...)
+		if err != nil {
+			return nil, err
+		}
+		w := &wrapped{Refunder: l.(hotlimit.Refunder)}
+		if c.Algorithm == hotlimit.SlidingLog {
+			logs = w
+		}
+		return w, nil
+	}
+	svc, err := service.NewFromRules(service.Rules{Default: service.Limits{log, window}},
+		hotlimit.WithClock(func() int64 { return int64(time.Hour) }), hotlimit.WithFactory(factory))
+	require.NoError(t, err)
+	require.NotNil(t, logs)
+	require.True(t, svc.Allow("u", "a"))
+	for range 3 {
+		assert.False(t, svc.Allow("u", "a"))
+	}
+	assert.EqualValues(t, 1, logs.takes.Load(), "the log counted the request that passed, and was asked for no other")
+	assert.Zero(t, logs.refunds.Load(), "nor refunded")
+}

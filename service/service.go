@@ -334,8 +334,9 @@ func (s *Service) Allow(user, api string) bool {
 // (slidinglog's Take of several requests can be denied with some of them
 // counted under concurrent requests; see hotlimit.Limiter), nor is a limit
 // whose report failed, one in shadow mode, or, once the request's context
-// has ended, one that takes a context (it could only fail): after
-// RetryAfter such a limit may still deny the request. The limits are asked in the
+// has ended, one that decides with a context (it could only fail; see
+// composite.UsesContext): after RetryAfter such a limit may still deny the
+// request. The limits are asked in the
 // rule's order, sliding logs last. [Service.TakePolicy] returns the
 // deciding limit's own instead.
 func (s *Service) Take(user, api string, n int) hotlimit.Decision {
