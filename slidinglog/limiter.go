@@ -40,6 +40,9 @@ type Limiter struct {
 	// last is hi − epoch, the latest time the limiter reads: packed.MaxStamp,
 	// or less when the clock's range (math.MaxInt64) ends first.
 	last int64
+	// markHook, when set (by tests), runs in Refund between the load of a
+	// slot it is about to mark and the CAS that marks it.
+	markHook func()
 }
 
 var _ hotlimit.Limiter = (*Limiter)(nil)

@@ -98,13 +98,16 @@ func (l *Limiter) Refund(key string, r hotlimit.Receipt) {
 // on too, so the counted ones in the window mostly follow all the others;
 // but a refund racing a claim in flight can mark out of that order, so the
 // pass reads the ring from the oldest entry rather than binary-search it. A CAS that
-// fails means another refund marked the entry first, or the slot was
-// claimed: start over, so nobody waits for anybody. That is lock-free, not
-// wait-free: every start over follows another caller's successful CAS, so
-// some caller always progresses, but a refund can in principle be sent back
-// by claims on its key indefinitely.
+// fails means another refund marked the entry first, or a claim or a
+// tombstone landed: the pass reads the slot again, and goes on past it when
+// it is marked (a mark moves no request, so it sends the pass back no more
+// than one on slot s.h mod L does), or starts over when the check on slot
+// s.h mod L sees a claim or a tombstone, so nobody waits for anybody. That is
+// lock-free, not wait-free: every read again or start over follows another
+// caller's successful CAS, so some caller always progresses, but a refund can
+// in principle be sent back by claims on its key indefinitely.
 func (l *Limiter) mark(c *cell, s snapshot, t int64, left uint64) (uint64, bool) {
-	for k := uint64(0); k < l.limit && left > 0; k++ {
+	for k := uint64(0); k < l.limit && left > 0; {
 		i := c.at(s.h, k)
 		v := c.load(i)
 		// Slot s.i still holds s.v, or s.v marked refunded (by this pass
@@ -119,12 +122,22 @@ func (l *Limiter) mark(c *cell, s snapshot, t int64, left uint64) (uint64, bool)
 		case v == packed.StampDead:
 			return 0, false // swept meanwhile: every request had left the window
 		case packed.IsRefunded(v) || tv <= t-l.window:
-			continue // marked by another refund, or expired, since free
+			k++
+			continue // marked by another refund, or expired
 		}
-		if !c.cas(i, v, packed.Refunded(v)) {
-			return left, true
+		if l.markHook != nil {
+			l.markHook()
 		}
-		left--
+		// The CAS sets the refunded bit of the very value read, so it
+		// marks claim s.h − L + k, counted in the window at t. It fails
+		// only if slot i changed since the load: another refund marked it,
+		// or a claim or tombstone landed (on slot s.i first: claims land in
+		// order, and a tombstone lands on the slot of the next claim).
+		// Read slot i again: the check above tells the two apart.
+		if c.cas(i, v, packed.Refunded(v)) {
+			left--
+			k++
+		}
 	}
 	return 0, false // fewer than left counted in the window: nothing more to give
 }

@@ -39,8 +39,9 @@ import (
 // h0 + maxLag(L): there it advances the head to what it scanned, by
 // head.CompareAndSwap(h0, h), and starts again. Then v's time is the limit's
 // verdict: not expired (and not refunded), deny; expired or refunded, CAS
-// slot h mod L from v to the new stamp. A claimer whose claim lies
-// advanceAt(L) or more past h0 then advances the head past it, by
+// slot h mod L from v to the new stamp. A claimer whose claim is the
+// advanceAt(L)-th or a later one from h0 (h + 1 − h0 ≥ advanceAt(L): every
+// claim when L ≤ 2) then advances the head past it, by
 // head.CompareAndSwap(h0, h+1), which fails harmlessly if another caller
 // moved the head; the others leave it, so that under contention the head's
 // line is written once every few claims, and the slots' line alone moves
@@ -193,8 +194,9 @@ type snapshot struct {
 // stays within a few cache lines.
 func maxLag(L uint64) uint64 { return min(L, 16) }
 
-// advanceAt is how far past the head a claim must be for its claimer to
-// advance the head after it: half the lag allowed, so that a scan is most
+// advanceAt is how many claims from the head, its own included, a claimer
+// must have landed to advance the head after it (claim h from head h0 when
+// h + 1 − h0 ≥ advanceAt(L)): half the lag allowed, so that a scan is most
 // often a few slots long, and a claimer rarely writes the head's line.
 func advanceAt(L uint64) uint64 { return (maxLag(L) + 1) / 2 }
 
@@ -233,6 +235,12 @@ func (c *cell) scan(h0 uint64) (s snapshot, ok bool) {
 			s.i, s.round = 0, s.round+1
 		}
 		if s.h-h0 >= D {
+			// Claims h0 to h0 + D − 1 landed: the CAS keeps invariant H,
+			// since it succeeds only while the head is still h0, and then
+			// no claim from h0 + D on has landed (H), so each slot read
+			// held claim j − L or claim j, and its parity said claim j. It
+			// fails only when another caller moved the head on, over
+			// claims it saw landed: then read again.
 			c.head.CompareAndSwap(h0, s.h)
 			return s, false
 		}
@@ -271,10 +279,12 @@ func (c *cell) still(s *snapshot) bool {
 }
 
 // landed records that claim h, made by a caller whose scan started at head
-// h0, has landed: when it lies advanceAt or more past h0, the claimer
+// h0, has landed: when claims h0 to h number advanceAt or more, the claimer
 // advances the head past it (which fails harmlessly if another caller
 // moved the head meanwhile: the head then lies between h0 and the landed
-// claims, as always).
+// claims, as always). The CAS keeps invariant H: claim h, the caller's
+// own, landed, and claims land in order, so every claim below h + 1 has; and
+// the head only grows.
 func (c *cell) landed(h0, h, L uint64) {
 	if h+1-h0 >= advanceAt(L) {
 		c.head.CompareAndSwap(h0, h+1)
