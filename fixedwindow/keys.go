@@ -1,10 +1,6 @@
 package fixedwindow
 
-import (
-	"time"
-
-	"github.com/hotlimit/hotlimit"
-)
+import "github.com/hotlimit/hotlimit"
 
 // idle returns the kill function of an incremental sweep step (auto-sweep,
 // the key cap) at the clock's current time: Sweep's, one key at a time.
@@ -15,8 +11,10 @@ func (l *Limiter) idle() func(*cell) bool {
 
 // capped is the decision for a new key that hotlimit.WithMaxKeys turns away:
 // RetryAfter is the time to the end of the current window, after which every
-// key held now is idle, and evictable, if it gets no more requests.
+// key held now is idle, and evictable, if it gets no more requests; Never,
+// as untilEnd says, when that end lies past the clock's last reading.
 func (l *Limiter) capped() hotlimit.Decision {
-	_, rem := l.index(l.clock())
-	return hotlimit.Decision{Limit: int(l.limit), RetryAfter: time.Duration(l.window - rem)}
+	now := l.clock()
+	_, rem := l.index(now)
+	return hotlimit.Decision{Limit: int(l.limit), RetryAfter: l.untilEnd(now, 0, rem)}
 }

@@ -10,8 +10,11 @@ func (l *Limiter) idle() func(*cell) bool {
 }
 
 // capped is the decision for a new key that hotlimit.WithMaxKeys turns away:
-// RetryAfter is burst·T, after which every key held now is full, and
-// evictable, if it gets no more requests.
+// RetryAfter is the time until the limiter's time passes burst·T from now,
+// after which every key held now (its TAT at most s + burst·T) is full, and
+// evictable, if it gets no more requests; Never, as wait says, when that
+// time never comes (the limiter's time stops first).
 func (l *Limiter) capped() hotlimit.Decision {
-	return hotlimit.Decision{Limit: l.limit, RetryAfter: l.wait(l.span, 0, 0)}
+	s, ns, lag := l.now()
+	return hotlimit.Decision{Limit: l.limit, RetryAfter: l.wait(s+l.span, ns, lag)}
 }

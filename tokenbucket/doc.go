@@ -18,7 +18,8 @@
 // reading before the epoch counts as the epoch. A clock that goes back refills
 // nothing, and the bucket keeps the later time: it refills again only once the
 // clock passes it. A denied request changes nothing, so with a clock that
-// goes back, a bucket refills from the time of its latest admitted request.
+// goes back, a bucket refills from the time of its latest admitted request
+// (or refund).
 //
 // # Arithmetic
 //

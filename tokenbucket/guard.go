@@ -21,7 +21,7 @@ package tokenbucket
 //
 // Invariant G: while swept = L, every live word that is not full has a
 // timestamp τ (the clock reading, in nanoseconds since the epoch, of the
-// admission that wrote it) with L − R/4 ≤ τ < L + hard. (Full words carry no
+// admission or refund that wrote it: both read it through read) with L − R/4 ≤ τ < L + hard. (Full words carry no
 // timestamp: packed.Bucket.Refill ignores it.)
 //
 //   - Readers. read returns a time t and the generation g it checked t against,

@@ -1,6 +1,7 @@
 package tokenbucket
 
 import (
+	"math"
 	"time"
 
 	"github.com/hotlimit/hotlimit"
@@ -39,7 +40,14 @@ func (l *Limiter) idle() func(*cell) bool {
 
 // capped is the decision for a new key that hotlimit.WithMaxKeys turns away:
 // RetryAfter is the time a drained bucket takes to fill, after which every
-// key held now is full, and evictable, if it gets no more requests.
+// key held now is full, and evictable, if it gets no more requests (from the
+// epoch, for a clock behind it); Never, as wait says, when the limiter's
+// time stops before then, or the clock's last reading comes first.
 func (l *Limiter) capped() hotlimit.Decision {
-	return hotlimit.Decision{Limit: l.limit, RetryAfter: time.Duration(l.fill)}
+	t, lag := l.time()
+	d := uint64(l.fill)
+	if d > l.stop-t || lag > math.MaxInt64-d { // t ≤ stop; d ≤ maxTime: no wrap
+		return hotlimit.Decision{Limit: l.limit, RetryAfter: hotlimit.Never}
+	}
+	return hotlimit.Decision{Limit: l.limit, RetryAfter: time.Duration(d + lag)}
 }

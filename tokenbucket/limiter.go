@@ -80,8 +80,8 @@ type Limiter struct {
 var _ hotlimit.Limiter = (*Limiter)(nil)
 
 // New returns a token bucket limiter: limit tokens per key, refilled at limit
-// per window, or a capacity of hotlimit.WithBurst's value (default and values
-// <= 0: limit) refilled at the same rate. limit must lie in [1, MaxLimit],
+// per window, or a capacity of hotlimit.WithBurst's value (0, the default:
+// limit) refilled at the same rate. limit must lie in [1, MaxLimit],
 // window in [MinWindow, MaxWindow], burst in [1, MaxBurst], and
 // burst·window/limit, the time a drained key takes to refill, must not exceed
 // MaxBurstSpan; otherwise New returns an error that names the field and its

@@ -14,8 +14,8 @@ import (
 //
 // u(t) = ⌊t·limit·2^F / window⌋ counts the units refilled from the epoch to t
 // (nanoseconds since the epoch). The token field holds [0, Cap], Cap =
-// burst·2^F (the refill is still limit per window); the timestamp is the u of the latest admitted request's clock
-// reading, modulo 2^T. A new key's word is Pack(Cap, 0): full, and a full
+// burst·2^F (the refill is still limit per window); the timestamp is the u of the latest clock
+// reading of an admission or a refund that wrote the word, modulo 2^T. A new key's word is Pack(Cap, 0): full, and a full
 // word's timestamp is never read. packed.BucketDead, all ones, is the
 // tombstone Sweep swaps in; no live word equals it (its token field exceeds
 // Cap).
@@ -29,8 +29,9 @@ import (
 // its bucket after the admissions (and refunds) whose CAS succeeded, each
 // applied once, in CAS order, by the model's rule on the units grid: refilled by exactly
 // u(now) − u(last) units up to Cap, then lowered by the n tokens taken; its
-// tokens stay in [0, Cap] and its timestamp is the latest admitted clock
-// reading.
+// tokens stay in [0, Cap] and its timestamp is the latest clock reading
+// among those writes (a refund refills to its own reading, as an admission
+// does).
 //
 //   - Concurrent writers. The new word is a function of the old word's value and
 //     the caller's now only. The CAS succeeds only if the word still holds the
