@@ -16,8 +16,14 @@ func (l *Limiter) idle() func(*cell) bool {
 // capped is the decision for a new key that hotlimit.WithMaxKeys turns away:
 // RetryAfter is the time to the end of the next window, after which both
 // counts of every key held now have left the estimate, and the key is
-// evictable, if it gets no more requests.
+// evictable, if it gets no more requests; Never, as wait says, when that end
+// lies past the clock's last reading, math.MaxInt64.
 func (l *Limiter) capped() hotlimit.Decision {
-	_, rem := l.index(l.clock())
-	return hotlimit.Decision{Limit: int(l.limit), RetryAfter: time.Duration(2*l.window - rem)}
+	now := l.clock()
+	_, rem := l.index(now)
+	d := hotlimit.Never
+	if w := 2*l.window - rem; w <= clockLeft(now) { // w < 2·Window: no wrap
+		d = time.Duration(w)
+	}
+	return hotlimit.Decision{Limit: int(l.limit), RetryAfter: d}
 }

@@ -217,14 +217,20 @@ func (l *Limiter) wait(prev, count, rem, behind, t uint64, now int64) time.Durat
 	} else {
 		d = (w - e0) + (w - l.span(count, t))
 	}
-	end := uint64(math.MaxInt64) // the longest wait a clock reaches from now
-	if now > 0 {
-		end -= uint64(now)
-	}
-	if base+d > end { // base ≤ MaxInt64 and d < 2^57: no wrap
+	if base+d > clockLeft(now) { // base ≤ MaxInt64 and d < 2^57: no wrap
 		return hotlimit.Never
 	}
 	return time.Duration(base + d)
+}
+
+// clockLeft is the longest wait a clock reaches from its reading now:
+// math.MaxInt64 − now, its last reading's distance, or math.MaxInt64 for a
+// reading at or before 0.
+func clockLeft(now int64) uint64 {
+	if now > 0 {
+		return uint64(math.MaxInt64 - now)
+	}
+	return math.MaxInt64
 }
 
 // decision reports a key holding counts prev and count whose estimate is

@@ -1,10 +1,6 @@
 package slidinglog
 
-import (
-	"time"
-
-	"github.com/hotlimit/hotlimit"
-)
+import "github.com/hotlimit/hotlimit"
 
 // idle returns the kill function of an incremental sweep step (auto-sweep,
 // the key cap) at the clock's current time: Sweep's, one key at a time.
@@ -14,8 +10,11 @@ func (l *Limiter) idle() func(*cell) bool {
 }
 
 // capped is the decision for a new key that hotlimit.WithMaxKeys turns away:
-// RetryAfter is a window, after which every request logged so far has
-// expired and every key held now is evictable, if it gets no more requests.
+// RetryAfter is a window from the limiter's time, after which every request
+// logged so far has expired and every key held now is evictable, if it gets
+// no more requests; Never, as leaves says, when a request logged now stays
+// in the window for good (the limiter's time stops first).
 func (l *Limiter) capped() hotlimit.Decision {
-	return hotlimit.Decision{Limit: int(l.limit), RetryAfter: time.Duration(l.window)}
+	raw := l.clock()
+	return hotlimit.Decision{Limit: int(l.limit), RetryAfter: l.leaves(l.clamp(raw), raw)}
 }

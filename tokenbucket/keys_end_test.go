@@ -14,9 +14,10 @@ import (
 )
 
 // TestCappedRetryAfterIsNeverPastTheClocksEnd: a new key that
-// hotlimit.WithMaxKeys turns away waits for a held key to go idle; when
-// the held key's bucket refills after the clock's last reading, math.MaxInt64, that never happens, and the denial says Never, as
-// the held key's ResetAfter does, not a wait the clock cannot reach.
+// hotlimit.WithMaxKeys turns away waits for a held key to go idle. When the
+// held key's bucket is full again only after the clock's last reading
+// (math.MaxInt64), that never happens: the denial says Never, as the held
+// key's ResetAfter does, not a wait the clock cannot reach.
 func TestCappedRetryAfterIsNeverPastTheClocksEnd(t *testing.T) {
 	for _, epoch := range []int64{math.MaxInt64 - int64(time.Millisecond), 0} {
 		var now atomic.Int64
