@@ -243,7 +243,7 @@ func TestLoadRulesRefusesBytesNotUTF8(t *testing.T) {
 		require.Error(t, err, "case %d: loaded %v", i, r)
 		assert.ErrorIs(t, err, hotlimit.ErrInvalidConfig, "case %d", i)
 		assert.ErrorContains(t, err, "not UTF-8", "case %d", i)
-		assert.ErrorContains(t, err, "byte "+strconv.Itoa(at)+", after "+strconv.Quote(tc.in[at-16:at]), "case %d", i)
+		assert.ErrorContains(t, err, "(byte "+strconv.Itoa(at)+"), after "+strconv.Quote(tc.in[at-16:at]), "case %d", i)
 		assert.Zero(t, r, "case %d", i)
 
 		var into service.Rules
@@ -376,7 +376,7 @@ func TestLoadRulesRefusesEscapesOfHalfACharacter(t *testing.T) {
 		require.Error(t, err, "case %d: loaded %v", i, r.Users)
 		assert.ErrorIs(t, err, hotlimit.ErrInvalidConfig, "case %d", i)
 		assert.ErrorContains(t, err, "half of a UTF-16 surrogate pair", "case %d", i)
-		assert.ErrorContains(t, err, "byte "+strconv.Itoa(at)+",", "case %d", i)
+		assert.ErrorContains(t, err, "(byte "+strconv.Itoa(at)+")", "case %d", i)
 		assert.Zero(t, r, "case %d", i)
 
 		var into service.Rules
@@ -391,5 +391,25 @@ func TestLoadRulesRefusesEscapesOfHalfACharacter(t *testing.T) {
 	for _, in := range []string{`\`, `{"a":"\`, `{"a":"\ud83d`, `{"a":"\ud83d\`, `{"a":"\u12`} {
 		_, err := service.LoadRules(strings.NewReader(in))
 		assert.ErrorIs(t, err, hotlimit.ErrInvalidConfig, "%q: cut short, an error and no panic", in)
+	}
+}
+
+// TestLoadRulesTextNotUTF8SaysLineAndColumn: a byte that is not UTF-8, or
+// an escape of half a surrogate pair, was named by its byte alone, where a
+// syntax error names its line and column, and the text before it was cut
+// at 16 bytes even inside a character, which printed as an escape ("\xa9")
+// of half an "é". It names the line and column too now, and the text before
+// it starts on a character.
+func TestLoadRulesTextNotUTF8SaysLineAndColumn(t *testing.T) {
+	for i, tc := range []struct{ bad, before string }{
+		{"\xe9", "éééééééa"},
+		{`\udc00`, "éééééééa"},
+	} {
+		in := "{\"default\":[" + tb1 + "],\n\"users\":{\n\"ééééééééa" + tc.bad + "\":[" + tb1 + "]}}"
+		at := strings.Index(in, tc.bad)
+		_, err := service.LoadRules(strings.NewReader(in))
+		require.ErrorIs(t, err, hotlimit.ErrInvalidConfig, "case %d", i)
+		assert.ErrorContains(t, err, "at line 3, column 19 (byte "+strconv.Itoa(at)+")", "case %d", i)
+		assert.ErrorContains(t, err, "after "+strconv.Quote(tc.before), "case %d", i)
 	}
 }

@@ -415,8 +415,8 @@ func placeOf(data []byte, at int) string {
 	return fmt.Sprintf(", at line %d, column %d (byte %d)", line, column, at)
 }
 
-// checkUTF8 returns an error, naming the offset of the first bad byte and
-// what comes before it, when data is not UTF-8, and one naming the escape
+// checkUTF8 returns an error, naming the place of the first bad byte (see
+// placeOf) and what comes before it, when data is not UTF-8, and one naming the escape
 // when data holds a \u escape of half a UTF-16 surrogate pair (see
 // checkEscapes). encoding/json would read each such byte or escape as
 // U+FFFD: a name written in another encoding (a "café" in Latin-1) would
@@ -433,11 +433,22 @@ func checkUTF8(data []byte) error {
 		}
 		at += size
 	}
-	return fmt.Errorf("service: rules: byte %d, after %q, is not UTF-8, as JSON text must be (a file saved in another encoding?): %w",
-		at, data[max(0, at-16):at], hotlimit.ErrInvalidConfig)
+	return fmt.Errorf("service: rules: a byte that is not UTF-8, as JSON text must be (a file saved in another encoding?)%s, after %q: %w",
+		placeOf(data, at), textBefore(data, at), hotlimit.ErrInvalidConfig)
 }
 
-// checkEscapes returns an error, naming its offset, at the first \u escape
+// textBefore returns the text of data before the byte at, up to 16 bytes of
+// it, starting on a character: an error shows it after the place it names,
+// to find that place by eye.
+func textBefore(data []byte, at int) []byte {
+	from := max(0, at-16)
+	for from < at && !utf8.RuneStart(data[from]) {
+		from++
+	}
+	return data[from:at]
+}
+
+// checkEscapes returns an error, naming its place, at the first \u escape
 // in data of half a UTF-16 surrogate pair ("\udc00" alone, or "\ud83d" not
 // followed by the escape of a low half): it names no character, and
 // encoding/json would read it as U+FFFD. data is UTF-8; in JSON a backslash
@@ -465,8 +476,8 @@ func checkEscapes(data []byte) error {
 				continue
 			}
 		}
-		return fmt.Errorf("service: rules: byte %d, %q, escapes half of a UTF-16 surrogate pair, which is no character (it would be read as U+FFFD): %w",
-			at, data[at:at+6], hotlimit.ErrInvalidConfig)
+		return fmt.Errorf("service: rules: the escape %s is half of a UTF-16 surrogate pair, which is no character (it would be read as U+FFFD)%s, after %q: %w",
+			data[at:at+6], placeOf(data, at), textBefore(data, at), hotlimit.ErrInvalidConfig)
 	}
 }
 
