@@ -559,7 +559,12 @@ func decodeLimits(path string, data []byte) (Limits, error) {
 // limit ... out of range`, and wrap hotlimit.ErrInvalidConfig, except errors
 // reading r. Anything after the JSON object but white space is an error, and
 // so is a nil r. A byte order mark at the start, which some editors write, is
-// ignored.
+// ignored. An error in the text itself (a syntax error, text after the
+// object, a byte that is not UTF-8) names its place as "at line L, column
+// C (byte B)": line and column count from 1, in bytes, as Go's compiler
+// counts them (an "é" is two columns, a byte order mark three), and the
+// byte, the file's offset, from 0. A file cut short ("unexpected EOF") has
+// no place to name but its end.
 func LoadRules(r io.Reader) (Rules, error) {
 	if nilness.Is(r) {
 		return Rules{}, errors.New("service: reading rules: no reader (nil)")
