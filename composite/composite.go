@@ -141,10 +141,10 @@ func New(children ...hotlimit.Limiter) (*Limiter, error) {
 // one that denied it for its wait (see RetryAfter in the package
 // documentation) only when UsesContext reports false of it: one that uses
 // the context could only fail, its failure policy answering in place of
-// its quota.
+// its quota. It reports false of nil, and of a nil *Limiter.
 func UsesContext(l hotlimit.Limiter) bool {
 	if cl, ok := l.(*Limiter); ok {
-		return slices.Contains(cl.remote, true)
+		return cl != nil && slices.Contains(cl.remote, true)
 	}
 	_, ok := l.(hotlimit.ContextRefunder)
 	return ok

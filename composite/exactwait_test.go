@@ -588,3 +588,14 @@ func TestUsesContext(t *testing.T) {
 	assert.False(t, composite.UsesContext(of(memory(), of(memory(), of(memory())))), "composites of in-memory limiters")
 	assert.True(t, composite.UsesContext(of(memory(), of(memory(), of(newRemote(t, 1))))), "a composite holding one that takes a context")
 }
+
+// TestUsesContextOfNilIsFalse: UsesContext reported false of a nil
+// Limiter, but a nil *Limiter, a typed nil in the interface, made it
+// panic, reading the children of no composite. Neither decides with a
+// context.
+func TestUsesContextOfNilIsFalse(t *testing.T) {
+	assert.False(t, composite.UsesContext(nil))
+	assert.NotPanics(t, func() {
+		assert.False(t, composite.UsesContext((*composite.Limiter)(nil)))
+	})
+}

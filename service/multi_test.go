@@ -243,3 +243,33 @@ func TestSlidingLogOfAWrappingFactoryIsAskedLast(t *testing.T) {
 	assert.EqualValues(t, 1, logs.takes.Load(), "the log counted the request that passed, and was asked for no other")
 	assert.Zero(t, logs.refunds.Load(), "nor refunded")
 }
+
+// TestTakePolicyTieGoesToTheFirstLimitAsked: the docs gave a tie between
+// limits of an equal share left to the first of the rule's order, but a
+// rule asks its sliding logs last, and the tie goes to the first asked:
+// under {10 per minute sliding log, 10 per minute fixed window}, written
+// directly or by a factory that wraps its limiters, a fresh key's request
+// names the fixed window.
+func TestTakePolicyTieGoesToTheFirstLimitAsked(t *testing.T) {
+	log := hotlimit.Config{Algorithm: hotlimit.SlidingLog, Limit: 10, Window: time.Minute}
+	window := hotlimit.Config{Algorithm: hotlimit.FixedWindow, Limit: 10, Window: time.Minute}
+	wrapping := func(c hotlimit.Config, opts ...hotlimit.Option) (hotlimit.Limiter, error) {
+		l, err := service.NewLimiter(c, opts...)
+		if err != nil {
+			return nil, err
+		}
+		return &wrapped{Refunder: l.(hotlimit.Refunder)}, nil
+	}
+	for name, opts := range map[string][]hotlimit.Option{
+		"factory=default":  nil,
+		"factory=wrapping": {hotlimit.WithFactory(wrapping)},
+	} {
+		svc, err := service.NewFromRules(service.Rules{Default: service.Limits{log, window}},
+			append(opts, hotlimit.WithClock(func() int64 { return int64(time.Hour) }))...)
+		require.NoError(t, err, name)
+		d, c := svc.TakePolicy("u", "a", 1)
+		require.True(t, d.Allowed, name)
+		assert.Equal(t, 9, d.Remaining, "%s: both hold 9 of 10", name)
+		assert.Equal(t, window, c, "%s: the first asked, sliding logs last", name)
+	}
+}

@@ -243,7 +243,7 @@ func TestLoadRulesRefusesBytesNotUTF8(t *testing.T) {
 		require.Error(t, err, "case %d: loaded %v", i, r)
 		assert.ErrorIs(t, err, hotlimit.ErrInvalidConfig, "case %d", i)
 		assert.ErrorContains(t, err, "not UTF-8", "case %d", i)
-		assert.ErrorContains(t, err, "byte "+strconv.Itoa(at)+", after "+strconv.Quote(tc.in[at-16:at]), "case %d", i)
+		assert.ErrorContains(t, err, "(byte "+strconv.Itoa(at)+"), after "+strconv.Quote(tc.in[at-16:at]), "case %d", i)
 		assert.Zero(t, r, "case %d", i)
 
 		var into service.Rules
@@ -350,4 +350,66 @@ func TestRulesMarshalNamesALimitOfNoScope(t *testing.T) {
 	assert.ErrorContains(t, err, `service: pairs["u","pay"][1]: `)
 	assert.ErrorContains(t, err, "Scope(9) is not a scope")
 	assert.ErrorIs(t, err, hotlimit.ErrInvalidConfig)
+}
+
+// TestLoadRulesRefusesEscapesOfHalfACharacter: a \u escape of half a UTF-16
+// surrogate pair (a lone "\udc00", as JavaScript's JSON.stringify writes
+// for a string cut in the middle of an emoji) names no character, and
+// encoding/json reads it as U+FFFD, as it reads a byte that is not UTF-8:
+// the rule for such a user loaded as one for "\uFFFD", which no request
+// names, and nothing said so. The file is refused, naming where the escape
+// is; a whole pair is the character it encodes, and an escaped backslash
+// before "u" is no escape.
+func TestLoadRulesRefusesEscapesOfHalfACharacter(t *testing.T) {
+	for i, bad := range []string{
+		`\udc00`,       // a low half alone
+		`\uDFFF`,       // in capitals
+		`\ud83d`,       // a high half at the end of the string
+		`\ud83dx`,      // a high half before a character
+		`\ud83d\u0041`, // a high half before an escape of no low half
+		`\ud83d\ud83d`, // two high halves
+		`\\\ud800`,     // after an escaped backslash
+	} {
+		in := "{\"default\":[" + tb1 + "],\n\"users\":{\"a" + bad + "\":[" + tb1 + "]}}"
+		at := strings.Index(in, bad) + strings.Index(strings.ToLower(bad), `\ud`) // the half's own escape
+		r, err := service.LoadRules(strings.NewReader(in))
+		require.Error(t, err, "case %d: loaded %v", i, r.Users)
+		assert.ErrorIs(t, err, hotlimit.ErrInvalidConfig, "case %d", i)
+		assert.ErrorContains(t, err, "half of a UTF-16 surrogate pair", "case %d", i)
+		assert.ErrorContains(t, err, "(byte "+strconv.Itoa(at)+")", "case %d", i)
+		assert.Zero(t, r, "case %d", i)
+
+		var into service.Rules
+		assert.ErrorContains(t, json.Unmarshal([]byte(in), &into), "surrogate", "case %d: json.Unmarshal", i)
+		assert.Zero(t, into, "case %d: json.Unmarshal", i)
+	}
+	r, err := service.LoadRules(strings.NewReader(`{"default":[` + tb1 + `],"users":{"\ud83d\ude00":[` + tb1 + `],"\\udc00":[` + tb1 + `]}}`))
+	require.NoError(t, err)
+	assert.Contains(t, r.Users, "😀", "a whole pair")
+	assert.Contains(t, r.Users, `\udc00`, "an escaped backslash, then text")
+
+	for _, in := range []string{`\`, `{"a":"\`, `{"a":"\ud83d`, `{"a":"\ud83d\`, `{"a":"\u12`} {
+		_, err := service.LoadRules(strings.NewReader(in))
+		assert.ErrorIs(t, err, hotlimit.ErrInvalidConfig, "%q: cut short, an error and no panic", in)
+	}
+}
+
+// TestLoadRulesTextNotUTF8SaysLineAndColumn: a byte that is not UTF-8, or
+// an escape of half a surrogate pair, was named by its byte alone, where a
+// syntax error names its line and column, and the text before it was cut
+// at 16 bytes even inside a character, which printed as an escape ("\xa9")
+// of half an "é". It names the line and column too now, and the text before
+// it starts on a character.
+func TestLoadRulesTextNotUTF8SaysLineAndColumn(t *testing.T) {
+	for i, tc := range []struct{ bad, before string }{
+		{"\xe9", "éééééééa"},
+		{`\udc00`, "éééééééa"},
+	} {
+		in := "{\"default\":[" + tb1 + "],\n\"users\":{\n\"ééééééééa" + tc.bad + "\":[" + tb1 + "]}}"
+		at := strings.Index(in, tc.bad)
+		_, err := service.LoadRules(strings.NewReader(in))
+		require.ErrorIs(t, err, hotlimit.ErrInvalidConfig, "case %d", i)
+		assert.ErrorContains(t, err, "at line 3, column 19 (byte "+strconv.Itoa(at)+")", "case %d", i)
+		assert.ErrorContains(t, err, "after "+strconv.Quote(tc.before), "case %d", i)
+	}
 }

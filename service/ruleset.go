@@ -64,7 +64,8 @@ type Pair struct {
 // valid UTF-8, so names that are not valid UTF-8 work in Go but cannot be
 // written as JSON: MarshalJSON rejects them rather than alter them, and
 // UnmarshalJSON (so [LoadRules]) rejects JSON that is not UTF-8 (a file
-// saved in Latin-1, say) rather than read its names altered.
+// saved in Latin-1, say), or escapes half a surrogate pair, rather than read
+// its names altered.
 type Rules struct {
 	// Default applies to requests no override matches. It is required.
 	Default Limits
@@ -317,9 +318,10 @@ func (r Rules) MarshalJSON() ([]byte, error) {
 // fields (also differently cased ones) are rejected, "default" is required,
 // every limit is read by [hotlimit.Config.UnmarshalJSON], and a field, user,
 // api or pair given twice is an error (encoding/json would keep the last),
-// and so is a byte that is not UTF-8 (encoding/json would read it as U+FFFD,
-// so that a name written in another encoding would name another user or api
-// than the requests' and its rule would never apply).
+// and so is a byte that is not UTF-8, or a \u escape of half a UTF-16
+// surrogate pair (encoding/json would read either as U+FFFD, so that a name
+// written in another encoding would name another user or api than the
+// requests' and its rule would never apply).
 // Errors name the offending entry, as in
 // `users["alice"][1].window: ...`, and wrap hotlimit.ErrInvalidConfig. It
 // checks the form, not the values: [LoadRules] also validates them. On error
@@ -413,14 +415,15 @@ func placeOf(data []byte, at int) string {
 	return fmt.Sprintf(", at line %d, column %d (byte %d)", line, column, at)
 }
 
-// checkUTF8 returns an error, naming the offset of the first bad byte and
-// what comes before it, when data is not UTF-8. encoding/json would read
-// each such byte as U+FFFD: a name written in another encoding (a "café" in
-// Latin-1) would become a name no request gives, and its rule would never
-// apply.
+// checkUTF8 returns an error, naming the place of the first bad byte (see
+// placeOf) and what comes before it, when data is not UTF-8, and one naming the escape
+// when data holds a \u escape of half a UTF-16 surrogate pair (see
+// checkEscapes). encoding/json would read each such byte or escape as
+// U+FFFD: a name written in another encoding (a "café" in Latin-1) would
+// become a name no request gives, and its rule would never apply.
 func checkUTF8(data []byte) error {
 	if utf8.Valid(data) {
-		return nil
+		return checkEscapes(data)
 	}
 	at := 0
 	for at < len(data) {
@@ -430,8 +433,74 @@ func checkUTF8(data []byte) error {
 		}
 		at += size
 	}
-	return fmt.Errorf("service: rules: byte %d, after %q, is not UTF-8, as JSON text must be (a file saved in another encoding?): %w",
-		at, data[max(0, at-16):at], hotlimit.ErrInvalidConfig)
+	return fmt.Errorf("service: rules: a byte that is not UTF-8, as JSON text must be (a file saved in another encoding?)%s, after %q: %w",
+		placeOf(data, at), textBefore(data, at), hotlimit.ErrInvalidConfig)
+}
+
+// textBefore returns the text of data before the byte at, up to 16 bytes of
+// it, starting on a character: an error shows it after the place it names,
+// to find that place by eye.
+func textBefore(data []byte, at int) []byte {
+	from := max(0, at-16)
+	for from < at && !utf8.RuneStart(data[from]) {
+		from++
+	}
+	return data[from:at]
+}
+
+// checkEscapes returns an error, naming its place, at the first \u escape
+// in data of half a UTF-16 surrogate pair ("\udc00" alone, or "\ud83d" not
+// followed by the escape of a low half): it names no character, and
+// encoding/json would read it as U+FFFD. data is UTF-8; in JSON a backslash
+// appears only in a string, where it starts an escape, so the escapes are
+// found without reading the strings. Text that is not JSON is left to the
+// decoder to refuse.
+func checkEscapes(data []byte) error {
+	for at := 0; ; {
+		i := bytes.IndexByte(data[at:], '\\')
+		if i < 0 {
+			return nil
+		}
+		at += i
+		r, ok := escapedRune(data[at:])
+		switch {
+		case !ok: // not a \u escape: skip the backslash and the byte it escapes
+			at = min(at+2, len(data))
+			continue
+		case r < 0xd800 || r > 0xdfff:
+			at += 6
+			continue
+		case r <= 0xdbff:
+			if low, ok := escapedRune(data[at+6:]); ok && low >= 0xdc00 && low <= 0xdfff {
+				at += 12
+				continue
+			}
+		}
+		return fmt.Errorf("service: rules: the escape %s is half of a UTF-16 surrogate pair, which is no character (it would be read as U+FFFD)%s, after %q: %w",
+			data[at:at+6], placeOf(data, at), textBefore(data, at), hotlimit.ErrInvalidConfig)
+	}
+}
+
+// escapedRune returns the code unit of the \uXXXX escape data starts with,
+// and whether it starts with one.
+func escapedRune(data []byte) (rune, bool) {
+	if len(data) < 6 || data[0] != '\\' || data[1] != 'u' {
+		return 0, false
+	}
+	var r rune
+	for _, c := range data[2:6] {
+		switch {
+		case '0' <= c && c <= '9':
+			r = r<<4 | rune(c-'0')
+		case 'a' <= c && c <= 'f':
+			r = r<<4 | rune(c-'a'+10)
+		case 'A' <= c && c <= 'F':
+			r = r<<4 | rune(c-'A'+10)
+		default:
+			return 0, false
+		}
+	}
+	return r, true
 }
 
 // decodePair reads one element of "pairs".
@@ -490,7 +559,12 @@ func decodeLimits(path string, data []byte) (Limits, error) {
 // limit ... out of range`, and wrap hotlimit.ErrInvalidConfig, except errors
 // reading r. Anything after the JSON object but white space is an error, and
 // so is a nil r. A byte order mark at the start, which some editors write, is
-// ignored.
+// ignored. An error in the text itself (a syntax error, text after the
+// object, a byte that is not UTF-8) names its place as "at line L, column
+// C (byte B)": line and column count from 1, in bytes, as Go's compiler
+// counts them (an "é" is two columns, a byte order mark three), and the
+// byte, the file's offset, from 0. A file cut short ("unexpected EOF") has
+// no place to name but its end.
 func LoadRules(r io.Reader) (Rules, error) {
 	if nilness.Is(r) {
 		return Rules{}, errors.New("service: reading rules: no reader (nil)")

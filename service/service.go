@@ -283,7 +283,8 @@ func (s *Service) ResolveLimits(user, api string) Limits {
 // denied; for an allowed request (or a report, n = 0), the rule's most
 // constrained limit, the one with the least share of its capacity left
 // (Remaining/[hotlimit.Config.Capacity]: of its burst, for a token bucket or
-// GCRA with one; the first of the rule's order on a tie), which is the
+// GCRA with one; on a tie, the first asked: in the rule's order, sliding
+// logs last, as Take asks them), which is the
 // share an observer's near_limit outcome measures; for a rule of one limit,
 // that limit. Limits in
 // shadow mode are left out of both the Decision and the choice, unless every
