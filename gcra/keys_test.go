@@ -47,3 +47,10 @@ func TestKeyCapEdges(t *testing.T) {
 		func(opts ...hotlimit.Option) limitertest.Constructor { return limitertest.Adapt(gcra.New, opts...) },
 		3, time.Second)
 }
+
+// TestCappedRetryAfterIsNeverPastTheClocksEnd: the key cap's refusal says
+// Never when no held key goes idle before the clock's end; see
+// limitertest.CappedNeverPastTheClocksEnd.
+func TestCappedRetryAfterIsNeverPastTheClocksEnd(t *testing.T) {
+	limitertest.CappedNeverPastTheClocksEnd(t, limitertest.Adapt(gcra.New, hotlimit.WithMaxKeys(1)))
+}

@@ -53,3 +53,10 @@ func TestKeyCapEdges(t *testing.T) {
 		},
 		3, time.Second)
 }
+
+// TestCappedRetryAfterIsNeverPastTheClocksEnd: the key cap's refusal says
+// Never when no held key goes idle before the clock's end; see
+// limitertest.CappedNeverPastTheClocksEnd.
+func TestCappedRetryAfterIsNeverPastTheClocksEnd(t *testing.T) {
+	limitertest.CappedNeverPastTheClocksEnd(t, limitertest.Adapt(slidinglog.New, hotlimit.WithMaxKeys(1)))
+}

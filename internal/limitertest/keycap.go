@@ -1,8 +1,10 @@
 package limitertest
 
 import (
+	"math"
 	"runtime"
 	"strconv"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -109,4 +111,30 @@ func KeyCapFlood(t *testing.T, newLimiter Constructor, newModel func(epoch int64
 	assert.Greater(t, admitted, flood/2, "idle keys made room while the clock moved")
 	assert.Positive(t, hotPassed)
 	assert.LessOrEqual(t, peak, bytesPerKey*uint64(capKeys), "heap growth bounded by the cap")
+}
+
+// CappedNeverPastTheClocksEnd checks the key cap's refusal at the end of the
+// clock: a new key that hotlimit.WithMaxKeys turns away waits for a held key
+// to go idle, and when the held key's requests count only until after the
+// clock's last reading (math.MaxInt64), or after the limiter's time stops,
+// that never happens. The refusal must then say Never, as the held key's
+// ResetAfter does, not a wait the clock cannot reach. newLimiter must build
+// a limiter capped at one key (pass hotlimit.WithMaxKeys(1) to Adapt); it is
+// built at two epochs, near the clock's end and at 0, and asked 1 ms before
+// the clock's end.
+func CappedNeverPastTheClocksEnd(t *testing.T, newLimiter Constructor) {
+	for _, epoch := range []int64{math.MaxInt64 - int64(time.Millisecond), 0} {
+		var now atomic.Int64
+		now.Store(epoch)
+		lim, err := newLimiter(5, time.Second, now.Load)
+		require.NoError(t, err)
+		now.Store(math.MaxInt64 - int64(time.Millisecond))
+		held := lim.Take("a", 1)
+		require.True(t, held.Allowed)
+		require.Equal(t, hotlimit.Never, held.ResetAfter, "epoch %d: the held key never resets", epoch)
+		d := lim.Take("b", 1)
+		assert.False(t, d.Allowed, "epoch %d: the cap turns the new key away", epoch)
+		assert.Equal(t, hotlimit.Never, d.RetryAfter, "epoch %d: no held key goes idle before the clock's end", epoch)
+		assert.False(t, lim.Allow("b"), "epoch %d", epoch)
+	}
 }
