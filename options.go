@@ -120,8 +120,13 @@ func WithAutoSweep(minKeys int) Option {
 // more requests (the algorithm's longest recovery: the refill of a drained
 // bucket for a token bucket and GCRA, the end of the current window for a
 // fixed window, of the next for a sliding counter, a window for a sliding
-// log), a hint rather than a promise, as other new keys may take the room
-// first. Take(key, 0) of a key not held reports a fresh key. The cap can be
+// log), counted from the clock reading: a clock behind the epoch of a token
+// bucket or GCRA, or behind the earliest time a sliding log counts, adds
+// the time it takes to get there. It is Never when that time lies past the
+// clock's last reading, math.MaxInt64, or past the end of the limiter's
+// time, where the keys held never go idle. It is a hint rather than a
+// promise, as other new keys may take the room first.
+// Take(key, 0) of a key not held reports a fresh key. The cap can be
 // exceeded only by requests that were deciding on a key at the moment it was
 // evicted, each by one key, until the next new key's evictions make room
 // again. Where a Refund that returns a key to a fresh key's state deletes it

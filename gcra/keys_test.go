@@ -54,3 +54,9 @@ func TestKeyCapEdges(t *testing.T) {
 func TestCappedRetryAfterIsNeverPastTheClocksEnd(t *testing.T) {
 	limitertest.CappedNeverPastTheClocksEnd(t, limitertest.Adapt(gcra.New, hotlimit.WithMaxKeys(1)))
 }
+
+// TestCappedRetryAfterCountsFromAClockBehindTheEpoch: see
+// limitertest.CappedFromAClockBehindTheEpoch.
+func TestCappedRetryAfterCountsFromAClockBehindTheEpoch(t *testing.T) {
+	limitertest.CappedFromAClockBehindTheEpoch(t, limitertest.Adapt(gcra.New, hotlimit.WithMaxKeys(1)))
+}

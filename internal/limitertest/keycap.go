@@ -138,3 +138,24 @@ func CappedNeverPastTheClocksEnd(t *testing.T, newLimiter Constructor) {
 		assert.False(t, lim.Allow("b"), "epoch %d", epoch)
 	}
 }
+
+// CappedFromAClockBehindTheEpoch checks, for a bucket (a token bucket or
+// GCRA: neither refills while the clock is behind its epoch), that the key
+// cap's refusal counts from the clock reading: at 5 per second, a key
+// drained 3 s behind the epoch is full again 3 s + 1 s later, and a new key
+// turned away is told to wait that long, as the held key's own ResetAfter
+// says, not the 1 s a drained key takes to fill. newLimiter must build a
+// limiter capped at one key (pass hotlimit.WithMaxKeys(1) to Adapt).
+func CappedFromAClockBehindTheEpoch(t *testing.T, newLimiter Constructor) {
+	var now atomic.Int64
+	now.Store(int64(10 * time.Second))
+	lim, err := newLimiter(5, time.Second, now.Load)
+	require.NoError(t, err)
+	now.Store(int64(7 * time.Second)) // 3 s behind the epoch
+	held := lim.Take("a", 5)
+	require.True(t, held.Allowed)
+	require.Equal(t, 4*time.Second, held.ResetAfter, "the held key is full 3 s + 1 s later")
+	d := lim.Take("b", 1)
+	assert.False(t, d.Allowed, "the cap turns the new key away")
+	assert.Equal(t, 4*time.Second, d.RetryAfter, "the held key goes idle 3 s + 1 s later")
+}
