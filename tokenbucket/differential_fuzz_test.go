@@ -37,12 +37,14 @@ func FuzzDifferential(f *testing.F) {
 		tw := newBurstTwin(t, c.Limit, b, c.Window, epoch, grid)
 		limitT := tw.lim.soft / 2 // inside the wrap guard's soft span, as in TestDifferential
 		keys := []string{"a", "b", "c"}
+		hi := int64(0) // the latest time the limiter has read, since the epoch
 		for i := range 80 {
 			step := randomStep(r, c.Limit, c.Window, grid)
 			if tw.now.Load()+int64(step)-epoch > limitT {
 				break
 			}
 			tw.now.Add(int64(step))
+			hi = max(hi, tw.now.Load()-epoch)
 			msg := fmt.Sprintf("%v step %d at %d", tw, i, tw.now.Load()-epoch)
 			if r.IntN(30) == 0 {
 				tw.sweep(msg)
@@ -52,8 +54,11 @@ func FuzzDifferential(f *testing.F) {
 			// A probe moves the clock up to a fill ahead and back: it must
 			// not reach soft, where a sweep would start on a goroutine of
 			// its own, unseen by the model (and then see the clock step
-			// back behind it, which only a test clock does).
-			probe = probe && tw.now.Load()-epoch+tw.lim.fill < tw.lim.soft
+			// back behind it, which only a test clock does). A wait counts
+			// from the later of the limiter's time and the key's timestamp:
+			// from the epoch for a clock behind it, and from a reading made
+			// before the clock stepped back; both are at most hi.
+			probe = probe && hi+tw.lim.fill < tw.lim.soft
 			tw.take(key, n, allow, probe, msg)
 			if t.Failed() {
 				return
