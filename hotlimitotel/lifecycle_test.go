@@ -270,3 +270,45 @@ func TestCollectionRacesObserve(t *testing.T) {
 		assert.EqualValues(t, made[r], got["hotlimit.outcome=denied,hotlimit.rule="+rule], rule)
 	}
 }
+
+// taggedMeter is a caller's own Meter wrapper whose value is not
+// comparable: it holds a slice beside the Meter it wraps.
+type taggedMeter struct {
+	metric.Meter
+	tags []string
+}
+
+// TestAMeterThatIsNotComparableCountsApart: as the package documentation
+// says, two Metrics on a meter whose value is not comparable count apart,
+// each with a callback of its own that the SDK adds up, so closing one
+// takes its counts out of the sum; the same wrapper behind a pointer is one
+// meter, whose Metrics share their counts, and closing one lowers nothing.
+func TestAMeterThatIsNotComparableCountsApart(t *testing.T) {
+	e := hotlimit.Event{Source: &hotlimit.Source{Rule: "default"}, Outcome: hotlimit.OutcomeDenied, N: 2}
+	key := "hotlimit.outcome=denied,hotlimit.rule=default"
+	for name, tc := range map[string]struct {
+		wrap       func(metric.Meter) metric.Meter
+		afterClose int64
+	}{
+		"value":   {func(m metric.Meter) metric.Meter { return taggedMeter{Meter: m, tags: []string{"a"}} }, 1},
+		"pointer": {func(m metric.Meter) metric.Meter { return &taggedMeter{Meter: m, tags: []string{"a"}} }, 3},
+	} {
+		t.Run(name, func(t *testing.T) {
+			reader := sdkmetric.NewManualReader()
+			provider := sdkmetric.NewMeterProvider(sdkmetric.WithReader(reader))
+			t.Cleanup(func() { _ = provider.Shutdown(context.Background()) })
+			meter := tc.wrap(provider.Meter("hotlimit"))
+			a, err := hotlimitotel.New(meter)
+			require.NoError(t, err)
+			b, err := hotlimitotel.New(meter)
+			require.NoError(t, err)
+			t.Cleanup(func() { _ = b.Close() })
+			a.Observe(e)
+			a.Observe(e)
+			b.Observe(e)
+			assert.EqualValues(t, 3, sums(t, reader)["hotlimit.decisions"][key], "both Metrics' decisions are reported")
+			require.NoError(t, a.Close())
+			assert.EqualValues(t, tc.afterClose, sums(t, reader)["hotlimit.decisions"][key], "after one of them closes")
+		})
+	}
+}

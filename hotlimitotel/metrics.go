@@ -97,7 +97,12 @@
 // both report into the same scope. Metrics on the two count apart, the SDK
 // reports the sum, and closing one takes its counts out of that sum, which
 // goes down. Make every Metrics of a scope on one Meter value, or make them
-// after otel.SetMeterProvider.
+// after otel.SetMeterProvider. A Meter whose Go value is not comparable (a
+// struct of your own that holds a slice, a map or a func beside the Meter
+// it wraps) equals no other, not even itself: every Metrics on it counts
+// apart, as on Meters of different values, and closing one takes its counts
+// out of the sum. Wrap a Meter in a pointer, which is comparable, to share
+// one meter's counts between several Metrics.
 package hotlimitotel
 
 import (
@@ -214,8 +219,11 @@ var (
 // that reports them; every other Metrics open on the same meter counts into
 // the same counts. The package keeps each meter with an open Metrics, so
 // that the next New on it finds its counts: close every Metrics on a meter
-// before dropping its provider, or the provider stays reachable. A nil
-// meter, or one holding a nil pointer or function, is an error.
+// before dropping its provider, or the provider stays reachable. Meters are
+// the same when their Go values are equal: a meter whose value is not
+// comparable is the same as none, and a Metrics on it counts apart (see
+// the package documentation). A nil meter, or one holding a nil pointer or
+// function, is an error.
 func New(meter metric.Meter) (*Metrics, error) {
 	if nilness.Is(meter) {
 		return nil, errors.New("hotlimitotel: meter is nil: pass one from a MeterProvider, such as otel.GetMeterProvider().Meter(\"hotlimit\")")
