@@ -101,8 +101,8 @@
 // struct of your own that holds a slice, a map or a func beside the Meter
 // it wraps) equals no other, not even itself: every Metrics on it counts
 // apart, as on Meters of different values, and closing one takes its counts
-// out of the sum. Wrap a Meter in a pointer, which is comparable, to share
-// one meter's counts between several Metrics.
+// out of the sum. Pass such a wrapper by pointer, the same pointer to
+// every New, for its Metrics to share their counts.
 package hotlimitotel
 
 import (
