@@ -132,3 +132,34 @@ func TestMaxKeysDenialIsObserved(t *testing.T) {
 		})
 	}
 }
+
+// TestAShadowLimitTakesRoomUnderItsLimitersKeyCap pins what Config.Shadow
+// and the README's shadow rollout say: a limit in shadow mode shares the
+// limiter of an equal limit of another rule, whatever its scope, so under
+// hotlimit.WithMaxKeys its keys fill the same room; the other rule's new
+// keys are then refused for real, while the shadow limit's own new keys
+// still pass. A shadow limit of another window holds its keys apart.
+func TestAShadowLimitTakesRoomUnderItsLimitersKeyCap(t *testing.T) {
+	const maxKeys = 4
+	enforced := hotlimit.Config{Algorithm: hotlimit.FixedWindow, Limit: 10, Window: time.Minute}
+	for name, tc := range map[string]struct {
+		shadow  hotlimit.Config
+		refused bool // the enforced rule's new key, once the shadow limit's keys fill the cap
+	}{
+		"same limit":       {hotlimit.Config{Algorithm: hotlimit.FixedWindow, Limit: 10, Window: time.Minute, Shadow: true}, true},
+		"same limit, user": {hotlimit.Config{Algorithm: hotlimit.FixedWindow, Limit: 10, Window: time.Minute, Scope: hotlimit.PerUser, Shadow: true}, true},
+		"another window":   {hotlimit.Config{Algorithm: hotlimit.FixedWindow, Limit: 10, Window: 2 * time.Minute, Shadow: true}, false},
+	} {
+		t.Run(name, func(t *testing.T) {
+			clock, _ := frozen(int64(time.Hour))
+			rules := service.Rules{Default: service.Limits{enforced}, APIs: map[string]service.Limits{"GET /new": {tc.shadow}}}
+			svc, err := service.NewFromRules(rules, clock, hotlimit.WithMaxKeys(maxKeys))
+			require.NoError(t, err)
+			for i := range maxKeys + 2 {
+				require.True(t, svc.Take("user-"+strconv.Itoa(i), "GET /new", 1).Allowed, "user %d: a shadow limit never denies", i)
+			}
+			d := svc.Take("newcomer", "GET /", 1)
+			assert.Equal(t, !tc.refused, d.Allowed, "the enforced rule's new key")
+		})
+	}
+}
