@@ -36,14 +36,14 @@ func (o Outcome) String() string {
 }
 
 // Source is what decided, as an [Event] names it: a rule and one of its
-// limits. A producer of Events builds one Source per rule and limit and
-// points every Event of theirs to it: it is read-only from then on, so an
-// Observer may keep it. But a service builds its Sources with its rules,
-// anew at every reload (Replace, WatchFile), even for a rule that has not
-// changed: a cache keyed by the *Source gains an entry per rule at every
-// reload and keeps the old Sources alive. Key a cache by what names the
-// series, as hotlimitprom and hotlimitotel do: the Rule (and the Policy,
-// when it matters).
+// limits. It is read-only once an Event points to it, so an Observer may
+// keep it. A service builds one Source per rule and limit and points every
+// Event of theirs to it, but builds them with its rules, anew at every
+// reload (Replace, WatchFile), even for a rule that has not changed; and
+// envoyrls's server builds one per Event. So a cache keyed by the *Source
+// gains an entry per rule at every reload, or per decision, and keeps the
+// old Sources alive. Key a cache by what names the series, as hotlimitprom
+// and hotlimitotel do: the Rule (and the Policy, when it matters).
 type Source struct {
 	// Rule names the rule that decided, such as `default` or
 	// `apis["GET /pay"]`: its values are bounded by the configuration, never
