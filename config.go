@@ -94,10 +94,11 @@ type Config struct {
 	// limit is rolled out safely. The service applies it (and what decides
 	// through one: httplimit, grpclimit, hotlimitd); a limiter built from a
 	// Config on its own (a package's New, service.NewLimiter,
-	// redislimit.New) decides as without it. A service's limits that differ
-	// only in Shadow and Scope share one limiter, so a limit in shadow mode
-	// holds its keys under the same key cap ([WithMaxKeys]) as the others:
-	// its keys take room that their new keys, refused at the cap, then lack.
+	// redislimit.New) decides as without it. The limits of a service's
+	// rules that differ only in Shadow and Scope share one limiter (and so
+	// do service.Service.TakeWith's), so a limit in shadow mode holds its
+	// keys under the same key cap ([WithMaxKeys]) as the others: its keys
+	// take room that their new keys, refused at the cap, then lack.
 	Shadow bool
 	// Scope says whose quota the limit counts in a service rule: the
 	// (user, api) pair's (PerPair, the zero value), the user's, the api's or
