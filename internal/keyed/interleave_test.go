@@ -162,3 +162,47 @@ func TestOverlappingClaimsLoseNothing(t *testing.T) {
 	assert.Zero(t, keyed.Walk(m, 64, 8, false))
 	assertListed(t, m, live...)
 }
+
+// TestReviveWhoseRoomIsTakenAfterItsWalkKeepsTheCap forces a new key to take
+// the room that Revive's walk made, between that walk (which evicts an idle
+// key, as the map is at the cap and the revived key is not held) and the
+// re-insertion: the re-insertion puts the map over the cap while another key
+// is still idle, so Revive evicts it, and the map is back at the cap.
+func TestReviveWhoseRoomIsTakenAfterItsWalkKeepsTheCap(t *testing.T) {
+	const maxKeys = 8
+	m := newMap(0, maxKeys)
+	x := m.Get("x") // idle: its caller holds the cell
+	for i := range maxKeys - 3 {
+		k := strconv.Itoa(i)
+		add(m, k, m.Get(k), 1)
+	}
+	m.Get("idle1")
+	m.Get("idle2")
+	require.Equal(t, 1, m.Sweep(func(c *cell) bool { return c == x && kill(c) }), "x evicted under its caller")
+	add(m, "full", m.Get("full"), 1)
+	require.Equal(t, maxKeys, m.Len(), "the map is at the cap, x not held")
+	armed := true
+	keyed.OnStep(m, func(step string) {
+		if step != "revive" || !armed {
+			return
+		}
+		armed = false
+		_, idle1 := m.Peek("idle1")
+		_, idle2 := m.Peek("idle2")
+		require.NotEqual(t, idle1, idle2, "Revive's walk evicted one idle key")
+		add(m, "y", m.Get("y"), 1) // takes the room the walk made
+	})
+	revived := add(m, "x", x, 1)
+	require.False(t, armed, "the new key took the room between the walk and the re-insertion")
+	assert.NotSame(t, x, revived)
+	assert.Equal(t, maxKeys, m.Len(), "the other idle key made room for x")
+	assert.Equal(t, int64(maxKeys), keyed.Reserved(m))
+	live := append(keysUpTo(maxKeys-3), "full", "x", "y")
+	for _, k := range live {
+		c, ok := m.Peek(k)
+		if assert.True(t, ok, k) {
+			assert.Equal(t, int64(1), c.n.Load(), k)
+		}
+	}
+	assertListed(t, m, live...)
+}

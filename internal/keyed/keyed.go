@@ -141,10 +141,11 @@
 // idle key when that puts the map over the cap: before the re-insertion when it
 // finds the cap reached and the key gone, and after it (before listing its
 // fresh cell, which the walk therefore cannot evict) when the key was deleted
-// between that check and the re-insertion. So the cap can be exceeded only by
-// such callers, each by one key, while no key is idle (or during the walk that
-// looks for one): the next insertion's walk evicts idle keys until count is
-// below n again.
+// between that check and the re-insertion, or when other keys took the room
+// the walk before it made (but not after a walk that found no idle key). So
+// the cap can be exceeded only by such callers, each by one key, while no key
+// is idle (or during the walk that looks for one): the next insertion's walk
+// evicts idle keys until count is below n again.
 package keyed
 
 import (
@@ -557,14 +558,13 @@ func (m *Map[C]) Peek(key string) (*C, bool) {
 // until there is room for it when that puts the map over the cap (see the
 // package documentation).
 func (m *Map[C]) Revive(key string, dead *C) *C {
-	walked := false
+	barren := false // a walk found no idle key to evict
 	if m.maxKeys > 0 && m.count.Load() >= int64(m.maxKeys) {
 		if _, held := m.cells.Load(key); !held {
 			// The re-insertion below will put the map over the cap: evict
 			// idle keys first, if there are any, until there is room, so
 			// that an excess lasts only while no key is idle.
-			m.walk(MaxVisits, capChunk, m.judge(), int64(m.maxKeys))
-			walked = true
+			barren = m.walk(MaxVisits, capChunk, m.judge(), int64(m.maxKeys)) == 0
 		}
 	}
 	if m.hook != nil {
@@ -585,13 +585,15 @@ func (m *Map[C]) Revive(key string, dead *C) *C {
 		fresh = m.newNode(key)
 		return fresh, false
 	})
-	if inserted && !walked && m.count.Load() > int64(m.maxKeys) {
-		// The key was held at the check above, by dead, and deleted since
-		// (a walker's deletion after its kill), while other keys took the
-		// room: the re-insertion put the map over the cap, so evict idle
-		// keys now, until it is back within the cap (count below cap + 1;
-		// count > maxKeys, so cap + 1 does not overflow). Before the push,
-		// so that this caller's fresh cell, not yet listed, cannot be the
+	if inserted && !barren && m.count.Load() > int64(m.maxKeys) {
+		// The re-insertion put the map over the cap: the key was held at
+		// the check above, by dead, and deleted since (a walker's deletion
+		// after its kill), while other keys took the room; or the walk
+		// above made room, and other keys took it before the re-insertion.
+		// Evict idle keys now, until the map is back within the cap (count
+		// below cap + 1; count > maxKeys, so cap + 1 does not overflow),
+		// unless the walk above has just found none. Before the push, so
+		// that this caller's fresh cell, not yet listed, cannot be the
 		// walk's victim.
 		m.walk(MaxVisits, capChunk, m.judge(), int64(m.maxKeys)+1)
 	}
