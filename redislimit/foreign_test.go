@@ -2,6 +2,7 @@ package redislimit_test
 
 import (
 	"context"
+	"fmt"
 	"testing"
 	"time"
 
@@ -84,4 +85,53 @@ func TestForeignKeyTypeOpensNoBreaker(t *testing.T) {
 	require.NoError(t, err, "another key is decided by Redis")
 	assert.True(t, d.Allowed)
 	assert.Equal(t, 4, d.Remaining)
+}
+
+// TestForeignStateOutOfRangeIsFresh: a value of the scripts' layout that
+// no limiter of the key's Config writes (someone else's value under the
+// limiter's prefix: tokens below zero or above the burst, a count above
+// the limit or below zero, a number beyond exact arithmetic, a sliding
+// counter's state with two fields) is taken for a fresh key's, as one of
+// another layout is: the first take is decided as a fresh key's and
+// overwrites it, without a script error, a negative Remaining or
+// ResetAfter, or more admitted than the burst.
+func TestForeignStateOutOfRangeIsFresh(t *testing.T) {
+	srv := redistest.Start(t)
+	client := newClient(t, srv)
+	ctx := context.Background()
+	const now = int64(time.Hour)
+	const huge = "999999999999999999999" // beyond 2^53: not exact in Lua
+	window := int64(time.Minute)
+	idx := fmt.Sprint(now / window)
+	at := fmt.Sprint(now)
+	cap := fmt.Sprint(5 * window)
+	capPlus := fmt.Sprint(5*window + 1)
+	foreign := map[hotlimit.Algorithm][]string{
+		hotlimit.TokenBucket: {"-5 " + at, capPlus + " " + at, "-1 " + at + " " + at, cap + " " + huge, huge + " " + at, cap + " " + at + " " + huge},
+		hotlimit.GCRA:        {"-5 " + at, capPlus + " " + at, "-1 " + at + " " + at, cap + " " + huge, huge + " " + at, cap + " " + at + " " + huge},
+		hotlimit.FixedWindow: {idx + " 6", idx + " 100 " + at, huge + " 1", idx + " " + huge},
+		hotlimit.SlidingCounter: {
+			idx + " -100 0", idx + " 0 -1", idx + " 0 6", idx + " 100 0 " + at, huge + " 0 1", idx + " " + huge + " 0",
+			idx + " 0", "-5 0",
+		},
+	}
+	for _, a := range []hotlimit.Algorithm{hotlimit.TokenBucket, hotlimit.GCRA, hotlimit.FixedWindow, hotlimit.SlidingCounter} {
+		lim := newExact(t, client, hotlimit.Config{Algorithm: a, Limit: 5, Window: time.Minute},
+			hotlimit.WithClock(func() int64 { return now }), redislimit.WithFailPolicy(redislimit.FailClosed), redislimit.WithBreaker(1, time.Hour))
+		for i, v := range foreign[a] {
+			fresh := fmt.Sprintf("fresh%d", i)
+			want := take(t, lim, fresh, 1)
+			require.True(t, want.Allowed, "%v: a fresh key", a)
+			key := fmt.Sprintf("foreign%d", i)
+			require.NoError(t, client.Set(ctx, lim.RedisKey(key), v, 0).Err())
+			d, err := lim.TakeContext(ctx, key, 1)
+			assert.NoError(t, err, "%v, %q", a, v)
+			assert.Equal(t, want, d, "%v, %q: a fresh key's decision", a, v)
+			stored, err := client.Get(ctx, lim.RedisKey(key)).Result()
+			require.NoError(t, err)
+			wantStored, err := client.Get(ctx, lim.RedisKey(fresh)).Result()
+			require.NoError(t, err)
+			assert.Equal(t, wantStored, stored, "%v, %q: overwritten with a fresh key's state", a, v)
+		}
+	}
 }

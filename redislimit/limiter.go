@@ -33,7 +33,9 @@ var ErrClockRange = errors.New("redislimit: clock reading outside ±2^51 ns")
 // scripts return: a Redis that is not Redis, or a key of the limiter's
 // prefix that someone else wrote with another type than the script keeps
 // there, when the error wraps Redis's own (WRONGTYPE) too. A string of
-// another layout is taken for a fresh key's, and overwritten.
+// another layout, or of numbers that no limiter of the Config stores
+// (tokens or counts out of their range, a number beyond 2^52), is taken
+// for a fresh key's, and overwritten.
 var ErrReply = errors.New("redislimit: unexpected script reply")
 
 // ErrAuth is wrapped, together with Redis's own error, by the error of a
