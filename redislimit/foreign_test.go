@@ -3,9 +3,11 @@ package redislimit_test
 import (
 	"context"
 	"fmt"
+	"math"
 	"testing"
 	"time"
 
+	"github.com/redis/go-redis/v9"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
@@ -133,5 +135,52 @@ func TestForeignStateOutOfRangeIsFresh(t *testing.T) {
 			require.NoError(t, err)
 			assert.Equal(t, wantStored, stored, "%v, %q: overwritten with a fresh key's state", a, v)
 		}
+	}
+}
+
+// TestForeignSlidingLogIsFresh: a sorted set under a sliding log's key
+// that no limiter of its Config keeps (more members than the limit, a
+// newest member not of the script's form, a time beyond exact arithmetic)
+// is taken for a fresh key's, as the other algorithms take a foreign
+// value: the first take is decided as a fresh key's and replaces it,
+// without a script error (which would count as Redis failing, and open
+// the breaker for every key) or a negative Remaining.
+func TestForeignSlidingLogIsFresh(t *testing.T) {
+	srv := redistest.Start(t)
+	client := newClient(t, srv)
+	ctx := context.Background()
+	const now = int64(time.Hour)
+	ours := func(at int64, seq int) redis.Z {
+		return redis.Z{Score: float64(at), Member: fmt.Sprintf("%d:%010d", at, seq)}
+	}
+	var many []redis.Z
+	for i := range 7 {
+		many = append(many, ours(now-int64(i+1), 0))
+	}
+	foreign := [][]redis.Z{
+		{{Score: float64(now), Member: "foo"}},                 // the newest is not the script's
+		{{Score: float64(now + 10), Member: "foo"}},            // ... nor at its score
+		{ours(now-5, 0), {Score: float64(now), Member: "1:1"}}, // a member whose time is not its score
+		{{Score: 1e30, Member: "1e30:1"}},                      // beyond exact
+		{{Score: math.Inf(1), Member: "inf:0"}},
+		{{Score: -1e30, Member: "x"}, ours(now-5, 0)},
+		many, // more than the limit
+	}
+	lim := newExact(t, client, hotlimit.Config{Algorithm: hotlimit.SlidingLog, Limit: 5, Window: time.Minute},
+		hotlimit.WithClock(func() int64 { return now }), redislimit.WithFailPolicy(redislimit.FailClosed), redislimit.WithBreaker(1, time.Hour))
+	for i, zs := range foreign {
+		fresh := fmt.Sprintf("fresh%d", i)
+		want := take(t, lim, fresh, 1)
+		require.True(t, want.Allowed, "a fresh key")
+		key := fmt.Sprintf("foreign%d", i)
+		require.NoError(t, client.ZAdd(ctx, lim.RedisKey(key), zs...).Err())
+		d, err := lim.TakeContext(ctx, key, 1)
+		assert.NoError(t, err, "%v", zs)
+		assert.Equal(t, want, d, "%v: a fresh key's decision", zs)
+		stored, err := client.ZRangeWithScores(ctx, lim.RedisKey(key), 0, -1).Result()
+		require.NoError(t, err)
+		wantStored, err := client.ZRangeWithScores(ctx, lim.RedisKey(fresh), 0, -1).Result()
+		require.NoError(t, err)
+		assert.Equal(t, wantStored, stored, "%v: replaced by a fresh key's log", zs)
 	}
 }
