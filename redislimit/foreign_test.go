@@ -93,7 +93,8 @@ func TestForeignKeyTypeOpensNoBreaker(t *testing.T) {
 // no limiter of the key's Config writes (someone else's value under the
 // limiter's prefix: tokens below zero or above the burst, a count above
 // the limit or below zero, a number beyond exact arithmetic, a sliding
-// counter's state with two fields) is taken for a fresh key's, as one of
+// counter's state with two fields, a "-" where the key's making time is
+// kept) is taken for a fresh key's, as one of
 // another layout is: the first take is decided as a fresh key's and
 // overwrites it, without a script error, a negative Remaining or
 // ResetAfter, or more admitted than the burst.
@@ -109,12 +110,12 @@ func TestForeignStateOutOfRangeIsFresh(t *testing.T) {
 	cap := fmt.Sprint(5 * window)
 	capPlus := fmt.Sprint(5*window + 1)
 	foreign := map[hotlimit.Algorithm][]string{
-		hotlimit.TokenBucket: {"-5 " + at, capPlus + " " + at, "-1 " + at + " " + at, cap + " " + huge, huge + " " + at, cap + " " + at + " " + huge},
-		hotlimit.GCRA:        {"-5 " + at, capPlus + " " + at, "-1 " + at + " " + at, cap + " " + huge, huge + " " + at, cap + " " + at + " " + huge},
-		hotlimit.FixedWindow: {idx + " 6", idx + " 100 " + at, huge + " 1", idx + " " + huge},
+		hotlimit.TokenBucket: {"-5 " + at, capPlus + " " + at, "-1 " + at + " " + at, cap + " " + huge, huge + " " + at, cap + " " + at + " " + huge, cap + " " + at + " -"},
+		hotlimit.GCRA:        {"-5 " + at, capPlus + " " + at, "-1 " + at + " " + at, cap + " " + huge, huge + " " + at, cap + " " + at + " " + huge, cap + " " + at + " -"},
+		hotlimit.FixedWindow: {idx + " 6", idx + " 100 " + at, huge + " 1", idx + " " + huge, idx + " 1 -"},
 		hotlimit.SlidingCounter: {
 			idx + " -100 0", idx + " 0 -1", idx + " 0 6", idx + " 100 0 " + at, huge + " 0 1", idx + " " + huge + " 0",
-			idx + " 0", "-5 0",
+			idx + " 0", "-5 0", idx + " 0 1 -",
 		},
 	}
 	for _, a := range []hotlimit.Algorithm{hotlimit.TokenBucket, hotlimit.GCRA, hotlimit.FixedWindow, hotlimit.SlidingCounter} {

@@ -85,6 +85,11 @@ end
 -- window (below 2^52), as the Go side checks.
 local exact = 2 ^ 52
 
+-- inexact reports whether x is beyond exact.
+local function inexact(x)
+  return math.abs(x) >= exact
+end
+
 -- load returns the key's k stored fields (2 or 3) as numbers, or nil, and
 -- sets born from the field after them. A value of another layout, or one
 -- that no limiter of this Config stores (a number beyond exact, fields
@@ -103,19 +108,15 @@ local function load(k, valid)
   else
     born = d
   end
-  a, b, c = tonumber(a), tonumber(b), tonumber(c)
-  local ok = a and b and (k == 2 or c)
-  for _, x in ipairs({a or 0, b or 0, (k == 3 and c) or 0, tonumber(born) or 0}) do
-    if math.abs(x) >= exact then
-      ok = false
-    end
-  end
-  if not ok or not valid(a, b, c) then
-    born = int(now)
-    return nil
-  end
   if born == '' then
     born = nil
+  end
+  a, b, c = tonumber(a), tonumber(b), tonumber(c)
+  local t = born and tonumber(born) -- a born that is no number ('-') is not ours
+  if not (a and b and (k == 2 or c) and (born == nil or t)) or inexact(a) or inexact(b)
+      or k == 3 and inexact(c) or born and inexact(t) or not valid(a, b, c) then
+    born = int(now)
+    return nil
   end
   if k == 2 then
     return a, b
