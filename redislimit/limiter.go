@@ -213,11 +213,16 @@ func New(client redis.UniversalClient, c hotlimit.Config, opts ...hotlimit.Optio
 		return nil, fmt.Errorf("redislimit: nil client: %w", hotlimit.ErrInvalidConfig)
 	}
 	o := hotlimit.NewOptions(opts...)
-	if o.Burst > 0 && c.Burst == 0 {
+	if o.Burst > 0 && c.Burst == 0 && c.Algorithm.HasBurst() {
 		c.Burst = o.Burst
 	}
 	if err := c.ValidateFields(); err != nil {
 		return nil, err
+	}
+	if o.Burst > 0 && !c.Algorithm.HasBurst() && o.Burst != c.Limit {
+		// as the in-memory constructors: hotlimit.WithBurst of the limit
+		// is no burst, any other value one the algorithm does not have
+		return nil, fmt.Errorf("redislimit: burst %d: %v has no burst other than its limit %d: %w", o.Burst, c.Algorithm, c.Limit, hotlimit.ErrInvalidConfig)
 	}
 	if c.Scope != hotlimit.PerPair {
 		// as service.NewLimiter says, whatever the failure policy
