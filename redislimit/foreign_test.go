@@ -2,9 +2,12 @@ package redislimit_test
 
 import (
 	"context"
+	"fmt"
+	"math"
 	"testing"
 	"time"
 
+	"github.com/redis/go-redis/v9"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
@@ -84,4 +87,101 @@ func TestForeignKeyTypeOpensNoBreaker(t *testing.T) {
 	require.NoError(t, err, "another key is decided by Redis")
 	assert.True(t, d.Allowed)
 	assert.Equal(t, 4, d.Remaining)
+}
+
+// TestForeignStateOutOfRangeIsFresh: a value of the scripts' layout that
+// no limiter of the key's Config writes (someone else's value under the
+// limiter's prefix: tokens below zero or above the burst, a count above
+// the limit or below zero, a number beyond exact arithmetic, a sliding
+// counter's state with two fields, a "-" where the key's making time is
+// kept) is taken for a fresh key's, as one of
+// another layout is: the first take is decided as a fresh key's and
+// overwrites it, without a script error, a negative Remaining or
+// ResetAfter, or more admitted than the burst.
+func TestForeignStateOutOfRangeIsFresh(t *testing.T) {
+	srv := redistest.Start(t)
+	client := newClient(t, srv)
+	ctx := context.Background()
+	const now = int64(time.Hour)
+	const huge = "999999999999999999999" // beyond 2^53: not exact in Lua
+	window := int64(time.Minute)
+	idx := fmt.Sprint(now / window)
+	at := fmt.Sprint(now)
+	cap := fmt.Sprint(5 * window)
+	capPlus := fmt.Sprint(5*window + 1)
+	foreign := map[hotlimit.Algorithm][]string{
+		hotlimit.TokenBucket: {"-5 " + at, capPlus + " " + at, "-1 " + at + " " + at, cap + " " + huge, huge + " " + at, cap + " " + at + " " + huge, cap + " " + at + " -"},
+		hotlimit.GCRA:        {"-5 " + at, capPlus + " " + at, "-1 " + at + " " + at, cap + " " + huge, huge + " " + at, cap + " " + at + " " + huge, cap + " " + at + " -"},
+		hotlimit.FixedWindow: {idx + " 6", idx + " 100 " + at, huge + " 1", idx + " " + huge, idx + " 1 -"},
+		hotlimit.SlidingCounter: {
+			idx + " -100 0", idx + " 0 -1", idx + " 0 6", idx + " 100 0 " + at, huge + " 0 1", idx + " " + huge + " 0",
+			idx + " 0", "-5 0", idx + " 0 1 -",
+		},
+	}
+	for _, a := range []hotlimit.Algorithm{hotlimit.TokenBucket, hotlimit.GCRA, hotlimit.FixedWindow, hotlimit.SlidingCounter} {
+		lim := newExact(t, client, hotlimit.Config{Algorithm: a, Limit: 5, Window: time.Minute},
+			hotlimit.WithClock(func() int64 { return now }), redislimit.WithFailPolicy(redislimit.FailClosed), redislimit.WithBreaker(1, time.Hour))
+		for i, v := range foreign[a] {
+			fresh := fmt.Sprintf("fresh%d", i)
+			want := take(t, lim, fresh, 1)
+			require.True(t, want.Allowed, "%v: a fresh key", a)
+			key := fmt.Sprintf("foreign%d", i)
+			require.NoError(t, client.Set(ctx, lim.RedisKey(key), v, 0).Err())
+			d, err := lim.TakeContext(ctx, key, 1)
+			assert.NoError(t, err, "%v, %q", a, v)
+			assert.Equal(t, want, d, "%v, %q: a fresh key's decision", a, v)
+			stored, err := client.Get(ctx, lim.RedisKey(key)).Result()
+			require.NoError(t, err)
+			wantStored, err := client.Get(ctx, lim.RedisKey(fresh)).Result()
+			require.NoError(t, err)
+			assert.Equal(t, wantStored, stored, "%v, %q: overwritten with a fresh key's state", a, v)
+		}
+	}
+}
+
+// TestForeignSlidingLogIsFresh: a sorted set under a sliding log's key
+// that no limiter of its Config keeps (more members than the limit, a
+// newest member not of the script's form, a time beyond exact arithmetic)
+// is taken for a fresh key's, as the other algorithms take a foreign
+// value: the first take is decided as a fresh key's and replaces it,
+// without a script error (which would count as Redis failing, and open
+// the breaker for every key) or a negative Remaining.
+func TestForeignSlidingLogIsFresh(t *testing.T) {
+	srv := redistest.Start(t)
+	client := newClient(t, srv)
+	ctx := context.Background()
+	const now = int64(time.Hour)
+	ours := func(at int64, seq int) redis.Z {
+		return redis.Z{Score: float64(at), Member: fmt.Sprintf("%d:%010d", at, seq)}
+	}
+	var many []redis.Z
+	for i := range 7 {
+		many = append(many, ours(now-int64(i+1), 0))
+	}
+	foreign := [][]redis.Z{
+		{{Score: float64(now), Member: "foo"}},                 // the newest is not the script's
+		{{Score: float64(now + 10), Member: "foo"}},            // ... nor at its score
+		{ours(now-5, 0), {Score: float64(now), Member: "1:1"}}, // a member whose time is not its score
+		{{Score: 1e30, Member: "1e30:1"}},                      // beyond exact
+		{{Score: math.Inf(1), Member: "inf:0"}},
+		{{Score: -1e30, Member: "x"}, ours(now-5, 0)},
+		many, // more than the limit
+	}
+	lim := newExact(t, client, hotlimit.Config{Algorithm: hotlimit.SlidingLog, Limit: 5, Window: time.Minute},
+		hotlimit.WithClock(func() int64 { return now }), redislimit.WithFailPolicy(redislimit.FailClosed), redislimit.WithBreaker(1, time.Hour))
+	for i, zs := range foreign {
+		fresh := fmt.Sprintf("fresh%d", i)
+		want := take(t, lim, fresh, 1)
+		require.True(t, want.Allowed, "a fresh key")
+		key := fmt.Sprintf("foreign%d", i)
+		require.NoError(t, client.ZAdd(ctx, lim.RedisKey(key), zs...).Err())
+		d, err := lim.TakeContext(ctx, key, 1)
+		assert.NoError(t, err, "%v", zs)
+		assert.Equal(t, want, d, "%v: a fresh key's decision", zs)
+		stored, err := client.ZRangeWithScores(ctx, lim.RedisKey(key), 0, -1).Result()
+		require.NoError(t, err)
+		wantStored, err := client.ZRangeWithScores(ctx, lim.RedisKey(fresh), 0, -1).Result()
+		require.NoError(t, err)
+		assert.Equal(t, wantStored, stored, "%v: replaced by a fresh key's log", zs)
+	}
 }

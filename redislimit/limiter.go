@@ -33,7 +33,9 @@ var ErrClockRange = errors.New("redislimit: clock reading outside ±2^51 ns")
 // scripts return: a Redis that is not Redis, or a key of the limiter's
 // prefix that someone else wrote with another type than the script keeps
 // there, when the error wraps Redis's own (WRONGTYPE) too. A string of
-// another layout is taken for a fresh key's, and overwritten.
+// another layout, or of numbers that no limiter of the Config stores
+// (tokens or counts out of their range, a number beyond 2^52), is taken
+// for a fresh key's, and overwritten.
 var ErrReply = errors.New("redislimit: unexpected script reply")
 
 // ErrAuth is wrapped, together with Redis's own error, by the error of a
@@ -211,11 +213,16 @@ func New(client redis.UniversalClient, c hotlimit.Config, opts ...hotlimit.Optio
 		return nil, fmt.Errorf("redislimit: nil client: %w", hotlimit.ErrInvalidConfig)
 	}
 	o := hotlimit.NewOptions(opts...)
-	if o.Burst > 0 && c.Burst == 0 {
+	if o.Burst > 0 && c.Burst == 0 && c.Algorithm.HasBurst() {
 		c.Burst = o.Burst
 	}
 	if err := c.ValidateFields(); err != nil {
 		return nil, err
+	}
+	if o.Burst > 0 && !c.Algorithm.HasBurst() && o.Burst != c.Limit {
+		// as the in-memory constructors: hotlimit.WithBurst of the limit
+		// is no burst, any other value one the algorithm does not have
+		return nil, fmt.Errorf("redislimit: burst %d: %v has no burst other than its limit %d: %w", o.Burst, c.Algorithm, c.Limit, hotlimit.ErrInvalidConfig)
 	}
 	if c.Scope != hotlimit.PerPair {
 		// as service.NewLimiter says, whatever the failure policy

@@ -4,7 +4,10 @@
 -- counts against the stored window. A count that refunds took to zero is a
 -- fresh key's, whatever its window.
 local idx = fdiv(now, window)
-local index, count = load(2)
+-- a count above the limit, or below zero, is not this Config's (see load)
+local index, count = load(2, function(_, count)
+  return count >= 0 and count <= limit
+end)
 local held = index ~= nil and count > 0
 if not held or idx > index then
   index, count = idx, 0

@@ -5,7 +5,11 @@
 -- (s - behind * limit) are beyond what a double holds exactly, so they are
 -- never computed: every test and wait below is made from s and behind.
 local cap = burst * window
-local s, last = load(2)
+-- a state of more tokens than the burst, or fewer than none, is not this
+-- Config's (see load)
+local s, last = load(2, function(s)
+  return s >= 0 and s <= cap
+end)
 local held = s ~= nil
 local behind = 0
 if not held then

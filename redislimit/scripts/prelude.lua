@@ -80,15 +80,29 @@ local function save(ttl, a, b, c)
   redis.call('SET', key, v, 'PX', math.max(cdiv(ttl, perms), 0) + 1000)
 end
 
+-- exact bounds every number a limiter of this Config stores: its times
+-- (within the clock's range, ±2^51 ticks), its counts and its tokens times
+-- window (below 2^52), as the Go side checks.
+local exact = 2 ^ 52
+
+-- inexact reports whether x is beyond exact.
+local function inexact(x)
+  return math.abs(x) >= exact
+end
+
 -- load returns the key's k stored fields (2 or 3) as numbers, or nil, and
--- sets born from the field after them.
-local function load(k)
+-- sets born from the field after them. A value of another layout, or one
+-- that no limiter of this Config stores (a number beyond exact, fields
+-- that valid, given them, rejects: tokens or counts out of their range),
+-- is someone else's: it is taken for a fresh key's, and overwritten by the
+-- next take, rather than decided on (a Remaining above the burst or below
+-- zero, waits that overflow) or left to fail the script.
+local function load(k, valid)
   local v = redis.call('GET', key)
-  if not v then
-    born = int(now)
-    return nil
+  local a, b, c, d
+  if v then
+    a, b, c, d = string.match(v, '^(%-?%d+) (%-?%d+) ?(%-?%d*) ?(%-?%d*)$')
   end
-  local a, b, c, d = string.match(v, '^(%-?%d+) (%-?%d+) ?(%-?%d*) ?(%-?%d*)$')
   if k == 2 then
     born = c
   else
@@ -97,10 +111,17 @@ local function load(k)
   if born == '' then
     born = nil
   end
-  if k == 2 then
-    return tonumber(a), tonumber(b)
+  a, b, c = tonumber(a), tonumber(b), tonumber(c)
+  local t = born and tonumber(born) -- a born that is no number ('-') is not ours
+  if not (a and b and (k == 2 or c) and (born == nil or t)) or inexact(a) or inexact(b)
+      or k == 3 and inexact(c) or born and inexact(t) or not valid(a, b, c) then
+    born = int(now)
+    return nil
   end
-  return tonumber(a), tonumber(b), tonumber(c)
+  if k == 2 then
+    return a, b
+  end
+  return a, b, c
 end
 
 -- took notes that the state counts a take at now: a clock that stepped back

@@ -2,7 +2,10 @@
 -- and the counts of that window (cur) and of the one before (prev). A request
 -- at offset e into its window sees floor(prev * (window - e) / window) + cur.
 local idx = fdiv(now, window)
-local si, sp, sc = load(3)
+-- counts above the limit, or below zero, are not this Config's (see load)
+local si, sp, sc = load(3, function(_, p, c)
+  return p >= 0 and p <= limit and c >= 0 and c <= limit
+end)
 local held, index, prev, cur, e, est
 
 -- view sets the state as a request at now sees it from the stored one (si,

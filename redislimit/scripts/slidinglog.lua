@@ -10,6 +10,25 @@ local newest, top = nil, nil
 if cnt > 0 then
   top = redis.call('ZRANGE', key, -1, -1, 'WITHSCORES')
   newest = tonumber(top[2])
+  -- A set that no limiter of this Config keeps is someone else's: more
+  -- than limit members, a newest member not of the form above (its
+  -- sequence number is read) or a time beyond exact (within the clock's
+  -- range, ±2^51 ticks, as the Go side checks). It is taken for a fresh
+  -- key's and removed, rather than decided on (a negative Remaining, waits
+  -- that overflow) or left to fail the script.
+  local ok = cnt <= limit and newest ~= nil and math.abs(newest) < 2 ^ 52
+  if ok then
+    local tm = string.match(top[1], '^(%-?%d+):%d+$')
+    ok = tm ~= nil and tonumber(tm) == newest
+  end
+  if ok and cnt > 1 then
+    local low = tonumber(redis.call('ZRANGE', key, 0, 0, 'WITHSCORES')[2])
+    ok = low ~= nil and low > -2 ^ 52
+  end
+  if not ok then
+    redis.call('DEL', key)
+    cnt, newest, top = 0, nil, nil
+  end
 end
 if cnt == 0 and (n == 0 or giveback > 0) then
   return {1, limit, 0, 0, 0, now}

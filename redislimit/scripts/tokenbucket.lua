@@ -2,7 +2,11 @@
 -- limit per tick up to cap = burst * window. A fresh key is full. A clock
 -- behind the key's last time refills nothing. Only a change is stored.
 local cap = burst * window
-local s, last = load(2)
+-- a state of more tokens than the burst, or fewer than none, is not this
+-- Config's (see load)
+local s, last = load(2, function(s)
+  return s >= 0 and s <= cap
+end)
 local held = s ~= nil
 if not held then
   s, last = cap, now
