@@ -164,7 +164,6 @@ func TestForeignSlidingLogIsFresh(t *testing.T) {
 		{ours(now-5, 0), {Score: float64(now), Member: "1:1"}}, // a member whose time is not its score
 		{{Score: 1e30, Member: "1e30:1"}},                      // beyond exact
 		{{Score: math.Inf(1), Member: "inf:0"}},
-		{{Score: -1e30, Member: "x"}, ours(now-5, 0)},
 		many, // more than the limit
 	}
 	lim := newExact(t, client, hotlimit.Config{Algorithm: hotlimit.SlidingLog, Limit: 5, Window: time.Minute},
@@ -184,4 +183,13 @@ func TestForeignSlidingLogIsFresh(t *testing.T) {
 		require.NoError(t, err)
 		assert.Equal(t, wantStored, stored, "%v: replaced by a fresh key's log", zs)
 	}
+
+	// A foreign member below the newest and outside the window is never
+	// read: the key is decided as its own log alone says.
+	require.NoError(t, client.ZAdd(ctx, lim.RedisKey("own"), ours(now-5, 0)).Err())
+	want := take(t, lim, "own", 1)
+	require.NoError(t, client.ZAdd(ctx, lim.RedisKey("below"), redis.Z{Score: -1e30, Member: "x"}, ours(now-5, 0)).Err())
+	d, err := lim.TakeContext(ctx, "below", 1)
+	require.NoError(t, err)
+	assert.Equal(t, want, d, "a foreign member below the window")
 }

@@ -15,15 +15,14 @@ if cnt > 0 then
   -- sequence number is read) or a time beyond exact (within the clock's
   -- range, ±2^51 ticks, as the Go side checks). It is taken for a fresh
   -- key's and removed, rather than decided on (a negative Remaining, waits
-  -- that overflow) or left to fail the script.
+  -- that overflow) or left to fail the script. Members below the newest
+  -- are not checked: one outside the window is never read (a denial's
+  -- wait reads a member ranked among the last inWindow), and the next
+  -- takes trim it.
   local ok = cnt <= limit and newest ~= nil and math.abs(newest) < 2 ^ 52
   if ok then
     local tm = string.match(top[1], '^(%-?%d+):%d+$')
     ok = tm ~= nil and tonumber(tm) == newest
-  end
-  if ok and cnt > 1 then
-    local low = tonumber(redis.call('ZRANGE', key, 0, 0, 'WITHSCORES')[2])
-    ok = low ~= nil and low > -2 ^ 52
   end
   if not ok then
     redis.call('DEL', key)
