@@ -689,6 +689,16 @@ func run(ctx context.Context, args []string, stderr io.Writer, ready func(grpcAd
 	if ready != nil {
 		ready(glis.Addr().String(), hlisAddr)
 	}
+	// giveBack, once nothing is served any more and the watcher is done,
+	// has the limiters give back what they hold ahead of Redis
+	// (-redis-lease), for the other replicas to spend: on every path out
+	// once serving, a server's failure included.
+	giveBack := func() {
+		stopWatch()
+		if err := srv.Close(); err != nil {
+			log.Warn("rate limit backend failed to take back what was held ahead", "err", err)
+		}
+	}
 	select {
 	case <-ctx.Done():
 	case err := <-gerr:
@@ -698,12 +708,14 @@ func run(ctx context.Context, args []string, stderr io.Writer, ready func(grpcAd
 		if hsrv != nil {
 			_ = hsrv.Close()
 		}
+		giveBack()
 		return fmt.Errorf("grpc server: %w", err)
 	case err := <-herr:
 		// As above: without its HTTP server, hotlimitd has no /healthcheck
 		// and no /metrics, so it stops rather than serve gRPC unobserved.
 		g.Stop()
 		_ = hsrv.Close()
+		giveBack()
 		return fmt.Errorf("http server: %w", err)
 	}
 
@@ -746,12 +758,7 @@ func run(ctx context.Context, args []string, stderr io.Writer, ready func(grpcAd
 		})
 	}
 	drained.Wait()
-	stopWatch()
-	// Nothing is served any more: the limiters give back what they hold
-	// ahead of Redis (-redis-lease), for the other replicas to spend.
-	if err := srv.Close(); err != nil {
-		log.Warn("rate limit backend failed to take back what was held ahead", "err", err)
-	}
+	giveBack()
 	log.Info("stopped")
 	return nil
 }
