@@ -32,7 +32,8 @@
 // only with -redis-failure local, whose fallback holds keys in memory.
 //
 // Redis: -redis names the address, host:port or a Unix socket's path
-// (several, or -redis-cluster, for a cluster); -redis-password (or HOTLIMITD_REDIS_PASSWORD), -redis-tls,
+// (several, or -redis-cluster, for a cluster); -redis-password (or HOTLIMITD_REDIS_PASSWORD),
+// with -redis-user for an ACL user (the reference's REDIS_AUTH=user:password), -redis-tls,
 // -redis-tls-ca (a PEM file of the authorities to verify Redis's certificate
 // against) and -redis-tls-skip-verify connect; -redis-lease N lets each replica take N
 // requests per key ahead and spend them without a round trip (never
@@ -126,6 +127,7 @@ func exitCode(err error) int {
 type flags struct {
 	config, grpcAddr, httpAddr          string
 	redisAddr, redisPassword, failure   string
+	redisUser                           string
 	redisPrefix, headers, logLevel      string
 	redisTLSCA                          string
 	redisCluster, redisTLS, tlsInsecure bool
@@ -261,6 +263,10 @@ func (f *flags) validate() error {
 		return fmt.Errorf("-grpc %q: no port: give host:port, such as :8081 (:0 for a port of the system's choosing)", f.grpcAddr)
 	case f.httpAddr != "" && noPort(f.httpAddr):
 		return fmt.Errorf("-http %q: no port: give host:port, such as :8080, or \"\" for no HTTP server", f.httpAddr)
+	case f.redisUser != "" && f.redisPassword == "":
+		// The client authenticates only with a password: without one, it
+		// would connect as the default user, not as this one.
+		return fmt.Errorf("-redis-user %s: give its password with -redis-password (or HOTLIMITD_REDIS_PASSWORD)", f.redisUser)
 	case f.lease < 0:
 		return fmt.Errorf("-redis-lease %d: want 0 (none) or more", f.lease)
 	case f.lease > 0 && f.leaseTTL == 0:
@@ -347,7 +353,8 @@ func newFlagSet(f *flags) *flag.FlagSet {
 	fs.StringVar(&f.httpAddr, "http", ":8080", "HTTP listen address (/json, /healthcheck, /metrics); empty for none")
 	fs.StringVar(&f.redisAddr, "redis", "", "Redis address(es), host:port or a Unix socket's path, comma-separated; empty keeps the state in memory")
 	fs.BoolVar(&f.redisCluster, "redis-cluster", false, "Redis is a cluster (implied by several addresses)")
-	fs.StringVar(&f.redisPassword, "redis-password", "", "Redis password")
+	fs.StringVar(&f.redisUser, "redis-user", "", "Redis ACL user (Redis 6 or later) whose password -redis-password is, as the reference's REDIS_AUTH=user:password; empty for the default user")
+	fs.StringVar(&f.redisPassword, "redis-password", "", "Redis password (of -redis-user, if given)")
 	fs.BoolVar(&f.redisTLS, "redis-tls", false, "connect to Redis over TLS")
 	fs.BoolVar(&f.tlsInsecure, "redis-tls-skip-verify", false, "do not verify Redis's TLS certificate")
 	fs.StringVar(&f.redisTLSCA, "redis-tls-ca", "", "PEM file of the certificate authorities that Redis's TLS certificate is verified against, in place of the system's (implies -redis-tls)")
@@ -406,6 +413,7 @@ func (f *flags) options(log *slog.Logger, fallbacks hotlimit.FallbackObserver) (
 	}
 	ro := &redis.UniversalOptions{
 		Addrs:                 strings.Split(f.redisAddr, ","),
+		Username:              f.redisUser,
 		Password:              f.redisPassword,
 		IsClusterMode:         f.redisCluster,
 		ContextTimeoutEnabled: true,
@@ -483,7 +491,10 @@ func (f *flags) checkRedis(ctx context.Context, client redis.UniversalClient) er
 	case err == nil:
 		return nil
 	case strings.HasPrefix(err.Error(), "WRONGPASS"), strings.HasPrefix(err.Error(), "NOAUTH"):
-		return fmt.Errorf("-redis %s: Redis refused the password (-redis-password): %w", f.redisAddr, err)
+		if f.redisUser != "" {
+			return fmt.Errorf("-redis %s: Redis refused the user and password (-redis-user %s, -redis-password): %w", f.redisAddr, f.redisUser, err)
+		}
+		return fmt.Errorf("-redis %s: Redis refused the password (-redis-password): %w (an ACL user's password needs the user named with -redis-user)", f.redisAddr, err)
 	case errors.Is(err, context.DeadlineExceeded):
 		return fmt.Errorf("-redis %s: no answer to PING within %v (is it TLS? see -redis-tls): %w", f.redisAddr, redisStartup, err)
 	}
