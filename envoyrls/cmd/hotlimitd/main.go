@@ -35,7 +35,8 @@
 // (several, or -redis-cluster, for a cluster); -redis-password (or HOTLIMITD_REDIS_PASSWORD),
 // with -redis-user for an ACL user (the reference's REDIS_AUTH=user:password), -redis-tls,
 // -redis-tls-ca (a PEM file of the authorities to verify Redis's certificate
-// against) and -redis-tls-skip-verify connect; -redis-lease N lets each replica take N
+// against), -redis-tls-skip-hostname (the certificate verified, but not the
+// host it names) and -redis-tls-skip-verify connect; -redis-lease N lets each replica take N
 // requests per key ahead and spend them without a round trip (never
 // over-admitting; see redislimit.WithLease), for the rules of the algorithms
 // that can lease (redislimit.CanLease), the others asking Redis every time;
@@ -131,6 +132,7 @@ type flags struct {
 	redisPrefix, headers, logLevel      string
 	redisTLSCA                          string
 	redisCluster, redisTLS, tlsInsecure bool
+	tlsSkipHostname                     bool
 	allOrNothing                        bool
 	reload, drain                       time.Duration
 	lease, maxKeys                      int
@@ -357,6 +359,7 @@ func newFlagSet(f *flags) *flag.FlagSet {
 	fs.StringVar(&f.redisPassword, "redis-password", "", "Redis password (of -redis-user, if given)")
 	fs.BoolVar(&f.redisTLS, "redis-tls", false, "connect to Redis over TLS")
 	fs.BoolVar(&f.tlsInsecure, "redis-tls-skip-verify", false, "do not verify Redis's TLS certificate")
+	fs.BoolVar(&f.tlsSkipHostname, "redis-tls-skip-hostname", false, "verify Redis's TLS certificate against the authorities (the system's, or -redis-tls-ca) but not that it names the -redis host, as the reference's REDIS_TLS_SKIP_HOSTNAME_VERIFICATION (implies -redis-tls)")
 	fs.StringVar(&f.redisTLSCA, "redis-tls-ca", "", "PEM file of the certificate authorities that Redis's TLS certificate is verified against, in place of the system's (implies -redis-tls)")
 	fs.StringVar(&f.failure, "redis-failure", "error", "on a Redis failure: error, local, open or closed")
 	fs.StringVar(&f.redisPrefix, "redis-prefix", "hotlimitd:", "prefix of every Redis key")
@@ -418,7 +421,7 @@ func (f *flags) options(log *slog.Logger, fallbacks hotlimit.FallbackObserver) (
 		IsClusterMode:         f.redisCluster,
 		ContextTimeoutEnabled: true,
 	}
-	if f.redisTLS || f.redisTLSCA != "" {
+	if f.redisTLS || f.redisTLSCA != "" || f.tlsSkipHostname {
 		ro.TLSConfig = &tls.Config{MinVersion: tls.VersionTLS12, InsecureSkipVerify: f.tlsInsecure} //nolint:gosec // the operator's choice
 		if f.redisTLSCA != "" {
 			pem, err := os.ReadFile(f.redisTLSCA)
@@ -429,6 +432,12 @@ func (f *flags) options(log *slog.Logger, fallbacks hotlimit.FallbackObserver) (
 			if !ro.TLSConfig.RootCAs.AppendCertsFromPEM(pem) {
 				return nil, nil, fmt.Errorf("-redis-tls-ca %s: no PEM certificate in it", f.redisTLSCA)
 			}
+		}
+		if f.tlsSkipHostname && !f.tlsInsecure {
+			// Go verifies the chain and the host name together, or
+			// neither: both are turned off, and the chain alone verified.
+			ro.TLSConfig.InsecureSkipVerify = true //nolint:gosec // the chain is verified by VerifyConnection
+			ro.TLSConfig.VerifyConnection = verifyChain(ro.TLSConfig.RootCAs)
 		}
 	}
 	client = redis.NewUniversalClient(ro)
@@ -454,6 +463,25 @@ func (f *flags) options(log *slog.Logger, fallbacks hotlimit.FallbackObserver) (
 	_, cluster := client.(*redis.ClusterClient) // several addresses make one without -redis-cluster
 	log.Info("rate limit state in Redis", "addrs", ro.Addrs, "cluster", cluster, "tls", ro.TLSConfig != nil, "on_failure", f.failure)
 	return opts, client, nil
+}
+
+// verifyChain returns a tls.Config.VerifyConnection that verifies the
+// peer's certificate chain against roots (nil: the system's), as a TLS
+// client does, but not the host name the certificate is for.
+func verifyChain(roots *x509.CertPool) func(tls.ConnectionState) error {
+	return func(cs tls.ConnectionState) error {
+		if len(cs.PeerCertificates) == 0 {
+			return errors.New("tls: the server sent no certificate")
+		}
+		opts := x509.VerifyOptions{Roots: roots, Intermediates: x509.NewCertPool()}
+		for _, c := range cs.PeerCertificates[1:] {
+			opts.Intermediates.AddCert(c)
+		}
+		if _, err := cs.PeerCertificates[0].Verify(opts); err != nil {
+			return fmt.Errorf("tls: failed to verify certificate: %w", err)
+		}
+		return nil
+	}
 }
 
 // redisLogger writes the Redis client's own messages (such as a pool that
