@@ -698,11 +698,10 @@ func (s *Server) decide(ctx context.Context, it *item) error {
 		return nil
 	case it.lim == nil:
 		return status.Errorf(codes.Internal, "no limiter for %s", it.rule.Key)
-	case it.refund:
-		if rf, ok := it.lim.(hotlimit.Refunder); ok && it.n > 0 {
-			rf.Refund(it.key, hotlimit.Receipt{N: it.n, At: s.now()})
+	case it.refund: // unobserved: a give-back asks for no hits
+		if err := s.giveBack(ctx, it); err != nil && s.set.backendErrs {
+			return s.backendFailure(it, err)
 		}
-		it.d = it.lim.Take(it.key, 0)
 		it.d.Allowed = true
 		return nil
 	}
@@ -724,19 +723,49 @@ func (s *Server) decide(ctx context.Context, it *item) error {
 	return s.settle(it, err)
 }
 
+// giveBack gives back it's hits (negative hits), under ctx where the
+// limiter takes one, and sets it.d to the key's state after; it returns the
+// backend's error, if any, past which (with WithBackendErrors) it does not
+// go on to read the key's state.
+func (s *Server) giveBack(ctx context.Context, it *item) error {
+	if rf, ok := it.lim.(hotlimit.Refunder); ok && it.n > 0 {
+		r := hotlimit.Receipt{N: it.n, At: s.now()}
+		if cr, ok := rf.(hotlimit.ContextRefunder); ok {
+			if err := cr.RefundContext(ctx, it.key, r); err != nil && s.set.backendErrs {
+				return err
+			}
+		} else {
+			rf.Refund(it.key, r)
+		}
+	}
+	if ct, ok := it.lim.(hotlimit.ContextTaker); ok {
+		var err error
+		it.d, err = ct.TakeContext(ctx, it.key, 0)
+		return err
+	}
+	it.d = it.lim.Take(it.key, 0)
+	return nil
+}
+
 // settle records it's decision, or answers the backend's error err as
 // WithBackendErrors says.
 func (s *Server) settle(it *item, err error) error {
 	if err != nil && s.set.backendErrs {
-		// The backend's error names its addresses, scripts and replies:
-		// the log gets it, the client (Envoy, or anyone reaching /json)
-		// only that the backend failed, and the kind of failure.
-		s.set.log.Warn("rate limit backend failed", "rule", it.rule.Key, "err", err)
-		return status.Errorf(codes.Unavailable, "rate limit backend failed (%s); the rate limit service's log has the details", redislimit.Reason(err))
+		return s.backendFailure(it, err)
 	}
 	it.over = !it.d.Allowed
 	s.observe(it)
 	return nil
+}
+
+// backendFailure logs the backend's error err in deciding it and returns
+// the Unavailable error the request gets, as WithBackendErrors says.
+func (s *Server) backendFailure(it *item, err error) error {
+	// The backend's error names its addresses, scripts and replies: the
+	// log gets it, the client (Envoy, or anyone reaching /json) only that
+	// the backend failed, and the kind of failure.
+	s.set.log.Warn("rate limit backend failed", "rule", it.rule.Key, "err", err)
+	return status.Errorf(codes.Unavailable, "rate limit backend failed (%s); the rate limit service's log has the details", redislimit.Reason(err))
 }
 
 // observe reports its decision to the observer.

@@ -32,9 +32,11 @@
 // only with -redis-failure local, whose fallback holds keys in memory.
 //
 // Redis: -redis names the address, host:port or a Unix socket's path
-// (several, or -redis-cluster, for a cluster); -redis-password (or HOTLIMITD_REDIS_PASSWORD), -redis-tls,
+// (several, or -redis-cluster, for a cluster); -redis-password (or HOTLIMITD_REDIS_PASSWORD),
+// with -redis-user for an ACL user (the reference's REDIS_AUTH=user:password), -redis-tls,
 // -redis-tls-ca (a PEM file of the authorities to verify Redis's certificate
-// against) and -redis-tls-skip-verify connect; -redis-lease N lets each replica take N
+// against), -redis-tls-skip-hostname (the certificate verified, but not the
+// host it names) and -redis-tls-skip-verify connect; -redis-lease N lets each replica take N
 // requests per key ahead and spend them without a round trip (never
 // over-admitting; see redislimit.WithLease), for the rules of the algorithms
 // that can lease (redislimit.CanLease), the others asking Redis every time;
@@ -126,9 +128,11 @@ func exitCode(err error) int {
 type flags struct {
 	config, grpcAddr, httpAddr          string
 	redisAddr, redisPassword, failure   string
+	redisUser                           string
 	redisPrefix, headers, logLevel      string
 	redisTLSCA                          string
 	redisCluster, redisTLS, tlsInsecure bool
+	tlsSkipHostname                     bool
 	allOrNothing                        bool
 	reload, drain                       time.Duration
 	lease, maxKeys                      int
@@ -261,6 +265,10 @@ func (f *flags) validate() error {
 		return fmt.Errorf("-grpc %q: no port: give host:port, such as :8081 (:0 for a port of the system's choosing)", f.grpcAddr)
 	case f.httpAddr != "" && noPort(f.httpAddr):
 		return fmt.Errorf("-http %q: no port: give host:port, such as :8080, or \"\" for no HTTP server", f.httpAddr)
+	case f.redisUser != "" && f.redisPassword == "":
+		// The client authenticates only with a password: without one, it
+		// would connect as the default user, not as this one.
+		return fmt.Errorf("-redis-user %s: give its password with -redis-password (or HOTLIMITD_REDIS_PASSWORD)", f.redisUser)
 	case f.lease < 0:
 		return fmt.Errorf("-redis-lease %d: want 0 (none) or more", f.lease)
 	case f.lease > 0 && f.leaseTTL == 0:
@@ -347,9 +355,11 @@ func newFlagSet(f *flags) *flag.FlagSet {
 	fs.StringVar(&f.httpAddr, "http", ":8080", "HTTP listen address (/json, /healthcheck, /metrics); empty for none")
 	fs.StringVar(&f.redisAddr, "redis", "", "Redis address(es), host:port or a Unix socket's path, comma-separated; empty keeps the state in memory")
 	fs.BoolVar(&f.redisCluster, "redis-cluster", false, "Redis is a cluster (implied by several addresses)")
-	fs.StringVar(&f.redisPassword, "redis-password", "", "Redis password")
+	fs.StringVar(&f.redisUser, "redis-user", "", "Redis ACL user (Redis 6 or later) whose password -redis-password is, as the reference's REDIS_AUTH=user:password; empty for the default user")
+	fs.StringVar(&f.redisPassword, "redis-password", "", "Redis password (of -redis-user, if given)")
 	fs.BoolVar(&f.redisTLS, "redis-tls", false, "connect to Redis over TLS")
 	fs.BoolVar(&f.tlsInsecure, "redis-tls-skip-verify", false, "do not verify Redis's TLS certificate")
+	fs.BoolVar(&f.tlsSkipHostname, "redis-tls-skip-hostname", false, "verify Redis's TLS certificate against the authorities (the system's, or -redis-tls-ca) but not that it names the -redis host, as the reference's REDIS_TLS_SKIP_HOSTNAME_VERIFICATION (implies -redis-tls)")
 	fs.StringVar(&f.redisTLSCA, "redis-tls-ca", "", "PEM file of the certificate authorities that Redis's TLS certificate is verified against, in place of the system's (implies -redis-tls)")
 	fs.StringVar(&f.failure, "redis-failure", "error", "on a Redis failure: error, local, open or closed")
 	fs.StringVar(&f.redisPrefix, "redis-prefix", "hotlimitd:", "prefix of every Redis key")
@@ -406,11 +416,12 @@ func (f *flags) options(log *slog.Logger, fallbacks hotlimit.FallbackObserver) (
 	}
 	ro := &redis.UniversalOptions{
 		Addrs:                 strings.Split(f.redisAddr, ","),
+		Username:              f.redisUser,
 		Password:              f.redisPassword,
 		IsClusterMode:         f.redisCluster,
 		ContextTimeoutEnabled: true,
 	}
-	if f.redisTLS || f.redisTLSCA != "" {
+	if f.redisTLS || f.redisTLSCA != "" || f.tlsSkipHostname {
 		ro.TLSConfig = &tls.Config{MinVersion: tls.VersionTLS12, InsecureSkipVerify: f.tlsInsecure} //nolint:gosec // the operator's choice
 		if f.redisTLSCA != "" {
 			pem, err := os.ReadFile(f.redisTLSCA)
@@ -421,6 +432,12 @@ func (f *flags) options(log *slog.Logger, fallbacks hotlimit.FallbackObserver) (
 			if !ro.TLSConfig.RootCAs.AppendCertsFromPEM(pem) {
 				return nil, nil, fmt.Errorf("-redis-tls-ca %s: no PEM certificate in it", f.redisTLSCA)
 			}
+		}
+		if f.tlsSkipHostname && !f.tlsInsecure {
+			// Go verifies the chain and the host name together, or
+			// neither: both are turned off, and the chain alone verified.
+			ro.TLSConfig.InsecureSkipVerify = true //nolint:gosec // the chain is verified by VerifyConnection
+			ro.TLSConfig.VerifyConnection = verifyChain(ro.TLSConfig.RootCAs)
 		}
 	}
 	client = redis.NewUniversalClient(ro)
@@ -446,6 +463,25 @@ func (f *flags) options(log *slog.Logger, fallbacks hotlimit.FallbackObserver) (
 	_, cluster := client.(*redis.ClusterClient) // several addresses make one without -redis-cluster
 	log.Info("rate limit state in Redis", "addrs", ro.Addrs, "cluster", cluster, "tls", ro.TLSConfig != nil, "on_failure", f.failure)
 	return opts, client, nil
+}
+
+// verifyChain returns a tls.Config.VerifyConnection that verifies the
+// peer's certificate chain against roots (nil: the system's), as a TLS
+// client does, but not the host name the certificate is for.
+func verifyChain(roots *x509.CertPool) func(tls.ConnectionState) error {
+	return func(cs tls.ConnectionState) error {
+		if len(cs.PeerCertificates) == 0 {
+			return errors.New("tls: the server sent no certificate")
+		}
+		opts := x509.VerifyOptions{Roots: roots, Intermediates: x509.NewCertPool()}
+		for _, c := range cs.PeerCertificates[1:] {
+			opts.Intermediates.AddCert(c)
+		}
+		if _, err := cs.PeerCertificates[0].Verify(opts); err != nil {
+			return fmt.Errorf("tls: failed to verify certificate: %w", err)
+		}
+		return nil
+	}
 }
 
 // redisLogger writes the Redis client's own messages (such as a pool that
@@ -483,7 +519,10 @@ func (f *flags) checkRedis(ctx context.Context, client redis.UniversalClient) er
 	case err == nil:
 		return nil
 	case strings.HasPrefix(err.Error(), "WRONGPASS"), strings.HasPrefix(err.Error(), "NOAUTH"):
-		return fmt.Errorf("-redis %s: Redis refused the password (-redis-password): %w", f.redisAddr, err)
+		if f.redisUser != "" {
+			return fmt.Errorf("-redis %s: Redis refused the user and password (-redis-user %s, -redis-password): %w", f.redisAddr, f.redisUser, err)
+		}
+		return fmt.Errorf("-redis %s: Redis refused the password (-redis-password): %w (an ACL user's password needs the user named with -redis-user)", f.redisAddr, err)
 	case errors.Is(err, context.DeadlineExceeded):
 		return fmt.Errorf("-redis %s: no answer to PING within %v (is it TLS? see -redis-tls): %w", f.redisAddr, redisStartup, err)
 	}
@@ -689,6 +728,16 @@ func run(ctx context.Context, args []string, stderr io.Writer, ready func(grpcAd
 	if ready != nil {
 		ready(glis.Addr().String(), hlisAddr)
 	}
+	// giveBack, once nothing is served any more and the watcher is done,
+	// has the limiters give back what they hold ahead of Redis
+	// (-redis-lease), for the other replicas to spend: on every path out
+	// once serving, a server's failure included.
+	giveBack := func() {
+		stopWatch()
+		if err := srv.Close(); err != nil {
+			log.Warn("rate limit backend failed to take back what was held ahead", "err", err)
+		}
+	}
 	select {
 	case <-ctx.Done():
 	case err := <-gerr:
@@ -698,12 +747,14 @@ func run(ctx context.Context, args []string, stderr io.Writer, ready func(grpcAd
 		if hsrv != nil {
 			_ = hsrv.Close()
 		}
+		giveBack()
 		return fmt.Errorf("grpc server: %w", err)
 	case err := <-herr:
 		// As above: without its HTTP server, hotlimitd has no /healthcheck
 		// and no /metrics, so it stops rather than serve gRPC unobserved.
 		g.Stop()
 		_ = hsrv.Close()
+		giveBack()
 		return fmt.Errorf("http server: %w", err)
 	}
 
@@ -746,12 +797,7 @@ func run(ctx context.Context, args []string, stderr io.Writer, ready func(grpcAd
 		})
 	}
 	drained.Wait()
-	stopWatch()
-	// Nothing is served any more: the limiters give back what they hold
-	// ahead of Redis (-redis-lease), for the other replicas to spend.
-	if err := srv.Close(); err != nil {
-		log.Warn("rate limit backend failed to take back what was held ahead", "err", err)
-	}
+	giveBack()
 	log.Info("stopped")
 	return nil
 }
