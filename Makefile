@@ -13,7 +13,9 @@ PKGS := ./...
 
 .PHONY: test vet fmt tidy race unit smoke test386 benchmod redis redismod metricsmods grpcmod envoymod bench envoybench envoybench-run
 
-test: vet fmt tidy race unit smoke test386 redis redismod metricsmods grpcmod envoymod benchmod
+# redis first: without redis-server and redis-cli, and not root, make test
+# stops at once with the command to run, not after the root module's suite.
+test: redis vet fmt tidy race unit smoke test386 redismod metricsmods grpcmod envoymod benchmod
 
 vet:
 	$(GO) vet $(PKGS)

@@ -2,7 +2,9 @@ package bench
 
 import (
 	"runtime"
+	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"unsafe"
 
@@ -133,5 +135,39 @@ func TestTableCeilingGoLimiterHoldsCopiesOfTheTimedKeys(t *testing.T) {
 				t.Fatalf("go-limiter's first call of %q was with the string the benchmark times", k)
 			}
 		}
+	}
+}
+
+// TestEveryImplHoldsTheFixtureKeys: BenchmarkAllow times Allow on existing
+// keys, so no implementation may evict a key of its fixture by itself
+// before the timed calls come to it. On the real clock a key of 100 per 1 ms
+// is idle 10 µs after its one request, well before the fixture's 100,000th
+// key: the fixture's keys are inserted here one per millisecond of a fake
+// clock, and every implementation that takes a clock and tells its keys
+// must then hold them all (go-limiter and ulule evict only on a timer that
+// the benchmarks' runs never reach, throttled never).
+func TestEveryImplHoldsTheFixtureKeys(t *testing.T) {
+	if testing.Short() {
+		t.Skip("100k keys: not under -short")
+	}
+	keys := workload.Keys(manyKeys)
+	for _, im := range impl.All() {
+		if !im.Clock {
+			continue
+		}
+		t.Run("impl="+im.Name, func(t *testing.T) {
+			var now atomic.Int64
+			inst, err := im.New(manyAllow, impl.Options{Clock: now.Load})
+			require.NoError(t, err)
+			defer inst.Close()
+			if inst.Len == nil {
+				t.Skipf("impl=%s does not tell the keys it holds (it never evicts)", im.Name)
+			}
+			for _, k := range keys {
+				now.Add(int64(manyAllow.Window))
+				require.True(t, inst.Allow(strings.Clone(k)))
+			}
+			assert.Equal(t, len(keys), inst.Len(), "impl=%s holds every key of the fixture", im.Name)
+		})
 	}
 }

@@ -1,6 +1,7 @@
 package slidingcounter_test
 
 import (
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -11,13 +12,36 @@ import (
 	"github.com/hotlimit/hotlimit/slidingcounter"
 )
 
-// newBenchLimiter reads the real (monotonic) clock. MaxLimit per 100 ms is
-// more than one core can ask for, so every call is admitted and takes the
-// full path, CAS included; a denial only loads.
+// newBenchLimiter reads the real (monotonic) clock. MaxLimit per MinWindow,
+// one request every 7.6 ns, is more than one core can ask for, so every call
+// is admitted and takes the full path, CAS included; a denial only loads.
+// (MaxLimit per 100 ms, one per 763 ns, denied over nine calls in ten.)
 func newBenchLimiter(b *testing.B) hotlimit.Limiter {
-	lim, err := slidingcounter.New(slidingcounter.MaxLimit, 100*time.Millisecond)
+	lim, err := newBenchPolicy()
 	require.NoError(b, err)
 	return lim
+}
+
+// newBenchPolicy is the limiter BenchmarkAllow and BenchmarkTake time, with
+// opts.
+func newBenchPolicy(opts ...hotlimit.Option) (*slidingcounter.Limiter, error) {
+	return slidingcounter.New(slidingcounter.MaxLimit, slidingcounter.MinWindow, opts...)
+}
+
+// TestBenchPolicyAdmitsEveryCall holds BenchmarkAllow and BenchmarkTake to
+// their comment: calls on one key, one every limitertest.BenchCallStep
+// (faster than a core asks), all pass, over several windows, so the
+// benchmarks time admissions.
+func TestBenchPolicyAdmitsEveryCall(t *testing.T) {
+	var now atomic.Int64
+	lim, err := newBenchPolicy(hotlimit.WithClock(now.Load))
+	require.NoError(t, err)
+	for i := range 2 * slidingcounter.MaxLimit {
+		now.Add(int64(limitertest.BenchCallStep))
+		if !lim.Allow("k") {
+			require.Failf(t, "a benchmark call is denied", "call %d, at %v", i, time.Duration(now.Load()))
+		}
+	}
 }
 
 func BenchmarkAllow(b *testing.B) {
