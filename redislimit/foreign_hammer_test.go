@@ -112,15 +112,16 @@ func TestNoOwnStateIsForeign(t *testing.T) {
 		steps = 100
 	}
 	const edge = int64(redislimit.ClockRange)
+	srv := redistest.Start(t)
+	client := newClient(t, srv)
+	ctx := context.Background()
 	for ci, c := range hammerConfigs {
 		for _, lease := range []bool{false, true} {
 			if lease && !redislimit.CanLease(c.Algorithm) {
 				continue
 			}
+			// Sequential: the sliding log's check counts the server's DELs.
 			t.Run(fmt.Sprintf("%v/lease=%v", c, lease), func(t *testing.T) {
-				srv := redistest.Start(t)
-				client := newClient(t, srv)
-				ctx := context.Background()
 				var clock atomic.Int64
 				opts := []hotlimit.Option{hotlimit.WithClock(clock.Load), redislimit.WithFailPolicy(redislimit.FailClosed), redislimit.WithBreaker(0, 0)}
 				if lease {
@@ -139,10 +140,17 @@ func TestNoOwnStateIsForeign(t *testing.T) {
 						require.Equal(t, 1, foreign, "%q is someone else's", v)
 					}
 					require.NoError(t, client.Del(ctx, k).Err())
+				} else {
+					// the count of DELs tells someone else's log from ours
+					before := delCalls(t, client)
+					require.NoError(t, client.ZAdd(ctx, lim.RedisKey("judged"), redis.Z{Score: 1, Member: "x"}).Err())
+					_, err := lim.TakeContext(ctx, "judged", 1)
+					require.NoError(t, err)
+					require.Equal(t, before+1, delCalls(t, client), "the script removed someone else's log")
 				}
 				burst := burstOf(c)
 				r := rand.New(rand.NewPCG(uint64(ci), 7))
-				keys := []string{"a", "b"}
+				keys := []string{fmt.Sprintf("%d-%v-a", ci, lease), fmt.Sprintf("%d-%v-b", ci, lease)}
 				type held struct {
 					key string
 					r   hotlimit.Receipt
@@ -231,7 +239,7 @@ func TestNoOwnStateIsForeign(t *testing.T) {
 					}
 				}
 				require.NoError(t, lim.Close())
-				check("Close", "a")
+				check("Close", keys[0])
 			})
 		}
 	}
