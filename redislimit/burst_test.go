@@ -4,6 +4,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/redis/go-redis/v9"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
@@ -41,5 +42,25 @@ func TestWithBurstOfTheLimitWithoutBurst(t *testing.T) {
 		assert.ErrorIs(t, err, hotlimit.ErrInvalidConfig, "%v", a)
 		assert.ErrorContains(t, err, "burst 7", "%v", a)
 		assert.NotContains(t, err.Error(), "Config.Burst", "%v: the caller set no Config.Burst", a)
+	}
+}
+
+// TestWithBurstNegativeIsRejected: as hotlimit.WithBurst says of every
+// constructor, and as the in-memory limiters do, New rejects a negative
+// burst, for every algorithm, rather than build a limiter with the limit's
+// burst as if the option were not given.
+func TestWithBurstNegativeIsRejected(t *testing.T) {
+	client := redis.NewClient(&redis.Options{Addr: "127.0.0.1:1"}) // New does not contact Redis
+	t.Cleanup(func() { _ = client.Close() })
+	for _, a := range algorithms {
+		c := hotlimit.Config{Algorithm: a, Limit: 5, Window: time.Minute}
+		_, err := service.NewLimiter(c, hotlimit.WithBurst(-3))
+		require.ErrorIs(t, err, hotlimit.ErrInvalidConfig, "%v: in memory", a)
+		lim, err := redislimit.New(client, c, hotlimit.WithBurst(-3))
+		if lim != nil {
+			_ = lim.Close()
+		}
+		assert.ErrorIs(t, err, hotlimit.ErrInvalidConfig, "%v", a)
+		assert.ErrorContains(t, err, "burst -3", "%v", a)
 	}
 }

@@ -41,6 +41,11 @@ var refundConfigs = func() []hotlimit.Config {
 	return append(cs,
 		hotlimit.Config{Algorithm: hotlimit.GCRA, Limit: 100, Window: time.Minute, Burst: 10},
 		hotlimit.Config{Algorithm: hotlimit.GCRA, Limit: 3, Window: time.Second, Burst: 8},
+		// more than the burst refilled per tick
+		hotlimit.Config{Algorithm: hotlimit.GCRA, Limit: 10, Window: 1, Burst: 2},
+		hotlimit.Config{Algorithm: hotlimit.GCRA, Limit: 1000, Window: 7, Burst: 3},
+		hotlimit.Config{Algorithm: hotlimit.TokenBucket, Limit: 10, Window: 1, Burst: 2},
+		hotlimit.Config{Algorithm: hotlimit.TokenBucket, Limit: 1000, Window: 7, Burst: 3},
 		// burst × window just below 2^52
 		hotlimit.Config{Algorithm: hotlimit.GCRA, Limit: 1 << 30, Window: 1<<22 - 1, Burst: 1<<30 - 1},
 		// window × (limit + 1) just below 2^52

@@ -213,6 +213,11 @@ func New(client redis.UniversalClient, c hotlimit.Config, opts ...hotlimit.Optio
 		return nil, fmt.Errorf("redislimit: nil client: %w", hotlimit.ErrInvalidConfig)
 	}
 	o := hotlimit.NewOptions(opts...)
+	if o.Burst < 0 && c.Burst == 0 {
+		// an error, as in the in-memory constructors, unless a Config.Burst
+		// takes the option's place, as it does there too
+		return nil, fmt.Errorf("redislimit: burst %d must not be negative: %w", o.Burst, hotlimit.ErrInvalidConfig)
+	}
 	if o.Burst > 0 && c.Burst == 0 && c.Algorithm.HasBurst() {
 		c.Burst = o.Burst
 	}

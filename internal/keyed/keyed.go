@@ -140,12 +140,13 @@
 // cell before the kill) re-inserts it without the check, and walks to evict an
 // idle key when that puts the map over the cap: before the re-insertion when it
 // finds the cap reached and the key gone, and after it (before listing its
-// fresh cell, which the walk therefore cannot evict) when the key was deleted
-// between that check and the re-insertion, or when other keys took the room
-// the walk before it made (but not after a walk that found no idle key). So
-// the cap can be exceeded only by such callers, each by one key, while no key
-// is idle (or during the walk that looks for one): the next insertion's walk
-// evicts idle keys until count is below n again.
+// fresh cell, which the walk therefore cannot evict) whenever the re-insertion
+// put the map over the cap all the same (other keys took the room since the
+// check, or since the walk before it, or the key was deleted since the check),
+// unless the walk before it evicted no key. So the cap can be exceeded only
+// by such callers, each by one key, while no key is idle (or during the walk
+// that looks for one): the next insertion's walk evicts idle keys until count
+// is below n again.
 package keyed
 
 import (
@@ -558,7 +559,7 @@ func (m *Map[C]) Peek(key string) (*C, bool) {
 // until there is room for it when that puts the map over the cap (see the
 // package documentation).
 func (m *Map[C]) Revive(key string, dead *C) *C {
-	barren := false // a walk found no idle key to evict
+	barren := false // the walk below evicted no key
 	if m.maxKeys > 0 && m.count.Load() >= int64(m.maxKeys) {
 		if _, held := m.cells.Load(key); !held {
 			// The re-insertion below will put the map over the cap: evict
@@ -586,15 +587,15 @@ func (m *Map[C]) Revive(key string, dead *C) *C {
 		return fresh, false
 	})
 	if inserted && !barren && m.count.Load() > int64(m.maxKeys) {
-		// The re-insertion put the map over the cap: the key was held at
-		// the check above, by dead, and deleted since (a walker's deletion
-		// after its kill), while other keys took the room; or the walk
-		// above made room, and other keys took it before the re-insertion.
-		// Evict idle keys now, until the map is back within the cap (count
-		// below cap + 1; count > maxKeys, so cap + 1 does not overflow),
-		// unless the walk above has just found none. Before the push, so
-		// that this caller's fresh cell, not yet listed, cannot be the
-		// walk's victim.
+		// The re-insertion put the map over the cap: other keys took the
+		// room there was at the check above, or that the walk above made;
+		// or the key was held at the check, by dead, and deleted since (a
+		// walker's deletion after its kill), while other keys took the
+		// room. Evict idle keys now, until the map is back within the cap
+		// (count below cap + 1; count > maxKeys, so cap + 1 does not
+		// overflow), unless the walk above has just evicted none. Before
+		// the push, so that this caller's fresh cell, not yet listed,
+		// cannot be the walk's victim.
 		m.walk(MaxVisits, capChunk, m.judge(), int64(m.maxKeys)+1)
 	}
 	if fresh != nil && n == fresh {

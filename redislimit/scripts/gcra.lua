@@ -5,10 +5,12 @@
 -- (s - behind * limit) are beyond what a double holds exactly, so they are
 -- never computed: every test and wait below is made from s and behind.
 local cap = burst * window
--- a state of more tokens than the burst, or fewer than none, is not this
--- Config's (see load)
+-- a state of more tokens than the burst is not this Config's (see load),
+-- nor one of fewer than none, unless by less than a tick's refill: a give
+-- back with the clock behind keeps the line at a tick where it reads at
+-- most cap, which is below zero when limit > cap
 local s, last = load(2, function(s)
-  return s >= 0 and s <= cap
+  return s <= cap and (s >= 0 or s > cap - limit)
 end)
 local held = s ~= nil
 local behind = 0

@@ -61,8 +61,9 @@ end
 -- restart, a FLUSHALL or an eviction, and made again) returns nothing, since
 -- this state never counted that take. load sets it, to now for a key it does
 -- not find; nil for a key stored without it, which takes every give back.
--- It is kept as text, written back as read, so that only a give back pays
--- for reading it as a number.
+-- It is kept as text, written back as read, so that a save formats no number
+-- for it; load reads it as a number only to check that it is one, took and
+-- counted to compare it.
 local born = nil
 
 -- save stores the key's fields and then born, separated by spaces, for ttl
