@@ -116,3 +116,29 @@ func TestRefundGivenBackThenReadFails(t *testing.T) {
 	assert.Equal(t, int32(1), refunds.Load())
 	assert.Contains(t, logs.String(), "connection reset", "the failed read is logged")
 }
+
+// TestRefundFailureLoggedWithoutBackendErrors: with WithBackendErrors(false)
+// the failure policy answers a give-back the backend failed, and the log
+// says that the hits may not have been given back, as it says of an
+// all-or-nothing request's refunds: otherwise nothing tells the operator.
+func TestRefundFailureLoggedWithoutBackendErrors(t *testing.T) {
+	d, err := ParseDomain("web.yaml", []byte("domain: web\ndescriptors:\n  - key: ip\n    rate_limit: {unit: hour, requests_per_unit: 5}\n"))
+	require.NoError(t, err)
+	cfg, err := NewConfig(d)
+	require.NoError(t, err)
+	client := redis.NewClient(&redis.Options{Addr: "127.0.0.1:1", MaxRetries: -1, DialTimeout: time.Second, ContextTimeoutEnabled: true})
+	t.Cleanup(func() { _ = client.Close() })
+	var logs bytes.Buffer
+	s, err := New(cfg, WithLogger(slog.New(slog.NewJSONHandler(&logs, nil))), WithBackendErrors(false),
+		WithLimiterOptions(hotlimit.WithFactory(redislimit.Factory(client, redislimit.WithFailPolicy(redislimit.FailOpen)))))
+	require.NoError(t, err)
+	refund := &pb.RateLimitRequest{Domain: "web", Descriptors: []*rlext.RateLimitDescriptor{{
+		Entries:        []*rlext.RateLimitDescriptor_Entry{{Key: "ip", Value: "1"}},
+		HitsAddend:     wrapperspb.UInt64(2),
+		IsNegativeHits: true,
+	}}}
+	resp, err := s.ShouldRateLimit(context.Background(), refund)
+	require.NoError(t, err, "the failure policy answers")
+	assert.Equal(t, pb.RateLimitResponse_OK, resp.OverallCode)
+	assert.Contains(t, logs.String(), "rate limit backend failed a refund")
+}

@@ -739,6 +739,9 @@ func (s *Server) giveBack(ctx context.Context, it *item) error {
 			if err != nil && s.set.backendErrs {
 				return err
 			}
+			if err != nil { // the failure policy answers: the log alone tells of it
+				s.set.log.Warn("rate limit backend failed a refund", "rule", it.rule.Key, "err", err)
+			}
 			gaveBack = err == nil
 		} else {
 			rf.Refund(it.key, r)
