@@ -725,22 +725,37 @@ func (s *Server) decide(ctx context.Context, it *item) error {
 
 // giveBack gives back it's hits (negative hits), under ctx where the
 // limiter takes one, and sets it.d to the key's state after; it returns the
-// backend's error, if any, past which (with WithBackendErrors) it does not
-// go on to read the key's state.
+// backend's error in giving back, if any, past which (with
+// WithBackendErrors) it does not go on to read the key's state. Once the
+// hits are given back, a failed read of the state is logged, not returned:
+// an Unavailable would say the give-back failed, and a caller that retried
+// it would give the hits back twice.
 func (s *Server) giveBack(ctx context.Context, it *item) error {
+	gaveBack := false
 	if rf, ok := it.lim.(hotlimit.Refunder); ok && it.n > 0 {
 		r := hotlimit.Receipt{N: it.n, At: s.now()}
 		if cr, ok := rf.(hotlimit.ContextRefunder); ok {
-			if err := cr.RefundContext(ctx, it.key, r); err != nil && s.set.backendErrs {
+			err := cr.RefundContext(ctx, it.key, r)
+			if err != nil && s.set.backendErrs {
 				return err
 			}
+			if err != nil { // the failure policy answers: the log alone tells of it
+				s.set.log.Warn("rate limit backend failed a refund", "rule", it.rule.Key, "err", err)
+			}
+			gaveBack = err == nil
 		} else {
 			rf.Refund(it.key, r)
+			gaveBack = true
 		}
 	}
 	if ct, ok := it.lim.(hotlimit.ContextTaker); ok {
 		var err error
 		it.d, err = ct.TakeContext(ctx, it.key, 0)
+		if err != nil && gaveBack {
+			// it.d is the failure policy's: the response reports it.
+			s.set.log.Warn("rate limit backend failed to read a key after giving back its hits", "rule", it.rule.Key, "err", err)
+			return nil
+		}
 		return err
 	}
 	it.d = it.lim.Take(it.key, 0)
