@@ -269,6 +269,10 @@ func (f *flags) validate() error {
 		// The client authenticates only with a password: without one, it
 		// would connect as the default user, not as this one.
 		return fmt.Errorf("-redis-user %s: give its password with -redis-password (or HOTLIMITD_REDIS_PASSWORD)", f.redisUser)
+	case f.tlsInsecure && f.tlsSkipHostname:
+		// -redis-tls-skip-verify checks nothing, so the certificate check
+		// -redis-tls-skip-hostname asks for would silently not be made.
+		return fmt.Errorf("-redis-tls-skip-verify and -redis-tls-skip-hostname: give one: -redis-tls-skip-hostname verifies the certificate but not the host it names, -redis-tls-skip-verify verifies nothing")
 	case f.lease < 0:
 		return fmt.Errorf("-redis-lease %d: want 0 (none) or more", f.lease)
 	case f.lease > 0 && f.leaseTTL == 0:
