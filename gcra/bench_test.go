@@ -1,9 +1,7 @@
 package gcra_test
 
 import (
-	"sync/atomic"
 	"testing"
-	"time"
 
 	"github.com/stretchr/testify/require"
 
@@ -32,15 +30,11 @@ func newBenchPolicy(opts ...hotlimit.Option) (*gcra.Limiter, error) {
 // calls on one key, one every limitertest.BenchCallStep (faster than a core
 // asks), all pass, past the burst too, so the benchmarks time admissions.
 func TestBenchPolicyAdmitsEveryCall(t *testing.T) {
-	var now atomic.Int64
-	lim, err := newBenchPolicy(hotlimit.WithClock(now.Load))
-	require.NoError(t, err)
-	for i := range 2 * gcra.MaxLimit {
-		now.Add(int64(limitertest.BenchCallStep))
-		if !lim.Allow("k") {
-			require.Failf(t, "a benchmark call is denied", "call %d, at %v", i, time.Duration(now.Load()))
-		}
-	}
+	limitertest.AdmitsBenchCalls(t, 2*gcra.MaxLimit, func(clock func() int64) func() bool {
+		lim, err := newBenchPolicy(hotlimit.WithClock(clock))
+		require.NoError(t, err)
+		return func() bool { return lim.Allow("k") }
+	})
 }
 
 func BenchmarkAllow(b *testing.B) {

@@ -6,7 +6,6 @@ import (
 	"slices"
 	"strconv"
 	"sync"
-	"sync/atomic"
 	"testing"
 	"time"
 
@@ -74,16 +73,11 @@ var severalLimits = service.Limits{
 // (faster than a core asks), all pass under the rule of every limit, so the
 // benchmark times admissions of every limit, not denials.
 func TestSeveralLimitsAdmitEveryBenchmarkCall(t *testing.T) {
-	var now atomic.Int64
-	s, err := service.NewFromRules(service.Rules{Default: severalLimits},
-		hotlimit.WithClock(now.Load))
-	require.NoError(t, err)
-	for i := range 3_000_000 {
-		now.Add(int64(limitertest.BenchCallStep))
-		if !s.Allow("user", "api") {
-			require.Failf(t, "a benchmark call is denied", "call %d, at %v", i, time.Duration(now.Load()))
-		}
-	}
+	limitertest.AdmitsBenchCalls(t, 3_000_000, func(clock func() int64) func() bool {
+		s, err := service.NewFromRules(service.Rules{Default: severalLimits}, hotlimit.WithClock(clock))
+		require.NoError(t, err)
+		return func() bool { return s.Allow("user", "api") }
+	})
 }
 
 // BenchmarkAllowSeveralLimits measures Allow on a rule of one, two and three

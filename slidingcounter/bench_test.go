@@ -1,7 +1,6 @@
 package slidingcounter_test
 
 import (
-	"sync/atomic"
 	"testing"
 	"time"
 
@@ -33,15 +32,11 @@ func newBenchPolicy(opts ...hotlimit.Option) (*slidingcounter.Limiter, error) {
 // (faster than a core asks), all pass, over several windows, so the
 // benchmarks time admissions.
 func TestBenchPolicyAdmitsEveryCall(t *testing.T) {
-	var now atomic.Int64
-	lim, err := newBenchPolicy(hotlimit.WithClock(now.Load))
-	require.NoError(t, err)
-	for i := range 2 * slidingcounter.MaxLimit {
-		now.Add(int64(limitertest.BenchCallStep))
-		if !lim.Allow("k") {
-			require.Failf(t, "a benchmark call is denied", "call %d, at %v", i, time.Duration(now.Load()))
-		}
-	}
+	limitertest.AdmitsBenchCalls(t, 2*slidingcounter.MaxLimit, func(clock func() int64) func() bool {
+		lim, err := newBenchPolicy(hotlimit.WithClock(clock))
+		require.NoError(t, err)
+		return func() bool { return lim.Allow("k") }
+	})
 }
 
 func BenchmarkAllow(b *testing.B) {

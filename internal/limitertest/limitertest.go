@@ -432,6 +432,22 @@ func floorDiv(a, b int64) int64 {
 // every call is admitted must admit calls that come one every BenchCallStep.
 const BenchCallStep = 25 * time.Nanosecond
 
+// AdmitsBenchCalls requires allow, a benchmark's call on one key of a
+// limiter built on clock, to pass calls times in a row, one every
+// BenchCallStep: the benchmark then times admissions, as its comment says,
+// not denials.
+func AdmitsBenchCalls(t *testing.T, calls int, build func(clock func() int64) func() bool) {
+	t.Helper()
+	var now atomic.Int64
+	allow := build(now.Load)
+	for i := range calls {
+		now.Add(int64(BenchCallStep))
+		if !allow() {
+			require.Failf(t, "a benchmark call is denied", "call %d, at %v", i, time.Duration(now.Load()))
+		}
+	}
+}
+
 // Keys returns n distinct keys.
 func Keys(n int) []string {
 	keys := make([]string, n)
