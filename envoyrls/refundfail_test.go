@@ -26,28 +26,23 @@ import (
 // give-back the backend fails (Redis unreachable) gets Unavailable, as a
 // descriptor that takes does, rather than OK as if its hits were given
 // back; under a caller's context already done, it gets the context's
-// code. Off (WithBackendErrors(false)), the failure policy answers it.
+// code. Off (WithBackendErrors(false)), the failure policy answers it, and
+// the log says so.
 func TestRefundWhenTheBackendFails(t *testing.T) {
-	d, err := ParseDomain("web.yaml", []byte("domain: web\ndescriptors:\n  - key: ip\n    rate_limit: {unit: hour, requests_per_unit: 5}\n"))
-	require.NoError(t, err)
-	cfg, err := NewConfig(d)
-	require.NoError(t, err)
+	cfg := webPerHour(t)
 	client := redis.NewClient(&redis.Options{Addr: "127.0.0.1:1", MaxRetries: -1, DialTimeout: time.Second, ContextTimeoutEnabled: true})
 	t.Cleanup(func() { _ = client.Close() })
+	var logs lockedBuffer
 	build := func(errs bool) *Server {
-		s, err := New(cfg, WithLogger(slog.New(slog.DiscardHandler)), WithBackendErrors(errs),
+		s, err := New(cfg, WithLogger(slog.New(slog.NewJSONHandler(&logs, nil))), WithBackendErrors(errs),
 			WithLimiterOptions(hotlimit.WithFactory(redislimit.Factory(client, redislimit.WithFailPolicy(redislimit.FailOpen)))))
 		require.NoError(t, err)
 		return s
 	}
-	refund := &pb.RateLimitRequest{Domain: "web", Descriptors: []*rlext.RateLimitDescriptor{{
-		Entries:        []*rlext.RateLimitDescriptor_Entry{{Key: "ip", Value: "1"}},
-		HitsAddend:     wrapperspb.UInt64(2),
-		IsNegativeHits: true,
-	}}}
+	refund := refundOfTwo()
 
 	s := build(true)
-	_, err = s.ShouldRateLimit(context.Background(), refund)
+	_, err := s.ShouldRateLimit(context.Background(), refund)
 	assert.Equal(t, codes.Unavailable, status.Code(err), "nothing was given back: %v", err)
 
 	ctx, cancel := context.WithCancel(context.Background())
@@ -58,6 +53,29 @@ func TestRefundWhenTheBackendFails(t *testing.T) {
 	resp, err := build(false).ShouldRateLimit(context.Background(), refund)
 	require.NoError(t, err, "the failure policy answers")
 	assert.Equal(t, pb.RateLimitResponse_OK, resp.OverallCode)
+	// The log says that the hits may not have been given back, as it says
+	// of an all-or-nothing request's refunds: otherwise nothing tells the
+	// operator.
+	assert.Contains(t, logs.String(), "rate limit backend failed a refund")
+}
+
+// webPerHour is the configuration of these tests: 5 an hour per ip.
+func webPerHour(t *testing.T) *Config {
+	t.Helper()
+	d, err := ParseDomain("web.yaml", []byte("domain: web\ndescriptors:\n  - key: ip\n    rate_limit: {unit: hour, requests_per_unit: 5}\n"))
+	require.NoError(t, err)
+	cfg, err := NewConfig(d)
+	require.NoError(t, err)
+	return cfg
+}
+
+// refundOfTwo gives 2 hits back to ip 1.
+func refundOfTwo() *pb.RateLimitRequest {
+	return &pb.RateLimitRequest{Domain: "web", Descriptors: []*rlext.RateLimitDescriptor{{
+		Entries:        []*rlext.RateLimitDescriptor_Entry{{Key: "ip", Value: "1"}},
+		HitsAddend:     wrapperspb.UInt64(2),
+		IsNegativeHits: true,
+	}}}
 }
 
 // readFailingRefunder gives back as an in-memory limiter does, counting the
@@ -89,10 +107,7 @@ func (l readFailingRefunder) TakeContext(context.Context, string, int) (hotlimit
 // and one that retries it gives the hits back twice. The failed read is
 // logged.
 func TestRefundGivenBackThenReadFails(t *testing.T) {
-	d, err := ParseDomain("web.yaml", []byte("domain: web\ndescriptors:\n  - key: ip\n    rate_limit: {unit: hour, requests_per_unit: 5}\n"))
-	require.NoError(t, err)
-	cfg, err := NewConfig(d)
-	require.NoError(t, err)
+	cfg := webPerHour(t)
 	var refunds atomic.Int32
 	factory := func(c hotlimit.Config, opts ...hotlimit.Option) (hotlimit.Limiter, error) {
 		lim, err := service.NewLimiter(c, opts...)
@@ -105,40 +120,10 @@ func TestRefundGivenBackThenReadFails(t *testing.T) {
 	s, err := New(cfg, WithLogger(slog.New(slog.NewJSONHandler(&logs, nil))), WithBackendErrors(true),
 		WithLimiterOptions(hotlimit.WithFactory(factory)))
 	require.NoError(t, err)
-	refund := &pb.RateLimitRequest{Domain: "web", Descriptors: []*rlext.RateLimitDescriptor{{
-		Entries:        []*rlext.RateLimitDescriptor_Entry{{Key: "ip", Value: "1"}},
-		HitsAddend:     wrapperspb.UInt64(2),
-		IsNegativeHits: true,
-	}}}
+	refund := refundOfTwo()
 	resp, err := s.ShouldRateLimit(context.Background(), refund)
 	require.NoError(t, err, "the hits were given back")
 	assert.Equal(t, pb.RateLimitResponse_OK, resp.OverallCode)
 	assert.Equal(t, int32(1), refunds.Load())
 	assert.Contains(t, logs.String(), "connection reset", "the failed read is logged")
-}
-
-// TestRefundFailureLoggedWithoutBackendErrors: with WithBackendErrors(false)
-// the failure policy answers a give-back the backend failed, and the log
-// says that the hits may not have been given back, as it says of an
-// all-or-nothing request's refunds: otherwise nothing tells the operator.
-func TestRefundFailureLoggedWithoutBackendErrors(t *testing.T) {
-	d, err := ParseDomain("web.yaml", []byte("domain: web\ndescriptors:\n  - key: ip\n    rate_limit: {unit: hour, requests_per_unit: 5}\n"))
-	require.NoError(t, err)
-	cfg, err := NewConfig(d)
-	require.NoError(t, err)
-	client := redis.NewClient(&redis.Options{Addr: "127.0.0.1:1", MaxRetries: -1, DialTimeout: time.Second, ContextTimeoutEnabled: true})
-	t.Cleanup(func() { _ = client.Close() })
-	var logs bytes.Buffer
-	s, err := New(cfg, WithLogger(slog.New(slog.NewJSONHandler(&logs, nil))), WithBackendErrors(false),
-		WithLimiterOptions(hotlimit.WithFactory(redislimit.Factory(client, redislimit.WithFailPolicy(redislimit.FailOpen)))))
-	require.NoError(t, err)
-	refund := &pb.RateLimitRequest{Domain: "web", Descriptors: []*rlext.RateLimitDescriptor{{
-		Entries:        []*rlext.RateLimitDescriptor_Entry{{Key: "ip", Value: "1"}},
-		HitsAddend:     wrapperspb.UInt64(2),
-		IsNegativeHits: true,
-	}}}
-	resp, err := s.ShouldRateLimit(context.Background(), refund)
-	require.NoError(t, err, "the failure policy answers")
-	assert.Equal(t, pb.RateLimitResponse_OK, resp.OverallCode)
-	assert.Contains(t, logs.String(), "rate limit backend failed a refund")
 }
