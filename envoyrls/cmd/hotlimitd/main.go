@@ -15,7 +15,11 @@
 // protobuf's JSON mapping), GET /healthcheck and GET /metrics (Prometheus).
 // SIGTERM, SIGINT and SIGHUP (unless started with it ignored, as by nohup)
 // drain both servers before exiting; a second signal ends the process at
-// once.
+// once. On every way out, a server's failure included, the requests being
+// decided (gRPC's ShouldRateLimit and /json) are waited for before the
+// leases are given back and the Redis client closed, for the longer of
+// -redis-timeout and 5 s past the servers' stop (so past -drain on a
+// drain); a warning names those still running at that bound.
 //
 // Memory: -max-keys N caps the keys each limiter holds (a new descriptor
 // value past N evicts an idle key or, with none idle, is over the limit), for
@@ -84,9 +88,11 @@ import (
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 	"github.com/redis/go-redis/v9"
 	"google.golang.org/grpc"
+	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/health"
 	healthpb "google.golang.org/grpc/health/grpc_health_v1"
 	"google.golang.org/grpc/reflection"
+	"google.golang.org/grpc/status"
 )
 
 func main() {
@@ -578,6 +584,110 @@ var grpcLimits = struct {
 	handshake:   5 * time.Second,
 }
 
+// handlersGrace is the least time run waits, once the servers are stopped,
+// for the requests still being decided (see handlersBound).
+const handlersGrace = 5 * time.Second
+
+// handlersBound is how long run waits, once the servers are stopped, for
+// the requests still being decided: the longer of -redis-timeout (what a
+// Redis call already sent may wait for its answer, the servers' stop
+// having canceled the request's context) and handlersGrace (a decision in
+// memory, or with -redis-timeout 0 one bounded by the client alone).
+func (f *flags) handlersBound() time.Duration {
+	return max(f.redisTimeout, handlersGrace)
+}
+
+// afterBound is time.After for the wait of handlersBound; tests replace it
+// to reach the bound when they choose.
+var afterBound = time.After
+
+// waitingForHandlers, when not nil, is called as run starts to wait for
+// the requests still being decided, with how many there are; tests set it.
+var waitingForHandlers func(running int64)
+
+// inFlight counts the requests being decided, gRPC's ShouldRateLimit and
+// /json, so that run gives back what the limiters hold ahead of Redis, and
+// closes the Redis client, only once they have returned: neither gRPC's
+// Stop nor http.Server's Close waits for its handlers, and a lease that
+// Redis grants to a call still waiting for its answer is given back only
+// if the client is open when the answer comes. A request costs one atomic
+// add as it starts and one as it ends; no lock, no allocation.
+type inFlight struct {
+	// n is the number of requests entered and not yet left, plus
+	// closedBit once close has begun. It is changed only by Add, no CAS:
+	// enter adds 1 and leave takes it back, close adds closedBit once.
+	// Each Add returns the sum of every change before it, so the Add
+	// (leave's or close's) that leaves exactly closedBit is one after
+	// which close has begun and no request is being decided; and none is
+	// from then on, as every later enter sees closedBit and leaves at once
+	// (counted for that instant, which a count read then may include).
+	n atomic.Int64
+	// idle gets a value (without blocking: buffered 1) each time n comes
+	// down to closedBit; only close receives it.
+	idle chan struct{}
+}
+
+// closedBit, in inFlight.n, says that close has begun: far above any count
+// of requests, which stays below it.
+const closedBit = 1 << 62
+
+func newInFlight() *inFlight { return &inFlight{idle: make(chan struct{}, 1)} }
+
+// enter counts a request that starts to be decided, and reports whether it
+// may be: not once close has begun (its server is stopped, and the answer
+// would reach no one). A request for which it returns true calls leave when
+// done.
+func (g *inFlight) enter() bool {
+	if g.n.Add(1)&closedBit != 0 {
+		g.leave()
+		return false
+	}
+	return true
+}
+
+// leave ends a request that enter counted.
+func (g *inFlight) leave() {
+	if g.n.Add(-1) == closedBit {
+		select {
+		case g.idle <- struct{}{}:
+		default: // a value is there already, or close has stopped waiting
+		}
+	}
+}
+
+// close refuses the requests to come and waits until those being decided
+// have returned or bound fires, and returns how many were still running
+// then (0 if none was). Called once.
+func (g *inFlight) close(bound <-chan time.Time) int64 {
+	if g.n.Add(closedBit) == closedBit {
+		return 0
+	}
+	if waitingForHandlers != nil {
+		waitingForHandlers(g.n.Load() &^ closedBit)
+	}
+	select {
+	case <-g.idle:
+		return 0
+	case <-bound:
+		return g.n.Load() &^ closedBit
+	}
+}
+
+// countedService is the rate limit service whose calls inFlight counts.
+type countedService struct {
+	*envoyrls.Server
+	calls *inFlight
+}
+
+// ShouldRateLimit decides the call unless run is past the servers' stop.
+func (s countedService) ShouldRateLimit(ctx context.Context, req *pb.RateLimitRequest) (*pb.RateLimitResponse, error) {
+	if !s.calls.enter() {
+		return nil, status.Error(codes.Unavailable, "hotlimitd is shutting down")
+	}
+	defer s.calls.leave()
+	return s.Server.ShouldRateLimit(ctx, req)
+}
+
 // listen opens the servers' listeners; tests replace it.
 var listen = net.Listen
 
@@ -643,7 +753,8 @@ func run(ctx context.Context, args []string, stderr io.Writer, ready func(grpcAd
 		grpc.ConnectionTimeout(grpcLimits.handshake),
 		grpc.StreamInterceptor(endReflectionOnDrain(ctx)),
 	)
-	pb.RegisterRateLimitServiceServer(g, srv)
+	calls := newInFlight()
+	pb.RegisterRateLimitServiceServer(g, countedService{Server: srv, calls: calls})
 	hs := health.NewServer()
 	// "" (the server) is serving from the start; "ratelimit" is the name the
 	// reference answers to, which probes written for it ask for.
@@ -672,6 +783,11 @@ func run(ctx context.Context, args []string, stderr io.Writer, ready func(grpcAd
 		mux := http.NewServeMux()
 		jsonHandler := srv.JSONHandler()
 		mux.HandleFunc("/json", func(w http.ResponseWriter, r *http.Request) {
+			if !calls.enter() {
+				http.Error(w, "shutting down", http.StatusServiceUnavailable)
+				return
+			}
+			defer calls.leave()
 			if draining.Load() { // as gRPC, which takes no new call
 				http.Error(w, "draining", http.StatusServiceUnavailable)
 				return
@@ -732,11 +848,32 @@ func run(ctx context.Context, args []string, stderr io.Writer, ready func(grpcAd
 	if ready != nil {
 		ready(glis.Addr().String(), hlisAddr)
 	}
-	// giveBack, once nothing is served any more and the watcher is done,
+	// giveBack, once nothing is served any more, the requests being
+	// decided have returned (within handlersBound) and the watcher is done,
 	// has the limiters give back what they hold ahead of Redis
 	// (-redis-lease), for the other replicas to spend: on every path out
-	// once serving, a server's failure included.
+	// once serving, a server's failure included. The servers' stop has
+	// canceled the requests' contexts, so they return at once, but for a
+	// Redis call already sent, which waits for its answer: the lease Redis
+	// grants it is then held, and given back here, where a client closed
+	// under it would have lost it.
+	// grpcStopped, when not nil, is closed once the gRPC server's Stop,
+	// called past -drain, has returned: it returns only once GracefulStop
+	// has, which waits for every handler.
+	var grpcStopped chan struct{}
 	giveBack := func() {
+		bound := f.handlersBound()
+		reached := afterBound(bound)
+		if running := calls.close(reached); running > 0 {
+			log.Warn("requests still being decided past the bound, their leases may be lost", "running", running, "bound", bound.String())
+		} else if grpcStopped != nil {
+			// The other handlers (health watches, reflection) end with the
+			// drain: Stop returns at once, its connections closed.
+			select {
+			case <-grpcStopped:
+			case <-reached:
+			}
+		}
 		stopWatch()
 		if err := srv.Close(); err != nil {
 			log.Warn("rate limit backend failed to take back what was held ahead", "err", err)
@@ -788,7 +925,13 @@ func run(ctx context.Context, args []string, stderr io.Writer, ready func(grpcAd
 		case <-done:
 		case <-dctx.Done():
 			log.Warn("drain bound reached, gRPC calls in flight cut", "drain", f.drain.String())
-			g.Stop()
+			// Stop cuts the calls at once (their contexts canceled,
+			// their connections closed) but returns only once the
+			// GracefulStop under way has, which waits for their
+			// handlers, past any bound: giveBack waits for those within
+			// its own.
+			grpcStopped = make(chan struct{})
+			go func() { g.Stop(); close(grpcStopped) }()
 		}
 	})
 	if hsrv != nil {
