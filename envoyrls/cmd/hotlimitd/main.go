@@ -379,7 +379,7 @@ func newFlagSet(f *flags) *flag.FlagSet {
 	fs.BoolVar(&f.allOrNothing, "all-or-nothing", false, "refund a denied request's other descriptors (default: count every descriptor, as the reference)")
 	fs.StringVar(&f.headers, "headers", "none", "response headers: none, reference, draft or both")
 	fs.DurationVar(&f.reload, "reload-interval", time.Second, "how often the config directory is polled; 0 turns reloading off")
-	fs.DurationVar(&f.drain, "drain", 10*time.Second, "how long shutdown waits for requests in flight")
+	fs.DurationVar(&f.drain, "drain", 10*time.Second, "how long shutdown waits for requests in flight before cutting them (those still waiting for Redis then get up to the longer of -redis-timeout and 5 s, for their leases to be given back)")
 	fs.IntVar(&f.maxKeys, "max-keys", 0, "most keys each limiter holds in memory, one per policy, shared by the rules of that policy (with -redis, in the -redis-failure local fallback); a new key past it is over the limit unless an idle key makes room; also bounds the distinct limit overrides kept (with -redis, under -redis-failure local only), to max(1, min(4096, 2^22/min(N, 2^20))); 0 for no cap")
 	fs.StringVar(&f.logLevel, "log-level", "info", "debug, info, warn or error")
 	return fs
