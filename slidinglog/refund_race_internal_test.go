@@ -61,3 +61,35 @@ func TestRefundRacedByAnotherRefundKeepsItsReading(t *testing.T) {
 		})
 	}
 }
+
+// TestRefundBeyondTheLimitGivesBackAtMostTheLimitAcrossPasses: a receipt
+// for more requests than the limit (no Take makes one, but a Receipt is a
+// plain value) gives back at most the limit, even when a claim lands during
+// the refund and sends it to a new pass, which marks what is left to give
+// back: the limit less what the first pass marked, not r.N less it. At 3 per
+// second, frozen at 0: three requests; a refund of 5 marks the oldest, and
+// between its load of the second and its CAS a request passes over the
+// first's refunded slot. The first pass marks the second, then sees the
+// claim and starts over with one left: it marks the third, and the request
+// that passed meanwhile still counts: 2 remain. (Counting from 5, the new
+// pass would mark that request too and leave 3: one more than any real
+// undoing of the three requests allows.)
+func TestRefundBeyondTheLimitGivesBackAtMostTheLimitAcrossPasses(t *testing.T) {
+	var clock limitertest.HookClock
+	l, err := New(3, time.Second, hotlimit.WithClock(clock.Read))
+	require.NoError(t, err)
+	d, r := l.TakeReceipt("k", 3)
+	require.True(t, d.Allowed)
+	r.N = 5 // beyond the limit
+
+	marks, passed := 0, false
+	l.markHook = func() {
+		if marks++; marks == 2 { // before the CAS that marks the second request
+			l.markHook = nil
+			passed = l.Allow("k") // over the first request's refunded slot
+		}
+	}
+	l.Refund("k", r)
+	require.True(t, passed, "a request passed during the refund, over the first refunded entry")
+	assert.Equal(t, 2, l.Take("k", 0).Remaining, "the refund gave back 3 (the limit), and the request that passed meanwhile counts")
+}

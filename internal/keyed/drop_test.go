@@ -512,3 +512,23 @@ func TestDropsWalkEvictsAnIdleKeyUnderAStalledCaller(t *testing.T) {
 		})
 	}
 }
+
+// TestReviveThatFillsTheCapEvictsNothing: a revival whose re-insertion takes
+// the map up to the cap, not over it, has the room it needs, so it evicts no
+// idle key. At a cap of 4 with k, a and b live and i idle, an emptying refund
+// drops k (3 held); the stalled caller that meets k's tombstone inserts k
+// again (4 held): i stays.
+func TestReviveThatFillsTheCapEvictsNothing(t *testing.T) {
+	const maxKeys = 4
+	m, cells := fullOf(maxKeys, []string{"k", "a", "b"}, []string{"i"})
+	require.True(t, emptyingRefund(t, m, "k", cells["k"]))
+	require.EqualValues(t, maxKeys-1, keyed.Reserved(m))
+
+	revived := add(m, "k", cells["k"], 1) // the stalled caller meets the tombstone
+	assert.NotSame(t, cells["k"], revived)
+	_, ok := m.Peek("i")
+	assert.True(t, ok, "the idle key is kept: the map is at the cap, not over it")
+	assert.Equal(t, maxKeys, m.Len())
+	assert.EqualValues(t, maxKeys, keyed.Reserved(m))
+	assertListedAfterSweep(t, m)
+}
