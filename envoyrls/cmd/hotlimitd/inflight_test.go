@@ -18,6 +18,7 @@ import (
 	"github.com/stretchr/testify/require"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/credentials/insecure"
+	"google.golang.org/protobuf/proto"
 )
 
 // holdingProxy forwards connections to the Redis at target. Once hold is
@@ -393,7 +394,9 @@ func TestInFlight(t *testing.T) {
 }
 
 // TestCountedServiceAllocatesNothing: counting a call in flight adds no
-// allocation to the decision's own.
+// allocation to the decision's own. Both are called as gRPC calls them:
+// through the service's method handler, with the service as registered
+// (an interface value, the wrapper boxed once, at registration).
 func TestCountedServiceAllocatesNothing(t *testing.T) {
 	dir := t.TempDir()
 	writeRule(t, dir, "4000000")
@@ -401,11 +404,18 @@ func TestCountedServiceAllocatesNothing(t *testing.T) {
 	require.NoError(t, err)
 	srv, err := envoyrls.New(cfg)
 	require.NoError(t, err)
-	counted := countedService{Server: srv, calls: newInFlight()}
+	require.Len(t, pb.RateLimitService_ServiceDesc.Methods, 1)
+	handler := pb.RateLimitService_ServiceDesc.Methods[0].Handler
 	req := takeAhead("a")
 	ctx := context.Background()
-	plain := testing.AllocsPerRun(100, func() { _, _ = srv.ShouldRateLimit(ctx, req) })
-	var svc pb.RateLimitServiceServer = counted // as gRPC calls it
-	got := testing.AllocsPerRun(100, func() { _, _ = svc.ShouldRateLimit(ctx, req) })
+	dec := func(v any) error { proto.Merge(v.(proto.Message), req); return nil }
+	call := func(impl any) float64 {
+		return testing.AllocsPerRun(100, func() {
+			_, err := handler(impl, ctx, dec, nil)
+			require.NoError(t, err)
+		})
+	}
+	plain := call(srv)
+	got := call(countedService{Server: srv, calls: newInFlight()})
 	assert.Equal(t, plain, got)
 }

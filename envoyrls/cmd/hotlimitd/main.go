@@ -858,8 +858,10 @@ func run(ctx context.Context, args []string, stderr io.Writer, ready func(grpcAd
 	// grants it is then held, and given back here, where a client closed
 	// under it would have lost it.
 	// grpcStopped, when not nil, is closed once the gRPC server's Stop,
-	// called past -drain, has returned: it returns only once GracefulStop
-	// has, which waits for every handler.
+	// called past -drain, has returned: as soon as it has closed the
+	// connections, or, when the GracefulStop under way was already waiting
+	// for the handlers (every connection gone), only once that has
+	// returned. The handlers may still be running when it is closed.
 	var grpcStopped chan struct{}
 	giveBack := func() {
 		bound := f.handlersBound()
@@ -868,7 +870,8 @@ func run(ctx context.Context, args []string, stderr io.Writer, ready func(grpcAd
 			log.Warn("requests still being decided past the bound, their leases may be lost", "running", running, "bound", bound.String())
 		} else if grpcStopped != nil {
 			// The other handlers (health watches, reflection) end with the
-			// drain: Stop returns at once, its connections closed.
+			// drain; Stop, which closes the connections, returns at once
+			// unless GracefulStop holds it (see grpcStopped).
 			select {
 			case <-grpcStopped:
 			case <-reached:
@@ -926,10 +929,12 @@ func run(ctx context.Context, args []string, stderr io.Writer, ready func(grpcAd
 		case <-dctx.Done():
 			log.Warn("drain bound reached, gRPC calls in flight cut", "drain", f.drain.String())
 			// Stop cuts the calls at once (their contexts canceled,
-			// their connections closed) but returns only once the
-			// GracefulStop under way has, which waits for their
-			// handlers, past any bound: giveBack waits for those within
-			// its own.
+			// their connections closed) and returns, but when the
+			// GracefulStop under way is already waiting for the
+			// handlers, its connections all gone, it holds the
+			// server's lock as it waits, and Stop returns only once
+			// they have, past any bound: giveBack waits for the calls
+			// being decided within its own.
 			grpcStopped = make(chan struct{})
 			go func() { g.Stop(); close(grpcStopped) }()
 		}
