@@ -3,6 +3,7 @@ package redislimit_test
 import (
 	"context"
 	"fmt"
+	"math"
 	"math/rand/v2"
 	"os"
 	"regexp"
@@ -72,6 +73,10 @@ func delCalls(t *testing.T, client *redis.Client) int64 {
 // hammerConfigs are the policies of TestNoOwnStateIsForeign: ordinary ones,
 // bursts below and above the limit, limits that refill more than the burst
 // per tick, and the ranges' ends.
+// bigLimit is the largest count the scripts keep exactly (below 2^52), or
+// the largest int where an int is 32 bits.
+const bigLimit = int(min(1<<52-1, math.MaxInt))
+
 var hammerConfigs = func() []hotlimit.Config {
 	var cs []hotlimit.Config
 	for _, a := range algorithms {
@@ -89,12 +94,12 @@ var hammerConfigs = func() []hotlimit.Config {
 			hotlimit.Config{Algorithm: a, Limit: 1000, Window: 7, Burst: 3},
 			hotlimit.Config{Algorithm: a, Limit: 3, Window: time.Second, Burst: 8},
 			hotlimit.Config{Algorithm: a, Limit: 1 << 30, Window: 1<<22 - 1, Burst: 1<<30 - 1},
-			hotlimit.Config{Algorithm: a, Limit: 1<<52 - 1, Window: 1, Burst: 1},
+			hotlimit.Config{Algorithm: a, Limit: bigLimit, Window: 1, Burst: 1},
 		)
 	}
 	return append(cs,
 		hotlimit.Config{Algorithm: hotlimit.SlidingCounter, Limit: 1<<30 - 2, Window: 1<<22 - 1},
-		hotlimit.Config{Algorithm: hotlimit.FixedWindow, Limit: 1<<52 - 1, Window: 1<<50 - 3},
+		hotlimit.Config{Algorithm: hotlimit.FixedWindow, Limit: bigLimit, Window: 1<<50 - 3},
 	)
 }()
 
