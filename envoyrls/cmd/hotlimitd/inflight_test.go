@@ -370,7 +370,9 @@ func TestInFlight(t *testing.T) {
 		g := newInFlight()
 		require.True(t, g.enter())
 		g.leave()
-		assert.Equal(t, int64(0), g.close(never))
+		running, expired := g.close(never)
+		assert.Equal(t, int64(0), running)
+		assert.False(t, expired)
 		assert.False(t, g.enter(), "refused after close")
 	})
 	t.Run("the last leaves", func(t *testing.T) {
@@ -383,12 +385,16 @@ func TestInFlight(t *testing.T) {
 			g.leave()
 			go g.leave() // the other, as a handler's goroutine
 		}, afterBound)
-		assert.Equal(t, int64(0), g.close(never))
+		running, expired := g.close(never)
+		assert.Equal(t, int64(0), running)
+		assert.False(t, expired)
 	})
 	t.Run("bound reached", func(t *testing.T) {
 		g := newInFlight()
 		require.True(t, g.enter())
-		assert.Equal(t, int64(1), g.close(reached))
+		running, expired := g.close(reached)
+		assert.Equal(t, int64(1), running)
+		assert.True(t, expired, "bound's value taken: giveBack must not wait on it again")
 		g.leave() // after close gave up: no one waits, nothing blocks
 	})
 }

@@ -657,19 +657,21 @@ func (g *inFlight) leave() {
 
 // close refuses the requests to come and waits until those being decided
 // have returned or bound fires, and returns how many were still running
-// then (0 if none was). Called once.
-func (g *inFlight) close(bound <-chan time.Time) int64 {
+// then (0 if none was) and whether it took bound's value: bound then has
+// none left for a later wait, even when the last request left as it fired
+// and running is 0. Called once.
+func (g *inFlight) close(bound <-chan time.Time) (running int64, expired bool) {
 	if g.n.Add(closedBit) == closedBit {
-		return 0
+		return 0, false
 	}
 	if waitingForHandlers != nil {
 		waitingForHandlers(g.n.Load() &^ closedBit)
 	}
 	select {
 	case <-g.idle:
-		return 0
+		return 0, false
 	case <-bound:
-		return g.n.Load() &^ closedBit
+		return g.n.Load() &^ closedBit, true
 	}
 }
 
@@ -866,9 +868,11 @@ func run(ctx context.Context, args []string, stderr io.Writer, ready func(grpcAd
 	giveBack := func() {
 		bound := f.handlersBound()
 		reached := afterBound(bound)
-		if running := calls.close(reached); running > 0 {
+		running, expired := calls.close(reached)
+		if running > 0 {
 			log.Warn("requests still being decided past the bound, their leases may be lost", "running", running, "bound", bound.String())
-		} else if grpcStopped != nil {
+		}
+		if !expired && grpcStopped != nil {
 			// The other handlers (health watches, reflection) end with the
 			// drain; Stop, which closes the connections, returns at once
 			// unless GracefulStop holds it (see grpcStopped).
