@@ -74,7 +74,8 @@ package tokenbucket
 //     revived after the sweep copied its part of the map, so after s was
 //     read; its writers read the clock after Get or Revive returned it, so at s − R/4 or later. So when the sweep
 //     ends, every word that is not full has τ ≥ s − R/4, and the sweep
-//     records s by CompareAndSwap from g. If another sweep recorded first,
+//     records s by CompareAndSwap from g, if s > g (a sweep whose reading
+//     is behind g records nothing: see sweepPass). If another sweep recorded first,
 //     this one stops where it notices and records nothing: that one's record
 //     stands. (Sweep, the method, then runs a new pass under it, and the
 //     incremental steps judge their cell again under it, so that keys full
@@ -130,7 +131,8 @@ func (l *Limiter) sweepInBackground() {
 
 // sweep evicts the keys whose bucket is full at t, reading words under the
 // generation it finds, and records t as the new generation when it ran to
-// completion under it. It returns how many keys it evicted.
+// completion under it and t is later than it. It returns how many keys it
+// evicted.
 func (l *Limiter) sweep(t uint64) int {
 	n, _ := l.sweepPass(t)
 	return n
@@ -160,6 +162,13 @@ func (l *Limiter) sweepPass(t uint64) (evicted int, complete bool) {
 		stale = !ok // a newer sweep completed: its generation stands
 		return killed
 	})
+	// Only a later time becomes the generation: generations only grow. s is
+	// behind gen when t was read before the sweep that recorded gen
+	// completed (this sweep was overtaken while it stalled) or the clock
+	// stepped back. Recorded, it would move swept back: a word written under
+	// gen at up to gen + hard would lie past s + hard, outside G, and a
+	// caller at s + hard + fill would sweep under s and kill it unread, full
+	// or not. (s = gen would record the value swept holds: no change.)
 	if !stale && s > gen {
 		l.swept.CompareAndSwap(gen, s)
 	}
