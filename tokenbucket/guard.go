@@ -144,6 +144,13 @@ func (l *Limiter) sweep(t uint64) int {
 func (l *Limiter) sweepPass(t uint64) (evicted int, complete bool) {
 	gen := l.swept.Load()
 	s := max(int64(t), gen-l.back)
+	// From s − gen − fill = hard on, every τ < gen + hard ≤ s − fill (G) is
+	// a fill time or more behind s, so every live word is full at s: a
+	// judging pass would kill them all just the same (Refill reads them
+	// exactly: s − τ ≤ hard + fill + back ≤ R − m, less than 2^(T−1)
+	// units). So such a pass kills them unread and raises no floor, which
+	// would only move a stalled admission's reading up to s − back (its
+	// Decision, its receipt's At).
 	allFull := s-gen-l.fill >= l.hard
 	sU, _ := l.b.Units(uint64(s))
 	if !allFull {

@@ -96,3 +96,81 @@ func TestOvertakenSweepLeavesGenerationAndDrainedKey(t *testing.T) {
 		})
 	}
 }
+
+// TestAllFullSweepCountsStalledAdmissionAtItsReading: a sweep that starts
+// exactly at g + hard + fill, g the generation, is the kind that kills every
+// live word unread: each one's timestamp is below g + hard, so a fill time
+// or more behind s, and full. Such a sweep raises no floor (the floor is a
+// judging sweep's s − Range/4). A caller that read the clock at t0, long
+// before s, and stalled, and that admits from the key's fresh word while the
+// sweep holds it, is then counted at its own reading t0: its Decision is
+// that of the same Take at t0 raced by nothing, and its Receipt's At is t0,
+// the clock reading of the call, as hotlimit.Receipt says. (Judged, the boundary's words would
+// all be full too, and killed just the same, but the floor would move the
+// stalled admission to s − Range/4.) The sweep then kills the word the
+// admission wrote, full at s, and records s.
+func TestAllFullSweepCountsStalledAdmissionAtItsReading(t *testing.T) {
+	for _, tc := range guardConfigs {
+		t.Run(tc.name, func(t *testing.T) {
+			clk := new(stallClock)
+			lim, err := New(tc.limit, tc.window, hotlimit.WithBurst(tc.burst), hotlimit.WithClock(clk.clock))
+			require.NoError(t, err)
+			lim.sweeping.Store(true) // the test runs every sweep itself
+			fill, back, hard := lim.fill, lim.back, lim.hard
+
+			g := back / 2
+			clk.now.Store(g)
+			require.Zero(t, lim.Sweep())
+			require.Equal(t, g, lim.swept.Load())
+			floor := lim.floor.Load()
+			s := g + hard + fill // exactly where the sweep stops judging
+			t0 := g + fill/3
+			require.Less(t, t0, s-back, "t0 is more than Range/4 before s")
+			require.Less(t, t0-g, lim.soft, "t0 reads under g")
+
+			// The caller: a Take of one token from a new key, stalled on
+			// its reading t0.
+			clk.arm(t0)
+			type taken struct {
+				d hotlimit.Decision
+				r hotlimit.Receipt
+			}
+			result := make(chan taken, 1)
+			go func() {
+				d, r := lim.TakeReceipt("k", 1)
+				result <- taken{d, r}
+			}()
+			<-clk.read
+			clk.now.Store(s)
+
+			// The sweep at s: after its Load of the fresh word, the
+			// caller goes on and its admission lands.
+			var got taken
+			landed := false
+			lim.sweepLoaded = func() {
+				if landed {
+					return
+				}
+				landed = true
+				close(clk.release)
+				got = <-result
+			}
+			assert.Equal(t, 1, lim.Sweep(), "the word the admission wrote is full at s")
+			require.True(t, landed, "the admission landed inside the sweep")
+			assert.Equal(t, s, lim.swept.Load(), "the sweep recorded its generation")
+			assert.Equal(t, floor, lim.floor.Load(), "a sweep that judges nothing raises no floor")
+
+			// The control: the same Take at t0, raced by nothing.
+			var ctlNow atomic.Int64
+			ctl, err := New(tc.limit, tc.window, hotlimit.WithBurst(tc.burst), hotlimit.WithClock(ctlNow.Load))
+			require.NoError(t, err)
+			ctlNow.Store(t0)
+			want, wantR := ctl.TakeReceipt("k", 1)
+			require.Equal(t, hotlimit.Receipt{N: 1, At: t0}, wantR)
+			assert.Equal(t, want, got.d, "the admission, decided at its reading t0")
+			assert.Equal(t, wantR, got.r, "the receipt's At is the call's clock reading t0")
+			_, held := lim.cells.Peek("k")
+			assert.False(t, held, "the key, full at s, is evicted")
+		})
+	}
+}
