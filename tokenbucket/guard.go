@@ -74,7 +74,8 @@ package tokenbucket
 //     revived after the sweep copied its part of the map, so after s was
 //     read; its writers read the clock after Get or Revive returned it, so at s − R/4 or later. So when the sweep
 //     ends, every word that is not full has τ ≥ s − R/4, and the sweep
-//     records s by CompareAndSwap from g. If another sweep recorded first,
+//     records s by CompareAndSwap from g, if s > g (a sweep whose reading
+//     is behind g records nothing: see sweepPass). If another sweep recorded first,
 //     this one stops where it notices and records nothing: that one's record
 //     stands. (Sweep, the method, then runs a new pass under it, and the
 //     incremental steps judge their cell again under it, so that keys full
@@ -130,7 +131,8 @@ func (l *Limiter) sweepInBackground() {
 
 // sweep evicts the keys whose bucket is full at t, reading words under the
 // generation it finds, and records t as the new generation when it ran to
-// completion under it. It returns how many keys it evicted.
+// completion under it and t is later than it. It returns how many keys it
+// evicted.
 func (l *Limiter) sweep(t uint64) int {
 	n, _ := l.sweepPass(t)
 	return n
@@ -142,6 +144,13 @@ func (l *Limiter) sweep(t uint64) int {
 func (l *Limiter) sweepPass(t uint64) (evicted int, complete bool) {
 	gen := l.swept.Load()
 	s := max(int64(t), gen-l.back)
+	// From s − gen − fill = hard on, every τ < gen + hard ≤ s − fill (G) is
+	// a fill time or more behind s, so every live word is full at s: a
+	// judging pass would kill them all just the same (Refill reads them
+	// exactly: s − τ ≤ hard + fill + back ≤ R − m, less than 2^(T−1)
+	// units). So such a pass kills them unread and raises no floor, which
+	// would only move a stalled admission's reading up to s − back (its
+	// Decision, its receipt's At).
 	allFull := s-gen-l.fill >= l.hard
 	sU, _ := l.b.Units(uint64(s))
 	if !allFull {
@@ -160,6 +169,13 @@ func (l *Limiter) sweepPass(t uint64) (evicted int, complete bool) {
 		stale = !ok // a newer sweep completed: its generation stands
 		return killed
 	})
+	// Only a later time becomes the generation: generations only grow. s is
+	// behind gen when t was read before the sweep that recorded gen
+	// completed (this sweep was overtaken while it stalled) or the clock
+	// stepped back. Recorded, it would move swept back: a word written under
+	// gen at up to gen + hard would lie past s + hard, outside G, and a
+	// caller at s + hard + fill would sweep under s and kill it unread, full
+	// or not. (s = gen would record the value swept holds: no change.)
 	if !stale && s > gen {
 		l.swept.CompareAndSwap(gen, s)
 	}
