@@ -8,8 +8,11 @@ package hotlimit
 // clock reading of the call, or, for a fixed window or sliding counter whose
 // clock read behind the key's window, the start of the later window the
 // requests counted in, and for a sliding log the time its first request was
-// logged at (later than the reading when the key's newest logged time was). A composite's receipt holds the earliest At of its
-// children's.
+// logged at (later than the reading when the key's newest logged time was),
+// and for a token bucket whose call read the clock long before a sweep it
+// met (a caller stalled for more than a quarter of the range its state
+// word holds), the later time the sweep counts it at. A composite's
+// receipt holds the earliest At of its children's.
 //
 // A Receipt is a plain value: it allocates nothing, and may be kept, copied
 // and compared freely.
