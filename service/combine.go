@@ -49,7 +49,7 @@ type multi struct {
 	// most is the most requests at once every limit not in shadow mode can
 	// ever admit: the least capacity among them (Unlimited has none to
 	// exceed), math.MaxInt when there is none. A request of more can
-	// never pass the rule.
+	// never pass the rule, and no limit is asked to take it (see beyond).
 	most int
 }
 
@@ -132,10 +132,10 @@ func (k *keys) of(scope hotlimit.Scope) string {
 // decision, computed as composite.Limiter computes it, the index of the
 // limit that decided and that limit's own decision: the one that denied
 // (the decision's RetryAfter is then the least wait after which every limit
-// admits the request, that limit's or a later one's, see wait, or
-// hotlimit.Never when n is more than some limit not in shadow mode can ever
-// admit),
-// or, when all admitted, the most constrained, the one with the least share
+// admits the request, that limit's or a later one's, see wait; when n is
+// more than some limit not in shadow mode can ever admit, no limit is asked
+// to take it, and the denial says hotlimit.Never, see beyond), or, when all
+// admitted, the most constrained, the one with the least share
 // of its capacity left (Remaining/Capacity, see lessShare; the first on a
 // tie). The capacity is the one hotlimit.ClassifyCapacity measures the
 // near-limit share of, so the decider is near its limit exactly when some
@@ -165,6 +165,10 @@ func (m *multi) take(ctx context.Context, k keys, n int, each *[composite.MaxChi
 	shadow = -1
 	if n < 1 {
 		d, i, own := m.report(ctx, &k, n, -1, hotlimit.Decision{}, &errs, each, nil)
+		return d, i, own, shadow, errors.Join(errs...)
+	}
+	if n > m.most {
+		d, i, own := m.beyond(ctx, &k, n, &errs, each)
 		return d, i, own, shadow, errors.Join(errs...)
 	}
 	var receipts [composite.MaxChildren]hotlimit.Receipt
@@ -220,14 +224,7 @@ func (m *multi) take(ctx context.Context, k keys, n int, each *[composite.MaxChi
 			var rem [composite.MaxChildren]int
 			rd, _, _ := m.report(ctx, &k, 0, i, cd, &errs, each, &rem)
 			rd.Allowed = false
-			if n > m.most {
-				// Some limit, maybe one not asked for n, can never
-				// admit n: waiting the denier's RetryAfter would only
-				// meet that limit's Never.
-				rd.RetryAfter = hotlimit.Never
-			} else {
-				rd.RetryAfter, errs = m.wait(ctx, &k, n, i, cd.RetryAfter, &rem, errs)
-			}
+			rd.RetryAfter, errs = m.wait(ctx, &k, n, i, cd.RetryAfter, &rem, errs)
 			return rd, i, cd, -1, errors.Join(errs...)
 		}
 		receipts[i] = r
@@ -264,6 +261,47 @@ func (m *multi) take(ctx context.Context, k keys, n int, each *[composite.MaxChi
 		errs = append(errs, fmt.Errorf("the request ended while a limit could not decide, and was given back: %w", ctx.Err()))
 	}
 	return d, decider, best, shadow, errors.Join(errs...)
+}
+
+// beyond is take for n more than some limit not in shadow mode can ever
+// admit (m.most): the request can never pass, so, as composite.Limiter
+// does, no limit is asked to take it. Taking it from the limits before the
+// one that denies, to give it back at once, would leave them short of n
+// meanwhile, denying concurrent requests they have room for, and a sliding
+// log longer (its refund marks its oldest entries, not the request's, see
+// slidinglog.Limiter.Refund): a request that can never pass would change
+// what later ones get. Every limit reports instead (n = 0); the limit that
+// decided is the one that would have denied first, the first not in shadow
+// mode that reports fewer than n (or, when none does, its report having
+// failed, the first that can never admit n), and the decision its denial:
+// the limits' least Remaining and largest ResetAfter, RetryAfter
+// hotlimit.Never. each, when not nil, is set to the reports, the decider's
+// denied as the decision is.
+func (m *multi) beyond(ctx context.Context, k *keys, n int, errs *[]error, each *[composite.MaxChildren]hotlimit.Decision) (d hotlimit.Decision, decider int, own hotlimit.Decision) {
+	var all [composite.MaxChildren]hotlimit.Decision
+	var rem [composite.MaxChildren]int
+	d, _, _ = m.report(ctx, k, 0, -1, hotlimit.Decision{}, errs, &all, &rem)
+	decider = -1
+	for i, c := range m.limits {
+		if !c.Shadow && rem[i] < n {
+			decider = i
+			break
+		}
+	}
+	if decider < 0 {
+		for i, c := range m.limits {
+			if !c.Shadow && capacity(c, m.defBurst) < n {
+				decider = i
+				break
+			}
+		}
+	}
+	d.Allowed, d.RetryAfter = false, hotlimit.Never
+	all[decider].Allowed, all[decider].RetryAfter = false, hotlimit.Never
+	if each != nil {
+		*each = all
+	}
+	return d, decider, all[decider]
 }
 
 // wait returns how long the request of n that the denier-th limit denied,

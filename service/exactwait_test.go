@@ -91,8 +91,9 @@ func (b *durBand) add(want, tol time.Duration) {
 // RetryAfter is the least wait after which every limit admits n: the
 // largest of the denier's and of each later limit's own wait for n (asked
 // on a copy for a sliding log, which is not asked at all for n > 1; the
-// others take and give back at once, which restores them exactly), or Never
-// when n is above some limit's capacity. n < 1 reports.
+// others take and give back at once, which restores them exactly). n above
+// some limit's capacity is asked of no limit: every limit reports, and
+// RetryAfter is Never. n < 1 reports.
 func (rm *seqRule) take(user, api string, n int, now int64) (hotlimit.Decision, durBand, durBand) {
 	var d hotlimit.Decision
 	var retry, reset durBand
@@ -113,6 +114,15 @@ func (rm *seqRule) take(user, api string, n int, now int64) (hotlimit.Decision, 
 		}
 		d.RetryAfter = retry.want
 		return d, retry, reset
+	}
+	if n > rm.most {
+		// It can never pass: no limit is asked to take it, every limit
+		// reports.
+		for i, m := range rm.models {
+			merge(i, m.Take(key(i), 0, now))
+		}
+		d.RetryAfter = hotlimit.Never
+		return d, durBand{lo: hotlimit.Never, want: hotlimit.Never}, reset
 	}
 	denier, own := -1, hotlimit.Decision{}
 	for i, m := range rm.models {
@@ -137,7 +147,7 @@ func (rm *seqRule) take(user, api string, n int, now int64) (hotlimit.Decision, 
 			merge(i, own)
 			continue
 		}
-		if i > denier && n <= rm.most && !(n > 1 && rm.limits[i].Algorithm == hotlimit.SlidingLog) {
+		if i > denier && !(n > 1 && rm.limits[i].Algorithm == hotlimit.SlidingLog) {
 			var w time.Duration
 			if sl, ok := m.(*models.SlidingLog); ok {
 				w = sl.Clone().Take(key(i), n, now).RetryAfter
@@ -150,9 +160,6 @@ func (rm *seqRule) take(user, api string, n int, now int64) (hotlimit.Decision, 
 			retry.add(w, rm.tols[i])
 		}
 		merge(i, m.Take(key(i), 0, now))
-	}
-	if n > rm.most {
-		retry = durBand{lo: hotlimit.Never, want: hotlimit.Never}
 	}
 	d.RetryAfter = retry.want
 	return d, retry, reset

@@ -331,7 +331,9 @@ func (s *Service) Allow(user, api string) bool {
 // minute the second request, half a second after the first, waits 59.5 s,
 // not the second's 0.5 s; or hotlimit.Never when n is more than some limit
 // not in shadow mode can ever admit (its Limit, or its burst), even if
-// another limit denied first. A sliding log is not asked for n > 1
+// another limit is short of n for now: such a request is taken by no limit
+// (each only reports, and it changes no limit's state), and the limit that
+// decided it is the first that is short of n. A sliding log is not asked for n > 1
 // (slidinglog's Take of several requests can be denied with some of them
 // counted under concurrent requests; see hotlimit.Limiter), nor is a limit
 // whose report failed, one in shadow mode, or, once the request's context
