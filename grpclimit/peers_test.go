@@ -2,6 +2,7 @@ package grpclimit_test
 
 import (
 	"net"
+	"net/netip"
 	"path/filepath"
 	"runtime"
 	"testing"
@@ -51,5 +52,23 @@ func TestRealListenersKeyTheirPeers(t *testing.T) {
 			}
 			assert.Equal(t, []codes.Code{codes.OK, codes.ResourceExhausted}, got, "one quota, whatever the metadata says")
 		})
+	}
+}
+
+// TestForwardedObfuscatedPortKeysTheClient: over a real connection from a
+// trusted proxy, a forwarded entry whose port alone is obfuscated (RFC
+// 7239's for="198.51.100.7:_p1") names the client, so two clients behind
+// the proxy have a quota each, rather than sharing the proxy's.
+func TestForwardedObfuscatedPortKeysTheClient(t *testing.T) {
+	svc, _ := newService(t, cfg(hotlimit.FixedWindow, 1, time.Minute), 0)
+	var rec recorder
+	user := grpclimit.PeerIP(grpclimit.TrustProxies(netip.MustParsePrefix("127.0.0.0/8")), grpclimit.ProxyHeader("Forwarded"))
+	cc := serveTCP(t, &testService{}, []grpc.ServerOption{grpc.ChainUnaryInterceptor(
+		grpclimit.UnaryServerInterceptor(svc, grpclimit.WithUser(user), grpclimit.WithObserver(rec.observe)))})
+	for _, client := range []string{"198.51.100.1", "198.51.100.2"} {
+		c := metadata.AppendToOutgoingContext(ctx(t), "forwarded", `for="`+client+`:_conn7"`)
+		_, err := testgrpc.NewTestServiceClient(cc).UnaryCall(c, &testgrpc.SimpleRequest{})
+		assert.Equal(t, codes.OK, status.Code(err), "client %s: its own quota", client)
+		assert.Equal(t, "ip:"+client, rec.last().User)
 	}
 }

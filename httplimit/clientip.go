@@ -83,6 +83,8 @@ type ipKey struct {
 // entry that is not an address (garbage, "unknown", an obfuscated RFC 7239
 // identifier) stops the walk at the trusted hop that wrote it, whose address
 // becomes the key; if every entry is a trusted proxy, the leftmost is the key.
+// A Forwarded node whose port alone is obfuscated, for="198.51.100.7:_p1",
+// is its address.
 //
 // The key is found whenever RemoteAddr is not empty; a RemoteAddr that is not
 // an address (a Unix socket, say) is used as it is, with the kind "peer":

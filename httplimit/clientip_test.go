@@ -133,6 +133,8 @@ func TestClientIPTrustedProxies(t *testing.T) {
 		{fwd, "10.0.0.1:80", []string{"Forwarded", "for=6.6.6.6", "Forwarded", "for=198.51.100.7, for=10.0.0.5"}, "198.51.100.7"},
 		{fwd, "10.0.0.1:80", []string{"Forwarded", "for=10.0.0.9,for=10.0.0.5"}, "10.0.0.9"},
 		{fwd, "10.0.0.1:80", []string{"Forwarded", `for="unterminated`}, "10.0.0.1"},
+		{fwd, "10.0.0.1:80", []string{"Forwarded", `for=6.6.6.6, for="198.51.100.7:_conn1"`}, "198.51.100.7"}, // an obfuscated port hides no address
+		{fwd, "10.0.0.1:80", []string{"Forwarded", `for="[2001:db8:cafe::17]:_p"`}, "2001:db8:cafe::/64"},
 		{fwd, "192.0.2.1:80", []string{"Forwarded", "for=198.51.100.7"}, "192.0.2.1"},
 	} {
 		r := httptest.NewRequest(http.MethodGet, "/", nil)

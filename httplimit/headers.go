@@ -74,13 +74,14 @@ func setHeaders(h http.Header, p *transport.Policy, d hotlimit.Decision, legacy,
 
 // appendItems adds the RateLimit-Policy and RateLimit items of another
 // limit of the rule, p, with its own decision d, after those setHeaders
-// wrote for the deciding one.
+// wrote for the deciding one. It allocates the item's text and what the
+// two lists need to grow: the values go into the lists as strings, never
+// as slices of an array of their own, which would move to the heap.
 func appendItems(h http.Header, p *transport.Policy, d hotlimit.Decision) {
 	var buf [64]byte
 	b, _, _, _, _ := p.AppendRateLimit(buf[:0], d)
-	vals := [2]string{p.Field, string(b)}
-	appendValue(h, keyPolicy, vals[0:1:1])
-	appendValue(h, keyRateLimit, vals[1:2:2])
+	appendValue(h, keyPolicy, p.Fields)
+	h[keyRateLimit] = append(h[keyRateLimit], string(b))
 }
 
 // appendValue adds v (one value) to the list field key: it becomes the field

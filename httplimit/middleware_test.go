@@ -724,3 +724,27 @@ func TestRetryAfterOfAShortWaitIsAtLeastOneSecond(t *testing.T) {
 		assert.Contains(t, p["detail"], "retry in "+tc.want+" s.", "RetryAfter %v", tc.retry)
 	}
 }
+
+// TestOtherLimitAllocatesOnlyItsItem: under a rule of two limits, the
+// allowed path allocates what a rule of one does (the header text and the
+// value slice), plus, for the other limit, as the package doc counts it,
+// its RateLimit item's text and the growth of the two fields' value lists.
+// The array holding the other limit's two values was moved to the heap as
+// well, one allocation more per request than the doc says.
+func TestOtherLimitAllocatesOnlyItsItem(t *testing.T) {
+	svc, err := service.NewFromRules(service.Rules{Default: service.Limits{
+		cfg(hotlimit.TokenBucket, 1<<20, time.Second), cfg(hotlimit.FixedWindow, 1<<20, time.Minute),
+	}})
+	require.NoError(t, err)
+	h := httplimit.New(svc)(trivial)
+	w := &writer{h: http.Header{}}
+	r := get("/x", "192.0.2.1:1")
+	h.ServeHTTP(w, r) // the key's first request creates its state
+	allocs := testing.AllocsPerRun(100, func() {
+		clear(w.h)
+		h.ServeHTTP(w, r)
+	})
+	assert.Equal(t, 2.0+1+2, allocs, "the rule of one's two, the other item's text, the growth of both lists")
+	assert.Len(t, w.h.Values("RateLimit"), 2)
+	assert.Len(t, w.h.Values("RateLimit-Policy"), 2)
+}

@@ -21,7 +21,8 @@ import (
 // believed. An entry that is not an address (garbage, "unknown", an
 // obfuscated RFC 7239 identifier) stops the walk at the trusted hop that
 // wrote it, whose address becomes the key; if every entry is a trusted proxy,
-// the leftmost is the key.
+// the leftmost is the key. A Forwarded node whose port alone is obfuscated
+// ("198.51.100.7:_p1") is its address.
 type IP struct {
 	trusted   []netip.Prefix // masked; IPv4 prefixes for IPv4 addresses
 	nonIP     bool           // a peer that is not an IP address is a trusted proxy
@@ -383,10 +384,42 @@ func forParam(elem string) string {
 		pair, elem = cutOutsideQuotes(elem, ';')
 		name, value, ok := strings.Cut(strings.TrimSpace(pair), "=")
 		if ok && strings.EqualFold(strings.TrimSpace(name), "for") {
-			return unquote(strings.TrimSpace(value))
+			return dropObfPort(strings.TrimSpace(unquote(strings.TrimSpace(value))))
 		}
 	}
 	return ""
+}
+
+// dropObfPort returns the node of a for= value without its obfuscated port
+// (RFC 7239 section 6.3: "_" and one or more letters, digits, '.', '_' or
+// '-'), which hides the client's port, not its address:
+// "198.51.100.7:_p1" is "198.51.100.7" and "[2001:db8::7]:_p1" is
+// "[2001:db8::7]", the address a walk reads. Any other value, an obfuscated
+// node among them, is returned as it is.
+func dropObfPort(v string) string {
+	i := strings.LastIndexByte(v, ':')
+	if i < 0 || !obfPort(v[i+1:]) {
+		return v
+	}
+	if host := v[:i]; strings.HasSuffix(host, "]") || !strings.Contains(host, ":") {
+		return host
+	}
+	return v // an unbracketed IPv6 address: its last group is no port
+}
+
+// obfPort reports whether s is an RFC 7239 obfport.
+func obfPort(s string) bool {
+	if len(s) < 2 || s[0] != '_' {
+		return false
+	}
+	for i := 1; i < len(s); i++ {
+		switch c := s[i]; {
+		case 'a' <= c && c <= 'z', 'A' <= c && c <= 'Z', '0' <= c && c <= '9', c == '.', c == '_', c == '-':
+		default:
+			return false
+		}
+	}
+	return true
 }
 
 // cutOutsideQuotes splits s at the first sep outside a quoted-string.

@@ -142,3 +142,37 @@ func TestHugeForwardedHeaderCostsNoList(t *testing.T) {
 		assert.LessOrEqual(t, testing.AllocsPerRun(5, func() { k.Key(peer, "", header) }), 1.0, name)
 	}
 }
+
+// TestForwardedObfuscatedPortKeepsTheAddress: RFC 7239 lets a proxy hide
+// the client's port behind an obfuscated identifier ("_" and letters,
+// digits, '.', '_' or '-') while giving its address, as
+// for="198.51.100.7:_conn1". That node names the client as well as
+// for="198.51.100.7:4711" does; read as no address, it stopped the walk at
+// the proxy, so every client behind a proxy that obfuscates ports shared
+// the proxy's one key. A node that is wholly obfuscated, or whose port is
+// not a valid obfuscated port, still stops the walk at the trusted hop that
+// wrote it, and in an X-Forwarded-For list, where RFC 7239's syntax does
+// not apply, such an entry is no address.
+func TestForwardedObfuscatedPortKeepsTheAddress(t *testing.T) {
+	fwd := NewIP()
+	fwd.Trust(netip.MustParsePrefix("10.0.0.0/8"))
+	fwd.SetForwarded(true)
+	peer := netip.MustParseAddr("10.0.0.1")
+	for i, tc := range []struct {
+		header, want string
+	}{
+		{`for="198.51.100.7:_conn1"`, "ip:198.51.100.7"},
+		{`for="[2001:db8:1:2::7]:_a.b-c_9"`, "ip:2001:db8:1:2::/64"},
+		{`for=6.6.6.6, for="198.51.100.7:_x", for="10.0.0.2:_y"`, "ip:198.51.100.7"}, // a trusted hop's too
+		{`for="198.51.100.7:_"`, "ip:10.0.0.1"},                                      // "_" alone is no obfport
+		{`for="198.51.100.7:_a b"`, "ip:10.0.0.1"},                                   // nor is one with a space
+		{`for="198.51.100.7:_a:_b"`, "ip:10.0.0.1"},
+		{`for="_hidden:_port"`, "ip:10.0.0.1"}, // an obfuscated node stays no address
+		{`for="[2001:db8::7:_x]"`, "ip:10.0.0.1"},
+	} {
+		assert.Equal(t, tc.want, fwd.Key(peer, "", []string{tc.header}), "case %d: %s", i, tc.header)
+	}
+	xff := NewIP()
+	xff.Trust(netip.MustParsePrefix("10.0.0.0/8"))
+	assert.Equal(t, "ip:10.0.0.1", xff.Key(peer, "", []string{"198.51.100.7:_conn1"}), "X-Forwarded-For has no obfuscated ports")
+}
