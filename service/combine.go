@@ -159,7 +159,9 @@ func (k *keys) of(scope hotlimit.Scope) string {
 // after the request: its Take's when every limit admitted it, else a
 // report (n = 0) taken after the refunds, except the denier's, which is
 // its Take's (a later limit then asked for n to learn its wait keeps its
-// report). An ended request's give-back leaves them its Takes'.
+// report). An ended request's give-back leaves them its Takes'. A request
+// no limit is asked to take leaves every limit its report, the decider's
+// denied (see beyond).
 func (m *multi) take(ctx context.Context, k keys, n int, each *[composite.MaxChildren]hotlimit.Decision) (d hotlimit.Decision, decider int, own hotlimit.Decision, shadow int, err error) {
 	var errs []error
 	shadow = -1
@@ -271,12 +273,13 @@ func (m *multi) take(ctx context.Context, k keys, n int, each *[composite.MaxChi
 // log longer (its refund marks its oldest entries, not the request's, see
 // slidinglog.Limiter.Refund): a request that can never pass would change
 // what later ones get. Every limit reports instead (n = 0); the limit that
-// decided is the one that would have denied first, the first not in shadow
-// mode that reports fewer than n (or, when none does, its report having
-// failed, the first that can never admit n), and the decision its denial:
-// the limits' least Remaining and largest ResetAfter, RetryAfter
-// hotlimit.Never. each, when not nil, is set to the reports, the decider's
-// denied as the decision is.
+// decided is the first not in shadow mode that reports fewer than n (the
+// one that would have denied first, had the limits been asked in order and
+// none failed; a limit whose report failed is passed over, as it tells
+// nothing of its quota), or, when none does, the first that can never
+// admit n. The decision is the rule's denial: the limits' least Remaining
+// and largest ResetAfter, RetryAfter hotlimit.Never. each, when not nil,
+// is set to the reports, the decider's denied as the decision is.
 func (m *multi) beyond(ctx context.Context, k *keys, n int, errs *[]error, each *[composite.MaxChildren]hotlimit.Decision) (d hotlimit.Decision, decider int, own hotlimit.Decision) {
 	var all [composite.MaxChildren]hotlimit.Decision
 	var rem [composite.MaxChildren]int

@@ -1,6 +1,8 @@
 package service_test
 
 import (
+	"context"
+	"errors"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -91,4 +93,78 @@ func TestRequestNoLimitCanHoldLeavesASlidingLogAsItWas(t *testing.T) {
 	d = s.Take("u", "a", 5)
 	assert.True(t, d.Allowed, "the request of 0 s has left the minute: %+v", d)
 	assert.Equal(t, 0, d.Remaining)
+}
+
+// downClosed is a limiter that takes a context, whose backend is down and
+// whose failure policy denies every request (a report passes, Remaining 0),
+// as redislimit's FailClosed does.
+type downClosed struct{ limit int }
+
+var errDown = errors.New("backend down")
+
+func (d downClosed) Allow(key string) bool { return d.Take(key, 1).Allowed }
+
+func (d downClosed) Take(key string, n int) hotlimit.Decision {
+	dd, _ := d.TakeReceipt(key, n)
+	return dd
+}
+
+func (d downClosed) TakeReceipt(key string, n int) (hotlimit.Decision, hotlimit.Receipt) {
+	dd, r, _ := d.TakeReceiptContext(context.Background(), key, n)
+	return dd, r
+}
+
+func (d downClosed) TakeReceiptContext(_ context.Context, _ string, n int) (hotlimit.Decision, hotlimit.Receipt, error) {
+	dd := hotlimit.Decision{Allowed: n == 0, Limit: d.limit}
+	if n != 0 {
+		dd.RetryAfter = time.Second
+	}
+	return dd, hotlimit.Receipt{}, errDown
+}
+
+func (downClosed) Refund(string, hotlimit.Receipt) {}
+
+func (downClosed) RefundContext(context.Context, string, hotlimit.Receipt) error { return nil }
+
+// TestRequestNoLimitCanHoldIsNotDecidedByAFailedReport: a request of more
+// than some limit can ever hold is decided by the first limit that reports
+// fewer than n: one whose report failed is passed over, though its failure
+// policy, asked for the request in order, might have denied it first. So
+// under a 10/s bucket whose backend is down and a 5/min window, 7 requests
+// are the window's denial, with no error of its own (a quota, not a
+// failure, denies them), the bucket's error beside it. With the window's
+// backend down too, no limit reports fewer than 7, and the window, which
+// can never hold them, decides, its error its own.
+func TestRequestNoLimitCanHoldIsNotDecidedByAFailedReport(t *testing.T) {
+	bucket := hotlimit.Config{Algorithm: hotlimit.TokenBucket, Limit: 10, Window: time.Second}
+	window := hotlimit.Config{Algorithm: hotlimit.FixedWindow, Limit: 5, Window: time.Minute}
+	for _, bothDown := range []bool{false, true} {
+		factory := hotlimit.WithFactory(func(c hotlimit.Config, opts ...hotlimit.Option) (hotlimit.Limiter, error) {
+			if c.Algorithm == hotlimit.TokenBucket || bothDown {
+				return downClosed{c.Limit}, nil
+			}
+			return service.NewLimiter(c, opts...)
+		})
+		clock, _ := frozen(int64(time.Hour))
+		s, err := service.NewFromRules(service.Rules{Default: service.Limits{bucket, window}}, clock, factory)
+		require.NoError(t, err)
+
+		d, each, err := s.TakeEach(context.Background(), "u", "a", 7, nil)
+		require.ErrorIs(t, err, errDown)
+		assert.False(t, d.Allowed)
+		assert.Equal(t, hotlimit.Never, d.RetryAfter)
+		require.Len(t, each, 2)
+		assert.Equal(t, window, each[0].Config, "both down %v: the window, which can never hold 7, decided", bothDown)
+		assert.Equal(t, hotlimit.Never, each[0].Decision.RetryAfter)
+		if bothDown {
+			assert.ErrorIs(t, each[0].Err, errDown, "the window's own report failed")
+		} else {
+			assert.NoError(t, each[0].Err, "the window decided by its quota")
+			assert.Equal(t, 5, each[0].Decision.Remaining)
+		}
+		assert.Equal(t, bucket, each[1].Config)
+		assert.ErrorIs(t, each[1].Err, errDown)
+		_, c := s.TakePolicy("u", "a", 7)
+		assert.Equal(t, window, c, "TakePolicy")
+	}
 }
