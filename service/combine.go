@@ -273,11 +273,11 @@ func (m *multi) take(ctx context.Context, k keys, n int, each *[composite.MaxChi
 // log longer (its refund marks its oldest entries, not the request's, see
 // slidinglog.Limiter.Refund): a request that can never pass would change
 // what later ones get. Every limit reports instead (n = 0); the limit that
-// decided is the first not in shadow mode that reports fewer than n (the
-// one that would have denied first, had the limits been asked in order and
-// none failed; a limit whose report failed is passed over, as it tells
-// nothing of its quota), or, when none does, the first that can never
-// admit n. The decision is the rule's denial: the limits' least Remaining
+// decided is the first not in shadow mode that can never admit n and whose
+// report did not fail (a failed report tells nothing of its quota), or,
+// when every such limit failed to report, the first of them: not a limit
+// merely short of n for now, which would admit n later, so that the
+// denial's "never" is that limit's own. The decision is the rule's denial: the limits' least Remaining
 // and largest ResetAfter, RetryAfter hotlimit.Never. each, when not nil,
 // is set to the reports, the decider's denied as the decision is.
 func (m *multi) beyond(ctx context.Context, k *keys, n int, errs *[]error, each *[composite.MaxChildren]hotlimit.Decision) (d hotlimit.Decision, decider int, own hotlimit.Decision) {
@@ -286,17 +286,15 @@ func (m *multi) beyond(ctx context.Context, k *keys, n int, errs *[]error, each 
 	d, _, _ = m.report(ctx, k, 0, -1, hotlimit.Decision{}, errs, &all, &rem)
 	decider = -1
 	for i, c := range m.limits {
-		if !c.Shadow && rem[i] < n {
+		if c.Shadow || capacity(c, m.defBurst) >= n {
+			continue
+		}
+		if decider < 0 {
+			decider = i
+		}
+		if rem[i] != math.MaxInt { // its report did not fail
 			decider = i
 			break
-		}
-	}
-	if decider < 0 {
-		for i, c := range m.limits {
-			if !c.Shadow && capacity(c, m.defBurst) < n {
-				decider = i
-				break
-			}
 		}
 	}
 	d.Allowed, d.RetryAfter = false, hotlimit.Never

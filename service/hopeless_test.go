@@ -168,3 +168,30 @@ func TestRequestNoLimitCanHoldIsNotDecidedByAFailedReport(t *testing.T) {
 		assert.Equal(t, window, c, "TakePolicy")
 	}
 }
+
+// TestRequestNoLimitCanHoldIsDecidedByALimitThatNeverAdmitsIt: of a 10/s
+// bucket per user holding 3 and a 5/min window, a request of 6 is decided
+// by the window, which can never hold 6, not by the bucket, which is short
+// of 6 only for now and admits 6 once it refills: a denial that says never
+// names the limit it is never admitted under (httplimit's 429 says "can
+// never pass under" that limit).
+func TestRequestNoLimitCanHoldIsDecidedByALimitThatNeverAdmitsIt(t *testing.T) {
+	clock, _ := frozen(int64(time.Hour))
+	bucket := hotlimit.Config{Algorithm: hotlimit.TokenBucket, Limit: 10, Window: time.Second, Scope: hotlimit.PerUser}
+	window := hotlimit.Config{Algorithm: hotlimit.FixedWindow, Limit: 5, Window: time.Minute}
+	s, err := service.NewFromRules(service.Rules{Default: service.Limits{bucket}, APIs: map[string]service.Limits{
+		"a": {bucket, window},
+	}}, clock)
+	require.NoError(t, err)
+	require.True(t, s.Take("u", "b", 7).Allowed, "the user's bucket, spent on b, holds 3")
+
+	d, c := s.TakePolicy("u", "a", 6)
+	assert.False(t, d.Allowed)
+	assert.Equal(t, hotlimit.Never, d.RetryAfter)
+	assert.Equal(t, window, c, "the window, which never holds 6, decided")
+	assert.Equal(t, 5, d.Remaining, "TakePolicy: the window's own decision")
+	rd := s.Take("u", "a", 6)
+	assert.Equal(t, hotlimit.Decision{Allowed: false, Limit: 10, Remaining: 3, RetryAfter: hotlimit.Never, ResetAfter: rd.ResetAfter},
+		rd, "Take: the least Remaining, the bucket's")
+	assert.True(t, s.Take("u", "b", 3).Allowed, "the bucket still holds 3")
+}

@@ -134,6 +134,17 @@ func (m *ruleModel) take(user, api string, n int, near float64) event {
 		}
 		return event{policy: m.limits[dec], outcome: classify(dec, decs[dec].Remaining), allowed: true, limit: d.Limit, remaining: d.Remaining}
 	}
+	// A request some limit not in shadow mode can never hold is taken by
+	// none, and decided by the first such limit.
+	if i := slices.IndexFunc(m.limits, func(c hotlimit.Config) bool {
+		return !c.Shadow && c.Algorithm != hotlimit.Unlimited && n > c.Capacity()
+	}); i >= 0 {
+		for j := range m.limits {
+			decs[j] = m.own(j, m.used[j][keys[j]])
+		}
+		d, _, _ := fold(decs, -1, nil)
+		return event{policy: m.limits[i], outcome: hotlimit.OutcomeDenied, limit: d.Limit, remaining: d.Remaining, never: true}
+	}
 	took := make([]bool, len(m.limits))
 	shadowDenier := -1
 	for i, c := range m.limits {
@@ -163,12 +174,7 @@ func (m *ruleModel) take(user, api string, n int, near float64) event {
 			decs[j] = m.own(j, m.used[j][keys[j]])
 		}
 		d, _, _ := fold(decs, -1, nil)
-		// Never when some limit not in shadow mode, asked or not, can
-		// never hold n.
-		never := slices.ContainsFunc(m.limits, func(c hotlimit.Config) bool {
-			return !c.Shadow && c.Algorithm != hotlimit.Unlimited && n > c.Capacity()
-		})
-		return event{policy: c, outcome: hotlimit.OutcomeDenied, limit: d.Limit, remaining: d.Remaining, never: never}
+		return event{policy: c, outcome: hotlimit.OutcomeDenied, limit: d.Limit, remaining: d.Remaining}
 	}
 	d, dec, _ := fold(decs, -1, nil)
 	if shadowDenier >= 0 {
@@ -188,8 +194,10 @@ func (m *ruleModel) take(user, api string, n int, near float64) event {
 // each against a sequential model of the rule in which each limit is a
 // counter of its capacity: its Policy (the limit that denied, the first in
 // shadow mode that would have, or the one with the least share of its
-// capacity left), Outcome, Allowed, Limit, Remaining, and a RetryAfter of
-// Never exactly when some limit not in shadow mode can never admit n.
+// capacity left; for a request some limit not in shadow mode can never
+// admit, the first such limit), Outcome, Allowed, Limit, Remaining, and a
+// RetryAfter of Never exactly when some limit not in shadow mode can never
+// admit n.
 func TestObserverEventOfSeveralLimitsAgreesWithAModel(t *testing.T) {
 	rules, steps := 300, 80
 	if testing.Short() {

@@ -333,9 +333,8 @@ func (s *Service) Allow(user, api string) bool {
 // not in shadow mode can ever admit (its Limit, or its burst), even if
 // another limit is short of n for now: such a request is taken by no limit
 // (each only reports, and it changes no limit's state), and the limit that
-// decided it is the first that reports fewer than n, or, when none does
-// (the limits that can never admit n having failed to report), the first of
-// those. A sliding log is not asked for n > 1 (slidinglog's Take of
+// decided it is the first that can never admit n whose report did not
+// fail, or, when all of those failed to report, the first of them. A sliding log is not asked for n > 1 (slidinglog's Take of
 // several requests can be denied with some of them counted under
 // concurrent requests; see hotlimit.Limiter), nor is a limit
 // whose report failed, one in shadow mode, or, once the request's context
