@@ -277,9 +277,11 @@ func (m *multi) take(ctx context.Context, k keys, n int, each *[composite.MaxChi
 // report did not fail (a failed report tells nothing of its quota), or,
 // when every such limit failed to report, the first of them: not a limit
 // merely short of n for now, which would admit n later, so that the
-// denial's "never" is that limit's own. The decision is the rule's denial: the limits' least Remaining
-// and largest ResetAfter, RetryAfter hotlimit.Never. each, when not nil,
-// is set to the reports, the decider's denied as the decision is.
+// denial's "never" is that limit's own. There is one: n > m.most, the
+// capacity of some limit not in shadow mode. The decision is the rule's
+// denial: the limits' least Remaining and largest ResetAfter, RetryAfter
+// hotlimit.Never. each, when not nil, is set to the reports, the
+// decider's denied as the decision is.
 func (m *multi) beyond(ctx context.Context, k *keys, n int, errs *[]error, each *[composite.MaxChildren]hotlimit.Decision) (d hotlimit.Decision, decider int, own hotlimit.Decision) {
 	var all [composite.MaxChildren]hotlimit.Decision
 	var rem [composite.MaxChildren]int

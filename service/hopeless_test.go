@@ -127,14 +127,14 @@ func (downClosed) Refund(string, hotlimit.Receipt) {}
 func (downClosed) RefundContext(context.Context, string, hotlimit.Receipt) error { return nil }
 
 // TestRequestNoLimitCanHoldIsNotDecidedByAFailedReport: a request of more
-// than some limit can ever hold is decided by the first limit that reports
-// fewer than n: one whose report failed is passed over, though its failure
-// policy, asked for the request in order, might have denied it first. So
-// under a 10/s bucket whose backend is down and a 5/min window, 7 requests
-// are the window's denial, with no error of its own (a quota, not a
-// failure, denies them), the bucket's error beside it. With the window's
-// backend down too, no limit reports fewer than 7, and the window, which
-// can never hold them, decides, its error its own.
+// than some limit can ever hold is decided by a limit that can never hold
+// it, never by one whose report failed, though its failure policy, asked
+// for the request in order, might have denied it first. So under a 10/s
+// bucket whose backend is down and a 5/min window, 7 requests are the
+// window's denial, with no error of its own (a quota, not a failure,
+// denies them), the bucket's error beside it. With the window's backend
+// down too, the window, the one limit that can never hold them, decides
+// all the same, its error its own.
 func TestRequestNoLimitCanHoldIsNotDecidedByAFailedReport(t *testing.T) {
 	bucket := hotlimit.Config{Algorithm: hotlimit.TokenBucket, Limit: 10, Window: time.Second}
 	window := hotlimit.Config{Algorithm: hotlimit.FixedWindow, Limit: 5, Window: time.Minute}
@@ -194,4 +194,37 @@ func TestRequestNoLimitCanHoldIsDecidedByALimitThatNeverAdmitsIt(t *testing.T) {
 	assert.Equal(t, hotlimit.Decision{Allowed: false, Limit: 10, Remaining: 3, RetryAfter: hotlimit.Never, ResetAfter: rd.ResetAfter},
 		rd, "Take: the least Remaining, the bucket's")
 	assert.True(t, s.Take("u", "b", 3).Allowed, "the bucket still holds 3")
+}
+
+// TestRequestNoLimitCanHoldPassesOverAFailedReportOfALimitThatCannotHoldIt:
+// of two limits that can never hold 7, a 4/s bucket whose backend is down
+// and a 5/min window, the window decides, though the bucket comes first:
+// the bucket's failed report tells nothing of its quota, and the window's
+// denial, with no error of its own, is its quota's.
+func TestRequestNoLimitCanHoldPassesOverAFailedReportOfALimitThatCannotHoldIt(t *testing.T) {
+	bucket := hotlimit.Config{Algorithm: hotlimit.TokenBucket, Limit: 4, Window: time.Second}
+	window := hotlimit.Config{Algorithm: hotlimit.FixedWindow, Limit: 5, Window: time.Minute}
+	factory := hotlimit.WithFactory(func(c hotlimit.Config, opts ...hotlimit.Option) (hotlimit.Limiter, error) {
+		if c.Algorithm == hotlimit.TokenBucket {
+			return downClosed{c.Limit}, nil
+		}
+		return service.NewLimiter(c, opts...)
+	})
+	clock, _ := frozen(int64(time.Hour))
+	s, err := service.NewFromRules(service.Rules{Default: service.Limits{bucket, window}}, clock, factory)
+	require.NoError(t, err)
+
+	d, each, err := s.TakeEach(context.Background(), "u", "a", 7, nil)
+	require.ErrorIs(t, err, errDown)
+	assert.False(t, d.Allowed)
+	assert.Equal(t, hotlimit.Never, d.RetryAfter)
+	require.Len(t, each, 2)
+	assert.Equal(t, window, each[0].Config, "the window, whose report did not fail, decided")
+	assert.NoError(t, each[0].Err)
+	assert.Equal(t, hotlimit.Never, each[0].Decision.RetryAfter)
+	assert.Equal(t, 5, each[0].Decision.Remaining)
+	assert.Equal(t, bucket, each[1].Config)
+	assert.ErrorIs(t, each[1].Err, errDown)
+	_, c := s.TakePolicy("u", "a", 7)
+	assert.Equal(t, window, c, "TakePolicy")
 }

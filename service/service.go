@@ -334,9 +334,10 @@ func (s *Service) Allow(user, api string) bool {
 // another limit is short of n for now: such a request is taken by no limit
 // (each only reports, and it changes no limit's state), and the limit that
 // decided it is the first that can never admit n whose report did not
-// fail, or, when all of those failed to report, the first of them. A sliding log is not asked for n > 1 (slidinglog's Take of
-// several requests can be denied with some of them counted under
-// concurrent requests; see hotlimit.Limiter), nor is a limit
+// fail, or, when all of those failed to report, the first of them. A
+// sliding log is not asked for n > 1 (slidinglog's Take of several
+// requests can be denied with some of them counted under concurrent
+// requests; see hotlimit.Limiter), nor is a limit
 // whose report failed, one in shadow mode, or, once the request's context
 // has ended, one that decides with a context (it could only fail; see
 // composite.UsesContext): after RetryAfter such a limit may still deny the
