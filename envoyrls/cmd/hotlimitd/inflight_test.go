@@ -397,6 +397,22 @@ func TestInFlight(t *testing.T) {
 		assert.True(t, expired, "bound's value taken: giveBack must not wait on it again")
 		g.leave() // after close gave up: no one waits, nothing blocks
 	})
+	t.Run("bound reached as the last leaves", func(t *testing.T) {
+		g := newInFlight()
+		require.True(t, g.enter())
+		bound := make(chan time.Time, 1)
+		bound <- time.Time{} // as time.After's one value
+		setHooks(t, func(int64) {
+			g.leave()
+			// Both are ready as close chooses: it takes the bound's
+			// value, as select may.
+			<-g.idle
+		}, afterBound)
+		running, expired := g.close(bound)
+		assert.Equal(t, int64(0), running)
+		assert.True(t, expired, "bound's value taken with none running: giveBack must not wait on it again")
+		assert.Empty(t, bound, "the bound's one value is gone")
+	})
 }
 
 // TestCountedServiceAllocatesNothing: counting a call in flight adds no
