@@ -40,7 +40,8 @@
 // with -redis-user for an ACL user (the reference's REDIS_AUTH=user:password), -redis-tls,
 // -redis-tls-ca (a PEM file of the authorities to verify Redis's certificate
 // against), -redis-tls-skip-hostname (the certificate verified, but not the
-// host it names) and -redis-tls-skip-verify connect; -redis-lease N lets each replica take N
+// host it names) and -redis-tls-skip-verify (no verification; each of the
+// last three implies -redis-tls) connect; -redis-lease N lets each replica take N
 // requests per key ahead and spend them without a round trip (never
 // over-admitting; see redislimit.WithLease), for the rules of the algorithms
 // that can lease (redislimit.CanLease), the others asking Redis every time;
@@ -368,7 +369,7 @@ func newFlagSet(f *flags) *flag.FlagSet {
 	fs.StringVar(&f.redisUser, "redis-user", "", "Redis ACL user (Redis 6 or later) whose password -redis-password is, as the reference's REDIS_AUTH=user:password; empty for the default user")
 	fs.StringVar(&f.redisPassword, "redis-password", "", "Redis password (of -redis-user, if given)")
 	fs.BoolVar(&f.redisTLS, "redis-tls", false, "connect to Redis over TLS")
-	fs.BoolVar(&f.tlsInsecure, "redis-tls-skip-verify", false, "do not verify Redis's TLS certificate")
+	fs.BoolVar(&f.tlsInsecure, "redis-tls-skip-verify", false, "do not verify Redis's TLS certificate (implies -redis-tls)")
 	fs.BoolVar(&f.tlsSkipHostname, "redis-tls-skip-hostname", false, "verify Redis's TLS certificate against the authorities (the system's, or -redis-tls-ca) but not that it names the -redis host, as the reference's REDIS_TLS_SKIP_HOSTNAME_VERIFICATION (implies -redis-tls)")
 	fs.StringVar(&f.redisTLSCA, "redis-tls-ca", "", "PEM file of the certificate authorities that Redis's TLS certificate is verified against, in place of the system's (implies -redis-tls)")
 	fs.StringVar(&f.failure, "redis-failure", "error", "on a Redis failure: error, local, open or closed")
@@ -431,7 +432,7 @@ func (f *flags) options(log *slog.Logger, fallbacks hotlimit.FallbackObserver) (
 		IsClusterMode:         f.redisCluster,
 		ContextTimeoutEnabled: true,
 	}
-	if f.redisTLS || f.redisTLSCA != "" || f.tlsSkipHostname {
+	if f.redisTLS || f.redisTLSCA != "" || f.tlsSkipHostname || f.tlsInsecure {
 		ro.TLSConfig = &tls.Config{MinVersion: tls.VersionTLS12, InsecureSkipVerify: f.tlsInsecure} //nolint:gosec // the operator's choice
 		if f.redisTLSCA != "" {
 			pem, err := os.ReadFile(f.redisTLSCA)

@@ -84,3 +84,24 @@ func TestRedisTLSCA(t *testing.T) {
 		assert.Equal(t, 1, exitCode(err))
 	}
 }
+
+// TestRedisTLSSkipVerifyAloneTurnsTLSOn: -redis-tls-skip-verify alone speaks
+// TLS to Redis, as -redis-tls-ca and -redis-tls-skip-hostname do, rather
+// than plaintext: an operator who asks not to verify Redis's certificate
+// means Redis to have one.
+func TestRedisTLSSkipVerifyAloneTurnsTLSOn(t *testing.T) {
+	certFile, keyFile := redisproc.SelfSigned(t, t.TempDir())
+	addr := startRedisTLS(t, certFile, keyFile)
+	dir := t.TempDir()
+	writeRule(t, dir, "1")
+	srv := startServer(t, []string{"-config", dir, "-grpc", "127.0.0.1:0", "-http", "", "-redis", addr,
+		"-redis-timeout", "10s", "-redis-prefix", t.Name() + ":", "-redis-tls-skip-verify"}, io.Discard)
+	client := pb.NewRateLimitServiceClient(srv.conn)
+	req := &pb.RateLimitRequest{Domain: "web", Descriptors: []*rlext.RateLimitDescriptor{{Entries: []*rlext.RateLimitDescriptor_Entry{{Key: "ip", Value: "1"}}}}}
+	for _, want := range []pb.RateLimitResponse_Code{pb.RateLimitResponse_OK, pb.RateLimitResponse_OVER_LIMIT} {
+		resp, err := client.ShouldRateLimit(context.Background(), req)
+		require.NoError(t, err)
+		assert.Equal(t, want, resp.OverallCode, "counted in Redis over TLS")
+	}
+	srv.stop(t)
+}
