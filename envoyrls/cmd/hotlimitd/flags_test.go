@@ -103,6 +103,7 @@ func TestBadFlagValues(t *testing.T) {
 		{args: []string{"-redis-tls-skip-verify", "-redis-tls-skip-hostname", "-redis", "127.0.0.1:1"}, says: "-redis-tls-skip-verify and -redis-tls-skip-hostname: give one"},
 		{args: []string{"-redis-tls-skip-hostname", "-redis", "127.0.0.1:1"}, env: [2]string{"HOTLIMITD_REDIS_TLS_SKIP_VERIFY", "true"}, says: "-redis-tls-skip-verify and -redis-tls-skip-hostname: give one"},
 		{args: []string{"-redis-tls-skip-verify", "-redis", "127.0.0.1:1"}, env: [2]string{"HOTLIMITD_REDIS_TLS_SKIP_HOSTNAME", "1"}, says: "-redis-tls-skip-verify and -redis-tls-skip-hostname: give one"},
+		{args: []string{"-redis-tls-skip-verify", "-redis-tls-ca", "ca.pem", "-redis", "127.0.0.1:1"}, says: "-redis-tls-skip-verify and -redis-tls-ca ca.pem: give one"},
 		{args: []string{"-max-keys", "-3"}, says: "-max-keys -3"},
 		{args: []string{"-max-keys", "99999999999999999999"}, says: "-max-keys: value out of range"},
 		{args: []string{"-redis-failure", "sometimes"}, says: `-redis-failure "sometimes": want error, local, open or closed`},

@@ -280,6 +280,10 @@ func (f *flags) validate() error {
 		// -redis-tls-skip-verify checks nothing, so the certificate check
 		// -redis-tls-skip-hostname asks for would silently not be made.
 		return fmt.Errorf("-redis-tls-skip-verify and -redis-tls-skip-hostname: give one: -redis-tls-skip-hostname verifies the certificate but not the host it names, -redis-tls-skip-verify verifies nothing")
+	case f.tlsInsecure && f.redisTLSCA != "":
+		// -redis-tls-skip-verify checks nothing, so the authorities of
+		// -redis-tls-ca would silently go unused.
+		return fmt.Errorf("-redis-tls-skip-verify and -redis-tls-ca %s: give one: -redis-tls-ca verifies the certificate against that file's authorities, -redis-tls-skip-verify verifies nothing", f.redisTLSCA)
 	case f.lease < 0:
 		return fmt.Errorf("-redis-lease %d: want 0 (none) or more", f.lease)
 	case f.lease > 0 && f.leaseTTL == 0:
