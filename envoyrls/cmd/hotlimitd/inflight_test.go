@@ -72,74 +72,9 @@ func (p *holdingProxy) keep(dst net.Conn, b []byte) bool {
 }
 
 func newHoldingProxy(t *testing.T, target string) *holdingProxy {
-	lis, err := net.Listen("tcp", "127.0.0.1:0")
-	require.NoError(t, err)
-	p := &holdingProxy{addr: lis.Addr().String(), held: make(chan struct{})}
-	var (
-		wg    sync.WaitGroup
-		mu    sync.Mutex
-		conns []net.Conn
-		ended bool
-	)
-	track := func(c net.Conn) bool {
-		mu.Lock()
-		defer mu.Unlock()
-		if ended {
-			_ = c.Close()
-			return false
-		}
-		conns = append(conns, c)
-		return true
-	}
-	pipe := func(dst, src net.Conn, answers bool) {
-		defer wg.Done()
-		defer func() { _ = dst.Close() }() // the other side sees the close
-		buf := make([]byte, 32<<10)
-		for {
-			n, err := src.Read(buf)
-			if err != nil {
-				return
-			}
-			if answers && p.keep(dst, buf[:n]) {
-				continue
-			}
-			if _, err := dst.Write(buf[:n]); err != nil {
-				return
-			}
-		}
-	}
-	wg.Add(1)
-	go func() {
-		defer wg.Done()
-		for {
-			c, err := lis.Accept()
-			if err != nil {
-				return
-			}
-			r, err := net.Dial("tcp", target)
-			if err != nil {
-				_ = c.Close()
-				continue
-			}
-			if !track(c) || !track(r) {
-				_ = c.Close()
-				_ = r.Close()
-				continue
-			}
-			wg.Add(2)
-			go pipe(r, c, false)
-			go pipe(c, r, true)
-		}
-	}()
-	t.Cleanup(func() {
-		_ = lis.Close()
-		mu.Lock()
-		ended = true
-		for _, c := range conns {
-			_ = c.Close()
-		}
-		mu.Unlock()
-		wg.Wait()
+	p := &holdingProxy{held: make(chan struct{})}
+	p.addr = startProxy(t, target, func(dst net.Conn, b []byte, answer bool) bool {
+		return answer && p.keep(dst, b)
 	})
 	return p
 }

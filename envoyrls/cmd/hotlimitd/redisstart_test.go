@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"net"
 	"strings"
-	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -66,77 +65,9 @@ func TestRedisCheckedAtStart(t *testing.T) {
 // called; from then on it reads what it is sent and answers nothing, as a
 // Redis that hangs after hotlimitd has checked it at start.
 func silentProxy(t *testing.T, target string) (addr string, silence func()) {
-	lis, err := net.Listen("tcp", "127.0.0.1:0")
-	require.NoError(t, err)
-	var (
-		quiet atomic.Bool
-		wg    sync.WaitGroup
-		mu    sync.Mutex
-		conns []net.Conn
-		ended bool
-	)
-	// track holds c for the cleanup to close, or closes it if the cleanup
-	// has already run: a connection accepted as the test ends is not left
-	// open for its pipes to wait on.
-	track := func(c net.Conn) bool {
-		mu.Lock()
-		defer mu.Unlock()
-		if ended {
-			_ = c.Close()
-			return false
-		}
-		conns = append(conns, c)
-		return true
-	}
-	pipe := func(dst, src net.Conn) {
-		defer wg.Done()
-		buf := make([]byte, 32<<10)
-		for {
-			n, err := src.Read(buf)
-			if err != nil {
-				return
-			}
-			if !quiet.Load() {
-				if _, err := dst.Write(buf[:n]); err != nil {
-					return
-				}
-			}
-		}
-	}
-	wg.Add(1)
-	go func() {
-		defer wg.Done()
-		for {
-			c, err := lis.Accept()
-			if err != nil {
-				return
-			}
-			r, err := net.Dial("tcp", target)
-			if err != nil {
-				_ = c.Close()
-				continue
-			}
-			if !track(c) || !track(r) {
-				_ = c.Close()
-				_ = r.Close()
-				continue
-			}
-			wg.Add(2)
-			go pipe(r, c)
-			go pipe(c, r)
-		}
-	}()
-	t.Cleanup(func() {
-		_ = lis.Close()
-		mu.Lock()
-		ended = true
-		for _, c := range conns {
-			_ = c.Close()
-		}
-		mu.Unlock()
-		wg.Wait()
-	})
-	return lis.Addr().String(), func() { quiet.Store(true) }
+	var quiet atomic.Bool
+	addr = startProxy(t, target, func(net.Conn, []byte, bool) bool { return quiet.Load() })
+	return addr, func() { quiet.Store(true) }
 }
 
 // TestSignalDuringRedisCheck: a signal while the start waits for a Redis
