@@ -132,15 +132,20 @@ func (downClosed) RefundContext(context.Context, string, hotlimit.Receipt) error
 // for the request in order, might have denied it first. So under a 10/s
 // bucket whose backend is down and a 5/min window, 7 requests are the
 // window's denial, with no error of its own (a quota, not a failure,
-// denies them), the bucket's error beside it. With the window's backend
-// down too, the window, the one limit that can never hold them, decides
-// all the same, its error its own.
+// denies them), the bucket's error beside it; so they are under a 4/s
+// bucket, which can never hold them either but whose failed report tells
+// nothing of its quota. With the window's backend down too, the window,
+// the one limit that can never hold them, decides all the same, its error
+// its own.
 func TestRequestNoLimitCanHoldIsNotDecidedByAFailedReport(t *testing.T) {
-	bucket := hotlimit.Config{Algorithm: hotlimit.TokenBucket, Limit: 10, Window: time.Second}
 	window := hotlimit.Config{Algorithm: hotlimit.FixedWindow, Limit: 5, Window: time.Minute}
-	for _, bothDown := range []bool{false, true} {
+	for _, tc := range []struct {
+		bucket   int // the bucket's limit per second
+		bothDown bool
+	}{{10, false}, {10, true}, {4, false}} {
+		bucket := hotlimit.Config{Algorithm: hotlimit.TokenBucket, Limit: tc.bucket, Window: time.Second}
 		factory := hotlimit.WithFactory(func(c hotlimit.Config, opts ...hotlimit.Option) (hotlimit.Limiter, error) {
-			if c.Algorithm == hotlimit.TokenBucket || bothDown {
+			if c.Algorithm == hotlimit.TokenBucket || tc.bothDown {
 				return downClosed{c.Limit}, nil
 			}
 			return service.NewLimiter(c, opts...)
@@ -154,18 +159,18 @@ func TestRequestNoLimitCanHoldIsNotDecidedByAFailedReport(t *testing.T) {
 		assert.False(t, d.Allowed)
 		assert.Equal(t, hotlimit.Never, d.RetryAfter)
 		require.Len(t, each, 2)
-		assert.Equal(t, window, each[0].Config, "both down %v: the window, which can never hold 7, decided", bothDown)
+		assert.Equal(t, window, each[0].Config, "%+v: the window, which can never hold 7, decided", tc)
 		assert.Equal(t, hotlimit.Never, each[0].Decision.RetryAfter)
-		if bothDown {
+		if tc.bothDown {
 			assert.ErrorIs(t, each[0].Err, errDown, "the window's own report failed")
 		} else {
-			assert.NoError(t, each[0].Err, "the window decided by its quota")
+			assert.NoError(t, each[0].Err, "%+v: the window decided by its quota", tc)
 			assert.Equal(t, 5, each[0].Decision.Remaining)
 		}
 		assert.Equal(t, bucket, each[1].Config)
 		assert.ErrorIs(t, each[1].Err, errDown)
 		_, c := s.TakePolicy("u", "a", 7)
-		assert.Equal(t, window, c, "TakePolicy")
+		assert.Equal(t, window, c, "%+v: TakePolicy", tc)
 	}
 }
 
@@ -194,37 +199,4 @@ func TestRequestNoLimitCanHoldIsDecidedByALimitThatNeverAdmitsIt(t *testing.T) {
 	assert.Equal(t, hotlimit.Decision{Allowed: false, Limit: 10, Remaining: 3, RetryAfter: hotlimit.Never, ResetAfter: rd.ResetAfter},
 		rd, "Take: the least Remaining, the bucket's")
 	assert.True(t, s.Take("u", "b", 3).Allowed, "the bucket still holds 3")
-}
-
-// TestRequestNoLimitCanHoldPassesOverAFailedReportOfALimitThatCannotHoldIt:
-// of two limits that can never hold 7, a 4/s bucket whose backend is down
-// and a 5/min window, the window decides, though the bucket comes first:
-// the bucket's failed report tells nothing of its quota, and the window's
-// denial, with no error of its own, is its quota's.
-func TestRequestNoLimitCanHoldPassesOverAFailedReportOfALimitThatCannotHoldIt(t *testing.T) {
-	bucket := hotlimit.Config{Algorithm: hotlimit.TokenBucket, Limit: 4, Window: time.Second}
-	window := hotlimit.Config{Algorithm: hotlimit.FixedWindow, Limit: 5, Window: time.Minute}
-	factory := hotlimit.WithFactory(func(c hotlimit.Config, opts ...hotlimit.Option) (hotlimit.Limiter, error) {
-		if c.Algorithm == hotlimit.TokenBucket {
-			return downClosed{c.Limit}, nil
-		}
-		return service.NewLimiter(c, opts...)
-	})
-	clock, _ := frozen(int64(time.Hour))
-	s, err := service.NewFromRules(service.Rules{Default: service.Limits{bucket, window}}, clock, factory)
-	require.NoError(t, err)
-
-	d, each, err := s.TakeEach(context.Background(), "u", "a", 7, nil)
-	require.ErrorIs(t, err, errDown)
-	assert.False(t, d.Allowed)
-	assert.Equal(t, hotlimit.Never, d.RetryAfter)
-	require.Len(t, each, 2)
-	assert.Equal(t, window, each[0].Config, "the window, whose report did not fail, decided")
-	assert.NoError(t, each[0].Err)
-	assert.Equal(t, hotlimit.Never, each[0].Decision.RetryAfter)
-	assert.Equal(t, 5, each[0].Decision.Remaining)
-	assert.Equal(t, bucket, each[1].Config)
-	assert.ErrorIs(t, each[1].Err, errDown)
-	_, c := s.TakePolicy("u", "a", 7)
-	assert.Equal(t, window, c, "TakePolicy")
 }
