@@ -24,6 +24,16 @@ var guardConfigs = []struct {
 	{"1Mi_per_ms", 1 << 20, time.Millisecond, 1 << 20},
 }
 
+// newGuardLimiter is a limiter of limit per window, burst burst, on clock,
+// whose sweeps the test runs itself: none starts in the background.
+func newGuardLimiter(t *testing.T, limit int, window time.Duration, burst int, clock func() int64) *Limiter {
+	t.Helper()
+	lim, err := New(limit, window, hotlimit.WithBurst(burst), hotlimit.WithClock(clock))
+	require.NoError(t, err)
+	lim.sweeping.Store(true)
+	return lim
+}
+
 // TestOvertakenSweepLeavesGenerationAndDrainedKey: a sweep A reads the clock
 // at t1 and stalls; meanwhile sweep B, at sB more than Range/4 past t1,
 // completes and records generation sB, and a key is drained at τ, late
@@ -40,14 +50,10 @@ func TestOvertakenSweepLeavesGenerationAndDrainedKey(t *testing.T) {
 	for _, tc := range guardConfigs {
 		t.Run(tc.name, func(t *testing.T) {
 			clk := new(stallClock)
-			lim, err := New(tc.limit, tc.window, hotlimit.WithBurst(tc.burst), hotlimit.WithClock(clk.clock))
-			require.NoError(t, err)
-			lim.sweeping.Store(true) // the test runs every sweep itself
+			lim := newGuardLimiter(t, tc.limit, tc.window, tc.burst, clk.clock)
 			fill, back, hard := lim.fill, lim.back, lim.hard
 			var ctlNow atomic.Int64 // the control: the same calls, no stalled sweep
-			ctl, err := New(tc.limit, tc.window, hotlimit.WithBurst(tc.burst), hotlimit.WithClock(ctlNow.Load))
-			require.NoError(t, err)
-			ctl.sweeping.Store(true)
+			ctl := newGuardLimiter(t, tc.limit, tc.window, tc.burst, ctlNow.Load)
 
 			t1 := back / 2
 			sB := t1 + back + fill // A's reading t1 is more than Range/4 behind sB
@@ -113,9 +119,7 @@ func TestAllFullSweepCountsStalledAdmissionAtItsReading(t *testing.T) {
 	for _, tc := range guardConfigs {
 		t.Run(tc.name, func(t *testing.T) {
 			clk := new(stallClock)
-			lim, err := New(tc.limit, tc.window, hotlimit.WithBurst(tc.burst), hotlimit.WithClock(clk.clock))
-			require.NoError(t, err)
-			lim.sweeping.Store(true) // the test runs every sweep itself
+			lim := newGuardLimiter(t, tc.limit, tc.window, tc.burst, clk.clock)
 			fill, back, hard := lim.fill, lim.back, lim.hard
 
 			g := back / 2
