@@ -59,14 +59,7 @@ func TestRedisTLSCA(t *testing.T) {
 	base := []string{"-config", dir, "-grpc", "127.0.0.1:0", "-http", "", "-redis", addr, "-redis-timeout", "10s", "-redis-prefix", t.Name() + ":"}
 
 	srv := startServer(t, append(base, "-redis-tls-ca", certFile), io.Discard)
-	client := pb.NewRateLimitServiceClient(srv.conn)
-	req := &pb.RateLimitRequest{Domain: "web", Descriptors: []*rlext.RateLimitDescriptor{{Entries: []*rlext.RateLimitDescriptor_Entry{{Key: "ip", Value: "1"}}}}}
-	for _, want := range []pb.RateLimitResponse_Code{pb.RateLimitResponse_OK, pb.RateLimitResponse_OVER_LIMIT} {
-		resp, err := client.ShouldRateLimit(context.Background(), req)
-		require.NoError(t, err)
-		assert.Equal(t, want, resp.OverallCode, "counted in Redis over TLS")
-	}
-	srv.stop(t)
+	countsOneAndStops(t, srv)
 
 	notPEM := filepath.Join(certs, "not.pem")
 	require.NoError(t, os.WriteFile(notPEM, []byte("hello"), 0o600))
@@ -96,12 +89,19 @@ func TestRedisTLSSkipVerifyAloneTurnsTLSOn(t *testing.T) {
 	writeRule(t, dir, "1")
 	srv := startServer(t, []string{"-config", dir, "-grpc", "127.0.0.1:0", "-http", "", "-redis", addr,
 		"-redis-timeout", "10s", "-redis-prefix", t.Name() + ":", "-redis-tls-skip-verify"}, io.Discard)
+	countsOneAndStops(t, srv)
+}
+
+// countsOneAndStops asks srv, on a rule of 1 for key ip, for ip 1 twice: OK
+// then OVER_LIMIT, counted in the Redis it was started on; then stops it.
+func countsOneAndStops(t *testing.T, srv *server) {
+	t.Helper()
 	client := pb.NewRateLimitServiceClient(srv.conn)
 	req := &pb.RateLimitRequest{Domain: "web", Descriptors: []*rlext.RateLimitDescriptor{{Entries: []*rlext.RateLimitDescriptor_Entry{{Key: "ip", Value: "1"}}}}}
-	for _, want := range []pb.RateLimitResponse_Code{pb.RateLimitResponse_OK, pb.RateLimitResponse_OVER_LIMIT} {
+	for i, want := range []pb.RateLimitResponse_Code{pb.RateLimitResponse_OK, pb.RateLimitResponse_OVER_LIMIT} {
 		resp, err := client.ShouldRateLimit(context.Background(), req)
 		require.NoError(t, err)
-		assert.Equal(t, want, resp.OverallCode, "counted in Redis over TLS")
+		assert.Equal(t, want, resp.OverallCode, "call %d: counted in Redis", i)
 	}
 	srv.stop(t)
 }

@@ -6,8 +6,6 @@ import (
 	"net"
 	"testing"
 
-	rlext "github.com/envoyproxy/go-control-plane/envoy/extensions/common/ratelimit/v3"
-	pb "github.com/envoyproxy/go-control-plane/envoy/service/ratelimit/v3"
 	"github.com/hotlimit/hotlimit/envoyrls/internal/redisproc"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -36,13 +34,7 @@ func TestRedisTLSSkipHostname(t *testing.T) {
 	assert.Contains(t, err.Error(), "wanted to match localhost")
 
 	srv := startServer(t, append(append([]string{}, base...), "-redis-tls-ca", certFile, "-redis-tls-skip-hostname"), io.Discard)
-	req := &pb.RateLimitRequest{Domain: "web", Descriptors: []*rlext.RateLimitDescriptor{{Entries: []*rlext.RateLimitDescriptor_Entry{{Key: "ip", Value: "1"}}}}}
-	for _, want := range []pb.RateLimitResponse_Code{pb.RateLimitResponse_OK, pb.RateLimitResponse_OVER_LIMIT} {
-		resp, err := pb.NewRateLimitServiceClient(srv.conn).ShouldRateLimit(context.Background(), req)
-		require.NoError(t, err)
-		assert.Equal(t, want, resp.OverallCode, "counted in Redis over TLS")
-	}
-	srv.stop(t)
+	countsOneAndStops(t, srv)
 
 	err = run(context.Background(), append(append([]string{}, base...), "-redis-tls-skip-hostname"), io.Discard, func(string, string) { t.Error("served a certificate of no known authority") })
 	require.Error(t, err)

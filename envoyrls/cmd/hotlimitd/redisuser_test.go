@@ -7,8 +7,6 @@ import (
 	"strconv"
 	"testing"
 
-	rlext "github.com/envoyproxy/go-control-plane/envoy/extensions/common/ratelimit/v3"
-	pb "github.com/envoyproxy/go-control-plane/envoy/service/ratelimit/v3"
 	"github.com/hotlimit/hotlimit/envoyrls/internal/redisproc"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -34,13 +32,7 @@ func TestRedisUser(t *testing.T) {
 	args := []string{"-config", dir, "-grpc", "127.0.0.1:0", "-http", "", "-redis", addr, "-redis-prefix", t.Name() + ":", "-redis-timeout", "10s"}
 
 	srv := startServer(t, append(args, "-redis-user", "limiter", "-redis-password", "limiterpw"), io.Discard)
-	req := &pb.RateLimitRequest{Domain: "web", Descriptors: []*rlext.RateLimitDescriptor{{Entries: []*rlext.RateLimitDescriptor_Entry{{Key: "ip", Value: "1"}}}}}
-	for i, want := range []pb.RateLimitResponse_Code{pb.RateLimitResponse_OK, pb.RateLimitResponse_OVER_LIMIT} {
-		resp, err := pb.NewRateLimitServiceClient(srv.conn).ShouldRateLimit(context.Background(), req)
-		require.NoError(t, err)
-		assert.Equal(t, want, resp.OverallCode, "call %d: counted in Redis", i)
-	}
-	srv.stop(t)
+	countsOneAndStops(t, srv)
 
 	var logs bytes.Buffer
 	err = run(context.Background(), append(args, "-redis-password", "limiterpw"), &logs, nil)
