@@ -55,18 +55,7 @@ func TestGRPCFailureGivesLeasesBack(t *testing.T) {
 		return resp.OverallCode
 	}
 
-	saved := listen
-	t.Cleanup(func() { listen = saved })
-	lis := make(chan *breakingListener, 1)
-	listen = func(network, addr string) (net.Listener, error) {
-		l, err := saved(network, addr)
-		if err != nil {
-			return l, err
-		}
-		b := &breakingListener{Listener: l}
-		lis <- b
-		return b, nil
-	}
+	lis := breakableListen(t)
 	done := make(chan error, 1)
 	grpcAddr := make(chan string, 1)
 	go func() {
@@ -91,7 +80,6 @@ func TestGRPCFailureGivesLeasesBack(t *testing.T) {
 	case <-time.After(10 * time.Second):
 		t.Fatal("run did not return on the gRPC server's failure")
 	}
-	listen = saved
 
 	next := startServer(t, []string{"-config", dir, "-grpc", "127.0.0.1:0", "-http", "", "-redis", addr, "-redis-prefix", prefix, "-redis-timeout", "10s"}, io.Discard)
 	passed := 0
