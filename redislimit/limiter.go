@@ -224,10 +224,12 @@ func New(client redis.UniversalClient, c hotlimit.Config, opts ...hotlimit.Optio
 	if err := c.ValidateFields(); err != nil {
 		return nil, err
 	}
-	if o.Burst > 0 && !c.Algorithm.HasBurst() && o.Burst != c.Limit {
+	if !c.Algorithm.HasBurst() {
 		// as the in-memory constructors: hotlimit.WithBurst of the limit
 		// is no burst, any other value one the algorithm does not have
-		return nil, fmt.Errorf("redislimit: burst %d: %v has no burst other than its limit %d: %w", o.Burst, c.Algorithm, c.Limit, hotlimit.ErrInvalidConfig)
+		if err := o.RejectBurst("redislimit", c.Limit); err != nil {
+			return nil, err
+		}
 	}
 	if c.Scope != hotlimit.PerPair {
 		// as service.NewLimiter says, whatever the failure policy
