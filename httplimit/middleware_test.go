@@ -551,17 +551,25 @@ var trivial = http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 
 var body = []byte("ok")
 
+// steadyAllocs returns the allocations of one request to h from a client
+// h has seen before (its first request creates the key's state), and the
+// writer holding the last response's headers.
+func steadyAllocs(h http.Handler) (float64, *writer) {
+	w := &writer{h: http.Header{}}
+	r := get("/x", "192.0.2.1:1")
+	h.ServeHTTP(w, r)
+	allocs := testing.AllocsPerRun(100, func() {
+		clear(w.h)
+		h.ServeHTTP(w, r)
+	})
+	return allocs, w
+}
+
 func TestAllowedPathAllocatesOnlyItsHeaders(t *testing.T) {
 	for _, legacy := range []bool{false, true} {
 		svc, _ := newService(t, cfg(hotlimit.FixedWindow, 1<<20, time.Second), 0)
 		h := httplimit.New(svc, httplimit.WithLegacyHeaders(legacy))(trivial)
-		w := &writer{h: http.Header{}}
-		r := get("/x", "192.0.2.1:1")
-		h.ServeHTTP(w, r) // the key's first request creates its state
-		allocs := testing.AllocsPerRun(100, func() {
-			clear(w.h)
-			h.ServeHTTP(w, r)
-		})
+		allocs, w := steadyAllocs(h)
 		assert.Equal(t, 2.0, allocs, "legacy=%v: the header text and the value slice", legacy)
 		assert.Equal(t, `"fixedwindow-1048576-1s";r=1048474;t=1`, w.h.Get("RateLimit"))
 	}
@@ -737,13 +745,7 @@ func TestOtherLimitAllocatesOnlyItsItem(t *testing.T) {
 	}})
 	require.NoError(t, err)
 	h := httplimit.New(svc)(trivial)
-	w := &writer{h: http.Header{}}
-	r := get("/x", "192.0.2.1:1")
-	h.ServeHTTP(w, r) // the key's first request creates its state
-	allocs := testing.AllocsPerRun(100, func() {
-		clear(w.h)
-		h.ServeHTTP(w, r)
-	})
+	allocs, w := steadyAllocs(h)
 	assert.Equal(t, 2.0+1+2, allocs, "the rule of one's two, the other item's text, the growth of both lists")
 	assert.Len(t, w.h.Values("RateLimit"), 2)
 	assert.Len(t, w.h.Values("RateLimit-Policy"), 2)
