@@ -38,7 +38,8 @@ type verdict struct {
 	policy *transport.Policy // nil when the limiter failed
 	err    error             // the status to fail the call with; nil to proceed
 	// others are the other limits of a rule of several, each with its own
-	// decision, advertised after policy; nil for a rule of one limit.
+	// decision, advertised after policy; nil for a rule of one limit, and
+	// with the RateLimit metadata off, which alone tells them.
 	others []service.LimitDecision
 }
 
@@ -113,15 +114,14 @@ func (l *limiter) decide(ctx context.Context, method string, req any, recv strin
 		l.ended(&v, c, l.policies.InRule(c, len(each), at).Name, err, ended)
 		return v
 	}
-	if len(each) > 1 {
+	if len(each) > 1 && l.o.headers {
+		// Only the metadata tells the other limits, so only it needs their
+		// copy (each may be buf, which dies with this call). Name them now,
+		// under the recovery above: a WithPolicyName function that panics
+		// must fail this call, not the server.
 		v.others = slices.Clone(each[1:])
-		if l.o.headers {
-			// Name the other limits now, under the recovery above: the
-			// metadata needs them, and a WithPolicyName function that
-			// panics must fail this call, not the server.
-			for _, ld := range each[1:] {
-				l.policies.InRule(ld.Config, len(each), at)
-			}
+		for _, ld := range each[1:] {
+			l.policies.InRule(ld.Config, len(each), at)
 		}
 	}
 	v.policy = l.policies.InRule(c, len(each), at)
