@@ -8,6 +8,7 @@ import (
 	"net"
 	"net/netip"
 	"strings"
+	"sync"
 
 	"google.golang.org/grpc/metadata"
 	"google.golang.org/grpc/peer"
@@ -152,11 +153,16 @@ func (k *ipKey) key(ctx context.Context, _ string, _ any) (string, bool) {
 func Metadata(name string) KeyFunc {
 	key := strings.ToLower(name)
 	keys := transport.NewHeaderKeys(name)
+	kind := "header:" + key // of its digests, for the stream's keysCtx
 	return func(ctx context.Context, _ string, _ any) (string, bool) {
-		if v := metadata.ValueFromIncomingContext(ctx, key); len(v) > 0 && v[0] != "" {
-			return keys.Key(v[0]), true
+		v := metadata.ValueFromIncomingContext(ctx, key)
+		switch {
+		case len(v) == 0 || v[0] == "":
+			return "", false
+		case len(v[0]) > transport.MaxHeaderValue:
+			return digestIn(ctx, kind, v[0], keys.Key), true
 		}
-		return "", false
+		return keys.Key(v[0]), true
 	}
 }
 
@@ -283,8 +289,17 @@ func FirstOf(fns ...KeyFunc) KeyFunc {
 // SHA-256 of the whole method, as httplimit keys a long path: a key is held
 // as long as its state, so a client inventing huge methods could otherwise
 // make each key pin that much memory. Distinct methods keep distinct keys.
-func FullMethod(_ context.Context, fullMethod string, _ any) (string, bool) {
-	return boundMethod(fullMethod), fullMethod != ""
+func FullMethod(ctx context.Context, fullMethod string, _ any) (string, bool) {
+	return boundMethodIn(ctx, fullMethod), fullMethod != ""
+}
+
+// boundMethodIn is boundMethod(m), remembered by ctx when it is a stream's
+// keysCtx: a long method is digested once per stream, not per message.
+func boundMethodIn(ctx context.Context, m string) string {
+	if len(m) <= maxMethodKey {
+		return m
+	}
+	return digestIn(ctx, "method", m, boundMethod)
 }
 
 // maxMethodKey is the longest method that an API key keeps as it is.
@@ -332,4 +347,71 @@ func HealthAndReflection(fullMethod string) bool {
 		return true
 	}
 	return false
+}
+
+// keysCtx is the context of the decisions of a stream whose messages are
+// limited ([WithStreamMessages]): the stream's own, which also remembers the
+// keys that key functions make of the stream's long values by digest (a
+// method or a metadata value past what a key keeps as it is). A stream's
+// method and metadata are sent once, at its start, but its user and API are
+// found again for each message: without it, each message, a few bytes the
+// client sends, would cost a copy and a SHA-256 of a value of up to 16 MiB
+// (grpc-go's header limit), a cost the client pays once and the server per
+// message.
+//
+// Each key is a pure function of its kind and its value, so an entry serves
+// any call that asks with an equal value, in this context or in one made
+// from it. Values are compared with ==, which answers at once for the same
+// string, as the key functions pass for every message of a stream; kinds
+// are compared first, so that two values of one length are compared only
+// for one kind. A stream has few long values, so a few entries, replaced
+// in turn, hold them; a key function that sees more digests the others
+// again. Safe for concurrent use: the messages of a stream are decided one
+// at a time, but a handler may use its context elsewhere.
+type keysCtx struct {
+	context.Context
+	mu      sync.Mutex // guards digests and next
+	digests [4]digested
+	next    int
+}
+
+// digested is one remembered key: kind names the function that made key of
+// value.
+type digested struct{ kind, value, key string }
+
+// keysCtxKey is the key under which a keysCtx finds itself.
+type keysCtxKey struct{}
+
+// Value returns c for keysCtxKey, else what the stream's context holds.
+func (c *keysCtx) Value(key any) any {
+	if _, ok := key.(keysCtxKey); ok {
+		return c
+	}
+	return c.Context.Value(key)
+}
+
+// digestIn returns digest(value), which kind names, remembered by the
+// keysCtx in ctx, if any.
+func digestIn(ctx context.Context, kind, value string, digest func(string) string) string {
+	var c *keysCtx
+	if ctx != nil {
+		c, _ = ctx.Value(keysCtxKey{}).(*keysCtx)
+	}
+	if c == nil {
+		return digest(value)
+	}
+	c.mu.Lock()
+	for _, d := range c.digests {
+		if d.kind == kind && d.value == value {
+			c.mu.Unlock()
+			return d.key
+		}
+	}
+	c.mu.Unlock()
+	key := digest(value) // outside the lock: a SHA-256 of up to 16 MiB
+	c.mu.Lock()
+	c.digests[c.next] = digested{kind, value, key}
+	c.next = (c.next + 1) % len(c.digests)
+	c.mu.Unlock()
+	return key
 }

@@ -65,7 +65,7 @@ func (l *limiter) decide(ctx context.Context, method string, req any, recv strin
 	}
 	api, ok := l.o.api(ctx, method, req)
 	if !ok || api == "" {
-		api = boundMethod(method)
+		api = boundMethodIn(ctx, method)
 	}
 	if message {
 		if api == recv[len(recvPrefix):] {
@@ -358,13 +358,21 @@ func (l *limiter) stream(srv any, ss grpc.ServerStream, info *grpc.StreamServerI
 		method = info.FullMethod
 	}
 	var v verdict
+	var kc *keysCtx // with WithStreamMessages: the context of the stream's decisions
 	if ss == nil {
 		// Called by hand without a stream: no context to decide under.
 		v.e = Event{FullMethod: method, DryRun: l.o.dryRun}
 		l.fail(&v, errNoStream)
 	} else {
+		ctx := ss.Context()
+		if l.o.messages && ctx != nil {
+			// The start and the messages are keyed under one context,
+			// which remembers the digests of the stream's long values.
+			kc = &keysCtx{Context: ctx}
+			ctx = kc
+		}
 		var exempt bool
-		if v, exempt = l.admit(ss.Context(), method, nil); exempt {
+		if v, exempt = l.admit(ctx, method, nil); exempt {
 			return handler(srv, ss)
 		}
 	}
@@ -382,7 +390,11 @@ func (l *limiter) stream(srv any, ss grpc.ServerStream, info *grpc.StreamServerI
 	}
 	var rl *recvLimited
 	if l.o.messages && ss != nil { // a nil stream goes on as it came, under dry run
-		rl = &recvLimited{ServerStream: ss, l: l, hs: hs, method: method, api: recvPrefix + boundMethod(method)}
+		var ctx context.Context = kc
+		if kc == nil { // a stream without a context: its messages fail as its start did
+			ctx = ss.Context()
+		}
+		rl = &recvLimited{ServerStream: ss, l: l, hs: hs, ctx: ctx, method: method, api: recvPrefix + boundMethodIn(ctx, method)}
 		ss = rl
 	}
 	if hs == nil && rl == nil {
@@ -491,6 +503,7 @@ type recvLimited struct {
 	l      *limiter
 	hs     *headerStream
 	method string
+	ctx    context.Context             // the stream's, remembering its long keys (keysCtx)
 	api    string                      // recvPrefix + boundMethod(method)
 	denial atomic.Pointer[metadata.MD] // the last denial's trailers; nil: no denial
 }
@@ -499,7 +512,7 @@ func (s *recvLimited) RecvMsg(m any) error {
 	if err := s.ServerStream.RecvMsg(m); err != nil {
 		return err
 	}
-	v := s.l.decide(s.Context(), s.method, m, s.api)
+	v := s.l.decide(s.ctx, s.method, m, s.api)
 	s.l.observe(&v)
 	if v.err != nil {
 		if s.hs != nil {

@@ -1,0 +1,98 @@
+package grpclimit_test
+
+import (
+	"context"
+	"net"
+	"runtime"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/metadata"
+	"google.golang.org/grpc/peer"
+
+	"github.com/hotlimit/hotlimit/grpclimit"
+	"github.com/hotlimit/hotlimit/service"
+)
+
+// TestLongMethodStreamMessageAllocatesNothing: a server with
+// grpc.UnknownServiceHandler takes any method a client sends, up to
+// grpc-go's 16 MiB header limit, and keys one past 256 bytes by its digest.
+// With WithStreamMessages, each message of such a stream is decided under
+// that key, which is made once per stream: a message, a few bytes the
+// client sends, costs no digest of the method and allocates nothing, as
+// one of a stream of a short method does.
+func TestLongMethodStreamMessageAllocatesNothing(t *testing.T) {
+	svc, err := service.New(allowAll)
+	require.NoError(t, err)
+	var apis []string
+	ctx := peer.NewContext(context.Background(), &peer.Peer{Addr: &net.TCPAddr{IP: net.IPv4(192, 0, 2, 1), Port: 51234}})
+	icpt := grpclimit.StreamServerInterceptor(svc, grpclimit.WithStreamMessages(true), grpclimit.WithRateLimitHeaders(false),
+		grpclimit.WithObserver(func(e grpclimit.Event) {
+			if len(apis) < 3 {
+				apis = append(apis, e.API)
+			}
+		}))
+	long := "/x.Y/" + strings.Repeat("m", 1<<20)
+	var allocs float64
+	err = icpt(nil, recvStream{ctx: ctx}, &grpc.StreamServerInfo{FullMethod: long}, func(_ any, ss grpc.ServerStream) error {
+		var m struct{}
+		require.NoError(t, ss.RecvMsg(&m))
+		allocs = testing.AllocsPerRun(20, func() {
+			if err := ss.RecvMsg(&m); err != nil {
+				t.Fatal(err)
+			}
+		})
+		return nil
+	})
+	require.NoError(t, err)
+	assert.Zero(t, allocs, "allocations per received message")
+	key, _ := grpclimit.FullMethod(context.Background(), long, nil)
+	require.Len(t, apis, 3)
+	assert.Equal(t, []string{key, "RECV " + key, "RECV " + key}, apis, "the start and its messages keep their keys")
+}
+
+// TestLongMetadataUserKeyIsDigestedOncePerStream: Metadata keys a value
+// past 256 bytes by its digest. With WithStreamMessages the user is found
+// again for each message, but a stream's metadata are sent once, at its
+// start: each message, a few bytes the client sends, must not cost a copy
+// and a digest of a value of up to 16 MiB. A message of a stream whose
+// x-api-key holds 1 MiB allocates a small fraction of that, and is keyed
+// as the start is.
+func TestLongMetadataUserKeyIsDigestedOncePerStream(t *testing.T) {
+	svc, err := service.New(allowAll)
+	require.NoError(t, err)
+	value := strings.Repeat("k", 1<<20)
+	var users []string
+	ctx := metadata.NewIncomingContext(context.Background(), metadata.Pairs("x-api-key", value))
+	icpt := grpclimit.StreamServerInterceptor(svc, grpclimit.WithStreamMessages(true), grpclimit.WithRateLimitHeaders(false),
+		grpclimit.WithUser(grpclimit.Metadata("x-api-key")),
+		grpclimit.WithObserver(func(e grpclimit.Event) {
+			if len(users) < 3 {
+				users = append(users, e.User)
+			}
+		}))
+	const messages = 20
+	var perMessage uint64
+	err = icpt(nil, recvStream{ctx: ctx}, &grpc.StreamServerInfo{FullMethod: duplexCall}, func(_ any, ss grpc.ServerStream) error {
+		var m struct{}
+		require.NoError(t, ss.RecvMsg(&m))
+		var before, after runtime.MemStats
+		runtime.ReadMemStats(&before)
+		for range messages {
+			if err := ss.RecvMsg(&m); err != nil {
+				return err
+			}
+		}
+		runtime.ReadMemStats(&after)
+		perMessage = (after.TotalAlloc - before.TotalAlloc) / messages
+		return nil
+	})
+	require.NoError(t, err)
+	assert.Less(t, perMessage, uint64(len(value)/64), "bytes allocated per message, against a value of %d", len(value))
+	require.Len(t, users, 3)
+	assert.Equal(t, []string{grpclimit.MetadataKey("x-api-key", value), users[0], users[0]}, users,
+		"the start and its messages keep the value's key")
+}
