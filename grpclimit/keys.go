@@ -108,7 +108,16 @@ func PeerIP(opts ...IPOption) KeyFunc {
 	return k.key
 }
 
+// key finds the client of the call, once per stream in a stream's keysCtx.
 func (k *ipKey) key(ctx context.Context, _ string, _ any) (string, bool) {
+	if c, ok := ctx.(*keysCtx); ok {
+		return c.find(k, func() (string, bool) { return k.find(ctx) })
+	}
+	return k.find(ctx)
+}
+
+// find finds the client of the call in ctx.
+func (k *ipKey) find(ctx context.Context) (string, bool) {
 	p, ok := peer.FromContext(ctx)
 	if !ok || p == nil || p.Addr == nil {
 		return "", false
@@ -154,7 +163,7 @@ func Metadata(name string) KeyFunc {
 	key := strings.ToLower(name)
 	keys := transport.NewHeaderKeys(name)
 	kind := "header:" + key // of its digests, for the stream's keysCtx
-	return func(ctx context.Context, _ string, _ any) (string, bool) {
+	find := func(ctx context.Context) (string, bool) {
 		v := metadata.ValueFromIncomingContext(ctx, key)
 		switch {
 		case len(v) == 0 || v[0] == "":
@@ -163,6 +172,13 @@ func Metadata(name string) KeyFunc {
 			return digestIn(ctx, kind, v[0], keys.Key), true
 		}
 		return keys.Key(v[0]), true
+	}
+	id := new(byte) // names this function in a stream's keysCtx
+	return func(ctx context.Context, _ string, _ any) (string, bool) {
+		if c, ok := ctx.(*keysCtx); ok {
+			return c.find(id, func() (string, bool) { return find(ctx) })
+		}
+		return find(ctx)
 	}
 }
 
@@ -350,16 +366,23 @@ func HealthAndReflection(fullMethod string) bool {
 }
 
 // keysCtx is the context of the decisions of a stream whose messages are
-// limited ([WithStreamMessages]): the stream's own, which also remembers the
-// keys that key functions make of the stream's long values by digest (a
-// method or a metadata value past what a key keeps as it is). A stream's
-// method and metadata are sent once, at its start, but its user and API are
-// found again for each message: without it, each message, a few bytes the
-// client sends, would cost a copy and a SHA-256 of a value of up to 16 MiB
-// (grpc-go's header limit), a cost the client pays once and the server per
+// limited ([WithStreamMessages]): the stream's own, which also remembers
+// what key functions found in the stream's method and metadata. These are
+// sent once, at the stream's start, but its user and API are found again
+// for each message: without it, each message, a few bytes the client sends,
+// would cost a copy and a SHA-256 of a value of up to 16 MiB (grpc-go's
+// header limit), or a copy of every value of an entry the client repeated
+// a hundred thousand times, a cost the client pays once and the server per
 // message.
 //
-// Each key is a pure function of its kind and its value, so an entry serves
+// Metadata and PeerIP, whose keys depend on the stream's metadata and peer
+// alone, remember their key for the stream (find) when called with the
+// keysCtx itself, and only then: a context made from it may hold other
+// metadata.
+//
+// The keys made by digest of long values (a method or a metadata value past
+// what a key keeps as it is) are also remembered by value (digestIn).
+// Such a key is a pure function of its kind and its value, so an entry serves
 // any call that asks with an equal value, in this context or in one made
 // from it. Values are compared with ==, which answers at once for the same
 // string, as the key functions pass for every message of a stream; kinds
@@ -370,9 +393,39 @@ func HealthAndReflection(fullMethod string) bool {
 // at a time, but a handler may use its context elsewhere.
 type keysCtx struct {
 	context.Context
-	mu      sync.Mutex // guards digests and next
-	digests [4]digested
-	next    int
+	mu        sync.Mutex // guards the fields below
+	found     [4]foundKey
+	nextFound int
+	digests   [4]digested
+	next      int
+}
+
+// foundKey is a key that the key function named by owner found in the
+// stream.
+type foundKey struct {
+	owner any
+	key   string
+	ok    bool
+}
+
+// find returns what f finds, remembered for owner: f runs once per stream
+// for each of the few key functions a stream's decisions call, and again
+// for one that more have pushed out.
+func (c *keysCtx) find(owner any, f func() (string, bool)) (string, bool) {
+	c.mu.Lock()
+	for _, k := range c.found {
+		if k.owner == owner {
+			c.mu.Unlock()
+			return k.key, k.ok
+		}
+	}
+	c.mu.Unlock()
+	key, ok := f() // outside the lock: it may copy every value of an entry
+	c.mu.Lock()
+	c.found[c.nextFound] = foundKey{owner, key, ok}
+	c.nextFound = (c.nextFound + 1) % len(c.found)
+	c.mu.Unlock()
+	return key, ok
 }
 
 // digested is one remembered key: kind names the function that made key of

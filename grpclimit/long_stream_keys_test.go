@@ -3,6 +3,7 @@ package grpclimit_test
 import (
 	"context"
 	"net"
+	"net/netip"
 	"runtime"
 	"strings"
 	"testing"
@@ -95,4 +96,63 @@ func TestLongMetadataUserKeyIsDigestedOncePerStream(t *testing.T) {
 	require.Len(t, users, 3)
 	assert.Equal(t, []string{grpclimit.MetadataKey("x-api-key", value), users[0], users[0]}, users,
 		"the start and its messages keep the value's key")
+}
+
+// TestManyMetadataValuesAreReadOncePerStream: grpc-go hands a key function
+// a copy of every value of a metadata entry, and a client may send one
+// entry hundreds of thousands of times in the headers of a stream (HPACK
+// sends each repeat in a byte). With WithStreamMessages the user is found
+// again for each message, so each message, a few bytes, must not cost a
+// copy of them all: a stream's metadata do not change, and the keys found
+// in them are found once per stream, for Metadata and for PeerIP behind a
+// trusted proxy alike, each message keyed as the start is.
+func TestManyMetadataValuesAreReadOncePerStream(t *testing.T) {
+	const values, messages = 20_000, 20
+	proxy := netip.MustParseAddr("10.0.0.1")
+	for name, c := range map[string]struct {
+		user  grpclimit.KeyFunc
+		entry string
+		want  string
+	}{
+		"Metadata":              {grpclimit.Metadata("x-api-key"), "x-api-key", grpclimit.MetadataKey("x-api-key", "k-1")},
+		"PeerIP behind a proxy": {grpclimit.PeerIP(grpclimit.TrustProxies(netip.PrefixFrom(proxy, 32))), "x-forwarded-for", "ip:192.0.2.7"},
+	} {
+		t.Run(name, func(t *testing.T) {
+			svc, err := service.New(allowAll)
+			require.NoError(t, err)
+			vals := make([]string, 0, values)
+			vals = append(vals, "k-1") // Metadata reads the first value
+			for range values - 2 {
+				vals = append(vals, "192.0.2.9")
+			}
+			vals = append(vals, "192.0.2.7") // PeerIP the last
+			ctx := metadata.NewIncomingContext(context.Background(), metadata.MD{c.entry: vals})
+			ctx = peer.NewContext(ctx, &peer.Peer{Addr: &net.TCPAddr{IP: proxy.AsSlice(), Port: 51234}})
+			var users []string
+			icpt := grpclimit.StreamServerInterceptor(svc, grpclimit.WithStreamMessages(true), grpclimit.WithRateLimitHeaders(false),
+				grpclimit.WithUser(c.user), grpclimit.WithObserver(func(e grpclimit.Event) {
+					if len(users) < 3 {
+						users = append(users, e.User)
+					}
+				}))
+			var perMessage uint64
+			err = icpt(nil, recvStream{ctx: ctx}, &grpc.StreamServerInfo{FullMethod: duplexCall}, func(_ any, ss grpc.ServerStream) error {
+				var m struct{}
+				require.NoError(t, ss.RecvMsg(&m))
+				var before, after runtime.MemStats
+				runtime.ReadMemStats(&before)
+				for range messages {
+					if err := ss.RecvMsg(&m); err != nil {
+						return err
+					}
+				}
+				runtime.ReadMemStats(&after)
+				perMessage = (after.TotalAlloc - before.TotalAlloc) / messages
+				return nil
+			})
+			require.NoError(t, err)
+			assert.Less(t, perMessage, uint64(values), "bytes allocated per message, against %d values", values)
+			assert.Equal(t, []string{c.want, c.want, c.want}, users, "the start and its messages keep the key")
+		})
+	}
 }
