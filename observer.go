@@ -1,5 +1,7 @@
 package hotlimit
 
+import "github.com/hotlimit/hotlimit/internal/nilness"
+
 // Outcome classifies a decision for an [Observer]. The zero value names none.
 type Outcome uint8
 
@@ -197,4 +199,54 @@ type Fallback struct {
 type FallbackObserver interface {
 	Observer
 	ObserveFallback(Fallback)
+}
+
+// Observers returns an [Observer] that passes every decision to each of obs,
+// in order, and every [Fallback] to each of them that is a
+// [FallbackObserver]: give it to [WithObserver] to report to two exporters at
+// once, such as hotlimitprom and hotlimitotel while moving from one to the
+// other. (An [ObserverFunc] that calls both would lose the fallbacks, as a
+// function is no FallbackObserver.) The nil ones, and those holding a nil
+// pointer or function, are left out; with none left Observers returns nil,
+// which reports nothing, and with one it returns that one. Observers
+// allocates nothing per decision.
+func Observers(obs ...Observer) Observer {
+	var all []Observer
+	var fallbacks []FallbackObserver
+	for _, o := range obs {
+		if o == nil || nilness.HoldsNil(o) {
+			continue
+		}
+		all = append(all, o)
+		if f, ok := o.(FallbackObserver); ok {
+			fallbacks = append(fallbacks, f)
+		}
+	}
+	switch len(all) {
+	case 0:
+		return nil
+	case 1:
+		return all[0]
+	}
+	return &fanOut{all: all, fallbacks: fallbacks}
+}
+
+// fanOut is the Observer of several; see [Observers].
+type fanOut struct {
+	all       []Observer
+	fallbacks []FallbackObserver
+}
+
+// Observe passes e to every observer.
+func (f *fanOut) Observe(e Event) {
+	for _, o := range f.all {
+		o.Observe(e)
+	}
+}
+
+// ObserveFallback passes fb to every observer that hears of fallbacks.
+func (f *fanOut) ObserveFallback(fb Fallback) {
+	for _, o := range f.fallbacks {
+		o.ObserveFallback(fb)
+	}
 }

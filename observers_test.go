@@ -1,0 +1,114 @@
+package hotlimit_test
+
+import (
+	"fmt"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/hotlimit/hotlimit"
+	"github.com/hotlimit/hotlimit/service"
+)
+
+// tally counts the decisions and fallbacks it hears of, by outcome and reason.
+type tally struct {
+	outcomes  [hotlimit.OutcomeShadowDenied + 1]atomic.Int64
+	fallbacks atomic.Int64
+}
+
+func (t *tally) Observe(e hotlimit.Event) { t.outcomes[e.Outcome].Add(1) }
+
+// fallbackTally is a tally that also hears of fallbacks.
+type fallbackTally struct{ tally }
+
+func (t *fallbackTally) ObserveFallback(hotlimit.Fallback) { t.fallbacks.Add(1) }
+
+func TestObserversPassEveryDecisionToEach(t *testing.T) {
+	var plain tally
+	var withFallbacks fallbackTally
+	var fn atomic.Int64
+	o := hotlimit.Observers(&plain, &withFallbacks, hotlimit.ObserverFunc(func(hotlimit.Event) { fn.Add(1) }))
+
+	var ns atomic.Int64
+	s, err := service.New(hotlimit.Config{Algorithm: hotlimit.FixedWindow, Limit: 3, Window: time.Second},
+		hotlimit.WithObserver(o), hotlimit.WithClock(ns.Load))
+	require.NoError(t, err)
+	for range 5 {
+		s.Allow("alice", "/home")
+	}
+	for _, c := range []*tally{&plain, &withFallbacks.tally} {
+		assert.Equal(t, int64(2), c.outcomes[hotlimit.OutcomeAllowed].Load())
+		assert.Equal(t, int64(1), c.outcomes[hotlimit.OutcomeNearLimit].Load())
+		assert.Equal(t, int64(2), c.outcomes[hotlimit.OutcomeDenied].Load())
+	}
+	assert.Equal(t, int64(5), fn.Load())
+
+	// A fallback reaches the observers that hear of fallbacks, as the
+	// backends find them: by asserting the Observer to a FallbackObserver.
+	f, ok := o.(hotlimit.FallbackObserver)
+	require.True(t, ok, "Observers of several must be a FallbackObserver")
+	f.ObserveFallback(hotlimit.Fallback{Backend: "redis", Reason: "timeout"})
+	assert.Equal(t, int64(1), withFallbacks.fallbacks.Load())
+	assert.Equal(t, int64(0), plain.fallbacks.Load())
+}
+
+func TestObserversLeaveOutNilOnes(t *testing.T) {
+	var nilPtr *fallbackTally
+	var nilFunc hotlimit.ObserverFunc
+	assert.Nil(t, hotlimit.Observers())
+	assert.Nil(t, hotlimit.Observers(nil, nilPtr, nilFunc))
+
+	// With one left, Observers is that one: a FallbackObserver stays one.
+	one := &fallbackTally{}
+	assert.Same(t, one, hotlimit.Observers(nil, one, nilPtr))
+
+	// Nil ones among several are never called (calling them would panic).
+	var a, b tally
+	o := hotlimit.Observers(&a, nilPtr, nilFunc, &b)
+	o.Observe(hotlimit.Event{Outcome: hotlimit.OutcomeDenied})
+	o.(hotlimit.FallbackObserver).ObserveFallback(hotlimit.Fallback{})
+	assert.Equal(t, int64(1), a.outcomes[hotlimit.OutcomeDenied].Load())
+	assert.Equal(t, int64(1), b.outcomes[hotlimit.OutcomeDenied].Load())
+}
+
+func TestObserversAllocateNothing(t *testing.T) {
+	var a tally
+	var b fallbackTally
+	o := hotlimit.Observers(&a, &b)
+	f := o.(hotlimit.FallbackObserver)
+	src := &hotlimit.Source{Rule: "default"}
+	allocs := testing.AllocsPerRun(1000, func() {
+		o.Observe(hotlimit.Event{Source: src, Outcome: hotlimit.OutcomeAllowed, N: 1})
+		f.ObserveFallback(hotlimit.Fallback{Backend: "redis", Reason: "timeout"})
+	})
+	assert.Zero(t, allocs)
+	assert.Equal(t, int64(1001), a.outcomes[hotlimit.OutcomeAllowed].Load())
+	assert.Equal(t, int64(1001), b.fallbacks.Load())
+}
+
+// Two observers at once, here two functions; in a program, two exporters
+// such as hotlimitprom's and hotlimitotel's Metrics, which also hear of the
+// fallbacks of a limiter on Redis.
+func ExampleObservers() {
+	var decisions, denials int
+	counter := hotlimit.ObserverFunc(func(hotlimit.Event) { decisions++ })
+	denied := hotlimit.ObserverFunc(func(e hotlimit.Event) {
+		if e.Outcome == hotlimit.OutcomeDenied {
+			denials++
+		}
+	})
+	frozen := hotlimit.WithClock(func() int64 { return 0 })
+	s, err := service.New(hotlimit.Config{Algorithm: hotlimit.TokenBucket, Limit: 2, Window: time.Minute},
+		hotlimit.WithObserver(hotlimit.Observers(counter, denied)), frozen)
+	if err != nil {
+		panic(err)
+	}
+	for range 3 {
+		s.Allow("alice", "/pay")
+	}
+	fmt.Println(decisions, "decisions,", denials, "denied")
+	// Output: 3 decisions, 1 denied
+}
