@@ -60,7 +60,15 @@
 // time its rate takes to grant it ("tokenbucket-5-1s-burst20";q=20;w=4):
 // r can then reach Burst − 1, and never exceeds q. r is the number of requests
 // that would still pass right now (Decision.Remaining) and t the seconds until
-// the quota is back to full (Decision.ResetAfter, rounded up). When a response
+// the quota is back to full (Decision.ResetAfter, rounded up). A limit whose
+// limiter could not decide (one on Redis that cannot reach it:
+// service.LimitDecision.Err is set) keeps its RateLimit-Policy item, which is
+// its Config's, and has no RateLimit item: its failure policy's decision
+// knows nothing of the key (redislimit's FailOpen and FailClosed report r and
+// t of 0, FailLocal one process's own count), and the draft requires r in
+// every item, so none is made up. The legacy fields then carry
+// X-RateLimit-Limit alone; a denial its failure policy made keeps the
+// policy's Retry-After. When a response
 // already carries one of these fields, for example from an outer httplimit
 // middleware with a policy of its own, the new item is appended to the list.
 // The first item of each field describes the policy that decided the

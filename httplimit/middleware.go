@@ -267,10 +267,13 @@ func (h *handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		// would read q=0 beside the largest r. Nor does a rule whose
 		// every limit is in shadow mode: its numbers would pace clients
 		// by a limit nobody enforces.
-		setHeaders(w.Header(), p, d, h.opts.legacy, deny)
+		// A limit whose limiter could not decide (Err) has its policy
+		// advertised, not its failure policy's numbers, which count
+		// nothing: see setHeaders.
+		setHeaders(w.Header(), p, d, each[0].Err == nil, h.opts.legacy, deny)
 		for _, ld := range each[1:] {
 			if transport.Advertised(ld.Config) {
-				appendItems(w.Header(), h.policies.InRule(ld.Config, len(each), at), ld.Decision)
+				appendItems(w.Header(), h.policies.InRule(ld.Config, len(each), at), ld.Decision, ld.Err == nil)
 			}
 		}
 	}
