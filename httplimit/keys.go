@@ -38,7 +38,16 @@ type KeyFunc func(r *http.Request) (key string, ok bool)
 // "header-sha256:x-api-key:" and the digest in hex, so that a client sending
 // huge values cannot make each of its keys pin that much memory; distinct
 // values still have distinct keys, and [HeaderKey] makes the same key.
+//
+// The name is read as [ProxyHeader] reads it: spaces and tabs around it are
+// dropped (" X-API-Key" is X-API-Key), and its case does not matter. A name
+// that is then no HTTP field name (empty, or holding a space, a colon, a
+// byte outside printable ASCII) finds no key in any request.
 func Header(name string) KeyFunc {
+	name = strings.Trim(name, " \t")
+	if !isToken(name) {
+		return func(*http.Request) (string, bool) { return "", false }
+	}
 	key := textproto.CanonicalMIMEHeaderKey(name)
 	keys := transport.NewHeaderKeys(name)
 	return func(r *http.Request) (string, bool) {
@@ -53,9 +62,10 @@ func Header(name string) KeyFunc {
 // header name holds value, for rules: HeaderKey("X-API-Key", "premium") is
 // "header:x-api-key:premium". grpclimit's metadata keys are the same, so one
 // rule set names the same callers over HTTP and gRPC. A value longer than 256
-// bytes gives its digest's key, as Header does.
+// bytes gives its digest's key, as Header does, and spaces and tabs around
+// name are dropped, as Header drops them.
 func HeaderKey(name, value string) string {
-	return transport.NewHeaderKeys(name).Key(value)
+	return transport.NewHeaderKeys(strings.Trim(name, " \t")).Key(value)
 }
 
 // ContextValue returns a KeyFunc that reads the value stored under key in the
