@@ -46,14 +46,21 @@ type Event struct {
 	// Err is also the request context's error when the request ended (its
 	// client left, its deadline passed) before the middleware decided it,
 	// or while a limiter that could not decide was asked: such a request
-	// takes nothing and is not served, whatever a failure policy says; the
-	// deny handler answers it with a Decision that denies. Under
-	// [WithDryRun] it is decided and served as any other.
+	// takes nothing and is not served, whatever a failure policy says;
+	// Ended is set, and the deny handler answers it with a Decision that
+	// denies. Under [WithDryRun] it is decided and served as any other.
 	Err error
 	// Unavailable reports that the limiter of Config, the limit that
 	// decided, could not decide: Decision is its failure policy's, and Err
 	// holds why (see service.LimitDecision.Err).
 	Unavailable bool
+	// Ended reports that the request ended before it was decided, or
+	// while a limiter that could not decide was asked (see Err): it took
+	// nothing and is not served. A request whose context ends after its
+	// decision is not Ended, even when Err holds another limit's error: it
+	// is served, or denied, as decided; its handler, or the deny handler,
+	// sees the ended context.
+	Ended bool
 }
 
 // DenyFunc answers a denied request. When it runs, the RateLimit fields and
@@ -299,7 +306,7 @@ func (h *handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 // c is named policy, as the rule's decided requests name it.
 func (h *handler) ended(w http.ResponseWriter, r *http.Request, user, api string, c hotlimit.Config, policy string, err error) {
 	e := Event{Request: r, User: user, API: api, Config: c, Policy: policy,
-		Decision: transport.EndedDecision(c), Err: err}
+		Decision: transport.EndedDecision(c), Err: err, Ended: true}
 	if h.opts.observe != nil {
 		h.opts.observe(e)
 	}
