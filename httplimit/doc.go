@@ -29,7 +29,9 @@
 // "header:x-api-key:k-123" from Header("X-API-Key") (a value past 256 bytes
 // as "header-sha256:x-api-key:" and its digest, so that a key never holds a
 // huge value), "context:T:alice" from
-// ContextValue of a key of type T, and a kind of your choice through [Tag].
+// ContextValue of a key of type T (as %T writes it: two types of one name
+// in two packages of one name are one kind, see [ContextValue]), and a kind
+// of your choice through [Tag].
 // Keys of different sources thus never share a quota: a client that sends
 // the API key "203.0.113.9" spends the quota of that API key, never that of
 // the client at 203.0.113.9. Rules name users by their tagged keys

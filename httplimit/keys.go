@@ -73,8 +73,15 @@ func HeaderKey(name, value string) string {
 // verified. A string is used as is and a fmt.Stringer through its String
 // method; anything else, a nil pointer (an anonymous caller, say) or an empty
 // result finds no key. The key is tagged with the kind "context:" and the Go
-// type of key, as in "context:auth.userKey:alice"; context keys of distinct
-// types, as Go's context package asks for, are distinct kinds.
+// type of key as %T writes it, as in "context:auth.userKey:alice": the
+// name of the type's package, not its path, and not the key's value. So
+// context keys of types whose names differ are distinct kinds, but keys of
+// types of one name in two packages of one name (auth.userKey of two
+// packages named auth), or several keys of one type (userKey and tenantKey,
+// two constants of a type ctxKey), are one kind: a value read under one is
+// the same key as that value read under another, and shares its quota and
+// its rules. When one service limits two such sources, give each a kind of
+// its own with [Tag] (Tag("sso", ContextValue(sso.UserKey))).
 func ContextValue(key any) KeyFunc {
 	prefix := "context:" + strings.ReplaceAll(fmt.Sprintf("%T", key), ":", "_") + ":"
 	return func(r *http.Request) (string, bool) {
