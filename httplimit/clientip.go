@@ -4,6 +4,7 @@ import (
 	"net/http"
 	"net/netip"
 	"net/textproto"
+	"strings"
 
 	"github.com/hotlimit/hotlimit/internal/transport"
 )
@@ -38,19 +39,62 @@ func TrustNonIPPeers() IPOption {
 // at the first of them read); any other name as a comma-separated list of addresses, which
 // suits X-Forwarded-For, X-Real-IP and the like. Name the one header your
 // proxies append to: a header they pass through untouched is written by the
-// client. An empty name keeps the default.
+// client.
+//
+// The name is read as a configuration file may hold it: spaces and tabs
+// around it are dropped, and its case does not matter (" x-real-ip " is
+// X-Real-IP). An empty name, or one of spaces alone, keeps the default. A
+// name that is not an HTTP field name once trimmed (a token of RFC 9110: it
+// holds a space, a colon, a byte outside printable ASCII) names no header
+// a request can carry, and is refused: ClientIP then reads no header at
+// all, so every client behind a trusted proxy has the proxy's key. It does
+// not fall back to X-Forwarded-For, which a proxy that writes another header
+// may pass through from the client.
 func ProxyHeader(name string) IPOption {
 	return func(k *ipKey) {
-		if name != "" {
-			k.header = textproto.CanonicalMIMEHeaderKey(name)
-			k.ip.SetForwarded(k.header == "Forwarded")
+		name := strings.Trim(name, " \t")
+		if name == "" {
+			return
+		}
+		if !isToken(name) {
+			k.header = "" // no header: see ipKey.forwarded
+			k.ip.SetForwarded(false)
+			return
+		}
+		k.header = textproto.CanonicalMIMEHeaderKey(name)
+		k.ip.SetForwarded(k.header == "Forwarded")
+	}
+}
+
+// isToken reports whether s is a token of RFC 9110 section 5.6.2, as a
+// field name is: one or more of the visible ASCII characters other than the
+// delimiters "(),/:;<=>?@[\]{}.
+func isToken(s string) bool {
+	if s == "" {
+		return false
+	}
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		if c <= ' ' || c >= 0x7f || strings.IndexByte(`"(),/:;<=>?@[\]{}`, c) >= 0 {
+			return false
 		}
 	}
+	return true
 }
 
 // IPv6Prefix sets how many leading bits of an IPv6 address make the key: 64
 // by default, since one subscriber usually holds a whole /64 and could
 // otherwise rotate through its 2^64 addresses. bits is clamped to [1, 128].
+//
+// Many ISPs delegate more than a /64 to each home or business subscriber:
+// a /56 is common, a /48 not rare. Such a subscriber holds 256 /64s (65,536
+// in a /48), each a key of its own under the default, and so can spend
+// 256 times its quota by moving from one to the next. IPv6Prefix(56) is
+// the better choice when most clients are such subscribers (broadband
+// traffic, or abuse seen rotating /64s within a /56): one key per /56. It
+// is the worse one where a provider gives each customer a /64 of a /56 it
+// shares out (some mobile carriers and hosting providers): those customers
+// then share a quota.
 func IPv6Prefix(bits int) IPOption {
 	return func(k *ipKey) { k.ip.SetV6Bits(bits) }
 }
@@ -64,7 +108,16 @@ func IPv4Prefix(bits int) IPOption {
 // ipKey is ClientIP's configuration; read-only once built.
 type ipKey struct {
 	ip     *transport.IP
-	header string // canonical header name
+	header string // canonical header name; "" to read none
+}
+
+// forwarded returns the values of the forwarding header of r, a request
+// from a trusted peer.
+func (k *ipKey) forwarded(r *http.Request) []string {
+	if k.header == "" {
+		return nil
+	}
+	return r.Header[k.header]
 }
 
 // ClientIP returns a KeyFunc whose key is the client's IP address, tagged
@@ -105,13 +158,13 @@ func (k *ipKey) key(r *http.Request) (string, bool) {
 	if !ok {
 		var forwarded []string
 		if k.ip.TrustsNonIP() {
-			forwarded = r.Header[k.header]
+			forwarded = k.forwarded(r)
 		}
 		return k.ip.NonIPKey(r.RemoteAddr, forwarded)
 	}
 	var forwarded []string
 	if k.ip.Trusts(addr) {
-		forwarded = r.Header[k.header]
+		forwarded = k.forwarded(r)
 	}
 	return k.ip.Key(addr, text, forwarded), true
 }

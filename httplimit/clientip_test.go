@@ -238,3 +238,35 @@ func TestForwardedUnterminatedQuoteCannotHideTheClient(t *testing.T) {
 		assert.Equal(t, tagged(tc.want), got, "case %d: %s", i, tc.header)
 	}
 }
+
+// TestProxyHeaderNameAsWritten: a header name with spaces or tabs around it,
+// as a configuration file may hold it, names the header without them, in
+// any case: the trusted proxy's X-Real-IP is read. A name with spaces
+// around it never matched: net/http keys a request's header by the
+// canonical name, and textproto leaves a name holding a space as it is. A
+// name that is no field name (a space or a colon inside, a byte outside
+// printable ASCII) names no header a request can carry: no header is read,
+// and every client behind the proxy has the proxy's key; the default
+// X-Forwarded-For, which a proxy that writes another header may pass
+// through from the client, is not read in its place.
+func TestProxyHeaderNameAsWritten(t *testing.T) {
+	trusted := httplimit.TrustProxies(mustPrefix(t, "10.0.0.0/8"))
+	r := get("/", "10.0.0.1:80", "X-Real-IP", "198.51.100.7", "X-Forwarded-For", "6.6.6.6")
+	for _, name := range []string{" X-Real-IP", "X-Real-IP ", "\tx-real-ip\t", " X-REAL-IP "} {
+		key, found := httplimit.ClientIP(trusted, httplimit.ProxyHeader(name))(r)
+		assert.True(t, found, "%q", name)
+		assert.Equal(t, "ip:198.51.100.7", key, "%q: the header the proxy wrote", name)
+	}
+	fwd := get("/", "10.0.0.1:80", "Forwarded", "for=198.51.100.8", "X-Forwarded-For", "6.6.6.6")
+	key, _ := httplimit.ClientIP(trusted, httplimit.ProxyHeader(" forwarded "))(fwd)
+	assert.Equal(t, "ip:198.51.100.8", key, "Forwarded, parsed as RFC 7239")
+	for _, name := range []string{"X Real IP", "X-Real-IP:", "X-Réal-IP", "X-Real\x00IP"} {
+		key, found := httplimit.ClientIP(trusted, httplimit.ProxyHeader(name))(r)
+		assert.True(t, found, "%q", name)
+		assert.Equal(t, "ip:10.0.0.1", key, "%q: no header read, not X-Forwarded-For", name)
+	}
+	for _, name := range []string{"", " ", "\t"} {
+		key, _ := httplimit.ClientIP(trusted, httplimit.ProxyHeader(name))(r)
+		assert.Equal(t, "ip:6.6.6.6", key, "%q: the default, X-Forwarded-For", name)
+	}
+}

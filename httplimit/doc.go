@@ -29,7 +29,9 @@
 // "header:x-api-key:k-123" from Header("X-API-Key") (a value past 256 bytes
 // as "header-sha256:x-api-key:" and its digest, so that a key never holds a
 // huge value), "context:T:alice" from
-// ContextValue of a key of type T, and a kind of your choice through [Tag].
+// ContextValue of a key of type T (as %T writes it: two types of one name
+// in two packages of one name are one kind, see [ContextValue]), and a kind
+// of your choice through [Tag].
 // Keys of different sources thus never share a quota: a client that sends
 // the API key "203.0.113.9" spends the quota of that API key, never that of
 // the client at 203.0.113.9. Rules name users by their tagged keys
@@ -60,7 +62,15 @@
 // time its rate takes to grant it ("tokenbucket-5-1s-burst20";q=20;w=4):
 // r can then reach Burst − 1, and never exceeds q. r is the number of requests
 // that would still pass right now (Decision.Remaining) and t the seconds until
-// the quota is back to full (Decision.ResetAfter, rounded up). When a response
+// the quota is back to full (Decision.ResetAfter, rounded up). A limit whose
+// limiter could not decide (one on Redis that cannot reach it:
+// service.LimitDecision.Err is set) keeps its RateLimit-Policy item, which is
+// its Config's, and has no RateLimit item: its failure policy's decision
+// knows nothing of the key (redislimit's FailOpen and FailClosed report r and
+// t of 0, FailLocal one process's own count), and the draft requires r in
+// every item, so none is made up. The legacy fields then carry
+// X-RateLimit-Limit alone; a denial its failure policy made keeps the
+// policy's Retry-After. When a response
 // already carries one of these fields, for example from an outer httplimit
 // middleware with a policy of its own, the new item is appended to the list.
 // The first item of each field describes the policy that decided the

@@ -245,6 +245,7 @@ func TestEndedRequestNamesItsLimitAmongTheRules(t *testing.T) {
 	require.Equal(t, http.StatusServiceUnavailable, code)
 	for when, ev := range map[string]httplimit.Event{"before its decision": before, "during its decision": during} {
 		require.Error(t, ev.Err, when)
+		assert.True(t, ev.Ended, when)
 		assert.Equal(t, decided.Config, ev.Config, when)
 		assert.Equal(t, decided.Policy, ev.Policy, when)
 	}

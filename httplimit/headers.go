@@ -29,16 +29,24 @@ const (
 func PolicyName(c hotlimit.Config) string { return transport.PolicyName(c) }
 
 // setHeaders writes the RateLimit fields of d under p, the legacy fields when
-// legacy is set, and Retry-After when deny is set and waiting helps.
+// legacy is set, and Retry-After when deny is set and waiting helps. When
+// decided is false (p's limiter could not decide, and d is its failure
+// policy's), it writes p's RateLimit-Policy item and X-RateLimit-Limit
+// alone: the draft requires r in every RateLimit item, and the failure
+// policy's Remaining and ResetAfter are no limiter's count.
 //
 // Every number goes into one string, built in a stack buffer: the RateLimit
 // item "name";r=R;t=T followed by the Retry-After seconds. The legacy fields
 // and Retry-After are substrings of it, and one array backs every header
 // value, so the whole call allocates twice. Each value slice is capped at
 // length 1, so a handler that appends to one never writes into another.
-func setHeaders(h http.Header, p *transport.Policy, d hotlimit.Decision, legacy, deny bool) {
+func setHeaders(h http.Header, p *transport.Policy, d hotlimit.Decision, decided, legacy, deny bool) {
 	var buf [128]byte
-	b, rFrom, rTo, tFrom, tTo := p.AppendRateLimit(buf[:0], d)
+	b := buf[:0]
+	var rFrom, rTo, tFrom, tTo int
+	if decided {
+		b, rFrom, rTo, tFrom, tTo = p.AppendRateLimit(b, d)
+	}
 	retry := deny && d.RetryAfter != hotlimit.Never
 	if retry {
 		// Rounded up, so never earlier than the limiter's RetryAfter; at
@@ -56,31 +64,42 @@ func setHeaders(h http.Header, p *transport.Policy, d hotlimit.Decision, legacy,
 	vals[0], vals[1], vals[2] = p.Field, s[:tTo], s[tTo:]
 	if len(h) == 0 { // the usual case: nothing to append to, one map write each
 		h[keyPolicy] = vals[0:1:1]
-		h[keyRateLimit] = vals[1:2:2]
+		if decided {
+			h[keyRateLimit] = vals[1:2:2]
+		}
 	} else {
 		appendValue(h, keyPolicy, vals[0:1:1])
-		appendValue(h, keyRateLimit, vals[1:2:2])
+		if decided {
+			appendValue(h, keyRateLimit, vals[1:2:2])
+		}
 	}
 	if retry {
 		h[keyRetryAfter] = vals[2:3:3]
 	}
 	if legacy {
-		vals[3], vals[4], vals[5] = p.Limit, s[rFrom:rTo], s[tFrom:tTo]
+		vals[3] = p.Limit
 		h[keyLegacyLimit] = vals[3:4:4]
-		h[keyLegacyRemain] = vals[4:5:5]
-		h[keyLegacyReset] = vals[5:6:6]
+		if decided {
+			vals[4], vals[5] = s[rFrom:rTo], s[tFrom:tTo]
+			h[keyLegacyRemain] = vals[4:5:5]
+			h[keyLegacyReset] = vals[5:6:6]
+		}
 	}
 }
 
 // appendItems adds the RateLimit-Policy and RateLimit items of another
 // limit of the rule, p, with its own decision d, after those setHeaders
-// wrote for the deciding one. It allocates the item's text and what the
+// wrote for the deciding one; the RateLimit-Policy item alone when decided
+// is false, as for setHeaders. It allocates the item's text and what the
 // two lists need to grow: the values go into the lists as strings, never
 // as slices of an array of their own, which would move to the heap.
-func appendItems(h http.Header, p *transport.Policy, d hotlimit.Decision) {
+func appendItems(h http.Header, p *transport.Policy, d hotlimit.Decision, decided bool) {
+	appendValue(h, keyPolicy, p.Fields)
+	if !decided {
+		return
+	}
 	var buf [64]byte
 	b, _, _, _, _ := p.AppendRateLimit(buf[:0], d)
-	appendValue(h, keyPolicy, p.Fields)
 	h[keyRateLimit] = append(h[keyRateLimit], string(b))
 }
 

@@ -38,7 +38,16 @@ type KeyFunc func(r *http.Request) (key string, ok bool)
 // "header-sha256:x-api-key:" and the digest in hex, so that a client sending
 // huge values cannot make each of its keys pin that much memory; distinct
 // values still have distinct keys, and [HeaderKey] makes the same key.
+//
+// The name is read as [ProxyHeader] reads it: spaces and tabs around it are
+// dropped (" X-API-Key" is X-API-Key), and its case does not matter. A name
+// that is then no HTTP field name (empty, or holding a space, a colon, a
+// byte outside printable ASCII) finds no key in any request.
 func Header(name string) KeyFunc {
+	name = strings.Trim(name, " \t")
+	if !isToken(name) {
+		return func(*http.Request) (string, bool) { return "", false }
+	}
 	key := textproto.CanonicalMIMEHeaderKey(name)
 	keys := transport.NewHeaderKeys(name)
 	return func(r *http.Request) (string, bool) {
@@ -53,9 +62,10 @@ func Header(name string) KeyFunc {
 // header name holds value, for rules: HeaderKey("X-API-Key", "premium") is
 // "header:x-api-key:premium". grpclimit's metadata keys are the same, so one
 // rule set names the same callers over HTTP and gRPC. A value longer than 256
-// bytes gives its digest's key, as Header does.
+// bytes gives its digest's key, as Header does, and spaces and tabs around
+// name are dropped, as Header drops them.
 func HeaderKey(name, value string) string {
-	return transport.NewHeaderKeys(name).Key(value)
+	return transport.NewHeaderKeys(strings.Trim(name, " \t")).Key(value)
 }
 
 // ContextValue returns a KeyFunc that reads the value stored under key in the
@@ -63,8 +73,15 @@ func HeaderKey(name, value string) string {
 // verified. A string is used as is and a fmt.Stringer through its String
 // method; anything else, a nil pointer (an anonymous caller, say) or an empty
 // result finds no key. The key is tagged with the kind "context:" and the Go
-// type of key, as in "context:auth.userKey:alice"; context keys of distinct
-// types, as Go's context package asks for, are distinct kinds.
+// type of key as %T writes it, as in "context:auth.userKey:alice": the
+// name of the type's package, not its path, and not the key's value. So
+// context keys of types whose names differ are distinct kinds, but keys of
+// types of one name in two packages of one name (auth.userKey of two
+// packages named auth), or several keys of one type (userKey and tenantKey,
+// two constants of a type ctxKey), are one kind: a value read under one is
+// the same key as that value read under another, and shares its quota and
+// its rules. When one service limits two such sources, give each a kind of
+// its own with [Tag] (Tag("sso", ContextValue(sso.UserKey))).
 func ContextValue(key any) KeyFunc {
 	prefix := "context:" + strings.ReplaceAll(fmt.Sprintf("%T", key), ":", "_") + ":"
 	return func(r *http.Request) (string, bool) {

@@ -227,3 +227,21 @@ func TestLongHeaderValueKeyIsBounded(t *testing.T) {
 	assert.Equal(t, "header:x-api-key:"+at, key)
 	assert.NotEqual(t, users[0], httplimit.HeaderKey("X-API-Key", strings.TrimPrefix(users[0], "header-sha256:x-api-key:")))
 }
+
+// TestHeaderNameAsWritten: Header and HeaderKey read a name with spaces or
+// tabs around it, as a configuration file may hold it, without them, so
+// the key is found and a rule names it: Header(" X-API-Key") found no key
+// in any request (textproto leaves a name holding a space as it is, and
+// net/http keys a request's header by the canonical name), so every client
+// fell through to the next source of a FirstOf chain.
+func TestHeaderNameAsWritten(t *testing.T) {
+	r := get("/", "192.0.2.1:1", "X-API-Key", "k1")
+	for _, name := range []string{" X-API-Key", "X-API-Key ", "\tx-api-key\t"} {
+		key, found := httplimit.Header(name)(r)
+		assert.True(t, found, "%q", name)
+		assert.Equal(t, "header:x-api-key:k1", key, "%q", name)
+		assert.Equal(t, key, httplimit.HeaderKey(name, "k1"), "%q: the key a rule names", name)
+	}
+	_, found := httplimit.Header("X API Key")(r)
+	assert.False(t, found, "a name that is no field name finds no key")
+}

@@ -46,14 +46,21 @@ type Event struct {
 	// Err is also the request context's error when the request ended (its
 	// client left, its deadline passed) before the middleware decided it,
 	// or while a limiter that could not decide was asked: such a request
-	// takes nothing and is not served, whatever a failure policy says; the
-	// deny handler answers it with a Decision that denies. Under
-	// [WithDryRun] it is decided and served as any other.
+	// takes nothing and is not served, whatever a failure policy says;
+	// Ended is set, and the deny handler answers it with a Decision that
+	// denies. Under [WithDryRun] it is decided and served as any other.
 	Err error
 	// Unavailable reports that the limiter of Config, the limit that
 	// decided, could not decide: Decision is its failure policy's, and Err
 	// holds why (see service.LimitDecision.Err).
 	Unavailable bool
+	// Ended reports that the request ended before it was decided, or
+	// while a limiter that could not decide was asked (see Err): it took
+	// nothing and is not served. A request whose context ends after its
+	// decision is not Ended, even when Err holds another limit's error: it
+	// is served, or denied, as decided; its handler, or the deny handler,
+	// sees the ended context.
+	Ended bool
 }
 
 // DenyFunc answers a denied request. When it runs, the RateLimit fields and
@@ -267,10 +274,13 @@ func (h *handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		// would read q=0 beside the largest r. Nor does a rule whose
 		// every limit is in shadow mode: its numbers would pace clients
 		// by a limit nobody enforces.
-		setHeaders(w.Header(), p, d, h.opts.legacy, deny)
+		// A limit whose limiter could not decide (Err) has its policy
+		// advertised, not its failure policy's numbers, which count
+		// nothing: see setHeaders.
+		setHeaders(w.Header(), p, d, each[0].Err == nil, h.opts.legacy, deny)
 		for _, ld := range each[1:] {
 			if transport.Advertised(ld.Config) {
-				appendItems(w.Header(), h.policies.InRule(ld.Config, len(each), at), ld.Decision)
+				appendItems(w.Header(), h.policies.InRule(ld.Config, len(each), at), ld.Decision, ld.Err == nil)
 			}
 		}
 	}
@@ -296,7 +306,7 @@ func (h *handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 // c is named policy, as the rule's decided requests name it.
 func (h *handler) ended(w http.ResponseWriter, r *http.Request, user, api string, c hotlimit.Config, policy string, err error) {
 	e := Event{Request: r, User: user, API: api, Config: c, Policy: policy,
-		Decision: transport.EndedDecision(c), Err: err}
+		Decision: transport.EndedDecision(c), Err: err, Ended: true}
 	if h.opts.observe != nil {
 		h.opts.observe(e)
 	}

@@ -34,12 +34,13 @@ type problem struct {
 // is unavailable; the request was not served." (the error itself stays on
 // the server, for the observer to log) and the Retry-After the policy
 // chose. A denial by a limit that decided is 429 even when another limit of
-// its rule failed (Event.Err set, Unavailable not): its quota is spent. A
-// request whose context ended before it was served (Event.Err is the
-// context's error) also gets 503, with the detail "The request ended before
-// it was served." and no Retry-After, for whoever is still reading.
+// its rule failed (Event.Err set, Unavailable not): its quota is spent,
+// even when the request's context ends between the decision and the
+// answer. A request that ended before it was decided (Event.Ended: Err is
+// its context's error) also gets 503, with the detail "The request ended
+// before it was served." and no Retry-After, for whoever is still reading.
 func DenyProblem(w http.ResponseWriter, r *http.Request, e Event) {
-	if e.Err != nil && r.Context().Err() != nil {
+	if e.Ended {
 		writeProblem(w, http.StatusServiceUnavailable, "The request ended before it was served.")
 		return
 	}

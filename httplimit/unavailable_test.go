@@ -1,6 +1,7 @@
 package httplimit_test
 
 import (
+	"context"
 	"errors"
 	"io"
 	"net/http"
@@ -136,5 +137,44 @@ func TestLimitersOwnTimeoutIsNoEndedRequest(t *testing.T) {
 		require.Len(t, events, 1)
 		assert.ErrorIs(t, events[0].Err, limitertest.ErrOwnTimeout, "closed=%v", closed)
 		assert.True(t, events[0].Unavailable, "closed=%v", closed)
+	}
+}
+
+// TestRealDenialBesideAFailingLimitWhoseRequestEndsAfterItsDecisionIsTooManyRequests:
+// under a rule of a memory limit (1 a minute) and a limit on an unreachable
+// backend that fails open, the second request is denied by the memory
+// limit, a quota spent, with the backend's error in Event.Err. Its context
+// ends after the decision, before the deny handler runs (the observer
+// cancels it, between the two): DenyProblem read the context again and,
+// seeing it ended beside an error, answered 503 "ended before it was
+// served", where a request that ended after its decision is answered as
+// decided: 429, as a request whose Event.Err is nil is.
+func TestRealDenialBesideAFailingLimitWhoseRequestEndsAfterItsDecisionIsTooManyRequests(t *testing.T) {
+	memory, remote := cfg(hotlimit.FixedWindow, 1, time.Minute), cfg(hotlimit.FixedWindow, 5, time.Minute)
+	for _, backend := range []hotlimit.Limiter{&limitertest.UnreachableRefunder{}, nil} {
+		opts := []hotlimit.Option{hotlimit.WithClock(func() int64 { return 1 })}
+		if backend != nil {
+			opts = append(opts, limitertest.OnBackend(remote, backend, service.NewLimiter))
+		}
+		svc, err := service.NewFromRules(service.Rules{Default: service.Limits{memory, remote}}, opts...)
+		require.NoError(t, err)
+		var cancel context.CancelFunc
+		var events []httplimit.Event
+		h := httplimit.New(svc, httplimit.WithObserver(func(e httplimit.Event) {
+			events = append(events, e)
+			cancel() // the client leaves between the decision and the deny handler
+		}))(ok)
+		var codes []int
+		for range 2 {
+			ctx, c := context.WithCancel(context.Background())
+			cancel = c
+			codes = append(codes, serve(h, get("/", "192.0.2.1:1").WithContext(ctx)).Code)
+		}
+		failing := backend != nil
+		require.Len(t, events, 2)
+		assert.Equal(t, failing, events[1].Err != nil, "failing=%v: the backend's error beside the denial", failing)
+		assert.False(t, events[1].Unavailable, "failing=%v: the memory limit decided", failing)
+		assert.False(t, events[1].Ended, "failing=%v: the request ended after its decision", failing)
+		assert.Equal(t, []int{http.StatusOK, http.StatusTooManyRequests}, codes, "failing=%v", failing)
 	}
 }

@@ -36,5 +36,6 @@ func Walk[C any](m *Map[C], budget, chunk int, first bool) int {
 	if first {
 		below = int64(m.maxKeys)
 	}
-	return m.walk(budget, chunk, m.judge(), below)
+	deleted, _ := m.walk(budget, chunk, m.judge(), below)
+	return deleted
 }

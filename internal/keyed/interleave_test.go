@@ -206,3 +206,72 @@ func TestReviveWhoseRoomIsTakenAfterItsWalkKeepsTheCap(t *testing.T) {
 	}
 	assertListed(t, m, live...)
 }
+
+// TestReviveWhoseWalkFindsNoIdleKeyInItsVisitsWalksOn: at the cap, a key
+// evicted under its caller is revived while the only idle key lies past the
+// MaxVisits nodes that Revive's first walk visits from the cursor. That walk
+// evicts nothing, the re-insertion puts the map over the cap, and Revive
+// walks on from where the first walk stopped: it reaches the idle key and
+// evicts it, and the map is back at the cap. A first walk that evicted
+// nothing had stopped Revive from walking again, leaving the map over the
+// cap with the idle key held until the next new key's walk.
+func TestReviveWhoseWalkFindsNoIdleKeyInItsVisitsWalksOn(t *testing.T) {
+	const maxKeys = keyed.MaxVisits + 36
+	m := newMap(0, maxKeys)
+	m.Get("idle")   // the oldest node, last on the list
+	x := m.Get("x") // idle: its caller holds the cell
+	busy := keysUpTo(maxKeys - 2)
+	for _, k := range busy {
+		add(m, k, m.Get(k), 1)
+	}
+	require.Equal(t, 1, m.Sweep(func(c *cell) bool { return c == x && kill(c) }), "x evicted under its caller")
+	add(m, "full", m.Get("full"), 1)
+	require.Equal(t, maxKeys, m.Len(), "the map is at the cap, x not held")
+	listed := keyed.Listed(m)
+	require.Equal(t, "idle", listed[len(listed)-1])
+	require.Greater(t, len(listed), keyed.MaxVisits+1, "the idle key lies past a walk's visits from head")
+
+	var walks []int
+	keyed.OnWalk(m, func(v int) { walks = append(walks, v) })
+	revived := add(m, "x", x, 1)
+	require.NotEmpty(t, walks)
+	assert.Equal(t, keyed.MaxVisits, walks[0], "the first walk visited its whole budget, all busy")
+	assert.NotSame(t, x, revived)
+	_, ok := m.Peek("idle")
+	assert.False(t, ok, "the idle key past the first walk's visits was evicted")
+	assert.Equal(t, maxKeys, m.Len(), "the map is back at the cap")
+	assert.Equal(t, int64(maxKeys), keyed.Reserved(m))
+	live := append(busy, "full", "x")
+	for _, k := range live {
+		c, ok := m.Peek(k)
+		if assert.True(t, ok, k) {
+			assert.Equal(t, int64(1), c.n.Load(), k)
+		}
+	}
+	assertListed(t, m, live...)
+}
+
+// TestReviveWhoseWalkWentRoundFindingNoIdleKeyWalksOnce: at the cap, with
+// no key idle, Revive's first walk goes round the whole list, short of its
+// budget, and evicts nothing; it does not walk again after the
+// re-insertion, which leaves the map over the cap by the revived key.
+func TestReviveWhoseWalkWentRoundFindingNoIdleKeyWalksOnce(t *testing.T) {
+	const maxKeys = 8
+	m := newMap(0, maxKeys)
+	x := m.Get("x") // idle: its caller holds the cell
+	busy := keysUpTo(maxKeys - 1)
+	for _, k := range busy {
+		add(m, k, m.Get(k), 1)
+	}
+	require.Equal(t, 1, m.Sweep(func(c *cell) bool { return c == x && kill(c) }), "x evicted under its caller")
+	add(m, "full", m.Get("full"), 1)
+	require.Equal(t, maxKeys, m.Len(), "the map is at the cap, x not held")
+
+	var walks []int
+	keyed.OnWalk(m, func(v int) { walks = append(walks, v) })
+	add(m, "x", x, 1)
+	require.Len(t, walks, 1, "one walk")
+	assert.Less(t, walks[0], keyed.MaxVisits, "round the whole list, short of its budget")
+	assert.Equal(t, maxKeys+1, m.Len(), "over the cap by the revived key while no key is idle")
+	assertListed(t, m, append(busy, "full", "x")...)
+}

@@ -143,10 +143,14 @@
 // fresh cell, which the walk therefore cannot evict) whenever the re-insertion
 // put the map over the cap all the same (other keys took the room since the
 // check, or since the walk before it, or the key was deleted since the check),
-// unless the walk before it evicted no key. So the cap can be exceeded only
-// by such callers, each by one key, while no key is idle (or during the walk
-// that looks for one): the next insertion's walk evicts idle keys until count
-// is below n again.
+// unless the walk before it went round the whole list and evicted no key. A
+// walk visits at most MaxVisits nodes, from the cursor, where the walk before
+// it stopped, so the second walk goes on past the nodes the first one found
+// busy. So the cap can be exceeded only by such callers, each by one key,
+// while their walks find no idle key (no key is idle, or those that are lie
+// past the nodes the walks visit, or the walk that looks for one is under
+// way): the next insertion's walk, from where theirs stopped, evicts idle
+// keys until count is below n again.
 package keyed
 
 import (
@@ -372,9 +376,11 @@ func (m *Map[C]) tryReserve() bool {
 // it: with below = maxKeys, once the map has room for a key. Stopping at the
 // first eviction instead would leave a map over the cap (by revivals) full
 // after it, and the new key denied, while idle keys were there to evict. It
-// returns how many keys it deleted.
-func (m *Map[C]) walk(budget, chunk int, kill func(*C) bool, below int64) int {
-	deleted, visits, wrapped, room := 0, 0, false, false
+// returns how many keys it deleted and how many nodes it visited: a walk
+// that deleted no key and visited fewer than budget went round the whole
+// list.
+func (m *Map[C]) walk(budget, chunk int, kill func(*C) bool, below int64) (deleted, visits int) {
+	wrapped, room := false, false
 	for visits < budget {
 		from, start, claimed, wraps := m.claim(min(chunk, budget-visits))
 		if m.hook != nil {
@@ -413,7 +419,7 @@ func (m *Map[C]) walk(budget, chunk int, kill func(*C) bool, below int64) int {
 	if m.walked != nil {
 		m.walked(visits)
 	}
-	return deleted
+	return deleted, visits
 }
 
 // claim hands this walker up to chunk nodes after the shared cursor to visit:
@@ -559,13 +565,19 @@ func (m *Map[C]) Peek(key string) (*C, bool) {
 // until there is room for it when that puts the map over the cap (see the
 // package documentation).
 func (m *Map[C]) Revive(key string, dead *C) *C {
-	barren := false // the walk below evicted no key
+	barren := false // the walk below went round the whole list and evicted no key
 	if m.maxKeys > 0 && m.count.Load() >= int64(m.maxKeys) {
 		if _, held := m.cells.Load(key); !held {
 			// The re-insertion below will put the map over the cap: evict
 			// idle keys first, if there are any, until there is room, so
 			// that an excess lasts only while no key is idle.
-			barren = m.walk(MaxVisits, capChunk, m.judge(), int64(m.maxKeys)) == 0
+			deleted, visits := m.walk(MaxVisits, capChunk, m.judge(), int64(m.maxKeys))
+			// Short of its budget without an eviction, the walk went round
+			// the whole list and found no key idle: a second walk would
+			// find none either. Within its budget, it saw only the nodes
+			// after the cursor, and the second walk goes on from where it
+			// stopped.
+			barren = deleted == 0 && visits < MaxVisits
 		}
 	}
 	if m.hook != nil {
@@ -593,9 +605,9 @@ func (m *Map[C]) Revive(key string, dead *C) *C {
 		// walker's deletion after its kill), while other keys took the
 		// room. Evict idle keys now, until the map is back within the cap
 		// (count below cap + 1; count > maxKeys, so cap + 1 does not
-		// overflow), unless the walk above has just evicted none. Before
-		// the push, so that this caller's fresh cell, not yet listed,
-		// cannot be the walk's victim.
+		// overflow), unless the walk above has just gone round the whole
+		// list and evicted none. Before the push, so that this caller's
+		// fresh cell, not yet listed, cannot be the walk's victim.
 		m.walk(MaxVisits, capChunk, m.judge(), int64(m.maxKeys)+1)
 	}
 	if fresh != nil && n == fresh {
