@@ -39,7 +39,7 @@ type Limiter struct {
 	stateless []bool
 	// isLog[i] is set when children[i] is a sliding log (see isLog), or a
 	// composite holding one (to any depth): after a denial, it is not asked
-	// for n > 1 requests to learn its wait (see wait).
+	// for n > 1 requests by a Take to learn its wait (see wait).
 	isLog []bool
 	// most is the least of the children's hotlimit.Burster bursts
 	// (math.MaxInt for a child that does not say): a Take of more is
@@ -167,8 +167,10 @@ func isStateless(c hotlimit.Refunder) bool {
 // one, to any depth. slidinglog's Take of n > 1 can be denied with some of
 // its requests counted, under concurrent requests on the key (see
 // hotlimit.Limiter), so a Take that is only a question (see wait) must not
-// ask one for more than one request. A service.Service rule of several
-// limits tells its sliding logs so too.
+// ask one for more than one request: slidinglog's tells its wait without a
+// Take (slidinglog.Limiter.RetryAfter), and a composite holding one is asked
+// child by child (see ask). A service.Service rule of several limits tells
+// its sliding logs so too.
 func isLog(c hotlimit.Limiter) bool {
 	switch c := c.(type) {
 	case *slidinglog.Limiter:
@@ -432,8 +434,11 @@ func (l *Limiter) take(ctx context.Context, key string, n int, leaves []hotlimit
 // state changed since its report, under concurrent requests) gives them
 // back at once with its own receipt, as the give-back of a denial does (see
 // take), and waits nothing. A child that fails to decide gives no wait: its
-// failure policy answered, not its quota. Not asked: a sliding log for
-// n > 1 (see isLog), a child that keeps no state, and every child when the
+// failure policy answered, not its quota. For n > 1, a sliding log is not
+// asked by a Take (see isLog): slidinglog's tells its wait by RetryAfter,
+// counting nothing, a composite holding a sliding log is asked child by
+// child (see ask), and any other sliding log (redislimit's) is not asked.
+// Not asked either: a child that keeps no state, and every child when the
 // denier's wait is Never already; nor, once ctx has ended, a child that
 // takes a context, or a composite holding one (it could only fail: a
 // redislimit limiter does not send the question, and its failure policy
@@ -447,7 +452,7 @@ func (l *Limiter) take(ctx context.Context, key string, n int, leaves []hotlimit
 // children not asked.
 func (l *Limiter) wait(ctx context.Context, key string, n, denier int, retry time.Duration, rem *[MaxChildren]int, leaves []hotlimit.Receipt, errs []error) (time.Duration, []error) {
 	for j := denier + 1; j < len(l.children) && retry != hotlimit.Never; j++ {
-		if rem[j] >= n || l.stateless[j] || n > 1 && l.isLog[j] {
+		if rem[j] >= n || l.stateless[j] {
 			continue
 		}
 		if ctx != nil && l.remote[j] && ctx.Err() != nil {
@@ -455,6 +460,21 @@ func (l *Limiter) wait(ctx context.Context, key string, n, denier int, retry tim
 		}
 		var cd hotlimit.Decision
 		var err error
+		if n > 1 && l.isLog[j] {
+			// A Take of several from a sliding log can count some of them
+			// and deny (see isLog): slidinglog's tells its wait without a
+			// Take, and a composite holding one is asked child by child,
+			// as here. Any other sliding log is not asked.
+			switch a, ok := l.children[j].(asker); {
+			case l.sub[j] != nil:
+				var w time.Duration
+				w, errs = l.sub[j].ask(ctx, key, n, leaves[l.off[j]:l.off[j]+l.sub[j].width], errs)
+				retry = max(retry, w)
+			case ok:
+				retry = max(retry, a.RetryAfter(key, n))
+			}
+			continue
+		}
 		switch cc := l.withContext[j]; {
 		case l.sub[j] != nil:
 			sub := l.sub[j]
@@ -488,6 +508,27 @@ func (l *Limiter) wait(ctx context.Context, key string, n, denier int, retry tim
 		}
 	}
 	return retry, errs
+}
+
+// asker is a limiter that tells how long a Take of n requests must wait
+// before it can pass, counting nothing: slidinglog's (see
+// slidinglog.Limiter.RetryAfter).
+type asker interface {
+	RetryAfter(key string, n int) time.Duration
+}
+
+// ask returns how long the request of n waits until every child admits it,
+// with errs and the errors of the children it asks, beside the decision:
+// each child reports its state, and those that report less than n are
+// asked as wait asks the children after a denier, so that nothing stays
+// counted. A composite holding this one asks it so, in place of a Take,
+// when it holds a sliding log and n > 1 (see wait). leaves is this
+// composite's share of the receipts its caller keeps (see take), which the
+// questions of nested composites use and mark given back.
+func (l *Limiter) ask(ctx context.Context, key string, n int, leaves []hotlimit.Receipt, errs []error) (time.Duration, []error) {
+	var rem [MaxChildren]int
+	l.report(ctx, key, 0, -1, hotlimit.Decision{}, &errs, false, &rem)
+	return l.wait(ctx, key, n, -1, 0, &rem, leaves, errs)
 }
 
 // giveBack refunds, in reverse order, what each of the first upto children

@@ -50,12 +50,15 @@
 //     passes RetryAfter later, if nothing else is taken meanwhile, and not
 //     a nanosecond sooner: under 1 per second and 1 per minute, the second
 //     request, half a second after the first, waits 59.5 s, not the
-//     second's 0.5 s after which the minute would deny it again. Not asked
-//     for n, and so left out of the wait: a sliding log (slidinglog's, one
-//     that reports its Config as one, as redislimit's do, or a composite
-//     holding one) when n > 1, since slidinglog's Take of several requests
-//     can be denied with some of them counted under concurrent requests
-//     (see hotlimit.Limiter); a child whose report failed (its error is
+//     second's 0.5 s after which the minute would deny it again. For
+//     n > 1 a sliding log is not asked by a Take, since slidinglog's Take
+//     of several requests can be denied with some of them counted under
+//     concurrent requests (see hotlimit.Limiter): slidinglog's tells its
+//     wait by slidinglog.Limiter.RetryAfter, which counts nothing, and a
+//     composite holding a sliding log is asked child by child, as here.
+//     Not asked for n, and so left out of the wait: any other sliding log
+//     (one that reports its Config as one, as redislimit's do) when n > 1;
+//     a child whose report failed (its error is
 //     beside the decision); and, once the caller's context has ended, a
 //     child that would decide with it (see UsesContext), which could only
 //     fail: a composite of in-memory limiters is still asked, as its
