@@ -457,7 +457,8 @@ func (l *Limiter) take(c *cell, now, raw int64, n uint64, seen *ring) (hotlimit.
 // window or was refunded, if nothing else is taken meanwhile (a denial's
 // RetryAfter, see the package documentation, as exact: 1 ns sooner they
 // would still be denied). It never inserts key: a key the limiter does not
-// hold waits nothing. n == 0 waits nothing; n greater than the limit, or
+// hold waits nothing (as a fresh key's would; a key cap may still turn it
+// away, see hotlimit.WithMaxKeys). n == 0 waits nothing; n greater than the limit, or
 // negative, waits hotlimit.Never. A composite asks it, after another child
 // denied a request of several, in place of a Take: a Take of several can be
 // denied with some of its requests counted (see Take).
