@@ -9,6 +9,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/hotlimit/hotlimit"
+	"github.com/hotlimit/hotlimit/internal/limitertest"
 )
 
 // TestRetryAfterOfSeveralWaitsForALaterSlidingLog: under 2 per second and a
@@ -57,4 +58,45 @@ func TestRetryAfterOfSeveralWaitsForALaterSlidingLog(t *testing.T) {
 			})
 		}
 	}
+}
+
+// TestRetryAfterLeavesALaterSlidingLogAsItWas forces the race between a
+// later sliding log's report and the question of its wait: the log, full
+// with requests at 0 s and 30 s of its minute, reports itself spent after
+// the first child's denial, then its clock moves past the request at 0 s
+// before it is asked for the request. Asked by a Take, it would admit it
+// and, given it back, mark its oldest counted request (at 30 s) refunded
+// in place of the new one (see slidinglog.Limiter.Refund), holding a
+// request of the denied call until a minute after the question. It is
+// asked by RetryAfter, which counts nothing: afterwards it is as a twin
+// that was never asked, at once and once the request at 30 s has left.
+func TestRetryAfterLeavesALaterSlidingLogAsItWas(t *testing.T) {
+	var now atomic.Int64 // the first child's
+	now.Store(int64(1000 * time.Hour))
+	var clock limitertest.HookClock // the log's
+	first := kinds[2].make(t, 1, time.Hour, now.Load)
+	log := kinds[4].make(t, 2, time.Minute, clock.Read)
+	twin := kinds[4].make(t, 2, time.Minute, clock.Read)
+	c := nested(t, first, log)
+	require.True(t, first.Allow("k")) // the hour is spent
+	for _, l := range []hotlimit.Limiter{log, twin} {
+		clock.Now.Store(0)
+		require.True(t, l.Allow("k"))
+		clock.Now.Store(int64(30 * time.Second))
+		require.True(t, l.Allow("k"))
+	}
+
+	clock.Now.Store(int64(35 * time.Second))
+	reported := false
+	clock.Hook = func() { // at the log's report
+		reported = true
+		clock.Now.Store(int64(61 * time.Second)) // the request at 0 s has left
+	}
+	d := c.Take("k", 1)
+	require.True(t, reported, "the log reported its state")
+	require.False(t, d.Allowed)
+	assert.Equal(t, twin.Take("k", 0), log.Take("k", 0), "at the question")
+	clock.Now.Store(int64(95 * time.Second)) // the request at 30 s has left
+	assert.Equal(t, twin.Take("k", 0), log.Take("k", 0), "once the request at 30 s has left")
+	assert.Equal(t, 2, log.Take("k", 0).Remaining)
 }
