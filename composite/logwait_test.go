@@ -69,15 +69,29 @@ func TestRetryAfterOfSeveralWaitsForALaterSlidingLog(t *testing.T) {
 // in place of the new one (see slidinglog.Limiter.Refund), holding a
 // request of the denied call until a minute after the question. It is
 // asked by RetryAfter, which counts nothing: afterwards it is as a twin
-// that was never asked, at once and once the request at 30 s has left.
+// that was never asked, at once and once the request at 30 s has left. So
+// too with the log inside a nested composite, whose children are asked
+// one by one.
 func TestRetryAfterLeavesALaterSlidingLogAsItWas(t *testing.T) {
-	var now atomic.Int64 // the first child's
+	for _, nest := range []bool{false, true} {
+		t.Run(map[bool]string{false: "child", true: "nested"}[nest], func(t *testing.T) {
+			testLaterSlidingLogAsItWas(t, nest)
+		})
+	}
+}
+
+func testLaterSlidingLogAsItWas(t *testing.T, nest bool) {
+	var now atomic.Int64 // the first child's and the spare's
 	now.Store(int64(1000 * time.Hour))
 	var clock limitertest.HookClock // the log's
 	first := kinds[2].make(t, 1, time.Hour, now.Load)
 	log := kinds[4].make(t, 2, time.Minute, clock.Read)
 	twin := kinds[4].make(t, 2, time.Minute, clock.Read)
-	c := nested(t, first, log)
+	later := hotlimit.Limiter(log)
+	if nest {
+		later = nested(t, kinds[0].make(t, 100, time.Second, now.Load), log)
+	}
+	c := nested(t, first, later)
 	require.True(t, first.Allow("k")) // the hour is spent
 	for _, l := range []hotlimit.Limiter{log, twin} {
 		clock.Now.Store(0)
