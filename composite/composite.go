@@ -175,8 +175,8 @@ func isStateless(c hotlimit.Refunder) bool {
 // hotlimit.Limiter), so a Take that is only a question (see wait) must not
 // ask one for more than one request: slidinglog's tells its wait without a
 // Take (slidinglog.Limiter.RetryAfter), for any n, and a composite holding
-// one is asked child by child (see ask). A service.Service rule of several limits tells
-// its sliding logs so too.
+// one is asked child by child (see ask). A service.Service rule of several
+// limits tells its sliding logs so too.
 func isLog(c hotlimit.Limiter) bool {
 	switch c := c.(type) {
 	case *slidinglog.Limiter:
@@ -536,9 +536,9 @@ type asker interface {
 // each child reports its state, and those that report less than n are
 // asked as wait asks the children after a denier, so that nothing stays
 // counted. A composite holding this one asks it so, in place of a Take,
-// when it holds a sliding log (see wait). leaves is this
-// composite's share of the receipts its caller keeps (see take), which the
-// questions of nested composites use and mark given back.
+// when it holds a sliding log (see wait). leaves is this composite's share
+// of the receipts its caller keeps (see take), which the questions of
+// nested composites use and mark given back.
 func (l *Limiter) ask(ctx context.Context, key string, n int, leaves []hotlimit.Receipt, errs []error) (time.Duration, []error) {
 	var rem [MaxChildren]int
 	l.report(ctx, key, 0, -1, hotlimit.Decision{}, &errs, false, &rem)
