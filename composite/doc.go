@@ -11,13 +11,13 @@
 // the request is denied: nothing is lost on a partial failure. (A child after
 // the denier may then be asked for the request too, to learn how long it
 // must wait, see Decisions: it takes nothing when it denies, and is refunded
-// at once when it admits.) A refund at the clock reading of its Take
-// restores a token bucket, a GCRA, a fixed window and a sliding counter
-// exactly, and a sliding log's current capacity exactly (see
-// slidinglog.Limiter.Refund for its future capacity: put sliding logs last,
-// as the last child is refunded only when it admits a request it was asked
-// about after a denial, which takes a change of its state between its report
-// and the question, under concurrent requests). With a clock that moves
+// at once when it admits; slidinglog's is asked without a Take, and takes
+// nothing.) A refund at the clock reading of its Take restores a token
+// bucket, a GCRA, a fixed window and a sliding counter exactly, and a
+// sliding log's current capacity exactly (see slidinglog.Limiter.Refund for
+// its future capacity: put sliding logs last, as the last child is never
+// refunded, and slidinglog's after the denier is never asked for a Take).
+// With a clock that moves
 // between the Take and the refund, a token bucket or a GCRA also loses what
 // it refilled in that instant, nanoseconds: a refund never counts a refill
 // twice.
@@ -50,13 +50,17 @@
 //     passes RetryAfter later, if nothing else is taken meanwhile, and not
 //     a nanosecond sooner: under 1 per second and 1 per minute, the second
 //     request, half a second after the first, waits 59.5 s, not the
-//     second's 0.5 s after which the minute would deny it again. Not asked
-//     for n, and so left out of the wait: a sliding log (slidinglog's, one
-//     that reports its Config as one, as redislimit's do, or a composite
-//     holding one) when n > 1, since slidinglog's Take of several requests
-//     can be denied with some of them counted under concurrent requests
-//     (see hotlimit.Limiter); a child whose report failed (its error is
-//     beside the decision); and, once the caller's context has ended, a
+//     second's 0.5 s after which the minute would deny it again. A sliding
+//     log of slidinglog's is not asked by a Take (its Take of several
+//     requests can be denied with some of them counted under concurrent
+//     requests, see hotlimit.Limiter, and one given back holds future
+//     capacity, see slidinglog.Limiter.Refund): it tells its wait by
+//     slidinglog.Limiter.RetryAfter, which counts nothing, and a composite
+//     holding a sliding log is asked child by child, as here. Not asked
+//     for n, and so left out of the wait: any other sliding log (one that
+//     reports its Config as one, as redislimit's do) when n > 1 (for one
+//     request it is asked by a Take); a child whose report failed (its
+//     error is beside the decision); and, once the caller's context has ended, a
 //     child that would decide with it (see UsesContext), which could only
 //     fail: a composite of in-memory limiters is still asked, as its
 //     children would be side by side. After RetryAfter one of those may

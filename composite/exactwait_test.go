@@ -31,32 +31,31 @@ type childModel interface {
 // limiter's durations may be against the exact model: the token bucket
 // counts in fixed point, and its waits may be a few units of time early
 // (microseconds at these rates; package tokenbucket pins them), the others
-// are exact on the clocks these tests use. log is set for the sliding log.
+// are exact on the clocks these tests use.
 type modelKind struct {
 	name string
-	log  bool
 	tol  time.Duration
 	make func(t testing.TB, limit, burst int, window time.Duration, clock hotlimit.Clock) (hotlimit.Refunder, childModel)
 }
 
 var modelKinds = []modelKind{
-	{"tokenbucket", false, 100 * time.Microsecond, func(t testing.TB, limit, burst int, window time.Duration, clock hotlimit.Clock) (hotlimit.Refunder, childModel) {
+	{"tokenbucket", 100 * time.Microsecond, func(t testing.TB, limit, burst int, window time.Duration, clock hotlimit.Clock) (hotlimit.Refunder, childModel) {
 		l, err := tokenbucket.New(limit, window, hotlimit.WithClock(clock), hotlimit.WithBurst(burst))
 		require.NoError(t, err)
 		return l, models.NewTokenBucket(limit, burst, window, clock())
 	}},
-	{"gcra", false, 0, func(t testing.TB, limit, burst int, window time.Duration, clock hotlimit.Clock) (hotlimit.Refunder, childModel) {
+	{"gcra", 0, func(t testing.TB, limit, burst int, window time.Duration, clock hotlimit.Clock) (hotlimit.Refunder, childModel) {
 		l, err := gcra.New(limit, window, hotlimit.WithClock(clock), hotlimit.WithBurst(burst))
 		require.NoError(t, err)
 		return l, models.NewGCRA(limit, burst, window, clock()) // whole ticks per ns at these rates: exact
 	}},
-	{"fixedwindow", false, 0, func(t testing.TB, limit, _ int, window time.Duration, clock hotlimit.Clock) (hotlimit.Refunder, childModel) {
+	{"fixedwindow", 0, func(t testing.TB, limit, _ int, window time.Duration, clock hotlimit.Clock) (hotlimit.Refunder, childModel) {
 		return kinds[2].make(t, limit, window, clock), models.NewFixedWindow(limit, window)
 	}},
-	{"slidingcounter", false, 0, func(t testing.TB, limit, _ int, window time.Duration, clock hotlimit.Clock) (hotlimit.Refunder, childModel) {
+	{"slidingcounter", 0, func(t testing.TB, limit, _ int, window time.Duration, clock hotlimit.Clock) (hotlimit.Refunder, childModel) {
 		return kinds[3].make(t, limit, window, clock), models.NewSlidingCounter(limit, window)
 	}},
-	{"slidinglog", true, 0, func(t testing.TB, limit, _ int, window time.Duration, clock hotlimit.Clock) (hotlimit.Refunder, childModel) {
+	{"slidinglog", 0, func(t testing.TB, limit, _ int, window time.Duration, clock hotlimit.Clock) (hotlimit.Refunder, childModel) {
 		return kinds[4].make(t, limit, window, clock), models.NewSlidingLog(limit, window)
 	}},
 }
@@ -102,8 +101,8 @@ func (b *band) add(want, tol time.Duration) {
 // denier's own decision in its place, the others reporting after the
 // give-back; ResetAfter the largest. A denial's RetryAfter is the least
 // wait after which every child admits n: the largest of the denier's and of
-// each later child's own wait for n (a sliding log, not asked for n > 1,
-// counts 0), or Never when n is above some child's burst. n < 1 reports.
+// each later child's own wait for n, or Never when n is above some child's
+// burst. n < 1 reports.
 // most is the least burst of the children.
 func sequentialTake(children []modelChild, most int, key string, n int, now int64) (hotlimit.Decision, band, band) {
 	var d hotlimit.Decision
@@ -160,7 +159,7 @@ func sequentialTake(children []modelChild, most int, key string, n int, now int6
 		case i == denier:
 			merge(i, own)
 			continue
-		case i > denier && !(n > 1 && c.kind.log):
+		case i > denier:
 			w := c.question(key, n, now)
 			retry.later = retry.later || w > own.RetryAfter
 			retry.add(w, c.kind.tol)

@@ -18,7 +18,9 @@ import (
 // TestDifferentialWithRefunds plays random sequences of takes with
 // receipts, refunds of them (each at most once, some after their window),
 // reports (Take(key, 0), n < 0, n > limit), sweeps and clock moves against
-// the sequential model: every Decision, Sweep count and Len must agree. The
+// the sequential model: every Decision, Sweep count and Len must agree, and
+// RetryAfter(key, n), asked before each Take, must be its RetryAfter (0
+// when it passes), changing nothing. The
 // policies run from the shortest window to the longest and up to the
 // largest limit, and the clock starts anywhere, at the ends of the range a
 // slot holds (±2^61 ns around the limiter's epoch, its clock reading at New,
@@ -113,6 +115,18 @@ func TestDifferentialWithRefunds(t *testing.T) {
 							n = 1 + rng.IntN(min(p.limit, 8))
 						}
 						want := m.Take(key, n, now)
+						wait := lim.RetryAfter(key, n)
+						switch {
+						case want.Allowed && n >= 0:
+							require.Zero(t, wait, "%s: RetryAfter(%q, %d) of a Take that passes", msg, key, n)
+						case back:
+							// Out of claim order, Take's wait, on the oldest and
+							// the n-th entry, can be short: it is then denied
+							// again, on an entry between.
+							require.GreaterOrEqual(t, wait, want.RetryAfter, "%s: RetryAfter(%q, %d)", msg, key, n)
+						default:
+							require.Equal(t, want.RetryAfter, wait, "%s: RetryAfter(%q, %d)", msg, key, n)
+						}
 						got, rc := lim.TakeReceipt(key, n)
 						if !m.RemainingExact() {
 							require.True(t, back, "%s: Remaining is exact with a clock that never steps back", msg)

@@ -47,7 +47,8 @@
 //     Under contention on one key (with other requests, or with a Refund
 //     alone), or after a Refund and a clock step back, Take with n > 1 can
 //     be denied with RetryAfter 1 ns although the requests might have
-//     fitted, its first claims spent; see Limiter.Take.
+//     fitted, its first claims spent; see Limiter.Take. Limiter.RetryAfter
+//     tells a Take's wait without making it, counting nothing.
 //   - ResetAfter: until the newest logged request expires, 0 when none counts
 //     in the window; hotlimit.Never when it expires past the latest time
 //     the limiter reads, as for RetryAfter.

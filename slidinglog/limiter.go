@@ -451,6 +451,59 @@ func (l *Limiter) take(c *cell, now, raw int64, n uint64, seen *ring) (hotlimit.
 	return d, first, takeDone
 }
 
+// RetryAfter returns how long from now Take(key, n) must wait before its n
+// requests can pass, changing nothing: 0 when they would pass now, else
+// until every one of the n oldest of the last Limit requests has left the
+// window or was refunded, if nothing else is taken meanwhile (a denial's
+// RetryAfter, see the package documentation, as exact: 1 ns sooner they
+// would still be denied). It never inserts key: a key the limiter does not
+// hold waits nothing (as a fresh key's would; a key cap may still turn it
+// away, see hotlimit.WithMaxKeys). n == 0 waits nothing; n greater than the limit, or
+// negative, waits hotlimit.Never. A composite asks it, after another child
+// denied a request of several, in place of a Take: a Take of several can be
+// denied with some of its requests counted (see Take).
+func (l *Limiter) RetryAfter(key string, n int) time.Duration {
+	switch {
+	case n < 0 || uint64(n) > l.limit:
+		return hotlimit.Never
+	case n == 0:
+		return 0
+	}
+	c, ok := l.cells.Peek(key)
+	if !ok {
+		return 0
+	}
+	// As decide does: the clock is read after the snapshot, so that, with a
+	// clock that never goes back, it is no earlier than any request the
+	// snapshot sees, and the entries are used only if slot s.i still held
+	// s.v after they were read: claim s.h had not landed, nor a tombstone,
+	// so entry k was claim s.h − L + k throughout, only refunds marking
+	// some. Each entry is waited for, not only the oldest and the n-th:
+	// refunds that read a later clock can leave the free entries out of
+	// claim order (see free), and Take's later claims check the others.
+	for {
+		s, ok := c.read()
+		if !ok {
+			continue
+		}
+		if s.v == packed.StampDead {
+			return 0 // swept: the key's next cell is fresh
+		}
+		raw := l.clock()
+		t := max(l.clamp(raw), s.newest)
+		var w time.Duration
+		for k := uint64(0); k < uint64(n) && w != hotlimit.Never; k++ {
+			w = max(w, l.wait(c.load(c.at(s.h, k)), t, raw))
+		}
+		if c.still(&s) {
+			return w
+		}
+		// The ring moved on (a claim, a refund's mark on slot s.i, a
+		// tombstone: another caller's successful CAS): read it, and the
+		// clock, again.
+	}
+}
+
 // wait returns how long after the clock reading raw the entry v lets a
 // claim through: 0 when it already does at t, else until its time leaves
 // the window (see leaves).
