@@ -23,10 +23,11 @@ import (
 // because the circuit breaker is open; see [WithBreaker].
 var ErrBreakerOpen = errors.New("redislimit: circuit breaker open: Redis failed recently")
 
-// ErrClockRange is the error of a decision whose [hotlimit.WithClock] reading
-// is outside ±2^51 ns (about ±26 days), beyond which Redis's arithmetic stops
-// being exact: a wait from one end of the range to the other, plus a fill
-// time or two windows, must stay below 2^53 ns.
+// ErrClockRange is wrapped by the error of a decision whose
+// [hotlimit.WithClock] reading is outside ±2^51 ns (about ±26 days), beyond
+// which Redis's arithmetic stops being exact: a wait from one end of the
+// range to the other, plus a fill time or two windows, must stay below
+// 2^53 ns. The error names the reading and the range.
 var ErrClockRange = errors.New("redislimit: clock reading outside ±2^51 ns")
 
 // ErrReply is wrapped by the error of a script reply that is not what the
@@ -645,14 +646,15 @@ func (l *Limiter) args(n, extra, giveback, at int64) ([]any, error) {
 }
 
 // nowArg returns the script's argument now for clock: a reading of it, or
-// "" for Redis's TIME when clock is nil.
+// "" for Redis's TIME when clock is nil; for a reading outside the range,
+// an error wrapping ErrClockRange that names it.
 func nowArg(clock hotlimit.Clock) (string, error) {
 	if clock == nil {
 		return "", nil
 	}
 	t := clock()
 	if t > clockRange || t < -clockRange {
-		return "", ErrClockRange
+		return "", fmt.Errorf("%w: the clock read %d ns, outside [%d, %d]", ErrClockRange, t, -clockRange, clockRange)
 	}
 	return strconv.FormatInt(t, 10), nil
 }
