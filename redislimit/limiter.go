@@ -572,6 +572,11 @@ func (l *Limiter) breakerFor(ctx context.Context, redisKey string) (*breaker, er
 // Redis did.
 func (l *Limiter) settle(ctx context.Context, b *breaker, key string, n int, rep reply, err error) (hotlimit.Decision, hotlimit.Receipt, error) {
 	l.observe(ctx, b, err)
+	return l.outcome(key, n, rep, err)
+}
+
+// outcome is settle for a call whose breaker was told already.
+func (l *Limiter) outcome(key string, n int, rep reply, err error) (hotlimit.Decision, hotlimit.Receipt, error) {
 	if err != nil {
 		return l.fail(key, n, err)
 	}
@@ -587,7 +592,7 @@ func (l *Limiter) settle(ctx context.Context, b *breaker, key string, n int, rep
 // ctx did: err, or nil for success.
 func (l *Limiter) observe(ctx context.Context, b *breaker, err error) {
 	switch {
-	case err == nil, isWrongType(err):
+	case redisAnswered(err):
 		// A key of another type is that key's fault, not the node's:
 		// Redis answered.
 		b.success()

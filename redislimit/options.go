@@ -184,7 +184,9 @@ func WithTimeout(d time.Duration) hotlimit.Option {
 // the breaker off, so that every call waits for Redis or its timeout.
 // A call for a key of the prefix that someone else wrote with another type
 // (see [ErrReply]) is no failure: Redis answered, and the key's error is
-// its own, not the other keys'.
+// its own, not the other keys'. The takes of a [TakeAll] that go in one
+// round trip count as one call for each breaker they reach: a round trip
+// that fails is one failure, however many takes it carried.
 //
 // On a cluster client (*redis.ClusterClient, which redis.NewUniversalClient
 // returns for several addresses) every master has a breaker of its own, so
