@@ -147,13 +147,16 @@ type Limiter struct {
 
 	// breaker guards Redis; on a cluster client, cluster is that client
 	// and, with the breaker on, nodes holds one breaker per master address,
-	// created on a key's first call, while breaker guards only the lookup
-	// of a key's master. See breakerFor.
+	// created on a key's first call and dropped once no key mapped to it
+	// for nodeIdle, while breaker guards only the lookup of a key's master.
+	// See breakerFor and nodeBreaker.
 	breaker breaker
 	cluster *redis.ClusterClient
 	nodes   *xsync.MapOf[string, *breaker]
-	local   hotlimit.Limiter // the FailLocal limiter
-	leases  *xsync.MapOf[string, *lease]
+	// nodeIdle is nodeIdle in ticks of localNow.
+	nodeIdle int64
+	local    hotlimit.Limiter // the FailLocal limiter
+	leases   *xsync.MapOf[string, *lease]
 	// claims holds the keys whose next lease a call is asking Redis for;
 	// see claimLease.
 	claims *xsync.MapOf[string, struct{}]
@@ -258,6 +261,7 @@ func New(client redis.UniversalClient, c hotlimit.Config, opts ...hotlimit.Optio
 		l.cluster = cc
 		if l.set.failures > 0 {
 			l.nodes = xsync.NewMapOf[string, *breaker]()
+			l.nodeIdle = int64(nodeIdle / l.unit)
 		}
 	}
 	l.fallbacks, _ = o.Observer.(hotlimit.FallbackObserver)
@@ -556,15 +560,60 @@ func (l *Limiter) breakerFor(ctx context.Context, redisKey string) (*breaker, er
 		return nil, err
 	}
 	l.breaker.success()
-	addr := node.Options().Addr
+	return l.nodeBreaker(node.Options().Addr), nil
+}
+
+// nodeBreaker returns the breaker of the cluster node at addr, made on its
+// first call, and notes that a key mapped to the node now. The breakers of
+// nodes that no key mapped to for nodeIdle are dropped, when a node's
+// breaker is made and when one's seen is refreshed (every nodeIdle/4 at
+// most), so that the map holds the nodes in use and those gone within
+// about nodeIdle, whatever failovers and reshardings came before. The
+// lookup of a known node is a map Load, a clock reading and an atomic
+// load; only the refresh and the pruning write, a few times a minute.
+func (l *Limiter) nodeBreaker(addr string) *breaker {
+	now := l.localNow()
 	if b, ok := l.nodes.Load(addr); ok {
-		return b, nil
+		// seen only moves to a later reading, by this CAS: of the callers
+		// that read the same stale s, one swaps it and prunes, and the
+		// others return; a writer that swapped meanwhile moved it on, which
+		// is all this refresh is for.
+		if s := b.seen.Load(); now-s >= l.nodeIdle/4 && b.seen.CompareAndSwap(s, now) {
+			l.pruneNodes(now)
+		}
+		return b
 	}
+	made := false
 	b, _ := l.nodes.LoadOrCompute(addr, func() *breaker {
+		made = true
 		b := newBreaker(l.set.failures, l.set.cooldown)
+		b.seen.Store(now)
 		return &b
 	})
-	return b, nil
+	if made {
+		l.pruneNodes(now)
+	}
+	return b
+}
+
+// pruneNodes drops the breakers of the nodes that no key mapped to for
+// nodeIdle before now. A caller that loaded such a breaker just before it
+// is dropped still uses it for its call; the next lookup makes a fresh
+// one, which starts closed: a node comes back to its breaker's threshold,
+// no call goes amiss.
+func (l *Limiter) pruneNodes(now int64) {
+	l.nodes.Range(func(addr string, b *breaker) bool {
+		if now-b.seen.Load() <= l.nodeIdle {
+			return true
+		}
+		l.nodes.Compute(addr, func(old *breaker, loaded bool) (*breaker, bool) {
+			if !loaded || old != b { // gone, or made again since: kept as it is
+				return old, !loaded
+			}
+			return old, now-old.seen.Load() > l.nodeIdle // unless seen meanwhile
+		})
+		return true
+	})
 }
 
 // settle turns the script's reply for n requests from key, or the error of

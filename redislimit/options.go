@@ -192,7 +192,10 @@ func WithTimeout(d time.Duration) hotlimit.Option {
 // returns for several addresses) every master has a breaker of its own, so
 // that a master that is down sends only the keys of its slots to the policy,
 // and the keys of the other masters are still decided by Redis; the
-// replica that takes over its slots starts with a closed one. A batch
+// replica that takes over its slots starts with a closed one. The breaker
+// of a node that no key has mapped to for a minute (a master that a
+// failover replaced, or that a resharding left without slots) is dropped,
+// so that a long-lived limiter holds breakers for the nodes in use only. A batch
 // ([WithBatch]) spanning masters is answered once every master has
 // answered it: until the breaker of a master that does not answer (frozen,
 // not refusing connections) opens, the calls that share a batch with its
