@@ -451,6 +451,35 @@ func (l *Limiter) RefundContext(ctx context.Context, key string, r hotlimit.Rece
 	return nil
 }
 
+// RefundNowContext gives back n requests from key as taken now by the
+// limiter's clock: Redis's TIME when the give-back runs, unless
+// [hotlimit.WithClock] was given, whose reading then. It is RefundContext
+// of a receipt of n requests whose At is that reading, for a caller that
+// holds no receipt, such as a rate limit service told to give hits back
+// (Envoy's negative hits): as an in-memory limiter's refund of a receipt
+// stamped with its own clock's now, a fixed window's give-back goes to the
+// window Redis counts in now, a token bucket's returns the n tokens whole
+// (up to the burst). A receipt stamped with this process's clock instead
+// would be judged by Redis's, which disagrees with it by the clocks' skew:
+// across a window's start, a fixed window would give nothing back, or take
+// it off the wrong window. n < 1 gives back nothing; errors are as
+// RefundContext's, and the same caution applies: do not give the requests
+// back again after an error.
+func (l *Limiter) RefundNowContext(ctx context.Context, key string, n int) error {
+	if n < 1 {
+		return nil
+	}
+	_, err := l.giveBack(orBackground(ctx), l.redisKey(key), int64(min(n, int(l.burst))), atNow)
+	if err != nil {
+		return explain(err)
+	}
+	return nil
+}
+
+// atNow is the script's argument at of a give-back of requests taken now,
+// by the clock the script reads (see scripts/prelude.lua).
+const atNow = ""
+
 // take decides n requests for key: from the key's lease when it covers
 // them, else in Redis, else by the failure policy. A decision that did not
 // grant a lease (a report, a denial, a request the lease could not cover)
@@ -674,7 +703,7 @@ type reply struct {
 
 // run calls the script for the Redis key k, whose node's breaker is b;
 // alone, by itself, else in a batch while other calls are under way.
-func (l *Limiter) run(ctx context.Context, b *breaker, k string, n, extra, giveback, at int64, alone bool) (reply, error) {
+func (l *Limiter) run(ctx context.Context, b *breaker, k string, n, extra, giveback int64, at any, alone bool) (reply, error) {
 	args, err := l.args(n, extra, giveback, at)
 	if err != nil {
 		return reply{}, err
@@ -690,8 +719,9 @@ func (l *Limiter) run(ctx context.Context, b *breaker, k string, n, extra, giveb
 	return l.batch.alone(ctx, k, args)
 }
 
-// args returns the script's arguments (see scripts/prelude.lua).
-func (l *Limiter) args(n, extra, giveback, at int64) ([]any, error) {
+// args returns the script's arguments (see scripts/prelude.lua): at is the
+// tick of the take a give-back returns, an int64, or atNow.
+func (l *Limiter) args(n, extra, giveback int64, at any) ([]any, error) {
 	now, err := nowArg(l.clock)
 	if err != nil {
 		return nil, err
@@ -730,12 +760,13 @@ func parse(cmd *redis.Cmd) (reply, error) {
 	return reply{allowed: v[0] == 1, remaining: v[1], retry: v[2], reset: v[3], got: v[4], now: v[5]}, nil
 }
 
-// giveBack returns n requests taken at tick at to the Redis key k, unless
+// giveBack returns n requests taken at tick at (an int64, or atNow) to the
+// Redis key k, unless
 // the breaker of k's node is open: then it gives back nothing at once, with
 // ErrBreakerOpen, as it would after the timeout. Its errors and successes
 // count for the breaker as a take's do, so that a Close or Sweep ending many
 // leases against a dead Redis waits for a few timeouts, not one per lease.
-func (l *Limiter) giveBack(ctx context.Context, k string, n, at int64) (reply, error) {
+func (l *Limiter) giveBack(ctx context.Context, k string, n int64, at any) (reply, error) {
 	b, err := l.breakerFor(ctx, k)
 	if err != nil {
 		return reply{}, err
