@@ -94,6 +94,8 @@ func TestNodeBreakersBoundedUnderChurn(t *testing.T) {
 					assert.Same(t, got, b, "step %d: %s", step, addr)
 				}
 				n := int64(l.nodes.Size())
+				// most only grows: a CAS that lost to another writer
+				// rereads it, and stops once it holds n or more.
 				for m := most.Load(); n > m && !most.CompareAndSwap(m, n); m = most.Load() {
 				}
 			})
