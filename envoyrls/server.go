@@ -723,6 +723,20 @@ func (s *Server) decide(ctx context.Context, it *item) error {
 	return s.settle(it, err)
 }
 
+// nowRefunder is a limiter that gives back requests taken now by its own
+// clock, which need not read as the server's: redislimit's reads Redis's
+// TIME. A receipt stamped with the server's clock would be judged by the
+// limiter's, off by the clocks' skew: across a window's start, a fixed
+// window would give nothing back, or take the hits off another window.
+// Negative hits carry no receipt, so they are given back as taken now, by
+// the clock that counted them, as the in-memory limiters (on the server's
+// clock) do.
+type nowRefunder interface {
+	RefundNowContext(ctx context.Context, key string, n int) error
+}
+
+var _ nowRefunder = (*redislimit.Limiter)(nil)
+
 // giveBack gives back it's hits (negative hits), under ctx where the
 // limiter takes one, and sets it.d to the key's state after; it returns the
 // backend's error in giving back, if any, past which (with
@@ -732,7 +746,18 @@ func (s *Server) decide(ctx context.Context, it *item) error {
 // it would give the hits back twice.
 func (s *Server) giveBack(ctx context.Context, it *item) error {
 	gaveBack := false
-	if rf, ok := it.lim.(hotlimit.Refunder); ok && it.n > 0 {
+	if nr, ok := it.lim.(nowRefunder); ok && it.n > 0 {
+		// The limiter's clock, not the server's, says which window the
+		// hits go back to (see nowRefunder).
+		err := nr.RefundNowContext(ctx, it.key, it.n)
+		if err != nil && s.set.backendErrs {
+			return err
+		}
+		if err != nil {
+			s.set.log.Warn("rate limit backend failed a refund", "rule", it.rule.Key, "err", err)
+		}
+		gaveBack = err == nil
+	} else if rf, ok := it.lim.(hotlimit.Refunder); ok && it.n > 0 {
 		r := hotlimit.Receipt{N: it.n, At: s.now()}
 		if cr, ok := rf.(hotlimit.ContextRefunder); ok {
 			err := cr.RefundContext(ctx, it.key, r)

@@ -121,11 +121,13 @@ func (b *batcher) answer(c *call) {
 		return
 	}
 	if b.split { // the caller's error was a leftError (see wait)
+		var v verdicts // one round trip: once per breaker
 		for i := range c.ops {
 			if o := &c.ops[i]; o.lim != nil {
-				o.lim.observe(context.Background(), o.breaker, o.err)
+				v.add(o.lim, o.breaker, o.err)
 			}
 		}
+		v.tell(context.Background())
 	}
 	b.undo(c.ops)
 	c.free()

@@ -18,7 +18,17 @@ type breaker struct {
 	// openUntil is 0 while closed, else the Monotonic time until which no
 	// call goes to Redis.
 	openUntil atomic.Int64
+	// seen is, for the breaker of a cluster's node, when a key last mapped
+	// to the node, in ticks of the limiter's localNow, as of nodeIdle/4
+	// ago at most; see Limiter.nodeBreaker.
+	seen atomic.Int64
 }
+
+// nodeIdle is how long the breaker of a cluster's node outlives the last
+// key that mapped to the node: a master that a failover replaced, or that
+// a resharding left without slots, is forgotten after it, and starts with a
+// closed breaker should its address come back.
+const nodeIdle = time.Minute
 
 func newBreaker(failures int, cooldown time.Duration) breaker {
 	return breaker{threshold: int64(failures), cooldown: int64(cooldown)}

@@ -147,6 +147,12 @@
 //
 // # Refunds and the service
 //
+// A receipt's time is the limiter's clock's, Redis's TIME by default: a
+// give-back stamped with this process's clock would be judged by Redis's,
+// which disagrees with it by the clocks' skew. [Limiter.RefundNowContext]
+// gives back requests taken now, by the limiter's clock, for a caller that
+// holds no receipt (a rate limit service told to give hits back).
+//
 // A Limiter is a [hotlimit.Refunder], so a [service.Service] built with
 // [Factory] keeps every rule in Redis, rules of several limits included:
 //

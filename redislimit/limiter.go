@@ -23,10 +23,11 @@ import (
 // because the circuit breaker is open; see [WithBreaker].
 var ErrBreakerOpen = errors.New("redislimit: circuit breaker open: Redis failed recently")
 
-// ErrClockRange is the error of a decision whose [hotlimit.WithClock] reading
-// is outside ±2^51 ns (about ±26 days), beyond which Redis's arithmetic stops
-// being exact: a wait from one end of the range to the other, plus a fill
-// time or two windows, must stay below 2^53 ns.
+// ErrClockRange is wrapped by the error of a decision whose
+// [hotlimit.WithClock] reading is outside ±2^51 ns (about ±26 days), beyond
+// which Redis's arithmetic stops being exact: a wait from one end of the
+// range to the other, plus a fill time or two windows, must stay below
+// 2^53 ns. The error names the reading and the range.
 var ErrClockRange = errors.New("redislimit: clock reading outside ±2^51 ns")
 
 // ErrReply is wrapped by the error of a script reply that is not what the
@@ -146,13 +147,16 @@ type Limiter struct {
 
 	// breaker guards Redis; on a cluster client, cluster is that client
 	// and, with the breaker on, nodes holds one breaker per master address,
-	// created on a key's first call, while breaker guards only the lookup
-	// of a key's master. See breakerFor.
+	// created on a key's first call and dropped once no key mapped to it
+	// for nodeIdle, while breaker guards only the lookup of a key's master.
+	// See breakerFor and nodeBreaker.
 	breaker breaker
 	cluster *redis.ClusterClient
 	nodes   *xsync.MapOf[string, *breaker]
-	local   hotlimit.Limiter // the FailLocal limiter
-	leases  *xsync.MapOf[string, *lease]
+	// nodeIdle is nodeIdle in ticks of localNow.
+	nodeIdle int64
+	local    hotlimit.Limiter // the FailLocal limiter
+	leases   *xsync.MapOf[string, *lease]
 	// claims holds the keys whose next lease a call is asking Redis for;
 	// see claimLease.
 	claims *xsync.MapOf[string, struct{}]
@@ -257,6 +261,7 @@ func New(client redis.UniversalClient, c hotlimit.Config, opts ...hotlimit.Optio
 		l.cluster = cc
 		if l.set.failures > 0 {
 			l.nodes = xsync.NewMapOf[string, *breaker]()
+			l.nodeIdle = int64(nodeIdle / l.unit)
 		}
 	}
 	l.fallbacks, _ = o.Observer.(hotlimit.FallbackObserver)
@@ -446,6 +451,35 @@ func (l *Limiter) RefundContext(ctx context.Context, key string, r hotlimit.Rece
 	return nil
 }
 
+// RefundNowContext gives back n requests from key as taken now by the
+// limiter's clock: Redis's TIME when the give-back runs, unless
+// [hotlimit.WithClock] was given, whose reading then. It is RefundContext
+// of a receipt of n requests whose At is that reading, for a caller that
+// holds no receipt, such as a rate limit service told to give hits back
+// (Envoy's negative hits): as an in-memory limiter's refund of a receipt
+// stamped with its own clock's now, a fixed window's give-back goes to the
+// window Redis counts in now, a token bucket's returns the n tokens whole
+// (up to the burst). A receipt stamped with this process's clock instead
+// would be judged by Redis's, which disagrees with it by the clocks' skew:
+// across a window's start, a fixed window would give nothing back, or take
+// it off the wrong window. n < 1 gives back nothing; errors are as
+// RefundContext's, and the same caution applies: do not give the requests
+// back again after an error.
+func (l *Limiter) RefundNowContext(ctx context.Context, key string, n int) error {
+	if n < 1 {
+		return nil
+	}
+	_, err := l.giveBack(orBackground(ctx), l.redisKey(key), int64(min(n, int(l.burst))), atNow)
+	if err != nil {
+		return explain(err)
+	}
+	return nil
+}
+
+// atNow is the script's argument at of a give-back of requests taken now,
+// by the clock the script reads (see scripts/prelude.lua).
+const atNow = ""
+
 // take decides n requests for key: from the key's lease when it covers
 // them, else in Redis, else by the failure policy. A decision that did not
 // grant a lease (a report, a denial, a request the lease could not cover)
@@ -555,15 +589,60 @@ func (l *Limiter) breakerFor(ctx context.Context, redisKey string) (*breaker, er
 		return nil, err
 	}
 	l.breaker.success()
-	addr := node.Options().Addr
+	return l.nodeBreaker(node.Options().Addr), nil
+}
+
+// nodeBreaker returns the breaker of the cluster node at addr, made on its
+// first call, and notes that a key mapped to the node now. The breakers of
+// nodes that no key mapped to for nodeIdle are dropped, when a node's
+// breaker is made and when one's seen is refreshed (every nodeIdle/4 at
+// most), so that the map holds the nodes in use and those gone within
+// about nodeIdle, whatever failovers and reshardings came before. The
+// lookup of a known node is a map Load, a clock reading and an atomic
+// load; only the refresh and the pruning write, a few times a minute.
+func (l *Limiter) nodeBreaker(addr string) *breaker {
+	now := l.localNow()
 	if b, ok := l.nodes.Load(addr); ok {
-		return b, nil
+		// seen only moves to a later reading, by this CAS: of the callers
+		// that read the same stale s, one swaps it and prunes, and the
+		// others return; a writer that swapped meanwhile moved it on, which
+		// is all this refresh is for.
+		if s := b.seen.Load(); now-s >= l.nodeIdle/4 && b.seen.CompareAndSwap(s, now) {
+			l.pruneNodes(now)
+		}
+		return b
 	}
+	made := false
 	b, _ := l.nodes.LoadOrCompute(addr, func() *breaker {
+		made = true
 		b := newBreaker(l.set.failures, l.set.cooldown)
+		b.seen.Store(now)
 		return &b
 	})
-	return b, nil
+	if made {
+		l.pruneNodes(now)
+	}
+	return b
+}
+
+// pruneNodes drops the breakers of the nodes that no key mapped to for
+// nodeIdle before now. A caller that loaded such a breaker just before it
+// is dropped still uses it for its call; the next lookup makes a fresh
+// one, which starts closed: a node comes back to its breaker's threshold,
+// no call goes amiss.
+func (l *Limiter) pruneNodes(now int64) {
+	l.nodes.Range(func(addr string, b *breaker) bool {
+		if now-b.seen.Load() <= l.nodeIdle {
+			return true
+		}
+		l.nodes.Compute(addr, func(old *breaker, loaded bool) (*breaker, bool) {
+			if !loaded || old != b { // gone, or made again since: kept as it is
+				return old, !loaded
+			}
+			return old, now-old.seen.Load() > l.nodeIdle // unless seen meanwhile
+		})
+		return true
+	})
 }
 
 // settle turns the script's reply for n requests from key, or the error of
@@ -571,6 +650,11 @@ func (l *Limiter) breakerFor(ctx context.Context, redisKey string) (*breaker, er
 // Redis did.
 func (l *Limiter) settle(ctx context.Context, b *breaker, key string, n int, rep reply, err error) (hotlimit.Decision, hotlimit.Receipt, error) {
 	l.observe(ctx, b, err)
+	return l.outcome(key, n, rep, err)
+}
+
+// outcome is settle for a call whose breaker was told already.
+func (l *Limiter) outcome(key string, n int, rep reply, err error) (hotlimit.Decision, hotlimit.Receipt, error) {
 	if err != nil {
 		return l.fail(key, n, err)
 	}
@@ -586,7 +670,7 @@ func (l *Limiter) settle(ctx context.Context, b *breaker, key string, n int, rep
 // ctx did: err, or nil for success.
 func (l *Limiter) observe(ctx context.Context, b *breaker, err error) {
 	switch {
-	case err == nil, isWrongType(err):
+	case redisAnswered(err):
 		// A key of another type is that key's fault, not the node's:
 		// Redis answered.
 		b.success()
@@ -619,7 +703,7 @@ type reply struct {
 
 // run calls the script for the Redis key k, whose node's breaker is b;
 // alone, by itself, else in a batch while other calls are under way.
-func (l *Limiter) run(ctx context.Context, b *breaker, k string, n, extra, giveback, at int64, alone bool) (reply, error) {
+func (l *Limiter) run(ctx context.Context, b *breaker, k string, n, extra, giveback int64, at any, alone bool) (reply, error) {
 	args, err := l.args(n, extra, giveback, at)
 	if err != nil {
 		return reply{}, err
@@ -635,8 +719,9 @@ func (l *Limiter) run(ctx context.Context, b *breaker, k string, n, extra, giveb
 	return l.batch.alone(ctx, k, args)
 }
 
-// args returns the script's arguments (see scripts/prelude.lua).
-func (l *Limiter) args(n, extra, giveback, at int64) ([]any, error) {
+// args returns the script's arguments (see scripts/prelude.lua): at is the
+// tick of the take a give-back returns, an int64, or atNow.
+func (l *Limiter) args(n, extra, giveback int64, at any) ([]any, error) {
 	now, err := nowArg(l.clock)
 	if err != nil {
 		return nil, err
@@ -645,14 +730,15 @@ func (l *Limiter) args(n, extra, giveback, at int64) ([]any, error) {
 }
 
 // nowArg returns the script's argument now for clock: a reading of it, or
-// "" for Redis's TIME when clock is nil.
+// "" for Redis's TIME when clock is nil; for a reading outside the range,
+// an error wrapping ErrClockRange that names it.
 func nowArg(clock hotlimit.Clock) (string, error) {
 	if clock == nil {
 		return "", nil
 	}
 	t := clock()
 	if t > clockRange || t < -clockRange {
-		return "", ErrClockRange
+		return "", fmt.Errorf("%w: the clock read %d ns, outside [%d, %d]", ErrClockRange, t, -clockRange, clockRange)
 	}
 	return strconv.FormatInt(t, 10), nil
 }
@@ -674,12 +760,13 @@ func parse(cmd *redis.Cmd) (reply, error) {
 	return reply{allowed: v[0] == 1, remaining: v[1], retry: v[2], reset: v[3], got: v[4], now: v[5]}, nil
 }
 
-// giveBack returns n requests taken at tick at to the Redis key k, unless
+// giveBack returns n requests taken at tick at (an int64, or atNow) to the
+// Redis key k, unless
 // the breaker of k's node is open: then it gives back nothing at once, with
 // ErrBreakerOpen, as it would after the timeout. Its errors and successes
 // count for the breaker as a take's do, so that a Close or Sweep ending many
 // leases against a dead Redis waits for a few timeouts, not one per lease.
-func (l *Limiter) giveBack(ctx context.Context, k string, n, at int64) (reply, error) {
+func (l *Limiter) giveBack(ctx context.Context, k string, n int64, at any) (reply, error) {
 	b, err := l.breakerFor(ctx, k)
 	if err != nil {
 		return reply{}, err

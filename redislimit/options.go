@@ -184,13 +184,18 @@ func WithTimeout(d time.Duration) hotlimit.Option {
 // the breaker off, so that every call waits for Redis or its timeout.
 // A call for a key of the prefix that someone else wrote with another type
 // (see [ErrReply]) is no failure: Redis answered, and the key's error is
-// its own, not the other keys'.
+// its own, not the other keys'. The takes of a [TakeAll] that go in one
+// round trip count as one call for each breaker they reach: a round trip
+// that fails is one failure, however many takes it carried.
 //
 // On a cluster client (*redis.ClusterClient, which redis.NewUniversalClient
 // returns for several addresses) every master has a breaker of its own, so
 // that a master that is down sends only the keys of its slots to the policy,
 // and the keys of the other masters are still decided by Redis; the
-// replica that takes over its slots starts with a closed one. A batch
+// replica that takes over its slots starts with a closed one. The breaker
+// of a node that no key has mapped to for a minute (a master that a
+// failover replaced, or that a resharding left without slots) is dropped,
+// so that a long-lived limiter holds breakers for the nodes in use only. A batch
 // ([WithBatch]) spanning masters is answered once every master has
 // answered it: until the breaker of a master that does not answer (frozen,
 // not refusing connections) opens, the calls that share a batch with its

@@ -90,13 +90,24 @@ func TakeAll(ctx context.Context, takes []Take) {
 	}
 	if first != nil {
 		err := first.runAll(ctx, c)
+		// One round trip: each breaker hears once how it did (see
+		// verdicts), then each take gets its decision.
+		var v verdicts
+		for j, i := range piped {
+			opErr := err
+			if err == nil {
+				opErr = c.ops[j].err
+			}
+			v.add(takes[i].Limiter, breakers[j], opErr)
+		}
+		v.tell(ctx)
 		for j, i := range piped {
 			t := &takes[i]
 			rep, opErr := reply{}, err
 			if err == nil {
 				rep, opErr = c.ops[j].rep, c.ops[j].err
 			}
-			t.Decision, t.Receipt, t.Err = t.Limiter.settle(ctx, breakers[j], t.Key, t.N, rep, opErr)
+			t.Decision, t.Receipt, t.Err = t.Limiter.outcome(t.Key, t.N, rep, opErr)
 		}
 		if err == nil {
 			c.free()
@@ -136,3 +147,42 @@ func (l *Limiter) runAll(ctx context.Context, c *call) error {
 }
 
 var errNilLimiter = fmt.Errorf("redislimit: a Take without a Limiter: %w", hotlimit.ErrInvalidConfig)
+
+// verdicts gathers how the script calls of one round trip did, for each
+// breaker of their nodes: a round trip that fails is one failure of its
+// node, however many calls it carried (the takes of a TakeAll), so that a
+// breaker opens after its threshold of failed round trips, not after a
+// threshold of takes that failed together. A breaker hears of success when
+// Redis answered any of its calls (see Limiter.observe), else of its first
+// call's error. Each breaker belongs to one Limiter, whose observe tells it.
+type verdicts struct {
+	breakers []*breaker
+	lims     []*Limiter
+	errs     []error
+}
+
+// add notes that a call of l for a key of b's node ended with err.
+func (v *verdicts) add(l *Limiter, b *breaker, err error) {
+	for i, seen := range v.breakers {
+		if seen == b {
+			if redisAnswered(err) {
+				v.errs[i] = nil
+			}
+			return
+		}
+	}
+	v.breakers, v.lims, v.errs = append(v.breakers, b), append(v.lims, l), append(v.errs, err)
+}
+
+// tell tells each breaker, once, how its calls did.
+func (v *verdicts) tell(ctx context.Context) {
+	for i, b := range v.breakers {
+		v.lims[i].observe(ctx, b, v.errs[i])
+	}
+}
+
+// redisAnswered reports whether err, a call's outcome, says that Redis answered
+// it: no error, or the error of a key of another type, which is the key's.
+func redisAnswered(err error) bool {
+	return err == nil || isWrongType(err)
+}

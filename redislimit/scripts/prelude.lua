@@ -10,7 +10,8 @@
 --     as usual, so that a call carrying an expired lease's leftovers takes
 --     with them returned; the others take nothing (the Go side sends them
 --     a give back only with n = 0)
---   9 at: the time, in ticks, of the take that give back returns
+--   9 at: the time, in ticks, of the take that give back returns, or ''
+--     for now (a give-back of requests taken now, by the clock above)
 -- Every script returns {allowed, remaining, retry after, reset after,
 -- extra taken, now}, durations in ticks, retry after -1 for never.
 -- Numbers are doubles: every value stays an integer below 2^53 in
@@ -32,7 +33,10 @@ local burst = tonumber(ARGV[5])
 local perms = tonumber(ARGV[6])
 local extra = tonumber(ARGV[7])
 local giveback = tonumber(ARGV[8])
-local at = tonumber(ARGV[9])
+local at = now
+if ARGV[9] ~= '' then
+  at = tonumber(ARGV[9])
+end
 local key = KEYS[1]
 
 -- fdiv returns floor(a / b) for integers a and b > 0: the double quotient

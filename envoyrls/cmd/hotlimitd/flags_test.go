@@ -95,6 +95,10 @@ func TestBadFlagValues(t *testing.T) {
 		{args: []string{"-drain", "abc"}, says: `invalid value "abc" for flag -drain`},
 		{args: []string{"-drain", "-1s"}, says: "-drain -1s: want 0 or more"},
 		{args: []string{"-reload-interval", "-1s"}, says: "-reload-interval -1s: want 0 or more"},
+		// A ticker of 1ns polls the directory back to back, a core's worth.
+		{args: []string{"-reload-interval", "1ns"}, says: "-reload-interval 1ns: want 0 (no reloading) or at least 1ms"},
+		{args: []string{"-reload-interval", "999us"}, says: "-reload-interval 999µs: want 0 (no reloading) or at least 1ms"},
+		{env: [2]string{"HOTLIMITD_RELOAD_INTERVAL", "1ns"}, says: "-reload-interval 1ns: want 0 (no reloading) or at least 1ms"},
 		{args: []string{"-redis-timeout", "-5ms"}, says: "-redis-timeout -5ms: want 0 or more"},
 		{args: []string{"-redis-lease", "-1"}, says: "-redis-lease -1: want 0 (none) or more"},
 		{args: []string{"-redis-lease", "2", "-redis-lease-ttl", "0s", "-redis", "127.0.0.1:1"}, says: "-redis-lease-ttl 0s: want more than 0 with -redis-lease 2"},

@@ -265,6 +265,9 @@ func (f *flags) validate() error {
 			return fmt.Errorf("-%s %v: want 0 or more", d.name, d.v)
 		}
 	}
+	if f.reload > 0 && f.reload < minReload {
+		return fmt.Errorf("-reload-interval %v: want 0 (no reloading) or at least %v", f.reload, minReload)
+	}
 	switch {
 	case f.grpcAddr == "": // net.Listen would take it for a port of its choosing
 		return fmt.Errorf("-grpc %q: an empty address: gRPC is always served; give host:port, such as :8081 (:0 for a port of the system's choosing)", f.grpcAddr)
@@ -309,11 +312,33 @@ func (f *flags) validate() error {
 			return fmt.Errorf("-redis %q: an empty address", f.redisAddr)
 		}
 	}
-	var level slog.Level
-	if err := level.UnmarshalText([]byte(f.logLevel)); err != nil {
-		return fmt.Errorf("-log-level %q: want debug, info, warn or error", f.logLevel)
+	if _, err := logLevel(f.logLevel); err != nil {
+		return err
 	}
 	return nil
+}
+
+// minReload is the shortest -reload-interval taken: each poll reads the
+// whole config directory, and a ticker of a nanosecond would poll it back
+// to back, a core's worth of reading for nothing.
+const minReload = time.Millisecond
+
+// logLevel returns the level named by -log-level: slog's names (debug,
+// info, warn, error, in any case, with an offset such as warn+2), and the
+// reference's LOG_LEVEL names (logrus's) that slog names otherwise:
+// warning, as warn, and trace, as debug, the lowest level hotlimitd logs.
+func logLevel(name string) (slog.Level, error) {
+	switch strings.ToLower(name) {
+	case "warning":
+		return slog.LevelWarn, nil
+	case "trace":
+		return slog.LevelDebug, nil
+	}
+	var level slog.Level
+	if err := level.UnmarshalText([]byte(name)); err != nil {
+		return 0, fmt.Errorf("-log-level %q: want debug, info, warn or error (or the reference's trace, as debug, and warning, as warn)", name)
+	}
+	return level, nil
 }
 
 // noPort reports whether addr is host:port with the port left empty (":",
@@ -383,10 +408,10 @@ func newFlagSet(f *flags) *flag.FlagSet {
 	fs.DurationVar(&f.leaseTTL, "redis-lease-ttl", 100*time.Millisecond, "how long a lease lasts")
 	fs.BoolVar(&f.allOrNothing, "all-or-nothing", false, "refund a denied request's other descriptors (default: count every descriptor, as the reference)")
 	fs.StringVar(&f.headers, "headers", "none", "response headers: none, reference, draft or both")
-	fs.DurationVar(&f.reload, "reload-interval", time.Second, "how often the config directory is polled; 0 turns reloading off")
+	fs.DurationVar(&f.reload, "reload-interval", time.Second, "how often the config directory is polled, at least 1ms; 0 turns reloading off")
 	fs.DurationVar(&f.drain, "drain", 10*time.Second, "how long shutdown waits for requests in flight before cutting them (those still waiting for Redis then get up to the longer of -redis-timeout and 5 s, for their leases to be given back)")
 	fs.IntVar(&f.maxKeys, "max-keys", 0, "most keys each limiter holds in memory, one per policy, shared by the rules of that policy (with -redis, in the -redis-failure local fallback); a new key past it is over the limit unless an idle key makes room; also bounds the distinct limit overrides kept (with -redis, under -redis-failure local only), to max(1, min(4096, 2^22/min(N, 2^20))); 0 for no cap")
-	fs.StringVar(&f.logLevel, "log-level", "info", "debug, info, warn or error")
+	fs.StringVar(&f.logLevel, "log-level", "info", "debug, info, warn or error; the reference's LOG_LEVEL trace is taken as debug, warning as warn")
 	return fs
 }
 
@@ -709,9 +734,9 @@ func run(ctx context.Context, args []string, stderr io.Writer, ready func(grpcAd
 	if err != nil {
 		return err
 	}
-	var level slog.Level
-	if err := level.UnmarshalText([]byte(f.logLevel)); err != nil {
-		return fmt.Errorf("-log-level: %w", err)
+	level, err := logLevel(f.logLevel)
+	if err != nil {
+		return err
 	}
 	log := slog.New(slog.NewJSONHandler(stderr, &slog.HandlerOptions{Level: level}))
 	for _, name := range unknownEnv(newFlagSet(&flags{}), os.Environ()) {

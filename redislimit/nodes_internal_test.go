@@ -1,0 +1,108 @@
+package redislimit
+
+import (
+	"fmt"
+	"slices"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/hotlimit/hotlimit"
+)
+
+// newNodesLimiter returns a Limiter on a cluster client whose clock is
+// now, for tests of its per-node breakers; it never contacts Redis.
+func newNodesLimiter(t *testing.T, now *atomic.Int64) *Limiter {
+	t.Helper()
+	client := redis.NewClusterClient(&redis.ClusterOptions{Addrs: []string{"127.0.0.1:1"}})
+	t.Cleanup(func() { _ = client.Close() })
+	l, err := New(client, hotlimit.Config{Algorithm: hotlimit.FixedWindow, Limit: 1, Window: time.Second}, hotlimit.WithClock(now.Load))
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = l.Close() })
+	require.NotNil(t, l.nodes, "a breaker per node")
+	return l
+}
+
+// nodeAddrs returns the addresses l holds a breaker for, sorted.
+func nodeAddrs(l *Limiter) []string {
+	var addrs []string
+	l.nodes.Range(func(addr string, _ *breaker) bool {
+		addrs = append(addrs, addr)
+		return true
+	})
+	slices.Sort(addrs)
+	return addrs
+}
+
+// TestNodeBreakersOfGoneNodesAreDropped: the breakers of cluster nodes that
+// no key has mapped to for a while (a master replaced by a failover, or
+// left without slots by a resharding) are dropped, whether a new node
+// comes or not, and a node in use keeps its breaker, open or not.
+func TestNodeBreakersOfGoneNodesAreDropped(t *testing.T) {
+	var now atomic.Int64
+	l := newNodesLimiter(t, &now)
+	a, b := l.nodeBreaker("a:1"), l.nodeBreaker("b:1")
+	for range l.set.failures {
+		a.failure() // a is down: its breaker opens
+	}
+	require.NotZero(t, a.openUntil.Load())
+	assert.Same(t, a, l.nodeBreaker("a:1"), "a node in use keeps its breaker")
+
+	// A failover: a's slots go to c. b stays in use.
+	for range 4 {
+		now.Add(int64(30 * time.Second))
+		assert.Same(t, b, l.nodeBreaker("b:1"))
+	}
+	l.nodeBreaker("c:1")
+	assert.Equal(t, []string{"b:1", "c:1"}, nodeAddrs(l), "a, unseen for two minutes, is dropped when c comes")
+
+	// A resharding moves b's slots to c: no new node comes.
+	for range 6 {
+		now.Add(int64(30 * time.Second))
+		l.nodeBreaker("c:1")
+	}
+	assert.Equal(t, []string{"c:1"}, nodeAddrs(l), "b, unseen for three minutes, is dropped as c is used")
+
+	// a comes back (its address reused): a fresh breaker, closed.
+	again := l.nodeBreaker("a:1")
+	assert.NotSame(t, a, again)
+	assert.Zero(t, again.openUntil.Load())
+}
+
+// TestNodeBreakersBoundedUnderChurn: while goroutines look up breakers for
+// nodes that come and go (a new address every ten seconds of the clock,
+// each used for twenty), the map holds no more than the nodes seen within
+// the last few minutes, and each lookup of a live node returns the breaker
+// in the map.
+func TestNodeBreakersBoundedUnderChurn(t *testing.T) {
+	var now atomic.Int64
+	l := newNodesLimiter(t, &now)
+	const steps, workers = 200, 4
+	var most atomic.Int64
+	for step := range steps {
+		var wg sync.WaitGroup
+		for w := range workers {
+			wg.Go(func() {
+				addr := fmt.Sprintf("n%d:1", step-(w%2)) // this step's node and the last one's
+				b := l.nodeBreaker(addr)
+				if got, ok := l.nodes.Load(addr); ok {
+					assert.Same(t, got, b, "step %d: %s", step, addr)
+				}
+				n := int64(l.nodes.Size())
+				// most only grows: a CAS that lost to another writer
+				// rereads it, and stops once it holds n or more.
+				for m := most.Load(); n > m && !most.CompareAndSwap(m, n); m = most.Load() {
+				}
+			})
+		}
+		wg.Wait()
+		now.Add(int64(10 * time.Second))
+	}
+	assert.LessOrEqual(t, most.Load(), int64(30), "nodes held at once, of %d seen", steps)
+	assert.LessOrEqual(t, l.nodes.Size(), 30)
+}

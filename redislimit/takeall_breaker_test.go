@@ -1,0 +1,73 @@
+package redislimit_test
+
+import (
+	"context"
+	"fmt"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/hotlimit/hotlimit"
+	"github.com/hotlimit/hotlimit/redislimit"
+	"github.com/hotlimit/hotlimit/redislimit/internal/redistest"
+)
+
+// TestTakeAllFailureCountsOnceForTheBreaker: a TakeAll of several takes
+// under one limiter that Redis does not answer (nothing listening, or a
+// frozen Redis past the timeout) is one failed round trip, and counts one
+// failure for the limiter's breaker, not one per take: with a threshold of
+// 3, the breaker stays closed for two more failed calls and opens at the
+// third. A TakeAll under two limiters counts one for each of their
+// breakers.
+func TestTakeAllFailureCountsOnceForTheBreaker(t *testing.T) {
+	const takes = 5
+	for _, tc := range []struct {
+		name   string
+		client func(t *testing.T) *redis.Client
+	}{
+		{"refused", func(t *testing.T) *redis.Client {
+			client := redis.NewClient(&redis.Options{Addr: deadAddr(t), ContextTimeoutEnabled: true, MaxRetries: -1})
+			t.Cleanup(func() { _ = client.Close() })
+			return client
+		}},
+		{"timeout", func(t *testing.T) *redis.Client {
+			srv := redistest.Start(t)
+			client := redis.NewClient(&redis.Options{Addr: srv.Addr, ContextTimeoutEnabled: true, MaxRetries: -1})
+			t.Cleanup(func() { _ = client.Close() })
+			require.NoError(t, client.Ping(context.Background()).Err()) // connected before Redis freezes
+			srv.Pause()
+			t.Cleanup(srv.Resume)
+			return client
+		}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			client := tc.client(t)
+			opts := []hotlimit.Option{frozenClock(), redislimit.WithFailPolicy(redislimit.FailClosed),
+				redislimit.WithTimeout(50 * time.Millisecond), redislimit.WithBreaker(3, time.Hour)}
+			one := newLimiter(t, client, faultConfig, opts...)
+			two := newLimiter(t, client, faultConfig, append(opts, redislimit.WithPrefix("two:"))...)
+			var all []redislimit.Take
+			for i := range takes {
+				all = append(all, redislimit.Take{Limiter: one, Key: fmt.Sprintf("k%d", i), N: 1})
+				all = append(all, redislimit.Take{Limiter: two, Key: fmt.Sprintf("k%d", i), N: 1})
+			}
+			redislimit.TakeAll(context.Background(), all)
+			for i, tk := range all {
+				require.Error(t, tk.Err, "take %d", i)
+				assert.NotErrorIs(t, tk.Err, redislimit.ErrBreakerOpen, "take %d: the breaker was closed when the round trip was sent", i)
+			}
+			for _, lim := range []*redislimit.Limiter{one, two} {
+				for i := range 2 {
+					_, err := lim.TakeContext(context.Background(), "after", 1)
+					require.Error(t, err)
+					assert.NotErrorIs(t, err, redislimit.ErrBreakerOpen, "call %d after the TakeAll: its %d takes counted as one failure", i+1, takes)
+				}
+				_, err := lim.TakeContext(context.Background(), "after", 1)
+				assert.ErrorIs(t, err, redislimit.ErrBreakerOpen, "the third failure in a row opens it")
+			}
+		})
+	}
+}
