@@ -109,7 +109,13 @@
 // service.Service.TakeEach (limits in shadow mode are not advertised), so
 // that a client can pace itself within each limit of the rule; as in
 // httplimit, of two limits that differ only in their scope, the one not per
-// pair is named with its scope too ("fixedwindow-10-1m-user"). They are
+// pair is named with its scope too ("fixedwindow-10-1m-user"). A limit
+// whose limiter could not decide (one on Redis that cannot reach it:
+// service.LimitDecision.Err is set) keeps its ratelimit-policy value, which
+// is its Config's, and has no ratelimit value, as in httplimit: its failure
+// policy's decision knows nothing of the key (redislimit's FailOpen and
+// FailClosed report r and t of 0, FailLocal one process's own count), and
+// the draft requires r in every item, so none is made up. They are
 // sent in the response headers of a call that proceeds and in the trailers
 // of a denied one. They are given to the call once its handler has returned (a
 // stream's when it sends its first message or its headers), never before:
@@ -136,9 +142,11 @@
 // ResourceExhausted, as the caller spent no quota (DeadlineExceeded or
 // Canceled when the call's own deadline passed, or its caller left, while
 // the backend decided). Such a denial's trailers carry the failure policy's
-// decision as a denial's do: the pushback is its RetryAfter (when
+// decision's wait as a denial's do: the pushback is its RetryAfter (when
 // redislimit asks Redis again), which a retry policy listing UNAVAILABLE
-// waits, and the RateLimit fields its numbers. A limiter that fails
+// waits; the RateLimit fields carry the limit's ratelimit-policy value but
+// no ratelimit value (see Response metadata), whether its failure policy
+// passed the call or denied it. A limiter that fails
 // otherwise (a panic in a limiter the factory built, in a key function,
 // in a [Selector] or in the observer, a nil service, or a stream interceptor called without a
 // stream) fails the call with codes.Internal and no metadata. Either
