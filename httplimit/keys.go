@@ -45,7 +45,7 @@ type KeyFunc func(r *http.Request) (key string, ok bool)
 // byte outside printable ASCII) finds no key in any request.
 func Header(name string) KeyFunc {
 	name = strings.Trim(name, " \t")
-	if !isToken(name) {
+	if !transport.IsToken(name) {
 		return func(*http.Request) (string, bool) { return "", false }
 	}
 	key := textproto.CanonicalMIMEHeaderKey(name)

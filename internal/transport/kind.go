@@ -64,6 +64,22 @@ func (h HeaderKeys) Key(value string) string {
 	return h.hashed + hex.EncodeToString(sum[:])
 }
 
+// IsToken reports whether s is a token of RFC 9110 section 5.6.2, as a
+// field name is: one or more of the visible ASCII characters other than the
+// delimiters "(),/:;<=>?@[\]{}.
+func IsToken(s string) bool {
+	if s == "" {
+		return false
+	}
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		if c <= ' ' || c >= 0x7f || strings.IndexByte(`"(),/:;<=>?@[\]{}`, c) >= 0 {
+			return false
+		}
+	}
+	return true
+}
+
 // Tag returns value tagged with kind: kind ":" value.
 func Tag(kind, value string) string { return kind + ":" + value }
 
