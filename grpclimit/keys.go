@@ -99,7 +99,18 @@ func metadataKey(name string) (key string, ok bool) {
 }
 
 // IPv6Prefix sets how many leading bits of an IPv6 address make the key: 64
-// by default. bits is clamped to [1, 128].
+// by default, since one subscriber usually holds a whole /64 and could
+// otherwise rotate through its 2^64 addresses. bits is clamped to [1, 128].
+//
+// Many ISPs delegate more than a /64 to each home or business subscriber:
+// a /56 is common, a /48 not rare. Such a subscriber holds 256 /64s (65,536
+// in a /48), each a key of its own under the default, and so can spend
+// 256 times its quota by moving from one to the next. IPv6Prefix(56) is
+// the better choice when most clients are such subscribers (broadband
+// traffic, or abuse seen rotating /64s within a /56): one key per /56. It
+// is the worse one where a provider gives each customer a /64 of a /56 it
+// shares out (some mobile carriers and hosting providers): those customers
+// then share a quota. As httplimit.IPv6Prefix.
 func IPv6Prefix(bits int) IPOption { return func(k *ipKey) { k.ip.SetV6Bits(bits) } }
 
 // IPv4Prefix sets how many leading bits of an IPv4 address make the key: 32
