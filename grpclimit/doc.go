@@ -22,8 +22,10 @@
 // [KeyFunc] values: [Metadata] (an API key, a tenant), [FromRequest] (a
 // field of the request message), [ContextValue] (what an authentication
 // interceptor stored), chained with [FirstOf]. User keys carry their kind as
-// in httplimit ("ip:192.0.2.1", "header:x-api-key:k-1"), so keys from two
-// sources never collide, and one rule set names the same callers over HTTP
+// in httplimit ("ip:192.0.2.1", "header:x-api-key:k-1", "context:T:alice"
+// from ContextValue of a key of type T, as %T writes it: two types of one
+// name in two packages of one name are one kind, see [ContextValue]), so
+// keys from two sources never collide, and one rule set names the same callers over HTTP
 // and gRPC ([MetadataKey] equals httplimit.HeaderKey). A key that the
 // client writes, a metadata value or a request field past 256 bytes, is kept
 // as its SHA-256, so that no key holds a huge value.

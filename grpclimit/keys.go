@@ -4,7 +4,6 @@ import (
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
-	"fmt"
 	"net"
 	"net/netip"
 	"strings"
@@ -296,8 +295,17 @@ func FromRequest(kind string, f func(req any) (string, bool)) KeyFunc {
 // call's context, as authentication interceptors do with the principal they
 // verified: a string as is, a fmt.Stringer through String; anything else, a
 // nil pointer (an anonymous caller, say) or an empty result finds no key.
-// The key is tagged "context:" and the Go type of key, as
-// httplimit.ContextValue tags it.
+// The key is tagged with the kind "context:" and the Go type of key as %T
+// writes it, as in "context:auth.userKey:alice", as httplimit.ContextValue
+// tags it (the same code): the name of the type's package, not its path,
+// and not the key's value. So context keys of types whose names differ are
+// distinct kinds, but keys of types of one name in two packages of one
+// name (auth.userKey of two packages named auth), or several keys of one
+// type (userKey and tenantKey, two constants of a type ctxKey), are one
+// kind: a value read under one is the same key as that value read under
+// another, and shares its quota and its rules. When one service limits two
+// such sources, give each a kind of its own with [Tag]
+// (Tag("sso", ContextValue(sso.UserKey))).
 //
 // The value is there only for interceptors chained after the one that
 // stores it: chain the limit after authentication, as in
@@ -306,7 +314,7 @@ func FromRequest(kind string, f func(req any) (string, bool)) KeyFunc {
 // before, it finds no key for any call, and every call shares the quota of
 // the empty user (or the next key function of a [FirstOf]).
 func ContextValue(key any) KeyFunc {
-	prefix := "context:" + strings.ReplaceAll(fmt.Sprintf("%T", key), ":", "_") + ":"
+	prefix := transport.ContextKind(key)
 	return func(ctx context.Context, _ string, _ any) (string, bool) {
 		if s, ok := transport.ContextString(ctx.Value(key)); ok {
 			return prefix + s, true
