@@ -22,8 +22,10 @@
 // [KeyFunc] values: [Metadata] (an API key, a tenant), [FromRequest] (a
 // field of the request message), [ContextValue] (what an authentication
 // interceptor stored), chained with [FirstOf]. User keys carry their kind as
-// in httplimit ("ip:192.0.2.1", "header:x-api-key:k-1"), so keys from two
-// sources never collide, and one rule set names the same callers over HTTP
+// in httplimit ("ip:192.0.2.1", "header:x-api-key:k-1", "context:T:alice"
+// from ContextValue of a key of type T, as %T writes it: two types of one
+// name in two packages of one name are one kind, see [ContextValue]), so
+// keys from two sources never collide, and one rule set names the same callers over HTTP
 // and gRPC ([MetadataKey] equals httplimit.HeaderKey). A key that the
 // client writes, a metadata value or a request field past 256 bytes, is kept
 // as its SHA-256, so that no key holds a huge value.
@@ -109,7 +111,13 @@
 // service.Service.TakeEach (limits in shadow mode are not advertised), so
 // that a client can pace itself within each limit of the rule; as in
 // httplimit, of two limits that differ only in their scope, the one not per
-// pair is named with its scope too ("fixedwindow-10-1m-user"). They are
+// pair is named with its scope too ("fixedwindow-10-1m-user"). A limit
+// whose limiter could not decide (one on Redis that cannot reach it:
+// service.LimitDecision.Err is set) keeps its ratelimit-policy value, which
+// is its Config's, and has no ratelimit value, as in httplimit: its failure
+// policy's decision knows nothing of the key (redislimit's FailOpen and
+// FailClosed report r and t of 0, FailLocal one process's own count), and
+// the draft requires r in every item, so none is made up. They are
 // sent in the response headers of a call that proceeds and in the trailers
 // of a denied one. They are given to the call once its handler has returned (a
 // stream's when it sends its first message or its headers), never before:
@@ -136,9 +144,11 @@
 // ResourceExhausted, as the caller spent no quota (DeadlineExceeded or
 // Canceled when the call's own deadline passed, or its caller left, while
 // the backend decided). Such a denial's trailers carry the failure policy's
-// decision as a denial's do: the pushback is its RetryAfter (when
+// decision's wait as a denial's do: the pushback is its RetryAfter (when
 // redislimit asks Redis again), which a retry policy listing UNAVAILABLE
-// waits, and the RateLimit fields its numbers. A limiter that fails
+// waits; the RateLimit fields carry the limit's ratelimit-policy value but
+// no ratelimit value (see Response metadata), whether its failure policy
+// passed the call or denied it. A limiter that fails
 // otherwise (a panic in a limiter the factory built, in a key function,
 // in a [Selector] or in the observer, a nil service, or a stream interceptor called without a
 // stream) fails the call with codes.Internal and no metadata. Either

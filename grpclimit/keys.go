@@ -4,7 +4,6 @@ import (
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
-	"fmt"
 	"net"
 	"net/netip"
 	"strings"
@@ -60,19 +59,57 @@ func TrustNonIPPeers() IPOption {
 // into: "x-forwarded-for" by default, as Envoy and most gRPC-aware proxies
 // write it. "forwarded" is parsed as RFC 7239 (its for= parameters, of its
 // last 32 elements: a longer chain of trusted proxies ends at the first of
-// them read); any other name as a comma-separated list of addresses. An empty name keeps the
-// default.
+// them read); any other name as a comma-separated list of addresses.
+//
+// The name is read as a configuration file may hold it: spaces and tabs
+// around it are dropped, and its case does not matter (" X-Real-IP " is
+// x-real-ip, as gRPC metadata keys are lower case). An empty name, or one of
+// spaces alone, keeps the default. A name that can never be a metadata key
+// once trimmed (one that is not an HTTP field name: it holds a space, a
+// colon, a byte outside printable ASCII) names no entry a call can carry:
+// PeerIP then reads no entry at all, so every client behind a trusted proxy
+// has the proxy's key. It does not fall back to x-forwarded-for, which a
+// proxy that writes another entry may pass through from the client.
 func ProxyHeader(name string) IPOption {
 	return func(k *ipKey) {
-		if name != "" {
-			k.header = strings.ToLower(name)
-			k.ip.SetForwarded(k.header == "forwarded")
+		if strings.Trim(name, " \t") == "" {
+			return
 		}
+		key, _ := metadataKey(name)
+		k.header = key // "" when name is no key: no entry, see ipKey.forwarded
+		k.ip.SetForwarded(key == "forwarded")
 	}
 }
 
+// metadataKey returns the incoming metadata key that name names, as a
+// configuration file may hold it: without the spaces and tabs around it,
+// in lower case. ok is false when name then can never be such a key: when
+// it is neither an HTTP field name (a token of RFC 9110, the only names
+// HTTP/2 carries) nor a pseudo-header, ":" and one (grpc-go puts
+// ":authority" in the incoming metadata). It is checked before it is
+// lower-cased, so a byte outside ASCII that a case mapping would turn into
+// a letter (the Kelvin sign into k) never names another entry.
+func metadataKey(name string) (key string, ok bool) {
+	name = strings.Trim(name, " \t")
+	if !transport.IsToken(strings.TrimPrefix(name, ":")) {
+		return "", false
+	}
+	return strings.ToLower(name), true
+}
+
 // IPv6Prefix sets how many leading bits of an IPv6 address make the key: 64
-// by default. bits is clamped to [1, 128].
+// by default, since one subscriber usually holds a whole /64 and could
+// otherwise rotate through its 2^64 addresses. bits is clamped to [1, 128].
+//
+// Many ISPs delegate more than a /64 to each home or business subscriber:
+// a /56 is common, a /48 not rare. Such a subscriber holds 256 /64s (65,536
+// in a /48), each a key of its own under the default, and so can spend
+// 256 times its quota by moving from one to the next. IPv6Prefix(56) is
+// the better choice when most clients are such subscribers (broadband
+// traffic, or abuse seen rotating /64s within a /56): one key per /56. It
+// is the worse one where a provider gives each customer a /64 of a /56 it
+// shares out (some mobile carriers and hosting providers): those customers
+// then share a quota. As httplimit.IPv6Prefix.
 func IPv6Prefix(bits int) IPOption { return func(k *ipKey) { k.ip.SetV6Bits(bits) } }
 
 // IPv4Prefix sets how many leading bits of an IPv4 address make the key: 32
@@ -82,7 +119,16 @@ func IPv4Prefix(bits int) IPOption { return func(k *ipKey) { k.ip.SetV4Bits(bits
 // ipKey is PeerIP's configuration; read-only once built.
 type ipKey struct {
 	ip     *transport.IP
-	header string // lower-case metadata key
+	header string // lower-case metadata key; "" to read none
+}
+
+// forwarded returns the values of the forwarding entry of the metadata of
+// a call from a trusted peer.
+func (k *ipKey) forwarded(ctx context.Context) []string {
+	if k.header == "" {
+		return nil
+	}
+	return metadata.ValueFromIncomingContext(ctx, k.header)
 }
 
 // PeerIP returns a KeyFunc whose key is the client's IP address, found as
@@ -138,14 +184,14 @@ func (k *ipKey) find(ctx context.Context) (string, bool) {
 		if addr, text, ok = transport.ParseAddr(s); !ok {
 			var forwarded []string
 			if k.ip.TrustsNonIP() {
-				forwarded = metadata.ValueFromIncomingContext(ctx, k.header)
+				forwarded = k.forwarded(ctx)
 			}
 			return k.ip.NonIPKey(s, forwarded)
 		}
 	}
 	var forwarded []string
 	if k.ip.Trusts(addr) {
-		forwarded = metadata.ValueFromIncomingContext(ctx, k.header)
+		forwarded = k.forwarded(ctx)
 	}
 	return k.ip.Key(addr, text, forwarded), true
 }
@@ -159,9 +205,17 @@ func (k *ipKey) find(ctx context.Context) (string, bool) {
 // A value longer than 256 bytes is keyed by its SHA-256 instead,
 // "header-sha256:x-api-key:" and the digest in hex, as httplimit.Header
 // keys it, so that huge values cannot make each key pin that much memory.
+//
+// The name is read as [ProxyHeader] reads it: spaces and tabs around it are
+// dropped (" x-api-key" is x-api-key), and its case does not matter. A name
+// that can then never be a metadata key (empty, or holding a space, a
+// colon, a byte outside printable ASCII) finds no key in any call.
 func Metadata(name string) KeyFunc {
-	key := strings.ToLower(name)
-	keys := transport.NewHeaderKeys(name)
+	key, valid := metadataKey(name)
+	if !valid {
+		return noKey
+	}
+	keys := transport.NewHeaderKeys(key)
 	kind := "header:" + key // of its digests, for the stream's keysCtx
 	find := func(ctx context.Context) (string, bool) {
 		v := metadata.ValueFromIncomingContext(ctx, key)
@@ -183,10 +237,13 @@ func Metadata(name string) KeyFunc {
 }
 
 // OutgoingMetadata is [Metadata] for client interceptors: it reads the
-// outgoing metadata of the call.
+// outgoing metadata of the call, and reads its name as Metadata does.
 func OutgoingMetadata(name string) KeyFunc {
-	key := strings.ToLower(name)
-	keys := transport.NewHeaderKeys(name)
+	key, valid := metadataKey(name)
+	if !valid {
+		return noKey
+	}
+	keys := transport.NewHeaderKeys(key)
 	return func(ctx context.Context, _ string, _ any) (string, bool) {
 		md, _ := metadata.FromOutgoingContext(ctx)
 		if v := md.Get(key); len(v) > 0 && v[0] != "" {
@@ -199,9 +256,10 @@ func OutgoingMetadata(name string) KeyFunc {
 // MetadataKey returns the key [Metadata](name) finds in a call whose entry
 // name holds value, for rules: MetadataKey("x-api-key", "premium") is
 // "header:x-api-key:premium", equal to httplimit.HeaderKey("X-API-Key",
-// "premium"); a value longer than 256 bytes gives its digest's key.
+// "premium"); a value longer than 256 bytes gives its digest's key, and
+// spaces and tabs around name are dropped, as Metadata drops them.
 func MetadataKey(name, value string) string {
-	return transport.NewHeaderKeys(name).Key(value)
+	return transport.NewHeaderKeys(strings.Trim(name, " \t")).Key(value)
 }
 
 // FromRequest returns a KeyFunc that reads a key from the request message
@@ -237,8 +295,17 @@ func FromRequest(kind string, f func(req any) (string, bool)) KeyFunc {
 // call's context, as authentication interceptors do with the principal they
 // verified: a string as is, a fmt.Stringer through String; anything else, a
 // nil pointer (an anonymous caller, say) or an empty result finds no key.
-// The key is tagged "context:" and the Go type of key, as
-// httplimit.ContextValue tags it.
+// The key is tagged with the kind "context:" and the Go type of key as %T
+// writes it, as in "context:auth.userKey:alice", as httplimit.ContextValue
+// tags it (the same code): the name of the type's package, not its path,
+// and not the key's value. So context keys of types whose names differ are
+// distinct kinds, but keys of types of one name in two packages of one
+// name (auth.userKey of two packages named auth), or several keys of one
+// type (userKey and tenantKey, two constants of a type ctxKey), are one
+// kind: a value read under one is the same key as that value read under
+// another, and shares its quota and its rules. When one service limits two
+// such sources, give each a kind of its own with [Tag]
+// (Tag("sso", ContextValue(sso.UserKey))).
 //
 // The value is there only for interceptors chained after the one that
 // stores it: chain the limit after authentication, as in
@@ -247,7 +314,7 @@ func FromRequest(kind string, f func(req any) (string, bool)) KeyFunc {
 // before, it finds no key for any call, and every call shares the quota of
 // the empty user (or the next key function of a [FirstOf]).
 func ContextValue(key any) KeyFunc {
-	prefix := "context:" + strings.ReplaceAll(fmt.Sprintf("%T", key), ":", "_") + ":"
+	prefix := transport.ContextKind(key)
 	return func(ctx context.Context, _ string, _ any) (string, bool) {
 		if s, ok := transport.ContextString(ctx.Value(key)); ok {
 			return prefix + s, true

@@ -253,7 +253,9 @@ func (l *limiter) header(v *verdict) metadata.MD {
 	if !l.o.headers || v.policy == nil || !transport.Advertised(v.policy.Config) {
 		return nil
 	}
-	md := rateLimitMD(v.policy, v.e.Decision)
+	// A limit whose limiter could not decide has its policy advertised, not
+	// its failure policy's numbers, which count nothing: see rateLimitMD.
+	md := rateLimitMD(v.policy, v.e.Decision, !v.e.Unavailable)
 	at := func(i int) hotlimit.Config { // the rule's limits, as TakeEach listed them
 		if i == 0 {
 			return v.policy.Config
@@ -262,7 +264,7 @@ func (l *limiter) header(v *verdict) metadata.MD {
 	}
 	for _, ld := range v.others {
 		if transport.Advertised(ld.Config) {
-			appendItems(md, l.policies.InRule(ld.Config, 1+len(v.others), at), ld.Decision)
+			appendItems(md, l.policies.InRule(ld.Config, 1+len(v.others), at), ld.Decision, ld.Err == nil)
 		}
 	}
 	return md

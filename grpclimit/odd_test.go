@@ -87,7 +87,8 @@ func TestNilCallInfoNeverPanics(t *testing.T) {
 // TestFailedLimiterTrailers pins what the docs say a failed limiter's call
 // carries, over a real connection: a backend's failure policy that denies
 // gives UNAVAILABLE whose trailers carry its RetryAfter as the pushback and
-// its numbers as the RateLimit fields, with no header (Trailers-Only, so a
+// the limit's ratelimit-policy item, but no ratelimit item (its failure
+// policy's numbers count nothing), with no header (Trailers-Only, so a
 // retry policy listing UNAVAILABLE may retry it); a limiter that panics
 // gives INTERNAL with no metadata at all.
 func TestFailedLimiterTrailers(t *testing.T) {
@@ -100,8 +101,7 @@ func TestFailedLimiterTrailers(t *testing.T) {
 	}{
 		{"closed", closed, codes.Unavailable, metadata.Pairs(
 			grpclimit.MetadataPushback, "1000",
-			grpclimit.MetadataPolicy, `"fixedwindow-1-1s";q=1;w=1`,
-			grpclimit.MetadataRateLimit, `"fixedwindow-1-1s";r=0;t=0`)},
+			grpclimit.MetadataPolicy, `"fixedwindow-1-1s";q=1;w=1`)},
 		{"panic", hotlimit.WithFactory(failing), codes.Internal, metadata.MD{}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

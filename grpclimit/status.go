@@ -25,7 +25,8 @@ const (
 	MetadataPolicy = "ratelimit-policy"
 	// MetadataRateLimit carries the RateLimit item of each policy that
 	// MetadataPolicy lists, in its order, with its own remaining count and
-	// reset, as httplimit's RateLimit field: "name";r=2;t=1.
+	// reset, as httplimit's RateLimit field: "name";r=2;t=1. A policy whose
+	// limiter could not decide has no item here (see the package doc).
 	MetadataRateLimit = "ratelimit"
 	// MetadataPushback is gRFC A6's trailer: milliseconds the client's retry
 	// policy waits before its next attempt, instead of its own backoff; a
@@ -38,8 +39,15 @@ const (
 // rateLimitValue, which holds both the RateLimit item's text and the slice
 // element that refers to it. The policy's value is p.Fields, shared by every
 // call: grpc-go copies metadata it is given (metadata.Join), and nobody
-// writes into a metadata value slice.
-func rateLimitMD(p *transport.Policy, d hotlimit.Decision) metadata.MD {
+// writes into a metadata value slice. When decided is false (p's limiter
+// could not decide, and d is its failure policy's), it holds p's
+// ratelimit-policy item alone: the draft requires r in every RateLimit
+// item, and the failure policy's Remaining and ResetAfter are no limiter's
+// count.
+func rateLimitMD(p *transport.Policy, d hotlimit.Decision, decided bool) metadata.MD {
+	if !decided {
+		return metadata.MD{MetadataPolicy: p.Fields}
+	}
 	v := new(rateLimitValue)
 	b, _, _, _, _ := p.AppendRateLimit(v.text[:0], d)
 	if len(b) > 0 && &b[0] == &v.text[0] {
@@ -53,14 +61,19 @@ func rateLimitMD(p *transport.Policy, d hotlimit.Decision) metadata.MD {
 }
 
 // appendItems appends to md the RateLimit metadata of another limit of the
-// rule, p, with its own decision d, after the deciding one's. The values
-// are copied first: the policy's value is p.Fields of another policy,
-// which every call shares.
-func appendItems(md metadata.MD, p *transport.Policy, d hotlimit.Decision) {
+// rule, p, with its own decision d, after the deciding one's; its
+// ratelimit-policy item alone when decided is false, as for rateLimitMD.
+// The values are copied first: the policy's value is p.Fields of another
+// policy, which every call shares.
+func appendItems(md metadata.MD, p *transport.Policy, d hotlimit.Decision, decided bool) {
+	pol := md[MetadataPolicy]
+	md[MetadataPolicy] = append(pol[:len(pol):len(pol)], p.Fields...)
+	if !decided {
+		return
+	}
 	var buf [112]byte
 	b, _, _, _, _ := p.AppendRateLimit(buf[:0], d)
-	pol, lim := md[MetadataPolicy], md[MetadataRateLimit]
-	md[MetadataPolicy] = append(pol[:len(pol):len(pol)], p.Fields...)
+	lim := md[MetadataRateLimit]
 	md[MetadataRateLimit] = append(lim[:len(lim):len(lim)], string(b))
 }
 

@@ -56,7 +56,7 @@ func ProxyHeader(name string) IPOption {
 		if name == "" {
 			return
 		}
-		if !isToken(name) {
+		if !transport.IsToken(name) {
 			k.header = "" // no header: see ipKey.forwarded
 			k.ip.SetForwarded(false)
 			return
@@ -64,22 +64,6 @@ func ProxyHeader(name string) IPOption {
 		k.header = textproto.CanonicalMIMEHeaderKey(name)
 		k.ip.SetForwarded(k.header == "Forwarded")
 	}
-}
-
-// isToken reports whether s is a token of RFC 9110 section 5.6.2, as a
-// field name is: one or more of the visible ASCII characters other than the
-// delimiters "(),/:;<=>?@[\]{}.
-func isToken(s string) bool {
-	if s == "" {
-		return false
-	}
-	for i := 0; i < len(s); i++ {
-		c := s[i]
-		if c <= ' ' || c >= 0x7f || strings.IndexByte(`"(),/:;<=>?@[\]{}`, c) >= 0 {
-			return false
-		}
-	}
-	return true
 }
 
 // IPv6Prefix sets how many leading bits of an IPv6 address make the key: 64

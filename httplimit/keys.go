@@ -3,7 +3,6 @@ package httplimit
 import (
 	"crypto/sha256"
 	"encoding/hex"
-	"fmt"
 	"net/http"
 	"net/textproto"
 	"path"
@@ -45,7 +44,7 @@ type KeyFunc func(r *http.Request) (key string, ok bool)
 // byte outside printable ASCII) finds no key in any request.
 func Header(name string) KeyFunc {
 	name = strings.Trim(name, " \t")
-	if !isToken(name) {
+	if !transport.IsToken(name) {
 		return func(*http.Request) (string, bool) { return "", false }
 	}
 	key := textproto.CanonicalMIMEHeaderKey(name)
@@ -83,7 +82,7 @@ func HeaderKey(name, value string) string {
 // its rules. When one service limits two such sources, give each a kind of
 // its own with [Tag] (Tag("sso", ContextValue(sso.UserKey))).
 func ContextValue(key any) KeyFunc {
-	prefix := "context:" + strings.ReplaceAll(fmt.Sprintf("%T", key), ":", "_") + ":"
+	prefix := transport.ContextKind(key)
 	return func(r *http.Request) (string, bool) {
 		if s, ok := transport.ContextString(r.Context().Value(key)); ok {
 			return prefix + s, true

@@ -64,6 +64,22 @@ func (h HeaderKeys) Key(value string) string {
 	return h.hashed + hex.EncodeToString(sum[:])
 }
 
+// IsToken reports whether s is a token of RFC 9110 section 5.6.2, as a
+// field name is: one or more of the visible ASCII characters other than the
+// delimiters "(),/:;<=>?@[\]{}.
+func IsToken(s string) bool {
+	if s == "" {
+		return false
+	}
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		if c <= ' ' || c >= 0x7f || strings.IndexByte(`"(),/:;<=>?@[\]{}`, c) >= 0 {
+			return false
+		}
+	}
+	return true
+}
+
 // Tag returns value tagged with kind: kind ":" value.
 func Tag(kind, value string) string { return kind + ":" + value }
 
@@ -82,6 +98,23 @@ func Kind(key string) string {
 		}
 	}
 	return kind
+}
+
+// ContextKind returns the prefix of the keys read from a context value
+// stored under key: "context:", the Go type of key as %T writes it, and a
+// colon, as in "context:auth.userKey:". Colons in the type's text (a struct
+// tag's, say) become '_', so that Kind finds the kind's end; rules name
+// users by these keys, so the text never changes.
+//
+// %T writes the name of the type's package, not its path, and not the key's
+// value: two types of one name in two packages of one name (auth.userKey of
+// two packages named auth), or several keys of one type (userKey and
+// tenantKey, two constants of a type ctxKey), are one kind. A value read
+// under one is then the same key as that value read under another, and
+// shares its quota and its rules; the transports' Tag gives each source a
+// kind of its own.
+func ContextKind(key any) string {
+	return "context:" + strings.ReplaceAll(fmt.Sprintf("%T", key), ":", "_") + ":"
 }
 
 // ContextString returns the text of a context value that names a caller: a

@@ -1,6 +1,8 @@
 package transport
 
 import (
+	randv1 "math/rand"
+	randv2 "math/rand/v2"
 	"strconv"
 	"strings"
 	"testing"
@@ -63,4 +65,31 @@ func TestHeaderKeys(t *testing.T) {
 	assert.Len(t, long, len("header-sha256:x-api-key:")+64)
 	assert.NotEqual(t, long, k.Key(at+"w"))
 	assert.Equal(t, "header-sha256:x-api-key", Kind(long))
+}
+
+type ctxKey int
+
+// TestContextKindIsUnchanged pins the prefix of context keys byte for byte,
+// since rules name users by them: %T's text, colons made '_', and the kind
+// shared by the constants of one type and by same-named types of
+// same-named packages (*rand.Rand of math/rand and of math/rand/v2), as
+// httplimit's and grpclimit's ContextValue docs say.
+func TestContextKindIsUnchanged(t *testing.T) {
+	for _, tc := range []struct {
+		key  any
+		want string
+	}{
+		{ctxKey(0), "context:transport.ctxKey:"},
+		{ctxKey(1), "context:transport.ctxKey:"},
+		{&ptrName{}, "context:*transport.ptrName:"},
+		{(*randv1.Rand)(nil), "context:*rand.Rand:"},
+		{(*randv2.Rand)(nil), "context:*rand.Rand:"},
+		{"k", "context:string:"},
+		{nil, "context:<nil>:"},
+		{struct {
+			A int `json:"a"`
+		}{}, `context:struct { A int "json_\"a\"" }:`},
+	} {
+		assert.Equal(t, tc.want, ContextKind(tc.key), "%#v", tc.key)
+	}
 }
