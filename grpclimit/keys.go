@@ -367,7 +367,10 @@ func HealthAndReflection(fullMethod string) bool {
 
 // keysCtx is the context of the decisions of a stream whose messages are
 // limited ([WithStreamMessages]): the stream's own, which also remembers
-// what key functions found in the stream's method and metadata. These are
+// what key functions found in the stream's method and metadata. (A stream
+// that gives another context later, through an interceptor chained before
+// the limit, has its next messages decided under a new keysCtx: see
+// recvLimited.context.) These are
 // sent once, at the stream's start, but its user and API are found again
 // for each message: without it, each message, a few bytes the client sends,
 // would cost a copy and a SHA-256 of a value of up to 16 MiB (grpc-go's
@@ -375,8 +378,8 @@ func HealthAndReflection(fullMethod string) bool {
 // a hundred thousand times, a cost the client pays once and the server per
 // message.
 //
-// Metadata and PeerIP, whose keys depend on the stream's metadata and peer
-// alone, remember their key for the stream (find) when called with the
+// Metadata and PeerIP, whose keys depend on the context's metadata and peer
+// alone, remember their key for the context (find) when called with the
 // keysCtx itself, and only then: a context made from it may hold other
 // metadata.
 //
@@ -390,7 +393,7 @@ func HealthAndReflection(fullMethod string) bool {
 // for one kind. A stream has few long values, so a few entries, replaced
 // in turn, hold them; a key function that sees more digests the others
 // again. Safe for concurrent use: the messages of a stream are decided one
-// at a time, but a handler may use its context elsewhere.
+// at a time, but a key function may pass its context elsewhere.
 type keysCtx struct {
 	context.Context
 	mu        sync.Mutex // guards the fields below
@@ -426,6 +429,30 @@ func (c *keysCtx) find(owner any, f func() (string, bool)) (string, bool) {
 	c.nextFound = (c.nextFound + 1) % len(c.found)
 	c.mu.Unlock()
 	return key, ok
+}
+
+// with returns a keysCtx for ctx that remembers the digests c remembers
+// (made of values alone, they hold for any context) and none of the keys c
+// found (ctx may carry other metadata or another peer). c may be nil.
+func (c *keysCtx) with(ctx context.Context) *keysCtx {
+	n := &keysCtx{Context: ctx}
+	if c != nil {
+		c.mu.Lock()
+		n.digests, n.next = c.digests, c.next
+		c.mu.Unlock()
+	}
+	return n
+}
+
+// sameContext reports whether a and b are the same context, and false for
+// contexts of one type that == cannot compare (which would panic).
+func sameContext(a, b context.Context) (same bool) {
+	defer func() {
+		if recover() != nil {
+			same = false
+		}
+	}()
+	return a == b
 }
 
 // digested is one remembered key: kind names the function that made key of

@@ -390,11 +390,11 @@ func (l *limiter) stream(srv any, ss grpc.ServerStream, info *grpc.StreamServerI
 	}
 	var rl *recvLimited
 	if l.o.messages && ss != nil { // a nil stream goes on as it came, under dry run
-		var ctx context.Context = kc
-		if kc == nil { // a stream without a context: its messages fail as its start did
-			ctx = ss.Context()
+		var ctx context.Context // nil for a stream without a context, not a nil *keysCtx
+		if kc != nil {
+			ctx = kc
 		}
-		rl = &recvLimited{ServerStream: ss, l: l, hs: hs, ctx: ctx, method: method, api: recvPrefix + boundMethodIn(ctx, method)}
+		rl = &recvLimited{ServerStream: ss, l: l, hs: hs, kc: kc, method: method, api: recvPrefix + boundMethodIn(ctx, method)}
 		ss = rl
 	}
 	if hs == nil && rl == nil {
@@ -503,7 +503,10 @@ type recvLimited struct {
 	l      *limiter
 	hs     *headerStream
 	method string
-	ctx    context.Context             // the stream's, remembering its long keys (keysCtx)
+	// kc is the context of the last decision, the stream's context then
+	// with the keys found in it (keysCtx); nil before the first, for a
+	// stream without a context. Read and written only by RecvMsg.
+	kc     *keysCtx
 	api    string                      // recvPrefix + boundMethod(method)
 	denial atomic.Pointer[metadata.MD] // the last denial's trailers; nil: no denial
 }
@@ -512,7 +515,7 @@ func (s *recvLimited) RecvMsg(m any) error {
 	if err := s.ServerStream.RecvMsg(m); err != nil {
 		return err
 	}
-	v := s.l.decide(s.ctx, s.method, m, s.api)
+	v := s.l.decide(s.context(), s.method, m, s.api)
 	s.l.observe(&v)
 	if v.err != nil {
 		if s.hs != nil {
@@ -523,6 +526,24 @@ func (s *recvLimited) RecvMsg(m any) error {
 		return v.err
 	}
 	return nil
+}
+
+// context returns the context a received message is decided under: the
+// stream's as it is now, in the keysCtx of the message before when the
+// stream still gives the same context (grpc-go's always does), so that its
+// keys are found once; in a new one when an interceptor chained before this
+// one has given the stream another context since (one that authenticates
+// each message, say), whose metadata, peer and values may differ. The new
+// one keeps the digests of long values, which depend on the values alone.
+func (s *recvLimited) context() context.Context {
+	ctx := s.ServerStream.Context()
+	if ctx == nil { // a stream without a context: its messages fail as its start did
+		return nil
+	}
+	if s.kc == nil || !sameContext(s.kc.Context, ctx) {
+		s.kc = s.kc.with(ctx)
+	}
+	return s.kc
 }
 
 // done sets the trailers of the stream's last denied message, if any, once
