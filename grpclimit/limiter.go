@@ -38,8 +38,9 @@ type verdict struct {
 	policy *transport.Policy // nil when the limiter failed
 	err    error             // the status to fail the call with; nil to proceed
 	// others are the other limits of a rule of several, each with its own
-	// decision, advertised after policy; nil for a rule of one limit, and
-	// with the RateLimit metadata off, which alone tells them.
+	// decision, advertised after policy; nil for a rule of one limit, with
+	// the RateLimit metadata off, which alone tells them, and for a
+	// received message that is not denied, which sends none.
 	others []service.LimitDecision
 }
 
@@ -114,7 +115,11 @@ func (l *limiter) decide(ctx context.Context, method string, req any, recv strin
 		l.ended(&v, c, l.policies.InRule(c, len(each), at).Name, err, ended)
 		return v
 	}
-	if len(each) > 1 && l.o.headers {
+	// A received message sends metadata only when it is denied (the
+	// stream's trailers): one that passes, or goes on under dry run, tells
+	// no limit.
+	tells := l.o.headers && (!message || !d.Allowed && !l.o.dryRun)
+	if len(each) > 1 && tells {
 		// Only the metadata tells the other limits, so only it needs their
 		// copy (each may be buf, which dies with this call). Name them now,
 		// under the recovery above: a WithPolicyName function that panics
