@@ -108,7 +108,8 @@ func PeerIP(opts ...IPOption) KeyFunc {
 	return k.key
 }
 
-// key finds the client of the call, once per stream in a stream's keysCtx.
+// key finds the client of the call, once per keysCtx of a stream's
+// decisions.
 func (k *ipKey) key(ctx context.Context, _ string, _ any) (string, bool) {
 	if c, ok := ctx.(*keysCtx); ok {
 		return c.find(k, func() (string, bool) { return k.find(ctx) })
@@ -404,16 +405,17 @@ type keysCtx struct {
 }
 
 // foundKey is a key that the key function named by owner found in the
-// stream.
+// keysCtx.
 type foundKey struct {
 	owner any
 	key   string
 	ok    bool
 }
 
-// find returns what f finds, remembered for owner: f runs once per stream
-// for each of the few key functions a stream's decisions call, and again
-// for one that more have pushed out.
+// find returns what f finds, remembered for owner: f runs once per keysCtx
+// (once per stream whose context stays the same) for each of the few key
+// functions a stream's decisions call, and again for one that more have
+// pushed out.
 func (c *keysCtx) find(owner any, f func() (string, bool)) (string, bool) {
 	c.mu.Lock()
 	for _, k := range c.found {

@@ -508,9 +508,10 @@ type recvLimited struct {
 	l      *limiter
 	hs     *headerStream
 	method string
-	// kc is the context of the last decision, the stream's context then
-	// with the keys found in it (keysCtx); nil before the first, for a
-	// stream without a context. Read and written only by RecvMsg.
+	// kc is the keysCtx of the stream's last decision (its start's at
+	// first): the stream's context then, with the keys found in it; nil
+	// while the stream has given no context. Read and written only by
+	// RecvMsg (after the start).
 	kc     *keysCtx
 	api    string                      // recvPrefix + boundMethod(method)
 	denial atomic.Pointer[metadata.MD] // the last denial's trailers; nil: no denial
