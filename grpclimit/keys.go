@@ -154,7 +154,8 @@ func PeerIP(opts ...IPOption) KeyFunc {
 	return k.key
 }
 
-// key finds the client of the call, once per stream in a stream's keysCtx.
+// key finds the client of the call, once per keysCtx of a stream's
+// decisions.
 func (k *ipKey) key(ctx context.Context, _ string, _ any) (string, bool) {
 	if c, ok := ctx.(*keysCtx); ok {
 		return c.find(k, func() (string, bool) { return k.find(ctx) })
@@ -434,7 +435,10 @@ func HealthAndReflection(fullMethod string) bool {
 
 // keysCtx is the context of the decisions of a stream whose messages are
 // limited ([WithStreamMessages]): the stream's own, which also remembers
-// what key functions found in the stream's method and metadata. These are
+// what key functions found in the stream's method and metadata. (A stream
+// that gives another context later, through an interceptor chained before
+// the limit, has its next messages decided under a new keysCtx: see
+// recvLimited.context.) These are
 // sent once, at the stream's start, but its user and API are found again
 // for each message: without it, each message, a few bytes the client sends,
 // would cost a copy and a SHA-256 of a value of up to 16 MiB (grpc-go's
@@ -442,8 +446,8 @@ func HealthAndReflection(fullMethod string) bool {
 // a hundred thousand times, a cost the client pays once and the server per
 // message.
 //
-// Metadata and PeerIP, whose keys depend on the stream's metadata and peer
-// alone, remember their key for the stream (find) when called with the
+// Metadata and PeerIP, whose keys depend on the context's metadata and peer
+// alone, remember their key for the context (find) when called with the
 // keysCtx itself, and only then: a context made from it may hold other
 // metadata.
 //
@@ -457,7 +461,7 @@ func HealthAndReflection(fullMethod string) bool {
 // for one kind. A stream has few long values, so a few entries, replaced
 // in turn, hold them; a key function that sees more digests the others
 // again. Safe for concurrent use: the messages of a stream are decided one
-// at a time, but a handler may use its context elsewhere.
+// at a time, but a key function may pass its context elsewhere.
 type keysCtx struct {
 	context.Context
 	mu        sync.Mutex // guards the fields below
@@ -468,16 +472,17 @@ type keysCtx struct {
 }
 
 // foundKey is a key that the key function named by owner found in the
-// stream.
+// keysCtx.
 type foundKey struct {
 	owner any
 	key   string
 	ok    bool
 }
 
-// find returns what f finds, remembered for owner: f runs once per stream
-// for each of the few key functions a stream's decisions call, and again
-// for one that more have pushed out.
+// find returns what f finds, remembered for owner: f runs once per keysCtx
+// (once per stream whose context stays the same) for each of the few key
+// functions a stream's decisions call, and again for one that more have
+// pushed out.
 func (c *keysCtx) find(owner any, f func() (string, bool)) (string, bool) {
 	c.mu.Lock()
 	for _, k := range c.found {
@@ -493,6 +498,30 @@ func (c *keysCtx) find(owner any, f func() (string, bool)) (string, bool) {
 	c.nextFound = (c.nextFound + 1) % len(c.found)
 	c.mu.Unlock()
 	return key, ok
+}
+
+// with returns a keysCtx for ctx that remembers the digests c remembers
+// (made of values alone, they hold for any context) and none of the keys c
+// found (ctx may carry other metadata or another peer). c may be nil.
+func (c *keysCtx) with(ctx context.Context) *keysCtx {
+	n := &keysCtx{Context: ctx}
+	if c != nil {
+		c.mu.Lock()
+		n.digests, n.next = c.digests, c.next
+		c.mu.Unlock()
+	}
+	return n
+}
+
+// sameContext reports whether a and b are the same context, and false for
+// contexts of one type that == cannot compare (which would panic).
+func sameContext(a, b context.Context) (same bool) {
+	defer func() {
+		if recover() != nil {
+			same = false
+		}
+	}()
+	return a == b
 }
 
 // digested is one remembered key: kind names the function that made key of

@@ -38,8 +38,9 @@ type verdict struct {
 	policy *transport.Policy // nil when the limiter failed
 	err    error             // the status to fail the call with; nil to proceed
 	// others are the other limits of a rule of several, each with its own
-	// decision, advertised after policy; nil for a rule of one limit, and
-	// with the RateLimit metadata off, which alone tells them.
+	// decision, advertised after policy; nil for a rule of one limit, with
+	// the RateLimit metadata off, which alone tells them, and for a
+	// received message that is not denied, which sends none.
 	others []service.LimitDecision
 }
 
@@ -114,7 +115,11 @@ func (l *limiter) decide(ctx context.Context, method string, req any, recv strin
 		l.ended(&v, c, l.policies.InRule(c, len(each), at).Name, err, ended)
 		return v
 	}
-	if len(each) > 1 && l.o.headers {
+	// A received message sends metadata only when it is denied (the
+	// stream's trailers): one that passes, or goes on under dry run, tells
+	// no limit.
+	tells := l.o.headers && (!message || !d.Allowed && !l.o.dryRun)
+	if len(each) > 1 && tells {
 		// Only the metadata tells the other limits, so only it needs their
 		// copy (each may be buf, which dies with this call). Name them now,
 		// under the recovery above: a WithPolicyName function that panics
@@ -392,11 +397,11 @@ func (l *limiter) stream(srv any, ss grpc.ServerStream, info *grpc.StreamServerI
 	}
 	var rl *recvLimited
 	if l.o.messages && ss != nil { // a nil stream goes on as it came, under dry run
-		var ctx context.Context = kc
-		if kc == nil { // a stream without a context: its messages fail as its start did
-			ctx = ss.Context()
+		var ctx context.Context // nil for a stream without a context, not a nil *keysCtx
+		if kc != nil {
+			ctx = kc
 		}
-		rl = &recvLimited{ServerStream: ss, l: l, hs: hs, ctx: ctx, method: method, api: recvPrefix + boundMethodIn(ctx, method)}
+		rl = &recvLimited{ServerStream: ss, l: l, hs: hs, kc: kc, method: method, api: recvPrefix + boundMethodIn(ctx, method)}
 		ss = rl
 	}
 	if hs == nil && rl == nil {
@@ -505,7 +510,11 @@ type recvLimited struct {
 	l      *limiter
 	hs     *headerStream
 	method string
-	ctx    context.Context             // the stream's, remembering its long keys (keysCtx)
+	// kc is the keysCtx of the stream's last decision (its start's at
+	// first): the stream's context then, with the keys found in it; nil
+	// while the stream has given no context. Read and written only by
+	// RecvMsg (after the start).
+	kc     *keysCtx
 	api    string                      // recvPrefix + boundMethod(method)
 	denial atomic.Pointer[metadata.MD] // the last denial's trailers; nil: no denial
 }
@@ -514,7 +523,7 @@ func (s *recvLimited) RecvMsg(m any) error {
 	if err := s.ServerStream.RecvMsg(m); err != nil {
 		return err
 	}
-	v := s.l.decide(s.ctx, s.method, m, s.api)
+	v := s.l.decide(s.context(), s.method, m, s.api)
 	s.l.observe(&v)
 	if v.err != nil {
 		if s.hs != nil {
@@ -525,6 +534,24 @@ func (s *recvLimited) RecvMsg(m any) error {
 		return v.err
 	}
 	return nil
+}
+
+// context returns the context a received message is decided under: the
+// stream's as it is now, in the keysCtx of the message before when the
+// stream still gives the same context (grpc-go's always does), so that its
+// keys are found once; in a new one when an interceptor chained before this
+// one has given the stream another context since (one that authenticates
+// each message, say), whose metadata, peer and values may differ. The new
+// one keeps the digests of long values, which depend on the values alone.
+func (s *recvLimited) context() context.Context {
+	ctx := s.ServerStream.Context()
+	if ctx == nil { // a stream without a context: its messages fail as its start did
+		return nil
+	}
+	if s.kc == nil || !sameContext(s.kc.Context, ctx) {
+		s.kc = s.kc.with(ctx)
+	}
+	return s.kc
 }
 
 // done sets the trailers of the stream's last denied message, if any, once

@@ -157,10 +157,13 @@ func WithDryRun(on bool) Option {
 // receives: after each RecvMsg, one Take under the API "RECV " followed by
 // the full method ("RECV /pkg.Service/Method"), so that its rule is
 // configured apart from the stream's start (which stays limited under the
-// full method). The user is found again with the received message as req;
-// the stream's metadata and peer do not change, so the keys [Metadata] and
-// [PeerIP] find in them are found once per stream, and a method long enough
-// to be keyed by its digest is digested once. A
+// full method). The user is found again with the received message as req,
+// in the stream's context as the stream gives it then (an interceptor
+// chained before this one may give it another, per message); while that
+// context stays the same (grpc-go's own streams keep theirs), the keys
+// [Metadata] and [PeerIP] find in its metadata and peer are found once, and
+// a method long enough to be keyed by its digest is digested once per
+// stream. A
 // denied message makes RecvMsg return the ResourceExhausted status, which the
 // handler returns to end the stream; the message is dropped, and the
 // stream's trailers carry the denial's RateLimit fields and pushback in
