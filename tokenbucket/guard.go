@@ -70,9 +70,15 @@ package tokenbucket
 //     fill a word; G no longer depends on it. It loads floor before it
 //     checks swept = g, so the floor it sees comes from a sweep under a
 //     generation g' ≤ g, and is below g' + hard + fill − R/4 ≤ g + hard: the
-//     upper bound holds.) A cell the sweep never visited was inserted or
-//     revived after the sweep copied its part of the map, so after s was
-//     read; its writers read the clock after Get or Revive returned it, so at s − R/4 or later. So when the sweep
+//     upper bound holds.) The sweep visits the cells listed when its walk
+//     starts, then every cell in the map (keyed.Map.SweepMap): an insertion
+//     or a revival publishes its cell in the map before it lists it, and
+//     may read the clock in between (to pay an auto-sweep step), while
+//     other callers load the cell from the map and write it; the list walk
+//     misses such a cell, the map pass does not. A cell neither pass
+//     visited was published in the map after the sweep read s (or is dead);
+//     its writers read the clock after they took it from the map, so at
+//     s − R/4 or later. So when the sweep
 //     ends, every word that is not full has τ ≥ s − R/4, and the sweep
 //     records s by CompareAndSwap from g, if s > g (a sweep whose reading
 //     is behind g records nothing: see sweepPass). If another sweep recorded first,
@@ -161,14 +167,20 @@ func (l *Limiter) sweepPass(t uint64) (evicted int, complete bool) {
 		}
 	}
 	stale := false
-	n := l.cells.Sweep(func(c *cell) bool {
+	judge := func(c *cell) bool {
 		if stale {
 			return false
 		}
 		killed, ok := l.kill(c, gen, sU, allFull)
 		stale = !ok // a newer sweep completed: its generation stands
 		return killed
-	})
+	}
+	n := l.cells.Sweep(judge)
+	// The list walk misses a cell published in the map before s and listed
+	// after the walk began: its insertion, stalled in between, let other
+	// callers write it, perhaps long before s. Recorded unvisited, its word
+	// would break G (see the top of this file).
+	n += l.cells.SweepMap(judge)
 	// Only a later time becomes the generation: generations only grow. s is
 	// behind gen when t was read before the sweep that recorded gen
 	// completed (this sweep was overtaken while it stalled) or the clock

@@ -638,6 +638,30 @@ func (m *Map[C]) Sweep(kill func(*C) bool) int {
 	return deleted
 }
 
+// SweepMap calls kill on every cell in the map, as Sweep does on every
+// listed one, and deletes the key of each cell kill reports dead if it still
+// maps to it; it returns how many keys it deleted. Unlike Sweep, it reaches
+// the cells of insertions and revivals that have published their node in
+// the map and not yet listed it (an insertion that pays an auto-sweep step
+// does so in between): a cell in the map throughout the call is visited
+// (xsync's Range visits every key not stored or deleted during it), and one
+// that is not was published during the call, or deleted, dead. It may also
+// visit cells published during the call. It unlinks nothing: a node it
+// finds dead stays listed until a walk or a Sweep meets it (Sweep first,
+// then SweepMap, leaves only the nodes of cells it killed that were not
+// listed, or listed after Sweep passed). Like Sweep, it is safe to run
+// concurrently with anything.
+func (m *Map[C]) SweepMap(kill func(*C) bool) int {
+	deleted := 0
+	m.cells.Range(func(_ string, n *node[C]) bool {
+		if kill(&n.cell) && m.remove(n) {
+			deleted++
+		}
+		return true
+	})
+	return deleted
+}
+
 // Len returns the number of keys held. While keys are inserted or deleted,
 // it counts them one stripe of counters at a time, so it can be off by the
 // insertions and deletions made during the call.

@@ -135,7 +135,7 @@ func TestReviveReplacesOnlyTheDeadCell(t *testing.T) {
 
 // TestSweepRacingUpdatesLosesNothing hammers keys with increments and
 // decrements while a sweeper kills every idle cell: Sweep looping on its own
-// goroutine, or the incremental walks of auto-sweep and of the key cap, paid
+// goroutine (or Sweep and SweepMap in turns), or the incremental walks of auto-sweep and of the key cap, paid
 // by the workers' insertions of idle keys. A cell with a positive count is
 // live, so it must stay mapped: a worker that holds one must find it under
 // its key. At the end every count is zero, a sweep empties the map, and the
@@ -145,11 +145,12 @@ func TestSweepRacingUpdatesLosesNothing(t *testing.T) {
 	if testing.Short() {
 		rounds = 2000
 	}
-	for _, mode := range []string{"loop", "auto", "cap"} {
+	for _, mode := range []string{"loop", "map", "auto", "cap"} {
 		t.Run("sweep="+mode, func(t *testing.T) {
 			var m *keyed.Map[cell]
+			looping := mode == "loop" || mode == "map"
 			switch mode {
-			case "loop":
+			case "loop", "map":
 				m = newMap(0, 0)
 			case "auto":
 				m = newMap(8, 0)
@@ -159,10 +160,13 @@ func TestSweepRacingUpdatesLosesNothing(t *testing.T) {
 			var stop atomic.Bool
 			var wg sync.WaitGroup
 			var swept atomic.Int64
-			if mode == "loop" {
+			if looping {
 				wg.Go(func() {
 					for !stop.Load() {
 						swept.Add(int64(m.Sweep(kill)))
+						if mode == "map" {
+							swept.Add(int64(m.SweepMap(kill)))
+						}
 					}
 				})
 			}
@@ -171,14 +175,14 @@ func TestSweepRacingUpdatesLosesNothing(t *testing.T) {
 				workers.Go(func() {
 					// With a sweeper, on until it has swept at least once,
 					// however late the scheduler starts it.
-					for i := 0; i < rounds || mode == "loop" && swept.Load() == 0; i++ {
+					for i := 0; i < rounds || looping && swept.Load() == 0; i++ {
 						key := strconv.Itoa((g + i) % 5)
 						c := m.Get(key)
 						if c == nil {
 							continue // the cap: every key held is live
 						}
 						c = add(m, key, c, 1)
-						if mode != "loop" {
+						if !looping {
 							m.Get("idle-" + strconv.Itoa(g) + "-" + strconv.Itoa(i)) // pays a walk
 						}
 						if got := m.Get(key); got != c {
@@ -192,7 +196,7 @@ func TestSweepRacingUpdatesLosesNothing(t *testing.T) {
 			workers.Wait()
 			stop.Store(true)
 			wg.Wait()
-			if mode == "loop" {
+			if looping {
 				assert.Positive(t, swept.Load(), "the sweeper raced the workers")
 			} else {
 				assert.Less(t, m.Len(), 8*rounds/2, "the walks evicted idle keys")
