@@ -20,7 +20,8 @@ import (
 // (59.5 s), not the second's 0.5 s, after which a retry was denied again;
 // the request passes exactly then, and is denied 1 ns sooner. So too with
 // the log inside a nested composite. The log is asked without counting
-// anything: a twin that was never asked holds the same log.
+// anything (a twin that was never asked holds the same log), and without
+// allocating.
 func TestRetryAfterOfSeveralWaitsForALaterSlidingLog(t *testing.T) {
 	for _, sk := range kinds {
 		for _, nest := range []bool{false, true} {
@@ -48,6 +49,7 @@ func TestRetryAfterOfSeveralWaitsForALaterSlidingLog(t *testing.T) {
 				require.False(t, d.Allowed)
 				assert.Equal(t, 59*time.Second+500*time.Millisecond, d.RetryAfter, "the log's wait")
 				assert.Equal(t, twin.Take("k", 0), log.Take("k", 0), "the log as it would be without the question")
+				assert.Zero(t, testing.AllocsPerRun(20, func() { c.Take("k", 2) }), "a denial that asks the log")
 
 				denied := now.Load()
 				now.Store(denied + int64(d.RetryAfter) - 1)
