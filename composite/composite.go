@@ -41,10 +41,14 @@ type Limiter struct {
 	// composite holding one (to any depth): after a denial, it is not asked
 	// by a Take to learn its wait (see wait).
 	isLog []bool
-	// asks[i] is children[i] when it tells a Take's wait without making
-	// it (slidinglog's), else nil: after a denial, it is asked so (see
-	// wait).
-	asks []asker
+	// asks[i] is children[i] when it is slidinglog's, which tells a
+	// Take's wait without making it (slidinglog.Limiter.RetryAfter), else
+	// nil: after a denial, it is asked so (see wait). Only that very type:
+	// another limiter with a method of that name and signature, such as a
+	// caller's own that embeds a slidinglog.Limiter and keys its requests
+	// its own way, is asked by its Take, as any child is, since its
+	// RetryAfter need not speak of the requests its Take counts.
+	asks []*slidinglog.Limiter
 	// most is the least of the children's hotlimit.Burster bursts
 	// (math.MaxInt for a child that does not say): a Take of more is
 	// denied with RetryAfter hotlimit.Never before any child is asked for
@@ -98,7 +102,7 @@ func New(children ...hotlimit.Limiter) (*Limiter, error) {
 		remote:      make([]bool, len(children)),
 		stateless:   make([]bool, len(children)),
 		isLog:       make([]bool, len(children)),
-		asks:        make([]asker, len(children)),
+		asks:        make([]*slidinglog.Limiter, len(children)),
 		most:        math.MaxInt,
 		sub:         make([]*Limiter, len(children)),
 		off:         make([]int, len(children)),
@@ -119,7 +123,7 @@ func New(children ...hotlimit.Limiter) (*Limiter, error) {
 		}
 		l.children[i], l.stateless[i], l.isLog[i] = r, isStateless(r), isLog(r)
 		l.withContext[i], _ = c.(hotlimit.ContextRefunder)
-		l.asks[i], _ = c.(asker)
+		l.asks[i], _ = c.(*slidinglog.Limiter)
 		l.remote[i] = UsesContext(c)
 		if b, ok := c.(hotlimit.Burster); ok {
 			l.most = min(l.most, b.Burst())
@@ -522,13 +526,6 @@ func (l *Limiter) wait(ctx context.Context, key string, n, denier int, retry tim
 		}
 	}
 	return retry, errs
-}
-
-// asker is a limiter that tells how long a Take of n requests must wait
-// before it can pass, counting nothing: slidinglog's (see
-// slidinglog.Limiter.RetryAfter).
-type asker interface {
-	RetryAfter(key string, n int) time.Duration
 }
 
 // ask returns how long the request of n waits until every child admits it,

@@ -16,7 +16,8 @@
 // bucket, a GCRA, a fixed window and a sliding counter exactly, and a
 // sliding log's current capacity exactly (see slidinglog.Limiter.Refund for
 // its future capacity: put sliding logs last, as the last child is never
-// refunded, and slidinglog's after the denier is never asked for a Take).
+// refunded on a denial, and slidinglog's after the denier is never asked
+// for a Take).
 // With a clock that moves
 // between the Take and the refund, a token bucket or a GCRA also loses what
 // it refilled in that instant, nanoseconds: a refund never counts a refill
@@ -51,7 +52,9 @@
 //     a nanosecond sooner: under 1 per second and 1 per minute, the second
 //     request, half a second after the first, waits 59.5 s, not the
 //     second's 0.5 s after which the minute would deny it again. A sliding
-//     log of slidinglog's is not asked by a Take (its Take of several
+//     log of slidinglog's (a *slidinglog.Limiter itself: a limiter of
+//     another type with a RetryAfter method, one that embeds it included,
+//     is asked as any other child) is not asked by a Take (its Take of several
 //     requests can be denied with some of them counted under concurrent
 //     requests, see hotlimit.Limiter, and one given back holds future
 //     capacity, see slidinglog.Limiter.Refund): it tells its wait by

@@ -10,6 +10,7 @@ import (
 
 	"github.com/hotlimit/hotlimit"
 	"github.com/hotlimit/hotlimit/internal/limitertest"
+	"github.com/hotlimit/hotlimit/slidinglog"
 )
 
 // TestRetryAfterOfSeveralWaitsForALaterSlidingLog: under 2 per second and a
@@ -19,7 +20,8 @@ import (
 // (59.5 s), not the second's 0.5 s, after which a retry was denied again;
 // the request passes exactly then, and is denied 1 ns sooner. So too with
 // the log inside a nested composite. The log is asked without counting
-// anything: a twin that was never asked holds the same log.
+// anything (a twin that was never asked holds the same log), and without
+// allocating.
 func TestRetryAfterOfSeveralWaitsForALaterSlidingLog(t *testing.T) {
 	for _, sk := range kinds {
 		for _, nest := range []bool{false, true} {
@@ -47,6 +49,7 @@ func TestRetryAfterOfSeveralWaitsForALaterSlidingLog(t *testing.T) {
 				require.False(t, d.Allowed)
 				assert.Equal(t, 59*time.Second+500*time.Millisecond, d.RetryAfter, "the log's wait")
 				assert.Equal(t, twin.Take("k", 0), log.Take("k", 0), "the log as it would be without the question")
+				assert.Zero(t, testing.AllocsPerRun(20, func() { c.Take("k", 2) }), "a denial that asks the log")
 
 				denied := now.Load()
 				now.Store(denied + int64(d.RetryAfter) - 1)
@@ -113,4 +116,48 @@ func testLaterSlidingLogAsItWas(t *testing.T, nest bool) {
 	clock.Now.Store(int64(95 * time.Second)) // the request at 30 s has left
 	assert.Equal(t, twin.Take("k", 0), log.Take("k", 0), "once the request at 30 s has left")
 	assert.Equal(t, 2, log.Take("k", 0).Remaining)
+}
+
+// prefixedLog is a caller's own limiter over a slidinglog.Limiter, which it
+// embeds (for Len, Sweep, Burst) while it keys every request under a
+// prefix of its own: it has slidinglog's RetryAfter method, promoted, and
+// that method speaks of the unprefixed key, which this limiter never counts.
+type prefixedLog struct{ *slidinglog.Limiter }
+
+func (l prefixedLog) Allow(key string) bool { return l.Limiter.Allow("tenant:" + key) }
+func (l prefixedLog) Take(key string, n int) hotlimit.Decision {
+	return l.Limiter.Take("tenant:"+key, n)
+}
+func (l prefixedLog) TakeReceipt(key string, n int) (hotlimit.Decision, hotlimit.Receipt) {
+	return l.Limiter.TakeReceipt("tenant:"+key, n)
+}
+func (l prefixedLog) Refund(key string, r hotlimit.Receipt) { l.Limiter.Refund("tenant:"+key, r) }
+
+// TestRetryAfterAsksACallersLimiterByItsTake: a later child that is not
+// slidinglog's, but has a RetryAfter(string, int) time.Duration method (a
+// caller's limiter that embeds a sliding log and keys its requests its own
+// way), is asked for its wait by its Take, as any child: under 1 per second
+// and that limiter's 1 per minute, the second request, half a second after
+// the first, waits 59.5 s, and passes then, not after the second's 0.5 s,
+// which its promoted RetryAfter, asked about a key it never counts, would
+// give.
+func TestRetryAfterAsksACallersLimiterByItsTake(t *testing.T) {
+	var now atomic.Int64
+	now.Store(int64(1000 * time.Hour)) // on every window's boundary
+	second := kinds[2].make(t, 1, time.Second, now.Load)
+	log, err := slidinglog.New(1, time.Minute, hotlimit.WithClock(now.Load))
+	require.NoError(t, err)
+	c := nested(t, second, prefixedLog{log})
+	require.True(t, c.Allow("k"))
+	now.Add(int64(500 * time.Millisecond))
+	d := c.Take("k", 1)
+	require.False(t, d.Allowed)
+	assert.Equal(t, 59*time.Second+500*time.Millisecond, d.RetryAfter, "the minute's wait")
+	assert.Equal(t, 1, log.Len(), "the question counted nothing, under its key or another")
+
+	denied := now.Load()
+	now.Store(denied + int64(d.RetryAfter) - 1)
+	assert.False(t, c.Allow("k"), "1 ns before RetryAfter")
+	now.Store(denied + int64(d.RetryAfter))
+	assert.True(t, c.Allow("k"), "at RetryAfter")
 }

@@ -460,8 +460,9 @@ func (l *Limiter) take(c *cell, now, raw int64, n uint64, seen *ring) (hotlimit.
 // hold waits nothing (as a fresh key's would; a key cap may still turn it
 // away, see hotlimit.WithMaxKeys). n == 0 waits nothing; n greater than the limit, or
 // negative, waits hotlimit.Never. A composite asks it, after another child
-// denied a request of several, in place of a Take: a Take of several can be
-// denied with some of its requests counted (see Take).
+// denied a request, in place of a Take: a Take of several can be denied
+// with some of its requests counted (see Take), and one given back holds
+// the log's future capacity (see Refund).
 func (l *Limiter) RetryAfter(key string, n int) time.Duration {
 	switch {
 	case n < 0 || uint64(n) > l.limit:

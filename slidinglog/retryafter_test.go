@@ -1,6 +1,8 @@
 package slidinglog_test
 
 import (
+	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -78,4 +80,66 @@ func TestRetryAfterRacingAClaimReadsTheRingAgain(t *testing.T) {
 	}
 	assert.Equal(t, time.Second, lim.RetryAfter("k", 1), "until the request at 1 s leaves")
 	require.True(t, raced, "a claim landed at RetryAfter's clock reading")
+}
+
+// TestRetryAfterAllocatesNothing: asking a key held, or one not held,
+// allocates nothing.
+func TestRetryAfterAllocatesNothing(t *testing.T) {
+	lim, clock := newAt(t, 3, 10*time.Second)
+	for range 3 {
+		require.True(t, lim.Allow("k"))
+	}
+	clock.Add(int64(time.Second))
+	require.Equal(t, 9*time.Second, lim.RetryAfter("k", 2))
+	assert.Zero(t, testing.AllocsPerRun(100, func() { lim.RetryAfter("k", 2) }), "a key held")
+	assert.Zero(t, testing.AllocsPerRun(100, func() { lim.RetryAfter("other", 2) }), "a key not held")
+}
+
+// TestRetryAfterUnderConcurrentClaims asks RetryAfter(k, n) for every n
+// while other goroutines fill the key's log under a frozen clock, for the
+// race detector: every request is logged then, so the only waits are 0 and
+// Window, each one the key had during the call. A wait of 0 needs room for
+// n when the call began (at most Limit − n requests admitted before it),
+// a wait of Window that many requests made before it ended. (A claim
+// landing between RetryAfter's reads is forced, one at a time, by
+// TestRetryAfterRacingAClaimReadsTheRingAgain.)
+func TestRetryAfterUnderConcurrentClaims(t *testing.T) {
+	const limit, window = 7, 10 * time.Second
+	rounds := 300
+	if testing.Short() {
+		rounds = 30
+	}
+	for round := range rounds {
+		lim, clock := newAt(t, limit, window)
+		clock.Store(int64(time.Hour))
+		var started, admitted atomic.Int64
+		var wg sync.WaitGroup
+		for range 3 {
+			wg.Go(func() {
+				for range limit {
+					started.Add(1)
+					if lim.Allow("k") {
+						admitted.Add(1)
+					}
+				}
+			})
+		}
+		for k := 0; admitted.Load() < limit; k++ {
+			n := 1 + k%limit
+			before := admitted.Load()
+			w := lim.RetryAfter("k", n)
+			after := started.Load()
+			switch w {
+			case 0:
+				require.LessOrEqual(t, before, int64(limit-n), "round %d: RetryAfter(k, %d) = 0 after %d admitted", round, n, before)
+			case window:
+				require.GreaterOrEqual(t, after, int64(limit-n+1), "round %d: RetryAfter(k, %d) = Window before %d made", round, n, after)
+			default:
+				require.Failf(t, "a wait no ring holds", "round %d: RetryAfter(k, %d) = %v", round, n, w)
+			}
+		}
+		wg.Wait()
+		require.Equal(t, int64(limit), admitted.Load(), "round %d", round)
+		require.Equal(t, window, lim.RetryAfter("k", 1), "round %d", round)
+	}
 }
