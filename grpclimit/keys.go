@@ -217,7 +217,10 @@ func (k *ipKey) find(ctx context.Context) (string, bool) {
 // The name is read as [ProxyHeader] reads it: spaces and tabs around it are
 // dropped (" x-api-key" is x-api-key), and its case does not matter. A name
 // that can then never be a metadata key (empty, or holding a space, a
-// colon, a byte outside printable ASCII) finds no key in any call.
+// colon, a byte outside printable ASCII) finds no key in any call; but for
+// ":authority", the one pseudo-header grpc-go keeps in the metadata, read
+// as any entry: "header::authority:api.example.com", a value the client
+// writes as freely as any other.
 func Metadata(name string) KeyFunc {
 	key, valid := metadataKey(name)
 	if !valid {
