@@ -248,7 +248,9 @@ func Metadata(name string) KeyFunc {
 }
 
 // OutgoingMetadata is [Metadata] for client interceptors: it reads the
-// outgoing metadata of the call, and reads its name as Metadata does.
+// outgoing metadata of the call, and reads its name as Metadata does. The
+// call's :authority is no outgoing metadata (grpc.WithAuthority sets it), so
+// ":authority" finds no key here.
 func OutgoingMetadata(name string) KeyFunc {
 	key, valid := metadataKey(name)
 	if !valid {
