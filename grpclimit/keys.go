@@ -64,20 +64,28 @@ func TrustNonIPPeers() IPOption {
 // The name is read as a configuration file may hold it: spaces and tabs
 // around it are dropped, and its case does not matter (" X-Real-IP " is
 // x-real-ip, as gRPC metadata keys are lower case). An empty name, or one of
-// spaces alone, keeps the default. A name that can never be a metadata key
-// once trimmed (one that is not an HTTP field name: it holds a space, a
-// colon, a byte outside printable ASCII) names no entry a call can carry:
-// PeerIP then reads no entry at all, so every client behind a trusted proxy
-// has the proxy's key. It does not fall back to x-forwarded-for, which a
-// proxy that writes another entry may pass through from the client.
+// spaces alone, keeps the default. A name that is not an HTTP field name
+// once trimmed (it holds a space, a colon, a byte outside printable ASCII)
+// names no entry a proxy writes: PeerIP then reads no entry at all, so
+// every client behind a trusted proxy has the proxy's key, as with
+// httplimit.ProxyHeader. That holds for a pseudo-header too: grpc-go puts
+// the client's :authority in the metadata, which proxies pass on as the
+// client wrote it, so reading it would let each client choose its key. It
+// does not fall back to x-forwarded-for, which a proxy that writes another
+// entry may pass through from the client.
 func ProxyHeader(name string) IPOption {
 	return func(k *ipKey) {
-		if strings.Trim(name, " \t") == "" {
+		name := strings.Trim(name, " \t")
+		if name == "" {
 			return
 		}
-		key, _ := metadataKey(name)
-		k.header = key // "" when name is no key: no entry, see ipKey.forwarded
-		k.ip.SetForwarded(key == "forwarded")
+		if !transport.IsToken(name) { // checked before lower-casing, see metadataKey
+			k.header = "" // no entry: see ipKey.forwarded
+			k.ip.SetForwarded(false)
+			return
+		}
+		k.header = strings.ToLower(name)
+		k.ip.SetForwarded(k.header == "forwarded")
 	}
 }
 
@@ -210,7 +218,10 @@ func (k *ipKey) find(ctx context.Context) (string, bool) {
 // The name is read as [ProxyHeader] reads it: spaces and tabs around it are
 // dropped (" x-api-key" is x-api-key), and its case does not matter. A name
 // that can then never be a metadata key (empty, or holding a space, a
-// colon, a byte outside printable ASCII) finds no key in any call.
+// colon, a byte outside printable ASCII) finds no key in any call; but for
+// ":authority", the one pseudo-header grpc-go keeps in the metadata, read
+// as any entry: "header::authority:api.example.com", a value the client
+// writes as freely as any other.
 func Metadata(name string) KeyFunc {
 	key, valid := metadataKey(name)
 	if !valid {
@@ -238,7 +249,9 @@ func Metadata(name string) KeyFunc {
 }
 
 // OutgoingMetadata is [Metadata] for client interceptors: it reads the
-// outgoing metadata of the call, and reads its name as Metadata does.
+// outgoing metadata of the call, and reads its name as Metadata does. The
+// call's :authority is no outgoing metadata (grpc.WithAuthority sets it), so
+// ":authority" finds no key here.
 func OutgoingMetadata(name string) KeyFunc {
 	key, valid := metadataKey(name)
 	if !valid {

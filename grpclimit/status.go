@@ -41,9 +41,9 @@ const (
 // call: grpc-go copies metadata it is given (metadata.Join), and nobody
 // writes into a metadata value slice. When decided is false (p's limiter
 // could not decide, and d is its failure policy's), it holds p's
-// ratelimit-policy item alone: the draft requires r in every RateLimit
-// item, and the failure policy's Remaining and ResetAfter are no limiter's
-// count.
+// ratelimit-policy item alone, in the map's two allocations: the draft
+// requires r in every RateLimit item, and the failure policy's Remaining
+// and ResetAfter are no limiter's count.
 func rateLimitMD(p *transport.Policy, d hotlimit.Decision, decided bool) metadata.MD {
 	if !decided {
 		return metadata.MD{MetadataPolicy: p.Fields}

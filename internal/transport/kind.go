@@ -12,8 +12,9 @@ import (
 // Kinds of keys. A key is its kind, a colon and the value: "ip:192.0.2.1".
 // A kind names where the value came from, so two sources never share a
 // namespace. The kinds built here are "ip", "peer", "header:" followed by a
-// lower-case field name, "header-sha256:" followed by one (a value too long
-// to keep, see HeaderKeys), and "context:" followed by a Go type; none of them
+// lower-case field name (or the pseudo-header ":authority"),
+// "header-sha256:" followed by one (a value too long to keep, see
+// HeaderKeys), and "context:" followed by a Go type; none of them
 // is another followed by a colon, which is what keeps the tagging injective:
 // kind ":" value determines both.
 const (
@@ -85,16 +86,22 @@ func Tag(kind, value string) string { return kind + ":" + value }
 
 // Kind returns the kind of a tagged key: the text before its first colon,
 // or before its second one for the two-part kinds "header:name",
-// "header-sha256:name" and "context:type". A key without a colon has the
-// empty kind.
+// "header-sha256:name" and "context:type". A header name may be a
+// pseudo-header's, whose own leading colon is part of it:
+// "header::authority:api.example.com" is of the kind "header::authority".
+// A key without a colon has the empty kind.
 func Kind(key string) string {
 	kind, rest, ok := strings.Cut(key, ":")
 	if !ok {
 		return ""
 	}
 	if kind == "header" || kind == "header-sha256" || kind == "context" {
-		if sub, _, ok := strings.Cut(rest, ":"); ok {
-			return kind + ":" + sub
+		from := 0
+		if kind != "context" && strings.HasPrefix(rest, ":") {
+			from = 1 // a pseudo-header's colon, not the end of the name
+		}
+		if i := strings.IndexByte(rest[from:], ':'); i >= 0 {
+			return kind + ":" + rest[:from+i]
 		}
 	}
 	return kind

@@ -65,6 +65,9 @@ func TestHeaderKeys(t *testing.T) {
 	assert.Len(t, long, len("header-sha256:x-api-key:")+64)
 	assert.NotEqual(t, long, k.Key(at+"w"))
 	assert.Equal(t, "header-sha256:x-api-key", Kind(long))
+	authority := NewHeaderKeys(":authority")
+	assert.Equal(t, "header::authority", Kind(authority.Key("api.example.com:443")), "a pseudo-header's colon is its name's")
+	assert.Equal(t, "header-sha256::authority", Kind(authority.Key(at+"v")))
 }
 
 type ctxKey int
