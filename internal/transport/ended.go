@@ -30,6 +30,21 @@ func Ended(err error) error {
 	return nil
 }
 
+// EndedBy returns ctx's error when ctx has ended and err wraps that
+// error, and nil otherwise: a decision under ctx that ended with it (see
+// [Ended]). A limiter's own timeout wraps context.DeadlineExceeded, which a
+// request's context that its client cancelled after the decision does not
+// match: that request was decided, and counted, while it lasted.
+func EndedBy(ctx context.Context, err error) error {
+	if err == nil {
+		return nil
+	}
+	if cerr := ctx.Err(); cerr != nil && errors.Is(err, cerr) {
+		return cerr
+	}
+	return nil
+}
+
 // EndedDecision is the Decision an observer sees for a request that ended
 // before a limiter decided for it under c: nothing allowed, nothing
 // remaining, and the Limit a decision of c reports, math.MaxInt for
