@@ -358,3 +358,50 @@ func TestRevivalsRacingEachOtherPastTheFirstWalksVisitsKeepTheCap(t *testing.T) 
 	assert.Nil(t, m.Get("new"), "no room, no idle key")
 	assert.Equal(t, int64(maxKeys+1), keyed.Reserved(m), "a denied insertion leaks no reservation")
 }
+
+// TestReviveRacingASweepPastItsFirstWalksVisitsKeepsTheCap: at the cap, x
+// was evicted under its caller, and the only idle key lies past the
+// MaxVisits nodes a walk visits from the cursor. x's Revive walks them all,
+// busy, and before its re-insertion a Sweep evicts the idle key: the
+// re-insertion then takes the room the Sweep made, the map is at the cap,
+// not over it, and Revive does not walk again.
+func TestReviveRacingASweepPastItsFirstWalksVisitsKeepsTheCap(t *testing.T) {
+	const maxKeys = keyed.MaxVisits + 36
+	m := newMap(0, maxKeys)
+	m.Get("idle") // the oldest node, last on the list
+	x := m.Get("x")
+	busy := keysUpTo(maxKeys - 2)
+	for _, k := range busy {
+		add(m, k, m.Get(k), 1)
+	}
+	require.Equal(t, 1, m.Sweep(func(c *cell) bool { return c == x && kill(c) }), "x evicted under its caller")
+	add(m, "full", m.Get("full"), 1)
+	require.Equal(t, maxKeys, m.Len(), "the map is at the cap, x not held")
+
+	var walks []int
+	keyed.OnWalk(m, func(v int) { walks = append(walks, v) })
+	armed := true
+	keyed.OnStep(m, func(step string) {
+		if step != "revive" || !armed {
+			return
+		}
+		armed = false
+		require.Len(t, walks, 1, "x's first walk")
+		assert.Equal(t, keyed.MaxVisits, walks[0], "all busy")
+		require.Equal(t, 1, m.Sweep(kill), "the Sweep evicts the idle key")
+	})
+	revived := add(m, "x", x, 1)
+	require.False(t, armed, "the Sweep ran between x's walk and its re-insertion")
+	assert.NotSame(t, x, revived)
+	assert.Len(t, walks, 1, "no second walk: the map is not over the cap")
+	assert.Equal(t, maxKeys, m.Len())
+	assert.Equal(t, int64(maxKeys), keyed.Reserved(m), "count agrees with Len")
+	live := append(busy, "full", "x")
+	for _, k := range live {
+		c, ok := m.Peek(k)
+		if assert.True(t, ok, k) {
+			assert.Equal(t, int64(1), c.n.Load(), k)
+		}
+	}
+	assertListed(t, m, live...)
+}
