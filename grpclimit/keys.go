@@ -60,9 +60,12 @@ func TrustNonIPPeers() IPOption {
 // into: "x-forwarded-for" by default, as Envoy and most gRPC-aware proxies
 // write it. "forwarded" is parsed as RFC 7239 (its for= parameters, of its
 // last 32 elements: a longer chain of trusted proxies ends at the first of
-// them read); any other name as a comma-separated list of addresses. An empty name keeps the
-// default.
+// them read); any other name as a comma-separated list of addresses. Spaces
+// and tabs around the name are dropped, as httplimit.ProxyHeader drops them
+// (" X-Real-IP" is x-real-ip). An empty name, or one of spaces alone, keeps
+// the default.
 func ProxyHeader(name string) IPOption {
+	name = strings.Trim(name, " \t")
 	return func(k *ipKey) {
 		if name != "" {
 			k.header = strings.ToLower(name)
@@ -159,7 +162,12 @@ func (k *ipKey) find(ctx context.Context) (string, bool) {
 // A value longer than 256 bytes is keyed by its SHA-256 instead,
 // "header-sha256:x-api-key:" and the digest in hex, as httplimit.Header
 // keys it, so that huge values cannot make each key pin that much memory.
+//
+// Spaces and tabs around name are dropped, as httplimit.Header drops them
+// (" X-API-Key" is x-api-key), so that one name from a configuration file
+// names the same callers over both.
 func Metadata(name string) KeyFunc {
+	name = strings.Trim(name, " \t")
 	key := strings.ToLower(name)
 	keys := transport.NewHeaderKeys(name)
 	kind := "header:" + key // of its digests, for the stream's keysCtx
@@ -199,9 +207,10 @@ func OutgoingMetadata(name string) KeyFunc {
 // MetadataKey returns the key [Metadata](name) finds in a call whose entry
 // name holds value, for rules: MetadataKey("x-api-key", "premium") is
 // "header:x-api-key:premium", equal to httplimit.HeaderKey("X-API-Key",
-// "premium"); a value longer than 256 bytes gives its digest's key.
+// "premium"); a value longer than 256 bytes gives its digest's key. Spaces
+// and tabs around name are dropped, as Metadata drops them.
 func MetadataKey(name, value string) string {
-	return transport.NewHeaderKeys(name).Key(value)
+	return transport.NewHeaderKeys(strings.Trim(name, " \t")).Key(value)
 }
 
 // FromRequest returns a KeyFunc that reads a key from the request message
