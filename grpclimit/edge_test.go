@@ -4,6 +4,7 @@ import (
 	"context"
 	"math"
 	"net"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -317,3 +318,54 @@ func (s *recordingStream) SetHeader(md metadata.MD) error {
 }
 func (s *recordingStream) SendHeader(md metadata.MD) error { return s.SetHeader(md) }
 func (s *recordingStream) SetTrailer(md metadata.MD) error { return s.SetHeader(md) }
+
+// timingOutRefunder is a limit on a backend slower than its limiter's own
+// timeout: it passes every call by its failure policy, counting nothing,
+// with an error that wraps context.DeadlineExceeded, its own deadline's,
+// not the call's.
+type timingOutRefunder struct{ limitertest.CancelingRefunder }
+
+func (*timingOutRefunder) TakeReceiptContext(_ context.Context, _ string, n int) (hotlimit.Decision, hotlimit.Receipt, error) {
+	if n < 1 {
+		return hotlimit.Decision{Allowed: true, Limit: 5, Remaining: 5}, hotlimit.Receipt{}, nil
+	}
+	return hotlimit.Decision{Allowed: true, Limit: 5}, hotlimit.Receipt{}, limitertest.ErrOwnTimeout
+}
+
+// TestCallEndedAfterADecisionBesideALimitersOwnTimeoutIsServed: under a rule
+// of a memory limit and a limit whose backend timed out (its error, its own
+// timeout's, wraps context.DeadlineExceeded) and failed open, the caller
+// leaves just after the service decided, while the call was live for it:
+// the memory limit keeps the call, so the call is served. Read as the
+// call's end, the limiter's own deadline failed the call DeadlineExceeded
+// without serving it, its quota spent.
+func TestCallEndedAfterADecisionBesideALimitersOwnTimeoutIsServed(t *testing.T) {
+	memory, slow := cfg(hotlimit.FixedWindow, 1, time.Minute), cfg(hotlimit.FixedWindow, 5, time.Minute)
+	var cancel atomic.Pointer[context.CancelFunc]
+	svc, err := service.NewFromRules(service.Rules{Default: service.Limits{memory, slow}},
+		// The observer runs after the service's decision, before the
+		// interceptor reads the outcome: the caller leaves there.
+		hotlimit.WithObserver(hotlimit.ObserverFunc(func(hotlimit.Event) {
+			if c := cancel.Load(); c != nil {
+				(*c)()
+			}
+		})),
+		limitertest.OnBackend(slow, &timingOutRefunder{}, service.NewLimiter))
+	require.NoError(t, err)
+	intercept := grpclimit.UnaryServerInterceptor(svc)
+	served := 0
+	handler := func(context.Context, any) (any, error) { served++; return "ok", nil }
+	info := &grpc.UnaryServerInfo{FullMethod: unaryCall}
+	peerCtx := func(ctx context.Context) context.Context {
+		return peer.NewContext(ctx, &peer.Peer{Addr: &net.TCPAddr{IP: net.IPv4(192, 0, 2, 1), Port: 1}})
+	}
+	ctx, c := context.WithCancel(context.Background())
+	cancel.Store(&c)
+	_, err = intercept(peerCtx(ctx), nil, info, handler)
+	cancel.Store(nil)
+	require.Error(t, ctx.Err(), "the caller left during the call")
+	assert.NoError(t, err, "the call the memory limit counted is served")
+	assert.Equal(t, 1, served)
+	_, err = intercept(peerCtx(context.Background()), nil, info, handler)
+	assert.Equal(t, codes.ResourceExhausted, status.Code(err), "the memory limit's one call is spent: %v", err)
+}

@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
 	"google.golang.org/grpc/metadata"
 	"google.golang.org/grpc/peer"
 
@@ -77,4 +78,39 @@ func TestKeysEqualHTTPLimitsKeys(t *testing.T) {
 		assert.True(t, ok)
 		assert.Equal(t, want, got, "%T", key)
 	}
+}
+
+// TestKeysOfANameWithSpacesEqualHTTPLimitsKeys: a name with spaces or tabs
+// around it, as a configuration file may hold it, names the same callers
+// over gRPC as over HTTP, where httplimit drops them: Metadata finds the
+// entry, with the key httplimit.Header finds, and MetadataKey is
+// HeaderKey. The name kept as it was found no entry (metadata keys hold no
+// space), and MetadataKey made a key no call had.
+func TestKeysOfANameWithSpacesEqualHTTPLimitsKeys(t *testing.T) {
+	for _, name := range []string{" X-API-Key", "x-api-key\t", " \tX-Api-Key "} {
+		assert.Equal(t, httplimit.HeaderKey(name, "premium"), grpclimit.MetadataKey(name, "premium"), "%q", name)
+		assert.Equal(t, httplimit.HeaderKey("X-API-Key", "premium"), grpclimit.MetadataKey(name, "premium"), "%q", name)
+
+		r := httptest.NewRequest("GET", "/", nil)
+		r.Header.Set("X-API-Key", "premium")
+		want, ok := httplimit.Header(name)(r)
+		require.True(t, ok, "%q", name)
+		got, ok := grpclimit.Metadata(name)(metadata.NewIncomingContext(context.Background(), metadata.Pairs("x-api-key", "premium")), unaryCall, nil)
+		assert.True(t, ok, "%q: the entry is found", name)
+		assert.Equal(t, want, got, "%q", name)
+	}
+}
+
+// TestProxyHeaderWithSpacesReadsTheEntry: ProxyHeader(" X-Real-IP "), as a
+// configuration file may hold the name, reads the x-real-ip entry that a
+// trusted proxy writes, as httplimit.ProxyHeader reads the header: kept as
+// it was, the name found no entry, and every client behind the proxy
+// shared the proxy's quota.
+func TestProxyHeaderWithSpacesReadsTheEntry(t *testing.T) {
+	user := grpclimit.PeerIP(grpclimit.TrustProxies(netip.MustParsePrefix("192.0.2.0/24")), grpclimit.ProxyHeader(" X-Real-IP\t"))
+	ctx := peer.NewContext(metadata.NewIncomingContext(context.Background(), metadata.Pairs("x-real-ip", "198.51.100.7")),
+		&peer.Peer{Addr: &net.TCPAddr{IP: net.IPv4(192, 0, 2, 1), Port: 1}})
+	got, ok := user(ctx, unaryCall, nil)
+	require.True(t, ok)
+	assert.Equal(t, "ip:198.51.100.7", got, "the client the proxy names")
 }

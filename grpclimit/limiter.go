@@ -106,10 +106,12 @@ func (l *limiter) decide(ctx context.Context, method string, req any, recv strin
 	_, each, err := l.svc.TakeEach(ctx, user, api, 1, buf[:0])
 	d, c := each[0].Decision, each[0].Config
 	at := func(i int) hotlimit.Config { return each[i].Config }
-	// An error wrapping a context's while the call's context lasts is a
-	// limiter's own timeout: it could not decide, and the call goes on
-	// as for any other failure.
-	if ended := transport.Ended(err); ended != nil && ctx.Err() != nil && !l.o.dryRun {
+	// An error wrapping a context's error while the call's context lasts,
+	// or another one than the call's (a limiter's own timeout,
+	// context.DeadlineExceeded, under a call its caller cancelled since),
+	// is the limiter's own: it could not decide, and the call goes on as
+	// for any other failure.
+	if ended := transport.EndedBy(ctx, err); ended != nil && !l.o.dryRun {
 		// Whatever the failure policy decided: a pass is not served, and a
 		// denial's numbers were no limiter's, so no metadata tells them.
 		l.ended(&v, c, l.policies.InRule(c, len(each), at).Name, err, ended)

@@ -683,3 +683,54 @@ func TestIsPreflightNeedsOptionsAndBothHeaders(t *testing.T) {
 		assert.False(t, httplimit.IsPreflight(r), "without %s", header)
 	}
 }
+
+// timingOutRefunder is a limit on a backend slower than its limiter's own
+// timeout: it passes every request by its failure policy, counting nothing,
+// with an error that wraps context.DeadlineExceeded, its own deadline's,
+// not the request's.
+type timingOutRefunder struct{ limitertest.CancelingRefunder }
+
+func (*timingOutRefunder) TakeReceiptContext(_ context.Context, _ string, n int) (hotlimit.Decision, hotlimit.Receipt, error) {
+	if n < 1 {
+		return hotlimit.Decision{Allowed: true, Limit: 5, Remaining: 5}, hotlimit.Receipt{}, nil
+	}
+	return hotlimit.Decision{Allowed: true, Limit: 5}, hotlimit.Receipt{}, limitertest.ErrOwnTimeout
+}
+
+// TestRequestEndedAfterADecisionBesideALimitersOwnTimeoutIsServed: as
+// TestRequestEndedAfterItsDecisionIsServed, with the failing limit's error
+// its own timeout, which wraps context.DeadlineExceeded. The client leaves
+// just after the service decided, while the request was live for it: the
+// memory limit keeps the request, so the request is served, and its Event
+// is not Ended. Read as the request's end, the limiter's own deadline made
+// the middleware answer 503 without serving a request the memory limit had
+// counted.
+func TestRequestEndedAfterADecisionBesideALimitersOwnTimeoutIsServed(t *testing.T) {
+	memory, slow := cfg(hotlimit.FixedWindow, 1, time.Minute), cfg(hotlimit.FixedWindow, 5, time.Minute)
+	var cancel atomic.Pointer[context.CancelFunc]
+	svc, err := service.NewFromRules(service.Rules{Default: service.Limits{memory, slow}},
+		// The observer runs after the service's decision, before the
+		// middleware reads the outcome: the client leaves there.
+		hotlimit.WithObserver(hotlimit.ObserverFunc(func(hotlimit.Event) {
+			if c := cancel.Load(); c != nil {
+				(*c)()
+			}
+		})),
+		limitertest.OnBackend(slow, &timingOutRefunder{}, service.NewLimiter))
+	require.NoError(t, err)
+	served := 0
+	var events []httplimit.Event
+	h := httplimit.New(svc, httplimit.WithObserver(func(e httplimit.Event) { events = append(events, e) }))(
+		http.HandlerFunc(func(http.ResponseWriter, *http.Request) { served++ }))
+	ctx, c := context.WithCancel(context.Background())
+	cancel.Store(&c)
+	w := serve(h, get("/", "192.0.2.1:1").WithContext(ctx))
+	cancel.Store(nil)
+	require.Error(t, ctx.Err(), "the client left during the request")
+	require.Len(t, events, 1)
+	assert.ErrorIs(t, events[0].Err, limitertest.ErrOwnTimeout, "the failing limit's error")
+	assert.False(t, events[0].Ended, "the request ended after its decision")
+	assert.Equal(t, http.StatusOK, w.Code, "the request the memory limit counted is served")
+	assert.Equal(t, 1, served)
+	assert.Equal(t, http.StatusTooManyRequests, serve(h, get("/", "192.0.2.1:1")).Code, "the memory limit's one request is spent")
+}

@@ -32,7 +32,8 @@ func PolicyName(c hotlimit.Config) string { return transport.PolicyName(c) }
 // legacy is set, and Retry-After when deny is set and waiting helps. When
 // decided is false (p's limiter could not decide, and d is its failure
 // policy's), it writes p's RateLimit-Policy item and X-RateLimit-Limit
-// alone: the draft requires r in every RateLimit item, and the failure
+// alone, removing the X-RateLimit-Remaining and X-RateLimit-Reset an outer
+// middleware may have set: the draft requires r in every RateLimit item, and the failure
 // policy's Remaining and ResetAfter are no limiter's count.
 //
 // Every number goes into one string, built in a stack buffer: the RateLimit
@@ -83,6 +84,11 @@ func setHeaders(h http.Header, p *transport.Policy, d hotlimit.Decision, decided
 			vals[4], vals[5] = s[rFrom:rTo], s[tFrom:tTo]
 			h[keyLegacyRemain] = vals[4:5:5]
 			h[keyLegacyReset] = vals[5:6:6]
+		} else {
+			// An outer middleware's count, left beside this limit's
+			// X-RateLimit-Limit, would read as this limit's.
+			delete(h, keyLegacyRemain)
+			delete(h, keyLegacyReset)
 		}
 	}
 }

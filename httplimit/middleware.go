@@ -255,12 +255,16 @@ func (h *handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	d, c := each[0].Decision, each[0].Config
 	at := func(i int) hotlimit.Config { return each[i].Config }
 	p := h.policies.InRule(c, len(each), at)
-	if transport.Ended(err) != nil && ctx.Err() != nil && !h.opts.dryRun {
+	if transport.EndedBy(ctx, err) != nil && !h.opts.dryRun {
 		// The request ended while a limiter was asked, which could not
-		// decide for it. (An error wrapping a context's while the
-		// request's lasts is the limiter's own timeout: it could not
-		// decide, and its failure policy's decision is answered as any
-		// other, below.) A failure policy that passes has passed it:
+		// decide for it: the error wraps the request's end, its
+		// context's error. (An error wrapping a context's error while the
+		// request's lasts, or another one than the request's, as a
+		// limiter's own timeout, context.DeadlineExceeded, under a
+		// request its client cancelled since, is the limiter's own: it
+		// could not decide, and the decision is answered as any other,
+		// below; a rule of several limits gave back nothing.) A failure
+		// policy that passes has passed it:
 		// serving it now would run the handler for a request that no
 		// limiter counted. One that denies made up its numbers (no quota
 		// left): the request is answered as ended, either way, with no

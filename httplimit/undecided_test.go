@@ -67,3 +67,23 @@ func TestUndecidedLimitOfARuleAdvertisesOnlyTheLimitsThatDecided(t *testing.T) {
 		assert.Equal(t, []string{`"fixedwindow-3-1m";r=2;t=60`}, w.Header().Values("RateLimit"), "%v: the memory limit's count alone", rule)
 	}
 }
+
+// TestUndecidedInnerLimitLeavesNoOuterCountInTheLegacyFields: an outer
+// middleware whose limit decided sets the three legacy fields; the inner
+// one, whose limit could not decide, sets X-RateLimit-Limit, its own, and
+// must not leave the outer limit's Remaining and Reset beside it, which
+// would read as the inner limit's count (limit 1, remaining 99).
+func TestUndecidedInnerLimitLeavesNoOuterCountInTheLegacyFields(t *testing.T) {
+	outer, _ := newService(t, cfg(hotlimit.FixedWindow, 100, time.Minute), 0)
+	lim := downLimiter{open: true, ctxs: make(chan context.Context, 1)}
+	inner, err := service.New(cfg(hotlimit.FixedWindow, 1, time.Second),
+		hotlimit.WithFactory(func(hotlimit.Config, ...hotlimit.Option) (hotlimit.Limiter, error) { return lim, nil }))
+	require.NoError(t, err)
+	h := httplimit.New(outer, httplimit.WithLegacyHeaders(true))(httplimit.New(inner, httplimit.WithLegacyHeaders(true))(ok))
+	w := serve(h, get("/", "192.0.2.1:1"))
+	require.Equal(t, http.StatusOK, w.Code)
+	assert.Equal(t, []string{`"fixedwindow-100-1m";r=99;t=60`}, w.Header().Values("RateLimit"), "the outer limit's item alone")
+	assert.Equal(t, []string{"1"}, w.Header().Values("X-RateLimit-Limit"), "the inner one wins")
+	assert.Empty(t, w.Header().Values("X-RateLimit-Remaining"), "no count of another limit beside the inner limit")
+	assert.Empty(t, w.Header().Values("X-RateLimit-Reset"), "no reset of another limit beside the inner limit")
+}

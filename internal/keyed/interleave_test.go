@@ -275,3 +275,133 @@ func TestReviveWhoseWalkWentRoundFindingNoIdleKeyWalksOnce(t *testing.T) {
 	assert.Equal(t, maxKeys+1, m.Len(), "over the cap by the revived key while no key is idle")
 	assertListed(t, m, append(busy, "full", "x")...)
 }
+
+// TestReviveWhoseWalkWentRoundWithinItsBudgetWalksOnce: at a cap between
+// one and two chunks of a walk's budget, with no key idle, Revive's first
+// walk starts at head, goes round the whole list and on into it again until
+// its budget is spent, evicting nothing. It went round the whole list: a
+// second walk would find no idle key either, and Revive does not walk
+// again, leaving the map over the cap by the revived key. Counting only a
+// walk short of its budget as one that went round, Revive walked the list
+// a second time for nothing.
+func TestReviveWhoseWalkWentRoundWithinItsBudgetWalksOnce(t *testing.T) {
+	const maxKeys = keyed.MaxVisits*2/3 + 1
+	m := newMap(0, maxKeys)
+	x := m.Get("x") // idle: its caller holds the cell
+	busy := keysUpTo(maxKeys - 1)
+	for _, k := range busy {
+		add(m, k, m.Get(k), 1)
+	}
+	require.Equal(t, 1, m.Sweep(func(c *cell) bool { return c == x && kill(c) }), "x evicted under its caller")
+	add(m, "full", m.Get("full"), 1)
+	require.Equal(t, maxKeys, m.Len(), "the map is at the cap, x not held")
+
+	var walks []int
+	keyed.OnWalk(m, func(v int) { walks = append(walks, v) })
+	add(m, "x", x, 1)
+	require.NotEmpty(t, walks)
+	assert.Equal(t, keyed.MaxVisits, walks[0], "round the whole list, and on until its budget is spent")
+	assert.Len(t, walks, 1, "one walk")
+	assert.Equal(t, maxKeys+1, m.Len(), "over the cap by the revived key while no key is idle")
+	assertListed(t, m, append(busy, "full", "x")...)
+}
+
+// TestRevivalsRacingEachOtherPastTheFirstWalksVisitsKeepTheCap: at the cap,
+// keys x and y were evicted under their callers, and the only idle key lies
+// past the MaxVisits nodes a walk visits from the cursor. x's Revive walks
+// them all, busy, and before its re-insertion y's Revive walks on, evicts
+// the idle key and takes its room. x's re-insertion then puts the map over
+// the cap while no key is idle: its second walk evicts nothing, and the map
+// holds cap + 1 keys, each counted once, every one listed.
+func TestRevivalsRacingEachOtherPastTheFirstWalksVisitsKeepTheCap(t *testing.T) {
+	const maxKeys = keyed.MaxVisits + 36
+	m := newMap(0, maxKeys)
+	m.Get("idle") // the oldest node, last on the list
+	x, y := m.Get("x"), m.Get("y")
+	busy := keysUpTo(maxKeys - 3)
+	for _, k := range busy {
+		add(m, k, m.Get(k), 1)
+	}
+	require.Equal(t, 2, m.Sweep(func(c *cell) bool { return (c == x || c == y) && kill(c) }), "x and y evicted under their callers")
+	add(m, "full1", m.Get("full1"), 1)
+	add(m, "full2", m.Get("full2"), 1)
+	require.Equal(t, maxKeys, m.Len(), "the map is at the cap, x and y not held")
+
+	var walks []int
+	keyed.OnWalk(m, func(v int) { walks = append(walks, v) })
+	armed := true
+	keyed.OnStep(m, func(step string) {
+		if step != "revive" || !armed {
+			return
+		}
+		armed = false
+		_, ok := m.Peek("idle")
+		require.True(t, ok, "x's first walk did not reach the idle key")
+		add(m, "y", y, 1) // walks on, evicts the idle key, takes its room
+		_, ok = m.Peek("idle")
+		require.False(t, ok, "y's walk evicted the idle key")
+	})
+	add(m, "x", x, 1)
+	require.False(t, armed, "y's revival ran between x's walk and its re-insertion")
+	assert.Len(t, walks, 3, "x's first walk, y's, and x's second")
+	assert.Equal(t, maxKeys+1, m.Len(), "over the cap by x while no key is idle")
+	assert.Equal(t, int64(maxKeys+1), keyed.Reserved(m), "count agrees with Len")
+	live := append(busy, "full1", "full2", "x", "y")
+	for _, k := range live {
+		c, ok := m.Peek(k)
+		if assert.True(t, ok, k) {
+			assert.Equal(t, int64(1), c.n.Load(), k)
+		}
+	}
+	assertListed(t, m, live...)
+	// The next insertion finds no idle key: denied, the cap's excess kept.
+	assert.Nil(t, m.Get("new"), "no room, no idle key")
+	assert.Equal(t, int64(maxKeys+1), keyed.Reserved(m), "a denied insertion leaks no reservation")
+}
+
+// TestReviveRacingASweepPastItsFirstWalksVisitsKeepsTheCap: at the cap, x
+// was evicted under its caller, and the only idle key lies past the
+// MaxVisits nodes a walk visits from the cursor. x's Revive walks them all,
+// busy, and before its re-insertion a Sweep evicts the idle key: the
+// re-insertion then takes the room the Sweep made, the map is at the cap,
+// not over it, and Revive does not walk again.
+func TestReviveRacingASweepPastItsFirstWalksVisitsKeepsTheCap(t *testing.T) {
+	const maxKeys = keyed.MaxVisits + 36
+	m := newMap(0, maxKeys)
+	m.Get("idle") // the oldest node, last on the list
+	x := m.Get("x")
+	busy := keysUpTo(maxKeys - 2)
+	for _, k := range busy {
+		add(m, k, m.Get(k), 1)
+	}
+	require.Equal(t, 1, m.Sweep(func(c *cell) bool { return c == x && kill(c) }), "x evicted under its caller")
+	add(m, "full", m.Get("full"), 1)
+	require.Equal(t, maxKeys, m.Len(), "the map is at the cap, x not held")
+
+	var walks []int
+	keyed.OnWalk(m, func(v int) { walks = append(walks, v) })
+	armed := true
+	keyed.OnStep(m, func(step string) {
+		if step != "revive" || !armed {
+			return
+		}
+		armed = false
+		require.Len(t, walks, 1, "x's first walk")
+		assert.Equal(t, keyed.MaxVisits, walks[0], "all busy")
+		require.Equal(t, 1, m.Sweep(kill), "the Sweep evicts the idle key")
+	})
+	revived := add(m, "x", x, 1)
+	require.False(t, armed, "the Sweep ran between x's walk and its re-insertion")
+	assert.NotSame(t, x, revived)
+	assert.Len(t, walks, 1, "no second walk: the map is not over the cap")
+	assert.Equal(t, maxKeys, m.Len())
+	assert.Equal(t, int64(maxKeys), keyed.Reserved(m), "count agrees with Len")
+	live := append(busy, "full", "x")
+	for _, k := range live {
+		c, ok := m.Peek(k)
+		if assert.True(t, ok, k) {
+			assert.Equal(t, int64(1), c.n.Load(), k)
+		}
+	}
+	assertListed(t, m, live...)
+}

@@ -376,11 +376,13 @@ func (m *Map[C]) tryReserve() bool {
 // it: with below = maxKeys, once the map has room for a key. Stopping at the
 // first eviction instead would leave a map over the cap (by revivals) full
 // after it, and the new key denied, while idle keys were there to evict. It
-// returns how many keys it deleted and how many nodes it visited: a walk
-// that deleted no key and visited fewer than budget went round the whole
-// list.
-func (m *Map[C]) walk(budget, chunk int, kill func(*C) bool, below int64) (deleted, visits int) {
-	wrapped, room := false, false
+// returns how many keys it deleted, and whether it went round the whole
+// list: it reached the end of the list twice, or, past the end once, met
+// again the node it started on (a list shorter than budget, walked from
+// near its front).
+func (m *Map[C]) walk(budget, chunk int, kill func(*C) bool, below int64) (deleted int, round bool) {
+	visits, wrapped, room := 0, false, false
+	var origin *node[C] // the first node visited, before the walk wrapped
 	for visits < budget {
 		from, start, claimed, wraps := m.claim(min(chunk, budget-visits))
 		if m.hook != nil {
@@ -392,6 +394,11 @@ func (m *Map[C]) walk(budget, chunk int, kill func(*C) bool, below int64) (delet
 		// claimed, the cursor's, unvisited in this pass.
 		prev, n := from, start
 		for i := 0; i < claimed && n != nil && visits < budget; i++ {
+			if visits == 0 && !wrapped {
+				origin = n
+			} else if n == origin && wrapped {
+				round = true // the rest of the budget visits nodes again
+			}
 			visits++
 			next := n.next.Load()
 			kept, gone := m.visit(prev, n, next, kill)
@@ -411,6 +418,7 @@ func (m *Map[C]) walk(budget, chunk int, kill func(*C) bool, below int64) (delet
 		}
 		if wraps {
 			if wrapped {
+				round = true
 				break // round once
 			}
 			wrapped = true
@@ -419,7 +427,7 @@ func (m *Map[C]) walk(budget, chunk int, kill func(*C) bool, below int64) (delet
 	if m.walked != nil {
 		m.walked(visits)
 	}
-	return deleted, visits
+	return deleted, round
 }
 
 // claim hands this walker up to chunk nodes after the shared cursor to visit:
@@ -571,13 +579,12 @@ func (m *Map[C]) Revive(key string, dead *C) *C {
 			// The re-insertion below will put the map over the cap: evict
 			// idle keys first, if there are any, until there is room, so
 			// that an excess lasts only while no key is idle.
-			deleted, visits := m.walk(MaxVisits, capChunk, m.judge(), int64(m.maxKeys))
-			// Short of its budget without an eviction, the walk went round
-			// the whole list and found no key idle: a second walk would
-			// find none either. Within its budget, it saw only the nodes
-			// after the cursor, and the second walk goes on from where it
-			// stopped.
-			barren = deleted == 0 && visits < MaxVisits
+			deleted, round := m.walk(MaxVisits, capChunk, m.judge(), int64(m.maxKeys))
+			// Round the whole list without an eviction, the walk found no
+			// key idle: a second walk would find none either. Otherwise it
+			// saw only the nodes after the cursor, within its budget, and
+			// the second walk goes on from where it stopped.
+			barren = deleted == 0 && round
 		}
 	}
 	if m.hook != nil {

@@ -8,24 +8,25 @@ import (
 	"github.com/hotlimit/hotlimit"
 )
 
-// Ended returns the context error that err wraps, context.Canceled or
-// context.DeadlineExceeded, or nil. A decision under a request's context
-// whose error wraps it ended with the request: a limiter that could not
-// decide answered its failure policy's decision, and a rule of several
-// limits gave back what the others took (see service.Service.TakeContext),
-// so the request is answered without being served. The error, not the
-// context, says so: the context may have ended only after the decision,
-// when the request was counted. The context must have ended too: a
-// limiter's own timeout (redislimit's WithTimeout) also wraps
-// context.DeadlineExceeded, under a request that goes on.
-func Ended(err error) error {
-	switch {
-	case err == nil:
+// EndedBy returns ctx's error when ctx has ended and err, the error of a
+// decision under ctx, wraps that error, context.Canceled or
+// context.DeadlineExceeded; nil otherwise. Such a decision ended with the
+// request: a limiter that could not decide answered its failure policy's
+// decision, and a rule of several limits gave back what the others took
+// (see service.Service.TakeContext), so the request is answered without
+// being served. The error, not the context alone, says so: the context may
+// have ended only after the decision, when the request was counted. Nor
+// does any context error in err: a limiter's own timeout (redislimit's
+// WithTimeout) wraps context.DeadlineExceeded, under a request that goes on
+// or that its client cancelled after the decision. (A request whose own
+// deadline passes just after a limiter's own timeout is still taken for
+// ended: the two errors are the same.)
+func EndedBy(ctx context.Context, err error) error {
+	if err == nil {
 		return nil
-	case errors.Is(err, context.Canceled):
-		return context.Canceled
-	case errors.Is(err, context.DeadlineExceeded):
-		return context.DeadlineExceeded
+	}
+	if cerr := ctx.Err(); cerr != nil && errors.Is(err, cerr) {
+		return cerr
 	}
 	return nil
 }

@@ -5,17 +5,25 @@ import (
 	"errors"
 	"fmt"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 )
 
-// TestEnded: the context error a decision's error wraps, joined or
-// wrapped among others, and nil for none.
-func TestEnded(t *testing.T) {
+// TestEndedBy: the error of an ended context that a decision's error
+// wraps, joined or wrapped among others; nil for none, for a context that
+// lasts, and for a context error other than the context's own.
+func TestEndedBy(t *testing.T) {
 	down := errors.New("down")
-	assert.NoError(t, Ended(nil))
-	assert.NoError(t, Ended(down))
-	assert.Equal(t, context.Canceled, Ended(fmt.Errorf("gave back: %w", context.Canceled)))
-	assert.Equal(t, context.DeadlineExceeded, Ended(errors.Join(down, fmt.Errorf("x: %w", context.DeadlineExceeded))))
-	assert.Equal(t, context.Canceled, Ended(errors.Join(down, context.Canceled)))
+	canceled, cancel := context.WithCancel(context.Background())
+	cancel()
+	expired, cancelExpired := context.WithDeadline(context.Background(), time.Unix(0, 0))
+	defer cancelExpired()
+	assert.NoError(t, EndedBy(canceled, nil))
+	assert.NoError(t, EndedBy(canceled, down))
+	assert.Equal(t, context.Canceled, EndedBy(canceled, fmt.Errorf("gave back: %w", context.Canceled)))
+	assert.Equal(t, context.Canceled, EndedBy(canceled, errors.Join(down, context.Canceled)))
+	assert.Equal(t, context.DeadlineExceeded, EndedBy(expired, errors.Join(down, fmt.Errorf("x: %w", context.DeadlineExceeded))))
+	assert.NoError(t, EndedBy(context.Background(), context.Canceled), "a context that lasts")
+	assert.NoError(t, EndedBy(canceled, fmt.Errorf("own timeout: %w", context.DeadlineExceeded)), "a limiter's own timeout under a cancelled context")
 }
