@@ -210,6 +210,11 @@ type FallbackObserver interface {
 // pointer or function, are left out; with none left Observers returns nil,
 // which reports nothing, and with one it returns that one. Observers
 // allocates nothing per decision.
+//
+// Code that looks for an observer of its own type in the one it is given,
+// as envoyrls looks for its *Metrics, finds it through a method
+// Unwrap() []Observer, which returns those passed on to, as an error of
+// errors.Join has Unwrap() []error.
 func Observers(obs ...Observer) Observer {
 	var all []Observer
 	var fallbacks []FallbackObserver
@@ -243,6 +248,9 @@ func (f *fanOut) Observe(e Event) {
 		o.Observe(e)
 	}
 }
+
+// Unwrap returns the observers f passes on to; see [Observers].
+func (f *fanOut) Unwrap() []Observer { return f.all }
 
 // ObserveFallback passes fb to every observer that hears of fallbacks.
 func (f *fanOut) ObserveFallback(fb Fallback) {

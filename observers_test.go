@@ -68,6 +68,9 @@ func TestObserversLeaveOutNilOnes(t *testing.T) {
 	// Nil ones among several are never called (calling them would panic).
 	var a, b tally
 	o := hotlimit.Observers(&a, nilPtr, nilFunc, &b)
+	u, ok := o.(interface{ Unwrap() []hotlimit.Observer })
+	require.True(t, ok, "code looking for its own observer finds it through Unwrap")
+	assert.Equal(t, []hotlimit.Observer{&a, &b}, u.Unwrap())
 	o.Observe(hotlimit.Event{Outcome: hotlimit.OutcomeDenied})
 	o.(hotlimit.FallbackObserver).ObserveFallback(hotlimit.Fallback{})
 	assert.Equal(t, int64(1), a.outcomes[hotlimit.OutcomeDenied].Load())

@@ -89,6 +89,7 @@ type settings struct {
 	allOrNothing bool
 	headers      Headers
 	observer     hotlimit.Observer
+	metrics      *Metrics // the observer, or one it passes on to; see findMetrics
 	backendErrs  bool
 	log          *slog.Logger
 }
@@ -128,10 +129,29 @@ func WithHeaders(h Headers) Option { return func(s *settings) { s.headers = h } 
 // redislimit.Factory(client, hotlimit.WithObserver(o)), as hotlimitd does.
 // A nil o reports nothing, and so does an o that holds a nil pointer or
 // function (a nil hotlimit.ObserverFunc, a nil *Metrics), as
-// hotlimit.WithObserver says.
+// hotlimit.WithObserver says. A *Metrics among several given as
+// hotlimit.Observers(...) also counts the requests and configuration
+// reloads, as it does given alone.
 func WithObserver(o hotlimit.Observer) Option {
 	o = hotlimit.NewOptions(hotlimit.WithObserver(o)).Observer
-	return func(s *settings) { s.observer = o }
+	m := findMetrics(o)
+	return func(s *settings) { s.observer, s.metrics = o, m }
+}
+
+// findMetrics returns o if it is a *Metrics, or else the first *Metrics
+// among the observers it passes on to (hotlimit.Observers'), nil if none.
+func findMetrics(o hotlimit.Observer) *Metrics {
+	if m, ok := o.(*Metrics); ok {
+		return m
+	}
+	if fan, ok := o.(interface{ Unwrap() []hotlimit.Observer }); ok {
+		for _, inner := range fan.Unwrap() {
+			if m := findMetrics(inner); m != nil {
+				return m
+			}
+		}
+	}
+	return nil
 }
 
 // WithBackendErrors sets what a request gets when the backend fails (Redis
@@ -294,7 +314,7 @@ func (s *Server) reload(cfg *Config) (dropped []interface{ Close() error }, err 
 		next.limiters[c] = l
 	}
 	served := func() {}
-	if m, ok := s.set.observer.(*Metrics); ok {
+	if m := s.set.metrics; m != nil {
 		served = m.reload(cfg)
 	}
 	s.snap.Store(next)
@@ -450,7 +470,7 @@ func validate(req *pb.RateLimitRequest) error {
 // documentation.
 func (s *Server) ShouldRateLimit(ctx context.Context, req *pb.RateLimitRequest) (*pb.RateLimitResponse, error) {
 	resp, err := s.shouldRateLimit(ctx, req)
-	if m, ok := s.set.observer.(*Metrics); ok {
+	if m := s.set.metrics; m != nil {
 		m.request(err)
 	}
 	return resp, err
