@@ -454,17 +454,21 @@ func (l *Limiter) RefundContext(ctx context.Context, key string, r hotlimit.Rece
 // RefundNowContext gives back n requests from key as taken now by the
 // limiter's clock: Redis's TIME when the give-back runs, unless
 // [hotlimit.WithClock] was given, whose reading then. It is RefundContext
-// of a receipt of n requests whose At is that reading, for a caller that
-// holds no receipt, such as a rate limit service told to give hits back
-// (Envoy's negative hits): as an in-memory limiter's refund of a receipt
-// stamped with its own clock's now, a fixed window's give-back goes to the
-// window Redis counts in now, a token bucket's returns the n tokens whole
-// (up to the burst). A receipt stamped with this process's clock instead
-// would be judged by Redis's, which disagrees with it by the clocks' skew:
-// across a window's start, a fixed window would give nothing back, or take
-// it off the wrong window. n < 1 gives back nothing; errors are as
-// RefundContext's, and the same caution applies: do not give the requests
-// back again after an error.
+// of the receipt that a take of n requests made then would get: its At is
+// the reading, or, when the clock reads behind the key's state (Redis's
+// clock stepped back), the start of the key's later window for a fixed
+// window or sliding counter and the newest logged time for a sliding log,
+// where such a take counts. It is for a caller that holds no receipt, such
+// as a rate limit service told to give hits back (Envoy's negative hits):
+// as an in-memory limiter's refund of a receipt stamped with its own
+// clock's now, a fixed window's give-back goes to the window Redis counts
+// in now, a token bucket's returns the n tokens whole (up to the burst). A
+// receipt stamped with this process's clock instead would be judged by
+// Redis's, which disagrees with it by the clocks' skew: across a window's
+// start, a fixed window would give nothing back, or take it off the wrong
+// window. n < 1 gives back nothing; errors are as RefundContext's, and the
+// same caution applies: do not give the requests back again after an
+// error.
 func (l *Limiter) RefundNowContext(ctx context.Context, key string, n int) error {
 	if n < 1 {
 		return nil
@@ -477,7 +481,8 @@ func (l *Limiter) RefundNowContext(ctx context.Context, key string, n int) error
 }
 
 // atNow is the script's argument at of a give-back of requests taken now,
-// by the clock the script reads (see scripts/prelude.lua).
+// by the clock the script reads: each script gives them back as a take at
+// its now would be stamped (see scripts/prelude.lua).
 const atNow = ""
 
 // take decides n requests for key: from the key's lease when it covers
