@@ -193,10 +193,12 @@ func WithTimeout(d time.Duration) hotlimit.Option {
 // that a master that is down sends only the keys of its slots to the policy,
 // and the keys of the other masters are still decided by Redis; the
 // replica that takes over its slots starts with a closed one. The breaker
-// of a node that no key has mapped to for a minute (a master that a
-// failover replaced, or that a resharding left without slots) is dropped,
-// so that a long-lived limiter holds breakers for the nodes in use only. A batch
-// ([WithBatch]) spanning masters is answered once every master has
+// of a node that no key has mapped to for about a minute (45 s at least; a
+// master that a failover replaced, or that a resharding left without
+// slots) is dropped, once its cooldown has ended if it is open, so that a
+// long-lived limiter holds breakers for the nodes in use only, and a node
+// that is down is not asked again before its cooldown ends, however seldom
+// its keys come. A batch ([WithBatch]) spanning masters is answered once every master has
 // answered it: until the breaker of a master that does not answer (frozen,
 // not refusing connections) opens, the calls that share a batch with its
 // keys wait for the timeout with them, and the policy decides them too.
