@@ -186,7 +186,10 @@ func WithTimeout(d time.Duration) hotlimit.Option {
 // (see [ErrReply]) is no failure: Redis answered, and the key's error is
 // its own, not the other keys'. The takes of a [TakeAll] that go in one
 // round trip count as one call for each breaker they reach: a round trip
-// that fails is one failure, however many takes it carried.
+// that fails is one failure, however many takes it carried; on a cluster
+// client that cannot load its slot map, the first failed lookup of a
+// key's master stands for the TakeAll's other takes on that client, which
+// fail with its error at once.
 //
 // On a cluster client (*redis.ClusterClient, which redis.NewUniversalClient
 // returns for several addresses) every master has a breaker of its own, so
