@@ -62,3 +62,30 @@ func TestRefundNowIsRefundOfTakeNow(t *testing.T) {
 		}
 	}
 }
+
+// TestRefundNowBehindKeysMaking: requests given back as taken now, by a
+// clock that stepped back behind the key's making (Redis's TIME stepped
+// back just after the key's first take), are given back: a take made then
+// would count in the key (its take moves the key's making back to it), so
+// requests taken now are the key's, as RefundContext of such a take's
+// receipt gives them back. The key, spent, passes one more request once
+// the clock is back past its making.
+func TestRefundNowBehindKeysMaking(t *testing.T) {
+	srv := redistest.Start(t)
+	client := newClient(t, srv)
+	for _, a := range algorithms {
+		t.Run(a.String(), func(t *testing.T) {
+			var clock atomic.Int64
+			made := int64(time.Hour) + int64(time.Second)
+			clock.Store(made)
+			c := hotlimit.Config{Algorithm: a, Limit: 4, Window: time.Minute}
+			lim := newExact(t, client, c, hotlimit.WithClock(clock.Load), redislimit.WithPrefix("behind:"+a.String()+":"),
+				redislimit.WithFailPolicy(redislimit.FailClosed))
+			require.True(t, take(t, lim, "k", lim.Burst()).Allowed, "the burst, as the key is made")
+			clock.Store(made - 1)
+			require.NoError(t, lim.RefundNowContext(context.Background(), "k", 1))
+			clock.Store(made + 1)
+			assert.True(t, take(t, lim, "k", 1).Allowed, "the request given back")
+		})
+	}
+}

@@ -143,7 +143,9 @@ local function took()
 end
 
 -- counted reports whether the key's state counted a take at tick at: it
--- holds one, made no later than at.
+-- holds one, made no later than at. A take now (atNow) is always the
+-- state's: made at a clock behind the state's making, it would have moved
+-- born back to now (see took).
 local function counted(held, at)
-  return held and (born == nil or tonumber(born) <= at)
+  return held and (atNow or born == nil or tonumber(born) <= at)
 end
