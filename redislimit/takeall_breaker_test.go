@@ -100,7 +100,10 @@ func TestTakeAllClusterLookupFailsOnce(t *testing.T) {
 		assert.NotErrorIs(t, tk.Err, redislimit.ErrBreakerOpen, "take %d: the breaker was closed when the TakeAll began", i)
 		assert.False(t, tk.Decision.Allowed, "take %d: FailClosed", i)
 	}
-	assert.Less(t, took, 4*timeout, "one lookup waits for the timeout, not one per take")
+	// How long it took is logged, not asserted: on a loaded machine a wall-clock
+	// bound flakes. That the lookups counted once (below, and no take above
+	// found the breaker open) is what shows they were made once.
+	t.Logf("TakeAll of %d takes took %v (timeout %v)", len(all), took, timeout)
 	for _, lim := range []*redislimit.Limiter{one, two} {
 		for i := range 2 {
 			_, err := lim.TakeContext(context.Background(), "after", 1)
