@@ -109,6 +109,13 @@ func WithClock(c hotlimit.Clock) Option { return func(s *settings) { s.clock = c
 // hotlimit.WithFactory(redislimit.Factory(client)) keeps every rule's state
 // in Redis. A key cap among them (hotlimit.WithMaxKeys) also lowers the
 // bound on distinct limit overrides, as the package documentation says.
+// A factory's limiter is used through its methods: a *redislimit.Limiter's
+// takes of one request go to Redis in one round trip (redislimit.TakeAll),
+// and negative hits are given back by a limiter's
+// RefundNowContext(ctx, key, n) error, by the clock that counts them (Redis's
+// TIME), when it has one, else by a refund of a receipt stamped with the
+// server's clock. A factory that wraps a *redislimit.Limiter in a type of its
+// own keeps the latter only if the wrapper has that method too.
 func WithLimiterOptions(opts ...hotlimit.Option) Option {
 	return func(s *settings) { s.limiterOpts = append(s.limiterOpts, opts...) }
 }

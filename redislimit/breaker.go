@@ -25,9 +25,9 @@ type breaker struct {
 }
 
 // nodeIdle is how long the breaker of a cluster's node outlives the last
-// key that mapped to the node: a master that a failover replaced, or that
-// a resharding left without slots, is forgotten after it, and starts with a
-// closed breaker should its address come back.
+// key that mapped to the node, and its cooldown if open: a master that a
+// failover replaced, or that a resharding left without slots, is forgotten
+// after it, and starts with a closed breaker should its address come back.
 const nodeIdle = time.Minute
 
 func newBreaker(failures int, cooldown time.Duration) breaker {
@@ -53,6 +53,13 @@ func (b *breaker) allow() (ok, probe bool) {
 	// that one probes, the others see the new deadline and stay out.
 	ok = b.openUntil.CompareAndSwap(u, after(now, b.cooldown))
 	return ok, ok
+}
+
+// cooling reports whether the breaker is open and its cooldown runs at
+// now, a Monotonic reading: it turns every call away.
+func (b *breaker) cooling(now int64) bool {
+	u := b.openUntil.Load()
+	return u != 0 && now < u
 }
 
 // success closes the breaker.

@@ -58,7 +58,8 @@ var refundConfigs = func() []hotlimit.Config {
 
 // TestDifferentialRefunds replays random sequences of Take(key, n), n in
 // [-1, burst+1] (and the burst's size at the largest limits), of refunds of
-// earlier receipts (each once, some at once, some later; for the
+// earlier receipts (each once, some at once, some later, and of some
+// taken at once by RefundNowContext instead of their receipt; for the
 // algorithms whose models refund: all but the sliding log, which
 // TestSlidingLogRefundDifferential covers) and of clock steps (zero, small,
 // whole windows, many windows, and back, some far back) against the
@@ -156,8 +157,13 @@ func TestDifferentialRefunds(t *testing.T) {
 						receipts = append(receipts, held{key, rc})
 						if r.IntN(3) == 0 { // refunded at once
 							receipts = receipts[:len(receipts)-1]
-							require.NoError(t, lim.RefundContext(ctx, key, rc))
-							trace = append(trace, fmt.Sprintf("Refund(%q, %+v) at %d", key, rc, now))
+							if r.IntN(2) == 0 { // without the receipt: the same give-back
+								require.NoError(t, lim.RefundNowContext(ctx, key, n))
+								trace = append(trace, fmt.Sprintf("RefundNow(%q, %d) at %d", key, n, now))
+							} else {
+								require.NoError(t, lim.RefundContext(ctx, key, rc))
+								trace = append(trace, fmt.Sprintf("Refund(%q, %+v) at %d", key, rc, now))
+							}
 							refunder.Refund(key, rc, now)
 							if _, _, ok := check(step, key, 0); !ok {
 								t.Logf("after Refund(%q, %+v) at once", key, rc)

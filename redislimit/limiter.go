@@ -454,17 +454,21 @@ func (l *Limiter) RefundContext(ctx context.Context, key string, r hotlimit.Rece
 // RefundNowContext gives back n requests from key as taken now by the
 // limiter's clock: Redis's TIME when the give-back runs, unless
 // [hotlimit.WithClock] was given, whose reading then. It is RefundContext
-// of a receipt of n requests whose At is that reading, for a caller that
-// holds no receipt, such as a rate limit service told to give hits back
-// (Envoy's negative hits): as an in-memory limiter's refund of a receipt
-// stamped with its own clock's now, a fixed window's give-back goes to the
-// window Redis counts in now, a token bucket's returns the n tokens whole
-// (up to the burst). A receipt stamped with this process's clock instead
-// would be judged by Redis's, which disagrees with it by the clocks' skew:
-// across a window's start, a fixed window would give nothing back, or take
-// it off the wrong window. n < 1 gives back nothing; errors are as
-// RefundContext's, and the same caution applies: do not give the requests
-// back again after an error.
+// of the receipt that a take of n requests made then would get: its At is
+// the reading, or, when the clock reads behind the key's state (Redis's
+// clock stepped back), the start of the key's later window for a fixed
+// window or sliding counter and the newest logged time for a sliding log,
+// where such a take counts. It is for a caller that holds no receipt, such
+// as a rate limit service told to give hits back (Envoy's negative hits):
+// as an in-memory limiter's refund of a receipt stamped with its own
+// clock's now, a fixed window's give-back goes to the window Redis counts
+// in now, a token bucket's returns the n tokens whole (up to the burst). A
+// receipt stamped with this process's clock instead would be judged by
+// Redis's, which disagrees with it by the clocks' skew: across a window's
+// start, a fixed window would give nothing back, or take it off the wrong
+// window. n < 1 gives back nothing; errors are as RefundContext's, and the
+// same caution applies: do not give the requests back again after an
+// error.
 func (l *Limiter) RefundNowContext(ctx context.Context, key string, n int) error {
 	if n < 1 {
 		return nil
@@ -477,7 +481,8 @@ func (l *Limiter) RefundNowContext(ctx context.Context, key string, n int) error
 }
 
 // atNow is the script's argument at of a give-back of requests taken now,
-// by the clock the script reads (see scripts/prelude.lua).
+// by the clock the script reads: each script gives them back as a take at
+// its now would be stamped (see scripts/prelude.lua).
 const atNow = ""
 
 // take decides n requests for key: from the key's lease when it covers
@@ -594,19 +599,25 @@ func (l *Limiter) breakerFor(ctx context.Context, redisKey string) (*breaker, er
 
 // nodeBreaker returns the breaker of the cluster node at addr, made on its
 // first call, and notes that a key mapped to the node now. The breakers of
-// nodes that no key mapped to for nodeIdle are dropped, when a node's
-// breaker is made and when one's seen is refreshed (every nodeIdle/4 at
-// most), so that the map holds the nodes in use and those gone within
-// about nodeIdle, whatever failovers and reshardings came before. The
+// nodes that no key mapped to for nodeIdle are dropped (unless open and
+// cooling down; see pruneNodes), when a node's breaker is made and when
+// one's seen is refreshed (every nodeIdle/4 at most), so that the map holds
+// the nodes in use and those gone within about nodeIdle, whatever
+// failovers and reshardings came before. The
 // lookup of a known node is a map Load, a clock reading and an atomic
 // load; only the refresh and the pruning write, a few times a minute.
 func (l *Limiter) nodeBreaker(addr string) *breaker {
 	now := l.localNow()
 	if b, ok := l.nodes.Load(addr); ok {
-		// seen only moves to a later reading, by this CAS: of the callers
-		// that read the same stale s, one swaps it and prunes, and the
-		// others return; a writer that swapped meanwhile moved it on, which
-		// is all this refresh is for.
+		// seen never decreases. It is written only by this CAS (and by
+		// the Store below, before the breaker is in the map, where no
+		// other goroutine sees it), from the s this caller read to now,
+		// and only when now is nodeIdle/4 or more past s, so later than
+		// s. A concurrent writer that moved seen on from s first makes
+		// this CAS fail, since seen never comes back to s: a caller whose
+		// reading is stale cannot move it back. Of the callers that read
+		// the same stale s, exactly one swaps it and prunes; the others
+		// return, the winner's reading refreshing seen for them.
 		if s := b.seen.Load(); now-s >= l.nodeIdle/4 && b.seen.CompareAndSwap(s, now) {
 			l.pruneNodes(now)
 		}
@@ -626,20 +637,27 @@ func (l *Limiter) nodeBreaker(addr string) *breaker {
 }
 
 // pruneNodes drops the breakers of the nodes that no key mapped to for
-// nodeIdle before now. A caller that loaded such a breaker just before it
-// is dropped still uses it for its call; the next lookup makes a fresh
-// one, which starts closed: a node comes back to its breaker's threshold,
-// no call goes amiss.
+// nodeIdle before now, except those open whose cooldown still runs: a node
+// that is down, whose keys come less often than nodeIdle, would otherwise
+// get a fresh, closed breaker at its next key, and calls again before the
+// cooldown ends (a node that a failover replaced is forgotten once its
+// cooldown ends). A caller that loaded such a breaker just before it is
+// dropped still uses it for its call; the next lookup makes a fresh one,
+// which starts closed: a node comes back to its breaker's threshold.
 func (l *Limiter) pruneNodes(now int64) {
+	mono := hotlimit.Monotonic() // the breakers' clock
+	idle := func(b *breaker) bool {
+		return now-b.seen.Load() > l.nodeIdle && !b.cooling(mono)
+	}
 	l.nodes.Range(func(addr string, b *breaker) bool {
-		if now-b.seen.Load() <= l.nodeIdle {
+		if !idle(b) {
 			return true
 		}
 		l.nodes.Compute(addr, func(old *breaker, loaded bool) (*breaker, bool) {
 			if !loaded || old != b { // gone, or made again since: kept as it is
 				return old, !loaded
 			}
-			return old, now-old.seen.Load() > l.nodeIdle // unless seen meanwhile
+			return old, idle(old) // unless seen, or opened, meanwhile
 		})
 		return true
 	})

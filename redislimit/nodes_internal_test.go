@@ -42,7 +42,8 @@ func nodeAddrs(l *Limiter) []string {
 // TestNodeBreakersOfGoneNodesAreDropped: the breakers of cluster nodes that
 // no key has mapped to for a while (a master replaced by a failover, or
 // left without slots by a resharding) are dropped, whether a new node
-// comes or not, and a node in use keeps its breaker, open or not.
+// comes or not, and a node in use keeps its breaker, open or not; an open
+// breaker is kept while its cooldown runs, however long unseen.
 func TestNodeBreakersOfGoneNodesAreDropped(t *testing.T) {
 	var now atomic.Int64
 	l := newNodesLimiter(t, &now)
@@ -59,14 +60,15 @@ func TestNodeBreakersOfGoneNodesAreDropped(t *testing.T) {
 		assert.Same(t, b, l.nodeBreaker("b:1"))
 	}
 	l.nodeBreaker("c:1")
-	assert.Equal(t, []string{"b:1", "c:1"}, nodeAddrs(l), "a, unseen for two minutes, is dropped when c comes")
+	assert.Equal(t, []string{"a:1", "b:1", "c:1"}, nodeAddrs(l), "a, unseen for two minutes, is kept while its cooldown runs")
+	a.openUntil.Store(hotlimit.Monotonic() - 1) // its cooldown ends
 
 	// A resharding moves b's slots to c: no new node comes.
 	for range 6 {
 		now.Add(int64(30 * time.Second))
 		l.nodeBreaker("c:1")
 	}
-	assert.Equal(t, []string{"c:1"}, nodeAddrs(l), "b, unseen for three minutes, is dropped as c is used")
+	assert.Equal(t, []string{"c:1"}, nodeAddrs(l), "b, unseen for three minutes, and a, whose cooldown ended, are dropped as c is used")
 
 	// a comes back (its address reused): a fresh breaker, closed.
 	again := l.nodeBreaker("a:1")

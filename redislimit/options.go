@@ -186,17 +186,22 @@ func WithTimeout(d time.Duration) hotlimit.Option {
 // (see [ErrReply]) is no failure: Redis answered, and the key's error is
 // its own, not the other keys'. The takes of a [TakeAll] that go in one
 // round trip count as one call for each breaker they reach: a round trip
-// that fails is one failure, however many takes it carried.
+// that fails is one failure, however many takes it carried; on a cluster
+// client that cannot load its slot map, the first failed lookup of a
+// key's master stands for the TakeAll's other takes on that client, which
+// fail with its error at once.
 //
 // On a cluster client (*redis.ClusterClient, which redis.NewUniversalClient
 // returns for several addresses) every master has a breaker of its own, so
 // that a master that is down sends only the keys of its slots to the policy,
 // and the keys of the other masters are still decided by Redis; the
 // replica that takes over its slots starts with a closed one. The breaker
-// of a node that no key has mapped to for a minute (a master that a
-// failover replaced, or that a resharding left without slots) is dropped,
-// so that a long-lived limiter holds breakers for the nodes in use only. A batch
-// ([WithBatch]) spanning masters is answered once every master has
+// of a node that no key has mapped to for about a minute (45 s at least; a
+// master that a failover replaced, or that a resharding left without
+// slots) is dropped, once its cooldown has ended if it is open, so that a
+// long-lived limiter holds breakers for the nodes in use only, and a node
+// that is down is not asked again before its cooldown ends, however seldom
+// its keys come. A batch ([WithBatch]) spanning masters is answered once every master has
 // answered it: until the breaker of a master that does not answer (frozen,
 // not refusing connections) opens, the calls that share a batch with its
 // keys wait for the timeout with them, and the policy decides them too.

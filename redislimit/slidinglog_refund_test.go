@@ -164,6 +164,14 @@ func TestSlidingLogRefundDifferential(t *testing.T) {
 						receipts = append(receipts, receipt{rc, m.epoch})
 					}
 					state(step, "take")
+					if ok && n > 0 && r.IntN(8) == 0 {
+						// given back at once without the receipt: as the
+						// receipt's refund, at the take's logged time
+						receipts = receipts[:len(receipts)-1]
+						require.NoError(t, lim.RefundNowContext(ctx, "k", n), "step %d", step)
+						m.refund(n, at, now)
+						state(step, "refund now")
+					}
 				case len(receipts) > 0:
 					i := r.IntN(len(receipts))
 					rc := receipts[i]

@@ -4,8 +4,10 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 
 	"github.com/hotlimit/hotlimit"
+	"github.com/redis/go-redis/v9"
 )
 
 // Take is one decision of [TakeAll]: N requests from Key under Limiter, and
@@ -49,6 +51,7 @@ func TakeAll(ctx context.Context, takes []Take) {
 	var alone []int
 	var probes []int // takes that probe their breaker: by themselves
 	var probed []*breaker
+	var lookups lookupFailures
 	for i := range takes {
 		t := &takes[i]
 		l := t.Limiter
@@ -61,9 +64,14 @@ func TakeAll(ctx context.Context, takes []Take) {
 			alone = append(alone, i)
 			continue
 		}
+		if err := lookups.failed(ctx, l); err != nil {
+			t.Decision, t.Receipt, t.Err = l.fail(t.Key, t.N, err)
+			continue
+		}
 		k := l.redisKey(t.Key)
 		b, err := l.breakerFor(ctx, k)
 		if err != nil {
+			lookups.add(l, err)
 			t.Decision, t.Receipt, t.Err = l.fail(t.Key, t.N, err)
 			continue
 		}
@@ -185,4 +193,48 @@ func (v *verdicts) tell(ctx context.Context) {
 // it: no error, or the error of a key of another type, which is the key's.
 func redisAnswered(err error) bool {
 	return err == nil || isWrongType(err)
+}
+
+// lookupFailures holds, by client, the errors of the lookups of a key's
+// cluster master (see Limiter.breakerFor) that failed during one TakeAll: a
+// cluster that cannot be asked for its slot map fails each lookup only
+// after the timeout, so the later takes of limiters on that client fail
+// with the same error rather than ask again, one after the other, and the
+// breaker that guards the lookups of each of their limiters counts one
+// failure, as for one failed round trip, not one per take.
+type lookupFailures struct {
+	clients []redis.UniversalClient
+	errs    []error
+	told    []*Limiter // whose breaker heard of the failure
+}
+
+// add notes that the lookup for a take of l failed with err. An open
+// breaker's refusal asked nothing, and is not noted.
+func (f *lookupFailures) add(l *Limiter, err error) {
+	if l.nodes == nil || errors.Is(err, ErrBreakerOpen) {
+		return
+	}
+	f.clients, f.errs, f.told = append(f.clients, l.client), append(f.errs, err), append(f.told, l)
+}
+
+// failed returns the error of a lookup that failed on l's client during
+// the TakeAll, telling l's breaker of it once (unless ctx ended, as
+// breakerFor), or nil when none did.
+func (f *lookupFailures) failed(ctx context.Context, l *Limiter) error {
+	if l.nodes == nil {
+		return nil
+	}
+	for i, c := range f.clients {
+		if c != l.client {
+			continue
+		}
+		if !slices.Contains(f.told, l) {
+			f.told = append(f.told, l)
+			if ctx.Err() == nil {
+				l.breaker.failure()
+			}
+		}
+		return f.errs[i]
+	}
+	return nil
 }

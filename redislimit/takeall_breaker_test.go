@@ -71,3 +71,46 @@ func TestTakeAllFailureCountsOnceForTheBreaker(t *testing.T) {
 		})
 	}
 }
+
+// TestTakeAllClusterLookupFailsOnce: on a cluster client that cannot load
+// its slot map (no node answers), the first take of a TakeAll whose
+// lookup of its key's master fails stands for the others on the same
+// client: they fail with its error instead of each asking again (each a
+// wait of up to the timeout, one after the other), and the breaker of each
+// limiter counts one failure, as for one failed round trip: with a
+// threshold of 3, it stays closed for two more failed calls.
+func TestTakeAllClusterLookupFailsOnce(t *testing.T) {
+	const takes, timeout = 5, 100 * time.Millisecond
+	client := redis.NewClusterClient(&redis.ClusterOptions{Addrs: []string{deadAddr(t)}, ContextTimeoutEnabled: true, MaxRetries: -1})
+	t.Cleanup(func() { _ = client.Close() })
+	opts := []hotlimit.Option{frozenClock(), redislimit.WithFailPolicy(redislimit.FailClosed),
+		redislimit.WithTimeout(timeout), redislimit.WithBreaker(3, time.Hour)}
+	one := newLimiter(t, client, faultConfig, opts...)
+	two := newLimiter(t, client, faultConfig, append(opts, redislimit.WithPrefix("two:"))...)
+	var all []redislimit.Take
+	for i := range takes {
+		all = append(all, redislimit.Take{Limiter: one, Key: fmt.Sprintf("k%d", i), N: 1})
+		all = append(all, redislimit.Take{Limiter: two, Key: fmt.Sprintf("k%d", i), N: 1})
+	}
+	start := time.Now()
+	redislimit.TakeAll(context.Background(), all)
+	took := time.Since(start)
+	for i, tk := range all {
+		require.Error(t, tk.Err, "take %d", i)
+		assert.NotErrorIs(t, tk.Err, redislimit.ErrBreakerOpen, "take %d: the breaker was closed when the TakeAll began", i)
+		assert.False(t, tk.Decision.Allowed, "take %d: FailClosed", i)
+	}
+	// How long it took is logged, not asserted: on a loaded machine a wall-clock
+	// bound flakes. That the lookups counted once (below, and no take above
+	// found the breaker open) is what shows they were made once.
+	t.Logf("TakeAll of %d takes took %v (timeout %v)", len(all), took, timeout)
+	for _, lim := range []*redislimit.Limiter{one, two} {
+		for i := range 2 {
+			_, err := lim.TakeContext(context.Background(), "after", 1)
+			require.Error(t, err)
+			assert.NotErrorIs(t, err, redislimit.ErrBreakerOpen, "call %d after the TakeAll: its failed lookups counted as one failure", i+1)
+		}
+		_, err := lim.TakeContext(context.Background(), "after", 1)
+		assert.ErrorIs(t, err, redislimit.ErrBreakerOpen, "the third failure in a row opens it")
+	}
+}

@@ -13,6 +13,12 @@ if not held or idx > index then
   index, count = idx, 0
 end
 local finish = (index + 1) * window - now -- until the counted window ends
+if atNow then
+  -- a take now counts in the key's window, later than now's when the
+  -- clock stepped back, and is stamped with its start (see taken below):
+  -- requests taken now go back there
+  at = math.max(now, index * window)
+end
 
 local allowed, retry, got = 0, 0, 0
 if giveback > 0 then

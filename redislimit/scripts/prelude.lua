@@ -11,7 +11,10 @@
 --     with them returned; the others take nothing (the Go side sends them
 --     a give back only with n = 0)
 --   9 at: the time, in ticks, of the take that give back returns, or ''
---     for now (a give-back of requests taken now, by the clock above)
+--     for a take now, by the clock above (atNow): the time a take now is
+--     stamped with, which is now, or later when the clock reads behind the
+--     key's state (a fixed window's or sliding counter's later window, a
+--     sliding log's newest time), as each script sets it
 -- Every script returns {allowed, remaining, retry after, reset after,
 -- extra taken, now}, durations in ticks, retry after -1 for never.
 -- Numbers are doubles: every value stays an integer below 2^53 in
@@ -33,8 +36,9 @@ local burst = tonumber(ARGV[5])
 local perms = tonumber(ARGV[6])
 local extra = tonumber(ARGV[7])
 local giveback = tonumber(ARGV[8])
+local atNow = ARGV[9] == ''
 local at = now
-if ARGV[9] ~= '' then
+if not atNow then
   at = tonumber(ARGV[9])
 end
 local key = KEYS[1]
@@ -139,7 +143,9 @@ local function took()
 end
 
 -- counted reports whether the key's state counted a take at tick at: it
--- holds one, made no later than at.
+-- holds one, made no later than at. A take now (atNow) is always the
+-- state's: made at a clock behind the state's making, it would have moved
+-- born back to now (see took).
 local function counted(held, at)
-  return held and (born == nil or tonumber(born) <= at)
+  return held and (atNow or born == nil or tonumber(born) <= at)
 end

@@ -28,6 +28,12 @@ local function view()
   est = fdiv(prev * (window - e), window) + cur
 end
 view()
+if atNow then
+  -- a take now counts in the window view chose, later than now's when the
+  -- clock stepped back, and is stamped with its start (see taken below):
+  -- requests taken now go back there
+  at = math.max(now, index * window)
+end
 
 -- untilAt returns the least wait from now after which the stored state
 -- (si, sp, sc) estimates at most t: the estimate only falls as time passes,

@@ -37,6 +37,11 @@ if newest and newest > t then
   t = newest
 end
 local inWindow = redis.call('ZCOUNT', key, '(' .. int(t - window), '+inf')
+if atNow then
+  -- a take now is logged at t, the newest logged time when the clock reads
+  -- behind it: requests taken now are those logged up to t
+  at = t
+end
 
 local allowed, retry = 0, 0
 if giveback > 0 then
