@@ -90,7 +90,7 @@ func (b *durBand) add(want, tol time.Duration) {
 // reporting after the give-back); ResetAfter the largest. A denial's
 // RetryAfter is the least wait after which every limit admits n: the
 // largest of the denier's and of each later limit's own wait for n (asked
-// on a copy for a sliding log, which is not asked at all for n > 1; the
+// on a copy for a sliding log, which the rule asks without a Take; the
 // others take and give back at once, which restores them exactly). n above
 // some limit's capacity is asked of no limit: every limit reports, and
 // RetryAfter is Never. n < 1 reports.
@@ -147,7 +147,7 @@ func (rm *seqRule) take(user, api string, n int, now int64) (hotlimit.Decision, 
 			merge(i, own)
 			continue
 		}
-		if i > denier && !(n > 1 && rm.limits[i].Algorithm == hotlimit.SlidingLog) {
+		if i > denier {
 			var w time.Duration
 			if sl, ok := m.(*models.SlidingLog); ok {
 				w = sl.Clone().Take(key(i), n, now).RetryAfter
