@@ -105,20 +105,8 @@ func TestRuleRetryAfterOfSeveralWaitsForALaterSlidingLog(t *testing.T) {
 				want, got := twin.Take("k", 0), logOf(t, svc, "u", "b")
 				assert.Equal(t, want.Remaining, got.Remaining, "the log as it would be without the questions")
 				assert.Equal(t, want.ResetAfter, got.ResetAfter, "the log as it would be without the questions")
-				// Not under the race detector, whose sync.Pool drops a
-				// quarter of what is put back: the key buffers are then
-				// made anew.
-				if !raceEnabled {
-					assert.Zero(t, testing.AllocsPerRun(20, func() { svc.Take("u", "a", 2) }), "a denial that asks the log")
-				}
-
-				denied := now.Load()
-				now.Store(denied + int64(d.RetryAfter) - 1)
-				early := svc.Take("u", "a", 2)
-				assert.False(t, early.Allowed, "1 ns before RetryAfter")
-				assert.Equal(t, time.Nanosecond, early.RetryAfter, "1 ns before RetryAfter")
-				now.Store(denied + int64(d.RetryAfter))
-				assert.True(t, svc.Take("u", "a", 2).Allowed, "at RetryAfter")
+				assertDenialAllocatesNothing(t, func() { svc.Take("u", "a", 2) }, "a denial that asks the log")
+				limitertest.PassesAtRetryAfter(t, &now, d, func() hotlimit.Decision { return svc.Take("u", "a", 2) })
 			})
 		}
 	}
