@@ -106,8 +106,8 @@ func (a Asker) ask(ctx context.Context, key string, n int, leaves []hotlimit.Rec
 	case a.tells != nil:
 		return a.tells.RetryAfter(key, n), nil
 	case a.sub != nil && a.log:
-		w, errs := a.sub.ask(ctx, key, n, leaves, nil)
-		return w, errors.Join(errs...)
+		w, asked := a.sub.ask(ctx, key, n, leaves, nil)
+		return w, errors.Join(asked...)
 	case n > 1 && a.log:
 		return 0, nil
 	case a.sub != nil:

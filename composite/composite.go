@@ -38,8 +38,8 @@ type Limiter struct {
 	// holds no clock reading, and its refund does nothing.
 	stateless []bool
 	// isLog[i] is set when children[i] is a sliding log (see isLog), or a
-	// composite holding one (to any depth): after a denial, it is not asked
-	// by a Take to learn its wait (see Asker.Ask).
+	// composite holding one (to any depth), which a denial asks for its
+	// wait without a Take where it can (see Asker.Ask).
 	isLog []bool
 	// asks[i] asks children[i] for its wait after a denial (see wait).
 	asks []Asker
