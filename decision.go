@@ -30,9 +30,10 @@ type Decision struct {
 	// request: the largest of the denying limit's and of those of the limits
 	// after it that would deny it too (for a report, Take(key, 0), the
 	// largest of those of the limits that deny), or Never when some limit
-	// (not in shadow mode) can never pass the request. A sliding log after
-	// the denying limit is not asked about a request of more than one, and
-	// may still deny it RetryAfter later (see package composite).
+	// (not in shadow mode) can never pass the request. slidinglog's sliding
+	// log tells its wait without counting anything; one on Redis, after the
+	// denying limit, is not asked about a request of more than one, and may
+	// still deny it RetryAfter later (see package composite).
 	RetryAfter time.Duration
 	// ResetAfter is how long until the key is back to its full quota if
 	// nothing else is taken meanwhile; zero when it already is.

@@ -38,17 +38,11 @@ type Limiter struct {
 	// holds no clock reading, and its refund does nothing.
 	stateless []bool
 	// isLog[i] is set when children[i] is a sliding log (see isLog), or a
-	// composite holding one (to any depth): after a denial, it is not asked
-	// by a Take to learn its wait (see wait).
+	// composite holding one (to any depth), which a denial asks for its
+	// wait without a Take where it can (see Asker.Ask).
 	isLog []bool
-	// asks[i] is children[i] when it is slidinglog's, which tells a
-	// Take's wait without making it (slidinglog.Limiter.RetryAfter), else
-	// nil: after a denial, it is asked so (see wait). Only that very type:
-	// another limiter with a method of that name and signature, such as a
-	// caller's own that embeds a slidinglog.Limiter and keys its requests
-	// its own way, is asked by its Take, as any child is, since its
-	// RetryAfter need not speak of the requests its Take counts.
-	asks []*slidinglog.Limiter
+	// asks[i] asks children[i] for its wait after a denial (see wait).
+	asks []Asker
 	// most is the least of the children's hotlimit.Burster bursts
 	// (math.MaxInt for a child that does not say): a Take of more is
 	// denied with RetryAfter hotlimit.Never before any child is asked for
@@ -102,7 +96,7 @@ func New(children ...hotlimit.Limiter) (*Limiter, error) {
 		remote:      make([]bool, len(children)),
 		stateless:   make([]bool, len(children)),
 		isLog:       make([]bool, len(children)),
-		asks:        make([]*slidinglog.Limiter, len(children)),
+		asks:        make([]Asker, len(children)),
 		most:        math.MaxInt,
 		sub:         make([]*Limiter, len(children)),
 		off:         make([]int, len(children)),
@@ -123,7 +117,7 @@ func New(children ...hotlimit.Limiter) (*Limiter, error) {
 		}
 		l.children[i], l.stateless[i], l.isLog[i] = r, isStateless(r), isLog(r)
 		l.withContext[i], _ = c.(hotlimit.ContextRefunder)
-		l.asks[i], _ = c.(*slidinglog.Limiter)
+		l.asks[i] = NewAsker(r, false)
 		l.remote[i] = UsesContext(c)
 		if b, ok := c.(hotlimit.Burster); ok {
 			l.most = min(l.most, b.Burst())
@@ -176,11 +170,11 @@ func isStateless(c hotlimit.Refunder) bool {
 // its Config as one (as redislimit's limiters do), or a composite holding
 // one, to any depth. slidinglog's Take of n > 1 can be denied with some of
 // its requests counted, under concurrent requests on the key (see
-// hotlimit.Limiter), so a Take that is only a question (see wait) must not
-// ask one for more than one request: slidinglog's tells its wait without a
-// Take (slidinglog.Limiter.RetryAfter), for any n, and a composite holding
-// one is asked child by child (see ask). A service.Service rule of several
-// limits tells its sliding logs so too.
+// hotlimit.Limiter), so a Take that is only a question (see Asker.Ask)
+// must not ask one for more than one request: slidinglog's tells its wait
+// without a Take (slidinglog.Limiter.RetryAfter), for any n, and a
+// composite holding one is asked child by child. A service.Service rule of
+// several limits tells its sliding logs so too.
 func isLog(c hotlimit.Limiter) bool {
 	switch c := c.(type) {
 	case *slidinglog.Limiter:
@@ -439,24 +433,19 @@ func (l *Limiter) take(ctx context.Context, key string, n int, leaves []hotlimit
 // before the denier admitted it, and admit it later too; of those after it,
 // rem holds the Remaining of their reports (math.MaxInt for one whose report
 // failed), and a child that reports n or more admits it now. Each other one
-// is asked for the n requests, under ctx when it takes a context: a denial
-// takes nothing and gives the child's RetryAfter; a child that admits (its
-// state changed since its report, under concurrent requests) gives them
-// back at once with its own receipt, as the give-back of a denial does (see
-// take), and waits nothing. A child that fails to decide gives no wait: its
-// failure policy answered, not its quota. A sliding log is not asked by a
-// Take, which for several requests can count some and deny (see isLog),
-// and given back marks another request refunded than the new one:
-// slidinglog's tells its wait by RetryAfter, counting nothing, a composite
-// holding a sliding log is asked child by child (see ask), and any other
-// sliding log (redislimit's) is asked by a Take for one request only. Not
-// asked either: a child that keeps no state, and every child when the
-// denier's wait is Never already; nor, once ctx has ended, a child that
-// takes a context, or a composite holding one (it could only fail: a
-// redislimit limiter does not send the question, and its failure policy
-// answers it, FailLocal taking it from its local limiter with no receipt to
-// give it back by). A composite of in-memory limiters only is asked then
-// too: it cannot fail.
+// is asked for its wait by its Asker, leaving nothing counted (see
+// Asker.Ask: slidinglog's by its RetryAfter, a composite holding a sliding
+// log child by child, any other sliding log by a Take for one request
+// only, any other child by a Take of the n requests, given back at once
+// with its own receipt when it admits them, as the give-back of a denial
+// does, see take). A child that fails to decide gives no wait: its failure
+// policy answered, not its quota. Not asked: a child that keeps no state,
+// and every child when the denier's wait is Never already; nor, once ctx
+// has ended, a child that takes a context, or a composite holding one (it
+// could only fail: a redislimit limiter does not send the question, and its
+// failure policy answers it, FailLocal taking it from its local limiter
+// with no receipt to give it back by). A composite of in-memory limiters
+// only is asked then too: it cannot fail.
 //
 // Each child admits a request more readily as time passes with no other
 // requests, so after the largest of these waits every child admits it:
@@ -470,76 +459,23 @@ func (l *Limiter) wait(ctx context.Context, key string, n, denier int, retry tim
 		if ctx != nil && l.remote[j] && ctx.Err() != nil {
 			continue // it could only fail: see above
 		}
-		// A sliding log is asked without a Take: a Take of several can
-		// count some of them and deny (see isLog), and one given back
-		// marks its oldest counted request refunded, not the new one (see
-		// slidinglog.Limiter.Refund), which holds the new one, of a
-		// request that was denied, for a window. slidinglog's tells its
-		// wait by RetryAfter, counting nothing; a composite holding one is
-		// asked child by child, as here. Any other sliding log (one that
-		// reports its Config as one) is asked by a Take for one request,
-		// and not asked for several.
-		switch {
-		case l.asks[j] != nil:
-			retry = max(retry, l.asks[j].RetryAfter(key, n))
-			continue
-		case l.sub[j] != nil && l.isLog[j]:
-			var w time.Duration
-			w, errs = l.sub[j].ask(ctx, key, n, leaves[l.off[j]:l.off[j]+l.sub[j].width], errs)
-			retry = max(retry, w)
-			continue
-		case n > 1 && l.isLog[j]:
-			continue
-		}
-		var cd hotlimit.Decision
-		var err error
-		switch cc := l.withContext[j]; {
-		case l.sub[j] != nil:
-			sub := l.sub[j]
-			sl := leaves[l.off[j] : l.off[j]+sub.width]
-			cd, _, err = sub.take(ctx, key, n, sl)
-			if cd.Allowed {
-				errs = sub.giveBack(detached(ctx), key, len(sub.children), sl, errs, true)
-			}
-			markGivenBack(sl)
-		case ctx != nil && cc != nil:
-			var r hotlimit.Receipt
-			cd, r, err = cc.TakeReceiptContext(ctx, key, n)
-			if cd.Allowed {
-				if err := cc.RefundContext(detached(ctx), key, r); err != nil {
-					errs = append(errs, &besideError{err})
-				}
-			}
-		default:
-			var r hotlimit.Receipt
-			cd, r = l.children[j].TakeReceipt(key, n)
-			if cd.Allowed {
-				l.children[j].Refund(key, r)
-			}
-		}
+		w, err := l.asks[j].ask(ctx, key, n, l.share(j, leaves))
+		retry = max(retry, w)
 		if err != nil {
 			errs = append(errs, &besideError{err})
-			continue
-		}
-		if !cd.Allowed {
-			retry = max(retry, cd.RetryAfter)
 		}
 	}
 	return retry, errs
 }
 
-// ask returns how long the request of n waits until every child admits it,
-// with errs and the errors of the children it asks, beside the decision:
-// each child reports its state, and those that report less than n are
-// asked as wait asks the children after a denier, so that nothing stays
-// counted. A composite holding this one asks it so, in place of a Take,
-// when it holds a sliding log (see wait). leaves is this composite's share
-// of the receipts its caller keeps (see take), which the questions of
-// nested composites use and mark given back.
-func (l *Limiter) ask(ctx context.Context, key string, n int, leaves []hotlimit.Receipt, errs []error) (time.Duration, []error) {
-	var rem [MaxChildren]int
-	l.report(ctx, key, 0, -1, hotlimit.Decision{}, &errs, false, &rem)
-	return l.wait(ctx, key, n, -1, 0, &rem, leaves, errs)
+// share returns children[j]'s receipts among leaves, the receipts of the
+// composite's leaves (see off): one for a child, a composite child's own
+// leaves for it.
+func (l *Limiter) share(j int, leaves []hotlimit.Receipt) []hotlimit.Receipt {
+	if j+1 < len(l.off) {
+		return leaves[l.off[j]:l.off[j+1]]
+	}
+	return leaves[l.off[j]:l.width]
 }
 
 // giveBack refunds, in reverse order, what each of the first upto children

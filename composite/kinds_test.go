@@ -50,3 +50,18 @@ var kinds = []kind{
 		return l
 	}},
 }
+
+// eachKindNested runs f as a subtest for every kind, alone (nest false)
+// and inside a nested composite (nest true), named "kind" and
+// "kind/nested".
+func eachKindNested(t *testing.T, f func(t *testing.T, k kind, nest bool)) {
+	for _, k := range kinds {
+		for _, nest := range []bool{false, true} {
+			name := k.name
+			if nest {
+				name += "/nested"
+			}
+			t.Run(name, func(t *testing.T) { f(t, k, nest) })
+		}
+	}
+}

@@ -23,44 +23,30 @@ import (
 // anything (a twin that was never asked holds the same log), and without
 // allocating.
 func TestRetryAfterOfSeveralWaitsForALaterSlidingLog(t *testing.T) {
-	for _, sk := range kinds {
-		for _, nest := range []bool{false, true} {
-			name := sk.name
-			if nest {
-				name += "/nested"
-			}
-			t.Run(name, func(t *testing.T) {
-				var now atomic.Int64
-				now.Store(int64(1000 * time.Hour)) // on every window's boundary
-				second := sk.make(t, 2, time.Second, now.Load)
-				log := kinds[4].make(t, 2, time.Minute, now.Load)
-				twin := kinds[4].make(t, 2, time.Minute, now.Load)
-				later := hotlimit.Limiter(log)
-				if nest {
-					spare := kinds[0].make(t, 100, time.Second, now.Load)
-					later = nested(t, spare, log)
-				}
-				c := nested(t, second, later)
-
-				require.True(t, c.Take("k", 2).Allowed)
-				require.True(t, twin.Take("k", 2).Allowed)
-				now.Add(int64(500 * time.Millisecond))
-				d := c.Take("k", 2)
-				require.False(t, d.Allowed)
-				assert.Equal(t, 59*time.Second+500*time.Millisecond, d.RetryAfter, "the log's wait")
-				assert.Equal(t, twin.Take("k", 0), log.Take("k", 0), "the log as it would be without the question")
-				assert.Zero(t, testing.AllocsPerRun(20, func() { c.Take("k", 2) }), "a denial that asks the log")
-
-				denied := now.Load()
-				now.Store(denied + int64(d.RetryAfter) - 1)
-				early := c.Take("k", 2)
-				assert.False(t, early.Allowed, "1 ns before RetryAfter")
-				assert.Equal(t, time.Nanosecond, early.RetryAfter, "1 ns before RetryAfter")
-				now.Store(denied + int64(d.RetryAfter))
-				assert.True(t, c.Take("k", 2).Allowed, "at RetryAfter")
-			})
+	eachKindNested(t, func(t *testing.T, k kind, nest bool) {
+		var now atomic.Int64
+		now.Store(int64(1000 * time.Hour)) // on every window's boundary
+		second := k.make(t, 2, time.Second, now.Load)
+		log := kinds[4].make(t, 2, time.Minute, now.Load)
+		twin := kinds[4].make(t, 2, time.Minute, now.Load)
+		later := hotlimit.Limiter(log)
+		if nest {
+			spare := kinds[0].make(t, 100, time.Second, now.Load)
+			later = nested(t, spare, log)
 		}
-	}
+		c := nested(t, second, later)
+
+		require.True(t, c.Take("k", 2).Allowed)
+		require.True(t, twin.Take("k", 2).Allowed)
+		now.Add(int64(500 * time.Millisecond))
+		d := c.Take("k", 2)
+		require.False(t, d.Allowed)
+		assert.Equal(t, 59*time.Second+500*time.Millisecond, d.RetryAfter, "the log's wait")
+		assert.Equal(t, twin.Take("k", 0), log.Take("k", 0), "the log as it would be without the question")
+		assert.Zero(t, testing.AllocsPerRun(20, func() { c.Take("k", 2) }), "a denial that asks the log")
+
+		limitertest.PassesAtRetryAfter(t, &now, d, func() hotlimit.Decision { return c.Take("k", 2) })
+	})
 }
 
 // TestRetryAfterLeavesALaterSlidingLogAsItWas forces the race between a

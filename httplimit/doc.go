@@ -102,8 +102,8 @@
 // denied request waits until every limit admits it, the limit that denied
 // it and those the rule asks after that one (under 1 per second and 1 per
 // minute, the second request of a minute, denied by the per-second limit,
-// is told to wait out the minute; see service.Service.Take for the sliding
-// logs it does not ask about a request of more than one); each limit's
+// is told to wait out the minute; see service.Service.Take for the limits
+// it does not ask); each limit's
 // item in RateLimit reads its own r, and its t says when it is full again.
 //
 // A denied request gets 429 Too Many Requests with Retry-After in whole

@@ -186,6 +186,18 @@
 // to avoid that (the service asks sliding logs last whatever the order, so
 // a sliding log in memory comes after them anyway).
 //
+// A denial's RetryAfter, in a rule of several limits or a composite.Limiter,
+// is the wait until every limit admits the request: the limits after the
+// one that denied it are asked for theirs (see service.Service.Take). An
+// in-memory sliding log tells it without a Take
+// (slidinglog.Limiter.RetryAfter), which counts nothing; a sliding log
+// here has no such question. It is asked by a Take for one request,
+// refunded when it admits it (its state changed since its report, under
+// concurrent requests), and that give-back expires its oldest logged
+// request, not the question's, which so stays counted for a window; and it
+// is not asked about a request of more than one at all, whose RetryAfter
+// then leaves it out: the retry may be denied again.
+//
 // A composite.Limiter of a Limiter and in-memory limiters is all or
 // nothing as well, each child refunded with its own receipt when another
 // denies. But its own receipt holds one time, the earliest of its

@@ -23,15 +23,17 @@ import (
 // another's quota, whatever their scopes. It holds no state of its own, so
 // building a new one over the same limiters loses nothing.
 //
-// The limits are asked in the rule's order, sliding logs last. The last child
-// asked is refunded only when it admits a request it was asked about after
-// another limit denied it, to learn its wait (see wait), which takes a change
-// of its state between its report and the question, under concurrent
-// requests; and a sliding log is the one limiter whose refund may hold future
-// capacity longer than the refunded request would have (it expires its
-// oldest entry, not the refunded one; see slidinglog.Limiter.Refund). So a
-// rule like "10/s token bucket and 100/min sliding log" is exact whatever its
-// order, but for that race.
+// The limits are asked in the rule's order, sliding logs last: a sliding log
+// is the one limiter whose refund may hold future capacity longer than the
+// refunded request would have (it expires its oldest entry, not the
+// refunded one; see slidinglog.Limiter.Refund), and a denial never refunds
+// the last limit asked. Nor is a sliding log of slidinglog's asked by a Take
+// after another limit denied the request, to learn its wait: it tells it
+// without one (see wait). So a rule like "10/s token bucket and 100/min sliding log"
+// is exact whatever its order. A sliding log that cannot tell its wait so
+// (redislimit's) is asked by a Take for one request, and refunded when it
+// admits it, which takes a change of its state between its report and the
+// question, under concurrent requests.
 type multi struct {
 	children []hotlimit.Refunder
 	// withContext[i] is children[i] when it takes a context, else nil.
@@ -41,9 +43,9 @@ type multi struct {
 	// composite of in-memory limiters takes a context, but never fails.
 	remote []bool
 	limits Limits // limits[i] is what children[i] enforces, with its scope
-	// isLog[i] is set when limits[i] is a sliding log: after a denial, it
-	// is not asked for n > 1 requests to learn its wait (see wait).
-	isLog []bool
+	// asks[i] asks children[i] for its wait after a denial (see wait),
+	// as a composite asks its children: a sliding log without a Take.
+	asks []composite.Asker
 	// defBurst is the service's default burst (see capacity).
 	defBurst int
 	// most is the most requests at once every limit not in shadow mode can
@@ -81,7 +83,7 @@ func newMulti(limits Limits, children []hotlimit.Limiter, defBurst int) (*multi,
 		withContext: make([]hotlimit.ContextRefunder, len(children)),
 		remote:      make([]bool, len(children)),
 		limits:      make(Limits, len(children)),
-		isLog:       make([]bool, len(children)),
+		asks:        make([]composite.Asker, len(children)),
 		defBurst:    defBurst,
 		most:        math.MaxInt,
 	}
@@ -97,7 +99,7 @@ func newMulti(limits Limits, children []hotlimit.Limiter, defBurst int) (*multi,
 				from, children[from], hotlimit.ErrInvalidConfig)
 		}
 		m.children[to], m.limits[to] = r, limits[from]
-		m.isLog[to] = logs[from] == 1
+		m.asks[to] = composite.NewAsker(r, logs[from] == 1)
 		m.withContext[to], _ = r.(hotlimit.ContextRefunder)
 		m.remote[to] = composite.UsesContext(r)
 	}
@@ -313,21 +315,24 @@ func (m *multi) beyond(ctx context.Context, k *keys, n int, errs *[]error, each 
 // limits before the denier admitted it, and admit it later too; of those
 // after it, rem holds the Remaining of their reports (math.MaxInt for one
 // whose report failed), and a limit that reports n or more admits it now.
-// Each other one is asked for the n requests under its own key, under ctx
-// when it takes a context: a denial takes nothing and gives the limit's
-// RetryAfter; a limit that admits (its state changed since its report,
-// under concurrent requests) gives them back at once with its own receipt,
-// as the give-back of a denial does, and waits nothing. A limit that fails
-// to decide gives no wait: its failure policy answered, not its quota. Not
-// asked: a limit in shadow mode (it never denies), a sliding log for n > 1
-// (slidinglog's Take of more than one can be denied with some of its
-// requests counted, under concurrent requests; see hotlimit.Limiter), and
-// every limit when the denier's wait is Never already; nor, once ctx has
-// ended, a limit that decides with a context (composite.UsesContext): it
-// could only fail (a redislimit limiter does not send the question, and
-// its failure policy answers it, FailLocal taking it from its local
-// limiter with no receipt to give it back by). A factory's composite of
-// in-memory limiters is asked then too: it cannot fail.
+// Each other one is asked for its wait under its own key by its
+// composite.Asker, as a composite asks its children, leaving nothing
+// counted: a sliding log of slidinglog's by its RetryAfter, a composite a
+// factory built holding one child by child, any other sliding log
+// (redislimit's, or a factory's wrapper of one) by a Take for one request
+// and not at all for several, and any other limit by a
+// Take of the n requests, under ctx when it takes a context, given back at
+// once with its own receipt when it admits them (its state changed since
+// its report, under concurrent requests), as the give-back of a denial
+// does. A limit that fails to decide gives no wait: its failure policy
+// answered, not its quota. Not asked: a limit in shadow mode (it never
+// denies), and every limit when the denier's wait is Never already; nor,
+// once ctx has ended, a limit that decides with a context
+// (composite.UsesContext): it could only fail (a redislimit limiter does
+// not send the question, and its failure policy answers it, FailLocal
+// taking it from its local limiter with no receipt to give it back by). A
+// factory's composite of in-memory limiters is asked then too: it cannot
+// fail.
 //
 // Each limit admits a request more readily as time passes with no other
 // requests, so after the largest of these waits every limit admits it: the
@@ -335,34 +340,15 @@ func (m *multi) beyond(ctx context.Context, k *keys, n int, errs *[]error, each 
 // limits not asked.
 func (m *multi) wait(ctx context.Context, k *keys, n, denier int, retry time.Duration, rem *[composite.MaxChildren]int, errs []error) (time.Duration, []error) {
 	for j := denier + 1; j < len(m.children) && retry != hotlimit.Never; j++ {
-		if rem[j] >= n || m.limits[j].Shadow || n > 1 && m.isLog[j] {
+		if rem[j] >= n || m.limits[j].Shadow {
 			continue
 		}
 		if ctx != nil && m.remote[j] && ctx.Err() != nil {
 			continue // it could only fail: see above
 		}
-		key := k.of(m.limits[j].Scope)
-		var cd hotlimit.Decision
-		var r hotlimit.Receipt
-		var err error
-		if cc := m.withContext[j]; ctx != nil && cc != nil {
-			cd, r, err = cc.TakeReceiptContext(ctx, key, n)
-			if cd.Allowed {
-				errs = appendLimitErr(errs, j, cc.RefundContext(context.WithoutCancel(ctx), key, r))
-			}
-		} else {
-			cd, r = m.children[j].TakeReceipt(key, n)
-			if cd.Allowed {
-				m.children[j].Refund(key, r)
-			}
-		}
-		if err != nil {
-			errs = appendLimitErr(errs, j, err)
-			continue
-		}
-		if !cd.Allowed {
-			retry = max(retry, cd.RetryAfter)
-		}
+		w, err := m.asks[j].Ask(ctx, k.of(m.limits[j].Scope), n)
+		retry = max(retry, w)
+		errs = appendLimitErr(errs, j, err)
 	}
 	return retry, errs
 }

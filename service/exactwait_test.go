@@ -90,7 +90,7 @@ func (b *durBand) add(want, tol time.Duration) {
 // reporting after the give-back); ResetAfter the largest. A denial's
 // RetryAfter is the least wait after which every limit admits n: the
 // largest of the denier's and of each later limit's own wait for n (asked
-// on a copy for a sliding log, which is not asked at all for n > 1; the
+// on a copy for a sliding log, which the rule asks without a Take; the
 // others take and give back at once, which restores them exactly). n above
 // some limit's capacity is asked of no limit: every limit reports, and
 // RetryAfter is Never. n < 1 reports.
@@ -147,7 +147,7 @@ func (rm *seqRule) take(user, api string, n int, now int64) (hotlimit.Decision, 
 			merge(i, own)
 			continue
 		}
-		if i > denier && !(n > 1 && rm.limits[i].Algorithm == hotlimit.SlidingLog) {
+		if i > denier {
 			var w time.Duration
 			if sl, ok := m.(*models.SlidingLog); ok {
 				w = sl.Clone().Take(key(i), n, now).RetryAfter
@@ -207,22 +207,21 @@ func TestRetryAfterWaitsForEveryLimit(t *testing.T) {
 				}
 
 				// The minute is asked for the request on every denial:
-				// still allocation-free. Not under the race detector,
-				// whose sync.Pool drops a quarter of what is put back:
-				// the key buffers are then made anew.
-				if !raceEnabled {
-					assert.Zero(t, testing.AllocsPerRun(20, func() { svc.Take("u", "a", 1) }), "a denial that asks the minute")
-				}
-
-				denied := now.Load()
-				now.Store(denied + int64(d.RetryAfter) - 1)
-				early := svc.Take("u", "a", 1)
-				assert.False(t, early.Allowed, "1 ns before RetryAfter")
-				assert.Equal(t, time.Nanosecond, early.RetryAfter, "1 ns before RetryAfter")
-				now.Store(denied + int64(d.RetryAfter))
-				assert.True(t, svc.Allow("u", "a"), "at RetryAfter")
+				// still allocation-free.
+				assertDenialAllocatesNothing(t, func() { svc.Take("u", "a", 1) }, "a denial that asks the minute")
+				limitertest.PassesAtRetryAfter(t, &now, d, func() hotlimit.Decision { return svc.Take("u", "a", 1) })
 			})
 		}
+	}
+}
+
+// assertDenialAllocatesNothing asserts that deny, a denial, allocates
+// nothing. Not under the race detector, whose sync.Pool drops a quarter of
+// what is put back: the key buffers are then made anew.
+func assertDenialAllocatesNothing(t *testing.T, deny func(), what string) {
+	t.Helper()
+	if !raceEnabled {
+		assert.Zero(t, testing.AllocsPerRun(20, deny), what)
 	}
 }
 

@@ -335,14 +335,19 @@ func (s *Service) Allow(user, api string) bool {
 // (each only reports, and it changes no limit's state), and the limit that
 // decided it is the first that can never admit n whose report did not
 // fail, or, when all of those failed to report, the first of them. A
-// sliding log is not asked for n > 1 (slidinglog's Take of several
+// sliding log of slidinglog's is asked without a Take, by
+// slidinglog.Limiter.RetryAfter, which counts nothing (its Take of several
 // requests can be denied with some of them counted under concurrent
-// requests; see hotlimit.Limiter), nor is a limit
-// whose report failed, one in shadow mode, or, once the request's context
-// has ended, one that decides with a context (it could only fail; see
-// composite.UsesContext): after RetryAfter such a limit may still deny the
-// request. The limits are asked in the
-// rule's order, sliding logs last. [Service.TakePolicy] returns the
+// requests, see hotlimit.Limiter, and one given back holds the log's
+// capacity for a window, see slidinglog.Limiter.Refund), as is a composite
+// a factory built holding one, child by child (see composite.Asker). Not
+// asked for n, and so left out of the wait: any other sliding log (one that
+// reports its Config as one, as redislimit's do, or built for a sliding
+// log's Config) when n > 1, a limit whose report failed, one in shadow
+// mode, or, once the request's context has ended, one that decides with a
+// context (it could only fail; see composite.UsesContext): after
+// RetryAfter such a limit may still deny the request. The limits are asked
+// in the rule's order, sliding logs last. [Service.TakePolicy] returns the
 // deciding limit's own instead.
 func (s *Service) Take(user, api string, n int) hotlimit.Decision {
 	d, _ := s.rules.Load().resolve(user, api).take(s.keys, user, api, n, false)
