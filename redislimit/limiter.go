@@ -756,7 +756,7 @@ func nowArg(clock hotlimit.Clock) (string, error) {
 	}
 	t := clock()
 	if t > clockRange || t < -clockRange {
-		return "", fmt.Errorf("%w: the clock read %d ns, outside [%d, %d]", ErrClockRange, t, -clockRange, clockRange)
+		return "", fmt.Errorf("%w: the clock read %d ns, outside [%d, %d]", ErrClockRange, t, int64(-clockRange), int64(clockRange))
 	}
 	return strconv.FormatInt(t, 10), nil
 }
