@@ -120,13 +120,72 @@ func TestSweepAllReachesACellNotYetListed(t *testing.T) {
 		require.True(t, ran, "the revival walked after its re-insertion")
 	})
 	t.Run("quiet", func(t *testing.T) {
-		m := newMap(0, 0)
-		for i := range 1000 {
+		// Insertions, revivals (one over the cap), and an insertion the
+		// cap turns away have all ended: none is counted as under way.
+		const keys = 1000
+		m := newMap(0, keys)
+		for i := range keys {
 			k := "k" + strconv.Itoa(i)
 			add(m, k, m.Get(k), 1)
 		}
+		for i := range 10 {
+			k := "k" + strconv.Itoa(i)
+			c := m.Get(k)
+			add(m, k, c, -1)
+			require.True(t, kill(c))
+			require.True(t, m.Drop(k, c))
+			add(m, k, c, 1) // revives the key
+		}
+		require.Nil(t, m.Get("over"), "the cap is reached and every key busy")
+		old := m.Get("k0")
+		add(m, "k0", old, -1)
+		require.True(t, kill(old))
+		require.True(t, m.Drop("k0", old))
+		add(m, "x", m.Get("x"), 1) // takes the room
+		add(m, "k0", old, 1)       // revives k0 over the cap
+		require.Equal(t, keys+1, m.Len())
+		listed := len(keyed.Listed(m)) // the keys held, and the dropped cells' dead nodes
 		visits := 0
 		assert.Zero(t, m.SweepAll(func(c *cell) bool { visits++; return kill(c) }))
-		assert.Equal(t, 1000, visits, "each cell once")
+		assert.Equal(t, listed, visits, "each listed cell once, and no pass over the map")
 	})
+}
+
+// TestSweepMapVisitsEveryKeyHeldWhileTheTableGrows: SweepMap's pass over
+// the map reaches every key held throughout it, once, though insertions
+// made during it grow xsync's table several times over (Range walks the
+// table it loaded at its start, which a resize copies and leaves as it was).
+func TestSweepMapVisitsEveryKeyHeldWhileTheTableGrows(t *testing.T) {
+	m := newMap(0, 0)
+	const held, grown = 1000, 20000
+	cells := make(map[*cell]string, held)
+	for i := range held {
+		k := "k" + strconv.Itoa(i)
+		cells[add(m, k, m.Get(k), 1)] = k
+	}
+	grow, grew := make(chan struct{}), make(chan struct{})
+	go func() {
+		<-grow
+		for i := range grown {
+			m.Get("g" + strconv.Itoa(i))
+		}
+		close(grew)
+	}()
+	visits := make(map[*cell]int, held)
+	first := true
+	before := keyed.Growths(m)
+	m.SweepMap(func(c *cell) bool {
+		if first {
+			first = false
+			close(grow)
+			<-grew // the insertions are done, under the pass
+		}
+		visits[c]++
+		return false
+	})
+	require.Equal(t, held+grown, m.Len())
+	require.Greater(t, keyed.Growths(m), before+2, "the table grew under the pass, several times")
+	for c, k := range cells {
+		assert.Equal(t, 1, visits[c], "key %s visited once", k)
+	}
 }
