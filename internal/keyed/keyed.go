@@ -636,9 +636,26 @@ func (m *Map[C]) Revive(key string, dead *C) *C {
 // cell's key is deleted if it still maps to it. Sweep returns how many keys it
 // deleted. It is safe to run concurrently with anything, Sweep included.
 func (m *Map[C]) Sweep(kill func(*C) bool) int {
-	deleted := 0
+	n, _ := m.sweepTo(kill, nil, false)
+	return n
+}
+
+// watchEvery is how many nodes a walk of SweepAll visits between its
+// readings of listing.
+const watchEvery = 256
+
+// sweepTo is Sweep, stopping short of stop: it visits the nodes listed
+// ahead of stop (pushed after it), or every node when stop is nil or is
+// unlinked during the walk. With watch set, it reads listing every
+// watchEvery visits, and at the end, and reports whether a reading found it
+// zero.
+func (m *Map[C]) sweepTo(kill func(*C) bool, stop *node[C], watch bool) (deleted int, idle bool) {
 	prev := &m.head
-	for n := prev.next.Load(); n != nil; {
+	visits := 0
+	for n := prev.next.Load(); n != nil && n != stop; {
+		if visits++; watch && !idle && visits%watchEvery == 0 {
+			idle = m.listing.Load() == 0
+		}
 		next := n.next.Load()
 		kept, gone := m.visit(prev, n, next, kill)
 		if gone {
@@ -649,7 +666,10 @@ func (m *Map[C]) Sweep(kill func(*C) bool) int {
 		}
 		n = next
 	}
-	return deleted
+	if watch && !idle {
+		idle = m.listing.Load() == 0
+	}
+	return deleted, idle
 }
 
 // SweepMap calls kill on every cell in the map, as Sweep does on every
@@ -681,30 +701,44 @@ func (m *Map[C]) SweepMap(kill func(*C) bool) int {
 
 // SweepAll calls kill on every cell in the map when it starts, as Sweep then
 // SweepMap do, deletes the key of each cell kill reports dead if it still
-// maps to it, and returns how many keys it deleted; but it passes over the
-// map only when an insertion or a revival was under way when it started,
-// and otherwise walks only the list. The list's nodes lie in memory about in
-// the order it is walked (they were allocated as they were pushed), where
-// the map's hash order jumps about: a pass over the map of 100k or 1M keys
-// takes some twenty times the walk.
+// maps to it, and returns how many keys it deleted. It walks the list, and
+// passes over the map only when an insertion or a revival was under way when
+// it started and at each time its walk looked again (every watchEvery nodes,
+// and at the end). The list's nodes lie in memory about in the order it is
+// walked (they were allocated as they were pushed), where the map's hash
+// order jumps about: a pass over the map of 100k or 1M keys takes some twenty
+// times the walk.
 //
-// Why, with none under way, the list reaches every cell in the map. An
-// insertion (a revival) adds one to listing before it publishes its node in
-// the map, and takes it off after it has listed the node, or found it
-// publishes none. Atomics are sequentially consistent. If SweepAll reads listing = 0, every
+// Why the walk reaches every cell in the map. An insertion (a revival) adds
+// one to listing before it publishes its node in the map, and takes it off
+// after it has listed the node, or found it publishes none; atomics are
+// sequentially consistent. If SweepAll reads listing = 0 at its start, every
 // insertion that had added its one by then had also taken it off, after its
-// push: its node was listed before Sweep read head.next, and so is visited
-// unless it is dead (unlinked nodes are dead). Any other insertion adds its
-// one after SweepAll read listing, and publishes its node later still: a
-// cell out of the walk's reach that is not dead was published after
-// SweepAll started, and everyone who took it from the map did so later. If
-// listing > 0, SweepMap reaches the cells not yet listed. Either way, a cell
-// in the map throughout the call, or published before it, is visited or
-// dead.
+// push: its node was listed before the walk read head.next, and so is
+// visited unless it is dead (unlinked nodes are dead). Any other insertion
+// adds its one after that reading, and publishes its node later still: a
+// cell out of the walk's reach that is not dead was published after SweepAll
+// started, and everyone who took it from the map did so later. If listing >
+// 0 at the start, but a later reading, during the walk or at its end, finds
+// it zero, every insertion under way at the start has listed its node since,
+// before that reading: before the walk read head.next, so the walk visited
+// it, or after SweepAll read first, the node then at the front, so ahead of
+// first (pushes go in front, and next leads to older nodes), where a second
+// walk, from head to first, visits it. Insertions are short, so over a long
+// walk a reading finds listing zero unless one stalls throughout, or keys
+// flood in without a pause; only then does SweepMap reach the cells not yet
+// listed. Either way, a cell in the map throughout the call, or published
+// before it, is visited or dead.
 func (m *Map[C]) SweepAll(kill func(*C) bool) int {
-	quiet := m.listing.Load() == 0 // before Sweep reads head.next
-	n := m.Sweep(kill)
-	if !quiet {
+	quiet := m.listing.Load() == 0 // before the walk reads head.next
+	first := m.head.next.Load()
+	n, idle := m.sweepTo(kill, nil, !quiet)
+	switch {
+	case quiet:
+	case idle:
+		more, _ := m.sweepTo(kill, first, false)
+		n += more
+	default:
 		n += m.SweepMap(kill)
 	}
 	return n

@@ -3,6 +3,7 @@ package keyed_test
 import (
 	"slices"
 	"strconv"
+	"sync/atomic"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -188,4 +189,127 @@ func TestSweepMapVisitsEveryKeyHeldWhileTheTableGrows(t *testing.T) {
 	for c, k := range cells {
 		assert.Equal(t, 1, visits[c], "key %s visited once", k)
 	}
+}
+
+// TestSweepAllSkipsTheMapForAnInsertionListedDuringItsWalk: an insertion
+// under way when SweepAll starts (stalled in its auto-sweep step, its cell
+// published, not listed) that lists its cell before SweepAll's walk of the
+// list ends costs no pass over the map: SweepAll walks again from the head
+// to where its walk started, and visits the cell there.
+func TestSweepAllSkipsTheMapForAnInsertionListedDuringItsWalk(t *testing.T) {
+	var stall atomic.Bool
+	stalled, release := make(chan struct{}), make(chan struct{})
+	m := keyed.New(nil, func() func(*cell) bool {
+		if stall.CompareAndSwap(true, false) {
+			close(stalled)
+			<-release
+		}
+		return kill
+	}, hotlimit.Options{AutoSweep: 1})
+	const keys = keyed.SweepChunk/keyed.StepVisits + 1
+	for i := range keys {
+		k := "k" + strconv.Itoa(i)
+		add(m, k, m.Get(k), 1)
+	}
+	stall.Store(true)
+	inserted := make(chan *cell)
+	go func() { inserted <- add(m, "new", m.Get("new"), 1) }()
+	<-stalled // new is published, and its insertion stalled in its step
+	c, held := m.Peek("new")
+	require.True(t, held)
+	require.False(t, slices.Contains(keyed.Listed(m), "new"), "not listed yet")
+	visits := map[*cell]int{}
+	first := true
+	m.SweepAll(func(v *cell) bool {
+		if first {
+			first = false
+			close(release)
+			require.Same(t, c, <-inserted, "the insertion listed its cell and returned")
+		}
+		visits[v]++
+		return kill(v)
+	})
+	assert.Equal(t, 1, visits[c], "the cell listed during the walk is visited")
+	assert.Len(t, visits, keys+1)
+	total := 0
+	for _, n := range visits {
+		total += n
+	}
+	assert.Equal(t, keys+1, total, "each cell once: no pass over the map")
+}
+
+// TestSweepAllLooksAgainDuringItsWalk: an insertion under way when SweepAll
+// starts lists its cell early in the walk, and another one, stalled like
+// the first, starts later in it and is still under way at its end: a
+// reading of listing between the two, during the walk, spares the pass over
+// the map, and the first insertion's cell is still visited.
+func TestSweepAllLooksAgainDuringItsWalk(t *testing.T) {
+	var stall atomic.Pointer[chan struct{}] // closed by the step that stalls, which waits for release
+	var release chan struct{}
+	m := keyed.New(nil, func() func(*cell) bool {
+		if p := stall.Swap(nil); p != nil {
+			close(*p)
+			<-release
+		}
+		return kill
+	}, hotlimit.Options{AutoSweep: 1})
+	const keys = 3 * 256
+	for i := range keys {
+		k := "k" + strconv.Itoa(i)
+		add(m, k, m.Get(k), 1)
+	}
+	// stalled inserts keys named prefix0, prefix1, … until one stalls in
+	// its auto-sweep step; it returns once that one is published and
+	// stalled, and done is closed once it is listed.
+	stalled := func(prefix string) (key string, done chan struct{}) {
+		ch, keyc := make(chan struct{}), make(chan string, 1)
+		done = make(chan struct{})
+		release = make(chan struct{})
+		stall.Store(&ch)
+		go func() {
+			defer close(done)
+			for i := 0; ; i++ {
+				k := prefix + strconv.Itoa(i)
+				keyc <- k
+				m.Get(k)
+				select {
+				case <-ch:
+					return
+				default:
+					<-keyc
+				}
+			}
+		}()
+		<-ch
+		return <-keyc, done
+	}
+	keyA, doneA := stalled("a")
+	releaseA := release
+	cA, held := m.Peek(keyA)
+	require.True(t, held)
+	visits := map[*cell]int{}
+	var releaseB chan struct{}
+	var doneB chan struct{}
+	n := 0
+	m.SweepAll(func(v *cell) bool {
+		switch n++; n {
+		case 10: // A lists its cell, and no insertion is under way
+			close(releaseA)
+			<-doneA
+		case 300: // past a reading of listing: B stalls, under way to the end
+			_, doneB = stalled("b")
+			releaseB = release
+		}
+		visits[v]++
+		return false
+	})
+	require.NotNil(t, releaseB, "the walk reached B's start")
+	close(releaseB)
+	<-doneB
+	assert.Equal(t, 1, visits[cA], "A's cell, listed during the walk, is visited")
+	total := 0
+	for _, c := range visits {
+		total += c
+	}
+	assert.Less(t, total, keys+keys/2, "no pass over the map: %d visits of %d keys", total, m.Len())
 }
