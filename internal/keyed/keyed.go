@@ -59,10 +59,10 @@
 // by SweepMap, each of which deletes it only if its key still maps to it, or
 // replaced by Revive. A walker visiting a node calls kill, which reports the
 // cell dead, newly or already, and then deletes the node's key if it still
-// maps to it and unlinks the node. So the list holds the nodes in the map, plus dead
-// nodes awaiting a visit (see "Dead nodes left listed"), until a walk meets
-// them, and the keys held never exceed the nodes listed by more than the
-// insertions in flight.
+// maps to it and unlinks the node. So the list holds the nodes in the map,
+// plus dead nodes awaiting a visit (see "Dead nodes left listed"), until a
+// walk meets them, and the keys held never exceed the nodes listed by more
+// than the insertions in flight.
 //
 // # Walks
 //
