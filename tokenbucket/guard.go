@@ -71,14 +71,16 @@ package tokenbucket
 //     checks swept = g, so the floor it sees comes from a sweep under a
 //     generation g' ≤ g, and is below g' + hard + fill − R/4 ≤ g + hard: the
 //     upper bound holds.) The sweep visits the cells listed when its walk
-//     starts, then every cell in the map (keyed.Map.SweepMap): an insertion
-//     or a revival publishes its cell in the map before it lists it, and
-//     may read the clock in between (to pay an auto-sweep step), while
-//     other callers load the cell from the map and write it; the list walk
-//     misses such a cell, the map pass does not. A cell neither pass
-//     visited was published in the map after the sweep read s (or is dead);
-//     its writers read the clock after they took it from the map, so at
-//     s − R/4 or later. So when the sweep
+//     starts, and those of the insertions and revivals under way then
+//     (keyed.Map.SweepAll): an insertion or a revival publishes its cell
+//     in the map before it lists it, and may read the clock in between (to
+//     pay an auto-sweep step, or a key cap's walk), while other callers
+//     load the cell from the map and write it. The list walk misses such a
+//     cell; SweepAll walks again over the cells listed since it started
+//     once it has seen no insertion under way, or else passes over the
+//     whole map. A cell the sweep did not visit was published in the map
+//     after the sweep read s (or is dead); its writers read the clock after
+//     they took it from the map, so at s − R/4 or later. So when the sweep
 //     ends, every word that is not full has τ ≥ s − R/4, and the sweep
 //     records s by CompareAndSwap from g, if s > g (a sweep whose reading
 //     is behind g records nothing: see sweepPass). If another sweep recorded first,
@@ -175,12 +177,12 @@ func (l *Limiter) sweepPass(t uint64) (evicted int, complete bool) {
 		stale = !ok // a newer sweep completed: its generation stands
 		return killed
 	}
-	n := l.cells.Sweep(judge)
-	// The list walk misses a cell published in the map before s and listed
-	// after the walk began: its insertion, stalled in between, let other
-	// callers write it, perhaps long before s. Recorded unvisited, its word
-	// would break G (see the top of this file).
-	n += l.cells.SweepMap(judge)
+	// A list walk alone would miss a cell published in the map before s and
+	// listed after the walk began: its insertion, stalled in between, let
+	// other callers write it, perhaps long before s. Recorded unvisited, its
+	// word would break G (see the top of this file). SweepAll reaches the
+	// cells of the insertions under way as it starts too.
+	n := l.cells.SweepAll(judge)
 	// Only a later time becomes the generation: generations only grow. s is
 	// behind gen when t was read before the sweep that recorded gen
 	// completed (this sweep was overtaken while it stalled) or the clock

@@ -39,3 +39,6 @@ func Walk[C any](m *Map[C], budget, chunk int, first bool) int {
 	deleted, _ := m.walk(budget, chunk, m.judge(), below)
 	return deleted
 }
+
+// Growths returns how many times the map's table has grown.
+func Growths[C any](m *Map[C]) int64 { return m.cells.Stats().TotalGrowths }

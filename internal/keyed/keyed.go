@@ -55,14 +55,14 @@
 // unlinked node keeps its next, so a walker standing on it still walks
 // forward into the list.
 //
-// A node leaves the map only when it is dead: deleted by a walker or by Drop,
-// each of which deletes it only if its key still maps to it, or replaced by
-// Revive. A walker visiting a node calls kill, which reports the cell dead,
-// newly or already, and then deletes the node's key if it still maps to it
-// and unlinks the node. So the list holds the nodes in the map, plus dead
-// nodes awaiting a visit (see "Dead nodes left listed"), until a walk meets
-// them, and the keys held never exceed the nodes listed by more than the
-// insertions in flight.
+// A node leaves the map only when it is dead: deleted by a walker, by Drop or
+// by SweepMap, each of which deletes it only if its key still maps to it, or
+// replaced by Revive. A walker visiting a node calls kill, which reports the
+// cell dead, newly or already, and then deletes the node's key if it still
+// maps to it and unlinks the node. So the list holds the nodes in the map,
+// plus dead nodes awaiting a visit (see "Dead nodes left listed"), until a
+// walk meets them, and the keys held never exceed the nodes listed by more
+// than the insertions in flight.
 //
 // # Walks
 //
@@ -123,6 +123,12 @@
 // over L nodes is then paid by L/3 tombstones at most, and a dead node is
 // unlinked by the pass after the one under way when it was left, so the dead
 // nodes listed stay below about twice the keys held, plus a chunk.
+//
+// SweepMap, too, deletes the keys of the cells it kills and unlinks nothing:
+// it runs after Sweep (in SweepAll), so the nodes it leaves dead are those
+// listed after Sweep passed, or listed later by their insertion or revival,
+// under way during the call. They owe no visits: the next Sweep, or a walk,
+// unlinks them.
 //
 // # The key cap
 //
@@ -193,16 +199,17 @@ const _ uintptr = -unsafe.Offsetof(node[struct{}]{}.cell)
 
 // Map maps keys to cells. The zero value is not usable; call New.
 type Map[C any] struct {
-	cells  *xsync.MapOf[string, *node[C]]
-	init   func(*C)                // makes a zeroed cell fresh; nil when zero is fresh
-	judge  func() func(c *C) bool  // a kill function for the current time
-	gone   func(c *C) bool         // reports a listed cell out of the map: see Drop
-	head   node[C]                 // the sentinel; only head.next is used
-	at     atomic.Pointer[node[C]] // the bounded walks' cursor: see "Walks"
-	count  atomic.Int64            // keys held or reserved, when maxKeys > 0
-	debt   atomic.Int64            // auto-sweep visits owed, in all
-	walked func(visits int)        // test hook: after each bounded walk
-	hook   func(step string)       // test hook: at the steps named where it is called
+	cells   *xsync.MapOf[string, *node[C]]
+	init    func(*C)                // makes a zeroed cell fresh; nil when zero is fresh
+	judge   func() func(c *C) bool  // a kill function for the current time
+	gone    func(c *C) bool         // reports a listed cell out of the map: see Drop
+	head    node[C]                 // the sentinel; only head.next is used
+	listing atomic.Int64            // insertions and revivals between publishing a node and listing it: see SweepAll
+	at      atomic.Pointer[node[C]] // the bounded walks' cursor: see "Walks"
+	count   atomic.Int64            // keys held or reserved, when maxKeys > 0
+	debt    atomic.Int64            // auto-sweep visits owed, in all
+	walked  func(visits int)        // test hook: after each bounded walk
+	hook    func(step string)       // test hook: at the steps named where it is called
 
 	autoMin int // auto-sweep threshold; 0: off
 	maxKeys int // the key cap; 0: none
@@ -272,15 +279,19 @@ func (m *Map[C]) insert(key string) *C {
 		m.hook("miss")
 	}
 	key = strings.Clone(key)
+	m.listing.Add(1) // before the node can be in the map: see SweepAll
 	n, inserted := m.publish(key)
 	if n == nil && m.maxKeys > 0 {
 		// No room: evict idle keys to make some (outside the bucket lock
 		// publish takes: a walk deletes keys, which locks their buckets),
 		// and try once more.
+		m.listing.Add(-1) // no node published: the walk may be long
 		m.walk(MaxVisits, capChunk, m.judge(), int64(m.maxKeys))
+		m.listing.Add(1)
 		n, inserted = m.publish(key)
 	}
 	if n == nil {
+		m.listing.Add(-1)
 		return nil
 	}
 	if inserted {
@@ -292,6 +303,7 @@ func (m *Map[C]) insert(key string) *C {
 		}
 		m.push(n)
 	}
+	m.listing.Add(-1) // after the push: see SweepAll
 	return &n.cell
 }
 
@@ -594,6 +606,7 @@ func (m *Map[C]) Revive(key string, dead *C) *C {
 	inserted := false
 	// Compute stores the key it is given, also when it replaces a value.
 	key = strings.Clone(key)
+	m.listing.Add(1) // before the fresh node can be in the map: see SweepAll
 	n, _ := m.cells.Compute(key, func(old *node[C], loaded bool) (*node[C], bool) {
 		if loaded && &old.cell != dead {
 			return old, false
@@ -620,6 +633,7 @@ func (m *Map[C]) Revive(key string, dead *C) *C {
 	if fresh != nil && n == fresh {
 		m.push(fresh)
 	}
+	m.listing.Add(-1) // after the push: see SweepAll
 	return &n.cell
 }
 
@@ -629,9 +643,26 @@ func (m *Map[C]) Revive(key string, dead *C) *C {
 // cell's key is deleted if it still maps to it. Sweep returns how many keys it
 // deleted. It is safe to run concurrently with anything, Sweep included.
 func (m *Map[C]) Sweep(kill func(*C) bool) int {
-	deleted := 0
+	n, _ := m.sweepTo(kill, nil, false)
+	return n
+}
+
+// watchEvery is how many nodes a walk of SweepAll visits between its
+// readings of listing.
+const watchEvery = 256
+
+// sweepTo is Sweep, stopping short of stop: it visits the nodes listed
+// ahead of stop (pushed after it), or every node when stop is nil or is
+// unlinked during the walk. With watch set, it reads listing every
+// watchEvery visits, and at the end, and reports whether a reading found it
+// zero.
+func (m *Map[C]) sweepTo(kill func(*C) bool, stop *node[C], watch bool) (deleted int, idle bool) {
 	prev := &m.head
-	for n := prev.next.Load(); n != nil; {
+	visits := 0
+	for n := prev.next.Load(); n != nil && n != stop; {
+		if visits++; watch && !idle && visits%watchEvery == 0 {
+			idle = m.listing.Load() == 0
+		}
 		next := n.next.Load()
 		kept, gone := m.visit(prev, n, next, kill)
 		if gone {
@@ -642,17 +673,23 @@ func (m *Map[C]) Sweep(kill func(*C) bool) int {
 		}
 		n = next
 	}
-	return deleted
+	if watch && !idle {
+		idle = m.listing.Load() == 0
+	}
+	return deleted, idle
 }
 
 // SweepMap calls kill on every cell in the map, as Sweep does on every
 // listed one, and deletes the key of each cell kill reports dead if it still
 // maps to it; it returns how many keys it deleted. Unlike Sweep, it reaches
 // the cells of insertions and revivals that have published their node in
-// the map and not yet listed it (an insertion that pays an auto-sweep step
-// does so in between): a cell in the map throughout the call is visited
-// (xsync's Range visits every key not stored or deleted during it), and one
-// that is not was published during the call, or deleted, dead. It may also
+// the map and not yet listed it (an insertion that pays an auto-sweep step,
+// or a revival that walks for the key cap, does so in between): a cell in
+// the map throughout the call is visited (xsync's Range visits every key not
+// stored or deleted during it: it walks the table it loads at its start,
+// bucket by bucket, copying each under the bucket's lock, and a concurrent
+// resize copies that table and then leaves it as it was), and one that is
+// not was published during the call, or deleted, dead. It may also
 // visit cells published during the call. It unlinks nothing: a node it
 // finds dead stays listed until a walk or a Sweep meets it (Sweep first,
 // then SweepMap, leaves only the nodes of cells it killed that were not
@@ -667,6 +704,51 @@ func (m *Map[C]) SweepMap(kill func(*C) bool) int {
 		return true
 	})
 	return deleted
+}
+
+// SweepAll calls kill on every cell in the map when it starts, as Sweep then
+// SweepMap do, deletes the key of each cell kill reports dead if it still
+// maps to it, and returns how many keys it deleted. It walks the list, and
+// passes over the map only when an insertion or a revival was under way when
+// it started and at each time its walk looked again (every watchEvery nodes,
+// and at the end). The list's nodes lie in memory about in the order it is
+// walked (they were allocated as they were pushed), where the map's hash
+// order jumps about: a pass over the map of 100k or 1M keys takes some twenty
+// times the walk.
+//
+// Why the walk reaches every cell in the map. An insertion (a revival) adds
+// one to listing before it publishes its node in the map, and takes it off
+// after it has listed the node, or found it publishes none; atomics are
+// sequentially consistent. If SweepAll reads listing = 0 at its start, every
+// insertion that had added its one by then had also taken it off, after its
+// push: its node was listed before the walk read head.next, and so is
+// visited unless it is dead (unlinked nodes are dead). Any other insertion
+// adds its one after that reading, and publishes its node later still: a
+// cell out of the walk's reach that is not dead was published after SweepAll
+// started, and everyone who took it from the map did so later. If listing >
+// 0 at the start, but a later reading, during the walk or at its end, finds
+// it zero, every insertion under way at the start has listed its node since,
+// before that reading: before the walk read head.next, so the walk visited
+// it, or after SweepAll read first, the node then at the front, so ahead of
+// first (pushes go in front, and next leads to older nodes), where a second
+// walk, from head to first, visits it. Insertions are short, so over a long
+// walk a reading finds listing zero unless one stalls throughout, or keys
+// flood in without a pause; only then does SweepMap reach the cells not yet
+// listed. Either way, a cell in the map throughout the call, or published
+// before it, is visited or dead.
+func (m *Map[C]) SweepAll(kill func(*C) bool) int {
+	quiet := m.listing.Load() == 0 // before the walk reads head.next
+	first := m.head.next.Load()
+	n, idle := m.sweepTo(kill, nil, !quiet)
+	switch {
+	case quiet:
+	case idle:
+		more, _ := m.sweepTo(kill, first, false)
+		n += more
+	default:
+		n += m.SweepMap(kill)
+	}
+	return n
 }
 
 // Len returns the number of keys held. While keys are inserted or deleted,

@@ -135,7 +135,7 @@ func TestReviveReplacesOnlyTheDeadCell(t *testing.T) {
 
 // TestSweepRacingUpdatesLosesNothing hammers keys with increments and
 // decrements while a sweeper kills every idle cell: Sweep looping on its own
-// goroutine (or Sweep and SweepMap in turns), or the incremental walks of auto-sweep and of the key cap, paid
+// goroutine (or Sweep and SweepMap in turns, or SweepAll), or the incremental walks of auto-sweep and of the key cap, paid
 // by the workers' insertions of idle keys. A cell with a positive count is
 // live, so it must stay mapped: a worker that holds one must find it under
 // its key. At the end every count is zero, a sweep empties the map, and the
@@ -145,12 +145,12 @@ func TestSweepRacingUpdatesLosesNothing(t *testing.T) {
 	if testing.Short() {
 		rounds = 2000
 	}
-	for _, mode := range []string{"loop", "map", "auto", "cap"} {
+	for _, mode := range []string{"loop", "map", "all", "auto", "cap"} {
 		t.Run("sweep="+mode, func(t *testing.T) {
 			var m *keyed.Map[cell]
-			looping := mode == "loop" || mode == "map"
+			looping := mode == "loop" || mode == "map" || mode == "all"
 			switch mode {
-			case "loop", "map":
+			case "loop", "map", "all":
 				m = newMap(0, 0)
 			case "auto":
 				m = newMap(8, 0)
@@ -163,6 +163,10 @@ func TestSweepRacingUpdatesLosesNothing(t *testing.T) {
 			if looping {
 				wg.Go(func() {
 					for !stop.Load() {
+						if mode == "all" {
+							swept.Add(int64(m.SweepAll(kill)))
+							continue
+						}
 						swept.Add(int64(m.Sweep(kill)))
 						if mode == "map" {
 							swept.Add(int64(m.SweepMap(kill)))
