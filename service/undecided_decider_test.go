@@ -82,3 +82,30 @@ func TestAllowedRequestUnderLimitsThatAllCouldNotDecideIsTheLeastShare(t *testin
 	assert.Equal(t, a, each[0].Config, "a tie on a share of 0: the first limit")
 	assert.ErrorIs(t, each[0].Err, limitertest.ErrUnreachable, "it could not decide")
 }
+
+// TestAllowedRequestUnderShadowLimitsIsNotDecidedByOneThatCouldNotDecide:
+// under a rule whose every limit is in shadow mode, the most constrained of
+// them names an allowed request, and, as among enforced limits, one whose
+// backend could not decide (its failure policy's Remaining of 0) is passed
+// over for the memory limit, which decided: TakeEach lists that one first
+// and the observer hears of it.
+func TestAllowedRequestUnderShadowLimitsIsNotDecidedByOneThatCouldNotDecide(t *testing.T) {
+	memory := hotlimit.Config{Algorithm: hotlimit.FixedWindow, Limit: 3, Window: time.Minute, Shadow: true}
+	remote := hotlimit.Config{Algorithm: hotlimit.FixedWindow, Limit: 5, Window: time.Minute, Shadow: true}
+	for _, rule := range []service.Limits{{memory, remote}, {remote, memory}} {
+		var events []hotlimit.Event
+		s, err := service.NewFromRules(service.Rules{Default: rule}, hotlimit.WithClock(func() int64 { return 1 }),
+			hotlimit.WithObserver(hotlimit.ObserverFunc(func(e hotlimit.Event) { events = append(events, e) })),
+			limitertest.OnBackend(remote, &limitertest.UnreachableRefunder{}, service.NewLimiter))
+		require.NoError(t, err)
+		d, each, err := s.TakeEach(context.Background(), "u", "GET /", 1, nil)
+		require.ErrorIs(t, err, limitertest.ErrUnreachable, "%v", rule)
+		assert.True(t, d.Allowed, "%v", rule)
+		require.Len(t, each, 2, "%v: every limit is in shadow mode, so every one is listed", rule)
+		assert.Equal(t, memory, each[0].Config, "%v: the limit that decided first", rule)
+		assert.NoError(t, each[0].Err, "%v", rule)
+		require.Len(t, events, 1, "%v", rule)
+		assert.Equal(t, memory, events[0].Policy, "%v", rule)
+		assert.Equal(t, hotlimit.OutcomeAllowed, events[0].Outcome, "%v", rule)
+	}
+}
