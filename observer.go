@@ -59,10 +59,14 @@ type Source struct {
 	// that denied, or else the most constrained, with the least share of its
 	// capacity left (Remaining/[Config.Capacity]), whose Remaining and
 	// capacity give the Event's Outcome: near the limit when any limit of
-	// the rule is. Limits in shadow mode are left out of that choice, unless
-	// every limit of the rule is in shadow mode: one reports only what it
-	// would have denied, as an Event of [OutcomeShadowDenied], which names
-	// it (the first, for a rule of several).
+	// the rule is. A limit whose limiter is known to have failed (asked
+	// under a context, see service.LimitDecision.Err) is the most
+	// constrained only when no limit decided: its Remaining is its failure
+	// policy's, which counts nothing. Limits in shadow mode are left out of
+	// that choice, unless every limit of the rule is in shadow mode: one
+	// reports only what it would have denied, as an Event of
+	// [OutcomeShadowDenied], which names it (the first, for a rule of
+	// several).
 	Policy Config
 }
 

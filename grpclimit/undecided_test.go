@@ -71,3 +71,34 @@ func TestUndecidedLimitOfARuleAdvertisesOnlyTheLimitsThatDecided(t *testing.T) {
 		assert.Equal(t, []string{`"fixedwindow-3-1m";r=2;t=60`}, header.Get(grpclimit.MetadataRateLimit), "%v: the memory limit's count alone", rule)
 	}
 }
+
+// TestLimitThatDecidedIsAdvertisedFirstBesideAnUndecidedOne: under a rule
+// of a memory limit (3 a minute) and a limit on an unreachable backend whose
+// failure policy passes, in either order, the memory limit decided the call:
+// the first item of each field is its, and the observer's Event names it,
+// not Unavailable. The backend's failure policy's Remaining of 0, the least
+// share left, made the backend's limit the deciding one: ratelimit-policy
+// listed it first while ratelimit, which has no item for it, listed the
+// memory limit first.
+func TestLimitThatDecidedIsAdvertisedFirstBesideAnUndecidedOne(t *testing.T) {
+	memory, remote := cfg(hotlimit.FixedWindow, 3, time.Minute), cfg(hotlimit.FixedWindow, 5, time.Minute)
+	for _, rule := range []service.Limits{{memory, remote}, {remote, memory}} {
+		svc, err := service.NewFromRules(service.Rules{Default: rule}, hotlimit.WithClock(func() int64 { return 1 }),
+			limitertest.OnBackend(remote, &limitertest.UnreachableRefunder{}, service.NewLimiter))
+		require.NoError(t, err)
+		events := make(chan grpclimit.Event, 2)
+		cc := serveBufconn(t, &testService{}, []grpc.ServerOption{grpc.ChainUnaryInterceptor(grpclimit.UnaryServerInterceptor(svc,
+			grpclimit.WithObserver(func(e grpclimit.Event) { events <- e })))})
+		var header metadata.MD
+		_, err = testgrpc.NewTestServiceClient(cc).UnaryCall(ctx(t), &testgrpc.SimpleRequest{}, grpc.Header(&header))
+		require.NoError(t, err, "%v", rule)
+		assert.Equal(t, []string{`"fixedwindow-3-1m";q=3;w=60`, `"fixedwindow-5-1m";q=5;w=60`},
+			header.Get(grpclimit.MetadataPolicy), "%v: the limit that decided first", rule)
+		assert.Equal(t, []string{`"fixedwindow-3-1m";r=2;t=60`}, header.Get(grpclimit.MetadataRateLimit), "%v", rule)
+		e := <-events // one decision: the call's
+		assert.Equal(t, memory, e.Config, "%v: the Event names the limit that decided", rule)
+		assert.Equal(t, 2, e.Decision.Remaining, "%v: with its own count", rule)
+		assert.False(t, e.Unavailable, "%v: that limit decided", rule)
+		assert.ErrorIs(t, e.Err, limitertest.ErrUnreachable, "%v: the backend's failure is still told", rule)
+	}
+}

@@ -87,3 +87,37 @@ func TestUndecidedInnerLimitLeavesNoOuterCountInTheLegacyFields(t *testing.T) {
 	assert.Empty(t, w.Header().Values("X-RateLimit-Remaining"), "no count of another limit beside the inner limit")
 	assert.Empty(t, w.Header().Values("X-RateLimit-Reset"), "no reset of another limit beside the inner limit")
 }
+
+// TestLimitThatDecidedIsAdvertisedFirstBesideAnUndecidedOne: under a rule
+// of a memory limit (3 a minute) and a limit on an unreachable backend whose
+// failure policy passes, in either order, the memory limit decided the
+// request: the first item of each field, and the legacy fields, are its, and
+// the observer's Event names it, not Unavailable. The backend's failure
+// policy's Remaining of 0, the least share left, made the backend's limit
+// the deciding one: RateLimit-Policy listed it first while RateLimit, which
+// has no item for it, listed the memory limit first, and the legacy fields
+// carried X-RateLimit-Limit alone, though the memory limit had 2 left.
+func TestLimitThatDecidedIsAdvertisedFirstBesideAnUndecidedOne(t *testing.T) {
+	memory, remote := cfg(hotlimit.FixedWindow, 3, time.Minute), cfg(hotlimit.FixedWindow, 5, time.Minute)
+	for _, rule := range []service.Limits{{memory, remote}, {remote, memory}} {
+		svc, err := service.NewFromRules(service.Rules{Default: rule}, hotlimit.WithClock(func() int64 { return 1 }),
+			limitertest.OnBackend(remote, &limitertest.UnreachableRefunder{}, service.NewLimiter))
+		require.NoError(t, err)
+		var events []httplimit.Event
+		h := httplimit.New(svc, httplimit.WithLegacyHeaders(true),
+			httplimit.WithObserver(func(e httplimit.Event) { events = append(events, e) }))(ok)
+		w := serve(h, get("/", "192.0.2.1:1"))
+		require.Equal(t, http.StatusOK, w.Code, "%v", rule)
+		assert.Equal(t, []string{`"fixedwindow-3-1m";q=3;w=60`, `"fixedwindow-5-1m";q=5;w=60`},
+			w.Header().Values("RateLimit-Policy"), "%v: the limit that decided first", rule)
+		assert.Equal(t, []string{`"fixedwindow-3-1m";r=2;t=60`}, w.Header().Values("RateLimit"), "%v", rule)
+		assert.Equal(t, "3", w.Header().Get("X-RateLimit-Limit"), "%v: the deciding limit's", rule)
+		assert.Equal(t, "2", w.Header().Get("X-RateLimit-Remaining"), "%v: the deciding limit's count", rule)
+		assert.Equal(t, "60", w.Header().Get("X-RateLimit-Reset"), "%v", rule)
+		require.Len(t, events, 1, "%v", rule)
+		assert.Equal(t, memory, events[0].Config, "%v: the Event names the limit that decided", rule)
+		assert.Equal(t, 2, events[0].Decision.Remaining, "%v: with its own count", rule)
+		assert.False(t, events[0].Unavailable, "%v: that limit decided", rule)
+		assert.ErrorIs(t, events[0].Err, limitertest.ErrUnreachable, "%v: the backend's failure is still told", rule)
+	}
+}

@@ -139,9 +139,12 @@ func (k *keys) of(scope hotlimit.Scope) string {
 // to take it, and the denial says hotlimit.Never, see beyond), or, when all
 // admitted, the most constrained, the one with the least share
 // of its capacity left (Remaining/Capacity, see lessShare; the first on a
-// tie). The capacity is the one hotlimit.ClassifyCapacity measures the
-// near-limit share of, so the decider is near its limit exactly when some
-// limit of the rule is. n < 1 only reports, as composite does.
+// tie) of those that decided: a limit that could not decide (its error, see
+// undecided), whose numbers are its failure policy's, decides only when no
+// limit did (see constrains). The capacity is the one
+// hotlimit.ClassifyCapacity measures the near-limit share of, so the
+// decider is near its limit exactly when some limit of the rule that
+// decided is. n < 1 only reports, as composite does.
 //
 // A limit in shadow mode (Config.Shadow) never denies: when it would have,
 // the request goes on to the others, shadow is the first such limit (else
@@ -181,14 +184,19 @@ func (m *multi) take(ctx context.Context, k keys, n int, each *[composite.MaxChi
 	shadowDecider := 0    // the most constrained limit in shadow mode
 	counted := false      // d holds a decision of a limit not in shadow mode
 	shadowedSome := false // shadowed holds a decision of a limit in shadow mode
+	// Whether the decider and shadowDecider could not decide (see
+	// undecided), so that a limit that did decide is chosen over them.
+	bestUndecided, shadowUndecided := false, false
 	for i, c := range m.children {
 		var cd hotlimit.Decision
 		var r hotlimit.Receipt
+		cdUndecided := false
 		if cc := m.withContext[i]; ctx != nil && cc != nil {
 			var err error
 			cd, r, err = cc.TakeReceiptContext(ctx, k.of(m.limits[i].Scope), n)
 			if err != nil {
 				errs, failed = appendLimitErr(errs, i, err), true
+				cdUndecided = undecided(err)
 			}
 		} else {
 			cd, r = c.TakeReceipt(k.of(m.limits[i].Scope), n)
@@ -235,14 +243,14 @@ func (m *multi) take(ctx context.Context, k keys, n int, each *[composite.MaxChi
 		if m.limits[i].Shadow {
 			// The most constrained of them decides when every limit is
 			// in shadow mode, unless one would have denied.
-			if shadow < 0 && (!shadowedSome || m.lessShare(i, cd, shadowDecider, bestShadowed)) {
-				shadowDecider, bestShadowed = i, cd
+			if shadow < 0 && (!shadowedSome || m.constrains(i, cd, cdUndecided, shadowDecider, bestShadowed, shadowUndecided)) {
+				shadowDecider, bestShadowed, shadowUndecided = i, cd, cdUndecided
 			}
 			shadowed, shadowedSome = merge(shadowed, cd, !shadowedSome), true
 			continue
 		}
-		if !counted || m.lessShare(i, cd, decider, best) {
-			decider, best = i, cd
+		if !counted || m.constrains(i, cd, cdUndecided, decider, best, bestUndecided) {
+			decider, best, bestUndecided = i, cd, cdUndecided
 		}
 		d = merge(d, cd, !counted)
 		counted = true
@@ -421,9 +429,11 @@ func limitErrors(err error, errOf *[composite.MaxChildren]error) {
 // not in shadow mode), and merges their decisions in the rule's order as
 // composite does: Allowed if all are, the largest RetryAfter. The index it
 // returns is the first limit that denies, or else the most constrained by
-// the share of its capacity left (see lessShare), with that limit's own
-// decision. Limits in shadow mode stay out of both, as in take, unless every
-// limit is in shadow mode. When each is not nil, each[i] is set to the
+// the share of its capacity left (see lessShare) of those that decided (see
+// constrains: a limit whose report failed is known to have failed only
+// when it is asked with a context), with that limit's own decision. Limits
+// in shadow mode stay out of both, as in take, unless every limit is in
+// shadow mode. When each is not nil, each[i] is set to the
 // decision of every limit asked; when rem is not nil, rem[i] to its
 // Remaining, or math.MaxInt when its report failed: one that takes a
 // context is then asked under context.Background when ctx is nil (its error
@@ -432,7 +442,7 @@ func (m *multi) report(ctx context.Context, k *keys, n, known int, kd hotlimit.D
 	counted, shadowed := reported{m: m, decider: -1}, reported{m: m, decider: -1}
 	for i, c := range m.children {
 		if i == known {
-			counted.add(i, kd)
+			counted.add(i, kd, false) // it denied: it is the decider whatever its error
 			continue
 		}
 		var cd hotlimit.Decision
@@ -458,9 +468,9 @@ func (m *multi) report(ctx context.Context, k *keys, n, known int, kd hotlimit.D
 			}
 		}
 		if m.limits[i].Shadow {
-			shadowed.add(i, cd)
+			shadowed.add(i, cd, undecided(err))
 		} else {
-			counted.add(i, cd)
+			counted.add(i, cd, undecided(err))
 		}
 	}
 	if counted.decider >= 0 {
@@ -475,13 +485,16 @@ type reported struct {
 	m       *multi
 	d, best hotlimit.Decision
 	decider int
+	// undecided: the decider could not decide (see multi.constrains).
+	undecided bool
 }
 
-// add folds the i-th limit's decision cd into r.
-func (r *reported) add(i int, cd hotlimit.Decision) {
+// add folds the i-th limit's decision cd into r; cdUndecided says that the
+// limit could not decide (see undecided).
+func (r *reported) add(i int, cd hotlimit.Decision, cdUndecided bool) {
 	first := r.decider < 0
-	if first || r.best.Allowed && (!cd.Allowed || r.m.lessShare(i, cd, r.decider, r.best)) {
-		r.decider, r.best = i, cd
+	if first || r.best.Allowed && (!cd.Allowed || r.m.constrains(i, cd, cdUndecided, r.decider, r.best, r.undecided)) {
+		r.decider, r.best, r.undecided = i, cd, cdUndecided
 	}
 	allowed, retry := first || r.d.Allowed, r.d.RetryAfter
 	r.d = merge(r.d, cd, first)
@@ -499,6 +512,29 @@ func merge(d, cd hotlimit.Decision, first bool) hotlimit.Decision {
 	}
 	d.ResetAfter = max(d.ResetAfter, cd.ResetAfter)
 	return d
+}
+
+// constrains reports whether the i-th limit's decision a, which allowed the
+// request, is to decide it rather than the j-th limit's b, which allowed it
+// too: aUndecided and bUndecided say that the limit could not decide (see
+// undecided). A limit that decided is chosen over one that could not, whose
+// numbers are its failure policy's (redislimit's FailOpen reports a
+// Remaining of 0 that counts nothing): a made-up share never names the
+// limit a client is told it is paced by, nor the near-limit outcome. Of two
+// limits alike, the one with the smaller share of its capacity left (see
+// lessShare).
+func (m *multi) constrains(i int, a hotlimit.Decision, aUndecided bool, j int, b hotlimit.Decision, bUndecided bool) bool {
+	if aUndecided != bUndecided {
+		return bUndecided
+	}
+	return m.lessShare(i, a, j, b)
+}
+
+// undecided reports whether err, a limit's error beside its decision, says
+// that the limit could not decide, its failure policy deciding instead:
+// composite.DecidingError of it is set, as service.LimitDecision.Err is.
+func undecided(err error) bool {
+	return err != nil && composite.DecidingError(err) != nil
 }
 
 // lessShare reports whether the i-th limit's decision a leaves a smaller

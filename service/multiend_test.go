@@ -173,10 +173,11 @@ func TestEndedWhileALimitFailsOpenGivesBackEveryOther(t *testing.T) {
 		require.ErrorIs(t, err, errBackend)
 		assert.True(t, d.Allowed)
 		assert.Zero(t, d.RetryAfter)
-		// The failed limit's numbers are its failure policy's, Remaining 0:
-		// the least share, so it is the one named.
-		assert.Equal(t, 6, c0.Limit)
-		assert.Zero(t, d.Remaining)
+		// The failed limit's numbers are its failure policy's, Remaining 0,
+		// which counts nothing: the first limit, which decided, is the one
+		// named, with its Take's numbers.
+		assert.Equal(t, 5, c0.Limit)
+		assert.Equal(t, 5-n, d.Remaining)
 		for _, l := range []*stepLimiter{a, c} {
 			assert.Equal(t, []hotlimit.Receipt{{N: n, At: 1}}, l.refunds, "limit %d", l.limit)
 			assert.False(t, l.cancellable, "limit %d: the give-back is not cancelled", l.limit)
@@ -245,9 +246,10 @@ func TestEndedReportTakesNothing(t *testing.T) {
 
 // TestEndedGiveBackTakeEachAndObserver: TakeEach lists each limit with the
 // rule's pass and its own Take's numbers (the give-back is not reported
-// again under the ended context), the failed limit first with its failure
-// policy's numbers; the observer hears one event of the pass, and a limit
-// in shadow mode that counted is given back all the same.
+// again under the ended context), the limit that decided first, then the
+// failed limit with its failure policy's numbers; the observer hears one
+// event of the pass, and a limit in shadow mode that counted is given back
+// all the same.
 func TestEndedGiveBackTakeEachAndObserver(t *testing.T) {
 	a, b, c := &stepLimiter{limit: 5}, &stepLimiter{limit: 6, fail: true}, &stepLimiter{limit: 7}
 	byLimit := map[int]*stepLimiter{5: a, 6: b, 7: c}
@@ -269,10 +271,12 @@ func TestEndedGiveBackTakeEachAndObserver(t *testing.T) {
 	require.ErrorIs(t, err, errBackend)
 	assert.True(t, d.Allowed)
 	require.Len(t, each, 2, "the shadow limit is left out")
-	assert.Equal(t, rule[1], each[0].Config)
-	assert.Equal(t, hotlimit.Decision{Allowed: true, Limit: 6}, each[0].Decision)
-	assert.Equal(t, rule[0], each[1].Config)
-	assert.Equal(t, hotlimit.Decision{Allowed: true, Limit: 5, Remaining: 3}, each[1].Decision)
+	assert.Equal(t, rule[0], each[0].Config)
+	assert.Equal(t, hotlimit.Decision{Allowed: true, Limit: 5, Remaining: 3}, each[0].Decision)
+	assert.NoError(t, each[0].Err)
+	assert.Equal(t, rule[1], each[1].Config)
+	assert.Equal(t, hotlimit.Decision{Allowed: true, Limit: 6}, each[1].Decision)
+	assert.ErrorIs(t, each[1].Err, errBackend)
 	for _, l := range []*stepLimiter{a, c} {
 		assert.Equal(t, []hotlimit.Receipt{{N: 2, At: 1}}, l.refunds, "limit %d", l.limit)
 		assert.Equal(t, 0, l.count, "limit %d", l.limit)

@@ -258,7 +258,9 @@ func (ru *rule) one(d hotlimit.Decision, n int) (hotlimit.Decision, hotlimit.Con
 // is the decider's: near the limit when its own Remaining is at most the
 // near-limit share of its own capacity, which, as the decider is the limit
 // with the least share of its capacity left, is when any limit is (of
-// those not in shadow mode, unless every limit is; see multi.take). d's
+// those not in shadow mode, unless every limit is, and of those that
+// decided, unless none did: a failure policy's numbers count nothing; see
+// multi.take). d's
 // Remaining, the least of the limits', may be another limit's, of another
 // capacity, and would misclassify.
 //

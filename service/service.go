@@ -286,7 +286,14 @@ func (s *Service) ResolveLimits(user, api string) Limits {
 // GCRA with one; on a tie, the first asked: in the rule's order, sliding
 // logs last, as Take asks them), which is the
 // share an observer's near_limit outcome measures; for a rule of one limit,
-// that limit. Limits in
+// that limit. Under [Service.TakePolicyContext] and [Service.TakeEach], a
+// limit whose limiter could not decide (one on Redis that cannot reach it:
+// [LimitDecision.Err]) does not decide an allowed request beside a limit that
+// did: its numbers are its failure policy's (redislimit's FailOpen reports a
+// Remaining of 0 that counts nothing), so it is the decider only when no
+// limit decided, or when its failure policy denied the request. (Without a
+// context, as here, a limiter's failure is not known, and its numbers are
+// taken as they come.) Limits in
 // shadow mode are left out of both the Decision and the choice, unless every
 // limit of the rule is in shadow mode. It is the
 // policy a caller names to its client, as httplimit does in its 429 body and
