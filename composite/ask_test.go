@@ -123,3 +123,40 @@ func TestAskerUnderAnEndedContextCountsNothing(t *testing.T) {
 		}
 	}
 }
+
+// TestAskerGivesACompositesChildrenBackTheirOwnReceipts: a composite whose
+// children read clocks apart, asked for a request it admits (its state
+// changed since it was known to deny), gives each child back its own
+// receipt, alone and nested in another composite, with and without a
+// context: each child is then as a twin that was never asked. The
+// composite's own receipt, at the earliest of their times, would give the
+// child on the later clock back less than it took: a full bucket left
+// empty for half a minute.
+func TestAskerGivesACompositesChildrenBackTheirOwnReceipts(t *testing.T) {
+	var early, late atomic.Int64 // the children's clocks
+	bucket := func(clock func() int64) *tokenbucket.Limiter {
+		l, err := tokenbucket.New(1, time.Minute, hotlimit.WithClock(clock))
+		require.NoError(t, err)
+		return l
+	}
+	a, b := bucket(early.Load), bucket(late.Load)
+	twinA, twinB := bucket(early.Load), bucket(late.Load)
+	c, err := composite.New(a, b)
+	require.NoError(t, err)
+	outer, err := composite.New(c)
+	require.NoError(t, err)
+	require.True(t, c.Allow("k"))
+	require.True(t, twinA.Allow("k"))
+	require.True(t, twinB.Allow("k"))
+	early.Store(int64(60 * time.Second)) // both full again, at times apart
+	late.Store(int64(90 * time.Second))
+	for _, asked := range []*composite.Limiter{c, outer} {
+		for _, ctx := range []context.Context{nil, context.Background()} {
+			w, err := composite.NewAsker(asked, false).Ask(ctx, "k", 1)
+			require.NoError(t, err)
+			assert.Zero(t, w, "it admits the request now")
+			assert.Equal(t, twinA.Take("k", 0), a.Take("k", 0), "the child on the early clock")
+			assert.Equal(t, twinB.Take("k", 0), b.Take("k", 0), "the child on the late clock")
+		}
+	}
+}
