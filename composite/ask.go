@@ -3,6 +3,7 @@ package composite
 import (
 	"context"
 	"errors"
+	"fmt"
 	"time"
 
 	"github.com/hotlimit/hotlimit"
@@ -37,6 +38,9 @@ type Asker struct {
 	// log is set when r is a sliding log or a composite holding one (see
 	// isLog), or its caller knows it is one.
 	log bool
+	// remote is UsesContext(r): not asked once the caller's context has
+	// ended (see Ask).
+	remote bool
 }
 
 // NewAsker returns the Asker of r. log says that r enforces a sliding log
@@ -49,7 +53,7 @@ func NewAsker(r hotlimit.Refunder, log bool) Asker {
 	if nilness.Is(r) {
 		return Asker{}
 	}
-	a := Asker{r: r, log: log || isLog(r)}
+	a := Asker{r: r, log: log || isLog(r), remote: UsesContext(r)}
 	a.cc, _ = r.(hotlimit.ContextRefunder)
 	a.tells, _ = r.(*slidinglog.Limiter)
 	a.sub, _ = r.(*Limiter)
@@ -61,7 +65,17 @@ func NewAsker(r hotlimit.Refunder, log bool) Asker {
 // now; and the limiter's error, when it could not tell (its failure policy
 // answered, not its quota: the wait is then 0) or could not give back what
 // the question took. n < 1 asks nothing and waits nothing. A nil ctx asks
-// without a context, as Take asks the limiters that take one. It is asked:
+// without a context, as Take asks the limiters that take one.
+//
+// Once ctx has ended, a limiter that decides with a context (see
+// UsesContext) is not asked: it could only fail, and its failure policy
+// would answer in place of its quota (redislimit's FailLocal taking the
+// requests from its local limiter, with no receipt to give them back by);
+// the wait is 0, and the error wraps ctx.Err(). Ask gives back only what a
+// limiter's receipt says it took, so a failure policy that counts what it
+// admits without a receipt (FailLocal, while Redis fails) keeps the
+// question counted: a composite, and a service.Service rule, ask a limiter
+// for its wait only when its report just before did not fail. It is asked:
 //
 //   - slidinglog's, by its RetryAfter, which counts nothing; a composite
 //     holding a sliding log, child by child, each child that reports less
@@ -102,6 +116,8 @@ func (a Asker) ask(ctx context.Context, key string, n int, leaves []hotlimit.Rec
 	switch {
 	case a.r == nil || n < 1:
 		return 0, nil // the zero Asker, or nothing to ask
+	case ctx != nil && a.remote && ctx.Err() != nil:
+		return 0, fmt.Errorf("composite: not asked for its wait, the request has ended: %w", ctx.Err())
 	case a.tells != nil:
 		return a.tells.RetryAfter(key, n), nil
 	case a.sub != nil && a.log:

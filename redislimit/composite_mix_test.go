@@ -66,3 +66,31 @@ func TestCompositeNeverOfARedisChild(t *testing.T) {
 	err = hotlimit.WaitN(ctx, both, "k", 4)
 	assert.ErrorIs(t, err, hotlimit.ErrNeverPasses)
 }
+
+// TestAskerUnderAnEndedContextLeavesTheLocalLimiter: a composite.Asker of a
+// Redis limiter, asked under a context that has ended, does not ask it: it
+// could only fail, and FailLocal, its default failure policy, took each
+// question from its local limiter with the zero Receipt, nothing to give
+// it back by, so that two questions spent a limit of 2 there for as long
+// as Redis then fails. It waits nothing, with the context's error, and the
+// local limiter is as it was.
+func TestAskerUnderAnEndedContextLeavesTheLocalLimiter(t *testing.T) {
+	srv := redistest.Start(t)
+	lim := newExact(t, newClient(t, srv), hotlimit.Config{Algorithm: hotlimit.TokenBucket, Limit: 2, Window: time.Hour})
+	ended, cancel := context.WithCancel(context.Background())
+	cancel()
+	local := func() int {
+		d, err := lim.TakeContext(ended, "k", 0) // the local limiter's report
+		require.ErrorIs(t, err, context.Canceled)
+		return d.Remaining
+	}
+	require.Equal(t, 2, local())
+	a := composite.NewAsker(lim, false)
+	for range 3 {
+		w, err := a.Ask(ended, "k", 1)
+		assert.ErrorIs(t, err, context.Canceled)
+		assert.Zero(t, w)
+	}
+	assert.Equal(t, 2, local(), "the local limiter counted nothing")
+	assert.Equal(t, 2, take(t, lim, "k", 0).Remaining, "nor Redis")
+}
