@@ -95,3 +95,52 @@ func TestSweepAllReachesACellWhoseInsertionPanicked(t *testing.T) {
 	}
 	assert.Equal(t, 1, m.SweepAll(func(v *cell) bool { return v == c && kill(v) }), "and deletes it when killed")
 }
+
+// TestSweepAllReachesACellAboutToBeListed: an insertion, or a revival, that
+// has published its fresh cell and is about to list it is still counted as
+// under way: a SweepAll at that point visits the cell (by its pass over the
+// map) though its walk of the list cannot.
+func TestSweepAllReachesACellAboutToBeListed(t *testing.T) {
+	for _, path := range []string{"insertion", "revival"} {
+		t.Run(path, func(t *testing.T) {
+			m := newMap(0, 0)
+			for i := range 300 {
+				k := "k" + strconv.Itoa(i)
+				add(m, k, m.Get(k), 1)
+			}
+			var old *cell
+			if path == "revival" {
+				old = m.Get("new")
+				require.True(t, kill(old))
+			}
+			ran := false
+			keyed.OnStep(m, func(step string) {
+				if step != "push" || ran {
+					return
+				}
+				ran = true
+				c, held := m.Peek("new")
+				require.True(t, held, "published")
+				listed := 300
+				if old != nil {
+					listed++ // the dead cell's node
+				}
+				require.Len(t, keyed.Listed(m), listed, "not listed yet")
+				visited := 0
+				m.SweepAll(func(v *cell) bool {
+					if v == c {
+						visited++
+					}
+					return false
+				})
+				assert.Equal(t, 1, visited, "SweepAll reaches the cell about to be listed")
+			})
+			if path == "revival" {
+				m.Revive("new", old)
+			} else {
+				m.Get("new")
+			}
+			require.True(t, ran, "the %s listed its cell", path)
+		})
+	}
+}
