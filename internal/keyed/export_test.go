@@ -24,7 +24,9 @@ func Reserved[C any](m *Map[C]) int64 { return m.count.Load() }
 // moved it, and is about to visit), "revive" (Revive made its key cap check
 // and is about to insert), "drop" (Drop found its key mapping to the dead
 // cell and is about to delete it), and "remove" (a deletion found the key
-// mapping to the dead node, and is about to delete it if it still does).
+// mapping to the dead node, and is about to delete it if it still does),
+// and "push" (an insertion or a revival published its fresh node in the map
+// and is about to list it).
 // Set it before the goroutines that use the map start.
 func OnStep[C any](m *Map[C], f func(step string)) { m.hook = f }
 

@@ -301,6 +301,9 @@ func (m *Map[C]) insert(key string) *C {
 			// never its own victim.
 			m.step()
 		}
+		if m.hook != nil {
+			m.hook("push")
+		}
 		m.push(n)
 	}
 	m.listing.Add(-1) // after the push: see SweepAll
@@ -631,6 +634,9 @@ func (m *Map[C]) Revive(key string, dead *C) *C {
 		m.walk(MaxVisits, capChunk, m.judge(), int64(m.maxKeys)+1)
 	}
 	if fresh != nil && n == fresh {
+		if m.hook != nil {
+			m.hook("push")
+		}
 		m.push(fresh)
 	}
 	m.listing.Add(-1) // after the push: see SweepAll

@@ -135,8 +135,11 @@ func TestReviveReplacesOnlyTheDeadCell(t *testing.T) {
 
 // TestSweepRacingUpdatesLosesNothing hammers keys with increments and
 // decrements while a sweeper kills every idle cell: Sweep looping on its own
-// goroutine (or Sweep and SweepMap in turns, or SweepAll), or the incremental walks of auto-sweep and of the key cap, paid
-// by the workers' insertions of idle keys. A cell with a positive count is
+// goroutine (or Sweep and SweepMap in turns, or SweepAll, also while the
+// workers insert idle keys, so that SweepAll often finds insertions under
+// way: it walks again, or passes over the map), or the incremental walks of
+// auto-sweep and of the key cap, paid by the workers' insertions of idle
+// keys. A cell with a positive count is
 // live, so it must stay mapped: a worker that holds one must find it under
 // its key. At the end every count is zero, a sweep empties the map, and the
 // sweep list is empty too.
@@ -145,12 +148,12 @@ func TestSweepRacingUpdatesLosesNothing(t *testing.T) {
 	if testing.Short() {
 		rounds = 2000
 	}
-	for _, mode := range []string{"loop", "map", "all", "auto", "cap"} {
+	for _, mode := range []string{"loop", "map", "all", "flood", "auto", "cap"} {
 		t.Run("sweep="+mode, func(t *testing.T) {
 			var m *keyed.Map[cell]
-			looping := mode == "loop" || mode == "map" || mode == "all"
+			looping := mode == "loop" || mode == "map" || mode == "all" || mode == "flood"
 			switch mode {
-			case "loop", "map", "all":
+			case "loop", "map", "all", "flood":
 				m = newMap(0, 0)
 			case "auto":
 				m = newMap(8, 0)
@@ -163,7 +166,7 @@ func TestSweepRacingUpdatesLosesNothing(t *testing.T) {
 			if looping {
 				wg.Go(func() {
 					for !stop.Load() {
-						if mode == "all" {
+						if mode == "all" || mode == "flood" {
 							swept.Add(int64(m.SweepAll(kill)))
 							continue
 						}
@@ -186,8 +189,8 @@ func TestSweepRacingUpdatesLosesNothing(t *testing.T) {
 							continue // the cap: every key held is live
 						}
 						c = add(m, key, c, 1)
-						if !looping {
-							m.Get("idle-" + strconv.Itoa(g) + "-" + strconv.Itoa(i)) // pays a walk
+						if !looping || mode == "flood" && i%4 == 0 {
+							m.Get("idle-" + strconv.Itoa(g) + "-" + strconv.Itoa(i)) // pays a walk, or floods
 						}
 						if got := m.Get(key); got != c {
 							t.Errorf("live cell of %q was replaced", key)
