@@ -156,6 +156,9 @@ type modelDecision struct {
 	source  int               // the limit the observer's Event names
 	outcome hotlimit.Outcome
 	beyond  bool // n is more than some limit not in shadow mode can ever admit
+	// The rule's Limit and Remaining, those of the limit with the least
+	// Remaining (the first on a tie), when the rule passed or reported.
+	ruleLimit, ruleRemaining int
 }
 
 // model states the rule: every limit answers as its stub does (each its own
@@ -216,6 +219,22 @@ func (c deciderCase) model(known bool) modelDecision {
 		return best
 	}
 	var m modelDecision
+	// merged sets the rule's numbers from the decisions of the limits not
+	// in shadow mode, or of every limit when every one is.
+	merged := func() {
+		idx := enforced
+		if len(idx) == 0 {
+			idx = []int{}
+			for i := range c.limits {
+				idx = append(idx, i)
+			}
+		}
+		for j, i := range idx {
+			if j == 0 || ans[i].Remaining < m.ruleRemaining {
+				m.ruleLimit, m.ruleRemaining = ans[i].Limit, ans[i].Remaining
+			}
+		}
+	}
 	switch {
 	case c.n >= 1 && most >= 0 && c.n > most:
 		// Beyond: the first enforced limit that can never admit n whose
@@ -257,6 +276,7 @@ func (c deciderCase) model(known bool) modelDecision {
 		if m.decider < 0 {
 			m.decider = least(idx, ans)
 		}
+		merged()
 		m.own = ans[m.decider]
 		d := m.own
 		d.Allowed = m.allowed
@@ -293,6 +313,7 @@ func (c deciderCase) model(known bool) modelDecision {
 		}
 		m.own = ans[m.decider]
 		if m.allowed {
+			merged()
 			m.source, m.outcome = m.decider, classify(m.own, m.decider)
 			if shadow >= 0 {
 				m.source, m.outcome = shadow, hotlimit.OutcomeShadowDenied
@@ -351,17 +372,32 @@ func TestDeciderMatchesTheDocumentedRule(t *testing.T) {
 		msg := fmt.Sprintf("round %d: %v", round, c)
 		var events []hotlimit.Event
 		obs := func(e hotlimit.Event) { events = append(events, e) }
+		var wantRule hotlimit.Decision // the rule's Decision, Take's
 		checkEvent := func(m modelDecision, path string) {
 			t.Helper()
 			if assert.Len(t, events, 1, "%s: %s", path, msg) {
 				assert.Equal(t, c.limits[m.source], events[0].Policy, "%s: the Event's limit: %s", path, msg)
 				assert.Equal(t, m.outcome, events[0].Outcome, "%s: the Event's Outcome: %s", path, msg)
+				assert.Equal(t, c.n, events[0].N, "%s: the Event's N: %s", path, msg)
+				assert.Equal(t, wantRule, events[0].Decision, "%s: the Event's Decision is the rule's: %s", path, msg)
 			}
 			events = events[:0]
 		}
 
 		// No context: failures are not known.
 		plain := c.model(false)
+		wantRule = c.service(t, obs).Take("u", "a", c.n)
+		checkEvent(plain, "Take")
+		assert.Equal(t, plain.allowed, wantRule.Allowed, "Take: %s", msg)
+		if plain.allowed || c.n == 0 {
+			assert.Equal(t, plain.ruleLimit, wantRule.Limit, "Take's Limit: %s", msg)
+			assert.Equal(t, plain.ruleRemaining, wantRule.Remaining, "Take's Remaining: %s", msg)
+		}
+		if plain.allowed {
+			assert.Zero(t, wantRule.RetryAfter, "Take's RetryAfter: %s", msg)
+		} else if c.n >= 1 {
+			assert.Positive(t, wantRule.RetryAfter, "Take's RetryAfter: %s", msg)
+		}
 		for path, m := range map[string]modelDecision{"plain": plain, "context": c.model(true)} {
 			nClass := map[bool]string{true: "n>1", false: "n=1"}[c.n > 1]
 			switch {
@@ -378,8 +414,6 @@ func TestDeciderMatchesTheDocumentedRule(t *testing.T) {
 		assert.Equal(t, plain.own.Limit, d.Limit, "TakePolicy's Limit: %s", msg)
 		assert.Equal(t, plain.own.Remaining, d.Remaining, "TakePolicy's Remaining: %s", msg)
 		checkEvent(plain, "TakePolicy")
-		wantRule := c.service(t, obs).Take("u", "a", c.n)
-		events = events[:0]
 
 		// A context: failures are known.
 		known := c.model(true)
