@@ -58,11 +58,11 @@ type Source struct {
 	// Policy is the limit that decided: for a rule of several limits, the one
 	// that denied, or else the most constrained, with the least share of its
 	// capacity left (Remaining/[Config.Capacity]), whose Remaining and
-	// capacity give the Event's Outcome: near the limit when any limit of
-	// the rule is. A limit whose limiter is known to have failed (asked
-	// under a context, see service.LimitDecision.Err) is the most
-	// constrained only when no limit decided: its Remaining is its failure
-	// policy's, which counts nothing. Limits in shadow mode are left out of
+	// capacity give the Event's Outcome: near the limit when any limit it
+	// was chosen among is. A limit whose limiter is known to have failed
+	// (asked under a context, see service.LimitDecision.Err) is among them
+	// only when no limit decided: its Remaining is its failure policy's,
+	// which counts nothing. Limits in shadow mode are left out of
 	// that choice, unless every limit of the rule is in shadow mode: one
 	// reports only what it would have denied, as an Event of
 	// [OutcomeShadowDenied], which names it (the first, for a rule of

@@ -106,9 +106,9 @@
 // The first value of each describes the policy that decided the call, with
 // its own q, r and t: for a rule of several limits, the one that denied it
 // or, when all passed it, the one with the least share of its capacity left
-// (see service.Service.TakePolicy) of those whose limiter decided (a limit
-// that could not decide passed the call by its failure policy, whose count
-// is nobody's). A rule of several limits then lists its
+// (see service.Service.TakePolicy) of those whose limiter decided, when one
+// did (a limit that could not decide passed the call by its failure policy,
+// whose count is not the limit's, see below). A rule of several limits then lists its
 // other limits, a value each with its own q, r and t, in the order of
 // service.Service.TakeEach (limits in shadow mode are not advertised), so
 // that a client can pace itself within each limit of the rule; as in

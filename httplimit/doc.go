@@ -76,9 +76,9 @@
 // The first item of each field describes the policy that decided the
 // request: for a rule of several limits, the one that denied it, or, when
 // all passed it, the one with the least share left (see
-// service.Service.TakePolicy) of those whose limiter decided (a limit that
-// could not decide passed the request by its failure policy, whose count
-// is nobody's), with its own q, r and t. A rule of several
+// service.Service.TakePolicy) of those whose limiter decided, when one did
+// (a limit that could not decide passed the request by its failure policy,
+// whose count is not the limit's, see above), with its own q, r and t. A rule of several
 // limits then lists each of its other limits, with its own q, r and t, in
 // the order the rule asks them (see service.Service.TakeEach), as the draft
 // lists several policies:

@@ -143,8 +143,8 @@ func (k *keys) of(scope hotlimit.Scope) string {
 // undecided), whose numbers are its failure policy's, decides only when no
 // limit did (see constrains). The capacity is the one
 // hotlimit.ClassifyCapacity measures the near-limit share of, so the
-// decider is near its limit exactly when some limit of the rule that
-// decided is. n < 1 only reports, as composite does.
+// decider is near its limit exactly when some limit it was chosen among
+// is. n < 1 only reports, as composite does.
 //
 // A limit in shadow mode (Config.Shadow) never denies: when it would have,
 // the request goes on to the others, shadow is the first such limit (else

@@ -421,8 +421,8 @@ type LimitDecision struct {
 // the RateLimit fields of the IETF draft list several policies with their
 // own remaining count and reset; it returns the rule's Decision, Take's.
 // The first limit appended is the one that decided, with the Decision
-// [Service.TakePolicy] returns, then the others in the order the rule asks
-// them (its order, sliding logs last). When another limit denied the
+// [Service.TakePolicyContext] returns, then the others in the order the
+// rule asks them (its order, sliding logs last). When another limit denied the
 // request, each limit's Remaining is what it holds once the denial gave
 // back what it took (as its report says, even for a limit asked for the
 // request afterwards to learn its wait, see [Service.Take]); when the request ended while a limit could not decide
