@@ -188,7 +188,7 @@ func TestRefundGivesNothingToAChildThatDidNotCount(t *testing.T) {
 			lim := k.make(t, 4, time.Hour, now.Load)
 			counting := k.make(t, 10, time.Hour, now.Load)
 			now.Store(int64(100 * time.Hour))
-			child := &uncounting{Refunder: lim.(hotlimit.Refunder)}
+			child := &uncounting{Refunder: lim}
 			u, err := unlimited.New()
 			require.NoError(t, err)
 			c, err := composite.New(u, child, counting)

@@ -81,7 +81,7 @@ func TestTakeEachAppendsAfterWhatDstHolds(t *testing.T) {
 	require.NoError(t, err)
 	assert.Len(t, each, 2, "a nil dst")
 
-	full := make([]service.LimitDecision, 1, 1)
+	full := make([]service.LimitDecision, 1)
 	full[0].Config.Limit = -7 // a marker
 	_, each, err = s.TakeEach(ctx, "u", "a", 1, full)
 	require.NoError(t, err)
