@@ -100,12 +100,7 @@ func TestReviveOfAKeyDeletedAfterItsCheckKeepsTheCap(t *testing.T) {
 	assert.Equal(t, int64(maxKeys), keyed.Reserved(m))
 	_, ok := m.Peek("idle")
 	assert.False(t, ok, "the idle key was the one evicted")
-	for _, k := range append(keysUpTo(maxKeys-2), "x", "y") {
-		c, ok := m.Peek(k)
-		if assert.True(t, ok, k) {
-			assert.Equal(t, int64(1), c.n.Load(), k)
-		}
-	}
+	assertBusy(t, m, append(keysUpTo(maxKeys-2), "x", "y")...)
 	assertListed(t, m, append(keysUpTo(maxKeys-2), "x", "y")...)
 }
 
@@ -146,12 +141,7 @@ func TestOverlappingClaimsLoseNothing(t *testing.T) {
 	assert.Equal(t, 2, claims, "B claimed once, and A's cursor CAS succeeded on what it read: the claims overlapped")
 	assert.Equal(t, len(live), m.Len())
 	assert.Empty(t, held(m, idle...))
-	for _, k := range live {
-		c, ok := m.Peek(k)
-		if assert.True(t, ok, k) {
-			assert.Equal(t, int64(1), c.n.Load(), k)
-		}
-	}
+	assertBusy(t, m, live...)
 	listed := keyed.Listed(m)
 	assert.Len(t, listed, len(live)+16, "A's unlinks through an unlinked node left its 16 listed, dead")
 	for _, k := range live {
@@ -198,12 +188,7 @@ func TestReviveWhoseRoomIsTakenAfterItsWalkKeepsTheCap(t *testing.T) {
 	assert.Equal(t, maxKeys, m.Len(), "the other idle key made room for x")
 	assert.Equal(t, int64(maxKeys), keyed.Reserved(m))
 	live := append(keysUpTo(maxKeys-3), "full", "x", "y")
-	for _, k := range live {
-		c, ok := m.Peek(k)
-		if assert.True(t, ok, k) {
-			assert.Equal(t, int64(1), c.n.Load(), k)
-		}
-	}
+	assertBusy(t, m, live...)
 	assertListed(t, m, live...)
 }
 
@@ -217,16 +202,7 @@ func TestReviveWhoseRoomIsTakenAfterItsWalkKeepsTheCap(t *testing.T) {
 // cap with the idle key held until the next new key's walk.
 func TestReviveWhoseWalkFindsNoIdleKeyInItsVisitsWalksOn(t *testing.T) {
 	const maxKeys = keyed.MaxVisits + 36
-	m := newMap(0, maxKeys)
-	m.Get("idle")   // the oldest node, last on the list
-	x := m.Get("x") // idle: its caller holds the cell
-	busy := keysUpTo(maxKeys - 2)
-	for _, k := range busy {
-		add(m, k, m.Get(k), 1)
-	}
-	require.Equal(t, 1, m.Sweep(func(c *cell) bool { return c == x && kill(c) }), "x evicted under its caller")
-	add(m, "full", m.Get("full"), 1)
-	require.Equal(t, maxKeys, m.Len(), "the map is at the cap, x not held")
+	m, x, busy := atTheCapWithoutX(t, maxKeys, "idle") // idle, the oldest node, last on the list
 	listed := keyed.Listed(m)
 	require.Equal(t, "idle", listed[len(listed)-1])
 	require.Greater(t, len(listed), keyed.MaxVisits+1, "the idle key lies past a walk's visits from head")
@@ -242,12 +218,7 @@ func TestReviveWhoseWalkFindsNoIdleKeyInItsVisitsWalksOn(t *testing.T) {
 	assert.Equal(t, maxKeys, m.Len(), "the map is back at the cap")
 	assert.Equal(t, int64(maxKeys), keyed.Reserved(m))
 	live := append(busy, "full", "x")
-	for _, k := range live {
-		c, ok := m.Peek(k)
-		if assert.True(t, ok, k) {
-			assert.Equal(t, int64(1), c.n.Load(), k)
-		}
-	}
+	assertBusy(t, m, live...)
 	assertListed(t, m, live...)
 }
 
@@ -257,15 +228,7 @@ func TestReviveWhoseWalkFindsNoIdleKeyInItsVisitsWalksOn(t *testing.T) {
 // re-insertion, which leaves the map over the cap by the revived key.
 func TestReviveWhoseWalkWentRoundFindingNoIdleKeyWalksOnce(t *testing.T) {
 	const maxKeys = 8
-	m := newMap(0, maxKeys)
-	x := m.Get("x") // idle: its caller holds the cell
-	busy := keysUpTo(maxKeys - 1)
-	for _, k := range busy {
-		add(m, k, m.Get(k), 1)
-	}
-	require.Equal(t, 1, m.Sweep(func(c *cell) bool { return c == x && kill(c) }), "x evicted under its caller")
-	add(m, "full", m.Get("full"), 1)
-	require.Equal(t, maxKeys, m.Len(), "the map is at the cap, x not held")
+	m, x, busy := atTheCapWithoutX(t, maxKeys)
 
 	var walks []int
 	keyed.OnWalk(m, func(v int) { walks = append(walks, v) })
@@ -286,15 +249,7 @@ func TestReviveWhoseWalkWentRoundFindingNoIdleKeyWalksOnce(t *testing.T) {
 // a second time for nothing.
 func TestReviveWhoseWalkWentRoundWithinItsBudgetWalksOnce(t *testing.T) {
 	const maxKeys = keyed.MaxVisits*2/3 + 1
-	m := newMap(0, maxKeys)
-	x := m.Get("x") // idle: its caller holds the cell
-	busy := keysUpTo(maxKeys - 1)
-	for _, k := range busy {
-		add(m, k, m.Get(k), 1)
-	}
-	require.Equal(t, 1, m.Sweep(func(c *cell) bool { return c == x && kill(c) }), "x evicted under its caller")
-	add(m, "full", m.Get("full"), 1)
-	require.Equal(t, maxKeys, m.Len(), "the map is at the cap, x not held")
+	m, x, busy := atTheCapWithoutX(t, maxKeys)
 
 	var walks []int
 	keyed.OnWalk(m, func(v int) { walks = append(walks, v) })
@@ -347,12 +302,7 @@ func TestRevivalsRacingEachOtherPastTheFirstWalksVisitsKeepTheCap(t *testing.T) 
 	assert.Equal(t, maxKeys+1, m.Len(), "over the cap by x while no key is idle")
 	assert.Equal(t, int64(maxKeys+1), keyed.Reserved(m), "count agrees with Len")
 	live := append(busy, "full1", "full2", "x", "y")
-	for _, k := range live {
-		c, ok := m.Peek(k)
-		if assert.True(t, ok, k) {
-			assert.Equal(t, int64(1), c.n.Load(), k)
-		}
-	}
+	assertBusy(t, m, live...)
 	assertListed(t, m, live...)
 	// The next insertion finds no idle key: denied, the cap's excess kept.
 	assert.Nil(t, m.Get("new"), "no room, no idle key")
@@ -367,16 +317,7 @@ func TestRevivalsRacingEachOtherPastTheFirstWalksVisitsKeepTheCap(t *testing.T) 
 // not over it, and Revive does not walk again.
 func TestReviveRacingASweepPastItsFirstWalksVisitsKeepsTheCap(t *testing.T) {
 	const maxKeys = keyed.MaxVisits + 36
-	m := newMap(0, maxKeys)
-	m.Get("idle") // the oldest node, last on the list
-	x := m.Get("x")
-	busy := keysUpTo(maxKeys - 2)
-	for _, k := range busy {
-		add(m, k, m.Get(k), 1)
-	}
-	require.Equal(t, 1, m.Sweep(func(c *cell) bool { return c == x && kill(c) }), "x evicted under its caller")
-	add(m, "full", m.Get("full"), 1)
-	require.Equal(t, maxKeys, m.Len(), "the map is at the cap, x not held")
+	m, x, busy := atTheCapWithoutX(t, maxKeys, "idle") // idle, the oldest node, last on the list
 
 	var walks []int
 	keyed.OnWalk(m, func(v int) { walks = append(walks, v) })
@@ -397,11 +338,39 @@ func TestReviveRacingASweepPastItsFirstWalksVisitsKeepsTheCap(t *testing.T) {
 	assert.Equal(t, maxKeys, m.Len())
 	assert.Equal(t, int64(maxKeys), keyed.Reserved(m), "count agrees with Len")
 	live := append(busy, "full", "x")
-	for _, k := range live {
+	assertBusy(t, m, live...)
+	assertListed(t, m, live...)
+}
+
+// atTheCapWithoutX returns a map at its cap of maxKeys keys: the idle keys
+// given (oldest first, last on the list), then busy keys 0 … up to the cap
+// and a busy key "full" that took the room of x, an idle key evicted under
+// its caller, whose cell it also returns.
+func atTheCapWithoutX(t *testing.T, maxKeys int, idle ...string) (m *keyed.Map[cell], x *cell, busy []string) {
+	t.Helper()
+	m = newMap(0, maxKeys)
+	for _, k := range idle {
+		m.Get(k)
+	}
+	x = m.Get("x") // idle: its caller holds the cell
+	busy = keysUpTo(maxKeys - 1 - len(idle))
+	for _, k := range busy {
+		add(m, k, m.Get(k), 1)
+	}
+	require.Equal(t, 1, m.Sweep(func(c *cell) bool { return c == x && kill(c) }), "x evicted under its caller")
+	add(m, "full", m.Get("full"), 1)
+	require.Equal(t, maxKeys, m.Len(), "the map is at the cap, x not held")
+	return m, x, busy
+}
+
+// assertBusy asserts that each key is held, with a count of 1: every busy
+// key kept its cell.
+func assertBusy(t *testing.T, m *keyed.Map[cell], keys ...string) {
+	t.Helper()
+	for _, k := range keys {
 		c, ok := m.Peek(k)
 		if assert.True(t, ok, k) {
 			assert.Equal(t, int64(1), c.n.Load(), k)
 		}
 	}
-	assertListed(t, m, live...)
 }
