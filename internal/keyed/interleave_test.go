@@ -83,18 +83,13 @@ func TestReviveOfAKeyDeletedAfterItsCheckKeepsTheCap(t *testing.T) {
 	}
 	require.Equal(t, maxKeys, m.Len())
 	require.True(t, kill(x), "a walker killed x, and stalls before deleting it")
-	armed := true
-	keyed.OnStep(m, func(step string) {
-		if step != "revive" || !armed {
-			return
-		}
-		armed = false
+	ran := atRevive(m, func() {
 		// The walker deletes x, and a new key takes its room.
 		require.Equal(t, 1, m.Sweep(func(c *cell) bool { return c == x && kill(c) }))
 		add(m, "y", m.Get("y"), 1)
 	})
 	revived := add(m, "x", x, 1)
-	require.False(t, armed, "the deletion ran between the check and the insertion")
+	require.True(t, ran(), "the deletion ran between the check and the insertion")
 	assert.NotSame(t, x, revived)
 	assert.Equal(t, maxKeys, m.Len(), "the idle key made room for x")
 	assert.Equal(t, int64(maxKeys), keyed.Reserved(m))
@@ -171,19 +166,14 @@ func TestReviveWhoseRoomIsTakenAfterItsWalkKeepsTheCap(t *testing.T) {
 	require.Equal(t, 1, m.Sweep(func(c *cell) bool { return c == x && kill(c) }), "x evicted under its caller")
 	add(m, "full", m.Get("full"), 1)
 	require.Equal(t, maxKeys, m.Len(), "the map is at the cap, x not held")
-	armed := true
-	keyed.OnStep(m, func(step string) {
-		if step != "revive" || !armed {
-			return
-		}
-		armed = false
+	ran := atRevive(m, func() {
 		_, idle1 := m.Peek("idle1")
 		_, idle2 := m.Peek("idle2")
 		require.NotEqual(t, idle1, idle2, "Revive's walk evicted one idle key")
 		add(m, "y", m.Get("y"), 1) // takes the room the walk made
 	})
 	revived := add(m, "x", x, 1)
-	require.False(t, armed, "the new key took the room between the walk and the re-insertion")
+	require.True(t, ran(), "the new key took the room between the walk and the re-insertion")
 	assert.NotSame(t, x, revived)
 	assert.Equal(t, maxKeys, m.Len(), "the other idle key made room for x")
 	assert.Equal(t, int64(maxKeys), keyed.Reserved(m))
@@ -284,12 +274,7 @@ func TestRevivalsRacingEachOtherPastTheFirstWalksVisitsKeepTheCap(t *testing.T) 
 
 	var walks []int
 	keyed.OnWalk(m, func(v int) { walks = append(walks, v) })
-	armed := true
-	keyed.OnStep(m, func(step string) {
-		if step != "revive" || !armed {
-			return
-		}
-		armed = false
+	ran := atRevive(m, func() {
 		_, ok := m.Peek("idle")
 		require.True(t, ok, "x's first walk did not reach the idle key")
 		add(m, "y", y, 1) // walks on, evicts the idle key, takes its room
@@ -297,7 +282,7 @@ func TestRevivalsRacingEachOtherPastTheFirstWalksVisitsKeepTheCap(t *testing.T) 
 		require.False(t, ok, "y's walk evicted the idle key")
 	})
 	add(m, "x", x, 1)
-	require.False(t, armed, "y's revival ran between x's walk and its re-insertion")
+	require.True(t, ran(), "y's revival ran between x's walk and its re-insertion")
 	assert.Len(t, walks, 3, "x's first walk, y's, and x's second")
 	assert.Equal(t, maxKeys+1, m.Len(), "over the cap by x while no key is idle")
 	assert.Equal(t, int64(maxKeys+1), keyed.Reserved(m), "count agrees with Len")
@@ -321,18 +306,13 @@ func TestReviveRacingASweepPastItsFirstWalksVisitsKeepsTheCap(t *testing.T) {
 
 	var walks []int
 	keyed.OnWalk(m, func(v int) { walks = append(walks, v) })
-	armed := true
-	keyed.OnStep(m, func(step string) {
-		if step != "revive" || !armed {
-			return
-		}
-		armed = false
+	ran := atRevive(m, func() {
 		require.Len(t, walks, 1, "x's first walk")
 		assert.Equal(t, keyed.MaxVisits, walks[0], "all busy")
 		require.Equal(t, 1, m.Sweep(kill), "the Sweep evicts the idle key")
 	})
 	revived := add(m, "x", x, 1)
-	require.False(t, armed, "the Sweep ran between x's walk and its re-insertion")
+	require.True(t, ran(), "the Sweep ran between x's walk and its re-insertion")
 	assert.NotSame(t, x, revived)
 	assert.Len(t, walks, 1, "no second walk: the map is not over the cap")
 	assert.Equal(t, maxKeys, m.Len())
@@ -373,4 +353,19 @@ func assertBusy(t *testing.T, m *keyed.Map[cell], keys ...string) {
 			assert.Equal(t, int64(1), c.n.Load(), k)
 		}
 	}
+}
+
+// atRevive makes f run once, at the next "revive" step: in a Revive, after
+// the key cap's check and walk, before the re-insertion. ran reports whether
+// f has run.
+func atRevive(m *keyed.Map[cell], f func()) (ran func() bool) {
+	armed := true
+	keyed.OnStep(m, func(step string) {
+		if step != "revive" || !armed {
+			return
+		}
+		armed = false
+		f()
+	})
+	return func() bool { return !armed }
 }
