@@ -37,18 +37,7 @@ func TestLongMethodStreamMessageAllocatesNothing(t *testing.T) {
 			}
 		}))
 	long := "/x.Y/" + strings.Repeat("m", 1<<20)
-	var allocs float64
-	err = icpt(nil, recvStream{ctx: ctx}, &grpc.StreamServerInfo{FullMethod: long}, func(_ any, ss grpc.ServerStream) error {
-		var m struct{}
-		require.NoError(t, ss.RecvMsg(&m))
-		allocs = testing.AllocsPerRun(20, func() {
-			if err := ss.RecvMsg(&m); err != nil {
-				t.Fatal(err)
-			}
-		})
-		return nil
-	})
-	require.NoError(t, err)
+	allocs := allocsPerMessage(t, icpt, recvStream{ctx: ctx}, long, 20)
 	assert.Zero(t, allocs, "allocations per received message")
 	key, _ := grpclimit.FullMethod(context.Background(), long, nil)
 	require.Len(t, apis, 3)
@@ -76,22 +65,7 @@ func TestLongMetadataUserKeyIsDigestedOncePerStream(t *testing.T) {
 			}
 		}))
 	const messages = 20
-	var perMessage uint64
-	err = icpt(nil, recvStream{ctx: ctx}, &grpc.StreamServerInfo{FullMethod: duplexCall}, func(_ any, ss grpc.ServerStream) error {
-		var m struct{}
-		require.NoError(t, ss.RecvMsg(&m))
-		var before, after runtime.MemStats
-		runtime.ReadMemStats(&before)
-		for range messages {
-			if err := ss.RecvMsg(&m); err != nil {
-				return err
-			}
-		}
-		runtime.ReadMemStats(&after)
-		perMessage = (after.TotalAlloc - before.TotalAlloc) / messages
-		return nil
-	})
-	require.NoError(t, err)
+	perMessage := bytesPerMessage(t, icpt, recvStream{ctx: ctx}, duplexCall, messages)
 	assert.Less(t, perMessage, uint64(len(value)/64), "bytes allocated per message, against a value of %d", len(value))
 	require.Len(t, users, 3)
 	assert.Equal(t, []string{grpclimit.MetadataKey("x-api-key", value), users[0], users[0]}, users,
@@ -135,24 +109,33 @@ func TestManyMetadataValuesAreReadOncePerStream(t *testing.T) {
 						users = append(users, e.User)
 					}
 				}))
-			var perMessage uint64
-			err = icpt(nil, recvStream{ctx: ctx}, &grpc.StreamServerInfo{FullMethod: duplexCall}, func(_ any, ss grpc.ServerStream) error {
-				var m struct{}
-				require.NoError(t, ss.RecvMsg(&m))
-				var before, after runtime.MemStats
-				runtime.ReadMemStats(&before)
-				for range messages {
-					if err := ss.RecvMsg(&m); err != nil {
-						return err
-					}
-				}
-				runtime.ReadMemStats(&after)
-				perMessage = (after.TotalAlloc - before.TotalAlloc) / messages
-				return nil
-			})
-			require.NoError(t, err)
+			perMessage := bytesPerMessage(t, icpt, recvStream{ctx: ctx}, duplexCall, messages)
 			assert.Less(t, perMessage, uint64(values), "bytes allocated per message, against %d values", values)
 			assert.Equal(t, []string{c.want, c.want, c.want}, users, "the start and its messages keep the key")
 		})
 	}
+}
+
+// bytesPerMessage runs icpt's stream ss of method, and returns how many bytes
+// a message it receives allocates, averaged over the messages received after
+// the first.
+func bytesPerMessage(t *testing.T, icpt grpc.StreamServerInterceptor, ss grpc.ServerStream, method string, messages int) uint64 {
+	t.Helper()
+	var perMessage uint64
+	err := icpt(nil, ss, &grpc.StreamServerInfo{FullMethod: method}, func(_ any, ss grpc.ServerStream) error {
+		var m struct{}
+		require.NoError(t, ss.RecvMsg(&m))
+		var before, after runtime.MemStats
+		runtime.ReadMemStats(&before)
+		for range messages {
+			if err := ss.RecvMsg(&m); err != nil {
+				return err
+			}
+		}
+		runtime.ReadMemStats(&after)
+		perMessage = (after.TotalAlloc - before.TotalAlloc) / uint64(messages)
+		return nil
+	})
+	require.NoError(t, err)
+	return perMessage
 }

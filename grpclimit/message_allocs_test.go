@@ -31,6 +31,26 @@ type recvStream struct {
 func (s recvStream) Context() context.Context { return s.ctx }
 func (s recvStream) RecvMsg(any) error        { return nil }
 
+// allocsPerMessage runs icpt's stream ss of method, and returns how many
+// allocations a message it receives costs, averaged over runs messages
+// received after the first (which makes the peer's key and the pair's state).
+func allocsPerMessage(t *testing.T, icpt grpc.StreamServerInterceptor, ss grpc.ServerStream, method string, runs int) float64 {
+	t.Helper()
+	var allocs float64
+	err := icpt(nil, ss, &grpc.StreamServerInfo{FullMethod: method}, func(_ any, ss grpc.ServerStream) error {
+		var m struct{}
+		require.NoError(t, ss.RecvMsg(&m)) // the peer's key and the pair's state now exist
+		allocs = testing.AllocsPerRun(runs, func() {
+			if err := ss.RecvMsg(&m); err != nil {
+				t.Fatal(err)
+			}
+		})
+		return nil
+	})
+	require.NoError(t, err)
+	return allocs
+}
+
 // TestStreamMessageAllocatesNothing: with WithStreamMessages, each message a
 // stream receives is a decision on the hot path of a long stream, and one
 // that passes, from a peer seen before, allocates nothing: the API
@@ -40,18 +60,7 @@ func TestStreamMessageAllocatesNothing(t *testing.T) {
 	require.NoError(t, err)
 	ctx := peer.NewContext(context.Background(), &peer.Peer{Addr: &net.TCPAddr{IP: net.IPv4(192, 0, 2, 1), Port: 51234}})
 	icpt := grpclimit.StreamServerInterceptor(svc, grpclimit.WithStreamMessages(true), grpclimit.WithRateLimitHeaders(false))
-	var allocs float64
-	err = icpt(nil, recvStream{ctx: ctx}, &grpc.StreamServerInfo{FullMethod: duplexCall}, func(_ any, ss grpc.ServerStream) error {
-		var m struct{}
-		require.NoError(t, ss.RecvMsg(&m)) // the peer's key and the pair's state now exist
-		allocs = testing.AllocsPerRun(100, func() {
-			if err := ss.RecvMsg(&m); err != nil {
-				t.Fatal(err)
-			}
-		})
-		return nil
-	})
-	require.NoError(t, err)
+	allocs := allocsPerMessage(t, icpt, recvStream{ctx: ctx}, duplexCall, 100)
 	assert.Zero(t, allocs, "allocations per received message")
 }
 
@@ -105,18 +114,7 @@ func TestStreamMessageUnderSeveralLimitsAllocatesNothing(t *testing.T) {
 	require.NoError(t, svc.Replace(severalLimits))
 	ctx := peer.NewContext(context.Background(), &peer.Peer{Addr: &net.TCPAddr{IP: net.IPv4(192, 0, 2, 1), Port: 51234}})
 	icpt := grpclimit.StreamServerInterceptor(svc, grpclimit.WithStreamMessages(true))
-	var allocs float64
-	err = icpt(nil, headerRecvStream{recvStream{ctx: ctx}}, &grpc.StreamServerInfo{FullMethod: duplexCall}, func(_ any, ss grpc.ServerStream) error {
-		var m struct{}
-		require.NoError(t, ss.RecvMsg(&m)) // the peer's key and the pair's state now exist
-		allocs = testing.AllocsPerRun(100, func() {
-			if err := ss.RecvMsg(&m); err != nil {
-				t.Fatal(err)
-			}
-		})
-		return nil
-	})
-	require.NoError(t, err)
+	allocs := allocsPerMessage(t, icpt, headerRecvStream{recvStream{ctx: ctx}}, duplexCall, 100)
 	assert.Zero(t, allocs, "allocations per received message")
 }
 

@@ -2,7 +2,6 @@ package grpclimit_test
 
 import (
 	"context"
-	"runtime"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -123,22 +122,7 @@ func TestLongMethodDigestedOncePerStreamWhoseContextChanges(t *testing.T) {
 			}
 		}))
 	const messages = 20
-	var perMessage uint64
-	err = icpt(nil, changingStream{recvStream{ctx: context.Background()}}, &grpc.StreamServerInfo{FullMethod: long}, func(_ any, ss grpc.ServerStream) error {
-		var m struct{}
-		require.NoError(t, ss.RecvMsg(&m))
-		var before, after runtime.MemStats
-		runtime.ReadMemStats(&before)
-		for range messages {
-			if err := ss.RecvMsg(&m); err != nil {
-				return err
-			}
-		}
-		runtime.ReadMemStats(&after)
-		perMessage = (after.TotalAlloc - before.TotalAlloc) / messages
-		return nil
-	})
-	require.NoError(t, err)
+	perMessage := bytesPerMessage(t, icpt, changingStream{recvStream{ctx: context.Background()}}, long, messages)
 	assert.Less(t, perMessage, uint64(len(long)/64), "bytes allocated per message, against a method of %d", len(long))
 	key, _ := grpclimit.FullMethod(context.Background(), long, nil)
 	assert.Equal(t, []string{key, "RECV " + key, "RECV " + key}, apis, "the start and its messages keep their keys")

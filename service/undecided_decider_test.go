@@ -27,11 +27,7 @@ func TestAllowedRequestIsNotDecidedByALimitThatCouldNotDecide(t *testing.T) {
 	memory := hotlimit.Config{Algorithm: hotlimit.FixedWindow, Limit: 3, Window: time.Minute}
 	remote := hotlimit.Config{Algorithm: hotlimit.FixedWindow, Limit: 5, Window: time.Minute}
 	for _, rule := range []service.Limits{{memory, remote}, {remote, memory}} {
-		var events []hotlimit.Event
-		s, err := service.NewFromRules(service.Rules{Default: rule}, hotlimit.WithClock(func() int64 { return 1 }),
-			hotlimit.WithObserver(hotlimit.ObserverFunc(func(e hotlimit.Event) { events = append(events, e) })),
-			limitertest.OnBackend(remote, &limitertest.UnreachableRefunder{}, service.NewLimiter))
-		require.NoError(t, err)
+		s, events := unreachableBeside(t, rule, remote)
 
 		d, c, err := s.TakePolicyContext(context.Background(), "u", "GET /", 1)
 		require.ErrorIs(t, err, limitertest.ErrUnreachable, "%v: the backend failed", rule)
@@ -56,8 +52,8 @@ func TestAllowedRequestIsNotDecidedByALimitThatCouldNotDecide(t *testing.T) {
 		assert.Equal(t, memory, each[0].Config, "%v: a report is decided by the memory limit too", rule)
 		assert.NoError(t, each[0].Err, "%v", rule)
 
-		require.Len(t, events, 3, "%v", rule)
-		for i, e := range events {
+		require.Len(t, *events, 3, "%v", rule)
+		for i, e := range *events {
 			assert.Equal(t, memory, e.Policy, "%v event %d: the observer hears of the limit that decided", rule, i)
 			assert.Equal(t, hotlimit.OutcomeAllowed, e.Outcome, "%v event %d: 2 or 1 of 3 left is not near the limit", rule, i)
 		}
@@ -93,19 +89,28 @@ func TestAllowedRequestUnderShadowLimitsIsNotDecidedByOneThatCouldNotDecide(t *t
 	memory := hotlimit.Config{Algorithm: hotlimit.FixedWindow, Limit: 3, Window: time.Minute, Shadow: true}
 	remote := hotlimit.Config{Algorithm: hotlimit.FixedWindow, Limit: 5, Window: time.Minute, Shadow: true}
 	for _, rule := range []service.Limits{{memory, remote}, {remote, memory}} {
-		var events []hotlimit.Event
-		s, err := service.NewFromRules(service.Rules{Default: rule}, hotlimit.WithClock(func() int64 { return 1 }),
-			hotlimit.WithObserver(hotlimit.ObserverFunc(func(e hotlimit.Event) { events = append(events, e) })),
-			limitertest.OnBackend(remote, &limitertest.UnreachableRefunder{}, service.NewLimiter))
-		require.NoError(t, err)
+		s, events := unreachableBeside(t, rule, remote)
 		d, each, err := s.TakeEach(context.Background(), "u", "GET /", 1, nil)
 		require.ErrorIs(t, err, limitertest.ErrUnreachable, "%v", rule)
 		assert.True(t, d.Allowed, "%v", rule)
 		require.Len(t, each, 2, "%v: every limit is in shadow mode, so every one is listed", rule)
 		assert.Equal(t, memory, each[0].Config, "%v: the limit that decided first", rule)
 		assert.NoError(t, each[0].Err, "%v", rule)
-		require.Len(t, events, 1, "%v", rule)
-		assert.Equal(t, memory, events[0].Policy, "%v", rule)
-		assert.Equal(t, hotlimit.OutcomeAllowed, events[0].Outcome, "%v", rule)
+		require.Len(t, *events, 1, "%v", rule)
+		assert.Equal(t, memory, (*events)[0].Policy, "%v", rule)
+		assert.Equal(t, hotlimit.OutcomeAllowed, (*events)[0].Outcome, "%v", rule)
 	}
+}
+
+// unreachableBeside returns a service of the default rule, under a frozen
+// clock, whose limit remote is on a backend that cannot be reached, and the
+// events its observer hears.
+func unreachableBeside(t *testing.T, rule service.Limits, remote hotlimit.Config) (*service.Service, *[]hotlimit.Event) {
+	t.Helper()
+	var events []hotlimit.Event
+	s, err := service.NewFromRules(service.Rules{Default: rule}, hotlimit.WithClock(func() int64 { return 1 }),
+		hotlimit.WithObserver(hotlimit.ObserverFunc(func(e hotlimit.Event) { events = append(events, e) })),
+		limitertest.OnBackend(remote, &limitertest.UnreachableRefunder{}, service.NewLimiter))
+	require.NoError(t, err)
+	return s, &events
 }

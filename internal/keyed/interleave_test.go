@@ -83,29 +83,19 @@ func TestReviveOfAKeyDeletedAfterItsCheckKeepsTheCap(t *testing.T) {
 	}
 	require.Equal(t, maxKeys, m.Len())
 	require.True(t, kill(x), "a walker killed x, and stalls before deleting it")
-	armed := true
-	keyed.OnStep(m, func(step string) {
-		if step != "revive" || !armed {
-			return
-		}
-		armed = false
+	ran := atRevive(m, func() {
 		// The walker deletes x, and a new key takes its room.
 		require.Equal(t, 1, m.Sweep(func(c *cell) bool { return c == x && kill(c) }))
 		add(m, "y", m.Get("y"), 1)
 	})
 	revived := add(m, "x", x, 1)
-	require.False(t, armed, "the deletion ran between the check and the insertion")
+	require.True(t, ran(), "the deletion ran between the check and the insertion")
 	assert.NotSame(t, x, revived)
 	assert.Equal(t, maxKeys, m.Len(), "the idle key made room for x")
 	assert.Equal(t, int64(maxKeys), keyed.Reserved(m))
 	_, ok := m.Peek("idle")
 	assert.False(t, ok, "the idle key was the one evicted")
-	for _, k := range append(keysUpTo(maxKeys-2), "x", "y") {
-		c, ok := m.Peek(k)
-		if assert.True(t, ok, k) {
-			assert.Equal(t, int64(1), c.n.Load(), k)
-		}
-	}
+	assertBusy(t, m, append(keysUpTo(maxKeys-2), "x", "y")...)
 	assertListed(t, m, append(keysUpTo(maxKeys-2), "x", "y")...)
 }
 
@@ -146,12 +136,7 @@ func TestOverlappingClaimsLoseNothing(t *testing.T) {
 	assert.Equal(t, 2, claims, "B claimed once, and A's cursor CAS succeeded on what it read: the claims overlapped")
 	assert.Equal(t, len(live), m.Len())
 	assert.Empty(t, held(m, idle...))
-	for _, k := range live {
-		c, ok := m.Peek(k)
-		if assert.True(t, ok, k) {
-			assert.Equal(t, int64(1), c.n.Load(), k)
-		}
-	}
+	assertBusy(t, m, live...)
 	listed := keyed.Listed(m)
 	assert.Len(t, listed, len(live)+16, "A's unlinks through an unlinked node left its 16 listed, dead")
 	for _, k := range live {
@@ -181,29 +166,19 @@ func TestReviveWhoseRoomIsTakenAfterItsWalkKeepsTheCap(t *testing.T) {
 	require.Equal(t, 1, m.Sweep(func(c *cell) bool { return c == x && kill(c) }), "x evicted under its caller")
 	add(m, "full", m.Get("full"), 1)
 	require.Equal(t, maxKeys, m.Len(), "the map is at the cap, x not held")
-	armed := true
-	keyed.OnStep(m, func(step string) {
-		if step != "revive" || !armed {
-			return
-		}
-		armed = false
+	ran := atRevive(m, func() {
 		_, idle1 := m.Peek("idle1")
 		_, idle2 := m.Peek("idle2")
 		require.NotEqual(t, idle1, idle2, "Revive's walk evicted one idle key")
 		add(m, "y", m.Get("y"), 1) // takes the room the walk made
 	})
 	revived := add(m, "x", x, 1)
-	require.False(t, armed, "the new key took the room between the walk and the re-insertion")
+	require.True(t, ran(), "the new key took the room between the walk and the re-insertion")
 	assert.NotSame(t, x, revived)
 	assert.Equal(t, maxKeys, m.Len(), "the other idle key made room for x")
 	assert.Equal(t, int64(maxKeys), keyed.Reserved(m))
 	live := append(keysUpTo(maxKeys-3), "full", "x", "y")
-	for _, k := range live {
-		c, ok := m.Peek(k)
-		if assert.True(t, ok, k) {
-			assert.Equal(t, int64(1), c.n.Load(), k)
-		}
-	}
+	assertBusy(t, m, live...)
 	assertListed(t, m, live...)
 }
 
@@ -217,16 +192,7 @@ func TestReviveWhoseRoomIsTakenAfterItsWalkKeepsTheCap(t *testing.T) {
 // cap with the idle key held until the next new key's walk.
 func TestReviveWhoseWalkFindsNoIdleKeyInItsVisitsWalksOn(t *testing.T) {
 	const maxKeys = keyed.MaxVisits + 36
-	m := newMap(0, maxKeys)
-	m.Get("idle")   // the oldest node, last on the list
-	x := m.Get("x") // idle: its caller holds the cell
-	busy := keysUpTo(maxKeys - 2)
-	for _, k := range busy {
-		add(m, k, m.Get(k), 1)
-	}
-	require.Equal(t, 1, m.Sweep(func(c *cell) bool { return c == x && kill(c) }), "x evicted under its caller")
-	add(m, "full", m.Get("full"), 1)
-	require.Equal(t, maxKeys, m.Len(), "the map is at the cap, x not held")
+	m, x, busy := atTheCapWithoutX(t, maxKeys, "idle") // idle, the oldest node, last on the list
 	listed := keyed.Listed(m)
 	require.Equal(t, "idle", listed[len(listed)-1])
 	require.Greater(t, len(listed), keyed.MaxVisits+1, "the idle key lies past a walk's visits from head")
@@ -242,12 +208,7 @@ func TestReviveWhoseWalkFindsNoIdleKeyInItsVisitsWalksOn(t *testing.T) {
 	assert.Equal(t, maxKeys, m.Len(), "the map is back at the cap")
 	assert.Equal(t, int64(maxKeys), keyed.Reserved(m))
 	live := append(busy, "full", "x")
-	for _, k := range live {
-		c, ok := m.Peek(k)
-		if assert.True(t, ok, k) {
-			assert.Equal(t, int64(1), c.n.Load(), k)
-		}
-	}
+	assertBusy(t, m, live...)
 	assertListed(t, m, live...)
 }
 
@@ -257,15 +218,7 @@ func TestReviveWhoseWalkFindsNoIdleKeyInItsVisitsWalksOn(t *testing.T) {
 // re-insertion, which leaves the map over the cap by the revived key.
 func TestReviveWhoseWalkWentRoundFindingNoIdleKeyWalksOnce(t *testing.T) {
 	const maxKeys = 8
-	m := newMap(0, maxKeys)
-	x := m.Get("x") // idle: its caller holds the cell
-	busy := keysUpTo(maxKeys - 1)
-	for _, k := range busy {
-		add(m, k, m.Get(k), 1)
-	}
-	require.Equal(t, 1, m.Sweep(func(c *cell) bool { return c == x && kill(c) }), "x evicted under its caller")
-	add(m, "full", m.Get("full"), 1)
-	require.Equal(t, maxKeys, m.Len(), "the map is at the cap, x not held")
+	m, x, busy := atTheCapWithoutX(t, maxKeys)
 
 	var walks []int
 	keyed.OnWalk(m, func(v int) { walks = append(walks, v) })
@@ -286,15 +239,7 @@ func TestReviveWhoseWalkWentRoundFindingNoIdleKeyWalksOnce(t *testing.T) {
 // a second time for nothing.
 func TestReviveWhoseWalkWentRoundWithinItsBudgetWalksOnce(t *testing.T) {
 	const maxKeys = keyed.MaxVisits*2/3 + 1
-	m := newMap(0, maxKeys)
-	x := m.Get("x") // idle: its caller holds the cell
-	busy := keysUpTo(maxKeys - 1)
-	for _, k := range busy {
-		add(m, k, m.Get(k), 1)
-	}
-	require.Equal(t, 1, m.Sweep(func(c *cell) bool { return c == x && kill(c) }), "x evicted under its caller")
-	add(m, "full", m.Get("full"), 1)
-	require.Equal(t, maxKeys, m.Len(), "the map is at the cap, x not held")
+	m, x, busy := atTheCapWithoutX(t, maxKeys)
 
 	var walks []int
 	keyed.OnWalk(m, func(v int) { walks = append(walks, v) })
@@ -329,12 +274,7 @@ func TestRevivalsRacingEachOtherPastTheFirstWalksVisitsKeepTheCap(t *testing.T) 
 
 	var walks []int
 	keyed.OnWalk(m, func(v int) { walks = append(walks, v) })
-	armed := true
-	keyed.OnStep(m, func(step string) {
-		if step != "revive" || !armed {
-			return
-		}
-		armed = false
+	ran := atRevive(m, func() {
 		_, ok := m.Peek("idle")
 		require.True(t, ok, "x's first walk did not reach the idle key")
 		add(m, "y", y, 1) // walks on, evicts the idle key, takes its room
@@ -342,17 +282,12 @@ func TestRevivalsRacingEachOtherPastTheFirstWalksVisitsKeepTheCap(t *testing.T) 
 		require.False(t, ok, "y's walk evicted the idle key")
 	})
 	add(m, "x", x, 1)
-	require.False(t, armed, "y's revival ran between x's walk and its re-insertion")
+	require.True(t, ran(), "y's revival ran between x's walk and its re-insertion")
 	assert.Len(t, walks, 3, "x's first walk, y's, and x's second")
 	assert.Equal(t, maxKeys+1, m.Len(), "over the cap by x while no key is idle")
 	assert.Equal(t, int64(maxKeys+1), keyed.Reserved(m), "count agrees with Len")
 	live := append(busy, "full1", "full2", "x", "y")
-	for _, k := range live {
-		c, ok := m.Peek(k)
-		if assert.True(t, ok, k) {
-			assert.Equal(t, int64(1), c.n.Load(), k)
-		}
-	}
+	assertBusy(t, m, live...)
 	assertListed(t, m, live...)
 	// The next insertion finds no idle key: denied, the cap's excess kept.
 	assert.Nil(t, m.Get("new"), "no room, no idle key")
@@ -367,41 +302,70 @@ func TestRevivalsRacingEachOtherPastTheFirstWalksVisitsKeepTheCap(t *testing.T) 
 // not over it, and Revive does not walk again.
 func TestReviveRacingASweepPastItsFirstWalksVisitsKeepsTheCap(t *testing.T) {
 	const maxKeys = keyed.MaxVisits + 36
-	m := newMap(0, maxKeys)
-	m.Get("idle") // the oldest node, last on the list
-	x := m.Get("x")
-	busy := keysUpTo(maxKeys - 2)
+	m, x, busy := atTheCapWithoutX(t, maxKeys, "idle") // idle, the oldest node, last on the list
+
+	var walks []int
+	keyed.OnWalk(m, func(v int) { walks = append(walks, v) })
+	ran := atRevive(m, func() {
+		require.Len(t, walks, 1, "x's first walk")
+		assert.Equal(t, keyed.MaxVisits, walks[0], "all busy")
+		require.Equal(t, 1, m.Sweep(kill), "the Sweep evicts the idle key")
+	})
+	revived := add(m, "x", x, 1)
+	require.True(t, ran(), "the Sweep ran between x's walk and its re-insertion")
+	assert.NotSame(t, x, revived)
+	assert.Len(t, walks, 1, "no second walk: the map is not over the cap")
+	assert.Equal(t, maxKeys, m.Len())
+	assert.Equal(t, int64(maxKeys), keyed.Reserved(m), "count agrees with Len")
+	live := append(busy, "full", "x")
+	assertBusy(t, m, live...)
+	assertListed(t, m, live...)
+}
+
+// atTheCapWithoutX returns a map at its cap of maxKeys keys: the idle keys
+// given (oldest first, last on the list), then busy keys 0 … up to the cap
+// and a busy key "full" that took the room of x, an idle key evicted under
+// its caller, whose cell it also returns.
+func atTheCapWithoutX(t *testing.T, maxKeys int, idle ...string) (m *keyed.Map[cell], x *cell, busy []string) {
+	t.Helper()
+	m = newMap(0, maxKeys)
+	for _, k := range idle {
+		m.Get(k)
+	}
+	x = m.Get("x") // idle: its caller holds the cell
+	busy = keysUpTo(maxKeys - 1 - len(idle))
 	for _, k := range busy {
 		add(m, k, m.Get(k), 1)
 	}
 	require.Equal(t, 1, m.Sweep(func(c *cell) bool { return c == x && kill(c) }), "x evicted under its caller")
 	add(m, "full", m.Get("full"), 1)
 	require.Equal(t, maxKeys, m.Len(), "the map is at the cap, x not held")
+	return m, x, busy
+}
 
-	var walks []int
-	keyed.OnWalk(m, func(v int) { walks = append(walks, v) })
+// assertBusy asserts that each key is held, with a count of 1: every busy
+// key kept its cell.
+func assertBusy(t *testing.T, m *keyed.Map[cell], keys ...string) {
+	t.Helper()
+	for _, k := range keys {
+		c, ok := m.Peek(k)
+		if assert.True(t, ok, k) {
+			assert.Equal(t, int64(1), c.n.Load(), k)
+		}
+	}
+}
+
+// atRevive makes f run once, at the next "revive" step: in a Revive, after
+// the key cap's check and walk, before the re-insertion. ran reports whether
+// f has run.
+func atRevive(m *keyed.Map[cell], f func()) (ran func() bool) {
 	armed := true
 	keyed.OnStep(m, func(step string) {
 		if step != "revive" || !armed {
 			return
 		}
 		armed = false
-		require.Len(t, walks, 1, "x's first walk")
-		assert.Equal(t, keyed.MaxVisits, walks[0], "all busy")
-		require.Equal(t, 1, m.Sweep(kill), "the Sweep evicts the idle key")
+		f()
 	})
-	revived := add(m, "x", x, 1)
-	require.False(t, armed, "the Sweep ran between x's walk and its re-insertion")
-	assert.NotSame(t, x, revived)
-	assert.Len(t, walks, 1, "no second walk: the map is not over the cap")
-	assert.Equal(t, maxKeys, m.Len())
-	assert.Equal(t, int64(maxKeys), keyed.Reserved(m), "count agrees with Len")
-	live := append(busy, "full", "x")
-	for _, k := range live {
-		c, ok := m.Peek(k)
-		if assert.True(t, ok, k) {
-			assert.Equal(t, int64(1), c.n.Load(), k)
-		}
-	}
-	assertListed(t, m, live...)
+	return func() bool { return !armed }
 }

@@ -19,28 +19,12 @@ import (
 // still visits the cell of the insertion that was under way at the start
 // and listed during the first walk; the map is not passed over.
 func TestSweepAllWhoseFrontNodeIsUnlinkedWalksOnToTheEnd(t *testing.T) {
-	var stall atomic.Bool
-	stalled, release := make(chan struct{}), make(chan struct{})
-	m := keyed.New(nil, func() func(*cell) bool {
-		if stall.CompareAndSwap(true, false) {
-			close(stalled)
-			<-release
-		}
-		return kill
-	}, hotlimit.Options{AutoSweep: 1})
+	m, stallNew := stalling()
 	const busy = keyed.SweepChunk / keyed.StepVisits
-	for i := range busy {
-		k := "k" + strconv.Itoa(i)
-		add(m, k, m.Get(k), 1)
-	}
+	busyKeys(m, busy)
 	front := m.Get("front") // idle: the walk kills it, and unlinks it
-	stall.Store(true)
-	inserted := make(chan *cell)
-	go func() { inserted <- add(m, "new", m.Get("new"), 1) }()
-	<-stalled // new is published, its insertion stalled in its step
+	c, release, inserted := stallNew(t)
 	require.Equal(t, "front", keyed.Listed(m)[0], "front is at the front")
-	c, held := m.Peek("new")
-	require.True(t, held)
 	visits := map[*cell]int{}
 	m.SweepAll(func(v *cell) bool {
 		if v == front {
@@ -52,7 +36,7 @@ func TestSweepAllWhoseFrontNodeIsUnlinkedWalksOnToTheEnd(t *testing.T) {
 	})
 	assert.Equal(t, 1, visits[front], "front visited once: the second walk did not meet it, it was unlinked")
 	assert.Equal(t, 1, visits[c], "the cell listed during the first walk is visited by the second")
-	_, held = m.Peek("front")
+	_, held := m.Peek("front")
 	assert.False(t, held, "front evicted")
 	for i := range busy {
 		v, _ := m.Peek("k" + strconv.Itoa(i))
@@ -74,10 +58,7 @@ func TestSweepAllReachesACellWhoseInsertionPanicked(t *testing.T) {
 		}
 		return kill
 	}, hotlimit.Options{AutoSweep: 1})
-	for i := range keyed.SweepChunk/keyed.StepVisits + 1 {
-		k := "k" + strconv.Itoa(i)
-		add(m, k, m.Get(k), 1)
-	}
+	busyKeys(m, keyed.SweepChunk/keyed.StepVisits+1)
 	boom.Store(true)
 	require.PanicsWithValue(t, "judge", func() { m.Get("new") }, "new's insertion pays a step")
 	c, held := m.Peek("new")

@@ -19,23 +19,9 @@ import (
 // but not listed: Sweep misses it, SweepMap visits it, and deletes it when
 // killed.
 func TestSweepMapReachesACellNotYetListed(t *testing.T) {
-	var during func()
-	m := keyed.New(nil, func() func(*cell) bool {
-		if f := during; f != nil {
-			during = nil
-			f()
-		}
-		return kill
-	}, hotlimit.Options{AutoSweep: 1})
-	// The insertions after the first, into a map at the threshold, owe the
-	// walks keyed.StepVisits visits each: ten of them owe 30, and the next
-	// completes a chunk of 32. The keys are busy: the walks evict none.
-	for i := range keyed.SweepChunk/keyed.StepVisits + 1 {
-		k := "k" + strconv.Itoa(i)
-		add(m, k, m.Get(k), 1)
-	}
+	m, during := beforeAStep()
 	ran := false
-	during = func() {
+	*during = func() {
 		ran = true
 		c, held := m.Peek("new")
 		require.True(t, held, "published before the step")
@@ -59,20 +45,9 @@ func TestSweepMapReachesACellNotYetListed(t *testing.T) {
 // walk of the list.
 func TestSweepAllReachesACellNotYetListed(t *testing.T) {
 	t.Run("insertion", func(t *testing.T) {
-		var during func()
-		m := keyed.New(nil, func() func(*cell) bool {
-			if f := during; f != nil {
-				during = nil
-				f()
-			}
-			return kill
-		}, hotlimit.Options{AutoSweep: 1})
-		for i := range keyed.SweepChunk/keyed.StepVisits + 1 {
-			k := "k" + strconv.Itoa(i)
-			add(m, k, m.Get(k), 1)
-		}
+		m, during := beforeAStep()
 		ran := false
-		during = func() {
+		*during = func() {
 			ran = true
 			c, held := m.Peek("new")
 			require.True(t, held, "published before the step")
@@ -197,26 +172,10 @@ func TestSweepMapVisitsEveryKeyHeldWhileTheTableGrows(t *testing.T) {
 // list ends costs no pass over the map: SweepAll walks again from the head
 // to where its walk started, and visits the cell there.
 func TestSweepAllSkipsTheMapForAnInsertionListedDuringItsWalk(t *testing.T) {
-	var stall atomic.Bool
-	stalled, release := make(chan struct{}), make(chan struct{})
-	m := keyed.New(nil, func() func(*cell) bool {
-		if stall.CompareAndSwap(true, false) {
-			close(stalled)
-			<-release
-		}
-		return kill
-	}, hotlimit.Options{AutoSweep: 1})
+	m, stallNew := stalling()
 	const keys = keyed.SweepChunk/keyed.StepVisits + 1
-	for i := range keys {
-		k := "k" + strconv.Itoa(i)
-		add(m, k, m.Get(k), 1)
-	}
-	stall.Store(true)
-	inserted := make(chan *cell)
-	go func() { inserted <- add(m, "new", m.Get("new"), 1) }()
-	<-stalled // new is published, and its insertion stalled in its step
-	c, held := m.Peek("new")
-	require.True(t, held)
+	busyKeys(m, keys)
+	c, release, inserted := stallNew(t)
 	require.False(t, slices.Contains(keyed.Listed(m), "new"), "not listed yet")
 	visits := map[*cell]int{}
 	first := true
@@ -312,4 +271,58 @@ func TestSweepAllLooksAgainDuringItsWalk(t *testing.T) {
 		total += c
 	}
 	assert.Less(t, total, keys+keys/2, "no pass over the map: %d visits of %d keys", total, m.Len())
+}
+
+// busyKeys inserts the keys k0 … k(n−1), each with a count of 1.
+func busyKeys(m *keyed.Map[cell], n int) {
+	for i := range n {
+		k := "k" + strconv.Itoa(i)
+		add(m, k, m.Get(k), 1)
+	}
+}
+
+// beforeAStep returns an auto-sweeping map whose next insertion pays a walk
+// that judges, and a function its judge runs once, at that walk, when set.
+func beforeAStep() (m *keyed.Map[cell], during *func()) {
+	during = new(func())
+	m = keyed.New(nil, func() func(*cell) bool {
+		if f := *during; f != nil {
+			*during = nil
+			f()
+		}
+		return kill
+	}, hotlimit.Options{AutoSweep: 1})
+	// The insertions after the first, into a map at the threshold, owe the
+	// walks keyed.StepVisits visits each: ten of them owe 30, and the next
+	// completes a chunk of 32. The keys are busy: the walks evict none.
+	busyKeys(m, keyed.SweepChunk/keyed.StepVisits+1)
+	return m, during
+}
+
+// stalling returns an auto-sweeping map (AutoSweep 1), and stallNew, which
+// inserts the key "new" with a count of 1 from another goroutine and returns
+// once its cell is published and its insertion stalled in the auto-sweep step
+// it pays (the map must hold enough keys for it to pay one). It returns that
+// cell, release, which lets the insertion go on when closed, and inserted,
+// which receives the cell once the insertion has listed it and returned.
+func stalling() (m *keyed.Map[cell], stallNew func(t *testing.T) (c *cell, release chan<- struct{}, inserted <-chan *cell)) {
+	var stall atomic.Bool
+	stalled, released := make(chan struct{}), make(chan struct{})
+	m = keyed.New(nil, func() func(*cell) bool {
+		if stall.CompareAndSwap(true, false) {
+			close(stalled)
+			<-released
+		}
+		return kill
+	}, hotlimit.Options{AutoSweep: 1})
+	return m, func(t *testing.T) (*cell, chan<- struct{}, <-chan *cell) {
+		t.Helper()
+		stall.Store(true)
+		done := make(chan *cell)
+		go func() { done <- add(m, "new", m.Get("new"), 1) }()
+		<-stalled // new is published, and its insertion stalled in its step
+		c, held := m.Peek("new")
+		require.True(t, held, "new is published")
+		return c, released, done
+	}
 }
