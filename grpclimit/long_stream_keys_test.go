@@ -85,11 +85,15 @@ func TestManyMetadataValuesAreReadOncePerStream(t *testing.T) {
 	proxy := netip.MustParseAddr("10.0.0.1")
 	for name, c := range map[string]struct {
 		user  grpclimit.KeyFunc
+		api   grpclimit.KeyFunc // nil: the default
 		entry string
 		want  string
 	}{
-		"Metadata":              {grpclimit.Metadata("x-api-key"), "x-api-key", grpclimit.MetadataKey("x-api-key", "k-1")},
-		"PeerIP behind a proxy": {grpclimit.PeerIP(grpclimit.TrustProxies(netip.PrefixFrom(proxy, 32))), "x-forwarded-for", "ip:192.0.2.7"},
+		"Metadata":              {grpclimit.Metadata("x-api-key"), nil, "x-api-key", grpclimit.MetadataKey("x-api-key", "k-1")},
+		"PeerIP behind a proxy": {grpclimit.PeerIP(grpclimit.TrustProxies(netip.PrefixFrom(proxy, 32))), nil, "x-forwarded-for", "ip:192.0.2.7"},
+		// Two key functions remembered side by side, neither pushing the
+		// other's key out.
+		"Metadata for user and API": {grpclimit.Metadata("x-api-key"), grpclimit.Metadata("x-api-key"), "x-api-key", grpclimit.MetadataKey("x-api-key", "k-1")},
 	} {
 		t.Run(name, func(t *testing.T) {
 			svc, err := service.New(allowAll)
@@ -103,12 +107,16 @@ func TestManyMetadataValuesAreReadOncePerStream(t *testing.T) {
 			ctx := metadata.NewIncomingContext(context.Background(), metadata.MD{c.entry: vals})
 			ctx = peer.NewContext(ctx, &peer.Peer{Addr: &net.TCPAddr{IP: proxy.AsSlice(), Port: 51234}})
 			var users []string
-			icpt := grpclimit.StreamServerInterceptor(svc, grpclimit.WithStreamMessages(true), grpclimit.WithRateLimitHeaders(false),
+			opts := []grpclimit.Option{grpclimit.WithStreamMessages(true), grpclimit.WithRateLimitHeaders(false),
 				grpclimit.WithUser(c.user), grpclimit.WithObserver(func(e grpclimit.Event) {
 					if len(users) < 3 {
 						users = append(users, e.User)
 					}
-				}))
+				})}
+			if c.api != nil {
+				opts = append(opts, grpclimit.WithAPI(c.api))
+			}
+			icpt := grpclimit.StreamServerInterceptor(svc, opts...)
 			perMessage := bytesPerMessage(t, icpt, recvStream{ctx: ctx}, duplexCall, messages)
 			assert.Less(t, perMessage, uint64(values), "bytes allocated per message, against %d values", values)
 			assert.Equal(t, []string{c.want, c.want, c.want}, users, "the start and its messages keep the key")
