@@ -1,7 +1,6 @@
 package httplimit_test
 
 import (
-	"context"
 	"net/http"
 	"testing"
 	"time"
@@ -11,7 +10,6 @@ import (
 
 	"github.com/hotlimit/hotlimit"
 	"github.com/hotlimit/hotlimit/httplimit"
-	"github.com/hotlimit/hotlimit/internal/limitertest"
 	"github.com/hotlimit/hotlimit/service"
 )
 
@@ -23,9 +21,7 @@ import (
 func TestUndecidedLimitBesideADenialAdvertisesNoRemainingCount(t *testing.T) {
 	memory, remote := cfg(hotlimit.FixedWindow, 1, time.Minute), cfg(hotlimit.FixedWindow, 5, time.Minute)
 	for _, rule := range []service.Limits{{memory, remote}, {remote, memory}} {
-		svc, err := service.NewFromRules(service.Rules{Default: rule}, hotlimit.WithClock(func() int64 { return 1 }),
-			limitertest.OnBackend(remote, &limitertest.UnreachableRefunder{}, service.NewLimiter))
-		require.NoError(t, err)
+		svc := besideUnreachable(t, rule, remote)
 		h := httplimit.New(svc)(ok)
 		require.Equal(t, http.StatusOK, serve(h, get("/", "192.0.2.1:1")).Code, "%v", rule)
 		w := serve(h, get("/", "192.0.2.1:1"))
@@ -43,10 +39,7 @@ func TestUndecidedLimitBesideADenialAdvertisesNoRemainingCount(t *testing.T) {
 func TestUndecidedLimitOfAnInnerMiddlewareAddsNoRateLimitItem(t *testing.T) {
 	outer, err := service.New(cfg(hotlimit.FixedWindow, 3, time.Minute), hotlimit.WithClock(func() int64 { return 1 }))
 	require.NoError(t, err)
-	lim := downLimiter{open: true, ctxs: make(chan context.Context, 1)}
-	inner, err := service.New(cfg(hotlimit.FixedWindow, 5, time.Second),
-		hotlimit.WithFactory(func(hotlimit.Config, ...hotlimit.Option) (hotlimit.Limiter, error) { return lim, nil }))
-	require.NoError(t, err)
+	inner, lim := overDownLimiter(t, cfg(hotlimit.FixedWindow, 5, time.Second))
 	h := httplimit.New(outer)(httplimit.New(inner)(ok))
 	w := serve(h, get("/", "192.0.2.1:1"))
 	require.Len(t, lim.ctxs, 1, "the inner limiter was asked")

@@ -56,9 +56,7 @@ func TestUndecidedLimitAdvertisesNoRemainingCount(t *testing.T) {
 func TestUndecidedLimitOfARuleAdvertisesOnlyTheLimitsThatDecided(t *testing.T) {
 	memory, remote := cfg(hotlimit.FixedWindow, 3, time.Minute), cfg(hotlimit.FixedWindow, 5, time.Minute)
 	for _, rule := range []service.Limits{{memory, remote}, {remote, memory}} {
-		svc, err := service.NewFromRules(service.Rules{Default: rule}, hotlimit.WithClock(func() int64 { return 1 }),
-			limitertest.OnBackend(remote, &limitertest.UnreachableRefunder{}, service.NewLimiter))
-		require.NoError(t, err)
+		svc := besideUnreachable(t, rule, remote)
 		h := httplimit.New(svc, httplimit.WithLegacyHeaders(true))(ok)
 		w := serve(h, get("/", "192.0.2.1:1"))
 		assert.Equal(t, http.StatusOK, w.Code, "%v", rule)
@@ -75,12 +73,10 @@ func TestUndecidedLimitOfARuleAdvertisesOnlyTheLimitsThatDecided(t *testing.T) {
 // would read as the inner limit's count (limit 1, remaining 99).
 func TestUndecidedInnerLimitLeavesNoOuterCountInTheLegacyFields(t *testing.T) {
 	outer, _ := newService(t, cfg(hotlimit.FixedWindow, 100, time.Minute), 0)
-	lim := downLimiter{open: true, ctxs: make(chan context.Context, 1)}
-	inner, err := service.New(cfg(hotlimit.FixedWindow, 1, time.Second),
-		hotlimit.WithFactory(func(hotlimit.Config, ...hotlimit.Option) (hotlimit.Limiter, error) { return lim, nil }))
-	require.NoError(t, err)
+	inner, lim := overDownLimiter(t, cfg(hotlimit.FixedWindow, 1, time.Second))
 	h := httplimit.New(outer, httplimit.WithLegacyHeaders(true))(httplimit.New(inner, httplimit.WithLegacyHeaders(true))(ok))
 	w := serve(h, get("/", "192.0.2.1:1"))
+	require.Len(t, lim.ctxs, 1, "the inner limiter was asked")
 	require.Equal(t, http.StatusOK, w.Code)
 	assert.Equal(t, []string{`"fixedwindow-100-1m";r=99;t=60`}, w.Header().Values("RateLimit"), "the outer limit's item alone")
 	assert.Equal(t, []string{"1"}, w.Header().Values("X-RateLimit-Limit"), "the inner one wins")
@@ -100,9 +96,7 @@ func TestUndecidedInnerLimitLeavesNoOuterCountInTheLegacyFields(t *testing.T) {
 func TestLimitThatDecidedIsAdvertisedFirstBesideAnUndecidedOne(t *testing.T) {
 	memory, remote := cfg(hotlimit.FixedWindow, 3, time.Minute), cfg(hotlimit.FixedWindow, 5, time.Minute)
 	for _, rule := range []service.Limits{{memory, remote}, {remote, memory}} {
-		svc, err := service.NewFromRules(service.Rules{Default: rule}, hotlimit.WithClock(func() int64 { return 1 }),
-			limitertest.OnBackend(remote, &limitertest.UnreachableRefunder{}, service.NewLimiter))
-		require.NoError(t, err)
+		svc := besideUnreachable(t, rule, remote)
 		var events []httplimit.Event
 		h := httplimit.New(svc, httplimit.WithLegacyHeaders(true),
 			httplimit.WithObserver(func(e httplimit.Event) { events = append(events, e) }))(ok)
@@ -120,4 +114,25 @@ func TestLimitThatDecidedIsAdvertisedFirstBesideAnUndecidedOne(t *testing.T) {
 		assert.False(t, events[0].Unavailable, "%v: that limit decided", rule)
 		assert.ErrorIs(t, events[0].Err, limitertest.ErrUnreachable, "%v: the backend's failure is still told", rule)
 	}
+}
+
+// besideUnreachable returns a service whose default rule is rule, on a
+// clock that stands still, with its limit remote on a backend that cannot
+// be reached and whose failure policy passes.
+func besideUnreachable(t *testing.T, rule service.Limits, remote hotlimit.Config) *service.Service {
+	t.Helper()
+	svc, err := service.NewFromRules(service.Rules{Default: rule}, hotlimit.WithClock(func() int64 { return 1 }),
+		limitertest.OnBackend(remote, &limitertest.UnreachableRefunder{}, service.NewLimiter))
+	require.NoError(t, err)
+	return svc
+}
+
+// overDownLimiter returns a service of the limit c on a limiter whose
+// backend is down and whose failure policy passes, and that limiter.
+func overDownLimiter(t *testing.T, c hotlimit.Config) (*service.Service, downLimiter) {
+	t.Helper()
+	lim := downLimiter{open: true, ctxs: make(chan context.Context, 1)}
+	svc, err := service.New(c, hotlimit.WithFactory(func(hotlimit.Config, ...hotlimit.Option) (hotlimit.Limiter, error) { return lim, nil }))
+	require.NoError(t, err)
+	return svc, lim
 }
