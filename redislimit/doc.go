@@ -122,8 +122,9 @@
 //
 // A call made while no other is under way is one round trip. Calls made
 // concurrently, for any keys, share pipelines ([WithBatch]): Redis reads,
-// runs and answers a whole batch per system call, which raises the
-// decisions per second several times under concurrency. [TakeAll] decides
+// runs and answers a whole batch per system call. What that gains in
+// decisions per second depends on the machine and the load (make bench
+// measures it with batching on and off). [TakeAll] decides
 // several takes at once, under limiters of any Config on one client (the
 // several limits of one request), in one round trip: a pipeline sent by the
 // caller, or, while other calls of its first take's limiter are under way,
