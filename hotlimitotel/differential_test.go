@@ -119,8 +119,9 @@ func otelCounts(t *testing.T, reader *sdkmetric.ManualReader) map[string]float64
 	return out
 }
 
-// both returns an observer that hands every event to hotlimitprom's and
-// hotlimitotel's Metrics, those Metrics, a /metrics handler of each (the
+// both returns the observer that hands every event and fallback to
+// hotlimitprom's and hotlimitotel's Metrics, as the README wires them
+// (hotlimit.Observers), those Metrics, a /metrics handler of each (the
 // second through OpenTelemetry's Prometheus exporter) and a manual reader
 // of hotlimitotel's.
 func both(t *testing.T) (hotlimit.FallbackObserver, *hotlimitprom.Metrics, http.Handler, *hotlimitotel.Metrics, http.Handler, *sdkmetric.ManualReader) {
@@ -138,22 +139,9 @@ func both(t *testing.T) (hotlimit.FallbackObserver, *hotlimitprom.Metrics, http.
 	require.NoError(t, err)
 	t.Cleanup(func() { _ = om.Close() })
 	opts := promhttp.HandlerOpts{ErrorHandling: promhttp.HTTPErrorOnError}
-	return fanOut{pm, om}, pm, promhttp.HandlerFor(preg, opts), om, promhttp.HandlerFor(oreg, opts), reader
-}
-
-// fanOut hands every event to each of its observers.
-type fanOut []hotlimit.FallbackObserver
-
-func (f fanOut) Observe(e hotlimit.Event) {
-	for _, o := range f {
-		o.Observe(e)
-	}
-}
-
-func (f fanOut) ObserveFallback(fb hotlimit.Fallback) {
-	for _, o := range f {
-		o.ObserveFallback(fb)
-	}
+	obs, ok := hotlimit.Observers(pm, om).(hotlimit.FallbackObserver)
+	require.True(t, ok, "Observers of two FallbackObservers hears of fallbacks")
+	return obs, pm, promhttp.HandlerFor(preg, opts), om, promhttp.HandlerFor(oreg, opts), reader
 }
 
 // sequential counts events as the two modules document they do, one after
@@ -185,7 +173,8 @@ func (m *sequential) Observe(e hotlimit.Event) {
 // depend on the interleaving), a rule of two limits, TakeEach and
 // TakeWith; then
 // events no service makes (outcomes that name none, n of 0, negative and
-// math.MaxInt, no Source, names not valid UTF-8) and fallbacks. A scrape of
+// math.MaxInt, no Source, names not valid UTF-8) and fallbacks, all
+// through hotlimit.Observers. A scrape of
 // hotlimitprom's /metrics, a collection of hotlimitotel, a scrape of it
 // through OpenTelemetry's Prometheus exporter, and the same calls made one
 // after another into a service counted by a plain model all hold the same
@@ -274,6 +263,11 @@ func TestBothModulesReportTheSameFactsAsASequentialModel(t *testing.T) {
 	}
 	obs.ObserveFallback(hotlimit.Fallback{Backend: "redis", Reason: "breaker_open"})
 	want["fallbacks redis timeout"], want["fallbacks redis breaker_open"] = 3, 1
+	// Two backends whose names read alike once made valid UTF-8: one
+	// series, hotlimitprom's by its label, hotlimitotel's by the SDK.
+	obs.ObserveFallback(hotlimit.Fallback{Backend: "bad\xff", Reason: "error"})
+	obs.ObserveFallback(hotlimit.Fallback{Backend: "bad\xfe", Reason: "error"})
+	want["fallbacks bad\uFFFD error"] = 2
 	pm.WatchKeys("api", svc.Len)
 	om.WatchKeys("api", svc.Len)
 	want["keys api"] = float64(svc.Len())

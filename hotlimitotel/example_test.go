@@ -56,7 +56,7 @@ func Example() {
 	point := func(name string, set attribute.Set, v int64) {
 		var attrs []string
 		for _, kv := range set.ToSlice() {
-			attrs = append(attrs, string(kv.Key)+"="+kv.Value.Emit())
+			attrs = append(attrs, string(kv.Key)+"="+kv.Value.String())
 		}
 		lines = append(lines, fmt.Sprintf("%s{%s} %d", name, strings.Join(attrs, ","), v))
 	}

@@ -74,7 +74,7 @@ func attrs(s attribute.Set) string {
 		if out != "" {
 			out += ","
 		}
-		out += string(kv.Key) + "=" + kv.Value.Emit()
+		out += string(kv.Key) + "=" + kv.Value.String()
 	}
 	return out
 }

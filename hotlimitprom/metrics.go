@@ -63,6 +63,7 @@
 package hotlimitprom
 
 import (
+	"errors"
 	"strings"
 	"sync"
 	"time"
@@ -87,7 +88,8 @@ type ruleCounters struct {
 }
 
 // Metrics counts decisions and fallbacks; see the package documentation. It
-// is safe for concurrent use. The zero value is not usable; call [New]. A
+// is safe for concurrent use. The zero value is not usable; call [New]: a
+// registry refuses it with an error that says so, and it counts nothing. A
 // nil *Metrics, which a program that turns its metrics off may hand to
 // [hotlimit.WithObserver], counts nothing and exports nothing: its methods
 // do nothing, as that option documents for a nil observer.
@@ -150,9 +152,16 @@ func New(opts ...Option) *Metrics {
 	}
 }
 
+// errNotMade is what a registry says of a Metrics not made by [New].
+var errNotMade = errors.New("hotlimitprom: Metrics is a zero value: make it with hotlimitprom.New")
+
+// made reports whether m was made by [New]: false for a nil or zero-value
+// Metrics, which count and export nothing.
+func (m *Metrics) made() bool { return m != nil && m.rules != nil }
+
 // Observe counts e; see [hotlimit.Observer].
 func (m *Metrics) Observe(e hotlimit.Event) {
-	if m == nil {
+	if !m.made() {
 		return
 	}
 	rule := e.RuleName()
@@ -183,7 +192,7 @@ func (m *Metrics) counters(rule string) *ruleCounters {
 
 // ObserveFallback counts f; see [hotlimit.FallbackObserver].
 func (m *Metrics) ObserveFallback(f hotlimit.Fallback) {
-	if m == nil {
+	if !m.made() {
 		return
 	}
 	m.fallbacks.WithLabelValues(labelValue(f.Backend), labelValue(f.Reason)).Inc()
@@ -199,7 +208,7 @@ func labelValue(s string) string { return strings.ToValidUTF8(s, "\uFFFD") }
 // with the same name replaces the first; a nil keys removes it. keys runs
 // inside the scrape and must not call WatchKeys itself.
 func (m *Metrics) WatchKeys(name string, keys func() int) {
-	if m == nil {
+	if !m.made() {
 		return
 	}
 	name = labelValue(name)
@@ -212,9 +221,15 @@ func (m *Metrics) WatchKeys(name string, keys func() int) {
 	m.keys[name] = keys
 }
 
-// Describe sends the metrics' descriptions; see [prometheus.Collector].
+// Describe sends the metrics' descriptions; see [prometheus.Collector]. Of
+// a zero-value Metrics it sends one invalid description, so that a
+// registry refuses it with an error saying to call [New].
 func (m *Metrics) Describe(ch chan<- *prometheus.Desc) {
 	if m == nil {
+		return
+	}
+	if !m.made() {
+		ch <- prometheus.NewInvalidDesc(errNotMade)
 		return
 	}
 	ch <- m.decisionsDesc
@@ -227,7 +242,7 @@ func (m *Metrics) Describe(ch chan<- *prometheus.Desc) {
 // outcomes of every rule seen so far, at 0 until they happen, and the
 // unknown one once it has happened.
 func (m *Metrics) Collect(ch chan<- prometheus.Metric) {
-	if m == nil {
+	if !m.made() {
 		return
 	}
 	m.labels.Range(func(_ string, rc *ruleCounters) bool {

@@ -41,3 +41,25 @@ func TestANilMetricsCountsNothing(t *testing.T) {
 	require.NoError(t, err)
 	assert.Zero(t, n)
 }
+
+// TestAZeroMetricsIsRefusedByARegistry: a Metrics declared rather than made
+// by New (a struct field of type hotlimitprom.Metrics, say) is refused by a
+// registry with an error that says to call New, rather than crashing the
+// program in the registry's own goroutine; it counts nothing and never
+// panics in the meantime.
+func TestAZeroMetricsIsRefusedByARegistry(t *testing.T) {
+	var m hotlimitprom.Metrics
+	reg := prometheus.NewPedanticRegistry()
+	err := reg.Register(&m)
+	require.Error(t, err)
+	assert.Contains(t, err.Error(), "hotlimitprom.New")
+	require.NotPanics(t, func() {
+		m.Observe(hotlimit.Event{Source: &hotlimit.Source{Rule: "default"}, Outcome: hotlimit.OutcomeDenied, N: 1})
+		m.ObserveFallback(hotlimit.Fallback{Backend: "redis", Reason: "timeout"})
+		m.WatchKeys("api", func() int { return 1 })
+		ch := make(chan prometheus.Metric, 16)
+		m.Collect(ch)
+		close(ch)
+		assert.Empty(t, ch)
+	})
+}
