@@ -339,6 +339,10 @@ func (c *Config) UnmarshalJSON(data []byte) error {
 		if err := json.Unmarshal(raw, f.dst); err != nil {
 			if errors.Is(err, ErrInvalidConfig) {
 				err = errors.Unwrap(err) // the algorithm's own message, without the package prefix
+			} else if f.name == "window" {
+				// A number here is most often seconds or milliseconds:
+				// say what a window is written as.
+				err = fmt.Errorf("%s, a Go duration such as \"1s\", \"1m\" or \"24h\": %w", unjson(err), ErrInvalidConfig)
 			} else {
 				err = fmt.Errorf("%s: %w", unjson(err), ErrInvalidConfig)
 			}

@@ -102,7 +102,7 @@ func TestConfigJSONIsStrictAndNamesTheField(t *testing.T) {
 		{`{"algorithm":"GCRA","limit":1e40,"window":"1s"}`, "limit", "want an integer"},
 		{`{"algorithm":"GCRA","limit":1}`, "window", "missing"},
 		{`{"algorithm":"GCRA","limit":1,"window":"1 s"}`, "window", `"1 s"`},
-		{`{"algorithm":"GCRA","limit":1,"window":1000000000}`, "window", "want a string"},
+		{`{"algorithm":"GCRA","limit":1,"window":1000000000}`, "window", `want a string, a Go duration such as "1s"`},
 		{`{"algorithm":"GCRA","limit":1,"window":""}`, "window", `""`},
 		{`{"algorithm":"GCRA","limit":1,"window":"1d"}`, "window", "write 24h for a day"},
 		{`{"algorithm":"GCRA","limit":1,"window":"2w"}`, "window", "write 168h for a week"},
