@@ -235,7 +235,7 @@ func ExampleConfig_Validate() {
 	fmt.Println(hotlimit.Config{Algorithm: hotlimit.FixedWindow, Limit: 100, Window: time.Minute}.Validate())
 	fmt.Println(hotlimit.Config{Algorithm: hotlimit.Unlimited}.Validate())
 	// Output:
-	// hotlimit: Config.Algorithm Algorithm(0) is not an algorithm: invalid config
+	// hotlimit: Config.Algorithm Algorithm(0) is not an algorithm, want one of TokenBucket, FixedWindow, SlidingLog, GCRA, SlidingCounter, Unlimited: invalid config
 	// hotlimit: Config.Limit 0 must be at least 1: invalid config
 	// <nil>
 	// <nil>
