@@ -175,7 +175,7 @@ func (c Config) ValidateFields() error {
 	}
 	switch {
 	case !c.Algorithm.Valid():
-		return fmt.Errorf("hotlimit: Config.Algorithm %v is not an algorithm: %w", c.Algorithm, ErrInvalidConfig)
+		return fmt.Errorf("hotlimit: Config.Algorithm %v is not an algorithm, want one of %s: %w", c.Algorithm, algorithmList(), ErrInvalidConfig)
 	case c.Limit < 1:
 		return fmt.Errorf("hotlimit: Config.Limit %d must be at least 1: %w", c.Limit, ErrInvalidConfig)
 	case c.Window <= 0:
@@ -231,14 +231,21 @@ func (a *Algorithm) UnmarshalText(text []byte) error {
 // parseAlgorithm reads an algorithm name; see [Algorithm.UnmarshalText].
 func parseAlgorithm(s string) (Algorithm, error) {
 	norm := strings.ToLower(strings.NewReplacer("_", "", "-", "").Replace(s))
-	names := make([]string, len(algorithmOrder))
-	for i, a := range algorithmOrder {
-		names[i] = a.String()
-		if strings.ToLower(names[i]) == norm {
+	for _, a := range algorithmOrder {
+		if strings.ToLower(a.String()) == norm {
 			return a, nil
 		}
 	}
-	return 0, fmt.Errorf("unknown algorithm %q, want one of %s: %w", s, strings.Join(names, ", "), ErrInvalidConfig)
+	return 0, fmt.Errorf("unknown algorithm %q, want one of %s: %w", s, algorithmList(), ErrInvalidConfig)
+}
+
+// algorithmList names every algorithm, for an error that rejects another.
+func algorithmList() string {
+	names := make([]string, len(algorithmOrder))
+	for i, a := range algorithmOrder {
+		names[i] = a.String()
+	}
+	return strings.Join(names, ", ")
 }
 
 // FieldError reports a field of a JSON policy that could not be read. Field
@@ -339,6 +346,10 @@ func (c *Config) UnmarshalJSON(data []byte) error {
 		if err := json.Unmarshal(raw, f.dst); err != nil {
 			if errors.Is(err, ErrInvalidConfig) {
 				err = errors.Unwrap(err) // the algorithm's own message, without the package prefix
+			} else if f.name == "window" {
+				// A number here is most often seconds or milliseconds:
+				// say what a window is written as.
+				err = fmt.Errorf("%s, a Go duration such as \"1s\", \"1m\" or \"24h\": %w", unjson(err), ErrInvalidConfig)
 			} else {
 				err = fmt.Errorf("%s: %w", unjson(err), ErrInvalidConfig)
 			}

@@ -102,7 +102,7 @@ func TestConfigJSONIsStrictAndNamesTheField(t *testing.T) {
 		{`{"algorithm":"GCRA","limit":1e40,"window":"1s"}`, "limit", "want an integer"},
 		{`{"algorithm":"GCRA","limit":1}`, "window", "missing"},
 		{`{"algorithm":"GCRA","limit":1,"window":"1 s"}`, "window", `"1 s"`},
-		{`{"algorithm":"GCRA","limit":1,"window":1000000000}`, "window", "want a string"},
+		{`{"algorithm":"GCRA","limit":1,"window":1000000000}`, "window", `want a string, a Go duration such as "1s"`},
 		{`{"algorithm":"GCRA","limit":1,"window":""}`, "window", `""`},
 		{`{"algorithm":"GCRA","limit":1,"window":"1d"}`, "window", "write 24h for a day"},
 		{`{"algorithm":"GCRA","limit":1,"window":"2w"}`, "window", "write 168h for a week"},
@@ -235,7 +235,7 @@ func ExampleConfig_Validate() {
 	fmt.Println(hotlimit.Config{Algorithm: hotlimit.FixedWindow, Limit: 100, Window: time.Minute}.Validate())
 	fmt.Println(hotlimit.Config{Algorithm: hotlimit.Unlimited}.Validate())
 	// Output:
-	// hotlimit: Config.Algorithm Algorithm(0) is not an algorithm: invalid config
+	// hotlimit: Config.Algorithm Algorithm(0) is not an algorithm, want one of TokenBucket, FixedWindow, SlidingLog, GCRA, SlidingCounter, Unlimited: invalid config
 	// hotlimit: Config.Limit 0 must be at least 1: invalid config
 	// <nil>
 	// <nil>

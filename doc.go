@@ -19,7 +19,12 @@
 // Package service resolves per-user, per-API and per-(user, API) rules, each
 // of one or several limits, loadable from JSON and replaceable atomically, and
 // shares one limiter per distinct Config. Package httplimit is net/http
-// middleware over a service.
+// middleware over a service. Modules of their own, so that this one keeps a
+// single dependency, hold the rest: grpclimit (gRPC interceptors), redislimit
+// (the same limiters on Redis, shared by several instances; give a service
+// redislimit.Factory through [WithFactory]), hotlimitprom and hotlimitotel
+// (an [Observer] each, for Prometheus and OpenTelemetry: [WithObserver], and
+// [Observers] to report to both) and envoyrls (an Envoy rate limit service).
 //
 // Every limiter is a [Refunder]: [Refunder.TakeReceipt] returns a [Receipt]
 // that [Refunder.Refund] gives back. [Wait] and [WaitN] block until a request

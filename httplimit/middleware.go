@@ -119,6 +119,14 @@ func WithPolicyName(f func(hotlimit.Config) string) Option {
 
 // WithDenyHandler replaces the 429 problem+json answer to a denied request. A
 // nil f keeps the default, [DenyProblem].
+//
+// f also answers the requests that spent no quota: those the failure policy
+// of a limiter that could not decide denied ([Event.Unavailable]; Redis
+// unreachable, say) and those that ended before they were decided
+// ([Event.Ended]: the client left, or its deadline passed). Answering them
+// 429 would tell a client it went over its limit when it did not; an f that
+// only changes the body of a 429 passes them to DenyProblem, which answers
+// 503.
 func WithDenyHandler(f DenyFunc) Option {
 	return func(o *options) {
 		if f != nil {

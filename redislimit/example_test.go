@@ -182,6 +182,31 @@ func ExampleLimiter_Refund() {
 	// 2
 }
 
+// A caller that holds no receipt, such as a rate limit service told to give
+// hits back, returns them as taken now: a fixed window's go back to the
+// window Redis counts in now.
+func ExampleLimiter_RefundNowContext() {
+	var now atomic.Int64
+	lim, err := redislimit.New(newExampleClient(), hotlimit.Config{Algorithm: hotlimit.FixedWindow, Limit: 5, Window: time.Minute},
+		hotlimit.WithClock(now.Load))
+	if err != nil {
+		panic(err)
+	}
+	ctx := context.Background()
+	d, err := lim.TakeContext(ctx, "card-7", 3)
+	fmt.Println(d.Allowed, d.Remaining, err)
+	// Two of the three were never charged: give them back. After an error,
+	// do not send them again: a give-back made twice may return more than
+	// was taken.
+	if err := lim.RefundNowContext(ctx, "card-7", 2); err != nil {
+		fmt.Println("not given back:", err)
+	}
+	fmt.Println(lim.Take("card-7", 0).Remaining)
+	// Output:
+	// true 2 <nil>
+	// 4
+}
+
 // A lease takes a batch of requests for a hot key in the same script call
 // that admits one, and spends it in this process without a round trip;
 // Close gives back what is unspent.

@@ -499,3 +499,35 @@ type timeoutErr struct{}
 func (timeoutErr) Error() string   { return "i/o timeout" }
 func (timeoutErr) Timeout() bool   { return true }
 func (timeoutErr) Temporary() bool { return true }
+
+// TestTimeoutErrorNamesRedis: a call that Redis does not answer in time (a
+// server that accepts the connection and never replies) fails with an error
+// that says Redis gave no answer before the deadline, and how it is set,
+// rather than a bare "context deadline exceeded" (a client without
+// ContextTimeoutEnabled) or "i/o timeout" (one with it), which an observer
+// logging it would take for the request's own deadline; it still counts as
+// a "timeout".
+func TestTimeoutErrorNamesRedis(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = ln.Close() })
+	go func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			t.Cleanup(func() { _ = c.Close() }) // held open, never answered
+		}
+	}()
+	for _, enforced := range []bool{false, true} {
+		client := redis.NewClient(&redis.Options{Addr: ln.Addr().String(), ContextTimeoutEnabled: enforced, MaxRetries: -1})
+		t.Cleanup(func() { _ = client.Close() })
+		lim := newLimiter(t, client, faultConfig, frozenClock(), redislimit.WithTimeout(20*time.Millisecond), redislimit.WithBreaker(0, 0))
+		_, err = lim.TakeContext(context.Background(), "k", 1)
+		require.Error(t, err, "ContextTimeoutEnabled %t", enforced)
+		assert.Equal(t, "timeout", redislimit.Reason(err), "ContextTimeoutEnabled %t", enforced)
+		assert.Contains(t, err.Error(), "no answer from Redis before the deadline", "ContextTimeoutEnabled %t: the error says Redis did not answer", enforced)
+		assert.Contains(t, err.Error(), "WithTimeout", "ContextTimeoutEnabled %t: and what bounds the wait", enforced)
+	}
+}

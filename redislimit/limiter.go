@@ -72,11 +72,29 @@ const oldRedisScript = "Write commands not allowed after non deterministic comma
 // the start of the error (Redis 7) or inside the script's error (before).
 const wrongType = "WRONGTYPE"
 
+// noAnswer is the error of a call that Redis did not answer before its
+// deadline: it says whose deadline that is, where the bare error it wraps,
+// context.DeadlineExceeded or a socket's "i/o timeout", read as the
+// caller's own or named nothing.
+type noAnswer struct{ err error }
+
+func (e *noAnswer) Error() string {
+	return "redislimit: no answer from Redis before the deadline (WithTimeout's, " +
+		DefaultTimeout.String() + " unless set, or the caller's): " + e.err.Error()
+}
+
+func (e *noAnswer) Unwrap() error { return e.err }
+
 // explain wraps err, a reason Redis did not decide, in the error of this
 // package that names its cause, when there is one.
 func explain(err error) error {
 	var cause error
+	var said *noAnswer
 	switch {
+	case errors.As(err, &said):
+		return err
+	case Reason(err) == "timeout":
+		return &noAnswer{err}
 	case redis.HasErrorPrefix(err, "NOAUTH"), redis.HasErrorPrefix(err, "WRONGPASS"),
 		redis.HasErrorPrefix(err, "Protocol error: unauthenticated"):
 		cause = ErrAuth

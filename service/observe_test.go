@@ -379,6 +379,7 @@ func TestShadowCopyOfALimitInTheSameRuleIsRejected(t *testing.T) {
 		assert.ErrorIs(t, err, hotlimit.ErrInvalidConfig, "%v", ls)
 		assert.ErrorContains(t, err, "default[1]: the same limit as default[0]", "%v", ls)
 		assert.ErrorContains(t, service.Rules{Default: ls}.Validate(), "default[1]: the same limit as default[0]", "%v", ls)
+		assert.ErrorContains(t, err, "give the shadow limit another limit or window", "%v: the error says how to keep the two apart", ls)
 	}
 	_, err := service.LoadRules(strings.NewReader(`{"default":[` + tb1 + `],"apis":{"a":[` + tb1 +
 		`,{"algorithm":"TokenBucket","limit":1,"window":"1s","shadow":true}]}}`))

@@ -415,7 +415,7 @@ func build(rs Rules, prev *rules, opts []hotlimit.Option) (*rules, error) {
 					return p.Scope == c.Scope && unscoped(p, o.Burst) == unscoped(c, o.Burst)
 				}
 				if j := slices.IndexFunc(ls[:i], same); j >= 0 {
-					return fmt.Errorf("service: %s[%d]: the same limit as %s[%d] (%v) under the service's burst %d: %w", path, i, path, j, ls[j], o.Burst, hotlimit.ErrInvalidConfig)
+					return fmt.Errorf("service: %s[%d]: the same limit as %s[%d] (%v) under the service's burst %d%s: %w", path, i, path, j, ls[j], o.Burst, shadowCopyHint(ls[j], c), hotlimit.ErrInvalidConfig)
 				}
 			}
 		}

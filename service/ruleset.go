@@ -146,11 +146,21 @@ func (r Rules) each(f func(path string, ls Limits) error) error {
 				if err := ls[j].Validate(); err != nil {
 					return fmt.Errorf("service: %s[%d]: %w", path, j, err)
 				}
-				return fmt.Errorf("service: %s[%d]: the same limit as %s[%d] (%v): %w", path, i, path, j, ls[j], hotlimit.ErrInvalidConfig)
+				return fmt.Errorf("service: %s[%d]: the same limit as %s[%d] (%v)%s: %w", path, i, path, j, ls[j], shadowCopyHint(ls[j], c), hotlimit.ErrInvalidConfig)
 			}
 		}
 		return f(path, ls)
 	})
+}
+
+// shadowCopyHint is what the error of a limit that repeats another of its
+// rule adds when one of the two is in shadow mode: how to roll a new limit
+// out beside the one it resembles, which a user adding a shadow copy meant.
+func shadowCopyHint(a, b hotlimit.Config) string {
+	if a.Shadow == b.Shadow {
+		return ""
+	}
+	return ", in shadow mode: the two would count every request twice under one key, and the shadow copy would deny what the limit alone passes; give the shadow limit another limit or window"
 }
 
 // walk calls visit on every rule with its path, in the order Validate

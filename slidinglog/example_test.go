@@ -51,3 +51,26 @@ func ExampleLimiter_Take() {
 	// allowed=false remaining=0 retry in 30s
 	// true
 }
+
+// RetryAfter tells how long a request must wait, without counting it: a
+// caller that checks another limit first asks the log only once that one
+// admitted, or asks it for the wait alone after another limit denied.
+func ExampleLimiter_RetryAfter() {
+	var now atomic.Int64
+	lim, err := slidinglog.New(3, time.Minute, hotlimit.WithClock(now.Load))
+	if err != nil {
+		panic(err)
+	}
+	for _, at := range []time.Duration{0, 10 * time.Second, 20 * time.Second} {
+		now.Store(int64(at))
+		lim.Allow("+15550100")
+	}
+	now.Store(int64(30 * time.Second))
+	fmt.Println(lim.RetryAfter("+15550100", 1), lim.RetryAfter("+15550100", 2))
+	fmt.Println(lim.RetryAfter("+15550199", 1), "for a phone the log does not hold")
+	fmt.Println(lim.Take("+15550100", 0).Remaining, "left: asking counted nothing")
+	// Output:
+	// 30s 40s
+	// 0s for a phone the log does not hold
+	// 0 left: asking counted nothing
+}
