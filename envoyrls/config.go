@@ -1026,14 +1026,17 @@ func (d *Domain) match(entries []Entry) (*Rule, []string) {
 	var r *Rule
 	var shared []string
 	for i, e := range entries {
-		next := n.lookup(e.Key, e.Value)
+		next, bare := n.lookup(e.Key, e.Value)
 		if next == nil {
 			return nil, nil
 		}
 		// A node with share_threshold is a wildcard's: reached through the
 		// wildcard, or by a value that is the wildcard itself, which the
-		// reference counts under the same name, the wildcard's.
-		if next.shared != "" {
+		// reference counts under the same name, the wildcard's. Reached by
+		// the bare key (an entry whose key is the node's "a*b", its value
+		// not ending in b), each value counts apart, as in the reference,
+		// which shares only what the wildcard matched.
+		if next.shared != "" && !bare {
 			if shared == nil {
 				shared = make([]string, len(entries))
 			}
@@ -1067,25 +1070,25 @@ func sharedValue(final, key string) string {
 }
 
 // lookup finds the child of n that key=value selects: key_value, else a
-// wildcard, else the bare key.
-func (n *node) lookup(key, value string) *node {
+// wildcard, else the bare key, which bare reports.
+func (n *node) lookup(key, value string) (c *node, bare bool) {
 	if n.children == nil {
-		return nil
+		return nil, false
 	}
 	var buf [128]byte
 	kv := append(append(append(buf[:0], key...), '_'), value...)
 	if c := n.children[string(kv)]; c != nil { // the conversion does not allocate
-		return c
+		return c, false
 	}
 	if len(n.wildcards) > 0 {
 		s := string(kv)
 		for _, w := range n.wildcards {
 			if wildcardMatch(w.parts, s) {
-				return n.children[w.key]
+				return n.children[w.key], false
 			}
 		}
 	}
-	return n.children[key]
+	return n.children[key], true
 }
 
 // wildcardMatch reports whether s matches the pattern split on '*' into

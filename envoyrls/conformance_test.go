@@ -674,6 +674,28 @@ descriptors:
 	assert.Equal(t, uint32(1), h.call(t, "share", 0, desc("kcd", "v1")).Statuses[0].LimitRemaining, "a counter per key")
 }
 
+// TestShareThresholdBareKey: a shared wildcard key with '*' inside ("a*b")
+// is also an entry key of its own, selected as a bare key when the
+// wildcard does not match key_value ("a*b_x" does not end in b): the
+// reference shares only what the wildcard matched, so there each value
+// counts apart, while the key's values the wildcard matches share one.
+func TestShareThresholdBareKey(t *testing.T) {
+	h := inProcess(t)
+	require.NoError(t, os.WriteFile(filepath.Join(h.dir, "share.yaml"), []byte(`
+domain: share
+descriptors:
+  - key: "a*b"
+    share_threshold: true
+    rate_limit: {unit: hour, requests_per_unit: 2}
+`), 0o644))
+	require.NoError(t, h.srv.ReloadDir(h.dir))
+	assert.Equal(t, uint32(1), h.call(t, "share", 0, desc("a*b", "x")).Statuses[0].LimitRemaining)
+	assert.Equal(t, uint32(1), h.call(t, "share", 0, desc("a*b", "y")).Statuses[0].LimitRemaining, "a counter per value")
+	assert.Equal(t, uint32(0), h.call(t, "share", 0, desc("a*b", "x")).Statuses[0].LimitRemaining, "x's own")
+	assert.Equal(t, uint32(1), h.call(t, "share", 0, desc("a*b", "zb")).Statuses[0].LimitRemaining, "matched by the wildcard")
+	assert.Equal(t, uint32(0), h.call(t, "share", 0, desc("a*b", "wb")).Statuses[0].LimitRemaining, "which shares one counter")
+}
+
 // TestShareThresholdOverride: a descriptor's own limit is a rate limit of
 // its own in the reference, without share_threshold, so under an override
 // each value a shared wildcard matches counts apart.

@@ -16,6 +16,7 @@ import (
 	rlext "github.com/envoyproxy/go-control-plane/envoy/extensions/common/ratelimit/v3"
 	pb "github.com/envoyproxy/go-control-plane/envoy/service/ratelimit/v3"
 	"github.com/hotlimit/hotlimit"
+	"github.com/hotlimit/hotlimit/composite"
 	"github.com/hotlimit/hotlimit/httplimit"
 	"github.com/hotlimit/hotlimit/internal/keyed"
 	"github.com/hotlimit/hotlimit/internal/transport"
@@ -67,7 +68,9 @@ func overrideBound(maxKeys int) int {
 
 // Headers selects the response headers the server asks Envoy to add, from
 // the most constrained descriptor: the one over the limit, else the one with
-// the least remaining.
+// the least remaining. With WithBackendErrors(false), a descriptor the
+// backend could not decide, whose numbers are its failure policy's, is the
+// one only when the backend decided no other descriptor.
 type Headers uint8
 
 const (
@@ -437,6 +440,10 @@ type item struct {
 	d        hotlimit.Decision
 	receipt  hotlimit.Receipt
 	over     bool
+	// undecided: the backend could not decide (WithBackendErrors off), d
+	// being its failure policy's, whose numbers (redislimit's FailOpen
+	// reports a Remaining of 0) count nothing.
+	undecided bool
 	// piped: decided with the request's other takes in one round trip
 	// (takeAll), with err the backend's error.
 	piped bool
@@ -726,9 +733,11 @@ func (s *Server) decide(ctx context.Context, it *item) error {
 	case it.lim == nil:
 		return status.Errorf(codes.Internal, "no limiter for %s", it.rule.Key)
 	case it.refund: // unobserved: a give-back asks for no hits
-		if err := s.giveBack(ctx, it); err != nil && s.set.backendErrs {
+		err := s.giveBack(ctx, it)
+		if err != nil && s.set.backendErrs {
 			return s.backendFailure(it, err)
 		}
+		it.undecided = it.undecided || undecided(err)
 		it.d.Allowed = true
 		return nil
 	}
@@ -806,6 +815,7 @@ func (s *Server) giveBack(ctx context.Context, it *item) error {
 		if err != nil && gaveBack {
 			// it.d is the failure policy's: the response reports it.
 			s.set.log.Warn("rate limit backend failed to read a key after giving back its hits", "rule", it.rule.Key, "err", err)
+			it.undecided = undecided(err)
 			return nil
 		}
 		return err
@@ -820,9 +830,16 @@ func (s *Server) settle(it *item, err error) error {
 	if err != nil && s.set.backendErrs {
 		return s.backendFailure(it, err)
 	}
-	it.over = !it.d.Allowed
+	it.over, it.undecided = !it.d.Allowed, undecided(err)
 	s.observe(it)
 	return nil
+}
+
+// undecided reports whether err, a limiter's error beside its decision,
+// says that the backend could not decide, its failure policy deciding
+// instead, as a service rule's limits tell it (composite.DecidingError).
+func undecided(err error) bool {
+	return err != nil && composite.DecidingError(err) != nil
 }
 
 // backendFailure logs the backend's error err in deciding it and returns
@@ -859,8 +876,32 @@ func (s *Server) observe(it *item) {
 func (s *Server) respond(ctx context.Context, items []item) *pb.RateLimitResponse {
 	resp := &pb.RateLimitResponse{Statuses: make([]*pb.RateLimitResponse_DescriptorStatus, len(items))}
 	failed, failedQuota, quota := 0, 0, 0
+	// The most constrained descriptor, whose headers are sent: the last
+	// over the limit (not in quota or shadow mode), which denies the
+	// request, else the first with the least remaining (a quota or shadow
+	// descriptor over the limit has none), as the reference picks it. Among
+	// those alike, one the backend could not decide (its failure policy's
+	// numbers: FailOpen's Remaining of 0 counts nothing) is picked only when
+	// none that decided is, as a service rule's decider.
+	constrained, denied, guessed := -1, false, false
 	minRemaining := uint32(math.MaxUint32)
-	constrained := -1
+	pick := func(i int, remaining uint32, denies bool) {
+		it := &items[i]
+		var better bool
+		switch {
+		case constrained < 0: // one with all of MaxUint32 left sets none, as in the reference
+			better = denies || remaining < minRemaining
+		case denies != denied:
+			better = denies
+		case guessed != it.undecided:
+			better = guessed
+		default:
+			better = denies || remaining < minRemaining
+		}
+		if better {
+			constrained, minRemaining, denied, guessed = i, remaining, denies, it.undecided
+		}
+	}
 	now := s.now()
 	for i := range items {
 		it := &items[i]
@@ -882,23 +923,19 @@ func (s *Server) respond(ctx context.Context, items []item) *pb.RateLimitRespons
 		if it.over {
 			st.LimitRemaining = 0
 			if it.shadow { // counted and reported in metrics, answered OK
-				if minRemaining > 0 {
-					constrained, minRemaining = i, 0
-				}
+				pick(i, 0, false)
 				continue
 			}
 			st.Code = pb.RateLimitResponse_OVER_LIMIT
 			if it.quota { // over, though the request may pass: the first with nothing left, as for shadow mode
 				failedQuota++
-				if minRemaining > 0 {
-					constrained, minRemaining = i, 0
-				}
+				pick(i, 0, false)
 				continue
 			}
 			failed++
-			constrained, minRemaining = i, 0
-		} else if st.LimitRemaining < minRemaining {
-			constrained, minRemaining = i, st.LimitRemaining
+			pick(i, 0, true)
+		} else {
+			pick(i, st.LimitRemaining, false)
 		}
 	}
 	resp.OverallCode = pb.RateLimitResponse_OK

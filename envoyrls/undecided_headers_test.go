@@ -1,0 +1,113 @@
+package envoyrls
+
+import (
+	"context"
+	"log/slog"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	rlext "github.com/envoyproxy/go-control-plane/envoy/extensions/common/ratelimit/v3"
+	pb "github.com/envoyproxy/go-control-plane/envoy/service/ratelimit/v3"
+	"github.com/hotlimit/hotlimit"
+	"github.com/hotlimit/hotlimit/redislimit"
+	"github.com/hotlimit/hotlimit/service"
+	"github.com/redis/go-redis/v9"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+// TestHeadersSkipALimitRedisCouldNotDecide: with the hour limits on Redis
+// and the minute limits in memory (a factory sends each where it goes), and
+// Redis gone, a Redis limit fails open (WithBackendErrors(false),
+// redislimit.FailOpen): its status reports the failure policy's Remaining
+// of 0, which counts nothing. The headers advertise the memory limit that
+// decided, whichever order the descriptors come in, not the one that could
+// not, nor one whose negative hits Redis could not give back; a failed
+// limit is advertised only when no limit decided, or when it denies the
+// request (FailClosed).
+func TestHeadersSkipALimitRedisCouldNotDecide(t *testing.T) {
+	addr, redisServer := startRedis(t)
+	client := redis.NewClient(&redis.Options{Addr: addr, ContextTimeoutEnabled: true, MaxRetries: -1})
+	t.Cleanup(func() { _ = client.Close() })
+	d, err := ParseDomain("mixed.yaml", []byte(`
+domain: mixed
+descriptors:
+  - key: mem
+    rate_limit: {unit: minute, requests_per_unit: 1000}
+  - key: red
+    rate_limit: {unit: hour, requests_per_unit: 100}
+  - key: red2
+    rate_limit: {unit: hour, requests_per_unit: 50}
+`))
+	require.NoError(t, err)
+	cfg, err := NewConfig(d)
+	require.NoError(t, err)
+	var now atomic.Int64
+	now.Store(t0)
+	build := func(policy redislimit.FailPolicy) *Server {
+		redisLimits := redislimit.Factory(client, redislimit.WithFailPolicy(policy))
+		mixed := func(c hotlimit.Config, opts ...hotlimit.Option) (hotlimit.Limiter, error) {
+			if c.Window >= time.Hour {
+				return redisLimits(c, opts...)
+			}
+			return service.NewLimiter(c, opts...)
+		}
+		s, err := New(cfg, WithClock(now.Load), WithBackendErrors(false), WithHeaders(HeadersReference),
+			WithLogger(slog.New(slog.DiscardHandler)), WithLimiterOptions(hotlimit.WithFactory(mixed)))
+		require.NoError(t, err)
+		return s
+	}
+	s, closed := build(redislimit.FailOpen), build(redislimit.FailClosed)
+	ask := func(keys ...string) (*pb.RateLimitResponse, map[string]string) {
+		t.Helper()
+		req := &pb.RateLimitRequest{Domain: "mixed"}
+		for _, k := range keys {
+			req.Descriptors = append(req.Descriptors, &rlext.RateLimitDescriptor{Entries: []*rlext.RateLimitDescriptor_Entry{{Key: k, Value: "v"}}})
+		}
+		resp, err := s.ShouldRateLimit(context.Background(), req)
+		require.NoError(t, err)
+		got := map[string]string{}
+		for _, hv := range resp.ResponseHeadersToAdd {
+			got[hv.Key] = hv.Value
+		}
+		return resp, got
+	}
+
+	_, got := ask("mem", "red")
+	assert.Equal(t, "99", got["RateLimit-Remaining"], "Redis up: red, 99 of 100 left, has the least remaining")
+	assert.Equal(t, "100", got["RateLimit-Limit"])
+
+	redisServer.Kill()
+	resp, got := ask("mem", "red") // mem 998 left, red 0 by the failure policy
+	require.Equal(t, pb.RateLimitResponse_OK, resp.OverallCode, "FailOpen admits")
+	require.Equal(t, uint32(0), resp.Statuses[1].LimitRemaining, "the failure policy's Remaining")
+	assert.Equal(t, map[string]string{"RateLimit-Limit": "1000", "RateLimit-Remaining": "998", "RateLimit-Reset": "59"}, got,
+		"mem decided; red could not")
+	_, got = ask("red", "mem")
+	assert.Equal(t, map[string]string{"RateLimit-Limit": "1000", "RateLimit-Remaining": "997", "RateLimit-Reset": "59"}, got,
+		"in either order")
+	_, got = ask("red", "red2", "mem")
+	assert.Equal(t, "1000", got["RateLimit-Limit"], "beside two that could not, in one pipeline")
+	assert.Equal(t, "996", got["RateLimit-Remaining"])
+
+	req := &pb.RateLimitRequest{Domain: "mixed", Descriptors: []*rlext.RateLimitDescriptor{
+		{Entries: []*rlext.RateLimitDescriptor_Entry{{Key: "red", Value: "v"}}, IsNegativeHits: true},
+		{Entries: []*rlext.RateLimitDescriptor_Entry{{Key: "mem", Value: "v"}}},
+	}}
+	resp, err = s.ShouldRateLimit(context.Background(), req)
+	require.NoError(t, err)
+	require.Len(t, resp.ResponseHeadersToAdd, 3)
+	assert.Equal(t, "1000", resp.ResponseHeadersToAdd[0].Value, "nor a give-back Redis could not take")
+	assert.Equal(t, "995", resp.ResponseHeadersToAdd[1].Value)
+
+	_, got = ask("red2", "red")
+	assert.Equal(t, "50", got["RateLimit-Limit"], "none decided: the first with the least remaining, as before")
+	assert.Equal(t, "0", got["RateLimit-Remaining"])
+
+	s = closed
+	resp, got = ask("mem", "red")
+	require.Equal(t, pb.RateLimitResponse_OVER_LIMIT, resp.OverallCode, "FailClosed denies")
+	assert.Equal(t, map[string]string{"RateLimit-Limit": "100", "RateLimit-Remaining": "0", "RateLimit-Reset": "3599"}, got,
+		"red denied the request, though it could not decide: the denial is its")
+}
