@@ -74,7 +74,7 @@ type allocOnly struct {
 }
 
 type allocNode struct {
-	word uint64
+	_    uint64 // the cell's word, for the node's size
 	key  string
 	next *allocNode
 }

@@ -99,7 +99,7 @@ func (f *flatTable) insert(key string) error {
 type xsyncNode struct {
 	word atomic.Uint64
 	key  string
-	next *xsyncNode
+	_    *xsyncNode // the sweep list's link, for the node's size
 }
 
 // stamp writes now into w by CAS, as an admission writes its new word.

@@ -41,6 +41,7 @@ func TestAskerTellsAWaitLeavingNothingCounted(t *testing.T) {
 		require.True(t, twin.Take("k", 2).Allowed)
 		now.Add(int64(10 * time.Second))
 		for _, n := range []int{1, 2} {
+			//lint:ignore SA1012 asked without a context on purpose
 			w, err := a.Ask(nil, "k", n) // asked without a context, as Take asks
 			require.NoError(t, err)
 			want := twin.Take("k", n)

@@ -263,6 +263,7 @@ func (l *Limiter) Take(key string, n int) hotlimit.Decision {
 // time of a receipt could then keep that child from being given back what it
 // never counted. Give them back with Refund.
 func (l *Limiter) TakeReceipt(key string, n int) (hotlimit.Decision, hotlimit.Receipt) {
+	//lint:ignore SA1012 nil: decided without a context, as TakeReceipt is
 	d, r, _ := l.takeReceipt(nil, key, n)
 	return d, r
 }

@@ -50,6 +50,7 @@ func (l *ledger) Take(key string, n int) hotlimit.Decision {
 }
 
 func (l *ledger) TakeReceipt(key string, n int) (hotlimit.Decision, hotlimit.Receipt) {
+	//lint:ignore SA1012 the no-context TakeReceipt of a Limiter
 	d, r, _ := l.take(nil, n)
 	return d, r
 }
@@ -96,6 +97,7 @@ func (l *ledger) take(ctx context.Context, n int) (hotlimit.Decision, hotlimit.R
 	return pass, hotlimit.Receipt{N: n, At: l.next}, nil
 }
 
+//lint:ignore SA1012 the no-context Refund of a Limiter
 func (l *ledger) Refund(key string, r hotlimit.Receipt) { _ = l.RefundContext(nil, key, r) }
 
 func (l *ledger) RefundContext(_ context.Context, _ string, r hotlimit.Receipt) error {

@@ -1,5 +1,7 @@
 package composite_test
 
+//lint:file-ignore SA1012 these tests pass a nil context on purpose: the API accepts one
+
 import (
 	"context"
 	"testing"

@@ -1,5 +1,7 @@
 package grpclimit_test
 
+//lint:file-ignore SA1012 these tests pass a nil context on purpose: the API must not panic on one
+
 import (
 	"testing"
 	"time"

@@ -94,14 +94,14 @@ func RetryDelay(d hotlimit.Decision) (delay time.Duration, ok bool) {
 		return 0, false
 	}
 	ms := d.RetryAfter / time.Millisecond // no overflow, unlike adding 999999 ns first
-	if d.RetryAfter%time.Millisecond > 0 && ms < maxMillis {
+	if d.RetryAfter%time.Millisecond > 0 && ms < msInMaxDuration {
 		ms++
 	}
 	return max(ms, 1) * time.Millisecond, true
 }
 
-// maxMillis is the number of whole milliseconds in the largest Duration.
-const maxMillis = time.Duration(math.MaxInt64) / time.Millisecond
+// msInMaxDuration is the number of whole milliseconds in the largest Duration.
+const msInMaxDuration = time.Duration(math.MaxInt64) / time.Millisecond
 
 // pushback returns the pushback trailer's value for a denial: the retry
 // delay in milliseconds, or -1 (do not retry) when no wait helps.

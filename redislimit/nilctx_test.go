@@ -1,5 +1,7 @@
 package redislimit_test
 
+//lint:file-ignore SA1012 these tests pass a nil context on purpose: the API accepts one
+
 import (
 	"testing"
 	"time"

@@ -204,6 +204,7 @@ func (ru *rule) takeSeveral(cache *keyCache, user, api string, n int, ownDecisio
 		kb = getKeyBuf()
 		defer kb.put()
 	}
+	//lint:ignore SA1012 nil: decided without a context, as Take is
 	d, i, own, shadow, _ := ru.multi.take(nil, keys{cache: cache, buf: kb, user: user, api: api}, n, nil)
 	return ru.several(d, i, own, shadow, n, ownDecision)
 }

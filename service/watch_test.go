@@ -250,6 +250,7 @@ func TestWatchFileNilContextRunsUntilClose(t *testing.T) {
 	done := make(chan any, 1)
 	go func() {
 		defer func() { done <- recover() }()
+		//lint:ignore SA1012 the test is that a nil context is refused
 		s.WatchFileWith(nil, path, service.WatchOptions{Interval: time.Millisecond, OnReload: func(r service.Reload) { reloaded <- r }})
 	}()
 	select {

@@ -15,7 +15,7 @@ type mp map[string]int
 
 func (mp) M() {}
 
-type st struct{ p *int }
+type st struct{ _ *int }
 
 func (st) M() {}
 
