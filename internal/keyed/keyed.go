@@ -294,20 +294,39 @@ func (m *Map[C]) insert(key string) *C {
 		m.listing.Add(-1)
 		return nil
 	}
-	if inserted {
-		if m.autoMin > 0 && m.cells.Size() > m.autoMin {
-			// The map was at the threshold or above before this insertion.
-			// Before the push: this caller's fresh cell, not yet listed, is
-			// never its own victim.
-			m.step()
-		}
+	if !inserted {
+		m.listing.Add(-1)
+		return &n.cell
+	}
+	// Deferred, so that the node is listed, and counted out of listing,
+	// also when the step below panics (the limiter's clock, or its kill
+	// function): see list.
+	defer m.list(n)
+	if m.autoMin > 0 && m.cells.Size() > m.autoMin {
+		// The map was at the threshold or above before this insertion.
+		// Before the push: this caller's fresh cell, not yet listed, is
+		// never its own victim.
+		m.step()
+	}
+	return &n.cell
+}
+
+// list ends an insertion or a revival counted in listing: it lists n, the
+// node the caller published in the map (nil when it published none), and
+// then takes the caller's one off listing (see SweepAll). Callers defer it
+// across the walk they may make between publishing and listing, which calls
+// the limiter's judge and kill function: were a panic there to skip it, the
+// node would stay in the map unlisted, never evicted by the walks, and
+// listing would stay above zero, so that every later SweepAll passed over
+// the whole map.
+func (m *Map[C]) list(n *node[C]) {
+	if n != nil {
 		if m.hook != nil {
 			m.hook("push")
 		}
 		m.push(n)
 	}
 	m.listing.Add(-1) // after the push: see SweepAll
-	return &n.cell
 }
 
 // publish returns key's node, putting a fresh one in the map if key is not
@@ -621,6 +640,10 @@ func (m *Map[C]) Revive(key string, dead *C) *C {
 		fresh = m.newNode(key)
 		return fresh, false
 	})
+	// Deferred, so that the fresh node (nil when a live cell replaced dead)
+	// is listed, and counted out of listing, also when the walk below
+	// panics: see list.
+	defer m.list(fresh)
 	if inserted && !barren && m.count.Load() > int64(m.maxKeys) {
 		// The re-insertion put the map over the cap: other keys took the
 		// room there was at the check above, or that the walk above made;
@@ -633,13 +656,6 @@ func (m *Map[C]) Revive(key string, dead *C) *C {
 		// fresh cell, not yet listed, cannot be the walk's victim.
 		m.walk(MaxVisits, capChunk, m.judge(), int64(m.maxKeys)+1)
 	}
-	if fresh != nil && n == fresh {
-		if m.hook != nil {
-			m.hook("push")
-		}
-		m.push(fresh)
-	}
-	m.listing.Add(-1) // after the push: see SweepAll
 	return &n.cell
 }
 
@@ -724,7 +740,8 @@ func (m *Map[C]) SweepMap(kill func(*C) bool) int {
 //
 // Why the walk reaches every cell in the map. An insertion (a revival) adds
 // one to listing before it publishes its node in the map, and takes it off
-// after it has listed the node, or found it publishes none; atomics are
+// after it has listed the node (also when the walk it may make in between
+// panics: see list), or found it publishes none; atomics are
 // sequentially consistent. If SweepAll reads listing = 0 at its start, every
 // insertion that had added its one by then had also taken it off, after its
 // push: its node was listed before the walk read head.next, and so is
