@@ -78,8 +78,8 @@
 // again. A walker visits every node it claimed, the last one included, where it
 // leaves the cursor (it walks from the first node its claim read, not from the
 // cursor's node again, whose next a push may have changed since; and a key
-// cap's walk, which stops at the eviction that makes room, leaves the rest of
-// its claim to the next pass, the list having changed): while the list does not
+// cap's walk, which stops once there is room, leaves the rest of its claim to
+// the next pass, the keys held having changed): while the list does not
 // change, the claims of every pass stop on the same nodes, so a node the cursor
 // stood on unvisited would stay unvisited pass after pass, and an idle key
 // there would never be evicted. As the next walker's unlink of the node after
@@ -139,8 +139,9 @@
 // another caller is inserting finds it held once it gets the lock, and never
 // finds the room taken by that insertion with the key not yet held. An
 // insertion that finds count at n walks up to MaxVisits nodes, evicting idle
-// ones, and stops at the eviction that brings count below n (the first, unless
-// revivals put count over n, or concurrent insertions take the room); if it
+// ones, and stops once count is below n: at the eviction that brings it there
+// (the first, unless revivals put count over n, or concurrent insertions take
+// the room), or before its next visit when another deletion did; if it
 // then finds no room and the key not held, Get returns nil and the limiter
 // denies the new key. A caller that revives a key evicted under it (it held the
 // cell before the kill) re-inserts it without the check, and walks to evict an
@@ -406,10 +407,13 @@ func (m *Map[C]) tryReserve() bool {
 
 // walk visits up to budget nodes from the shared cursor, claiming chunk
 // nodes at a time, going round the list at most once, and when below is
-// positive (a key cap's walk) stops after an eviction that leaves count below
-// it: with below = maxKeys, once the map has room for a key. Stopping at the
-// first eviction instead would leave a map over the cap (by revivals) full
-// after it, and the new key denied, while idle keys were there to evict. It
+// positive (a key cap's walk) stops once count is below it, which it checks
+// before each visit: with below = maxKeys, once the map has room for a key.
+// Stopping at the first eviction instead would leave a map over the cap (by
+// revivals) full after it, and the new key denied, while idle keys were there
+// to evict; checking only after its own evictions would evict a key more
+// than the cap needs when another deletion made the room since the walk
+// began (a Sweep, another walker). It
 // returns how many keys it deleted, and whether it went round the whole
 // list: it reached the end of the list twice, or, past the end once, met
 // again the node it started on (a list shorter than budget, walked from
@@ -418,6 +422,9 @@ func (m *Map[C]) walk(budget, chunk int, kill func(*C) bool, below int64) (delet
 	visits, wrapped, room := 0, false, false
 	var origin *node[C] // the first node visited, before the walk wrapped
 	for visits < budget {
+		if room = below > 0 && m.count.Load() < below; room {
+			break
+		}
 		from, start, claimed, wraps := m.claim(min(chunk, budget-visits))
 		if m.hook != nil {
 			m.hook("claimed")
@@ -428,6 +435,12 @@ func (m *Map[C]) walk(budget, chunk int, kill func(*C) bool, below int64) (delet
 		// claimed, the cursor's, unvisited in this pass.
 		prev, n := from, start
 		for i := 0; i < claimed && n != nil && visits < budget; i++ {
+			// Room made by this walk's last eviction, or by another's since
+			// (a Sweep, a walker, a deletion): evict no more. The rest of
+			// the claim waits for the next pass.
+			if room = below > 0 && m.count.Load() < below; room {
+				break
+			}
 			if visits == 0 && !wrapped {
 				origin = n
 			} else if n == origin && wrapped {
@@ -441,9 +454,6 @@ func (m *Map[C]) walk(budget, chunk int, kill func(*C) bool, below int64) (delet
 			}
 			if gone {
 				deleted++
-				if room = below > 0 && m.count.Load() < below; room {
-					break // the rest of the claim waits for the next pass
-				}
 			}
 			n = next
 		}
