@@ -635,11 +635,29 @@ func (l *Limiter) nodeBreaker(addr string) *breaker {
 		// this CAS fail, since seen never comes back to s: a caller whose
 		// reading is stale cannot move it back. Of the callers that read
 		// the same stale s, exactly one swaps it and prunes; the others
-		// return, the winner's reading refreshing seen for them.
-		if s := b.seen.Load(); now-s >= l.nodeIdle/4 && b.seen.CompareAndSwap(s, now) {
-			l.pruneNodes(now)
+		// go on, the winner's reading refreshing seen for them.
+		s := b.seen.Load()
+		if now-s < l.nodeIdle/4 {
+			return b
 		}
-		return b
+		if refreshHook != nil {
+			refreshHook()
+		}
+		won := b.seen.CompareAndSwap(s, now)
+		// A prune that judged b unseen before seen was refreshed (by this
+		// caller or the winner) may have dropped it: its Compute reads
+		// seen again under the bucket's lock, so it either saw the
+		// refresh and kept b, or dropped b before it, and the Load below,
+		// after the refresh, tells. The outcome of a call told to a
+		// dropped breaker would be lost (a node that does not answer
+		// opening its breaker a failure later, its calls waiting for the
+		// timeout meanwhile), so the lookup makes a fresh one then.
+		if cur, ok := l.nodes.Load(addr); ok && cur == b {
+			if won {
+				l.pruneNodes(now)
+			}
+			return b
+		}
 	}
 	made := false
 	b, _ := l.nodes.LoadOrCompute(addr, func() *breaker {
@@ -654,14 +672,18 @@ func (l *Limiter) nodeBreaker(addr string) *breaker {
 	return b
 }
 
+// refreshHook, when set (by tests, before the limiter is built), is called
+// by a lookup of a node's breaker that found it unseen for nodeIdle/4 or
+// more, before it refreshes its seen.
+var refreshHook func()
+
 // pruneNodes drops the breakers of the nodes that no key mapped to for
 // nodeIdle before now, except those open whose cooldown still runs: a node
 // that is down, whose keys come less often than nodeIdle, would otherwise
 // get a fresh, closed breaker at its next key, and calls again before the
 // cooldown ends (a node that a failover replaced is forgotten once its
-// cooldown ends). A caller that loaded such a breaker just before it is
-// dropped still uses it for its call; the next lookup makes a fresh one,
-// which starts closed: a node comes back to its breaker's threshold.
+// cooldown ends). A lookup racing the drop makes a fresh breaker, which
+// starts closed: a node comes back to its breaker's threshold.
 func (l *Limiter) pruneNodes(now int64) {
 	mono := hotlimit.Monotonic() // the breakers' clock
 	idle := func(b *breaker) bool {

@@ -108,3 +108,34 @@ func TestNodeBreakersBoundedUnderChurn(t *testing.T) {
 	assert.LessOrEqual(t, most.Load(), int64(30), "nodes held at once, of %d seen", steps)
 	assert.LessOrEqual(t, l.nodes.Size(), 30)
 }
+
+// TestNodeBreakerDroppedDuringItsRefreshIsMadeAgain forces the prune that a
+// new node's breaker runs between a lookup's reading of a breaker unseen for
+// two minutes and its refresh: the prune drops it, and the lookup makes a
+// fresh one in the map instead of returning the dropped one, so that the
+// outcome of the call it guards is not lost. Returning the dropped breaker,
+// a failure told to it left the node's breaker in the map unaware: a node
+// that does not answer was asked a call more before its breaker opened.
+func TestNodeBreakerDroppedDuringItsRefreshIsMadeAgain(t *testing.T) {
+	var now atomic.Int64
+	l := newNodesLimiter(t, &now)
+	old := l.nodeBreaker("a:1")
+	now.Add(int64(2 * time.Minute))
+	ran := false
+	refreshHook = func() {
+		if !ran {
+			ran = true
+			l.nodeBreaker("c:1") // a new node: the prune drops a, unseen for two minutes
+			require.Equal(t, []string{"c:1"}, nodeAddrs(l))
+		}
+	}
+	t.Cleanup(func() { refreshHook = nil })
+	b := l.nodeBreaker("a:1")
+	require.True(t, ran, "the prune ran during the lookup")
+	assert.NotSame(t, old, b, "a fresh breaker")
+	b.failure() // the call it guards fails
+	got := l.nodeBreaker("a:1")
+	assert.Same(t, b, got, "the breaker the lookup returned is a's in the map")
+	assert.Equal(t, int64(1), got.fails.Load(), "the failure is counted")
+	assert.Equal(t, []string{"a:1", "c:1"}, nodeAddrs(l))
+}

@@ -44,3 +44,7 @@ func Walk[C any](m *Map[C], budget, chunk int, first bool) int {
 
 // Growths returns how many times the map's table has grown.
 func Growths[C any](m *Map[C]) int64 { return m.cells.Stats().TotalGrowths }
+
+// Listing returns how many insertions and revivals have published a node in
+// the map and not yet listed it, as SweepAll reads it.
+func Listing[C any](m *Map[C]) int64 { return m.listing.Load() }

@@ -369,3 +369,45 @@ func atRevive(m *keyed.Map[cell], f func()) (ran func() bool) {
 	})
 	return func() bool { return !armed }
 }
+
+// TestReviveWhoseRoomIsMadeBeforeItsSecondWalkEvictsNothing forces a Sweep
+// that evicts an idle key, and so brings the map back within the cap, after
+// Revive's second walk claimed its nodes and before it visits them: the walk
+// finds the room made and evicts no other idle key, and the map is at the
+// cap, not one key below it.
+func TestReviveWhoseRoomIsMadeBeforeItsSecondWalkEvictsNothing(t *testing.T) {
+	const maxKeys = 8
+	m := newMap(0, maxKeys)
+	idle1 := m.Get("idle1") // the oldest nodes, last on the list
+	m.Get("idle2")
+	m.Get("idle3")
+	x := m.Get("x") // idle: its caller holds the cell
+	busy := keysUpTo(maxKeys - 4)
+	for _, k := range busy {
+		add(m, k, m.Get(k), 1)
+	}
+	require.Equal(t, 1, m.Sweep(func(c *cell) bool { return c == x && kill(c) }), "x evicted under its caller")
+	add(m, "full", m.Get("full"), 1)
+	require.Equal(t, maxKeys, m.Len(), "the map is at the cap, x not held")
+
+	revived, swept := false, false
+	keyed.OnStep(m, func(step string) {
+		switch {
+		case step == "revive" && !revived:
+			revived = true
+			require.Equal(t, []string{"idle1", "idle2"}, held(m, "idle1", "idle2", "idle3"), "the first walk evicted idle3")
+			add(m, "y", m.Get("y"), 1) // takes the room the walk made
+		case step == "claimed" && revived && !swept:
+			swept = true
+			require.Equal(t, 1, m.Sweep(func(c *cell) bool { return c == idle1 && kill(c) }), "idle1 evicted")
+		}
+	})
+	add(m, "x", x, 1)
+	require.True(t, swept, "the Sweep ran in Revive's second walk")
+	assert.Equal(t, maxKeys, m.Len(), "at the cap: the Sweep made the room the walk was for")
+	assert.Equal(t, int64(maxKeys), keyed.Reserved(m))
+	assert.Equal(t, []string{"idle2"}, held(m, "idle1", "idle2", "idle3"), "idle2 kept")
+	live := append(busy, "full", "x", "y")
+	assertBusy(t, m, live...)
+	assertListed(t, m, append(live, "idle2")...)
+}

@@ -78,8 +78,8 @@
 // again. A walker visits every node it claimed, the last one included, where it
 // leaves the cursor (it walks from the first node its claim read, not from the
 // cursor's node again, whose next a push may have changed since; and a key
-// cap's walk, which stops at the eviction that makes room, leaves the rest of
-// its claim to the next pass, the list having changed): while the list does not
+// cap's walk, which stops once there is room, leaves the rest of its claim to
+// the next pass, the keys held having changed): while the list does not
 // change, the claims of every pass stop on the same nodes, so a node the cursor
 // stood on unvisited would stay unvisited pass after pass, and an idle key
 // there would never be evicted. As the next walker's unlink of the node after
@@ -139,8 +139,9 @@
 // another caller is inserting finds it held once it gets the lock, and never
 // finds the room taken by that insertion with the key not yet held. An
 // insertion that finds count at n walks up to MaxVisits nodes, evicting idle
-// ones, and stops at the eviction that brings count below n (the first, unless
-// revivals put count over n, or concurrent insertions take the room); if it
+// ones, and stops once count is below n: at the eviction that brings it there
+// (the first, unless revivals put count over n, or concurrent insertions take
+// the room), or before its next visit when another deletion did; if it
 // then finds no room and the key not held, Get returns nil and the limiter
 // denies the new key. A caller that revives a key evicted under it (it held the
 // cell before the kill) re-inserts it without the check, and walks to evict an
@@ -294,20 +295,39 @@ func (m *Map[C]) insert(key string) *C {
 		m.listing.Add(-1)
 		return nil
 	}
-	if inserted {
-		if m.autoMin > 0 && m.cells.Size() > m.autoMin {
-			// The map was at the threshold or above before this insertion.
-			// Before the push: this caller's fresh cell, not yet listed, is
-			// never its own victim.
-			m.step()
-		}
+	if !inserted {
+		m.listing.Add(-1)
+		return &n.cell
+	}
+	// Deferred, so that the node is listed, and counted out of listing,
+	// also when the step below panics (the limiter's clock, or its kill
+	// function): see list.
+	defer m.list(n)
+	if m.autoMin > 0 && m.cells.Size() > m.autoMin {
+		// The map was at the threshold or above before this insertion.
+		// Before the push: this caller's fresh cell, not yet listed, is
+		// never its own victim.
+		m.step()
+	}
+	return &n.cell
+}
+
+// list ends an insertion or a revival counted in listing: it lists n, the
+// node the caller published in the map (nil when it published none), and
+// then takes the caller's one off listing (see SweepAll). Callers defer it
+// across the walk they may make between publishing and listing, which calls
+// the limiter's judge and kill function: were a panic there to skip it, the
+// node would stay in the map unlisted, never evicted by the walks, and
+// listing would stay above zero, so that every later SweepAll passed over
+// the whole map.
+func (m *Map[C]) list(n *node[C]) {
+	if n != nil {
 		if m.hook != nil {
 			m.hook("push")
 		}
 		m.push(n)
 	}
 	m.listing.Add(-1) // after the push: see SweepAll
-	return &n.cell
 }
 
 // publish returns key's node, putting a fresh one in the map if key is not
@@ -387,10 +407,13 @@ func (m *Map[C]) tryReserve() bool {
 
 // walk visits up to budget nodes from the shared cursor, claiming chunk
 // nodes at a time, going round the list at most once, and when below is
-// positive (a key cap's walk) stops after an eviction that leaves count below
-// it: with below = maxKeys, once the map has room for a key. Stopping at the
-// first eviction instead would leave a map over the cap (by revivals) full
-// after it, and the new key denied, while idle keys were there to evict. It
+// positive (a key cap's walk) stops once count is below it, which it checks
+// before each visit: with below = maxKeys, once the map has room for a key.
+// Stopping at the first eviction instead would leave a map over the cap (by
+// revivals) full after it, and the new key denied, while idle keys were there
+// to evict; checking only after its own evictions would evict a key more
+// than the cap needs when another deletion made the room since the walk
+// began (a Sweep, another walker). It
 // returns how many keys it deleted, and whether it went round the whole
 // list: it reached the end of the list twice, or, past the end once, met
 // again the node it started on (a list shorter than budget, walked from
@@ -399,6 +422,9 @@ func (m *Map[C]) walk(budget, chunk int, kill func(*C) bool, below int64) (delet
 	visits, wrapped, room := 0, false, false
 	var origin *node[C] // the first node visited, before the walk wrapped
 	for visits < budget {
+		if room = below > 0 && m.count.Load() < below; room {
+			break
+		}
 		from, start, claimed, wraps := m.claim(min(chunk, budget-visits))
 		if m.hook != nil {
 			m.hook("claimed")
@@ -409,6 +435,12 @@ func (m *Map[C]) walk(budget, chunk int, kill func(*C) bool, below int64) (delet
 		// claimed, the cursor's, unvisited in this pass.
 		prev, n := from, start
 		for i := 0; i < claimed && n != nil && visits < budget; i++ {
+			// Room made by this walk's last eviction, or by another's since
+			// (a Sweep, a walker, a deletion): evict no more. The rest of
+			// the claim waits for the next pass.
+			if room = below > 0 && m.count.Load() < below; room {
+				break
+			}
 			if visits == 0 && !wrapped {
 				origin = n
 			} else if n == origin && wrapped {
@@ -422,9 +454,6 @@ func (m *Map[C]) walk(budget, chunk int, kill func(*C) bool, below int64) (delet
 			}
 			if gone {
 				deleted++
-				if room = below > 0 && m.count.Load() < below; room {
-					break // the rest of the claim waits for the next pass
-				}
 			}
 			n = next
 		}
@@ -621,6 +650,10 @@ func (m *Map[C]) Revive(key string, dead *C) *C {
 		fresh = m.newNode(key)
 		return fresh, false
 	})
+	// Deferred, so that the fresh node (nil when a live cell replaced dead)
+	// is listed, and counted out of listing, also when the walk below
+	// panics: see list.
+	defer m.list(fresh)
 	if inserted && !barren && m.count.Load() > int64(m.maxKeys) {
 		// The re-insertion put the map over the cap: other keys took the
 		// room there was at the check above, or that the walk above made;
@@ -633,13 +666,6 @@ func (m *Map[C]) Revive(key string, dead *C) *C {
 		// fresh cell, not yet listed, cannot be the walk's victim.
 		m.walk(MaxVisits, capChunk, m.judge(), int64(m.maxKeys)+1)
 	}
-	if fresh != nil && n == fresh {
-		if m.hook != nil {
-			m.hook("push")
-		}
-		m.push(fresh)
-	}
-	m.listing.Add(-1) // after the push: see SweepAll
 	return &n.cell
 }
 
@@ -724,7 +750,8 @@ func (m *Map[C]) SweepMap(kill func(*C) bool) int {
 //
 // Why the walk reaches every cell in the map. An insertion (a revival) adds
 // one to listing before it publishes its node in the map, and takes it off
-// after it has listed the node, or found it publishes none; atomics are
+// after it has listed the node (also when the walk it may make in between
+// panics: see list), or found it publishes none; atomics are
 // sequentially consistent. If SweepAll reads listing = 0 at its start, every
 // insertion that had added its one by then had also taken it off, after its
 // push: its node was listed before the walk read head.next, and so is

@@ -44,13 +44,13 @@ func TestSweepAllWhoseFrontNodeIsUnlinkedWalksOnToTheEnd(t *testing.T) {
 	}
 }
 
-// TestSweepAllReachesACellWhoseInsertionPanicked: an insertion that panics
-// between publishing its node and listing it (here its auto-sweep step's
-// judge panics) leaves its cell in the map, never listed, and still counted
-// as under way. That count is what keeps every later SweepAll reaching the
-// cell, by a pass over the map: were it taken off, the walks would never
-// visit it, and a limiter's sweep would leave its word unjudged.
-func TestSweepAllReachesACellWhoseInsertionPanicked(t *testing.T) {
+// TestInsertionWhoseStepPanicsListsItsCell: an insertion whose auto-sweep
+// step panics (here its judge, as a limiter's clock may) between publishing
+// its node and listing it still lists the node and counts itself out of the
+// insertions under way. Left counted, it made every later SweepAll pass over
+// the whole map on top of its walk (a limiter's Sweep some twenty times
+// slower), and its cell, never listed, was never evicted by a walk.
+func TestInsertionWhoseStepPanicsListsItsCell(t *testing.T) {
 	var boom atomic.Bool
 	m := keyed.New(nil, func() func(*cell) bool {
 		if boom.CompareAndSwap(true, false) {
@@ -58,23 +58,80 @@ func TestSweepAllReachesACellWhoseInsertionPanicked(t *testing.T) {
 		}
 		return kill
 	}, hotlimit.Options{AutoSweep: 1})
-	busyKeys(m, keyed.SweepChunk/keyed.StepVisits+1)
+	const busy = keyed.SweepChunk/keyed.StepVisits + 1
+	busyKeys(m, busy)
 	boom.Store(true)
 	require.PanicsWithValue(t, "judge", func() { m.Get("new") }, "new's insertion pays a step")
 	c, held := m.Peek("new")
 	require.True(t, held, "published before the step")
-	require.NotContains(t, keyed.Listed(m), "new", "never listed")
-	for i := range 2 {
-		visited := 0
-		m.SweepAll(func(v *cell) bool {
-			if v == c {
-				visited++
-			}
-			return false
-		})
-		assert.Equal(t, 1, visited, "SweepAll %d reaches the unlisted cell", i)
+	assert.Contains(t, keyed.Listed(m), "new", "listed all the same")
+	assert.Zero(t, keyed.Listing(m), "no insertion counted under way")
+	assertSweptOnce(t, m)
+	assert.Equal(t, 1, keyed.Walk(m, 2*(busy+1), keyed.SweepChunk, false), "a walk evicts the idle cell")
+	_, held = m.Peek("new")
+	assert.False(t, held, "new evicted")
+	assert.EqualValues(t, dead, c.n.Load())
+	assert.Len(t, keyed.Listed(m), busy, "the busy keys listed, the evicted one unlinked")
+}
+
+// TestRevivalWhoseWalkPanicsListsItsCell: a revival at the key cap whose
+// second walk (the re-insertion put the map over the cap) panics in its
+// judge still lists its fresh cell and counts itself out of the revivals
+// under way, as an insertion whose step panics does.
+func TestRevivalWhoseWalkPanicsListsItsCell(t *testing.T) {
+	const maxKeys = 8
+	var boom atomic.Bool
+	m := keyed.New(nil, func() func(*cell) bool {
+		if boom.CompareAndSwap(true, false) {
+			panic("judge")
+		}
+		return kill
+	}, hotlimit.Options{MaxKeys: maxKeys})
+	x := m.Get("x") // idle: its caller holds the cell
+	busy := keysUpTo(maxKeys - 2)
+	for _, k := range busy {
+		add(m, k, m.Get(k), 1)
 	}
-	assert.Equal(t, 1, m.SweepAll(func(v *cell) bool { return v == c && kill(v) }), "and deletes it when killed")
+	m.Get("idle")
+	require.Equal(t, 1, m.Sweep(func(c *cell) bool { return c == x && kill(c) }), "x evicted under its caller")
+	add(m, "full", m.Get("full"), 1)
+	require.Equal(t, maxKeys, m.Len(), "the map is at the cap, x not held")
+	ran := atRevive(m, func() {
+		_, ok := m.Peek("idle")
+		require.False(t, ok, "Revive's first walk evicted the idle key")
+		add(m, "y", m.Get("y"), 1) // takes the room the walk made
+		boom.Store(true)           // the second walk's judge panics
+	})
+	require.PanicsWithValue(t, "judge", func() { m.Revive("x", x) }, "the second walk panics")
+	require.True(t, ran())
+	c, held := m.Peek("x")
+	require.True(t, held, "published before the walk")
+	assert.NotSame(t, x, c)
+	assert.Contains(t, keyed.Listed(m), "x", "listed all the same")
+	assert.Zero(t, keyed.Listing(m), "no revival counted under way")
+	assertSweptOnce(t, m)
+	assert.Equal(t, 1, keyed.Walk(m, 2*(maxKeys+1), keyed.SweepChunk, false), "a walk evicts the idle cell")
+	_, held = m.Peek("x")
+	assert.False(t, held, "x evicted")
+	live := append(busy, "full", "y")
+	assertBusy(t, m, live...)
+	assertListed(t, m, live...)
+	assert.Equal(t, int64(maxKeys), keyed.Reserved(m))
+}
+
+// assertSweptOnce asserts that a SweepAll of nothing judges each cell held
+// once: it walks the list and does not pass over the map.
+func assertSweptOnce(t *testing.T, m *keyed.Map[cell]) {
+	t.Helper()
+	visits := map[*cell]int{}
+	m.SweepAll(func(v *cell) bool {
+		visits[v]++
+		return false
+	})
+	assert.Len(t, visits, m.Len(), "every cell held judged")
+	for v, n := range visits {
+		assert.Equal(t, 1, n, "cell %p judged once, by the walk: no pass over the map", v)
+	}
 }
 
 // TestSweepAllReachesACellAboutToBeListed: an insertion, or a revival, that
