@@ -63,7 +63,6 @@
 package hotlimitprom
 
 import (
-	"errors"
 	"strings"
 	"sync"
 	"time"
@@ -152,8 +151,13 @@ func New(opts ...Option) *Metrics {
 	}
 }
 
-// errNotMade is what a registry says of a Metrics not made by [New].
-var errNotMade = errors.New("hotlimitprom: Metrics is a zero value: make it with hotlimitprom.New")
+// notMade is the description a zero-value Metrics sends, which a registry
+// refuses: its help says why, and its empty name makes it invalid. It is
+// made by prometheus.NewDesc, not NewInvalidDesc, whose description has no
+// label names: a Registerer of WrapRegistererWith or
+// WrapRegistererWithPrefix rebuilds every description from those, and
+// crashed in the registry's goroutine on such a one.
+var notMade = prometheus.NewDesc("", "hotlimitprom: Metrics is a zero value: make it with hotlimitprom.New", nil, nil)
 
 // made reports whether m was made by [New]: false for a nil or zero-value
 // Metrics, which count and export nothing.
@@ -229,7 +233,7 @@ func (m *Metrics) Describe(ch chan<- *prometheus.Desc) {
 		return
 	}
 	if !m.made() {
-		ch <- prometheus.NewInvalidDesc(errNotMade)
+		ch <- notMade
 		return
 	}
 	ch <- m.decisionsDesc

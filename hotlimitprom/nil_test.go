@@ -63,3 +63,30 @@ func TestAZeroMetricsIsRefusedByARegistry(t *testing.T) {
 		assert.Empty(t, ch)
 	})
 }
+
+// TestAZeroMetricsIsRefusedThroughAWrappingRegisterer: a zero-value Metrics
+// registered through prometheus.WrapRegistererWithPrefix or
+// WrapRegistererWith, as a library handed a Registerer of its caller's
+// often is, is refused with the same error as by the registry itself. The
+// wrapper rebuilds every description it is sent, and one made by
+// prometheus.NewInvalidDesc, which has no label names, crashed it with a nil
+// dereference in the registry's goroutine, which no caller can recover.
+func TestAZeroMetricsIsRefusedThroughAWrappingRegisterer(t *testing.T) {
+	for name, wrap := range map[string]func(prometheus.Registerer) prometheus.Registerer{
+		"prefix": func(r prometheus.Registerer) prometheus.Registerer {
+			return prometheus.WrapRegistererWithPrefix("app_", r)
+		},
+		"labels": func(r prometheus.Registerer) prometheus.Registerer {
+			return prometheus.WrapRegistererWith(prometheus.Labels{"app": "checkout"}, r)
+		},
+	} {
+		var m hotlimitprom.Metrics
+		reg := prometheus.NewPedanticRegistry()
+		err := wrap(reg).Register(&m)
+		require.Error(t, err, name)
+		assert.Contains(t, err.Error(), "hotlimitprom.New", name)
+		n, err := testutil.GatherAndCount(reg)
+		require.NoError(t, err, name)
+		assert.Zero(t, n, name)
+	}
+}

@@ -15,7 +15,8 @@ import (
 
 // A deny handler of one's own writes the body of a 429, and leaves the
 // requests that spent no quota, ended (the client left) or denied because a
-// limiter could not decide, to DenyProblem's 503.
+// limiter could not decide, to DenyProblem's 503: it is called for them
+// too, as the third request shows.
 func ExampleWithDenyHandler() {
 	frozen := func() int64 { return int64(time.Hour) }
 	svc, err := service.New(hotlimit.Config{Algorithm: hotlimit.GCRA, Limit: 1, Window: time.Second},
@@ -25,7 +26,8 @@ func ExampleWithDenyHandler() {
 	}
 	deny := func(w http.ResponseWriter, r *http.Request, e httplimit.Event) {
 		if e.Ended || e.Unavailable {
-			httplimit.DenyProblem(w, r, e) // 503: no quota was spent
+			fmt.Print("no quota spent: ")
+			httplimit.DenyProblem(w, r, e) // 503
 			return
 		}
 		w.Header().Set("Content-Type", "application/json")
@@ -50,5 +52,5 @@ func ExampleWithDenyHandler() {
 	// Output:
 	// 200 paid
 	// 429 {"error":"slow down","policy":"gcra-1-1s"}
-	// 503 {"type":"about:blank","title":"Service Unavailable","status":503,"detail":"The request ended before it was served."}
+	// no quota spent: 503 {"type":"about:blank","title":"Service Unavailable","status":503,"detail":"The request ended before it was served."}
 }

@@ -531,3 +531,54 @@ func TestTimeoutErrorNamesRedis(t *testing.T) {
 		assert.Contains(t, err.Error(), "WithTimeout", "ContextTimeoutEnabled %t: and what bounds the wait", enforced)
 	}
 }
+
+// TestTimeoutErrorNamesTheDeadlineThatPassed: the error of a call Redis did
+// not answer names the bounds that could have ended it as they are, not as
+// they would be by default. A client whose own ReadTimeout (10 ms) is
+// shorter than the limiter's timeout gives up on a silent server
+// first, with its socket's "i/o timeout": the error names the client's
+// timeouts, and WithTimeout's as set (an hour, so that only the read
+// timeout can end the call), not a 100 ms default the limiter does not
+// use. A call under the limiter's timeout alone says that timeout, and one
+// whose limiter has none says so.
+func TestTimeoutErrorNamesTheDeadlineThatPassed(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = ln.Close() })
+	go func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			t.Cleanup(func() { _ = c.Close() }) // held open, never answered
+		}
+	}()
+	newClient := func(readTimeout time.Duration) *redis.Client {
+		client := redis.NewClient(&redis.Options{Addr: ln.Addr().String(), ReadTimeout: readTimeout, MaxRetries: -1})
+		t.Cleanup(func() { _ = client.Close() })
+		return client
+	}
+
+	lim := newLimiter(t, newClient(10*time.Millisecond), faultConfig, frozenClock(), redislimit.WithTimeout(time.Hour), redislimit.WithBreaker(0, 0))
+	_, err = lim.TakeContext(context.Background(), "k", 1)
+	require.Error(t, err)
+	var netErr net.Error
+	require.ErrorAs(t, err, &netErr, "the client's read timeout ended the call")
+	assert.Equal(t, "timeout", redislimit.Reason(err))
+	assert.Contains(t, err.Error(), "ReadTimeout", "the client's own timeout is named")
+	assert.Contains(t, err.Error(), "WithTimeout's 1h0m0s", "the limiter's timeout as set")
+	assert.NotContains(t, err.Error(), "100ms", "not the default, which is not in force")
+
+	lim = newLimiter(t, newClient(time.Hour), faultConfig, frozenClock(), redislimit.WithTimeout(20*time.Millisecond), redislimit.WithBreaker(0, 0))
+	_, err = lim.TakeContext(context.Background(), "k", 1)
+	require.ErrorIs(t, err, context.DeadlineExceeded)
+	assert.Contains(t, err.Error(), "no answer from Redis before the deadline (WithTimeout's 20ms or the caller's)")
+
+	lim = newLimiter(t, newClient(time.Hour), faultConfig, frozenClock(), redislimit.WithTimeout(0), redislimit.WithBreaker(0, 0))
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Millisecond)
+	defer cancel()
+	_, err = lim.TakeContext(ctx, "k", 1)
+	require.ErrorIs(t, err, context.DeadlineExceeded)
+	assert.Contains(t, err.Error(), "no answer from Redis before the deadline (the caller's; WithTimeout is off)")
+}

@@ -73,28 +73,43 @@ const oldRedisScript = "Write commands not allowed after non deterministic comma
 const wrongType = "WRONGTYPE"
 
 // noAnswer is the error of a call that Redis did not answer before its
-// deadline: it says whose deadline that is, where the bare error it wraps,
-// context.DeadlineExceeded or a socket's "i/o timeout", read as the
-// caller's own or named nothing.
-type noAnswer struct{ err error }
+// deadline: it says which deadlines could have passed, where the bare error
+// it wraps, context.DeadlineExceeded or a socket's "i/o timeout", read as
+// the caller's own or named nothing. timeout is the limiter's (WithTimeout),
+// 0 when off.
+type noAnswer struct {
+	err     error
+	timeout time.Duration
+}
 
 func (e *noAnswer) Error() string {
-	return "redislimit: no answer from Redis before the deadline (WithTimeout's, " +
-		DefaultTimeout.String() + " unless set, or the caller's): " + e.err.Error()
+	bound := "the caller's; WithTimeout is off"
+	if e.timeout > 0 {
+		bound = "WithTimeout's " + e.timeout.String() + " or the caller's"
+	}
+	// context.DeadlineExceeded is a net.Error too: the first one in the
+	// chain is a socket's when it is another.
+	if netErr := net.Error(nil); errors.As(e.err, &netErr) && error(netErr) != context.DeadlineExceeded {
+		// A socket's deadline: the client's own timeouts set it, and so
+		// do the limiter's and the caller's deadlines on a client with
+		// ContextTimeoutEnabled, or on a connection being dialed.
+		bound = "a socket's: the client's ReadTimeout, WriteTimeout or DialTimeout, or " + bound
+	}
+	return "redislimit: no answer from Redis before the deadline (" + bound + "): " + e.err.Error()
 }
 
 func (e *noAnswer) Unwrap() error { return e.err }
 
-// explain wraps err, a reason Redis did not decide, in the error of this
-// package that names its cause, when there is one.
-func explain(err error) error {
+// explain wraps err, a reason Redis did not decide a call of l, in the
+// error of this package that names its cause, when there is one.
+func (l *Limiter) explain(err error) error {
 	var cause error
 	var said *noAnswer
 	switch {
 	case errors.As(err, &said):
 		return err
 	case Reason(err) == "timeout":
-		return &noAnswer{err}
+		return &noAnswer{err: err, timeout: l.set.timeout}
 	case redis.HasErrorPrefix(err, "NOAUTH"), redis.HasErrorPrefix(err, "WRONGPASS"),
 		redis.HasErrorPrefix(err, "Protocol error: unauthenticated"):
 		cause = ErrAuth
@@ -464,7 +479,7 @@ func (l *Limiter) RefundContext(ctx context.Context, key string, r hotlimit.Rece
 	}
 	_, err := l.giveBack(orBackground(ctx), l.redisKey(key), int64(min(r.N, int(l.burst))), r.At/int64(l.unit))
 	if err != nil {
-		return explain(err)
+		return l.explain(err)
 	}
 	return nil
 }
@@ -493,7 +508,7 @@ func (l *Limiter) RefundNowContext(ctx context.Context, key string, n int) error
 	}
 	_, err := l.giveBack(orBackground(ctx), l.redisKey(key), int64(min(n, int(l.burst))), atNow)
 	if err != nil {
-		return explain(err)
+		return l.explain(err)
 	}
 	return nil
 }
@@ -874,7 +889,7 @@ func (l *Limiter) localNow() int64 {
 // instance spends through the outage), and reports it to the hook and the
 // observer: the decision the caller gets.
 func (l *Limiter) fail(key string, n int, err error) (hotlimit.Decision, hotlimit.Receipt, error) {
-	err = explain(err)
+	err = l.explain(err)
 	var d hotlimit.Decision
 	valid := n >= 0 && int64(n) <= l.burst
 	switch l.set.policy {
@@ -987,7 +1002,7 @@ func (l *Limiter) Close() error {
 	l.leases.Range(func(key string, ls *lease) bool {
 		l.unmap(key, ls)
 		if err := l.retire(context.Background(), key, ls); err != nil {
-			errs = append(errs, explain(err))
+			errs = append(errs, l.explain(err))
 		}
 		return true
 	})

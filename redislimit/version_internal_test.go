@@ -24,13 +24,13 @@ func TestOldRedisScriptErrorExplained(t *testing.T) {
 		// Redis 2.6 to 3.0
 		"ERR Error running script (call to f_0123456789abcdef0123456789abcdef01234567): @user_script:21: @user_script: 21: Write commands not allowed after non deterministic commands",
 	} {
-		err := explain(replyError(reply))
+		err := (&Limiter{}).explain(replyError(reply))
 		assert.ErrorIs(t, err, ErrRedisVersion, reply)
 		assert.ErrorContains(t, err, "Redis 5.0 or later")
 		assert.ErrorContains(t, err, "Write commands not allowed", "Redis's own error is kept")
 	}
 	other := replyError("ERR Error running script (call to f_0123): @user_script:3: attempt to compare nil with number")
-	assert.Equal(t, error(other), explain(other))
+	assert.Equal(t, error(other), (&Limiter{}).explain(other))
 	plain := errors.New("Write commands not allowed after non deterministic commands")
-	assert.Equal(t, plain, explain(plain), "not a reply from Redis")
+	assert.Equal(t, plain, (&Limiter{}).explain(plain), "not a reply from Redis")
 }

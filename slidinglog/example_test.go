@@ -54,7 +54,9 @@ func ExampleLimiter_Take() {
 
 // RetryAfter tells how long a request must wait, without counting it: a
 // caller that checks another limit first asks the log only once that one
-// admitted, or asks it for the wait alone after another limit denied.
+// admitted, or asks it for the wait alone after another limit denied. The
+// log keeps its count (one left at 65s, where a Take would have spent it)
+// and holds no phone it was only asked about.
 func ExampleLimiter_RetryAfter() {
 	var now atomic.Int64
 	lim, err := slidinglog.New(3, time.Minute, hotlimit.WithClock(now.Load))
@@ -67,10 +69,13 @@ func ExampleLimiter_RetryAfter() {
 	}
 	now.Store(int64(30 * time.Second))
 	fmt.Println(lim.RetryAfter("+15550100", 1), lim.RetryAfter("+15550100", 2))
-	fmt.Println(lim.RetryAfter("+15550199", 1), "for a phone the log does not hold")
+	now.Store(int64(65 * time.Second)) // the code sent at 0s has left the window
+	fmt.Println(lim.RetryAfter("+15550100", 1), lim.RetryAfter("+15550100", 2))
 	fmt.Println(lim.Take("+15550100", 0).Remaining, "left: asking counted nothing")
+	fmt.Println(lim.RetryAfter("+15550199", 1), "for a phone the log does not hold;", lim.Len(), "phone held")
 	// Output:
 	// 30s 40s
-	// 0s for a phone the log does not hold
-	// 0 left: asking counted nothing
+	// 0s 5s
+	// 1 left: asking counted nothing
+	// 0s for a phone the log does not hold; 1 phone held
 }
