@@ -154,7 +154,12 @@ const DefaultTimeout = 100 * time.Millisecond
 // in them, go-redis also applies the deadline to the socket and gives the
 // connection up at once; without it, a call that Redis does not answer
 // (a frozen server) is left to finish under the client's read timeout on a
-// goroutine of its own, while the caller has its decision.
+// goroutine of its own, while the caller has its decision. With
+// ContextTimeoutEnabled the call runs on the caller's goroutine, and
+// go-redis heeds its context's deadline on the socket, not its
+// cancellation: a caller whose context is canceled during the call waits
+// for the deadline (this timeout, or the context's own if earlier) and
+// gets it as the error.
 //
 // A caller that stops waiting (this timeout, or its own context ending)
 // gets the failure policy's decision, so Redis should keep nothing of its
