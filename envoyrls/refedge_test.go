@@ -2,7 +2,11 @@ package envoyrls
 
 import (
 	"math"
+	"os"
+	"path/filepath"
+	"strconv"
 	"testing"
+	"time"
 
 	rlext "github.com/envoyproxy/go-control-plane/envoy/extensions/common/ratelimit/v3"
 	pb "github.com/envoyproxy/go-control-plane/envoy/service/ratelimit/v3"
@@ -84,11 +88,35 @@ func refEdges(t *testing.T, h *harness) {
 }
 
 // TestReferenceEdges runs refEdges in memory and, with redis-server, on
-// Redis, where one request's descriptors go in one pipeline.
+// Redis, where one request's descriptors go in one pipeline; with
+// HOTLIMITD_REFERENCE set to the reference's binary (see
+// TestReferenceDifferential), on the reference too, so that what refEdges
+// expects is the reference's answer, not a reading of its code.
 func TestReferenceEdges(t *testing.T) {
 	t.Run("Memory", func(t *testing.T) { refEdges(t, inProcess(t)) })
 	t.Run("Redis", func(t *testing.T) {
 		addr, _ := startRedis(t)
 		refEdges(t, inRedis(t, addr))
+	})
+	t.Run("Reference", func(t *testing.T) {
+		bin := os.Getenv("HOTLIMITD_REFERENCE")
+		if bin == "" {
+			t.Skip("HOTLIMITD_REFERENCE (the reference server's binary) not set")
+		}
+		// The rules count by the hour: a run that would cross its end
+		// waits for it, so that every call counts in one window.
+		if left := time.Until(time.Now().Truncate(time.Hour).Add(time.Hour)); left < time.Minute {
+			t.Logf("waiting %v for the next hour", left)
+			time.Sleep(left + time.Second)
+		}
+		addr, _ := startRedis(t)
+		// conf.yaml alone: the reference rejects algos.yaml's algorithms.
+		dir := t.TempDir()
+		data, err := os.ReadFile("testdata/conformance/conf.yaml")
+		require.NoError(t, err)
+		require.NoError(t, os.WriteFile(filepath.Join(dir, "conf.yaml"), data, 0o644))
+		run := strconv.FormatInt(time.Now().UnixNano(), 36)
+		refAddr, _ := startReferenceOn(t, bin, addr, dir, run+"_")
+		refEdges(t, &harness{client: dial(t, refAddr), run: run})
 	})
 }

@@ -44,8 +44,11 @@ type matchNode struct {
 }
 
 var (
-	matchKeys      = []string{"a", "b", "c", "a*"} // "a*": a key that is a wildcard
-	requestKeys    = []string{"a", "b", "c", "ab", "z"}
+	// "a*": a key that is a wildcard; "a*y": one whose '*' is inside, which
+	// an entry of key "a*y" also selects as a bare key when its key_value
+	// does not end in y.
+	matchKeys      = []string{"a", "b", "c", "a*", "a*y"}
+	requestKeys    = []string{"a", "b", "c", "ab", "z", "a*y"}
 	matchValues    = []string{"", "", "x", "y", "xy", "x*", "*", "*y", "x*y", "*x*"}
 	requestValues  = []string{"", "x", "y", "xy", "yx", "xay", "xyx", "z", "x*"}
 	matchUnits     = []string{"day", "week", "month", "year", "DAY", "Year"}

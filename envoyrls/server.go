@@ -70,7 +70,9 @@ func overrideBound(maxKeys int) int {
 // the most constrained descriptor: the one over the limit, else the one with
 // the least remaining. With WithBackendErrors(false), a descriptor the
 // backend could not decide, whose numbers are its failure policy's, is the
-// one only when the backend decided no other descriptor.
+// one only when it denies the request (its failure policy put it over the
+// limit) and no descriptor that was decided does, or when none denies and
+// no other was decided.
 type Headers uint8
 
 const (
@@ -876,32 +878,6 @@ func (s *Server) observe(it *item) {
 func (s *Server) respond(ctx context.Context, items []item) *pb.RateLimitResponse {
 	resp := &pb.RateLimitResponse{Statuses: make([]*pb.RateLimitResponse_DescriptorStatus, len(items))}
 	failed, failedQuota, quota := 0, 0, 0
-	// The most constrained descriptor, whose headers are sent: the last
-	// over the limit (not in quota or shadow mode), which denies the
-	// request, else the first with the least remaining (a quota or shadow
-	// descriptor over the limit has none), as the reference picks it. Among
-	// those alike, one the backend could not decide (its failure policy's
-	// numbers: FailOpen's Remaining of 0 counts nothing) is picked only when
-	// none that decided is, as a service rule's decider.
-	constrained, denied, guessed := -1, false, false
-	minRemaining := uint32(math.MaxUint32)
-	pick := func(i int, remaining uint32, denies bool) {
-		it := &items[i]
-		var better bool
-		switch {
-		case constrained < 0: // one with all of MaxUint32 left sets none, as in the reference
-			better = denies || remaining < minRemaining
-		case denies != denied:
-			better = denies
-		case guessed != it.undecided:
-			better = guessed
-		default:
-			better = denies || remaining < minRemaining
-		}
-		if better {
-			constrained, minRemaining, denied, guessed = i, remaining, denies, it.undecided
-		}
-	}
 	now := s.now()
 	for i := range items {
 		it := &items[i]
@@ -923,32 +899,70 @@ func (s *Server) respond(ctx context.Context, items []item) *pb.RateLimitRespons
 		if it.over {
 			st.LimitRemaining = 0
 			if it.shadow { // counted and reported in metrics, answered OK
-				pick(i, 0, false)
 				continue
 			}
 			st.Code = pb.RateLimitResponse_OVER_LIMIT
-			if it.quota { // over, though the request may pass: the first with nothing left, as for shadow mode
+			if it.quota { // over, though the request may pass
 				failedQuota++
-				pick(i, 0, false)
 				continue
 			}
 			failed++
-			pick(i, 0, true)
-		} else {
-			pick(i, st.LimitRemaining, false)
 		}
 	}
 	resp.OverallCode = pb.RateLimitResponse_OK
-	if failed > 0 || (quota > 0 && quota == failedQuota) {
+	quotaDenies := quota > 0 && quota == failedQuota
+	if failed > 0 || quotaDenies {
 		resp.OverallCode = pb.RateLimitResponse_OVER_LIMIT
 		if s.set.allOrNothing {
 			s.refundAll(context.WithoutCancel(ctx), items)
 		}
 	}
-	if s.set.headers != 0 && constrained >= 0 {
-		resp.ResponseHeadersToAdd = s.headers(&items[constrained], resp.Statuses[constrained])
+	if s.set.headers != 0 {
+		if c := constrained(items, resp.Statuses, quotaDenies); c >= 0 {
+			resp.ResponseHeadersToAdd = s.headers(&items[c], resp.Statuses[c])
+		}
 	}
 	return resp
+}
+
+// constrained returns the index of the most constrained of items, whose
+// statuses are built, or -1 for none: the last over the limit (not in
+// quota or shadow mode), which denies the request, else the first with the
+// least remaining (one over the limit in quota or shadow mode has none), as
+// the reference picks it. Among those alike, one the backend could not
+// decide (its failure policy's numbers: FailOpen's Remaining of 0 counts
+// nothing) is picked only when none that decided is, as a service rule's
+// decider. When quotaDenies (every descriptor in quota mode is over, which
+// denies the request), one in quota mode counts as decided: its failure
+// policy denied the request, and the headers name the denial as any other.
+func constrained(items []item, statuses []*pb.RateLimitResponse_DescriptorStatus, quotaDenies bool) int {
+	c, denied, guessed := -1, false, false
+	least := uint32(math.MaxUint32)
+	for i := range items {
+		it := &items[i]
+		if it.current == nil {
+			continue
+		}
+		remaining := statuses[i].LimitRemaining
+		denies := it.over && !it.shadow && !it.quota
+		// quotaDenies: every one in quota mode is over, none in shadow mode.
+		guess := it.undecided && !(quotaDenies && it.quota)
+		var better bool
+		switch {
+		case c < 0: // one with all of MaxUint32 left sets none, as in the reference
+			better = denies || remaining < least
+		case denies != denied:
+			better = denies
+		case guessed != guess:
+			better = guessed
+		default:
+			better = denies || remaining < least
+		}
+		if better {
+			c, least, denied, guessed = i, remaining, denies, guess
+		}
+	}
+	return c
 }
 
 // refundAll gives back what the items took, in all-or-nothing mode.

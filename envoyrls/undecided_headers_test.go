@@ -2,7 +2,9 @@ package envoyrls
 
 import (
 	"context"
+	"errors"
 	"log/slog"
+	"net"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -110,4 +112,74 @@ descriptors:
 	require.Equal(t, pb.RateLimitResponse_OVER_LIMIT, resp.OverallCode, "FailClosed denies")
 	assert.Equal(t, map[string]string{"RateLimit-Limit": "100", "RateLimit-Remaining": "0", "RateLimit-Reset": "3599"}, got,
 		"red denied the request, though it could not decide: the denial is its")
+}
+
+// TestHeadersNameAQuotaDenialRedisCouldNotDecide: a descriptor in quota
+// mode over its limit denies the request when every one in quota mode is
+// (the reference's rule), also when Redis could not decide it and its
+// failure policy put it over (FailClosed, or FailLocal's own count spent).
+// The request is denied by that descriptor, so the headers name it, as
+// they name any denial, not the in-memory limit beside it with 998 left:
+// a 429 that says RateLimit-Remaining: 998 tells the client to retry.
+func TestHeadersNameAQuotaDenialRedisCouldNotDecide(t *testing.T) {
+	down := func(context.Context, string, string) (net.Conn, error) { return nil, errors.New("redis is down") }
+	client := redis.NewClient(&redis.Options{Addr: "redis:6379", Dialer: down, MaxRetries: -1})
+	t.Cleanup(func() { _ = client.Close() })
+	d, err := ParseDomain("quota.yaml", []byte(`
+domain: quota
+descriptors:
+  - key: mem
+    rate_limit: {unit: minute, requests_per_unit: 1000}
+  - key: red
+    quota_mode: true
+    rate_limit: {unit: hour, requests_per_unit: 1}
+`))
+	require.NoError(t, err)
+	cfg, err := NewConfig(d)
+	require.NoError(t, err)
+	var now atomic.Int64
+	now.Store(t0)
+	for _, policy := range []redislimit.FailPolicy{redislimit.FailClosed, redislimit.FailLocal} {
+		t.Run(policy.String(), func(t *testing.T) {
+			redisLimits := redislimit.Factory(client, redislimit.WithFailPolicy(policy), redislimit.WithPrefix(t.Name()+":"))
+			mixed := func(c hotlimit.Config, opts ...hotlimit.Option) (hotlimit.Limiter, error) {
+				if c.Window >= time.Hour {
+					return redisLimits(c, opts...)
+				}
+				return service.NewLimiter(c, opts...)
+			}
+			s, err := New(cfg, WithClock(now.Load), WithBackendErrors(false), WithHeaders(HeadersReference),
+				WithLogger(slog.New(slog.DiscardHandler)), WithLimiterOptions(hotlimit.WithFactory(mixed)))
+			require.NoError(t, err)
+			ask := func(keys ...string) (*pb.RateLimitResponse, map[string]string) {
+				t.Helper()
+				req := &pb.RateLimitRequest{Domain: "quota"}
+				for _, k := range keys {
+					req.Descriptors = append(req.Descriptors, &rlext.RateLimitDescriptor{Entries: []*rlext.RateLimitDescriptor_Entry{{Key: k, Value: "v"}}})
+				}
+				resp, err := s.ShouldRateLimit(context.Background(), req)
+				require.NoError(t, err)
+				got := map[string]string{}
+				for _, hv := range resp.ResponseHeadersToAdd {
+					got[hv.Key] = hv.Value
+				}
+				return resp, got
+			}
+			if policy == redislimit.FailLocal {
+				// The local count's one request: passed, red's numbers
+				// its failure policy's, mem's are named.
+				resp, got := ask("mem", "red")
+				require.Equal(t, pb.RateLimitResponse_OK, resp.OverallCode)
+				assert.Equal(t, "999", got["RateLimit-Remaining"], "red could not decide, and passed")
+			}
+			denial := map[string]string{"RateLimit-Limit": "1", "RateLimit-Remaining": "0", "RateLimit-Reset": "3599"}
+			resp, got := ask("mem", "red")
+			require.Equal(t, pb.RateLimitResponse_OVER_LIMIT, resp.OverallCode, "red, the only descriptor in quota mode, is over")
+			require.Equal(t, pb.RateLimitResponse_OVER_LIMIT, resp.Statuses[1].Code)
+			assert.Equal(t, denial, got, "red denied the request")
+			resp, got = ask("red", "mem")
+			require.Equal(t, pb.RateLimitResponse_OVER_LIMIT, resp.OverallCode)
+			assert.Equal(t, denial, got, "in either order")
+		})
+	}
 }
