@@ -661,13 +661,21 @@ func (l *Limiter) nodeBreaker(addr string) *breaker {
 		won := b.seen.CompareAndSwap(s, now)
 		// A prune that judged b unseen before seen was refreshed (by this
 		// caller or the winner) may have dropped it: its Compute reads
-		// seen again under the bucket's lock, so it either saw the
-		// refresh and kept b, or dropped b before it, and the Load below,
-		// after the refresh, tells. The outcome of a call told to a
-		// dropped breaker would be lost (a node that does not answer
-		// opening its breaker a failure later, its calls waiting for the
-		// timeout meanwhile), so the lookup makes a fresh one then.
-		if cur, ok := l.nodes.Load(addr); ok && cur == b {
+		// seen again and deletes b under the lock of addr's bucket, and
+		// the check below, after the refresh, takes that lock too, so it
+		// either finds b deleted, or comes before the prune's reading,
+		// which then sees the refresh and keeps b. (A Load, which takes
+		// no lock, could find b between the prune's reading and its
+		// deletion.) The outcome of a call told to a dropped breaker
+		// would be lost (a node that does not answer opening its breaker
+		// a failure later, its calls waiting for the timeout meanwhile),
+		// so the lookup makes a fresh one then.
+		kept := false
+		l.nodes.Compute(addr, func(cur *breaker, loaded bool) (*breaker, bool) {
+			kept = loaded && cur == b
+			return cur, !loaded // the map unchanged
+		})
+		if kept {
 			if won {
 				l.pruneNodes(now)
 			}
@@ -692,6 +700,11 @@ func (l *Limiter) nodeBreaker(addr string) *breaker {
 // more, before it refreshes its seen.
 var refreshHook func()
 
+// dropHook, when set (by tests, while no lookup runs), is called by
+// a prune that has judged addr's breaker idle, under the lock of addr's
+// bucket, before it deletes it.
+var dropHook func(addr string)
+
 // pruneNodes drops the breakers of the nodes that no key mapped to for
 // nodeIdle before now, except those open whose cooldown still runs: a node
 // that is down, whose keys come less often than nodeIdle, would otherwise
@@ -712,7 +725,11 @@ func (l *Limiter) pruneNodes(now int64) {
 			if !loaded || old != b { // gone, or made again since: kept as it is
 				return old, !loaded
 			}
-			return old, idle(old) // unless seen, or opened, meanwhile
+			drop := idle(old) // unless seen, or opened, meanwhile
+			if drop && dropHook != nil {
+				dropHook(addr)
+			}
+			return old, drop
 		})
 		return true
 	})

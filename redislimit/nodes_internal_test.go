@@ -2,7 +2,9 @@ package redislimit
 
 import (
 	"fmt"
+	"runtime"
 	"slices"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -138,4 +140,60 @@ func TestNodeBreakerDroppedDuringItsRefreshIsMadeAgain(t *testing.T) {
 	assert.Same(t, b, got, "the breaker the lookup returned is a's in the map")
 	assert.Equal(t, int64(1), got.fails.Load(), "the failure is counted")
 	assert.Equal(t, []string{"a:1", "c:1"}, nodeAddrs(l))
+}
+
+// TestNodeBreakerDroppedAfterItsRefreshIsMadeAgain forces a lookup's refresh
+// of a breaker unseen for two minutes, and its check that the breaker is
+// still in the map, after a prune (run by a new node's lookup) judged the
+// breaker idle and before the prune deletes it: the lookup returns the
+// breaker then in the map, not the one the prune drops, so that the
+// outcome of the call it guards is not lost.
+func TestNodeBreakerDroppedAfterItsRefreshIsMadeAgain(t *testing.T) {
+	var now atomic.Int64
+	l := newNodesLimiter(t, &now)
+	old := l.nodeBreaker("a:1")
+	now.Add(int64(2 * time.Minute))
+	var looked *breaker
+	done := make(chan struct{})
+	var paused atomic.Bool
+	dropHook = func(addr string) {
+		if addr != "a:1" || !paused.CompareAndSwap(false, true) {
+			return
+		}
+		// The prune holds a's bucket, a judged idle. The lookup of a runs
+		// until it returns, or waits for that bucket.
+		go func() {
+			defer close(done)
+			looked = l.nodeBreaker("a:1")
+		}()
+		for !waitsOnBucket(done) {
+			runtime.Gosched()
+		}
+	}
+	t.Cleanup(func() { dropHook = nil })
+	l.nodeBreaker("c:1") // a new node: its prune drops a
+	require.True(t, paused.Load(), "the prune judged a idle")
+	<-done
+	got, ok := l.nodes.Load("a:1")
+	require.True(t, ok, "a's breaker is in the map")
+	assert.Same(t, got, looked, "the breaker the lookup returned is a's in the map")
+	assert.NotSame(t, old, looked, "a fresh breaker")
+}
+
+// waitsOnBucket reports whether done is closed, or a goroutine other than the
+// caller waits for a mutex (a bucket of the map of breakers) within a lookup
+// of a node's breaker.
+func waitsOnBucket(done chan struct{}) bool {
+	select {
+	case <-done:
+		return true
+	default:
+	}
+	buf := make([]byte, 1<<20)
+	for _, g := range strings.Split(string(buf[:runtime.Stack(buf, true)]), "\n\n") {
+		if strings.Contains(g, "sync.(*Mutex).Lock") && strings.Contains(g, ").nodeBreaker(") {
+			return true
+		}
+	}
+	return false
 }
