@@ -72,7 +72,12 @@ func overrideBound(maxKeys int) int {
 // backend could not decide, whose numbers are its failure policy's, is the
 // one only when it denies the request (its failure policy put it over the
 // limit) and no descriptor that was decided does, or when none denies and
-// no other was decided.
+// no other was decided. In the latter case, its failure policy's numbers
+// counting nothing the backend keeps (redislimit's FailOpen reports a
+// Remaining of 0, FailLocal a count of its own), the headers give its
+// limit and policy alone, RateLimit-Limit and RateLimit-Policy, without
+// RateLimit-Remaining, RateLimit-Reset and RateLimit, as httplimit writes
+// a limit that could not decide; a denial is named with its numbers.
 type Headers uint8
 
 const (
@@ -918,8 +923,8 @@ func (s *Server) respond(ctx context.Context, items []item) *pb.RateLimitRespons
 		}
 	}
 	if s.set.headers != 0 {
-		if c := constrained(items, resp.Statuses, quotaDenies); c >= 0 {
-			resp.ResponseHeadersToAdd = s.headers(&items[c], resp.Statuses[c])
+		if c, numbers := constrained(items, resp.Statuses, quotaDenies); c >= 0 {
+			resp.ResponseHeadersToAdd = s.headers(&items[c], resp.Statuses[c], numbers)
 		}
 	}
 	return resp
@@ -935,8 +940,12 @@ func (s *Server) respond(ctx context.Context, items []item) *pb.RateLimitRespons
 // decider. When quotaDenies (every descriptor in quota mode is over, which
 // denies the request), one in quota mode counts as decided: its failure
 // policy denied the request, and the headers name the denial as any other.
-func constrained(items []item, statuses []*pb.RateLimitResponse_DescriptorStatus, quotaDenies bool) int {
-	c, denied, guessed := -1, false, false
+// numbers reports whether the headers give the one picked's remaining and
+// reset: false when it could not decide and does not deny the request,
+// as httplimit writes a limit that could not decide.
+func constrained(items []item, statuses []*pb.RateLimitResponse_DescriptorStatus, quotaDenies bool) (c int, numbers bool) {
+	c = -1
+	denied, guessed := false, false
 	least := uint32(math.MaxUint32)
 	for i := range items {
 		it := &items[i]
@@ -962,7 +971,7 @@ func constrained(items []item, statuses []*pb.RateLimitResponse_DescriptorStatus
 			c, least, denied, guessed = i, remaining, denies, guess
 		}
 	}
-	return c
+	return c, denied || !guessed
 }
 
 // refundAll gives back what the items took, in all-or-nothing mode.
@@ -1018,22 +1027,27 @@ func draftNames(it *item) (field, name string) {
 	return name + ";q=" + strconv.Itoa(q) + ";w=" + strconv.FormatInt(w, 10), name
 }
 
-// headers returns the headers of the most constrained descriptor.
-func (s *Server) headers(it *item, st *pb.RateLimitResponse_DescriptorStatus) []*core.HeaderValue {
+// headers returns the headers of the most constrained descriptor, with
+// its remaining and reset when numbers is set, else its limit and policy
+// alone (RateLimit-Limit, RateLimit-Policy), as constrained says.
+func (s *Server) headers(it *item, st *pb.RateLimitResponse_DescriptorStatus, numbers bool) []*core.HeaderValue {
 	var out []*core.HeaderValue
 	reset := strconv.FormatInt(transport.CeilSeconds(st.DurationUntilReset.AsDuration()), 10)
 	remaining := strconv.FormatUint(uint64(st.LimitRemaining), 10)
 	if s.set.headers&HeadersReference != 0 {
-		out = append(out,
-			&core.HeaderValue{Key: "RateLimit-Limit", Value: strconv.FormatUint(uint64(st.CurrentLimit.RequestsPerUnit), 10)},
-			&core.HeaderValue{Key: "RateLimit-Remaining", Value: remaining},
-			&core.HeaderValue{Key: "RateLimit-Reset", Value: reset})
+		out = append(out, &core.HeaderValue{Key: "RateLimit-Limit", Value: strconv.FormatUint(uint64(st.CurrentLimit.RequestsPerUnit), 10)})
+		if numbers {
+			out = append(out,
+				&core.HeaderValue{Key: "RateLimit-Remaining", Value: remaining},
+				&core.HeaderValue{Key: "RateLimit-Reset", Value: reset})
+		}
 	}
 	if s.set.headers&HeadersDraft != 0 {
 		field, name := draftNames(it)
-		out = append(out,
-			&core.HeaderValue{Key: "RateLimit-Policy", Value: field},
-			&core.HeaderValue{Key: "RateLimit", Value: name + ";r=" + remaining + ";t=" + reset})
+		out = append(out, &core.HeaderValue{Key: "RateLimit-Policy", Value: field})
+		if numbers {
+			out = append(out, &core.HeaderValue{Key: "RateLimit", Value: name + ";r=" + remaining + ";t=" + reset})
+		}
 	}
 	return out
 }

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"log/slog"
 	"net"
+	"strconv"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -26,8 +27,8 @@ import (
 // of 0, which counts nothing. The headers advertise the memory limit that
 // decided, whichever order the descriptors come in, not the one that could
 // not, nor one whose negative hits Redis could not give back; a failed
-// limit is advertised only when no limit decided, or when it denies the
-// request (FailClosed).
+// limit is advertised only when no limit decided (its limit alone), or
+// when it denies the request (FailClosed, with its numbers).
 func TestHeadersSkipALimitRedisCouldNotDecide(t *testing.T) {
 	addr, redisServer := startRedis(t)
 	client := redis.NewClient(&redis.Options{Addr: addr, ContextTimeoutEnabled: true, MaxRetries: -1})
@@ -104,8 +105,8 @@ descriptors:
 	assert.Equal(t, "995", resp.ResponseHeadersToAdd[1].Value)
 
 	_, got = ask("red2", "red")
-	assert.Equal(t, "50", got["RateLimit-Limit"], "none decided: the first with the least remaining, as before")
-	assert.Equal(t, "0", got["RateLimit-Remaining"])
+	assert.Equal(t, map[string]string{"RateLimit-Limit": "50"}, got,
+		"none decided: the first with the least remaining, as before, without its failure policy's numbers")
 
 	s = closed
 	resp, got = ask("mem", "red")
@@ -182,4 +183,116 @@ descriptors:
 			assert.Equal(t, denial, got, "in either order")
 		})
 	}
+}
+
+// TestHeadersGiveNoNumbersOfALimitRedisCouldNotDecide: with Redis down
+// (a dialer that fails), a limit on Redis is decided by its failure
+// policy: FailOpen passes with a Remaining of 0, FailLocal by a count of
+// its own. Neither is a count Redis keeps, so when the headers name such a
+// limit (no descriptor of the request was decided) and it does not deny
+// the request, they give its limit and policy but no remaining or reset,
+// as httplimit writes a limit that could not decide: RateLimit-Limit and
+// RateLimit-Policy, without RateLimit-Remaining, RateLimit-Reset and
+// RateLimit. A decided descriptor beside it is named with its numbers, in
+// either order, and one that denies the request (FailClosed) with its own.
+func TestHeadersGiveNoNumbersOfALimitRedisCouldNotDecide(t *testing.T) {
+	down := func(context.Context, string, string) (net.Conn, error) { return nil, errors.New("redis is down") }
+	client := redis.NewClient(&redis.Options{Addr: "redis:6379", Dialer: down, MaxRetries: -1})
+	t.Cleanup(func() { _ = client.Close() })
+	d, err := ParseDomain("undecided.yaml", []byte(`
+domain: undecided
+descriptors:
+  - key: mem
+    rate_limit: {unit: minute, requests_per_unit: 1000}
+  - key: red
+    rate_limit: {unit: hour, requests_per_unit: 100}
+  - key: red2
+    rate_limit: {unit: hour, requests_per_unit: 50}
+  - key: shadow
+    shadow_mode: true
+    rate_limit: {unit: hour, requests_per_unit: 1}
+`))
+	require.NoError(t, err)
+	cfg, err := NewConfig(d)
+	require.NoError(t, err)
+	var now atomic.Int64
+	now.Store(t0)
+	// ask sends the descriptors of keys to a server whose hour limits are
+	// on Redis, under policy, its minute limit in memory, and returns the
+	// response and its headers.
+	ask := func(t *testing.T, policy redislimit.FailPolicy) func(refund bool, keys ...string) (*pb.RateLimitResponse, map[string]string) {
+		redisLimits := redislimit.Factory(client, redislimit.WithFailPolicy(policy), redislimit.WithPrefix(t.Name()+":"))
+		mixed := func(c hotlimit.Config, opts ...hotlimit.Option) (hotlimit.Limiter, error) {
+			if c.Window >= time.Hour {
+				return redisLimits(c, opts...)
+			}
+			return service.NewLimiter(c, opts...)
+		}
+		s, err := New(cfg, WithClock(now.Load), WithBackendErrors(false), WithHeaders(HeadersReference|HeadersDraft),
+			WithLogger(slog.New(slog.DiscardHandler)), WithLimiterOptions(hotlimit.WithFactory(mixed)))
+		require.NoError(t, err)
+		return func(refund bool, keys ...string) (*pb.RateLimitResponse, map[string]string) {
+			t.Helper()
+			req := &pb.RateLimitRequest{Domain: "undecided"}
+			for _, k := range keys {
+				req.Descriptors = append(req.Descriptors, &rlext.RateLimitDescriptor{
+					Entries: []*rlext.RateLimitDescriptor_Entry{{Key: k, Value: "v"}}, IsNegativeHits: refund,
+				})
+			}
+			resp, err := s.ShouldRateLimit(context.Background(), req)
+			require.NoError(t, err)
+			got := map[string]string{}
+			for _, hv := range resp.ResponseHeadersToAdd {
+				got[hv.Key] = hv.Value
+			}
+			return resp, got
+		}
+	}
+	red := map[string]string{"RateLimit-Limit": "100", "RateLimit-Policy": `"fixedwindow-100-1h";q=100;w=3600`}
+	red2 := map[string]string{"RateLimit-Limit": "50", "RateLimit-Policy": `"fixedwindow-50-1h";q=50;w=3600`}
+	shadow := map[string]string{"RateLimit-Limit": "1", "RateLimit-Policy": `"fixedwindow-1-1h";q=1;w=3600`}
+	mem := func(left int) map[string]string {
+		r := strconv.Itoa(left)
+		return map[string]string{
+			"RateLimit-Limit": "1000", "RateLimit-Remaining": r, "RateLimit-Reset": "59",
+			"RateLimit-Policy": `"fixedwindow-1000-1m";q=1000;w=60`, "RateLimit": `"fixedwindow-1000-1m";r=` + r + ";t=59",
+		}
+	}
+	for _, policy := range []redislimit.FailPolicy{redislimit.FailOpen, redislimit.FailLocal} {
+		t.Run(policy.String(), func(t *testing.T) {
+			ask := ask(t, policy)
+			resp, got := ask(false, "red")
+			require.Equal(t, pb.RateLimitResponse_OK, resp.OverallCode, "the failure policy passes")
+			assert.Equal(t, red, got, "red alone could not decide: its limit and policy, no numbers")
+
+			resp, got = ask(false, "red2", "red")
+			require.Equal(t, pb.RateLimitResponse_OK, resp.OverallCode)
+			assert.Equal(t, red2, got, "none decided: the one named, red2, without its numbers")
+			_, got = ask(false, "red", "red2")
+			assert.Contains(t, []map[string]string{red, red2}, got, "in either order")
+
+			_, got = ask(false, "mem", "red")
+			assert.Equal(t, mem(999), got, "mem decided: named, with its numbers")
+			_, got = ask(false, "red", "mem")
+			assert.Equal(t, mem(998), got, "in either order")
+
+			_, got = ask(true, "red")
+			assert.Equal(t, red, got, "nor a give-back Redis could not take")
+
+			for range 2 { // FailLocal's count of 1 is over the second time
+				resp, got = ask(false, "shadow")
+				require.Equal(t, pb.RateLimitResponse_OK, resp.OverallCode, "shadow mode passes")
+				assert.Equal(t, shadow, got, "a shadow limit that could not decide")
+			}
+		})
+	}
+	t.Run("closed", func(t *testing.T) {
+		ask := ask(t, redislimit.FailClosed)
+		resp, got := ask(false, "red")
+		require.Equal(t, pb.RateLimitResponse_OVER_LIMIT, resp.OverallCode, "FailClosed denies")
+		assert.Equal(t, map[string]string{
+			"RateLimit-Limit": "100", "RateLimit-Remaining": "0", "RateLimit-Reset": "3599",
+			"RateLimit-Policy": `"fixedwindow-100-1h";q=100;w=3600`, "RateLimit": `"fixedwindow-100-1h";r=0;t=3599`,
+		}, got, "red denied the request, though it could not decide: the denial is named with its numbers")
+	})
 }
