@@ -47,4 +47,4 @@ func Growths[C any](m *Map[C]) int64 { return m.cells.Stats().TotalGrowths }
 
 // Listing returns how many insertions and revivals have published a node in
 // the map and not yet listed it, as SweepAll reads it.
-func Listing[C any](m *Map[C]) int64 { return m.listing.Load() }
+func Listing[C any](m *Map[C]) int64 { return m.listing.count() }

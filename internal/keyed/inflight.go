@@ -1,0 +1,60 @@
+package keyed
+
+import (
+	"math/rand/v2"
+	"sync/atomic"
+)
+
+// inflightStripes is how many counters an inflight spreads its count over:
+// enough that insertions on different CPUs seldom share one.
+const inflightStripes = 8
+
+// inflight counts the insertions and revivals between publishing a node in
+// the map and listing it (see SweepAll). One counter would be written twice
+// by every insertion, from every CPU: on two cores its cache line moving
+// between them made an insertion into a map under contention about a third
+// slower. So the count is spread over stripes, each on a cache line of its
+// own. An insertion adds its one to a stripe it picks at random and takes it
+// off the same stripe: a stripe counts the insertions under way that picked
+// it, and never reads below zero. The count is zero when every stripe reads
+// zero; idle reads them one at a time, which is enough for SweepAll (see
+// there).
+type inflight struct {
+	stripes [inflightStripes]struct {
+		n atomic.Int64
+		_ [56]byte // a cache line per stripe
+	}
+}
+
+// enter counts an insertion in and returns the stripe that exit takes it off.
+func (f *inflight) enter() int {
+	i := int(rand.Uint32() % inflightStripes)
+	f.stripes[i].n.Add(1)
+	return i
+}
+
+// exit counts out the insertion that enter counted in on stripe i.
+func (f *inflight) exit(i int) {
+	f.stripes[i].n.Add(-1)
+}
+
+// idle reports whether each stripe read zero, reading them in turn: every
+// insertion counted in before the first reading was counted out before the
+// reading of its stripe, so before idle returned.
+func (f *inflight) idle() bool {
+	for i := range f.stripes {
+		if f.stripes[i].n.Load() != 0 {
+			return false
+		}
+	}
+	return true
+}
+
+// count returns the sum of the stripes, read in turn.
+func (f *inflight) count() int64 {
+	var sum int64
+	for i := range f.stripes {
+		sum += f.stripes[i].n.Load()
+	}
+	return sum
+}
