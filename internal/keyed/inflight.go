@@ -38,11 +38,16 @@ func (f *inflight) exit(i int) {
 	f.stripes[i].n.Add(-1)
 }
 
-// idle reports whether each stripe read zero, reading them in turn: every
-// insertion counted in before the first reading was counted out before the
-// reading of its stripe, so before idle returned.
-func (f *inflight) idle() bool {
+// idle reports whether each stripe read zero, reading them in turn. When it
+// reports true, every insertion counted in before it began was counted out
+// before it read that insertion's stripe (which counts the insertion until
+// then), so before idle returned. hook, the map's test hook (nil outside
+// tests), is called with "stripe" between the readings of two stripes.
+func (f *inflight) idle(hook func(step string)) bool {
 	for i := range f.stripes {
+		if i > 0 && hook != nil {
+			hook("stripe")
+		}
 		if f.stripes[i].n.Load() != 0 {
 			return false
 		}

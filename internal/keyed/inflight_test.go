@@ -13,19 +13,19 @@ import (
 // order.
 func TestInflightCountsOutOnTheStripeCountedIn(t *testing.T) {
 	var f inflight
-	require.True(t, f.idle())
+	require.True(t, f.idle(nil))
 	var in []int
 	for range 100 {
 		in = append(in, f.enter())
 	}
 	assert.EqualValues(t, 100, f.count())
 	for k := len(in) - 1; k >= 0; k-- { // the reverse order
-		require.False(t, f.idle(), "%d still counted in", k+1)
+		require.False(t, f.idle(nil), "%d still counted in", k+1)
 		f.exit(in[k])
 		for i := range f.stripes {
 			require.GreaterOrEqual(t, f.stripes[i].n.Load(), int64(0), "stripe %d", i)
 		}
 	}
-	assert.True(t, f.idle())
+	assert.True(t, f.idle(nil))
 	assert.Zero(t, f.count())
 }

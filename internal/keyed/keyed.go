@@ -694,7 +694,7 @@ func (m *Map[C]) sweepTo(kill func(*C) bool, stop *node[C], watch bool) (deleted
 	visits := 0
 	for n := prev.next.Load(); n != nil && n != stop; {
 		if visits++; watch && !idle && visits%watchEvery == 0 {
-			idle = m.listing.idle()
+			idle = m.listing.idle(m.hook)
 		}
 		next := n.next.Load()
 		kept, gone := m.visit(prev, n, next, kill)
@@ -707,7 +707,7 @@ func (m *Map[C]) sweepTo(kill func(*C) bool, stop *node[C], watch bool) (deleted
 		n = next
 	}
 	if watch && !idle {
-		idle = m.listing.idle()
+		idle = m.listing.idle(m.hook)
 	}
 	return deleted, idle
 }
@@ -775,7 +775,7 @@ func (m *Map[C]) SweepMap(kill func(*C) bool) int {
 // only then does SweepMap reach the cells not yet listed. Either way, a cell
 // in the map throughout the call, or published before it, is visited or dead.
 func (m *Map[C]) SweepAll(kill func(*C) bool) int {
-	quiet := m.listing.idle() // before the walk reads head.next
+	quiet := m.listing.idle(m.hook) // before the walk reads head.next
 	first := m.head.next.Load()
 	n, idle := m.sweepTo(kill, nil, !quiet)
 	switch {
