@@ -9,20 +9,29 @@ import (
 // enough that insertions on different CPUs seldom share one.
 const inflightStripes = 8
 
-// inflight counts the insertions and revivals between publishing a node in
-// the map and listing it (see SweepAll). One counter would be written twice
-// by every insertion, from every CPU: on two cores its cache line moving
-// between them made an insertion into a map under contention about a third
-// slower. So the count is spread over stripes, each on a cache line of its
-// own. An insertion adds its one to a stripe it picks at random and takes it
-// off the same stripe: a stripe counts the insertions under way that picked
-// it, and never reads below zero. The count is zero when every stripe reads
-// zero; idle reads them one at a time, which is enough for SweepAll (see
-// there).
+// inflight counts the insertions and revivals under way: each is counted
+// in before it publishes a node in the map and out once it has listed the
+// node, or found it publishes none (see SweepAll). One counter would be
+// written twice by every insertion, from every CPU: on two cores its cache
+// line moving between them made an insertion into a map under contention
+// take about 1.4 times as long. So the count is spread over stripes, each on
+// a cache line of its own. An insertion adds its one to a stripe it picks at
+// random and takes it off the same stripe: a stripe counts the insertions
+// under way that picked it, and never reads below zero. The count is zero
+// when every stripe reads zero; idle reads them one at a time, which is
+// enough for SweepAll (see there).
+//
+// A line that holds a stripe's counter holds at most 56 bytes on either side
+// of it: 56 bytes of padding on either side keep any other counter, and the
+// Map's fields around the inflight, off that line wherever the Map lies. (A
+// Map need not start on a line: the allocator puts a header before one this
+// large. With no padding before the first counter, that counter would share
+// the line of the list's head, which every insertion's push writes.)
 type inflight struct {
+	_       [56]byte // the field before off the first stripe's line
 	stripes [inflightStripes]struct {
 		n atomic.Int64
-		_ [56]byte // a cache line per stripe
+		_ [56]byte // the next stripe, or the field after, off this one's line
 	}
 }
 

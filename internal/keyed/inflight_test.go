@@ -2,6 +2,7 @@ package keyed
 
 import (
 	"testing"
+	"unsafe"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -28,4 +29,26 @@ func TestInflightCountsOutOnTheStripeCountedIn(t *testing.T) {
 	}
 	assert.True(t, f.idle(nil))
 	assert.Zero(t, f.count())
+}
+
+// TestInflightStripesKeepTheirCacheLines: no 64-byte cache line holding a
+// stripe's counter holds another's, or the Map field before or after the
+// inflight, wherever the Map lies in memory. A line holding the counter's 8
+// bytes holds at most 56 bytes on either side of them, so 56 bytes of
+// padding on either side keep everything else off it. A Map does not start
+// on a line (the allocator puts a header before it): with no padding before
+// the first counter, that counter shared its line with the list's head,
+// which every insertion's push writes.
+func TestInflightStripesKeepTheirCacheLines(t *testing.T) {
+	var f inflight
+	const pad = 64 - unsafe.Sizeof(f.stripes[0].n)
+	at := func(i int) uintptr {
+		return uintptr(unsafe.Pointer(&f.stripes[i].n)) - uintptr(unsafe.Pointer(&f))
+	}
+	assert.GreaterOrEqual(t, at(0), pad, "padding before the first stripe")
+	for i := 1; i < inflightStripes; i++ {
+		assert.GreaterOrEqual(t, at(i)-at(i-1), uintptr(64), "stripe %d after stripe %d", i, i-1)
+	}
+	last := at(inflightStripes-1) + unsafe.Sizeof(f.stripes[0].n)
+	assert.GreaterOrEqual(t, unsafe.Sizeof(f)-last, pad, "padding after the last stripe")
 }
