@@ -63,12 +63,3 @@ func (f *inflight) idle(hook func(step string)) bool {
 	}
 	return true
 }
-
-// count returns the sum of the stripes, read in turn.
-func (f *inflight) count() int64 {
-	var sum int64
-	for i := range f.stripes {
-		sum += f.stripes[i].n.Load()
-	}
-	return sum
-}

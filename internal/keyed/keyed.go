@@ -314,13 +314,12 @@ func (m *Map[C]) insert(key string) *C {
 
 // list ends an insertion or a revival counted in listing: it lists n, the
 // node the caller published in the map (nil when it published none), and
-// then takes the caller's one off listing, from the stripe it added it to
-// (see SweepAll). Callers defer it
-// across the walk they may make between publishing and listing, which calls
-// the limiter's judge and kill function: were a panic there to skip it, the
-// node would stay in the map unlisted, never evicted by the walks, and
-// listing would stay above zero, so that every later SweepAll passed over
-// the whole map.
+// then takes the caller's one off listing, from stripe, the one it added it
+// to (see SweepAll). Callers defer it across the walk they may make between
+// publishing and listing, which calls the limiter's judge and kill function:
+// were a panic there to skip it, the node would stay in the map unlisted,
+// never evicted by the walks, and its stripe would stay above zero, so that
+// every later SweepAll passed over the whole map.
 func (m *Map[C]) list(n *node[C], stripe int) {
 	if n != nil {
 		if m.hook != nil {
@@ -753,27 +752,28 @@ func (m *Map[C]) SweepMap(kill func(*C) bool) int {
 // one to listing before it publishes its node in the map, and takes it off
 // after it has listed the node (also when the walk it may make in between
 // panics: see list), or found it publishes none; atomics are sequentially
-// consistent. listing is striped (see inflight): an insertion takes its one
+// consistent. The count is striped (see inflight): an insertion takes its one
 // off the stripe it added it to, and a reading finds listing zero when it
 // reads each stripe zero in turn, so only if every insertion that had added
-// its one before the reading began had taken it off before the reading ended.
-// If SweepAll's reading at its start finds listing zero, every insertion that
-// had added its one before SweepAll started had also taken it off by the end
-// of that reading, after its push: its node was listed before the walk read
-// head.next, and so is visited unless it is dead (unlinked nodes are dead).
-// Any other insertion adds its one after SweepAll started, and publishes its
-// node later still: a cell out of the walk's reach that is not dead was
-// published after SweepAll started, and everyone who took it from the map did
-// so later. If the reading at the start does not find listing zero, but a
-// later reading, during the walk or at its end, does, every insertion under
-// way at the start has listed its node since, before that reading ended:
-// before the walk read head.next, so the walk visited it, or after SweepAll
-// read first, the node then at the front, so ahead of first (pushes go in
-// front, and next leads to older nodes), where a second walk, from head to
-// first, visits it. Insertions are short, so over a long walk a reading finds
-// listing zero unless one stalls throughout, or keys flood in without a pause;
-// only then does SweepMap reach the cells not yet listed. Either way, a cell
-// in the map throughout the call, or published before it, is visited or dead.
+// its one before the reading began had taken it off before the reading read
+// its stripe, before the reading ended. If SweepAll's reading at its start
+// finds listing zero, every insertion that had added its one before SweepAll
+// started had also taken it off by the end of that reading, after its push:
+// its node was listed before the walk read head.next, and so is visited
+// unless it is dead (unlinked nodes are dead). Any other insertion adds its
+// one after SweepAll started, and publishes its node later still: a cell out
+// of the walk's reach that is not dead was published after SweepAll started,
+// and everyone who took it from the map did so later. If the reading at the
+// start does not find listing zero, but a later reading, during the walk or
+// at its end, does, every insertion that had added its one before SweepAll
+// started has listed its node since, before that reading ended: before the
+// walk read head.next, so the walk visited it, or after SweepAll read first,
+// the node then at the front, so ahead of first (pushes go in front, and next
+// leads to older nodes), where a second walk, from head to first, visits it.
+// Insertions are short, so over a long walk a reading finds listing zero
+// unless one stalls throughout, or keys flood in without a pause; only then
+// does SweepMap reach the cells not yet listed. Either way, a cell in the map
+// throughout the call, or published before it, is visited or dead.
 func (m *Map[C]) SweepAll(kill func(*C) bool) int {
 	quiet := m.listing.idle(m.hook) // before the walk reads head.next
 	first := m.head.next.Load()
