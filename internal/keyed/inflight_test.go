@@ -1,11 +1,14 @@
 package keyed
 
 import (
+	"strconv"
 	"testing"
 	"unsafe"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/hotlimit/hotlimit"
 )
 
 // TestInflightCountsOutOnTheStripeCountedIn: exit takes an insertion off
@@ -51,4 +54,25 @@ func TestInflightStripesKeepTheirCacheLines(t *testing.T) {
 	}
 	last := at(inflightStripes-1) + unsafe.Sizeof(f.stripes[0].n)
 	assert.GreaterOrEqual(t, unsafe.Sizeof(f)-last, pad, "padding after the last stripe")
+}
+
+// TestInsertionAllocatesItsKeyNodeAndEntryOnly: counting an insertion in and
+// out allocates nothing (the stripe is drawn from the runtime's own
+// generator), so that an insertion into a table that does not grow allocates
+// the copy of its key, its node and the map's entry, and nothing else.
+func TestInsertionAllocatesItsKeyNodeAndEntryOnly(t *testing.T) {
+	var f inflight
+	assert.Zero(t, testing.AllocsPerRun(100, func() { f.exit(f.enter()) }), "counting in and out")
+	never := func() func(*int64) bool { return func(*int64) bool { return false } }
+	m := New(nil, never, hotlimit.Options{MaxKeys: 1000}) // sized up front: no growth
+	keys := make([]string, 101)                           // AllocsPerRun runs once more than asked
+	for i := range keys {
+		keys[i] = "k" + strconv.Itoa(i)
+	}
+	i := 0
+	assert.EqualValues(t, 3, testing.AllocsPerRun(100, func() {
+		m.Get(keys[i])
+		i++
+	}), "an insertion")
+	assert.Equal(t, len(keys), m.Len(), "each run inserted a key")
 }
