@@ -23,10 +23,11 @@ func Reserved[C any](m *Map[C]) int64 { return m.count.Load() }
 // walker read its chunk and is about to move the cursor), "claimed" (it
 // moved it, and is about to visit), "revive" (Revive made its key cap check
 // and is about to insert), "drop" (Drop found its key mapping to the dead
-// cell and is about to delete it), and "remove" (a deletion found the key
+// cell and is about to delete it), "remove" (a deletion found the key
 // mapping to the dead node, and is about to delete it if it still does),
-// and "push" (an insertion or a revival published its fresh node in the map
-// and is about to list it).
+// "push" (an insertion or a revival published its fresh node in the map
+// and is about to list it), and "stripe" (a reading of the insertions under
+// way, as SweepAll makes, read a stripe zero and is about to read the next).
 // Set it before the goroutines that use the map start.
 func OnStep[C any](m *Map[C], f func(step string)) { m.hook = f }
 
@@ -45,6 +46,43 @@ func Walk[C any](m *Map[C], budget, chunk int, first bool) int {
 // Growths returns how many times the map's table has grown.
 func Growths[C any](m *Map[C]) int64 { return m.cells.Stats().TotalGrowths }
 
-// Listing returns how many insertions and revivals have published a node in
-// the map and not yet listed it, as SweepAll reads it.
-func Listing[C any](m *Map[C]) int64 { return m.listing.Load() }
+// Listing returns how many insertions and revivals are under way, counted
+// in listing and not yet out: see count.
+func Listing[C any](m *Map[C]) int64 { return m.listing.count() }
+
+// count returns the sum of the stripes, read in turn: exact while no
+// insertion starts or ends.
+func (f *inflight) count() int64 {
+	var sum int64
+	for i := range f.stripes {
+		sum += f.stripes[i].n.Load()
+	}
+	return sum
+}
+
+// CountIn counts an insertion in on stripe, as an insertion that picked it
+// does before it publishes its node: it draws stripes as one does until it
+// draws stripe, and takes each other draw back (not through exit) as if it
+// had never been made. It returns the stripe to pass to CountOut.
+func CountIn[C any](m *Map[C], stripe int) int {
+	for {
+		i := m.listing.enter()
+		if i == stripe {
+			return i
+		}
+		m.listing.stripes[i].n.Add(-1)
+	}
+}
+
+// CountOut counts out the insertion CountIn counted in on stripe, as an
+// insertion does once it has listed its node.
+func CountOut[C any](m *Map[C], stripe int) { m.listing.exit(stripe) }
+
+// Stripes returns the count of the insertions under way on each stripe.
+func Stripes[C any](m *Map[C]) []int64 {
+	s := make([]int64, len(m.listing.stripes))
+	for i := range s {
+		s[i] = m.listing.stripes[i].n.Load()
+	}
+	return s
+}

@@ -205,7 +205,7 @@ type Map[C any] struct {
 	judge   func() func(c *C) bool  // a kill function for the current time
 	gone    func(c *C) bool         // reports a listed cell out of the map: see Drop
 	head    node[C]                 // the sentinel; only head.next is used
-	listing atomic.Int64            // insertions and revivals between publishing a node and listing it: see SweepAll
+	listing inflight                // insertions and revivals between publishing a node and listing it: see SweepAll
 	at      atomic.Pointer[node[C]] // the bounded walks' cursor: see "Walks"
 	count   atomic.Int64            // keys held or reserved, when maxKeys > 0
 	debt    atomic.Int64            // auto-sweep visits owed, in all
@@ -280,29 +280,29 @@ func (m *Map[C]) insert(key string) *C {
 		m.hook("miss")
 	}
 	key = strings.Clone(key)
-	m.listing.Add(1) // before the node can be in the map: see SweepAll
+	stripe := m.listing.enter() // before the node can be in the map: see SweepAll
 	n, inserted := m.publish(key)
 	if n == nil && m.maxKeys > 0 {
 		// No room: evict idle keys to make some (outside the bucket lock
 		// publish takes: a walk deletes keys, which locks their buckets),
 		// and try once more.
-		m.listing.Add(-1) // no node published: the walk may be long
+		m.listing.exit(stripe) // no node published: the walk may be long
 		m.walk(MaxVisits, capChunk, m.judge(), int64(m.maxKeys))
-		m.listing.Add(1)
+		stripe = m.listing.enter()
 		n, inserted = m.publish(key)
 	}
 	if n == nil {
-		m.listing.Add(-1)
+		m.listing.exit(stripe)
 		return nil
 	}
 	if !inserted {
-		m.listing.Add(-1)
+		m.listing.exit(stripe)
 		return &n.cell
 	}
 	// Deferred, so that the node is listed, and counted out of listing,
 	// also when the step below panics (the limiter's clock, or its kill
 	// function): see list.
-	defer m.list(n)
+	defer m.list(n, stripe)
 	if m.autoMin > 0 && m.cells.Size() > m.autoMin {
 		// The map was at the threshold or above before this insertion.
 		// Before the push: this caller's fresh cell, not yet listed, is
@@ -314,20 +314,20 @@ func (m *Map[C]) insert(key string) *C {
 
 // list ends an insertion or a revival counted in listing: it lists n, the
 // node the caller published in the map (nil when it published none), and
-// then takes the caller's one off listing (see SweepAll). Callers defer it
-// across the walk they may make between publishing and listing, which calls
-// the limiter's judge and kill function: were a panic there to skip it, the
-// node would stay in the map unlisted, never evicted by the walks, and
-// listing would stay above zero, so that every later SweepAll passed over
-// the whole map.
-func (m *Map[C]) list(n *node[C]) {
+// then takes the caller's one off listing, from stripe, the one it added it
+// to (see SweepAll). Callers defer it across the walk they may make between
+// publishing and listing, which calls the limiter's judge and kill function:
+// were a panic there to skip it, the node would stay in the map unlisted,
+// never evicted by the walks, and its stripe would stay above zero, so that
+// every later SweepAll passed over the whole map.
+func (m *Map[C]) list(n *node[C], stripe int) {
 	if n != nil {
 		if m.hook != nil {
 			m.hook("push")
 		}
 		m.push(n)
 	}
-	m.listing.Add(-1) // after the push: see SweepAll
+	m.listing.exit(stripe) // after the push: see SweepAll
 }
 
 // publish returns key's node, putting a fresh one in the map if key is not
@@ -638,7 +638,7 @@ func (m *Map[C]) Revive(key string, dead *C) *C {
 	inserted := false
 	// Compute stores the key it is given, also when it replaces a value.
 	key = strings.Clone(key)
-	m.listing.Add(1) // before the fresh node can be in the map: see SweepAll
+	stripe := m.listing.enter() // before the fresh node can be in the map: see SweepAll
 	n, _ := m.cells.Compute(key, func(old *node[C], loaded bool) (*node[C], bool) {
 		if loaded && &old.cell != dead {
 			return old, false
@@ -653,7 +653,7 @@ func (m *Map[C]) Revive(key string, dead *C) *C {
 	// Deferred, so that the fresh node (nil when a live cell replaced dead)
 	// is listed, and counted out of listing, also when the walk below
 	// panics: see list.
-	defer m.list(fresh)
+	defer m.list(fresh, stripe)
 	if inserted && !barren && m.count.Load() > int64(m.maxKeys) {
 		// The re-insertion put the map over the cap: other keys took the
 		// room there was at the check above, or that the walk above made;
@@ -693,7 +693,7 @@ func (m *Map[C]) sweepTo(kill func(*C) bool, stop *node[C], watch bool) (deleted
 	visits := 0
 	for n := prev.next.Load(); n != nil && n != stop; {
 		if visits++; watch && !idle && visits%watchEvery == 0 {
-			idle = m.listing.Load() == 0
+			idle = m.listing.idle(m.hook)
 		}
 		next := n.next.Load()
 		kept, gone := m.visit(prev, n, next, kill)
@@ -706,7 +706,7 @@ func (m *Map[C]) sweepTo(kill func(*C) bool, stop *node[C], watch bool) (deleted
 		n = next
 	}
 	if watch && !idle {
-		idle = m.listing.Load() == 0
+		idle = m.listing.idle(m.hook)
 	}
 	return deleted, idle
 }
@@ -751,26 +751,31 @@ func (m *Map[C]) SweepMap(kill func(*C) bool) int {
 // Why the walk reaches every cell in the map. An insertion (a revival) adds
 // one to listing before it publishes its node in the map, and takes it off
 // after it has listed the node (also when the walk it may make in between
-// panics: see list), or found it publishes none; atomics are
-// sequentially consistent. If SweepAll reads listing = 0 at its start, every
-// insertion that had added its one by then had also taken it off, after its
-// push: its node was listed before the walk read head.next, and so is
-// visited unless it is dead (unlinked nodes are dead). Any other insertion
-// adds its one after that reading, and publishes its node later still: a
-// cell out of the walk's reach that is not dead was published after SweepAll
-// started, and everyone who took it from the map did so later. If listing >
-// 0 at the start, but a later reading, during the walk or at its end, finds
-// it zero, every insertion under way at the start has listed its node since,
-// before that reading: before the walk read head.next, so the walk visited
-// it, or after SweepAll read first, the node then at the front, so ahead of
-// first (pushes go in front, and next leads to older nodes), where a second
-// walk, from head to first, visits it. Insertions are short, so over a long
-// walk a reading finds listing zero unless one stalls throughout, or keys
-// flood in without a pause; only then does SweepMap reach the cells not yet
-// listed. Either way, a cell in the map throughout the call, or published
-// before it, is visited or dead.
+// panics: see list), or found it publishes none; atomics are sequentially
+// consistent. The count is striped (see inflight): an insertion takes its one
+// off the stripe it added it to, and a reading finds listing zero when it
+// reads each stripe zero in turn, so only if every insertion that had added
+// its one before the reading began had taken it off before the reading read
+// its stripe, before the reading ended. If SweepAll's reading at its start
+// finds listing zero, every insertion that had added its one before SweepAll
+// started had also taken it off by the end of that reading, after its push:
+// its node was listed before the walk read head.next, and so is visited
+// unless it is dead (unlinked nodes are dead). Any other insertion adds its
+// one after SweepAll started, and publishes its node later still: a cell out
+// of the walk's reach that is not dead was published after SweepAll started,
+// and everyone who took it from the map did so later. If the reading at the
+// start does not find listing zero, but a later reading, during the walk or
+// at its end, does, every insertion that had added its one before SweepAll
+// started has listed its node since, before that reading ended: before the
+// walk read head.next, so the walk visited it, or after SweepAll read first,
+// the node then at the front, so ahead of first (pushes go in front, and next
+// leads to older nodes), where a second walk, from head to first, visits it.
+// Insertions are short, so over a long walk a reading finds listing zero
+// unless one stalls throughout, or keys flood in without a pause; only then
+// does SweepMap reach the cells not yet listed. Either way, a cell in the map
+// throughout the call, or published before it, is visited or dead.
 func (m *Map[C]) SweepAll(kill func(*C) bool) int {
-	quiet := m.listing.Load() == 0 // before the walk reads head.next
+	quiet := m.listing.idle(m.hook) // before the walk reads head.next
 	first := m.head.next.Load()
 	n, idle := m.sweepTo(kill, nil, !quiet)
 	switch {

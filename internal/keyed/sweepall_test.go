@@ -1,6 +1,7 @@
 package keyed_test
 
 import (
+	"slices"
 	"strconv"
 	"sync/atomic"
 	"testing"
@@ -181,4 +182,60 @@ func TestSweepAllReachesACellAboutToBeListed(t *testing.T) {
 			require.True(t, ran, "the %s listed its cell", path)
 		})
 	}
+}
+
+// TestSweepAllReachesACellAboutToBeListedWhileOthersComeAndGo: an insertion
+// that has published its fresh cell and is about to list it stays counted
+// on the stripe it picked until it has listed it, whatever other insertions
+// do meanwhile. Here SweepAll's first reading has read each stripe before
+// that one zero when, before it reads that one, an insertion comes and goes
+// on each of the stripes already read. Were an insertion to take its one off
+// another stripe than the one it added it to (the next one, say), the last
+// of them would take it off the stripe of the insertion under way: the
+// reading would find every stripe zero, and SweepAll, walking the list
+// alone, would never judge the cell.
+func TestSweepAllReachesACellAboutToBeListedWhileOthersComeAndGo(t *testing.T) {
+	for range 100 { // until the insertion picks a stripe read after another
+		m := newMap(0, 0)
+		stripe, reads, judged := -1, 0, 0
+		swept := false
+		keyed.OnStep(m, func(step string) {
+			switch {
+			case step == "push" && stripe < 0:
+				c, held := m.Peek("new")
+				require.True(t, held, "published")
+				require.Empty(t, keyed.Listed(m), "not listed yet")
+				counts := keyed.Stripes(m)
+				stripe = slices.Index(counts, 1)
+				require.GreaterOrEqual(t, stripe, 0, "the insertion counted in: %v", counts)
+				counts[stripe] = 0
+				require.Equal(t, make([]int64, len(counts)), counts, "no other")
+				if stripe == 0 {
+					return // read first: no insertion can come and go on a stripe read before it
+				}
+				swept = true
+				m.SweepAll(func(v *cell) bool {
+					if v == c {
+						judged++
+					}
+					return false
+				})
+			case step == "stripe" && swept:
+				if reads++; reads == stripe { // stripes 0 to stripe-1 read zero
+					for s := range stripe {
+						keyed.CountOut(m, keyed.CountIn(m, s))
+					}
+				}
+			}
+		})
+		m.Get("new")
+		if !swept {
+			continue
+		}
+		require.GreaterOrEqual(t, reads, stripe, "the reading stood before the insertion's stripe")
+		assert.Equal(t, 1, judged, "SweepAll judged the cell about to be listed (stripe %d)", stripe)
+		assert.Zero(t, keyed.Listing(m), "every insertion counted out")
+		return
+	}
+	t.Fatal("every insertion picked the first stripe")
 }
