@@ -1,6 +1,10 @@
 package hotlimit
 
-import "github.com/hotlimit/hotlimit/internal/nilness"
+import (
+	"slices"
+
+	"github.com/hotlimit/hotlimit/internal/nilness"
+)
 
 // Outcome classifies a decision for an [Observer]. The zero value names none.
 type Outcome uint8
@@ -125,7 +129,8 @@ const DefaultNearLimit = 0.2
 
 // WithObserver makes a service.Service report each decision of its rules
 // and of TakeWith to o, and redislimit's limiters report their fallbacks to
-// it when it is a [FallbackObserver]. A nil o reports nothing, and so does
+// it when it is a [FallbackObserver], and themselves, as they are built,
+// when it is a [BackendObserver]. A nil o reports nothing, and so does
 // an o that holds a nil pointer or function (a nil [ObserverFunc], or a
 // nil *hotlimitprom.Metrics of a program whose metrics are off). The in-memory
 // limiter constructors (tokenbucket.New and the others) ignore it: a limiter
@@ -187,8 +192,9 @@ func ClassifyCapacity(d Decision, shadow bool, nearLimit float64, capacity int) 
 type Fallback struct {
 	// Backend names the backend, such as "redis".
 	Backend string
-	// Reason says why, from a small fixed set fit for a metric label:
-	// "timeout", "breaker_open", "canceled", "clock_range" or "error".
+	// Reason says why, from a small fixed set fit for a metric label,
+	// [FallbackReasons]: "timeout", "breaker_open", "canceled",
+	// "clock_range" or "error".
 	Reason string
 	// Policy is the limit the backend enforces.
 	Policy Config
@@ -205,11 +211,33 @@ type FallbackObserver interface {
 	ObserveFallback(Fallback)
 }
 
+// fallbackReasons is the set a [Fallback]'s Reason is from.
+var fallbackReasons = [...]string{"timeout", "breaker_open", "canceled", "clock_range", "error"}
+
+// FallbackReasons returns the reasons a [Fallback] gives, in a new slice:
+// "timeout", "breaker_open", "canceled", "clock_range" and "error".
+func FallbackReasons() []string { return slices.Clone(fallbackReasons[:]) }
+
+// BackendObserver is a [FallbackObserver] that also hears of each limiter
+// built on a backend, before any of its fallbacks: the limiter's constructor
+// calls ObserveBackend with the name its Fallbacks give as Backend
+// (redislimit.New, with "redis"), once per limiter, so once per limit of a
+// service's rules and again at each reload. An exporter counts there, at 0,
+// the backend's fallbacks for each of [FallbackReasons], so that a counter
+// exists before its first fallback: Prometheus' rate() and increase() count
+// nothing into a series' first sample, and would miss a first outage that
+// starts the series. ObserveBackend must be safe for concurrent use.
+type BackendObserver interface {
+	FallbackObserver
+	ObserveBackend(backend string)
+}
+
 // Observers returns an [Observer] that passes every decision to each of obs,
-// in order, and every [Fallback] to each of them that is a
-// [FallbackObserver]: give it to [WithObserver] to report to two exporters at
-// once, such as hotlimitprom and hotlimitotel while moving from one to the
-// other. (An [ObserverFunc] that calls both would lose the fallbacks, as a
+// in order, every [Fallback] to each of them that is a [FallbackObserver],
+// and every backend a limiter is built on to each that is a
+// [BackendObserver]: give it to [WithObserver] to report to two exporters
+// at once, such as hotlimitprom and hotlimitotel while moving from one to
+// the other. (An [ObserverFunc] that calls both would lose the fallbacks, as a
 // function is no FallbackObserver.) The nil ones, and those holding a nil
 // pointer or function, are left out; with none left Observers returns nil,
 // which reports nothing, and with one it returns that one. Observers
@@ -260,5 +288,14 @@ func (f *fanOut) Unwrap() []Observer { return f.all }
 func (f *fanOut) ObserveFallback(fb Fallback) {
 	for _, o := range f.fallbacks {
 		o.ObserveFallback(fb)
+	}
+}
+
+// ObserveBackend passes backend to every observer that hears of backends.
+func (f *fanOut) ObserveBackend(backend string) {
+	for _, o := range f.fallbacks {
+		if b, ok := o.(BackendObserver); ok {
+			b.ObserveBackend(backend)
+		}
 	}
 }

@@ -77,6 +77,39 @@ func TestObserversLeaveOutNilOnes(t *testing.T) {
 	assert.Equal(t, int64(1), b.outcomes[hotlimit.OutcomeDenied].Load())
 }
 
+// backendTally is a fallbackTally that also hears of backends.
+type backendTally struct {
+	fallbackTally
+	backends []string
+}
+
+func (t *backendTally) ObserveBackend(b string) { t.backends = append(t.backends, b) }
+
+// TestObserversTellEveryBackendObserver: a backend told to Observers of
+// several reaches each of them that hears of backends, and no other, so
+// that each exporter counts the backend's fallbacks from 0.
+func TestObserversTellEveryBackendObserver(t *testing.T) {
+	var a, b backendTally
+	var f fallbackTally
+	var plain tally
+	o := hotlimit.Observers(&a, &f, &plain, &b)
+	bo, ok := o.(hotlimit.BackendObserver)
+	require.True(t, ok, "Observers of several must be a BackendObserver")
+	bo.ObserveBackend("redis")
+	assert.Equal(t, []string{"redis"}, a.backends)
+	assert.Equal(t, []string{"redis"}, b.backends)
+}
+
+// TestFallbackReasonsAreTheDocumentedSet: the set Fallback.Reason documents,
+// in a slice the caller may change without changing the next one.
+func TestFallbackReasonsAreTheDocumentedSet(t *testing.T) {
+	want := []string{"timeout", "breaker_open", "canceled", "clock_range", "error"}
+	got := hotlimit.FallbackReasons()
+	assert.Equal(t, want, got)
+	got[0] = "changed"
+	assert.Equal(t, want, hotlimit.FallbackReasons())
+}
+
 func TestObserversAllocateNothing(t *testing.T) {
 	var a tally
 	var b fallbackTally

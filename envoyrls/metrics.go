@@ -33,7 +33,8 @@ import (
 //	                                                                 refused as invalid, mostly)
 //	hotlimit_fallbacks_total{backend, reason}                        decisions the backend (Redis) could not make,
 //	                                                                 by reason: timeout, breaker_open, canceled,
-//	                                                                 clock_range, error
+//	                                                                 clock_range, error; each at 0 from the first
+//	                                                                 limiter built on the backend
 //	hotlimit_keys{limiter}                                           keys held, per function given to WatchKeys
 //
 // # Labels
@@ -91,11 +92,14 @@ import (
 // rule that comes back starts a new series from zero. Give a Metrics to one
 // Server: each Server's configuration replaces the other's rules.
 //
-// Metrics is a [hotlimit.FallbackObserver]: give it to [WithObserver] for the
+// Metrics is a [hotlimit.BackendObserver]: give it to [WithObserver] for the
 // decisions, to the backend's limiters with hotlimit.WithObserver (in the
 // options of redislimit.Factory) for its fallbacks, and register it with a
 // Prometheus registry. The fallbacks carry the name and labels hotlimitprom
-// gives them. A nil *Metrics, given to either, observes nothing, as for a
+// gives them, and, as there, each reason's series is at 0 from the building
+// of the first limiter on the backend (at the first configuration put in
+// force, before any request), so that increase(hotlimit_fallbacks_total[5m])
+// sees the first fallback. A nil *Metrics, given to either, observes nothing, as for a
 // program that builds its Metrics only when metrics are on. It is safe for
 // concurrent use.
 type Metrics struct {
@@ -364,9 +368,29 @@ func (m *Metrics) ObserveFallback(f hotlimit.Fallback) {
 	k := fallbackKey{labelValue(f.Backend), labelValue(f.Reason)}
 	c, ok := m.fallbacks.Load(k)
 	if !ok {
-		c, _ = m.fallbacks.LoadOrCompute(k, func() *atomic.Uint64 { return new(atomic.Uint64) })
+		c = m.fallbackCounter(k)
 	}
 	c.Add(1)
+}
+
+// ObserveBackend exports the fallbacks of backend, one series per reason of
+// [hotlimit.FallbackReasons], at 0 until they happen; see
+// [hotlimit.BackendObserver]. A limiter on Redis calls it as it is built. A
+// nil *Metrics observes nothing.
+func (m *Metrics) ObserveBackend(backend string) {
+	if m == nil {
+		return
+	}
+	backend = labelValue(backend)
+	for _, r := range hotlimit.FallbackReasons() {
+		m.fallbackCounter(fallbackKey{backend, r})
+	}
+}
+
+// fallbackCounter returns the counter of k, creating it at 0 the first time.
+func (m *Metrics) fallbackCounter(k fallbackKey) *atomic.Uint64 {
+	c, _ := m.fallbacks.LoadOrCompute(k, func() *atomic.Uint64 { return new(atomic.Uint64) })
+	return c
 }
 
 // ConfigLoaded counts a configuration put in force (ok) or rejected. A nil
@@ -464,6 +488,6 @@ func (m *Metrics) WatchKeys(name string, keys func() int) {
 }
 
 var (
-	_ hotlimit.FallbackObserver = (*Metrics)(nil)
-	_ prometheus.Collector      = (*Metrics)(nil)
+	_ hotlimit.BackendObserver = (*Metrics)(nil)
+	_ prometheus.Collector     = (*Metrics)(nil)
 )

@@ -119,6 +119,7 @@ func TestNilMetricsMethodsDoNothing(t *testing.T) {
 	require.NotPanics(t, func() {
 		m.ConfigLoaded(true)
 		m.ConfigLoaded(false)
+		m.ObserveBackend("redis")
 		m.WatchKeys("hotlimitd", func() int { return 1 })
 		m.WatchKeys("hotlimitd", nil)
 	})

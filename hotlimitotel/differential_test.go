@@ -120,11 +120,11 @@ func otelCounts(t *testing.T, reader *sdkmetric.ManualReader) map[string]float64
 }
 
 // both returns the observer that hands every event and fallback to
-// hotlimitprom's and hotlimitotel's Metrics, as the README wires them
+// hotlimitprom's and hotlimitotel's Metrics (and every backend built on), as the README wires them
 // (hotlimit.Observers), those Metrics, a /metrics handler of each (the
 // second through OpenTelemetry's Prometheus exporter) and a manual reader
 // of hotlimitotel's.
-func both(t *testing.T) (hotlimit.FallbackObserver, *hotlimitprom.Metrics, http.Handler, *hotlimitotel.Metrics, http.Handler, *sdkmetric.ManualReader) {
+func both(t *testing.T) (hotlimit.BackendObserver, *hotlimitprom.Metrics, http.Handler, *hotlimitotel.Metrics, http.Handler, *sdkmetric.ManualReader) {
 	t.Helper()
 	pm := hotlimitprom.New()
 	preg := prometheus.NewPedanticRegistry()
@@ -139,8 +139,8 @@ func both(t *testing.T) (hotlimit.FallbackObserver, *hotlimitprom.Metrics, http.
 	require.NoError(t, err)
 	t.Cleanup(func() { _ = om.Close() })
 	opts := promhttp.HandlerOpts{ErrorHandling: promhttp.HTTPErrorOnError}
-	obs, ok := hotlimit.Observers(pm, om).(hotlimit.FallbackObserver)
-	require.True(t, ok, "Observers of two FallbackObservers hears of fallbacks")
+	obs, ok := hotlimit.Observers(pm, om).(hotlimit.BackendObserver)
+	require.True(t, ok, "Observers of two BackendObservers hears of fallbacks and backends")
 	return obs, pm, promhttp.HandlerFor(preg, opts), om, promhttp.HandlerFor(oreg, opts), reader
 }
 
@@ -167,14 +167,30 @@ func (m *sequential) Observe(e hotlimit.Event) {
 	m.counts["requests "+rule+" "+outcome] += float64(max(e.N, 0))
 }
 
+// ObserveBackend counts a backend's fallbacks at 0 under each reason.
+func (m *sequential) ObserveBackend(backend string) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	for _, r := range hotlimit.FallbackReasons() {
+		m.counts["fallbacks "+strings.ToValidUTF8(backend, "\uFFFD")+" "+r] += 0
+	}
+}
+
+// ObserveFallback counts f under its backend and reason.
+func (m *sequential) ObserveFallback(f hotlimit.Fallback) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.counts["fallbacks "+strings.ToValidUTF8(f.Backend, "\uFFFD")+" "+strings.ToValidUTF8(f.Reason, "\uFFFD")]++
+}
+
 // TestBothModulesReportTheSameFactsAsASequentialModel: a service reporting
 // to hotlimitprom and hotlimitotel at once decides from many goroutines
 // under a frozen clock, on single-limit rules (whose outcomes do not
 // depend on the interleaving), a rule of two limits, TakeEach and
 // TakeWith; then
 // events no service makes (outcomes that name none, n of 0, negative and
-// math.MaxInt, no Source, names not valid UTF-8) and fallbacks, all
-// through hotlimit.Observers. A scrape of
+// math.MaxInt, no Source, names not valid UTF-8), backends built on and
+// fallbacks, all through hotlimit.Observers. A scrape of
 // hotlimitprom's /metrics, a collection of hotlimitotel, a scrape of it
 // through OpenTelemetry's Prometheus exporter, and the same calls made one
 // after another into a service counted by a plain model all hold the same
@@ -258,16 +274,33 @@ func TestBothModulesReportTheSameFactsAsASequentialModel(t *testing.T) {
 	if math.MaxInt == math.MaxInt64 {
 		want["requests odd denied"] = math.MaxInt64 // stops there
 	}
-	for range 3 {
-		obs.ObserveFallback(hotlimit.Fallback{Backend: "redis", Reason: "timeout"})
+	// A backend built on, before any fallback and again after some, as
+	// redislimit.New tells of it: its reasons at 0 until they happen. A
+	// reason outside the set, of a backend no limiter told of, counts once
+	// it happens.
+	fallbacks := []hotlimit.Fallback{
+		{Backend: "redis", Reason: "timeout"}, {Backend: "redis", Reason: "timeout"}, {Backend: "redis", Reason: "timeout"},
+		{Backend: "redis", Reason: "breaker_open"},
+		// Two backends whose names read alike once made valid UTF-8: one
+		// series, hotlimitprom's by its label, hotlimitotel's by the SDK.
+		{Backend: "bad\xff", Reason: "error"}, {Backend: "bad\xfe", Reason: "error"},
+		{Backend: "other", Reason: "odd"},
 	}
-	obs.ObserveFallback(hotlimit.Fallback{Backend: "redis", Reason: "breaker_open"})
-	want["fallbacks redis timeout"], want["fallbacks redis breaker_open"] = 3, 1
-	// Two backends whose names read alike once made valid UTF-8: one
-	// series, hotlimitprom's by its label, hotlimitotel's by the SDK.
-	obs.ObserveFallback(hotlimit.Fallback{Backend: "bad\xff", Reason: "error"})
-	obs.ObserveFallback(hotlimit.Fallback{Backend: "bad\xfe", Reason: "error"})
-	want["fallbacks bad\uFFFD error"] = 2
+	for _, b := range []string{"redis", "bad\xfe"} {
+		obs.ObserveBackend(b)
+		seq.ObserveBackend(b)
+	}
+	for _, f := range fallbacks {
+		obs.ObserveFallback(f)
+		seq.ObserveFallback(f)
+	}
+	for _, b := range []string{"redis", "bad\xff"} {
+		obs.ObserveBackend(b)
+		seq.ObserveBackend(b)
+	}
+	assert.Equal(t, 3.0, want["fallbacks redis timeout"])
+	assert.Equal(t, 2.0, want["fallbacks bad\uFFFD error"])
+	assert.Zero(t, want["fallbacks redis canceled"])
 	pm.WatchKeys("api", svc.Len)
 	om.WatchKeys("api", svc.Len)
 	want["keys api"] = float64(svc.Len())

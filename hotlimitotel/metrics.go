@@ -1,7 +1,7 @@
 // Package hotlimitotel records hotlimit's decisions with the OpenTelemetry
 // metric API.
 //
-// A [Metrics] is a [hotlimit.FallbackObserver]: give it to a service (or any
+// A [Metrics] is a [hotlimit.BackendObserver]: give it to a service (or any
 // limiter that reports to an observer) with [hotlimit.WithObserver]:
 //
 //	m, err := hotlimitotel.New(otel.GetMeterProvider().Meter("hotlimit"))
@@ -41,6 +41,15 @@
 // counts as outcome "unknown", reported once it happens. A count stops at
 // 2^63−1 rather than wrap around, so that no counter goes down even when
 // decisions on math.MaxInt requests (each counting n) add up past it.
+//
+// A backend's fallbacks are reported, under each reason at 0 until it
+// happens, from the building of the first limiter on it that reports to the
+// Metrics (see [Metrics.ObserveBackend]): for a service on
+// redislimit.Factory, as the service is made, before any request. So an
+// alert on increase(hotlimit_fallbacks_total[5m]) > 0 sees the first
+// outage, which would otherwise start its series, into whose first sample
+// increase() counts nothing. A program whose limiters are all in memory
+// reports no fallbacks.
 //
 // All four are asynchronous (observable) instruments: Observe adds to
 // counters of its own, one lock-free map load and two atomic adds, and the
@@ -327,12 +336,30 @@ func (m *Metrics) ObserveFallback(f hotlimit.Fallback) {
 	k := fallbackKey{f.Backend, f.Reason}
 	fc, ok := m.m.fallbackCounts.Load(k)
 	if !ok {
-		fc, _ = m.m.fallbackCounts.LoadOrCompute(k, func() *fallbackCounter {
-			return &fallbackCounter{attrs: []metric.ObserveOption{metric.WithAttributeSet(attribute.NewSet(
-				backendKey.String(attrValue(f.Backend)), reasonKey.String(attrValue(f.Reason))))}}
-		})
+		fc = m.m.fallbackCounter(k)
 	}
 	fc.n.Add(1)
+}
+
+// ObserveBackend reports the fallbacks of backend, under each reason of
+// [hotlimit.FallbackReasons], at 0 until they happen; see
+// [hotlimit.BackendObserver]. A limiter on Redis calls it as it is built.
+func (m *Metrics) ObserveBackend(backend string) {
+	if m == nil {
+		return
+	}
+	for _, r := range hotlimit.FallbackReasons() {
+		m.m.fallbackCounter(fallbackKey{backend, r})
+	}
+}
+
+// fallbackCounter returns the counter of k, creating it at 0 the first time.
+func (m *meterCounts) fallbackCounter(k fallbackKey) *fallbackCounter {
+	fc, _ := m.fallbackCounts.LoadOrCompute(k, func() *fallbackCounter {
+		return &fallbackCounter{attrs: []metric.ObserveOption{metric.WithAttributeSet(attribute.NewSet(
+			backendKey.String(attrValue(k.backend)), reasonKey.String(attrValue(k.reason))))}}
+	})
+	return fc
 }
 
 // attrValue returns s as an attribute value: Prometheus refuses a label
@@ -437,4 +464,4 @@ func (m *meterCounts) observe(_ context.Context, o metric.Observer) error {
 	return nil
 }
 
-var _ hotlimit.FallbackObserver = (*Metrics)(nil)
+var _ hotlimit.BackendObserver = (*Metrics)(nil)

@@ -33,6 +33,7 @@ func TestANilMetricsCountsNothing(t *testing.T) {
 		// hotlimit.NewOptions, call it directly.
 		m.Observe(hotlimit.Event{Source: &hotlimit.Source{Rule: "default"}, Outcome: hotlimit.OutcomeDenied, N: 1})
 		m.ObserveFallback(hotlimit.Fallback{Backend: "redis", Reason: "timeout"})
+		m.ObserveBackend("redis")
 		m.WatchKeys("api", svc.Len)
 		assert.NoError(t, m.Close())
 	})

@@ -70,3 +70,45 @@ func Example() {
 	// hotlimit_requests_total{outcome=near_limit,rule=default} 1
 	// hotlimit_requests_total{outcome=shadow_denied,rule=apis["GET /new"]} 3
 }
+
+// A backend's fallbacks are exported at 0 from the building of the first
+// limiter on it, which calls ObserveBackend (redislimit.New does, for a
+// limiter given the Metrics with hotlimit.WithObserver), so that
+// increase(hotlimit_fallbacks_total[5m]) sees the first one.
+func ExampleMetrics_ObserveBackend() {
+	m := hotlimitprom.New()
+	reg := prometheus.NewRegistry()
+	reg.MustRegister(m)
+	show := func(when string) {
+		families, err := reg.Gather()
+		if err != nil {
+			panic(err)
+		}
+		fmt.Println(when)
+		for _, f := range families {
+			for _, s := range f.GetMetric() {
+				l := s.GetLabel()
+				fmt.Printf("  %s{%s=%s,%s=%s} %v\n", f.GetName(), l[0].GetName(), l[0].GetValue(), l[1].GetName(), l[1].GetValue(), s.GetCounter().GetValue())
+			}
+		}
+	}
+	show("no limiter on a backend yet:")
+	m.ObserveBackend("redis") // what redislimit.New does
+	show("a limiter on Redis built:")
+	m.ObserveFallback(hotlimit.Fallback{Backend: "redis", Reason: "timeout"})
+	show("Redis timed out once:")
+	// Output:
+	// no limiter on a backend yet:
+	// a limiter on Redis built:
+	//   hotlimit_fallbacks_total{backend=redis,reason=breaker_open} 0
+	//   hotlimit_fallbacks_total{backend=redis,reason=canceled} 0
+	//   hotlimit_fallbacks_total{backend=redis,reason=clock_range} 0
+	//   hotlimit_fallbacks_total{backend=redis,reason=error} 0
+	//   hotlimit_fallbacks_total{backend=redis,reason=timeout} 0
+	// Redis timed out once:
+	//   hotlimit_fallbacks_total{backend=redis,reason=breaker_open} 0
+	//   hotlimit_fallbacks_total{backend=redis,reason=canceled} 0
+	//   hotlimit_fallbacks_total{backend=redis,reason=clock_range} 0
+	//   hotlimit_fallbacks_total{backend=redis,reason=error} 0
+	//   hotlimit_fallbacks_total{backend=redis,reason=timeout} 1
+}

@@ -1,6 +1,6 @@
 // Package hotlimitprom exports hotlimit's decisions as Prometheus metrics.
 //
-// A [Metrics] is a [hotlimit.FallbackObserver]: give it to a service (or any
+// A [Metrics] is a [hotlimit.BackendObserver]: give it to a service (or any
 // limiter that reports to an observer) with [hotlimit.WithObserver], and
 // register it with a Prometheus registry:
 //
@@ -31,6 +31,15 @@
 // none (a producer's bug) counts as outcome "unknown". A count stops at
 // 2^63−1 rather than wrap around, so that no counter goes down even when
 // decisions on math.MaxInt requests (each counting n) add up past it.
+//
+// A backend's fallbacks are exported, one series per reason at 0 until it
+// happens, from the building of the first limiter on it that reports to the
+// Metrics (see [Metrics.ObserveBackend]): for a service on
+// redislimit.Factory, as the service is made, before any request. So an
+// alert on increase(hotlimit_fallbacks_total[5m]) > 0 sees the first
+// outage, which would otherwise start its series, into whose first sample
+// increase() counts nothing. A program whose limiters are all in memory
+// exports no fallback series.
 //
 // A reload of a service's rules (its Replace or WatchFile)
 // resets nothing: a rule whose limits change counts on in the same series,
@@ -202,6 +211,19 @@ func (m *Metrics) ObserveFallback(f hotlimit.Fallback) {
 	m.fallbacks.WithLabelValues(labelValue(f.Backend), labelValue(f.Reason)).Inc()
 }
 
+// ObserveBackend exports the fallbacks of backend, one series per reason
+// of [hotlimit.FallbackReasons], at 0 until they happen; see
+// [hotlimit.BackendObserver]. A limiter on Redis calls it as it is built.
+func (m *Metrics) ObserveBackend(backend string) {
+	if !m.made() {
+		return
+	}
+	backend = labelValue(backend)
+	for _, r := range hotlimit.FallbackReasons() {
+		m.fallbacks.WithLabelValues(backend, r)
+	}
+}
+
 // labelValue returns s as a label value: Prometheus refuses one that is not
 // valid UTF-8 (WithLabelValues panics), so each invalid byte sequence is
 // replaced by U+FFFD. It allocates only for an invalid s.
@@ -270,6 +292,6 @@ func (m *Metrics) Collect(ch chan<- prometheus.Metric) {
 }
 
 var (
-	_ hotlimit.FallbackObserver = (*Metrics)(nil)
-	_ prometheus.Collector      = (*Metrics)(nil)
+	_ hotlimit.BackendObserver = (*Metrics)(nil)
+	_ prometheus.Collector     = (*Metrics)(nil)
 )

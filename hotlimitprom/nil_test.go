@@ -33,6 +33,7 @@ func TestANilMetricsCountsNothing(t *testing.T) {
 		// hotlimit.NewOptions, call it directly.
 		m.Observe(hotlimit.Event{Source: &hotlimit.Source{Rule: "default"}, Outcome: hotlimit.OutcomeDenied, N: 1})
 		m.ObserveFallback(hotlimit.Fallback{Backend: "redis", Reason: "timeout"})
+		m.ObserveBackend("redis")
 		m.WatchKeys("api", svc.Len)
 	})
 	reg := prometheus.NewPedanticRegistry()
@@ -56,6 +57,7 @@ func TestAZeroMetricsIsRefusedByARegistry(t *testing.T) {
 	require.NotPanics(t, func() {
 		m.Observe(hotlimit.Event{Source: &hotlimit.Source{Rule: "default"}, Outcome: hotlimit.OutcomeDenied, N: 1})
 		m.ObserveFallback(hotlimit.Fallback{Backend: "redis", Reason: "timeout"})
+		m.ObserveBackend("redis")
 		m.WatchKeys("api", func() int { return 1 })
 		ch := make(chan prometheus.Metric, 16)
 		m.Collect(ch)

@@ -228,6 +228,12 @@ var (
 // there) and this package's (WithPrefix, WithFailPolicy, WithTimeout,
 // WithBreaker, WithHook, WithLease).
 //
+// With [hotlimit.WithObserver] of a [hotlimit.FallbackObserver], the Limiter
+// reports each decision its failure policy makes as a [hotlimit.Fallback] of
+// backend "redis"; New tells an observer that is a [hotlimit.BackendObserver]
+// of the backend, so that an exporter counts its fallbacks from 0 before the
+// first one.
+//
 // Time comes from Redis's TIME inside each script, in microseconds, so that
 // clients with skewed clocks agree; c.Window must then be a whole number of
 // microseconds. With [hotlimit.WithClock], the given clock is read instead, in
@@ -318,6 +324,9 @@ func New(client redis.UniversalClient, c hotlimit.Config, opts ...hotlimit.Optio
 	}
 	l.batch = newBatcher(l, l.set.batch, l.set.flushers)
 	runtime.AddCleanup(l, (*batcher).close, l.batch)
+	if b, ok := l.fallbacks.(hotlimit.BackendObserver); ok {
+		b.ObserveBackend(backend)
+	}
 	return l, nil
 }
 
@@ -931,10 +940,13 @@ func (l *Limiter) fail(key string, n int, err error) (hotlimit.Decision, hotlimi
 		l.set.hook(Event{Key: key, N: n, Err: err, Policy: l.set.policy, Decision: d})
 	}
 	if l.fallbacks != nil {
-		l.fallbacks.ObserveFallback(hotlimit.Fallback{Backend: "redis", Reason: Reason(err), Policy: l.c, Decision: d})
+		l.fallbacks.ObserveFallback(hotlimit.Fallback{Backend: backend, Reason: Reason(err), Policy: l.c, Decision: d})
 	}
 	return d, hotlimit.Receipt{}, err
 }
+
+// backend is the name a Limiter's [hotlimit.Fallback]s give their backend.
+const backend = "redis"
 
 // Reason names the kind of err, a reason Redis did not decide, as
 // [hotlimit.Fallback] reports it: "breaker_open" ([ErrBreakerOpen]),

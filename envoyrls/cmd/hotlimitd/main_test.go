@@ -20,6 +20,7 @@ import (
 	rlext "github.com/envoyproxy/go-control-plane/envoy/extensions/common/ratelimit/v3"
 	pb "github.com/envoyproxy/go-control-plane/envoy/service/ratelimit/v3"
 	typev3 "github.com/envoyproxy/go-control-plane/envoy/type/v3"
+	"github.com/hotlimit/hotlimit"
 	"github.com/hotlimit/hotlimit/envoyrls"
 	"github.com/hotlimit/hotlimit/envoyrls/internal/redisproc"
 	"github.com/stretchr/testify/assert"
@@ -321,7 +322,9 @@ func TestRedisFlags(t *testing.T) {
 
 // TestRedisFallbacksOnMetrics: once Redis is gone, the requests that
 // -redis-failure answers instead show on /metrics as
-// hotlimit_fallbacks_total, by reason.
+// hotlimit_fallbacks_total, by reason, in series that were there at 0
+// while Redis decided: so that increase(hotlimit_fallbacks_total[5m]),
+// which counts nothing into a series' first sample, sees the first outage.
 func TestRedisFallbacksOnMetrics(t *testing.T) {
 	addr, redisServer := startRedis(t, "s3cret")
 	dir := t.TempDir()
@@ -342,7 +345,20 @@ func TestRedisFallbacksOnMetrics(t *testing.T) {
 	resp, err := client.ShouldRateLimit(context.Background(), req)
 	require.NoError(t, err)
 	require.Equal(t, pb.RateLimitResponse_OK, resp.OverallCode)
-	assert.NotContains(t, scrape(), "hotlimit_fallbacks_total{", "Redis decided")
+	var zeros []string
+	for _, reason := range hotlimit.FallbackReasons() {
+		zeros = append(zeros, `hotlimit_fallbacks_total{backend="redis",reason="`+reason+`"} 0`)
+	}
+	fallbacks := func(page string) []string {
+		var lines []string
+		for line := range strings.Lines(page) {
+			if strings.HasPrefix(line, "hotlimit_fallbacks_total{") {
+				lines = append(lines, strings.TrimSpace(line))
+			}
+		}
+		return lines
+	}
+	assert.ElementsMatch(t, zeros, fallbacks(scrape()), "Redis decided: every reason at 0")
 
 	redisServer.Kill()
 	for range 2 {
