@@ -13,9 +13,10 @@ import (
 	"github.com/hotlimit/hotlimit/slidingcounter"
 )
 
-// TestDenialOnKeptReadingReadsAgain: a failed CAS keeps the caller's clock
+// TestDenialOnKeptReadingReadsAgain: a word that changed after the caller's
+// clock reading (seen by its second load, or by a failed CAS) leaves it the
 // reading, but a denial is never decided on it. At 2 per second, 2 pass at
-// 0.1 s; A loads the word and reads 1.1 s; between A's Load and its CAS, B
+// 0.1 s; A loads the word and reads 1.1 s; while A reads the clock, B
 // passes at 1.1 s, and the clock moves to 1.9 s. On its kept reading A would
 // weigh the previous window at ⌊2·0.9⌋ = 1 and see 1 + 1 + 1 > 2; read again,
 // the weight is ⌊2·0.1⌋ = 0 and A passes, as the model with A at 1.9 s does.

@@ -97,9 +97,22 @@ func (l *Limiter) admit(key string) (allowed bool, prev, count, e uint64) {
 	// contended retry: an admission on a kept reading is sound (its estimate
 	// at that reading is within limit; see cell, Stale clocks), and a denial
 	// on it reads the clock again and decides again.
+	//
+	// The word is loaded again after the clock, as GCRA's is, so that the
+	// clock is not in the window between the load and the CAS either, where
+	// a concurrent write fails the CAS. If the word changed meanwhile, the
+	// reading is kept as after a failed CAS. (An unchanged value is as good
+	// as an unchanged word: the decision depends on the value only.) On one
+	// hot key on an Intel Xeon, timed against the mutex port in alternating
+	// blocks, admissions went from 1.91-1.99 times the mutex port's time at
+	// -cpu 2 to 1.01-1.19 (0.86-1.10 at -cpu 4, 0.85-1.05 at -cpu 8), with
+	// denials unchanged.
 	w := c.word.Load()
 	cur, rem := l.index(l.clock()) // after Get and the load: see cell
 	fresh := true                  // the reading was taken after w was loaded
+	if again := c.word.Load(); again != w {
+		w, fresh = again, false
+	}
 	for {
 		if w == dead {
 			c = l.cells.Revive(key, c)
@@ -167,10 +180,14 @@ func (l *Limiter) take(key string, n int) (hotlimit.Decision, int64) {
 	// tombstone (a Sweep's, or a Refund's that emptied both counts) fails the
 	// CAS, and the call decides again (argued on cell).
 	// The clock is read after the word, a failed CAS keeps the reading, and a
-	// denial is decided on a reading taken after the word, as in Allow.
+	// denial is decided on a reading taken after the word, as in Allow; the
+	// word is loaded again after the clock, as in Allow.
 	w := c.word.Load()
 	now := l.clock()
 	fresh := true // now was read after w was loaded
+	if again := c.word.Load(); again != w {
+		w, fresh = again, false
+	}
 	for {
 		if w == dead {
 			c = l.cells.Revive(key, c)
