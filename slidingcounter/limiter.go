@@ -102,11 +102,14 @@ func (l *Limiter) admit(key string) (allowed bool, prev, count, e uint64) {
 	// clock is not in the window between the load and the CAS either, where
 	// a concurrent write fails the CAS. If the word changed meanwhile, the
 	// reading is kept as after a failed CAS. (An unchanged value is as good
-	// as an unchanged word: the decision depends on the value only.) On one
-	// hot key on an Intel Xeon, timed against the mutex port in alternating
-	// blocks, admissions went from 1.91-1.99 times the mutex port's time at
-	// -cpu 2 to 1.01-1.19 (0.86-1.10 at -cpu 4, 0.85-1.05 at -cpu 8), with
-	// denials unchanged.
+	// as an unchanged word, even if writes landed and were undone in between,
+	// a take's and a refund's say: the decision depends on the value only,
+	// and the word held that value at the first load, before the reading, so
+	// a denial on it is one decided on the first load.) On one hot key on two
+	// cores of an Intel Xeon, timed against the mutex port in alternating
+	// blocks (BenchmarkHotKeyRatio), admissions went from 1.91-1.99 times the
+	// mutex port's time at -cpu 2 to 1.01-1.19 (-cpu 4: 1.08-2.11 to
+	// 0.86-1.10; -cpu 8: 1.38-1.60 to 0.85-1.05), with denials unchanged.
 	w := c.word.Load()
 	cur, rem := l.index(l.clock()) // after Get and the load: see cell
 	fresh := true                  // the reading was taken after w was loaded
