@@ -92,17 +92,7 @@ descriptors:
 	require.NoError(t, err)
 	ask := func() (*pb.RateLimitResponse, map[string]string) {
 		t.Helper()
-		req := &pb.RateLimitRequest{Domain: "quota"}
-		for _, k := range []string{"q1", "q2", "n"} {
-			req.Descriptors = append(req.Descriptors, &rlext.RateLimitDescriptor{Entries: []*rlext.RateLimitDescriptor_Entry{{Key: k, Value: "a"}}})
-		}
-		resp, err := s.ShouldRateLimit(context.Background(), req)
-		require.NoError(t, err)
-		got := map[string]string{}
-		for _, hv := range resp.ResponseHeadersToAdd {
-			got[hv.Key] = hv.Value
-		}
-		return resp, got
+		return askKeys(t, s, "quota", false, "q1", "q2", "n")
 	}
 	resp, got := ask()
 	assert.Equal(t, pb.RateLimitResponse_OK, resp.OverallCode)

@@ -48,33 +48,11 @@ descriptors:
 	require.NoError(t, err)
 	var now atomic.Int64
 	now.Store(t0)
-	build := func(policy redislimit.FailPolicy) *Server {
-		redisLimits := redislimit.Factory(client, redislimit.WithFailPolicy(policy))
-		mixed := func(c hotlimit.Config, opts ...hotlimit.Option) (hotlimit.Limiter, error) {
-			if c.Window >= time.Hour {
-				return redisLimits(c, opts...)
-			}
-			return service.NewLimiter(c, opts...)
-		}
-		s, err := New(cfg, WithClock(now.Load), WithBackendErrors(false), WithHeaders(HeadersReference),
-			WithLogger(slog.New(slog.DiscardHandler)), WithLimiterOptions(hotlimit.WithFactory(mixed)))
-		require.NoError(t, err)
-		return s
-	}
-	s, closed := build(redislimit.FailOpen), build(redislimit.FailClosed)
+	s := mixedServer(t, cfg, &now, client, redislimit.FailOpen, HeadersReference)
+	closed := mixedServer(t, cfg, &now, client, redislimit.FailClosed, HeadersReference)
 	ask := func(keys ...string) (*pb.RateLimitResponse, map[string]string) {
 		t.Helper()
-		req := &pb.RateLimitRequest{Domain: "mixed"}
-		for _, k := range keys {
-			req.Descriptors = append(req.Descriptors, &rlext.RateLimitDescriptor{Entries: []*rlext.RateLimitDescriptor_Entry{{Key: k, Value: "v"}}})
-		}
-		resp, err := s.ShouldRateLimit(context.Background(), req)
-		require.NoError(t, err)
-		got := map[string]string{}
-		for _, hv := range resp.ResponseHeadersToAdd {
-			got[hv.Key] = hv.Value
-		}
-		return resp, got
+		return askKeys(t, s, "mixed", false, keys...)
 	}
 
 	_, got := ask("mem", "red")
@@ -123,9 +101,7 @@ descriptors:
 // they name any denial, not the in-memory limit beside it with 998 left:
 // a 429 that says RateLimit-Remaining: 998 tells the client to retry.
 func TestHeadersNameAQuotaDenialRedisCouldNotDecide(t *testing.T) {
-	down := func(context.Context, string, string) (net.Conn, error) { return nil, errors.New("redis is down") }
-	client := redis.NewClient(&redis.Options{Addr: "redis:6379", Dialer: down, MaxRetries: -1})
-	t.Cleanup(func() { _ = client.Close() })
+	client := downClient(t)
 	d, err := ParseDomain("quota.yaml", []byte(`
 domain: quota
 descriptors:
@@ -142,29 +118,10 @@ descriptors:
 	now.Store(t0)
 	for _, policy := range []redislimit.FailPolicy{redislimit.FailClosed, redislimit.FailLocal} {
 		t.Run(policy.String(), func(t *testing.T) {
-			redisLimits := redislimit.Factory(client, redislimit.WithFailPolicy(policy), redislimit.WithPrefix(t.Name()+":"))
-			mixed := func(c hotlimit.Config, opts ...hotlimit.Option) (hotlimit.Limiter, error) {
-				if c.Window >= time.Hour {
-					return redisLimits(c, opts...)
-				}
-				return service.NewLimiter(c, opts...)
-			}
-			s, err := New(cfg, WithClock(now.Load), WithBackendErrors(false), WithHeaders(HeadersReference),
-				WithLogger(slog.New(slog.DiscardHandler)), WithLimiterOptions(hotlimit.WithFactory(mixed)))
-			require.NoError(t, err)
+			s := mixedServer(t, cfg, &now, client, policy, HeadersReference)
 			ask := func(keys ...string) (*pb.RateLimitResponse, map[string]string) {
 				t.Helper()
-				req := &pb.RateLimitRequest{Domain: "quota"}
-				for _, k := range keys {
-					req.Descriptors = append(req.Descriptors, &rlext.RateLimitDescriptor{Entries: []*rlext.RateLimitDescriptor_Entry{{Key: k, Value: "v"}}})
-				}
-				resp, err := s.ShouldRateLimit(context.Background(), req)
-				require.NoError(t, err)
-				got := map[string]string{}
-				for _, hv := range resp.ResponseHeadersToAdd {
-					got[hv.Key] = hv.Value
-				}
-				return resp, got
+				return askKeys(t, s, "quota", false, keys...)
 			}
 			if policy == redislimit.FailLocal {
 				// The local count's one request: passed, red's numbers
@@ -196,9 +153,7 @@ descriptors:
 // RateLimit. A decided descriptor beside it is named with its numbers, in
 // either order, and one that denies the request (FailClosed) with its own.
 func TestHeadersGiveNoNumbersOfALimitRedisCouldNotDecide(t *testing.T) {
-	down := func(context.Context, string, string) (net.Conn, error) { return nil, errors.New("redis is down") }
-	client := redis.NewClient(&redis.Options{Addr: "redis:6379", Dialer: down, MaxRetries: -1})
-	t.Cleanup(func() { _ = client.Close() })
+	client := downClient(t)
 	d, err := ParseDomain("undecided.yaml", []byte(`
 domain: undecided
 descriptors:
@@ -221,31 +176,10 @@ descriptors:
 	// on Redis, under policy, its minute limit in memory, and returns the
 	// response and its headers.
 	ask := func(t *testing.T, policy redislimit.FailPolicy) func(refund bool, keys ...string) (*pb.RateLimitResponse, map[string]string) {
-		redisLimits := redislimit.Factory(client, redislimit.WithFailPolicy(policy), redislimit.WithPrefix(t.Name()+":"))
-		mixed := func(c hotlimit.Config, opts ...hotlimit.Option) (hotlimit.Limiter, error) {
-			if c.Window >= time.Hour {
-				return redisLimits(c, opts...)
-			}
-			return service.NewLimiter(c, opts...)
-		}
-		s, err := New(cfg, WithClock(now.Load), WithBackendErrors(false), WithHeaders(HeadersReference|HeadersDraft),
-			WithLogger(slog.New(slog.DiscardHandler)), WithLimiterOptions(hotlimit.WithFactory(mixed)))
-		require.NoError(t, err)
+		s := mixedServer(t, cfg, &now, client, policy, HeadersReference|HeadersDraft)
 		return func(refund bool, keys ...string) (*pb.RateLimitResponse, map[string]string) {
 			t.Helper()
-			req := &pb.RateLimitRequest{Domain: "undecided"}
-			for _, k := range keys {
-				req.Descriptors = append(req.Descriptors, &rlext.RateLimitDescriptor{
-					Entries: []*rlext.RateLimitDescriptor_Entry{{Key: k, Value: "v"}}, IsNegativeHits: refund,
-				})
-			}
-			resp, err := s.ShouldRateLimit(context.Background(), req)
-			require.NoError(t, err)
-			got := map[string]string{}
-			for _, hv := range resp.ResponseHeadersToAdd {
-				got[hv.Key] = hv.Value
-			}
-			return resp, got
+			return askKeys(t, s, "undecided", refund, keys...)
 		}
 	}
 	red := map[string]string{"RateLimit-Limit": "100", "RateLimit-Policy": `"fixedwindow-100-1h";q=100;w=3600`}
@@ -295,4 +229,56 @@ descriptors:
 			"RateLimit-Policy": `"fixedwindow-100-1h";q=100;w=3600`, "RateLimit": `"fixedwindow-100-1h";r=0;t=3599`,
 		}, got, "red denied the request, though it could not decide: the denial is named with its numbers")
 	})
+}
+
+// downClient returns a client of a Redis that is down: its dialer fails.
+func downClient(t *testing.T) *redis.Client {
+	down := func(context.Context, string, string) (net.Conn, error) { return nil, errors.New("redis is down") }
+	client := redis.NewClient(&redis.Options{Addr: "redis:6379", Dialer: down, MaxRetries: -1})
+	t.Cleanup(func() { _ = client.Close() })
+	return client
+}
+
+// mixedServer returns a server of cfg, on the clock now, whose hour limits
+// are on Redis (client, under policy, with the test's name as prefix) and
+// whose shorter ones are in memory, with headers. A backend's error is no
+// error of the call (WithBackendErrors(false)): the policy decides.
+func mixedServer(t *testing.T, cfg *Config, now *atomic.Int64, client *redis.Client, policy redislimit.FailPolicy, headers Headers) *Server {
+	t.Helper()
+	redisLimits := redislimit.Factory(client, redislimit.WithFailPolicy(policy), redislimit.WithPrefix(t.Name()+":"))
+	mixed := func(c hotlimit.Config, opts ...hotlimit.Option) (hotlimit.Limiter, error) {
+		if c.Window >= time.Hour {
+			return redisLimits(c, opts...)
+		}
+		return service.NewLimiter(c, opts...)
+	}
+	s, err := New(cfg, WithClock(now.Load), WithBackendErrors(false), WithHeaders(headers),
+		WithLogger(slog.New(slog.DiscardHandler)), WithLimiterOptions(hotlimit.WithFactory(mixed)))
+	require.NoError(t, err)
+	return s
+}
+
+// askKeys sends s a request of domain with a descriptor {key: "v"} of each
+// key, its hits given back when refund, and returns the response and its
+// headers by name.
+func askKeys(t *testing.T, s *Server, domain string, refund bool, keys ...string) (*pb.RateLimitResponse, map[string]string) {
+	t.Helper()
+	req := &pb.RateLimitRequest{Domain: domain}
+	for _, k := range keys {
+		d := desc(k, "v")
+		d.IsNegativeHits = refund
+		req.Descriptors = append(req.Descriptors, d)
+	}
+	resp, err := s.ShouldRateLimit(context.Background(), req)
+	require.NoError(t, err)
+	return resp, headersOf(resp)
+}
+
+// headersOf returns the headers resp adds, by name.
+func headersOf(resp *pb.RateLimitResponse) map[string]string {
+	got := map[string]string{}
+	for _, hv := range resp.ResponseHeadersToAdd {
+		got[hv.Key] = hv.Value
+	}
+	return got
 }

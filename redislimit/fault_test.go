@@ -508,23 +508,12 @@ func (timeoutErr) Temporary() bool { return true }
 // logging it would take for the request's own deadline; it still counts as
 // a "timeout".
 func TestTimeoutErrorNamesRedis(t *testing.T) {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	require.NoError(t, err)
-	t.Cleanup(func() { _ = ln.Close() })
-	go func() {
-		for {
-			c, err := ln.Accept()
-			if err != nil {
-				return
-			}
-			t.Cleanup(func() { _ = c.Close() }) // held open, never answered
-		}
-	}()
+	addr := silentServer(t)
 	for _, enforced := range []bool{false, true} {
-		client := redis.NewClient(&redis.Options{Addr: ln.Addr().String(), ContextTimeoutEnabled: enforced, MaxRetries: -1})
+		client := redis.NewClient(&redis.Options{Addr: addr, ContextTimeoutEnabled: enforced, MaxRetries: -1})
 		t.Cleanup(func() { _ = client.Close() })
 		lim := newLimiter(t, client, faultConfig, frozenClock(), redislimit.WithTimeout(20*time.Millisecond), redislimit.WithBreaker(0, 0))
-		_, err = lim.TakeContext(context.Background(), "k", 1)
+		_, err := lim.TakeContext(context.Background(), "k", 1)
 		require.Error(t, err, "ContextTimeoutEnabled %t", enforced)
 		assert.Equal(t, "timeout", redislimit.Reason(err), "ContextTimeoutEnabled %t", enforced)
 		assert.Contains(t, err.Error(), "no answer from Redis before the deadline", "ContextTimeoutEnabled %t: the error says Redis did not answer", enforced)
@@ -542,26 +531,15 @@ func TestTimeoutErrorNamesRedis(t *testing.T) {
 // use. A call under the limiter's timeout alone says that timeout, and one
 // whose limiter has none says so.
 func TestTimeoutErrorNamesTheDeadlineThatPassed(t *testing.T) {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	require.NoError(t, err)
-	t.Cleanup(func() { _ = ln.Close() })
-	go func() {
-		for {
-			c, err := ln.Accept()
-			if err != nil {
-				return
-			}
-			t.Cleanup(func() { _ = c.Close() }) // held open, never answered
-		}
-	}()
+	addr := silentServer(t)
 	newClient := func(readTimeout time.Duration) *redis.Client {
-		client := redis.NewClient(&redis.Options{Addr: ln.Addr().String(), ReadTimeout: readTimeout, MaxRetries: -1})
+		client := redis.NewClient(&redis.Options{Addr: addr, ReadTimeout: readTimeout, MaxRetries: -1})
 		t.Cleanup(func() { _ = client.Close() })
 		return client
 	}
 
 	lim := newLimiter(t, newClient(10*time.Millisecond), faultConfig, frozenClock(), redislimit.WithTimeout(time.Hour), redislimit.WithBreaker(0, 0))
-	_, err = lim.TakeContext(context.Background(), "k", 1)
+	_, err := lim.TakeContext(context.Background(), "k", 1)
 	require.Error(t, err)
 	var netErr net.Error
 	require.ErrorAs(t, err, &netErr, "the client's read timeout ended the call")
@@ -581,4 +559,24 @@ func TestTimeoutErrorNamesTheDeadlineThatPassed(t *testing.T) {
 	_, err = lim.TakeContext(ctx, "k", 1)
 	require.ErrorIs(t, err, context.DeadlineExceeded)
 	assert.Contains(t, err.Error(), "no answer from Redis before the deadline (the caller's; WithTimeout is off)")
+}
+
+// silentServer returns the address of a server that accepts connections and
+// never answers on them, holding each open until the test ends: a Redis that
+// does not reply in time.
+func silentServer(t *testing.T) string {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = ln.Close() })
+	go func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			t.Cleanup(func() { _ = c.Close() }) // held open, never answered
+		}
+	}()
+	return ln.Addr().String()
 }

@@ -21,6 +21,27 @@ import (
 // burst passes the n given back, and no more. n < 1 gives back nothing, and
 // a give-back never lifts a key above a fresh one's quota.
 func TestRefundNowContext(t *testing.T) {
+	eachAlgorithmAndClock(t, func(t *testing.T, lim *redislimit.Limiter) {
+		burst := lim.Burst()
+		require.True(t, take(t, lim, "k", burst).Allowed, "the burst")
+		require.False(t, take(t, lim, "k", 1).Allowed, "spent")
+		require.NoError(t, lim.RefundNowContext(context.Background(), "k", 0))
+		require.NoError(t, lim.RefundNowContext(context.Background(), "k", -1))
+		assert.False(t, take(t, lim, "k", 1).Allowed, "n < 1 gives back nothing")
+		require.NoError(t, lim.RefundNowContext(context.Background(), "k", 2))
+		assert.True(t, take(t, lim, "k", 2).Allowed, "the 2 given back")
+		assert.False(t, take(t, lim, "k", 1).Allowed, "and no more")
+		require.NoError(t, lim.RefundNowContext(context.Background(), "fresh", 3))
+		assert.Equal(t, burst-1, take(t, lim, "fresh", 1).Remaining, "a fresh key's quota, no more")
+	})
+}
+
+// eachAlgorithmAndClock runs f in a subtest for every algorithm, by Redis's
+// TIME and by an injected clock, on a limiter of 4 a day (a window Redis's
+// TIME does not see end during the test) whose prefix is the subtest's own,
+// so that each subtest's keys are fresh.
+func eachAlgorithmAndClock(t *testing.T, f func(t *testing.T, lim *redislimit.Limiter)) {
+	t.Helper()
 	srv := redistest.Start(t)
 	client := newClient(t, srv)
 	var clock atomic.Int64
@@ -33,19 +54,7 @@ func TestRefundNowContext(t *testing.T) {
 				if withClock {
 					opts = append(opts, hotlimit.WithClock(clock.Load))
 				}
-				// a day's window: Redis's TIME refills nothing during the test
-				lim := newExact(t, client, hotlimit.Config{Algorithm: a, Limit: 4, Window: 24 * time.Hour}, opts...)
-				burst := lim.Burst()
-				require.True(t, take(t, lim, "k", burst).Allowed, "the burst")
-				require.False(t, take(t, lim, "k", 1).Allowed, "spent")
-				require.NoError(t, lim.RefundNowContext(context.Background(), "k", 0))
-				require.NoError(t, lim.RefundNowContext(context.Background(), "k", -1))
-				assert.False(t, take(t, lim, "k", 1).Allowed, "n < 1 gives back nothing")
-				require.NoError(t, lim.RefundNowContext(context.Background(), "k", 2))
-				assert.True(t, take(t, lim, "k", 2).Allowed, "the 2 given back")
-				assert.False(t, take(t, lim, "k", 1).Allowed, "and no more")
-				require.NoError(t, lim.RefundNowContext(context.Background(), "fresh", 3))
-				assert.Equal(t, burst-1, take(t, lim, "fresh", 1).Remaining, "a fresh key's quota, no more")
+				f(t, newExact(t, client, hotlimit.Config{Algorithm: a, Limit: 4, Window: 24 * time.Hour}, opts...))
 			})
 		}
 	}

@@ -329,6 +329,14 @@ func TestReviveRacingASweepPastItsFirstWalksVisitsKeepsTheCap(t *testing.T) {
 func atTheCapWithoutX(t *testing.T, maxKeys int, idle ...string) (m *keyed.Map[cell], x *cell, busy []string) {
 	t.Helper()
 	m = newMap(0, maxKeys)
+	x, busy = withoutX(t, m, maxKeys, idle...)
+	return m, x, busy
+}
+
+// withoutX fills m, an empty map whose cap is maxKeys keys, as
+// atTheCapWithoutX says, and returns x's cell and the busy keys.
+func withoutX(t *testing.T, m *keyed.Map[cell], maxKeys int, idle ...string) (x *cell, busy []string) {
+	t.Helper()
 	for _, k := range idle {
 		m.Get(k)
 	}
@@ -340,7 +348,7 @@ func atTheCapWithoutX(t *testing.T, maxKeys int, idle ...string) (m *keyed.Map[c
 	require.Equal(t, 1, m.Sweep(func(c *cell) bool { return c == x && kill(c) }), "x evicted under its caller")
 	add(m, "full", m.Get("full"), 1)
 	require.Equal(t, maxKeys, m.Len(), "the map is at the cap, x not held")
-	return m, x, busy
+	return x, busy
 }
 
 // assertBusy asserts that each key is held, with a count of 1: every busy
@@ -377,18 +385,9 @@ func atRevive(m *keyed.Map[cell], f func()) (ran func() bool) {
 // cap, not one key below it.
 func TestReviveWhoseRoomIsMadeBeforeItsSecondWalkEvictsNothing(t *testing.T) {
 	const maxKeys = 8
-	m := newMap(0, maxKeys)
-	idle1 := m.Get("idle1") // the oldest nodes, last on the list
-	m.Get("idle2")
-	m.Get("idle3")
-	x := m.Get("x") // idle: its caller holds the cell
-	busy := keysUpTo(maxKeys - 4)
-	for _, k := range busy {
-		add(m, k, m.Get(k), 1)
-	}
-	require.Equal(t, 1, m.Sweep(func(c *cell) bool { return c == x && kill(c) }), "x evicted under its caller")
-	add(m, "full", m.Get("full"), 1)
-	require.Equal(t, maxKeys, m.Len(), "the map is at the cap, x not held")
+	m, x, busy := atTheCapWithoutX(t, maxKeys, "idle1", "idle2", "idle3") // the oldest nodes, last on the list
+	idle1, ok := m.Peek("idle1")
+	require.True(t, ok)
 
 	revived, swept := false, false
 	keyed.OnStep(m, func(step string) {

@@ -52,25 +52,13 @@ func TestSweepAllWhoseFrontNodeIsUnlinkedWalksOnToTheEnd(t *testing.T) {
 // the whole map on top of its walk (a limiter's Sweep some twenty times
 // slower), and its cell, never listed, was never evicted by a walk.
 func TestInsertionWhoseStepPanicsListsItsCell(t *testing.T) {
-	var boom atomic.Bool
-	m := keyed.New(nil, func() func(*cell) bool {
-		if boom.CompareAndSwap(true, false) {
-			panic("judge")
-		}
-		return kill
-	}, hotlimit.Options{AutoSweep: 1})
+	judge, boom := panickyJudge()
+	m := keyed.New(nil, judge, hotlimit.Options{AutoSweep: 1})
 	const busy = keyed.SweepChunk/keyed.StepVisits + 1
 	busyKeys(m, busy)
 	boom.Store(true)
 	require.PanicsWithValue(t, "judge", func() { m.Get("new") }, "new's insertion pays a step")
-	c, held := m.Peek("new")
-	require.True(t, held, "published before the step")
-	assert.Contains(t, keyed.Listed(m), "new", "listed all the same")
-	assert.Zero(t, keyed.Listing(m), "no insertion counted under way")
-	assertSweptOnce(t, m)
-	assert.Equal(t, 1, keyed.Walk(m, 2*(busy+1), keyed.SweepChunk, false), "a walk evicts the idle cell")
-	_, held = m.Peek("new")
-	assert.False(t, held, "new evicted")
+	c := assertListedAfterPanic(t, m, "new")
 	assert.EqualValues(t, dead, c.n.Load())
 	assert.Len(t, keyed.Listed(m), busy, "the busy keys listed, the evicted one unlinked")
 }
@@ -81,22 +69,9 @@ func TestInsertionWhoseStepPanicsListsItsCell(t *testing.T) {
 // under way, as an insertion whose step panics does.
 func TestRevivalWhoseWalkPanicsListsItsCell(t *testing.T) {
 	const maxKeys = 8
-	var boom atomic.Bool
-	m := keyed.New(nil, func() func(*cell) bool {
-		if boom.CompareAndSwap(true, false) {
-			panic("judge")
-		}
-		return kill
-	}, hotlimit.Options{MaxKeys: maxKeys})
-	x := m.Get("x") // idle: its caller holds the cell
-	busy := keysUpTo(maxKeys - 2)
-	for _, k := range busy {
-		add(m, k, m.Get(k), 1)
-	}
-	m.Get("idle")
-	require.Equal(t, 1, m.Sweep(func(c *cell) bool { return c == x && kill(c) }), "x evicted under its caller")
-	add(m, "full", m.Get("full"), 1)
-	require.Equal(t, maxKeys, m.Len(), "the map is at the cap, x not held")
+	judge, boom := panickyJudge()
+	m := keyed.New(nil, judge, hotlimit.Options{MaxKeys: maxKeys})
+	x, busy := withoutX(t, m, maxKeys, "idle")
 	ran := atRevive(m, func() {
 		_, ok := m.Peek("idle")
 		require.False(t, ok, "Revive's first walk evicted the idle key")
@@ -105,19 +80,40 @@ func TestRevivalWhoseWalkPanicsListsItsCell(t *testing.T) {
 	})
 	require.PanicsWithValue(t, "judge", func() { m.Revive("x", x) }, "the second walk panics")
 	require.True(t, ran())
-	c, held := m.Peek("x")
-	require.True(t, held, "published before the walk")
-	assert.NotSame(t, x, c)
-	assert.Contains(t, keyed.Listed(m), "x", "listed all the same")
-	assert.Zero(t, keyed.Listing(m), "no revival counted under way")
-	assertSweptOnce(t, m)
-	assert.Equal(t, 1, keyed.Walk(m, 2*(maxKeys+1), keyed.SweepChunk, false), "a walk evicts the idle cell")
-	_, held = m.Peek("x")
-	assert.False(t, held, "x evicted")
+	assert.NotSame(t, x, assertListedAfterPanic(t, m, "x"))
 	live := append(busy, "full", "y")
 	assertBusy(t, m, live...)
 	assertListed(t, m, live...)
 	assert.Equal(t, int64(maxKeys), keyed.Reserved(m))
+}
+
+// panickyJudge returns a judge that kills idle cells, and panics with
+// "judge" instead, once, when boom is set.
+func panickyJudge() (judge func() func(*cell) bool, boom *atomic.Bool) {
+	boom = new(atomic.Bool)
+	return func() func(*cell) bool {
+		if boom.CompareAndSwap(true, false) {
+			panic("judge")
+		}
+		return kill
+	}, boom
+}
+
+// assertListedAfterPanic asserts that key, whose insertion or revival
+// panicked after publishing its idle cell, is held, listed all the same and
+// counted out of those under way (a SweepAll walks the list alone), and
+// that a walk of the whole list evicts it. It returns key's cell.
+func assertListedAfterPanic(t *testing.T, m *keyed.Map[cell], key string) *cell {
+	t.Helper()
+	c, held := m.Peek(key)
+	require.True(t, held, "%s published before the panic", key)
+	assert.Contains(t, keyed.Listed(m), key, "listed all the same")
+	assert.Zero(t, keyed.Listing(m), "no insertion or revival counted under way")
+	assertSweptOnce(t, m)
+	assert.Equal(t, 1, keyed.Walk(m, 2*(m.Len()+1), keyed.SweepChunk, false), "a walk evicts the idle cell")
+	_, held = m.Peek(key)
+	assert.False(t, held, "%s evicted", key)
+	return c
 }
 
 // assertSweptOnce asserts that a SweepAll of nothing judges each cell held
