@@ -219,14 +219,19 @@ var fallbackReasons = [...]string{"timeout", "breaker_open", "canceled", "clock_
 func FallbackReasons() []string { return slices.Clone(fallbackReasons[:]) }
 
 // BackendObserver is a [FallbackObserver] that also hears of each limiter
-// built on a backend, before any of its fallbacks: the limiter's constructor
-// calls ObserveBackend with the name its Fallbacks give as Backend
-// (redislimit.New, with "redis"), once per limiter, so once per limit of a
-// service's rules and again at each reload. An exporter counts there, at 0,
-// the backend's fallbacks for each of [FallbackReasons], so that a counter
-// exists before its first fallback: Prometheus' rate() and increase() count
-// nothing into a series' first sample, and would miss a first outage that
-// starts the series. ObserveBackend must be safe for concurrent use.
+// built on a backend, before any of its fallbacks: the limiter's
+// constructor calls ObserveBackend with the name its Fallbacks give as
+// Backend (redislimit.New, with redislimit.Backend, "redis"), once per
+// limiter built: for a service, once per limit of its rules as it is made,
+// once per limit a reload adds (a limit the reload keeps keeps its limiter,
+// and is not told of again), and once per TakeWith plan, at its first use.
+// An exporter counts there, at 0, the backend's fallbacks for each of
+// [FallbackReasons], so that a counter exists before its first fallback:
+// Prometheus' rate() and increase() count nothing into a series' first
+// sample, and would miss a first outage that starts the series. A limiter
+// built at its first use may fall back at once: a program whose limiters on
+// a backend are all built so calls ObserveBackend itself at start.
+// ObserveBackend must be safe for concurrent use.
 type BackendObserver interface {
 	FallbackObserver
 	ObserveBackend(backend string)

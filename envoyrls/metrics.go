@@ -98,8 +98,10 @@ import (
 // Prometheus registry. The fallbacks carry the name and labels hotlimitprom
 // gives them, and, as there, each reason's series is at 0 from the building
 // of the first limiter on the backend (at the first configuration put in
-// force, before any request), so that increase(hotlimit_fallbacks_total[5m])
-// sees the first fallback. A nil *Metrics, given to either, observes nothing, as for a
+// force, before any request, for the rules' limits; at its first request
+// for a descriptor's own limit), so that increase(hotlimit_fallbacks_total[5m])
+// sees the first fallback: call ObserveBackend(redislimit.Backend) at start,
+// as hotlimitd does, for the series to be there whatever the limits. A nil *Metrics, given to either, observes nothing, as for a
 // program that builds its Metrics only when metrics are on. It is safe for
 // concurrent use.
 type Metrics struct {

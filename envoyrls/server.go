@@ -995,7 +995,11 @@ func (s *Server) refundAll(ctx context.Context, items []item) {
 // the window aligned on the Unix epoch ends, as the reference reports it
 // (in whole seconds for a window of whole seconds: the window less the
 // current Unix second's offset in it, which is the exact rest rounded up);
-// for the other algorithms, until the key is back to its full quota.
+// for the other algorithms, until the key is back to its full quota. A
+// denial the backend's failure policy made (redislimit's FailClosed) knows
+// nothing of the key, its ResetAfter 0: its reset is then its RetryAfter,
+// when the backend is asked again, so that a client waiting for the reset
+// does not come back at once to be denied again.
 func (s *Server) reset(it *item, now int64) time.Duration {
 	if it.cfg.Algorithm == hotlimit.FixedWindow && it.cfg.Window > 0 {
 		w := int64(it.cfg.Window)
@@ -1008,6 +1012,9 @@ func (s *Server) reset(it *item, now int64) time.Duration {
 			return time.Duration(ws-((sec%ws)+ws)%ws) * time.Second
 		}
 		return time.Duration(w - ((now%w)+w)%w)
+	}
+	if it.undecided && !it.d.Allowed && it.d.RetryAfter != hotlimit.Never {
+		return max(it.d.ResetAfter, it.d.RetryAfter, 0)
 	}
 	return max(it.d.ResetAfter, 0)
 }

@@ -48,7 +48,9 @@
 // redislimit.Factory, as the service is made, before any request. So an
 // alert on increase(hotlimit_fallbacks_total[5m]) > 0 sees the first
 // outage, which would otherwise start its series, into whose first sample
-// increase() counts nothing. A program whose limiters are all in memory
+// increase() counts nothing. A limiter built at its first use (a TakeWith
+// plan's) may fall back at once: where those are a program's only limiters
+// on Redis, call m.ObserveBackend(redislimit.Backend) at start. A program whose limiters are all in memory
 // reports no fallbacks.
 //
 // All four are asynchronous (observable) instruments: Observe adds to

@@ -325,7 +325,7 @@ func New(client redis.UniversalClient, c hotlimit.Config, opts ...hotlimit.Optio
 	l.batch = newBatcher(l, l.set.batch, l.set.flushers)
 	runtime.AddCleanup(l, (*batcher).close, l.batch)
 	if b, ok := l.fallbacks.(hotlimit.BackendObserver); ok {
-		b.ObserveBackend(backend)
+		b.ObserveBackend(Backend)
 	}
 	return l, nil
 }
@@ -940,13 +940,18 @@ func (l *Limiter) fail(key string, n int, err error) (hotlimit.Decision, hotlimi
 		l.set.hook(Event{Key: key, N: n, Err: err, Policy: l.set.policy, Decision: d})
 	}
 	if l.fallbacks != nil {
-		l.fallbacks.ObserveFallback(hotlimit.Fallback{Backend: backend, Reason: Reason(err), Policy: l.c, Decision: d})
+		l.fallbacks.ObserveFallback(hotlimit.Fallback{Backend: Backend, Reason: Reason(err), Policy: l.c, Decision: d})
 	}
 	return d, hotlimit.Receipt{}, err
 }
 
-// backend is the name a Limiter's [hotlimit.Fallback]s give their backend.
-const backend = "redis"
+// Backend is the name a Limiter's [hotlimit.Fallback]s give their backend,
+// the one [New] tells a [hotlimit.BackendObserver] of. A program whose
+// limiters on Redis are built later than its start (a service's TakeWith
+// plans, each built at its first use) can tell its exporter of it at start,
+// with ObserveBackend(Backend), so that the fallback series are there
+// before the first limiter is built.
+const Backend = "redis"
 
 // Reason names the kind of err, a reason Redis did not decide, as
 // [hotlimit.Fallback] reports it: "breaker_open" ([ErrBreakerOpen]),

@@ -417,8 +417,9 @@ func newFlagSet(f *flags) *flag.FlagSet {
 
 // options turns the flags into the server's options and, with -redis, the
 // Redis client they decide on (nil in memory), for the caller to close.
-// fallbacks, when not nil, hears of every decision Redis could not make.
-func (f *flags) options(log *slog.Logger, fallbacks hotlimit.FallbackObserver) (opts []envoyrls.Option, client redis.UniversalClient, err error) {
+// fallbacks, when not nil, hears of every decision Redis could not make,
+// and of Redis as the backend from the start.
+func (f *flags) options(log *slog.Logger, fallbacks hotlimit.BackendObserver) (opts []envoyrls.Option, client redis.UniversalClient, err error) {
 	switch f.headers {
 	case "none":
 	case "reference":
@@ -484,6 +485,12 @@ func (f *flags) options(log *slog.Logger, fallbacks hotlimit.FallbackObserver) (
 	ropts := []hotlimit.Option{redislimit.WithPrefix(f.redisPrefix), redislimit.WithFailPolicy(policy), redislimit.WithTimeout(f.redisTimeout)}
 	if fallbacks != nil {
 		ropts = append(ropts, hotlimit.WithObserver(fallbacks))
+		// Each limiter tells of Redis as it is built, but the limiter of
+		// a descriptor's own limit (an override) is built at its first
+		// request, which may be one Redis cannot decide: told now, the
+		// fallback series are at 0 from the start, whatever the
+		// configuration's limits.
+		fallbacks.ObserveBackend(redislimit.Backend)
 	}
 	factory := redislimit.Factory(client, ropts...)
 	if f.lease > 0 {
