@@ -1,6 +1,7 @@
 package gcra_test
 
 import (
+	"cmp"
 	"strconv"
 	"sync/atomic"
 	"testing"
@@ -43,5 +44,23 @@ func TestAllowRemainingLinearizable(t *testing.T) {
 		require.Equal(t, 3, want)
 		rems := limitertest.RaceAllowRemaining(lim.AllowRemaining, "k", goroutines, 4)
 		require.Equal(t, []int{0, 1, 2}, rems, "round %d: Remaining values of the admissions", round)
+	}
+}
+
+// TestNestedCallsChainRemaining: with the clock frozen, AllowRemaining and
+// Take(key, 1..3) calls nested inside each other's clock readings, two to
+// four levels deep, land their writes between a caller's two loads of the
+// word: each decision is the model's, the admissions' Remaining values form
+// one chain down from the key's Remaining at the freeze, no denial reports
+// room, and the key ends as the model's (see
+// limitertest.NestedCallsChainRemaining). With a burst of the limit, and of
+// 12 whatever the limit (3 to 12 per second).
+func TestNestedCallsChainRemaining(t *testing.T) {
+	for _, burst := range []int{0, 12} {
+		t.Run("burst="+strconv.Itoa(burst), func(t *testing.T) {
+			limitertest.NestedCallsChainRemaining(t, limitertest.Adapt(gcra.New, hotlimit.WithBurst(burst)), func(limit int, window time.Duration) limitertest.Model {
+				return models.NewGCRA(limit, cmp.Or(burst, limit), window, 0).Take
+			}, 1000)
+		})
 	}
 }

@@ -46,3 +46,16 @@ func TestAllowRemainingLinearizable(t *testing.T) {
 		require.Equal(t, []int{0, 1, 2, 3, 4}, rems, "round %d: Remaining values of the admissions", round)
 	}
 }
+
+// TestNestedCallsChainRemaining: with the clock frozen, AllowRemaining and
+// Take(key, 1..3) calls nested inside each other's clock readings, two to
+// four levels deep, land their writes between a caller's two loads of the
+// word: each decision is the model's, the admissions' Remaining values form
+// one chain down from the key's Remaining at the freeze, no denial reports
+// room, and the key ends as the model's (see
+// limitertest.NestedCallsChainRemaining).
+func TestNestedCallsChainRemaining(t *testing.T) {
+	limitertest.NestedCallsChainRemaining(t, limitertest.Adapt(slidingcounter.New), func(limit int, window time.Duration) limitertest.Model {
+		return models.NewSlidingCounter(limit, window).Take
+	}, 2000)
+}
