@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"math"
+	"strconv"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -16,7 +17,13 @@ import (
 // huge returns counts above a burst up to math.MaxInt, those about 2^53
 // among them, where a Lua number (a double) stops holding every integer.
 func huge(burst int) []int {
-	return []int{burst + 1, 1<<53 - 1, 1 << 53, 1<<53 + 1, 1<<62 + 1, math.MaxInt - 1, math.MaxInt}
+	ns := []int{burst + 1}
+	if strconv.IntSize == 64 { // on 32 bits, math.MaxInt is below 2^53
+		for _, n := range []int64{1<<53 - 1, 1 << 53, 1<<53 + 1, 1<<62 + 1} {
+			ns = append(ns, int(n))
+		}
+	}
+	return append(ns, math.MaxInt-1, math.MaxInt)
 }
 
 // TestRefundNowOfHugeCountsGivesBackABurst: RefundNowContext of far more
