@@ -222,9 +222,12 @@ func FallbackReasons() []string { return slices.Clone(fallbackReasons[:]) }
 // built on a backend, before any of its fallbacks: the limiter's
 // constructor calls ObserveBackend with the name its Fallbacks give as
 // Backend (redislimit.New, with redislimit.Backend, "redis"), once per
-// limiter built: for a service, once per limit of its rules as it is made,
-// once per limit a reload adds (a limit the reload keeps keeps its limiter,
-// and is not told of again), and once per TakeWith plan, at its first use.
+// limiter built: for a service, once per limit of its rules as it is made
+// (rules of one limit, whatever their scopes and shadow modes, share its
+// limiter), once per limit a reload adds (a limit the reload keeps keeps
+// its limiter, and is not told of again), and once per limit of its
+// TakeWith plans, at the first use of one (plans that differ only in scope
+// or shadow mode share a limiter, apart from the rules').
 // An exporter counts there, at 0, the backend's fallbacks for each of
 // [FallbackReasons], so that a counter exists before its first fallback:
 // Prometheus' rate() and increase() count nothing into a series' first
