@@ -333,14 +333,6 @@ func TestRedisFallbacksOnMetrics(t *testing.T) {
 		"-redis-password", "s3cret", "-redis-timeout", "10s", "-redis-failure", "open", "-redis-prefix", t.Name() + ":"}, io.Discard)
 	client := pb.NewRateLimitServiceClient(srv.conn)
 	req := &pb.RateLimitRequest{Domain: "web", Descriptors: []*rlext.RateLimitDescriptor{{Entries: []*rlext.RateLimitDescriptor_Entry{{Key: "ip", Value: "1"}}}}}
-	scrape := func() string {
-		res, err := http.Get("http://" + srv.http + "/metrics")
-		require.NoError(t, err)
-		defer res.Body.Close()
-		body, err := io.ReadAll(res.Body)
-		require.NoError(t, err)
-		return string(body)
-	}
 
 	resp, err := client.ShouldRateLimit(context.Background(), req)
 	require.NoError(t, err)
@@ -349,16 +341,7 @@ func TestRedisFallbacksOnMetrics(t *testing.T) {
 	for _, reason := range hotlimit.FallbackReasons() {
 		zeros = append(zeros, `hotlimit_fallbacks_total{backend="redis",reason="`+reason+`"} 0`)
 	}
-	fallbacks := func(page string) []string {
-		var lines []string
-		for line := range strings.Lines(page) {
-			if strings.HasPrefix(line, "hotlimit_fallbacks_total{") {
-				lines = append(lines, strings.TrimSpace(line))
-			}
-		}
-		return lines
-	}
-	assert.ElementsMatch(t, zeros, fallbacks(scrape()), "Redis decided: every reason at 0")
+	assert.ElementsMatch(t, zeros, fallbackSeries(t, srv), "Redis decided: every reason at 0")
 
 	redisServer.Kill()
 	for range 2 {
@@ -366,7 +349,7 @@ func TestRedisFallbacksOnMetrics(t *testing.T) {
 		require.NoError(t, err)
 		assert.Equal(t, pb.RateLimitResponse_OK, resp.OverallCode, "-redis-failure open lets it through")
 	}
-	assert.Contains(t, scrape(), `hotlimit_fallbacks_total{backend="redis",reason="error"} 2`)
+	assert.Contains(t, fallbackSeries(t, srv), `hotlimit_fallbacks_total{backend="redis",reason="error"} 2`)
 }
 
 // TestRedisTimeoutFlag: -redis-timeout bounds the wait for a Redis that
