@@ -120,6 +120,32 @@ func TestRevivalWhoseWalkPanicsListsItsCell(t *testing.T) {
 	assert.Equal(t, int64(maxKeys), keyed.Reserved(m))
 }
 
+// TestInsertionThatFindsItsKeyHeldCountsItselfOut: a Get that missed, and
+// finds the key held once it publishes (another caller inserted it between
+// its load and its publish), counts itself out of the insertions under way
+// as it returns the other's cell. Left counted, it made every later SweepAll
+// pass over the whole map on top of its walk.
+func TestInsertionThatFindsItsKeyHeldCountsItselfOut(t *testing.T) {
+	for _, maxKeys := range []int{0, 4} {
+		m := newMap(0, maxKeys)
+		var other *cell
+		armed := false
+		keyed.OnStep(m, func(step string) {
+			if step == "miss" && armed {
+				armed = false
+				other = m.Get("k") // between the first Get's load and its publish
+			}
+		})
+		busyKeys(m, 2)
+		armed = true
+		got := m.Get("k")
+		require.NotNil(t, other, "maxKeys %d: the other Get ran at the miss", maxKeys)
+		assert.Same(t, other, got, "maxKeys %d: the first Get returns the cell the other inserted", maxKeys)
+		assert.Zero(t, keyed.Listing(m), "maxKeys %d: no insertion counted under way", maxKeys)
+		assertSweptOnce(t, m)
+	}
+}
+
 // assertSweptOnce asserts that a SweepAll of nothing judges each cell held
 // once: it walks the list and does not pass over the map.
 func assertSweptOnce(t *testing.T, m *keyed.Map[cell]) {
