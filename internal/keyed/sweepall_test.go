@@ -146,6 +146,33 @@ func TestInsertionThatFindsItsKeyHeldCountsItselfOut(t *testing.T) {
 	}
 }
 
+// TestInsertionIsCountedUnderWayBeforeItsCellIsMade: an insertion, a
+// key cap's second try after its walk, and a revival each count themselves
+// among the insertions under way before their fresh node can be in the map
+// (its cell is made as it is put there): counted only after, a SweepAll that
+// started between the two would read none under way and walk the list
+// alone, never reaching the cell, which was in the map before it started.
+func TestInsertionIsCountedUnderWayBeforeItsCellIsMade(t *testing.T) {
+	var m *keyed.Map[cell]
+	var under []int64 // the insertions under way as each cell is made
+	m = keyed.New(func(*cell) { under = append(under, keyed.Listing(m)) }, judge, hotlimit.Options{MaxKeys: 2})
+	a := m.Get("a") // idle: its caller holds the cell
+	add(m, "b", m.Get("b"), 1)
+	assert.Equal(t, []int64{1, 1}, under, "a and b")
+
+	under = nil
+	require.NotNil(t, m.Get("c"), "the cap's walk evicted a, and the second try inserted c")
+	_, held := m.Peek("a")
+	require.False(t, held)
+	assert.Equal(t, []int64{1}, under, "c, at the second try")
+
+	under = nil
+	require.Equal(t, int64(dead), a.n.Load(), "a evicted under its caller")
+	require.NotSame(t, a, m.Revive("a", a))
+	assert.Equal(t, []int64{1}, under, "a, revived")
+	assert.Zero(t, keyed.Listing(m), "each counted out since")
+}
+
 // assertSweptOnce asserts that a SweepAll of nothing judges each cell held
 // once: it walks the list and does not pass over the map.
 func assertSweptOnce(t *testing.T, m *keyed.Map[cell]) {
