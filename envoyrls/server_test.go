@@ -104,6 +104,57 @@ descriptors:
 	assert.Equal(t, map[string]string{"RateLimit-Limit": "1", "RateLimit-Remaining": "0", "RateLimit-Reset": "59"}, got, "q1, over its limit, not n or q2")
 }
 
+// TestHeadersNameTheLastDenial: of the descriptors over their limits, the
+// headers are those of the last that denies the request, as the reference
+// picks it; one over its limit in shadow mode or in quota mode, which
+// denies nothing by itself, is not picked over a denial before it.
+func TestHeadersNameTheLastDenial(t *testing.T) {
+	d, err := ParseDomain("deny.yaml", []byte(`
+domain: deny
+descriptors:
+  - key: a
+    rate_limit: {unit: minute, requests_per_unit: 3}
+  - key: b
+    rate_limit: {unit: minute, requests_per_unit: 2}
+  - key: s
+    shadow_mode: true
+    rate_limit: {unit: minute, requests_per_unit: 1}
+  - key: q
+    quota_mode: true
+    rate_limit: {unit: minute, requests_per_unit: 1}
+`))
+	require.NoError(t, err)
+	cfg, err := NewConfig(d)
+	require.NoError(t, err)
+	var now atomic.Int64
+	now.Store(int64(time.Hour + time.Second)) // 1 s into a minute
+	s, err := New(cfg, WithClock(now.Load), WithHeaders(HeadersReference), WithLogger(slog.New(slog.DiscardHandler)))
+	require.NoError(t, err)
+	for i, tc := range []struct {
+		keys  []string
+		limit string
+	}{
+		{[]string{"a", "b"}, "2"}, // both deny: the last
+		{[]string{"b", "a"}, "3"},
+		{[]string{"a", "s"}, "3"}, // s over in shadow mode denies nothing
+		{[]string{"s", "a"}, "3"},
+		{[]string{"a", "q"}, "3"}, // so does q over in quota mode
+	} {
+		req := &pb.RateLimitRequest{Domain: "deny", HitsAddend: 5} // over every limit at once
+		for _, k := range tc.keys {
+			req.Descriptors = append(req.Descriptors, &rlext.RateLimitDescriptor{Entries: []*rlext.RateLimitDescriptor_Entry{{Key: k, Value: strings.Repeat("v", i+1)}}})
+		}
+		resp, err := s.ShouldRateLimit(context.Background(), req)
+		require.NoError(t, err)
+		require.Equal(t, pb.RateLimitResponse_OVER_LIMIT, resp.OverallCode, "case %d", i)
+		got := map[string]string{}
+		for _, hv := range resp.ResponseHeadersToAdd {
+			got[hv.Key] = hv.Value
+		}
+		assert.Equal(t, map[string]string{"RateLimit-Limit": tc.limit, "RateLimit-Remaining": "0", "RateLimit-Reset": "59"}, got, "case %d: %v", i, tc.keys)
+	}
+}
+
 // TestNilDescriptorIsInvalidArgument: a request built in Go with a nil
 // descriptor in its list (gRPC never decodes one, a caller of
 // ShouldRateLimit may pass one) is refused as InvalidArgument naming it,

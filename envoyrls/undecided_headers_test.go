@@ -282,3 +282,55 @@ func headersOf(resp *pb.RateLimitResponse) map[string]string {
 	}
 	return got
 }
+
+// readFails is a limiter whose give-backs succeed and whose reads of a key
+// (Take of 0) fail, its failure policy passing with a Remaining of 0, as
+// redislimit's FailOpen does when Redis goes down between the two.
+type readFails struct{ hotlimit.Limiter }
+
+// RefundNowContext gives back nothing, and succeeds.
+func (readFails) RefundNowContext(context.Context, string, int) error { return nil }
+
+// TakeContext takes n; a read (n = 0) fails.
+func (l readFails) TakeContext(_ context.Context, key string, n int) (hotlimit.Decision, error) {
+	d := l.Take(key, n)
+	if n == 0 {
+		return hotlimit.Decision{Allowed: true, Limit: d.Limit}, errors.New("read failed")
+	}
+	return d, nil
+}
+
+// TestHeadersGiveNoNumbersOfAGiveBackWhoseReadFailed: negative hits given
+// back, and the read of the key's state after them failed (its failure
+// policy's Remaining of 0 counting nothing): with no other descriptor, the
+// headers give the limit alone, as for a limit that could not decide, and
+// not a RateLimit-Remaining of 0.
+func TestHeadersGiveNoNumbersOfAGiveBackWhoseReadFailed(t *testing.T) {
+	d, err := ParseDomain("readfails.yaml", []byte(`
+domain: readfails
+descriptors:
+  - key: k
+    rate_limit: {unit: minute, requests_per_unit: 100}
+`))
+	require.NoError(t, err)
+	cfg, err := NewConfig(d)
+	require.NoError(t, err)
+	var now atomic.Int64
+	now.Store(t0)
+	factory := func(c hotlimit.Config, opts ...hotlimit.Option) (hotlimit.Limiter, error) {
+		lim, err := service.NewLimiter(c, opts...)
+		if err != nil {
+			return nil, err
+		}
+		return readFails{lim}, nil
+	}
+	s, err := New(cfg, WithClock(now.Load), WithBackendErrors(false), WithHeaders(HeadersReference),
+		WithLogger(slog.New(slog.DiscardHandler)), WithLimiterOptions(hotlimit.WithFactory(factory)))
+	require.NoError(t, err)
+	resp, err := s.ShouldRateLimit(context.Background(), &pb.RateLimitRequest{Domain: "readfails", Descriptors: []*rlext.RateLimitDescriptor{{
+		Entries: []*rlext.RateLimitDescriptor_Entry{{Key: "k", Value: "v"}}, IsNegativeHits: true,
+	}}})
+	require.NoError(t, err)
+	require.Equal(t, pb.RateLimitResponse_OK, resp.OverallCode)
+	assert.Equal(t, map[string]string{"RateLimit-Limit": "100"}, headersOf(resp))
+}

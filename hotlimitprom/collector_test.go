@@ -105,6 +105,40 @@ hotlimit_keys{limiter="bad\uFFFD"} 3
 	assert.Equal(t, 4+1, n, "the four outcomes of bad\uFFFD, and the unknown one")
 }
 
+// TestObserveBackendOfAnInvalidUTF8NameDoesNotPanic: a backend named with
+// bytes that are not valid UTF-8 has its fallback series, at 0, exported
+// under U+FFFD in place of the bad bytes, as its fallbacks are, rather than
+// panicking as the limiter on it is built.
+func TestObserveBackendOfAnInvalidUTF8NameDoesNotPanic(t *testing.T) {
+	reg := prometheus.NewPedanticRegistry()
+	m := hotlimitprom.New()
+	require.NoError(t, reg.Register(m))
+	require.NotPanics(t, func() { m.ObserveBackend("bad\xff") })
+	m.ObserveFallback(hotlimit.Fallback{Backend: "bad\xff", Reason: "timeout"})
+	families, err := reg.Gather()
+	require.NoError(t, err)
+	got := map[string]float64{}
+	for _, f := range families {
+		if f.GetName() != "hotlimit_fallbacks_total" {
+			continue
+		}
+		for _, s := range f.GetMetric() {
+			labels := map[string]string{}
+			for _, l := range s.GetLabel() {
+				labels[l.GetName()] = l.GetValue()
+			}
+			assert.Equal(t, "bad\uFFFD", labels["backend"])
+			got[labels["reason"]] = s.GetCounter().GetValue()
+		}
+	}
+	want := map[string]float64{}
+	for _, r := range hotlimit.FallbackReasons() {
+		want[r] = 0
+	}
+	want["timeout"] = 1
+	assert.Equal(t, want, got, "one series per reason, the fallback's counted in it")
+}
+
 // TestCollectRacesObserveAndWatchKeys: scrapes while decisions, new rules,
 // fallbacks and watched functions change neither race nor lose a count. The
 // decisions start once the scraper is running, and go on until it has

@@ -142,6 +142,37 @@ func TestNodeBreakerDroppedDuringItsRefreshIsMadeAgain(t *testing.T) {
 	assert.Equal(t, []string{"a:1", "c:1"}, nodeAddrs(l))
 }
 
+// TestNodeBreakerDroppedAndMadeAgainDuringItsRefreshIsTheNewOne: a prune
+// drops a node's breaker between a lookup's reading of it (unseen for two
+// minutes) and its refresh, and another lookup of the node makes a fresh
+// one meanwhile: the first lookup returns that fresh breaker, the one in
+// the map, not the dropped one, so that both calls' outcomes go to one
+// breaker.
+func TestNodeBreakerDroppedAndMadeAgainDuringItsRefreshIsTheNewOne(t *testing.T) {
+	var now atomic.Int64
+	l := newNodesLimiter(t, &now)
+	old := l.nodeBreaker("a:1")
+	now.Add(int64(2 * time.Minute))
+	ran := false
+	var other *breaker
+	refreshHook = func() {
+		if !ran {
+			ran = true
+			l.nodeBreaker("c:1") // a new node: the prune drops a, unseen for two minutes
+			require.Equal(t, []string{"c:1"}, nodeAddrs(l))
+			other = l.nodeBreaker("a:1") // another call to a makes a fresh breaker
+		}
+	}
+	t.Cleanup(func() { refreshHook = nil })
+	b := l.nodeBreaker("a:1")
+	require.True(t, ran, "the prune ran during the lookup")
+	require.NotSame(t, old, other)
+	assert.Same(t, other, b, "the breaker the other lookup made, not the dropped one")
+	got, ok := l.nodes.Load("a:1")
+	require.True(t, ok)
+	assert.Same(t, got, b, "the one in the map")
+}
+
 // TestNodeBreakerDroppedAfterItsRefreshIsMadeAgain forces a lookup's refresh
 // of a breaker unseen for two minutes, and its check that the breaker is
 // still in the map, after a prune (run by a new node's lookup) judged the

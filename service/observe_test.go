@@ -397,6 +397,30 @@ func TestShadowCopyOfALimitInTheSameRuleIsRejected(t *testing.T) {
 	assert.Equal(t, 1, obs.get("default denied"))
 }
 
+// TestRepeatedLimitErrorSpeaksOfShadowModeOnlyForAShadowCopy: the error of
+// a limit that repeats another of its rule tells how to roll out a shadow
+// copy only when one of the two is in shadow mode, and tells it also when
+// the copy is one only under the service's burst (WithBurst), the burst
+// spelled out in one of the two.
+func TestRepeatedLimitErrorSpeaksOfShadowModeOnlyForAShadowCopy(t *testing.T) {
+	real := hotlimit.Config{Algorithm: hotlimit.TokenBucket, Limit: 2, Window: time.Second}
+	_, err := service.NewFromRules(service.Rules{Default: service.Limits{real, real}})
+	assert.ErrorContains(t, err, "default[1]: the same limit as default[0]")
+	assert.NotContains(t, err.Error(), "shadow", "neither is in shadow mode")
+
+	spelled := real
+	spelled.Burst = 5
+	shadow := real
+	shadow.Shadow = true
+	_, err = service.NewFromRules(service.Rules{Default: service.Limits{spelled, shadow}}, hotlimit.WithBurst(5))
+	assert.ErrorContains(t, err, "default[1]: the same limit as default[0]")
+	assert.ErrorContains(t, err, "under the service's burst 5")
+	assert.ErrorContains(t, err, "give the shadow limit another limit or window", "the shadow copy under the service's burst")
+	_, err = service.NewFromRules(service.Rules{Default: service.Limits{spelled, real}}, hotlimit.WithBurst(5))
+	assert.ErrorContains(t, err, "under the service's burst 5")
+	assert.NotContains(t, err.Error(), "shadow", "neither is in shadow mode")
+}
+
 func TestLenAndSweepCountTakeWithKeys(t *testing.T) {
 	clock, now := frozen(int64(time.Hour))
 	s, err := service.New(cfg(hotlimit.FixedWindow, 100), clock)

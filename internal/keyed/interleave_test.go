@@ -410,3 +410,49 @@ func TestReviveWhoseRoomIsMadeBeforeItsSecondWalkEvictsNothing(t *testing.T) {
 	assertBusy(t, m, live...)
 	assertListed(t, m, append(live, "idle2")...)
 }
+
+// TestReviveWhoseWalkWentRoundEvictingWalksAgain: the map is over the cap by
+// an earlier revival, so Revive's first walk goes round the whole list, evicts
+// the one idle key, and still finds no room. A key goes idle before the
+// re-insertion, which puts the map over the cap again: the walk having
+// evicted a key, Revive walks again, evicts the key gone idle, and the map is
+// back at the cap. Only a walk that went round evicting nothing tells
+// that a second would find no idle key; counting this one as such left the
+// map over the cap by one more key, the idle one held.
+func TestReviveWhoseWalkWentRoundEvictingWalksAgain(t *testing.T) {
+	const maxKeys = 8
+	m := newMap(0, maxKeys)
+	w, x := m.Get("w"), m.Get("x") // idle: their callers hold the cells
+	busy := keysUpTo(maxKeys - 2)
+	cells := make([]*cell, len(busy))
+	for i, k := range busy {
+		cells[i] = add(m, k, m.Get(k), 1)
+	}
+	require.Equal(t, 2, m.Sweep(func(c *cell) bool { return (c == w || c == x) && kill(c) }), "w and x evicted under their callers")
+	add(m, "full1", m.Get("full1"), 1)
+	add(m, "full2", m.Get("full2"), 1)
+	add(m, "w", w, 1) // no key idle: the map goes over the cap by w
+	require.Equal(t, maxKeys+1, m.Len(), "over the cap by the revived w")
+	add(m, "0", cells[0], -1) // idle
+
+	ran := atRevive(m, func() {
+		_, ok := m.Peek("0")
+		require.False(t, ok, "Revive's first walk evicted the idle key")
+		require.Equal(t, maxKeys, m.Len(), "and found no room")
+		add(m, "1", cells[1], -1) // goes idle before the re-insertion
+	})
+	var walks []int
+	keyed.OnWalk(m, func(v int) { walks = append(walks, v) })
+	add(m, "x", x, 1)
+	require.True(t, ran())
+	require.NotEmpty(t, walks)
+	assert.Less(t, walks[0], keyed.MaxVisits, "the first walk went round the whole list, short of its budget")
+	assert.Len(t, walks, 2, "a second walk after the re-insertion")
+	_, ok := m.Peek("1")
+	assert.False(t, ok, "the key gone idle was evicted")
+	assert.Equal(t, maxKeys, m.Len(), "back to the cap")
+	assert.Equal(t, int64(maxKeys), keyed.Reserved(m))
+	live := append(busy[2:], "full1", "full2", "w", "x")
+	assertBusy(t, m, live...)
+	assertListed(t, m, live...)
+}

@@ -116,6 +116,59 @@ func assertListedAfterPanic(t *testing.T, m *keyed.Map[cell], key string) *cell 
 	return c
 }
 
+// TestInsertionThatFindsItsKeyHeldCountsItselfOut: a Get that missed, and
+// finds the key held once it publishes (another caller inserted it between
+// its load and its publish), counts itself out of the insertions under way
+// as it returns the other's cell. Left counted, it made every later SweepAll
+// pass over the whole map on top of its walk.
+func TestInsertionThatFindsItsKeyHeldCountsItselfOut(t *testing.T) {
+	for _, maxKeys := range []int{0, 4} {
+		m := newMap(0, maxKeys)
+		var other *cell
+		armed := false
+		keyed.OnStep(m, func(step string) {
+			if step == "miss" && armed {
+				armed = false
+				other = m.Get("k") // between the first Get's load and its publish
+			}
+		})
+		busyKeys(m, 2)
+		armed = true
+		got := m.Get("k")
+		require.NotNil(t, other, "maxKeys %d: the other Get ran at the miss", maxKeys)
+		assert.Same(t, other, got, "maxKeys %d: the first Get returns the cell the other inserted", maxKeys)
+		assert.Zero(t, keyed.Listing(m), "maxKeys %d: no insertion counted under way", maxKeys)
+		assertSweptOnce(t, m)
+	}
+}
+
+// TestInsertionIsCountedUnderWayBeforeItsCellIsMade: an insertion, a
+// key cap's second try after its walk, and a revival each count themselves
+// among the insertions under way before their fresh node can be in the map
+// (its cell is made as it is put there): counted only after, a SweepAll that
+// started between the two would read none under way and walk the list
+// alone, never reaching the cell, which was in the map before it started.
+func TestInsertionIsCountedUnderWayBeforeItsCellIsMade(t *testing.T) {
+	var m *keyed.Map[cell]
+	var under []int64 // the insertions under way as each cell is made
+	m = keyed.New(func(*cell) { under = append(under, keyed.Listing(m)) }, judge, hotlimit.Options{MaxKeys: 2})
+	a := m.Get("a") // idle: its caller holds the cell
+	add(m, "b", m.Get("b"), 1)
+	assert.Equal(t, []int64{1, 1}, under, "a and b")
+
+	under = nil
+	require.NotNil(t, m.Get("c"), "the cap's walk evicted a, and the second try inserted c")
+	_, held := m.Peek("a")
+	require.False(t, held)
+	assert.Equal(t, []int64{1}, under, "c, at the second try")
+
+	under = nil
+	require.Equal(t, int64(dead), a.n.Load(), "a evicted under its caller")
+	require.NotSame(t, a, m.Revive("a", a))
+	assert.Equal(t, []int64{1}, under, "a, revived")
+	assert.Zero(t, keyed.Listing(m), "each counted out since")
+}
+
 // assertSweptOnce asserts that a SweepAll of nothing judges each cell held
 // once: it walks the list and does not pass over the map.
 func assertSweptOnce(t *testing.T, m *keyed.Map[cell]) {

@@ -103,6 +103,29 @@ func TestSweepUnlinkingTheCursorNodeKeepsThePass(t *testing.T) {
 	assert.Equal(t, int64(m.Len()), keyed.Reserved(m))
 }
 
+// TestCapWalkFindingRoomAtItsStartClaimsNothing: a key cap's walk that
+// finds the map with room before it claims (a Sweep made it after the
+// insertion found none) leaves the cursor where it stood, so the next walk
+// visits the nodes after it first. Claiming a chunk and visiting none of it
+// passed over those nodes for the whole pass: an idle key there stayed held
+// while the next walks spent their visits on the rest of the list.
+func TestCapWalkFindingRoomAtItsStartClaimsNothing(t *testing.T) {
+	var judge func() func(*cell) bool
+	m, cells := capped(12, &judge, 11, 5) // listed 11 (idle), 10, …, 5 (idle), …, 0
+	require.Equal(t, 1, m.Sweep(func(c *cell) bool { return c == cells[5] && kill(c) }), "a Sweep made room")
+	visits := -1
+	keyed.OnWalk(m, func(v int) { visits = v })
+	assert.Zero(t, keyed.Walk(m, keyed.MaxVisits, 4, true), "the walk finds room and evicts nothing")
+	assert.Zero(t, visits, "nor visits a node")
+	add(m, "n1", m.Get("n1"), 1) // takes the room: no walk
+	visits = -1
+	require.NotNil(t, m.Get("n2"), "11 evicted")
+	assert.Equal(t, 2, visits, "the walk started at the front, where the cursor stood: n1, pushed since, then 11")
+	_, ok := m.Peek("11")
+	assert.False(t, ok)
+	assert.Equal(t, int64(12), keyed.Reserved(m))
+}
+
 // TestWalkerUnlinkingItsLastNodeAfterTheNextClaim forces a walker's unlink of
 // the last node it claimed, the cursor's, after the next walker claimed from
 // that node and unlinked the node after it: the first walker's kill of its
