@@ -107,9 +107,10 @@ func (l *Limiter) admit(key string) (allowed bool, prev, count, e uint64) {
 	// and the word held that value at the first load, before the reading, so
 	// a denial on it is one decided on the first load.) On one hot key on two
 	// cores of an Intel Xeon, timed against the mutex port in alternating
-	// blocks (BenchmarkHotKeyRatio), admissions went from 1.91-1.99 times the
-	// mutex port's time at -cpu 2 to 1.01-1.19 (-cpu 4: 1.08-2.11 to
-	// 0.86-1.10; -cpu 8: 1.38-1.60 to 0.85-1.05), with denials unchanged.
+	// blocks (BenchmarkHotKeyRatio, eight alternations of the two builds),
+	// admissions went from 1.91-2.19 times the mutex port's time at -cpu 2
+	// to 1.01-1.29 (-cpu 4: 1.08-2.11 to 0.86-1.12; -cpu 8: 1.38-1.76 to
+	// 0.85-1.15), with denials about the same.
 	w := c.word.Load()
 	cur, rem := l.index(l.clock()) // after Get and the load: see cell
 	fresh := true                  // the reading was taken after w was loaded
