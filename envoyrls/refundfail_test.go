@@ -62,7 +62,14 @@ func TestRefundWhenTheBackendFails(t *testing.T) {
 // webPerHour is the configuration of these tests: 5 an hour per ip.
 func webPerHour(t *testing.T) *Config {
 	t.Helper()
-	d, err := ParseDomain("web.yaml", []byte("domain: web\ndescriptors:\n  - key: ip\n    rate_limit: {unit: hour, requests_per_unit: 5}\n"))
+	return configOf(t, "web.yaml", "domain: web\ndescriptors:\n  - key: ip\n    rate_limit: {unit: hour, requests_per_unit: 5}\n")
+}
+
+// configOf returns the configuration of the one domain the YAML file name
+// holds.
+func configOf(t *testing.T, name, yaml string) *Config {
+	t.Helper()
+	d, err := ParseDomain(name, []byte(yaml))
 	require.NoError(t, err)
 	cfg, err := NewConfig(d)
 	require.NoError(t, err)

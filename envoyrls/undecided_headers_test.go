@@ -33,7 +33,7 @@ func TestHeadersSkipALimitRedisCouldNotDecide(t *testing.T) {
 	addr, redisServer := startRedis(t)
 	client := redis.NewClient(&redis.Options{Addr: addr, ContextTimeoutEnabled: true, MaxRetries: -1})
 	t.Cleanup(func() { _ = client.Close() })
-	d, err := ParseDomain("mixed.yaml", []byte(`
+	cfg := configOf(t, "mixed.yaml", `
 domain: mixed
 descriptors:
   - key: mem
@@ -42,10 +42,7 @@ descriptors:
     rate_limit: {unit: hour, requests_per_unit: 100}
   - key: red2
     rate_limit: {unit: hour, requests_per_unit: 50}
-`))
-	require.NoError(t, err)
-	cfg, err := NewConfig(d)
-	require.NoError(t, err)
+`)
 	var now atomic.Int64
 	now.Store(t0)
 	s := mixedServer(t, cfg, &now, client, redislimit.FailOpen, HeadersReference)
@@ -76,7 +73,7 @@ descriptors:
 		{Entries: []*rlext.RateLimitDescriptor_Entry{{Key: "red", Value: "v"}}, IsNegativeHits: true},
 		{Entries: []*rlext.RateLimitDescriptor_Entry{{Key: "mem", Value: "v"}}},
 	}}
-	resp, err = s.ShouldRateLimit(context.Background(), req)
+	resp, err := s.ShouldRateLimit(context.Background(), req)
 	require.NoError(t, err)
 	require.Len(t, resp.ResponseHeadersToAdd, 3)
 	assert.Equal(t, "1000", resp.ResponseHeadersToAdd[0].Value, "nor a give-back Redis could not take")
@@ -102,7 +99,7 @@ descriptors:
 // a 429 that says RateLimit-Remaining: 998 tells the client to retry.
 func TestHeadersNameAQuotaDenialRedisCouldNotDecide(t *testing.T) {
 	client := downClient(t)
-	d, err := ParseDomain("quota.yaml", []byte(`
+	cfg := configOf(t, "quota.yaml", `
 domain: quota
 descriptors:
   - key: mem
@@ -110,10 +107,7 @@ descriptors:
   - key: red
     quota_mode: true
     rate_limit: {unit: hour, requests_per_unit: 1}
-`))
-	require.NoError(t, err)
-	cfg, err := NewConfig(d)
-	require.NoError(t, err)
+`)
 	var now atomic.Int64
 	now.Store(t0)
 	for _, policy := range []redislimit.FailPolicy{redislimit.FailClosed, redislimit.FailLocal} {
@@ -154,7 +148,7 @@ descriptors:
 // either order, and one that denies the request (FailClosed) with its own.
 func TestHeadersGiveNoNumbersOfALimitRedisCouldNotDecide(t *testing.T) {
 	client := downClient(t)
-	d, err := ParseDomain("undecided.yaml", []byte(`
+	cfg := configOf(t, "undecided.yaml", `
 domain: undecided
 descriptors:
   - key: mem
@@ -166,10 +160,7 @@ descriptors:
   - key: shadow
     shadow_mode: true
     rate_limit: {unit: hour, requests_per_unit: 1}
-`))
-	require.NoError(t, err)
-	cfg, err := NewConfig(d)
-	require.NoError(t, err)
+`)
 	var now atomic.Int64
 	now.Store(t0)
 	// ask sends the descriptors of keys to a server whose hour limits are
@@ -306,15 +297,12 @@ func (l readFails) TakeContext(_ context.Context, key string, n int) (hotlimit.D
 // headers give the limit alone, as for a limit that could not decide, and
 // not a RateLimit-Remaining of 0.
 func TestHeadersGiveNoNumbersOfAGiveBackWhoseReadFailed(t *testing.T) {
-	d, err := ParseDomain("readfails.yaml", []byte(`
+	cfg := configOf(t, "readfails.yaml", `
 domain: readfails
 descriptors:
   - key: k
     rate_limit: {unit: minute, requests_per_unit: 100}
-`))
-	require.NoError(t, err)
-	cfg, err := NewConfig(d)
-	require.NoError(t, err)
+`)
 	var now atomic.Int64
 	now.Store(t0)
 	factory := func(c hotlimit.Config, opts ...hotlimit.Option) (hotlimit.Limiter, error) {

@@ -26,7 +26,7 @@ import (
 // down. A fixed window's reset stays the end of its window.
 func TestAFailClosedDenialSaysWhenToRetry(t *testing.T) {
 	client := downClient(t)
-	d, err := ParseDomain("closed.yaml", []byte(`
+	cfg := configOf(t, "closed.yaml", `
 domain: closed
 descriptors:
   - key: tb
@@ -39,10 +39,7 @@ descriptors:
     rate_limit: {unit: hour, requests_per_unit: 100, algorithm: SlidingLog}
   - key: window
     rate_limit: {unit: hour, requests_per_unit: 100}
-`))
-	require.NoError(t, err)
-	cfg, err := NewConfig(d)
-	require.NoError(t, err)
+`)
 	var now atomic.Int64
 	now.Store(t0)
 	s := mixedServer(t, cfg, &now, client, redislimit.FailClosed, HeadersReference|HeadersDraft)
