@@ -461,6 +461,11 @@ func (f *flags) options(log *slog.Logger, fallbacks hotlimit.BackendObserver) (o
 		Password:              f.redisPassword,
 		IsClusterMode:         f.redisCluster,
 		ContextTimeoutEnabled: true,
+		// One dial per attempt: go-redis's default of five, with their
+		// backoff, outlasts -redis-timeout, so a Redis that refuses
+		// connections (stopped, restarting) would be reported as one that
+		// does not answer in time, its refusal never logged.
+		DialerRetries: 1,
 	}
 	if f.redisTLS || f.redisTLSCA != "" || f.tlsSkipHostname || f.tlsInsecure {
 		ro.TLSConfig = &tls.Config{MinVersion: tls.VersionTLS12, InsecureSkipVerify: f.tlsInsecure} //nolint:gosec // the operator's choice

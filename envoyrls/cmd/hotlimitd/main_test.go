@@ -352,6 +352,34 @@ func TestRedisFallbacksOnMetrics(t *testing.T) {
 	assert.Contains(t, fallbackSeries(t, srv), `hotlimit_fallbacks_total{backend="redis",reason="error"} 2`)
 }
 
+// TestRedisDownIsAnError: a Redis that has stopped, whose port refuses
+// connections, is an error, with the refusal in the log, not a Redis that
+// does not answer within -redis-timeout: the client dials once per
+// attempt, rather than five times with a backoff (some 400 ms) that
+// outlasts the timeout, so that the operator reads that Redis is down, not
+// that it is slow. A timeout of 1 s leaves a loaded machine ample time for
+// four refused dials and go-redis's backoff between them.
+func TestRedisDownIsAnError(t *testing.T) {
+	addr, redisServer := startRedis(t, "")
+	dir := t.TempDir()
+	writeRule(t, dir, "5")
+	var logs redisproc.SyncBuffer
+	srv := startServer(t, []string{"-config", dir, "-grpc", "127.0.0.1:0", "-http", "", "-redis", addr, "-redis-timeout", "1s", "-redis-prefix", t.Name() + ":"}, &logs)
+	client := pb.NewRateLimitServiceClient(srv.conn)
+	req := &pb.RateLimitRequest{Domain: "web", Descriptors: []*rlext.RateLimitDescriptor{{Entries: []*rlext.RateLimitDescriptor_Entry{{Key: "ip", Value: "1"}}}}}
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	_, err := client.ShouldRateLimit(ctx, req)
+	require.NoError(t, err)
+
+	redisServer.Kill()
+	_, err = client.ShouldRateLimit(ctx, req)
+	require.Error(t, err)
+	assert.Equal(t, codes.Unavailable, status.Code(err))
+	assert.Contains(t, status.Convert(err).Message(), "rate limit backend failed (error)")
+	assert.Contains(t, logs.String(), "connect: connection refused")
+}
+
 // TestRedisTimeoutFlag: -redis-timeout bounds the wait for a Redis that
 // accepts connections and never answers: 1 ms gives Unavailable, 1 h leaves
 // the caller's own deadline to pass first.
