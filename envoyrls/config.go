@@ -804,7 +804,8 @@ func (v *keyValidator) leaf(key string, n *yaml.Node) error {
 	switch n.Tag {
 	case "!!float":
 		if v.floats {
-			return configError(v.file, "error checking config")
+			// The reference's words, then where and what, which it omits.
+			return configError(v.file, "error checking config: line %d: %s %s is a float: write an integer, or quote it for a string", n.Line, key, n.Value)
 		}
 		// Its decoder fills an integer with a float it holds, a string
 		// with any, and a boolean with none.
@@ -814,7 +815,7 @@ func (v *keyValidator) leaf(key string, n *yaml.Node) error {
 		}
 	case "!!int":
 		if _, err := strconv.ParseInt(strings.ReplaceAll(n.Value, "_", ""), 0, 64); errors.Is(err, strconv.ErrRange) {
-			return configError(v.file, "error checking config")
+			return configError(v.file, "error checking config: line %d: %s %s is an integer past 64 bits: quote it for a string", n.Line, key, n.Value)
 		}
 	case "!!str":
 		if boolKeys[key] && n.Style != 0 {

@@ -165,11 +165,11 @@ func TestLoadErrors(t *testing.T) {
 		// The reference reads the file into plain values first and takes only
 		// strings, integers, booleans and nulls as leaves; and its YAML
 		// decoder takes a quoted yes or off for a string, not a boolean.
-		{"float requests", rule("      unit: second\n      requests_per_unit: 5.0\n"), "error checking config"},
-		{"exponent requests", rule("      unit: second\n      requests_per_unit: 1e3\n"), "error checking config"},
-		{"float value", "domain: d\ndescriptors:\n  - key: k\n    value: 1.50\n", "error checking config"},
-		{"infinite value", "domain: d\ndescriptors:\n  - key: k\n    value: .inf\n", "error checking config"},
-		{"integer past int64", "domain: d\ndescriptors:\n  - key: k\n    value: 9223372036854775808\n", "error checking config"},
+		{"float requests", rule("      unit: second\n      requests_per_unit: 5.0\n"), "error checking config: line 6: requests_per_unit 5.0 is a float: write an integer, or quote it for a string"},
+		{"exponent requests", rule("      unit: second\n      requests_per_unit: 1e3\n"), "error checking config: line 6: requests_per_unit 1e3 is a float"},
+		{"float value", "domain: d\ndescriptors:\n  - key: k\n    value: 1.50\n", "error checking config: line 4: value 1.50 is a float"},
+		{"infinite value", "domain: d\ndescriptors:\n  - key: k\n    value: .inf\n", "error checking config: line 4: value .inf is a float"},
+		{"integer past int64", "domain: d\ndescriptors:\n  - key: k\n    value: 9223372036854775808\n", "error checking config: line 4: value 9223372036854775808 is an integer past 64 bits: quote it for a string"},
 		{"quoted yes", "domain: d\ndescriptors:\n  - key: k\n    shadow_mode: \"yes\"\n", "cannot unmarshal !!str `yes` into bool"},
 		{"quoted off", "domain: d\ndescriptors:\n  - key: k\n    quota_mode: 'off'\n", "cannot unmarshal !!str `off` into bool"},
 		{"tagged on", rule("      unlimited: !!str on\n"), "cannot unmarshal !!str `on` into bool"},
@@ -658,7 +658,7 @@ func TestValuesCheckedAsTheReference(t *testing.T) {
 	for _, tc := range []struct{ name, yaml, want string }{
 		{"merged float replaced", "domain: d\ndescriptors:\n  - key: a\n    metadata: &m {requests_per_unit: 1.5}\n  - key: k\n    rate_limit:\n      <<: *m\n      requests_per_unit: 2\n      unit: second\n", ""},
 		{"float replaced by a merge", rule("    rate_limit:\n      requests_per_unit: 1.5\n      <<: {requests_per_unit: 2}\n      unit: second\n"), ""},
-		{"merged float counts", rule("    rate_limit:\n      unit: second\n      <<: {requests_per_unit: 1.5}\n"), "error checking config"},
+		{"merged float counts", rule("    rate_limit:\n      unit: second\n      <<: {requests_per_unit: 1.5}\n"), "error checking config: line 6: requests_per_unit 1.5 is a float"},
 		{"merged float into a boolean, replaced", rule("    rate_limit:\n      <<: {unlimited: 1.5}\n      unlimited: true\n"), "cannot unmarshal !!float `1.5` into bool"},
 		{"merged quoted yes replaced", rule("    rate_limit:\n      <<: {unlimited: 'yes'}\n      unlimited: true\n"), "cannot unmarshal !!str `yes` into bool"},
 		{"merged huge integer replaced", rule("    rate_limit:\n      <<: {requests_per_unit: 99999999999999999999}\n      requests_per_unit: 2\n      unit: second\n"), "cannot unmarshal !!float `99999999999999999999` into uint32"},
