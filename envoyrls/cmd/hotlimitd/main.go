@@ -49,7 +49,8 @@
 // when Redis fails: "error" (the default, as the reference: an Unavailable
 // error, which Envoy allows unless failure_mode_deny), or redislimit's
 // policies "local", "open" and "closed". Redis is checked at start (a PING,
-// within 10 s): one that cannot be reached, refuses the password or whose
+// within 10 s, asked again while the connection is refused): one that
+// cannot be reached, refuses the password or whose
 // certificate does not verify ends hotlimitd with the reason, exit status 1,
 // as the reference does. Every flag may be given in the
 // environment as HOTLIMITD_ and its name in upper case with '-' as '_', such
@@ -550,7 +551,8 @@ func (l redisLogger) Printf(ctx context.Context, format string, v ...any) {
 var redisStartup = 10 * time.Second
 
 // checkRedis asks Redis for a PING, within redisStartup or until ctx is
-// done: a Redis that cannot be reached, refuses the password or whose
+// done, again while the connection is refused: a Redis that cannot be
+// reached in that time, refuses the password or whose
 // certificate does not verify is an error of the flags, to be told at
 // start, not one answered to every request as a backend failure.
 func (f *flags) checkRedis(ctx context.Context, client redis.UniversalClient) error {
@@ -560,7 +562,30 @@ func (f *flags) checkRedis(ctx context.Context, client redis.UniversalClient) er
 	// canceled: a signal must not wait for it. Once run closes the client,
 	// the read ends and so does the goroutine.
 	pinged := make(chan error, 1)
-	go func() { pinged <- client.Ping(pctx).Err() }()
+	go func() {
+		// A Redis not listening yet (started with hotlimitd) is waited
+		// for, a PING every 100 ms, its refusals logged by the client;
+		// once the time is up, the last refusal is the reason.
+		var refused error
+		for {
+			err := client.Ping(pctx).Err()
+			if err != nil && refused != nil && pctx.Err() != nil {
+				err = refused
+			}
+			var op *net.OpError
+			if err == nil || err == refused || !errors.As(err, &op) || op.Op != "dial" {
+				pinged <- err
+				return
+			}
+			refused = err
+			select {
+			case <-pctx.Done():
+				pinged <- err
+				return
+			case <-time.After(100 * time.Millisecond):
+			}
+		}
+	}()
 	var err error
 	select {
 	case err = <-pinged:
