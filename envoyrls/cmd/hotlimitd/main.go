@@ -570,10 +570,11 @@ func (f *flags) checkRedis(ctx context.Context, client redis.UniversalClient) er
 		for {
 			err := client.Ping(pctx).Err()
 			if err != nil && refused != nil && pctx.Err() != nil {
-				err = refused
+				pinged <- refused
+				return
 			}
 			var op *net.OpError
-			if err == nil || err == refused || !errors.As(err, &op) || op.Op != "dial" {
+			if err == nil || !errors.As(err, &op) || op.Op != "dial" {
 				pinged <- err
 				return
 			}

@@ -37,10 +37,13 @@ func TestRedisAwaitedAtStart(t *testing.T) {
 		}
 	})
 	go func() {
-		// Redis starts once hotlimitd has been refused four times, as
-		// often as go-redis tries a command (MaxRetries 3): the check
-		// must then wait for it.
-		for deadline := time.Now().Add(10 * time.Second); strings.Count(logs.String(), `"msg":"redis client"`) < 4; time.Sleep(5 * time.Millisecond) { // polling, with a deadline
+		// Redis starts once hotlimitd has been refused 20 times: more
+		// than go-redis tries a command (MaxRetries 3), and, with
+		// GOMAXPROCS 2, as often as its pool dials (PoolSize) before it
+		// answers every command with the last refusal, without dialing,
+		// until a probe of its own, once a second, connects. The check
+		// must wait for Redis through both.
+		for deadline := time.Now().Add(10 * time.Second); strings.Count(logs.String(), `"msg":"redis client"`) < 20; time.Sleep(5 * time.Millisecond) { // polling, with a deadline
 			select {
 			case <-stop:
 				started <- nil
