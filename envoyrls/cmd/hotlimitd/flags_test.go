@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
 	"flag"
 	"io"
@@ -189,4 +190,28 @@ func TestRedisURLRefusedWithoutItsPassword(t *testing.T) {
 			assert.ErrorContains(t, err, "-redis-password")
 		})
 	}
+}
+
+// TestRedisFlagsWithoutRedis: a flag of Redis given without -redis (a
+// -redis-lease or -redis-failure whose -redis was forgotten, here one on
+// the command line and one in the environment) is named in a warning at
+// start, the state being in memory; the defaults, and a flag of Redis with
+// -redis, are not.
+func TestRedisFlagsWithoutRedis(t *testing.T) {
+	dir := t.TempDir()
+	writeRule(t, dir, "1")
+	t.Setenv("HOTLIMITD_REDIS_FAILURE", "open")
+	var logs redisproc.SyncBuffer
+	srv := startServer(t, []string{"-config", dir, "-grpc", "127.0.0.1:0", "-http", "", "-redis-lease", "5", "-redis-timeout", "100ms"}, &logs)
+	srv.stop(t)
+	var ignored []string
+	for _, line := range strings.Split(strings.TrimSpace(logs.String()), "\n") {
+		var entry struct{ Msg, Flag string }
+		require.NoError(t, json.Unmarshal([]byte(line), &entry))
+		if strings.HasPrefix(entry.Msg, "flag ignored") {
+			ignored = append(ignored, entry.Flag)
+		}
+	}
+	assert.Equal(t, []string{"-redis-failure", "-redis-lease"}, ignored)
+	assert.Empty(t, (&flags{redisAddr: "127.0.0.1:1", lease: 5}).ignoredInMemory(), "with -redis")
 }

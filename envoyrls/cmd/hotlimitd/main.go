@@ -183,6 +183,36 @@ func parse(args []string, out io.Writer) (*flags, error) {
 	return f, f.validate()
 }
 
+// ignoredInMemory returns the names of the flags of Redis given a value
+// other than their default, on the command line or in the environment,
+// while -redis is not given: read by nothing, they are said at start, so
+// that a -redis-lease or -redis-failure meant for Redis, its -redis
+// forgotten, does not leave the state in memory unnoticed.
+func (f *flags) ignoredInMemory() []string {
+	if f.redisAddr != "" {
+		return nil
+	}
+	d := &flags{}
+	newFlagSet(d) // the defaults
+	var names []string
+	for _, c := range []struct {
+		name string
+		set  bool
+	}{
+		{"redis-cluster", f.redisCluster}, {"redis-failure", f.failure != d.failure},
+		{"redis-lease", f.lease != d.lease}, {"redis-lease-ttl", f.leaseTTL != d.leaseTTL},
+		{"redis-password", f.redisPassword != ""}, {"redis-prefix", f.redisPrefix != d.redisPrefix},
+		{"redis-timeout", f.redisTimeout != d.redisTimeout}, {"redis-tls", f.redisTLS},
+		{"redis-tls-ca", f.redisTLSCA != ""}, {"redis-tls-skip-hostname", f.tlsSkipHostname},
+		{"redis-tls-skip-verify", f.tlsInsecure}, {"redis-user", f.redisUser != ""},
+	} {
+		if c.set {
+			names = append(names, c.name)
+		}
+	}
+	return names
+}
+
 // fromEnv sets each flag of fs whose HOTLIMITD_ variable is set.
 func fromEnv(fs *flag.FlagSet) error {
 	var envErr error
@@ -779,6 +809,9 @@ func run(ctx context.Context, args []string, stderr io.Writer, ready func(grpcAd
 	log := slog.New(slog.NewJSONHandler(stderr, &slog.HandlerOptions{Level: level}))
 	for _, name := range unknownEnv(newFlagSet(&flags{}), os.Environ()) {
 		log.Warn("unknown environment variable ignored: no flag reads it", "name", name)
+	}
+	for _, name := range f.ignoredInMemory() {
+		log.Warn("flag ignored: it applies to Redis, and no -redis is given, so the state is in memory", "flag", "-"+name)
 	}
 
 	cfg, err := envoyrls.LoadDir(f.config)
