@@ -592,6 +592,14 @@ func (f *flags) checkRedis(ctx context.Context, client redis.UniversalClient) er
 	// canceled: a signal must not wait for it. Once run closes the client,
 	// the read ends and so does the goroutine.
 	pinged := make(chan error, 1)
+	// A Redis that listens at last but does not answer in time is told as
+	// such, not by the refusals before it: the end of the check stands
+	// for the last refusal only while no dial has connected (a cluster's
+	// dials are its nodes', not heard here: there the refusal stays).
+	var connected atomic.Bool
+	if c, ok := client.(*redis.Client); ok {
+		c.AddHook(dialSeen{&connected})
+	}
 	go func() {
 		// A Redis not listening yet (started with hotlimitd) is waited
 		// for, a PING every 100 ms, its refusals logged by the client;
@@ -599,7 +607,7 @@ func (f *flags) checkRedis(ctx context.Context, client redis.UniversalClient) er
 		var refused error
 		for {
 			err := client.Ping(pctx).Err()
-			if err != nil && refused != nil && pctx.Err() != nil {
+			if err != nil && refused != nil && pctx.Err() != nil && !connected.Load() {
 				pinged <- refused
 				return
 			}
@@ -635,6 +643,29 @@ func (f *flags) checkRedis(ctx context.Context, client redis.UniversalClient) er
 		return fmt.Errorf("-redis %s: no answer to PING within %v (is it TLS? see -redis-tls): %w", f.redisAddr, redisStartup, err)
 	}
 	return fmt.Errorf("-redis %s: %w", f.redisAddr, err)
+}
+
+// dialSeen is a hook of the Redis client that records a dial that
+// connected.
+type dialSeen struct{ connected *atomic.Bool }
+
+// DialHook records each dial that connects.
+func (h dialSeen) DialHook(next redis.DialHook) redis.DialHook {
+	return func(ctx context.Context, network, addr string) (net.Conn, error) {
+		conn, err := next(ctx, network, addr)
+		if err == nil {
+			h.connected.Store(true)
+		}
+		return conn, err
+	}
+}
+
+// ProcessHook leaves commands as they are.
+func (dialSeen) ProcessHook(next redis.ProcessHook) redis.ProcessHook { return next }
+
+// ProcessPipelineHook leaves pipelines as they are.
+func (dialSeen) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
+	return next
 }
 
 // httpLimits bound what a client of the HTTP server holds: the time it may

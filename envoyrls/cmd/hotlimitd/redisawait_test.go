@@ -1,6 +1,9 @@
 package main
 
 import (
+	"context"
+	"io"
+	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -10,6 +13,7 @@ import (
 
 	"github.com/hotlimit/hotlimit/envoyrls/internal/redisproc"
 	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
 )
 
 // TestRedisAwaitedAtStart: a Redis not yet listening when hotlimitd starts
@@ -64,4 +68,40 @@ func TestRedisAwaitedAtStart(t *testing.T) {
 	srv := startServer(t, []string{"-config", dir, "-grpc", "127.0.0.1:0", "-http", "", "-redis", sock, "-redis-timeout", "10s"}, &logs)
 	assert.Contains(t, logs.String(), "connect: no such file or directory", "the refusal logged")
 	srv.stop(t)
+}
+
+// TestRedisLateAndSilentAtStart: a Redis refused at first, then listening
+// but answering nothing until the check's time is up, ends hotlimitd with
+// the PING unanswered as the reason, not with the refusal of before it,
+// which would send the operator to look for a Redis that is in fact up.
+func TestRedisLateAndSilentAtStart(t *testing.T) {
+	defer func(d time.Duration) { redisStartup = d }(redisStartup)
+	redisStartup = 2 * time.Second // ample for six refusals and a listen
+	sock := filepath.Join(t.TempDir(), "redis.sock")
+	dir := t.TempDir()
+	writeRule(t, dir, "1")
+	var logs redisproc.SyncBuffer
+	listening := make(chan net.Listener, 1)
+	go func() {
+		// Listens once the client has been refused six times, past the
+		// four dials of the first PING (MaxRetries 3), then reads what
+		// it is sent and answers nothing.
+		for deadline := time.Now().Add(10 * time.Second); strings.Count(logs.String(), `"msg":"redis client"`) < 6 && time.Now().Before(deadline); time.Sleep(time.Millisecond) { // polling, with a deadline
+		}
+		ln, err := net.Listen("unix", sock)
+		listening <- ln
+		for err == nil {
+			var c net.Conn
+			if c, err = ln.Accept(); err == nil {
+				go func() { _, _ = io.Copy(io.Discard, c); _ = c.Close() }()
+			}
+		}
+	}()
+	err := run(context.Background(), []string{"-config", dir, "-grpc", "127.0.0.1:0", "-http", "", "-redis", sock}, &logs, func(string, string) { t.Error("served") })
+	ln := <-listening
+	require.NotNil(t, ln, "listening")
+	_ = ln.Close()
+	require.Error(t, err)
+	assert.Contains(t, err.Error(), "no answer to PING", "not the refusal of before")
+	assert.Contains(t, logs.String(), "connect: no such file or directory", "refused first")
 }
