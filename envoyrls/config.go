@@ -805,6 +805,12 @@ func (v *keyValidator) leaf(key string, n *yaml.Node) error {
 	case "!!float":
 		if v.floats {
 			// The reference's words, then where and what, which it omits.
+			// An integer past what uint64 holds, or below int64's least,
+			// is tagged a float by the YAML decoder: it is named as the
+			// integer it was written.
+			if decimalInteger(n.Value) {
+				return configError(v.file, "error checking config: line %d: %s %s is an integer past 64 bits: quote it for a string", n.Line, key, n.Value)
+			}
 			return configError(v.file, "error checking config: line %d: %s %s is a float: write an integer, or quote it for a string", n.Line, key, n.Value)
 		}
 		// Its decoder fills an integer with a float it holds, a string
@@ -823,6 +829,14 @@ func (v *keyValidator) leaf(key string, n *yaml.Node) error {
 		}
 	}
 	return nil
+}
+
+// decimalInteger reports whether s is written as a decimal integer: an
+// optional sign, then digits, with underscores between them.
+func decimalInteger(s string) bool {
+	s = strings.TrimLeft(s, "+-")
+	digits := strings.ReplaceAll(s, "_", "")
+	return digits != "" && strings.Trim(digits, "0123456789") == "" && s[0] != '_'
 }
 
 // merged checks the value of a merge key: a mapping, or a list of mappings,

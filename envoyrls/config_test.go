@@ -170,6 +170,8 @@ func TestLoadErrors(t *testing.T) {
 		{"float value", "domain: d\ndescriptors:\n  - key: k\n    value: 1.50\n", "error checking config: line 4: value 1.50 is a float"},
 		{"infinite value", "domain: d\ndescriptors:\n  - key: k\n    value: .inf\n", "error checking config: line 4: value .inf is a float"},
 		{"integer past int64", "domain: d\ndescriptors:\n  - key: k\n    value: 9223372036854775808\n", "error checking config: line 4: value 9223372036854775808 is an integer past 64 bits: quote it for a string"},
+		{"integer past uint64", "domain: d\ndescriptors:\n  - key: k\n    value: 99999999999999999999\n", "error checking config: line 4: value 99999999999999999999 is an integer past 64 bits: quote it for a string"},
+		{"integer below int64", "domain: d\ndescriptors:\n  - key: k\n    value: -9_223_372_036_854_775_809\n", "error checking config: line 4: value -9_223_372_036_854_775_809 is an integer past 64 bits"},
 		{"quoted yes", "domain: d\ndescriptors:\n  - key: k\n    shadow_mode: \"yes\"\n", "cannot unmarshal !!str `yes` into bool"},
 		{"quoted off", "domain: d\ndescriptors:\n  - key: k\n    quota_mode: 'off'\n", "cannot unmarshal !!str `off` into bool"},
 		{"tagged on", rule("      unlimited: !!str on\n"), "cannot unmarshal !!str `on` into bool"},
