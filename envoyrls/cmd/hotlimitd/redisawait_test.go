@@ -4,7 +4,6 @@ import (
 	"context"
 	"io"
 	"net"
-	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
@@ -21,13 +20,7 @@ import (
 // check's 10 s, each refused dial a line of the log, rather than ending
 // hotlimitd once go-redis has given up on its first PING.
 func TestRedisAwaitedAtStart(t *testing.T) {
-	bin, err := exec.LookPath("redis-server")
-	if err != nil {
-		if os.Getenv("CI") != "" {
-			t.Fatalf("redis-server is required in CI: %v", err)
-		}
-		t.Skipf("redis-server not installed: %v", err)
-	}
+	bin := redisproc.Require(t)
 	sock := filepath.Join(t.TempDir(), "redis.sock")
 	dir := t.TempDir()
 	writeRule(t, dir, "1")

@@ -11,6 +11,7 @@ import (
 
 	rlext "github.com/envoyproxy/go-control-plane/envoy/extensions/common/ratelimit/v3"
 	pb "github.com/envoyproxy/go-control-plane/envoy/service/ratelimit/v3"
+	"github.com/hotlimit/hotlimit/envoyrls/internal/redisproc"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
@@ -19,13 +20,7 @@ import (
 // reference's REDIS_SOCKET_TYPE=unix takes it in REDIS_URL, and a unix://
 // URL is refused with the path to give instead.
 func TestRedisUnixSocket(t *testing.T) {
-	bin, err := exec.LookPath("redis-server")
-	if err != nil {
-		if os.Getenv("CI") != "" {
-			t.Fatalf("redis-server is required in CI: %v", err)
-		}
-		t.Skipf("redis-server not installed: %v", err)
-	}
+	bin := redisproc.Require(t)
 	sock := filepath.Join(t.TempDir(), "redis.sock")
 	cmd := exec.Command(bin, "--port", "0", "--unixsocket", sock, "--save", "", "--appendonly", "no")
 	require.NoError(t, cmd.Start())
@@ -34,7 +29,7 @@ func TestRedisUnixSocket(t *testing.T) {
 	dir := t.TempDir()
 	writeRule(t, dir, "1")
 
-	err = run(context.Background(), []string{"-config", dir, "-grpc", "127.0.0.1:0", "-http", "", "-redis", "unix://" + sock}, io.Discard, func(string, string) { t.Error("served") })
+	err := run(context.Background(), []string{"-config", dir, "-grpc", "127.0.0.1:0", "-http", "", "-redis", "unix://" + sock}, io.Discard, func(string, string) { t.Error("served") })
 	require.Error(t, err)
 	assert.ErrorContains(t, err, "-redis "+sock, "the path to give")
 
