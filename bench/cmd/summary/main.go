@@ -805,7 +805,10 @@ func writeService(w io.Writer, d *data) bool {
 }
 
 // writeFlood prints cmd/flood's BenchmarkFlood line: the heap after a flood
-// of distinct idle pairs against the pairs still held.
+// of distinct idle pairs against the pairs still held. The bytes per pair
+// held are heap-B over held, rounded once as cmd/flood rounds them: the
+// line's B/held-pair, already rounded to a tenth, would round again
+// (144.505 B is 144.5 there, then 144 here where cmd/flood printed 145).
 func writeFlood(w io.Writer, samples []sample) bool {
 	found := false
 	for _, s := range samples {
@@ -813,10 +816,14 @@ func writeFlood(w io.Writer, samples []sample) bool {
 			continue
 		}
 		v := s.values
+		perHeld := v["B/held-pair"]
+		if v["held"] > 0 {
+			perHeld = v["heap-B"] / v["held"]
+		}
 		fmt.Fprintf(w, "flood (cmd/flood): %.0f distinct pairs through a default service, one request each: heap +%.1f MB at the end\n",
 			v["pairs"], v["heap-B"]/(1<<20))
 		fmt.Fprintf(w, "  (peak +%.1f MB) for %.0f pairs held, %.0f B per pair held; %.0f ns per pair\n\n",
-			v["peak-B"]/(1<<20), v["held"], v["B/held-pair"], v["ns/pair"])
+			v["peak-B"]/(1<<20), v["held"], perHeld, v["ns/pair"])
 		found = true
 	}
 	return found

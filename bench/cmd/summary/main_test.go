@@ -179,6 +179,20 @@ BenchmarkFlood/impl=service 1 900.0 ns/pair 10000000 pairs 60000 held 5242880 he
 	assert.Contains(t, out.String(), "(peak +10.0 MB) for 60000 pairs held, 87 B per pair held; 900 ns per pair\n")
 }
 
+// TestFloodBytesPerPairHeldAsFlood: the bytes per pair held are the heap
+// over the pairs held, rounded once, as cmd/flood prints them, not the
+// line's B/held-pair, already rounded to a tenth, rounded again: 9469720 B
+// for 65532 pairs is 144.505 B, which cmd/flood prints as 145 and its line
+// records as 144.5.
+func TestFloodBytesPerPairHeldAsFlood(t *testing.T) {
+	const in = "BenchmarkFlood/impl=service 1 407.6 ns/pair 10000000 pairs 65532 held 9469720 heap-B 9469736 peak-B 144.5 B/held-pair\n"
+	samples, err := parse(strings.NewReader(in), "in")
+	require.NoError(t, err)
+	var out bytes.Buffer
+	require.NoError(t, write(&out, samples))
+	assert.Contains(t, out.String(), "(peak +9.0 MB) for 65532 pairs held, 145 B per pair held; 408 ns per pair\n")
+}
+
 // TestGlanceOneRun: with one run (COUNT=1) there is no agreement of runs to
 // speak of, so the verdict says "one run" rather than faster or slower.
 func TestGlanceOneRun(t *testing.T) {
