@@ -240,20 +240,22 @@ func TestRetryAfterIsExact(t *testing.T) {
 	assert.Less(t, within, checked, "some retries fall in a later window")
 }
 
+// held is a receipt a sequence keeps to refund later, and its key.
+type held struct {
+	key string
+	r   hotlimit.Receipt
+}
+
 // TestDifferentialWithRefunds plays random sequences of clock steps
 // (backwards ones included), takes with receipts, refunds of them (each at
 // most once, some long after) and sweeps against the sequential model: every
-// Decision, every Sweep count and every Len must agree.
+// Decision, every receipt, every Sweep count and every Len must agree.
 func TestDifferentialWithRefunds(t *testing.T) {
 	seqs := 3000
 	if testing.Short() {
 		seqs = 400
 	}
 	rng := rand.New(rand.NewPCG(5, 6))
-	type held struct {
-		key string
-		r   hotlimit.Receipt
-	}
 	for seq := range seqs {
 		r := newDiffRun(t, rng)
 		var receipts []held
@@ -275,9 +277,10 @@ func TestDifferentialWithRefunds(t *testing.T) {
 			case p < 14:
 				key := r.keys[rng.IntN(len(r.keys))]
 				n := r.randN()
-				want := r.model.Take(key, n, now)
+				want, wantR := r.model.TakeReceipt(key, n, now)
 				d, rc := r.lim.TakeReceipt(key, n)
-				if !assert.Equal(t, want, d, "seq %d step %d: TakeReceipt(%q, %d) at %d", seq, step, key, n, now) {
+				if !assert.Equal(t, want, d, "seq %d step %d: TakeReceipt(%q, %d) at %d", seq, step, key, n, now) ||
+					!assert.Equal(t, wantR, rc, "seq %d step %d: receipt of TakeReceipt(%q, %d) at %d", seq, step, key, n, now) {
 					return
 				}
 				if rc.N > 0 {
