@@ -2,6 +2,7 @@ package slidingcounter_test
 
 import (
 	"math/rand/v2"
+	"strconv"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -30,7 +31,7 @@ type diffRun struct {
 	keys   []string
 }
 
-func newDiffRun(t *testing.T, rng *rand.Rand) *diffRun {
+func newDiffRun(t *testing.T, rng *rand.Rand, opts ...hotlimit.Option) *diffRun {
 	r := &diffRun{rng: rng, keys: []string{"a", "b", "c"}}
 	r.limit = 1 + rng.IntN(8)
 	switch rng.IntN(10) {
@@ -50,7 +51,7 @@ func newDiffRun(t *testing.T, rng *rand.Rand) *diffRun {
 	}
 	r.now.Store(start)
 	var err error
-	r.lim, err = slidingcounter.New(r.limit, window, hotlimit.WithClock(r.now.Load))
+	r.lim, err = slidingcounter.New(r.limit, window, append([]hotlimit.Option{hotlimit.WithClock(r.now.Load)}, opts...)...)
 	require.NoError(t, err)
 	r.model = models.NewSlidingCounter(r.limit, window)
 	return r
@@ -240,20 +241,76 @@ func TestRetryAfterIsExact(t *testing.T) {
 	assert.Less(t, within, checked, "some retries fall in a later window")
 }
 
+// TestAutoSweepChangesNoDecision: with a clock that never goes back, the
+// evictions of the incremental sweep (the kill function the limiter gives
+// auto-sweep steps and key-cap walks, judged at their own clock reading)
+// change no decision: a limiter with WithAutoSweep(1), on enough keys that
+// insertions and emptying refunds pay for walks often, agrees with a model
+// that never forgets a key, receipts included.
+func TestAutoSweepChangesNoDecision(t *testing.T) {
+	seqs := 400
+	if testing.Short() {
+		seqs = 100
+	}
+	rng := rand.New(rand.NewPCG(9, 10))
+	keys := make([]string, 48)
+	for i := range keys {
+		keys[i] = strconv.Itoa(i)
+	}
+	evicted := 0
+	for seq := range seqs {
+		r := newDiffRun(t, rng, hotlimit.WithAutoSweep(1))
+		r.keys = keys
+		var receipts []held
+		for step := range 200 {
+			r.tick(false)
+			now := r.now.Load()
+			switch p := rng.IntN(10); {
+			case p < 3 && len(receipts) > 0:
+				i := rng.IntN(len(receipts))
+				h := receipts[i]
+				receipts = append(receipts[:i], receipts[i+1:]...)
+				r.model.Refund(h.key, h.r, now)
+				r.lim.Refund(h.key, h.r)
+			case p < 7:
+				key := r.keys[rng.IntN(len(r.keys))]
+				n := r.randN()
+				want, wantR := r.model.TakeReceipt(key, n, now)
+				d, rc := r.lim.TakeReceipt(key, n)
+				if !assert.Equal(t, want, d, "seq %d step %d: TakeReceipt(%q, %d) at %d", seq, step, key, n, now) ||
+					!assert.Equal(t, wantR, rc, "seq %d step %d: receipt of TakeReceipt(%q, %d) at %d", seq, step, key, n, now) {
+					return
+				}
+				if rc.N > 0 {
+					receipts = append(receipts, held{key, rc})
+				}
+			default:
+				if !r.call(t, seq, step) {
+					return
+				}
+			}
+		}
+		evicted += r.model.Len() - r.lim.Len()
+	}
+	assert.Greater(t, evicted, seqs, "the auto-sweep evicted keys the model holds")
+}
+
+// held is a receipt a sequence keeps to refund later, and its key.
+type held struct {
+	key string
+	r   hotlimit.Receipt
+}
+
 // TestDifferentialWithRefunds plays random sequences of clock steps
 // (backwards ones included), takes with receipts, refunds of them (each at
 // most once, some long after) and sweeps against the sequential model: every
-// Decision, every Sweep count and every Len must agree.
+// Decision, every receipt, every Sweep count and every Len must agree.
 func TestDifferentialWithRefunds(t *testing.T) {
 	seqs := 3000
 	if testing.Short() {
 		seqs = 400
 	}
 	rng := rand.New(rand.NewPCG(5, 6))
-	type held struct {
-		key string
-		r   hotlimit.Receipt
-	}
 	for seq := range seqs {
 		r := newDiffRun(t, rng)
 		var receipts []held
@@ -275,9 +332,10 @@ func TestDifferentialWithRefunds(t *testing.T) {
 			case p < 14:
 				key := r.keys[rng.IntN(len(r.keys))]
 				n := r.randN()
-				want := r.model.Take(key, n, now)
+				want, wantR := r.model.TakeReceipt(key, n, now)
 				d, rc := r.lim.TakeReceipt(key, n)
-				if !assert.Equal(t, want, d, "seq %d step %d: TakeReceipt(%q, %d) at %d", seq, step, key, n, now) {
+				if !assert.Equal(t, want, d, "seq %d step %d: TakeReceipt(%q, %d) at %d", seq, step, key, n, now) ||
+					!assert.Equal(t, wantR, rc, "seq %d step %d: receipt of TakeReceipt(%q, %d) at %d", seq, step, key, n, now) {
 					return
 				}
 				if rc.N > 0 {

@@ -15,11 +15,14 @@ import (
 	"github.com/hotlimit/hotlimit/slidingcounter"
 )
 
-// TestDifferentialAtTheEnds plays random sequences of calls, sweeps and
-// clock steps (back ones included) within a few windows of either end of
+// TestDifferentialAtTheEnds plays random sequences of calls, sweeps, refunds
+// and clock steps (back ones included) within a few windows of either end of
 // int64, readings math.MinInt64 and math.MaxInt64 included, against the
 // sequential model, which finds its waits by searching the estimate up to
-// math.MaxInt64: every Decision, Never included, must agree. Windows include
+// math.MaxInt64: every Decision, Never included, and every receipt must
+// agree (a receipt taken behind the key's window names that window's start,
+// also from the first window of the clock's range, which starts before
+// math.MinInt64). Windows include
 // ones whose boundaries fall on math.MaxInt64 − 1, math.MaxInt64 and 2^63,
 // where waits end exactly at the last reading or 1 ns past it; denials with
 // a finite RetryAfter ending at math.MaxInt64 and with Never must both
@@ -59,6 +62,7 @@ func TestDifferentialAtTheEnds(t *testing.T) {
 		lim, err := slidingcounter.New(limit, window, hotlimit.WithClock(now.Load))
 		require.NoError(t, err)
 		model := models.NewSlidingCounter(limit, window)
+		var receipts []held
 		for step := range 60 {
 			// A step of up to two windows either way, to a boundary or
 			// 1 ns before one, or to an end, saturating at the ends.
@@ -95,6 +99,14 @@ func TestDifferentialAtTheEnds(t *testing.T) {
 				}
 				continue
 			}
+			if len(receipts) > 0 && rng.IntN(5) == 0 {
+				i := rng.IntN(len(receipts))
+				h := receipts[i]
+				receipts = append(receipts[:i], receipts[i+1:]...)
+				model.Refund(h.key, h.r, x)
+				lim.Refund(h.key, h.r)
+				continue
+			}
 			key := []string{"a", "b"}[rng.IntN(2)]
 			n := 1 + rng.IntN(limit)
 			switch rng.IntN(6) {
@@ -103,10 +115,14 @@ func TestDifferentialAtTheEnds(t *testing.T) {
 			case 1:
 				n = limit
 			}
-			want := model.Take(key, n, x)
-			d := lim.Take(key, n)
-			if !assert.Equal(t, want, d, "seq %d step %d: Take(%q, %d) at %d, limit %d window %d", seq, step, key, n, x, limit, w) {
+			want, wantR := model.TakeReceipt(key, n, x)
+			d, rc := lim.TakeReceipt(key, n)
+			if !assert.Equal(t, want, d, "seq %d step %d: Take(%q, %d) at %d, limit %d window %d", seq, step, key, n, x, limit, w) ||
+				!assert.Equal(t, wantR, rc, "seq %d step %d: receipt of Take(%q, %d) at %d, limit %d window %d", seq, step, key, n, x, limit, w) {
 				return
+			}
+			if rc.N > 0 {
+				receipts = append(receipts, held{key, rc})
 			}
 			if !d.Allowed && n >= 1 && n <= limit {
 				switch {

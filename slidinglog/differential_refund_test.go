@@ -18,7 +18,8 @@ import (
 // TestDifferentialWithRefunds plays random sequences of takes with
 // receipts, refunds of them (each at most once, some after their window),
 // reports (Take(key, 0), n < 0, n > limit), sweeps and clock moves against
-// the sequential model: every Decision, Sweep count and Len must agree, and
+// the sequential model: every Decision, receipt (At the clock reading of the
+// first request's logged time, saturated), Sweep count and Len must agree, and
 // RetryAfter(key, n), asked before each Take, must be its RetryAfter (0
 // when it passes), changing nothing. The
 // policies run from the shortest window to the longest and up to the
@@ -114,7 +115,7 @@ func TestDifferentialWithRefunds(t *testing.T) {
 						default:
 							n = 1 + rng.IntN(min(p.limit, 8))
 						}
-						want := m.Take(key, n, now)
+						want, wantR := m.TakeReceipt(key, n, now)
 						wait := lim.RetryAfter(key, n)
 						switch {
 						case want.Allowed && n >= 0:
@@ -128,6 +129,7 @@ func TestDifferentialWithRefunds(t *testing.T) {
 							require.Equal(t, want.RetryAfter, wait, "%s: RetryAfter(%q, %d)", msg, key, n)
 						}
 						got, rc := lim.TakeReceipt(key, n)
+						require.Equal(t, wantR, rc, "%s: receipt of Take(%q, %d)", msg, key, n)
 						if !m.RemainingExact() {
 							require.True(t, back, "%s: Remaining is exact with a clock that never steps back", msg)
 							want.Remaining = got.Remaining

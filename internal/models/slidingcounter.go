@@ -139,6 +139,24 @@ func (m *SlidingCounter) Take(key string, n int, now int64) hotlimit.Decision {
 	return d
 }
 
+// TakeReceipt is Take plus the receipt the limiter gives with it: n
+// requests counted at now, or, when now lies behind the key's window (a
+// clock that stepped back), at the start of that window, where they count;
+// the zero Receipt when denied or n < 1.
+func (m *SlidingCounter) TakeReceipt(key string, n int, now int64) (hotlimit.Decision, hotlimit.Receipt) {
+	d := m.Take(key, n, now)
+	if !d.Allowed || n < 1 {
+		return d, hotlimit.Receipt{}
+	}
+	at := now
+	// The key's window, now held, is now's or a later one, whose start lies
+	// after now: an int64.
+	if i := m.keys[key].index; i > FloorDiv(now, m.window) {
+		at = i * m.window
+	}
+	return d, hotlimit.Receipt{N: n, At: at}
+}
+
 // Sweep forgets every key whose counts both read zero at now (its window is
 // two or more before now's, or refunds took both counts to zero), as
 // slidingcounter.Limiter.Sweep does, and returns how many it forgot.

@@ -252,6 +252,31 @@ func (m *SlidingLog) Take(key string, n int, raw int64) hotlimit.Decision {
 	return d
 }
 
+// TakeReceipt is Take plus the receipt the limiter gives with it: n
+// requests, At the logged time of the first (the others are logged then or
+// later), the zero Receipt when denied or n < 1. At is a clock reading: with
+// Clamped, the epoch plus that time, saturated to the int64 range.
+func (m *SlidingLog) TakeReceipt(key string, n int, raw int64) (hotlimit.Decision, hotlimit.Receipt) {
+	before := len(m.logs[key])
+	d := m.Take(key, n, raw)
+	if !d.Allowed || n < 1 {
+		return d, hotlimit.Receipt{}
+	}
+	at := m.logs[key][before].t
+	if m.clamp {
+		c := new(big.Int).Add(big.NewInt(m.epoch), big.NewInt(at))
+		switch {
+		case c.Cmp(big.NewInt(math.MaxInt64)) > 0:
+			at = math.MaxInt64
+		case c.Cmp(big.NewInt(math.MinInt64)) < 0:
+			at = math.MinInt64
+		default:
+			at = c.Int64()
+		}
+	}
+	return d, hotlimit.Receipt{N: n, At: at}
+}
+
 // RemainingExact reports whether the Remaining of the last Take counted
 // every free entry. After a refund that read a later clock than a Take
 // (before the clock stepped back), the free entries need not follow each
