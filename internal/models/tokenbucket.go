@@ -18,9 +18,10 @@ import (
 //     counting as 0) a key holds min(Cap, tokens + (t − last)·Limit/Window)
 //     when t > last, else tokens unchanged: a clock that went back refills
 //     nothing.
-//   - Only an admission changes a key: tokens −= n, last = max(last, t). (With
-//     a clock that never goes back this is the same as refilling on every
-//     call, since refills telescope.)
+//   - Only an admission or a refund changes a key: tokens −= n (or += what
+//     the refund gives, see Refund), last = max(last, t). (With a clock that
+//     never goes back this is the same as refilling on every call, since
+//     refills telescope.)
 //   - Forget forgets a key, which is then fresh again.
 type TokenBucket struct {
 	Limit int64
