@@ -31,13 +31,20 @@
 // request at its end would, so there is no drift. Where the exact model lands
 // on a whole token, u does too.
 //
-// Compared with the exact model (rational tokens, same history), the
-// bucket's token count is within one unit of the model's. A request the model
+// Compared with the exact model (rational tokens, the same admissions; for
+// refunds see below), the bucket's token count is within one unit of the model's. A request the model
 // admits is admitted. A request the model denies is denied unless the model's
 // tokens fall short by less than one unit, which can happen only when a clock
 // reading is not a whole number of units; then it may pass. Over a long run,
 // the requests passed are those of the exact model ±1, and never more than
 // Burst + rate·(time since the epoch) plus the tokens refunded.
+//
+// A refund deducts the refill counted on the same grid, u(now) − u(r.At),
+// what the bucket itself refilled since the Take (see Refund), where the
+// exact model deducts (now − r.At)·Limit/Window. The two differ by less than
+// a unit, either way, when a clock reading is not a whole number of units,
+// and the differences of a key's refunds add up: after k refunds, its count
+// is within k + 1 units of the model's, and the margins above widen alike.
 //
 // # Decisions
 //

@@ -140,3 +140,31 @@ func TestStaleCallerFindsTheCellInsertedAfterARefundDroppedTheKey(t *testing.T) 
 		})
 	}
 }
+
+// TestRefundDeductsTheRefillOnTheGrid: at 65536 per millisecond (F = 0, a
+// unit is a token, refilled every 15.26 ns), the bucket drained at 0 by
+// three takes, two of 10000 refunded 15 ns later, within the first unit of
+// time: the bucket refilled nothing on its grid, so each refund deducts
+// nothing and gives its 10000 back, and at 16 ns the bucket holds 20001
+// tokens, as a limiter that never made the two takes does. (The exact model
+// deducts the 0.98 token refilled in those 15 ns from each refund, and holds
+// 19999.08: the two refunds put the count 1.92 units above the model's.)
+func TestRefundDeductsTheRefillOnTheGrid(t *testing.T) {
+	var now atomic.Int64
+	lim, err := New(1<<16, time.Millisecond, hotlimit.WithClock(now.Load))
+	require.NoError(t, err)
+	without, err := New(1<<16, time.Millisecond, hotlimit.WithClock(now.Load))
+	require.NoError(t, err)
+	require.Zero(t, lim.b.FracBits)
+	_, r1 := lim.TakeReceipt("k", 10000)
+	_, r2 := lim.TakeReceipt("k", 10000)
+	require.True(t, lim.Take("k", 45536).Allowed)
+	require.True(t, without.Take("k", 45536).Allowed)
+	now.Store(15)
+	lim.Refund("k", r1)
+	lim.Refund("k", r2)
+	now.Store(16)
+	want := without.Take("k", 0)
+	assert.Equal(t, 20001, want.Remaining)
+	assert.Equal(t, want, lim.Take("k", 0))
+}

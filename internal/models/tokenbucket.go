@@ -18,9 +18,10 @@ import (
 //     counting as 0) a key holds min(Cap, tokens + (t − last)·Limit/Window)
 //     when t > last, else tokens unchanged: a clock that went back refills
 //     nothing.
-//   - Only an admission changes a key: tokens −= n, last = max(last, t). (With
-//     a clock that never goes back this is the same as refilling on every
-//     call, since refills telescope.)
+//   - Only an admission or a refund changes a key: tokens −= n (or += what
+//     the refund gives, see Refund), last = max(last, t). (With a clock that
+//     never goes back this is the same as refilling on every call, since
+//     refills telescope.)
 //   - Forget forgets a key, which is then fresh again.
 type TokenBucket struct {
 	Limit int64
@@ -130,7 +131,10 @@ func (m *TokenBucket) Take(key string, n int, now int64) hotlimit.Decision {
 // Refund is Refund(key, r) at the clock reading now (see
 // hotlimit.Refunder): a key the model holds gets back r.N tokens (at most
 // Burst) less what refilled from r.At to now, never above Cap; a key it does
-// not hold, or a receipt of nothing, is left as it is.
+// not hold, or a receipt of nothing, is left as it is. Time counts up to the
+// later of now and the key's latest write, and from now when the clock reads
+// before r.At: a clock that stepped back gives back less, never more, as the
+// limiter's does.
 func (m *TokenBucket) Refund(key string, r hotlimit.Receipt, now int64) {
 	k, ok := m.keys[key]
 	if !ok || r.N < 1 {
@@ -139,8 +143,8 @@ func (m *TokenBucket) Refund(key string, r hotlimit.Receipt, now int64) {
 	t, _ := m.At(now)
 	at, _ := m.At(r.At)
 	give := new(big.Rat).SetInt64(min(int64(r.N), m.Burst))
-	if t > at {
-		give.Sub(give, new(big.Rat).Mul(m.Rate, new(big.Rat).SetInt64(t-at)))
+	if from, to := min(t, at), max(t, k.last); to > from {
+		give.Sub(give, new(big.Rat).Mul(m.Rate, new(big.Rat).SetInt64(to-from)))
 	}
 	if give.Sign() <= 0 {
 		return
