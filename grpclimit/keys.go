@@ -141,7 +141,10 @@ func (k *ipKey) forwarded(ctx context.Context) []string {
 
 // PeerIP returns a KeyFunc whose key is the client's IP address, found as
 // httplimit.ClientIP finds it (the same code): "ip:192.0.2.1" for IPv4,
-// "ip:2001:db8:1:2::/64" for IPv6 (see [IPv4Prefix] and [IPv6Prefix]).
+// "ip:2001:db8:1:2::/64" for IPv6 (see [IPv4Prefix] and [IPv6Prefix]), and
+// the IPv4 address's for an IPv4-mapped address or an IPv4 client that a
+// NAT64 or SIIT translator names within 64:ff9b::/96 (RFC 6052), rather
+// than the one /64 that holds every such client.
 //
 // The client is the call's peer (grpc/peer) unless that peer is a trusted
 // proxy ([TrustProxies]); then the x-forwarded-for metadata entry
