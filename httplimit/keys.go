@@ -160,6 +160,12 @@ func FirstOf(fns ...KeyFunc) KeyFunc {
 // them as that router does (strings.ToLower of RoutePattern(nil)'s key, say),
 // or a client spends one quota per spelling.
 //
+// Around a router that is not a ServeMux, with no ServeMux routing to the
+// middleware either, RoutePattern(nil) is the path, parameters included: a route such as "/payments/{id}" of chi or
+// gorilla/mux gives every id a quota of its own under a limit counted per
+// pair or per API, and a client that varies the id is never limited there.
+// Name the route with a KeyFunc of your own (see the package doc).
+//
 // Routes are not tagged: the API of a rule is the route as the ServeMux
 // writes it ("GET /search"), the API dimension holds routes unless [WithAPI]
 // says otherwise, and a route starts with a method or a '/' rather than a
