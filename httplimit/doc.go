@@ -84,6 +84,11 @@
 // policy's Retry-After. When a response
 // already carries one of these fields, for example from an outer httplimit
 // middleware with a policy of its own, the new item is appended to the list.
+// Two nested middlewares whose policies have equal Configs (one keyed by
+// the client IP, one by an API key, over one service's rules, say) would
+// append two items of one name, whose RateLimit items a client cannot tell
+// apart: give one of them [WithPolicyName] (func(c hotlimit.Config) string
+// { return httplimit.PolicyName(c) + "-per-key" }).
 // The first item of each field describes the policy that decided the
 // request: for a rule of several limits, the one that denied it, or, when
 // all passed it, the one with the least share left (see
