@@ -33,6 +33,11 @@ type KeyFunc func(r *http.Request) (key string, ok bool)
 // claimed identity is acceptable. It cannot claim another kind's key: the tag
 // keeps a header value that reads like an address apart from that address.
 //
+// Header("Host") reads r.Host, where net/http puts the Host header (or an
+// HTTP/2 request's :authority) of a request it serves, taking it out of
+// r.Header: "header:host:api.example.com", as sent, port included. A client
+// writes it as freely as any other header.
+//
 // A value longer than 256 bytes is keyed by its SHA-256 instead, as
 // "header-sha256:x-api-key:" and the digest in hex, so that a client sending
 // huge values cannot make each of its keys pin that much memory; distinct
@@ -49,6 +54,16 @@ func Header(name string) KeyFunc {
 	}
 	key := textproto.CanonicalMIMEHeaderKey(name)
 	keys := transport.NewHeaderKeys(name)
+	if key == "Host" {
+		// net/http moves the Host header (HTTP/2's :authority) of a
+		// request it serves to r.Host, out of r.Header.
+		return func(r *http.Request) (string, bool) {
+			if r.Host != "" {
+				return keys.Key(r.Host), true
+			}
+			return "", false
+		}
+	}
 	return func(r *http.Request) (string, bool) {
 		if v := r.Header[key]; len(v) > 0 && v[0] != "" {
 			return keys.Key(v[0]), true
