@@ -96,6 +96,12 @@ func HeaderKey(name, value string) string {
 // the same key as that value read under another, and shares its quota and
 // its rules. When one service limits two such sources, give each a kind of
 // its own with [Tag] (Tag("sso", ContextValue(sso.UserKey))).
+//
+// The value is there only when the middleware that stores it runs first:
+// wrap the limiter in it, auth(limit(mux)). Wrapped the other way,
+// limit(auth(mux)), it finds no key for any request, and every request
+// shares the quota of the empty user (or the next key function of a
+// [FirstOf]).
 func ContextValue(key any) KeyFunc {
 	prefix := transport.ContextKind(key)
 	return func(r *http.Request) (string, bool) {
