@@ -28,7 +28,7 @@ type authKey struct{}
 // a context value; MetadataKey is HeaderKey.
 func TestKeysEqualHTTPLimitsKeys(t *testing.T) {
 	long := strings.Repeat("k", 1000)
-	for _, v := range []string{"premium", "k:1 with spaces", long} {
+	for _, v := range []string{"premium", "k:1 with spaces", " premium\t", long} {
 		assert.Equal(t, httplimit.HeaderKey("X-API-Key", v), grpclimit.MetadataKey("x-api-key", v), "%.20s", v)
 
 		r := httptest.NewRequest("GET", "/", nil)

@@ -27,8 +27,10 @@ type KeyFunc func(r *http.Request) (key string, ok bool)
 // Header returns a KeyFunc that reads the first value of the header name,
 // such as "X-API-Key", and tags it with the kind "header:" and the name in
 // lower case: "header:x-api-key:k-123" (see [HeaderKey]). An absent or empty
-// header finds no key. The value is used as sent: unless something before the
-// middleware authenticates it, a client can claim any key, so use it for keys
+// header finds no key. The value is the field value, without the spaces and
+// tabs around it (which HTTP/1.1 strips and Go's HTTP/2 server keeps, so
+// that "k-123 " is k-123 over both), and otherwise used as sent: unless
+// something before the middleware authenticates it, a client can claim any key, so use it for keys
 // that are checked (API keys validated by an earlier handler) or when a
 // claimed identity is acceptable. It cannot claim another kind's key: the tag
 // keeps a header value that reads like an address apart from that address.
@@ -65,8 +67,10 @@ func Header(name string) KeyFunc {
 		}
 	}
 	return func(r *http.Request) (string, bool) {
-		if v := r.Header[key]; len(v) > 0 && v[0] != "" {
-			return keys.Key(v[0]), true
+		if v := r.Header[key]; len(v) > 0 {
+			if s := transport.FieldValue(v[0]); s != "" {
+				return keys.Key(s), true
+			}
 		}
 		return "", false
 	}
@@ -77,9 +81,9 @@ func Header(name string) KeyFunc {
 // "header:x-api-key:premium". grpclimit's metadata keys are the same, so one
 // rule set names the same callers over HTTP and gRPC. A value longer than 256
 // bytes gives its digest's key, as Header does, and spaces and tabs around
-// name are dropped, as Header drops them.
+// name and value are dropped, as Header drops them.
 func HeaderKey(name, value string) string {
-	return transport.NewHeaderKeys(strings.Trim(name, " \t")).Key(value)
+	return transport.NewHeaderKeys(strings.Trim(name, " \t")).Key(transport.FieldValue(value))
 }
 
 // ContextValue returns a KeyFunc that reads the value stored under key in the
