@@ -28,7 +28,7 @@ type authKey struct{}
 // a context value; MetadataKey is HeaderKey.
 func TestKeysEqualHTTPLimitsKeys(t *testing.T) {
 	long := strings.Repeat("k", 1000)
-	for _, v := range []string{"premium", "k:1 with spaces", long} {
+	for _, v := range []string{"premium", "k:1 with spaces", " premium\t", long} {
 		assert.Equal(t, httplimit.HeaderKey("X-API-Key", v), grpclimit.MetadataKey("x-api-key", v), "%.20s", v)
 
 		r := httptest.NewRequest("GET", "/", nil)
@@ -47,6 +47,8 @@ func TestKeysEqualHTTPLimitsKeys(t *testing.T) {
 	}{
 		{"192.0.2.1", ""},
 		{"::ffff:192.0.2.1", ""},
+		{"64:ff9b::192.0.2.1", ""},
+		{"10.0.0.7", "64:ff9b::203.0.113.9"},
 		{"2001:db8:1:2:3:4:5:6", ""},
 		{"10.0.0.7", "203.0.113.9, 10.0.0.8"},
 		{"10.0.0.7", "2001:db8:9:9::1"},

@@ -141,7 +141,10 @@ func (k *ipKey) forwarded(ctx context.Context) []string {
 
 // PeerIP returns a KeyFunc whose key is the client's IP address, found as
 // httplimit.ClientIP finds it (the same code): "ip:192.0.2.1" for IPv4,
-// "ip:2001:db8:1:2::/64" for IPv6 (see [IPv4Prefix] and [IPv6Prefix]).
+// "ip:2001:db8:1:2::/64" for IPv6 (see [IPv4Prefix] and [IPv6Prefix]), and
+// the IPv4 address's for an IPv4-mapped address or an IPv4 client that a
+// NAT64 or SIIT translator names within 64:ff9b::/96 (RFC 6052), rather
+// than the one /64 that holds every such client.
 //
 // The client is the call's peer (grpc/peer) unless that peer is a trusted
 // proxy ([TrustProxies]); then the x-forwarded-for metadata entry
@@ -209,7 +212,11 @@ func (k *ipKey) find(ctx context.Context) (string, bool) {
 // metadata entry name, such as "x-api-key", tagged "header:" and the name in
 // lower case: "header:x-api-key:k-123", the key httplimit.Header finds for
 // the same HTTP header. An absent or empty entry finds no key. The value is
-// used as sent: authenticate it before, or accept a claimed identity.
+// the field value, without the spaces and tabs around it (grpc-go passes
+// them on; an HTTP/1.1 parser would strip them), so that "k-123 " is k-123
+// as over httplimit, and otherwise used as sent (the bytes of a binary
+// "-bin" entry, decoded, wholly): authenticate it before, or accept a
+// claimed identity.
 //
 // A value longer than 256 bytes is keyed by its SHA-256 instead,
 // "header-sha256:x-api-key:" and the digest in hex, as httplimit.Header
@@ -229,15 +236,20 @@ func Metadata(name string) KeyFunc {
 	}
 	keys := transport.NewHeaderKeys(key)
 	kind := "header:" + key // of its digests, for the stream's keysCtx
+	binary := isBinary(key)
 	find := func(ctx context.Context) (string, bool) {
 		v := metadata.ValueFromIncomingContext(ctx, key)
-		switch {
-		case len(v) == 0 || v[0] == "":
+		if len(v) == 0 {
 			return "", false
-		case len(v[0]) > transport.MaxHeaderValue:
-			return digestIn(ctx, kind, v[0], keys.Key), true
 		}
-		return keys.Key(v[0]), true
+		switch s := entryValue(binary, v[0]); {
+		case s == "":
+			return "", false
+		case len(s) > transport.MaxHeaderValue:
+			return digestIn(ctx, kind, s, keys.Key), true
+		default:
+			return keys.Key(s), true
+		}
 	}
 	id := new(byte) // names this function in a stream's keysCtx
 	return func(ctx context.Context, _ string, _ any) (string, bool) {
@@ -258,22 +270,42 @@ func OutgoingMetadata(name string) KeyFunc {
 		return noKey
 	}
 	keys := transport.NewHeaderKeys(key)
+	binary := isBinary(key)
 	return func(ctx context.Context, _ string, _ any) (string, bool) {
 		md, _ := metadata.FromOutgoingContext(ctx)
-		if v := md.Get(key); len(v) > 0 && v[0] != "" {
-			return keys.Key(v[0]), true
+		if v := md.Get(key); len(v) > 0 {
+			if s := entryValue(binary, v[0]); s != "" {
+				return keys.Key(s), true
+			}
 		}
 		return "", false
 	}
+}
+
+// isBinary reports whether the metadata entry key, in lower case, is a
+// binary one, whose values are bytes ("-bin" ends its name).
+func isBinary(key string) bool { return strings.HasSuffix(key, "-bin") }
+
+// entryValue returns v, a value of a metadata entry, as a key is made of
+// it: the field value of a text entry, without the spaces and tabs around
+// it (see transport.FieldValue; grpc-go passes them on), and the bytes of
+// a binary entry as they are.
+func entryValue(binary bool, v string) string {
+	if binary {
+		return v
+	}
+	return transport.FieldValue(v)
 }
 
 // MetadataKey returns the key [Metadata](name) finds in a call whose entry
 // name holds value, for rules: MetadataKey("x-api-key", "premium") is
 // "header:x-api-key:premium", equal to httplimit.HeaderKey("X-API-Key",
 // "premium"); a value longer than 256 bytes gives its digest's key, and
-// spaces and tabs around name are dropped, as Metadata drops them.
+// spaces and tabs around name, and around value but for a binary ("-bin")
+// entry's, are dropped, as Metadata drops them.
 func MetadataKey(name, value string) string {
-	return transport.NewHeaderKeys(strings.Trim(name, " \t")).Key(value)
+	name = strings.Trim(name, " \t")
+	return transport.NewHeaderKeys(name).Key(entryValue(isBinary(strings.ToLower(name)), value))
 }
 
 // FromRequest returns a KeyFunc that reads a key from the request message

@@ -7,8 +7,10 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	"google.golang.org/grpc"
+	"google.golang.org/grpc/codes"
 	testgrpc "google.golang.org/grpc/interop/grpc_testing"
 	"google.golang.org/grpc/metadata"
+	"google.golang.org/grpc/status"
 
 	"github.com/hotlimit/hotlimit"
 	"github.com/hotlimit/hotlimit/grpclimit"
@@ -48,4 +50,33 @@ func TestMetadataEntriesAsSentOverTheWire(t *testing.T) {
 		assert.Equal(t, tc.user, server.last().User, "%s: the server's key", tc.name)
 		assert.Equal(t, tc.clientKey, client.last().User, "%s: the client's key", tc.name)
 	}
+}
+
+// TestMetadataValueIsTheFieldValue sends one API key with whitespace
+// around it over a real connection. gRPC metadata are HTTP/2 fields, whose
+// value holds no leading or trailing whitespace (RFC 9110; HTTP/1.1 strips
+// it), but grpc-go passes it on. Kept, it made each spelling a key of its
+// own: a client holding one key, checked by an authentication that trims
+// it, got a fresh quota per spelling, and a rule naming the key missed it.
+// The key is the field value, as httplimit keys the same header. (grpc-go's
+// client refuses a tab in a value, so spaces alone are sent here.)
+func TestMetadataValueIsTheFieldValue(t *testing.T) {
+	svc, _ := newService(t, cfg(hotlimit.FixedWindow, 1, time.Minute), 0)
+	require.NoError(t, svc.ConfigureUser(grpclimit.MetadataKey("x-api-key", "premium"), cfg(hotlimit.FixedWindow, 2, time.Minute)))
+	var rec recorder
+	cc := serveTCP(t, &testService{}, []grpc.ServerOption{grpc.ChainUnaryInterceptor(grpclimit.UnaryServerInterceptor(svc,
+		grpclimit.WithUser(grpclimit.Metadata("x-api-key")), grpclimit.WithObserver(rec.observe)))})
+	var got []codes.Code
+	var users []string
+	for _, key := range []string{"k1", "k1 ", "  k1", " premium", "premium ", "premium", "   ", " "} {
+		c := metadata.AppendToOutgoingContext(ctx(t), "x-api-key", key)
+		_, err := testgrpc.NewTestServiceClient(cc).UnaryCall(c, &testgrpc.SimpleRequest{})
+		got = append(got, status.Code(err))
+		users = append(users, rec.last().User)
+	}
+	assert.Equal(t, []codes.Code{codes.OK, codes.ResourceExhausted, codes.ResourceExhausted,
+		codes.OK, codes.OK, codes.ResourceExhausted, codes.OK, codes.ResourceExhausted}, got)
+	assert.Equal(t, []string{"header:x-api-key:k1", "header:x-api-key:k1", "header:x-api-key:k1",
+		"header:x-api-key:premium", "header:x-api-key:premium", "header:x-api-key:premium", "", ""}, users,
+		"whitespace alone is no key: the keyless quota")
 }

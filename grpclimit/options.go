@@ -124,7 +124,10 @@ func WithExempt(f Selector) Option {
 // must return the same name for the same Config. Characters outside
 // printable ASCII become '_'; an empty name falls back to the default, as
 // in httplimit. A call for which f panics fails with codes.Internal, as
-// with a panicking key function. A nil f keeps the default.
+// with a panicking key function. A nil f keeps the default. Two chained
+// interceptors advertising equal Configs (one keyed by the peer, one by an
+// API key, say) need names of their own, or a response lists two values of
+// one name, which a client cannot tell apart.
 func WithPolicyName(f func(hotlimit.Config) string) Option {
 	return func(o *options) {
 		if f != nil {

@@ -72,3 +72,28 @@ func TestForwardedObfuscatedPortKeysTheClient(t *testing.T) {
 		assert.Equal(t, "ip:"+client, rec.last().User)
 	}
 }
+
+// TestClientsTranslatedFromIPv4HaveTheirOwnQuota: over a real connection
+// from a trusted proxy, a client that a NAT64 or SIIT translator names by
+// its IPv4 address within 64:ff9b::/96 (RFC 6052) is keyed by that IPv4
+// address, as httplimit keys it, not by the one /64 that holds every such
+// address: two IPv4 clients have a quota each, and a rule naming one
+// applies to it.
+func TestClientsTranslatedFromIPv4HaveTheirOwnQuota(t *testing.T) {
+	svc, _ := newService(t, cfg(hotlimit.FixedWindow, 1, time.Minute), 0)
+	require.NoError(t, svc.ConfigureUser("ip:198.51.100.9", cfg(hotlimit.FixedWindow, 2, time.Minute)))
+	var rec recorder
+	user := grpclimit.PeerIP(grpclimit.TrustProxies(netip.MustParsePrefix("127.0.0.0/8")))
+	cc := serveTCP(t, &testService{}, []grpc.ServerOption{grpc.ChainUnaryInterceptor(
+		grpclimit.UnaryServerInterceptor(svc, grpclimit.WithUser(user), grpclimit.WithObserver(rec.observe)))})
+	var got []codes.Code
+	var users []string
+	for _, client := range []string{"64:ff9b::203.0.113.7", "64:ff9b::c633:6409", "64:ff9b::198.51.100.9", "64:ff9b::203.0.113.7"} {
+		c := metadata.AppendToOutgoingContext(ctx(t), "x-forwarded-for", client)
+		_, err := testgrpc.NewTestServiceClient(cc).UnaryCall(c, &testgrpc.SimpleRequest{})
+		got = append(got, status.Code(err))
+		users = append(users, rec.last().User)
+	}
+	assert.Equal(t, []codes.Code{codes.OK, codes.OK, codes.OK, codes.ResourceExhausted}, got)
+	assert.Equal(t, []string{"ip:203.0.113.7", "ip:198.51.100.9", "ip:198.51.100.9", "ip:203.0.113.7"}, users)
+}

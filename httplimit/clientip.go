@@ -107,7 +107,15 @@ func (k *ipKey) forwarded(r *http.Request) []string {
 // ClientIP returns a KeyFunc whose key is the client's IP address, tagged
 // with the kind "ip": "ip:192.0.2.1" for IPv4 and the address's /64 network,
 // "ip:2001:db8:1:2::/64", for IPv6 (see [IPv4Prefix] and [IPv6Prefix]).
-// IPv4-mapped IPv6 addresses count as IPv4 and zones are dropped.
+// IPv4-mapped IPv6 addresses count as IPv4 and zones are dropped. So does
+// an IPv4 client that a NAT64 or SIIT translator names by its address
+// within the well-known prefix 64:ff9b::/96 (RFC 6052), as an IPv6-only
+// server behind one sees every IPv4 client: "ip:192.0.2.1" for
+// 64:ff9b::c000:201, rather than the one /64 that holds every such address.
+// (A translator with a prefix of its own, a network-specific one of RFC
+// 6052, may put many IPv4 clients, or all of them, in one /64:
+// IPv6Prefix(128) then keys each address apart.) Whether an address is a
+// trusted proxy is asked of it as it is written.
 //
 // The client is the request's immediate peer, from r.RemoteAddr, unless that
 // peer is a trusted proxy ([TrustProxies]). Then the forwarding header

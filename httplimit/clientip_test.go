@@ -6,10 +6,12 @@ import (
 	"net/netip"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/hotlimit/hotlimit"
 	"github.com/hotlimit/hotlimit/httplimit"
 )
 
@@ -43,6 +45,9 @@ func TestClientIPWithoutProxies(t *testing.T) {
 		{"192.0.2.1", nil, "192.0.2.1"}, // no port
 		{" 192.0.2.1:80 ", nil, "192.0.2.1"},
 		{"[::ffff:192.0.2.1]:80", nil, "192.0.2.1"},              // IPv4-mapped counts as IPv4
+		{"[64:ff9b::192.0.2.1]:80", nil, "192.0.2.1"},            // so does IPv4 a translator embedded (RFC 6052)
+		{"[64:ff9b::1:192.0.2.1]:80", nil, "64:ff9b::/64"},       // outside 64:ff9b::/96: no IPv4 in it
+		{"[64:ff9b:1::192.0.2.1]:80", nil, "64:ff9b:1::/64"},     // the local-use prefix places it as its operator chose
 		{"[2001:db8:1:2:3:4:5:6]:443", nil, "2001:db8:1:2::/64"}, // IPv6 grouped by /64
 		{"[2001:db8:1:2:ffff::1]:443", nil, "2001:db8:1:2::/64"}, // same /64, same key
 		{"[2001:db8:1:3::1]:443", nil, "2001:db8:1:3::/64"},
@@ -164,6 +169,8 @@ func TestClientIPPrefixes(t *testing.T) {
 		{[]httplimit.IPOption{httplimit.IPv4Prefix(0)}, "192.0.2.77:1", "128.0.0.0/1"},  // clamped
 		{[]httplimit.IPOption{httplimit.IPv4Prefix(-3)}, "192.0.2.77:1", "128.0.0.0/1"}, // clamped
 		{[]httplimit.IPOption{httplimit.IPv4Prefix(24)}, "[::ffff:192.0.2.77]:1", "192.0.2.0/24"},
+		{[]httplimit.IPOption{httplimit.IPv4Prefix(24)}, "[64:ff9b::192.0.2.77]:1", "192.0.2.0/24"},
+		{[]httplimit.IPOption{httplimit.IPv6Prefix(128)}, "[64:ff9b::192.0.2.77]:1", "192.0.2.77"},
 		{[]httplimit.IPOption{nil, httplimit.ProxyHeader("")}, "192.0.2.77:1", "192.0.2.77"},
 	} {
 		r := httptest.NewRequest(http.MethodGet, "/", nil)
@@ -269,4 +276,37 @@ func TestProxyHeaderNameAsWritten(t *testing.T) {
 		key, _ := httplimit.ClientIP(trusted, httplimit.ProxyHeader(name))(r)
 		assert.Equal(t, "ip:6.6.6.6", key, "%q: the default, X-Forwarded-For", name)
 	}
+}
+
+// TestClientsTranslatedFromIPv4HaveTheirOwnQuota serves the middleware on
+// a real loopback listener, as an IPv6-only server behind a proxy that a
+// NAT64 or SIIT translator reaches: the proxy names each IPv4 client by the
+// IPv6 address the translator gave it, its IPv4 address within the
+// well-known prefix 64:ff9b::/96 (RFC 6052). Every such address lies in
+// one /64, so grouped as IPv6 every IPv4 client of the internet would
+// share one quota, and one of them would deny all the others; each is
+// keyed by its IPv4 address instead, as an IPv4-mapped one is, so that a
+// rule naming that address applies to it.
+func TestClientsTranslatedFromIPv4HaveTheirOwnQuota(t *testing.T) {
+	svc, _ := newService(t, cfg(hotlimit.FixedWindow, 1, time.Minute), 0)
+	require.NoError(t, svc.ConfigureUser("ip:198.51.100.9", cfg(hotlimit.FixedWindow, 2, time.Minute)))
+	var users []string
+	srv := httptest.NewServer(httplimit.New(svc,
+		httplimit.WithUser(httplimit.ClientIP(httplimit.TrustProxies(mustPrefix(t, "127.0.0.0/8")))),
+		httplimit.WithObserver(func(e httplimit.Event) { users = append(users, e.User) }))(ok))
+	t.Cleanup(srv.Close)
+	get := func(client string) int {
+		req, err := http.NewRequest(http.MethodGet, srv.URL, nil)
+		require.NoError(t, err)
+		req.Header.Set("X-Forwarded-For", client)
+		resp, err := srv.Client().Do(req)
+		require.NoError(t, err)
+		_ = resp.Body.Close()
+		return resp.StatusCode
+	}
+	assert.Equal(t, http.StatusOK, get("64:ff9b::203.0.113.7"))
+	assert.Equal(t, http.StatusOK, get("64:ff9b::c633:6409"), "another IPv4 client: a quota of its own")
+	assert.Equal(t, http.StatusOK, get("64:ff9b::198.51.100.9"), "its rule applies: 2 a minute")
+	assert.Equal(t, http.StatusTooManyRequests, get("64:ff9b::203.0.113.7"), "the first client has spent its own")
+	assert.Equal(t, []string{"ip:203.0.113.7", "ip:198.51.100.9", "ip:198.51.100.9", "ip:203.0.113.7"}, users)
 }

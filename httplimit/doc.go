@@ -25,6 +25,17 @@
 // the number of routes; a path fallback lets a client create one state per
 // path it invents, which the limiters' Sweep reclaims once idle.
 //
+// Around a router other than ServeMux (chi, gorilla/mux, a handler of your
+// own) that no ServeMux routes to, the API is the whole path, its
+// parameters included: under a limit counted per pair or per API (the
+// default scope is per pair), "/payments/1" and "/payments/2" each have a
+// quota of their own, so a client that varies the parameter is never
+// limited on that route. Give such a middleware, with [WithAPI], a KeyFunc
+// that asks the router which route it will serve, as RoutePattern asks a
+// ServeMux (or a constant, for a middleware around one route's handler),
+// or give the rule a limit counted per user (hotlimit.PerUser), which
+// every path shares.
+//
 // Every user key is tagged with its kind: "ip:192.0.2.1" from ClientIP,
 // "header:x-api-key:k-123" from Header("X-API-Key") (a value past 256 bytes
 // as "header-sha256:x-api-key:" and its digest, so that a key never holds a
@@ -73,6 +84,11 @@
 // policy's Retry-After. When a response
 // already carries one of these fields, for example from an outer httplimit
 // middleware with a policy of its own, the new item is appended to the list.
+// Two nested middlewares whose policies have equal Configs (one keyed by
+// the client IP, one by an API key, over one service's rules, say) would
+// append two items of one name, whose RateLimit items a client cannot tell
+// apart: give one of them [WithPolicyName] (func(c hotlimit.Config) string
+// { return httplimit.PolicyName(c) + "-per-key" }).
 // The first item of each field describes the policy that decided the
 // request: for a rule of several limits, the one that denied it, or, when
 // all passed it, the one with the least share left (see

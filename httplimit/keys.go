@@ -27,11 +27,18 @@ type KeyFunc func(r *http.Request) (key string, ok bool)
 // Header returns a KeyFunc that reads the first value of the header name,
 // such as "X-API-Key", and tags it with the kind "header:" and the name in
 // lower case: "header:x-api-key:k-123" (see [HeaderKey]). An absent or empty
-// header finds no key. The value is used as sent: unless something before the
-// middleware authenticates it, a client can claim any key, so use it for keys
+// header finds no key. The value is the field value, without the spaces and
+// tabs around it (which HTTP/1.1 strips and Go's HTTP/2 server keeps, so
+// that "k-123 " is k-123 over both), and otherwise used as sent: unless
+// something before the middleware authenticates it, a client can claim any key, so use it for keys
 // that are checked (API keys validated by an earlier handler) or when a
 // claimed identity is acceptable. It cannot claim another kind's key: the tag
 // keeps a header value that reads like an address apart from that address.
+//
+// Header("Host") reads r.Host, where net/http puts the Host header (or an
+// HTTP/2 request's :authority) of a request it serves, taking it out of
+// r.Header: "header:host:api.example.com", as sent, port included. A client
+// writes it as freely as any other header.
 //
 // A value longer than 256 bytes is keyed by its SHA-256 instead, as
 // "header-sha256:x-api-key:" and the digest in hex, so that a client sending
@@ -49,9 +56,21 @@ func Header(name string) KeyFunc {
 	}
 	key := textproto.CanonicalMIMEHeaderKey(name)
 	keys := transport.NewHeaderKeys(name)
+	if key == "Host" {
+		// net/http moves the Host header (HTTP/2's :authority) of a
+		// request it serves to r.Host, out of r.Header.
+		return func(r *http.Request) (string, bool) {
+			if r.Host != "" {
+				return keys.Key(r.Host), true
+			}
+			return "", false
+		}
+	}
 	return func(r *http.Request) (string, bool) {
-		if v := r.Header[key]; len(v) > 0 && v[0] != "" {
-			return keys.Key(v[0]), true
+		if v := r.Header[key]; len(v) > 0 {
+			if s := transport.FieldValue(v[0]); s != "" {
+				return keys.Key(s), true
+			}
 		}
 		return "", false
 	}
@@ -62,9 +81,9 @@ func Header(name string) KeyFunc {
 // "header:x-api-key:premium". grpclimit's metadata keys are the same, so one
 // rule set names the same callers over HTTP and gRPC. A value longer than 256
 // bytes gives its digest's key, as Header does, and spaces and tabs around
-// name are dropped, as Header drops them.
+// name and value are dropped, as Header drops them.
 func HeaderKey(name, value string) string {
-	return transport.NewHeaderKeys(strings.Trim(name, " \t")).Key(value)
+	return transport.NewHeaderKeys(strings.Trim(name, " \t")).Key(transport.FieldValue(value))
 }
 
 // ContextValue returns a KeyFunc that reads the value stored under key in the
@@ -81,6 +100,12 @@ func HeaderKey(name, value string) string {
 // the same key as that value read under another, and shares its quota and
 // its rules. When one service limits two such sources, give each a kind of
 // its own with [Tag] (Tag("sso", ContextValue(sso.UserKey))).
+//
+// The value is there only when the middleware that stores it runs first:
+// wrap the limiter in it, auth(limit(mux)). Wrapped the other way,
+// limit(auth(mux)), it finds no key for any request, and every request
+// shares the quota of the empty user (or the next key function of a
+// [FirstOf]).
 func ContextValue(key any) KeyFunc {
 	prefix := transport.ContextKind(key)
 	return func(r *http.Request) (string, bool) {
@@ -159,6 +184,12 @@ func FirstOf(fns ...KeyFunc) KeyFunc {
 // by one route; give the middleware, with [WithAPI], a KeyFunc that folds
 // them as that router does (strings.ToLower of RoutePattern(nil)'s key, say),
 // or a client spends one quota per spelling.
+//
+// Around a router that is not a ServeMux, with no ServeMux routing to the
+// middleware either, RoutePattern(nil) is the path, parameters included: a route such as "/payments/{id}" of chi or
+// gorilla/mux gives every id a quota of its own under a limit counted per
+// pair or per API, and a client that varies the id is never limited there.
+// Name the route with a KeyFunc of your own (see the package doc).
 //
 // Routes are not tagged: the API of a rule is the route as the ServeMux
 // writes it ("GET /search"), the API dimension holds routes unless [WithAPI]

@@ -245,3 +245,67 @@ func TestHeaderNameAsWritten(t *testing.T) {
 	_, found := httplimit.Header("X API Key")(r)
 	assert.False(t, found, "a name that is no field name finds no key")
 }
+
+// TestHostHeaderKeysEachHost serves a tenant per host name on a real
+// server, keyed by Header("Host"). net/http moves a request's Host header
+// to r.Host and out of r.Header, where Header would look for it and never
+// find it: every tenant would fall to the keyless quota, and one tenant
+// would deny all. Each host has a quota of its own, under the key a rule
+// names with HeaderKey.
+func TestHostHeaderKeysEachHost(t *testing.T) {
+	svc, _ := newService(t, cfg(hotlimit.FixedWindow, 1, time.Minute), 0)
+	require.NoError(t, svc.ConfigureUser(httplimit.HeaderKey("Host", "big.example"), cfg(hotlimit.FixedWindow, 2, time.Minute)))
+	var users []string
+	srv := httptest.NewServer(httplimit.New(svc, httplimit.WithUser(httplimit.Header("Host")),
+		httplimit.WithObserver(func(e httplimit.Event) { users = append(users, e.User) }))(ok))
+	t.Cleanup(srv.Close)
+	get := func(host string) int {
+		req, err := http.NewRequest(http.MethodGet, srv.URL, nil)
+		require.NoError(t, err)
+		req.Host = host
+		resp, err := srv.Client().Do(req)
+		require.NoError(t, err)
+		_ = resp.Body.Close()
+		return resp.StatusCode
+	}
+	assert.Equal(t, []int{http.StatusOK, http.StatusOK, http.StatusOK, http.StatusTooManyRequests},
+		[]int{get("a.example"), get("big.example"), get("big.example"), get("a.example")})
+	assert.Equal(t, []string{"header:host:a.example", "header:host:big.example", "header:host:big.example", "header:host:a.example"}, users)
+	_, found := httplimit.Header("Host")(&http.Request{Header: http.Header{}})
+	assert.False(t, found, "a request without a host finds no key")
+}
+
+// TestHeaderValueIsTheFieldValueOverHTTP2 sends one API key over HTTP/2
+// with whitespace around it. HTTP/1.1 strips that whitespace, which is no
+// part of a field value (RFC 9110); Go's HTTP/2 server leaves it in the
+// value. Kept, it made each spelling a key of its own: a client holding
+// one key, checked by an authentication that trims it as HTTP/1.1 does,
+// got a fresh quota per spelling, and a rule naming the key missed it.
+// The key is the field value, the same over both protocols.
+func TestHeaderValueIsTheFieldValueOverHTTP2(t *testing.T) {
+	svc, _ := newService(t, cfg(hotlimit.FixedWindow, 1, time.Minute), 0)
+	require.NoError(t, svc.ConfigureUser(httplimit.HeaderKey("X-API-Key", "premium"), cfg(hotlimit.FixedWindow, 2, time.Minute)))
+	var users []string
+	srv := httptest.NewUnstartedServer(httplimit.New(svc, httplimit.WithUser(httplimit.Header("X-API-Key")),
+		httplimit.WithObserver(func(e httplimit.Event) { users = append(users, e.User) }))(ok))
+	srv.EnableHTTP2 = true
+	srv.StartTLS()
+	t.Cleanup(srv.Close)
+	get := func(key string) int {
+		req, err := http.NewRequest(http.MethodGet, srv.URL, nil)
+		require.NoError(t, err)
+		req.Header.Set("X-API-Key", key)
+		resp, err := srv.Client().Do(req)
+		require.NoError(t, err)
+		_ = resp.Body.Close()
+		require.Equal(t, 2, resp.ProtoMajor)
+		return resp.StatusCode
+	}
+	assert.Equal(t, []int{http.StatusOK, http.StatusTooManyRequests, http.StatusTooManyRequests, http.StatusOK, http.StatusOK, http.StatusTooManyRequests},
+		[]int{get("k1"), get("k1 "), get("\tk1"), get(" premium"), get("premium\t"), get("premium")})
+	assert.Equal(t, []string{"header:x-api-key:k1", "header:x-api-key:k1", "header:x-api-key:k1",
+		"header:x-api-key:premium", "header:x-api-key:premium", "header:x-api-key:premium"}, users)
+	users = nil
+	assert.Equal(t, []int{http.StatusOK, http.StatusTooManyRequests}, []int{get(" \t "), get(" ")}, "whitespace alone is no key: the keyless quota")
+	assert.Equal(t, []string{"", ""}, users)
+}

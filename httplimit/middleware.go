@@ -108,7 +108,9 @@ func WithAPI(f KeyFunc) Option {
 // [PolicyName]. The name is computed once per Config and cached, so f must
 // return the same name for the same Config. Characters outside printable
 // ASCII become '_'; an empty name falls back to the default. A nil f keeps the
-// default.
+// default. Two nested middlewares advertising equal Configs need names of
+// their own, or a response lists two items of one name (see the package
+// doc).
 func WithPolicyName(f func(hotlimit.Config) string) Option {
 	return func(o *options) {
 		if f != nil {

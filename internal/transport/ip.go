@@ -22,7 +22,8 @@ import (
 // obfuscated RFC 7239 identifier) stops the walk at the trusted hop that
 // wrote it, whose address becomes the key; if every entry is a trusted proxy,
 // the leftmost is the key. A Forwarded node whose port alone is obfuscated
-// ("198.51.100.7:_p1") is its address.
+// ("198.51.100.7:_p1") is its address. The client's key is its IPv4 address
+// when it is IPv4-mapped or translated into 64:ff9b::/96 (see format).
 type IP struct {
 	trusted   []netip.Prefix // masked; IPv4 prefixes for IPv4 addresses
 	nonIP     bool           // a peer that is not an IP address is a trusted proxy
@@ -188,9 +189,26 @@ func (k *IP) walk(values []string, peer netip.Addr, peerText string) (netip.Addr
 	return cur, curText
 }
 
+// nat64 is the well-known prefix of RFC 6052, 64:ff9b::/96, in which a
+// NAT64 or SIIT translator gives each IPv4 host it translates the IPv6
+// address that holds the host's IPv4 address in its last 32 bits.
+var nat64 = netip.MustParsePrefix("64:ff9b::/96")
+
 // format returns a's tagged key: a recent one when it is the same, else one
 // built in one allocation. text, when not empty, is a's canonical IPv4 text.
+//
+// An address of nat64 is keyed as the IPv4 address it holds, as an
+// IPv4-mapped one is: every address of nat64 lies in one /64, so that an
+// IPv6-only server behind a translator would otherwise give every IPv4
+// client of the internet one key, and one client could spend the quota of
+// all. Only the key changes: Trusts asks of the address as it is written,
+// so a proxy reached through a translator is trusted by its 64:ff9b::
+// address.
 func (k *IP) format(a netip.Addr, text string) string {
+	if a.Is6() && nat64.Contains(a) {
+		b := a.As16()
+		a, text = netip.AddrFrom4([4]byte(b[12:])), ""
+	}
 	var buf [64]byte // "ip:" and the longest prefix, "ffff:...:ffff/128", fit
 	b := append(buf[:0], KindIP...)
 	b = append(b, ':')

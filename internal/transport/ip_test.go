@@ -22,6 +22,8 @@ func TestIPKey(t *testing.T) {
 		{"10.0.0.1:80", []string{"6.6.6.6, 198.51.100.7, 10.0.0.2"}, "ip:198.51.100.7"},
 		{"[2001:db8:1:2::9]:80", nil, "ip:2001:db8:1:2::/64"},
 		{"[::ffff:10.0.0.1]:80", []string{"2001:db8:1:2::7"}, "ip:2001:db8:1:2::/64"},
+		{"[64:ff9b::192.0.2.1]:80", nil, "ip:192.0.2.1"}, // a translated IPv4 client (RFC 6052)
+		{"10.0.0.1:80", []string{"64:ff9b::c633:6407"}, "ip:198.51.100.7"},
 	} {
 		a, text, ok := ParseAddr(tc.peer)
 		assert.True(t, ok, "case %d", i)

@@ -65,6 +65,13 @@ func (h HeaderKeys) Key(value string) string {
 	return h.hashed + hex.EncodeToString(sum[:])
 }
 
+// FieldValue returns v without the spaces and tabs around it: the value of
+// an HTTP field, which holds none (RFC 9110 section 5.5). An HTTP/1.1
+// parser strips them; HTTP/2, and so gRPC, forbids them (RFC 9113 section
+// 8.2.1), but Go's HTTP/2 server and grpc-go pass them on, and a key made
+// of the value as it came would change with the whitespace a client adds.
+func FieldValue(v string) string { return strings.Trim(v, " \t") }
+
 // IsToken reports whether s is a token of RFC 9110 section 5.6.2, as a
 // field name is: one or more of the visible ASCII characters other than the
 // delimiters "(),/:;<=>?@[\]{}.
