@@ -434,13 +434,14 @@ func ParseDomain(file string, data []byte) (*Domain, error) {
 		// replaced earlier ones, and its decoder fills an integer with a
 		// float), in the file laid out so. Its decoder's errors come after
 		// that check, as there: kept until then.
-		undecodable, err := validateKeys(file, doc.Content[0], false)
+		undecodable, err := validateKeys(file, doc.Content[0], false, nil)
 		if err != nil {
 			return nil, err
 		}
 		warnings = lastKeyWins(file, doc.Content[0], map[*yaml.Node]bool{}, nil)
-		(&structLayout{done: map[*yaml.Node]bool{}, replace: true}).node(&doc)
-		if _, err := validateKeys(file, doc.Content[0], true); err != nil {
+		laid := &structLayout{done: map[*yaml.Node]bool{}, replace: true, mergedBy: map[*yaml.Node]*yaml.Node{}}
+		laid.node(&doc)
+		if _, err := validateKeys(file, doc.Content[0], true, laid.mergedBy); err != nil {
 			return nil, err
 		}
 		if undecodable != nil {
@@ -509,6 +510,10 @@ type structLayout struct {
 	done      map[*yaml.Node]bool // the nodes laid out, or being laid out
 	expanding map[*yaml.Node]bool // the mappings whose pairs are being set
 	replace   bool
+	// mergedBy holds, for a value that a merge key brought in through an
+	// alias (<<: *anchor), that alias: where it was merged, which the
+	// value's own line, the anchor's, does not say. Kept only when not nil.
+	mergedBy map[*yaml.Node]*yaml.Node
 }
 
 // node lays out n and every node under it.
@@ -570,7 +575,7 @@ func (l *structLayout) pairs(m *yaml.Node, out *pairList) {
 		switch t := target(v); t.Kind {
 		case yaml.MappingNode:
 			l.node(t)
-			l.pairs(t, out)
+			l.mergeFrom(v, t, out)
 		case yaml.SequenceNode:
 			if slices.ContainsFunc(t.Content, func(e *yaml.Node) bool { return target(e).Kind != yaml.MappingNode }) {
 				out.nodes = append(out.nodes, k, v) // rejected by validateKeys
@@ -579,11 +584,25 @@ func (l *structLayout) pairs(m *yaml.Node, out *pairList) {
 			for j := len(t.Content) - 1; j >= 0; j-- {
 				if e := target(t.Content[j]); e.Kind == yaml.MappingNode {
 					l.node(e)
-					l.pairs(e, out)
+					l.mergeFrom(t.Content[j], e, out)
 				}
 			}
 		default: // rejected by validateKeys
 			out.nodes = append(out.nodes, k, v)
+		}
+	}
+}
+
+// mergeFrom sets in out the pairs of mapping m, merged in as n (m itself,
+// or an alias of it), noting in mergedBy the values an alias brought in.
+func (l *structLayout) mergeFrom(n, m *yaml.Node, out *pairList) {
+	l.pairs(m, out)
+	if l.mergedBy == nil || n.Kind != yaml.AliasNode {
+		return
+	}
+	for i := 1; i < len(m.Content); i += 2 {
+		if _, ok := l.mergedBy[m.Content[i]]; !ok {
+			l.mergedBy[m.Content[i]] = n
 		}
 	}
 }
@@ -693,9 +712,10 @@ func lastKeyWins(file string, n *yaml.Node, done map[*yaml.Node]bool, warnings [
 // A float is rejected only with floats: see ParseDomain. Without floats,
 // it also returns the first value the reference's decoder cannot fill its
 // structs with (see leaf), as undecodable, an error it reports only once
-// the values that count are checked.
-func validateKeys(file string, n *yaml.Node, floats bool) (undecodable, err error) {
-	v := keyValidator{file: file, seen: map[seenKey]bool{}, floats: floats}
+// the values that count are checked. mergedBy is structLayout's, for a
+// file laid out, nil otherwise.
+func validateKeys(file string, n *yaml.Node, floats bool, mergedBy map[*yaml.Node]*yaml.Node) (undecodable, err error) {
+	v := keyValidator{file: file, seen: map[seenKey]bool{}, floats: floats, mergedBy: mergedBy}
 	err = v.check(n, "")
 	return v.undecodable, err
 }
@@ -713,6 +733,33 @@ type keyValidator struct {
 	// undecodable is the first value the reference's decoder cannot fill
 	// its structs with; see leaf.
 	undecodable error
+	// via is the first alias the walk went through to the node it is
+	// checking, if any, and mergedBy structLayout's (see there): for an
+	// error to say where a value that an anchor holds was used.
+	via      aliasUse
+	mergedBy map[*yaml.Node]*yaml.Node
+}
+
+// aliasUse is an alias (or a merge key's alias) met as the value, or a value,
+// of the key parent ("" when the error names that key already).
+type aliasUse struct {
+	alias  *yaml.Node
+	parent string
+	merged bool
+}
+
+// where says where u brought its anchor's value in, "" for no alias: the
+// value's own line is the anchor's.
+func (u aliasUse) where() string {
+	switch {
+	case u.alias == nil:
+		return ""
+	case u.merged:
+		return fmt.Sprintf(" (merged in by <<: *%s at line %d, under %s)", u.alias.Value, u.alias.Line, u.parent)
+	case u.parent == "":
+		return fmt.Sprintf(" (reached through *%s at line %d)", u.alias.Value, u.alias.Line)
+	}
+	return fmt.Sprintf(" (reached through *%s at line %d, under %s)", u.alias.Value, u.alias.Line, u.parent)
 }
 
 // seenKey is an anchored node reached under rate_limit, or elsewhere.
@@ -746,6 +793,16 @@ func target(n *yaml.Node) *yaml.Node {
 
 // check checks n, the value of the key parent ("" for the document).
 func (v *keyValidator) check(n *yaml.Node, parent string) error {
+	if v.via.alias == nil {
+		if by := v.mergedBy[n]; by != nil {
+			v.via = aliasUse{by, parent, true}
+		} else if n.Kind == yaml.AliasNode {
+			v.via = aliasUse{n, parent, false}
+		}
+		if v.via.alias != nil {
+			defer func() { v.via = aliasUse{} }()
+		}
+	}
 	n, walk := v.resolve(n, parent)
 	if !walk {
 		return nil
@@ -780,7 +837,7 @@ func (v *keyValidator) check(n *yaml.Node, parent string) error {
 			if k.Value == "metadata" {
 				continue
 			}
-			if err := v.leaf(k.Value, target(val)); err != nil {
+			if err := v.leaf(k.Value, val, parent); err != nil {
 				return err
 			}
 			if err := v.check(val, k.Value); err != nil {
@@ -819,9 +876,22 @@ var boolKeys = map[string]bool{
 // count are checked: so a requests_per_unit past 64 bits (0x1ffffffffffffffff,
 // which both decoders read as a string) is rejected where a later key
 // replaces it too, as there.
-func (v *keyValidator) leaf(key string, n *yaml.Node) error {
+//
+// The value of a key in a mapping that an alias or a merge key brought in,
+// or one given as an alias, has its anchor's line: the error then says
+// where the alias was used, too.
+func (v *keyValidator) leaf(key string, val *yaml.Node, parent string) error {
+	n := target(val)
 	if n.Kind != yaml.ScalarNode {
 		return nil
+	}
+	where := v.via
+	if where.alias == nil {
+		if by := v.mergedBy[val]; by != nil {
+			where = aliasUse{by, parent, true}
+		} else if val.Kind == yaml.AliasNode {
+			where = aliasUse{alias: val} // the key is named already
+		}
 	}
 	switch n.Tag {
 	case "!!float":
@@ -831,13 +901,13 @@ func (v *keyValidator) leaf(key string, n *yaml.Node) error {
 			// is tagged a float by the YAML decoder: it is named as the
 			// integer it was written.
 			if decimalInteger(n.Value) {
-				return configError(v.file, "error checking config: line %d: %s %s is an integer past 64 bits: quote it for a string", n.Line, key, n.Value)
+				return configError(v.file, "error checking config: line %d: %s %s%s is an integer past 64 bits: quote it for a string", n.Line, key, n.Value, where.where())
 			}
-			return configError(v.file, "error checking config: line %d: %s %s is a float: write an integer, or quote it for a string", n.Line, key, n.Value)
+			return configError(v.file, "error checking config: line %d: %s %s%s is a float: write an integer, or quote it for a string", n.Line, key, n.Value, where.where())
 		}
 	case "!!int":
 		if _, err := strconv.ParseInt(strings.ReplaceAll(n.Value, "_", ""), 0, 64); errors.Is(err, strconv.ErrRange) {
-			return configError(v.file, "error checking config: line %d: %s %s is an integer past 64 bits: quote it for a string", n.Line, key, n.Value)
+			return configError(v.file, "error checking config: line %d: %s %s%s is an integer past 64 bits: quote it for a string", n.Line, key, n.Value, where.where())
 		}
 	}
 	into := map[bool]string{true: "bool", false: "uint32"}[boolKeys[key]]
@@ -957,6 +1027,10 @@ func (v *keyValidator) merged(n *yaml.Node, parent string) error {
 	}
 	if r.Kind != yaml.MappingNode {
 		return configError(v.file, "config error, merge key '<<' takes a mapping or a list of mappings, not %s", r.Value)
+	}
+	if v.via.alias == nil && n.Kind == yaml.AliasNode {
+		v.via = aliasUse{n, parent, true}
+		defer func() { v.via = aliasUse{} }()
 	}
 	return v.check(n, parent)
 }

@@ -167,6 +167,20 @@ func TestLoadErrors(t *testing.T) {
 		// decoder takes a quoted yes or off for a string, not a boolean.
 		{"float requests", rule("      unit: second\n      requests_per_unit: 5.0\n"), "error checking config: line 6: requests_per_unit 5.0 is a float: write an integer, or quote it for a string"},
 		{"exponent requests", rule("      unit: second\n      requests_per_unit: 1e3\n"), "error checking config: line 6: requests_per_unit 1e3 is a float"},
+		// A float an anchor holds has the anchor's line: the alias or
+		// merge key that brought it where it counts is named too.
+		{"float through an alias", "domain: d\ndescriptors:\n  - key: a\n    metadata: &m {unit: second, requests_per_unit: 1.5}\n  - key: b\n    rate_limit: *m\n",
+			"error checking config: line 4: requests_per_unit 1.5 (reached through *m at line 6, under rate_limit) is a float"},
+		{"float merged in", "domain: d\ndescriptors:\n  - key: a\n    metadata: &m {unit: second, requests_per_unit: 1.5}\n  - key: b\n    rate_limit:\n      <<: *m\n",
+			"error checking config: line 4: requests_per_unit 1.5 (merged in by <<: *m at line 7, under rate_limit) is a float"},
+		{"float merged in among others", "domain: d\ndescriptors:\n  - key: a\n    metadata: &m {requests_per_unit: 1.5}\n  - key: b\n    rate_limit: {<<: [{unit: minute}, *m]}\n",
+			"error checking config: line 4: requests_per_unit 1.5 (merged in by <<: *m at line 6, under rate_limit) is a float"},
+		{"float as an alias", "domain: d\ndescriptors:\n  - key: a\n    metadata: {n: &n 1.5}\n  - key: b\n    value: *n\n",
+			"error checking config: line 4: value 1.5 (reached through *n at line 6) is a float"},
+		{"integer past 64 bits through an alias", "domain: d\ndescriptors:\n  - key: a\n    metadata: &m {key: c, value: 99999999999999999999}\n  - key: b\n    descriptors: [*m]\n",
+			"error checking config: line 4: value 99999999999999999999 (reached through *m at line 6, under descriptors) is an integer past 64 bits"},
+		{"float at its anchor", "domain: d\ndescriptors:\n  - key: a\n    rate_limit: &r {unit: second, requests_per_unit: 1.5}\n  - key: b\n    rate_limit: *r\n",
+			"error checking config: line 4: requests_per_unit 1.5 is a float"},
 		{"float value", "domain: d\ndescriptors:\n  - key: k\n    value: 1.50\n", "error checking config: line 4: value 1.50 is a float"},
 		{"infinite value", "domain: d\ndescriptors:\n  - key: k\n    value: .inf\n", "error checking config: line 4: value .inf is a float"},
 		{"integer past int64", "domain: d\ndescriptors:\n  - key: k\n    value: 9223372036854775808\n", "error checking config: line 4: value 9223372036854775808 is an integer past 64 bits: quote it for a string"},
