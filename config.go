@@ -312,7 +312,9 @@ func (c Config) MarshalJSON() ([]byte, error) {
 // rejected, the algorithm is read by [Algorithm.UnmarshalText] and the
 // window by [time.ParseDuration].
 // Errors are [*FieldError] values naming the field, or name the object when it
-// is not one; all wrap [ErrInvalidConfig]. On error c is unchanged. It does
+// is not one; all wrap [ErrInvalidConfig]. Of an Unlimited policy, a limit,
+// window or burst that cannot be read is an error saying that Unlimited
+// takes none, not how to write one. On error c is unchanged. It does
 // not call [Config.Validate]: a limit of 0 reads back as 0.
 func (c *Config) UnmarshalJSON(data []byte) error {
 	fields, err := decodeObject(data, "algorithm", "limit", "window", "burst", "shadow", "scope")
@@ -344,6 +346,9 @@ func (c *Config) UnmarshalJSON(data []byte) error {
 			return &FieldError{Field: f.name, Err: fmt.Errorf("missing: %w", ErrInvalidConfig)}
 		}
 		if err := json.Unmarshal(raw, f.dst); err != nil {
+			if next.Algorithm == Unlimited && (f.name == "limit" || f.name == "window" || f.name == "burst") {
+				return unlimitedTakesNo(f.name, raw)
+			}
 			if errors.Is(err, ErrInvalidConfig) {
 				err = errors.Unwrap(err) // the algorithm's own message, without the package prefix
 			} else if f.name == "window" {
@@ -358,6 +363,9 @@ func (c *Config) UnmarshalJSON(data []byte) error {
 	}
 	if window != "" || next.Algorithm != Unlimited {
 		w, err := time.ParseDuration(window)
+		if err != nil && next.Algorithm == Unlimited {
+			return unlimitedTakesNo("window", fields["window"])
+		}
 		if err != nil {
 			if hint := durationHint(window); hint != "" {
 				err = fmt.Errorf("%w (%s)", err, hint)
@@ -368,6 +376,13 @@ func (c *Config) UnmarshalJSON(data []byte) error {
 	}
 	*c = next
 	return nil
+}
+
+// unlimitedTakesNo is the error of an Unlimited policy's field (limit,
+// window or burst) given as raw, which cannot be read: how to write one
+// would not help, as Unlimited takes none (see [Config.Validate]).
+func unlimitedTakesNo(field string, raw json.RawMessage) error {
+	return &FieldError{Field: field, Err: fmt.Errorf("got %s, but Unlimited takes no %s: %w", raw, field, ErrInvalidConfig)}
 }
 
 // durationHint says how to write a window that time.ParseDuration rejects

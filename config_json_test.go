@@ -109,7 +109,7 @@ func TestConfigJSONIsStrictAndNamesTheField(t *testing.T) {
 		{`{"algorithm":"GCRA","limit":1,"window":"1s","burst":"2"}`, "burst", "want an integer"},
 		{`{"algorithm":"GCRA","limit":1,"window":"1s","bursts":2}`, "", `unknown field "bursts"`},
 		{`{"algorithm":"GCRA","limit":1,"window":"1s","shadow":"yes"}`, "shadow", "want true or false"},
-		{`{"algorithm":"Unlimited","window":"x"}`, "window", `"x"`},
+		{`{"algorithm":"Unlimited","window":"x"}`, "window", `got "x", but Unlimited takes no window`},
 		{`{"Algorithm":"GCRA","limit":1,"window":"1s"}`, "", `unknown field "Algorithm"`},
 		{`{"algorithm":"GCRA","limit":1,"window":"1s","limit":1000}`, "limit", "given twice"},
 		{`{"algorithm":"GCRA","limit":1,"window":"1s","shadow":true,"shadow":false}`, "shadow", "given twice"},
@@ -130,6 +130,31 @@ func TestConfigJSONIsStrictAndNamesTheField(t *testing.T) {
 			assert.Contains(t, err.Error(), "field "+tc.field, "case %d", i)
 		}
 		assert.Equal(t, hotlimit.Config{Algorithm: hotlimit.FixedWindow, Limit: 7, Window: time.Hour}, c, "case %d: unchanged", i)
+	}
+}
+
+// TestUnlimitedJSONErrorsSayItTakesNoSuchField: an Unlimited policy with a
+// limit, window or burst that cannot be read is told it takes none, not how
+// to write one (a window as a Go duration, a limit as an integer), which
+// would not work either: Validate rejects any.
+func TestUnlimitedJSONErrorsSayItTakesNoSuchField(t *testing.T) {
+	for i, tc := range []struct{ in, field, got string }{
+		{`{"algorithm":"Unlimited","window":5}`, "window", "5"},
+		{`{"algorithm":"Unlimited","window":"1d"}`, "window", `"1d"`},
+		{`{"algorithm":"Unlimited","window":"x"}`, "window", `"x"`},
+		{`{"algorithm":"Unlimited","limit":"5"}`, "limit", `"5"`},
+		{`{"algorithm":"Unlimited","burst":1.5}`, "burst", "1.5"},
+	} {
+		var c hotlimit.Config
+		err := json.Unmarshal([]byte(tc.in), &c)
+		require.ErrorIs(t, err, hotlimit.ErrInvalidConfig, "case %d", i)
+		var fe *hotlimit.FieldError
+		require.True(t, errors.As(err, &fe), "case %d: %v", i, err)
+		assert.Equal(t, tc.field, fe.Field, "case %d", i)
+		assert.Contains(t, err.Error(), "got "+tc.got+", but Unlimited takes no "+tc.field, "case %d", i)
+		for _, hint := range []string{"want", "duration", "24h"} {
+			assert.NotContains(t, err.Error(), hint, "case %d: no hint of how to write what Unlimited does not take", i)
+		}
 	}
 }
 

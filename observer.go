@@ -251,6 +251,12 @@ type BackendObserver interface {
 // which reports nothing, and with one it returns that one. Observers
 // allocates nothing per decision.
 //
+// An observer given twice, or reached twice through nested Observers, hears
+// every decision and fallback twice, as io.MultiWriter(w, w) writes twice:
+// Observers(m, m) counts each decision twice in m. That is the caller's
+// choice, not corrected here, as a function (an ObserverFunc) cannot be
+// compared with another to find it twice; give each observer once.
+//
 // Code that looks for an observer of its own type in the one it is given,
 // as envoyrls looks for its *Metrics, finds it through a method
 // Unwrap() []Observer, which returns those passed on to, as an error of

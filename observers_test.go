@@ -77,6 +77,26 @@ func TestObserversLeaveOutNilOnes(t *testing.T) {
 	assert.Equal(t, int64(1), b.outcomes[hotlimit.OutcomeDenied].Load())
 }
 
+// TestObserversGivenTwiceHearTwice: Observers passes every decision and
+// fallback to each observer as often as it is given, directly or through
+// nested Observers, as documented: the same *tally twice counts each
+// decision twice.
+func TestObserversGivenTwiceHearTwice(t *testing.T) {
+	var a fallbackTally
+	var b tally
+	for name, o := range map[string]hotlimit.Observer{
+		"twice":  hotlimit.Observers(&a, &a),
+		"nested": hotlimit.Observers(hotlimit.Observers(&a, &b), &a),
+	} {
+		a.outcomes[hotlimit.OutcomeDenied].Store(0)
+		a.fallbacks.Store(0)
+		o.Observe(hotlimit.Event{Outcome: hotlimit.OutcomeDenied})
+		o.(hotlimit.FallbackObserver).ObserveFallback(hotlimit.Fallback{Backend: "redis", Reason: "timeout"})
+		assert.Equal(t, int64(2), a.outcomes[hotlimit.OutcomeDenied].Load(), name)
+		assert.Equal(t, int64(2), a.fallbacks.Load(), name)
+	}
+}
+
 // backendTally is a fallbackTally that also hears of backends.
 type backendTally struct {
 	fallbackTally

@@ -7,8 +7,10 @@ import (
 	"hash"
 	"io"
 	"io/fs"
+	"math"
 	"os"
 	"path/filepath"
+	"regexp"
 	"slices"
 	"strconv"
 	"strings"
@@ -424,19 +426,26 @@ func ParseDomain(file string, data []byte) (*Domain, error) {
 		if err := checkMapKeys(file, &doc, map[*yaml.Node]bool{}, map[*yaml.Node]bool{}); err != nil {
 			return nil, err
 		}
-		warnings = lastKeyWins(file, doc.Content[0], map[*yaml.Node]bool{}, nil)
 		// Every value as its decoder fills the reference's structs, which
-		// takes all, those that a later key or merge key replaces included;
-		// then a float, which it rejects only among the values that count
-		// (it checks them in plain maps, once merge keys are applied and
-		// later keys have replaced earlier ones, and its decoder fills an
-		// integer with a float), in the file laid out so.
-		if err := validateKeys(file, doc.Content[0], false); err != nil {
+		// takes all, those that a later key (so before lastKeyWins drops
+		// them) or merge key replaces included; then a float, which it
+		// rejects only among the values that count (it checks them in
+		// plain maps, once merge keys are applied and later keys have
+		// replaced earlier ones, and its decoder fills an integer with a
+		// float), in the file laid out so. Its decoder's errors come after
+		// that check, as there: kept until then.
+		undecodable, err := validateKeys(file, doc.Content[0], false, nil)
+		if err != nil {
 			return nil, err
 		}
-		(&structLayout{done: map[*yaml.Node]bool{}, replace: true}).node(&doc)
-		if err := validateKeys(file, doc.Content[0], true); err != nil {
+		warnings = lastKeyWins(file, doc.Content[0], map[*yaml.Node]bool{}, nil)
+		laid := &structLayout{done: map[*yaml.Node]bool{}, replace: true, mergedBy: map[*yaml.Node]*yaml.Node{}}
+		laid.node(&doc)
+		if _, err := validateKeys(file, doc.Content[0], true, laid.mergedBy); err != nil {
 			return nil, err
+		}
+		if undecodable != nil {
+			return nil, undecodable
 		}
 	}
 	// The reference checks the keys of the file read into plain maps (done
@@ -501,6 +510,10 @@ type structLayout struct {
 	done      map[*yaml.Node]bool // the nodes laid out, or being laid out
 	expanding map[*yaml.Node]bool // the mappings whose pairs are being set
 	replace   bool
+	// mergedBy holds, for a value that a merge key brought in through an
+	// alias (<<: *anchor), that alias: where it was merged, which the
+	// value's own line, the anchor's, does not say. Kept only when not nil.
+	mergedBy map[*yaml.Node]*yaml.Node
 }
 
 // node lays out n and every node under it.
@@ -562,7 +575,7 @@ func (l *structLayout) pairs(m *yaml.Node, out *pairList) {
 		switch t := target(v); t.Kind {
 		case yaml.MappingNode:
 			l.node(t)
-			l.pairs(t, out)
+			l.mergeFrom(v, t, out)
 		case yaml.SequenceNode:
 			if slices.ContainsFunc(t.Content, func(e *yaml.Node) bool { return target(e).Kind != yaml.MappingNode }) {
 				out.nodes = append(out.nodes, k, v) // rejected by validateKeys
@@ -571,11 +584,25 @@ func (l *structLayout) pairs(m *yaml.Node, out *pairList) {
 			for j := len(t.Content) - 1; j >= 0; j-- {
 				if e := target(t.Content[j]); e.Kind == yaml.MappingNode {
 					l.node(e)
-					l.pairs(e, out)
+					l.mergeFrom(t.Content[j], e, out)
 				}
 			}
 		default: // rejected by validateKeys
 			out.nodes = append(out.nodes, k, v)
+		}
+	}
+}
+
+// mergeFrom sets in out the pairs of mapping m, merged in as n (m itself,
+// or an alias of it), noting in mergedBy the values an alias brought in.
+func (l *structLayout) mergeFrom(n, m *yaml.Node, out *pairList) {
+	l.pairs(m, out)
+	if l.mergedBy == nil || n.Kind != yaml.AliasNode {
+		return
+	}
+	for i := 1; i < len(m.Content); i += 2 {
+		if _, ok := l.mergedBy[m.Content[i]]; !ok {
+			l.mergedBy[m.Content[i]] = n
 		}
 	}
 }
@@ -682,10 +709,15 @@ func lastKeyWins(file string, n *yaml.Node, done map[*yaml.Node]bool, warnings [
 // they stand for, and a merge key (`<<: *anchor`) as the keys it merges, as
 // the reference sees them once its YAML decoder has resolved both.
 //
-// A float is rejected only with floats: see ParseDomain.
-func validateKeys(file string, n *yaml.Node, floats bool) error {
-	v := keyValidator{file: file, seen: map[seenKey]bool{}, floats: floats}
-	return v.check(n, "")
+// A float is rejected only with floats: see ParseDomain. Without floats,
+// it also returns the first value the reference's decoder cannot fill its
+// structs with (see leaf), as undecodable, an error it reports only once
+// the values that count are checked. mergedBy is structLayout's, for a
+// file laid out, nil otherwise.
+func validateKeys(file string, n *yaml.Node, floats bool, mergedBy map[*yaml.Node]*yaml.Node) (undecodable, err error) {
+	v := keyValidator{file: file, seen: map[seenKey]bool{}, floats: floats, mergedBy: mergedBy}
+	err = v.check(n, "")
+	return v.undecodable, err
 }
 
 // keyValidator walks a YAML tree for validateKeys. seen holds the anchored
@@ -698,6 +730,36 @@ type keyValidator struct {
 	file   string
 	seen   map[seenKey]bool
 	floats bool
+	// undecodable is the first value the reference's decoder cannot fill
+	// its structs with; see leaf.
+	undecodable error
+	// via is the first alias the walk went through to the node it is
+	// checking, if any, and mergedBy structLayout's (see there): for an
+	// error to say where a value that an anchor holds was used.
+	via      aliasUse
+	mergedBy map[*yaml.Node]*yaml.Node
+}
+
+// aliasUse is an alias (or a merge key's alias) met as the value, or a value,
+// of the key parent ("" when the error names that key already).
+type aliasUse struct {
+	alias  *yaml.Node
+	parent string
+	merged bool
+}
+
+// where says where u brought its anchor's value in, "" for no alias: the
+// value's own line is the anchor's.
+func (u aliasUse) where() string {
+	switch {
+	case u.alias == nil:
+		return ""
+	case u.merged:
+		return fmt.Sprintf(" (merged in by <<: *%s at line %d, under %s)", u.alias.Value, u.alias.Line, u.parent)
+	case u.parent == "":
+		return fmt.Sprintf(" (reached through *%s at line %d)", u.alias.Value, u.alias.Line)
+	}
+	return fmt.Sprintf(" (reached through *%s at line %d, under %s)", u.alias.Value, u.alias.Line, u.parent)
 }
 
 // seenKey is an anchored node reached under rate_limit, or elsewhere.
@@ -731,6 +793,16 @@ func target(n *yaml.Node) *yaml.Node {
 
 // check checks n, the value of the key parent ("" for the document).
 func (v *keyValidator) check(n *yaml.Node, parent string) error {
+	if v.via.alias == nil {
+		if by := v.mergedBy[n]; by != nil {
+			v.via = aliasUse{by, parent, true}
+		} else if n.Kind == yaml.AliasNode {
+			v.via = aliasUse{n, parent, false}
+		}
+		if v.via.alias != nil {
+			defer func() { v.via = aliasUse{} }()
+		}
+	}
 	n, walk := v.resolve(n, parent)
 	if !walk {
 		return nil
@@ -765,7 +837,7 @@ func (v *keyValidator) check(n *yaml.Node, parent string) error {
 			if k.Value == "metadata" {
 				continue
 			}
-			if err := v.leaf(k.Value, target(val)); err != nil {
+			if err := v.leaf(k.Value, val, parent); err != nil {
 				return err
 			}
 			if err := v.check(val, k.Value); err != nil {
@@ -794,12 +866,32 @@ var boolKeys = map[string]bool{
 
 // leaf rejects the scalar values the reference does not load: it reads the
 // file into plain values first and takes only strings, integers (of int64),
-// booleans and nulls, so a float anywhere is an error there; and its YAML
-// 1.1 decoder reads a quoted or !!str-tagged yes, on or off as a string,
-// which a boolean key refuses, where ours would take it for a boolean.
-func (v *keyValidator) leaf(key string, n *yaml.Node) error {
+// booleans and nulls, so a float anywhere is an error there (with floats);
+// then it fills its structs with every value, those that a later key or a
+// merge key replaces included, and its YAML 1.1 decoder (gopkg.in/yaml.v2)
+// fills a requests_per_unit (a uint32) only with an integer or a float in
+// its range, and a boolean key only with a boolean, which it reads in yes,
+// on or off too, unquoted and untagged. Without floats, such a value is
+// kept as v.undecodable, an error the reference gives once the values that
+// count are checked: so a requests_per_unit past 64 bits (0x1ffffffffffffffff,
+// which both decoders read as a string) is rejected where a later key
+// replaces it too, as there.
+//
+// The value of a key in a mapping that an alias or a merge key brought in,
+// or one given as an alias, has its anchor's line: the error then says
+// where the alias was used, too.
+func (v *keyValidator) leaf(key string, val *yaml.Node, parent string) error {
+	n := target(val)
 	if n.Kind != yaml.ScalarNode {
 		return nil
+	}
+	where := v.via
+	if where.alias == nil {
+		if by := v.mergedBy[val]; by != nil {
+			where = aliasUse{by, parent, true}
+		} else if val.Kind == yaml.AliasNode {
+			where = aliasUse{alias: val} // the key is named already
+		}
 	}
 	switch n.Tag {
 	case "!!float":
@@ -809,26 +901,107 @@ func (v *keyValidator) leaf(key string, n *yaml.Node) error {
 			// is tagged a float by the YAML decoder: it is named as the
 			// integer it was written.
 			if decimalInteger(n.Value) {
-				return configError(v.file, "error checking config: line %d: %s %s is an integer past 64 bits: quote it for a string", n.Line, key, n.Value)
+				return configError(v.file, "error checking config: line %d: %s %s%s is an integer past 64 bits: quote it for a string", n.Line, key, n.Value, where.where())
 			}
-			return configError(v.file, "error checking config: line %d: %s %s is a float: write an integer, or quote it for a string", n.Line, key, n.Value)
-		}
-		// Its decoder fills an integer with a float it holds, a string
-		// with any, and a boolean with none.
-		f, err := strconv.ParseFloat(strings.ReplaceAll(n.Value, "_", ""), 64)
-		if boolKeys[key] || key == "requests_per_unit" && (err != nil || !(f >= 0 && f < 1<<32)) {
-			return configError(v.file, "error loading config file: yaml: unmarshal errors:\n  line %d: cannot unmarshal !!float `%s` into %s", n.Line, n.Value, map[bool]string{true: "bool", false: "uint32"}[boolKeys[key]])
+			return configError(v.file, "error checking config: line %d: %s %s%s is a float: write an integer, or quote it for a string", n.Line, key, n.Value, where.where())
 		}
 	case "!!int":
 		if _, err := strconv.ParseInt(strings.ReplaceAll(n.Value, "_", ""), 0, 64); errors.Is(err, strconv.ErrRange) {
-			return configError(v.file, "error checking config: line %d: %s %s is an integer past 64 bits: quote it for a string", n.Line, key, n.Value)
-		}
-	case "!!str":
-		if boolKeys[key] && n.Style != 0 {
-			return configError(v.file, "error loading config file: yaml: unmarshal errors:\n  line %d: cannot unmarshal !!str `%s` into bool", n.Line, n.Value)
+			return configError(v.file, "error checking config: line %d: %s %s%s is an integer past 64 bits: quote it for a string", n.Line, key, n.Value, where.where())
 		}
 	}
+	into := map[bool]string{true: "bool", false: "uint32"}[boolKeys[key]]
+	if v.floats || v.undecodable != nil || !boolKeys[key] && key != "requests_per_unit" {
+		return nil
+	}
+	if tag, ok := fills(into, n); !ok {
+		v.undecodable = configError(v.file, "error loading config file: yaml: unmarshal errors:\n  line %d: cannot unmarshal %s `%s` into %s", n.Line, tag, shown(n.Value), into)
+	}
 	return nil
+}
+
+// fills reports whether the reference's decoder fills a Go value of type
+// into ("uint32" or "bool") with the scalar n, and the tag it reads n as.
+func fills(into string, n *yaml.Node) (tag string, ok bool) {
+	tag, val := yaml11(n)
+	switch val := val.(type) {
+	case nil:
+		return tag, true // a null leaves the field as it is
+	case bool:
+		return tag, into == "bool"
+	case int64:
+		return tag, into == "uint32" && val >= 0 && val <= math.MaxUint32
+	case uint64:
+		return tag, into == "uint32" && val <= math.MaxUint32
+	case float64:
+		// converted to uint64, which truncates toward zero, then checked
+		// against uint32's range
+		return tag, into == "uint32" && val > -1 && val < 1<<32
+	}
+	return tag, false
+}
+
+// yaml11 returns the tag and the value (nil, a bool, an int64, a uint64, a
+// float64, or a string for anything else) that the reference's YAML 1.1
+// decoder reads the scalar n as: a quoted scalar is a string; a plain one
+// is a null, a boolean (yes, no, on, off, y, n, true and false, in three
+// casings), an integer in any base strconv reads (underscores dropped), a
+// float, or else a string; a tagged one is what its tag says.
+func yaml11(n *yaml.Node) (string, any) {
+	if n.Style&(yaml.DoubleQuotedStyle|yaml.SingleQuotedStyle|yaml.LiteralStyle|yaml.FoldedStyle) != 0 {
+		return "!!str", n.Value
+	}
+	tagged := n.Style&yaml.TaggedStyle != 0
+	if tagged && n.Tag != "!!int" && n.Tag != "!!float" && n.Tag != "!!bool" && n.Tag != "!!null" {
+		return n.Tag, n.Value
+	}
+	if !tagged {
+		switch n.Value {
+		case "", "~", "null", "Null", "NULL":
+			return "!!null", nil
+		case "y", "Y", "yes", "Yes", "YES", "true", "True", "TRUE", "on", "On", "ON":
+			return "!!bool", true
+		case "n", "N", "no", "No", "NO", "false", "False", "FALSE", "off", "Off", "OFF":
+			return "!!bool", false
+		case ".nan", ".NaN", ".NAN":
+			return "!!float", math.NaN()
+		case ".inf", ".Inf", ".INF", "+.inf", "+.Inf", "+.INF":
+			return "!!float", math.Inf(1)
+		case "-.inf", "-.Inf", "-.INF":
+			return "!!float", math.Inf(-1)
+		}
+		if n.Tag == "!!timestamp" {
+			return n.Tag, n.Value
+		}
+	}
+	plain := strings.ReplaceAll(n.Value, "_", "")
+	if i, err := strconv.ParseInt(plain, 0, 64); err == nil {
+		return "!!int", i
+	}
+	if u, err := strconv.ParseUint(plain, 0, 64); err == nil {
+		return "!!int", u
+	}
+	if yaml11Float.MatchString(plain) {
+		if f, err := strconv.ParseFloat(plain, 64); err == nil {
+			return "!!float", f
+		}
+	}
+	if tagged {
+		return n.Tag, n.Value
+	}
+	return "!!str", n.Value
+}
+
+// yaml11Float is how the reference's YAML decoder writes a float.
+var yaml11Float = regexp.MustCompile(`^[-+]?(\.[0-9]+|[0-9]+(\.[0-9]*)?)([eE][-+]?[0-9]+)?$`)
+
+// shown is a value as the reference's YAML decoder quotes it in an error:
+// past 10 bytes, its first 7 and "...".
+func shown(s string) string {
+	if len(s) > 10 {
+		return s[:7] + "..."
+	}
+	return s
 }
 
 // decimalInteger reports whether s is written as a decimal integer: an
@@ -854,6 +1027,10 @@ func (v *keyValidator) merged(n *yaml.Node, parent string) error {
 	}
 	if r.Kind != yaml.MappingNode {
 		return configError(v.file, "config error, merge key '<<' takes a mapping or a list of mappings, not %s", r.Value)
+	}
+	if v.via.alias == nil && n.Kind == yaml.AliasNode {
+		v.via = aliasUse{n, parent, true}
+		defer func() { v.via = aliasUse{} }()
 	}
 	return v.check(n, parent)
 }

@@ -167,6 +167,20 @@ func TestLoadErrors(t *testing.T) {
 		// decoder takes a quoted yes or off for a string, not a boolean.
 		{"float requests", rule("      unit: second\n      requests_per_unit: 5.0\n"), "error checking config: line 6: requests_per_unit 5.0 is a float: write an integer, or quote it for a string"},
 		{"exponent requests", rule("      unit: second\n      requests_per_unit: 1e3\n"), "error checking config: line 6: requests_per_unit 1e3 is a float"},
+		// A float an anchor holds has the anchor's line: the alias or
+		// merge key that brought it where it counts is named too.
+		{"float through an alias", "domain: d\ndescriptors:\n  - key: a\n    metadata: &m {unit: second, requests_per_unit: 1.5}\n  - key: b\n    rate_limit: *m\n",
+			"error checking config: line 4: requests_per_unit 1.5 (reached through *m at line 6, under rate_limit) is a float"},
+		{"float merged in", "domain: d\ndescriptors:\n  - key: a\n    metadata: &m {unit: second, requests_per_unit: 1.5}\n  - key: b\n    rate_limit:\n      <<: *m\n",
+			"error checking config: line 4: requests_per_unit 1.5 (merged in by <<: *m at line 7, under rate_limit) is a float"},
+		{"float merged in among others", "domain: d\ndescriptors:\n  - key: a\n    metadata: &m {requests_per_unit: 1.5}\n  - key: b\n    rate_limit: {<<: [{unit: minute}, *m]}\n",
+			"error checking config: line 4: requests_per_unit 1.5 (merged in by <<: *m at line 6, under rate_limit) is a float"},
+		{"float as an alias", "domain: d\ndescriptors:\n  - key: a\n    metadata: {n: &n 1.5}\n  - key: b\n    value: *n\n",
+			"error checking config: line 4: value 1.5 (reached through *n at line 6) is a float"},
+		{"integer past 64 bits through an alias", "domain: d\ndescriptors:\n  - key: a\n    metadata: &m {key: c, value: 99999999999999999999}\n  - key: b\n    descriptors: [*m]\n",
+			"error checking config: line 4: value 99999999999999999999 (reached through *m at line 6, under descriptors) is an integer past 64 bits"},
+		{"float at its anchor", "domain: d\ndescriptors:\n  - key: a\n    rate_limit: &r {unit: second, requests_per_unit: 1.5}\n  - key: b\n    rate_limit: *r\n",
+			"error checking config: line 4: requests_per_unit 1.5 is a float"},
 		{"float value", "domain: d\ndescriptors:\n  - key: k\n    value: 1.50\n", "error checking config: line 4: value 1.50 is a float"},
 		{"infinite value", "domain: d\ndescriptors:\n  - key: k\n    value: .inf\n", "error checking config: line 4: value .inf is a float"},
 		{"integer past int64", "domain: d\ndescriptors:\n  - key: k\n    value: 9223372036854775808\n", "error checking config: line 4: value 9223372036854775808 is an integer past 64 bits: quote it for a string"},
@@ -663,7 +677,23 @@ func TestValuesCheckedAsTheReference(t *testing.T) {
 		{"merged float counts", rule("    rate_limit:\n      unit: second\n      <<: {requests_per_unit: 1.5}\n"), "error checking config: line 6: requests_per_unit 1.5 is a float"},
 		{"merged float into a boolean, replaced", rule("    rate_limit:\n      <<: {unlimited: 1.5}\n      unlimited: true\n"), "cannot unmarshal !!float `1.5` into bool"},
 		{"merged quoted yes replaced", rule("    rate_limit:\n      <<: {unlimited: 'yes'}\n      unlimited: true\n"), "cannot unmarshal !!str `yes` into bool"},
-		{"merged huge integer replaced", rule("    rate_limit:\n      <<: {requests_per_unit: 99999999999999999999}\n      requests_per_unit: 2\n      unit: second\n"), "cannot unmarshal !!float `99999999999999999999` into uint32"},
+		{"merged huge integer replaced", rule("    rate_limit:\n      <<: {requests_per_unit: 99999999999999999999}\n      requests_per_unit: 2\n      unit: second\n"), "line 5: cannot unmarshal !!float `9999999...` into uint32"},
+		// A value past 64 bits in hexadecimal, which both decoders read as
+		// a string, or past 32 bits, fails as a requests_per_unit where a
+		// merge key or a later key replaces it too; a float that truncates
+		// to 0 is taken there.
+		{"merged hex past 64 bits replaced", rule("    rate_limit:\n      <<: {requests_per_unit: 0x1ffffffffffffffff}\n      requests_per_unit: 2\n      unit: second\n"), "line 5: cannot unmarshal !!str `0x1ffff...` into uint32"},
+		{"hex past 64 bits given again", rule("    rate_limit:\n      unit: second\n      requests_per_unit: 0x1ffffffffffffffff\n      requests_per_unit: 2\n"), "line 6: cannot unmarshal !!str `0x1ffff...` into uint32"},
+		{"merged hex past 32 bits replaced", rule("    rate_limit:\n      <<: {requests_per_unit: 0x100000000}\n      requests_per_unit: 2\n      unit: second\n"), "line 5: cannot unmarshal !!int `0x10000...` into uint32"},
+		{"merged decimal past 32 bits replaced", rule("    rate_limit:\n      <<: {requests_per_unit: 4294967296}\n      requests_per_unit: 2\n      unit: second\n"), "line 5: cannot unmarshal !!int `4294967296` into uint32"},
+		{"merged quoted integer replaced", rule("    rate_limit:\n      <<: {requests_per_unit: '5'}\n      requests_per_unit: 2\n      unit: second\n"), "line 5: cannot unmarshal !!str `5` into uint32"},
+		{"merged word into a boolean, replaced", rule("    rate_limit:\n      <<: {unlimited: abc}\n      unlimited: true\n"), "line 5: cannot unmarshal !!str `abc` into bool"},
+		{"merged negative fraction replaced", rule("    rate_limit:\n      <<: {requests_per_unit: -0.5}\n      requests_per_unit: 2\n      unit: second\n"), ""},
+		{"merged signed hex replaced", rule("    rate_limit:\n      <<: {requests_per_unit: +0x10}\n      requests_per_unit: 2\n      unit: second\n"), ""},
+		// A value that counts is checked as a float or an integer past 64
+		// bits first, as there, whatever its decoder would say of it.
+		{"decimal past 64 bits", rule("    rate_limit: {unit: second, requests_per_unit: 18446744073709551616}\n"), "error checking config: line 4: requests_per_unit 18446744073709551616 is an integer past 64 bits"},
+		{"float past 32 bits", rule("    rate_limit: {unit: second, requests_per_unit: 1e10}\n"), "error checking config: line 4: requests_per_unit 1e10 is a float"},
 		{"list as a key in metadata", rule("    rate_limit: {unit: second, requests_per_unit: 1}\n    metadata: {? [x] : 1}\n"), "line 5: invalid map key: a list or a mapping"},
 		{"mapping as a key in metadata", rule("    rate_limit: {unit: second, requests_per_unit: 1}\n    metadata: {? {a: b} : 1}\n"), "invalid map key: a list or a mapping"},
 	} {

@@ -1,6 +1,7 @@
 package envoyrls
 
 import (
+	"errors"
 	"math"
 	"regexp"
 	"strings"
@@ -102,8 +103,9 @@ import (
 // for a descriptor's own limit), so that increase(hotlimit_fallbacks_total[5m])
 // sees the first fallback: call ObserveBackend(redislimit.Backend) at start,
 // as hotlimitd does, for the series to be there whatever the limits. A nil *Metrics, given to either, observes nothing, as for a
-// program that builds its Metrics only when metrics are on. It is safe for
-// concurrent use.
+// program that builds its Metrics only when metrics are on. The zero value
+// is not usable; call [NewMetrics]: [New] and a registry refuse it with an
+// error that says so, and it counts nothing. It is safe for concurrent use.
 type Metrics struct {
 	rules *xsync.MapOf[string, *ruleCounters]
 	// requests, backendErrs and serviceErrs count ShouldRateLimit calls,
@@ -234,6 +236,19 @@ var (
 	descKeys = prometheus.NewDesc("hotlimit_keys", "Keys held, by limiter.", []string{"limiter"}, nil)
 )
 
+// notMade is the description a zero-value Metrics sends, which a registry
+// refuses: its help says why, and its empty name makes it invalid (made by
+// prometheus.NewDesc, as hotlimitprom's, for a Registerer that wraps
+// another rebuilds every description it is sent).
+var notMade = prometheus.NewDesc("", "envoyrls: Metrics is a zero value: make it with envoyrls.NewMetrics", nil, nil)
+
+// errNotMade is [New]'s error for a zero-value Metrics.
+var errNotMade = errors.New("envoyrls: WithObserver: Metrics is a zero value, which counts nothing: make it with envoyrls.NewMetrics")
+
+// made reports whether m was made by [NewMetrics]: false for a nil or
+// zero-value Metrics, which count and export nothing.
+func (m *Metrics) made() bool { return m != nil && m.rules != nil }
+
 // NewMetrics returns empty metrics.
 func NewMetrics() *Metrics {
 	return &Metrics{rules: xsync.NewMapOf[string, *ruleCounters](), fallbacks: xsync.NewMapOf[fallbackKey, *atomic.Uint64]()}
@@ -244,7 +259,7 @@ func NewMetrics() *Metrics {
 // of e.Policy (e.Decision.Limit for an Event without a Source), as for an
 // Event of one limit. A nil *Metrics observes nothing.
 func (m *Metrics) Observe(e hotlimit.Event) {
-	if m == nil {
+	if !m.made() {
 		return
 	}
 	rule := e.RuleName()
@@ -364,7 +379,7 @@ func (m *Metrics) request(err error) {
 // ObserveFallback counts f under its backend and reason; see
 // [hotlimit.FallbackObserver]. A nil *Metrics observes nothing.
 func (m *Metrics) ObserveFallback(f hotlimit.Fallback) {
-	if m == nil {
+	if !m.made() {
 		return
 	}
 	k := fallbackKey{labelValue(f.Backend), labelValue(f.Reason)}
@@ -380,7 +395,7 @@ func (m *Metrics) ObserveFallback(f hotlimit.Fallback) {
 // [hotlimit.BackendObserver]. A limiter on Redis calls it as it is built. A
 // nil *Metrics observes nothing.
 func (m *Metrics) ObserveBackend(backend string) {
-	if m == nil {
+	if !m.made() {
 		return
 	}
 	backend = labelValue(backend)
@@ -398,7 +413,7 @@ func (m *Metrics) fallbackCounter(k fallbackKey) *atomic.Uint64 {
 // ConfigLoaded counts a configuration put in force (ok) or rejected. A nil
 // *Metrics counts nothing.
 func (m *Metrics) ConfigLoaded(ok bool) {
-	if m == nil {
+	if !m.made() {
 		return
 	}
 	if ok {
@@ -408,8 +423,14 @@ func (m *Metrics) ConfigLoaded(ok bool) {
 	}
 }
 
-// Describe sends the metrics' descriptions; see [prometheus.Collector].
+// Describe sends the metrics' descriptions; see [prometheus.Collector]. Of
+// a zero-value Metrics it sends one invalid description, so that a
+// registry refuses it with an error saying to call [NewMetrics].
 func (m *Metrics) Describe(ch chan<- *prometheus.Desc) {
+	if m != nil && !m.made() {
+		ch <- notMade
+		return
+	}
 	for _, d := range []*prometheus.Desc{descTotal, descOver, descNear, descWithin, descShadow, descRequests, descCallErr, descLoadOK, descLoadErr, descFallback, descKeys} {
 		ch <- d
 	}
@@ -418,7 +439,7 @@ func (m *Metrics) Describe(ch chan<- *prometheus.Desc) {
 // Collect sends the counters' values; see [prometheus.Collector]. A nil
 // *Metrics sends none.
 func (m *Metrics) Collect(ch chan<- prometheus.Metric) {
-	if m == nil {
+	if !m.made() {
 		return
 	}
 	ch <- prometheus.MustNewConstMetric(descRequests, prometheus.CounterValue, float64(m.requests.Load()), "ShouldRateLimit")
@@ -473,7 +494,7 @@ func (m *Metrics) Collect(ch chan<- prometheus.Metric) {
 // read, U+FFFD for bytes that are not UTF-8); a nil keys removes it. A nil
 // *Metrics watches nothing.
 func (m *Metrics) WatchKeys(name string, keys func() int) {
-	if m == nil {
+	if !m.made() {
 		return
 	}
 	name = labelValue(name)

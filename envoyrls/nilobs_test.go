@@ -131,3 +131,36 @@ func TestNilMetricsMethodsDoNothing(t *testing.T) {
 		assert.Empty(t, families, "nothing to gather")
 	})
 }
+
+// TestAZeroMetricsIsRefused: a Metrics declared rather than made by
+// NewMetrics (a struct field of type envoyrls.Metrics, say) has none of its
+// counters. A Server given it, alone or among hotlimit.Observers, and a
+// registry are refused with an error that says to call NewMetrics, rather
+// than a panic in the first decision or scrape; handed elsewhere (to a
+// Redis factory's limiters, for their fallbacks) it counts nothing.
+func TestAZeroMetricsIsRefused(t *testing.T) {
+	var m Metrics
+	cfg, err := LoadDir(copyDir(t, "testdata/conformance"))
+	require.NoError(t, err)
+	for name, o := range map[string]hotlimit.Observer{"alone": &m, "among others": hotlimit.Observers(hotlimit.ObserverFunc(func(hotlimit.Event) {}), &m)} {
+		var srv *Server
+		require.NotPanics(t, func() { srv, err = New(cfg, WithObserver(o)) }, name)
+		require.Error(t, err, name)
+		assert.Nil(t, srv, name)
+		assert.Contains(t, err.Error(), "envoyrls.NewMetrics", name)
+	}
+	err = prometheus.NewPedanticRegistry().Register(&m)
+	require.Error(t, err)
+	assert.Contains(t, err.Error(), "envoyrls.NewMetrics")
+	require.NotPanics(t, func() {
+		m.Observe(hotlimit.Event{Source: &hotlimit.Source{Rule: "conf.hits"}, Outcome: hotlimit.OutcomeDenied, N: 1})
+		m.ObserveFallback(hotlimit.Fallback{Backend: "redis", Reason: "timeout"})
+		m.ObserveBackend("redis")
+		m.ConfigLoaded(true)
+		m.WatchKeys("api", func() int { return 1 })
+		ch := make(chan prometheus.Metric, 64)
+		m.Collect(ch)
+		close(ch)
+		assert.Empty(t, ch)
+	})
+}

@@ -229,13 +229,17 @@ func epochClock() hotlimit.Clock {
 	return func() int64 { return base + int64(time.Since(start)) }
 }
 
-// New returns a Server of cfg.
+// New returns a Server of cfg. A zero-value [Metrics] given to
+// [WithObserver], not made by [NewMetrics], is an error.
 func New(cfg *Config, opts ...Option) (*Server, error) {
 	s := &Server{set: settings{backendErrs: true}}
 	for _, o := range opts {
 		if o != nil {
 			o(&s.set)
 		}
+	}
+	if m := s.set.metrics; m != nil && !m.made() {
+		return nil, errNotMade
 	}
 	if s.set.log == nil {
 		s.set.log = slog.Default()

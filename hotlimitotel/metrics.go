@@ -167,8 +167,9 @@ type fallbackCounter struct {
 }
 
 // Metrics records decisions and fallbacks; see the package documentation.
-// It is safe for concurrent use. The zero value is not usable; call [New].
-// A nil *Metrics, which New returns with its error and which a program that
+// It is safe for concurrent use. The zero value is not usable; call [New]:
+// it has no meter to record into, so it records nothing, and its Close
+// returns an error that says so. A nil *Metrics, which New returns with its error and which a program that
 // turns its metrics off may hand to [hotlimit.WithObserver], records
 // nothing: its methods do nothing, as that option documents for a nil
 // observer.
@@ -179,6 +180,10 @@ type Metrics struct {
 	closed  bool
 	watched map[string]func() int
 }
+
+// made reports whether m was made by [New]: false for a nil or zero-value
+// Metrics, which record nothing.
+func (m *Metrics) made() bool { return m != nil && m.m != nil }
 
 // meterCounts is what every open Metrics on one meter shares: the
 // instruments, their one callback, and the counts it reports. Counting in
@@ -294,7 +299,7 @@ func newMeterCounts(meter metric.Meter) (*meterCounts, error) {
 
 // Observe counts e; see [hotlimit.Observer].
 func (m *Metrics) Observe(e hotlimit.Event) {
-	if m == nil {
+	if !m.made() {
 		return
 	}
 	rule := e.RuleName()
@@ -332,7 +337,7 @@ func (m *meterCounts) counters(rule string) *ruleCounters {
 // ObserveFallback counts f; see [hotlimit.FallbackObserver]. While a
 // backend is down every decision falls back, so this is a hot path too.
 func (m *Metrics) ObserveFallback(f hotlimit.Fallback) {
-	if m == nil {
+	if !m.made() {
 		return
 	}
 	k := fallbackKey{f.Backend, f.Reason}
@@ -347,7 +352,7 @@ func (m *Metrics) ObserveFallback(f hotlimit.Fallback) {
 // [hotlimit.FallbackReasons], at 0 until they happen; see
 // [hotlimit.BackendObserver]. A limiter on Redis calls it as it is built.
 func (m *Metrics) ObserveBackend(backend string) {
-	if m == nil {
+	if !m.made() {
 		return
 	}
 	for _, r := range hotlimit.FallbackReasons() {
@@ -376,7 +381,7 @@ func attrValue(s string) string { return strings.ToValidUTF8(s, "\uFFFD") }
 // removes it. After [Metrics.Close] it does nothing. keys runs inside the
 // collection and must not call WatchKeys or Close itself.
 func (m *Metrics) WatchKeys(name string, keys func() int) {
-	if m == nil {
+	if !m.made() {
 		return
 	}
 	name = attrValue(name)
@@ -398,10 +403,13 @@ func (m *Metrics) WatchKeys(name string, keys func() int) {
 // package any more. What m counted stays in the counts of the other
 // Metrics open on the meter, so no counter goes down. Observe still counts,
 // read only while another Metrics is open on the meter. Closing twice does
-// nothing.
+// nothing. Closing a zero-value Metrics, not made by New, is an error.
 func (m *Metrics) Close() error {
 	if m == nil {
 		return nil
+	}
+	if m.m == nil {
+		return errors.New("hotlimitotel: Metrics is a zero value, which records nothing: make it with hotlimitotel.New")
 	}
 	metersMu.Lock()
 	defer metersMu.Unlock()

@@ -38,3 +38,26 @@ func TestANilMetricsCountsNothing(t *testing.T) {
 		assert.NoError(t, m.Close())
 	})
 }
+
+// TestAZeroMetricsRecordsNothingAndItsCloseSaysToCallNew: a Metrics
+// declared rather than made by New (a struct field of type
+// hotlimitotel.Metrics, say) has no meter to record into. Given to a
+// service, it records nothing and never panics in a decision; its Close,
+// the one method that returns an error, says to call New.
+func TestAZeroMetricsRecordsNothingAndItsCloseSaysToCallNew(t *testing.T) {
+	var m hotlimitotel.Metrics
+	svc, err := service.New(hotlimit.Config{Algorithm: hotlimit.TokenBucket, Limit: 2, Window: time.Minute}, hotlimit.WithObserver(&m))
+	require.NoError(t, err)
+	require.NotPanics(t, func() {
+		assert.True(t, svc.Allow("u", "a"))
+		assert.True(t, svc.Take("u", "a", 1).Allowed)
+		assert.False(t, svc.Take("u", "a", 1).Allowed)
+		m.Observe(hotlimit.Event{Source: &hotlimit.Source{Rule: "default"}, Outcome: hotlimit.OutcomeDenied, N: 1})
+		m.ObserveFallback(hotlimit.Fallback{Backend: "redis", Reason: "timeout"})
+		m.ObserveBackend("redis")
+		m.WatchKeys("api", svc.Len)
+		err = m.Close()
+	})
+	require.Error(t, err)
+	assert.Contains(t, err.Error(), "hotlimitotel.New")
+}

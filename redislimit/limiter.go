@@ -240,7 +240,8 @@ var (
 // nanoseconds: that is for tests, which replay decisions at chosen times.
 //
 // New returns an error wrapping [hotlimit.ErrInvalidConfig] when client is nil
-// (or a nil *redis.Client, say), when c or an option is invalid, when c has a
+// (or a nil *redis.Client, say), when c or an option is invalid, when c is
+// [hotlimit.Unlimited] (which keeps no state to share), when c has a
 // scope other than [hotlimit.PerPair] (as [service.NewLimiter]; a service built
 // with [Factory] gives its rules' limits without their scopes), or outside the
 // range where Redis's arithmetic (doubles, exact below 2^53) stays exact:
@@ -254,6 +255,15 @@ var (
 func New(client redis.UniversalClient, c hotlimit.Config, opts ...hotlimit.Option) (*Limiter, error) {
 	if nilness.Is(client) {
 		return nil, fmt.Errorf("redislimit: nil client: %w", hotlimit.ErrInvalidConfig)
+	}
+	if scripts[c.Algorithm] == nil {
+		// Before the fields' checks, which name Unlimited among the
+		// algorithms and what Unlimited does not take: neither would
+		// work here.
+		if c.Algorithm == hotlimit.Unlimited {
+			return nil, fmt.Errorf("redislimit: %v keeps no state to share: use it in memory: %w", c.Algorithm, hotlimit.ErrInvalidConfig)
+		}
+		return nil, fmt.Errorf("redislimit: Config.Algorithm %v is not an algorithm, want one of %s: %w", c.Algorithm, scriptedAlgorithms, hotlimit.ErrInvalidConfig)
 	}
 	o := hotlimit.NewOptions(opts...)
 	if o.Burst < 0 && c.Burst == 0 {
@@ -277,9 +287,6 @@ func New(client redis.UniversalClient, c hotlimit.Config, opts ...hotlimit.Optio
 	if c.Scope != hotlimit.PerPair {
 		// as service.NewLimiter says, whatever the failure policy
 		return nil, fmt.Errorf("redislimit: Config.Scope %v: a limiter on its own counts the keys it is given; only a rule of a Service has a scope: %w", c.Scope, hotlimit.ErrInvalidConfig)
-	}
-	if scripts[c.Algorithm] == nil {
-		return nil, fmt.Errorf("redislimit: %v keeps no state to share: use it in memory: %w", c.Algorithm, hotlimit.ErrInvalidConfig)
 	}
 	l := &Limiter{client: client, c: c, script: scripts[c.Algorithm], set: read(o), unit: time.Microsecond}
 	if l.set.invalidated != nil {

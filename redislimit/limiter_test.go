@@ -666,6 +666,31 @@ func TestNewReportsTheFirstInvalidOption(t *testing.T) {
 	assert.Contains(t, err.Error(), "above MaxBatch")
 }
 
+// TestNewErrorsNameOnlyWhatRedisTakes: a Config of no algorithm is told
+// the algorithms redislimit takes, without Unlimited, which it refuses; and
+// an Unlimited Config is told to stay in memory whatever its other fields,
+// not to drop a window, which would not make it work on Redis either.
+func TestNewErrorsNameOnlyWhatRedisTakes(t *testing.T) {
+	client := redis.NewClient(&redis.Options{Addr: "127.0.0.1:1"}) // never dialled: New fails first
+	defer client.Close()
+	for _, a := range []hotlimit.Algorithm{0, 99} {
+		_, err := redislimit.New(client, hotlimit.Config{Algorithm: a, Limit: 5, Window: time.Second})
+		require.ErrorIs(t, err, hotlimit.ErrInvalidConfig, "%v", a)
+		assert.Contains(t, err.Error(), "want one of TokenBucket, FixedWindow, SlidingLog, GCRA, SlidingCounter", "%v", a)
+		assert.NotContains(t, err.Error(), "Unlimited", "%v", a)
+	}
+	for _, c := range []hotlimit.Config{
+		{Algorithm: hotlimit.Unlimited},
+		{Algorithm: hotlimit.Unlimited, Window: 5 * time.Second},
+		{Algorithm: hotlimit.Unlimited, Limit: 5, Burst: 2},
+	} {
+		_, err := redislimit.New(client, c)
+		require.ErrorIs(t, err, hotlimit.ErrInvalidConfig, "%+v", c)
+		assert.Contains(t, err.Error(), "Unlimited keeps no state to share: use it in memory", "%+v", c)
+		assert.NotContains(t, err.Error(), "takes no", "%+v", c)
+	}
+}
+
 // TestFactoryNilClient: a service whose limits are built by Factory on a
 // client variable never set (a nil *redis.Client, say) fails to build with
 // an error wrapping hotlimit.ErrInvalidConfig rather than panic, as does

@@ -3,6 +3,8 @@ package redislimit
 import (
 	"context"
 	_ "embed"
+	"math"
+	"strings"
 
 	"github.com/hotlimit/hotlimit"
 	"github.com/redis/go-redis/v9"
@@ -33,6 +35,18 @@ var scripts = map[hotlimit.Algorithm]*redis.Script{
 	hotlimit.GCRA:           redis.NewScript(prelude + gcraLua),
 	hotlimit.SlidingCounter: redis.NewScript(prelude + slidingCounterLua),
 }
+
+// scriptedAlgorithms names the algorithms of scripts, in the order of their
+// values, for New's error on any other.
+var scriptedAlgorithms = func() string {
+	var names []string
+	for a := range hotlimit.Algorithm(math.MaxUint8) {
+		if scripts[a] != nil {
+			names = append(names, a.String())
+		}
+	}
+	return strings.Join(names, ", ")
+}()
 
 // scripter returns what runs a script call of args (see
 // scripts/prelude.lua) on c, a client or a pipeline: c itself for a take,

@@ -311,3 +311,31 @@ func TestSpelledOutServicesBurstIsTheSameLimitInARule(t *testing.T) {
 	_, err := service.NewFromRules(service.Rules{Default: service.Limits{implicit, perUser}}, hotlimit.WithBurst(4))
 	assert.NoError(t, err, "another scope: another key")
 }
+
+// TestLimitAtItsLimitsBurstIsAnotherLimitUnderTheServicesBurst: a burst
+// equal to the limit is what a limit of no burst takes only when the
+// service sets no burst of its own. Under WithBurst(2), TokenBucket 3 per
+// minute with burst 3 and the same limit with no burst (so burst 2) are
+// two buckets: the rule holding both is taken, in Go and from JSON, and
+// passes what the smaller burst passes. Without the service's burst the
+// two are one limit, and the service rejects the rule.
+func TestLimitAtItsLimitsBurstIsAnotherLimitUnderTheServicesBurst(t *testing.T) {
+	implicit := hotlimit.Config{Algorithm: hotlimit.TokenBucket, Limit: 3, Window: time.Minute}
+	atLimit := implicit
+	atLimit.Burst = 3
+	for _, ls := range []service.Limits{{atLimit, implicit}, {implicit, atLimit}} {
+		clock, _ := frozen(int64(time.Hour))
+		s, err := service.NewFromRules(service.Rules{Default: ls}, clock, hotlimit.WithBurst(2))
+		require.NoError(t, err, "%v", ls)
+		assert.Equal(t, 2, passes(s, "u", "e", 5), "%v: the service's burst of 2 decides", ls)
+
+		_, err = service.NewFromRules(service.Rules{Default: ls})
+		assert.ErrorIs(t, err, hotlimit.ErrInvalidConfig, "%v", ls)
+		assert.ErrorContains(t, err, "default[1]: the same limit as default[0]", "%v", ls)
+	}
+	text := `{"default":[{"algorithm":"TokenBucket","limit":3,"window":"1m","burst":3},{"algorithm":"TokenBucket","limit":3,"window":"1m"}]}`
+	rules, err := service.LoadRules(strings.NewReader(text))
+	require.NoError(t, err, "whether the two are one limit is the service's burst's to say")
+	_, err = service.NewFromRules(rules, hotlimit.WithBurst(2))
+	assert.NoError(t, err)
+}

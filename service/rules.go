@@ -407,17 +407,16 @@ func build(rs Rules, prev *rules, opts []hotlimit.Option) (*rules, error) {
 		if _, ok := byLimits[key]; ok {
 			return nil
 		}
-		if o.Burst > 0 {
-			// each rejected the copies of a limit whatever the options;
-			// under the service's burst, a limit with that burst spelled
-			// out is a copy of the limit without it too.
-			for i, c := range ls {
-				same := func(p hotlimit.Config) bool {
-					return p.Scope == c.Scope && unscoped(p, o.Burst) == unscoped(c, o.Burst)
-				}
-				if j := slices.IndexFunc(ls[:i], same); j >= 0 {
-					return fmt.Errorf("service: %s[%d]: the same limit as %s[%d] (%v) under the service's burst %d%s: %w", path, i, path, j, ls[j], o.Burst, shadowCopyHint(ls[j], c), hotlimit.ErrInvalidConfig)
-				}
+		// each rejected the copies of a limit whatever the service's
+		// burst; a limit with the burst a limit of no burst takes spelled
+		// out (its limit, or the service's burst when it has one) is a
+		// copy of the limit without it too: the limits as they are built.
+		for i, c := range ls {
+			same := func(p hotlimit.Config) bool {
+				return p.Scope == c.Scope && unscoped(p, o.Burst) == unscoped(c, o.Burst)
+			}
+			if j := slices.IndexFunc(ls[:i], same); j >= 0 {
+				return repeatedLimit(path, ls, i, j, o.Burst)
 			}
 		}
 		if ru, ok := reuse[key]; ok {
@@ -508,10 +507,11 @@ func unscoped(c hotlimit.Config, defBurst int) hotlimit.Config {
 }
 
 // sameLimit reports whether a and b count under one key of one limiter (see
-// unscoped), whatever the service's options: a rule may not hold both (see
-// Rules.each).
+// unscoped) whatever the service's burst: they differ at most in shadow
+// mode. A rule may not hold both (see Rules.each).
 func sameLimit(a, b hotlimit.Config) bool {
-	return a.Scope == b.Scope && unscoped(a, 0) == unscoped(b, 0)
+	a.Shadow, b.Shadow = false, false
+	return a == b
 }
 
 // resolveRules maps each rule of m to its built rule, named by name.

@@ -24,10 +24,13 @@ import (
 // it back (see package composite). One limit is the common case; two express
 // policies like "10 per second and 100 per minute". A rule holds at least one
 // limit, at most composite.MaxChildren (16), and no limit twice, a limit and its copy in shadow mode, or with
-// the burst it has spelled out (its limit, or under [hotlimit.WithBurst]
-// among the service's options that burst, which only the service can
-// check), counting as the same limit (they would count every request twice
-// under one key). [hotlimit.Unlimited] is a
+// the burst a limit of no burst takes spelled out (its limit, or under
+// [hotlimit.WithBurst] among the service's options that burst; which of the
+// two only the service knows, so [Rules.Validate] leaves this case to it),
+// counting as the same limit (they would count every request twice
+// under one key). So under WithBurst(2), TokenBucket 3 per minute with
+// burst 3 and the same limit with no burst are two limits, and a rule may
+// hold both. [hotlimit.Unlimited] is a
 // rule alone, an allow-list entry: beside other limits, which must pass too,
 // it would change nothing, and is rejected. Its
 // order is kept, and is the order a denied request's Decision is computed
@@ -82,8 +85,10 @@ type Rules struct {
 // that is valid but outside its algorithm's range is rejected too. The error
 // names the offending entry, as in `users["alice"][1]: ...`, and wraps
 // hotlimit.ErrInvalidConfig; so does the error for a rule of no limit, of
-// more than composite.MaxChildren, of a limit twice, or of Unlimited beside
-// other limits (see [Limits]). Entries
+// more than composite.MaxChildren, of a limit twice (or with its copy in
+// shadow mode), or of Unlimited beside other limits (see [Limits]). A limit
+// beside its copy with its burst spelled out is the service's to reject, as
+// only its options say which burst a limit of no burst takes. Entries
 // are checked in a fixed order (default,
 // users, apis, pairs, each sorted by name), so the same rules give the same
 // error.
@@ -135,22 +140,34 @@ func (r Rules) each(f func(path string, ls Limits) error) error {
 			if c.Algorithm == hotlimit.Unlimited && len(ls) > 1 {
 				return fmt.Errorf("service: %s[%d]: Unlimited in a rule of %d limits would change nothing, as every limit of a rule must pass; an allow-list entry is a rule of Unlimited alone: %w", path, i, len(ls), hotlimit.ErrInvalidConfig)
 			}
-			// A limit and its copy in shadow mode, or with its burst
-			// spelled out, are the same limit: they would count under one
+			// A limit and its copy in shadow mode are the same limit
+			// whatever the service's burst: they would count under one
 			// key of one limiter (see unscoped), so every request would be
 			// taken twice, and the shadow copy would deny what the limit
-			// alone passes.
+			// alone passes. A copy with the burst spelled out is one too,
+			// but which burst that is only the service knows: build
+			// checks it.
 			if j := slices.IndexFunc(ls[:i], func(p hotlimit.Config) bool { return sameLimit(p, c) }); j >= 0 {
-				// Two copies of an invalid limit (two limits missing the
-				// same field) are first of all invalid: say which field.
-				if err := ls[j].Validate(); err != nil {
-					return fmt.Errorf("service: %s[%d]: %w", path, j, err)
-				}
-				return fmt.Errorf("service: %s[%d]: the same limit as %s[%d] (%v)%s: %w", path, i, path, j, ls[j], shadowCopyHint(ls[j], c), hotlimit.ErrInvalidConfig)
+				return repeatedLimit(path, ls, i, j, 0)
 			}
 		}
 		return f(path, ls)
 	})
+}
+
+// repeatedLimit is the error of the limit ls[i] of the rule at path, the
+// same limit as ls[j] (under the service's burst defBurst, when it is not 0).
+func repeatedLimit(path string, ls Limits, i, j, defBurst int) error {
+	// Two copies of an invalid limit (two limits missing the same field)
+	// are first of all invalid: say which field.
+	if err := ls[j].Validate(); err != nil {
+		return fmt.Errorf("service: %s[%d]: %w", path, j, err)
+	}
+	under := ""
+	if defBurst > 0 {
+		under = fmt.Sprintf(" under the service's burst %d", defBurst)
+	}
+	return fmt.Errorf("service: %s[%d]: the same limit as %s[%d] (%v)%s%s: %w", path, i, path, j, ls[j], under, shadowCopyHint(ls[j], ls[i]), hotlimit.ErrInvalidConfig)
 }
 
 // shadowCopyHint is what the error of a limit that repeats another of its
