@@ -180,3 +180,54 @@ func FuzzWindowClock(f *testing.F) {
 		}
 	})
 }
+
+// windowCountedAt is CountedAt's contract in math/big: now when behind is 0,
+// else the start of the window behind windows after now's, ⌊now/window⌋·window
+// + behind·window, or math.MaxInt64 when that start lies past it.
+func windowCountedAt(now int64, behind, window uint64) int64 {
+	if behind == 0 {
+		return now
+	}
+	w := new(big.Int).SetUint64(window)
+	start := windowBigFloor(big.NewInt(now), w)
+	start.Add(start, new(big.Int).SetUint64(behind)).Mul(start, w)
+	if !start.IsInt64() {
+		return math.MaxInt64
+	}
+	return start.Int64()
+}
+
+// TestCountedAtTheEdges checks CountedAt against its contract at both ends
+// of int64: from the first window of the clock's range, which starts before
+// math.MinInt64 (now − rem wraps there), and into or past the last window,
+// on windows whose boundaries fall on math.MaxInt64 (7 divides it) and on
+// 2^63 (2^30).
+func TestCountedAtTheEdges(t *testing.T) {
+	ms := uint64(windowMinNs)
+	cases := []struct {
+		now            int64
+		behind, window uint64
+	}{
+		{math.MinInt64, 0, ms},
+		{math.MinInt64, 1, ms}, // the first window's successor: -9223372036854000000
+		{math.MinInt64, 2, ms},
+		{math.MinInt64 + 1, 1, uint64(windowMaxNs)},
+		{math.MinInt64, 1, 7},
+		{math.MinInt64, 1, 1 << 30},
+		{-5, 1, ms},
+		{0, 1 << 41, ms},
+		{math.MaxInt64 - int64(ms), 1, ms},
+		{math.MaxInt64, 1, ms}, // past the last window: saturated
+		{math.MaxInt64 - 1, 1, 7},
+		{math.MaxInt64 - 7, 1, 7},
+		{math.MaxInt64 - 1<<30, 1, 1 << 30},
+		{math.MaxInt64 - 1<<30 + 1, 1, 1 << 30}, // 2^63: saturated
+		{0, 1 << 42, uint64(windowMaxNs)},       // past 2^64: saturated
+	}
+	for _, c := range cases {
+		rem := uint64(c.now) - uint64(packed.WindowIndex(c.now, int64(c.window)))*c.window
+		assert.Equal(t, windowCountedAt(c.now, c.behind, c.window), packed.CountedAt(c.now, rem, c.behind, c.window),
+			"CountedAt(%d, %d, %d, %d)", c.now, rem, c.behind, c.window)
+	}
+	assert.Equal(t, int64(-9223372036854000000), packed.CountedAt(math.MinInt64, 224192, 1, ms))
+}
