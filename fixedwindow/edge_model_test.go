@@ -17,16 +17,17 @@ import (
 
 // TestDifferentialAtTheEnds plays random sequences of calls, sweeps, refunds
 // and clock steps (back ones included) within a few windows of either end of
-// int64, readings math.MinInt64 and math.MaxInt64 included, against the
+// int64, and for windows of an hour or more from one end to the other,
+// readings math.MinInt64 and math.MaxInt64 included, against the
 // sequential model, which computes its waits in math/big: every Decision,
 // Never included, and every receipt must agree (a receipt taken behind the
 // key's window names that window's start, also from the first window of the
 // clock's range, which starts before math.MinInt64). Windows include ones
 // whose boundaries fall on math.MaxInt64 − 1, math.MaxInt64 and 2^63, where
 // waits end exactly at the last reading or 1 ns past it; denials with a
-// finite RetryAfter ending at math.MaxInt64 and with Never, and receipts
-// taken behind the key's window in the first window of the range, must all
-// occur.
+// finite RetryAfter ending at math.MaxInt64 and with Never, receipts taken
+// behind the key's window in the first window of the range, and receipts
+// naming a start more than math.MaxInt64 after the reading must all occur.
 func TestDifferentialAtTheEnds(t *testing.T) {
 	seqs := 2000
 	if testing.Short() {
@@ -36,7 +37,7 @@ func TestDifferentialAtTheEnds(t *testing.T) {
 		fixedwindow.MinWindow, 7 * ms, 153092023, 4294967294, 1 << 30, time.Second, time.Hour, fixedwindow.MaxWindow,
 	}
 	rng := rand.New(rand.NewPCG(7, 8))
-	atEnd, nevers, firstBehind := 0, 0, 0
+	atEnd, nevers, firstBehind, across := 0, 0, 0, 0
 	for seq := range seqs {
 		limit := 1 + rng.IntN(6)
 		if rng.IntN(8) == 0 {
@@ -71,8 +72,12 @@ func TestDifferentialAtTheEnds(t *testing.T) {
 			switch rng.IntN(8) {
 			case 0:
 			case 1:
+				// To an end; at times, for windows of an hour or more,
+				// to the other one, fewer than 2^41 windows away: the
+				// word's index, modulo 2^42, still tells back from
+				// forward.
 				x = math.MaxInt64
-				if !high {
+				if high == (w >= int64(time.Hour) && rng.IntN(3) == 0) {
 					x = math.MinInt64
 				}
 			case 2:
@@ -127,6 +132,9 @@ func TestDifferentialAtTheEnds(t *testing.T) {
 				if rc.At != x && models.FloorDiv(x, w) == first {
 					firstBehind++
 				}
+				if uint64(rc.At)-uint64(x) > math.MaxInt64 {
+					across++
+				}
 			}
 			if !d.Allowed && n >= 1 && n <= limit {
 				switch {
@@ -141,5 +149,5 @@ func TestDifferentialAtTheEnds(t *testing.T) {
 	assert.Positive(t, atEnd, "denials whose RetryAfter ends at math.MaxInt64")
 	assert.Positive(t, nevers, "denials with Never within the limit")
 	assert.Positive(t, firstBehind, "receipts taken behind the key's window from the first window")
-	t.Logf("atEnd %d nevers %d firstBehind %d", atEnd, nevers, firstBehind)
+	assert.Positive(t, across, "receipts naming a start more than math.MaxInt64 after the reading")
 }
