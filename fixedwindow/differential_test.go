@@ -90,8 +90,9 @@ func (r *diffRun) tick(back bool) {
 	r.now.Add(d)
 }
 
-// call makes one random call on both and reports whether they agree. n lies
-// in [-1, limit+1]; a quarter of the calls are Allow.
+// call makes one random call on both and reports whether they agree, the
+// receipts of takes included. n lies in [-1, limit+1]; a quarter of the
+// calls are Allow.
 func (r *diffRun) call(t *testing.T, seq, step int) bool {
 	key := r.keys[r.rng.IntN(len(r.keys))]
 	now := r.now.Load()
@@ -100,12 +101,13 @@ func (r *diffRun) call(t *testing.T, seq, step int) bool {
 		return assert.Equal(t, want, r.lim.Allow(key), "seq %d step %d: Allow(%q) at %d", seq, step, key, now)
 	}
 	n := r.rng.IntN(r.limit+3) - 1
-	want := r.model.Take(key, n, now)
+	want, wantR := r.model.TakeReceipt(key, n, now)
 	got, rc := r.lim.TakeReceipt(key, n)
 	if rc.N > 0 {
 		r.held = append(r.held, heldReceipt{key, rc})
 	}
-	return assert.Equal(t, want, got, "seq %d step %d: Take(%q, %d) at %d", seq, step, key, n, now)
+	return assert.Equal(t, want, got, "seq %d step %d: Take(%q, %d) at %d", seq, step, key, n, now) &&
+		assert.Equal(t, wantR, rc, "seq %d step %d: receipt of Take(%q, %d) at %d", seq, step, key, n, now)
 }
 
 // refund gives back a random held receipt (when there is one) on both, then
@@ -126,8 +128,8 @@ func (r *diffRun) refund(t *testing.T, seq, step int) bool {
 
 // TestDifferential plays random sequences of clock steps (backwards ones
 // included), calls, refunds of earlier takes and sweeps against the
-// sequential model: every Decision, every report after a refund, every
-// Sweep count and every Len must agree.
+// sequential model: every Decision, every receipt, every report after a
+// refund, every Sweep count and every Len must agree.
 func TestDifferential(t *testing.T) {
 	seqs := 4000
 	if testing.Short() {

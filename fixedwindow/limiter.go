@@ -181,7 +181,7 @@ func (l *Limiter) take(key string, n int) (hotlimit.Decision, int64) {
 		if c.word.CompareAndSwap(w, packed.PackWindow(index, count+need)) {
 			d := l.decision(now, count+need, behind, rem)
 			d.Allowed = true
-			return d, l.countedAt(now, rem, behind)
+			return d, packed.CountedAt(now, rem, behind, l.window)
 		}
 		w, fresh = c.word.Load(), false
 	}

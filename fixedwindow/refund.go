@@ -1,9 +1,6 @@
 package fixedwindow
 
 import (
-	"math"
-	"math/bits"
-
 	"github.com/hotlimit/hotlimit"
 	"github.com/hotlimit/hotlimit/internal/packed"
 )
@@ -92,19 +89,4 @@ func (l *Limiter) Refund(key string, r hotlimit.Receipt) {
 			return
 		}
 	}
-}
-
-// countedAt returns the time requests decided at now (rem nanoseconds into
-// its window) counted at: now, or when the window they counted in lies behind
-// windows after now's, that window's start, saturated at math.MaxInt64.
-func (l *Limiter) countedAt(now int64, rem, behind uint64) int64 {
-	if behind == 0 {
-		return now
-	}
-	hi, lo := bits.Mul64(behind, l.window)
-	start := uint64(now) - rem // now's window start, mod 2^64
-	if hi != 0 || lo > math.MaxInt64 || int64(start) > math.MaxInt64-int64(lo) {
-		return math.MaxInt64
-	}
-	return int64(start) + int64(lo)
 }

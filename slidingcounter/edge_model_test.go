@@ -17,16 +17,18 @@ import (
 
 // TestDifferentialAtTheEnds plays random sequences of calls, sweeps, refunds
 // and clock steps (back ones included) within a few windows of either end of
-// int64, readings math.MinInt64 and math.MaxInt64 included, against the
+// int64, and for windows of an hour or more from one end to the other,
+// readings math.MinInt64 and math.MaxInt64 included, against the
 // sequential model, which finds its waits by searching the estimate up to
 // math.MaxInt64: every Decision, Never included, and every receipt must
 // agree (a receipt taken behind the key's window names that window's start,
 // also from the first window of the clock's range, which starts before
-// math.MinInt64). Windows include
-// ones whose boundaries fall on math.MaxInt64 − 1, math.MaxInt64 and 2^63,
-// where waits end exactly at the last reading or 1 ns past it; denials with
-// a finite RetryAfter ending at math.MaxInt64 and with Never must both
-// occur.
+// math.MinInt64, or more than math.MaxInt64 after the reading). Windows
+// include ones whose boundaries fall on math.MaxInt64 − 1, math.MaxInt64
+// and 2^63, where waits end exactly at the last reading or 1 ns past it;
+// denials with a finite RetryAfter ending at math.MaxInt64 and with Never,
+// and receipts naming a start more than math.MaxInt64 after the reading,
+// must all occur.
 func TestDifferentialAtTheEnds(t *testing.T) {
 	seqs := 2000
 	if testing.Short() {
@@ -36,7 +38,7 @@ func TestDifferentialAtTheEnds(t *testing.T) {
 		slidingcounter.MinWindow, 7 * ms, 153092023, 4294967294, 1 << 30, time.Second, time.Hour, slidingcounter.MaxWindow,
 	}
 	rng := rand.New(rand.NewPCG(7, 8))
-	atEnd, nevers := 0, 0
+	atEnd, nevers, across := 0, 0, 0
 	for seq := range seqs {
 		limit := 1 + rng.IntN(6)
 		if rng.IntN(8) == 0 {
@@ -70,8 +72,12 @@ func TestDifferentialAtTheEnds(t *testing.T) {
 			switch rng.IntN(8) {
 			case 0:
 			case 1:
+				// To an end; at times, for windows of an hour or more,
+				// to the other one, fewer than 2^29 windows away: the
+				// word's index, modulo 2^30, still tells back from
+				// forward.
 				x = math.MaxInt64
-				if !high {
+				if high == (w >= int64(time.Hour) && rng.IntN(3) == 0) {
 					x = math.MinInt64
 				}
 			case 2:
@@ -123,6 +129,9 @@ func TestDifferentialAtTheEnds(t *testing.T) {
 			}
 			if rc.N > 0 {
 				receipts = append(receipts, held{key, rc})
+				if uint64(rc.At)-uint64(x) > math.MaxInt64 {
+					across++
+				}
 			}
 			if !d.Allowed && n >= 1 && n <= limit {
 				switch {
@@ -136,4 +145,5 @@ func TestDifferentialAtTheEnds(t *testing.T) {
 	}
 	assert.Positive(t, atEnd, "denials whose RetryAfter ends at math.MaxInt64")
 	assert.Positive(t, nevers, "denials with Never within the limit")
+	assert.Positive(t, across, "receipts naming a start more than math.MaxInt64 after the reading")
 }

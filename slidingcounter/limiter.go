@@ -6,6 +6,7 @@ import (
 
 	"github.com/hotlimit/hotlimit"
 	"github.com/hotlimit/hotlimit/internal/keyed"
+	"github.com/hotlimit/hotlimit/internal/packed"
 )
 
 // The ranges New accepts.
@@ -214,7 +215,7 @@ func (l *Limiter) take(key string, n int) (hotlimit.Decision, int64) {
 		if c.word.CompareAndSwap(w, pack(index, prev, count+need)) {
 			d := l.decision(prev, count+need, est+need, rem, behind, now)
 			d.Allowed = true
-			return d, l.countedAt(now, rem, behind)
+			return d, packed.CountedAt(now, rem, behind, l.window)
 		}
 		w, fresh = c.word.Load(), false
 	}

@@ -1,11 +1,6 @@
 package slidingcounter
 
-import (
-	"math"
-	"math/bits"
-
-	"github.com/hotlimit/hotlimit"
-)
+import "github.com/hotlimit/hotlimit"
 
 var _ hotlimit.Refunder = (*Limiter)(nil)
 
@@ -100,24 +95,4 @@ func (l *Limiter) Refund(key string, r hotlimit.Receipt) {
 			return
 		}
 	}
-}
-
-// countedAt returns the time requests decided at now (rem nanoseconds into
-// its window) counted at: now, or when the window they counted in lies behind
-// windows after now's, that window's start, saturated at math.MaxInt64. That
-// start is now + (behind·Window − rem), counted from now itself: now's own
-// window can start before math.MinInt64 (the first window of the clock's
-// range), where now − rem wraps.
-func (l *Limiter) countedAt(now int64, rem, behind uint64) int64 {
-	if behind == 0 {
-		return now
-	}
-	hi, lo := bits.Mul64(behind, l.window)
-	if hi != 0 || lo-rem > math.MaxInt64 { // lo ≥ Window > rem when hi == 0
-		return math.MaxInt64
-	}
-	if d := int64(lo - rem); now <= math.MaxInt64-d {
-		return now + d
-	}
-	return math.MaxInt64
 }

@@ -1,6 +1,7 @@
 package models
 
 import (
+	"math/big"
 	"time"
 
 	"github.com/hotlimit/hotlimit"
@@ -9,8 +10,12 @@ import (
 // FixedWindow is the reference of the fixedwindow package: per key, the index
 // of the window it counted in last and how many passed there, windows aligned
 // on the clock's origin. A key is held only once a request passed, so every
-// held count is at least 1. Callers keep their clocks more than a window
-// away from the ends of int64, so plain int64 arithmetic is exact.
+// held count is at least 1. The model is exact over the whole int64 line: a
+// wait until a window's end is hotlimit.Never when that end lies past
+// math.MaxInt64, the last reading a clock makes, or when the wait is longer
+// than a Duration holds. It does not reproduce the limiter's window index
+// kept modulo 2^42, so callers keep a key's stored window within 2^41 − 1
+// windows of the clock's.
 type FixedWindow struct {
 	limit  int64
 	window int64
@@ -32,7 +37,7 @@ func (m *FixedWindow) Take(key string, n int, now int64) hotlimit.Decision {
 	if !ok || idx > st.index {
 		st = fixedWindowKey{index: idx}
 	}
-	end := time.Duration((st.index+1)*m.window - now) // the counted window's end
+	end := m.until(st.index, now) // the counted window's end
 	d := hotlimit.Decision{Limit: int(m.limit)}
 	switch {
 	case n == 0:
@@ -51,6 +56,39 @@ func (m *FixedWindow) Take(key string, n int, now int64) hotlimit.Decision {
 		d.ResetAfter = end
 	}
 	return d
+}
+
+// until returns the wait from now to the end of window idx, hotlimit.Never
+// when that end lies past math.MaxInt64 or the wait is longer than a
+// Duration holds.
+func (m *FixedWindow) until(idx, now int64) time.Duration {
+	end := new(big.Int).Mul(big.NewInt(idx+1), big.NewInt(m.window))
+	if !end.IsInt64() {
+		return hotlimit.Never // past every reading
+	}
+	wait := end.Sub(end, big.NewInt(now))
+	if !wait.IsInt64() {
+		return hotlimit.Never // longer than a Duration holds
+	}
+	return time.Duration(wait.Int64())
+}
+
+// TakeReceipt is Take plus the receipt the limiter gives with it: n
+// requests counted at now, or, when now lies behind the key's window (a
+// clock that stepped back), at the start of that window, where they count;
+// the zero Receipt when denied or n < 1.
+func (m *FixedWindow) TakeReceipt(key string, n int, now int64) (hotlimit.Decision, hotlimit.Receipt) {
+	d := m.Take(key, n, now)
+	if !d.Allowed || n < 1 {
+		return d, hotlimit.Receipt{}
+	}
+	at := now
+	// The key's window, now held, is now's or a later one, whose start lies
+	// after now: an int64.
+	if i := m.keys[key].index; i > FloorDiv(now, m.window) {
+		at = i * m.window
+	}
+	return d, hotlimit.Receipt{N: n, At: at}
 }
 
 // Refund is Refund(key, r) at now (see hotlimit.Refunder): it lowers the

@@ -1,5 +1,10 @@
 package packed
 
+import (
+	"math"
+	"math/bits"
+)
+
 // Fixed window word, per key:
 //
 //	| window index, mod 2^42 (42 bits)  | count (22 bits) |
@@ -48,6 +53,30 @@ func WindowIndex(now, window int64) int64 {
 		q--
 	}
 	return q
+}
+
+// CountedAt returns the time requests decided at now, rem nanoseconds into
+// its window of window nanoseconds (rem in [0, window)), count at, when the
+// window they count in lies behind windows after now's (a clock that stepped
+// back): now when behind is 0, else that window's start, saturated at
+// math.MaxInt64 when it lies past every reading (a window index that wrapped
+// around reads as one further still). The start is now + (behind·window −
+// rem), counted from now itself in uint64: now's own window can start
+// before math.MinInt64 (the first window of the clock's range), where
+// now − rem wraps, and the start can lie more than math.MaxInt64 after now
+// (a clock stepped back from near one end of int64 to near the other),
+// where the difference overflows an int64.
+func CountedAt(now int64, rem, behind, window uint64) int64 {
+	if behind == 0 {
+		return now
+	}
+	hi, lo := bits.Mul64(behind, window)
+	d := lo - rem                       // behind·window − rem when hi == 0: lo ≥ window > rem
+	room := math.MaxInt64 - uint64(now) // math.MaxInt64 − now, in [0, 2^64)
+	if hi != 0 || d > room {
+		return math.MaxInt64
+	}
+	return int64(uint64(now) + d)
 }
 
 // Advance returns the window and count that a request at window index now

@@ -140,13 +140,19 @@ func FuzzWindowAdvance(f *testing.F) {
 // FuzzWindowClock runs the word the way a limiter does, on real clock
 // readings: a word written at t0 and read at t1 (windows in the documented
 // range [1ms, 366 days]). Whenever the two windows are less than 2^41 apart,
-// Advance tells exactly which came first and by how many windows.
+// Advance tells exactly which came first and by how many windows, and when
+// t1's is the earlier, CountedAt names the start of t0's.
 func FuzzWindowClock(f *testing.F) {
 	f.Add(int64(10900*time.Millisecond), int64(11050*time.Millisecond), windowMinNs*1000)
 	f.Add(int64(-1), int64(0), windowMinNs)
 	f.Add(int64(0), int64(-1), windowMinNs)
 	f.Add(int64(math.MinInt64), int64(math.MaxInt64), windowMinNs)
 	f.Add(int64(math.MaxInt64), int64(math.MinInt64), windowMaxNs)
+	// Back into the first window, from the second and from near the other
+	// end (the window is windowMinNs + the third argument mod the span).
+	f.Add(int64(math.MinInt64+windowMinNs), int64(math.MinInt64), int64(0))
+	f.Add(int64(math.MaxInt64-2*windowMaxNs), int64(math.MinInt64), windowMaxNs-windowMinNs)
+	f.Add(int64(math.MaxInt64-2*int64(time.Hour)), int64(math.MinInt64), int64(time.Hour)-windowMinNs)
 	f.Add(int64(-5), int64(1<<62), windowMinNs+7)
 	f.Fuzz(func(t *testing.T, t0, t1, window int64) {
 		span := uint64(windowMaxNs - windowMinNs + 1)
@@ -177,6 +183,73 @@ func FuzzWindowClock(f *testing.F) {
 			if gi != index || gc != 7 || gb != new(big.Int).Neg(dist).Uint64() {
 				t.Fatalf("earlier window %v before %v: got %d, %d, %d", i1, i0, gi, gc, gb)
 			}
+			// Requests decided at t1 count at the start of t0's window, a
+			// time after t1: an int64.
+			rem := uint64(t1) - uint64(packed.WindowIndex(t1, window))*uint64(window)
+			want := new(big.Int).Mul(i0, big.NewInt(window)).Int64()
+			if got := packed.CountedAt(t1, rem, gb, uint64(window)); got != want {
+				t.Fatalf("CountedAt(%d, %d, %d, %d) = %d, want %d, the start of %d's window", t1, rem, gb, window, got, want, t0)
+			}
 		}
 	})
+}
+
+// windowCountedAt is CountedAt's contract in math/big: now when behind is 0,
+// else the start of the window behind windows after now's, ⌊now/window⌋·window
+// + behind·window, or math.MaxInt64 when that start lies past it.
+func windowCountedAt(now int64, behind, window uint64) int64 {
+	if behind == 0 {
+		return now
+	}
+	w := new(big.Int).SetUint64(window)
+	start := windowBigFloor(big.NewInt(now), w)
+	start.Add(start, new(big.Int).SetUint64(behind)).Mul(start, w)
+	if !start.IsInt64() {
+		return math.MaxInt64
+	}
+	return start.Int64()
+}
+
+// TestCountedAtTheEdges checks CountedAt against its contract at both ends
+// of int64: from the first window of the clock's range, which starts before
+// math.MinInt64 (now − rem wraps there), into or past the last window, on
+// windows whose boundaries fall on math.MaxInt64 (7 divides it) and on 2^63
+// (2^30), and from one end to a window near the other, more than
+// math.MaxInt64 after now.
+func TestCountedAtTheEdges(t *testing.T) {
+	ms := uint64(windowMinNs)
+	cases := []struct {
+		now            int64
+		behind, window uint64
+	}{
+		{math.MinInt64, 0, ms},
+		{math.MinInt64, 1, ms}, // the first window's successor: -9223372036854000000
+		{math.MinInt64, 2, ms},
+		{math.MinInt64 + 1, 1, uint64(windowMaxNs)},
+		{math.MinInt64, 1, 7},
+		{math.MinInt64, 1, 1 << 30},
+		{-5, 1, ms},
+		{0, 1 << 41, ms},
+		{math.MaxInt64 - int64(ms), 1, ms},
+		{math.MaxInt64, 1, ms}, // past the last window: saturated
+		{math.MaxInt64 - 1, 1, 7},
+		{math.MaxInt64 - 7, 1, 7},
+		{math.MaxInt64 - 1<<30, 1, 1 << 30},
+		{math.MaxInt64 - 1<<30 + 1, 1, 1 << 30}, // 2^63: saturated
+		{0, 1 << 42, uint64(windowMaxNs)},       // past 2^64: saturated
+		// From the first window to one near the other end: the start lies
+		// more than math.MaxInt64 after now, below it or past it.
+		{math.MinInt64, 583, uint64(windowMaxNs)},
+		{math.MinInt64, 584, uint64(windowMaxNs)},
+		{math.MinInt64, 1<<33 - 1, 1 << 30},
+		{math.MinInt64, 1 << 33, 1 << 30},
+		{math.MinInt64 + 1, 2635249153387078801, 7},
+		{math.MinInt64 + 1, 2635249153387078802, 7},
+	}
+	for _, c := range cases {
+		rem := uint64(c.now) - uint64(packed.WindowIndex(c.now, int64(c.window)))*c.window
+		assert.Equal(t, windowCountedAt(c.now, c.behind, c.window), packed.CountedAt(c.now, rem, c.behind, c.window),
+			"CountedAt(%d, %d, %d, %d)", c.now, rem, c.behind, c.window)
+	}
+	assert.Equal(t, int64(-9223372036854000000), packed.CountedAt(math.MinInt64, 224192, 1, ms))
 }
