@@ -107,17 +107,18 @@ func (l *Limiter) Refund(key string, r hotlimit.Receipt) {
 // windows after now's, that window's start, saturated at math.MaxInt64. That
 // start is now + (behind·Window − rem), counted from now itself: now's own
 // window can start before math.MinInt64 (the first window of the clock's
-// range), where now − rem wraps.
+// range), where now − rem wraps. The distance behind·Window − rem may exceed
+// math.MaxInt64 while the start does not (a clock read near math.MinInt64,
+// behind a window near math.MaxInt64), so it is compared, unsigned, with
+// math.MaxInt64 − now, which fits 64 bits whatever now.
 func (l *Limiter) countedAt(now int64, rem, behind uint64) int64 {
 	if behind == 0 {
 		return now
 	}
 	hi, lo := bits.Mul64(behind, l.window)
-	if hi != 0 || lo-rem > math.MaxInt64 { // lo ≥ Window > rem when hi == 0
-		return math.MaxInt64
-	}
-	if d := int64(lo - rem); now <= math.MaxInt64-d {
-		return now + d
+	// lo ≥ Window > rem when hi == 0.
+	if d := lo - rem; hi == 0 && d <= uint64(math.MaxInt64)-uint64(now) {
+		return int64(uint64(now) + d) // now + d ≤ math.MaxInt64: no wrap
 	}
 	return math.MaxInt64
 }
