@@ -28,7 +28,10 @@ var _ hotlimit.Refunder = (*Limiter)(nil)
 // the key's latest write, so a refund whose clock reading is stale gives back
 // less, never more; a clock that stepped back behind r.At counts no time for
 // the step, which refilled nothing; and an earlier r.At only gives back less
-// (a composite relies on that).
+// (a composite relies on that). The refill is counted on the bucket's grid
+// of units (2^−F token, see the package documentation), so each refund may
+// leave the count up to a unit above or below the exact model's: with a clock
+// that never goes back, after k refunds it is within k + 1 units of it.
 //
 // A zero Receipt, or one with N < 1, gives back nothing; so does a refund
 // for a key the limiter does not hold (it was full when swept, so the Take no
