@@ -3,6 +3,8 @@ package slidingcounter
 import (
 	"fmt"
 	"math"
+	"math/big"
+	"math/rand/v2"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -13,6 +15,7 @@ import (
 	"github.com/hotlimit/hotlimit"
 	"github.com/hotlimit/hotlimit/internal/limitertest"
 	"github.com/hotlimit/hotlimit/internal/models"
+	"github.com/hotlimit/hotlimit/internal/packed"
 )
 
 // TestRefundScript: a refund in the Take's window restores the counts
@@ -252,5 +255,63 @@ func TestStaleCallerFindsTheCellInsertedAfterARefundDroppedTheKey(t *testing.T) 
 			assert.Equal(t, 1, lim.Len())
 			assert.False(t, lim.Allow("k"), "window 2 is full: C's request and A's")
 		})
+	}
+}
+
+// TestReceiptAcrossTheWholeClockRangeNamesTheKeysWindow: with the longest
+// window, a clock that stepped back from the window before the one holding
+// math.MaxInt64 to math.MinInt64, 583 windows behind, counts the request in
+// the key's window, whose start is an int64 even though its distance from the
+// clock reading is not: the receipt names that start, not math.MaxInt64 (the
+// start of no window the key holds), and its refund gives the request back.
+func TestReceiptAcrossTheWholeClockRangeNamesTheKeysWindow(t *testing.T) {
+	w := int64(MaxWindow)
+	start := (math.MaxInt64/w - 1) * w // the window before math.MaxInt64's
+	var now atomic.Int64
+	now.Store(start + 5)
+	lim, err := New(10, MaxWindow, hotlimit.WithClock(now.Load))
+	require.NoError(t, err)
+	require.True(t, lim.Take("k", 3).Allowed)
+	now.Store(math.MinInt64)
+	d, r := lim.TakeReceipt("k", 2)
+	require.True(t, d.Allowed)
+	assert.Equal(t, 5, d.Remaining)
+	assert.Equal(t, hotlimit.Receipt{N: 2, At: start}, r, "the key's window's start")
+	lim.Refund("k", r)
+	assert.Equal(t, 7, lim.Take("k", 0).Remaining, "the refund gave the 2 back")
+}
+
+// TestCountedAtIsTheCountedWindowsStart: packed.CountedAt, for clock readings at
+// and near both ends of int64, windows up to MaxWindow and any distance
+// behind up to 2^29 windows (a wrapped index reads that far), is the start
+// of the window behind windows after now's, computed in big.Int, saturated
+// at math.MaxInt64: the products behind·Window past 2^63 and 2^64 and the
+// sums past math.MaxInt64 included.
+func TestCountedAtIsTheCountedWindowsStart(t *testing.T) {
+	r := rand.New(rand.NewPCG(3, 4))
+	windows := []time.Duration{MinWindow, 7 * time.Millisecond, time.Second, 1<<33 + 1, MaxWindow - 1, MaxWindow}
+	for _, window := range windows {
+		lim, err := New(1, window)
+		require.NoError(t, err)
+		w := int64(window)
+		nows := []int64{math.MinInt64, math.MinInt64 + 1, math.MinInt64 + w, -1, 0, 1, math.MaxInt64 - w, math.MaxInt64 - 1, math.MaxInt64}
+		for range 200 {
+			nows = append(nows, int64(r.Uint64()), math.MinInt64+r.Int64N(4*w), math.MaxInt64-r.Int64N(4*w))
+		}
+		behinds := []uint64{1, 2, 291, 292, 293, 583, 584, 1 << 29}
+		for range 50 {
+			behinds = append(behinds, 1+r.Uint64N(1<<29))
+		}
+		for _, now := range nows {
+			cur, rem := lim.index(now)
+			for _, behind := range behinds {
+				want := new(big.Int).Mul(new(big.Int).SetInt64(int64(cur)), big.NewInt(w))
+				want.Add(want, new(big.Int).Mul(new(big.Int).SetUint64(behind), big.NewInt(w)))
+				if !want.IsInt64() {
+					want.SetInt64(math.MaxInt64)
+				}
+				require.Equal(t, want.Int64(), packed.CountedAt(now, rem, behind, lim.window), "window %d, now %d, behind %d", w, now, behind)
+			}
+		}
 	}
 }

@@ -32,8 +32,8 @@
 // on a whole token, u does too.
 //
 // Compared with the exact model (rational tokens, the same admissions; for
-// refunds see below), the bucket's token count is within one unit of the model's. A request the model
-// admits is admitted. A request the model denies is denied unless the model's
+// refunds see below), the bucket's token count is within one unit of the
+// model's. A request the model admits is admitted. A request the model denies is denied unless the model's
 // tokens fall short by less than one unit, which can happen only when a clock
 // reading is not a whole number of units; then it may pass. Over a long run,
 // the requests passed are those of the exact model ±1, and never more than
@@ -43,8 +43,14 @@
 // what the bucket itself refilled since the Take (see Refund), where the
 // exact model deducts (now − r.At)·Limit/Window. The two differ by less than
 // a unit, either way, when a clock reading is not a whole number of units,
-// and the differences of a key's refunds add up: after k refunds, its count
-// is within k + 1 units of the model's, and the margins above widen alike.
+// and the differences of a key's refunds add up: with a clock that never
+// goes back, after k refunds its count is within k + 1 units of the model's,
+// and the margins above widen alike (a request the model admits by less than
+// k + 1 units may be denied). A clock that steps back behind a refund voids
+// the bound: a refund writes the key, and with it the refill up to its time,
+// only when it gives something, and the rounding can make one of the two
+// give a fraction of a unit and the other nothing; back behind it, the one
+// that wrote holds that refill and the other not, up to the refund's tokens.
 //
 // # Decisions
 //

@@ -26,8 +26,12 @@ var _ hotlimit.Refunder = (*Limiter)(nil)
 // have been full without the Take, is not safe: other refunds made later
 // would have filled it sooner.) Time counts up to the later of the clock and
 // the key's latest write, so a refund whose clock reading is stale gives back
-// less, never more; and an earlier r.At only gives back less (a composite
-// relies on that).
+// less, never more; a clock that stepped back behind r.At counts no time for
+// the step, which refilled nothing; and an earlier r.At only gives back less
+// (a composite relies on that). The refill is counted on the bucket's grid
+// of units (2^−F token, see the package documentation), so each refund may
+// leave the count up to a unit above or below the exact model's: with a clock
+// that never goes back, after k refunds it is within k + 1 units of it.
 //
 // A zero Receipt, or one with N < 1, gives back nothing; so does a refund
 // for a key the limiter does not hold (it was full when swept, so the Take no
@@ -86,9 +90,16 @@ func (l *Limiter) Refund(key string, r hotlimit.Receipt) {
 		tokens, last = l.b.Refill(tokens, last, now)
 		// Up to the later of now and last, which Refill keeps when a clock
 		// read behind the key's latest write (below 2^(T−1) units ahead).
-		// With a clock read behind r.At this counts from now, not r.At: more
-		// than refilled, so it gives back less.
-		refilled += (last - now) & (1<<l.b.TickBits - 1)
+		// With a clock read behind r.At this counts from r.At, not now: the
+		// step back refilled nothing, so only what the bucket refilled from
+		// r.At to last counts (nothing if last is not after r.At, a key the
+		// step back found fresh).
+		ahead := (last - now) & (1<<l.b.TickBits - 1)
+		if t > tA {
+			refilled += ahead
+		} else {
+			refilled = ahead - min(ahead, uA-now)
+		}
 		if tokens == l.b.Cap || refilled >= give {
 			return
 		}

@@ -168,3 +168,26 @@ func TestRefundDeductsTheRefillOnTheGrid(t *testing.T) {
 	assert.Equal(t, 20001, want.Remaining)
 	assert.Equal(t, want, lim.Take("k", 0))
 }
+
+// TestRefundAfterAStepBackBehindTheTakeGivesAllBack: a refund whose clock
+// stepped back behind the Take finds the bucket as the Take left it, nothing
+// refilled since r.At, and gives all of it back, as one at the time of the
+// Take does; it does not count the step back as time refilled. At 5 per
+// second with a burst of 7 and its epoch at 0, a Take of 3 at 1000 s and its
+// refund after a step back of 1 ns to an hour restore the full bucket.
+func TestRefundAfterAStepBackBehindTheTakeGivesAllBack(t *testing.T) {
+	for _, back := range []time.Duration{time.Nanosecond, 100 * time.Millisecond, time.Second, time.Hour} {
+		t.Run(back.String(), func(t *testing.T) {
+			var now atomic.Int64
+			lim, err := New(5, time.Second, hotlimit.WithClock(now.Load), hotlimit.WithBurst(7))
+			require.NoError(t, err)
+			now.Store(1000e9)
+			d, r := lim.TakeReceipt("k", 3)
+			require.True(t, d.Allowed)
+			now.Add(-int64(back))
+			lim.Refund("k", r)
+			assert.Equal(t, 7, lim.Take("k", 0).Remaining, "the refund gives all 3 back")
+			assert.Zero(t, lim.Len(), "the refund filled the bucket, which holds no key")
+		})
+	}
+}

@@ -131,10 +131,10 @@ func (m *TokenBucket) Take(key string, n int, now int64) hotlimit.Decision {
 // Refund is Refund(key, r) at the clock reading now (see
 // hotlimit.Refunder): a key the model holds gets back r.N tokens (at most
 // Burst) less what refilled from r.At to now, never above Cap; a key it does
-// not hold, or a receipt of nothing, is left as it is. Time counts up to the
-// later of now and the key's latest write, and from now when the clock reads
-// before r.At: a clock that stepped back gives back less, never more, as the
-// limiter's does.
+// not hold, or a receipt of nothing, is left as it is. Time counts from r.At
+// up to the later of now and the key's latest write: the refill the key had
+// since the Take (none for a clock that stepped back behind r.At and a key
+// not written since), as tokenbucket.Limiter.Refund documents it.
 func (m *TokenBucket) Refund(key string, r hotlimit.Receipt, now int64) {
 	k, ok := m.keys[key]
 	if !ok || r.N < 1 {
@@ -143,8 +143,8 @@ func (m *TokenBucket) Refund(key string, r hotlimit.Receipt, now int64) {
 	t, _ := m.At(now)
 	at, _ := m.At(r.At)
 	give := new(big.Rat).SetInt64(min(int64(r.N), m.Burst))
-	if from, to := min(t, at), max(t, k.last); to > from {
-		give.Sub(give, new(big.Rat).Mul(m.Rate, new(big.Rat).SetInt64(to-from)))
+	if to := max(t, k.last); to > at {
+		give.Sub(give, new(big.Rat).Mul(m.Rate, new(big.Rat).SetInt64(to-at)))
 	}
 	if give.Sign() <= 0 {
 		return
