@@ -48,12 +48,46 @@ const MaxHeaderValue = 256
 // that reads like a digest apart from a digest.
 type HeaderKeys struct {
 	plain, hashed string // "header:name:", "header-sha256:name:"
+	host          bool   // the header names a host: Host or :authority
 }
 
 // NewHeaderKeys returns the HeaderKeys of the header name.
 func NewHeaderKeys(name string) HeaderKeys {
 	lower := strings.ToLower(name)
-	return HeaderKeys{plain: "header:" + lower + ":", hashed: "header-sha256:" + lower + ":"}
+	return HeaderKeys{plain: "header:" + lower + ":", hashed: "header-sha256:" + lower + ":",
+		host: lower == "host" || lower == ":authority"}
+}
+
+// Value returns the text of a field value v that a key is made of: the
+// field value (see FieldValue), and for Host and :authority that value in
+// lower case, since a host name's case carries no meaning (RFC 3986 section
+// 3.2.2): "API.Example.com" and "api.example.com" name one host, and a
+// client must not get a quota per spelling of it. It allocates only when
+// it changes the case of a letter.
+func (h HeaderKeys) Value(v string) string {
+	v = FieldValue(v)
+	if h.host {
+		v = lowerASCII(v)
+	}
+	return v
+}
+
+// lowerASCII returns s with its ASCII letters in lower case, s itself when
+// it holds no upper-case one. Other bytes are kept: a host name is ASCII,
+// and folding the case of other characters would make distinct values one.
+func lowerASCII(s string) string {
+	for i := 0; i < len(s); i++ {
+		if 'A' <= s[i] && s[i] <= 'Z' {
+			b := []byte(s)
+			for j := i; j < len(b); j++ {
+				if 'A' <= b[j] && b[j] <= 'Z' {
+					b[j] += 'a' - 'A'
+				}
+			}
+			return string(b)
+		}
+	}
+	return s
 }
 
 // Key returns the key of value.
