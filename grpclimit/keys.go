@@ -121,7 +121,8 @@ func metadataKey(name string) (key string, ok bool) {
 func IPv6Prefix(bits int) IPOption { return func(k *ipKey) { k.ip.SetV6Bits(bits) } }
 
 // IPv4Prefix sets how many leading bits of an IPv4 address make the key: 32
-// by default. bits is clamped to [1, 32].
+// by default. bits is clamped to [1, 32]. It applies to the IPv4 address of
+// an IPv4-mapped one and of one translated into 64:ff9b::/96 too.
 func IPv4Prefix(bits int) IPOption { return func(k *ipKey) { k.ip.SetV4Bits(bits) } }
 
 // ipKey is PeerIP's configuration; read-only once built.
@@ -144,7 +145,9 @@ func (k *ipKey) forwarded(ctx context.Context) []string {
 // "ip:2001:db8:1:2::/64" for IPv6 (see [IPv4Prefix] and [IPv6Prefix]), and
 // the IPv4 address's for an IPv4-mapped address or an IPv4 client that a
 // NAT64 or SIIT translator names within 64:ff9b::/96 (RFC 6052), rather
-// than the one /64 that holds every such client.
+// than the one /64 that holds every such client: it shares one key, and
+// one quota, with its IPv4 address calling directly, and IPv4Prefix groups
+// it (see httplimit.ClientIP).
 //
 // The client is the call's peer (grpc/peer) unless that peer is a trusted
 // proxy ([TrustProxies]); then the x-forwarded-for metadata entry
