@@ -58,14 +58,19 @@ func NewHeaderKeys(name string) HeaderKeys {
 		host: lower == "host" || lower == ":authority"}
 }
 
-// Value returns the text of a field value v that a key is made of: the
-// field value (see FieldValue), and for Host and :authority that value in
-// lower case, since a host name's case carries no meaning (RFC 3986 section
-// 3.2.2): "API.Example.com" and "api.example.com" name one host, and a
-// client must not get a quota per spelling of it. It allocates only when
-// it changes the case of a letter.
+// Value returns the text of a field value v that a key is made of: v
+// without the spaces and tabs around it, which are no part of an HTTP
+// field's value (RFC 9110 section 5.5; its OWS, and nothing else), and
+// for Host and :authority that value in lower case, since a host name's
+// case carries no meaning (RFC 3986 section 3.2.2): "API.Example.com" and
+// "api.example.com" name one host, and a client must not get a quota per
+// spelling of it. An HTTP/1.1 parser strips the whitespace; HTTP/2, and so
+// gRPC, forbids it (RFC 9113 section 8.2.1), but Go's HTTP/2 server and
+// grpc-go pass it on, and a key made of the value as it came would change
+// with the whitespace a client adds. Value allocates only when it changes
+// the case of a letter.
 func (h HeaderKeys) Value(v string) string {
-	v = FieldValue(v)
+	v = strings.Trim(v, " \t")
 	if h.host {
 		v = lowerASCII(v)
 	}
@@ -98,13 +103,6 @@ func (h HeaderKeys) Key(value string) string {
 	sum := sha256.Sum256([]byte(value))
 	return h.hashed + hex.EncodeToString(sum[:])
 }
-
-// FieldValue returns v without the spaces and tabs around it: the value of
-// an HTTP field, which holds none (RFC 9110 section 5.5). An HTTP/1.1
-// parser strips them; HTTP/2, and so gRPC, forbids them (RFC 9113 section
-// 8.2.1), but Go's HTTP/2 server and grpc-go pass them on, and a key made
-// of the value as it came would change with the whitespace a client adds.
-func FieldValue(v string) string { return strings.Trim(v, " \t") }
 
 // IsToken reports whether s is a token of RFC 9110 section 5.6.2, as a
 // field name is: one or more of the visible ASCII characters other than the
