@@ -27,12 +27,13 @@ type KeyFunc func(r *http.Request) (key string, ok bool)
 // Header returns a KeyFunc that reads the first value of the header name,
 // such as "X-API-Key", and tags it with the kind "header:" and the name in
 // lower case: "header:x-api-key:k-123" (see [HeaderKey]). An absent or empty
-// header, or one of spaces and tabs alone, finds no key. The value is the field value, without the spaces and
-// tabs around it (which HTTP/1.1 strips and Go's HTTP/2 server keeps, so
-// that "k-123 " is k-123 over both), and otherwise used as sent: unless
-// something before the middleware authenticates it, a client can claim any key, so use it for keys
-// that are checked (API keys validated by an earlier handler) or when a
-// claimed identity is acceptable. It cannot claim another kind's key: the tag
+// header, or one of spaces and tabs alone, finds no key. The value is the
+// field value, without the spaces and tabs around it (which HTTP/1.1 strips
+// and Go's HTTP/2 server keeps, so that "k-123 " is k-123 over both), and
+// otherwise used as sent: unless something before the middleware
+// authenticates it, a client can claim any key, so use it for keys that are
+// checked (API keys validated by an earlier handler) or when a claimed
+// identity is acceptable. It cannot claim another kind's key: the tag
 // keeps a header value that reads like an address apart from that address.
 //
 // Header("Host") reads r.Host, where net/http puts the host of a request
