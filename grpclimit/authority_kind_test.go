@@ -37,3 +37,27 @@ func TestAuthorityKeyDenialNamesItsKind(t *testing.T) {
 	require.Len(t, qf.GetViolations(), 1)
 	assert.Equal(t, "header::authority", qf.GetViolations()[0].GetSubject())
 }
+
+// TestAuthorityKeyIgnoresCase: calls over loopback to one host, spelt
+// "api.example.com" and "API.Example.COM" as their :authority, share the
+// quota of Metadata(":authority")'s key, and a rule naming the host in
+// any case applies to both. A host name's case carries no meaning, and
+// each spelling was a key of its own: a client got a fresh quota per
+// spelling, and the host's rule missed it. The port stays in the key.
+func TestAuthorityKeyIgnoresCase(t *testing.T) {
+	svc, _ := newService(t, cfg(hotlimit.FixedWindow, 1, time.Minute), 0)
+	require.NoError(t, svc.ConfigureUser(grpclimit.MetadataKey(":authority", "Api.Example.com"), cfg(hotlimit.FixedWindow, 2, time.Minute)))
+	var rec recorder
+	sopts := []grpc.ServerOption{grpc.ChainUnaryInterceptor(grpclimit.UnaryServerInterceptor(svc,
+		grpclimit.WithUser(grpclimit.Metadata(":authority")), grpclimit.WithObserver(rec.observe)))}
+	var got []codes.Code
+	var users []string
+	for _, cc := range serveAuthorities(t, &testService{}, sopts, "api.example.com", "API.Example.COM", "api.example.com", "API.example.com:8443") {
+		_, err := testgrpc.NewTestServiceClient(cc).UnaryCall(ctx(t), &testgrpc.SimpleRequest{})
+		got = append(got, status.Code(err))
+		users = append(users, rec.last().User)
+	}
+	assert.Equal(t, []codes.Code{codes.OK, codes.OK, codes.ResourceExhausted, codes.OK}, got)
+	assert.Equal(t, []string{"header::authority:api.example.com", "header::authority:api.example.com",
+		"header::authority:api.example.com", "header::authority:api.example.com:8443"}, users)
+}

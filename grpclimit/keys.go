@@ -121,7 +121,8 @@ func metadataKey(name string) (key string, ok bool) {
 func IPv6Prefix(bits int) IPOption { return func(k *ipKey) { k.ip.SetV6Bits(bits) } }
 
 // IPv4Prefix sets how many leading bits of an IPv4 address make the key: 32
-// by default. bits is clamped to [1, 32].
+// by default. bits is clamped to [1, 32]. It applies to the IPv4 address of
+// an IPv4-mapped one and of one translated into 64:ff9b::/96 too.
 func IPv4Prefix(bits int) IPOption { return func(k *ipKey) { k.ip.SetV4Bits(bits) } }
 
 // ipKey is PeerIP's configuration; read-only once built.
@@ -144,7 +145,9 @@ func (k *ipKey) forwarded(ctx context.Context) []string {
 // "ip:2001:db8:1:2::/64" for IPv6 (see [IPv4Prefix] and [IPv6Prefix]), and
 // the IPv4 address's for an IPv4-mapped address or an IPv4 client that a
 // NAT64 or SIIT translator names within 64:ff9b::/96 (RFC 6052), rather
-// than the one /64 that holds every such client.
+// than the one /64 that holds every such client: it shares one key, and
+// one quota, with its IPv4 address calling directly, and IPv4Prefix groups
+// it (see httplimit.ClientIP).
 //
 // The client is the call's peer (grpc/peer) unless that peer is a trusted
 // proxy ([TrustProxies]); then the x-forwarded-for metadata entry
@@ -214,9 +217,9 @@ func (k *ipKey) find(ctx context.Context) (string, bool) {
 // the same HTTP header. An absent or empty entry finds no key. The value is
 // the field value, without the spaces and tabs around it (grpc-go passes
 // them on; an HTTP/1.1 parser would strip them), so that "k-123 " is k-123
-// as over httplimit, and otherwise used as sent (the bytes of a binary
-// "-bin" entry, decoded, wholly): authenticate it before, or accept a
-// claimed identity.
+// as over httplimit, and an entry of them alone finds no key; otherwise it
+// is used as sent (the bytes of a binary "-bin" entry, decoded, wholly):
+// authenticate it before, or accept a claimed identity.
 //
 // A value longer than 256 bytes is keyed by its SHA-256 instead,
 // "header-sha256:x-api-key:" and the digest in hex, as httplimit.Header
@@ -227,8 +230,10 @@ func (k *ipKey) find(ctx context.Context) (string, bool) {
 // that can then never be a metadata key (empty, or holding a space, a
 // colon, a byte outside printable ASCII) finds no key in any call; but for
 // ":authority", the one pseudo-header grpc-go keeps in the metadata, read
-// as any entry: "header::authority:api.example.com", a value the client
-// writes as freely as any other.
+// as any entry but in lower case, since a host name's case carries no
+// meaning, as httplimit.Header("Host") reads the host:
+// "header::authority:api.example.com" for "API.Example.com", its port kept
+// as sent; a value the client writes as freely as any other.
 func Metadata(name string) KeyFunc {
 	key, valid := metadataKey(name)
 	if !valid {
@@ -242,7 +247,7 @@ func Metadata(name string) KeyFunc {
 		if len(v) == 0 {
 			return "", false
 		}
-		switch s := entryValue(binary, v[0]); {
+		switch s := entryValue(keys, binary, v[0]); {
 		case s == "":
 			return "", false
 		case len(s) > transport.MaxHeaderValue:
@@ -274,7 +279,7 @@ func OutgoingMetadata(name string) KeyFunc {
 	return func(ctx context.Context, _ string, _ any) (string, bool) {
 		md, _ := metadata.FromOutgoingContext(ctx)
 		if v := md.Get(key); len(v) > 0 {
-			if s := entryValue(binary, v[0]); s != "" {
+			if s := entryValue(keys, binary, v[0]); s != "" {
 				return keys.Key(s), true
 			}
 		}
@@ -286,15 +291,16 @@ func OutgoingMetadata(name string) KeyFunc {
 // binary one, whose values are bytes ("-bin" ends its name).
 func isBinary(key string) bool { return strings.HasSuffix(key, "-bin") }
 
-// entryValue returns v, a value of a metadata entry, as a key is made of
-// it: the field value of a text entry, without the spaces and tabs around
-// it (see transport.FieldValue; grpc-go passes them on), and the bytes of
-// a binary entry as they are.
-func entryValue(binary bool, v string) string {
+// entryValue returns v, a value of the metadata entry whose keys are keys,
+// as a key is made of it: the field value of a text entry, without the
+// spaces and tabs around it (grpc-go passes them on), and in lower case
+// for :authority (see transport.HeaderKeys.Value), and the bytes of a
+// binary entry as they are.
+func entryValue(keys transport.HeaderKeys, binary bool, v string) string {
 	if binary {
 		return v
 	}
-	return transport.FieldValue(v)
+	return keys.Value(v)
 }
 
 // MetadataKey returns the key [Metadata](name) finds in a call whose entry
@@ -302,10 +308,12 @@ func entryValue(binary bool, v string) string {
 // "header:x-api-key:premium", equal to httplimit.HeaderKey("X-API-Key",
 // "premium"); a value longer than 256 bytes gives its digest's key, and
 // spaces and tabs around name, and around value but for a binary ("-bin")
-// entry's, are dropped, as Metadata drops them.
+// entry's, are dropped, as Metadata drops them, and an :authority value is
+// put in lower case, as Metadata puts it.
 func MetadataKey(name, value string) string {
 	name = strings.Trim(name, " \t")
-	return transport.NewHeaderKeys(name).Key(entryValue(isBinary(strings.ToLower(name)), value))
+	keys := transport.NewHeaderKeys(name)
+	return keys.Key(entryValue(keys, isBinary(strings.ToLower(name)), value))
 }
 
 // FromRequest returns a KeyFunc that reads a key from the request message

@@ -80,3 +80,28 @@ func TestMetadataValueIsTheFieldValue(t *testing.T) {
 		"header:x-api-key:premium", "header:x-api-key:premium", "header:x-api-key:premium", "", ""}, users,
 		"whitespace alone is no key: the keyless quota")
 }
+
+// TestBinaryMetadataValueIsKeptWhole: a binary ("-bin") entry's value is
+// bytes, in which a space or a tab is data like any other: over a real
+// connection, "\x20k1" and "k1" are two keys, and MetadataKey names each as
+// Metadata finds it. Trimmed as text, they would be one key, and a caller whose
+// binary credential differs from another's by a leading byte 0x20 spent
+// the other's quota.
+func TestBinaryMetadataValueIsKeptWhole(t *testing.T) {
+	svc, _ := newService(t, cfg(hotlimit.FixedWindow, 1, time.Minute), 0)
+	var rec recorder
+	cc := serveTCP(t, &testService{}, []grpc.ServerOption{grpc.ChainUnaryInterceptor(grpclimit.UnaryServerInterceptor(svc,
+		grpclimit.WithUser(grpclimit.Metadata("X-Token-Bin")), grpclimit.WithObserver(rec.observe)))})
+	var got []codes.Code
+	var users []string
+	for _, v := range []string{" k1", "k1\t", "k1"} {
+		c := metadata.AppendToOutgoingContext(ctx(t), "x-token-bin", v)
+		_, err := testgrpc.NewTestServiceClient(cc).UnaryCall(c, &testgrpc.SimpleRequest{})
+		got = append(got, status.Code(err))
+		users = append(users, rec.last().User)
+	}
+	assert.Equal(t, []codes.Code{codes.OK, codes.OK, codes.OK}, got, "three keys, a quota each")
+	assert.Equal(t, []string{grpclimit.MetadataKey("x-token-bin", " k1"), grpclimit.MetadataKey(" X-Token-Bin", "k1\t"),
+		grpclimit.MetadataKey("x-token-bin", "k1")}, users)
+	assert.Equal(t, []string{"header:x-token-bin: k1", "header:x-token-bin:k1\t", "header:x-token-bin:k1"}, users)
+}

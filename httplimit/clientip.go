@@ -84,7 +84,9 @@ func IPv6Prefix(bits int) IPOption {
 }
 
 // IPv4Prefix sets how many leading bits of an IPv4 address make the key: 32,
-// the whole address, by default. bits is clamped to [1, 32].
+// the whole address, by default. bits is clamped to [1, 32]. It applies to
+// the IPv4 address of an IPv4-mapped one and of one translated into
+// 64:ff9b::/96 too (see [ClientIP]).
 func IPv4Prefix(bits int) IPOption {
 	return func(k *ipKey) { k.ip.SetV4Bits(bits) }
 }
@@ -111,11 +113,18 @@ func (k *ipKey) forwarded(r *http.Request) []string {
 // an IPv4 client that a NAT64 or SIIT translator names by its address
 // within the well-known prefix 64:ff9b::/96 (RFC 6052), as an IPv6-only
 // server behind one sees every IPv4 client: "ip:192.0.2.1" for
-// 64:ff9b::c000:201, rather than the one /64 that holds every such address.
-// (A translator with a prefix of its own, a network-specific one of RFC
-// 6052, may put many IPv4 clients, or all of them, in one /64:
-// IPv6Prefix(128) then keys each address apart.) Whether an address is a
-// trusted proxy is asked of it as it is written.
+// 64:ff9b::c000:201, rather than the one /64 that holds every such address,
+// grouped by [IPv4Prefix], not [IPv6Prefix]. It is the client at that IPv4
+// address (a translator writes the address the packets came from), so it
+// shares one key, and one quota, with that address reaching the server
+// directly. (A translator with a prefix of its own, a network-specific one
+// of RFC 6052, may put many IPv4 clients, or all of them, in one /64:
+// IPv6Prefix(128) then keys each address apart, but also gives each native
+// IPv6 client a key per address, 2^64 of them, so use it only where the
+// translator's clients are the only IPv6 ones.) Whether an address is a
+// trusted proxy is asked of it as it is written: a proxy that reaches the
+// server through a translator is trusted by its 64:ff9b:: address, not by
+// the IPv4 one it holds.
 //
 // The client is the request's immediate peer, from r.RemoteAddr, unless that
 // peer is a trusted proxy ([TrustProxies]). Then the forwarding header

@@ -310,3 +310,22 @@ func TestClientsTranslatedFromIPv4HaveTheirOwnQuota(t *testing.T) {
 	assert.Equal(t, http.StatusTooManyRequests, get("64:ff9b::203.0.113.7"), "the first client has spent its own")
 	assert.Equal(t, []string{"ip:203.0.113.7", "ip:198.51.100.9", "ip:198.51.100.9", "ip:203.0.113.7"}, users)
 }
+
+// TestTranslatedClientIsItsIPv4Address pins what the docs say of an
+// address within 64:ff9b::/96: it is the client at the IPv4 address it
+// holds, so it spends one quota with that address reaching the server
+// directly, under IPv6Prefix(128) too; and trust is asked of it as
+// written, so a proxy behind a translator is trusted by its 64:ff9b::
+// address, not by its IPv4 one.
+func TestTranslatedClientIsItsIPv4Address(t *testing.T) {
+	svc, _ := newService(t, cfg(hotlimit.FixedWindow, 1, time.Minute), 0)
+	h := httplimit.New(svc, httplimit.WithUser(httplimit.ClientIP(httplimit.IPv6Prefix(128))))(ok)
+	assert.Equal(t, http.StatusOK, serve(h, get("/", "192.0.2.1:1")).Code)
+	assert.Equal(t, http.StatusTooManyRequests, serve(h, get("/", "[64:ff9b::c000:201]:2")).Code, "one client, one quota")
+
+	r := get("/", "[64:ff9b::a00:1]:80", "X-Forwarded-For", "198.51.100.1")
+	key, _ := httplimit.ClientIP(httplimit.TrustProxies(mustPrefix(t, "10.0.0.0/8")))(r)
+	assert.Equal(t, "ip:10.0.0.1", key, "an IPv4 prefix does not trust the proxy's translated address")
+	key, _ = httplimit.ClientIP(httplimit.TrustProxies(mustPrefix(t, "64:ff9b::a00:0/120")))(r)
+	assert.Equal(t, "ip:198.51.100.1", key, "its 64:ff9b:: prefix does")
+}

@@ -27,18 +27,26 @@ type KeyFunc func(r *http.Request) (key string, ok bool)
 // Header returns a KeyFunc that reads the first value of the header name,
 // such as "X-API-Key", and tags it with the kind "header:" and the name in
 // lower case: "header:x-api-key:k-123" (see [HeaderKey]). An absent or empty
-// header finds no key. The value is the field value, without the spaces and
-// tabs around it (which HTTP/1.1 strips and Go's HTTP/2 server keeps, so
-// that "k-123 " is k-123 over both), and otherwise used as sent: unless
-// something before the middleware authenticates it, a client can claim any key, so use it for keys
-// that are checked (API keys validated by an earlier handler) or when a
-// claimed identity is acceptable. It cannot claim another kind's key: the tag
+// header, or one of spaces and tabs alone, finds no key. The value is the
+// field value, without the spaces and tabs around it (which HTTP/1.1 strips
+// and Go's HTTP/2 server keeps, so that "k-123 " is k-123 over both), and
+// otherwise used as sent: unless something before the middleware
+// authenticates it, a client can claim any key, so use it for keys that are
+// checked (API keys validated by an earlier handler) or when a claimed
+// identity is acceptable. It cannot claim another kind's key: the tag
 // keeps a header value that reads like an address apart from that address.
 //
-// Header("Host") reads r.Host, where net/http puts the Host header (or an
-// HTTP/2 request's :authority) of a request it serves, taking it out of
-// r.Header: "header:host:api.example.com", as sent, port included. A client
-// writes it as freely as any other header.
+// Header("Host") reads r.Host, where net/http puts the host of a request
+// it serves, taking it out of r.Header: the Host header, an HTTP/2
+// request's :authority, or the authority of an absolute-form request
+// target ("GET http://a.example/ HTTP/1.1"), which RFC 9112 makes the host
+// in place of the Host header. The key is that host in lower case, since a
+// host name's case carries no meaning ("API.Example.com" is
+// "header:host:api.example.com"), with its port as sent
+// ("api.example.com:8443" is a key of its own, and so is a name ending in
+// a dot). A request without a host (HTTP/1.0 without a Host header, or an
+// empty one) finds no key. A client writes the host as freely as any other
+// header.
 //
 // A value longer than 256 bytes is keyed by its SHA-256 instead, as
 // "header-sha256:x-api-key:" and the digest in hex, so that a client sending
@@ -60,15 +68,15 @@ func Header(name string) KeyFunc {
 		// net/http moves the Host header (HTTP/2's :authority) of a
 		// request it serves to r.Host, out of r.Header.
 		return func(r *http.Request) (string, bool) {
-			if r.Host != "" {
-				return keys.Key(r.Host), true
+			if s := keys.Value(r.Host); s != "" {
+				return keys.Key(s), true
 			}
 			return "", false
 		}
 	}
 	return func(r *http.Request) (string, bool) {
 		if v := r.Header[key]; len(v) > 0 {
-			if s := transport.FieldValue(v[0]); s != "" {
+			if s := keys.Value(v[0]); s != "" {
 				return keys.Key(s), true
 			}
 		}
@@ -80,10 +88,12 @@ func Header(name string) KeyFunc {
 // header name holds value, for rules: HeaderKey("X-API-Key", "premium") is
 // "header:x-api-key:premium". grpclimit's metadata keys are the same, so one
 // rule set names the same callers over HTTP and gRPC. A value longer than 256
-// bytes gives its digest's key, as Header does, and spaces and tabs around
-// name and value are dropped, as Header drops them.
+// bytes gives its digest's key, as Header does, spaces and tabs around
+// name and value are dropped, as Header drops them, and a Host value is
+// put in lower case, as Header("Host") puts it.
 func HeaderKey(name, value string) string {
-	return transport.NewHeaderKeys(strings.Trim(name, " \t")).Key(transport.FieldValue(value))
+	keys := transport.NewHeaderKeys(strings.Trim(name, " \t"))
+	return keys.Key(keys.Value(value))
 }
 
 // ContextValue returns a KeyFunc that reads the value stored under key in the

@@ -1,8 +1,11 @@
 package httplimit_test
 
 import (
+	"bufio"
 	"context"
 	"fmt"
+	"io"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -308,4 +311,61 @@ func TestHeaderValueIsTheFieldValueOverHTTP2(t *testing.T) {
 	users = nil
 	assert.Equal(t, []int{http.StatusOK, http.StatusTooManyRequests}, []int{get(" \t "), get(" ")}, "whitespace alone is no key: the keyless quota")
 	assert.Equal(t, []string{"", ""}, users)
+}
+
+// TestHostKeyIgnoresCase serves tenants keyed by Header("Host") over
+// HTTP/2, where the host is the :authority, and over HTTP/1.1. A host
+// name's case carries no meaning: "BIG.example" reaches the tenant that
+// "big.example" does, and was a key of its own, so a client got a fresh
+// quota per spelling of its host (2^n of them for n letters) and the
+// tenant's rule, HeaderKey("Host", "big.example"), missed it. The host
+// keeps its port; an absolute-form target's authority is the host, as
+// net/http reads it; a request without a host finds no key.
+func TestHostKeyIgnoresCase(t *testing.T) {
+	svc, _ := newService(t, cfg(hotlimit.FixedWindow, 1, time.Minute), 0)
+	require.NoError(t, svc.ConfigureUser(httplimit.HeaderKey("Host", "Big.Example"), cfg(hotlimit.FixedWindow, 2, time.Minute)))
+	var users []string
+	srv := httptest.NewUnstartedServer(httplimit.New(svc, httplimit.WithUser(httplimit.Header("Host")),
+		httplimit.WithObserver(func(e httplimit.Event) { users = append(users, e.User) }))(ok))
+	srv.EnableHTTP2 = true
+	srv.StartTLS()
+	t.Cleanup(srv.Close)
+	get := func(host string) int {
+		req, err := http.NewRequest(http.MethodGet, srv.URL, nil)
+		require.NoError(t, err)
+		req.Host = host
+		resp, err := srv.Client().Do(req)
+		require.NoError(t, err)
+		_ = resp.Body.Close()
+		require.Equal(t, 2, resp.ProtoMajor)
+		return resp.StatusCode
+	}
+	assert.Equal(t, []int{http.StatusOK, http.StatusOK, http.StatusTooManyRequests, http.StatusOK, http.StatusTooManyRequests},
+		[]int{get("big.example"), get("BIG.example"), get("Big.Example"), get("A.example:8443"), get("a.example:8443")})
+	assert.Equal(t, []string{"header:host:big.example", "header:host:big.example", "header:host:big.example",
+		"header:host:a.example:8443", "header:host:a.example:8443"}, users)
+
+	host := httplimit.Header("Host")
+	h1 := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		key, _ := host(r)
+		_, _ = io.WriteString(w, key)
+	}))
+	t.Cleanup(h1.Close)
+	for raw, want := range map[string]string{
+		"GET / HTTP/1.1\r\nHost: API.Example.com:8080\r\n\r\n":         "header:host:api.example.com:8080",
+		"GET http://Abs.Example/x HTTP/1.1\r\nHost: b.example\r\n\r\n": "header:host:abs.example",
+		"GET / HTTP/1.0\r\n\r\n":                                       "",
+		"GET / HTTP/1.1\r\nHost:\r\n\r\n":                              "",
+	} {
+		c, err := net.Dial("tcp", h1.Listener.Addr().String())
+		require.NoError(t, err)
+		_, err = io.WriteString(c, raw)
+		require.NoError(t, err)
+		resp, err := http.ReadResponse(bufio.NewReader(c), nil)
+		require.NoError(t, err)
+		body, err := io.ReadAll(resp.Body)
+		require.NoError(t, err)
+		_ = c.Close()
+		assert.Equal(t, want, string(body), "%q", raw)
+	}
 }

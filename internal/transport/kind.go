@@ -48,12 +48,51 @@ const MaxHeaderValue = 256
 // that reads like a digest apart from a digest.
 type HeaderKeys struct {
 	plain, hashed string // "header:name:", "header-sha256:name:"
+	host          bool   // the header names a host: Host or :authority
 }
 
 // NewHeaderKeys returns the HeaderKeys of the header name.
 func NewHeaderKeys(name string) HeaderKeys {
 	lower := strings.ToLower(name)
-	return HeaderKeys{plain: "header:" + lower + ":", hashed: "header-sha256:" + lower + ":"}
+	return HeaderKeys{plain: "header:" + lower + ":", hashed: "header-sha256:" + lower + ":",
+		host: lower == "host" || lower == ":authority"}
+}
+
+// Value returns the text of a field value v that a key is made of: v
+// without the spaces and tabs around it, which are no part of an HTTP
+// field's value (RFC 9110 section 5.5; its OWS, and nothing else), and
+// for Host and :authority that value in lower case, since a host name's
+// case carries no meaning (RFC 3986 section 3.2.2): "API.Example.com" and
+// "api.example.com" name one host, and a client must not get a quota per
+// spelling of it. An HTTP/1.1 parser strips the whitespace; HTTP/2, and so
+// gRPC, forbids it (RFC 9113 section 8.2.1), but Go's HTTP/2 server and
+// grpc-go pass it on, and a key made of the value as it came would change
+// with the whitespace a client adds. Value allocates only when it changes
+// the case of a letter.
+func (h HeaderKeys) Value(v string) string {
+	v = strings.Trim(v, " \t")
+	if h.host {
+		v = lowerASCII(v)
+	}
+	return v
+}
+
+// lowerASCII returns s with its ASCII letters in lower case, s itself when
+// it holds no upper-case one. Other bytes are kept: a host name is ASCII,
+// and folding the case of other characters would make distinct values one.
+func lowerASCII(s string) string {
+	for i := 0; i < len(s); i++ {
+		if 'A' <= s[i] && s[i] <= 'Z' {
+			b := []byte(s)
+			for j := i; j < len(b); j++ {
+				if 'A' <= b[j] && b[j] <= 'Z' {
+					b[j] += 'a' - 'A'
+				}
+			}
+			return string(b)
+		}
+	}
+	return s
 }
 
 // Key returns the key of value.
@@ -64,13 +103,6 @@ func (h HeaderKeys) Key(value string) string {
 	sum := sha256.Sum256([]byte(value))
 	return h.hashed + hex.EncodeToString(sum[:])
 }
-
-// FieldValue returns v without the spaces and tabs around it: the value of
-// an HTTP field, which holds none (RFC 9110 section 5.5). An HTTP/1.1
-// parser strips them; HTTP/2, and so gRPC, forbids them (RFC 9113 section
-// 8.2.1), but Go's HTTP/2 server and grpc-go pass them on, and a key made
-// of the value as it came would change with the whitespace a client adds.
-func FieldValue(v string) string { return strings.Trim(v, " \t") }
 
 // IsToken reports whether s is a token of RFC 9110 section 5.6.2, as a
 // field name is: one or more of the visible ASCII characters other than the

@@ -70,6 +70,27 @@ func TestHeaderKeys(t *testing.T) {
 	assert.Equal(t, "header-sha256::authority", Kind(authority.Key(at+"v")))
 }
 
+// TestHeaderValue: a key is made of the field value, trimmed of RFC 9110's
+// whitespace (OWS: spaces and tabs) and of nothing else, and for Host and
+// :authority folded to lower case, ASCII letters only; a value that needs
+// no change costs no allocation.
+func TestHeaderValue(t *testing.T) {
+	key, host, authority := NewHeaderKeys("X-API-Key"), NewHeaderKeys("Host"), NewHeaderKeys(":authority")
+	for _, v := range []string{"k1\r", "k1\n", "\vk1", "k1\f", "\u00a0k1", "k1\u3000", "\u0085k1"} {
+		assert.Equal(t, v, key.Value(v), "%q is no OWS", v)
+	}
+	assert.Equal(t, "k 1", key.Value(" \t k 1\t "))
+	assert.Equal(t, "", key.Value(" \t "))
+	assert.Equal(t, "K1", key.Value("K1"), "only a host's case is folded")
+	assert.Equal(t, "api.example.com:8443", host.Value(" API.Example.COM:8443\t"))
+	assert.Equal(t, "api.example.com", authority.Value("Api.Example.com"))
+	assert.Equal(t, "\u212a.example", host.Value("\u212a.EXAMPLE"), "the Kelvin sign is no K")
+	assert.Zero(t, testing.AllocsPerRun(100, func() {
+		_ = key.Value("k-123")
+		_ = host.Value("api.example.com")
+	}))
+}
+
 type ctxKey int
 
 // TestContextKindIsUnchanged pins the prefix of context keys byte for byte,
