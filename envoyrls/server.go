@@ -134,7 +134,9 @@ func WithLimiterOptions(opts ...hotlimit.Option) Option {
 // the default and the reference server's behaviour, every descriptor counts
 // its hits even when another is over the limit. On, the hits of the
 // descriptors that passed are refunded when one is over, so a denied request
-// spends nothing (as hotlimit's composite limiter does).
+// spends nothing (as hotlimit's composite limiter does), nor does one during
+// which a limiter or the observer panics: the descriptors that took their
+// hits give them back, and the panic goes on with its own value.
 func WithAllOrNothing(on bool) Option { return func(s *settings) { s.allOrNothing = on } }
 
 // WithHeaders sets the response headers; none by default.
@@ -510,6 +512,18 @@ func (s *Server) shouldRateLimit(ctx context.Context, req *pb.RateLimitRequest) 
 	if err := s.plan(snap, req, items); err != nil {
 		return nil, err
 	}
+	// held: in all-or-nothing mode, the items may hold what they took by
+	// their receipts. Should a limiter or the observer panic partway, they
+	// are given back on the way out, and the panic goes on unchanged: a
+	// request that was never answered spends nothing. Once every item is
+	// decided, or a failure's give-back starts, held is false: the
+	// deferred call then does nothing, and nothing is given back twice.
+	held := s.set.allOrNothing
+	defer func() {
+		if held {
+			s.refundAll(context.WithoutCancel(ctx), items)
+		}
+	}()
 	piped := s.takeAll(ctx, items)
 	for i := range items {
 		it := &items[i]
@@ -520,6 +534,7 @@ func (s *Server) shouldRateLimit(ctx context.Context, req *pb.RateLimitRequest) 
 			err = s.decide(ctx, it)
 		}
 		if err != nil {
+			held = false
 			if s.set.allOrNothing {
 				// Those not decided, or failed, hold no receipt. The
 				// others are given back even when the error is ctx's own
@@ -536,6 +551,7 @@ func (s *Server) shouldRateLimit(ctx context.Context, req *pb.RateLimitRequest) 
 			return nil, err
 		}
 	}
+	held = false
 	return s.respond(ctx, items), nil
 }
 
