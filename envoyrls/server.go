@@ -18,6 +18,7 @@ import (
 	"github.com/hotlimit/hotlimit"
 	"github.com/hotlimit/hotlimit/composite"
 	"github.com/hotlimit/hotlimit/httplimit"
+	"github.com/hotlimit/hotlimit/internal/burst"
 	"github.com/hotlimit/hotlimit/internal/keyed"
 	"github.com/hotlimit/hotlimit/internal/transport"
 	"github.com/hotlimit/hotlimit/redislimit"
@@ -212,15 +213,13 @@ type snapshot struct {
 }
 
 // limiterConfig returns the Config of the limiter that enforces the policy
-// c: c, with a burst equal to the limit as 0 when the limiters have no
-// default burst, since both mean the same bucket. So a reload that only
+// c: c, with a burst that is the one a burst of 0 stands for (the
+// limiters' default burst, or the limit when they have none) as 0, since
+// both mean the same bucket (see burst.Unspelled). So a reload that only
 // spells out such a burst, or drops it, keeps the rule's limiter and its
 // state, as the service's rules do.
 func (s *Server) limiterConfig(c hotlimit.Config) hotlimit.Config {
-	if s.defBurst == 0 && c.Algorithm.HasBurst() && c.Burst == c.Limit {
-		c.Burst = 0
-	}
-	return c
+	return burst.Unspelled(c, s.defBurst)
 }
 
 // epochClock returns a clock of Unix nanoseconds that never goes back: the
