@@ -356,6 +356,20 @@ func (l *Limiter) take(ctx context.Context, key string, n int, leaves []hotlimit
 	// gives no receipt at all.
 	var at int64
 	found, uncounted := false, false
+	// held is how many children, from the first, may hold what they took
+	// by their receipts among leaves. Should a child panic in its Take (a
+	// user's clock, a limiter of the caller's own), those are given back
+	// on the way out, and the panic goes on unchanged: a request that was
+	// never decided counts nowhere (a composite child that panics gives
+	// back its own children so). Once every child has been asked, or one
+	// denied and the others' give-back starts, held is 0: the deferred
+	// call then does nothing, and nothing is given back twice.
+	held := 0
+	defer func() {
+		if held > 0 {
+			l.giveBack(detached(ctx), key, held, leaves, nil, false)
+		}
+	}()
 	for i, c := range l.children {
 		var cd hotlimit.Decision
 		var r hotlimit.Receipt
@@ -384,6 +398,7 @@ func (l *Limiter) take(ctx context.Context, key string, n int, leaves []hotlimit
 			// Give back what the children before it took, in reverse
 			// order, each with its own receipt: right after its Take, a
 			// refund restores the child (see the package documentation).
+			held = 0
 			errs = l.giveBack(detached(ctx), key, i, leaves, errs, true)
 			markGivenBack(leaves)
 			// The others as they are now: the refunded ones restored,
@@ -398,6 +413,7 @@ func (l *Limiter) take(ctx context.Context, key string, n int, leaves []hotlimit
 			rd.RetryAfter, errs = l.wait(ctx, key, n, i, cd.RetryAfter, &rem, leaves, errs)
 			return rd, hotlimit.Receipt{}, errors.Join(errs...)
 		}
+		held = i + 1
 		if err != nil {
 			errs, failed = append(errs, err), true
 		}
@@ -410,6 +426,7 @@ func (l *Limiter) take(ctx context.Context, key string, n int, leaves []hotlimit
 		}
 		d = merge(d, cd, i == 0)
 	}
+	held = 0 // every child was asked: the request is decided
 	d.Allowed, d.RetryAfter = true, 0
 	if failed && ctx != nil && ctx.Err() != nil { // without a context, no child fails
 		// The request ended while a child could not decide, which passed

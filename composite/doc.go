@@ -8,7 +8,10 @@
 // Take(key, n) takes n from each child in order. When every child admits,
 // the request passes and stays counted in all. When one denies, the children
 // that admitted before it are refunded at once, with their own receipts, and
-// the request is denied: nothing is lost on a partial failure. (A child after
+// the request is denied: nothing is lost on a partial failure. Nor when a
+// child panics in its Take (its clock, a limiter of the caller's own): the
+// children that admitted before it are refunded so on the way out, and the
+// panic goes on with its own value. (A child after
 // the denier may then be asked for the request too, to learn how long it
 // must wait, see Decisions: it takes nothing when it denies, and is refunded
 // at once when it admits; slidinglog's is asked without a Take, and takes

@@ -6,6 +6,7 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -267,29 +268,50 @@ func TestReloadBetweenATakeAndItsRefund(t *testing.T) {
 	assert.Equal(t, 2, gs.passed(t, 4, first), "the new limit's last 2: the refund created nothing there")
 }
 
-// TestReloadSpellingOutTheBurstKeepsState: a burst equal to the limit is
-// the default burst, the same policy: a reload that only spells it out, or
-// drops it, keeps the rule's limiter, and the client that spent the quota
-// gets no fresh window.
+// TestReloadSpellingOutTheBurstKeepsState: a burst equal to the one a
+// burst of 0 stands for (the limit, or the limiters' default burst given
+// by WithLimiterOptions(hotlimit.WithBurst(n))) is the same policy: a
+// reload that only spells it out, or drops it, keeps the rule's limiter,
+// and the client that spent the quota gets no fresh window. With a default
+// burst, spelling it out built a new limiter, and every key started fresh.
 func TestReloadSpellingOutTheBurstKeepsState(t *testing.T) {
 	for _, alg := range []string{"TokenBucket", "GCRA"} {
-		t.Run(alg, func(t *testing.T) {
-			plain := "domain: m\ndescriptors:\n  - key: k\n    rate_limit: {unit: hour, requests_per_unit: 3, algorithm: " + alg + "}\n"
-			spelled := "domain: m\ndescriptors:\n  - key: k\n    rate_limit: {unit: hour, requests_per_unit: 3, burst: 3, algorithm: " + alg + "}\n"
-			gs := newGatedServer(t, plain)
-			d := desc("k", "client")
-			require.Equal(t, 3, gs.passed(t, 4, d))
+		for _, tc := range []struct {
+			name     string
+			opts     []Option
+			burst    int // what a burst of 0 stands for
+			elsewise int // a burst that is not it
+		}{
+			{"default=none", nil, 3, 4},
+			{"default=5", []Option{WithLimiterOptions(hotlimit.WithBurst(5))}, 5, 3},
+		} {
+			t.Run(alg+"/"+tc.name, func(t *testing.T) {
+				rules := func(burst int) string {
+					b := ""
+					if burst > 0 {
+						b = ", burst: " + strconv.Itoa(burst)
+					}
+					return "domain: m\ndescriptors:\n  - key: k\n    rate_limit: {unit: hour, requests_per_unit: 3" + b + ", algorithm: " + alg + "}\n"
+				}
+				gs := newGatedServer(t, rules(0), tc.opts...)
+				d := desc("k", "client")
+				require.Equal(t, tc.burst, gs.passed(t, tc.burst+1, d))
 
-			gs.write(t, spelled)
-			require.NoError(t, gs.srv.ReloadDir(gs.dir))
-			assert.Zero(t, gs.passed(t, 3, d), "the burst spelled out: still spent")
-			gs.write(t, plain)
-			require.NoError(t, gs.srv.ReloadDir(gs.dir))
-			assert.Zero(t, gs.passed(t, 3, d), "and dropped again: still spent")
-			gs.gate.mu.Lock()
-			defer gs.gate.mu.Unlock()
-			assert.Len(t, gs.gate.built, 1, "one limiter throughout")
-		})
+				gs.write(t, rules(tc.burst))
+				require.NoError(t, gs.srv.ReloadDir(gs.dir))
+				assert.Zero(t, gs.passed(t, tc.burst, d), "the burst spelled out: still spent")
+				gs.write(t, rules(0))
+				require.NoError(t, gs.srv.ReloadDir(gs.dir))
+				assert.Zero(t, gs.passed(t, tc.burst, d), "and dropped again: still spent")
+				gs.gate.mu.Lock()
+				assert.Len(t, gs.gate.built, 1, "one limiter throughout")
+				gs.gate.mu.Unlock()
+
+				gs.write(t, rules(tc.elsewise))
+				require.NoError(t, gs.srv.ReloadDir(gs.dir))
+				assert.Equal(t, tc.elsewise, gs.passed(t, tc.elsewise+1, d), "another burst is another limiter")
+			})
+		}
 	}
 }
 

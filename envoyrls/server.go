@@ -18,6 +18,7 @@ import (
 	"github.com/hotlimit/hotlimit"
 	"github.com/hotlimit/hotlimit/composite"
 	"github.com/hotlimit/hotlimit/httplimit"
+	"github.com/hotlimit/hotlimit/internal/burst"
 	"github.com/hotlimit/hotlimit/internal/keyed"
 	"github.com/hotlimit/hotlimit/internal/transport"
 	"github.com/hotlimit/hotlimit/redislimit"
@@ -134,7 +135,9 @@ func WithLimiterOptions(opts ...hotlimit.Option) Option {
 // the default and the reference server's behaviour, every descriptor counts
 // its hits even when another is over the limit. On, the hits of the
 // descriptors that passed are refunded when one is over, so a denied request
-// spends nothing (as hotlimit's composite limiter does).
+// spends nothing (as hotlimit's composite limiter does), nor does one during
+// which a limiter or the observer panics: the descriptors that took their
+// hits give them back, and the panic goes on with its own value.
 func WithAllOrNothing(on bool) Option { return func(s *settings) { s.allOrNothing = on } }
 
 // WithHeaders sets the response headers; none by default.
@@ -210,15 +213,13 @@ type snapshot struct {
 }
 
 // limiterConfig returns the Config of the limiter that enforces the policy
-// c: c, with a burst equal to the limit as 0 when the limiters have no
-// default burst, since both mean the same bucket. So a reload that only
+// c: c, with a burst that is the one a burst of 0 stands for (the
+// limiters' default burst, or the limit when they have none) as 0, since
+// both mean the same bucket (see burst.Unspelled). So a reload that only
 // spells out such a burst, or drops it, keeps the rule's limiter and its
 // state, as the service's rules do.
 func (s *Server) limiterConfig(c hotlimit.Config) hotlimit.Config {
-	if s.defBurst == 0 && c.Algorithm.HasBurst() && c.Burst == c.Limit {
-		c.Burst = 0
-	}
-	return c
+	return burst.Unspelled(c, s.defBurst)
 }
 
 // epochClock returns a clock of Unix nanoseconds that never goes back: the
@@ -510,6 +511,18 @@ func (s *Server) shouldRateLimit(ctx context.Context, req *pb.RateLimitRequest) 
 	if err := s.plan(snap, req, items); err != nil {
 		return nil, err
 	}
+	// held: in all-or-nothing mode, the items may hold what they took by
+	// their receipts. Should a limiter or the observer panic partway, they
+	// are given back on the way out, and the panic goes on unchanged: a
+	// request that was never answered spends nothing. Once every item is
+	// decided, or a failure's give-back starts, held is false: the
+	// deferred call then does nothing, and nothing is given back twice.
+	held := s.set.allOrNothing
+	defer func() {
+		if held {
+			s.refundAll(context.WithoutCancel(ctx), items)
+		}
+	}()
 	piped := s.takeAll(ctx, items)
 	for i := range items {
 		it := &items[i]
@@ -520,6 +533,7 @@ func (s *Server) shouldRateLimit(ctx context.Context, req *pb.RateLimitRequest) 
 			err = s.decide(ctx, it)
 		}
 		if err != nil {
+			held = false
 			if s.set.allOrNothing {
 				// Those not decided, or failed, hold no receipt. The
 				// others are given back even when the error is ctx's own
@@ -536,6 +550,7 @@ func (s *Server) shouldRateLimit(ctx context.Context, req *pb.RateLimitRequest) 
 			return nil, err
 		}
 	}
+	held = false
 	return s.respond(ctx, items), nil
 }
 

@@ -28,6 +28,9 @@ type limiter struct {
 }
 
 func newLimiter(svc *service.Service, user KeyFunc, opts []Option) *limiter {
+	if transport.Unbuilt(svc) {
+		svc = nil // the zero Service is not usable: it is a missing one
+	}
 	o := newOptions(user, opts)
 	return &limiter{svc: svc, o: o, policies: transport.NewPolicies(o.name)}
 }
@@ -48,7 +51,8 @@ type verdict struct {
 // not empty) and takes one from the service. recv is the API of the stream's
 // messages keyed by their method, recvPrefix + boundMethod(method), made
 // once per stream: a message keyed so (the default) uses it as it is, with
-// no allocation per message. It never panics: a nil service, or a
+// no allocation per message. It never panics: a nil service (or a zero
+// one, see newLimiter), or a
 // key function or limiter that panics, gives a verdict whose err is
 // codes.Internal (nil under dry run) and whose Event.Err says why, so that a
 // fault fails one call, never the server.

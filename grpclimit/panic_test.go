@@ -16,6 +16,8 @@ import (
 
 	"github.com/hotlimit/hotlimit"
 	"github.com/hotlimit/hotlimit/grpclimit"
+	"github.com/hotlimit/hotlimit/internal/limitertest"
+	"github.com/hotlimit/hotlimit/service"
 )
 
 // TestPanickingHandlerBehindARecoveryCarriesTheFields: a recovery
@@ -117,4 +119,39 @@ func TestPanicRecoveredInsideTheLimitCarriesTheFields(t *testing.T) {
 	require.Equal(t, codes.Internal, status.Code(err), "%v", err)
 	assert.Empty(t, header.Get(grpclimit.MetadataRateLimit), "Trailers-Only")
 	assert.Equal(t, []string{`"fixedwindow-10-1m";r=9;t=60`}, trailer.Get(grpclimit.MetadataRateLimit))
+}
+
+// TestPanickingLimitFailsTheCallAndKeepsNothing: under a rule of two limits
+// whose second panics in its Take (its own clock, given by a factory), the
+// interceptor answers INTERNAL and the server goes on, but the first limit
+// kept the call it had taken: every such call spent a request the client
+// never got. Now the call fails and counts nowhere.
+func TestPanickingLimitFailsTheCallAndKeepsNothing(t *testing.T) {
+	var clock limitertest.PanicClock
+	first, second := cfg(hotlimit.TokenBucket, 3, time.Minute), cfg(hotlimit.FixedWindow, 5, time.Minute)
+	factory := func(c hotlimit.Config, opts ...hotlimit.Option) (hotlimit.Limiter, error) {
+		if c == second {
+			opts = append(opts, hotlimit.WithClock(clock.Read))
+		}
+		return service.NewLimiter(c, opts...)
+	}
+	svc, err := service.NewFromRules(service.Rules{Default: service.Limits{first, second}},
+		hotlimit.WithClock(clock.Now.Load), hotlimit.WithFactory(factory))
+	require.NoError(t, err)
+	ts := &testService{}
+	client := testgrpc.NewTestServiceClient(serveTCP(t, ts, []grpc.ServerOption{grpc.UnaryInterceptor(grpclimit.UnaryServerInterceptor(svc))}))
+
+	clock.Arm(true)
+	_, err = client.UnaryCall(ctx(t), &testgrpc.SimpleRequest{})
+	require.Equal(t, codes.Internal, status.Code(err), "%v", err)
+	clock.Arm(false)
+
+	require.Zero(t, ts.unary.Load(), "the call was not served")
+	served := 0
+	for range 5 {
+		if _, err := client.UnaryCall(ctx(t), &testgrpc.SimpleRequest{}); err == nil {
+			served++
+		}
+	}
+	assert.Equal(t, 3, served, "the first limit passes its whole quota")
 }

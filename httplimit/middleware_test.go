@@ -500,6 +500,21 @@ func TestNilServiceFailsClosed(t *testing.T) {
 	})
 }
 
+// TestZeroServiceFailsClosed: a zero service.Service, which service.New did
+// not build, panicked at every request (its rules are a nil pointer), so
+// that net/http dropped the connection, where grpclimit answered INTERNAL.
+// It is now the configuration error a nil service is: every request is
+// answered 500, and none reaches the handler.
+func TestZeroServiceFailsClosed(t *testing.T) {
+	reached := false
+	next := http.HandlerFunc(func(http.ResponseWriter, *http.Request) { reached = true })
+	var w *httptest.ResponseRecorder
+	require.NotPanics(t, func() { w = serve(httplimit.New(&service.Service{})(next), get("/", "192.0.2.1:1")) })
+	assert.Equal(t, http.StatusInternalServerError, w.Code)
+	assert.Equal(t, "rate limiter not configured\n", w.Body.String())
+	assert.False(t, reached, "no request goes through unlimited")
+}
+
 // TestNilHandlerValueIsNotFound: a handler of a nil value (a nil
 // http.HandlerFunc, a *http.ServeMux never built) is a nil handler, as the
 // doc of New says, answered by http.NotFoundHandler instead of a panic at the

@@ -179,6 +179,19 @@ func (m *multi) take(ctx context.Context, k keys, n int, each *[composite.MaxChi
 		return d, i, own, shadow, errors.Join(errs...)
 	}
 	var receipts [composite.MaxChildren]hotlimit.Receipt
+	// held is how many limits, from the first, may hold what they took by
+	// receipts. Should a limit panic in its Take (its clock, a factory's
+	// limiter, an observer of its own), those are given back on the way
+	// out, and the panic goes on unchanged: a request that was never
+	// decided counts nowhere. Once every limit has been asked, or one
+	// denied and the others' give-back starts, held is 0: the deferred
+	// call then does nothing, and nothing is given back twice.
+	held := 0
+	defer func() {
+		if held > 0 {
+			m.giveBack(ctx, &k, held, &receipts, nil)
+		}
+	}()
 	failed := false // some limit could not decide (its error)
 	var best, shadowed, bestShadowed hotlimit.Decision
 	shadowDecider := 0    // the most constrained limit in shadow mode
@@ -219,13 +232,8 @@ func (m *multi) take(ctx context.Context, k keys, n int, each *[composite.MaxChi
 			// Give back what the limits before it took, in reverse order,
 			// each with its own receipt under its own key: right after
 			// its Take, a refund restores the limit.
-			for j := i - 1; j >= 0; j-- {
-				if cc := m.withContext[j]; ctx != nil && cc != nil {
-					errs = appendLimitErr(errs, j, cc.RefundContext(context.WithoutCancel(ctx), k.of(m.limits[j].Scope), receipts[j]))
-				} else {
-					m.children[j].Refund(k.of(m.limits[j].Scope), receipts[j])
-				}
-			}
+			held = 0
+			errs = m.giveBack(ctx, &k, i, &receipts, errs)
 			// The others as they are now: the refunded ones restored,
 			// the later ones reporting, not taking; those in shadow
 			// mode left out, as the denier is not one. The denier's own
@@ -239,7 +247,7 @@ func (m *multi) take(ctx context.Context, k keys, n int, each *[composite.MaxChi
 			rd.RetryAfter, errs = m.wait(ctx, &k, n, i, cd.RetryAfter, &rem, errs)
 			return rd, i, cd, -1, errors.Join(errs...)
 		}
-		receipts[i] = r
+		receipts[i], held = r, i+1
 		if m.limits[i].Shadow {
 			// The most constrained of them decides when every limit is
 			// in shadow mode, unless one would have denied.
@@ -255,6 +263,8 @@ func (m *multi) take(ctx context.Context, k keys, n int, each *[composite.MaxChi
 		d = merge(d, cd, !counted)
 		counted = true
 	}
+	// Every limit was asked: the request is decided.
+	held = 0
 	if !counted { // every limit is in shadow mode
 		d, decider, best = shadowed, shadowDecider, bestShadowed
 	}
@@ -266,7 +276,7 @@ func (m *multi) take(ctx context.Context, k keys, n int, each *[composite.MaxChi
 		// limit keeps a request that was never served. A failed limit's
 		// receipt is given back as well, as a denial's give-back does: it
 		// is the zero Receipt, a no-op, unless that limit counted after all.
-		errs = m.giveBack(ctx, &k, &receipts, errs)
+		errs = m.giveBack(ctx, &k, len(m.children), &receipts, errs)
 		// The error says so, whatever the limits' own errors are: it is
 		// how a caller that reads ctx later, when ctx may have ended
 		// only since, tells a request given back from one that counts.
@@ -361,14 +371,14 @@ func (m *multi) wait(ctx context.Context, k *keys, n, denier int, retry time.Dur
 	return retry, errs
 }
 
-// giveBack refunds, in reverse order, what every limit took with receipts
-// (the zero Receipt of a limit that took nothing is a no-op), the limits
-// that take a context under ctx without its cancellation; it returns errs
-// with their errors.
-func (m *multi) giveBack(ctx context.Context, k *keys, receipts *[composite.MaxChildren]hotlimit.Receipt, errs []error) []error {
-	for j := len(m.children) - 1; j >= 0; j-- {
+// giveBack refunds, in reverse order, what each of the first upto limits
+// took with receipts (the zero Receipt of a limit that took nothing is a
+// no-op), the limits that take a context under ctx without its
+// cancellation (when ctx is not nil); it returns errs with their errors.
+func (m *multi) giveBack(ctx context.Context, k *keys, upto int, receipts *[composite.MaxChildren]hotlimit.Receipt, errs []error) []error {
+	for j := upto - 1; j >= 0; j-- {
 		switch {
-		case m.withContext[j] != nil:
+		case ctx != nil && m.withContext[j] != nil:
 			errs = appendLimitErr(errs, j, m.withContext[j].RefundContext(context.WithoutCancel(ctx), k.of(m.limits[j].Scope), receipts[j]))
 		default:
 			m.children[j].Refund(k.of(m.limits[j].Scope), receipts[j])

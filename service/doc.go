@@ -28,7 +28,9 @@
 // of one scope in two rules count one quota (see [hotlimit.Scope]). A rule may
 // mix scopes, as in "10
 // per minute per user and 3 per minute per pair"; its limits are taken all or
-// nothing, so a request one limit denies spends no other limit's quota.
+// nothing, so a request one limit denies spends no other limit's quota, nor
+// does one during which a limit panics (its clock, a factory's limiter): the
+// limits that took it give it back, and the panic goes on with its own value.
 // [Service.TakePolicy] names the limit that decided, with that limit's own
 // decision, and [Service.TakeEach] lists every limit with its own, for a
 // caller that advertises each (as httplimit's RateLimit fields do).

@@ -12,6 +12,7 @@ import (
 
 	"github.com/hotlimit/hotlimit"
 	"github.com/hotlimit/hotlimit/composite"
+	"github.com/hotlimit/hotlimit/internal/burst"
 )
 
 // rule is one resolved rule of a snapshot: its limits and what enforces them.
@@ -500,10 +501,7 @@ func closeAll(built []hotlimit.Limiter) {
 func unscoped(c hotlimit.Config, defBurst int) hotlimit.Config {
 	c.Scope = hotlimit.PerPair
 	c.Shadow = false
-	if c.Algorithm.HasBurst() && (defBurst == 0 && c.Burst == c.Limit || defBurst > 0 && c.Burst == defBurst) {
-		c.Burst = 0
-	}
-	return c
+	return burst.Unspelled(c, defBurst)
 }
 
 // sameLimit reports whether a and b count under one key of one limiter (see
