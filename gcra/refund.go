@@ -21,7 +21,12 @@ var _ hotlimit.Refunder = (*Limiter)(nil)
 // least r.N·T − e and may be less; that is what the refund may give back
 // without ever creating capacity the Take did not take, whatever other takes
 // and refunds came in between. An earlier r.At only gives back less (a
-// composite relies on that).
+// composite relies on that). Time counts from r.At to the clock: none for a
+// clock read behind r.At, which gives all of it back. The TAT keeps no time
+// of the key's latest write, so unlike the token bucket's refund this one
+// does not count up to it: a clock read behind it (stepped back) counts less
+// time than the key has seen, and may give back more than the Take still
+// takes (see hotlimit.Refunder).
 //
 // A zero Receipt, or one with N < 1, gives back nothing; so does a refund
 // for a key the limiter does not hold (it was full when swept, so the Take no

@@ -17,11 +17,14 @@ import (
 
 // TestRefundOfTakeBehindKeysMaking: a clock that stepped back behind the
 // reading at which a key's state was made (Redis's TIME is a wall clock,
-// which may) takes there, and refunds that take at once: the key is back
-// where it was, as the models say, for every algorithm that refunds by
-// count or tokens. The state's making time, which turns away the refund of
-// a take made before the state was lost, must not turn away a take the
-// state counted itself.
+// which may) takes there, and refunds that take at once: the key is where
+// the models say, for every algorithm that refunds by count or tokens;
+// back where it was but for the token bucket, whose refund deducts what
+// the key refilled from the take up to its latest write, the making (10 s
+// at 4 per minute: 2/3 of a token, so 1 of the 2 whole tokens comes back).
+// The state's making time, which turns away the refund of a take made
+// before the state was lost, must not turn away a take the state counted
+// itself.
 func TestRefundOfTakeBehindKeysMaking(t *testing.T) {
 	srv := redistest.Start(t)
 	client := newClient(t, srv)
@@ -32,14 +35,25 @@ func TestRefundOfTakeBehindKeysMaking(t *testing.T) {
 			t1 := int64(time.Hour + 30*time.Second)
 			clock.Store(t1)
 			c := hotlimit.Config{Algorithm: a, Limit: 4, Window: time.Minute}
+			m := newModel(c).(refundModel)
 			lim := newExact(t, client, c, hotlimit.WithClock(clock.Load))
 			require.True(t, take(t, lim, "k", 1).Allowed)
-			clock.Store(t1 - int64(10*time.Second)) // the same window, behind the key's making
+			m.Take("k", 1, t1)
+			t0 := t1 - int64(10*time.Second)
+			clock.Store(t0) // the same window, behind the key's making
 			before := take(t, lim, "k", 0)
 			d, r := lim.TakeReceipt("k", 2)
 			require.True(t, d.Allowed)
+			m.Take("k", 2, t0)
 			require.NoError(t, lim.RefundContext(ctx, "k", r))
-			assert.Equal(t, before, take(t, lim, "k", 0), "the refund gave back what the take took")
+			m.Refund("k", r, t0)
+			after := take(t, lim, "k", 0)
+			assert.Equal(t, m.Take("k", 0, t0), after, "the refund gave back what the model does")
+			if a == hotlimit.TokenBucket {
+				assert.Equal(t, before.Remaining-1, after.Remaining, "the 2 tokens less the 2/3 refilled up to the key's making")
+			} else {
+				assert.Equal(t, before, after, "the refund gave back what the take took")
+			}
 		})
 	}
 }

@@ -142,7 +142,8 @@
 // for new keys start once the limiter holds [hotlimit.WithAutoSweep]'s
 // threshold of leases): a
 // fixed window's while its window lasts, a token bucket's or GCRA's less
-// what the key refilled since Redis took it, so that a bucket whose leases
+// what the key refilled since Redis took it (counted as [Limiter.Refund]
+// counts it), so that a bucket whose leases
 // keep ending unspent loses up to a lease's size per lease (see
 // [WithLease]).
 //

@@ -478,6 +478,17 @@ func (l *Limiter) TakeReceipt(key string, n int) (hotlimit.Decision, hotlimit.Re
 // Refund gives back what r took from key, as far as it still counts; see
 // [hotlimit.Refunder]. It costs one round trip; when Redis fails, or its
 // breaker is open (see [WithBreaker]), nothing is given back.
+//
+// A token bucket gets back r.N tokens (up to the burst) less what the key
+// refilled from r.At up to the later of the limiter's clock and the key's
+// latest write (its state is refilled up to that write, so that refill
+// counts), the rule of tokenbucket.Limiter.Refund, counted exactly: a
+// refund read behind that write gives back no more than one read at it,
+// and one read behind r.At, on a key not written since, gives all of them
+// back. A GCRA gets back r.N tokens less what refilled from r.At to the
+// clock, none when it reads behind r.At, as gcra.Limiter.Refund: its key
+// is judged at the clock, so one behind the key's latest write may give
+// back more than the Take still takes (see hotlimit.Refunder).
 func (l *Limiter) Refund(key string, r hotlimit.Receipt) {
 	_ = l.RefundContext(context.Background(), key, r)
 }
@@ -511,7 +522,9 @@ func (l *Limiter) RefundContext(ctx context.Context, key string, r hotlimit.Rece
 // as a rate limit service told to give hits back (Envoy's negative hits):
 // as an in-memory limiter's refund of a receipt stamped with its own
 // clock's now, a fixed window's give-back goes to the window Redis counts
-// in now, a token bucket's returns the n tokens whole (up to the burst). A
+// in now, a token bucket's returns the n tokens (up to the burst), whole
+// but for a clock read behind the key's latest write, which deducts what
+// the key refilled from now up to it (see Refund). A
 // receipt stamped with this process's clock instead would be judged by
 // Redis's, which disagrees with it by the clocks' skew: across a window's
 // start, a fixed window would give nothing back, or take it off the wrong

@@ -244,11 +244,12 @@ func WithHook(hook func(Event)) hotlimit.Option {
 // the instance takes no further lease for the key). A lease ends when it is
 // spent, after ttl, at the end of a fixed window, or on [Limiter.Close]; its
 // unspent requests then go back to Redis (for the token bucket and GCRA less
-// what has refilled since they were taken, for the fixed window while its
-// window lasts) by the instance's next call for the key that goes to Redis (a
-// take the lease does not cover, a report), in the same script call and before
-// it decides, so that it counts them back (one call gives them back, however
-// many find the lease expired at once); when a live lease that falls short of
+// what has refilled since they were taken, counted as [Limiter.Refund]
+// counts it, for the fixed window while its window lasts) by the instance's
+// next call for the key that goes to Redis (a take the lease does not cover,
+// a report), in the same script call and before it decides, so that it
+// counts them back (one call gives them back, however many find the lease
+// expired at once); when a live lease that falls short of
 // a take is replaced by the key's next lease; by Close; by [Limiter.Sweep]; or
 // by the auto-sweep. An expired lease so holds its leftovers out of the
 // instances' reach only until the key's next call on its instance, not until

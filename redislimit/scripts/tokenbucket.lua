@@ -25,14 +25,19 @@ local behind = math.max(last - now, 0)
 
 local allowed, retry, got = 0, 0, 0
 if giveback > 0 then
-  -- the tokens less what has refilled since they were taken: had they not
-  -- been taken, those refills would have been capped
+  -- the tokens less what the key refilled from their take up to last, the
+  -- later of now and its latest write (it is refilled up to that write, so
+  -- that refill is real): had they not been taken, those refills would have
+  -- been capped. A clock behind at, on a key not written since, refilled
+  -- nothing: all of them come back. (The product is computed only below
+  -- back, so it is exact; an at far outside the clock's range, which only a
+  -- made-up receipt holds, is far behind last or ahead of it either way.)
   local back = giveback * window
-  if now > at then
-    if now - at >= cdiv(back, limit) then
+  if last > at then
+    if last - at >= cdiv(back, limit) then
       back = 0
     else
-      back = back - (now - at) * limit
+      back = back - (last - at) * limit
     end
   end
   if counted(held, at) and back > 0 then
