@@ -93,9 +93,14 @@ const DefaultAutoSweep = 1 << 16
 // offending entry and wrapping hotlimit.ErrInvalidConfig when rules are
 // invalid (see [Rules.Validate]), and the factory's error, naming the
 // entry, when a factory fails to build a limit (returning no limiter
-// without an error counts as failing).
+// without an error counts as failing). An observer that cannot report (see
+// [hotlimit.CheckObserver]), such as a zero-value hotlimitotel.Metrics,
+// is an error too.
 func NewFromRules(rules Rules, opts ...hotlimit.Option) (*Service, error) {
 	opts = append([]hotlimit.Option{hotlimit.WithAutoSweep(DefaultAutoSweep)}, opts...) // later options win
+	if err := hotlimit.CheckObserver(hotlimit.NewOptions(opts...).Observer); err != nil {
+		return nil, fmt.Errorf("service: WithObserver: %w", err)
+	}
 	snap, err := build(rules, nil, opts)
 	if err != nil {
 		return nil, err
