@@ -710,9 +710,12 @@ func lastKeyWins(file string, n *yaml.Node, done map[*yaml.Node]bool, warnings [
 // the reference sees them once its YAML decoder has resolved both.
 //
 // A float is rejected only with floats: see ParseDomain. Without floats,
-// it also returns the first value the reference's decoder cannot fill its
-// structs with (see leaf), as undecodable, an error it reports only once
-// the values that count are checked. mergedBy is structLayout's, for a
+// it walks the file as the reference's decoder fills its structs, replaced
+// values included: it rejects no key (a key the structs have no field for
+// is skipped, as there; the keys are checked with floats, among the values
+// that count) and returns the first value the decoder cannot fill its
+// structs with (see leaf and decodes), as undecodable, an error it reports
+// only once the values that count are checked. mergedBy is structLayout's, for a
 // file laid out, nil otherwise.
 func validateKeys(file string, n *yaml.Node, floats bool, mergedBy map[*yaml.Node]*yaml.Node) (undecodable, err error) {
 	v := keyValidator{file: file, seen: map[seenKey]bool{}, floats: floats, mergedBy: mergedBy}
@@ -812,6 +815,11 @@ func (v *keyValidator) check(n *yaml.Node, parent string) error {
 		for _, c := range n.Content {
 			if n.Kind == yaml.SequenceNode {
 				if r := target(c); r.Kind != yaml.MappingNode {
+					if elem, ok := elemTypes[parent]; ok && !v.floats {
+						// an item of a list of structs; see decodes
+						v.undecodableAs(r, "config."+elem)
+						continue
+					}
 					return configError(v.file, "config error, yaml file contains list of type other than map: %s", goValue(r))
 				}
 			}
@@ -828,11 +836,21 @@ func (v *keyValidator) check(n *yaml.Node, parent string) error {
 				}
 				continue
 			}
+			known := k.Kind == yaml.ScalarNode && k.Tag == "!!str" && (validKeys[k.Value] || extensionKeys[k.Value] && parent == "rate_limit")
+			if !known && !v.floats {
+				// Its decoder skips a key its struct has no field
+				// for; the reference checks the keys only of the
+				// values that count, in the file laid out.
+				continue
+			}
 			if k.Kind != yaml.ScalarNode || k.Tag != "!!str" {
 				return configError(v.file, "config error, key is not of type string: %s", goValue(k))
 			}
-			if !validKeys[k.Value] && !(extensionKeys[k.Value] && parent == "rate_limit") {
+			if !known {
 				return configError(v.file, "config error, unknown key '%s'", k.Value)
+			}
+			if !v.floats && !v.decodes(k.Value, val) {
+				continue
 			}
 			if k.Value == "metadata" {
 				continue
@@ -914,31 +932,102 @@ func (v *keyValidator) leaf(key string, val *yaml.Node, parent string) error {
 	if v.floats || v.undecodable != nil || !boolKeys[key] && key != "requests_per_unit" {
 		return nil
 	}
-	if tag, ok := fills(into, n); !ok {
-		v.undecodable = configError(v.file, "error loading config file: yaml: unmarshal errors:\n  line %d: cannot unmarshal %s `%s` into %s", n.Line, tag, shown(n.Value), into)
+	if !fills(into, n) {
+		v.undecodableAs(n, into)
 	}
 	return nil
 }
 
+// fieldTypes are the Go types of the reference's struct fields that hold a
+// list or a mapping, by key, as its decoder names them; the keys not here
+// hold a scalar (see leaf). elemTypes are the types of the lists' items.
+var (
+	fieldTypes = map[string]string{
+		"descriptors": "[]config.YamlDescriptor", "replaces": "[]config.yamlReplaces",
+		"rate_limit": "config.YamlRateLimit", "metadata": "map[string]interface {}",
+	}
+	elemTypes = map[string]string{"descriptors": "YamlDescriptor", "replaces": "yamlReplaces"}
+)
+
+// decodes reports whether the reference's decoder fills the field of key
+// with val, a list, a mapping or a null where its struct has a list or a
+// mapping, a scalar or a null where it has a scalar: the kind it takes, so
+// that the walk goes on into it. Otherwise the value is kept as
+// undecodable, as the reference refuses it even where a later key or a
+// merge key replaces it, and the walk skips it, as its decoder does.
+func (v *keyValidator) decodes(key string, val *yaml.Node) bool {
+	n := target(val)
+	if n.Kind == yaml.ScalarNode {
+		if tag, _ := yaml11(n); tag == "!!null" {
+			return true // leaves the field as it is
+		}
+	}
+	into, ok := fieldTypes[key]
+	var fits bool
+	switch {
+	case !ok:
+		fits = n.Kind == yaml.ScalarNode
+		into = scalarTypes[key]
+		if into == "" {
+			into = "string"
+		}
+	case key == "descriptors" || key == "replaces":
+		fits = n.Kind == yaml.SequenceNode
+	default:
+		fits = n.Kind == yaml.MappingNode
+	}
+	if !fits {
+		v.undecodableAs(n, into)
+	}
+	return fits
+}
+
+// scalarTypes are the Go types of the struct fields that hold a scalar
+// other than a string, by key.
+var scalarTypes = map[string]string{
+	"requests_per_unit": "uint32", "burst": "int",
+	"unlimited": "bool", "shadow_mode": "bool", "quota_mode": "bool",
+	"detailed_metric": "bool", "value_to_metric": "bool", "share_threshold": "bool",
+}
+
+// undecodableAs keeps as v.undecodable, unless it holds one already, the
+// error of the reference's decoder for n, which it cannot fill a Go value
+// of type into with: a scalar named by its tag and value as it quotes them,
+// a list or a mapping by its tag alone.
+func (v *keyValidator) undecodableAs(n *yaml.Node, into string) {
+	if v.undecodable != nil {
+		return
+	}
+	what := "!!seq"
+	switch n.Kind {
+	case yaml.MappingNode:
+		what = "!!map"
+	case yaml.ScalarNode:
+		tag, _ := yaml11(n)
+		what = fmt.Sprintf("%s `%s`", tag, shown(n.Value))
+	}
+	v.undecodable = configError(v.file, "error loading config file: yaml: unmarshal errors:\n  line %d: cannot unmarshal %s into %s", n.Line, what, into)
+}
+
 // fills reports whether the reference's decoder fills a Go value of type
-// into ("uint32" or "bool") with the scalar n, and the tag it reads n as.
-func fills(into string, n *yaml.Node) (tag string, ok bool) {
-	tag, val := yaml11(n)
+// into ("uint32" or "bool") with the scalar n.
+func fills(into string, n *yaml.Node) bool {
+	_, val := yaml11(n)
 	switch val := val.(type) {
 	case nil:
-		return tag, true // a null leaves the field as it is
+		return true // a null leaves the field as it is
 	case bool:
-		return tag, into == "bool"
+		return into == "bool"
 	case int64:
-		return tag, into == "uint32" && val >= 0 && val <= math.MaxUint32
+		return into == "uint32" && val >= 0 && val <= math.MaxUint32
 	case uint64:
-		return tag, into == "uint32" && val <= math.MaxUint32
+		return into == "uint32" && val <= math.MaxUint32
 	case float64:
 		// converted to uint64, which truncates toward zero, then checked
 		// against uint32's range
-		return tag, into == "uint32" && val > -1 && val < 1<<32
+		return into == "uint32" && val > -1 && val < 1<<32
 	}
-	return tag, false
+	return false
 }
 
 // yaml11 returns the tag and the value (nil, a bool, an int64, a uint64, a
