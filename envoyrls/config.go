@@ -439,7 +439,7 @@ func ParseDomain(file string, data []byte) (*Domain, error) {
 			return nil, err
 		}
 		warnings = lastKeyWins(file, doc.Content[0], map[*yaml.Node]bool{}, nil)
-		laid := &structLayout{done: map[*yaml.Node]bool{}, replace: true, mergedBy: map[*yaml.Node]*yaml.Node{}}
+		laid := &structLayout{done: map[*yaml.Node]bool{}, replace: true, mergedBy: map[*yaml.Node][]*yaml.Node{}}
 		laid.node(&doc)
 		if _, err := validateKeys(file, doc.Content[0], true, laid.mergedBy); err != nil {
 			return nil, err
@@ -510,10 +510,13 @@ type structLayout struct {
 	done      map[*yaml.Node]bool // the nodes laid out, or being laid out
 	expanding map[*yaml.Node]bool // the mappings whose pairs are being set
 	replace   bool
-	// mergedBy holds, for a value that a merge key brought in through an
-	// alias (<<: *anchor), that alias: where it was merged, which the
-	// value's own line, the anchor's, does not say. Kept only when not nil.
-	mergedBy map[*yaml.Node]*yaml.Node
+	// mergedBy holds, for each mapping laid out, by pair, the alias of
+	// the merge key (<<: *anchor) of that mapping that brought the pair
+	// in, nil for a pair of its own: where the pair was merged, which the
+	// value's own line, the anchor's, does not say. Through anchors that
+	// merge others, it is the alias merged in this mapping, the outermost.
+	// Kept only when not nil.
+	mergedBy map[*yaml.Node][]*yaml.Node
 }
 
 // node lays out n and every node under it.
@@ -538,8 +541,11 @@ func (l *structLayout) node(n *yaml.Node) {
 	}
 	if n.Kind == yaml.MappingNode {
 		var out pairList
-		l.pairs(n, &out)
+		l.pairs(n, &out, nil)
 		n.Content = out.nodes
+		if l.mergedBy != nil && slices.ContainsFunc(out.by, func(a *yaml.Node) bool { return a != nil }) {
+			l.mergedBy[n] = out.by
+		}
 	}
 }
 
@@ -548,16 +554,21 @@ func isMetadataKey(k *yaml.Node) bool {
 	return k.Kind == yaml.ScalarNode && k.Tag == "!!str" && k.Value == "metadata"
 }
 
-// pairList is a mapping's content being laid out: key and value nodes, and
-// where each scalar key is among them.
+// pairList is a mapping's content being laid out: key and value nodes,
+// where each scalar key is among them, and by pair the alias that merged
+// it in (see structLayout.mergedBy).
 type pairList struct {
 	nodes []*yaml.Node
 	at    map[string]int // by tag and value, the index of the key in nodes
+	by    []*yaml.Node   // by pair (index in nodes / 2)
 }
 
 // pairs sets in out the pairs of mapping m in order, merge keys expanded.
-// A mapping that merges itself, through an alias, is expanded once.
-func (l *structLayout) pairs(m *yaml.Node, out *pairList) {
+// A mapping that merges itself, through an alias, is expanded once. by is
+// the alias that merged m in, nil for m in its own place: the pairs are
+// noted as brought in by it, else as m's were (by the alias of a merge key
+// of m, for a mapping m laid out already).
+func (l *structLayout) pairs(m *yaml.Node, out *pairList, by *yaml.Node) {
 	if l.expanding[m] {
 		return
 	}
@@ -566,51 +577,52 @@ func (l *structLayout) pairs(m *yaml.Node, out *pairList) {
 	}
 	l.expanding[m] = true
 	defer delete(l.expanding, m)
+	own := l.mergedBy[m]
+	// through returns the alias that brings in what n, the value of a
+	// merge key of m or an item of it, merges: by, else n's own alias.
+	through := func(n *yaml.Node) *yaml.Node {
+		if by == nil && n.Kind == yaml.AliasNode {
+			return n
+		}
+		return by
+	}
 	for i := 0; i+1 < len(m.Content); i += 2 {
 		k, v := m.Content[i], m.Content[i+1]
 		if k.Kind != yaml.ScalarNode || k.Tag != "!!merge" {
-			l.set(out, k, v)
+			pairBy := by
+			if pairBy == nil && i/2 < len(own) {
+				pairBy = own[i/2]
+			}
+			l.set(out, k, v, pairBy)
 			continue
 		}
 		switch t := target(v); t.Kind {
 		case yaml.MappingNode:
 			l.node(t)
-			l.mergeFrom(v, t, out)
+			l.pairs(t, out, through(v))
 		case yaml.SequenceNode:
 			if slices.ContainsFunc(t.Content, func(e *yaml.Node) bool { return target(e).Kind != yaml.MappingNode }) {
-				out.nodes = append(out.nodes, k, v) // rejected by validateKeys
+				l.set(out, k, v, nil) // rejected by validateKeys
 				continue
 			}
 			for j := len(t.Content) - 1; j >= 0; j-- {
 				if e := target(t.Content[j]); e.Kind == yaml.MappingNode {
 					l.node(e)
-					l.mergeFrom(t.Content[j], e, out)
+					l.pairs(e, out, through(t.Content[j]))
 				}
 			}
 		default: // rejected by validateKeys
-			out.nodes = append(out.nodes, k, v)
+			l.set(out, k, v, nil)
 		}
 	}
 }
 
-// mergeFrom sets in out the pairs of mapping m, merged in as n (m itself,
-// or an alias of it), noting in mergedBy the values an alias brought in.
-func (l *structLayout) mergeFrom(n, m *yaml.Node, out *pairList) {
-	l.pairs(m, out)
-	if l.mergedBy == nil || n.Kind != yaml.AliasNode {
-		return
-	}
-	for i := 1; i < len(m.Content); i += 2 {
-		if _, ok := l.mergedBy[m.Content[i]]; !ok {
-			l.mergedBy[m.Content[i]] = n
-		}
-	}
-}
-
-// set gives key k the value v in out.
-func (l *structLayout) set(out *pairList, k, v *yaml.Node) {
-	if k.Kind != yaml.ScalarNode { // rejected by validateKeys
+// set gives key k the value v in out, brought in by the alias by (nil for
+// none).
+func (l *structLayout) set(out *pairList, k, v, by *yaml.Node) {
+	if k.Kind != yaml.ScalarNode || k.Tag == "!!merge" { // rejected by validateKeys
 		out.nodes = append(out.nodes, k, v)
+		out.by = append(out.by, by)
 		return
 	}
 	id := k.Tag + ":" + k.Value
@@ -621,16 +633,18 @@ func (l *structLayout) set(out *pairList, k, v *yaml.Node) {
 		}
 		out.at[id] = len(out.nodes)
 		out.nodes = append(out.nodes, k, v)
+		out.by = append(out.by, by)
 		return
 	}
 	old := target(out.nodes[j+1])
 	if nv := target(v); !l.replace && k.Value == "rate_limit" && old.Kind == yaml.MappingNode && nv.Kind == yaml.MappingNode {
 		var merged pairList
-		l.pairs(old, &merged)
-		l.pairs(nv, &merged)
+		l.pairs(old, &merged, nil)
+		l.pairs(nv, &merged, nil)
 		v = &yaml.Node{Kind: yaml.MappingNode, Tag: "!!map", Line: nv.Line, Column: nv.Column, Content: merged.nodes}
 	}
 	out.nodes[j+1] = v
+	out.by[j/2] = by
 }
 
 // checkMapKeys rejects, anywhere under n, metadata included, what the
@@ -717,9 +731,9 @@ func lastKeyWins(file string, n *yaml.Node, done map[*yaml.Node]bool, warnings [
 // structs with (see leaf and decodes), as undecodable, an error it reports
 // only once the values that count are checked. mergedBy is structLayout's, for a
 // file laid out, nil otherwise.
-func validateKeys(file string, n *yaml.Node, floats bool, mergedBy map[*yaml.Node]*yaml.Node) (undecodable, err error) {
+func validateKeys(file string, n *yaml.Node, floats bool, mergedBy map[*yaml.Node][]*yaml.Node) (undecodable, err error) {
 	v := keyValidator{file: file, seen: map[seenKey]bool{}, floats: floats, mergedBy: mergedBy}
-	err = v.check(n, "")
+	err = v.check(n, "", nil)
 	return v.undecodable, err
 }
 
@@ -740,7 +754,7 @@ type keyValidator struct {
 	// checking, if any, and mergedBy structLayout's (see there): for an
 	// error to say where a value that an anchor holds was used.
 	via      aliasUse
-	mergedBy map[*yaml.Node]*yaml.Node
+	mergedBy map[*yaml.Node][]*yaml.Node
 }
 
 // aliasUse is an alias (or a merge key's alias) met as the value, or a value,
@@ -794,10 +808,12 @@ func target(n *yaml.Node) *yaml.Node {
 	return n
 }
 
-// check checks n, the value of the key parent ("" for the document).
-func (v *keyValidator) check(n *yaml.Node, parent string) error {
+// check checks n, the value of the key parent ("" for the document),
+// brought into its mapping by the merge key alias by (nil for none; see
+// structLayout.mergedBy).
+func (v *keyValidator) check(n *yaml.Node, parent string, by *yaml.Node) error {
 	if v.via.alias == nil {
-		if by := v.mergedBy[n]; by != nil {
+		if by != nil {
 			v.via = aliasUse{by, parent, true}
 		} else if n.Kind == yaml.AliasNode {
 			v.via = aliasUse{n, parent, false}
@@ -823,7 +839,7 @@ func (v *keyValidator) check(n *yaml.Node, parent string) error {
 					return configError(v.file, "config error, yaml file contains list of type other than map: %s", goValue(r))
 				}
 			}
-			if err := v.check(c, parent); err != nil {
+			if err := v.check(c, parent, nil); err != nil {
 				return err
 			}
 		}
@@ -855,10 +871,14 @@ func (v *keyValidator) check(n *yaml.Node, parent string) error {
 			if k.Value == "metadata" {
 				continue
 			}
-			if err := v.leaf(k.Value, val, parent); err != nil {
+			var by *yaml.Node
+			if pairs := v.mergedBy[n]; i/2 < len(pairs) {
+				by = pairs[i/2]
+			}
+			if err := v.leaf(k.Value, val, parent, by); err != nil {
 				return err
 			}
-			if err := v.check(val, k.Value); err != nil {
+			if err := v.check(val, k.Value, by); err != nil {
 				return err
 			}
 		}
@@ -897,15 +917,16 @@ var boolKeys = map[string]bool{
 //
 // The value of a key in a mapping that an alias or a merge key brought in,
 // or one given as an alias, has its anchor's line: the error then says
-// where the alias was used, too.
-func (v *keyValidator) leaf(key string, val *yaml.Node, parent string) error {
+// where the alias was used, too: by, the alias of the merge key that
+// brought the pair into its mapping, if any.
+func (v *keyValidator) leaf(key string, val *yaml.Node, parent string, by *yaml.Node) error {
 	n := target(val)
 	if n.Kind != yaml.ScalarNode {
 		return nil
 	}
 	where := v.via
 	if where.alias == nil {
-		if by := v.mergedBy[val]; by != nil {
+		if by != nil {
 			where = aliasUse{by, parent, true}
 		} else if val.Kind == yaml.AliasNode {
 			where = aliasUse{alias: val} // the key is named already
@@ -1121,7 +1142,7 @@ func (v *keyValidator) merged(n *yaml.Node, parent string) error {
 		v.via = aliasUse{n, parent, true}
 		defer func() { v.via = aliasUse{} }()
 	}
-	return v.check(n, parent)
+	return v.check(n, parent, nil)
 }
 
 // load adds descriptors under n, whose full key is parent (ending in '.').

@@ -179,6 +179,17 @@ func TestLoadErrors(t *testing.T) {
 			"error checking config: line 4: value 1.5 (reached through *n at line 6) is a float"},
 		{"integer past 64 bits through an alias", "domain: d\ndescriptors:\n  - key: a\n    metadata: &m {key: c, value: 99999999999999999999}\n  - key: b\n    descriptors: [*m]\n",
 			"error checking config: line 4: value 99999999999999999999 (reached through *m at line 6, under descriptors) is an integer past 64 bits"},
+		// Through anchors nested in metadata, the merge named is the one
+		// in the mapping where the value counts, not one inside the
+		// metadata, where nothing does.
+		{"float merged in through a nested anchor", "domain: d\ndescriptors:\n  - key: a\n    metadata: {x: &a {requests_per_unit: 1.5}, y: &b {<<: *a}}\n  - key: b\n    rate_limit: {<<: *b, unit: second}\n",
+			"error checking config: line 4: requests_per_unit 1.5 (merged in by <<: *b at line 6, under rate_limit) is a float"},
+		{"float merged in through a nested anchor merged twice", "domain: d\ndescriptors:\n  - key: a\n    metadata: {x: &a {requests_per_unit: 1.5}, y: &b {<<: *a}, z: {<<: *b}}\n  - key: b\n    rate_limit: {<<: *b, unit: second}\n",
+			"error checking config: line 4: requests_per_unit 1.5 (merged in by <<: *b at line 6, under rate_limit) is a float"},
+		{"float merged twice, replaced where first merged", "domain: d\ndescriptors:\n  - key: a\n    metadata: {x: &a {unit: second, requests_per_unit: 1.5}}\n  - key: b\n    rate_limit: {<<: *a, requests_per_unit: 2}\n  - key: c\n    rate_limit: {<<: *a}\n",
+			"error checking config: line 4: requests_per_unit 1.5 (merged in by <<: *a at line 8, under rate_limit) is a float"},
+		{"float merged in through an inline merge", "domain: d\ndescriptors:\n  - key: a\n    metadata: &a {requests_per_unit: 1.5}\n  - key: b\n    rate_limit: {<<: {<<: *a}, unit: second}\n",
+			"error checking config: line 4: requests_per_unit 1.5 (merged in by <<: *a at line 6, under rate_limit) is a float"},
 		{"float at its anchor", "domain: d\ndescriptors:\n  - key: a\n    rate_limit: &r {unit: second, requests_per_unit: 1.5}\n  - key: b\n    rate_limit: *r\n",
 			"error checking config: line 4: requests_per_unit 1.5 is a float"},
 		{"float value", "domain: d\ndescriptors:\n  - key: k\n    value: 1.50\n", "error checking config: line 4: value 1.50 is a float"},
