@@ -282,6 +282,34 @@ func Observers(obs ...Observer) Observer {
 	return &fanOut{all: all, fallbacks: fallbacks}
 }
 
+// CheckObserver returns the error of an observer that cannot report: one
+// that has a method CheckObserver() error returning an error, itself or
+// among those it passes on to (see [Observers], whose result lists them
+// through Unwrap() []Observer). An exporter's zero value, declared rather
+// than made by its constructor, such as a hotlimitotel.Metrics, has no
+// instruments to record into and says so: service.NewFromRules and
+// redislimit.New return the error, rather than build something that
+// reports nothing. A nil o, or one holding a nil pointer or function,
+// which reports nothing as [WithObserver] documents, is no error.
+func CheckObserver(o Observer) error {
+	if o == nil || nilness.HoldsNil(o) {
+		return nil
+	}
+	if c, ok := o.(interface{ CheckObserver() error }); ok {
+		if err := c.CheckObserver(); err != nil {
+			return err
+		}
+	}
+	if fan, ok := o.(interface{ Unwrap() []Observer }); ok {
+		for _, inner := range fan.Unwrap() {
+			if err := CheckObserver(inner); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
 // fanOut is the Observer of several; see [Observers].
 type fanOut struct {
 	all       []Observer

@@ -1,6 +1,7 @@
 package hotlimit_test
 
 import (
+	"errors"
 	"fmt"
 	"sync/atomic"
 	"testing"
@@ -167,4 +168,49 @@ func ExampleObservers() {
 	}
 	fmt.Println(decisions, "decisions,", denials, "denied")
 	// Output: 3 decisions, 1 denied
+}
+
+// unmade is an exporter's zero value, declared rather than made by its
+// constructor: it says it cannot report.
+type unmade struct{ tally }
+
+func (*unmade) CheckObserver() error { return errors.New("unmade is a zero value") }
+
+// fine has a CheckObserver that finds nothing wrong.
+type fine struct{ tally }
+
+func (*fine) CheckObserver() error { return nil }
+
+// TestCheckObserverFindsAnObserverThatCannotReport: CheckObserver returns
+// the error of an observer that says it cannot report, given alone, among
+// Observers or nested in them, and nil for observers that report, for nil
+// and for one holding a nil pointer (which report nothing by choice). A
+// service given one that cannot report refuses it with its error, rather
+// than deciding for ever with an observer that records nothing.
+func TestCheckObserverFindsAnObserverThatCannotReport(t *testing.T) {
+	var u unmade
+	var f fine
+	var tl tally
+	var nilUnmade *unmade
+	count := hotlimit.ObserverFunc(func(hotlimit.Event) {})
+	for name, o := range map[string]hotlimit.Observer{
+		"alone":        &u,
+		"among others": hotlimit.Observers(&f, &u),
+		"nested":       hotlimit.Observers(count, hotlimit.Observers(&tl, &u)),
+	} {
+		assert.EqualError(t, hotlimit.CheckObserver(o), "unmade is a zero value", name)
+		_, err := service.New(hotlimit.Config{Algorithm: hotlimit.TokenBucket, Limit: 2, Window: time.Minute}, hotlimit.WithObserver(o))
+		assert.EqualError(t, err, "service: WithObserver: unmade is a zero value", name)
+	}
+	for name, o := range map[string]hotlimit.Observer{
+		"nil":              nil,
+		"a nil pointer":    nilUnmade,
+		"one that is fine": &f,
+		"a function":       count,
+		"several":          hotlimit.Observers(&f, &tl, count, nilUnmade),
+	} {
+		assert.NoError(t, hotlimit.CheckObserver(o), name)
+		_, err := service.New(hotlimit.Config{Algorithm: hotlimit.TokenBucket, Limit: 2, Window: time.Minute}, hotlimit.WithObserver(o))
+		assert.NoError(t, err, name)
+	}
 }

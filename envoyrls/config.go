@@ -439,7 +439,7 @@ func ParseDomain(file string, data []byte) (*Domain, error) {
 			return nil, err
 		}
 		warnings = lastKeyWins(file, doc.Content[0], map[*yaml.Node]bool{}, nil)
-		laid := &structLayout{done: map[*yaml.Node]bool{}, replace: true, mergedBy: map[*yaml.Node]*yaml.Node{}}
+		laid := &structLayout{done: map[*yaml.Node]bool{}, replace: true, mergedBy: map[*yaml.Node][]*yaml.Node{}}
 		laid.node(&doc)
 		if _, err := validateKeys(file, doc.Content[0], true, laid.mergedBy); err != nil {
 			return nil, err
@@ -510,10 +510,13 @@ type structLayout struct {
 	done      map[*yaml.Node]bool // the nodes laid out, or being laid out
 	expanding map[*yaml.Node]bool // the mappings whose pairs are being set
 	replace   bool
-	// mergedBy holds, for a value that a merge key brought in through an
-	// alias (<<: *anchor), that alias: where it was merged, which the
-	// value's own line, the anchor's, does not say. Kept only when not nil.
-	mergedBy map[*yaml.Node]*yaml.Node
+	// mergedBy holds, for each mapping laid out, by pair, the alias of
+	// the merge key (<<: *anchor) of that mapping that brought the pair
+	// in, nil for a pair of its own: where the pair was merged, which the
+	// value's own line, the anchor's, does not say. Through anchors that
+	// merge others, it is the alias merged in this mapping, the outermost.
+	// Kept only when not nil.
+	mergedBy map[*yaml.Node][]*yaml.Node
 }
 
 // node lays out n and every node under it.
@@ -538,8 +541,11 @@ func (l *structLayout) node(n *yaml.Node) {
 	}
 	if n.Kind == yaml.MappingNode {
 		var out pairList
-		l.pairs(n, &out)
+		l.pairs(n, &out, nil)
 		n.Content = out.nodes
+		if l.mergedBy != nil && slices.ContainsFunc(out.by, func(a *yaml.Node) bool { return a != nil }) {
+			l.mergedBy[n] = out.by
+		}
 	}
 }
 
@@ -548,16 +554,21 @@ func isMetadataKey(k *yaml.Node) bool {
 	return k.Kind == yaml.ScalarNode && k.Tag == "!!str" && k.Value == "metadata"
 }
 
-// pairList is a mapping's content being laid out: key and value nodes, and
-// where each scalar key is among them.
+// pairList is a mapping's content being laid out: key and value nodes,
+// where each scalar key is among them, and by pair the alias that merged
+// it in (see structLayout.mergedBy).
 type pairList struct {
 	nodes []*yaml.Node
 	at    map[string]int // by tag and value, the index of the key in nodes
+	by    []*yaml.Node   // by pair (index in nodes / 2)
 }
 
 // pairs sets in out the pairs of mapping m in order, merge keys expanded.
-// A mapping that merges itself, through an alias, is expanded once.
-func (l *structLayout) pairs(m *yaml.Node, out *pairList) {
+// A mapping that merges itself, through an alias, is expanded once. by is
+// the alias that merged m in, nil for m in its own place: the pairs are
+// noted as brought in by it, else as m's were (by the alias of a merge key
+// of m, for a mapping m laid out already).
+func (l *structLayout) pairs(m *yaml.Node, out *pairList, by *yaml.Node) {
 	if l.expanding[m] {
 		return
 	}
@@ -566,51 +577,52 @@ func (l *structLayout) pairs(m *yaml.Node, out *pairList) {
 	}
 	l.expanding[m] = true
 	defer delete(l.expanding, m)
+	own := l.mergedBy[m]
+	// through returns the alias that brings in what n, the value of a
+	// merge key of m or an item of it, merges: by, else n's own alias.
+	through := func(n *yaml.Node) *yaml.Node {
+		if by == nil && n.Kind == yaml.AliasNode {
+			return n
+		}
+		return by
+	}
 	for i := 0; i+1 < len(m.Content); i += 2 {
 		k, v := m.Content[i], m.Content[i+1]
 		if k.Kind != yaml.ScalarNode || k.Tag != "!!merge" {
-			l.set(out, k, v)
+			pairBy := by
+			if pairBy == nil && i/2 < len(own) {
+				pairBy = own[i/2]
+			}
+			l.set(out, k, v, pairBy)
 			continue
 		}
 		switch t := target(v); t.Kind {
 		case yaml.MappingNode:
 			l.node(t)
-			l.mergeFrom(v, t, out)
+			l.pairs(t, out, through(v))
 		case yaml.SequenceNode:
 			if slices.ContainsFunc(t.Content, func(e *yaml.Node) bool { return target(e).Kind != yaml.MappingNode }) {
-				out.nodes = append(out.nodes, k, v) // rejected by validateKeys
+				l.set(out, k, v, nil) // rejected by validateKeys
 				continue
 			}
 			for j := len(t.Content) - 1; j >= 0; j-- {
 				if e := target(t.Content[j]); e.Kind == yaml.MappingNode {
 					l.node(e)
-					l.mergeFrom(t.Content[j], e, out)
+					l.pairs(e, out, through(t.Content[j]))
 				}
 			}
 		default: // rejected by validateKeys
-			out.nodes = append(out.nodes, k, v)
+			l.set(out, k, v, nil)
 		}
 	}
 }
 
-// mergeFrom sets in out the pairs of mapping m, merged in as n (m itself,
-// or an alias of it), noting in mergedBy the values an alias brought in.
-func (l *structLayout) mergeFrom(n, m *yaml.Node, out *pairList) {
-	l.pairs(m, out)
-	if l.mergedBy == nil || n.Kind != yaml.AliasNode {
-		return
-	}
-	for i := 1; i < len(m.Content); i += 2 {
-		if _, ok := l.mergedBy[m.Content[i]]; !ok {
-			l.mergedBy[m.Content[i]] = n
-		}
-	}
-}
-
-// set gives key k the value v in out.
-func (l *structLayout) set(out *pairList, k, v *yaml.Node) {
-	if k.Kind != yaml.ScalarNode { // rejected by validateKeys
+// set gives key k the value v in out, brought in by the alias by (nil for
+// none).
+func (l *structLayout) set(out *pairList, k, v, by *yaml.Node) {
+	if k.Kind != yaml.ScalarNode || k.Tag == "!!merge" { // rejected by validateKeys
 		out.nodes = append(out.nodes, k, v)
+		out.by = append(out.by, by)
 		return
 	}
 	id := k.Tag + ":" + k.Value
@@ -621,16 +633,18 @@ func (l *structLayout) set(out *pairList, k, v *yaml.Node) {
 		}
 		out.at[id] = len(out.nodes)
 		out.nodes = append(out.nodes, k, v)
+		out.by = append(out.by, by)
 		return
 	}
 	old := target(out.nodes[j+1])
 	if nv := target(v); !l.replace && k.Value == "rate_limit" && old.Kind == yaml.MappingNode && nv.Kind == yaml.MappingNode {
 		var merged pairList
-		l.pairs(old, &merged)
-		l.pairs(nv, &merged)
+		l.pairs(old, &merged, nil)
+		l.pairs(nv, &merged, nil)
 		v = &yaml.Node{Kind: yaml.MappingNode, Tag: "!!map", Line: nv.Line, Column: nv.Column, Content: merged.nodes}
 	}
 	out.nodes[j+1] = v
+	out.by[j/2] = by
 }
 
 // checkMapKeys rejects, anywhere under n, metadata included, what the
@@ -710,13 +724,16 @@ func lastKeyWins(file string, n *yaml.Node, done map[*yaml.Node]bool, warnings [
 // the reference sees them once its YAML decoder has resolved both.
 //
 // A float is rejected only with floats: see ParseDomain. Without floats,
-// it also returns the first value the reference's decoder cannot fill its
-// structs with (see leaf), as undecodable, an error it reports only once
-// the values that count are checked. mergedBy is structLayout's, for a
+// it walks the file as the reference's decoder fills its structs, replaced
+// values included: it rejects no key (a key the structs have no field for
+// is skipped, as there; the keys are checked with floats, among the values
+// that count) and returns the first value the decoder cannot fill its
+// structs with (see leaf and decodes), as undecodable, an error it reports
+// only once the values that count are checked. mergedBy is structLayout's, for a
 // file laid out, nil otherwise.
-func validateKeys(file string, n *yaml.Node, floats bool, mergedBy map[*yaml.Node]*yaml.Node) (undecodable, err error) {
+func validateKeys(file string, n *yaml.Node, floats bool, mergedBy map[*yaml.Node][]*yaml.Node) (undecodable, err error) {
 	v := keyValidator{file: file, seen: map[seenKey]bool{}, floats: floats, mergedBy: mergedBy}
-	err = v.check(n, "")
+	err = v.check(n, "", nil)
 	return v.undecodable, err
 }
 
@@ -737,7 +754,7 @@ type keyValidator struct {
 	// checking, if any, and mergedBy structLayout's (see there): for an
 	// error to say where a value that an anchor holds was used.
 	via      aliasUse
-	mergedBy map[*yaml.Node]*yaml.Node
+	mergedBy map[*yaml.Node][]*yaml.Node
 }
 
 // aliasUse is an alias (or a merge key's alias) met as the value, or a value,
@@ -791,10 +808,12 @@ func target(n *yaml.Node) *yaml.Node {
 	return n
 }
 
-// check checks n, the value of the key parent ("" for the document).
-func (v *keyValidator) check(n *yaml.Node, parent string) error {
+// check checks n, the value of the key parent ("" for the document),
+// brought into its mapping by the merge key alias by (nil for none; see
+// structLayout.mergedBy).
+func (v *keyValidator) check(n *yaml.Node, parent string, by *yaml.Node) error {
 	if v.via.alias == nil {
-		if by := v.mergedBy[n]; by != nil {
+		if by != nil {
 			v.via = aliasUse{by, parent, true}
 		} else if n.Kind == yaml.AliasNode {
 			v.via = aliasUse{n, parent, false}
@@ -812,10 +831,15 @@ func (v *keyValidator) check(n *yaml.Node, parent string) error {
 		for _, c := range n.Content {
 			if n.Kind == yaml.SequenceNode {
 				if r := target(c); r.Kind != yaml.MappingNode {
+					if elem, ok := elemTypes[parent]; ok && !v.floats {
+						// an item of a list of structs; see decodes
+						v.undecodableAs(r, "config."+elem)
+						continue
+					}
 					return configError(v.file, "config error, yaml file contains list of type other than map: %s", goValue(r))
 				}
 			}
-			if err := v.check(c, parent); err != nil {
+			if err := v.check(c, parent, nil); err != nil {
 				return err
 			}
 		}
@@ -828,19 +852,33 @@ func (v *keyValidator) check(n *yaml.Node, parent string) error {
 				}
 				continue
 			}
+			known := k.Kind == yaml.ScalarNode && k.Tag == "!!str" && (validKeys[k.Value] || extensionKeys[k.Value] && parent == "rate_limit")
+			if !known && !v.floats {
+				// Its decoder skips a key its struct has no field
+				// for; the reference checks the keys only of the
+				// values that count, in the file laid out.
+				continue
+			}
 			if k.Kind != yaml.ScalarNode || k.Tag != "!!str" {
 				return configError(v.file, "config error, key is not of type string: %s", goValue(k))
 			}
-			if !validKeys[k.Value] && !(extensionKeys[k.Value] && parent == "rate_limit") {
+			if !known {
 				return configError(v.file, "config error, unknown key '%s'", k.Value)
+			}
+			if !v.floats && !v.decodes(k.Value, val) {
+				continue
 			}
 			if k.Value == "metadata" {
 				continue
 			}
-			if err := v.leaf(k.Value, val, parent); err != nil {
+			var by *yaml.Node
+			if pairs := v.mergedBy[n]; i/2 < len(pairs) {
+				by = pairs[i/2]
+			}
+			if err := v.leaf(k.Value, val, parent, by); err != nil {
 				return err
 			}
-			if err := v.check(val, k.Value); err != nil {
+			if err := v.check(val, k.Value, by); err != nil {
 				return err
 			}
 		}
@@ -879,15 +917,16 @@ var boolKeys = map[string]bool{
 //
 // The value of a key in a mapping that an alias or a merge key brought in,
 // or one given as an alias, has its anchor's line: the error then says
-// where the alias was used, too.
-func (v *keyValidator) leaf(key string, val *yaml.Node, parent string) error {
+// where the alias was used, too: by, the alias of the merge key that
+// brought the pair into its mapping, if any.
+func (v *keyValidator) leaf(key string, val *yaml.Node, parent string, by *yaml.Node) error {
 	n := target(val)
 	if n.Kind != yaml.ScalarNode {
 		return nil
 	}
 	where := v.via
 	if where.alias == nil {
-		if by := v.mergedBy[val]; by != nil {
+		if by != nil {
 			where = aliasUse{by, parent, true}
 		} else if val.Kind == yaml.AliasNode {
 			where = aliasUse{alias: val} // the key is named already
@@ -914,31 +953,102 @@ func (v *keyValidator) leaf(key string, val *yaml.Node, parent string) error {
 	if v.floats || v.undecodable != nil || !boolKeys[key] && key != "requests_per_unit" {
 		return nil
 	}
-	if tag, ok := fills(into, n); !ok {
-		v.undecodable = configError(v.file, "error loading config file: yaml: unmarshal errors:\n  line %d: cannot unmarshal %s `%s` into %s", n.Line, tag, shown(n.Value), into)
+	if !fills(into, n) {
+		v.undecodableAs(n, into)
 	}
 	return nil
 }
 
+// fieldTypes are the Go types of the reference's struct fields that hold a
+// list or a mapping, by key, as its decoder names them; the keys not here
+// hold a scalar (see leaf). elemTypes are the types of the lists' items.
+var (
+	fieldTypes = map[string]string{
+		"descriptors": "[]config.YamlDescriptor", "replaces": "[]config.yamlReplaces",
+		"rate_limit": "config.YamlRateLimit", "metadata": "map[string]interface {}",
+	}
+	elemTypes = map[string]string{"descriptors": "YamlDescriptor", "replaces": "yamlReplaces"}
+)
+
+// decodes reports whether the reference's decoder fills the field of key
+// with val, a list, a mapping or a null where its struct has a list or a
+// mapping, a scalar or a null where it has a scalar: the kind it takes, so
+// that the walk goes on into it. Otherwise the value is kept as
+// undecodable, as the reference refuses it even where a later key or a
+// merge key replaces it, and the walk skips it, as its decoder does.
+func (v *keyValidator) decodes(key string, val *yaml.Node) bool {
+	n := target(val)
+	if n.Kind == yaml.ScalarNode {
+		if tag, _ := yaml11(n); tag == "!!null" {
+			return true // leaves the field as it is
+		}
+	}
+	into, ok := fieldTypes[key]
+	var fits bool
+	switch {
+	case !ok:
+		fits = n.Kind == yaml.ScalarNode
+		into = scalarTypes[key]
+		if into == "" {
+			into = "string"
+		}
+	case key == "descriptors" || key == "replaces":
+		fits = n.Kind == yaml.SequenceNode
+	default:
+		fits = n.Kind == yaml.MappingNode
+	}
+	if !fits {
+		v.undecodableAs(n, into)
+	}
+	return fits
+}
+
+// scalarTypes are the Go types of the struct fields that hold a scalar
+// other than a string, by key.
+var scalarTypes = map[string]string{
+	"requests_per_unit": "uint32", "burst": "int",
+	"unlimited": "bool", "shadow_mode": "bool", "quota_mode": "bool",
+	"detailed_metric": "bool", "value_to_metric": "bool", "share_threshold": "bool",
+}
+
+// undecodableAs keeps as v.undecodable, unless it holds one already, the
+// error of the reference's decoder for n, which it cannot fill a Go value
+// of type into with: a scalar named by its tag and value as it quotes them,
+// a list or a mapping by its tag alone.
+func (v *keyValidator) undecodableAs(n *yaml.Node, into string) {
+	if v.undecodable != nil {
+		return
+	}
+	what := "!!seq"
+	switch n.Kind {
+	case yaml.MappingNode:
+		what = "!!map"
+	case yaml.ScalarNode:
+		tag, _ := yaml11(n)
+		what = fmt.Sprintf("%s `%s`", tag, shown(n.Value))
+	}
+	v.undecodable = configError(v.file, "error loading config file: yaml: unmarshal errors:\n  line %d: cannot unmarshal %s into %s", n.Line, what, into)
+}
+
 // fills reports whether the reference's decoder fills a Go value of type
-// into ("uint32" or "bool") with the scalar n, and the tag it reads n as.
-func fills(into string, n *yaml.Node) (tag string, ok bool) {
-	tag, val := yaml11(n)
+// into ("uint32" or "bool") with the scalar n.
+func fills(into string, n *yaml.Node) bool {
+	_, val := yaml11(n)
 	switch val := val.(type) {
 	case nil:
-		return tag, true // a null leaves the field as it is
+		return true // a null leaves the field as it is
 	case bool:
-		return tag, into == "bool"
+		return into == "bool"
 	case int64:
-		return tag, into == "uint32" && val >= 0 && val <= math.MaxUint32
+		return into == "uint32" && val >= 0 && val <= math.MaxUint32
 	case uint64:
-		return tag, into == "uint32" && val <= math.MaxUint32
+		return into == "uint32" && val <= math.MaxUint32
 	case float64:
 		// converted to uint64, which truncates toward zero, then checked
 		// against uint32's range
-		return tag, into == "uint32" && val > -1 && val < 1<<32
+		return into == "uint32" && val > -1 && val < 1<<32
 	}
-	return tag, false
+	return false
 }
 
 // yaml11 returns the tag and the value (nil, a bool, an int64, a uint64, a
@@ -1032,7 +1142,7 @@ func (v *keyValidator) merged(n *yaml.Node, parent string) error {
 		v.via = aliasUse{n, parent, true}
 		defer func() { v.via = aliasUse{} }()
 	}
-	return v.check(n, parent)
+	return v.check(n, parent, nil)
 }
 
 // load adds descriptors under n, whose full key is parent (ending in '.').

@@ -179,6 +179,17 @@ func TestLoadErrors(t *testing.T) {
 			"error checking config: line 4: value 1.5 (reached through *n at line 6) is a float"},
 		{"integer past 64 bits through an alias", "domain: d\ndescriptors:\n  - key: a\n    metadata: &m {key: c, value: 99999999999999999999}\n  - key: b\n    descriptors: [*m]\n",
 			"error checking config: line 4: value 99999999999999999999 (reached through *m at line 6, under descriptors) is an integer past 64 bits"},
+		// Through anchors nested in metadata, the merge named is the one
+		// in the mapping where the value counts, not one inside the
+		// metadata, where nothing does.
+		{"float merged in through a nested anchor", "domain: d\ndescriptors:\n  - key: a\n    metadata: {x: &a {requests_per_unit: 1.5}, y: &b {<<: *a}}\n  - key: b\n    rate_limit: {<<: *b, unit: second}\n",
+			"error checking config: line 4: requests_per_unit 1.5 (merged in by <<: *b at line 6, under rate_limit) is a float"},
+		{"float merged in through a nested anchor merged twice", "domain: d\ndescriptors:\n  - key: a\n    metadata: {x: &a {requests_per_unit: 1.5}, y: &b {<<: *a}, z: {<<: *b}}\n  - key: b\n    rate_limit: {<<: *b, unit: second}\n",
+			"error checking config: line 4: requests_per_unit 1.5 (merged in by <<: *b at line 6, under rate_limit) is a float"},
+		{"float merged twice, replaced where first merged", "domain: d\ndescriptors:\n  - key: a\n    metadata: {x: &a {unit: second, requests_per_unit: 1.5}}\n  - key: b\n    rate_limit: {<<: *a, requests_per_unit: 2}\n  - key: c\n    rate_limit: {<<: *a}\n",
+			"error checking config: line 4: requests_per_unit 1.5 (merged in by <<: *a at line 8, under rate_limit) is a float"},
+		{"float merged in through an inline merge", "domain: d\ndescriptors:\n  - key: a\n    metadata: &a {requests_per_unit: 1.5}\n  - key: b\n    rate_limit: {<<: {<<: *a}, unit: second}\n",
+			"error checking config: line 4: requests_per_unit 1.5 (merged in by <<: *a at line 6, under rate_limit) is a float"},
 		{"float at its anchor", "domain: d\ndescriptors:\n  - key: a\n    rate_limit: &r {unit: second, requests_per_unit: 1.5}\n  - key: b\n    rate_limit: *r\n",
 			"error checking config: line 4: requests_per_unit 1.5 is a float"},
 		{"float value", "domain: d\ndescriptors:\n  - key: k\n    value: 1.50\n", "error checking config: line 4: value 1.50 is a float"},
@@ -694,6 +705,21 @@ func TestValuesCheckedAsTheReference(t *testing.T) {
 		// bits first, as there, whatever its decoder would say of it.
 		{"decimal past 64 bits", rule("    rate_limit: {unit: second, requests_per_unit: 18446744073709551616}\n"), "error checking config: line 4: requests_per_unit 18446744073709551616 is an integer past 64 bits"},
 		{"float past 32 bits", rule("    rate_limit: {unit: second, requests_per_unit: 1e10}\n"), "error checking config: line 4: requests_per_unit 1e10 is a float"},
+		// The reference's decoder skips a key its structs have no field
+		// for, and its check of keys sees only the values that count: an
+		// unknown key in a value a later key replaces loads, and a bad
+		// value beside it still fails. A value of a kind its struct cannot
+		// hold fails where it is replaced, in its words.
+		{"unknown key in a replaced list", rule("    rate_limit: {unit: second, requests_per_unit: 2}\n    descriptors: [{key: c, foo: 1}]\n    descriptors: [{key: e}]\n"), ""},
+		{"unknown key in a replaced rate_limit", rule("    rate_limit: {unit: second, requests_per_unit: 1, foo: 2}\n    rate_limit: {unit: second, requests_per_unit: 2}\n"), ""},
+		{"key not a string in a replaced list", rule("    rate_limit: {unit: second, requests_per_unit: 2}\n    descriptors: [{key: c, 5: x}]\n    descriptors: [{key: e}]\n"), ""},
+		{"unknown key beside a bad value, replaced", "domain: d\ndescriptors:\n  - key: a\n    descriptors: [{key: c, foo: 1, rate_limit: {unit: second, requests_per_unit: abc}}]\n    descriptors: [{key: e}]\n", "line 4: cannot unmarshal !!str `abc` into uint32"},
+		{"descriptors a scalar, replaced", "domain: d\ndescriptors:\n  - key: a\n    descriptors: 5\n    descriptors: [{key: e}]\n", "line 4: cannot unmarshal !!int `5` into []config.YamlDescriptor"},
+		{"an item of descriptors a scalar, replaced", "domain: d\ndescriptors:\n  - key: a\n    descriptors: [3]\n    descriptors: [{key: e}]\n", "line 4: cannot unmarshal !!int `3` into config.YamlDescriptor"},
+		{"rate_limit a list, replaced", rule("    rate_limit: [a]\n    rate_limit: {unit: second, requests_per_unit: 1}\n"), "line 4: cannot unmarshal !!seq into config.YamlRateLimit"},
+		{"replaces a mapping, replaced", rule("    rate_limit: {unit: second, requests_per_unit: 1, replaces: {name: a}, replaces: [{name: a}]}\n"), "line 4: cannot unmarshal !!map into []config.yamlReplaces"},
+		{"metadata a scalar, replaced", rule("    metadata: 5\n    metadata: {}\n    rate_limit: {unit: second, requests_per_unit: 1}\n"), "line 4: cannot unmarshal !!int `5` into map[string]interface {}"},
+		{"merged unit a mapping, replaced", rule("    rate_limit:\n      <<: {unit: {a: b}}\n      unit: second\n      requests_per_unit: 1\n"), "line 5: cannot unmarshal !!map into string"},
 		{"list as a key in metadata", rule("    rate_limit: {unit: second, requests_per_unit: 1}\n    metadata: {? [x] : 1}\n"), "line 5: invalid map key: a list or a mapping"},
 		{"mapping as a key in metadata", rule("    rate_limit: {unit: second, requests_per_unit: 1}\n    metadata: {? {a: b} : 1}\n"), "invalid map key: a list or a mapping"},
 	} {

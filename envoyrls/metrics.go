@@ -242,8 +242,19 @@ var (
 // another rebuilds every description it is sent).
 var notMade = prometheus.NewDesc("", "envoyrls: Metrics is a zero value: make it with envoyrls.NewMetrics", nil, nil)
 
-// errNotMade is [New]'s error for a zero-value Metrics.
-var errNotMade = errors.New("envoyrls: WithObserver: Metrics is a zero value, which counts nothing: make it with envoyrls.NewMetrics")
+// errNotMade is [Metrics.CheckObserver]'s error for a zero-value Metrics.
+var errNotMade = errors.New("envoyrls: Metrics is a zero value, which counts nothing: make it with envoyrls.NewMetrics")
+
+// CheckObserver returns an error saying to call [NewMetrics] for a
+// zero-value Metrics, which counts nothing, and nil for one made by
+// NewMetrics or a nil *Metrics (which counts nothing by choice).
+// [hotlimit.CheckObserver] asks it, and so [New] refuses a zero value.
+func (m *Metrics) CheckObserver() error {
+	if m != nil && !m.made() {
+		return errNotMade
+	}
+	return nil
+}
 
 // made reports whether m was made by [NewMetrics]: false for a nil or
 // zero-value Metrics, which count and export nothing.

@@ -230,8 +230,9 @@ func epochClock() hotlimit.Clock {
 	return func() int64 { return base + int64(time.Since(start)) }
 }
 
-// New returns a Server of cfg. A zero-value [Metrics] given to
-// [WithObserver], not made by [NewMetrics], is an error.
+// New returns a Server of cfg. An observer given to [WithObserver] that
+// cannot report, such as a zero-value [Metrics] not made by [NewMetrics],
+// is an error (see [hotlimit.CheckObserver]).
 func New(cfg *Config, opts ...Option) (*Server, error) {
 	s := &Server{set: settings{backendErrs: true}}
 	for _, o := range opts {
@@ -239,8 +240,8 @@ func New(cfg *Config, opts ...Option) (*Server, error) {
 			o(&s.set)
 		}
 	}
-	if m := s.set.metrics; m != nil && !m.made() {
-		return nil, errNotMade
+	if err := hotlimit.CheckObserver(s.set.observer); err != nil {
+		return nil, fmt.Errorf("envoyrls: WithObserver: %w", err)
 	}
 	if s.set.log == nil {
 		s.set.log = slog.Default()

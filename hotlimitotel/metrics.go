@@ -168,8 +168,10 @@ type fallbackCounter struct {
 
 // Metrics records decisions and fallbacks; see the package documentation.
 // It is safe for concurrent use. The zero value is not usable; call [New]:
-// it has no meter to record into, so it records nothing, and its Close
-// returns an error that says so. A nil *Metrics, which New returns with its error and which a program that
+// it has no meter to record into, so it records nothing, and says so with
+// an error from [Metrics.CheckObserver], which service.NewFromRules and
+// redislimit.New return when given it (see [hotlimit.CheckObserver]), and
+// from its Close. A nil *Metrics, which New returns with its error and which a program that
 // turns its metrics off may hand to [hotlimit.WithObserver], records
 // nothing: its methods do nothing, as that option documents for a nil
 // observer.
@@ -184,6 +186,20 @@ type Metrics struct {
 // made reports whether m was made by [New]: false for a nil or zero-value
 // Metrics, which record nothing.
 func (m *Metrics) made() bool { return m != nil && m.m != nil }
+
+// errNotMade is the error of a zero-value Metrics.
+var errNotMade = errors.New("hotlimitotel: Metrics is a zero value, which records nothing: make it with hotlimitotel.New")
+
+// CheckObserver returns an error saying to call [New] for a zero-value
+// Metrics, which records nothing, and nil for one made by New or a nil
+// *Metrics (which records nothing by choice, as [hotlimit.WithObserver]
+// documents). [hotlimit.CheckObserver] asks it.
+func (m *Metrics) CheckObserver() error {
+	if m != nil && m.m == nil {
+		return errNotMade
+	}
+	return nil
+}
 
 // meterCounts is what every open Metrics on one meter shares: the
 // instruments, their one callback, and the counts it reports. Counting in
@@ -409,7 +425,7 @@ func (m *Metrics) Close() error {
 		return nil
 	}
 	if m.m == nil {
-		return errors.New("hotlimitotel: Metrics is a zero value, which records nothing: make it with hotlimitotel.New")
+		return errNotMade
 	}
 	metersMu.Lock()
 	defer metersMu.Unlock()

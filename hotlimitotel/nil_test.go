@@ -6,6 +6,7 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	"go.opentelemetry.io/otel/metric/noop"
 
 	"github.com/hotlimit/hotlimit"
 	"github.com/hotlimit/hotlimit/hotlimitotel"
@@ -39,25 +40,48 @@ func TestANilMetricsCountsNothing(t *testing.T) {
 	})
 }
 
-// TestAZeroMetricsRecordsNothingAndItsCloseSaysToCallNew: a Metrics
-// declared rather than made by New (a struct field of type
-// hotlimitotel.Metrics, say) has no meter to record into. Given to a
-// service, it records nothing and never panics in a decision; its Close,
-// the one method that returns an error, says to call New.
-func TestAZeroMetricsRecordsNothingAndItsCloseSaysToCallNew(t *testing.T) {
+// TestAZeroMetricsIsRefusedWhereItIsGiven: a Metrics declared rather than
+// made by New (a struct field of type hotlimitotel.Metrics, say) has no
+// meter to record into. A service given it, alone or among
+// hotlimit.Observers, is refused with an error that says to call New, at
+// once rather than after a day of empty dashboards; handed to code that
+// calls it without asking, it records nothing and never panics, and its
+// Close says to call New too.
+func TestAZeroMetricsIsRefusedWhereItIsGiven(t *testing.T) {
 	var m hotlimitotel.Metrics
-	svc, err := service.New(hotlimit.Config{Algorithm: hotlimit.TokenBucket, Limit: 2, Window: time.Minute}, hotlimit.WithObserver(&m))
-	require.NoError(t, err)
+	cfg := hotlimit.Config{Algorithm: hotlimit.TokenBucket, Limit: 2, Window: time.Minute}
+	other := hotlimit.ObserverFunc(func(hotlimit.Event) {})
+	for name, o := range map[string]hotlimit.Observer{
+		"alone":        &m,
+		"among others": hotlimit.Observers(other, &m),
+		"nested":       hotlimit.Observers(other, hotlimit.Observers(other, &m)),
+	} {
+		svc, err := service.New(cfg, hotlimit.WithObserver(o))
+		require.Error(t, err, name)
+		assert.Nil(t, svc, name)
+		assert.Contains(t, err.Error(), "hotlimitotel.New", name)
+	}
+	require.ErrorContains(t, m.CheckObserver(), "hotlimitotel.New")
 	require.NotPanics(t, func() {
-		assert.True(t, svc.Allow("u", "a"))
-		assert.True(t, svc.Take("u", "a", 1).Allowed)
-		assert.False(t, svc.Take("u", "a", 1).Allowed)
 		m.Observe(hotlimit.Event{Source: &hotlimit.Source{Rule: "default"}, Outcome: hotlimit.OutcomeDenied, N: 1})
 		m.ObserveFallback(hotlimit.Fallback{Backend: "redis", Reason: "timeout"})
 		m.ObserveBackend("redis")
-		m.WatchKeys("api", svc.Len)
-		err = m.Close()
+		m.WatchKeys("api", func() int { return 1 })
 	})
-	require.Error(t, err)
-	assert.Contains(t, err.Error(), "hotlimitotel.New")
+	assert.ErrorContains(t, m.Close(), "hotlimitotel.New")
+}
+
+// TestAMadeOrNilMetricsIsAnObserver: CheckObserver finds nothing wrong with
+// a Metrics made by New, nor with a nil *Metrics, which a program whose
+// metrics are off hands over on purpose; a service takes both.
+func TestAMadeOrNilMetricsIsAnObserver(t *testing.T) {
+	made, err := hotlimitotel.New(noop.NewMeterProvider().Meter("t"))
+	require.NoError(t, err)
+	defer made.Close()
+	var none *hotlimitotel.Metrics
+	for _, m := range []*hotlimitotel.Metrics{made, none} {
+		assert.NoError(t, m.CheckObserver())
+		_, err := service.New(hotlimit.Config{Algorithm: hotlimit.TokenBucket, Limit: 2, Window: time.Minute}, hotlimit.WithObserver(m))
+		assert.NoError(t, err)
+	}
 }

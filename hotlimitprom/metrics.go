@@ -74,6 +74,7 @@
 package hotlimitprom
 
 import (
+	"errors"
 	"strings"
 	"sync"
 	"time"
@@ -99,7 +100,10 @@ type ruleCounters struct {
 
 // Metrics counts decisions and fallbacks; see the package documentation. It
 // is safe for concurrent use. The zero value is not usable; call [New]: a
-// registry refuses it with an error that says so, and it counts nothing. A
+// registry refuses it with an error that says so, and it counts nothing;
+// [Metrics.CheckObserver] returns that error too, so that
+// service.NewFromRules and redislimit.New refuse it as an observer (see
+// [hotlimit.CheckObserver]). A
 // nil *Metrics, which a program that turns its metrics off may hand to
 // [hotlimit.WithObserver], counts nothing and exports nothing: its methods
 // do nothing, as that option documents for a nil observer.
@@ -168,11 +172,29 @@ func New(opts ...Option) *Metrics {
 // label names: a Registerer of WrapRegistererWith or
 // WrapRegistererWithPrefix rebuilds every description from those, and
 // crashed in the registry's goroutine on such a one.
-var notMade = prometheus.NewDesc("", "hotlimitprom: Metrics is a zero value: make it with hotlimitprom.New", nil, nil)
+var notMade = prometheus.NewDesc("", notMadeText, nil, nil)
+
+// notMadeText says why a zero-value Metrics is refused, by a registry (see
+// notMade) or as an observer (errNotMade).
+const notMadeText = "hotlimitprom: Metrics is a zero value: make it with hotlimitprom.New"
+
+// errNotMade is [Metrics.CheckObserver]'s error for a zero-value Metrics.
+var errNotMade = errors.New(notMadeText)
 
 // made reports whether m was made by [New]: false for a nil or zero-value
 // Metrics, which count and export nothing.
 func (m *Metrics) made() bool { return m != nil && m.rules != nil }
+
+// CheckObserver returns an error saying to call [New] for a zero-value
+// Metrics, which counts nothing, and nil for one made by New or a nil
+// *Metrics (which counts nothing by choice, as [hotlimit.WithObserver]
+// documents). [hotlimit.CheckObserver] asks it.
+func (m *Metrics) CheckObserver() error {
+	if m != nil && !m.made() {
+		return errNotMade
+	}
+	return nil
+}
 
 // Observe counts e; see [hotlimit.Observer].
 func (m *Metrics) Observe(e hotlimit.Event) {

@@ -92,3 +92,24 @@ func TestAZeroMetricsIsRefusedThroughAWrappingRegisterer(t *testing.T) {
 		assert.Zero(t, n, name)
 	}
 }
+
+// TestAZeroMetricsIsRefusedAsAnObserver: a zero-value Metrics given to a
+// service, alone or among hotlimit.Observers, is refused with an error
+// that says to call New, even when it is never registered (another
+// Metrics is, say), rather than counting nothing; one made by New, or a
+// nil *Metrics, is taken.
+func TestAZeroMetricsIsRefusedAsAnObserver(t *testing.T) {
+	var m hotlimitprom.Metrics
+	cfg := hotlimit.Config{Algorithm: hotlimit.TokenBucket, Limit: 2, Window: time.Minute}
+	for name, o := range map[string]hotlimit.Observer{"alone": &m, "among others": hotlimit.Observers(hotlimitprom.New(), &m)} {
+		svc, err := service.New(cfg, hotlimit.WithObserver(o))
+		require.Error(t, err, name)
+		assert.Nil(t, svc, name)
+		assert.Contains(t, err.Error(), "hotlimitprom.New", name)
+	}
+	var none *hotlimitprom.Metrics
+	for _, o := range []*hotlimitprom.Metrics{hotlimitprom.New(), none} {
+		_, err := service.New(cfg, hotlimit.WithObserver(o))
+		assert.NoError(t, err)
+	}
+}

@@ -90,3 +90,32 @@ func TestReasonIsOneOfFallbackReasons(t *testing.T) {
 	}
 	assert.Len(t, given, len(hotlimit.FallbackReasons()))
 }
+
+// unmadeObserver is an exporter's zero value, declared rather than made:
+// it hears of backends and fallbacks, and says it cannot report them.
+type unmadeObserver struct{ backendLog }
+
+func (*unmadeObserver) CheckObserver() error {
+	return errors.New("unmadeObserver is a zero value")
+}
+
+// TestNewRefusesAnObserverThatCannotReport: an observer that says it cannot
+// report (hotlimit.CheckObserver), such as a zero-value
+// hotlimitotel.Metrics, is refused by New, alone or among Observers, with
+// its error, rather than a limiter whose fallbacks go nowhere; it is told
+// of no backend.
+func TestNewRefusesAnObserverThatCannotReport(t *testing.T) {
+	client := redis.NewClient(&redis.Options{Addr: "127.0.0.1:1", ContextTimeoutEnabled: true, MaxRetries: -1})
+	t.Cleanup(func() { _ = client.Close() })
+	c := hotlimit.Config{Algorithm: hotlimit.FixedWindow, Limit: 10, Window: time.Minute}
+	var u unmadeObserver
+	var other backendLog
+	for name, o := range map[string]hotlimit.Observer{"alone": &u, "among others": hotlimit.Observers(&other, &u)} {
+		lim, err := redislimit.New(client, c, hotlimit.WithObserver(o))
+		require.Error(t, err, name)
+		assert.Nil(t, lim, name)
+		assert.ErrorContains(t, err, "redislimit: WithObserver: unmadeObserver is a zero value", name)
+	}
+	assert.Empty(t, u.told())
+	assert.Empty(t, other.told())
+}

@@ -232,7 +232,8 @@ var (
 // reports each decision its failure policy makes as a [hotlimit.Fallback] of
 // backend "redis"; New tells an observer that is a [hotlimit.BackendObserver]
 // of the backend, so that an exporter counts its fallbacks from 0 before the
-// first one.
+// first one. An observer that cannot report (see [hotlimit.CheckObserver]),
+// such as a zero-value hotlimitotel.Metrics, is an error.
 //
 // Time comes from Redis's TIME inside each script, in microseconds, so that
 // clients with skewed clocks agree; c.Window must then be a whole number of
@@ -297,6 +298,9 @@ func New(client redis.UniversalClient, c hotlimit.Config, opts ...hotlimit.Optio
 	}
 	if err := l.checkRange(); err != nil {
 		return nil, err
+	}
+	if err := hotlimit.CheckObserver(o.Observer); err != nil {
+		return nil, fmt.Errorf("redislimit: WithObserver: %w", err)
 	}
 	alg := c.Algorithm.String()
 	l.keyPrefix = l.set.prefix + alg + ":" + strconv.Itoa(c.Limit) + ":" + strconv.FormatInt(l.window, 10) +

@@ -91,11 +91,19 @@ const DefaultAutoSweep = 1 << 16
 // have no burst, and keep their limit), and the limits the service reports ([Service.TakePolicy], [Service.TakeEach], an Event's
 // Policy) spell it out in their Burst. It returns an error naming the
 // offending entry and wrapping hotlimit.ErrInvalidConfig when rules are
-// invalid (see [Rules.Validate]), and the factory's error, naming the
+// invalid (see [Rules.Validate]) or a rule holds a limit beside its copy
+// with the burst a limit of no burst takes under opts spelled out, which
+// Validate, not knowing opts, leaves to the service (see [Limits]), and
+// the factory's error, naming the
 // entry, when a factory fails to build a limit (returning no limiter
-// without an error counts as failing).
+// without an error counts as failing). An observer that cannot report (see
+// [hotlimit.CheckObserver]), such as a zero-value hotlimitotel.Metrics,
+// is an error too.
 func NewFromRules(rules Rules, opts ...hotlimit.Option) (*Service, error) {
 	opts = append([]hotlimit.Option{hotlimit.WithAutoSweep(DefaultAutoSweep)}, opts...) // later options win
+	if err := hotlimit.CheckObserver(hotlimit.NewOptions(opts...).Observer); err != nil {
+		return nil, fmt.Errorf("service: WithObserver: %w", err)
+	}
 	snap, err := build(rules, nil, opts)
 	if err != nil {
 		return nil, err
@@ -127,8 +135,9 @@ func (s *Service) Rules() Rules {
 // one limiter per distinct Config and reuses it (Configs that differ only in
 // scope, shadow mode, or a burst spelled out or not that is the one a burst
 // of 0 stands for, the limit or the service's [hotlimit.WithBurst], are
-// one); limiters no rule uses any more are dropped with their state. On error (see [Rules.Validate]) nothing
-// changes.
+// one); limiters no rule uses any more are dropped with their state. On error (see [Rules.Validate],
+// and [Limits] for the copies of a limit that only the service's burst
+// makes) nothing changes.
 func (s *Service) Replace(rules Rules) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
