@@ -303,7 +303,7 @@ func TestCountedAtIsTheCountedWindowsStart(t *testing.T) {
 			behinds = append(behinds, 1+r.Uint64N(1<<29))
 		}
 		for _, now := range nows {
-			cur, rem := lim.index(now)
+			cur, rem := packed.Window(now, lim.window)
 			for _, behind := range behinds {
 				want := new(big.Int).Mul(new(big.Int).SetInt64(int64(cur)), big.NewInt(w))
 				want.Add(want, new(big.Int).Mul(new(big.Int).SetUint64(behind), big.NewInt(w)))
