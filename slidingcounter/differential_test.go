@@ -11,6 +11,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/hotlimit/hotlimit"
+	"github.com/hotlimit/hotlimit/internal/limitertest"
 	"github.com/hotlimit/hotlimit/internal/models"
 	"github.com/hotlimit/hotlimit/slidingcounter"
 )
@@ -348,4 +349,12 @@ func TestDifferentialWithRefunds(t *testing.T) {
 			}
 		}
 	}
+}
+
+// TestDifferentialAtTheEnds plays random sequences of calls, sweeps, refunds
+// and clock steps within a few windows of either end of int64, and from one
+// end to the other, against the sequential model: every Decision and every
+// receipt must agree (see limitertest.DifferentialAtTheEnds).
+func TestDifferentialAtTheEnds(t *testing.T) {
+	limitertest.DifferentialAtTheEnds(t, limitertest.Adapt(slidingcounter.New), models.NewSlidingCounter, slidingcounter.MaxLimit, slidingcounter.MinWindow, slidingcounter.MaxWindow)
 }
