@@ -11,6 +11,7 @@ import (
 
 	"github.com/hotlimit/hotlimit"
 	"github.com/hotlimit/hotlimit/fixedwindow"
+	"github.com/hotlimit/hotlimit/internal/limitertest"
 	"github.com/hotlimit/hotlimit/internal/models"
 )
 
@@ -225,4 +226,12 @@ func TestRetryAfterIsExact(t *testing.T) {
 		}
 	}
 	assert.Greater(t, checked, seqs, "denials were checked")
+}
+
+// TestDifferentialAtTheEnds plays random sequences of calls, sweeps, refunds
+// and clock steps within a few windows of either end of int64, and from one
+// end to the other, against the sequential model: every Decision and every
+// receipt must agree (see limitertest.DifferentialAtTheEnds).
+func TestDifferentialAtTheEnds(t *testing.T) {
+	limitertest.DifferentialAtTheEnds(t, limitertest.Adapt(fixedwindow.New), models.NewFixedWindow, fixedwindow.MaxLimit, fixedwindow.MinWindow, fixedwindow.MaxWindow)
 }

@@ -1,11 +1,14 @@
 package fixedwindow
 
-import "github.com/hotlimit/hotlimit"
+import (
+	"github.com/hotlimit/hotlimit"
+	"github.com/hotlimit/hotlimit/internal/packed"
+)
 
 // idle returns the kill function of an incremental sweep step (auto-sweep,
 // the key cap) at the clock's current time: Sweep's, one key at a time.
 func (l *Limiter) idle() func(*cell) bool {
-	cur, _ := l.index(l.clock())
+	cur, _ := packed.Window(l.clock(), l.window)
 	return func(c *cell) bool { return c.kill(cur) }
 }
 
@@ -15,6 +18,6 @@ func (l *Limiter) idle() func(*cell) bool {
 // as untilEnd says, when that end lies past the clock's last reading.
 func (l *Limiter) capped() hotlimit.Decision {
 	now := l.clock()
-	_, rem := l.index(now)
+	_, rem := packed.Window(now, l.window)
 	return hotlimit.Decision{Limit: int(l.limit), RetryAfter: l.untilEnd(now, 0, rem)}
 }

@@ -92,20 +92,20 @@ func (l *Limiter) admit(key string) (allowed bool, count uint64) {
 	// reads the clock again, after the load, and decides again. A denial on
 	// a reading in the stored window is the model's: the key was full in
 	// that window at the load, after the reading.
-	cur, _ := l.index(l.clock())
+	cur, _ := packed.Window(l.clock(), l.window)
 	fresh := false // whether cur was read after w was loaded
 	w := c.word.Load()
 	for {
 		if w == packed.WindowDead {
 			c = l.cells.Revive(key, c)
-			cur, _ = l.index(l.clock())
+			cur, _ = packed.Window(l.clock(), l.window)
 			w, fresh = c.word.Load(), false
 			continue
 		}
 		index, count, behind := advance(w, cur)
 		if count >= l.limit {
 			if behind != 0 && !fresh {
-				cur, _ = l.index(l.clock())
+				cur, _ = packed.Window(l.clock(), l.window)
 				fresh = true
 				continue
 			}
@@ -167,7 +167,7 @@ func (l *Limiter) take(key string, n int) (hotlimit.Decision, int64) {
 			w, fresh = c.word.Load(), false
 			continue
 		}
-		cur, rem := l.index(now)
+		cur, rem := packed.Window(now, l.window)
 		index, count, behind := advance(w, cur)
 		if count+need > l.limit {
 			if behind != 0 && !fresh {
@@ -227,7 +227,7 @@ func (l *Limiter) report(key string, n int) hotlimit.Decision {
 			break
 		}
 	}
-	cur, rem := l.index(now)
+	cur, rem := packed.Window(now, l.window)
 	_, count, behind := advance(w, cur)
 	d := l.decision(now, count, behind, rem)
 	if n == 0 {
@@ -254,6 +254,6 @@ func (l *Limiter) Len() int {
 // key's next request starts from zero, as a new key's does. Sweep is safe to
 // run concurrently with anything, Sweep included.
 func (l *Limiter) Sweep() int {
-	cur, _ := l.index(l.clock())
+	cur, _ := packed.Window(l.clock(), l.window)
 	return l.cells.Sweep(func(c *cell) bool { return c.kill(cur) })
 }

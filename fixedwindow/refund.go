@@ -37,8 +37,8 @@ func (l *Limiter) Refund(key string, r hotlimit.Receipt) {
 	if !ok {
 		return
 	}
-	at, _ := l.index(r.At)
-	if cur, _ := l.index(l.clock()); int64(cur) > int64(at) {
+	at, _ := packed.Window(r.At, l.window)
+	if cur, _ := packed.Window(l.clock(), l.window); int64(cur) > int64(at) {
 		// r.At's window has ended: its count weighs on nothing. Checked on
 		// the full indices, not on the word's (mod 2^42), which would take a
 		// receipt 2^42 windows old for one of the current window, and lower

@@ -2,7 +2,6 @@ package fixedwindow
 
 import (
 	"fmt"
-	"math"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -12,7 +11,6 @@ import (
 
 	"github.com/hotlimit/hotlimit"
 	"github.com/hotlimit/hotlimit/internal/limitertest"
-	"github.com/hotlimit/hotlimit/internal/models"
 	"github.com/hotlimit/hotlimit/internal/packed"
 )
 
@@ -72,51 +70,12 @@ func TestRefundBehindClock(t *testing.T) {
 	assert.Equal(t, 4, lim.Take("k", 0).Remaining)
 }
 
-// TestRefundBehindClockAtTheLowEnd: a clock that steps back into the first
-// window of its range, the one holding math.MinInt64, which starts before
-// it, reads behind the key's window; the Take counts in the key's window,
-// and its receipt names that window's start, not math.MaxInt64, so the
-// refund finds the requests and gives them back.
-func TestRefundBehindClockAtTheLowEnd(t *testing.T) {
-	const window = time.Millisecond
-	var now atomic.Int64
-	second := math.MinInt64 + int64(window) // in the second window of the range
-	now.Store(second)
-	lim, err := New(2, window, hotlimit.WithClock(now.Load))
-	require.NoError(t, err)
-	_, r1 := lim.TakeReceipt("k", 1)
-	require.Equal(t, hotlimit.Receipt{N: 1, At: second}, r1)
-	now.Store(math.MinInt64) // back, into the first window
-	d, r := lim.TakeReceipt("k", 1)
-	require.True(t, d.Allowed)
-	start := models.FloorDiv(second, int64(window)) * int64(window)
-	assert.Equal(t, hotlimit.Receipt{N: 1, At: start}, r, "counted at the key's window's start")
-	lim.Refund("k", r)
-	assert.Equal(t, 1, lim.Take("k", 0).Remaining, "the refund gave the request back")
-}
-
-// TestRefundBehindClockAcrossTheRange: a clock that steps back from near
-// math.MaxInt64 to math.MinInt64, about 2^64 ns, reads behind the key's
-// window (fewer than 2^41 hour-long windows away); behind·Window − rem
-// passes math.MaxInt64 though the key's window starts before it, in the
-// window before the last. The receipt names that window's start, not
-// math.MaxInt64 (the last window's), so the refund finds the requests.
-func TestRefundBehindClockAcrossTheRange(t *testing.T) {
-	const window = time.Hour
-	var now atomic.Int64
-	high := math.MaxInt64 - 2*int64(window)
-	now.Store(high)
-	lim, err := New(2, window, hotlimit.WithClock(now.Load))
-	require.NoError(t, err)
-	_, r1 := lim.TakeReceipt("k", 1)
-	require.Equal(t, hotlimit.Receipt{N: 1, At: high}, r1)
-	now.Store(math.MinInt64)
-	d, r := lim.TakeReceipt("k", 1)
-	require.True(t, d.Allowed)
-	start := models.FloorDiv(high, int64(window)) * int64(window)
-	assert.Equal(t, hotlimit.Receipt{N: 1, At: start}, r, "counted at the key's window's start")
-	lim.Refund("k", r)
-	assert.Equal(t, 1, lim.Take("k", 0).Remaining, "the refund gave the request back")
+// TestRefundBehindClockAtTheEnds: a Take whose clock stepped back behind
+// the key's window at the ends of int64 counts in that window, and its
+// receipt names the window's start, so the refund finds the requests (see
+// limitertest.RefundsBehindAStepBack).
+func TestRefundBehindClockAtTheEnds(t *testing.T) {
+	limitertest.RefundsBehindAStepBack(t, limitertest.Adapt(New))
 }
 
 // TestRefundFrozenHammer: concurrent takes and refunds on one key pass the

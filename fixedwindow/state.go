@@ -135,15 +135,3 @@ func (l *Limiter) untilEnd(now int64, behind, rem uint64) time.Duration {
 	}
 	return time.Duration(d)
 }
-
-// index returns the window of now, cur = ⌊now/Window⌋ (floored, as an
-// unsigned index mod 2^64), and rem = now − cur·Window in [0, Window), exact
-// in arithmetic mod 2^64 since its true value is in range.
-//
-// Caching the current window to skip the division was measured and dropped:
-// the division costs about 2 ns, and with a cheap clock the cache's check and
-// the lost inlining cost more than it saves.
-func (l *Limiter) index(now int64) (cur, rem uint64) {
-	q := packed.WindowIndex(now, int64(l.window))
-	return uint64(q), uint64(now) - uint64(q)*l.window
-}

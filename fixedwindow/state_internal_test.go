@@ -2,13 +2,9 @@ package fixedwindow
 
 import (
 	"math"
-	"math/big"
-	"math/rand/v2"
 	"testing"
-	"time"
 
 	"github.com/stretchr/testify/assert"
-	"github.com/stretchr/testify/require"
 
 	"github.com/hotlimit/hotlimit/internal/packed"
 )
@@ -52,29 +48,6 @@ func TestKill(t *testing.T) {
 		assert.Equal(t, tc.idle, c.kill(tc.cur), "case %d", i)
 		if tc.idle {
 			assert.Equal(t, packed.WindowDead, c.word.Load(), "case %d", i)
-		}
-	}
-}
-
-// TestIndexAtTheEnds checks index against math/big floored division, at the
-// ends of int64 time and around zero.
-func TestIndexAtTheEnds(t *testing.T) {
-	rng := rand.New(rand.NewPCG(11, 12))
-	for _, window := range []time.Duration{MinWindow, MinWindow + 1, 1 << 20, 7 * time.Millisecond, time.Second, 1 << 54, MaxWindow} {
-		l, err := New(1, window)
-		require.NoError(t, err)
-		w := int64(window)
-		times := []int64{math.MinInt64, math.MinInt64 + 1, -w - 1, -w, -w + 1, -1, 0, 1, w - 1, w, w + 1,
-			math.MaxInt64 - w, math.MaxInt64 - 1, math.MaxInt64}
-		for range 100 {
-			t := int64(rng.Uint64())
-			times = append(times, t, t-t%w, t-t%w-1)
-		}
-		for _, now := range times {
-			q, m := new(big.Int).DivMod(big.NewInt(now), big.NewInt(w), new(big.Int)) // Euclidean: floored for w > 0
-			cur, rem := l.index(now)
-			assert.Equal(t, q.Int64(), int64(cur), "window %d now %d", w, now)
-			assert.Equal(t, m.Uint64(), rem, "window %d now %d", w, now)
 		}
 	}
 }

@@ -11,6 +11,7 @@ import (
 
 	"github.com/hotlimit/hotlimit"
 	"github.com/hotlimit/hotlimit/hotlimitprom"
+	"github.com/hotlimit/hotlimit/internal/limitertest"
 	"github.com/hotlimit/hotlimit/service"
 )
 
@@ -25,17 +26,7 @@ func TestANilMetricsCountsNothing(t *testing.T) {
 	var m *hotlimitprom.Metrics // metrics turned off
 	svc, err := service.New(hotlimit.Config{Algorithm: hotlimit.TokenBucket, Limit: 2, Window: time.Minute}, hotlimit.WithObserver(m))
 	require.NoError(t, err)
-	require.NotPanics(t, func() {
-		assert.True(t, svc.Allow("u", "a"))
-		assert.True(t, svc.Take("u", "a", 1).Allowed)
-		assert.False(t, svc.Take("u", "a", 1).Allowed)
-		// Producers that hold the observer as given, not through
-		// hotlimit.NewOptions, call it directly.
-		m.Observe(hotlimit.Event{Source: &hotlimit.Source{Rule: "default"}, Outcome: hotlimit.OutcomeDenied, N: 1})
-		m.ObserveFallback(hotlimit.Fallback{Backend: "redis", Reason: "timeout"})
-		m.ObserveBackend("redis")
-		m.WatchKeys("api", svc.Len)
-	})
+	limitertest.MetricsThatRecordNothing(t, svc, m)
 	reg := prometheus.NewPedanticRegistry()
 	require.NotPanics(t, func() { require.NoError(t, reg.Register(m)) })
 	n, err := testutil.GatherAndCount(reg)

@@ -11,6 +11,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/hotlimit/hotlimit"
+	"github.com/hotlimit/hotlimit/internal/limitertest"
 	"github.com/hotlimit/hotlimit/internal/models"
 	"github.com/hotlimit/hotlimit/slidingcounter"
 )
@@ -29,6 +30,14 @@ type diffRun struct {
 	window int64
 	far    int64 // how far ahead tick jumped in all
 	keys   []string
+	// held are receipts of admitted takes not yet refunded.
+	held []held
+}
+
+// held is a receipt a sequence keeps to refund later, and its key.
+type held struct {
+	key string
+	r   hotlimit.Receipt
 }
 
 func newDiffRun(t *testing.T, rng *rand.Rand, opts ...hotlimit.Option) *diffRun {
@@ -132,6 +141,35 @@ func (r *diffRun) call(t *testing.T, seq, step int) bool {
 	n := r.randN()
 	want := r.model.Take(key, n, now)
 	return assert.Equal(t, want, r.lim.Take(key, n), "seq %d step %d: Take(%q, %d) at %d", seq, step, key, n, now)
+}
+
+// takeReceipt takes with a receipt on both, keeps the receipt of an
+// admitted take to refund later, and reports whether the Decisions and the
+// receipts agree.
+func (r *diffRun) takeReceipt(t *testing.T, seq, step int) bool {
+	key := r.keys[r.rng.IntN(len(r.keys))]
+	now := r.now.Load()
+	n := r.randN()
+	want, wantR := r.model.TakeReceipt(key, n, now)
+	d, rc := r.lim.TakeReceipt(key, n)
+	if !assert.Equal(t, want, d, "seq %d step %d: TakeReceipt(%q, %d) at %d", seq, step, key, n, now) ||
+		!assert.Equal(t, wantR, rc, "seq %d step %d: receipt of TakeReceipt(%q, %d) at %d", seq, step, key, n, now) {
+		return false
+	}
+	if rc.N > 0 {
+		r.held = append(r.held, held{key, rc})
+	}
+	return true
+}
+
+// refund gives back a random held receipt, of which there must be one, on
+// both at now.
+func (r *diffRun) refund(now int64) {
+	i := r.rng.IntN(len(r.held))
+	h := r.held[i]
+	r.held = append(r.held[:i], r.held[i+1:]...)
+	r.model.Refund(h.key, h.r, now)
+	r.lim.Refund(h.key, h.r)
 }
 
 // TestDifferential plays random sequences of clock steps (backwards ones
@@ -261,28 +299,15 @@ func TestAutoSweepChangesNoDecision(t *testing.T) {
 	for seq := range seqs {
 		r := newDiffRun(t, rng, hotlimit.WithAutoSweep(1))
 		r.keys = keys
-		var receipts []held
 		for step := range 200 {
 			r.tick(false)
 			now := r.now.Load()
 			switch p := rng.IntN(10); {
-			case p < 3 && len(receipts) > 0:
-				i := rng.IntN(len(receipts))
-				h := receipts[i]
-				receipts = append(receipts[:i], receipts[i+1:]...)
-				r.model.Refund(h.key, h.r, now)
-				r.lim.Refund(h.key, h.r)
+			case p < 3 && len(r.held) > 0:
+				r.refund(now)
 			case p < 7:
-				key := r.keys[rng.IntN(len(r.keys))]
-				n := r.randN()
-				want, wantR := r.model.TakeReceipt(key, n, now)
-				d, rc := r.lim.TakeReceipt(key, n)
-				if !assert.Equal(t, want, d, "seq %d step %d: TakeReceipt(%q, %d) at %d", seq, step, key, n, now) ||
-					!assert.Equal(t, wantR, rc, "seq %d step %d: receipt of TakeReceipt(%q, %d) at %d", seq, step, key, n, now) {
+				if !r.takeReceipt(t, seq, step) {
 					return
-				}
-				if rc.N > 0 {
-					receipts = append(receipts, held{key, rc})
 				}
 			default:
 				if !r.call(t, seq, step) {
@@ -293,12 +318,6 @@ func TestAutoSweepChangesNoDecision(t *testing.T) {
 		evicted += r.model.Len() - r.lim.Len()
 	}
 	assert.Greater(t, evicted, seqs, "the auto-sweep evicted keys the model holds")
-}
-
-// held is a receipt a sequence keeps to refund later, and its key.
-type held struct {
-	key string
-	r   hotlimit.Receipt
 }
 
 // TestDifferentialWithRefunds plays random sequences of clock steps
@@ -313,7 +332,6 @@ func TestDifferentialWithRefunds(t *testing.T) {
 	rng := rand.New(rand.NewPCG(5, 6))
 	for seq := range seqs {
 		r := newDiffRun(t, rng)
-		var receipts []held
 		for step := range 80 {
 			r.tick(true)
 			now := r.now.Load()
@@ -323,23 +341,11 @@ func TestDifferentialWithRefunds(t *testing.T) {
 					!assert.Equal(t, r.model.Len(), r.lim.Len(), "seq %d step %d: Len", seq, step) {
 					return
 				}
-			case p < 7 && len(receipts) > 0:
-				i := rng.IntN(len(receipts))
-				h := receipts[i]
-				receipts = append(receipts[:i], receipts[i+1:]...)
-				r.model.Refund(h.key, h.r, now)
-				r.lim.Refund(h.key, h.r)
+			case p < 7 && len(r.held) > 0:
+				r.refund(now)
 			case p < 14:
-				key := r.keys[rng.IntN(len(r.keys))]
-				n := r.randN()
-				want, wantR := r.model.TakeReceipt(key, n, now)
-				d, rc := r.lim.TakeReceipt(key, n)
-				if !assert.Equal(t, want, d, "seq %d step %d: TakeReceipt(%q, %d) at %d", seq, step, key, n, now) ||
-					!assert.Equal(t, wantR, rc, "seq %d step %d: receipt of TakeReceipt(%q, %d) at %d", seq, step, key, n, now) {
+				if !r.takeReceipt(t, seq, step) {
 					return
-				}
-				if rc.N > 0 {
-					receipts = append(receipts, held{key, rc})
 				}
 			default:
 				if !r.call(t, seq, step) {
@@ -348,4 +354,12 @@ func TestDifferentialWithRefunds(t *testing.T) {
 			}
 		}
 	}
+}
+
+// TestDifferentialAtTheEnds plays random sequences of calls, sweeps, refunds
+// and clock steps within a few windows of either end of int64, and from one
+// end to the other, against the sequential model: every Decision and every
+// receipt must agree (see limitertest.DifferentialAtTheEnds).
+func TestDifferentialAtTheEnds(t *testing.T) {
+	limitertest.DifferentialAtTheEnds(t, limitertest.Adapt(slidingcounter.New), models.NewSlidingCounter, slidingcounter.MaxLimit, slidingcounter.MinWindow, slidingcounter.MaxWindow)
 }

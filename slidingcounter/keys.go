@@ -4,12 +4,13 @@ import (
 	"time"
 
 	"github.com/hotlimit/hotlimit"
+	"github.com/hotlimit/hotlimit/internal/packed"
 )
 
 // idle returns the kill function of an incremental sweep step (auto-sweep,
 // the key cap) at the clock's current time: Sweep's, one key at a time.
 func (l *Limiter) idle() func(*cell) bool {
-	cur, _ := l.index(l.clock())
+	cur, _ := packed.Window(l.clock(), l.window)
 	return func(c *cell) bool { return c.kill(cur) }
 }
 
@@ -20,7 +21,7 @@ func (l *Limiter) idle() func(*cell) bool {
 // lies past the clock's last reading, math.MaxInt64.
 func (l *Limiter) capped() hotlimit.Decision {
 	now := l.clock()
-	_, rem := l.index(now)
+	_, rem := packed.Window(now, l.window)
 	d := hotlimit.Never
 	if w := 2*l.window - rem; w <= clockLeft(now) { // w < 2·Window: no wrap
 		d = time.Duration(w)

@@ -113,8 +113,8 @@ func (l *Limiter) admit(key string) (allowed bool, prev, count, e uint64) {
 	// to 1.01-1.29 (-cpu 4: 1.08-2.11 to 0.86-1.12; -cpu 8: 1.38-1.76 to
 	// 0.85-1.15), with denials about the same.
 	w := c.word.Load()
-	cur, rem := l.index(l.clock()) // after Get and the load: see cell
-	fresh := true                  // the reading was taken after w was loaded
+	cur, rem := packed.Window(l.clock(), l.window) // after Get and the load: see cell
+	fresh := true                                  // the reading was taken after w was loaded
 	if again := c.word.Load(); again != w {
 		w, fresh = again, false
 	}
@@ -122,7 +122,7 @@ func (l *Limiter) admit(key string) (allowed bool, prev, count, e uint64) {
 		if w == dead {
 			c = l.cells.Revive(key, c)
 			w = c.word.Load()
-			cur, rem = l.index(l.clock())
+			cur, rem = packed.Window(l.clock(), l.window)
 			fresh = true
 			continue
 		}
@@ -130,7 +130,7 @@ func (l *Limiter) admit(key string) (allowed bool, prev, count, e uint64) {
 		e := elapsed(rem, behind)
 		if !l.fits(prev, count, e, 1) {
 			if !fresh {
-				cur, rem = l.index(l.clock())
+				cur, rem = packed.Window(l.clock(), l.window)
 				fresh = true
 				continue
 			}
@@ -200,7 +200,7 @@ func (l *Limiter) take(key string, n int) (hotlimit.Decision, int64) {
 			now, fresh = l.clock(), true
 			continue
 		}
-		cur, rem := l.index(now)
+		cur, rem := packed.Window(now, l.window)
 		index, prev, count, behind := advance(w, cur)
 		est := l.weigh(prev, elapsed(rem, behind)) + count
 		if est+need > l.limit {
@@ -261,7 +261,7 @@ func (l *Limiter) report(key string, n int) hotlimit.Decision {
 			break
 		}
 	}
-	cur, rem := l.index(now)
+	cur, rem := packed.Window(now, l.window)
 	_, prev, count, behind := advance(w, cur)
 	d := l.decision(prev, count, l.weigh(prev, elapsed(rem, behind))+count, rem, behind, now)
 	if n == 0 {
@@ -290,6 +290,6 @@ func (l *Limiter) Len() int {
 // does. It returns how many keys it evicted. Sweep is safe to run
 // concurrently with anything, Sweep included.
 func (l *Limiter) Sweep() int {
-	cur, _ := l.index(l.clock())
+	cur, _ := packed.Window(l.clock(), l.window)
 	return l.cells.Sweep(func(c *cell) bool { return c.kill(cur) })
 }

@@ -1,6 +1,9 @@
 package slidingcounter
 
-import "github.com/hotlimit/hotlimit"
+import (
+	"github.com/hotlimit/hotlimit"
+	"github.com/hotlimit/hotlimit/internal/packed"
+)
 
 var _ hotlimit.Refunder = (*Limiter)(nil)
 
@@ -37,8 +40,8 @@ func (l *Limiter) Refund(key string, r hotlimit.Receipt) {
 	if !ok {
 		return
 	}
-	at, _ := l.index(r.At)
-	if cur, _ := l.index(l.clock()); int64(cur)-int64(at) >= 2 {
+	at, _ := packed.Window(r.At, l.window)
+	if cur, _ := packed.Window(l.clock(), l.window); int64(cur)-int64(at) >= 2 {
 		// r.At's window ended a window ago or more: its count weighs on
 		// nothing. Checked on the full indices, not on the word's (mod
 		// 2^30), which would take a receipt 2^30 windows old for one of the

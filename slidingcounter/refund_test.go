@@ -14,7 +14,6 @@ import (
 
 	"github.com/hotlimit/hotlimit"
 	"github.com/hotlimit/hotlimit/internal/limitertest"
-	"github.com/hotlimit/hotlimit/internal/models"
 	"github.com/hotlimit/hotlimit/internal/packed"
 )
 
@@ -82,28 +81,12 @@ func TestRefundBehindClock(t *testing.T) {
 	assert.Equal(t, 4, lim.Take("k", 0).Remaining)
 }
 
-// TestRefundBehindClockAcrossTheRange: a clock that steps back from near
-// math.MaxInt64 to math.MinInt64, about 2^64 ns, reads behind the key's
-// window (fewer than 2^29 hour-long windows away); behind·Window − rem
-// passes math.MaxInt64 though the key's window starts before it, in the
-// window before the last. The receipt names that window's start, not
-// math.MaxInt64 (the last window's), so the refund finds the requests.
-func TestRefundBehindClockAcrossTheRange(t *testing.T) {
-	const window = time.Hour
-	var now atomic.Int64
-	high := math.MaxInt64 - 2*int64(window)
-	now.Store(high)
-	lim, err := New(2, window, hotlimit.WithClock(now.Load))
-	require.NoError(t, err)
-	_, r1 := lim.TakeReceipt("k", 1)
-	require.Equal(t, hotlimit.Receipt{N: 1, At: high}, r1)
-	now.Store(math.MinInt64)
-	d, r := lim.TakeReceipt("k", 1)
-	require.True(t, d.Allowed)
-	start := models.FloorDiv(high, int64(window)) * int64(window)
-	assert.Equal(t, hotlimit.Receipt{N: 1, At: start}, r, "counted at the key's window's start")
-	lim.Refund("k", r)
-	assert.Equal(t, 1, lim.Take("k", 0).Remaining, "the refund gave the request back")
+// TestRefundBehindClockAtTheEnds: a Take whose clock stepped back behind
+// the key's window at the ends of int64 counts in that window, and its
+// receipt names the window's start, so the refund finds the requests (see
+// limitertest.RefundsBehindAStepBack).
+func TestRefundBehindClockAtTheEnds(t *testing.T) {
+	limitertest.RefundsBehindAStepBack(t, limitertest.Adapt(New))
 }
 
 // TestRefundFrozenHammer: concurrent takes and refunds on one key pass the
@@ -303,7 +286,7 @@ func TestCountedAtIsTheCountedWindowsStart(t *testing.T) {
 			behinds = append(behinds, 1+r.Uint64N(1<<29))
 		}
 		for _, now := range nows {
-			cur, rem := lim.index(now)
+			cur, rem := packed.Window(now, lim.window)
 			for _, behind := range behinds {
 				want := new(big.Int).Mul(new(big.Int).SetInt64(int64(cur)), big.NewInt(w))
 				want.Add(want, new(big.Int).Mul(new(big.Int).SetUint64(behind), big.NewInt(w)))

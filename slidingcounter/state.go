@@ -7,7 +7,6 @@ import (
 	"time"
 
 	"github.com/hotlimit/hotlimit"
-	"github.com/hotlimit/hotlimit/internal/packed"
 )
 
 // cell is one key's state, a single word laid out as pack.go draws it:
@@ -246,12 +245,4 @@ func (l *Limiter) decision(prev, count, est, rem, behind uint64, now int64) hotl
 		d.ResetAfter = l.wait(prev, count, rem, behind, 0, now)
 	}
 	return d
-}
-
-// index returns the window of now, cur = ⌊now/Window⌋ (floored, as an
-// unsigned index mod 2^64), and rem = now − cur·Window in [0, Window), exact
-// in arithmetic mod 2^64 since its true value is in range.
-func (l *Limiter) index(now int64) (cur, rem uint64) {
-	q := packed.WindowIndex(now, int64(l.window))
-	return uint64(q), uint64(now) - uint64(q)*l.window
 }

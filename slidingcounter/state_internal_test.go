@@ -121,17 +121,3 @@ func FuzzEstimate(f *testing.F) {
 		}
 	})
 }
-
-func TestIndexAtTheEnds(t *testing.T) {
-	for _, window := range []time.Duration{MinWindow, 7 * time.Millisecond, time.Second, MaxWindow} {
-		l, err := New(1, window)
-		require.NoError(t, err)
-		wn := int64(window)
-		for _, now := range []int64{math.MinInt64, math.MinInt64 + 1, -wn - 1, -wn, -1, 0, 1, wn - 1, wn, math.MaxInt64} {
-			q, m := new(big.Int).DivMod(big.NewInt(now), big.NewInt(wn), new(big.Int))
-			cur, rem := l.index(now)
-			assert.Equal(t, q.Int64(), int64(cur), "window %d now %d", wn, now)
-			assert.Equal(t, m.Uint64(), rem, "window %d now %d", wn, now)
-		}
-	}
-}

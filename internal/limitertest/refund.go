@@ -1,11 +1,14 @@
 package limitertest
 
 import (
+	"math"
 	"sync"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
 
 	"github.com/hotlimit/hotlimit"
 )
@@ -73,4 +76,44 @@ func RefundAllocs(t *testing.T, lim hotlimit.Refunder) {
 		_, r := lim.TakeReceipt("k", 2)
 		lim.Refund("k", r)
 	}))
+}
+
+// RefundsBehindAStepBack is for the windowed algorithms (fixed window,
+// sliding counter), whose limiters newLimiter builds, giving receipts: a
+// limiter of 2 per window takes one request; the clock steps back behind
+// the key's window, into the first window of the clock's range, which
+// starts before math.MinInt64 (1 ms windows, from the second window), or
+// about 2^64 ns, from near math.MaxInt64 to math.MinInt64, where
+// behind·Window − rem passes math.MaxInt64 though the key's window starts
+// before it (1 h windows, from the window before the last). A Take of 1
+// there counts in the key's window, its receipt names that window's start
+// (not math.MaxInt64, nor a start wrapped around), and refunding it gives
+// the request back.
+func RefundsBehindAStepBack(t *testing.T, newLimiter Constructor) {
+	for _, c := range []struct {
+		name     string
+		window   time.Duration
+		from, to int64
+	}{
+		{"into the first window", time.Millisecond, math.MinInt64 + int64(time.Millisecond), math.MinInt64},
+		{"across the range", time.Hour, math.MaxInt64 - 2*int64(time.Hour), math.MinInt64},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			var now atomic.Int64
+			now.Store(c.from)
+			keyed, err := newLimiter(2, c.window, now.Load)
+			require.NoError(t, err)
+			lim, ok := keyed.(hotlimit.Refunder)
+			require.True(t, ok, "the limiter gives receipts")
+			_, r1 := lim.TakeReceipt("k", 1)
+			require.Equal(t, hotlimit.Receipt{N: 1, At: c.from}, r1)
+			now.Store(c.to)
+			d, r := lim.TakeReceipt("k", 1)
+			require.True(t, d.Allowed)
+			start := floorDiv(c.from, int64(c.window)) * int64(c.window)
+			assert.Equal(t, hotlimit.Receipt{N: 1, At: start}, r, "counted at the key's window's start")
+			lim.Refund("k", r)
+			assert.Equal(t, 1, keyed.Take("k", 0).Remaining, "the refund gave the request back")
+		})
+	}
 }

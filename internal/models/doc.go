@@ -15,7 +15,11 @@
 // so that they check the limiters' closed forms instead of repeating them.
 package models
 
-import "math/big"
+import (
+	"math/big"
+
+	"github.com/hotlimit/hotlimit"
+)
 
 // FloorDiv returns ⌊a/b⌋ for b > 0.
 func FloorDiv(a, b int64) int64 {
@@ -24,6 +28,25 @@ func FloorDiv(a, b int64) int64 {
 		q--
 	}
 	return q
+}
+
+// windowReceipt is the receipt of a windowed limiter (fixed window, sliding
+// counter) for d, its Decision of Take(key, n) at now, when the key's
+// window, held after the Take, has index idx in windows of window
+// nanoseconds: n requests counted at now, or, when now lies behind the key's
+// window (a clock that stepped back), at the start of that window, where
+// they count; the zero Receipt when denied or n < 1.
+func windowReceipt(d hotlimit.Decision, n int, now, idx, window int64) hotlimit.Receipt {
+	if !d.Allowed || n < 1 {
+		return hotlimit.Receipt{}
+	}
+	at := now
+	// The key's window is now's or a later one, whose start lies after
+	// now: an int64.
+	if idx > FloorDiv(now, window) {
+		at = idx * window
+	}
+	return hotlimit.Receipt{N: n, At: at}
 }
 
 // CeilRat returns ⌈q⌉ for q ≥ 0 that fits an int64.

@@ -79,16 +79,7 @@ func (m *FixedWindow) until(idx, now int64) time.Duration {
 // the zero Receipt when denied or n < 1.
 func (m *FixedWindow) TakeReceipt(key string, n int, now int64) (hotlimit.Decision, hotlimit.Receipt) {
 	d := m.Take(key, n, now)
-	if !d.Allowed || n < 1 {
-		return d, hotlimit.Receipt{}
-	}
-	at := now
-	// The key's window, now held, is now's or a later one, whose start lies
-	// after now: an int64.
-	if i := m.keys[key].index; i > FloorDiv(now, m.window) {
-		at = i * m.window
-	}
-	return d, hotlimit.Receipt{N: n, At: at}
+	return d, windowReceipt(d, n, now, m.keys[key].index, m.window)
 }
 
 // Refund is Refund(key, r) at now (see hotlimit.Refunder): it lowers the

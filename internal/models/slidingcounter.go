@@ -145,16 +145,7 @@ func (m *SlidingCounter) Take(key string, n int, now int64) hotlimit.Decision {
 // the zero Receipt when denied or n < 1.
 func (m *SlidingCounter) TakeReceipt(key string, n int, now int64) (hotlimit.Decision, hotlimit.Receipt) {
 	d := m.Take(key, n, now)
-	if !d.Allowed || n < 1 {
-		return d, hotlimit.Receipt{}
-	}
-	at := now
-	// The key's window, now held, is now's or a later one, whose start lies
-	// after now: an int64.
-	if i := m.keys[key].index; i > FloorDiv(now, m.window) {
-		at = i * m.window
-	}
-	return d, hotlimit.Receipt{N: n, At: at}
+	return d, windowReceipt(d, n, now, m.keys[key].index, m.window)
 }
 
 // Sweep forgets every key whose counts both read zero at now (its window is

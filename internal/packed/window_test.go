@@ -3,6 +3,7 @@ package packed_test
 import (
 	"math"
 	"math/big"
+	"math/rand/v2"
 	"testing"
 	"time"
 
@@ -107,6 +108,27 @@ func FuzzWindowIndex(f *testing.F) {
 // with d = (now − index) mod 2^42, d = 0 is the same window, 0 < d < 2^41 a
 // later one (count restarts at zero), d ≥ 2^41 an earlier one (the stored
 // window and count are kept, now is 2^42 − d windows behind).
+// TestWindowAtTheEnds checks Window against math/big floored division, at
+// the ends of int64 time and around zero, for windows from a millisecond to
+// 366 days.
+func TestWindowAtTheEnds(t *testing.T) {
+	rng := rand.New(rand.NewPCG(11, 12))
+	for _, w := range []int64{windowMinNs, windowMinNs + 1, 1 << 20, 7 * int64(time.Millisecond), int64(time.Second), 1 << 54, windowMaxNs} {
+		times := []int64{math.MinInt64, math.MinInt64 + 1, -w - 1, -w, -w + 1, -1, 0, 1, w - 1, w, w + 1,
+			math.MaxInt64 - w, math.MaxInt64 - 1, math.MaxInt64}
+		for range 100 {
+			t := int64(rng.Uint64())
+			times = append(times, t, t-t%w, t-t%w-1)
+		}
+		for _, now := range times {
+			q, m := new(big.Int).DivMod(big.NewInt(now), big.NewInt(w), new(big.Int)) // Euclidean: floored for w > 0
+			cur, rem := packed.Window(now, uint64(w))
+			assert.Equal(t, q.Int64(), int64(cur), "window %d now %d", w, now)
+			assert.Equal(t, m.Uint64(), rem, "window %d now %d", w, now)
+		}
+	}
+}
+
 func FuzzWindowAdvance(f *testing.F) {
 	for _, c := range [][2]uint64{
 		{0, 0}, {0, 1}, {1, 0}, {0, windowHalf - 1}, {0, windowHalf}, {0, windowHalf + 1},

@@ -1,4 +1,4 @@
-package slidingcounter_test
+package limitertest
 
 import (
 	"math"
@@ -11,41 +11,58 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/hotlimit/hotlimit"
-	"github.com/hotlimit/hotlimit/internal/models"
-	"github.com/hotlimit/hotlimit/slidingcounter"
 )
 
-// TestDifferentialAtTheEnds plays random sequences of calls, sweeps, refunds
-// and clock steps (back ones included) within a few windows of either end of
-// int64, and for windows of an hour or more from one end to the other,
-// readings math.MinInt64 and math.MaxInt64 included, against the
-// sequential model, which finds its waits by searching the estimate up to
-// math.MaxInt64: every Decision, Never included, and every receipt must
-// agree (a receipt taken behind the key's window names that window's start,
-// also from the first window of the clock's range, which starts before
+// WindowModel is the sequential model of a windowed limiter (a fixed
+// window, a sliding counter) that DifferentialAtTheEnds plays against: the
+// Decision and receipt of a Take, a refund and a Sweep, each at a reading.
+type WindowModel interface {
+	TakeReceipt(key string, n int, now int64) (hotlimit.Decision, hotlimit.Receipt)
+	Refund(key string, r hotlimit.Receipt, now int64)
+	Sweep(now int64) int
+}
+
+// DifferentialAtTheEnds is for the windowed algorithms (fixed window,
+// sliding counter), whose limiters newLimiter builds, giving receipts
+// (hotlimit.Refunder), of up to maxLimit per window in [minWindow,
+// maxWindow]. It plays random sequences of calls, sweeps, refunds and clock
+// steps (back ones included) within a few windows of either end of int64,
+// and for windows of an hour or more from one end to the other, readings
+// math.MinInt64 and math.MaxInt64 included, against newModel's sequential
+// model: every Decision, Never included, and every receipt must agree (a
+// receipt taken behind the key's window names that window's start, also
+// from the first window of the clock's range, which starts before
 // math.MinInt64, or more than math.MaxInt64 after the reading). Windows
 // include ones whose boundaries fall on math.MaxInt64 − 1, math.MaxInt64
 // and 2^63, where waits end exactly at the last reading or 1 ns past it;
 // denials with a finite RetryAfter ending at math.MaxInt64 and with Never,
-// and receipts naming a start more than math.MaxInt64 after the reading,
+// receipts taken behind the key's window in the first window of the range,
+// and receipts naming a start more than math.MaxInt64 after the reading
 // must all occur.
-func TestDifferentialAtTheEnds(t *testing.T) {
+func DifferentialAtTheEnds[M WindowModel](t *testing.T, newLimiter Constructor, newModel func(limit int, window time.Duration) M,
+	maxLimit int, minWindow, maxWindow time.Duration) {
+	t.Helper()
 	seqs := 2000
 	if testing.Short() {
 		seqs = 300
 	}
 	windows := []time.Duration{
-		slidingcounter.MinWindow, 7 * ms, 153092023, 4294967294, 1 << 30, time.Second, time.Hour, slidingcounter.MaxWindow,
+		minWindow, 7 * time.Millisecond, 153092023, 4294967294, 1 << 30, time.Second, time.Hour, maxWindow,
+	}
+	type held struct {
+		key string
+		r   hotlimit.Receipt
 	}
 	rng := rand.New(rand.NewPCG(7, 8))
-	atEnd, nevers, across := 0, 0, 0
+	atEnd, nevers, firstBehind, across := 0, 0, 0, 0
 	for seq := range seqs {
 		limit := 1 + rng.IntN(6)
 		if rng.IntN(8) == 0 {
-			limit = slidingcounter.MaxLimit - rng.IntN(3)
+			limit = maxLimit - rng.IntN(3)
 		}
 		window := windows[rng.IntN(len(windows))]
 		w := int64(window)
+		first := floorDiv(math.MinInt64, w) // the first window's index
 		high := rng.IntN(2) == 0
 		var start int64
 		if high {
@@ -61,9 +78,11 @@ func TestDifferentialAtTheEnds(t *testing.T) {
 		}
 		var now atomic.Int64
 		now.Store(start)
-		lim, err := slidingcounter.New(limit, window, hotlimit.WithClock(now.Load))
+		keyed, err := newLimiter(limit, window, now.Load)
 		require.NoError(t, err)
-		model := models.NewSlidingCounter(limit, window)
+		lim, ok := keyed.(hotlimit.Refunder)
+		require.True(t, ok, "the limiter gives receipts")
+		model := newModel(limit, window)
 		var receipts []held
 		for step := range 60 {
 			// A step of up to two windows either way, to a boundary or
@@ -73,9 +92,9 @@ func TestDifferentialAtTheEnds(t *testing.T) {
 			case 0:
 			case 1:
 				// To an end; at times, for windows of an hour or more,
-				// to the other one, fewer than 2^29 windows away: the
-				// word's index, modulo 2^30, still tells back from
-				// forward.
+				// to the other one, fewer than 2^23 windows away: the
+				// word's index, kept modulo 2^30 or more, still tells
+				// back from forward.
 				x = math.MaxInt64
 				if high == (w >= int64(time.Hour) && rng.IntN(3) == 0) {
 					x = math.MinInt64
@@ -100,7 +119,7 @@ func TestDifferentialAtTheEnds(t *testing.T) {
 			}
 			now.Store(x)
 			if rng.IntN(12) == 0 {
-				if !assert.Equal(t, model.Sweep(x), lim.Sweep(), "seq %d step %d: Sweep at %d", seq, step, x) {
+				if !assert.Equal(t, model.Sweep(x), keyed.Sweep(), "seq %d step %d: Sweep at %d", seq, step, x) {
 					return
 				}
 				continue
@@ -129,6 +148,9 @@ func TestDifferentialAtTheEnds(t *testing.T) {
 			}
 			if rc.N > 0 {
 				receipts = append(receipts, held{key, rc})
+				if rc.At != x && floorDiv(x, w) == first {
+					firstBehind++
+				}
 				if uint64(rc.At)-uint64(x) > math.MaxInt64 {
 					across++
 				}
@@ -145,5 +167,6 @@ func TestDifferentialAtTheEnds(t *testing.T) {
 	}
 	assert.Positive(t, atEnd, "denials whose RetryAfter ends at math.MaxInt64")
 	assert.Positive(t, nevers, "denials with Never within the limit")
+	assert.Positive(t, firstBehind, "receipts taken behind the key's window from the first window")
 	assert.Positive(t, across, "receipts naming a start more than math.MaxInt64 after the reading")
 }
