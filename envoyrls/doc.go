@@ -41,7 +41,13 @@
 //     redislimit's FailLocal fallback sizes its tables the same way.
 //   - statuses are 1:1 with the descriptors, in order. No rule or an unknown
 //     domain: OK without current_limit. Unlimited: OK with limit_remaining
-//     MaxUint32. A rule named in a matched rule's replaces does not apply.
+//     MaxUint32. current_limit is the rule's (or the descriptor's own)
+//     requests_per_unit, as the reference reports it, and so is
+//     RateLimit-Limit ([HeadersReference]); for a token bucket or GCRA,
+//     limit_remaining counts down from its burst, the limiter options'
+//     default (hotlimit.WithBurst) when it sets none, and so do the
+//     observer's near-limit share, the metrics' near_limit and the draft
+//     headers' q ([HeadersDraft]). A rule named in a matched rule's replaces does not apply.
 //     requests_per_unit 0 is over the limit for every hit.
 //   - shadow mode: an over-limit descriptor is counted and observed as
 //     [hotlimit.OutcomeShadowDenied] and answered OK. quota_mode: the request

@@ -83,11 +83,15 @@ type Headers uint8
 
 const (
 	// HeadersReference adds RateLimit-Limit, RateLimit-Remaining and
-	// RateLimit-Reset (seconds), as the reference server names them.
+	// RateLimit-Reset (seconds), as the reference server names them:
+	// RateLimit-Limit is current_limit's requests_per_unit, even for a
+	// token bucket or GCRA whose burst is larger.
 	HeadersReference Headers = 1 << iota
 	// HeadersDraft adds RateLimit-Policy and RateLimit in the IETF draft's
 	// structured form, as httplimit writes them:
-	// `"name";q=100;w=60` and `"name";r=42;t=17`.
+	// `"name";q=100;w=60` and `"name";r=42;t=17`; q is the burst of a token
+	// bucket or GCRA, the limiter options' default (hotlimit.WithBurst)
+	// when it sets none.
 	HeadersDraft
 )
 
@@ -440,9 +444,13 @@ func (s *Server) overrideLimiter(c hotlimit.Config) (hotlimit.Limiter, error) {
 
 // item is one descriptor's work in a request.
 type item struct {
-	rule     *Rule
-	cfg      hotlimit.Config // the policy that decides; zero for none
-	blockAll bool            // requests_per_unit 0: every hit is over
+	rule *Rule
+	// cfg is the policy that decides, zero for none, its burst written out
+	// when it takes the limiters' default (burst.Spelled): its Capacity is
+	// the most Remaining can be, which the observer's outcome, the metrics'
+	// near_limit and the draft headers' q measure.
+	cfg      hotlimit.Config
+	blockAll bool // requests_per_unit 0: every hit is over
 	current  *pb.RateLimitResponse_RateLimit
 	lim      hotlimit.Limiter
 	key      string
@@ -651,7 +659,7 @@ func (s *Server) plan(snap *snapshot, req *pb.RateLimitRequest, items []item) er
 			it.rule = nil
 			continue
 		}
-		it.cfg, it.shadow, it.quota = r.Limit, r.ShadowMode, r.QuotaMode
+		it.cfg, it.shadow, it.quota = burst.Spelled(r.Limit, s.defBurst), r.ShadowMode, r.QuotaMode
 		it.current = &pb.RateLimitResponse_RateLimit{Name: r.Name, RequestsPerUnit: r.RequestsPerUnit, Unit: r.Unit}
 		if r.UnitMultiplier > 1 {
 			it.current.UnitMultiplier = wrapperspb.UInt32(r.UnitMultiplier)
@@ -694,16 +702,17 @@ func (s *Server) planOverride(it *item, i int, domain string, o *rlext.RateLimit
 		it.rule = &Rule{Domain: r.Domain, Key: r.Key, RequestsPerUnit: o.RequestsPerUnit, Unit: unit}
 	}
 	it.current = &pb.RateLimitResponse_RateLimit{RequestsPerUnit: o.RequestsPerUnit, Unit: unit, UnitMultiplier: o.UnitMultiplier}
-	it.cfg = hotlimit.Config{Algorithm: alg, Limit: int(o.RequestsPerUnit), Window: w * time.Duration(mult)}
+	c := hotlimit.Config{Algorithm: alg, Limit: int(o.RequestsPerUnit), Window: w * time.Duration(mult)}
 	if o.RequestsPerUnit == 0 {
 		// Denies every hit, as a rule of requests_per_unit 0 does: a
 		// FixedWindow of the override's window, whose end the response's
 		// duration_until_reset counts down, whatever the rule's algorithm.
-		it.cfg.Algorithm = hotlimit.FixedWindow
-		it.blockAll = true
+		c.Algorithm = hotlimit.FixedWindow
+		it.cfg, it.blockAll = c, true
 		return nil
 	}
-	l, err := s.overrideLimiter(it.cfg)
+	it.cfg = burst.Spelled(c, s.defBurst)
+	l, err := s.overrideLimiter(c)
 	if errors.Is(err, hotlimit.ErrInvalidConfig) {
 		return invalid("descriptors[%d].limit: %v", i, err)
 	}

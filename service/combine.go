@@ -11,6 +11,7 @@ import (
 
 	"github.com/hotlimit/hotlimit"
 	"github.com/hotlimit/hotlimit/composite"
+	"github.com/hotlimit/hotlimit/internal/burst"
 	"github.com/hotlimit/hotlimit/slidinglog"
 )
 
@@ -561,21 +562,12 @@ func (m *multi) lessShare(i int, a hotlimit.Decision, j int, b hotlimit.Decision
 // capacity is c's [hotlimit.Config.Capacity] as the service's limiters
 // enforce it: a token bucket or GCRA that sets no burst of its own takes
 // the service's default, defBurst ([hotlimit.WithBurst] among its options),
-// when there is one.
+// when there is one. The service reports its limits so spelled out
+// (burst.Spelled: the limit of TakePolicy, TakeEach's, an Event's Policy),
+// so that a caller that advertises the capacity (httplimit's q) advertises
+// the burst its clients get.
 func capacity(c hotlimit.Config, defBurst int) int {
-	return withBurst(c, defBurst).Capacity()
-}
-
-// withBurst is c as the service reports it (the limit of TakePolicy,
-// TakeEach's, an Event's Policy): with the service's default burst, defBurst,
-// spelled out when c takes it, so that its Capacity is what the limiter
-// enforces, and a caller that advertises it (httplimit's q) advertises the
-// burst its clients get.
-func withBurst(c hotlimit.Config, defBurst int) hotlimit.Config {
-	if c.Burst == 0 && defBurst > 0 && c.Algorithm.HasBurst() {
-		c.Burst = defBurst
-	}
-	return c
+	return burst.Spelled(c, defBurst).Capacity()
 }
 
 // lessShare reports whether ra/ca < rb/cb, compared exactly in 128 bits (a

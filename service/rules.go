@@ -130,7 +130,7 @@ func (ru *rule) setSources() {
 	}
 	ru.sources = make([]*hotlimit.Source, len(limits))
 	for i, c := range limits {
-		ru.sources[i] = &hotlimit.Source{Rule: ru.name, Policy: withBurst(c, ru.defBurst)}
+		ru.sources[i] = &hotlimit.Source{Rule: ru.name, Policy: burst.Spelled(c, ru.defBurst)}
 	}
 }
 
@@ -251,7 +251,7 @@ func (ru *rule) one(d hotlimit.Decision, n int) (hotlimit.Decision, hotlimit.Con
 	if ru.obs != nil {
 		ru.obs.Observe(hotlimit.Event{Source: ru.sources[0], Outcome: outcome, N: n, Decision: d})
 	}
-	return d, withBurst(ru.limits[0], ru.defBurst)
+	return d, burst.Spelled(ru.limits[0], ru.defBurst)
 }
 
 // several finishes the decision d of a rule of several limits on n requests:
@@ -284,7 +284,7 @@ func (ru *rule) several(d hotlimit.Decision, decider int, own hotlimit.Decision,
 	if ownDecision {
 		d.Limit, d.Remaining, d.ResetAfter = own.Limit, own.Remaining, own.ResetAfter
 	}
-	return d, withBurst(ru.multi.limits[decider], ru.defBurst)
+	return d, burst.Spelled(ru.multi.limits[decider], ru.defBurst)
 }
 
 // takeContext is take under ctx, for the limiters that take a context (see
@@ -641,7 +641,7 @@ func (ru *rule) takeEach(ctx context.Context, cache *keyCache, user, api string,
 		}
 		jd := each[j]
 		jd.Allowed, jd.RetryAfter = d.Allowed, d.RetryAfter
-		dst = append(dst, LimitDecision{Config: withBurst(c, ru.defBurst), Decision: jd, Err: errOf[j]})
+		dst = append(dst, LimitDecision{Config: burst.Spelled(c, ru.defBurst), Decision: jd, Err: errOf[j]})
 	}
 	return d, dst, err
 }

@@ -10,6 +10,7 @@ import (
 	"sync/atomic"
 
 	"github.com/hotlimit/hotlimit"
+	"github.com/hotlimit/hotlimit/internal/burst"
 	"github.com/puzpuzpuz/xsync/v3"
 )
 
@@ -268,12 +269,12 @@ func (s *Service) ResolvePolicies(user, api string) Limits {
 	out := make(Limits, 0, len(ru.limits))
 	for _, c := range ru.limits {
 		if !c.Shadow {
-			out = append(out, withBurst(c, ru.defBurst))
+			out = append(out, burst.Spelled(c, ru.defBurst))
 		}
 	}
 	if len(out) == 0 { // every limit is in shadow mode
 		for _, c := range ru.limits {
-			out = append(out, withBurst(c, ru.defBurst))
+			out = append(out, burst.Spelled(c, ru.defBurst))
 		}
 	}
 	return out

@@ -2,7 +2,9 @@
 // their burst, so that they are one limiter: package service keys a rule's
 // limiters by it, and so does envoyrls a configuration's, so that a change
 // of the rules that only writes the burst out, or drops it, keeps every
-// key's state in both.
+// key's state in both. It also writes out the burst a limit takes from the
+// limiters' default, so that both report the capacity their limiters
+// enforce.
 package burst
 
 import "github.com/hotlimit/hotlimit"
@@ -15,6 +17,19 @@ import "github.com/hotlimit/hotlimit"
 func Unspelled(c hotlimit.Config, defBurst int) hotlimit.Config {
 	if c.Algorithm.HasBurst() && (defBurst == 0 && c.Burst == c.Limit || defBurst > 0 && c.Burst == defBurst) {
 		c.Burst = 0
+	}
+	return c
+}
+
+// Spelled returns c with the limiters' default burst, defBurst
+// (hotlimit.Options.Burst, set by hotlimit.WithBurst), as its burst when c
+// is a token bucket or a GCRA (hotlimit.Algorithm.HasBurst) that sets none
+// and there is a default: c as its limiter enforces it, whose
+// [hotlimit.Config.Capacity] is the most a key's Remaining can be. It
+// builds the same limiter as c (Unspelled of both is one Config).
+func Spelled(c hotlimit.Config, defBurst int) hotlimit.Config {
+	if c.Burst == 0 && defBurst > 0 && c.Algorithm.HasBurst() {
+		c.Burst = defBurst
 	}
 	return c
 }

@@ -35,3 +35,27 @@ func TestUnspelled(t *testing.T) {
 		assert.Equal(t, tc.c, got, "case %d: nothing else changes", i)
 	}
 }
+
+func TestSpelled(t *testing.T) {
+	c := func(a hotlimit.Algorithm, b int) hotlimit.Config {
+		return hotlimit.Config{Algorithm: a, Limit: 3, Window: time.Second, Burst: b}
+	}
+	for i, tc := range []struct {
+		c        hotlimit.Config
+		defBurst int
+		want     int
+	}{
+		{c(hotlimit.TokenBucket, 0), 0, 0}, // no default: the limit, as 0 says
+		{c(hotlimit.TokenBucket, 0), 5, 5}, // the default written out
+		{c(hotlimit.GCRA, 0), 5, 5},
+		{c(hotlimit.TokenBucket, 4), 5, 4}, // its own burst wins
+		{c(hotlimit.FixedWindow, 0), 5, 0}, // no burst to take
+		{c(hotlimit.SlidingLog, 0), 5, 0},
+	} {
+		got := burst.Spelled(tc.c, tc.defBurst)
+		assert.Equal(t, tc.want, got.Burst, "case %d", i)
+		assert.Equal(t, burst.Unspelled(tc.c, tc.defBurst), burst.Unspelled(got, tc.defBurst), "case %d: the same limiter", i)
+		got.Burst = tc.c.Burst
+		assert.Equal(t, tc.c, got, "case %d: nothing else changes", i)
+	}
+}

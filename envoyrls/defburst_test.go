@@ -1,0 +1,118 @@
+package envoyrls
+
+import (
+	"context"
+	"log/slog"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+
+	rlext "github.com/envoyproxy/go-control-plane/envoy/extensions/common/ratelimit/v3"
+	pb "github.com/envoyproxy/go-control-plane/envoy/service/ratelimit/v3"
+	typev3 "github.com/envoyproxy/go-control-plane/envoy/type/v3"
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/hotlimit/hotlimit"
+)
+
+// TestDefaultBurstIsTheCapacity: a token bucket or GCRA rule of 10 a
+// minute that sets no burst, under a default burst of 20
+// (WithLimiterOptions(hotlimit.WithBurst(20))), admits 20 requests at
+// once, and the server reports that capacity: limit_remaining counts down
+// from 19, the draft RateLimit-Policy quotes q=20 (the burst, as for a rule
+// that writes burst: 20), the observer gets the policy with its burst and
+// calls a request near the limit when at most 20% of the 20 are left, and
+// near_limit counts the hits past 80% of the 20 (the 17th to the 20th).
+// current_limit and RateLimit-Limit stay requests_per_unit, 10, as the
+// reference (which has no burst) reports them. The same holds for a
+// descriptor's own limit, which takes the rule's algorithm. These reported
+// a capacity of 10: q=10 while 20 passed, and the near-limit share of 10.
+func TestDefaultBurstIsTheCapacity(t *testing.T) {
+	for _, alg := range []string{"TokenBucket", "GCRA"} {
+		for _, override := range []bool{false, true} {
+			name := alg + "/rule"
+			if override {
+				name = alg + "/override"
+			}
+			t.Run(name, func(t *testing.T) {
+				rpu := "10"
+				if override {
+					rpu = "1000" // the descriptor's own 10 a minute decides
+				}
+				d, err := ParseDomain("m.yaml", []byte("domain: m\ndescriptors:\n  - key: k\n    rate_limit: {unit: minute, requests_per_unit: "+rpu+", algorithm: "+alg+"}\n"))
+				require.NoError(t, err)
+				cfg, err := NewConfig(d)
+				require.NoError(t, err)
+				var (
+					now      atomic.Int64 // frozen: nothing refills
+					mu       sync.Mutex
+					outcomes []hotlimit.Outcome
+					policies []hotlimit.Config
+				)
+				now.Store(t0)
+				rec := hotlimit.ObserverFunc(func(e hotlimit.Event) {
+					mu.Lock()
+					defer mu.Unlock()
+					outcomes = append(outcomes, e.Outcome)
+					policies = append(policies, e.Policy)
+				})
+				m := NewMetrics()
+				reg := prometheus.NewPedanticRegistry()
+				require.NoError(t, reg.Register(m))
+				s, err := New(cfg, WithClock(now.Load), WithLogger(slog.New(slog.DiscardHandler)),
+					WithObserver(hotlimit.Observers(m, rec)), WithHeaders(HeadersReference|HeadersDraft),
+					WithLimiterOptions(hotlimit.WithBurst(20)))
+				require.NoError(t, err)
+				client := serve(t, s)
+
+				ds := desc("k", "client")
+				if override {
+					ds.Limit = &rlext.RateLimitDescriptor_RateLimitOverride{RequestsPerUnit: 10, Unit: typev3.RateLimitUnit_MINUTE}
+				}
+				policy := `"` + map[string]string{"TokenBucket": "tokenbucket", "GCRA": "gcra"}[alg] + `-10-1m-burst20"`
+				for i := 1; i <= 21; i++ {
+					resp, err := client.ShouldRateLimit(context.Background(), &pb.RateLimitRequest{Domain: "m", Descriptors: []*rlext.RateLimitDescriptor{ds}})
+					require.NoError(t, err)
+					st := resp.Statuses[0]
+					hs := map[string]string{}
+					for _, hv := range resp.ResponseHeadersToAdd {
+						hs[hv.Key] = hv.Value
+					}
+					left := max(20-i, 0)
+					if i <= 20 {
+						assert.Equal(t, ok, resp.OverallCode, "request %d: within the burst of 20", i)
+					} else {
+						assert.Equal(t, over, resp.OverallCode, "request %d: past the burst", i)
+					}
+					assert.EqualValues(t, left, st.LimitRemaining, "request %d", i)
+					assert.EqualValues(t, 10, st.CurrentLimit.GetRequestsPerUnit(), "request %d: current_limit is the reference's", i)
+					assert.Equal(t, "10", hs["RateLimit-Limit"], "request %d: the reference's header, of current_limit", i)
+					assert.Equal(t, policy+";q=20;w=120", hs["RateLimit-Policy"], "request %d: the burst, granted in 2m", i)
+					assert.True(t, strings.HasPrefix(hs["RateLimit"], policy+";r="+strconv.Itoa(left)+";t="), "request %d: RateLimit %q", i, hs["RateLimit"])
+				}
+
+				mu.Lock()
+				defer mu.Unlock()
+				require.Len(t, outcomes, 21)
+				for i, o := range outcomes {
+					want := hotlimit.OutcomeAllowed
+					switch {
+					case i == 20:
+						want = hotlimit.OutcomeDenied
+					case 20-(i+1) <= 4: // at most 20% of the burst left
+						want = hotlimit.OutcomeNearLimit
+					}
+					assert.Equal(t, want, o, "request %d", i+1)
+					assert.Equal(t, 20, policies[i].Capacity(), "request %d: the policy as its limiter enforces it", i+1)
+				}
+				ms := metricsServer{m: m, reg: reg}
+				byKey, _ := ms.series(t)
+				assert.Equal(t, counts{total: 21, within: 20, near: 4, over: 1}, byKey["m.k"], "near: the 17th to the 20th of 20")
+			})
+		}
+	}
+}
