@@ -993,9 +993,17 @@ func constrained(items []item, statuses []*pb.RateLimitResponse_DescriptorStatus
 	return c, denied || !guessed
 }
 
-// refundAll gives back what the items took, in all-or-nothing mode.
+// refundAll gives back what the items took, in all-or-nothing mode. Should
+// an item's refund panic, the items after it are given back all the same,
+// and then the panic goes on: one limiter failing keeps no other's hits.
 func (s *Server) refundAll(ctx context.Context, items []item) {
-	for i := range items {
+	i := 0
+	defer func() {
+		if i < len(items) { // items[i]'s refund panicked
+			s.refundAll(ctx, items[i+1:])
+		}
+	}()
+	for ; i < len(items); i++ {
 		it := &items[i]
 		if it.receipt.N <= 0 {
 			continue
