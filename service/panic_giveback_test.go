@@ -3,6 +3,7 @@ package service_test
 import (
 	"context"
 	"fmt"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -119,5 +120,30 @@ func TestPanickingRefundLeavesTheLimitsBeforeItGivenBack(t *testing.T) {
 			assert.Equal(t, want[1], got[second])
 			assert.Equal(t, want[2], got[third])
 		})
+	}
+}
+
+// TestPanickingObserverLeavesTheRequestCounted: the observer hears of a
+// request once every limit decided it, so a panic of the observer's goes
+// to the caller with the request counted by every limit, as the package
+// documentation says.
+func TestPanickingObserverLeavesTheRequestCounted(t *testing.T) {
+	var armed atomic.Bool
+	obs := hotlimit.ObserverFunc(func(hotlimit.Event) {
+		if armed.Load() {
+			panic(limitertest.PanicValue)
+		}
+	})
+	clock, _ := frozen(int64(time.Hour))
+	s, err := service.NewFromRules(service.Rules{Default: service.Limits{cfg(hotlimit.TokenBucket, 3), cfg(hotlimit.FixedWindow, 5)}},
+		clock, hotlimit.WithObserver(obs))
+	require.NoError(t, err)
+	armed.Store(true)
+	assert.Equal(t, limitertest.PanicValue, limitertest.Recovered(func() { s.Take("u", "api", 2) }))
+	armed.Store(false)
+	_, each, err := s.TakeEach(context.Background(), "u", "api", 0, nil)
+	require.NoError(t, err)
+	for _, ld := range each {
+		assert.Equal(t, ld.Config.Limit-2, ld.Decision.Remaining, "%v counts the request", ld.Config)
 	}
 }
