@@ -137,7 +137,8 @@ func WithLimiterOptions(opts ...hotlimit.Option) Option {
 // descriptors that passed are refunded when one is over, so a denied request
 // spends nothing (as hotlimit's composite limiter does), nor does one during
 // which a limiter or the observer panics: the descriptors that took their
-// hits give them back, and the panic goes on with its own value.
+// hits give them back (past one whose refund panics: that one keeps its
+// hits), and the panic goes on.
 func WithAllOrNothing(on bool) Option { return func(s *settings) { s.allOrNothing = on } }
 
 // WithHeaders sets the response headers; none by default.
