@@ -96,3 +96,45 @@ func TestAllOrNothingPanickingRefundLeavesTheOthersGivenBack(t *testing.T) {
 		})
 	}
 }
+
+// TestAllOrNothingClockPanicBeforeTheAnswerGivesBack: with
+// WithAllOrNothing, a request of two descriptors whose clock panics once,
+// once both are decided, as the response reads it for their resets. The
+// panic left the server with the hits taken, even when the second
+// descriptor was over its limit, whose give-back came after that reading:
+// a request never answered spent them. Now the clock is read while a panic
+// still gives the hits back.
+func TestAllOrNothingClockPanicBeforeTheAnswerGivesBack(t *testing.T) {
+	for _, denied := range []bool{false, true} {
+		t.Run(fmt.Sprintf("denied=%v", denied), func(t *testing.T) {
+			var now atomic.Int64
+			now.Store(t0)
+			var panicNext, armed atomic.Bool
+			clock := func() int64 {
+				if panicNext.CompareAndSwap(true, false) { // once
+					panic(limitertest.PanicValue)
+				}
+				return now.Load()
+			}
+			obs := hotlimit.ObserverFunc(func(e hotlimit.Event) {
+				if armed.Load() && strings.HasSuffix(e.Source.Rule, "two_b") {
+					panicNext.Store(true) // the next reading is the response's
+				}
+			})
+			h := inProcess(t, WithAllOrNothing(true), WithObserver(obs), WithClock(clock))
+			a, b := desc("two_a", "c"), desc("two_b", "c")
+			if denied {
+				h.call(t, "conf", 2, b) // two_b holds none
+			}
+			armed.Store(true)
+			req := &pb.RateLimitRequest{Domain: "conf", Descriptors: []*rlext.RateLimitDescriptor{a, b}}
+			assert.Equal(t, limitertest.PanicValue, limitertest.Recovered(func() {
+				_, _ = h.srv.ShouldRateLimit(context.Background(), req)
+			}), "the clock's panic goes on")
+			armed.Store(false)
+
+			resp := h.call(t, "conf", 0, a) // one hit
+			assert.Equal(t, uint32(4), resp.Statuses[0].LimitRemaining, "two_a kept nothing of the request that panicked")
+		})
+	}
+}

@@ -516,8 +516,9 @@ func (s *Server) shouldRateLimit(ctx context.Context, req *pb.RateLimitRequest) 
 	// their receipts. Should a limiter or the observer panic partway, they
 	// are given back on the way out, and the panic goes on unchanged: a
 	// request that was never answered spends nothing. Once every item is
-	// decided, or a failure's give-back starts, held is false: the
-	// deferred call then does nothing, and nothing is given back twice.
+	// decided and the clock read for the answer, or a failure's give-back
+	// starts, held is false: the deferred call then does nothing, and
+	// nothing is given back twice.
 	held := s.set.allOrNothing
 	defer func() {
 		if held {
@@ -551,8 +552,12 @@ func (s *Server) shouldRateLimit(ctx context.Context, req *pb.RateLimitRequest) 
 			return nil, err
 		}
 	}
+	// The response's clock reading (the descriptors' resets) is the last
+	// call out of the request before its answer: made while a panic of
+	// the clock's still gives the hits back.
+	now := s.now()
 	held = false
-	return s.respond(ctx, items), nil
+	return s.respond(ctx, items, now), nil
 }
 
 // takeAll decides together, in one round trip, the items that take from
@@ -899,11 +904,11 @@ func (s *Server) observe(it *item) {
 }
 
 // respond builds the response, refunding the passed descriptors of a denied
-// request in all-or-nothing mode.
-func (s *Server) respond(ctx context.Context, items []item) *pb.RateLimitResponse {
+// request in all-or-nothing mode; now is the clock's reading for the
+// descriptors' resets.
+func (s *Server) respond(ctx context.Context, items []item, now int64) *pb.RateLimitResponse {
 	resp := &pb.RateLimitResponse{Statuses: make([]*pb.RateLimitResponse_DescriptorStatus, len(items))}
 	failed, failedQuota, quota := 0, 0, 0
-	now := s.now()
 	for i := range items {
 		it := &items[i]
 		st := &pb.RateLimitResponse_DescriptorStatus{Code: pb.RateLimitResponse_OK}
