@@ -502,8 +502,17 @@ func (l *Limiter) share(j int, leaves []hotlimit.Receipt) []hotlimit.Receipt {
 // not nil), which the caller made with detached; it returns errs with
 // their errors, beside the decision when beside is set (a denial's
 // give-back). Receipts that take marked as given back already are skipped.
+// Should a child's refund panic, the children before it are given back all
+// the same, and then the panic goes on: one child failing keeps no other's
+// quota.
 func (l *Limiter) giveBack(ctx context.Context, key string, upto int, leaves []hotlimit.Receipt, errs []error, beside bool) []error {
-	for j := upto - 1; j >= 0; j-- {
+	j := upto - 1
+	defer func() {
+		if j >= 0 { // the j-th child's refund panicked
+			l.giveBack(ctx, key, j, leaves, nil, beside)
+		}
+	}()
+	for ; j >= 0; j-- {
 		if sub := l.sub[j]; sub != nil {
 			errs = sub.giveBack(ctx, key, len(sub.children), leaves[l.off[j]:l.off[j]+sub.width], errs, beside)
 			continue

@@ -11,7 +11,9 @@
 // the request is denied: nothing is lost on a partial failure. Nor when a
 // child panics in its Take (its clock, a limiter of the caller's own): the
 // children that admitted before it are refunded so on the way out, and the
-// panic goes on with its own value. (A child after
+// panic goes on with its own value. A refund that panics (on a denial, or
+// on such a way out) keeps what that child took, but not what the children
+// before it did: they are refunded all the same. (A child after
 // the denier may then be asked for the request too, to learn how long it
 // must wait, see Decisions: it takes nothing when it denies, and is refunded
 // at once when it admits; slidinglog's is asked without a Take, and takes

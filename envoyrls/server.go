@@ -141,7 +141,8 @@ func WithLimiterOptions(opts ...hotlimit.Option) Option {
 // descriptors that passed are refunded when one is over, so a denied request
 // spends nothing (as hotlimit's composite limiter does), nor does one during
 // which a limiter or the observer panics: the descriptors that took their
-// hits give them back, and the panic goes on with its own value.
+// hits give them back (past one whose refund panics: that one keeps its
+// hits), and the panic goes on.
 func WithAllOrNothing(on bool) Option { return func(s *settings) { s.allOrNothing = on } }
 
 // WithHeaders sets the response headers; none by default.
@@ -524,8 +525,9 @@ func (s *Server) shouldRateLimit(ctx context.Context, req *pb.RateLimitRequest) 
 	// their receipts. Should a limiter or the observer panic partway, they
 	// are given back on the way out, and the panic goes on unchanged: a
 	// request that was never answered spends nothing. Once every item is
-	// decided, or a failure's give-back starts, held is false: the
-	// deferred call then does nothing, and nothing is given back twice.
+	// decided and the clock read for the answer, or a failure's give-back
+	// starts, held is false: the deferred call then does nothing, and
+	// nothing is given back twice.
 	held := s.set.allOrNothing
 	defer func() {
 		if held {
@@ -559,8 +561,12 @@ func (s *Server) shouldRateLimit(ctx context.Context, req *pb.RateLimitRequest) 
 			return nil, err
 		}
 	}
+	// The response's clock reading (the descriptors' resets) is the last
+	// call out of the request before its answer: made while a panic of
+	// the clock's still gives the hits back.
+	now := s.now()
 	held = false
-	return s.respond(ctx, items), nil
+	return s.respond(ctx, items, now), nil
 }
 
 // takeAll decides together, in one round trip, the items that take from
@@ -908,11 +914,11 @@ func (s *Server) observe(it *item) {
 }
 
 // respond builds the response, refunding the passed descriptors of a denied
-// request in all-or-nothing mode.
-func (s *Server) respond(ctx context.Context, items []item) *pb.RateLimitResponse {
+// request in all-or-nothing mode; now is the clock's reading for the
+// descriptors' resets.
+func (s *Server) respond(ctx context.Context, items []item, now int64) *pb.RateLimitResponse {
 	resp := &pb.RateLimitResponse{Statuses: make([]*pb.RateLimitResponse_DescriptorStatus, len(items))}
 	failed, failedQuota, quota := 0, 0, 0
-	now := s.now()
 	for i := range items {
 		it := &items[i]
 		st := &pb.RateLimitResponse_DescriptorStatus{Code: pb.RateLimitResponse_OK}
@@ -1003,9 +1009,17 @@ func constrained(items []item, statuses []*pb.RateLimitResponse_DescriptorStatus
 	return c, denied || !guessed
 }
 
-// refundAll gives back what the items took, in all-or-nothing mode.
+// refundAll gives back what the items took, in all-or-nothing mode. Should
+// an item's refund panic, the items after it are given back all the same,
+// and then the panic goes on: one limiter failing keeps no other's hits.
 func (s *Server) refundAll(ctx context.Context, items []item) {
-	for i := range items {
+	i := 0
+	defer func() {
+		if i < len(items) { // items[i]'s refund panicked
+			s.refundAll(ctx, items[i+1:])
+		}
+	}()
+	for ; i < len(items); i++ {
 		it := &items[i]
 		if it.receipt.N <= 0 {
 			continue

@@ -152,8 +152,8 @@
 // no ratelimit value (see Response metadata), whether its failure policy
 // passed the call or denied it. A limiter that fails
 // otherwise (a panic in a limiter the factory built, in a key function,
-// in a [Selector] or in the observer, a nil service or the zero
-// service.Service (one service.New did not build), or a stream interceptor called without a
+// in a [Selector] or in the observer, a nil service or one service.New
+// did not build (see service.Service.Built), or a stream interceptor called without a
 // stream) fails the call with codes.Internal and no metadata. Either
 // message is "rate limiter unavailable" and nothing more: the error, which
 // names the server's own infrastructure (a Redis address, a refused

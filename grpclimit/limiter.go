@@ -28,8 +28,8 @@ type limiter struct {
 }
 
 func newLimiter(svc *service.Service, user KeyFunc, opts []Option) *limiter {
-	if transport.Unbuilt(svc) {
-		svc = nil // the zero Service is not usable: it is a missing one
+	if !svc.Built() {
+		svc = nil // a Service service.New did not build is not usable: it is a missing one
 	}
 	o := newOptions(user, opts)
 	return &limiter{svc: svc, o: o, policies: transport.NewPolicies(o.name)}
@@ -51,8 +51,8 @@ type verdict struct {
 // not empty) and takes one from the service. recv is the API of the stream's
 // messages keyed by their method, recvPrefix + boundMethod(method), made
 // once per stream: a message keyed so (the default) uses it as it is, with
-// no allocation per message. It never panics: a nil service (or a zero
-// one, see newLimiter), or a
+// no allocation per message. It never panics: a nil service (or one
+// service.New did not build, see newLimiter), or a
 // key function or limiter that panics, gives a verdict whose err is
 // codes.Internal (nil under dry run) and whose Event.Err says why, so that a
 // fault fails one call, never the server.

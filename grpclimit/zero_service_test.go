@@ -3,12 +3,15 @@ package grpclimit_test
 import (
 	"context"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 
+	"github.com/hotlimit/hotlimit"
 	"github.com/hotlimit/hotlimit/grpclimit"
 	"github.com/hotlimit/hotlimit/service"
 )
@@ -38,5 +41,22 @@ func TestZeroServiceIsNoService(t *testing.T) {
 	err = grpclimit.UnaryClientInterceptor(&service.Service{}, grpclimit.WithObserver(rec.observe))(ctx(t), unaryCall, nil, nil, nil, invoke)
 	assert.Equal(t, codes.Internal, status.Code(err), "%v", err)
 	assert.False(t, reached, "nor is sent")
+	assert.EqualError(t, rec.last().Err, "no service configured")
+}
+
+// TestZeroServiceGivenRulesIsNoService: a zero service.Service that Replace
+// gave rules is no more one service.New built (no auto-sweep; its Len,
+// Sweep and TakeWith panic), but it passed for built and decided calls on
+// those terms. It is a missing service too.
+func TestZeroServiceGivenRulesIsNoService(t *testing.T) {
+	var svc service.Service
+	require.NoError(t, svc.Replace(service.Rules{Default: service.Limits{{Algorithm: hotlimit.FixedWindow, Limit: 5, Window: time.Minute}}}))
+	reached := false
+	handler := func(context.Context, any) (any, error) { reached = true; return "reached", nil }
+	var rec recorder
+	_, err := grpclimit.UnaryServerInterceptor(&svc, grpclimit.WithObserver(rec.observe))(ctx(t), nil,
+		&grpc.UnaryServerInfo{FullMethod: unaryCall}, handler)
+	assert.Equal(t, codes.Internal, status.Code(err), "%v", err)
+	assert.False(t, reached, "no call goes through")
 	assert.EqualError(t, rec.last().Err, "no service configured")
 }

@@ -190,8 +190,8 @@ func IsPreflight(r *http.Request) bool {
 }
 
 // New returns middleware that limits every request with svc. Options are
-// applied in order. A nil svc, or the zero service.Service (one that
-// service.New did not build, which is not usable), is a configuration error
+// applied in order. A nil svc, or a service.Service that service.New did not
+// build (see [service.Service.Built]), is a configuration error
 // that the middleware reports by answering every request with 500 Internal
 // Server Error, never by letting requests through unlimited. A nil handler given to the middleware
 // (or one holding a nil function or pointer, such as a nil
@@ -209,7 +209,7 @@ func New(svc *service.Service, opts ...Option) func(http.Handler) http.Handler {
 		if nilness.Is(next) { // a nil http.HandlerFunc too: it would panic at the first request allowed
 			next = http.NotFoundHandler()
 		}
-		if transport.Unbuilt(svc) {
+		if !svc.Built() {
 			return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 				http.Error(w, "rate limiter not configured", http.StatusInternalServerError)
 			})

@@ -515,6 +515,21 @@ func TestZeroServiceFailsClosed(t *testing.T) {
 	assert.False(t, reached, "no request goes through unlimited")
 }
 
+// TestZeroServiceGivenRulesFailsClosed: a zero service.Service that
+// Replace gave rules is no more one service.New built (it runs without
+// auto-sweep, and its Len, Sweep and TakeWith panic), but it passed for
+// built, and served requests on those terms. It is a missing service too.
+func TestZeroServiceGivenRulesFailsClosed(t *testing.T) {
+	var svc service.Service
+	require.NoError(t, svc.Replace(service.Rules{Default: service.Limits{{Algorithm: hotlimit.FixedWindow, Limit: 5, Window: time.Minute}}}))
+	reached := false
+	next := http.HandlerFunc(func(http.ResponseWriter, *http.Request) { reached = true })
+	w := serve(httplimit.New(&svc)(next), get("/", "192.0.2.1:1"))
+	assert.Equal(t, http.StatusInternalServerError, w.Code)
+	assert.Equal(t, "rate limiter not configured\n", w.Body.String())
+	assert.False(t, reached, "no request goes through")
+}
+
 // TestNilHandlerValueIsNotFound: a handler of a nil value (a nil
 // http.HandlerFunc, a *http.ServeMux never built) is a nil handler, as the
 // doc of New says, answered by http.NotFoundHandler instead of a panic at the

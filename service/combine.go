@@ -376,8 +376,17 @@ func (m *multi) wait(ctx context.Context, k *keys, n, denier int, retry time.Dur
 // took with receipts (the zero Receipt of a limit that took nothing is a
 // no-op), the limits that take a context under ctx without its
 // cancellation (when ctx is not nil); it returns errs with their errors.
+// Should a limit's refund panic, the limits before it are given back all
+// the same, and then the panic goes on: one limit failing keeps no other's
+// quota.
 func (m *multi) giveBack(ctx context.Context, k *keys, upto int, receipts *[composite.MaxChildren]hotlimit.Receipt, errs []error) []error {
-	for j := upto - 1; j >= 0; j-- {
+	j := upto - 1
+	defer func() {
+		if j >= 0 { // the j-th limit's refund panicked
+			m.giveBack(ctx, k, j, receipts, nil)
+		}
+	}()
+	for ; j >= 0; j-- {
 		switch {
 		case ctx != nil && m.withContext[j] != nil:
 			errs = appendLimitErr(errs, j, m.withContext[j].RefundContext(context.WithoutCancel(ctx), k.of(m.limits[j].Scope), receipts[j]))

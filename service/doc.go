@@ -30,7 +30,9 @@
 // per minute per user and 3 per minute per pair"; its limits are taken all or
 // nothing, so a request one limit denies spends no other limit's quota, nor
 // does one during which a limit panics (its clock, a factory's limiter): the
-// limits that took it give it back, and the panic goes on with its own value.
+// limits asked before it give back what they took, even past one whose
+// refund panics too, and the panic goes on. The observer hears of a request
+// once it is decided: a panic of the observer's leaves it counted.
 // [Service.TakePolicy] names the limit that decided, with that limit's own
 // decision, and [Service.TakeEach] lists every limit with its own, for a
 // caller that advertises each (as httplimit's RateLimit fields do).

@@ -116,6 +116,16 @@ func NewFromRules(rules Rules, opts ...hotlimit.Option) (*Service, error) {
 	return s, nil
 }
 
+// Built reports whether s was made by [New] or [NewFromRules]: false for a
+// nil s and for the zero Service, which is not usable, even once
+// [Service.Replace] gave it rules (it has no key cache, auto-sweep or
+// [Service.TakeWith] limiters, and some of its methods panic). A copy of a
+// built Service, and one that was closed, are built. httplimit and grpclimit
+// take a Service that is not built for a missing one.
+func (s *Service) Built() bool {
+	return s != nil && s.keys != nil // set by NewFromRules only
+}
+
 // UnmatchedAPIs returns the APIs the rules in force name that are none of
 // routes; see [UnmatchedAPIs].
 func (s *Service) UnmatchedAPIs(routes []string) []string {

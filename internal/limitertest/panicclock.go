@@ -1,6 +1,10 @@
 package limitertest
 
-import "sync/atomic"
+import (
+	"sync/atomic"
+
+	"github.com/hotlimit/hotlimit"
+)
 
 // PanicClock is a fake clock that panics with PanicValue while armed: a
 // user's clock failing partway through a decision, so that a test can check
@@ -31,3 +35,24 @@ func Recovered(f func()) (v any) {
 	f()
 	return nil
 }
+
+// PanicRefunder is a Refunder whose Refund panics with PanicValue while
+// armed, giving nothing back: a limiter of the caller's own failing in the
+// give-back of a request another limiter denied, or that another limiter's
+// panic left undecided. Arm and disarm it from the test's goroutine,
+// between calls.
+type PanicRefunder struct {
+	hotlimit.Refunder
+	armed atomic.Bool
+}
+
+// Refund panics while armed, else gives r back.
+func (p *PanicRefunder) Refund(key string, r hotlimit.Receipt) {
+	if p.armed.Load() {
+		panic(PanicValue)
+	}
+	p.Refunder.Refund(key, r)
+}
+
+// Arm makes Refund panic when on is set, and give back again when it is not.
+func (p *PanicRefunder) Arm(on bool) { p.armed.Store(on) }
