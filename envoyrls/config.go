@@ -832,8 +832,11 @@ func (v *keyValidator) check(n *yaml.Node, parent string, by *yaml.Node) error {
 			if n.Kind == yaml.SequenceNode {
 				if r := target(c); r.Kind != yaml.MappingNode {
 					if elem, ok := elemTypes[parent]; ok && !v.floats {
-						// an item of a list of structs; see decodes
-						v.undecodableAs(r, "config."+elem)
+						// an item of a list of structs, which a null
+						// leaves a zero struct; see decodes
+						if tag, _ := yaml11(r); r.Kind != yaml.ScalarNode || tag != "!!null" {
+							v.undecodableAs(r, "config."+elem)
+						}
 						continue
 					}
 					return configError(v.file, "config error, yaml file contains list of type other than map: %s", goValue(r))

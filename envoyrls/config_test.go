@@ -720,6 +720,11 @@ func TestValuesCheckedAsTheReference(t *testing.T) {
 		{"replaces a mapping, replaced", rule("    rate_limit: {unit: second, requests_per_unit: 1, replaces: {name: a}, replaces: [{name: a}]}\n"), "line 4: cannot unmarshal !!map into []config.yamlReplaces"},
 		{"metadata a scalar, replaced", rule("    metadata: 5\n    metadata: {}\n    rate_limit: {unit: second, requests_per_unit: 1}\n"), "line 4: cannot unmarshal !!int `5` into map[string]interface {}"},
 		{"merged unit a mapping, replaced", rule("    rate_limit:\n      <<: {unit: {a: b}}\n      unit: second\n      requests_per_unit: 1\n"), "line 5: cannot unmarshal !!map into string"},
+		// A null item of a list of structs is a zero struct to the
+		// decoder: it fails only where it counts, as no mapping.
+		{"a null item of descriptors, replaced", rule("    rate_limit: {unit: second, requests_per_unit: 2}\n    descriptors: [~]\n    descriptors: [{key: e}]\n"), ""},
+		{"an alias of a null in replaces, replaced", rule("    rate_limit: {unit: second, requests_per_unit: 2}\n    descriptors: [{key: c, rate_limit: {unit: second, requests_per_unit: 1, replaces: &n ~}}, {key: d, rate_limit: {unit: second, requests_per_unit: 1, replaces: [*n]}}]\n    descriptors: []\n"), ""},
+		{"a null item of descriptors that counts", "domain: d\ndescriptors:\n  - key: a\n    descriptors: [~]\n", "yaml file contains list of type other than map: <nil>"},
 		{"list as a key in metadata", rule("    rate_limit: {unit: second, requests_per_unit: 1}\n    metadata: {? [x] : 1}\n"), "line 5: invalid map key: a list or a mapping"},
 		{"mapping as a key in metadata", rule("    rate_limit: {unit: second, requests_per_unit: 1}\n    metadata: {? {a: b} : 1}\n"), "invalid map key: a list or a mapping"},
 	} {
