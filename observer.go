@@ -111,7 +111,9 @@ func (e Event) RuleName() string {
 // [WithObserver]). Observe is called on the deciding goroutine, after the
 // decision, with no lock held: it must be safe for concurrent use, and should
 // be as cheap as an atomic add, as it runs on the hot path. An unset Observer
-// costs nothing.
+// costs nothing. An Observer that may be unable to report, an exporter's
+// zero value say, may also have a method CheckObserver() error, which the
+// constructors it is given to ask (see [CheckObserver]).
 type Observer interface {
 	Observe(Event)
 }
@@ -134,7 +136,10 @@ const DefaultNearLimit = 0.2
 // an o that holds a nil pointer or function (a nil [ObserverFunc], or a
 // nil *hotlimitprom.Metrics of a program whose metrics are off). The in-memory
 // limiter constructors (tokenbucket.New and the others) ignore it: a limiter
-// used on its own reports nothing, as its caller sees every decision.
+// used on its own reports nothing, as its caller sees every decision. An o
+// that says it cannot report, such as an exporter's Metrics declared
+// rather than made by its constructor, is refused where it is given: see
+// [CheckObserver].
 func WithObserver(o Observer) Option {
 	return func(opts *Options) { opts.Observer = o }
 }
@@ -282,15 +287,25 @@ func Observers(obs ...Observer) Observer {
 	return &fanOut{all: all, fallbacks: fallbacks}
 }
 
-// CheckObserver returns the error of an observer that cannot report: one
-// that has a method CheckObserver() error returning an error, itself or
-// among those it passes on to (see [Observers], whose result lists them
-// through Unwrap() []Observer). An exporter's zero value, declared rather
-// than made by its constructor, such as a hotlimitotel.Metrics, has no
-// instruments to record into and says so: service.NewFromRules and
-// redislimit.New return the error, rather than build something that
-// reports nothing. A nil o, or one holding a nil pointer or function,
-// which reports nothing as [WithObserver] documents, is no error.
+// CheckObserver returns the error of an observer that cannot report, nil
+// for any other. An Observer says it cannot report with a method
+// CheckObserver() error that returns an error: the Metrics of hotlimitprom,
+// hotlimitotel and envoyrls have one, which returns an error saying to
+// call the package's constructor for a zero value, declared rather than
+// made (it has nothing to record into), and nil for one made by it or a
+// nil one. An exporter of a program's own may have one too. CheckObserver
+// asks o, and each observer o passes on to, through a method
+// Unwrap() []Observer, as the result of [Observers] has, nested ones
+// included, and returns the first error. A nil o, or one holding a nil
+// pointer or function, which reports nothing as [WithObserver] documents,
+// is no error.
+//
+// service.New and service.NewFromRules, redislimit.New (so a
+// redislimit.Factory's limiters as they are built) and envoyrls.New call
+// it on the observer they are given, and return its error rather than
+// build something that reports nothing. The in-memory limiter
+// constructors, which ignore an observer, do not. It runs once, where the
+// observer is given, never on a decision.
 func CheckObserver(o Observer) error {
 	if o == nil || nilness.HoldsNil(o) {
 		return nil

@@ -214,3 +214,39 @@ func TestCheckObserverFindsAnObserverThatCannotReport(t *testing.T) {
 		assert.NoError(t, err, name)
 	}
 }
+
+// exporter stands for an exporter's Metrics, which records into what its
+// constructor makes: declared as a zero value, it has nothing to record
+// into, and its CheckObserver says so.
+type exporter struct{ decisions *atomic.Int64 }
+
+func newExporter() *exporter { return &exporter{decisions: new(atomic.Int64)} }
+
+func (e *exporter) Observe(hotlimit.Event) {
+	if e.decisions != nil {
+		e.decisions.Add(1)
+	}
+}
+
+func (e *exporter) CheckObserver() error {
+	if e.decisions == nil {
+		return errors.New("exporter is a zero value: make it with newExporter")
+	}
+	return nil
+}
+
+// A service refuses an observer that cannot report, given alone or among
+// others, with its error.
+func ExampleCheckObserver() {
+	var declared exporter
+	made := newExporter()
+	fmt.Println(hotlimit.CheckObserver(made))
+	fmt.Println(hotlimit.CheckObserver(hotlimit.Observers(made, &declared)))
+	_, err := service.New(hotlimit.Config{Algorithm: hotlimit.TokenBucket, Limit: 10, Window: time.Minute},
+		hotlimit.WithObserver(hotlimit.Observers(made, &declared)))
+	fmt.Println(err)
+	// Output:
+	// <nil>
+	// exporter is a zero value: make it with newExporter
+	// service: WithObserver: exporter is a zero value: make it with newExporter
+}

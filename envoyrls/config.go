@@ -670,12 +670,32 @@ func checkMapKeys(file string, n *yaml.Node, done, within map[*yaml.Node]bool) e
 			if k := target(c); k.Kind == yaml.SequenceNode || k.Kind == yaml.MappingNode {
 				return configError(file, "error loading config file: yaml: line %d: invalid map key: a list or a mapping", c.Line)
 			}
+			if c.Kind == yaml.ScalarNode && c.Tag == "!!merge" && i+1 < len(n.Content) && !mergeable(n.Content[i+1]) {
+				return configError(file, "error loading config file: yaml: line %d: map merge requires map or sequence of maps as the value: merge key '<<' takes a mapping, an alias of one, or a list of those", c.Line)
+			}
 		}
 		if err := checkMapKeys(file, c, done, within); err != nil {
 			return err
 		}
 	}
 	return nil
+}
+
+// mergeable reports whether the reference's YAML decoder merges v, the
+// value of a merge key: a mapping, an alias of one, or a list of those. It
+// refuses anything else wherever the merge is, in a value that counts or
+// not: an alias of a list (of mappings or empty) and a list holding a list
+// or a scalar included.
+func mergeable(v *yaml.Node) bool {
+	if v.Kind == yaml.SequenceNode {
+		for _, c := range v.Content {
+			if c.Kind == yaml.SequenceNode || target(c).Kind != yaml.MappingNode {
+				return false
+			}
+		}
+		return true
+	}
+	return target(v).Kind == yaml.MappingNode
 }
 
 // lastKeyWins removes from every mapping under n the pairs whose key the
@@ -832,8 +852,11 @@ func (v *keyValidator) check(n *yaml.Node, parent string, by *yaml.Node) error {
 			if n.Kind == yaml.SequenceNode {
 				if r := target(c); r.Kind != yaml.MappingNode {
 					if elem, ok := elemTypes[parent]; ok && !v.floats {
-						// an item of a list of structs; see decodes
-						v.undecodableAs(r, "config."+elem)
+						// an item of a list of structs, which a null
+						// leaves a zero struct; see decodes
+						if tag, _ := yaml11(r); r.Kind != yaml.ScalarNode || tag != "!!null" {
+							v.undecodableAs(r, "config."+elem)
+						}
 						continue
 					}
 					return configError(v.file, "config error, yaml file contains list of type other than map: %s", goValue(r))
@@ -1124,19 +1147,16 @@ func decimalInteger(s string) bool {
 
 // merged checks the value of a merge key: a mapping, or a list of mappings,
 // each usually an alias, whose keys join the mapping holding the merge key,
-// the value of the key parent.
+// the value of the key parent. checkMapKeys has refused any other value
+// (see mergeable).
 func (v *keyValidator) merged(n *yaml.Node, parent string) error {
-	r := target(n)
-	if r.Kind == yaml.SequenceNode {
-		for _, c := range r.Content {
+	if n.Kind == yaml.SequenceNode {
+		for _, c := range n.Content {
 			if err := v.merged(c, parent); err != nil {
 				return err
 			}
 		}
 		return nil
-	}
-	if r.Kind != yaml.MappingNode {
-		return configError(v.file, "config error, merge key '<<' takes a mapping or a list of mappings, not %s", r.Value)
 	}
 	if v.via.alias == nil && n.Kind == yaml.AliasNode {
 		v.via = aliasUse{n, parent, true}

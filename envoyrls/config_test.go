@@ -422,7 +422,17 @@ descriptors:
 		{"unknown key merged in", "domain: d\nx: &bad {unit: second, per: 1}\n", "unknown key 'x'"},
 		{"unknown key through a merge", "domain: d\ndescriptors:\n  - key: k\n    metadata: &m {unit: second, per: 1}\n    rate_limit:\n      <<: *m\n      requests_per_unit: 1\n", "unknown key 'per'"},
 		{"unknown key through an alias", "domain: d\ndescriptors:\n  - key: k\n    metadata: &m {unit: second, per: 1}\n    rate_limit: *m\n", "unknown key 'per'"},
-		{"merge of a scalar", "domain: d\ndescriptors:\n  - key: k\n    <<: 3\n", "merge key '<<' takes a mapping"},
+		{"merge of a scalar", "domain: d\ndescriptors:\n  - key: k\n    <<: 3\n", "line 4: map merge requires map or sequence of maps"},
+		// The decoder merges a mapping, an alias of one, or a list of
+		// those, wherever the merge is, metadata and replaced values
+		// included: an alias of a list, a null, or a list holding an alias
+		// of a scalar, is refused.
+		{"merge of an alias of a list", "domain: d\ndescriptors:\n  - key: k\n    descriptors: &l [{key: x}]\n    <<: *l\n", "line 5: map merge requires map or sequence of maps as the value"},
+		{"merge of an alias of an empty list", "domain: d\ndescriptors:\n  - key: k\n    descriptors: &l []\n    <<: *l\n", "line 5: map merge requires map or sequence of maps"},
+		{"merge of a list holding an alias of a scalar", "domain: d\ndescriptors:\n  - key: k\n    value: &s v\n    <<: [*s]\n", "line 5: map merge requires map or sequence of maps"},
+		{"merge of a null", "domain: d\ndescriptors:\n  - key: k\n    <<: ~\n", "line 4: map merge requires map or sequence of maps"},
+		{"bad merge in metadata", "domain: d\ndescriptors:\n  - key: k\n    metadata: {a: &l [], b: {<<: *l}}\n", "line 4: map merge requires map or sequence of maps"},
+		{"bad merge in a replaced value", "domain: d\ndescriptors:\n  - key: k\n    descriptors: &l []\n    rate_limit: {<<: *l}\n    rate_limit: {unit: second, requests_per_unit: 1}\n", "line 5: map merge requires map or sequence of maps"},
 		{"alias of itself", "domain: d\ndescriptors:\n  - &x\n    key: k\n    descriptors: [*x]\n", "error loading config file"},
 		{"merge of itself", "domain: d\ndescriptors:\n  - &x\n    key: k\n    <<: *x\n    foo: 1\n", "line 5: anchor 'x' value contains itself"},
 		{"rate_limit merging itself", "domain: d\ndescriptors:\n  - key: k\n    rate_limit: &r\n      <<: *r\n      unit: second\n", "line 5: anchor 'r' value contains itself"},
@@ -720,6 +730,11 @@ func TestValuesCheckedAsTheReference(t *testing.T) {
 		{"replaces a mapping, replaced", rule("    rate_limit: {unit: second, requests_per_unit: 1, replaces: {name: a}, replaces: [{name: a}]}\n"), "line 4: cannot unmarshal !!map into []config.yamlReplaces"},
 		{"metadata a scalar, replaced", rule("    metadata: 5\n    metadata: {}\n    rate_limit: {unit: second, requests_per_unit: 1}\n"), "line 4: cannot unmarshal !!int `5` into map[string]interface {}"},
 		{"merged unit a mapping, replaced", rule("    rate_limit:\n      <<: {unit: {a: b}}\n      unit: second\n      requests_per_unit: 1\n"), "line 5: cannot unmarshal !!map into string"},
+		// A null item of a list of structs is a zero struct to the
+		// decoder: it fails only where it counts, as no mapping.
+		{"a null item of descriptors, replaced", rule("    rate_limit: {unit: second, requests_per_unit: 2}\n    descriptors: [~]\n    descriptors: [{key: e}]\n"), ""},
+		{"an alias of a null in replaces, replaced", rule("    rate_limit: {unit: second, requests_per_unit: 2}\n    descriptors: [{key: c, rate_limit: {unit: second, requests_per_unit: 1, replaces: &n ~}}, {key: d, rate_limit: {unit: second, requests_per_unit: 1, replaces: [*n]}}]\n    descriptors: []\n"), ""},
+		{"a null item of descriptors that counts", "domain: d\ndescriptors:\n  - key: a\n    descriptors: [~]\n", "yaml file contains list of type other than map: <nil>"},
 		{"list as a key in metadata", rule("    rate_limit: {unit: second, requests_per_unit: 1}\n    metadata: {? [x] : 1}\n"), "line 5: invalid map key: a list or a mapping"},
 		{"mapping as a key in metadata", rule("    rate_limit: {unit: second, requests_per_unit: 1}\n    metadata: {? {a: b} : 1}\n"), "invalid map key: a list or a mapping"},
 	} {

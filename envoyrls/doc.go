@@ -28,7 +28,10 @@
 //   - hits_addend 0 or unset counts 1; a descriptor's own hits_addend wins,
 //     an explicit 0 only checks; is_negative_hits gives the hits back.
 //   - a descriptor's limit overrides the rule's rate, with the rule's
-//     algorithm (FixedWindow without a rule), never in shadow mode. Each
+//     algorithm (FixedWindow without a rule), never in shadow mode; a token
+//     bucket or GCRA override takes the limiter options' default burst
+//     (hotlimit.WithBurst), else its own requests_per_unit, not the rule's
+//     burst, which is the rule rate's. Each
 //     distinct override has a limiter of its own, kept as long as the
 //     server: past 4096 of them a request with yet another is
 //     ResourceExhausted. With a key cap in the limiter options

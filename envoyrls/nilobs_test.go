@@ -136,8 +136,8 @@ func TestNilMetricsMethodsDoNothing(t *testing.T) {
 // NewMetrics (a struct field of type envoyrls.Metrics, say) has none of its
 // counters. A Server given it, alone or among hotlimit.Observers, and a
 // registry are refused with an error that says to call NewMetrics, rather
-// than a panic in the first decision or scrape; handed elsewhere (to a
-// Redis factory's limiters, for their fallbacks) it counts nothing.
+// than a panic in the first decision or scrape (so are a Redis factory's
+// limiters, see hotlimit.CheckObserver); its methods do nothing.
 func TestAZeroMetricsIsRefused(t *testing.T) {
 	var m Metrics
 	cfg, err := LoadDir(copyDir(t, "testdata/conformance"))
