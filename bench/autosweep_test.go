@@ -46,8 +46,8 @@ var sweepAlgorithms = []struct {
 	{"tokenbucket", newSweep(tokenbucket.New)},
 	// With a key cap above what the run holds, whose table is sized up
 	// front (for min(cap, 2^20) keys, still more than a run holds): the same
-	// sweep without the growth of the map's table, which xsync copies on the
-	// inserting goroutine.
+	// sweep without the growth of the map's table, whose shards copy their
+	// arrays on the inserting goroutine.
 	{"tokenbucket-maxkeys", func() (sweepLimiter, error) {
 		return tokenbucket.New(sweepLimit, sweepWindow, hotlimit.WithAutoSweep(sweepMinKeys), hotlimit.WithMaxKeys(sweepMaxKeys))
 	}},
@@ -62,14 +62,15 @@ var sweepAlgorithms = []struct {
 	{"slidinglog", newSweep(slidinglog.New)},
 }
 
-// allocOnly is the baseline of BenchmarkAutoSweep: Allow allocates the three
-// objects an insertion into a keyed map allocates (the key's copy, the node
-// holding the cell and its link, xsync's entry), and keeps the last len(ring)
-// of them, as a limiter keeps the keys that are not yet idle; it always
-// passes.
+// allocOnly is the baseline of BenchmarkAutoSweep: Allow allocates the two
+// objects an insertion into a keyed map allocates (the key's copy and the
+// node holding the cell, the key and its link; the table's slot is part of a
+// shard's array, allocated only as the shard grows), and keeps the last
+// len(ring) nodes, linked newest first as a sweep list links them, as a
+// limiter keeps the keys that are not yet idle; it always passes.
 type allocOnly struct {
-	ring []*allocEntry
-	next int
+	ring []*allocNode
+	next int // the ring's oldest node, which the next call replaces
 	held int
 }
 
@@ -79,23 +80,20 @@ type allocNode struct {
 	next *allocNode
 }
 
-type allocEntry struct {
-	key  string
-	node *allocNode
-}
-
-func newAllocOnly(keep int) *allocOnly { return &allocOnly{ring: make([]*allocEntry, keep)} }
+func newAllocOnly(keep int) *allocOnly { return &allocOnly{ring: make([]*allocNode, keep)} }
 
 func (a *allocOnly) Allow(key string) bool {
-	k := strings.Clone(key)
-	e := &allocEntry{key: k, node: &allocNode{key: k}}
-	if prev := a.ring[a.next]; prev != nil {
-		e.node.next = prev.node // linked, as a sweep list links its nodes
+	n := len(a.ring)
+	newest := a.ring[(a.next+n-1)%n]
+	if a.ring[a.next] != nil {
+		// Unlink the oldest node from the one after it, as a sweep unlinks
+		// an idle key, so that the list holds the ring's nodes only.
+		a.ring[(a.next+1)%n].next = nil // the ring is full: every slot holds a node
 	} else {
 		a.held++
 	}
-	a.ring[a.next] = e
-	a.next = (a.next + 1) % len(a.ring)
+	a.ring[a.next] = &allocNode{key: strings.Clone(key), next: newest}
+	a.next = (a.next + 1) % n
 	return true
 }
 
@@ -178,4 +176,55 @@ func TestLatencies(t *testing.T) {
 	require.Equal(t, int64(5*time.Millisecond), st.max)
 	require.Equal(t, 1, st.over1ms)
 	require.Equal(t, latencyStats{}, latencies(nil))
+}
+
+// TestAllocOnlyAllocatesWhatAnInsertionDoes: the baseline's Allow allocates
+// as many objects as tokenbucket's first Allow of a key, an insertion into
+// its keyed map, so that the baseline's stalls are those of the same
+// allocations.
+func TestAllocOnlyAllocatesWhatAnInsertionDoes(t *testing.T) {
+	const warm, runs = 10_000, 1000
+	keys := make([]string, warm+runs+1)
+	for i := range keys {
+		keys[i] = "sweep-" + workload.Key(i)
+	}
+	// Every call takes the next key: a first call, an insertion. The warm
+	// calls give every shard its array, so that the shards' growths, which
+	// a run of many insertions amortizes, stay below one per run.
+	per := func(allow func(string) bool) float64 {
+		i := 0
+		for ; i < warm; i++ {
+			require.True(t, allow(keys[i]))
+		}
+		return testing.AllocsPerRun(runs, func() {
+			allow(keys[i])
+			i++
+		})
+	}
+	tb, err := tokenbucket.New(sweepLimit, sweepWindow)
+	require.NoError(t, err)
+	insertion := per(tb.Allow)
+	require.NotZero(t, insertion)
+	require.Equal(t, insertion, per(newAllocOnly(1<<19).Allow))
+}
+
+// TestAllocOnlyKeepsItsRingOnly: the baseline's list holds the last
+// len(ring) nodes and no older one, as a sweep list holds only the keys
+// not yet swept, so that the garbage collector marks as many nodes as the
+// ring keeps.
+func TestAllocOnlyKeepsItsRingOnly(t *testing.T) {
+	for _, keep := range []int{2, 3, 8} {
+		a := newAllocOnly(keep)
+		for i := range 5 * keep {
+			a.Allow(workload.Key(i))
+			seen := map[*allocNode]bool{}
+			for _, n := range a.ring {
+				for ; n != nil && !seen[n]; n = n.next {
+					seen[n] = true
+				}
+			}
+			require.Equal(t, min(i+1, keep), len(seen), "keep %d, after %d calls", keep, i+1)
+		}
+		require.Equal(t, keep, a.Len())
+	}
 }

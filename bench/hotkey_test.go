@@ -4,11 +4,11 @@ import (
 	"sync/atomic"
 	"testing"
 
-	"github.com/puzpuzpuz/xsync/v3"
 	"github.com/stretchr/testify/require"
 
 	"github.com/hotlimit/hotlimit"
 	"github.com/hotlimit/hotlimit/bench/internal/impl"
+	"github.com/hotlimit/hotlimit/internal/keyed"
 	"github.com/hotlimit/hotlimit/internal/limitertest"
 )
 
@@ -82,9 +82,11 @@ func BenchmarkHotKeyBound(b *testing.B) {
 }
 
 // bareCAS admits every call, writing the clock reading into each of its
-// words by CAS: the writes of an admission without its decision.
+// words by CAS: the writes of an admission without its decision. Its words
+// are in the limiters' own map, looked up as a limiter's Allow looks up its
+// cell.
 type bareCAS struct {
-	cells *xsync.MapOf[string, *bareWords]
+	cells *keyed.Map[bareWords]
 	lines int
 }
 
@@ -97,17 +99,20 @@ type bareWords struct {
 }
 
 func newBareCAS(lines int) *bareCAS {
-	return &bareCAS{cells: xsync.NewMapOf[string, *bareWords](), lines: lines}
+	return &bareCAS{cells: keyed.New[bareWords](nil, nil, hotlimit.Options{}), lines: lines}
 }
 
 func (c *bareCAS) Allow(key string) bool {
-	ws, ok := c.cells.Load(key)
-	if !ok {
-		ws, _ = c.cells.LoadOrStore(key, &bareWords{})
+	ws := c.cells.Load(key)
+	if ws == nil {
+		ws = c.cells.Get(key) // a miss: insert (no key cap, so never nil)
 	}
 	now := hotlimit.Monotonic()
 	for i := range c.lines {
 		w := &ws.w[i].Int64
+		// Invariant: a word only grows. The CAS stores max(old, now) only
+		// if the word still holds old; a concurrent writer that moved it
+		// fails this CAS, and the loop reads the word again.
 		for old := w.Load(); !w.CompareAndSwap(old, max(old, now)); old = w.Load() {
 		}
 	}

@@ -10,33 +10,37 @@ import (
 	"testing"
 	"time"
 
-	"github.com/puzpuzpuz/xsync/v3"
 	"github.com/stretchr/testify/require"
 
 	"github.com/hotlimit/hotlimit"
 	"github.com/hotlimit/hotlimit/bench/internal/impl"
 	"github.com/hotlimit/hotlimit/bench/internal/workload"
+	"github.com/hotlimit/hotlimit/internal/keyed"
 	"github.com/hotlimit/hotlimit/internal/limitertest"
 	"github.com/hotlimit/hotlimit/tokenbucket"
 )
 
-// The table ceiling: what a purpose-built table could give the one-word
-// limiters at 100k keys, measured before building one. Beside go-limiter
-// (the fastest peer at 100k keys) and tokenbucket, it times the part of a
-// decision that the table decides, a lookup, a clock read and a CAS on the
-// key's word, with no decision around it, on two tables holding the same
-// keys:
+// The table ceiling: how far the limiters' table is, at 100k keys, from
+// what a table laid out for one cache miss per lookup could give the
+// one-word limiters. Beside go-limiter (the fastest peer at 100k keys) and
+// tokenbucket, it times the part of a decision that the table decides, a
+// lookup, a clock read and a CAS on the key's word, with no decision around
+// it, on two tables holding the same keys:
 //
-//   - xsync: the layout the limiters use, xsync's entry (the key's copy and a
-//     pointer to the node) and a node of 32 bytes holding the word;
+//   - keyed: the limiters' own table (internal/keyed), a tokenbucket's
+//     one-word cell looked up with keyed.Map.Load as Allow does: a slot of
+//     the key's shard (the hash and a pointer to the node), the node of 32
+//     bytes (the word, the key's copy and the sweep list's link), and the
+//     key's bytes;
 //   - flat: open addressing with linear probing, each slot of 32 bytes
 //     holding a tag (hash bits and the key's length), the key itself (up to
-//     16 bytes) and the word, in one cache line: one miss where xsync has
-//     three or four (bucket, entry, key, node).
+//     16 bytes) and the word, in one cache line: one miss where keyed has up
+//     to three (slot, node, key).
 //
 // flat is a prototype: filled by one goroutine before the run, it never
-// deletes, grows or inserts concurrently, which a table for the limiters must
-// do lock-free, and which costs on the lookup path too. Its figures are a
+// deletes, grows or inserts concurrently, which a table for the limiters
+// must do under lookups that never lock (as keyed's does), and which costs
+// on the lookup path too. Its figures are a
 // ceiling on what such a table gives, not a measurement of one.
 
 // flatTable is the prototype: 2^n slots, keys of 16 bytes or fewer.
@@ -95,13 +99,6 @@ func (f *flatTable) insert(key string) error {
 	return nil
 }
 
-// xsyncNode is the limiters' node, as far as a lookup sees it.
-type xsyncNode struct {
-	word atomic.Uint64
-	key  string
-	_    *xsyncNode // the sweep list's link, for the node's size
-}
-
 // stamp writes now into w by CAS, as an admission writes its new word.
 func stamp(w *atomic.Uint64, now int64) {
 	for {
@@ -136,11 +133,10 @@ func BenchmarkTableCeiling(b *testing.B) {
 	defer golim.Close()
 	tb, err := tokenbucket.New(manyAllow.Limit, manyAllow.Window)
 	require.NoError(b, err)
-	xm := xsync.NewMapOf[string, *xsyncNode]()
-	xsyncBytes := heapGrowth(func() {
+	km := keyed.New[atomic.Uint64](nil, nil, hotlimit.Options{})
+	keyedBytes := heapGrowth(func() {
 		for _, k := range keys {
-			c := strings.Clone(k)
-			xm.Store(c, &xsyncNode{key: c})
+			km.Get(k) // the map keeps a copy of k
 		}
 	})
 	var flat *flatTable
@@ -163,10 +159,7 @@ func BenchmarkTableCeiling(b *testing.B) {
 	}{
 		{"golimiter", func(k string) { golim.Allow(k) }},
 		{"tokenbucket", func(k string) { tb.Allow(k) }},
-		{"xsync", func(k string) {
-			n, _ := xm.Load(k)
-			stamp(&n.word, hotlimit.Monotonic())
-		}},
+		{"keyed", func(k string) { stamp(km.Load(k), hotlimit.Monotonic()) }},
 		{"flat", func(k string) { stamp(flat.word(k), hotlimit.Monotonic()) }},
 	}
 	procs := runtime.GOMAXPROCS(0)
@@ -201,7 +194,7 @@ func BenchmarkTableCeiling(b *testing.B) {
 			b.ReportMetric(limitertest.Median(ratios[x]), v.name+"/golimiter")
 		}
 	}
-	b.ReportMetric(float64(xsyncBytes)/float64(len(keys)), "xsync-B/key")
+	b.ReportMetric(float64(keyedBytes)/float64(len(keys)), "keyed-B/key")
 	b.ReportMetric(float64(flatBytes)/float64(len(keys)), "flat-B/key")
 }
 
