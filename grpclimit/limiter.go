@@ -187,7 +187,7 @@ var (
 const unavailable = "rate limiter unavailable"
 
 var (
-	errNoService = errors.New("no service configured")
+	errNoService = errors.New("no service: give the interceptor one made by service.New or service.NewFromRules")
 	errNoStream  = errors.New("no server stream")
 	errPanicked  = errors.New("handler panicked")
 )

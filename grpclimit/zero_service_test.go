@@ -22,7 +22,8 @@ import (
 // observer heard of a runtime error, where httplimit's middleware crashed
 // the request. It is now the configuration error a nil service is, on the
 // server and on the client: INTERNAL, the handler not reached, and the
-// observer told that no service is configured.
+// observer told to give the interceptor a service that service.New made
+// (its Err said "no service configured", which did not say what to do).
 func TestZeroServiceIsNoService(t *testing.T) {
 	reached := false
 	handler := func(context.Context, any) (any, error) { reached = true; return "reached", nil }
@@ -32,7 +33,7 @@ func TestZeroServiceIsNoService(t *testing.T) {
 	assert.Equal(t, codes.Internal, status.Code(err), "%v", err)
 	assert.Equal(t, "rate limiter unavailable", status.Convert(err).Message())
 	assert.False(t, reached, "no call goes through unlimited")
-	assert.EqualError(t, rec.last().Err, "no service configured")
+	assert.EqualError(t, rec.last().Err, "no service: give the interceptor one made by service.New or service.NewFromRules")
 
 	invoke := func(context.Context, string, any, any, *grpc.ClientConn, ...grpc.CallOption) error {
 		reached = true
@@ -41,7 +42,7 @@ func TestZeroServiceIsNoService(t *testing.T) {
 	err = grpclimit.UnaryClientInterceptor(&service.Service{}, grpclimit.WithObserver(rec.observe))(ctx(t), unaryCall, nil, nil, nil, invoke)
 	assert.Equal(t, codes.Internal, status.Code(err), "%v", err)
 	assert.False(t, reached, "nor is sent")
-	assert.EqualError(t, rec.last().Err, "no service configured")
+	assert.EqualError(t, rec.last().Err, "no service: give the interceptor one made by service.New or service.NewFromRules")
 }
 
 // TestZeroServiceGivenRulesIsNoService: a zero service.Service that Replace
@@ -58,5 +59,5 @@ func TestZeroServiceGivenRulesIsNoService(t *testing.T) {
 		&grpc.UnaryServerInfo{FullMethod: unaryCall}, handler)
 	assert.Equal(t, codes.Internal, status.Code(err), "%v", err)
 	assert.False(t, reached, "no call goes through")
-	assert.EqualError(t, rec.last().Err, "no service configured")
+	assert.EqualError(t, rec.last().Err, "no service: give the interceptor one made by service.New or service.NewFromRules")
 }
