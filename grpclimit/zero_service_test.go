@@ -45,13 +45,12 @@ func TestZeroServiceIsNoService(t *testing.T) {
 	assert.EqualError(t, rec.last().Err, "no service: give the interceptor one made by service.New or service.NewFromRules")
 }
 
-// TestZeroServiceGivenRulesIsNoService: a zero service.Service that Replace
-// gave rules is no more one service.New built (no auto-sweep; its Len,
-// Sweep and TakeWith panic), but it passed for built and decided calls on
-// those terms. It is a missing service too.
+// TestZeroServiceGivenRulesIsNoService: a zero service.Service that was
+// offered rules (Replace refuses them) passed for built and decided calls
+// under them when Replace took them. It is a missing service too.
 func TestZeroServiceGivenRulesIsNoService(t *testing.T) {
 	var svc service.Service
-	require.NoError(t, svc.Replace(service.Rules{Default: service.Limits{{Algorithm: hotlimit.FixedWindow, Limit: 5, Window: time.Minute}}}))
+	require.Error(t, svc.Replace(service.Rules{Default: service.Limits{{Algorithm: hotlimit.FixedWindow, Limit: 5, Window: time.Minute}}}))
 	reached := false
 	handler := func(context.Context, any) (any, error) { reached = true; return "reached", nil }
 	var rec recorder

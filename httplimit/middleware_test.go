@@ -515,13 +515,12 @@ func TestZeroServiceFailsClosed(t *testing.T) {
 	assert.False(t, reached, "no request goes through unlimited")
 }
 
-// TestZeroServiceGivenRulesFailsClosed: a zero service.Service that
-// Replace gave rules is no more one service.New built (it runs without
-// auto-sweep, and its Len, Sweep and TakeWith panic), but it passed for
-// built, and served requests on those terms. It is a missing service too.
+// TestZeroServiceGivenRulesFailsClosed: a zero service.Service that was
+// offered rules (Replace refuses them) passed for built, and served
+// requests under them when Replace took them. It is a missing service too.
 func TestZeroServiceGivenRulesFailsClosed(t *testing.T) {
 	var svc service.Service
-	require.NoError(t, svc.Replace(service.Rules{Default: service.Limits{{Algorithm: hotlimit.FixedWindow, Limit: 5, Window: time.Minute}}}))
+	require.Error(t, svc.Replace(service.Rules{Default: service.Limits{{Algorithm: hotlimit.FixedWindow, Limit: 5, Window: time.Minute}}}))
 	reached := false
 	next := http.HandlerFunc(func(http.ResponseWriter, *http.Request) { reached = true })
 	w := serve(httplimit.New(&svc)(next), get("/", "192.0.2.1:1"))

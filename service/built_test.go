@@ -1,6 +1,9 @@
 package service_test
 
 import (
+	"context"
+	"os"
+	"path/filepath"
 	"testing"
 	"time"
 
@@ -12,19 +15,58 @@ import (
 )
 
 // TestBuilt: a Service New built is built, closed too; nil and the zero
-// Service are not, even once Replace gave the zero one rules.
+// Service are not.
 func TestBuilt(t *testing.T) {
 	var none *service.Service
 	assert.False(t, none.Built())
 	var zero service.Service
 	assert.False(t, zero.Built())
 	rules := service.Rules{Default: service.Limits{{Algorithm: hotlimit.FixedWindow, Limit: 1, Window: time.Second}}}
-	require.NoError(t, zero.Replace(rules))
-	assert.False(t, zero.Built(), "rules alone do not make it one New built")
 
 	svc, err := service.NewFromRules(rules)
 	require.NoError(t, err)
 	assert.True(t, svc.Built())
 	require.NoError(t, svc.Close())
 	assert.True(t, svc.Built(), "closed, it still decides")
+}
+
+// TestZeroServiceRefusesRules: a zero Service, which the doc says is not
+// usable, took rules from Replace and Configure* without an error, then
+// decided under them while its Len, Sweep and Close panicked on a nil
+// pointer, a message that does not say what was wrong. Replace, each
+// Configure* and so WatchFile's reloads now refuse it with an error that
+// says to make the Service with New or NewFromRules, and it stays unbuilt.
+func TestZeroServiceRefusesRules(t *testing.T) {
+	rules := service.Rules{Default: service.Limits{{Algorithm: hotlimit.FixedWindow, Limit: 1, Window: time.Second}}}
+	c := hotlimit.Config{Algorithm: hotlimit.FixedWindow, Limit: 1, Window: time.Second}
+	var zero service.Service
+	const want = "service: the Service was not made by New or NewFromRules: make it with service.New or service.NewFromRules"
+	assert.EqualError(t, zero.Replace(rules), want)
+	assert.EqualError(t, zero.ConfigureUser("u", c), want)
+	assert.EqualError(t, zero.ConfigureAPI("a", c), want)
+	assert.EqualError(t, zero.ConfigureUserAPI("u", "a", c), want)
+	assert.False(t, zero.Built())
+	var none *service.Service
+	assert.EqualError(t, none.Replace(rules), want)
+}
+
+// TestZeroServiceWatchFileRefusesRules: WatchFile on a zero Service
+// installed the file's rules with no error, as Replace did, and then
+// polled for ever, its closed channel being nil. It now tells OnError that
+// the Service takes no rules, and returns.
+func TestZeroServiceWatchFileRefusesRules(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "rules.json")
+	require.NoError(t, os.WriteFile(path, []byte(`{"default":[{"algorithm":"FixedWindow","limit":1,"window":"1s"}]}`), 0o600))
+	var zero service.Service
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	var errs []error
+	reloaded := false
+	zero.WatchFileWith(ctx, path, service.WatchOptions{
+		OnError:  func(err error) { errs = append(errs, err); cancel() },
+		OnReload: func(service.Reload) { reloaded = true; cancel() },
+	})
+	assert.False(t, reloaded, "a zero Service installs no rules")
+	require.Len(t, errs, 1)
+	assert.EqualError(t, errs[0], "service: the Service was not made by New or NewFromRules: make it with service.New or service.NewFromRules")
 }

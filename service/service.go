@@ -15,7 +15,8 @@ import (
 )
 
 // Service decides allow(user, api) under a default policy and per-user,
-// per-API and per-pair overrides. The zero value is not usable; call [New].
+// per-API and per-pair overrides. The zero value is not usable (it takes
+// no rules: see [Service.Replace]); call [New].
 // A Service is safe for concurrent use: Allow and Take never lock, and may run
 // concurrently with Replace, Configure* and WatchFile.
 //
@@ -117,9 +118,9 @@ func NewFromRules(rules Rules, opts ...hotlimit.Option) (*Service, error) {
 }
 
 // Built reports whether s was made by [New] or [NewFromRules]: false for a
-// nil s and for the zero Service, which is not usable, even once
-// [Service.Replace] gave it rules (it has no key cache, auto-sweep or
-// [Service.TakeWith] limiters, and some of its methods panic). A copy of a
+// nil s and for the zero Service, which is not usable (it has no rules,
+// key cache, auto-sweep or [Service.TakeWith] limiters; [Service.Replace]
+// and the Configure methods refuse it, and its other methods panic). A copy of a
 // built Service, and one that was closed, are built. httplimit and grpclimit
 // take a Service that is not built for a missing one.
 func (s *Service) Built() bool {
@@ -148,8 +149,12 @@ func (s *Service) Rules() Rules {
 // of 0 stands for, the limit or the service's [hotlimit.WithBurst], are
 // one); limiters no rule uses any more are dropped with their state. On error (see [Rules.Validate],
 // and [Limits] for the copies of a limit that only the service's burst
-// makes) nothing changes.
+// makes) nothing changes. A nil or zero Service, which [New] did not make
+// (see [Service.Built]), takes no rules: Replace returns an error saying so.
 func (s *Service) Replace(rules Rules) error {
+	if !s.Built() {
+		return errNotBuilt
+	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return s.replaceLocked(rules)
@@ -229,8 +234,16 @@ func set[K comparable](m map[K]Limits, k K, c hotlimit.Config) map[K]Limits {
 	return m
 }
 
+// errNotBuilt is the error of Replace and Configure* on a Service New did
+// not make.
+var errNotBuilt = errors.New("service: the Service was not made by New or NewFromRules: make it with service.New or service.NewFromRules")
+
 // configure replaces the rules by a copy changed by change, as one Replace.
+// Like Replace, it refuses a Service New did not make.
 func (s *Service) configure(change func(*Rules)) error {
+	if !s.Built() {
+		return errNotBuilt
+	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	next := s.rules.Load().export()

@@ -107,8 +107,16 @@ type Reload struct {
 
 // WatchFileWith is [Service.WatchFile] with options: a callback for
 // successful reloads, so that they can be logged, and the routes that the
-// rules' APIs are checked against at each reload.
+// rules' APIs are checked against at each reload. On a nil or zero Service,
+// which [New] did not make, it tells OnError that it takes no rules (see
+// [Service.Replace]) and returns at once.
 func (s *Service) WatchFileWith(ctx context.Context, path string, opts WatchOptions) {
+	if !s.Built() { // it takes no rules: say so once, rather than poll for ever
+		if opts.OnError != nil {
+			opts.OnError(errNotBuilt)
+		}
+		return
+	}
 	if ctx == nil {
 		ctx = context.Background() // never done: the loop ends at Close
 	}
