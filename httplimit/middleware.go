@@ -1,6 +1,7 @@
 package httplimit
 
 import (
+	"errors"
 	"net/http"
 
 	"github.com/hotlimit/hotlimit"
@@ -49,6 +50,10 @@ type Event struct {
 	// takes nothing and is not served, whatever a failure policy says;
 	// Ended is set, and the deny handler answers it with a Decision that
 	// denies. Under [WithDryRun] it is decided and served as any other.
+	//
+	// Err is also, for a middleware given no service that service.New made
+	// (see [New]), an error saying to give it one: every other field but
+	// Request and DryRun is then zero, and the request is answered 500.
 	Err error
 	// Unavailable reports that the limiter of Config, the limit that
 	// decided, could not decide: Decision is its failure policy's, and Err
@@ -62,6 +67,10 @@ type Event struct {
 	// sees the ended context.
 	Ended bool
 }
+
+// errNoService is Event.Err for a request the middleware answers 500 since
+// it was given no service that service.New made.
+var errNoService = errors.New("no service: give the middleware one made by service.New or service.NewFromRules")
 
 // DenyFunc answers a denied request. When it runs, the RateLimit fields and
 // Retry-After are already in w.Header(); it writes the status and the body.
@@ -138,9 +147,10 @@ func WithDenyHandler(f DenyFunc) Option {
 }
 
 // WithObserver calls f with every decision, on the request's goroutine,
-// before the handler or the deny handler runs. f must be safe for concurrent
-// use and should be quick; counting decisions per Event.Policy and
-// Event.Decision.Allowed is the intended use. A nil f removes the observer.
+// before the handler or the deny handler runs, and with every request a
+// middleware given no service answers 500 (see Event.Err). f must be safe
+// for concurrent use and should be quick; counting decisions per
+// Event.Policy and Event.Decision.Allowed is the intended use. A nil f removes the observer.
 func WithObserver(f func(Event)) Option {
 	return func(o *options) { o.observe = f }
 }
@@ -193,7 +203,8 @@ func IsPreflight(r *http.Request) bool {
 // applied in order. A nil svc, or a service.Service that service.New did not
 // build (see [service.Service.Built]), is a configuration error
 // that the middleware reports by answering every request with 500 Internal
-// Server Error, never by letting requests through unlimited. A nil handler given to the middleware
+// Server Error, even under [WithDryRun], never by letting requests through
+// unlimited, and by telling the observer why (see Event.Err). A nil handler given to the middleware
 // (or one holding a nil function or pointer, such as a nil
 // http.HandlerFunc) is http.NotFoundHandler, not http.DefaultServeMux as for an http.Server:
 // to limit the handlers registered with http.Handle, pass
@@ -210,7 +221,11 @@ func New(svc *service.Service, opts ...Option) func(http.Handler) http.Handler {
 			next = http.NotFoundHandler()
 		}
 		if !svc.Built() {
+			observe := o.observe
 			return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+				if observe != nil {
+					observe(Event{Request: r, DryRun: o.dryRun, Err: errNoService})
+				}
 				http.Error(w, "rate limiter not configured", http.StatusInternalServerError)
 			})
 		}

@@ -779,3 +779,21 @@ func TestOtherLimitAllocatesOnlyItsItem(t *testing.T) {
 	assert.Len(t, w.h.Values("RateLimit"), 2)
 	assert.Len(t, w.h.Values("RateLimit-Policy"), 2)
 }
+
+// TestZeroServiceTellsObserver: given a nil or zero service.Service, the
+// middleware answered every request 500 and told its observer nothing, so
+// the operator's only clue was the client's "rate limiter not configured",
+// where grpclimit's observer hears why. The observer now hears of each such
+// request, with an Err that says to make the service with service.New.
+func TestZeroServiceTellsObserver(t *testing.T) {
+	for name, svc := range map[string]*service.Service{"nil": nil, "zero": {}} {
+		var events []httplimit.Event
+		w := serve(httplimit.New(svc, httplimit.WithObserver(func(e httplimit.Event) { events = append(events, e) }))(http.NotFoundHandler()),
+			get("/", "192.0.2.1:1"))
+		assert.Equal(t, http.StatusInternalServerError, w.Code, name)
+		require.Len(t, events, 1, name)
+		assert.EqualError(t, events[0].Err, "no service: give the middleware one made by service.New or service.NewFromRules", name)
+		assert.NotNil(t, events[0].Request, name)
+		assert.False(t, events[0].Decision.Allowed, name)
+	}
+}
