@@ -392,3 +392,43 @@ func TestTableHammer(t *testing.T) {
 	assert.Equal(t, len(stable)+rounds, tb.size())
 	assert.Greater(t, tb.growths.Load(), int64(rounds), "the shard grew and shrank under the lookups")
 }
+
+// TestTableEmptyKeyIsNeverTheTombstone: the tombstone is a node whose key
+// is "", and a deleted slot keeps its key's hash; so once the key "" is
+// deleted, its slot holds the tombstone under the hash of "". A lookup of ""
+// there, or of any key, reports it not held, and an insertion of "" again
+// gets a node of its own.
+func TestTableEmptyKeyIsNeverTheTombstone(t *testing.T) {
+	var tb table[int64]
+	tb.init(0)
+	n, _ := tinsert(&tb, "")
+	require.Same(t, n, tb.load(""))
+	require.True(t, tdelete(&tb, ""))
+	assert.Nil(t, tb.load(""), "a deleted empty key is not held")
+	assert.Nil(t, treplace(&tb, ""), "nor found to replace")
+	fresh, inserted := tinsert(&tb, "")
+	assert.True(t, inserted)
+	assert.NotSame(t, tb.tomb, fresh)
+	assert.Same(t, fresh, tb.load(""))
+}
+
+// TestTableSlotReadMidReuseIsRejectedByItsKey: a lookup of key that loads a
+// slot's node, another key's, and then its hash just after that node was
+// deleted and key's insertion reused the slot (storing key's hash first)
+// reads key's hash with the other key's node; it must not report that node
+// as key's. The array below holds that pair of readings.
+func TestTableSlotReadMidReuseIsRejectedByItsKey(t *testing.T) {
+	var tb table[int64]
+	tb.init(0)
+	key := shardKeys(&tb, 7, 1)[0]
+	other := probeKeys(&tb, 7, key, 1)[0] // in the slot key's probe starts on
+	n, _ := tinsert(&tb, other)
+	h := tb.hash(key)
+	a := *tb.shard(h).slots.Load()
+	for i := range a {
+		if a[i].node.Load() == n {
+			a[i].hash.Store(h) // the hash key's insertion stores before its node
+		}
+	}
+	assert.Nil(t, tb.probe(&a, h, key), "another key's node under key's hash is not key's")
+}
