@@ -190,6 +190,13 @@ func TestLoadErrors(t *testing.T) {
 			"error checking config: line 4: requests_per_unit 1.5 (merged in by <<: *a at line 8, under rate_limit) is a float"},
 		{"float merged in through an inline merge", "domain: d\ndescriptors:\n  - key: a\n    metadata: &a {requests_per_unit: 1.5}\n  - key: b\n    rate_limit: {<<: {<<: *a}, unit: second}\n",
 			"error checking config: line 4: requests_per_unit 1.5 (merged in by <<: *a at line 6, under rate_limit) is a float"},
+		// A mapping merged in whole names the merge key where it is: in a
+		// descriptor of the list under descriptors, not under the key of
+		// the mapping it brought.
+		{"float in a mapping merged in", "domain: d\ndescriptors:\n  - key: a\n    metadata: &m {rate_limit: {unit: second, requests_per_unit: 1.5}}\n  - key: b\n    <<: *m\n",
+			"error checking config: line 4: requests_per_unit 1.5 (merged in by <<: *m at line 6, under descriptors) is a float"},
+		{"integer past 64 bits merged in, replaced", "domain: d\ndescriptors:\n  - key: a\n    metadata: &m {requests_per_unit: 9223372036854775808}\n  - key: k\n    rate_limit:\n      <<: *m\n      requests_per_unit: 2\n      unit: second\n",
+			"error checking config: line 4: requests_per_unit 9223372036854775808 (merged in by <<: *m at line 7, under rate_limit) is an integer past 64 bits"},
 		{"float at its anchor", "domain: d\ndescriptors:\n  - key: a\n    rate_limit: &r {unit: second, requests_per_unit: 1.5}\n  - key: b\n    rate_limit: *r\n",
 			"error checking config: line 4: requests_per_unit 1.5 is a float"},
 		{"float value", "domain: d\ndescriptors:\n  - key: k\n    value: 1.50\n", "error checking config: line 4: value 1.50 is a float"},
