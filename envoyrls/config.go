@@ -753,7 +753,7 @@ func lastKeyWins(file string, n *yaml.Node, done map[*yaml.Node]bool, warnings [
 // file laid out, nil otherwise.
 func validateKeys(file string, n *yaml.Node, floats bool, mergedBy map[*yaml.Node][]*yaml.Node) (undecodable, err error) {
 	v := keyValidator{file: file, seen: map[seenKey]bool{}, floats: floats, mergedBy: mergedBy}
-	err = v.check(n, "", nil)
+	err = v.check(n, "")
 	return v.undecodable, err
 }
 
@@ -828,19 +828,11 @@ func target(n *yaml.Node) *yaml.Node {
 	return n
 }
 
-// check checks n, the value of the key parent ("" for the document),
-// brought into its mapping by the merge key alias by (nil for none; see
-// structLayout.mergedBy).
-func (v *keyValidator) check(n *yaml.Node, parent string, by *yaml.Node) error {
-	if v.via.alias == nil {
-		if by != nil {
-			v.via = aliasUse{by, parent, true}
-		} else if n.Kind == yaml.AliasNode {
-			v.via = aliasUse{n, parent, false}
-		}
-		if v.via.alias != nil {
-			defer func() { v.via = aliasUse{} }()
-		}
+// check checks n, the value of the key parent ("" for the document).
+func (v *keyValidator) check(n *yaml.Node, parent string) error {
+	if v.via.alias == nil && n.Kind == yaml.AliasNode {
+		v.via = aliasUse{n, parent, false}
+		defer func() { v.via = aliasUse{} }()
 	}
 	n, walk := v.resolve(n, parent)
 	if !walk {
@@ -862,7 +854,7 @@ func (v *keyValidator) check(n *yaml.Node, parent string, by *yaml.Node) error {
 					return configError(v.file, "config error, yaml file contains list of type other than map: %s", goValue(r))
 				}
 			}
-			if err := v.check(c, parent, nil); err != nil {
+			if err := v.check(c, parent); err != nil {
 				return err
 			}
 		}
@@ -901,7 +893,19 @@ func (v *keyValidator) check(n *yaml.Node, parent string, by *yaml.Node) error {
 			if err := v.leaf(k.Value, val, parent, by); err != nil {
 				return err
 			}
-			if err := v.check(val, k.Value, by); err != nil {
+			if by != nil && v.via.alias == nil {
+				// The merge key that brought the pair in is one of this
+				// mapping's, the value of parent: the errors below name
+				// it there, not under the key of the pair.
+				v.via = aliasUse{by, parent, true}
+				err := v.check(val, k.Value)
+				v.via = aliasUse{}
+				if err != nil {
+					return err
+				}
+				continue
+			}
+			if err := v.check(val, k.Value); err != nil {
 				return err
 			}
 		}
@@ -1162,7 +1166,7 @@ func (v *keyValidator) merged(n *yaml.Node, parent string) error {
 		v.via = aliasUse{n, parent, true}
 		defer func() { v.via = aliasUse{} }()
 	}
-	return v.check(n, parent, nil)
+	return v.check(n, parent)
 }
 
 // load adds descriptors under n, whose full key is parent (ending in '.').

@@ -190,6 +190,13 @@ func TestLoadErrors(t *testing.T) {
 			"error checking config: line 4: requests_per_unit 1.5 (merged in by <<: *a at line 8, under rate_limit) is a float"},
 		{"float merged in through an inline merge", "domain: d\ndescriptors:\n  - key: a\n    metadata: &a {requests_per_unit: 1.5}\n  - key: b\n    rate_limit: {<<: {<<: *a}, unit: second}\n",
 			"error checking config: line 4: requests_per_unit 1.5 (merged in by <<: *a at line 6, under rate_limit) is a float"},
+		// A mapping merged in whole names the merge key where it is: in a
+		// descriptor of the list under descriptors, not under the key of
+		// the mapping it brought.
+		{"float in a mapping merged in", "domain: d\ndescriptors:\n  - key: a\n    metadata: &m {rate_limit: {unit: second, requests_per_unit: 1.5}}\n  - key: b\n    <<: *m\n",
+			"error checking config: line 4: requests_per_unit 1.5 (merged in by <<: *m at line 6, under descriptors) is a float"},
+		{"integer past 64 bits merged in, replaced", "domain: d\ndescriptors:\n  - key: a\n    metadata: &m {requests_per_unit: 9223372036854775808}\n  - key: k\n    rate_limit:\n      <<: *m\n      requests_per_unit: 2\n      unit: second\n",
+			"error checking config: line 4: requests_per_unit 9223372036854775808 (merged in by <<: *m at line 7, under rate_limit) is an integer past 64 bits"},
 		{"float at its anchor", "domain: d\ndescriptors:\n  - key: a\n    rate_limit: &r {unit: second, requests_per_unit: 1.5}\n  - key: b\n    rate_limit: *r\n",
 			"error checking config: line 4: requests_per_unit 1.5 is a float"},
 		{"float value", "domain: d\ndescriptors:\n  - key: k\n    value: 1.50\n", "error checking config: line 4: value 1.50 is a float"},
@@ -707,6 +714,27 @@ func TestValuesCheckedAsTheReference(t *testing.T) {
 		{"hex past 64 bits given again", rule("    rate_limit:\n      unit: second\n      requests_per_unit: 0x1ffffffffffffffff\n      requests_per_unit: 2\n"), "line 6: cannot unmarshal !!str `0x1ffff...` into uint32"},
 		{"merged hex past 32 bits replaced", rule("    rate_limit:\n      <<: {requests_per_unit: 0x100000000}\n      requests_per_unit: 2\n      unit: second\n"), "line 5: cannot unmarshal !!int `0x10000...` into uint32"},
 		{"merged decimal past 32 bits replaced", rule("    rate_limit:\n      <<: {requests_per_unit: 4294967296}\n      requests_per_unit: 2\n      unit: second\n"), "line 5: cannot unmarshal !!int `4294967296` into uint32"},
+		{"merged largest uint32 replaced", rule("    rate_limit:\n      <<: {requests_per_unit: 4294967295}\n      requests_per_unit: 2\n      unit: second\n"), ""},
+		// a float truncates toward zero, then must fit in 32 bits
+		{"merged float below 2^32 replaced", rule("    rate_limit:\n      <<: {requests_per_unit: 4294967295.5}\n      requests_per_unit: 2\n      unit: second\n"), ""},
+		{"merged float of 2^32 replaced", rule("    rate_limit:\n      <<: {requests_per_unit: 4294967296.0}\n      requests_per_unit: 2\n      unit: second\n"), "line 5: cannot unmarshal !!float `4294967...` into uint32"},
+		{"merged boolean replaced", rule("    rate_limit:\n      <<: {requests_per_unit: yes}\n      requests_per_unit: 2\n      unit: second\n"), "line 5: cannot unmarshal !!bool `yes` into uint32"},
+		{"merged null replaced", rule("    rate_limit:\n      <<: {requests_per_unit: ~, unlimited: null}\n      requests_per_unit: 2\n      unit: second\n"), ""},
+		// YAML 1.1 booleans, y and Y among them, fill a boolean there
+		{"merged y replaced", rule("    rate_limit:\n      <<: {unlimited: y, shadow_mode: Y}\n      unlimited: false\n      shadow_mode: false\n      requests_per_unit: 2\n      unit: second\n"), ""},
+		// a block scalar is a string, whatever it reads like; an
+		// unquoted date is a timestamp there
+		{"merged block scalar replaced", rule("    rate_limit:\n      <<:\n        requests_per_unit: |-\n          5\n      requests_per_unit: 2\n      unit: second\n"), "cannot unmarshal !!str `5` into uint32"},
+		{"merged date replaced", rule("    rate_limit:\n      <<: {requests_per_unit: 2001-12-14}\n      requests_per_unit: 2\n      unit: second\n"), "line 5: cannot unmarshal !!timestamp `2001-12-14` into uint32"},
+		// of two values that fail there, the first is named
+		{"two values replaced", rule("    rate_limit:\n      <<: {requests_per_unit: abc}\n      requests_per_unit: 2\n      unit: second\n    descriptors: 5\n    descriptors: [{key: e}]\n"), "line 5: cannot unmarshal !!str `abc` into uint32"},
+		// an integer tagged !!float is a float of its value there, and
+		// underscores anywhere in a number are dropped (YAML 1.1)
+		{"merged integer tagged a float replaced", rule("    rate_limit:\n      <<: {requests_per_unit: !!float 5}\n      requests_per_unit: 2\n      unit: second\n"), ""},
+		{"merged integer past int64 tagged a float replaced", rule("    rate_limit:\n      <<: {requests_per_unit: !!float 9223372036854775808}\n      requests_per_unit: 2\n      unit: second\n"), "line 5: cannot unmarshal"},
+		{"merged integer of odd underscores replaced", rule("    rate_limit:\n      <<: {requests_per_unit: 1__0_}\n      requests_per_unit: 2\n      unit: second\n"), ""},
+		// an integer past int64, within 64 bits, is an unsigned one there
+		{"descriptors an integer past int64, replaced", "domain: d\ndescriptors:\n  - key: a\n    descriptors: 9223372036854775808\n    descriptors: [{key: e}]\n  - key: k\n    rate_limit: {unit: second, requests_per_unit: 2}\n", "line 4: cannot unmarshal !!int `9223372...` into []config.YamlDescriptor"},
 		{"merged quoted integer replaced", rule("    rate_limit:\n      <<: {requests_per_unit: '5'}\n      requests_per_unit: 2\n      unit: second\n"), "line 5: cannot unmarshal !!str `5` into uint32"},
 		{"merged word into a boolean, replaced", rule("    rate_limit:\n      <<: {unlimited: abc}\n      unlimited: true\n"), "line 5: cannot unmarshal !!str `abc` into bool"},
 		{"merged negative fraction replaced", rule("    rate_limit:\n      <<: {requests_per_unit: -0.5}\n      requests_per_unit: 2\n      unit: second\n"), ""},

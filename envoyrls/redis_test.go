@@ -381,6 +381,22 @@ func TestAllOrNothingRefundsWhenTheDeadlinePasses(t *testing.T) {
 	assert.Equal(t, uint32(4), resp.Statuses[0].LimitRemaining, "the failed request's hit on a was given back: this one's is the first")
 }
 
+// TestAllOrNothingGivesBackOnceWhenTheDeadlinePasses: the request whose
+// deadline passes gives back its own hit on a once, and no more: the hit
+// an earlier request made on a still counts.
+func TestAllOrNothingGivesBackOnceWhenTheDeadlinePasses(t *testing.T) {
+	s, ctx := deadlineServer(t, 7, false)
+	one := &pb.RateLimitRequest{Domain: "web", Descriptors: []*rlext.RateLimitDescriptor{entryOne("a")}}
+	resp, err := s.ShouldRateLimit(context.Background(), one)
+	require.NoError(t, err)
+	require.Equal(t, uint32(4), resp.Statuses[0].LimitRemaining)
+	_, err = s.ShouldRateLimit(ctx, &pb.RateLimitRequest{Domain: "web", Descriptors: []*rlext.RateLimitDescriptor{entryOne("a"), entryOne("b")}})
+	require.Equal(t, codes.Canceled, status.Code(err), "%v", err)
+	resp, err = s.ShouldRateLimit(context.Background(), one)
+	require.NoError(t, err)
+	assert.Equal(t, uint32(3), resp.Statuses[0].LimitRemaining, "the earlier hit on a and this one count")
+}
+
 // TestAllOrNothingRefundsADenialAsTheDeadlinePasses: in all-or-nothing
 // mode, a request denied by its second descriptor, whose deadline passes
 // as the backend answers it, gives back what its first took: the refund of

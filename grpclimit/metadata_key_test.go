@@ -1,6 +1,7 @@
 package grpclimit_test
 
 import (
+	"context"
 	"testing"
 	"time"
 
@@ -79,6 +80,25 @@ func TestMetadataValueIsTheFieldValue(t *testing.T) {
 	assert.Equal(t, []string{"header:x-api-key:k1", "header:x-api-key:k1", "header:x-api-key:k1",
 		"header:x-api-key:premium", "header:x-api-key:premium", "header:x-api-key:premium", "", ""}, users,
 		"whitespace alone is no key: the keyless quota")
+}
+
+// TestOutgoingMetadataValueIsTheFieldValue: OutgoingMetadata makes the key
+// of the value a client sends as Metadata makes it of the value the server
+// reads: without the spaces and tabs around it, an :authority in lower
+// case, a binary entry's bytes whole, and spaces alone no key.
+func TestOutgoingMetadataValueIsTheFieldValue(t *testing.T) {
+	for _, tc := range []struct{ name, value, want string }{
+		{"x-api-key", " k1\t", "header:x-api-key:k1"},
+		{":authority", "API.Example.com", "header::authority:api.example.com"},
+		{"x-id-bin", " k1", grpclimit.MetadataKey("x-id-bin", " k1")},
+		{"x-api-key", " \t", ""},
+	} {
+		out := metadata.NewOutgoingContext(context.Background(), metadata.Pairs(tc.name, tc.value))
+		key, ok := grpclimit.OutgoingMetadata(tc.name)(out, "/s/m", nil)
+		assert.Equal(t, tc.want != "", ok, "%s %q", tc.name, tc.value)
+		assert.Equal(t, tc.want, key, "%s %q", tc.name, tc.value)
+	}
+	assert.NotEqual(t, grpclimit.MetadataKey("x-id-bin", "k1"), grpclimit.MetadataKey("x-id-bin", " k1"))
 }
 
 // TestBinaryMetadataValueIsKeptWhole: a binary ("-bin") entry's value is

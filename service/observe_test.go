@@ -2,6 +2,7 @@ package service_test
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"math"
 	"strings"
@@ -419,6 +420,10 @@ func TestRepeatedLimitErrorSpeaksOfShadowModeOnlyForAShadowCopy(t *testing.T) {
 	_, err = service.NewFromRules(service.Rules{Default: service.Limits{spelled, real}}, hotlimit.WithBurst(5))
 	assert.ErrorContains(t, err, "under the service's burst 5")
 	assert.NotContains(t, err.Error(), "shadow", "neither is in shadow mode")
+	// the least burst a service can have says so too
+	spelled.Burst = 1
+	_, err = service.NewFromRules(service.Rules{Default: service.Limits{spelled, real}}, hotlimit.WithBurst(1))
+	assert.ErrorContains(t, err, "under the service's burst 1")
 }
 
 func TestLenAndSweepCountTakeWithKeys(t *testing.T) {
@@ -748,7 +753,8 @@ func TestReportedPolicySpellsOutTheServicesBurst(t *testing.T) {
 	clock, _ := frozen(int64(time.Hour))
 	s, err := service.NewFromRules(service.Rules{
 		Default: service.Limits{bucket},
-		APIs:    map[string]service.Limits{"several": {window, bucket}},
+		APIs: map[string]service.Limits{"several": {window, bucket},
+			"pair": {bucket, {Algorithm: hotlimit.TokenBucket, Limit: 5, Window: time.Second}}},
 	}, clock, hotlimit.WithObserver(obs), hotlimit.WithBurst(10))
 	require.NoError(t, err)
 	want := bucket
@@ -768,6 +774,14 @@ func TestReportedPolicySpellsOutTheServicesBurst(t *testing.T) {
 		for _, ld := range each {
 			assert.LessOrEqual(t, ld.Decision.Remaining, ld.Config.Capacity(), "%s %v", api, ld.Config)
 		}
+	}
+	// Every limit TakeEach reports spells it out, not only the one that
+	// decides.
+	_, each, err := s.TakeEach(context.Background(), "u", "pair", 1, nil)
+	require.NoError(t, err)
+	require.Len(t, each, 2)
+	for _, ld := range each {
+		assert.Equal(t, 10, ld.Config.Burst, "%v", ld.Config)
 	}
 	// The rules read back as given.
 	assert.Equal(t, service.Limits{bucket}, s.Rules().Default)
@@ -836,6 +850,38 @@ func TestResolvePolicySpellsOutTheServicesBurst(t *testing.T) {
 	assert.Zero(t, events, "nothing decided, nothing observed")
 	_, policy := s.TakePolicy("u", "x", 1)
 	assert.Equal(t, policy, s.ResolvePolicy("u", "x"), "the policy TakePolicy names")
+}
+
+// TestResolvePoliciesOfShadowLimitsSpellOutTheServicesBurst: a rule whose
+// every limit is in shadow mode lists them all, each with the service's
+// burst spelled out, as it lists the limits that enforce.
+func TestResolvePoliciesOfShadowLimitsSpellOutTheServicesBurst(t *testing.T) {
+	bucket := hotlimit.Config{Algorithm: hotlimit.TokenBucket, Limit: 3, Window: time.Second, Shadow: true}
+	gcra := hotlimit.Config{Algorithm: hotlimit.GCRA, Limit: 100, Window: time.Minute, Shadow: true}
+	s, err := service.NewFromRules(service.Rules{Default: service.Limits{bucket, gcra}}, hotlimit.WithBurst(10))
+	require.NoError(t, err)
+	got := s.ResolvePolicies("u", "x")
+	require.Len(t, got, 2)
+	for _, c := range got {
+		assert.Equal(t, 10, c.Burst, "%v", c)
+	}
+}
+
+// checkFails is an observer that says it cannot report.
+type checkFails struct{ hotlimit.ObserverFunc }
+
+func (checkFails) CheckObserver() error { return errors.New("cannot report") }
+
+// TestNewFromRulesRefusesAnObserverThatCannotReport: an observer whose
+// CheckObserver fails, given alone or among others, is NewFromRules's
+// error, rather than a service that reports nothing.
+func TestNewFromRulesRefusesAnObserverThatCannotReport(t *testing.T) {
+	rules := service.Rules{Default: service.Limits{{Algorithm: hotlimit.FixedWindow, Limit: 1, Window: time.Second}}}
+	bad := checkFails{func(hotlimit.Event) {}}
+	for _, obs := range []hotlimit.Observer{bad, hotlimit.Observers(hotlimit.ObserverFunc(func(hotlimit.Event) {}), bad)} {
+		_, err := service.NewFromRules(rules, hotlimit.WithObserver(obs))
+		assert.ErrorContains(t, err, "service: WithObserver: cannot report")
+	}
 }
 
 // TestResolvePolicySkipsShadowLimits: a rule whose first limit is in shadow

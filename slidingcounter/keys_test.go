@@ -4,6 +4,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
 	"github.com/hotlimit/hotlimit"
 	"github.com/hotlimit/hotlimit/internal/limitertest"
 	"github.com/hotlimit/hotlimit/internal/models"
@@ -59,4 +62,18 @@ func TestKeyCapEdges(t *testing.T) {
 // limitertest.CappedNeverPastTheClocksEnd.
 func TestCappedRetryAfterIsNeverPastTheClocksEnd(t *testing.T) {
 	limitertest.CappedNeverPastTheClocksEnd(t, limitertest.Adapt(slidingcounter.New, hotlimit.WithMaxKeys(1)))
+}
+
+// TestCappedRetryAfterIsTheEndOfTheNextWindow: the key cap's refusal of a
+// new key says when the next window ends, after which the key held has
+// left the estimate and may go idle: at 103 s, 3 s into a 10 s window,
+// 17 s later, counted from the window's start, not two windows from now.
+func TestCappedRetryAfterIsTheEndOfTheNextWindow(t *testing.T) {
+	now := int64(103 * time.Second)
+	l, err := slidingcounter.New(1, 10*time.Second, hotlimit.WithMaxKeys(1), hotlimit.WithClock(func() int64 { return now }))
+	require.NoError(t, err)
+	require.True(t, l.Take("a", 1).Allowed)
+	d := l.Take("b", 1)
+	require.False(t, d.Allowed)
+	assert.Equal(t, 17*time.Second, d.RetryAfter)
 }

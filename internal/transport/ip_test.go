@@ -24,6 +24,9 @@ func TestIPKey(t *testing.T) {
 		{"[::ffff:10.0.0.1]:80", []string{"2001:db8:1:2::7"}, "ip:2001:db8:1:2::/64"},
 		{"[64:ff9b::192.0.2.1]:80", nil, "ip:192.0.2.1"}, // a translated IPv4 client (RFC 6052)
 		{"10.0.0.1:80", []string{"64:ff9b::c633:6407"}, "ip:198.51.100.7"},
+		// 64:ff9b:0:0:1::/80 lies in the /64 of 64:ff9b::/96 but outside it:
+		// no translator's, an IPv6 address as any other
+		{"[64:ff9b::1:0:c000:201]:80", nil, "ip:64:ff9b::/64"},
 	} {
 		a, text, ok := ParseAddr(tc.peer)
 		assert.True(t, ok, "case %d", i)

@@ -85,6 +85,9 @@ func TestHeaderValue(t *testing.T) {
 	assert.Equal(t, "api.example.com:8443", host.Value(" API.Example.COM:8443\t"))
 	assert.Equal(t, "api.example.com", authority.Value("Api.Example.com"))
 	assert.Equal(t, "\u212a.example", host.Value("\u212a.EXAMPLE"), "the Kelvin sign is no K")
+	assert.Equal(t, "zulu.example", host.Value("Zulu.example"), "Z, the last letter, is one")
+	assert.Equal(t, "az.example", host.Value("AZ.example"), "so after the first")
+	assert.Equal(t, "@[`{.example", host.Value("@[`{.example"), "the bytes around A-Z are no letters")
 	assert.Zero(t, testing.AllocsPerRun(100, func() {
 		_ = key.Value("k-123")
 		_ = host.Value("api.example.com")

@@ -193,6 +193,18 @@ func TestFloodBytesPerPairHeldAsFlood(t *testing.T) {
 	assert.Contains(t, out.String(), "(peak +9.0 MB) for 65532 pairs held, 145 B per pair held; 408 ns per pair\n")
 }
 
+// TestFloodOfNoPairHeld: a flood that ends holding no pair (every one swept)
+// prints the heap over one pair, as cmd/flood divides by at least one: the
+// line's own figure, not a division by zero.
+func TestFloodOfNoPairHeld(t *testing.T) {
+	const in = "BenchmarkFlood/impl=service 1 407.6 ns/pair 10000000 pairs 0 held 9469720 heap-B 9469736 peak-B 9469720.0 B/held-pair\n"
+	samples, err := parse(strings.NewReader(in), "in")
+	require.NoError(t, err)
+	var out bytes.Buffer
+	require.NoError(t, write(&out, samples))
+	assert.Contains(t, out.String(), "for 0 pairs held, 9469720 B per pair held; 408 ns per pair\n")
+}
+
 // TestGlanceOneRun: with one run (COUNT=1) there is no agreement of runs to
 // speak of, so the verdict says "one run" rather than faster or slower.
 func TestGlanceOneRun(t *testing.T) {
