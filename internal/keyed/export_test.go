@@ -44,7 +44,7 @@ func Walk[C any](m *Map[C], budget, chunk int, first bool) int {
 }
 
 // Growths returns how many times the map's table has grown.
-func Growths[C any](m *Map[C]) int64 { return m.cells.growths.Load() }
+func Growths[C any](m *Map[C]) int64 { return m.cells.Stats().TotalGrowths }
 
 // Listing returns how many insertions and revivals are under way, counted
 // in listing and not yet out: see count.

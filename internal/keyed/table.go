@@ -71,17 +71,12 @@ import (
 
 // tableShards is how many shards a table has: enough that a shard's
 // replacement, which copies its slots under its lock on the goroutine of the
-// insertion that needs it, copies a small part of a large table (some 8k
-// keys of 2M), and that writers of different keys seldom wait for the same
-// lock. With 64 shards, whose arrays are four times as large, the longest
-// single insertion among 2M new keys with auto-sweep on took 20 to 210 ms
-// (median 80) on two loaded cores, against 16 to 40 ms (median 20) with 256,
-// where allocating alone, with no table, stalls for 6 to 28 ms. An empty
-// table's shards take 16 KB.
-const tableShards = 256
+// insertion that needs it, copies a small part of a large table, and that
+// writers of different keys seldom wait for the same lock.
+const tableShards = 64
 
 // shardBits is log2(tableShards): a key's shard is its hash's top shardBits.
-const shardBits = 8
+const shardBits = 6
 
 // minSlots is the smallest array a shard allocates.
 const minSlots = 8

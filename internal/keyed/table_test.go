@@ -177,7 +177,7 @@ func runOps(tb testing.TB, t *table[int64], keys []string, ops []uint16) {
 // stay true to their counts; with and without presizing (then no array
 // grows).
 func TestTableModel(t *testing.T) {
-	for _, presize := range []int{0, 80000} {
+	for _, presize := range []int{0, 20000} {
 		t.Run("presize="+strconv.Itoa(presize), func(t *testing.T) {
 			var tb table[int64]
 			tb.init(presize)
