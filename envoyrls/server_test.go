@@ -71,7 +71,7 @@ descriptors:
 // request passes (another quota descriptor has room), as the reference
 // picks them.
 func TestHeadersQuotaOverIsMostConstrained(t *testing.T) {
-	d, err := ParseDomain("quota.yaml", []byte(`
+	s := referenceHeadersServer(t, "quota.yaml", `
 domain: quota
 descriptors:
   - key: q1
@@ -82,14 +82,7 @@ descriptors:
     rate_limit: {unit: minute, requests_per_unit: 3}
   - key: n
     rate_limit: {unit: minute, requests_per_unit: 100}
-`))
-	require.NoError(t, err)
-	cfg, err := NewConfig(d)
-	require.NoError(t, err)
-	var now atomic.Int64
-	now.Store(int64(time.Hour + time.Second)) // 1 s into a minute
-	s, err := New(cfg, WithClock(now.Load), WithHeaders(HeadersReference), WithLogger(slog.New(slog.DiscardHandler)))
-	require.NoError(t, err)
+`)
 	ask := func() (*pb.RateLimitResponse, map[string]string) {
 		t.Helper()
 		return askKeys(t, s, "quota", false, "q1", "q2", "n")
@@ -109,7 +102,7 @@ descriptors:
 // picks it; one over its limit in shadow mode or in quota mode, which
 // denies nothing by itself, is not picked over a denial before it.
 func TestHeadersNameTheLastDenial(t *testing.T) {
-	d, err := ParseDomain("deny.yaml", []byte(`
+	s := referenceHeadersServer(t, "deny.yaml", `
 domain: deny
 descriptors:
   - key: a
@@ -122,14 +115,7 @@ descriptors:
   - key: q
     quota_mode: true
     rate_limit: {unit: minute, requests_per_unit: 1}
-`))
-	require.NoError(t, err)
-	cfg, err := NewConfig(d)
-	require.NoError(t, err)
-	var now atomic.Int64
-	now.Store(int64(time.Hour + time.Second)) // 1 s into a minute
-	s, err := New(cfg, WithClock(now.Load), WithHeaders(HeadersReference), WithLogger(slog.New(slog.DiscardHandler)))
-	require.NoError(t, err)
+`)
 	for i, tc := range []struct {
 		keys  []string
 		limit string
@@ -362,4 +348,19 @@ func TestOverrideBound(t *testing.T) {
 	} {
 		assert.Equal(t, c.want, overrideBound(c.maxKeys), "max keys %d", c.maxKeys)
 	}
+}
+
+// referenceHeadersServer serves the domain of the YAML text under name, with
+// the reference's headers, on a clock frozen 1 s into a minute.
+func referenceHeadersServer(t *testing.T, name, text string) *Server {
+	t.Helper()
+	d, err := ParseDomain(name, []byte(text))
+	require.NoError(t, err)
+	cfg, err := NewConfig(d)
+	require.NoError(t, err)
+	var now atomic.Int64
+	now.Store(int64(time.Hour + time.Second)) // 1 s into a minute
+	s, err := New(cfg, WithClock(now.Load), WithHeaders(HeadersReference), WithLogger(slog.New(slog.DiscardHandler)))
+	require.NoError(t, err)
+	return s
 }
