@@ -158,7 +158,9 @@
 // message is "rate limiter unavailable" and nothing more: the error, which
 // names the server's own infrastructure (a Redis address, a refused
 // password, a panic's value), stays on the server, in Event.Err, for the
-// observer to log. Under [WithDryRun] the call proceeds.
+// observer to log. Under [WithDryRun] the call proceeds. A dry run never
+// blocks: under [WithDryRun], given no service, the interceptors let every
+// call through all the same and tell the observer why.
 //
 // A call whose context has already ended when it is to be decided (its
 // caller left, its deadline passed) takes nothing and fails with

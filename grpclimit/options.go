@@ -35,8 +35,9 @@ type Event struct {
 	// limits Err joins every limit's failure; a denial by a limit that did
 	// decide is ResourceExhausted even when another one failed (see
 	// service.LimitDecision.Err): Unavailable tells the two apart. When a key function or limiter
-	// panicked, or the service is nil, Decision and Config are zero and the
-	// call fails with codes.Internal. Either message is "rate limiter
+	// panicked, or the service is missing (nil, or one service.New did not
+	// build), Decision and Config are zero and the call fails with
+	// codes.Internal. Either message is "rate limiter
 	// unavailable" alone: Err is told to the observer, never to the client.
 	// Under dry run the call proceeds.
 	//
@@ -152,6 +153,11 @@ func WithObserver(f func(Event)) Option {
 // observer (hotlimit.WithObserver) does not know of it and counts the calls
 // it lets through as denied; a limit in shadow mode (Config.Shadow) is
 // counted as shadow_denied instead.
+//
+// A dry run never blocks: given no service (nil, or one service.New did not
+// build), the interceptors let every call through all the same and tell
+// the observer why (Event.Err), where without dry run they fail it with
+// codes.Internal.
 func WithDryRun(on bool) Option {
 	return func(o *options) { o.dryRun = on }
 }

@@ -53,7 +53,8 @@ type Event struct {
 	//
 	// Err is also, for a middleware given no service that service.New made
 	// (see [New]), an error saying to give it one: every other field but
-	// Request and DryRun is then zero, and the request is answered 500.
+	// Request and DryRun is then zero, and the request is answered 500, or,
+	// under [WithDryRun], served.
 	Err error
 	// Unavailable reports that the limiter of Config, the limit that
 	// decided, could not decide: Decision is its failure policy's, and Err
@@ -148,7 +149,8 @@ func WithDenyHandler(f DenyFunc) Option {
 
 // WithObserver calls f with every decision, on the request's goroutine,
 // before the handler or the deny handler runs, and with every request a
-// middleware given no service answers 500 (see Event.Err). f must be safe
+// middleware given no service answers 500, or lets through under dry run
+// (see Event.Err). f must be safe
 // for concurrent use and should be quick; counting decisions per
 // Event.Policy and Event.Decision.Allowed is the intended use. A nil f removes the observer.
 func WithObserver(f func(Event)) Option {
@@ -161,6 +163,10 @@ func WithObserver(f func(Event)) Option {
 // Retry-After. The service's own observer (hotlimit.WithObserver) does not
 // know of it and counts the requests it lets through as denied; a limit in
 // shadow mode (Config.Shadow) is counted as shadow_denied instead.
+//
+// A dry run never blocks: given no service (nil, or one service.New did not
+// build), the middleware lets every request through all the same and tells
+// the observer why (Event.Err), where without dry run it answers 500.
 func WithDryRun(on bool) Option {
 	return func(o *options) { o.dryRun = on }
 }
@@ -203,8 +209,10 @@ func IsPreflight(r *http.Request) bool {
 // applied in order. A nil svc, or a service.Service that service.New did not
 // build (see [service.Service.Built]), is a configuration error
 // that the middleware reports by answering every request with 500 Internal
-// Server Error, even under [WithDryRun], never by letting requests through
-// unlimited, and by telling the observer why (see Event.Err). A nil handler given to the middleware
+// Server Error, never by letting requests through unlimited, and by telling
+// the observer why (see Event.Err). A dry run never blocks: under
+// [WithDryRun], given no service, the middleware lets every request through
+// all the same and tells the observer why. A nil handler given to the middleware
 // (or one holding a nil function or pointer, such as a nil
 // http.HandlerFunc) is http.NotFoundHandler, not http.DefaultServeMux as for an http.Server:
 // to limit the handlers registered with http.Handle, pass
@@ -221,10 +229,14 @@ func New(svc *service.Service, opts ...Option) func(http.Handler) http.Handler {
 			next = http.NotFoundHandler()
 		}
 		if !svc.Built() {
-			observe := o.observe
+			observe, dryRun := o.observe, o.dryRun
 			return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 				if observe != nil {
-					observe(Event{Request: r, DryRun: o.dryRun, Err: errNoService})
+					observe(Event{Request: r, DryRun: dryRun, Err: errNoService})
+				}
+				if dryRun { // a dry run never blocks, as grpclimit's does not
+					next.ServeHTTP(w, r)
+					return
 				}
 				http.Error(w, "rate limiter not configured", http.StatusInternalServerError)
 			})
