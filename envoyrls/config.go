@@ -25,6 +25,27 @@ import (
 // ErrConfig is wrapped by every error that rejects a configuration file.
 var ErrConfig = errors.New("envoyrls: invalid config")
 
+// errPrefix starts the message of every error of this package.
+const errPrefix = "envoyrls: "
+
+// prefixedError is err under a context of this package: its message is
+// errPrefix, the context, and err's own message without the errPrefix it
+// may start with, so that an error of this package wrapped by another (a
+// zero Metrics refused by New, ErrConfig) names the package once.
+type prefixedError struct {
+	msg string
+	err error
+}
+
+func (e *prefixedError) Error() string { return e.msg }
+func (e *prefixedError) Unwrap() error { return e.err }
+
+// wrapOnce returns err under context, as "envoyrls: context: " and err's
+// message, which names the package only if it did not already.
+func wrapOnce(context string, err error) error {
+	return &prefixedError{msg: errPrefix + context + ": " + strings.TrimPrefix(err.Error(), errPrefix), err: err}
+}
+
 // Rule is one rate_limit entry of a configuration: the limit a descriptor
 // path gets. It is immutable once loaded.
 type Rule struct {
@@ -119,10 +140,10 @@ func NewConfig(domains ...*Domain) (*Config, error) {
 	c := &Config{domains: make(map[string]*Domain, len(domains))}
 	for i, d := range domains {
 		if d == nil {
-			return nil, fmt.Errorf("envoyrls: NewConfig: domains[%d] is nil: %w", i, ErrConfig)
+			return nil, wrapOnce(fmt.Sprintf("NewConfig: domains[%d] is nil", i), ErrConfig)
 		}
 		if j := slices.Index(d.Rules, nil); j >= 0 {
-			return nil, fmt.Errorf("envoyrls: NewConfig: domains[%d] (%s): rules[%d] is nil: %w", i, d.Name, j, ErrConfig)
+			return nil, wrapOnce(fmt.Sprintf("NewConfig: domains[%d] (%s): rules[%d] is nil", i, d.Name, j), ErrConfig)
 		}
 		if prev, ok := c.domains[d.Name]; ok {
 			return nil, fmt.Errorf("%s: duplicate domain '%s' in config file (also in %s): %w", d.File, d.Name, prev.File, ErrConfig)

@@ -246,7 +246,7 @@ func New(cfg *Config, opts ...Option) (*Server, error) {
 		}
 	}
 	if err := hotlimit.CheckObserver(s.set.observer); err != nil {
-		return nil, fmt.Errorf("envoyrls: WithObserver: %w", err)
+		return nil, wrapOnce("WithObserver", err)
 	}
 	if s.set.log == nil {
 		s.set.log = slog.Default()

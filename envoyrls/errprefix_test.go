@@ -1,0 +1,43 @@
+package envoyrls
+
+import (
+	"errors"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/hotlimit/hotlimit"
+)
+
+// brokenObserver is an exporter of another package that cannot report.
+type brokenObserver struct{}
+
+func (brokenObserver) Observe(hotlimit.Event) {}
+func (brokenObserver) CheckObserver() error   { return errors.New("other: cannot report") }
+
+// TestErrorsNameThePackageOnce: New given a zero Metrics said
+// "envoyrls: WithObserver: envoyrls: Metrics is a zero value…", and
+// NewConfig given a nil domain or rule ended its message with
+// "…: envoyrls: invalid config": an error of this package wrapped by
+// another named the package twice. Each now names it once, and still
+// wraps what it wrapped; another package's error keeps its own prefix.
+func TestErrorsNameThePackageOnce(t *testing.T) {
+	cfg, err := LoadDir(copyDir(t, "testdata/conformance"))
+	require.NoError(t, err)
+	var zero Metrics
+	for name, o := range map[string]hotlimit.Observer{"alone": &zero, "among others": hotlimit.Observers(hotlimit.ObserverFunc(func(hotlimit.Event) {}), &zero)} {
+		_, err = New(cfg, WithObserver(o))
+		assert.EqualError(t, err, "envoyrls: WithObserver: Metrics is a zero value, which counts nothing: make it with envoyrls.NewMetrics", name)
+		assert.ErrorIs(t, err, errNotMade, name)
+	}
+	_, err = New(cfg, WithObserver(brokenObserver{}))
+	assert.EqualError(t, err, "envoyrls: WithObserver: other: cannot report")
+
+	_, err = NewConfig(nil)
+	assert.EqualError(t, err, "envoyrls: NewConfig: domains[0] is nil: invalid config")
+	assert.ErrorIs(t, err, ErrConfig)
+	_, err = NewConfig(&Domain{Name: "d", Rules: []*Rule{nil}})
+	assert.EqualError(t, err, "envoyrls: NewConfig: domains[0] (d): rules[0] is nil: invalid config")
+	assert.ErrorIs(t, err, ErrConfig)
+}
