@@ -17,6 +17,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/hotlimit/hotlimit"
+	"github.com/hotlimit/hotlimit/service"
 )
 
 // TestDefaultBurstIsTheCapacity: a token bucket or GCRA rule of 10 a
@@ -114,5 +115,59 @@ func TestDefaultBurstIsTheCapacity(t *testing.T) {
 				assert.Equal(t, counts{total: 21, within: 20, near: 4, over: 1}, byKey["m.k"], "near: the 17th to the 20th of 20")
 			})
 		}
+	}
+}
+
+// TestDefaultBurstLeavesOtherAlgorithms: a default burst
+// (WithLimiterOptions(hotlimit.WithBurst(5))) reached the constructor of
+// every rule's limiter, so that New refused any configuration with a
+// FixedWindow, SlidingLog or SlidingCounter rule ("fixedwindow: burst 5:
+// the algorithm has no burst other than its limit"), FixedWindow being the
+// default algorithm: the option could serve only configurations of token
+// buckets and GCRAs. It is now the burst of those that set none, in memory
+// and through a factory, and the other algorithms, a descriptor's own
+// limit included, are built without it and admit their limit.
+func TestDefaultBurstLeavesOtherAlgorithms(t *testing.T) {
+	d, err := ParseDomain("m.yaml", []byte(`domain: m
+descriptors:
+  - {key: alg, value: FixedWindow, rate_limit: {algorithm: FixedWindow, unit: minute, requests_per_unit: 3}}
+  - {key: alg, value: SlidingLog, rate_limit: {algorithm: SlidingLog, unit: minute, requests_per_unit: 3}}
+  - {key: alg, value: SlidingCounter, rate_limit: {algorithm: SlidingCounter, unit: minute, requests_per_unit: 3}}
+  - {key: alg, value: TokenBucket, rate_limit: {algorithm: TokenBucket, unit: minute, requests_per_unit: 3}}
+  - {key: alg, value: GCRA, rate_limit: {algorithm: GCRA, unit: minute, requests_per_unit: 3}}
+  - {key: default, rate_limit: {unit: minute, requests_per_unit: 1000}}
+`))
+	require.NoError(t, err)
+	cfg, err := NewConfig(d)
+	require.NoError(t, err)
+	inMemory := func(c hotlimit.Config, opts ...hotlimit.Option) (hotlimit.Limiter, error) {
+		return service.NewLimiter(c, opts...)
+	}
+	for name, extra := range map[string][]hotlimit.Option{"in memory": nil, "factory": {hotlimit.WithFactory(inMemory)}} {
+		t.Run(name, func(t *testing.T) {
+			var now atomic.Int64 // frozen: nothing refills
+			now.Store(t0)
+			s, err := New(cfg, WithClock(now.Load), WithLogger(slog.New(slog.DiscardHandler)),
+				WithLimiterOptions(append([]hotlimit.Option{hotlimit.WithBurst(5)}, extra...)...))
+			require.NoError(t, err)
+			client := serve(t, s)
+			passed := func(ds *rlext.RateLimitDescriptor) int {
+				n := 0
+				for range 7 {
+					resp, err := client.ShouldRateLimit(context.Background(), &pb.RateLimitRequest{Domain: "m", Descriptors: []*rlext.RateLimitDescriptor{ds}})
+					require.NoError(t, err)
+					if resp.OverallCode == ok {
+						n++
+					}
+				}
+				return n
+			}
+			for alg, want := range map[string]int{"FixedWindow": 3, "SlidingLog": 3, "SlidingCounter": 3, "TokenBucket": 5, "GCRA": 5} {
+				assert.Equal(t, want, passed(desc("alg", alg)), alg)
+			}
+			own := desc("default", "client")
+			own.Limit = &rlext.RateLimitDescriptor_RateLimitOverride{RequestsPerUnit: 2, Unit: typev3.RateLimitUnit_MINUTE}
+			assert.Equal(t, 2, passed(own), "a descriptor's own limit of the rule's FixedWindow")
+		})
 	}
 }

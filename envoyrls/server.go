@@ -122,7 +122,10 @@ func WithClock(c hotlimit.Clock) Option { return func(s *settings) { s.clock = c
 
 // WithLimiterOptions passes opts to every limiter the server builds: for one,
 // hotlimit.WithFactory(redislimit.Factory(client)) keeps every rule's state
-// in Redis. A key cap among them (hotlimit.WithMaxKeys) also lowers the
+// in Redis. A default burst among them (hotlimit.WithBurst) is the burst of
+// every token bucket and GCRA rule, and descriptor's own limit, that sets
+// none; the limiters of the other algorithms, which have no burst, are
+// built without it. A key cap among them (hotlimit.WithMaxKeys) also lowers the
 // bound on distinct limit overrides, as the package documentation says.
 // A factory's limiter is used through its methods: a *redislimit.Limiter's
 // takes of one request go to Redis in one round trip (redislimit.TakeAll),
@@ -403,11 +406,16 @@ func (s *Server) Close() error {
 	return errors.Join(errs...)
 }
 
+// newLimiter builds c's limiter with the limiter options, by their factory
+// if they name one. Their default burst is for the token buckets and GCRAs
+// that set none: the limiters of the other algorithms are built without
+// it, as a service's are, since their constructors reject any burst.
 func (s *Server) newLimiter(c hotlimit.Config) (hotlimit.Limiter, error) {
-	if f := hotlimit.NewOptions(s.lopts...).Factory; f != nil {
-		return f(c, s.lopts...)
+	opts := burst.Options(c, s.lopts)
+	if f := hotlimit.NewOptions(opts...).Factory; f != nil {
+		return f(c, opts...)
 	}
-	return service.NewLimiter(c, s.lopts...)
+	return service.NewLimiter(c, opts...)
 }
 
 // overrideLimiter returns the limiter of an override's policy c, built on

@@ -7,6 +7,7 @@ import (
 	"github.com/hotlimit/hotlimit"
 	"github.com/hotlimit/hotlimit/fixedwindow"
 	"github.com/hotlimit/hotlimit/gcra"
+	"github.com/hotlimit/hotlimit/internal/burst"
 	"github.com/hotlimit/hotlimit/internal/nilness"
 	"github.com/hotlimit/hotlimit/slidingcounter"
 	"github.com/hotlimit/hotlimit/slidinglog"
@@ -70,11 +71,8 @@ func NewLimiter(c hotlimit.Config, opts ...hotlimit.Option) (hotlimit.Limiter, e
 // algorithms that have one: the others are built without it, as their
 // constructors reject any burst.
 func newLimiter(c hotlimit.Config, opts ...hotlimit.Option) (hotlimit.Limiter, error) {
-	o := hotlimit.NewOptions(opts...)
-	if o.Burst > 0 && !c.Algorithm.HasBurst() {
-		opts = append(opts[:len(opts):len(opts)], hotlimit.WithBurst(0))
-	}
-	if f := o.Factory; f != nil && c.Algorithm != hotlimit.Unlimited {
+	opts = burst.Options(c, opts)
+	if f := hotlimit.NewOptions(opts...).Factory; f != nil && c.Algorithm != hotlimit.Unlimited {
 		// The factory checks its own ranges, which may differ from the
 		// in-memory limiters'.
 		if err := c.ValidateFields(); err != nil {

@@ -33,3 +33,15 @@ func Spelled(c hotlimit.Config, defBurst int) hotlimit.Config {
 	}
 	return c
 }
+
+// Options returns opts, with which a limit of c is to be built, with the
+// limiters' default burst (hotlimit.WithBurst among opts) taken off when
+// c's algorithm has no burst: the default is for the token buckets and
+// GCRAs that set none, and the constructors of the other algorithms, in
+// memory or on Redis, reject any burst. opts itself is never changed.
+func Options(c hotlimit.Config, opts []hotlimit.Option) []hotlimit.Option {
+	if !c.Algorithm.HasBurst() && hotlimit.NewOptions(opts...).Burst > 0 {
+		return append(opts[:len(opts):len(opts)], hotlimit.WithBurst(0))
+	}
+	return opts
+}

@@ -59,3 +59,20 @@ func TestSpelled(t *testing.T) {
 		assert.Equal(t, tc.c, got, "case %d: nothing else changes", i)
 	}
 }
+
+func TestOptions(t *testing.T) {
+	c := func(a hotlimit.Algorithm) hotlimit.Config {
+		return hotlimit.Config{Algorithm: a, Limit: 3, Window: time.Second}
+	}
+	def := []hotlimit.Option{hotlimit.WithMaxKeys(9), hotlimit.WithBurst(5)}
+	for _, a := range []hotlimit.Algorithm{hotlimit.TokenBucket, hotlimit.GCRA} {
+		assert.Equal(t, 5, hotlimit.NewOptions(burst.Options(c(a), def)...).Burst, "%v takes the default", a)
+	}
+	for _, a := range []hotlimit.Algorithm{hotlimit.FixedWindow, hotlimit.SlidingCounter, hotlimit.SlidingLog, hotlimit.Unlimited} {
+		o := hotlimit.NewOptions(burst.Options(c(a), def)...)
+		assert.Equal(t, 0, o.Burst, "%v has no burst", a)
+		assert.Equal(t, 9, o.MaxKeys, "%v: the other options stay", a)
+	}
+	assert.Equal(t, 5, hotlimit.NewOptions(def...).Burst, "opts itself is not changed")
+	assert.Len(t, burst.Options(c(hotlimit.FixedWindow), def[:1]), 1, "no default, nothing to take off")
+}
