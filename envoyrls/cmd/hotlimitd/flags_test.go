@@ -131,6 +131,8 @@ func TestBadFlagValues(t *testing.T) {
 		{env: [2]string{"HOTLIMITD_DRAIN", "soon"}, says: `HOTLIMITD_DRAIN="soon": invalid value for -drain`},
 		{env: [2]string{"HOTLIMITD_REDIS_TLS", "maybe"}, says: `HOTLIMITD_REDIS_TLS="maybe"`},
 		{env: [2]string{"HOTLIMITD_MAX_KEYS", "-1"}, says: "-max-keys -1"},
+		{args: []string{"-default-burst", "-1"}, says: "-default-burst -1: want 0 (each rule's requests_per_unit) or more"},
+		{env: [2]string{"HOTLIMITD_DEFAULT_BURST", "-2"}, says: "-default-burst -2"},
 	} {
 		t.Run(strings.Join(append(tc.args, tc.env[:]...), " "), func(t *testing.T) {
 			if tc.env[0] != "" {

@@ -5,7 +5,9 @@
 //
 // DIR holds one YAML file per domain, in the format of Envoy's reference
 // rate limit server (envoyproxy/ratelimit), with hotlimit's optional
-// algorithm, burst and window keys under rate_limit. The directory is polled
+// algorithm, burst and window keys under rate_limit; -default-burst N is the
+// burst of a TokenBucket or GCRA rule that sets none, and of a descriptor's
+// own limit under one (else each one's requests_per_unit). The directory is polled
 // and reloaded on change, a Kubernetes ConfigMap volume included (its files
 // are read from the version its ..data symlink names); a bad file is logged
 // and the previous configuration stays in force.
@@ -143,7 +145,7 @@ type flags struct {
 	tlsSkipHostname                     bool
 	allOrNothing                        bool
 	reload, drain                       time.Duration
-	lease, maxKeys                      int
+	lease, maxKeys, defaultBurst        int
 	leaseTTL, redisTimeout              time.Duration
 }
 
@@ -324,6 +326,8 @@ func (f *flags) validate() error {
 		return fmt.Errorf("-redis-lease-ttl %v: want more than 0 with -redis-lease %d", f.leaseTTL, f.lease)
 	case f.maxKeys < 0:
 		return fmt.Errorf("-max-keys %d: want 0 (no cap) or more", f.maxKeys)
+	case f.defaultBurst < 0:
+		return fmt.Errorf("-default-burst %d: want 0 (each rule's requests_per_unit) or more", f.defaultBurst)
 	case !slices.Contains([]string{"error", "local", "open", "closed"}, f.failure):
 		return fmt.Errorf("-redis-failure %q: want error, local, open or closed", f.failure)
 	case !slices.Contains([]string{"none", "reference", "draft", "both"}, f.headers):
@@ -437,6 +441,7 @@ func newFlagSet(f *flags) *flag.FlagSet {
 	fs.DurationVar(&f.redisTimeout, "redis-timeout", redislimit.DefaultTimeout, "how long a decision waits for Redis before it is a failure (see -redis-failure); 0 for no bound but the client's own")
 	fs.IntVar(&f.lease, "redis-lease", 0, "requests a replica may take ahead per key and spend without a round trip, for the rules of TokenBucket, GCRA and FixedWindow (the others ask Redis every time); 0 for none")
 	fs.DurationVar(&f.leaseTTL, "redis-lease-ttl", 100*time.Millisecond, "how long a lease lasts")
+	fs.IntVar(&f.defaultBurst, "default-burst", 0, "burst of the TokenBucket and GCRA rules that set none, and of a descriptor's own limit under such a rule: up to N requests at once, refilled at the rule's rate; 0 for each one's requests_per_unit (the other algorithms have no burst)")
 	fs.BoolVar(&f.allOrNothing, "all-or-nothing", false, "refund a denied request's other descriptors (default: count every descriptor, as the reference)")
 	fs.StringVar(&f.headers, "headers", "none", "response headers: none, reference, draft or both")
 	fs.DurationVar(&f.reload, "reload-interval", time.Second, "how often the config directory is polled, at least 1ms; 0 turns reloading off")
@@ -463,6 +468,9 @@ func (f *flags) options(log *slog.Logger, fallbacks hotlimit.BackendObserver) (o
 		return nil, nil, fmt.Errorf("-headers %q: want none, reference, draft or both", f.headers)
 	}
 	opts = append(opts, envoyrls.WithAllOrNothing(f.allOrNothing), envoyrls.WithLogger(log))
+	if f.defaultBurst > 0 {
+		opts = append(opts, envoyrls.WithLimiterOptions(hotlimit.WithBurst(f.defaultBurst)))
+	}
 	switch {
 	case f.maxKeys < 0:
 		return nil, nil, fmt.Errorf("-max-keys %d: want 0 (no cap) or more", f.maxKeys)
