@@ -160,7 +160,8 @@
 // password, a panic's value), stays on the server, in Event.Err, for the
 // observer to log. Under [WithDryRun] the call proceeds. A dry run never
 // blocks: under [WithDryRun], given no service, the interceptors let every
-// call through all the same and tell the observer why.
+// call through all the same and tell the observer why. Exempt methods are
+// served all the same, unreported (see [WithExempt]).
 //
 // A call whose context has already ended when it is to be decided (its
 // caller left, its deadline passed) takes nothing and fails with

@@ -54,3 +54,35 @@ func TestDryRunNoServiceLetsThrough(t *testing.T) {
 		}
 	}
 }
+
+// TestNoServiceServesExempt pins what httplimit's middleware now does too:
+// interceptors given no service serve the methods they exempt, unreported,
+// with or without dry run, and fail every other call without dry run.
+func TestNoServiceServesExempt(t *testing.T) {
+	for name, svc := range map[string]*service.Service{"nil": nil, "zero": {}} {
+		for _, dry := range []bool{false, true} {
+			var rec recorder
+			ts := &testService{}
+			opts := []grpclimit.Option{grpclimit.WithDryRun(dry), grpclimit.WithObserver(rec.observe),
+				grpclimit.WithExempt(func(m string) bool { return m == unaryCall })}
+			client := testgrpc.NewTestServiceClient(serveTCP(t, ts, []grpc.ServerOption{
+				grpc.ChainUnaryInterceptor(grpclimit.UnaryServerInterceptor(svc, opts...)),
+				grpc.ChainStreamInterceptor(grpclimit.StreamServerInterceptor(svc, opts...)),
+			}))
+			_, err := client.UnaryCall(ctx(t), &testgrpc.SimpleRequest{})
+			assert.NoError(t, err, "%s dry=%v: an exempt method is never limited", name, dry)
+			assert.Equal(t, int32(1), ts.unary.Load(), name)
+			stream, err := client.StreamingOutputCall(ctx(t), &testgrpc.StreamingOutputCallRequest{})
+			require.NoError(t, err, name)
+			_, err = stream.Recv()
+			if dry {
+				assert.NoError(t, err, "%s: a dry run never blocks", name)
+			} else {
+				assert.Equal(t, codes.Internal, status.Code(err), "%s: %v", name, err)
+			}
+			events := rec.all()
+			require.Len(t, events, 1, "%s dry=%v: an exempt call is not reported", name, dry)
+			assert.NotEqual(t, unaryCall, events[0].FullMethod, name)
+		}
+	}
+}

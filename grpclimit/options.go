@@ -115,6 +115,11 @@ func WithAPI(f KeyFunc) Option {
 // [HealthAndReflection] by default. A nil f exempts nothing. A call for
 // which f panics is not exempt: it fails with codes.Internal, as with a
 // panicking key function (it proceeds under dry run).
+//
+// Given no service (nil, or one service.New did not build), the
+// interceptors serve the methods f exempts all the same, unreported, and
+// fail every other call with codes.Internal, or let it through under
+// [WithDryRun].
 func WithExempt(f Selector) Option {
 	return func(o *options) { o.exempt, o.exemptOwn = f, false }
 }

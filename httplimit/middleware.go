@@ -190,6 +190,10 @@ func WithLegacyHeaders(on bool) Option {
 // whose handler does no work worth limiting. WithExempt([IsPreflight]) is
 // the recipe for CORS preflights answered by a handler behind this
 // middleware; see the package doc for why it is not the default.
+//
+// Given no service (nil, or one service.New did not build), the middleware
+// serves the requests f exempts all the same, unreported, and answers every
+// other request 500, or lets it through under [WithDryRun].
 func WithExempt(f func(r *http.Request) bool) Option {
 	return func(o *options) { o.exempt = f }
 }
@@ -212,7 +216,8 @@ func IsPreflight(r *http.Request) bool {
 // Server Error, never by letting requests through unlimited, and by telling
 // the observer why (see Event.Err). A dry run never blocks: under
 // [WithDryRun], given no service, the middleware lets every request through
-// all the same and tells the observer why. A nil handler given to the middleware
+// all the same and tells the observer why. Exempt requests are served all
+// the same, unreported (see [WithExempt]). A nil handler given to the middleware
 // (or one holding a nil function or pointer, such as a nil
 // http.HandlerFunc) is http.NotFoundHandler, not http.DefaultServeMux as for an http.Server:
 // to limit the handlers registered with http.Handle, pass
@@ -229,17 +234,7 @@ func New(svc *service.Service, opts ...Option) func(http.Handler) http.Handler {
 			next = http.NotFoundHandler()
 		}
 		if !svc.Built() {
-			observe, dryRun := o.observe, o.dryRun
-			return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-				if observe != nil {
-					observe(Event{Request: r, DryRun: dryRun, Err: errNoService})
-				}
-				if dryRun { // a dry run never blocks, as grpclimit's does not
-					next.ServeHTTP(w, r)
-					return
-				}
-				http.Error(w, "rate limiter not configured", http.StatusInternalServerError)
-			})
+			svc = nil // a Service service.New did not build is not usable: it is a missing one
 		}
 		h := &handler{svc: svc, next: next, opts: o, policies: transport.NewPolicies(o.name)}
 		if o.apiDefault {
@@ -258,9 +253,27 @@ type handler struct {
 	policies *transport.Policies
 }
 
+// noService answers a request that is not exempt for a middleware given no
+// service: 500, or, under dry run, which never blocks, the next handler;
+// the observer is told why either way.
+func (h *handler) noService(w http.ResponseWriter, r *http.Request) {
+	if h.opts.observe != nil {
+		h.opts.observe(Event{Request: r, DryRun: h.opts.dryRun, Err: errNoService})
+	}
+	if h.opts.dryRun {
+		h.next.ServeHTTP(w, r)
+		return
+	}
+	http.Error(w, "rate limiter not configured", http.StatusInternalServerError)
+}
+
 func (h *handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if h.opts.exempt != nil && h.opts.exempt(r) {
 		h.next.ServeHTTP(w, r)
+		return
+	}
+	if h.svc == nil {
+		h.noService(w, r)
 		return
 	}
 	// A key function that finds no key may return text anyway: no key is
