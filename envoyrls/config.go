@@ -134,10 +134,12 @@ type Config struct {
 }
 
 // NewConfig joins domains into a Config. Two domains of the same name are an
-// error naming both files; a nil domain (as [ParseDomain] returns with its
+// error naming both files, or, when either was not read from a file, both
+// places among domains; a nil domain (as [ParseDomain] returns with its
 // error), or a nil rule in a domain's Rules, is an error too.
 func NewConfig(domains ...*Domain) (*Config, error) {
 	c := &Config{domains: make(map[string]*Domain, len(domains))}
+	at := make(map[string]int, len(domains)) // each domain's place among domains
 	for i, d := range domains {
 		if d == nil {
 			return nil, wrapOnce(fmt.Sprintf("NewConfig: domains[%d] is nil", i), ErrConfig)
@@ -146,11 +148,23 @@ func NewConfig(domains ...*Domain) (*Config, error) {
 			return nil, wrapOnce(fmt.Sprintf("NewConfig: domains[%d] (%s): rules[%d] is nil", i, d.Name, j), ErrConfig)
 		}
 		if prev, ok := c.domains[d.Name]; ok {
-			return nil, fmt.Errorf("%s: duplicate domain '%s' in config file (also in %s): %w", d.File, d.Name, prev.File, ErrConfig)
+			if d.File != "" && prev.File != "" { // the reference server's message
+				return nil, fmt.Errorf("%s: duplicate domain '%s' in config file (also in %s): %w", d.File, d.Name, prev.File, ErrConfig)
+			}
+			return nil, wrapOnce(fmt.Sprintf("NewConfig: %s: duplicate domain '%s', also %s", place(i, d), d.Name, place(at[d.Name], prev)), ErrConfig)
 		}
-		c.domains[d.Name] = d
+		c.domains[d.Name], at[d.Name] = d, i
 	}
 	return c, nil
+}
+
+// place names d, domains[i] of NewConfig, in its errors: "domains[i]", with
+// the file d was read from when it was.
+func place(i int, d *Domain) string {
+	if d.File == "" {
+		return fmt.Sprintf("domains[%d]", i)
+	}
+	return fmt.Sprintf("domains[%d] (file %s)", i, d.File)
 }
 
 // Domains returns the domains of c, sorted by name. A nil *Config, as

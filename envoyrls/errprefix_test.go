@@ -41,3 +41,26 @@ func TestErrorsNameThePackageOnce(t *testing.T) {
 	assert.EqualError(t, err, "envoyrls: NewConfig: domains[0] (d): rules[0] is nil: invalid config")
 	assert.ErrorIs(t, err, ErrConfig)
 }
+
+// TestDuplicateDomainNamesWhereEach: NewConfig given two domains of one
+// name that were not read from files said "': duplicate domain 'a' in
+// config file (also in ): envoyrls: invalid config", a message of empty
+// file names. A domain without a file is now named by its place among
+// NewConfig's arguments; two read from files keep the message that names
+// both, as the reference server's does.
+func TestDuplicateDomainNamesWhereEach(t *testing.T) {
+	d := func(file string) *Domain { return &Domain{Name: "a", File: file} }
+	for _, tc := range []struct {
+		a, b *Domain
+		says string
+	}{
+		{d(""), d(""), "envoyrls: NewConfig: domains[2]: duplicate domain 'a', also domains[1]: invalid config"},
+		{d("x.yaml"), d(""), "envoyrls: NewConfig: domains[2]: duplicate domain 'a', also domains[1] (file x.yaml): invalid config"},
+		{d(""), d("y.yaml"), "envoyrls: NewConfig: domains[2] (file y.yaml): duplicate domain 'a', also domains[1]: invalid config"},
+		{d("x.yaml"), d("y.yaml"), "y.yaml: duplicate domain 'a' in config file (also in x.yaml): envoyrls: invalid config"},
+	} {
+		_, err := NewConfig(&Domain{Name: "other"}, tc.a, tc.b)
+		assert.EqualError(t, err, tc.says)
+		assert.ErrorIs(t, err, ErrConfig)
+	}
+}
