@@ -171,3 +171,39 @@ descriptors:
 		})
 	}
 }
+
+// TestDefaultBurstNamedInErrors: a default burst that a token bucket rule
+// setting none cannot take (beyond tokenbucket.MaxBurst, or refilling in
+// more than a year) was refused with the rule's name and the limiter's
+// range alone, "m.yaml: m.alg_day: tokenbucket: burst 500 …", sending its
+// reader to a rule that writes no burst; and a descriptor's own limit of 1
+// a day was refused to the client the same way. Both errors now say the
+// burst is the default's; a rule's own burst is not called a default.
+func TestDefaultBurstNamedInErrors(t *testing.T) {
+	parse := func(yaml string) *Config {
+		d, err := ParseDomain("m.yaml", []byte("domain: m\ndescriptors:\n"+yaml))
+		require.NoError(t, err)
+		cfg, err := NewConfig(d)
+		require.NoError(t, err)
+		return cfg
+	}
+	quiet := WithLogger(slog.New(slog.DiscardHandler))
+	_, err := New(parse("  - {key: alg, value: day, rate_limit: {algorithm: TokenBucket, unit: day, requests_per_unit: 1}}\n"),
+		quiet, WithLimiterOptions(hotlimit.WithBurst(500)))
+	require.ErrorIs(t, err, hotlimit.ErrInvalidConfig)
+	assert.ErrorContains(t, err, "m.yaml: m.alg_day: with the default burst 500: tokenbucket: burst 500")
+
+	_, err = New(parse("  - {key: alg, value: day, rate_limit: {algorithm: TokenBucket, unit: day, requests_per_unit: 1, burst: 500}}\n"),
+		quiet, WithLimiterOptions(hotlimit.WithBurst(2)))
+	require.ErrorIs(t, err, hotlimit.ErrInvalidConfig)
+	assert.NotContains(t, err.Error(), "default", "the rule's own burst")
+
+	s, err := New(parse("  - {key: alg, value: own, rate_limit: {algorithm: GCRA, unit: hour, requests_per_unit: 1000, burst: 10}}\n"),
+		quiet, WithLimiterOptions(hotlimit.WithBurst(500)))
+	require.NoError(t, err)
+	client := serve(t, s)
+	own := desc("alg", "own")
+	own.Limit = &rlext.RateLimitDescriptor_RateLimitOverride{RequestsPerUnit: 1, Unit: typev3.RateLimitUnit_DAY}
+	_, err = client.ShouldRateLimit(context.Background(), &pb.RateLimitRequest{Domain: "m", Descriptors: []*rlext.RateLimitDescriptor{own}})
+	assert.ErrorContains(t, err, "descriptors[0].limit: with the default burst 500: gcra: ")
+}

@@ -409,13 +409,22 @@ func (s *Server) Close() error {
 // newLimiter builds c's limiter with the limiter options, by their factory
 // if they name one. Their default burst is for the token buckets and GCRAs
 // that set none: the limiters of the other algorithms are built without
-// it, as a service's are, since their constructors reject any burst.
+// it, as a service's are, since their constructors reject any burst. An
+// error of a limiter built with the default burst says so, since neither
+// the rule it names nor a descriptor's own limit writes that burst.
 func (s *Server) newLimiter(c hotlimit.Config) (hotlimit.Limiter, error) {
 	opts := burst.Options(c, s.lopts)
+	var l hotlimit.Limiter
+	var err error
 	if f := hotlimit.NewOptions(opts...).Factory; f != nil {
-		return f(c, opts...)
+		l, err = f(c, opts...)
+	} else {
+		l, err = service.NewLimiter(c, opts...)
 	}
-	return service.NewLimiter(c, opts...)
+	if err != nil && burst.Spelled(c, s.defBurst) != c {
+		return nil, fmt.Errorf("with the default burst %d: %w", s.defBurst, err)
+	}
+	return l, err
 }
 
 // overrideLimiter returns the limiter of an override's policy c, built on
