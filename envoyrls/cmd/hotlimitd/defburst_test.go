@@ -20,8 +20,9 @@ import (
 // burst but one written into each rule. -default-burst 5, on the command
 // line or in the environment, lets a TokenBucket and a GCRA rule of 2 an
 // hour that set no burst pass 5 requests at once, and so a descriptor's
-// own limit under the token bucket, in memory and on Redis, while a
-// FixedWindow rule passes its 2; without it, each passes its 2.
+// own limit under the token bucket, or under a GCRA rule that sets a
+// burst of 3, which an override never takes, in memory and on Redis,
+// while a FixedWindow rule passes its 2; without it, each passes its 2.
 func TestDefaultBurstFlag(t *testing.T) {
 	dir := t.TempDir()
 	require.NoError(t, os.WriteFile(filepath.Join(dir, "web.yaml"), []byte(`domain: web
@@ -30,6 +31,7 @@ descriptors:
   - {key: alg, value: gcra, rate_limit: {algorithm: GCRA, unit: hour, requests_per_unit: 2}}
   - {key: alg, value: fw, rate_limit: {algorithm: FixedWindow, unit: hour, requests_per_unit: 2}}
   - {key: own, rate_limit: {algorithm: TokenBucket, unit: hour, requests_per_unit: 1000}}
+  - {key: ownb, rate_limit: {algorithm: GCRA, unit: hour, requests_per_unit: 1000, burst: 3}}
 `), 0o644))
 	redisAddr, _ := startRedis(t, "")
 	for _, tc := range []struct {
@@ -69,6 +71,9 @@ descriptors:
 			own := entry("own", tc.name)
 			own.Limit = &rlext.RateLimitDescriptor_RateLimitOverride{RequestsPerUnit: 2, Unit: typev3.RateLimitUnit_HOUR}
 			assert.Equal(t, tc.burst, passed(own), "a descriptor's own limit under the TokenBucket rule")
+			ownb := entry("ownb", tc.name)
+			ownb.Limit = own.Limit
+			assert.Equal(t, tc.burst, passed(ownb), "a descriptor's own limit under a GCRA rule of burst 3, which it does not take")
 			srv.stop(t)
 		})
 	}

@@ -7,7 +7,8 @@
 // rate limit server (envoyproxy/ratelimit), with hotlimit's optional
 // algorithm, burst and window keys under rate_limit; -default-burst N is the
 // burst of a TokenBucket or GCRA rule that sets none, and of a descriptor's
-// own limit under one (else each one's requests_per_unit). The directory is polled
+// own limit under any TokenBucket or GCRA rule, which never takes the rule's
+// burst (else each one's requests_per_unit). The directory is polled
 // and reloaded on change, a Kubernetes ConfigMap volume included (its files
 // are read from the version its ..data symlink names); a bad file is logged
 // and the previous configuration stays in force.
@@ -441,7 +442,7 @@ func newFlagSet(f *flags) *flag.FlagSet {
 	fs.DurationVar(&f.redisTimeout, "redis-timeout", redislimit.DefaultTimeout, "how long a decision waits for Redis before it is a failure (see -redis-failure); 0 for no bound but the client's own")
 	fs.IntVar(&f.lease, "redis-lease", 0, "requests a replica may take ahead per key and spend without a round trip, for the rules of TokenBucket, GCRA and FixedWindow (the others ask Redis every time); 0 for none")
 	fs.DurationVar(&f.leaseTTL, "redis-lease-ttl", 100*time.Millisecond, "how long a lease lasts")
-	fs.IntVar(&f.defaultBurst, "default-burst", 0, "burst of the TokenBucket and GCRA rules that set none, and of a descriptor's own limit under such a rule: up to N requests at once, refilled at the rule's rate; 0 for each one's requests_per_unit (the other algorithms have no burst)")
+	fs.IntVar(&f.defaultBurst, "default-burst", 0, "burst of the TokenBucket and GCRA rules that set none, and of a descriptor's own limit under any TokenBucket or GCRA rule (it never takes the rule's burst): up to N requests at once, refilled at the rule's (or the descriptor's) rate; 0 for each one's requests_per_unit (the other algorithms have no burst)")
 	fs.BoolVar(&f.allOrNothing, "all-or-nothing", false, "refund a denied request's other descriptors (default: count every descriptor, as the reference)")
 	fs.StringVar(&f.headers, "headers", "none", "response headers: none, reference, draft or both")
 	fs.DurationVar(&f.reload, "reload-interval", time.Second, "how often the config directory is polled, at least 1ms; 0 turns reloading off")
