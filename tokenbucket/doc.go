@@ -130,7 +130,7 @@
 // exactly, a fill time later it gives nothing. Refund is one more writer of
 // the state word, by compare-and-swap like the others (refund.go). A refund
 // that fills the bucket evicts the key instead (a full bucket equals no
-// bucket): the key's next request allocates its 16-byte cell again.
+// bucket): the key's next request allocates its node again.
 //
 // # Eviction
 //
