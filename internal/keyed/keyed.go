@@ -186,6 +186,17 @@ const (
 	capChunk = 8
 )
 
+// TableBytes returns the bytes of the table of a map with a key cap of
+// maxKeys (> 0) once every shard has allocated its array, as a flood of keys
+// makes them do: the table is sized for min(maxKeys, MaxPresize) keys up
+// front, and holds that many without growing. Its 256 shards take a power
+// of two of 16-byte slots each, with slack for the spread of the keys among
+// them, so that a small cap costs more than 32 bytes a key: 32 MB for a cap
+// of MaxPresize or more, 4 MB for 100,000, 128 KB for 1024 or less.
+func TableBytes(maxKeys int) int {
+	return tableShards * floorSlots(min(max(maxKeys, 1), MaxPresize)) * int(unsafe.Sizeof(slot[struct{}]{}))
+}
+
 // node is a cell, its key and its link in the sweep list. Get returns
 // &n.cell; node is the map's value.
 type node[C any] struct {

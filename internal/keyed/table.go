@@ -114,15 +114,21 @@ type slot[C any] struct {
 // init makes t, a zero table, an empty one whose arrays are sized, as they
 // are allocated, for presize keys in all without a replacement.
 func (t *table[C]) init(presize int) {
-	t.seed, t.tomb, t.floor = maphash.MakeSeed(), new(node[C]), minSlots
-	if presize > 0 {
-		// A shard holds about presize/tableShards keys, and more by the
-		// spread of the hash: a few standard deviations of slack keep every
-		// shard below its growth threshold, of three quarters of its slots.
-		per := presize/tableShards + 1
-		per += 4*isqrt(per) + 8
-		t.floor = max(minSlots, pow2(per*4/3+1))
+	t.seed, t.tomb, t.floor = maphash.MakeSeed(), new(node[C]), floorSlots(presize)
+}
+
+// floorSlots returns the fewest slots a shard's array keeps in a table
+// sized for presize keys (none when presize ≤ 0).
+func floorSlots(presize int) int {
+	if presize <= 0 {
+		return minSlots
 	}
+	// A shard holds about presize/tableShards keys, and more by the spread
+	// of the hash: a few standard deviations of slack keep every shard
+	// below its growth threshold, of three quarters of its slots.
+	per := presize/tableShards + 1
+	per += 4*isqrt(per) + 8
+	return max(minSlots, pow2(per*4/3+1))
 }
 
 // isqrt returns the integer square root of n ≥ 0.

@@ -1,14 +1,18 @@
 package keyed
 
 import (
+	"math"
 	"math/rand/v2"
 	"strconv"
 	"sync"
 	"sync/atomic"
 	"testing"
+	"unsafe"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/hotlimit/hotlimit"
 )
 
 // The table's own tests: a model of it as a Go map, under random and fuzzed
@@ -431,4 +435,39 @@ func TestTableSlotReadMidReuseIsRejectedByItsKey(t *testing.T) {
 		}
 	}
 	assert.Nil(t, tb.probe(&a, h, key), "another key's node under key's hash is not key's")
+}
+
+// TestTableBytesIsTheTableOfACappedMapFlooded: with every shard's array
+// allocated by a flood of keys, each soon idle and evicted for the next, a
+// capped map's table takes TableBytes of its cap: no more, as no array grows
+// past the size it was given up front, and no less.
+func TestTableBytesIsTheTableOfACappedMapFlooded(t *testing.T) {
+	for _, c := range []struct{ maxKeys, want int }{
+		{1, 128 << 10}, {1024, 128 << 10}, {2000, 256 << 10}, {100_000, 4 << 20},
+	} {
+		idle := func() func(*int64) bool {
+			return func(*int64) bool { return true } // every key idle: a new one evicts one
+		}
+		m := New(nil, idle, hotlimit.Options{MaxKeys: c.maxKeys})
+		for i := 0; ; i++ {
+			allocated := 0
+			for j := range m.cells.shards {
+				if m.cells.shards[j].slots.Load() != nil {
+					allocated++
+				}
+			}
+			if allocated == tableShards && i >= 2*c.maxKeys {
+				break
+			}
+			require.NotNil(t, m.Get("k"+strconv.Itoa(i)))
+		}
+		bytes := 0
+		for j := range m.cells.shards {
+			bytes += len(*m.cells.shards[j].slots.Load()) * int(unsafe.Sizeof(slot[int64]{}))
+		}
+		assert.Equal(t, c.want, TableBytes(c.maxKeys), "cap %d", c.maxKeys)
+		assert.Equal(t, bytes, TableBytes(c.maxKeys), "cap %d: the flooded table", c.maxKeys)
+	}
+	assert.Equal(t, 32<<20, TableBytes(MaxPresize))
+	assert.Equal(t, 32<<20, TableBytes(math.MaxInt), "sized for MaxPresize keys")
 }
