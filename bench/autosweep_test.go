@@ -2,9 +2,9 @@ package bench
 
 import (
 	"slices"
-	"strings"
 	"testing"
 	"time"
+	"unsafe"
 
 	"github.com/hotlimit/hotlimit"
 	"github.com/hotlimit/hotlimit/fixedwindow"
@@ -46,8 +46,8 @@ var sweepAlgorithms = []struct {
 	{"tokenbucket", newSweep(tokenbucket.New)},
 	// With a key cap above what the run holds, whose table is sized up
 	// front (for min(cap, 2^20) keys, still more than a run holds): the same
-	// sweep without the growth of the map's table, which copies every entry
-	// on the inserting goroutine.
+	// sweep without the growth of the map's table, whose shards copy their
+	// arrays on the inserting goroutine.
 	{"tokenbucket-maxkeys", func() (sweepLimiter, error) {
 		return tokenbucket.New(sweepLimit, sweepWindow, hotlimit.WithAutoSweep(sweepMinKeys), hotlimit.WithMaxKeys(sweepMaxKeys))
 	}},
@@ -62,47 +62,41 @@ var sweepAlgorithms = []struct {
 	{"slidinglog", newSweep(slidinglog.New)},
 }
 
-// allocOnly is the baseline of BenchmarkAutoSweep: Allow allocates the three
-// objects an insertion into a keyed map allocates (the key's copy, the node
-// holding the cell, the key and its link, and the map's entry pointing to the
-// node), and keeps the last len(ring) of them, the nodes linked newest first
-// as a sweep list links them, as a limiter keeps the keys that are not yet
-// idle; it always passes.
+// allocOnly is the baseline of BenchmarkAutoSweep: Allow allocates the one
+// object an insertion into a keyed map allocates for the benchmark's keys,
+// of up to 32 bytes (the node holding the cell, the key and its link, with
+// the key's copy after it; the table's slot is part of a shard's array,
+// allocated only as the shard grows), and keeps the last
+// len(ring) nodes, linked newest first as a sweep list links them, as a
+// limiter keeps the keys that are not yet idle; it always passes.
 type allocOnly struct {
-	ring []*allocEntry
-	next int // the ring's oldest entry, which the next call replaces
+	ring []*allocNode
+	next int // the ring's oldest node, which the next call replaces
 	held int
-}
-
-// allocEntry is the map's entry: the key and the node.
-type allocEntry struct {
-	key  string
-	node *allocNode
 }
 
 type allocNode struct {
 	_    uint64 // the cell's word, for the node's size
-	key  string
+	key  string // points into b
 	next *allocNode
+	b    [32]byte // the key's copy
 }
 
-func newAllocOnly(keep int) *allocOnly { return &allocOnly{ring: make([]*allocEntry, keep)} }
+func newAllocOnly(keep int) *allocOnly { return &allocOnly{ring: make([]*allocNode, keep)} }
 
 func (a *allocOnly) Allow(key string) bool {
 	n := len(a.ring)
-	var newest *allocNode
-	if e := a.ring[(a.next+n-1)%n]; e != nil {
-		newest = e.node
-	}
+	newest := a.ring[(a.next+n-1)%n]
 	if a.ring[a.next] != nil {
 		// Unlink the oldest node from the one after it, as a sweep unlinks
 		// an idle key, so that the list holds the ring's nodes only.
-		a.ring[(a.next+1)%n].node.next = nil // the ring is full: every slot holds an entry
+		a.ring[(a.next+1)%n].next = nil // the ring is full: every slot holds a node
 	} else {
 		a.held++
 	}
-	k := strings.Clone(key)
-	a.ring[a.next] = &allocEntry{key: k, node: &allocNode{key: k, next: newest}}
+	node := &allocNode{next: newest}
+	node.key = unsafe.String(&node.b[0], copy(node.b[:], key)) // the benchmark's keys fit
+	a.ring[a.next] = node
 	a.next = (a.next + 1) % n
 	return true
 }
@@ -199,8 +193,8 @@ func TestAllocOnlyAllocatesWhatAnInsertionDoes(t *testing.T) {
 		keys[i] = "sweep-" + workload.Key(i)
 	}
 	// Every call takes the next key: a first call, an insertion. The warm
-	// calls grow the map's table past its first sizes, so that its growths,
-	// which a run of many insertions amortizes, stay below one per run.
+	// calls give every shard its array, so that the shards' growths, which
+	// a run of many insertions amortizes, stay below one per run.
 	per := func(allow func(string) bool) float64 {
 		i := 0
 		for ; i < warm; i++ {
@@ -228,11 +222,8 @@ func TestAllocOnlyKeepsItsRingOnly(t *testing.T) {
 		for i := range 5 * keep {
 			a.Allow(workload.Key(i))
 			seen := map[*allocNode]bool{}
-			for _, e := range a.ring {
-				if e == nil {
-					continue
-				}
-				for n := e.node; n != nil && !seen[n]; n = n.next {
+			for _, n := range a.ring {
+				for ; n != nil && !seen[n]; n = n.next {
 					seen[n] = true
 				}
 			}

@@ -346,7 +346,7 @@ func BenchmarkInsert(b *testing.B) {
 // part=mapload is the limiters' own lookup: keyed.Map.Load (internal/keyed),
 // the call a limiter's Allow makes first, on a map of a one-word cell (a
 // tokenbucket's) holding the key, and its own copy of it, as a limiter's
-// map does, so that the lookup hashes the key, finds its xsync bucket and
+// map does, so that the lookup hashes the key, probes its shard's array and
 // compares the key's bytes rather than stopping at equal pointers.
 func BenchmarkParts(b *testing.B) {
 	b.Run("part=mapload", func(b *testing.B) {

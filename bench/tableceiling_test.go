@@ -27,19 +27,19 @@ import (
 // lookup, a clock read and a CAS on the key's word, with no decision around
 // it, on two tables holding the same keys:
 //
-//   - keyed: the limiters' own map (internal/keyed, on an xsync.MapOf), a
-//     tokenbucket's one-word cell looked up with keyed.Map.Load as Allow
-//     does: xsync's bucket, its entry (the key's copy and a pointer to the
-//     node), the key's bytes and the node of 32 bytes (the word, the key and
-//     the sweep list's link);
+//   - keyed: the limiters' own table (internal/keyed), a tokenbucket's
+//     one-word cell looked up with keyed.Map.Load as Allow does: a slot of
+//     the key's shard (the hash and a pointer to the node), and the node of
+//     48 bytes (the word, the key's string header, the sweep list's link
+//     and, after them in the same allocation, the key's bytes, up to 16);
 //   - flat: open addressing with linear probing, each slot of 32 bytes
 //     holding a tag (hash bits and the key's length), the key itself (up to
-//     16 bytes) and the word, in one cache line: one miss where keyed has up
-//     to four (bucket, entry, key, node).
+//     16 bytes) and the word, in one cache line: one miss where keyed has two
+//     (slot, node), or three when the node straddles two lines.
 //
 // flat is a prototype: filled by one goroutine before the run, it never
 // deletes, grows or inserts concurrently, which a table for the limiters
-// must do under lookups that never lock, and which costs
+// must do under lookups that never lock (as keyed's does), and which costs
 // on the lookup path too. Its figures are a
 // ceiling on what such a table gives, not a measurement of one.
 

@@ -43,28 +43,29 @@ const (
 	maxHits = min(1<<52-1, math.MaxInt)
 	// maxOverrides bounds the distinct per-descriptor limit overrides the
 	// server keeps limiters for; past it, a new override is an error. With
-	// a key cap, overrideTableKeys bounds them further.
+	// a key cap, overrideTableBytes bounds them further.
 	maxOverrides = 4096
-	// overrideTableKeys bounds the keys that the tables of the overrides'
-	// limiters are sized for up front, in all, when the limiter options
-	// carry a key cap (hotlimit.WithMaxKeys): each such limiter's table is
-	// sized for min(cap, keyed.MaxPresize) keys, about 32 bytes a key, as
-	// soon as it is built, so that without this bound a client sending
-	// maxOverrides distinct requests_per_unit would make the server take
-	// 4096 × 32 MB at a cap of 2^20 or more. 2^22 keys, about 128 MB, allow
-	// max(1, min(maxOverrides, 2^22 / min(cap, 2^20))) overrides: 4 at a
-	// cap of 1,000,000, 41 at 100,000, maxOverrides at 1024 or less.
-	overrideTableKeys = 1 << 22
+	// overrideTableBytes bounds the bytes of the tables of the overrides'
+	// limiters, in all, when the limiter options carry a key cap
+	// (hotlimit.WithMaxKeys): each such limiter's table is sized for
+	// min(cap, keyed.MaxPresize) keys, and a flood of keys fills it to
+	// keyed.TableBytes(cap) (32 MB at a cap of 2^20 or more, 4 MB at
+	// 100,000, 128 KB at 1024 or less), so that without this bound a client
+	// sending maxOverrides distinct requests_per_unit, each with its flood,
+	// would make the server take 4096 × 32 MB. 128 MB allow
+	// max(1, min(maxOverrides, 128 MB / keyed.TableBytes(cap))) overrides:
+	// 4 at a cap of 1,000,000, 32 at 100,000, 1024 at 1024 or less.
+	overrideTableBytes = 128 << 20
 )
 
 // overrideBound returns how many distinct limit overrides a server keeps
 // limiters for, when its limiters hold at most maxKeys keys each (0: no
-// cap): maxOverrides, or fewer with a cap, as overrideTableKeys says.
+// cap): maxOverrides, or fewer with a cap, as overrideTableBytes says.
 func overrideBound(maxKeys int) int {
 	if maxKeys <= 0 {
 		return maxOverrides
 	}
-	return max(1, min(maxOverrides, overrideTableKeys/min(maxKeys, keyed.MaxPresize)))
+	return max(1, min(maxOverrides, overrideTableBytes/keyed.TableBytes(maxKeys)))
 }
 
 // Headers selects the response headers the server asks Envoy to add, from
@@ -442,8 +443,8 @@ func (s *Server) overrideLimiter(c hotlimit.Config) (hotlimit.Limiter, error) {
 	if len(old) >= s.maxOver {
 		if s.maxOver < maxOverrides {
 			// A client told of the bound, an operator of what sets it.
-			return nil, fmt.Errorf("more than %d distinct limit overrides (the most whose tables, sized up front for a key cap of %d, fit in %d keys)",
-				s.maxOver, hotlimit.NewOptions(s.lopts...).MaxKeys, overrideTableKeys)
+			return nil, fmt.Errorf("more than %d distinct limit overrides (the most whose tables, sized up front for a key cap of %d, fit in %d MB)",
+				s.maxOver, hotlimit.NewOptions(s.lopts...).MaxKeys, overrideTableBytes>>20)
 		}
 		return nil, fmt.Errorf("more than %d distinct limit overrides", s.maxOver)
 	}

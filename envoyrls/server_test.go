@@ -296,8 +296,8 @@ func askOverride(s *Server, v string, rpu uint32) (*pb.RateLimitResponse, error)
 }
 
 // TestOverridesBoundedByKeyCapTables: with a key cap of 2^20, each
-// override's limiter has a table of 2^20 keys (32 MB) from the start, so
-// only 4 distinct overrides are kept (2^22 keys in all): the 5th is
+// override's limiter has a table sized for 2^20 keys (32 MB once a flood
+// fills it), so only 4 distinct overrides are kept (128 MB in all): the 5th is
 // ResourceExhausted, as past maxOverrides, and the first 4 still decide.
 func TestOverridesBoundedByKeyCapTables(t *testing.T) {
 	s := overrideServer(t, WithLimiterOptions(hotlimit.WithMaxKeys(1<<20)))
@@ -340,10 +340,11 @@ func TestOverridesBoundedByCountWithoutKeyCap(t *testing.T) {
 }
 
 // TestOverrideBound: the bound on distinct overrides for a key cap, as
-// overrideTableKeys documents it.
+// overrideTableBytes documents it: the overrides' tables, flooded, take 128
+// MB at most.
 func TestOverrideBound(t *testing.T) {
 	for _, c := range []struct{ maxKeys, want int }{
-		{0, 4096}, {1, 4096}, {1024, 4096}, {1025, 4092}, {100_000, 41},
+		{0, 4096}, {1, 1024}, {1024, 1024}, {2000, 512}, {100_000, 32},
 		{1_000_000, 4}, {1 << 20, 4}, {1<<20 + 1, 4}, {math.MaxInt, 4},
 	} {
 		assert.Equal(t, c.want, overrideBound(c.maxKeys), "max keys %d", c.maxKeys)

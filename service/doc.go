@@ -45,9 +45,10 @@
 // [hotlimit.Unlimited] is an allow-list entry that keeps no state;
 // [Service.TakeWith] decides one call under a limit given with it; and
 // [hotlimit.WithMaxKeys] caps the keys each limiter holds. The cap sizes each
-// limiter's map for its keys up front, as the service builds the limiter:
-// about 32 bytes per key of the cap, up to 1<<20 keys, so 32 MB per limiter
-// at a cap of a million, for every distinct limit of the rules.
+// limiter's map for its keys up front, as the service builds the limiter,
+// up to 1<<20 keys, and the map takes that size as keys come: 32 MB per
+// limiter at a cap of a million (about 32 bytes per key), 4 MB at 100,000,
+// 128 KB at 1024 or less, for every distinct limit of the rules.
 //
 // The rules live in an immutable snapshot behind an atomic pointer; Replace
 // and Configure* build a new snapshot and swap it in, so Allow and Take never

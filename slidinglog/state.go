@@ -137,7 +137,7 @@ import (
 // a stalled one: a claim is one CAS, and a claimer that stalls before
 // advancing the head leaves it to the next scans. (The key's map entry is
 // another matter: inserting a key, replacing a tombstoned cell and deleting
-// it lock one bucket of the map, briefly, as xsync does.) A lost claim
+// it lock one shard of the map's table, briefly.) A lost claim
 // retries at once: a pause of 4 to 64 spins after a loss measured slower on
 // two cores with one hot key, when each claim also advanced the head.
 // A denial is only ever given on a slot read while its claim had not landed

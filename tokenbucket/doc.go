@@ -117,8 +117,9 @@
 // made; the argument is in guard.go. The limiter's time stops about 146 years
 // after its epoch.
 //
-// Memory: a key costs its map entry in an xsync.MapOf, the key's bytes and an
-// 8-byte cell, about 100 bytes in all for short keys.
+// Memory: a key costs its slot in the map's table (16 bytes, in a table from
+// 3/8 to 3/4 full as keys come), a 32-byte node holding its 8-byte cell, and
+// the key's bytes: about 80 bytes in all for short keys.
 //
 // # Refunds
 //
@@ -129,7 +130,7 @@
 // exactly, a fill time later it gives nothing. Refund is one more writer of
 // the state word, by compare-and-swap like the others (refund.go). A refund
 // that fills the bucket evicts the key instead (a full bucket equals no
-// bucket): the key's next request allocates its 16-byte cell again.
+// bucket): the key's next request allocates its node again.
 //
 // # Eviction
 //

@@ -44,21 +44,11 @@ func Walk[C any](m *Map[C], budget, chunk int, first bool) int {
 }
 
 // Growths returns how many times the map's table has grown.
-func Growths[C any](m *Map[C]) int64 { return m.cells.Stats().TotalGrowths }
+func Growths[C any](m *Map[C]) int64 { return m.cells.growths.Load() }
 
 // Listing returns how many insertions and revivals are under way, counted
 // in listing and not yet out: see count.
 func Listing[C any](m *Map[C]) int64 { return m.listing.count() }
-
-// count returns the sum of the stripes, read in turn: exact while no
-// insertion starts or ends.
-func (f *inflight) count() int64 {
-	var sum int64
-	for i := range f.stripes {
-		sum += f.stripes[i].n.Load()
-	}
-	return sum
-}
 
 // CountIn counts an insertion in on stripe, as an insertion that picked it
 // does before it publishes its node: it draws stripes as one does until it

@@ -21,6 +21,10 @@ const inflightStripes = 8
 // when every stripe reads zero; idle reads them one at a time, which is
 // enough for SweepAll (see there).
 //
+// A table counts the keys it holds in an inflight too, for the same reason:
+// there a writer, holding its shard's lock, adds to the stripe of its shard
+// (see table.stripe), and Size sums the stripes.
+//
 // A line that holds a stripe's counter holds at most 56 bytes on either side
 // of it: 56 bytes of padding on either side keep any other counter, and the
 // Map's fields around the inflight, off that line wherever the Map lies. (A
@@ -62,4 +66,14 @@ func (f *inflight) idle(hook func(step string)) bool {
 		}
 	}
 	return true
+}
+
+// count returns the sum of the stripes, read in turn: exact while no stripe
+// changes.
+func (f *inflight) count() int64 {
+	var sum int64
+	for i := range f.stripes {
+		sum += f.stripes[i].n.Load()
+	}
+	return sum
 }

@@ -4,8 +4,8 @@
 //
 // A limiter keeps one cell per key. The hot path is Load: one lock-free map
 // load, inlined into the limiter. On a miss the limiter calls Get, which
-// inserts a fresh cell (xsync's LoadOrCompute locks one bucket for the
-// insertion only). Every change to a cell's state is a
+// inserts a fresh cell (locking one shard of the map's table for the
+// insertion only: see table.go). Every change to a cell's state is a
 // compare-and-swap made by the limiter itself; this package reads a cell's
 // state only through the limiter's kill function.
 //
@@ -21,19 +21,21 @@
 // state (a refund), and then calls Drop, which deletes the key in the same
 // way.
 //
-// The map never keeps a key string it is given: it stores a copy, made on the
-// insertion paths only (a miss, a revival), so the hot path copies nothing. A
-// caller may therefore pass a key that aliases a buffer it reuses once the
-// call returns, as package service does to build (user, api) keys without
-// allocating. The map and the sweep list share that one copy.
+// The map never keeps a key string it is given: it stores a copy, made with
+// the node that holds the key's cell, on the insertion paths only (a miss, a
+// revival), so the hot path copies nothing. A key of up to 32 bytes is
+// copied into the node's own allocation, a longer one into an allocation of
+// its own. A caller may therefore pass a key that aliases a buffer it reuses
+// once the call returns, as package service does to build (user, api) keys
+// without allocating. The map and the sweep list share that one copy.
 //
 // # The sweep list
 //
 // Besides the map, every cell sits in a singly linked list of nodes, so that
-// a sweep can stop anywhere and resume there (xsync's Range cannot). A node
-// holds the cell itself, its key and its link. Nodes are pushed at the front,
-// so next always leads to an older node, and every path along next ends at
-// the oldest node, whose next is nil:
+// a sweep can stop anywhere and resume there (a pass over the table cannot).
+// A node holds the cell itself, its key and its link. Nodes are pushed at the
+// front, so next always leads to an older node, and every path along next
+// ends at the oldest node, whose next is nil:
 //
 //	head (a sentinel) → newest → … → oldest → nil
 //
@@ -133,7 +135,7 @@
 // # The key cap
 //
 // With a cap of n keys, count reserves a key as it is inserted, under the lock
-// of its bucket, and is released after it is deleted, so Len ≤ count, and count
+// of its shard, and is released after it is deleted, so Len ≤ count, and count
 // ≤ n but for the revivals below. Reserving under that lock makes the check and
 // the insertion one step for callers of one key: a caller that misses a key
 // another caller is inserting finds it held once it gets the lock, and never
@@ -165,8 +167,6 @@ import (
 	"sync/atomic"
 	"unsafe"
 
-	"github.com/puzpuzpuz/xsync/v3"
-
 	"github.com/hotlimit/hotlimit"
 )
 
@@ -186,6 +186,17 @@ const (
 	capChunk = 8
 )
 
+// TableBytes returns the bytes of the table of a map with a key cap of
+// maxKeys (> 0) once every shard has allocated its array, as a flood of keys
+// makes them do: the table is sized for min(maxKeys, MaxPresize) keys up
+// front, and holds that many without growing. Its 256 shards take a power
+// of two of 16-byte slots each, with slack for the spread of the keys among
+// them, so that a small cap costs more than 32 bytes a key: 32 MB for a cap
+// of MaxPresize or more, 4 MB for 100,000, 128 KB for 1024 or less.
+func TableBytes(maxKeys int) int {
+	return tableShards * floorSlots(min(max(maxKeys, 1), MaxPresize)) * int(unsafe.Sizeof(slot[struct{}]{}))
+}
+
 // node is a cell, its key and its link in the sweep list. Get returns
 // &n.cell; node is the map's value.
 type node[C any] struct {
@@ -200,7 +211,7 @@ const _ uintptr = -unsafe.Offsetof(node[struct{}]{}.cell)
 
 // Map maps keys to cells. The zero value is not usable; call New.
 type Map[C any] struct {
-	cells   *xsync.MapOf[string, *node[C]]
+	cells   table[C]
 	init    func(*C)                // makes a zeroed cell fresh; nil when zero is fresh
 	judge   func() func(c *C) bool  // a kill function for the current time
 	gone    func(c *C) bool         // reports a listed cell out of the map: see Drop
@@ -229,24 +240,23 @@ func New[C any](init func(*C), judge func() func(*C) bool, o hotlimit.Options) *
 		autoMin: max(o.AutoSweep, 0),
 		maxKeys: max(o.MaxKeys, 0),
 	}
+	presize := 0
 	if m.maxKeys > 0 {
-		// Sized for the cap up front, which a flood reaches anyway: the table
-		// never grows, so no insertion pays for copying it (xsync copies the
-		// table on the goroutine whose insertion needs it bigger). A cap
-		// above MaxPresize is sized for MaxPresize keys, and grows past it
-		// as keys come: sizing for a cap of, say, math.MaxInt would end the
-		// process before the first key.
-		m.cells = xsync.NewMapOf[string, *node[C]](xsync.WithPresize(min(m.maxKeys, MaxPresize)))
-	} else {
-		m.cells = xsync.NewMapOf[string, *node[C]]()
+		// Sized for the cap, which a flood reaches anyway: no shard's
+		// array grows, so no insertion pays for copying one (a shard copies
+		// its array on the goroutine whose insertion needs it bigger). A
+		// cap above MaxPresize is sized for MaxPresize keys, and grows past
+		// it as keys come: sizing for a cap of, say, math.MaxInt would end
+		// the process before the first key.
+		presize = min(m.maxKeys, MaxPresize)
 	}
+	m.cells.init(presize)
 	m.at.Store(&m.head)
 	m.gone = func(c *C) bool {
 		// A listed node out of the map is dead: nodes are listed only once
 		// published in the map, leave it only dead, and never come back.
 		n := (*node[C])(unsafe.Pointer(c)) // cell is node's first field
-		cur, ok := m.cells.Load(n.key)
-		return !ok || cur != n
+		return m.cells.load(n.key) != n
 	}
 	return m
 }
@@ -256,7 +266,7 @@ func New[C any](init func(*C), judge func() func(*C) bool, o hotlimit.Options) *
 // found to evict. The map keeps a copy of key, never key itself: see the
 // package documentation.
 func (m *Map[C]) Get(key string) *C {
-	if n, ok := m.cells.Load(key); ok {
+	if n := m.cells.load(key); n != nil {
 		return &n.cell
 	}
 	return m.insert(key)
@@ -267,7 +277,7 @@ func (m *Map[C]) Get(key string) *C {
 // (with its generic wrapper) into a limiter's admission, which Get is not:
 // a limiter calls Load, and Get only when Load returns nil.
 func (m *Map[C]) Load(key string) *C {
-	n, _ := m.cells.Load(key)
+	n := m.cells.load(key)
 	// cell is node's first field, so a node's address is its cell's, and
 	// nil (no node) converts to nil. Spelled &n.cell, the nil check it
 	// needs would put Load over the inliner's budget.
@@ -279,12 +289,11 @@ func (m *Map[C]) insert(key string) *C {
 	if m.hook != nil {
 		m.hook("miss")
 	}
-	key = strings.Clone(key)
 	stripe := m.listing.enter() // before the node can be in the map: see SweepAll
 	n, inserted := m.publish(key)
 	if n == nil && m.maxKeys > 0 {
-		// No room: evict idle keys to make some (outside the bucket lock
-		// publish takes: a walk deletes keys, which locks their buckets),
+		// No room: evict idle keys to make some (outside the shard lock
+		// publish takes: a walk deletes keys, which locks their shards),
 		// and try once more.
 		m.listing.exit(stripe) // no node published: the walk may be long
 		m.walk(MaxVisits, capChunk, m.judge(), int64(m.maxKeys))
@@ -303,7 +312,7 @@ func (m *Map[C]) insert(key string) *C {
 	// also when the step below panics (the limiter's clock, or its kill
 	// function): see list.
 	defer m.list(n, stripe)
-	if m.autoMin > 0 && m.cells.Size() > m.autoMin {
+	if m.autoMin > 0 && m.cells.size() > m.autoMin {
 		// The map was at the threshold or above before this insertion.
 		// Before the push: this caller's fresh cell, not yet listed, is
 		// never its own victim.
@@ -333,23 +342,58 @@ func (m *Map[C]) list(n *node[C], stripe int) {
 // publish returns key's node, putting a fresh one in the map if key is not
 // held, and reports whether it did; it returns nil when key is not held and
 // the key cap has no room. The reservation is made under the lock of key's
-// bucket, with the insertion, so that a caller that misses key while another
+// shard, with the insertion, so that a caller that misses key while another
 // inserts it either finds it held or makes the insertion itself: the key cap
 // never denies a key whose first insertion has taken the room and is not yet
 // in the map.
 func (m *Map[C]) publish(key string) (n *node[C], inserted bool) {
-	n, loaded := m.cells.LoadOrTryCompute(key, func() (*node[C], bool) {
-		if m.maxKeys > 0 && !m.tryReserve() {
-			return nil, true // cancel: no room
-		}
-		return m.newNode(key), false
-	})
-	return n, n != nil && !loaded
+	h := m.cells.hash(key)
+	s := m.cells.lock(h)
+	defer s.mu.Unlock() // also when init panics
+	n, free := m.cells.locked(s, h, key)
+	if n != nil {
+		return n, false
+	}
+	if m.maxKeys > 0 && !m.tryReserve() {
+		return nil, false // no room
+	}
+	n = m.newNode(key)
+	m.cells.insert(s, h, n, free)
+	return n, true
 }
 
-// newNode returns a fresh node for key, not yet listed.
+// inlineKey is a node allocated with the bytes of its key, of up to
+// len(B) bytes, after it: a lookup that loads the node finds the key's
+// bytes on its line, or the next one, instead of in an allocation of
+// their own.
+type inlineKey[C any, B [16]byte | [32]byte] struct {
+	n node[C]
+	b B
+}
+
+// newNode returns a fresh node for a copy of key, not yet listed: the only
+// copy of key the map makes (see the package documentation). A key of up to
+// 32 bytes is copied into the node's allocation, after the node; the key
+// string points into that allocation, which it keeps alive, and nothing
+// writes those bytes again.
 func (m *Map[C]) newNode(key string) *node[C] {
-	n := &node[C]{key: key}
+	var n *node[C]
+	switch {
+	case key == "":
+		n = new(node[C])
+	case len(key) > 32:
+		n = &node[C]{key: strings.Clone(key)}
+	case len(key) <= 16:
+		x := new(inlineKey[C, [16]byte])
+		copy(x.b[:], key)
+		x.n.key = unsafe.String(&x.b[0], len(key))
+		n = &x.n
+	default:
+		x := new(inlineKey[C, [32]byte])
+		copy(x.b[:], key)
+		x.n.key = unsafe.String(&x.b[0], len(key))
+		n = &x.n
+	}
 	if m.init != nil {
 		m.init(&n.cell)
 	}
@@ -556,20 +600,20 @@ func (m *Map[C]) visit(prev, n, next *node[C], kill func(*C) bool) (kept, delete
 // remove deletes n's key if it still maps to n, which is dead, and reports
 // whether it did. (A Revive may have replaced n since the kill.)
 func (m *Map[C]) remove(n *node[C]) bool {
-	if cur, ok := m.cells.Load(n.key); !ok || cur != n {
+	if m.cells.load(n.key) != n {
 		return false
 	}
 	if m.hook != nil {
 		m.hook("remove")
 	}
-	deleted := false
-	m.cells.Compute(n.key, func(old *node[C], loaded bool) (*node[C], bool) {
-		if loaded && old == n {
-			deleted = true
-			return nil, true
-		}
-		return old, !loaded
-	})
+	h := m.cells.hash(n.key)
+	s := m.cells.lock(h)
+	cur, at := m.cells.locked(s, h, n.key)
+	deleted := cur == n
+	if deleted {
+		m.cells.delete(s, h, at)
+	}
+	s.mu.Unlock()
 	if deleted && m.maxKeys > 0 {
 		m.count.Add(-1)
 	}
@@ -592,7 +636,7 @@ func (m *Map[C]) remove(n *node[C]) bool {
 // nothing.
 func (m *Map[C]) Drop(key string, dead *C) bool {
 	deleted := false
-	if n, ok := m.cells.Load(key); ok && &n.cell == dead {
+	if n := m.cells.load(key); n != nil && &n.cell == dead {
 		if m.hook != nil {
 			m.hook("drop")
 		}
@@ -604,7 +648,7 @@ func (m *Map[C]) Drop(key string, dead *C) bool {
 
 // Peek returns key's cell if there is one, and never inserts.
 func (m *Map[C]) Peek(key string) (*C, bool) {
-	if n, ok := m.cells.Load(key); ok {
+	if n := m.cells.load(key); n != nil {
 		return &n.cell, true
 	}
 	return nil, false
@@ -619,7 +663,7 @@ func (m *Map[C]) Peek(key string) (*C, bool) {
 func (m *Map[C]) Revive(key string, dead *C) *C {
 	barren := false // the walk below went round the whole list and evicted no key
 	if m.maxKeys > 0 && m.count.Load() >= int64(m.maxKeys) {
-		if _, held := m.cells.Load(key); !held {
+		if m.cells.load(key) == nil {
 			// The re-insertion below will put the map over the cap: evict
 			// idle keys first, if there are any, until there is room, so
 			// that an excess lasts only while no key is idle.
@@ -634,22 +678,8 @@ func (m *Map[C]) Revive(key string, dead *C) *C {
 	if m.hook != nil {
 		m.hook("revive")
 	}
-	var fresh *node[C]
-	inserted := false
-	// Compute stores the key it is given, also when it replaces a value.
-	key = strings.Clone(key)
 	stripe := m.listing.enter() // before the fresh node can be in the map: see SweepAll
-	n, _ := m.cells.Compute(key, func(old *node[C], loaded bool) (*node[C], bool) {
-		if loaded && &old.cell != dead {
-			return old, false
-		}
-		if !loaded && m.maxKeys > 0 {
-			m.count.Add(1)
-			inserted = true
-		}
-		fresh = m.newNode(key)
-		return fresh, false
-	})
+	n, fresh, inserted := m.renew(key, dead)
 	// Deferred, so that the fresh node (nil when a live cell replaced dead)
 	// is listed, and counted out of listing, also when the walk below
 	// panics: see list.
@@ -667,6 +697,32 @@ func (m *Map[C]) Revive(key string, dead *C) *C {
 		m.walk(MaxVisits, capChunk, m.judge(), int64(m.maxKeys)+1)
 	}
 	return &n.cell
+}
+
+// renew is Revive's change to the map: under the lock of key's shard, it
+// returns the live node that replaced dead under key, if one did (and fresh
+// nil); else it puts a fresh node in dead's place, or inserts it when key is
+// not held (reserving its room under a key cap without the check, and
+// reporting inserted), and returns it as n and fresh.
+func (m *Map[C]) renew(key string, dead *C) (n, fresh *node[C], inserted bool) {
+	h := m.cells.hash(key)
+	s := m.cells.lock(h)
+	defer s.mu.Unlock() // also when init panics
+	old, at := m.cells.locked(s, h, key)
+	if old != nil && &old.cell != dead {
+		return old, nil, false
+	}
+	fresh = m.newNode(key)
+	if old != nil {
+		m.cells.put(s, at, fresh)
+		return fresh, fresh, false
+	}
+	if m.maxKeys > 0 {
+		m.count.Add(1)
+		inserted = true
+	}
+	m.cells.insert(s, h, fresh, at)
+	return fresh, fresh, inserted
 }
 
 // Sweep calls kill on every cell listed when it starts, and on none inserted
@@ -717,10 +773,9 @@ func (m *Map[C]) sweepTo(kill func(*C) bool, stop *node[C], watch bool) (deleted
 // the cells of insertions and revivals that have published their node in
 // the map and not yet listed it (an insertion that pays an auto-sweep step,
 // or a revival that walks for the key cap, does so in between): a cell in
-// the map throughout the call is visited (xsync's Range visits every key not
-// stored or deleted during it: it walks the table it loads at its start,
-// bucket by bucket, copying each under the bucket's lock, and a concurrent
-// resize copies that table and then leaves it as it was), and one that is
+// the map throughout the call is visited, once (the pass loads each shard's
+// array once and visits its nodes; a concurrent replacement of the array
+// copies it and then leaves it as it was: see table.go), and one that is
 // not was published during the call, or deleted, dead. It may also
 // visit cells published during the call. It unlinks nothing: a node it
 // finds dead stays listed until a walk or a Sweep meets it (Sweep first,
@@ -729,7 +784,7 @@ func (m *Map[C]) sweepTo(kill func(*C) bool, stop *node[C], watch bool) (deleted
 // concurrently with anything.
 func (m *Map[C]) SweepMap(kill func(*C) bool) int {
 	deleted := 0
-	m.cells.Range(func(_ string, n *node[C]) bool {
+	m.cells.rangeNodes(func(n *node[C]) bool {
 		if kill(&n.cell) && m.remove(n) {
 			deleted++
 		}
@@ -793,5 +848,5 @@ func (m *Map[C]) SweepAll(kill func(*C) bool) int {
 // it counts them one stripe of counters at a time, so it can be off by the
 // insertions and deletions made during the call.
 func (m *Map[C]) Len() int {
-	return m.cells.Size()
+	return m.cells.size()
 }

@@ -5,6 +5,7 @@ import (
 	"runtime"
 	"slices"
 	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -488,28 +489,33 @@ func TestMaxKeysUnderAFlood(t *testing.T) {
 
 // TestKeysAreCopiedOnInsert: a key that aliases a buffer the caller reuses
 // after the call (a miss and a revival, the paths that store a key) leaves
-// the map's keys intact.
+// the map's keys intact, whether it is copied into its node's allocation (up
+// to 16 or 32 bytes) or into one of its own (longer).
 func TestKeysAreCopiedOnInsert(t *testing.T) {
-	m := newMap(0, 0)
-	buf := []byte("alpha")
-	transient := func() string { return unsafe.String(&buf[0], len(buf)) }
-	a := m.Get(transient())
-	add(m, "alpha", a, 1)
-	copy(buf, "omega")
-	_, ok := m.Peek("alpha")
-	assert.True(t, ok, "the key inserted by Get is a copy")
-	_, ok = m.Peek("omega")
-	assert.False(t, ok)
+	for _, size := range []int{1, 5, 16, 17, 32, 33, 100} {
+		key := strings.Repeat("a", size)
+		other := strings.Repeat("o", size)
+		m := newMap(0, 0)
+		buf := []byte(key)
+		transient := func() string { return unsafe.String(&buf[0], len(buf)) }
+		a := m.Get(transient())
+		add(m, key, a, 1)
+		copy(buf, other)
+		_, ok := m.Peek(key)
+		assert.True(t, ok, "%d bytes: the key inserted by Get is a copy", size)
+		_, ok = m.Peek(other)
+		assert.False(t, ok, "%d bytes", size)
 
-	add(m, "alpha", a, -1)
-	require.Equal(t, 1, m.Sweep(kill))
-	copy(buf, "alpha")
-	revived := m.Revive(transient(), a)
-	copy(buf, "omega")
-	c, ok := m.Peek("alpha")
-	assert.True(t, ok, "the key stored by Revive is a copy")
-	assert.Same(t, revived, c)
-	assert.Equal(t, 1, m.Len())
+		add(m, key, a, -1)
+		require.Equal(t, 1, m.Sweep(kill))
+		copy(buf, key)
+		revived := m.Revive(transient(), a)
+		copy(buf, other)
+		c, ok := m.Peek(key)
+		assert.True(t, ok, "%d bytes: the key stored by Revive is a copy", size)
+		assert.Same(t, revived, c, "%d bytes", size)
+		assert.Equal(t, 1, m.Len(), "%d bytes", size)
+	}
 }
 
 // TestReviveAtTheCapEvictsAnIdleKeyFirst: a caller whose idle key was evicted

@@ -129,8 +129,9 @@ func TestSweepAllReachesACellNotYetListed(t *testing.T) {
 
 // TestSweepMapVisitsEveryKeyHeldWhileTheTableGrows: SweepMap's pass over
 // the map reaches every key held throughout it, once, though insertions
-// made during it grow xsync's table several times over (Range walks the
-// table it loaded at its start, which a resize copies and leaves as it was).
+// made during it grow the table's arrays several times over (the pass walks
+// the array of each shard it loaded, which a replacement copies and leaves
+// as it was).
 func TestSweepMapVisitsEveryKeyHeldWhileTheTableGrows(t *testing.T) {
 	m := newMap(0, 0)
 	const held, grown = 1000, 20000

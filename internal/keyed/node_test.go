@@ -1,0 +1,167 @@
+package keyed
+
+import (
+	"runtime"
+	"strconv"
+	"strings"
+	"testing"
+	"unsafe"
+	"weak"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/hotlimit/hotlimit"
+)
+
+// keySizes are key lengths on either side of each way newNode stores a key.
+var keySizes = []int{0, 1, 15, 16, 17, 31, 32, 33, 100}
+
+// TestNodeOutlivesEveryReferenceButOne: a node whose key is copied into its
+// own allocation stays alive, key and cell intact, while anything points
+// into it: only its key string (the string's bytes lie inside the node's
+// allocation), or only its cell's address (as a limiter holds it), every
+// other reference dropped (the map included), and the garbage collector run
+// several times over, with allocations of the node's sizes in between to
+// reuse what it frees. Once nothing points into it, it is freed: the weak
+// pointers that watch the nodes can tell.
+func TestNodeOutlivesEveryReferenceButOne(t *testing.T) {
+	type fat struct {
+		v   int64
+		ptr *int64 // a cell with a pointer: the node's allocation is scanned for it
+	}
+	for _, hold := range []string{"key", "cell"} {
+		t.Run("only its "+hold, func(t *testing.T) {
+			m := New(func(c *fat) { c.ptr = new(int64) }, func() func(*fat) bool { return nil }, hotlimit.Options{})
+			var keys []string
+			var cells []*fat
+			var watch []weak.Pointer[node[fat]]
+			for _, size := range keySizes {
+				key := strings.Repeat(strconv.Itoa(size%10), size)
+				c := m.Get(key)
+				c.v, *c.ptr = int64(size), int64(size)
+				n := m.cells.load(key)
+				require.Same(t, c, &n.cell)
+				watch = append(watch, weak.Make(n))
+				if hold == "key" {
+					keys = append(keys, n.key)
+				} else {
+					cells = append(cells, c)
+				}
+			}
+			m = nil
+			churn := func() {
+				for range 4 {
+					runtime.GC()
+					var junk [][]byte
+					for range 1 << 12 {
+						junk = append(junk, make([]byte, 48), make([]byte, 64), make([]byte, 80))
+					}
+					for _, j := range junk {
+						for i := range j {
+							j[i] = 0xAA
+						}
+					}
+				}
+			}
+			churn()
+			for i, size := range keySizes {
+				want := strings.Repeat(strconv.Itoa(size%10), size)
+				if hold == "key" {
+					assert.Equal(t, want, keys[i], "a key of %d bytes, read after the collections", size)
+				} else {
+					n := (*node[fat])(unsafe.Pointer(cells[i]))
+					assert.Equal(t, want, n.key, "the key of a node held by its cell, %d bytes", size)
+					assert.EqualValues(t, size, cells[i].v)
+					assert.EqualValues(t, size, *cells[i].ptr)
+				}
+				if hold == "cell" || size > 0 && size <= 32 { // else the key is no pointer into its node
+					assert.NotNil(t, watch[i].Value(), "the node of a key of %d bytes is alive", size)
+				}
+			}
+			runtime.KeepAlive(keys)
+			runtime.KeepAlive(cells)
+			keys, cells = nil, nil
+			churn()
+			for i, size := range keySizes {
+				assert.Nil(t, watch[i].Value(), "the node of a key of %d bytes, unreferenced, is freed", size)
+			}
+		})
+	}
+}
+
+// TestNodeSizes: the sizes the Memory notes of the limiters and table.go
+// count on. A slot takes 16 bytes, and a shard 64. A
+// one-word cell's node takes 32 bytes, and with its key copied in, 48 bytes
+// for a key of up to 16 bytes and 64 for one of up to 32; slidinglog's
+// 40-byte cell makes a 64-byte node, 80 and 96 bytes with its key. The
+// allocations are of those sizes exactly (each a size class of Go's
+// allocator), as measured.
+func TestNodeSizes(t *testing.T) {
+	type word struct{ _ uint64 } // the cell of tokenbucket, gcra, fixedwindow and slidingcounter
+	type ring struct {           // slidinglog's cell: a head, its log and a hint
+		_, _ uint64
+		_    []int64
+	}
+	assert.EqualValues(t, 32, unsafe.Sizeof(node[word]{}))
+	assert.EqualValues(t, 40, unsafe.Sizeof(ring{}))
+	assert.EqualValues(t, 64, unsafe.Sizeof(node[ring]{}))
+	assert.EqualValues(t, 16, unsafe.Sizeof(slot[word]{}))
+	assert.EqualValues(t, 16<<10, tableShards*unsafe.Sizeof(shard[word]{}), "an empty table's shards")
+	// perNode returns the bytes a node for a key of size bytes allocates:
+	// the least of a few measurements of the process's allocations, as a
+	// goroutine another test left behind may allocate during one.
+	perNode := func(size int, newNode func(string) any) uintptr {
+		key := strings.Repeat("k", size)
+		const n = 1 << 12
+		keep := make([]any, n)
+		least := ^uint64(0)
+		for range 5 {
+			var before, after runtime.MemStats
+			runtime.ReadMemStats(&before)
+			for i := range keep {
+				keep[i] = newNode(key)
+			}
+			runtime.ReadMemStats(&after)
+			least = min(least, (after.TotalAlloc-before.TotalAlloc)/n)
+		}
+		runtime.KeepAlive(keep)
+		return uintptr(least)
+	}
+	w := New[word](nil, nil, hotlimit.Options{})
+	r := New[ring](nil, nil, hotlimit.Options{})
+	for _, c := range []struct {
+		size       int
+		word, ring uintptr
+	}{{0, 32, 64}, {1, 48, 80}, {16, 48, 80}, {17, 64, 96}, {32, 64, 96}} {
+		assert.Equal(t, c.word, perNode(c.size, func(k string) any { return w.newNode(k) }), "a one-word cell's node, key of %d bytes", c.size)
+		assert.Equal(t, c.ring, perNode(c.size, func(k string) any { return r.newNode(k) }), "slidinglog's node, key of %d bytes", c.size)
+	}
+	// A longer key is an allocation of its own, of its length's size class.
+	assert.Equal(t, uintptr(32+48), perNode(33, func(k string) any { return w.newNode(k) }))
+}
+
+// TestPanickingInitLeavesTheShardUnlocked: a cell's init runs under the lock
+// of its key's shard, in an insertion and in a revival; when it panics, the
+// panic reaches the caller with the lock released, so the next writer of
+// that shard does not wait for ever.
+func TestPanickingInitLeavesTheShardUnlocked(t *testing.T) {
+	boom := false
+	m := New(func(c *int64) {
+		if boom {
+			panic("init")
+		}
+	}, func() func(*int64) bool { return func(*int64) bool { return false } }, hotlimit.Options{MaxKeys: 10})
+	s := m.cells.shard(m.cells.hash("x"))
+	x := m.Get("x")
+	boom = true
+	require.PanicsWithValue(t, "init", func() { m.Get("y") }, "an insertion")
+	sy := m.cells.shard(m.cells.hash("y"))
+	require.True(t, sy.mu.TryLock(), "the insertion's shard unlocked")
+	sy.mu.Unlock()
+	require.PanicsWithValue(t, "init", func() { m.Revive("x", x) }, "a revival replacing a dead cell")
+	require.True(t, s.mu.TryLock(), "the revival's shard unlocked")
+	s.mu.Unlock()
+	boom = false
+	assert.NotNil(t, m.Get("y"))
+}

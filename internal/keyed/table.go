@@ -1,0 +1,338 @@
+package keyed
+
+import (
+	"hash/maphash"
+	"math/bits"
+	"sync"
+	"sync/atomic"
+)
+
+// The table: the map from keys to nodes that Map keeps its cells in.
+//
+// It is split into tableShards shards, chosen by the top bits of a key's
+// hash. Each shard is an open-addressing array of slots, probed linearly
+// from the slot the hash's low bits pick; a slot holds the key's full hash
+// and an atomic pointer to its node. Writers (an insertion, a deletion, a
+// revival's replacement) take their shard's lock; readers never lock. A
+// shard allocates its array on its first insertion, and replaces it (grows
+// it, shrinks it, or rebuilds it at the same size to shed tombstones) by
+// copying only its own slots under its lock: an insertion that needs a
+// bigger array pays for the keys of one shard, not of the table, and the
+// copy moves hashes and node pointers, never rehashing a key nor reading a
+// node. The live keys are counted in striped counters, so that Size reads a
+// few words and insertions on different CPUs seldom write the same one.
+//
+// A slot's node pointer is nil until the slot is first used, then a node,
+// then tomb when the node is deleted, and after that perhaps another node
+// (an insertion reuses the first tombstone its probe passed); a revival
+// replaces a slot's dead node with a fresh one of the same key. A slot
+// never becomes nil again in an array: a probe for a key goes on past
+// nodes of other keys and tombstones, and a nil ends it.
+//
+// # Why a lock-free lookup is linearizable
+//
+// A writer writes only into its shard's current array, under the shard's
+// lock; a replacement copies that array's nodes into a new one, publishes
+// it (an atomic store), and never writes the old one again. A lookup loads
+// its shard's array pointer once and probes that array.
+//
+//   - A key held throughout a lookup is found. When the lookup loads the
+//     array pointer, the key's insertion has written its slot in that array
+//     (the insertion's store of the node into the current array is its
+//     linearization point, and the array it wrote was current until a later
+//     replacement, which copied it). The slot's node pointer stays that
+//     key's until the key is deleted, which it is not; the slots before it
+//     on its probe were not nil when it was inserted, and never become nil.
+//     If the array is replaced during the lookup, the old one keeps the
+//     state it had when it was copied, which holds the key. So the probe
+//     reaches the key's slot: it may find there the dead node a revival has
+//     since replaced (the old array keeps it, or the lookup read the slot
+//     before the replacement), which Map's callers handle as they handle a
+//     cell tombstoned under them: they call Revive.
+//   - A node found is a node its key mapped to during the lookup: the key
+//     comparison, not the hash, decides, and a node's key never changes. A
+//     node read from an array that has since been replaced, or from a slot
+//     since deleted, was in the map when the lookup loaded it.
+//   - A key deleted and inserted again during a lookup may be missed: its
+//     new slot may be a tombstone the probe has already passed (the first
+//     one on the key's probe) while its old slot, reached later, holds a
+//     tombstone. The key was not held between the two writes, so a miss is
+//     a state the lookup may report.
+//
+// The hash stored with a slot is a filter: a slot whose node a concurrent
+// insertion has just replaced may be read with the other key's hash, and
+// then the key comparison rejects it, or with this key's hash and the other
+// key's node, which the key comparison rejects too.
+//
+// Range, Map's pass over every node (SweepMap), loads each shard's array
+// once and visits its nodes: a key held throughout is in that array, at one
+// slot, and is visited once; a key inserted or deleted during the pass may
+// be visited or not.
+
+// tableShards is how many shards a table has: enough that a shard's
+// replacement, which copies its slots under its lock on the goroutine of the
+// insertion that needs it, copies a small part of a large table (some 8k
+// keys of 2M), and that writers of different keys seldom wait for the same
+// lock. With 64 shards, whose arrays are four times as large, the longest
+// single insertion among 2M new keys with auto-sweep on took 20 to 210 ms
+// (median 80) on two loaded cores, against 16 to 40 ms (median 20) with 256,
+// where allocating alone, with no table, stalls for 6 to 28 ms. An empty
+// table's shards take 16 KB.
+const tableShards = 256
+
+// shardBits is log2(tableShards): a key's shard is its hash's top shardBits.
+const shardBits = 8
+
+// minSlots is the smallest array a shard allocates.
+const minSlots = 8
+
+// table maps keys to nodes. The zero value is not usable: see init.
+type table[C any] struct {
+	seed    maphash.Seed
+	tomb    *node[C] // the node pointer of a deleted slot; never a key's node
+	floor   int      // the fewest slots a shard's array keeps: see init
+	shards  [tableShards]shard[C]
+	live    inflight     // the keys held, striped by shard: see Size
+	growths atomic.Int64 // the arrays replaced, for tests
+}
+
+// shard is one part of a table: its own array of slots, under its own lock.
+type shard[C any] struct {
+	mu    sync.Mutex                // held by writers of the shard's keys
+	slots atomic.Pointer[[]slot[C]] // the current array; nil until the first insertion
+	used  int                       // slots not nil in the current array, tombstones included; under mu
+	held  int                       // nodes in the current array; under mu
+	_     [32]byte                  // the next shard's lock and array pointer off this one's line
+}
+
+// slot is one entry of a shard's array.
+type slot[C any] struct {
+	node atomic.Pointer[node[C]] // nil, a node, or tomb
+	hash atomic.Uint64           // the hash of node's key, when node has been set
+}
+
+// init makes t, a zero table, an empty one whose arrays are sized, as they
+// are allocated, for presize keys in all without a replacement.
+func (t *table[C]) init(presize int) {
+	t.seed, t.tomb, t.floor = maphash.MakeSeed(), new(node[C]), floorSlots(presize)
+}
+
+// floorSlots returns the fewest slots a shard's array keeps in a table
+// sized for presize keys (none when presize ≤ 0).
+func floorSlots(presize int) int {
+	if presize <= 0 {
+		return minSlots
+	}
+	// A shard holds about presize/tableShards keys, and more by the spread
+	// of the hash: a few standard deviations of slack keep every shard
+	// below its growth threshold, of three quarters of its slots.
+	per := presize/tableShards + 1
+	per += 4*isqrt(per) + 8
+	return max(minSlots, pow2(per*4/3+1))
+}
+
+// isqrt returns the integer square root of n ≥ 0.
+func isqrt(n int) int {
+	r := 0
+	for b := 1 << (bits.Len(uint(n)) &^ 1); b > 0; b >>= 2 {
+		if n >= r+b {
+			n -= r + b
+			r = r>>1 + b
+		} else {
+			r >>= 1
+		}
+	}
+	return r
+}
+
+// pow2 returns the smallest power of two ≥ n, for n ≥ 1.
+func pow2(n int) int {
+	return 1 << bits.Len(uint(n-1))
+}
+
+// hash returns key's hash: its top shardBits pick the shard, its low bits
+// the first slot of the probe.
+func (t *table[C]) hash(key string) uint64 {
+	return maphash.String(t.seed, key)
+}
+
+// shard returns the shard of the key hashed to h.
+func (t *table[C]) shard(h uint64) *shard[C] {
+	return &t.shards[h>>(64-shardBits)]
+}
+
+// load returns key's node, or nil when the table does not hold key. It
+// never locks.
+func (t *table[C]) load(key string) *node[C] {
+	h := t.hash(key)
+	return t.probe(t.shard(h).slots.Load(), h, key)
+}
+
+// probe returns the node of key, hashed to h, in the array a (nil: none),
+// or nil when a holds no node of key.
+func (t *table[C]) probe(a *[]slot[C], h uint64, key string) *node[C] {
+	if a == nil {
+		return nil
+	}
+	s := *a
+	mask := uint64(len(s) - 1)
+	for i := h & mask; ; i = (i + 1) & mask {
+		n := s[i].node.Load()
+		if n == nil {
+			return nil
+		}
+		if s[i].hash.Load() == h && n != t.tomb && n.key == key {
+			return n
+		}
+	}
+}
+
+// find returns the position of key's node in s's array, or -1, and the
+// position an insertion of key takes: the first tombstone the probe passed,
+// or the nil slot that ended it. The array must not be nil. Call it with
+// s.mu held.
+func (t *table[C]) find(s *shard[C], h uint64, key string) (at, free int) {
+	a := *s.slots.Load()
+	mask := uint64(len(a) - 1)
+	free = -1
+	for i := h & mask; ; i = (i + 1) & mask {
+		n := a[i].node.Load()
+		if n == nil {
+			if free < 0 {
+				free = int(i)
+			}
+			return -1, free
+		}
+		if n == t.tomb {
+			if free < 0 {
+				free = int(i)
+			}
+			continue
+		}
+		if a[i].hash.Load() == h && n.key == key {
+			return int(i), free
+		}
+	}
+}
+
+// lock locks the shard of the key hashed to h, allocates its array if it
+// has none, and returns the shard: the caller then finds the key, and
+// inserts, replaces or deletes it, and unlocks s.mu.
+func (t *table[C]) lock(h uint64) *shard[C] {
+	s := t.shard(h)
+	s.mu.Lock()
+	if s.slots.Load() == nil {
+		a := make([]slot[C], t.floor)
+		s.slots.Store(&a)
+	}
+	return s
+}
+
+// locked returns key's node in s, the shard lock locked, and its position,
+// or nil and the position an insertion takes.
+func (t *table[C]) locked(s *shard[C], h uint64, key string) (n *node[C], at int) {
+	at, free := t.find(s, h, key)
+	if at < 0 {
+		return nil, free
+	}
+	return (*s.slots.Load())[at].node.Load(), at
+}
+
+// insert puts n, whose key hashes to h and is not in s, at free, the
+// position locked returned, replacing s's array first when the insertion
+// would fill more than three quarters of it. Call it with s.mu held.
+func (t *table[C]) insert(s *shard[C], h uint64, n *node[C], free int) {
+	a := *s.slots.Load()
+	reuse := a[free].node.Load() == t.tomb
+	if !reuse && (s.used+1)*4 > len(a)*3 {
+		t.replace(s, max(t.floor, pow2(2*(s.held+1))))
+		_, free = t.find(s, h, n.key)
+		a = *s.slots.Load()
+		reuse = false
+	}
+	a[free].hash.Store(h) // before the node: a reader that loads n finds h
+	a[free].node.Store(n)
+	if !reuse {
+		s.used++
+	}
+	s.held++
+	t.live.stripes[t.stripe(h)].n.Add(1)
+}
+
+// put replaces the node at position at of s's array by n, of the same key.
+// Call it with s.mu held.
+func (t *table[C]) put(s *shard[C], at int, n *node[C]) {
+	(*s.slots.Load())[at].node.Store(n)
+}
+
+// delete deletes the node at position at of s's array, then shrinks the
+// array when it holds fewer than an eighth of its slots in nodes. Call it
+// with s.mu held.
+func (t *table[C]) delete(s *shard[C], h uint64, at int) {
+	a := *s.slots.Load()
+	a[at].node.Store(t.tomb)
+	s.held--
+	t.live.stripes[t.stripe(h)].n.Add(-1)
+	if len(a) > t.floor && s.held*8 < len(a) {
+		t.replace(s, max(t.floor, pow2(2*s.held+1)))
+	}
+}
+
+// replace copies s's nodes into a new array of size slots, a power of two
+// that holds them at half its slots or less, and publishes it; the old array
+// is never written again (see "Why a lock-free lookup is linearizable").
+// Call it with s.mu held.
+func (t *table[C]) replace(s *shard[C], size int) {
+	old := *s.slots.Load()
+	a := make([]slot[C], size)
+	mask := uint64(size - 1)
+	for i := range old {
+		n := old[i].node.Load()
+		if n == nil || n == t.tomb {
+			continue
+		}
+		h := old[i].hash.Load()
+		j := h & mask
+		for a[j].node.Load() != nil {
+			j = (j + 1) & mask
+		}
+		a[j].hash.Store(h)
+		a[j].node.Store(n)
+	}
+	s.slots.Store(&a)
+	s.used = s.held
+	t.growths.Add(1)
+}
+
+// stripe returns the live counter of the key hashed to h: one per group of
+// shards, so that writers of one shard, which hold its lock, write one.
+func (t *table[C]) stripe(h uint64) int {
+	return int(h>>(64-shardBits)) % inflightStripes
+}
+
+// size returns the number of keys held: the sum of the striped counters,
+// read in turn, so off by the insertions and deletions made meanwhile.
+func (t *table[C]) size() int {
+	return int(t.live.count())
+}
+
+// rangeNodes calls f on every node in the table, shard by shard, each
+// shard's array loaded once, until f returns false. A key held throughout
+// is visited once; see "Why a lock-free lookup is linearizable".
+func (t *table[C]) rangeNodes(f func(n *node[C]) bool) {
+	for i := range t.shards {
+		a := t.shards[i].slots.Load()
+		if a == nil {
+			continue
+		}
+		for j := range *a {
+			n := (*a)[j].node.Load()
+			if n == nil || n == t.tomb {
+				continue
+			}
+			if !f(n) {
+				return
+			}
+		}
+	}
+}
