@@ -230,10 +230,26 @@ func (k *ipKey) find(ctx context.Context) (string, bool) {
 // that can then never be a metadata key (empty, or holding a space, a
 // colon, a byte outside printable ASCII) finds no key in any call; but for
 // ":authority", the one pseudo-header grpc-go keeps in the metadata, read
-// as any entry but in lower case, since a host name's case carries no
-// meaning, as httplimit.Header("Host") reads the host:
-// "header::authority:api.example.com" for "API.Example.com", its port kept
-// as sent; a value the client writes as freely as any other.
+// as any entry but put in the canonical form of a host that
+// httplimit.Header("Host") gives it (the same code), so that the spellings
+// of one host share its quota: in lower case, without one trailing dot,
+// and without the port when it is the default of the call's scheme, 443
+// for a call over TLS (a peer whose AuthInfo is TLS's, the credentials for
+// which grpc-go's client sends ":scheme https"), 80 for any other. So
+// "API.Example.com", "api.example.com." and, over TLS,
+// "api.example.com:443" are all "header::authority:api.example.com". Any
+// other port stays, as a host of its own ("api.example.com:8443"; port
+// 443 without TLS, as behind a proxy that ends it); a port's leading zeros
+// are dropped and an empty port is none; an IPv6 literal keeps its
+// brackets, in its RFC 5952 text, and loses its default port too; a value
+// that is no host [":" port] (":443", "::1", "[::1", a port past 65535) is
+// kept as sent, in lower case. The client writes its authority as freely
+// as any other entry (grpc.WithAuthority).
+//
+// The key's kind is "header::authority", not httplimit's "header:host":
+// the same host has a key under each, so a service that limits both an
+// HTTP server and a gRPC server by host keeps two quotas per host (see
+// the README).
 func Metadata(name string) KeyFunc {
 	key, valid := metadataKey(name)
 	if !valid {
@@ -247,7 +263,7 @@ func Metadata(name string) KeyFunc {
 		if len(v) == 0 {
 			return "", false
 		}
-		switch s := entryValue(keys, binary, v[0]); {
+		switch s := entryValue(keys, binary, v[0], scheme(ctx, keys)); {
 		case s == "":
 			return "", false
 		case len(s) > transport.MaxHeaderValue:
@@ -279,7 +295,7 @@ func OutgoingMetadata(name string) KeyFunc {
 	return func(ctx context.Context, _ string, _ any) (string, bool) {
 		md, _ := metadata.FromOutgoingContext(ctx)
 		if v := md.Get(key); len(v) > 0 {
-			if s := entryValue(keys, binary, v[0]); s != "" {
+			if s := entryValue(keys, binary, v[0], transport.NoScheme); s != "" {
 				return keys.Key(s), true
 			}
 		}
@@ -293,14 +309,26 @@ func isBinary(key string) bool { return strings.HasSuffix(key, "-bin") }
 
 // entryValue returns v, a value of the metadata entry whose keys are keys,
 // as a key is made of it: the field value of a text entry, without the
-// spaces and tabs around it (grpc-go passes them on), and in lower case
-// for :authority (see transport.HeaderKeys.Value), and the bytes of a
-// binary entry as they are.
-func entryValue(keys transport.HeaderKeys, binary bool, v string) string {
+// spaces and tabs around it (grpc-go passes them on), and for :authority
+// the canonical form of its host for a call that came by s (see
+// transport.Host), and the bytes of a binary entry as they are.
+func entryValue(keys transport.HeaderKeys, binary bool, v string, s transport.Scheme) string {
 	if binary {
 		return v
 	}
-	return keys.Value(v)
+	return keys.Value(v, s)
+}
+
+// scheme returns the scheme of the call in ctx for the host that keys
+// read: HTTPS when the call came over TLS, as grpc-go's client says
+// ":scheme https" for TLS credentials alone, else HTTP. It looks at the
+// peer only for a host (:authority): no other entry's key depends on it.
+func scheme(ctx context.Context, keys transport.HeaderKeys) transport.Scheme {
+	if !keys.IsHost() {
+		return transport.NoScheme
+	}
+	p, ok := peer.FromContext(ctx)
+	return transport.SchemeOf(ok && p.AuthInfo != nil && p.AuthInfo.AuthType() == "tls")
 }
 
 // MetadataKey returns the key [Metadata](name) finds in a call whose entry
@@ -309,11 +337,15 @@ func entryValue(keys transport.HeaderKeys, binary bool, v string) string {
 // "premium"); a value longer than 256 bytes gives its digest's key, and
 // spaces and tabs around name, and around value but for a binary ("-bin")
 // entry's, are dropped, as Metadata drops them, and an :authority value is
-// put in lower case, as Metadata puts it.
+// put in the canonical form of Metadata's, with one difference: no call
+// tells its scheme, so every port is kept. Name a host served on its
+// scheme's default port without the port: MetadataKey(":authority",
+// "API.Example.com.") is "header::authority:api.example.com", the key of
+// that host over TLS with or without ":443".
 func MetadataKey(name, value string) string {
 	name = strings.Trim(name, " \t")
 	keys := transport.NewHeaderKeys(name)
-	return keys.Key(entryValue(keys, isBinary(strings.ToLower(name)), value))
+	return keys.Key(entryValue(keys, isBinary(strings.ToLower(name)), value, transport.NoScheme))
 }
 
 // FromRequest returns a KeyFunc that reads a key from the request message

@@ -10,6 +10,7 @@ import (
 	"github.com/stretchr/testify/require"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/credentials"
 	"google.golang.org/grpc/credentials/insecure"
 	testgrpc "google.golang.org/grpc/interop/grpc_testing"
 	"google.golang.org/grpc/status"
@@ -23,6 +24,13 @@ import (
 // :authority, as any client can.
 func serveAuthorities(t *testing.T, ts *testService, sopts []grpc.ServerOption, authorities ...string) []*grpc.ClientConn {
 	t.Helper()
+	return serveAuthoritiesWith(t, ts, sopts, insecure.NewCredentials(), authorities...)
+}
+
+// serveAuthoritiesWith is serveAuthorities with the clients' transport
+// credentials creds; sopts gives the server's.
+func serveAuthoritiesWith(t *testing.T, ts *testService, sopts []grpc.ServerOption, creds credentials.TransportCredentials, authorities ...string) []*grpc.ClientConn {
+	t.Helper()
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	require.NoError(t, err)
 	srv := grpc.NewServer(sopts...)
@@ -31,8 +39,7 @@ func serveAuthorities(t *testing.T, ts *testService, sopts []grpc.ServerOption, 
 	t.Cleanup(srv.Stop)
 	var ccs []*grpc.ClientConn
 	for _, a := range authorities {
-		cc, err := grpc.NewClient(ln.Addr().String(),
-			grpc.WithTransportCredentials(insecure.NewCredentials()), grpc.WithAuthority(a))
+		cc, err := grpc.NewClient(ln.Addr().String(), grpc.WithTransportCredentials(creds), grpc.WithAuthority(a))
 		require.NoError(t, err)
 		t.Cleanup(func() { _ = cc.Close() })
 		ccs = append(ccs, cc)

@@ -1,0 +1,143 @@
+package transport
+
+import (
+	"net/netip"
+	"strings"
+)
+
+// Scheme is what a host key knows of the scheme a request came by: the
+// port that is its default, which a key drops (see Host).
+type Scheme uint8
+
+const (
+	// NoScheme is a host named outside any request, as a rule names it:
+	// no port is a default, so every port is kept.
+	NoScheme Scheme = iota
+	// HTTP is a request over plain HTTP (TCP, or h2c): port 80 is its
+	// default.
+	HTTP
+	// HTTPS is a request over TLS: port 443 is its default.
+	HTTPS
+)
+
+// SchemeOf returns HTTPS for a request that came over TLS, else HTTP.
+func SchemeOf(tls bool) Scheme {
+	if tls {
+		return HTTPS
+	}
+	return HTTP
+}
+
+// defaultPort returns the port that s leaves out of a URI, in decimal,
+// and "" for none.
+func (s Scheme) defaultPort() string {
+	switch s {
+	case HTTP:
+		return "80"
+	case HTTPS:
+		return "443"
+	}
+	return ""
+}
+
+// Host returns the canonical form of a host as a Host header or an
+// :authority holds it, host [":" port], for a request that came by s, so
+// that the spellings of one host a client may send make one key (RFC 3986
+// sections 3.2.2, 3.2.3 and 6.2.3):
+//
+//   - ASCII letters in lower case ("API.Example.com" is api.example.com);
+//   - one trailing dot of a name dropped ("example.com." is example.com,
+//     the same name written fully qualified), but for a name of a dot alone;
+//   - an IPv6 literal kept in its brackets, in its RFC 5952 text
+//     ("[0:0::1]" is [::1]), unless it has a zone, which is kept as sent;
+//   - a port's leading zeros dropped (":0443" is :443), and an empty port
+//     with its colon ("example.com:" is example.com);
+//   - the port dropped when it is s's default: 443 over HTTPS, 80 over
+//     HTTP ("example.com:443" over TLS is example.com). Any other port
+//     stays ("example.com:8443", and "example.com:443" over plain HTTP,
+//     are keys of their own).
+//
+// A value that is no host [":" port] (an empty host, as in ":443"; an
+// unbracketed IPv6 address, "::1", whose port cannot be told from its last
+// group; a bracket left open, "[::1"; a port that is not a number, or
+// past 65535) is kept as sent, in lower case. Every value Host changes
+// otherwise is a host [":" port] of that form, so such a value never
+// becomes the key of another host, nor an empty one. Host allocates only
+// when it changes a letter's case, a port's digits or an IPv6 literal.
+func Host(v string, s Scheme) string {
+	v = lowerASCII(v)
+	host, digits, ok := splitHostPort(v)
+	if !ok {
+		return v
+	}
+	name := host
+	if strings.HasPrefix(name, "[") {
+		literal := name[1 : len(name)-1]
+		if a, err := netip.ParseAddr(literal); err == nil && a.Is6() && a.Zone() == "" {
+			var buf [len("[ffff:ffff:ffff:ffff:ffff:ffff:255.255.255.255]")]byte
+			if t := append(a.AppendTo(append(buf[:0], '[')), ']'); string(t) != name {
+				name = string(t)
+			}
+		}
+	} else if len(name) > 1 && name[len(name)-1] == '.' {
+		name = name[:len(name)-1]
+	}
+	port := strings.TrimLeft(digits, "0")
+	if port == "" && digits != "" {
+		port = "0" // port 0, written with zeros
+	}
+	switch {
+	case port == "" || port == s.defaultPort():
+		return name
+	case name == host && port == digits:
+		return v // unchanged: no allocation
+	}
+	return name + ":" + port
+}
+
+// splitHostPort splits v, host [":" port], into the host and the port's
+// digits as sent ("" when v has no port or an empty one). ok is false when
+// v is no such value: an empty host, a bracket without its pair or a
+// bracket inside a name, an unbracketed host with a colon (an IPv6
+// address), text after the closing bracket other than a port, or a port
+// that is not digits or names no port (past 65535).
+func splitHostPort(v string) (host, digits string, ok bool) {
+	rest := ""
+	if strings.HasPrefix(v, "[") {
+		end := strings.IndexByte(v, ']')
+		if end < 0 {
+			return "", "", false
+		}
+		host, rest = v[:end+1], v[end+1:]
+		if strings.ContainsAny(host[1:len(host)-1], "[") {
+			return "", "", false
+		}
+	} else {
+		host = v
+		if i := strings.IndexByte(v, ':'); i >= 0 {
+			host, rest = v[:i], v[i:]
+		}
+		if strings.ContainsAny(host, "[]") {
+			return "", "", false
+		}
+	}
+	if host == "" {
+		return "", "", false
+	}
+	if rest == "" {
+		return host, "", true
+	}
+	if rest[0] != ':' {
+		return "", "", false
+	}
+	digits = rest[1:]
+	for i := 0; i < len(digits); i++ {
+		if digits[i] < '0' || digits[i] > '9' {
+			return "", "", false // a second colon too
+		}
+	}
+	if n := strings.TrimLeft(digits, "0"); len(n) > 5 || len(n) == 5 && n > "65535" {
+		return "", "", false
+	}
+	return host, digits, true
+}

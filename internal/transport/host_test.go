@@ -1,0 +1,147 @@
+package transport
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+)
+
+// TestHostCanonical: the spellings of one host make one key (case, one
+// trailing dot, the default port of the request's scheme, an empty port, a
+// port's leading zeros, an IPv6 literal's text), any other port stays, and
+// a value that is no host [":" port] is kept as sent, in lower case: it
+// neither panics, nor becomes another host's key, nor an empty one.
+func TestHostCanonical(t *testing.T) {
+	for _, c := range []struct {
+		in                string
+		none, http, https string // the key under NoScheme, HTTP, HTTPS
+	}{
+		{"example.com", "example.com", "example.com", "example.com"},
+		{"Example.COM", "example.com", "example.com", "example.com"},
+		{"example.com.", "example.com", "example.com", "example.com"},
+		{"example.com..", "example.com.", "example.com.", "example.com."},
+		{"example.com:443", "example.com:443", "example.com:443", "example.com"},
+		{"example.com:80", "example.com:80", "example.com", "example.com:80"},
+		{"example.com.:443", "example.com:443", "example.com:443", "example.com"},
+		{"example.com:8443", "example.com:8443", "example.com:8443", "example.com:8443"},
+		{"example.com:0443", "example.com:443", "example.com:443", "example.com"},
+		{"example.com:080", "example.com:80", "example.com", "example.com:80"},
+		{"example.com:", "example.com", "example.com", "example.com"},
+		{"example.com:0", "example.com:0", "example.com:0", "example.com:0"},
+		{"example.com:000", "example.com:0", "example.com:0", "example.com:0"},
+		{"example.com:65535", "example.com:65535", "example.com:65535", "example.com:65535"},
+		{"example.com:00065535", "example.com:65535", "example.com:65535", "example.com:65535"},
+		{"localhost", "localhost", "localhost", "localhost"},
+		{"192.0.2.1:80", "192.0.2.1:80", "192.0.2.1", "192.0.2.1:80"},
+		{"192.0.2.1.", "192.0.2.1", "192.0.2.1", "192.0.2.1"},
+		{"[::1]", "[::1]", "[::1]", "[::1]"},
+		{"[::1]:443", "[::1]:443", "[::1]:443", "[::1]"},
+		{"[::1]:80", "[::1]:80", "[::1]", "[::1]:80"},
+		{"[0:0::1]:8443", "[::1]:8443", "[::1]:8443", "[::1]:8443"},
+		{"[2001:DB8::1]", "[2001:db8::1]", "[2001:db8::1]", "[2001:db8::1]"},
+		{"[::ffff:192.0.2.1]:443", "[::ffff:192.0.2.1]:443", "[::ffff:192.0.2.1]:443", "[::ffff:192.0.2.1]"},
+		{"[fe80::1%25eth0]:443", "[fe80::1%25eth0]:443", "[fe80::1%25eth0]:443", "[fe80::1%25eth0]"}, // zone kept as sent
+		{"[v1.x]:443", "[v1.x]:443", "[v1.x]:443", "[v1.x]"},                                         // IPvFuture: port rule only
+		{".", ".", ".", "."}, // a dot alone is no name without it
+		{".:443", ".:443", ".:443", "."},
+
+		// No host [":" port]: kept as sent, in lower case.
+		{"example.com:65536", "example.com:65536", "example.com:65536", "example.com:65536"},
+		{"example.com:99999", "example.com:99999", "example.com:99999", "example.com:99999"},
+		{"example.com:100443", "example.com:100443", "example.com:100443", "example.com:100443"}, // not 443 modulo anything
+		{"example.com:4294967739", "example.com:4294967739", "example.com:4294967739", "example.com:4294967739"},
+		{"example.com:-443", "example.com:-443", "example.com:-443", "example.com:-443"},
+		{"example.com:+443", "example.com:+443", "example.com:+443", "example.com:+443"},
+		{"example.com:443.", "example.com:443.", "example.com:443.", "example.com:443."},
+		{"example.com:443:443", "example.com:443:443", "example.com:443:443", "example.com:443:443"},
+		{"example.com: 443", "example.com: 443", "example.com: 443", "example.com: 443"},
+		{"Example.com:HTTPS", "example.com:https", "example.com:https", "example.com:https"},
+		{":443", ":443", ":443", ":443"},
+		{":80", ":80", ":80", ":80"},
+		{":", ":", ":", ":"},
+		{"::1", "::1", "::1", "::1"},
+		{"::1:443", "::1:443", "::1:443", "::1:443"},
+		{"2001:db8::1:80", "2001:db8::1:80", "2001:db8::1:80", "2001:db8::1:80"},
+		{"[::1", "[::1", "[::1", "[::1"},
+		{"[::1:443", "[::1:443", "[::1:443", "[::1:443"},
+		{"::1]:443", "::1]:443", "::1]:443", "::1]:443"},
+		{"[::1]x", "[::1]x", "[::1]x", "[::1]x"},
+		{"[::1].", "[::1].", "[::1].", "[::1]."},
+		{"[::1]443", "[::1]443", "[::1]443", "[::1]443"},
+		{"[[::1]]:443", "[[::1]]:443", "[[::1]]:443", "[[::1]]:443"},
+		{"a[b]:443", "a[b]:443", "a[b]:443", "a[b]:443"},
+		{"[]:443", "[]:443", "[]:443", "[]"}, // a bracketed nothing: the port rule alone
+		{"", "", "", ""},
+	} {
+		assert.Equal(t, c.none, Host(c.in, NoScheme), "%q, no scheme", c.in)
+		assert.Equal(t, c.http, Host(c.in, HTTP), "%q over HTTP", c.in)
+		assert.Equal(t, c.https, Host(c.in, HTTPS), "%q over HTTPS", c.in)
+	}
+}
+
+// TestHostKeepsHostsApart: values that name different hosts, or one host
+// on different ports, keep different keys under every scheme, among
+// themselves and against the values kept as sent.
+func TestHostKeepsHostsApart(t *testing.T) {
+	distinct := []string{"example.com", "example.com:8443", "example.com:8080", "example.com:0",
+		"example.com:65535", "example.com:65536", "example.com:99999", "example.com:100443", "example.com:-443",
+		"example.com.", "example.com..", "www.example.com", "example.co", "[::1]", "[::1]:8443", "[::2]", "::1", "[::1",
+		":443", ":", "192.0.2.1", "[::ffff:192.0.2.1]", "[fe80::1%25eth0]", "[fe80::1%25eth1]", "."}
+	for _, s := range []Scheme{NoScheme, HTTP, HTTPS} {
+		seen := map[string]string{}
+		for _, v := range distinct {
+			if v == "example.com." || v == "example.com.." {
+				continue // one dot is dropped: the first is example.com
+			}
+			k := Host(v, s)
+			assert.NotEmpty(t, k, "%q", v)
+			if prev, ok := seen[k]; ok {
+				t.Errorf("scheme %d: %q and %q share the key %q", s, prev, v, k)
+			}
+			seen[k] = v
+		}
+		assert.NotEqual(t, Host("example.com..", s), Host("example.com", s), "scheme %d", s)
+	}
+	// The default port of one scheme is a port of its own under the other.
+	assert.NotEqual(t, Host("example.com:443", HTTP), Host("example.com", HTTP))
+	assert.NotEqual(t, Host("example.com:80", HTTPS), Host("example.com", HTTPS))
+}
+
+// TestHostAllocates: a host already canonical, or one that loses a port or
+// a dot alone, costs no allocation.
+func TestHostAllocates(t *testing.T) {
+	host := NewHeaderKeys("Host")
+	assert.Zero(t, testing.AllocsPerRun(100, func() {
+		_ = Host("api.example.com", HTTPS)
+		_ = Host("api.example.com:443", HTTPS)
+		_ = Host("api.example.com.:80", HTTP)
+		_ = Host("api.example.com:8443", HTTPS)
+		_ = Host("[::1]:443", HTTPS)
+		_ = host.Value(" api.example.com:443 ", HTTPS)
+	}))
+	assert.Equal(t, strings.Repeat("a", 300), Host(strings.Repeat("A", 300)+":443", HTTPS))
+}
+
+// FuzzHost: Host never panics, makes no empty key of a value that is not
+// empty, and what it changes (beyond case) is a host [":" port]: so a
+// value it keeps because it is none never equals another value's key.
+func FuzzHost(f *testing.F) {
+	for _, s := range []string{"example.com:443", "[::1]:80", "::1", "[::1", ":443", "a.:0443", "[fe80::1%eth0]:1", "."} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, v string) {
+		for _, s := range []Scheme{NoScheme, HTTP, HTTPS} {
+			k := Host(v, s)
+			if v != "" && k == "" {
+				t.Fatalf("Host(%q, %d) is empty", v, s)
+			}
+			if k == lowerASCII(v) {
+				continue
+			}
+			if _, _, ok := splitHostPort(k); !ok {
+				t.Fatalf("Host(%q, %d) = %q, no host [\":\" port]", v, s, k)
+			}
+		}
+	})
+}
