@@ -2,6 +2,7 @@ package grpclimit_test
 
 import (
 	"context"
+	"crypto/tls"
 	"net"
 	"net/http/httptest"
 	"net/netip"
@@ -10,6 +11,7 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	"google.golang.org/grpc/credentials"
 	"google.golang.org/grpc/metadata"
 	"google.golang.org/grpc/peer"
 
@@ -116,3 +118,40 @@ func TestProxyHeaderWithSpacesReadsTheEntry(t *testing.T) {
 	require.True(t, ok)
 	assert.Equal(t, "ip:198.51.100.7", got, "the client the proxy names")
 }
+
+// TestHostKeysDifferInKindFromHTTPLimits pins what the README says of a
+// service that limits an HTTP and a gRPC server by host: the host gets
+// the same canonical form over both (TLS making 443 its default port, a
+// plain connection 80), under two kinds, "header:host" and
+// "header::authority", so the two keys, and quotas, are apart.
+func TestHostKeysDifferInKindFromHTTPLimits(t *testing.T) {
+	for _, tc := range []struct {
+		host string
+		tls  bool
+	}{{"API.Example.com:443", true}, {"api.example.com.:80", false}, {"[::1]:443", true}, {"api.example.com:8443", true}} {
+		r := httptest.NewRequest("GET", "/", nil)
+		r.Host = tc.host
+		ctx := context.Background()
+		if tc.tls {
+			r.TLS = &tls.ConnectionState{}
+			ctx = peer.NewContext(ctx, &peer.Peer{AuthInfo: credentials.TLSInfo{}})
+		} else {
+			ctx = peer.NewContext(ctx, &peer.Peer{AuthInfo: insecureInfo{}})
+		}
+		h, ok := httplimit.Header("Host")(r)
+		require.True(t, ok)
+		g, ok := grpclimit.Metadata(":authority")(metadata.NewIncomingContext(ctx, metadata.Pairs(":authority", tc.host)), unaryCall, nil)
+		require.True(t, ok)
+		host, found := strings.CutPrefix(h, "header:host:")
+		require.True(t, found, h)
+		assert.Equal(t, "header::authority:"+host, g, "%q: the same host, another kind", tc.host)
+		assert.NotEqual(t, h, g)
+		assert.Equal(t, h, httplimit.HeaderKey("Host", host))
+		assert.Equal(t, g, grpclimit.MetadataKey(":authority", host))
+	}
+}
+
+// insecureInfo is the AuthInfo of a call over insecure credentials.
+type insecureInfo struct{}
+
+func (insecureInfo) AuthType() string { return "insecure" }
