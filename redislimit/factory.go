@@ -14,7 +14,9 @@ import (
 //	svc, err := service.New(def, hotlimit.WithFactory(redislimit.Factory(client)))
 //
 // The service's own options (a clock, its default burst) come first, then
-// opts.
+// opts. A [WithLease] among them is for the limits that can lease
+// ([CanLease]): the others are built without it, and ask Redis on every
+// request, where New alone rejects a lease for them.
 //
 // The default burst of the token buckets and GCRAs that set none is the
 // service's to give, among its own options:
@@ -36,7 +38,11 @@ func Factory(client redis.UniversalClient, opts ...hotlimit.Option) hotlimit.Fac
 		if defBurst != 0 {
 			return nil, fmt.Errorf("redislimit: Factory given hotlimit.WithBurst(%d): the default burst goes among the service's options (envoyrls.WithLimiterOptions for an envoyrls.Server), which give it to the token buckets and GCRAs that set none and report it: %w", defBurst, hotlimit.ErrInvalidConfig)
 		}
-		l, err := New(client, c, append(slices.Clip(more), opts...)...)
+		all := append(slices.Clip(more), opts...)
+		if !CanLease(c.Algorithm) && read(hotlimit.NewOptions(all...)).leaseSize > 0 {
+			all = append(all, WithLease(0, 0))
+		}
+		l, err := New(client, c, all...)
 		if err != nil {
 			return nil, err
 		}

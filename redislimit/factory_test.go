@@ -83,3 +83,36 @@ func TestFactoryBurstIsTheServices(t *testing.T) {
 		_ = svc.Close()
 	}
 }
+
+// TestFactoryLeaseWhereItCan: a WithLease given to Factory is for the rules
+// that can lease; a sliding log or counter among the rules is built without
+// it, where New alone rejects a lease, instead of failing the whole rule set.
+// Another instance, without a lease, sees what each took in Redis: the
+// leased requests besides the one passed for the token bucket and the fixed
+// window, the one passed for the others.
+func TestFactoryLeaseWhereItCan(t *testing.T) {
+	srv := redistest.Start(t)
+	client := newClient(t, srv)
+	limit := func(a hotlimit.Algorithm) service.Limits {
+		return service.Limits{{Algorithm: a, Limit: 10, Window: time.Minute}}
+	}
+	rules := service.Rules{Default: limit(hotlimit.TokenBucket), Users: map[string]service.Limits{
+		"fw": limit(hotlimit.FixedWindow), "log": limit(hotlimit.SlidingLog), "ctr": limit(hotlimit.SlidingCounter),
+	}}
+	leased, err := service.NewFromRules(rules, frozenClock(),
+		hotlimit.WithFactory(redislimit.Factory(client, redislimit.WithLease(3, time.Second), redislimit.WithTimeout(exactTimeout))))
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = leased.Close() })
+	plain, err := service.NewFromRules(rules, frozenClock(), hotlimit.WithFactory(redislimit.Factory(client, redislimit.WithTimeout(exactTimeout))))
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = plain.Close() })
+	for user, left := range map[string]int{"bob": 6, "fw": 6, "log": 9, "ctr": 9} {
+		require.True(t, leased.Allow(user, "a"), user)
+		assert.Equal(t, left, plain.Take(user, "a", 0).Remaining, user)
+	}
+
+	// An invalid lease is an error still, for a limit it is not for too.
+	_, err = service.NewFromRules(service.Rules{Default: limit(hotlimit.SlidingLog)},
+		hotlimit.WithFactory(redislimit.Factory(client, redislimit.WithLease(3, 0))))
+	assert.ErrorContains(t, err, "lease ttl 0s must be positive")
+}
