@@ -1,6 +1,7 @@
 package redislimit
 
 import (
+	"fmt"
 	"slices"
 
 	"github.com/hotlimit/hotlimit"
@@ -12,10 +13,36 @@ import (
 //
 //	svc, err := service.New(def, hotlimit.WithFactory(redislimit.Factory(client)))
 //
-// The service's own options (a clock) come first, then opts.
+// The service's own options (a clock, its default burst) come first, then
+// opts. A [WithLease] among them is for the limits that can lease
+// ([CanLease]): the others are built without it, and ask Redis on every
+// request, where New alone rejects a lease for them.
+//
+// The default burst of the token buckets and GCRAs that set none is the
+// service's to give, among its own options:
+//
+//	svc, err := service.New(def, hotlimit.WithBurst(20), hotlimit.WithFactory(redislimit.Factory(client)))
+//
+// (envoyrls.WithLimiterOptions for an envoyrls.Server). The service gives
+// it to the limits that have a burst only, reports it as their capacity,
+// and keys its limiters by it: a limit whose own burst is the one a burst
+// of 0 stands for shares the limiter of that limit without a burst. A burst
+// among opts, which the service cannot see, would be enforced under a
+// capacity the service reports as the limit, and by a limit whose own burst
+// is its limit too (one limiter with the limit without a burst); so when
+// opts hold a [hotlimit.WithBurst], every limiter fails to build, with an
+// error wrapping [hotlimit.ErrInvalidConfig] that says where the burst goes.
 func Factory(client redis.UniversalClient, opts ...hotlimit.Option) hotlimit.Factory {
+	defBurst := hotlimit.NewOptions(opts...).Burst
 	return func(c hotlimit.Config, more ...hotlimit.Option) (hotlimit.Limiter, error) {
-		l, err := New(client, c, append(slices.Clip(more), opts...)...)
+		if defBurst != 0 {
+			return nil, fmt.Errorf("redislimit: Factory given hotlimit.WithBurst(%d): the default burst goes among the service's options (envoyrls.WithLimiterOptions for an envoyrls.Server), which give it to the token buckets and GCRAs that set none and report it: %w", defBurst, hotlimit.ErrInvalidConfig)
+		}
+		all := append(slices.Clip(more), opts...)
+		if !CanLease(c.Algorithm) && read(hotlimit.NewOptions(all...)).leaseSize > 0 {
+			all = append(all, WithLease(0, 0))
+		}
+		l, err := New(client, c, all...)
 		if err != nil {
 			return nil, err
 		}

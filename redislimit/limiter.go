@@ -390,7 +390,8 @@ func (l *Limiter) checkRange() error {
 
 // CanLease reports whether [WithLease] applies to a limiter of algorithm a,
 // whose script can take extra requests for a lease: TokenBucket, GCRA and
-// FixedWindow. New rejects a lease for the others.
+// FixedWindow. New rejects a lease for the others; [Factory] builds them
+// without it.
 func CanLease(a hotlimit.Algorithm) bool {
 	return a == hotlimit.TokenBucket || a == hotlimit.GCRA || a == hotlimit.FixedWindow
 }

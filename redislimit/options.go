@@ -280,6 +280,9 @@ func WithHook(hook func(Event)) hotlimit.Option {
 // passes at most ttl after Redis took it, which is the error of its timing:
 // keep ttl well under the window.
 //
+// Given to [Factory], the lease is for the limits that can lease
+// ([CanLease]); the others are built without it.
+//
 // size <= 0 turns the lease off, the default; ttl must be positive, and New
 // rejects one shorter than a tick of the limiter's clock (a µs of Redis's
 // TIME), which every lease would outlast at its grant: spent never, each

@@ -538,20 +538,13 @@ func (f *flags) options(log *slog.Logger, fallbacks hotlimit.BackendObserver) (o
 		// configuration's limits.
 		fallbacks.ObserveBackend(redislimit.Backend)
 	}
-	factory := redislimit.Factory(client, ropts...)
 	if f.lease > 0 {
-		// The lease applies to the rules of the algorithms that can lease;
-		// the others go to Redis on every request, as without the flag.
-		leased, plain := redislimit.Factory(client, append(slices.Clip(ropts), redislimit.WithLease(f.lease, f.leaseTTL))...), factory
-		factory = func(c hotlimit.Config, opts ...hotlimit.Option) (hotlimit.Limiter, error) {
-			if redislimit.CanLease(c.Algorithm) {
-				return leased(c, opts...)
-			}
-			return plain(c, opts...)
-		}
+		// The factory leases for the rules of the algorithms that can
+		// lease; the others go to Redis on every request, as without it.
+		ropts = append(ropts, redislimit.WithLease(f.lease, f.leaseTTL))
 	}
 	opts = append(opts,
-		envoyrls.WithLimiterOptions(hotlimit.WithFactory(factory)),
+		envoyrls.WithLimiterOptions(hotlimit.WithFactory(redislimit.Factory(client, ropts...))),
 		envoyrls.WithBackendErrors(f.failure == "error"))
 	_, cluster := client.(*redis.ClusterClient) // several addresses make one without -redis-cluster
 	log.Info("rate limit state in Redis", "addrs", ro.Addrs, "cluster", cluster, "tls", ro.TLSConfig != nil, "on_failure", f.failure)
