@@ -47,7 +47,10 @@ func (s Scheme) defaultPort() string {
 //
 //   - ASCII letters in lower case ("API.Example.com" is api.example.com);
 //   - one trailing dot of a name dropped ("example.com." is example.com,
-//     the same name written fully qualified), but for a name of a dot alone;
+//     the same name written fully qualified), but for a name of a dot alone
+//     and a name that ends in two dots ("example.com.." and ".." are kept:
+//     dropping one would make them "example.com." and ".", the spellings
+//     of other names, and a key that is not its own canonical form);
 //   - an IPv6 literal kept in its brackets, in its RFC 5952 text
 //     ("[0:0::1]" is [::1]), unless it has a zone, which is kept as sent;
 //   - a port's leading zeros dropped (":0443" is :443), and an empty port
@@ -57,13 +60,21 @@ func (s Scheme) defaultPort() string {
 //     stays ("example.com:8443", and "example.com:443" over plain HTTP,
 //     are keys of their own).
 //
-// A value that is no host [":" port] (an empty host, as in ":443"; an
+// A value that is no host [":" port] (an empty host, as in ":443"; a host
+// holding a space, a tab or another control byte, "example.com :443",
+// whose port dropped would leave a key ending in a space that no trimmed
+// rule names; an
 // unbracketed IPv6 address, "::1", whose port cannot be told from its last
 // group; a bracket left open, "[::1"; a port that is not a number, or
 // past 65535) is kept as sent, in lower case. Every value Host changes
 // otherwise is a host [":" port] of that form, so such a value never
-// becomes the key of another host, nor an empty one. Host allocates only
-// when it changes a letter's case, a port's digits or an IPv6 literal.
+// becomes the key of another host, nor an empty one, and a key is its own
+// canonical form as a rule names it: Host(Host(v, s), NoScheme) is
+// Host(v, s). Host allocates once when it changes a
+// letter's case, a port's digits or an IPv6 literal, or drops a trailing
+// dot before a port it keeps ("example.com.:8443"), and twice when it
+// changes the case and one of the others ("Example.com:08443"); dropping
+// a dot or a default port alone costs nothing.
 func Host(v string, s Scheme) string {
 	v = lowerASCII(v)
 	host, digits, ok := splitHostPort(v)
@@ -79,7 +90,7 @@ func Host(v string, s Scheme) string {
 				name = string(t)
 			}
 		}
-	} else if len(name) > 1 && name[len(name)-1] == '.' {
+	} else if len(name) > 1 && name[len(name)-1] == '.' && name[len(name)-2] != '.' {
 		name = name[:len(name)-1]
 	}
 	port := strings.TrimLeft(digits, "0")
@@ -97,7 +108,8 @@ func Host(v string, s Scheme) string {
 
 // splitHostPort splits v, host [":" port], into the host and the port's
 // digits as sent ("" when v has no port or an empty one). ok is false when
-// v is no such value: an empty host, a bracket without its pair or a
+// v is no such value: an empty host, a host holding a space or another
+// control byte, a bracket without its pair or a
 // bracket inside a name, an unbracketed host with a colon (an IPv6
 // address), text after the closing bracket other than a port, or a port
 // that is not digits or names no port (past 65535).
@@ -123,6 +135,11 @@ func splitHostPort(v string) (host, digits string, ok bool) {
 	}
 	if host == "" {
 		return "", "", false
+	}
+	for i := 0; i < len(host); i++ {
+		if host[i] <= ' ' || host[i] == 0x7f {
+			return "", "", false
+		}
 	}
 	if rest == "" {
 		return host, "", true

@@ -20,7 +20,9 @@ func TestHostCanonical(t *testing.T) {
 		{"example.com", "example.com", "example.com", "example.com"},
 		{"Example.COM", "example.com", "example.com", "example.com"},
 		{"example.com.", "example.com", "example.com", "example.com"},
-		{"example.com..", "example.com.", "example.com.", "example.com."},
+		{"example.com..", "example.com..", "example.com..", "example.com.."}, // no name + "."
+		{"example.com..:443", "example.com..:443", "example.com..:443", "example.com.."},
+		{"..", "..", "..", ".."},
 		{"example.com:443", "example.com:443", "example.com:443", "example.com"},
 		{"example.com:80", "example.com:80", "example.com", "example.com:80"},
 		{"example.com.:443", "example.com:443", "example.com:443", "example.com"},
@@ -56,6 +58,10 @@ func TestHostCanonical(t *testing.T) {
 		{"example.com:443.", "example.com:443.", "example.com:443.", "example.com:443."},
 		{"example.com:443:443", "example.com:443:443", "example.com:443:443", "example.com:443:443"},
 		{"example.com: 443", "example.com: 443", "example.com: 443", "example.com: 443"},
+		{"example.com :443", "example.com :443", "example.com :443", "example.com :443"},
+		{"example.com\t:80", "example.com\t:80", "example.com\t:80", "example.com\t:80"},
+		{"example.com .:443", "example.com .:443", "example.com .:443", "example.com .:443"},
+		{"exa\x00mple.com:443", "exa\x00mple.com:443", "exa\x00mple.com:443", "exa\x00mple.com:443"},
 		{"Example.com:HTTPS", "example.com:https", "example.com:https", "example.com:https"},
 		{":443", ":443", ":443", ":443"},
 		{":80", ":80", ":80", ":80"},
@@ -87,12 +93,13 @@ func TestHostKeepsHostsApart(t *testing.T) {
 	distinct := []string{"example.com", "example.com:8443", "example.com:8080", "example.com:0",
 		"example.com:65535", "example.com:65536", "example.com:99999", "example.com:100443", "example.com:-443",
 		"example.com.", "example.com..", "www.example.com", "example.co", "[::1]", "[::1]:8443", "[::2]", "::1", "[::1",
-		":443", ":", "192.0.2.1", "[::ffff:192.0.2.1]", "[fe80::1%25eth0]", "[fe80::1%25eth1]", "."}
+		":443", ":", "192.0.2.1", "[::ffff:192.0.2.1]", "[fe80::1%25eth0]", "[fe80::1%25eth1]", ".", "..",
+		"example.com ", "example.com\t"}
 	for _, s := range []Scheme{NoScheme, HTTP, HTTPS} {
 		seen := map[string]string{}
 		for _, v := range distinct {
-			if v == "example.com." || v == "example.com.." {
-				continue // one dot is dropped: the first is example.com
+			if v == "example.com." {
+				continue // one dot is dropped: it is example.com
 			}
 			k := Host(v, s)
 			assert.NotEmpty(t, k, "%q", v)
@@ -108,9 +115,45 @@ func TestHostKeepsHostsApart(t *testing.T) {
 	assert.NotEqual(t, Host("example.com:80", HTTPS), Host("example.com", HTTPS))
 }
 
+// TestHostKeyIsItsOwnRule: a key is its own canonical form as a rule
+// names it, so the host of a key read off a request (in a log, a metric)
+// and written in a rule names that key. "example.com.." was
+// "example.com.", which a rule makes example.com, and ".." was "." (the
+// key of "." too); "example.com :443" over TLS was "example.com ", which a
+// rule trims to example.com.
+func TestHostKeyIsItsOwnRule(t *testing.T) {
+	host := NewHeaderKeys("Host")
+	for _, v := range []string{"example.com..", "example.com..:443", "..", "..:80", "example.com :443",
+		"example.com\t:443", "example.com :80", "example.com .:443", "Example.com.:0443", "[0:0::1]:443", "[]:443"} {
+		for _, s := range []Scheme{NoScheme, HTTP, HTTPS} {
+			k := host.Value(v, s)
+			assert.Equal(t, k, Host(k, NoScheme), "%q, scheme %d", v, s)
+			assert.Equal(t, k, host.Value(k, NoScheme), "%q, scheme %d", v, s)
+		}
+	}
+	assert.NotEqual(t, Host("..", HTTPS), Host(".", HTTPS))
+}
+
 // TestHostAllocates: a host already canonical, or one that loses a port or
-// a dot alone, costs no allocation.
+// a dot alone, costs no allocation; one rewrite costs one, and a change of
+// case with another rewrite two.
 func TestHostAllocates(t *testing.T) {
+	for _, c := range []struct {
+		v      string
+		s      Scheme
+		allocs float64
+	}{
+		{"Api.example.com", HTTPS, 1},
+		{"Api.example.com:443", HTTPS, 1},
+		{"api.example.com:0443", HTTP, 1},
+		{"api.example.com.:8443", HTTPS, 1},
+		{"[0:0::1]:443", HTTPS, 1},
+		{"[::1]:0443", HTTPS, 0},
+		{"Api.example.com.:08443", HTTPS, 2},
+		{"[0:0::1]:8443", HTTPS, 2},
+	} {
+		assert.Equal(t, c.allocs, testing.AllocsPerRun(100, func() { _ = Host(c.v, c.s) }), "%q, scheme %d", c.v, c.s)
+	}
 	host := NewHeaderKeys("Host")
 	assert.Zero(t, testing.AllocsPerRun(100, func() {
 		_ = Host("api.example.com", HTTPS)
@@ -124,17 +167,26 @@ func TestHostAllocates(t *testing.T) {
 }
 
 // FuzzHost: Host never panics, makes no empty key of a value that is not
-// empty, and what it changes (beyond case) is a host [":" port]: so a
-// value it keeps because it is none never equals another value's key.
+// empty, what it changes (beyond case) is a host [":" port], so a value it
+// keeps because it is none never equals another value's key, and a key is
+// its own canonical form as a rule names it, after the trimming of a
+// field value too (Host(Host(v, s), NoScheme) is Host(v, s)).
 func FuzzHost(f *testing.F) {
-	for _, s := range []string{"example.com:443", "[::1]:80", "::1", "[::1", ":443", "a.:0443", "[fe80::1%eth0]:1", "."} {
+	for _, s := range []string{"example.com:443", "[::1]:80", "::1", "[::1", ":443", "a.:0443", "[fe80::1%eth0]:1", ".", "..", "a.. :443"} {
 		f.Add(s)
 	}
 	f.Fuzz(func(t *testing.T, v string) {
+		host := NewHeaderKeys("Host")
 		for _, s := range []Scheme{NoScheme, HTTP, HTTPS} {
 			k := Host(v, s)
 			if v != "" && k == "" {
 				t.Fatalf("Host(%q, %d) is empty", v, s)
+			}
+			if again := Host(k, NoScheme); again != k {
+				t.Fatalf("Host(%q, %d) = %q, whose own form is %q", v, s, k, again)
+			}
+			if kv := host.Value(v, s); host.Value(kv, NoScheme) != kv {
+				t.Fatalf("Value(%q, %d) = %q, whose own form is %q", v, s, kv, host.Value(kv, NoScheme))
 			}
 			if k == lowerASCII(v) {
 				continue
