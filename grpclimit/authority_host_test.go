@@ -61,15 +61,16 @@ func testTLS(t *testing.T) (server, client credentials.TransportCredentials) {
 
 // TestAuthorityKeyIsCanonical serves a quota of one call a minute per
 // host, keyed by Metadata(":authority"), over loopback with TLS and
-// without. "example.com", "example.com." and, over TLS,
-// "example.com:443" (without, "example.com:80") name one host, and each
-// was a key of its own: a client, which chooses its authority
-// (grpc.WithAuthority), got a fresh quota per spelling, and a rule naming
-// the host missed all but one. They now share the quota of
-// MetadataKey(":authority", "example.com"). The transport's security tells
-// the default port, as it tells grpc-go's client which :scheme to send; a
-// port that is not the default is a host of its own, and an IPv6 literal
-// keeps its brackets and loses its default port.
+// without. "example.com", "example.com.", "example.com:443" and
+// "example.com:80" name one host, with TLS or without, and each was a key
+// of its own: a client, which chooses its authority (grpc.WithAuthority),
+// got a fresh quota per spelling, and a rule naming the host missed all
+// but one. They now share the quota of MetadataKey(":authority",
+// "example.com"), which is MetadataKey(":authority", "example.com:443"):
+// before, the default port was told by the transport's security, so a
+// rule written with ":443" named no call over TLS. A port other than 443
+// and 80 is a host of its own, and an IPv6 literal keeps its brackets and
+// loses its default port.
 func TestAuthorityKeyIsCanonical(t *testing.T) {
 	type sent struct {
 		authority string
@@ -78,6 +79,8 @@ func TestAuthorityKeyIsCanonical(t *testing.T) {
 	}
 	example := grpclimit.MetadataKey(":authority", "example.com")
 	require.Equal(t, "header::authority:example.com", example)
+	require.Equal(t, example, grpclimit.MetadataKey(":authority", "Example.com.:0443"))
+	require.Equal(t, example, grpclimit.MetadataKey(":authority", "example.com:80"))
 	serverTLS, clientTLS := testTLS(t)
 	for _, c := range []struct {
 		name     string
@@ -91,7 +94,7 @@ func TestAuthorityKeyIsCanonical(t *testing.T) {
 			{"example.com:443", codes.ResourceExhausted, example},
 			{"Example.Com.:0443", codes.ResourceExhausted, example},
 			{"example.com:8443", codes.OK, "header::authority:example.com:8443"},
-			{"example.com:80", codes.OK, "header::authority:example.com:80"},
+			{"example.com:80", codes.ResourceExhausted, example},
 			{"[::1]:443", codes.OK, "header::authority:[::1]"},
 			{"[0:0::1]", codes.ResourceExhausted, "header::authority:[::1]"},
 		}},
@@ -99,7 +102,7 @@ func TestAuthorityKeyIsCanonical(t *testing.T) {
 			{"example.com", codes.OK, example},
 			{"EXAMPLE.com.", codes.ResourceExhausted, example},
 			{"example.com:80", codes.ResourceExhausted, example},
-			{"example.com:443", codes.OK, "header::authority:example.com:443"},
+			{"example.com:443", codes.ResourceExhausted, example},
 			{"[::1]:80", codes.OK, "header::authority:[::1]"},
 			{"[::1]", codes.ResourceExhausted, "header::authority:[::1]"},
 		}},

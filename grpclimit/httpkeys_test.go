@@ -121,8 +121,7 @@ func TestProxyHeaderWithSpacesReadsTheEntry(t *testing.T) {
 
 // TestHostKeysDifferInKindFromHTTPLimits pins what the README says of a
 // service that limits an HTTP and a gRPC server by host: the host gets
-// the same canonical form over both (TLS making 443 its default port, a
-// plain connection 80), under two kinds, "header:host" and
+// the same canonical form over both, with TLS or without, under two kinds, "header:host" and
 // "header::authority", so the two keys, and quotas, are apart.
 func TestHostKeysDifferInKindFromHTTPLimits(t *testing.T) {
 	for _, tc := range []struct {

@@ -233,18 +233,16 @@ func (k *ipKey) find(ctx context.Context) (string, bool) {
 // as any entry but put in the canonical form of a host that
 // httplimit.Header("Host") gives it (the same code), so that the spellings
 // of one host share its quota: in lower case, without one trailing dot,
-// and without the port when it is the default of the call's scheme, 443
-// for a call over TLS (a peer whose AuthInfo is TLS's, the credentials for
-// which grpc-go's client sends ":scheme https"), 80 for any other. So
-// "API.Example.com", "api.example.com." and, over TLS,
-// "api.example.com:443" are all "header::authority:api.example.com". Any
-// other port stays, as a host of its own ("api.example.com:8443"; port
-// 443 without TLS, as behind a proxy that ends it); a port's leading zeros
-// are dropped and an empty port is none; an IPv6 literal keeps its
-// brackets, in its RFC 5952 text, and loses its default port too; a value
-// that is no host [":" port] (":443", "::1", "[::1", a port past 65535) is
-// kept as sent, in lower case. The client writes its authority as freely
-// as any other entry (grpc.WithAuthority).
+// and without the port when it is a default port of the web, 443 or 80,
+// whatever the call's transport security. So "API.Example.com",
+// "api.example.com." and "api.example.com:443" are all
+// "header::authority:api.example.com". Any other port stays, as a host of
+// its own ("api.example.com:8443"); a port's leading zeros are dropped and
+// an empty port is none; an IPv6 literal keeps its brackets, in its RFC
+// 5952 text, and loses a default port too; a value that is no host [":"
+// port] (":443", "::1", "[::1", a port past 65535, a space inside) is kept
+// as sent, in lower case. The client writes its authority as freely as
+// any other entry (grpc.WithAuthority), a port of its choosing included.
 //
 // The key's kind is "header::authority", not httplimit's "header:host":
 // the same host has a key under each, so a service that limits both an
@@ -263,7 +261,7 @@ func Metadata(name string) KeyFunc {
 		if len(v) == 0 {
 			return "", false
 		}
-		switch s := entryValue(keys, binary, v[0], scheme(ctx, keys)); {
+		switch s := entryValue(keys, binary, v[0]); {
 		case s == "":
 			return "", false
 		case len(s) > transport.MaxHeaderValue:
@@ -295,7 +293,7 @@ func OutgoingMetadata(name string) KeyFunc {
 	return func(ctx context.Context, _ string, _ any) (string, bool) {
 		md, _ := metadata.FromOutgoingContext(ctx)
 		if v := md.Get(key); len(v) > 0 {
-			if s := entryValue(keys, binary, v[0], transport.NoScheme); s != "" {
+			if s := entryValue(keys, binary, v[0]); s != "" {
 				return keys.Key(s), true
 			}
 		}
@@ -310,25 +308,13 @@ func isBinary(key string) bool { return strings.HasSuffix(key, "-bin") }
 // entryValue returns v, a value of the metadata entry whose keys are keys,
 // as a key is made of it: the field value of a text entry, without the
 // spaces and tabs around it (grpc-go passes them on), and for :authority
-// the canonical form of its host for a call that came by s (see
-// transport.Host), and the bytes of a binary entry as they are.
-func entryValue(keys transport.HeaderKeys, binary bool, v string, s transport.Scheme) string {
+// the canonical form of its host (see transport.Host), and the bytes of a
+// binary entry as they are.
+func entryValue(keys transport.HeaderKeys, binary bool, v string) string {
 	if binary {
 		return v
 	}
-	return keys.Value(v, s)
-}
-
-// scheme returns the scheme of the call in ctx for the host that keys
-// read: HTTPS when the call came over TLS, as grpc-go's client says
-// ":scheme https" for TLS credentials alone, else HTTP. It looks at the
-// peer only for a host (:authority): no other entry's key depends on it.
-func scheme(ctx context.Context, keys transport.HeaderKeys) transport.Scheme {
-	if !keys.IsHost() {
-		return transport.NoScheme
-	}
-	p, ok := peer.FromContext(ctx)
-	return transport.SchemeOf(ok && p.AuthInfo != nil && p.AuthInfo.AuthType() == "tls")
+	return keys.Value(v)
 }
 
 // MetadataKey returns the key [Metadata](name) finds in a call whose entry
@@ -337,15 +323,13 @@ func scheme(ctx context.Context, keys transport.HeaderKeys) transport.Scheme {
 // "premium"); a value longer than 256 bytes gives its digest's key, and
 // spaces and tabs around name, and around value but for a binary ("-bin")
 // entry's, are dropped, as Metadata drops them, and an :authority value is
-// put in the canonical form of Metadata's, with one difference: no call
-// tells its scheme, so every port is kept. Name a host served on its
-// scheme's default port without the port: MetadataKey(":authority",
-// "API.Example.com.") is "header::authority:api.example.com", the key of
-// that host over TLS with or without ":443".
+// put in the canonical form of Metadata's: MetadataKey(":authority",
+// "API.Example.com.:443") is "header::authority:api.example.com", the key
+// of every spelling of that host, with or without its port 443 or 80.
 func MetadataKey(name, value string) string {
 	name = strings.Trim(name, " \t")
 	keys := transport.NewHeaderKeys(name)
-	return keys.Key(entryValue(keys, isBinary(strings.ToLower(name)), value, transport.NoScheme))
+	return keys.Key(entryValue(keys, isBinary(strings.ToLower(name)), value))
 }
 
 // FromRequest returns a KeyFunc that reads a key from the request message

@@ -16,14 +16,17 @@ import (
 // TestHostKeyIsCanonical serves a quota of one request a minute per host,
 // keyed by Header("Host"), on real servers over loopback: over TLS with
 // HTTP/1.1 and HTTP/2, and over plain HTTP/1.1. "example.com",
-// "example.com." and, over TLS, "example.com:443" (over plain HTTP,
-// "example.com:80") name one host, and each was a key of its own: a client
-// that writes its Host header got a fresh quota per spelling, four and
-// more (":0443", an empty port), and a rule naming the host missed all but
-// one. They now share the quota of HeaderKey("Host", "example.com"). A
-// port that is not the scheme's default is a host of its own, over TLS
-// port 80 too, and over plain HTTP port 443; an IPv6 literal keeps its
-// brackets and loses its default port.
+// "example.com.", "example.com:443" and "example.com:80" name one host,
+// over either scheme, and each was a key of its own: a client that writes
+// its Host header got a fresh quota per spelling, four and more (":0443",
+// an empty port), and a rule naming the host missed all but one. They now
+// share the quota of HeaderKey("Host", "example.com"), which is
+// HeaderKey("Host", "example.com:443"): a rule written with the port
+// names the host. Over plain HTTP, ":443" is what a proxy that ends TLS
+// forwards, and over TLS ":80" is the same host; both were keys of their
+// own, and a rule written "example.com:443" never matched a request over
+// TLS. A port other than 443 and 80 is a host of its own; an IPv6 literal
+// keeps its brackets and loses its default port.
 func TestHostKeyIsCanonical(t *testing.T) {
 	const (
 		pass = http.StatusOK
@@ -36,6 +39,8 @@ func TestHostKeyIsCanonical(t *testing.T) {
 	}
 	example := httplimit.HeaderKey("Host", "example.com")
 	require.Equal(t, "header:host:example.com", example)
+	require.Equal(t, example, httplimit.HeaderKey("Host", "Example.com.:0443"))
+	require.Equal(t, example, httplimit.HeaderKey("Host", "example.com:80"))
 	overTLS := []sent{
 		{"example.com", pass, example},
 		{"EXAMPLE.com.", deny, example},
@@ -44,7 +49,7 @@ func TestHostKeyIsCanonical(t *testing.T) {
 		{"example.com:", deny, example},
 		{"example.com:8443", pass, "header:host:example.com:8443"},
 		{"example.com.:8443", deny, "header:host:example.com:8443"},
-		{"example.com:80", pass, "header:host:example.com:80"},
+		{"example.com:80", deny, example},
 		{"[::1]:443", pass, "header:host:[::1]"},
 		{"[0:0::1]", deny, "header:host:[::1]"},
 		{"[::1]:8443", pass, "header:host:[::1]:8443"},
@@ -54,7 +59,7 @@ func TestHostKeyIsCanonical(t *testing.T) {
 		{"EXAMPLE.com.", deny, example},
 		{"example.com:80", deny, example},
 		{"example.com.:080", deny, example},
-		{"example.com:443", pass, "header:host:example.com:443"},
+		{"example.com:443", deny, example},
 		{"example.com:8080", pass, "header:host:example.com:8080"},
 		{"[::1]:80", pass, "header:host:[::1]"},
 		{"[::1]", deny, "header:host:[::1]"},

@@ -44,21 +44,21 @@ type KeyFunc func(r *http.Request) (key string, ok bool)
 // so that the spellings of one host share its quota and the rule that
 // names it: in lower case, since a host name's case carries no meaning;
 // without one trailing dot, the name written fully qualified; and without
-// the port when it is the default of the request's scheme, 443 for a
-// request that came over TLS (r.TLS set), 80 for one that did not. So
-// "API.Example.com", "api.example.com." and, over TLS,
+// the port when it is a default port of the web, 443 or 80, whatever the
+// scheme the request came by (a proxy that ends TLS forwards ":443" over
+// plain HTTP). So "API.Example.com", "api.example.com." and
 // "api.example.com:443" are all "header:host:api.example.com". Any other
-// port stays, as a host of its own: "api.example.com:8443" always, and
-// "api.example.com:443" over plain HTTP, which is how a request reaches a
-// server behind a proxy that ends TLS (where a client that sends the port
-// has a second key). A port's leading zeros are dropped and an empty port
-// is none ("api.example.com:" is api.example.com); an IPv6 literal keeps
-// its brackets, in its RFC 5952 text, and loses its default port too
-// ("[::1]:443" over TLS is "[::1]"). A host that is none of these (":443",
-// "::1" without brackets, "[::1", a port past 65535) is kept as sent, in
-// lower case: a key of its own, never another host's. A request without a
-// host (HTTP/1.0 without a Host header, or an empty one) finds no key. A
-// client writes the host as freely as any other header.
+// port stays, as a host of its own ("api.example.com:8443"). A port's
+// leading zeros are dropped and an empty port is none ("api.example.com:"
+// is api.example.com); an IPv6 literal keeps its brackets, in its RFC 5952
+// text, and loses a default port too ("[::1]:443" is "[::1]"). A host that
+// is none of these (":443", "::1" without brackets, "[::1", a port past
+// 65535, a space inside) is kept as sent, in lower case: a key of its own,
+// never another host's. A request without a host (HTTP/1.0 without a Host
+// header, or an empty one) finds no key. A client writes the host as
+// freely as any other header, a port of its choosing included: a limit
+// per host bounds the clients that name a host plainly, not one that
+// means to spend more.
 //
 // A value longer than 256 bytes is keyed by its SHA-256 instead, as
 // "header-sha256:x-api-key:" and the digest in hex, so that a client sending
@@ -80,7 +80,7 @@ func Header(name string) KeyFunc {
 		// net/http moves the Host header (HTTP/2's :authority) of a
 		// request it serves to r.Host, out of r.Header.
 		return func(r *http.Request) (string, bool) {
-			if s := keys.Value(r.Host, transport.SchemeOf(r.TLS != nil)); s != "" {
+			if s := keys.Value(r.Host); s != "" {
 				return keys.Key(s), true
 			}
 			return "", false
@@ -88,7 +88,7 @@ func Header(name string) KeyFunc {
 	}
 	return func(r *http.Request) (string, bool) {
 		if v := r.Header[key]; len(v) > 0 {
-			if s := keys.Value(v[0], transport.NoScheme); s != "" {
+			if s := keys.Value(v[0]); s != "" {
 				return keys.Key(s), true
 			}
 		}
@@ -102,15 +102,12 @@ func Header(name string) KeyFunc {
 // rule set names the same callers over HTTP and gRPC. A value longer than 256
 // bytes gives its digest's key, as Header does, spaces and tabs around
 // name and value are dropped, as Header drops them, and a Host value is
-// put in the canonical form of Header("Host"), with one difference: no
-// request tells its scheme, so every port is kept. Name a host served on
-// its scheme's default port without the port: HeaderKey("Host",
-// "API.Example.com.") is "header:host:api.example.com", the key of that
-// host over TLS with or without ":443", and HeaderKey("Host",
-// "api.example.com:443") is the key of port 443 over plain HTTP.
+// put in the canonical form of Header("Host"): HeaderKey("Host",
+// "API.Example.com.:443") is "header:host:api.example.com", the key of
+// every spelling of that host, with or without its port 443 or 80.
 func HeaderKey(name, value string) string {
 	keys := transport.NewHeaderKeys(strings.Trim(name, " \t"))
-	return keys.Key(keys.Value(value, transport.NoScheme))
+	return keys.Key(keys.Value(value))
 }
 
 // ContextValue returns a KeyFunc that reads the value stored under key in the

@@ -8,7 +8,7 @@
 //     that keys of two kinds never collide: an API key that reads like an
 //     address is not that address.
 //   - Host keys. The Host header and :authority in one canonical form per
-//     host (case, a trailing dot, the scheme's default port), see Host.
+//     host (case, a trailing dot, the port 443 or 80), see Host.
 //   - Client IP. The peer's address, or behind trusted proxies the forwarding
 //     header read right to left; IPv6 grouped by /64.
 //   - Policy texts. The derived policy name and the RateLimit-Policy and

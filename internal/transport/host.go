@@ -5,45 +5,10 @@ import (
 	"strings"
 )
 
-// Scheme is what a host key knows of the scheme a request came by: the
-// port that is its default, which a key drops (see Host).
-type Scheme uint8
-
-const (
-	// NoScheme is a host named outside any request, as a rule names it:
-	// no port is a default, so every port is kept.
-	NoScheme Scheme = iota
-	// HTTP is a request over plain HTTP (TCP, or h2c): port 80 is its
-	// default.
-	HTTP
-	// HTTPS is a request over TLS: port 443 is its default.
-	HTTPS
-)
-
-// SchemeOf returns HTTPS for a request that came over TLS, else HTTP.
-func SchemeOf(tls bool) Scheme {
-	if tls {
-		return HTTPS
-	}
-	return HTTP
-}
-
-// defaultPort returns the port that s leaves out of a URI, in decimal,
-// and "" for none.
-func (s Scheme) defaultPort() string {
-	switch s {
-	case HTTP:
-		return "80"
-	case HTTPS:
-		return "443"
-	}
-	return ""
-}
-
 // Host returns the canonical form of a host as a Host header or an
-// :authority holds it, host [":" port], for a request that came by s, so
-// that the spellings of one host a client may send make one key (RFC 3986
-// sections 3.2.2, 3.2.3 and 6.2.3):
+// :authority holds it, host [":" port], so that the spellings of one host
+// a client may send, and a rule may write, make one key (RFC 3986 sections
+// 3.2.2, 3.2.3 and 6.2.3):
 //
 //   - ASCII letters in lower case ("API.Example.com" is api.example.com);
 //   - one trailing dot of a name dropped ("example.com." is example.com,
@@ -55,27 +20,29 @@ func (s Scheme) defaultPort() string {
 //     ("[0:0::1]" is [::1]), unless it has a zone, which is kept as sent;
 //   - a port's leading zeros dropped (":0443" is :443), and an empty port
 //     with its colon ("example.com:" is example.com);
-//   - the port dropped when it is s's default: 443 over HTTPS, 80 over
-//     HTTP ("example.com:443" over TLS is example.com). Any other port
-//     stays ("example.com:8443", and "example.com:443" over plain HTTP,
-//     are keys of their own).
+//   - the port dropped when it is a default port of the web, 443 (https)
+//     or 80 (http), whatever the scheme the request came by
+//     ("example.com:443" and "example.com:80" are example.com). The host
+//     without a port is one key over both schemes already, and the scheme
+//     a request came by is not the one its client wrote: a proxy that ends
+//     TLS forwards "example.com:443" over plain HTTP. Any other port stays
+//     ("example.com:8443" is a key of its own).
 //
 // A value that is no host [":" port] (an empty host, as in ":443"; a host
 // holding a space, a tab or another control byte, "example.com :443",
 // whose port dropped would leave a key ending in a space that no trimmed
-// rule names; an
-// unbracketed IPv6 address, "::1", whose port cannot be told from its last
-// group; a bracket left open, "[::1"; a port that is not a number, or
-// past 65535) is kept as sent, in lower case. Every value Host changes
-// otherwise is a host [":" port] of that form, so such a value never
-// becomes the key of another host, nor an empty one, and a key is its own
-// canonical form as a rule names it: Host(Host(v, s), NoScheme) is
-// Host(v, s). Host allocates once when it changes a
-// letter's case, a port's digits or an IPv6 literal, or drops a trailing
-// dot before a port it keeps ("example.com.:8443"), and twice when it
-// changes the case and one of the others ("Example.com:08443"); dropping
-// a dot or a default port alone costs nothing.
-func Host(v string, s Scheme) string {
+// rule names; an unbracketed IPv6 address, "::1", whose port cannot be
+// told from its last group; a bracket left open, "[::1"; a port that is
+// not a number, or past 65535) is kept as sent, in lower case. Every value
+// Host changes otherwise is a host [":" port] of that form, so such a
+// value never becomes the key of another host, nor an empty one, and a
+// key is its own canonical form: Host(Host(v)) is Host(v). Host allocates
+// once when it changes a letter's case, a port's digits or an IPv6
+// literal, or drops a trailing dot before a port it keeps
+// ("example.com.:8443"), and twice when it changes the case and one of the
+// others ("Example.com:08443"); dropping a dot or a default port alone
+// costs nothing.
+func Host(v string) string {
 	v = lowerASCII(v)
 	host, digits, ok := splitHostPort(v)
 	if !ok {
@@ -98,7 +65,7 @@ func Host(v string, s Scheme) string {
 		port = "0" // port 0, written with zeros
 	}
 	switch {
-	case port == "" || port == s.defaultPort():
+	case port == "" || port == "443" || port == "80":
 		return name
 	case name == host && port == digits:
 		return v // unchanged: no allocation

@@ -61,27 +61,22 @@ func NewHeaderKeys(name string) HeaderKeys {
 // Value returns the text of a field value v that a key is made of: v
 // without the spaces and tabs around it, which are no part of an HTTP
 // field's value (RFC 9110 section 5.5; its OWS, and nothing else), and
-// for Host and :authority that host in its canonical form for a request
-// that came by s (see Host): in lower case, without a trailing dot, and
-// without s's default port, since "API.Example.com", "api.example.com."
-// and, over TLS, "api.example.com:443" name one host, and a client must
-// not get a quota per spelling of it. s is NoScheme for a host named
-// outside a request (a rule's), and matters for no other header. An
-// HTTP/1.1 parser strips the whitespace; HTTP/2, and so gRPC, forbids it
-// (RFC 9113 section 8.2.1), but Go's HTTP/2 server and grpc-go pass it
-// on, and a key made of the value as it came would change with the
-// whitespace a client adds. Value allocates only when Host does.
-func (h HeaderKeys) Value(v string, s Scheme) string {
+// for Host and :authority that host in its canonical form (see Host): in
+// lower case, without a trailing dot, and without a default port of the
+// web, since "API.Example.com", "api.example.com." and
+// "api.example.com:443" name one host, and a client must not get a quota
+// per spelling of it. An HTTP/1.1 parser strips the whitespace; HTTP/2,
+// and so gRPC, forbids it (RFC 9113 section 8.2.1), but Go's HTTP/2
+// server and grpc-go pass it on, and a key made of the value as it came
+// would change with the whitespace a client adds. Value allocates only
+// when Host does.
+func (h HeaderKeys) Value(v string) string {
 	v = strings.Trim(v, " \t")
 	if h.host {
-		v = Host(v, s)
+		v = Host(v)
 	}
 	return v
 }
-
-// IsHost reports whether the header names a host, Host or :authority,
-// whose value Value puts in its canonical form.
-func (h HeaderKeys) IsHost() bool { return h.host }
 
 // lowerASCII returns s with its ASCII letters in lower case, s itself when
 // it holds no upper-case one. Other bytes are kept: a host name is ASCII,
