@@ -30,15 +30,20 @@ import (
 // among opts, which the service cannot see, would be enforced under a
 // capacity the service reports as the limit, and by a limit whose own burst
 // is its limit too (one limiter with the limit without a burst); so when
-// opts hold a [hotlimit.WithBurst], every limiter fails to build, with an
-// error wrapping [hotlimit.ErrInvalidConfig] that says where the burst goes.
+// opts hold a [hotlimit.WithBurst] other than 0, every limiter fails to
+// build, with an error wrapping [hotlimit.ErrInvalidConfig] that says where
+// the burst goes. A WithBurst(0) among opts, no burst, leaves the service's.
 func Factory(client redis.UniversalClient, opts ...hotlimit.Option) hotlimit.Factory {
 	defBurst := hotlimit.NewOptions(opts...).Burst
 	return func(c hotlimit.Config, more ...hotlimit.Option) (hotlimit.Limiter, error) {
 		if defBurst != 0 {
 			return nil, fmt.Errorf("redislimit: Factory given hotlimit.WithBurst(%d): the default burst goes among the service's options (envoyrls.WithLimiterOptions for an envoyrls.Server), which give it to the token buckets and GCRAs that set none and report it: %w", defBurst, hotlimit.ErrInvalidConfig)
 		}
+		// The burst is the service's, among more: a WithBurst(0) among
+		// opts would otherwise build the limit without the burst the
+		// service reports and keys by.
 		all := append(slices.Clip(more), opts...)
+		all = append(all, hotlimit.WithBurst(hotlimit.NewOptions(more...).Burst))
 		if !CanLease(c.Algorithm) && read(hotlimit.NewOptions(all...)).leaseSize > 0 {
 			all = append(all, WithLease(0, 0))
 		}
