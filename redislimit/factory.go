@@ -16,7 +16,9 @@ import (
 // The service's own options (a clock, its default burst) come first, then
 // opts. A [WithLease] among them is for the limits that can lease
 // ([CanLease]): the others are built without it, and ask Redis on every
-// request, where New alone rejects a lease for them.
+// request, where New alone rejects a lease for them; a lease that New
+// rejects for the limits that can lease (its ttl shorter than a tick of the
+// clock) is an error for them too.
 //
 // The default burst of the token buckets and GCRAs that set none is the
 // service's to give, among its own options:
@@ -44,7 +46,13 @@ func Factory(client redis.UniversalClient, opts ...hotlimit.Option) hotlimit.Fac
 		// service reports and keys by.
 		all := append(slices.Clip(more), opts...)
 		all = append(all, hotlimit.WithBurst(hotlimit.NewOptions(more...).Burst))
-		if !CanLease(c.Algorithm) && read(hotlimit.NewOptions(all...)).leaseSize > 0 {
+		if s := read(hotlimit.NewOptions(all...)); !CanLease(c.Algorithm) && s.leaseSize > 0 && s.invalidated == nil {
+			// A lease New would reject for a limit that can lease is an
+			// error here too, so that a rule set's lease is valid or not
+			// whatever its algorithms (New reports an invalid option's).
+			if err := s.leaseErr(tick(all)); err != nil {
+				return nil, fmt.Errorf("redislimit: %v: %w", c, err)
+			}
 			all = append(all, WithLease(0, 0))
 		}
 		l, err := New(client, c, all...)

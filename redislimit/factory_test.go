@@ -137,3 +137,23 @@ func TestFactoryBurstZeroKeepsTheServices(t *testing.T) {
 	assert.Equal(t, 19, d.Remaining)
 	assert.True(t, svc.Take("eve", "a", 20).Allowed, "the capacity at once")
 }
+
+// TestFactoryLeaseTooShortForEvery: a lease New rejects for the limits that
+// can lease, its ttl shorter than a tick of Redis's TIME, is an error for the
+// sliding limits too, which the factory builds without it: a rule set of
+// sliding limits alone built with it, and one that then gained a token bucket
+// failed. Within a tick of the limiter's clock (a ns of hotlimit.WithClock's)
+// it builds.
+func TestFactoryLeaseTooShortForEvery(t *testing.T) {
+	srv := redistest.Start(t)
+	client := newClient(t, srv)
+	for _, a := range []hotlimit.Algorithm{hotlimit.SlidingLog, hotlimit.SlidingCounter, hotlimit.TokenBucket} {
+		rules := service.Rules{Default: service.Limits{{Algorithm: a, Limit: 10, Window: time.Minute}}}
+		_, err := service.NewFromRules(rules, hotlimit.WithFactory(redislimit.Factory(client, redislimit.WithLease(3, 500*time.Nanosecond))))
+		require.ErrorIs(t, err, hotlimit.ErrInvalidConfig, "%v", a)
+		assert.ErrorContains(t, err, "the lease ttl 500ns is shorter than a tick of the clock, 1µs", "%v", a)
+		svc, err := service.NewFromRules(rules, frozenClock(), hotlimit.WithFactory(redislimit.Factory(client, redislimit.WithLease(3, 500*time.Nanosecond))))
+		require.NoError(t, err, "%v", a)
+		_ = svc.Close()
+	}
+}
