@@ -16,7 +16,9 @@ import (
 // The service's own options (a clock, its default burst) come first, then
 // opts. A [WithLease] among them is for the limits that can lease
 // ([CanLease]): the others are built without it, and ask Redis on every
-// request, where New alone rejects a lease for them.
+// request, where New alone rejects a lease for them; a lease that New
+// rejects for the limits that can lease (its ttl shorter than a tick of the
+// clock) is an error for them too.
 //
 // The default burst of the token buckets and GCRAs that set none is the
 // service's to give, among its own options:
@@ -30,16 +32,27 @@ import (
 // among opts, which the service cannot see, would be enforced under a
 // capacity the service reports as the limit, and by a limit whose own burst
 // is its limit too (one limiter with the limit without a burst); so when
-// opts hold a [hotlimit.WithBurst], every limiter fails to build, with an
-// error wrapping [hotlimit.ErrInvalidConfig] that says where the burst goes.
+// opts hold a [hotlimit.WithBurst] other than 0, every limiter fails to
+// build, with an error wrapping [hotlimit.ErrInvalidConfig] that says where
+// the burst goes. A WithBurst(0) among opts, no burst, leaves the service's.
 func Factory(client redis.UniversalClient, opts ...hotlimit.Option) hotlimit.Factory {
 	defBurst := hotlimit.NewOptions(opts...).Burst
 	return func(c hotlimit.Config, more ...hotlimit.Option) (hotlimit.Limiter, error) {
 		if defBurst != 0 {
 			return nil, fmt.Errorf("redislimit: Factory given hotlimit.WithBurst(%d): the default burst goes among the service's options (envoyrls.WithLimiterOptions for an envoyrls.Server), which give it to the token buckets and GCRAs that set none and report it: %w", defBurst, hotlimit.ErrInvalidConfig)
 		}
+		// The burst is the service's, among more: a WithBurst(0) among
+		// opts would otherwise build the limit without the burst the
+		// service reports and keys by.
 		all := append(slices.Clip(more), opts...)
-		if !CanLease(c.Algorithm) && read(hotlimit.NewOptions(all...)).leaseSize > 0 {
+		all = append(all, hotlimit.WithBurst(hotlimit.NewOptions(more...).Burst))
+		if s := read(hotlimit.NewOptions(all...)); !CanLease(c.Algorithm) && s.leaseSize > 0 && s.invalidated == nil {
+			// A lease New would reject for a limit that can lease is an
+			// error here too, so that a rule set's lease is valid or not
+			// whatever its algorithms (New reports an invalid option's).
+			if err := s.leaseErr(tick(all)); err != nil {
+				return nil, fmt.Errorf("redislimit: %v: %w", c, err)
+			}
 			all = append(all, WithLease(0, 0))
 		}
 		l, err := New(client, c, all...)

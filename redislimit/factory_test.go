@@ -116,3 +116,44 @@ func TestFactoryLeaseWhereItCan(t *testing.T) {
 		hotlimit.WithFactory(redislimit.Factory(client, redislimit.WithLease(3, 0))))
 	assert.ErrorContains(t, err, "lease ttl 0s must be positive")
 }
+
+// TestFactoryBurstZeroKeepsTheServices: a hotlimit.WithBurst(0) among the
+// factory's options, no burst of its own, leaves the service's default burst
+// to the token buckets that set none, which the service reports as their
+// capacity: it does not undo it, as it did when it came after the service's
+// options, leaving a bucket of the limit whose reported capacity of 20
+// never passed at once.
+func TestFactoryBurstZeroKeepsTheServices(t *testing.T) {
+	srv := redistest.Start(t)
+	client := newClient(t, srv)
+	def := service.Limits{{Algorithm: hotlimit.TokenBucket, Limit: 10, Window: time.Minute}}
+	svc, err := service.NewFromRules(service.Rules{Default: def}, frozenClock(), hotlimit.WithBurst(20),
+		hotlimit.WithFactory(redislimit.Factory(client, hotlimit.WithBurst(0), redislimit.WithTimeout(exactTimeout))))
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = svc.Close() })
+	d, p := svc.TakePolicy("bob", "a", 1)
+	require.True(t, d.Allowed)
+	assert.Equal(t, 20, p.Capacity(), "the capacity reported")
+	assert.Equal(t, 19, d.Remaining)
+	assert.True(t, svc.Take("eve", "a", 20).Allowed, "the capacity at once")
+}
+
+// TestFactoryLeaseTooShortForEvery: a lease New rejects for the limits that
+// can lease, its ttl shorter than a tick of Redis's TIME, is an error for the
+// sliding limits too, which the factory builds without it: a rule set of
+// sliding limits alone built with it, and one that then gained a token bucket
+// failed. Within a tick of the limiter's clock (a ns of hotlimit.WithClock's)
+// it builds.
+func TestFactoryLeaseTooShortForEvery(t *testing.T) {
+	srv := redistest.Start(t)
+	client := newClient(t, srv)
+	for _, a := range []hotlimit.Algorithm{hotlimit.SlidingLog, hotlimit.SlidingCounter, hotlimit.TokenBucket} {
+		rules := service.Rules{Default: service.Limits{{Algorithm: a, Limit: 10, Window: time.Minute}}}
+		_, err := service.NewFromRules(rules, hotlimit.WithFactory(redislimit.Factory(client, redislimit.WithLease(3, 500*time.Nanosecond))))
+		require.ErrorIs(t, err, hotlimit.ErrInvalidConfig, "%v", a)
+		assert.ErrorContains(t, err, "the lease ttl 500ns is shorter than a tick of the clock, 1µs", "%v", a)
+		svc, err := service.NewFromRules(rules, frozenClock(), hotlimit.WithFactory(redislimit.Factory(client, redislimit.WithLease(3, 500*time.Nanosecond))))
+		require.NoError(t, err, "%v", a)
+		_ = svc.Close()
+	}
+}

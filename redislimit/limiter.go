@@ -289,12 +289,12 @@ func New(client redis.UniversalClient, c hotlimit.Config, opts ...hotlimit.Optio
 		// as service.NewLimiter says, whatever the failure policy
 		return nil, fmt.Errorf("redislimit: Config.Scope %v: a limiter on its own counts the keys it is given; only a rule of a Service has a scope: %w", c.Scope, hotlimit.ErrInvalidConfig)
 	}
-	l := &Limiter{client: client, c: c, script: scripts[c.Algorithm], set: read(o), unit: time.Microsecond}
+	l := &Limiter{client: client, c: c, script: scripts[c.Algorithm], set: read(o), unit: tick(opts)}
 	if l.set.invalidated != nil {
 		return nil, l.set.invalidated
 	}
 	if usesClock(opts) {
-		l.clock, l.unit = o.Clock, time.Nanosecond
+		l.clock = o.Clock
 	}
 	if err := l.checkRange(); err != nil {
 		return nil, err
@@ -381,11 +381,30 @@ func (l *Limiter) checkRange() error {
 		return fail("the sliding log keeps at most 65536 times per key")
 	case l.set.leaseSize > 0 && !CanLease(c.Algorithm):
 		return fail("a lease needs TokenBucket, GCRA or FixedWindow")
-	case l.set.leaseSize > 0 && l.set.leaseTTL < l.unit:
-		// a lease lasts whole ticks: it would expire as it is granted
-		return fail("the lease ttl %v is shorter than a tick of the clock, %v", l.set.leaseTTL, l.unit)
+	}
+	if err := l.set.leaseErr(l.unit); err != nil {
+		return fmt.Errorf("redislimit: %v: %w", c, err)
 	}
 	return nil
+}
+
+// leaseErr returns an error wrapping [hotlimit.ErrInvalidConfig] when s
+// holds a lease whose ttl is shorter than unit, a tick of the limiter's
+// clock: a lease lasts whole ticks, so it would expire as it is granted.
+func (s settings) leaseErr(unit time.Duration) error {
+	if s.leaseSize > 0 && s.leaseTTL < unit {
+		return fmt.Errorf("the lease ttl %v is shorter than a tick of the clock, %v: %w", s.leaseTTL, unit, hotlimit.ErrInvalidConfig)
+	}
+	return nil
+}
+
+// tick is the duration of a tick of the clock of a limiter built with opts:
+// a ns of a [hotlimit.WithClock] clock, else a µs of Redis's TIME.
+func tick(opts []hotlimit.Option) time.Duration {
+	if usesClock(opts) {
+		return time.Nanosecond
+	}
+	return time.Microsecond
 }
 
 // CanLease reports whether [WithLease] applies to a limiter of algorithm a,

@@ -281,7 +281,8 @@ func WithHook(hook func(Event)) hotlimit.Option {
 // keep ttl well under the window.
 //
 // Given to [Factory], the lease is for the limits that can lease
-// ([CanLease]); the others are built without it.
+// ([CanLease]); the others are built without it, an invalid lease failing
+// them too.
 //
 // size <= 0 turns the lease off, the default; ttl must be positive, and New
 // rejects one shorter than a tick of the limiter's clock (a µs of Redis's
