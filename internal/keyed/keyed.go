@@ -284,6 +284,51 @@ func (m *Map[C]) Load(key string) *C {
 	return (*C)(unsafe.Pointer(n))
 }
 
+// Found is a lookup of a limiter's hot path split in two around its clock
+// reading: Find locates key's node by the key's hash alone, reading the
+// table's slots but not the node, and Cell confirms the node's key, after
+// the clock, next to the limiter's first load of the cell's word. On a hot
+// key, other cores' CASes keep taking the cell's cache line, which holds the
+// node's key too: a lookup that compared the key before a clock reading
+// fetched the line for the key, lost it during the reading, and fetched it
+// again for the word. The node is still read from the map before the clock
+// reading, as the limiters' arguments need (a caller of a cell read the
+// clock after the map gave it the cell), and a node's key never changes, so
+// confirming it later confirms the lookup.
+type Found[C any] struct {
+	n *node[C] // the node found or inserted; nil: the key cap turned key away
+}
+
+// Find returns the node of key's hash, or, on a miss, inserts key as Get
+// does. Call Cell after the clock reading. It is small enough to inline, as
+// Load is.
+func (m *Map[C]) Find(key string) Found[C] {
+	return Found[C]{m.find(key)}
+}
+
+// find is Find's lookup: the node of key's hash, or Get's insertion on a
+// miss (nil: the key cap had no room).
+func (m *Map[C]) find(key string) *node[C] {
+	if n := m.cells.candidate(key); n != nil {
+		return n
+	}
+	return (*node[C])(unsafe.Pointer(m.insert(key))) // cell is node's first field
+}
+
+// Full reports that Find missed key and the key cap had no room for it: Get
+// would have returned nil.
+func (f Found[C]) Full() bool { return f.n == nil }
+
+// Cell returns key's cell if the node Find found is key's; nil when it is
+// another key's node of the same hash (or Full). On nil, call Get, which
+// looks key up in full, and read the clock again after it.
+func (f Found[C]) Cell(key string) *C {
+	if f.n == nil || f.n.key != key {
+		return nil
+	}
+	return &f.n.cell
+}
+
 // insert is Get on a miss.
 func (m *Map[C]) insert(key string) *C {
 	if m.hook != nil {

@@ -187,6 +187,35 @@ func (t *table[C]) probe(a *[]slot[C], h uint64, key string) *node[C] {
 	}
 }
 
+// candidate returns the node of the first slot on key's probe that holds
+// key's hash and a node (nil: none), without reading any node: it is key's
+// node, unless another key's of the same hash comes first on the probe, or
+// was put in the slot while it was read (see "Why a lock-free lookup is
+// linearizable": the hash is a filter). The caller confirms it by its key.
+// A nil return is a miss, as load's: the probe met no slot of key's hash.
+func (t *table[C]) candidate(key string) *node[C] {
+	h := t.hash(key)
+	return t.first(t.shard(h).slots.Load(), h)
+}
+
+// first is candidate's probe of the array a (nil: none) for the hash h.
+func (t *table[C]) first(a *[]slot[C], h uint64) *node[C] {
+	if a == nil {
+		return nil
+	}
+	s := *a
+	mask := uint64(len(s) - 1)
+	for i := h & mask; ; i = (i + 1) & mask {
+		n := s[i].node.Load()
+		if n == nil {
+			return nil
+		}
+		if n != t.tomb && s[i].hash.Load() == h {
+			return n
+		}
+	}
+}
+
 // find returns the position of key's node in s's array, or -1, and the
 // position an insertion of key takes: the first tombstone the probe passed,
 // or the nil slot that ended it. The array must not be nil. Call it with
