@@ -94,8 +94,8 @@ func (l *Limiter) admit(key string) (allowed bool, count uint64) {
 	cur, _ := packed.Window(l.clock(), l.window)
 	c := f.Cell(key)
 	if c == nil {
-		// Another key's node of the same hash: look key up in full, then
-		// read the clock after it.
+		// Another key's node (see keyed.Found): look key up in full,
+		// then read the clock after it.
 		if c = l.cells.Get(key); c == nil {
 			return false, l.limit
 		}
@@ -165,8 +165,8 @@ func (l *Limiter) take(key string, n int) (hotlimit.Decision, int64) {
 	now := l.clock()
 	c := f.Cell(key)
 	if c == nil {
-		// Another key's node of the same hash: look key up in full, then
-		// read the clock after it.
+		// Another key's node (see keyed.Found): look key up in full,
+		// then read the clock after it.
 		if c = l.cells.Get(key); c == nil {
 			return l.capped(), 0
 		}

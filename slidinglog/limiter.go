@@ -156,8 +156,8 @@ func (l *Limiter) admit(key string, remaining bool) (allowed bool, free uint64) 
 	now := l.now() // after Find: see kill
 	c := f.Cell(key)
 	if c == nil {
-		// Another key's node of the same hash: look key up in full, then
-		// read the clock after it.
+		// Another key's node (see keyed.Found): look key up in full,
+		// then read the clock after it.
 		if c = l.cells.Get(key); c == nil {
 			return false, 0
 		}
@@ -294,8 +294,8 @@ func (l *Limiter) takeAt(key string, n int) (hotlimit.Decision, int64) {
 	raw := l.clock() // after Find: see kill
 	c := f.Cell(key)
 	if c == nil {
-		// Another key's node of the same hash: look key up in full, then
-		// read the clock after it.
+		// Another key's node (see keyed.Found): look key up in full,
+		// then read the clock after it.
 		if c = l.cells.Get(key); c == nil {
 			return l.capped(), 0
 		}

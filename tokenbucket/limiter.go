@@ -230,8 +230,8 @@ func (l *Limiter) admit(key string) (allowed bool, tokens uint64) {
 	c := f.Cell(key)
 	if c == nil || !ok {
 		if c == nil {
-			// Another key's node of the same hash: look key up in full,
-			// then read the clock after it.
+			// Another key's node (see keyed.Found): look key up in
+			// full, then read the clock after it.
 			if c = l.cells.Get(key); c == nil {
 				return false, 0
 			}
@@ -323,8 +323,8 @@ func (l *Limiter) take(key string, n int) (hotlimit.Decision, uint64) {
 	t, gen, lag := l.read() // after the map lookup: see cell
 	c := f.Cell(key)
 	if c == nil {
-		// Another key's node of the same hash: look key up in full, then
-		// read the clock after it.
+		// Another key's node (see keyed.Found): look key up in full,
+		// then read the clock after it.
 		if c = l.cells.Get(key); c == nil {
 			return l.capped(), 0
 		}

@@ -4,9 +4,9 @@ package keyed
 // collision of the two keys' 64-bit hashes would, and returns its cell; key
 // must not be held, so that the node comes first on key's probe: Find(key)
 // then finds it, and its Cell(key) is nil. It returns nil when key is held.
-// The node is neither listed nor counted under a key cap. It is for tests,
-// which have no other way to drive a limiter down the path a collision
-// takes (see Found).
+// The node is counted by Len, but neither listed nor counted under a key
+// cap. It is for tests, which have no other way to drive a limiter down the
+// path a collision takes (see Found).
 func Collide[C any](m *Map[C], key, other string) *C {
 	h := m.cells.hash(key)
 	s := m.cells.lock(h)
