@@ -61,3 +61,26 @@ func TestFindFullUnderTheKeyCap(t *testing.T) {
 
 // neverIdle is a judge whose kill function finds no cell idle.
 func neverIdle() func(*int64) bool { return func(*int64) bool { return false } }
+
+// TestCellOfAKeyDeletedSinceFindIsItsDeadCell: k is swept between Find and
+// Cell, and its slot, a tombstone first on k's probe, is reused by another
+// key's node of k's hash. Cell still returns the node Find read, k's dead
+// cell, as Load would have (the caller revives it), never nil nor the other
+// key's cell; a new Find meets the other key's node, and Get inserts a
+// fresh cell past it.
+func TestCellOfAKeyDeletedSinceFindIsItsDeadCell(t *testing.T) {
+	m := newMap(0, 0)
+	c := m.Get("k") // fresh: idle
+	f := m.Find("k")
+	require.Equal(t, 1, m.Sweep(kill), "k swept after Find")
+	other := keyed.Collide(m, "k", "other")
+	require.NotNil(t, other, "k is not held: its slot is reused")
+	got := f.Cell("k")
+	require.Same(t, c, got, "the node Find read, k's own")
+	assert.Equal(t, int64(dead), got.n.Load(), "dead: the caller revives it")
+	assert.Nil(t, m.Find("k").Cell("k"), "the other key's node now comes first")
+	fresh := m.Get("k")
+	assert.NotSame(t, c, fresh)
+	assert.NotSame(t, other, fresh)
+	assert.Zero(t, fresh.n.Load())
+}
