@@ -66,11 +66,8 @@ func (l *Limiter) Allow(key string) bool {
 // admit is Allow, reporting also the requests the window holds after the
 // decision: limit when a key cap turned a new key away.
 func (l *Limiter) admit(key string) (allowed bool, count uint64) {
-	c := l.cells.Load(key) // inlined, where Get is not
-	if c == nil {
-		c = l.cells.Get(key) // a miss: insert
-	}
-	if c == nil {
+	f := l.cells.Find(key) // inlined; a miss inserts. Its key is confirmed after the clock: see keyed.Found
+	if f.Full() {
 		return false, l.limit // hotlimit.WithMaxKeys: no room for a new key
 	}
 	// CAS loop, argued in full on cell: an admission raises a window's
@@ -80,7 +77,9 @@ func (l *Limiter) admit(key string) (allowed bool, count uint64) {
 	// emptied the window) sends it to the key's fresh cell, with the clock
 	// read again.
 	//
-	// The clock is read once, after Get (see cell), and before the word, so
+	// The clock is read once, after the map lookup (see cell; Find reads the
+	// node from the map before the reading, and confirms its key after
+	// it: see keyed.Found), and before the word, so
 	// that a slow clock is not inside the window between the load and the
 	// CAS; a failed CAS reloads the word and keeps the reading. Deciding on
 	// a reading taken before the word is sound: an admission counts in the
@@ -93,6 +92,15 @@ func (l *Limiter) admit(key string) (allowed bool, count uint64) {
 	// a reading in the stored window is the model's: the key was full in
 	// that window at the load, after the reading.
 	cur, _ := packed.Window(l.clock(), l.window)
+	c := f.Cell(key)
+	if c == nil {
+		// Another key's node (see keyed.Found): look key up in full,
+		// then read the clock after it.
+		if c = l.cells.Get(key); c == nil {
+			return false, l.limit
+		}
+		cur, _ = packed.Window(l.clock(), l.window)
+	}
 	fresh := false // whether cur was read after w was loaded
 	w := c.word.Load()
 	for {
@@ -145,11 +153,8 @@ func (l *Limiter) take(key string, n int) (hotlimit.Decision, int64) {
 	if n < 1 || uint64(n) > l.limit {
 		return l.report(key, n), 0
 	}
-	c := l.cells.Load(key) // inlined, where Get is not
-	if c == nil {
-		c = l.cells.Get(key) // a miss: insert
-	}
-	if c == nil {
+	f := l.cells.Find(key) // inlined; a miss inserts. Its key is confirmed after the clock: see keyed.Found
+	if f.Full() {
 		return l.capped(), 0
 	}
 	need := uint64(n)
@@ -158,6 +163,15 @@ func (l *Limiter) take(key string, n int) (hotlimit.Decision, int64) {
 	// denial whose reading is behind the stored window reads the clock again
 	// and decides again, as in Allow.
 	now := l.clock()
+	c := f.Cell(key)
+	if c == nil {
+		// Another key's node (see keyed.Found): look key up in full,
+		// then read the clock after it.
+		if c = l.cells.Get(key); c == nil {
+			return l.capped(), 0
+		}
+		now = l.clock()
+	}
 	fresh := false // whether now was read after w was loaded
 	w := c.word.Load()
 	for {

@@ -149,14 +149,20 @@ func (l *Limiter) AllowRemaining(key string) (allowed bool, remaining int) {
 // Counted between the read of the slot of claim h and the claim's CAS, as
 // take counts it: see the argument there. A denial reports 0: see free.
 func (l *Limiter) admit(key string, remaining bool) (allowed bool, free uint64) {
-	c := l.cells.Load(key) // inlined, where Get is not
-	if c == nil {
-		c = l.cells.Get(key) // a miss: insert
-	}
-	if c == nil {
+	f := l.cells.Find(key) // inlined; a miss inserts. Its key is confirmed after the clock: see keyed.Found
+	if f.Full() {
 		return false, 0 // hotlimit.WithMaxKeys: no room for a new key
 	}
-	now := l.now() // after Get: see kill
+	now := l.now() // after Find: see kill
+	c := f.Cell(key)
+	if c == nil {
+		// Another key's node (see keyed.Found): look key up in full,
+		// then read the clock after it.
+		if c = l.cells.Get(key); c == nil {
+			return false, 0
+		}
+		now = l.now()
+	}
 	// One claim, as argued on cell: decide on the oldest of the last L
 	// requests, claim h − L in the slot of h, the first claim that has not
 	// landed; log by CAS on that very slot, which succeeds only if no other
@@ -281,15 +287,21 @@ func (l *Limiter) takeAt(key string, n int) (hotlimit.Decision, int64) {
 	if n < 1 || uint64(n) > l.limit {
 		return l.report(key, n), 0
 	}
-	c := l.cells.Load(key) // inlined, where Get is not
-	if c == nil {
-		c = l.cells.Get(key) // a miss: insert
-	}
-	if c == nil {
+	f := l.cells.Find(key) // inlined; a miss inserts. Its key is confirmed after the clock: see keyed.Found
+	if f.Full() {
 		return l.capped(), 0
 	}
-	raw := l.clock() // after Get: see kill
-	var seen ring    // the ring of a denial on a stale reading, if any
+	raw := l.clock() // after Find: see kill
+	c := f.Cell(key)
+	if c == nil {
+		// Another key's node (see keyed.Found): look key up in full,
+		// then read the clock after it.
+		if c = l.cells.Get(key); c == nil {
+			return l.capped(), 0
+		}
+		raw = l.clock()
+	}
+	var seen ring // the ring of a denial on a stale reading, if any
 	for {
 		d, first, end := l.take(c, l.clamp(raw), raw, uint64(n), &seen)
 		switch end {

@@ -216,11 +216,8 @@ func (l *Limiter) Allow(key string) bool {
 // admit is Allow, reporting also the tokens (in units) the bucket holds after
 // the decision: 0 when a key cap turned a new key away.
 func (l *Limiter) admit(key string) (allowed bool, tokens uint64) {
-	c := l.cells.Load(key) // inlined, where Get is not
-	if c == nil {
-		c = l.cells.Get(key) // a miss: insert
-	}
-	if c == nil {
+	f := l.cells.Find(key) // inlined; a miss inserts. Its key is confirmed after the clock: see keyed.Found
+	if f.Full() {
 		return false, 0 // hotlimit.WithMaxKeys: no room for a new key
 	}
 	var reading int64
@@ -230,7 +227,15 @@ func (l *Limiter) admit(key string) (allowed bool, tokens uint64) {
 		reading = l.clock()
 	}
 	t, gen, ok := l.fastRead(reading) // after the map lookup: see cell
-	if !ok {
+	c := f.Cell(key)
+	if c == nil || !ok {
+		if c == nil {
+			// Another key's node (see keyed.Found): look key up in
+			// full, then read the clock after it.
+			if c = l.cells.Get(key); c == nil {
+				return false, 0
+			}
+		}
 		t, gen, _ = l.read()
 	}
 	now, _ := l.b.Units(t)
@@ -311,14 +316,20 @@ func (l *Limiter) take(key string, n int) (hotlimit.Decision, uint64) {
 	if n < 1 || n > l.burst {
 		return l.report(key, n), 0
 	}
-	c := l.cells.Load(key) // inlined, where Get is not
-	if c == nil {
-		c = l.cells.Get(key) // a miss: insert
-	}
-	if c == nil {
+	f := l.cells.Find(key) // inlined; a miss inserts. Its key is confirmed after the clock: see keyed.Found
+	if f.Full() {
 		return l.capped(), 0
 	}
 	t, gen, lag := l.read() // after the map lookup: see cell
+	c := f.Cell(key)
+	if c == nil {
+		// Another key's node (see keyed.Found): look key up in full,
+		// then read the clock after it.
+		if c = l.cells.Get(key); c == nil {
+			return l.capped(), 0
+		}
+		t, gen, lag = l.read()
+	}
 	now, rem := l.b.Units(t)
 	need := uint64(n) << l.b.FracBits
 	// The CAS loop of Allow, for n tokens at once; argued on cell. A denial

@@ -66,8 +66,10 @@ import (
 //     recorded in a dead cell (none is lost) and a dead cell never comes back
 //     to life (none is counted twice). The fresh cell is full, which is what
 //     the killed one held at s and at every later time; and every caller of the
-//     fresh cell read the clock after the kill (after Revive, or after Get
-//     returned the new cell), so at s or later.
+//     fresh cell read the clock after the kill (after Revive, or after the
+//     map lookup, keyed's Find or Get, read the new cell from the map: Find
+//     confirms the node's key after the reading, but reads the node from
+//     the map before it), so at s or later.
 //   - Wrap-around. A word is read only under a wrap-guard generation that
 //     keeps its timestamp within Range of the reader's now; a caller that sees
 //     the generation change after its Load reads the clock again (guard.go).

@@ -2,10 +2,14 @@
 // evicts idle ones without losing a concurrent update, sweeps incrementally,
 // and can cap the number of keys held.
 //
-// A limiter keeps one cell per key. The hot path is Load: one lock-free map
-// load, inlined into the limiter. On a miss the limiter calls Get, which
-// inserts a fresh cell (locking one shard of the map's table for the
-// insertion only: see table.go). Every change to a cell's state is a
+// A limiter keeps one cell per key. Its hot path looks the key up in one of
+// two ways. Load is one lock-free map load, inlined into the limiter; on a
+// miss the limiter calls Get, which inserts a fresh cell (locking one shard
+// of the map's table for the insertion only: see table.go). Find splits the
+// lookup around the limiter's clock reading: before it, the node of the
+// key's hash, or Get's insertion on a miss; after it, Found.Cell confirms
+// the node's key, and on another key's node the limiter calls Get and reads
+// the clock again (see Found). Every change to a cell's state is a
 // compare-and-swap made by the limiter itself; this package reads a cell's
 // state only through the limiter's kill function.
 //
@@ -273,15 +277,70 @@ func (m *Map[C]) Get(key string) *C {
 }
 
 // Load returns key's cell if the map holds it, else nil; it never inserts.
-// It is the hot path's map load, small enough that the compiler inlines it
+// It is a hot path's map load, small enough that the compiler inlines it
 // (with its generic wrapper) into a limiter's admission, which Get is not:
-// a limiter calls Load, and Get only when Load returns nil.
+// a limiter that loads the cell's word right after the lookup calls Load,
+// and Get only when Load returns nil; one that reads its clock in between
+// calls Find (see Found).
 func (m *Map[C]) Load(key string) *C {
 	n := m.cells.load(key)
 	// cell is node's first field, so a node's address is its cell's, and
 	// nil (no node) converts to nil. Spelled &n.cell, the nil check it
 	// needs would put Load over the inliner's budget.
 	return (*C)(unsafe.Pointer(n))
+}
+
+// Found is a lookup of a limiter's hot path split in two around its clock
+// reading: Find locates key's node by the key's hash alone, reading the
+// table's slots but not the node, and Cell confirms the node's key, after
+// the clock, next to the limiter's first load of the cell's word. On a hot
+// key, other cores' CASes keep taking the cell's cache line, which holds the
+// node's key too: a lookup that compared the key before a clock reading
+// fetched the line for the key, lost it during the reading, and fetched it
+// again for the word. The node is still read from the map before the clock
+// reading, as the limiters' arguments need (a caller of a cell read the
+// clock after the map gave it the cell), and a node's key never changes, so
+// confirming it later confirms the lookup: a cell Cell returns is the one
+// Load would have returned from the same reads of the table, live or dead
+// (deleted or replaced by a revival since, which the caller handles as any
+// tombstone, by Revive). Find stops at the first node of key's hash, where
+// Load goes on past another key's; so Cell returns nil on such a node, one
+// of a key whose hash is key's (a 64-bit collision), or, rarely, one read
+// from a slot that another insertion was reusing (see table.go, "the hash is
+// a filter"). The caller then calls Get, which looks key up in full, and
+// reads the clock again after it.
+type Found[C any] struct {
+	n *node[C] // the node found or inserted; nil: the key cap turned key away
+}
+
+// Find returns the node of key's hash, or, on a miss, inserts key as Get
+// does. Call Cell after the clock reading. It is small enough to inline, as
+// Load is.
+func (m *Map[C]) Find(key string) Found[C] {
+	return Found[C]{m.find(key)}
+}
+
+// find is Find's lookup: the node of key's hash, or Get's insertion on a
+// miss (nil: the key cap had no room).
+func (m *Map[C]) find(key string) *node[C] {
+	if n := m.cells.candidate(key); n != nil {
+		return n
+	}
+	return (*node[C])(unsafe.Pointer(m.insert(key))) // cell is node's first field
+}
+
+// Full reports that Find missed key and the key cap had no room for it: Get
+// would have returned nil.
+func (f Found[C]) Full() bool { return f.n == nil }
+
+// Cell returns key's cell if the node Find found is key's; nil when it is
+// another key's node (see Found), or Full. On nil, call Get, which looks key
+// up in full, and read the clock again after it.
+func (f Found[C]) Cell(key string) *C {
+	if f.n == nil || f.n.key != key {
+		return nil
+	}
+	return &f.n.cell
 }
 
 // insert is Get on a miss.

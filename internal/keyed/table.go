@@ -52,7 +52,9 @@ import (
 //   - A node found is a node its key mapped to during the lookup: the key
 //     comparison, not the hash, decides, and a node's key never changes. A
 //     node read from an array that has since been replaced, or from a slot
-//     since deleted, was in the map when the lookup loaded it.
+//     since deleted, was in the map when the lookup loaded it. (candidate
+//     leaves the comparison to its caller, Found.Cell: a node of the key it
+//     returns is the one load would have returned from the same reads.)
 //   - A key deleted and inserted again during a lookup may be missed: its
 //     new slot may be a tombstone the probe has already passed (the first
 //     one on the key's probe) while its old slot, reached later, holds a
@@ -62,7 +64,8 @@ import (
 // The hash stored with a slot is a filter: a slot whose node a concurrent
 // insertion has just replaced may be read with the other key's hash, and
 // then the key comparison rejects it, or with this key's hash and the other
-// key's node, which the key comparison rejects too.
+// key's node, which the key comparison rejects too (after candidate, whose
+// caller then looks the key up in full).
 //
 // Range, Map's pass over every node (SweepMap), loads each shard's array
 // once and visits its nodes: a key held throughout is in that array, at one
@@ -182,6 +185,35 @@ func (t *table[C]) probe(a *[]slot[C], h uint64, key string) *node[C] {
 			return nil
 		}
 		if s[i].hash.Load() == h && n != t.tomb && n.key == key {
+			return n
+		}
+	}
+}
+
+// candidate returns the node of the first slot on key's probe that holds
+// key's hash and a node (nil: none), without reading any node: it is key's
+// node, unless another key's of the same hash comes first on the probe, or
+// was put in the slot while it was read (see "Why a lock-free lookup is
+// linearizable": the hash is a filter). The caller confirms it by its key.
+// A nil return is a miss, as load's: the probe met no slot of key's hash.
+func (t *table[C]) candidate(key string) *node[C] {
+	h := t.hash(key)
+	return t.first(t.shard(h).slots.Load(), h)
+}
+
+// first is candidate's probe of the array a (nil: none) for the hash h.
+func (t *table[C]) first(a *[]slot[C], h uint64) *node[C] {
+	if a == nil {
+		return nil
+	}
+	s := *a
+	mask := uint64(len(s) - 1)
+	for i := h & mask; ; i = (i + 1) & mask {
+		n := s[i].node.Load()
+		if n == nil {
+			return nil
+		}
+		if n != t.tomb && s[i].hash.Load() == h {
 			return n
 		}
 	}
