@@ -344,7 +344,9 @@ func BenchmarkInsert(b *testing.B) {
 // BenchmarkParts times the parts of one decision, serially, so that a
 // decision can be compared with the sum of its parts measured in the same run.
 // part=mapload is the limiters' own lookup: keyed.Map.Load (internal/keyed),
-// the call a limiter's Allow makes first, on a map of a one-word cell (a
+// the call gcra's and slidingcounter's Allow make first (tokenbucket's,
+// fixedwindow's and slidinglog's make the same reads in two steps, Find
+// before the clock and Found.Cell after it), on a map of a one-word cell (a
 // tokenbucket's) holding the key, and its own copy of it, as a limiter's
 // map does, so that the lookup hashes the key, probes its shard's array and
 // compares the key's bytes rather than stopping at equal pointers.
