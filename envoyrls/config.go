@@ -443,6 +443,16 @@ type yamlRoot struct {
 	Descriptors []yamlDescriptor `yaml:"descriptors"`
 }
 
+// toInt converts a count read from a request or a configuration to an int,
+// or reports false when this platform's int cannot hold it: above 2^31-1 on
+// a 32-bit platform.
+func toInt(v uint64) (int, bool) {
+	if v > math.MaxInt {
+		return 0, false
+	}
+	return int(v), true
+}
+
 // configError formats a load error as the reference server does, prefixed
 // by the file: "file: message".
 func configError(file, format string, args ...any) error {
@@ -1349,7 +1359,11 @@ func (d *Domain) rule(full string, yd *yamlDescriptor) (*Rule, error) {
 		r.Limit = hotlimit.Config{Algorithm: hotlimit.FixedWindow, Window: window}
 		return r, nil
 	}
-	r.Limit = hotlimit.Config{Algorithm: alg, Limit: int(yr.RequestsPerUnit), Window: window, Burst: yr.Burst}
+	limit, ok := toInt(uint64(yr.RequestsPerUnit))
+	if !ok {
+		return nil, configError(d.File, "%s: rate_limit requests_per_unit %d exceeds this platform's int (at most %d)", full, yr.RequestsPerUnit, math.MaxInt)
+	}
+	r.Limit = hotlimit.Config{Algorithm: alg, Limit: limit, Window: window, Burst: yr.Burst}
 	// Only the fields here: how large a limit and window can be depends on
 	// where the state lives (in memory, or up to 2^52 on Redis), so the
 	// server checks the ranges when it builds the rule's limiter.

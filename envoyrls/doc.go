@@ -26,7 +26,9 @@
 //     [MaxEntries] entries each. Serve with grpc.ForceServerCodecV2([Codec])
 //     to refuse a request past those bounds before it is decoded.
 //   - hits_addend 0 or unset counts 1; a descriptor's own hits_addend wins,
-//     an explicit 0 only checks; is_negative_hits gives the hits back.
+//     an explicit 0 only checks; is_negative_hits gives the hits back. On a
+//     32-bit platform a hits_addend or a limit's requests_per_unit above
+//     2^31-1, which its int cannot hold, is InvalidArgument.
 //   - a descriptor's limit overrides the rule's rate, with the rule's
 //     algorithm (FixedWindow without a rule), never in shadow mode; a token
 //     bucket or GCRA override takes the limiter options' default burst

@@ -39,8 +39,10 @@ const (
 	// backend takes is below it (in memory 2^22 at most, on Redis below
 	// 2^52, its exact integers), so a larger addend is over the limit all
 	// the same, and a smaller one counts in full: a requests_per_unit may be
-	// up to 2^32-1, with hits_addend a byte count, say.
-	maxHits = min(1<<52-1, math.MaxInt)
+	// up to 2^32-1, with hits_addend a byte count, say. On a 32-bit
+	// platform an int stops at 2^31-1, which a limit may reach, so no int
+	// is above every limit there: an addend beyond it is an error instead.
+	maxHits = 1<<52 - 1
 	// maxOverrides bounds the distinct per-descriptor limit overrides the
 	// server keeps limiters for; past it, a new override is an error. With
 	// a key cap, overrideTableBytes bounds them further.
@@ -640,11 +642,16 @@ func (s *Server) plan(snap *snapshot, req *pb.RateLimitRequest, items []item) er
 	var buf [8]Entry
 	for i, d := range req.Descriptors {
 		it := &items[i]
-		hits := base
+		hits, field := base, "hits_addend"
 		if d.HitsAddend != nil {
 			hits = d.HitsAddend.Value // an explicit 0 only checks
+			field = fmt.Sprintf("descriptors[%d].hits_addend", i)
 		}
-		it.n = int(min(hits, maxHits))
+		n, ok := toInt(min(hits, maxHits))
+		if !ok {
+			return invalid("%s %d exceeds this platform's int (at most %d)", field, hits, math.MaxInt)
+		}
+		it.n = n
 		it.refund = d.IsNegativeHits
 		if dom == nil {
 			continue // unknown domain: OK, no limit
@@ -726,7 +733,11 @@ func (s *Server) planOverride(it *item, i int, domain string, o *rlext.RateLimit
 		it.rule = &Rule{Domain: r.Domain, Key: r.Key, RequestsPerUnit: o.RequestsPerUnit, Unit: unit}
 	}
 	it.current = &pb.RateLimitResponse_RateLimit{RequestsPerUnit: o.RequestsPerUnit, Unit: unit, UnitMultiplier: o.UnitMultiplier}
-	c := hotlimit.Config{Algorithm: alg, Limit: int(o.RequestsPerUnit), Window: w * time.Duration(mult)}
+	limit, ok := toInt(uint64(o.RequestsPerUnit))
+	if !ok {
+		return invalid("descriptors[%d].limit: requests_per_unit %d exceeds this platform's int (at most %d)", i, o.RequestsPerUnit, math.MaxInt)
+	}
+	c := hotlimit.Config{Algorithm: alg, Limit: limit, Window: w * time.Duration(mult)}
 	if o.RequestsPerUnit == 0 {
 		// Denies every hit, as a rule of requests_per_unit 0 does: a
 		// FixedWindow of the override's window, whose end the response's

@@ -34,7 +34,8 @@ func TestBucketLeaseEndedUnspentGivesBackLessItsRefill(t *testing.T) {
 	for _, a := range []hotlimit.Algorithm{hotlimit.TokenBucket, hotlimit.GCRA} {
 		t.Run(a.String(), func(t *testing.T) {
 			c := hotlimit.Config{Algorithm: a, Limit: 100, Window: time.Second} // 10 per ttl
-			perTTL := c.Limit * int(ttl) / int(c.Window)
+			// In ms: 100 × 10^8 ns would wrap a 32-bit int.
+			perTTL := c.Limit * int(ttl/time.Millisecond) / int(c.Window/time.Millisecond)
 			var now atomic.Int64
 			now.Store(int64(time.Hour))
 			clocked := hotlimit.WithClock(now.Load)

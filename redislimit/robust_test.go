@@ -122,7 +122,8 @@ func TestKeyTTLCoversState(t *testing.T) {
 // arithmetic (its FailLocal limiter aside, whose in-memory ranges are
 // smaller), a fresh key admits exactly its burst, in one take or the last
 // requests one by one, and no more; n beyond it, math.MaxInt and negative
-// n are denied for good. Keys with spaces, braces, NUL and invalid UTF-8,
+// n are denied for good (but on a 32-bit int, where math.MaxInt is the
+// limit itself: that n is the whole burst, denied until it refills). Keys with spaces, braces, NUL and invalid UTF-8,
 // an empty key and a key of 1 MiB each keep a state of their own.
 //
 // The keys' TTLs are real time, a second past the fake time to a full
@@ -168,9 +169,20 @@ func TestExtremeValuesAndKeys(t *testing.T) {
 				require.True(t, client.Persist(ctx, lim.RedisKey(k)).Val(), "key %d: its Redis key, written with a TTL", i)
 				d = take(t, lim, k, 1)
 				assert.False(t, d.Allowed, "key %d: more than its burst", i)
-				for _, n := range []int{c.Limit + 1, math.MaxInt, -1, math.MinInt} {
+				ns := []int{math.MaxInt, -1, math.MinInt}
+				if c.Limit < math.MaxInt {
+					ns = append(ns, c.Limit+1) // none beyond math.MaxInt, a 32-bit int's limit of big
+				}
+				for _, n := range ns {
 					d := take(t, lim, k, n)
 					assert.False(t, d.Allowed, "key %d n=%d", i, n)
+					if n == c.Limit {
+						// math.MaxInt on a 32-bit int: the whole burst, which
+						// refills, not beyond it.
+						assert.Positive(t, d.RetryAfter, "key %d n=%d", i, n)
+						assert.Less(t, d.RetryAfter, hotlimit.Never, "key %d n=%d", i, n)
+						continue
+					}
 					assert.Equal(t, hotlimit.Never, d.RetryAfter, "key %d n=%d", i, n)
 				}
 			}
