@@ -198,7 +198,8 @@ const (
 // them, so that a small cap costs more than 32 bytes a key: 32 MB for a cap
 // of MaxPresize or more, 4 MB for 100,000, 128 KB for 1024 or less.
 func TableBytes(maxKeys int) int {
-	return tableShards * floorSlots(min(max(maxKeys, 1), MaxPresize)) * int(unsafe.Sizeof(slot[struct{}]{}))
+	slots, _ := floorSlots(min(max(maxKeys, 1), MaxPresize))
+	return tableShards * slots * int(unsafe.Sizeof(slot[struct{}]{}))
 }
 
 // node is a cell, its key and its link in the sweep list. Get returns

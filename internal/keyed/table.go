@@ -94,6 +94,7 @@ type table[C any] struct {
 	seed    maphash.Seed
 	tomb    *node[C] // the node pointer of a deleted slot; never a key's node
 	floor   int      // the fewest slots a shard's array keeps: see init
+	fit     int      // the keys a shard's array of floor slots is sized for: see init
 	shards  [tableShards]shard[C]
 	live    inflight     // the keys held, striped by shard: see Size
 	growths atomic.Int64 // the arrays replaced, for tests
@@ -117,21 +118,23 @@ type slot[C any] struct {
 // init makes t, a zero table, an empty one whose arrays are sized, as they
 // are allocated, for presize keys in all without a replacement.
 func (t *table[C]) init(presize int) {
-	t.seed, t.tomb, t.floor = maphash.MakeSeed(), new(node[C]), floorSlots(presize)
+	t.seed, t.tomb = maphash.MakeSeed(), new(node[C])
+	t.floor, t.fit = floorSlots(presize)
 }
 
 // floorSlots returns the fewest slots a shard's array keeps in a table
-// sized for presize keys (none when presize ≤ 0).
-func floorSlots(presize int) int {
+// sized for presize keys (minSlots when presize ≤ 0), and the keys such an
+// array is sized for, below three quarters of its slots (0 when presize ≤ 0).
+func floorSlots(presize int) (slots, fit int) {
 	if presize <= 0 {
-		return minSlots
+		return minSlots, 0
 	}
 	// A shard holds about presize/tableShards keys, and more by the spread
 	// of the hash: a few standard deviations of slack keep every shard
 	// below its growth threshold, of three quarters of its slots.
 	per := presize/tableShards + 1
 	per += 4*isqrt(per) + 8
-	return max(minSlots, pow2(per*4/3+1))
+	return max(minSlots, pow2(per*4/3+1)), per
 }
 
 // isqrt returns the integer square root of n ≥ 0.
@@ -272,12 +275,21 @@ func (t *table[C]) locked(s *shard[C], h uint64, key string) (n *node[C], at int
 
 // insert puts n, whose key hashes to h and is not in s, at free, the
 // position locked returned, replacing s's array first when the insertion
-// would fill more than three quarters of it. Call it with s.mu held.
+// would fill more than three quarters of it. The new array holds the keys
+// at half its slots or less, or is of the floor's size when the keys, n's
+// included, are no more than the floor was sized for: tombstones, which a
+// capped map's evictions leave in every shard, are shed without growing the
+// array past the size it was given up front (by fit ≤ 3/4 of floor, n then
+// fits). Call it with s.mu held.
 func (t *table[C]) insert(s *shard[C], h uint64, n *node[C], free int) {
 	a := *s.slots.Load()
 	reuse := a[free].node.Load() == t.tomb
 	if !reuse && (s.used+1)*4 > len(a)*3 {
-		t.replace(s, max(t.floor, pow2(2*(s.held+1))))
+		size := max(t.floor, pow2(2*(s.held+1)))
+		if s.held+1 <= t.fit {
+			size = t.floor
+		}
+		t.replace(s, size)
 		_, free = t.find(s, h, n.key)
 		a = *s.slots.Load()
 		reuse = false
@@ -311,7 +323,8 @@ func (t *table[C]) delete(s *shard[C], h uint64, at int) {
 }
 
 // replace copies s's nodes into a new array of size slots, a power of two
-// that holds them at half its slots or less, and publishes it; the old array
+// that holds them, and the key an insertion adds, below three quarters of
+// its slots (see insert and delete), and publishes it; the old array
 // is never written again (see "Why a lock-free lookup is linearizable").
 // Call it with s.mu held.
 func (t *table[C]) replace(s *shard[C], size int) {
