@@ -39,12 +39,12 @@
 //     ResourceExhausted. With a key cap in the limiter options
 //     (hotlimit.WithMaxKeys(n), given to [WithLimiterOptions]), each such
 //     limiter's table is sized for min(n, 2^20) keys up front (32 MB at
-//     2^20, 4 MB at 100,000, 128 KB at 1024 or less, once a flood of keys
+//     2^20, 4 MB at 100,000, 145 KB at 1024 or less, once a flood of keys
 //     fills it), so the overrides are bounded by their tables too: at most
-//     as many as 128 MB of such tables hold (4 overrides at n = 1,000,000,
-//     32 at 100,000, 1024 at 1024 or less). The bound holds with a
-//     factory too, which gets the cap: redislimit's FailLocal fallback
-//     sizes its tables the same way.
+//     as many as four tables of 2^20 keys, about 128 MB, hold (4
+//     overrides at n = 1,000,000, 31 at 100,000, 906 at 1024 or less).
+//     The bound holds with a factory too, which gets the cap: redislimit's
+//     FailLocal fallback sizes its tables the same way.
 //   - statuses are 1:1 with the descriptors, in order. No rule or an unknown
 //     domain: OK without current_limit. Unlimited: OK with limit_remaining
 //     MaxUint32. current_limit is the rule's (or the descriptor's own)

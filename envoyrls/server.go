@@ -45,29 +45,31 @@ const (
 	maxHits = 1<<52 - 1
 	// maxOverrides bounds the distinct per-descriptor limit overrides the
 	// server keeps limiters for; past it, a new override is an error. With
-	// a key cap, overrideTableBytes bounds them further.
+	// a key cap, overrideTables bounds them further.
 	maxOverrides = 4096
-	// overrideTableBytes bounds the bytes of the tables of the overrides'
+	// overrideTables bounds the bytes of the tables of the overrides'
 	// limiters, in all, when the limiter options carry a key cap
-	// (hotlimit.WithMaxKeys): each such limiter's table is sized for
-	// min(cap, keyed.MaxPresize) keys, and a flood of keys fills it to
-	// keyed.TableBytes(cap) (32 MB at a cap of 2^20 or more, 4 MB at
-	// 100,000, 128 KB at 1024 or less), so that without this bound a client
+	// (hotlimit.WithMaxKeys), to what overrideTables tables of
+	// keyed.MaxPresize keys take, about 128 MB: each such limiter's table is
+	// sized for min(cap, keyed.MaxPresize) keys, and a flood of keys fills
+	// it to keyed.TableBytes(cap) (32 MB at a cap of 2^20 or more, 4 MB at
+	// 100,000, 145 KB at 1024 or less), so that without this bound a client
 	// sending maxOverrides distinct requests_per_unit, each with its flood,
-	// would make the server take 4096 × 32 MB. 128 MB allow
-	// max(1, min(maxOverrides, 128 MB / keyed.TableBytes(cap))) overrides:
-	// 4 at a cap of 1,000,000, 32 at 100,000, 1024 at 1024 or less.
-	overrideTableBytes = 128 << 20
+	// would make the server take 4096 × 32 MB. That allows
+	// max(1, min(maxOverrides, 4 × keyed.TableBytes(2^20) / keyed.TableBytes(cap)))
+	// overrides: 4 at a cap of 1,000,000, 31 at 100,000, 906 at 1024 or
+	// less (926 on a 32-bit platform, whose shards' headers are smaller).
+	overrideTables = 4
 )
 
 // overrideBound returns how many distinct limit overrides a server keeps
 // limiters for, when its limiters hold at most maxKeys keys each (0: no
-// cap): maxOverrides, or fewer with a cap, as overrideTableBytes says.
+// cap): maxOverrides, or fewer with a cap, as overrideTables says.
 func overrideBound(maxKeys int) int {
 	if maxKeys <= 0 {
 		return maxOverrides
 	}
-	return max(1, min(maxOverrides, overrideTableBytes/keyed.TableBytes(maxKeys)))
+	return max(1, min(maxOverrides, overrideTables*keyed.TableBytes(keyed.MaxPresize)/keyed.TableBytes(maxKeys)))
 }
 
 // Headers selects the response headers the server asks Envoy to add, from
@@ -446,7 +448,7 @@ func (s *Server) overrideLimiter(c hotlimit.Config) (hotlimit.Limiter, error) {
 		if s.maxOver < maxOverrides {
 			// A client told of the bound, an operator of what sets it.
 			return nil, fmt.Errorf("more than %d distinct limit overrides (the most whose tables, sized up front for a key cap of %d, fit in %d MB)",
-				s.maxOver, hotlimit.NewOptions(s.lopts...).MaxKeys, overrideTableBytes>>20)
+				s.maxOver, hotlimit.NewOptions(s.lopts...).MaxKeys, overrideTables*keyed.TableBytes(keyed.MaxPresize)>>20)
 		}
 		return nil, fmt.Errorf("more than %d distinct limit overrides", s.maxOver)
 	}

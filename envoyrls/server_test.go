@@ -6,6 +6,7 @@ import (
 	"math"
 	"net/http"
 	"net/http/httptest"
+	"strconv"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -15,6 +16,7 @@ import (
 	pb "github.com/envoyproxy/go-control-plane/envoy/service/ratelimit/v3"
 	typev3 "github.com/envoyproxy/go-control-plane/envoy/type/v3"
 	"github.com/hotlimit/hotlimit"
+	"github.com/hotlimit/hotlimit/internal/keyed"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	"google.golang.org/grpc/codes"
@@ -340,14 +342,21 @@ func TestOverridesBoundedByCountWithoutKeyCap(t *testing.T) {
 }
 
 // TestOverrideBound: the bound on distinct overrides for a key cap, as
-// overrideTableBytes documents it: the overrides' tables, flooded, take 128
-// MB at most.
+// overrideTables documents it: the overrides' tables, flooded, headers
+// included, take no more than 4 tables of 2^20 keys, about 128 MB.
 func TestOverrideBound(t *testing.T) {
+	small, hundredK := 906, 31 // with a 64-bit platform's shard headers
+	if strconv.IntSize == 32 {
+		small, hundredK = 926, 31
+	}
 	for _, c := range []struct{ maxKeys, want int }{
-		{0, 4096}, {1, 1024}, {1024, 1024}, {2000, 512}, {100_000, 32},
+		{0, 4096}, {1, small}, {1024, small}, {100_000, hundredK},
 		{1_000_000, 4}, {1 << 20, 4}, {1<<20 + 1, 4}, {math.MaxInt, 4},
 	} {
 		assert.Equal(t, c.want, overrideBound(c.maxKeys), "max keys %d", c.maxKeys)
+		if c.maxKeys > 0 {
+			assert.LessOrEqual(t, c.want*keyed.TableBytes(c.maxKeys), 4*keyed.TableBytes(keyed.MaxPresize), "max keys %d", c.maxKeys)
+		}
 	}
 }
 

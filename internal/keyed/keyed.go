@@ -193,13 +193,15 @@ const (
 // TableBytes returns the bytes of the table of a map with a key cap of
 // maxKeys (> 0) once every shard has allocated its array, as a flood of keys
 // makes them do: the table is sized for min(maxKeys, MaxPresize) keys up
-// front, and holds that many without growing. Its 256 shards take a power
-// of two of 16-byte slots each, with slack for the spread of the keys among
-// them, so that a small cap costs more than 32 bytes a key: 32 MB for a cap
-// of MaxPresize or more, 4 MB for 100,000, 128 KB for 1024 or less.
+// front, and holds that many without growing. Its 256 shards' headers take
+// about 17 KB from the start, and their arrays a power of two of 16-byte
+// slots each, with slack for the spread of the keys among them, so that a
+// small cap costs more than 32 bytes a key: 32 MB for a cap of MaxPresize
+// or more, 4 MB for 100,000, 145 KB for 1024 or less. The keys' nodes are
+// not counted.
 func TableBytes(maxKeys int) int {
 	slots, _ := floorSlots(min(max(maxKeys, 1), MaxPresize))
-	return tableShards * slots * int(unsafe.Sizeof(slot[struct{}]{}))
+	return int(unsafe.Sizeof(table[struct{}]{})) + tableShards*slots*int(unsafe.Sizeof(slot[struct{}]{}))
 }
 
 // node is a cell, its key and its link in the sweep list. Get returns
