@@ -42,7 +42,9 @@
 //     2^20, 4 MB at 100,000, 145 KB at 1024 or less, once a flood of keys
 //     fills it), so the overrides are bounded by their tables too: at most
 //     as many as four tables of 2^20 keys, about 128 MB, hold (4
-//     overrides at n = 1,000,000, 31 at 100,000, 906 at 1024 or less).
+//     overrides at n = 1,000,000, 31 at 100,000, 906 at 1024 or less;
+//     past 2^20 keys a table grows as keys come, each override's with it,
+//     and the bound stays 4).
 //     The bound holds with a factory too, which gets the cap: redislimit's
 //     FailLocal fallback sizes its tables the same way.
 //   - statuses are 1:1 with the descriptors, in order. No rule or an unknown

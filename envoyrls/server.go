@@ -52,7 +52,8 @@ const (
 	// (hotlimit.WithMaxKeys), to what overrideTables tables of
 	// keyed.MaxPresize keys take, about 128 MB: each such limiter's table is
 	// sized for min(cap, keyed.MaxPresize) keys, and a flood of keys fills
-	// it to keyed.TableBytes(cap) (32 MB at a cap of 2^20 or more, 4 MB at
+	// it to keyed.TableBytes(cap) (32 MB at a cap of 2^20, and past 2^20
+	// keys at a larger cap it grows as the rules' tables do; 4 MB at
 	// 100,000, 145 KB at 1024 or less), so that without this bound a client
 	// sending maxOverrides distinct requests_per_unit, each with its flood,
 	// would make the server take 4096 × 32 MB. That allows

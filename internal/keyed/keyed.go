@@ -198,7 +198,8 @@ const (
 // slots each, with slack for the spread of the keys among them, so that a
 // small cap costs more than 32 bytes a key: 32 MB for a cap of MaxPresize
 // or more, 4 MB for 100,000, 145 KB for 1024 or less. The keys' nodes are
-// not counted.
+// not counted, nor, with a cap above MaxPresize, the growth of the table
+// past MaxPresize keys.
 func TableBytes(maxKeys int) int {
 	slots, _ := floorSlots(min(max(maxKeys, 1), MaxPresize))
 	return int(unsafe.Sizeof(table[struct{}]{})) + tableShards*slots*int(unsafe.Sizeof(slot[struct{}]{}))

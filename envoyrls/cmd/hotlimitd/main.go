@@ -35,9 +35,10 @@
 // too, with a limiter kept as long as the process: hotlimitd keeps at most
 // 4096 distinct ones and, with -max-keys N, at most as many as about 128 MB
 // of such tables hold (4 at -max-keys 1000000, 31 at 100000, 906 at 1024 or
-// less); a request with yet another gets ResourceExhausted. With -redis,
-// -max-keys applies only with -redis-failure local, whose fallback holds
-// keys in memory.
+// less; past 2^20 keys a table grows as keys come, each override's with
+// it, and the bound stays 4); a request with yet another gets
+// ResourceExhausted. With -redis, -max-keys applies only with
+// -redis-failure local, whose fallback holds keys in memory.
 //
 // Redis: -redis names the address, host:port or a Unix socket's path
 // (several, or -redis-cluster, for a cluster); -redis-password (or HOTLIMITD_REDIS_PASSWORD),
