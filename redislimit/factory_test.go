@@ -1,6 +1,7 @@
 package redislimit_test
 
 import (
+	"fmt"
 	"testing"
 	"time"
 
@@ -46,13 +47,15 @@ func TestFactoryBurstIsTheServices(t *testing.T) {
 	withFW, onlyTB := burstRules(), burstRules()
 	onlyTB.Users = nil
 	for name, rules := range map[string]service.Rules{"with a fixed window": withFW, "token buckets only": onlyTB} {
-		svc, err := service.NewFromRules(rules, frozenClock(), hotlimit.WithFactory(redislimit.Factory(client, hotlimit.WithBurst(5))))
-		if err == nil {
-			_ = svc.Close()
+		for _, b := range []int{1, 5} { // a burst of 1 too: any burst but none
+			svc, err := service.NewFromRules(rules, frozenClock(), hotlimit.WithFactory(redislimit.Factory(client, hotlimit.WithBurst(b))))
+			if err == nil {
+				_ = svc.Close()
+			}
+			require.ErrorIs(t, err, hotlimit.ErrInvalidConfig, name)
+			assert.ErrorContains(t, err, fmt.Sprintf("hotlimit.WithBurst(%d)", b), name)
+			assert.ErrorContains(t, err, "among the service's options", name)
 		}
-		require.ErrorIs(t, err, hotlimit.ErrInvalidConfig, name)
-		assert.ErrorContains(t, err, "hotlimit.WithBurst(5)", name)
-		assert.ErrorContains(t, err, "among the service's options", name)
 	}
 
 	down := redis.NewClient(&redis.Options{Addr: "127.0.0.1:1", ContextTimeoutEnabled: true, MaxRetries: -1})
@@ -143,7 +146,7 @@ func TestFactoryBurstZeroKeepsTheServices(t *testing.T) {
 // sliding limits too, which the factory builds without it: a rule set of
 // sliding limits alone built with it, and one that then gained a token bucket
 // failed. Within a tick of the limiter's clock (a ns of hotlimit.WithClock's)
-// it builds.
+// it builds, and so does a lease of one tick of Redis's TIME.
 func TestFactoryLeaseTooShortForEvery(t *testing.T) {
 	srv := redistest.Start(t)
 	client := newClient(t, srv)
@@ -154,6 +157,9 @@ func TestFactoryLeaseTooShortForEvery(t *testing.T) {
 		assert.ErrorContains(t, err, "the lease ttl 500ns is shorter than a tick of the clock, 1µs", "%v", a)
 		svc, err := service.NewFromRules(rules, frozenClock(), hotlimit.WithFactory(redislimit.Factory(client, redislimit.WithLease(3, 500*time.Nanosecond))))
 		require.NoError(t, err, "%v", a)
+		_ = svc.Close()
+		svc, err = service.NewFromRules(rules, hotlimit.WithFactory(redislimit.Factory(client, redislimit.WithLease(3, time.Microsecond))))
+		require.NoError(t, err, "%v: a lease of one tick", a)
 		_ = svc.Close()
 	}
 }

@@ -75,4 +75,11 @@ func TestOptions(t *testing.T) {
 	}
 	assert.Equal(t, 5, hotlimit.NewOptions(def...).Burst, "opts itself is not changed")
 	assert.Len(t, burst.Options(c(hotlimit.FixedWindow), def[:1]), 1, "no default, nothing to take off")
+
+	// opts with room to spare: the result is no view of opts that a later
+	// append to opts writes into.
+	spare := append(make([]hotlimit.Option, 0, 4), def...)
+	o := burst.Options(c(hotlimit.FixedWindow), spare)
+	_ = append(spare, hotlimit.WithBurst(7))
+	assert.Equal(t, 0, hotlimit.NewOptions(o...).Burst, "the result keeps its burst taken off")
 }

@@ -847,11 +847,10 @@ func (m *Map[C]) sweepTo(kill func(*C) bool, stop *node[C], watch bool) (deleted
 // concurrently with anything.
 func (m *Map[C]) SweepMap(kill func(*C) bool) int {
 	deleted := 0
-	m.cells.rangeNodes(func(n *node[C]) bool {
+	m.cells.rangeNodes(func(n *node[C]) {
 		if kill(&n.cell) && m.remove(n) {
 			deleted++
 		}
-		return true
 	})
 	return deleted
 }

@@ -362,9 +362,9 @@ func (t *table[C]) size() int {
 }
 
 // rangeNodes calls f on every node in the table, shard by shard, each
-// shard's array loaded once, until f returns false. A key held throughout
-// is visited once; see "Why a lock-free lookup is linearizable".
-func (t *table[C]) rangeNodes(f func(n *node[C]) bool) {
+// shard's array loaded once. A key held throughout is visited once; see
+// "Why a lock-free lookup is linearizable".
+func (t *table[C]) rangeNodes(f func(n *node[C])) {
 	for i := range t.shards {
 		a := t.shards[i].slots.Load()
 		if a == nil {
@@ -375,9 +375,7 @@ func (t *table[C]) rangeNodes(f func(n *node[C]) bool) {
 			if n == nil || n == t.tomb {
 				continue
 			}
-			if !f(n) {
-				return
-			}
+			f(n)
 		}
 	}
 }

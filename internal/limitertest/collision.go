@@ -62,3 +62,31 @@ func CollidingKeyDecidesOnItsOwnCell(t *testing.T, newLimiter Constructor, colli
 		})
 	}
 }
+
+// CollidingKeyTurnedAwayByTheCap: a key met by another key's node under its
+// hash (see keyed.Found), whose full lookup then finds no room under the
+// key cap, is turned away as any new key the cap has no room for, on both
+// paths, Allow and Take; the other key's node is left as it was.
+// newLimiter must build a limiter with hotlimit.WithMaxKeys(1).
+func CollidingKeyTurnedAwayByTheCap(t *testing.T, newLimiter Constructor, collide Collide) {
+	const hour = int64(time.Hour)
+	for _, path := range []struct {
+		name string
+		call func(lim Keyed, key string) bool
+	}{
+		{"Allow", func(lim Keyed, key string) bool { return lim.Allow(key) }},
+		{"Take", func(lim Keyed, key string) bool { return lim.Take(key, 1).Allowed }},
+	} {
+		t.Run(path.name, func(t *testing.T) {
+			clock := &HookClock{}
+			clock.Now.Store(2 * hour)
+			lim, err := newLimiter(1, time.Hour, clock.Read)
+			require.NoError(t, err)
+			require.True(t, path.call(lim, "held"), "the one key the cap has room for, busy for the hour")
+			untouched := collide(lim, "k", "other")
+			assert.False(t, path.call(lim, "k"), "no room for k")
+			assert.True(t, untouched(), "the other key's node is not k's cell")
+			assert.False(t, path.call(lim, "held"), "held's hour is full")
+		})
+	}
+}

@@ -43,6 +43,7 @@ func TestHostCanonical(t *testing.T) {
 		{"[2001:DB8::1]", "[2001:db8::1]"},
 		{"[::ffff:192.0.2.1]:443", "[::ffff:192.0.2.1]"},
 		{"[fe80::1%25eth0]:443", "[fe80::1%25eth0]"}, // zone kept as sent
+		{"[fe80:0::1%eth0]:443", "[fe80:0::1%eth0]"}, // with its address's text
 		{"[v1.x]:443", "[v1.x]"},                     // IPvFuture: port rule only
 		{".", "."},                                   // a dot alone is no name without it
 		{".:443", "."},
@@ -61,6 +62,9 @@ func TestHostCanonical(t *testing.T) {
 		{"example.com\t:80", "example.com\t:80"},
 		{"example.com .:443", "example.com .:443"},
 		{"exa\x00mple.com:443", "exa\x00mple.com:443"},
+		{"exa\x7fmple.com:443", "exa\x7fmple.com:443"},
+		{"example.com:0443a", "example.com:0443a"},
+		{"example.com.:8443a", "example.com.:8443a"},
 		{"Example.com:HTTPS", "example.com:https"},
 		{":443", ":443"},
 		{":80", ":80"},
@@ -75,6 +79,7 @@ func TestHostCanonical(t *testing.T) {
 		{"[::1].", "[::1]."},
 		{"[::1]443", "[::1]443"},
 		{"[[::1]]:443", "[[::1]]:443"},
+		{"[[::1]:443", "[[::1]:443"},
 		{"a[b]:443", "a[b]:443"},
 		{"[]:443", "[]"}, // a bracketed nothing: the port rule alone
 		{"", ""},

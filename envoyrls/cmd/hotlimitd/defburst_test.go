@@ -23,6 +23,7 @@ import (
 // own limit under the token bucket, or under a GCRA rule that sets a
 // burst of 3, which an override never takes, in memory and on Redis,
 // while a FixedWindow rule passes its 2; without it, each passes its 2.
+// -default-burst 1 is a burst too: one request at once.
 func TestDefaultBurstFlag(t *testing.T) {
 	dir := t.TempDir()
 	require.NoError(t, os.WriteFile(filepath.Join(dir, "web.yaml"), []byte(`domain: web
@@ -43,6 +44,7 @@ descriptors:
 		{name: "none", burst: 2, fw: 2},
 		{name: "flag", args: []string{"-default-burst", "5"}, burst: 5, fw: 2},
 		{name: "env", env: "5", burst: 5, fw: 2},
+		{name: "one", args: []string{"-default-burst", "1"}, burst: 1, fw: 2}, // 1 is a burst, not "none"
 		{name: "redis", args: []string{"-default-burst", "5", "-redis", redisAddr, "-redis-prefix", "defburst:"}, burst: 5, fw: 2},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
