@@ -51,19 +51,21 @@ unit:
 smoke:
 	$(GO) test -run '^$$' -bench . -benchtime 1x $(PKGS)
 
+# RUNS386 is "yes" when this machine executes 386 binaries (an x86-64 Linux
+# kernel with 32-bit support does), else empty: a probe test binary is built
+# and run, where a target uses the variable.
+RUNS386 = $(shell tmp=$$(mktemp -d) && GOARCH=386 $(GO) test -c -o $$tmp/probe.test ./internal/packed >/dev/null 2>&1 && $$tmp/probe.test -test.run '^$$' >/dev/null 2>&1 && echo yes; rm -rf $$tmp)
+
 # 64-bit atomics on a 32-bit target: vet and compile everything, tests
 # included, and run the tests (-short) where the machine can execute 386
-# binaries (an x86-64 Linux kernel with 32-bit support can); elsewhere they
-# are compiled only.
+# binaries; elsewhere they are compiled only.
 test386:
 	GOARCH=386 $(GO) vet $(PKGS)
-	@tmp=$$(mktemp -d); \
-	if GOARCH=386 $(GO) test -c -o $$tmp/probe.test ./internal/packed >/dev/null 2>&1 && \
-		$$tmp/probe.test -test.run '^$$' >/dev/null 2>&1; then \
-		rm -rf $$tmp; echo "== 32-bit (GOARCH=386): the tests, -short"; \
+	@if [ -n "$(RUNS386)" ]; then \
+		echo "== 32-bit (GOARCH=386): the tests, -short"; \
 		GOARCH=386 $(GO) test -short -count=1 $(PKGS); \
 	else \
-		rm -rf $$tmp; echo "== 32-bit (GOARCH=386): this machine cannot run 386 binaries: compiling the tests only"; \
+		echo "== 32-bit (GOARCH=386): this machine cannot run 386 binaries: compiling the tests only"; \
 		GOARCH=386 $(GO) test -count=1 -run '^$$' -exec /bin/true $(PKGS); \
 	fi
 
@@ -122,6 +124,13 @@ envoymod: redis
 	cd envoyrls && $(GO) vet ./...
 	cd envoyrls && CI=$${CI:-1} $(GO) test -race -count=1 -timeout 30m ./...
 	cd envoyrls && $(GO) test -run '^$$' -bench . -benchtime 1x ./...
+	@if [ -n "$(RUNS386)" ]; then \
+		echo "== envoyrls, 32-bit (GOARCH=386), -short: limits and addends past a 32-bit int"; \
+		cd envoyrls && GOARCH=386 $(GO) test -short -count=1 ./...; \
+	else \
+		echo "== envoyrls, 32-bit: this machine cannot run 386 binaries: vet only"; \
+		cd envoyrls && GOARCH=386 $(GO) vet ./...; \
+	fi
 
 # The comparison with other Go limiters: a summary on stdout (bench/out/summary.txt),
 # every table in bench/out/latest.txt, the chart in bench/out/scaling.svg;
