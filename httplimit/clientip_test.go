@@ -288,12 +288,8 @@ func TestProxyHeaderNameAsWritten(t *testing.T) {
 // keyed by its IPv4 address instead, as an IPv4-mapped one is, so that a
 // rule naming that address applies to it.
 func TestClientsTranslatedFromIPv4HaveTheirOwnQuota(t *testing.T) {
-	svc, _ := newService(t, cfg(hotlimit.FixedWindow, 1, time.Minute), 0)
-	require.NoError(t, svc.ConfigureUser("ip:198.51.100.9", cfg(hotlimit.FixedWindow, 2, time.Minute)))
-	var users []string
-	srv := httptest.NewServer(httplimit.New(svc,
-		httplimit.WithUser(httplimit.ClientIP(httplimit.TrustProxies(mustPrefix(t, "127.0.0.0/8")))),
-		httplimit.WithObserver(func(e httplimit.Event) { users = append(users, e.User) }))(ok))
+	h, users := keyedBy(t, httplimit.ClientIP(httplimit.TrustProxies(mustPrefix(t, "127.0.0.0/8"))), "ip:198.51.100.9", 2)
+	srv := httptest.NewServer(h)
 	t.Cleanup(srv.Close)
 	get := func(client string) int {
 		req, err := http.NewRequest(http.MethodGet, srv.URL, nil)
@@ -308,7 +304,7 @@ func TestClientsTranslatedFromIPv4HaveTheirOwnQuota(t *testing.T) {
 	assert.Equal(t, http.StatusOK, get("64:ff9b::c633:6409"), "another IPv4 client: a quota of its own")
 	assert.Equal(t, http.StatusOK, get("64:ff9b::198.51.100.9"), "its rule applies: 2 a minute")
 	assert.Equal(t, http.StatusTooManyRequests, get("64:ff9b::203.0.113.7"), "the first client has spent its own")
-	assert.Equal(t, []string{"ip:203.0.113.7", "ip:198.51.100.9", "ip:198.51.100.9", "ip:203.0.113.7"}, users)
+	assert.Equal(t, []string{"ip:203.0.113.7", "ip:198.51.100.9", "ip:198.51.100.9", "ip:203.0.113.7"}, *users)
 }
 
 // TestTranslatedClientIsItsIPv4Address pins what the docs say of an

@@ -4,12 +4,10 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"testing"
-	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/hotlimit/hotlimit"
 	"github.com/hotlimit/hotlimit/httplimit"
 )
 
@@ -74,10 +72,8 @@ func TestHostKeyIsCanonical(t *testing.T) {
 		{"HTTP/1.1", false, false, overHTTP},
 	} {
 		t.Run(c.name, func(t *testing.T) {
-			svc, _ := newService(t, cfg(hotlimit.FixedWindow, 1, time.Minute), 0)
-			var users []string
-			srv := httptest.NewUnstartedServer(httplimit.New(svc, httplimit.WithUser(httplimit.Header("Host")),
-				httplimit.WithObserver(func(e httplimit.Event) { users = append(users, e.User) }))(ok))
+			h, users := keyedBy(t, httplimit.Header("Host"), "", 0)
+			srv := httptest.NewUnstartedServer(h)
 			if c.tls {
 				srv.EnableHTTP2 = c.h2
 				srv.StartTLS()
@@ -95,8 +91,8 @@ func TestHostKeyIsCanonical(t *testing.T) {
 				require.Equal(t, map[bool]int{false: 1, true: 2}[c.h2], resp.ProtoMajor)
 				require.Equal(t, c.tls, resp.TLS != nil)
 				assert.Equal(t, s.status, resp.StatusCode, "%q", s.host)
-				if assert.NotEmpty(t, users, "%q", s.host) {
-					assert.Equal(t, s.user, users[len(users)-1], "%q", s.host)
+				if assert.NotEmpty(t, *users, "%q", s.host) {
+					assert.Equal(t, s.user, (*users)[len(*users)-1], "%q", s.host)
 				}
 			}
 		})

@@ -203,24 +203,20 @@ func TestNestedMuxRoutesByTheInnerPattern(t *testing.T) {
 // length, while distinct values keep distinct quotas and HeaderKey names the
 // same key for a rule.
 func TestLongHeaderValueKeyIsBounded(t *testing.T) {
-	svc, _ := newService(t, cfg(hotlimit.FixedWindow, 1, time.Minute), 0)
 	long := strings.Repeat("k", 64<<10)
-	require.NoError(t, svc.ConfigureUser(httplimit.HeaderKey("X-API-Key", long+"vip"), cfg(hotlimit.FixedWindow, 3, time.Minute)))
-	var users []string
-	h := httplimit.New(svc, httplimit.WithUser(httplimit.Header("X-API-Key")),
-		httplimit.WithObserver(func(e httplimit.Event) { users = append(users, e.User) }))(ok)
+	h, users := keyedBy(t, httplimit.Header("X-API-Key"), httplimit.HeaderKey("X-API-Key", long+"vip"), 3)
 
 	var codes []int
 	for _, v := range []string{long + "1", long + "2", long + "1", long + "vip", long + "vip", long + "vip"} {
 		codes = append(codes, serve(h, get("/", "192.0.2.1:1", "X-API-Key", v)).Code)
 	}
 	assert.Equal(t, []int{200, 200, 429, 200, 200, 200}, codes, "distinct values, distinct quotas; the rule named by HeaderKey applies")
-	for i, u := range users {
+	for i, u := range *users {
 		assert.LessOrEqual(t, len(u), 128, "request %d: the key does not hold the value", i)
 		assert.True(t, strings.HasPrefix(u, "header-sha256:x-api-key:"), "request %d: %s", i, u)
 	}
-	assert.NotEqual(t, users[0], users[1])
-	assert.Equal(t, users[0], users[2])
+	assert.NotEqual(t, (*users)[0], (*users)[1])
+	assert.Equal(t, (*users)[0], (*users)[2])
 
 	// Up to 256 bytes a value is kept as sent; a short value that reads like
 	// a digest's key is still a value of its own kind.
@@ -228,7 +224,7 @@ func TestLongHeaderValueKeyIsBounded(t *testing.T) {
 	key, found := httplimit.Header("X-API-Key")(get("/", "192.0.2.1:1", "X-API-Key", at))
 	assert.True(t, found)
 	assert.Equal(t, "header:x-api-key:"+at, key)
-	assert.NotEqual(t, users[0], httplimit.HeaderKey("X-API-Key", strings.TrimPrefix(users[0], "header-sha256:x-api-key:")))
+	assert.NotEqual(t, (*users)[0], httplimit.HeaderKey("X-API-Key", strings.TrimPrefix((*users)[0], "header-sha256:x-api-key:")))
 }
 
 // TestHeaderNameAsWritten: Header and HeaderKey read a name with spaces or
@@ -256,11 +252,8 @@ func TestHeaderNameAsWritten(t *testing.T) {
 // would deny all. Each host has a quota of its own, under the key a rule
 // names with HeaderKey.
 func TestHostHeaderKeysEachHost(t *testing.T) {
-	svc, _ := newService(t, cfg(hotlimit.FixedWindow, 1, time.Minute), 0)
-	require.NoError(t, svc.ConfigureUser(httplimit.HeaderKey("Host", "big.example"), cfg(hotlimit.FixedWindow, 2, time.Minute)))
-	var users []string
-	srv := httptest.NewServer(httplimit.New(svc, httplimit.WithUser(httplimit.Header("Host")),
-		httplimit.WithObserver(func(e httplimit.Event) { users = append(users, e.User) }))(ok))
+	h, users := keyedBy(t, httplimit.Header("Host"), httplimit.HeaderKey("Host", "big.example"), 2)
+	srv := httptest.NewServer(h)
 	t.Cleanup(srv.Close)
 	get := func(host string) int {
 		req, err := http.NewRequest(http.MethodGet, srv.URL, nil)
@@ -273,7 +266,7 @@ func TestHostHeaderKeysEachHost(t *testing.T) {
 	}
 	assert.Equal(t, []int{http.StatusOK, http.StatusOK, http.StatusOK, http.StatusTooManyRequests},
 		[]int{get("a.example"), get("big.example"), get("big.example"), get("a.example")})
-	assert.Equal(t, []string{"header:host:a.example", "header:host:big.example", "header:host:big.example", "header:host:a.example"}, users)
+	assert.Equal(t, []string{"header:host:a.example", "header:host:big.example", "header:host:big.example", "header:host:a.example"}, *users)
 	_, found := httplimit.Header("Host")(&http.Request{Header: http.Header{}})
 	assert.False(t, found, "a request without a host finds no key")
 }
@@ -286,11 +279,8 @@ func TestHostHeaderKeysEachHost(t *testing.T) {
 // got a fresh quota per spelling, and a rule naming the key missed it.
 // The key is the field value, the same over both protocols.
 func TestHeaderValueIsTheFieldValueOverHTTP2(t *testing.T) {
-	svc, _ := newService(t, cfg(hotlimit.FixedWindow, 1, time.Minute), 0)
-	require.NoError(t, svc.ConfigureUser(httplimit.HeaderKey("X-API-Key", "premium"), cfg(hotlimit.FixedWindow, 2, time.Minute)))
-	var users []string
-	srv := httptest.NewUnstartedServer(httplimit.New(svc, httplimit.WithUser(httplimit.Header("X-API-Key")),
-		httplimit.WithObserver(func(e httplimit.Event) { users = append(users, e.User) }))(ok))
+	h, users := keyedBy(t, httplimit.Header("X-API-Key"), httplimit.HeaderKey("X-API-Key", "premium"), 2)
+	srv := httptest.NewUnstartedServer(h)
 	srv.EnableHTTP2 = true
 	srv.StartTLS()
 	t.Cleanup(srv.Close)
@@ -307,10 +297,10 @@ func TestHeaderValueIsTheFieldValueOverHTTP2(t *testing.T) {
 	assert.Equal(t, []int{http.StatusOK, http.StatusTooManyRequests, http.StatusTooManyRequests, http.StatusOK, http.StatusOK, http.StatusTooManyRequests},
 		[]int{get("k1"), get("k1 "), get("\tk1"), get(" premium"), get("premium\t"), get("premium")})
 	assert.Equal(t, []string{"header:x-api-key:k1", "header:x-api-key:k1", "header:x-api-key:k1",
-		"header:x-api-key:premium", "header:x-api-key:premium", "header:x-api-key:premium"}, users)
-	users = nil
+		"header:x-api-key:premium", "header:x-api-key:premium", "header:x-api-key:premium"}, *users)
+	*users = nil
 	assert.Equal(t, []int{http.StatusOK, http.StatusTooManyRequests}, []int{get(" \t "), get(" ")}, "whitespace alone is no key: the keyless quota")
-	assert.Equal(t, []string{"", ""}, users)
+	assert.Equal(t, []string{"", ""}, *users)
 }
 
 // TestHostKeyIgnoresCase serves tenants keyed by Header("Host") over
@@ -322,11 +312,8 @@ func TestHeaderValueIsTheFieldValueOverHTTP2(t *testing.T) {
 // keeps its port; an absolute-form target's authority is the host, as
 // net/http reads it; a request without a host finds no key.
 func TestHostKeyIgnoresCase(t *testing.T) {
-	svc, _ := newService(t, cfg(hotlimit.FixedWindow, 1, time.Minute), 0)
-	require.NoError(t, svc.ConfigureUser(httplimit.HeaderKey("Host", "Big.Example"), cfg(hotlimit.FixedWindow, 2, time.Minute)))
-	var users []string
-	srv := httptest.NewUnstartedServer(httplimit.New(svc, httplimit.WithUser(httplimit.Header("Host")),
-		httplimit.WithObserver(func(e httplimit.Event) { users = append(users, e.User) }))(ok))
+	h, users := keyedBy(t, httplimit.Header("Host"), httplimit.HeaderKey("Host", "Big.Example"), 2)
+	srv := httptest.NewUnstartedServer(h)
 	srv.EnableHTTP2 = true
 	srv.StartTLS()
 	t.Cleanup(srv.Close)
@@ -343,7 +330,7 @@ func TestHostKeyIgnoresCase(t *testing.T) {
 	assert.Equal(t, []int{http.StatusOK, http.StatusOK, http.StatusTooManyRequests, http.StatusOK, http.StatusTooManyRequests},
 		[]int{get("big.example"), get("BIG.example"), get("Big.Example"), get("A.example:8443"), get("a.example:8443")})
 	assert.Equal(t, []string{"header:host:big.example", "header:host:big.example", "header:host:big.example",
-		"header:host:a.example:8443", "header:host:a.example:8443"}, users)
+		"header:host:a.example:8443", "header:host:a.example:8443"}, *users)
 
 	host := httplimit.Header("Host")
 	h1 := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {

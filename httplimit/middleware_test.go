@@ -36,6 +36,21 @@ func newService(t testing.TB, def hotlimit.Config, start time.Duration) (*servic
 }
 
 // ok is the handler behind the middleware in most tests: 200 "ok".
+// keyedBy returns the middleware over ok that keys requests by user, on a
+// service of one request a minute for each user and, when rule is not
+// empty, quota a minute for the user rule names, and the users its observer
+// heard of, in order.
+func keyedBy(t *testing.T, user httplimit.KeyFunc, rule string, quota int) (http.Handler, *[]string) {
+	t.Helper()
+	svc, _ := newService(t, cfg(hotlimit.FixedWindow, 1, time.Minute), 0)
+	if rule != "" {
+		require.NoError(t, svc.ConfigureUser(rule, cfg(hotlimit.FixedWindow, quota, time.Minute)))
+	}
+	users := new([]string)
+	return httplimit.New(svc, httplimit.WithUser(user),
+		httplimit.WithObserver(func(e httplimit.Event) { *users = append(*users, e.User) }))(ok), users
+}
+
 var ok = http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 	w.Header().Set("Content-Type", "text/plain")
 	_, _ = w.Write([]byte("ok"))
