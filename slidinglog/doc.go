@@ -88,9 +88,9 @@
 // back exactly; see Limiter.Refund for why this never gives back capacity
 // that was not taken.
 //
-// Memory: a key costs its slot in the map's table, its node (the key's
-// header, a link and a 40-byte cell), the key's bytes and 8 bytes per unit of
-// Limit: about 195 bytes for Limit 10
+// Memory: a key costs its slot in the map's table, its node (a 40-byte cell,
+// a link and a copy of the key: 64 bytes for a key of up to 15 bytes) and 8
+// bytes per unit of Limit: about 178 bytes for Limit 10 and 12-byte keys
 // (cd bench && go run ./cmd/memory -impl slidinglog -limit 10), 8 KiB for
 // Limit 1000, 512 KiB at the maximum. Choose tokenbucket or
 // fixedwindow when many keys have large limits.

@@ -90,7 +90,7 @@ func TestTableRangeSkipsTombstones(t *testing.T) {
 	}
 	require.True(t, tdelete(&tb, keys[0]))
 	var seen []string
-	tb.rangeNodes(func(n *tnode) { seen = append(seen, n.key) })
+	tb.rangeNodes(func(n *tnode) { seen = append(seen, n.key()) })
 	assert.Equal(t, keys[1:], seen)
 }
 

@@ -10,7 +10,7 @@ func OnWalk[C any](m *Map[C], f func(visits int)) { m.walked = f }
 func Listed[C any](m *Map[C]) []string {
 	var keys []string
 	for n := m.head.next.Load(); n != nil; n = n.next.Load() {
-		keys = append(keys, n.key)
+		keys = append(keys, n.key())
 	}
 	return keys
 }

@@ -60,7 +60,7 @@ func TestInflightStripesKeepTheirCacheLines(t *testing.T) {
 // TestInsertionAllocatesItsKeyAndNodeOnly: counting an insertion in and out
 // allocates nothing (the stripe is drawn from the runtime's own generator),
 // so that an insertion into a table that does not grow allocates its node,
-// with the copy of its key in the same allocation when the key is up to 32
+// with the copy of its key in the same allocation when the key is up to 47
 // bytes long, in one of its own when it is longer, and nothing else (a slot
 // of the table is no allocation of its own).
 func TestInsertionAllocatesItsKeyAndNodeOnly(t *testing.T) {
@@ -80,9 +80,10 @@ func TestInsertionAllocatesItsKeyAndNodeOnly(t *testing.T) {
 		prefix string
 		allocs float64
 	}{
-		{"k", 1},                     // up to 16 bytes
-		{strings.Repeat("k", 20), 1}, // up to 32 bytes
-		{strings.Repeat("k", 40), 2}, // longer
+		{"k", 1},                     // up to 15 bytes
+		{strings.Repeat("k", 20), 1}, // up to 31 bytes
+		{strings.Repeat("k", 40), 1}, // up to 47 bytes
+		{strings.Repeat("k", 50), 2}, // longer
 	} {
 		keys := make([]string, 101) // AllocsPerRun runs once more than asked
 		for i := range keys {

@@ -27,9 +27,9 @@
 //
 // The map never keeps a key string it is given: it stores a copy, made with
 // the node that holds the key's cell, on the insertion paths only (a miss, a
-// revival), so the hot path copies nothing. A key of up to 32 bytes is
+// revival), so the hot path copies nothing. A key of up to 47 bytes is
 // copied into the node's own allocation, a longer one into an allocation of
-// its own. A caller may therefore pass a key that aliases a buffer it reuses
+// its own (see newNode). A caller may therefore pass a key that aliases a buffer it reuses
 // once the call returns, as package service does to build (user, api) keys
 // without allocating. The map and the sweep list share that one copy.
 //
@@ -167,6 +167,7 @@
 package keyed
 
 import (
+	"encoding/binary"
 	"strings"
 	"sync/atomic"
 	"unsafe"
@@ -205,11 +206,10 @@ func TableBytes(maxKeys int) int {
 	return int(unsafe.Sizeof(table[struct{}]{})) + tableShards*slots*int(unsafe.Sizeof(slot[struct{}]{}))
 }
 
-// node is a cell, its key and its link in the sweep list. Get returns
-// &n.cell; node is the map's value.
+// node is a cell and its link in the sweep list, allocated with its key
+// after it (see newNode). Get returns &n.cell; node is the map's value.
 type node[C any] struct {
 	cell C
-	key  string
 	next atomic.Pointer[node[C]] // see "The sweep list"
 }
 
@@ -264,7 +264,7 @@ func New[C any](init func(*C), judge func() func(*C) bool, o hotlimit.Options) *
 		// A listed node out of the map is dead: nodes are listed only once
 		// published in the map, leave it only dead, and never come back.
 		n := (*node[C])(unsafe.Pointer(c)) // cell is node's first field
-		return m.cells.load(n.key) != n
+		return m.cells.load(n.key()) != n
 	}
 	return m
 }
@@ -341,7 +341,7 @@ func (f Found[C]) Full() bool { return f.n == nil }
 // another key's node (see Found), or Full. On nil, call Get, which looks key
 // up in full, and read the clock again after it.
 func (f Found[C]) Cell(key string) *C {
-	if f.n == nil || f.n.key != key {
+	if f.n == nil || !f.n.is(key) {
 		return nil
 	}
 	return &f.n.cell
@@ -425,38 +425,91 @@ func (m *Map[C]) publish(key string) (n *node[C], inserted bool) {
 	return n, true
 }
 
-// inlineKey is a node allocated with the bytes of its key, of up to
-// len(B) bytes, after it: a lookup that loads the node finds the key's
-// bytes on its line, or the next one, instead of in an allocation of
-// their own.
-type inlineKey[C any, B [16]byte | [32]byte] struct {
-	n node[C]
-	b B
+// A node's key is stored after it, in the node's allocation: a header byte,
+// then either the key's bytes (an inline key: the header is their count) or,
+// for a key longer than maxInline, the key's length and a pointer to a copy
+// of it (a long key: the header is longKey). So a node has no string header
+// of its own: a one-word cell's node for a key of up to 15 bytes is one
+// 32-byte allocation, where a cell, a string header and a link took 32
+// before the key. newNode allocates every node the map holds, and the
+// table's tombstone, in one of these forms; key and is read them through
+// the smallest, inlineKey[C, [15]byte], whose size is no larger than any
+// form's.
+const (
+	maxInline = 47   // the longest key stored inline
+	longKey   = 0xff // the header of a long key
+)
+
+// inlineKey is a node allocated with its key's length, of up to len(B)
+// bytes, and its bytes: a lookup that loads the node finds the key on its
+// line, or the next one.
+type inlineKey[C any, B [15]byte | [31]byte | [47]byte] struct {
+	n    node[C]
+	size uint8 // ≤ len(B), never longKey
+	b    B
 }
 
-// newNode returns a fresh node for a copy of key, not yet listed: the only
-// copy of key the map makes (see the package documentation). A key of up to
-// 32 bytes is copied into the node's allocation, after the node; the key
-// string points into that allocation, which it keeps alive, and nothing
-// writes those bytes again.
-func (m *Map[C]) newNode(key string) *node[C] {
-	var n *node[C]
+// outlineKey is a node allocated with the length of its key, longer than
+// maxInline, and a pointer to the bytes of a copy of it.
+type outlineKey[C any] struct {
+	n    node[C]
+	head [8]byte // longKey, then the key's length in 7 bytes, little-endian
+	b    *byte
+}
+
+// newNode returns a node, with a zero cell, for a copy of key: the only copy
+// of key the map makes (see the package documentation). A key of up to
+// maxInline bytes is copied into the node's allocation, after the node, and
+// a longer one into an allocation of its own; nothing writes those bytes
+// again.
+func newNode[C any](key string) *node[C] {
 	switch {
-	case key == "":
-		n = new(node[C])
-	case len(key) > 32:
-		n = &node[C]{key: strings.Clone(key)}
-	case len(key) <= 16:
-		x := new(inlineKey[C, [16]byte])
+	case len(key) <= 15:
+		x := new(inlineKey[C, [15]byte])
+		x.size = uint8(len(key))
 		copy(x.b[:], key)
-		x.n.key = unsafe.String(&x.b[0], len(key))
-		n = &x.n
-	default:
-		x := new(inlineKey[C, [32]byte])
+		return &x.n
+	case len(key) <= 31:
+		x := new(inlineKey[C, [31]byte])
+		x.size = uint8(len(key))
 		copy(x.b[:], key)
-		x.n.key = unsafe.String(&x.b[0], len(key))
-		n = &x.n
+		return &x.n
+	case len(key) <= maxInline:
+		x := new(inlineKey[C, [47]byte])
+		x.size = uint8(len(key))
+		copy(x.b[:], key)
+		return &x.n
 	}
+	x := new(outlineKey[C])
+	binary.LittleEndian.PutUint64(x.head[:], uint64(len(key))<<8|longKey)
+	x.b = unsafe.StringData(strings.Clone(key))
+	return &x.n
+}
+
+// key returns n's key, which n's allocation holds (see newNode).
+func (n *node[C]) key() string {
+	x := (*inlineKey[C, [15]byte])(unsafe.Pointer(n))
+	if x.size != longKey {
+		return unsafe.String(&x.b[0], x.size)
+	}
+	y := (*outlineKey[C])(unsafe.Pointer(n))
+	return unsafe.String(y.b, binary.LittleEndian.Uint64(y.head[:])>>8)
+}
+
+// is reports whether n's key is key. It is key() == key, with the length
+// compared before anything else is read.
+func (n *node[C]) is(key string) bool {
+	x := (*inlineKey[C, [15]byte])(unsafe.Pointer(n))
+	if len(key) <= maxInline { // only an inline key can be key
+		return int(x.size) == len(key) && unsafe.String(&x.b[0], len(key)) == key
+	}
+	return x.size == longKey && n.key() == key
+}
+
+// newNode returns a fresh node for a copy of key (see the package-level
+// newNode), its cell made fresh by m.init, not yet listed.
+func (m *Map[C]) newNode(key string) *node[C] {
+	n := newNode[C](key)
 	if m.init != nil {
 		m.init(&n.cell)
 	}
@@ -663,15 +716,16 @@ func (m *Map[C]) visit(prev, n, next *node[C], kill func(*C) bool) (kept, delete
 // remove deletes n's key if it still maps to n, which is dead, and reports
 // whether it did. (A Revive may have replaced n since the kill.)
 func (m *Map[C]) remove(n *node[C]) bool {
-	if m.cells.load(n.key) != n {
+	if m.cells.load(n.key()) != n {
 		return false
 	}
 	if m.hook != nil {
 		m.hook("remove")
 	}
-	h := m.cells.hash(n.key)
+	key := n.key()
+	h := m.cells.hash(key)
 	s := m.cells.lock(h)
-	cur, at := m.cells.locked(s, h, n.key)
+	cur, at := m.cells.locked(s, h, key)
 	deleted := cur == n
 	if deleted {
 		m.cells.delete(s, h, at)

@@ -15,7 +15,7 @@ import (
 )
 
 // keySizes are key lengths on either side of each way newNode stores a key.
-var keySizes = []int{0, 1, 15, 16, 17, 31, 32, 33, 100}
+var keySizes = []int{0, 1, 15, 16, 31, 32, 47, 48, 100, 255}
 
 // TestNodeOutlivesEveryReferenceButOne: a node whose key is copied into its
 // own allocation stays alive, key and cell intact, while anything points
@@ -44,7 +44,7 @@ func TestNodeOutlivesEveryReferenceButOne(t *testing.T) {
 				require.Same(t, c, &n.cell)
 				watch = append(watch, weak.Make(n))
 				if hold == "key" {
-					keys = append(keys, n.key)
+					keys = append(keys, n.key())
 				} else {
 					cells = append(cells, c)
 				}
@@ -71,11 +71,11 @@ func TestNodeOutlivesEveryReferenceButOne(t *testing.T) {
 					assert.Equal(t, want, keys[i], "a key of %d bytes, read after the collections", size)
 				} else {
 					n := (*node[fat])(unsafe.Pointer(cells[i]))
-					assert.Equal(t, want, n.key, "the key of a node held by its cell, %d bytes", size)
+					assert.Equal(t, want, n.key(), "the key of a node held by its cell, %d bytes", size)
 					assert.EqualValues(t, size, cells[i].v)
 					assert.EqualValues(t, size, *cells[i].ptr)
 				}
-				if hold == "cell" || size > 0 && size <= 32 { // else the key is no pointer into its node
+				if hold == "cell" || size > 0 && size <= maxInline { // else the key is no pointer into its node
 					assert.NotNil(t, watch[i].Value(), "the node of a key of %d bytes is alive", size)
 				}
 			}
@@ -91,12 +91,12 @@ func TestNodeOutlivesEveryReferenceButOne(t *testing.T) {
 }
 
 // TestNodeSizes: the sizes the Memory notes of the limiters and table.go
-// count on. A slot takes 16 bytes, and a shard 64. A
-// one-word cell's node takes 32 bytes, and with its key copied in, 48 bytes
-// for a key of up to 16 bytes and 64 for one of up to 32; slidinglog's
-// 40-byte cell makes a 64-byte node, 80 and 96 bytes with its key. The
-// allocations are of those sizes exactly (each a size class of Go's
-// allocator), as measured.
+// count on. A slot takes 16 bytes, and a shard 64. A one-word cell's node
+// takes 16 bytes, and with its key's length and bytes after it, 32 bytes
+// for a key of up to 15 bytes, 48 for one of up to 31 and 64 for one of up
+// to 47; slidinglog's 40-byte cell makes a 48-byte node, 64, 80 and 96
+// bytes with its key. The allocations are of those sizes exactly (each a
+// size class of Go's allocator), as measured.
 func TestNodeSizes(t *testing.T) {
 	if unsafe.Sizeof(uintptr(0)) != 8 {
 		t.Skip("the sizes are those of 64-bit platforms, which the Memory notes count")
@@ -106,9 +106,9 @@ func TestNodeSizes(t *testing.T) {
 		_, _ uint64
 		_    []int64
 	}
-	assert.EqualValues(t, 32, unsafe.Sizeof(node[word]{}))
+	assert.EqualValues(t, 16, unsafe.Sizeof(node[word]{}))
 	assert.EqualValues(t, 40, unsafe.Sizeof(ring{}))
-	assert.EqualValues(t, 64, unsafe.Sizeof(node[ring]{}))
+	assert.EqualValues(t, 48, unsafe.Sizeof(node[ring]{}))
 	assert.EqualValues(t, 16, unsafe.Sizeof(slot[word]{}))
 	assert.EqualValues(t, 16<<10, tableShards*unsafe.Sizeof(shard[word]{}), "an empty table's shards")
 	// perNode returns the bytes a node for a key of size bytes allocates:
@@ -136,12 +136,13 @@ func TestNodeSizes(t *testing.T) {
 	for _, c := range []struct {
 		size       int
 		word, ring uintptr
-	}{{0, 32, 64}, {1, 48, 80}, {16, 48, 80}, {17, 64, 96}, {32, 64, 96}} {
+	}{{0, 32, 64}, {1, 32, 64}, {15, 32, 64}, {16, 48, 80}, {31, 48, 80}, {32, 64, 96}, {47, 64, 96}} {
 		assert.Equal(t, c.word, perNode(c.size, func(k string) any { return w.newNode(k) }), "a one-word cell's node, key of %d bytes", c.size)
 		assert.Equal(t, c.ring, perNode(c.size, func(k string) any { return r.newNode(k) }), "slidinglog's node, key of %d bytes", c.size)
 	}
 	// A longer key is an allocation of its own, of its length's size class.
-	assert.Equal(t, uintptr(32+48), perNode(33, func(k string) any { return w.newNode(k) }))
+	assert.Equal(t, uintptr(32+48), perNode(48, func(k string) any { return w.newNode(k) }))
+	assert.Equal(t, uintptr(64+48), perNode(48, func(k string) any { return r.newNode(k) }))
 }
 
 // TestPanickingInitLeavesTheShardUnlocked: a cell's init runs under the lock
@@ -167,4 +168,30 @@ func TestPanickingInitLeavesTheShardUnlocked(t *testing.T) {
 	s.mu.Unlock()
 	boom = false
 	assert.NotNil(t, m.Get("y"))
+}
+
+// FuzzNodeKey: a node's key reads back as the key it was made for, in every
+// form newNode stores (inline up to 15, 31 and 47 bytes, and out of line),
+// and is(other) is key == other: a key of 255 bytes compared with a long
+// key's node, whose header byte is 255, or an inline node's key with one
+// of another length, never reads past what the node holds.
+func FuzzNodeKey(f *testing.F) {
+	for _, size := range keySizes {
+		f.Add(strings.Repeat("k", size), strings.Repeat("k", 255))
+		f.Add(strings.Repeat("k", size), strings.Repeat("k", size))
+		f.Add(strings.Repeat("k", size), strings.Repeat("k", size+1))
+	}
+	f.Add("\xff", "\xff")
+	f.Fuzz(func(t *testing.T, key, other string) {
+		n := newNode[uint64](key)
+		r := newNode[[5]uint64](key) // a cell of slidinglog's size
+		if n.key() != key || r.key() != key {
+			t.Fatalf("node of %q read back as %q and %q", key, n.key(), r.key())
+		}
+		for _, k := range []string{key, other} {
+			if got, want := n.is(k), k == key; got != want || r.is(k) != want {
+				t.Fatalf("node of %q: is(%q) = %v and %v, want %v", key, k, got, r.is(k), want)
+			}
+		}
+	})
 }

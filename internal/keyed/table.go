@@ -118,7 +118,7 @@ type slot[C any] struct {
 // init makes t, a zero table, an empty one whose arrays are sized, as they
 // are allocated, for presize keys in all without a replacement.
 func (t *table[C]) init(presize int) {
-	t.seed, t.tomb = maphash.MakeSeed(), new(node[C])
+	t.seed, t.tomb = maphash.MakeSeed(), newNode[C]("")
 	t.floor, t.fit = floorSlots(presize)
 }
 
@@ -187,7 +187,7 @@ func (t *table[C]) probe(a *[]slot[C], h uint64, key string) *node[C] {
 		if n == nil {
 			return nil
 		}
-		if s[i].hash.Load() == h && n != t.tomb && n.key == key {
+		if s[i].hash.Load() == h && n != t.tomb && n.is(key) {
 			return n
 		}
 	}
@@ -244,7 +244,7 @@ func (t *table[C]) find(s *shard[C], h uint64, key string) (at, free int) {
 			}
 			continue
 		}
-		if a[i].hash.Load() == h && n.key == key {
+		if a[i].hash.Load() == h && n.is(key) {
 			return int(i), free
 		}
 	}
@@ -290,7 +290,7 @@ func (t *table[C]) insert(s *shard[C], h uint64, n *node[C], free int) {
 			size = t.floor
 		}
 		t.replace(s, size)
-		_, free = t.find(s, h, n.key)
+		_, free = t.find(s, h, n.key())
 		a = *s.slots.Load()
 		reuse = false
 	}

@@ -32,7 +32,7 @@ func tinsert(t *table[int64], key string) (*tnode, bool) {
 	if n != nil {
 		return n, false
 	}
-	n = &tnode{key: key}
+	n = newNode[int64](key)
 	t.insert(s, h, n, free)
 	return n, true
 }
@@ -61,7 +61,7 @@ func treplace(t *table[int64], key string) *tnode {
 	if n == nil {
 		return nil
 	}
-	fresh := &tnode{key: key}
+	fresh := newNode[int64](key)
 	t.put(s, at, fresh)
 	return fresh
 }
@@ -118,12 +118,12 @@ func checkTable(tb testing.TB, t *table[int64], model map[string]*tnode, absent 
 				continue
 			}
 			nodes++
-			if seen[n.key] {
-				tb.Fatalf("shard %d: key %q twice", i, n.key)
+			if seen[n.key()] {
+				tb.Fatalf("shard %d: key %q twice", i, n.key())
 			}
-			seen[n.key] = true
-			if (*a)[j].hash.Load() != t.hash(n.key) {
-				tb.Fatalf("shard %d: key %q under another hash", i, n.key)
+			seen[n.key()] = true
+			if (*a)[j].hash.Load() != t.hash(n.key()) {
+				tb.Fatalf("shard %d: key %q under another hash", i, n.key())
 			}
 		}
 		if used != s.used || nodes != s.held || used*4 > len(*a)*3 {
@@ -333,12 +333,12 @@ func TestTableHammer(t *testing.T) {
 			defer readers.Done()
 			for !stop.Load() {
 				for _, k := range stable {
-					if n := tb.load(k); n == nil || n.key != k {
+					if n := tb.load(k); n == nil || n.key() != k {
 						errs.Add(1)
 					}
 				}
 				for _, k := range churn {
-					if n := tb.load(k); n != nil && n.key != k {
+					if n := tb.load(k); n != nil && n.key() != k {
 						errs.Add(1)
 					}
 				}
