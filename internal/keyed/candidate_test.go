@@ -68,14 +68,14 @@ func TestTableShrinksBelowAnEighth(t *testing.T) {
 		tinsert(&tb, k)
 	}
 	require.Equal(t, int64(1), tb.growths.Load(), "grown to twice the slots")
-	require.Len(t, *tb.shards[7].slots.Load(), 2*minSlots)
+	require.Len(t, *tb.arrays[7].Load(), 2*minSlots)
 	for _, k := range keys[2:] {
 		require.True(t, tdelete(&tb, k))
 	}
 	require.Equal(t, int64(1), tb.growths.Load(), "an eighth of the slots held")
 	require.True(t, tdelete(&tb, keys[1]))
 	assert.Equal(t, int64(2), tb.growths.Load(), "fewer than an eighth")
-	assert.Len(t, *tb.shards[7].slots.Load(), minSlots)
+	assert.Len(t, *tb.arrays[7].Load(), minSlots)
 	assert.Same(t, tb.load(keys[0]), tb.candidate(keys[0]))
 }
 

@@ -69,8 +69,8 @@ func TestInsertionAllocatesItsKeyAndNodeOnly(t *testing.T) {
 	never := func() func(*int64) bool { return func(*int64) bool { return false } }
 	m := New(nil, never, hotlimit.Options{MaxKeys: 4000}) // sized up front: no growth
 	warm := 0
-	for i := range m.cells.shards {
-		for m.cells.shards[i].slots.Load() == nil { // every shard's array allocated
+	for i := range m.cells.arrays {
+		for m.cells.arrays[i].Load() == nil { // every shard's array allocated
 			m.Get("warm" + strconv.Itoa(warm))
 			warm++
 		}

@@ -194,16 +194,19 @@ const (
 // TableBytes returns the bytes of the table of a map with a key cap of
 // maxKeys (> 0) once every shard has allocated its array, as a flood of keys
 // makes them do: the table is sized for min(maxKeys, MaxPresize) keys up
-// front, and holds that many without growing. Its 256 shards' headers take
-// about 17 KB from the start, and their arrays a power of two of 16-byte
-// slots each, with slack for the spread of the keys among them, so that a
-// small cap costs more than 32 bytes a key: 32 MB for a cap of MaxPresize
-// or more, 4 MB for 100,000, 145 KB for 1024 or less. The keys' nodes are
+// front, and holds that many without growing. The table and its 256 shards'
+// writers' states take about 13 KB once every shard has a key, and their
+// arrays a power of two of 16-byte slots each, with slack for the spread of
+// the keys among them, so that a small cap costs more than 32 bytes a key:
+// 32 MB for a cap of MaxPresize or more, 4 MB for 100,000, 141 KB for 1024
+// or less. The keys' nodes are
 // not counted, nor, with a cap above MaxPresize, the growth of the table
 // past MaxPresize keys.
 func TableBytes(maxKeys int) int {
 	slots, _ := floorSlots(min(max(maxKeys, 1), MaxPresize))
-	return int(unsafe.Sizeof(table[struct{}]{})) + tableShards*slots*int(unsafe.Sizeof(slot[struct{}]{}))
+	writers := (int(unsafe.Sizeof(shard[struct{}]{})) + 7) &^ 7 // its allocation: 20 bytes take 24 on 32-bit platforms
+	perShard := writers + slots*int(unsafe.Sizeof(slot[struct{}]{}))
+	return int(unsafe.Sizeof(table[struct{}]{})) + tableShards*perShard
 }
 
 // node is a cell and its link in the sweep list, allocated with its key

@@ -110,7 +110,7 @@ func TestNodeSizes(t *testing.T) {
 	assert.EqualValues(t, 40, unsafe.Sizeof(ring{}))
 	assert.EqualValues(t, 48, unsafe.Sizeof(node[ring]{}))
 	assert.EqualValues(t, 16, unsafe.Sizeof(slot[word]{}))
-	assert.EqualValues(t, 16<<10, tableShards*unsafe.Sizeof(shard[word]{}), "an empty table's shards")
+	assert.EqualValues(t, 32, unsafe.Sizeof(shard[word]{}), "a shard's writers' state")
 	// perNode returns the bytes a node for a key of size bytes allocates:
 	// the least of a few measurements of the process's allocations, as a
 	// goroutine another test left behind may allocate during one.
@@ -156,11 +156,11 @@ func TestPanickingInitLeavesTheShardUnlocked(t *testing.T) {
 			panic("init")
 		}
 	}, func() func(*int64) bool { return func(*int64) bool { return false } }, hotlimit.Options{MaxKeys: 10})
-	s := m.cells.shard(m.cells.hash("x"))
 	x := m.Get("x")
+	s := m.cells.writers(m.cells.hash("x"))
 	boom = true
 	require.PanicsWithValue(t, "init", func() { m.Get("y") }, "an insertion")
-	sy := m.cells.shard(m.cells.hash("y"))
+	sy := m.cells.writers(m.cells.hash("y"))
 	require.True(t, sy.mu.TryLock(), "the insertion's shard unlocked")
 	sy.mu.Unlock()
 	require.PanicsWithValue(t, "init", func() { m.Revive("x", x) }, "a revival replacing a dead cell")

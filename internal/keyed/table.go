@@ -80,11 +80,18 @@ import (
 // single insertion among 2M new keys with auto-sweep on took 20 to 210 ms
 // (median 80) on two loaded cores, against 16 to 40 ms (median 20) with 256,
 // where allocating alone, with no table, stalls for 6 to 28 ms. An empty
-// table's shards take 16 KB.
+// table holds a pointer to each shard's array and one to each shard's
+// writers' state, 4 KB in all; a shard's state, 32 bytes, is allocated on
+// its first write, and its array on its first insertion.
 const tableShards = 256
 
 // shardBits is log2(tableShards): a key's shard is its hash's top shardBits.
 const shardBits = 8
+
+// installing is a test hook, called before a writer puts the shard it
+// allocated in a table's shards. A package variable, not a table's field:
+// a table's size decides the allocation class of every limiter.
+var installing func()
 
 // minSlots is the smallest array a shard allocates.
 const minSlots = 8
@@ -92,21 +99,26 @@ const minSlots = 8
 // table maps keys to nodes. The zero value is not usable: see init.
 type table[C any] struct {
 	seed    maphash.Seed
-	tomb    *node[C] // the node pointer of a deleted slot; never a key's node
-	floor   int      // the fewest slots a shard's array keeps: see init
-	fit     int      // the keys a shard's array of floor slots is sized for: see init
-	shards  [tableShards]shard[C]
-	live    inflight     // the keys held, striped by shard: see Size
-	growths atomic.Int64 // the arrays replaced, for tests
+	tomb    *node[C]                               // the node pointer of a deleted slot; never a key's node
+	floor   int                                    // the fewest slots a shard's array keeps: see init
+	fit     int                                    // the keys a shard's array of floor slots is sized for: see init
+	arrays  [tableShards]atomic.Pointer[[]slot[C]] // each shard's current array; nil until its first insertion
+	shards  [tableShards]atomic.Pointer[shard[C]]  // each shard's writers' state; nil until its first write
+	live    inflight                               // the keys held, striped by shard: see Size
+	growths atomic.Int64                           // the arrays replaced, for tests
 }
 
-// shard is one part of a table: its own array of slots, under its own lock.
+// shard is the writers' side of one part of a table: the lock under which
+// they write its array, and their counts. Lookups read only the array, whose
+// pointer the table keeps in arrays, apart from the lock and counts that
+// writers write; a shard is allocated on the first write of its part of the
+// table, so that a table with few keys, or none, does not pay for all 256
+// (see "Memory").
 type shard[C any] struct {
-	mu    sync.Mutex                // held by writers of the shard's keys
-	slots atomic.Pointer[[]slot[C]] // the current array; nil until the first insertion
-	used  int                       // slots not nil in the current array, tombstones included; under mu
-	held  int                       // nodes in the current array; under mu
-	_     [32]byte                  // the next shard's lock and array pointer off this one's line
+	mu    sync.Mutex                 // held by writers of the shard's keys
+	slots *atomic.Pointer[[]slot[C]] // the shard's entry of the table's arrays
+	used  int                        // slots not nil in the current array, tombstones included; under mu
+	held  int                        // nodes in the current array; under mu
 }
 
 // slot is one entry of a shard's array.
@@ -162,16 +174,16 @@ func (t *table[C]) hash(key string) uint64 {
 	return maphash.String(t.seed, key)
 }
 
-// shard returns the shard of the key hashed to h.
-func (t *table[C]) shard(h uint64) *shard[C] {
-	return &t.shards[h>>(64-shardBits)]
+// array returns the array pointer of the shard of the key hashed to h.
+func (t *table[C]) array(h uint64) *atomic.Pointer[[]slot[C]] {
+	return &t.arrays[h>>(64-shardBits)]
 }
 
 // load returns key's node, or nil when the table does not hold key. It
 // never locks.
 func (t *table[C]) load(key string) *node[C] {
 	h := t.hash(key)
-	return t.probe(t.shard(h).slots.Load(), h, key)
+	return t.probe(t.array(h).Load(), h, key)
 }
 
 // probe returns the node of key, hashed to h, in the array a (nil: none),
@@ -201,7 +213,7 @@ func (t *table[C]) probe(a *[]slot[C], h uint64, key string) *node[C] {
 // A nil return is a miss, as load's: the probe met no slot of key's hash.
 func (t *table[C]) candidate(key string) *node[C] {
 	h := t.hash(key)
-	return t.first(t.shard(h).slots.Load(), h)
+	return t.first(t.array(h).Load(), h)
 }
 
 // first is candidate's probe of the array a (nil: none) for the hash h.
@@ -254,7 +266,22 @@ func (t *table[C]) find(s *shard[C], h uint64, key string) (at, free int) {
 // has none, and returns the shard: the caller then finds the key, and
 // inserts, replaces or deletes it, and unlocks s.mu.
 func (t *table[C]) lock(h uint64) *shard[C] {
-	s := t.shard(h)
+	i := h >> (64 - shardBits)
+	s := t.shards[i].Load()
+	if s == nil {
+		// The shard's first writer allocates it. Invariant: a shard, once
+		// in shards, is never replaced, so every writer of its keys locks
+		// the same lock. Of writers racing to put one there, the CAS lets
+		// one through; the others take the winner's, which they load after
+		// their CAS failed, and drop their own, which no one has locked.
+		s = &shard[C]{slots: &t.arrays[i]}
+		if installing != nil {
+			installing()
+		}
+		if !t.shards[i].CompareAndSwap(nil, s) {
+			s = t.shards[i].Load()
+		}
+	}
 	s.mu.Lock()
 	if s.slots.Load() == nil {
 		a := make([]slot[C], t.floor)
@@ -365,8 +392,8 @@ func (t *table[C]) size() int {
 // shard's array loaded once. A key held throughout is visited once; see
 // "Why a lock-free lookup is linearizable".
 func (t *table[C]) rangeNodes(f func(n *node[C])) {
-	for i := range t.shards {
-		a := t.shards[i].slots.Load()
+	for i := range t.arrays {
+		a := t.arrays[i].Load()
 		if a == nil {
 			continue
 		}

@@ -96,8 +96,16 @@ func checkTable(tb testing.TB, t *table[int64], model map[string]*tnode, absent 
 	}
 	held := 0
 	for i := range t.shards {
-		s := &t.shards[i]
-		a := s.slots.Load()
+		s, a := t.shards[i].Load(), t.arrays[i].Load()
+		if s == nil {
+			if a != nil {
+				tb.Fatalf("shard %d: an array and no writers' state", i)
+			}
+			continue
+		}
+		if s.slots != &t.arrays[i] {
+			tb.Fatalf("shard %d: its writers write another shard's array", i)
+		}
 		if a == nil {
 			if s.used != 0 || s.held != 0 {
 				tb.Fatalf("shard %d: no array, counts %d used %d held", i, s.used, s.held)
@@ -275,12 +283,12 @@ func TestTableLookupStalledOnAReplacedArray(t *testing.T) {
 	h := tb.hash(key)
 	// A lookup stalls on the current array: deletions of the keys before
 	// key's slot leave tombstones, and an insertion reuses one.
-	a := tb.shard(h).slots.Load()
+	a := tb.array(h).Load()
 	for _, k := range before {
 		require.True(t, tdelete(&tb, k))
 	}
 	tinsert(&tb, before[1])
-	require.Same(t, a, tb.shard(h).slots.Load(), "no replacement yet")
+	require.Same(t, a, tb.array(h).Load(), "no replacement yet")
 	assert.Same(t, n, tb.probe(a, h, key), "found past the tombstones in the array it loaded")
 	// A lookup stalls on that array; then the shard grows many times over, a
 	// key is deleted and inserted again, and key's node is replaced.
@@ -289,7 +297,7 @@ func TestTableLookupStalledOnAReplacedArray(t *testing.T) {
 	for _, k := range shardKeys(&tb, sh, 200) {
 		tinsert(&tb, k)
 	}
-	require.NotSame(t, a, tb.shard(h).slots.Load(), "the array was replaced")
+	require.NotSame(t, a, tb.array(h).Load(), "the array was replaced")
 	require.True(t, tdelete(&tb, other))
 	newOther, _ := tinsert(&tb, other)
 	fresh := treplace(&tb, key)
@@ -298,13 +306,13 @@ func TestTableLookupStalledOnAReplacedArray(t *testing.T) {
 	got := tb.probe(a, tb.hash(other), other)
 	assert.True(t, got == nil || got == oldOther || got == newOther, "a key deleted and inserted again: its old node, its new one or none")
 	// The shard shrinks under a lookup stalled on the grown array.
-	b := tb.shard(h).slots.Load()
+	b := tb.array(h).Load()
 	for _, k := range shardKeys(&tb, sh, 200) {
 		if k != key {
 			tdelete(&tb, k)
 		}
 	}
-	require.NotSame(t, b, tb.shard(h).slots.Load(), "the array shrank")
+	require.NotSame(t, b, tb.array(h).Load(), "the array shrank")
 	assert.Same(t, fresh, tb.probe(b, h, key), "found in the array it loaded before the shrink")
 	assert.Same(t, fresh, tb.load(key))
 }
@@ -428,7 +436,7 @@ func TestTableSlotReadMidReuseIsRejectedByItsKey(t *testing.T) {
 	other := probeKeys(&tb, 7, key, 1)[0] // in the slot key's probe starts on
 	n, _ := tinsert(&tb, other)
 	h := tb.hash(key)
-	a := *tb.shard(h).slots.Load()
+	a := *tb.array(h).Load()
 	for i := range a {
 		if a[i].node.Load() == n {
 			a[i].hash.Store(h) // the hash key's insertion stores before its node
@@ -439,7 +447,7 @@ func TestTableSlotReadMidReuseIsRejectedByItsKey(t *testing.T) {
 
 // TestTableBytesIsTheTableOfACappedMapFlooded: with every shard's array
 // allocated by a flood of keys, each soon idle and evicted for the next, a
-// capped map's table, its shards' headers and their arrays, takes
+// capped map's table, its shards' writers' states and their arrays, takes
 // TableBytes of its cap: no more, as no array grows
 // past the size it was given up front, not even to shed the tombstones the
 // evictions leave (at 12,000 and 2^20, where a shard's keys often pass half
@@ -455,8 +463,8 @@ func TestTableBytesIsTheTableOfACappedMapFlooded(t *testing.T) {
 		m := New(nil, idle, hotlimit.Options{MaxKeys: c.maxKeys})
 		for i := 0; ; i++ {
 			allocated := 0
-			for j := range m.cells.shards {
-				if m.cells.shards[j].slots.Load() != nil {
+			for j := range m.cells.arrays {
+				if m.cells.arrays[j].Load() != nil {
 					allocated++
 				}
 			}
@@ -465,12 +473,43 @@ func TestTableBytesIsTheTableOfACappedMapFlooded(t *testing.T) {
 			}
 			require.NotNil(t, m.Get("k"+strconv.Itoa(i)))
 		}
+		writers := (int(unsafe.Sizeof(shard[int64]{})) + 7) &^ 7 // a shard's allocation
 		bytes := int(unsafe.Sizeof(m.cells))
-		for j := range m.cells.shards {
-			bytes += len(*m.cells.shards[j].slots.Load()) * int(unsafe.Sizeof(slot[int64]{}))
+		for j := range m.cells.arrays {
+			require.NotNil(t, m.cells.shards[j].Load(), "cap %d: shard %d written", c.maxKeys, j)
+			bytes += writers + len(*m.cells.arrays[j].Load())*int(unsafe.Sizeof(slot[int64]{}))
 		}
-		assert.Equal(t, c.want, TableBytes(c.maxKeys)-int(unsafe.Sizeof(m.cells)), "cap %d: its arrays", c.maxKeys)
+		assert.Equal(t, c.want, TableBytes(c.maxKeys)-int(unsafe.Sizeof(m.cells))-tableShards*writers, "cap %d: its arrays", c.maxKeys)
 		assert.Equal(t, bytes, TableBytes(c.maxKeys), "cap %d: the flooded table", c.maxKeys)
 	}
 	assert.Equal(t, TableBytes(MaxPresize), TableBytes(math.MaxInt), "sized for MaxPresize keys")
+}
+
+// writers returns the writers' state of the shard of the key hashed to h,
+// nil before the shard's first write.
+func (t *table[C]) writers(h uint64) *shard[C] {
+	return t.shards[h>>(64-shardBits)].Load()
+}
+
+// TestShardRacedToItsFirstWriteIsOne: two writers of a shard with no
+// writers' state yet each allocate one, and the second to put its own in the
+// table finds the first's there: it locks the first's lock, the one every
+// writer of the shard locks from then on, and drops its own.
+func TestShardRacedToItsFirstWriteIsOne(t *testing.T) {
+	var tb table[int64]
+	tb.init(0)
+	h := tb.hash("k")
+	var first *shard[int64]
+	installing = func() {
+		installing = nil
+		first = tb.lock(h) // the other writer, first to put its state there
+		first.mu.Unlock()
+	}
+	defer func() { installing = nil }()
+	s := tb.lock(h)
+	defer s.mu.Unlock()
+	require.NotNil(t, first, "the other writer ran between the allocation and the CAS")
+	assert.Same(t, first, s, "the shard locked is the one in the table")
+	assert.Same(t, first, tb.writers(h))
+	assert.False(t, first.mu.TryLock(), "the table's shard is the one locked")
 }
