@@ -39,10 +39,10 @@
 //     ResourceExhausted. With a key cap in the limiter options
 //     (hotlimit.WithMaxKeys(n), given to [WithLimiterOptions]), each such
 //     limiter's table is sized for min(n, 2^20) keys up front (32 MB at
-//     2^20, 4 MB at 100,000, 141 KB at 1024 or less, once a flood of keys
+//     2^20, 4.5 MB at 100,000, 147 KB at 1024 or less, once a flood of keys
 //     fills it), so the overrides are bounded by their tables too: at most
 //     as many as four tables of 2^20 keys, about 128 MB, hold (4
-//     overrides at n = 1,000,000, 31 at 100,000, 932 at 1024 or less;
+//     overrides at n = 1,000,000, 28 at 100,000, 894 at 1024 or less;
 //     past 2^20 keys a table grows as keys come, each override's with it,
 //     and the bound stays 4).
 //     The bound holds with a factory too, which gets the cap: redislimit's

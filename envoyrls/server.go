@@ -53,13 +53,14 @@ const (
 	// keyed.MaxPresize keys take, about 128 MB: each such limiter's table is
 	// sized for min(cap, keyed.MaxPresize) keys, and a flood of keys fills
 	// it to keyed.TableBytes(cap) (32 MB at a cap of 2^20, and past 2^20
-	// keys at a larger cap it grows as the rules' tables do; 4 MB at
-	// 100,000, 141 KB at 1024 or less), so that without this bound a client
+	// keys at a larger cap it grows as the rules' tables do; 4.5 MB at
+	// 100,000, 147 KB at 1024 or less), so that without this bound a client
 	// sending maxOverrides distinct requests_per_unit, each with its flood,
 	// would make the server take 4096 × 32 MB. That allows
 	// max(1, min(maxOverrides, 4 × keyed.TableBytes(2^20) / keyed.TableBytes(cap)))
-	// overrides: 4 at a cap of 1,000,000, 31 at 100,000, 932 at 1024 or
-	// less (959 on a 32-bit platform, whose shards' headers are smaller).
+	// overrides: 4 at a cap of 1,000,000, 28 at 100,000, 894 at 1024 or
+	// less (837 on a 32-bit platform, where an array of 32 slots takes an
+	// allocation header).
 	overrideTables = 4
 )
 

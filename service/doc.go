@@ -47,8 +47,8 @@
 // [hotlimit.WithMaxKeys] caps the keys each limiter holds. The cap sizes each
 // limiter's map for its keys up front, as the service builds the limiter,
 // up to 1<<20 keys, and the map takes that size as keys come: 32 MB per
-// limiter at a cap of a million (about 32 bytes per key), 4 MB at 100,000,
-// 141 KB at 1024 or less, for every distinct limit of the rules. Without a
+// limiter at a cap of a million (about 32 bytes per key), 4.5 MB at 100,000,
+// 147 KB at 1024 or less, for every distinct limit of the rules. Without a
 // cap, each such limiter takes about 6 KB before its first key (4 KB of it
 // pointers to its map's 256 shards, each allocated on its first key), and
 // its map grows a shard at a time as keys come.

@@ -168,6 +168,7 @@ package keyed
 
 import (
 	"encoding/binary"
+	"slices"
 	"strings"
 	"sync/atomic"
 	"unsafe"
@@ -195,18 +196,43 @@ const (
 // maxKeys (> 0) once every shard has allocated its array, as a flood of keys
 // makes them do: the table is sized for min(maxKeys, MaxPresize) keys up
 // front, and holds that many without growing. The table and its 256 shards'
-// writers' states take about 13 KB once every shard has a key, and their
-// arrays a power of two of 16-byte slots each, with slack for the spread of
-// the keys among them, so that a small cap costs more than 32 bytes a key:
-// 32 MB for a cap of MaxPresize or more, 4 MB for 100,000, 141 KB for 1024
-// or less. The keys' nodes are
-// not counted, nor, with a cap above MaxPresize, the growth of the table
-// past MaxPresize keys.
+// writers' states and array headers take about 19 KB once every shard has a
+// key, and their arrays a power of two of 16-byte slots each, with slack for
+// the spread of the keys among them, so that a small cap costs more than 32
+// bytes a key: 32 MB for a cap of MaxPresize or more, 4.5 MB for 100,000,
+// 147 KB for 1024 or less. Each allocation is counted as the allocator takes
+// it (see allocated). The keys' nodes are not counted, nor, with a cap above
+// MaxPresize, the growth of the table past MaxPresize keys.
 func TableBytes(maxKeys int) int {
 	slots, _ := floorSlots(min(max(maxKeys, 1), MaxPresize))
-	writers := (int(unsafe.Sizeof(shard[struct{}]{})) + 7) &^ 7 // its allocation: 20 bytes take 24 on 32-bit platforms
-	perShard := writers + slots*int(unsafe.Sizeof(slot[struct{}]{}))
+	perShard := allocated(unsafe.Sizeof(shard[struct{}]{})) + // its writers' state
+		allocated(unsafe.Sizeof([]slot[struct{}]{})) + // the slice its array pointer points to
+		allocated(uintptr(slots)*unsafe.Sizeof(slot[struct{}]{})) // its array
 	return int(unsafe.Sizeof(table[struct{}]{})) + tableShards*perShard
+}
+
+// sizeClasses are the sizes of the Go allocator's classes of small objects
+// (runtime/sizeclasses.go), up to maxSmallSize.
+var sizeClasses = [...]uint16{8, 16, 24, 32, 48, 64, 80, 96, 112, 128, 144, 160, 176, 192, 208, 224, 240, 256, 288, 320, 352, 384, 416, 448, 480, 512, 576, 640, 704, 768, 896, 1024, 1152, 1280, 1408, 1536, 1792, 2048, 2304, 2688, 3072, 3200, 3456, 4096, 4864, 5376, 6144, 6528, 6784, 6912, 8192, 9472, 9728, 10240, 10880, 12288, 13568, 14336, 16384, 18432, 19072, 20480, 21760, 24576, 27264, 28672, 32768}
+
+// allocated returns the bytes the Go allocator takes for an object of size
+// bytes (> 0) that holds pointers, as every allocation of a table does: a
+// small one takes the smallest size class that holds it and, when it is
+// larger than 512 bytes (128 on a 32-bit platform: a word of pointer bits
+// per word), an 8-byte header that tells the collector where its pointers
+// are (so an array of 1024 slots, 16 KB, takes 18 KB); a larger one takes
+// whole 8 KB pages.
+func allocated(size uintptr) int {
+	const maxSmallSize, header, page = 32 << 10, 8, 8 << 10
+	word := unsafe.Sizeof(uintptr(0))
+	if size > word*word*8 { // past gc.MinSizeForMallocHeader
+		if size > maxSmallSize-header {
+			return int((size + page - 1) &^ (page - 1))
+		}
+		size += header
+	}
+	i, _ := slices.BinarySearch(sizeClasses[:], uint16(size)) // size ≤ maxSmallSize, the last class
+	return int(sizeClasses[i])
 }
 
 // node is a cell and its link in the sweep list, allocated with its key

@@ -3,6 +3,7 @@ package keyed
 import (
 	"math"
 	"math/rand/v2"
+	"runtime"
 	"strconv"
 	"sync"
 	"sync/atomic"
@@ -473,16 +474,50 @@ func TestTableBytesIsTheTableOfACappedMapFlooded(t *testing.T) {
 			}
 			require.NotNil(t, m.Get("k"+strconv.Itoa(i)))
 		}
-		writers := (int(unsafe.Sizeof(shard[int64]{})) + 7) &^ 7 // a shard's allocation
-		bytes := int(unsafe.Sizeof(m.cells))
+		slots := 0
 		for j := range m.cells.arrays {
 			require.NotNil(t, m.cells.shards[j].Load(), "cap %d: shard %d written", c.maxKeys, j)
-			bytes += writers + len(*m.cells.arrays[j].Load())*int(unsafe.Sizeof(slot[int64]{}))
+			require.Len(t, *m.cells.arrays[j].Load(), m.cells.floor, "cap %d: shard %d's array, of the size given up front", c.maxKeys, j)
+			slots += m.cells.floor
 		}
-		assert.Equal(t, c.want, TableBytes(c.maxKeys)-int(unsafe.Sizeof(m.cells))-tableShards*writers, "cap %d: its arrays", c.maxKeys)
-		assert.Equal(t, bytes, TableBytes(c.maxKeys), "cap %d: the flooded table", c.maxKeys)
+		assert.Equal(t, c.want, slots*int(unsafe.Sizeof(slot[int64]{})), "cap %d: its arrays", c.maxKeys)
+		assert.Equal(t, tableAllocated(c.maxKeys), TableBytes(c.maxKeys), "cap %d: the flooded table", c.maxKeys)
 	}
 	assert.Equal(t, TableBytes(MaxPresize), TableBytes(math.MaxInt), "sized for MaxPresize keys")
+}
+
+// tableAllocated returns the bytes a table sized for a cap of maxKeys takes
+// once each shard has been written: the table's own, and what the first
+// writes allocated (each shard's writers' state, its array and the slice
+// its array pointer points to), as the allocator counts them, size classes
+// and headers included. It takes the least of a few measurements, as a
+// goroutine another test left behind may allocate during one.
+func tableAllocated(maxKeys int) int {
+	least := ^uint64(0)
+	for range 3 {
+		tb := new(table[int64])
+		tb.init(min(maxKeys, MaxPresize))
+		var before, after runtime.MemStats
+		runtime.ReadMemStats(&before)
+		for i := range uint64(tableShards) {
+			tb.lock(i << (64 - shardBits)).mu.Unlock()
+		}
+		runtime.ReadMemStats(&after)
+		least = min(least, after.TotalAlloc-before.TotalAlloc)
+		runtime.KeepAlive(tb)
+	}
+	return int(unsafe.Sizeof(table[int64]{})) + int(least)
+}
+
+// TestTableBytesIsWhatTheTableAllocates: TableBytes counts a table's
+// allocations as the allocator takes them, on 32- and 64-bit platforms
+// alike: a shard's writers' state and the slice its array pointer points to
+// each take a size class, and an array of 64 to 1024 slots an 8-byte header
+// besides, which puts it in a size class up to a fifth larger.
+func TestTableBytesIsWhatTheTableAllocates(t *testing.T) {
+	for _, maxKeys := range []int{1, 1024, 2000, 3000, 12_000, 30_000, 100_000, 300_000, MaxPresize} {
+		assert.Equal(t, tableAllocated(maxKeys), TableBytes(maxKeys), "cap %d", maxKeys)
+	}
 }
 
 // writers returns the writers' state of the shard of the key hashed to h,

@@ -30,11 +30,11 @@
 // burst), in any domain, share a limiter and its cap. /metrics shows the keys
 // held as hotlimit_keys. Each limiter's table is sized for its N keys (up
 // to 2^20 keys) when its policy is loaded, and takes that size as keys come:
-// 32 MB per policy at -max-keys 1000000, 4 MB at 100000, 141 KB at 1024 or
+// 32 MB per policy at -max-keys 1000000, 4.5 MB at 100000, 147 KB at 1024 or
 // less. A descriptor's own limit (a request's limit override) is a policy
 // too, with a limiter kept as long as the process: hotlimitd keeps at most
 // 4096 distinct ones and, with -max-keys N, at most as many as about 128 MB
-// of such tables hold (4 at -max-keys 1000000, 31 at 100000, 932 at 1024 or
+// of such tables hold (4 at -max-keys 1000000, 28 at 100000, 894 at 1024 or
 // less; past 2^20 keys a table grows as keys come, each override's with
 // it, and the bound stays 4); a request with yet another gets
 // ResourceExhausted. With -redis, -max-keys applies only with
@@ -449,7 +449,7 @@ func newFlagSet(f *flags) *flag.FlagSet {
 	fs.StringVar(&f.headers, "headers", "none", "response headers: none, reference, draft or both")
 	fs.DurationVar(&f.reload, "reload-interval", time.Second, "how often the config directory is polled, at least 1ms; 0 turns reloading off")
 	fs.DurationVar(&f.drain, "drain", 10*time.Second, "how long shutdown waits for requests in flight before cutting them (those still waiting for Redis then get up to the longer of -redis-timeout and 5 s, for their leases to be given back)")
-	fs.IntVar(&f.maxKeys, "max-keys", 0, "most keys each limiter holds in memory, one per policy, shared by the rules of that policy (with -redis, in the -redis-failure local fallback); a new key past it is over the limit unless an idle key makes room; also bounds the distinct limit overrides kept (with -redis, under -redis-failure local only), to as many as about 128 MB of such limiters' tables hold (4 at 1000000, 932 at 1024 or less); 0 for no cap")
+	fs.IntVar(&f.maxKeys, "max-keys", 0, "most keys each limiter holds in memory, one per policy, shared by the rules of that policy (with -redis, in the -redis-failure local fallback); a new key past it is over the limit unless an idle key makes room; also bounds the distinct limit overrides kept (with -redis, under -redis-failure local only), to as many as about 128 MB of such limiters' tables hold (4 at 1000000, 894 at 1024 or less); 0 for no cap")
 	fs.StringVar(&f.logLevel, "log-level", "info", "debug, info, warn or error; the reference's LOG_LEVEL trace is taken as debug, warning as warn")
 	return fs
 }
