@@ -91,7 +91,10 @@ func TestNodeOutlivesEveryReferenceButOne(t *testing.T) {
 }
 
 // TestNodeSizes: the sizes the Memory notes of the limiters and table.go
-// count on. A slot takes 16 bytes, and a shard 64. A one-word cell's node
+// count on. A slot takes 16 bytes, and a shard's writers' state 32. A map
+// of one-word cells fills its allocation's size class, which an empty
+// limiter's footprint is mostly made of: one more field would take 768
+// bytes more for every limiter. A one-word cell's node
 // takes 16 bytes, and with its key's length and bytes after it, 32 bytes
 // for a key of up to 15 bytes, 48 for one of up to 31 and 64 for one of up
 // to 47; slidinglog's 40-byte cell makes a 48-byte node, 64, 80 and 96
@@ -111,6 +114,11 @@ func TestNodeSizes(t *testing.T) {
 	assert.EqualValues(t, 48, unsafe.Sizeof(node[ring]{}))
 	assert.EqualValues(t, 16, unsafe.Sizeof(slot[word]{}))
 	assert.EqualValues(t, 32, unsafe.Sizeof(shard[word]{}), "a shard's writers' state")
+	// A map holds pointers and takes more than 512 bytes, so its allocation
+	// starts with an 8-byte header: 5,368 bytes and the header fill the
+	// 5,376-byte size class, the next of which is 6,144 bytes. (slidinglog's
+	// map, whose sweep list's head holds a 40-byte cell, is in that one.)
+	assert.LessOrEqual(t, unsafe.Sizeof(Map[word]{}), uintptr(5368), "a map of one-word cells")
 	// perNode returns the bytes a node for a key of size bytes allocates:
 	// the least of a few measurements of the process's allocations, as a
 	// goroutine another test left behind may allocate during one.
@@ -131,6 +139,8 @@ func TestNodeSizes(t *testing.T) {
 		runtime.KeepAlive(keep)
 		return uintptr(least)
 	}
+	assert.LessOrEqual(t, perNode(0, func(string) any { return new(Map[word]) }), uintptr(5376), "a map of one-word cells' allocation")
+	assert.LessOrEqual(t, perNode(0, func(string) any { return new(Map[ring]) }), uintptr(6144), "slidinglog's map's allocation")
 	w := New[word](nil, nil, hotlimit.Options{})
 	r := New[ring](nil, nil, hotlimit.Options{})
 	for _, c := range []struct {
