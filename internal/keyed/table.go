@@ -82,7 +82,8 @@ import (
 // where allocating alone, with no table, stalls for 6 to 28 ms. An empty
 // table holds a pointer to each shard's array and one to each shard's
 // writers' state, 4 KB in all; a shard's state, 32 bytes, is allocated on
-// its first write, and its array on its first insertion.
+// its first write, and its array, with the 24-byte slice the array pointer
+// points to, on its first insertion (see TableBytes).
 const tableShards = 256
 
 // shardBits is log2(tableShards): a key's shard is its hash's top shardBits.
@@ -113,7 +114,7 @@ type table[C any] struct {
 // pointer the table keeps in arrays, apart from the lock and counts that
 // writers write; a shard is allocated on the first write of its part of the
 // table, so that a table with few keys, or none, does not pay for all 256
-// (see "Memory").
+// (see tableShards).
 type shard[C any] struct {
 	mu    sync.Mutex                 // held by writers of the shard's keys
 	slots *atomic.Pointer[[]slot[C]] // the shard's entry of the table's arrays
@@ -262,9 +263,10 @@ func (t *table[C]) find(s *shard[C], h uint64, key string) (at, free int) {
 	}
 }
 
-// lock locks the shard of the key hashed to h, allocates its array if it
-// has none, and returns the shard: the caller then finds the key, and
-// inserts, replaces or deletes it, and unlocks s.mu.
+// lock locks the shard of the key hashed to h, allocating its writers'
+// state if it has none (the shard's first write) and its array if it has
+// none, and returns the shard: the caller then finds the key, and inserts,
+// replaces or deletes it, and unlocks s.mu.
 func (t *table[C]) lock(h uint64) *shard[C] {
 	i := h >> (64 - shardBits)
 	s := t.shards[i].Load()
