@@ -1,9 +1,11 @@
 package keyed
 
 import (
+	"reflect"
 	"runtime"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"unsafe"
 	"weak"
@@ -143,6 +145,58 @@ func TestNodeSizes(t *testing.T) {
 	// A longer key is an allocation of its own, of its length's size class.
 	assert.Equal(t, uintptr(32+48), perNode(48, func(k string) any { return w.newNode(k) }))
 	assert.Equal(t, uintptr(64+48), perNode(48, func(k string) any { return r.newNode(k) }))
+}
+
+// TestNodeViewsFitEveryForm: key and is read a node as header[C] before they
+// know its form, and an inline key's node as inlineKey[C, [15]byte]; neither
+// view may reach past the allocation of a form it reads, for cells of any
+// size and alignment, on 32-bit platforms too: on 386 an int64 cell is
+// 4-aligned and a pointer takes 4 bytes, so that a long key's node (a
+// 12-byte node[int64], 8 bytes of header, a 4-byte pointer: 24 bytes) is
+// smaller than inlineKey[int64, [15]byte] (28 bytes). And every form puts
+// its header byte where header[C] reads it.
+func TestNodeViewsFitEveryForm(t *testing.T) {
+	viewsFit[struct{}](t)
+	viewsFit[byte](t)
+	viewsFit[int32](t)
+	viewsFit[int64](t)
+	viewsFit[[5]uint64](t)
+	viewsFit[struct{ w atomic.Uint64 }](t) // the one-word limiters' cell
+	viewsFit[struct {
+		head atomic.Uint64
+		s    []atomic.Int64
+		hint atomic.Uint64
+	}](t) // slidinglog's
+}
+
+// viewsFit checks TestNodeViewsFitEveryForm's sizes and offsets for a cell
+// of type C.
+func viewsFit[C any](t *testing.T) {
+	t.Helper()
+	var (
+		h       header[C]
+		in15    inlineKey[C, [15]byte]
+		in31    inlineKey[C, [31]byte]
+		in47    inlineKey[C, [47]byte]
+		outline outlineKey[C]
+	)
+	cell := reflect.TypeFor[C]().String()
+	forms := []struct {
+		name         string
+		size, offset uintptr
+	}{
+		{"inline up to 15", unsafe.Sizeof(in15), unsafe.Offsetof(in15.size)},
+		{"inline up to 31", unsafe.Sizeof(in31), unsafe.Offsetof(in31.size)},
+		{"inline up to 47", unsafe.Sizeof(in47), unsafe.Offsetof(in47.size)},
+		{"long", unsafe.Sizeof(outline), unsafe.Offsetof(outline.head)},
+	}
+	for i, f := range forms {
+		assert.LessOrEqual(t, unsafe.Sizeof(h), f.size, "a %s node read as header[%s]", f.name, cell)
+		assert.Equal(t, unsafe.Offsetof(h.head), f.offset, "the header byte of a %s node, cell %s", f.name, cell)
+		if i < 3 {
+			assert.LessOrEqual(t, unsafe.Sizeof(in15), f.size, "a %s node read as inlineKey[%s, [15]byte]", f.name, cell)
+		}
+	}
 }
 
 // TestPanickingInitLeavesTheShardUnlocked: a cell's init runs under the lock
