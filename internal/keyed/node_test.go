@@ -25,8 +25,10 @@ var keySizes = []int{0, 1, 15, 16, 31, 32, 47, 48, 100, 255}
 // allocation), or only its cell's address (as a limiter holds it), every
 // other reference dropped (the map included), and the garbage collector run
 // several times over, with allocations of the node's sizes in between to
-// reuse what it frees. Once nothing points into it, it is freed: the weak
-// pointers that watch the nodes can tell.
+// reuse what it frees. A long key's copy, an allocation of its own, stays
+// alive with its node, held only by it when only the cell is. Once nothing
+// points into them, node and copy are freed: the weak pointers that watch
+// them can tell.
 func TestNodeOutlivesEveryReferenceButOne(t *testing.T) {
 	type fat struct {
 		v   int64
@@ -38,6 +40,7 @@ func TestNodeOutlivesEveryReferenceButOne(t *testing.T) {
 			var keys []string
 			var cells []*fat
 			var watch []weak.Pointer[node[fat]]
+			var copies []weak.Pointer[byte] // the copies of long keys; zero for the others
 			for _, size := range keySizes {
 				key := strings.Repeat(strconv.Itoa(size%10), size)
 				c := m.Get(key)
@@ -45,6 +48,11 @@ func TestNodeOutlivesEveryReferenceButOne(t *testing.T) {
 				n := m.cells.load(key)
 				require.Same(t, c, &n.cell)
 				watch = append(watch, weak.Make(n))
+				if size > maxInline {
+					copies = append(copies, weak.Make(unsafe.StringData(n.key())))
+				} else {
+					copies = append(copies, weak.Pointer[byte]{})
+				}
 				if hold == "key" {
 					keys = append(keys, n.key())
 				} else {
@@ -58,6 +66,9 @@ func TestNodeOutlivesEveryReferenceButOne(t *testing.T) {
 					var junk [][]byte
 					for range 1 << 12 {
 						junk = append(junk, make([]byte, 48), make([]byte, 64), make([]byte, 80))
+						for _, size := range keySizes {
+							junk = append(junk, make([]byte, size)) // a long key's copy's size
+						}
 					}
 					for _, j := range junk {
 						for i := range j {
@@ -80,6 +91,9 @@ func TestNodeOutlivesEveryReferenceButOne(t *testing.T) {
 				if hold == "cell" || size > 0 && size <= maxInline { // else the key is no pointer into its node
 					assert.NotNil(t, watch[i].Value(), "the node of a key of %d bytes is alive", size)
 				}
+				if size > maxInline {
+					assert.NotNil(t, copies[i].Value(), "the copy of a key of %d bytes is alive", size)
+				}
 			}
 			runtime.KeepAlive(keys)
 			runtime.KeepAlive(cells)
@@ -87,6 +101,7 @@ func TestNodeOutlivesEveryReferenceButOne(t *testing.T) {
 			churn()
 			for i, size := range keySizes {
 				assert.Nil(t, watch[i].Value(), "the node of a key of %d bytes, unreferenced, is freed", size)
+				assert.Nil(t, copies[i].Value(), "the copy of a key of %d bytes, unreferenced, is freed", size)
 			}
 		})
 	}
