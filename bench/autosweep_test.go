@@ -1,10 +1,10 @@
 package bench
 
 import (
+	"runtime"
 	"slices"
 	"testing"
 	"time"
-	"unsafe"
 
 	"github.com/hotlimit/hotlimit"
 	"github.com/hotlimit/hotlimit/fixedwindow"
@@ -64,9 +64,9 @@ var sweepAlgorithms = []struct {
 
 // allocOnly is the baseline of BenchmarkAutoSweep: Allow allocates the one
 // object an insertion into a keyed map allocates for the benchmark's keys,
-// of up to 32 bytes (the node holding the cell, the key and its link, with
-// the key's copy after it; the table's slot is part of a shard's array,
-// allocated only as the shard grows), and keeps the last
+// of 16 to 31 bytes (the node holding the cell and its link, with the key's
+// length and bytes after them: 48 bytes; the table's slot is part of a
+// shard's array, allocated only as the shard grows), and keeps the last
 // len(ring) nodes, linked newest first as a sweep list links them, as a
 // limiter keeps the keys that are not yet idle; it always passes.
 type allocOnly struct {
@@ -77,9 +77,9 @@ type allocOnly struct {
 
 type allocNode struct {
 	_    uint64 // the cell's word, for the node's size
-	key  string // points into b
 	next *allocNode
-	b    [32]byte // the key's copy
+	size uint8    // the key's length
+	b    [31]byte // the key's copy
 }
 
 func newAllocOnly(keep int) *allocOnly { return &allocOnly{ring: make([]*allocNode, keep)} }
@@ -95,7 +95,7 @@ func (a *allocOnly) Allow(key string) bool {
 		a.held++
 	}
 	node := &allocNode{next: newest}
-	node.key = unsafe.String(&node.b[0], copy(node.b[:], key)) // the benchmark's keys fit
+	node.size = uint8(copy(node.b[:], key)) // the benchmark's keys fit
 	a.ring[a.next] = node
 	a.next = (a.next + 1) % n
 	return true
@@ -183,9 +183,9 @@ func TestLatencies(t *testing.T) {
 }
 
 // TestAllocOnlyAllocatesWhatAnInsertionDoes: the baseline's Allow allocates
-// as many objects as tokenbucket's first Allow of a key, an insertion into
-// its keyed map, so that the baseline's stalls are those of the same
-// allocations.
+// as many objects, and as many bytes, as tokenbucket's first Allow of a key,
+// an insertion into its keyed map, so that the baseline's stalls are those
+// of the same allocations.
 func TestAllocOnlyAllocatesWhatAnInsertionDoes(t *testing.T) {
 	const warm, runs = 10_000, 1000
 	keys := make([]string, warm+runs+1)
@@ -210,6 +210,28 @@ func TestAllocOnlyAllocatesWhatAnInsertionDoes(t *testing.T) {
 	insertion := per(tb.Allow)
 	require.NotZero(t, insertion)
 	require.Equal(t, insertion, per(newAllocOnly(1<<19).Allow))
+
+	// The bytes, on the capped limiter of impl=tokenbucket-maxkeys, whose
+	// shards' arrays, sized up front, never grow: past the warm calls, an
+	// insertion allocates its node alone.
+	bytes := func(allow func(string) bool) uint64 {
+		defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(1))
+		for i := range warm {
+			require.True(t, allow(keys[i]))
+		}
+		var before, after runtime.MemStats
+		runtime.ReadMemStats(&before)
+		for i := warm; i < warm+runs; i++ {
+			allow(keys[i])
+		}
+		runtime.ReadMemStats(&after)
+		return (after.TotalAlloc - before.TotalAlloc) / runs
+	}
+	capped, err := tokenbucket.New(sweepLimit, sweepWindow, hotlimit.WithAutoSweep(sweepMinKeys), hotlimit.WithMaxKeys(sweepMaxKeys))
+	require.NoError(t, err)
+	node := bytes(capped.Allow)
+	require.NotZero(t, node)
+	require.Equal(t, node, bytes(newAllocOnly(1<<19).Allow), "bytes per call")
 }
 
 // TestAllocOnlyKeepsItsRingOnly: the baseline's list holds the last

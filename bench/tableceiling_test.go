@@ -30,12 +30,13 @@ import (
 //   - keyed: the limiters' own table (internal/keyed), a tokenbucket's
 //     one-word cell looked up with keyed.Map.Load as Allow does: a slot of
 //     the key's shard (the hash and a pointer to the node), and the node of
-//     48 bytes (the word, the key's string header, the sweep list's link
-//     and, after them in the same allocation, the key's bytes, up to 16);
+//     32 bytes (the word, the sweep list's link and, after them in the same
+//     allocation, the key's length and bytes, up to 15), which never
+//     straddles two cache lines;
 //   - flat: open addressing with linear probing, each slot of 32 bytes
 //     holding a tag (hash bits and the key's length), the key itself (up to
 //     16 bytes) and the word, in one cache line: one miss where keyed has two
-//     (slot, node), or three when the node straddles two lines.
+//     (slot, node).
 //
 // flat is a prototype: filled by one goroutine before the run, it never
 // deletes, grows or inserts concurrently, which a table for the limiters

@@ -461,9 +461,9 @@ func (m *Map[C]) publish(key string) (n *node[C], inserted bool) {
 // of its own: a one-word cell's node for a key of up to 15 bytes is one
 // 32-byte allocation, where a cell, a string header and a link took 32
 // before the key. newNode allocates every node the map holds, and the
-// table's tombstone, in one of these forms; key and is read them through
-// the smallest, inlineKey[C, [15]byte], whose size is no larger than any
-// form's.
+// table's tombstone, in one of these forms; key and is read the header
+// byte through header[C], no larger than any form, and an inline key
+// through inlineKey[C, [15]byte], no larger than any inline form.
 const (
 	maxInline = 47   // the longest key stored inline
 	longKey   = 0xff // the header of a long key
@@ -476,6 +476,17 @@ type inlineKey[C any, B [15]byte | [31]byte | [47]byte] struct {
 	n    node[C]
 	size uint8 // ≤ len(B), never longKey
 	b    B
+}
+
+// header is the part of a node's allocation that every form holds: the
+// node and its header byte. It is what a node is read as before its form is
+// known: inlineKey[C, [15]byte] may be larger than outlineKey[C] (where a
+// pointer takes 4 bytes and node[C] is 4 bytes past a multiple of 8, as with
+// an int64 cell on 386), so reading a long key's node as one would reach past
+// its allocation.
+type header[C any] struct {
+	n    node[C]
+	head uint8 // an inline key's length, or longKey
 }
 
 // outlineKey is a node allocated with the length of its key, longer than
@@ -517,8 +528,8 @@ func newNode[C any](key string) *node[C] {
 
 // key returns n's key, which n's allocation holds (see newNode).
 func (n *node[C]) key() string {
-	x := (*inlineKey[C, [15]byte])(unsafe.Pointer(n))
-	if x.size != longKey {
+	if (*header[C])(unsafe.Pointer(n)).head != longKey {
+		x := (*inlineKey[C, [15]byte])(unsafe.Pointer(n))
 		return unsafe.String(&x.b[0], x.size)
 	}
 	y := (*outlineKey[C])(unsafe.Pointer(n))
@@ -528,11 +539,15 @@ func (n *node[C]) key() string {
 // is reports whether n's key is key. It is key() == key, with the length
 // compared before anything else is read.
 func (n *node[C]) is(key string) bool {
-	x := (*inlineKey[C, [15]byte])(unsafe.Pointer(n))
+	head := (*header[C])(unsafe.Pointer(n)).head
 	if len(key) <= maxInline { // only an inline key can be key
-		return int(x.size) == len(key) && unsafe.String(&x.b[0], len(key)) == key
+		if int(head) != len(key) {
+			return false
+		}
+		x := (*inlineKey[C, [15]byte])(unsafe.Pointer(n))
+		return unsafe.String(&x.b[0], len(key)) == key
 	}
-	return x.size == longKey && n.key() == key
+	return head == longKey && n.key() == key
 }
 
 // newNode returns a fresh node for a copy of key (see the package-level

@@ -490,9 +490,9 @@ func TestMaxKeysUnderAFlood(t *testing.T) {
 // TestKeysAreCopiedOnInsert: a key that aliases a buffer the caller reuses
 // after the call (a miss and a revival, the paths that store a key) leaves
 // the map's keys intact, whether it is copied into its node's allocation (up
-// to 16 or 32 bytes) or into one of its own (longer).
+// to 15, 31 or 47 bytes) or into one of its own (longer).
 func TestKeysAreCopiedOnInsert(t *testing.T) {
-	for _, size := range []int{1, 5, 16, 17, 32, 33, 100} {
+	for _, size := range []int{1, 5, 15, 16, 31, 32, 47, 48, 100} {
 		key := strings.Repeat("a", size)
 		other := strings.Repeat("o", size)
 		m := newMap(0, 0)

@@ -1,9 +1,11 @@
 package keyed
 
 import (
+	"reflect"
 	"runtime"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"unsafe"
 	"weak"
@@ -23,8 +25,10 @@ var keySizes = []int{0, 1, 15, 16, 31, 32, 47, 48, 100, 255}
 // allocation), or only its cell's address (as a limiter holds it), every
 // other reference dropped (the map included), and the garbage collector run
 // several times over, with allocations of the node's sizes in between to
-// reuse what it frees. Once nothing points into it, it is freed: the weak
-// pointers that watch the nodes can tell.
+// reuse what it frees. A long key's copy, an allocation of its own, stays
+// alive with its node, held only by it when only the cell is. Once nothing
+// points into them, node and copy are freed: the weak pointers that watch
+// them can tell.
 func TestNodeOutlivesEveryReferenceButOne(t *testing.T) {
 	type fat struct {
 		v   int64
@@ -36,6 +40,7 @@ func TestNodeOutlivesEveryReferenceButOne(t *testing.T) {
 			var keys []string
 			var cells []*fat
 			var watch []weak.Pointer[node[fat]]
+			var copies []weak.Pointer[byte] // the copies of long keys; zero for the others
 			for _, size := range keySizes {
 				key := strings.Repeat(strconv.Itoa(size%10), size)
 				c := m.Get(key)
@@ -43,6 +48,11 @@ func TestNodeOutlivesEveryReferenceButOne(t *testing.T) {
 				n := m.cells.load(key)
 				require.Same(t, c, &n.cell)
 				watch = append(watch, weak.Make(n))
+				if size > maxInline {
+					copies = append(copies, weak.Make(unsafe.StringData(n.key())))
+				} else {
+					copies = append(copies, weak.Pointer[byte]{})
+				}
 				if hold == "key" {
 					keys = append(keys, n.key())
 				} else {
@@ -56,6 +66,9 @@ func TestNodeOutlivesEveryReferenceButOne(t *testing.T) {
 					var junk [][]byte
 					for range 1 << 12 {
 						junk = append(junk, make([]byte, 48), make([]byte, 64), make([]byte, 80))
+						for _, size := range keySizes {
+							junk = append(junk, make([]byte, size)) // a long key's copy's size
+						}
 					}
 					for _, j := range junk {
 						for i := range j {
@@ -78,6 +91,9 @@ func TestNodeOutlivesEveryReferenceButOne(t *testing.T) {
 				if hold == "cell" || size > 0 && size <= maxInline { // else the key is no pointer into its node
 					assert.NotNil(t, watch[i].Value(), "the node of a key of %d bytes is alive", size)
 				}
+				if size > maxInline {
+					assert.NotNil(t, copies[i].Value(), "the copy of a key of %d bytes is alive", size)
+				}
 			}
 			runtime.KeepAlive(keys)
 			runtime.KeepAlive(cells)
@@ -85,6 +101,7 @@ func TestNodeOutlivesEveryReferenceButOne(t *testing.T) {
 			churn()
 			for i, size := range keySizes {
 				assert.Nil(t, watch[i].Value(), "the node of a key of %d bytes, unreferenced, is freed", size)
+				assert.Nil(t, copies[i].Value(), "the copy of a key of %d bytes, unreferenced, is freed", size)
 			}
 		})
 	}
@@ -155,6 +172,58 @@ func TestNodeSizes(t *testing.T) {
 	assert.Equal(t, uintptr(64+48), perNode(48, func(k string) any { return r.newNode(k) }))
 }
 
+// TestNodeViewsFitEveryForm: key and is read a node as header[C] before they
+// know its form, and an inline key's node as inlineKey[C, [15]byte]; neither
+// view may reach past the allocation of a form it reads, for cells of any
+// size and alignment, on 32-bit platforms too: on 386 an int64 cell is
+// 4-aligned and a pointer takes 4 bytes, so that a long key's node (a
+// 12-byte node[int64], 8 bytes of header, a 4-byte pointer: 24 bytes) is
+// smaller than inlineKey[int64, [15]byte] (28 bytes). And every form puts
+// its header byte where header[C] reads it.
+func TestNodeViewsFitEveryForm(t *testing.T) {
+	viewsFit[struct{}](t)
+	viewsFit[byte](t)
+	viewsFit[int32](t)
+	viewsFit[int64](t)
+	viewsFit[[5]uint64](t)
+	viewsFit[struct{ w atomic.Uint64 }](t) // the one-word limiters' cell
+	viewsFit[struct {
+		head atomic.Uint64
+		s    []atomic.Int64
+		hint atomic.Uint64
+	}](t) // slidinglog's
+}
+
+// viewsFit checks TestNodeViewsFitEveryForm's sizes and offsets for a cell
+// of type C.
+func viewsFit[C any](t *testing.T) {
+	t.Helper()
+	var (
+		h       header[C]
+		in15    inlineKey[C, [15]byte]
+		in31    inlineKey[C, [31]byte]
+		in47    inlineKey[C, [47]byte]
+		outline outlineKey[C]
+	)
+	cell := reflect.TypeFor[C]().String()
+	forms := []struct {
+		name         string
+		size, offset uintptr
+	}{
+		{"inline up to 15", unsafe.Sizeof(in15), unsafe.Offsetof(in15.size)},
+		{"inline up to 31", unsafe.Sizeof(in31), unsafe.Offsetof(in31.size)},
+		{"inline up to 47", unsafe.Sizeof(in47), unsafe.Offsetof(in47.size)},
+		{"long", unsafe.Sizeof(outline), unsafe.Offsetof(outline.head)},
+	}
+	for i, f := range forms {
+		assert.LessOrEqual(t, unsafe.Sizeof(h), f.size, "a %s node read as header[%s]", f.name, cell)
+		assert.Equal(t, unsafe.Offsetof(h.head), f.offset, "the header byte of a %s node, cell %s", f.name, cell)
+		if i < 3 {
+			assert.LessOrEqual(t, unsafe.Sizeof(in15), f.size, "a %s node read as inlineKey[%s, [15]byte]", f.name, cell)
+		}
+	}
+}
+
 // TestPanickingInitLeavesTheShardUnlocked: a cell's init runs under the lock
 // of its key's shard, in an insertion and in a revival; when it panics, the
 // panic reaches the caller with the lock released, so the next writer of
@@ -184,12 +253,19 @@ func TestPanickingInitLeavesTheShardUnlocked(t *testing.T) {
 // form newNode stores (inline up to 15, 31 and 47 bytes, and out of line),
 // and is(other) is key == other: a key of 255 bytes compared with a long
 // key's node, whose header byte is 255, or an inline node's key with one
-// of another length, never reads past what the node holds.
+// of another length, never reads past what the node holds; and a key of
+// the node's length that differs in its first or last byte is another key,
+// in every form (the hash filters such a key out of a lookup only until
+// two keys' hashes collide).
 func FuzzNodeKey(f *testing.F) {
 	for _, size := range keySizes {
 		f.Add(strings.Repeat("k", size), strings.Repeat("k", 255))
 		f.Add(strings.Repeat("k", size), strings.Repeat("k", size))
 		f.Add(strings.Repeat("k", size), strings.Repeat("k", size+1))
+		if size > 0 {
+			f.Add(strings.Repeat("k", size), "j"+strings.Repeat("k", size-1))
+			f.Add(strings.Repeat("k", size), strings.Repeat("k", size-1)+"j")
+		}
 	}
 	f.Add("\xff", "\xff")
 	f.Fuzz(func(t *testing.T, key, other string) {
