@@ -50,8 +50,9 @@
 // limiter at a cap of a million (about 32 bytes per key), 4.5 MB at 100,000,
 // 147 KB at 1024 or less, for every distinct limit of the rules. Without a
 // cap, each such limiter takes about 6 KB before its first key (4 KB of it
-// pointers to its map's 256 shards, each allocated on its first key), and
-// its map grows a shard at a time as keys come.
+// its map's two pointers per shard, to the shard's array and to its
+// writers' state, which are allocated on the shard's first key), and its
+// map grows a shard at a time as keys come.
 //
 // The rules live in an immutable snapshot behind an atomic pointer; Replace
 // and Configure* build a new snapshot and swap it in, so Allow and Take never
