@@ -539,15 +539,11 @@ func (n *node[C]) key() string {
 // is reports whether n's key is key. It is key() == key, with the length
 // compared before anything else is read.
 func (n *node[C]) is(key string) bool {
-	head := (*header[C])(unsafe.Pointer(n)).head
+	h := (*header[C])(unsafe.Pointer(n))
 	if len(key) <= maxInline { // only an inline key can be key
-		if int(head) != len(key) {
-			return false
-		}
-		x := (*inlineKey[C, [15]byte])(unsafe.Pointer(n))
-		return unsafe.String(&x.b[0], len(key)) == key
+		return int(h.head) == len(key) && unsafe.String((*byte)(unsafe.Add(unsafe.Pointer(&h.head), 1)), len(key)) == key
 	}
-	return head == longKey && n.key() == key
+	return h.head == longKey && n.key() == key
 }
 
 // newNode returns a fresh node for a copy of key (see the package-level
