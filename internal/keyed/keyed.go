@@ -537,7 +537,9 @@ func (n *node[C]) key() string {
 }
 
 // is reports whether n's key is key. It is key() == key, with the length
-// compared before anything else is read.
+// compared before anything else is read; an inline key's bytes are read
+// right after the header byte, where every inline form holds them, through
+// the header view alone, which keeps is within the inliner's budget.
 func (n *node[C]) is(key string) bool {
 	h := (*header[C])(unsafe.Pointer(n))
 	if len(key) <= maxInline { // only an inline key can be key

@@ -215,6 +215,9 @@ func viewsFit[C any](t *testing.T) {
 		{"inline up to 47", unsafe.Sizeof(in47), unsafe.Offsetof(in47.size)},
 		{"long", unsafe.Sizeof(outline), unsafe.Offsetof(outline.head)},
 	}
+	for _, b := range []uintptr{unsafe.Offsetof(in15.b), unsafe.Offsetof(in31.b), unsafe.Offsetof(in47.b)} {
+		assert.Equal(t, unsafe.Offsetof(h.head)+1, b, "an inline key's bytes right after the header byte (is reads them there), cell %s", cell)
+	}
 	for i, f := range forms {
 		assert.LessOrEqual(t, unsafe.Sizeof(h), f.size, "a %s node read as header[%s]", f.name, cell)
 		assert.Equal(t, unsafe.Offsetof(h.head), f.offset, "the header byte of a %s node, cell %s", f.name, cell)
