@@ -520,6 +520,54 @@ func TestTableBytesIsWhatTheTableAllocates(t *testing.T) {
 	}
 }
 
+// TestTableAllocatedIsWhatTheAllocatorTakes: allocated(size) is what the
+// allocator takes for an object of size bytes that holds pointers, measured
+// on either side of every boundary allocated draws: each size class (and 8
+// bytes below it, which a malloc header fills), the size past which an
+// object has a header, the largest small object with its header, and the
+// page multiples past it. TableBytes asks it only for a few of those sizes.
+func TestTableAllocatedIsWhatTheAllocatorTakes(t *testing.T) {
+	word := int(unsafe.Sizeof(uintptr(0)))
+	sizes := map[int]bool{}
+	around := func(size int) {
+		for _, s := range []int{size - word, size, size + word} {
+			if s > 0 {
+				sizes[s/word*word] = true // a whole number of pointers
+			}
+		}
+	}
+	for _, c := range sizeClasses {
+		around(int(c))
+		around(int(c) - 8)
+	}
+	for _, s := range []int{word * word * 8, 32<<10 - 8, 32 << 10, 40 << 10, 48 << 10} {
+		around(s)
+	}
+	for size := range sizes {
+		assert.Equal(t, pointersAllocated(size/word), allocated(uintptr(size)), "%d bytes of pointers", size)
+	}
+}
+
+// pointersAllocated returns the bytes the allocator takes for an array of n
+// pointers: the least of a few measurements, as a goroutine another test
+// left behind may allocate during one.
+func pointersAllocated(n int) int {
+	const k = 16
+	keep := make([][]unsafe.Pointer, k)
+	least := ^uint64(0)
+	for range 3 {
+		var before, after runtime.MemStats
+		runtime.ReadMemStats(&before)
+		for i := range keep {
+			keep[i] = make([]unsafe.Pointer, n)
+		}
+		runtime.ReadMemStats(&after)
+		least = min(least, (after.TotalAlloc-before.TotalAlloc)/k)
+	}
+	runtime.KeepAlive(keep)
+	return int(least)
+}
+
 // writers returns the writers' state of the shard of the key hashed to h,
 // nil before the shard's first write.
 func (t *table[C]) writers(h uint64) *shard[C] {
