@@ -585,6 +585,7 @@ func TestShardRacedToItsFirstWriteIsOne(t *testing.T) {
 	var first *shard[int64]
 	installing = func() {
 		installing = nil
+		require.Nil(t, tb.writers(h), "the writer allocated its state before any was in the table")
 		first = tb.lock(h) // the other writer, first to put its state there
 		first.mu.Unlock()
 	}
