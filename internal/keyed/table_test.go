@@ -425,6 +425,35 @@ func TestTableEmptyKeyIsNeverTheTombstone(t *testing.T) {
 	assert.Same(t, fresh, tb.load(""))
 }
 
+// TestTableInsertionThatGrowsPassesACollidingNode: an insertion that
+// replaces its shard's array finds its slot in the new one by its own key,
+// passing, as in the old array, the node of another key under its hash (a
+// collision of the two keys' hashes; the other key here is "", the key of
+// no node but the tombstone's until it is inserted): both keys stay held,
+// each with its node.
+func TestTableInsertionThatGrowsPassesACollidingNode(t *testing.T) {
+	var tb table[int64]
+	tb.init(0) // arrays of minSlots: the 7th slot used replaces one
+	keys := shardKeys(&tb, 5, minSlots*3/4)
+	key := keys[len(keys)-1]
+	for _, k := range keys[:len(keys)-1] {
+		tinsert(&tb, k)
+	}
+	h := tb.hash(key)
+	s := tb.lock(h)
+	_, free := tb.locked(s, h, key)
+	other := newNode[int64]("")
+	tb.insert(s, h, other, free) // under key's hash
+	s.mu.Unlock()
+	require.Zero(t, tb.growths.Load())
+	n, inserted := tinsert(&tb, key)
+	require.True(t, inserted)
+	require.EqualValues(t, 1, tb.growths.Load(), "the insertion replaced the array")
+	assert.Same(t, n, tb.load(key))
+	assert.Same(t, other, tb.probe(tb.array(h).Load(), h, ""), "the colliding node, under key's hash")
+	assert.Equal(t, minSlots*3/4+1, tb.size())
+}
+
 // TestTableSlotReadMidReuseIsRejectedByItsKey: a lookup of key that loads a
 // slot's node, another key's, and then its hash just after that node was
 // deleted and key's insertion reused the slot (storing key's hash first)
