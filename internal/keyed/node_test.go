@@ -256,9 +256,10 @@ func TestPanickingInitLeavesTheShardUnlocked(t *testing.T) {
 // form newNode stores (inline up to 15, 31 and 47 bytes, and out of line),
 // and is(other) is key == other: a key of 255 bytes compared with a long
 // key's node, whose header byte is 255, or an inline node's key with one
-// of another length, never reads past what the node holds; and a key of
-// the node's length that differs in its first or last byte is another key,
-// in every form (the hash filters such a key out of a lookup only until
+// of another length, never reads past what the node holds, nor takes a
+// prefix of the node's key, "" included, for it; and a key of the node's
+// length that differs in its first or last byte is another key, in every
+// form (the hash filters such a key out of a lookup only until
 // two keys' hashes collide).
 func FuzzNodeKey(f *testing.F) {
 	for _, size := range keySizes {
@@ -266,6 +267,7 @@ func FuzzNodeKey(f *testing.F) {
 		f.Add(strings.Repeat("k", size), strings.Repeat("k", size))
 		f.Add(strings.Repeat("k", size), strings.Repeat("k", size+1))
 		if size > 0 {
+			f.Add(strings.Repeat("k", size), strings.Repeat("k", size-1)) // a prefix of the node's key
 			f.Add(strings.Repeat("k", size), "j"+strings.Repeat("k", size-1))
 			f.Add(strings.Repeat("k", size), strings.Repeat("k", size-1)+"j")
 		}

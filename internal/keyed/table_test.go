@@ -425,6 +425,35 @@ func TestTableEmptyKeyIsNeverTheTombstone(t *testing.T) {
 	assert.Same(t, fresh, tb.load(""))
 }
 
+// TestTableInsertionThatGrowsPassesACollidingNode: an insertion that
+// replaces its shard's array finds its slot in the new one by its own key,
+// passing, as in the old array, the node of another key under its hash (a
+// collision of the two keys' hashes; the other key here is "", the key of
+// no node but the tombstone's until it is inserted): both keys stay held,
+// each with its node.
+func TestTableInsertionThatGrowsPassesACollidingNode(t *testing.T) {
+	var tb table[int64]
+	tb.init(0) // arrays of minSlots: the 7th slot used replaces one
+	keys := shardKeys(&tb, 5, minSlots*3/4)
+	key := keys[len(keys)-1]
+	for _, k := range keys[:len(keys)-1] {
+		tinsert(&tb, k)
+	}
+	h := tb.hash(key)
+	s := tb.lock(h)
+	_, free := tb.locked(s, h, key)
+	other := newNode[int64]("")
+	tb.insert(s, h, other, free) // under key's hash
+	s.mu.Unlock()
+	require.Zero(t, tb.growths.Load())
+	n, inserted := tinsert(&tb, key)
+	require.True(t, inserted)
+	require.EqualValues(t, 1, tb.growths.Load(), "the insertion replaced the array")
+	assert.Same(t, n, tb.load(key))
+	assert.Same(t, other, tb.probe(tb.array(h).Load(), h, ""), "the colliding node, under key's hash")
+	assert.Equal(t, minSlots*3/4+1, tb.size())
+}
+
 // TestTableSlotReadMidReuseIsRejectedByItsKey: a lookup of key that loads a
 // slot's node, another key's, and then its hash just after that node was
 // deleted and key's insertion reused the slot (storing key's hash first)
@@ -520,6 +549,54 @@ func TestTableBytesIsWhatTheTableAllocates(t *testing.T) {
 	}
 }
 
+// TestTableAllocatedIsWhatTheAllocatorTakes: allocated(size) is what the
+// allocator takes for an object of size bytes that holds pointers, measured
+// on either side of every boundary allocated draws: each size class (and 8
+// bytes below it, which a malloc header fills), the size past which an
+// object has a header, the largest small object with its header, and the
+// page multiples past it. TableBytes asks it only for a few of those sizes.
+func TestTableAllocatedIsWhatTheAllocatorTakes(t *testing.T) {
+	word := int(unsafe.Sizeof(uintptr(0)))
+	sizes := map[int]bool{}
+	around := func(size int) {
+		for _, s := range []int{size - word, size, size + word} {
+			if s > 0 {
+				sizes[s/word*word] = true // a whole number of pointers
+			}
+		}
+	}
+	for _, c := range sizeClasses {
+		around(int(c))
+		around(int(c) - 8)
+	}
+	for _, s := range []int{word * word * 8, 32<<10 - 8, 32 << 10, 40 << 10, 48 << 10} {
+		around(s)
+	}
+	for size := range sizes {
+		assert.Equal(t, pointersAllocated(size/word), allocated(uintptr(size)), "%d bytes of pointers", size)
+	}
+}
+
+// pointersAllocated returns the bytes the allocator takes for an array of n
+// pointers: the least of a few measurements, as a goroutine another test
+// left behind may allocate during one.
+func pointersAllocated(n int) int {
+	const k = 16
+	keep := make([][]unsafe.Pointer, k)
+	least := ^uint64(0)
+	for range 3 {
+		var before, after runtime.MemStats
+		runtime.ReadMemStats(&before)
+		for i := range keep {
+			keep[i] = make([]unsafe.Pointer, n)
+		}
+		runtime.ReadMemStats(&after)
+		least = min(least, (after.TotalAlloc-before.TotalAlloc)/k)
+	}
+	runtime.KeepAlive(keep)
+	return int(least)
+}
+
 // writers returns the writers' state of the shard of the key hashed to h,
 // nil before the shard's first write.
 func (t *table[C]) writers(h uint64) *shard[C] {
@@ -537,6 +614,7 @@ func TestShardRacedToItsFirstWriteIsOne(t *testing.T) {
 	var first *shard[int64]
 	installing = func() {
 		installing = nil
+		require.Nil(t, tb.writers(h), "the writer allocated its state before any was in the table")
 		first = tb.lock(h) // the other writer, first to put its state there
 		first.mu.Unlock()
 	}
