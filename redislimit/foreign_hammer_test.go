@@ -29,8 +29,9 @@ var scriptFiles = map[hotlimit.Algorithm]string{
 }
 
 // foreignJudge returns a script that runs a's own load of the key (the
-// prelude and the algorithm's script up to the end of its load call, with
-// the same arguments as the limiter's) and returns 1 when the key is held
+// prelude and the algorithm's script up to the end of its load call and
+// its check of the fields' ranges, with the same arguments as the
+// limiter's) and returns 1 when the key is held
 // and load took it for someone else's, 0 otherwise.
 func foreignJudge(t *testing.T, a hotlimit.Algorithm) *redis.Script {
 	t.Helper()
@@ -46,7 +47,7 @@ func foreignJudge(t *testing.T, a hotlimit.Algorithm) *redis.Script {
 		if m := loaded.FindStringSubmatch(line); m != nil {
 			first = m[1]
 		}
-		if first != "" && line == "end)" {
+		if first != "" && line == "end" {
 			break
 		}
 	}

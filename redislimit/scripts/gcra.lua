@@ -9,9 +9,10 @@ local cap = burst * window
 -- nor one of fewer than none, unless by less than a tick's refill: a give
 -- back with the clock behind keeps the line at a tick where it reads at
 -- most cap, which is below zero when limit > cap
-local s, last = load(2, function(s)
-  return s <= cap and (s >= 0 or s > cap - limit)
-end)
+local s, last = load(2)
+if s and not (s <= cap and (s >= 0 or s > cap - limit)) then
+  s, last, born = nil, nil, int(now)
+end
 local held = s ~= nil
 local behind = 0
 if not held then

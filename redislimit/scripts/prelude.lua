@@ -45,8 +45,9 @@ local key = KEYS[1]
 
 -- fdiv returns floor(a / b) for integers a and b > 0: the double quotient
 -- can round across an integer, so the result is corrected by one.
+local floor, format = math.floor, string.format -- looked up once a call
 local function fdiv(a, b)
-  local q = math.floor(a / b)
+  local q = floor(a / b)
   if q * b > a then
     q = q - 1
   elseif (q + 1) * b <= a then
@@ -60,8 +61,14 @@ local function cdiv(a, b)
   return -fdiv(-a, b)
 end
 
+-- int returns the integer x as text: '%d', which takes half the time, for
+-- the integers a long holds exactly, the others (zero, which may be -0,
+-- beyond 2^53, not integers) as '%.0f' writes them, which '%d' would not.
 local function int(x)
-  return string.format('%.0f', x)
+  if x % 1 == 0 and x ~= 0 and x < 2 ^ 53 and x > -2 ^ 53 then
+    return format('%d', x)
+  end
+  return format('%.0f', x)
 end
 
 -- born is when the key's state was made, as the text stored after its
@@ -79,9 +86,11 @@ local born = nil
 -- is as good as a fresh one. (A reader of two fields that knows nothing of
 -- born reads it as an optional third and ignores it.)
 local function save(ttl, a, b, c)
-  local v = int(a) .. ' ' .. int(b)
+  local v
   if c then
-    v = v .. ' ' .. int(c)
+    v = int(a) .. ' ' .. int(b) .. ' ' .. int(c)
+  else
+    v = int(a) .. ' ' .. int(b)
   end
   if born then
     v = v .. ' ' .. born
@@ -94,36 +103,35 @@ end
 -- window (below 2^52), as the Go side checks.
 local exact = 2 ^ 52
 
--- inexact reports whether x is beyond exact.
-local function inexact(x)
-  return math.abs(x) >= exact
-end
-
 -- load returns the key's k stored fields (2 or 3) as numbers, or nil, and
 -- sets born from the field after them. A value of another layout, or one
--- that no limiter of this Config stores (a number beyond exact, fields
--- that valid, given them, rejects: tokens or counts out of their range),
--- is someone else's: it is taken for a fresh key's, and overwritten by the
+-- that no limiter of this Config stores (a number beyond exact), is someone
+-- else's: it is taken for a fresh key's, made now, and overwritten by the
 -- next take, rather than decided on (a Remaining above the burst or below
--- zero, waits that overflow) or left to fail the script.
-local function load(k, valid)
+-- zero, waits that overflow) or left to fail the script. Each script then
+-- checks the fields' ranges (tokens or counts) and, for fields out of them,
+-- does as load does (born = int(now)): no function is made for that check.
+local function load(k)
   local v = redis.call('GET', key)
   local a, b, c, d
   if v then
-    a, b, c, d = string.match(v, '^(%-?%d+) (%-?%d+) ?(%-?%d*) ?(%-?%d*)$')
-  end
-  if k == 2 then
-    born = c
-  else
-    born = d
-  end
-  if born == '' then
-    born = nil
+    -- the fourth field is matched, and captured only when it is born
+    if k == 2 then
+      a, b, c = string.match(v, '^(%-?%d+) (%-?%d+) ?(%-?%d*) ?%-?%d*$')
+      born = c
+    else
+      a, b, c, d = string.match(v, '^(%-?%d+) (%-?%d+) ?(%-?%d*) ?(%-?%d*)$')
+      born = d
+    end
+    if born == '' then
+      born = nil
+    end
   end
   a, b, c = tonumber(a), tonumber(b), tonumber(c)
   local t = born and tonumber(born) -- a born that is no number ('-') is not ours
-  if not (a and b and (k == 2 or c) and (born == nil or t)) or inexact(a) or inexact(b)
-      or k == 3 and inexact(c) or born and inexact(t) or not valid(a, b, c) then
+  if not (a and b and (k == 2 or c) and (born == nil or t)) or a >= exact or a <= -exact
+      or b >= exact or b <= -exact or k == 3 and (c >= exact or c <= -exact)
+      or born and (t >= exact or t <= -exact) then
     born = int(now)
     return nil
   end
