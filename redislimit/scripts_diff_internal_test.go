@@ -130,7 +130,12 @@ func newScriptDiff(rng *rand.Rand, a hotlimit.Algorithm) *scriptDiff {
 	}
 	d.burst = d.limit
 	if a.HasBurst() && rng.IntN(2) == 0 {
-		d.burst = d.limit + rng.Int64N(3*d.limit)
+		d.burst = 1 + rng.Int64N(4*d.limit) // below the limit too
+	}
+	if a.HasBurst() && rng.IntN(4) == 0 {
+		// a burst below what a tick refills: cap < limit
+		d.window = 1 + rng.Int64N(3)
+		d.burst = 1 + rng.Int64N(max(d.limit/d.window, 1))
 	}
 	for d.burst*d.window >= exact || d.burst*d.window < 0 {
 		d.window = 1 + d.window/2
