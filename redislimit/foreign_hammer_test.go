@@ -29,12 +29,15 @@ var scriptFiles = map[hotlimit.Algorithm]string{
 }
 
 // foreignJudge returns a script that runs a's own load of the key (the
-// prelude and the algorithm's script up to the end of its load call, with
-// the same arguments as the limiter's) and returns 1 when the key is held
-// and load took it for someone else's, 0 otherwise.
+// prelude, state.lua, and the algorithm's script up to the end of its load
+// call and its check of the fields' ranges, with the same arguments as the
+// limiter's) and returns 1 when the key is held and load took it for
+// someone else's, 0 otherwise.
 func foreignJudge(t *testing.T, a hotlimit.Algorithm) *redis.Script {
 	t.Helper()
 	prelude, err := os.ReadFile("scripts/prelude.lua")
+	require.NoError(t, err)
+	state, err := os.ReadFile("scripts/state.lua")
 	require.NoError(t, err)
 	body, err := os.ReadFile("scripts/" + scriptFiles[a] + ".lua")
 	require.NoError(t, err)
@@ -46,12 +49,12 @@ func foreignJudge(t *testing.T, a hotlimit.Algorithm) *redis.Script {
 		if m := loaded.FindStringSubmatch(line); m != nil {
 			first = m[1]
 		}
-		if first != "" && line == "end)" {
+		if first != "" && line == "end" {
 			break
 		}
 	}
 	require.NotEmpty(t, first, "%v: the script's load call", a)
-	return redis.NewScript(string(prelude) + strings.Join(head, "\n") +
+	return redis.NewScript(string(prelude) + string(state) + strings.Join(head, "\n") +
 		"\nif redis.call('EXISTS', key) == 1 and " + first + " == nil then return 1 end\nreturn 0\n")
 }
 

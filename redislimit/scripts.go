@@ -13,6 +13,8 @@ import (
 var (
 	//go:embed scripts/prelude.lua
 	prelude string
+	//go:embed scripts/state.lua
+	stateLua string
 	//go:embed scripts/tokenbucket.lua
 	tokenBucketLua string
 	//go:embed scripts/fixedwindow.lua
@@ -26,14 +28,16 @@ var (
 )
 
 // scripts holds one script per algorithm, each the shared prelude followed by
-// the algorithm. redis.Script runs them by EVALSHA and sends the source again
+// the algorithm, and before it, for those that keep the key's state as a
+// string, the functions that load and save it (a script makes its functions
+// on every call: the sliding log's does not make those). redis.Script runs them by EVALSHA and sends the source again
 // only when the server answers NOSCRIPT (after a restart or SCRIPT FLUSH).
 var scripts = map[hotlimit.Algorithm]*redis.Script{
-	hotlimit.TokenBucket:    redis.NewScript(prelude + tokenBucketLua),
-	hotlimit.FixedWindow:    redis.NewScript(prelude + fixedWindowLua),
+	hotlimit.TokenBucket:    redis.NewScript(prelude + stateLua + tokenBucketLua),
+	hotlimit.FixedWindow:    redis.NewScript(prelude + stateLua + fixedWindowLua),
 	hotlimit.SlidingLog:     redis.NewScript(prelude + slidingLogLua),
-	hotlimit.GCRA:           redis.NewScript(prelude + gcraLua),
-	hotlimit.SlidingCounter: redis.NewScript(prelude + slidingCounterLua),
+	hotlimit.GCRA:           redis.NewScript(prelude + stateLua + gcraLua),
+	hotlimit.SlidingCounter: redis.NewScript(prelude + stateLua + slidingCounterLua),
 }
 
 // scriptedAlgorithms names the algorithms of scripts, in the order of their

@@ -5,9 +5,10 @@
 -- fresh key's, whatever its window.
 local idx = fdiv(now, window)
 -- a count above the limit, or below zero, is not this Config's (see load)
-local index, count = load(2, function(_, count)
-  return count >= 0 and count <= limit
-end)
+local index, count = load(2)
+if index and not (count >= 0 and count <= limit) then
+  index, count, born = nil, nil, int(now)
+end
 local held = index ~= nil and count > 0
 if not held or idx > index then
   index, count = idx, 0

@@ -9,9 +9,10 @@ local cap = burst * window
 -- nor one of fewer than none, unless by less than a tick's refill: a give
 -- back with the clock behind keeps the line at a tick where it reads at
 -- most cap, which is below zero when limit > cap
-local s, last = load(2, function(s)
-  return s <= cap and (s >= 0 or s > cap - limit)
-end)
+local s, last = load(2)
+if s and not (s <= cap and (s >= 0 or s > cap - limit)) then
+  s, last, born = nil, nil, int(now)
+end
 local held = s ~= nil
 local behind = 0
 if not held then
@@ -28,22 +29,16 @@ else
   behind = last - now
 end
 
--- has reports whether the key holds at least x <= cap now:
--- s - behind * limit >= x.
-local function has(x)
-  return s >= x and behind <= fdiv(s - x, limit)
-end
-
--- untilHas returns the ticks until the key holds x <= cap, when it holds
--- less now.
-local function untilHas(x)
-  return behind + cdiv(x - s, limit)
-end
-
--- tokens returns what the key holds now, when has(x) for an x >= 0: exact.
-local function tokens()
-  return math.min(cap, s - behind * limit)
-end
+-- Written out below, where they are needed, rather than made as functions
+-- on every call:
+--   has(x), whether the key holds at least x <= cap now
+--   (s - behind * limit >= x): s >= x and (behind == 0 or behind <=
+--   fdiv(s - x, limit)), since fdiv(s - x, limit) >= 0 when s >= x: a clock
+--   that is not behind divides nothing
+--   untilHas(x), the ticks until the key holds x <= cap, when it holds less
+--   now: behind + cdiv(x - s, limit)
+--   tokens, what the key holds now, when has(x) for an x >= 0 (exact):
+--   math.min(cap, s - behind * limit)
 
 local allowed, retry, got = 0, 0, 0
 if giveback > 0 then
@@ -57,8 +52,8 @@ if giveback > 0 then
       back = back - (now - at) * limit
     end
   end
-  if counted(held, at) and back > 0 and not has(cap) then
-    if has(cap - back) then
+  if counted(held, at) and back > 0 and not (s >= cap and (behind == 0 or behind <= fdiv(s - cap, limit))) then
+    if s >= cap - back and (behind == 0 or behind <= fdiv(s - (cap - back), limit)) then
       s, last, behind = cap, now, 0
     else
       -- the line rises by back; kept at the latest tick from now to last
@@ -79,23 +74,23 @@ if n == 0 then
   allowed = 1
 elseif n < 0 or n > burst then
   retry = -1
-elseif has(n * window) then
+elseif s >= n * window and (behind == 0 or behind <= fdiv(s - n * window, limit)) then
   allowed = 1
-  s = tokens() - n * window
+  s = math.min(cap, s - behind * limit) - n * window
   got = math.min(extra, fdiv(s, window))
   s = s - got * window
   last, behind = now, 0
   took()
   save(cdiv(cap - s, limit), s, last)
 else
-  retry = untilHas(n * window)
+  retry = behind + cdiv(n * window - s, limit)
 end
 
 local remaining, reset = 0, 0
-if has(window) then
-  remaining = fdiv(tokens(), window)
+if s >= window and (behind == 0 or behind <= fdiv(s - window, limit)) then
+  remaining = fdiv(math.min(cap, s - behind * limit), window)
 end
-if not has(cap) then
-  reset = untilHas(cap)
+if not (s >= cap and (behind == 0 or behind <= fdiv(s - cap, limit))) then
+  reset = behind + cdiv(cap - s, limit)
 end
 return {allowed, remaining, retry, reset, got, now}

@@ -3,9 +3,10 @@
 -- at offset e into its window sees floor(prev * (window - e) / window) + cur.
 local idx = fdiv(now, window)
 -- counts above the limit, or below zero, are not this Config's (see load)
-local si, sp, sc = load(3, function(_, p, c)
-  return p >= 0 and p <= limit and c >= 0 and c <= limit
-end)
+local si, sp, sc = load(3)
+if si and not (sp >= 0 and sp <= limit and sc >= 0 and sc <= limit) then
+  si, sp, sc, born = nil, nil, nil, int(now)
+end
 local held, index, prev, cur, e, est
 
 -- view sets the state as a request at now sees it from the stored one (si,

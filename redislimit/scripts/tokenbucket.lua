@@ -4,9 +4,10 @@
 local cap = burst * window
 -- a state of more tokens than the burst, or fewer than none, is not this
 -- Config's (see load)
-local s, last = load(2, function(s)
-  return s >= 0 and s <= cap
-end)
+local s, last = load(2)
+if s and not (s >= 0 and s <= cap) then
+  s, last, born = nil, nil, int(now)
+end
 local held = s ~= nil
 if not held then
   s, last = cap, now
