@@ -30,8 +30,9 @@ var (
 // scripts holds one script per algorithm, each the shared prelude followed by
 // the algorithm, and before it, for those that keep the key's state as a
 // string, the functions that load and save it (a script makes its functions
-// on every call: the sliding log's does not make those). redis.Script runs them by EVALSHA and sends the source again
-// only when the server answers NOSCRIPT (after a restart or SCRIPT FLUSH).
+// on every call: the sliding log's does not make those). redis.Script runs
+// them by EVALSHA and sends the source again only when the server answers
+// NOSCRIPT (after a restart or SCRIPT FLUSH).
 var scripts = map[hotlimit.Algorithm]*redis.Script{
 	hotlimit.TokenBucket:    redis.NewScript(prelude + stateLua + tokenBucketLua),
 	hotlimit.FixedWindow:    redis.NewScript(prelude + stateLua + fixedWindowLua),
