@@ -20,7 +20,9 @@ import (
 // beforeFiles names the scripts of each algorithm as they were before they
 // were made cheaper to run, kept in testdata/scripts-before: the stored
 // format is read by servers of older versions, so every script must still
-// answer and store exactly what those did.
+// answer and store exactly what those did. They are this test's oracle, not
+// code that runs: a change to what a script answers or stores, made on
+// purpose, replaces them with the new scripts in the same commit.
 var beforeFiles = map[hotlimit.Algorithm]string{
 	hotlimit.TokenBucket:    "tokenbucket.lua",
 	hotlimit.FixedWindow:    "fixedwindow.lua",
@@ -34,7 +36,8 @@ var beforeFiles = map[hotlimit.Algorithm]string{
 // and their times, clocks that step forward, back or not at all, limits,
 // windows and bursts up to the Config's bounds) on keys that sometimes hold
 // a foreign or boundary value first, and checks that both return the same
-// reply and leave the same value with the same TTL (within a few ms).
+// reply and leave the same value with the same TTL (within the
+// transaction's round trip).
 func TestScriptsMatchBefore(t *testing.T) {
 	if testing.Short() {
 		t.Skip("needs redis-server")
