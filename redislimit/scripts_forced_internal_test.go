@@ -47,7 +47,8 @@ func TestScriptsMatchBeforeForced(t *testing.T) {
 			cp := c.burst * c.window
 			nums := []int64{0, 1, -1, c.limit, c.limit - 1, c.limit + 1, -c.limit, cp, cp - 1, cp + 1, cp - c.limit, cp - c.limit + 1, cp - c.limit - 1,
 				now, now - 1, now + 1, now - 2, now + c.window, now - c.window, now / c.window, now/c.window + 1, now/c.window - 1,
-				exact - 1, exact, -exact, -exact + 1, 1<<53 - 1, 1 << 53, -(1<<53 - 1), -(1 << 53), clockRange, -clockRange}
+				exact - 1, exact, -exact, -exact + 1, 1<<53 - 1, 1 << 53, -(1<<53 - 1), -(1 << 53), clockRange, -clockRange,
+				1<<31 - 1, 1 << 31, -(1 << 31), -(1 << 31) - 1} // each side of int's '%d' bound
 			var fields []string
 			for _, x := range nums {
 				fields = append(fields, strconv.FormatInt(x, 10))
