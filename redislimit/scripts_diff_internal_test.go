@@ -42,21 +42,10 @@ func TestScriptsMatchBefore(t *testing.T) {
 	if testing.Short() {
 		t.Skip("needs redis-server")
 	}
-	srv := redistest.Start(t)
-	client := redis.NewClient(&redis.Options{Addr: srv.Addr, ReadTimeout: time.Minute})
-	t.Cleanup(func() { _ = client.Close() })
-	ctx := context.Background()
-	dir := "testdata/scripts-before/"
-	prel, err := os.ReadFile(dir + "prelude.lua")
-	require.NoError(t, err)
-	for a, file := range beforeFiles {
-		body, err := os.ReadFile(dir + file)
-		require.NoError(t, err)
-		old := redis.NewScript(string(prel) + string(body))
+	ctx, client, before := beforeScripts(t)
+	for a := range beforeFiles {
+		old := before(a)
 		t.Run(a.String(), func(t *testing.T) {
-			// loaded first: in a pipeline, Run only sends EVALSHA
-			require.NoError(t, old.Load(ctx, client).Err())
-			require.NoError(t, scripts[a].Load(ctx, client).Err())
 			rng := rand.New(rand.NewPCG(uint64(a), 7))
 			for cfg := range 150 {
 				d := newScriptDiff(rng, a)
@@ -98,6 +87,29 @@ func TestScriptsMatchBefore(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// beforeScripts starts a redis-server for a comparison of the scripts with
+// their former versions, and returns a client of it and a function that
+// loads both versions of an algorithm's script on it (loaded first: in a
+// pipeline, Run only sends EVALSHA) and returns the former one.
+func beforeScripts(t *testing.T) (context.Context, *redis.Client, func(hotlimit.Algorithm) *redis.Script) {
+	t.Helper()
+	srv := redistest.Start(t)
+	client := redis.NewClient(&redis.Options{Addr: srv.Addr, ReadTimeout: time.Minute})
+	t.Cleanup(func() { _ = client.Close() })
+	ctx := context.Background()
+	dir := "testdata/scripts-before/"
+	prel, err := os.ReadFile(dir + "prelude.lua")
+	require.NoError(t, err)
+	return ctx, client, func(a hotlimit.Algorithm) *redis.Script {
+		body, err := os.ReadFile(dir + beforeFiles[a])
+		require.NoError(t, err)
+		old := redis.NewScript(string(prel) + string(body))
+		require.NoError(t, old.Load(ctx, client).Err())
+		require.NoError(t, scripts[a].Load(ctx, client).Err())
+		return old
 	}
 }
 

@@ -1,18 +1,14 @@
 package redislimit
 
 import (
-	"context"
 	"fmt"
-	"os"
 	"strconv"
 	"testing"
 	"time"
 
-	"github.com/redis/go-redis/v9"
 	"github.com/stretchr/testify/require"
 
 	"github.com/hotlimit/hotlimit"
-	"github.com/hotlimit/hotlimit/redislimit/internal/redistest"
 )
 
 // TestScriptsMatchBeforeForced runs every string-state script and its
@@ -26,21 +22,11 @@ func TestScriptsMatchBeforeForced(t *testing.T) {
 	if testing.Short() {
 		t.Skip("needs redis-server")
 	}
-	srv := redistest.Start(t)
-	client := redis.NewClient(&redis.Options{Addr: srv.Addr, ReadTimeout: time.Minute})
-	t.Cleanup(func() { _ = client.Close() })
-	ctx := context.Background()
-	dir := "testdata/scripts-before/"
-	prel, err := os.ReadFile(dir + "prelude.lua")
-	require.NoError(t, err)
+	ctx, client, before := beforeScripts(t)
 	type cfg struct{ limit, window, burst, perms int64 }
 	cfgs := []cfg{{1, 1, 1, 1}, {5, 3, 5, 1000}, {7, 2, 3, 1}, {10, 1, 2, 1}, {3, 1000, 9, 1000000}, {2, exact>>3 - 1, 2, 1}}
 	for _, a := range []hotlimit.Algorithm{hotlimit.TokenBucket, hotlimit.GCRA, hotlimit.FixedWindow, hotlimit.SlidingCounter} {
-		body, err := os.ReadFile(dir + beforeFiles[a])
-		require.NoError(t, err)
-		old := redis.NewScript(string(prel) + string(body))
-		require.NoError(t, old.Load(ctx, client).Err())
-		require.NoError(t, scripts[a].Load(ctx, client).Err())
+		old := before(a)
 		for ci, c := range cfgs {
 			// clocks at zero, mid-range and both ends of the clock's range
 			now := []int64{1000, 0, clockRange, -clockRange, -1, 1 << 40}[ci]
