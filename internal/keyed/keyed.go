@@ -195,14 +195,16 @@ const (
 // TableBytes returns the bytes of the table of a map with a key cap of
 // maxKeys (> 0) once every shard has allocated its array, as a flood of keys
 // makes them do: the table is sized for min(maxKeys, MaxPresize) keys up
-// front, and holds that many without growing. The table and its 256 shards'
-// writers' states and array headers take about 19 KB once every shard has a
-// key, and their arrays a power of two of 16-byte slots each, with slack for
-// the spread of the keys among them, so that a small cap costs more than 32
-// bytes a key: 32 MB for a cap of MaxPresize or more, 4.5 MB for 100,000,
-// 147 KB for 1024 or less. Each allocation is counted as the allocator takes
-// it (see allocated). The keys' nodes are not counted, nor, with a cap above
-// MaxPresize, the growth of the table past MaxPresize keys.
+// front, and holds that many without growing (but for a shard that draws
+// several standard deviations more than its share: see floorSlots). The
+// table and its 256 shards' writers' states and array headers take about
+// 19 KB once every shard has a key, and their arrays a power of two of
+// 16-byte slots each, with slack for the spread of the keys among them, so
+// that a small cap costs more than 32 bytes a key: 32 MB for a cap of
+// MaxPresize or more, 4.5 MB for 100,000, 147 KB for 1024 or less. Each
+// allocation is counted as the allocator takes it (see allocated). The keys'
+// nodes are not counted, nor, with a cap above MaxPresize, the growth of the
+// table past MaxPresize keys.
 func TableBytes(maxKeys int) int {
 	slots, _ := floorSlots(min(max(maxKeys, 1), MaxPresize))
 	perShard := allocated(unsafe.Sizeof(shard[struct{}]{})) + // its writers' state
