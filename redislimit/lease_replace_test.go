@@ -52,7 +52,9 @@ func (h *holdGiveBack) ProcessPipelineHook(next redis.ProcessPipelineHook) redis
 // decision as soon as Redis answers it: the give-back of the previous
 // lease's leftovers does not hold the caller past its context's deadline,
 // Redis being slow to take it. The leftovers still go back to Redis, and
-// Close waits for them.
+// Close waits for them. The caller's deadline is as long as the limiter's
+// timeout, so that a loaded machine's delays cannot end the take; a take
+// that waits for the held give-back is caught after half of it.
 func TestLeaseReplacedKeepsCallerDeadline(t *testing.T) {
 	srv := redistest.Start(t)
 	c := hotlimit.Config{Algorithm: hotlimit.FixedWindow, Limit: 100, Window: time.Hour}
@@ -76,7 +78,7 @@ func TestLeaseReplacedKeepsCallerDeadline(t *testing.T) {
 	}
 	done := make(chan result, 1)
 	go func() {
-		ctx, cancel := context.WithTimeout(context.Background(), 200*time.Millisecond)
+		ctx, cancel := context.WithTimeout(context.Background(), exactTimeout)
 		defer cancel()
 		d, err := leased.TakeContext(ctx, "k", 10) // more than the lease's 9
 		done <- result{d, err}
