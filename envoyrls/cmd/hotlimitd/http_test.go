@@ -132,17 +132,23 @@ func TestJSONHugeDescriptorListMemory(t *testing.T) {
 
 // TestHTTPSlowClients: a client that sends its headers too slowly, its body
 // too slowly, or keeps an idle connection open, is cut off once the
-// server's bound passes; a header block over the bound gets 431.
+// server's bound passes; a header block over the bound gets 431. Each case
+// has a server of its own with only the bound it is about shortened (100 ms
+// for the headers, 300 ms for the others): the others keep their defaults,
+// so that a loaded machine's delay between the dial and the write cannot
+// end a request by a bound it is not about (a 408 where 200 or 431 is due).
 func TestHTTPSlowClients(t *testing.T) {
 	saved := httpLimits
 	t.Cleanup(func() { httpLimits = saved })
-	httpLimits.readHeader, httpLimits.read, httpLimits.idle = 100*time.Millisecond, 300*time.Millisecond, 300*time.Millisecond
-	addr := strings.TrimPrefix(startHTTP(t), "http://")
-
-	// cutOff sends what, then requires the server to end the connection,
-	// perhaps after a response whose status line it returns ("" for none).
-	cutOff := func(t *testing.T, what string) string {
+	// cutOff starts a server with the limits that shorten sets, sends it
+	// what, then requires the server to end the connection, perhaps after
+	// a response whose status line it returns ("" for none).
+	cutOff := func(t *testing.T, shorten func(), what string) string {
 		t.Helper()
+		httpLimits = saved
+		shorten()
+		addr := strings.TrimPrefix(startHTTP(t), "http://")
+		httpLimits = saved
 		conn, err := net.Dial("tcp", addr)
 		require.NoError(t, err)
 		defer conn.Close()
@@ -157,19 +163,20 @@ func TestHTTPSlowClients(t *testing.T) {
 		return status
 	}
 	t.Run("headers", func(t *testing.T) {
-		st := cutOff(t, "POST /json HTTP/1.1\r\nHost: h\r\n")
+		st := cutOff(t, func() { httpLimits.readHeader = 100 * time.Millisecond }, "POST /json HTTP/1.1\r\nHost: h\r\n")
 		assert.True(t, st == "" || strings.Contains(st, " 408 "), "%q", st)
 	})
 	t.Run("body", func(t *testing.T) {
-		st := cutOff(t, "POST /json HTTP/1.1\r\nHost: h\r\nContent-Type: application/json\r\nContent-Length: 100\r\n\r\n{\"domain\"")
+		st := cutOff(t, func() { httpLimits.read = 300 * time.Millisecond },
+			"POST /json HTTP/1.1\r\nHost: h\r\nContent-Type: application/json\r\nContent-Length: 100\r\n\r\n{\"domain\"")
 		assert.True(t, st == "" || strings.Contains(st, " 400 "), "%q", st)
 	})
 	t.Run("idle", func(t *testing.T) {
-		st := cutOff(t, "GET /healthcheck HTTP/1.1\r\nHost: h\r\n\r\n")
+		st := cutOff(t, func() { httpLimits.idle = 300 * time.Millisecond }, "GET /healthcheck HTTP/1.1\r\nHost: h\r\n\r\n")
 		assert.Contains(t, st, " 200 ", "answered, then closed once idle")
 	})
 	t.Run("headers too large", func(t *testing.T) {
-		st := cutOff(t, "GET /healthcheck HTTP/1.1\r\nHost: h\r\nX-Big: "+strings.Repeat("a", 200<<10)+"\r\n\r\n")
+		st := cutOff(t, func() {}, "GET /healthcheck HTTP/1.1\r\nHost: h\r\nX-Big: "+strings.Repeat("a", 200<<10)+"\r\n\r\n")
 		assert.Contains(t, st, " 431 ")
 	})
 }
