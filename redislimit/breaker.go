@@ -15,8 +15,8 @@ type breaker struct {
 	cooldown  int64 // ns
 	// fails counts Redis errors since the last success.
 	fails atomic.Int64
-	// openUntil is 0 while closed, else the Monotonic time until which no
-	// call goes to Redis.
+	// openUntil is 0 while closed, else the time (of breakerNow) until
+	// which no call goes to Redis.
 	openUntil atomic.Int64
 	// seen is, for the breaker of a cluster's node, when a key last mapped
 	// to the node, in ticks of the limiter's localNow, as of nodeIdle/4
@@ -29,6 +29,20 @@ type breaker struct {
 // failover replaced, or that a resharding left without slots, is forgotten
 // after it, and starts with a closed breaker should its address come back.
 const nodeIdle = time.Minute
+
+// breakerClock, when set (by tests), replaces
+// hotlimit.Monotonic as the breakers' clock, so that a test ends a
+// cooldown by moving it rather than by waiting.
+var breakerClock atomic.Pointer[func() int64]
+
+// breakerNow reads the breakers' clock: hotlimit.Monotonic, unless a test
+// set breakerClock.
+func breakerNow() int64 {
+	if now := breakerClock.Load(); now != nil {
+		return (*now)()
+	}
+	return hotlimit.Monotonic()
+}
 
 func newBreaker(failures int, cooldown time.Duration) breaker {
 	return breaker{threshold: int64(failures), cooldown: int64(cooldown)}
@@ -45,7 +59,7 @@ func (b *breaker) allow() (ok, probe bool) {
 	if u == 0 {
 		return true, false
 	}
-	now := hotlimit.Monotonic()
+	now := breakerNow()
 	if now < u {
 		return false, false
 	}
@@ -56,7 +70,7 @@ func (b *breaker) allow() (ok, probe bool) {
 }
 
 // cooling reports whether the breaker is open and its cooldown runs at
-// now, a Monotonic reading: it turns every call away.
+// now, a reading of breakerNow: it turns every call away.
 func (b *breaker) cooling(now int64) bool {
 	u := b.openUntil.Load()
 	return u != 0 && now < u
@@ -83,7 +97,7 @@ func (b *breaker) failure() {
 		return
 	}
 	if b.fails.Add(1) >= b.threshold {
-		b.openUntil.Store(after(hotlimit.Monotonic(), b.cooldown))
+		b.openUntil.Store(after(breakerNow(), b.cooldown))
 	}
 }
 

@@ -24,6 +24,17 @@ func Queued(l *Limiter) int { return len(l.batch.calls) }
 // sweepLeasesLater); no take may start one meanwhile.
 func WaitRetired(l *Limiter) { l.retiring.Wait() }
 
+// SetBreakerClock makes now the breakers' clock, in place of
+// hotlimit.Monotonic, so that a test ends a cooldown by moving it; nil
+// restores the monotonic clock.
+func SetBreakerClock(now func() int64) {
+	if now == nil {
+		breakerClock.Store(nil)
+		return
+	}
+	breakerClock.Store(&now)
+}
+
 // ClockRange is the largest clock reading, either way, the scripts take.
 const ClockRange = clockRange
 

@@ -766,7 +766,7 @@ var dropHook func(addr string)
 // cooldown ends). A lookup racing the drop makes a fresh breaker, which
 // starts closed: a node comes back to its breaker's threshold.
 func (l *Limiter) pruneNodes(now int64) {
-	mono := hotlimit.Monotonic() // the breakers' clock
+	mono := breakerNow()
 	idle := func(b *breaker) bool {
 		return now-b.seen.Load() > l.nodeIdle && !b.cooling(mono)
 	}
