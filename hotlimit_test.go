@@ -110,7 +110,7 @@ func TestCoarseClock(t *testing.T) {
 	c.Start()
 	c.Start() // no-op
 	first := c.Now()
-	require.Eventually(t, func() bool { return c.Now() > first }, time.Second, time.Millisecond)
+	require.Eventually(t, func() bool { return c.Now() > first }, 10*time.Second, time.Millisecond)
 
 	// Never decreases, read from several goroutines while it ticks.
 	var wg sync.WaitGroup
@@ -125,10 +125,16 @@ func TestCoarseClock(t *testing.T) {
 		})
 	}
 	wg.Wait()
-	// It lags the monotonic clock by about its resolution at most.
-	lag := time.Duration(hotlimit.Monotonic() - c.Now())
-	assert.GreaterOrEqual(t, lag, time.Duration(0))
-	assert.Less(t, lag, 200*time.Millisecond, "scheduling may delay a tick, not stop it")
+	// It is never ahead of the monotonic clock, and keeps up with it:
+	// scheduling may delay a tick, not stop it. (Now is read first: a tick
+	// between a monotonic reading and Now would publish a later reading. And
+	// how far it lags is logged, not bounded: a loaded machine may starve
+	// the ticker for any time.)
+	now := c.Now()
+	mono := hotlimit.Monotonic()
+	assert.LessOrEqual(t, now, mono, "ahead of the monotonic clock")
+	t.Logf("lag behind the monotonic clock: %v", time.Duration(mono-now))
+	require.Eventually(t, func() bool { return c.Now() >= mono }, 10*time.Second, time.Millisecond, "the ticker stopped")
 
 	c.Stop()
 	c.Stop() // no-op
