@@ -38,9 +38,14 @@ func TestRedisCheckedAtStart(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			if tc.name == "unreachable" {
 				// Refused, it is asked again until the check's time is
-				// up: a short one ends the test sooner.
+				// up: a short one ends the test sooner. But not so short
+				// that the first PING, whose four refused dials wait
+				// 24-136 ms of backoff, could still be under way when it
+				// is up: the reason would be the deadline, not the
+				// refusal, the refusal never recorded. 2 s, as for the
+				// refusals of TestRedisLateAndSilentAtStart.
 				defer func(d time.Duration) { redisStartup = d }(redisStartup)
-				redisStartup = 300 * time.Millisecond
+				redisStartup = 2 * time.Second
 			}
 			var logs redisproc.SyncBuffer
 			done := make(chan error, 1)
