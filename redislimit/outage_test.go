@@ -3,7 +3,6 @@ package redislimit_test
 import (
 	"context"
 	"fmt"
-	"sync/atomic"
 	"testing"
 	"time"
 
@@ -64,7 +63,7 @@ func TestCloseFrozenRedisIsPrompt(t *testing.T) {
 	srv := redistest.Start(t)
 	c := hotlimit.Config{Algorithm: hotlimit.FixedWindow, Limit: 100, Window: time.Hour}
 	client := newClient(t, srv)
-	sent := &sentHook{}
+	sent := &roundTrips{}
 	client.AddHook(sent)
 	lim := newLimiter(t, client, c, frozenClock(), redislimit.WithLease(10, time.Hour),
 		redislimit.WithBreaker(3, time.Hour))
@@ -86,27 +85,8 @@ func TestCloseFrozenRedisIsPrompt(t *testing.T) {
 	assert.ErrorIs(t, err, redislimit.ErrBreakerOpen, "the breaker turns the last give-backs away")
 	assert.Less(t, took, prompt, "Close of %d leases against a frozen Redis", keys)
 
-	before := sent.n.Load()
+	before := sent.singles.Load() + sent.piped.Load()
 	err = lim.RefundContext(context.Background(), "k0", r)
 	assert.ErrorIs(t, err, redislimit.ErrBreakerOpen, "a refund while the breaker is open")
-	assert.Equal(t, before, sent.n.Load(), "commands sent to Redis by a refund while the breaker is open")
-}
-
-// sentHook counts the commands a client sends, alone or in pipelines.
-type sentHook struct{ n atomic.Int64 }
-
-func (*sentHook) DialHook(next redis.DialHook) redis.DialHook { return next }
-
-func (h *sentHook) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
-	return func(ctx context.Context, cmd redis.Cmder) error {
-		h.n.Add(1)
-		return next(ctx, cmd)
-	}
-}
-
-func (h *sentHook) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
-	return func(ctx context.Context, cmds []redis.Cmder) error {
-		h.n.Add(int64(len(cmds)))
-		return next(ctx, cmds)
-	}
+	assert.Equal(t, before, sent.singles.Load()+sent.piped.Load(), "commands sent to Redis by a refund while the breaker is open")
 }
