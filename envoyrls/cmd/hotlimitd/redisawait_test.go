@@ -6,6 +6,7 @@ import (
 	"net"
 	"os/exec"
 	"path/filepath"
+	"runtime"
 	"strings"
 	"testing"
 	"time"
@@ -33,14 +34,17 @@ func TestRedisAwaitedAtStart(t *testing.T) {
 			_ = cmd.Wait()
 		}
 	})
+	// Redis starts once hotlimitd has been refused as often as go-redis's
+	// pool dials (its default PoolSize, 10 per GOMAXPROCS) before it
+	// answers every command with the last refusal, without dialing and
+	// without a line of the log, until a probe of its own, once a second,
+	// connects; that is more than go-redis tries a command (MaxRetries 3).
+	// The check must wait for Redis through both. Past 40 (GOMAXPROCS 5
+	// and more) the refusals would outlast the check's 10 s: Redis then
+	// starts after 40, still past a command's tries.
+	refusals := min(10*runtime.GOMAXPROCS(0), 40)
 	go func() {
-		// Redis starts once hotlimitd has been refused 20 times: more
-		// than go-redis tries a command (MaxRetries 3), and, with
-		// GOMAXPROCS 2, as often as its pool dials (PoolSize) before it
-		// answers every command with the last refusal, without dialing,
-		// until a probe of its own, once a second, connects. The check
-		// must wait for Redis through both.
-		for deadline := time.Now().Add(10 * time.Second); strings.Count(logs.String(), `"msg":"redis client"`) < 20; time.Sleep(5 * time.Millisecond) { // polling, with a deadline
+		for deadline := time.Now().Add(10 * time.Second); strings.Count(logs.String(), `"msg":"redis client"`) < refusals; time.Sleep(5 * time.Millisecond) { // polling, with a deadline
 			select {
 			case <-stop:
 				started <- nil
