@@ -143,13 +143,13 @@ func floorSlots(presize int) (slots, fit int) {
 		return minSlots, 0
 	}
 	// A shard holds about presize/tableShards keys, and more by the spread
-	// of the hash: four standard deviations of slack keep a shard below its
-	// growth threshold, of three quarters of its slots, but for a chance of
-	// about 2e-5 each time it sheds its tombstones. The array, a power of
-	// two, often has room for more: up to five eighths of its slots, which
-	// leaves an eighth for insertions before the next rebuild, it is sized
-	// for those too (at 2^20 keys, 5,120 a shard where four deviations are
-	// 4,361, sixteen deviations above the mean).
+	// of the hash: four standard deviations of slack (and 8 keys) keep a
+	// shard below its growth threshold, of three quarters of its slots, but
+	// for a chance of at most about 2e-5 each time it sheds its tombstones.
+	// The array, a power of two, often has room for more: the shard keeps it
+	// for as many keys as fill five eighths of it, which leaves an eighth
+	// for insertions before the next rebuild (at 2^20 keys: 5,120 a shard,
+	// sixteen deviations above the mean, where four are 4,361).
 	per := presize/tableShards + 1
 	per += 4*isqrt(per) + 8
 	slots = max(minSlots, pow2(per*4/3+1))
