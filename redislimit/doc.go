@@ -52,9 +52,10 @@
 // evicted under maxmemory) is a fresh key's: the next take starts from a
 // full quota, never more. So is a value under a limiter's key that no
 // limiter of its Config writes (someone else's: another layout, tokens or
-// counts out of their range, numbers beyond 2^52, a sorted set that is not
-// the sliding log's), which the next take overwrites; one of another Redis
-// type fails the call with [ErrReply]. A key records when it was made (or the earliest
+// counts out of their range, numbers beyond 2^52 or a window that starts
+// there, a sorted set that is not the sliding log's), which the next take
+// overwrites; one of another Redis type fails the call with [ErrReply]. A
+// key records when it was made (or the earliest
 // reading of a take it counted since, for a clock that stepped back), and a
 // refund, or the give-back of a lease, of a take made before then returns
 // nothing, as the key never counted that take (with [hotlimit.WithClock],

@@ -94,7 +94,9 @@ func TestForeignKeyTypeOpensNoBreaker(t *testing.T) {
 // limiter's prefix: tokens below zero or above the burst, a count above
 // the limit or below zero, a number beyond exact arithmetic, a sliding
 // counter's state with two fields, a "-" where the key's making time is
-// kept) is taken for a fresh key's, as one of
+// kept, a window index whose window starts beyond exact arithmetic, either
+// way, near it or so far that its TTL would not fit SET's) is taken for a
+// fresh key's, as one of
 // another layout is: the first take is decided as a fresh key's and
 // overwrites it, without a script error, a negative Remaining or
 // ResetAfter, or more admitted than the burst.
@@ -109,13 +111,20 @@ func TestForeignStateOutOfRangeIsFresh(t *testing.T) {
 	at := fmt.Sprint(now)
 	cap := fmt.Sprint(5 * window)
 	capPlus := fmt.Sprint(5*window + 1)
+	// window indexes whose windows start at 2^52 ticks or beyond, or as
+	// far the other way: no clock this limiter reads gets there
+	const exact = int64(1) << 52
+	pastExact, farPast := fmt.Sprint(exact/window+1), "1000000000000000"
+	beforeExact := fmt.Sprint(-exact/window - 1)
 	foreign := map[hotlimit.Algorithm][]string{
 		hotlimit.TokenBucket: {"-5 " + at, capPlus + " " + at, "-1 " + at + " " + at, cap + " " + huge, huge + " " + at, cap + " " + at + " " + huge, cap + " " + at + " -"},
 		hotlimit.GCRA:        {"-5 " + at, capPlus + " " + at, "-1 " + at + " " + at, cap + " " + huge, huge + " " + at, cap + " " + at + " " + huge, cap + " " + at + " -"},
-		hotlimit.FixedWindow: {idx + " 6", idx + " 100 " + at, huge + " 1", idx + " " + huge, idx + " 1 -"},
+		hotlimit.FixedWindow: {idx + " 6", idx + " 100 " + at, huge + " 1", idx + " " + huge, idx + " 1 -",
+			pastExact + " 1", farPast + " 1", beforeExact + " 1"},
 		hotlimit.SlidingCounter: {
 			idx + " -100 0", idx + " 0 -1", idx + " 0 6", idx + " 100 0 " + at, huge + " 0 1", idx + " " + huge + " 0",
 			idx + " 0", "-5 0", idx + " 0 1 -",
+			pastExact + " 0 1", farPast + " 1 1", beforeExact + " 0 1",
 		},
 	}
 	for _, a := range []hotlimit.Algorithm{hotlimit.TokenBucket, hotlimit.GCRA, hotlimit.FixedWindow, hotlimit.SlidingCounter} {

@@ -35,8 +35,8 @@ var ErrClockRange = errors.New("redislimit: clock reading outside ±2^51 ns")
 // prefix that someone else wrote with another type than the script keeps
 // there, when the error wraps Redis's own (WRONGTYPE) too. A string of
 // another layout, or of numbers that no limiter of the Config stores
-// (tokens or counts out of their range, a number beyond 2^52), is taken
-// for a fresh key's, and overwritten.
+// (tokens or counts out of their range, a number beyond 2^52 or a window
+// that starts there), is taken for a fresh key's, and overwritten.
 var ErrReply = errors.New("redislimit: unexpected script reply")
 
 // ErrAuth is wrapped, together with Redis's own error, by the error of a

@@ -22,7 +22,8 @@ import (
 // format is read by servers of older versions, so every script must still
 // answer and store exactly what those did. They are this test's oracle, not
 // code that runs: a change to what a script answers or stores, made on
-// purpose, replaces them with the new scripts in the same commit.
+// purpose, is made in them too, in the same commit, as plainly as they are
+// written.
 var beforeFiles = map[hotlimit.Algorithm]string{
 	hotlimit.TokenBucket:    "tokenbucket.lua",
 	hotlimit.FixedWindow:    "fixedwindow.lua",
@@ -115,8 +116,10 @@ func beforeScripts(t *testing.T) (context.Context, *redis.Client, func(hotlimit.
 
 // scriptErr returns err's text up to the name of the script and the line
 // that raised it, which differ between versions; "" for no error. Redis
-// fails a script that stores a foreign value whose TTL, in ms, is 10^14 or
-// more: Lua writes the number in exponent form, which SET's PX rejects.
+// fails a script that stores a TTL, in ms, of 10^14 or more (Lua writes the
+// number in exponent form, which SET's PX rejects), which only this test's
+// tick of a millisecond reaches: the limiters' ticks are ns or µs, so their
+// TTLs, below 2^53 ticks, stay below 10^13 ms.
 func scriptErr(err error) string {
 	if err == nil {
 		return ""

@@ -4,9 +4,11 @@
 -- counts against the stored window. A count that refunds took to zero is a
 -- fresh key's, whatever its window.
 local idx = fdiv(now, window)
--- a count above the limit, or below zero, is not this Config's (see load)
+-- a count above the limit, or below zero, is not this Config's (see load),
+-- nor a window that starts beyond exact, either way: no clock it reads gets
+-- there (and the TTL of a window so far ahead would not fit SET's)
 local index, count = load(2)
-if index and not (count >= 0 and count <= limit) then
+if index and not (count >= 0 and count <= limit and index * window < exact and index * window > -exact) then
   index, count, born = nil, nil, int(now)
 end
 local held = index ~= nil and count > 0

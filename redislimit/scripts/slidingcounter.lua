@@ -2,9 +2,11 @@
 -- and the counts of that window (cur) and of the one before (prev). A request
 -- at offset e into its window sees floor(prev * (window - e) / window) + cur.
 local idx = fdiv(now, window)
--- counts above the limit, or below zero, are not this Config's (see load)
+-- counts above the limit, or below zero, are not this Config's (see load),
+-- nor a window that starts beyond exact, either way: no clock it reads gets
+-- there (and the TTL of a window so far ahead would not fit SET's)
 local si, sp, sc = load(3)
-if si and not (sp >= 0 and sp <= limit and sc >= 0 and sc <= limit) then
+if si and not (sp >= 0 and sp <= limit and sc >= 0 and sc <= limit and si * window < exact and si * window > -exact) then
   si, sp, sc, born = nil, nil, nil, int(now)
 end
 local held, index, prev, cur, e, est

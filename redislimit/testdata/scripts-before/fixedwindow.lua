@@ -4,9 +4,10 @@
 -- counts against the stored window. A count that refunds took to zero is a
 -- fresh key's, whatever its window.
 local idx = fdiv(now, window)
--- a count above the limit, or below zero, is not this Config's (see load)
-local index, count = load(2, function(_, count)
-  return count >= 0 and count <= limit
+-- a count above the limit, or below zero, is not this Config's (see load),
+-- nor a window that starts beyond exact: no clock it reads gets there
+local index, count = load(2, function(index, count)
+  return count >= 0 and count <= limit and not inexact(index * window)
 end)
 local held = index ~= nil and count > 0
 if not held or idx > index then

@@ -2,9 +2,10 @@
 -- and the counts of that window (cur) and of the one before (prev). A request
 -- at offset e into its window sees floor(prev * (window - e) / window) + cur.
 local idx = fdiv(now, window)
--- counts above the limit, or below zero, are not this Config's (see load)
-local si, sp, sc = load(3, function(_, p, c)
-  return p >= 0 and p <= limit and c >= 0 and c <= limit
+-- counts above the limit, or below zero, are not this Config's (see load),
+-- nor a window that starts beyond exact: no clock it reads gets there
+local si, sp, sc = load(3, function(i, p, c)
+  return p >= 0 and p <= limit and c >= 0 and c <= limit and not inexact(i * window)
 end)
 local held, index, prev, cur, e, est
 
