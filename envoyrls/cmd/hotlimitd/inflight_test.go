@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"io"
+	"math"
 	"net"
 	"net/http"
 	"strings"
@@ -366,11 +367,17 @@ func TestCountedServiceAllocatesNothing(t *testing.T) {
 	req := takeAhead("a")
 	ctx := context.Background()
 	dec := func(v any) error { proto.Merge(v.(proto.Message), req); return nil }
+	// the least of three measurements: an allocation of the runtime's or
+	// another goroutine's counts in the one it falls in
 	call := func(impl any) float64 {
-		return testing.AllocsPerRun(100, func() {
-			_, err := handler(impl, ctx, dec, nil)
-			require.NoError(t, err)
-		})
+		least := math.Inf(1)
+		for range 3 {
+			least = min(least, testing.AllocsPerRun(100, func() {
+				_, err := handler(impl, ctx, dec, nil)
+				require.NoError(t, err)
+			}))
+		}
+		return least
 	}
 	plain := call(srv)
 	got := call(countedService{Server: srv, calls: newInFlight()})
