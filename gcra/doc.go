@@ -18,7 +18,12 @@
 // bucket's reference model: capacity Burst, refill Limit per Window,
 // continuous. With 5 per second, 5 requests pass at once, and 400 ms after
 // the key emptied exactly 2 more pass. With 5 per second and a burst of 7, 7
-// pass at once, then one every 200 ms.
+// pass at once, then one every 200 ms. x/time/rate's rate.NewLimiter(r, b)
+// is New(limit, window, hotlimit.WithBurst(b)) with limit/window = r, as for
+// package tokenbucket (whose documentation compares the two); with exact
+// ticks (see Arithmetic) every decision is the exact model's, and differs
+// from rate's only where rate passes a request whose wait, under 1 ns, it
+// rounds down to none.
 //
 // Time is the limiter's: nanoseconds since New read the clock (its epoch); a
 // reading before the epoch counts as the epoch. A clock that goes back

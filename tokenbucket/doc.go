@@ -134,6 +134,26 @@
 // that fills the bucket evicts the key instead (a full bucket equals no
 // bucket): the key's next request allocates its node again.
 //
+// # Compared with x/time/rate
+//
+// A rate.Limiter of rate r per second and burst b, one per key, is New(limit,
+// window, hotlimit.WithBurst(b)) with limit/window = r: rate.NewLimiter(2.5,
+// 10) is New(5, 2*time.Second, hotlimit.WithBurst(10)), rate.Every(d) a limit
+// of 1 per d. On the same clock (WithClock stands for AllowN's time) the two
+// decide alike, call for call, but where the exact count is within a hair of
+// the request: the bucket may pass a request short by less than a unit (see
+// Arithmetic), and rate passes one short by less than r × 1 ns, whose wait it
+// rounds down to none. Those margins aside, Remaining is rate's ⌊Tokens⌋, a
+// denial's RetryAfter the delay of ReserveN(t, n) and ResetAfter that of
+// ReserveN(t, b), up to 1 ns longer or a unit's refill shorter, without
+// reserving anything.
+// More than the burst never passes on either; n < 0, which rate passes and
+// counts as tokens given back, is denied with RetryAfter hotlimit.Never.
+// hotlimit.WaitN is rate's WaitN without the reservation (its documentation
+// lists the differences). The bench module's TestTokenBucketDecidesAsXTimeRate
+// compares the two on random sequences and holds every difference to these
+// margins.
+//
 // # Eviction
 //
 // Sweep evicts every key whose bucket is full at the clock's current time: a

@@ -80,3 +80,31 @@ func ExampleLimiter_Refund() {
 	// true 1 2
 	// 3
 }
+
+// A key's rate.NewLimiter(2.5, 10) from golang.org/x/time/rate: 2.5 per
+// second is 5 per 2 s, with a burst of 10. Each call is named by what it
+// replaces; the two decide alike on the same clock (README, "Coming from
+// x/time/rate or go-limiter", says within what margin).
+func ExampleNew_fromXTimeRate() {
+	var now atomic.Int64
+	lim, err := tokenbucket.New(5, 2*time.Second, hotlimit.WithBurst(10), hotlimit.WithClock(now.Load))
+	if err != nil {
+		panic(err)
+	}
+	fmt.Println(lim.Take("k", 10).Allowed) // AllowN(t, 10)
+	d := lim.Take("k", 1)                  // AllowN(t, 1), and ReserveN(t, 1).Delay() without reserving
+	fmt.Println(d.Allowed, d.RetryAfter)
+	now.Add(int64(d.RetryAfter))
+	fmt.Println(lim.Take("k", 1).Allowed)
+	d = lim.Take("k", 0) // AllowN(t, 0); int(TokensAt(t)); ReserveN(t, 10).Delay(), the wait until full
+	fmt.Println(d.Allowed, d.Remaining, d.ResetAfter)
+	fmt.Println(lim.Take("k", 11).RetryAfter == hotlimit.Never) // more than the burst: never, as on rate
+	fmt.Println(lim.Take("k", -1).Allowed)                      // rate passes it, adding a token; hotlimit never does
+	// Output:
+	// true
+	// false 400ms
+	// true
+	// true 0 4s
+	// true
+	// false
+}
