@@ -50,10 +50,11 @@ type Limiter interface {
 	// for slidinglog's Take with n > 1 under concurrent requests or refunds
 	// on the key, which can be denied with some of its requests counted, so
 	// that the key admits less for one Window, never more). n == 0
-	// reports the key's state without changing it; n greater than the limit
-	// (than the burst, for a limiter with one, which may be above or below
-	// the limit) never passes (RetryAfter is Never); n < 0 is denied with
-	// RetryAfter Never.
+	// reports the key's state without changing it, and is Allowed (with
+	// RetryAfter zero) whatever the key holds: whether one request would
+	// pass now is Remaining > 0. n greater than the limit (than the burst,
+	// for a limiter with one, which may be above or below the limit) never
+	// passes (RetryAfter is Never); n < 0 is denied with RetryAfter Never.
 	Take(key string, n int) Decision
 }
 

@@ -32,9 +32,10 @@ const (
 	FailOpen
 	// FailClosed denies every request (n = 0 still reports): the limit over
 	// availability. A live lease ([WithLease]) still spends, under every
-	// policy, the requests Redis took for it before it went down. A denial's RetryAfter is when Redis is asked again: the
-	// breaker's cooldown, or without a breaker the timeout
-	// ([DefaultTimeout] when there is none), never zero.
+	// policy, the requests Redis took for it before it went down. A
+	// denial's RetryAfter is when Redis is asked again: the breaker's
+	// cooldown, or without a breaker the timeout ([DefaultTimeout] when
+	// there is none), never zero.
 	FailClosed
 )
 
