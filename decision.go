@@ -52,7 +52,8 @@ type Limiter interface {
 	// that the key admits less for one Window, never more). n == 0
 	// reports the key's state without changing it, and is Allowed (with
 	// RetryAfter zero) whatever the key holds: whether one request would
-	// pass now is Remaining > 0. n greater than the limit (than the burst,
+	// pass now is Remaining > 0 (but for a new key that a key cap,
+	// [WithMaxKeys], turns away). n greater than the limit (than the burst,
 	// for a limiter with one, which may be above or below the limit) never
 	// passes (RetryAfter is Never); n < 0 is denied with RetryAfter Never.
 	Take(key string, n int) Decision
