@@ -120,9 +120,11 @@ func NewFromRules(rules Rules, opts ...hotlimit.Option) (*Service, error) {
 // Built reports whether s was made by [New] or [NewFromRules]: false for a
 // nil s and for the zero Service, which is not usable (it has no rules,
 // key cache, auto-sweep or [Service.TakeWith] limiters; [Service.Replace]
-// and the Configure methods refuse it, and its other methods panic). A copy of a
-// built Service, and one that was closed, are built. httplimit and grpclimit
-// take a Service that is not built for a missing one.
+// and the Configure methods refuse it, [Service.WatchFileWith] says so and
+// returns, [Service.Close] returns nil, and its other methods panic, as
+// methods on a nil pointer do). A copy of a built Service, and one that was
+// closed, are built. httplimit and grpclimit take a Service that is not
+// built for a missing one.
 func (s *Service) Built() bool {
 	return s != nil && s.keys != nil // set by NewFromRules only
 }
@@ -598,7 +600,13 @@ func (s *Service) override(c hotlimit.Config) (*rule, error) {
 // install then, or for a Config that TakeWith first uses then (or while
 // Close runs), is closed as soon as it is built, so that none is left
 // holding resources.
+//
+// A nil or zero Service, which [New] did not make (see [Service.Built]),
+// holds nothing: Close returns nil, as often as it is called.
 func (s *Service) Close() error {
+	if !s.Built() {
+		return nil // no limiters, no watch loops: s.closed is nil
+	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.overrideMu.Lock()
