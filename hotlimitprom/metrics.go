@@ -141,7 +141,11 @@ func WithNamespace(ns string) Option { return func(s *settings) { s.namespace = 
 func WithConstLabels(l prometheus.Labels) Option { return func(s *settings) { s.constLabels = l } }
 
 // New returns the metrics, to register with a registry and to give to
-// [hotlimit.WithObserver].
+// [hotlimit.WithObserver]. A namespace or constant labels that Prometheus
+// refuses (a namespace that makes no valid metric name, an empty or
+// invalid label name, a value that is not UTF-8) make a registry refuse
+// the Metrics at Register with Prometheus's error, and make Collect send
+// invalid metrics that carry it: nothing panics.
 func New(opts ...Option) *Metrics {
 	s := settings{namespace: "hotlimit"}
 	for _, o := range opts {
@@ -302,8 +306,10 @@ func (m *Metrics) Collect(ch chan<- prometheus.Metric) {
 				continue
 			}
 			name, r := hotlimit.Outcome(o).String(), rc.requests[o].Load()
-			ch <- prometheus.MustNewConstMetricWithCreatedTimestamp(m.decisionsDesc, prometheus.CounterValue, float64(d), rc.created, rc.label, name)
-			ch <- prometheus.MustNewConstMetricWithCreatedTimestamp(m.requestsDesc, prometheus.CounterValue, float64(r), rc.created, rc.label, name)
+			dm, err := prometheus.NewConstMetricWithCreatedTimestamp(m.decisionsDesc, prometheus.CounterValue, float64(d), rc.created, rc.label, name)
+			ch <- orInvalid(m.decisionsDesc, dm, err)
+			rm, err := prometheus.NewConstMetricWithCreatedTimestamp(m.requestsDesc, prometheus.CounterValue, float64(r), rc.created, rc.label, name)
+			ch <- orInvalid(m.requestsDesc, rm, err)
 		}
 		return true
 	})
@@ -311,8 +317,24 @@ func (m *Metrics) Collect(ch chan<- prometheus.Metric) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	for name, keys := range m.keys {
-		ch <- prometheus.MustNewConstMetric(m.keysDesc, prometheus.GaugeValue, float64(keys()), name)
+		km, err := prometheus.NewConstMetric(m.keysDesc, prometheus.GaugeValue, float64(keys()), name)
+		ch <- orInvalid(m.keysDesc, km, err)
 	}
+}
+
+// orInvalid returns metric, made of desc by prometheus.NewConstMetric or
+// its kin, or, when that failed with err, an invalid metric of desc that
+// carries err, so that Collect never panics: the label values are valid (see
+// labelValue), but desc itself is invalid when [WithNamespace] or
+// [WithConstLabels] gave names Prometheus refuses. A registry refuses such
+// a Metrics at Register; one that collects it all the same (an unchecked
+// collector wrapping it, one that sends no description) reports the error
+// at Gather, where a panic in Collect would crash the registry's goroutine.
+func orInvalid(desc *prometheus.Desc, metric prometheus.Metric, err error) prometheus.Metric {
+	if err != nil {
+		return prometheus.NewInvalidMetric(desc, err)
+	}
+	return metric
 }
 
 var (
