@@ -20,7 +20,11 @@ import (
 const MaxChildren = 16
 
 // Limiter admits a request only when every child admits it; see the package
-// documentation. Build it with New. It is safe for concurrent use.
+// documentation. Build it with New. The zero Limiter has no child, and
+// admits nothing: Allow is false, Take of n ≥ 1 or n < 0 is denied with
+// RetryAfter hotlimit.Never, Take of 0 reports Remaining 0, and it holds no
+// key. A nil *Limiter is not usable: its methods panic, as methods on a nil
+// pointer do. It is safe for concurrent use.
 type Limiter struct {
 	children []hotlimit.Refunder
 	// withContext[i] is children[i] when it takes a context
@@ -329,6 +333,10 @@ func (l *Limiter) take(ctx context.Context, key string, n int, leaves []hotlimit
 	var errs []error
 	if n < 1 {
 		d := l.report(ctx, key, n, -1, hotlimit.Decision{}, &errs, true, nil)
+		if n < 0 {
+			// The children deny it; the zero Limiter has none to.
+			d.Allowed, d.RetryAfter = false, hotlimit.Never
+		}
 		return d, hotlimit.Receipt{}, errors.Join(errs...)
 	}
 	if n > l.most {
