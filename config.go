@@ -251,7 +251,8 @@ func algorithmList() string {
 // FieldError reports a field of a JSON policy that could not be read. Field
 // is the field's JSON name, such as "window"; Err says why and wraps
 // [ErrInvalidConfig]. Readers of larger documents use Field to name the
-// offending entry in full.
+// offending entry in full. A FieldError made with a nil Err, such as the
+// zero one, reads as one whose Err is ErrInvalidConfig.
 type FieldError struct {
 	Field string
 	Err   error
@@ -259,11 +260,16 @@ type FieldError struct {
 
 // Error returns "hotlimit: Config field <field>: <why>".
 func (e *FieldError) Error() string {
-	return "hotlimit: Config field " + e.Field + ": " + e.Err.Error()
+	return "hotlimit: Config field " + e.Field + ": " + e.Unwrap().Error()
 }
 
-// Unwrap returns e.Err.
-func (e *FieldError) Unwrap() error { return e.Err }
+// Unwrap returns e.Err, or ErrInvalidConfig when e.Err is nil.
+func (e *FieldError) Unwrap() error {
+	if e.Err == nil {
+		return ErrInvalidConfig
+	}
+	return e.Err
+}
 
 // configJSON is the JSON shape of a Config on output.
 type configJSON struct {
