@@ -11,6 +11,10 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/hotlimit/hotlimit"
+	"github.com/hotlimit/hotlimit/fixedwindow"
+	"github.com/hotlimit/hotlimit/gcra"
+	"github.com/hotlimit/hotlimit/slidingcounter"
+	"github.com/hotlimit/hotlimit/slidinglog"
 	"github.com/hotlimit/hotlimit/tokenbucket"
 	"github.com/hotlimit/hotlimit/unlimited"
 )
@@ -175,5 +179,44 @@ func TestBadInputToTheRootPackage(t *testing.T) {
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) { require.NotPanics(t, func() { tc.check(t) }) })
+	}
+}
+
+// madeLimiter is the method set of this module's in-memory limiters.
+type madeLimiter interface {
+	hotlimit.Refunder
+	Len() int
+	Sweep() int
+	Burst() int
+}
+
+// TestBadInputToALimiterNewDidNotMake: the zero Limiter of each in-memory
+// algorithm, and a nil *Limiter, are not usable: their methods panic, as
+// their doc says (New checks the configuration so that the hot path checks
+// nothing), rather than decide under a limit of nothing.
+func TestBadInputToALimiterNewDidNotMake(t *testing.T) {
+	unusable := map[string][]madeLimiter{
+		"tokenbucket":    {&tokenbucket.Limiter{}, (*tokenbucket.Limiter)(nil)},
+		"gcra":           {&gcra.Limiter{}, (*gcra.Limiter)(nil)},
+		"fixedwindow":    {&fixedwindow.Limiter{}, (*fixedwindow.Limiter)(nil)},
+		"slidingcounter": {&slidingcounter.Limiter{}, (*slidingcounter.Limiter)(nil)},
+		"slidinglog":     {&slidinglog.Limiter{}, (*slidinglog.Limiter)(nil)},
+	}
+	calls := map[string]func(l madeLimiter){
+		"Allow":   func(l madeLimiter) { l.Allow("k") },
+		"Take":    func(l madeLimiter) { l.Take("k", 1) },
+		"Take(0)": func(l madeLimiter) { l.Take("k", 0) },
+		"Len":     func(l madeLimiter) { l.Len() },
+		"Sweep":   func(l madeLimiter) { l.Sweep() },
+		"Refund":  func(l madeLimiter) { l.Refund("k", hotlimit.Receipt{N: 1}) },
+	}
+	for name, ls := range unusable {
+		for i, l := range ls {
+			for call, f := range calls {
+				t.Run(name+"/"+[]string{"zero", "nil"}[i]+"/"+call, func(t *testing.T) {
+					assert.Panics(t, func() { f(l) })
+				})
+			}
+		}
 	}
 }

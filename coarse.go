@@ -39,7 +39,8 @@ import (
 // stale; each such read also costs a compare-and-swap on the shared word.
 //
 // The zero CoarseClock is ready to use: a stopped clock of the least
-// resolution, as NewCoarseClock(0) returns.
+// resolution, as NewCoarseClock(0) returns. A nil *CoarseClock is not: its
+// methods panic, as methods on a nil pointer do.
 type CoarseClock struct {
 	resolution time.Duration // 0 in the zero value: minCoarseResolution
 	source     Clock         // Monotonic, or nil for it in the zero value; tests stall it

@@ -118,7 +118,9 @@ type Observer interface {
 	Observe(Event)
 }
 
-// ObserverFunc adapts a function to an [Observer].
+// ObserverFunc adapts a function to an [Observer]. Observe on a nil
+// ObserverFunc panics, as a call of a nil function does; [WithObserver] and
+// [Observers] leave a nil one out, so that the producers never call it.
 type ObserverFunc func(Event)
 
 // Observe calls f(e).

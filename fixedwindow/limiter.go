@@ -22,7 +22,10 @@ const (
 
 // Limiter admits at most a limit of requests per key in each window aligned
 // on its clock's origin; see the package documentation for the model. Build
-// it with New. It is safe for concurrent use.
+// it with New. The zero Limiter is not usable, nor is a nil *Limiter: their
+// methods panic, as methods on a nil pointer do (New checks the
+// configuration, so that the decisions check nothing). It is safe for
+// concurrent use.
 type Limiter struct {
 	cells  *keyed.Map[cell]
 	clock  hotlimit.Clock

@@ -41,7 +41,10 @@ const (
 // Limiter is a GCRA limiter per key: each key may pass Burst requests at
 // once and is refilled continuously at Limit per Window. Build it with New;
 // see the package documentation for the model, the state word and its
-// ranges. It is safe for concurrent use.
+// ranges. The zero Limiter is not usable, nor is a nil *Limiter: their
+// methods panic, as methods on a nil pointer do (New checks the
+// configuration, so that the decisions check nothing). It is safe for
+// concurrent use.
 type Limiter struct {
 	cells   *keyed.Map[cell]
 	clock   hotlimit.Clock

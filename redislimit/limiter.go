@@ -151,8 +151,10 @@ const clockRange = exact >> 1
 
 // Limiter enforces one [hotlimit.Config] for many keys with the state in
 // Redis, shared by every process that builds a Limiter of the same Config
-// and prefix on the same Redis. Build it with [New]. It is safe for
-// concurrent use.
+// and prefix on the same Redis. Build it with [New]. The zero Limiter is not
+// usable, nor is a nil *Limiter: their methods panic, as methods on a nil
+// pointer do (New checks the configuration, so that the decisions check
+// nothing). It is safe for concurrent use.
 type Limiter struct {
 	client redis.UniversalClient
 	c      hotlimit.Config

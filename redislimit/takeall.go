@@ -39,9 +39,9 @@ type Take struct {
 // policy's Decision when Redis fails, as in TakeReceiptContext, or when ctx
 // ends first: the takes that joined a batch are then given back to Redis
 // if it ran them (see [WithTimeout] for what a frozen Redis may still
-// count). A nil
-// Limiter's take gets an error wrapping [hotlimit.ErrInvalidConfig]. A nil
-// ctx is context.Background().
+// count). A nil Limiter's take gets an error wrapping
+// [hotlimit.ErrInvalidConfig]; a zero Limiter's panics, as its methods do.
+// A nil ctx is context.Background().
 func TakeAll(ctx context.Context, takes []Take) {
 	ctx = orBackground(ctx)
 	var first *Limiter

@@ -23,9 +23,12 @@ const (
 )
 
 // Limiter admits requests per key while a weighted estimate of the requests
-// in the last Window, from the counts of the current and the previous aligned
-// window, stays within a limit; see the package documentation for the model
-// and its error bound. Build it with New. It is safe for concurrent use.
+// in the last Window, from the counts of the current and the previous
+// aligned window, stays within a limit; see the package documentation for
+// the model and its error bound. Build it with New. The zero Limiter is not
+// usable, nor is a nil *Limiter: their methods panic, as methods on a nil
+// pointer do (New checks the configuration, so that the decisions check
+// nothing). It is safe for concurrent use.
 type Limiter struct {
 	cells  *keyed.Map[cell]
 	clock  hotlimit.Clock

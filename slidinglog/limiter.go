@@ -23,9 +23,12 @@ const (
 	MaxWindow = 366 * 24 * time.Hour
 )
 
-// Limiter admits a request from a key when fewer than its limit passed in the
-// window before it; see the package documentation for the model. Build it
-// with New. It is safe for concurrent use.
+// Limiter admits a request from a key when fewer than its limit passed in
+// the window before it; see the package documentation for the model. Build
+// it with New. The zero Limiter is not usable, nor is a nil *Limiter: their
+// methods panic, as methods on a nil pointer do (New checks the
+// configuration, so that the decisions check nothing). It is safe for
+// concurrent use.
 type Limiter struct {
 	cells  *keyed.Map[cell]
 	clock  hotlimit.Clock

@@ -41,9 +41,12 @@ const (
 )
 
 // Limiter is a token bucket per key: each key holds up to limit tokens,
-// refilled continuously at limit per window; a request takes one token. Build
-// it with New; see the package documentation for the model, the state word
-// and its ranges. It is safe for concurrent use.
+// refilled continuously at limit per window; a request takes one token.
+// Build it with New; see the package documentation for the model, the state
+// word and its ranges. The zero Limiter is not usable, nor is a nil
+// *Limiter: their methods panic, as methods on a nil pointer do (New checks
+// the configuration, so that the decisions check nothing). It is safe for
+// concurrent use.
 type Limiter struct {
 	cells *keyed.Map[cell]
 	clock hotlimit.Clock
