@@ -186,10 +186,17 @@ func invalidJSON(format string, args ...any) error {
 // of every load and of every new failure. WatchDir assumes the configuration
 // in force was loaded from dir: if [LoadDir] loaded it, a file changed since
 // then is loaded at the first poll. An interval <= 0 watches nothing:
-// WatchDir returns at once.
+// WatchDir returns at once. So does it, telling onLoad why, on a Server
+// that [New] did not make.
 func (s *Server) WatchDir(ctx context.Context, dir string, interval time.Duration, onLoad func(error)) {
 	if interval <= 0 {
 		return // no polling, no reload
+	}
+	if !s.made() {
+		if onLoad != nil {
+			onLoad(errServerNotMade)
+		}
+		return
 	}
 	w := s.newDirWatch(dir, onLoad)
 	t := time.NewTicker(interval)
@@ -253,8 +260,11 @@ func (w *dirWatch) poll() {
 }
 
 // ReloadDir loads dir and puts it in force, logging the outcome; on error the
-// configuration in force stays.
+// configuration in force stays. A Server that [New] did not make refuses it.
 func (s *Server) ReloadDir(dir string) error {
+	if !s.made() {
+		return errServerNotMade
+	}
 	files, err := readDir(dir)
 	if err != nil {
 		s.set.log.Error("config rejected, previous config stays in force", "dir", dir, "err", err)

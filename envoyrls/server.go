@@ -202,7 +202,11 @@ func WithLogger(l *slog.Logger) Option { return func(s *settings) { s.log = l } 
 
 // Server answers envoy.service.ratelimit.v3.RateLimitService/ShouldRateLimit
 // from a [Config]. It is safe for concurrent use; [Server.Reload] swaps the
-// configuration without pausing requests.
+// configuration without pausing requests. Make it with [New]: a nil or zero
+// Server has no configuration, limiters or logger; [Server.Reload],
+// [Server.ReloadDir] and [Server.WatchDir] refuse it with an error that says
+// so, [Server.Close] returns nil and [Server.Len] 0, and its other methods
+// panic, as methods on a nil pointer do.
 type Server struct {
 	pb.UnimplementedRateLimitServiceServer
 
@@ -305,6 +309,9 @@ func (s *Server) Config() *Config { return s.snap.Load().cfg }
 // hold ahead of Redis), their errors logged: a request that still decides
 // with one, having started before, gets its answer from the backend.
 func (s *Server) Reload(cfg *Config) error {
+	if !s.made() {
+		return errServerNotMade
+	}
 	dropped, err := s.reload(cfg)
 	for _, l := range dropped {
 		if err := l.Close(); err != nil {
@@ -313,6 +320,13 @@ func (s *Server) Reload(cfg *Config) error {
 	}
 	return err
 }
+
+// made reports whether s was made by [New]: false for a nil or zero Server.
+func (s *Server) made() bool { return s != nil && s.over.Load() != nil } // New stores over first
+
+// errServerNotMade is the error of Reload, ReloadDir and WatchDir on a
+// Server that New did not make.
+var errServerNotMade = errors.New("envoyrls: the Server was not made by New: make it with envoyrls.New")
 
 // reload is Reload but for closing the limiters of the policies cfg no
 // longer has, which it returns: their give-backs are round trips to Redis,
@@ -380,6 +394,9 @@ func closers(ls, keep map[hotlimit.Config]hotlimit.Limiter) (out []interface{ Cl
 // FailLocal limiter decided). Give it to [Metrics.WatchKeys]. While keys come
 // and go, it is off by those that came and went during the call.
 func (s *Server) Len() int {
+	if !s.made() {
+		return 0
+	}
 	n := 0
 	count := func(ls map[hotlimit.Config]hotlimit.Limiter) {
 		for _, l := range ls {
@@ -400,6 +417,9 @@ func (s *Server) Len() int {
 // Call it once the server answers no more requests: it stays usable, its
 // limiters then asking their backend every time.
 func (s *Server) Close() error {
+	if !s.made() {
+		return nil // it holds no limiter
+	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	var errs []error
