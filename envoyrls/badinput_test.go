@@ -142,6 +142,14 @@ func TestBadInputToAServer(t *testing.T) {
 			assert.Error(t, s.ReloadDir(filepath.Join(t.TempDir(), "missing")))
 			assert.Len(t, s.Config().Domains(), 1)
 		}},
+		{"WatchDir under a nil context is refused", func(t *testing.T) {
+			s, dir := newServer(t)
+			var heard []error
+			s.WatchDir(nil, dir, math.MaxInt64, func(err error) { heard = append(heard, err) }) //lint:ignore SA1012 a nil context is what is tested
+			require.Len(t, heard, 1)
+			assert.ErrorContains(t, heard[0], "nil Context")
+			s.WatchDir(nil, dir, math.MinInt64, nil) //lint:ignore SA1012 an interval <= 0 returns first
+		}},
 		{"Close twice, then serve and reload", func(t *testing.T) {
 			s, dir := newServer(t)
 			require.NoError(t, s.Close())

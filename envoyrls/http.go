@@ -187,14 +187,23 @@ func invalidJSON(format string, args ...any) error {
 // in force was loaded from dir: if [LoadDir] loaded it, a file changed since
 // then is loaded at the first poll. An interval <= 0 watches nothing:
 // WatchDir returns at once. So does it, telling onLoad why, on a Server
-// that [New] did not make.
+// that [New] did not make, and under a nil ctx, which could never end the
+// watch (pass context.Background() to watch for as long as the program
+// runs).
 func (s *Server) WatchDir(ctx context.Context, dir string, interval time.Duration, onLoad func(error)) {
 	if interval <= 0 {
 		return // no polling, no reload
 	}
-	if !s.made() {
+	var refused error
+	switch {
+	case !s.made():
+		refused = errServerNotMade
+	case ctx == nil:
+		refused = errNilWatch
+	}
+	if refused != nil {
 		if onLoad != nil {
-			onLoad(errServerNotMade)
+			onLoad(refused)
 		}
 		return
 	}
@@ -210,6 +219,9 @@ func (s *Server) WatchDir(ctx context.Context, dir string, interval time.Duratio
 		w.poll()
 	}
 }
+
+// errNilWatch is WatchDir's error for a nil ctx.
+var errNilWatch = errors.New("envoyrls: WatchDir with a nil Context, which could never end the watch: pass one, such as context.Background()")
 
 // dirWatch is the state of WatchDir between two polls.
 type dirWatch struct {
