@@ -215,6 +215,10 @@
 // its quota spent on a request that is not served. A denied request took
 // nothing, whatever panics.
 //
+// A nil *http.Request, which net/http never passes, panics, as it does in
+// the standard library's handlers: given to the middleware, to
+// [IsPreflight] or to a [KeyFunc] of this package.
+//
 // # Cost
 //
 // The middleware adds one TakeEach on the service, a few map
