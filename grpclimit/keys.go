@@ -21,7 +21,10 @@ import (
 // limited ([WithStreamMessages]), and nil at the start of a stream or in a
 // client stream interceptor. ok is false when the call carries none (an
 // absent metadata entry, say), which lets [FirstOf] try the next source; key
-// is then ignored. A KeyFunc must be safe for concurrent use.
+// is then ignored. A KeyFunc must be safe for concurrent use. The
+// interceptors never call one with a nil ctx (they fail such a call with
+// codes.Internal first); those of this package that read ctx, called with
+// a nil one directly, panic, as ctx.Value does.
 //
 // The user key functions of this package tag every key with its kind, kind
 // ":" value, exactly as httplimit does, so keys from different sources never
