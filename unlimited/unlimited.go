@@ -12,7 +12,7 @@ import (
 )
 
 // Limiter passes every request. It has no state: the zero value is ready to
-// use, and it is safe for concurrent use.
+// use, and so is a nil *Limiter, and it is safe for concurrent use.
 type Limiter struct{}
 
 // New returns an unlimited limiter. It accepts the options every constructor
