@@ -2,8 +2,10 @@ package hotlimit_test
 
 import (
 	"context"
+	"fmt"
 	"math"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -216,6 +218,67 @@ func TestBadInputToALimiterNewDidNotMake(t *testing.T) {
 				t.Run(name+"/"+[]string{"zero", "nil"}[i]+"/"+call, func(t *testing.T) {
 					assert.Panics(t, func() { f(l) })
 				})
+			}
+		}
+	}
+}
+
+// remainingLimiter is the method set AllowRemaining adds to this module's
+// in-memory limiters.
+type remainingLimiter interface {
+	AllowRemaining(key string) (allowed bool, remaining int)
+}
+
+// TestBadInputToAllowRemainingAndRetryAfter: AllowRemaining of each
+// in-memory limiter, and slidinglog's RetryAfter, on clocks that start and
+// move anywhere on the int64 line (to either end, and back), under empty
+// and invalid-UTF-8 keys, with counts from math.MinInt to math.MaxInt: no
+// panic, a Remaining within [0, limit], and the waits RetryAfter documents
+// (Never for n < 0 or n > limit, 0 for n == 0, never negative).
+func TestBadInputToAllowRemainingAndRetryAfter(t *testing.T) {
+	readings := []int64{math.MinInt64, math.MinInt64 + 1, -1, 0, 1 << 40, math.MaxInt64 - 1, math.MaxInt64}
+	for _, limit := range []int{1, 3, 1 << 16} {
+		for _, window := range []time.Duration{time.Millisecond, time.Second, 24 * time.Hour} {
+			var now atomic.Int64
+			algorithms := map[string]func() (remainingLimiter, error){
+				"tokenbucket": func() (remainingLimiter, error) { return tokenbucket.New(limit, window, hotlimit.WithClock(now.Load)) },
+				"gcra":        func() (remainingLimiter, error) { return gcra.New(limit, window, hotlimit.WithClock(now.Load)) },
+				"fixedwindow": func() (remainingLimiter, error) { return fixedwindow.New(limit, window, hotlimit.WithClock(now.Load)) },
+				"slidingcounter": func() (remainingLimiter, error) {
+					return slidingcounter.New(limit, window, hotlimit.WithClock(now.Load))
+				},
+				"slidinglog": func() (remainingLimiter, error) { return slidinglog.New(limit, window, hotlimit.WithClock(now.Load)) },
+			}
+			for name, build := range algorithms {
+				for _, start := range readings {
+					now.Store(start)
+					l, err := build()
+					if err != nil {
+						require.ErrorIs(t, err, hotlimit.ErrInvalidConfig)
+						continue
+					}
+					where := fmt.Sprintf("%s/limit=%d/window=%v/start=%d", name, limit, window, start)
+					require.NotPanics(t, func() {
+						for _, at := range readings {
+							now.Store(at)
+							for _, key := range []string{"\xff", ""} {
+								_, rem := l.AllowRemaining(key)
+								assert.True(t, rem >= 0 && rem <= limit, "%s at %d: remaining %d", where, at, rem)
+								sl, ok := l.(*slidinglog.Limiter)
+								if !ok {
+									continue
+								}
+								for _, n := range []int{math.MinInt, -1, limit + 1, math.MaxInt} {
+									assert.Equal(t, hotlimit.Never, sl.RetryAfter(key, n), "%s at %d: n=%d", where, at, n)
+								}
+								assert.Zero(t, sl.RetryAfter(key, 0), "%s at %d", where, at)
+								for _, n := range []int{1, limit} {
+									assert.GreaterOrEqual(t, sl.RetryAfter(key, n), time.Duration(0), "%s at %d: n=%d", where, at, n)
+								}
+							}
+						}
+					}, where)
+				}
 			}
 		}
 	}
