@@ -6,6 +6,7 @@ import (
 	"math"
 	"strings"
 	"testing"
+	"testing/iotest"
 	"time"
 
 	"github.com/stretchr/testify/assert"
@@ -190,6 +191,37 @@ func TestBadInputToAService(t *testing.T) {
 			s, err := service.NewFromRules(service.Rules{})
 			assert.ErrorIs(t, err, hotlimit.ErrInvalidConfig)
 			assert.Nil(t, s)
+		}},
+		{"rules that cannot be read are refused", func(t *testing.T, _ *service.Service) {
+			for _, text := range []string{"", "null", "\xff", "[]", strings.Repeat("[", 1<<20), `{"default":` + strings.Repeat(`{"a":`, 1<<16),
+				`{"default":[null]}`, `{"default":[{"algorithm":"TokenBucket","limit":1,"window":"1s"}],"pairs":[null]}`,
+				`{"default":[{"algorithm":"TokenBucket","limit":1,"window":"1s"}],"users":{"a":null}}`} {
+				_, err := service.LoadRules(strings.NewReader(text))
+				assert.ErrorIs(t, err, hotlimit.ErrInvalidConfig, "%.20q", text)
+			}
+			_, err := service.LoadRules(iotest.ErrReader(errors.New("disk on fire")))
+			assert.ErrorContains(t, err, "disk on fire")
+		}},
+		{"rules out of shape are refused", func(t *testing.T, s *service.Service) {
+			many := make(service.Limits, 17)
+			for i := range many {
+				many[i] = hotlimit.Config{Algorithm: hotlimit.TokenBucket, Limit: i + 1, Window: time.Minute}
+			}
+			for _, r := range []service.Rules{{}, {Default: service.Limits{}}, {Default: many},
+				{Default: service.Limits{c}, Users: map[string]service.Limits{"": nil}},
+				{Default: service.Limits{c}, Pairs: map[service.Pair]service.Limits{{User: "\xff"}: {{}}}}} {
+				assert.ErrorIs(t, r.Validate(), hotlimit.ErrInvalidConfig)
+				assert.ErrorIs(t, s.Replace(r), hotlimit.ErrInvalidConfig)
+			}
+			assert.Equal(t, service.Limits{c}, s.Rules().Default, "the rules in force stay")
+			_, err := service.Rules{Default: service.Limits{c}, Users: map[string]service.Limits{"\xff": {c}}}.MarshalJSON()
+			assert.Error(t, err, "a name that is not UTF-8 cannot be written as JSON")
+		}},
+		{"TakeEach appends to what dst holds", func(t *testing.T, s *service.Service) {
+			d, each, err := s.TakeEach(context.Background(), "u", "a", 1, make([]service.LimitDecision, 5))
+			require.NoError(t, err)
+			assert.True(t, d.Allowed)
+			assert.Len(t, each, 6)
 		}},
 		{"NewLimiter of the zero Config is refused", func(t *testing.T, _ *service.Service) {
 			l, err := service.NewLimiter(hotlimit.Config{})
