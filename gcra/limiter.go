@@ -178,6 +178,13 @@ func (l *Limiter) admit(key string) (allowed bool, tat, s uint64) {
 	// word changed meanwhile, the reading is kept as after a failed CAS. (An
 	// unchanged value is as good as an unchanged word: the decision depends
 	// on the value only.)
+	//
+	// The clock is not read first, before the node (as tokenbucket does,
+	// whose word holds its writer's reading): the TAT would show a reading
+	// taken before it to be no earlier than its writers' only when s ≥
+	// TAT − T (an admission raises the TAT to its reading plus T at least),
+	// and a denial needs TAT − s > τ = (Burst − 1)·T: for any burst above 1
+	// the two never meet, and every denial would read the clock again.
 	w := c.word.Load()
 	s, _, _ = l.now()
 	fresh := true // s was read after w was loaded
