@@ -53,9 +53,13 @@ type Limiter interface {
 	// reports the key's state without changing it, and is Allowed (with
 	// RetryAfter zero) whatever the key holds: whether one request would
 	// pass now is Remaining > 0 (but for a new key that a key cap,
-	// [WithMaxKeys], turns away). n greater than the limit (than the burst,
-	// for a limiter with one, which may be above or below the limit) never
-	// passes (RetryAfter is Never); n < 0 is denied with RetryAfter Never.
+	// [WithMaxKeys], turns away, and for decisions made without the key's
+	// state: redislimit's FailOpen, while Redis cannot decide, reports
+	// Remaining 0 and passes the request all the same, and so does a
+	// composite with such a child). n greater than the limit (than the
+	// burst, for a limiter with one, which may be above or below the limit)
+	// never passes (RetryAfter is Never); n < 0 is denied with RetryAfter
+	// Never.
 	Take(key string, n int) Decision
 }
 

@@ -13,6 +13,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/hotlimit/hotlimit"
+	"github.com/hotlimit/hotlimit/composite"
 	"github.com/hotlimit/hotlimit/redislimit"
 	"github.com/hotlimit/hotlimit/redislimit/internal/redistest"
 	"github.com/hotlimit/hotlimit/service"
@@ -202,4 +203,40 @@ func TestFailLocalAutoSweepDefaultAndOff(t *testing.T) {
 			tc.held(t, lim.Len())
 		})
 	}
+}
+
+// TestFailurePolicyReportRemaining: while Redis cannot decide, a report
+// (Take of 0) tells whether one request would pass by Remaining > 0 under
+// FailLocal and FailClosed, as hotlimit.Limiter says, but not under
+// FailOpen, whose decisions know nothing of the key: it passes every
+// request with Remaining 0, which the interface's doc names as the
+// exception, as it does a composite with such a child.
+func TestFailurePolicyReportRemaining(t *testing.T) {
+	for _, p := range []redislimit.FailPolicy{redislimit.FailLocal, redislimit.FailOpen, redislimit.FailClosed} {
+		t.Run(p.String(), func(t *testing.T) {
+			lim := newLimiter(t, closedClient(t), faultConfig, redislimit.WithFailPolicy(p), redislimit.WithBreaker(0, 0))
+			for i := range faultLimit + 1 {
+				report := lim.Take("k", 0)
+				assert.True(t, report.Allowed, "report %d", i+1)
+				pass := lim.Take("k", 1).Allowed
+				if p == redislimit.FailOpen {
+					assert.True(t, pass, "take %d", i+1)
+					assert.Zero(t, report.Remaining, "report %d", i+1)
+					continue
+				}
+				assert.Equal(t, report.Remaining > 0, pass, "take %d after a report of Remaining %d", i+1, report.Remaining)
+			}
+		})
+	}
+	t.Run("composite with a FailOpen child", func(t *testing.T) {
+		open := newLimiter(t, closedClient(t), faultConfig, redislimit.WithFailPolicy(redislimit.FailOpen), redislimit.WithBreaker(0, 0))
+		inMemory, err := service.NewLimiter(faultConfig)
+		require.NoError(t, err)
+		both, err := composite.New(inMemory, open)
+		require.NoError(t, err)
+		report := both.Take("k", 0)
+		assert.True(t, report.Allowed)
+		assert.Zero(t, report.Remaining, "the FailOpen child's")
+		assert.True(t, both.Take("k", 1).Allowed)
+	})
 }
