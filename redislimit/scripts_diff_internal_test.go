@@ -115,11 +115,7 @@ func beforeScripts(t *testing.T) (context.Context, *redis.Client, func(hotlimit.
 }
 
 // scriptErr returns err's text up to the name of the script and the line
-// that raised it, which differ between versions; "" for no error. Redis
-// fails a script that stores a TTL, in ms, of 10^14 or more (Lua writes the
-// number in exponent form, which SET's PX rejects), which only this test's
-// tick of a millisecond reaches: the limiters' ticks are ns or µs, so their
-// TTLs, below 2^53 ticks, stay below 10^13 ms.
+// that raised it, which differ between versions; "" for no error.
 func scriptErr(err error) string {
 	if err == nil {
 		return ""
