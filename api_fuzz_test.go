@@ -304,11 +304,12 @@ func (c *conjunction) Take(key string, n int, now int64) hotlimit.Decision {
 
 // wait is the RetryAfter of a request of n that the denier-th child
 // denied with retry, as composite.Limiter's: the largest of retry and the
-// waits of the later children that would deny the request too, but for a
-// sliding log (the last child) when n > 1, which is not asked.
+// waits of the later children that would deny the request too, the sliding
+// log (the last child) included, for any n (the composite asks it by
+// slidinglog.Limiter.RetryAfter, which takes nothing).
 func (c *conjunction) wait(key string, n, denier int, retry time.Duration, now int64) time.Duration {
 	for j := denier + 1; j < len(c.models) && retry != hotlimit.Never; j++ {
-		if n > 1 && j == len(c.models)-1 || c.models[j].Take(key, 0, now).Remaining >= n {
+		if c.models[j].Take(key, 0, now).Remaining >= n {
 			continue
 		}
 		q := c.models[j].Take(key, n, now)
@@ -358,6 +359,10 @@ func FuzzCompositeAgreesWithModels(f *testing.F) {
 	// of 6 per 5.001 s: the window denies the second 5 for 4 ms, after
 	// which the counter, holding 5, still denies it for 7.8 s.
 	f.Add(uint8('7'), uint8(5), uint8('W'), uint16(3), uint16(5000), uint16(10), int64(-1e12), []byte("270270"))
+	// 1, then 2, of a fixed window of 2 per 963 ms that ends 100 ns later
+	// and a sliding log of 2 per 1.503 s last: the log, asked for the 2
+	// though it is last, still denies them for 1.503 s.
+	f.Add(uint8(1), uint8(2), uint8(1), uint16(962), uint16(547), uint16(1502), int64(-100), []byte("A00BX0"))
 	f.Fuzz(func(t *testing.T, l1, l2, l3 uint8, w1, w2, w3 uint16, start int64, ops []byte) {
 		limits := []int{1 + int(l1%8), 1 + int(l2%8), 1 + int(l3%8)}
 		windows := []time.Duration{

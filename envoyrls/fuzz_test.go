@@ -14,6 +14,8 @@ import (
 	typev3 "github.com/envoyproxy/go-control-plane/envoy/type/v3"
 	"github.com/hotlimit/hotlimit"
 	"github.com/stretchr/testify/require"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
 	"google.golang.org/protobuf/proto"
 	"google.golang.org/protobuf/types/known/wrapperspb"
 )
@@ -62,8 +64,14 @@ func FuzzParseDomain(f *testing.F) {
 	})
 }
 
-// FuzzShouldRateLimit: any request, as protobuf bytes, gets an error or a
-// response with one status per descriptor; never a panic.
+// FuzzShouldRateLimit: any request, as protobuf bytes, gets an error, of
+// InvalidArgument or ResourceExhausted (the in-memory limiters never fail),
+// or a response as the package documentation says: one status per
+// descriptor, OK or OVER_LIMIT; one over the limit with its current_limit
+// and nothing remaining; a descriptor's own limit as its current_limit; an
+// unknown domain all OK without current_limit; and, as no rule of
+// testdata/conformance is in quota mode, the request over the limit exactly
+// when a descriptor is. Never a panic.
 func FuzzShouldRateLimit(f *testing.F) {
 	cfg, err := LoadDir("testdata/conformance")
 	require.NoError(f, err)
@@ -80,6 +88,9 @@ func FuzzShouldRateLimit(f *testing.F) {
 		{Entries: desc("override", "o").Entries, Limit: &rlext.RateLimitDescriptor_RateLimitOverride{RequestsPerUnit: 3, Unit: typev3.RateLimitUnit_HOUR}},
 		{Entries: desc("refund", "r").Entries, HitsAddend: wrapperspb.UInt64(1 << 40), IsNegativeHits: true},
 	}})
+	seed(&pb.RateLimitRequest{Domain: "algos", Descriptors: []*rlext.RateLimitDescriptor{
+		{Entries: desc("alg", "GCRA").Entries, Limit: &rlext.RateLimitDescriptor_RateLimitOverride{RequestsPerUnit: 2, Unit: typev3.RateLimitUnit_MINUTE, UnitMultiplier: wrapperspb.UInt32(5)}},
+	}})
 	f.Fuzz(func(t *testing.T, data []byte) {
 		var req pb.RateLimitRequest
 		if proto.Unmarshal(data, &req) != nil {
@@ -87,10 +98,44 @@ func FuzzShouldRateLimit(f *testing.F) {
 		}
 		resp, err := s.ShouldRateLimit(context.Background(), &req)
 		if err != nil {
+			if c := status.Code(err); c != codes.InvalidArgument && c != codes.ResourceExhausted {
+				t.Fatalf("error of code %v: %v", c, err)
+			}
 			return
 		}
 		if len(resp.Statuses) != len(req.Descriptors) {
 			t.Fatalf("%d statuses for %d descriptors", len(resp.Statuses), len(req.Descriptors))
+		}
+		_, known := cfg.domains[req.Domain]
+		over := false
+		for i, st := range resp.Statuses {
+			switch st.Code {
+			case pb.RateLimitResponse_OK:
+			case pb.RateLimitResponse_OVER_LIMIT:
+				over = true
+				if st.CurrentLimit == nil || st.LimitRemaining != 0 {
+					t.Fatalf("descriptor %d over the limit: %v", i, st)
+				}
+			default:
+				t.Fatalf("descriptor %d: code %v", i, st.Code)
+			}
+			if !known && (st.Code != pb.RateLimitResponse_OK || st.CurrentLimit != nil) {
+				t.Fatalf("descriptor %d of unknown domain %q: %v", i, req.Domain, st)
+			}
+			if o := req.Descriptors[i].Limit; o != nil && known {
+				want := &pb.RateLimitResponse_RateLimit{RequestsPerUnit: o.RequestsPerUnit,
+					Unit: pb.RateLimitResponse_RateLimit_Unit(o.Unit), UnitMultiplier: o.UnitMultiplier}
+				if !proto.Equal(want, st.CurrentLimit) {
+					t.Fatalf("descriptor %d of limit %v: current_limit %v", i, o, st.CurrentLimit)
+				}
+			}
+		}
+		want := pb.RateLimitResponse_OK
+		if over {
+			want = pb.RateLimitResponse_OVER_LIMIT
+		}
+		if resp.OverallCode != want {
+			t.Fatalf("overall %v, want %v: %v", resp.OverallCode, want, resp)
 		}
 	})
 }
