@@ -4,7 +4,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -425,39 +424,10 @@ func unjson(err error) string {
 // matters), and one given twice, as a [*FieldError]. The errors wrap
 // [ErrInvalidConfig].
 func decodeObject(data []byte, names ...string) (map[string]json.RawMessage, error) {
-	fields, dup, ok := jsonobj.Members(data)
-	switch {
-	case !ok:
-		return nil, fmt.Errorf("want a JSON object, got %s: %w", describeJSON(data), ErrInvalidConfig)
-	case dup != "" && slices.Contains(names, dup):
-		return nil, &FieldError{Field: dup, Err: fmt.Errorf("given twice: %w", ErrInvalidConfig)}
-	case dup != "":
-		return nil, fmt.Errorf("unknown field %q, want %s: %w", dup, strings.Join(names, ", "), ErrInvalidConfig)
+	fields, err := jsonobj.Object(data, ErrInvalidConfig, names...)
+	var rep *jsonobj.RepeatedError
+	if errors.As(err, &rep) {
+		return nil, &FieldError{Field: rep.Name, Err: fmt.Errorf("given twice: %w", ErrInvalidConfig)}
 	}
-	for name := range fields {
-		if !slices.Contains(names, name) {
-			return nil, fmt.Errorf("unknown field %q, want %s: %w", name, strings.Join(names, ", "), ErrInvalidConfig)
-		}
-	}
-	return fields, nil
-}
-
-// describeJSON names the kind of a JSON value for an error message.
-func describeJSON(data []byte) string {
-	s := strings.TrimSpace(string(data))
-	switch {
-	case s == "":
-		return "nothing"
-	case s == "null":
-		return "null"
-	case s[0] == '[':
-		return "an array"
-	case s[0] == '"':
-		return "a string"
-	case s[0] == '{':
-		return "an invalid object"
-	case s == "true" || s == "false":
-		return "a boolean"
-	}
-	return "a number"
+	return fields, err
 }

@@ -357,7 +357,7 @@ func (r *Rules) UnmarshalJSON(data []byte) error {
 	if err := checkUTF8(data); err != nil {
 		return err
 	}
-	fields, err := decodeObject(data, "default", "users", "apis", "pairs")
+	fields, err := jsonobj.Object(data, hotlimit.ErrInvalidConfig, "default", "users", "apis", "pairs")
 	if err != nil {
 		return fmt.Errorf("service: rules: %w", err)
 	}
@@ -379,7 +379,7 @@ func (r *Rules) UnmarshalJSON(data []byte) error {
 		}
 		rules, dup, ok := jsonobj.Members(raw)
 		if !ok {
-			return fmt.Errorf("service: %s: want an object of rules by name, got %s: %w", m.name, describeJSON(raw), hotlimit.ErrInvalidConfig)
+			return fmt.Errorf("service: %s: want an object of rules by name, got %s: %w", m.name, jsonobj.Kind(raw), hotlimit.ErrInvalidConfig)
 		}
 		if dup != "" {
 			return fmt.Errorf("service: %s[%s]: given twice: %w", m.name, strconv.Quote(dup), hotlimit.ErrInvalidConfig)
@@ -398,7 +398,7 @@ func (r *Rules) UnmarshalJSON(data []byte) error {
 	if raw, ok := fields["pairs"]; ok && string(raw) != "null" {
 		var list []json.RawMessage
 		if err := json.Unmarshal(raw, &list); err != nil {
-			return fmt.Errorf("service: pairs: want a list of {user, api, limits}, got %s: %w", describeJSON(raw), hotlimit.ErrInvalidConfig)
+			return fmt.Errorf("service: pairs: want an array of {user, api, limits}, got %s: %w", jsonobj.Kind(raw), hotlimit.ErrInvalidConfig)
 		}
 		for i, raw := range list {
 			path := "pairs[" + strconv.Itoa(i) + "]"
@@ -532,7 +532,7 @@ func escapedRune(data []byte) (rune, bool) {
 
 // decodePair reads one element of "pairs".
 func decodePair(path string, data []byte) (Pair, Limits, error) {
-	fields, err := decodeObject(data, "user", "api", "limits")
+	fields, err := jsonobj.Object(data, hotlimit.ErrInvalidConfig, "user", "api", "limits")
 	if err != nil {
 		return Pair{}, nil, fmt.Errorf("service: %s: %w", path, err)
 	}
@@ -546,7 +546,7 @@ func decodePair(path string, data []byte) (Pair, Limits, error) {
 			return Pair{}, nil, fmt.Errorf("service: %s.%s: missing: %w", path, f.name, hotlimit.ErrInvalidConfig)
 		}
 		if err := json.Unmarshal(raw, f.dst); err != nil {
-			return Pair{}, nil, fmt.Errorf("service: %s.%s: want a string, got %s: %w", path, f.name, describeJSON(raw), hotlimit.ErrInvalidConfig)
+			return Pair{}, nil, fmt.Errorf("service: %s.%s: want a string, got %s: %w", path, f.name, jsonobj.Kind(raw), hotlimit.ErrInvalidConfig)
 		}
 	}
 	raw, ok := fields["limits"]
@@ -562,7 +562,7 @@ func decodePair(path string, data []byte) (Pair, Limits, error) {
 func decodeLimits(path string, data []byte) (Limits, error) {
 	var list []json.RawMessage
 	if err := json.Unmarshal(data, &list); err != nil || list == nil {
-		return nil, fmt.Errorf("service: %s: want a list of limits, got %s: %w", path, describeJSON(data), hotlimit.ErrInvalidConfig)
+		return nil, fmt.Errorf("service: %s: want an array of limits, got %s: %w", path, jsonobj.Kind(data), hotlimit.ErrInvalidConfig)
 	}
 	if len(list) == 0 {
 		return nil, fmt.Errorf("service: %s: a rule needs at least one limit: %w", path, hotlimit.ErrInvalidConfig)
@@ -626,43 +626,4 @@ func LoadRules(r io.Reader) (Rules, error) {
 		return Rules{}, err
 	}
 	return rules, nil
-}
-
-// decodeObject decodes data, which must be one JSON object, into its raw
-// members, rejecting a member whose name is not exactly one of names, and one
-// given twice.
-func decodeObject(data []byte, names ...string) (map[string]json.RawMessage, error) {
-	fields, dup, ok := jsonobj.Members(data)
-	switch {
-	case !ok:
-		return nil, fmt.Errorf("want a JSON object, got %s: %w", describeJSON(data), hotlimit.ErrInvalidConfig)
-	case dup != "":
-		return nil, fmt.Errorf("field %q given twice: %w", dup, hotlimit.ErrInvalidConfig)
-	}
-	for name := range fields {
-		if !slices.Contains(names, name) {
-			return nil, fmt.Errorf("unknown field %q, want one of %s: %w", name, strings.Join(names, ", "), hotlimit.ErrInvalidConfig)
-		}
-	}
-	return fields, nil
-}
-
-// describeJSON names the kind of a JSON value for an error message.
-func describeJSON(data []byte) string {
-	s := strings.TrimSpace(string(data))
-	switch {
-	case s == "":
-		return "nothing"
-	case s == "null":
-		return "null"
-	case s[0] == '[':
-		return "a list"
-	case s[0] == '"':
-		return "a string"
-	case s[0] == '{':
-		return "an object"
-	case s == "true" || s == "false":
-		return "a boolean"
-	}
-	return "a number"
 }

@@ -7,6 +7,9 @@ package jsonobj
 import (
 	"bytes"
 	"encoding/json"
+	"fmt"
+	"slices"
+	"strings"
 )
 
 // Members decodes data, which must be one JSON object, into its members'
@@ -39,4 +42,70 @@ func Members(data []byte) (fields map[string]json.RawMessage, dup string, ok boo
 		}
 	}
 	return fields, "", true
+}
+
+// Object decodes data, which must be one JSON object, into its raw members,
+// refusing a member whose name is not exactly one of names (case matters)
+// and one given twice. Its errors say what is wrong and wrap invalid, the
+// caller's sentinel; one for a member of a known name given twice is a
+// [*RepeatedError], which names the member.
+func Object(data []byte, invalid error, names ...string) (map[string]json.RawMessage, error) {
+	fields, dup, ok := Members(data)
+	switch {
+	case !ok:
+		return nil, fmt.Errorf("want a JSON object, got %s: %w", Kind(data), invalid)
+	case dup != "" && slices.Contains(names, dup):
+		return nil, &RepeatedError{Name: dup, invalid: invalid}
+	case dup != "":
+		return nil, unknown(dup, names, invalid)
+	}
+	for name := range fields {
+		if !slices.Contains(names, name) {
+			return nil, unknown(name, names, invalid)
+		}
+	}
+	return fields, nil
+}
+
+func unknown(name string, names []string, invalid error) error {
+	return fmt.Errorf("unknown field %q, want one of %s: %w", name, strings.Join(names, ", "), invalid)
+}
+
+// A RepeatedError is Object's error for a member of a known name given
+// twice.
+type RepeatedError struct {
+	Name    string // the member's name
+	invalid error
+}
+
+// Error says which member is given twice.
+func (e *RepeatedError) Error() string {
+	return fmt.Sprintf("field %q given twice: %v", e.Name, e.invalid)
+}
+
+// Unwrap returns the sentinel given to Object.
+func (e *RepeatedError) Unwrap() error { return e.invalid }
+
+// Kind names the kind of the JSON value in data, for an error message: "a
+// string", "an array", "an object" (or "an invalid object" when data starts
+// as one but is not valid JSON), and so on; "nothing" when data is empty.
+func Kind(data []byte) string {
+	s := strings.TrimSpace(string(data))
+	switch {
+	case s == "":
+		return "nothing"
+	case s == "null":
+		return "null"
+	case s[0] == '[':
+		return "an array"
+	case s[0] == '"':
+		return "a string"
+	case s[0] == '{' && json.Valid(data):
+		return "an object"
+	case s[0] == '{':
+		return "an invalid object"
+	case s == "true" || s == "false":
+		return "a boolean"
+	}
+	return "a number"
 }

@@ -2,6 +2,7 @@ package jsonobj_test
 
 import (
 	"encoding/json"
+	"errors"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -30,5 +31,48 @@ func TestMembers(t *testing.T) {
 		assert.Equal(t, tc.ok, ok, "%s", tc.in)
 		assert.Equal(t, tc.dup, dup, "%s", tc.in)
 		assert.Equal(t, tc.fields, fields, "%s", tc.in)
+	}
+}
+
+func TestObject(t *testing.T) {
+	invalid := errors.New("invalid")
+	for _, tc := range []struct {
+		in       string
+		fields   map[string]json.RawMessage
+		err      string // "" when none
+		repeated string // the name a *RepeatedError names
+	}{
+		{`{}`, map[string]json.RawMessage{}, "", ""},
+		{`{"b":[1],"a":"x"}`, map[string]json.RawMessage{"a": json.RawMessage(`"x"`), "b": json.RawMessage(`[1]`)}, "", ""},
+		{`{"a":1,"a":2}`, nil, `field "a" given twice: invalid`, "a"},
+		{`{"a":1,"c":2,"c":3}`, nil, `unknown field "c", want one of a, b: invalid`, ""},
+		{`{"a":1,"A":2}`, nil, `unknown field "A", want one of a, b: invalid`, ""},
+		{`[{"a":1}]`, nil, `want a JSON object, got an array: invalid`, ""},
+		{`{"a":}`, nil, `want a JSON object, got an invalid object: invalid`, ""},
+		{`null`, nil, `want a JSON object, got null: invalid`, ""},
+		{` `, nil, `want a JSON object, got nothing: invalid`, ""},
+	} {
+		fields, err := jsonobj.Object([]byte(tc.in), invalid, "a", "b")
+		assert.Equal(t, tc.fields, fields, "%s", tc.in)
+		if tc.err == "" {
+			assert.NoError(t, err, "%s", tc.in)
+			continue
+		}
+		assert.EqualError(t, err, tc.err, "%s", tc.in)
+		assert.ErrorIs(t, err, invalid, "%s", tc.in)
+		var rep *jsonobj.RepeatedError
+		if assert.Equal(t, tc.repeated != "", errors.As(err, &rep), "%s", tc.in) && rep != nil {
+			assert.Equal(t, tc.repeated, rep.Name, "%s", tc.in)
+		}
+	}
+}
+
+func TestKind(t *testing.T) {
+	for in, want := range map[string]string{
+		``: "nothing", "\t\n": "nothing", `null`: "null", ` [1, 2] `: "an array", `"s"`: "a string",
+		`{"a":1}`: "an object", `{"a":1`: "an invalid object", `true`: "a boolean", `false`: "a boolean",
+		`-1.5e3`: "a number",
+	} {
+		assert.Equal(t, want, jsonobj.Kind([]byte(in)), "%q", in)
 	}
 }
