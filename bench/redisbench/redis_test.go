@@ -139,7 +139,7 @@ func BenchmarkRedis(b *testing.B) {
 					for i := range keys {
 						keys[i] = fmt.Sprintf("bench:g%d:%d", g, i)
 					}
-					run(b, g, d, func(i int) string { return keys[i] })
+					run(b, s, g, d, func(i int) string { return keys[i] })
 				})
 			}
 			b.Run("impl=ceiling", func(b *testing.B) { ceiling(b, s, g) })
@@ -160,18 +160,20 @@ func BenchmarkRedisHotKey(b *testing.B) {
 		b.Run(fmt.Sprintf("g=%d/impl=%s", g, c.name), func(b *testing.B) {
 			d, release := redislimitImpl(hot, c.opts...)(b, s)
 			defer release()
-			run(b, g, d, func(int) string { return "bench:hot" })
+			run(b, s, g, d, func(int) string { return "bench:hot" })
 		})
 	}
 }
 
 // run makes b.N decisions from g goroutines, goroutine i for key(i), after a
-// warm-up of a few decisions each, and reports decisions/s.
-func run(b *testing.B, g int, d decide, key func(i int) string) {
+// warm-up of a few decisions each, and reports decisions/s and Redis's time
+// per script call (see scriptTime).
+func run(b *testing.B, s *server, g int, d decide, key func(i int) string) {
 	ctx := context.Background()
 	if err := spread(ctx, g, 4*g, d, key); err != nil {
 		b.Fatal("warm-up: ", err)
 	}
+	stop := scriptTime(b, s)
 	b.ResetTimer()
 	err := spread(ctx, g, b.N, d, key)
 	b.StopTimer()
@@ -179,6 +181,68 @@ func run(b *testing.B, g int, d decide, key func(i int) string) {
 		b.Fatal(err)
 	}
 	b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "decisions/s")
+	stop()
+}
+
+// scriptTime resets s's command statistics and returns the function that
+// reports, as redis-us/call, the microseconds Redis spent per script call
+// (EVALSHA and EVAL) since: the server's own cost of a decision, apart from
+// the client's and the network's, which the machine's two CPUs share with
+// it. A benchmark that made no script call reports none.
+func scriptTime(b *testing.B, s *server) func() {
+	ctx := context.Background()
+	if err := s.client.ConfigResetStat(ctx).Err(); err != nil {
+		b.Fatal(err)
+	}
+	return func() {
+		info, err := s.client.Info(ctx, "commandstats").Result()
+		if err != nil {
+			b.Fatal(err)
+		}
+		calls, usec, err := scriptStats(info)
+		if err != nil {
+			b.Fatal(err)
+		}
+		if calls > 0 {
+			b.ReportMetric(usec/calls, "redis-us/call")
+		}
+	}
+}
+
+// scriptStats sums the calls and microseconds of EVALSHA and EVAL in the
+// reply of INFO commandstats, whose lines read
+//
+//	cmdstat_evalsha:calls=20000,usec=117908,usec_per_call=5.90,...
+func scriptStats(info string) (calls, usec float64, err error) {
+	for _, line := range strings.Split(info, "\n") {
+		name, stats, ok := strings.Cut(strings.TrimSpace(line), ":")
+		if !ok || name != "cmdstat_evalsha" && name != "cmdstat_eval" {
+			continue
+		}
+		var c, u float64
+		var seen int
+		for _, field := range strings.Split(stats, ",") {
+			k, v, _ := strings.Cut(field, "=")
+			var dst *float64
+			switch k {
+			case "calls":
+				dst = &c
+			case "usec":
+				dst = &u
+			default:
+				continue
+			}
+			if *dst, err = strconv.ParseFloat(v, 64); err != nil {
+				return 0, 0, fmt.Errorf("INFO commandstats: %q: %w", line, err)
+			}
+			seen++
+		}
+		if seen != 2 {
+			return 0, 0, fmt.Errorf("INFO commandstats: %q: want calls and usec", line)
+		}
+		calls, usec = calls+c, usec+u
+	}
+	return calls, usec, nil
 }
 
 // spread makes n decisions from g goroutines, goroutine i for key(i), each
@@ -228,6 +292,7 @@ func ceiling(b *testing.B, s *server, g int) {
 	if err != nil {
 		b.Fatal(err)
 	}
+	stop := scriptTime(b, s)
 	b.ResetTimer()
 	rps, err := redisBenchmark(bin, s, g, max(b.N, 100*g), sha)
 	b.StopTimer()
@@ -235,6 +300,7 @@ func ceiling(b *testing.B, s *server, g int) {
 		b.Fatal(err)
 	}
 	b.ReportMetric(rps, "decisions/s")
+	stop()
 	b.ReportMetric(1e9/rps, "ns/op")
 	b.ReportMetric(0, "B/op") // the client is another process
 	b.ReportMetric(0, "allocs/op")
@@ -306,6 +372,24 @@ func TestRedis(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Logf("redis-benchmark -c 2: %.0f EVALSHA/s", rps)
+}
+
+func TestScriptStats(t *testing.T) {
+	info := "# Commandstats\r\ncmdstat_get:calls=7,usec=9,usec_per_call=1.29\r\n" +
+		"cmdstat_evalsha:calls=20000,usec=117908,usec_per_call=5.90,rejected_calls=0,failed_calls=0\r\n" +
+		"cmdstat_eval:calls=2,usec=40,usec_per_call=20.00\r\n"
+	calls, usec, err := scriptStats(info)
+	if err != nil || calls != 20002 || usec != 117948 {
+		t.Errorf("scriptStats = %v, %v, %v; want 20002, 117948, nil", calls, usec, err)
+	}
+	if calls, usec, err := scriptStats("# Commandstats\r\ncmdstat_ping:calls=1,usec=1\r\n"); err != nil || calls != 0 || usec != 0 {
+		t.Errorf("scriptStats without scripts = %v, %v, %v; want 0, 0, nil", calls, usec, err)
+	}
+	for _, bad := range []string{"cmdstat_evalsha:calls=x,usec=1", "cmdstat_eval:usec=1"} {
+		if _, _, err := scriptStats(bad); err == nil {
+			t.Errorf("scriptStats(%q): want an error", bad)
+		}
+	}
 }
 
 func TestParseCSV(t *testing.T) {

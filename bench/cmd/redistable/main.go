@@ -1,8 +1,9 @@
 // Command redistable reads the `go test -bench` output of package redisbench
 // and prints, as Markdown, the median decisions/s of every impl at every g
 // with its ratio to impl=redis_rate and to impl=ceiling (redis-benchmark's
-// EVALSHA of `return 1` at the same concurrency), the hot-key ratio of the
-// lease, and PASS or MISS for each of the three targets:
+// EVALSHA of `return 1` at the same concurrency) and the median time Redis
+// spent per script call, the hot-key ratio of the lease, and PASS or MISS
+// for each of the three targets:
 //
 //   - redislimit (batched) makes at least as many decisions/s as redis_rate,
 //     at every g;
@@ -43,9 +44,16 @@ type key struct {
 	g           int
 }
 
-// parse reads the decisions/s of every BenchmarkRedis* result line.
-func parse(r io.Reader) (map[key][]float64, error) {
-	out := map[key][]float64{}
+// Units are the metrics parse reads.
+const (
+	rateUnit = "decisions/s"
+	costUnit = "redis-us/call" // Redis's time per script call, in µs
+)
+
+// parse reads the decisions/s (rates) and redis-us/call (costs) of every
+// BenchmarkRedis* result line.
+func parse(r io.Reader) (rates, costs map[key][]float64, err error) {
+	rates, costs = map[key][]float64{}, map[key][]float64{}
 	sc := bufio.NewScanner(r)
 	sc.Buffer(make([]byte, 1<<20), 1<<20)
 	for sc.Scan() {
@@ -69,22 +77,24 @@ func parse(r io.Reader) (map[key][]float64, error) {
 			case strings.HasPrefix(part, "g="):
 				g, err := strconv.Atoi(strings.TrimPrefix(part, "g="))
 				if err != nil {
-					return nil, fmt.Errorf("redistable: %q: %w", sc.Text(), err)
+					return nil, nil, fmt.Errorf("redistable: %q: %w", sc.Text(), err)
 				}
 				k.g = g
 			}
 		}
 		for i := 2; i+1 < len(f); i += 2 {
-			if f[i+1] == "decisions/s" {
-				v, err := strconv.ParseFloat(f[i], 64)
-				if err != nil {
-					return nil, fmt.Errorf("redistable: %q: %w", sc.Text(), err)
-				}
-				out[k] = append(out[k], v)
+			dst := map[string]map[key][]float64{rateUnit: rates, costUnit: costs}[f[i+1]]
+			if dst == nil {
+				continue
 			}
+			v, err := strconv.ParseFloat(f[i], 64)
+			if err != nil {
+				return nil, nil, fmt.Errorf("redistable: %q: %w", sc.Text(), err)
+			}
+			dst[k] = append(dst[k], v)
 		}
 	}
-	return out, sc.Err()
+	return rates, costs, sc.Err()
 }
 
 func median(v []float64) float64 {
@@ -104,14 +114,21 @@ func verdict(ok bool) string {
 	return "MISS"
 }
 
-// report writes the tables and the targets.
-func report(w io.Writer, samples map[key][]float64) {
+// report writes the tables and the targets, from the samples of decisions/s
+// and of Redis's time per script call (costs).
+func report(w io.Writer, samples, costs map[key][]float64) {
 	med := func(k key) (float64, bool) {
 		v := samples[k]
 		if len(v) == 0 {
 			return 0, false
 		}
 		return median(v), true
+	}
+	cost := func(k key) string {
+		if len(costs[k]) == 0 {
+			return "–"
+		}
+		return strconv.FormatFloat(median(costs[k]), 'f', 2, 64)
 	}
 	var gs []int
 	for k := range samples {
@@ -127,10 +144,11 @@ func report(w io.Writer, samples map[key][]float64) {
 		return fmt.Sprintf("%.2f×", a/b)
 	}
 
-	fmt.Fprintln(w, "GCRA, each goroutine its own key; median decisions/s over runs; ceiling = redis-benchmark EVALSHA of `return 1` with -c g")
+	fmt.Fprintln(w, "GCRA, each goroutine its own key; median decisions/s over runs; ceiling = redis-benchmark EVALSHA of `return 1` with -c g;")
+	fmt.Fprintln(w, "Redis µs/call = Redis's own time per script call (INFO commandstats, EVALSHA and EVAL), median over runs")
 	fmt.Fprintln(w)
-	fmt.Fprintln(w, "| g | impl | runs | decisions/s | ÷ redis_rate | ÷ ceiling |")
-	fmt.Fprintln(w, "|---:|---|---:|---:|---:|---:|")
+	fmt.Fprintln(w, "| g | impl | runs | decisions/s | ÷ redis_rate | ÷ ceiling | Redis µs/call |")
+	fmt.Fprintln(w, "|---:|---|---:|---:|---:|---:|---:|")
 	allRate, allCeil := len(gs) > 0, len(gs) > 0
 	var rateRatios, ceilRatios []string
 	for _, g := range gs {
@@ -143,8 +161,8 @@ func report(w io.Writer, samples map[key][]float64) {
 			if ok {
 				cell = strconv.FormatFloat(v, 'f', 0, 64)
 			}
-			fmt.Fprintf(w, "| %d | %s | %d | %s | %s | %s |\n", g, im, len(samples[k]), cell,
-				ratio(v, rr, ok && im != "redis_rate" && im != "ceiling", okR), ratio(v, ce, ok && im != "ceiling", okC))
+			fmt.Fprintf(w, "| %d | %s | %d | %s | %s | %s | %s |\n", g, im, len(samples[k]), cell,
+				ratio(v, rr, ok && im != "redis_rate" && im != "ceiling", okR), ratio(v, ce, ok && im != "ceiling", okC), cost(k))
 		}
 		v, ok := med(key{"Redis", "redislimit", g})
 		rateOK := ok && okR && v >= vsRedisRate*rr
@@ -203,15 +221,18 @@ func report(w io.Writer, samples map[key][]float64) {
 }
 
 func main() {
-	samples := map[key][]float64{}
+	samples, costs := map[key][]float64{}, map[key][]float64{}
 	read := func(r io.Reader) {
-		s, err := parse(r)
+		s, c, err := parse(r)
 		if err != nil {
 			fmt.Fprintln(os.Stderr, err)
 			os.Exit(1)
 		}
 		for k, v := range s {
 			samples[k] = append(samples[k], v...)
+		}
+		for k, v := range c {
+			costs[k] = append(costs[k], v...)
 		}
 	}
 	if len(os.Args) < 2 {
@@ -230,5 +251,5 @@ func main() {
 		fmt.Fprintln(os.Stderr, "redistable: no BenchmarkRedis results with decisions/s in the input")
 		os.Exit(1)
 	}
-	report(os.Stdout, samples)
+	report(os.Stdout, samples, costs)
 }
