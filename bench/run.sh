@@ -48,7 +48,7 @@
 #   MANYCPU     -cpu list of the 100k-key and new-key benchmarks (default 2,8)
 #   SWEEPKEYS   new keys of the auto-sweep latency run (default 2000000)
 #   SWEEPCOUNT  its runs (default 3)
-#   SWEEPIMPL   its algorithms, a regexp (default tokenbucket|tokenbucket-maxkeys|alloc-only;
+#   SWEEPIMPL   its algorithms, a regexp (default tokenbucket|tokenbucket-nogc|tokenbucket-maxkeys|alloc-only;
 #               .* for all)
 #   MEMKEYS     keys of the memory measurement (default 1000000)
 #   SERVICEPAIRS pair counts of BenchmarkService (default 100000,1000000)
@@ -81,7 +81,7 @@ CPU=${CPU:-1,2,4,8}
 MANYCPU=${MANYCPU:-2,8}
 SWEEPKEYS=${SWEEPKEYS:-2000000}
 SWEEPCOUNT=${SWEEPCOUNT:-3}
-SWEEPIMPL=${SWEEPIMPL:-tokenbucket|tokenbucket-maxkeys|alloc-only}
+SWEEPIMPL=${SWEEPIMPL:-tokenbucket|tokenbucket-nogc|tokenbucket-maxkeys|alloc-only}
 MEMKEYS=${MEMKEYS:-1000000}
 SERVICEPAIRS=${SERVICEPAIRS:-100000,1000000}
 FLOODPAIRS=${FLOODPAIRS:-10000000}
