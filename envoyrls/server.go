@@ -134,7 +134,9 @@ func WithClock(c hotlimit.Clock) Option { return func(s *settings) { s.clock = c
 // none; the limiters of the other algorithms, which have no burst, are
 // built without it. A key cap among them (hotlimit.WithMaxKeys) also lowers the
 // bound on distinct limit overrides, as the package documentation says.
-// A factory's limiter is used through its methods: a *redislimit.Limiter's
+// Without a factory, the limiters sweep idle keys as
+// hotlimit.WithAutoSweep(16384) would, unless opts hold an auto-sweep of
+// their own (WithAutoSweep(0) turns it off). A factory's limiter is used through its methods: a *redislimit.Limiter's
 // takes of one request go to Redis in one round trip (redislimit.TakeAll),
 // and negative hits are given back by a limiter's
 // RefundNowContext(ctx, key, n) error, by the clock that counts them (Redis's
@@ -277,7 +279,9 @@ func New(cfg *Config, opts ...Option) (*Server, error) {
 		s.lopts = append(s.lopts, hotlimit.WithClock(s.now))
 	}
 	if !factory {
-		s.lopts = append(s.lopts, hotlimit.WithAutoSweep(1<<14))
+		// Before the caller's options, so that an auto-sweep given to
+		// WithLimiterOptions wins, as every other option given there does.
+		s.lopts = append([]hotlimit.Option{hotlimit.WithAutoSweep(1 << 14)}, s.lopts...)
 	}
 	lo := hotlimit.NewOptions(s.lopts...)
 	s.defBurst = lo.Burst
