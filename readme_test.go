@@ -1,10 +1,13 @@
 package hotlimit_test
 
 import (
+	"math"
+	"math/bits"
 	"net/http"
 	"net/http/httptest"
 	"os"
 	"regexp"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -14,6 +17,7 @@ import (
 
 	"github.com/hotlimit/hotlimit"
 	"github.com/hotlimit/hotlimit/httplimit"
+	"github.com/hotlimit/hotlimit/internal/keyed"
 	"github.com/hotlimit/hotlimit/internal/readmecheck"
 	"github.com/hotlimit/hotlimit/service"
 )
@@ -127,4 +131,38 @@ func TestREADMEHTTPFieldsExample(t *testing.T) {
 	w = httptest.NewRecorder()
 	limit(mux).ServeHTTP(w, httptest.NewRequest("GET", "/burst", nil))
 	assert.Equal(t, wantBurst, w.Header().Get("RateLimit-Policy"), "README.md's example of a burst")
+}
+
+// TestREADMEKeyCapNumbers compares the numbers README.md gives for
+// hotlimit.WithMaxKeys, in "A hard key cap" and in hotlimitd's "Memory",
+// with the constants and the table size they describe: the cap's table is
+// sized up front for at most 2^20 keys, an eviction visits at most 64 keys,
+// and the table takes 32 MB at a cap of a million, 4.5 MB at 100,000 and
+// 147 KB at 1024 or less (MB and KB of 2^20 and 2^10 bytes, rounded as the
+// README rounds them).
+func TestREADMEKeyCapNumbers(t *testing.T) {
+	md, err := os.ReadFile("README.md")
+	require.NoError(t, err)
+	text := strings.Join(strings.Fields(string(md)), " ") // prose wraps anywhere
+	number := func(re string) string {
+		t.Helper()
+		m := regexp.MustCompile(re).FindAllStringSubmatch(text, -1)
+		require.NotEmpty(t, m, "README.md says %s", re)
+		for _, x := range m[1:] {
+			assert.Equal(t, m[0][1], x[1], "README.md says %s twice, alike", re)
+		}
+		return m[0][1]
+	}
+	mb := func(b int) string { return strconv.FormatFloat(float64(b)/(1<<20), 'g', 2, 64) }
+	kb := func(b int) string { return strconv.Itoa(int(math.Round(float64(b) / (1 << 10)))) }
+
+	assert.Equal(t, "2^"+strconv.Itoa(bits.Len(uint(keyed.MaxPresize))-1), number(`sized for its n keys up front, up to (2\^\d+) keys`))
+	assert.Equal(t, 1<<(bits.Len(uint(keyed.MaxPresize))-1), keyed.MaxPresize, "a power of two")
+	assert.Equal(t, strconv.Itoa(keyed.MaxVisits), number(`visiting at most (\d+) keys where the last visit stopped`))
+
+	assert.Equal(t, mb(keyed.TableBytes(1_000_000)), number(`(\d+(?:\.\d+)?) MB per limiter at a cap of a million`))
+	assert.Equal(t, mb(keyed.TableBytes(1_000_000)), number("(\\d+(?:\\.\\d+)?) MB at `-max-keys 1000000`"))
+	assert.Equal(t, mb(keyed.TableBytes(100_000)), number(`(\d+(?:\.\d+)?) MB at 100,?000`))
+	assert.Equal(t, kb(keyed.TableBytes(1024)), number(`(\d+) KB at 1024 or less`))
+	assert.Equal(t, keyed.TableBytes(1024), keyed.TableBytes(1), "1024 keys or fewer: one size")
 }
