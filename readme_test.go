@@ -166,3 +166,42 @@ func TestREADMEKeyCapNumbers(t *testing.T) {
 	assert.Equal(t, kb(keyed.TableBytes(1024)), number(`(\d+) KB at 1024 or less`))
 	assert.Equal(t, keyed.TableBytes(1024), keyed.TableBytes(1), "1024 keys or fewer: one size")
 }
+
+// TestREADMEShadowLimitSharesAnEqualLimitsQuota is the example of README.md's
+// "Shadow mode": a shadow 100/min per user on GET /new beside a default of
+// 100/min per user counts in the default's quota, since a limit's shadow
+// flag and scope are not part of its limiter, so a user's traffic to
+// GET /new, which the shadow limit lets through, spends what the user has
+// left everywhere else; a shadow limit of another window keeps apart, and
+// scope pair keeps its quota apart from an equal limit per pair.
+func TestREADMEShadowLimitSharesAnEqualLimitsQuota(t *testing.T) {
+	perMinute := func(window time.Duration, scope hotlimit.Scope, shadow bool) hotlimit.Config {
+		return hotlimit.Config{Algorithm: hotlimit.FixedWindow, Limit: 100, Window: window, Scope: scope, Shadow: shadow}
+	}
+	for _, tc := range []struct {
+		name        string
+		def, shadow hotlimit.Config
+		left        int // what alice has left on GET / after 150 requests to GET /new
+	}{
+		{"equal, per user", perMinute(time.Minute, hotlimit.PerUser, false), perMinute(time.Minute, hotlimit.PerUser, true), 0},
+		{"another window, per user", perMinute(time.Minute, hotlimit.PerUser, false), perMinute(2*time.Minute, hotlimit.PerUser, true), 100},
+		{"equal, per pair", perMinute(time.Minute, hotlimit.PerPair, false), perMinute(time.Minute, hotlimit.PerPair, true), 100},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			frozen := func() int64 { return int64(time.Hour) }
+			svc, err := service.NewFromRules(service.Rules{
+				Default: service.Limits{tc.def},
+				APIs:    map[string]service.Limits{"GET /new": {tc.shadow}},
+			}, hotlimit.WithClock(frozen))
+			require.NoError(t, err)
+			defer svc.Close()
+			for i := range 150 {
+				require.True(t, svc.Allow("alice", "GET /new"), "request %d: a shadow limit never denies", i)
+			}
+			d := svc.Take("alice", "GET /", 0)
+			assert.Equal(t, tc.left, d.Remaining, "alice's quota on GET /")
+			assert.Equal(t, tc.left > 0, svc.Allow("alice", "GET /"))
+			assert.True(t, svc.Allow("bob", "GET /"), "another user's quota is their own")
+		})
+	}
+}
