@@ -205,3 +205,46 @@ func TestREADMEShadowLimitSharesAnEqualLimitsQuota(t *testing.T) {
 		})
 	}
 }
+
+// TestREADMEMetricRuleNames: README.md's "Metrics" says the rule label takes
+// the rules' names, `default`, `users["alice"]`, `apis["GET /pay"]`,
+// `pairs["bob","GET /pay"]` and `override` for every TakeWith plan, never
+// the requests' users and APIs, and that an override names its user as
+// configured (`pairs["header:x-api-key:premium","GET /pay"]` for a user
+// keyed by API key). Each request below resolves to one rule, most specific
+// first, and its Event names that rule.
+func TestREADMEMetricRuleNames(t *testing.T) {
+	limit := func(n int) service.Limits {
+		return service.Limits{{Algorithm: hotlimit.FixedWindow, Limit: n, Window: time.Minute}}
+	}
+	premium := httplimit.HeaderKey("X-API-Key", "premium")
+	var rules []string
+	svc, err := service.NewFromRules(service.Rules{
+		Default: limit(1),
+		Users:   map[string]service.Limits{"alice": limit(2)},
+		APIs:    map[string]service.Limits{"GET /pay": limit(3)},
+		Pairs: map[service.Pair]service.Limits{
+			{User: "bob", API: "GET /pay"}:   limit(4),
+			{User: premium, API: "GET /pay"}: limit(5),
+		},
+	}, hotlimit.WithObserver(hotlimit.ObserverFunc(func(e hotlimit.Event) { rules = append(rules, e.Rule) })))
+	require.NoError(t, err)
+	defer svc.Close()
+	for _, tc := range []struct{ user, api, rule string }{
+		{"carol", "GET /", "default"},
+		{"alice", "GET /", `users["alice"]`},
+		{"alice", "GET /pay", `apis["GET /pay"]`}, // api > user
+		{"carol", "GET /pay", `apis["GET /pay"]`},
+		{"bob", "GET /pay", `pairs["bob","GET /pay"]`},
+		{premium, "GET /pay", `pairs["header:x-api-key:premium","GET /pay"]`},
+	} {
+		rules = nil
+		svc.Take(tc.user, tc.api, 1)
+		assert.Equal(t, []string{tc.rule}, rules, "%s on %s", tc.user, tc.api)
+	}
+	rules = nil
+	_, err = svc.TakeWith("carol", "GET /", hotlimit.Config{Algorithm: hotlimit.GCRA, Limit: 9, Window: time.Minute}, 1)
+	require.NoError(t, err)
+	assert.Equal(t, []string{service.OverrideRule}, rules)
+	assert.Equal(t, "override", service.OverrideRule)
+}
