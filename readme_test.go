@@ -248,3 +248,27 @@ func TestREADMEMetricRuleNames(t *testing.T) {
 	assert.Equal(t, []string{service.OverrideRule}, rules)
 	assert.Equal(t, "override", service.OverrideRule)
 }
+
+// TestREADMEUnlimitedKeepsNoState: README.md's "Allow-lists and plans" says
+// an Unlimited rule always passes, keeps no state and reports Remaining as
+// the largest int: an allow-listed user's requests to a thousand APIs hold
+// no key, while a limited user's hold one each.
+func TestREADMEUnlimitedKeepsNoState(t *testing.T) {
+	svc, err := service.NewFromRules(service.Rules{
+		Default: service.Limits{{Algorithm: hotlimit.FixedWindow, Limit: 1, Window: time.Minute}},
+		Users:   map[string]service.Limits{"partner": {{Algorithm: hotlimit.Unlimited}}},
+	})
+	require.NoError(t, err)
+	defer svc.Close()
+	for i := range 1000 {
+		api := "GET /" + strconv.Itoa(i)
+		for range 3 {
+			d := svc.Take("partner", api, 1)
+			require.True(t, d.Allowed, "%s", api)
+			require.Equal(t, math.MaxInt, d.Remaining, "%s", api)
+		}
+	}
+	assert.Zero(t, svc.Len(), "the allow-listed user's requests hold no key")
+	svc.Take("someone", "GET /", 1)
+	assert.Equal(t, 1, svc.Len(), "a limited user's request holds one")
+}
