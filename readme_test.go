@@ -9,6 +9,7 @@ import (
 	"regexp"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -271,4 +272,40 @@ func TestREADMEUnlimitedKeepsNoState(t *testing.T) {
 	assert.Zero(t, svc.Len(), "the allow-listed user's requests hold no key")
 	svc.Take("someone", "GET /", 1)
 	assert.Equal(t, 1, svc.Len(), "a limited user's request holds one")
+}
+
+// TestREADMEAutoSweepBound: README.md's "Options" says that under
+// hotlimit.WithAutoSweep(n) the keys held stay below about 1.6 times the
+// keys in use, plus n. A stream of distinct keys, each used once, keeps at
+// most `live` keys in use (not yet idle: a window after its request, or two
+// for a sliding counter, whose previous window counts through the next) at
+// every instant; for each algorithm, under thresholds below, at and above
+// the keys in use, the keys held never pass 1.6·live + n plus the 32 keys of
+// one visit.
+func TestREADMEAutoSweepBound(t *testing.T) {
+	const window = time.Second
+	for _, a := range []hotlimit.Algorithm{hotlimit.TokenBucket, hotlimit.GCRA, hotlimit.FixedWindow, hotlimit.SlidingCounter, hotlimit.SlidingLog} {
+		for _, tc := range []struct{ live, n int }{{1000, 100}, {1000, 1000}, {100, 5000}, {4000, 1}} {
+			var now atomic.Int64
+			now.Store(int64(time.Hour))
+			lim, err := service.NewLimiter(hotlimit.Config{Algorithm: a, Limit: 1, Window: window},
+				hotlimit.WithClock(now.Load), hotlimit.WithAutoSweep(tc.n))
+			require.NoError(t, err)
+			keys, ok := lim.(interface{ Len() int })
+			require.True(t, ok)
+			span := window // how long a key used once stays in use
+			if a == hotlimit.SlidingCounter {
+				span = 2 * window
+			}
+			bound := int(1.6*float64(tc.live)) + tc.n + 32
+			most := 0
+			for i := range 20 * (tc.live + tc.n) {
+				now.Add(int64(span) / int64(tc.live)) // the keys of the last span are in use: live of them
+				require.True(t, lim.Allow(strconv.Itoa(i)), "%v: key %d", a, i)
+				most = max(most, keys.Len())
+			}
+			assert.LessOrEqual(t, most, bound, "%v, %d in use, WithAutoSweep(%d): keys held", a, tc.live, tc.n)
+			t.Logf("%v, %d in use, WithAutoSweep(%d): at most %d held, %.2f·live + n", a, tc.live, tc.n, most, float64(most-tc.n)/float64(tc.live))
+		}
+	}
 }
