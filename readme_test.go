@@ -309,3 +309,39 @@ func TestREADMEAutoSweepBound(t *testing.T) {
 		}
 	}
 }
+
+// TestREADMENumbersAreTheConstants: numbers README.md gives in prose for
+// this module's defaults and ranges (the service's auto-sweep threshold and
+// rules-file bound, the near-limit share, the in-memory ranges hotlimitd's
+// rules must fit) are the constants the code uses, wherever they appear.
+func TestREADMENumbersAreTheConstants(t *testing.T) {
+	md, err := os.ReadFile("README.md")
+	require.NoError(t, err)
+	text := strings.Join(strings.Fields(string(md)), " ") // prose wraps anywhere
+	comma := func(n int) string {
+		s := strconv.Itoa(n)
+		for i := len(s) - 3; i > 0; i -= 3 {
+			s = s[:i] + "," + s[i:]
+		}
+		return s
+	}
+	fw, tb := hotlimit.FixedWindow.Range(), hotlimit.TokenBucket.Range()
+	for _, c := range []struct {
+		re, want string
+	}{
+		{"`service.DefaultAutoSweep`, ([\\d,]+) keys", comma(service.DefaultAutoSweep)},
+		{"A file larger than (\\d+) MiB \\(`service.DefaultMaxRulesSize`", strconv.Itoa(service.DefaultMaxRulesSize >> 20)},
+		{"Remaining at most (\\d+)% of the limit", strconv.Itoa(int(math.Round(hotlimit.DefaultNearLimit * 100)))},
+		{"the default fixed window counts up to ([\\d,]+) per window", comma(fw.MaxLimit)},
+		{"in memory ([\\d,]+) for the default fixed window", comma(fw.MaxLimit)},
+		{"\\(in memory, up to ([\\d,]+), refilled in at most \\d+ days\\)", comma(tb.MaxBurst)},
+		{"\\(in memory, up to [\\d,]+, refilled in at most (\\d+) days\\)", strconv.Itoa(int(tb.MaxBurstSpan / (24 * time.Hour)))},
+	} {
+		m := regexp.MustCompile(c.re).FindStringSubmatch(text)
+		if assert.NotNil(t, m, "README.md says %s", c.re) {
+			assert.Equal(t, c.want, m[1], "README.md: %s", c.re)
+		}
+	}
+	assert.Equal(t, tb.MaxBurst, hotlimit.GCRA.Range().MaxBurst, "one bound for both algorithms with a burst")
+	assert.Equal(t, tb.MaxBurstSpan, hotlimit.GCRA.Range().MaxBurstSpan)
+}
