@@ -1,6 +1,7 @@
 package redislimit_test
 
 import (
+	"context"
 	"os"
 	"regexp"
 	"strconv"
@@ -15,6 +16,7 @@ import (
 	"github.com/hotlimit/hotlimit"
 	"github.com/hotlimit/hotlimit/internal/readmecheck"
 	"github.com/hotlimit/hotlimit/redislimit"
+	"github.com/hotlimit/hotlimit/service"
 )
 
 // TestREADMESnippetsCompile type-checks the Go snippets of the repository's
@@ -78,5 +80,71 @@ func TestREADMEKeysAreTheLimiters(t *testing.T) {
 			}
 			assert.Equal(t, want, lim.RedisKey("user-42"), "%+v, prefix %q", c, prefix)
 		}
+	}
+}
+
+// TestREADMEFailurePolicyTable is README.md's table of failure policies,
+// with Redis down: FailLocal decides as an in-process limiter of the same
+// Config would (the limit passes, the next is denied), FailOpen admits every
+// request that could pass (the limit and more, but never more than the
+// burst at once), FailClosed denies every request while a report (n = 0)
+// still passes; TakeContext returns Redis's error with the policy's
+// decision, and the WithHook callback sees each such decision as the caller
+// got it. The default is FailLocal.
+func TestREADMEFailurePolicyTable(t *testing.T) {
+	c := hotlimit.Config{Algorithm: hotlimit.TokenBucket, Limit: 3, Window: time.Minute}
+	frozen := func() int64 { return int64(time.Hour) }
+	inMemory := func() []bool {
+		lim, err := service.NewLimiter(c, hotlimit.WithClock(frozen))
+		require.NoError(t, err)
+		var got []bool
+		for range 5 {
+			got = append(got, lim.Take("k", 1).Allowed)
+		}
+		return got
+	}()
+	require.Equal(t, []bool{true, true, true, false, false}, inMemory)
+	for _, tc := range []struct {
+		name   string
+		opts   []hotlimit.Option
+		policy redislimit.FailPolicy
+		takes  []bool // five takes of 1
+		report bool   // a take of 0
+	}{
+		{"default", nil, redislimit.FailLocal, inMemory, true},
+		{"FailLocal", []hotlimit.Option{redislimit.WithFailPolicy(redislimit.FailLocal)}, redislimit.FailLocal, inMemory, true},
+		{"FailOpen", []hotlimit.Option{redislimit.WithFailPolicy(redislimit.FailOpen)}, redislimit.FailOpen, []bool{true, true, true, true, true}, true},
+		{"FailClosed", []hotlimit.Option{redislimit.WithFailPolicy(redislimit.FailClosed)}, redislimit.FailClosed, []bool{false, false, false, false, false}, true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var events []redislimit.Event
+			opts := append([]hotlimit.Option{hotlimit.WithClock(frozen), redislimit.WithHook(func(e redislimit.Event) { events = append(events, e) })}, tc.opts...)
+			lim, err := redislimit.New(closedClient(t), c, opts...)
+			require.NoError(t, err)
+			t.Cleanup(func() { _ = lim.Close() })
+			var got []hotlimit.Decision
+			for i := range 5 {
+				d, err := lim.TakeContext(context.Background(), "k", 1)
+				assert.Error(t, err, "take %d: Redis's failure is returned", i)
+				got = append(got, d)
+				assert.Equal(t, tc.takes[i], d.Allowed, "take %d", i)
+			}
+			d, err := lim.TakeContext(context.Background(), "k", 0)
+			assert.Error(t, err)
+			assert.Equal(t, tc.report, d.Allowed, "a report")
+			got = append(got, d)
+			d, err = lim.TakeContext(context.Background(), "other", c.Limit+1)
+			assert.Error(t, err)
+			assert.False(t, d.Allowed, "more than the burst never passes")
+			assert.Equal(t, hotlimit.Never, d.RetryAfter)
+			got = append(got, d)
+
+			require.Len(t, events, len(got), "the hook sees every decision the policy made")
+			for i, e := range events {
+				assert.Equal(t, tc.policy, e.Policy, "event %d", i)
+				assert.Equal(t, got[i], e.Decision, "event %d: what the caller got", i)
+				assert.Error(t, e.Err, "event %d", i)
+			}
+		})
 	}
 }
