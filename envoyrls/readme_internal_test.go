@@ -34,3 +34,18 @@ func TestREADMENumbersAreThePackages(t *testing.T) {
 		}
 	}
 }
+
+// TestREADMECountsTheReferenceComparisons: README.md's "Proof" gives how
+// many configuration directories TestReferenceConfigLoad loads in the
+// reference and in hotlimitd; the count it gives is refConfigCases', within
+// a tenth, as it says "some".
+func TestREADMECountsTheReferenceComparisons(t *testing.T) {
+	md, err := os.ReadFile("../README.md")
+	require.NoError(t, err)
+	text := strings.Join(strings.Fields(string(md)), " ")
+	m := regexp.MustCompile("`TestReferenceConfigLoad` loads some (\\d+) configuration directories").FindStringSubmatch(text)
+	require.NotNil(t, m, "README.md counts TestReferenceConfigLoad's configurations")
+	n, err := strconv.Atoi(m[1])
+	require.NoError(t, err)
+	assert.InEpsilon(t, len(refConfigCases), n, 0.1, "TestReferenceConfigLoad's cases")
+}
