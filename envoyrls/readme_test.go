@@ -95,3 +95,42 @@ func TestIdleKeysAreSweptAsNewOnesCome(t *testing.T) {
 		})
 	}
 }
+
+// TestLimiterOptionsClockIsTheServers: WithLimiterOptions passes its options
+// to every limiter, so a hotlimit.WithClock among them is the clock the
+// limiters decide by, and the server's too (duration_until_reset counts
+// from it), unless WithClock gives the server one, which then wins. A rule
+// of one an hour, on a fake clock an hour apart each request: every request
+// passes on the fake clock, and the fake clock's own reading at 1000 h
+// 15 min leaves 45 min of the hour.
+func TestLimiterOptionsClockIsTheServers(t *testing.T) {
+	d, err := envoyrls.ParseDomain("clock.yaml", []byte("domain: clock\ndescriptors:\n  - key: k\n    rate_limit: {unit: hour, requests_per_unit: 1}\n"))
+	require.NoError(t, err)
+	cfg, err := envoyrls.NewConfig(d)
+	require.NoError(t, err)
+	var fake, server atomic.Int64
+	for _, tc := range []struct {
+		name  string
+		opts  []envoyrls.Option
+		clock *atomic.Int64 // the one the decisions follow
+	}{
+		{"limiter options", []envoyrls.Option{envoyrls.WithLimiterOptions(hotlimit.WithClock(fake.Load))}, &fake},
+		{"WithClock wins", []envoyrls.Option{envoyrls.WithLimiterOptions(hotlimit.WithClock(fake.Load)), envoyrls.WithClock(server.Load)}, &server},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			fake.Store(int64(1000*time.Hour + 15*time.Minute))
+			server.Store(int64(2000*time.Hour + 15*time.Minute))
+			s, err := envoyrls.New(cfg, append([]envoyrls.Option{envoyrls.WithLogger(slog.New(slog.DiscardHandler))}, tc.opts...)...)
+			require.NoError(t, err)
+			req := &pb.RateLimitRequest{Domain: "clock", Descriptors: []*rlext.RateLimitDescriptor{{
+				Entries: []*rlext.RateLimitDescriptor_Entry{{Key: "k", Value: "v"}}}}}
+			for i := range 3 {
+				resp, err := s.ShouldRateLimit(context.Background(), req)
+				require.NoError(t, err)
+				assert.Equal(t, pb.RateLimitResponse_OK, resp.OverallCode, "request %d, an hour after the one before", i)
+				assert.Equal(t, 45*time.Minute, resp.Statuses[0].DurationUntilReset.AsDuration(), "request %d", i)
+				tc.clock.Add(int64(time.Hour))
+			}
+		})
+	}
+}
