@@ -1,6 +1,9 @@
 package main
 
 import (
+	"context"
+	"io"
+	"log/slog"
 	"os"
 	"regexp"
 	"strconv"
@@ -8,8 +11,13 @@ import (
 	"testing"
 	"time"
 
+	rlext "github.com/envoyproxy/go-control-plane/envoy/extensions/common/ratelimit/v3"
+	pb "github.com/envoyproxy/go-control-plane/envoy/service/ratelimit/v3"
+	typev3 "github.com/envoyproxy/go-control-plane/envoy/type/v3"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
 
 	"github.com/hotlimit/hotlimit/envoyrls"
 )
@@ -70,5 +78,45 @@ func TestREADMEBoundsAreTheCommands(t *testing.T) {
 		if assert.NotNil(t, m, "README.md's hotlimitd section says %s", c.re) {
 			assert.Equal(t, c.want, m[1], "README.md: %s", c.re)
 		}
+	}
+}
+
+// TestMaxKeysWithRedisOnlyUnderLocal: README.md's "Memory" says that with
+// -redis, -max-keys applies only with -redis-failure local, whose fallback
+// holds keys in memory. Its bound on distinct limit overrides shows it:
+// under local, -max-keys 1000000 keeps 4 of them, and a request with a
+// fifth is ResourceExhausted; under open and closed no cap applies, and
+// five distinct overrides are each answered, Redis being down.
+func TestMaxKeysWithRedisOnlyUnderLocal(t *testing.T) {
+	d, err := envoyrls.ParseDomain("m.yaml", []byte("domain: m\ndescriptors:\n  - key: k\n    rate_limit: {unit: minute, requests_per_unit: 5}\n"))
+	require.NoError(t, err)
+	cfg, err := envoyrls.NewConfig(d)
+	require.NoError(t, err)
+	for _, tc := range []struct {
+		failure string
+		capped  bool
+	}{{"local", true}, {"open", false}, {"closed", false}} {
+		t.Run(tc.failure, func(t *testing.T) {
+			f, err := parse([]string{"-config", t.TempDir(), "-redis", "127.0.0.1:1", "-redis-failure", tc.failure, "-max-keys", "1000000"}, io.Discard)
+			require.NoError(t, err)
+			opts, client, err := f.options(slog.New(slog.DiscardHandler), nil)
+			require.NoError(t, err)
+			t.Cleanup(func() { _ = client.Close() })
+			s, err := envoyrls.New(cfg, append(opts, envoyrls.WithLogger(slog.New(slog.DiscardHandler)))...)
+			require.NoError(t, err)
+			t.Cleanup(func() { _ = s.Close() })
+			for i := range 5 {
+				req := &pb.RateLimitRequest{Domain: "m", Descriptors: []*rlext.RateLimitDescriptor{{
+					Entries: []*rlext.RateLimitDescriptor_Entry{{Key: "k", Value: "v"}},
+					Limit:   &rlext.RateLimitDescriptor_RateLimitOverride{RequestsPerUnit: uint32(10 + i), Unit: typev3.RateLimitUnit_MINUTE},
+				}}}
+				_, err := s.ShouldRateLimit(context.Background(), req)
+				if tc.capped && i == 4 {
+					assert.Equal(t, codes.ResourceExhausted, status.Code(err), "override %d: past the bound -max-keys sets", i)
+					continue
+				}
+				assert.NoError(t, err, "override %d", i)
+			}
+		})
 	}
 }
