@@ -345,3 +345,48 @@ func TestREADMENumbersAreTheConstants(t *testing.T) {
 	assert.Equal(t, tb.MaxBurst, hotlimit.GCRA.Range().MaxBurst, "one bound for both algorithms with a burst")
 	assert.Equal(t, tb.MaxBurstSpan, hotlimit.GCRA.Range().MaxBurstSpan)
 }
+
+// TestREADMEChoosingTableIsTheRanges: the "limits" row of README.md's table
+// in "Choosing an algorithm" is what each algorithm's Range accepts, which
+// Config.Validate enforces, column by column.
+func TestREADMEChoosingTableIsTheRanges(t *testing.T) {
+	md, err := os.ReadFile("README.md")
+	require.NoError(t, err)
+	m := regexp.MustCompile(`(?m)^\| limits \|(.+)\|$`).FindSubmatch(md)
+	require.NotNil(t, m, "README.md's table has a limits row")
+	cols := strings.Split(string(m[1]), "|")
+	require.Len(t, cols, 5, "token bucket, GCRA, fixed window, sliding counter, sliding log")
+
+	power := func(n int) string { // 2^k, or 2^k−2 as the table writes the counters' ranges
+		for k := 1; k < 63; k++ {
+			switch n {
+			case 1 << k:
+				return "2^" + strconv.Itoa(k)
+			case 1<<k - 2:
+				return "2^" + strconv.Itoa(k) + "−2"
+			}
+		}
+		return strconv.Itoa(n)
+	}
+	span := func(d time.Duration) string {
+		if d%(24*time.Hour) == 0 && d > 24*time.Hour {
+			return strconv.Itoa(int(d/(24*time.Hour))) + " days"
+		}
+		if d%time.Hour == 0 {
+			return strconv.Itoa(int(d/time.Hour)) + " h"
+		}
+		return strconv.Itoa(int(d/time.Millisecond)) + " ms"
+	}
+	window := func(r hotlimit.Range) string { return "Window " + span(r.MinWindow) + " – " + span(r.MaxWindow) }
+
+	tb := hotlimit.TokenBucket.Range()
+	require.Equal(t, tb.MaxLimit, tb.MaxBurst, "one bound for the limit and the burst")
+	assert.Equal(t, "Limit, Burst ≤ "+power(tb.MaxLimit)+", "+window(tb)+", a drained burst refilled within "+span(tb.MaxBurstSpan),
+		strings.TrimSpace(cols[0]), "token bucket")
+	assert.Equal(t, tb, hotlimit.GCRA.Range(), "GCRA: the same")
+	assert.Equal(t, "the same", strings.TrimSpace(cols[1]), "GCRA")
+	for i, a := range []hotlimit.Algorithm{hotlimit.FixedWindow, hotlimit.SlidingCounter, hotlimit.SlidingLog} {
+		r := a.Range()
+		assert.Equal(t, "Limit ≤ "+power(r.MaxLimit)+", "+window(r), strings.TrimSpace(cols[2+i]), "%v", a)
+	}
+}
