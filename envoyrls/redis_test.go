@@ -457,3 +457,57 @@ func TestBackendFailureKeepsItsDetailsInTheLog(t *testing.T) {
 	assert.Contains(t, logs.String(), "10.9.8.7", "the log has the backend's error")
 	assert.Contains(t, logs.String(), "web.ip", "and the rule")
 }
+
+// TestFailurePoliciesAnswerWithoutLogging: README.md's "Redis" says that
+// under -redis-failure error each failed request is a warning in the log
+// ("msg":"rate limit backend failed", with the rule), and that under the
+// three policies the requests they answer are not logged. With Redis down,
+// a request gets Unavailable and one warning under the first, and each
+// policy's answer and no log line under the others.
+func TestFailurePoliciesAnswerWithoutLogging(t *testing.T) {
+	d, err := ParseDomain("web.yaml", []byte("domain: web\ndescriptors:\n  - key: ip\n    rate_limit: {unit: second, requests_per_unit: 5}\n"))
+	require.NoError(t, err)
+	cfg, err := NewConfig(d)
+	require.NoError(t, err)
+	client := redis.NewClient(&redis.Options{Addr: "127.0.0.1:1"})
+	require.NoError(t, client.Close()) // every call fails at once, as a Redis that is down
+	for _, tc := range []struct {
+		name   string
+		errors bool // WithBackendErrors, -redis-failure error
+		policy redislimit.FailPolicy
+		code   pb.RateLimitResponse_Code
+	}{
+		{"error", true, redislimit.FailClosed, 0},
+		{"local", false, redislimit.FailLocal, pb.RateLimitResponse_OK},
+		{"open", false, redislimit.FailOpen, pb.RateLimitResponse_OK},
+		{"closed", false, redislimit.FailClosed, pb.RateLimitResponse_OVER_LIMIT},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			logs := &lockedBuffer{}
+			s, err := New(cfg, WithLogger(slog.New(slog.NewJSONHandler(logs, nil))), WithBackendErrors(tc.errors),
+				WithLimiterOptions(hotlimit.WithFactory(redislimit.Factory(client, redislimit.WithFailPolicy(tc.policy)))))
+			require.NoError(t, err)
+			t.Cleanup(func() { _ = s.Close() })
+			for range 3 {
+				resp, err := s.ShouldRateLimit(context.Background(), &pb.RateLimitRequest{Domain: "web", Descriptors: []*rlext.RateLimitDescriptor{desc("ip", "1")}})
+				if tc.errors {
+					require.Equal(t, codes.Unavailable, status.Code(err), "%v", err)
+					continue
+				}
+				require.NoError(t, err)
+				assert.Equal(t, tc.code, resp.OverallCode)
+			}
+			if !tc.errors {
+				assert.Empty(t, logs.String(), "the policy's answers are not logged")
+				return
+			}
+			lines := strings.Split(strings.TrimSpace(logs.String()), "\n")
+			assert.Len(t, lines, 3, "one warning per failed request")
+			for _, l := range lines {
+				assert.Contains(t, l, `"level":"WARN"`)
+				assert.Contains(t, l, `"msg":"rate limit backend failed"`)
+				assert.Contains(t, l, `"rule":"web.ip"`)
+			}
+		})
+	}
+}

@@ -19,6 +19,7 @@ import (
 	"github.com/hotlimit/hotlimit/composite"
 	"github.com/hotlimit/hotlimit/httplimit"
 	"github.com/hotlimit/hotlimit/internal/burst"
+	"github.com/hotlimit/hotlimit/internal/givenclock"
 	"github.com/hotlimit/hotlimit/internal/keyed"
 	"github.com/hotlimit/hotlimit/internal/transport"
 	"github.com/hotlimit/hotlimit/redislimit"
@@ -134,7 +135,11 @@ func WithClock(c hotlimit.Clock) Option { return func(s *settings) { s.clock = c
 // none; the limiters of the other algorithms, which have no burst, are
 // built without it. A key cap among them (hotlimit.WithMaxKeys) also lowers the
 // bound on distinct limit overrides, as the package documentation says.
-// A factory's limiter is used through its methods: a *redislimit.Limiter's
+// A clock among them (hotlimit.WithClock) is the server's too, as if given
+// to [WithClock], unless WithClock gives one, which then replaces it for
+// the limiters as well. Without a factory, the limiters sweep idle keys as
+// hotlimit.WithAutoSweep(16384) would, unless opts hold an auto-sweep of
+// their own (WithAutoSweep(0) turns it off). A factory's limiter is used through its methods: a *redislimit.Limiter's
 // takes of one request go to Redis in one round trip (redislimit.TakeAll),
 // and negative hits are given back by a limiter's
 // RefundNowContext(ctx, key, n) error, by the clock that counts them (Redis's
@@ -267,6 +272,12 @@ func New(cfg *Config, opts ...Option) (*Server, error) {
 	}
 	s.now = s.set.clock
 	s.lopts = append([]hotlimit.Option(nil), s.set.limiterOpts...)
+	if s.now == nil {
+		// A clock given to the limiters is the server's too, so that
+		// duration_until_reset counts on the clock the limiters decide by
+		// (appended below, it would otherwise be replaced by epochClock).
+		s.now = givenclock.Of(s.lopts)
+	}
 	factory := hotlimit.NewOptions(s.lopts...).Factory != nil
 	if s.now == nil {
 		s.now = epochClock()
@@ -277,7 +288,9 @@ func New(cfg *Config, opts ...Option) (*Server, error) {
 		s.lopts = append(s.lopts, hotlimit.WithClock(s.now))
 	}
 	if !factory {
-		s.lopts = append(s.lopts, hotlimit.WithAutoSweep(1<<14))
+		// Before the caller's options, so that an auto-sweep given to
+		// WithLimiterOptions wins, as every other option given there does.
+		s.lopts = append([]hotlimit.Option{hotlimit.WithAutoSweep(1 << 14)}, s.lopts...)
 	}
 	lo := hotlimit.NewOptions(s.lopts...)
 	s.defBurst = lo.Burst

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/hotlimit/hotlimit"
+	"github.com/hotlimit/hotlimit/internal/givenclock"
 	"github.com/hotlimit/hotlimit/internal/nilness"
 	"github.com/hotlimit/hotlimit/service"
 	"github.com/puzpuzpuz/xsync/v3"
@@ -295,7 +296,7 @@ func New(client redis.UniversalClient, c hotlimit.Config, opts ...hotlimit.Optio
 	if l.set.invalidated != nil {
 		return nil, l.set.invalidated
 	}
-	if usesClock(opts) {
+	if givenclock.Of(opts) != nil {
 		l.clock = o.Clock
 	}
 	if err := l.checkRange(); err != nil {
@@ -341,18 +342,6 @@ func New(client redis.UniversalClient, c hotlimit.Config, opts ...hotlimit.Optio
 		b.ObserveBackend(Backend)
 	}
 	return l, nil
-}
-
-// usesClock reports whether opts set a clock: applied to zero Options, only
-// hotlimit.WithClock sets one.
-func usesClock(opts []hotlimit.Option) bool {
-	var o hotlimit.Options
-	for _, opt := range opts {
-		if opt != nil {
-			opt(&o)
-		}
-	}
-	return o.Clock != nil
 }
 
 // checkRange sets l.window and l.burst, and rejects a Config outside exact
@@ -403,7 +392,7 @@ func (s settings) leaseErr(unit time.Duration) error {
 // tick is the duration of a tick of the clock of a limiter built with opts:
 // a ns of a [hotlimit.WithClock] clock, else a µs of Redis's TIME.
 func tick(opts []hotlimit.Option) time.Duration {
-	if usesClock(opts) {
+	if givenclock.Of(opts) != nil {
 		return time.Nanosecond
 	}
 	return time.Microsecond

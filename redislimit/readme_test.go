@@ -1,11 +1,22 @@
 package redislimit_test
 
 import (
+	"context"
+	"os"
+	"regexp"
+	"strconv"
+	"strings"
 	"testing"
+	"time"
 
+	"github.com/redis/go-redis/v9"
 	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
 
+	"github.com/hotlimit/hotlimit"
 	"github.com/hotlimit/hotlimit/internal/readmecheck"
+	"github.com/hotlimit/hotlimit/redislimit"
+	"github.com/hotlimit/hotlimit/service"
 )
 
 // TestREADMESnippetsCompile type-checks the Go snippets of the repository's
@@ -25,4 +36,115 @@ func TestREADMESnippetsCompile(t *testing.T) {
 		Only: "github.com/hotlimit/hotlimit/redislimit",
 	})
 	assert.Equal(t, 1, checked, "snippets that import github.com/hotlimit/hotlimit/redislimit")
+}
+
+// TestREADMEKeysAreTheLimiters: README.md's "Across machines" gives the Redis
+// keys as hotlimit:<algorithm>:<limit>:<window>:<burst>:<unit>:{<key>}, the
+// prefix WithPrefix's, {key} the hash tag. Each Config below keys user-42
+// as that template says, on Redis's clock (a window in microseconds), a
+// burst of 0 spelled as the limit.
+func TestREADMEKeysAreTheLimiters(t *testing.T) {
+	md, err := os.ReadFile("../README.md")
+	require.NoError(t, err)
+	m := regexp.MustCompile("\\*\\*Keys\\*\\* are `([^`]+)`").FindSubmatch(md)
+	require.NotNil(t, m, "README.md gives the keys' form")
+	template := string(m[1])
+	require.True(t, strings.HasPrefix(template, "hotlimit:"), template)
+
+	client := redis.NewClient(&redis.Options{Addr: "127.0.0.1:1"}) // New asks Redis nothing
+	t.Cleanup(func() { _ = client.Close() })
+	for _, c := range []hotlimit.Config{
+		{Algorithm: hotlimit.GCRA, Limit: 100, Window: time.Minute},
+		{Algorithm: hotlimit.TokenBucket, Limit: 5, Window: time.Second, Burst: 20},
+		{Algorithm: hotlimit.FixedWindow, Limit: 5, Window: 24 * time.Hour},
+		{Algorithm: hotlimit.SlidingLog, Limit: 5, Window: 1500 * time.Microsecond},
+		{Algorithm: hotlimit.SlidingCounter, Limit: 5, Window: time.Second},
+	} {
+		for _, prefix := range []string{"", "app:"} {
+			var opts []hotlimit.Option
+			if prefix != "" {
+				opts = append(opts, redislimit.WithPrefix(prefix))
+			}
+			lim, err := redislimit.New(client, c, opts...)
+			require.NoError(t, err)
+			want := strings.NewReplacer(
+				"<algorithm>", c.Algorithm.String(),
+				"<limit>", strconv.Itoa(c.Limit),
+				"<window>", strconv.FormatInt(c.Window.Microseconds(), 10),
+				"<burst>", strconv.Itoa(c.Capacity()),
+				"<unit>", "µs",
+				"<key>", "user-42",
+			).Replace(template)
+			if prefix != "" {
+				want = prefix + strings.TrimPrefix(want, "hotlimit:")
+			}
+			assert.Equal(t, want, lim.RedisKey("user-42"), "%+v, prefix %q", c, prefix)
+		}
+	}
+}
+
+// TestREADMEFailurePolicyTable is README.md's table of failure policies,
+// with Redis down: FailLocal decides as an in-process limiter of the same
+// Config would (the limit passes, the next is denied), FailOpen admits every
+// request that could pass (the limit and more, but never more than the
+// burst at once), FailClosed denies every request while a report (n = 0)
+// still passes; TakeContext returns Redis's error with the policy's
+// decision, and the WithHook callback sees each such decision as the caller
+// got it. The default is FailLocal.
+func TestREADMEFailurePolicyTable(t *testing.T) {
+	c := hotlimit.Config{Algorithm: hotlimit.TokenBucket, Limit: 3, Window: time.Minute}
+	frozen := func() int64 { return int64(time.Hour) }
+	inMemory := func() []bool {
+		lim, err := service.NewLimiter(c, hotlimit.WithClock(frozen))
+		require.NoError(t, err)
+		var got []bool
+		for range 5 {
+			got = append(got, lim.Take("k", 1).Allowed)
+		}
+		return got
+	}()
+	require.Equal(t, []bool{true, true, true, false, false}, inMemory)
+	for _, tc := range []struct {
+		name   string
+		opts   []hotlimit.Option
+		policy redislimit.FailPolicy
+		takes  []bool // five takes of 1
+		report bool   // a take of 0
+	}{
+		{"default", nil, redislimit.FailLocal, inMemory, true},
+		{"FailLocal", []hotlimit.Option{redislimit.WithFailPolicy(redislimit.FailLocal)}, redislimit.FailLocal, inMemory, true},
+		{"FailOpen", []hotlimit.Option{redislimit.WithFailPolicy(redislimit.FailOpen)}, redislimit.FailOpen, []bool{true, true, true, true, true}, true},
+		{"FailClosed", []hotlimit.Option{redislimit.WithFailPolicy(redislimit.FailClosed)}, redislimit.FailClosed, []bool{false, false, false, false, false}, true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var events []redislimit.Event
+			opts := append([]hotlimit.Option{hotlimit.WithClock(frozen), redislimit.WithHook(func(e redislimit.Event) { events = append(events, e) })}, tc.opts...)
+			lim, err := redislimit.New(closedClient(t), c, opts...)
+			require.NoError(t, err)
+			t.Cleanup(func() { _ = lim.Close() })
+			var got []hotlimit.Decision
+			for i := range 5 {
+				d, err := lim.TakeContext(context.Background(), "k", 1)
+				assert.Error(t, err, "take %d: Redis's failure is returned", i)
+				got = append(got, d)
+				assert.Equal(t, tc.takes[i], d.Allowed, "take %d", i)
+			}
+			d, err := lim.TakeContext(context.Background(), "k", 0)
+			assert.Error(t, err)
+			assert.Equal(t, tc.report, d.Allowed, "a report")
+			got = append(got, d)
+			d, err = lim.TakeContext(context.Background(), "other", c.Limit+1)
+			assert.Error(t, err)
+			assert.False(t, d.Allowed, "more than the burst never passes")
+			assert.Equal(t, hotlimit.Never, d.RetryAfter)
+			got = append(got, d)
+
+			require.Len(t, events, len(got), "the hook sees every decision the policy made")
+			for i, e := range events {
+				assert.Equal(t, tc.policy, e.Policy, "event %d", i)
+				assert.Equal(t, got[i], e.Decision, "event %d: what the caller got", i)
+				assert.Error(t, e.Err, "event %d", i)
+			}
+		})
+	}
 }
