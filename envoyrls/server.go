@@ -139,8 +139,9 @@ func WithClock(c hotlimit.Clock) Option { return func(s *settings) { s.clock = c
 // to [WithClock], unless WithClock gives one, which then replaces it for
 // the limiters as well. Without a factory, the limiters sweep idle keys as
 // hotlimit.WithAutoSweep(16384) would, unless opts hold an auto-sweep of
-// their own (WithAutoSweep(0) turns it off). A factory's limiter is used through its methods: a *redislimit.Limiter's
-// takes of one request go to Redis in one round trip (redislimit.TakeAll),
+// their own (WithAutoSweep(0) turns it off). A factory's limiter is used
+// through its methods: a *redislimit.Limiter's takes of one request go to
+// Redis in one round trip (redislimit.TakeAll),
 // and negative hits are given back by a limiter's
 // RefundNowContext(ctx, key, n) error, by the clock that counts them (Redis's
 // TIME), when it has one, else by a refund of a receipt stamped with the
