@@ -142,33 +142,23 @@ func TestREADMEHTTPFieldsExample(t *testing.T) {
 // 147 KB at 1024 or less (MB and KB of 2^20 and 2^10 bytes, rounded as the
 // README rounds them), on a 64-bit platform.
 func TestREADMEKeyCapNumbers(t *testing.T) {
-	md, err := os.ReadFile("README.md")
-	require.NoError(t, err)
-	text := strings.Join(strings.Fields(string(md)), " ") // prose wraps anywhere
-	number := func(re string) string {
-		t.Helper()
-		m := regexp.MustCompile(re).FindAllStringSubmatch(text, -1)
-		require.NotEmpty(t, m, "README.md says %s", re)
-		for _, x := range m[1:] {
-			assert.Equal(t, m[0][1], x[1], "README.md says %s twice, alike", re)
-		}
-		return m[0][1]
-	}
+	text := readmecheck.Prose(t, "README.md", "")
 	mb := func(b int) string { return strconv.FormatFloat(float64(b)/(1<<20), 'g', 2, 64) }
 	kb := func(b int) string { return strconv.Itoa(int(math.Round(float64(b) / (1 << 10)))) }
 
-	assert.Equal(t, "2^"+strconv.Itoa(bits.Len(uint(keyed.MaxPresize))-1), number(`sized for its n keys up front, up to (2\^\d+) keys`))
 	assert.Equal(t, 1<<(bits.Len(uint(keyed.MaxPresize))-1), keyed.MaxPresize, "a power of two")
-	assert.Equal(t, strconv.Itoa(keyed.MaxVisits), number(`visiting at most (\d+) keys where the last visit stopped`))
-
+	assert.Equal(t, keyed.TableBytes(1024), keyed.TableBytes(1), "1024 keys or fewer: one size")
+	readmecheck.CheckClaims(t, text,
+		readmecheck.Claim{Pattern: `sized for its n keys up front, up to (2\^\d+) keys`, Want: "2^" + strconv.Itoa(bits.Len(uint(keyed.MaxPresize))-1)},
+		readmecheck.Claim{Pattern: `visiting at most (\d+) keys where the last visit stopped`, Want: strconv.Itoa(keyed.MaxVisits)})
 	if strconv.IntSize != 64 {
 		return // the README's sizes are a 64-bit platform's: a 32-bit one has smaller pointers and headers
 	}
-	assert.Equal(t, mb(keyed.TableBytes(1_000_000)), number(`(\d+(?:\.\d+)?) MB per limiter at a cap of a million`))
-	assert.Equal(t, mb(keyed.TableBytes(1_000_000)), number("(\\d+(?:\\.\\d+)?) MB at `-max-keys 1000000`"))
-	assert.Equal(t, mb(keyed.TableBytes(100_000)), number(`(\d+(?:\.\d+)?) MB at 100,?000`))
-	assert.Equal(t, kb(keyed.TableBytes(1024)), number(`(\d+) KB at 1024 or less`))
-	assert.Equal(t, keyed.TableBytes(1024), keyed.TableBytes(1), "1024 keys or fewer: one size")
+	readmecheck.CheckClaims(t, text,
+		readmecheck.Claim{Pattern: `(\d+(?:\.\d+)?) MB per limiter at a cap of a million`, Want: mb(keyed.TableBytes(1_000_000))},
+		readmecheck.Claim{Pattern: "(\\d+(?:\\.\\d+)?) MB at `-max-keys 1000000`", Want: mb(keyed.TableBytes(1_000_000))},
+		readmecheck.Claim{Pattern: `(\d+(?:\.\d+)?) MB at 100,?000`, Want: mb(keyed.TableBytes(100_000))},
+		readmecheck.Claim{Pattern: `(\d+) KB at 1024 or less`, Want: kb(keyed.TableBytes(1024))})
 }
 
 // TestREADMEShadowLimitSharesAnEqualLimitsQuota is the example of README.md's
@@ -318,9 +308,6 @@ func TestREADMEAutoSweepBound(t *testing.T) {
 // rules-file bound, the near-limit share, the in-memory ranges hotlimitd's
 // rules must fit) are the constants the code uses, wherever they appear.
 func TestREADMENumbersAreTheConstants(t *testing.T) {
-	md, err := os.ReadFile("README.md")
-	require.NoError(t, err)
-	text := strings.Join(strings.Fields(string(md)), " ") // prose wraps anywhere
 	comma := func(n int) string {
 		s := strconv.Itoa(n)
 		for i := len(s) - 3; i > 0; i -= 3 {
@@ -329,22 +316,14 @@ func TestREADMENumbersAreTheConstants(t *testing.T) {
 		return s
 	}
 	fw, tb := hotlimit.FixedWindow.Range(), hotlimit.TokenBucket.Range()
-	for _, c := range []struct {
-		re, want string
-	}{
-		{"`service.DefaultAutoSweep`, ([\\d,]+) keys", comma(service.DefaultAutoSweep)},
-		{"A file larger than (\\d+) MiB \\(`service.DefaultMaxRulesSize`", strconv.Itoa(service.DefaultMaxRulesSize >> 20)},
-		{"Remaining at most (\\d+)% of the limit", strconv.Itoa(int(math.Round(hotlimit.DefaultNearLimit * 100)))},
-		{"the default fixed window counts up to ([\\d,]+) per window", comma(fw.MaxLimit)},
-		{"in memory ([\\d,]+) for the default fixed window", comma(fw.MaxLimit)},
-		{"\\(in memory, up to ([\\d,]+), refilled in at most \\d+ days\\)", comma(tb.MaxBurst)},
-		{"\\(in memory, up to [\\d,]+, refilled in at most (\\d+) days\\)", strconv.Itoa(int(tb.MaxBurstSpan / (24 * time.Hour)))},
-	} {
-		m := regexp.MustCompile(c.re).FindStringSubmatch(text)
-		if assert.NotNil(t, m, "README.md says %s", c.re) {
-			assert.Equal(t, c.want, m[1], "README.md: %s", c.re)
-		}
-	}
+	readmecheck.CheckClaims(t, readmecheck.Prose(t, "README.md", ""),
+		readmecheck.Claim{Pattern: "`service.DefaultAutoSweep`, ([\\d,]+) keys", Want: comma(service.DefaultAutoSweep)},
+		readmecheck.Claim{Pattern: "A file larger than (\\d+) MiB \\(`service.DefaultMaxRulesSize`", Want: strconv.Itoa(service.DefaultMaxRulesSize >> 20)},
+		readmecheck.Claim{Pattern: "Remaining at most (\\d+)% of the limit", Want: strconv.Itoa(int(math.Round(hotlimit.DefaultNearLimit * 100)))},
+		readmecheck.Claim{Pattern: "the default fixed window counts up to ([\\d,]+) per window", Want: comma(fw.MaxLimit)},
+		readmecheck.Claim{Pattern: "in memory ([\\d,]+) for the default fixed window", Want: comma(fw.MaxLimit)},
+		readmecheck.Claim{Pattern: "\\(in memory, up to ([\\d,]+), refilled in at most \\d+ days\\)", Want: comma(tb.MaxBurst)},
+		readmecheck.Claim{Pattern: "\\(in memory, up to [\\d,]+, refilled in at most (\\d+) days\\)", Want: strconv.Itoa(int(tb.MaxBurstSpan / (24 * time.Hour)))})
 	assert.Equal(t, tb.MaxBurst, hotlimit.GCRA.Range().MaxBurst, "one bound for both algorithms with a burst")
 	assert.Equal(t, tb.MaxBurstSpan, hotlimit.GCRA.Range().MaxBurstSpan)
 }

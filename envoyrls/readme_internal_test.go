@@ -2,12 +2,11 @@ package envoyrls
 
 import (
 	"math"
-	"os"
 	"regexp"
 	"strconv"
-	"strings"
 	"testing"
 
+	"github.com/hotlimit/hotlimit/internal/readmecheck"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
@@ -17,22 +16,11 @@ import (
 // /json's body, the distinct limit overrides kept, the near-limit ratio of
 // the reference's stats) are its constants.
 func TestREADMENumbersAreThePackages(t *testing.T) {
-	md, err := os.ReadFile("../README.md")
-	require.NoError(t, err)
-	text := strings.Join(strings.Fields(string(md)), " ") // prose wraps anywhere
-	for _, c := range []struct {
-		re, want string
-	}{
-		{"\\(`\\*\\.yaml`, `\\*\\.yml`, each at most (\\d+) MiB", strconv.Itoa(maxFileSize >> 20)},
-		{"413 for a body over (\\d+) MiB", strconv.Itoa(maxJSONBody >> 20)},
-		{"past (\\d+) distinct limits of this kind", strconv.Itoa(maxOverrides)},
-		{"`near_limit` the hits past (\\d+)% of the limit", strconv.Itoa(int(math.Round(float64(nearLimitRatio) * 100)))},
-	} {
-		m := regexp.MustCompile(c.re).FindStringSubmatch(text)
-		if assert.NotNil(t, m, "README.md says %s", c.re) {
-			assert.Equal(t, c.want, m[1], "README.md: %s", c.re)
-		}
-	}
+	readmecheck.CheckClaims(t, readmecheck.Prose(t, "../README.md", ""),
+		readmecheck.Claim{Pattern: "\\(`\\*\\.yaml`, `\\*\\.yml`, each at most (\\d+) MiB", Want: strconv.Itoa(maxFileSize >> 20)},
+		readmecheck.Claim{Pattern: "413 for a body over (\\d+) MiB", Want: strconv.Itoa(maxJSONBody >> 20)},
+		readmecheck.Claim{Pattern: "past (\\d+) distinct limits of this kind", Want: strconv.Itoa(maxOverrides)},
+		readmecheck.Claim{Pattern: "`near_limit` the hits past (\\d+)% of the limit", Want: strconv.Itoa(int(math.Round(float64(nearLimitRatio) * 100)))})
 }
 
 // TestREADMECountsTheReferenceComparisons: README.md's "Proof" gives how
@@ -40,9 +28,7 @@ func TestREADMENumbersAreThePackages(t *testing.T) {
 // reference and in hotlimitd; the count it gives is refConfigCases', within
 // a tenth, as it says "some".
 func TestREADMECountsTheReferenceComparisons(t *testing.T) {
-	md, err := os.ReadFile("../README.md")
-	require.NoError(t, err)
-	text := strings.Join(strings.Fields(string(md)), " ")
+	text := readmecheck.Prose(t, "../README.md", "")
 	m := regexp.MustCompile("`TestReferenceConfigLoad` loads some (\\d+) configuration directories").FindStringSubmatch(text)
 	require.NotNil(t, m, "README.md counts TestReferenceConfigLoad's configurations")
 	n, err := strconv.Atoi(m[1])

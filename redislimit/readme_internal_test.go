@@ -2,13 +2,10 @@ package redislimit
 
 import (
 	"math/bits"
-	"os"
-	"regexp"
 	"strconv"
-	"strings"
 	"testing"
 
-	"github.com/stretchr/testify/assert"
+	"github.com/hotlimit/hotlimit/internal/readmecheck"
 	"github.com/stretchr/testify/require"
 )
 
@@ -17,36 +14,17 @@ import (
 // the clock readings and the limits Redis's arithmetic keeps exact) are
 // the values a Limiter is built with.
 func TestREADMEDefaultsAreTheLimiters(t *testing.T) {
-	md, err := os.ReadFile("../README.md")
-	require.NoError(t, err)
-	section := string(md)
-	start := strings.Index(section, "## Across machines")
-	require.GreaterOrEqual(t, start, 0)
-	section = section[start+2:]
-	if end := strings.Index(section, "\n## "); end >= 0 {
-		section = section[:end]
-	}
-	section = strings.Join(strings.Fields(section), " ") // prose wraps anywhere
-
 	d := defaults()
 	pow2 := func(n int64) string {
 		require.Equal(t, 1, bits.OnesCount64(uint64(n)), "%d is a power of two", n)
 		return strconv.Itoa(bits.Len64(uint64(n)) - 1)
 	}
-	for _, c := range []struct {
-		re, want string
-	}{
-		{"`redislimit.DefaultTimeout` \\((\\d+) ms;", strconv.FormatInt(DefaultTimeout.Milliseconds(), 10)},
-		{"default (\\d+) errors in a row, \\d+ s cooldown", strconv.Itoa(d.failures)},
-		{"default \\d+ errors in a row, (\\d+) s cooldown", strconv.FormatFloat(d.cooldown.Seconds(), 'g', -1, 64)},
-		{"`WithBatch`, default (\\d+) calls, \\d+ pipelines in flight", strconv.Itoa(d.batch)},
-		{"`WithBatch`, default \\d+ calls, (\\d+) pipelines in flight", strconv.Itoa(d.flushers)},
-		{"readings within ±2\\^(\\d+) ns", pow2(clockRange)},
-		{"a limit or burst stays below 2\\^(\\d+) on a 64-bit platform", pow2(exact)},
-	} {
-		m := regexp.MustCompile(c.re).FindStringSubmatch(section)
-		if assert.NotNil(t, m, "README.md's \"Across machines\" says %s", c.re) {
-			assert.Equal(t, c.want, m[1], "README.md: %s", c.re)
-		}
-	}
+	readmecheck.CheckClaims(t, readmecheck.Prose(t, "../README.md", "Across machines"),
+		readmecheck.Claim{Pattern: "`redislimit.DefaultTimeout` \\((\\d+) ms;", Want: strconv.FormatInt(DefaultTimeout.Milliseconds(), 10)},
+		readmecheck.Claim{Pattern: "default (\\d+) errors in a row, \\d+ s cooldown", Want: strconv.Itoa(d.failures)},
+		readmecheck.Claim{Pattern: "default \\d+ errors in a row, (\\d+) s cooldown", Want: strconv.FormatFloat(d.cooldown.Seconds(), 'g', -1, 64)},
+		readmecheck.Claim{Pattern: "`WithBatch`, default (\\d+) calls, \\d+ pipelines in flight", Want: strconv.Itoa(d.batch)},
+		readmecheck.Claim{Pattern: "`WithBatch`, default \\d+ calls, (\\d+) pipelines in flight", Want: strconv.Itoa(d.flushers)},
+		readmecheck.Claim{Pattern: "readings within ±2\\^(\\d+) ns", Want: pow2(clockRange)},
+		readmecheck.Claim{Pattern: "a limit or burst stays below 2\\^(\\d+) on a 64-bit platform", Want: pow2(exact)})
 }

@@ -1,6 +1,8 @@
 package readmecheck_test
 
 import (
+	"os"
+	"path/filepath"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -45,3 +47,43 @@ func TestCheckReportsTypeErrorsAtTheREADMELine(t *testing.T) {
 	require.Error(t, results[4].Err, "fmt.Stringer's String returns a string")
 	assert.Contains(t, results[4].Err.Error(), "type Stringer")
 }
+
+func TestProse(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "README.md")
+	require.NoError(t, os.WriteFile(path, []byte("# x\nintro\n## One\nthe  first\nsection\n### deeper\nstill one\n## Two\nsecond\n"), 0o644))
+	assert.Equal(t, "# x intro ## One the first section ### deeper still one ## Two second", readmecheck.Prose(t, path, ""))
+	assert.Equal(t, "## One the first section ### deeper still one", readmecheck.Prose(t, path, "One"))
+	assert.Equal(t, "## Two second", readmecheck.Prose(t, path, "Two"))
+
+	ft := &fakeTB{TB: t}
+	func() { defer func() { recover() }(); readmecheck.Prose(ft, path, "Three") }()
+	assert.True(t, ft.failed, "no section Three")
+}
+
+func TestCheckClaims(t *testing.T) {
+	const text = "a limit of 5 here, a limit of 5 there, and 7 days"
+	for _, tc := range []struct {
+		claims []readmecheck.Claim
+		fails  bool
+	}{
+		{[]readmecheck.Claim{{`a limit of (\d+)`, "5"}, {`(\d+) days`, "7"}}, false},
+		{[]readmecheck.Claim{{`a limit of (\d+)`, "6"}}, true},
+		{[]readmecheck.Claim{{`(\d+) weeks`, "7"}}, true},
+		{[]readmecheck.Claim{{`a limit of (\d+) t`, "5"}, {`(\d+),`, "4"}}, true},
+	} {
+		ft := &fakeTB{TB: t}
+		readmecheck.CheckClaims(ft, text, tc.claims...)
+		assert.Equal(t, tc.fails, ft.failed, "%v", tc.claims)
+	}
+}
+
+// fakeTB records a failure instead of failing the test; Fatalf panics, as
+// FailNow's runtime.Goexit would end the goroutine.
+type fakeTB struct {
+	testing.TB
+	failed bool
+}
+
+func (f *fakeTB) Helper()                        {}
+func (f *fakeTB) Errorf(string, ...any)          { f.failed = true }
+func (f *fakeTB) Fatalf(format string, a ...any) { f.failed = true; panic("fatal") }

@@ -4,10 +4,7 @@ import (
 	"context"
 	"io"
 	"log/slog"
-	"os"
-	"regexp"
 	"strconv"
-	"strings"
 	"testing"
 	"time"
 
@@ -20,6 +17,7 @@ import (
 	"google.golang.org/grpc/status"
 
 	"github.com/hotlimit/hotlimit/envoyrls"
+	"github.com/hotlimit/hotlimit/internal/readmecheck"
 )
 
 // TestREADMEBoundsAreTheCommands: the bounds and defaults README.md's
@@ -28,17 +26,6 @@ import (
 // and lease) are the values the command runs with, so that an operator who
 // sizes Envoy's timeouts or a proxy's limits by the README gets what it says.
 func TestREADMEBoundsAreTheCommands(t *testing.T) {
-	readme, err := os.ReadFile("../../../README.md")
-	require.NoError(t, err)
-	section := string(readme)
-	start := strings.Index(section, "## Envoy rate limit service (hotlimitd)")
-	require.GreaterOrEqual(t, start, 0)
-	section = section[start+2:]
-	if end := strings.Index(section, "\n## "); end >= 0 {
-		section = section[:end]
-	}
-	section = strings.Join(strings.Fields(section), " ") // prose wraps anywhere
-
 	var f flags
 	fs := newFlagSet(&f)
 	flagDefault := func(name string) time.Duration {
@@ -52,33 +39,25 @@ func TestREADMEBoundsAreTheCommands(t *testing.T) {
 	kib := func(n int) string { return strconv.Itoa(n >> 10) }
 	mib := func(n int) string { return strconv.Itoa(n >> 20) }
 
-	for _, c := range []struct {
-		re, want string
-	}{
-		{"`-reload-interval`, (\\S+) s, at least", secs(flagDefault("reload-interval"))},
-		{"`-reload-interval`, \\S+ s, at least (\\S+) ms", ms(minReload)},
-		{`more than (\d+) descriptors or \d+ entries in one \(refused unread`, strconv.Itoa(envoyrls.MaxDescriptors)},
-		{`more than \d+ descriptors or (\d+) entries in one \(refused unread`, strconv.Itoa(envoyrls.MaxEntries)},
-		{`431 for headers over (\d+) KiB`, kib(httpLimits.headerBytes)},
-		{`A client has (\d+) s to send its headers`, secs(httpLimits.readHeader)},
-		{`send its headers and (\d+) s for the whole request`, secs(httpLimits.read)},
-		{`a response (\d+) s to be written`, secs(httpLimits.write)},
-		{`closed after (\d+) minutes idle`, strconv.Itoa(int(httpLimits.idle / time.Minute))},
-		{`On gRPC, a message may be (\d+) MiB`, mib(grpcLimits.recvBytes)},
-		{`and a call's headers (\d+) KiB`, kib(int(grpcLimits.headerBytes))},
-		{`a connection takes up to (\d+) calls at once`, strconv.Itoa(int(grpcLimits.streams))},
-		{`one that sends nothing is closed after (\d+) s`, secs(grpcLimits.handshake)},
-		{"within `-drain` \\((\\d+) s\\)", secs(flagDefault("drain"))},
-		{"the longer of `-redis-timeout` and (\\d+) s", secs(handlersGrace)},
-		{"`-redis-lease-ttl`, (\\d+) ms by default", ms(flagDefault("redis-lease-ttl"))},
-		{"`-redis-timeout`, (\\d+) ms by default", ms(flagDefault("redis-timeout"))},
-		{"a `PING`, within (\\d+) s", secs(redisStartup)},
-	} {
-		m := regexp.MustCompile(c.re).FindStringSubmatch(section)
-		if assert.NotNil(t, m, "README.md's hotlimitd section says %s", c.re) {
-			assert.Equal(t, c.want, m[1], "README.md: %s", c.re)
-		}
-	}
+	readmecheck.CheckClaims(t, readmecheck.Prose(t, "../../../README.md", "Envoy rate limit service (hotlimitd)"),
+		readmecheck.Claim{Pattern: "`-reload-interval`, (\\S+) s, at least", Want: secs(flagDefault("reload-interval"))},
+		readmecheck.Claim{Pattern: "`-reload-interval`, \\S+ s, at least (\\S+) ms", Want: ms(minReload)},
+		readmecheck.Claim{Pattern: `more than (\d+) descriptors or \d+ entries in one \(refused unread`, Want: strconv.Itoa(envoyrls.MaxDescriptors)},
+		readmecheck.Claim{Pattern: `more than \d+ descriptors or (\d+) entries in one \(refused unread`, Want: strconv.Itoa(envoyrls.MaxEntries)},
+		readmecheck.Claim{Pattern: `431 for headers over (\d+) KiB`, Want: kib(httpLimits.headerBytes)},
+		readmecheck.Claim{Pattern: `A client has (\d+) s to send its headers`, Want: secs(httpLimits.readHeader)},
+		readmecheck.Claim{Pattern: `send its headers and (\d+) s for the whole request`, Want: secs(httpLimits.read)},
+		readmecheck.Claim{Pattern: `a response (\d+) s to be written`, Want: secs(httpLimits.write)},
+		readmecheck.Claim{Pattern: `closed after (\d+) minutes idle`, Want: strconv.Itoa(int(httpLimits.idle / time.Minute))},
+		readmecheck.Claim{Pattern: `On gRPC, a message may be (\d+) MiB`, Want: mib(grpcLimits.recvBytes)},
+		readmecheck.Claim{Pattern: `and a call's headers (\d+) KiB`, Want: kib(int(grpcLimits.headerBytes))},
+		readmecheck.Claim{Pattern: `a connection takes up to (\d+) calls at once`, Want: strconv.Itoa(int(grpcLimits.streams))},
+		readmecheck.Claim{Pattern: `one that sends nothing is closed after (\d+) s`, Want: secs(grpcLimits.handshake)},
+		readmecheck.Claim{Pattern: "within `-drain` \\((\\d+) s\\)", Want: secs(flagDefault("drain"))},
+		readmecheck.Claim{Pattern: "the longer of `-redis-timeout` and (\\d+) s", Want: secs(handlersGrace)},
+		readmecheck.Claim{Pattern: "`-redis-lease-ttl`, (\\d+) ms by default", Want: ms(flagDefault("redis-lease-ttl"))},
+		readmecheck.Claim{Pattern: "`-redis-timeout`, (\\d+) ms by default", Want: ms(flagDefault("redis-timeout"))},
+		readmecheck.Claim{Pattern: "a `PING`, within (\\d+) s", Want: secs(redisStartup)})
 }
 
 // TestMaxKeysWithRedisOnlyUnderLocal: README.md's "Memory" says that with
