@@ -161,15 +161,22 @@ func TestWaitNeverNamesTheBurst(t *testing.T) {
 	assert.Zero(t, lim.Len(), "nothing taken, no key inserted")
 }
 
-// TestWaitRealTimer: the default sleep, on the real clock: a wait of about a
-// millisecond passes, and a wait cancelled while sleeping returns at once.
+// TestWaitRealTimer: the default sleep, on the real clock: a wait of 20 ms
+// passes, and a wait cancelled while sleeping returns at once. The bounds
+// are 10 s, 500 times the short wait, so that a loaded machine (a
+// descheduled goroutine, qemu) cannot break them, while a sleep of the wrong
+// length still does: of ResetAfter (the hour the drained bucket takes to
+// fill), or in the wrong unit (20 s and more); and a cancellation ignored
+// would sleep the hour.
 func TestWaitRealTimer(t *testing.T) {
-	lim, err := tokenbucket.New(1000, time.Second)
+	const bound = 10 * time.Second
+	const limit = 50 * 3600 // one token every 20 ms
+	lim, err := tokenbucket.New(limit, time.Hour)
 	require.NoError(t, err)
-	require.True(t, lim.Take("k", 1000).Allowed)
+	require.True(t, lim.Take("k", limit).Allowed)
 	start := time.Now()
-	require.NoError(t, hotlimit.WaitN(context.Background(), lim, "k", 2))
-	assert.Less(t, time.Since(start), time.Second)
+	require.NoError(t, hotlimit.WaitN(context.Background(), lim, "k", 1))
+	assert.Less(t, time.Since(start), bound)
 
 	slow, err := tokenbucket.New(1, time.Hour)
 	require.NoError(t, err)
@@ -179,7 +186,7 @@ func TestWaitRealTimer(t *testing.T) {
 	start = time.Now()
 	err = hotlimit.Wait(ctx, slow, "k")
 	assert.True(t, errors.Is(err, context.Canceled))
-	assert.Less(t, time.Since(start), time.Second)
+	assert.Less(t, time.Since(start), bound)
 }
 
 // denier denies every request, reporting with RetryAfter 0 (as a report of

@@ -125,7 +125,12 @@ func TestSweepRacingAllowLosesNothing(t *testing.T) {
 		now.Add(int64(time.Hour)) // every key full: the sweeper may evict them
 		if round%2 == 0 {
 			// Let the sweeper evict them first: the next calls revive.
-			for deadline := time.Now().Add(time.Second); lim.Len() > 0 && time.Now().Before(deadline); {
+			// Waited for, not timed: a loaded machine may leave the
+			// sweeper without a core for a while, and a round that began
+			// before it evicted would not be the round the test means.
+			// The 30 s only ends a run whose sweeper never evicts.
+			for deadline := time.Now().Add(30 * time.Second); lim.Len() > 0; {
+				require.True(t, time.Now().Before(deadline), "round %d: the sweeper evicted no full key", round)
 				runtime.Gosched()
 			}
 		}

@@ -585,10 +585,12 @@ func (l redisLogger) Printf(ctx context.Context, format string, v ...any) {
 var redisStartup = 10 * time.Second
 
 // checkRedis asks Redis for a PING, within redisStartup or until ctx is
-// done, again while the connection is refused: a Redis that cannot be
-// reached in that time, refuses the password or whose
-// certificate does not verify is an error of the flags, to be told at
-// start, not one answered to every request as a backend failure.
+// done, again while the connection is refused or the client's own deadline
+// (its dial timeout, 5 s, bounds a new connection's handshake) passes
+// without an answer: a Redis that cannot be reached in that time, does not
+// answer in it, refuses the password or whose certificate does not verify
+// is an error of the flags, to be told at start, not one answered to every
+// request as a backend failure.
 func (f *flags) checkRedis(ctx context.Context, client redis.UniversalClient) error {
 	pctx, cancel := context.WithTimeout(ctx, redisStartup)
 	defer cancel()
@@ -615,12 +617,18 @@ func (f *flags) checkRedis(ctx context.Context, client redis.UniversalClient) er
 				pinged <- refused
 				return
 			}
-			var op *net.OpError
-			if err == nil || !errors.As(err, &op) || op.Op != "dial" {
+			dial := isDial(err)
+			if err == nil || !dial && !timedOut(err) {
 				pinged <- err
 				return
 			}
-			refused = err
+			// Refused, or connected and unanswered until a deadline:
+			// the client's own, before the check's time is up (asked
+			// again), or the check's, whose expiry the socket may tell
+			// before the context does (told as no answer, below).
+			if dial {
+				refused = err
+			}
 			select {
 			case <-pctx.Done():
 				pinged <- err
@@ -643,10 +651,25 @@ func (f *flags) checkRedis(ctx context.Context, client redis.UniversalClient) er
 			return fmt.Errorf("-redis %s: Redis refused the user and password (-redis-user %s, -redis-password): %w", f.redisAddr, f.redisUser, err)
 		}
 		return fmt.Errorf("-redis %s: Redis refused the password (-redis-password): %w (an ACL user's password needs the user named with -redis-user)", f.redisAddr, err)
-	case errors.Is(err, context.DeadlineExceeded):
+	case timedOut(err) && !isDial(err):
 		return fmt.Errorf("-redis %s: no answer to PING within %v (is it TLS? see -redis-tls): %w", f.redisAddr, redisStartup, err)
 	}
 	return fmt.Errorf("-redis %s: %w", f.redisAddr, err)
+}
+
+// isDial reports whether err is a dial's: a connection refused, or not
+// made in time.
+func isDial(err error) bool {
+	var op *net.OpError
+	return errors.As(err, &op) && op.Op == "dial"
+}
+
+// timedOut reports whether err is a deadline's: a context's, or a socket's
+// ("i/o timeout"), which the client sets from the context's deadline or its
+// own timeouts.
+func timedOut(err error) bool {
+	var ne net.Error
+	return errors.Is(err, context.DeadlineExceeded) || errors.As(err, &ne) && ne.Timeout()
 }
 
 // dialSeen is a hook of the Redis client that records a dial that

@@ -102,3 +102,34 @@ func TestRedisLateAndSilentAtStart(t *testing.T) {
 	assert.Contains(t, err.Error(), "no answer to PING", "not the refusal of before")
 	assert.Contains(t, logs.String(), "connect: no such file or directory", "refused first")
 }
+
+// TestRedisSilentPastTheClientsTimeoutAtStart: a Redis that listens from
+// the start but answers nothing, for longer than the client's own deadline
+// on a new connection's handshake (its 5 s dial timeout), is asked again
+// until the check's time is up and then told as one that does not answer
+// (is it TLS?), not ended at the client's deadline with a bare "i/o
+// timeout", which at the default 10 s every silent Redis was.
+func TestRedisSilentPastTheClientsTimeoutAtStart(t *testing.T) {
+	defer func(d time.Duration) { redisStartup = d }(redisStartup)
+	redisStartup = 6 * time.Second // past the client's 5 s
+	sock := filepath.Join(t.TempDir(), "redis.sock")
+	ln, err := net.Listen("unix", sock)
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = ln.Close() })
+	go func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			go func() { _, _ = io.Copy(io.Discard, c); _ = c.Close() }()
+		}
+	}()
+	dir := t.TempDir()
+	writeRule(t, dir, "1")
+	start := time.Now()
+	err = run(context.Background(), []string{"-config", dir, "-grpc", "127.0.0.1:0", "-http", "", "-redis", sock}, &redisproc.SyncBuffer{}, func(string, string) { t.Error("served") })
+	require.Error(t, err)
+	assert.Contains(t, err.Error(), "-redis "+sock+": no answer to PING within 6s (is it TLS? see -redis-tls)")
+	assert.GreaterOrEqual(t, time.Since(start), redisStartup, "the check's whole time")
+}
