@@ -89,6 +89,7 @@ func launchExampleServer(bin string) (addr string, stop func(), err error) {
 	cmd := exec.Command(bin, "--port", strconv.Itoa(port), "--bind", "127.0.0.1",
 		"--save", "", "--appendonly", "no", "--dir", dir)
 	cmd.Stdout, cmd.Stderr = &out, &out
+	cmd.SysProcAttr = redistest.SysProcAttr() // it dies with this process, as redistest's servers do
 	if err := cmd.Start(); err != nil {
 		_ = os.RemoveAll(dir)
 		return "", nil, err

@@ -10,10 +10,14 @@ import (
 	"time"
 )
 
-// sysProcAttr puts the server in its own process group and asks the kernel to
-// kill it if the test binary dies without running its cleanups (for example
-// on a -timeout panic or a SIGKILL).
-func sysProcAttr() *syscall.SysProcAttr {
+// SysProcAttr is the attributes of every redis-server a test starts: the
+// server leads its own process group, and the kernel kills it if the test
+// binary dies without running its cleanups (a -timeout panic, a SIGKILL, a
+// fuzz worker that exits or that the fuzzing coordinator stops). A server
+// that outlived its binary would also hold the descriptors it inherited: a
+// fuzz worker's pipes to its coordinator, which then waits for them to close
+// and never reports the input that ended the worker.
+func SysProcAttr() *syscall.SysProcAttr {
 	return &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
 }
 

@@ -10,7 +10,9 @@ import (
 
 var errNoSignals = errors.New("redistest: pausing a process is not supported on this system")
 
-func sysProcAttr() *syscall.SysProcAttr { return nil }
+// SysProcAttr is the attributes of every redis-server a test starts: none
+// on this system.
+func SysProcAttr() *syscall.SysProcAttr { return nil }
 
 func killProcess(p *os.Process) error { return p.Kill() }
 

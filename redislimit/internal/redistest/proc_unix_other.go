@@ -8,8 +8,10 @@ import (
 	"time"
 )
 
-// sysProcAttr puts the server in its own process group.
-func sysProcAttr() *syscall.SysProcAttr {
+// SysProcAttr is the attributes of every redis-server a test starts: the
+// server leads its own process group. (Only Linux kills it when the test
+// binary dies.)
+func SysProcAttr() *syscall.SysProcAttr {
 	return &syscall.SysProcAttr{Setpgid: true}
 }
 

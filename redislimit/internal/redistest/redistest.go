@@ -263,7 +263,7 @@ func (s *Server) launchAndWait() error {
 	cmd.Dir = s.dir
 	cmd.Stdout = logFile
 	cmd.Stderr = logFile
-	cmd.SysProcAttr = sysProcAttr()
+	cmd.SysProcAttr = SysProcAttr()
 	err = cmd.Start()
 	_ = logFile.Close()
 	if err != nil {
