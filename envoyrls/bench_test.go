@@ -22,6 +22,7 @@ import (
 	pb "github.com/envoyproxy/go-control-plane/envoy/service/ratelimit/v3"
 	"github.com/hotlimit/hotlimit"
 	"github.com/hotlimit/hotlimit/envoyrls/internal/redisproc"
+	"github.com/hotlimit/hotlimit/internal/childproc"
 	"github.com/hotlimit/hotlimit/redislimit"
 	"github.com/redis/go-redis/v9"
 	"github.com/stretchr/testify/assert"
@@ -353,6 +354,7 @@ func launchReferenceOnce(tb testing.TB, bin, root, redisAddr, prefix string, pro
 	}
 	addr := func(port int) string { return net.JoinHostPort("127.0.0.1", strconv.Itoa(port)) }
 	cmd := exec.Command(bin)
+	cmd.SysProcAttr = childproc.Attr() // it dies with the test binary
 	cmd.Env = append(os.Environ(),
 		"REDIS_SOCKET_TYPE=tcp", "REDIS_URL="+redisAddr, "USE_STATSD=false", "LOG_LEVEL=warn",
 		"RUNTIME_ROOT="+root, "RUNTIME_SUBDIRECTORY=rt", "RUNTIME_APPDIRECTORY=config", "RUNTIME_WATCH_ROOT=false",
@@ -430,6 +432,7 @@ func startHotlimitdProc(tb testing.TB, bin string, withHTTP bool, args ...string
 		httpAddr = "127.0.0.1:0"
 	}
 	cmd := exec.Command(bin, append(args, "-grpc", "127.0.0.1:0", "-http", httpAddr, "-log-level", "info")...)
+	cmd.SysProcAttr = childproc.Attr() // it dies with the test binary
 	log := new(redisproc.SyncBuffer)
 	served := make(chan map[string]any, 1)
 	cmd.Stdout, cmd.Stderr = log, &servingWatch{log: log, served: served} // written by the command's copying goroutines

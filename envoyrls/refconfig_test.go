@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/hotlimit/hotlimit/internal/childproc"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
@@ -315,6 +316,7 @@ func TestReferenceConfigLoad(t *testing.T) {
 // returns whether it loaded the configuration, and else its error.
 func referenceLoads(t *testing.T, bin, root string) (bool, string) {
 	cmd := exec.Command(bin)
+	cmd.SysProcAttr = childproc.Attr() // it dies with the test binary
 	cmd.Env = append(os.Environ(),
 		"BACKEND_TYPE=memcache", "MEMCACHE_HOST_PORT=127.0.0.1:1", "USE_STATSD=false", "LOG_LEVEL=info",
 		"RUNTIME_ROOT="+root, "RUNTIME_SUBDIRECTORY=rt", "RUNTIME_APPDIRECTORY=config", "RUNTIME_WATCH_ROOT=false",

@@ -17,6 +17,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/hotlimit/hotlimit"
+	"github.com/hotlimit/hotlimit/internal/childproc"
 	"github.com/hotlimit/hotlimit/redislimit"
 	"github.com/hotlimit/hotlimit/redislimit/internal/redistest"
 	"github.com/hotlimit/hotlimit/service"
@@ -89,7 +90,7 @@ func launchExampleServer(bin string) (addr string, stop func(), err error) {
 	cmd := exec.Command(bin, "--port", strconv.Itoa(port), "--bind", "127.0.0.1",
 		"--save", "", "--appendonly", "no", "--dir", dir)
 	cmd.Stdout, cmd.Stderr = &out, &out
-	cmd.SysProcAttr = redistest.SysProcAttr() // it dies with this process, as redistest's servers do
+	cmd.SysProcAttr = childproc.Attr() // it dies with this process, as redistest's servers do
 	if err := cmd.Start(); err != nil {
 		_ = os.RemoveAll(dir)
 		return "", nil, err

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/hotlimit/hotlimit/envoyrls/internal/redisproc"
+	"github.com/hotlimit/hotlimit/internal/childproc"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
@@ -57,6 +58,7 @@ func TestRedisAwaitedAtStart(t *testing.T) {
 			}
 		}
 		cmd := exec.Command(bin, "--port", "0", "--unixsocket", sock, "--save", "", "--appendonly", "no")
+		cmd.SysProcAttr = childproc.Attr()
 		if cmd.Start() != nil {
 			cmd = nil
 		}

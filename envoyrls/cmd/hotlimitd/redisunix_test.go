@@ -12,6 +12,7 @@ import (
 	rlext "github.com/envoyproxy/go-control-plane/envoy/extensions/common/ratelimit/v3"
 	pb "github.com/envoyproxy/go-control-plane/envoy/service/ratelimit/v3"
 	"github.com/hotlimit/hotlimit/envoyrls/internal/redisproc"
+	"github.com/hotlimit/hotlimit/internal/childproc"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
@@ -23,6 +24,7 @@ func TestRedisUnixSocket(t *testing.T) {
 	bin := redisproc.Require(t)
 	sock := filepath.Join(t.TempDir(), "redis.sock")
 	cmd := exec.Command(bin, "--port", "0", "--unixsocket", sock, "--save", "", "--appendonly", "no")
+	cmd.SysProcAttr = childproc.Attr()
 	require.NoError(t, cmd.Start())
 	t.Cleanup(func() { _ = cmd.Process.Kill(); _ = cmd.Wait() })
 	require.Eventually(t, func() bool { _, err := os.Stat(sock); return err == nil }, 10*time.Second, 20*time.Millisecond)

@@ -19,6 +19,7 @@ import (
 
 	rlext "github.com/envoyproxy/go-control-plane/envoy/extensions/common/ratelimit/v3"
 	pb "github.com/envoyproxy/go-control-plane/envoy/service/ratelimit/v3"
+	"github.com/hotlimit/hotlimit/internal/childproc"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	"golang.org/x/net/http2"
@@ -133,6 +134,9 @@ func startCommand(t *testing.T, command func(bin string) *exec.Cmd) (cmd *exec.C
 	out, err := exec.Command("go", "build", "-o", bin, ".").CombinedOutput()
 	require.NoError(t, err, "%s", out)
 	cmd = command(bin)
+	if cmd.SysProcAttr == nil {
+		cmd.SysProcAttr = childproc.Attr() // it dies with the test binary
+	}
 	stderr, err := cmd.StderrPipe()
 	require.NoError(t, err)
 	require.NoError(t, cmd.Start())

@@ -24,6 +24,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/hotlimit/hotlimit/internal/childproc"
 )
 
 const (
@@ -132,6 +134,7 @@ func launch(tb testing.TB, bin string, port int, cfg Config) (string, *Process, 
 	out := &SyncBuffer{}
 	cmd := exec.Command(bin, cfg.Args(port)...)
 	cmd.Stdout, cmd.Stderr = out, out
+	cmd.SysProcAttr = childproc.Attr() // it dies with the test binary
 	if err := cmd.Start(); err != nil {
 		tb.Fatalf("redisproc: starting redis-server: %v", err)
 	}

@@ -25,6 +25,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/hotlimit/hotlimit/internal/childproc"
 	"github.com/redis/go-redis/v9"
 )
 
@@ -263,7 +264,7 @@ func (s *Server) launchAndWait() error {
 	cmd.Dir = s.dir
 	cmd.Stdout = logFile
 	cmd.Stderr = logFile
-	cmd.SysProcAttr = SysProcAttr()
+	cmd.SysProcAttr = childproc.Attr() // its own group, for signalGroup; it dies with the test binary
 	err = cmd.Start()
 	_ = logFile.Close()
 	if err != nil {

@@ -1,0 +1,12 @@
+//go:build unix && !linux
+
+package childproc
+
+import "syscall"
+
+// Attr returns the attributes of a process a test starts: it leads its own
+// process group, so a signal to the group reaches anything it forks. (Only
+// Linux kills it when the test binary dies.)
+func Attr() *syscall.SysProcAttr {
+	return &syscall.SysProcAttr{Setpgid: true}
+}
