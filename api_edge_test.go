@@ -155,3 +155,38 @@ func TestEveryLimiterSurvivesExtremeInput(t *testing.T) {
 	// refuse.
 	assert.Greater(t, built, 100, "limiters built")
 }
+
+// TestReportsNeverInsertNorChange: Take(key, 0), Take(key, n over the burst)
+// and Take(key, n < 0) only report, as every algorithm's package says: a
+// key not held is not inserted, and a held one, part spent, reads the same
+// after each, to the nanosecond.
+func TestReportsNeverInsertNorChange(t *testing.T) {
+	for _, alg := range edgeAlgorithms {
+		t.Run(alg.name, func(t *testing.T) {
+			var now atomic.Int64
+			now.Store(int64(time.Hour))
+			lim, err := alg.new(5, time.Second, hotlimit.WithClock(now.Load))
+			require.NoError(t, err)
+			require.True(t, lim.Take("held", 2).Allowed)
+			now.Add(int64(100 * time.Millisecond))
+			held := lim.Take("held", 0)
+			require.True(t, held.Allowed)
+			require.Less(t, held.Remaining, 5, "part spent")
+			keys := lim.Len() // one per child, for a composite
+			fresh := lim.Take("new", 0)
+			for _, n := range []int{0, 6, -1, math.MaxInt, math.MinInt} {
+				d := lim.Take("new", n)
+				assert.Equal(t, n == 0, d.Allowed, "n %d", n)
+				assert.Equal(t, fresh.Remaining, d.Remaining, "n %d", n)
+				assert.Zero(t, d.ResetAfter, "n %d", n)
+				if n != 0 {
+					assert.Equal(t, hotlimit.Never, d.RetryAfter, "n %d", n)
+					assert.Equal(t, hotlimit.Decision{Limit: 5, Remaining: held.Remaining, RetryAfter: hotlimit.Never, ResetAfter: held.ResetAfter},
+						lim.Take("held", n), "n %d", n)
+				}
+				assert.Equal(t, held, lim.Take("held", 0), "n %d: the held key is unchanged", n)
+			}
+			assert.Equal(t, keys, lim.Len(), "no key inserted")
+		})
+	}
+}

@@ -78,6 +78,26 @@ func TestAlgorithmString(t *testing.T) {
 	assert.Equal(t, "TokenBucket 5/1s", hotlimit.Config{Algorithm: hotlimit.TokenBucket, Limit: 5, Window: time.Second}.String())
 }
 
+// Config.String's forms, as its doc lists them: the burst only when set,
+// Unlimited bare, the scope's name after "per", then " shadow".
+func TestConfigStringForms(t *testing.T) {
+	for _, tc := range []struct {
+		c    hotlimit.Config
+		want string
+	}{
+		{hotlimit.Config{Algorithm: hotlimit.TokenBucket, Limit: 5, Window: time.Second}, "TokenBucket 5/1s"},
+		{hotlimit.Config{Algorithm: hotlimit.TokenBucket, Limit: 100, Window: time.Minute, Burst: 10}, "TokenBucket 100/1m0s burst 10"},
+		{hotlimit.Config{Algorithm: hotlimit.Unlimited}, "Unlimited"},
+		{hotlimit.Config{Algorithm: hotlimit.SlidingLog, Limit: 3, Window: time.Hour, Scope: hotlimit.PerAPI}, "SlidingLog 3/1h0m0s per api"},
+		{hotlimit.Config{Algorithm: hotlimit.GCRA, Limit: 3, Window: time.Second, Scope: hotlimit.Global}, "GCRA 3/1s per global"},
+		{hotlimit.Config{Algorithm: hotlimit.FixedWindow, Limit: 5, Window: time.Second, Shadow: true}, "FixedWindow 5/1s shadow"},
+		{hotlimit.Config{Algorithm: hotlimit.FixedWindow, Limit: 5, Window: time.Second, Scope: hotlimit.PerUser, Shadow: true}, "FixedWindow 5/1s per user shadow"},
+		{hotlimit.Config{Algorithm: hotlimit.Unlimited, Scope: hotlimit.PerUser}, "Unlimited per user"},
+	} {
+		assert.Equal(t, tc.want, tc.c.String())
+	}
+}
+
 func TestOptions(t *testing.T) {
 	o := hotlimit.NewOptions()
 	require.NotNil(t, o.Clock)

@@ -5,6 +5,7 @@ import (
 	"math"
 	"testing"
 	"time"
+	"unsafe"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -31,6 +32,16 @@ func TestClassify(t *testing.T) {
 	} {
 		assert.Equal(t, tc.want, hotlimit.Classify(tc.d, tc.shadow, tc.near), "case %d", i)
 	}
+}
+
+// TestEventIsEightWords pins what Event's documentation says of its size:
+// eight words, which the register ABI of a 64-bit platform passes in
+// registers (nine integer registers on amd64 and more on arm64).
+func TestEventIsEightWords(t *testing.T) {
+	if unsafe.Sizeof(uintptr(0)) != 8 {
+		t.Skip("a Duration is two words on a 32-bit platform, which passes arguments on the stack anyway")
+	}
+	assert.Equal(t, 8*unsafe.Sizeof(uintptr(0)), unsafe.Sizeof(hotlimit.Event{}))
 }
 
 func TestOutcomeString(t *testing.T) {

@@ -139,6 +139,59 @@ func TestNestedCompositeAllocatesNothing(t *testing.T) {
 	assert.Equal(t, 99, a.Take("k", 0).Remaining, "every denial was given back")
 }
 
+// TestNestedCompositesAllocateOnlyPastMaxChildrenLeaves: the package
+// documentation says a Take allocates nothing on keys the children hold but
+// for composites holding more than MaxChildren limiters in all, whose Take
+// allocates the receipts it keeps. Nested composites of MaxChildren leaves in
+// all allocate nothing, allowed or denied; of one more, one allocation.
+func TestNestedCompositesAllocateOnlyPastMaxChildrenLeaves(t *testing.T) {
+	clock := hotlimit.WithClock(func() int64 { return 42 })
+	leaf := func(limit int) hotlimit.Limiter {
+		l, err := fixedwindow.New(limit, time.Minute, clock)
+		require.NoError(t, err)
+		return l
+	}
+	// nested holds leaves limiters in all, in inner composites of at most
+	// 8, the last of them a limit of 1 when tight, drained.
+	nested := func(leaves int, tight bool) *composite.Limiter {
+		var all []hotlimit.Limiter
+		for i := range leaves {
+			all = append(all, leaf(1<<20-i))
+		}
+		if tight {
+			all[leaves-1] = leaf(1)
+		}
+		var kids []hotlimit.Limiter
+		for len(all) > 0 {
+			n := min(8, len(all))
+			c, err := composite.New(all[:n]...)
+			require.NoError(t, err)
+			kids, all = append(kids, c), all[n:]
+		}
+		outer, err := composite.New(kids...)
+		require.NoError(t, err)
+		require.True(t, outer.Allow("k"))
+		return outer
+	}
+	for _, tc := range []struct {
+		leaves int
+		allocs float64
+	}{
+		{composite.MaxChildren, 0},
+		{composite.MaxChildren + 1, 1},
+	} {
+		allowed, denied := nested(tc.leaves, false), nested(tc.leaves, true)
+		assert.Equal(t, tc.allocs, testing.AllocsPerRun(100, func() {
+			d, r := allowed.TakeReceipt("k", 1)
+			require.True(t, d.Allowed)
+			allowed.Refund("k", r)
+		}), "%d leaves, allowed", tc.leaves)
+		assert.Equal(t, tc.allocs, testing.AllocsPerRun(100, func() {
+			require.False(t, denied.Take("k", 1).Allowed)
+		}), "%d leaves, denied", tc.leaves)
+	}
+}
+
 // TestNestedCompositeGiveBackUnderAContextAllocatesNothing: TakeContext's
 // denial gives back the children of a nested composite that take a
 // context (redislimit's) under a context that can never be cancelled

@@ -206,6 +206,23 @@ func TestWrappedIndexSaturates(t *testing.T) {
 	assert.True(t, lim.Allow("k"))
 }
 
+// TestWrapSpanAtTheSmallestWindow pins the span the documentation gives for
+// the window index's wrap-around at MinWindow: 2^41 windows, about 70 years.
+// A key idle just short of it reads as an older window, one idle that long as
+// a newer one.
+func TestWrapSpanAtTheSmallestWindow(t *testing.T) {
+	const year = 365.25 * 24 * float64(time.Hour)
+	assert.InDelta(t, 70, float64(1<<41*fixedwindow.MinWindow)/year, 0.5)
+	var now atomic.Int64
+	lim, err := fixedwindow.New(1, fixedwindow.MinWindow, hotlimit.WithClock(now.Load))
+	require.NoError(t, err)
+	require.True(t, lim.Allow("k"))
+	now.Store(int64((1<<41 - 1) * fixedwindow.MinWindow))
+	assert.True(t, lim.Allow("k"), "2^41 − 1 windows later: a new window")
+	now.Add(int64(1 << 41 * fixedwindow.MinWindow))
+	assert.False(t, lim.Allow("k"), "2^41 windows later: read as a newer window")
+}
+
 func TestReportsNeverInsert(t *testing.T) {
 	lim, err := fixedwindow.New(5, time.Second)
 	require.NoError(t, err)

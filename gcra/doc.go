@@ -90,7 +90,8 @@
 // MaxBurstSpan (366 days). The limiter's time stops where its TAT could
 // reach 2^63 ticks, (2^63 − 1 − Burst·T) ticks after its epoch, checked at
 // New: at least MinTime (2^58 ns, over 9 years) with fine ticks, 17 years
-// with exact ones, 292 years with D = 1. Past it, keys no longer refill.
+// with exact ones, 291 years with D = 1 (292 less the burst's refill time).
+// Past it, keys no longer refill.
 // It stops sooner when the clock's last reading, math.MaxInt64, comes
 // first: a wait that would end after it is hotlimit.Never.
 //

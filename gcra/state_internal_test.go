@@ -60,6 +60,40 @@ func TestTickFor(t *testing.T) {
 	}
 }
 
+// TestTimeKeptByTicks pins the spans the package documentation gives for the
+// limiter's time, at their least, a burst refilled in MaxBurstSpan: over
+// MinTime with fine ticks, 17 years with exact ones (2^63 ticks of 1/16 ns,
+// less the burst's span), 291 with D = 1 (2^63 ns less 366 days); and the F
+// it names for three fine rates.
+func TestTimeKeptByTicks(t *testing.T) {
+	const year = 365.25 * 24 * float64(time.Hour)
+	for i, tc := range []struct {
+		limit, burst int
+		window       time.Duration
+		fracBits     int // F for fine ticks, -1 for exact ones
+		years        float64
+	}{
+		{17, 17, time.Second, 30, 16.0},
+		{1 << 20, 1 << 20, time.Second, 14, 17.0},
+		{1 << 20, 1 << 20, time.Millisecond, 4, 17.4},
+		{1<<20 - 1, 1 << 20, MaxWindow, 31, 11.2}, // fine ticks: over MinTime
+		{16, 5856, MaxWindow - 1, -1, 17.3},       // D = 16, a burst span of 366 days
+		{3, 3, time.Second, -1, 97.4},             // D = 3
+		{1, 366, MaxWindow, -1, 291.2},            // D = 1, a burst span of 366 days
+		{1, 1, time.Second, -1, 292.2},
+	} {
+		l, err := New(tc.limit, tc.window, hotlimit.WithBurst(tc.burst), hotlimit.WithClock(func() int64 { return 0 }))
+		require.NoError(t, err, "case %d", i)
+		if tc.fracBits < 0 {
+			assert.Equal(t, uint64(1), l.den, "case %d: exact ticks", i)
+		} else {
+			assert.Equal(t, uint64(1)<<tc.fracBits, l.tsc, "case %d: T = 2^F ticks", i)
+		}
+		assert.GreaterOrEqual(t, l.maxTime, uint64(MinTime), "case %d", i)
+		assert.InDelta(t, tc.years, float64(l.maxTime)/year, 0.1, "case %d", i)
+	}
+}
+
 // FuzzTickFor checks tickFor across New's ranges against math/big: T in ticks
 // is exactly window/limit ns at num/den ticks per ns; exact ticks (den = 1)
 // whenever Limit/gcd(Window, Limit) ≤ MaxScale, fine ones (T = 2^F ticks,

@@ -158,3 +158,27 @@ func TestScopedNameOfAnEmptyPolicyNameFallsBackToTheDefault(t *testing.T) {
 	h := httplimit.New(svc, httplimit.WithPolicyName(func(hotlimit.Config) string { return "" }))(ok)
 	assert.Equal(t, want, serve(h, get("/", "192.0.2.1:2")).Header().Values("RateLimit-Policy"))
 }
+
+// TestSeveralLimitsPackageDocExample is the response the package
+// documentation shows for a rule of a 100/min fixed window and a 10/s token
+// bucket of burst 20: once the window holds 40 of 100 and the bucket 10 of
+// 20, the window decides (the lesser share) and comes first, each item with
+// its own q, w, r and t, 5 s into the minute.
+func TestSeveralLimitsPackageDocExample(t *testing.T) {
+	window := hotlimit.Config{Algorithm: hotlimit.FixedWindow, Limit: 100, Window: time.Minute}
+	bucket := hotlimit.Config{Algorithm: hotlimit.TokenBucket, Limit: 10, Window: time.Second, Burst: 20}
+	var now atomic.Int64
+	now.Store(int64(time.Hour))
+	svc, err := service.NewFromRules(service.Rules{Default: service.Limits{window, bucket}}, hotlimit.WithClock(now.Load))
+	require.NoError(t, err)
+	const user, api = "ip:192.0.2.1", "/"
+	for _, n := range []int{20, 20, 19} { // the window then holds 41, the bucket 1
+		require.True(t, svc.Take(user, api, n).Allowed)
+		now.Add(int64(2 * time.Second))
+	}
+	now.Add(-int64(time.Second)) // 5 s into the minute: the bucket holds 11
+	w := serve(httplimit.New(svc)(ok), get(api, "192.0.2.1:1"))
+	require.Equal(t, http.StatusOK, w.Code)
+	assert.Equal(t, []string{`"fixedwindow-100-1m";q=100;w=60`, `"tokenbucket-10-1s-burst20";q=20;w=2`}, w.Header().Values("RateLimit-Policy"))
+	assert.Equal(t, []string{`"fixedwindow-100-1m";r=40;t=55`, `"tokenbucket-10-1s-burst20";r=10;t=1`}, w.Header().Values("RateLimit"))
+}

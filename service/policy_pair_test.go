@@ -129,3 +129,25 @@ func TestTakeEachAllocatesNoMoreThanTakeContext(t *testing.T) {
 	})
 	assert.LessOrEqual(t, each, base)
 }
+
+// TestTakePolicyDocExample is the example of Service.TakePolicy's
+// documentation: a 10/s token bucket of burst 20 holding 10 and a 100/min
+// window holding 40. The window holds the lesser share of its capacity
+// (40/100 < 10/20), so TakePolicy names it with its own Remaining, 40, where
+// Take returns the rule's, the least Remaining, 10.
+func TestTakePolicyDocExample(t *testing.T) {
+	bucket := hotlimit.Config{Algorithm: hotlimit.TokenBucket, Limit: 10, Window: time.Second, Burst: 20}
+	window := hotlimit.Config{Algorithm: hotlimit.FixedWindow, Limit: 100, Window: time.Minute}
+	clock, now := frozen(int64(time.Hour))
+	s, err := service.NewFromRules(service.Rules{Default: service.Limits{bucket, window}}, clock)
+	require.NoError(t, err)
+	for i := range 3 { // 60 taken in 4 s: the window holds 40, the bucket 0
+		require.True(t, s.Take("u", "a", 20).Allowed, "take %d", i)
+		now.Add(int64(2 * time.Second))
+	}
+	now.Add(-int64(time.Second)) // the bucket refilled 10 since the last take
+	d, policy := s.TakePolicy("u", "a", 0)
+	assert.Equal(t, window, policy)
+	assert.Equal(t, 40, d.Remaining)
+	assert.Equal(t, 10, s.Take("u", "a", 0).Remaining)
+}

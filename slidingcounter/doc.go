@@ -94,9 +94,10 @@
 // older window, one 2^29 or more behind as a newer one (a clock that stepped
 // back). With the smallest window, 1 ms, 2^29 windows are about 6.2 days (with
 // 1 s, 17 years): a key idle for longer than that without a Sweep may read as
-// belonging to a future window and be denied until the clock reaches it. Any
-// Sweep within 2^29 − 2 windows of a key's last request evicts it and removes
-// that hazard; run Sweep at least that often when windows are short.
+// belonging to a future window and be denied until the clock reaches it. A
+// Sweep from 2 to 2^29 − 1 windows after a key's last request evicts it and
+// removes that hazard, so Sweeps at least every 2^29 − 2 windows meet every
+// idle key in time; run Sweep at least that often when windows are short.
 // WithAutoSweep alone does not: it visits keys only as new keys arrive (and
 // as refunds empty keys), so the keys of a set that stops growing may go
 // unvisited for good.

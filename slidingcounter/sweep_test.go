@@ -49,6 +49,35 @@ func TestSweepEvictsOnlyIdleKeys(t *testing.T) {
 	assert.Equal(t, hotlimit.Decision{Allowed: true, Limit: 3, Remaining: 2, ResetAfter: time.Second + 1}, lim.Take("live", 1))
 }
 
+// TestSweepWithinTheIndexSpan pins the windows after a key's last request
+// in which a Sweep evicts it, as the package documentation gives them: from 2
+// (the counts still weigh before) to 2^29 − 1 (from 2^29 the stored index
+// reads as a newer window); so Sweeps at least every 2^29 − 2 windows meet
+// every idle key in time. With 1 ms windows 2^29 are about 6.2 days, with 1 s
+// about 17 years.
+func TestSweepWithinTheIndexSpan(t *testing.T) {
+	const day, year = 24 * float64(time.Hour), 365.25 * 24 * float64(time.Hour)
+	assert.InDelta(t, 6.2, float64(1<<29*slidingcounter.MinWindow)/day, 0.05)
+	assert.InDelta(t, 17, float64(1<<29*time.Second)/year, 0.05)
+	for _, tc := range []struct {
+		after   int64 // windows after the key's last request
+		evicted bool
+	}{
+		{0, false},
+		{1, false}, // the count is prev now, and weighs
+		{2, true},
+		{1<<29 - 1, true},
+		{1 << 29, false}, // reads as a newer window
+	} {
+		var now atomic.Int64
+		lim, err := slidingcounter.New(1, slidingcounter.MinWindow, hotlimit.WithClock(now.Load))
+		require.NoError(t, err)
+		require.True(t, lim.Allow("k"))
+		now.Store(tc.after * int64(slidingcounter.MinWindow))
+		assert.Equal(t, tc.evicted, lim.Sweep() == 1, "%d windows after", tc.after)
+	}
+}
+
 // TestRefundEvictsEmptiedKeys: a key whose counts refunds took back to zero
 // is a fresh key whatever its window: the refund that emptied them evicted
 // it and deleted it from the map at once, in the Take's own window too,

@@ -89,8 +89,9 @@
 // (its Range: 2^(T−1) units of refill time); failing that, F = 0 if it keeps
 // at least an hour and 4 fill times. Every accepted combination has such a
 // layout: the fastest rate, 1048576 per 1 ms, keeps 69 minutes at F = 0, and
-// at F = 0 the Range is at least 2^40 fill times. (Beyond that, New would say
-// which window the limit needs.) Some layouts, with Burst = Limit:
+// at F = 0 the Range is at least 2^22 − 1 fill times, or 291 where it reaches
+// the 2^63 ns the limiter counts. (Beyond that, New would say which window the
+// limit needs.) Some layouts, with Burst = Limit:
 //
 //	Limit    Window   F   unit (token)   Range
 //	1        24h      28  2^−28          64 days

@@ -3,6 +3,7 @@ package tokenbucket
 import (
 	"errors"
 	"math"
+	"math/bits"
 	"math/rand/v2"
 	"testing"
 	"time"
@@ -82,6 +83,46 @@ func TestLayoutRules(t *testing.T) {
 	for range 2000 {
 		check(1+r.IntN(MaxLimit), MinWindow+time.Duration(r.Int64N(int64(MaxWindow-MinWindow)+1)))
 	}
+}
+
+// TestLayoutRangeInFillTimes pins the margin the package documentation
+// states at F = 0: the Range is at least 2^22 − 1 fill times (a 43-bit
+// timestamp, 2^42 units, over a burst of MaxBurst, 2^20 units), or, where it
+// reaches the 2^63 ns the limiter counts, over 291 (a fill time is at most
+// MaxBurstSpan): 4 fill times always fit.
+func TestLayoutRangeInFillTimes(t *testing.T) {
+	const saturated = 1<<63 - 1
+	r := rand.New(rand.NewPCG(5, 6))
+	leastExact, leastSaturated := uint64(math.MaxUint64), uint64(math.MaxUint64)
+	check := func(limit, burst uint64, window time.Duration) {
+		if hi, lo := bits.Mul64(burst, uint64(window)); hi > 0 || lo > limit*uint64(MaxBurstSpan/time.Second)*uint64(time.Second) {
+			return // New rejects it: longer than MaxBurstSpan to refill
+		}
+		b := packed.NewBucket(limit, burst, uint64(window), 0)
+		fill, ok := fillTime(b)
+		require.True(t, ok, "%d per %v burst %d", limit, window, burst)
+		ratio := b.Range() / fill
+		if b.Range() == saturated {
+			leastSaturated = min(leastSaturated, ratio)
+		} else {
+			leastExact = min(leastExact, ratio)
+		}
+	}
+	bursts := []uint64{1, 2, 3, 366, 1000, 1<<19 - 1, 1 << 19, 1<<19 + 1, 1<<20 - 1, MaxBurst}
+	for _, burst := range bursts {
+		for _, limit := range []uint64{1, 7, 1000, MaxLimit} {
+			for _, window := range []time.Duration{MinWindow, time.Second, time.Hour, MaxWindow} {
+				check(limit, burst, window)
+			}
+		}
+	}
+	for range 2000 {
+		check(1+r.Uint64N(MaxLimit), bursts[r.IntN(len(bursts))], MinWindow+time.Duration(r.Int64N(int64(MaxWindow-MinWindow)+1)))
+	}
+	// 2^42 units over 2^20, less the rounding up of the fill time.
+	assert.Equal(t, uint64(1)<<22-1, leastExact, "2^42 units over 2^20")
+	assert.Equal(t, uint64(saturated/uint64(MaxBurstSpan)), leastSaturated, "2^63 ns over 366 days")
+	assert.EqualValues(t, 291, leastSaturated)
 }
 
 // TestLayoutOutOfRange: no accepted limit and window reach it, so the rule
