@@ -63,6 +63,10 @@ const (
 	// less (837 on a 32-bit platform, where an array of 32 slots takes an
 	// allocation header).
 	overrideTables = 4
+	// autoSweep is the auto-sweep threshold of the in-memory limiters, those
+	// of a server without a factory, unless its limiter options give one
+	// (see WithLimiterOptions).
+	autoSweep = 1 << 14
 )
 
 // overrideBound returns how many distinct limit overrides a server keeps
@@ -291,7 +295,7 @@ func New(cfg *Config, opts ...Option) (*Server, error) {
 	if !factory {
 		// Before the caller's options, so that an auto-sweep given to
 		// WithLimiterOptions wins, as every other option given there does.
-		s.lopts = append([]hotlimit.Option{hotlimit.WithAutoSweep(1 << 14)}, s.lopts...)
+		s.lopts = append([]hotlimit.Option{hotlimit.WithAutoSweep(autoSweep)}, s.lopts...)
 	}
 	lo := hotlimit.NewOptions(s.lopts...)
 	s.defBurst = lo.Burst

@@ -330,3 +330,36 @@ func ExampleTakeAll() {
 	// false 0 true 2
 	// round trips of the last call: 1
 }
+
+// While Redis cannot decide (here no server listens where the client
+// points), the failure policy decides in its place: FailLocal by an
+// in-process limiter of the same Config, FailOpen admitting, FailClosed
+// denying. After two failures in a row the breaker opens, and the calls
+// stop asking Redis.
+func ExampleWithFailPolicy() {
+	dir, err := os.MkdirTemp("", "redislimit-example-")
+	if err != nil {
+		panic(err)
+	}
+	defer os.RemoveAll(dir)
+	down := redis.NewClient(&redis.Options{Network: "unix", Addr: dir + "/no-redis.sock", MaxRetries: -1, DialerRetries: 1})
+	c := hotlimit.Config{Algorithm: hotlimit.FixedWindow, Limit: 2, Window: time.Minute}
+	for _, p := range []redislimit.FailPolicy{redislimit.FailLocal, redislimit.FailOpen, redislimit.FailClosed} {
+		lim, err := redislimit.New(down, c, redislimit.WithFailPolicy(p), redislimit.WithBreaker(2, time.Minute),
+			redislimit.WithTimeout(0)) // no bound needed: the dial fails at once
+		if err != nil {
+			panic(err)
+		}
+		fmt.Print(p, ":")
+		for range 4 {
+			d, err := lim.TakeContext(context.Background(), "user-42", 1)
+			fmt.Print(" ", d.Allowed, " (", redislimit.Reason(err), ")")
+		}
+		fmt.Println()
+		_ = lim.Close()
+	}
+	// Output:
+	// FailLocal: true (error) true (error) false (breaker_open) false (breaker_open)
+	// FailOpen: true (error) true (error) true (breaker_open) true (breaker_open)
+	// FailClosed: false (error) false (error) false (breaker_open) false (breaker_open)
+}

@@ -248,7 +248,9 @@ var (
 // [hotlimit.Unlimited] (which keeps no state to share), when c has a
 // scope other than [hotlimit.PerPair] (as [service.NewLimiter]; a service built
 // with [Factory] gives its rules' limits without their scopes), or outside the
-// range where Redis's arithmetic (doubles, exact below 2^53) stays exact:
+// range where Redis's arithmetic (doubles, exact below 2^53) stays exact: a
+// window of at most 2^50 ticks (35 years of Redis's microseconds, but 13 days
+// of a [hotlimit.WithClock]'s nanoseconds), a limit and burst below 2^52,
 // window × burst below 2^52 ticks for the token bucket and GCRA, window ×
 // (limit + 1) for the sliding counter, a limit of at most 65536 for the sliding
 // log. With [FailLocal], the default, c must also be within its algorithm's

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -620,6 +621,10 @@ func TestNewValidation(t *testing.T) {
 		{"window in ns with a clock", client, with(hotlimit.FixedWindow, 1, 1500*time.Nanosecond), []hotlimit.Option{clocked, closed}, true},
 		{"window 2^50 µs", client, with(hotlimit.FixedWindow, 1, time.Duration(1<<50)*time.Microsecond), []hotlimit.Option{closed}, true},
 		{"window 2^50+1 µs", client, with(hotlimit.FixedWindow, 1, time.Duration(1<<50+1)*time.Microsecond), []hotlimit.Option{closed}, false},
+		{"window 2^50 ns with a clock", client, with(hotlimit.FixedWindow, 1, 1<<50), []hotlimit.Option{clocked, closed}, true},
+		{"window 2^50+1 ns with a clock", client, with(hotlimit.FixedWindow, 1, 1<<50+1), []hotlimit.Option{clocked, closed}, false},
+		{"window of 14 days with a clock, FailLocal", client, with(hotlimit.FixedWindow, 1, 14*24*time.Hour), []hotlimit.Option{clocked}, false},
+		{"window of 13 days with a clock, FailLocal", client, with(hotlimit.FixedWindow, 1, 13*24*time.Hour), []hotlimit.Option{clocked}, true},
 		{"burst × window = 2^52 − 2^30", client, tb(1, us30, 1<<22-1), []hotlimit.Option{closed}, true},
 		{"burst × window = 2^52", client, tb(1, us30, 1<<22), []hotlimit.Option{closed}, false},
 		{"limit × window = 2^52", client, tb(1<<22, us30, 0), []hotlimit.Option{closed}, false},
@@ -661,6 +666,20 @@ func TestNewValidation(t *testing.T) {
 			assert.ErrorIs(t, err, hotlimit.ErrInvalidConfig)
 			assert.Nil(t, lim)
 		})
+	}
+	if strconv.IntSize == 64 { // on 32 bits a Config's int stops at 2^31-1 first
+		for _, tc := range []struct {
+			limit int64
+			ok    bool
+		}{{1<<52 - 1, true}, {1 << 52, false}} {
+			lim, err := redislimit.New(client, with(hotlimit.FixedWindow, int(tc.limit), time.Second), closed)
+			if tc.ok {
+				assert.NoError(t, err, "limit %d", tc.limit)
+				_ = lim.Close()
+				continue
+			}
+			assert.ErrorIs(t, err, hotlimit.ErrInvalidConfig, "limit %d", tc.limit)
+		}
 	}
 }
 

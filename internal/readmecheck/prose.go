@@ -32,25 +32,25 @@ func Prose(tb testing.TB, path, section string) string {
 	return strings.Join(strings.Fields(text), " ")
 }
 
-// A Claim is a value a README states: Pattern, a regular expression with
-// one group, must match its prose, and the group must read Want wherever
-// the pattern matches.
+// A Claim is a value a README or a doc comment states: Pattern, a regular
+// expression with one group, must match its prose, and the group must read
+// Want wherever the pattern matches.
 type Claim struct {
 	Pattern, Want string
 }
 
-// CheckClaims reports on tb each claim that text does not make, or makes
-// with another value somewhere.
+// CheckClaims reports on tb each claim that text (a README's Prose, a
+// package's GoDoc) does not make, or makes with another value somewhere.
 func CheckClaims(tb testing.TB, text string, claims ...Claim) {
 	tb.Helper()
 	for _, c := range claims {
 		ms := regexp.MustCompile(c.Pattern).FindAllStringSubmatch(text, -1)
 		if len(ms) == 0 {
-			tb.Errorf("readmecheck: the README does not say %s", c.Pattern)
+			tb.Errorf("readmecheck: the text does not say %s", c.Pattern)
 		}
 		for _, m := range ms {
 			if m[1] != c.Want {
-				tb.Errorf("readmecheck: the README says %q where %s wants %q", m[0], c.Pattern, c.Want)
+				tb.Errorf("readmecheck: the text says %q where %s wants %q", m[0], c.Pattern, c.Want)
 			}
 		}
 	}

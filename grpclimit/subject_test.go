@@ -1,0 +1,64 @@
+package grpclimit_test
+
+import (
+	"context"
+	"net"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/metadata"
+	"google.golang.org/grpc/peer"
+	"google.golang.org/grpc/status"
+
+	"github.com/hotlimit/hotlimit"
+	"github.com/hotlimit/hotlimit/grpclimit"
+)
+
+// subjectKey is the context key of TestQuotaFailureSubjectIsTheKeysKind.
+type subjectKey struct{}
+
+// TestQuotaFailureSubjectIsTheKeysKind: a denial's QuotaFailure names the
+// kind of the user key, never the key, as the package doc lists them: "ip",
+// "header:x-api-key" (its digest's kind for a long value), "context:" and
+// the key's type, a FromRequest kind, "none" for a keyless call and "user"
+// for a key of the application's own without a kind.
+func TestQuotaFailureSubjectIsTheKeysKind(t *testing.T) {
+	md := metadata.Pairs("x-api-key", "k-1", "x-long", strings.Repeat("v", 300))
+	ctx := metadata.NewIncomingContext(context.Background(), md)
+	ctx = peer.NewContext(ctx, &peer.Peer{Addr: &net.TCPAddr{IP: net.IPv4(192, 0, 2, 1), Port: 1}})
+	ctx = context.WithValue(ctx, subjectKey{}, "alice")
+	own := func(context.Context, string, any) (string, bool) { return "alice", true }
+	tenant := grpclimit.FromRequest("tenant", func(any) (string, bool) { return "acme", true })
+	for _, tc := range []struct {
+		name string
+		user grpclimit.KeyFunc
+		want string
+	}{
+		{"PeerIP", grpclimit.PeerIP(), "ip"},
+		{"Metadata", grpclimit.Metadata("x-api-key"), "header:x-api-key"},
+		{"Metadata of a long value", grpclimit.Metadata("x-long"), "header-sha256:x-long"},
+		{"ContextValue", grpclimit.ContextValue(subjectKey{}), "context:grpclimit_test.subjectKey"},
+		{"FromRequest", tenant, "tenant"},
+		{"no key", grpclimit.Metadata("x-absent"), "none"},
+		{"a key of the application's own", own, "user"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			svc, _ := newService(t, cfg(hotlimit.FixedWindow, 1, time.Minute), 0)
+			intercept := grpclimit.UnaryServerInterceptor(svc, grpclimit.WithUser(tc.user))
+			info := &grpc.UnaryServerInfo{FullMethod: "/a.B/C"}
+			handler := func(context.Context, any) (any, error) { return "ok", nil }
+			_, err := intercept(ctx, "req", info, handler)
+			require.NoError(t, err)
+			_, err = intercept(ctx, "req", info, handler)
+			require.Equal(t, codes.ResourceExhausted, status.Code(err))
+			_, qf := details(t, err)
+			require.Len(t, qf.GetViolations(), 1)
+			assert.Equal(t, tc.want, qf.GetViolations()[0].GetSubject())
+		})
+	}
+}
