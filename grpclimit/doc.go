@@ -74,8 +74,8 @@
 //     RetryAfter is hotlimit.Never);
 //   - google.rpc.QuotaFailure, one violation: subject is the kind of the user
 //     key ("ip", "header:x-api-key"; "none" for a keyless call, "user" for
-//     a key of the application's own without a kind), so the
-//     caller learns which identity ran out without the server echoing it;
+//     a key of the application's own without a colon; see [KeyFunc]), so
+//     the caller learns which identity ran out without the server echoing it;
 //     description the policy ("policy \"fixedwindow-3-1s\" (3 requests per
 //     1s)", with ", bursts of 20" for a token bucket or GCRA whose burst is
 //     not its limit), quota_id its name and quota_value the q of its

@@ -31,7 +31,10 @@ import (
 // share a quota and one rule set names the same callers over HTTP and gRPC:
 // "ip:203.0.113.9" from [PeerIP], "header:x-api-key:k-1" from [Metadata]
 // (gRPC metadata are HTTP/2 header fields). Wrap a KeyFunc of your own in
-// [Tag] to give its keys a kind.
+// [Tag] to give its keys a kind. A key's kind is read back as the text
+// before its first colon (a denial's QuotaFailure names it), so an untagged
+// key that holds a colon reads as tagged: "alice@x:premium" as of the kind
+// "alice@x", which a denied caller then sees.
 type KeyFunc func(ctx context.Context, fullMethod string, req any) (key string, ok bool)
 
 // IPOption configures [PeerIP].

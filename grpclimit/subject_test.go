@@ -26,13 +26,15 @@ type subjectKey struct{}
 // kind of the user key, never the key, as the package doc lists them: "ip",
 // "header:x-api-key" (its digest's kind for a long value), "context:" and
 // the key's type, a FromRequest kind, "none" for a keyless call and "user"
-// for a key of the application's own without a kind.
+// for a key of the application's own without a colon (one with a colon
+// reads as tagged, as KeyFunc warns, unless Tag gives it its kind).
 func TestQuotaFailureSubjectIsTheKeysKind(t *testing.T) {
 	md := metadata.Pairs("x-api-key", "k-1", "x-long", strings.Repeat("v", 300))
 	ctx := metadata.NewIncomingContext(context.Background(), md)
 	ctx = peer.NewContext(ctx, &peer.Peer{Addr: &net.TCPAddr{IP: net.IPv4(192, 0, 2, 1), Port: 1}})
 	ctx = context.WithValue(ctx, subjectKey{}, "alice")
 	own := func(context.Context, string, any) (string, bool) { return "alice", true }
+	ownColon := func(context.Context, string, any) (string, bool) { return "alice@x:premium", true }
 	tenant := grpclimit.FromRequest("tenant", func(any) (string, bool) { return "acme", true })
 	for _, tc := range []struct {
 		name string
@@ -46,6 +48,8 @@ func TestQuotaFailureSubjectIsTheKeysKind(t *testing.T) {
 		{"FromRequest", tenant, "tenant"},
 		{"no key", grpclimit.Metadata("x-absent"), "none"},
 		{"a key of the application's own", own, "user"},
+		{"a key of the application's own with a colon", ownColon, "alice@x"},
+		{"the same key tagged", grpclimit.Tag("account", ownColon), "account"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			svc, _ := newService(t, cfg(hotlimit.FixedWindow, 1, time.Minute), 0)
