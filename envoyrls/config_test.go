@@ -622,6 +622,45 @@ func TestLoadDirNamesWhatItSkips(t *testing.T) {
 	}, cfg.Warnings())
 }
 
+// TestDirWatchNamesAFileItSkipsWhenItAppears: a file put into a watched
+// directory under a name that is not read (a domain written as
+// payments.json) changes nothing to load, yet the next poll names it in a
+// warning, once, as a load would; the files read did not change, so nothing
+// is reloaded. Taken away and put back, it is named again.
+func TestDirWatchNamesAFileItSkipsWhenItAppears(t *testing.T) {
+	dir := t.TempDir()
+	domain := func(name string) []byte {
+		return []byte("domain: " + name + "\ndescriptors:\n  - key: k\n    rate_limit: {unit: second, requests_per_unit: 1}\n")
+	}
+	require.NoError(t, os.WriteFile(filepath.Join(dir, "a.yaml"), domain("a"), 0o644))
+	cfg, err := LoadDir(dir)
+	require.NoError(t, err)
+	logs := &lockedBuffer{}
+	s, err := New(cfg, WithLogger(slog.New(slog.NewJSONHandler(logs, nil))))
+	require.NoError(t, err)
+	var loads []error
+	w := s.newDirWatch(dir, func(err error) { loads = append(loads, err) })
+	w.poll()
+	require.Empty(t, logs.String(), "nothing new")
+
+	skipped := filepath.Join(dir, "payments.json")
+	require.NoError(t, os.WriteFile(skipped, domain("payments"), 0o644))
+	w.poll()
+	assert.Contains(t, logs.String(), `"msg":"config warning"`)
+	assert.Contains(t, logs.String(), skipped+": not read: only *.yaml and *.yml files are")
+	assert.Empty(t, loads, "the files read did not change: nothing is reloaded")
+	logged := logs.String()
+	w.poll()
+	assert.Equal(t, logged, logs.String(), "named once")
+
+	require.NoError(t, os.Remove(skipped))
+	w.poll()
+	require.NoError(t, os.WriteFile(skipped, domain("payments"), 0o644))
+	w.poll()
+	assert.Equal(t, 2, strings.Count(logs.String(), skipped+": not read"), "named again when it comes back")
+	assert.Empty(t, loads)
+}
+
 // TestMetadataLinear: a metadata of many keys, which nothing reads, loads
 // in time linear in its keys: one load of 32,000 keys takes about as long
 // as 16 loads of 2,000, where a quadratic load would take 16 times as long.

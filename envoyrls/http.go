@@ -9,6 +9,7 @@ import (
 	"io"
 	"mime"
 	"net/http"
+	"slices"
 	"strings"
 	"time"
 
@@ -180,7 +181,10 @@ func invalidJSON(format string, args ...any) error {
 }
 
 // WatchDir polls dir every interval until ctx is done, and reloads the
-// configuration when a file changed. A directory that fails to load, or to
+// configuration when a file changed. An entry of dir it does not read (a
+// file without a YAML extension, a subdirectory) that appears meanwhile is
+// named in a warning at the next poll, as at a load, though it changes
+// nothing to reload. A directory that fails to load, or to
 // be read (a file that vanished or cannot be opened), is logged once with the
 // reason and the configuration in force stays; onLoad, when not nil, hears
 // of every load and of every new failure. WatchDir assumes the configuration
@@ -230,15 +234,20 @@ type dirWatch struct {
 	onLoad func(error)
 	last   [32]byte // the digest of the files last loaded, or tried
 	unread string   // the error that last kept dir from being read; "" when read
+	// skipped are the entries of dir not read at the last poll (or load),
+	// as warnings: a poll names in a warning those it finds new, whether
+	// or not the files read changed.
+	skipped []string
 }
 
 func (s *Server) newDirWatch(dir string, onLoad func(error)) *dirWatch {
 	w := &dirWatch{s: s, dir: dir, onLoad: onLoad}
 	if c := s.Config(); c.dir == dir {
 		w.last = c.digest // a change made since it was loaded is one to load
+		w.skipped = c.skipped
 	} else {
 		if files, err := readDir(dir); err == nil {
-			w.last = files.digest
+			w.last, w.skipped = files.digest, files.skipped
 		}
 	}
 	return w
@@ -262,13 +271,33 @@ func (w *dirWatch) poll() {
 		return
 	}
 	if files.digest == w.last && w.unread == "" {
+		w.warnSkipped(files.skipped) // a file put beside the configuration under a name not read
 		return
 	}
 	w.last, w.unread = files.digest, ""
 	err = w.s.reloadFiles(files) // what was hashed, not what the directory holds by now
+	if err == nil {
+		w.skipped = files.skipped // reloadFiles named each in a warning
+	} else {
+		w.warnSkipped(files.skipped)
+	}
 	if w.onLoad != nil {
 		w.onLoad(err)
 	}
+}
+
+// warnSkipped names in a warning each entry of skipped that the last poll
+// did not skip, and keeps skipped for the next poll: a file given a name
+// that is not read (payments.json, rl.yaml.new) is told of once, when it
+// appears, rather than left unread in silence until a configuration file
+// changes.
+func (w *dirWatch) warnSkipped(skipped []string) {
+	for _, sk := range skipped {
+		if !slices.Contains(w.skipped, sk) {
+			w.s.set.log.Warn("config warning", "dir", w.dir, "warning", sk)
+		}
+	}
+	w.skipped = skipped
 }
 
 // ReloadDir loads dir and puts it in force, logging the outcome; on error the

@@ -15,6 +15,8 @@ func TestREADMESnippetsCompile(t *testing.T) {
 		Packages: map[string]string{
 			"hotlimitprom": "github.com/hotlimit/hotlimit/hotlimitprom",
 			"prometheus":   "github.com/prometheus/client_golang/prometheus",
+			"promhttp":     "github.com/prometheus/client_golang/prometheus/promhttp",
+			"http":         "net/http",
 			"hotlimit":     "github.com/hotlimit/hotlimit",
 			"service":      "github.com/hotlimit/hotlimit/service",
 		},

@@ -69,7 +69,8 @@ type WatchOptions struct {
 	Interval time.Duration
 	// OnError, unless nil, hears of a file that cannot be read, holds
 	// invalid rules, or holds rules whose limiters the factory failed to
-	// build (the rules in force then stay), once until something changes.
+	// build (the rules in force then stay, as the error's last words say),
+	// once until something changes.
 	OnError func(error)
 	// OnReload, unless nil, hears of every rules the watcher installed: at
 	// the first read, whenever the content changed, and when the file can
@@ -323,7 +324,7 @@ func (w *watcher) poll() {
 		return // closed: the loop ends at its next turn
 	}
 	if err != nil {
-		err = fmt.Errorf("%w (in %s)", err, w.path)
+		err = fmt.Errorf("%w (in %s); %s", err, w.path, rulesStay)
 		if loaded && !errors.Is(err, hotlimit.ErrInvalidConfig) {
 			// Valid rules whose limiters could not be built: the
 			// factory failed, perhaps for a while (its backend out of
@@ -356,10 +357,14 @@ func (w *watcher) poll() {
 	}
 }
 
+// rulesStay ends every error the watcher reports, so that a log of it says
+// what the service decides by meanwhile.
+const rulesStay = "the rules in force stay"
+
 // failAccess reports an error reaching the file, unless it is the one
 // reported last: a missing file is reported once, not at every poll.
 func (w *watcher) failAccess(err error) {
-	err = fmt.Errorf("service: watching rules: %w", err)
+	err = fmt.Errorf("service: watching rules: %w; %s", err, rulesStay)
 	if err.Error() == w.lastErr {
 		return
 	}

@@ -312,10 +312,33 @@ func TestWatchFileEmptyPathSaysSo(t *testing.T) {
 	}()
 	select {
 	case err := <-errs:
-		assert.Equal(t, "service: watching rules: the path is empty", err.Error())
+		assert.Equal(t, "service: watching rules: the path is empty; the rules in force stay", err.Error())
 	case <-time.After(30 * time.Second):
 		t.Fatal("no error reported")
 	}
 	cancel()
 	<-done
+}
+
+// TestWatchFileErrorsSayTheRulesInForceStay: each error a watcher reports,
+// rules that do not load and a file gone, says that the service keeps
+// deciding by the rules it had, so that a log of it needs no manual.
+func TestWatchFileErrorsSayTheRulesInForceStay(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "rules.json")
+	writeAtomically(t, path, rulesWithAPI(4))
+	s, _ := newService(t, cfg(hotlimit.FixedWindow, 3))
+	var log errorLog
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	go s.WatchFile(ctx, path, time.Millisecond, log.add)
+	require.Eventually(t, func() bool { return s.Resolve("u", "x") == cfg(hotlimit.GCRA, 4) }, 5*time.Second, time.Millisecond, "first load")
+
+	writeAtomically(t, path, `{"default":[{"algorithm":"FixedWindow","limit":3,"window":"1 s"}]}`)
+	require.Eventually(t, func() bool { return len(log.get()) == 1 }, 5*time.Second, time.Millisecond, "bad rules reported")
+	require.NoError(t, os.Remove(path))
+	require.Eventually(t, func() bool { return len(log.get()) == 2 }, 5*time.Second, time.Millisecond, "missing file reported")
+	for _, e := range log.get() {
+		assert.True(t, strings.HasSuffix(e, "; the rules in force stay"), e)
+	}
+	assert.Equal(t, cfg(hotlimit.GCRA, 4), s.Resolve("u", "x"), "as they say")
 }
