@@ -15,6 +15,9 @@ import (
 
 // parentEnv, when set, makes the test binary the parent of TestChildDiesWithItsParent:
 // it starts a sleep with Attr, prints the sleep's pid and waits to be killed.
+// It waits asleep rather than blocked for ever: a goroutine blocked for ever
+// with no timer pending is a deadlock the runtime ends the process for, at
+// once, and the child would die of that exit, not of the test's kill.
 const parentEnv = "CHILDPROC_TEST_PARENT"
 
 func TestMain(m *testing.M) {
@@ -26,7 +29,9 @@ func TestMain(m *testing.M) {
 			os.Exit(1)
 		}
 		os.Stdout.WriteString(strconv.Itoa(cmd.Process.Pid) + "\n")
-		select {}
+		for {
+			time.Sleep(time.Hour)
+		}
 	}
 	os.Exit(m.Run())
 }
@@ -74,6 +79,9 @@ func TestChildDiesWithItsParent(t *testing.T) {
 	if pgid, err := syscall.Getpgid(pid); err != nil || pgid != pid {
 		t.Errorf("the child's process group is %d (%v), want its own, %d", pgid, err, pid)
 	}
+	if !alive(parent.Process.Pid) {
+		t.Fatalf("the parent %d ended before it was killed", parent.Process.Pid)
+	}
 	if !alive(pid) {
 		t.Fatalf("the child %d ended before its parent was killed", pid)
 	}
@@ -81,6 +89,9 @@ func TestChildDiesWithItsParent(t *testing.T) {
 		t.Fatal(err)
 	}
 	_ = parent.Wait()
+	if ws, ok := parent.ProcessState.Sys().(syscall.WaitStatus); !ok || !ws.Signaled() || ws.Signal() != syscall.SIGKILL {
+		t.Fatalf("the parent ended by %v, not by the test's SIGKILL", parent.ProcessState)
+	}
 	// The kernel sends the signal as the parent exits; the orphan is then
 	// reaped by init. Generous: nothing here depends on the machine's load
 	// but the scheduling of an already delivered SIGKILL.
