@@ -1,4 +1,4 @@
-//go:build unix && !linux
+//go:build unix && !linux && !freebsd
 
 package childproc
 
@@ -6,7 +6,7 @@ import "syscall"
 
 // Attr returns the attributes of a process a test starts: it leads its own
 // process group, so a signal to the group reaches anything it forks. (Only
-// Linux kills it when the test binary dies.)
+// Linux and FreeBSD kill it when the test binary dies.)
 func Attr() *syscall.SysProcAttr {
 	return &syscall.SysProcAttr{Setpgid: true}
 }
