@@ -2,6 +2,7 @@ package envoyrls
 
 import (
 	"fmt"
+	"io"
 	"log/slog"
 	"math"
 	"os"
@@ -659,6 +660,41 @@ func TestDirWatchNamesAFileItSkipsWhenItAppears(t *testing.T) {
 	w.poll()
 	assert.Equal(t, 2, strings.Count(logs.String(), skipped+": not read"), "named again when it comes back")
 	assert.Empty(t, loads)
+}
+
+// TestDirWatchSkippedLinear: a poll that finds a new entry among many not
+// read names it in time linear in the entries: one poll of 8,000 takes about
+// as long as 16 polls of 500, where matching each entry against the last
+// poll's list would take 16 times as long (a -config directory of thousands
+// of other files then spent seconds of CPU at every poll).
+func TestDirWatchSkippedLinear(t *testing.T) {
+	cfg, err := NewConfig()
+	require.NoError(t, err)
+	s, err := New(cfg, WithLogger(slog.New(slog.NewTextHandler(io.Discard, nil))))
+	require.NoError(t, err)
+	entries := func(n int) []string {
+		out := make([]string, n)
+		for i := range out {
+			out[i] = fmt.Sprintf("/etc/hotlimitd/file-%06d.json: not read: only *.yaml and *.yml files are", i)
+		}
+		return out
+	}
+	poll := func(now []string, times int) time.Duration {
+		start := time.Now()
+		for range times {
+			w := &dirWatch{s: s, dir: "/etc/hotlimitd", skipped: now[1:]} // the first is new
+			w.warnSkipped(now)
+		}
+		return time.Since(start)
+	}
+	few, many := entries(500), entries(8000)
+	small, large := time.Duration(math.MaxInt64), time.Duration(math.MaxInt64)
+	for range 5 {
+		small = min(small, poll(few, 16))
+		large = min(large, poll(many, 1))
+	}
+	t.Logf("16 polls of 500 entries: %v, one of 8000: %v", small, large)
+	assert.Less(t, large, 4*small, "16 times the entries take %.1f times as long as 16 polls", float64(large)/float64(small))
 }
 
 // TestMetadataLinear: a metadata of many keys, which nothing reads, loads

@@ -292,8 +292,17 @@ func (w *dirWatch) poll() {
 // appears, rather than left unread in silence until a configuration file
 // changes.
 func (w *dirWatch) warnSkipped(skipped []string) {
+	if slices.Equal(skipped, w.skipped) { // the directory as at the last poll
+		return
+	}
+	// A set, not a search of the list for each entry: a directory of
+	// thousands of other files would cost their square at every poll.
+	known := make(map[string]struct{}, len(w.skipped))
+	for _, sk := range w.skipped {
+		known[sk] = struct{}{}
+	}
 	for _, sk := range skipped {
-		if !slices.Contains(w.skipped, sk) {
+		if _, ok := known[sk]; !ok {
 			w.s.set.log.Warn("config warning", "dir", w.dir, "warning", sk)
 		}
 	}
