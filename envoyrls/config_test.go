@@ -662,6 +662,32 @@ func TestDirWatchNamesAFileItSkipsWhenItAppears(t *testing.T) {
 	assert.Empty(t, loads)
 }
 
+// TestDirWatchNamesAFileItSkipsBesideABadEdit: a file put under a name not
+// read in the same poll as an edit that does not load is named then, though
+// no load names it: the rejected load logs its error only, and the next
+// polls, finding the files as tried, reload nothing.
+func TestDirWatchNamesAFileItSkipsBesideABadEdit(t *testing.T) {
+	dir := t.TempDir()
+	require.NoError(t, os.WriteFile(filepath.Join(dir, "a.yaml"), []byte("domain: a\ndescriptors:\n  - key: k\n    rate_limit: {unit: second, requests_per_unit: 1}\n"), 0o644))
+	cfg, err := LoadDir(dir)
+	require.NoError(t, err)
+	logs := &lockedBuffer{}
+	s, err := New(cfg, WithLogger(slog.New(slog.NewJSONHandler(logs, nil))))
+	require.NoError(t, err)
+	var loads []error
+	w := s.newDirWatch(dir, func(err error) { loads = append(loads, err) })
+
+	skipped := filepath.Join(dir, "payments.json")
+	require.NoError(t, os.WriteFile(skipped, []byte("{}"), 0o644))
+	require.NoError(t, os.WriteFile(filepath.Join(dir, "a.yaml"), []byte("domain: [\n"), 0o644))
+	w.poll()
+	require.Len(t, loads, 1)
+	require.Error(t, loads[0], "the edit does not load")
+	w.poll()
+	assert.Len(t, loads, 1, "the files as tried: nothing reloaded")
+	assert.Equal(t, 1, strings.Count(logs.String(), skipped+": not read"), "named once:\n%s", logs.String())
+}
+
 // TestDirWatchSkippedLinear: a poll that finds a new entry among many not
 // read names it in time linear in the entries: one poll of 8,000 takes about
 // as long as 16 polls of 500, where matching each entry against the last
