@@ -32,9 +32,11 @@ import (
 // "ip:203.0.113.9" from [PeerIP], "header:x-api-key:k-1" from [Metadata]
 // (gRPC metadata are HTTP/2 header fields). Wrap a KeyFunc of your own in
 // [Tag] to give its keys a kind. A key's kind is read back as the text
-// before its first colon (a denial's QuotaFailure names it), so an untagged
-// key that holds a colon reads as tagged: "alice@x:premium" as of the kind
-// "alice@x", which a denied caller then sees.
+// before its first colon, or before its second after "header:",
+// "header-sha256:" or "context:" (a denial's QuotaFailure names it), so an
+// untagged key that holds a colon reads as tagged: "alice@x:premium" as of
+// the kind "alice@x", "header:alice:premium" as of "header:alice", which a
+// denied caller then sees.
 type KeyFunc func(ctx context.Context, fullMethod string, req any) (key string, ok bool)
 
 // IPOption configures [PeerIP].

@@ -35,6 +35,7 @@ func TestQuotaFailureSubjectIsTheKeysKind(t *testing.T) {
 	ctx = context.WithValue(ctx, subjectKey{}, "alice")
 	own := func(context.Context, string, any) (string, bool) { return "alice", true }
 	ownColon := func(context.Context, string, any) (string, bool) { return "alice@x:premium", true }
+	ownHeader := func(context.Context, string, any) (string, bool) { return "header:alice:premium", true }
 	tenant := grpclimit.FromRequest("tenant", func(any) (string, bool) { return "acme", true })
 	for _, tc := range []struct {
 		name string
@@ -49,6 +50,7 @@ func TestQuotaFailureSubjectIsTheKeysKind(t *testing.T) {
 		{"no key", grpclimit.Metadata("x-absent"), "none"},
 		{"a key of the application's own", own, "user"},
 		{"a key of the application's own with a colon", ownColon, "alice@x"},
+		{"a key of the application's own that starts as a header's", ownHeader, "header:alice"},
 		{"the same key tagged", grpclimit.Tag("account", ownColon), "account"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
