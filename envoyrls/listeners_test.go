@@ -13,6 +13,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/hotlimit/hotlimit/internal/childproc"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
@@ -153,6 +154,7 @@ func TestHeldBy(t *testing.T) {
 		t.Skip("no sleep command")
 	}
 	child := exec.Command(sleep, "60")
+	child.SysProcAttr = childproc.Attr() // it dies with the test binary
 	require.NoError(t, child.Start())
 	t.Cleanup(func() { _ = child.Process.Kill(); _ = child.Wait() })
 	_, err = heldBy(child.Process.Pid, port)

@@ -13,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/hotlimit/hotlimit/internal/childproc"
 	"github.com/redis/go-redis/v9"
 )
 
@@ -121,7 +122,7 @@ func launch() (*server, error) {
 		return nil, err
 	}
 	s.cmd.Stdout, s.cmd.Stderr = log, log
-	s.cmd.SysProcAttr = sysProcAttr()
+	s.cmd.SysProcAttr = childproc.Attr() // it dies with the test binary
 	err = s.cmd.Start()
 	_ = log.Close()
 	if err != nil {
