@@ -264,7 +264,7 @@ func (s *Server) launchAndWait() error {
 	cmd.Dir = s.dir
 	cmd.Stdout = logFile
 	cmd.Stderr = logFile
-	cmd.SysProcAttr = childproc.Attr() // its own group, for signalGroup; it dies with the test binary
+	cmd.SysProcAttr = childproc.GroupAttr() // its own group, for signalGroup; it dies with the test binary
 	err = cmd.Start()
 	_ = logFile.Close()
 	if err != nil {
