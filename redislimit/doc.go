@@ -100,7 +100,10 @@
 // with an in-process limiter of the same Config, [FailOpen] admits,
 // [FailClosed] denies. [Limiter.TakeContext] returns the error together with
 // that decision; Take and Allow return the decision alone; [WithHook] sees
-// every such decision. What a failure policy admits is not counted in Redis:
+// every such decision. A Redis that refuses connections reads as one that did
+// not answer in time under go-redis's default options, which dial and send
+// again until the deadline; a client with DialerRetries 1 and MaxRetries -1
+// gets the refusal as the error at once. What a failure policy admits is not counted in Redis:
 // once Redis decides again, a key has there what it had before, on top of what
 // the policy admitted meanwhile. The circuit breaker (on by default: 3 errors
 // in a row open it for 1 s; a key of another Redis type, an error of that
