@@ -173,6 +173,8 @@ func (c Config) ValidateFields() error {
 		return c.validateUnlimited()
 	}
 	switch {
+	case c.Algorithm == 0: // the zero Config, or a literal that forgot it
+		return fmt.Errorf("hotlimit: Config.Algorithm not set, want one of %s: %w", algorithmList(), ErrInvalidConfig)
 	case !c.Algorithm.Valid():
 		return fmt.Errorf("hotlimit: Config.Algorithm %v is not an algorithm, want one of %s: %w", c.Algorithm, algorithmList(), ErrInvalidConfig)
 	case c.Limit < 1:
@@ -359,7 +361,7 @@ func (c *Config) UnmarshalJSON(data []byte) error {
 			} else if f.name == "window" {
 				// A number here is most often seconds or milliseconds:
 				// say what a window is written as.
-				err = fmt.Errorf("%s, a Go duration such as \"1s\", \"1m\" or \"24h\": %w", unjson(err), ErrInvalidConfig)
+				err = fmt.Errorf("%s, %s: %w", unjson(err), durationForms, ErrInvalidConfig)
 			} else {
 				err = fmt.Errorf("%s: %w", unjson(err), ErrInvalidConfig)
 			}
@@ -372,10 +374,15 @@ func (c *Config) UnmarshalJSON(data []byte) error {
 			return unlimitedTakesNo("window", fields["window"])
 		}
 		if err != nil {
+			// time's message, without the package name a writer of JSON
+			// cannot act on, and what a window is written as.
+			msg := strings.TrimPrefix(err.Error(), "time: ")
 			if hint := durationHint(window); hint != "" {
-				err = fmt.Errorf("%w (%s)", err, hint)
+				msg += " (" + hint + ")"
+			} else {
+				msg += ", want " + durationForms
 			}
-			return &FieldError{Field: "window", Err: fmt.Errorf("%w: %w", err, ErrInvalidConfig)}
+			return &FieldError{Field: "window", Err: fmt.Errorf("%s: %w", msg, ErrInvalidConfig)}
 		}
 		next.Window = w
 	}
@@ -401,6 +408,10 @@ func durationHint(window string) string {
 	}
 	return ""
 }
+
+// durationForms says how a window is written, in the errors of one that
+// cannot be read.
+const durationForms = `a Go duration such as "1s", "1m" or "24h"`
 
 // unjson shortens encoding/json's type errors, which name Go types, to what a
 // writer of JSON needs.

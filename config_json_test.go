@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"strconv"
 	"testing"
 	"time"
 
@@ -199,7 +200,21 @@ func ExampleConfig_MarshalJSON() {
 	// Output:
 	// {"algorithm":"TokenBucket","limit":5,"window":"1s","burst":10}
 	// <nil> FixedWindow 100/1m0s
-	// hotlimit: Config field window: time: unknown unit " minute" in duration "1 minute": invalid config
+	// hotlimit: Config field window: unknown unit " minute" in duration "1 minute", want a Go duration such as "1s", "1m" or "24h": invalid config
+}
+
+// A window that time.ParseDuration refuses is quoted, with what a window is
+// written as, and without the name of Go's time package, which a writer of
+// JSON cannot act on.
+func TestConfigJSONWindowSaysHowAWindowIsWritten(t *testing.T) {
+	for _, window := range []string{"1", "1 s", "", "5 minutes", "1.5.s"} {
+		var c hotlimit.Config
+		err := json.Unmarshal([]byte(`{"algorithm":"GCRA","limit":1,"window":`+strconv.Quote(window)+`}`), &c)
+		require.ErrorIs(t, err, hotlimit.ErrInvalidConfig, "%q", window)
+		assert.Contains(t, err.Error(), strconv.Quote(window), "the value given")
+		assert.Contains(t, err.Error(), `want a Go duration such as "1s"`, "what is wanted")
+		assert.NotContains(t, err.Error(), "time:", "Go's package name")
+	}
 }
 
 func TestScopeJSON(t *testing.T) {
@@ -260,10 +275,23 @@ func ExampleConfig_Validate() {
 	fmt.Println(hotlimit.Config{Algorithm: hotlimit.FixedWindow, Limit: 100, Window: time.Minute}.Validate())
 	fmt.Println(hotlimit.Config{Algorithm: hotlimit.Unlimited}.Validate())
 	// Output:
-	// hotlimit: Config.Algorithm Algorithm(0) is not an algorithm, want one of TokenBucket, FixedWindow, SlidingLog, GCRA, SlidingCounter, Unlimited: invalid config
+	// hotlimit: Config.Algorithm not set, want one of TokenBucket, FixedWindow, SlidingLog, GCRA, SlidingCounter, Unlimited: invalid config
 	// hotlimit: Config.Limit 0 must be at least 1: invalid config
 	// <nil>
 	// <nil>
+}
+
+// TestConfigWithoutAlgorithmSaysItIsNotSet: a Config whose Algorithm was
+// left out is told so, with the algorithms to choose from, not shown the
+// zero value's Go spelling; a value no algorithm has is still quoted.
+func TestConfigWithoutAlgorithmSaysItIsNotSet(t *testing.T) {
+	err := hotlimit.Config{Limit: 10, Window: time.Second}.Validate()
+	require.ErrorIs(t, err, hotlimit.ErrInvalidConfig)
+	assert.ErrorContains(t, err, "Config.Algorithm not set, want one of TokenBucket, ")
+	assert.NotContains(t, err.Error(), "Algorithm(0)")
+	err = hotlimit.Config{Algorithm: hotlimit.Algorithm(77), Limit: 10, Window: time.Second}.Validate()
+	require.ErrorIs(t, err, hotlimit.ErrInvalidConfig)
+	assert.ErrorContains(t, err, "Config.Algorithm Algorithm(77) is not an algorithm, want one of TokenBucket, ")
 }
 
 // TestConfigJSONRoundTripsEveryField: every field, at its extremes and in

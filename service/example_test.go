@@ -144,7 +144,7 @@ func ExampleLoadRules() {
 	// premium@GET /search: YYYYNN (4 per second...)
 	// one second later:    YYNNNN (...and 6 per minute)
 	// [GCRA 4/1s FixedWindow 6/1m0s]
-	// service: users["alice"][0].window: time: unknown unit " min" in duration "1 min": invalid config
+	// service: users["alice"][0].window: unknown unit " min" in duration "1 min", want a Go duration such as "1s", "1m" or "24h": invalid config
 }
 
 // The JSON form of rules, as encoding/json writes it; LoadRules reads it

@@ -88,7 +88,7 @@ const tb1 = `{"algorithm":"TokenBucket","limit":1,"window":"1s"}`
 
 func TestLoadRulesErrorsNameTheEntry(t *testing.T) {
 	for i, tc := range []struct{ in, says string }{
-		{`{"default":[` + tb1 + `],"users":{"alice":[` + tb1 + `,{"algorithm":"GCRA","limit":1,"window":"1 s"}]}}`, `users["alice"][1].window: time: unknown unit`},
+		{`{"default":[` + tb1 + `],"users":{"alice":[` + tb1 + `,{"algorithm":"GCRA","limit":1,"window":"1 s"}]}}`, `users["alice"][1].window: unknown unit`},
 		{`{"default":[` + tb1 + `],"users":{"alice":[{"algorithm":"Leaky","limit":1,"window":"1s"}]}}`, `users["alice"][0].algorithm: unknown algorithm "Leaky", want one of TokenBucket, FixedWindow, SlidingLog, GCRA, SlidingCounter`},
 		{`{"default":[{"algorithm":"GCRA","limit":"1","window":"1s"}]}`, `default[0].limit: got JSON string, want an integer`},
 		{`{"default":[{"algorithm":"GCRA","window":"1s"}]}`, `default[0].limit: missing`},
