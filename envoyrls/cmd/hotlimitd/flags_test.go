@@ -93,7 +93,14 @@ func TestBadFlagValues(t *testing.T) {
 		env  [2]string
 		says string
 	}{
-		{args: []string{"-drain", "abc"}, says: `invalid value "abc" for flag -drain`},
+		// A value the flag package cannot read says what the flag takes,
+		// not only "parse error".
+		{args: []string{"-drain", "abc"}, says: `-drain "abc": want a duration with its unit, such as 500ms, 10s or 1m`},
+		{args: []string{"-reload-interval", "10"}, says: `-reload-interval "10": want a duration with its unit`},
+		{args: []string{"-max-keys", "1e6"}, says: `-max-keys "1e6": want a whole number`},
+		{args: []string{"-redis-tls=maybe"}, says: `-redis-tls "maybe": want true or false`},
+		{env: [2]string{"HOTLIMITD_REDIS_TIMEOUT", "250"}, says: `HOTLIMITD_REDIS_TIMEOUT="250": invalid value for -redis-timeout: want a duration with its unit`},
+		{env: [2]string{"HOTLIMITD_REDIS_LEASE", "ten"}, says: `HOTLIMITD_REDIS_LEASE="ten": invalid value for -redis-lease: want a whole number`},
 		{args: []string{"-drain", "-1s"}, says: "-drain -1s: want 0 or more"},
 		{args: []string{"-reload-interval", "-1s"}, says: "-reload-interval -1s: want 0 or more"},
 		// A ticker of 1ns polls the directory back to back, a core's worth.
@@ -116,7 +123,13 @@ func TestBadFlagValues(t *testing.T) {
 		{args: []string{"-log-level", "loud"}, says: `-log-level "loud"`},
 		{args: []string{"-redis", ","}, says: `-redis ",": an empty address`},
 		{args: []string{"-redis", "a:1,"}, says: "an empty address"},
-		{args: []string{"-grpc", "nowhere"}, says: "-grpc: listen tcp: address nowhere"},
+		// Not host:port at all: refused with the value and the form wanted,
+		// before the config is read, not in net.Listen's words after.
+		{args: []string{"-grpc", "nowhere"}, says: `-grpc "nowhere": missing port in address: give host:port, such as :8081`},
+		{args: []string{"-grpc", "8081"}, says: `-grpc "8081": missing port in address: give host:port, such as :8081`},
+		{args: []string{"-grpc", "::1:8081"}, says: `-grpc "::1:8081": too many colons in address: give host:port`},
+		{args: []string{"-http", "8080"}, says: `-http "8080": missing port in address: give host:port, such as :8080`},
+		{args: []string{"-http", "[::1:8080"}, says: `-http "[::1:8080": missing ']' in address: give host:port`},
 		{args: []string{"-grpc", ""}, says: `-grpc "": an empty address`},
 		// An empty port is a port of the system's choosing to net.Listen,
 		// as an empty address is: such as ":${PORT}" with PORT unset.

@@ -79,6 +79,7 @@ import (
 	"net/http"
 	"os"
 	"os/signal"
+	"regexp"
 	"slices"
 	"strings"
 	"sync"
@@ -177,7 +178,7 @@ func parse(args []string, out io.Writer) (*flags, error) {
 			fs.SetOutput(out)
 			fs.PrintDefaults()
 		}
-		return nil, err
+		return nil, saidAsWanted(fs, err)
 	}
 	if f.config == "" {
 		return nil, errors.New("-config DIR is required")
@@ -186,6 +187,47 @@ func parse(args []string, out io.Writer) (*flags, error) {
 		return nil, fmt.Errorf("unexpected arguments: %q", fs.Args())
 	}
 	return f, f.validate()
+}
+
+// flagParseError is the whole reason the flag package gives for a value of
+// a duration, int or bool flag it cannot read, which says nothing of what
+// the flag takes.
+const flagParseError = "parse error"
+
+// badFlagValue matches the flag package's error for such a value given on
+// the command line: "invalid value %q for flag -%s: parse error", or
+// "invalid boolean value %q for -%s: parse error".
+var badFlagValue = regexp.MustCompile(`^invalid (?:boolean )?value ("(?:[^"\\]|\\.)*") for (?:flag )?-([a-z-]+): ` + flagParseError + `$`)
+
+// saidAsWanted returns err, from fs.Parse, reworded when it is a value the
+// flag package could not read, as "-drain \"10\": want a duration with its
+// unit, such as 500ms, 10s or 1m": the flag, the value and what it takes.
+func saidAsWanted(fs *flag.FlagSet, err error) error {
+	m := badFlagValue.FindStringSubmatch(err.Error())
+	if m == nil {
+		return err
+	}
+	if fl := fs.Lookup(m[2]); fl != nil {
+		if want := wantOf(fl); want != "" {
+			return fmt.Errorf("-%s %s: %s", fl.Name, m[1], want)
+		}
+	}
+	return err
+}
+
+// wantOf says what the flag fl takes, for an error about a value it cannot
+// read, or returns "" for a flag of text, which reads every value.
+func wantOf(fl *flag.Flag) string {
+	if bf, ok := fl.Value.(interface{ IsBoolFlag() bool }); ok && bf.IsBoolFlag() {
+		return "want true or false"
+	}
+	switch name, _ := flag.UnquoteUsage(fl); name {
+	case "duration":
+		return "want a duration with its unit, such as 500ms, 10s or 1m"
+	case "int":
+		return "want a whole number"
+	}
+	return ""
 }
 
 // ignoredInMemory returns the names of the flags of Redis given a value
@@ -225,7 +267,11 @@ func fromEnv(fs *flag.FlagSet) error {
 		name := envName(fl.Name)
 		if v, ok := os.LookupEnv(name); ok {
 			if err := fl.Value.Set(v); err != nil && envErr == nil {
-				envErr = fmt.Errorf("%s=%q: invalid value for -%s: %w", name, v, fl.Name, err)
+				if want := wantOf(fl); want != "" && err.Error() == flagParseError {
+					envErr = fmt.Errorf("%s=%q: invalid value for -%s: %s", name, v, fl.Name, want)
+				} else {
+					envErr = fmt.Errorf("%s=%q: invalid value for -%s: %w", name, v, fl.Name, err)
+				}
 			}
 		}
 	})
@@ -307,10 +353,10 @@ func (f *flags) validate() error {
 	switch {
 	case f.grpcAddr == "": // net.Listen would take it for a port of its choosing
 		return fmt.Errorf("-grpc %q: an empty address: gRPC is always served; give host:port, such as :8081 (:0 for a port of the system's choosing)", f.grpcAddr)
-	case noPort(f.grpcAddr):
-		return fmt.Errorf("-grpc %q: no port: give host:port, such as :8081 (:0 for a port of the system's choosing)", f.grpcAddr)
-	case f.httpAddr != "" && noPort(f.httpAddr):
-		return fmt.Errorf("-http %q: no port: give host:port, such as :8080, or \"\" for no HTTP server", f.httpAddr)
+	case portProblem(f.grpcAddr) != "":
+		return fmt.Errorf("-grpc %q: %s: give host:port, such as :8081 (:0 for a port of the system's choosing)", f.grpcAddr, portProblem(f.grpcAddr))
+	case f.httpAddr != "" && portProblem(f.httpAddr) != "":
+		return fmt.Errorf("-http %q: %s: give host:port, such as :8080, or \"\" for no HTTP server", f.httpAddr, portProblem(f.httpAddr))
 	case f.redisUser != "" && f.redisPassword == "":
 		// The client authenticates only with a password: without one, it
 		// would connect as the default user, not as this one.
@@ -379,14 +425,24 @@ func logLevel(name string) (slog.Level, error) {
 	return level, nil
 }
 
-// noPort reports whether addr is host:port with the port left empty (":",
-// "127.0.0.1:"), as a template renders ":${PORT}" with PORT unset:
-// net.Listen takes it for a port of its own choosing, where no client
-// looks. An address without a colon is left to net.Listen, which refuses
-// it as missing a port.
-func noPort(addr string) bool {
+// portProblem says what keeps addr from being a listen address's host:port,
+// or returns "". A port left empty (":", "127.0.0.1:"), as a template
+// renders ":${PORT}" with PORT unset, is "no port": net.Listen would take it
+// for a port of its own choosing, where no client looks. An address that is
+// not host:port at all ("8081", "localhost", "::1:80") is refused here too,
+// with net's reason, rather than by net.Listen once the config is loaded.
+func portProblem(addr string) string {
 	_, port, err := net.SplitHostPort(addr)
-	return err == nil && port == ""
+	var ae *net.AddrError
+	switch {
+	case errors.As(err, &ae):
+		return ae.Err
+	case err != nil:
+		return err.Error()
+	case port == "":
+		return "no port"
+	}
+	return ""
 }
 
 // maskCredentials returns the -redis value v with what precedes its last
