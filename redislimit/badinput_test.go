@@ -135,3 +135,40 @@ func TestBadInputToALimiter(t *testing.T) {
 		})
 	}
 }
+
+// TestInvalidOptionSaysWhatItWants: an option New refuses is named, with
+// the value given and what it takes, as the constructors' errors are.
+func TestInvalidOptionSaysWhatItWants(t *testing.T) {
+	down := redis.NewClient(&redis.Options{Addr: "127.0.0.1:1"})
+	t.Cleanup(func() { _ = down.Close() })
+	cfg := hotlimit.Config{Algorithm: hotlimit.TokenBucket, Limit: 5, Window: time.Second}
+	for _, tc := range []struct {
+		opt  hotlimit.Option
+		says []string
+	}{
+		{redislimit.WithFailPolicy(200), []string{"WithFailPolicy FailPolicy(200)", "want FailLocal, FailOpen or FailClosed"}},
+		{redislimit.WithBreaker(3, 0), []string{"WithBreaker cooldown 0s", "want more than 0 with failures 3"}},
+		{redislimit.WithBreaker(3, -time.Second), []string{"WithBreaker cooldown -1s", "want more than 0"}},
+		{redislimit.WithLease(4, 0), []string{"WithLease ttl 0s", "want more than 0 with size 4"}},
+		{redislimit.WithLease(4, -time.Millisecond), []string{"WithLease ttl -1ms", "want more than 0"}},
+	} {
+		_, err := redislimit.New(down, cfg, tc.opt)
+		require.ErrorIs(t, err, hotlimit.ErrInvalidConfig)
+		for _, s := range tc.says {
+			assert.ErrorContains(t, err, s)
+		}
+		assert.Regexp(t, `^redislimit: With`, err.Error(), "the package and the option, once")
+	}
+}
+
+// TestConfigWithoutAlgorithmSaysItIsNotSet: a Config whose Algorithm was
+// left out is told so, with the algorithms Redis runs, not shown the zero
+// value's Go spelling.
+func TestConfigWithoutAlgorithmSaysItIsNotSet(t *testing.T) {
+	down := redis.NewClient(&redis.Options{Addr: "127.0.0.1:1"})
+	t.Cleanup(func() { _ = down.Close() })
+	_, err := redislimit.New(down, hotlimit.Config{Limit: 10, Window: time.Second})
+	require.ErrorIs(t, err, hotlimit.ErrInvalidConfig)
+	assert.ErrorContains(t, err, "redislimit: Config.Algorithm not set, want one of TokenBucket, ")
+	assert.NotContains(t, err.Error(), "Algorithm(0)")
+}

@@ -117,7 +117,7 @@ func TestFactoryLeaseWhereItCan(t *testing.T) {
 	// An invalid lease is an error still, for a limit it is not for too.
 	_, err = service.NewFromRules(service.Rules{Default: limit(hotlimit.SlidingLog)},
 		hotlimit.WithFactory(redislimit.Factory(client, redislimit.WithLease(3, 0))))
-	assert.ErrorContains(t, err, "lease ttl 0s must be positive")
+	assert.ErrorContains(t, err, "WithLease ttl 0s: want more than 0 with size 3")
 }
 
 // TestFactoryBurstZeroKeepsTheServices: a hotlimit.WithBurst(0) among the

@@ -269,6 +269,9 @@ func New(client redis.UniversalClient, c hotlimit.Config, opts ...hotlimit.Optio
 		if c.Algorithm == hotlimit.Unlimited {
 			return nil, fmt.Errorf("redislimit: %v keeps no state to share: use it in memory: %w", c.Algorithm, hotlimit.ErrInvalidConfig)
 		}
+		if c.Algorithm == 0 { // the zero Config, or a literal that forgot it
+			return nil, fmt.Errorf("redislimit: Config.Algorithm not set, want one of %s: %w", scriptedAlgorithms, hotlimit.ErrInvalidConfig)
+		}
 		return nil, fmt.Errorf("redislimit: Config.Algorithm %v is not an algorithm, want one of %s: %w", c.Algorithm, scriptedAlgorithms, hotlimit.ErrInvalidConfig)
 	}
 	o := hotlimit.NewOptions(opts...)

@@ -135,7 +135,7 @@ func WithPrefix(prefix string) hotlimit.Option {
 func WithFailPolicy(p FailPolicy) hotlimit.Option {
 	return hotlimit.WithExtension(option(func(s *settings) {
 		if p > FailClosed {
-			s.invalid(fmt.Errorf("redislimit: %v is not a policy: %w", p, hotlimit.ErrInvalidConfig))
+			s.invalid(fmt.Errorf("redislimit: WithFailPolicy %v: want FailLocal, FailOpen or FailClosed: %w", p, hotlimit.ErrInvalidConfig))
 		}
 		s.policy = p
 	}))
@@ -219,7 +219,7 @@ func WithTimeout(d time.Duration) hotlimit.Option {
 func WithBreaker(failures int, cooldown time.Duration) hotlimit.Option {
 	return hotlimit.WithExtension(option(func(s *settings) {
 		if failures > 0 && cooldown <= 0 {
-			s.invalid(fmt.Errorf("redislimit: breaker cooldown %v must be positive: %w", cooldown, hotlimit.ErrInvalidConfig))
+			s.invalid(fmt.Errorf("redislimit: WithBreaker cooldown %v: want more than 0 with failures %d (failures 0 for no breaker): %w", cooldown, failures, hotlimit.ErrInvalidConfig))
 		}
 		s.failures, s.cooldown = max(failures, 0), cooldown
 	}))
@@ -292,7 +292,7 @@ func WithHook(hook func(Event)) hotlimit.Option {
 func WithLease(size int, ttl time.Duration) hotlimit.Option {
 	return hotlimit.WithExtension(option(func(s *settings) {
 		if size > 0 && ttl <= 0 {
-			s.invalid(fmt.Errorf("redislimit: lease ttl %v must be positive: %w", ttl, hotlimit.ErrInvalidConfig))
+			s.invalid(fmt.Errorf("redislimit: WithLease ttl %v: want more than 0 with size %d (size 0 for no lease): %w", ttl, size, hotlimit.ErrInvalidConfig))
 		}
 		s.leaseSize, s.leaseTTL = max(size, 0), ttl
 	}))
