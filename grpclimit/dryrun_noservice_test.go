@@ -48,7 +48,7 @@ func TestDryRunNoServiceLetsThrough(t *testing.T) {
 			events := rec.all()
 			require.Len(t, events, 2, "%s dry=%v", name, dry)
 			for _, e := range events {
-				assert.EqualError(t, e.Err, "no service: give the interceptor one made by service.New or service.NewFromRules", name)
+				assert.EqualError(t, e.Err, "grpclimit: no service: give the interceptor one made by service.New or service.NewFromRules", name)
 				assert.Equal(t, dry, e.DryRun, name)
 			}
 		}

@@ -61,7 +61,7 @@ func (l *limiter) decide(ctx context.Context, method string, req any, recv strin
 	v.e = Event{FullMethod: method, Message: message, DryRun: l.o.dryRun}
 	defer func() {
 		if r := recover(); r != nil {
-			l.fail(&v, fmt.Errorf("panicked: %v", r))
+			l.fail(&v, fmt.Errorf("grpclimit: a key function or limiter panicked: %v", r))
 		}
 	}()
 	user, found := l.o.user(ctx, method, req)
@@ -187,8 +187,8 @@ var (
 const unavailable = "rate limiter unavailable"
 
 var (
-	errNoService = errors.New("no service: give the interceptor one made by service.New or service.NewFromRules")
-	errNoStream  = errors.New("no server stream")
+	errNoService = errors.New("grpclimit: no service: give the interceptor one made by service.New or service.NewFromRules")
+	errNoStream  = errors.New("grpclimit: the stream interceptor was called without a server stream")
 	errPanicked  = errors.New("handler panicked")
 )
 
@@ -231,7 +231,7 @@ func (l *limiter) exemption(method string) (exempt bool, err error) {
 func (l *limiter) exempts(method string) (exempt bool, err error) {
 	defer func() {
 		if r := recover(); r != nil {
-			exempt, err = false, fmt.Errorf("exempt panicked: %v", r)
+			exempt, err = false, fmt.Errorf("grpclimit: the WithExempt selector panicked: %v", r)
 		}
 	}()
 	return l.o.exempt(method), nil
@@ -247,7 +247,7 @@ func (l *limiter) observe(v *verdict) {
 	}
 	defer func() {
 		if r := recover(); r != nil {
-			l.fail(v, fmt.Errorf("observer panicked: %v", r))
+			l.fail(v, fmt.Errorf("grpclimit: the WithObserver function panicked: %v", r))
 		}
 	}()
 	l.o.observe(v.e)

@@ -290,3 +290,36 @@ func TestPanickingPolicyNameOfAnotherLimitFailsTheCall(t *testing.T) {
 	assert.ErrorContains(t, rec.last().Err, "bad name")
 	assert.Zero(t, served)
 }
+
+// TestOwnFailuresNameThePackageAndTheCulprit: the Event.Err of a failure
+// the interceptors find themselves (a panicking key function or Selector,
+// a stream interceptor called without its stream, no service) starts with
+// "grpclimit: " and says what failed, for a log line read without the call
+// around it.
+func TestOwnFailuresNameThePackageAndTheCulprit(t *testing.T) {
+	svc, _ := newService(t, cfg(hotlimit.FixedWindow, 10, time.Second), 0)
+	handler := func(context.Context, any) (any, error) { return "ok", nil }
+	info := &grpc.UnaryServerInfo{FullMethod: unaryCall}
+	for name, tc := range map[string]struct {
+		svc  *service.Service
+		opts []grpclimit.Option
+		says string
+	}{
+		"key function": {svc, []grpclimit.Option{grpclimit.WithUser(func(context.Context, string, any) (string, bool) { panic("bad key") })},
+			"grpclimit: a key function or limiter panicked: bad key"},
+		"selector": {svc, []grpclimit.Option{grpclimit.WithExempt(func(string) bool { panic("bad selector") })},
+			"grpclimit: the WithExempt selector panicked: bad selector"},
+		"no service": {nil, nil, "grpclimit: no service: give the interceptor one made by service.New"},
+	} {
+		var rec recorder
+		_, err := grpclimit.UnaryServerInterceptor(tc.svc, append(tc.opts, grpclimit.WithObserver(rec.observe))...)(context.Background(), nil, info, handler)
+		assert.Equal(t, codes.Internal, status.Code(err), name)
+		assert.ErrorContains(t, rec.last().Err, tc.says, name)
+		assert.Regexp(t, "^grpclimit: ", rec.last().Err.Error(), name)
+	}
+	var rec recorder
+	err := grpclimit.StreamServerInterceptor(svc, grpclimit.WithObserver(rec.observe))(nil, nil, &grpc.StreamServerInfo{FullMethod: duplexCall},
+		func(any, grpc.ServerStream) error { return nil })
+	assert.Equal(t, codes.Internal, status.Code(err))
+	assert.EqualError(t, rec.last().Err, "grpclimit: the stream interceptor was called without a server stream")
+}

@@ -33,7 +33,7 @@ func TestZeroServiceIsNoService(t *testing.T) {
 	assert.Equal(t, codes.Internal, status.Code(err), "%v", err)
 	assert.Equal(t, "rate limiter unavailable", status.Convert(err).Message())
 	assert.False(t, reached, "no call goes through unlimited")
-	assert.EqualError(t, rec.last().Err, "no service: give the interceptor one made by service.New or service.NewFromRules")
+	assert.EqualError(t, rec.last().Err, "grpclimit: no service: give the interceptor one made by service.New or service.NewFromRules")
 
 	invoke := func(context.Context, string, any, any, *grpc.ClientConn, ...grpc.CallOption) error {
 		reached = true
@@ -42,7 +42,7 @@ func TestZeroServiceIsNoService(t *testing.T) {
 	err = grpclimit.UnaryClientInterceptor(&service.Service{}, grpclimit.WithObserver(rec.observe))(ctx(t), unaryCall, nil, nil, nil, invoke)
 	assert.Equal(t, codes.Internal, status.Code(err), "%v", err)
 	assert.False(t, reached, "nor is sent")
-	assert.EqualError(t, rec.last().Err, "no service: give the interceptor one made by service.New or service.NewFromRules")
+	assert.EqualError(t, rec.last().Err, "grpclimit: no service: give the interceptor one made by service.New or service.NewFromRules")
 }
 
 // TestZeroServiceGivenRulesIsNoService: a zero service.Service that was
@@ -58,5 +58,5 @@ func TestZeroServiceGivenRulesIsNoService(t *testing.T) {
 		&grpc.UnaryServerInfo{FullMethod: unaryCall}, handler)
 	assert.Equal(t, codes.Internal, status.Code(err), "%v", err)
 	assert.False(t, reached, "no call goes through")
-	assert.EqualError(t, rec.last().Err, "no service: give the interceptor one made by service.New or service.NewFromRules")
+	assert.EqualError(t, rec.last().Err, "grpclimit: no service: give the interceptor one made by service.New or service.NewFromRules")
 }
