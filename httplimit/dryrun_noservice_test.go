@@ -48,7 +48,7 @@ func TestDryRunNoServiceLetsThrough(t *testing.T) {
 			require.Len(t, events, 1, "%s dry=%v", name, dry)
 			e := events[0]
 			mu.Unlock()
-			assert.EqualError(t, e.Err, "no service: give the middleware one made by service.New or service.NewFromRules", name)
+			assert.EqualError(t, e.Err, "httplimit: no service: give the middleware one made by service.New or service.NewFromRules", name)
 			assert.Equal(t, dry, e.DryRun, name)
 			assert.Empty(t, resp.Header.Get("RateLimit"), "%s: no limiter decided", name)
 		}

@@ -71,7 +71,7 @@ type Event struct {
 
 // errNoService is Event.Err for a request the middleware answers 500 since
 // it was given no service that service.New made.
-var errNoService = errors.New("no service: give the middleware one made by service.New or service.NewFromRules")
+var errNoService = errors.New("httplimit: no service: give the middleware one made by service.New or service.NewFromRules")
 
 // DenyFunc answers a denied request. When it runs, the RateLimit fields and
 // Retry-After are already in w.Header(); it writes the status and the body.

@@ -807,7 +807,7 @@ func TestZeroServiceTellsObserver(t *testing.T) {
 			get("/", "192.0.2.1:1"))
 		assert.Equal(t, http.StatusInternalServerError, w.Code, name)
 		require.Len(t, events, 1, name)
-		assert.EqualError(t, events[0].Err, "no service: give the middleware one made by service.New or service.NewFromRules", name)
+		assert.EqualError(t, events[0].Err, "httplimit: no service: give the middleware one made by service.New or service.NewFromRules", name)
 		assert.NotNil(t, events[0].Request, name)
 		assert.False(t, events[0].Decision.Allowed, name)
 	}
