@@ -363,3 +363,16 @@ func FuzzAlgorithmAndScopeText(f *testing.F) {
 		}
 	})
 }
+
+// TestConfigJSONErrorsOfAnAlgorithmAndAScope: an unknown algorithm or scope
+// is told in the type's own words, once prefixed, and a scope of the wrong
+// JSON type wants a string, as an algorithm of one does.
+func TestConfigJSONErrorsOfAnAlgorithmAndAScope(t *testing.T) {
+	for in, want := range map[string]string{
+		`{"algorithm":"leaky","limit":1,"window":"1s"}`:                 `hotlimit: Config field algorithm: unknown algorithm "leaky", want one of TokenBucket, FixedWindow, SlidingLog, GCRA, SlidingCounter, Unlimited: invalid config`,
+		`{"algorithm":"TokenBucket","limit":1,"window":"1s","scope":5}`: `hotlimit: Config field scope: got JSON number, want a string: invalid config`,
+	} {
+		var c hotlimit.Config
+		assert.EqualError(t, json.Unmarshal([]byte(in), &c), want, in)
+	}
+}

@@ -1,6 +1,7 @@
 package envoyrls
 
 import (
+	"context"
 	"runtime"
 	"strings"
 	"testing"
@@ -9,8 +10,10 @@ import (
 	pb "github.com/envoyproxy/go-control-plane/envoy/service/ratelimit/v3"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	"google.golang.org/grpc/codes"
 	healthpb "google.golang.org/grpc/health/grpc_health_v1"
 	"google.golang.org/grpc/mem"
+	"google.golang.org/grpc/status"
 	"google.golang.org/protobuf/proto"
 )
 
@@ -118,4 +121,29 @@ func FuzzCodecAgreesWithProto(f *testing.F) {
 		require.NoError(t, err)
 		require.True(t, proto.Equal(&want, &got))
 	})
+}
+
+// TestShouldRateLimitBoundsAsTheCodec: a request a Go caller hands
+// ShouldRateLimit, which no codec read, is held to the codec's bounds,
+// exactly: the most descriptors and entries pass, one more is refused.
+func TestShouldRateLimitBoundsAsTheCodec(t *testing.T) {
+	s, err := New(nil)
+	require.NoError(t, err)
+	for _, tc := range []struct {
+		name string
+		req  *pb.RateLimitRequest
+		ok   bool
+	}{
+		{"most descriptors", request(MaxDescriptors, 1), true},
+		{"most entries", request(1, MaxEntries), true},
+		{"one descriptor too many", request(MaxDescriptors+1, 1), false},
+		{"one entry too many", request(1, MaxEntries+1), false},
+	} {
+		_, err := s.ShouldRateLimit(context.Background(), tc.req)
+		if tc.ok {
+			assert.NoError(t, err, tc.name)
+		} else {
+			assert.Equal(t, codes.InvalidArgument, status.Code(err), "%s: %v", tc.name, err)
+		}
+	}
 }

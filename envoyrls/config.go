@@ -1467,12 +1467,10 @@ func (n *node) lookup(key, value string) (c *node, bare bool) {
 }
 
 // wildcardMatch reports whether s matches the pattern split on '*' into
-// parts: each '*' matches any run of bytes, possibly empty.
+// parts, at least two (a wildcard holds a '*'): each '*' matches any run of
+// bytes, possibly empty.
 func wildcardMatch(parts []string, s string) bool {
 	first, last := parts[0], parts[len(parts)-1]
-	if len(parts) == 1 {
-		return s == first
-	}
 	if len(s) < len(first)+len(last) || !strings.HasPrefix(s, first) || !strings.HasSuffix(s, last) {
 		return false
 	}

@@ -121,6 +121,16 @@ func TestUnits(t *testing.T) {
 	}
 }
 
+// TestWindowOfTheMostUnits: a window of 2^32-1 seconds, the largest
+// multiplier current_limit carries, is that many seconds, not a window no
+// unit describes.
+func TestWindowOfTheMostUnits(t *testing.T) {
+	d, err := ParseDomain("f.yaml", []byte("domain: d\ndescriptors:\n  - key: k\n    rate_limit:\n      window: 4294967295s\n      requests_per_unit: 7\n"))
+	require.NoError(t, err)
+	assert.Equal(t, pb.RateLimitResponse_RateLimit_SECOND, d.Rules[0].Unit)
+	assert.Equal(t, uint32(4294967295), d.Rules[0].UnitMultiplier)
+}
+
 // TestLoadErrors pins the load errors: the reference's, and the
 // extensions'.
 func TestLoadErrors(t *testing.T) {
@@ -147,6 +157,7 @@ func TestLoadErrors(t *testing.T) {
 		{"unlimited with window", rule("      unlimited: true\n      window: 1s\n"), "should not specify algorithm, burst or window when unlimited"},
 		{"bad unit", rule("      unit: fortnight\n      requests_per_unit: 1\n"), "invalid rate limit unit 'fortnight'"},
 		{"no unit", rule("      requests_per_unit: 1\n"), "invalid rate limit unit ''"},
+		{"unit unknown", rule("      unit: unknown\n      requests_per_unit: 1\n"), "invalid rate limit unit 'unknown'"},
 		{"replaces itself", rule("      name: n\n      unit: second\n      requests_per_unit: 1\n      replaces:\n        - name: n\n"), "replaces should not contain name of same descriptor"},
 		{"empty replaces", rule("      unit: second\n      requests_per_unit: 1\n      replaces:\n        - name: \"\"\n"), "should not have an empty replaces entry"},
 		{"bad algorithm", rule("      unit: second\n      requests_per_unit: 1\n      algorithm: leaky\n"), `unknown algorithm "leaky"`},
@@ -154,6 +165,8 @@ func TestLoadErrors(t *testing.T) {
 		{"negative burst", rule("      unit: second\n      requests_per_unit: 1\n      algorithm: GCRA\n      burst: -1\n"), "burst -1 must not be negative"},
 		{"bad window", rule("      requests_per_unit: 1\n      window: soon\n"), "window 'soon' is not a positive Go duration"},
 		{"negative window", rule("      requests_per_unit: 1\n      window: -1s\n"), "window '-1s' is not a positive Go duration"},
+		{"zero window", rule("      requests_per_unit: 0\n      window: 0s\n"), "window '0s' is not a positive Go duration"},
+		{"algorithm Unlimited", rule("      unit: second\n      requests_per_unit: 0\n      algorithm: Unlimited\n"), "write unlimited: true instead"},
 		{"unit and window", rule("      unit: second\n      window: 2s\n      requests_per_unit: 1\n"), "sets both unit 'second' and window '2s'"},
 		{"share_threshold without wildcard", "domain: d\ndescriptors:\n  - key: k\n    share_threshold: true\n", "share_threshold can only be used with wildcard"},
 		{"list of scalars", "domain: d\ndescriptors:\n  - k\n", "list of type other than map"},
@@ -338,7 +351,9 @@ func TestWildcardMatch(t *testing.T) {
 		{"k_a*c", "k_ab", false},
 		{"k_*b*d", "k_abcd", true},
 		{"k_*b*d", "k_acd", false},
-		{"k_a*a", "k_a", false}, // the prefix and suffix may not overlap
+		{"k_a*a", "k_a", false},      // the prefix and suffix may not overlap
+		{"k_*b*b*d", "k_abd", false}, // nor may two parts
+		{"k_*b*b*d", "k_abbd", true},
 	} {
 		assert.Equal(t, tc.want, wildcardMatch(strings.Split(tc.pattern, "*"), tc.s), "%s ~ %s", tc.pattern, tc.s)
 	}

@@ -620,6 +620,14 @@ func TestHeaders(t *testing.T) {
 	}
 	assert.Equal(t, "1", got["RateLimit-Limit"], "a shadow-mode descriptor over its limit is the most constrained")
 	assert.Equal(t, "0", got["RateLimit-Remaining"])
+
+	// A limit of no requests without a name of its own is "blocked".
+	resp = h.call(t, "conf", 0, desc("blocked", "x"))
+	got = map[string]string{}
+	for _, hv := range resp.ResponseHeadersToAdd {
+		got[hv.Key] = hv.Value
+	}
+	assert.Equal(t, `"blocked";q=0;w=3600`, got["RateLimit-Policy"])
 }
 
 // TestShareThreshold: the values a share_threshold wildcard matches share

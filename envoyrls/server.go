@@ -994,7 +994,7 @@ func (s *Server) respond(ctx context.Context, items []item, now int64) *pb.RateL
 		it := &items[i]
 		st := &pb.RateLimitResponse_DescriptorStatus{Code: pb.RateLimitResponse_OK}
 		resp.Statuses[i] = st
-		if it.rule != nil && it.rule.Unlimited && it.current == nil {
+		if it.rule != nil && it.rule.Unlimited { // never current: an override replaces the rule
 			st.LimitRemaining = math.MaxUint32
 			continue
 		}

@@ -259,7 +259,7 @@ func (l *limiter) observe(v *verdict) {
 // advertise (its metadata would read q=0 beside the largest r), and under a
 // rule whose every limit is in shadow mode, whose numbers would pace clients
 // by a limit nobody enforces. A limit in shadow mode beside others is left
-// out of their items for the same reason.
+// out of their items for the same reason: TakeEach does not list it.
 func (l *limiter) header(v *verdict) metadata.MD {
 	if !l.o.headers || v.policy == nil || !transport.Advertised(v.policy.Config) {
 		return nil
@@ -274,9 +274,7 @@ func (l *limiter) header(v *verdict) metadata.MD {
 		return v.others[i-1].Config
 	}
 	for _, ld := range v.others {
-		if transport.Advertised(ld.Config) {
-			appendItems(md, l.policies.InRule(ld.Config, 1+len(v.others), at), ld.Decision, ld.Err == nil)
-		}
+		appendItems(md, l.policies.InRule(ld.Config, 1+len(v.others), at), ld.Decision, ld.Err == nil)
 	}
 	return md
 }

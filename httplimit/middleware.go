@@ -324,19 +324,20 @@ func (h *handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	deny := !d.Allowed && !h.opts.dryRun
-	if transport.Advertised(c) || deny {
+	if transport.Advertised(c) {
 		// An allow-listed caller has no quota to advertise: its fields
 		// would read q=0 beside the largest r. Nor does a rule whose
 		// every limit is in shadow mode: its numbers would pace clients
-		// by a limit nobody enforces.
+		// by a limit nobody enforces. A denial is always advertised: the
+		// limit that denies is neither Unlimited nor in shadow mode.
+		// The others TakeEach lists are then advertised too: it lists a
+		// limit in shadow mode only in a rule of nothing else.
 		// A limit whose limiter could not decide (Err) has its policy
 		// advertised, not its failure policy's numbers, which count
 		// nothing: see setHeaders.
 		setHeaders(w.Header(), p, d, each[0].Err == nil, h.opts.legacy, deny)
 		for _, ld := range each[1:] {
-			if transport.Advertised(ld.Config) {
-				appendItems(w.Header(), h.policies.InRule(ld.Config, len(each), at), ld.Decision, ld.Err == nil)
-			}
+			appendItems(w.Header(), h.policies.InRule(ld.Config, len(each), at), ld.Decision, ld.Err == nil)
 		}
 	}
 

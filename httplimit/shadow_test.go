@@ -50,3 +50,20 @@ func TestShadowOnlyRuleAdvertisesNothing(t *testing.T) {
 		assert.Zero(t, events[2].Decision.Remaining, "%v: the shadow limit counted the requests", rule)
 	}
 }
+
+// TestShadowLimitBesideARealOneIsNotAdvertised: in a rule of a real limit
+// and one in shadow mode, the response lists the real limit alone, however
+// much the shadow limit has counted.
+func TestShadowLimitBesideARealOneIsNotAdvertised(t *testing.T) {
+	real, shadow := cfg(hotlimit.FixedWindow, 10, time.Minute), cfg(hotlimit.FixedWindow, 1, time.Minute)
+	shadow.Shadow = true
+	svc, err := service.NewFromRules(service.Rules{Default: service.Limits{real, shadow}})
+	require.NoError(t, err)
+	h := httplimit.New(svc)(ok)
+	for i := range 3 {
+		w := serve(h, get("/x", "192.0.2.1:1"))
+		assert.Equal(t, http.StatusOK, w.Code, "request %d", i)
+		assert.Equal(t, []string{`"fixedwindow-10-1m";q=10;w=60`}, w.Header().Values("RateLimit-Policy"), "request %d", i)
+		assert.Len(t, w.Header().Values("RateLimit"), 1, "request %d", i)
+	}
+}

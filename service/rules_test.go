@@ -413,3 +413,46 @@ func TestLoadRulesTextNotUTF8SaysLineAndColumn(t *testing.T) {
 		assert.ErrorContains(t, err, "after "+strconv.Quote(tc.before), "case %d", i)
 	}
 }
+
+// TestPairRuleAppliesWithoutAnyAPIRule: a pair's rule applies in rules that
+// name no api alone (nor any user), as it does beside them.
+func TestPairRuleAppliesWithoutAnyAPIRule(t *testing.T) {
+	one := hotlimit.Config{Algorithm: hotlimit.FixedWindow, Limit: 1, Window: time.Hour}
+	many := hotlimit.Config{Algorithm: hotlimit.FixedWindow, Limit: 100, Window: time.Hour}
+	svc, err := service.NewFromRules(service.Rules{
+		Default: service.Limits{many},
+		Pairs:   map[service.Pair]service.Limits{{User: "alice", API: "pay"}: {one}},
+	})
+	require.NoError(t, err)
+	defer svc.Close()
+	assert.Equal(t, one, svc.Resolve("alice", "pay"))
+	assert.True(t, svc.Allow("alice", "pay"))
+	assert.False(t, svc.Allow("alice", "pay"), "the pair's limit of 1 decides")
+	assert.True(t, svc.Allow("alice", "other"), "other apis keep the default")
+}
+
+// TestRulesJSONRefusesAnEmptyRuleAndANullPairName: the form alone, as
+// json.Unmarshal reads it without LoadRules's validation, refuses a rule of
+// no limits, and a pair whose user or api is null, which would otherwise
+// name the user or api "".
+func TestRulesJSONRefusesAnEmptyRuleAndANullPairName(t *testing.T) {
+	for in, want := range map[string]string{
+		`{"default":[]}`: "default: a rule needs at least one limit",
+		`{"default":[` + tb1 + `],"pairs":[{"user":null,"api":"pay","limits":[` + tb1 + `]}]}`:   "pairs[0].user: missing",
+		`{"default":[` + tb1 + `],"pairs":[{"user":"alice","api":null,"limits":[` + tb1 + `]}]}`: "pairs[0].api: missing",
+	} {
+		var r service.Rules
+		err := json.Unmarshal([]byte(in), &r)
+		assert.ErrorIs(t, err, hotlimit.ErrInvalidConfig, in)
+		assert.ErrorContains(t, err, want, in)
+		assert.Zero(t, r, in)
+	}
+}
+
+// TestLoadRulesTakesTheLastSurrogatePair: \udbff\udfff, the pair of
+// U+10FFFF, the last character, is whole, not half of one.
+func TestLoadRulesTakesTheLastSurrogatePair(t *testing.T) {
+	r, err := service.LoadRules(strings.NewReader(`{"default":[` + tb1 + `],"users":{"\udbff\udfff":[` + tb1 + `]}}`))
+	require.NoError(t, err)
+	assert.Contains(t, r.Users, "\U0010FFFF")
+}

@@ -181,3 +181,75 @@ func TestForwardedObfuscatedPortKeepsTheAddress(t *testing.T) {
 	xff.Trust(netip.MustParsePrefix("10.0.0.0/8"))
 	assert.Equal(t, "ip:10.0.0.1", xff.Key(peer, "", []string{"198.51.100.7:_conn1"}), "X-Forwarded-For has no obfuscated ports")
 }
+
+// TestTrustAllMappedIPv4: ::ffff:0:0/96, the IPv4-mapped prefix of the
+// whole IPv4 space, trusts every IPv4 peer, which ParseAddr unmaps; kept as
+// an IPv6 prefix it would match none, and no proxy's header would be read.
+func TestTrustAllMappedIPv4(t *testing.T) {
+	k := NewIP()
+	k.Trust(netip.MustParsePrefix("::ffff:0.0.0.0/96"))
+	peer := netip.MustParseAddr("192.0.2.1")
+	assert.True(t, k.Trusts(peer))
+	assert.Equal(t, "ip:198.51.100.7", k.Key(peer, "", []string{"198.51.100.7"}))
+}
+
+// TestNonIPKeyIgnoresTheHeaderOfAnUntrustedPeer: NonIPKey itself, not only
+// its callers, reads no forwarding header behind a peer that is not trusted.
+func TestNonIPKeyIgnoresTheHeaderOfAnUntrustedPeer(t *testing.T) {
+	k := NewIP()
+	key, ok := k.NonIPKey("@", []string{"198.51.100.7"})
+	assert.True(t, ok)
+	assert.Equal(t, "peer:@", key)
+}
+
+// TestPeerKeyAsksForTheHeaderOnlyOfATrustedPeer: the header is looked up
+// only when it counts, from a trusted proxy.
+func TestPeerKeyAsksForTheHeaderOnlyOfATrustedPeer(t *testing.T) {
+	k := NewIP()
+	k.Trust(netip.MustParsePrefix("10.0.0.0/8"))
+	calls := 0
+	forwarded := func() []string { calls++; return []string{"198.51.100.7"} }
+	key, _ := k.PeerKey("192.0.2.1:1", forwarded)
+	assert.Equal(t, "ip:192.0.2.1", key)
+	assert.Zero(t, calls, "an untrusted peer's header is not asked for")
+	key, _ = k.PeerKey("10.0.0.1:1", forwarded)
+	assert.Equal(t, "ip:198.51.100.7", key)
+	assert.Equal(t, 1, calls)
+}
+
+// TestForwardedReadsExactlyTheBoundOfElements: a client behind exactly
+// MaxForwardedElements trusted hops is out of reach, and behind one fewer
+// it is found, whether or not the client left a quote open (which splits
+// its value at every comma, and so counts those elements too).
+func TestForwardedReadsExactlyTheBoundOfElements(t *testing.T) {
+	k := NewIP()
+	k.Trust(netip.MustParsePrefix("10.0.0.0/8"))
+	k.SetForwarded(true)
+	peer := netip.MustParseAddr("10.0.0.1")
+	hops := func(n int) string { return strings.TrimSuffix(strings.Repeat("for=10.0.0.9, ", n), ", ") }
+	for _, open := range []string{"", `for="x, `} {
+		at := open + "for=198.51.100.7, " + hops(MaxForwardedElements)
+		assert.Equal(t, "ip:10.0.0.9", k.Key(peer, "", []string{at}), "%q: the client is one past the bound", open)
+		within := open + "for=198.51.100.7, " + hops(MaxForwardedElements-1)
+		assert.Equal(t, "ip:198.51.100.7", k.Key(peer, "", []string{within}), "%q: the client is the last element read", open)
+	}
+}
+
+// TestForwardedBackslashesAndSpaces: a backslash quotes a byte only inside
+// a quoted-string, so a client's trailing backslash cannot swallow the comma
+// its proxy appends after it; a quoted-string ending in a backslash is no
+// address (and no out-of-range read); spaces around a parameter's "=" are
+// read past.
+func TestForwardedBackslashesAndSpaces(t *testing.T) {
+	k := NewIP()
+	k.Trust(netip.MustParsePrefix("10.0.0.0/8"))
+	k.SetForwarded(true)
+	peer := netip.MustParseAddr("10.0.0.1")
+	for i, tc := range []struct{ header, want string }{
+		{`for=6.6.6.6\, for=198.51.100.7`, "ip:198.51.100.7"},
+		{`for="198.51.100.7\"`, "ip:10.0.0.1"},
+		{`for = 198.51.100.7`, "ip:198.51.100.7"},
+	} {
+		assert.Equal(t, tc.want, k.Key(peer, "", []string{tc.header}), "case %d: %s", i, tc.header)
+	}
+}

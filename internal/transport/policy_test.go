@@ -161,3 +161,17 @@ func TestWindowName(t *testing.T) {
 		assert.Equal(t, want, WindowName(d), "%v", d)
 	}
 }
+
+// TestInRuleScopesANameOnlyWhenAnotherLimitSharesIt: a rule's one limit of
+// a user scope keeps its plain name; only a second limit of that name makes
+// the scope part of it.
+func TestInRuleScopesANameOnlyWhenAnotherLimitSharesIt(t *testing.T) {
+	user := hotlimit.Config{Algorithm: hotlimit.FixedWindow, Limit: 10, Window: time.Minute, Scope: hotlimit.PerUser}
+	ps := NewPolicies(nil)
+	one := []hotlimit.Config{user}
+	assert.Equal(t, "fixedwindow-10-1m", ps.InRule(user, 1, func(i int) hotlimit.Config { return one[i] }).Name)
+	pair := user
+	pair.Scope = hotlimit.PerPair
+	two := []hotlimit.Config{pair, user}
+	assert.Equal(t, "fixedwindow-10-1m-user", ps.InRule(user, 2, func(i int) hotlimit.Config { return two[i] }).Name)
+}
