@@ -691,7 +691,7 @@ func TestNewReportsTheFirstInvalidOption(t *testing.T) {
 	c := hotlimit.Config{Algorithm: hotlimit.GCRA, Limit: 10, Window: time.Second}
 	_, err := redislimit.New(client, c, redislimit.WithFailPolicy(redislimit.FailPolicy(9)), redislimit.WithBatch(redislimit.MaxBatch+1, 1))
 	require.ErrorIs(t, err, hotlimit.ErrInvalidConfig)
-	assert.Contains(t, err.Error(), "not a policy")
+	assert.Contains(t, err.Error(), "WithFailPolicy FailPolicy(9)")
 	_, err = redislimit.New(client, c, redislimit.WithBatch(redislimit.MaxBatch+1, 1), redislimit.WithFailPolicy(redislimit.FailPolicy(9)))
 	require.ErrorIs(t, err, hotlimit.ErrInvalidConfig)
 	assert.Contains(t, err.Error(), "above MaxBatch")
