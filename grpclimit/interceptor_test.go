@@ -461,7 +461,7 @@ func TestLimiterFailureIsAStatusNotACrash(t *testing.T) {
 	_, err = grpclimit.UnaryServerInterceptor(svc, grpclimit.WithUser(badKey), grpclimit.WithObserver(rec.observe))(ctx(t), nil, &grpc.UnaryServerInfo{FullMethod: unaryCall},
 		func(context.Context, any) (any, error) { return "reached", nil })
 	assert.Equal(t, codes.Internal, status.Code(err), "a panicking key function fails the call, not the server")
-	assert.ErrorContains(t, rec.last().Err, "grpclimit: a key function or limiter panicked: bad key function")
+	assert.ErrorContains(t, rec.last().Err, "grpclimit: a key function, the WithPolicyName function or a limiter panicked: bad key function")
 }
 
 func TestClientInterceptorLimitsTheCaller(t *testing.T) {

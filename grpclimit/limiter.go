@@ -52,8 +52,8 @@ type verdict struct {
 // messages keyed by their method, recvPrefix + boundMethod(method), made
 // once per stream: a message keyed so (the default) uses it as it is, with
 // no allocation per message. It never panics: a nil service (or one
-// service.New did not build, see newLimiter), or a
-// key function or limiter that panics, gives a verdict whose err is
+// service.New did not build, see newLimiter), or a key function,
+// WithPolicyName function or limiter that panics, gives a verdict whose err is
 // codes.Internal (nil under dry run) and whose Event.Err says why, so that a
 // fault fails one call, never the server.
 func (l *limiter) decide(ctx context.Context, method string, req any, recv string) (v verdict) {
@@ -61,7 +61,7 @@ func (l *limiter) decide(ctx context.Context, method string, req any, recv strin
 	v.e = Event{FullMethod: method, Message: message, DryRun: l.o.dryRun}
 	defer func() {
 		if r := recover(); r != nil {
-			l.fail(&v, fmt.Errorf("grpclimit: a key function or limiter panicked: %v", r))
+			l.fail(&v, fmt.Errorf("grpclimit: a key function, the WithPolicyName function or a limiter panicked: %v", r))
 		}
 	}()
 	user, found := l.o.user(ctx, method, req)

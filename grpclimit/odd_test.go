@@ -287,7 +287,8 @@ func TestPanickingPolicyNameOfAnotherLimitFailsTheCall(t *testing.T) {
 			func(context.Context, any) (any, error) { served++; return "ok", nil })
 	})
 	assert.Equal(t, codes.Internal, status.Code(err), "%v", err)
-	assert.ErrorContains(t, rec.last().Err, "bad name")
+	// The culprit is named among those the message lists.
+	assert.ErrorContains(t, rec.last().Err, "grpclimit: a key function, the WithPolicyName function or a limiter panicked: bad name")
 	assert.Zero(t, served)
 }
 
@@ -306,7 +307,7 @@ func TestOwnFailuresNameThePackageAndTheCulprit(t *testing.T) {
 		says string
 	}{
 		"key function": {svc, []grpclimit.Option{grpclimit.WithUser(func(context.Context, string, any) (string, bool) { panic("bad key") })},
-			"grpclimit: a key function or limiter panicked: bad key"},
+			"grpclimit: a key function, the WithPolicyName function or a limiter panicked: bad key"},
 		"selector": {svc, []grpclimit.Option{grpclimit.WithExempt(func(string) bool { panic("bad selector") })},
 			"grpclimit: the WithExempt selector panicked: bad selector"},
 		"no service": {nil, nil, "grpclimit: no service: give the interceptor one made by service.New"},

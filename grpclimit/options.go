@@ -34,8 +34,8 @@ type Event struct {
 	// when the call's own context ended meanwhile). Under a rule of several
 	// limits Err joins every limit's failure; a denial by a limit that did
 	// decide is ResourceExhausted even when another one failed (see
-	// service.LimitDecision.Err): Unavailable tells the two apart. When a key function or limiter
-	// panicked, or the service is missing (nil, or one service.New did not
+	// service.LimitDecision.Err): Unavailable tells the two apart. When a key function, the
+	// WithPolicyName function or a limiter panicked, or the service is missing (nil, or one service.New did not
 	// build), Decision and Config are zero and the call fails with
 	// codes.Internal. Either message is "rate limiter
 	// unavailable" alone: Err is told to the observer, never to the client.
