@@ -1002,6 +1002,8 @@ func (s *Server) respond(ctx context.Context, items []item, now int64) *pb.RateL
 			continue
 		}
 		st.CurrentLimit = it.current
+		// This module's limiters never report a negative Remaining; a
+		// factory's may, which reads as none left, not as a wrapped uint32.
 		st.LimitRemaining = uint32(min(max(int64(it.d.Remaining), 0), math.MaxUint32))
 		st.DurationUntilReset = durationpb.New(s.reset(it, now))
 		if it.quota {
