@@ -740,6 +740,73 @@ descriptors:
 	assert.Equal(t, uint32(0), h.call(t, "share", 0, overridden("/api/a")).Statuses[0].LimitRemaining, "the value's own counter")
 }
 
+// TestShareThresholdKeyBeforeTheStar: an entry whose key runs up to a
+// shared wildcard's '*' (key "a_b" under key a's "b*", whose key_value
+// "a_b_x" the wildcard "a_b*" matches; key "k" under the wildcard key "k*")
+// shares the wildcard's counter with the other values of its key, as in
+// the reference, which names the counter by the entry's key and the
+// wildcard less the prefix key + "_" (config_impl.go: strings.TrimPrefix(
+// wildcardPattern, entry.Key+"_")), here none of it. Each key counts
+// apart: "a" with "b_x" has the key_value "a_b_x" too. With
+// HOTLIMITD_REFERENCE set to the reference's binary (see
+// TestReferenceDifferential) and redis-server, the reference answers the
+// same requests.
+func TestShareThresholdKeyBeforeTheStar(t *testing.T) {
+	const yaml = `
+domain: share
+descriptors:
+  - key: a
+    value: "b*"
+    share_threshold: true
+    rate_limit: {unit: hour, requests_per_unit: 3}
+  - key: "k*"
+    share_threshold: true
+    rate_limit: {unit: hour, requests_per_unit: 3}
+`
+	steps := []struct {
+		key, value string
+		remaining  uint32
+	}{
+		{"a", "bx", 2},
+		{"a", "by", 1},  // key a's values share the wildcard's counter
+		{"a_b", "x", 2}, // "a_b_x" matches "a_b*": a counter of key a_b's
+		{"a_b", "y", 1}, // which its values share
+		{"a", "b_x", 0}, // the same key_value as a_b's x, key a's counter
+		{"k", "x", 2},   // "k_x" matches the wildcard key "k*"
+		{"k", "y", 1},   // and k's values share its counter
+		{"kz", "x", 2},  // a counter per key
+	}
+	run := func(t *testing.T, h *harness) {
+		for i, s := range steps {
+			resp := h.call(t, "share", 0, desc(s.key, s.value))
+			assert.Equal(t, s.remaining, resp.Statuses[0].LimitRemaining, "step %d: %s=%s", i, s.key, s.value)
+		}
+	}
+	t.Run("Memory", func(t *testing.T) {
+		h := inProcess(t)
+		require.NoError(t, os.WriteFile(filepath.Join(h.dir, "share.yaml"), []byte(yaml), 0o644))
+		require.NoError(t, h.srv.ReloadDir(h.dir))
+		run(t, h)
+	})
+	t.Run("Reference", func(t *testing.T) {
+		bin := os.Getenv("HOTLIMITD_REFERENCE")
+		if bin == "" {
+			t.Skip("HOTLIMITD_REFERENCE (the reference server's binary) not set")
+		}
+		// The rule counts by the hour: a run that would cross its end
+		// waits for it, so that every call counts in one window.
+		if left := time.Until(time.Now().Truncate(time.Hour).Add(time.Hour)); left < time.Minute {
+			t.Logf("waiting %v for the next hour", left)
+			time.Sleep(left + time.Second)
+		}
+		addr, _ := startRedis(t)
+		dir := t.TempDir()
+		require.NoError(t, os.WriteFile(filepath.Join(dir, "share.yaml"), []byte(yaml), 0o644))
+		refAddr, _ := startReferenceOn(t, bin, addr, dir, strconv.FormatInt(time.Now().UnixNano(), 36)+"_")
+		run(t, &harness{client: dial(t, refAddr)})
+	})
+}
+
 // TestHeadersOfABurst: a token bucket's draft RateLimit-Policy quotes its
 // burst as q, with w the time its rate takes to grant it, as httplimit
 // writes it, so that r never exceeds q: 5 per second with a burst of 2 is

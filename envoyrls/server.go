@@ -1002,6 +1002,8 @@ func (s *Server) respond(ctx context.Context, items []item, now int64) *pb.RateL
 			continue
 		}
 		st.CurrentLimit = it.current
+		// This module's limiters never report a negative Remaining; a
+		// factory's may, which reads as none left, not as a wrapped uint32.
 		st.LimitRemaining = uint32(min(max(int64(it.d.Remaining), 0), math.MaxUint32))
 		st.DurationUntilReset = durationpb.New(s.reset(it, now))
 		if it.quota {
@@ -1113,7 +1115,10 @@ func (s *Server) refundAll(ctx context.Context, items []item) {
 // denial the backend's failure policy made (redislimit's FailClosed) knows
 // nothing of the key, its ResetAfter 0: its reset is then its RetryAfter,
 // when the backend is asked again, so that a client waiting for the reset
-// does not come back at once to be denied again.
+// does not come back at once to be denied again. Hits that never pass (more
+// than the burst), which every failure policy of redislimit denies with
+// RetryAfter hotlimit.Never, have no such time: their reset is the key's,
+// as a decided denial's (0 when the policy knows nothing of the key).
 func (s *Server) reset(it *item, now int64) time.Duration {
 	if it.cfg.Algorithm == hotlimit.FixedWindow && it.cfg.Window > 0 {
 		w := int64(it.cfg.Window)

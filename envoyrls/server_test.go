@@ -17,6 +17,7 @@ import (
 	typev3 "github.com/envoyproxy/go-control-plane/envoy/type/v3"
 	"github.com/hotlimit/hotlimit"
 	"github.com/hotlimit/hotlimit/internal/keyed"
+	"github.com/hotlimit/hotlimit/service"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	"google.golang.org/grpc/codes"
@@ -373,4 +374,33 @@ func referenceHeadersServer(t *testing.T, name, text string) *Server {
 	s, err := New(cfg, WithClock(now.Load), WithHeaders(HeadersReference), WithLogger(slog.New(slog.DiscardHandler)))
 	require.NoError(t, err)
 	return s
+}
+
+// overdrawn is a factory's limiter that reports a negative Remaining, as a
+// Limiter of the caller's own may: the hotlimit.Decision contract does not
+// rule it out.
+type overdrawn struct{ hotlimit.Limiter }
+
+func (overdrawn) Take(string, int) hotlimit.Decision {
+	return hotlimit.Decision{Allowed: true, Limit: 5, Remaining: -3}
+}
+
+// TestNegativeRemainingReadsAsNone: a factory's limiter that reports a
+// negative Remaining gives limit_remaining 0 and RateLimit-Remaining 0, not
+// the count wrapped into a uint32 (4294967293 for -3, next to an unlimited
+// rule's 4294967295), which would tell the client it has all but unlimited
+// requests left. The limiters of this module never report one; the server
+// cannot know that a factory's do not.
+func TestNegativeRemainingReadsAsNone(t *testing.T) {
+	cfg := configOf(t, "web.yaml", "domain: web\ndescriptors:\n  - key: ip\n    rate_limit: {unit: second, requests_per_unit: 5}\n")
+	factory := func(c hotlimit.Config, opts ...hotlimit.Option) (hotlimit.Limiter, error) {
+		lim, err := service.NewLimiter(c, opts...)
+		return overdrawn{lim}, err
+	}
+	s, err := New(cfg, WithHeaders(HeadersReference), WithLogger(slog.New(slog.DiscardHandler)), WithLimiterOptions(hotlimit.WithFactory(factory)))
+	require.NoError(t, err)
+	resp, got := askKeys(t, s, "web", false, "ip")
+	require.Equal(t, pb.RateLimitResponse_OK, resp.OverallCode)
+	assert.Zero(t, resp.Statuses[0].LimitRemaining)
+	assert.Equal(t, "0", got["RateLimit-Remaining"])
 }

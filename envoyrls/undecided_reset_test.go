@@ -2,11 +2,13 @@ package envoyrls
 
 import (
 	"context"
+	"log/slog"
 	"strconv"
 	"sync/atomic"
 	"testing"
 	"time"
 
+	rlext "github.com/envoyproxy/go-control-plane/envoy/extensions/common/ratelimit/v3"
 	pb "github.com/envoyproxy/go-control-plane/envoy/service/ratelimit/v3"
 	"github.com/hotlimit/hotlimit"
 	"github.com/hotlimit/hotlimit/internal/transport"
@@ -78,4 +80,48 @@ descriptors:
 	assert.Equal(t, time.Hour-time.Second, resp.Statuses[0].DurationUntilReset.AsDuration(), "a fixed window's reset: the end of its window")
 	assert.Equal(t, direct.RetryAfter, resp.Statuses[1].DurationUntilReset.AsDuration(), "beside it in one pipeline")
 	assert.Equal(t, "100", got["RateLimit-Limit"])
+}
+
+// TestAnUndecidedDenialThatNeverPassesResetsAsADecidedOne: with Redis down,
+// hits_addend 101 on a limit of 100 is denied by every failure policy with
+// RetryAfter hotlimit.Never (no wait lets it pass), which says nothing of
+// when Redis is asked again. Its duration_until_reset and RateLimit-Reset
+// are then the key's, as a decided denial of the same request on a fresh
+// key reports them (in memory), not Never's 292 years.
+func TestAnUndecidedDenialThatNeverPassesResetsAsADecidedOne(t *testing.T) {
+	cfg := configOf(t, "never.yaml", `
+domain: never
+descriptors:
+  - key: tb
+    rate_limit: {unit: hour, requests_per_unit: 100, algorithm: TokenBucket}
+  - key: gcra
+    rate_limit: {unit: hour, requests_per_unit: 100, algorithm: GCRA}
+  - key: counter
+    rate_limit: {unit: hour, requests_per_unit: 100, algorithm: SlidingCounter}
+  - key: log
+    rate_limit: {unit: hour, requests_per_unit: 100, algorithm: SlidingLog}
+`)
+	ask := func(s *Server, key string) *pb.RateLimitResponse {
+		resp, err := s.ShouldRateLimit(context.Background(), &pb.RateLimitRequest{
+			Domain: "never", HitsAddend: 101, Descriptors: []*rlext.RateLimitDescriptor{desc(key, "v")},
+		})
+		require.NoError(t, err)
+		return resp
+	}
+	var now atomic.Int64
+	now.Store(t0)
+	memory, err := New(cfg, WithClock(now.Load), WithHeaders(HeadersReference), WithLogger(slog.New(slog.DiscardHandler)))
+	require.NoError(t, err)
+	client := downClient(t)
+	for _, policy := range []redislimit.FailPolicy{redislimit.FailLocal, redislimit.FailOpen, redislimit.FailClosed} {
+		s := mixedServer(t, cfg, &now, client, policy, HeadersReference)
+		for _, key := range []string{"tb", "gcra", "counter", "log"} {
+			want := ask(memory, key)
+			require.Equal(t, pb.RateLimitResponse_OVER_LIMIT, want.OverallCode, "%s in memory", key)
+			got := ask(s, key)
+			require.Equal(t, pb.RateLimitResponse_OVER_LIMIT, got.OverallCode, "%v: %s", policy, key)
+			assert.Equal(t, want.Statuses[0].DurationUntilReset.AsDuration(), got.Statuses[0].DurationUntilReset.AsDuration(), "%v: %s's duration_until_reset", policy, key)
+			assert.Equal(t, headersOf(want), headersOf(got), "%v: %s's headers", policy, key)
+		}
+	}
 }
