@@ -729,21 +729,13 @@ func TestDirWatchSkippedLinear(t *testing.T) {
 		return time.Since(start)
 	}
 	few, many := entries(500), entries(8000)
-	small, large := time.Duration(math.MaxInt64), time.Duration(math.MaxInt64)
-	for range 5 {
-		small = min(small, poll(few, 16))
-		large = min(large, poll(many, 1))
-	}
-	t.Logf("16 polls of 500 entries: %v, one of 8000: %v", small, large)
-	assert.Less(t, large, 4*small, "16 times the entries take %.1f times as long as 16 polls", float64(large)/float64(small))
+	assertLinear(t, "polls of 500 entries against one of 8000",
+		func() time.Duration { return poll(few, 16) }, func() time.Duration { return poll(many, 1) })
 }
 
 // TestMetadataLinear: a metadata of many keys, which nothing reads, loads
 // in time linear in its keys: one load of 32,000 keys takes about as long
 // as 16 loads of 2,000, where a quadratic load would take 16 times as long.
-// The two are timed as work of the same length, alternately, the fastest of
-// five rounds each, so that a machine loaded for a while slows both alike,
-// not the long one alone.
 func TestMetadataLinear(t *testing.T) {
 	file := func(keys int) []byte {
 		var b strings.Builder
@@ -762,13 +754,25 @@ func TestMetadataLinear(t *testing.T) {
 		return time.Since(start)
 	}
 	smallFile, largeFile := file(2000), file(32000)
-	small, large := time.Duration(math.MaxInt64), time.Duration(math.MaxInt64)
+	assertLinear(t, "loads of 2000 keys against one of 32000",
+		func() time.Duration { return load(smallFile, 16) }, func() time.Duration { return load(largeFile, 1) })
+}
+
+// assertLinear fails t unless large, one run on an input 16 times as large
+// as small's, takes less than 4 times as long as small, 16 runs on the
+// smaller input: a cost linear in the input takes about as long, a quadratic
+// one 16 times as long. The two are timed alternately, the fastest of five
+// rounds each, so that a machine loaded for a while slows both alike, not
+// the large one alone.
+func assertLinear(t *testing.T, what string, small, large func() time.Duration) {
+	t.Helper()
+	fastSmall, fastLarge := time.Duration(math.MaxInt64), time.Duration(math.MaxInt64)
 	for range 5 {
-		small = min(small, load(smallFile, 16))
-		large = min(large, load(largeFile, 1))
+		fastSmall = min(fastSmall, small())
+		fastLarge = min(fastLarge, large())
 	}
-	t.Logf("16 loads of 2000 keys: %v, one of 32000 keys: %v", small, large)
-	assert.Less(t, large, 4*small, "16 times the keys take %.1f times as long as 16 loads", float64(large)/float64(small))
+	t.Logf("16 %s: %v against %v", what, fastSmall, fastLarge)
+	assert.Less(t, fastLarge, 4*fastSmall, "16 %s: the one takes %.1f times as long", what, float64(fastLarge)/float64(fastSmall))
 }
 
 // TestMetadataMergeBounded: under metadata, which is kept unread, mappings

@@ -789,16 +789,8 @@ descriptors:
 		run(t, h)
 	})
 	t.Run("Reference", func(t *testing.T) {
-		bin := os.Getenv("HOTLIMITD_REFERENCE")
-		if bin == "" {
-			t.Skip("HOTLIMITD_REFERENCE (the reference server's binary) not set")
-		}
-		// The rule counts by the hour: a run that would cross its end
-		// waits for it, so that every call counts in one window.
-		if left := time.Until(time.Now().Truncate(time.Hour).Add(time.Hour)); left < time.Minute {
-			t.Logf("waiting %v for the next hour", left)
-			time.Sleep(left + time.Second)
-		}
+		bin := referenceBinary(t)
+		inOneHour(t, time.Minute) // the rule counts by the hour
 		addr, _ := startRedis(t)
 		dir := t.TempDir()
 		require.NoError(t, os.WriteFile(filepath.Join(dir, "share.yaml"), []byte(yaml), 0o644))

@@ -274,10 +274,7 @@ var refDivergent = map[string]string{
 //
 //	HOTLIMITD_REFERENCE=/tmp/refbin go test -run TestReferenceConfigLoad -v .
 func TestReferenceConfigLoad(t *testing.T) {
-	bin := os.Getenv("HOTLIMITD_REFERENCE")
-	if bin == "" {
-		t.Skip("HOTLIMITD_REFERENCE (the reference server's binary) not set")
-	}
+	bin := referenceBinary(t)
 	for _, tc := range refConfigCases {
 		t.Run(tc.name, func(t *testing.T) {
 			root := t.TempDir()

@@ -48,17 +48,9 @@ import (
 // The differences the README lists under "Moving from the reference" are
 // allowed where they show (see refDiff.compare); any other fails the test.
 func TestReferenceDifferential(t *testing.T) {
-	bin := os.Getenv("HOTLIMITD_REFERENCE")
-	if bin == "" {
-		t.Skip("HOTLIMITD_REFERENCE (the reference server's binary) not set")
-	}
+	bin := referenceBinary(t)
 	redisAddr, _ := startRedis(t)
-	// Both servers must count in the same hour: with less than two
-	// minutes of it left, wait for the next.
-	if left := time.Until(time.Now().Truncate(time.Hour).Add(time.Hour)); left < 2*time.Minute {
-		t.Logf("waiting %v for the next hour", left)
-		time.Sleep(left + time.Second)
-	}
+	inOneHour(t, 2*time.Minute) // both servers must count in the same hour
 
 	seed := uint64(time.Now().UnixNano())
 	if s := os.Getenv("HOTLIMITD_REFERENCE_SEED"); s != "" {
@@ -424,6 +416,28 @@ func (d *refDiff) spills(domain string, desc *rlext.RateLimitDescriptor, hits ui
 		left, known = uint64(desc.Limit.RequestsPerUnit), true
 	}
 	return known && left > 0 && hits > left
+}
+
+// referenceBinary returns the reference server's binary, which
+// HOTLIMITD_REFERENCE names, and skips t without it.
+func referenceBinary(t *testing.T) string {
+	t.Helper()
+	bin := os.Getenv("HOTLIMITD_REFERENCE")
+	if bin == "" {
+		t.Skip("HOTLIMITD_REFERENCE (the reference server's binary) not set")
+	}
+	return bin
+}
+
+// inOneHour waits for the next hour when less than margin of this one is
+// left, so that a test of rules counting by the hour, run within margin,
+// counts every call in one window.
+func inOneHour(t *testing.T, margin time.Duration) {
+	t.Helper()
+	if left := time.Until(time.Now().Truncate(time.Hour).Add(time.Hour)); left < margin {
+		t.Logf("waiting %v for the next hour", left)
+		time.Sleep(left + time.Second)
+	}
 }
 
 // startReferenceOn starts the reference server's binary bin on loopback

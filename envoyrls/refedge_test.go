@@ -99,16 +99,8 @@ func TestReferenceEdges(t *testing.T) {
 		refEdges(t, inRedis(t, addr))
 	})
 	t.Run("Reference", func(t *testing.T) {
-		bin := os.Getenv("HOTLIMITD_REFERENCE")
-		if bin == "" {
-			t.Skip("HOTLIMITD_REFERENCE (the reference server's binary) not set")
-		}
-		// The rules count by the hour: a run that would cross its end
-		// waits for it, so that every call counts in one window.
-		if left := time.Until(time.Now().Truncate(time.Hour).Add(time.Hour)); left < time.Minute {
-			t.Logf("waiting %v for the next hour", left)
-			time.Sleep(left + time.Second)
-		}
+		bin := referenceBinary(t)
+		inOneHour(t, time.Minute) // the rules count by the hour
 		addr, _ := startRedis(t)
 		// conf.yaml alone: the reference rejects algos.yaml's algorithms.
 		dir := t.TempDir()

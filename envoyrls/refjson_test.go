@@ -8,7 +8,6 @@ import (
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
-	"os"
 	"strconv"
 	"strings"
 	"testing"
@@ -30,10 +29,7 @@ import (
 //
 //	HOTLIMITD_REFERENCE=/tmp/refbin go test -run TestReferenceJSON -v .
 func TestReferenceJSON(t *testing.T) {
-	bin := os.Getenv("HOTLIMITD_REFERENCE")
-	if bin == "" {
-		t.Skip("HOTLIMITD_REFERENCE (the reference server's binary) not set")
-	}
+	bin := referenceBinary(t)
 	redisAddr, _ := startRedis(t)
 	run := strconv.FormatInt(time.Now().UnixNano(), 36)
 	ref := launchReference(t, bin, redisAddr, "testdata/refdiff", run+"_", false)

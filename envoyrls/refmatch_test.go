@@ -216,10 +216,7 @@ func (g *matchGen) path(d *rlext.RateLimitDescriptor, nodes []*matchNode) {
 //
 //	HOTLIMITD_REFERENCE=/tmp/refbin go test -run TestReferenceMatching -v .
 func TestReferenceMatching(t *testing.T) {
-	bin := os.Getenv("HOTLIMITD_REFERENCE")
-	if bin == "" {
-		t.Skip("HOTLIMITD_REFERENCE (the reference server's binary) not set")
-	}
+	bin := referenceBinary(t)
 	redisAddr, _ := startRedis(t)
 	seed := uint64(time.Now().UnixNano())
 	if s := os.Getenv("HOTLIMITD_REFERENCE_SEED"); s != "" {

@@ -62,10 +62,7 @@ var refLimits = []string{"7", "0x10", "010", "0o10", "0b11", "1_000", "+5", "!!i
 //
 //	HOTLIMITD_REFERENCE=/tmp/refbin go test -run TestReferenceScalars -v .
 func TestReferenceScalars(t *testing.T) {
-	bin := os.Getenv("HOTLIMITD_REFERENCE")
-	if bin == "" {
-		t.Skip("HOTLIMITD_REFERENCE (the reference server's binary) not set")
-	}
+	bin := referenceBinary(t)
 	redisAddr, _ := startRedis(t)
 	var b strings.Builder
 	b.WriteString("domain: s\ndescriptors:\n")

@@ -160,10 +160,7 @@ func (g *shapes) file() string {
 //
 //	HOTLIMITD_REFERENCE=/tmp/refbin go test -run TestReferenceConfigLoadRandomShapes .
 func TestReferenceConfigLoadRandomShapes(t *testing.T) {
-	bin := os.Getenv("HOTLIMITD_REFERENCE")
-	if bin == "" {
-		t.Skip("HOTLIMITD_REFERENCE (the reference server's binary) not set")
-	}
+	bin := referenceBinary(t)
 	seed := time.Now().UnixNano()
 	if s := os.Getenv("HOTLIMITD_REFERENCE_SEED"); s != "" {
 		v, err := strconv.ParseInt(s, 10, 64)
