@@ -322,23 +322,44 @@ func TestWatchFileEmptyPathSaysSo(t *testing.T) {
 
 // TestWatchFileErrorsSayTheRulesInForceStay: each error a watcher reports,
 // rules that do not load and a file gone, says that the service keeps
-// deciding by the rules it had, so that a log of it needs no manual.
+// deciding by the rules it had, so that a log of it needs no manual. The
+// test waits for each report itself, not for a time.
 func TestWatchFileErrorsSayTheRulesInForceStay(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "rules.json")
 	writeAtomically(t, path, rulesWithAPI(4))
 	s, _ := newService(t, cfg(hotlimit.FixedWindow, 3))
-	var log errorLog
 	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
-	go s.WatchFile(ctx, path, time.Millisecond, log.add)
-	require.Eventually(t, func() bool { return s.Resolve("u", "x") == cfg(hotlimit.GCRA, 4) }, 5*time.Second, time.Millisecond, "first load")
+	loaded, errs, done := make(chan struct{}), make(chan error), make(chan struct{})
+	go func() {
+		defer close(done)
+		s.WatchFileWith(ctx, path, service.WatchOptions{
+			Interval: time.Millisecond,
+			OnReload: func(service.Reload) {
+				select {
+				case loaded <- struct{}{}:
+				case <-ctx.Done():
+				}
+			},
+			OnError: func(err error) {
+				select {
+				case errs <- err:
+				case <-ctx.Done():
+				}
+			},
+		})
+	}()
+	t.Cleanup(func() { cancel(); <-done })
+	<-loaded
+	require.Equal(t, cfg(hotlimit.GCRA, 4), s.Resolve("u", "x"), "first load")
 
 	writeAtomically(t, path, `{"default":[{"algorithm":"FixedWindow","limit":3,"window":"1 s"}]}`)
-	require.Eventually(t, func() bool { return len(log.get()) == 1 }, 5*time.Second, time.Millisecond, "bad rules reported")
+	bad := <-errs
+	require.NotErrorIs(t, bad, os.ErrNotExist, "the bad rules reported: %v", bad)
 	require.NoError(t, os.Remove(path))
-	require.Eventually(t, func() bool { return len(log.get()) == 2 }, 5*time.Second, time.Millisecond, "missing file reported")
-	for _, e := range log.get() {
-		assert.True(t, strings.HasSuffix(e, "; the rules in force stay"), e)
+	gone := <-errs
+	require.ErrorIs(t, gone, os.ErrNotExist, "the missing file reported: %v", gone)
+	for _, e := range []error{bad, gone} {
+		assert.True(t, strings.HasSuffix(e.Error(), "; the rules in force stay"), e.Error())
 	}
 	assert.Equal(t, cfg(hotlimit.GCRA, 4), s.Resolve("u", "x"), "as they say")
 }
