@@ -3,6 +3,7 @@ package main
 import (
 	"encoding/json"
 	"errors"
+	"net"
 	"os/exec"
 	"path/filepath"
 	"strings"
@@ -26,13 +27,17 @@ func TestStartErrorIsOneJSONLine(t *testing.T) {
 	require.NoError(t, err, "%s", out)
 	dir := t.TempDir()
 	writeRule(t, dir, "2")
+	taken, err := net.Listen("tcp", "127.0.0.1:0") // an address it cannot listen on
+	require.NoError(t, err)
+	defer taken.Close()
 	for _, tc := range []struct {
 		args []string
 		says string
 	}{
-		{[]string{"-drain", "5"}, `invalid value "5" for flag -drain`},
+		{[]string{"-drain", "5"}, `-drain "5": want a duration with its unit`},
 		{[]string{"-no-such-flag"}, "flag provided but not defined: -no-such-flag"},
-		{[]string{"-grpc", "nowhere"}, "-grpc: listen tcp: address nowhere"},
+		{[]string{"-grpc", "nowhere"}, `-grpc "nowhere": missing port in address`},
+		{[]string{"-grpc", taken.Addr().String()}, "-grpc: listen tcp " + taken.Addr().String()},
 	} {
 		t.Run(strings.Join(tc.args, " "), func(t *testing.T) {
 			cmd := exec.Command(bin, append([]string{"-config", dir, "-http", ""}, tc.args...)...)
