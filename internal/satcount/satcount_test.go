@@ -23,6 +23,18 @@ func skip32(t *testing.T) {
 	}
 }
 
+// TestCountZeroValueIsZero: a Count no one added to reads 0, not the
+// saturated maximum, and so does one that got only adds of n ≤ 0.
+func TestCountZeroValueIsZero(t *testing.T) {
+	var c satcount.Count
+	assert.EqualValues(t, 0, c.Load())
+	c.Add(0)
+	c.Add(-1)
+	assert.EqualValues(t, 0, c.Load(), "n ≤ 0 adds nothing")
+	c.Add(1)
+	assert.EqualValues(t, 1, c.Load())
+}
+
 // TestCountStopsAtMaxInt64: adds sum exactly below math.MaxInt64 and stop
 // there, whichever path (one atomic add or the CAS loop) each takes.
 func TestCountStopsAtMaxInt64(t *testing.T) {
@@ -47,6 +59,34 @@ func TestCountStopsAtMaxInt64(t *testing.T) {
 	assert.EqualValues(t, int64(math.MaxInt64), d.Load(), "small adds reach the maximum exactly")
 	add(&d, 1)
 	assert.EqualValues(t, int64(math.MaxInt64), d.Load(), "and stay there")
+}
+
+// TestCountHugeAddOnTheMaximumStaysThere: an add that overflows from
+// math.MaxInt64 leaves the word at math.MaxInt64, not wrapped to a value
+// just below zero, from which a small add would bring it back to 0.
+func TestCountHugeAddOnTheMaximumStaysThere(t *testing.T) {
+	skip32(t)
+	var c satcount.Count
+	add(&c, math.MaxInt64)
+	add(&c, math.MaxInt64) // would wrap to −2
+	assert.EqualValues(t, int64(math.MaxInt64), c.Load())
+	add(&c, 2) // from −2, 0
+	assert.EqualValues(t, int64(math.MaxInt64), c.Load(), "a reading went down")
+}
+
+// TestCountWrappedWordIgnoresAddsAbove2To32: once a one-add (n ≤ 2^32) has
+// wrapped the word past math.MaxInt64, an add above 2^32 leaves it as it
+// is, so that only adds of at most 2^32 each move it back towards zero:
+// none of these, which sum to more than 2^63, brings it there.
+func TestCountWrappedWordIgnoresAddsAbove2To32(t *testing.T) {
+	skip32(t)
+	var c satcount.Count
+	add(&c, math.MaxInt64)
+	add(&c, 1) // wraps the word to math.MinInt64
+	for _, n := range []int64{math.MaxInt64, 1 << 40, 1<<32 + 1, 1 << 62, 1 << 62} {
+		add(&c, n)
+		assert.EqualValues(t, int64(math.MaxInt64), c.Load(), "after adding %d, a reading went down", n)
+	}
 }
 
 // TestCountNeverGoesDownConcurrently: goroutines add small and huge
