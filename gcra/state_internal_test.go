@@ -97,13 +97,30 @@ func TestTimeKeptByTicks(t *testing.T) {
 // FuzzTickFor checks tickFor across New's ranges against math/big: T in ticks
 // is exactly window/limit ns at num/den ticks per ns; exact ticks (den = 1)
 // whenever Limit/gcd(Window, Limit) ≤ MaxScale, fine ones (T = 2^F ticks,
-// F ≥ 4) otherwise; and the limiter keeps time for at least MinTime with no
-// live word reaching 2^63.
+// F ≥ 4) otherwise, with F the largest that keeps the limiter's time at
+// least MinTime; maxTimeFor is ⌊(2^63 − 1 − span)·den/num⌋ saturated at
+// 2^63 − 1; and the limiter keeps time for at least MinTime with no live
+// word reaching 2^63.
 func FuzzTickFor(f *testing.F) {
 	f.Add(uint64(5), uint64(time.Second), uint64(5))
 	f.Add(uint64(1048573), uint64(time.Millisecond), uint64(1))
 	f.Add(uint64(1<<20), uint64(time.Millisecond), uint64(1<<20))
 	f.Add(uint64(1), uint64(24*time.Hour), uint64(1))
+	// The seeds below are given as the fuzz function maps them back: limit − 1,
+	// window − MinWindow, burst − 1.
+	// Limit 1033357 per 135444169209 ns, burst 8199: F = 22 keeps exactly
+	// MinTime, ⌊(2^63 − 1 − 8199·2^22)·window/(limit·2^22)⌋ = 2^58.
+	f.Add(uint64(1033357-1), uint64(135444169209-MinWindow), uint64(8199-1))
+	// Limit 1033357 per 1058157569 ns, burst 1048575: F = 15 would keep
+	// MinTime for a span of one tick, not of 1048575·2^15 ticks: F = 14.
+	f.Add(uint64(1033357-1), uint64(1058157569-MinWindow), uint64(1048575-1))
+	// Limit 17 per 146028888133 ns, burst 1: at F = 32 the high word of
+	// (2^63 − 1 − 2^32)·den is num itself, so the quotient is 2^64,
+	// saturated, not a division that overflows.
+	f.Add(uint64(17-1), uint64(146028888133-MinWindow), uint64(1-1))
+	// Limit 17 per 100 s, burst 1: at F = 32 the quotient lies between 2^63
+	// and 2^64, saturated at 2^63 − 1.
+	f.Add(uint64(17-1), uint64(100*time.Second-MinWindow), uint64(1-1))
 	f.Fuzz(func(t *testing.T, limit, window, burst uint64) {
 		limit = 1 + limit%MaxLimit
 		window = uint64(MinWindow) + window%uint64(MaxWindow-MinWindow+1)
@@ -128,12 +145,31 @@ func FuzzTickFor(f *testing.F) {
 		}
 		span := burst * tsc
 		maxTime := maxTimeFor(num, den, span)
+		require.Equal(t, bigMaxTime(num, den, span), maxTime, "maxTimeFor")
 		require.GreaterOrEqual(t, maxTime, uint64(MinTime))
+		if den != 1 && tsc < 1<<MaxFracBits {
+			// F + 1 would keep less than MinTime: F is the largest.
+			f1 := uint(bits.TrailingZeros64(tsc)) + 1
+			g := gcd(limit<<f1, window)
+			require.Less(t, bigMaxTime(limit<<f1/g, window/g, burst<<f1), uint64(MinTime), "F is the largest")
+		}
 		s := new(big.Int).Mul(new(big.Int).SetUint64(maxTime), new(big.Int).SetUint64(num))
 		s.Quo(s, new(big.Int).SetUint64(den))
 		s.Add(s, new(big.Int).SetUint64(span))
 		require.LessOrEqual(t, s.Cmp(big.NewInt(math.MaxInt64)), 0, "s(maxTime) + span < 2^63")
 	})
+}
+
+// bigMaxTime is maxTimeFor in math/big: ⌊(2^63 − 1 − span)·den/num⌋,
+// at most 2^63 − 1.
+func bigMaxTime(num, den, span uint64) uint64 {
+	q := new(big.Int).SetUint64(math.MaxInt64 - span)
+	q.Mul(q, new(big.Int).SetUint64(den))
+	q.Quo(q, new(big.Int).SetUint64(num))
+	if q.Cmp(big.NewInt(math.MaxInt64)) > 0 {
+		return math.MaxInt64
+	}
+	return q.Uint64()
 }
 
 // FuzzTicks checks the limiter's clock against math/big: ⌊ns·num/den⌋ for
