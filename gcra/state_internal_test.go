@@ -4,6 +4,7 @@ import (
 	"math"
 	"math/big"
 	"math/bits"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -11,6 +12,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/hotlimit/hotlimit"
+	"github.com/hotlimit/hotlimit/internal/limitertest"
 )
 
 func TestFreshIsTheZeroWord(t *testing.T) {
@@ -228,4 +230,41 @@ func TestWaitSaturates(t *testing.T) {
 	l, err = New(17, 24*time.Hour, hotlimit.WithClock(func() int64 { return 0 }))
 	require.NoError(t, err)
 	assert.Equal(t, hotlimit.Never, l.wait(math.MaxInt64, 0, 0))
+}
+
+// TestReportOfAKilledKeyStillMappedIsFresh: between a sweep's kill of a full
+// key and its delete from the map, the map still gives the tombstoned cell;
+// a report (Take of 0, or of more than the burst) reads it as the fresh key
+// that will replace it: the burst left and no reset, not a drained one
+// reset at Never.
+func TestReportOfAKilledKeyStillMappedIsFresh(t *testing.T) {
+	var now atomic.Int64
+	l, err := New(4, time.Second, hotlimit.WithClock(now.Load))
+	require.NoError(t, err)
+	require.True(t, l.Take("k", 3).Allowed)
+	now.Store(int64(time.Second)) // full: the TAT, 750 ms, is behind now
+	c, held := l.cells.Peek("k")
+	require.True(t, held)
+	s, _, _ := l.now()
+	require.True(t, c.kill(s), "a sweep's kill, its delete not yet landed")
+	assert.Equal(t, hotlimit.Decision{Allowed: true, Limit: 4, Remaining: 4}, l.Take("k", 0))
+	assert.Equal(t, hotlimit.Decision{Limit: 4, Remaining: 4, RetryAfter: hotlimit.Never}, l.Take("k", 5))
+	assert.Equal(t, 1, l.Len(), "a report deletes nothing")
+}
+
+// TestKillLosesToAnAdmission: a sweep's kill of a full key and an admission
+// on it race; the kill swaps the tombstone in only over the word it found
+// full, so when the admission's swap lands first the kill fails and the key
+// keeps the admission: never both (see limitertest.KillOrWriteNotBoth).
+func TestKillLosesToAnAdmission(t *testing.T) {
+	const tat, s, tsc = 100, 200, 50 // full at s
+	rounds := 3000
+	if testing.Short() {
+		rounds = 1000
+	}
+	c := newCell()
+	limitertest.KillOrWriteNotBoth(t, rounds,
+		func() { c.word.Store(tat) },
+		func() bool { return c.word.CompareAndSwap(tat, s+tsc) }, // admit at s
+		func() bool { return c.kill(s) })
 }
