@@ -161,3 +161,27 @@ func TestRefundBeyondTheBurstCountsOnlyTheBurst(t *testing.T) {
 	require.Zero(t, want.Remaining, "the model gives nothing back")
 	assert.Equal(t, want, lim.Take("k", 0), "nothing given back")
 }
+
+// TestRefundOnAFullKeyLeavesItFull: a key whose TAT is at or before now is
+// full, and a refund gives it nothing more: not even a receipt refunded
+// twice, or made up with At now, for more than the TAT is ahead of the
+// epoch, which taken off the TAT would wrap it to a time centuries ahead.
+// At 1 per second with a burst of 2, a key drained and refunded at once is
+// full; half a second on, its TAT is behind now.
+func TestRefundOnAFullKeyLeavesItFull(t *testing.T) {
+	var now atomic.Int64
+	now.Store(1e12)
+	lim, err := New(1, time.Second, hotlimit.WithClock(now.Load), hotlimit.WithBurst(2))
+	require.NoError(t, err)
+	full := hotlimit.Decision{Allowed: true, Limit: 1, Remaining: 2}
+	_, r := lim.TakeReceipt("k", 2)
+	require.Equal(t, 2, r.N)
+	lim.Refund("k", r)
+	require.Equal(t, full, lim.Take("k", 0), "restored exactly")
+	now.Add(int64(500 * time.Millisecond))
+	lim.Refund("k", r) // refunded twice
+	assert.Equal(t, full, lim.Take("k", 0), "a second refund of r")
+	lim.Refund("k", hotlimit.Receipt{N: 2, At: now.Load()}) // made up
+	assert.Equal(t, full, lim.Take("k", 0), "a made-up receipt of now")
+	assert.True(t, lim.Take("k", 2).Allowed, "the burst passes")
+}
