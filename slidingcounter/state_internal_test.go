@@ -3,11 +3,16 @@ package slidingcounter
 import (
 	"math"
 	"math/big"
+	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/hotlimit/hotlimit"
+	"github.com/hotlimit/hotlimit/internal/limitertest"
+	"github.com/hotlimit/hotlimit/internal/packed"
 )
 
 func TestFreshIsTheZeroWord(t *testing.T) {
@@ -120,4 +125,45 @@ func FuzzEstimate(f *testing.F) {
 			}
 		}
 	})
+}
+
+// TestReportOfAKilledKeyStillMappedIsFresh: between a sweep's kill of an
+// idle key and its delete from the map, the map still gives the tombstoned
+// cell; a report (Take of 0, or of more than the limit) reads it as the
+// fresh key that will replace it, not as the tombstone's all-ones counts,
+// which in a window of index 2^29 to 2^30 − 1 mod 2^30 (as the seconds of
+// Unix time in 2023 are) read as counts past the limit.
+func TestReportOfAKilledKeyStillMappedIsFresh(t *testing.T) {
+	var now atomic.Int64
+	now.Store(1_700_000_000 * int64(time.Second)) // window 1.7e9 ≥ 2^29 mod 2^30
+	l, err := New(4, time.Second, hotlimit.WithClock(now.Load))
+	require.NoError(t, err)
+	require.True(t, l.Take("k", 3).Allowed)
+	now.Add(int64(2 * time.Second)) // two windows on: both counts weigh nothing
+	c, held := l.cells.Peek("k")
+	require.True(t, held)
+	cur, _ := packed.Window(now.Load(), l.window)
+	require.True(t, c.kill(cur), "a sweep's kill, its delete not yet landed")
+	assert.Equal(t, hotlimit.Decision{Allowed: true, Limit: 4, Remaining: 4}, l.Take("k", 0))
+	assert.Equal(t, hotlimit.Decision{Limit: 4, Remaining: 4, RetryAfter: hotlimit.Never}, l.Take("k", 5))
+	assert.Equal(t, 1, l.Len(), "a report deletes nothing")
+}
+
+// TestKillLosesToAnAdmission: a sweep's kill of an idle key and an
+// admission on it race; the kill swaps the tombstone in only over the word
+// it found idle, so when the admission's swap lands first the kill fails
+// and the key keeps the admission: never both (see
+// limitertest.KillOrWriteNotBoth).
+func TestKillLosesToAnAdmission(t *testing.T) {
+	const cur = 10
+	idle := pack(cur-2, 0, 3) // counted two windows ago: idle in window cur
+	rounds := 3000
+	if testing.Short() {
+		rounds = 1000
+	}
+	c := newCell()
+	limitertest.KillOrWriteNotBoth(t, rounds,
+		func() { c.word.Store(idle) },
+		func() bool { return c.word.CompareAndSwap(idle, pack(cur, 0, 1)) }, // admit in window cur
+		func() bool { return c.kill(cur) })
 }
