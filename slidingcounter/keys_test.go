@@ -1,6 +1,7 @@
 package slidingcounter_test
 
 import (
+	"math"
 	"testing"
 	"time"
 
@@ -76,4 +77,39 @@ func TestCappedRetryAfterIsTheEndOfTheNextWindow(t *testing.T) {
 	d := l.Take("b", 1)
 	require.False(t, d.Allowed)
 	assert.Equal(t, 17*time.Second, d.RetryAfter)
+}
+
+// TestAllowRemainingOfAKeyTheCapTurnsAway: a new key the key cap turns away
+// reads as a denial with no room, from AllowRemaining as from Take:
+// Remaining 0, not the limit of the fresh key it could not become.
+func TestAllowRemainingOfAKeyTheCapTurnsAway(t *testing.T) {
+	now := int64(103 * time.Second)
+	l, err := slidingcounter.New(4, 10*time.Second, hotlimit.WithMaxKeys(1), hotlimit.WithClock(func() int64 { return now }))
+	require.NoError(t, err)
+	require.True(t, l.Allow("a"))
+	d := l.Take("b", 1)
+	require.False(t, d.Allowed)
+	require.Zero(t, d.Remaining)
+	ok, rem := l.AllowRemaining("b")
+	assert.False(t, ok)
+	assert.Zero(t, rem)
+	assert.Equal(t, 1, l.Len(), "b is not held")
+}
+
+// TestCappedRetryAfterEndingAtTheClocksLastReading: a window of
+// 60247241209 ns divides math.MaxInt64 (153092023 windows), so the next
+// window's end can be the clock's last reading itself: the key cap's
+// refusal waits until exactly then, a time the clock reaches, not Never.
+func TestCappedRetryAfterEndingAtTheClocksLastReading(t *testing.T) {
+	const window = 60247241209
+	require.Zero(t, math.MaxInt64%window)
+	now := int64(math.MaxInt64) - 2*window + 5 // 5 ns into the window before the last
+	l, err := slidingcounter.New(1, window, hotlimit.WithMaxKeys(1), hotlimit.WithClock(func() int64 { return now }))
+	require.NoError(t, err)
+	require.True(t, l.Take("a", 1).Allowed)
+	d := l.Take("b", 1)
+	require.False(t, d.Allowed)
+	assert.Equal(t, time.Duration(math.MaxInt64-now), d.RetryAfter, "until math.MaxInt64")
+	now++
+	assert.Equal(t, time.Duration(math.MaxInt64-now), l.Take("b", 1).RetryAfter, "a nanosecond later, one less")
 }
