@@ -1,10 +1,6 @@
 package gcra
 
-import (
-	"math"
-
-	"github.com/hotlimit/hotlimit"
-)
+import "github.com/hotlimit/hotlimit"
 
 var _ hotlimit.Refunder = (*Limiter)(nil)
 
@@ -78,12 +74,11 @@ func (l *Limiter) Refund(key string, r hotlimit.Receipt) {
 	}
 }
 
-// at returns the clock reading ns nanoseconds after the epoch, saturated at
-// math.MaxInt64.
+// at returns the clock reading ns nanoseconds after the epoch, for ns as now
+// returns it: at most maxTime, which New keeps at most math.MaxInt64 − epoch
+// for an epoch after 0 (and at most math.MaxInt64 for any other), so the sum
+// never overflows: it is a reading the clock can make.
 func (l *Limiter) at(ns uint64) int64 {
-	if l.epoch > 0 && ns > uint64(math.MaxInt64-l.epoch) {
-		return math.MaxInt64
-	}
 	return l.epoch + int64(ns)
 }
 
