@@ -81,3 +81,22 @@ func TestAllowRemainingOfAKeyTheCapTurnsAway(t *testing.T) {
 	assert.Zero(t, rem)
 	assert.Equal(t, 1, l.Len(), "b is not held")
 }
+
+// TestKeyCapEvictsOnlyAKeyFullNow: the key cap makes room for a new key by
+// evicting a held key only once it is full at the clock's time, never a tick
+// before: evicted then, its last fraction of a token would come back at
+// once. At 4 per second (ticks of 1 ns), a key that took one at 0 is full
+// at 250 ms: a new key is turned away 1 ns before, and admitted at 250 ms.
+func TestKeyCapEvictsOnlyAKeyFullNow(t *testing.T) {
+	var now int64
+	l, err := gcra.New(4, time.Second, hotlimit.WithMaxKeys(1), hotlimit.WithClock(func() int64 { return now }))
+	require.NoError(t, err)
+	require.True(t, l.Allow("a")) // TAT 250 ms
+	now = int64(250*time.Millisecond) - 1
+	d := l.Take("b", 1)
+	assert.False(t, d.Allowed, "a is 1 ns short of full: kept")
+	assert.Equal(t, hotlimit.Decision{Allowed: true, Limit: 4, Remaining: 3, ResetAfter: 1}, l.Take("a", 0))
+	now++
+	assert.True(t, l.Take("b", 1).Allowed, "a is full: evicted for b")
+	assert.Equal(t, 1, l.Len())
+}
