@@ -119,10 +119,10 @@ func FuzzTickFor(f *testing.F) {
 	// Limit 17 per 146028888133 ns, burst 1: at F = 32 the high word of
 	// (2^63 − 1 − 2^32)·den is num itself, so the quotient is 2^64,
 	// saturated, not a division that overflows.
-	f.Add(uint64(17-1), uint64(146028888133-MinWindow), uint64(1-1))
+	f.Add(uint64(17-1), uint64(146028888133-MinWindow), uint64(0)) // burst 1
 	// Limit 17 per 100 s, burst 1: at F = 32 the quotient lies between 2^63
 	// and 2^64, saturated at 2^63 − 1.
-	f.Add(uint64(17-1), uint64(100*time.Second-MinWindow), uint64(1-1))
+	f.Add(uint64(17-1), uint64(100*time.Second-MinWindow), uint64(0)) // burst 1
 	f.Fuzz(func(t *testing.T, limit, window, burst uint64) {
 		limit = 1 + limit%MaxLimit
 		window = uint64(MinWindow) + window%uint64(MaxWindow-MinWindow+1)
