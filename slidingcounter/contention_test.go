@@ -129,3 +129,30 @@ func threePerSecond(r limitertest.ReportRace) limitertest.ReportRace {
 	r.Model = func() limitertest.Model { return models.NewSlidingCounter(3, time.Second).Take }
 	return r
 }
+
+// TestDenialOnAnUntouchedWordReadsTheClockOnce: a call whose word no one
+// writes during it reads the clock once, its reading taken after the word
+// it judges, even to deny: the second load of the word, after the reading,
+// finds it unchanged and leaves the reading fresh. Allow, Take and
+// AllowRemaining on a drained key, at 1 per second.
+func TestDenialOnAnUntouchedWordReadsTheClockOnce(t *testing.T) {
+	reads := 0
+	lim, err := slidingcounter.New(1, time.Second, hotlimit.WithClock(func() int64 {
+		reads++
+		return int64(500 * time.Millisecond)
+	}))
+	require.NoError(t, err)
+	require.True(t, lim.Allow("k"))
+	for _, call := range []struct {
+		name string
+		deny func() bool
+	}{
+		{"Allow", func() bool { return !lim.Allow("k") }},
+		{"Take", func() bool { return !lim.Take("k", 1).Allowed }},
+		{"AllowRemaining", func() bool { ok, _ := lim.AllowRemaining("k"); return !ok }},
+	} {
+		reads = 0
+		require.True(t, call.deny(), call.name)
+		assert.Equal(t, 1, reads, "%s: clock reads of a denial", call.name)
+	}
+}
