@@ -304,6 +304,50 @@ func TestScanAdvancesAFarHead(t *testing.T) {
 	}
 }
 
+// TestAdmitAdvancesAFarHead: Allow, which scans the ring by its own
+// inlined read, skips the claims that landed past the head as read does:
+// once it finds maxLag of them it advances the head over them, reads again,
+// and decides on the slot of the claim after them, the landed claims
+// counted. A scan that left the head where it was would find the same
+// claims again, for ever.
+func TestAdmitAdvancesAFarHead(t *testing.T) {
+	for _, limit := range []int{1, 2, 3, 16, 40} {
+		l, now := newTest(t, limit)
+		now.Store(int64(time.Hour))
+		c := l.cells.Get("k")
+		L := uint64(limit)
+		D := maxLag(L)
+		for h := range D { // claims 0 to D − 1, by hand; none advances the head
+			require.True(t, c.cas(h%L, c.load(h%L), packed.PackStamp(now.Load(), (h/L)&1)))
+		}
+		require.Equal(t, uint64(0), c.head.Load())
+		done := make(chan struct{})
+		var allowed bool
+		var remaining int
+		go func() {
+			defer close(done)
+			allowed, remaining = l.AllowRemaining("k")
+		}()
+		select {
+		case <-done:
+		case <-time.After(time.Minute):
+			t.Fatalf("limit %d: Allow never got past the claims landed past the head", limit)
+		}
+		// The D claims landed count, all at the time of the call: one more
+		// passes while they are fewer than the limit, leaving limit − D − 1.
+		if D < L {
+			assert.True(t, allowed, "limit %d", limit)
+			assert.Equal(t, limit-int(D)-1, remaining, "limit %d", limit)
+			assert.GreaterOrEqual(t, c.head.Load(), D, "limit %d", limit)
+			assert.Equal(t, packed.PackStamp(now.Load(), (D/L)&1), c.load(D%L), "limit %d: claim D in its own slot", limit)
+		} else {
+			assert.False(t, allowed, "limit %d: the landed claims fill the log", limit)
+			assert.Zero(t, remaining, "limit %d", limit)
+			assert.Equal(t, D, c.head.Load(), "limit %d", limit)
+		}
+	}
+}
+
 // TestScanRacedByARoundOfClaims: a scan that finds no claim landed past the
 // head h reads the slot of claim h, then the slot of claim h − 1 for the
 // newest time. Where maxLag(L) = L (L ≤ 16), a whole round of claims, h to
