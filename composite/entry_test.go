@@ -164,3 +164,15 @@ func TestADenierIsNotAskedAgainForItsState(t *testing.T) {
 	assert.False(t, c.Take("k", 4).Allowed)
 	assert.Equal(t, []string{"receipt"}, denier.calls, "asked once, without a context")
 }
+
+// TestAskerOfNoRequestsAsksNothing: an Asker asked for n < 1 requests asks
+// its limiter nothing, not even for a report, and waits nothing.
+func TestAskerOfNoRequestsAsksNothing(t *testing.T) {
+	child := &entry{d: hotlimit.Decision{Allowed: true, Limit: 5, Remaining: 4}, r: hotlimit.Receipt{N: 1, At: 7}}
+	for _, n := range []int{0, -1} {
+		w, err := composite.NewAsker(child, false).Ask(context.Background(), "k", n)
+		require.NoError(t, err)
+		assert.Zero(t, w, "n = %d", n)
+		assert.Empty(t, child.calls, "n = %d", n)
+	}
+}
