@@ -77,6 +77,24 @@ func TestKillNeedsTheNewestExpired(t *testing.T) {
 	assert.Equal(t, 1, l.Sweep())
 }
 
+// TestSweepEvictsAKeyAlreadyTombstoned: a Sweep that meets a cell another
+// Sweep has tombstoned, and whose key that one has not deleted yet, deletes
+// it: a dead cell counts as evicted, not as a key still held.
+func TestSweepEvictsAKeyAlreadyTombstoned(t *testing.T) {
+	l, now := newTest(t, 2)
+	now.Store(int64(time.Hour))
+	require.True(t, l.Allow("k"))
+	c, _ := l.cells.Peek("k")
+	now.Add(int64(l.window)) // the request has left the window
+	require.True(t, c.kill(l.now(), l.window), "the other Sweep's tombstone")
+	require.Equal(t, 1, l.Len(), "its key not deleted yet")
+	assert.True(t, c.kill(l.now(), l.window), "a dead cell stays dead")
+	assert.Equal(t, 1, l.Sweep())
+	assert.Zero(t, l.Len())
+	_, held := l.cells.Peek("k")
+	assert.False(t, held)
+}
+
 // TestReportRacingSweepReadsFresh: a report that reads a live head and then
 // meets the tombstone a Sweep just wrote answers for a fresh key.
 func TestReportRacingSweepReadsFresh(t *testing.T) {
