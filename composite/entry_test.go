@@ -20,8 +20,8 @@ import (
 // "context" for TakeReceiptContext, whatever the context (nil included),
 // "refund" and "refund context" for the give-backs. Every take answers
 // d (a report, n == 0, allowed with no wait), with the receipt r when it
-// admits n > 0, and TakeReceiptContext the error err; RefundContext
-// answers refundErr.
+// admits n > 0, and TakeReceiptContext the error err for n > 0 (a report
+// succeeds); RefundContext answers refundErr.
 type entry struct {
 	calls     []string
 	d         hotlimit.Decision
@@ -44,6 +44,9 @@ func (e *entry) TakeReceipt(key string, n int) (hotlimit.Decision, hotlimit.Rece
 
 func (e *entry) TakeReceiptContext(_ context.Context, key string, n int) (hotlimit.Decision, hotlimit.Receipt, error) {
 	e.calls = append(e.calls, "context")
+	if n < 1 {
+		return e.decision(n), e.receipt(n), nil
+	}
 	return e.decision(n), e.receipt(n), e.err
 }
 
@@ -175,4 +178,21 @@ func TestAskerOfNoRequestsAsksNothing(t *testing.T) {
 		assert.Zero(t, w, "n = %d", n)
 		assert.Empty(t, child.calls, "n = %d", n)
 	}
+}
+
+// TestAFailedQuestionIsBesideTheDenial: when a child after the denier,
+// asked for its wait, cannot tell (its failure policy answers), its error
+// comes back beside the denial, which the denier decided on its quota:
+// DecidingError reads none, and the wait is the denier's.
+func TestAFailedQuestionIsBesideTheDenial(t *testing.T) {
+	denier := &entry{d: hotlimit.Decision{Limit: 10, RetryAfter: time.Second}}
+	later := &entry{d: hotlimit.Decision{Limit: 10, RetryAfter: time.Hour}, err: errTake}
+	c, err := composite.New(denier, later)
+	require.NoError(t, err)
+	d, err := c.TakeContext(context.Background(), "k", 1)
+	assert.False(t, d.Allowed)
+	assert.Equal(t, time.Second, d.RetryAfter, "the failed question waits nothing")
+	assert.ErrorIs(t, err, errTake)
+	assert.NoError(t, composite.DecidingError(err), "the denier decided on its quota")
+	assert.Equal(t, []string{"context", "context"}, later.calls, "its report, then the question")
 }
