@@ -13,6 +13,7 @@ import (
 
 	"github.com/hotlimit/hotlimit"
 	"github.com/hotlimit/hotlimit/composite"
+	"github.com/hotlimit/hotlimit/slidinglog"
 )
 
 // entry is a limiter that takes a context and records by which of its
@@ -195,4 +196,19 @@ func TestAFailedQuestionIsBesideTheDenial(t *testing.T) {
 	assert.ErrorIs(t, err, errTake)
 	assert.NoError(t, composite.DecidingError(err), "the denier decided on its quota")
 	assert.Equal(t, []string{"context", "context"}, later.calls, "its report, then the question")
+}
+
+// TestAskerOfACompositeHoldingALogReturnsItsChildrensErrors: an Asker of a
+// composite that holds a sliding log asks it child by child, and returns
+// the error of a child that could not tell its wait.
+func TestAskerOfACompositeHoldingALogReturnsItsChildrensErrors(t *testing.T) {
+	log, err := slidinglog.New(5, time.Minute, hotlimit.WithClock(func() int64 { return 1 }))
+	require.NoError(t, err)
+	failing := &entry{d: hotlimit.Decision{Limit: 10, RetryAfter: time.Hour}, err: errTake}
+	c, err := composite.New(log, failing)
+	require.NoError(t, err)
+	w, err := composite.NewAsker(c, false).Ask(context.Background(), "k", 1)
+	assert.Zero(t, w, "the log admits now; the failing child tells no wait")
+	assert.ErrorIs(t, err, errTake)
+	assert.Equal(t, []string{"context", "context"}, failing.calls, "its report, then the question")
 }
