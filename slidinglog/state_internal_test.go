@@ -77,6 +77,24 @@ func TestKillNeedsTheNewestExpired(t *testing.T) {
 	assert.Equal(t, 1, l.Sweep())
 }
 
+// TestSweepEvictsAKeyAlreadyTombstoned: a Sweep that meets a cell another
+// Sweep has tombstoned, and whose key that one has not deleted yet, deletes
+// it: a dead cell counts as evicted, not as a key still held.
+func TestSweepEvictsAKeyAlreadyTombstoned(t *testing.T) {
+	l, now := newTest(t, 2)
+	now.Store(int64(time.Hour))
+	require.True(t, l.Allow("k"))
+	c, _ := l.cells.Peek("k")
+	now.Add(int64(l.window)) // the request has left the window
+	require.True(t, c.kill(l.now(), l.window), "the other Sweep's tombstone")
+	require.Equal(t, 1, l.Len(), "its key not deleted yet")
+	assert.True(t, c.kill(l.now(), l.window), "a dead cell stays dead")
+	assert.Equal(t, 1, l.Sweep())
+	assert.Zero(t, l.Len())
+	_, held := l.cells.Peek("k")
+	assert.False(t, held)
+}
+
 // TestReportRacingSweepReadsFresh: a report that reads a live head and then
 // meets the tombstone a Sweep just wrote answers for a fresh key.
 func TestReportRacingSweepReadsFresh(t *testing.T) {
@@ -301,6 +319,50 @@ func TestScanAdvancesAFarHead(t *testing.T) {
 		assert.Equal(t, D, s.h, "limit %d", limit)
 		d := l.Take("k", 0)
 		assert.Equal(t, limit-int(min(D, L)), d.Remaining, "limit %d: the landed claims count", limit)
+	}
+}
+
+// TestAdmitAdvancesAFarHead: Allow, which scans the ring by its own
+// inlined read, skips the claims that landed past the head as read does:
+// once it finds maxLag of them it advances the head over them, reads again,
+// and decides on the slot of the claim after them, the landed claims
+// counted. A scan that left the head where it was would find the same
+// claims again, for ever.
+func TestAdmitAdvancesAFarHead(t *testing.T) {
+	for _, limit := range []int{1, 2, 3, 16, 40} {
+		l, now := newTest(t, limit)
+		now.Store(int64(time.Hour))
+		c := l.cells.Get("k")
+		L := uint64(limit)
+		D := maxLag(L)
+		for h := range D { // claims 0 to D − 1, by hand; none advances the head
+			require.True(t, c.cas(h%L, c.load(h%L), packed.PackStamp(now.Load(), (h/L)&1)))
+		}
+		require.Equal(t, uint64(0), c.head.Load())
+		done := make(chan struct{})
+		var allowed bool
+		var remaining int
+		go func() {
+			defer close(done)
+			allowed, remaining = l.AllowRemaining("k")
+		}()
+		select {
+		case <-done:
+		case <-time.After(time.Minute):
+			t.Fatalf("limit %d: Allow never got past the claims landed past the head", limit)
+		}
+		// The D claims landed count, all at the time of the call: one more
+		// passes while they are fewer than the limit, leaving limit − D − 1.
+		if D < L {
+			assert.True(t, allowed, "limit %d", limit)
+			assert.Equal(t, limit-int(D)-1, remaining, "limit %d", limit)
+			assert.GreaterOrEqual(t, c.head.Load(), D, "limit %d", limit)
+			assert.Equal(t, packed.PackStamp(now.Load(), (D/L)&1), c.load(D%L), "limit %d: claim D in its own slot", limit)
+		} else {
+			assert.False(t, allowed, "limit %d: the landed claims fill the log", limit)
+			assert.Zero(t, remaining, "limit %d", limit)
+			assert.Equal(t, D, c.head.Load(), "limit %d", limit)
+		}
 	}
 }
 
