@@ -2,6 +2,7 @@ package tokenbucket
 
 import (
 	"runtime"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -98,5 +99,50 @@ func TestGuardChecksAgainstTheGenerationAnotherSweepRecorded(t *testing.T) {
 			assert.Equal(t, tc.g(l), gotG, "generation")
 			assert.True(t, gotG-l.back <= int64(gotT) && int64(gotT) < gotG+l.hard, "g − back ≤ t < g + hard")
 		})
+	}
+}
+
+// TestAdmissionFromAFullWordRaisedToTheFloor: an admission from a full word
+// whose reading lies behind the floor that a judging sweep under way raised
+// (to its time less Range/4, before its first visit, while the generation
+// is still the old one) counts at the floor: the word is stamped the floor,
+// and a receipt says the floor, by Allow as by Take.
+func TestAdmissionFromAFullWordRaisedToTheFloor(t *testing.T) {
+	for _, take := range []bool{false, true} {
+		var now atomic.Int64
+		l := newGuardLimiter(t, 1, 24*time.Hour, 2, now.Load)
+		require.True(t, l.Take("busy", 2).Allowed) // drained at 0, generation 0
+		s := l.hard - l.fill/2                     // a judging sweep: less than hard + fill past 0
+		floor := s - l.back
+		reading := floor - l.fill/4 // behind the floor, within Range/4 of generation 0
+		require.Positive(t, reading)
+		var at int64
+		done := false
+		l.sweepLoaded = func() {
+			if done {
+				return
+			}
+			done = true
+			require.Equal(t, floor, l.floor.Load(), "raised before the first visit")
+			require.Zero(t, l.swept.Load(), "not recorded yet")
+			now.Store(reading)
+			if take {
+				d, r := l.TakeReceipt("fresh", 1)
+				require.True(t, d.Allowed)
+				at = r.At
+			} else {
+				require.True(t, l.Allow("fresh"))
+			}
+			stamp, partial := stampOf(l, "fresh")
+			require.True(t, partial)
+			want, _ := l.b.Units(uint64(floor))
+			assert.Equal(t, want&(1<<l.b.TickBits-1), stamp, "take=%t: stamped the floor, not the reading", take)
+		}
+		now.Store(s)
+		l.Sweep()
+		require.True(t, done)
+		if take {
+			assert.Equal(t, floor, at, "the receipt says the floor (the epoch is 0)")
+		}
 	}
 }
