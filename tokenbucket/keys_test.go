@@ -91,3 +91,22 @@ func TestCappedRetryAfterEndingAtTheClocksLastReading(t *testing.T) {
 	assert.False(t, d.Allowed)
 	assert.Equal(t, hotlimit.Never, d.RetryAfter, "a fill time from now ends past every reading")
 }
+
+// TestCappedRetryAfterFromAClockFarBehindTheEpoch: the key cap's refusal
+// from a clock so far behind the epoch that reaching it and then a fill
+// time (1 s at 5 per second) takes longer than math.MaxInt64 says Never,
+// never a wrapped, negative wait.
+func TestCappedRetryAfterFromAClockFarBehindTheEpoch(t *testing.T) {
+	now := int64(0) // the epoch
+	lim, err := tokenbucket.New(5, time.Second, hotlimit.WithMaxKeys(1), hotlimit.WithClock(func() int64 { return now }))
+	require.NoError(t, err)
+	require.True(t, lim.Allow("a"))
+	for _, at := range []int64{math.MinInt64, -(math.MaxInt64 - int64(time.Second)) - 1} {
+		now = at
+		d := lim.Take("b", 1)
+		assert.False(t, d.Allowed)
+		assert.Equal(t, hotlimit.Never, d.RetryAfter, "at %d", at)
+	}
+	now = -int64(time.Hour)
+	assert.Equal(t, time.Hour+time.Second, lim.Take("b", 1).RetryAfter, "the epoch, then a fill time")
+}
