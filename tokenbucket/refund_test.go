@@ -249,3 +249,33 @@ func TestRefundGivesNothingBackAfterAFillTimeWhereTheUnitsWrap(t *testing.T) {
 	assert.Zero(t, d.Remaining, "the receipt is years old: nothing of it counts")
 	assert.Equal(t, time.Nanosecond, d.ResetAfter, "one token at 2^20 per ms: 10^6/2^20 ns, rounded up")
 }
+
+// TestRefundAfterTheTimestampWraps: once u(t) has passed its 2^T modulus
+// (the stored timestamp is u mod 2^T), a refund still counts only what
+// refilled since the receipt: one at the time of the Take restores the
+// bucket, one 0.5 s later gives back 1 − 0.5 token. At 1 per second with a
+// burst of 2, Takes of 1 and 1 just after the wrap.
+func TestRefundAfterTheTimestampWraps(t *testing.T) {
+	var now atomic.Int64
+	lim, err := New(1, time.Second, hotlimit.WithClock(now.Load), hotlimit.WithBurst(2))
+	require.NoError(t, err)
+	at := wrapTime(lim) + int64(time.Second)
+	now.Store(at)
+	d, r := lim.TakeReceipt("k", 1)
+	require.True(t, d.Allowed)
+	lim.Refund("k", r)
+	assert.Equal(t, 2, lim.Take("k", 0).Remaining, "restored")
+
+	_, r = lim.TakeReceipt("k", 2)
+	now.Store(at + int64(500*time.Millisecond))
+	lim.Refund("k", r)
+	d = lim.Take("k", 0)
+	assert.Equal(t, 2, d.Remaining, "0.5 refilled + 2 − 0.5 given back: full")
+	_, r = lim.TakeReceipt("k", 2)
+	require.Equal(t, r.At, now.Load())
+	now.Add(int64(500 * time.Millisecond))
+	lim.Refund("k", hotlimit.Receipt{N: 1, At: r.At})
+	d = lim.Take("k", 0)
+	assert.Equal(t, 1, d.Remaining, "0.5 refilled + 1 − 0.5 given back")
+	assert.Equal(t, time.Second, d.ResetAfter)
+}
