@@ -228,3 +228,30 @@ func TestFastReadAgreesWithRead(t *testing.T) {
 		}
 	}
 }
+
+// TestTimeStopsAtItsHorizon: the limiter's time runs up to maxTime, 2^62 ns
+// (about 146 years) after the epoch, and stands still from there. At 1 per
+// second: a key drained 2 s before the horizon has refilled 1 s later, and
+// waits for a refill that ends before the horizon; one drained 0.5 s before
+// it refills only that 0.5 s, however late the clock reads, and its wait
+// says Never.
+func TestTimeStopsAtItsHorizon(t *testing.T) {
+	const horizon = int64(1) << 62
+	var now int64 // the epoch
+	lim, err := New(1, time.Second, hotlimit.WithClock(func() int64 { return now }))
+	require.NoError(t, err)
+	now = horizon - int64(2*time.Second)
+	require.True(t, lim.Allow("k"))
+	now += int64(time.Second)
+	assert.True(t, lim.Allow("k"), "1 s refilled, 1 s before the horizon")
+	now += int64(500 * time.Millisecond)
+	d := lim.Take("k", 1)
+	require.False(t, d.Allowed)
+	assert.LessOrEqual(t, d.RetryAfter, 500*time.Millisecond, "the refill ends at the horizon, not after")
+	assert.Greater(t, d.RetryAfter, 499*time.Millisecond)
+	require.True(t, lim.Take("j", 1).Allowed, "drained 0.5 s before the horizon")
+	now = horizon + int64(time.Hour)
+	d = lim.Take("j", 1)
+	assert.False(t, d.Allowed, "only 0.5 s refilled: time stood still at the horizon")
+	assert.Equal(t, hotlimit.Never, d.RetryAfter)
+}
