@@ -129,3 +129,30 @@ func TestDeadCellStillMappedIsDeleted(t *testing.T) {
 		assert.Equal(t, map[bool]int{false: 0, true: 1}[capped], l.Len())
 	}
 }
+
+// TestSweepKeepsAKeyWrittenAfterItsLoad: a sweep kills a word only by CAS
+// from the value it judged, so an admission that lands between its Load of
+// a full word and its kill keeps the key, drained: the sweep judges the new
+// word again, and a drained bucket is not full. At 1 per second with a
+// burst of 1, the next request is denied.
+func TestSweepKeepsAKeyWrittenAfterItsLoad(t *testing.T) {
+	var now atomic.Int64
+	now.Store(int64(time.Hour))
+	l, err := New(1, time.Second, hotlimit.WithClock(now.Load))
+	require.NoError(t, err)
+	require.True(t, l.Allow("k"))
+	now.Add(int64(2 * time.Second)) // full, idle
+	landed := false
+	l.sweepLoaded = func() {
+		if landed {
+			return
+		}
+		landed = true
+		require.True(t, l.Allow("k"), "the admission between the Load and the kill")
+	}
+	assert.Zero(t, l.Sweep())
+	require.True(t, landed)
+	l.sweepLoaded = nil
+	assert.Equal(t, 1, l.Len(), "k kept")
+	assert.False(t, l.Allow("k"), "k drained a moment ago")
+}
