@@ -77,3 +77,19 @@ func TestCappedRetryAfterIsTheRestOfTheWindow(t *testing.T) {
 	require.False(t, d.Allowed)
 	assert.Equal(t, 7*time.Second, d.RetryAfter)
 }
+
+// TestCapEvictsAKeyWhoseWindowJustEnded: under hotlimit.WithMaxKeys, a new
+// key finds room as soon as the held key's window has ended, at the first
+// nanosecond of the next window: the held key's count no longer weighs on
+// anything, so evicting it changes no decision.
+func TestCapEvictsAKeyWhoseWindowJustEnded(t *testing.T) {
+	now := int64(103 * time.Second)
+	l, err := fixedwindow.New(1, 10*time.Second, hotlimit.WithMaxKeys(1), hotlimit.WithClock(func() int64 { return now }))
+	require.NoError(t, err)
+	require.True(t, l.Allow("a"))
+	now = int64(110*time.Second) - 1
+	require.False(t, l.Allow("b"), "a's window has not ended")
+	now = int64(110 * time.Second)
+	assert.True(t, l.Allow("b"), "a's window ended: a is idle, and evicted")
+	assert.Equal(t, 1, l.Len())
+}

@@ -3,8 +3,12 @@ package fixedwindow
 import (
 	"math"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/hotlimit/hotlimit"
 
 	"github.com/hotlimit/hotlimit/internal/packed"
 )
@@ -49,5 +53,33 @@ func TestKill(t *testing.T) {
 		if tc.idle {
 			assert.Equal(t, packed.WindowDead, c.word.Load(), "case %d", i)
 		}
+	}
+}
+
+// TestReportOfADeadCellStillMapped: a cell killed (by a Sweep, or a Refund
+// that emptied its window) but not yet deleted from the map reports as the
+// fresh key that replaces it: the whole limit remaining, no reset, for
+// Take(key, 0) and for a Take above the limit; a report writes nothing, and
+// the next admission revives a fresh cell. Also at a clock before the
+// origin, where the tombstone's index, all ones, is the current window.
+func TestReportOfADeadCellStillMapped(t *testing.T) {
+	for _, now := range []int64{int64(2*time.Hour + 300*time.Millisecond), int64(-700 * time.Millisecond)} {
+		l, err := New(3, time.Second, hotlimit.WithClock(func() int64 { return now }))
+		require.NoError(t, err)
+		require.True(t, l.Allow("k"))
+		require.True(t, l.Allow("k"))
+		c, held := l.cells.Peek("k")
+		require.True(t, held)
+		c.word.Store(packed.WindowDead) // killed; its deletion yet to land
+
+		d := l.Take("k", 0)
+		assert.Equal(t, hotlimit.Decision{Allowed: true, Limit: 3, Remaining: 3}, d, "now %d", now)
+		d = l.Take("k", 4)
+		assert.Equal(t, hotlimit.Decision{Limit: 3, Remaining: 3, RetryAfter: hotlimit.Never}, d, "now %d", now)
+		assert.Equal(t, packed.WindowDead, c.word.Load(), "a report writes nothing")
+
+		// 300 ms into a window of 1 s: it resets in 700 ms.
+		d = l.Take("k", 1)
+		assert.Equal(t, hotlimit.Decision{Allowed: true, Limit: 3, Remaining: 2, ResetAfter: 700 * time.Millisecond}, d, "now %d", now)
 	}
 }

@@ -1,8 +1,12 @@
 package tokenbucket_test
 
 import (
+	"math"
 	"testing"
 	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
 
 	"github.com/hotlimit/hotlimit"
 	"github.com/hotlimit/hotlimit/internal/limitertest"
@@ -65,4 +69,44 @@ func TestCappedRetryAfterIsNeverPastTheClocksEnd(t *testing.T) {
 // limitertest.CappedFromAClockBehindTheEpoch.
 func TestCappedRetryAfterCountsFromAClockBehindTheEpoch(t *testing.T) {
 	limitertest.CappedFromAClockBehindTheEpoch(t, limitertest.Adapt(tokenbucket.New, hotlimit.WithMaxKeys(1)))
+}
+
+// TestCappedRetryAfterEndingAtTheClocksLastReading: the key cap's refusal
+// says the fill time when the held keys fill exactly at math.MaxInt64, the
+// last reading a clock makes, and Never one nanosecond later. At 5 per
+// second, an empty bucket fills in 1 s.
+func TestCappedRetryAfterEndingAtTheClocksLastReading(t *testing.T) {
+	now := int64(math.MaxInt64 - 10*time.Second) // the epoch
+	lim, err := tokenbucket.New(5, time.Second, hotlimit.WithMaxKeys(1), hotlimit.WithClock(func() int64 { return now }))
+	require.NoError(t, err)
+	now = math.MaxInt64 - int64(time.Second)
+	held := lim.Take("a", 5)
+	require.True(t, held.Allowed)
+	require.Equal(t, time.Second, held.ResetAfter, "full again at math.MaxInt64")
+	d := lim.Take("b", 1)
+	assert.False(t, d.Allowed)
+	assert.Equal(t, time.Second, d.RetryAfter, "a fill time from now ends at math.MaxInt64")
+	now++
+	d = lim.Take("b", 1)
+	assert.False(t, d.Allowed)
+	assert.Equal(t, hotlimit.Never, d.RetryAfter, "a fill time from now ends past every reading")
+}
+
+// TestCappedRetryAfterFromAClockFarBehindTheEpoch: the key cap's refusal
+// from a clock so far behind the epoch that reaching it and then a fill
+// time (1 s at 5 per second) takes longer than math.MaxInt64 says Never,
+// never a wrapped, negative wait.
+func TestCappedRetryAfterFromAClockFarBehindTheEpoch(t *testing.T) {
+	now := int64(0) // the epoch
+	lim, err := tokenbucket.New(5, time.Second, hotlimit.WithMaxKeys(1), hotlimit.WithClock(func() int64 { return now }))
+	require.NoError(t, err)
+	require.True(t, lim.Allow("a"))
+	for _, at := range []int64{math.MinInt64, -(math.MaxInt64 - int64(time.Second)) - 1} {
+		now = at
+		d := lim.Take("b", 1)
+		assert.False(t, d.Allowed)
+		assert.Equal(t, hotlimit.Never, d.RetryAfter, "at %d", at)
+	}
+	now = -int64(time.Hour)
+	assert.Equal(t, time.Hour+time.Second, lim.Take("b", 1).RetryAfter, "the epoch, then a fill time")
 }

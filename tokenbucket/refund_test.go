@@ -11,6 +11,7 @@ import (
 
 	"github.com/hotlimit/hotlimit"
 	"github.com/hotlimit/hotlimit/internal/limitertest"
+	"github.com/hotlimit/hotlimit/internal/models"
 )
 
 // TestRefundScript: a refund right after the Take restores the bucket
@@ -190,4 +191,91 @@ func TestRefundAfterAStepBackBehindTheTakeGivesAllBack(t *testing.T) {
 			assert.Zero(t, lim.Len(), "the refund filled the bucket, which holds no key")
 		})
 	}
+}
+
+// TestRefundOfMoreThanTheBurstGivesBackTheBurstLessTheRefill: a receipt of
+// more tokens than the burst (no Take of this limiter writes one) gives back
+// at most the burst, less what refilled since r.At, as the model does. At 1
+// per second with a burst of 2: a Take of 1 at 0 (its receipt made out for
+// 5), another at 0 and one at 1 s leave 0.5 token at 1.5 s, 1.5 refilled
+// since the receipt; the refund gives back 2 − 1.5 = 0.5, up to 1 token,
+// where 5 − 1.5 would fill the bucket.
+func TestRefundOfMoreThanTheBurstGivesBackTheBurstLessTheRefill(t *testing.T) {
+	var now atomic.Int64
+	lim, err := New(1, time.Second, hotlimit.WithClock(now.Load), hotlimit.WithBurst(2))
+	require.NoError(t, err)
+	m := models.NewTokenBucket(1, 2, time.Second, 0)
+	take := func(at time.Duration) hotlimit.Receipt {
+		now.Store(int64(at))
+		d, r := lim.TakeReceipt("k", 1)
+		require.Equal(t, m.Take("k", 1, int64(at)), d, "take at %v", at)
+		return r
+	}
+	r := take(0)
+	take(0)
+	take(time.Second)
+	r.N = 5
+	now.Store(int64(1500 * time.Millisecond))
+	lim.Refund("k", r)
+	m.Refund("k", r, now.Load())
+	want := m.Take("k", 0, now.Load())
+	require.Equal(t, hotlimit.Decision{Allowed: true, Limit: 1, Remaining: 1, ResetAfter: time.Second}, want)
+	assert.Equal(t, want, lim.Take("k", 0))
+}
+
+// TestRefundGivesNothingBackAfterAFillTimeWhereTheUnitsWrap: a refund a fill
+// time or more after its receipt gives nothing back, also when the units
+// refilled since the receipt, counted modulo 2^64, wrap around to few or
+// none. At 2^20 per millisecond with a burst of 1, u(t) = ⌊t·2^(20+F)/10^6⌋
+// reaches 2^64 at t = 2^(44−F)·10^6 ns (about 17 years for F = 5): a key
+// drained there, refunded the receipt of a Take at 0, stays drained.
+func TestRefundGivesNothingBackAfterAFillTimeWhereTheUnitsWrap(t *testing.T) {
+	var now atomic.Int64
+	lim, err := New(1<<20, time.Millisecond, hotlimit.WithClock(now.Load), hotlimit.WithBurst(1))
+	require.NoError(t, err)
+	f := lim.b.FracBits
+	require.Less(t, f, uint(44))
+	wrap := int64(1) << (44 - f) * 1e6
+	require.LessOrEqual(t, wrap, int64(maxTime))
+	u, _ := lim.b.Units(uint64(wrap))
+	require.Zero(t, u, "u(wrap) = 2^64, zero modulo 2^64")
+
+	d, r := lim.TakeReceipt("k", 1)
+	require.True(t, d.Allowed)
+	now.Store(wrap)
+	require.True(t, lim.Take("k", 1).Allowed, "full again long since")
+	lim.Refund("k", r)
+	d = lim.Take("k", 0)
+	assert.Zero(t, d.Remaining, "the receipt is years old: nothing of it counts")
+	assert.Equal(t, time.Nanosecond, d.ResetAfter, "one token at 2^20 per ms: 10^6/2^20 ns, rounded up")
+}
+
+// TestRefundAfterTheTimestampWraps: once u(t) has passed its 2^T modulus
+// (the stored timestamp is u mod 2^T), a refund still counts only what
+// refilled since the receipt: one at the time of the Take restores the
+// bucket, one 0.5 s later gives back 1 − 0.5 token. At 1 per second with a
+// burst of 2, Takes of 1 and 1 just after the wrap.
+func TestRefundAfterTheTimestampWraps(t *testing.T) {
+	var now atomic.Int64
+	lim, err := New(1, time.Second, hotlimit.WithClock(now.Load), hotlimit.WithBurst(2))
+	require.NoError(t, err)
+	at := wrapTime(lim) + int64(time.Second)
+	now.Store(at)
+	d, r := lim.TakeReceipt("k", 1)
+	require.True(t, d.Allowed)
+	lim.Refund("k", r)
+	assert.Equal(t, 2, lim.Take("k", 0).Remaining, "restored")
+
+	_, r = lim.TakeReceipt("k", 2)
+	now.Store(at + int64(500*time.Millisecond))
+	lim.Refund("k", r)
+	d = lim.Take("k", 0)
+	assert.Equal(t, 2, d.Remaining, "0.5 refilled + 2 − 0.5 given back: full")
+	_, r = lim.TakeReceipt("k", 2)
+	require.Equal(t, r.At, now.Load())
+	now.Add(int64(500 * time.Millisecond))
+	lim.Refund("k", hotlimit.Receipt{N: 1, At: r.At})
+	d = lim.Take("k", 0)
+	assert.Equal(t, 1, d.Remaining, "0.5 refilled + 1 − 0.5 given back")
+	assert.Equal(t, time.Second, d.ResetAfter)
 }

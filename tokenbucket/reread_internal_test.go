@@ -210,3 +210,34 @@ func TestDenialReadsAgainOnlyAfterAWrite(t *testing.T) {
 		"0.6 left, refilled from 1.6 s on")
 	assert.Equal(t, want, d)
 }
+
+// TestDenialNotBehindTheWordReadsTheClockOnce: a denial on a reading at or
+// after the timestamp of the word it judges (no write landed after the
+// reading) reads the clock once, and so costs what Allow costs: Allow, Take
+// and AllowRemaining alike, also once u(t) has wrapped its 2^T modulus. At 1
+// per second, a key drained 1 s after the epoch (or after the wrap) is
+// denied then and 0.5 s later.
+func TestDenialNotBehindTheWordReadsTheClockOnce(t *testing.T) {
+	now, readings := int64(0), 0
+	l, err := New(1, time.Second, hotlimit.WithClock(func() int64 { readings++; return now }))
+	require.NoError(t, err)
+	for _, base := range []int64{0, wrapTime(l)} {
+		now = base + int64(time.Second)
+		require.True(t, l.Allow("k"), "drained at %d", now)
+		for _, at := range []int64{now, now + int64(500*time.Millisecond)} {
+			now = at
+			for _, call := range []struct {
+				name string
+				deny func() bool
+			}{
+				{"Allow", func() bool { return !l.Allow("k") }},
+				{"Take", func() bool { return !l.Take("k", 1).Allowed }},
+				{"AllowRemaining", func() bool { ok, _ := l.AllowRemaining("k"); return !ok }},
+			} {
+				readings = 0
+				require.True(t, call.deny(), "%s at %d", call.name, at)
+				assert.Equal(t, 1, readings, "%s at %d", call.name, at)
+			}
+		}
+	}
+}

@@ -45,6 +45,29 @@ func TestLayoutChoice(t *testing.T) {
 	}
 }
 
+// TestLayoutChoiceAtItsBounds: a Range of exactly 30 days, or of exactly 4
+// fill times, is enough for a fraction. At 1 per window with a burst of 1
+// and F fractional bits, T = 63 − F and Range = 2^(62−2F)·window: for a
+// window of 3^4·5^12·2 ns (about 39.6 s), F = 23 gives 2^17·3^4·5^12 ns, 30
+// days. With a burst of 2^20, T = 33 − F and Range = 2^(52−2F)·window, 4
+// fill times (2^20 windows each) at F = 10.
+func TestLayoutChoiceAtItsBounds(t *testing.T) {
+	for _, tc := range []struct {
+		window   time.Duration
+		burst    int
+		fracBits uint
+		rng      time.Duration
+	}{
+		{2 * 19775390625, 1, 23, 30 * day},
+		{10 * time.Second, 1 << 20, 10, 4 << 20 * 10 * time.Second},
+	} {
+		lim, err := New(1, tc.window, hotlimit.WithBurst(tc.burst))
+		require.NoError(t, err)
+		assert.Equal(t, tc.fracBits, lim.b.FracBits, "window %v, burst %d", tc.window, tc.burst)
+		assert.Equal(t, tc.rng, time.Duration(lim.b.Range()), "window %v, burst %d", tc.window, tc.burst)
+	}
+}
+
 // TestLayoutRules checks the rule New follows, over the corners and random
 // points of its ranges: F is the largest whose Range keeps 30 days and 4
 // windows, or 0 with at least an hour and 4 windows; and the wrap guard's
@@ -204,4 +227,31 @@ func TestFastReadAgreesWithRead(t *testing.T) {
 			}
 		}
 	}
+}
+
+// TestTimeStopsAtItsHorizon: the limiter's time runs up to maxTime, 2^62 ns
+// (about 146 years) after the epoch, and stands still from there. At 1 per
+// second: a key drained 2 s before the horizon has refilled 1 s later, and
+// waits for a refill that ends before the horizon; one drained 0.5 s before
+// it refills only that 0.5 s, however late the clock reads, and its wait
+// says Never.
+func TestTimeStopsAtItsHorizon(t *testing.T) {
+	const horizon = int64(1) << 62
+	var now int64 // the epoch
+	lim, err := New(1, time.Second, hotlimit.WithClock(func() int64 { return now }))
+	require.NoError(t, err)
+	now = horizon - int64(2*time.Second)
+	require.True(t, lim.Allow("k"))
+	now += int64(time.Second)
+	assert.True(t, lim.Allow("k"), "1 s refilled, 1 s before the horizon")
+	now += int64(500 * time.Millisecond)
+	d := lim.Take("k", 1)
+	require.False(t, d.Allowed)
+	assert.LessOrEqual(t, d.RetryAfter, 500*time.Millisecond, "the refill ends at the horizon, not after")
+	assert.Greater(t, d.RetryAfter, 499*time.Millisecond)
+	require.True(t, lim.Take("j", 1).Allowed, "drained 0.5 s before the horizon")
+	now = horizon + int64(time.Hour)
+	d = lim.Take("j", 1)
+	assert.False(t, d.Allowed, "only 0.5 s refilled: time stood still at the horizon")
+	assert.Equal(t, hotlimit.Never, d.RetryAfter)
 }

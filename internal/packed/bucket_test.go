@@ -104,6 +104,81 @@ func TestBucketKnownLayouts(t *testing.T) {
 	assert.Equal(t, b.Cap, tokens, "refills stop at the capacity")
 }
 
+// TestBucketRangeSaturates: Range is 2^(T−1) units of time, saturated at
+// 2^63−1 ns, also where 2^(T−1)·Window reaches PerWindow·2^64 (the 128/64
+// division would not fit) and where the quotient fits 64 bits but not 63. A
+// burst and limit of 1 with no fraction: Cap = 1, the token field 2 bits,
+// T = 62, so Range = 2^61·Window ns.
+func TestBucketRangeSaturates(t *testing.T) {
+	for _, c := range []struct {
+		window, want uint64
+	}{
+		{3, 3 << 61},       // below 2^63: exact
+		{4, math.MaxInt64}, // 2^63: saturated
+		{7, math.MaxInt64}, // 7·2^61, still below 2^64
+		{8, math.MaxInt64}, // 2^64 = PerWindow·2^64: the division cannot run
+		{1 << 40, math.MaxInt64},
+	} {
+		b := packed.NewBucket(1, 1, c.window, 0)
+		assert.EqualValues(t, 62, b.TickBits)
+		assert.Equal(t, c.want, b.Range(), "window %d ns", c.window)
+	}
+}
+
+// TestBucketTombstoneAboveAllOnesCapacity: a capacity whose bits are all
+// ones (3 tokens, no fraction) gets a token field one bit wider, so that the
+// tombstone's all-ones field is still no token count and no live word, full
+// at any timestamp, is the tombstone.
+func TestBucketTombstoneAboveAllOnesCapacity(t *testing.T) {
+	for _, burst := range []uint64{1, 3, 7, 1<<20 - 1} {
+		b := packed.NewBucket(burst, burst, uint64(time.Second), 0)
+		assert.Equal(t, burst, b.Cap)
+		dead, _ := b.Unpack(packed.BucketDead)
+		assert.Greater(t, dead, b.Cap, "burst %d", burst)
+		assert.NotEqual(t, packed.BucketDead, b.Pack(b.Cap, math.MaxUint64), "burst %d", burst)
+	}
+}
+
+// TestBucketRefillClockBack: a now at or beyond half the timestamp range
+// before last (2^(T−1) units or more forward, modulo 2^T) is a clock that
+// stepped back: nothing is refilled and last is kept, so that the refill
+// later still counts from last. One unit short of half is elapsed time.
+func TestBucketRefillClockBack(t *testing.T) {
+	b := packed.NewBucket(5, 5, uint64(time.Second), 18) // T = 43
+	half := uint64(1) << 42
+	mask := uint64(1)<<43 - 1
+	tokens := uint64(1) << 18 // one token
+	for _, last := range []uint64{0, 1000, mask} {
+		for _, now := range []uint64{last - 1, last - 5<<18, last + half, last + half + 1, last - half} {
+			gt, gl := b.Refill(tokens, last, now)
+			assert.Equal(t, tokens, gt, "last %d, now %d: nothing refilled", last, now)
+			assert.Equal(t, last, gl, "last %d, now %d: last kept", last, now)
+		}
+		gt, gl := b.Refill(tokens, last, last+half-1)
+		assert.Equal(t, b.Cap, gt, "last %d: half the range less a unit is elapsed", last)
+		assert.Equal(t, (last+half-1)&mask, gl)
+		gt, gl = b.Refill(tokens, last, last+7)
+		assert.Equal(t, tokens+7, gt)
+		assert.Equal(t, (last+7)&mask, gl)
+	}
+}
+
+// TestBucketRefillStopsAtCap: a partly full word refills up to Cap and no
+// further, whatever the elapsed units beyond what it lacks.
+func TestBucketRefillStopsAtCap(t *testing.T) {
+	b := packed.NewBucket(5, 5, uint64(time.Second), 18)
+	for _, tokens := range []uint64{1, 1 << 18, b.Cap - 1} {
+		lacks := b.Cap - tokens
+		for _, elapsed := range []uint64{lacks, lacks + 1, lacks + tokens, b.Cap, b.Cap + tokens - 1} {
+			gt, gl := b.Refill(tokens, 0, elapsed)
+			assert.Equal(t, b.Cap, gt, "tokens %d, elapsed %d", tokens, elapsed)
+			assert.Equal(t, elapsed, gl)
+		}
+		gt, _ := b.Refill(tokens, 0, lacks-1)
+		assert.Equal(t, b.Cap-1, gt, "tokens %d: one unit short of full", tokens)
+	}
+}
+
 // FuzzBucketLayout: the two fields fill the word exactly, hold Cap and leave
 // the all-ones token field above it, and Range is 2^(T−1) units of time, to
 // the nanosecond (big.Int).
