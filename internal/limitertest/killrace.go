@@ -20,14 +20,14 @@ import (
 // admission that was already counted, and the key's next caller would find
 // a fresh key, with its full quota. The writer gets a head start of a
 // varying number of spins, so that its swap lands before, inside and after
-// the kill's load-to-swap window across the rounds (see race). On a machine
+// the kill's load-to-swap window across the rounds (see Race). On a machine
 // with one core the two seldom overlap, and the test proves little there;
 // it never fails on a kill that keeps the rule.
 func KillOrWriteNotBoth(t *testing.T, rounds int, reset func(), write, kill func() bool) {
 	t.Helper()
 	var k, w bool
 	both, killed, written := 0, 0, 0
-	race(rounds, reset, func() { w = write() }, func() { k = kill() }, func() int {
+	Race(rounds, reset, func() { w = write() }, func() { k = kill() }, func() int {
 		if k {
 			killed++
 		}
@@ -58,12 +58,12 @@ func KillOrWriteNotBoth(t *testing.T, rounds int, reset func(), write, kill func
 // landing between its load and its write, and the key would hold a request
 // less than it counted. The writer gets a head start of a varying number of
 // spins, so that its swap lands before, inside and after the refund's
-// load-to-swap window across the rounds (see race).
+// load-to-swap window across the rounds (see Race).
 func WriteAndRefundBothCount(t *testing.T, rounds int, reset func(), write func() bool, refund func(), kept func(wrote bool) bool) {
 	t.Helper()
 	var w bool
 	lost, written := 0, 0
-	race(rounds, reset, func() { w = write() }, refund, func() int {
+	Race(rounds, reset, func() { w = write() }, refund, func() int {
 		if !kept(w) {
 			lost++
 		}
@@ -76,7 +76,7 @@ func WriteAndRefundBothCount(t *testing.T, rounds int, reset func(), write func(
 	assert.Zero(t, lost, "rounds where the key lost a write (%d admissions landed in all)", written)
 }
 
-// race runs rounds rounds of write, on a goroutine of its own, against op,
+// Race runs rounds rounds of write, on a goroutine of its own, against op,
 // on the caller's: reset before each round, then write after a head start
 // of a varying number of spins. settle runs once both are done, and steers
 // the head start: 1 when write came too late (op saw none of it), −1 when
@@ -84,9 +84,9 @@ func WriteAndRefundBothCount(t *testing.T, rounds int, reset func(), write func(
 // straddling op's window, wherever it lies, within an eighth of the head
 // start either side. A round counts only when it ended within a few
 // microseconds: in one that took longer a goroutine was most likely off
-// its core (the machine is loaded), and the two did not race. race runs
+// its core (the machine is loaded), and the two did not race. Race runs
 // until rounds rounds counted, or five times as many ran.
-func race(rounds int, reset, write, op func(), settle func() int) {
+func Race(rounds int, reset, write, op func(), settle func() int) {
 	var ready, done atomic.Int64
 	var wg sync.WaitGroup
 	wg.Go(func() {
