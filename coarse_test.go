@@ -208,3 +208,18 @@ func TestCoarseClockStartPublishesAReading(t *testing.T) {
 	defer c.Stop()
 	assert.Equal(t, int64(7*time.Hour), c.Now(), "restarted: the reading at Start, not the time it stopped")
 }
+
+// TestCoarseClockStartOfARunningClockDoesNothing: Start on a clock already
+// running publishes no reading of its own: Now keeps the time published
+// until the next tick. One Stop then stops it, and Now reads the source.
+func TestCoarseClockStartOfARunningClockDoesNothing(t *testing.T) {
+	var src atomic.Int64
+	src.Store(int64(time.Hour))
+	c := hotlimit.NewCoarseClockOn(time.Hour, src.Load) // no tick but the test's
+	c.Start()
+	src.Store(int64(2 * time.Hour))
+	c.Start()
+	assert.Equal(t, int64(time.Hour), c.Now(), "a second Start published a reading")
+	c.Stop()
+	assert.Equal(t, int64(2*time.Hour), c.Now(), "stopped by one Stop: Now reads the source")
+}

@@ -109,6 +109,24 @@ func TestOptions(t *testing.T) {
 	assert.Equal(t, 10, hotlimit.NewOptions(hotlimit.WithAutoSweep(10)).AutoSweep)
 }
 
+// TestOptionsLaterNilsKeepEarlierValues: a nil Factory keeps the one given
+// before it, as a nil Clock does; a negative key cap is no cap, 0, as a
+// negative auto-sweep is; and every WithExtension adds its value, in order,
+// beside those given before (redislimit reads each of its own).
+func TestOptionsLaterNilsKeepEarlierValues(t *testing.T) {
+	f := hotlimit.Factory(func(hotlimit.Config, ...hotlimit.Option) (hotlimit.Limiter, error) { return nil, nil })
+	o := hotlimit.NewOptions(hotlimit.WithFactory(f), hotlimit.WithFactory(nil))
+	assert.NotNil(t, o.Factory, "a nil Factory replaced the one given before it")
+	assert.Nil(t, hotlimit.NewOptions(hotlimit.WithFactory(nil)).Factory)
+
+	assert.Zero(t, hotlimit.NewOptions(hotlimit.WithMaxKeys(-3)).MaxKeys)
+	assert.Zero(t, hotlimit.NewOptions(hotlimit.WithMaxKeys(5), hotlimit.WithMaxKeys(-1)).MaxKeys)
+	assert.Equal(t, 5, hotlimit.NewOptions(hotlimit.WithMaxKeys(5)).MaxKeys)
+
+	o = hotlimit.NewOptions(hotlimit.WithExtension("a"), hotlimit.WithClock(nil), hotlimit.WithExtension(2))
+	assert.Equal(t, []any{"a", 2}, o.Extensions)
+}
+
 func TestMonotonicNeverDecreases(t *testing.T) {
 	prev := hotlimit.Monotonic()
 	for range 10000 {

@@ -387,3 +387,26 @@ func TestWaitDeadlineJustBeforeRetryAfter(t *testing.T) {
 	require.NoError(t, hotlimit.Wait(long, lim, "k", hotlimit.WithSleep(f.sleep)))
 	assert.Equal(t, []time.Duration{time.Hour}, f.slept)
 }
+
+// TestWaitSleepNilKeepsTheSleepBefore: WithSleep(nil) keeps the sleep given
+// before it, as it keeps the default timer when none was: the wait sleeps
+// on the fake clock, taking no real time.
+func TestWaitSleepNilKeepsTheSleepBefore(t *testing.T) {
+	f := new(fakeTime)
+	lim := newBucket(t, 1, time.Hour, f)
+	require.True(t, lim.Allow("k"))
+	require.NoError(t, hotlimit.Wait(context.Background(), lim, "k", hotlimit.WithSleep(f.sleep), hotlimit.WithSleep(nil)))
+	assert.Equal(t, []time.Duration{time.Hour}, f.slept)
+}
+
+// TestWaitNeverFromALimiterWithoutABurst: a limiter that tells no burst (no
+// Burster) and answers Never is taken at its word that the request is more
+// than ever passes at once: the error quotes its limit, and does not say the
+// request is within a burst it does not know.
+func TestWaitNeverFromALimiterWithoutABurst(t *testing.T) {
+	s := &scripted{script: []hotlimit.Decision{{Limit: 3, RetryAfter: hotlimit.Never}}}
+	err := hotlimit.WaitN(context.Background(), s, "k", 2)
+	assert.ErrorIs(t, err, hotlimit.ErrNeverPasses)
+	assert.EqualError(t, err, "hotlimit: 2 requests at once, more than ever pass at once (the burst, or the limit 3 without one): the request can never pass")
+	assert.Equal(t, 1, s.calls)
+}

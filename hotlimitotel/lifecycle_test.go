@@ -312,3 +312,45 @@ func TestAMeterThatIsNotComparableCountsApart(t *testing.T) {
 		})
 	}
 }
+
+// TestClosingOneOfTwoMetricsTwiceKeepsTheOtherReporting: a second Close of
+// one Metrics does nothing, so it does not count as the other's Close: the
+// callback stays registered while the other is open, and its decisions and
+// those of the closed one keep being read.
+func TestClosingOneOfTwoMetricsTwiceKeepsTheOtherReporting(t *testing.T) {
+	reader := sdkmetric.NewManualReader()
+	provider := sdkmetric.NewMeterProvider(sdkmetric.WithReader(reader))
+	t.Cleanup(func() { _ = provider.Shutdown(context.Background()) })
+	a, err := hotlimitotel.New(provider.Meter("hotlimit"))
+	require.NoError(t, err)
+	b, err := hotlimitotel.New(provider.Meter("hotlimit"))
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = b.Close() })
+	e := hotlimit.Event{Source: &hotlimit.Source{Rule: "default"}, Outcome: hotlimit.OutcomeDenied, N: 1}
+	a.Observe(e)
+	require.NoError(t, a.Close())
+	require.NoError(t, a.Close())
+	b.Observe(e)
+	b.WatchKeys("api", func() int { return 3 })
+	got := sums(t, reader)
+	assert.EqualValues(t, 2, got["hotlimit.decisions"]["hotlimit.outcome=denied,hotlimit.rule=default"])
+	assert.Equal(t, map[string]int64{"hotlimit.limiter=api": 3}, got["hotlimit.key.count"])
+}
+
+// TestTheFirstOutcomePastTheNamedFourCountsAsUnknown: an Event whose
+// Outcome is one past OutcomeShadowDenied names none, and counts as
+// "unknown", never a panic, as any other that names none.
+func TestTheFirstOutcomePastTheNamedFourCountsAsUnknown(t *testing.T) {
+	reader := sdkmetric.NewManualReader()
+	provider := sdkmetric.NewMeterProvider(sdkmetric.WithReader(reader))
+	t.Cleanup(func() { _ = provider.Shutdown(context.Background()) })
+	m, err := hotlimitotel.New(provider.Meter("hotlimit"))
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = m.Close() })
+	require.NotPanics(t, func() {
+		m.Observe(hotlimit.Event{Source: &hotlimit.Source{Rule: "default"}, Outcome: hotlimit.OutcomeShadowDenied + 1, N: 2})
+	})
+	got := sums(t, reader)
+	assert.EqualValues(t, 1, got["hotlimit.decisions"]["hotlimit.outcome=unknown,hotlimit.rule=default"])
+	assert.EqualValues(t, 2, got["hotlimit.requests"]["hotlimit.outcome=unknown,hotlimit.rule=default"])
+}

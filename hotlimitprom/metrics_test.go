@@ -367,3 +367,25 @@ func TestRequestsNeverGoDownConcurrently(t *testing.T) {
 		assert.Equal(t, float64(math.MaxInt64), scraped(t, reg, "hotlimit_requests_total", "r", "denied"))
 	}
 }
+
+// TestObserveEdgesOfTheOutcomesAndCounts: the first Outcome past the four
+// named ones counts as "unknown", like any other that names none, never a
+// panic; and a decision on a negative count (a caller's bug, denied)
+// counts as a decision on no requests: the denied requests stay where the
+// decisions on requests left them.
+func TestObserveEdgesOfTheOutcomesAndCounts(t *testing.T) {
+	m := hotlimitprom.New()
+	reg := prometheus.NewPedanticRegistry()
+	require.NoError(t, reg.Register(m))
+	src := &hotlimit.Source{Rule: "r"}
+	require.NotPanics(t, func() {
+		m.Observe(hotlimit.Event{Source: src, Outcome: hotlimit.OutcomeShadowDenied + 1, N: 2})
+	})
+	assert.Equal(t, 1.0, scraped(t, reg, "hotlimit_decisions_total", "r", "unknown"))
+	assert.Equal(t, 2.0, scraped(t, reg, "hotlimit_requests_total", "r", "unknown"))
+
+	m.Observe(hotlimit.Event{Source: src, Outcome: hotlimit.OutcomeDenied, N: 3})
+	m.Observe(hotlimit.Event{Source: src, Outcome: hotlimit.OutcomeDenied, N: -2})
+	assert.Equal(t, 2.0, scraped(t, reg, "hotlimit_decisions_total", "r", "denied"))
+	assert.Equal(t, 3.0, scraped(t, reg, "hotlimit_requests_total", "r", "denied"), "a negative count took requests off")
+}
