@@ -47,11 +47,14 @@ func TestLeaseSpendResetAfterZeroOnceFull(t *testing.T) {
 	}
 }
 
-// TestLeaseSpendReceiptAtIsTheLeaseTake: the receipt of a take spent from a
+// TestLeaseSpendReceiptAndResetFromTheLeaseTake: the receipt of a take spent from a
 // lease names the time Redis took the lease, in nanoseconds, the same At as
 // the receipt of the take that leased it, on Redis's clock (ticks of a
 // microsecond) as on a limiter's clock: its refund goes back as of then.
-func TestLeaseSpendReceiptAtIsTheLeaseTake(t *testing.T) {
+// Its ResetAfter runs to when the key is full, counted from the lease's
+// take: on a frozen clock the take's own, on Redis's clock no more than it
+// and no less than it less the time since.
+func TestLeaseSpendReceiptAndResetFromTheLeaseTake(t *testing.T) {
 	srv := redistest.Start(t)
 	ctx := context.Background()
 	for _, a := range leasing {
@@ -65,15 +68,23 @@ func TestLeaseSpendReceiptAtIsTheLeaseTake(t *testing.T) {
 				}
 				leased := newExact(t, newClient(t, srv), c, opts...)
 
+				begin := time.Now()
 				d, first, err := leased.TakeReceiptContext(ctx, "k", 1) // Redis: 1 + 3 leased
 				require.NoError(t, err)
 				require.True(t, d.Allowed)
+				reset := d.ResetAfter
 				require.Equal(t, 1, leased.Len(), "a lease is held")
 				d, spent, err := leased.TakeReceiptContext(ctx, "k", 2)
 				require.NoError(t, err)
 				require.True(t, d.Allowed)
 				require.Equal(t, 1, d.Remaining, "spent from the lease")
 				assert.Equal(t, hotlimit.Receipt{N: 2, At: first.At}, spent)
+				if withClock {
+					assert.Equal(t, reset, d.ResetAfter)
+				} else {
+					assert.LessOrEqual(t, d.ResetAfter, reset)
+					assert.Greater(t, d.ResetAfter, reset-time.Since(begin)-time.Millisecond)
+				}
 			})
 		}
 	}
