@@ -64,22 +64,10 @@ func TestCappedRetryAfterCountsFromAClockBehindTheEpoch(t *testing.T) {
 	limitertest.CappedFromAClockBehindTheEpoch(t, limitertest.Adapt(gcra.New, hotlimit.WithMaxKeys(1)))
 }
 
-// TestAllowRemainingOfAKeyTheCapTurnsAway: a new key the key cap turns away
-// reads as a denial with no room, from AllowRemaining as from Take: Remaining
-// 0, not the burst of the fresh key it could not become.
+// TestAllowRemainingOfAKeyTheCapTurnsAway: see
+// limitertest.CappedAllowRemainingIsNone.
 func TestAllowRemainingOfAKeyTheCapTurnsAway(t *testing.T) {
-	now := int64(5 * time.Second)
-	l, err := gcra.New(4, time.Second, hotlimit.WithMaxKeys(1), hotlimit.WithClock(func() int64 { return now }))
-	require.NoError(t, err)
-	now += int64(3 * time.Second) // 3 s after the epoch
-	require.True(t, l.Allow("a")) // not full: it stays
-	d := l.Take("b", 1)
-	require.False(t, d.Allowed)
-	require.Zero(t, d.Remaining)
-	ok, rem := l.AllowRemaining("b")
-	assert.False(t, ok)
-	assert.Zero(t, rem)
-	assert.Equal(t, 1, l.Len(), "b is not held")
+	limitertest.CappedAllowRemainingIsNone(t, limitertest.Adapt(gcra.New, hotlimit.WithMaxKeys(1)))
 }
 
 // TestKeyCapEvictsOnlyAKeyFullNow: the key cap makes room for a new key by

@@ -79,21 +79,10 @@ func TestCappedRetryAfterIsTheEndOfTheNextWindow(t *testing.T) {
 	assert.Equal(t, 17*time.Second, d.RetryAfter)
 }
 
-// TestAllowRemainingOfAKeyTheCapTurnsAway: a new key the key cap turns away
-// reads as a denial with no room, from AllowRemaining as from Take:
-// Remaining 0, not the limit of the fresh key it could not become.
+// TestAllowRemainingOfAKeyTheCapTurnsAway: see
+// limitertest.CappedAllowRemainingIsNone.
 func TestAllowRemainingOfAKeyTheCapTurnsAway(t *testing.T) {
-	now := int64(103 * time.Second)
-	l, err := slidingcounter.New(4, 10*time.Second, hotlimit.WithMaxKeys(1), hotlimit.WithClock(func() int64 { return now }))
-	require.NoError(t, err)
-	require.True(t, l.Allow("a"))
-	d := l.Take("b", 1)
-	require.False(t, d.Allowed)
-	require.Zero(t, d.Remaining)
-	ok, rem := l.AllowRemaining("b")
-	assert.False(t, ok)
-	assert.Zero(t, rem)
-	assert.Equal(t, 1, l.Len(), "b is not held")
+	limitertest.CappedAllowRemainingIsNone(t, limitertest.Adapt(slidingcounter.New, hotlimit.WithMaxKeys(1)))
 }
 
 // TestCappedRetryAfterEndingAtTheClocksLastReading: a window of

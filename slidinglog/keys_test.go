@@ -66,6 +66,12 @@ func TestCappedRetryAfterIsNeverPastTheClocksEnd(t *testing.T) {
 	limitertest.CappedNeverPastTheClocksEnd(t, limitertest.Adapt(slidinglog.New, hotlimit.WithMaxKeys(1)))
 }
 
+// TestAllowRemainingOfAKeyTheCapTurnsAway: see
+// limitertest.CappedAllowRemainingIsNone.
+func TestAllowRemainingOfAKeyTheCapTurnsAway(t *testing.T) {
+	limitertest.CappedAllowRemainingIsNone(t, limitertest.Adapt(slidinglog.New, hotlimit.WithMaxKeys(1)))
+}
+
 // TestCappedRetryAfterCountsFromAClockBeforeTheEarliestTime: the limiter's
 // time stands still at its earliest (−2^61 ns + Window since the epoch)
 // while the clock is before it, so a request logged 5 s before the clock

@@ -93,3 +93,25 @@ func RaceAllowRemaining(allowRemaining func(key string) (bool, int), key string,
 	slices.Sort(rems)
 	return rems
 }
+
+// CappedAllowRemainingIsNone checks that a new key the key cap turns away
+// reads, from AllowRemaining as from Take(key, 1), as a denial with no room:
+// Remaining 0, not the whole limit of the fresh key it could not become.
+// newLimiter must build a limiter capped at one key (pass
+// hotlimit.WithMaxKeys(1) to Adapt); under a frozen clock, one request
+// keeps the one key it holds from going idle.
+func CappedAllowRemainingIsNone(t *testing.T, newLimiter Constructor) {
+	now := int64(2 * time.Hour)
+	l, err := newLimiter(3, time.Hour, func() int64 { return now })
+	require.NoError(t, err)
+	lim, ok := l.(remainingAllower)
+	require.True(t, ok, "%T has AllowRemaining", l)
+	require.True(t, lim.Allow("held"), "the one key the cap has room for, not idle for a while")
+	d := lim.Take("new", 1)
+	require.False(t, d.Allowed, "the cap turns the new key away")
+	require.Zero(t, d.Remaining)
+	allowed, remaining := lim.AllowRemaining("new")
+	assert.False(t, allowed)
+	assert.Zero(t, remaining, "as Take(key, 1) reports")
+	assert.Equal(t, 1, lim.Len(), "the new key is not held")
+}
