@@ -17,10 +17,7 @@ import (
 func TestKillLosesToAnAdmission(t *testing.T) {
 	const cur = 10
 	idle := packed.PackWindow(cur-1, 3) // counted in the window before cur: idle in cur
-	rounds := 3000
-	if testing.Short() {
-		rounds = 1000
-	}
+	rounds := limitertest.RaceRounds()
 	c := newCell()
 	limitertest.KillOrWriteNotBoth(t, rounds,
 		func() { c.word.Store(idle) },

@@ -29,10 +29,7 @@ func TestRefundKeepsAnAdmissionThatLandsFirst(t *testing.T) {
 	w0 := c.word.Load()
 	index, count := packed.UnpackWindow(w0)
 	require.Equal(t, uint64(3), count)
-	rounds := 3000
-	if testing.Short() {
-		rounds = 1000
-	}
+	rounds := limitertest.RaceRounds()
 	limitertest.WriteAndRefundBothCount(t, rounds,
 		func() { c.word.Store(w0) },
 		func() bool { return c.word.CompareAndSwap(w0, packed.PackWindow(index, count+1)) }, // one more in the window

@@ -258,10 +258,7 @@ func TestReportOfAKilledKeyStillMappedIsFresh(t *testing.T) {
 // keeps the admission: never both (see limitertest.KillOrWriteNotBoth).
 func TestKillLosesToAnAdmission(t *testing.T) {
 	const tat, s, tsc = 100, 200, 50 // full at s
-	rounds := 3000
-	if testing.Short() {
-		rounds = 1000
-	}
+	rounds := limitertest.RaceRounds()
 	c := newCell()
 	limitertest.KillOrWriteNotBoth(t, rounds,
 		func() { c.word.Store(tat) },

@@ -157,10 +157,7 @@ func TestReportOfAKilledKeyStillMappedIsFresh(t *testing.T) {
 func TestKillLosesToAnAdmission(t *testing.T) {
 	const cur = 10
 	idle := pack(cur-2, 0, 3) // counted two windows ago: idle in window cur
-	rounds := 3000
-	if testing.Short() {
-		rounds = 1000
-	}
+	rounds := limitertest.RaceRounds()
 	c := newCell()
 	limitertest.KillOrWriteNotBoth(t, rounds,
 		func() { c.word.Store(idle) },

@@ -22,10 +22,7 @@ func TestKillLosesToAClaim(t *testing.T) {
 		window = 1000 // so that they are expired at now
 		now    = logged + window + 1
 	)
-	rounds := 3000
-	if testing.Short() {
-		rounds = 1000
-	}
+	rounds := limitertest.RaceRounds()
 	c := &cell{slots: make([]atomic.Int64, L)}
 	old := packed.PackStamp(logged, 0) // claim h − L's stamp in slot h mod L, h = L
 	limitertest.KillOrWriteNotBoth(t, rounds,

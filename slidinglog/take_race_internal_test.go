@@ -39,10 +39,7 @@ func TestTakeOfTwoWaitsForTheRingItRead(t *testing.T) {
 		slots[i] = c.slots[i].Load()
 	}
 	head, hint := c.head.Load(), c.hint.Load()
-	rounds := 3000
-	if testing.Short() {
-		rounds = 1000
-	}
+	rounds := limitertest.RaceRounds()
 	var d hotlimit.Decision
 	bad, allowed := 0, 0
 	limitertest.Race(rounds,
@@ -97,10 +94,7 @@ func TestTakeDenialCountsTheRingItRead(t *testing.T) {
 		slots[i] = c.slots[i].Load()
 	}
 	head, hint := c.head.Load(), c.hint.Load()
-	rounds := 3000
-	if testing.Short() {
-		rounds = 1000
-	}
+	rounds := limitertest.RaceRounds()
 	var d hotlimit.Decision
 	var ok bool
 	bad := 0

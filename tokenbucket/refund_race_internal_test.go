@@ -28,10 +28,7 @@ func TestRefundKeepsAnAdmissionThatLandsFirst(t *testing.T) {
 	w0 := c.word.Load()
 	tokens, last := l.b.Unpack(w0)
 	admitted := l.b.Pack(tokens-l.unit, last) // one more taken at the same time
-	rounds := 3000
-	if testing.Short() {
-		rounds = 1000
-	}
+	rounds := limitertest.RaceRounds()
 	limitertest.WriteAndRefundBothCount(t, rounds,
 		func() { c.word.Store(w0) },
 		func() bool { return c.word.CompareAndSwap(w0, admitted) },

@@ -147,3 +147,12 @@ func wait(v *atomic.Int64, r int64) (stop bool) {
 		}
 	}
 }
+
+// RaceRounds is how many rounds a test asks of Race and the checks built
+// on it: 3000, or 1000 with -short.
+func RaceRounds() int {
+	if testing.Short() {
+		return 1000
+	}
+	return 3000
+}
