@@ -34,22 +34,12 @@ func TestTakeOfTwoWaitsForTheRingItRead(t *testing.T) {
 	r.N = 2 // both requests: the refund marks the oldest, then the next
 	c, held := l.cells.Peek("k")
 	require.True(t, held)
-	slots := make([]int64, len(c.slots))
-	for i := range c.slots {
-		slots[i] = c.slots[i].Load()
-	}
-	head, hint := c.head.Load(), c.hint.Load()
+	restore := saved(c)
 	rounds := limitertest.RaceRounds()
 	var d hotlimit.Decision
 	bad, allowed := 0, 0
 	limitertest.Race(rounds,
-		func() {
-			for i := range c.slots {
-				c.slots[i].Store(slots[i])
-			}
-			c.head.Store(head)
-			c.hint.Store(hint)
-		},
+		restore,
 		func() { l.Refund("k", r) },
 		func() { d = l.Take("k", 2) },
 		func() int {
@@ -89,23 +79,13 @@ func TestTakeDenialCountsTheRingItRead(t *testing.T) {
 	now.Store(int64(1100 * time.Millisecond))
 	c, held := l.cells.Peek("k")
 	require.True(t, held)
-	slots := make([]int64, len(c.slots))
-	for i := range c.slots {
-		slots[i] = c.slots[i].Load()
-	}
-	head, hint := c.head.Load(), c.hint.Load()
+	restore := saved(c)
 	rounds := limitertest.RaceRounds()
 	var d hotlimit.Decision
 	var ok bool
 	bad := 0
 	limitertest.Race(rounds,
-		func() {
-			for i := range c.slots {
-				c.slots[i].Store(slots[i])
-			}
-			c.head.Store(head)
-			c.hint.Store(hint)
-		},
+		restore,
 		func() { ok = l.Allow("k") },
 		func() { d = l.Take("k", 3) },
 		func() int {
@@ -120,4 +100,21 @@ func TestTakeDenialCountsTheRingItRead(t *testing.T) {
 			return 0
 		})
 	assert.Zero(t, bad, "rounds that matched no ring the key had")
+}
+
+// saved returns a function that puts c back as it is now: its slots, head
+// and hint.
+func saved(c *cell) (restore func()) {
+	slots := make([]int64, len(c.slots))
+	for i := range c.slots {
+		slots[i] = c.slots[i].Load()
+	}
+	head, hint := c.head.Load(), c.hint.Load()
+	return func() {
+		for i := range c.slots {
+			c.slots[i].Store(slots[i])
+		}
+		c.head.Store(head)
+		c.hint.Store(hint)
+	}
 }
