@@ -141,13 +141,7 @@ func TestCloseUnregistersTheCallback(t *testing.T) {
 // TestTwoMetricsOnOneMeterAddUp: two Metrics on one Meter report into the
 // same instruments, and what both report under the same attributes adds up.
 func TestTwoMetricsOnOneMeterAddUp(t *testing.T) {
-	reader := sdkmetric.NewManualReader()
-	provider := sdkmetric.NewMeterProvider(sdkmetric.WithReader(reader))
-	t.Cleanup(func() { _ = provider.Shutdown(context.Background()) })
-	a, err := hotlimitotel.New(provider.Meter("hotlimit"))
-	require.NoError(t, err)
-	b, err := hotlimitotel.New(provider.Meter("hotlimit"))
-	require.NoError(t, err)
+	a, b, reader := twoOnOneMeter(t)
 	e := hotlimit.Event{Source: &hotlimit.Source{Rule: "default"}, Outcome: hotlimit.OutcomeAllowed, N: 2}
 	a.Observe(e)
 	b.Observe(e)

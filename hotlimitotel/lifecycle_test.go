@@ -63,13 +63,7 @@ func TestClosingOneOfTwoMetricsOnAMeterLowersNoCounter(t *testing.T) {
 // once, and those functions are never called again: a service stopped with
 // its Metrics shows no keys held, and is not kept alive by the meter.
 func TestClosingOneOfTwoMetricsDropsItsWatchedKeys(t *testing.T) {
-	reader := sdkmetric.NewManualReader()
-	provider := sdkmetric.NewMeterProvider(sdkmetric.WithReader(reader))
-	t.Cleanup(func() { _ = provider.Shutdown(context.Background()) })
-	a, err := hotlimitotel.New(provider.Meter("hotlimit"))
-	require.NoError(t, err)
-	b, err := hotlimitotel.New(provider.Meter("hotlimit"))
-	require.NoError(t, err)
+	a, b, reader := twoOnOneMeter(t)
 	t.Cleanup(func() { _ = b.Close() })
 	var aCalls atomic.Int64
 	a.WatchKeys("stopped", func() int { aCalls.Add(1); return 4 })
@@ -318,13 +312,7 @@ func TestAMeterThatIsNotComparableCountsApart(t *testing.T) {
 // callback stays registered while the other is open, and its decisions and
 // those of the closed one keep being read.
 func TestClosingOneOfTwoMetricsTwiceKeepsTheOtherReporting(t *testing.T) {
-	reader := sdkmetric.NewManualReader()
-	provider := sdkmetric.NewMeterProvider(sdkmetric.WithReader(reader))
-	t.Cleanup(func() { _ = provider.Shutdown(context.Background()) })
-	a, err := hotlimitotel.New(provider.Meter("hotlimit"))
-	require.NoError(t, err)
-	b, err := hotlimitotel.New(provider.Meter("hotlimit"))
-	require.NoError(t, err)
+	a, b, reader := twoOnOneMeter(t)
 	t.Cleanup(func() { _ = b.Close() })
 	e := hotlimit.Event{Source: &hotlimit.Source{Rule: "default"}, Outcome: hotlimit.OutcomeDenied, N: 1}
 	a.Observe(e)

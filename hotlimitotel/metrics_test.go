@@ -32,6 +32,21 @@ func setup(t *testing.T) (*hotlimitotel.Metrics, *sdkmetric.ManualReader) {
 	return m, reader
 }
 
+// twoOnOneMeter returns two Metrics on one meter, recording into one manual
+// reader.
+func twoOnOneMeter(t *testing.T) (a, b *hotlimitotel.Metrics, reader *sdkmetric.ManualReader) {
+	t.Helper()
+	reader = sdkmetric.NewManualReader()
+	provider := sdkmetric.NewMeterProvider(sdkmetric.WithReader(reader))
+	t.Cleanup(func() { _ = provider.Shutdown(context.Background()) })
+	var err error
+	a, err = hotlimitotel.New(provider.Meter("hotlimit"))
+	require.NoError(t, err)
+	b, err = hotlimitotel.New(provider.Meter("hotlimit"))
+	require.NoError(t, err)
+	return a, b, reader
+}
+
 // sums collects the reader and returns instrument -> "attr=v,attr=v" -> value.
 func sums(t *testing.T, reader *sdkmetric.ManualReader) map[string]map[string]int64 {
 	t.Helper()
