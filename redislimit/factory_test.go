@@ -47,7 +47,7 @@ func TestFactoryBurstIsTheServices(t *testing.T) {
 	withFW, onlyTB := burstRules(), burstRules()
 	onlyTB.Users = nil
 	for name, rules := range map[string]service.Rules{"with a fixed window": withFW, "token buckets only": onlyTB} {
-		for _, b := range []int{1, 5} { // a burst of 1 too: any burst but none
+		for _, b := range []int{-1, 1, 5} { // any burst but none, a negative one too
 			svc, err := service.NewFromRules(rules, frozenClock(), hotlimit.WithFactory(redislimit.Factory(client, hotlimit.WithBurst(b))))
 			if err == nil {
 				_ = svc.Close()
