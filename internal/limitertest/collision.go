@@ -66,8 +66,10 @@ func CollidingKeyDecidesOnItsOwnCell(t *testing.T, newLimiter Constructor, colli
 // CollidingKeyTurnedAwayByTheCap: a key met by another key's node under its
 // hash (see keyed.Found), whose full lookup then finds no room under the
 // key cap, is turned away as any new key the cap has no room for, on both
-// paths, Allow and Take; the other key's node is left as it was.
-// newLimiter must build a limiter with hotlimit.WithMaxKeys(1).
+// paths, Allow and Take, and, for a limiter with AllowRemaining, with no
+// requests remaining there as in Take's report; the other key's node is
+// left as it was. newLimiter must build a limiter with
+// hotlimit.WithMaxKeys(1).
 func CollidingKeyTurnedAwayByTheCap(t *testing.T, newLimiter Constructor, collide Collide) {
 	const hour = int64(time.Hour)
 	for _, path := range []struct {
@@ -89,4 +91,21 @@ func CollidingKeyTurnedAwayByTheCap(t *testing.T, newLimiter Constructor, collid
 			assert.False(t, path.call(lim, "held"), "held's hour is full")
 		})
 	}
+	t.Run("AllowRemaining", func(t *testing.T) {
+		clock := &HookClock{}
+		clock.Now.Store(2 * hour)
+		l, err := newLimiter(1, time.Hour, clock.Read)
+		require.NoError(t, err)
+		lim, ok := l.(remainingAllower)
+		if !ok {
+			t.Skipf("%T has no AllowRemaining", l)
+		}
+		require.True(t, lim.Allow("held"), "the one key the cap has room for, busy for the hour")
+		untouched := collide(lim, "k", "other")
+		allowed, remaining := lim.AllowRemaining("k")
+		assert.False(t, allowed, "no room for k")
+		assert.Zero(t, remaining, "as Take(key, 1) reports")
+		assert.Zero(t, lim.Take("k", 1).Remaining)
+		assert.True(t, untouched(), "the other key's node is not k's cell")
+	})
 }
