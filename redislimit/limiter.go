@@ -670,7 +670,7 @@ func (l *Limiter) breakerFor(ctx context.Context, redisKey string) (*breaker, er
 	node, err := l.cluster.MasterForKey(bounded, redisKey)
 	cancel()
 	if err != nil {
-		if ctx.Err() == nil {
+		if !ended(ctx) {
 			l.breaker.failure()
 		}
 		return nil, err
@@ -813,8 +813,9 @@ func (l *Limiter) observe(ctx context.Context, b *breaker, err error) {
 		// A key of another type is that key's fault, not the node's:
 		// Redis answered.
 		b.success()
-	case ctx.Err() != nil, errors.Is(err, ErrClockRange):
-		// the caller's own cancellation, or clock, says nothing of Redis
+	case ended(ctx), errors.Is(err, ErrClockRange):
+		// the caller's own cancellation or deadline, or clock, says
+		// nothing of Redis
 	case isLeft(err):
 		// The caller stopped waiting, in a cluster's batch whose other
 		// calls may be for a node that does not answer: the flusher tells
@@ -830,6 +831,19 @@ func (l *Limiter) observe(ctx context.Context, b *breaker, err error) {
 			l.cluster.ReloadState(ctx)
 		}
 	}
+}
+
+// ended reports whether ctx has ended: canceled, or past its deadline. A
+// client with ContextTimeoutEnabled sets the deadline on the socket, whose
+// timeout may wake the call before ctx's own timer has run and set its
+// Err: a call that failed at the caller's deadline would then read as
+// Redis's failure, and open the breaker, as often as not.
+func ended(ctx context.Context) bool {
+	if ctx.Err() != nil {
+		return true
+	}
+	d, ok := ctx.Deadline()
+	return ok && !time.Now().Before(d)
 }
 
 // reply is a script's answer, durations in ticks.

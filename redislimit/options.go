@@ -190,7 +190,9 @@ func WithTimeout(d time.Duration) hotlimit.Option {
 // the breaker off, so that every call waits for Redis or its timeout.
 // A call for a key of the prefix that someone else wrote with another type
 // (see [ErrReply]) is no failure: Redis answered, and the key's error is
-// its own, not the other keys'. The takes of a [TakeAll] that go in one
+// its own, not the other keys'. Nor is a call whose caller's context ended
+// (canceled, or past its deadline) before Redis answered: that says nothing
+// of Redis. The takes of a [TakeAll] that go in one
 // round trip count as one call for each breaker they reach: a round trip
 // that fails is one failure, however many takes it carried; on a cluster
 // client that cannot load its slot map, the first failed lookup of a

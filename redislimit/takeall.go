@@ -230,7 +230,7 @@ func (f *lookupFailures) failed(ctx context.Context, l *Limiter) error {
 		}
 		if !slices.Contains(f.told, l) {
 			f.told = append(f.told, l)
-			if ctx.Err() == nil {
+			if !ended(ctx) {
 				l.breaker.failure()
 			}
 		}
