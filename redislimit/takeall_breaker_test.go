@@ -114,3 +114,41 @@ func TestTakeAllClusterLookupFailsOnce(t *testing.T) {
 		assert.ErrorIs(t, err, redislimit.ErrBreakerOpen, "the third failure in a row opens it")
 	}
 }
+
+// TestTakeAllBreakerRefusalIsNoLookupFailure: on a cluster client that
+// cannot load its slot map, a take whose limiter's breaker is open is
+// refused without asking anything, and its refusal stands for no other
+// take of the TakeAll: the next take, under another limiter of the same
+// client whose breaker is closed, looks its key's master up itself, and
+// fails with that lookup's error, not ErrBreakerOpen; a later take of that
+// limiter fails with the same error, and its breaker counts that one
+// failed lookup, as for one failed round trip: with a threshold of 2, it
+// stays closed for one more failed call.
+func TestTakeAllBreakerRefusalIsNoLookupFailure(t *testing.T) {
+	client := redis.NewClusterClient(&redis.ClusterOptions{Addrs: []string{deadAddr(t)}, ContextTimeoutEnabled: true, MaxRetries: -1})
+	t.Cleanup(func() { _ = client.Close() })
+	opts := []hotlimit.Option{frozenClock(), redislimit.WithFailPolicy(redislimit.FailClosed), redislimit.WithTimeout(100 * time.Millisecond)}
+	open := newLimiter(t, client, faultConfig, append(opts, redislimit.WithBreaker(1, time.Hour))...)
+	closed := newLimiter(t, client, faultConfig, append(opts, redislimit.WithBreaker(2, time.Hour), redislimit.WithPrefix("closed:"))...)
+	_, err := open.TakeContext(context.Background(), "k", 1)
+	require.Error(t, err)
+	require.NotErrorIs(t, err, redislimit.ErrBreakerOpen, "the failed lookup")
+	_, err = open.TakeContext(context.Background(), "k", 1)
+	require.ErrorIs(t, err, redislimit.ErrBreakerOpen, "one failed lookup opened the breaker of threshold 1")
+
+	takes := []redislimit.Take{{Limiter: open, Key: "a", N: 1}, {Limiter: closed, Key: "a", N: 1}, {Limiter: closed, Key: "b", N: 1}}
+	redislimit.TakeAll(context.Background(), takes)
+	assert.ErrorIs(t, takes[0].Err, redislimit.ErrBreakerOpen, "the open breaker's take")
+	for i, tk := range takes[1:] {
+		require.Error(t, tk.Err, "take %d", i+1)
+		assert.NotErrorIs(t, tk.Err, redislimit.ErrBreakerOpen, "take %d: the closed breaker's take looked its master up", i+1)
+		assert.False(t, tk.Decision.Allowed, "take %d: FailClosed", i+1)
+	}
+	assert.Equal(t, takes[1].Err.Error(), takes[2].Err.Error(), "the second take of the closed breaker's limiter has the first one's lookup error")
+
+	_, err = closed.TakeContext(context.Background(), "after", 1)
+	require.Error(t, err)
+	assert.NotErrorIs(t, err, redislimit.ErrBreakerOpen, "the TakeAll counted one failed lookup")
+	_, err = closed.TakeContext(context.Background(), "after", 1)
+	assert.ErrorIs(t, err, redislimit.ErrBreakerOpen, "the second failure in a row opens it")
+}
