@@ -330,6 +330,7 @@ func TestClusterBreakerProbeGoesAlone(t *testing.T) {
 		"the live calls did not queue")
 	release.Do(func() { close(h.release) })
 	wg.Wait()
+	assert.True(t, alone, "the probe waited for the flusher: it joined the batch")
 	assert.Error(t, probe.err, "the probe of the dead master")
 	assert.NotErrorIs(t, probe.err, redislimit.ErrBreakerOpen, "the probe went to Redis")
 	assert.Zero(t, liveErrs.Load(), "the live master's calls")
