@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/hotlimit/hotlimit"
+	"github.com/hotlimit/hotlimit/internal/ctxend"
 	"github.com/hotlimit/hotlimit/internal/givenclock"
 	"github.com/hotlimit/hotlimit/internal/nilness"
 	"github.com/hotlimit/hotlimit/service"
@@ -838,13 +839,7 @@ func (l *Limiter) observe(ctx context.Context, b *breaker, err error) {
 // timeout may wake the call before ctx's own timer has run and set its
 // Err: a call that failed at the caller's deadline would then read as
 // Redis's failure, and open the breaker, as often as not.
-func ended(ctx context.Context) bool {
-	if ctx.Err() != nil {
-		return true
-	}
-	d, ok := ctx.Deadline()
-	return ok && !time.Now().Before(d)
-}
+func ended(ctx context.Context) bool { return ctxend.Err(ctx) != nil }
 
 // reply is a script's answer, durations in ticks.
 type reply struct {

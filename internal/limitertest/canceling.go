@@ -100,3 +100,14 @@ func OnBackend(onBackend hotlimit.Config, remote hotlimit.Limiter, memory hotlim
 		return memory(c, opts...)
 	})
 }
+
+// PastDeadline returns parent with a deadline that has passed while its Err
+// still reads parent's (nil for a parent that goes on): the instant between
+// a deadline and the run of its timer, in which a backend that sets the
+// deadline on its socket can already have failed at it.
+func PastDeadline(parent context.Context) context.Context { return pastDeadline{parent} }
+
+type pastDeadline struct{ context.Context }
+
+// Deadline reports a deadline a millisecond ago.
+func (pastDeadline) Deadline() (time.Time, bool) { return time.Now().Add(-time.Millisecond), true }
