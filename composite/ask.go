@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/hotlimit/hotlimit"
+	"github.com/hotlimit/hotlimit/internal/ctxend"
 	"github.com/hotlimit/hotlimit/internal/nilness"
 	"github.com/hotlimit/hotlimit/slidinglog"
 )
@@ -67,11 +68,13 @@ func NewAsker(r hotlimit.Refunder, log bool) Asker {
 // the question took. n < 1 asks nothing and waits nothing. A nil ctx asks
 // without a context, as Take asks the limiters that take one.
 //
-// Once ctx has ended, a limiter that decides with a context (see
+// Once ctx has ended (canceled, or past its deadline, though its timer may
+// not have run yet), a limiter that decides with a context (see
 // UsesContext) is not asked: it could only fail, and its failure policy
 // would answer in place of its quota (redislimit's FailLocal taking the
 // requests from its local limiter, with no receipt to give them back by);
-// the wait is 0, and the error wraps ctx.Err(). Ask gives back only what a
+// the wait is 0, and the error wraps ctx.Err() (context.DeadlineExceeded
+// past the deadline). Ask gives back only what a
 // limiter's receipt says it took, so a failure policy that counts what it
 // admits without a receipt (FailLocal, while Redis fails) keeps the
 // question counted: a composite, and a service.Service rule, ask a limiter
@@ -116,8 +119,8 @@ func (a Asker) ask(ctx context.Context, key string, n int, leaves []hotlimit.Rec
 	switch {
 	case a.r == nil || n < 1:
 		return 0, nil // the zero Asker, or nothing to ask
-	case ctx != nil && a.remote && ctx.Err() != nil:
-		return 0, fmt.Errorf("composite: not asked for its wait, the request has ended: %w", ctx.Err())
+	case a.remote && ctxend.Err(ctx) != nil:
+		return 0, fmt.Errorf("composite: not asked for its wait, the request has ended: %w", ctxend.Err(ctx))
 	case a.tells != nil:
 		return a.tells.RetryAfter(key, n), nil
 	case a.sub != nil && a.log:

@@ -11,6 +11,7 @@ import (
 
 	"github.com/hotlimit/hotlimit"
 	"github.com/hotlimit/hotlimit/composite"
+	"github.com/hotlimit/hotlimit/internal/limitertest"
 	"github.com/hotlimit/hotlimit/tokenbucket"
 )
 
@@ -100,7 +101,8 @@ func (l localFallback) RefundContext(_ context.Context, key string, r hotlimit.R
 // and a failure policy that decides in memory, as redislimit's FailLocal,
 // counted the question there with no receipt to give it back by, spending
 // the key's quota (two questions spent a limit of 2). It waits nothing and
-// says why, with the context's error; the limiter is as it was.
+// says why, with the context's error; the limiter is as it was. A context
+// past its deadline has ended, though its timer has not run yet.
 func TestAskerUnderAnEndedContextCountsNothing(t *testing.T) {
 	local, err := tokenbucket.New(2, time.Hour)
 	require.NoError(t, err)
@@ -109,18 +111,25 @@ func TestAskerUnderAnEndedContextCountsNothing(t *testing.T) {
 	require.NoError(t, err)
 	holding, err := composite.New(memory, remote)
 	require.NoError(t, err)
-	ended, cancel := context.WithCancel(context.Background())
+	canceled, cancel := context.WithCancel(context.Background())
 	cancel()
-	for _, r := range []hotlimit.Refunder{remote, holding} {
-		for _, log := range []bool{false, true} {
-			a := composite.NewAsker(r, log)
-			for range 3 {
-				w, err := a.Ask(ended, "k", 1)
-				assert.ErrorIs(t, err, context.Canceled, "%T log %v", r, log)
-				assert.Zero(t, w, "%T log %v", r, log)
+	// Past its deadline, its timer not yet run: its Err still reads nil.
+	late := limitertest.PastDeadline(context.Background())
+	for _, ended := range []struct {
+		ctx  context.Context
+		want error
+	}{{canceled, context.Canceled}, {late, context.DeadlineExceeded}} {
+		for _, r := range []hotlimit.Refunder{remote, holding} {
+			for _, log := range []bool{false, true} {
+				a := composite.NewAsker(r, log)
+				for range 3 {
+					w, err := a.Ask(ended.ctx, "k", 1)
+					assert.ErrorIs(t, err, ended.want, "%T log %v", r, log)
+					assert.Zero(t, w, "%T log %v", r, log)
+				}
+				assert.Equal(t, 2, local.Take("k", 0).Remaining, "%v, %T log %v: nothing counted", ended.want, r, log)
+				assert.Equal(t, 100, memory.Take("k", 0).Remaining, "%v, %T log %v: nothing counted", ended.want, r, log)
 			}
-			assert.Equal(t, 2, local.Take("k", 0).Remaining, "%T log %v: nothing counted", r, log)
-			assert.Equal(t, 100, memory.Take("k", 0).Remaining, "%T log %v: nothing counted", r, log)
 		}
 	}
 }

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/hotlimit/hotlimit"
+	"github.com/hotlimit/hotlimit/internal/ctxend"
 	"github.com/hotlimit/hotlimit/internal/nilness"
 	"github.com/hotlimit/hotlimit/slidinglog"
 	"github.com/hotlimit/hotlimit/unlimited"
@@ -301,7 +302,9 @@ func (l *Limiter) TakeContext(ctx context.Context, key string, n int) (hotlimit.
 // Decision then still reads Allowed, the receipt is the zero Receipt, and
 // the error says so and wraps ctx.Err(), as a service rule of several limits
 // does (see service.Service.TakeContext); hotlimit.WaitN reads such a pass
-// as no pass. A child that is itself a composite gives back as its children
+// as no pass. A ctx whose deadline has passed has ended, though its timer
+// may not have run yet (a backend that sets the deadline on its socket can
+// fail at it first): the error then wraps context.DeadlineExceeded. A child that is itself a composite gives back as its children
 // would side by side: each with its own receipt, even when one of them
 // counted nothing and its own receipt is the zero Receipt.
 //
@@ -436,7 +439,11 @@ func (l *Limiter) take(ctx context.Context, key string, n int, leaves []hotlimit
 	}
 	held = 0 // every child was asked: the request is decided
 	d.Allowed, d.RetryAfter = true, 0
-	if failed && ctx != nil && ctx.Err() != nil { // without a context, no child fails
+	var ended error // without a context, no child fails
+	if failed {
+		ended = ctxend.Err(ctx)
+	}
+	if ended != nil {
 		// The request ended while a child could not decide, which passed
 		// it by its failure policy, counting nothing: its caller will not
 		// serve it, so the children that counted it give it back too. A
@@ -444,7 +451,7 @@ func (l *Limiter) take(ctx context.Context, key string, n int, leaves []hotlimit
 		// a no-op, unless that child counted after all.
 		errs = l.giveBack(detached(ctx), key, len(l.children), leaves, errs, false)
 		markGivenBack(leaves)
-		errs = append(errs, fmt.Errorf("composite: the request ended while a child could not decide, and was given back: %w", ctx.Err()))
+		errs = append(errs, fmt.Errorf("composite: the request ended while a child could not decide, and was given back: %w", ended))
 		return d, hotlimit.Receipt{}, errors.Join(errs...)
 	}
 	if uncounted {
@@ -482,7 +489,7 @@ func (l *Limiter) wait(ctx context.Context, key string, n, denier int, retry tim
 		if rem[j] >= n || l.stateless[j] {
 			continue
 		}
-		if ctx != nil && l.remote[j] && ctx.Err() != nil {
+		if l.remote[j] && ctxend.Err(ctx) != nil {
 			continue // it could only fail: see above
 		}
 		w, err := l.asks[j].ask(ctx, key, n, l.share(j, leaves))

@@ -159,6 +159,33 @@ func TestTakeContextEndedWhileAChildCouldNotDecideGivesBackAll(t *testing.T) {
 	assert.Equal(t, 3, counting.Take("k", 0).Remaining)
 }
 
+// TestTakeContextPastItsDeadlineWhileAChildCouldNotDecideGivesBackAll: a
+// request whose deadline passed while a child could not decide (a backend
+// that sets the deadline on its socket fails at it, a little before the
+// context's timer runs and its Err reads so) has ended as a canceled one
+// has: every child gives back what it took, and the error wraps
+// context.DeadlineExceeded. Read by ctx.Err() alone, it counted where it
+// could, as a live request does, though its caller will not serve it.
+func TestTakeContextPastItsDeadlineWhileAChildCouldNotDecideGivesBackAll(t *testing.T) {
+	counting, failing := newRemote(t, 5), newRemote(t, 5)
+	failing.fail = true
+	c, err := composite.New(counting, failing)
+	require.NoError(t, err)
+
+	d, rc, err := c.TakeReceiptContext(limitertest.PastDeadline(context.Background()), "k", 2)
+	assert.True(t, d.Allowed, "the failure policy passed it")
+	assert.Zero(t, rc, "nothing to give back later")
+	assert.ErrorIs(t, err, context.DeadlineExceeded)
+	assert.ErrorIs(t, err, errBackend, "and the child's own")
+	assert.Equal(t, 5, counting.Take("k", 0).Remaining, "the counting child gave it back")
+
+	d, err = c.TakeContext(context.Background(), "k", 2)
+	assert.True(t, d.Allowed)
+	assert.ErrorIs(t, err, errBackend)
+	assert.NotErrorIs(t, err, context.DeadlineExceeded, "a live request")
+	assert.Equal(t, 3, counting.Take("k", 0).Remaining, "counts where it could")
+}
+
 // TestTakeContextJoinsTheChildrenErrors: the errors of the children that
 // could not decide, in a take, in a report (n = 0) and in a refund, are
 // joined in the one returned, and every child is still asked.

@@ -15,6 +15,7 @@ import (
 	"github.com/hotlimit/hotlimit"
 	"github.com/hotlimit/hotlimit/composite"
 	"github.com/hotlimit/hotlimit/gcra"
+	"github.com/hotlimit/hotlimit/internal/ctxend"
 	"github.com/hotlimit/hotlimit/internal/limitertest"
 	"github.com/hotlimit/hotlimit/internal/models"
 	"github.com/hotlimit/hotlimit/tokenbucket"
@@ -486,7 +487,7 @@ type endedAsks struct {
 }
 
 func (e *endedAsks) TakeReceiptContext(ctx context.Context, key string, n int) (hotlimit.Decision, hotlimit.Receipt, error) {
-	if n >= 1 && ctx.Err() != nil {
+	if n >= 1 && ctxend.Err(ctx) != nil {
 		e.ended++
 	}
 	d, r, err := e.remote.TakeReceiptContext(ctx, key, n)
@@ -497,18 +498,31 @@ func (e *endedAsks) TakeReceiptContext(ctx context.Context, key string, n int) (
 }
 
 // TestRetryAfterAsksNoChildUnderAnEndedContext: a later child is not asked
-// for the request once the caller's context has ended after its report: it
-// could not tell its wait, only fail.
+// for the request once the caller's context has ended after its report,
+// or is past its deadline though its timer has not run yet: it could not
+// tell its wait, only fail.
 func TestRetryAfterAsksNoChildUnderAnEndedContext(t *testing.T) {
-	ctx, cancel := context.WithCancel(context.Background())
-	later := &endedAsks{remote: newRemote(t, 1), cancel: cancel}
-	require.True(t, later.Allow("k"))
-	c, err := composite.New(spent(t), later)
-	require.NoError(t, err)
-	d, _ := c.TakeContext(ctx, "k", 1)
-	assert.False(t, d.Allowed)
-	assert.Equal(t, time.Minute-1, d.RetryAfter, "the denier's wait")
-	assert.Zero(t, later.ended, "not asked under the ended context")
+	canceled, cancel := context.WithCancel(context.Background())
+	for _, tc := range []struct {
+		name   string
+		ctx    context.Context
+		cancel func()
+	}{
+		{"canceled after its report", canceled, cancel},
+		{"past its deadline", limitertest.PastDeadline(context.Background()), func() {}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			later := &endedAsks{remote: newRemote(t, 1), cancel: tc.cancel}
+			require.True(t, later.Allow("k"))
+			c, err := composite.New(spent(t), later)
+			require.NoError(t, err)
+			d, err := c.TakeContext(tc.ctx, "k", 1)
+			assert.NoError(t, err, "the children decided; the later one was not asked")
+			assert.False(t, d.Allowed)
+			assert.Equal(t, time.Minute-1, d.RetryAfter, "the denier's wait")
+			assert.Zero(t, later.ended, "not asked under the ended context")
+		})
+	}
 }
 
 // TestRetryAfterAsksAnInMemoryNestedCompositeUnderAnEndedContext: a nested

@@ -12,6 +12,7 @@ import (
 	"github.com/hotlimit/hotlimit"
 	"github.com/hotlimit/hotlimit/composite"
 	"github.com/hotlimit/hotlimit/internal/burst"
+	"github.com/hotlimit/hotlimit/internal/ctxend"
 	"github.com/hotlimit/hotlimit/slidinglog"
 )
 
@@ -270,7 +271,11 @@ func (m *multi) take(ctx context.Context, k keys, n int, each *[composite.MaxChi
 		d, decider, best = shadowed, shadowDecider, bestShadowed
 	}
 	d.Allowed, d.RetryAfter = true, 0
-	if failed && ctx.Err() != nil {
+	var ended error
+	if failed {
+		ended = ctxend.Err(ctx)
+	}
+	if ended != nil {
 		// The request ended while a limit could not decide, which passed
 		// it by its failure policy, counting nothing: its caller will not
 		// serve it, so the limits that counted it give it back too, and no
@@ -281,7 +286,7 @@ func (m *multi) take(ctx context.Context, k keys, n int, each *[composite.MaxChi
 		// The error says so, whatever the limits' own errors are: it is
 		// how a caller that reads ctx later, when ctx may have ended
 		// only since, tells a request given back from one that counts.
-		errs = append(errs, fmt.Errorf("the request ended while a limit could not decide, and was given back: %w", ctx.Err()))
+		errs = append(errs, fmt.Errorf("the request ended while a limit could not decide, and was given back: %w", ended))
 	}
 	return d, decider, best, shadow, errors.Join(errs...)
 }
@@ -362,7 +367,7 @@ func (m *multi) wait(ctx context.Context, k *keys, n, denier int, retry time.Dur
 		if rem[j] >= n || m.limits[j].Shadow {
 			continue
 		}
-		if ctx != nil && m.remote[j] && ctx.Err() != nil {
+		if m.remote[j] && ctxend.Err(ctx) != nil {
 			continue // it could only fail: see above
 		}
 		w, err := m.asks[j].Ask(ctx, k.of(m.limits[j].Scope), n)

@@ -15,6 +15,7 @@ import (
 
 	"github.com/hotlimit/hotlimit"
 	"github.com/hotlimit/hotlimit/composite"
+	"github.com/hotlimit/hotlimit/internal/ctxend"
 	"github.com/hotlimit/hotlimit/internal/limitertest"
 	"github.com/hotlimit/hotlimit/internal/models"
 	"github.com/hotlimit/hotlimit/service"
@@ -526,7 +527,7 @@ type endedAsks struct {
 }
 
 func (e *endedAsks) TakeReceiptContext(ctx context.Context, key string, n int) (hotlimit.Decision, hotlimit.Receipt, error) {
-	if n >= 1 && ctx.Err() != nil {
+	if n >= 1 && ctxend.Err(ctx) != nil {
 		e.ended++
 	}
 	d, r := e.TakeReceipt(key, n)
@@ -542,13 +543,23 @@ func (e *endedAsks) RefundContext(_ context.Context, key string, r hotlimit.Rece
 }
 
 // TestRetryAfterAsksNoLimitUnderAnEndedContext: a later limit is not asked
-// for the request once the caller's context has ended after its report: it
-// could not tell its wait, only fail.
+// for the request once the caller's context has ended after its report,
+// or is past its deadline though its timer has not run yet: it could not
+// tell its wait, only fail.
 func TestRetryAfterAsksNoLimitUnderAnEndedContext(t *testing.T) {
+	canceled, cancel := context.WithCancel(context.Background())
+	t.Run("canceled after its report", func(t *testing.T) { retryAfterAsksNoLimitUnder(t, canceled, cancel) })
+	t.Run("past its deadline", func(t *testing.T) {
+		retryAfterAsksNoLimitUnder(t, limitertest.PastDeadline(context.Background()), func() {})
+	})
+}
+
+// retryAfterAsksNoLimitUnder is TestRetryAfterAsksNoLimitUnderAnEndedContext
+// under ctx, which cancel, called at the later limit's report, ends.
+func retryAfterAsksNoLimitUnder(t *testing.T, ctx context.Context, cancel func()) {
 	now := int64(1000 * time.Hour)
 	second := hotlimit.Config{Algorithm: hotlimit.FixedWindow, Limit: 1, Window: time.Second}
 	minute := hotlimit.Config{Algorithm: hotlimit.FixedWindow, Limit: 1, Window: time.Minute}
-	ctx, cancel := context.WithCancel(context.Background())
 	var later *endedAsks
 	factory := func(c hotlimit.Config, opts ...hotlimit.Option) (hotlimit.Limiter, error) {
 		l, err := service.NewLimiter(c, opts...)
@@ -564,7 +575,8 @@ func TestRetryAfterAsksNoLimitUnderAnEndedContext(t *testing.T) {
 	require.NotNil(t, later)
 	require.True(t, svc.Allow("u", "a"))
 	later.cancel = cancel
-	d, _ := svc.TakeContext(ctx, "u", "a", 1)
+	d, err := svc.TakeContext(ctx, "u", "a", 1)
+	assert.NoError(t, err, "the limits decided; the minute was not asked")
 	assert.False(t, d.Allowed)
 	assert.Equal(t, time.Second, d.RetryAfter, "the second's wait: the minute, not asked, is not counted")
 	assert.Zero(t, later.ended, "not asked under the ended context")

@@ -100,6 +100,30 @@ func TestTakeEachCompositeLimitRealDenialBesideAFailingChild(t *testing.T) {
 	}
 }
 
+// TestTakeContextPastItsDeadlineWhileALimitCouldNotDecideGivesBack: a
+// request whose deadline passed while a limit could not decide (a backend
+// that sets the deadline on its socket fails at it, a little before the
+// context's timer runs and its Err reads so) has ended as a canceled one
+// has: the rule's other limits give back what they took, and the error
+// wraps context.DeadlineExceeded, which the gateways read as a request not
+// to serve. Read by ctx.Err() alone, the memory limit kept it.
+func TestTakeContextPastItsDeadlineWhileALimitCouldNotDecideGivesBack(t *testing.T) {
+	memory := hotlimit.Config{Algorithm: hotlimit.FixedWindow, Limit: 1, Window: time.Minute}
+	remote := hotlimit.Config{Algorithm: hotlimit.FixedWindow, Limit: 5, Window: time.Minute}
+	s, err := service.NewFromRules(service.Rules{Default: service.Limits{memory, remote}},
+		limitertest.OnBackend(remote, &limitertest.UnreachableRefunder{}, service.NewLimiter))
+	require.NoError(t, err)
+
+	d, err := s.TakeContext(limitertest.PastDeadline(context.Background()), "u", "GET /", 1)
+	assert.True(t, d.Allowed, "the failure policy passed")
+	assert.ErrorIs(t, err, context.DeadlineExceeded)
+	assert.ErrorIs(t, err, limitertest.ErrUnreachable, "and the backend's own")
+	d, err = s.TakeContext(context.Background(), "u", "GET /", 1)
+	assert.True(t, d.Allowed, "the memory limit's request was given back")
+	assert.NotErrorIs(t, err, context.DeadlineExceeded, "a live request")
+	assert.False(t, s.Take("u", "GET /", 1).Allowed, "the live request counted where it could")
+}
+
 // TestTakeEachErrOfEveryPath: each LimitDecision's Err is its own limit's,
 // and the first one's the deciding limit's, on the paths besides a take's
 // denial: a request that ended while a limit could not decide (given back,

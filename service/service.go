@@ -409,7 +409,9 @@ func (s *Service) Take(user, api string, n int) hotlimit.Decision {
 // its failure policy, counting nothing there), what the other limits took:
 // a request that has ended is not to be served, and is counted by none of
 // the rule's limits, and the error then wraps ctx's (context.Canceled or
-// context.DeadlineExceeded). The gateways answer a request whose error
+// context.DeadlineExceeded; a ctx past its deadline has ended, though its
+// timer may not have run yet, as when a backend that sets the deadline on
+// its socket fails at it first). The gateways answer a request whose error
 // wraps its context's without serving it: ask the error, not ctx, which
 // may have ended only after the decision. A nil ctx is
 // context.Background(), as it is for every method of the service that takes
