@@ -22,6 +22,7 @@ import (
 	typev3 "github.com/envoyproxy/go-control-plane/envoy/type/v3"
 	"github.com/hotlimit/hotlimit"
 	"github.com/hotlimit/hotlimit/envoyrls/internal/redisproc"
+	"github.com/hotlimit/hotlimit/internal/limitertest"
 	"github.com/hotlimit/hotlimit/redislimit"
 	"github.com/hotlimit/hotlimit/service"
 	"github.com/redis/go-redis/v9"
@@ -270,18 +271,26 @@ func TestRedisHitsBeyondInt32(t *testing.T) {
 }
 
 // waitingLimiter decides under a context only when it is done, as a backend
-// that never answers: it returns the context's error.
+// that never answers: it returns the context's error. Under a context whose
+// deadline has passed before its timer ran, it fails at once with a
+// socket's timeout, as a client that sets the deadline on its socket does.
 type waitingLimiter struct{ hotlimit.Limiter }
 
+var errSocketTimeout = errors.New("read tcp: i/o timeout")
+
 func (waitingLimiter) TakeContext(ctx context.Context, _ string, _ int) (hotlimit.Decision, error) {
+	if d, ok := ctx.Deadline(); ok && ctx.Err() == nil && time.Now().After(d) {
+		return hotlimit.Decision{}, errSocketTimeout
+	}
 	<-ctx.Done()
 	return hotlimit.Decision{}, fmt.Errorf("backend: %w", ctx.Err())
 }
 
 // TestCallersDeadlineIsNotABackendFailure: a backend still deciding when the
 // caller's deadline passes gives DeadlineExceeded (Canceled when the caller
-// went away), the call's own status, whichever side's timer fires first;
-// Unavailable stays for the backend's own failures.
+// went away), the call's own status, whichever side's timer fires first,
+// the socket's before the context's included; Unavailable stays for the
+// backend's own failures.
 func TestCallersDeadlineIsNotABackendFailure(t *testing.T) {
 	d, err := ParseDomain("web.yaml", []byte("domain: web\ndescriptors:\n  - key: ip\n    rate_limit: {unit: second, requests_per_unit: 5}\n"))
 	require.NoError(t, err)
@@ -299,6 +308,9 @@ func TestCallersDeadlineIsNotABackendFailure(t *testing.T) {
 	defer cancel()
 	_, err = s.ShouldRateLimit(ctx, req)
 	assert.Equal(t, codes.DeadlineExceeded, status.Code(err), "%v", err)
+
+	_, err = s.ShouldRateLimit(limitertest.PastDeadline(context.Background()), req)
+	assert.Equal(t, codes.DeadlineExceeded, status.Code(err), "the socket's timer first: %v", err)
 
 	ctx, cancel = context.WithCancel(context.Background())
 	cancel()

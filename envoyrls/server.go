@@ -19,6 +19,7 @@ import (
 	"github.com/hotlimit/hotlimit/composite"
 	"github.com/hotlimit/hotlimit/httplimit"
 	"github.com/hotlimit/hotlimit/internal/burst"
+	"github.com/hotlimit/hotlimit/internal/ctxend"
 	"github.com/hotlimit/hotlimit/internal/givenclock"
 	"github.com/hotlimit/hotlimit/internal/keyed"
 	"github.com/hotlimit/hotlimit/internal/transport"
@@ -614,11 +615,13 @@ func (s *Server) shouldRateLimit(ctx context.Context, req *pb.RateLimitRequest) 
 				// backend's refund would fail and leave them spent.
 				s.refundAll(context.WithoutCancel(ctx), items)
 			}
-			if ctx.Err() != nil {
+			if ended := ctxend.Err(ctx); ended != nil {
 				// The caller's deadline passed, or it went away, while the
 				// backend was deciding: that is the call's own status, as
-				// gRPC reports it, not the backend's failure.
-				return nil, status.FromContextError(ctx.Err()).Err()
+				// gRPC reports it, not the backend's failure, even when
+				// the backend's socket timed out at the deadline before
+				// ctx's own timer ran.
+				return nil, status.FromContextError(ended).Err()
 			}
 			return nil, err
 		}

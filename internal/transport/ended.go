@@ -6,6 +6,7 @@ import (
 	"math"
 
 	"github.com/hotlimit/hotlimit"
+	"github.com/hotlimit/hotlimit/internal/ctxend"
 )
 
 // EndedBy returns ctx's error when ctx has ended and err, the error of a
@@ -20,12 +21,15 @@ import (
 // WithTimeout) wraps context.DeadlineExceeded, under a request that goes on
 // or that its client cancelled after the decision. (A request whose own
 // deadline passes just after a limiter's own timeout is still taken for
-// ended: the two errors are the same.)
+// ended: the two errors are the same.) A ctx past its deadline has ended
+// though its timer has not run yet, as the service reads it (a backend that
+// sets the deadline on its socket can fail at it first, and the service
+// then gives the request back): its error is context.DeadlineExceeded.
 func EndedBy(ctx context.Context, err error) error {
 	if err == nil {
 		return nil
 	}
-	if cerr := ctx.Err(); cerr != nil && errors.Is(err, cerr) {
+	if cerr := ctxend.Err(ctx); cerr != nil && errors.Is(err, cerr) {
 		return cerr
 	}
 	return nil

@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/hotlimit/hotlimit/internal/limitertest"
 	"github.com/stretchr/testify/assert"
 )
 
@@ -26,4 +27,8 @@ func TestEndedBy(t *testing.T) {
 	assert.Equal(t, context.DeadlineExceeded, EndedBy(expired, errors.Join(down, fmt.Errorf("x: %w", context.DeadlineExceeded))))
 	assert.NoError(t, EndedBy(context.Background(), context.Canceled), "a context that lasts")
 	assert.NoError(t, EndedBy(canceled, fmt.Errorf("own timeout: %w", context.DeadlineExceeded)), "a limiter's own timeout under a cancelled context")
+	late := limitertest.PastDeadline(context.Background())
+	assert.Equal(t, context.DeadlineExceeded, EndedBy(late, errors.Join(down, fmt.Errorf("gave back: %w", context.DeadlineExceeded))),
+		"past its deadline, its timer not yet run")
+	assert.NoError(t, EndedBy(late, down), "past its deadline, a limiter's own error")
 }
