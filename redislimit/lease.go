@@ -78,7 +78,7 @@ func (l *Limiter) leaseLeft(ls *lease) int64 {
 // the clock before the lease expired either took its requests before the
 // Swap, and they are not in it, or finds -1 and takes none.
 func (l *Limiter) reclaimExpired(ctx context.Context, key string) (left, at int64) {
-	if l.leases == nil || ctx.Err() != nil {
+	if l.leases == nil || ended(ctx) {
 		return 0, 0
 	}
 	ls, ok := l.leases.Load(key)

@@ -13,6 +13,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/hotlimit/hotlimit"
+	"github.com/hotlimit/hotlimit/internal/limitertest"
 	"github.com/hotlimit/hotlimit/redislimit"
 	"github.com/hotlimit/hotlimit/redislimit/internal/redistest"
 )
@@ -375,4 +376,27 @@ func TestLeaseExpiringHammer(t *testing.T) {
 			})
 		}
 	}
+}
+
+// TestExpiredLeaseKeptPastTheCallersDeadline: an expired lease's leftovers
+// are not taken into a call whose caller's deadline has passed, though the
+// context's timer has not run yet: the client sets that deadline on its
+// socket, the call fails there, and leftovers it carried would be lost, in
+// neither the lease nor Redis. The key's next call gives them back.
+func TestExpiredLeaseKeptPastTheCallersDeadline(t *testing.T) {
+	srv := redistest.Start(t)
+	c := hotlimit.Config{Algorithm: hotlimit.TokenBucket, Limit: 10, Window: time.Hour}
+	var now atomic.Int64
+	now.Store(int64(time.Hour))
+	lim := newExact(t, newClient(t, srv), c, hotlimit.WithClock(now.Load), redislimit.WithLease(5, time.Second),
+		redislimit.WithFailPolicy(redislimit.FailClosed))
+	require.True(t, take(t, lim, "k", 1).Allowed, "1 taken, 5 leased: Redis holds 4")
+	now.Add(int64(2 * time.Second)) // the lease has expired with its 5
+
+	d, err := lim.TakeContext(limitertest.PastDeadline(context.Background()), "k", 1)
+	require.Error(t, err, "the socket's deadline has passed")
+	assert.False(t, d.Allowed, "FailClosed")
+
+	d = take(t, lim, "k", 0)
+	assert.Equal(t, c.Limit-1, d.Remaining, "the lease's 5 came back to Redis's 4")
 }
