@@ -297,7 +297,8 @@ type unlimitedJSON struct {
 // omitted when 0, "shadow":true only in shadow mode and "scope" ("user",
 // "api" or "global") only for a scope other than PerPair, so that a Config
 // without one writes what it wrote before scopes existed; an Unlimited Config
-// is {"algorithm":"Unlimited"}. It fails only when c.Algorithm names no
+// of no limit, window or burst writes none of them, {"algorithm":"Unlimited"}
+// (with its shadow and scope as above). It fails only when c.Algorithm names no
 // algorithm or c.Scope no scope. [Config.UnmarshalJSON] reads the output
 // back to an equal Config.
 func (c Config) MarshalJSON() ([]byte, error) {

@@ -260,9 +260,12 @@ func epochClock() hotlimit.Clock {
 	return func() int64 { return base + int64(time.Since(start)) }
 }
 
-// New returns a Server of cfg. An observer given to [WithObserver] that
-// cannot report, such as a zero-value [Metrics] not made by [NewMetrics],
-// is an error (see [hotlimit.CheckObserver]).
+// New returns a Server of cfg. A nil cfg is a Config without domains, under
+// which every request is answered OK until a [Server.Reload]. A policy of cfg
+// that no limiter accepts (a limit beyond the in-memory algorithm's range,
+// say) is an error that names the file and the rule, as for Reload; so is an
+// observer given to [WithObserver] that cannot report, such as a zero-value
+// [Metrics] not made by [NewMetrics] (see [hotlimit.CheckObserver]).
 func New(cfg *Config, opts ...Option) (*Server, error) {
 	s := &Server{set: settings{backendErrs: true}}
 	for _, o := range opts {
@@ -314,8 +317,9 @@ func New(cfg *Config, opts ...Option) (*Server, error) {
 // Config returns the configuration in force.
 func (s *Server) Config() *Config { return s.snap.Load().cfg }
 
-// Reload puts cfg in force. The limiters of the policies that cfg shares with
-// the configuration in force are kept, with their state: a rule whose policy
+// Reload puts cfg in force; a nil cfg is a Config without domains. The
+// limiters of the policies that cfg shares with the configuration in force
+// are kept, with their state: a rule whose policy
 // did not change (a burst equal to the limit spelled out or not, shadow or
 // quota mode aside) keeps counting where it was; a rule whose policy changed
 // starts afresh under the new one, unless another rule of the configuration

@@ -16,7 +16,9 @@ import (
 
 // TestClockRangeErrorSaysReading: the error of a clock reading outside the
 // scripts' range names the reading and the range, so that a logged error
-// tells what the clock read, and still wraps ErrClockRange. The call never
+// tells what the clock read, says what to do instead (no clock, so that
+// Redis's TIME counts; Unix nanoseconds, which a user may pass as a wall
+// clock, are out of range), and still wraps ErrClockRange. The call never
 // reaches Redis, so the client's address is never dialled.
 func TestClockRangeErrorSaysReading(t *testing.T) {
 	client := redis.NewClient(&redis.Options{Addr: deadAddr(t), ContextTimeoutEnabled: true, MaxRetries: -1})
@@ -29,5 +31,7 @@ func TestClockRangeErrorSaysReading(t *testing.T) {
 		msg := err.Error()
 		assert.Contains(t, msg, strconv.FormatInt(now, 10), "the reading")
 		assert.Contains(t, msg, "["+strconv.FormatInt(-redislimit.ClockRange, 10)+", "+strconv.FormatInt(redislimit.ClockRange, 10)+"]", "the range")
+		assert.Contains(t, msg, "give no hotlimit.WithClock, and Redis's TIME counts", "the remedy")
+		assert.Contains(t, msg, "Unix nanoseconds do not", "the usual mistake")
 	}
 }

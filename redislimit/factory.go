@@ -14,7 +14,12 @@ import (
 //	svc, err := service.New(def, hotlimit.WithFactory(redislimit.Factory(client)))
 //
 // The service's own options (a clock, its default burst) come first, then
-// opts. A [WithLease] among them is for the limits that can lease
+// opts. A clock among them is sent to Redis in place of its TIME, as New's
+// is (see the package documentation), so every instance must read that one
+// clock: a process's own, [hotlimit.Monotonic] or a hotlimit.CoarseClock,
+// counts from the process's start, and instances started apart would each
+// read the others' keys as written in their future or past. Give a service
+// on Redis no clock but a test's. A [WithLease] among them is for the limits that can lease
 // ([CanLease]): the others are built without it, and ask Redis on every
 // request, where New alone rejects a lease for them; a lease that New
 // rejects for the limits that can lease (its ttl shorter than a tick of the

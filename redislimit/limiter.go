@@ -29,7 +29,9 @@ var ErrBreakerOpen = errors.New("redislimit: circuit breaker open: Redis failed 
 // [hotlimit.WithClock] reading is outside ±2^51 ns (about ±26 days), beyond
 // which Redis's arithmetic stops being exact: a wait from one end of the
 // range to the other, plus a fill time or two windows, must stay below
-// 2^53 ns. The error names the reading and the range.
+// 2^53 ns. The error names the reading and the range, and what to do:
+// give no clock, so that Redis's TIME counts, or one every instance reads
+// that stays within the range (Unix nanoseconds do not).
 var ErrClockRange = errors.New("redislimit: clock reading outside ±2^51 ns")
 
 // ErrReply is wrapped by the error of a script reply that is not what the
@@ -886,7 +888,9 @@ func nowArg(clock hotlimit.Clock) (string, error) {
 	}
 	t := clock()
 	if t > clockRange || t < -clockRange {
-		return "", fmt.Errorf("%w: the clock read %d ns, outside [%d, %d]", ErrClockRange, t, int64(-clockRange), int64(clockRange))
+		return "", fmt.Errorf("%w: the clock read %d ns, outside [%d, %d]: "+
+			"give no hotlimit.WithClock, and Redis's TIME counts, or a clock that every instance reads and that stays within about 26 days of 0 (Unix nanoseconds do not)",
+			ErrClockRange, t, int64(-clockRange), int64(clockRange))
 	}
 	return strconv.FormatInt(t, 10), nil
 }

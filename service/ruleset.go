@@ -582,8 +582,9 @@ func decodeLimits(path string, data []byte) (Limits, error) {
 
 // LoadRules reads rules in the JSON form documented on [Rules] from r, and
 // validates them as [Rules.Validate] does. Errors name the offending entry,
-// as in `users["alice"][1].window: ...` or `apis["GET /search"][0]: tokenbucket:
-// limit ... out of range`, and wrap hotlimit.ErrInvalidConfig, except errors
+// as in `users["alice"][1].window: ...` or `apis["GET /search"][0]: hotlimit:
+// Config.Limit ... out of range ... for TokenBucket`, and wrap
+// hotlimit.ErrInvalidConfig, except errors
 // reading r. Anything after the JSON object but white space is an error, and
 // so is a nil r. A byte order mark at the start, which some editors write, is
 // ignored. An error in the text itself (a syntax error, text after the

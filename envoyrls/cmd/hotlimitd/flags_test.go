@@ -139,8 +139,10 @@ func TestBadFlagValues(t *testing.T) {
 		{args: []string{"-http", "localhost:"}, says: `-http "localhost:": no port`},
 		{args: []string{"-http", "127.0.0.1:99999"}, says: "-http: listen tcp"},
 		{args: []string{"-all-or-nothing=maybe"}, says: "-all-or-nothing"},
-		{args: []string{"-no-such-flag"}, says: "flag provided but not defined: -no-such-flag"},
-		{args: []string{"stray"}, says: `unexpected arguments: ["stray"]`},
+		{args: []string{"-no-such-flag"}, says: "flag provided but not defined: -no-such-flag: -h lists the flags"},
+		{args: []string{"stray"}, says: `unexpected arguments: ["stray"]: hotlimitd takes flags only`},
+		// A boolean flag takes no separate value: "true" is then an argument.
+		{args: []string{"-all-or-nothing", "true"}, says: `unexpected arguments: ["true"]: hotlimitd takes flags only, and a boolean flag its value as -name=value, not -name value (-h lists the flags)`},
 		{env: [2]string{"HOTLIMITD_DRAIN", "soon"}, says: `HOTLIMITD_DRAIN="soon": invalid value for -drain`},
 		{env: [2]string{"HOTLIMITD_REDIS_TLS", "maybe"}, says: `HOTLIMITD_REDIS_TLS="maybe"`},
 		{env: [2]string{"HOTLIMITD_MAX_KEYS", "-1"}, says: "-max-keys -1"},

@@ -184,7 +184,7 @@ func parse(args []string, out io.Writer) (*flags, error) {
 		return nil, errors.New("-config DIR is required")
 	}
 	if fs.NArg() > 0 {
-		return nil, fmt.Errorf("unexpected arguments: %q", fs.Args())
+		return nil, fmt.Errorf("unexpected arguments: %q: hotlimitd takes flags only, and a boolean flag its value as -name=value, not -name value (-h lists the flags)", fs.Args())
 	}
 	return f, f.validate()
 }
@@ -199,10 +199,18 @@ const flagParseError = "parse error"
 // "invalid boolean value %q for -%s: parse error".
 var badFlagValue = regexp.MustCompile(`^invalid (?:boolean )?value ("(?:[^"\\]|\\.)*") for (?:flag )?-([a-z-]+): ` + flagParseError + `$`)
 
+// undefinedFlag begins the flag package's error for a flag it does not
+// know: "flag provided but not defined: -%s".
+const undefinedFlag = "flag provided but not defined: "
+
 // saidAsWanted returns err, from fs.Parse, reworded when it is a value the
 // flag package could not read, as "-drain \"10\": want a duration with its
-// unit, such as 500ms, 10s or 1m": the flag, the value and what it takes.
+// unit, such as 500ms, 10s or 1m": the flag, the value and what it takes;
+// and, for a flag it does not know, with where to find those it does.
 func saidAsWanted(fs *flag.FlagSet, err error) error {
+	if strings.HasPrefix(err.Error(), undefinedFlag) {
+		return fmt.Errorf("%w: -h lists the flags", err)
+	}
 	m := badFlagValue.FindStringSubmatch(err.Error())
 	if m == nil {
 		return err
