@@ -185,7 +185,11 @@
 //
 // [UnaryClientInterceptor] and [StreamClientInterceptor] limit a caller
 // before its calls leave the process, failing a denied call with the same
-// status. [MiddlewareLimiter] adapts a service to go-grpc-middleware v2's
+// status. They do not wait, and nothing retries such a call: grpc-go's retry
+// policy (a service config's retryPolicy, with its pushback) retries within
+// the call the interceptor would have sent, which a denied call never
+// reaches. A caller that should come back reads the wait from the status's
+// RetryInfo. [MiddlewareLimiter] adapts a service to go-grpc-middleware v2's
 // ratelimit.Limiter, for its server interceptors only (under its client
 // interceptors it is not told which call is sent); that middleware turns
 // the error into a text message, so its clients lose the RetryInfo and

@@ -573,6 +573,13 @@ func (s *recvLimited) done() {
 // call fails at once with the same ResourceExhausted status a server would
 // send, without reaching the network. Exemptions, dry run and the observer
 // apply; there is no response metadata to set.
+//
+// A denied call is not waited for, nor retried: the client's retry policy
+// (a service config's retryPolicy listing RESOURCE_EXHAUSTED) retries within
+// invoker, which a denied call never reaches, so it fails at once whatever
+// the policy, even where a server's denial of the same call would be retried
+// after its pushback. A caller that should come back reads the wait from the
+// status's google.rpc.RetryInfo (see [RetryDelay]).
 func UnaryClientInterceptor(svc *service.Service, opts ...Option) grpc.UnaryClientInterceptor {
 	l := newLimiter(svc, noKey, opts)
 	return func(ctx context.Context, method string, req, reply any, cc *grpc.ClientConn, invoker grpc.UnaryInvoker, callOpts ...grpc.CallOption) error {
