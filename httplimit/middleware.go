@@ -173,7 +173,12 @@ func WithDryRun(on bool) Option {
 
 // WithLegacyHeaders, when on, also sets X-RateLimit-Limit,
 // X-RateLimit-Remaining and X-RateLimit-Reset (seconds from now) on every
-// response.
+// response that carries the RateLimit fields, with the q, r and t of their
+// first item, the policy that decided (see the package doc): not on one to
+// an allow-listed caller, under a rule whose every limit is in shadow mode,
+// to an exempt request or to one that ended before its decision, which carry
+// none. A limit whose limiter could not decide has X-RateLimit-Limit alone,
+// as it has no RateLimit item.
 func WithLegacyHeaders(on bool) Option {
 	return func(o *options) { o.legacy = on }
 }
