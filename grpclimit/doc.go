@@ -75,7 +75,9 @@
 //   - google.rpc.QuotaFailure, one violation: subject is the kind of the user
 //     key ("ip", "header:x-api-key"; "none" for a keyless call, "user" for
 //     a key of the application's own without a colon; see [KeyFunc]), so
-//     the caller learns which identity ran out without the server echoing it;
+//     the caller learns which identity ran out without the server echoing it,
+//     or "api" or "global" for a policy of that scope (see hotlimit.Scope),
+//     whose quota every caller of the method, or every caller, shares;
 //     description the policy ("policy \"fixedwindow-3-1s\" (3 requests per
 //     1s)", with ", bursts of 20" for a token bucket or GCRA whose burst is
 //     not its limit), quota_id its name and quota_value the q of its

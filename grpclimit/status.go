@@ -117,8 +117,9 @@ func pushback(d hotlimit.Decision) string {
 // message that names the policy and the wait, a google.rpc.RetryInfo with
 // the wait (absent when no wait helps) and a google.rpc.QuotaFailure whose
 // violation's subject is the kind of the user key ("ip",
-// "header:x-api-key"), description the policy, quota_id the policy name and
-// quota_value its q (the burst when one is set, else the limit).
+// "header:x-api-key"), or "api" or "global" for a policy of that scope,
+// description the policy, quota_id the policy name and quota_value its q
+// (the burst when one is set, else the limit).
 func denial(user string, p *transport.Policy, d hotlimit.Decision) error {
 	desc := "policy " + strconv.Quote(p.Name) + " (" + transport.RateText(p.Config) + ")"
 	msg := "rate limit of " + desc + " exceeded; "
@@ -130,6 +131,10 @@ func denial(user string, p *transport.Policy, d hotlimit.Decision) error {
 	}
 	subject := transport.Kind(user)
 	switch {
+	case p.Config.Scope == hotlimit.PerAPI:
+		subject = "api" // every caller of the method shares the quota
+	case p.Config.Scope == hotlimit.Global:
+		subject = "global" // every caller shares the quota
 	case user == "":
 		subject = "none" // a keyless call: the shared quota of every keyless call
 	case subject == "":

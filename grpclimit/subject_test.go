@@ -68,3 +68,37 @@ func TestQuotaFailureSubjectIsTheKeysKind(t *testing.T) {
 		})
 	}
 }
+
+// TestQuotaFailureSubjectIsTheQuotasScope: a denial by a policy whose quota
+// is shared, per API or global, names that scope as its subject, not the
+// kind of the caller's key: another identity would not get past it. A
+// policy per user names the key's kind, as one per pair does.
+func TestQuotaFailureSubjectIsTheQuotasScope(t *testing.T) {
+	md := metadata.Pairs("x-api-key", "k-1")
+	ctx := metadata.NewIncomingContext(context.Background(), md)
+	for _, tc := range []struct {
+		scope hotlimit.Scope
+		want  string
+	}{
+		{hotlimit.PerPair, "header:x-api-key"},
+		{hotlimit.PerUser, "header:x-api-key"},
+		{hotlimit.PerAPI, "api"},
+		{hotlimit.Global, "global"},
+	} {
+		t.Run(tc.scope.String(), func(t *testing.T) {
+			c := cfg(hotlimit.FixedWindow, 1, time.Minute)
+			c.Scope = tc.scope
+			svc, _ := newService(t, c, 0)
+			intercept := grpclimit.UnaryServerInterceptor(svc, grpclimit.WithUser(grpclimit.Metadata("x-api-key")))
+			info := &grpc.UnaryServerInfo{FullMethod: "/a.B/C"}
+			handler := func(context.Context, any) (any, error) { return "ok", nil }
+			_, err := intercept(ctx, "req", info, handler)
+			require.NoError(t, err)
+			_, err = intercept(ctx, "req", info, handler)
+			require.Equal(t, codes.ResourceExhausted, status.Code(err))
+			_, qf := details(t, err)
+			require.Len(t, qf.GetViolations(), 1)
+			assert.Equal(t, tc.want, qf.GetViolations()[0].GetSubject())
+		})
+	}
+}
