@@ -47,6 +47,12 @@ type IPOption func(*ipKey)
 // metadata entry (see [PeerIP]). Invalid prefixes are ignored; an
 // IPv4-mapped IPv6 prefix also matches the IPv4 addresses it maps. Repeated
 // options add up.
+//
+// Every host inside prefixes is believed, not only the proxies: any of them
+// that reaches the server directly can write the metadata entry and so pick
+// its own key, spending another client's quota or a fresh one per call.
+// Name the proxies' own addresses or the narrowest prefix that holds them,
+// not the whole network they sit in.
 func TrustProxies(prefixes ...netip.Prefix) IPOption {
 	return func(k *ipKey) { k.ip.Trust(prefixes...) }
 }
