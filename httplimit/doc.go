@@ -89,8 +89,9 @@
 // append two items of one name, whose RateLimit items a client cannot tell
 // apart: give one of them [WithPolicyName] (func(c hotlimit.Config) string
 // { return httplimit.PolicyName(c) + "-per-key" }).
-// The first item of each field describes the policy that decided the
-// request: for a rule of several limits, the one that denied it, or, when
+// The first item of each field that a middleware adds (after any an outer
+// one added, so the first of the field only under the outermost) describes
+// the policy that decided the request: for a rule of several limits, the one that denied it, or, when
 // all passed it, the one with the least share left (see
 // service.Service.TakePolicy) of those whose limiter decided, when one did
 // (a limit that could not decide passed the request by its failure policy,
