@@ -80,7 +80,8 @@
 //     whose quota every caller of the method, or every caller, shares;
 //     description the policy ("policy \"fixedwindow-3-1s\" (3 requests per
 //     1s)", with ", bursts of 20" for a token bucket or GCRA whose burst is
-//     not its limit), quota_id its name and quota_value the q of its
+//     not its limit, and ", shared by every user" or the like for a policy
+//     of another scope than the pair's), quota_id its name and quota_value the q of its
 //     ratelimit-policy item: its burst when it sets one, else its limit.
 //
 // Its trailers carry grpc-retry-pushback-ms (gRFC A6): a client whose

@@ -25,7 +25,9 @@ type problem struct {
 //	 "detail":"Rate limit of policy \"fixedwindow-3-1s\" (3 requests per 1s) exceeded; retry in 1 s."}
 //
 // A token bucket or GCRA with a burst other than its limit says so, as in
-// "(5 requests per 1s, bursts of 20)", the q of its RateLimit-Policy item.
+// "(5 requests per 1s, bursts of 20)", the q of its RateLimit-Policy item,
+// and a policy of another scope than the pair's says whose quota it is:
+// "(100 requests per 1m, shared by every user)" (see hotlimit.Scope).
 // The response is marked Cache-Control: no-store.
 //
 // A denial by the failure policy of a limiter that could not decide

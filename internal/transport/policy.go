@@ -61,7 +61,10 @@ func Quota(c hotlimit.Config) (q int, w int64) {
 // RateText says c's rate and burst in words, for denial messages: "3
 // requests per 1s", "1 request per 1m", and, when a token bucket or GCRA
 // sets a burst other than its limit, "5 requests per 1s, bursts of 20", the
-// q its RateLimit-Policy item advertises (see Quota).
+// q its RateLimit-Policy item advertises (see Quota); then, for a quota
+// that is not the (user, api) pair's own, whose: "per user, across APIs",
+// "shared by every user of the API" or "shared by every user", so that a
+// client denied by a quota it shares does not read it as its own.
 func RateText(c hotlimit.Config) string {
 	requests := " requests per "
 	if c.Limit == 1 {
@@ -70,6 +73,14 @@ func RateText(c hotlimit.Config) string {
 	s := strconv.Itoa(c.Limit) + requests + WindowName(c.Window)
 	if q := c.Capacity(); q != c.Limit {
 		s += ", bursts of " + strconv.Itoa(q)
+	}
+	switch c.Scope {
+	case hotlimit.PerUser:
+		s += ", per user, across APIs"
+	case hotlimit.PerAPI:
+		s += ", shared by every user of the API"
+	case hotlimit.Global:
+		s += ", shared by every user"
 	}
 	return s
 }

@@ -123,6 +123,10 @@ func TestRateText(t *testing.T) {
 		{hotlimit.Config{Algorithm: hotlimit.TokenBucket, Limit: 5, Window: time.Second, Burst: 5}, "5 requests per 1s"},
 		{hotlimit.Config{Algorithm: hotlimit.TokenBucket, Limit: 5, Window: time.Second, Burst: 20}, "5 requests per 1s, bursts of 20"},
 		{hotlimit.Config{Algorithm: hotlimit.GCRA, Limit: 10, Window: time.Second, Burst: 2}, "10 requests per 1s, bursts of 2"},
+		{hotlimit.Config{Algorithm: hotlimit.FixedWindow, Limit: 3, Window: time.Second, Scope: hotlimit.PerPair}, "3 requests per 1s"},
+		{hotlimit.Config{Algorithm: hotlimit.FixedWindow, Limit: 3, Window: time.Second, Scope: hotlimit.PerUser}, "3 requests per 1s, per user, across APIs"},
+		{hotlimit.Config{Algorithm: hotlimit.FixedWindow, Limit: 3, Window: time.Second, Scope: hotlimit.PerAPI}, "3 requests per 1s, shared by every user of the API"},
+		{hotlimit.Config{Algorithm: hotlimit.TokenBucket, Limit: 5, Window: time.Second, Burst: 20, Scope: hotlimit.Global}, "5 requests per 1s, bursts of 20, shared by every user"},
 	} {
 		assert.Equal(t, tc.want, RateText(tc.c), "%+v", tc.c)
 		q, _ := Quota(tc.c)
