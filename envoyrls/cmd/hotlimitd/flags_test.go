@@ -230,3 +230,26 @@ func TestRedisFlagsWithoutRedis(t *testing.T) {
 	assert.Equal(t, []string{"-redis-failure", "-redis-lease"}, ignored)
 	assert.Empty(t, (&flags{redisAddr: "127.0.0.1:1", lease: 5}).ignoredInMemory(), "with -redis")
 }
+
+// TestHelpSaysWhatEachFailurePolicyAnswers: -h says, for each value of
+// -redis-failure, what a request gets while Redis fails, and where the
+// policies other than error are counted, so that an operator choosing one
+// need not look further than the command.
+func TestHelpSaysWhatEachFailurePolicyAnswers(t *testing.T) {
+	var out bytes.Buffer
+	_, err := parse([]string{"-h"}, &out)
+	require.ErrorIs(t, err, flag.ErrHelp)
+	entry := regexp.MustCompile(`(?s)\n  -redis-failure string\n(.*?)\n  -`).FindStringSubmatch(out.String())
+	require.NotNil(t, entry, "-h lists -redis-failure")
+	text := strings.Join(strings.Fields(entry[1]), " ")
+	for _, says := range []string{
+		"error, an Unavailable error, each logged",
+		"local, the decision of a limiter in this replica's memory",
+		"open, let through",
+		"closed, OVER_LIMIT",
+		"counted in hotlimit_fallbacks_total",
+		`(default "error")`,
+	} {
+		assert.Contains(t, text, says)
+	}
+}

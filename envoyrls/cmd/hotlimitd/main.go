@@ -495,7 +495,7 @@ func newFlagSet(f *flags) *flag.FlagSet {
 	fs.BoolVar(&f.tlsInsecure, "redis-tls-skip-verify", false, "do not verify Redis's TLS certificate (implies -redis-tls)")
 	fs.BoolVar(&f.tlsSkipHostname, "redis-tls-skip-hostname", false, "verify Redis's TLS certificate against the authorities (the system's, or -redis-tls-ca) but not that it names the -redis host, as the reference's REDIS_TLS_SKIP_HOSTNAME_VERIFICATION (implies -redis-tls)")
 	fs.StringVar(&f.redisTLSCA, "redis-tls-ca", "", "PEM file of the certificate authorities that Redis's TLS certificate is verified against, in place of the system's (implies -redis-tls)")
-	fs.StringVar(&f.failure, "redis-failure", "error", "on a Redis failure: error, local, open or closed")
+	fs.StringVar(&f.failure, "redis-failure", "error", "what a request gets when Redis fails (an error, or no answer within -redis-timeout): error, an Unavailable error, each logged (Envoy lets the request through unless failure_mode_deny); local, the decision of a limiter in this replica's memory, by the same rule; open, let through; closed, OVER_LIMIT; under the last three, not logged but counted in hotlimit_fallbacks_total on /metrics")
 	fs.StringVar(&f.redisPrefix, "redis-prefix", "hotlimitd:", "prefix of every Redis key")
 	fs.DurationVar(&f.redisTimeout, "redis-timeout", redislimit.DefaultTimeout, "how long a decision waits for Redis before it is a failure (see -redis-failure); 0 for no bound but the client's own")
 	fs.IntVar(&f.lease, "redis-lease", 0, "requests a replica may take ahead per key and spend without a round trip, for the rules of TokenBucket, GCRA and FixedWindow (the others ask Redis every time); 0 for none")
