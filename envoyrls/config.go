@@ -183,8 +183,9 @@ func (c *Config) Domains() []*Domain {
 }
 
 // Warnings returns what [LoadDir] did not read in the directory (a file
-// without a YAML extension, a subdirectory), then the warnings of every
-// domain, domains sorted by name.
+// without a YAML extension, a subdirectory), and that it read no file at
+// all when it did not, then the warnings of every domain, domains sorted by
+// name.
 func (c *Config) Warnings() []string {
 	if c == nil {
 		return nil
@@ -209,7 +210,8 @@ func (c *Config) Rules() []*Rule {
 // subdirectories), one domain per file, into a Config. The first bad file
 // makes it fail with an error naming the file. Other entries, hidden ones
 // aside, are named in the Config's [Config.Warnings]: the reference reads
-// every file of its directory, whatever its name.
+// every file of its directory, whatever its name. A directory without such
+// a file loads as a Config without domains, with a warning saying so.
 //
 // A directory laid out as Kubernetes mounts a ConfigMap or a projected
 // volume (each file a symlink to ..data/<name>, ..data a symlink to a hidden
@@ -390,6 +392,11 @@ func (f *dirFiles) parse() (*Config, error) {
 		return nil, err
 	}
 	c.skipped, c.dir, c.digest = f.skipped, f.dir, f.digest
+	if len(f.files) == 0 {
+		// Valid, as in the reference, but more likely a volume mounted
+		// empty or files misnamed than a service meant to limit nothing.
+		c.skipped = append(slices.Clip(c.skipped), fmt.Sprintf("%s: no *.yaml or *.yml file, so no domain: every request is answered OK, without a limit", f.dir))
+	}
 	return c, nil
 }
 
