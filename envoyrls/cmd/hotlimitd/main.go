@@ -186,7 +186,40 @@ func parse(args []string, out io.Writer) (*flags, error) {
 	if fs.NArg() > 0 {
 		return nil, fmt.Errorf("unexpected arguments: %q", fs.Args())
 	}
-	return f, f.validate()
+	if err := f.validate(); err != nil {
+		return nil, namedFromEnv(fs, err)
+	}
+	return f, nil
+}
+
+// flagRef matches a flag's name in an error of validate: "-max-keys", not
+// a negative value such as "-1s".
+var flagRef = regexp.MustCompile(`(?:^|[\s(])-([a-z][a-z-]*[a-z])\b`)
+
+// namedFromEnv returns err, a value that validate refused, with the
+// environment variables named that gave the flags it is about (those named
+// before its reason, past the first ": "), where the command line did not:
+// "-max-keys -1: want 0 (no cap) or more (-max-keys from HOTLIMITD_MAX_KEYS)",
+// so that an operator who set no such flag, a value of a pod's environment
+// being at fault, is told where to look.
+func namedFromEnv(fs *flag.FlagSet, err error) error {
+	onCommandLine := map[string]bool{}
+	fs.Visit(func(fl *flag.Flag) { onCommandLine[fl.Name] = true }) // fromEnv sets values, not flags
+	subject, _, _ := strings.Cut(err.Error(), ": ")
+	var from []string
+	for _, m := range flagRef.FindAllStringSubmatch(subject, -1) {
+		name := m[1]
+		if fs.Lookup(name) == nil || onCommandLine[name] {
+			continue
+		}
+		if _, ok := os.LookupEnv(envName(name)); ok {
+			from = append(from, fmt.Sprintf("-%s from %s", name, envName(name)))
+		}
+	}
+	if len(from) == 0 {
+		return err
+	}
+	return fmt.Errorf("%w (%s)", err, strings.Join(from, ", "))
 }
 
 // flagParseError is the whole reason the flag package gives for a value of
