@@ -191,6 +191,12 @@ func (c *Config) Warnings() []string {
 		return nil
 	}
 	out := append([]string(nil), c.skipped...)
+	if c.dir != "" && len(c.domains) == 0 {
+		// Read from a directory (each file a domain), and no file: valid,
+		// as in the reference, but more likely a volume mounted empty or
+		// files misnamed than a service meant to limit nothing.
+		out = append(out, fmt.Sprintf("%s: no *.yaml or *.yml file, so no domain: every request is answered OK, without a limit", c.dir))
+	}
 	for _, d := range c.Domains() {
 		out = append(out, d.Warnings...)
 	}
@@ -392,11 +398,6 @@ func (f *dirFiles) parse() (*Config, error) {
 		return nil, err
 	}
 	c.skipped, c.dir, c.digest = f.skipped, f.dir, f.digest
-	if len(f.files) == 0 {
-		// Valid, as in the reference, but more likely a volume mounted
-		// empty or files misnamed than a service meant to limit nothing.
-		c.skipped = append(slices.Clip(c.skipped), fmt.Sprintf("%s: no *.yaml or *.yml file, so no domain: every request is answered OK, without a limit", f.dir))
-	}
 	return c, nil
 }
 
