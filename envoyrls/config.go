@@ -183,13 +183,20 @@ func (c *Config) Domains() []*Domain {
 }
 
 // Warnings returns what [LoadDir] did not read in the directory (a file
-// without a YAML extension, a subdirectory), then the warnings of every
-// domain, domains sorted by name.
+// without a YAML extension, a subdirectory), and that it read no file at
+// all when it did not, then the warnings of every domain, domains sorted by
+// name.
 func (c *Config) Warnings() []string {
 	if c == nil {
 		return nil
 	}
 	out := append([]string(nil), c.skipped...)
+	if c.dir != "" && len(c.domains) == 0 {
+		// Read from a directory (each file a domain), and no file: valid,
+		// as in the reference, but more likely a volume mounted empty or
+		// files misnamed than a service meant to limit nothing.
+		out = append(out, fmt.Sprintf("%s: no *.yaml or *.yml file, so no domain: every request is answered OK, without a limit", c.dir))
+	}
 	for _, d := range c.Domains() {
 		out = append(out, d.Warnings...)
 	}
@@ -209,7 +216,8 @@ func (c *Config) Rules() []*Rule {
 // subdirectories), one domain per file, into a Config. The first bad file
 // makes it fail with an error naming the file. Other entries, hidden ones
 // aside, are named in the Config's [Config.Warnings]: the reference reads
-// every file of its directory, whatever its name.
+// every file of its directory, whatever its name. A directory without such
+// a file loads as a Config without domains, with a warning saying so.
 //
 // A directory laid out as Kubernetes mounts a ConfigMap or a projected
 // volume (each file a symlink to ..data/<name>, ..data a symlink to a hidden

@@ -616,6 +616,43 @@ descriptors:
 	assert.Empty(t, d.Warnings, "a key in two mappings is no repeat")
 }
 
+// TestLoadDirWarnsOfNoFile: a directory without a YAML file, empty or
+// holding only files of other names, loads as no domain, as in the
+// reference, so every request is answered OK; that is said in a warning,
+// at start (LoadDir's) and on a reload that empties the directory (in the
+// log), as a volume mounted empty would otherwise limit nothing in
+// silence. A directory with a domain has no such warning.
+func TestLoadDirWarnsOfNoFile(t *testing.T) {
+	dir := t.TempDir()
+	none := dir + ": no *.yaml or *.yml file, so no domain: every request is answered OK, without a limit"
+	cfg, err := LoadDir(dir)
+	require.NoError(t, err)
+	assert.Empty(t, cfg.Domains())
+	assert.Equal(t, []string{none}, cfg.Warnings(), "an empty directory")
+
+	misnamed := filepath.Join(dir, "rl.json")
+	require.NoError(t, os.WriteFile(misnamed, []byte("domain: rl\n"), 0o644))
+	cfg, err = LoadDir(dir)
+	require.NoError(t, err)
+	assert.Equal(t, []string{misnamed + ": not read: only *.yaml and *.yml files are", none}, cfg.Warnings(), "files of other names only")
+	require.NoError(t, os.Remove(misnamed))
+
+	yamlFile := filepath.Join(dir, "rl.yaml")
+	require.NoError(t, os.WriteFile(yamlFile, []byte("domain: rl\ndescriptors:\n  - key: k\n    rate_limit: {unit: second, requests_per_unit: 1}\n"), 0o644))
+	cfg, err = LoadDir(dir)
+	require.NoError(t, err)
+	assert.Empty(t, cfg.Warnings(), "a domain")
+
+	logs := &lockedBuffer{}
+	s, err := New(cfg, WithLogger(slog.New(slog.NewJSONHandler(logs, nil))))
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = s.Close() })
+	require.NoError(t, os.Remove(yamlFile))
+	require.NoError(t, s.ReloadDir(dir))
+	assert.Contains(t, logs.String(), `"msg":"config warning"`)
+	assert.Contains(t, logs.String(), none, "a reload that empties the directory")
+}
+
 // TestLoadDirNamesWhatItSkips: a file without a YAML extension (which the
 // reference would read) and a subdirectory are not read, and each is named
 // in a warning; hidden entries are skipped quietly.

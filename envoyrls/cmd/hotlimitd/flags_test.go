@@ -232,3 +232,56 @@ func TestRedisFlagsWithoutRedis(t *testing.T) {
 	assert.Equal(t, []string{"-redis-failure", "-redis-lease"}, ignored)
 	assert.Empty(t, (&flags{redisAddr: "127.0.0.1:1", lease: 5}).ignoredInMemory(), "with -redis")
 }
+
+// TestHelpSaysWhatEachFailurePolicyAnswers: -h says, for each value of
+// -redis-failure, what a request gets while Redis fails, and where the
+// policies other than error are counted, so that an operator choosing one
+// need not look further than the command.
+func TestHelpSaysWhatEachFailurePolicyAnswers(t *testing.T) {
+	var out bytes.Buffer
+	_, err := parse([]string{"-h"}, &out)
+	require.ErrorIs(t, err, flag.ErrHelp)
+	entry := regexp.MustCompile(`(?s)\n  -redis-failure string\n(.*?)\n  -`).FindStringSubmatch(out.String())
+	require.NotNil(t, entry, "-h lists -redis-failure")
+	text := strings.Join(strings.Fields(entry[1]), " ")
+	for _, says := range []string{
+		"error, an Unavailable error, each logged",
+		"local, the decision of a limiter in this replica's memory",
+		"open, let through",
+		"closed, OVER_LIMIT",
+		"counted in hotlimit_fallbacks_total",
+		`(default "error")`,
+	} {
+		assert.Contains(t, text, says)
+	}
+}
+
+// TestBadEnvValuesNameTheirVariable: a value refused once read, which came
+// from a HOTLIMITD_ variable rather than the command line, is refused with
+// the variable named beside the flag, so that an operator who gave no such
+// flag (a pod's environment did) knows where to look; a value the command
+// line gave, over the environment's, names no variable.
+func TestBadEnvValuesNameTheirVariable(t *testing.T) {
+	dir := t.TempDir()
+	writeRule(t, dir, "2")
+	for _, tc := range []struct {
+		args []string
+		env  [2]string
+		says string
+	}{
+		{env: [2]string{"HOTLIMITD_MAX_KEYS", "-1"}, says: "-max-keys -1: want 0 (no cap) or more (-max-keys from HOTLIMITD_MAX_KEYS)"},
+		{env: [2]string{"HOTLIMITD_GRPC", ""}, says: `-grpc "": an empty address: gRPC is always served; give host:port, such as :8081 (:0 for a port of the system's choosing) (-grpc from HOTLIMITD_GRPC)`},
+		{env: [2]string{"HOTLIMITD_RELOAD_INTERVAL", "1ns"}, says: "-reload-interval 1ns: want 0 (no reloading) or at least 1ms (-reload-interval from HOTLIMITD_RELOAD_INTERVAL)"},
+		// Of the two flags the error is about, the one the environment gave.
+		{args: []string{"-redis-tls-skip-hostname", "-redis", "127.0.0.1:1"}, env: [2]string{"HOTLIMITD_REDIS_TLS_SKIP_VERIFY", "true"}, says: "-redis-tls-skip-verify and -redis-tls-skip-hostname: give one: -redis-tls-skip-hostname verifies the certificate but not the host it names, -redis-tls-skip-verify verifies nothing (-redis-tls-skip-verify from HOTLIMITD_REDIS_TLS_SKIP_VERIFY)"},
+		// The command line wins, and its value is the one refused.
+		{args: []string{"-max-keys", "-2"}, env: [2]string{"HOTLIMITD_MAX_KEYS", "5"}, says: "-max-keys -2: want 0 (no cap) or more"},
+	} {
+		t.Run(strings.Join(append(tc.args, tc.env[:]...), " "), func(t *testing.T) {
+			t.Setenv(tc.env[0], tc.env[1])
+			_, err := parse(append([]string{"-config", dir, "-http", ""}, tc.args...), io.Discard)
+			require.Error(t, err)
+			assert.Equal(t, tc.says, err.Error())
+		})
+	}
+}

@@ -186,7 +186,40 @@ func parse(args []string, out io.Writer) (*flags, error) {
 	if fs.NArg() > 0 {
 		return nil, fmt.Errorf("unexpected arguments: %q: hotlimitd takes flags only, and a boolean flag its value as -name=value, not -name value (-h lists the flags)", fs.Args())
 	}
-	return f, f.validate()
+	if err := f.validate(); err != nil {
+		return nil, namedFromEnv(fs, err)
+	}
+	return f, nil
+}
+
+// flagRef matches a flag's name in an error of validate: "-max-keys", not
+// a negative value such as "-1s".
+var flagRef = regexp.MustCompile(`(?:^|[\s(])-([a-z][a-z-]*[a-z])\b`)
+
+// namedFromEnv returns err, a value that validate refused, with the
+// environment variables named that gave the flags it is about (those named
+// before its reason, past the first ": "), where the command line did not:
+// "-max-keys -1: want 0 (no cap) or more (-max-keys from HOTLIMITD_MAX_KEYS)",
+// so that an operator who set no such flag, a value of a pod's environment
+// being at fault, is told where to look.
+func namedFromEnv(fs *flag.FlagSet, err error) error {
+	onCommandLine := map[string]bool{}
+	fs.Visit(func(fl *flag.Flag) { onCommandLine[fl.Name] = true }) // fromEnv sets values, not flags
+	subject, _, _ := strings.Cut(err.Error(), ": ")
+	var from []string
+	for _, m := range flagRef.FindAllStringSubmatch(subject, -1) {
+		name := m[1]
+		if fs.Lookup(name) == nil || onCommandLine[name] {
+			continue
+		}
+		if _, ok := os.LookupEnv(envName(name)); ok {
+			from = append(from, fmt.Sprintf("-%s from %s", name, envName(name)))
+		}
+	}
+	if len(from) == 0 {
+		return err
+	}
+	return fmt.Errorf("%w (%s)", err, strings.Join(from, ", "))
 }
 
 // flagParseError is the whole reason the flag package gives for a value of
@@ -503,7 +536,7 @@ func newFlagSet(f *flags) *flag.FlagSet {
 	fs.BoolVar(&f.tlsInsecure, "redis-tls-skip-verify", false, "do not verify Redis's TLS certificate (implies -redis-tls)")
 	fs.BoolVar(&f.tlsSkipHostname, "redis-tls-skip-hostname", false, "verify Redis's TLS certificate against the authorities (the system's, or -redis-tls-ca) but not that it names the -redis host, as the reference's REDIS_TLS_SKIP_HOSTNAME_VERIFICATION (implies -redis-tls)")
 	fs.StringVar(&f.redisTLSCA, "redis-tls-ca", "", "PEM file of the certificate authorities that Redis's TLS certificate is verified against, in place of the system's (implies -redis-tls)")
-	fs.StringVar(&f.failure, "redis-failure", "error", "on a Redis failure: error, local, open or closed")
+	fs.StringVar(&f.failure, "redis-failure", "error", "what a request gets when Redis fails (an error, or no answer within -redis-timeout): error, an Unavailable error, each logged (Envoy lets the request through unless failure_mode_deny); local, the decision of a limiter in this replica's memory, by the same rule; open, let through; closed, OVER_LIMIT; under the last three, not logged but counted in hotlimit_fallbacks_total on /metrics")
 	fs.StringVar(&f.redisPrefix, "redis-prefix", "hotlimitd:", "prefix of every Redis key")
 	fs.DurationVar(&f.redisTimeout, "redis-timeout", redislimit.DefaultTimeout, "how long a decision waits for Redis before it is a failure (see -redis-failure); 0 for no bound but the client's own")
 	fs.IntVar(&f.lease, "redis-lease", 0, "requests a replica may take ahead per key and spend without a round trip, for the rules of TokenBucket, GCRA and FixedWindow (the others ask Redis every time); 0 for none")
