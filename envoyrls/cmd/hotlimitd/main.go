@@ -705,8 +705,9 @@ func (f *flags) checkRedis(ctx context.Context, client redis.UniversalClient) er
 	}
 	go func() {
 		// A Redis not listening yet (started with hotlimitd) is waited
-		// for, a PING every 100 ms, its refusals logged by the client;
-		// once the time is up, the last refusal is the reason.
+		// for, a PING every 100 ms (the client itself dials once a
+		// second once a pool's worth of dials, 10 per CPU, have failed),
+		// its refusals logged by the client; once the time is up, the last refusal is the reason.
 		var refused error
 		for {
 			err := client.Ping(pctx).Err()
