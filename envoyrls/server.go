@@ -635,7 +635,38 @@ func (s *Server) shouldRateLimit(ctx context.Context, req *pb.RateLimitRequest) 
 	// the clock's still gives the hits back.
 	now := s.now()
 	held = false
-	return s.respond(ctx, items, now), nil
+	resp := s.respond(ctx, items, now)
+	if s.set.log.Enabled(ctx, slog.LevelDebug) {
+		s.logDescriptors(ctx, req, items, resp)
+	}
+	return resp, nil
+}
+
+// logDescriptors writes, at debug level, one line per descriptor of req:
+// its entries, the rule it matched ("none" when no rule limits it: no rule
+// matched, its domain is unknown or another rule replaced it), its hits
+// and its answer, so that an operator can see why a descriptor is or is not
+// limited, as the reference's debug lines show its lookups. The entries are
+// the request's own, client addresses and keys among them: debug is a level
+// to turn on for a while, not to serve with.
+func (s *Server) logDescriptors(ctx context.Context, req *pb.RateLimitRequest, items []item, resp *pb.RateLimitResponse) {
+	for i, d := range req.GetDescriptors() {
+		it, st := &items[i], resp.Statuses[i]
+		entries := make([]string, len(d.Entries))
+		for j, e := range d.Entries {
+			entries[j] = e.Key + "=" + e.Value
+		}
+		rule := "none"
+		switch {
+		case it.rule == nil:
+		case it.rule.Unlimited:
+			rule = it.rule.Key + " (unlimited)"
+		default:
+			rule = it.rule.Key
+		}
+		s.set.log.DebugContext(ctx, "descriptor", "domain", req.Domain, "index", i, "entries", entries, "rule", rule,
+			"hits", it.n, "refund", it.refund, "shadow", it.shadow, "code", st.Code.String(), "limit_remaining", st.LimitRemaining)
+	}
 }
 
 // takeAll decides together, in one round trip, the items that take from

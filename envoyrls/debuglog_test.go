@@ -1,0 +1,82 @@
+package envoyrls
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"log/slog"
+	"math"
+	"strings"
+	"testing"
+
+	rlext "github.com/envoyproxy/go-control-plane/envoy/extensions/common/ratelimit/v3"
+	pb "github.com/envoyproxy/go-control-plane/envoy/service/ratelimit/v3"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+// TestDebugLogsEachDescriptor: at debug level, each descriptor of an
+// answered request is a log line naming its entries, the rule it matched
+// (none, or an unlimited one, said so), its hits and its answer; above
+// debug, none is written.
+func TestDebugLogsEachDescriptor(t *testing.T) {
+	d, err := ParseDomain("web.yaml", []byte(`domain: web
+descriptors:
+  - key: ip
+    rate_limit: {unit: minute, requests_per_unit: 1}
+  - key: internal
+    rate_limit: {unlimited: true}
+`))
+	require.NoError(t, err)
+	cfg, err := NewConfig(d)
+	require.NoError(t, err)
+	req := &pb.RateLimitRequest{Domain: "web", Descriptors: []*rlext.RateLimitDescriptor{
+		desc("ip", "192.0.2.1"), desc("internal", "yes"), desc("path", "/x"),
+	}}
+	for _, level := range []slog.Level{slog.LevelDebug, slog.LevelInfo} {
+		t.Run(level.String(), func(t *testing.T) {
+			var buf bytes.Buffer
+			s, err := New(cfg, WithLogger(slog.New(slog.NewJSONHandler(&buf, &slog.HandlerOptions{Level: level}))))
+			require.NoError(t, err)
+			t.Cleanup(func() { _ = s.Close() })
+			for range 2 {
+				_, err := s.ShouldRateLimit(context.Background(), req)
+				require.NoError(t, err)
+			}
+			var lines []map[string]any
+			for _, l := range strings.Split(strings.TrimSpace(buf.String()), "\n") {
+				var m map[string]any
+				if l == "" || json.Unmarshal([]byte(l), &m) != nil || m["msg"] != "descriptor" {
+					continue
+				}
+				lines = append(lines, m)
+			}
+			if level > slog.LevelDebug {
+				assert.Empty(t, lines, "no debug lines above debug")
+				return
+			}
+			require.Len(t, lines, 6, "a line per descriptor of each request")
+			want := []struct {
+				entry, rule, code string
+				remaining         float64
+			}{
+				{"ip=192.0.2.1", "web.ip", "OK", 0},
+				{"internal=yes", "web.internal (unlimited)", "OK", math.MaxUint32},
+				{"path=/x", "none", "OK", 0},
+				{"ip=192.0.2.1", "web.ip", "OVER_LIMIT", 0},
+				{"internal=yes", "web.internal (unlimited)", "OK", math.MaxUint32},
+				{"path=/x", "none", "OK", 0},
+			}
+			for i, w := range want {
+				l := lines[i]
+				assert.Equal(t, "web", l["domain"], "line %d", i)
+				assert.Equal(t, float64(i%3), l["index"], "line %d", i)
+				assert.Equal(t, []any{w.entry}, l["entries"], "line %d", i)
+				assert.Equal(t, w.rule, l["rule"], "line %d", i)
+				assert.Equal(t, w.code, l["code"], "line %d", i)
+				assert.Equal(t, float64(1), l["hits"], "line %d", i)
+				assert.Equal(t, w.remaining, l["limit_remaining"], "line %d", i)
+			}
+		})
+	}
+}
