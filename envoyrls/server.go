@@ -25,6 +25,7 @@ import (
 	"github.com/hotlimit/hotlimit/internal/transport"
 	"github.com/hotlimit/hotlimit/redislimit"
 	"github.com/hotlimit/hotlimit/service"
+	"github.com/hotlimit/hotlimit/tokenbucket"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 	"google.golang.org/protobuf/types/known/durationpb"
@@ -205,7 +206,10 @@ func findMetrics(o hotlimit.Observer) *Metrics {
 // gets an Unavailable error, and Envoy then allows it unless its filter sets
 // failure_mode_deny. Off, the backend's failure policy decides (for
 // redislimit: FailLocal, FailOpen or FailClosed). In all-or-nothing mode, a
-// failure after some descriptors were counted refunds them first.
+// failure after some descriptors were counted refunds them first. On, each
+// failure is a warning in the log, up to 10 at once and then one a second,
+// the first after a pause saying how many were held back ("unlogged"): a
+// backend down under a flood of requests writes a line a second.
 func WithBackendErrors(on bool) Option { return func(s *settings) { s.backendErrs = on } }
 
 // WithLogger sets the structured logger; slog.Default() by default.
@@ -233,7 +237,17 @@ type Server struct {
 	snap    atomic.Pointer[snapshot]
 	mu      sync.Mutex // serialises Reload and override insertions
 	over    atomic.Pointer[map[hotlimit.Config]hotlimit.Limiter]
+	// failLog bounds the warnings of backend failures (see
+	// backendFailure); unlogged counts those it held back since the last
+	// one written.
+	failLog  *tokenbucket.Limiter
+	unlogged atomic.Int64
 }
+
+// The warnings of backend failures: up to failLogBurst at once, then
+// failLogRate a second, so that a Redis down under thousands of requests a
+// second writes a line a second, not a line a request.
+const failLogBurst, failLogRate = 10, 1
 
 // snapshot is an immutable configuration with the limiter of each of its
 // distinct policies, keyed by limiterConfig.
@@ -296,6 +310,11 @@ func New(cfg *Config, opts ...Option) (*Server, error) {
 	} else {
 		s.lopts = append(s.lopts, hotlimit.WithClock(s.now))
 	}
+	failLog, err := tokenbucket.New(failLogRate, time.Second, hotlimit.WithBurst(failLogBurst), hotlimit.WithClock(s.now))
+	if err != nil {
+		return nil, err
+	}
+	s.failLog = failLog
 	if !factory {
 		// Before the caller's options, so that an auto-sweep given to
 		// WithLimiterOptions wins, as every other option given there does.
@@ -941,7 +960,7 @@ func (s *Server) giveBack(ctx context.Context, it *item) error {
 			return err
 		}
 		if err != nil {
-			s.set.log.Warn("rate limit backend failed a refund", "rule", it.rule.Key, "err", err)
+			s.warnBackend("rate limit backend failed a refund", "rule", it.rule.Key, "err", err)
 		}
 		gaveBack = err == nil
 	} else if rf, ok := it.lim.(hotlimit.Refunder); ok && it.n > 0 {
@@ -952,7 +971,7 @@ func (s *Server) giveBack(ctx context.Context, it *item) error {
 				return err
 			}
 			if err != nil { // the failure policy answers: the log alone tells of it
-				s.set.log.Warn("rate limit backend failed a refund", "rule", it.rule.Key, "err", err)
+				s.warnBackend("rate limit backend failed a refund", "rule", it.rule.Key, "err", err)
 			}
 			gaveBack = err == nil
 		} else {
@@ -965,7 +984,7 @@ func (s *Server) giveBack(ctx context.Context, it *item) error {
 		it.d, err = ct.TakeContext(ctx, it.key, 0)
 		if err != nil && gaveBack {
 			// it.d is the failure policy's: the response reports it.
-			s.set.log.Warn("rate limit backend failed to read a key after giving back its hits", "rule", it.rule.Key, "err", err)
+			s.warnBackend("rate limit backend failed to read a key after giving back its hits", "rule", it.rule.Key, "err", err)
 			it.undecided = undecided(err)
 			return nil
 		}
@@ -993,14 +1012,29 @@ func undecided(err error) bool {
 	return err != nil && composite.DecidingError(err) != nil
 }
 
-// backendFailure logs the backend's error err in deciding it and returns
-// the Unavailable error the request gets, as WithBackendErrors says.
+// backendFailure logs the backend's error err in deciding it (as many as
+// warnBackend writes) and returns the Unavailable error the request gets,
+// as WithBackendErrors says.
 func (s *Server) backendFailure(it *item, err error) error {
 	// The backend's error names its addresses, scripts and replies: the
 	// log gets it, the client (Envoy, or anyone reaching /json) only that
 	// the backend failed, and the kind of failure.
-	s.set.log.Warn("rate limit backend failed", "rule", it.rule.Key, "err", err)
+	s.warnBackend("rate limit backend failed", "rule", it.rule.Key, "err", err)
 	return status.Errorf(codes.Unavailable, "rate limit backend failed (%s); the rate limit service's log has the details", redislimit.Reason(err))
+}
+
+// warnBackend writes a warning of a backend failure in answering a request,
+// as many as failLog lets through: the first it writes after some were held
+// back says how many, as "unlogged".
+func (s *Server) warnBackend(msg string, args ...any) {
+	if !s.failLog.Allow("") {
+		s.unlogged.Add(1)
+		return
+	}
+	if n := s.unlogged.Swap(0); n > 0 {
+		args = append(args, "unlogged", n)
+	}
+	s.set.log.Warn(msg, args...)
 }
 
 // observe reports its decision to the observer.
@@ -1137,7 +1171,7 @@ func (s *Server) refundAll(ctx context.Context, items []item) {
 		}
 		if cr, ok := it.lim.(hotlimit.ContextRefunder); ok {
 			if err := cr.RefundContext(ctx, it.key, it.receipt); err != nil {
-				s.set.log.Warn("rate limit backend failed a refund", "rule", it.rule.Key, "err", err)
+				s.warnBackend("rate limit backend failed a refund", "rule", it.rule.Key, "err", err)
 			}
 			continue
 		}

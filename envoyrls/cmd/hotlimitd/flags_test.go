@@ -245,7 +245,7 @@ func TestHelpSaysWhatEachFailurePolicyAnswers(t *testing.T) {
 	require.NotNil(t, entry, "-h lists -redis-failure")
 	text := strings.Join(strings.Fields(entry[1]), " ")
 	for _, says := range []string{
-		"error, an Unavailable error, each logged",
+		"error, an Unavailable error, logged (up to 10 at once, then one a second",
 		"local, the decision of a limiter in this replica's memory",
 		"open, let through",
 		"closed, OVER_LIMIT",
