@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/hotlimit/hotlimit/internal/ctxend"
 	"github.com/hotlimit/hotlimit/internal/nilness"
 )
 
@@ -55,11 +56,13 @@ func Wait(ctx context.Context, l Limiter, key string, opts ...WaitOption) error 
 // other while ctx lasts: one that passes ends the wait (as it would pass a
 // call of Take), one that denies is waited out, and the backend's error is
 // kept for the error WaitN returns if the wait then cannot succeed. A pass
-// that comes with an error once ctx has ended is no pass: the limiter could
-// not decide for a caller that has left, and counted the request nowhere (a
-// composite, or a service rule of several limits, gives back what the
-// others took, see service.Service.TakeContext), so WaitN returns an error wrapping both
-// ctx.Err() and the limiter's, as the gateways answer such a request
+// that comes with an error once ctx has ended (canceled, or past its
+// deadline, though its timer may not have run yet) is no pass: the limiter
+// could not decide for a caller that has left, and counted the request
+// nowhere (a composite, or a service rule of several limits, gives back
+// what the others took, see service.Service.TakeContext), so WaitN returns
+// an error wrapping both ctx's error (context.DeadlineExceeded past the
+// deadline) and the limiter's, as the gateways answer such a request
 // without serving it. (A failure policy that counts in memory instead, as
 // redislimit's FailLocal does, keeps that count.)
 //
@@ -144,11 +147,14 @@ func WaitN(ctx context.Context, l Limiter, key string, n int, opts ...WaitOption
 		d, err := take(ctx, l, key, n)
 		if d.Allowed {
 			if err != nil {
-				if ctxErr := ctx.Err(); ctxErr != nil {
+				if ctxErr := ctxend.Err(ctx); ctxErr != nil {
 					// The limiter could not decide, and passed by its
 					// failure policy a request that has ended: counted
 					// nowhere (a service rule of several limits gave back
-					// what the others took), it is not to be served.
+					// what the others took), it is not to be served. Past
+					// its deadline it has ended, though its timer may not
+					// have run yet, as the composite and the service read
+					// it when they give it back.
 					return fmt.Errorf("hotlimit: the context ended while the limiter could not decide: %w (%w)", ctxErr, err)
 				}
 			}

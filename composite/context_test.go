@@ -186,6 +186,27 @@ func TestTakeContextPastItsDeadlineWhileAChildCouldNotDecideGivesBackAll(t *test
 	assert.Equal(t, 3, counting.Take("k", 0).Remaining, "counts where it could")
 }
 
+// TestWaitNPastItsDeadlineWhileAChildCouldNotDecideIsNoPass: WaitN reads a
+// pass that the composite gave back, the request past its deadline while a
+// child could not decide (its timer not run yet, ctx.Err() still nil), as
+// the composite does: no pass, an error wrapping context.DeadlineExceeded.
+// Read by ctx.Err() alone, it returned nil, and its caller served a request
+// that no child counted.
+func TestWaitNPastItsDeadlineWhileAChildCouldNotDecideIsNoPass(t *testing.T) {
+	counting, failing := newRemote(t, 5), newRemote(t, 5)
+	failing.fail = true
+	c, err := composite.New(counting, failing)
+	require.NoError(t, err)
+
+	err = hotlimit.WaitN(limitertest.PastDeadline(context.Background()), c, "k", 2)
+	assert.ErrorIs(t, err, context.DeadlineExceeded, "no pass to a waiter")
+	assert.ErrorIs(t, err, errBackend, "and the child's own")
+	assert.Equal(t, 5, counting.Take("k", 0).Remaining, "the counting child gave it back")
+
+	assert.NoError(t, hotlimit.WaitN(context.Background(), c, "k", 2), "a live request passes")
+	assert.Equal(t, 3, counting.Take("k", 0).Remaining, "and counts where it could")
+}
+
 // TestTakeContextJoinsTheChildrenErrors: the errors of the children that
 // could not decide, in a take, in a report (n = 0) and in a refund, are
 // joined in the one returned, and every child is still asked.

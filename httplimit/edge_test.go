@@ -278,6 +278,34 @@ func TestFailOpenPassOfAnEndedRequestIsNotServed(t *testing.T) {
 	assert.Equal(t, 1, served)
 }
 
+// TestFailOpenPassPastItsDeadlineIsNotServed: a request whose one limit
+// could not decide at its deadline (a Redis client that sets the deadline
+// on its socket fails with "i/o timeout", which wraps no context error, a
+// little before the context's timer runs) is not served when the failure
+// policy passes it, as under a rule of several limits, which gives it
+// back: the handler would run for a request its client no longer waits
+// for, counted nowhere. A live request is served, the failure policy's
+// pass.
+func TestFailOpenPassPastItsDeadlineIsNotServed(t *testing.T) {
+	lim := &limitertest.UnreachableRefunder{}
+	svc, err := service.New(cfg(hotlimit.FixedWindow, 1, time.Second),
+		hotlimit.WithFactory(func(hotlimit.Config, ...hotlimit.Option) (hotlimit.Limiter, error) { return lim, nil }))
+	require.NoError(t, err)
+	var served int
+	next := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { served++ })
+	var ev httplimit.Event
+	h := httplimit.New(svc, httplimit.WithObserver(func(e httplimit.Event) { ev = e }))(next)
+	w := serve(h, get("/", "192.0.2.1:1").WithContext(limitertest.PastDeadline(context.Background())))
+	assert.Zero(t, served)
+	assert.NotEqual(t, http.StatusOK, w.Code)
+	assert.True(t, ev.Ended)
+	assert.ErrorIs(t, ev.Err, limitertest.ErrUnreachable)
+
+	serve(h, get("/", "192.0.2.1:1"))
+	assert.Equal(t, 1, served, "a live request: the failure policy's pass")
+	assert.False(t, ev.Ended)
+}
+
 // TestRespelledPathCannotEscapeItsRoute re-spells the paths of a ServeMux's
 // routes (a trailing slash added or dropped, another case, repeated slashes,
 // dot segments, percent-encoding) and sends each, once the route's quota of

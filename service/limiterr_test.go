@@ -2,6 +2,7 @@ package service_test
 
 import (
 	"context"
+	"errors"
 	"testing"
 	"time"
 
@@ -122,6 +123,47 @@ func TestTakeContextPastItsDeadlineWhileALimitCouldNotDecideGivesBack(t *testing
 	assert.True(t, d.Allowed, "the memory limit's request was given back")
 	assert.NotErrorIs(t, err, context.DeadlineExceeded, "a live request")
 	assert.False(t, s.Take("u", "GET /", 1).Allowed, "the live request counted where it could")
+}
+
+// TestTakeContextOfOneLimitPastItsDeadlineWhileItCouldNotDecide: a rule of
+// one limit whose limiter could not decide, its failure policy passing,
+// while the request ended (past its deadline before its timer ran, as when
+// a backend that sets the deadline on its socket fails at it with a
+// socket's "i/o timeout"; or canceled) has an error that wraps the
+// context's, as a rule of several limits has: the gateways, which read the
+// error, do not serve it. Read from the limiter's error alone, which wraps
+// no context error, the gateways served a request whose rule of one limit
+// could not decide after it ended, and refused it under a rule of two.
+func TestTakeContextOfOneLimitPastItsDeadlineWhileItCouldNotDecide(t *testing.T) {
+	remote := hotlimit.Config{Algorithm: hotlimit.FixedWindow, Limit: 5, Window: time.Minute}
+	for _, closed := range []bool{false, true} {
+		s, err := service.NewFromRules(service.Rules{Default: service.Limits{remote}},
+			limitertest.OnBackend(remote, &limitertest.UnreachableRefunder{Closed: closed}, service.NewLimiter))
+		require.NoError(t, err)
+
+		d, err := s.TakeContext(limitertest.PastDeadline(context.Background()), "u", "GET /", 1)
+		assert.Equal(t, !closed, d.Allowed, "closed %v: the failure policy decided", closed)
+		assert.ErrorIs(t, err, limitertest.ErrUnreachable, "closed %v: the backend's own", closed)
+		if closed {
+			assert.NotErrorIs(t, err, context.DeadlineExceeded, "a denial is answered as one")
+		} else {
+			assert.ErrorIs(t, err, context.DeadlineExceeded, "a pass of an ended request")
+		}
+		_, each, err := s.TakeEach(limitertest.PastDeadline(context.Background()), "u", "GET /", 1, nil)
+		require.Len(t, each, 1)
+		assert.Equal(t, !closed, errors.Is(err, context.DeadlineExceeded), "closed %v: TakeEach too", closed)
+		assert.ErrorIs(t, each[0].Err, limitertest.ErrUnreachable, "closed %v: the limit could not decide", closed)
+
+		canceled, cancel := context.WithCancel(context.Background())
+		cancel()
+		_, err = s.TakeContext(canceled, "u", "GET /", 1)
+		assert.Equal(t, !closed, errors.Is(err, context.Canceled), "closed %v: canceled", closed)
+
+		_, err = s.TakeContext(context.Background(), "u", "GET /", 1)
+		assert.ErrorIs(t, err, limitertest.ErrUnreachable)
+		assert.NotErrorIs(t, err, context.DeadlineExceeded, "a live request")
+		assert.NotErrorIs(t, err, context.Canceled, "a live request")
+	}
 }
 
 // TestTakeEachErrOfEveryPath: each LimitDecision's Err is its own limit's,

@@ -3,6 +3,7 @@ package service
 import (
 	"context"
 	"encoding/binary"
+	"errors"
 	"fmt"
 	"io"
 	"math"
@@ -13,6 +14,7 @@ import (
 	"github.com/hotlimit/hotlimit"
 	"github.com/hotlimit/hotlimit/composite"
 	"github.com/hotlimit/hotlimit/internal/burst"
+	"github.com/hotlimit/hotlimit/internal/ctxend"
 )
 
 // rule is one resolved rule of a snapshot: its limits and what enforces them.
@@ -306,6 +308,9 @@ func (ru *rule) takeContext(ctx context.Context, cache *keyCache, user, api stri
 		if ct, ok := ru.lim.(hotlimit.ContextTaker); ok {
 			d, err := ct.TakeContext(ctx, key, n)
 			d, c := ru.one(d, n)
+			if err != nil && d.Allowed {
+				err = endedUndecided(ctx, err)
+			}
 			return d, c, err
 		}
 		d, c := ru.one(ru.lim.Take(key, n), n)
@@ -314,6 +319,23 @@ func (ru *rule) takeContext(ctx context.Context, cache *keyCache, user, api stri
 	d, i, own, shadow, err := ru.multi.take(ctx, k, n, nil)
 	d, c := ru.several(d, i, own, shadow, n, ownDecision)
 	return d, c, err
+}
+
+// endedUndecided returns err, the error of a rule's one limit that could not
+// decide and passed a request by its failure policy, joined with one that
+// wraps ctx's when ctx has ended (past its deadline included, see
+// ctxend.Err), as a rule of several limits says so (see multi.take): the
+// limiter's own error need not wrap it (a socket's "i/o timeout" at the
+// caller's deadline does not), and the gateways, which read the error, do
+// not serve a request that ended while its limit could not decide. There
+// is nothing to give back: the limit counted nothing, or, by a failure
+// policy that counts in memory (redislimit's FailLocal), keeps its count.
+func endedUndecided(ctx context.Context, err error) error {
+	ended := ctxend.Err(ctx)
+	if ended == nil || errors.Is(err, ended) {
+		return err
+	}
+	return errors.Join(err, fmt.Errorf("the request ended while its limit could not decide: %w", ended))
 }
 
 // rules is an immutable snapshot of the policies and their limiters. It is

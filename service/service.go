@@ -411,7 +411,10 @@ func (s *Service) Take(user, api string, n int) hotlimit.Decision {
 // the rule's limits, and the error then wraps ctx's (context.Canceled or
 // context.DeadlineExceeded; a ctx past its deadline has ended, though its
 // timer may not have run yet, as when a backend that sets the deadline on
-// its socket fails at it first). The gateways answer a request whose error
+// its socket fails at it first). So is the error of a rule of one limit
+// whose failure policy passed a request that ended so, though it has
+// nothing to give back and its limiter's own error (a socket's "i/o
+// timeout") may wrap no context error. The gateways answer a request whose error
 // wraps its context's without serving it: ask the error, not ctx, which
 // may have ended only after the decision. A nil ctx is
 // context.Background(), as it is for every method of the service that takes

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"math"
+	"time"
 
 	"github.com/hotlimit/hotlimit"
 	"github.com/hotlimit/hotlimit/internal/ctxend"
@@ -24,15 +25,32 @@ import (
 // ended: the two errors are the same.) A ctx past its deadline has ended
 // though its timer has not run yet, as the service reads it (a backend that
 // sets the deadline on its socket can fail at it first, and the service
-// then gives the request back): its error is context.DeadlineExceeded.
+// then gives the request back): its error is context.DeadlineExceeded. So is
+// that of a ctx cancelled since, its timer still not run, whose Err now
+// reads context.Canceled, when err wraps context.DeadlineExceeded: the
+// service may have read ctx between the deadline and the cancellation.
 func EndedBy(ctx context.Context, err error) error {
 	if err == nil {
 		return nil
 	}
-	if cerr := ctxend.Err(ctx); cerr != nil && errors.Is(err, cerr) {
+	cerr := ctxend.Err(ctx)
+	switch {
+	case cerr == nil:
+		return nil
+	case errors.Is(err, cerr):
 		return cerr
+	case cerr != context.DeadlineExceeded && errors.Is(err, context.DeadlineExceeded) && pastDeadline(ctx):
+		// Cancelled after its deadline passed, before its timer ran: the
+		// service, which read ctx in between, may have read the deadline.
+		return context.DeadlineExceeded
 	}
 	return nil
+}
+
+// pastDeadline reports whether ctx has a deadline that has passed.
+func pastDeadline(ctx context.Context) bool {
+	d, ok := ctx.Deadline()
+	return ok && !time.Now().Before(d)
 }
 
 // EndedDecision is the Decision an observer sees for a request that ended

@@ -32,3 +32,25 @@ func TestEndedBy(t *testing.T) {
 		"past its deadline, its timer not yet run")
 	assert.NoError(t, EndedBy(late, down), "past its deadline, a limiter's own error")
 }
+
+// TestEndedByPastItsDeadlineThenCanceled: a request that the service gave
+// back past its deadline, before the context's timer ran (its error wraps
+// context.DeadlineExceeded), and that its client then cancelled, still
+// before the timer ran (its context's Err now reads context.Canceled, as
+// when a gRPC client's RST_STREAM at its own deadline reaches the server
+// with the server's deadline), has ended: the gateway answers it as the
+// service did, without serving it. Read by the context's Err alone, the
+// two errors differed and the gateway served a request no limit counted.
+func TestEndedByPastItsDeadlineThenCanceled(t *testing.T) {
+	canceled, cancel := context.WithCancel(context.Background())
+	cancel()
+	late := limitertest.PastDeadline(canceled)
+	givenBack := errors.Join(errors.New("down"), fmt.Errorf("gave back: %w", context.DeadlineExceeded))
+	assert.Equal(t, context.DeadlineExceeded, EndedBy(late, givenBack), "the service's reading, the deadline")
+	assert.Equal(t, context.Canceled, EndedBy(late, fmt.Errorf("gave back: %w", context.Canceled)), "its own Err, as before")
+
+	ahead, cancelAhead := context.WithTimeout(canceled, time.Hour)
+	defer cancelAhead()
+	assert.NoError(t, EndedBy(ahead, fmt.Errorf("own timeout: %w", context.DeadlineExceeded)),
+		"a limiter's own timeout under a cancelled request whose deadline is still ahead")
+}
