@@ -192,7 +192,10 @@ func WithTimeout(d time.Duration) hotlimit.Option {
 // (see [ErrReply]) is no failure: Redis answered, and the key's error is
 // its own, not the other keys'. Nor is a call whose caller's context ended
 // (canceled, or past its deadline) before Redis answered: that says nothing
-// of Redis. The takes of a [TakeAll] that go in one
+// of Redis. So the breaker opens on the limiter's own timeout
+// ([WithTimeout]), not on its callers' deadlines: keep the timeout shorter
+// than they are, or a Redis that stops answering never opens it and every
+// call waits out its caller's deadline. The takes of a [TakeAll] that go in one
 // round trip count as one call for each breaker they reach: a round trip
 // that fails is one failure, however many takes it carried; on a cluster
 // client that cannot load its slot map, the first failed lookup of a
