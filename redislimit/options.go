@@ -192,14 +192,12 @@ func WithTimeout(d time.Duration) hotlimit.Option {
 // (see [ErrReply]) is no failure: Redis answered, and the key's error is
 // its own, not the other keys'. Nor is a call whose caller's context ended
 // (canceled, or past its deadline) before Redis answered: that says nothing
-// of Redis. So a call by itself counts on the limiter's own timeout
-// ([WithTimeout]), not on its caller's deadline; calls that share a
-// pipeline ([WithBatch]) count by the pipeline's own outcome, at that
-// timeout, whenever their callers leave. With callers' deadlines shorter
-// than the timeout, a Redis that stops answering opens the breaker through
-// those pipelines only: under no concurrency each call waits out its
-// caller's deadline. Keep the timeout below the callers' deadlines where
-// that matters. The takes of a [TakeAll] that go in one
+// of Redis. So a call counts on the limiter's own timeout ([WithTimeout]),
+// not on its caller's deadline (on a cluster client, a shared pipeline's
+// outcome counts at that timeout whatever its callers do, see [WithBatch]):
+// where every caller's deadline is shorter than the timeout, a Redis that
+// stops answering never opens the breaker, and each call waits out its
+// caller's deadline. Keep the timeout below the callers' deadlines. The takes of a [TakeAll] that go in one
 // round trip count as one call for each breaker they reach: a round trip
 // that fails is one failure, however many takes it carried; on a cluster
 // client that cannot load its slot map, the first failed lookup of a
