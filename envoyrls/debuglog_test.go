@@ -43,14 +43,7 @@ descriptors:
 				_, err := s.ShouldRateLimit(context.Background(), req)
 				require.NoError(t, err)
 			}
-			var lines []map[string]any
-			for _, l := range strings.Split(strings.TrimSpace(buf.String()), "\n") {
-				var m map[string]any
-				if l == "" || json.Unmarshal([]byte(l), &m) != nil || m["msg"] != "descriptor" {
-					continue
-				}
-				lines = append(lines, m)
-			}
+			lines := logLines(buf.String(), "descriptor")
 			if level > slog.LevelDebug {
 				assert.Empty(t, lines, "no debug lines above debug")
 				return
@@ -79,4 +72,16 @@ descriptors:
 			}
 		})
 	}
+}
+
+// logLines returns the JSON log lines of out whose msg is msg, decoded.
+func logLines(out, msg string) []map[string]any {
+	var lines []map[string]any
+	for _, l := range strings.Split(out, "\n") {
+		var m map[string]any
+		if json.Unmarshal([]byte(l), &m) == nil && m["msg"] == msg {
+			lines = append(lines, m)
+		}
+	}
+	return lines
 }

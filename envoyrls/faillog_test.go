@@ -3,9 +3,7 @@ package envoyrls
 import (
 	"bytes"
 	"context"
-	"encoding/json"
 	"log/slog"
-	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -49,14 +47,7 @@ func TestBackendFailureWarningsAreBounded(t *testing.T) {
 			_, err := s.ShouldRateLimit(context.Background(), req)
 			require.Equal(t, codes.Unavailable, status.Code(err), "every request gets the backend's failure: %v", err)
 		}
-		var lines []map[string]any
-		for _, l := range strings.Split(strings.TrimSpace(buf.String()), "\n") {
-			var m map[string]any
-			if json.Unmarshal([]byte(l), &m) == nil && m["msg"] == "rate limit backend failed" {
-				lines = append(lines, m)
-			}
-		}
-		return lines
+		return logLines(buf.String(), "rate limit backend failed")
 	}
 
 	lines := failures(3 * failLogBurst)
