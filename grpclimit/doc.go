@@ -151,7 +151,7 @@
 // the backend decided). Such a denial's trailers carry the failure policy's
 // decision's wait as a denial's do: the pushback is its RetryAfter (when
 // redislimit asks Redis again), which a retry policy listing UNAVAILABLE
-// waits; the RateLimit fields carry the limit's ratelimit-policy value but
+// waits, and so does its google.rpc.RetryInfo detail, when a wait helps; the RateLimit fields carry the limit's ratelimit-policy value but
 // no ratelimit value (see Response metadata), whether its failure policy
 // passed the call or denied it. A limiter that fails
 // otherwise (a panic in a limiter the factory built, in a key function,

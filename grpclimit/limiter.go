@@ -144,7 +144,7 @@ func (l *limiter) decide(ctx context.Context, method string, req any, recv strin
 		// The limit that denied could not decide: its failure policy did,
 		// no quota spent. (Another limit's failure, to report its state
 		// for a denial that is real, leaves it a quota spent.)
-		v.err = errUnavailable
+		v.err = unavailableDenial(d)
 	default:
 		v.err = denial(user, v.policy, d)
 	}

@@ -113,6 +113,23 @@ func pushback(d hotlimit.Decision) string {
 	return strconv.FormatInt(delay.Milliseconds(), 10)
 }
 
+// unavailableDenial returns the status of a call denied by the failure
+// policy of a limiter that could not decide: codes.Unavailable, with the
+// message of errUnavailable and, when a wait helps, a google.rpc.RetryInfo
+// of the policy's wait, the pushback's, so that a client that reads the
+// details waits as one that reads the trailer does.
+func unavailableDenial(d hotlimit.Decision) error {
+	delay, ok := RetryDelay(d)
+	if !ok {
+		return errUnavailable
+	}
+	st, err := status.New(codes.Unavailable, unavailable).WithDetails(&errdetails.RetryInfo{RetryDelay: durationpb.New(delay)})
+	if err != nil {
+		return errUnavailable
+	}
+	return st.Err()
+}
+
 // denial returns the status of a denied call: codes.ResourceExhausted, a
 // message that names the policy and the wait, a google.rpc.RetryInfo with
 // the wait (absent when no wait helps) and a google.rpc.QuotaFailure whose

@@ -7,9 +7,11 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	"google.golang.org/genproto/googleapis/rpc/errdetails"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
 	testgrpc "google.golang.org/grpc/interop/grpc_testing"
+	"google.golang.org/grpc/metadata"
 	"google.golang.org/grpc/status"
 
 	"github.com/hotlimit/hotlimit"
@@ -129,4 +131,32 @@ func TestEventUnavailableOnEveryPath(t *testing.T) {
 			}
 		})
 	}
+}
+
+// TestUnavailableDenialCarriesTheWait: a call its limiter's failure policy
+// denies (the backend unreachable, failing closed with a wait of 1 s) fails
+// Unavailable with a google.rpc.RetryInfo of that wait, the pushback's, so
+// that a client that reads the details waits as one that reads the
+// trailer does; and no QuotaFailure: no quota ran out.
+func TestUnavailableDenialCarriesTheWait(t *testing.T) {
+	limit := cfg(hotlimit.FixedWindow, 5, time.Minute)
+	svc, err := service.NewFromRules(service.Rules{Default: service.Limits{limit}},
+		limitertest.OnBackend(limit, &limitertest.UnreachableRefunder{Closed: true}, service.NewLimiter))
+	require.NoError(t, err)
+	cc := serveBufconn(t, &testService{}, []grpc.ServerOption{grpc.ChainUnaryInterceptor(grpclimit.UnaryServerInterceptor(svc))})
+	var trailer metadata.MD
+	_, err = testgrpc.NewTestServiceClient(cc).UnaryCall(ctx(t), &testgrpc.SimpleRequest{}, grpc.Trailer(&trailer))
+	st := status.Convert(err)
+	require.Equal(t, codes.Unavailable, st.Code(), "%v", err)
+	assert.Equal(t, []string{"1000"}, trailer.Get(grpclimit.MetadataPushback))
+	var retry *errdetails.RetryInfo
+	for _, d := range st.Details() {
+		_, isQuota := d.(*errdetails.QuotaFailure)
+		assert.False(t, isQuota, "no quota ran out")
+		if r, ok := d.(*errdetails.RetryInfo); ok {
+			retry = r
+		}
+	}
+	require.NotNil(t, retry, "the wait in the details")
+	assert.Equal(t, time.Second, retry.GetRetryDelay().AsDuration())
 }
