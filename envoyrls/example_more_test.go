@@ -102,6 +102,33 @@ descriptors:
 	// 405
 }
 
+// The reference server's /rlconfig: the rules in force, a line each, then
+// the policy that decides each, as hotlimitd serves it on its HTTP port.
+func ExampleServer_ConfigHandler() {
+	cfg := exampleConfig("api.yaml", `
+domain: api
+descriptors:
+  - key: user
+    rate_limit: {unit: minute, requests_per_unit: 100, algorithm: TokenBucket, burst: 20}
+    descriptors:
+      - key: path
+        value: /login
+        shadow_mode: true
+        rate_limit: {unit: minute, requests_per_unit: 5}
+`)
+	srv, err := envoyrls.New(cfg, envoyrls.WithLogger(slog.New(slog.DiscardHandler)))
+	if err != nil {
+		panic(err)
+	}
+	defer srv.Close()
+	rec := httptest.NewRecorder()
+	srv.ConfigHandler().ServeHTTP(rec, httptest.NewRequest("GET", "/rlconfig", nil))
+	fmt.Print(rec.Body)
+	// Output:
+	// api.user: unit=MINUTE requests_per_unit=100, shadow_mode: false, quota_mode: false, policy: TokenBucket 100/1m0s burst 20
+	// api.user.path_/login: unit=MINUTE requests_per_unit=5, shadow_mode: true, quota_mode: false, policy: FixedWindow 5/1m0s
+}
+
 // A reload keeps the counts of the rules whose policy did not change, and a
 // rule whose limit changed starts afresh.
 func ExampleServer_Reload() {

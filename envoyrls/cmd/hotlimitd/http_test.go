@@ -78,6 +78,8 @@ func TestHTTPRefusals(t *testing.T) {
 		{"healthcheck by POST", "POST", "/healthcheck", "", nil, http.StatusMethodNotAllowed, "Method Not Allowed"},
 		{"healthcheck by HEAD", "HEAD", "/healthcheck", "", nil, http.StatusOK, ""},
 		{"metrics by DELETE", "DELETE", "/metrics", "", nil, http.StatusMethodNotAllowed, "Method Not Allowed"},
+		{"rlconfig", "GET", "/rlconfig", "", nil, http.StatusOK, "web.ip: unit=HOUR requests_per_unit=1000000, shadow_mode: false, quota_mode: false, policy: FixedWindow 1000000/1h0m0s\n"},
+		{"rlconfig by POST", "POST", "/rlconfig", "", nil, http.StatusMethodNotAllowed, "Method Not Allowed"},
 		{"no such path", "GET", "/debug/pprof/", "", nil, http.StatusNotFound, "not found"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

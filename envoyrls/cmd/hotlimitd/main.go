@@ -15,7 +15,8 @@
 //
 // gRPC serves envoy.service.ratelimit.v3.RateLimitService,
 // grpc.health.v1.Health and server reflection. HTTP serves POST /json (a RateLimitRequest in
-// protobuf's JSON mapping), GET /healthcheck and GET /metrics (Prometheus).
+// protobuf's JSON mapping), GET /healthcheck, GET /metrics (Prometheus) and
+// GET /rlconfig (the rules in force, a line each, as the reference prints them).
 // SIGTERM, SIGINT and SIGHUP (unless started with it ignored, as by nohup)
 // drain both servers before exiting; a second signal ends the process at
 // once. On every way out, a server's failure included, the requests being
@@ -527,7 +528,7 @@ func newFlagSet(f *flags) *flag.FlagSet {
 	fs.Usage = func() {}
 	fs.StringVar(&f.config, "config", "", "directory of YAML rate limit configs, one per domain (required)")
 	fs.StringVar(&f.grpcAddr, "grpc", ":8081", "gRPC listen address, host:port (never empty: gRPC is always served)")
-	fs.StringVar(&f.httpAddr, "http", ":8080", "HTTP listen address (/json, /healthcheck, /metrics); empty for none")
+	fs.StringVar(&f.httpAddr, "http", ":8080", "HTTP listen address (/json, /healthcheck, /metrics, /rlconfig); empty for none")
 	fs.StringVar(&f.redisAddr, "redis", "", "Redis address(es), host:port or a Unix socket's path, comma-separated; empty keeps the state in memory")
 	fs.BoolVar(&f.redisCluster, "redis-cluster", false, "Redis is a cluster (implied by several addresses)")
 	fs.StringVar(&f.redisUser, "redis-user", "", "Redis ACL user (Redis 6 or later) whose password -redis-password is, as the reference's REDIS_AUTH=user:password; empty for the default user")
@@ -1061,6 +1062,7 @@ func run(ctx context.Context, args []string, stderr io.Writer, ready func(grpcAd
 			_, _ = io.WriteString(w, "OK") // the reference's body, without a newline
 		})
 		mux.Handle("GET /metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{}))
+		mux.Handle("GET /rlconfig", srv.ConfigHandler())
 		hlis, err := listen("tcp", f.httpAddr)
 		if err != nil {
 			return fmt.Errorf("-http: %w", err)
