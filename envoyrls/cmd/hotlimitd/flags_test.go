@@ -9,6 +9,7 @@ import (
 	"io"
 	"os"
 	"regexp"
+	"runtime"
 	"slices"
 	"strings"
 	"testing"
@@ -46,14 +47,16 @@ func TestFlagsDocumented(t *testing.T) {
 		}
 	}
 	slices.Sort(documented)
-	assert.Equal(t, flagNames(), documented, "the README names every flag, and no other")
+	all := append(flagNames(), "version") // parse's own, never from the environment
+	slices.Sort(all)
+	assert.Equal(t, all, documented, "the README names every flag, and no other")
 
 	var out bytes.Buffer
 	_, err = parse([]string{"-h"}, &out)
 	assert.ErrorIs(t, err, flag.ErrHelp)
 	assert.Equal(t, 0, exitCode(err), "-h is not a failure")
 	assert.Equal(t, 0, exitCode(run(context.Background(), []string{"-help"}, io.Discard, nil)))
-	for _, name := range flagNames() {
+	for _, name := range all {
 		assert.Regexp(t, "(?m)^  -"+name+"( |$)", out.String(), "-h lists -%s", name)
 	}
 	assert.Contains(t, out.String(), "HOTLIMITD_REDIS_PASSWORD")
@@ -284,4 +287,27 @@ func TestBadEnvValuesNameTheirVariable(t *testing.T) {
 			assert.Equal(t, tc.says, err.Error())
 		})
 	}
+}
+
+// TestVersion: -version asks for the version alone, whatever else the
+// command line holds, and is no failure; the environment cannot ask for
+// it (a HOTLIMITD_VERSION set for another reason must not stop a server),
+// so it is named as a variable no flag reads.
+func TestVersion(t *testing.T) {
+	for _, args := range [][]string{{"-version"}, {"-config", t.TempDir(), "-version"}, {"-version=true", "-redis-failure", "local"}} {
+		f, err := parse(args, io.Discard)
+		assert.ErrorIs(t, err, errVersion, "%q", args)
+		assert.Nil(t, f)
+		assert.Equal(t, 0, exitCode(err), "%q", args)
+	}
+	v := version()
+	assert.True(t, strings.HasPrefix(v, "hotlimitd "), v)
+	assert.True(t, strings.HasSuffix(v, " "+runtime.Version()), v)
+
+	t.Setenv("HOTLIMITD_VERSION", "true")
+	dir := t.TempDir()
+	f, err := parse([]string{"-config", dir}, io.Discard)
+	require.NoError(t, err)
+	assert.Equal(t, dir, f.config)
+	assert.Equal(t, []string{"HOTLIMITD_VERSION"}, unknownEnv(newFlagSet(&flags{}), []string{"HOTLIMITD_VERSION=true"}))
 }

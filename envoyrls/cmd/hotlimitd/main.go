@@ -81,6 +81,7 @@ import (
 	"os"
 	"os/signal"
 	"regexp"
+	"runtime/debug"
 	"slices"
 	"strings"
 	"sync"
@@ -123,7 +124,9 @@ func main() {
 		drain(context.Cause(sig)) // names the signal, for the log
 	}()
 	err := run(ctx, os.Args[1:], os.Stderr, nil)
-	if err != nil && !errors.Is(err, flag.ErrHelp) {
+	if errors.Is(err, errVersion) {
+		fmt.Println(version())
+	} else if err != nil && !errors.Is(err, flag.ErrHelp) {
 		// One log line, JSON as the others, says why: a bad flag included.
 		slog.New(slog.NewJSONHandler(os.Stderr, nil)).Error("hotlimitd ended on an error", "err", err.Error())
 	}
@@ -131,9 +134,10 @@ func main() {
 }
 
 // exitCode is the process's exit status after run returns err: 0 when it
-// served, or printed the help asked for with -h; 1 for any error.
+// served, or was asked only for its help (-h) or its version (-version); 1
+// for any error.
 func exitCode(err error) int {
-	if err == nil || errors.Is(err, flag.ErrHelp) {
+	if err == nil || errors.Is(err, flag.ErrHelp) || errors.Is(err, errVersion) {
 		return 0
 	}
 	return 1
@@ -165,14 +169,46 @@ start, but for those Kubernetes sets for a service named hotlimitd
 
 `
 
+// errVersion is parse's error for -version, whose answer main prints: the
+// command line asks for no server.
+var errVersion = errors.New("-version: hotlimitd prints its version and serves nothing")
+
+// version returns the line -version prints: the module's version (a
+// pseudo-version or "(devel)" for a build from a checkout), the revision
+// it was built from when the build recorded it, and the Go release.
+func version() string {
+	bi, ok := debug.ReadBuildInfo()
+	if !ok {
+		return "hotlimitd (no build information)"
+	}
+	v := "hotlimitd " + bi.Main.Version
+	var rev, modified string
+	for _, s := range bi.Settings {
+		switch {
+		case s.Key == "vcs.revision":
+			rev = s.Value[:min(len(s.Value), 12)]
+		case s.Key == "vcs.modified" && s.Value == "true":
+			modified = " (modified)"
+		}
+	}
+	if rev != "" && !strings.Contains(bi.Main.Version, rev) {
+		v += " " + rev + modified
+	}
+	return v + " " + bi.GoVersion
+}
+
 // parse reads the command line and the environment. -h returns
-// flag.ErrHelp, having written the usage to out.
+// flag.ErrHelp, having written the usage to out; -version returns
+// errVersion, whatever the other flags.
 func parse(args []string, out io.Writer) (*flags, error) {
 	f := &flags{}
 	fs := newFlagSet(f)
 	if err := fromEnv(fs); err != nil {
 		return nil, err
 	}
+	// Not from the environment: a HOTLIMITD_VERSION set for another reason
+	// must not turn a server into a command that prints and exits.
+	showVersion := fs.Bool("version", false, "print the version and exit")
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
 			_, _ = io.WriteString(out, usage)
@@ -180,6 +216,9 @@ func parse(args []string, out io.Writer) (*flags, error) {
 			fs.PrintDefaults()
 		}
 		return nil, saidAsWanted(fs, err)
+	}
+	if *showVersion {
+		return nil, errVersion
 	}
 	if f.config == "" {
 		return nil, errors.New("-config DIR is required")
@@ -1105,7 +1144,7 @@ func run(ctx context.Context, args []string, stderr io.Writer, ready func(grpcAd
 		log.Info("config reload off", "reload_interval", f.reload.String())
 	}
 
-	log.Info("serving", "grpc", glis.Addr().String(), "http", hlisAddr)
+	log.Info("serving", "grpc", glis.Addr().String(), "http", hlisAddr, "version", version())
 	if ready != nil {
 		ready(glis.Addr().String(), hlisAddr)
 	}
