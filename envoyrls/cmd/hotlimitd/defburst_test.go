@@ -45,7 +45,7 @@ descriptors:
 		{name: "flag", args: []string{"-default-burst", "5"}, burst: 5, fw: 2},
 		{name: "env", env: "5", burst: 5, fw: 2},
 		{name: "one", args: []string{"-default-burst", "1"}, burst: 1, fw: 2}, // 1 is a burst, not "none"
-		{name: "redis", args: []string{"-default-burst", "5", "-redis", redisAddr, "-redis-prefix", "defburst:"}, burst: 5, fw: 2},
+		{name: "redis", args: []string{"-default-burst", "5", "-redis", redisAddr, "-redis-prefix", "defburst:", "-redis-timeout", "10s"}, burst: 5, fw: 2},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			if tc.env != "" {

@@ -222,7 +222,7 @@ func TestRedisFlagsWithoutRedis(t *testing.T) {
 	writeRule(t, dir, "1")
 	t.Setenv("HOTLIMITD_REDIS_FAILURE", "open")
 	var logs redisproc.SyncBuffer
-	srv := startServer(t, []string{"-config", dir, "-grpc", "127.0.0.1:0", "-http", "", "-redis-lease", "5", "-redis-timeout", "100ms"}, &logs)
+	srv := startServer(t, []string{"-config", dir, "-grpc", "127.0.0.1:0", "-http", "", "-redis-lease", "5", "-redis-timeout", defaultRedisTimeout.String()}, &logs)
 	srv.stop(t)
 	var ignored []string
 	for _, line := range strings.Split(strings.TrimSpace(logs.String()), "\n") {

@@ -158,6 +158,16 @@ type flags struct {
 	leaseTTL, redisTimeout              time.Duration
 }
 
+// defaultRedisTimeout is -redis-timeout's default: half of Envoy's default
+// timeout on the rate limit filter (20 ms), so that, when Redis stops
+// answering, the failure policy answers while Envoy still waits, and the
+// failures open the circuit breaker: a call that Envoy's deadline ends
+// first is no failure of Redis's. redislimit's own default, 100 ms, would
+// leave every request waiting out Envoy's timeout for as long as Redis
+// does not answer, and -redis-failure never applied. A healthy Redis
+// answers within a millisecond or two.
+const defaultRedisTimeout = 10 * time.Millisecond
+
 // usage heads the -h output.
 const usage = `Usage: hotlimitd -config DIR [flags]
 
@@ -578,7 +588,7 @@ func newFlagSet(f *flags) *flag.FlagSet {
 	fs.StringVar(&f.redisTLSCA, "redis-tls-ca", "", "PEM file of the certificate authorities that Redis's TLS certificate is verified against, in place of the system's (implies -redis-tls)")
 	fs.StringVar(&f.failure, "redis-failure", "error", "what a request gets when Redis fails (an error, or no answer within -redis-timeout): error, an Unavailable error, logged (up to 10 at once, then one a second, with a count of those held back) (Envoy lets the request through unless failure_mode_deny); local, the decision of a limiter in this replica's memory, by the same rule; open, let through; closed, OVER_LIMIT; under the last three, not logged but counted in hotlimit_fallbacks_total on /metrics")
 	fs.StringVar(&f.redisPrefix, "redis-prefix", "hotlimitd:", "prefix of every Redis key")
-	fs.DurationVar(&f.redisTimeout, "redis-timeout", redislimit.DefaultTimeout, "how long a decision waits for Redis before it is a failure (see -redis-failure); 0 for no bound but the client's own. Keep it below Envoy's filter timeout (20ms by default): a call Envoy's deadline ends first is no failure, and opens no circuit breaker")
+	fs.DurationVar(&f.redisTimeout, "redis-timeout", defaultRedisTimeout, "how long a decision waits for Redis before it is a failure (see -redis-failure); 0 for no bound but the client's own. Keep it below Envoy's filter timeout (20ms by default): a call Envoy's deadline ends first is no failure, and opens no circuit breaker")
 	fs.IntVar(&f.lease, "redis-lease", 0, "requests a replica may take ahead per key and spend without a round trip, for the rules of TokenBucket, GCRA and FixedWindow (the others ask Redis every time); 0 for none")
 	fs.DurationVar(&f.leaseTTL, "redis-lease-ttl", 100*time.Millisecond, "how long a lease lasts")
 	fs.IntVar(&f.defaultBurst, "default-burst", 0, "burst of the TokenBucket and GCRA rules that set none, and of a descriptor's own limit under any TokenBucket or GCRA rule (it never takes the rule's burst): up to N requests at once, refilled at the rule's (or the descriptor's) rate; 0 for each one's requests_per_unit (the other algorithms have no burst)")
