@@ -24,6 +24,7 @@ import (
 	"github.com/hotlimit/hotlimit/hotlimitprom"
 	"github.com/hotlimit/hotlimit/internal/limitertest"
 	"github.com/hotlimit/hotlimit/service"
+	"github.com/hotlimit/hotlimit/tokenbucket"
 )
 
 // scrape is one scrape of /metrics, parsed: the value of each series by
@@ -518,4 +519,65 @@ func TestOperatorTrialKeyCap(t *testing.T) {
 	assert.Equal(t, 3.0, s.get(t, "hotlimit_keys", "limiter", "api"))
 	assert.Equal(t, 7.0, s.get(t, "hotlimit_decisions_total", "rule", "default", "outcome", "denied"))
 	assert.Equal(t, 3.0, s.get(t, "hotlimit_decisions_total", "rule", "default", "outcome", "allowed"))
+}
+
+// TestOperatorKeyCapOfSeveralLimits: under hotlimit.WithMaxKeys, each
+// limiter of a service is capped apart and hotlimit_keys reads the service's
+// Len, their sum, so with several limits it does not read the cap when one
+// of them is at it, as the README says: that one shows in its rule's
+// denied, and under a limit in shadow mode, in shadow_denied, the new keys
+// passing. A limiter used on its own reports no decisions: only the keys
+// given to WatchKeys.
+func TestOperatorKeyCapOfSeveralLimits(t *testing.T) {
+	rules, err := service.LoadRules(strings.NewReader(`{
+	  "default": [{"algorithm": "FixedWindow", "limit": 5, "window": "1m"}],
+	  "apis":    {"GET /new": [{"algorithm": "FixedWindow", "limit": 3, "window": "1m", "shadow": true}],
+	              "GET /pay": [{"algorithm": "TokenBucket", "limit": 9, "window": "1m"}]}
+	}`))
+	require.NoError(t, err)
+	m := hotlimitprom.New()
+	reg := prometheus.NewPedanticRegistry()
+	require.NoError(t, reg.Register(m))
+	srv := httptest.NewServer(promhttp.HandlerFor(reg, promhttp.HandlerOpts{}))
+	defer srv.Close()
+	var now atomic.Int64 // frozen: no key turns idle
+	svc, err := service.NewFromRules(rules, hotlimit.WithClock(now.Load), hotlimit.WithObserver(m), hotlimit.WithMaxKeys(3))
+	require.NoError(t, err)
+	m.WatchKeys("api", svc.Len)
+
+	passed := map[string]int{}
+	for i := range 5 {
+		for _, api := range []string{"GET /", "GET /new"} {
+			if svc.Allow("user"+strconv.Itoa(i), api) {
+				passed[api]++
+			}
+		}
+	}
+	require.True(t, svc.Allow("carol", "GET /pay"))
+	assert.Equal(t, map[string]int{"GET /": 3, "GET /new": 5}, passed, "three keys fit under each cap; a shadow limit lets the others through")
+	s := scrapeOver(t, srv.URL)
+	assert.Equal(t, 7.0, s.get(t, "hotlimit_keys", "limiter", "api"), "3 + 3 + 1: the sum over the limiters, not the cap")
+	assert.Equal(t, float64(svc.Len()), s.get(t, "hotlimit_keys", "limiter", "api"))
+	assert.Equal(t, 2.0, s.get(t, "hotlimit_decisions_total", "rule", "default", "outcome", "denied"))
+	assert.Equal(t, 2.0, s.get(t, "hotlimit_decisions_total", "rule", `apis["GET /new"]`, "outcome", "shadow_denied"))
+	assert.Zero(t, s.get(t, "hotlimit_decisions_total", "rule", `apis["GET /new"]`, "outcome", "denied"))
+
+	// The README's limiter of its own: WithObserver changes nothing.
+	own := hotlimitprom.New()
+	ownReg := prometheus.NewPedanticRegistry()
+	require.NoError(t, ownReg.Register(own))
+	lim, err := tokenbucket.New(100, time.Minute, hotlimit.WithClock(now.Load), hotlimit.WithMaxKeys(1), hotlimit.WithObserver(own))
+	require.NoError(t, err)
+	own.WatchKeys("ip", lim.Len)
+	assert.True(t, lim.Allow("ip:192.0.2.1"))
+	assert.False(t, lim.Allow("ip:192.0.2.2"), "a new key at the cap")
+	families, err := ownReg.Gather()
+	require.NoError(t, err)
+	var names []string
+	for _, f := range families {
+		names = append(names, f.GetName())
+	}
+	assert.Equal(t, []string{"hotlimit_keys"}, names, "no decision reported")
+	require.Len(t, families, 1)
+	assert.Equal(t, 1.0, families[0].GetMetric()[0].GetGauge().GetValue())
 }
