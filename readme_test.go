@@ -372,3 +372,51 @@ func TestREADMEChoosingTableIsTheRanges(t *testing.T) {
 		assert.Equal(t, "Limit ≤ "+power(r.MaxLimit)+", "+window(r), strings.TrimSpace(cols[2+i]), "%v", a)
 	}
 }
+
+// TestREADMEShadowRollout follows README.md's "Shadow mode" rollout on a
+// rule that already has a limit: (1) a limit added beside it in shadow mode
+// by a reload, which keeps the current limit's state; (2) its would-be
+// denials, heard as shadow_denied under the rule's name (whose, no Event
+// says), while every request passes; (3) the shadow flag dropped by a
+// reload, after which the limit enforces from the state it counted in
+// shadow mode, which counted no would-be denial.
+func TestREADMEShadowRollout(t *testing.T) {
+	frozen := func() int64 { return int64(time.Hour) }
+	outcomes := map[string]int{}
+	obs := hotlimit.ObserverFunc(func(e hotlimit.Event) { outcomes[e.Rule+" "+e.Outcome.String()]++ })
+	current := hotlimit.Config{Algorithm: hotlimit.TokenBucket, Limit: 10, Window: time.Minute}
+	added := hotlimit.Config{Algorithm: hotlimit.FixedWindow, Limit: 4, Window: time.Minute, Shadow: true}
+	svc, err := service.NewFromRules(service.Rules{Default: service.Limits{current}}, hotlimit.WithClock(frozen), hotlimit.WithObserver(obs))
+	require.NoError(t, err)
+	defer svc.Close()
+	passes := func(user string, n int) int {
+		passed := 0
+		for range n {
+			if svc.Allow(user, "GET /") {
+				passed++
+			}
+		}
+		return passed
+	}
+	require.Equal(t, 6, passes("alice", 6))
+
+	// 1. The new limit beside the current one, in shadow mode.
+	require.NoError(t, svc.Replace(service.Rules{Default: service.Limits{current, added}}))
+	clear(outcomes)
+	// 2. Every request passes; the would-be denials are heard.
+	assert.Equal(t, 3, passes("alice", 3))
+	assert.Equal(t, 6, passes("bob", 6))
+	assert.Equal(t, 2, outcomes["default shadow_denied"], "bob's fifth and sixth")
+	assert.Zero(t, outcomes["default denied"])
+	assert.Equal(t, 9, outcomes["default allowed"]+outcomes["default near_limit"]+outcomes["default shadow_denied"])
+
+	// 3. Enforced from where it stands.
+	enforced := added
+	enforced.Shadow = false
+	require.NoError(t, svc.Replace(service.Rules{Default: service.Limits{current, enforced}}))
+	clear(outcomes)
+	assert.Equal(t, 1, passes("alice", 3), "alice: 3 of 4 counted in shadow mode; 9 of her 10 tokens spent")
+	assert.Zero(t, passes("bob", 2), "bob: 4 of 4 counted, his would-be denials not")
+	assert.Equal(t, 4, passes("carol", 6), "a new user: the new limit's 4")
+	assert.Equal(t, 6, outcomes["default denied"])
+}
