@@ -420,3 +420,36 @@ func TestREADMEShadowRollout(t *testing.T) {
 	assert.Equal(t, 4, passes("carol", 6), "a new user: the new limit's 4")
 	assert.Equal(t, 6, outcomes["default denied"])
 }
+
+// TestREADMENearLimitOfSeveralLimits: README.md's metrics table says a rule
+// of several limits passes near_limit when any of its limits not in shadow
+// mode is near its own limit, or any of them when every one is in shadow
+// mode: a shadow limit running low beside an enforced one makes no
+// near_limit, and one of a rule in shadow mode alone does.
+func TestREADMENearLimitOfSeveralLimits(t *testing.T) {
+	frozen := func() int64 { return int64(time.Hour) }
+	small := hotlimit.Config{Algorithm: hotlimit.FixedWindow, Limit: 5, Window: time.Minute, Shadow: true}
+	large := hotlimit.Config{Algorithm: hotlimit.FixedWindow, Limit: 100, Window: time.Hour}
+	largeShadow := large
+	largeShadow.Shadow = true
+	for _, tc := range []struct {
+		name   string
+		limits service.Limits
+		want   []string
+	}{
+		{"beside an enforced limit", service.Limits{large, small}, []string{"allowed", "allowed", "allowed", "allowed", "allowed", "shadow_denied"}},
+		{"every limit in shadow mode", service.Limits{largeShadow, small}, []string{"allowed", "allowed", "allowed", "near_limit", "near_limit", "shadow_denied"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var got []string
+			svc, err := service.NewFromRules(service.Rules{Default: tc.limits}, hotlimit.WithClock(frozen),
+				hotlimit.WithObserver(hotlimit.ObserverFunc(func(e hotlimit.Event) { got = append(got, e.Outcome.String()) })))
+			require.NoError(t, err)
+			defer svc.Close()
+			for range len(tc.want) {
+				svc.Allow("alice", "GET /")
+			}
+			assert.Equal(t, tc.want, got)
+		})
+	}
+}
