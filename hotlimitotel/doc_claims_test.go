@@ -4,12 +4,14 @@ import (
 	"math"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
 	"github.com/hotlimit/hotlimit"
 	"github.com/hotlimit/hotlimit/service"
+	"github.com/hotlimit/hotlimit/tokenbucket"
 )
 
 // TestReportsAndNegativeTakesCountNoRequests: as the package documents, a
@@ -88,4 +90,22 @@ func TestWatchKeysAgainReplaces(t *testing.T) {
 	assert.Equal(t, map[string]int64{"hotlimit.limiter=api": 9}, sums(t, reader)["hotlimit.key.count"])
 	m.WatchKeys("api", nil)
 	assert.Empty(t, sums(t, reader)["hotlimit.key.count"])
+}
+
+// TestALimiterOfItsOwnReportsNoDecisions: as the package documents, an
+// in-memory limiter used on its own ignores hotlimit.WithObserver, so its
+// decisions, a denial at its key cap included, reach no instrument; its keys
+// do, through WatchKeys.
+func TestALimiterOfItsOwnReportsNoDecisions(t *testing.T) {
+	m, reader := setup(t)
+	var now atomic.Int64 // frozen: no key turns idle
+	lim, err := tokenbucket.New(100, time.Minute, hotlimit.WithClock(now.Load), hotlimit.WithMaxKeys(1), hotlimit.WithObserver(m))
+	require.NoError(t, err)
+	m.WatchKeys("ip", lim.Len)
+	assert.True(t, lim.Allow("ip:192.0.2.1"))
+	assert.False(t, lim.Allow("ip:192.0.2.2"), "a new key at the cap")
+	got := sums(t, reader)
+	assert.Empty(t, nonZero(got["hotlimit.decisions"]))
+	assert.Empty(t, nonZero(got["hotlimit.requests"]))
+	assert.Equal(t, map[string]int64{"hotlimit.limiter=ip": 1}, got["hotlimit.key.count"])
 }

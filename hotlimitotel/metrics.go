@@ -1,8 +1,11 @@
 // Package hotlimitotel records hotlimit's decisions with the OpenTelemetry
 // metric API.
 //
-// A [Metrics] is a [hotlimit.BackendObserver]: give it to a service (or any
-// limiter that reports to an observer) with [hotlimit.WithObserver]:
+// A [Metrics] is a [hotlimit.BackendObserver]: give it to a service with
+// [hotlimit.WithObserver] (or to redislimit, whose limiters report their
+// fallbacks to it; a limiter used on its own, from tokenbucket.New and the
+// other in-memory constructors, ignores the option and reports no decisions:
+// give [Metrics.WatchKeys] its Len):
 //
 //	m, err := hotlimitotel.New(otel.GetMeterProvider().Meter("hotlimit"))
 //	svc, err := service.NewFromRules(rules, hotlimit.WithObserver(m))

@@ -1,8 +1,11 @@
 // Package hotlimitprom exports hotlimit's decisions as Prometheus metrics.
 //
-// A [Metrics] is a [hotlimit.BackendObserver]: give it to a service (or any
-// limiter that reports to an observer) with [hotlimit.WithObserver], and
-// register it with a Prometheus registry:
+// A [Metrics] is a [hotlimit.BackendObserver]: give it to a service with
+// [hotlimit.WithObserver] (or to redislimit, whose limiters report their
+// fallbacks to it; a limiter used on its own, from tokenbucket.New and the
+// other in-memory constructors, ignores the option and reports no decisions:
+// give [Metrics.WatchKeys] its Len), and register it with a Prometheus
+// registry:
 //
 //	m := hotlimitprom.New()
 //	prometheus.MustRegister(m)
