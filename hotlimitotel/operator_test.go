@@ -19,13 +19,13 @@ func point(rule, outcome string) string {
 	return "hotlimit.outcome=" + outcome + ",hotlimit.rule=" + rule
 }
 
-// TestOperatorTrial drives a known sequence through a service on rules
+// TestOperatorSequence drives a known sequence through a service on rules
 // read from JSON, collects through a manual reader, reloads the rules with
 // a rule removed, one renamed and one changed, and checks the points:
 // the documented values, no counter going down across the reload, the keys
 // held following the service, and attributes bounded by the rules whatever
 // users, APIs and plans come.
-func TestOperatorTrial(t *testing.T) {
+func TestOperatorSequence(t *testing.T) {
 	m, reader := setup(t)
 	rules, err := service.LoadRules(strings.NewReader(limitertest.OperatorRules))
 	require.NoError(t, err)

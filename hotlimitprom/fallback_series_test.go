@@ -48,13 +48,13 @@ func fallbackServer(t *testing.T, backend *limitertest.Fallible) (*service.Servi
 	return svc, srv.URL + "/metrics"
 }
 
-// TestOperatorTrialFirstFallbackIsSeenByIncrease: an operator alerts on
+// TestOperatorFirstFallbackIsSeenByIncrease: an operator alerts on
 // increase(hotlimit_fallbacks_total[5m]) > 0. A service whose limits are on
 // Redis is scraped before its first fallback and after it: every reason's
 // series is there at 0 from the service's start, so that increase() between
 // the two scrapes, which counts nothing into a series' first sample, sees
 // the first outage, of one fallback.
-func TestOperatorTrialFirstFallbackIsSeenByIncrease(t *testing.T) {
+func TestOperatorFirstFallbackIsSeenByIncrease(t *testing.T) {
 	var backend limitertest.Fallible
 	svc, url := fallbackServer(t, &backend)
 	require.True(t, svc.Allow("alice", "GET /"))

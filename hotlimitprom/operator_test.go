@@ -106,7 +106,7 @@ func scrapeOver(t *testing.T, url string) scrape {
 	return out
 }
 
-// operator is a service on the trial's rules, reporting to Prometheus
+// operator is a service on the test's rules, reporting to Prometheus
 // metrics served over HTTP, on a clock the test moves.
 type operator struct {
 	svc *service.Service
@@ -138,13 +138,13 @@ type tally struct {
 	decisions, requests, deniedRequests, deniedDecisions float64
 }
 
-// TestOperatorTrialMetricsAndQueries drives a known sequence through a
+// TestOperatorMetricsAndQueries drives a known sequence through a
 // service on rules read from JSON (a default, an allow-listed user, a rule
 // of two limits, a rule with a limit in shadow mode, and TakeWith plans),
 // scrapes /metrics over HTTP, and checks every metric the README documents:
 // its name, type, labels and values, and what the README's queries compute
 // on two scrapes against what the callers saw.
-func TestOperatorTrialMetricsAndQueries(t *testing.T) {
+func TestOperatorMetricsAndQueries(t *testing.T) {
 	op := newOperator(t, limitertest.OperatorRules)
 	svc := op.svc
 	plan := hotlimit.Config{Algorithm: hotlimit.TokenBucket, Limit: 3, Window: time.Second}
@@ -297,14 +297,14 @@ func TestOperatorTrialMetricsAndQueries(t *testing.T) {
 	assert.Zero(t, truth[`apis["GET /new"]`].deniedRequests, "a shadow limit denies no caller")
 }
 
-// TestOperatorTrialReload reloads the rules, by Replace and by WatchFile,
+// TestOperatorReload reloads the rules, by Replace and by WatchFile,
 // with a rule removed, one renamed and one whose limit changed, and checks
 // what a scrape shows: no counter of a rule goes down, the series of a rule
 // no longer in force stay at their last value (so rate() over them falls to
 // zero, and a rule that comes back counts on from there), the series of a
 // changed rule count on, and hotlimit_keys follows the keys the service
 // holds, dropping those of the limiters no rule uses any more.
-func TestOperatorTrialReload(t *testing.T) {
+func TestOperatorReload(t *testing.T) {
 	op := newOperator(t, limitertest.OperatorRules)
 	svc := op.svc
 	for range 7 {
@@ -397,12 +397,12 @@ func TestOperatorTrialReload(t *testing.T) {
 	}
 }
 
-// TestOperatorTrialLabelsStayBoundedByTheRules sends requests from
+// TestOperatorLabelsStayBoundedByTheRules sends requests from
 // thousands of users to thousands of APIs, names made of any bytes (quotes,
 // braces, new lines, invalid UTF-8) and some equal to a rule's, and asks
 // under a hundred TakeWith plans: the scrape's label values are the rules'
 // names and the four outcomes, however many keys and plans there are.
-func TestOperatorTrialLabelsStayBoundedByTheRules(t *testing.T) {
+func TestOperatorLabelsStayBoundedByTheRules(t *testing.T) {
 	op := newOperator(t, limitertest.OperatorRules)
 	svc := op.svc
 	names := []string{"partner", "GET /pay", "GET /new", `apis["GET /pay"]`, "default", "override", "\xff\xfe", "a\"}\n{b=\"c"}
@@ -493,10 +493,10 @@ func TestServiceDecisionsDoNotAllocate(t *testing.T) {
 	}
 }
 
-// TestOperatorTrialKeyCap: under hotlimit.WithMaxKeys, the keys held show
+// TestOperatorKeyCap: under hotlimit.WithMaxKeys, the keys held show
 // in hotlimit_keys at the cap, and the new keys denied at the cap show as
 // denied for their rule, as the README says.
-func TestOperatorTrialKeyCap(t *testing.T) {
+func TestOperatorKeyCap(t *testing.T) {
 	rules, err := service.LoadRules(strings.NewReader(`{"default": [{"algorithm": "TokenBucket", "limit": 5, "window": "1s"}]}`))
 	require.NoError(t, err)
 	m := hotlimitprom.New()

@@ -29,7 +29,7 @@ func (l *CancelingLimiter) TakeContext(ctx context.Context, _ string, _ int) (ho
 	return hotlimit.Decision{Allowed: true, Limit: 1}, ctx.Err()
 }
 
-// OperatorRules are service.Rules, as JSON, for the metrics modules' trials
+// OperatorRules are service.Rules, as JSON, for the metrics modules' tests
 // of what an operator sees: a default of one limit, an allow-listed user, a
 // rule of two limits and a rule with a limit in shadow mode.
 const OperatorRules = `{
