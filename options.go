@@ -115,17 +115,20 @@ func WithAutoSweep(minKeys int) Option {
 // stopped, until there is room for the new key. If that makes no room, it
 // denies the new key's request, and keeps every held key: a key's state is
 // never dropped while it matters, so no key ever passes more than its limit
-// allows. The denial reads Allowed false, Remaining 0, ResetAfter 0, and
-// RetryAfter the time after which every key held now is idle if it gets no
-// more requests (the algorithm's longest recovery: the refill of a drained
-// bucket for a token bucket and GCRA, the end of the current window for a
+// allows. The denial reads Allowed false, Remaining 0, and RetryAfter the
+// time after which every key held now is idle if it gets no more requests
+// (the algorithm's longest recovery: the refill of a drained bucket for a
+// token bucket and GCRA, the end of the current window for a
 // fixed window, of the next for a sliding counter, a window for a sliding
 // log), counted from the clock reading: a clock behind the epoch of a token
 // bucket or GCRA, or behind the earliest time a sliding log counts, adds
 // the time it takes to get there. It is Never when that time lies past the
 // clock's last reading, math.MaxInt64, or past the end of the limiter's
 // time, where the keys held never go idle. It is a hint rather than a
-// promise, as other new keys may take the room first.
+// promise, as other new keys may take the room first. Its ResetAfter is the
+// same time: the new key's quota is whole once there is room for it, and a
+// client that reads the reset (the RateLimit field's t) waits as long as
+// one that reads Retry-After.
 // Take(key, 0) of a key not held reports a fresh key. The cap can be
 // exceeded only by requests that were deciding on a key at the moment it was
 // evicted, each by one key, until the next new key's evictions make room

@@ -2,6 +2,7 @@ package fixedwindow
 
 import (
 	"github.com/hotlimit/hotlimit"
+	"github.com/hotlimit/hotlimit/internal/keyed"
 	"github.com/hotlimit/hotlimit/internal/packed"
 )
 
@@ -19,5 +20,5 @@ func (l *Limiter) idle() func(*cell) bool {
 func (l *Limiter) capped() hotlimit.Decision {
 	now := l.clock()
 	_, rem := packed.Window(now, l.window)
-	return hotlimit.Decision{Limit: int(l.limit), RetryAfter: l.untilEnd(now, 0, rem)}
+	return keyed.Capped(int(l.limit), l.untilEnd(now, 0, rem))
 }

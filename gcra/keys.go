@@ -1,6 +1,9 @@
 package gcra
 
-import "github.com/hotlimit/hotlimit"
+import (
+	"github.com/hotlimit/hotlimit"
+	"github.com/hotlimit/hotlimit/internal/keyed"
+)
 
 // idle returns the kill function of an incremental sweep step (auto-sweep,
 // the key cap) at the clock's current time: Sweep's, one key at a time.
@@ -16,5 +19,5 @@ func (l *Limiter) idle() func(*cell) bool {
 // time never comes (the limiter's time stops first).
 func (l *Limiter) capped() hotlimit.Decision {
 	s, ns, lag := l.now()
-	return hotlimit.Decision{Limit: l.limit, RetryAfter: l.wait(s+l.span, ns, lag)}
+	return keyed.Capped(l.limit, l.wait(s+l.span, ns, lag))
 }

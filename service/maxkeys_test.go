@@ -78,9 +78,10 @@ func TestMaxKeysDenialGivesBackTheOtherLimits(t *testing.T) {
 
 // TestMaxKeysDenialIsObserved: for every in-memory algorithm, a new pair that
 // the cap turns away gets the documented Decision: Allowed false, Remaining
-// 0, ResetAfter 0, RetryAfter the algorithm's longest recovery (the refill of
+// 0, RetryAfter the algorithm's longest recovery (the refill of
 // a drained bucket, GCRA's burst of emission intervals, the end of the
-// current window, the end of the next window, a window). The observer hears
+// current window, the end of the next window, a window), and ResetAfter the
+// same, the pair's quota being whole once it has room. The observer hears
 // it as a denial with that Decision (from Allow, with Limit and Remaining
 // only). With the pairs held drained, they are idle exactly RetryAfter later,
 // if they get no other request: 1 ns before, the new pair is still turned
@@ -109,7 +110,7 @@ func TestMaxKeysDenialIsObserved(t *testing.T) {
 			require.True(t, svc.Take("u2", "api", 3).Allowed)
 
 			events = nil
-			want := hotlimit.Decision{Limit: 3, RetryAfter: tc.retry}
+			want := hotlimit.Decision{Limit: 3, RetryAfter: tc.retry, ResetAfter: tc.retry}
 			d := svc.Take("u3", "api", 1)
 			assert.Equal(t, want, d, "the cap's Decision")
 			require.Len(t, events, 1)

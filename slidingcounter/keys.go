@@ -4,6 +4,7 @@ import (
 	"time"
 
 	"github.com/hotlimit/hotlimit"
+	"github.com/hotlimit/hotlimit/internal/keyed"
 	"github.com/hotlimit/hotlimit/internal/packed"
 )
 
@@ -26,5 +27,5 @@ func (l *Limiter) capped() hotlimit.Decision {
 	if w := 2*l.window - rem; w <= clockLeft(now) { // w < 2·Window: no wrap
 		d = time.Duration(w)
 	}
-	return hotlimit.Decision{Limit: int(l.limit), RetryAfter: d}
+	return keyed.Capped(int(l.limit), d)
 }

@@ -1,6 +1,9 @@
 package slidinglog
 
-import "github.com/hotlimit/hotlimit"
+import (
+	"github.com/hotlimit/hotlimit"
+	"github.com/hotlimit/hotlimit/internal/keyed"
+)
 
 // idle returns the kill function of an incremental sweep step (auto-sweep,
 // the key cap) at the clock's current time: Sweep's, one key at a time.
@@ -16,5 +19,5 @@ func (l *Limiter) idle() func(*cell) bool {
 // in the window for good (the limiter's time stops first).
 func (l *Limiter) capped() hotlimit.Decision {
 	raw := l.clock()
-	return hotlimit.Decision{Limit: int(l.limit), RetryAfter: l.leaves(l.clamp(raw), raw)}
+	return keyed.Capped(int(l.limit), l.leaves(l.clamp(raw), raw))
 }

@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/hotlimit/hotlimit"
+	"github.com/hotlimit/hotlimit/internal/keyed"
 )
 
 // initCell makes a zeroed cell fresh: a full bucket.
@@ -47,7 +48,7 @@ func (l *Limiter) capped() hotlimit.Decision {
 	t, lag := l.time()
 	d := uint64(l.fill)
 	if d > l.stop-t || lag > math.MaxInt64-d { // t ≤ stop; d ≤ maxTime: no wrap
-		return hotlimit.Decision{Limit: l.limit, RetryAfter: hotlimit.Never}
+		return keyed.Capped(l.limit, hotlimit.Never)
 	}
-	return hotlimit.Decision{Limit: l.limit, RetryAfter: time.Duration(d + lag)}
+	return keyed.Capped(l.limit, time.Duration(d+lag))
 }

@@ -120,7 +120,8 @@ func EvictionUnderACall(t *testing.T, build Builder, newModel func(epoch int64) 
 				// a came back without the cap's check: the documented excess
 				// of one key (b, and a revived past the cap), while no key is
 				// idle.
-				assert.Equal(t, hotlimit.Decision{Limit: limit, RetryAfter: lim.Take("c", 1).RetryAfter},
+				retry := lim.Take("c", 1).RetryAfter
+				assert.Equal(t, hotlimit.Decision{Limit: limit, RetryAfter: retry, ResetAfter: retry},
 					lim.Take("c", 1), "a new key while no key is idle")
 				// Once a and b are idle, the next new key makes room and
 				// passes, and the keys held are back within the cap.
@@ -176,7 +177,7 @@ func keyCapHammer(t *testing.T, newLimiter Constructor, newModel func(epoch int6
 	c := newChecker(t)
 	defer c.done()
 	capDecision := func(d hotlimit.Decision) bool {
-		return d == hotlimit.Decision{Limit: limit, RetryAfter: d.RetryAfter} && d.RetryAfter > 0
+		return d == hotlimit.Decision{Limit: limit, RetryAfter: d.RetryAfter, ResetAfter: d.RetryAfter} && d.RetryAfter > 0
 	}
 	var next atomic.Int64 // the next flood key
 	var capped, turnedAway atomic.Int64
@@ -295,7 +296,7 @@ func KeyCapEdges(t *testing.T, build Builder, limit int, window time.Duration) {
 		assert.Zero(t, lim.Sweep(), "a Sweep of an empty limiter")
 		require.True(t, lim.Allow("a"))
 		d := lim.Take("b", 1)
-		assert.Equal(t, hotlimit.Decision{Limit: limit, RetryAfter: d.RetryAfter}, d, "a new key while a is in use")
+		assert.Equal(t, hotlimit.Decision{Limit: limit, RetryAfter: d.RetryAfter, ResetAfter: d.RetryAfter}, d, "a new key while a is in use")
 		assert.Positive(t, d.RetryAfter)
 		assert.False(t, lim.Allow("b"))
 		assert.Equal(t, hotlimit.Decision{Allowed: true, Limit: limit, Remaining: limit}, lim.Take("b", 0), "a key not held reports fresh")

@@ -94,7 +94,7 @@ func KeyCapFlood(t *testing.T, newLimiter Constructor, newModel func(epoch int64
 		}
 		if denied++; denied == 1 {
 			d := lim.Take(key+"-take", 1)
-			assert.Equal(t, hotlimit.Decision{Limit: limit, RetryAfter: d.RetryAfter}, d, "the decision for a new key at the cap")
+			assert.Equal(t, hotlimit.Decision{Limit: limit, RetryAfter: d.RetryAfter, ResetAfter: d.RetryAfter}, d, "the decision for a new key at the cap: whole once there is room")
 			assert.Positive(t, d.RetryAfter)
 			assert.LessOrEqual(t, d.RetryAfter, 2*window)
 		}
