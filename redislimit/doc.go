@@ -46,7 +46,16 @@
 // each script call touches one Redis key, so it works the same). Every key
 // is written with a TTL of the time it takes to return to a full quota, plus
 // a second: an idle key vanishes by itself, and one that vanished is as good
-// as a fresh one.
+// as a fresh one. The window is in ticks of the unit, "µs" of Redis's TIME or
+// "ns" under hotlimit.WithClock, and the burst is the limit where none is set:
+// "hotlimit:GCRA:100:60000000:100:µs:{user-42}" for the Config above.
+//
+// A Limiter of another Config (algorithm, limit, window, burst) counts under
+// other keys. While the instances disagree on a limit, as in a rolling deploy
+// that changes it, each Config enforces its own apart: together they admit up
+// to the old limit plus the new, and the new Config's keys start from a full
+// quota, since the old keys' counts are not carried over (they expire with
+// their TTLs).
 //
 // State that Redis loses (a restart without persistence, FLUSHALL, a key
 // evicted under maxmemory) is a fresh key's: the next take starts from a

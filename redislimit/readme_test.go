@@ -16,6 +16,7 @@ import (
 	"github.com/hotlimit/hotlimit"
 	"github.com/hotlimit/hotlimit/internal/readmecheck"
 	"github.com/hotlimit/hotlimit/redislimit"
+	"github.com/hotlimit/hotlimit/redislimit/internal/redistest"
 	"github.com/hotlimit/hotlimit/service"
 )
 
@@ -147,4 +148,89 @@ func TestREADMEFailurePolicyTable(t *testing.T) {
 			}
 		})
 	}
+}
+
+// TestREADMEKeysAsAnOperatorSeesThem: README.md's "Across machines" names
+// the keys an operator finds in Redis. Its example key is the GCRA 100/min
+// limiter's for user-42, whose TTL is the time it takes to return to a full
+// quota (600 ms after one take) plus a second; a service's keys are its
+// limits' scopes, as listed for alice and GET /search; and limiters of two
+// Configs on the same key (a rolling deploy that changes the limit) count
+// under two keys, so together they admit both limits.
+func TestREADMEKeysAsAnOperatorSeesThem(t *testing.T) {
+	md, err := os.ReadFile("../README.md")
+	require.NoError(t, err)
+	bullet := regexp.MustCompile("(?s)\\*\\*Keys\\*\\* are .*?\n- ").Find(md)
+	require.NotNil(t, bullet, "README.md's keys bullet")
+	spans := func(text []byte, re string) []string {
+		var got []string
+		for _, m := range regexp.MustCompile(re).FindAllSubmatch(text, -1) {
+			got = append(got, string(m[1]))
+		}
+		return got
+	}
+	examples := spans(bullet, "`(hotlimit:[^`]*\\{user-42\\})`")
+	require.Len(t, examples, 1, "the example key")
+	sentence := regexp.MustCompile("(?s)A service's key .*?`\\. ").Find(bullet)
+	require.NotNil(t, sentence, "the sentence of a service's keys")
+	scopes := spans(sentence, "`(\\{[^`]+\\})`")
+	require.Len(t, scopes, 4, "a service's keys, one per scope: %q", scopes)
+
+	srv := redistest.Start(t)
+	client := newClient(t, srv)
+	ctx := context.Background()
+
+	lim := newLimiter(t, client, hotlimit.Config{Algorithm: hotlimit.GCRA, Limit: 100, Window: time.Minute})
+	d, err := lim.TakeContext(ctx, "user-42", 1)
+	require.NoError(t, err)
+	require.True(t, d.Allowed)
+	keys, err := client.Keys(ctx, "*").Result()
+	require.NoError(t, err)
+	assert.Equal(t, examples, keys)
+	ttl, err := client.PTTL(ctx, examples[0]).Result()
+	require.NoError(t, err)
+	assert.Greater(t, ttl, time.Second, "a second on top of the refill")
+	assert.LessOrEqual(t, ttl, time.Second+600*time.Millisecond, "600 ms to refill one of 100 per minute")
+	require.NoError(t, client.FlushAll(ctx).Err())
+
+	limit := func(s hotlimit.Scope, w time.Duration) hotlimit.Config {
+		return hotlimit.Config{Algorithm: hotlimit.FixedWindow, Limit: 5, Window: w, Scope: s}
+	}
+	rules := service.Rules{Default: service.Limits{
+		limit(hotlimit.PerPair, time.Minute), limit(hotlimit.PerUser, 2*time.Minute),
+		limit(hotlimit.PerAPI, 3*time.Minute), limit(hotlimit.Global, 4*time.Minute),
+	}}
+	svc, err := service.NewFromRules(rules, frozenClock(), hotlimit.WithFactory(redislimit.Factory(client)))
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = svc.Close() })
+	_, err = svc.TakeContext(ctx, "alice", "GET /search", 1)
+	require.NoError(t, err)
+	keys, err = client.Keys(ctx, "*").Result()
+	require.NoError(t, err)
+	var tags []string
+	for _, k := range keys {
+		tags = append(tags, k[strings.Index(k, ":{")+1:])
+	}
+	assert.ElementsMatch(t, scopes, tags, "keys %q", keys)
+	require.NoError(t, client.FlushAll(ctx).Err())
+
+	admitted := func(lim *redislimit.Limiter) int {
+		n := 0
+		for range 10 {
+			d, err := lim.TakeContext(ctx, "k", 1)
+			require.NoError(t, err)
+			if d.Allowed {
+				n++
+			}
+		}
+		return n
+	}
+	// a rate raised under the same burst: the keys differ by the limit alone
+	old := newLimiter(t, client, hotlimit.Config{Algorithm: hotlimit.TokenBucket, Limit: 3, Window: time.Hour, Burst: 5}, frozenClock())
+	raised := newLimiter(t, client, hotlimit.Config{Algorithm: hotlimit.TokenBucket, Limit: 5, Window: time.Hour, Burst: 5}, frozenClock())
+	assert.Equal(t, 5, admitted(old), "the old limit's burst")
+	assert.Equal(t, 5, admitted(raised), "the new limit's, from a full quota")
+	keys, err = client.Keys(ctx, "*").Result()
+	require.NoError(t, err)
+	assert.Len(t, keys, 2, "a key per Config: %q", keys)
 }
