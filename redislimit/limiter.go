@@ -52,7 +52,12 @@ var ErrAuth = errors.New("redislimit: Redis refused the client's authentication:
 
 // ErrReadOnly is wrapped, together with Redis's own error, by the error of
 // a call that reached a read-only replica (READONLY): the client is not
-// pointed at the master. The failure policy decides.
+// pointed at the master. The failure policy decides. go-redis retries a
+// READONLY reply (a failover may have made the replica a master), up to
+// its MaxRetries (3 by default) with its backoff, some 140 ms, so a call to
+// a replica ends at the limiter's timeout instead ([DefaultTimeout]
+// included), a "timeout" fallback, until the breaker opens; give the client
+// MaxRetries -1 for this error at once.
 var ErrReadOnly = errors.New("redislimit: Redis is a read-only replica")
 
 // ErrOutOfMemory is wrapped, together with Redis's own error, by the error
