@@ -36,6 +36,8 @@
 // [Service.TakePolicy] names the limit that decided, with that limit's own
 // decision, and [Service.TakeEach] lists every limit with its own, for a
 // caller that advertises each (as httplimit's RateLimit fields do).
+// [Service.Wait] and [Service.WaitN] sleep until the rule admits a request,
+// for a process that paces the calls it sends instead of being denied.
 //
 // For operating it: [hotlimit.WithObserver] reports every decision with the
 // rule that made it and its outcome (package hotlimitprom and hotlimitotel
