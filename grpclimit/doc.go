@@ -188,10 +188,11 @@
 //
 // [UnaryClientInterceptor] and [StreamClientInterceptor] limit a caller
 // before its calls leave the process, failing a denied call with the same
-// status. They do not wait, and nothing retries such a call: grpc-go's retry
-// policy (a service config's retryPolicy, with its pushback) retries within
-// the call the interceptor would have sent, which a denied call never
-// reaches. A caller that should come back reads the wait from the status's
+// status, or, given [WithWait], sleeping until the quota admits it and then
+// sending it. Nothing retries a call they fail: grpc-go's retry policy (a
+// service config's retryPolicy, with its pushback) retries within the call
+// the interceptor would have sent, which a denied call never reaches. A
+// caller that should come back reads the wait from the status's
 // RetryInfo. [MiddlewareLimiter] adapts a service to go-grpc-middleware v2's
 // ratelimit.Limiter, for its server interceptors only (under its client
 // interceptors it is not told which call is sent); that middleware turns

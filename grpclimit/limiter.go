@@ -574,20 +574,18 @@ func (s *recvLimited) done() {
 // send, without reaching the network. Exemptions, dry run and the observer
 // apply; there is no response metadata to set.
 //
-// A denied call is not waited for, nor retried: the client's retry policy
-// (a service config's retryPolicy listing RESOURCE_EXHAUSTED) retries within
-// invoker, which a denied call never reaches, so it fails at once whatever
-// the policy, even where a server's denial of the same call would be retried
-// after its pushback. A caller that should come back reads the wait from the
-// status's google.rpc.RetryInfo (see [RetryDelay]).
+// A denied call is not waited for (unless [WithWait] is given), nor
+// retried: the client's retry policy (a service config's retryPolicy
+// listing RESOURCE_EXHAUSTED) retries within invoker, which a denied call
+// never reaches, so it fails at once whatever the policy, even where a
+// server's denial of the same call would be retried after its pushback. A
+// caller that should come back reads the wait from the status's
+// google.rpc.RetryInfo (see [RetryDelay]).
 func UnaryClientInterceptor(svc *service.Service, opts ...Option) grpc.UnaryClientInterceptor {
 	l := newLimiter(svc, noKey, opts)
 	return func(ctx context.Context, method string, req, reply any, cc *grpc.ClientConn, invoker grpc.UnaryInvoker, callOpts ...grpc.CallOption) error {
-		if v, exempt := l.admit(ctx, method, req); !exempt {
-			l.observe(&v)
-			if v.err != nil {
-				return v.err
-			}
+		if err := l.admitClient(ctx, method, req); err != nil {
+			return err
 		}
 		return invoker(ctx, method, req, reply, cc, callOpts...)
 	}
@@ -598,14 +596,81 @@ func UnaryClientInterceptor(svc *service.Service, opts ...Option) grpc.UnaryClie
 func StreamClientInterceptor(svc *service.Service, opts ...Option) grpc.StreamClientInterceptor {
 	l := newLimiter(svc, noKey, opts)
 	return func(ctx context.Context, desc *grpc.StreamDesc, cc *grpc.ClientConn, method string, streamer grpc.Streamer, callOpts ...grpc.CallOption) (grpc.ClientStream, error) {
-		if v, exempt := l.admit(ctx, method, nil); !exempt {
-			l.observe(&v)
-			if v.err != nil {
-				return nil, v.err
-			}
+		if err := l.admitClient(ctx, method, nil); err != nil {
+			return nil, err
 		}
 		return streamer(ctx, desc, cc, method, callOpts...)
 	}
+}
+
+// admitClient decides a call a client is about to send, reporting each
+// decision to the observer: nil to send it, or the status to fail it
+// with. Under WithWait, a denial for quota is waited out (see waiter).
+func (l *limiter) admitClient(ctx context.Context, method string, req any) error {
+	v, exempt := l.admit(ctx, method, req)
+	if exempt {
+		return nil
+	}
+	l.observe(&v)
+	if v.err == nil || !l.o.wait || status.Code(v.err) != codes.ResourceExhausted {
+		return v.err
+	}
+	w := &waiter{l: l, method: method, req: req, v: v, first: true}
+	err := hotlimit.WaitN(ctx, w, "", 1, l.o.waitOpts...)
+	switch {
+	case err == nil:
+		return nil
+	case ctx.Err() != nil:
+		// The context ended during a sleep, or while the service was
+		// asked again: the call took nothing, and ends as its context did.
+		if w.v.err != nil && status.Code(w.v.err) != codes.ResourceExhausted {
+			return w.v.err // the last ask's own answer to the ended call
+		}
+		return status.FromContextError(ctx.Err()).Err()
+	}
+	// The wait would pass the call's deadline, or the last denial cannot
+	// be waited out: the call fails as that denial fails it.
+	return w.v.err
+}
+
+// waiter is the call of admitClient as the hotlimit.Limiter that
+// hotlimit.WaitN asks again while it is denied: each ask decides the call
+// (taking one, reporting it to the observer) and keeps its verdict. A
+// denial for quota reads as its RetryAfter; any other failure as Never,
+// which WaitN does not wait out. Its first ask answers with the verdict
+// admitClient already has, so that the denial that starts the wait is
+// not asked and counted twice.
+type waiter struct {
+	l      *limiter
+	method string
+	req    any
+	v      verdict
+	first  bool
+}
+
+func (w *waiter) Allow(string) bool { return w.Take("", 1).Allowed }
+
+func (w *waiter) Take(_ string, n int) hotlimit.Decision {
+	d, _ := w.TakeContext(context.Background(), "", n)
+	return d
+}
+
+func (w *waiter) TakeContext(ctx context.Context, _ string, _ int) (hotlimit.Decision, error) {
+	if !w.first {
+		var exempt bool
+		if w.v, exempt = w.l.admit(ctx, w.method, w.req); exempt {
+			return hotlimit.Decision{Allowed: true}, nil
+		}
+		w.l.observe(&w.v)
+	}
+	w.first = false
+	switch {
+	case w.v.err == nil:
+		return hotlimit.Decision{Allowed: true}, nil
+	case status.Code(w.v.err) != codes.ResourceExhausted:
+		return hotlimit.Decision{RetryAfter: hotlimit.Never}, nil
+	}
+	return hotlimit.Decision{RetryAfter: w.v.e.Decision.RetryAfter}, nil
 }
 
 // noKey is the client's default user: none, so the whole client shares one

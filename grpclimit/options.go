@@ -73,6 +73,10 @@ type options struct {
 	dryRun    bool
 	messages  bool
 	headers   bool
+	// wait is set by WithWait, whose options waitOpts holds: the client
+	// interceptors wait out a denial.
+	wait     bool
+	waitOpts []hotlimit.WaitOption
 }
 
 func newOptions(user KeyFunc, opts []Option) options {
@@ -165,6 +169,29 @@ func WithObserver(f func(Event)) Option {
 // codes.Internal.
 func WithDryRun(on bool) Option {
 	return func(o *options) { o.dryRun = on }
+}
+
+// WithWait makes the client interceptors ([UnaryClientInterceptor],
+// [StreamClientInterceptor]) wait for quota rather than fail a denied call:
+// a call the service denies (ResourceExhausted) sleeps its RetryAfter, the
+// least wait after which every limit of its rule admits it, and is asked
+// again, until it passes and is sent, as [service.Service.WaitN] waits:
+// a process that paces the calls it sends (to a bank's API, per merchant)
+// rather than handle their denials. The call's context bounds the wait: a
+// wait that would pass its deadline fails the call at once with the
+// denial's status, as without WithWait (its RetryInfo says how long the
+// quota takes), and a context that ends during the sleep fails it with
+// its own status (Canceled or DeadlineExceeded), having taken nothing.
+// A call that can never pass (RetryAfter hotlimit.Never), and one the
+// service could not decide (Unavailable), fail at once as without it. The
+// observer hears each ask: a denial while waiting, then the pass. There is
+// no queue: calls waiting together are not sent in the order they came
+// (see hotlimit.WaitN). opts are hotlimit.WaitN's, such as
+// hotlimit.WithSleep, for a fake clock in tests. The server interceptors
+// never wait: a server that held calls would spend its own resources on
+// the clients it limits.
+func WithWait(opts ...hotlimit.WaitOption) Option {
+	return func(o *options) { o.wait, o.waitOpts = true, opts }
 }
 
 // WithStreamMessages, when on, also limits every message a server stream
