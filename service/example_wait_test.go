@@ -3,6 +3,8 @@ package service_test
 import (
 	"context"
 	"fmt"
+	"net/http"
+	"net/http/httptest"
 	"sync/atomic"
 	"time"
 
@@ -50,4 +52,57 @@ func ExampleService_WaitN() {
 	// call 9 from m2 sent at 1s
 	// call 10 from m1 sent at 1s
 	// call 11 from m1 sent at 1s
+}
+
+// pacedTransport is an http.RoundTripper that waits for the quota of each
+// request's host before sending it: a client of a bank's API, paced per
+// merchant (a header of the request here).
+type pacedTransport struct {
+	svc  *service.Service
+	next http.RoundTripper
+	opts []hotlimit.WaitOption // none but in tests
+}
+
+func (t pacedTransport) RoundTrip(r *http.Request) (*http.Response, error) {
+	if err := t.svc.Wait(r.Context(), r.Header.Get("X-Merchant"), r.URL.Host, t.opts...); err != nil {
+		return nil, err // the request's context ended, or its deadline comes before the quota
+	}
+	return t.next.RoundTrip(r)
+}
+
+// An HTTP client paced by a service: its transport waits for each
+// merchant's quota of the host it calls, 2 requests a second here, before
+// the request leaves. The third request of m1 waits half a second (on a
+// fake clock, advanced by each sleep, so that the output is exact).
+func ExampleService_Wait_httpClient() {
+	bank := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {}))
+	defer bank.Close()
+	var now atomic.Int64 // the fake clock, in nanoseconds
+	svc, err := service.New(hotlimit.Config{Algorithm: hotlimit.TokenBucket, Limit: 2, Window: time.Second},
+		hotlimit.WithClock(now.Load))
+	if err != nil {
+		panic(err)
+	}
+	sleep := hotlimit.WithSleep(func(ctx context.Context, d time.Duration) error {
+		now.Add(int64(d))
+		return ctx.Err()
+	})
+	client := &http.Client{Transport: pacedTransport{svc: svc, next: http.DefaultTransport, opts: []hotlimit.WaitOption{sleep}}}
+	for i := range 3 {
+		req, err := http.NewRequest(http.MethodPost, bank.URL+"/authorize", nil)
+		if err != nil {
+			panic(err)
+		}
+		req.Header.Set("X-Merchant", "m1")
+		resp, err := client.Do(req)
+		if err != nil {
+			panic(err)
+		}
+		resp.Body.Close()
+		fmt.Printf("request %d: %d, sent at %v\n", i+1, resp.StatusCode, time.Duration(now.Load()))
+	}
+	// Output:
+	// request 1: 200, sent at 0s
+	// request 2: 200, sent at 0s
+	// request 3: 200, sent at 500ms
 }
