@@ -36,7 +36,9 @@ type Decision struct {
 	// still deny it RetryAfter later (see package composite).
 	RetryAfter time.Duration
 	// ResetAfter is how long until the key is back to its full quota if
-	// nothing else is taken meanwhile; zero when it already is.
+	// nothing else is taken meanwhile; zero when it already is. A new key
+	// that a key cap ([WithMaxKeys]) turns away has its RetryAfter: its
+	// quota is whole once there is room for it, not before.
 	ResetAfter time.Duration
 }
 

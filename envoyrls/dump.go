@@ -4,7 +4,10 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"strconv"
 	"strings"
+	"unicode"
+	"unicode/utf8"
 
 	"github.com/hotlimit/hotlimit/internal/burst"
 )
@@ -18,8 +21,12 @@ import (
 // and goes on with what hotlimitd adds or reads besides: the policy that
 // decides (its algorithm, limit, window and burst, the limiters' default
 // burst written out), or "unlimited: true"; then, where the rule has them,
-// its unit_multiplier, name and replaces. A configuration without domains
-// is an empty body. A method other than GET or HEAD gets 405.
+// its unit_multiplier, name and replaces. A key with a rune that is not
+// printable (a descriptor value holding a newline or another control
+// character, or bytes of invalid UTF-8) is written quoted, as Go quotes a
+// string, so that each rule stays on its line and no value reads as a rule
+// of its own. A configuration without domains is an empty body. A method
+// other than GET or HEAD gets 405.
 func (s *Server) ConfigHandler() http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if r.Method != http.MethodGet && r.Method != http.MethodHead {
@@ -40,7 +47,7 @@ func (s *Server) dumpConfig(w io.Writer) error {
 	var b strings.Builder
 	for _, r := range s.Config().Rules() {
 		fmt.Fprintf(&b, "%s: unit=%s requests_per_unit=%d, shadow_mode: %t, quota_mode: %t",
-			r.Key, r.Unit, r.RequestsPerUnit, r.ShadowMode, r.QuotaMode)
+			lineKey(r.Key), r.Unit, r.RequestsPerUnit, r.ShadowMode, r.QuotaMode)
 		if r.Unlimited {
 			b.WriteString(", unlimited: true")
 		} else {
@@ -59,4 +66,16 @@ func (s *Server) dumpConfig(w io.Writer) error {
 	}
 	_, err := io.WriteString(w, b.String())
 	return err
+}
+
+// lineKey returns key as dumpConfig writes it: as it is when every rune of
+// it is printable (a space included), as the reference writes it, else
+// quoted by strconv.Quote, so that it fits on its line.
+func lineKey(key string) string {
+	for _, c := range key {
+		if c == utf8.RuneError || !unicode.IsPrint(c) {
+			return strconv.Quote(key)
+		}
+	}
+	return key
 }

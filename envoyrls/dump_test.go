@@ -86,3 +86,38 @@ func TestConfigHandlerRefusesWrites(t *testing.T) {
 	assert.Equal(t, http.StatusOK, code)
 	assert.Empty(t, body)
 }
+
+// TestConfigHandlerKeepsARuleOnItsLine: a descriptor value holding a
+// newline, a tab or a byte of invalid UTF-8 is written quoted, so that each
+// rule stays one line: written as it is, the newline made a second line
+// that read as a rule of its own ("evil: unit=SECOND requests_per_unit=1").
+// A value of printable runes, non-ASCII and spaces included, is written as
+// it is, as the reference writes it.
+func TestConfigHandlerKeepsARuleOnItsLine(t *testing.T) {
+	cfg := configOf(t, "w.yaml", `domain: w
+descriptors:
+  - key: ip
+    value: "a\nevil: unit=SECOND requests_per_unit=1"
+    rate_limit: {unit: minute, requests_per_unit: 2}
+  - key: tab
+    value: "a\tb"
+    rate_limit: {unit: minute, requests_per_unit: 2}
+  - key: bin
+    value: !!binary /w==
+    rate_limit: {unit: minute, requests_per_unit: 2}
+  - key: city
+    value: São Paulo
+    rate_limit: {unit: minute, requests_per_unit: 2}
+`)
+	s, err := New(cfg, WithLogger(slog.New(slog.DiscardHandler)))
+	require.NoError(t, err)
+	defer s.Close()
+	_, body := get(t, s.ConfigHandler(), http.MethodGet)
+	const rest = ": unit=MINUTE requests_per_unit=2, shadow_mode: false, quota_mode: false, policy: FixedWindow 2/1m0s"
+	assert.Equal(t, strings.Join([]string{
+		`"w.ip_a\nevil: unit=SECOND requests_per_unit=1"` + rest,
+		`"w.tab_a\tb"` + rest,
+		`"w.bin_\xff"` + rest,
+		"w.city_São Paulo" + rest,
+	}, "\n")+"\n", body)
+}

@@ -311,3 +311,16 @@ func TestVersion(t *testing.T) {
 	assert.Equal(t, dir, f.config)
 	assert.Equal(t, []string{"HOTLIMITD_VERSION"}, unknownEnv(newFlagSet(&flags{}), []string{"HOTLIMITD_VERSION=true"}))
 }
+
+// TestHelpSaysVersionIsNotFromTheEnvironment: -h, which lists -version,
+// says that every flag but it may come from the environment: it said every
+// flag, and HOTLIMITD_VERSION=true, taken at its word, starts a server
+// that warns of a variable no flag reads.
+func TestHelpSaysVersionIsNotFromTheEnvironment(t *testing.T) {
+	var out bytes.Buffer
+	_, err := parse([]string{"-h"}, &out)
+	require.ErrorIs(t, err, flag.ErrHelp)
+	help := strings.Join(strings.Fields(out.String()), " ")
+	assert.Contains(t, help, "-version print the version and exit")
+	assert.Contains(t, help, "Every flag but -version may also be set in the environment as HOTLIMITD_")
+}

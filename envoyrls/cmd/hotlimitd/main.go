@@ -58,7 +58,7 @@
 // within 10 s, asked again while the connection is refused): one that
 // cannot be reached, refuses the password or whose
 // certificate does not verify ends hotlimitd with the reason, exit status 1,
-// as the reference does. Every flag may be given in the
+// as the reference does. Every flag but -version may be given in the
 // environment as HOTLIMITD_ and its name in upper case with '-' as '_', such
 // as HOTLIMITD_REDIS=redis:6379; a flag on the command line wins. A
 // HOTLIMITD_ variable that no flag reads (a typo, such as
@@ -171,11 +171,11 @@ const defaultRedisTimeout = 10 * time.Millisecond
 // usage heads the -h output.
 const usage = `Usage: hotlimitd -config DIR [flags]
 
-Every flag may also be set in the environment as HOTLIMITD_ and its name in
-upper case with '-' as '_', such as HOTLIMITD_REDIS_PASSWORD; the command
-line wins. A HOTLIMITD_ variable no flag reads is named in a warning at
-start, but for those Kubernetes sets for a service named hotlimitd
-(HOTLIMITD_SERVICE_HOST, HOTLIMITD_SERVICE_PORT*, HOTLIMITD_PORT*).
+Every flag but -version may also be set in the environment as HOTLIMITD_
+and its name in upper case with '-' as '_', such as HOTLIMITD_REDIS_PASSWORD;
+the command line wins. A HOTLIMITD_ variable no flag reads is named in a
+warning at start, but for those Kubernetes sets for a service named
+hotlimitd (HOTLIMITD_SERVICE_HOST, HOTLIMITD_SERVICE_PORT*, HOTLIMITD_PORT*).
 
 `
 
