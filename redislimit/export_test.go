@@ -73,3 +73,13 @@ func EndLeaseTwice(l *Limiter, key string) bool {
 	l.unmap(key, ls)
 	return true
 }
+
+// ScriptHashes returns the SHA-1 of every algorithm's script, as Redis
+// names them in SCRIPT EXISTS.
+func ScriptHashes() []string {
+	var out []string
+	for _, s := range scripts {
+		out = append(out, s.Hash())
+	}
+	return out
+}

@@ -119,8 +119,7 @@ func (l *Limiter) explain(err error) error {
 		return err
 	case Reason(err) == "timeout":
 		return &noAnswer{err: err, timeout: l.set.timeout}
-	case redis.HasErrorPrefix(err, "NOAUTH"), redis.HasErrorPrefix(err, "WRONGPASS"),
-		redis.HasErrorPrefix(err, "Protocol error: unauthenticated"):
+	case isAuth(err):
 		cause = ErrAuth
 	case redis.HasErrorPrefix(err, "READONLY"):
 		cause = ErrReadOnly
@@ -134,6 +133,13 @@ func (l *Limiter) explain(err error) error {
 		return err
 	}
 	return fmt.Errorf("%w: %w", cause, err)
+}
+
+// isAuth reports whether err is Redis's refusal of a client for want of
+// authentication (see ErrAuth).
+func isAuth(err error) bool {
+	return redis.HasErrorPrefix(err, "NOAUTH") || redis.HasErrorPrefix(err, "WRONGPASS") ||
+		redis.HasErrorPrefix(err, "Protocol error: unauthenticated")
 }
 
 // isWrongType reports whether err is Redis's error for a command on a key

@@ -3,10 +3,12 @@ package redislimit
 import (
 	"context"
 	_ "embed"
+	"fmt"
 	"math"
 	"strings"
 
 	"github.com/hotlimit/hotlimit"
+	"github.com/hotlimit/hotlimit/internal/nilness"
 	"github.com/redis/go-redis/v9"
 )
 
@@ -144,4 +146,38 @@ func (o once) ScriptLoad(ctx context.Context, script string) *redis.StringCmd {
 	cmd := redis.NewStringCmd(ctx, "script", "load", script)
 	_ = o.p.Process(ctx, cmd)
 	return cmd
+}
+
+// LoadScripts loads the script of every algorithm into Redis, into each
+// master of a cluster client, so that the first decisions of a program's
+// limiters each take one round trip: a Limiter runs its script by its hash
+// and sends the source only once Redis answers that it does not hold it, a
+// second round trip, which the first call of each algorithm pays after
+// Redis starts (and after a restart without persistence, or SCRIPT FLUSH,
+// which LoadScripts cannot foresee: the limiters send the source again
+// then). Call it at start, where it also tells at once of a Redis that
+// refuses scripts (an ACL user without the scripting commands, NOPERM; a
+// client that is not authenticated, ErrAuth), which every decision would
+// otherwise hand to the failure policy. ctx bounds the calls. A nil client
+// is an error wrapping hotlimit.ErrInvalidConfig.
+func LoadScripts(ctx context.Context, client redis.UniversalClient) error {
+	if nilness.Is(client) {
+		return fmt.Errorf("redislimit: LoadScripts with a nil client: %w", hotlimit.ErrInvalidConfig)
+	}
+	if ctx == nil {
+		ctx = context.Background()
+	}
+	for a := range hotlimit.Algorithm(math.MaxUint8) {
+		s := scripts[a]
+		if s == nil {
+			continue
+		}
+		if err := s.Load(ctx, client).Err(); err != nil {
+			if isAuth(err) {
+				err = fmt.Errorf("%w: %w", ErrAuth, err)
+			}
+			return fmt.Errorf("redislimit: loading the %v script: %w", a, err)
+		}
+	}
+	return nil
 }
