@@ -737,7 +737,9 @@ var redisStartup = 10 * time.Second
 // without an answer: a Redis that cannot be reached in that time, does not
 // answer in it, refuses the password or whose certificate does not verify
 // is an error of the flags, to be told at start, not one answered to every
-// request as a backend failure.
+// request as a backend failure. Once Redis answers, it loads the scripts
+// (redislimit.LoadScripts), and a Redis that refuses them is such an error
+// too.
 func (f *flags) checkRedis(ctx context.Context, client redis.UniversalClient) error {
 	pctx, cancel := context.WithTimeout(ctx, redisStartup)
 	defer cancel()
@@ -761,6 +763,16 @@ func (f *flags) checkRedis(ctx context.Context, client redis.UniversalClient) er
 		var refused error
 		for {
 			err := client.Ping(pctx).Err()
+			if err == nil {
+				// Loaded now, the scripts spare the first request of each
+				// algorithm a second round trip (NOSCRIPT, then the
+				// source), which could outlast -redis-timeout; and a Redis
+				// that refuses them is told here, not by every request.
+				if err := redislimit.LoadScripts(pctx, client); err != nil {
+					pinged <- &scriptsRefused{err}
+					return
+				}
+			}
 			if err != nil && refused != nil && pctx.Err() != nil && !connected.Load() {
 				pinged <- refused
 				return
@@ -791,9 +803,12 @@ func (f *flags) checkRedis(ctx context.Context, client redis.UniversalClient) er
 	case <-ctx.Done():
 		return ctx.Err()
 	}
+	var scripts *scriptsRefused
 	switch {
 	case err == nil:
 		return nil
+	case errors.As(err, &scripts):
+		return fmt.Errorf("-redis %s: Redis answered PING but did not load the rate limit scripts (SCRIPT LOAD; an ACL user needs the scripting commands, +@scripting): %w", f.redisAddr, scripts.err)
 	case strings.HasPrefix(err.Error(), "WRONGPASS"), strings.HasPrefix(err.Error(), "NOAUTH"):
 		if f.redisUser != "" {
 			return fmt.Errorf("-redis %s: Redis refused the user and password (-redis-user %s, -redis-password): %w", f.redisAddr, f.redisUser, err)
@@ -804,6 +819,13 @@ func (f *flags) checkRedis(ctx context.Context, client redis.UniversalClient) er
 	}
 	return fmt.Errorf("-redis %s: %w", f.redisAddr, err)
 }
+
+// scriptsRefused is checkRedis's error for a Redis that answered PING but
+// did not load the scripts.
+type scriptsRefused struct{ err error }
+
+func (e *scriptsRefused) Error() string { return e.err.Error() }
+func (e *scriptsRefused) Unwrap() error { return e.err }
 
 // isDial reports whether err is a dial's: a connection refused, or not
 // made in time.
