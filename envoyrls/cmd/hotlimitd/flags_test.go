@@ -304,6 +304,15 @@ func TestVersion(t *testing.T) {
 	assert.True(t, strings.HasPrefix(v, "hotlimitd "), v)
 	assert.True(t, strings.HasSuffix(v, " "+runtime.Version()), v)
 
+	t.Setenv("HOTLIMITD_MAX_KEYS", "many") // no flag takes it: -h and -version still answer
+	_, err := parse([]string{"-version"}, io.Discard)
+	assert.ErrorIs(t, err, errVersion)
+	_, err = parse([]string{"-h"}, io.Discard)
+	assert.ErrorIs(t, err, flag.ErrHelp)
+	_, err = parse([]string{"-config", t.TempDir()}, io.Discard)
+	assert.ErrorContains(t, err, "HOTLIMITD_MAX_KEYS")
+	os.Unsetenv("HOTLIMITD_MAX_KEYS")
+
 	t.Setenv("HOTLIMITD_VERSION", "true")
 	dir := t.TempDir()
 	f, err := parse([]string{"-config", dir}, io.Discard)

@@ -209,13 +209,14 @@ func version() string {
 
 // parse reads the command line and the environment. -h returns
 // flag.ErrHelp, having written the usage to out; -version returns
-// errVersion, whatever the other flags.
+// errVersion, once the command line parses, whatever the other flags and
+// the environment hold.
 func parse(args []string, out io.Writer) (*flags, error) {
 	f := &flags{}
 	fs := newFlagSet(f)
-	if err := fromEnv(fs); err != nil {
-		return nil, err
-	}
+	// A value of the environment no flag takes is told once the command
+	// line has parsed: -h and -version answer whatever the environment holds.
+	envErr := fromEnv(fs)
 	// Not from the environment: a HOTLIMITD_VERSION set for another reason
 	// must not turn a server into a command that prints and exits.
 	showVersion := fs.Bool("version", false, "print the version and exit")
@@ -229,6 +230,9 @@ func parse(args []string, out io.Writer) (*flags, error) {
 	}
 	if *showVersion {
 		return nil, errVersion
+	}
+	if envErr != nil {
+		return nil, envErr
 	}
 	if f.config == "" {
 		return nil, errors.New("-config DIR is required")
