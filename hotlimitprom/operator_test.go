@@ -493,21 +493,31 @@ func TestServiceDecisionsDoNotAllocate(t *testing.T) {
 	}
 }
 
-// TestOperatorKeyCap: under hotlimit.WithMaxKeys, the keys held show
-// in hotlimit_keys at the cap, and the new keys denied at the cap show as
-// denied for their rule, as the README says.
-func TestOperatorKeyCap(t *testing.T) {
-	rules, err := service.LoadRules(strings.NewReader(`{"default": [{"algorithm": "TokenBucket", "limit": 5, "window": "1s"}]}`))
+// cappedService returns a service of the rules in JSON, capped at 3 keys
+// per limiter, on a frozen clock (no key turns idle), reporting to a
+// Metrics that watches its keys as limiter "api", and the URL of that
+// Metrics' /metrics.
+func cappedService(t *testing.T, rules string) (*service.Service, string) {
+	t.Helper()
+	rs, err := service.LoadRules(strings.NewReader(rules))
 	require.NoError(t, err)
 	m := hotlimitprom.New()
 	reg := prometheus.NewPedanticRegistry()
 	require.NoError(t, reg.Register(m))
 	srv := httptest.NewServer(promhttp.HandlerFor(reg, promhttp.HandlerOpts{}))
-	defer srv.Close()
-	var now atomic.Int64 // frozen: no key turns idle
-	svc, err := service.NewFromRules(rules, hotlimit.WithClock(now.Load), hotlimit.WithObserver(m), hotlimit.WithMaxKeys(3))
+	t.Cleanup(srv.Close)
+	var now atomic.Int64
+	svc, err := service.NewFromRules(rs, hotlimit.WithClock(now.Load), hotlimit.WithObserver(m), hotlimit.WithMaxKeys(3))
 	require.NoError(t, err)
 	m.WatchKeys("api", svc.Len)
+	return svc, srv.URL
+}
+
+// TestOperatorKeyCap: under hotlimit.WithMaxKeys, the keys held show
+// in hotlimit_keys at the cap, and the new keys denied at the cap show as
+// denied for their rule, as the README says.
+func TestOperatorKeyCap(t *testing.T) {
+	svc, url := cappedService(t, `{"default": [{"algorithm": "TokenBucket", "limit": 5, "window": "1s"}]}`)
 	passed := 0
 	for i := range 10 {
 		if svc.Allow("user"+strconv.Itoa(i), "GET /") {
@@ -515,7 +525,7 @@ func TestOperatorKeyCap(t *testing.T) {
 		}
 	}
 	require.Equal(t, 3, passed, "three keys fit under the cap")
-	s := scrapeOver(t, srv.URL)
+	s := scrapeOver(t, url)
 	assert.Equal(t, 3.0, s.get(t, "hotlimit_keys", "limiter", "api"))
 	assert.Equal(t, 7.0, s.get(t, "hotlimit_decisions_total", "rule", "default", "outcome", "denied"))
 	assert.Equal(t, 3.0, s.get(t, "hotlimit_decisions_total", "rule", "default", "outcome", "allowed"))
@@ -529,21 +539,11 @@ func TestOperatorKeyCap(t *testing.T) {
 // passing. A limiter used on its own reports no decisions: only the keys
 // given to WatchKeys.
 func TestOperatorKeyCapOfSeveralLimits(t *testing.T) {
-	rules, err := service.LoadRules(strings.NewReader(`{
+	svc, url := cappedService(t, `{
 	  "default": [{"algorithm": "FixedWindow", "limit": 5, "window": "1m"}],
 	  "apis":    {"GET /new": [{"algorithm": "FixedWindow", "limit": 3, "window": "1m", "shadow": true}],
 	              "GET /pay": [{"algorithm": "TokenBucket", "limit": 9, "window": "1m"}]}
-	}`))
-	require.NoError(t, err)
-	m := hotlimitprom.New()
-	reg := prometheus.NewPedanticRegistry()
-	require.NoError(t, reg.Register(m))
-	srv := httptest.NewServer(promhttp.HandlerFor(reg, promhttp.HandlerOpts{}))
-	defer srv.Close()
-	var now atomic.Int64 // frozen: no key turns idle
-	svc, err := service.NewFromRules(rules, hotlimit.WithClock(now.Load), hotlimit.WithObserver(m), hotlimit.WithMaxKeys(3))
-	require.NoError(t, err)
-	m.WatchKeys("api", svc.Len)
+	}`)
 
 	passed := map[string]int{}
 	for i := range 5 {
@@ -555,7 +555,7 @@ func TestOperatorKeyCapOfSeveralLimits(t *testing.T) {
 	}
 	require.True(t, svc.Allow("carol", "GET /pay"))
 	assert.Equal(t, map[string]int{"GET /": 3, "GET /new": 5}, passed, "three keys fit under each cap; a shadow limit lets the others through")
-	s := scrapeOver(t, srv.URL)
+	s := scrapeOver(t, url)
 	assert.Equal(t, 7.0, s.get(t, "hotlimit_keys", "limiter", "api"), "3 + 3 + 1: the sum over the limiters, not the cap")
 	assert.Equal(t, float64(svc.Len()), s.get(t, "hotlimit_keys", "limiter", "api"))
 	assert.Equal(t, 2.0, s.get(t, "hotlimit_decisions_total", "rule", "default", "outcome", "denied"))
@@ -566,6 +566,7 @@ func TestOperatorKeyCapOfSeveralLimits(t *testing.T) {
 	own := hotlimitprom.New()
 	ownReg := prometheus.NewPedanticRegistry()
 	require.NoError(t, ownReg.Register(own))
+	var now atomic.Int64 // frozen: the first key stays held
 	lim, err := tokenbucket.New(100, time.Minute, hotlimit.WithClock(now.Load), hotlimit.WithMaxKeys(1), hotlimit.WithObserver(own))
 	require.NoError(t, err)
 	own.WatchKeys("ip", lim.Len)
