@@ -2,6 +2,7 @@ package grpclimit_test
 
 import (
 	"context"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -13,6 +14,8 @@ import (
 
 	"github.com/hotlimit/hotlimit"
 	"github.com/hotlimit/hotlimit/grpclimit"
+	"github.com/hotlimit/hotlimit/internal/limitertest"
+	"github.com/hotlimit/hotlimit/service"
 )
 
 // TestClientWaitFaultsWhenAskedAgain: what fails the ask after a wait
@@ -92,4 +95,32 @@ func TestServerIgnoresWithWait(t *testing.T) {
 	assert.Equal(t, codes.ResourceExhausted, status.Code(err))
 	assert.Empty(t, slept, "no wait")
 	assert.Equal(t, 1, handled)
+}
+
+// TestClientWaitDoesNotWaitOutAFailurePolicy: a denial the failure policy
+// of a backend that cannot decide made (Unavailable, with the policy's
+// RetryInfo) fails the call at once under WithWait, as without it: no
+// quota was spent, so no wait for one would help.
+func TestClientWaitDoesNotWaitOutAFailurePolicy(t *testing.T) {
+	remote := cfg(hotlimit.FixedWindow, 5, time.Minute)
+	svc, err := service.NewFromRules(service.Rules{Default: service.Limits{remote}},
+		limitertest.OnBackend(remote, &limitertest.UnreachableRefunder{Closed: true}, service.NewLimiter))
+	require.NoError(t, err)
+	var now atomic.Int64
+	var slept []time.Duration
+	callCtx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	events, sent := 0, 0
+	invoker := func(context.Context, string, any, any, *grpc.ClientConn, ...grpc.CallOption) error {
+		sent++
+		return nil
+	}
+	sleeps := 0
+	intercept := grpclimit.UnaryClientInterceptor(svc, grpclimit.WithWait(clockSleep(&now, &slept, func() { sleeps++; cancel() })),
+		grpclimit.WithObserver(func(grpclimit.Event) { events++ }))
+	err = intercept(callCtx, unaryCall, nil, nil, nil, invoker)
+	assert.Equal(t, codes.Unavailable, status.Code(err), "%v", err)
+	assert.Zero(t, sleeps, "no wait")
+	assert.Equal(t, 1, events, "asked once")
+	assert.Zero(t, sent)
 }
