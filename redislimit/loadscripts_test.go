@@ -127,3 +127,21 @@ func TestLoadScriptsTellsARefusal(t *testing.T) {
 	var nilClient *redis.Client
 	assert.ErrorIs(t, redislimit.LoadScripts(context.Background(), nilClient), hotlimit.ErrInvalidConfig)
 }
+
+// TestLoadScriptsUnmadeClient: a client declared but not made by go-redis
+// (a zero redis.Client, or a wrapper of no client), whose commands
+// dereference nil, is an error wrapping hotlimit.ErrInvalidConfig, as a nil
+// client is: LoadScripts runs at start, where a panic would end the
+// program with a trace instead of the reason.
+func TestLoadScriptsUnmadeClient(t *testing.T) {
+	for name, client := range map[string]redis.UniversalClient{
+		"zero Client":        &redis.Client{},
+		"zero ClusterClient": &redis.ClusterClient{},
+		"wrapper of nil":     struct{ redis.UniversalClient }{},
+	} {
+		var err error
+		require.NotPanics(t, func() { err = redislimit.LoadScripts(context.Background(), client) }, name)
+		assert.ErrorIs(t, err, hotlimit.ErrInvalidConfig, name)
+		assert.ErrorContains(t, err, "redis.NewClient", name)
+	}
+}

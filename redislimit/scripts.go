@@ -158,12 +158,18 @@ func (o once) ScriptLoad(ctx context.Context, script string) *redis.StringCmd {
 // then). Call it at start, where it also tells at once of a Redis that
 // refuses scripts (an ACL user without the scripting commands, NOPERM; a
 // client that is not authenticated, ErrAuth), which every decision would
-// otherwise hand to the failure policy. ctx bounds the calls. A nil client
-// is an error wrapping hotlimit.ErrInvalidConfig.
-func LoadScripts(ctx context.Context, client redis.UniversalClient) error {
+// otherwise hand to the failure policy. ctx bounds the calls. A nil client,
+// or one that panics (a zero redis.Client, declared but not made by
+// go-redis), is an error wrapping hotlimit.ErrInvalidConfig.
+func LoadScripts(ctx context.Context, client redis.UniversalClient) (err error) {
 	if nilness.Is(client) {
 		return fmt.Errorf("redislimit: LoadScripts with a nil client: %w", hotlimit.ErrInvalidConfig)
 	}
+	defer func() {
+		if r := recover(); r != nil {
+			err = fmt.Errorf("redislimit: LoadScripts: the client panicked (%v): make it with redis.NewClient, redis.NewClusterClient or redis.NewUniversalClient: %w", r, hotlimit.ErrInvalidConfig)
+		}
+	}()
 	if ctx == nil {
 		ctx = context.Background()
 	}

@@ -2,6 +2,7 @@ package service
 
 import (
 	"context"
+	"math"
 
 	"github.com/hotlimit/hotlimit"
 )
@@ -46,6 +47,21 @@ type pair struct {
 func (p pair) Allow(string) bool { return p.s.Allow(p.user, p.api) }
 
 func (p pair) Take(_ string, n int) hotlimit.Decision { return p.s.Take(p.user, p.api, n) }
+
+// Burst is the most requests the pair's rule passes at once: the least
+// capacity of its limits not in shadow mode (burst spelled out as the
+// service enforces it; an Unlimited one bounds nothing). hotlimit.WaitN
+// reads it to tell a request within it that never passes (the limiters'
+// clock past their range) from one of more than ever pass at once.
+func (p pair) Burst() int {
+	b := math.MaxInt
+	for _, c := range p.s.ResolvePolicies(p.user, p.api) {
+		if !c.Shadow && c.Algorithm != hotlimit.Unlimited {
+			b = min(b, c.Capacity())
+		}
+	}
+	return b
+}
 
 func (p pair) TakeContext(ctx context.Context, _ string, n int) (hotlimit.Decision, error) {
 	return p.s.TakeContext(ctx, p.user, p.api, n)

@@ -742,8 +742,10 @@ var redisStartup = 10 * time.Second
 // answer in it, refuses the password or whose certificate does not verify
 // is an error of the flags, to be told at start, not one answered to every
 // request as a backend failure. Once Redis answers, it loads the scripts
-// (redislimit.LoadScripts), and a Redis that refuses them is such an error
-// too.
+// (redislimit.LoadScripts), and a Redis that does not answer that in the
+// time left, or refuses scripts, is such an error too; one that refuses
+// only SCRIPT LOAD, but runs scripts by EVALSHA and EVAL as the limiters
+// do, is not (see runsScripts).
 func (f *flags) checkRedis(ctx context.Context, client redis.UniversalClient) error {
 	pctx, cancel := context.WithTimeout(ctx, redisStartup)
 	defer cancel()
@@ -772,7 +774,7 @@ func (f *flags) checkRedis(ctx context.Context, client redis.UniversalClient) er
 				// algorithm a second round trip (NOSCRIPT, then the
 				// source), which could outlast -redis-timeout; and a Redis
 				// that refuses them is told here, not by every request.
-				if err := redislimit.LoadScripts(pctx, client); err != nil {
+				if err := redislimit.LoadScripts(pctx, client); err != nil && !runsScripts(pctx, client, err) {
 					pinged <- &scriptsRefused{err}
 					return
 				}
@@ -811,8 +813,12 @@ func (f *flags) checkRedis(ctx context.Context, client redis.UniversalClient) er
 	switch {
 	case err == nil:
 		return nil
+	case errors.As(err, &scripts) && timedOut(scripts.err) && !isDial(scripts.err):
+		return fmt.Errorf("-redis %s: Redis answered PING, but not SCRIPT LOAD within %v: %w", f.redisAddr, redisStartup, scripts.err)
+	case errors.As(err, &scripts) && redis.HasErrorPrefix(scripts.err, "NOPERM"):
+		return fmt.Errorf("-redis %s: Redis answered PING but refused the rate limit scripts (an ACL user needs the scripting commands, +@scripting): %w", f.redisAddr, scripts.err)
 	case errors.As(err, &scripts):
-		return fmt.Errorf("-redis %s: Redis answered PING but did not load the rate limit scripts (SCRIPT LOAD; an ACL user needs the scripting commands, +@scripting): %w", f.redisAddr, scripts.err)
+		return fmt.Errorf("-redis %s: Redis answered PING but did not load the rate limit scripts (SCRIPT LOAD): %w", f.redisAddr, scripts.err)
 	case strings.HasPrefix(err.Error(), "WRONGPASS"), strings.HasPrefix(err.Error(), "NOAUTH"):
 		if f.redisUser != "" {
 			return fmt.Errorf("-redis %s: Redis refused the user and password (-redis-user %s, -redis-password): %w", f.redisAddr, f.redisUser, err)
@@ -823,6 +829,21 @@ func (f *flags) checkRedis(ctx context.Context, client redis.UniversalClient) er
 	}
 	return fmt.Errorf("-redis %s: %w", f.redisAddr, err)
 }
+
+// runsScripts reports whether Redis, having refused SCRIPT LOAD with
+// loadErr, still runs scripts as the limiters do (EVALSHA, then EVAL on
+// NOSCRIPT): an ACL user allowed those two commands but not SCRIPT (least
+// privilege, "+evalsha +eval") has every decision made in Redis, each
+// algorithm's first paying the second round trip that loading spares.
+func runsScripts(ctx context.Context, client redis.UniversalClient, loadErr error) bool {
+	if !redis.HasErrorPrefix(loadErr, "NOPERM") {
+		return false
+	}
+	return probeScript.Run(ctx, client, nil).Err() == nil
+}
+
+// probeScript is the script runsScripts runs: it reads and writes nothing.
+var probeScript = redis.NewScript("return 1")
 
 // scriptsRefused is checkRedis's error for a Redis that answered PING but
 // did not load the scripts.

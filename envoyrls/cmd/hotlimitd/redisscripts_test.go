@@ -1,0 +1,59 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"io"
+	"net"
+	"strconv"
+	"testing"
+	"time"
+
+	"github.com/hotlimit/hotlimit/envoyrls/internal/redisproc"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+// TestScriptLoadUnansweredAtStart: a Redis that answers PING but not SCRIPT
+// LOAD within the check's time ends hotlimitd with that said, not with
+// advice on ACL permissions, which would send its operator to change a
+// user that lacks nothing.
+func TestScriptLoadUnansweredAtStart(t *testing.T) {
+	addr, _ := startRedis(t, "")
+	// Every command but SCRIPT reaches Redis; SCRIPT LOAD is dropped, as
+	// by a Redis too busy to answer it.
+	proxy := startProxy(t, addr, func(_ net.Conn, b []byte, answer bool) bool {
+		return !answer && bytes.Contains(bytes.ToLower(b), []byte("script"))
+	})
+	defer func(d time.Duration) { redisStartup = d }(redisStartup)
+	redisStartup = 500 * time.Millisecond
+	dir := t.TempDir()
+	writeRule(t, dir, "1")
+	err := run(context.Background(), []string{"-config", dir, "-grpc", "127.0.0.1:0", "-http", "", "-redis", proxy}, io.Discard,
+		func(string, string) { t.Error("served") })
+	require.Error(t, err)
+	assert.Contains(t, err.Error(), "-redis "+proxy+": Redis answered PING, but not SCRIPT LOAD within 500ms")
+	assert.NotContains(t, err.Error(), "+@scripting", "no ACL is at fault")
+	assert.Equal(t, 1, exitCode(err))
+}
+
+// TestRedisUserMayEvalButNotScriptLoad: an ACL user that may run scripts
+// by EVALSHA and EVAL but not SCRIPT LOAD (least privilege: "+evalsha
+// +eval") has every decision made in Redis, the source sent once Redis
+// answers NOSCRIPT: hotlimitd starts there, as it did before it loaded
+// the scripts at start, rather than end on a refusal no request meets.
+func TestRedisUserMayEvalButNotScriptLoad(t *testing.T) {
+	addr, _, err := redisproc.Start(t, redisproc.Config{
+		Password: "s3cret",
+		Args: func(port int) []string {
+			return []string{"--port", strconv.Itoa(port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no",
+				"--requirepass", "s3cret", "--user", "limiter", "on", ">limiterpw", "~*", "&*", "+@all", "-script"}
+		},
+	})
+	require.NoError(t, err)
+	dir := t.TempDir()
+	writeRule(t, dir, "1")
+	srv := startServer(t, []string{"-config", dir, "-grpc", "127.0.0.1:0", "-http", "", "-redis", addr, "-redis-user", "limiter", "-redis-password", "limiterpw",
+		"-redis-prefix", t.Name() + ":", "-redis-timeout", "10s"}, io.Discard)
+	countsOneAndStops(t, srv)
+}
