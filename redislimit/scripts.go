@@ -149,8 +149,10 @@ func (o once) ScriptLoad(ctx context.Context, script string) *redis.StringCmd {
 }
 
 // LoadScripts loads the script of every algorithm into Redis, into each
-// master of a cluster client, so that the first decisions of a program's
-// limiters each take one round trip: a Limiter runs its script by its hash
+// master of a cluster client (not the replicas, which get them from the
+// limiters once promoted) and each shard of a Ring, so that the first
+// decisions of a program's limiters each take one round trip: a Limiter
+// runs its script by its hash
 // and sends the source only once Redis answers that it does not hold it, a
 // second round trip, which the first call of each algorithm pays after
 // Redis starts (and after a restart without persistence, or SCRIPT FLUSH,
@@ -173,12 +175,27 @@ func LoadScripts(ctx context.Context, client redis.UniversalClient) (err error) 
 	if ctx == nil {
 		ctx = context.Background()
 	}
+	switch c := client.(type) {
+	case *redis.ClusterClient:
+		// The masters run the scripts; a replica gets them from the
+		// limiters once promoted, and one down must not fail the load.
+		return c.ForEachMaster(ctx, func(ctx context.Context, m *redis.Client) error { return loadScripts(ctx, m) })
+	case *redis.Ring:
+		// A Ring sends SCRIPT LOAD to one shard of its choice.
+		return c.ForEachShard(ctx, func(ctx context.Context, sh *redis.Client) error { return loadScripts(ctx, sh) })
+	}
+	return loadScripts(ctx, client)
+}
+
+// loadScripts is LoadScripts on c, a client of one server (or a client
+// that sends SCRIPT LOAD where it needs to be).
+func loadScripts(ctx context.Context, c redis.Scripter) error {
 	for a := range hotlimit.Algorithm(math.MaxUint8) {
 		s := scripts[a]
 		if s == nil {
 			continue
 		}
-		if err := s.Load(ctx, client).Err(); err != nil {
+		if err := s.Load(ctx, c).Err(); err != nil {
 			if isAuth(err) {
 				err = fmt.Errorf("%w: %w", ErrAuth, err)
 			}

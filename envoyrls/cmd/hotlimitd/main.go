@@ -742,17 +742,19 @@ var redisStartup = 10 * time.Second
 // answer in it, refuses the password or whose certificate does not verify
 // is an error of the flags, to be told at start, not one answered to every
 // request as a backend failure. Once Redis answers, it loads the scripts
-// (redislimit.LoadScripts), and a Redis that does not answer that in the
-// time left, or refuses scripts, is such an error too; one that refuses
-// only SCRIPT LOAD, but runs scripts by EVALSHA and EVAL as the limiters
-// do, is not (see runsScripts).
-func (f *flags) checkRedis(ctx context.Context, client redis.UniversalClient) error {
+// (redislimit.LoadScripts), and a Redis that refuses scripts is such an
+// error too; one that refuses only SCRIPT LOAD, but runs scripts by EVALSHA
+// and EVAL as the limiters do, is not (see runsScripts). Scripts that fail
+// to load otherwise (no answer in the time left, a cluster's master not
+// reachable yet) are a warning in log: the limiters send them as needed.
+func (f *flags) checkRedis(ctx context.Context, client redis.UniversalClient, log *slog.Logger) error {
 	pctx, cancel := context.WithTimeout(ctx, redisStartup)
 	defer cancel()
 	// The client's read of an answer ends at its deadline, not when ctx is
 	// canceled: a signal must not wait for it. Once run closes the client,
 	// the read ends and so does the goroutine.
 	pinged := make(chan error, 1)
+	notLoaded := make(chan error, 1) // scripts that did not load, for a warning
 	// A Redis that listens at last but does not answer in time is told as
 	// such, not by the refusals before it: the end of the check stands
 	// for the last refusal only while no dial has connected (a cluster's
@@ -774,9 +776,12 @@ func (f *flags) checkRedis(ctx context.Context, client redis.UniversalClient) er
 				// algorithm a second round trip (NOSCRIPT, then the
 				// source), which could outlast -redis-timeout; and a Redis
 				// that refuses them is told here, not by every request.
-				if err := redislimit.LoadScripts(pctx, client); err != nil && !runsScripts(pctx, client, err) {
-					pinged <- &scriptsRefused{err}
-					return
+				if err := redislimit.LoadScripts(pctx, client); err != nil {
+					if refusesScripts(pctx, client, err) {
+						pinged <- &scriptsRefused{err}
+						return
+					}
+					notLoaded <- err
 				}
 			}
 			if err != nil && refused != nil && pctx.Err() != nil && !connected.Load() {
@@ -812,13 +817,18 @@ func (f *flags) checkRedis(ctx context.Context, client redis.UniversalClient) er
 	var scripts *scriptsRefused
 	switch {
 	case err == nil:
+		select {
+		case lerr := <-notLoaded:
+			msg := "rate limit scripts not loaded at start: each algorithm's first request sends its script, a second round trip"
+			if timedOut(lerr) && !isDial(lerr) {
+				msg = "rate limit scripts not loaded at start: Redis answered PING, but not SCRIPT LOAD in time; each algorithm's first request sends its script, a second round trip"
+			}
+			log.Warn(msg, "redis", f.redisAddr, "err", lerr.Error())
+		default:
+		}
 		return nil
-	case errors.As(err, &scripts) && timedOut(scripts.err) && !isDial(scripts.err):
-		return fmt.Errorf("-redis %s: Redis answered PING, but not SCRIPT LOAD within %v: %w", f.redisAddr, redisStartup, scripts.err)
-	case errors.As(err, &scripts) && redis.HasErrorPrefix(scripts.err, "NOPERM"):
-		return fmt.Errorf("-redis %s: Redis answered PING but refused the rate limit scripts (an ACL user needs the scripting commands, +@scripting): %w", f.redisAddr, scripts.err)
 	case errors.As(err, &scripts):
-		return fmt.Errorf("-redis %s: Redis answered PING but did not load the rate limit scripts (SCRIPT LOAD): %w", f.redisAddr, scripts.err)
+		return fmt.Errorf("-redis %s: Redis answered PING but refused the rate limit scripts (an ACL user needs the scripting commands, +@scripting): %w", f.redisAddr, scripts.err)
 	case strings.HasPrefix(err.Error(), "WRONGPASS"), strings.HasPrefix(err.Error(), "NOAUTH"):
 		if f.redisUser != "" {
 			return fmt.Errorf("-redis %s: Redis refused the user and password (-redis-user %s, -redis-password): %w", f.redisAddr, f.redisUser, err)
@@ -830,19 +840,20 @@ func (f *flags) checkRedis(ctx context.Context, client redis.UniversalClient) er
 	return fmt.Errorf("-redis %s: %w", f.redisAddr, err)
 }
 
-// runsScripts reports whether Redis, having refused SCRIPT LOAD with
-// loadErr, still runs scripts as the limiters do (EVALSHA, then EVAL on
-// NOSCRIPT): an ACL user allowed those two commands but not SCRIPT (least
-// privilege, "+evalsha +eval") has every decision made in Redis, each
-// algorithm's first paying the second round trip that loading spares.
-func runsScripts(ctx context.Context, client redis.UniversalClient, loadErr error) bool {
+// refusesScripts reports whether Redis, having failed SCRIPT LOAD with
+// loadErr, refuses to run scripts: it refused the load (NOPERM) and refuses
+// EVALSHA and EVAL too. An ACL user allowed those two commands but not
+// SCRIPT (least privilege, "+evalsha +eval") has every decision made in
+// Redis, each algorithm's first paying the second round trip that loading
+// spares: no refusal.
+func refusesScripts(ctx context.Context, client redis.UniversalClient, loadErr error) bool {
 	if !redis.HasErrorPrefix(loadErr, "NOPERM") {
 		return false
 	}
-	return probeScript.Run(ctx, client, nil).Err() == nil
+	return probeScript.Run(ctx, client, nil).Err() != nil
 }
 
-// probeScript is the script runsScripts runs: it reads and writes nothing.
+// probeScript is the script refusesScripts runs: it reads and writes nothing.
 var probeScript = redis.NewScript("return 1")
 
 // scriptsRefused is checkRedis's error for a Redis that answered PING but
@@ -1079,7 +1090,7 @@ func run(ctx context.Context, args []string, stderr io.Writer, ready func(grpcAd
 	if client != nil {
 		redis.SetLogger(redisLogger{log})
 		defer func() { _ = client.Close() }()
-		if err := f.checkRedis(ctx, client); err != nil {
+		if err := f.checkRedis(ctx, client, log); err != nil {
 			if ctx.Err() != nil { // a signal came while Redis was slow to answer: a stop, not a failure
 				log.Info("stopped before serving")
 				return nil
