@@ -55,7 +55,8 @@ func Wait(ctx context.Context, l Limiter, key string, opts ...WaitOption) error 
 // A decision its failure policy made when the backend failed counts as any
 // other while ctx lasts: one that passes ends the wait (as it would pass a
 // call of Take), one that denies is waited out, and the backend's error is
-// kept for the error WaitN returns if the wait then cannot succeed. A pass
+// joined to the error WaitN returns when ctx's deadline leaves no time for
+// that wait (a ctx that ends during the sleep returns its own error). A pass
 // that comes with an error once ctx has ended (canceled, or past its
 // deadline, though its timer may not have run yet) is no pass: the limiter
 // could not decide for a caller that has left, and counted the request

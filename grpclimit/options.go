@@ -184,7 +184,8 @@ func WithDryRun(on bool) Option {
 // its own status (Canceled or DeadlineExceeded), having taken nothing.
 // A call that can never pass (RetryAfter hotlimit.Never), and one the
 // service could not decide (Unavailable), fail at once as without it. The
-// observer hears each ask: a denial while waiting, then the pass. There is
+// observer hears each ask: a denial while waiting, then the pass. Under
+// [WithDryRun] nothing is denied, so nothing waits. There is
 // no queue: calls waiting together are not sent in the order they came
 // (see hotlimit.WaitN). opts are hotlimit.WaitN's, such as
 // hotlimit.WithSleep, for a fake clock in tests. The server interceptors
