@@ -4,13 +4,11 @@ import (
 	"bytes"
 	"io"
 	"net"
-	"strconv"
 	"testing"
 	"time"
 
 	"github.com/hotlimit/hotlimit/envoyrls/internal/redisproc"
 	"github.com/stretchr/testify/assert"
-	"github.com/stretchr/testify/require"
 )
 
 // TestScriptLoadUnansweredAtStart: a Redis that answers PING but not SCRIPT
@@ -43,14 +41,7 @@ func TestScriptLoadUnansweredAtStart(t *testing.T) {
 // answers NOSCRIPT: hotlimitd starts there, as it did before it loaded
 // the scripts at start, rather than end on a refusal no request meets.
 func TestRedisUserMayEvalButNotScriptLoad(t *testing.T) {
-	addr, _, err := redisproc.Start(t, redisproc.Config{
-		Password: "s3cret",
-		Args: func(port int) []string {
-			return []string{"--port", strconv.Itoa(port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no",
-				"--requirepass", "s3cret", "--user", "limiter", "on", ">limiterpw", "~*", "&*", "+@all", "-script"}
-		},
-	})
-	require.NoError(t, err)
+	addr := startRedisWithUser(t, "-script")
 	dir := t.TempDir()
 	writeRule(t, dir, "1")
 	srv := startServer(t, []string{"-config", dir, "-grpc", "127.0.0.1:0", "-http", "", "-redis", addr, "-redis-user", "limiter", "-redis-password", "limiterpw",

@@ -20,14 +20,7 @@ import (
 // without -redis-password, which would connect as the default user, is an
 // error of the flags.
 func TestRedisUser(t *testing.T) {
-	addr, _, err := redisproc.Start(t, redisproc.Config{
-		Password: "s3cret",
-		Args: func(port int) []string {
-			return []string{"--port", strconv.Itoa(port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no",
-				"--requirepass", "s3cret", "--user", "limiter", "on", ">limiterpw", "~*", "&*", "+@all"}
-		},
-	})
-	require.NoError(t, err)
+	addr := startRedisWithUser(t)
 	dir := t.TempDir()
 	writeRule(t, dir, "1")
 	args := []string{"-config", dir, "-grpc", "127.0.0.1:0", "-http", "", "-redis", addr, "-redis-prefix", t.Name() + ":", "-redis-timeout", "10s"}
@@ -36,7 +29,7 @@ func TestRedisUser(t *testing.T) {
 	countsOneAndStops(t, srv)
 
 	var logs bytes.Buffer
-	err = run(context.Background(), append(args, "-redis-password", "limiterpw"), &logs, nil)
+	err := run(context.Background(), append(args, "-redis-password", "limiterpw"), &logs, nil)
 	require.Error(t, err, "the user's password is not the default user's")
 	assert.Contains(t, err.Error(), "-redis-user")
 
@@ -51,21 +44,14 @@ func TestRedisUser(t *testing.T) {
 // request. Once it may, hotlimitd starts with the scripts loaded: its first
 // request is one EVALSHA, Redis holding the script already.
 func TestRedisUserWithoutScripts(t *testing.T) {
-	addr, _, err := redisproc.Start(t, redisproc.Config{
-		Password: "s3cret",
-		Args: func(port int) []string {
-			return []string{"--port", strconv.Itoa(port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no",
-				"--requirepass", "s3cret", "--user", "limiter", "on", ">limiterpw", "~*", "&*", "+@all", "-@scripting"}
-		},
-	})
-	require.NoError(t, err)
+	addr := startRedisWithUser(t, "-@scripting")
 	dir := t.TempDir()
 	writeRule(t, dir, "1")
 	args := []string{"-config", dir, "-grpc", "127.0.0.1:0", "-http", "", "-redis", addr, "-redis-user", "limiter", "-redis-password", "limiterpw",
 		"-redis-prefix", t.Name() + ":", "-redis-timeout", "10s"}
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	err = run(ctx, args, io.Discard, func(string, string) { t.Error("served"); cancel() })
+	err := run(ctx, args, io.Discard, func(string, string) { t.Error("served"); cancel() })
 	require.Error(t, err)
 	assert.Contains(t, err.Error(), "+@scripting")
 	assert.Contains(t, err.Error(), "NOPERM")
@@ -81,4 +67,21 @@ func TestRedisUserWithoutScripts(t *testing.T) {
 	require.NoError(t, err)
 	assert.Contains(t, stats, "cmdstat_evalsha:calls=2,", "each request one EVALSHA")
 	assert.NotContains(t, stats, "cmdstat_eval:", "no script sent with a request")
+}
+
+// startRedisWithUser starts a redis-server whose default user's password is
+// s3cret, with an ACL user "limiter" (password limiterpw) of every command
+// and key, less those perms take away (such as "-@scripting"); it returns
+// its address.
+func startRedisWithUser(t *testing.T, perms ...string) string {
+	t.Helper()
+	addr, _, err := redisproc.Start(t, redisproc.Config{
+		Password: "s3cret",
+		Args: func(port int) []string {
+			return append([]string{"--port", strconv.Itoa(port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no",
+				"--requirepass", "s3cret", "--user", "limiter", "on", ">limiterpw", "~*", "&*", "+@all"}, perms...)
+		},
+	})
+	require.NoError(t, err)
+	return addr
 }
