@@ -54,17 +54,7 @@ func TestQuotaFailureSubjectIsTheKeysKind(t *testing.T) {
 		{"the same key tagged", grpclimit.Tag("account", ownColon), "account"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			svc, _ := newService(t, cfg(hotlimit.FixedWindow, 1, time.Minute), 0)
-			intercept := grpclimit.UnaryServerInterceptor(svc, grpclimit.WithUser(tc.user))
-			info := &grpc.UnaryServerInfo{FullMethod: "/a.B/C"}
-			handler := func(context.Context, any) (any, error) { return "ok", nil }
-			_, err := intercept(ctx, "req", info, handler)
-			require.NoError(t, err)
-			_, err = intercept(ctx, "req", info, handler)
-			require.Equal(t, codes.ResourceExhausted, status.Code(err))
-			_, qf := details(t, err)
-			require.Len(t, qf.GetViolations(), 1)
-			assert.Equal(t, tc.want, qf.GetViolations()[0].GetSubject())
+			assert.Equal(t, tc.want, deniedSubject(t, ctx, cfg(hotlimit.FixedWindow, 1, time.Minute), tc.user))
 		})
 	}
 }
@@ -88,17 +78,25 @@ func TestQuotaFailureSubjectIsTheQuotasScope(t *testing.T) {
 		t.Run(tc.scope.String(), func(t *testing.T) {
 			c := cfg(hotlimit.FixedWindow, 1, time.Minute)
 			c.Scope = tc.scope
-			svc, _ := newService(t, c, 0)
-			intercept := grpclimit.UnaryServerInterceptor(svc, grpclimit.WithUser(grpclimit.Metadata("x-api-key")))
-			info := &grpc.UnaryServerInfo{FullMethod: "/a.B/C"}
-			handler := func(context.Context, any) (any, error) { return "ok", nil }
-			_, err := intercept(ctx, "req", info, handler)
-			require.NoError(t, err)
-			_, err = intercept(ctx, "req", info, handler)
-			require.Equal(t, codes.ResourceExhausted, status.Code(err))
-			_, qf := details(t, err)
-			require.Len(t, qf.GetViolations(), 1)
-			assert.Equal(t, tc.want, qf.GetViolations()[0].GetSubject())
+			assert.Equal(t, tc.want, deniedSubject(t, ctx, c, grpclimit.Metadata("x-api-key")))
 		})
 	}
+}
+
+// deniedSubject returns the QuotaFailure subject of the second unary call
+// in ctx to a server limited by c (whose first call passes), its user
+// found by user.
+func deniedSubject(t *testing.T, ctx context.Context, c hotlimit.Config, user grpclimit.KeyFunc) string {
+	t.Helper()
+	svc, _ := newService(t, c, 0)
+	intercept := grpclimit.UnaryServerInterceptor(svc, grpclimit.WithUser(user))
+	info := &grpc.UnaryServerInfo{FullMethod: "/a.B/C"}
+	handler := func(context.Context, any) (any, error) { return "ok", nil }
+	_, err := intercept(ctx, "req", info, handler)
+	require.NoError(t, err)
+	_, err = intercept(ctx, "req", info, handler)
+	require.Equal(t, codes.ResourceExhausted, status.Code(err))
+	_, qf := details(t, err)
+	require.Len(t, qf.GetViolations(), 1)
+	return qf.GetViolations()[0].GetSubject()
 }
