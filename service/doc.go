@@ -43,7 +43,8 @@
 // rule that made it and its outcome (package hotlimitprom and hotlimitotel
 // export them as metrics; a nil Observer, or one holding a nil pointer or
 // function, such as a nil hotlimit.ObserverFunc, reports nothing); a limit with Shadow set decides and counts but
-// never denies, reporting what it would have denied; a rule of
+// never denies, reporting what it would have denied (and [WithShadowHook]
+// who would have been denied); a rule of
 // [hotlimit.Unlimited] is an allow-list entry that keeps no state;
 // [Service.TakeWith] decides one call under a limit given with it; and
 // [hotlimit.WithMaxKeys] caps the keys each limiter holds. The cap sizes each

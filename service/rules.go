@@ -43,6 +43,9 @@ type rule struct {
 	// share it classifies them with.
 	obs  hotlimit.Observer
 	near float64
+	// shadowHook, when not nil, hears of every decision that a limit in
+	// shadow mode would have denied (see WithShadowHook).
+	shadowHook func(user, api string, e hotlimit.Event)
 	// defBurst is the service's default burst, for the limits' capacity
 	// (see capacity).
 	defBurst int
@@ -119,11 +122,11 @@ func (ru *rule) named(name string) *rule {
 	return &c
 }
 
-// setSources sets sources from name and the limits, when an observer will
-// see them.
+// setSources sets sources from name and the limits, when an observer or the
+// shadow hook will see them.
 func (ru *rule) setSources() {
 	ru.sources = nil
-	if ru.obs == nil {
+	if ru.obs == nil && ru.shadowHook == nil {
 		return
 	}
 	limits := ru.limits
@@ -148,7 +151,8 @@ func (ru *rule) allow(cache *keyCache, user, api string) bool {
 	} else if ru.counted != nil {
 		var sk stackKey
 		if k, ok := sk.key(ru.scope, user, api); ok {
-			return ru.observeAllow(ru.counted.AllowRemaining(k))
+			allowed, remaining := ru.counted.AllowRemaining(k)
+			return ru.observeAllow(allowed, remaining, user, api)
 		}
 	}
 	return ru.allowSlow(cache, user, api)
@@ -184,17 +188,17 @@ func (ru *rule) take(cache *keyCache, user, api string, n int, ownDecision bool)
 		if ru.transient {
 			var sk stackKey
 			if k, ok := sk.key(ru.scope, user, api); ok {
-				return ru.one(ru.lim.Take(k, n), n)
+				return ru.one(ru.lim.Take(k, n), n, user, api)
 			}
 			var lk longKey
 			if k, ok := lk.key(ru.scope, user, api); ok {
-				return ru.one(ru.lim.Take(k, n), n)
+				return ru.one(ru.lim.Take(k, n), n, user, api)
 			}
 			kb := getKeyBuf()
 			defer kb.put()
-			return ru.one(ru.lim.Take(kb.key(ru.scope, user, api), n), n)
+			return ru.one(ru.lim.Take(kb.key(ru.scope, user, api), n), n, user, api)
 		}
-		return ru.one(ru.lim.Take(cache.key(ru.scope, user, api), n), n)
+		return ru.one(ru.lim.Take(cache.key(ru.scope, user, api), n), n, user, api)
 	}
 	return ru.takeSeveral(cache, user, api, n, ownDecision)
 }
@@ -209,14 +213,14 @@ func (ru *rule) takeSeveral(cache *keyCache, user, api string, n int, ownDecisio
 	}
 	//lint:ignore SA1012 nil: decided without a context, as Take is
 	d, i, own, shadow, _ := ru.multi.take(nil, keys{cache: cache, buf: kb, user: user, api: api}, n, nil)
-	return ru.several(d, i, own, shadow, n, ownDecision)
+	return ru.several(d, i, own, shadow, n, ownDecision, user, api)
 }
 
 // observeAllow finishes a decision of Allow that the limiter reported with
 // AllowRemaining, as one does for n = 1, and returns whether the caller
 // passes. The outcome is ClassifyCapacity's: nearMax is its threshold on
 // Remaining.
-func (ru *rule) observeAllow(allowed bool, remaining int) bool {
+func (ru *rule) observeAllow(allowed bool, remaining int, user, api string) bool {
 	outcome, passes := hotlimit.OutcomeAllowed, allowed
 	switch {
 	case allowed && remaining > ru.nearMax:
@@ -227,7 +231,8 @@ func (ru *rule) observeAllow(allowed bool, remaining int) bool {
 	default:
 		outcome = hotlimit.OutcomeDenied
 	}
-	if ru.obs == nil {
+	hook := ru.shadowHook != nil && outcome == hotlimit.OutcomeShadowDenied
+	if ru.obs == nil && !hook {
 		return passes
 	}
 	src := ru.sources[0]
@@ -235,29 +240,40 @@ func (ru *rule) observeAllow(allowed bool, remaining int) bool {
 		Decision: hotlimit.Decision{Allowed: passes, Limit: src.Policy.Limit, Remaining: remaining}}
 	if ru.obsFunc != nil {
 		ru.obsFunc(e)
-	} else {
+	} else if ru.obs != nil {
 		ru.obs.Observe(e)
+	}
+	if hook {
+		ru.shadowHook(user, api, e)
 	}
 	return passes
 }
 
-// one finishes the decision d of a rule of one limit on n requests: a limit
-// in shadow mode lets a denied request pass (n ≥ 1: a negative n stays the
-// caller's bug), and the observer hears of it.
-func (ru *rule) one(d hotlimit.Decision, n int) (hotlimit.Decision, hotlimit.Config) {
+// one finishes the decision d of a rule of one limit on n requests from user
+// to api: a limit in shadow mode lets a denied request pass (n ≥ 1: a
+// negative n stays the caller's bug), and the observer and the shadow hook
+// hear of it.
+func (ru *rule) one(d hotlimit.Decision, n int, user, api string) (hotlimit.Decision, hotlimit.Config) {
 	shadowDenied := ru.limits[0].Shadow && !d.Allowed && n >= 1
 	outcome := hotlimit.ClassifyCapacity(d, shadowDenied, ru.near, capacity(ru.limits[0], ru.defBurst))
 	if shadowDenied {
 		d.Allowed, d.RetryAfter = true, 0
 	}
-	if ru.obs != nil {
-		ru.obs.Observe(hotlimit.Event{Source: ru.sources[0], Outcome: outcome, N: n, Decision: d})
+	hook := shadowDenied && ru.shadowHook != nil
+	if ru.obs != nil || hook {
+		e := hotlimit.Event{Source: ru.sources[0], Outcome: outcome, N: n, Decision: d}
+		if ru.obs != nil {
+			ru.obs.Observe(e)
+		}
+		if hook {
+			ru.shadowHook(user, api, e)
+		}
 	}
 	return d, burst.Spelled(ru.limits[0], ru.defBurst)
 }
 
-// several finishes the decision d of a rule of several limits on n requests:
-// decider is the limit that decided and own its own decision, shadow the
+// several finishes the decision d of a rule of several limits on n requests
+// from user to api: decider is the limit that decided and own its own decision, shadow the
 // first limit in shadow mode that would have denied it, or -1. The outcome
 // is the decider's: near the limit when its own Remaining is at most the
 // near-limit share of its own capacity, which, as the decider is the limit
@@ -271,9 +287,11 @@ func (ru *rule) one(d hotlimit.Decision, n int) (hotlimit.Decision, hotlimit.Con
 // It returns d, the rule's decision, or, when ownDecision is set (for
 // TakePolicy), the decider's own Limit, Remaining and ResetAfter under d's
 // Allowed and RetryAfter, so that the decision describes the limit returned
-// with it. The observer hears of d either way.
-func (ru *rule) several(d hotlimit.Decision, decider int, own hotlimit.Decision, shadow, n int, ownDecision bool) (hotlimit.Decision, hotlimit.Config) {
-	if ru.obs != nil {
+// with it. The observer hears of d either way, and the shadow hook when a
+// limit in shadow mode would have denied a request that passed.
+func (ru *rule) several(d hotlimit.Decision, decider int, own hotlimit.Decision, shadow, n int, ownDecision bool, user, api string) (hotlimit.Decision, hotlimit.Config) {
+	hook := d.Allowed && shadow >= 0 && ru.shadowHook != nil
+	if ru.obs != nil || hook {
 		cd := d
 		cd.Remaining = own.Remaining
 		outcome := hotlimit.ClassifyCapacity(cd, false, ru.near, capacity(ru.multi.limits[decider], ru.defBurst))
@@ -281,7 +299,12 @@ func (ru *rule) several(d hotlimit.Decision, decider int, own hotlimit.Decision,
 		if d.Allowed && shadow >= 0 {
 			e.Source, e.Outcome = ru.sources[shadow], hotlimit.OutcomeShadowDenied
 		}
-		ru.obs.Observe(e)
+		if ru.obs != nil {
+			ru.obs.Observe(e)
+		}
+		if hook {
+			ru.shadowHook(user, api, e)
+		}
 	}
 	if ownDecision {
 		d.Limit, d.Remaining, d.ResetAfter = own.Limit, own.Remaining, own.ResetAfter
@@ -307,17 +330,17 @@ func (ru *rule) takeContext(ctx context.Context, cache *keyCache, user, api stri
 		key := k.of(ru.scope)
 		if ct, ok := ru.lim.(hotlimit.ContextTaker); ok {
 			d, err := ct.TakeContext(ctx, key, n)
-			d, c := ru.one(d, n)
+			d, c := ru.one(d, n, k.user, k.api)
 			if err != nil && d.Allowed {
 				err = endedUndecided(ctx, err)
 			}
 			return d, c, err
 		}
-		d, c := ru.one(ru.lim.Take(key, n), n)
+		d, c := ru.one(ru.lim.Take(key, n), n, k.user, k.api)
 		return d, c, nil
 	}
 	d, i, own, shadow, err := ru.multi.take(ctx, k, n, nil)
-	d, c := ru.several(d, i, own, shadow, n, ownDecision)
+	d, c := ru.several(d, i, own, shadow, n, ownDecision, k.user, k.api)
 	return d, c, err
 }
 
@@ -468,7 +491,7 @@ func build(rs Rules, prev *rules, opts []hotlimit.Option) (*rules, error) {
 			children[i] = lim
 		}
 		ru := &rule{limits: slices.Clone(ls), lim: children[0], scope: ls[0].Scope, transient: true,
-			obs: o.Observer, near: o.NearLimit, defBurst: o.Burst, slow: o.Observer != nil || ls[0].Shadow}
+			obs: o.Observer, shadowHook: shadowHookOf(o), near: o.NearLimit, defBurst: o.Burst, slow: o.Observer != nil || ls[0].Shadow}
 		for _, c := range children {
 			ru.transient = ru.transient && copiesKeys(c)
 		}
@@ -654,7 +677,7 @@ func (ru *rule) takeEach(ctx context.Context, cache *keyCache, user, api string,
 	if err != nil {
 		limitErrors(err, &errOf)
 	}
-	pd, c := ru.several(d, i, own, shadow, n, true)
+	pd, c := ru.several(d, i, own, shadow, n, true, user, api)
 	dst = append(dst, LimitDecision{Config: c, Decision: pd, Err: errOf[i]})
 	allShadow := !slices.ContainsFunc(ru.multi.limits, func(c hotlimit.Config) bool { return !c.Shadow })
 	for j, c := range ru.multi.limits {

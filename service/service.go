@@ -578,7 +578,7 @@ func (s *Service) override(c hotlimit.Config) (*rule, error) {
 		}
 	}
 	ru := &rule{limits: Limits{c}, lim: lim, scope: c.Scope, transient: copiesKeys(lim),
-		name: OverrideRule, obs: o.Observer, near: o.NearLimit, defBurst: o.Burst, slow: o.Observer != nil || c.Shadow}
+		name: OverrideRule, obs: o.Observer, shadowHook: shadowHookOf(o), near: o.NearLimit, defBurst: o.Burst, slow: o.Observer != nil || c.Shadow}
 	ru.setFast()
 	ru.setSources()
 	ru, _ = s.overrides.LoadOrStore(c, ru)
