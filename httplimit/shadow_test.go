@@ -3,6 +3,7 @@ package httplimit_test
 import (
 	"net/http"
 	"net/http/httptest"
+	"sync"
 	"testing"
 	"time"
 
@@ -66,4 +67,41 @@ func TestShadowLimitBesideARealOneIsNotAdvertised(t *testing.T) {
 		assert.Equal(t, []string{`"fixedwindow-10-1m";q=10;w=60`}, w.Header().Values("RateLimit-Policy"), "request %d", i)
 		assert.Len(t, w.Header().Values("RateLimit"), 1, "request %d", i)
 	}
+}
+
+// TestShadowHookHearsTheRequestsKeys: behind the middleware, the service's
+// shadow hook hears each request that a per-user limit in shadow mode (2 a
+// minute) would have denied, with the user and API the middleware found (a
+// header's key, the route's pattern), while every request is served as the
+// enforced limit (10 a minute) says.
+func TestShadowHookHearsTheRequestsKeys(t *testing.T) {
+	shadow := cfg(hotlimit.FixedWindow, 2, time.Minute)
+	shadow.Shadow, shadow.Scope = true, hotlimit.PerUser
+	type who struct{ user, api string }
+	var mu sync.Mutex
+	var heard []who
+	svc, err := service.NewFromRules(service.Rules{Default: service.Limits{cfg(hotlimit.TokenBucket, 10, time.Minute), shadow}},
+		service.WithShadowHook(func(user, api string, e hotlimit.Event) {
+			mu.Lock()
+			defer mu.Unlock()
+			heard = append(heard, who{user, api})
+		}))
+	require.NoError(t, err)
+	mux := http.NewServeMux()
+	mux.Handle("GET /pay/{id}", ok)
+	srv := httptest.NewServer(httplimit.New(svc, httplimit.WithUser(httplimit.Header("X-User")))(mux))
+	defer srv.Close()
+	for _, user := range []string{"ann", "ann", "ann", "ann", "bo"} {
+		req, err := http.NewRequest(http.MethodGet, srv.URL+"/pay/7", nil)
+		require.NoError(t, err)
+		req.Header.Set("X-User", user)
+		resp, err := http.DefaultClient.Do(req)
+		require.NoError(t, err)
+		require.NoError(t, resp.Body.Close())
+		assert.Equal(t, http.StatusOK, resp.StatusCode)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	ann := httplimit.HeaderKey("X-User", "ann")
+	assert.Equal(t, []who{{ann, "GET /pay/{id}"}, {ann, "GET /pay/{id}"}}, heard, "ann's third and fourth requests")
 }
