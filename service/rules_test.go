@@ -120,7 +120,7 @@ func TestLoadRulesErrorsNameTheEntry(t *testing.T) {
 		{`{"default":[]}`, `default: a rule needs at least one limit`},
 		{`[]`, `want a JSON object, got an array`},
 		{`null`, `want a JSON object, got null`},
-		{``, `rules are not JSON`},
+		{``, `rules are empty`},
 		{`{"default":[` + tb1 + `]`, `rules are not JSON`},
 		{`{"default":[` + tb1 + `]} {}`, `more after the JSON object`},
 	} {
@@ -314,6 +314,20 @@ func TestLoadRulesIgnoresAByteOrderMark(t *testing.T) {
 	assert.ErrorContains(t, err, "invalid character ']' looking for beginning of value, at line 1, column "+strconv.Itoa(len(bom)+14+len(tb1)))
 	_, err = service.LoadRules(strings.NewReader("\n" + bom + sampleJSON))
 	assert.ErrorContains(t, err, "invalid character 'ï'", "a mark anywhere but at the start is no mark")
+}
+
+// TestLoadRulesSaysEmptyRulesAreEmpty: an empty rules file (an editor or a
+// deploy that truncated it before writing, a ConfigMap key left empty) was
+// reported as "rules are not JSON: EOF", encoding/json's word for it, which
+// a watcher's log then carried. It says the rules are empty, for a file of
+// white space or a byte order mark alone too.
+func TestLoadRulesSaysEmptyRulesAreEmpty(t *testing.T) {
+	for _, in := range []string{"", " \n\t\r\n", "\xef\xbb\xbf", "\xef\xbb\xbf\n"} {
+		r, err := service.LoadRules(strings.NewReader(in))
+		require.ErrorIs(t, err, hotlimit.ErrInvalidConfig, "%q", in)
+		assert.EqualError(t, err, `service: rules are empty, want a JSON object with a "default" rule: invalid config`, "%q", in)
+		assert.Zero(t, r, "%q", in)
+	}
 }
 
 // TestLoadRulesNamesWhereTheExtraTextStarts: after the rules' object, a
