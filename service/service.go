@@ -152,8 +152,9 @@ func (s *Service) Rules() Rules {
 // one); limiters no rule uses any more are dropped with their state. So a
 // limit changed in its algorithm, limit, window or burst is another limit,
 // which every key starts afresh, whatever it spent under the old one:
-// lowering a limit under abuse gives each key the lowered quota anew, unless
-// the old limit stays beside the new one in the rule until its window ends.
+// lowering a limit under abuse gives each key the lowered quota anew. The old
+// limit kept beside the new one in the rule until its window ends keeps its
+// count, so that no key passes more than either allows.
 // On error (see [Rules.Validate], and [Limits] for the copies of a limit that
 // only the service's burst makes) nothing changes. A nil or zero Service, which [New] did not make
 // (see [Service.Built]), takes no rules: Replace returns an error saying so.
