@@ -224,6 +224,28 @@ func TestUnlimitedBesideOtherLimitsIsRejected(t *testing.T) {
 	}
 }
 
+// TestUnlimitedUserYieldsToAPIRulesButNotToItsPairs pins what an operator
+// allow-listing an internal caller as a user gets, as the README and
+// hotlimit.Unlimited say: the user's entry is a user rule, below the rules
+// of APIs, so the caller is limited on an API with a rule of its own until a
+// pair entry exempts it there.
+func TestUnlimitedUserYieldsToAPIRulesButNotToItsPairs(t *testing.T) {
+	rules, err := service.LoadRules(strings.NewReader(`{
+		"default": [{"algorithm": "FixedWindow", "limit": 2, "window": "1m"}],
+		"users": {"internal": [{"algorithm": "Unlimited"}]},
+		"apis": {"GET /search": [{"algorithm": "FixedWindow", "limit": 2, "window": "1m"}],
+		         "GET /pay": [{"algorithm": "FixedWindow", "limit": 2, "window": "1m"}]},
+		"pairs": [{"user": "internal", "api": "GET /pay", "limits": [{"algorithm": "Unlimited"}]}]
+	}`))
+	require.NoError(t, err)
+	clock, _ := frozen(int64(time.Hour))
+	s, err := service.NewFromRules(rules, clock)
+	require.NoError(t, err)
+	assert.Equal(t, 10, passes(s, "internal", "GET /other", 10), "no API rule: the user's entry applies")
+	assert.Equal(t, 2, passes(s, "internal", "GET /search", 10), "the API's rule is above the user's entry")
+	assert.Equal(t, 10, passes(s, "internal", "GET /pay", 10), "a pair entry exempts the user there")
+}
+
 // TestLoadRulesRefusesBytesNotUTF8: encoding/json reads a string holding
 // bytes that are not UTF-8 as if they were U+FFFD, so a rules file saved in
 // Latin-1 loaded its rule for "café" as one for "caf\uFFFD", which no
