@@ -38,8 +38,11 @@ const (
 	// with the sliding window: O(1) memory, approximate.
 	SlidingCounter Algorithm = 5
 	// Unlimited always passes and keeps no state: an allow-list entry for
-	// given users, APIs or pairs, alone in its service rule. It takes no
-	// Limit, Window or Burst, and reports Limit and Remaining as math.MaxInt.
+	// given users, APIs or pairs, alone in its service rule. A user's entry
+	// yields, as every user rule does, to the rules of APIs and pairs: the
+	// user is still limited on an API that has a rule, unless a pair entry
+	// exempts it there. It takes no Limit, Window or Burst, and reports Limit
+	// and Remaining as math.MaxInt.
 	Unlimited Algorithm = 6
 )
 

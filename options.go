@@ -61,7 +61,9 @@ type Factory func(c Config, opts ...Option) (Limiter, error)
 
 // WithFactory makes a service.Service build every limiter with f instead of
 // its in-memory ones: redislimit.Factory, for one, keeps every rule's state in
-// Redis. A nil f keeps the default. Limiter constructors ignore it.
+// Redis. [Unlimited] is the exception: it keeps no state, and the service
+// builds it itself, so f is never asked for it. A nil f keeps the default.
+// Limiter constructors ignore it.
 func WithFactory(f Factory) Option {
 	return func(o *Options) {
 		if f != nil {

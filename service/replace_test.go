@@ -54,6 +54,26 @@ func TestReplaceDropsUnusedLimitersWithTheirState(t *testing.T) {
 	assert.Equal(t, 3, passes(s, "u", "a", 5), "a new limiter, fresh state")
 }
 
+// TestReplaceLoweringALimitStartsItAfresh pins what an operator lowering a
+// limit under abuse gets, as Replace and the README say: a limit changed in
+// its limit (or algorithm, window or burst) is another limit, which every
+// key starts afresh, however much it spent under the old one; kept beside
+// the new limit until its window ends, the old limit carries the count.
+func TestReplaceLoweringALimitStartsItAfresh(t *testing.T) {
+	fw10, fw5 := cfg(hotlimit.FixedWindow, 10), cfg(hotlimit.FixedWindow, 5)
+	s, _ := newService(t, fw10)
+	require.Equal(t, 8, passes(s, "u", "a", 8))
+	require.NoError(t, s.Replace(service.Rules{Default: one(fw5)}))
+	assert.Equal(t, 5, passes(s, "u", "a", 10), "the lowered limit, afresh: more than the 2 the old one had left")
+
+	s, _ = newService(t, fw10)
+	require.Equal(t, 8, passes(s, "u", "a", 8))
+	require.NoError(t, s.Replace(service.Rules{Default: service.Limits{fw10, fw5}}))
+	assert.Equal(t, 2, passes(s, "u", "a", 10), "the old limit, kept beside, carries its count")
+	require.NoError(t, s.Replace(service.Rules{Default: one(fw5)}))
+	assert.Equal(t, 3, passes(s, "u", "a", 10), "the new limit keeps the 2 it counted beside the old")
+}
+
 func TestRejectedReplaceChangesNothing(t *testing.T) {
 	def := cfg(hotlimit.FixedWindow, 3)
 	s, _ := newService(t, def)

@@ -120,7 +120,7 @@ func TestLoadRulesErrorsNameTheEntry(t *testing.T) {
 		{`{"default":[]}`, `default: a rule needs at least one limit`},
 		{`[]`, `want a JSON object, got an array`},
 		{`null`, `want a JSON object, got null`},
-		{``, `rules are not JSON`},
+		{``, `rules are empty`},
 		{`{"default":[` + tb1 + `]`, `rules are not JSON`},
 		{`{"default":[` + tb1 + `]} {}`, `more after the JSON object`},
 	} {
@@ -224,6 +224,28 @@ func TestUnlimitedBesideOtherLimitsIsRejected(t *testing.T) {
 	}
 }
 
+// TestUnlimitedUserYieldsToAPIRulesButNotToItsPairs pins what an operator
+// allow-listing an internal caller as a user gets, as the README and
+// hotlimit.Unlimited say: the user's entry is a user rule, below the rules
+// of APIs, so the caller is limited on an API with a rule of its own until a
+// pair entry exempts it there.
+func TestUnlimitedUserYieldsToAPIRulesButNotToItsPairs(t *testing.T) {
+	rules, err := service.LoadRules(strings.NewReader(`{
+		"default": [{"algorithm": "FixedWindow", "limit": 2, "window": "1m"}],
+		"users": {"internal": [{"algorithm": "Unlimited"}]},
+		"apis": {"GET /search": [{"algorithm": "FixedWindow", "limit": 2, "window": "1m"}],
+		         "GET /pay": [{"algorithm": "FixedWindow", "limit": 2, "window": "1m"}]},
+		"pairs": [{"user": "internal", "api": "GET /pay", "limits": [{"algorithm": "Unlimited"}]}]
+	}`))
+	require.NoError(t, err)
+	clock, _ := frozen(int64(time.Hour))
+	s, err := service.NewFromRules(rules, clock)
+	require.NoError(t, err)
+	assert.Equal(t, 10, passes(s, "internal", "GET /other", 10), "no API rule: the user's entry applies")
+	assert.Equal(t, 2, passes(s, "internal", "GET /search", 10), "the API's rule is above the user's entry")
+	assert.Equal(t, 10, passes(s, "internal", "GET /pay", 10), "a pair entry exempts the user there")
+}
+
 // TestLoadRulesRefusesBytesNotUTF8: encoding/json reads a string holding
 // bytes that are not UTF-8 as if they were U+FFFD, so a rules file saved in
 // Latin-1 loaded its rule for "café" as one for "caf\uFFFD", which no
@@ -314,6 +336,20 @@ func TestLoadRulesIgnoresAByteOrderMark(t *testing.T) {
 	assert.ErrorContains(t, err, "invalid character ']' looking for beginning of value, at line 1, column "+strconv.Itoa(len(bom)+14+len(tb1)))
 	_, err = service.LoadRules(strings.NewReader("\n" + bom + sampleJSON))
 	assert.ErrorContains(t, err, "invalid character 'ï'", "a mark anywhere but at the start is no mark")
+}
+
+// TestLoadRulesSaysEmptyRulesAreEmpty: an empty rules file (an editor or a
+// deploy that truncated it before writing, a ConfigMap key left empty) was
+// reported as "rules are not JSON: EOF", encoding/json's word for it, which
+// a watcher's log then carried. It says the rules are empty, for a file of
+// white space or a byte order mark alone too.
+func TestLoadRulesSaysEmptyRulesAreEmpty(t *testing.T) {
+	for _, in := range []string{"", " \n\t\r\n", "\xef\xbb\xbf", "\xef\xbb\xbf\n"} {
+		r, err := service.LoadRules(strings.NewReader(in))
+		require.ErrorIs(t, err, hotlimit.ErrInvalidConfig, "%q", in)
+		assert.EqualError(t, err, `service: rules are empty, want a JSON object with a "default" rule: invalid config`, "%q", in)
+		assert.Zero(t, r, "%q", in)
+	}
 }
 
 // TestLoadRulesNamesWhereTheExtraTextStarts: after the rules' object, a

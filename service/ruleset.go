@@ -592,7 +592,8 @@ func decodeLimits(path string, data []byte) (Limits, error) {
 // C (byte B)": line and column count from 1, in bytes, as Go's compiler
 // counts them (an "é" is two columns, a byte order mark three), and the
 // byte, the file's offset, from 0. A file cut short ("unexpected EOF") has
-// no place to name but its end.
+// no place to name but its end; an empty one (or one of white space only) is
+// said to be empty.
 func LoadRules(r io.Reader) (Rules, error) {
 	if nilness.Is(r) {
 		return Rules{}, errors.New("service: reading rules: no reader (nil)")
@@ -609,6 +610,11 @@ func LoadRules(r io.Reader) (Rules, error) {
 		// invalid character, and one RFC 8259 lets a parser ignore:
 		// blanked, so that the places errors name stay the file's.
 		copy(data, "   ")
+	}
+	if len(bytes.TrimLeft(data, " \t\r\n")) == 0 {
+		// encoding/json would say "EOF": a file an editor or a deploy
+		// truncated, or a ConfigMap key left empty, is said as such.
+		return Rules{}, fmt.Errorf("service: rules are empty, want a JSON object with a \"default\" rule: %w", hotlimit.ErrInvalidConfig)
 	}
 	dec := json.NewDecoder(bytes.NewReader(data))
 	var raw json.RawMessage

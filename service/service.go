@@ -149,9 +149,14 @@ func (s *Service) Rules() Rules {
 // one limiter per distinct Config and reuses it (Configs that differ only in
 // scope, shadow mode, or a burst spelled out or not that is the one a burst
 // of 0 stands for, the limit or the service's [hotlimit.WithBurst], are
-// one); limiters no rule uses any more are dropped with their state. On error (see [Rules.Validate],
-// and [Limits] for the copies of a limit that only the service's burst
-// makes) nothing changes. A nil or zero Service, which [New] did not make
+// one); limiters no rule uses any more are dropped with their state. So a
+// limit changed in its algorithm, limit, window or burst is another limit,
+// which every key starts afresh, whatever it spent under the old one:
+// lowering a limit under abuse gives each key the lowered quota anew. The old
+// limit kept beside the new one in the rule until its window ends keeps its
+// count, so that no key passes more than either allows.
+// On error (see [Rules.Validate], and [Limits] for the copies of a limit that
+// only the service's burst makes) nothing changes. A nil or zero Service, which [New] did not make
 // (see [Service.Built]), takes no rules: Replace returns an error saying so.
 func (s *Service) Replace(rules Rules) error {
 	if !s.Built() {
