@@ -166,6 +166,8 @@ func TestTakeWithOverridesThePolicyForOneCall(t *testing.T) {
 	assert.ErrorIs(t, err, hotlimit.ErrInvalidConfig)
 	_, err = s.TakeWith("u", "a", hotlimit.Config{Algorithm: hotlimit.GCRA, Limit: 1, Window: time.Second, Scope: 9}, 1)
 	assert.ErrorIs(t, err, hotlimit.ErrInvalidConfig)
+	assert.ErrorContains(t, err, "service: TakeWith's limit GCRA 1/1s", "named as TakeWith's other errors name it")
+	assert.ErrorContains(t, err, "Config.Scope Scope(9) is not a scope")
 	d, err := s.TakeWith("u", "a", hotlimit.Config{Algorithm: hotlimit.Unlimited}, 1000)
 	require.NoError(t, err)
 	assert.True(t, d.Allowed)

@@ -557,7 +557,7 @@ func (s *Service) override(c hotlimit.Config) (*rule, error) {
 		return ru, nil
 	}
 	if !c.Scope.Valid() {
-		return nil, fmt.Errorf("service: Config.Scope %v is not a scope: %w", c.Scope, hotlimit.ErrInvalidConfig)
+		return nil, fmt.Errorf("service: TakeWith's limit %v: Config.Scope %v is not a scope: %w", c, c.Scope, hotlimit.ErrInvalidConfig)
 	}
 	o := hotlimit.NewOptions(s.opts...)
 	u := unscoped(c, o.Burst)
