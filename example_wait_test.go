@@ -32,5 +32,5 @@ func ExampleWaitN() {
 	// Output:
 	// sleep 400ms
 	// passed: true at 400ms
-	// hotlimit: 6 requests at once, more than ever pass at once (the burst, or the limit 5 without one): the request can never pass
+	// hotlimit: 6 requests at once, more than ever pass at once: at most 5 (the burst, or the limit without one): the request can never pass
 }

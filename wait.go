@@ -168,15 +168,19 @@ func WaitN(ctx context.Context, l Limiter, key string, n int, opts ...WaitOption
 		switch {
 		case wait == Never && n < 0:
 			return fmt.Errorf("hotlimit: %d requests, a negative count: %w", n, ErrNeverPasses)
-		case wait == Never && within(l, n):
+		case wait == Never && n <= burst(l):
 			// Not too many at once: the limiter's time runs out before
 			// they would pass (a clock read past the range it counts, see
 			// gcra and slidinglog, or a refill or a window's end after
 			// math.MaxInt64, the last reading a clock makes).
 			return fmt.Errorf("hotlimit: %d requests never pass, though within the burst: the limiter's clock stops before they would: %w", n, ErrNeverPasses)
+		case wait == Never && burst(l) >= 0:
+			// The bound is the burst the limiter tells, not the
+			// Decision's Limit, which may be above or below it.
+			return fmt.Errorf("hotlimit: %d requests at once, more than ever pass at once: at most %d (the burst, or the limit without one): %w", n, burst(l), ErrNeverPasses)
 		case wait == Never:
-			// The Decision carries the limit, not the burst, which bounds n
-			// where there is one (above or below the limit).
+			// A limiter that tells no burst: its Decision carries the
+			// limit, which may not be the bound where it has a burst.
 			return fmt.Errorf("hotlimit: %d requests at once, more than ever pass at once (the burst, or the limit %d without one): %w", n, d.Limit, ErrNeverPasses)
 		case wait <= 0:
 			// A denial should say when to retry; one that does not, from
@@ -200,11 +204,13 @@ func WaitN(ctx context.Context, l Limiter, key string, n int, opts ...WaitOption
 	}
 }
 
-// within reports whether l says that n requests can pass at once: l is a
-// [Burster] whose burst is at least n.
-func within(l Limiter, n int) bool {
-	b, ok := l.(Burster)
-	return ok && n <= b.Burst()
+// burst returns the most requests l says can pass at once, its
+// [Burster.Burst], or -1 when l is no Burster and does not say.
+func burst(l Limiter) int {
+	if b, ok := l.(Burster); ok {
+		return b.Burst()
+	}
+	return -1
 }
 
 // maxBackoff caps WaitN's sleep after denials without a RetryAfter.

@@ -140,21 +140,21 @@ func TestWaitNever(t *testing.T) {
 		assert.ErrorIs(t, err, hotlimit.ErrNeverPasses, "n %d", n)
 	}
 	err := hotlimit.WaitN(context.Background(), lim, "k", 6)
-	assert.EqualError(t, err, "hotlimit: 6 requests at once, more than ever pass at once (the burst, or the limit 5 without one): the request can never pass")
+	assert.EqualError(t, err, "hotlimit: 6 requests at once, more than ever pass at once: at most 5 (the burst, or the limit without one): the request can never pass")
 	assert.Empty(t, f.slept)
 	assert.Zero(t, lim.Len(), "nothing taken, no key inserted")
 }
 
 // TestWaitNeverNamesTheBurst: with a burst below the limit, a request of
 // more than the burst can never pass though it is within the limit, and the
-// error says so, naming the burst rather than quoting the limit alone as the
-// bound; a negative count is named as such.
+// error says so with the burst, 2, as the bound, not the limit, 10, which a
+// request of 3 is within; a negative count is named as such.
 func TestWaitNeverNamesTheBurst(t *testing.T) {
 	lim, err := gcra.New(10, time.Second, hotlimit.WithBurst(2))
 	require.NoError(t, err)
 	err = hotlimit.WaitN(context.Background(), lim, "k", 3)
 	assert.ErrorIs(t, err, hotlimit.ErrNeverPasses)
-	assert.EqualError(t, err, "hotlimit: 3 requests at once, more than ever pass at once (the burst, or the limit 10 without one): the request can never pass")
+	assert.EqualError(t, err, "hotlimit: 3 requests at once, more than ever pass at once: at most 2 (the burst, or the limit without one): the request can never pass")
 	err = hotlimit.WaitN(context.Background(), lim, "k", -1)
 	assert.ErrorIs(t, err, hotlimit.ErrNeverPasses)
 	assert.EqualError(t, err, "hotlimit: -1 requests, a negative count: the request can never pass")

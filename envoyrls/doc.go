@@ -3,6 +3,16 @@
 // algorithms, in memory or, through a hotlimit.Factory such as
 // redislimit.Factory, on Redis. The command hotlimitd serves it.
 //
+// # Serving
+//
+// A program serves a [Server] on a grpc.Server of its own as hotlimitd does:
+// pb.RegisterRateLimitServiceServer(g, srv) on a server made with
+// grpc.ForceServerCodecV2([Codec]()), and, once g has stopped answering
+// (GracefulStop), [Server.Close] to give back what the limiters hold ahead of
+// their backend (see ExampleServer_grpc). [Server.JSONHandler] and
+// [Server.ConfigHandler] serve its HTTP endpoints, [Server.Reload] or
+// [Server.WatchDir] change its rules.
+//
 // # Configuration
 //
 // [LoadDir] reads the reference server's (envoyproxy/ratelimit) YAML

@@ -140,7 +140,9 @@
 // A rate.Limiter of rate r per second and burst b, one per key, is New(limit,
 // window, hotlimit.WithBurst(b)) with limit/window = r: rate.NewLimiter(2.5,
 // 10) is New(5, 2*time.Second, hotlimit.WithBurst(10)), rate.Every(d) a limit
-// of 1 per d. On the same clock (WithClock stands for AllowN's time) the two
+// of 1 per d for d within Window's range, 1 ms to 24 h (rate.Every(100 *
+// time.Microsecond) is New(10, time.Millisecond); no rate below one per 24 h
+// has a counterpart). On the same clock (WithClock stands for AllowN's time) the two
 // decide alike, call for call, but where the exact count is within a hair of
 // the request: the bucket may pass a request short by less than a unit (see
 // Arithmetic), and rate passes one short by less than r × 1 ns, whose wait it
