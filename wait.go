@@ -125,12 +125,7 @@ func Wait(ctx context.Context, l Limiter, key string, opts ...WaitOption) error 
 //   - Time: rate's WaitN reads time.Now; WaitN reads the limiter's clock
 //     (see [WithClock]), and sleeps as [WithSleep] says.
 func WaitN(ctx context.Context, l Limiter, key string, n int, opts ...WaitOption) error {
-	o := waitOptions{sleep: sleepTimer}
-	for _, opt := range opts {
-		if opt != nil {
-			opt(&o)
-		}
-	}
+	o := waitOptionsOf(opts)
 	if nilness.Is(l) {
 		return fmt.Errorf("hotlimit: WaitN on a nil Limiter: %w", ErrInvalidConfig)
 	}
@@ -211,6 +206,23 @@ func burst(l Limiter) int {
 		return b.Burst()
 	}
 	return -1
+}
+
+// waitOptionsOf returns the options opts set, as a value: the options are
+// functions the compiler cannot see into, so the one they are given a
+// pointer to escapes, and only a call with options allocates it (a Wait that
+// passes at once, with none, allocates nothing).
+func waitOptionsOf(opts []WaitOption) waitOptions {
+	if len(opts) == 0 {
+		return waitOptions{sleep: sleepTimer}
+	}
+	o := &waitOptions{sleep: sleepTimer}
+	for _, opt := range opts {
+		if opt != nil {
+			opt(o)
+		}
+	}
+	return *o
 }
 
 // maxBackoff caps WaitN's sleep after denials without a RetryAfter.

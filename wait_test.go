@@ -410,3 +410,20 @@ func TestWaitNeverFromALimiterWithoutABurst(t *testing.T) {
 	assert.EqualError(t, err, "hotlimit: 2 requests at once, more than ever pass at once (the burst, or the limit 3 without one): the request can never pass")
 	assert.Equal(t, 1, s.calls)
 }
+
+// TestWaitThatPassesAtOnceAllocatesNothing: a pacer that calls Wait before
+// each request it sends, on a limiter that admits it, pays no allocation;
+// WaitN's options were held where the options' functions made them escape.
+func TestWaitThatPassesAtOnceAllocatesNothing(t *testing.T) {
+	l, err := tokenbucket.New(1<<20, time.Millisecond)
+	require.NoError(t, err)
+	ctx := context.Background()
+	var failed atomic.Int64
+	allocs := testing.AllocsPerRun(1000, func() {
+		if hotlimit.Wait(ctx, l, "merchant-7") != nil {
+			failed.Add(1)
+		}
+	})
+	assert.Zero(t, allocs)
+	assert.Zero(t, failed.Load(), "every Wait passed at once")
+}
