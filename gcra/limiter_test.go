@@ -152,7 +152,7 @@ func TestNewRejectsOutOfRange(t *testing.T) {
 		{1, math.MaxInt64, 0, "gcra: window"},
 		{1, time.Second, gcra.MaxBurst + 1, "gcra: burst 1048577 out of range [1, 1048576]"},
 		{1, time.Second, math.MaxInt, "gcra: burst"},
-		{1, time.Second, -1, "gcra: burst -1 out of range [1, 1048576]"}, // not the limit
+		{1, time.Second, -1, "gcra: burst -1 out of range [1, 1048576], or 0 for the limit"}, // not the limit
 		{1, time.Second, math.MinInt, "gcra: burst"},
 		{1, 24 * time.Hour, 367, "gcra: burst 367 of limit 1 per 24h0m0s takes longer than 8784h0m0s to refill; burst must lie in [1, 366]"},
 		{10, time.Hour, 87841, "burst must lie in [1, 87840]"},

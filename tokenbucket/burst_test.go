@@ -95,6 +95,8 @@ func TestBurstRange(t *testing.T) {
 		_, err = New(tc.limit, tc.window, hotlimit.WithBurst(tc.burst-1))
 		assert.NoError(t, err, "case %d: one less", i)
 	}
+	_, err := New(5, time.Second, hotlimit.WithBurst(-1))
+	assert.ErrorContains(t, err, "tokenbucket: burst -1 out of range [1, 1048576], or 0 for the limit", "0 is a burst too")
 	for _, c := range []struct {
 		limit, burst int
 		window       time.Duration

@@ -104,7 +104,7 @@ func New(limit int, window time.Duration, opts ...hotlimit.Option) (*Limiter, er
 		burst = limit
 	}
 	if burst < 1 || burst > MaxBurst {
-		return nil, fmt.Errorf("tokenbucket: burst %d out of range [1, %d]: %w", burst, MaxBurst, hotlimit.ErrInvalidConfig)
+		return nil, fmt.Errorf("tokenbucket: burst %d out of range [1, %d], or 0 for the limit: %w", burst, MaxBurst, hotlimit.ErrInvalidConfig)
 	}
 	// burst·window ≤ limit·MaxBurstSpan, in 128 bits.
 	bh, bl := bits.Mul64(uint64(burst), uint64(window))
