@@ -14,11 +14,13 @@ import "github.com/hotlimit/hotlimit"
 // first of them, in the order the rule asks its limits, that would have
 // denied the request); e.N is the requests asked for; e.Decision is the
 // rule's, which passed (for a rule of one limit, with that limit's
-// Remaining and ResetAfter). A request that a limit not in shadow mode
-// denied is not reported: it was turned away already. Every way of deciding
-// reports: Allow, Take, TakePolicy, TakeEach and their Context forms, Wait,
-// TakeWith (under the rule name [OverrideRule]), and so the gateways built
-// on the service (httplimit, grpclimit).
+// Remaining and ResetAfter, but under [Service.Allow], whose Event, on the
+// in-memory limiters, carries Allowed, Limit and Remaining only). A
+// request that a limit not in shadow mode denied is not reported: it was
+// turned away already. Every way of deciding reports: Allow, Take,
+// TakePolicy, TakeEach and their Context forms, Wait, TakeWith (under the
+// rule name [OverrideRule]), and so the gateways built on the service
+// (httplimit, grpclimit).
 //
 // f runs on the deciding goroutine, after the observer, once the request is
 // counted: it must be safe for concurrent use and quick, as every request
