@@ -22,15 +22,22 @@ import "github.com/hotlimit/hotlimit"
 // rule name [OverrideRule]), and so the gateways built on the service
 // (httplimit, grpclimit).
 //
+// As the observer, f hears a limit in shadow mode whose limiter could not
+// decide and whose failure policy denied (redislimit's FailClosed, its
+// backend down: enforced, it would have denied the request too), and a
+// request that ended while a limit of its rule could not decide, which the
+// rule gave back and its caller does not serve (see [Service.TakeContext]):
+// the error returned to the caller says so, f hears the Event alone.
+//
 // f runs on the deciding goroutine, after the observer, once the request is
-// counted: it must be safe for concurrent use and quick, as every request
-// that a limit in shadow mode would deny waits for it (hand slow work to
-// another goroutine). A panic of f's reaches the caller, the request still
-// counted, as a panic of the observer's does. f may keep user and api: they
-// are the caller's strings. A rule with no limit in shadow mode never calls
-// f and pays nothing for it; a nil f turns the hook off; of several
-// WithShadowHook options, the last one counts. Limiters built with the
-// service's options ignore it.
+// decided (counted, but for such a request given back): it must be safe for
+// concurrent use and quick, as every request that a limit in shadow mode
+// would deny waits for it (hand slow work to another goroutine). A panic of
+// f's reaches the caller, the request still counted, as a panic of the
+// observer's does. f may keep user and api: they are the caller's strings. A rule
+// with no limit in shadow mode never calls f and pays nothing for it; a nil
+// f turns the hook off; of several WithShadowHook options, the last one
+// counts. Limiters built with the service's options ignore it.
 func WithShadowHook(f func(user, api string, e hotlimit.Event)) hotlimit.Option {
 	return hotlimit.WithExtension(shadowHook(f))
 }

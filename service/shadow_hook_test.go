@@ -12,6 +12,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/hotlimit/hotlimit"
+	"github.com/hotlimit/hotlimit/internal/limitertest"
 	"github.com/hotlimit/hotlimit/service"
 )
 
@@ -244,4 +245,47 @@ func TestShadowHookEventUnderAllowIsTheObserversEvent(t *testing.T) {
 	allowed.ResetAfter = time.Minute
 	assert.Equal(t, allowed, rec.calls[1].e.Decision, "under Take: the limit's ResetAfter")
 	assert.Equal(t, rec.events[3], rec.calls[1].e, "the observer's Event")
+}
+
+// TestShadowHookHearsALimitThatCouldNotDecide: the hook hears what the
+// observer hears as a shadow denial, including a limit in shadow mode
+// whose backend is down and whose failure policy denies (enforced, it
+// would have denied the request too), and a request that ended while a
+// limit could not decide, which the rule gave back and its caller does not
+// serve: the shadow limit would have denied it all the same. The caller's
+// error says either; the hook hears the Event alone.
+func TestShadowHookHearsALimitThatCouldNotDecide(t *testing.T) {
+	clock, _ := frozen(int64(time.Hour))
+	enforced := hotlimit.Config{Algorithm: hotlimit.FixedWindow, Limit: 10, Window: time.Second}
+	onBackend := hotlimit.Config{Algorithm: hotlimit.TokenBucket, Limit: 5, Window: time.Second, Shadow: true}
+	var rec shadowCalls
+	s, err := service.NewFromRules(service.Rules{Default: service.Limits{enforced, onBackend}}, clock,
+		limitertest.OnBackend(onBackend, downClosed{5}, service.NewLimiter),
+		hotlimit.WithObserver(&rec), service.WithShadowHook(rec.hook))
+	require.NoError(t, err)
+	d, err := s.TakeContext(context.Background(), "u", "a", 1)
+	require.ErrorIs(t, err, errDown)
+	assert.True(t, d.Allowed)
+	require.Len(t, rec.calls, 1, "the failure policy's denial")
+	assert.Equal(t, rec.events[0], rec.calls[0].e)
+	assert.Equal(t, onBackend, rec.calls[0].e.Policy)
+
+	rec = shadowCalls{}
+	shadow := hotlimit.Config{Algorithm: hotlimit.FixedWindow, Limit: 1, Window: time.Second, Shadow: true}
+	remote := hotlimit.Config{Algorithm: hotlimit.TokenBucket, Limit: 5, Window: time.Second}
+	s, err = service.NewFromRules(service.Rules{Default: service.Limits{shadow, remote}}, clock,
+		limitertest.OnBackend(remote, &limitertest.DownOpen{Err: errBackend}, service.NewLimiter),
+		hotlimit.WithObserver(&rec), service.WithShadowHook(rec.hook))
+	require.NoError(t, err)
+	_, err = s.TakeContext(context.Background(), "u", "a", 1)
+	require.ErrorIs(t, err, errBackend)
+	require.Empty(t, rec.calls, "under the shadow limit: counted there")
+	ended, cancel := context.WithCancel(context.Background())
+	cancel()
+	d, err = s.TakeContext(ended, "u", "a", 1)
+	require.ErrorIs(t, err, context.Canceled, "given back, not to be served")
+	assert.True(t, d.Allowed)
+	require.Len(t, rec.calls, 1, "the shadow limit would have denied it")
+	assert.Equal(t, rec.events[1], rec.calls[0].e)
+	assert.Equal(t, shadow, rec.calls[0].e.Policy)
 }
