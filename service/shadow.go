@@ -34,7 +34,8 @@ import "github.com/hotlimit/hotlimit"
 // concurrent use and quick, as every request that a limit in shadow mode
 // would deny waits for it (hand slow work to another goroutine). A panic of
 // f's reaches the caller, the request still counted, as a panic of the
-// observer's does. f may keep user and api: they are the caller's strings. A rule
+// observer's does; the observer's, before f, leaves f uncalled for that
+// request. f may keep user and api: they are the caller's strings. A rule
 // with no limit in shadow mode never calls f and pays nothing for it; a nil
 // f turns the hook off; of several WithShadowHook options, the last one
 // counts. Limiters built with the service's options ignore it.

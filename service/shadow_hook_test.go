@@ -289,3 +289,31 @@ func TestShadowHookHearsALimitThatCouldNotDecide(t *testing.T) {
 	assert.Equal(t, rec.events[1], rec.calls[0].e)
 	assert.Equal(t, shadow, rec.calls[0].e.Policy)
 }
+
+// TestShadowHookIsNotCalledWhenTheObserverPanics: the hook runs after the
+// observer, so an observer's panic, which reaches the caller with the
+// request counted, leaves the hook uncalled for that request.
+func TestShadowHookIsNotCalledWhenTheObserverPanics(t *testing.T) {
+	clock, _ := frozen(int64(time.Hour))
+	shadow := hotlimit.Config{Algorithm: hotlimit.FixedWindow, Limit: 1, Window: time.Second, Shadow: true}
+	enforced := hotlimit.Config{Algorithm: hotlimit.FixedWindow, Limit: 3, Window: time.Second}
+	var calls atomic.Int64
+	for _, rule := range []service.Limits{{shadow}, {enforced, shadow}} {
+		calls.Store(0)
+		s, err := service.NewFromRules(service.Rules{Default: rule}, clock,
+			hotlimit.WithObserver(hotlimit.ObserverFunc(func(e hotlimit.Event) {
+				if e.Outcome == hotlimit.OutcomeShadowDenied {
+					panic("observer")
+				}
+			})),
+			service.WithShadowHook(func(string, string, hotlimit.Event) { calls.Add(1) }))
+		require.NoError(t, err)
+		require.True(t, s.Allow("u", "a"))
+		assert.PanicsWithValue(t, "observer", func() { s.Allow("u", "a") }, "%v", rule)
+		assert.PanicsWithValue(t, "observer", func() { s.Take("u", "a", 1) }, "%v", rule)
+		assert.Zero(t, calls.Load(), "%v", rule)
+		if len(rule) > 1 {
+			assert.Equal(t, 0, s.Take("u", "a", 0).Remaining, "%v: the three requests were counted", rule)
+		}
+	}
+}
