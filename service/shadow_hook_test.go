@@ -3,6 +3,7 @@ package service_test
 import (
 	"context"
 	"math/rand/v2"
+	"strconv"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -316,4 +317,25 @@ func TestShadowHookIsNotCalledWhenTheObserverPanics(t *testing.T) {
 			assert.Equal(t, 0, s.Take("u", "a", 0).Remaining, "%v: the three requests were counted", rule)
 		}
 	}
+}
+
+// TestShadowHookCostsRulesWithoutAShadowLimitNothing: a rule with no limit
+// in shadow mode pays nothing for the hook, at a reload either: rules of
+// 201 entries, none in shadow mode, are built with the allocations they
+// take without the hook, but the option's own, once per reload (the Events'
+// Sources are built for the rules the hook may hear of, not for every
+// entry, 3 allocations each).
+func TestShadowHookCostsRulesWithoutAShadowLimitNothing(t *testing.T) {
+	rules := service.Rules{Default: service.Limits{cfg(hotlimit.TokenBucket, 5)}, Pairs: map[service.Pair]service.Limits{}}
+	for i := range 200 {
+		rules.Pairs[service.Pair{User: strconv.Itoa(i), API: "a"}] = service.Limits{cfg(hotlimit.FixedWindow, 1+i%3), cfg(hotlimit.GCRA, 9)}
+	}
+	reload := func(opts ...hotlimit.Option) float64 {
+		s, err := service.NewFromRules(rules, opts...)
+		require.NoError(t, err)
+		return testing.AllocsPerRun(20, func() { require.NoError(t, s.Replace(rules)) })
+	}
+	hook := service.WithShadowHook(func(string, string, hotlimit.Event) {})
+	without, with := reload(), reload(hook)
+	assert.LessOrEqual(t, with-without, 1.0, "%v allocations without the hook, %v with it", without, with)
 }
