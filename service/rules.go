@@ -123,15 +123,17 @@ func (ru *rule) named(name string) *rule {
 }
 
 // setSources sets sources from name and the limits, when an observer or the
-// shadow hook will see them.
+// shadow hook will see them: the hook only hears of a rule with a limit in
+// shadow mode, and a rule without one pays nothing for it.
 func (ru *rule) setSources() {
 	ru.sources = nil
-	if ru.obs == nil && ru.shadowHook == nil {
-		return
-	}
 	limits := ru.limits
 	if ru.multi != nil {
 		limits = ru.multi.limits
+	}
+	heard := ru.shadowHook != nil && slices.ContainsFunc(limits, func(c hotlimit.Config) bool { return c.Shadow })
+	if ru.obs == nil && !heard {
+		return
 	}
 	ru.sources = make([]*hotlimit.Source, len(limits))
 	for i, c := range limits {

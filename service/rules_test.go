@@ -335,7 +335,8 @@ func TestLoadRulesIgnoresAByteOrderMark(t *testing.T) {
 	_, err = service.LoadRules(strings.NewReader(bom + "{\"default\":[" + tb1 + ",]}"))
 	assert.ErrorContains(t, err, "invalid character ']' looking for beginning of value, at line 1, column "+strconv.Itoa(len(bom)+14+len(tb1)))
 	_, err = service.LoadRules(strings.NewReader("\n" + bom + sampleJSON))
-	assert.ErrorContains(t, err, "invalid character 'ï'", "a mark anywhere but at the start is no mark")
+	assert.ErrorContains(t, err, "invalid character U+FEFF looking for beginning of value, at line 2, column 1 (byte 1)",
+		"a mark anywhere but at the start is no mark")
 }
 
 // TestLoadRulesSaysEmptyRulesAreEmpty: an empty rules file (an editor or a
@@ -349,6 +350,30 @@ func TestLoadRulesSaysEmptyRulesAreEmpty(t *testing.T) {
 		require.ErrorIs(t, err, hotlimit.ErrInvalidConfig, "%q", in)
 		assert.EqualError(t, err, `service: rules are empty, want a JSON object with a "default" rule: invalid config`, "%q", in)
 		assert.Zero(t, r, "%q", in)
+	}
+}
+
+// TestLoadRulesNamesACharacterItRefusesAsItIs: encoding/json names the
+// character where it fails by its first byte read as Latin-1, so a file
+// holding a no-break space, which looks empty or well spaced, was refused
+// for an "invalid character 'Â'" it does not hold. A character outside
+// ASCII is named by its code point, and white space that JSON does not
+// allow (a form feed, a vertical tab, a no-break or an em space) says so.
+func TestLoadRulesNamesACharacterItRefusesAsItIs(t *testing.T) {
+	const jsonSpace = " (white space, but not JSON's: only space, tab, CR and LF are)"
+	for _, c := range []struct{ in, want string }{
+		{"\u00a0", "invalid character U+00A0" + jsonSpace + " looking for beginning of value, at line 1, column 1 (byte 0)"},
+		{" \n\u2003", "invalid character U+2003" + jsonSpace + " looking for beginning of value, at line 2, column 1 (byte 2)"},
+		{"\f", `invalid character '\f'` + jsonSpace + " looking for beginning of value, at line 1, column 1 (byte 0)"},
+		{"\v\n", `invalid character '\v'` + jsonSpace + " looking for beginning of value, at line 1, column 1 (byte 0)"},
+		{`{"default":[` + tb1 + "]\u00a0}", "invalid character U+00A0" + jsonSpace + " after object key:value pair, at line 1, column " + strconv.Itoa(13+len(tb1)+1)},
+		{`{"default":[` + tb1 + `],é:1}`, "invalid character U+00E9 looking for beginning of object key string, at line 1, column " + strconv.Itoa(13+len(tb1)+2)},
+		{"{\"default\":[" + tb1 + "],\U0001F600:1}", "invalid character U+1F600 looking for beginning of object key string"},
+		{"x", "invalid character 'x' looking for beginning of value, at line 1, column 1 (byte 0)"},
+	} {
+		_, err := service.LoadRules(strings.NewReader(c.in))
+		require.ErrorIs(t, err, hotlimit.ErrInvalidConfig, "%q", c.in)
+		assert.ErrorContains(t, err, "service: rules are not JSON: "+c.want, "%q", c.in)
 	}
 }
 

@@ -11,6 +11,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"unicode"
 	"unicode/utf8"
 
 	"github.com/hotlimit/hotlimit"
@@ -434,6 +435,36 @@ func syntaxErrorAt(data []byte, err error) string {
 	return placeOf(data, int(se.Offset)-1) // Offset counts the bytes read, the bad one included
 }
 
+// syntaxErrorText is err's text, but that, for a *json.SyntaxError at a
+// character JSON refuses, it names the character as the file holds it:
+// encoding/json quotes the first byte it read, as if it were Latin-1 (a
+// no-break space is "'Â'", a byte order mark "'ï'"), so one outside ASCII
+// is named by its code point instead (U+00A0); and white space that JSON
+// does not allow (a form feed, a no-break space), which a reader of the
+// file cannot tell from the space JSON allows, is said to be so.
+func syntaxErrorText(data []byte, err error) string {
+	text := err.Error()
+	var se *json.SyntaxError
+	if !errors.As(err, &se) || se.Offset < 1 || se.Offset > int64(len(data)) {
+		return text
+	}
+	b := data[se.Offset-1]
+	quoted := "'" + strings.Trim(strconv.Quote(string(rune(b))), `"`) + "'" // as encoding/json quotes it
+	const prefix = "invalid character "
+	if !strings.HasPrefix(text, prefix+quoted) {
+		return text
+	}
+	r, _ := utf8.DecodeRune(data[se.Offset-1:]) // data is UTF-8: see checkUTF8
+	name := quoted
+	if b >= utf8.RuneSelf {
+		name = fmt.Sprintf("%U", r)
+	}
+	if unicode.IsSpace(r) {
+		name += " (white space, but not JSON's: only space, tab, CR and LF are)"
+	}
+	return prefix + name + text[len(prefix+quoted):]
+}
+
 // placeOf names the byte at of data as ", at line L, column C (byte B)":
 // the line and column count from 1, in bytes; the byte from 0.
 func placeOf(data []byte, at int) string {
@@ -591,9 +622,12 @@ func decodeLimits(path string, data []byte) (Limits, error) {
 // object, a byte that is not UTF-8) names its place as "at line L, column
 // C (byte B)": line and column count from 1, in bytes, as Go's compiler
 // counts them (an "é" is two columns, a byte order mark three), and the
-// byte, the file's offset, from 0. A file cut short ("unexpected EOF") has
-// no place to name but its end; an empty one (or one of white space only) is
-// said to be empty.
+// byte, the file's offset, from 0; a character refused there that is
+// outside ASCII is named by its code point (U+00A0), and white space that
+// JSON does not allow is said to be so. A file cut short ("unexpected
+// EOF") has no place to name but its end; an empty one (or one of white
+// space only: JSON's, as a file of a no-break space is not) is said to be
+// empty.
 func LoadRules(r io.Reader) (Rules, error) {
 	if nilness.Is(r) {
 		return Rules{}, errors.New("service: reading rules: no reader (nil)")
@@ -619,7 +653,7 @@ func LoadRules(r io.Reader) (Rules, error) {
 	dec := json.NewDecoder(bytes.NewReader(data))
 	var raw json.RawMessage
 	if err := dec.Decode(&raw); err != nil {
-		return Rules{}, fmt.Errorf("service: rules are not JSON: %v%s: %w", err, syntaxErrorAt(data, err), hotlimit.ErrInvalidConfig)
+		return Rules{}, fmt.Errorf("service: rules are not JSON: %s%s: %w", syntaxErrorText(data, err), syntaxErrorAt(data, err), hotlimit.ErrInvalidConfig)
 	}
 	// After Decode, InputOffset is the end of the object.
 	if rest := bytes.TrimLeft(data[dec.InputOffset():], " \t\r\n"); len(rest) > 0 {

@@ -14,21 +14,31 @@ import "github.com/hotlimit/hotlimit"
 // first of them, in the order the rule asks its limits, that would have
 // denied the request); e.N is the requests asked for; e.Decision is the
 // rule's, which passed (for a rule of one limit, with that limit's
-// Remaining and ResetAfter). A request that a limit not in shadow mode
-// denied is not reported: it was turned away already. Every way of deciding
-// reports: Allow, Take, TakePolicy, TakeEach and their Context forms, Wait,
-// TakeWith (under the rule name [OverrideRule]), and so the gateways built
-// on the service (httplimit, grpclimit).
+// Remaining and ResetAfter, but under [Service.Allow], whose Event, on the
+// in-memory limiters, carries Allowed, Limit and Remaining only). A
+// request that a limit not in shadow mode denied is not reported: it was
+// turned away already. Every way of deciding reports: Allow, Take,
+// TakePolicy, TakeEach and their Context forms, Wait, TakeWith (under the
+// rule name [OverrideRule]), and so the gateways built on the service
+// (httplimit, grpclimit).
+//
+// As the observer, f hears a limit in shadow mode whose limiter could not
+// decide and whose failure policy denied (redislimit's FailClosed, its
+// backend down: enforced, it would have denied the request too), and a
+// request that ended while a limit of its rule could not decide, which the
+// rule gave back and its caller does not serve (see [Service.TakeContext]):
+// the error returned to the caller says so, f hears the Event alone.
 //
 // f runs on the deciding goroutine, after the observer, once the request is
-// counted: it must be safe for concurrent use and quick, as every request
-// that a limit in shadow mode would deny waits for it (hand slow work to
-// another goroutine). A panic of f's reaches the caller, the request still
-// counted, as a panic of the observer's does. f may keep user and api: they
-// are the caller's strings. A rule with no limit in shadow mode never calls
-// f and pays nothing for it; a nil f turns the hook off; of several
-// WithShadowHook options, the last one counts. Limiters built with the
-// service's options ignore it.
+// decided (counted, but for such a request given back): it must be safe for
+// concurrent use and quick, as every request that a limit in shadow mode
+// would deny waits for it (hand slow work to another goroutine). A panic of
+// f's reaches the caller, the request still counted, as a panic of the
+// observer's does; the observer's, before f, leaves f uncalled for that
+// request. f may keep user and api: they are the caller's strings. A rule
+// with no limit in shadow mode never calls f and pays nothing for it; a nil
+// f turns the hook off; of several WithShadowHook options, the last one
+// counts. Limiters built with the service's options ignore it.
 func WithShadowHook(f func(user, api string, e hotlimit.Event)) hotlimit.Option {
 	return hotlimit.WithExtension(shadowHook(f))
 }

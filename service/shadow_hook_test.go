@@ -3,6 +3,7 @@ package service_test
 import (
 	"context"
 	"math/rand/v2"
+	"strconv"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -12,6 +13,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/hotlimit/hotlimit"
+	"github.com/hotlimit/hotlimit/internal/limitertest"
 	"github.com/hotlimit/hotlimit/service"
 )
 
@@ -223,4 +225,117 @@ func TestShadowHookPanicLeavesTheRequestCounted(t *testing.T) {
 	assert.PanicsWithValue(t, "hook", func() { s.Allow("u", "a") })
 	assert.PanicsWithValue(t, "hook", func() { s.Take("u", "a", 1) })
 	assert.False(t, s.Allow("u", "a"), "the three requests were counted by the enforced limit")
+}
+
+// TestShadowHookEventUnderAllowIsTheObserversEvent: the hook hears the
+// Event the observer hears, so under Allow, whose caller gets no durations
+// and whose limiter reports Remaining with its Allow, the Event carries the
+// limit's Limit and Remaining but no ResetAfter, which Take's carries.
+func TestShadowHookEventUnderAllowIsTheObserversEvent(t *testing.T) {
+	clock, _ := frozen(int64(time.Hour))
+	shadow := hotlimit.Config{Algorithm: hotlimit.FixedWindow, Limit: 2, Window: time.Minute, Shadow: true}
+	var rec shadowCalls
+	s, err := service.New(shadow, clock, hotlimit.WithObserver(&rec), service.WithShadowHook(rec.hook))
+	require.NoError(t, err)
+	require.Equal(t, 3, passes(s, "u", "a", 3))
+	require.True(t, s.Take("u", "a", 1).Allowed)
+	require.Len(t, rec.calls, 2, "the 3rd and 4th requests")
+	allowed := hotlimit.Decision{Allowed: true, Limit: 2, Remaining: 0}
+	assert.Equal(t, allowed, rec.calls[0].e.Decision, "under Allow: no ResetAfter")
+	assert.Equal(t, rec.events[2], rec.calls[0].e, "the observer's Event")
+	allowed.ResetAfter = time.Minute
+	assert.Equal(t, allowed, rec.calls[1].e.Decision, "under Take: the limit's ResetAfter")
+	assert.Equal(t, rec.events[3], rec.calls[1].e, "the observer's Event")
+}
+
+// TestShadowHookHearsALimitThatCouldNotDecide: the hook hears what the
+// observer hears as a shadow denial, including a limit in shadow mode
+// whose backend is down and whose failure policy denies (enforced, it
+// would have denied the request too), and a request that ended while a
+// limit could not decide, which the rule gave back and its caller does not
+// serve: the shadow limit would have denied it all the same. The caller's
+// error says either; the hook hears the Event alone.
+func TestShadowHookHearsALimitThatCouldNotDecide(t *testing.T) {
+	clock, _ := frozen(int64(time.Hour))
+	enforced := hotlimit.Config{Algorithm: hotlimit.FixedWindow, Limit: 10, Window: time.Second}
+	onBackend := hotlimit.Config{Algorithm: hotlimit.TokenBucket, Limit: 5, Window: time.Second, Shadow: true}
+	var rec shadowCalls
+	s, err := service.NewFromRules(service.Rules{Default: service.Limits{enforced, onBackend}}, clock,
+		limitertest.OnBackend(onBackend, downClosed{5}, service.NewLimiter),
+		hotlimit.WithObserver(&rec), service.WithShadowHook(rec.hook))
+	require.NoError(t, err)
+	d, err := s.TakeContext(context.Background(), "u", "a", 1)
+	require.ErrorIs(t, err, errDown)
+	assert.True(t, d.Allowed)
+	require.Len(t, rec.calls, 1, "the failure policy's denial")
+	assert.Equal(t, rec.events[0], rec.calls[0].e)
+	assert.Equal(t, onBackend, rec.calls[0].e.Policy)
+
+	rec = shadowCalls{}
+	shadow := hotlimit.Config{Algorithm: hotlimit.FixedWindow, Limit: 1, Window: time.Second, Shadow: true}
+	remote := hotlimit.Config{Algorithm: hotlimit.TokenBucket, Limit: 5, Window: time.Second}
+	s, err = service.NewFromRules(service.Rules{Default: service.Limits{shadow, remote}}, clock,
+		limitertest.OnBackend(remote, &limitertest.DownOpen{Err: errBackend}, service.NewLimiter),
+		hotlimit.WithObserver(&rec), service.WithShadowHook(rec.hook))
+	require.NoError(t, err)
+	_, err = s.TakeContext(context.Background(), "u", "a", 1)
+	require.ErrorIs(t, err, errBackend)
+	require.Empty(t, rec.calls, "under the shadow limit: counted there")
+	ended, cancel := context.WithCancel(context.Background())
+	cancel()
+	d, err = s.TakeContext(ended, "u", "a", 1)
+	require.ErrorIs(t, err, context.Canceled, "given back, not to be served")
+	assert.True(t, d.Allowed)
+	require.Len(t, rec.calls, 1, "the shadow limit would have denied it")
+	assert.Equal(t, rec.events[1], rec.calls[0].e)
+	assert.Equal(t, shadow, rec.calls[0].e.Policy)
+}
+
+// TestShadowHookIsNotCalledWhenTheObserverPanics: the hook runs after the
+// observer, so an observer's panic, which reaches the caller with the
+// request counted, leaves the hook uncalled for that request.
+func TestShadowHookIsNotCalledWhenTheObserverPanics(t *testing.T) {
+	clock, _ := frozen(int64(time.Hour))
+	shadow := hotlimit.Config{Algorithm: hotlimit.FixedWindow, Limit: 1, Window: time.Second, Shadow: true}
+	enforced := hotlimit.Config{Algorithm: hotlimit.FixedWindow, Limit: 3, Window: time.Second}
+	var calls atomic.Int64
+	for _, rule := range []service.Limits{{shadow}, {enforced, shadow}} {
+		calls.Store(0)
+		s, err := service.NewFromRules(service.Rules{Default: rule}, clock,
+			hotlimit.WithObserver(hotlimit.ObserverFunc(func(e hotlimit.Event) {
+				if e.Outcome == hotlimit.OutcomeShadowDenied {
+					panic("observer")
+				}
+			})),
+			service.WithShadowHook(func(string, string, hotlimit.Event) { calls.Add(1) }))
+		require.NoError(t, err)
+		require.True(t, s.Allow("u", "a"))
+		assert.PanicsWithValue(t, "observer", func() { s.Allow("u", "a") }, "%v", rule)
+		assert.PanicsWithValue(t, "observer", func() { s.Take("u", "a", 1) }, "%v", rule)
+		assert.Zero(t, calls.Load(), "%v", rule)
+		if len(rule) > 1 {
+			assert.Equal(t, 0, s.Take("u", "a", 0).Remaining, "%v: the three requests were counted", rule)
+		}
+	}
+}
+
+// TestShadowHookCostsRulesWithoutAShadowLimitNothing: a rule with no limit
+// in shadow mode pays nothing for the hook, at a reload either: rules of
+// 201 entries, none in shadow mode, are built with the allocations they
+// take without the hook, but the option's own, once per reload (the Events'
+// Sources are built for the rules the hook may hear of, not for every
+// entry, 3 allocations each).
+func TestShadowHookCostsRulesWithoutAShadowLimitNothing(t *testing.T) {
+	rules := service.Rules{Default: service.Limits{cfg(hotlimit.TokenBucket, 5)}, Pairs: map[service.Pair]service.Limits{}}
+	for i := range 200 {
+		rules.Pairs[service.Pair{User: strconv.Itoa(i), API: "a"}] = service.Limits{cfg(hotlimit.FixedWindow, 1+i%3), cfg(hotlimit.GCRA, 9)}
+	}
+	reload := func(opts ...hotlimit.Option) float64 {
+		s, err := service.NewFromRules(rules, opts...)
+		require.NoError(t, err)
+		return testing.AllocsPerRun(20, func() { require.NoError(t, s.Replace(rules)) })
+	}
+	hook := service.WithShadowHook(func(string, string, hotlimit.Event) {})
+	without, with := reload(), reload(hook)
+	assert.LessOrEqual(t, with-without, 1.0, "%v allocations without the hook, %v with it", without, with)
 }
