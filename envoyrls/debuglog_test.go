@@ -17,8 +17,9 @@ import (
 
 // TestDebugLogsEachDescriptor: at debug level, each descriptor of an
 // answered request is a log line naming its entries, the rule it matched
-// (none, or an unlimited one, said so), its hits and its answer; above
-// debug, none is written.
+// (none, or an unlimited one, said so), its hits and its answer, over the
+// limit or not (a rule in shadow mode answers OK over it); above debug, none
+// is written.
 func TestDebugLogsEachDescriptor(t *testing.T) {
 	d, err := ParseDomain("web.yaml", []byte(`domain: web
 descriptors:
@@ -26,12 +27,15 @@ descriptors:
     rate_limit: {unit: minute, requests_per_unit: 1}
   - key: internal
     rate_limit: {unlimited: true}
+  - key: beta
+    shadow_mode: true
+    rate_limit: {unit: minute, requests_per_unit: 1}
 `))
 	require.NoError(t, err)
 	cfg, err := NewConfig(d)
 	require.NoError(t, err)
 	req := &pb.RateLimitRequest{Domain: "web", Descriptors: []*rlext.RateLimitDescriptor{
-		desc("ip", "192.0.2.1"), desc("internal", "yes"), desc("path", "/x"),
+		desc("ip", "192.0.2.1"), desc("internal", "yes"), desc("path", "/x"), desc("beta", "ann"),
 	}}
 	for _, level := range []slog.Level{slog.LevelDebug, slog.LevelInfo} {
 		t.Run(level.String(), func(t *testing.T) {
@@ -48,27 +52,32 @@ descriptors:
 				assert.Empty(t, lines, "no debug lines above debug")
 				return
 			}
-			require.Len(t, lines, 6, "a line per descriptor of each request")
+			require.Len(t, lines, 8, "a line per descriptor of each request")
 			want := []struct {
 				entry, rule, code string
 				remaining         float64
+				shadow, over      bool
 			}{
-				{"ip=192.0.2.1", "web.ip", "OK", 0},
-				{"internal=yes", "web.internal (unlimited)", "OK", math.MaxUint32},
-				{"path=/x", "none", "OK", 0},
-				{"ip=192.0.2.1", "web.ip", "OVER_LIMIT", 0},
-				{"internal=yes", "web.internal (unlimited)", "OK", math.MaxUint32},
-				{"path=/x", "none", "OK", 0},
+				{"ip=192.0.2.1", "web.ip", "OK", 0, false, false},
+				{"internal=yes", "web.internal (unlimited)", "OK", math.MaxUint32, false, false},
+				{"path=/x", "none", "OK", 0, false, false},
+				{"beta=ann", "web.beta", "OK", 0, true, false},
+				{"ip=192.0.2.1", "web.ip", "OVER_LIMIT", 0, false, true},
+				{"internal=yes", "web.internal (unlimited)", "OK", math.MaxUint32, false, false},
+				{"path=/x", "none", "OK", 0, false, false},
+				{"beta=ann", "web.beta", "OK", 0, true, true},
 			}
 			for i, w := range want {
 				l := lines[i]
 				assert.Equal(t, "web", l["domain"], "line %d", i)
-				assert.Equal(t, float64(i%3), l["index"], "line %d", i)
+				assert.Equal(t, float64(i%4), l["index"], "line %d", i)
 				assert.Equal(t, []any{w.entry}, l["entries"], "line %d", i)
 				assert.Equal(t, w.rule, l["rule"], "line %d", i)
 				assert.Equal(t, w.code, l["code"], "line %d", i)
 				assert.Equal(t, float64(1), l["hits"], "line %d", i)
 				assert.Equal(t, w.remaining, l["limit_remaining"], "line %d", i)
+				assert.Equal(t, w.shadow, l["shadow"], "line %d", i)
+				assert.Equal(t, w.over, l["over_limit"], "line %d: the shadow rule's second hit would be limited", i)
 			}
 		})
 	}

@@ -665,7 +665,11 @@ func (s *Server) shouldRateLimit(ctx context.Context, req *pb.RateLimitRequest) 
 // its entries, the rule it matched ("none" when no rule limits it: no rule
 // matched, its domain is unknown or another rule replaced it), its hits
 // and its answer, so that an operator can see why a descriptor is or is not
-// limited, as the reference's debug lines show its lookups. The entries are
+// limited, as the reference's debug lines show its lookups: over_limit is
+// set for hits over the limit, which a rule in shadow mode (shadow) or
+// quota mode answers OK, so that the descriptors a shadow rule would limit
+// are the lines with both set (the reference's "would be rate limited but
+// shadow mode is enabled"). The entries are
 // the request's own, client addresses and keys among them: debug is a level
 // to turn on for a while, not to serve with.
 func (s *Server) logDescriptors(ctx context.Context, req *pb.RateLimitRequest, items []item, resp *pb.RateLimitResponse) {
@@ -684,7 +688,7 @@ func (s *Server) logDescriptors(ctx context.Context, req *pb.RateLimitRequest, i
 			rule = it.rule.Key
 		}
 		s.set.log.DebugContext(ctx, "descriptor", "domain", req.Domain, "index", i, "entries", entries, "rule", rule,
-			"hits", it.n, "refund", it.refund, "shadow", it.shadow, "code", st.Code.String(), "limit_remaining", st.LimitRemaining)
+			"hits", it.n, "refund", it.refund, "shadow", it.shadow, "over_limit", it.over, "code", st.Code.String(), "limit_remaining", st.LimitRemaining)
 	}
 }
 
