@@ -237,9 +237,9 @@ func TestRedisFlagsWithoutRedis(t *testing.T) {
 }
 
 // TestHelpSaysWhatEachFailurePolicyAnswers: -h says, for each value of
-// -redis-failure, what a request gets while Redis fails, and where the
-// policies other than error are counted, so that an operator choosing one
-// need not look further than the command.
+// -redis-failure, what a request gets while Redis fails, and that the
+// failures are counted under each of them, error included, so that an
+// operator choosing one need not look further than the command.
 func TestHelpSaysWhatEachFailurePolicyAnswers(t *testing.T) {
 	var out bytes.Buffer
 	_, err := parse([]string{"-h"}, &out)
@@ -252,7 +252,7 @@ func TestHelpSaysWhatEachFailurePolicyAnswers(t *testing.T) {
 		"local, the decision of a limiter in this replica's memory",
 		"open, let through",
 		"closed, OVER_LIMIT",
-		"counted in hotlimit_fallbacks_total",
+		"under all four, counted in hotlimit_fallbacks_total",
 		`(default "error")`,
 	} {
 		assert.Contains(t, text, says)

@@ -56,8 +56,9 @@
 // error, which Envoy allows unless failure_mode_deny), or redislimit's
 // policies "local", "open" and "closed". Redis is checked at start (a PING,
 // within 10 s, asked again while the connection is refused): one that
-// cannot be reached, refuses the password or whose
-// certificate does not verify ends hotlimitd with the reason, exit status 1,
+// cannot be reached, refuses the password, whose certificate does not
+// verify or that is a node of a Redis Cluster given without -redis-cluster
+// ends hotlimitd with the reason, exit status 1,
 // as the reference does. Every flag but -version may be given in the
 // environment as HOTLIMITD_ and its name in upper case with '-' as '_', such
 // as HOTLIMITD_REDIS=redis:6379; a flag on the command line wins. A
@@ -583,14 +584,14 @@ func newFlagSet(f *flags) *flag.FlagSet {
 	fs.StringVar(&f.grpcAddr, "grpc", ":8081", "gRPC listen address, host:port (never empty: gRPC is always served)")
 	fs.StringVar(&f.httpAddr, "http", ":8080", "HTTP listen address (/json, /healthcheck, /metrics, /rlconfig); empty for none")
 	fs.StringVar(&f.redisAddr, "redis", "", "Redis address(es), host:port or a Unix socket's path, comma-separated; empty keeps the state in memory")
-	fs.BoolVar(&f.redisCluster, "redis-cluster", false, "Redis is a cluster (implied by several addresses)")
+	fs.BoolVar(&f.redisCluster, "redis-cluster", false, "Redis is a cluster (implied by several addresses; a single node of a cluster without it ends hotlimitd at start)")
 	fs.StringVar(&f.redisUser, "redis-user", "", "Redis ACL user (Redis 6 or later) whose password -redis-password is, as the reference's REDIS_AUTH=user:password; empty for the default user")
 	fs.StringVar(&f.redisPassword, "redis-password", "", "Redis password (of -redis-user, if given)")
 	fs.BoolVar(&f.redisTLS, "redis-tls", false, "connect to Redis over TLS")
 	fs.BoolVar(&f.tlsInsecure, "redis-tls-skip-verify", false, "do not verify Redis's TLS certificate (implies -redis-tls)")
 	fs.BoolVar(&f.tlsSkipHostname, "redis-tls-skip-hostname", false, "verify Redis's TLS certificate against the authorities (the system's, or -redis-tls-ca) but not that it names the -redis host, as the reference's REDIS_TLS_SKIP_HOSTNAME_VERIFICATION (implies -redis-tls)")
 	fs.StringVar(&f.redisTLSCA, "redis-tls-ca", "", "PEM file of the certificate authorities that Redis's TLS certificate is verified against, in place of the system's (implies -redis-tls)")
-	fs.StringVar(&f.failure, "redis-failure", "error", "what a request gets when Redis fails (an error, or no answer within -redis-timeout): error, an Unavailable error, logged (up to 10 at once, then one a second, with a count of those held back) (Envoy lets the request through unless failure_mode_deny); local, the decision of a limiter in this replica's memory, by the same rule; open, let through; closed, OVER_LIMIT; under the last three, not logged but counted in hotlimit_fallbacks_total on /metrics")
+	fs.StringVar(&f.failure, "redis-failure", "error", "what a request gets when Redis fails (an error, or no answer within -redis-timeout): error, an Unavailable error, logged (up to 10 at once, then one a second, with a count of those held back) (Envoy lets the request through unless failure_mode_deny); local, the decision of a limiter in this replica's memory, by the same rule; open, let through; closed, OVER_LIMIT; under the last three, not logged; under all four, counted in hotlimit_fallbacks_total on /metrics")
 	fs.StringVar(&f.redisPrefix, "redis-prefix", "hotlimitd:", "prefix of every Redis key")
 	fs.DurationVar(&f.redisTimeout, "redis-timeout", defaultRedisTimeout, "how long a decision waits for Redis before it is a failure (see -redis-failure); 0 for no bound but the client's own. Keep it below Envoy's filter timeout (20ms by default): a call Envoy's deadline ends first is no failure, and opens no circuit breaker")
 	fs.IntVar(&f.lease, "redis-lease", 0, "requests a replica may take ahead per key and spend without a round trip, for the rules of TokenBucket, GCRA and FixedWindow (the others ask Redis every time); 0 for none")
@@ -741,7 +742,8 @@ var redisStartup = 10 * time.Second
 // without an answer: a Redis that cannot be reached in that time, does not
 // answer in it, refuses the password or whose certificate does not verify
 // is an error of the flags, to be told at start, not one answered to every
-// request as a backend failure. Once Redis answers, it loads the scripts
+// request as a backend failure; so is a single address, without
+// -redis-cluster, of a node of a Redis Cluster. Once Redis answers, it loads the scripts
 // (redislimit.LoadScripts), and a Redis that refuses scripts is such an
 // error too; one that refuses only SCRIPT LOAD, but runs scripts by EVALSHA
 // and EVAL as the limiters do, is not (see runsScripts). Scripts that fail
@@ -817,6 +819,9 @@ func (f *flags) checkRedis(ctx context.Context, client redis.UniversalClient, lo
 	var scripts *scriptsRefused
 	switch {
 	case err == nil:
+		if c, ok := client.(*redis.Client); ok && clusterNode(pctx, c) {
+			return fmt.Errorf("-redis %s: Redis is a node of a Redis Cluster, which answers MOVED for the keys of the other nodes' slots: add -redis-cluster (or list several of its nodes)", f.redisAddr)
+		}
 		select {
 		case lerr := <-notLoaded:
 			msg := "rate limit scripts not loaded at start: each algorithm's first request sends its script, a second round trip"
@@ -838,6 +843,16 @@ func (f *flags) checkRedis(ctx context.Context, client redis.UniversalClient, lo
 		return fmt.Errorf("-redis %s: no answer to PING within %v (is it TLS? see -redis-tls): %w", f.redisAddr, redisStartup, err)
 	}
 	return fmt.Errorf("-redis %s: %w", f.redisAddr, err)
+}
+
+// clusterNode reports whether the Redis that c, a client of one server,
+// talks to has cluster mode enabled (INFO's cluster_enabled:1): such a
+// client sends every key there, and the keys of the other nodes' slots get
+// MOVED, answered as failures. A Redis that refuses INFO (an ACL user
+// without it) is taken as no cluster node.
+func clusterNode(ctx context.Context, c *redis.Client) bool {
+	info, err := c.Info(ctx, "cluster").Result()
+	return err == nil && strings.Contains(info, "cluster_enabled:1")
 }
 
 // refusesScripts reports whether Redis, having failed SCRIPT LOAD with

@@ -380,6 +380,29 @@ func TestRedisDownIsAnError(t *testing.T) {
 	assert.Contains(t, logs.String(), "connect: connection refused")
 }
 
+// TestRedisFailureErrorCountsFallbacks: under -redis-failure error, as
+// under the three policies, a request Redis could not decide counts in
+// hotlimit_fallbacks_total, as -h and the README say, so that the alert
+// they suggest on it fires whichever policy answers.
+func TestRedisFailureErrorCountsFallbacks(t *testing.T) {
+	addr, redisServer := startRedis(t, "")
+	dir := t.TempDir()
+	writeRule(t, dir, "5")
+	srv := startServer(t, []string{"-config", dir, "-grpc", "127.0.0.1:0", "-http", "127.0.0.1:0", "-redis", addr,
+		"-redis-timeout", "1s", "-redis-failure", "error", "-redis-prefix", t.Name() + ":"}, io.Discard)
+	client := pb.NewRateLimitServiceClient(srv.conn)
+	req := &pb.RateLimitRequest{Domain: "web", Descriptors: []*rlext.RateLimitDescriptor{{Entries: []*rlext.RateLimitDescriptor_Entry{{Key: "ip", Value: "1"}}}}}
+	_, err := client.ShouldRateLimit(context.Background(), req)
+	require.NoError(t, err)
+	assert.Contains(t, fallbackSeries(t, srv), `hotlimit_fallbacks_total{backend="redis",reason="error"} 0`)
+
+	redisServer.Kill()
+	_, err = client.ShouldRateLimit(context.Background(), req)
+	require.Equal(t, codes.Unavailable, status.Code(err), "%v", err)
+	assert.Contains(t, fallbackSeries(t, srv), `hotlimit_fallbacks_total{backend="redis",reason="error"} 1`)
+	srv.stop(t)
+}
+
 // TestRedisTimeoutFlag: -redis-timeout bounds the wait for a Redis that
 // accepts connections and never answers: 1 ms gives Unavailable, 1 h leaves
 // the caller's own deadline to pass first.
