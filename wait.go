@@ -167,8 +167,10 @@ func WaitN(ctx context.Context, l Limiter, key string, n int, opts ...WaitOption
 			// Not too many at once: the limiter's time runs out before
 			// they would pass (a clock read past the range it counts, see
 			// gcra and slidinglog, or a refill or a window's end after
-			// math.MaxInt64, the last reading a clock makes).
-			return fmt.Errorf("hotlimit: %d requests never pass, though within the burst: the limiter's clock stops before they would: %w", n, ErrNeverPasses)
+			// math.MaxInt64, the last reading a clock makes). Or the
+			// burst is only a bound: a composite's, of which a child that
+			// tells none passes fewer at once (see Burster).
+			return fmt.Errorf("hotlimit: %d requests never pass, though within the burst: the limiter's clock stops before they would, or a composite's child that tells no burst passes fewer at once: %w", n, ErrNeverPasses)
 		case wait == Never && burst(l) >= 0:
 			// The bound is the burst the limiter tells, not the
 			// Decision's Limit, which may be above or below it.
