@@ -26,8 +26,10 @@ type waitOptions struct {
 // WithSleep makes Wait and WaitN sleep with sleep instead of a timer. sleep
 // must return nil after d has passed on the limiter's clock, or ctx.Err() as
 // soon as ctx is done, whichever comes first. Tests pass one that advances a
-// fake clock by d, so that waiting takes no real time. A nil sleep keeps the
-// default: a time.Timer raced against ctx.Done().
+// fake clock by d, so that waiting takes no real time. The options apply in
+// order, a nil one skipped: of several WithSleep the last wins, and a nil
+// sleep keeps the one before it, or the default when none came before (a
+// time.Timer raced against ctx.Done()).
 func WithSleep(sleep func(ctx context.Context, d time.Duration) error) WaitOption {
 	return func(o *waitOptions) {
 		if sleep != nil {

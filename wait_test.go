@@ -458,3 +458,19 @@ func TestWaitNeverThroughAChildWithoutABurst(t *testing.T) {
 		assert.Contains(t, err.Error(), "or a composite's child that tells no burst passes fewer at once", "%d children", len(children))
 	}
 }
+
+// TestWaitOptionsInOrder: Wait's options apply in order, a nil one skipped
+// without stopping those after it, and of two sleeps the last wins: the
+// wait sleeps on the fake clock, not with the first sleep (which fails)
+// nor with the timer (which would never see the fake clock move, and is
+// cut short by the context's second).
+func TestWaitOptionsInOrder(t *testing.T) {
+	f := new(fakeTime)
+	lim := newBucket(t, 1, time.Millisecond, f)
+	require.True(t, lim.Allow("k"))
+	first := func(context.Context, time.Duration) error { return errors.New("the first sleep") }
+	ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+	defer cancel()
+	require.NoError(t, hotlimit.Wait(ctx, lim, "k", nil, hotlimit.WithSleep(first), nil, hotlimit.WithSleep(f.sleep)))
+	assert.Equal(t, []time.Duration{time.Millisecond}, f.slept)
+}
