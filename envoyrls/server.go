@@ -328,7 +328,7 @@ func New(cfg *Config, opts ...Option) (*Server, error) {
 		// -default-burst is: a fixed window would refuse it as a burst it
 		// does not take, and token buckets that set their own would let
 		// it by until a Reload brings one that does not.
-		return nil, fmt.Errorf("%sburst %d must not be negative (hotlimit.WithBurst among WithLimiterOptions; 0 leaves each rule its requests_per_unit): %w", errPrefix, lo.Burst, hotlimit.ErrInvalidConfig)
+		return nil, fmt.Errorf("%sburst %d must not be negative (hotlimit.WithBurst among WithLimiterOptions; 0 leaves a token bucket or GCRA that sets none its requests_per_unit): %w", errPrefix, lo.Burst, hotlimit.ErrInvalidConfig)
 	}
 	s.defBurst = lo.Burst
 	// A factory gets the key cap too, and may size tables for it up front
