@@ -26,8 +26,10 @@ type waitOptions struct {
 // WithSleep makes Wait and WaitN sleep with sleep instead of a timer. sleep
 // must return nil after d has passed on the limiter's clock, or ctx.Err() as
 // soon as ctx is done, whichever comes first. Tests pass one that advances a
-// fake clock by d, so that waiting takes no real time. A nil sleep keeps the
-// default: a time.Timer raced against ctx.Done().
+// fake clock by d, so that waiting takes no real time. The options apply in
+// order, a nil one skipped: of several WithSleep the last wins, and a nil
+// sleep keeps the one before it, or the default when none came before (a
+// time.Timer raced against ctx.Done()).
 func WithSleep(sleep func(ctx context.Context, d time.Duration) error) WaitOption {
 	return func(o *waitOptions) {
 		if sleep != nil {
@@ -167,8 +169,10 @@ func WaitN(ctx context.Context, l Limiter, key string, n int, opts ...WaitOption
 			// Not too many at once: the limiter's time runs out before
 			// they would pass (a clock read past the range it counts, see
 			// gcra and slidinglog, or a refill or a window's end after
-			// math.MaxInt64, the last reading a clock makes).
-			return fmt.Errorf("hotlimit: %d requests never pass, though within the burst: the limiter's clock stops before they would: %w", n, ErrNeverPasses)
+			// math.MaxInt64, the last reading a clock makes). Or the
+			// burst is only a bound: a composite's, of which a child that
+			// tells none passes fewer at once (see Burster).
+			return fmt.Errorf("hotlimit: %d requests never pass, though within the burst: the limiter's clock stops before they would, or a composite's child that tells no burst passes fewer at once: %w", n, ErrNeverPasses)
 		case wait == Never && burst(l) >= 0:
 			// The bound is the burst the limiter tells, not the
 			// Decision's Limit, which may be above or below it.

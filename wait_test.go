@@ -12,6 +12,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/hotlimit/hotlimit"
+	"github.com/hotlimit/hotlimit/composite"
 	"github.com/hotlimit/hotlimit/fixedwindow"
 	"github.com/hotlimit/hotlimit/gcra"
 	"github.com/hotlimit/hotlimit/slidinglog"
@@ -341,7 +342,7 @@ func TestWaitNeverPastTheClockRange(t *testing.T) {
 	require.True(t, lim.Take("k", 2).Allowed)
 	err = hotlimit.Wait(context.Background(), lim, "k", hotlimit.WithSleep(f.sleep))
 	assert.ErrorIs(t, err, hotlimit.ErrNeverPasses)
-	assert.EqualError(t, err, "hotlimit: 1 requests never pass, though within the burst: the limiter's clock stops before they would: the request can never pass")
+	assert.EqualError(t, err, "hotlimit: 1 requests never pass, though within the burst: the limiter's clock stops before they would, or a composite's child that tells no burst passes fewer at once: the request can never pass")
 	assert.Empty(t, f.slept)
 }
 
@@ -350,7 +351,7 @@ func TestWaitNeverPastTheClockRange(t *testing.T) {
 // makes, never lets the request pass: a wait fails at once, without
 // sleeping, and says why, where it used to sleep a wait no clock reaches.
 func TestWaitNeverPastTheLastReading(t *testing.T) {
-	const want = "hotlimit: 1 requests never pass, though within the burst: the limiter's clock stops before they would: the request can never pass"
+	const want = "hotlimit: 1 requests never pass, though within the burst: the limiter's clock stops before they would, or a composite's child that tells no burst passes fewer at once: the request can never pass"
 	f := new(fakeTime)
 	f.now.Store(math.MaxInt64 - int64(time.Millisecond))
 	bucket := newBucket(t, 1, time.Second, f)
@@ -426,4 +427,50 @@ func TestWaitThatPassesAtOnceAllocatesNothing(t *testing.T) {
 	})
 	assert.Zero(t, allocs)
 	assert.Zero(t, failed.Load(), "every Wait passed at once")
+}
+
+// noBurster is a Refunder that tells no burst: a composite's Burst is then
+// a bound, the least of its other children's (see hotlimit.Burster).
+type noBurster struct{ l *tokenbucket.Limiter }
+
+func (b noBurster) Allow(key string) bool                    { return b.l.Allow(key) }
+func (b noBurster) Take(key string, n int) hotlimit.Decision { return b.l.Take(key, n) }
+func (b noBurster) TakeReceipt(key string, n int) (hotlimit.Decision, hotlimit.Receipt) {
+	return b.l.TakeReceipt(key, n)
+}
+func (b noBurster) Refund(key string, r hotlimit.Receipt) { b.l.Refund(key, r) }
+
+// TestWaitNeverThroughAChildWithoutABurst: a composite of a child that
+// tells no burst and passes 3 at once, and one of burst 10, tells a burst
+// of 10, a bound; 5 requests never pass, by the first child's burst, on a
+// clock far from its end, and the error does not blame the clock alone.
+func TestWaitNeverThroughAChildWithoutABurst(t *testing.T) {
+	three, err := tokenbucket.New(3, time.Second)
+	require.NoError(t, err)
+	ten, err := tokenbucket.New(10, time.Second)
+	require.NoError(t, err)
+	for _, children := range [][]hotlimit.Limiter{{noBurster{three}, ten}, {noBurster{three}}} {
+		c, err := composite.New(children...)
+		require.NoError(t, err)
+		require.GreaterOrEqual(t, c.Burst(), 5, "a bound above what passes")
+		err = hotlimit.WaitN(context.Background(), c, "k", 5)
+		assert.ErrorIs(t, err, hotlimit.ErrNeverPasses)
+		assert.Contains(t, err.Error(), "or a composite's child that tells no burst passes fewer at once", "%d children", len(children))
+	}
+}
+
+// TestWaitOptionsInOrder: Wait's options apply in order, a nil one skipped
+// without stopping those after it, and of two sleeps the last wins: the
+// wait sleeps on the fake clock, not with the first sleep (which fails)
+// nor with the timer (which would never see the fake clock move, and is
+// cut short by the context's second).
+func TestWaitOptionsInOrder(t *testing.T) {
+	f := new(fakeTime)
+	lim := newBucket(t, 1, time.Millisecond, f)
+	require.True(t, lim.Allow("k"))
+	first := func(context.Context, time.Duration) error { return errors.New("the first sleep") }
+	ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+	defer cancel()
+	require.NoError(t, hotlimit.Wait(ctx, lim, "k", nil, hotlimit.WithSleep(first), nil, hotlimit.WithSleep(f.sleep)))
+	assert.Equal(t, []time.Duration{time.Millisecond}, f.slept)
 }

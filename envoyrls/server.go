@@ -279,7 +279,9 @@ func epochClock() hotlimit.Clock {
 // that no limiter accepts (a limit beyond the in-memory algorithm's range,
 // say) is an error that names the file and the rule, as for Reload; so is an
 // observer given to [WithObserver] that cannot report, such as a zero-value
-// [Metrics] not made by [NewMetrics] (see [hotlimit.CheckObserver]).
+// [Metrics] not made by [NewMetrics] (see [hotlimit.CheckObserver]), and a
+// negative [hotlimit.WithBurst] among [WithLimiterOptions], whatever the
+// rules hold.
 func New(cfg *Config, opts ...Option) (*Server, error) {
 	s := &Server{set: settings{backendErrs: true}}
 	for _, o := range opts {
@@ -321,6 +323,13 @@ func New(cfg *Config, opts ...Option) (*Server, error) {
 		s.lopts = append([]hotlimit.Option{hotlimit.WithAutoSweep(autoSweep)}, s.lopts...)
 	}
 	lo := hotlimit.NewOptions(s.lopts...)
+	if lo.Burst < 0 {
+		// Refused here, whatever the rules hold, as hotlimitd's
+		// -default-burst is: a fixed window would refuse it as a burst it
+		// does not take, and token buckets that set their own would let
+		// it by until a Reload brings one that does not.
+		return nil, fmt.Errorf("%sburst %d must not be negative (hotlimit.WithBurst among WithLimiterOptions; 0 leaves a token bucket or GCRA that sets none its requests_per_unit): %w", errPrefix, lo.Burst, hotlimit.ErrInvalidConfig)
+	}
 	s.defBurst = lo.Burst
 	// A factory gets the key cap too, and may size tables for it up front
 	// as the in-memory limiters do: redislimit's FailLocal fallback does.

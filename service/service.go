@@ -100,11 +100,19 @@ const DefaultAutoSweep = 1 << 16
 // entry, when a factory fails to build a limit (returning no limiter
 // without an error counts as failing). An observer that cannot report (see
 // [hotlimit.CheckObserver]), such as a zero-value hotlimitotel.Metrics,
-// is an error too.
+// is an error too, and so is a negative [hotlimit.WithBurst], whatever the
+// rules hold.
 func NewFromRules(rules Rules, opts ...hotlimit.Option) (*Service, error) {
 	opts = append([]hotlimit.Option{hotlimit.WithAutoSweep(DefaultAutoSweep)}, opts...) // later options win
 	if err := hotlimit.CheckObserver(hotlimit.NewOptions(opts...).Observer); err != nil {
 		return nil, fmt.Errorf("service: WithObserver: %w", err)
+	}
+	if b := hotlimit.NewOptions(opts...).Burst; b < 0 {
+		// Refused here, whatever the rules hold: the limits of an
+		// algorithm without a burst would refuse it as a burst they do
+		// not take, and those that set their own would let it by until a
+		// Replace brings one that does not.
+		return nil, fmt.Errorf("service: burst %d must not be negative (hotlimit.WithBurst; 0 leaves each limit its own): %w", b, hotlimit.ErrInvalidConfig)
 	}
 	snap, err := build(rules, nil, opts)
 	if err != nil {

@@ -34,7 +34,7 @@ func (s *Service) WaitN(ctx context.Context, user, api string, n int, opts ...ho
 	if !s.Built() {
 		return errNotBuilt
 	}
-	return hotlimit.WaitN(orBackground(ctx), pair{s: s, user: user, api: api}, "", n, opts...)
+	return hotlimit.WaitN(orBackground(ctx), &pair{s: s, user: user, api: api}, "", n, opts...)
 }
 
 // pair is the rule of one user and api as the hotlimit.Limiter that
@@ -42,27 +42,41 @@ func (s *Service) WaitN(ctx context.Context, user, api string, n int, opts ...ho
 type pair struct {
 	s         *Service
 	user, api string
+	// ru is the rule the last take decided under, whose burst Burst tells:
+	// a Replace landing since must not lend a denial another rule's.
+	ru *rule
 }
 
-func (p pair) Allow(string) bool { return p.s.Allow(p.user, p.api) }
+func (p *pair) Allow(string) bool { return p.s.Allow(p.user, p.api) }
 
-func (p pair) Take(_ string, n int) hotlimit.Decision { return p.s.Take(p.user, p.api, n) }
+func (p *pair) Take(_ string, n int) hotlimit.Decision {
+	p.ru = p.s.rules.Load().resolve(p.user, p.api)
+	d, _ := p.ru.take(p.s.keys, p.user, p.api, n, false)
+	return d
+}
 
 // Burst is the most requests the pair's rule passes at once: the least
 // capacity of its limits not in shadow mode (burst spelled out as the
-// service enforces it; an Unlimited one bounds nothing). hotlimit.WaitN
+// service enforces it; an Unlimited one bounds nothing), of the rule the
+// last take decided under (the one in force, before any). hotlimit.WaitN
 // reads it to tell a request within it that never passes (the limiters'
 // clock past their range) from one of more than ever pass at once.
-func (p pair) Burst() int {
+func (p *pair) Burst() int {
+	ru := p.ru
+	if ru == nil {
+		ru = p.s.rules.Load().resolve(p.user, p.api)
+	}
 	b := math.MaxInt
-	for _, c := range p.s.ResolvePolicies(p.user, p.api) {
+	for _, c := range ru.limits {
 		if !c.Shadow && c.Algorithm != hotlimit.Unlimited {
-			b = min(b, c.Capacity())
+			b = min(b, capacity(c, ru.defBurst))
 		}
 	}
 	return b
 }
 
-func (p pair) TakeContext(ctx context.Context, _ string, n int) (hotlimit.Decision, error) {
-	return p.s.TakeContext(ctx, p.user, p.api, n)
+func (p *pair) TakeContext(ctx context.Context, _ string, n int) (hotlimit.Decision, error) {
+	p.ru = p.s.rules.Load().resolve(p.user, p.api)
+	d, _, err := p.ru.takeContext(orBackground(ctx), p.s.keys, p.user, p.api, n, false)
+	return d, err
 }

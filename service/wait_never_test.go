@@ -37,3 +37,27 @@ func TestWaitNeverSaysWhy(t *testing.T) {
 		assert.Contains(t, err.Error(), "more than ever pass at once", "%v", a)
 	}
 }
+
+// TestWaitNeverNamesTheBurstOfTheRuleThatDenied: a Replace landing between
+// the decision and its error (here, from the observer that hears the
+// decision) does not lend the error the new rule's burst: 3 requests
+// denied by a rule that passes 2 at once are told that at most 2 pass,
+// not that they are within the burst of 10 the rules hold since.
+func TestWaitNeverNamesTheBurstOfTheRuleThatDenied(t *testing.T) {
+	var svc *service.Service
+	var replaced bool
+	obs := hotlimit.ObserverFunc(func(hotlimit.Event) {
+		if !replaced {
+			replaced = true
+			require.NoError(t, svc.Replace(service.Rules{Default: service.Limits{
+				{Algorithm: hotlimit.TokenBucket, Limit: 10, Window: time.Hour},
+			}}))
+		}
+	})
+	svc, err := service.New(hotlimit.Config{Algorithm: hotlimit.TokenBucket, Limit: 2, Window: time.Hour}, hotlimit.WithObserver(obs))
+	require.NoError(t, err)
+	err = svc.WaitN(context.Background(), "u", "a", 3)
+	require.True(t, replaced, "the observer heard the denial")
+	require.ErrorIs(t, err, hotlimit.ErrNeverPasses)
+	assert.Contains(t, err.Error(), "more than ever pass at once: at most 2")
+}
