@@ -9,7 +9,11 @@
 // pb.RegisterRateLimitServiceServer(g, srv) on a server made with
 // grpc.ForceServerCodecV2([Codec]()), and, once g has stopped answering
 // (GracefulStop), [Server.Close] to give back what the limiters hold ahead of
-// their backend (see ExampleServer_grpc). [Server.JSONHandler] and
+// their backend (see ExampleServer_grpc). hotlimitd also bounds the stop:
+// GracefulStop waits for the calls in flight and for connections still in
+// their handshake, so it gives the calls a time (-drain) and then calls
+// Stop, and builds g with grpc.ConnectionTimeout, which bounds how long a
+// connection that never sends its preface can hold either up. [Server.JSONHandler] and
 // [Server.ConfigHandler] serve its HTTP endpoints, [Server.Reload] or
 // [Server.WatchDir] change its rules.
 //
