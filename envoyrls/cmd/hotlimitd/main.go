@@ -785,6 +785,13 @@ func (f *flags) checkRedis(ctx context.Context, client redis.UniversalClient, lo
 					}
 					notLoaded <- err
 				}
+				// Asked here, not once the wait below has ended: the
+				// client's read of INFO, as of PING, ends at its deadline
+				// only, and a signal must not wait for it.
+				if c, ok := client.(*redis.Client); ok && clusterNode(pctx, c) {
+					pinged <- errClusterNode
+					return
+				}
 			}
 			if err != nil && refused != nil && pctx.Err() != nil && !connected.Load() {
 				pinged <- refused
@@ -819,9 +826,6 @@ func (f *flags) checkRedis(ctx context.Context, client redis.UniversalClient, lo
 	var scripts *scriptsRefused
 	switch {
 	case err == nil:
-		if c, ok := client.(*redis.Client); ok && clusterNode(pctx, c) {
-			return fmt.Errorf("-redis %s: Redis is a node of a Redis Cluster, which answers MOVED for the keys of the other nodes' slots: add -redis-cluster (or list several of its nodes)", f.redisAddr)
-		}
 		select {
 		case lerr := <-notLoaded:
 			msg := "rate limit scripts not loaded at start: each algorithm's first request sends its script, a second round trip"
@@ -832,6 +836,8 @@ func (f *flags) checkRedis(ctx context.Context, client redis.UniversalClient, lo
 		default:
 		}
 		return nil
+	case errors.Is(err, errClusterNode):
+		return fmt.Errorf("-redis %s: Redis is a node of a Redis Cluster, which answers MOVED for the keys of the other nodes' slots: add -redis-cluster (or list several of its nodes)", f.redisAddr)
 	case errors.As(err, &scripts):
 		return fmt.Errorf("-redis %s: Redis answered PING but refused the rate limit scripts (an ACL user needs the scripting commands, +@scripting): %w", f.redisAddr, scripts.err)
 	case strings.HasPrefix(err.Error(), "WRONGPASS"), strings.HasPrefix(err.Error(), "NOAUTH"):
@@ -854,6 +860,10 @@ func clusterNode(ctx context.Context, c *redis.Client) bool {
 	info, err := c.Info(ctx, "cluster").Result()
 	return err == nil && strings.Contains(info, "cluster_enabled:1")
 }
+
+// errClusterNode is checkRedis's error for a single address, without
+// -redis-cluster, of a node of a Redis Cluster (see clusterNode).
+var errClusterNode = errors.New("a node of a Redis Cluster")
 
 // refusesScripts reports whether Redis, having failed SCRIPT LOAD with
 // loadErr, refuses to run scripts: it refused the load (NOPERM) and refuses

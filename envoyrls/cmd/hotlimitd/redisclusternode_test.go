@@ -1,8 +1,10 @@
 package main
 
 import (
+	"bytes"
 	"context"
 	"io"
+	"net"
 	"path/filepath"
 	"strconv"
 	"testing"
@@ -36,4 +38,45 @@ func TestRedisClusterNodeWithoutTheFlag(t *testing.T) {
 	require.Error(t, err)
 	assert.Contains(t, err.Error(), "-redis "+addr+": Redis is a node of a Redis Cluster")
 	assert.Contains(t, err.Error(), "add -redis-cluster")
+}
+
+// TestSignalWhileRedisIsAskedForInfoAtStart: a signal that comes while the
+// start check waits for Redis's answer to INFO (whether it is a node of a
+// cluster) stops hotlimitd at once, before serving, as one that comes while
+// it waits for PING does: the client's read ends at its deadline only, and
+// a check that asked INFO outside its wait for the signal served once the
+// read had timed out, seconds after the signal.
+func TestSignalWhileRedisIsAskedForInfoAtStart(t *testing.T) {
+	addr, _ := startRedis(t, "")
+	asked := make(chan struct{}, 1)
+	proxy := startProxy(t, addr, func(_ net.Conn, b []byte, answer bool) bool {
+		if answer || !bytes.Contains(bytes.ToLower(b), []byte("\r\ninfo\r\n")) {
+			return false
+		}
+		select {
+		case asked <- struct{}{}:
+		default:
+		}
+		return true // never answered
+	})
+	dir := t.TempDir()
+	writeRule(t, dir, "1")
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	done := make(chan error, 1)
+	go func() {
+		done <- run(ctx, []string{"-config", dir, "-grpc", "127.0.0.1:0", "-http", "", "-redis", proxy}, io.Discard, func(string, string) { t.Error("served after the signal") })
+	}()
+	select {
+	case <-asked:
+	case err := <-done:
+		t.Fatalf("run ended before INFO was asked: %v", err)
+	}
+	cancel()
+	select {
+	case err := <-done:
+		require.NoError(t, err, "a stop, not a failure")
+	case <-time.After(2 * time.Second): // the read's deadline is the check's 10 s
+		t.Fatal("the signal waited for the answer to INFO")
+	}
 }
