@@ -675,10 +675,17 @@ func (s *Server) shouldRateLimit(ctx context.Context, req *pb.RateLimitRequest) 
 // matched, its domain is unknown or another rule replaced it), its hits
 // and its answer, so that an operator can see why a descriptor is or is not
 // limited, as the reference's debug lines show its lookups: over_limit is
-// set for hits over the limit, which a rule in shadow mode (shadow) or
-// quota mode answers OK, so that the descriptors a shadow rule would limit
-// are the lines with both set (the reference's "would be rate limited but
-// shadow mode is enabled"). The entries are
+// set for hits over the limit, which a rule in shadow mode (shadow) answers
+// OK (and one in quota mode OVER_LIMIT, though the request may pass), so
+// that the descriptors a shadow rule would limit are the lines with both
+// set (the reference's "would be rate limited but shadow mode is enabled").
+// undecided is set when the backend could not decide: over_limit is then
+// its failure policy's answer (redislimit's FailClosed: every hit; FailOpen:
+// none; FailLocal: the fallback's count), not the key's. A descriptor that
+// matched no rule, one of an unlimited rule and one whose hits are given
+// back (refund) are never over_limit; under [WithAllOrNothing], the lines
+// of a denied request's other descriptors tell what they decided, their
+// hits given back since. The entries are
 // the request's own, client addresses and keys among them: debug is a level
 // to turn on for a while, not to serve with.
 func (s *Server) logDescriptors(ctx context.Context, req *pb.RateLimitRequest, items []item, resp *pb.RateLimitResponse) {
@@ -697,7 +704,7 @@ func (s *Server) logDescriptors(ctx context.Context, req *pb.RateLimitRequest, i
 			rule = it.rule.Key
 		}
 		s.set.log.DebugContext(ctx, "descriptor", "domain", req.Domain, "index", i, "entries", entries, "rule", rule,
-			"hits", it.n, "refund", it.refund, "shadow", it.shadow, "over_limit", it.over, "code", st.Code.String(), "limit_remaining", st.LimitRemaining)
+			"hits", it.n, "refund", it.refund, "shadow", it.shadow, "over_limit", it.over, "undecided", it.undecided, "code", st.Code.String(), "limit_remaining", st.LimitRemaining)
 	}
 }
 
