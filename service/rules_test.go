@@ -4,11 +4,13 @@ import (
 	"bytes"
 	"encoding/json"
 	"errors"
+	"regexp"
 	"strconv"
 	"strings"
 	"testing"
 	"testing/iotest"
 	"time"
+	"unicode/utf8"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -171,10 +173,17 @@ func FuzzLoadRules(f *testing.F) {
 	f.Add(`{"default":[{"algorithm":"sliding_log","limit":3,"window":"1h1m"}],"pairs":[{"user":"\u0000","api":"\ud800","limits":[` + tb1 + `]}]}`)
 	f.Add(`{"default":[` + tb1 + `],"users":{"a":[` + tb1 + `],"b":[{"algorithm":"gcra","limit":2,"window":"1.000s","burst":5}]}}`)
 	f.Add(`{"default":[` + tb1 + `],"apis":{"\xff":[` + tb1 + `]}}`)
+	f.Add("\u00a0" + `{"default":[` + tb1 + `]}`)
+	f.Add(`{"default":[` + tb1 + "],\u00e9:1}")
+	f.Add(`{"default":[` + tb1 + "]}\n\U0001F600")
+	f.Add("\n\xef\xbb\xbf{}")
+	f.Add(" ")
 	f.Fuzz(func(t *testing.T, in string) {
 		r, err := service.LoadRules(strings.NewReader(in))
 		if err != nil {
 			assert.Zero(t, r)
+			require.ErrorIs(t, err, hotlimit.ErrInvalidConfig, "%q", in)
+			checkPlaceNamed(t, in, err.Error())
 			return
 		}
 		b, err := json.Marshal(r)
@@ -186,6 +195,42 @@ func FuzzLoadRules(f *testing.F) {
 		require.NoError(t, err)
 		assert.Equal(t, string(b), string(again))
 	})
+}
+
+// placeNamed finds a place an error of LoadRules names, " (byte B)", and a
+// character it names by code point, "invalid character U+XXXX".
+var (
+	placeNamed = regexp.MustCompile(`, at line (\d+), column (\d+) \(byte (\d+)\)`)
+	charNamed  = regexp.MustCompile(`invalid character U\+([0-9A-F]{4,6})`)
+)
+
+// checkPlaceNamed requires that the place msg names, an error of
+// LoadRules(in), be in in, at the start of a character (or at a byte that
+// is not UTF-8), its line and column
+// those of that byte; and that a character msg names by its code point be
+// the one in holds there.
+func checkPlaceNamed(t *testing.T, in, msg string) {
+	t.Helper()
+	m := placeNamed.FindStringSubmatch(msg)
+	if m == nil {
+		require.NotRegexp(t, charNamed, msg, "a character named without its place")
+		return
+	}
+	line, _ := strconv.Atoi(m[1])
+	column, _ := strconv.Atoi(m[2])
+	at, _ := strconv.Atoi(m[3])
+	require.LessOrEqual(t, at, len(in), "%q: %s", in, msg)
+	if !strings.Contains(msg, "not UTF-8") {
+		require.True(t, at == len(in) || utf8.RuneStart(in[at]), "%q: %s: byte %d is inside a character", in, msg, at)
+	}
+	assert.Equal(t, 1+strings.Count(in[:at], "\n"), line, "%q: %s", in, msg)
+	assert.Equal(t, at-strings.LastIndexByte(in[:at], '\n'), column, "%q: %s", in, msg)
+	if c := charNamed.FindStringSubmatch(msg); c != nil {
+		want, err := strconv.ParseUint(c[1], 16, 32)
+		require.NoError(t, err)
+		got, _ := utf8.DecodeRuneInString(in[at:])
+		assert.Equal(t, rune(want), got, "%q: %s", in, msg)
+	}
 }
 
 // TestLoadRulesFromNilReaderIsAnError passes no reader, as a caller whose
