@@ -80,3 +80,16 @@ func TestSignalWhileRedisIsAskedForInfoAtStart(t *testing.T) {
 		t.Fatal("the signal waited for the answer to INFO")
 	}
 }
+
+// TestRedisUserWithoutInfoIsNoClusterNode: an ACL user that may not run
+// INFO (-info), which the start check asks to tell a node of a cluster,
+// still starts hotlimitd on a plain Redis and decides there: the refusal is
+// taken as no cluster node, not as a Redis that cannot serve.
+func TestRedisUserWithoutInfoIsNoClusterNode(t *testing.T) {
+	addr := startRedisWithUser(t, "-info")
+	dir := t.TempDir()
+	writeRule(t, dir, "1")
+	srv := startServer(t, []string{"-config", dir, "-grpc", "127.0.0.1:0", "-http", "", "-redis", addr,
+		"-redis-user", "limiter", "-redis-password", "limiterpw", "-redis-prefix", t.Name() + ":", "-redis-timeout", "10s"}, io.Discard)
+	countsOneAndStops(t, srv)
+}
