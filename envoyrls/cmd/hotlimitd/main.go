@@ -837,7 +837,7 @@ func (f *flags) checkRedis(ctx context.Context, client redis.UniversalClient, lo
 		}
 		return nil
 	case errors.Is(err, errClusterNode):
-		return fmt.Errorf("-redis %s: Redis is a node of a Redis Cluster, which answers MOVED for the keys of the other nodes' slots: add -redis-cluster (or list several of its nodes)", f.redisAddr)
+		return fmt.Errorf("-redis %s: Redis is a node of a Redis Cluster, which answers MOVED for the keys of the slots it does not serve (another node's, or all of them once it is a replica): add -redis-cluster (or list several of its nodes)", f.redisAddr)
 	case errors.As(err, &scripts):
 		return fmt.Errorf("-redis %s: Redis answered PING but refused the rate limit scripts (an ACL user needs the scripting commands, +@scripting): %w", f.redisAddr, scripts.err)
 	case strings.HasPrefix(err.Error(), "WRONGPASS"), strings.HasPrefix(err.Error(), "NOAUTH"):

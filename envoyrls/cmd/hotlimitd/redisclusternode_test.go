@@ -7,10 +7,12 @@ import (
 	"net"
 	"path/filepath"
 	"strconv"
+	"strings"
 	"testing"
 	"time"
 
 	"github.com/hotlimit/hotlimit/envoyrls/internal/redisproc"
+	"github.com/redis/go-redis/v9"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
@@ -91,5 +93,40 @@ func TestRedisUserWithoutInfoIsNoClusterNode(t *testing.T) {
 	writeRule(t, dir, "1")
 	srv := startServer(t, []string{"-config", dir, "-grpc", "127.0.0.1:0", "-http", "", "-redis", addr,
 		"-redis-user", "limiter", "-redis-password", "limiterpw", "-redis-prefix", t.Name() + ":", "-redis-timeout", "10s"}, io.Discard)
+	countsOneAndStops(t, srv)
+}
+
+// TestRedisOneNodeClusterNeedsTheFlag: a Redis Cluster of one node, which
+// holds every slot, would answer a plain client's keys today, but MOVED
+// for them once a slot moves to a node added or a replica takes over: its
+// address alone ends hotlimitd at start, with a reason that holds for it
+// (there are no other nodes yet), and with -redis-cluster, as the error
+// says to add, hotlimitd serves and decides there.
+func TestRedisOneNodeClusterNeedsTheFlag(t *testing.T) {
+	addr, _, err := redisproc.Start(t, redisproc.Config{
+		Bus: true,
+		Args: func(port int) []string {
+			return []string{"--port", strconv.Itoa(port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no",
+				"--cluster-enabled", "yes", "--cluster-config-file", filepath.Join(t.TempDir(), "nodes.conf")}
+		},
+	})
+	require.NoError(t, err)
+	admin := redis.NewClient(&redis.Options{Addr: addr})
+	defer admin.Close()
+	require.NoError(t, admin.Do(context.Background(), "CLUSTER", "ADDSLOTSRANGE", 0, 16383).Err())
+	require.Eventually(t, func() bool {
+		info, err := admin.ClusterInfo(context.Background()).Result()
+		return err == nil && strings.Contains(info, "cluster_state:ok")
+	}, 10*time.Second, 10*time.Millisecond)
+	dir := t.TempDir()
+	writeRule(t, dir, "1")
+	args := []string{"-config", dir, "-grpc", "127.0.0.1:0", "-http", "", "-redis", addr, "-redis-prefix", t.Name() + ":", "-redis-timeout", "10s"}
+
+	err = run(context.Background(), args, io.Discard, func(string, string) { t.Error("served") })
+	require.Error(t, err)
+	assert.Contains(t, err.Error(), "-redis "+addr+": Redis is a node of a Redis Cluster, which answers MOVED for the keys of the slots it does not serve")
+	assert.Contains(t, err.Error(), "add -redis-cluster")
+
+	srv := startServer(t, append(args, "-redis-cluster"), io.Discard)
 	countsOneAndStops(t, srv)
 }
