@@ -748,7 +748,8 @@ var redisStartup = 10 * time.Second
 // error too; one that refuses only SCRIPT LOAD, but runs scripts by EVALSHA
 // and EVAL as the limiters do, is not (see runsScripts). Scripts that fail
 // to load otherwise (no answer in the time left, a cluster's master not
-// reachable yet) are a warning in log: the limiters send them as needed.
+// reachable yet) are a warning in log: the limiters send them as needed;
+// so is an INFO unanswered in the time left (see clusterNode).
 func (f *flags) checkRedis(ctx context.Context, client redis.UniversalClient, log *slog.Logger) error {
 	pctx, cancel := context.WithTimeout(ctx, redisStartup)
 	defer cancel()
@@ -757,6 +758,7 @@ func (f *flags) checkRedis(ctx context.Context, client redis.UniversalClient, lo
 	// the read ends and so does the goroutine.
 	pinged := make(chan error, 1)
 	notLoaded := make(chan error, 1) // scripts that did not load, for a warning
+	notAsked := make(chan error, 1)  // INFO unanswered, for a warning
 	// A Redis that listens at last but does not answer in time is told as
 	// such, not by the refusals before it: the end of the check stands
 	// for the last refusal only while no dial has connected (a cluster's
@@ -788,9 +790,15 @@ func (f *flags) checkRedis(ctx context.Context, client redis.UniversalClient, lo
 				// Asked here, not once the wait below has ended: the
 				// client's read of INFO, as of PING, ends at its deadline
 				// only, and a signal must not wait for it.
-				if c, ok := client.(*redis.Client); ok && clusterNode(pctx, c) {
-					pinged <- errClusterNode
-					return
+				if c, ok := client.(*redis.Client); ok {
+					node, err := clusterNode(pctx, c)
+					if node {
+						pinged <- errClusterNode
+						return
+					}
+					if err != nil {
+						notAsked <- err
+					}
 				}
 			}
 			if err != nil && refused != nil && pctx.Err() != nil && !connected.Load() {
@@ -835,6 +843,11 @@ func (f *flags) checkRedis(ctx context.Context, client redis.UniversalClient, lo
 			log.Warn(msg, "redis", f.redisAddr, "err", lerr.Error())
 		default:
 		}
+		select {
+		case ierr := <-notAsked:
+			log.Warn("Redis answered PING, but not INFO in time: whether it is a node of a Redis Cluster is not known; if it is one, add -redis-cluster", "redis", f.redisAddr, "err", ierr.Error())
+		default:
+		}
 		return nil
 	case errors.Is(err, errClusterNode):
 		return fmt.Errorf("-redis %s: Redis is a node of a Redis Cluster, which answers MOVED for the keys of the slots it does not serve (another node's, or all of them once it is a replica): add -redis-cluster (or list several of its nodes)", f.redisAddr)
@@ -855,10 +868,15 @@ func (f *flags) checkRedis(ctx context.Context, client redis.UniversalClient, lo
 // talks to has cluster mode enabled (INFO's cluster_enabled:1): such a
 // client sends every key there, and the keys of the other nodes' slots get
 // MOVED, answered as failures. A Redis that refuses INFO (an ACL user
-// without it) is taken as no cluster node.
-func clusterNode(ctx context.Context, c *redis.Client) bool {
+// without it) is taken as no cluster node; one that does not answer it
+// (by ctx's end) is too, with the error, for a warning.
+func clusterNode(ctx context.Context, c *redis.Client) (bool, error) {
 	info, err := c.Info(ctx, "cluster").Result()
-	return err == nil && strings.Contains(info, "cluster_enabled:1")
+	var refused redis.Error
+	if err != nil && !errors.As(err, &refused) {
+		return false, err
+	}
+	return err == nil && strings.Contains(info, "cluster_enabled:1"), nil
 }
 
 // errClusterNode is checkRedis's error for a single address, without

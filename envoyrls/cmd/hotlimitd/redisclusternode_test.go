@@ -89,11 +89,13 @@ func TestSignalWhileRedisIsAskedForInfoAtStart(t *testing.T) {
 // taken as no cluster node, not as a Redis that cannot serve.
 func TestRedisUserWithoutInfoIsNoClusterNode(t *testing.T) {
 	addr := startRedisWithUser(t, "-info")
+	var logs redisproc.SyncBuffer
 	dir := t.TempDir()
 	writeRule(t, dir, "1")
 	srv := startServer(t, []string{"-config", dir, "-grpc", "127.0.0.1:0", "-http", "", "-redis", addr,
-		"-redis-user", "limiter", "-redis-password", "limiterpw", "-redis-prefix", t.Name() + ":", "-redis-timeout", "10s"}, io.Discard)
+		"-redis-user", "limiter", "-redis-password", "limiterpw", "-redis-prefix", t.Name() + ":", "-redis-timeout", "10s"}, &logs)
 	countsOneAndStops(t, srv)
+	assert.NotContains(t, logs.String(), "not INFO in time", "a refusal is an answer: no warning")
 }
 
 // TestRedisOneNodeClusterNeedsTheFlag: a Redis Cluster of one node, which
@@ -129,4 +131,28 @@ func TestRedisOneNodeClusterNeedsTheFlag(t *testing.T) {
 
 	srv := startServer(t, append(args, "-redis-cluster"), io.Discard)
 	countsOneAndStops(t, srv)
+}
+
+// TestRedisSilentToInfoAtStartIsAWarning: a Redis (or a proxy before it)
+// that answers PING and the scripts but not INFO holds the start check for
+// its whole time; hotlimitd then serves, as for a Redis that refuses INFO,
+// but says in a warning that it could not tell whether Redis is a node of
+// a cluster, rather than serve without a word after the wait.
+func TestRedisSilentToInfoAtStartIsAWarning(t *testing.T) {
+	defer func(d time.Duration) { redisStartup = d }(redisStartup)
+	redisStartup = time.Second
+	addr, _ := startRedis(t, "")
+	proxy := startProxy(t, addr, func(_ net.Conn, b []byte, answer bool) bool {
+		return !answer && bytes.Contains(bytes.ToLower(b), []byte("\r\ninfo\r\n")) // never answered
+	})
+	dir := t.TempDir()
+	writeRule(t, dir, "1")
+	var logs redisproc.SyncBuffer
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	served := false
+	err := run(ctx, []string{"-config", dir, "-grpc", "127.0.0.1:0", "-http", "", "-redis", proxy}, &logs, func(string, string) { served = true; cancel() })
+	require.NoError(t, err)
+	assert.True(t, served, "a Redis silent to INFO is no cluster node")
+	assert.Contains(t, logs.String(), "Redis answered PING, but not INFO in time: whether it is a node of a Redis Cluster is not known; if it is one, add -redis-cluster")
 }
