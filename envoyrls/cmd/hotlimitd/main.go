@@ -602,7 +602,7 @@ func newFlagSet(f *flags) *flag.FlagSet {
 	fs.DurationVar(&f.reload, "reload-interval", time.Second, "how often the config directory is polled, at least 1ms; 0 turns reloading off")
 	fs.DurationVar(&f.drain, "drain", 10*time.Second, "how long shutdown waits for requests in flight before cutting them (those still waiting for Redis then get up to the longer of -redis-timeout and 5 s, for their leases to be given back)")
 	fs.IntVar(&f.maxKeys, "max-keys", 0, "most keys each limiter holds in memory, one per policy, shared by the rules of that policy (with -redis, in the -redis-failure local fallback); a new key past it is over the limit unless an idle key makes room; also bounds the distinct limit overrides kept (with -redis, under -redis-failure local only), to as many as about 128 MB of such limiters' tables hold (4 at 1000000, 894 at 1024 or less); 0 for no cap")
-	fs.StringVar(&f.logLevel, "log-level", "info", "debug (adds a line per descriptor answered: its entries, rule, code, and whether it was over the limit, which a shadow_mode rule answers OK), info, warn or error; the reference's LOG_LEVEL trace is taken as debug, warning as warn")
+	fs.StringVar(&f.logLevel, "log-level", "info", "debug (adds a line per descriptor answered: its entries, rule, code, whether it was over the limit, which a shadow_mode rule answers OK, and whether Redis could not decide it), info, warn or error; the reference's LOG_LEVEL trace is taken as debug, warning as warn")
 	return fs
 }
 
