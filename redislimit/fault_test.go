@@ -432,13 +432,21 @@ func TestDeadRedisDefaultClientIsPrompt(t *testing.T) {
 // connections and never answers; with a client of default options, whose
 // read timeout is 5 s and which ignores context deadlines on its sockets,
 // decisions still come from the failure policy within the limiter's default
-// timeout, and from Redis again once it answers.
+// timeout, and from Redis again once it answers. The breaker's clock is the
+// test's, frozen while Redis is paused: a loaded machine that stalls the
+// calls past the cooldown would otherwise let a probe through, a fourth
+// timeout among the calls the open breaker must turn away.
 func TestPausedRedisDefaultClientIsPrompt(t *testing.T) {
+	const cooldown = 200 * time.Millisecond
+	var breakerNow atomic.Int64
+	breakerNow.Store(int64(time.Hour))
+	redislimit.SetBreakerClock(breakerNow.Load)
+	t.Cleanup(func() { redislimit.SetBreakerClock(nil) })
 	srv := redistest.Start(t)
 	client := redis.NewClient(&redis.Options{Addr: srv.Addr})
 	t.Cleanup(func() { _ = client.Close() })
 	obs := &fallbackLog{}
-	lim := newLimiter(t, client, faultConfig, frozenClock(), redislimit.WithBreaker(3, 200*time.Millisecond), hotlimit.WithObserver(obs))
+	lim := newLimiter(t, client, faultConfig, frozenClock(), redislimit.WithBreaker(3, cooldown), hotlimit.WithObserver(obs))
 	take(t, lim, "warm", 1)
 
 	srv.Pause()
@@ -459,6 +467,7 @@ func TestPausedRedisDefaultClientIsPrompt(t *testing.T) {
 	}
 
 	require.Eventually(t, func() bool {
+		breakerNow.Add(int64(cooldown)) // each try past the cooldown: a probe
 		_, err := lim.TakeContext(context.Background(), "back", 0)
 		return err == nil
 	}, 10*time.Second, 50*time.Millisecond, "Redis decides again once it answers")
