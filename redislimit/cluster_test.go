@@ -264,6 +264,12 @@ func (h *mixedPipelines) ProcessPipelineHook(next redis.ProcessPipelineHook) red
 // routes to) would hold the whole pipeline, the live masters' calls in it
 // included, until the timeout.
 func TestClusterBreakerProbeGoesAlone(t *testing.T) {
+	// The breakers' clock is the test's: frozen while the dead master's
+	// breaker must stay open, and moved past the cooldown for the probe.
+	var breakerNow atomic.Int64
+	breakerNow.Store(int64(time.Hour))
+	redislimit.SetBreakerClock(breakerNow.Load)
+	t.Cleanup(func() { redislimit.SetBreakerClock(nil) })
 	cl := redistest.StartCluster(t, 3, 0)
 	for _, n := range cl.Nodes {
 		require.NoError(t, n.Client().ConfigSet(context.Background(), "cluster-require-full-coverage", "no").Err())
@@ -306,7 +312,7 @@ func TestClusterBreakerProbeGoesAlone(t *testing.T) {
 	<-h.entered
 	takeLive(live[1]) // the flusher's pipeline, held
 	<-h.entered
-	time.Sleep(2 * cooldown) // the dead master's breaker lets a probe through
+	breakerNow.Add(int64(2 * cooldown)) // the dead master's breaker lets a probe through
 	var probe result
 	probed := make(chan struct{})
 	wg.Go(func() {

@@ -432,24 +432,37 @@ func TestDeadRedisDefaultClientIsPrompt(t *testing.T) {
 // connections and never answers; with a client of default options, whose
 // read timeout is 5 s and which ignores context deadlines on its sockets,
 // decisions still come from the failure policy within the limiter's default
-// timeout, and from Redis again once it answers.
+// timeout, and from Redis again once it answers. The breaker's clock is the
+// test's, frozen while Redis is paused: a loaded machine that stalls the
+// calls past the cooldown would otherwise let a probe through, a fourth
+// timeout among the calls the open breaker must turn away.
 func TestPausedRedisDefaultClientIsPrompt(t *testing.T) {
+	const cooldown = 200 * time.Millisecond
+	var breakerNow atomic.Int64
+	breakerNow.Store(int64(time.Hour))
+	redislimit.SetBreakerClock(breakerNow.Load)
+	t.Cleanup(func() { redislimit.SetBreakerClock(nil) })
 	srv := redistest.Start(t)
 	client := redis.NewClient(&redis.Options{Addr: srv.Addr})
 	t.Cleanup(func() { _ = client.Close() })
 	obs := &fallbackLog{}
-	lim := newLimiter(t, client, faultConfig, frozenClock(), redislimit.WithBreaker(3, 200*time.Millisecond), hotlimit.WithObserver(obs))
+	lim := newLimiter(t, client, faultConfig, frozenClock(), redislimit.WithBreaker(3, cooldown), hotlimit.WithObserver(obs))
 	take(t, lim, "warm", 1)
 
 	srv.Pause()
-	start := time.Now()
+	var slowest time.Duration
 	for i := range 20 {
+		start := time.Now()
 		_, err := lim.TakeContext(context.Background(), fmt.Sprintf("p%d", i), 1)
+		slowest = max(slowest, time.Since(start))
 		require.Error(t, err, "decision %d while paused", i+1)
+		if i < 3 { // the limiter's deadline ended the call, not the client's 5 s read timeout
+			assert.ErrorIs(t, err, context.DeadlineExceeded, "decision %d while paused", i+1)
+			assert.Contains(t, err.Error(), "WithTimeout's "+redislimit.DefaultTimeout.String(), "decision %d while paused", i+1)
+		}
 	}
-	took := time.Since(start)
 	srv.Resume()
-	assert.Less(t, took, prompt, "20 decisions against a paused Redis")
+	assert.Less(t, slowest, prompt, "the slowest of 20 decisions against a paused Redis")
 	assert.Less(t, redislimit.DefaultTimeout, prompt/4, "the default timeout is short")
 	reasons := obs.reasons()
 	require.Len(t, reasons, 20, "the observer hears of every fallback")
@@ -459,6 +472,7 @@ func TestPausedRedisDefaultClientIsPrompt(t *testing.T) {
 	}
 
 	require.Eventually(t, func() bool {
+		breakerNow.Add(int64(cooldown)) // each try past the cooldown: a probe
 		_, err := lim.TakeContext(context.Background(), "back", 0)
 		return err == nil
 	}, 10*time.Second, 50*time.Millisecond, "Redis decides again once it answers")

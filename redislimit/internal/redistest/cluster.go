@@ -18,15 +18,19 @@ import (
 // clusterSlots is the number of hash slots of a Redis cluster.
 const clusterSlots = 16384
 
-// clusterArgs are the arguments of every cluster node. A node timeout of one
-// second makes failovers quick; a validity factor of 0 lets any replica take
-// over, however long it has been disconnected from its master; and a
-// diskless sync delay of 0 lets a master feed a new replica at once rather
-// than after five seconds.
+// clusterArgs are the arguments of every cluster node. A node timeout of
+// three seconds keeps failovers quick, and is long enough that a loaded
+// machine which stalls a node (or the whole machine) for a second does not
+// make it count the other masters as failing: a master that finds itself
+// in the minority answers CLUSTERDOWN, on a cluster none of whose nodes has
+// failed, until a node timeout after the others answer again. A validity
+// factor of 0 lets any replica take over, however long it has been
+// disconnected from its master; and a diskless sync delay of 0 lets a
+// master feed a new replica at once rather than after five seconds.
 var clusterArgs = []string{
 	"--cluster-enabled", "yes",
 	"--cluster-config-file", "nodes.conf",
-	"--cluster-node-timeout", "1000",
+	"--cluster-node-timeout", "3000",
 	"--cluster-replica-validity-factor", "0",
 	"--repl-diskless-sync-delay", "0",
 }
