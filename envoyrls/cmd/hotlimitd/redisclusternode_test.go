@@ -22,21 +22,14 @@ import (
 // rather than a start whose client sends every key to that node, where
 // those of the other nodes' slots get MOVED and are answered as failures.
 func TestRedisClusterNodeWithoutTheFlag(t *testing.T) {
-	addr, _, err := redisproc.Start(t, redisproc.Config{
-		Bus: true,
-		Args: func(port int) []string {
-			return []string{"--port", strconv.Itoa(port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no",
-				"--cluster-enabled", "yes", "--cluster-config-file", filepath.Join(t.TempDir(), "nodes.conf")}
-		},
-	})
-	require.NoError(t, err)
+	addr := startClusterNode(t)
 	dir := t.TempDir()
 	writeRule(t, dir, "1")
 	// Were the node taken for a plain Redis, hotlimitd would serve until
 	// the context ends, and return no error.
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
-	err = run(ctx, []string{"-config", dir, "-grpc", "127.0.0.1:0", "-http", "", "-redis", addr}, io.Discard, nil)
+	err := run(ctx, []string{"-config", dir, "-grpc", "127.0.0.1:0", "-http", "", "-redis", addr}, io.Discard, nil)
 	require.Error(t, err)
 	assert.Contains(t, err.Error(), "-redis "+addr+": Redis is a node of a Redis Cluster")
 	assert.Contains(t, err.Error(), "add -redis-cluster")
@@ -105,14 +98,7 @@ func TestRedisUserWithoutInfoIsNoClusterNode(t *testing.T) {
 // (there are no other nodes yet), and with -redis-cluster, as the error
 // says to add, hotlimitd serves and decides there.
 func TestRedisOneNodeClusterNeedsTheFlag(t *testing.T) {
-	addr, _, err := redisproc.Start(t, redisproc.Config{
-		Bus: true,
-		Args: func(port int) []string {
-			return []string{"--port", strconv.Itoa(port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no",
-				"--cluster-enabled", "yes", "--cluster-config-file", filepath.Join(t.TempDir(), "nodes.conf")}
-		},
-	})
-	require.NoError(t, err)
+	addr := startClusterNode(t)
 	admin := redis.NewClient(&redis.Options{Addr: addr})
 	defer admin.Close()
 	require.NoError(t, admin.Do(context.Background(), "CLUSTER", "ADDSLOTSRANGE", 0, 16383).Err())
@@ -124,7 +110,7 @@ func TestRedisOneNodeClusterNeedsTheFlag(t *testing.T) {
 	writeRule(t, dir, "1")
 	args := []string{"-config", dir, "-grpc", "127.0.0.1:0", "-http", "", "-redis", addr, "-redis-prefix", t.Name() + ":", "-redis-timeout", "10s"}
 
-	err = run(context.Background(), args, io.Discard, func(string, string) { t.Error("served") })
+	err := run(context.Background(), args, io.Discard, func(string, string) { t.Error("served") })
 	require.Error(t, err)
 	assert.Contains(t, err.Error(), "-redis "+addr+": Redis is a node of a Redis Cluster, which answers MOVED for the keys of the slots it does not serve")
 	assert.Contains(t, err.Error(), "add -redis-cluster")
@@ -155,4 +141,20 @@ func TestRedisSilentToInfoAtStartIsAWarning(t *testing.T) {
 	require.NoError(t, err)
 	assert.True(t, served, "a Redis silent to INFO is no cluster node")
 	assert.Contains(t, logs.String(), "Redis answered PING, but not INFO in time: whether it is a node of a Redis Cluster is not known; if it is one, add -redis-cluster")
+}
+
+// startClusterNode starts a redis-server with cluster mode enabled, a node
+// of no cluster yet (no slots unless the test adds them), and returns its
+// address.
+func startClusterNode(t *testing.T) string {
+	t.Helper()
+	addr, _, err := redisproc.Start(t, redisproc.Config{
+		Bus: true,
+		Args: func(port int) []string {
+			return []string{"--port", strconv.Itoa(port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no",
+				"--cluster-enabled", "yes", "--cluster-config-file", filepath.Join(t.TempDir(), "nodes.conf")}
+		},
+	})
+	require.NoError(t, err)
+	return addr
 }
