@@ -90,7 +90,11 @@ func (ru *rule) setFast() {
 	ru.counted = nil
 	// A limit of 2^53 or more would have counts that float64 rounds, and
 	// Classify with them: such a rule is left to Take.
-	if ru.multi == nil && ru.transient && ru.slow && int64(ru.limits[0].Limit) < 1<<53 {
+	// A rule of a limit in shadow mode that the shadow hook hears of takes
+	// Take's path, which passes the hook the user and api: the counted path
+	// of every other observed rule stays as it is.
+	heard := ru.shadowHook != nil && ru.limits[0].Shadow
+	if ru.multi == nil && ru.transient && ru.slow && !heard && int64(ru.limits[0].Limit) < 1<<53 {
 		ru.counted, _ = ru.lim.(remainingAllower)
 		ru.nearMax = nearMax(capacity(ru.limits[0], ru.defBurst), ru.near)
 		ru.obsFunc, _ = ru.obs.(hotlimit.ObserverFunc)
@@ -153,8 +157,7 @@ func (ru *rule) allow(cache *keyCache, user, api string) bool {
 	} else if ru.counted != nil {
 		var sk stackKey
 		if k, ok := sk.key(ru.scope, user, api); ok {
-			allowed, remaining := ru.counted.AllowRemaining(k)
-			return ru.observeAllow(allowed, remaining, user, api)
+			return ru.observeAllow(ru.counted.AllowRemaining(k))
 		}
 	}
 	return ru.allowSlow(cache, user, api)
@@ -221,8 +224,9 @@ func (ru *rule) takeSeveral(cache *keyCache, user, api string, n int, ownDecisio
 // observeAllow finishes a decision of Allow that the limiter reported with
 // AllowRemaining, as one does for n = 1, and returns whether the caller
 // passes. The outcome is ClassifyCapacity's: nearMax is its threshold on
-// Remaining.
-func (ru *rule) observeAllow(allowed bool, remaining int, user, api string) bool {
+// Remaining. The shadow hook is not called here: a rule it hears of takes
+// Take's path (see setFast).
+func (ru *rule) observeAllow(allowed bool, remaining int) bool {
 	outcome, passes := hotlimit.OutcomeAllowed, allowed
 	switch {
 	case allowed && remaining > ru.nearMax:
@@ -233,8 +237,7 @@ func (ru *rule) observeAllow(allowed bool, remaining int, user, api string) bool
 	default:
 		outcome = hotlimit.OutcomeDenied
 	}
-	hook := ru.shadowHook != nil && outcome == hotlimit.OutcomeShadowDenied
-	if ru.obs == nil && !hook {
+	if ru.obs == nil {
 		return passes
 	}
 	src := ru.sources[0]
@@ -242,11 +245,8 @@ func (ru *rule) observeAllow(allowed bool, remaining int, user, api string) bool
 		Decision: hotlimit.Decision{Allowed: passes, Limit: src.Policy.Limit, Remaining: remaining}}
 	if ru.obsFunc != nil {
 		ru.obsFunc(e)
-	} else if ru.obs != nil {
+	} else {
 		ru.obs.Observe(e)
-	}
-	if hook {
-		ru.shadowHook(user, api, e)
 	}
 	return passes
 }

@@ -365,7 +365,9 @@ func (s *Service) TakePolicy(user, api string, n int) (hotlimit.Decision, hotlim
 // api, 1), except that, on the limiters that report Remaining with Allow
 // (all the in-memory ones but Unlimited), the Event's
 // Decision carries Allowed, Limit and Remaining only: Allow's caller gets no
-// RetryAfter or ResetAfter, and they are not computed.
+// RetryAfter or ResetAfter, and they are not computed. (A rule of a limit in
+// shadow mode that a [WithShadowHook] hears of is asked as Take is: its
+// Events carry them.)
 func (s *Service) Allow(user, api string) bool {
 	return s.rules.Load().resolve(user, api).allow(s.keys, user, api)
 }

@@ -14,8 +14,9 @@ import "github.com/hotlimit/hotlimit"
 // first of them, in the order the rule asks its limits, that would have
 // denied the request); e.N is the requests asked for; e.Decision is the
 // rule's, which passed (for a rule of one limit, with that limit's
-// Remaining and ResetAfter, but under [Service.Allow], whose Event, on the
-// in-memory limiters, carries Allowed, Limit and Remaining only). A
+// Remaining and ResetAfter, under [Service.Allow] too: such a rule is asked
+// as Take asks it, where Allow's Event of another rule carries Allowed,
+// Limit and Remaining only). A
 // request that a limit not in shadow mode denied is not reported: it was
 // turned away already. Every way of deciding reports: Allow, Take,
 // TakePolicy, TakeEach and their Context forms, Wait, TakeWith (under the

@@ -228,9 +228,10 @@ func TestShadowHookPanicLeavesTheRequestCounted(t *testing.T) {
 }
 
 // TestShadowHookEventUnderAllowIsTheObserversEvent: the hook hears the
-// Event the observer hears, so under Allow, whose caller gets no durations
-// and whose limiter reports Remaining with its Allow, the Event carries the
-// limit's Limit and Remaining but no ResetAfter, which Take's carries.
+// Event the observer hears; under Allow, a rule of a limit in shadow mode
+// that the hook hears of is asked as Take asks it, so its Event carries the
+// limit's ResetAfter as Take's does (another rule's, under Allow, does not:
+// its limiter reports Remaining with its Allow).
 func TestShadowHookEventUnderAllowIsTheObserversEvent(t *testing.T) {
 	clock, _ := frozen(int64(time.Hour))
 	shadow := hotlimit.Config{Algorithm: hotlimit.FixedWindow, Limit: 2, Window: time.Minute, Shadow: true}
@@ -240,10 +241,9 @@ func TestShadowHookEventUnderAllowIsTheObserversEvent(t *testing.T) {
 	require.Equal(t, 3, passes(s, "u", "a", 3))
 	require.True(t, s.Take("u", "a", 1).Allowed)
 	require.Len(t, rec.calls, 2, "the 3rd and 4th requests")
-	allowed := hotlimit.Decision{Allowed: true, Limit: 2, Remaining: 0}
-	assert.Equal(t, allowed, rec.calls[0].e.Decision, "under Allow: no ResetAfter")
+	allowed := hotlimit.Decision{Allowed: true, Limit: 2, Remaining: 0, ResetAfter: time.Minute}
+	assert.Equal(t, allowed, rec.calls[0].e.Decision, "under Allow: the limit's ResetAfter")
 	assert.Equal(t, rec.events[2], rec.calls[0].e, "the observer's Event")
-	allowed.ResetAfter = time.Minute
 	assert.Equal(t, allowed, rec.calls[1].e.Decision, "under Take: the limit's ResetAfter")
 	assert.Equal(t, rec.events[3], rec.calls[1].e, "the observer's Event")
 }
