@@ -127,7 +127,7 @@ func FuzzTickFor(f *testing.F) {
 		limit = 1 + limit%MaxLimit
 		window = uint64(MinWindow) + window%uint64(MaxWindow-MinWindow+1)
 		burst = 1 + burst%MaxBurst
-		if burst > maxBurstFor(limit, window) {
+		if burst > bounds.MaxBurstFor(limit, window) {
 			t.Skip("refill longer than MaxBurstSpan: New rejects it")
 		}
 		num, den, tsc := tickFor(limit, window, burst)

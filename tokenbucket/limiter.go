@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/hotlimit/hotlimit"
+	"github.com/hotlimit/hotlimit/internal/burst"
 	"github.com/hotlimit/hotlimit/internal/keyed"
 	"github.com/hotlimit/hotlimit/internal/packed"
 )
@@ -80,6 +81,9 @@ type Limiter struct {
 	sweepLoaded func()
 }
 
+// bounds are the ranges New accepts, as burst.Bounds.
+var bounds = burst.Bounds{MaxLimit: MaxLimit, MaxBurst: MaxBurst, MinWindow: MinWindow, MaxWindow: MaxWindow, MaxSpan: MaxBurstSpan}
+
 var _ hotlimit.Limiter = (*Limiter)(nil)
 
 // New returns a token bucket limiter: limit tokens per key, refilled at limit
@@ -92,26 +96,10 @@ var _ hotlimit.Limiter = (*Limiter)(nil)
 // here: that reading is its epoch, and a later reading before it counts as
 // the epoch.
 func New(limit int, window time.Duration, opts ...hotlimit.Option) (*Limiter, error) {
-	if limit < 1 || limit > MaxLimit {
-		return nil, fmt.Errorf("tokenbucket: limit %d out of range [1, %d]: %w", limit, MaxLimit, hotlimit.ErrInvalidConfig)
-	}
-	if window < MinWindow || window > MaxWindow {
-		return nil, fmt.Errorf("tokenbucket: window %v out of range [%v, %v]: %w", window, MinWindow, MaxWindow, hotlimit.ErrInvalidConfig)
-	}
 	o := hotlimit.NewOptions(opts...)
-	burst := o.Burst
-	if burst == 0 {
-		burst = limit
-	}
-	if burst < 1 || burst > MaxBurst {
-		return nil, fmt.Errorf("tokenbucket: burst %d out of range [1, %d], or 0 for the limit: %w", burst, MaxBurst, hotlimit.ErrInvalidConfig)
-	}
-	// burst·window ≤ limit·MaxBurstSpan, in 128 bits.
-	bh, bl := bits.Mul64(uint64(burst), uint64(window))
-	mh, ml := bits.Mul64(uint64(limit), uint64(MaxBurstSpan))
-	if bh > mh || bh == mh && bl > ml {
-		return nil, fmt.Errorf("tokenbucket: burst %d of limit %d per %v takes longer than %v to refill; burst must lie in [1, %d]: %w",
-			burst, limit, window, MaxBurstSpan, maxBurstFor(uint64(limit), uint64(window)), hotlimit.ErrInvalidConfig)
+	burst, err := bounds.Check("tokenbucket", limit, window, o.Burst)
+	if err != nil {
+		return nil, err
 	}
 	b, err := layoutFor(uint64(limit), uint64(burst), uint64(window))
 	if err != nil {
@@ -148,17 +136,6 @@ func defaultClock(opts []hotlimit.Option) bool {
 		}
 	}
 	return o.Clock == nil
-}
-
-// maxBurstFor returns the largest burst whose refill takes at most
-// MaxBurstSpan, capped at MaxBurst: ⌊limit·MaxBurstSpan/window⌋.
-func maxBurstFor(limit, window uint64) uint64 {
-	hi, lo := bits.Mul64(limit, uint64(MaxBurstSpan))
-	if hi >= window {
-		return MaxBurst
-	}
-	q, _ := bits.Div64(hi, lo, window)
-	return min(q, MaxBurst)
 }
 
 // fillTime returns ⌈Window·Cap/PerWindow⌉, the nanoseconds an empty bucket of
