@@ -81,21 +81,24 @@ func TestSynctestEachAlgorithmAdmitsAgainExactlyAfterItsRetryAfter(t *testing.T)
 // created outside a bubble, as a package-level one is, and used in one sees
 // its clock step back from the time the process has run to the bubble's 0,
 // and counts the step as no time passing: a key drained before the bubble
-// is still drained in it, for up to the time the process had run before, on
-// top of its usual wait. Its RetryAfter says so, and holds: the key passes
-// once that long has passed on the fake clock.
+// is still drained in it until the bubble's clock reaches the time of the
+// drain, and then for its usual wait. Its RetryAfter says so, and holds: the
+// key passes once that long has passed on the fake clock.
 func TestSynctestLimiterFromOutsideSeesTimeStepBackToTheBubblesStart(t *testing.T) {
 	for _, a := range bubbleAlgorithms {
 		t.Run(a.name, func(t *testing.T) {
 			lim, err := a.new()
 			require.NoError(t, err)
+			drained := time.Duration(hotlimit.Monotonic()) // the process's time, at most the drain's
 			require.True(t, lim.Take("k", 3).Allowed, "the quota, outside the bubble")
 			ran := time.Duration(hotlimit.Monotonic()) // the process's time, at least the drain's
 			synctest.Test(t, func(t *testing.T) {
 				d := lim.Take("k", 1)
 				require.False(t, d.Allowed, "in the bubble, the key drained outside")
-				// The usual wait is at most two windows (the sliding
-				// counter's), from where the key was drained.
+				// The bubble's clock first catches up with the drain,
+				// then the usual wait follows: at most two windows (the
+				// sliding counter's) from the drain.
+				require.GreaterOrEqual(t, d.RetryAfter, drained, "RetryAfter: the process's time before the drain at least")
 				require.LessOrEqual(t, d.RetryAfter, ran+2*time.Second, "RetryAfter: the process's time at most, and the usual wait")
 				time.Sleep(d.RetryAfter)
 				assert.True(t, lim.Take("k", 1).Allowed, "after RetryAfter on the fake clock")

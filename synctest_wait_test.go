@@ -62,3 +62,28 @@ func TestSynctestWaitEndsWithItsContext(t *testing.T) {
 		assert.True(t, lim.Allow("k"), "the refill is whole: neither Wait took it")
 	})
 }
+
+// TestSynctestPacedLoopWaitsOnlyFakeTime is the README's demonstration of
+// testing code that uses hotlimit in a testing/synctest bubble: a loop that
+// paces 5 sends at 2 per second with Wait, on a limiter created in the
+// bubble, takes exactly 1.5 s of fake time (2 at once, then one every half
+// second), and no real time.
+func TestSynctestPacedLoopWaitsOnlyFakeTime(t *testing.T) {
+	began := time.Now()
+	synctest.Test(t, func(t *testing.T) {
+		lim, err := tokenbucket.New(2, time.Second) // in the bubble
+		if err != nil {
+			t.Fatal(err)
+		}
+		start := time.Now()
+		for range 5 {
+			if err := hotlimit.Wait(t.Context(), lim, "bank"); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if d := time.Since(start); d != 1500*time.Millisecond {
+			t.Errorf("5 sends at 2/s took %v of fake time, want 1.5s", d)
+		}
+	})
+	assert.Less(t, time.Since(began), time.Minute, "real time waited")
+}
