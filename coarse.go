@@ -41,6 +41,14 @@ import (
 // The zero CoarseClock is ready to use: a stopped clock of the least
 // resolution, as NewCoarseClock(0) returns. A nil *CoarseClock is not: its
 // methods panic, as methods on a nil pointer do.
+//
+// In a testing/synctest bubble, create and Start the clock in the bubble,
+// and Stop it before the bubble's function returns: it then ticks on the
+// bubble's fake clock, from the bubble's 0. A clock left running fails
+// synctest.Test ("main bubble goroutine has exited but blocked goroutines
+// remain", naming CoarseClock.run), as the bubble waits for every goroutine
+// started in it. A clock started outside the bubble keeps the real time
+// there, which the bubble's time.Sleep does not advance.
 type CoarseClock struct {
 	resolution time.Duration // 0 in the zero value: minCoarseResolution
 	source     Clock         // Monotonic, or nil for it in the zero value; tests stall it

@@ -16,10 +16,33 @@ type Clock func() int64
 // so wall-clock steps (NTP, a changed date) never move it.
 var processStart = time.Now()
 
+// bubbleShift is how far processStart's wall time lies after midnight UTC,
+// 2000-01-01, the time at which the fake clock of every testing/synctest
+// bubble starts.
+var bubbleShift = processStart.Sub(time.Date(2000, 1, 1, 0, 0, 0, 0, time.UTC))
+
 // Monotonic is the default [Clock]: nanoseconds of the process's monotonic
 // clock since the package was initialised.
+//
+// In a testing/synctest bubble it is the nanoseconds of the bubble's fake
+// clock since the bubble started: every bubble starts at 0, and a limiter
+// created in one decides alike at every run, its windows aligned on the
+// bubble's start. (That holds while the fake clock reads a time before the
+// wall-clock time the process started at, decades after the bubble's start,
+// on a machine whose clock was set.) A limiter created outside a bubble, such
+// as a package-level one, and used in it sees the clock step back, from the
+// time the process has run to the bubble's 0, at the bubble's edge, and
+// treats the step back as no time passing: create limiters in the bubble.
 func Monotonic() int64 {
-	return int64(time.Since(processStart))
+	d := time.Since(processStart)
+	if d < 0 {
+		// Only in a synctest bubble: time.Now there reads the fake clock,
+		// which starts at 2000-01-01, without a monotonic reading, so
+		// time.Since subtracts processStart's wall time. Outside one, it
+		// subtracts monotonic readings, and the later is never less.
+		d += bubbleShift
+	}
+	return int64(d)
 }
 
 // Options holds what every limiter constructor accepts. Build it with

@@ -41,6 +41,8 @@ var readmePackages = map[string]string{
 	"netip":          "net/netip",
 	"strconv":        "strconv",
 	"time":           "time",
+	"testing":        "testing",
+	"synctest":       "testing/synctest",
 }
 
 // readmeFree are the variables the README's text introduces around its
@@ -58,6 +60,7 @@ var readmeFree = map[string]string{
 	"rules":         "service.Rules",
 	"newRules":      "service.Rules",
 	"lim":           "hotlimit.Refunder",
+	"t":             "*testing.T",
 }
 
 // TestREADMESnippetsCompile type-checks every Go snippet of README.md that

@@ -97,7 +97,10 @@ func Wait(ctx context.Context, l Limiter, key string, opts ...WaitOption) error 
 //     read a nil ctx as context.Background() instead).
 //
 // The deadline is read on the real clock (time.Until), RetryAfter on the
-// limiter's; they agree unless the limiter's clock is a fake one.
+// limiter's; they agree unless the limiter's clock is a fake one. In a
+// testing/synctest bubble, the default sleep, the deadline and the default
+// clock ([Monotonic]) all follow the bubble's fake clock: a Wait there
+// takes no real time.
 //
 // # Compared with x/time/rate
 //

@@ -1,7 +1,8 @@
 // Package fixedwindow is a lock-free keyed fixed-window rate limiter: each key
 // may pass at most Limit requests per window, and windows are aligned on the
 // clock's origin: with the default clock (hotlimit.Monotonic), the process's
-// start; with a clock of Unix nanoseconds, whole UTC minutes, hours or days.
+// start (in a testing/synctest bubble, the bubble's start); with a clock of
+// Unix nanoseconds, whole UTC minutes, hours or days.
 //
 // # Model
 //
