@@ -8,6 +8,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/hotlimit/hotlimit/internal/durations"
 	"github.com/hotlimit/hotlimit/internal/jsonobj"
 )
 
@@ -381,7 +382,9 @@ func (c *Config) UnmarshalJSON(data []byte) error {
 			// time's message, without the package name a writer of JSON
 			// cannot act on, and what a window is written as.
 			msg := strings.TrimPrefix(err.Error(), "time: ")
-			if hint := durationHint(window); hint != "" {
+			if durations.Overflows(window) {
+				msg = fmt.Sprintf("%q is longer than a Go duration holds, %s (about 292 years)", window, durations.Longest)
+			} else if hint := durationHint(window); hint != "" {
 				msg += " (" + hint + ")"
 			} else {
 				msg += ", want " + durationForms
