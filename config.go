@@ -8,6 +8,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/hotlimit/hotlimit/internal/durations"
 	"github.com/hotlimit/hotlimit/internal/jsonobj"
 )
 
@@ -221,8 +222,8 @@ func (a Algorithm) MarshalText() ([]byte, error) {
 // UnmarshalText sets a to the algorithm named by text. Case, underscores and
 // hyphens are ignored, so "TokenBucket", "tokenbucket", "token_bucket" and
 // "TOKEN-BUCKET" all name [TokenBucket]. An unknown name is an error that
-// quotes it, lists the valid names and wraps [ErrInvalidConfig]; a is then
-// unchanged.
+// quotes it (its first 128 bytes and its length, when longer), lists the
+// valid names and wraps [ErrInvalidConfig]; a is then unchanged.
 func (a *Algorithm) UnmarshalText(text []byte) error {
 	alg, err := parseAlgorithm(string(text))
 	if err != nil {
@@ -240,7 +241,7 @@ func parseAlgorithm(s string) (Algorithm, error) {
 			return a, nil
 		}
 	}
-	return 0, fmt.Errorf("unknown algorithm %q, want one of %s: %w", s, algorithmList(), ErrInvalidConfig)
+	return 0, fmt.Errorf("unknown algorithm %s, want one of %s: %w", jsonobj.Quote(s), algorithmList(), ErrInvalidConfig)
 }
 
 // algorithmList names every algorithm, for an error that rejects another.
@@ -381,7 +382,12 @@ func (c *Config) UnmarshalJSON(data []byte) error {
 			// time's message, without the package name a writer of JSON
 			// cannot act on, and what a window is written as.
 			msg := strings.TrimPrefix(err.Error(), "time: ")
-			if hint := durationHint(window); hint != "" {
+			if durations.Overflows(window) {
+				msg = fmt.Sprintf("%s is longer than a Go duration holds, %s (about 292 years)", jsonobj.Quote(window), durations.Longest)
+			} else if len(window) > jsonobj.MaxQuoted {
+				// time's message would quote all of it
+				msg = "invalid duration " + jsonobj.Quote(window) + ", want " + durationForms
+			} else if hint := durationHint(window); hint != "" {
 				msg += " (" + hint + ")"
 			} else {
 				msg += ", want " + durationForms
@@ -429,7 +435,7 @@ func unjson(err error) string {
 		case te.Type.String() == "bool":
 			want = "true or false"
 		}
-		return "got JSON " + te.Value + ", want " + want
+		return "got JSON " + jsonobj.Clip(te.Value) + ", want " + want
 	}
 	return strings.TrimPrefix(err.Error(), "json: ")
 }

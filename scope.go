@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"strconv"
 	"strings"
+
+	"github.com/hotlimit/hotlimit/internal/jsonobj"
 )
 
 // Scope says whose quota a limit of a service rule counts: each (user, api)
@@ -60,8 +62,9 @@ func (s Scope) MarshalText() ([]byte, error) {
 }
 
 // UnmarshalText sets s to the scope named by text: "pair", "user", "api" or
-// "global", exactly. Anything else is an error that quotes it, lists the
-// valid names and wraps [ErrInvalidConfig]; s is then unchanged.
+// "global", exactly. Anything else is an error that quotes it (its first
+// 128 bytes and its length, when longer), lists the valid names and wraps
+// [ErrInvalidConfig]; s is then unchanged.
 func (s *Scope) UnmarshalText(text []byte) error {
 	for i, name := range scopeNames {
 		if string(text) == name {
@@ -69,6 +72,6 @@ func (s *Scope) UnmarshalText(text []byte) error {
 			return nil
 		}
 	}
-	err := fmt.Errorf("unknown scope %q, want one of %s: %w", text, strings.Join(scopeNames[:], ", "), ErrInvalidConfig)
+	err := fmt.Errorf("unknown scope %s, want one of %s: %w", jsonobj.Quote(string(text)), strings.Join(scopeNames[:], ", "), ErrInvalidConfig)
 	return fmt.Errorf("hotlimit: %w", err)
 }

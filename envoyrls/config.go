@@ -19,6 +19,7 @@ import (
 
 	pb "github.com/envoyproxy/go-control-plane/envoy/service/ratelimit/v3"
 	"github.com/hotlimit/hotlimit"
+	"github.com/hotlimit/hotlimit/internal/durations"
 	"go.yaml.in/yaml/v3"
 )
 
@@ -1338,6 +1339,9 @@ func (d *Domain) rule(full string, yd *yamlDescriptor) (*Rule, error) {
 	window := UnitDuration(pb.RateLimitResponse_RateLimit_Unit(v))
 	if yr.Window != "" {
 		w, err := time.ParseDuration(yr.Window)
+		if durations.Overflows(yr.Window) {
+			return nil, configError(d.File, "%s: rate_limit window '%s' is longer than a Go duration holds, %s (about 292 years)", full, yr.Window, durations.Longest)
+		}
 		if err != nil || w <= 0 {
 			return nil, configError(d.File, "%s: rate_limit window '%s' is not a positive Go duration such as 90s or 1h30m", full, yr.Window)
 		}

@@ -81,5 +81,7 @@
 // Each distinct policy has one limiter, kept across [Server.Reload] while a
 // rule still names it, so unchanged rules keep their counts. A descriptor's
 // counter key is its domain and entries, each length-prefixed, so distinct
-// descriptors never share a counter.
+// descriptors never share a counter; an entry's key or value longer than 256
+// bytes (a client's header, say) counts under its SHA-256, so that a counter
+// key holds at most some 33 KB (64 entries) whatever a request carries.
 package envoyrls

@@ -2,6 +2,7 @@ package envoyrls
 
 import (
 	"context"
+	"crypto/sha256"
 	"encoding/binary"
 	"errors"
 	"fmt"
@@ -877,35 +878,60 @@ func (s *Server) planOverride(it *item, i int, domain string, o *rlext.RateLimit
 	return nil
 }
 
+// maxKeyPart is the longest entry key or value a counter key holds as it is;
+// a longer one, which a client may send (a header's value, an override's
+// entries; a gRPC message may be megabytes), is held as its SHA-256, so that
+// each counter key holds at most some 33 KB (64 entries of two parts) whatever
+// a request carries, as httplimit's and grpclimit's keys do.
+const maxKeyPart = 256
+
 // descriptorKey is the key of a descriptor's counter: the domain and each
 // entry's key and value, each prefixed by its length, so that no two
 // distinct descriptors share a key whatever bytes they hold. An entry with
 // a shared wildcard (shared[i], from share_threshold) counts under the
 // wildcard instead of its value; the low bit of its length prefix tells the
-// two apart.
+// two apart. A part longer than maxKeyPart is its length followed by its
+// SHA-256 instead of its bytes: a length above maxKeyPart says which, so the
+// key still reads back one way.
 func descriptorKey(domain string, entries []*rlext.RateLimitDescriptor_Entry, shared []string) string {
-	size := len(domain) + binary.MaxVarintLen64
+	size := keyPartSize(domain)
 	for _, e := range entries {
-		size += len(e.Key) + len(e.Value) + 2*binary.MaxVarintLen64
+		size += keyPartSize(e.Key) + keyPartSize(e.Value)
 	}
 	for _, v := range shared {
 		size += len(v)
 	}
 	b := make([]byte, 0, size)
-	b = binary.AppendUvarint(b, uint64(len(domain)))
-	b = append(b, domain...)
+	b = appendKeyPart(b, domain, 0)
 	for i, e := range entries {
-		b = binary.AppendUvarint(b, uint64(len(e.Key)))
-		b = append(b, e.Key...)
+		b = appendKeyPart(b, e.Key, 0)
 		if i < len(shared) && shared[i] != "" {
 			b = binary.AppendUvarint(b, uint64(len(shared[i]))<<1|1)
 			b = append(b, shared[i]...)
 			continue
 		}
-		b = binary.AppendUvarint(b, uint64(len(e.Value))<<1)
-		b = append(b, e.Value...)
+		b = appendKeyPart(b, e.Value, 1)
 	}
 	return string(b)
+}
+
+// keyPartSize is the most bytes appendKeyPart appends for s.
+func keyPartSize(s string) int {
+	if len(s) > maxKeyPart {
+		return sha256.Size + binary.MaxVarintLen64
+	}
+	return len(s) + binary.MaxVarintLen64
+}
+
+// appendKeyPart appends s to a counter key: its length shifted left by
+// shift, then its bytes, or its SHA-256 when it is longer than maxKeyPart.
+func appendKeyPart(b []byte, s string, shift uint) []byte {
+	b = binary.AppendUvarint(b, uint64(len(s))<<shift)
+	if len(s) <= maxKeyPart {
+		return append(b, s...)
+	}
+	sum := sha256.Sum256([]byte(s))
+	return append(b, sum[:]...)
 }
 
 // decide counts it's hits (or refunds them) and records the decision.

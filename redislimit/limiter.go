@@ -380,13 +380,17 @@ func (l *Limiter) checkRange() error {
 	}
 	switch {
 	case l.window > exact>>2:
-		return fail("the window must be at most 2^50 ticks of %v", l.unit)
+		if l.unit == time.Nanosecond {
+			return fail("the window must be at most %v (2^50 ticks of %v) under hotlimit.WithClock; Redis's own clock, in µs, takes up to %v",
+				time.Duration(exact>>2), l.unit, time.Duration(exact>>2)*time.Microsecond)
+		}
+		return fail("the window must be at most %v (2^50 ticks of %v)", time.Duration(exact>>2)*l.unit, l.unit)
 	case int64(c.Limit) >= exact || l.burst >= exact:
 		return fail("the limit and burst must be below 2^52")
 	case c.Algorithm.HasBurst() && l.burst > (exact-1)/l.window: // burst × window ≤ 2^52 − 1
-		return fail("window × burst must be below 2^52 ticks of %v", l.unit)
+		return fail("window × burst must be below 2^52 ticks of %v: a burst of at most %d at this window", l.unit, (exact-1)/l.window)
 	case c.Algorithm == hotlimit.SlidingCounter && int64(c.Limit)+1 > (exact-1)/l.window:
-		return fail("window × (limit + 1) must be below 2^52 ticks of %v", l.unit)
+		return fail("window × (limit + 1) must be below 2^52 ticks of %v: a limit of at most %d at this window", l.unit, (exact-1)/l.window-1)
 	case c.Algorithm == hotlimit.SlidingLog && c.Limit > 1<<16:
 		return fail("the sliding log keeps at most 65536 times per key")
 	case l.set.leaseSize > 0 && !CanLease(c.Algorithm):

@@ -9,8 +9,43 @@ import (
 	"encoding/json"
 	"fmt"
 	"slices"
+	"strconv"
 	"strings"
+	"unicode/utf8"
 )
+
+// MaxQuoted is the most bytes of a value that an error quotes: a longer
+// one (a blob pasted into the wrong field) is cut there and its length
+// given, so that an error stays a line whatever the input holds.
+const MaxQuoted = 128
+
+// Clip returns s, or, when it is longer than MaxQuoted bytes, its start (cut
+// where a character starts) followed by "… (N bytes)".
+func Clip(s string) string {
+	if len(s) <= MaxQuoted {
+		return s
+	}
+	return s[:cut(s)] + fmt.Sprintf("… (%d bytes)", len(s))
+}
+
+// Quote is strconv.Quote(s), for a value longer than MaxQuoted bytes
+// of its start only, followed by "… (N bytes)" (see Clip).
+func Quote(s string) string {
+	if len(s) <= MaxQuoted {
+		return strconv.Quote(s)
+	}
+	return strconv.Quote(s[:cut(s)]) + fmt.Sprintf("… (%d bytes)", len(s))
+}
+
+// cut is where Clip and Quote cut s: at most MaxQuoted, where a character
+// starts.
+func cut(s string) int {
+	i := MaxQuoted
+	for i > 0 && !utf8.RuneStart(s[i]) {
+		i--
+	}
+	return i
+}
 
 // Members decodes data, which must be one JSON object, into its members'
 // raw values. ok is false when data is not one JSON object (null included).
@@ -68,7 +103,7 @@ func Object(data []byte, invalid error, names ...string) (map[string]json.RawMes
 }
 
 func unknown(name string, names []string, invalid error) error {
-	return fmt.Errorf("unknown field %q, want one of %s: %w", name, strings.Join(names, ", "), invalid)
+	return fmt.Errorf("unknown field %s, want one of %s: %w", Quote(name), strings.Join(names, ", "), invalid)
 }
 
 // A RepeatedError is Object's error for a member of a known name given
@@ -80,7 +115,7 @@ type RepeatedError struct {
 
 // Error says which member is given twice.
 func (e *RepeatedError) Error() string {
-	return fmt.Sprintf("field %q given twice: %v", e.Name, e.invalid)
+	return fmt.Sprintf("field %s given twice: %v", Quote(e.Name), e.invalid)
 }
 
 // Unwrap returns the sentinel given to Object.

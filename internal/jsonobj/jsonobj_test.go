@@ -3,6 +3,8 @@ package jsonobj_test
 import (
 	"encoding/json"
 	"errors"
+	"strconv"
+	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -75,4 +77,18 @@ func TestKind(t *testing.T) {
 	} {
 		assert.Equal(t, want, jsonobj.Kind([]byte(in)), "%q", in)
 	}
+}
+
+// TestQuoteClipsLongValues: a value of up to jsonobj.MaxQuoted bytes is quoted whole;
+// a longer one is cut where a character starts, at most jsonobj.MaxQuoted bytes in,
+// and its length given.
+func TestQuoteClipsLongValues(t *testing.T) {
+	edge := strings.Repeat("x", jsonobj.MaxQuoted)
+	assert.Equal(t, strconv.Quote(edge), jsonobj.Quote(edge))
+	assert.Equal(t, edge, jsonobj.Clip(edge))
+	assert.Equal(t, strconv.Quote(edge)+"… (129 bytes)", jsonobj.Quote(edge+"y"))
+	assert.Equal(t, edge+"… (129 bytes)", jsonobj.Clip(edge+"y"))
+	// "é" is two bytes: 127 x and an é do not fit in 128, so the cut is before the é
+	long := strings.Repeat("x", jsonobj.MaxQuoted-1) + "é" + "z"
+	assert.Equal(t, strconv.Quote(strings.Repeat("x", jsonobj.MaxQuoted-1))+"… (130 bytes)", jsonobj.Quote(long))
 }

@@ -100,6 +100,9 @@ func TestBadFlagValues(t *testing.T) {
 		// not only "parse error".
 		{args: []string{"-drain", "abc"}, says: `-drain "abc": want a duration with its unit, such as 500ms, 10s or 1m`},
 		{args: []string{"-reload-interval", "10"}, says: `-reload-interval "10": want a duration with its unit`},
+		// A duration too long for Go's says so, not that it lacks a unit.
+		{args: []string{"-drain", "87600000h"}, says: `-drain "87600000h": longer than a Go duration holds, 2562047h47m16.854775807s`},
+		{env: [2]string{"HOTLIMITD_REDIS_TIMEOUT", "9223372036854775808ns"}, says: `invalid value for -redis-timeout: longer than a Go duration holds, 2562047h47m16.854775807s`},
 		{args: []string{"-max-keys", "1e6"}, says: `-max-keys "1e6": want a whole number`},
 		{args: []string{"-redis-tls=maybe"}, says: `-redis-tls "maybe": want true or false`},
 		{env: [2]string{"HOTLIMITD_REDIS_TIMEOUT", "250"}, says: `HOTLIMITD_REDIS_TIMEOUT="250": invalid value for -redis-timeout: want a duration with its unit`},

@@ -84,6 +84,7 @@ import (
 	"regexp"
 	"runtime/debug"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -93,6 +94,7 @@ import (
 	pb "github.com/envoyproxy/go-control-plane/envoy/service/ratelimit/v3"
 	"github.com/hotlimit/hotlimit"
 	"github.com/hotlimit/hotlimit/envoyrls"
+	"github.com/hotlimit/hotlimit/internal/durations"
 	"github.com/hotlimit/hotlimit/redislimit"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
@@ -304,7 +306,8 @@ func saidAsWanted(fs *flag.FlagSet, err error) error {
 		return err
 	}
 	if fl := fs.Lookup(m[2]); fl != nil {
-		if want := wantOf(fl); want != "" {
+		value, _ := strconv.Unquote(m[1])
+		if want := wantOf(fl, value); want != "" {
 			return fmt.Errorf("-%s %s: %s", fl.Name, m[1], want)
 		}
 	}
@@ -312,13 +315,18 @@ func saidAsWanted(fs *flag.FlagSet, err error) error {
 }
 
 // wantOf says what the flag fl takes, for an error about a value it cannot
-// read, or returns "" for a flag of text, which reads every value.
-func wantOf(fl *flag.Flag) string {
+// read, or returns "" for a flag of text, which reads every value. A
+// duration written as one but too long for a time.Duration is said to be so,
+// since it has the unit the usual answer asks for.
+func wantOf(fl *flag.Flag, value string) string {
 	if bf, ok := fl.Value.(interface{ IsBoolFlag() bool }); ok && bf.IsBoolFlag() {
 		return "want true or false"
 	}
 	switch name, _ := flag.UnquoteUsage(fl); name {
 	case "duration":
+		if durations.Overflows(value) {
+			return "longer than a Go duration holds, " + durations.Longest
+		}
 		return "want a duration with its unit, such as 500ms, 10s or 1m"
 	case "int":
 		return "want a whole number"
@@ -363,7 +371,7 @@ func fromEnv(fs *flag.FlagSet) error {
 		name := envName(fl.Name)
 		if v, ok := os.LookupEnv(name); ok {
 			if err := fl.Value.Set(v); err != nil && envErr == nil {
-				if want := wantOf(fl); want != "" && err.Error() == flagParseError {
+				if want := wantOf(fl, v); want != "" && err.Error() == flagParseError {
 					envErr = fmt.Errorf("%s=%q: invalid value for -%s: %s", name, v, fl.Name, want)
 				} else {
 					envErr = fmt.Errorf("%s=%q: invalid value for -%s: %w", name, v, fl.Name, err)
