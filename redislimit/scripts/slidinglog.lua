@@ -9,7 +9,11 @@ local cnt = redis.call('ZCARD', key)
 local newest, top = nil, nil
 if cnt > 0 then
   top = redis.call('ZRANGE', key, -1, -1, 'WITHSCORES')
-  newest = tonumber(top[2])
+  -- a score is read by arithmetic, not tonumber: Redis writes it as text
+  -- in a form it does not promise ("200000000" or "2e+08"), and Lua's
+  -- arithmetic reads either, where some Lua 5.1 interpreters' tonumber
+  -- (gopher-lua's, which miniredis runs) reads no exponent without a point
+  newest = top[2] + 0
   -- A set that no limiter of this Config keeps is someone else's: more
   -- than limit members, a newest member not of the form above (its
   -- sequence number is read) or a time beyond exact (within the clock's
@@ -19,7 +23,7 @@ if cnt > 0 then
   -- are not checked: one outside the window is never read (a denial's
   -- wait reads a member ranked among the last inWindow), and the next
   -- takes trim it.
-  local ok = cnt <= limit and newest ~= nil and math.abs(newest) < 2 ^ 52
+  local ok = cnt <= limit and math.abs(newest) < 2 ^ 52
   if ok then
     local tm = string.match(top[1], '^(%-?%d+):%d+$')
     ok = tm ~= nil and tonumber(tm) == newest
@@ -91,7 +95,7 @@ else
   -- the n-th oldest of the last limit times, counting missing ones as oldest
   local pos = n - 1 - (limit - cnt)
   local at = redis.call('ZRANGE', key, pos, pos, 'WITHSCORES')
-  retry = tonumber(at[2]) + window - now
+  retry = at[2] + window - now -- the score by arithmetic, as newest
 end
 
 local reset = 0
