@@ -424,39 +424,73 @@ func (r *Rules) UnmarshalJSON(data []byte) error {
 // of a file.
 var byteOrderMark = []byte("\xef\xbb\xbf")
 
-// syntaxErrorAt says where in data the syntax error err is (see placeOf),
-// or "" when err is not a *json.SyntaxError: encoding/json keeps the place
-// in a field, not in the error's text.
-func syntaxErrorAt(data []byte, err error) string {
-	var se *json.SyntaxError
-	if !errors.As(err, &se) || se.Offset < 1 || se.Offset > int64(len(data)) {
-		return ""
+// syntaxErrorChar returns the offset in data of the character at which a
+// *json.SyntaxError of Offset off is, and false when off is outside data.
+// Offset counts the bytes read, the bad character's included, but how much
+// of it differs with the Go that builds: its first byte (Go 1.26's
+// encoding/json), or all of it (Go 1.27's, built on encoding/json/v2). The
+// character is the one that holds the last byte read: data is UTF-8 (see
+// checkUTF8), so its first byte is the nearest at or before that one that
+// starts a character.
+func syntaxErrorChar(data []byte, off int64) (int, bool) {
+	if off < 1 || off > int64(len(data)) {
+		return 0, false
 	}
-	return placeOf(data, int(se.Offset)-1) // Offset counts the bytes read, the bad one included
+	at := int(off) - 1
+	for at > 0 && !utf8.RuneStart(data[at]) {
+		at--
+	}
+	return at, true
 }
 
-// syntaxErrorText is err's text, but that, for a *json.SyntaxError at a
-// character JSON refuses, it names the character as the file holds it:
-// encoding/json quotes the first byte it read, as if it were Latin-1 (a
-// no-break space is "'Â'", a byte order mark "'ï'"), so one outside ASCII
+// syntaxErrorText is err's text and, for a *json.SyntaxError, where in
+// data it is (see placeOf): encoding/json keeps the place in a field, not
+// in the error's text. A character JSON refuses there is named as the file
+// holds it: Go 1.26's encoding/json quotes the first byte it read, as if it
+// were Latin-1 (a no-break space is "'Â'", a byte order mark "'ï'"), and Go
+// 1.27's quotes the character as Go does ("'\u00a0'"), so one outside ASCII
 // is named by its code point instead (U+00A0); and white space that JSON
 // does not allow (a form feed, a no-break space), which a reader of the
 // file cannot tell from the space JSON allows, is said to be so.
 func syntaxErrorText(data []byte, err error) string {
-	text := err.Error()
 	var se *json.SyntaxError
-	if !errors.As(err, &se) || se.Offset < 1 || se.Offset > int64(len(data)) {
+	if !errors.As(err, &se) {
+		return err.Error()
+	}
+	return syntaxErrorIn(data, err.Error(), se.Offset)
+}
+
+// syntaxErrorIn is syntaxErrorText for a syntax error of text and Offset
+// off in data.
+func syntaxErrorIn(data []byte, text string, off int64) string {
+	at, ok := syntaxErrorChar(data, off)
+	if !ok {
 		return text
 	}
-	b := data[se.Offset-1]
-	quoted := "'" + strings.Trim(strconv.Quote(string(rune(b))), `"`) + "'" // as encoding/json quotes it
+	return nameRefused(data[at:], text) + placeOf(data, at)
+}
+
+// nameRefused is text, the text of a syntax error at the character that
+// starts c, with that character named as syntaxErrorText says, when text
+// names it ("invalid character " and either quoting of it); else text.
+func nameRefused(c []byte, text string) string {
 	const prefix = "invalid character "
-	if !strings.HasPrefix(text, prefix+quoted) {
+	r, _ := utf8.DecodeRune(c) // c is UTF-8: see checkUTF8
+	quoted := ""
+	for _, q := range []string{
+		"'" + strings.Trim(strconv.Quote(string(rune(c[0]))), `"`) + "'", // Go 1.26's: the first byte
+		strconv.QuoteRune(r), // Go 1.27's: the character
+	} {
+		if strings.HasPrefix(text, prefix+q) {
+			quoted = q
+			break
+		}
+	}
+	if quoted == "" {
 		return text
 	}
-	r, _ := utf8.DecodeRune(data[se.Offset-1:]) // data is UTF-8: see checkUTF8
 	name := quoted
-	if b >= utf8.RuneSelf {
+	if c[0] >= utf8.RuneSelf {
 		name = fmt.Sprintf("%U", r)
 	}
 	if unicode.IsSpace(r) {
@@ -653,7 +687,7 @@ func LoadRules(r io.Reader) (Rules, error) {
 	dec := json.NewDecoder(bytes.NewReader(data))
 	var raw json.RawMessage
 	if err := dec.Decode(&raw); err != nil {
-		return Rules{}, fmt.Errorf("service: rules are not JSON: %s%s: %w", syntaxErrorText(data, err), syntaxErrorAt(data, err), hotlimit.ErrInvalidConfig)
+		return Rules{}, fmt.Errorf("service: rules are not JSON: %s: %w", syntaxErrorText(data, err), hotlimit.ErrInvalidConfig)
 	}
 	// After Decode, InputOffset is the end of the object.
 	if rest := bytes.TrimLeft(data[dec.InputOffset():], " \t\r\n"); len(rest) > 0 {
