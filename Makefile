@@ -3,19 +3,20 @@
 #              benchmark smoke run, 32-bit builds, the bench module's tests
 #              and the redislimit module's tests against real Redis servers
 #              and clusters (redis-server and redis-cli are installed with
-#              apt-get when missing and run as root), and the grpclimit,
-#              envoyrls and metrics modules' tests.
+#              apt-get when missing and run as root), the grpclimit,
+#              envoyrls and metrics modules' tests, and the root module's
+#              vet and tests (-short) on the newest Go release too.
 # make bench — the comparison against other Go limiters: prints a summary and
 #              writes every table to bench/out/ (PUBLISH=1: bench/results/).
 
 GO ?= go
 PKGS := ./...
 
-.PHONY: test vet fmt tidy race unit smoke test386 benchmod redis redismod metricsmods grpcmod envoymod bench envoybench envoybench-run
+.PHONY: test vet fmt tidy race unit smoke test386 newgo benchmod redis redismod metricsmods grpcmod envoymod bench envoybench envoybench-run
 
 # redis first: without redis-server and redis-cli, and not root, make test
 # stops at once with the command to run, not after the root module's suite.
-test: redis vet fmt tidy race unit smoke test386 redismod metricsmods grpcmod envoymod benchmod
+test: redis vet fmt tidy race unit smoke test386 newgo redismod metricsmods grpcmod envoymod benchmod
 
 vet:
 	$(GO) vet $(PKGS)
@@ -72,6 +73,18 @@ test386:
 		echo "== 32-bit (GOARCH=386): this machine cannot run 386 binaries: compiling the tests only"; \
 		GOARCH=386 $(GO) test -count=1 -run '^$$' -exec /bin/true $(PKGS); \
 	fi
+
+# The modules declare the older of the two Go releases supported, and a
+# user may build with the newer, whose standard library can answer
+# differently (Go 1.27's encoding/json words and places its syntax errors
+# otherwise, which the rules loader reads): the root module's vet and tests
+# (-short) run again on it. The go command fetches that toolchain from the
+# module proxy (some 76 MB, once).
+NEWGO ?= go1.27.3
+newgo:
+	@echo "== the root module on $(NEWGO): vet and the tests, -short"
+	GOTOOLCHAIN=$(NEWGO) $(GO) vet $(PKGS)
+	GOTOOLCHAIN=$(NEWGO) $(GO) test -short -count=1 $(PKGS)
 
 # The bench module (its own go.mod, with the peers): vet, the race-enabled
 # tests in full (the cross-check at 32 goroutines; redisbench's on a real
