@@ -8,6 +8,7 @@ import (
 	"io"
 	"io/fs"
 	"math"
+	"math/big"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -1021,14 +1022,14 @@ func (v *keyValidator) leaf(key string, val *yaml.Node, parent string, by *yaml.
 			// An integer past what uint64 holds, or below int64's least,
 			// is tagged a float by the YAML decoder: it is named as the
 			// integer it was written.
-			if decimalInteger(n.Value) {
-				return configError(v.file, "error checking config: line %d: %s %s%s is an integer past 64 bits: quote it for a string", n.Line, key, jsonobj.Clip(n.Value), where.where())
+			if decimalInteger(n.Value) && !fitsInt64(n.Value) {
+				return v.pastInt64(key, n, where)
 			}
-			return configError(v.file, "error checking config: line %d: %s %s%s is a float: write an integer, or quote it for a string", n.Line, key, jsonobj.Clip(n.Value), where.where())
+			return configError(v.file, "error checking config: line %d: %s %s%s is a float: %s", n.Line, key, jsonobj.Clip(n.Value), where.where(), floatHint(key))
 		}
 	case "!!int":
-		if _, err := strconv.ParseInt(strings.ReplaceAll(n.Value, "_", ""), 0, 64); errors.Is(err, strconv.ErrRange) {
-			return configError(v.file, "error checking config: line %d: %s %s%s is an integer past 64 bits: quote it for a string", n.Line, key, jsonobj.Clip(n.Value), where.where())
+		if !fitsInt64(n.Value) {
+			return v.pastInt64(key, n, where)
 		}
 	}
 	into := map[bool]string{true: "bool", false: "uint32"}[boolKeys[key]]
@@ -1039,6 +1040,61 @@ func (v *keyValidator) leaf(key string, val *yaml.Node, parent string, by *yaml.
 		v.undecodableAs(n, into)
 	}
 	return nil
+}
+
+// numberRanges are the ranges of the fields that hold a number, by key, as
+// an error names them.
+var numberRanges = map[string]string{
+	"requests_per_unit": "a uint32's range, 0 to 4294967295",
+	"burst":             fmt.Sprintf("an int's range, %d to %d", math.MinInt, math.MaxInt),
+}
+
+// fitsInt64 reports whether s, an integer as the YAML decoder reads one
+// (a sign, a 0x, 0o or 0b prefix, underscores), is one of int64's: the
+// reference takes no other.
+func fitsInt64(s string) bool {
+	_, err := strconv.ParseInt(strings.ReplaceAll(s, "_", ""), 0, 64)
+	return !errors.Is(err, strconv.ErrRange)
+}
+
+// pastInt64 is the error for n, the value of key, an integer that int64
+// cannot hold, so that the reference refuses it: for a field that holds a
+// number, its range; for a boolean, the two values it takes; for a string,
+// where n lies and how to make it a string.
+func (v *keyValidator) pastInt64(key string, n *yaml.Node, where aliasUse) error {
+	what := ""
+	if r, ok := numberRanges[key]; ok {
+		what = "is outside " + r
+	} else if boolKeys[key] {
+		what = "is an integer, not a boolean: write true or false"
+	} else {
+		what = "is " + integerPlace(n.Value) + ": quote it for a string"
+	}
+	return configError(v.file, "error checking config: line %d: %s %s%s %s", n.Line, key, jsonobj.Clip(n.Value), where.where(), what)
+}
+
+// integerPlace says where s, an integer that int64 cannot hold, lies: past
+// int64's largest within uint64's, or past 64 bits either way.
+func integerPlace(s string) string {
+	b, ok := new(big.Int).SetString(strings.ReplaceAll(s, "_", ""), 0)
+	switch {
+	case ok && b.Sign() < 0:
+		return fmt.Sprintf("an integer below int64's least, %d", math.MinInt64)
+	case ok && b.IsUint64():
+		return fmt.Sprintf("an integer past int64's largest, %d", math.MaxInt64)
+	}
+	return "an integer past 64 bits"
+}
+
+// floatHint is what the error for a float as the value of key advises.
+func floatHint(key string) string {
+	switch {
+	case numberRanges[key] != "":
+		return "write an integer"
+	case boolKeys[key]:
+		return "write true or false"
+	}
+	return "write an integer, or quote it for a string"
 }
 
 // fieldTypes are the Go types of the reference's struct fields that hold a
