@@ -44,10 +44,13 @@ func TestConfigErrorsClipHugeValues(t *testing.T) {
 		"value, algorithm":      under("      unit: second\n      requests_per_unit: 5\n      algorithm: " + big + "\n"),
 		"value, name not UTF-8": under("      unit: second\n      requests_per_unit: 5\n      name: !!binary " +
 			base64.StdEncoding.EncodeToString([]byte(strings.Repeat("\xff", 1<<20))) + "\n"),
-		"value given twice": "domain: d\ndescriptors:\n  - key: k\n    value: " + big + "\n  - key: k\n    value: " + big + "\n",
-		"share_threshold":   "domain: d\ndescriptors:\n  - key: k\n    value: " + big + "\n    share_threshold: true\n",
-		"anchor":            "domain: d\ndescriptors: &" + big + "\n  - key: k\n    descriptors: *" + big + "\n",
-		"list item":         "domain: d\ndescriptors:\n  - key: k\n    descriptors:\n      - " + big + "\n",
+		"value given twice":      "domain: d\ndescriptors:\n  - key: k\n    value: " + big + "\n  - key: k\n    value: " + big + "\n",
+		"share_threshold":        "domain: d\ndescriptors:\n  - key: k\n    value: " + big + "\n    share_threshold: true\n",
+		"anchor":                 "domain: d\ndescriptors: &" + big + "\n  - key: k\n    descriptors: *" + big + "\n",
+		"list item":              "domain: d\ndescriptors:\n  - key: k\n    descriptors:\n      - " + big + "\n",
+		"float":                  "domain: d\ndescriptors:\n  - key: k\n    value: 1." + strings.Repeat("0", 1<<20) + "\n",
+		"float through an alias": "domain: d\ndescriptors:\n  - key: a\n    metadata: &" + big + " {unit: second, requests_per_unit: 1.5}\n  - key: b\n    rate_limit: *" + big + "\n",
+		"float merged in":        "domain: d\ndescriptors:\n  - key: a\n    metadata: &" + big + " {unit: second, requests_per_unit: 1.5}\n  - key: b\n    rate_limit:\n      <<: *" + big + "\n",
 	} {
 		_, err := envoyrls.ParseDomain("f.yaml", []byte(yml))
 		bounded(t, err, what)
