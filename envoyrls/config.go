@@ -8,6 +8,7 @@ import (
 	"io"
 	"io/fs"
 	"math"
+	"math/big"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -20,6 +21,7 @@ import (
 	pb "github.com/envoyproxy/go-control-plane/envoy/service/ratelimit/v3"
 	"github.com/hotlimit/hotlimit"
 	"github.com/hotlimit/hotlimit/internal/durations"
+	"github.com/hotlimit/hotlimit/internal/jsonobj"
 	"go.yaml.in/yaml/v3"
 )
 
@@ -146,13 +148,13 @@ func NewConfig(domains ...*Domain) (*Config, error) {
 			return nil, wrapOnce(fmt.Sprintf("NewConfig: domains[%d] is nil", i), ErrConfig)
 		}
 		if j := slices.Index(d.Rules, nil); j >= 0 {
-			return nil, wrapOnce(fmt.Sprintf("NewConfig: domains[%d] (%s): rules[%d] is nil", i, d.Name, j), ErrConfig)
+			return nil, wrapOnce(fmt.Sprintf("NewConfig: domains[%d] (%s): rules[%d] is nil", i, jsonobj.Clip(d.Name), j), ErrConfig)
 		}
 		if prev, ok := c.domains[d.Name]; ok {
 			if d.File != "" && prev.File != "" { // the reference server's message
-				return nil, fmt.Errorf("%s: duplicate domain '%s' in config file (also in %s): %w", d.File, d.Name, prev.File, ErrConfig)
+				return nil, fmt.Errorf("%s: duplicate domain '%s' in config file (also in %s): %w", d.File, jsonobj.Clip(d.Name), prev.File, ErrConfig)
 			}
-			return nil, wrapOnce(fmt.Sprintf("NewConfig: %s: duplicate domain '%s', also %s", place(i, d), d.Name, place(at[d.Name], prev)), ErrConfig)
+			return nil, wrapOnce(fmt.Sprintf("NewConfig: %s: duplicate domain '%s', also %s", place(i, d), jsonobj.Clip(d.Name), place(at[d.Name], prev)), ErrConfig)
 		}
 		c.domains[d.Name], at[d.Name] = d, i
 	}
@@ -536,7 +538,7 @@ func checkMetadata(file string, ds []yamlDescriptor) error {
 		if m.Kind != 0 && m.Kind != yaml.MappingNode && !(m.Kind == yaml.ScalarNode && m.Tag == "!!null") {
 			what := m.Tag
 			if m.Kind == yaml.ScalarNode {
-				what += " `" + m.Value + "`"
+				what += " `" + jsonobj.Clip(m.Value) + "`"
 			}
 			return configError(file, "error loading config file: yaml: unmarshal errors:\n  line %d: cannot unmarshal %s into map[string]interface {}", m.Line, what)
 		}
@@ -710,7 +712,7 @@ func (l *structLayout) set(out *pairList, k, v, by *yaml.Node) {
 func checkMapKeys(file string, n *yaml.Node, done, within map[*yaml.Node]bool) error {
 	if n.Kind == yaml.AliasNode {
 		if within[n.Alias] {
-			return configError(file, "error loading config file: yaml: line %d: anchor '%s' value contains itself", n.Line, n.Value)
+			return configError(file, "error loading config file: yaml: line %d: anchor '%s' value contains itself", n.Line, jsonobj.Clip(n.Value))
 		}
 		return nil // the anchored node is walked where it is defined
 	}
@@ -846,11 +848,11 @@ func (u aliasUse) where() string {
 	case u.alias == nil:
 		return ""
 	case u.merged:
-		return fmt.Sprintf(" (merged in by <<: *%s at line %d, under %s)", u.alias.Value, u.alias.Line, u.parent)
+		return fmt.Sprintf(" (merged in by <<: *%s at line %d, under %s)", jsonobj.Clip(u.alias.Value), u.alias.Line, u.parent)
 	case u.parent == "":
-		return fmt.Sprintf(" (reached through *%s at line %d)", u.alias.Value, u.alias.Line)
+		return fmt.Sprintf(" (reached through *%s at line %d)", jsonobj.Clip(u.alias.Value), u.alias.Line)
 	}
-	return fmt.Sprintf(" (reached through *%s at line %d, under %s)", u.alias.Value, u.alias.Line, u.parent)
+	return fmt.Sprintf(" (reached through *%s at line %d, under %s)", jsonobj.Clip(u.alias.Value), u.alias.Line, u.parent)
 }
 
 // seenKey is an anchored node reached under rate_limit, or elsewhere.
@@ -905,7 +907,7 @@ func (v *keyValidator) check(n *yaml.Node, parent string) error {
 						}
 						continue
 					}
-					return configError(v.file, "config error, yaml file contains list of type other than map: %s", goValue(r))
+					return configError(v.file, "config error, yaml file contains list of type other than map: %s", jsonobj.Clip(goValue(r)))
 				}
 			}
 			if err := v.check(c, parent); err != nil {
@@ -929,10 +931,10 @@ func (v *keyValidator) check(n *yaml.Node, parent string) error {
 				continue
 			}
 			if k.Kind != yaml.ScalarNode || k.Tag != "!!str" {
-				return configError(v.file, "config error, key is not of type string: %s", goValue(k))
+				return configError(v.file, "config error, key is not of type string: %s", jsonobj.Clip(goValue(k)))
 			}
 			if !known {
-				return configError(v.file, "config error, unknown key '%s'", k.Value)
+				return configError(v.file, "config error, unknown key '%s'", jsonobj.Clip(k.Value))
 			}
 			if !v.floats && !v.decodes(k.Value, val) {
 				continue
@@ -1020,14 +1022,14 @@ func (v *keyValidator) leaf(key string, val *yaml.Node, parent string, by *yaml.
 			// An integer past what uint64 holds, or below int64's least,
 			// is tagged a float by the YAML decoder: it is named as the
 			// integer it was written.
-			if decimalInteger(n.Value) {
-				return configError(v.file, "error checking config: line %d: %s %s%s is an integer past 64 bits: quote it for a string", n.Line, key, n.Value, where.where())
+			if decimalInteger(n.Value) && !fitsInt64(n.Value) {
+				return v.pastInt64(key, n, where)
 			}
-			return configError(v.file, "error checking config: line %d: %s %s%s is a float: write an integer, or quote it for a string", n.Line, key, n.Value, where.where())
+			return configError(v.file, "error checking config: line %d: %s %s%s is a float: %s", n.Line, key, jsonobj.Clip(n.Value), where.where(), floatHint(key))
 		}
 	case "!!int":
-		if _, err := strconv.ParseInt(strings.ReplaceAll(n.Value, "_", ""), 0, 64); errors.Is(err, strconv.ErrRange) {
-			return configError(v.file, "error checking config: line %d: %s %s%s is an integer past 64 bits: quote it for a string", n.Line, key, n.Value, where.where())
+		if !fitsInt64(n.Value) {
+			return v.pastInt64(key, n, where)
 		}
 	}
 	into := map[bool]string{true: "bool", false: "uint32"}[boolKeys[key]]
@@ -1038,6 +1040,61 @@ func (v *keyValidator) leaf(key string, val *yaml.Node, parent string, by *yaml.
 		v.undecodableAs(n, into)
 	}
 	return nil
+}
+
+// numberRanges are the ranges of the fields that hold a number, by key, as
+// an error names them.
+var numberRanges = map[string]string{
+	"requests_per_unit": "a uint32's range, 0 to 4294967295",
+	"burst":             fmt.Sprintf("an int's range, %d to %d", math.MinInt, math.MaxInt),
+}
+
+// fitsInt64 reports whether s, an integer as the YAML decoder reads one
+// (a sign, a 0x, 0o or 0b prefix, underscores), is one of int64's: the
+// reference takes no other.
+func fitsInt64(s string) bool {
+	_, err := strconv.ParseInt(strings.ReplaceAll(s, "_", ""), 0, 64)
+	return !errors.Is(err, strconv.ErrRange)
+}
+
+// pastInt64 is the error for n, the value of key, an integer that int64
+// cannot hold, so that the reference refuses it: for a field that holds a
+// number, its range; for a boolean, the two values it takes; for a string,
+// where n lies and how to make it a string.
+func (v *keyValidator) pastInt64(key string, n *yaml.Node, where aliasUse) error {
+	what := ""
+	if r, ok := numberRanges[key]; ok {
+		what = "is outside " + r
+	} else if boolKeys[key] {
+		what = "is an integer, not a boolean: write true or false"
+	} else {
+		what = "is " + integerPlace(n.Value) + ": quote it for a string"
+	}
+	return configError(v.file, "error checking config: line %d: %s %s%s %s", n.Line, key, jsonobj.Clip(n.Value), where.where(), what)
+}
+
+// integerPlace says where s, an integer that int64 cannot hold, lies: past
+// int64's largest within uint64's, or past 64 bits either way.
+func integerPlace(s string) string {
+	b, ok := new(big.Int).SetString(strings.ReplaceAll(s, "_", ""), 0)
+	switch {
+	case ok && b.Sign() < 0:
+		return fmt.Sprintf("an integer below int64's least, %d", math.MinInt64)
+	case ok && b.IsUint64():
+		return fmt.Sprintf("an integer past int64's largest, %d", math.MaxInt64)
+	}
+	return "an integer past 64 bits"
+}
+
+// floatHint is what the error for a float as the value of key advises.
+func floatHint(key string) string {
+	switch {
+	case numberRanges[key] != "":
+		return "write an integer"
+	case boolKeys[key]:
+		return "write true or false"
+	}
+	return "write an integer, or quote it for a string"
 }
 
 // fieldTypes are the Go types of the reference's struct fields that hold a
@@ -1238,10 +1295,10 @@ func (d *Domain) load(n *node, parent string, descriptors []yamlDescriptor) erro
 			n.children = map[string]*node{}
 		}
 		if _, dup := n.children[final]; dup {
-			return configError(d.File, "duplicate descriptor composite key '%s'", full)
+			return configError(d.File, "duplicate descriptor composite key '%s'", jsonobj.Clip(full))
 		}
 		if yd.ShareThreshold && !strings.Contains(final, "*") {
-			return configError(d.File, "share_threshold can only be used with wildcard values (containing '*'), but found key '%s'", final)
+			return configError(d.File, "share_threshold can only be used with wildcard values (containing '*'), but found key '%s'", jsonobj.Clip(final))
 		}
 		child := &node{}
 		if yd.ShareThreshold {
@@ -1305,6 +1362,7 @@ func unitOf(w time.Duration) (pb.RateLimitResponse_RateLimit_Unit, uint32) {
 // rule builds the Rule of yd, whose full key is full.
 func (d *Domain) rule(full string, yd *yamlDescriptor) (*Rule, error) {
 	yr := yd.RateLimit
+	errKey := jsonobj.Clip(full) // full, as errors quote it
 	r := &Rule{
 		Domain: d.Name, Key: full, Name: yr.Name, Unlimited: yr.Unlimited,
 		ShadowMode: yd.ShadowMode, QuotaMode: yd.QuotaMode, DetailedMetric: yd.DetailedMetric,
@@ -1316,13 +1374,13 @@ func (d *Domain) rule(full string, yd *yamlDescriptor) (*Rule, error) {
 	case yr.Unlimited && validUnit:
 		return nil, configError(d.File, "should not specify rate limit unit when unlimited")
 	case yr.Unlimited && (yr.Window != "" || yr.Algorithm != "" || yr.Burst != 0):
-		return nil, configError(d.File, "%s: should not specify algorithm, burst or window when unlimited", full)
+		return nil, configError(d.File, "%s: should not specify algorithm, burst or window when unlimited", errKey)
 	case !yr.Unlimited && yr.Window == "" && !validUnit:
-		return nil, configError(d.File, "invalid rate limit unit '%s'", yr.Unit)
+		return nil, configError(d.File, "invalid rate limit unit '%s'", jsonobj.Clip(yr.Unit))
 	case yr.Window != "" && yr.Unit != "":
-		return nil, configError(d.File, "%s: rate_limit sets both unit '%s' and window '%s': set one", full, yr.Unit, yr.Window)
+		return nil, configError(d.File, "%s: rate_limit sets both unit '%s' and window '%s': set one", errKey, jsonobj.Clip(yr.Unit), jsonobj.Clip(yr.Window))
 	case !utf8.ValidString(yr.Name): // a !!binary name: every response would fail to encode
-		return nil, configError(d.File, "%s: rate_limit name %q is not UTF-8, as each response's current_limit that names it must be", full, yr.Name)
+		return nil, configError(d.File, "%s: rate_limit name %s is not UTF-8, as each response's current_limit that names it must be", errKey, jsonobj.Quote(yr.Name))
 	}
 	for _, rep := range yr.Replaces {
 		if rep.Name == "" {
@@ -1340,10 +1398,10 @@ func (d *Domain) rule(full string, yd *yamlDescriptor) (*Rule, error) {
 	if yr.Window != "" {
 		w, err := time.ParseDuration(yr.Window)
 		if durations.Overflows(yr.Window) {
-			return nil, configError(d.File, "%s: rate_limit window '%s' is longer than a Go duration holds, %s (about 292 years)", full, yr.Window, durations.Longest)
+			return nil, configError(d.File, "%s: rate_limit window '%s' is longer than a Go duration holds, %s (about 292 years)", errKey, jsonobj.Clip(yr.Window), durations.Longest)
 		}
 		if err != nil || w <= 0 {
-			return nil, configError(d.File, "%s: rate_limit window '%s' is not a positive Go duration such as 90s or 1h30m", full, yr.Window)
+			return nil, configError(d.File, "%s: rate_limit window '%s' is not a positive Go duration such as 90s or 1h30m", errKey, jsonobj.Clip(yr.Window))
 		}
 		window = w
 		r.Unit, r.UnitMultiplier = unitOf(w)
@@ -1353,17 +1411,17 @@ func (d *Domain) rule(full string, yd *yamlDescriptor) (*Rule, error) {
 	alg := hotlimit.FixedWindow
 	if yr.Algorithm != "" {
 		if err := alg.UnmarshalText([]byte(yr.Algorithm)); err != nil {
-			return nil, configError(d.File, "%s: rate_limit algorithm: %v", full, err)
+			return nil, configError(d.File, "%s: rate_limit algorithm: %v", errKey, err)
 		}
 	}
 	if alg == hotlimit.Unlimited {
-		return nil, configError(d.File, "%s: rate_limit algorithm Unlimited: write unlimited: true instead", full)
+		return nil, configError(d.File, "%s: rate_limit algorithm Unlimited: write unlimited: true instead", errKey)
 	}
 	if yr.Burst < 0 {
-		return nil, configError(d.File, "%s: rate_limit burst %d must not be negative", full, yr.Burst)
+		return nil, configError(d.File, "%s: rate_limit burst %d must not be negative", errKey, yr.Burst)
 	}
 	if yr.Burst > 0 && !alg.HasBurst() {
-		return nil, configError(d.File, "%s: rate_limit burst %d: %v has no burst, only TokenBucket and GCRA do", full, yr.Burst, alg)
+		return nil, configError(d.File, "%s: rate_limit burst %d: %v has no burst, only TokenBucket and GCRA do", errKey, yr.Burst, alg)
 	}
 	if yr.RequestsPerUnit == 0 {
 		// Denies every hit, as the reference does; the window still
@@ -1373,14 +1431,14 @@ func (d *Domain) rule(full string, yd *yamlDescriptor) (*Rule, error) {
 	}
 	limit, ok := toInt(uint64(yr.RequestsPerUnit))
 	if !ok {
-		return nil, configError(d.File, "%s: rate_limit requests_per_unit %d exceeds this platform's int (at most %d)", full, yr.RequestsPerUnit, math.MaxInt)
+		return nil, configError(d.File, "%s: rate_limit requests_per_unit %d exceeds this platform's int (at most %d)", errKey, yr.RequestsPerUnit, math.MaxInt)
 	}
 	r.Limit = hotlimit.Config{Algorithm: alg, Limit: limit, Window: window, Burst: yr.Burst}
 	// Only the fields here: how large a limit and window can be depends on
 	// where the state lives (in memory, or up to 2^52 on Redis), so the
 	// server checks the ranges when it builds the rule's limiter.
 	if err := r.Limit.ValidateFields(); err != nil {
-		return nil, configError(d.File, "%s: %v", full, err)
+		return nil, configError(d.File, "%s: %v", errKey, err)
 	}
 	return r, nil
 }

@@ -22,6 +22,7 @@ import (
 	"github.com/hotlimit/hotlimit/internal/burst"
 	"github.com/hotlimit/hotlimit/internal/ctxend"
 	"github.com/hotlimit/hotlimit/internal/givenclock"
+	"github.com/hotlimit/hotlimit/internal/jsonobj"
 	"github.com/hotlimit/hotlimit/internal/keyed"
 	"github.com/hotlimit/hotlimit/internal/transport"
 	"github.com/hotlimit/hotlimit/redislimit"
@@ -413,7 +414,7 @@ func (s *Server) reload(cfg *Config) (dropped []interface{ Close() error }, err 
 				file = d.File
 			}
 			// The limiters built for cfg go with it.
-			return closers(next.limiters, prev), fmt.Errorf("%s: %s: %w", file, r.Key, err)
+			return closers(next.limiters, prev), fmt.Errorf("%s: %s: %w", file, jsonobj.Clip(r.Key), err)
 		}
 		next.limiters[c] = l
 	}

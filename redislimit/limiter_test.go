@@ -160,6 +160,19 @@ func randomStep(r *rand.Rand, c hotlimit.Config) int64 {
 
 func abs(x int64) int64 { return max(x, -x) }
 
+// walkClock returns the reading now, in [lo, hi], moved by the step s, which
+// turns back at an end of the range as a walk does (now - |s| past hi, now +
+// |s| before lo) and stops at the end it would pass once turned, a step as
+// large as the range included: the reading is in [lo, hi] whatever s.
+func walkClock(lo, hi, now, s int64) int64 {
+	if next := now + s; next > hi {
+		s = -abs(s)
+	} else if next < lo {
+		s = abs(s)
+	}
+	return min(max(now+s, lo), hi)
+}
+
 // diffConfigs are the policies of the differential test.
 var diffConfigs = func() []hotlimit.Config {
 	var cs []hotlimit.Config
@@ -221,13 +234,7 @@ func TestDifferential(t *testing.T) {
 					return got, assert.Equal(t, want, got, "seq %d step %d: Take(%q, %d) at %d", seq, step, key, n, now)
 				}
 				for step := range steps {
-					s := randomStep(r, c)
-					if next := now + s; next > hi {
-						s = -abs(s)
-					} else if next < lo {
-						s = abs(s)
-					}
-					now += s
+					now = walkClock(lo, hi, now, randomStep(r, c))
 					key := keys[r.IntN(len(keys))]
 					n := randomN(r, burst)
 					d, ok := check(step, key, n, now)

@@ -512,9 +512,10 @@ func build(rs Rules, prev *rules, opts []hotlimit.Option) (*rules, error) {
 		return nil, err
 	}
 	next.def = byLimits[limitsKey(rs.Default)].named("default")
+	// Names whole, not clipped as errors quote them: they tell rules apart.
 	next.users = resolveRules(rs.Users, byLimits, func(u string) string { return "users[" + strconv.Quote(u) + "]" })
 	next.apis = resolveRules(rs.APIs, byLimits, func(a string) string { return "apis[" + strconv.Quote(a) + "]" })
-	next.pairs = resolveRules(rs.Pairs, byLimits, pairPath)
+	next.pairs = resolveRules(rs.Pairs, byLimits, pairName)
 	next.hasPairs, next.hasAPIs, next.hasUsers = len(next.pairs) > 0, len(next.apis) > 0, len(next.users) > 0
 	handedOver = true
 	return next, nil

@@ -84,7 +84,8 @@ type Rules struct {
 // Validate checks every limit of every rule as [NewLimiter] would (its scope
 // aside, which only a rule takes), so a Config
 // that is valid but outside its algorithm's range is rejected too. The error
-// names the offending entry, as in `users["alice"][1]: ...`, and wraps
+// names the offending entry, as in `users["alice"][1]: ...` (a name of more
+// than 128 bytes by its start and its length), and wraps
 // hotlimit.ErrInvalidConfig; so does the error for a rule of no limit, of
 // more than composite.MaxChildren, of a limit twice (or with its copy in
 // shadow mode), or of Unlimited beside other limits (see [Limits]). A limit
@@ -192,7 +193,7 @@ func (r Rules) walk(visit func(path string, ls Limits) error) error {
 		rules map[string]Limits
 	}{{"users", r.Users}, {"apis", r.APIs}} {
 		for _, k := range slices.Sorted(maps.Keys(m.rules)) {
-			if err := visit(m.name+"["+strconv.Quote(k)+"]", m.rules[k]); err != nil {
+			if err := visit(m.name+"["+jsonobj.Quote(k)+"]", m.rules[k]); err != nil {
 				return err
 			}
 		}
@@ -205,8 +206,17 @@ func (r Rules) walk(visit func(path string, ls Limits) error) error {
 	return nil
 }
 
-// pairPath names the rule of p, as pairs["user","api"].
+// pairPath names the rule of p in an error, as pairs["user","api"], each
+// name quoted by jsonobj.Quote: a name of a megabyte is cut to its start and
+// its length, so that the error stays a line. The rule's own name, which
+// observers and the shadow hook are given, is pairName.
 func pairPath(p Pair) string {
+	return "pairs[" + jsonobj.Quote(p.User) + "," + jsonobj.Quote(p.API) + "]"
+}
+
+// pairName is the name of the rule of p, as pairs["user","api"], the names
+// whole: it tells one rule from another.
+func pairName(p Pair) string {
 	return "pairs[" + strconv.Quote(p.User) + "," + strconv.Quote(p.API) + "]"
 }
 
@@ -313,7 +323,7 @@ func (r Rules) MarshalJSON() ([]byte, error) {
 	}{{"users", r.Users}, {"apis", r.APIs}} {
 		for k := range m.rules {
 			if !utf8.ValidString(k) {
-				return nil, fmt.Errorf("service: %s[%q]: a name that is not valid UTF-8 cannot be written as JSON", m.name, k)
+				return nil, fmt.Errorf("service: %s[%s]: a name that is not valid UTF-8 cannot be written as JSON", m.name, jsonobj.Quote(k))
 			}
 		}
 	}
@@ -351,7 +361,8 @@ func (r Rules) MarshalJSON() ([]byte, error) {
 // written in another encoding would name another user or api than the
 // requests' and its rule would never apply).
 // Errors name the offending entry, as in
-// `users["alice"][1].window: ...`, and wrap hotlimit.ErrInvalidConfig. It
+// `users["alice"][1].window: ...` (a name of more than 128 bytes by its
+// start and its length), and wrap hotlimit.ErrInvalidConfig. It
 // checks the form, not the values: [LoadRules] also validates them. On error
 // r is unchanged.
 func (r *Rules) UnmarshalJSON(data []byte) error {
@@ -383,13 +394,13 @@ func (r *Rules) UnmarshalJSON(data []byte) error {
 			return fmt.Errorf("service: %s: want an object of rules by name, got %s: %w", m.name, jsonobj.Kind(raw), hotlimit.ErrInvalidConfig)
 		}
 		if dup != "" {
-			return fmt.Errorf("service: %s[%s]: given twice: %w", m.name, strconv.Quote(dup), hotlimit.ErrInvalidConfig)
+			return fmt.Errorf("service: %s[%s]: given twice: %w", m.name, jsonobj.Quote(dup), hotlimit.ErrInvalidConfig)
 		}
 		if len(rules) > 0 {
 			*m.dst = make(map[string]Limits, len(rules))
 		}
 		for name, raw := range rules {
-			ls, err := decodeLimits(m.name+"["+strconv.Quote(name)+"]", raw)
+			ls, err := decodeLimits(m.name+"["+jsonobj.Quote(name)+"]", raw)
 			if err != nil {
 				return err
 			}
@@ -411,7 +422,7 @@ func (r *Rules) UnmarshalJSON(data []byte) error {
 				next.Pairs = make(map[Pair]Limits, len(list))
 			}
 			if _, dup := next.Pairs[p]; dup {
-				return fmt.Errorf("service: %s: user %q, api %q listed twice: %w", path, p.User, p.API, hotlimit.ErrInvalidConfig)
+				return fmt.Errorf("service: %s: user %s, api %s listed twice: %w", path, jsonobj.Quote(p.User), jsonobj.Quote(p.API), hotlimit.ErrInvalidConfig)
 			}
 			next.Pairs[p] = ls
 		}
