@@ -38,13 +38,16 @@ func Quote(s string) string {
 }
 
 // cut is where Clip and Quote cut s: at most MaxQuoted, where a character
-// starts.
+// starts. It backs up no further than a character's length (utf8.UTFMax
+// bytes): in invalid UTF-8 a run of continuation bytes starts no character,
+// and a cut past it would show none of the value.
 func cut(s string) int {
-	i := MaxQuoted
-	for i > 0 && !utf8.RuneStart(s[i]) {
-		i--
+	for i := MaxQuoted; i > MaxQuoted-utf8.UTFMax; i-- {
+		if utf8.RuneStart(s[i]) {
+			return i
+		}
 	}
-	return i
+	return MaxQuoted
 }
 
 // Members decodes data, which must be one JSON object, into its members'

@@ -91,4 +91,12 @@ func TestQuoteClipsLongValues(t *testing.T) {
 	// "é" is two bytes: 127 x and an é do not fit in 128, so the cut is before the é
 	long := strings.Repeat("x", jsonobj.MaxQuoted-1) + "é" + "z"
 	assert.Equal(t, strconv.Quote(strings.Repeat("x", jsonobj.MaxQuoted-1))+"… (130 bytes)", jsonobj.Quote(long))
+	// A character of four bytes across the cut: the cut is before it.
+	four := strings.Repeat("x", jsonobj.MaxQuoted-2) + "😀"
+	assert.Equal(t, strings.Repeat("x", jsonobj.MaxQuoted-2)+"… (130 bytes)", jsonobj.Clip(four))
+	// Invalid UTF-8 of continuation bytes alone starts no character: the
+	// cut stays at MaxQuoted, showing the value's start.
+	cont := strings.Repeat("\x80", 300)
+	assert.Equal(t, cont[:jsonobj.MaxQuoted]+"… (300 bytes)", jsonobj.Clip(cont))
+	assert.Equal(t, strconv.Quote(cont[:jsonobj.MaxQuoted])+"… (300 bytes)", jsonobj.Quote(cont))
 }
