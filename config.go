@@ -402,9 +402,11 @@ func (c *Config) UnmarshalJSON(data []byte) error {
 
 // unlimitedTakesNo is the error of an Unlimited policy's field (limit,
 // window or burst) given as raw, which cannot be read: how to write one
-// would not help, as Unlimited takes none (see [Config.Validate]).
+// would not help, as Unlimited takes none (see [Config.Validate]). raw is
+// quoted as the other errors quote a value: its first 128 bytes and its
+// length, when longer.
 func unlimitedTakesNo(field string, raw json.RawMessage) error {
-	return &FieldError{Field: field, Err: fmt.Errorf("got %s, but Unlimited takes no %s: %w", raw, field, ErrInvalidConfig)}
+	return &FieldError{Field: field, Err: fmt.Errorf("got %s, but Unlimited takes no %s: %w", jsonobj.Clip(string(raw)), field, ErrInvalidConfig)}
 }
 
 // durationHint says how to write a window that time.ParseDuration rejects

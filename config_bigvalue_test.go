@@ -40,3 +40,29 @@ func TestConfigJSONErrorsClipHugeValues(t *testing.T) {
 	require.Error(t, err)
 	assert.Contains(t, err.Error(), `"`+strings.Repeat("é", 40)+`"`, "a value of 80 bytes is quoted whole")
 }
+
+// TestConfigJSONUnlimitedErrorsClipHugeValues: an Unlimited Config given a
+// limit, window or burst that cannot be read, a megabyte long, is refused
+// with an error that quotes the value's start and its length, as for the
+// other algorithms, not the whole megabyte.
+func TestConfigJSONUnlimitedErrorsClipHugeValues(t *testing.T) {
+	big := strings.Repeat("x", 1<<20)
+	for _, in := range []string{
+		`{"algorithm":"Unlimited","window":"` + big + `"}`,
+		`{"algorithm":"Unlimited","limit":"` + big + `"}`,
+		`{"algorithm":"Unlimited","limit":` + strings.Repeat("9", 1<<20) + `}`,
+		`{"algorithm":"Unlimited","burst":[` + strings.Repeat("1,", 1<<19) + `1]}`,
+	} {
+		var c hotlimit.Config
+		err := json.Unmarshal([]byte(in), &c)
+		require.Error(t, err, "%.80s", in)
+		assert.ErrorIs(t, err, hotlimit.ErrInvalidConfig, "%.80s", in)
+		assert.Contains(t, err.Error(), "Unlimited takes no", "%.300s", err)
+		assert.Less(t, len(err.Error()), 600, "%.300s", err)
+		assert.Contains(t, err.Error(), "bytes)", "%.300s", err)
+	}
+	var c hotlimit.Config
+	err := json.Unmarshal([]byte(`{"algorithm":"Unlimited","window":"1d"}`), &c)
+	require.Error(t, err)
+	assert.Contains(t, err.Error(), `got "1d", but Unlimited takes no window`, "a short value is quoted whole")
+}

@@ -37,15 +37,26 @@ func Quote(s string) string {
 	return strconv.Quote(s[:cut(s)]) + fmt.Sprintf("… (%d bytes)", len(s))
 }
 
-// cut is where Clip and Quote cut s: at most MaxQuoted, where a character
-// starts. It backs up no further than a character's length (utf8.UTFMax
-// bytes): in invalid UTF-8 a run of continuation bytes starts no character,
-// and a cut past it would show none of the value.
+// cut is where Clip and Quote cut s, which is longer than MaxQuoted: at
+// MaxQuoted, or before a valid character that spans it, so that no
+// character is split. Bytes that are no valid UTF-8 (continuation bytes
+// with no start, which strconv.Quote escapes one by one) are cut at
+// MaxQuoted like single-byte characters: backing off over them would quote
+// nothing of a value made of them.
 func cut(s string) int {
-	for i := MaxQuoted; i > MaxQuoted-utf8.UTFMax; i-- {
-		if utf8.RuneStart(s[i]) {
+	for i := MaxQuoted; i > MaxQuoted-utf8.UTFMax && i > 0; i-- {
+		if !utf8.RuneStart(s[i]) {
+			continue
+		}
+		if i == MaxQuoted {
 			return i
 		}
+		// An invalid sequence decodes as one byte, which ends before the
+		// cut: only a valid character reaches across it.
+		if _, size := utf8.DecodeRuneInString(s[i:]); i+size > MaxQuoted {
+			return i
+		}
+		break
 	}
 	return MaxQuoted
 }

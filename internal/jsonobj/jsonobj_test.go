@@ -3,6 +3,7 @@ package jsonobj_test
 import (
 	"encoding/json"
 	"errors"
+	"fmt"
 	"strconv"
 	"strings"
 	"testing"
@@ -99,4 +100,28 @@ func TestQuoteClipsLongValues(t *testing.T) {
 	cont := strings.Repeat("\x80", 300)
 	assert.Equal(t, cont[:jsonobj.MaxQuoted]+"… (300 bytes)", jsonobj.Clip(cont))
 	assert.Equal(t, strconv.Quote(cont[:jsonobj.MaxQuoted])+"… (300 bytes)", jsonobj.Quote(cont))
+}
+
+// TestQuoteClipsInvalidUTF8AtTheBound: a long value of bytes that are no
+// valid UTF-8 is still quoted for its first jsonobj.MaxQuoted bytes (each
+// escaped), not cut back to nothing: only a valid character across the
+// bound moves the cut, and never more than that character's start.
+func TestQuoteClipsInvalidUTF8AtTheBound(t *testing.T) {
+	for _, tc := range []struct {
+		name, s string
+		kept    int // bytes quoted
+	}{
+		{"continuation bytes only", strings.Repeat("\x80", 200), jsonobj.MaxQuoted},
+		{"0xff bytes", strings.Repeat("\xff", 130), jsonobj.MaxQuoted},
+		{"a stray continuation at the bound", strings.Repeat("x", jsonobj.MaxQuoted-2) + "é" + "\x80\x80", jsonobj.MaxQuoted},
+		{"a truncated character across the bound", strings.Repeat("x", jsonobj.MaxQuoted-2) + "\xf0\x9f\x98" + "z", jsonobj.MaxQuoted},
+		{"a three-byte character across the bound", strings.Repeat("x", jsonobj.MaxQuoted-2) + "€" + "z", jsonobj.MaxQuoted - 2},
+		{"a four-byte character across the bound", strings.Repeat("x", jsonobj.MaxQuoted-1) + "😀" + "z", jsonobj.MaxQuoted - 1},
+		{"a four-byte character with one byte past the bound", strings.Repeat("x", jsonobj.MaxQuoted-3) + "😀" + "z", jsonobj.MaxQuoted - 3},
+		{"a four-byte character ending at the bound", strings.Repeat("x", jsonobj.MaxQuoted-4) + "😀" + "z", jsonobj.MaxQuoted},
+	} {
+		tail := fmt.Sprintf("… (%d bytes)", len(tc.s))
+		assert.Equal(t, strconv.Quote(tc.s[:tc.kept])+tail, jsonobj.Quote(tc.s), tc.name)
+		assert.Equal(t, tc.s[:tc.kept]+tail, jsonobj.Clip(tc.s), tc.name)
+	}
 }
