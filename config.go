@@ -383,7 +383,7 @@ func (c *Config) UnmarshalJSON(data []byte) error {
 			// cannot act on, and what a window is written as.
 			msg := strings.TrimPrefix(err.Error(), "time: ")
 			if durations.Overflows(window) {
-				msg = fmt.Sprintf("%s is longer than a Go duration holds, %s (about 292 years)", jsonobj.Quote(window), durations.Longest)
+				msg = fmt.Sprintf("%s is %s (about 292 years)", jsonobj.Quote(window), durations.Beyond(window))
 			} else if len(window) > jsonobj.MaxQuoted {
 				// time's message would quote all of it
 				msg = "invalid duration " + jsonobj.Quote(window) + ", want " + durationForms

@@ -98,9 +98,11 @@ func Wait(ctx context.Context, l Limiter, key string, opts ...WaitOption) error 
 //
 // The deadline is read on the real clock (time.Until), RetryAfter on the
 // limiter's; they agree unless the limiter's clock is a fake one. In a
-// testing/synctest bubble, the default sleep, the deadline and the default
-// clock ([Monotonic]) all follow the bubble's fake clock: a Wait there
-// takes no real time.
+// testing/synctest bubble, the default sleep, the deadline of a context made
+// in the bubble and the default clock ([Monotonic]) all follow the bubble's
+// fake clock: a Wait there takes no real time. (A deadline set outside the
+// bubble is a real time, some decades after the bubble's: time.Until reads
+// it as that far off.)
 //
 // # Compared with x/time/rate
 //

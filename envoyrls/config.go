@@ -1397,7 +1397,7 @@ func (d *Domain) rule(full string, yd *yamlDescriptor) (*Rule, error) {
 	window := UnitDuration(pb.RateLimitResponse_RateLimit_Unit(v))
 	if yr.Window != "" {
 		w, err := time.ParseDuration(yr.Window)
-		if durations.Overflows(yr.Window) {
+		if durations.Overflows(yr.Window) && yr.Window[0] != '-' { // a negative one is not positive: below
 			return nil, configError(d.File, "%s: rate_limit window '%s' is longer than a Go duration holds, %s (about 292 years)", errKey, jsonobj.Clip(yr.Window), durations.Longest)
 		}
 		if err != nil || w <= 0 {

@@ -18,4 +18,8 @@ func TestWindowPastADuration(t *testing.T) {
 		assert.Contains(t, err.Error(), "'"+window+"' is longer than a Go duration holds, 2562047h47m16.854775807s", window)
 		assert.NotContains(t, err.Error(), "not a positive Go duration", window)
 	}
+	// One below the least, which a minus sign writes, is not positive.
+	_, err := ParseDomain("w.yaml", []byte("domain: d\ndescriptors:\n  - key: k\n    rate_limit:\n      requests_per_unit: 1\n      window: -87600000h\n"))
+	require.Error(t, err)
+	assert.Contains(t, err.Error(), "'-87600000h' is not a positive Go duration")
 }

@@ -11,6 +11,16 @@ import (
 // it: 2562047h47m16.854775807s, about 292 years.
 var Longest = time.Duration(math.MaxInt64).String()
 
+// Beyond says how s, which [Overflows] reports, lies past a
+// [time.Duration]'s range: "longer than a Go duration holds, Longest", or,
+// written with a minus sign, "negative, and below the least Go duration".
+func Beyond(s string) string {
+	if s != "" && s[0] == '-' {
+		return "negative, and below the least Go duration, " + time.Duration(math.MinInt64).String()
+	}
+	return "longer than a Go duration holds, " + Longest
+}
+
 // units are the units [time.ParseDuration] reads.
 var units = map[string]bool{"ns": true, "us": true, "µs": true, "μs": true, "ms": true, "s": true, "m": true, "h": true}
 

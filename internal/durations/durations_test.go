@@ -17,3 +17,9 @@ func TestOverflows(t *testing.T) {
 	}
 	assert.Equal(t, "2562047h47m16.854775807s", Longest)
 }
+
+func TestBeyond(t *testing.T) {
+	assert.Equal(t, "longer than a Go duration holds, 2562047h47m16.854775807s", Beyond("87600000h"))
+	assert.Equal(t, "longer than a Go duration holds, 2562047h47m16.854775807s", Beyond("+87600000h"))
+	assert.Equal(t, "negative, and below the least Go duration, -2562047h47m16.854775808s", Beyond("-87600000h"))
+}

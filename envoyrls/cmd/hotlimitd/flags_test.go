@@ -102,6 +102,7 @@ func TestBadFlagValues(t *testing.T) {
 		{args: []string{"-reload-interval", "10"}, says: `-reload-interval "10": want a duration with its unit`},
 		// A duration too long for Go's says so, not that it lacks a unit.
 		{args: []string{"-drain", "87600000h"}, says: `-drain "87600000h": longer than a Go duration holds, 2562047h47m16.854775807s`},
+		{args: []string{"-drain", "-87600000h"}, says: `-drain "-87600000h": negative, and below the least Go duration, -2562047h47m16.854775808s`},
 		{env: [2]string{"HOTLIMITD_REDIS_TIMEOUT", "9223372036854775808ns"}, says: `invalid value for -redis-timeout: longer than a Go duration holds, 2562047h47m16.854775807s`},
 		{args: []string{"-max-keys", "1e6"}, says: `-max-keys "1e6": want a whole number`},
 		{args: []string{"-redis-tls=maybe"}, says: `-redis-tls "maybe": want true or false`},

@@ -325,7 +325,7 @@ func wantOf(fl *flag.Flag, value string) string {
 	switch name, _ := flag.UnquoteUsage(fl); name {
 	case "duration":
 		if durations.Overflows(value) {
-			return "longer than a Go duration holds, " + durations.Longest
+			return durations.Beyond(value)
 		}
 		return "want a duration with its unit, such as 500ms, 10s or 1m"
 	case "int":
