@@ -147,6 +147,9 @@ func compareWithThrottled(t *testing.T, p throttledPolicy) {
 				require.Equal(t, time.Duration(-1), res.RetryAfter, msg)
 				require.Equal(t, capacity, res.Remaining, "%s: throttled's Remaining past the burst", msg)
 				require.Zero(t, res.ResetAfter, "%s: throttled's ResetAfter past the burst", msg)
+				now0 := hot.Take(key, 0) // hotlimit reports the key as it is
+				require.Equal(t, now0.Remaining, d.Remaining, msg)
+				require.Equal(t, now0.ResetAfter, d.ResetAfter, msg)
 				continue
 			}
 			require.Equal(t, !limited, d.Allowed, msg)
