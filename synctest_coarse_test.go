@@ -69,7 +69,10 @@ func TestSynctestCoarseClockLeftRunningFailsTheBubble(t *testing.T) {
 		return
 	}
 	cmd := exec.Command(os.Args[0], "-test.run=^TestSynctestCoarseClockLeftRunningFailsTheBubble$", "-test.count=1", "-test.v")
-	cmd.Env = append(os.Environ(), coarseLeftRunningEnv+"=1")
+	// The bubble's goroutines are printed at the default traceback level:
+	// a GOTRACEBACK=none the test's environment carries would print none,
+	// and the clock's goroutine could not be named.
+	cmd.Env = append(os.Environ(), coarseLeftRunningEnv+"=1", "GOTRACEBACK=single")
 	cmd.SysProcAttr = childproc.Attr()
 	out, err := cmd.CombinedOutput()
 	var exit *exec.ExitError
