@@ -13,14 +13,14 @@ import (
 	"github.com/hotlimit/hotlimit/service"
 )
 
-// TestRuleErrorsClipHugeNames: a user or api name of 2 MB in a rule that is
+// TestRuleErrorsClipHugeNames: a user or api name of 64 KB in a rule that is
 // refused (a blob pasted as a name in a rules file that WatchFile reloads)
 // gives an error of a few hundred bytes, which names the rule by the name's
 // start and its length, wherever the rule is refused: reading the file,
 // validating the rules, building them, writing them as JSON.
 func TestRuleErrorsClipHugeNames(t *testing.T) {
-	big := strings.Repeat("u", 2<<20)
-	start := strconv.Quote(big[:128]) + "… (2097152 bytes)"
+	big := strings.Repeat("u", 1<<16)
+	start := strconv.Quote(big[:128]) + "… (65536 bytes)"
 	ok := `[{"algorithm":"FixedWindow","limit":5,"window":"1s"}]`
 	bad := `[{"algorithm":"FixedWindow","limit":0,"window":"1s"}]`
 	def := `"default":` + ok
@@ -72,7 +72,7 @@ func TestRuleErrorsClipHugeNames(t *testing.T) {
 	assert.Contains(t, err.Error(), `pairs[`+start+`,"a"]`, "%.400s", err)
 
 	// Names that JSON cannot hold.
-	latin := strings.Repeat("\xe9", 2<<20)
+	latin := strings.Repeat("\xe9", 1<<16)
 	for _, rules := range []service.Rules{
 		{Default: service.Limits{c}, Users: map[string]service.Limits{latin: {c}}},
 		{Default: service.Limits{c}, Pairs: map[service.Pair]service.Limits{{User: "a", API: latin}: {c}}},
@@ -80,15 +80,15 @@ func TestRuleErrorsClipHugeNames(t *testing.T) {
 		_, err := rules.MarshalJSON()
 		require.Error(t, err)
 		assert.Less(t, len(err.Error()), 800, "%.400s", err)
-		assert.Contains(t, err.Error(), "… (2097152 bytes)", "%.400s", err)
+		assert.Contains(t, err.Error(), "… (65536 bytes)", "%.400s", err)
 	}
 }
 
 // TestHugeNamesNameTheirRulesWhole: only errors clip a name; the rule of a
-// 2 MB user, api or pair is named whole in the Events an observer hears,
+// 64 KB user, api or pair is named whole in the Events an observer hears,
 // so that two rules whose names share their start are two rules.
 func TestHugeNamesNameTheirRulesWhole(t *testing.T) {
-	big := strings.Repeat("u", 2<<20)
+	big := strings.Repeat("u", 1<<16)
 	var rule string
 	obs := hotlimit.ObserverFunc(func(e hotlimit.Event) { rule = e.RuleName() })
 	c := hotlimit.Config{Algorithm: hotlimit.FixedWindow, Limit: 5, Window: time.Second}
