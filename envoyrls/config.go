@@ -1079,9 +1079,9 @@ func integerPlace(s string) string {
 	b, ok := new(big.Int).SetString(strings.ReplaceAll(s, "_", ""), 0)
 	switch {
 	case ok && b.Sign() < 0:
-		return fmt.Sprintf("an integer below int64's least, %d", math.MinInt64)
+		return fmt.Sprintf("an integer below int64's least, %d", int64(math.MinInt64))
 	case ok && b.IsUint64():
-		return fmt.Sprintf("an integer past int64's largest, %d", math.MaxInt64)
+		return fmt.Sprintf("an integer past int64's largest, %d", int64(math.MaxInt64))
 	}
 	return "an integer past 64 bits"
 }
