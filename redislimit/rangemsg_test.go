@@ -31,11 +31,11 @@ func TestNewRangeErrorsNameTheLargest(t *testing.T) {
 			"at most 312h44m59.906842624s"},
 		{hotlimit.Config{Algorithm: hotlimit.SlidingLog, Limit: 5, Window: 100 * year}, []hotlimit.Option{closed},
 			"at most " + (time.Duration(1<<50) * time.Microsecond).String()},
-		{hotlimit.Config{Algorithm: hotlimit.TokenBucket, Limit: 1 << 40, Window: time.Hour}, []hotlimit.Option{closed},
+		{hotlimit.Config{Algorithm: hotlimit.TokenBucket, Limit: 1 << 30, Window: time.Hour}, []hotlimit.Option{closed},
 			"a burst of at most 1250999 at"},
 		{hotlimit.Config{Algorithm: hotlimit.GCRA, Limit: 5, Window: time.Hour, Burst: 1 << 30}, []hotlimit.Option{clocked, closed},
 			"a burst of at most 1250 at"},
-		{hotlimit.Config{Algorithm: hotlimit.SlidingCounter, Limit: 1 << 40, Window: time.Hour}, []hotlimit.Option{closed},
+		{hotlimit.Config{Algorithm: hotlimit.SlidingCounter, Limit: 1 << 30, Window: time.Hour}, []hotlimit.Option{closed},
 			"a limit of at most 1250998 at"},
 	} {
 		_, err := redislimit.New(closedClient(t), tc.c, tc.opts...)
