@@ -58,13 +58,16 @@ smoke:
 RUNS386 = $(shell tmp=$$(mktemp -d) && GOARCH=386 $(GO) test -c -o $$tmp/probe.test ./internal/packed >/dev/null 2>&1 && $$tmp/probe.test -test.run '^$$' >/dev/null 2>&1 && echo yes; rm -rf $$tmp)
 
 # 64-bit atomics on a 32-bit target: vet and compile everything, tests
-# included, and run the tests (-short) where the machine can execute 386
+# included (the sibling modules vetted too: hotlimitd runs on 32-bit ARM), and run the tests (-short) where the machine can execute 386
 # binaries; elsewhere they are compiled only. The keyed map's node tests run
 # again with checkptr (which -race turns on, but 386 has no -race): there a
 # node's alignment differs, and reading one through a larger form than it
 # was allocated as reaches past its allocation.
 test386:
 	GOARCH=386 $(GO) vet $(PKGS)
+	for m in redislimit grpclimit hotlimitprom hotlimitotel envoyrls; do \
+		(cd $$m && GOARCH=386 $(GO) vet ./...) || exit 1; \
+	done
 	@if [ -n "$(RUNS386)" ]; then \
 		echo "== 32-bit (GOARCH=386): the tests, -short"; \
 		GOARCH=386 $(GO) test -short -count=1 $(PKGS) && \
