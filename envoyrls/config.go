@@ -1059,14 +1059,17 @@ func fitsInt64(s string) bool {
 
 // pastInt64 is the error for n, the value of key, an integer that int64
 // cannot hold, so that the reference refuses it: for a field that holds a
-// number, its range; for a boolean, the two values it takes; for a string,
-// where n lies and how to make it a string.
+// number, its range; for a boolean, the two values it takes; for the
+// window, a duration; for another string, where n lies and how to make it a
+// string.
 func (v *keyValidator) pastInt64(key string, n *yaml.Node, where aliasUse) error {
 	what := ""
 	if r, ok := numberRanges[key]; ok {
 		what = "is outside " + r
 	} else if boolKeys[key] {
 		what = "is an integer, not a boolean: write true or false"
+	} else if key == "window" {
+		what = "is an integer, not a duration: " + windowHint
 	} else {
 		what = "is " + integerPlace(n.Value) + ": quote it for a string"
 	}
@@ -1086,6 +1089,10 @@ func integerPlace(s string) string {
 	return "an integer past 64 bits"
 }
 
+// windowHint is the advice for a window written as a number: neither an
+// integer nor a quoted number is a duration.
+const windowHint = "write a Go duration such as 90s or 1h30m"
+
 // floatHint is what the error for a float as the value of key advises.
 func floatHint(key string) string {
 	switch {
@@ -1093,6 +1100,8 @@ func floatHint(key string) string {
 		return "write an integer"
 	case boolKeys[key]:
 		return "write true or false"
+	case key == "window":
+		return windowHint
 	}
 	return "write an integer, or quote it for a string"
 }

@@ -84,3 +84,20 @@ func TestIntegersPastInt64SayWhatTheFieldTakes(t *testing.T) {
 		}
 	}
 }
+
+// TestWindowNumberSaysWriteADuration: a window written as a number too
+// large for int64, or as a float, is told to be a Go duration: neither an
+// integer nor a quoted number, the advice a string field takes, is one.
+func TestWindowNumberSaysWriteADuration(t *testing.T) {
+	conf := func(n string) string {
+		return "domain: d\ndescriptors:\n  - key: k\n    rate_limit:\n      window: " + n + "\n      requests_per_unit: 5\n"
+	}
+	for _, n := range []string{"9223372036854775808", "18446744073709551616", "-9223372036854775809", "1.5", "!!float 5"} {
+		_, err := envoyrls.ParseDomain("f.yaml", []byte(conf(n)))
+		require.Error(t, err, n)
+		assert.ErrorIs(t, err, envoyrls.ErrConfig)
+		assert.Contains(t, err.Error(), "write a Go duration such as 90s or 1h30m:", n)
+		assert.NotContains(t, err.Error(), "quote", n)
+		assert.NotContains(t, err.Error(), "write an integer", n)
+	}
+}
