@@ -1046,7 +1046,7 @@ func (v *keyValidator) leaf(key string, val *yaml.Node, parent string, by *yaml.
 // an error names them.
 var numberRanges = map[string]string{
 	"requests_per_unit": "a uint32's range, 0 to 4294967295",
-	"burst":             fmt.Sprintf("an int's range, %d to %d", math.MinInt, math.MaxInt),
+	"burst":             fmt.Sprintf("a burst's range, 0 to %d", math.MaxInt), // an int, never negative
 }
 
 // fitsInt64 reports whether s, an integer as the YAML decoder reads one

@@ -34,7 +34,7 @@ func TestIntegersPastInt64SayWhatTheFieldTakes(t *testing.T) {
 		{"value", 4, func(n string) string { return "domain: d\ndescriptors:\n  - key: k\n    value: " + n + "\n" }},
 		{"key", 3, func(n string) string { return "domain: d\ndescriptors:\n  - key: " + n + "\n" }},
 	}
-	intRange := "an int's range, " + strconv.Itoa(math.MinInt) + " to " + strconv.Itoa(math.MaxInt)
+	intRange := "a burst's range, 0 to " + strconv.Itoa(math.MaxInt)
 	want := map[string]map[string]string{
 		"18446744073709551615": { // within uint64
 			"requests_per_unit": "is outside a uint32's range, 0 to 4294967295:",
@@ -99,5 +99,18 @@ func TestWindowNumberSaysWriteADuration(t *testing.T) {
 		assert.Contains(t, err.Error(), "write a Go duration such as 90s or 1h30m:", n)
 		assert.NotContains(t, err.Error(), "quote", n)
 		assert.NotContains(t, err.Error(), "write an integer", n)
+	}
+}
+
+// TestBurstRangeStartsAtZero: a burst int64 cannot hold is told the range a
+// burst takes, from 0 (a burst must not be negative), not an int's, whose
+// negative half the burst refuses too.
+func TestBurstRangeStartsAtZero(t *testing.T) {
+	for _, n := range []string{"-9223372036854775809", "9223372036854775808"} {
+		_, err := envoyrls.ParseDomain("f.yaml", []byte("domain: d\ndescriptors:\n  - key: k\n    rate_limit:\n      unit: second\n      requests_per_unit: 5\n      algorithm: TokenBucket\n      burst: "+n+"\n"))
+		require.Error(t, err, n)
+		assert.ErrorIs(t, err, envoyrls.ErrConfig)
+		assert.Contains(t, err.Error(), "burst "+n+" is outside a burst's range, 0 to "+strconv.Itoa(math.MaxInt)+":", n)
+		assert.NotContains(t, err.Error(), strconv.Itoa(math.MinInt), n)
 	}
 }
