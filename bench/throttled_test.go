@@ -114,7 +114,7 @@ func compareWithThrottled(t *testing.T, p throttledPolicy) {
 	require.NoError(t, err)
 	ctx := context.Background()
 	rng := rand.New(rand.NewPCG(uint64(p.period), uint64(p.burst)))
-	var passed, denied, overBurst, negative int
+	var passed, denied, overBurst, negative, zero, zeroEmpty int
 	for run := range throttledRuns {
 		key := fmt.Sprintf("k%d", run)
 		for step := range throttledSteps {
@@ -160,9 +160,16 @@ func compareWithThrottled(t *testing.T, p throttledPolicy) {
 				denied++
 				require.Equal(t, res.RetryAfter, d.RetryAfter, "%s: RetryAfter", msg)
 			case n == 0:
+				// A quantity of 0 passes on both, whatever the key's state.
+				require.False(t, limited, "%s: throttled passes 0", msg)
+				require.True(t, d.Allowed, "%s: hotlimit passes 0", msg)
+				zero++
 				require.Zero(t, d.RetryAfter, msg)
 				if res.RetryAfter != -1 {
 					require.Zero(t, res.Remaining, "%s: throttled tells a wait when no token is left", msg)
+				}
+				if d.Remaining == 0 {
+					zeroEmpty++
 				}
 			default:
 				passed++
@@ -176,6 +183,8 @@ func compareWithThrottled(t *testing.T, p throttledPolicy) {
 	require.Positive(t, denied)
 	require.Positive(t, overBurst)
 	require.Positive(t, negative)
+	require.Positive(t, zero)
+	require.Positive(t, zeroEmpty, "a quantity of 0 asked with no token left")
 	t.Logf("%s: %d passed, %d denied, %d past the burst, %d negative", p.name, passed, denied, overBurst, negative)
 }
 
