@@ -120,3 +120,44 @@ func TestLegacyHeadersAsUlule(t *testing.T) {
 		}
 	})
 }
+
+// TestClientKeysAsThrottledAndUlule: two IPv6 clients of one /64 share a
+// key in httplimit by default and have one each in throttled (VaryBy
+// RemoteAddr) and ulule (its default IPv6 mask is /128);
+// httplimit.ClientIP(httplimit.IPv6Prefix(128)) keys each address, as
+// README says; IPv4 clients have a key each everywhere.
+func TestClientKeysAsThrottledAndUlule(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		now := int64(1e9) * int64(time.Second)
+		store := &fakeGCRAStore{now: &now, tats: map[string]int64{}}
+		th, err := throttled.NewGCRARateLimiterCtx(store, throttled.RateQuota{MaxRate: throttled.PerMin(1), MaxBurst: 0})
+		require.NoError(t, err)
+		thr := (&throttled.HTTPRateLimiterCtx{RateLimiter: th, VaryBy: &throttled.VaryBy{RemoteAddr: true}}).RateLimit(okHandler)
+		ul := ululehttp.NewMiddleware(limiter.New(memory.NewStoreWithOptions(limiter.StoreOptions{Prefix: "p"}), limiter.Rate{Period: time.Minute, Limit: 1})).Handler(okHandler)
+		newOurs := func(opts ...httplimit.Option) http.Handler {
+			svc, err := service.New(hotlimit.Config{Algorithm: hotlimit.GCRA, Limit: 1, Window: time.Minute},
+				hotlimit.WithClock(func() int64 { return now }))
+			require.NoError(t, err)
+			return httplimit.New(svc, append(opts, httplimit.WithLegacyHeaders(true))...)(okHandler)
+		}
+		def, each := newOurs(), newOurs(httplimit.WithUser(httplimit.ClientIP(httplimit.IPv6Prefix(128))))
+		from := func(h http.Handler, addr string) int {
+			r := httptest.NewRequest(http.MethodGet, "/", nil)
+			r.RemoteAddr = addr
+			w := httptest.NewRecorder()
+			h.ServeHTTP(w, r)
+			return w.Code
+		}
+		for _, pair := range [][2]string{{"[2001:db8::1]:1234", "[2001:db8::2]:1234"}, {"192.0.2.1:1234", "192.0.2.2:1234"}} {
+			for name, h := range map[string]http.Handler{"throttled": thr, "ulule": ul, "IPv6Prefix(128)": each, "default": def} {
+				require.Equal(t, http.StatusOK, from(h, pair[0]), "%s: %s", name, pair[0])
+				want := http.StatusOK
+				if name == "default" && pair[0][0] == '[' {
+					want = http.StatusTooManyRequests // one /64, one key
+				}
+				assert.Equal(t, want, from(h, pair[1]), "%s: %s after %s", name, pair[1], pair[0])
+				assert.Equal(t, http.StatusTooManyRequests, from(h, pair[0]), "%s: %s again", name, pair[0])
+			}
+		}
+	})
+}
