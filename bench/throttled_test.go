@@ -68,11 +68,13 @@ type throttledPolicy struct {
 	burst  int           // MaxBurst
 }
 
-// throttledPolicies: 1/s, 10/min, 100/h without and with a burst, and 3/s,
-// whose T (333 333 333 ns) does not divide a second.
+// throttledPolicies: 1/s, 10/min, 100/h without and with a burst, 3/s,
+// whose T (333 333 333 ns) does not divide a second, and 1000/s; README's
+// two examples (PerMin(10) and PerSec(3) with MaxBurst 4) among them.
 var throttledPolicies = []throttledPolicy{
 	{"PerSec(1)", throttled.PerSec(1), time.Second, 0},
 	{"PerMin(10)", throttled.PerMin(10), 6 * time.Second, 0},
+	{"PerMin(10),burst=4", throttled.PerMin(10), 6 * time.Second, 4}, // README's example: gcra.New(5, 30s)
 	{"PerMin(10),burst=9", throttled.PerMin(10), 6 * time.Second, 9},
 	{"PerHour(100)", throttled.PerHour(100), 36 * time.Second, 0},
 	{"PerHour(100),burst=20", throttled.PerHour(100), 36 * time.Second, 20},
