@@ -1060,16 +1060,16 @@ func fitsInt64(s string) bool {
 // pastInt64 is the error for n, the value of key, an integer that int64
 // cannot hold, so that the reference refuses it: for a field that holds a
 // number, its range; for a boolean, the two values it takes; for the
-// window, a duration; for another string, where n lies and how to make it a
-// string.
+// window, the unit or the algorithm, what it takes (wordHints); for another
+// string, where n lies and how to make it a string.
 func (v *keyValidator) pastInt64(key string, n *yaml.Node, where aliasUse) error {
 	what := ""
 	if r, ok := numberRanges[key]; ok {
 		what = "is outside " + r
 	} else if boolKeys[key] {
 		what = "is an integer, not a boolean: write true or false"
-	} else if key == "window" {
-		what = "is an integer, not a duration: " + windowHint
+	} else if h, ok := wordHints[key]; ok {
+		what = "is an integer: " + h
 	} else {
 		what = "is " + integerPlace(n.Value) + ": quote it for a string"
 	}
@@ -1089,9 +1089,14 @@ func integerPlace(s string) string {
 	return "an integer past 64 bits"
 }
 
-// windowHint is the advice for a window written as a number: neither an
-// integer nor a quoted number is a duration.
-const windowHint = "write a Go duration such as 90s or 1h30m"
+// wordHints are the advice for a number given to a field that takes words
+// of its own, by key: neither an integer nor a quoted number is a duration,
+// a unit or an algorithm.
+var wordHints = map[string]string{
+	"window":    "write a Go duration such as 90s or 1h30m",
+	"unit":      "write second, minute, hour, day, week, month or year",
+	"algorithm": "write TokenBucket, GCRA, FixedWindow, SlidingLog or SlidingCounter",
+}
 
 // floatHint is what the error for a float as the value of key advises.
 func floatHint(key string) string {
@@ -1100,8 +1105,8 @@ func floatHint(key string) string {
 		return "write an integer"
 	case boolKeys[key]:
 		return "write true or false"
-	case key == "window":
-		return windowHint
+	case wordHints[key] != "":
+		return wordHints[key]
 	}
 	return "write an integer, or quote it for a string"
 }

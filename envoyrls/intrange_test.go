@@ -114,3 +114,24 @@ func TestBurstRangeStartsAtZero(t *testing.T) {
 		assert.NotContains(t, err.Error(), strconv.Itoa(math.MinInt), n)
 	}
 }
+
+// TestUnitAndAlgorithmNumbersSayWhatTheyTake: a unit or an algorithm written
+// as a float, or as an integer too large for int64, is told the words the
+// field takes: an integer or a quoted number, the advice a string field
+// takes, names no unit and no algorithm either.
+func TestUnitAndAlgorithmNumbersSayWhatTheyTake(t *testing.T) {
+	for key, want := range map[string]string{
+		"unit":      "write second, minute, hour, day, week, month or year:",
+		"algorithm": "write TokenBucket, GCRA, FixedWindow, SlidingLog or SlidingCounter:",
+	} {
+		for _, n := range []string{"9223372036854775808", "-9223372036854775809", "1.5", "!!float 5"} {
+			_, err := envoyrls.ParseDomain("f.yaml", []byte("domain: d\ndescriptors:\n  - key: k\n    rate_limit:\n      requests_per_unit: 5\n      "+key+": "+n+"\n"))
+			require.Error(t, err, "%s %s", key, n)
+			assert.ErrorIs(t, err, envoyrls.ErrConfig)
+			assert.Contains(t, err.Error(), "line 6: "+key+" ", "%s %s", key, n)
+			assert.Contains(t, err.Error(), want, "%s %s", key, n)
+			assert.NotContains(t, err.Error(), "quote", "%s %s", key, n)
+			assert.NotContains(t, err.Error(), "write an integer", "%s %s", key, n)
+		}
+	}
+}
