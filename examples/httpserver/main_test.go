@@ -17,6 +17,14 @@ import (
 	"github.com/stretchr/testify/require"
 )
 
+// oneShot is the client of the tests that send requests one at a time: a
+// connection per request, no keep-alive. A pooled client's transport dials a
+// spare connection when a request finds none idle, and the request may then
+// take the previous one, returned meanwhile; the spare stays open, unused,
+// and the server's Shutdown waits 5 s for such a new connection to send a
+// request before it counts it idle, failing serve with its deadline.
+var oneShot = &http.Client{Transport: &http.Transport{DisableKeepAlives: true}, Timeout: 30 * time.Second}
+
 // start serves newServer(c) on a loopback port, as run does, and returns its
 // base URL.
 func start(t *testing.T, c config) string {
@@ -214,7 +222,7 @@ func TestForwardedForOnlyFromTrustedProxies(t *testing.T) {
 			req, err := http.NewRequest(http.MethodGet, base+"/", nil)
 			require.NoError(t, err)
 			req.Header.Set("X-Forwarded-For", client)
-			resp, err := http.DefaultClient.Do(req)
+			resp, err := oneShot.Do(req)
 			require.NoError(t, err)
 			_ = resp.Body.Close()
 			codes = append(codes, resp.StatusCode)
@@ -255,7 +263,7 @@ func TestInventedAPIKeysShareTheClientQuota(t *testing.T) {
 		req, err := http.NewRequest(http.MethodGet, base+"/", nil)
 		require.NoError(t, err)
 		req.Header.Set("X-API-Key", key)
-		resp, err := http.DefaultClient.Do(req)
+		resp, err := oneShot.Do(req)
 		require.NoError(t, err)
 		_ = resp.Body.Close()
 		codes = append(codes, resp.StatusCode)
@@ -266,7 +274,7 @@ func TestInventedAPIKeysShareTheClientQuota(t *testing.T) {
 	req, err := http.NewRequest(http.MethodGet, base+"/", nil)
 	require.NoError(t, err)
 	req.Header.Set("X-API-Key", "alice")
-	resp, err := http.DefaultClient.Do(req)
+	resp, err := oneShot.Do(req)
 	require.NoError(t, err)
 	_ = resp.Body.Close()
 	assert.Equal(t, http.StatusOK, resp.StatusCode)
