@@ -70,7 +70,7 @@ func TestConfigErrorsClipHugeValues(t *testing.T) {
 
 	// A rule the server cannot build a limiter for (a sliding log of more
 	// than slidinglog.MaxLimit requests), under a descriptor of value big.
-	d, err := envoyrls.ParseDomain("f.yaml", []byte(under("      unit: second\n      requests_per_unit: 4294967295\n      algorithm: SlidingLog\n")))
+	d, err := envoyrls.ParseDomain("f.yaml", []byte(under("      unit: second\n      requests_per_unit: 1000000\n      algorithm: SlidingLog\n")))
 	require.NoError(t, err)
 	cfg, err := envoyrls.NewConfig(d)
 	require.NoError(t, err)
