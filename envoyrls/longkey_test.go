@@ -8,6 +8,7 @@ import (
 
 	rlext "github.com/envoyproxy/go-control-plane/envoy/extensions/common/ratelimit/v3"
 	pb "github.com/envoyproxy/go-control-plane/envoy/service/ratelimit/v3"
+	"github.com/hotlimit/hotlimit/internal/limitertest"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
@@ -19,12 +20,15 @@ import (
 // gRPC message may; parts up to maxKeyPart are kept as they are, so their
 // counters (Redis keys too) keep their names; and the digest form shares no
 // key with any other descriptor, long or short, its digest spelled out as a
-// value included.
+// value included. Making such a key copies neither part.
 func TestDescriptorKeyBoundsLongParts(t *testing.T) {
 	e := func(pairs ...string) []*rlext.RateLimitDescriptor_Entry { return desc(pairs...).Entries }
 	long := strings.Repeat("v", 1<<20)
-	k := descriptorKey("d", e(long, long+"x"), nil)
+	entries := e(long, long+"x")
+	var k string
+	allocated := limitertest.LeastAllocated(func() { k = descriptorKey("d", entries, nil) })
 	assert.LessOrEqual(t, len(k), 2*(sha256.Size+4)+2, "a descriptor of two 1 MiB parts")
+	assert.Less(t, allocated, uint64(4<<10), "bytes allocated by its key: the parts are hashed where they lie, not copied")
 
 	edge := strings.Repeat("v", maxKeyPart)
 	assert.Contains(t, descriptorKey("d", e("k", edge), nil), edge, "a value of maxKeyPart bytes is kept")

@@ -931,7 +931,7 @@ func appendKeyPart(b []byte, s string, shift uint) []byte {
 	if len(s) <= maxKeyPart {
 		return append(b, s...)
 	}
-	sum := sha256.Sum256([]byte(s))
+	sum := transport.Digest(s)
 	return append(b, sum[:]...)
 }
 

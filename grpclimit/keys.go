@@ -2,7 +2,6 @@ package grpclimit
 
 import (
 	"context"
-	"crypto/sha256"
 	"encoding/hex"
 	"net"
 	"net/netip"
@@ -368,7 +367,7 @@ func FromRequest(kind string, f func(req any) (string, bool)) KeyFunc {
 		case !ok || k == "":
 			return "", false
 		case len(k) > transport.MaxHeaderValue:
-			sum := sha256.Sum256([]byte(k))
+			sum := transport.Digest(k)
 			return hashed + hex.EncodeToString(sum[:]), true
 		}
 		return prefix + k, true
@@ -481,7 +480,7 @@ func boundMethod(m string) string {
 	if len(m) <= maxMethodKey {
 		return m
 	}
-	sum := sha256.Sum256([]byte(m))
+	sum := transport.Digest(m)
 	return m[:maxMethodKey] + " sha256:" + hex.EncodeToString(sum[:])
 }
 

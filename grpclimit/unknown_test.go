@@ -19,6 +19,7 @@ import (
 
 	"github.com/hotlimit/hotlimit"
 	"github.com/hotlimit/hotlimit/grpclimit"
+	"github.com/hotlimit/hotlimit/internal/limitertest"
 )
 
 // TestUnknownMethodsAreLimitedUnderABoundedKey: a server with an unknown
@@ -104,6 +105,22 @@ func TestLongRequestFieldKeyIsBounded(t *testing.T) {
 	short := strings.Repeat("t", 256)
 	key, _ = field(context.Background(), unaryCall, short)
 	assert.Equal(t, "tenant:"+short, key, "a value of 256 bytes is kept as it is")
+}
+
+// TestLongKeysCopyNothing: the key of a megabyte request field or method
+// allocates its digest's few bytes, not a copy of the value, on every call
+// that sends it.
+func TestLongKeysCopyNothing(t *testing.T) {
+	long := strings.Repeat("t", 1<<20)
+	field := grpclimit.FromRequest("tenant", func(req any) (string, bool) { s, ok := req.(string); return s, ok })
+	var key, method string
+	allocated := limitertest.LeastAllocated(func() { key, _ = field(context.Background(), unaryCall, long) })
+	assert.Less(t, allocated, uint64(4<<10), "bytes allocated by the key of a 1 MiB field")
+	assert.True(t, strings.HasPrefix(key, "tenant-sha256:"), "%.100s", key)
+	longMethod := "/x.Y/" + long
+	allocated = limitertest.LeastAllocated(func() { method, _ = grpclimit.FullMethod(context.Background(), longMethod, nil) })
+	assert.Less(t, allocated, uint64(4<<10), "bytes allocated by the key of a 1 MiB method")
+	assert.Contains(t, method, " sha256:")
 }
 
 // TestExemptionCoversOnlyHealthAndReflectionMethods: grpc-go routes

@@ -426,6 +426,17 @@ func TestLongPathKeyIsBounded(t *testing.T) {
 	assert.Equal(t, edge, api, "a path of 256 bytes is kept")
 }
 
+// TestLongPathKeyCopiesNothing: the key of a megabyte path allocates its
+// digest's few bytes, not a copy of the path, on every request that sends it.
+func TestLongPathKeyCopiesNothing(t *testing.T) {
+	r := get("/", "192.0.2.1:1")
+	r.URL.Path = "/" + strings.Repeat("a", 1<<20)
+	var api string
+	allocated := limitertest.LeastAllocated(func() { api, _ = httplimit.RoutePattern(nil)(r) })
+	assert.Less(t, allocated, uint64(4<<10), "bytes allocated by the key of a 1 MiB path")
+	assert.Contains(t, api, " sha256:")
+}
+
 // TestHeadSharesTheQuotaOfGet: a ServeMux serves HEAD by the GET pattern, so
 // a HEAD request counts against it (it runs the same handler) and is denied
 // like GET, with the same fields, over a real connection that carries no

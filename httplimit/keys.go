@@ -1,7 +1,6 @@
 package httplimit
 
 import (
-	"crypto/sha256"
 	"encoding/hex"
 	"net/http"
 	"net/textproto"
@@ -276,7 +275,7 @@ func boundPath(p string) string {
 	if len(p) <= maxPathKey {
 		return p
 	}
-	sum := sha256.Sum256([]byte(p))
+	sum := transport.Digest(p)
 	return p[:maxPathKey] + " sha256:" + hex.EncodeToString(sum[:])
 }
 

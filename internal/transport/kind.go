@@ -1,7 +1,6 @@
 package transport
 
 import (
-	"crypto/sha256"
 	"encoding/hex"
 	"fmt"
 	"strings"
@@ -101,7 +100,7 @@ func (h HeaderKeys) Key(value string) string {
 	if len(value) <= MaxHeaderValue {
 		return h.plain + value
 	}
-	sum := sha256.Sum256([]byte(value))
+	sum := Digest(value)
 	return h.hashed + hex.EncodeToString(sum[:])
 }
 
