@@ -17,8 +17,7 @@ import (
 )
 
 // TestDroppedLimiterCollectedAfterCanceledCalls: Limiters dropped without
-// Close, as a service drops on Replace the limiters no rule uses any more,
-// are collected, and their batchers' flushers stop, even after concurrent
+// Close are collected, and their batchers' flushers stop, even after concurrent
 // calls whose contexts had ended, some of which leave before their batch
 // is sent. (Such a call holds its Limiter; the flushers must not keep one
 // reachable from an earlier batch, or the Limiter, and its flushers, stay

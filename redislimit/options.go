@@ -279,12 +279,12 @@ func WithHook(hook func(Event)) hotlimit.Option {
 // leases keep ending unspent falls short of its limit by up to their leftovers,
 // a lease's size per lease, on top of what the live leases hold. Size the lease
 // by what an instance spends of a key within ttl. A Limiter dropped without
-// Close, as a service.Service drops on Replace the limiters that no rule uses
-// any more, gives nothing back, not even once it is collected: the unspent
+// Close gives nothing back, not even once it is collected: the unspent
 // requests stay taken in Redis until they refill or their window ends, which
 // holds back by at most size per leased key the other instances still on the
 // same Config (a limiter of another Config counts under another Redis key).
-// Close a Limiter you stop using to give its leases back. A leased request
+// Close a Limiter you stop using to give its leases back, as a
+// service.Service closes on Replace the limiters that no rule uses any more. A leased request
 // passes at most ttl after Redis took it, which is the error of its timing:
 // keep ttl well under the window.
 //

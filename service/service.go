@@ -157,7 +157,11 @@ func (s *Service) Rules() Rules {
 // one limiter per distinct Config and reuses it (Configs that differ only in
 // scope, shadow mode, or a burst spelled out or not that is the one a burst
 // of 0 stands for, the limit or the service's [hotlimit.WithBurst], are
-// one); limiters no rule uses any more are dropped with their state. So a
+// one); limiters no rule uses any more are dropped with their state, and
+// closed when they hold resources (see [Service.Close]) once the new rules
+// are in force, so that a limiter on Redis gives its leases back and stops
+// its goroutines (a decision still under way on one decides as a closed
+// limiter does; an error of its Close is not reported). So a
 // limit changed in its algorithm, limit, window or burst is another limit,
 // which every key starts afresh, whatever it spent under the old one:
 // lowering a limit under abuse gives each key the lowered quota anew. The old
@@ -170,18 +174,26 @@ func (s *Service) Replace(rules Rules) error {
 	if !s.Built() {
 		return errNotBuilt
 	}
+	var dropped []hotlimit.Limiter
+	defer func() { closeAll(dropped) }() // after the unlock
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	return s.replaceLocked(rules)
+	var err error
+	dropped, err = s.replaceLocked(rules)
+	return err
 }
 
 // replaceLocked builds and publishes the snapshot of rules; s.mu is held.
 // After Close, the limiters it builds are closed at once (see Close).
-func (s *Service) replaceLocked(rules Rules) error {
+// Before Close, it returns the limiters of the rules it replaced that no
+// rule uses any more, for the caller to close once s.mu is released: a
+// limiter on Redis gives its leases back as it closes, which takes round
+// trips that must not hold up another Replace or Close.
+func (s *Service) replaceLocked(rules Rules) (dropped []hotlimit.Limiter, err error) {
 	prev := s.rules.Load()
 	next, err := build(rules, prev, s.opts)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	s.rules.Store(next)
 	if s.isClosed() {
@@ -194,8 +206,16 @@ func (s *Service) replaceLocked(rules Rules) error {
 				closeAll([]hotlimit.Limiter{lim})
 			}
 		}
+		return nil, nil
 	}
-	return nil
+	// build reuses prev's limiter of every Config next has: the others
+	// are dropped.
+	for u, lim := range prev.limiters {
+		if _, ok := next.limiters[u]; !ok {
+			dropped = append(dropped, lim)
+		}
+	}
+	return dropped, nil
 }
 
 // isClosed reports whether Close was called.
@@ -259,11 +279,15 @@ func (s *Service) configure(change func(*Rules)) error {
 	if !s.Built() {
 		return errNotBuilt
 	}
+	var dropped []hotlimit.Limiter
+	defer func() { closeAll(dropped) }() // after the unlock
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	next := s.rules.Load().export()
 	change(&next)
-	return s.replaceLocked(next)
+	var err error
+	dropped, err = s.replaceLocked(next)
+	return err
 }
 
 // Resolve returns the policy that applies to requests from user to api: the
@@ -604,13 +628,9 @@ func (s *Service) override(c hotlimit.Config) (*rule, error) {
 // [Service.TakeWith], that holds resources (implements io.Closer), such as
 // redislimit's batching goroutines and leases, and returns their errors
 // joined. The in-memory limiters hold none. Limiters that an earlier
-// Replace dropped are not closed: a decision may still have been using
-// them; they are released when collected (redislimit registers a cleanup
-// that stops its goroutines, but gives no lease back: the leased requests
-// of a dropped limiter stay taken in Redis until they refill or their
-// window ends). Close also ends the service's [Service.WatchFile] loops,
-// which install nothing from then on. A second Close closes nothing and
-// returns nil.
+// Replace dropped were closed by that Replace. Close also ends the
+// service's [Service.WatchFile] loops, which install nothing from then
+// on. A second Close closes nothing and returns nil.
 //
 // The service still decides after Close: Allow, Take, TakeWith and the
 // others ask the same limiters, closed, which decide as far as they can

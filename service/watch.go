@@ -379,6 +379,8 @@ func (w *watcher) failAccess(err error) {
 // installs nothing and returns false. Checked with mu held, as Close
 // closes s.closed, so no rules are installed after Close returned.
 func (s *Service) replaceUnlessClosed(rules Rules) (bool, error) {
+	var dropped []hotlimit.Limiter
+	defer func() { closeAll(dropped) }() // after the unlock
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	select {
@@ -386,5 +388,7 @@ func (s *Service) replaceUnlessClosed(rules Rules) (bool, error) {
 		return false, nil
 	default:
 	}
-	return true, s.replaceLocked(rules)
+	var err error
+	dropped, err = s.replaceLocked(rules)
+	return true, err
 }
