@@ -50,7 +50,14 @@
 // resets nothing: a rule whose limits change counts on in the same series,
 // and the series of a rule removed or renamed stay at their last value for
 // the life of the Metrics, so that no live counter ever goes down. The rule
-// names seen since the start bound the series. hotlimit_keys is read at each
+// names seen since the start bound the series: eight per name (the four
+// outcomes of both counters), kept in memory and sent at every scrape. Where
+// rules are renamed or replaced by others often (generated names, a rule per
+// tenant), the series of the names gone leave only with their Metrics:
+// unregister it, and register a new one given to the service built in its
+// place (the observer is an option of service.New), or restart the process;
+// the new series start from zero, which rate() and increase() read as a
+// counter reset. hotlimit_keys is read at each
 // scrape, so it drops the keys of a limiter a reload dropped at once.
 //
 // Several services may share one Metrics: their rules are counted by name,
