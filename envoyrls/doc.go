@@ -60,7 +60,12 @@
 //     past 2^20 keys a table grows as keys come, each override's with it,
 //     and the bound stays 4).
 //     The bound holds with a factory too, which gets the cap: redislimit's
-//     FailLocal fallback sizes its tables the same way.
+//     FailLocal fallback sizes its tables the same way. On Redis each
+//     override's limiter also holds its batching goroutines (two with
+//     redislimit's default WithBatch): 4096 overrides hold some 8,200
+//     goroutines and some 60 MB of heap and stacks, which clients sending
+//     distinct limits can make them take (Envoy sends an override only
+//     where a route's rate limit action sets one).
 //   - statuses are 1:1 with the descriptors, in order. No rule or an unknown
 //     domain: OK without current_limit. Unlimited: OK with limit_remaining
 //     MaxUint32. current_limit is the rule's (or the descriptor's own)
