@@ -175,8 +175,8 @@ func (k *keys) of(scope hotlimit.Scope) string {
 // [Service.TakeReceipt]): the zero Receipt for a limit that took nothing, one in
 // shadow mode that would have denied, one that could not decide (its
 // failure policy passed the request: its quota was not asked), and one of
-// [hotlimit.Unlimited], which counts nothing. Otherwise taken is left as
-// it is.
+// [hotlimit.Unlimited], which counts nothing and gives the zero Receipt.
+// Otherwise taken is left as it is.
 func (m *multi) take(ctx context.Context, k keys, n int, each *[composite.MaxChildren]hotlimit.Decision, taken *[composite.MaxChildren]hotlimit.Receipt) (d hotlimit.Decision, decider int, own hotlimit.Decision, shadow int, err error) {
 	var errs []error
 	shadow = -1
@@ -300,7 +300,7 @@ func (m *multi) take(ctx context.Context, k keys, n int, each *[composite.MaxChi
 		errs = append(errs, fmt.Errorf("the request ended while a limit could not decide, and was given back: %w", ended))
 	} else if taken != nil {
 		for i, r := range receipts[:len(m.children)] {
-			if r.N > 0 && undecidedLimits&(1<<i) == 0 && m.limits[i].Algorithm != hotlimit.Unlimited {
+			if r.N > 0 && undecidedLimits&(1<<i) == 0 {
 				taken[i] = r
 			}
 		}

@@ -150,7 +150,7 @@ func (ru *rule) takeReceipt(ctx context.Context, cache *keyCache, user, api stri
 	} else {
 		d = ru.lim.Take(k.of(ru.scope), n)
 	}
-	if r.N > 0 && ru.limits[0].Algorithm != hotlimit.Unlimited {
+	if r.N > 0 {
 		out.taken[0] = r
 		out.hold(ru, user, api)
 	}
