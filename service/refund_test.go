@@ -15,6 +15,7 @@ import (
 	"github.com/hotlimit/hotlimit"
 	"github.com/hotlimit/hotlimit/fixedwindow"
 	"github.com/hotlimit/hotlimit/gcra"
+	"github.com/hotlimit/hotlimit/internal/limitertest"
 	"github.com/hotlimit/hotlimit/service"
 	"github.com/hotlimit/hotlimit/slidingcounter"
 	"github.com/hotlimit/hotlimit/slidinglog"
@@ -473,4 +474,76 @@ func TestTakeReceiptAndRefundDoNotAllocate(t *testing.T) {
 			}))
 		})
 	}
+}
+
+// TestTakeReceiptIsObservedAsTakeIsAndRefundIsNot: the observer and the
+// shadow hook hear of each TakeReceipt as of the same Take on a twin
+// service, event for event; a Refund is not a decision, and adds none.
+func TestTakeReceiptIsObservedAsTakeIsAndRefundIsNot(t *testing.T) {
+	clock := hotlimit.WithClock(func() int64 { return int64(time.Hour) })
+	rules := service.Rules{
+		Default: service.Limits{
+			{Algorithm: hotlimit.FixedWindow, Limit: 3, Window: time.Minute},
+			{Algorithm: hotlimit.TokenBucket, Limit: 1, Window: time.Minute, Scope: hotlimit.PerUser, Shadow: true},
+		},
+		APIs: map[string]service.Limits{"GET /one": {{Algorithm: hotlimit.GCRA, Limit: 2, Window: time.Minute, Shadow: true}}},
+	}
+	type heard struct {
+		events []hotlimit.Event
+		hooked []string
+	}
+	twin := func(h *heard) *service.Service {
+		s, err := service.NewFromRules(rules, clock,
+			hotlimit.WithObserver(hotlimit.ObserverFunc(func(e hotlimit.Event) { h.events = append(h.events, e) })),
+			service.WithShadowHook(func(user, api string, e hotlimit.Event) {
+				h.hooked = append(h.hooked, user+" "+api+" "+e.Outcome.String())
+			}))
+		require.NoError(t, err)
+		return s
+	}
+	var byTake, byReceipt heard
+	withTake, withReceipt := twin(&byTake), twin(&byReceipt)
+	var receipts []service.Receipt
+	for _, api := range []string{"GET /pay", "GET /pay", "GET /one", "GET /one", "GET /one", "GET /pay", "GET /pay"} {
+		want := withTake.Take("zed", api, 1)
+		got, r := withReceipt.TakeReceipt("zed", api, 1)
+		require.Equal(t, want, got, api)
+		receipts = append(receipts, r)
+	}
+	require.NotEmpty(t, byTake.hooked, "shadow denials heard")
+	assert.Equal(t, byTake, byReceipt)
+	for _, r := range receipts {
+		withReceipt.Refund(r)
+	}
+	assert.Equal(t, byTake, byReceipt, "a refund is not heard of")
+}
+
+// TestRefundPastAPanickingLimit: a rule of three limits whose second
+// panics in its Refund. The panic reaches the caller unchanged, and the
+// first limit, given back after it, gets its request back all the same.
+func TestRefundPastAPanickingLimit(t *testing.T) {
+	clock := hotlimit.WithClock(func() int64 { return int64(time.Hour) })
+	first, panicking, third := cfg(hotlimit.TokenBucket, 3), cfg(hotlimit.FixedWindow, 5), cfg(hotlimit.GCRA, 4)
+	var p *limitertest.PanicRefunder
+	f := &recordingFactory{}
+	factory := func(c hotlimit.Config, opts ...hotlimit.Option) (hotlimit.Limiter, error) {
+		l, err := f.build(c, opts...)
+		if err == nil && c == panicking {
+			p = &limitertest.PanicRefunder{Refunder: l.(hotlimit.Refunder)}
+			return p, nil
+		}
+		return l, err
+	}
+	s, err := service.NewFromRules(service.Rules{Default: service.Limits{first, panicking, third}}, clock, hotlimit.WithFactory(factory))
+	require.NoError(t, err)
+	d, r := s.TakeReceipt("zed", "GET /pay", 2)
+	require.True(t, d.Allowed)
+
+	p.Arm(true)
+	assert.Equal(t, limitertest.PanicValue, limitertest.Recovered(func() { s.Refund(r) }))
+	p.Arm(false)
+	key := stateKeyOf(hotlimit.PerPair, "zed", "GET /pay")
+	assert.Equal(t, 3, f.of(t, first).Take(key, 0).Remaining, "given back after the panic")
+	assert.Equal(t, 4, f.of(t, third).Take(key, 0).Remaining, "given back before it")
+	assert.Equal(t, 3, f.of(t, panicking).Take(key, 0).Remaining, "the panicking limit gave nothing back")
 }
