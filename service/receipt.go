@@ -40,10 +40,8 @@ type Receipt struct {
 // Receipt: every limit of its rule already gave back what it took. So does
 // a rule whose limiter of one limit is not a [hotlimit.Refunder] (a
 // factory's that cannot give back: every limit of a rule of several is
-// one), which is then decided as Take decides it. Unlike Take, it takes the
-// in-memory limiters' keys from a recycled buffer rather than the stack.
-// With the in-memory limiters, a request of a pair seen before allocates
-// nothing.
+// one), which is then decided as Take decides it. With the in-memory limiters,
+// a request of a pair seen before allocates nothing.
 func (s *Service) TakeReceipt(user, api string, n int) (hotlimit.Decision, Receipt) {
 	var r Receipt
 	//lint:ignore SA1012 nil: decided without a context, as Take is
@@ -120,6 +118,17 @@ func (ru *rule) takeReceipt(ctx context.Context, cache *keyCache, user, api stri
 	if ctx != nil && !ru.waits {
 		ctx = nil // no limiter takes it: decide as take does
 	}
+	if ru.multi == nil && ctx == nil && ru.transient {
+		// An in-memory limiter, asked under a key on the stack, as take
+		// asks it; a longer key is built in a keyBuf below.
+		var sk stackKey
+		if k, ok := sk.key(ru.scope, user, api); ok {
+			if lim, ok := ru.lim.(hotlimit.Refunder); ok {
+				d, r := lim.TakeReceipt(k, n)
+				return ru.oneReceipt(d, r, n, user, api, out), nil
+			}
+		}
+	}
 	var kb *keyBuf
 	if ru.transient {
 		kb = getKeyBuf()
@@ -150,15 +159,22 @@ func (ru *rule) takeReceipt(ctx context.Context, cache *keyCache, user, api stri
 	} else {
 		d = ru.lim.Take(k.of(ru.scope), n)
 	}
+	d = ru.oneReceipt(d, r, n, user, api, out)
+	if err != nil && d.Allowed {
+		err = endedUndecided(ctx, err)
+	}
+	return d, err
+}
+
+// oneReceipt finishes the decision d of a rule of one limit, whose limiter
+// took r, as one does, and sets *out to r's receipt when r took anything.
+func (ru *rule) oneReceipt(d hotlimit.Decision, r hotlimit.Receipt, n int, user, api string, out *Receipt) hotlimit.Decision {
 	if r.N > 0 {
 		out.taken[0] = r
 		out.hold(ru, user, api)
 	}
 	d, _ = ru.one(d, n, user, api)
-	if err != nil && d.Allowed {
-		err = endedUndecided(ctx, err)
-	}
-	return d, err
+	return d
 }
 
 // hold makes r the receipt of ru for (user, api) when some limit took
@@ -177,6 +193,18 @@ func (r *Receipt) hold(ru *rule, user, api string) {
 // under ctx those that take one when ctx is not nil, and returns their
 // errors joined.
 func (ru *rule) refund(ctx context.Context, cache *keyCache, r *Receipt) error {
+	if ru.multi == nil && ru.transient {
+		// An in-memory limiter, which takes no context: given back under
+		// a key on the stack, as takeReceipt took; a longer key is built
+		// in a keyBuf below.
+		var sk stackKey
+		if k, ok := sk.key(ru.scope, r.user, r.api); ok {
+			if lim, ok := ru.lim.(hotlimit.Refunder); ok && r.taken[0].N > 0 {
+				lim.Refund(k, r.taken[0])
+			}
+			return nil
+		}
+	}
 	var kb *keyBuf
 	if ru.transient {
 		kb = getKeyBuf()
