@@ -60,6 +60,7 @@ var readmeFree = map[string]string{
 	"rules":         "service.Rules",
 	"newRules":      "service.Rules",
 	"lim":           "hotlimit.Refunder",
+	"svc":           "*service.Service",
 	"t":             "*testing.T",
 }
 

@@ -63,6 +63,8 @@ func TestBadInputToAServiceNewDidNotMake(t *testing.T) {
 		{"Take", panics, func(s *service.Service) error { s.Take("u", "a", 1); return nil }},
 		{"TakeContext", panics, func(s *service.Service) error { _, err := s.TakeContext(ctx, "u", "a", 1); return err }},
 		{"TakeEach", panics, func(s *service.Service) error { _, _, err := s.TakeEach(ctx, "u", "a", 1, nil); return err }},
+		{"TakeReceipt", panics, func(s *service.Service) error { s.TakeReceipt("u", "a", 1); return nil }},
+		{"TakeReceiptContext", panics, func(s *service.Service) error { _, _, err := s.TakeReceiptContext(ctx, "u", "a", 1); return err }},
 		{"TakePolicy", panics, func(s *service.Service) error { s.TakePolicy("u", "a", 1); return nil }},
 		{"TakeWith", panics, func(s *service.Service) error { _, err := s.TakeWith("u", "a", c, 1); return err }},
 		{"Resolve", panics, func(s *service.Service) error { s.Resolve("u", "a"); return nil }},

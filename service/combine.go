@@ -169,7 +169,15 @@ func (k *keys) of(scope hotlimit.Scope) string {
 // report). An ended request's give-back leaves them its Takes'. A request
 // no limit is asked to take leaves every limit its report, the decider's
 // denied (see beyond).
-func (m *multi) take(ctx context.Context, k keys, n int, each *[composite.MaxChildren]hotlimit.Decision) (d hotlimit.Decision, decider int, own hotlimit.Decision, shadow int, err error) {
+//
+// When taken is not nil and the request passed and stays counted, taken[i]
+// is set to what the i-th limit took by its own receipt (see
+// [Service.TakeReceipt]): the zero Receipt for a limit that took nothing, one in
+// shadow mode that would have denied, one that could not decide (its
+// failure policy passed the request: its quota was not asked), and one of
+// [hotlimit.Unlimited], which counts nothing and gives the zero Receipt.
+// Otherwise taken is left as it is.
+func (m *multi) take(ctx context.Context, k keys, n int, each *[composite.MaxChildren]hotlimit.Decision, taken *[composite.MaxChildren]hotlimit.Receipt) (d hotlimit.Decision, decider int, own hotlimit.Decision, shadow int, err error) {
 	var errs []error
 	shadow = -1
 	if n < 1 {
@@ -194,7 +202,8 @@ func (m *multi) take(ctx context.Context, k keys, n int, each *[composite.MaxChi
 			m.giveBack(ctx, &k, held, &receipts, nil)
 		}
 	}()
-	failed := false // some limit could not decide (its error)
+	failed := false            // some limit could not decide (its error)
+	var undecidedLimits uint32 // bit i: the i-th limit could not decide
 	var best, shadowed, bestShadowed hotlimit.Decision
 	shadowDecider := 0    // the most constrained limit in shadow mode
 	counted := false      // d holds a decision of a limit not in shadow mode
@@ -211,7 +220,9 @@ func (m *multi) take(ctx context.Context, k keys, n int, each *[composite.MaxChi
 			cd, r, err = cc.TakeReceiptContext(ctx, k.of(m.limits[i].Scope), n)
 			if err != nil {
 				errs, failed = appendLimitErr(errs, i, err), true
-				cdUndecided = undecided(err)
+				if cdUndecided = undecided(err); cdUndecided {
+					undecidedLimits |= 1 << i
+				}
 			}
 		} else {
 			cd, r = c.TakeReceipt(k.of(m.limits[i].Scope), n)
@@ -287,6 +298,12 @@ func (m *multi) take(ctx context.Context, k keys, n int, each *[composite.MaxChi
 		// how a caller that reads ctx later, when ctx may have ended
 		// only since, tells a request given back from one that counts.
 		errs = append(errs, fmt.Errorf("the request ended while a limit could not decide, and was given back: %w", ended))
+	} else if taken != nil {
+		for i, r := range receipts[:len(m.children)] {
+			if r.N > 0 && undecidedLimits&(1<<i) == 0 {
+				taken[i] = r
+			}
+		}
 	}
 	return d, decider, best, shadow, errors.Join(errs...)
 }

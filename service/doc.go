@@ -39,6 +39,18 @@
 // [Service.Wait] and [Service.WaitN] sleep until the rule admits a request,
 // for a process that paces the calls it sends instead of being denied.
 //
+// [Service.TakeReceipt] is Take with a [Receipt] of what each limit of the
+// rule took, and [Service.Refund] gives it back, each limit under its own
+// key exactly as its limiter's Refund gives back its own receipt (see
+// [hotlimit.Refunder]): a payment endpoint whose backend failed gives the
+// request back, and it counts against no limit. A limit that took nothing
+// (it denied, it is in shadow mode and would have denied, or its failure
+// policy passed the request undecided) is not asked, and a refund after a
+// Replace goes to the limiters that took, never to those built since.
+// [Service.TakeReceiptContext] and [Service.RefundContext] pass a context
+// to the limiters on Redis. A refund is not a decision: the observer does
+// not hear of it.
+//
 // For operating it: [hotlimit.WithObserver] reports every decision with the
 // rule that made it and its outcome (package hotlimitprom and hotlimitotel
 // export them as metrics; a nil Observer, or one holding a nil pointer or

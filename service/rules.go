@@ -217,7 +217,7 @@ func (ru *rule) takeSeveral(cache *keyCache, user, api string, n int, ownDecisio
 		defer kb.put()
 	}
 	//lint:ignore SA1012 nil: decided without a context, as Take is
-	d, i, own, shadow, _ := ru.multi.take(nil, keys{cache: cache, buf: kb, user: user, api: api}, n, nil)
+	d, i, own, shadow, _ := ru.multi.take(nil, keys{cache: cache, buf: kb, user: user, api: api}, n, nil, nil)
 	return ru.several(d, i, own, shadow, n, ownDecision, user, api)
 }
 
@@ -341,7 +341,7 @@ func (ru *rule) takeContext(ctx context.Context, cache *keyCache, user, api stri
 		d, c := ru.one(ru.lim.Take(key, n), n, k.user, k.api)
 		return d, c, nil
 	}
-	d, i, own, shadow, err := ru.multi.take(ctx, k, n, nil)
+	d, i, own, shadow, err := ru.multi.take(ctx, k, n, nil, nil)
 	d, c := ru.several(d, i, own, shadow, n, ownDecision, k.user, k.api)
 	return d, c, err
 }
@@ -675,7 +675,7 @@ func (ru *rule) takeEach(ctx context.Context, cache *keyCache, user, api string,
 		ctx = nil // no limiter takes it: decide as take does
 	}
 	var each [composite.MaxChildren]hotlimit.Decision
-	d, i, own, shadow, err := ru.multi.take(ctx, keys{cache: cache, buf: kb, user: user, api: api}, n, &each)
+	d, i, own, shadow, err := ru.multi.take(ctx, keys{cache: cache, buf: kb, user: user, api: api}, n, &each, nil)
 	var errOf [composite.MaxChildren]error
 	if err != nil {
 		limitErrors(err, &errOf)

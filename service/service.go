@@ -543,7 +543,8 @@ const OverrideRule = "override"
 // counts in no metric, not even under [OverrideRule]; count the errors
 // where they are returned. After [Service.Close] it decides as Take does
 // then, with a limiter that is closed: one built then, or during Close, is
-// closed as soon as it is built.
+// closed as soon as it is built. It gives no receipt: what it admits
+// stays counted (see [Service.TakeReceipt] for the rules' limits).
 func (s *Service) TakeWith(user, api string, c hotlimit.Config, n int) (hotlimit.Decision, error) {
 	ru, err := s.override(c)
 	if err != nil {
