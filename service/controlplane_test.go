@@ -2,6 +2,8 @@ package service_test
 
 import (
 	"context"
+	"os"
+	"path/filepath"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -311,4 +313,49 @@ func TestCloseWhileADecisionIsHeld(t *testing.T) {
 		assert.EqualValues(t, 1, lx.refundsClosed.Load(), "x's take given back once closed")
 		assert.Equal(t, 2, remainingOf(t, s, "u", "e", x), "x whole")
 	})
+}
+
+// TestWatchFileReloadBetweenATakeAndItsRefund: under a rule of two limits,
+// the first (x) has taken and the second (y, spent) is about to deny when
+// WatchFile installs the file's rules, x alone, at its first read. The
+// denial gives x back to the limiter that took, which the file's rules
+// use: the pair keeps all of x under them.
+func TestWatchFileReloadBetweenATakeAndItsRefund(t *testing.T) {
+	x := hotlimit.Config{Algorithm: hotlimit.TokenBucket, Limit: 2, Window: time.Minute}
+	y := hotlimit.Config{Algorithm: hotlimit.GCRA, Limit: 1, Window: time.Minute, Scope: hotlimit.PerUser}
+	h := newHolder()
+	clock, _ := frozen(int64(time.Hour))
+	s, err := service.NewFromRules(service.Rules{Default: service.Limits{x, y}}, clock, hotlimit.WithFactory(h.factory))
+	require.NoError(t, err)
+	require.True(t, s.Allow("u", "spend"), "spends the user's one request of y")
+	data, err := service.Rules{Default: one(x)}.MarshalJSON()
+	require.NoError(t, err)
+	path := filepath.Join(t.TempDir(), "rules.json")
+	require.NoError(t, os.WriteFile(path, data, 0o600))
+
+	h.holdNext(y)
+	denied := make(chan hotlimit.Decision)
+	go func() { denied <- s.Take("u", "e", 1) }()
+	h.entered(t) // x took, y about to deny
+	ctx, cancel := context.WithCancel(context.Background())
+	reloaded, watching := make(chan struct{}), make(chan struct{})
+	go func() {
+		defer close(watching)
+		s.WatchFileWith(ctx, path, service.WatchOptions{Interval: time.Hour,
+			OnReload: func(service.Reload) { close(reloaded) },
+			OnError:  func(err error) { t.Error(err) }})
+	}()
+	select {
+	case <-reloaded:
+	case <-time.After(10 * time.Second):
+		cancel()
+		require.FailNow(t, "the file was not loaded")
+	}
+	cancel()
+	<-watching
+	require.Equal(t, one(x), s.Rules().Default, "the file's rules are in force")
+	close(h.goOn)
+	assert.False(t, (<-denied).Allowed, "y denies under the rules the request started with")
+	assert.EqualValues(t, 1, h.only(t, x).refunded.Load(), "x's request given back, once")
+	assert.Equal(t, 2, passes(s, "u", "e", 5), "x whole under the file's rules")
 }
