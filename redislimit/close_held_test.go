@@ -1,6 +1,7 @@
 package redislimit_test
 
 import (
+	"context"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -100,4 +101,79 @@ func TestServiceCloseWhileADecisionIsHeld(t *testing.T) {
 			assert.Equal(t, c.Limit-admitted-1, take(t, other, "1:u|a", 0).Remaining, "with no lease")
 		})
 	}
+}
+
+// heldTake is a limiter on Redis whose next take with a context waits,
+// once armed, until the test lets it go: a rule's limit about to decide.
+type heldTake struct {
+	*redislimit.Limiter
+	armed   atomic.Bool
+	reached chan struct{}
+	release chan struct{}
+}
+
+func (l *heldTake) TakeReceiptContext(ctx context.Context, key string, n int) (hotlimit.Decision, hotlimit.Receipt, error) {
+	if l.armed.CompareAndSwap(true, false) {
+		l.reached <- struct{}{}
+		<-l.release
+	}
+	return l.Limiter.TakeReceiptContext(ctx, key, n)
+}
+
+// TestServiceCloseBetweenARulesTakeAndItsRefund: under a rule of two
+// limits on Redis, the first (leasing) has taken and the second (spent) is
+// about to deny when Close runs, which gives the first's lease back. The
+// denial then gives the first's request back to its limiter, closed: Redis
+// counts none of it, and the closed limiter holds no lease.
+func TestServiceCloseBetweenARulesTakeAndItsRefund(t *testing.T) {
+	srv := redistest.Start(t)
+	x := hotlimit.Config{Algorithm: hotlimit.TokenBucket, Limit: 20, Window: time.Minute}
+	y := hotlimit.Config{Algorithm: hotlimit.GCRA, Limit: 1, Window: time.Minute, Scope: hotlimit.PerUser}
+	prefix := redislimit.WithPrefix("closerule:")
+	var now atomic.Int64
+	now.Store(int64(time.Hour))
+	clocked := hotlimit.WithClock(now.Load)
+	other := newExact(t, newClient(t, srv), x, clocked, prefix)
+	f := redislimit.Factory(newClient(t, srv), redislimit.WithLease(5, time.Hour), redislimit.WithTimeout(exactTimeout), prefix)
+	second := &heldTake{reached: make(chan struct{}), release: make(chan struct{})}
+	var first atomic.Pointer[redislimit.Limiter]
+	factory := func(c hotlimit.Config, opts ...hotlimit.Option) (hotlimit.Limiter, error) {
+		l, err := f(c, opts...)
+		if err != nil {
+			return nil, err
+		}
+		rl := l.(*redislimit.Limiter)
+		if c.Algorithm == y.Algorithm {
+			second.Limiter = rl
+			return second, nil
+		}
+		first.Store(rl)
+		return rl, nil
+	}
+	svc, err := service.NewFromRules(service.Rules{Default: service.Limits{x, y}}, clocked, hotlimit.WithFactory(factory))
+	require.NoError(t, err)
+	require.True(t, svc.Allow("u", "spend"), "spends the user's one request of y")
+
+	second.armed.Store(true)
+	type result struct {
+		d   hotlimit.Decision
+		err error
+	}
+	done := make(chan result)
+	go func() {
+		d, err := svc.TakeContext(context.Background(), "u", "e", 1)
+		done <- result{d, err}
+	}()
+	select {
+	case <-second.reached: // x took, with a lease; y about to deny
+	case <-time.After(exactTimeout):
+		require.FailNow(t, "y's take was not held")
+	}
+	require.NoError(t, svc.Close())
+	close(second.release)
+	r := <-done
+	require.NoError(t, r.err, "Redis decided every limit")
+	assert.False(t, r.d.Allowed, "y denies")
+	assert.Equal(t, x.Limit, take(t, other, "1:u|e", 0).Remaining, "Redis counts nothing of the denied request, nor of the lease")
+	assert.Zero(t, first.Load().Len(), "the closed limiter holds no lease")
 }
