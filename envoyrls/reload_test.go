@@ -66,7 +66,15 @@ type gated struct {
 	g        *gate
 	c        hotlimit.Config
 	refunded atomic.Int64 // requests given back
+	// closed is set by Close, as a reload closes the limiter of a policy
+	// it drops; refundedClosed counts the requests given back since.
+	closed         atomic.Bool
+	refundedClosed atomic.Int64
 }
+
+// Close records that the limiter was closed, as redislimit's give back
+// their leases in it; it stays usable.
+func (l *gated) Close() error { l.closed.Store(true); return nil }
 
 func (l *gated) wait() {
 	if h := l.g.hold.Load(); h != nil && *h == l.c && l.g.hold.CompareAndSwap(h, nil) {
@@ -84,6 +92,9 @@ func (l *gated) TakeReceipt(key string, n int) (hotlimit.Decision, hotlimit.Rece
 
 func (l *gated) Refund(key string, r hotlimit.Receipt) {
 	l.refunded.Add(int64(r.N))
+	if l.closed.Load() {
+		l.refundedClosed.Add(int64(r.N))
+	}
 	l.Refunder.Refund(key, r)
 }
 
