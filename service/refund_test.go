@@ -252,9 +252,9 @@ func slicesIndex(ls service.Limits, c hotlimit.Config) int {
 	return -1
 }
 
-// remainingOf returns each limit's Remaining for (user, api), in the rule's
-// order (sliding logs last), as TakeEach reports them with n = 0.
-func remainingOf(t *testing.T, s *service.Service, user, api string) map[int]int {
+// remainingByLimit returns each limit's Remaining for (user, api), keyed by
+// the limit's Limit, as TakeEach reports them with n = 0.
+func remainingByLimit(t *testing.T, s *service.Service, user, api string) map[int]int {
 	t.Helper()
 	_, each, err := s.TakeEach(t.Context(), user, api, 0, nil)
 	require.NoError(t, err)
@@ -279,14 +279,14 @@ func TestRefundOfADenialGivesNothingBack(t *testing.T) {
 	require.True(t, d.Allowed)
 	d, _ = s.TakeReceipt("zed", "GET /a", 1) // the user's last request
 	require.True(t, d.Allowed)
-	before := remainingOf(t, s, "zed", "GET /pay")
+	before := remainingByLimit(t, s, "zed", "GET /pay")
 	require.Equal(t, map[int]int{5: 4, 2: 0}, before)
 
 	d, r := s.TakeReceipt("zed", "GET /pay", 1)
 	require.False(t, d.Allowed)
 	assert.Equal(t, service.Receipt{}, r)
 	s.Refund(r)
-	assert.Equal(t, before, remainingOf(t, s, "zed", "GET /pay"))
+	assert.Equal(t, before, remainingByLimit(t, s, "zed", "GET /pay"))
 }
 
 // TestRefundOfOneLimitGivesItBack: a rule of one limit gives back what its
