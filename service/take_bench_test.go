@@ -11,9 +11,10 @@ import (
 	"github.com/hotlimit/hotlimit/service"
 )
 
-// BenchmarkTakeOneLimit measures Take, TakePolicy, TakePolicyContext and
-// TakeEach (with room for the limits on the caller's stack) on a rule of one
-// limit and a pair seen before, with a limit high enough that
+// BenchmarkTakeOneLimit measures Take, TakePolicy, TakePolicyContext,
+// TakeEach (with room for the limits on the caller's stack), TakeReceipt,
+// and TakeReceipt followed by Refund on a rule of one limit and a pair seen
+// before, with a limit high enough that
 // every call passes.
 //
 //	go test -run '^$' -bench BenchmarkTakeOneLimit -benchmem ./service/
@@ -33,6 +34,12 @@ func BenchmarkTakeOneLimit(b *testing.B) {
 			var buf [4]service.LimitDecision
 			_, each, _ := s.TakeEach(ctx, "u", "api", 1, buf[:0])
 			return each[0].Decision
+		}},
+		{"TakeReceipt", func(s *service.Service) hotlimit.Decision { d, _ := s.TakeReceipt("u", "api", 1); return d }},
+		{"TakeReceipt+Refund", func(s *service.Service) hotlimit.Decision {
+			d, r := s.TakeReceipt("u", "api", 1)
+			s.Refund(r)
+			return d
 		}},
 	} {
 		b.Run("call="+call.name, func(b *testing.B) {
