@@ -77,10 +77,11 @@
 // before, with no allocation and no per-pair state besides the limiter's,
 // which the limiters' eviction ([hotlimit.WithAutoSweep], Sweep) frees.
 // (One exception: when a rule of several limits denies and gives a limiter
-// back a take that leaves the key as a new key's, a token bucket full or a
-// fixed window's or a sliding counter's counts zero, the key is evicted, as
-// tokenbucket, fixedwindow and slidingcounter document under Refunds, and its
-// next request allocates the key's cell again.)
+// back a take, or [Service.Refund] gives one back, and that leaves the key
+// as a new key's, a token bucket full or a fixed window's or a sliding
+// counter's counts zero, the key is evicted, as tokenbucket, fixedwindow
+// and slidingcounter document under Refunds, and its next request
+// allocates the key's cell again.)
 //
 // State keys are printable: "3:zed|GET /pay" for the pair (zed, GET /pay)
 // (the user's length makes the key injective whatever bytes the names hold),
