@@ -76,3 +76,56 @@ func TestCloseWaitsForTheLimitersAReplaceIsClosing(t *testing.T) {
 		require.NoError(t, <-replaced)
 	})
 }
+
+// TestReplaceBuildsAfreshAConfigThatAnotherReplaceIsClosing: a Replace
+// brings back the Config of a limiter that an earlier Replace dropped and
+// is still closing: the service builds that Config a new limiter, which
+// counts every key afresh and is never closed by the earlier Replace,
+// rather than install the one being closed. Close then closes the new one,
+// once.
+func TestReplaceBuildsAfreshAConfigThatAnotherReplaceIsClosing(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		var built []*slowCloser
+		factory := func(c hotlimit.Config, opts ...hotlimit.Option) (hotlimit.Limiter, error) {
+			l, err := service.NewLimiter(c, opts...)
+			if err != nil || c.Limit != 5 {
+				return l, err
+			}
+			built = append(built, &slowCloser{Limiter: l, release: make(chan struct{})})
+			return built[len(built)-1], nil
+		}
+		def := hotlimit.Config{Algorithm: hotlimit.FixedWindow, Limit: 3, Window: time.Minute}
+		five := hotlimit.Config{Algorithm: hotlimit.GCRA, Limit: 5, Window: time.Minute}
+		withFive := service.Rules{Default: service.Limits{def}, APIs: map[string]service.Limits{"w": {five}}}
+		s, err := service.NewFromRules(withFive, hotlimit.WithFactory(factory))
+		require.NoError(t, err)
+		require.Len(t, built, 1)
+		require.Equal(t, 5, allowed(s, "u", "w", 10))
+
+		replaced := make(chan error, 1)
+		go func() { replaced <- s.Replace(service.Rules{Default: service.Limits{def}}) }()
+		synctest.Wait() // the first Replace is in the dropped limiter's Close
+		require.NoError(t, s.Replace(withFive))
+		require.Len(t, built, 2, "the Config is built anew")
+		assert.Equal(t, 5, allowed(s, "u", "w", 10), "the new limiter counts the key afresh")
+
+		close(built[0].release)
+		require.NoError(t, <-replaced)
+		assert.True(t, built[0].closed.Load(), "the dropped limiter is closed")
+		assert.False(t, built[1].closed.Load(), "the new one, in force, is not")
+		close(built[1].release)
+		require.NoError(t, s.Close())
+		assert.True(t, built[1].closed.Load(), "Close closes the new one")
+	})
+}
+
+// allowed returns how many of n requests from user to api pass.
+func allowed(s *service.Service, user, api string, n int) int {
+	passed := 0
+	for range n {
+		if s.Allow(user, api) {
+			passed++
+		}
+	}
+	return passed
+}
