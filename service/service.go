@@ -137,8 +137,9 @@ func NewFromRules(rules Rules, opts ...hotlimit.Option) (*Service, error) {
 // nil s and for the zero Service, which is not usable (it has no rules,
 // key cache, auto-sweep or [Service.TakeWith] limiters; [Service.Replace]
 // and the Configure methods refuse it, [Service.WatchFileWith] says so and
-// returns, [Service.Close] returns nil, and its other methods panic, as
-// methods on a nil pointer do). A copy of a built Service, and one that was
+// returns, [Service.Close] returns nil, [Service.Refund] gives back
+// nothing and [Service.RefundContext] says why, and its other methods
+// panic, as methods on a nil pointer do). A copy of a built Service, and one that was
 // closed, are built. httplimit and grpclimit take a Service that is not
 // built for a missing one.
 func (s *Service) Built() bool {
