@@ -139,9 +139,9 @@ func NewFromRules(rules Rules, opts ...hotlimit.Option) (*Service, error) {
 // and the Configure methods refuse it, [Service.WatchFileWith] says so and
 // returns, [Service.Close] returns nil, [Service.Refund] gives back
 // nothing and [Service.RefundContext] says why, and its other methods
-// panic, as methods on a nil pointer do). A copy of a built Service, and one that was
-// closed, are built. httplimit and grpclimit take a Service that is not
-// built for a missing one.
+// panic, as methods on a nil pointer do). A copy of a built Service, and
+// one that was closed, are built. httplimit and grpclimit take a Service
+// that is not built for a missing one.
 func (s *Service) Built() bool {
 	return s != nil && s.keys != nil // set by NewFromRules only
 }
