@@ -79,7 +79,8 @@ type Options struct {
 // is invalid or outside the range of what it builds. Each call returns a
 // limiter of its own, never one it returned before or shares with anything
 // else: the service owns it, and closes it (when it is an io.Closer) at its
-// Close, or at once when the rules it was built for fail to build.
+// Close, when a Replace leaves no rule using it, or at once when the rules
+// it was built for fail to build.
 type Factory func(c Config, opts ...Option) (Limiter, error)
 
 // WithFactory makes a service.Service build every limiter with f instead of

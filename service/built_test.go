@@ -70,3 +70,41 @@ func TestZeroServiceWatchFileRefusesRules(t *testing.T) {
 	require.Len(t, errs, 1)
 	assert.EqualError(t, errs[0], "service: the Service was not made by New or NewFromRules: make it with service.New or service.NewFromRules")
 }
+
+// TestZeroServiceRefundsNothing: Refund on a zero Service of a receipt
+// another Service gave was decided by the receipt's rule: it gave the
+// request back to the other Service's limiters when they were in memory,
+// and panicked on a nil pointer when a factory built them, a message that
+// does not say what was wrong; on a nil Service it panicked. A Service New
+// did not make now gives back nothing, whatever the receipt, and
+// RefundContext says why.
+func TestZeroServiceRefundsNothing(t *testing.T) {
+	c := hotlimit.Config{Algorithm: hotlimit.TokenBucket, Limit: 3, Window: time.Minute}
+	clock := hotlimit.WithClock(func() int64 { return int64(time.Hour) })
+	inMemory, err := service.New(c, clock)
+	require.NoError(t, err)
+	wrapped, err := service.New(c, clock, hotlimit.WithFactory(func(c hotlimit.Config, opts ...hotlimit.Option) (hotlimit.Limiter, error) {
+		l, err := service.NewLimiter(c, opts...)
+		if err != nil {
+			return nil, err
+		}
+		return struct{ hotlimit.Refunder }{l.(hotlimit.Refunder)}, nil
+	}))
+	require.NoError(t, err)
+	const want = "service: the Service was not made by New or NewFromRules: make it with service.New or service.NewFromRules"
+	var none *service.Service
+	for name, s := range map[string]*service.Service{"zero": {}, "nil": none} {
+		for _, from := range []*service.Service{inMemory, wrapped} {
+			d, r := from.TakeReceipt("zed", "GET /pay", 2)
+			require.True(t, d.Allowed)
+			require.NotEqual(t, service.Receipt{}, r)
+			assert.NotPanics(t, func() { s.Refund(r) }, name)
+			assert.EqualError(t, s.RefundContext(context.Background(), r), want, name)
+			assert.Equal(t, 1, from.Take("zed", "GET /pay", 0).Remaining, "%s: nothing given back", name)
+			from.Refund(r)
+			assert.Equal(t, 3, from.Take("zed", "GET /pay", 0).Remaining, "%s: the Service that gave it gives it back", name)
+		}
+		assert.NotPanics(t, func() { s.Refund(service.Receipt{}) }, name)
+		assert.EqualError(t, s.RefundContext(context.Background(), service.Receipt{}), want, name)
+	}
+}

@@ -88,9 +88,11 @@ func (s *Service) TakeReceiptContext(ctx context.Context, user, api string, n in
 // before it are given back all the same, and the panic goes on. With the
 // in-memory limiters, a refund allocates nothing, but when it returns a
 // key to a new key's state and the limiter frees it (see the limiters'
-// Refunds).
+// Refunds). A nil or zero Service, which [New] did not make (see
+// [Service.Built]), gives back nothing, whatever the receipt: it took
+// nothing, and a receipt from another Service is given back by that one.
 func (s *Service) Refund(r Receipt) {
-	if r.ru != nil {
+	if r.ru != nil && s.Built() {
 		//lint:ignore SA1012 nil: given back without a context
 		_ = r.ru.refund(nil, s.keys, &r)
 	}
@@ -103,8 +105,12 @@ func (s *Service) Refund(r Receipt) {
 // context.WithoutCancel of its context, to give back all the same), and
 // the error joins theirs. A limit's error does not say that nothing was
 // given back (redislimit's RefundContext says why): do not refund the
-// receipt again.
+// receipt again. A nil or zero Service gives back nothing, as Refund, and
+// returns an error saying that New did not make it.
 func (s *Service) RefundContext(ctx context.Context, r Receipt) error {
+	if !s.Built() {
+		return errNotBuilt
+	}
 	if r.ru == nil {
 		return nil
 	}

@@ -65,6 +65,14 @@ type Service struct {
 	// without its scope and shadow mode (see unscoped), as a snapshot's
 	// limiters do: stored once per such Config, before any rule uses it.
 	overrideLimiters *xsync.MapOf[hotlimit.Config, hotlimit.Limiter]
+
+	// dropping counts the installs of rules (Replace, Configure*, a
+	// WatchFile reload) still closing the limiters they dropped, which
+	// they do after releasing mu: Add is called with mu held, only before
+	// Close (see replaceLocked), and Close waits for it, so that no
+	// limiter the service built is left open, or closing, once Close
+	// returns.
+	dropping sync.WaitGroup
 }
 
 // New returns a Service whose default policy is def. opts (a clock, auto-sweep)
@@ -129,10 +137,11 @@ func NewFromRules(rules Rules, opts ...hotlimit.Option) (*Service, error) {
 // nil s and for the zero Service, which is not usable (it has no rules,
 // key cache, auto-sweep or [Service.TakeWith] limiters; [Service.Replace]
 // and the Configure methods refuse it, [Service.WatchFileWith] says so and
-// returns, [Service.Close] returns nil, and its other methods panic, as
-// methods on a nil pointer do). A copy of a built Service, and one that was
-// closed, are built. httplimit and grpclimit take a Service that is not
-// built for a missing one.
+// returns, [Service.Close] returns nil, [Service.Refund] gives back
+// nothing and [Service.RefundContext] says why, and its other methods
+// panic, as methods on a nil pointer do). A copy of a built Service, and
+// one that was closed, are built. httplimit and grpclimit take a Service
+// that is not built for a missing one.
 func (s *Service) Built() bool {
 	return s != nil && s.keys != nil // set by NewFromRules only
 }
@@ -175,7 +184,7 @@ func (s *Service) Replace(rules Rules) error {
 		return errNotBuilt
 	}
 	var dropped []hotlimit.Limiter
-	defer func() { closeAll(dropped) }() // after the unlock
+	defer func() { s.closeDropped(dropped) }() // after the unlock
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	var err error
@@ -188,7 +197,8 @@ func (s *Service) Replace(rules Rules) error {
 // Before Close, it returns the limiters of the rules it replaced that no
 // rule uses any more, for the caller to close once s.mu is released: a
 // limiter on Redis gives its leases back as it closes, which takes round
-// trips that must not hold up another Replace or Close.
+// trips that must not hold up another Replace or Close. The caller passes
+// them to closeDropped, which Close waits for.
 func (s *Service) replaceLocked(rules Rules) (dropped []hotlimit.Limiter, err error) {
 	prev := s.rules.Load()
 	next, err := build(rules, prev, s.opts)
@@ -215,7 +225,20 @@ func (s *Service) replaceLocked(rules Rules) (dropped []hotlimit.Limiter, err er
 			dropped = append(dropped, lim)
 		}
 	}
+	if len(dropped) > 0 {
+		s.dropping.Add(1) // before Close: it closes s.closed with mu held
+	}
 	return dropped, nil
+}
+
+// closeDropped closes the limiters that replaceLocked dropped, once s.mu
+// is released, and tells Close, which waits for it, that they are closed.
+func (s *Service) closeDropped(dropped []hotlimit.Limiter) {
+	if len(dropped) == 0 {
+		return
+	}
+	defer s.dropping.Done()
+	closeAll(dropped)
 }
 
 // isClosed reports whether Close was called.
@@ -280,7 +303,7 @@ func (s *Service) configure(change func(*Rules)) error {
 		return errNotBuilt
 	}
 	var dropped []hotlimit.Limiter
-	defer func() { closeAll(dropped) }() // after the unlock
+	defer func() { s.closeDropped(dropped) }() // after the unlock
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	next := s.rules.Load().export()
@@ -629,9 +652,12 @@ func (s *Service) override(c hotlimit.Config) (*rule, error) {
 // [Service.TakeWith], that holds resources (implements io.Closer), such as
 // redislimit's batching goroutines and leases, and returns their errors
 // joined. The in-memory limiters hold none. Limiters that an earlier
-// Replace dropped were closed by that Replace. Close also ends the
-// service's [Service.WatchFile] loops, which install nothing from then
-// on. A second Close closes nothing and returns nil.
+// Replace dropped are closed by that Replace: should it still be closing
+// them, Close waits until it has (their errors are not reported), so
+// that when Close returns no limiter the rules ever used is open. Close
+// also ends the service's [Service.WatchFile] loops, which install
+// nothing from then on. A second Close closes nothing, waits as the first
+// does, and returns nil.
 //
 // The service still decides after Close: Allow, Take, TakeWith and the
 // others ask the same limiters, closed, which decide as far as they can
@@ -648,6 +674,9 @@ func (s *Service) Close() error {
 	if !s.Built() {
 		return nil // no limiters, no watch loops: s.closed is nil
 	}
+	// Once mu is released: after s.closed is closed, with mu held, no
+	// Replace adds to dropping.
+	defer s.dropping.Wait()
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.overrideMu.Lock()

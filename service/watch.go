@@ -380,7 +380,7 @@ func (w *watcher) failAccess(err error) {
 // closes s.closed, so no rules are installed after Close returned.
 func (s *Service) replaceUnlessClosed(rules Rules) (bool, error) {
 	var dropped []hotlimit.Limiter
-	defer func() { closeAll(dropped) }() // after the unlock
+	defer func() { s.closeDropped(dropped) }() // after the unlock
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	select {
