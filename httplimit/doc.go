@@ -154,6 +154,19 @@
 // request reaches the handler, which is how a new policy is tried on live
 // traffic before it is enforced.
 //
+// # Giving a request back
+//
+// The middleware's take is final: it keeps no receipt, so a handler behind
+// it cannot give its request back when its work fails (a payment whose
+// backend failed), and a handler that also calls
+// [service.Service.TakeReceipt] counts every request twice. For a route
+// whose failed requests should not count, exempt it from the middleware
+// ([WithExempt]) and let its handler decide: TakeReceiptContext under the
+// user a [KeyFunc] of this package names (so that the rules name users as
+// the middleware's do) and the route's pattern, then RefundContext of the
+// receipt when the work fails, as ExampleWithExempt_giveBack does. Such a
+// route's responses carry no RateLimit fields but those its handler writes.
+//
 // # CORS preflight
 //
 // Before a cross-origin request that is not "simple" (a JSON POST, one with
