@@ -63,3 +63,26 @@ func TestServiceRefundContextGivesBackInRedis(t *testing.T) {
 	svc.Refund(r)
 	assert.Equal(t, map[int]int{2: 2}, remaining("GET /log"), "Refund, without a context")
 }
+
+// TestServiceRefundLeavesFailLocalCount: while Redis is down, FailLocal (the
+// default) admits a request in its in-process limiter and gives the zero
+// Receipt, so a refund gives nothing back there: requests given back during
+// an outage still count against the in-process quota, as the service's
+// TakeReceiptContext says.
+func TestServiceRefundLeavesFailLocalCount(t *testing.T) {
+	svc, err := service.New(hotlimit.Config{Algorithm: hotlimit.FixedWindow, Limit: 2, Window: time.Minute},
+		frozenClock(), hotlimit.WithFactory(redislimit.Factory(closedClient(t))))
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = svc.Close() })
+	ctx := context.Background()
+	for i := range 2 {
+		d, r, err := svc.TakeReceiptContext(ctx, "zed", "POST /pay", 1)
+		require.Error(t, err, "Redis is down")
+		require.True(t, d.Allowed, "request %d: FailLocal admits it in memory", i)
+		assert.Equal(t, service.Receipt{}, r, "request %d: the failure policy's decision holds nothing", i)
+		require.NoError(t, svc.RefundContext(ctx, r))
+	}
+	d, _, err := svc.TakeReceiptContext(ctx, "zed", "POST /pay", 1)
+	require.Error(t, err)
+	assert.False(t, d.Allowed, "the two requests given back still count in the in-process limiter")
+}

@@ -19,7 +19,9 @@ import (
 // the limit's scope), and each limit's own [hotlimit.Receipt]: the zero one
 // for a limit that took nothing (in shadow mode and would have denied, a
 // rule of [hotlimit.Unlimited], or a limit whose failure policy passed the
-// request without asking its quota, as redislimit's FailOpen does).
+// request without asking its quota, as redislimit's FailOpen does, and its
+// FailLocal, whose in-process count a refund does not reach: see
+// [Service.TakeReceiptContext]).
 //
 // The zero Receipt gives back nothing: a denied request, a request of n < 1
 // and one that took from no limit get it, and compare equal to Receipt{}.
@@ -55,7 +57,10 @@ func (s *Service) TakeReceipt(user, api string, n int) (hotlimit.Decision, Recei
 // such as redislimit's) is asked under ctx, and the error is the
 // limiters', as TakeContext returns it. A limit that could not decide,
 // whose failure policy passed the request, holds nothing in the receipt:
-// its quota was not asked. A request that ended while a limit could not
+// its quota was not asked. redislimit's FailLocal, the default, counts
+// such a request in its in-process limiter all the same, where no refund
+// reaches it: a request given back during an outage still counts there,
+// as one that was served does. A request that ended while a limit could not
 // decide is given back by every limit of a rule of several, as
 // TakeContext says, and gets the zero Receipt. A rule of one limit whose
 // limiter takes a context but gives no receipt under one
