@@ -91,6 +91,19 @@
 // the response is Trailers-Only: a client that has received headers has
 // committed the call and can no longer retry it.
 //
+// # Giving a call back
+//
+// An interceptor's take is final: it keeps no receipt, so a handler behind
+// it cannot give its call back when its work fails (a payment whose backend
+// failed), and a handler that also calls [service.Service.TakeReceipt]
+// counts every call twice. For a method whose failed calls should not
+// count, exempt it from the interceptor ([WithExempt], keeping
+// [HealthAndReflection] exempt too) and let its handler decide:
+// TakeReceiptContext under the user a [KeyFunc] of this package names (so
+// that the rules name users as the interceptor's do) and the full method,
+// then RefundContext of the receipt when the work fails, as
+// ExampleWithExempt_giveBack does.
+//
 // # Response metadata
 //
 // Every response to a call that a limiter decided carries two metadata
