@@ -175,10 +175,14 @@ func (s *Service) Rules() Rules {
 // which every key starts afresh, whatever it spent under the old one:
 // lowering a limit under abuse gives each key the lowered quota anew. The old
 // limit kept beside the new one in the rule until its window ends keeps its
-// count, so that no key passes more than either allows.
-// On error (see [Rules.Validate], and [Limits] for the copies of a limit that
-// only the service's burst makes) nothing changes. A nil or zero Service, which [New] did not make
-// (see [Service.Built]), takes no rules: Replace returns an error saying so.
+// count, so that no key passes more than either allows. (On Redis, with
+// redislimit's Factory, each limit counts under Redis keys of its own, which
+// outlive its limiter until they expire: a limit changed and then changed
+// back within a window finds the counts it left.)
+// On error (see [Rules.Validate], and [Limits] for the copies of a limit
+// that only the service's burst makes) nothing changes. A nil or zero
+// Service, which [New] did not make (see [Service.Built]), takes no rules:
+// Replace returns an error saying so.
 func (s *Service) Replace(rules Rules) error {
 	if !s.Built() {
 		return errNotBuilt
