@@ -1,7 +1,6 @@
 package service_test
 
 import (
-	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -10,66 +9,9 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/hotlimit/hotlimit"
+	"github.com/hotlimit/hotlimit/internal/limitertest"
 	"github.com/hotlimit/hotlimit/service"
 )
-
-// gate is a factory whose limiters can hold a decision inside the limiter,
-// after the service chose the limiter and before the limiter counts, until
-// the test lets it go: a decision in flight across a Replace.
-type gate struct {
-	mu      sync.Mutex
-	builds  map[hotlimit.Config]int
-	refunds map[hotlimit.Config]int // requests given back, by limiter
-	hold    atomic.Bool             // the next decision waits in the limiter
-	inside  chan struct{}           // a held decision has entered the limiter
-	goOn    chan struct{}           // lets it go on
-	onTake  func()                  // when set, runs after each decision's wait
-}
-
-func newGate() *gate {
-	return &gate{builds: map[hotlimit.Config]int{}, refunds: map[hotlimit.Config]int{}, inside: make(chan struct{}), goOn: make(chan struct{})}
-}
-
-func (g *gate) factory(c hotlimit.Config, opts ...hotlimit.Option) (hotlimit.Limiter, error) {
-	l, err := service.NewLimiter(c, opts...)
-	if err != nil {
-		return nil, err
-	}
-	g.mu.Lock()
-	g.builds[c]++
-	g.mu.Unlock()
-	if r, ok := l.(hotlimit.Refunder); ok {
-		return &gatedRefunder{gated: gated{Limiter: l, g: g}, r: r, c: c}, nil
-	}
-	return &gated{Limiter: l, g: g}, nil
-}
-
-func (g *gate) built(c hotlimit.Config) int {
-	g.mu.Lock()
-	defer g.mu.Unlock()
-	return g.builds[c]
-}
-
-type gated struct {
-	hotlimit.Limiter
-	g *gate
-}
-
-func (l *gated) wait() {
-	if l.g.onTake != nil {
-		defer l.g.onTake()
-	}
-	if l.g.hold.CompareAndSwap(true, false) {
-		l.g.inside <- struct{}{}
-		<-l.g.goOn
-	}
-}
-
-func (l *gated) Allow(key string) bool { l.wait(); return l.Limiter.Allow(key) }
-func (l *gated) Take(key string, n int) hotlimit.Decision {
-	l.wait()
-	return l.Limiter.Take(key, n)
-}
 
 // TestReplaceDuringADecision holds an Allow inside its limiter while a
 // Replace lands, then lets it count, under a frozen clock and a limit of 1.
@@ -100,7 +42,7 @@ func TestReplaceDuringADecision(t *testing.T) {
 		{"dropped", service.Rules{Default: one(y)}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			g := newGate()
+			g := limitertest.NewGate(service.NewLimiter)
 			var shadowDenials atomic.Int64
 			clock, _ := frozen(int64(time.Hour))
 			obs := hotlimit.WithObserver(hotlimit.ObserverFunc(func(e hotlimit.Event) {
@@ -108,21 +50,21 @@ func TestReplaceDuringADecision(t *testing.T) {
 					shadowDenials.Add(1)
 				}
 			}))
-			s, err := service.NewFromRules(a, clock, hotlimit.WithFactory(g.factory), obs)
+			s, err := service.NewFromRules(a, clock, hotlimit.WithFactory(g.Factory), obs)
 			require.NoError(t, err)
 
-			g.hold.Store(true)
+			g.HoldNext(x)
 			passed := make(chan bool)
 			go func() { passed <- s.Allow("u", "e") }()
-			<-g.inside // chose a's limiter, not yet counted
+			g.Entered(t) // chose a's limiter, not yet counted
 			require.NoError(t, s.Replace(tc.b))
-			close(g.goOn)
+			g.Release()
 			assert.True(t, <-passed, "the held decision passes: the first request under a")
 
 			switch tc.name {
 			case "unchanged":
 				assert.False(t, s.Allow("u", "e"), "the held request counts under the new rules")
-				assert.Equal(t, 1, g.built(x), "one limiter for x across the Replace")
+				assert.Len(t, g.Limiters(x), 1, "one limiter for x across the Replace")
 			case "shadowed":
 				d := s.Take("u", "e", 1)
 				assert.True(t, d.Allowed, "shadow mode lets it pass")
@@ -130,41 +72,15 @@ func TestReplaceDuringADecision(t *testing.T) {
 				assert.EqualValues(t, 1, shadowDenials.Load(), "the observer hears the would-be denial")
 				require.NoError(t, s.Replace(a))
 				assert.False(t, s.Allow("u", "e"), "out of shadow mode, still at its limit")
-				assert.Equal(t, 1, g.built(x), "shadow mode shares x's limiter")
+				assert.Len(t, g.Limiters(x), 1, "shadow mode shares x's limiter")
 			case "dropped":
 				assert.Equal(t, 5, passes(s, "u", "e", 10), "y's own quota")
 				require.NoError(t, s.Replace(a))
-				assert.Equal(t, 2, g.built(x), "x was dropped, then built afresh")
+				assert.Len(t, g.Limiters(x), 2, "x was dropped, then built afresh")
 				assert.Equal(t, 1, passes(s, "u", "e", 5), "a fresh x")
 			}
 		})
 	}
-}
-
-// gatedRefunder is gated for a limiter that can give back what it took, so
-// that it may be one limit of several in a rule.
-type gatedRefunder struct {
-	gated
-	r hotlimit.Refunder
-	c hotlimit.Config
-}
-
-func (l *gatedRefunder) TakeReceipt(key string, n int) (hotlimit.Decision, hotlimit.Receipt) {
-	l.wait()
-	return l.r.TakeReceipt(key, n)
-}
-
-func (l *gatedRefunder) Refund(key string, r hotlimit.Receipt) {
-	l.g.mu.Lock()
-	l.g.refunds[l.c] += r.N
-	l.g.mu.Unlock()
-	l.r.Refund(key, r)
-}
-
-func (g *gate) refunded(c hotlimit.Config) int {
-	g.mu.Lock()
-	defer g.mu.Unlock()
-	return g.refunds[c]
 }
 
 // TestReplaceBetweenATakeAndItsRefund: under a rule of two limits, the first
@@ -177,29 +93,22 @@ func TestReplaceBetweenATakeAndItsRefund(t *testing.T) {
 	y := hotlimit.Config{Algorithm: hotlimit.GCRA, Limit: 1, Window: time.Minute, Scope: hotlimit.PerUser}
 	a := service.Rules{Default: service.Limits{x, y}}
 	b := service.Rules{Default: one(x)}
-	g := newGate()
+	g := limitertest.NewGate(service.NewLimiter)
 	clock, _ := frozen(int64(time.Hour))
-	s, err := service.NewFromRules(a, clock, hotlimit.WithFactory(g.factory))
+	s, err := service.NewFromRules(a, clock, hotlimit.WithFactory(g.Factory))
 	require.NoError(t, err)
 	require.True(t, s.Allow("u", "other"), "spends the user's one request of y")
 
-	// x is asked first: its wait sets hold, so that y's, the next, waits
-	// (with x's request taken).
-	var firstTook atomic.Bool
-	g.onTake = func() {
-		if firstTook.CompareAndSwap(false, true) {
-			g.hold.Store(true) // x took; the next one, y's, waits
-		}
-	}
+	g.HoldNext(y) // x, asked first, takes; y waits
 	denied := make(chan hotlimit.Decision)
 	go func() { denied <- s.Take("u", "e", 1) }()
-	<-g.inside // x took, y about to decide
+	g.Entered(t) // x took, y about to decide
 	require.NoError(t, s.Replace(b))
-	close(g.goOn)
+	g.Release()
 	d := <-denied
 	assert.False(t, d.Allowed, "y denies under a")
 	assert.Equal(t, 2, passes(s, "u", "e", 5), "x got its request back, in the limiter b uses")
-	assert.Equal(t, 1, g.built(x))
+	assert.Len(t, g.Limiters(x), 1)
 }
 
 // TestReplaceBetweenATakeAndItsRefundToADroppedLimit: under a rule of two
@@ -214,27 +123,22 @@ func TestReplaceBetweenATakeAndItsRefundToADroppedLimit(t *testing.T) {
 	y := hotlimit.Config{Algorithm: hotlimit.GCRA, Limit: 1, Window: time.Minute, Scope: hotlimit.PerUser}
 	a := service.Rules{Default: service.Limits{x, y}}
 	b := service.Rules{Default: one(x2)}
-	g := newGate()
+	g := limitertest.NewGate(service.NewLimiter)
 	clock, _ := frozen(int64(time.Hour))
-	s, err := service.NewFromRules(a, clock, hotlimit.WithFactory(g.factory))
+	s, err := service.NewFromRules(a, clock, hotlimit.WithFactory(g.Factory))
 	require.NoError(t, err)
 	require.True(t, s.Allow("u", "other"), "spends the user's one request of y")
 
-	var firstTook atomic.Bool
-	g.onTake = func() {
-		if firstTook.CompareAndSwap(false, true) {
-			g.hold.Store(true) // x took; the next one, y's, waits
-		}
-	}
+	g.HoldNext(y) // x, asked first, takes; y waits
 	denied := make(chan hotlimit.Decision)
 	go func() { denied <- s.Take("u", "e", 1) }()
-	<-g.inside // x took, y about to decide
+	g.Entered(t) // x took, y about to decide
 	require.NoError(t, s.Replace(b))
 	require.True(t, s.Allow("u", "e"), "one of x2's 3")
-	close(g.goOn)
+	g.Release()
 	d := <-denied
 	assert.False(t, d.Allowed, "y denies under a")
-	assert.Equal(t, 1, g.refunded(x), "given back to the limiter that took")
-	assert.Zero(t, g.refunded(x2), "nothing given to the new one")
+	assert.EqualValues(t, 1, g.Only(t, x).Refunded.Load(), "given back to the limiter that took")
+	assert.Zero(t, g.Only(t, x2).Refunded.Load(), "nothing given to the new one")
 	assert.Equal(t, 2, passes(s, "u", "e", 5), "x2's last 2: the refund created nothing there")
 }
