@@ -4,8 +4,6 @@ import (
 	"context"
 	"os"
 	"path/filepath"
-	"sync"
-	"sync/atomic"
 	"testing"
 	"time"
 
@@ -13,112 +11,9 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/hotlimit/hotlimit"
+	"github.com/hotlimit/hotlimit/internal/limitertest"
 	"github.com/hotlimit/hotlimit/service"
 )
-
-// holder is a factory of limiters that hold resources (they have Close, as
-// redislimit's do) and that can stop one decision inside the limiter, after
-// the service chose it and before it counts, until the test lets it go: so
-// that a Replace or a Close lands at that exact step. Each limiter records
-// what it was asked and given back once closed.
-type holder struct {
-	mu     sync.Mutex
-	built  map[hotlimit.Config][]*holding
-	hold   atomic.Pointer[hotlimit.Config] // the next take of this limit waits
-	inside chan struct{}                   // a held take has entered its limiter
-	goOn   chan struct{}                   // lets it go on
-}
-
-func newHolder() *holder {
-	return &holder{built: map[hotlimit.Config][]*holding{}, inside: make(chan struct{}), goOn: make(chan struct{})}
-}
-
-func (h *holder) factory(c hotlimit.Config, opts ...hotlimit.Option) (hotlimit.Limiter, error) {
-	l, err := service.NewLimiter(c, opts...)
-	if err != nil {
-		return nil, err
-	}
-	hl := &holding{Refunder: l.(hotlimit.Refunder), h: h, c: c}
-	h.mu.Lock()
-	h.built[c] = append(h.built[c], hl)
-	h.mu.Unlock()
-	return hl, nil
-}
-
-// holdNext makes the next take of c wait inside its limiter (the one built
-// for c without its scope, as the service builds it): the test then waits
-// for it with entered, and closes goOn to let it go.
-func (h *holder) holdNext(c hotlimit.Config) {
-	c.Scope = hotlimit.PerPair
-	h.hold.Store(&c)
-}
-
-// entered waits until the held take has entered its limiter.
-func (h *holder) entered(t *testing.T) {
-	t.Helper()
-	select {
-	case <-h.inside:
-	case <-time.After(10 * time.Second):
-		require.FailNow(t, "no take was held")
-	}
-}
-
-// limiters returns the limiters built for c, oldest first.
-func (h *holder) limiters(c hotlimit.Config) []*holding {
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	return append([]*holding(nil), h.built[c]...)
-}
-
-// only returns the one limiter built for c (without its scope).
-func (h *holder) only(t *testing.T, c hotlimit.Config) *holding {
-	t.Helper()
-	c.Scope = hotlimit.PerPair
-	ls := h.limiters(c)
-	require.Len(t, ls, 1, "one limiter of %v", c)
-	return ls[0]
-}
-
-type holding struct {
-	hotlimit.Refunder
-	h      *holder
-	c      hotlimit.Config
-	closed atomic.Bool
-	// Requests given back, and takes and give-backs made once closed.
-	refunded, takesClosed, refundsClosed atomic.Int64
-}
-
-func (l *holding) Close() error { l.closed.Store(true); return nil }
-
-func (l *holding) wait() {
-	if p := l.h.hold.Load(); p != nil && *p == l.c && l.h.hold.CompareAndSwap(p, nil) {
-		l.h.inside <- struct{}{}
-		<-l.h.goOn
-	}
-	if l.closed.Load() {
-		l.takesClosed.Add(1)
-	}
-}
-
-func (l *holding) Allow(key string) bool { l.wait(); return l.Refunder.Allow(key) }
-
-func (l *holding) Take(key string, n int) hotlimit.Decision {
-	l.wait()
-	return l.Refunder.Take(key, n)
-}
-
-func (l *holding) TakeReceipt(key string, n int) (hotlimit.Decision, hotlimit.Receipt) {
-	l.wait()
-	return l.Refunder.TakeReceipt(key, n)
-}
-
-func (l *holding) Refund(key string, r hotlimit.Receipt) {
-	l.refunded.Add(int64(r.N))
-	if l.closed.Load() {
-		l.refundsClosed.Add(1)
-	}
-	l.Refunder.Refund(key, r)
-}
 
 // remainingOf returns what the limit c of the pair's rule holds, as TakeEach
 // reports it without taking.
@@ -155,23 +50,23 @@ func TestReplaceBetweenATakeAndItsRefundKeepsTheLimitsState(t *testing.T) {
 		{"rule removed", service.Rules{Default: one(x)}, "x alone"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			h := newHolder()
+			g := limitertest.NewGate(service.NewLimiter)
 			clock, _ := frozen(int64(time.Hour))
-			s, err := service.NewFromRules(a, clock, hotlimit.WithFactory(h.factory))
+			s, err := service.NewFromRules(a, clock, hotlimit.WithFactory(g.Factory))
 			require.NoError(t, err)
 			require.True(t, s.Allow("u", "spend"), "spends the user's one request of y")
 
-			h.holdNext(y)
+			g.HoldNext(y)
 			denied := make(chan hotlimit.Decision)
 			go func() { denied <- s.Take("u", "e", 1) }()
-			h.entered(t) // x took for (u, e), y about to deny
+			g.Entered(t) // x took for (u, e), y about to deny
 			require.NoError(t, s.Replace(tc.b))
-			close(h.goOn)
+			g.Release()
 			d := <-denied
 			assert.False(t, d.Allowed, "y denies under a")
 
-			lx := h.only(t, x)
-			assert.EqualValues(t, 1, lx.refunded.Load(), "x's request given back, once")
+			lx := g.Only(t, x)
+			assert.EqualValues(t, 1, lx.Refunded.Load(), "x's request given back, once")
 			switch tc.rule {
 			case "both":
 				assert.Equal(t, 2, remainingOf(t, s, "u", "e", x), "x whole again under the new rules")
@@ -215,9 +110,9 @@ func TestWaitAsleepWhileReplaceLowersTheLimit(t *testing.T) {
 // with the same limiter, closed, which counts the request that passes.
 func TestWaitAsleepWhileCloseRuns(t *testing.T) {
 	x := hotlimit.Config{Algorithm: hotlimit.FixedWindow, Limit: 1, Window: time.Minute}
-	h := newHolder()
+	g := limitertest.NewGate(service.NewLimiter)
 	clock, now := frozen(int64(time.Hour))
-	s, err := service.New(x, clock, hotlimit.WithFactory(h.factory))
+	s, err := service.New(x, clock, hotlimit.WithFactory(g.Factory))
 	require.NoError(t, err)
 	require.True(t, s.Allow("u", "a"))
 	var slept []time.Duration
@@ -229,9 +124,9 @@ func TestWaitAsleepWhileCloseRuns(t *testing.T) {
 	})
 	require.NoError(t, s.Wait(context.Background(), "u", "a", sleep))
 	assert.Equal(t, []time.Duration{time.Minute}, slept, "one sleep, to the next window")
-	lx := h.only(t, x)
-	assert.True(t, lx.closed.Load())
-	assert.EqualValues(t, 1, lx.takesClosed.Load(), "the ask after the sleep went to the closed limiter")
+	lx := g.Only(t, x)
+	assert.True(t, lx.Closed.Load())
+	assert.EqualValues(t, 1, lx.TakesClosed.Load(), "the ask after the sleep went to the closed limiter")
 	assert.False(t, s.Allow("u", "a"), "which counted it")
 }
 
@@ -243,24 +138,24 @@ func TestWaitAsleepWhileCloseRuns(t *testing.T) {
 func TestTakeWithHeldWhileReplaceInstallsItsLimit(t *testing.T) {
 	plan := hotlimit.Config{Algorithm: hotlimit.FixedWindow, Limit: 1, Window: time.Minute}
 	def := hotlimit.Config{Algorithm: hotlimit.GCRA, Limit: 5, Window: time.Minute}
-	h := newHolder()
+	g := limitertest.NewGate(service.NewLimiter)
 	clock, _ := frozen(int64(time.Hour))
-	s, err := service.New(def, clock, hotlimit.WithFactory(h.factory))
+	s, err := service.New(def, clock, hotlimit.WithFactory(g.Factory))
 	require.NoError(t, err)
 
-	h.holdNext(plan)
+	g.HoldNext(plan)
 	passed := make(chan hotlimit.Decision)
 	go func() {
 		d, err := s.TakeWith("u", "e", plan, 1)
 		assert.NoError(t, err)
 		passed <- d
 	}()
-	h.entered(t)
+	g.Entered(t)
 	require.NoError(t, s.Replace(service.Rules{Default: one(plan)}))
-	close(h.goOn)
+	g.Release()
 	assert.True(t, (<-passed).Allowed)
 
-	require.Len(t, h.limiters(plan), 2, "the plan's limiter and the rules'")
+	require.Len(t, g.Limiters(plan), 2, "the plan's limiter and the rules'")
 	assert.True(t, s.Allow("u", "e"), "the rules' limit is apart: whole")
 	d, err := s.TakeWith("u", "e", plan, 1)
 	require.NoError(t, err)
@@ -276,41 +171,41 @@ func TestTakeWithHeldWhileReplaceInstallsItsLimit(t *testing.T) {
 func TestCloseWhileADecisionIsHeld(t *testing.T) {
 	t.Run("one limit", func(t *testing.T) {
 		x := hotlimit.Config{Algorithm: hotlimit.FixedWindow, Limit: 1, Window: time.Minute}
-		h := newHolder()
+		g := limitertest.NewGate(service.NewLimiter)
 		clock, _ := frozen(int64(time.Hour))
-		s, err := service.New(x, clock, hotlimit.WithFactory(h.factory))
+		s, err := service.New(x, clock, hotlimit.WithFactory(g.Factory))
 		require.NoError(t, err)
 
-		h.holdNext(x)
+		g.HoldNext(x)
 		passed := make(chan bool)
 		go func() { passed <- s.Allow("u", "e") }()
-		h.entered(t)
+		g.Entered(t)
 		require.NoError(t, s.Close())
-		lx := h.only(t, x)
-		require.True(t, lx.closed.Load(), "Close closed the limiter the decision holds")
-		close(h.goOn)
+		lx := g.Only(t, x)
+		require.True(t, lx.Closed.Load(), "Close closed the limiter the decision holds")
+		g.Release()
 		assert.True(t, <-passed, "the closed limiter's answer")
-		assert.EqualValues(t, 1, lx.takesClosed.Load(), "asked once closed")
+		assert.EqualValues(t, 1, lx.TakesClosed.Load(), "asked once closed")
 		assert.False(t, s.Allow("u", "e"), "it counted the request")
 	})
 	t.Run("two limits, the second denies", func(t *testing.T) {
 		x := hotlimit.Config{Algorithm: hotlimit.TokenBucket, Limit: 2, Window: time.Minute}
 		y := hotlimit.Config{Algorithm: hotlimit.GCRA, Limit: 1, Window: time.Minute, Scope: hotlimit.PerUser}
-		h := newHolder()
+		g := limitertest.NewGate(service.NewLimiter)
 		clock, _ := frozen(int64(time.Hour))
-		s, err := service.NewFromRules(service.Rules{Default: service.Limits{x, y}}, clock, hotlimit.WithFactory(h.factory))
+		s, err := service.NewFromRules(service.Rules{Default: service.Limits{x, y}}, clock, hotlimit.WithFactory(g.Factory))
 		require.NoError(t, err)
 		require.True(t, s.Allow("u", "spend"), "spends the user's one request of y")
 
-		h.holdNext(y)
+		g.HoldNext(y)
 		denied := make(chan hotlimit.Decision)
 		go func() { denied <- s.Take("u", "e", 1) }()
-		h.entered(t) // x took, y about to deny
+		g.Entered(t) // x took, y about to deny
 		require.NoError(t, s.Close())
-		close(h.goOn)
+		g.Release()
 		assert.False(t, (<-denied).Allowed)
-		lx := h.only(t, x)
-		assert.EqualValues(t, 1, lx.refundsClosed.Load(), "x's take given back once closed")
+		lx := g.Only(t, x)
+		assert.EqualValues(t, 1, lx.RefundsClosed.Load(), "x's take given back once closed")
 		assert.Equal(t, 2, remainingOf(t, s, "u", "e", x), "x whole")
 	})
 }
@@ -323,9 +218,9 @@ func TestCloseWhileADecisionIsHeld(t *testing.T) {
 func TestWatchFileReloadBetweenATakeAndItsRefund(t *testing.T) {
 	x := hotlimit.Config{Algorithm: hotlimit.TokenBucket, Limit: 2, Window: time.Minute}
 	y := hotlimit.Config{Algorithm: hotlimit.GCRA, Limit: 1, Window: time.Minute, Scope: hotlimit.PerUser}
-	h := newHolder()
+	g := limitertest.NewGate(service.NewLimiter)
 	clock, _ := frozen(int64(time.Hour))
-	s, err := service.NewFromRules(service.Rules{Default: service.Limits{x, y}}, clock, hotlimit.WithFactory(h.factory))
+	s, err := service.NewFromRules(service.Rules{Default: service.Limits{x, y}}, clock, hotlimit.WithFactory(g.Factory))
 	require.NoError(t, err)
 	require.True(t, s.Allow("u", "spend"), "spends the user's one request of y")
 	data, err := service.Rules{Default: one(x)}.MarshalJSON()
@@ -333,10 +228,10 @@ func TestWatchFileReloadBetweenATakeAndItsRefund(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "rules.json")
 	require.NoError(t, os.WriteFile(path, data, 0o600))
 
-	h.holdNext(y)
+	g.HoldNext(y)
 	denied := make(chan hotlimit.Decision)
 	go func() { denied <- s.Take("u", "e", 1) }()
-	h.entered(t) // x took, y about to deny
+	g.Entered(t) // x took, y about to deny
 	ctx, cancel := context.WithCancel(context.Background())
 	reloaded, watching := make(chan struct{}), make(chan struct{})
 	go func() {
@@ -354,8 +249,8 @@ func TestWatchFileReloadBetweenATakeAndItsRefund(t *testing.T) {
 	cancel()
 	<-watching
 	require.Equal(t, one(x), s.Rules().Default, "the file's rules are in force")
-	close(h.goOn)
+	g.Release()
 	assert.False(t, (<-denied).Allowed, "y denies under the rules the request started with")
-	assert.EqualValues(t, 1, h.only(t, x).refunded.Load(), "x's request given back, once")
+	assert.EqualValues(t, 1, g.Only(t, x).Refunded.Load(), "x's request given back, once")
 	assert.Equal(t, 2, passes(s, "u", "e", 5), "x whole under the file's rules")
 }
