@@ -43,30 +43,30 @@ func TestReloadBetweenATakeAndItsRefundKeepingOrDroppingTheRule(t *testing.T) {
 			d1, d2 := desc("first", "c"), desc("second", "c")
 			require.Equal(t, ok, gs.call(t, d2).OverallCode, "spends the second rule's one request")
 
-			gs.gate.holdNext(hourly("FixedWindow", 1))
+			gs.gate.HoldNext(hourly("FixedWindow", 1))
 			held := make(chan *pb.RateLimitResponse)
 			go func() {
 				resp, _ := gs.client.ShouldRateLimit(context.Background(), &pb.RateLimitRequest{Domain: "m", Descriptors: []*rlext.RateLimitDescriptor{d1, d2}})
 				held <- resp
 			}()
-			<-gs.gate.inside // the first took, the second about to deny
+			gs.gate.Entered(t) // the first took, the second about to deny
 			gs.write(t, tc.after)
 			require.NoError(t, gs.srv.ReloadDir(gs.dir))
-			close(gs.gate.goOn)
+			gs.gate.Release()
 			resp := <-held
 			require.NotNil(t, resp)
 			assert.Equal(t, over, resp.OverallCode)
 
-			ls := gs.gate.limiters(hourly("TokenBucket", 5))
+			ls := gs.gate.Limiters(hourly("TokenBucket", 5))
 			require.Len(t, ls, 1)
-			assert.EqualValues(t, 1, ls[0].refunded.Load(), "given back to the limiter that took, once")
+			assert.EqualValues(t, 1, ls[0].Refunded.Load(), "given back to the limiter that took, once")
 			switch tc.name {
 			case "kept":
-				assert.False(t, ls[0].closed.Load(), "in force: open")
+				assert.False(t, ls[0].Closed.Load(), "in force: open")
 				assert.Equal(t, 5, gs.passed(t, 6, d1), "the whole quota under the new configuration")
 			case "dropped":
-				assert.True(t, ls[0].closed.Load(), "the reload closed it")
-				assert.EqualValues(t, 1, ls[0].refundedClosed.Load(), "given back once closed")
+				assert.True(t, ls[0].Closed.Load(), "the reload closed it")
+				assert.EqualValues(t, 1, ls[0].RefundedClosed.Load(), "given back once closed")
 				st := gs.call(t, d1).Statuses[0]
 				assert.Nil(t, st.CurrentLimit, "no rule limits the first descriptor any more")
 			}

@@ -8,7 +8,6 @@ import (
 	"runtime"
 	"strconv"
 	"strings"
-	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -20,90 +19,16 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/hotlimit/hotlimit"
+	"github.com/hotlimit/hotlimit/internal/limitertest"
 	"github.com/hotlimit/hotlimit/service"
 )
-
-// gate is a limiter factory whose limiters can hold one decision inside
-// the limiter, after the server chose the limiter and before it counts,
-// until the test lets it go: a request in flight across a reload.
-type gate struct {
-	mu     sync.Mutex
-	built  map[hotlimit.Config][]*gated
-	hold   atomic.Pointer[hotlimit.Config] // the next Take of this policy waits
-	inside chan struct{}                   // a held Take has entered its limiter
-	goOn   chan struct{}                   // lets it go on
-}
-
-func newGate() *gate {
-	return &gate{built: map[hotlimit.Config][]*gated{}, inside: make(chan struct{}), goOn: make(chan struct{})}
-}
-
-func (g *gate) factory(c hotlimit.Config, opts ...hotlimit.Option) (hotlimit.Limiter, error) {
-	l, err := service.NewLimiter(c, opts...)
-	if err != nil {
-		return nil, err
-	}
-	gl := &gated{Refunder: l.(hotlimit.Refunder), g: g, c: c}
-	g.mu.Lock()
-	g.built[c] = append(g.built[c], gl)
-	g.mu.Unlock()
-	return gl, nil
-}
-
-// limiters returns the limiters built for c, oldest first.
-func (g *gate) limiters(c hotlimit.Config) []*gated {
-	g.mu.Lock()
-	defer g.mu.Unlock()
-	return append([]*gated(nil), g.built[c]...)
-}
-
-// holdNext makes the next Take of c wait inside its limiter; the caller
-// then receives from inside, and closes goOn to let it go.
-func (g *gate) holdNext(c hotlimit.Config) { g.hold.Store(&c) }
-
-type gated struct {
-	hotlimit.Refunder
-	g        *gate
-	c        hotlimit.Config
-	refunded atomic.Int64 // requests given back
-	// closed is set by Close, as a reload closes the limiter of a policy
-	// it drops; refundedClosed counts the requests given back since.
-	closed         atomic.Bool
-	refundedClosed atomic.Int64
-}
-
-// Close records that the limiter was closed, as redislimit's give back
-// their leases in it; it stays usable.
-func (l *gated) Close() error { l.closed.Store(true); return nil }
-
-func (l *gated) wait() {
-	if h := l.g.hold.Load(); h != nil && *h == l.c && l.g.hold.CompareAndSwap(h, nil) {
-		l.g.inside <- struct{}{}
-		<-l.g.goOn
-	}
-}
-
-func (l *gated) Take(key string, n int) hotlimit.Decision { l.wait(); return l.Refunder.Take(key, n) }
-
-func (l *gated) TakeReceipt(key string, n int) (hotlimit.Decision, hotlimit.Receipt) {
-	l.wait()
-	return l.Refunder.TakeReceipt(key, n)
-}
-
-func (l *gated) Refund(key string, r hotlimit.Receipt) {
-	l.refunded.Add(int64(r.N))
-	if l.closed.Load() {
-		l.refundedClosed.Add(int64(r.N))
-	}
-	l.Refunder.Refund(key, r)
-}
 
 // gatedServer is a Server of the rules of domain "m", in a directory of
 // its own, over the gate's limiters, with a frozen clock and metrics,
 // serving gRPC on 127.0.0.1:0.
 type gatedServer struct {
 	srv    *Server
-	gate   *gate
+	gate   *limitertest.Gate
 	m      *Metrics
 	reg    *prometheus.Registry
 	dir    string
@@ -112,14 +37,14 @@ type gatedServer struct {
 
 func newGatedServer(t *testing.T, rules string, opts ...Option) *gatedServer {
 	t.Helper()
-	gs := &gatedServer{gate: newGate(), m: NewMetrics(), reg: prometheus.NewPedanticRegistry(), dir: t.TempDir()}
+	gs := &gatedServer{gate: limitertest.NewGate(service.NewLimiter), m: NewMetrics(), reg: prometheus.NewPedanticRegistry(), dir: t.TempDir()}
 	gs.write(t, rules)
 	cfg, err := LoadDir(gs.dir)
 	require.NoError(t, err)
 	var now atomic.Int64
 	now.Store(t0)
 	gs.srv, err = New(cfg, append([]Option{WithClock(now.Load), WithLogger(slog.New(slog.DiscardHandler)), WithObserver(gs.m),
-		WithLimiterOptions(hotlimit.WithFactory(gs.gate.factory))}, opts...)...)
+		WithLimiterOptions(hotlimit.WithFactory(gs.gate.Factory))}, opts...)...)
 	require.NoError(t, err)
 	require.NoError(t, gs.reg.Register(gs.m))
 	gs.client = serve(t, gs.srv)
@@ -189,22 +114,22 @@ func TestReloadDuringAGRPCRequestKeepsAnUnchangedRule(t *testing.T) {
 	kept := desc("kept", "client")
 	require.Equal(t, ok, gs.call(t, kept).OverallCode, "the first of 2")
 
-	gs.gate.holdNext(hourly("TokenBucket", 2))
+	gs.gate.HoldNext(hourly("TokenBucket", 2))
 	held := make(chan *pb.RateLimitResponse)
 	go func() {
 		resp, _ := gs.client.ShouldRateLimit(context.Background(), &pb.RateLimitRequest{Domain: "m", Descriptors: []*rlext.RateLimitDescriptor{kept}})
 		held <- resp
 	}()
-	<-gs.gate.inside // chose the limiter, not yet counted
+	gs.gate.Entered(t) // chose the limiter, not yet counted
 	gs.write(t, reloadAfter)
 	require.NoError(t, gs.srv.ReloadDir(gs.dir))
-	close(gs.gate.goOn)
+	gs.gate.Release()
 	resp := <-held
 	require.NotNil(t, resp)
 	assert.Equal(t, ok, resp.OverallCode, "the held request passes: the second of 2")
 
 	assert.Zero(t, gs.passed(t, 3, kept), "the quota is spent: the reload gave no fresh window")
-	assert.Len(t, gs.gate.limiters(hourly("TokenBucket", 2)), 1, "one limiter across the reload")
+	assert.Len(t, gs.gate.Limiters(hourly("TokenBucket", 2)), 1, "one limiter across the reload")
 	assert.Equal(t, counts{total: 5, within: 2, near: 1, over: 3}, gs.series(t)["m.kept"], "each request counted once")
 }
 
@@ -218,23 +143,23 @@ func TestReloadDuringAGRPCRequestOfAChangedRule(t *testing.T) {
 	changed := desc("changed", "client")
 	require.Equal(t, ok, gs.call(t, changed).OverallCode)
 
-	gs.gate.holdNext(hourly("GCRA", 2))
+	gs.gate.HoldNext(hourly("GCRA", 2))
 	held := make(chan *pb.RateLimitResponse)
 	go func() {
 		resp, _ := gs.client.ShouldRateLimit(context.Background(), &pb.RateLimitRequest{Domain: "m", Descriptors: []*rlext.RateLimitDescriptor{changed}})
 		held <- resp
 	}()
-	<-gs.gate.inside
+	gs.gate.Entered(t)
 	gs.write(t, reloadAfter)
 	require.NoError(t, gs.srv.ReloadDir(gs.dir))
-	close(gs.gate.goOn)
+	gs.gate.Release()
 	resp := <-held
 	require.NotNil(t, resp)
 	assert.Equal(t, ok, resp.OverallCode)
 	assert.Equal(t, uint32(2), resp.Statuses[0].CurrentLimit.GetRequestsPerUnit(), "decided under the rules it started with")
 
 	assert.Equal(t, 3, gs.passed(t, 5, changed), "the new limit, afresh")
-	require.Len(t, gs.gate.limiters(hourly("GCRA", 3)), 1)
+	require.Len(t, gs.gate.Limiters(hourly("GCRA", 3)), 1)
 	assert.Equal(t, counts{total: 7, within: 5, near: 2, over: 2}, gs.series(t)["m.changed"],
 		"one series across the change of limit, each request counted once")
 }
@@ -256,26 +181,26 @@ func TestReloadBetweenATakeAndItsRefund(t *testing.T) {
 	first, second := desc("first", "c"), desc("second", "c")
 	require.Equal(t, ok, gs.call(t, second).OverallCode, "spends the second rule's one request")
 
-	gs.gate.holdNext(hourly("FixedWindow", 1))
+	gs.gate.HoldNext(hourly("FixedWindow", 1))
 	held := make(chan *pb.RateLimitResponse)
 	go func() {
 		resp, _ := gs.client.ShouldRateLimit(context.Background(), &pb.RateLimitRequest{Domain: "m", Descriptors: []*rlext.RateLimitDescriptor{first, second}})
 		held <- resp
 	}()
-	<-gs.gate.inside // the first took, the second about to deny
+	gs.gate.Entered(t) // the first took, the second about to deny
 	gs.write(t, after)
 	require.NoError(t, gs.srv.ReloadDir(gs.dir))
 	require.Equal(t, ok, gs.call(t, first).OverallCode, "one of the new limit's 3")
-	close(gs.gate.goOn)
+	gs.gate.Release()
 	resp := <-held
 	require.NotNil(t, resp)
 	assert.Equal(t, over, resp.OverallCode)
 
-	old, next := gs.gate.limiters(hourly("TokenBucket", 5)), gs.gate.limiters(hourly("TokenBucket", 3))
+	old, next := gs.gate.Limiters(hourly("TokenBucket", 5)), gs.gate.Limiters(hourly("TokenBucket", 3))
 	require.Len(t, old, 1)
 	require.Len(t, next, 1)
-	assert.EqualValues(t, 1, old[0].refunded.Load(), "given back to the limiter that took")
-	assert.Zero(t, next[0].refunded.Load(), "nothing given to the new one")
+	assert.EqualValues(t, 1, old[0].Refunded.Load(), "given back to the limiter that took")
+	assert.Zero(t, next[0].Refunded.Load(), "nothing given to the new one")
 	assert.Equal(t, 2, gs.passed(t, 4, first), "the new limit's last 2: the refund created nothing there")
 }
 
@@ -314,9 +239,7 @@ func TestReloadSpellingOutTheBurstKeepsState(t *testing.T) {
 				gs.write(t, rules(0))
 				require.NoError(t, gs.srv.ReloadDir(gs.dir))
 				assert.Zero(t, gs.passed(t, tc.burst, d), "and dropped again: still spent")
-				gs.gate.mu.Lock()
-				assert.Len(t, gs.gate.built, 1, "one limiter throughout")
-				gs.gate.mu.Unlock()
+				assert.Len(t, gs.gate.Configs(), 1, "one limiter throughout")
 
 				gs.write(t, rules(tc.elsewise))
 				require.NoError(t, gs.srv.ReloadDir(gs.dir))
@@ -384,7 +307,5 @@ func TestReloadOfARuleModeKeepsState(t *testing.T) {
 			assert.Equal(t, over, resp.OverallCode, "version %d", i)
 		}
 	}
-	gs.gate.mu.Lock()
-	defer gs.gate.mu.Unlock()
-	assert.Len(t, gs.gate.built, 1, "one limiter throughout")
+	assert.Len(t, gs.gate.Configs(), 1, "one limiter throughout")
 }
