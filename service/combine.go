@@ -219,7 +219,7 @@ func (m *multi) take(ctx context.Context, k keys, n int, each *[composite.MaxChi
 			var err error
 			cd, r, err = cc.TakeReceiptContext(ctx, k.of(m.limits[i].Scope), n)
 			if err != nil {
-				errs, failed = appendLimitErr(errs, i, err), true
+				errs, failed = m.appendLimitErr(errs, i, err), true
 				if cdUndecided = undecided(err); cdUndecided {
 					undecidedLimits |= 1 << i
 				}
@@ -389,7 +389,7 @@ func (m *multi) wait(ctx context.Context, k *keys, n, denier int, retry time.Dur
 		}
 		w, err := m.asks[j].Ask(ctx, k.of(m.limits[j].Scope), n)
 		retry = max(retry, w)
-		errs = appendLimitErr(errs, j, err)
+		errs = m.appendLimitErr(errs, j, err)
 	}
 	return retry, errs
 }
@@ -411,7 +411,7 @@ func (m *multi) giveBack(ctx context.Context, k *keys, upto int, receipts *[comp
 	for ; j >= 0; j-- {
 		switch {
 		case ctx != nil && m.withContext[j] != nil:
-			errs = appendLimitErr(errs, j, m.withContext[j].RefundContext(context.WithoutCancel(ctx), k.of(m.limits[j].Scope), receipts[j]))
+			errs = m.appendLimitErr(errs, j, m.withContext[j].RefundContext(context.WithoutCancel(ctx), k.of(m.limits[j].Scope), receipts[j]))
 		default:
 			m.children[j].Refund(k.of(m.limits[j].Scope), receipts[j])
 		}
@@ -429,20 +429,24 @@ func appendErr(errs []error, err error) []error {
 
 // limitError is an error of the rule's i-th limit, as take and report join
 // it: [Service.TakeEach] gives each limit its own (LimitDecision.Err). It
-// reads and unwraps as the limiter's error.
+// unwraps as the limiter's error.
 type limitError struct {
 	i   int
+	c   hotlimit.Config
 	err error
 }
 
-func (e *limitError) Error() string { return e.err.Error() }
+// Error names the limit before the limiter's error, as in
+// "FixedWindow 10/1h0m0s per user: ...", so that a rule's errors joined
+// tell its limits apart.
+func (e *limitError) Error() string { return e.c.String() + ": " + e.err.Error() }
 func (e *limitError) Unwrap() error { return e.err }
 
 // appendLimitErr appends err, of the rule's i-th limit, to errs unless it
 // is nil.
-func appendLimitErr(errs []error, i int, err error) []error {
+func (m *multi) appendLimitErr(errs []error, i int, err error) []error {
 	if err != nil {
-		return append(errs, &limitError{i: i, err: err})
+		return append(errs, &limitError{i: i, c: m.limits[i], err: err})
 	}
 	return errs
 }
@@ -491,7 +495,7 @@ func (m *multi) report(ctx context.Context, k *keys, n, known int, kd hotlimit.D
 		var err error
 		if cc := m.withContext[i]; ctx != nil && cc != nil {
 			cd, _, err = cc.TakeReceiptContext(ctx, k.of(m.limits[i].Scope), n) // n ≤ 0 takes nothing
-			*errs = appendLimitErr(*errs, i, err)
+			*errs = m.appendLimitErr(*errs, i, err)
 		} else if cc != nil && rem != nil {
 			// Take's (no context): asked with one all the same, so that
 			// its failure, which Take does not return, is known, and it

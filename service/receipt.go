@@ -255,7 +255,7 @@ func (m *multi) refund(ctx context.Context, k *keys, upto int, taken *[composite
 		switch {
 		case t.N < 1:
 		case ctx != nil && m.withContext[j] != nil:
-			errs = appendLimitErr(errs, j, m.withContext[j].RefundContext(ctx, k.of(m.limits[j].Scope), t))
+			errs = m.appendLimitErr(errs, j, m.withContext[j].RefundContext(ctx, k.of(m.limits[j].Scope), t))
 		default:
 			m.children[j].Refund(k.of(m.limits[j].Scope), t)
 		}

@@ -467,8 +467,10 @@ func (s *Service) Take(user, api string, n int) hotlimit.Decision {
 // of the pair's rule that takes a context (see [hotlimit.ContextTaker] and,
 // for a rule of several limits, [hotlimit.ContextRefunder]) is asked under
 // ctx, so that a request's deadline bounds the decision; the in-memory
-// limiters decide at once and ignore it. The error is the limiters' (joined,
-// for several): the decision is then what their failure policy decided, as
+// limiters decide at once and ignore it. The error is the limiters' (for
+// several, joined, each after its limit's name, as in "FixedWindow
+// 10/1h0m0s per user: ..."): the decision is then what their failure
+// policy decided, as
 // redislimit documents. A rule of several limits gives back what a denial
 // took under ctx without its cancellation; so too, when ctx ended during the
 // decision and a limiter could not decide for it (the decision passing by
