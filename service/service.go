@@ -468,25 +468,23 @@ func (s *Service) Take(user, api string, n int) hotlimit.Decision {
 // for a rule of several limits, [hotlimit.ContextRefunder]) is asked under
 // ctx, so that a request's deadline bounds the decision; the in-memory
 // limiters decide at once and ignore it. The error is the limiters' (for
-// several, joined, each after its limit's name, as in "FixedWindow
-// 10/1h0m0s per user: ..."): the decision is then what their failure
-// policy decided, as
-// redislimit documents. A rule of several limits gives back what a denial
+// several, joined, each after its limit's name, as in "FixedWindow 10/1h0m0s
+// per user: ..."): the decision is then what their failure policy decided,
+// as redislimit documents. A rule of several limits gives back what a denial
 // took under ctx without its cancellation; so too, when ctx ended during the
 // decision and a limiter could not decide for it (the decision passing by
-// its failure policy, counting nothing there), what the other limits took:
-// a request that has ended is not to be served, and is counted by none of
-// the rule's limits, and the error then wraps ctx's (context.Canceled or
+// its failure policy, counting nothing there), what the other limits took: a
+// request that has ended is not to be served, and is counted by none of the
+// rule's limits, and the error then wraps ctx's (context.Canceled or
 // context.DeadlineExceeded; a ctx past its deadline has ended, though its
 // timer may not have run yet, as when a backend that sets the deadline on
 // its socket fails at it first). So is the error of a rule of one limit
-// whose failure policy passed a request that ended so, though it has
-// nothing to give back and its limiter's own error (a socket's "i/o
-// timeout") may wrap no context error. The gateways answer a request whose error
-// wraps its context's without serving it: ask the error, not ctx, which
-// may have ended only after the decision. A nil ctx is
-// context.Background(), as it is for every method of the service that takes
-// a context.
+// whose failure policy passed a request that ended so, though it has nothing
+// to give back and its limiter's own error (a socket's "i/o timeout") may
+// wrap no context error. The gateways answer a request whose error wraps its
+// context's without serving it: ask the error, not ctx, which may have ended
+// only after the decision. A nil ctx is context.Background(), as it is for
+// every method of the service that takes a context.
 func (s *Service) TakeContext(ctx context.Context, user, api string, n int) (hotlimit.Decision, error) {
 	d, _, err := s.rules.Load().resolve(user, api).takeContext(orBackground(ctx), s.keys, user, api, n, false)
 	return d, err
