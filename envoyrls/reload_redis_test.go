@@ -24,7 +24,10 @@ import (
 // when it leases: its take is then its own round trip, not piped). The
 // request then gives the first's hit back through that closed limiter, to
 // Redis: once the first rule is back (its limiter new, its state Redis's),
-// the client has its whole quota.
+// the client has its whole quota. The limiters read a frozen clock: on
+// Redis's, the key refills while the request is held, and each of the two
+// give-backs (the lease's, the hit's) deducts that refill, as a token
+// bucket's give-back does, leaving the key a fraction of a token short.
 func TestReloadOnRedisBetweenTheTakesAndTheirRefund(t *testing.T) {
 	addr, _ := startRedis(t)
 	for name, extra := range map[string][]hotlimit.Option{"piped": nil, "leasing": {redislimit.WithLease(3, time.Hour)}} {
@@ -56,8 +59,10 @@ func reloadOnRedisBetweenTheTakesAndTheirRefund(t *testing.T, addr string, extra
 			<-release
 		}
 	})
+	var now atomic.Int64
+	now.Store(int64(time.Hour))
 	f := redislimit.Factory(client, append([]hotlimit.Option{redislimit.WithTimeout(10 * time.Second), redislimit.WithPrefix(t.Name() + ":")}, extra...)...)
-	s, err := New(before, WithAllOrNothing(true), WithObserver(obs), WithLogger(slog.New(slog.DiscardHandler)),
+	s, err := New(before, WithClock(now.Load), WithAllOrNothing(true), WithObserver(obs), WithLogger(slog.New(slog.DiscardHandler)),
 		WithLimiterOptions(hotlimit.WithFactory(f)))
 	require.NoError(t, err)
 	t.Cleanup(func() { _ = s.Close() })

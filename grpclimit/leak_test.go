@@ -34,7 +34,11 @@ func settleGoroutines(base int) int {
 // or server that runs for months holds none per call it served. It counts
 // the goroutines of the process: it must not run in parallel.
 func TestEndedCallsLeaveNothing(t *testing.T) {
-	clientSvc, err := service.New(cfg(hotlimit.FixedWindow, 1, time.Hour)) // the real clock: the wait sleeps on a timer
+	// The real clock: the wait sleeps on a timer. A token bucket of one
+	// request an hour denies every call after the first for as long as the
+	// test runs; a fixed window would pass one again at the next hour's
+	// start, on the wall clock, and that call would hear no denial.
+	clientSvc, err := service.New(cfg(hotlimit.TokenBucket, 1, time.Hour))
 	require.NoError(t, err)
 	serverSvc, err := service.New(cfg(hotlimit.TokenBucket, 1_000_000, time.Second))
 	require.NoError(t, err)
@@ -72,7 +76,11 @@ func TestEndedCallsLeaveNothing(t *testing.T) {
 			_, err := client.EmptyCall(cctx, &testgrpc.Empty{})
 			done <- err
 		}()
-		<-denied // WithWait sleeps out the hour, or is about to
+		select {
+		case <-denied: // WithWait sleeps out the hour, or is about to
+		case <-time.After(10 * time.Second):
+			t.Fatal("a call was not denied")
+		}
 		cancel()
 		select {
 		case err := <-done:
