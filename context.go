@@ -25,3 +25,33 @@ type ContextRefunder interface {
 	// RefundContext is Refund under ctx, with the error, if any.
 	RefundContext(ctx context.Context, key string, r Receipt) error
 }
+
+// Batcher is a [ContextRefunder] that decides several takes together, its
+// own and other limiters', in fewer round trips than one each:
+// redislimit's Limiter sends the takes of the limiters that share its
+// Redis client in one round trip. A service rule of several limits asks
+// the limiters that are Batchers together (see service.Service.Take).
+type Batcher interface {
+	ContextRefunder
+	// TakeBatch decides every take of takes, under ctx, as its Limiter's
+	// TakeReceiptContext would, each independently of the others: it sets
+	// each take's Decision, Receipt and Err, and no take's outcome depends
+	// on another's. A take whose Limiter the batcher cannot send with the
+	// others is decided by that Limiter's own TakeReceiptContext, and one
+	// without a Limiter gets an error wrapping [ErrInvalidConfig]. The
+	// batcher need not be among the takes' Limiters.
+	TakeBatch(ctx context.Context, takes []BatchTake)
+}
+
+// BatchTake is one take of [Batcher.TakeBatch]: N requests from Key under
+// Limiter, and what Limiter's TakeReceiptContext returned for them.
+type BatchTake struct {
+	Limiter ContextRefunder
+	Key     string
+	N       int
+
+	// Decision, Receipt and Err are set by TakeBatch.
+	Decision Decision
+	Receipt  Receipt
+	Err      error
+}

@@ -234,6 +234,7 @@ var (
 	_ hotlimit.Refunder        = (*Limiter)(nil)
 	_ hotlimit.ContextTaker    = (*Limiter)(nil)
 	_ hotlimit.ContextRefunder = (*Limiter)(nil)
+	_ hotlimit.Batcher         = (*Limiter)(nil)
 )
 
 // New returns a Limiter of c on client, which may be a single node, Sentinel

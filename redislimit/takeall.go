@@ -132,6 +132,37 @@ func TakeAll(ctx context.Context, takes []Take) {
 	}
 }
 
+// TakeBatch makes l a [hotlimit.Batcher]: it decides the takes whose
+// Limiter is a *Limiter as [TakeAll] does, in one round trip when they
+// share a client and timeout (l need not be among them), and then any
+// other take by its Limiter's own TakeReceiptContext. A take without a
+// Limiter gets an error wrapping [hotlimit.ErrInvalidConfig].
+func (l *Limiter) TakeBatch(ctx context.Context, takes []hotlimit.BatchTake) {
+	ctx = orBackground(ctx)
+	ours := make([]Take, 0, len(takes))
+	at := make([]int, 0, len(takes)) // ours[j] is takes[at[j]]
+	for i := range takes {
+		if rl, ok := takes[i].Limiter.(*Limiter); ok {
+			ours, at = append(ours, Take{Limiter: rl, Key: takes[i].Key, N: takes[i].N}), append(at, i)
+		}
+	}
+	TakeAll(ctx, ours)
+	for j, t := range ours {
+		bt := &takes[at[j]]
+		bt.Decision, bt.Receipt, bt.Err = t.Decision, t.Receipt, t.Err
+	}
+	for i := range takes {
+		bt := &takes[i]
+		switch other := bt.Limiter.(type) {
+		case *Limiter:
+		case nil:
+			bt.Decision, bt.Receipt, bt.Err = hotlimit.Decision{}, hotlimit.Receipt{}, errNilLimiter
+		default:
+			bt.Decision, bt.Receipt, bt.Err = other.TakeReceiptContext(ctx, bt.Key, bt.N)
+		}
+	}
+}
+
 // runAll runs the ops of c, script calls on l's client, under l's timeout,
 // in one round trip: in the next batch of l while other calls of l are
 // under way, else in a pipeline of its own on the calling goroutine (l's
