@@ -141,7 +141,10 @@
 // several takes at once, under limiters of any Config on one client (the
 // several limits of one request), in one round trip: a pipeline sent by the
 // caller, or, while other calls of its first take's limiter are under way,
-// that limiter's next batch, shared with the concurrent calls.
+// that limiter's next batch, shared with the concurrent calls. A Limiter is
+// a [hotlimit.Batcher] ([Limiter.TakeBatch] is TakeAll), so a service rule
+// of several limits on one client asks them in one round trip, but for its
+// sliding logs, each asked after them on its own.
 //
 // For a hot key, [WithLease] takes a batch of requests from Redis in the same
 // script call that admits one, and spends them in this process without a
@@ -197,9 +200,12 @@
 // decision gives no receipt, so a request its in-process limiter admitted
 // and a limit asked after it denied stays counted in that in-process
 // limiter: during an outage the rule may admit less than its Redis limit
-// would have on its own, never more. Put the Redis limits last in the rule
-// to avoid that (the service asks sliding logs last whatever the order, so
-// a sliding log in memory comes after them anyway).
+// would have on its own, never more. With one Redis limit, put it last in
+// the rule to avoid that (the service asks sliding logs last whatever the
+// order, so a sliding log in memory comes after it anyway). Two or more
+// limits on one client are asked together, before the others (one round
+// trip, see the service's Take), so a denial by any other limit leaves
+// their FailLocal counts as they are.
 //
 // A denial's RetryAfter, in a rule of several limits or a composite.Limiter,
 // is the wait until every limit admits the request: the limits after the

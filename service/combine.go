@@ -25,14 +25,19 @@ import (
 // another's quota, whatever their scopes. It holds no state of its own, so
 // building a new one over the same limiters loses nothing.
 //
-// The limits are asked in the rule's order, sliding logs last: a sliding log
+// The limits that can be asked together (hotlimit.Batchers, such as
+// redislimit's on one client), when two or more can, are asked first, in
+// one go (see prefetch), and those that took a request another limit
+// denies give it back as the limits asked before the denier do; the rest
+// are asked in the rule's order, sliding logs last: a sliding log
 // is the one limiter whose refund may hold future capacity longer than the
 // refunded request would have (it expires its oldest entry, not the
 // refunded one; see slidinglog.Limiter.Refund), and a denial never refunds
 // the last limit asked. Nor is a sliding log of slidinglog's asked by a Take
 // after another limit denied the request, to learn its wait: it tells it
 // without one (see wait). So a rule like "10/s token bucket and 100/min sliding log"
-// is exact whatever its order. A sliding log that cannot tell its wait so
+// is exact whatever its order; and no sliding log is asked with the others
+// in one go. A sliding log that cannot tell its wait so
 // (redislimit's) is asked by a Take for one request, and refunded when it
 // admits it, which takes a change of its state between its report and the
 // question, under concurrent requests.
@@ -55,6 +60,11 @@ type multi struct {
 	// exceed), math.MaxInt when there is none. A request of more can
 	// never pass the rule, and no limit is asked to take it (see beyond).
 	most int
+	// batched has bit i set when children[i] is asked together with the
+	// others set, by batcher, before the rest are asked in turn (see
+	// prefetch); 0 when fewer than two limits can be.
+	batched uint32
+	batcher hotlimit.Batcher
 }
 
 // newMulti returns the multi of limits, enforced by children (children[i]
@@ -104,6 +114,17 @@ func newMulti(limits Limits, children []hotlimit.Limiter, defBurst int) (*multi,
 		m.asks[to] = composite.NewAsker(r, logs[from] == 1)
 		m.withContext[to], _ = r.(hotlimit.ContextRefunder)
 		m.remote[to] = composite.UsesContext(r)
+		// Sliding logs are left out of the batch: asked last, one at a
+		// time, so that a denial never refunds one (see above).
+		if b, ok := r.(hotlimit.Batcher); ok && logs[from] == 0 {
+			m.batched |= 1 << to
+			if m.batcher == nil {
+				m.batcher = b
+			}
+		}
+	}
+	if bits.OnesCount32(m.batched) < 2 {
+		m.batched, m.batcher = 0, nil
 	}
 	return m, nil
 }
@@ -202,6 +223,19 @@ func (m *multi) take(ctx context.Context, k keys, n int, each *[composite.MaxChi
 			m.giveBack(ctx, &k, held, &receipts, nil)
 		}
 	}()
+	// The limits that can be asked together already have been, in one go
+	// (one round trip to Redis): their decisions, receipts and errors are
+	// here, and those that admitted the request hold it as any limit
+	// asked before the one that denies would. Those that took it after
+	// the denier (in the rule's order) are given back with the others.
+	// batchedUpTo is one past the last of them.
+	var batchedDecisions [composite.MaxChildren]hotlimit.Decision
+	var batchedErrs [composite.MaxChildren]error
+	batchedUpTo := 0
+	if m.batched != 0 {
+		batchedUpTo = m.prefetch(ctx, &k, n, &batchedDecisions, &receipts, &batchedErrs)
+		held = batchedUpTo
+	}
 	failed := false            // some limit could not decide (its error)
 	var undecidedLimits uint32 // bit i: the i-th limit could not decide
 	var best, shadowed, bestShadowed hotlimit.Decision
@@ -214,18 +248,24 @@ func (m *multi) take(ctx context.Context, k keys, n int, each *[composite.MaxChi
 	for i, c := range m.children {
 		var cd hotlimit.Decision
 		var r hotlimit.Receipt
+		var err error
 		cdUndecided := false
-		if cc := m.withContext[i]; ctx != nil && cc != nil {
-			var err error
-			cd, r, err = cc.TakeReceiptContext(ctx, k.of(m.limits[i].Scope), n)
-			if err != nil {
-				errs, failed = m.appendLimitErr(errs, i, err), true
-				if cdUndecided = undecided(err); cdUndecided {
-					undecidedLimits |= 1 << i
-				}
+		switch cc := m.withContext[i]; {
+		case m.batched&(1<<i) != 0:
+			cd, r, err = batchedDecisions[i], receipts[i], batchedErrs[i]
+			if ctx == nil {
+				err = nil // as TakeReceipt's, below
 			}
-		} else {
+		case ctx != nil && cc != nil:
+			cd, r, err = cc.TakeReceiptContext(ctx, k.of(m.limits[i].Scope), n)
+		default:
 			cd, r = c.TakeReceipt(k.of(m.limits[i].Scope), n)
+		}
+		if err != nil {
+			errs, failed = m.appendLimitErr(errs, i, err), true
+			if cdUndecided = undecided(err); cdUndecided {
+				undecidedLimits |= 1 << i
+			}
 		}
 		if each != nil {
 			each[i] = cd
@@ -246,7 +286,7 @@ func (m *multi) take(ctx context.Context, k keys, n int, each *[composite.MaxChi
 			// each with its own receipt under its own key: right after
 			// its Take, a refund restores the limit.
 			held = 0
-			errs = m.giveBack(ctx, &k, i, &receipts, errs)
+			errs = m.giveBack(ctx, &k, max(i, batchedUpTo), &receipts, errs)
 			// The others as they are now: the refunded ones restored,
 			// the later ones reporting, not taking; those in shadow
 			// mode left out, as the denier is not one. The denier's own
@@ -260,7 +300,7 @@ func (m *multi) take(ctx context.Context, k keys, n int, each *[composite.MaxChi
 			rd.RetryAfter, errs = m.wait(ctx, &k, n, i, cd.RetryAfter, &rem, errs)
 			return rd, i, cd, -1, errors.Join(errs...)
 		}
-		receipts[i], held = r, i+1
+		receipts[i], held = r, max(held, i+1)
 		if m.limits[i].Shadow {
 			// The most constrained of them decides when every limit is
 			// in shadow mode, unless one would have denied.
@@ -306,6 +346,32 @@ func (m *multi) take(ctx context.Context, k keys, n int, each *[composite.MaxChi
 		}
 	}
 	return d, decider, best, shadow, errors.Join(errs...)
+}
+
+// prefetch takes n requests from every limit of m.batched at once, by
+// m.batcher, under ctx (context.Background when nil), and sets their
+// decisions, receipts and errors in d, r and errs. It returns one past the
+// last of those limits.
+func (m *multi) prefetch(ctx context.Context, k *keys, n int, d *[composite.MaxChildren]hotlimit.Decision, r *[composite.MaxChildren]hotlimit.Receipt, errs *[composite.MaxChildren]error) int {
+	if ctx == nil {
+		ctx = context.Background()
+	}
+	takes := make([]hotlimit.BatchTake, 0, bits.OnesCount32(m.batched))
+	for i := range m.children {
+		if m.batched&(1<<i) != 0 {
+			takes = append(takes, hotlimit.BatchTake{Limiter: m.withContext[i], Key: k.of(m.limits[i].Scope), N: n})
+		}
+	}
+	m.batcher.TakeBatch(ctx, takes)
+	upTo := 0
+	for i := range m.children {
+		if m.batched&(1<<i) != 0 {
+			t := &takes[0]
+			d[i], r[i], errs[i] = t.Decision, t.Receipt, t.Err
+			takes, upTo = takes[1:], i+1
+		}
+	}
+	return upTo
 }
 
 // beyond is take for n more than some limit not in shadow mode can ever

@@ -455,7 +455,12 @@ func (s *Service) Allow(user, api string) bool {
 // mode, or, once the request's context has ended, one that decides with a
 // context (it could only fail; see composite.UsesContext): after
 // RetryAfter such a limit may still deny the request. The limits are asked
-// in the rule's order, sliding logs last. [Service.TakePolicy] returns the
+// in the rule's order, sliding logs last, but for those that can be asked
+// together ([hotlimit.Batcher]s, as redislimit's limiters on one client
+// are): when two or more limits other than sliding logs can, they are asked
+// first, at once (one round trip to Redis, not one per limit), and when a
+// limit denies the request, those of them that took it give it back, as
+// the limits before the denier do. [Service.TakePolicy] returns the
 // deciding limit's own instead.
 func (s *Service) Take(user, api string, n int) hotlimit.Decision {
 	d, _ := s.rules.Load().resolve(user, api).take(s.keys, user, api, n, false)

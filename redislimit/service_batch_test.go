@@ -1,0 +1,250 @@
+package redislimit_test
+
+import (
+	"context"
+	"fmt"
+	"math/rand/v2"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/hotlimit/hotlimit"
+	"github.com/hotlimit/hotlimit/redislimit"
+	"github.com/hotlimit/hotlimit/redislimit/internal/redistest"
+	"github.com/hotlimit/hotlimit/service"
+)
+
+// oneByOneFactory is redislimit.Factory(client, opts...) building oneByOnes.
+func oneByOneFactory(client redis.UniversalClient, opts ...hotlimit.Option) hotlimit.Factory {
+	f := redislimit.Factory(client, opts...)
+	return func(c hotlimit.Config, more ...hotlimit.Option) (hotlimit.Limiter, error) {
+		l, err := f(c, more...)
+		if err != nil {
+			return nil, err
+		}
+		rl := l.(*redislimit.Limiter)
+		return oneByOne{ContextRefunder: rl, config: rl.Config()}, nil
+	}
+}
+
+// batchRules has rules of several limits of every algorithm and scope, a
+// sliding log among them, one with a limit in shadow mode, and a rule of
+// one limit.
+var batchRules = service.Rules{
+	Default: service.Limits{
+		{Algorithm: hotlimit.TokenBucket, Limit: 4, Window: time.Minute},
+		{Algorithm: hotlimit.FixedWindow, Limit: 6, Window: time.Minute, Scope: hotlimit.PerUser},
+		{Algorithm: hotlimit.SlidingLog, Limit: 5, Window: time.Minute, Scope: hotlimit.PerUser},
+		{Algorithm: hotlimit.GCRA, Limit: 9, Window: time.Minute, Scope: hotlimit.PerAPI},
+		{Algorithm: hotlimit.SlidingCounter, Limit: 7, Window: time.Minute},
+	},
+	APIs: map[string]service.Limits{
+		"POST /shadow": {
+			{Algorithm: hotlimit.FixedWindow, Limit: 2, Window: time.Minute, Shadow: true},
+			{Algorithm: hotlimit.TokenBucket, Limit: 3, Window: time.Minute, Scope: hotlimit.PerUser},
+		},
+		"POST /two": {
+			{Algorithm: hotlimit.GCRA, Limit: 5, Window: time.Minute, Scope: hotlimit.PerUser},
+			{Algorithm: hotlimit.FixedWindow, Limit: 3, Window: time.Minute},
+			{Algorithm: hotlimit.TokenBucket, Limit: 20, Window: time.Minute, Scope: hotlimit.Global},
+		},
+		"GET /one": {{Algorithm: hotlimit.SlidingCounter, Limit: 4, Window: time.Minute}},
+	},
+}
+
+// TestServiceRuleOnRedisInOneRoundTrip: a service asks the limits of a rule
+// on one Redis client together, in one round trip, rather than one after
+// another; a sliding log, asked last on its own, takes one more.
+func TestServiceRuleOnRedisInOneRoundTrip(t *testing.T) {
+	srv := redistest.Start(t)
+	client := newClient(t, srv)
+	var trips scriptTrips
+	client.AddHook(&trips)
+	svc, err := service.NewFromRules(batchRules, frozenClock(),
+		hotlimit.WithFactory(redislimit.Factory(client, redislimit.WithTimeout(exactTimeout))))
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = svc.Close() })
+	ctx := context.Background()
+	for api, want := range map[string]int64{"POST /two": 1, "POST /shadow": 1, "GET /any": 2, "GET /one": 1} {
+		_, err := svc.TakeContext(ctx, "warm", api, 1) // loads the scripts
+		require.NoError(t, err)
+		before := trips.pipelines.Load() + trips.singles.Load()
+		d, err := svc.TakeContext(ctx, "zed", api, 1)
+		require.NoError(t, err)
+		require.True(t, d.Allowed, api)
+		assert.Equal(t, want, trips.pipelines.Load()+trips.singles.Load()-before, "round trips for %s", api)
+	}
+}
+
+// TestServiceBatchMatchesOneByOne: a random sequence of takes (with and
+// without a context), reports, refunds and over-capacity requests on a
+// stepped clock decides exactly
+// what the same sequence decides when every limit is asked on its own, one
+// after another, in the rule's order: the rule's decision, each limit's
+// own, their errors. Denials by a limit before others that took the
+// request in the same round trip give it back to them, as a denial gives
+// back what the limits asked before it took.
+func TestServiceBatchMatchesOneByOne(t *testing.T) {
+	srv := redistest.Start(t)
+	client := newClient(t, srv)
+	var clock atomic.Int64
+	clock.Store(int64(time.Hour))
+	opts := []hotlimit.Option{redislimit.WithTimeout(exactTimeout)}
+	batched, err := service.NewFromRules(batchRules, hotlimit.WithClock(clock.Load),
+		hotlimit.WithFactory(redislimit.Factory(client, append(opts, redislimit.WithPrefix("batched:"))...)))
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = batched.Close() })
+	single, err := service.NewFromRules(batchRules, hotlimit.WithClock(clock.Load),
+		hotlimit.WithFactory(oneByOneFactory(client, append(opts, redislimit.WithPrefix("single:"))...)))
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = single.Close() })
+
+	rng := rand.New(rand.NewPCG(7, 11))
+	users, apis := []string{"ann", "bob"}, []string{"GET /any", "POST /shadow", "POST /two", "GET /one"}
+	type held struct {
+		b, s service.Receipt
+	}
+	var receipts []held
+	ctx := context.Background()
+	denials := 0
+	for step := range 600 {
+		if rng.IntN(4) == 0 {
+			clock.Add(rng.Int64N(int64(20 * time.Second)))
+		}
+		if len(receipts) > 0 && rng.IntN(5) == 0 {
+			i := rng.IntN(len(receipts))
+			require.NoError(t, batched.RefundContext(ctx, receipts[i].b), "step %d", step)
+			require.NoError(t, single.RefundContext(ctx, receipts[i].s), "step %d", step)
+			receipts = append(receipts[:i], receipts[i+1:]...)
+			continue
+		}
+		user, api := users[rng.IntN(len(users))], apis[rng.IntN(len(apis))]
+		n := rng.IntN(4) // 0 reports; 3 is more than some limits hold
+		if rng.IntN(20) == 0 {
+			n = 10 // more than every limit but one ever holds
+		}
+		what := fmt.Sprintf("step %d: %s %s n=%d", step, user, api, n)
+		if rng.IntN(5) == 0 { // without a context
+			bd := batched.Take(user, api, n)
+			require.Equal(t, single.Take(user, api, n), bd, what)
+			if n > 0 && !bd.Allowed {
+				denials++
+			}
+			continue
+		}
+		if rng.IntN(2) == 0 {
+			bd, beach, berr := batched.TakeEach(ctx, user, api, n, nil)
+			sd, seach, serr := single.TakeEach(ctx, user, api, n, nil)
+			require.NoError(t, berr, what)
+			require.NoError(t, serr, what)
+			require.Equal(t, sd, bd, what)
+			require.Equal(t, seach, beach, what)
+			if n > 0 && !bd.Allowed {
+				denials++
+			}
+			continue
+		}
+		bd, br, berr := batched.TakeReceiptContext(ctx, user, api, n)
+		sd, sr, serr := single.TakeReceiptContext(ctx, user, api, n)
+		require.NoError(t, berr, what)
+		require.NoError(t, serr, what)
+		require.Equal(t, sd, bd, what)
+		if n > 0 && !bd.Allowed {
+			denials++
+		}
+		require.Equal(t, sr == (service.Receipt{}), br == (service.Receipt{}), what)
+		if br != (service.Receipt{}) {
+			receipts = append(receipts, held{br, sr})
+		}
+	}
+	assert.Greater(t, denials, 100, "the sequence denies often enough to matter")
+}
+
+// TestServiceBatchRedisDownMatchesOneByOne: while Redis is down, a rule
+// whose limits are asked together decides as one whose limits are asked in
+// turn, by each limit's failure policy (FailOpen, FailClosed), and every
+// limit reports its own error.
+func TestServiceBatchRedisDownMatchesOneByOne(t *testing.T) {
+	for _, policy := range []redislimit.FailPolicy{redislimit.FailOpen, redislimit.FailClosed} {
+		t.Run(fmt.Sprint(policy), func(t *testing.T) {
+			client := redis.NewClient(&redis.Options{Addr: deadAddr(t), ContextTimeoutEnabled: true, MaxRetries: -1, DialerRetries: 1})
+			t.Cleanup(func() { _ = client.Close() })
+			rules := service.Rules{Default: service.Limits{
+				{Algorithm: hotlimit.TokenBucket, Limit: 4, Window: time.Minute},
+				{Algorithm: hotlimit.FixedWindow, Limit: 6, Window: time.Minute, Scope: hotlimit.PerUser},
+				{Algorithm: hotlimit.GCRA, Limit: 9, Window: time.Minute, Scope: hotlimit.PerAPI},
+			}}
+			opts := []hotlimit.Option{redislimit.WithFailPolicy(policy), redislimit.WithBreaker(0, 0)}
+			batched, err := service.NewFromRules(rules, frozenClock(), hotlimit.WithFactory(redislimit.Factory(client, opts...)))
+			require.NoError(t, err)
+			t.Cleanup(func() { _ = batched.Close() })
+			single, err := service.NewFromRules(rules, frozenClock(), hotlimit.WithFactory(oneByOneFactory(client, opts...)))
+			require.NoError(t, err)
+			t.Cleanup(func() { _ = single.Close() })
+			for i := range 4 {
+				bd, beach, berr := batched.TakeEach(context.Background(), "zed", "GET /a", 1+i%2, nil)
+				sd, seach, serr := single.TakeEach(context.Background(), "zed", "GET /a", 1+i%2, nil)
+				require.Error(t, berr, "request %d", i)
+				require.Error(t, serr, "request %d", i)
+				require.Equal(t, sd, bd, "request %d", i)
+				require.Len(t, beach, 3)
+				for j := range beach {
+					assert.Error(t, beach[j].Err, "request %d, limit %d", i, j)
+					assert.Equal(t, seach[j].Decision, beach[j].Decision, "request %d, limit %d", i, j)
+				}
+			}
+		})
+	}
+}
+
+// panicky is a limiter whose takes panic.
+type panicky struct{ hotlimit.Refunder }
+
+func (panicky) TakeReceipt(string, int) (hotlimit.Decision, hotlimit.Receipt) {
+	panic("panicky: take")
+}
+
+// TestServiceBatchGivenBackOnPanic: the limits on Redis of a rule are asked
+// together, before the others: when a limit between them in the rule's
+// order panics in its Take, what both took is given back to Redis, and the
+// panic goes on. A request never decided counts nowhere, even in the limit
+// that asked in turn would never have been reached.
+func TestServiceBatchGivenBackOnPanic(t *testing.T) {
+	srv := redistest.Start(t)
+	client := newClient(t, srv)
+	var trips scriptTrips
+	client.AddHook(&trips)
+	onRedis := redislimit.Factory(client, redislimit.WithTimeout(exactTimeout))
+	mixed := func(c hotlimit.Config, opts ...hotlimit.Option) (hotlimit.Limiter, error) {
+		if c.Algorithm == hotlimit.SlidingCounter {
+			l, err := service.NewLimiter(c, opts...)
+			if err != nil {
+				return nil, err
+			}
+			return panicky{l.(hotlimit.Refunder)}, nil
+		}
+		return onRedis(c, opts...)
+	}
+	svc, err := service.NewFromRules(service.Rules{Default: service.Limits{
+		{Algorithm: hotlimit.TokenBucket, Limit: 4, Window: time.Minute},
+		{Algorithm: hotlimit.SlidingCounter, Limit: 7, Window: time.Minute},
+		{Algorithm: hotlimit.FixedWindow, Limit: 6, Window: time.Minute, Scope: hotlimit.PerUser},
+	}}, frozenClock(), hotlimit.WithFactory(mixed))
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = svc.Close() })
+	ctx := context.Background()
+	_, _, err = svc.TakeEach(ctx, "zed", "GET /a", 0, nil) // loads the scripts
+	require.NoError(t, err)
+	scripts := trips.scripts.Load()
+	require.PanicsWithValue(t, "panicky: take", func() { _, _ = svc.TakeContext(ctx, "zed", "GET /a", 2) })
+	require.Equal(t, scripts+4, trips.scripts.Load(), "both limits on Redis took the request, and gave it back")
+	_, each, err := svc.TakeEach(ctx, "zed", "GET /a", 0, nil)
+	require.NoError(t, err)
+	require.Len(t, each, 3)
+	assert.Equal(t, 4, each[0].Decision.Remaining, "the token bucket got its 2 back")
+	assert.Equal(t, 6, each[2].Decision.Remaining, "the fixed window got its 2 back")
+}
