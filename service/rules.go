@@ -442,7 +442,7 @@ func build(rs Rules, prev *rules, opts []hotlimit.Option) (*rules, error) {
 		// Rules that do not build, with an error or a factory's panic,
 		// publish none of the limiters made for them: closed here.
 		if !handedOver {
-			closeAll(built)
+			_ = closeAll(built)
 		}
 	}()
 	if prev != nil {
@@ -521,16 +521,29 @@ func build(rs Rules, prev *rules, opts []hotlimit.Option) (*rules, error) {
 	return next, nil
 }
 
-// closeAll closes the limiters of built that hold resources: those build
-// made for rules it does not publish, which no decision has seen, so that
-// rules failing to build (a backend unreachable while WatchFile tries them
-// again at every check) leave no limiter holding resources behind.
-func closeAll(built []hotlimit.Limiter) {
-	for _, lim := range built {
-		if c, ok := lim.(io.Closer); ok {
-			_ = c.Close()
+// closeAll closes the limiters of lims that hold resources (implement
+// io.Closer) and returns their errors joined. Should one's Close panic, the
+// ones after it are closed all the same, and then the panic goes on: a
+// factory's limiter that fails so leaves no other holding its resources.
+// build closes with it the limiters it made for rules it does not publish,
+// which no decision has seen, so that rules failing to build (a backend
+// unreachable while WatchFile tries them again at every check) leave no
+// limiter holding resources behind; Replace, the ones it dropped; Close,
+// every one.
+func closeAll(lims []hotlimit.Limiter) error {
+	i := 0
+	defer func() {
+		if i < len(lims) { // the i-th Close panicked
+			_ = closeAll(lims[i+1:])
+		}
+	}()
+	var errs []error
+	for ; i < len(lims); i++ {
+		if c, ok := lims[i].(io.Closer); ok {
+			errs = appendErr(errs, c.Close())
 		}
 	}
+	return errors.Join(errs...)
 }
 
 // unscoped returns c with the scope PerPair and no shadow mode: the Config

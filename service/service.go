@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io"
 	"slices"
 	"sync"
 	"sync/atomic"
@@ -217,7 +216,7 @@ func (s *Service) replaceLocked(rules Rules) (dropped []hotlimit.Limiter, err er
 		// of every Config prev has).
 		for u, lim := range next.limiters {
 			if _, ok := prev.limiters[u]; !ok {
-				closeAll([]hotlimit.Limiter{lim})
+				_ = closeAll([]hotlimit.Limiter{lim})
 			}
 		}
 		return nil, nil
@@ -242,7 +241,7 @@ func (s *Service) closeDropped(dropped []hotlimit.Limiter) {
 		return
 	}
 	defer s.dropping.Done()
-	closeAll(dropped)
+	_ = closeAll(dropped)
 }
 
 // isClosed reports whether Close was called.
@@ -646,7 +645,7 @@ func (s *Service) override(c hotlimit.Config) (*rule, error) {
 			// dropped, or built is kept after Close listed the
 			// limiters to close: closed either way, once, as Close
 			// closes only what it listed.
-			closeAll([]hotlimit.Limiter{built})
+			_ = closeAll([]hotlimit.Limiter{built})
 		}
 	}
 	ru := &rule{limits: Limits{c}, lim: lim, scope: c.Scope, transient: copiesKeys(lim),
@@ -663,7 +662,9 @@ func (s *Service) override(c hotlimit.Config) (*rule, error) {
 // joined. The in-memory limiters hold none. Limiters that an earlier
 // Replace dropped are closed by that Replace: should it still be closing
 // them, Close waits until it has (their errors are not reported), so
-// that when Close returns no limiter the rules ever used is open. Close
+// that when Close returns no limiter the rules ever used is open. Should a
+// limiter's Close panic, Close (or the Replace that dropped it) closes the
+// others all the same, and then the panic goes on. Close
 // also ends the service's [Service.WatchFile] loops, which install
 // nothing from then on. A second Close closes nothing, waits as the first
 // does, and returns nil.
@@ -706,13 +707,7 @@ func (s *Service) Close() error {
 		return true
 	})
 	s.overrideMu.Unlock()
-	var errs []error
-	for _, lim := range lims {
-		if c, ok := lim.(io.Closer); ok {
-			errs = appendErr(errs, c.Close())
-		}
-	}
-	return errors.Join(errs...)
+	return closeAll(lims)
 }
 
 // Len returns the number of keys held by the limiters, those of the rules
