@@ -228,12 +228,12 @@ func (m *multi) take(ctx context.Context, k keys, n int, each *[composite.MaxChi
 	// here, and those that admitted the request hold it as any limit
 	// asked before the one that denies would. Those that took it after
 	// the denier (in the rule's order) are given back with the others.
-	// batchedUpTo is one past the last of them.
-	var batchedDecisions [composite.MaxChildren]hotlimit.Decision
-	var batchedErrs [composite.MaxChildren]error
+	// batch holds their takes, in the rule's order, each taken off as its
+	// limit's turn comes; batchedUpTo is one past the last of them.
+	var batch []hotlimit.BatchTake
 	batchedUpTo := 0
 	if m.batched != 0 {
-		batchedUpTo = m.prefetch(ctx, &k, n, &batchedDecisions, &receipts, &batchedErrs)
+		batch, batchedUpTo = m.prefetch(ctx, &k, n, &receipts)
 		held = batchedUpTo
 	}
 	failed := false            // some limit could not decide (its error)
@@ -252,7 +252,8 @@ func (m *multi) take(ctx context.Context, k keys, n int, each *[composite.MaxChi
 		cdUndecided := false
 		switch cc := m.withContext[i]; {
 		case m.batched&(1<<i) != 0:
-			cd, r, err = batchedDecisions[i], receipts[i], batchedErrs[i]
+			cd, r, err = batch[0].Decision, batch[0].Receipt, batch[0].Err
+			batch = batch[1:]
 			if ctx == nil {
 				err = nil // as TakeReceipt's, below
 			}
@@ -349,29 +350,30 @@ func (m *multi) take(ctx context.Context, k keys, n int, each *[composite.MaxChi
 }
 
 // prefetch takes n requests from every limit of m.batched at once, by
-// m.batcher, under ctx (context.Background when nil), and sets their
-// decisions, receipts and errors in d, r and errs. It returns one past the
-// last of those limits.
-func (m *multi) prefetch(ctx context.Context, k *keys, n int, d *[composite.MaxChildren]hotlimit.Decision, r *[composite.MaxChildren]hotlimit.Receipt, errs *[composite.MaxChildren]error) int {
+// m.batcher, under ctx (context.Background when nil). It returns their
+// takes, decided, in the rule's order, with each one's receipt also set in
+// r, and one past the last of those limits.
+func (m *multi) prefetch(ctx context.Context, k *keys, n int, r *[composite.MaxChildren]hotlimit.Receipt) ([]hotlimit.BatchTake, int) {
 	if ctx == nil {
 		ctx = context.Background()
 	}
 	takes := make([]hotlimit.BatchTake, 0, bits.OnesCount32(m.batched))
-	for i := range m.children {
-		if m.batched&(1<<i) != 0 {
-			takes = append(takes, hotlimit.BatchTake{Limiter: m.withContext[i], Key: k.of(m.limits[i].Scope), N: n})
-		}
-	}
-	m.batcher.TakeBatch(ctx, takes)
 	upTo := 0
 	for i := range m.children {
 		if m.batched&(1<<i) != 0 {
-			t := &takes[0]
-			d[i], r[i], errs[i] = t.Decision, t.Receipt, t.Err
-			takes, upTo = takes[1:], i+1
+			takes = append(takes, hotlimit.BatchTake{Limiter: m.withContext[i], Key: k.of(m.limits[i].Scope), N: n})
+			upTo = i + 1
 		}
 	}
-	return upTo
+	m.batcher.TakeBatch(ctx, takes)
+	j := 0
+	for i := range m.children {
+		if m.batched&(1<<i) != 0 {
+			r[i] = takes[j].Receipt
+			j++
+		}
+	}
+	return takes, upTo
 }
 
 // beyond is take for n more than some limit not in shadow mode can ever
