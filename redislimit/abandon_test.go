@@ -247,39 +247,65 @@ func TestCanceledHammerConserves(t *testing.T) {
 }
 
 // TestServiceRuleCanceledMidBatch: a service rule of two limits on Redis,
-// whose request's context ends while its second limit's call is in a batch
-// that Redis runs: the request is denied (FailClosed), the first limit is
-// given back by the service, and the second by the batch, so that both keys
-// are as full as before.
+// whose request's context ends while a call of it is in a batch that Redis
+// runs after the caller left. The request is denied (FailClosed), and both
+// keys end as full as before. Asked together (batched), both limits' calls
+// join the batch of the first limit's limiter, busy with another call, and
+// the batch gives both back. Asked one after another (limiters that hide
+// TakeBatch), the first limit's call goes alone and the service gives it
+// back, while the second's joins its busy limiter's batch, which gives it
+// back.
 func TestServiceRuleCanceledMidBatch(t *testing.T) {
-	srv := redistest.Start(t)
-	client := newClient(t, srv)
-	first := hotlimit.Config{Algorithm: hotlimit.TokenBucket, Limit: 5, Window: time.Minute}
-	second := hotlimit.Config{Algorithm: hotlimit.FixedWindow, Limit: 4, Window: time.Minute}
-	f := newMixedFactory(redislimit.Factory(client, redislimit.WithFailPolicy(redislimit.FailClosed),
-		redislimit.WithBatch(64, 1), redislimit.WithBreaker(0, 0), redislimit.WithTimeout(exactTimeout)))
-	svc, err := service.NewFromRules(service.Rules{Default: service.Limits{first, second}}, frozenClock(), hotlimit.WithFactory(f.build))
-	require.NoError(t, err)
-	t.Cleanup(func() { _ = svc.Close() })
-	limA, limB := f.onRedis[first], f.onRedis[second]
-	require.NotNil(t, limA)
-	require.NotNil(t, limB)
-	take(t, limA, "warm", 0)
-	take(t, limB, "warm", 0)
+	for _, batched := range []bool{true, false} {
+		t.Run(fmt.Sprintf("batched=%v", batched), func(t *testing.T) {
+			srv := redistest.Start(t)
+			client := newClient(t, srv)
+			first := hotlimit.Config{Algorithm: hotlimit.TokenBucket, Limit: 5, Window: time.Minute}
+			second := hotlimit.Config{Algorithm: hotlimit.FixedWindow, Limit: 4, Window: time.Minute}
+			onRedis := redislimit.Factory(client, redislimit.WithFailPolicy(redislimit.FailClosed),
+				redislimit.WithBatch(64, 1), redislimit.WithBreaker(0, 0), redislimit.WithTimeout(exactTimeout))
+			built := map[hotlimit.Config]*redislimit.Limiter{}
+			factory := func(c hotlimit.Config, opts ...hotlimit.Option) (hotlimit.Limiter, error) {
+				l, err := onRedis(c, opts...)
+				if err != nil {
+					return nil, err
+				}
+				rl := l.(*redislimit.Limiter)
+				built[c] = rl
+				if batched {
+					return rl, nil
+				}
+				return oneByOne{ContextRefunder: rl, config: rl.Config()}, nil
+			}
+			svc, err := service.NewFromRules(service.Rules{Default: service.Limits{first, second}}, frozenClock(), hotlimit.WithFactory(factory))
+			require.NoError(t, err)
+			t.Cleanup(func() { _ = svc.Close() })
+			limA, limB := built[first], built[second]
+			require.NotNil(t, limA)
+			require.NotNil(t, limB)
+			take(t, limA, "warm", 0)
+			take(t, limB, "warm", 0)
 
-	ctx, cancel := context.WithCancel(context.Background())
-	h, heldDone := holdFlusher(t, client, limB, cancel)
+			ctx, cancel := context.WithCancel(context.Background())
+			busy := limB // the second limit's call joins its batch
+			if batched {
+				busy = limA // both calls join the batch of the first's limiter
+			}
+			h, heldDone := holdFlusher(t, client, busy, cancel)
 
-	d, err := svc.TakeContext(ctx, "u", "a", 2)
-	close(h.left)
-	require.ErrorIs(t, err, context.Canceled)
-	assert.False(t, d.Allowed, "FailClosed denied the second limit")
-	close(h.release)
-	<-heldDone
-	key := "1:u|a"
-	assert.Equal(t, first.Limit, take(t, limA, key, 0).Remaining, "the service gave the first limit back")
-	require.Eventually(t, func() bool { return take(t, limB, key, 0).Remaining == second.Limit },
-		5*time.Second, 10*time.Millisecond, "the batch gave the second limit back")
+			d, err := svc.TakeContext(ctx, "u", "a", 2)
+			close(h.left)
+			require.ErrorIs(t, err, context.Canceled)
+			assert.False(t, d.Allowed, "FailClosed denied")
+			close(h.release)
+			<-heldDone
+			key := "1:u|a"
+			require.Eventually(t, func() bool { return take(t, limA, key, 0).Remaining == first.Limit },
+				5*time.Second, 10*time.Millisecond, "the first limit was given back")
+			require.Eventually(t, func() bool { return take(t, limB, key, 0).Remaining == second.Limit },
+				5*time.Second, 10*time.Millisecond, "the second limit was given back")
+		})
+	}
 }
 
 // scripts reports whether cmds is a pipeline of script calls, not one
