@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"runtime"
+	"slices"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -250,19 +251,22 @@ func TestServiceBatchGivenBackOnPanic(t *testing.T) {
 	assert.Equal(t, 6, each[2].Decision.Remaining, "the fixed window got its 2 back")
 }
 
+// benchLimits are the limits of the benchmarks' rules, each with room for
+// every request: a token bucket per pair, a fixed window per user, a GCRA
+// per api.
+var benchLimits = service.Limits{
+	{Algorithm: hotlimit.TokenBucket, Limit: 1 << 20, Window: time.Second},
+	{Algorithm: hotlimit.FixedWindow, Limit: 1 << 20, Window: time.Second, Scope: hotlimit.PerUser},
+	{Algorithm: hotlimit.GCRA, Limit: 1 << 20, Window: time.Second, Scope: hotlimit.PerAPI},
+}
+
 // BenchmarkServiceRule measures a service rule of 2 and 3 limits on Redis
-// (a token bucket per pair, a fixed window per user, a GCRA per api, each
-// with room for every request), its limits asked together (impl=batched) or
+// (benchLimits), its limits asked together (impl=batched) or
 // one after another (impl=onebyone, limiters that hide TakeBatch), by one
 // goroutine (g=1) and by 16 at once: ns/op is wall time per decision.
 func BenchmarkServiceRule(b *testing.B) {
 	srv := redistest.Start(b)
 	client := newClient(b, srv)
-	all := service.Limits{
-		{Algorithm: hotlimit.TokenBucket, Limit: 1 << 20, Window: time.Second},
-		{Algorithm: hotlimit.FixedWindow, Limit: 1 << 20, Window: time.Second, Scope: hotlimit.PerUser},
-		{Algorithm: hotlimit.GCRA, Limit: 1 << 20, Window: time.Second, Scope: hotlimit.PerAPI},
-	}
 	factories := map[string]func(redis.UniversalClient, ...hotlimit.Option) hotlimit.Factory{
 		"batched": redislimit.Factory, "onebyone": oneByOneFactory,
 	}
@@ -270,7 +274,7 @@ func BenchmarkServiceRule(b *testing.B) {
 		for _, g := range []int{1, 16} {
 			for _, impl := range []string{"batched", "onebyone"} {
 				b.Run(fmt.Sprintf("limits=%d/g=%d/impl=%s", limits, g, impl), func(b *testing.B) {
-					svc, err := service.NewFromRules(service.Rules{Default: all[:limits]},
+					svc, err := service.NewFromRules(service.Rules{Default: benchLimits[:limits]},
 						hotlimit.WithFactory(factories[impl](client, redislimit.WithPrefix(impl+":"))))
 					require.NoError(b, err)
 					defer svc.Close()
@@ -302,4 +306,67 @@ func BenchmarkServiceRule(b *testing.B) {
 			}
 		}
 	}
+}
+
+// BenchmarkServiceRuleRatio measures, by one goroutine, a service rule of
+// 2 and 3 limits on Redis (benchLimits) with its limits asked together (batched) and in
+// turn (onebyone), in alternating blocks of decisions (the order swapped
+// every block), so that both see the same load on a busy machine, and
+// reports the medians over the blocks of each one's ns per decision and of
+// their ratio within a block (batched/onebyone).
+func BenchmarkServiceRuleRatio(b *testing.B) {
+	srv := redistest.Start(b)
+	client := newClient(b, srv)
+	const block = 20
+	for _, limits := range []int{2, 3} {
+		b.Run(fmt.Sprintf("limits=%d", limits), func(b *testing.B) {
+			var svcs [2]*service.Service // batched, onebyone
+			for i, f := range []func(redis.UniversalClient, ...hotlimit.Option) hotlimit.Factory{redislimit.Factory, oneByOneFactory} {
+				svc, err := service.NewFromRules(service.Rules{Default: benchLimits[:limits]},
+					hotlimit.WithFactory(f(client, redislimit.WithPrefix(fmt.Sprint(i, ":")))))
+				require.NoError(b, err)
+				defer svc.Close()
+				svcs[i] = svc
+			}
+			ctx := context.Background()
+			// run makes n decisions by svc and returns its ns per decision.
+			run := func(svc *service.Service, n int) float64 {
+				start := time.Now()
+				for range n {
+					if d, err := svc.TakeContext(ctx, "zed", "GET /a", 1); err != nil || !d.Allowed {
+						b.Fatalf("%v %v", d, err)
+					}
+				}
+				return float64(time.Since(start)) / float64(n)
+			}
+			run(svcs[0], 1)
+			run(svcs[1], 1)
+			var ns [2][]float64
+			var ratios []float64
+			b.ResetTimer()
+			for done, k := 0, 0; done < b.N; k++ {
+				n := min(block, b.N-done)
+				var t [2]float64
+				first := k % 2
+				t[first] = run(svcs[first], n)
+				t[1-first] = run(svcs[1-first], n)
+				ns[0], ns[1] = append(ns[0], t[0]), append(ns[1], t[1])
+				ratios = append(ratios, t[0]/max(t[1], 1e-9))
+				done += n
+			}
+			b.StopTimer()
+			b.ReportMetric(median(ns[0]), "batched-ns/op")
+			b.ReportMetric(median(ns[1]), "onebyone-ns/op")
+			b.ReportMetric(median(ratios), "batched/onebyone")
+		})
+	}
+}
+
+// median returns the median of xs, which it sorts.
+func median(xs []float64) float64 {
+	slices.Sort(xs)
+	if len(xs)%2 == 1 {
+		return xs[len(xs)/2]
+	}
+	return (xs[len(xs)/2-1] + xs[len(xs)/2]) / 2
 }
