@@ -36,11 +36,11 @@ const MaxChildren = 16
 // child denies after it (one of them, or another between them), every one
 // of them that took the request gives it back, those after the denier
 // included, as the children before the denier do; so too when a child
-// panics in its Take. A
-// sliding log is asked in its place, on its own, so that a denial by a
-// child before it never refunds it. Take and TakeReceipt ask the batch
-// under context.Background, dropping its errors as they drop a child's.
-// A composite child asks its own children so, on its own.
+// panics in its Take. A sliding log is asked in its place, on its own, so
+// that a denial by a child before it never refunds it. Take and
+// TakeReceipt ask the batch under context.Background, dropping its errors
+// as they drop a child's. A composite child asks its own children so, on
+// its own.
 type Limiter struct {
 	children []hotlimit.Refunder
 	// withContext[i] is children[i] when it takes a context
@@ -424,13 +424,14 @@ func (l *Limiter) take(ctx context.Context, key string, n int, leaves []hotlimit
 			l.giveBack(detached(ctx), key, held, leaves, nil, false)
 		}
 	}()
-	// The children that can be asked together (see batched) are, in one
-	// go (one round trip to Redis), when the loop reaches the first of
-	// them: batch then holds their takes, in order, next the one of the
-	// next of them, and leaves their receipts; those that took the request
-	// hold it as any child asked before the one that denies does, and are
-	// given back with them, those after the denier included, which the
-	// give-back reaches up to batchedUpTo, one past the last of them.
+	// The children that can be asked together (see batched) are asked in
+	// one go (one round trip to Redis) when the loop reaches the first of
+	// them. batch then holds their takes, in the children's order (next
+	// is the index in it of the next one the loop reaches), and leaves
+	// their receipts. Those that took the request hold it as the children
+	// before a denier do, and are given back with them, those after the
+	// denier too: a give-back then reaches up to batchedUpTo, one past
+	// the last of them.
 	var batch []hotlimit.BatchTake
 	next, batchedUpTo := 0, 0
 	for i, c := range l.children {
