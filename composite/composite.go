@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"math/bits"
 	"reflect"
 	"slices"
 	"time"
@@ -26,6 +27,20 @@ const MaxChildren = 16
 // RetryAfter hotlimit.Never, Take of 0 reports Remaining 0, and it holds no
 // key. A nil *Limiter is not usable: its methods panic, as methods on a nil
 // pointer do. It is safe for concurrent use.
+//
+// The children that can be asked together ([hotlimit.Batcher]s, as
+// redislimit's limiters are), when two or more other than sliding logs
+// can, are asked together, in one go, when a take reaches the first of
+// them: those on one Redis client in one round trip, not one each. A
+// child before that first one that denies leaves them all unasked; when a
+// child denies after it (one of them, or another between them), every one
+// of them that took the request gives it back, those after the denier
+// included, as the children before the denier do; so too when a child
+// panics in its Take. A sliding log is asked in its place, on its own, so
+// that a denial by a child before it never refunds it. Take and
+// TakeReceipt ask the batch under context.Background, dropping its errors
+// as they drop a child's. A composite child asks its own children so, on
+// its own.
 type Limiter struct {
 	children []hotlimit.Refunder
 	// withContext[i] is children[i] when it takes a context
@@ -65,6 +80,15 @@ type Limiter struct {
 	// child's. width is their number: the composite's leaves.
 	off   []int
 	width int
+	// batched has bit i set when children[i] is asked together with the
+	// others set, in one go by batcher, when a take reaches the first of
+	// them (see prefetch): a hotlimit.Batcher, such as redislimit's
+	// Limiter, that is not a sliding log. It is 0, and batcher nil, when
+	// fewer than two children are. batchedEnd is one past the last of
+	// them.
+	batched    uint32
+	batcher    hotlimit.Batcher
+	batchedEnd int
 }
 
 // givenBack is the N of the receipts that take leaves in place of those it
@@ -134,6 +158,19 @@ func New(children ...hotlimit.Limiter) (*Limiter, error) {
 		} else {
 			l.width++
 		}
+		// Sliding logs are left out of the batch: a take reaching one
+		// asks it on its own, so that a denial by a child before it
+		// never refunds it (see slidinglog.Limiter.Refund).
+		if b, ok := c.(hotlimit.Batcher); ok && !l.isLog[i] {
+			l.batched |= 1 << i
+			l.batchedEnd = i + 1
+			if l.batcher == nil {
+				l.batcher = b
+			}
+		}
+	}
+	if bits.OnesCount32(l.batched) < 2 {
+		l.batched, l.batcher, l.batchedEnd = 0, nil, 0
 	}
 	return l, nil
 }
@@ -368,7 +405,8 @@ func (l *Limiter) take(ctx context.Context, key string, n int, leaves []hotlimit
 	var at int64
 	found, uncounted := false, false
 	// held is how many children, from the first, may hold what they took
-	// by their receipts among leaves. Should a child panic in its Take (a
+	// by their receipts among leaves (up to the last of the batch once it
+	// was asked, see batch below). Should a child panic in its Take (a
 	// user's clock, a limiter of the caller's own), those are given back
 	// on the way out, and the panic goes on unchanged: a request that was
 	// never decided counts nowhere (a composite child that panics gives
@@ -378,14 +416,41 @@ func (l *Limiter) take(ctx context.Context, key string, n int, leaves []hotlimit
 	held := 0
 	defer func() {
 		if held > 0 {
+			// Marked given back even when a refund panics, so that a
+			// composite holding this one, whose own give-back may reach
+			// it (a child of its batch after this one took), gives
+			// nothing back twice.
+			defer markGivenBack(leaves)
 			l.giveBack(detached(ctx), key, held, leaves, nil, false)
 		}
 	}()
+	// The children that can be asked together (see batched) are asked in
+	// one go (one round trip to Redis) when the loop reaches the first of
+	// them. batch then holds their takes, in the children's order (next
+	// is the index in it of the next one the loop reaches), and leaves
+	// their receipts. Those that took the request hold it as the children
+	// before a denier do, and are given back with them, those after the
+	// denier too: a give-back then reaches up to batchedUpTo, one past
+	// the last of them.
+	var batch []hotlimit.BatchTake
+	next, batchedUpTo := 0, 0
 	for i, c := range l.children {
 		var cd hotlimit.Decision
 		var r hotlimit.Receipt
 		var err error
 		switch cc := l.withContext[i]; {
+		case l.batched&(1<<i) != 0:
+			if batch == nil {
+				batch = l.prefetch(ctx, key, n, leaves)
+				batchedUpTo = l.batchedEnd
+				held = batchedUpTo
+			}
+			t := &batch[next]
+			next++
+			cd, r, err = t.Decision, t.Receipt, t.Err
+			if ctx == nil {
+				err = nil // as TakeReceipt's, below
+			}
 		case l.sub[i] != nil:
 			sub := l.sub[i]
 			cd, r, err = sub.take(ctx, key, n, leaves[l.off[i]:l.off[i]+sub.width])
@@ -408,9 +473,14 @@ func (l *Limiter) take(ctx context.Context, key string, n int, leaves []hotlimit
 			}
 			// Give back what the children before it took, in reverse
 			// order, each with its own receipt: right after its Take, a
-			// refund restores the child (see the package documentation).
+			// refund restores the child (see the package documentation);
+			// and those of the batch after it (up to batchedUpTo). The
+			// denier, which took nothing, is left out.
 			held = 0
-			errs = l.giveBack(detached(ctx), key, i, leaves, errs, true)
+			if l.sub[i] == nil {
+				leaves[l.off[i]] = hotlimit.Receipt{N: givenBack}
+			}
+			errs = l.giveBack(detached(ctx), key, max(i, batchedUpTo), leaves, errs, true)
 			markGivenBack(leaves)
 			// The others as they are now: the refunded ones restored,
 			// the later ones reporting, not taking; the denier's own
@@ -424,7 +494,7 @@ func (l *Limiter) take(ctx context.Context, key string, n int, leaves []hotlimit
 			rd.RetryAfter, errs = l.wait(ctx, key, n, i, cd.RetryAfter, &rem, leaves, errs)
 			return rd, hotlimit.Receipt{}, errors.Join(errs...)
 		}
-		held = i + 1
+		held = max(held, i+1)
 		if err != nil {
 			errs, failed = append(errs, err), true
 		}
@@ -458,6 +528,32 @@ func (l *Limiter) take(ctx context.Context, key string, n int, leaves []hotlimit
 		return d, hotlimit.Receipt{}, errors.Join(errs...)
 	}
 	return d, hotlimit.Receipt{N: n, At: at}, errors.Join(errs...)
+}
+
+// prefetch takes n requests from key from every child of l.batched at
+// once, by l.batcher, under ctx (context.Background when nil: Take's
+// errors are then dropped by the caller, as TakeReceipt drops them), sets
+// their receipts among leaves, and returns their takes, in the children's
+// order, with each one's Decision, Receipt and Err.
+func (l *Limiter) prefetch(ctx context.Context, key string, n int, leaves []hotlimit.Receipt) []hotlimit.BatchTake {
+	if ctx == nil {
+		ctx = context.Background()
+	}
+	takes := make([]hotlimit.BatchTake, 0, bits.OnesCount32(l.batched))
+	for i := range l.children {
+		if l.batched&(1<<i) != 0 {
+			takes = append(takes, hotlimit.BatchTake{Limiter: l.withContext[i], Key: key, N: n})
+		}
+	}
+	l.batcher.TakeBatch(ctx, takes)
+	j := 0
+	for i := range l.children {
+		if l.batched&(1<<i) != 0 {
+			leaves[l.off[i]] = takes[j].Receipt
+			j++
+		}
+	}
+	return takes
 }
 
 // wait returns how long the request of n that the denier-th child denied,

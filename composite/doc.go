@@ -5,7 +5,8 @@
 //
 // # Model
 //
-// Take(key, n) takes n from each child in order. When every child admits,
+// Take(key, n) takes n from each child in order (but for the children that
+// can be asked together, see Batches). When every child admits,
 // the request passes and stays counted in all. When one denies, the children
 // that admitted before it are refunded at once, with their own receipts, and
 // the request is denied: nothing is lost on a partial failure. Nor when a
@@ -34,6 +35,23 @@
 // admits more than its own policy, whatever the interleaving, since each
 // child decides on its own state with its own lock-free protocol, and a
 // refund never creates capacity that was not taken.
+//
+// # Batches
+//
+// The children that are hotlimit.Batchers (redislimit's limiters), when
+// two or more of them are not sliding logs, are asked together, in one go,
+// when Take reaches the first of them: those on one Redis client in one
+// round trip rather than one each. The decisions are those of the children
+// asked in order: a child before the first of them that denies leaves them
+// unasked, and a denial by any child after it (one of them, or another
+// between them) has each of them that took the request give it back with
+// its own receipt, those after the denier too, as the children before the
+// denier do; so does a panic. Sliding logs stay out of the batch, asked in
+// their place on their own: a denial by a child before one never refunds
+// it. While Redis fails, a redislimit child with FailLocal that admitted a
+// request in the batch (by its local limiter, with no receipt to give it
+// back by) keeps it counted there when another child denies it, even one
+// before it in order, which asked in order would have left it unasked.
 //
 // # Decisions
 //
@@ -139,5 +157,6 @@
 // hotlimit.WithMaxKeys, when it returns a key to a fresh key's state: see
 // hotlimit.Refunder; and but for a composite that holds composites of more
 // than MaxChildren limiters in all, whose Take allocates the receipts it
-// keeps of each).
+// keeps of each; and but for a Take that asks children together, see
+// Batches, which allocates their takes).
 package composite
