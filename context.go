@@ -41,6 +41,12 @@ type Batcher interface {
 	// without a Limiter gets an error wrapping [ErrInvalidConfig]. The
 	// batcher need not be among the takes' Limiters.
 	TakeBatch(ctx context.Context, takes []BatchTake)
+	// Batches reports whether TakeBatch sends a take of l with the
+	// batcher's own in one round trip, rather than deciding it by itself
+	// (by l's TakeReceiptContext, or a round trip of its own): a caller
+	// asks ahead of their turn only the limiters that share the trip, as
+	// asking any other early saves nothing.
+	Batches(l ContextRefunder) bool
 }
 
 // BatchTake is one take of [Batcher.TakeBatch]: N requests from Key under

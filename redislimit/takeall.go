@@ -163,6 +163,22 @@ func (l *Limiter) TakeBatch(ctx context.Context, takes []hotlimit.BatchTake) {
 	}
 }
 
+// Batches makes l a [hotlimit.Batcher]: it reports whether TakeBatch (and
+// TakeAll, with l's take first) sends a take of other in one round trip
+// with l's own: other is a *Limiter on l's client, with l's timeout, the
+// client enforces deadlines (ContextTimeoutEnabled), and neither has a
+// lease. A take with a lease is decided by itself, from its lease or by a
+// round trip of its own, so a service rule asks it in turn, after the
+// limits before it: asked ahead, a request that one of those denies would
+// spend from the lease, and a give-back of a leased request is stamped
+// with the lease's time, so that it returns less than it took once the
+// key has refilled since (see [WithLease]).
+func (l *Limiter) Batches(other hotlimit.ContextRefunder) bool {
+	o, ok := other.(*Limiter)
+	return ok && o != nil && l.leases == nil && o.leases == nil && l.batch.enforced &&
+		o.client == l.client && o.set.timeout == l.set.timeout
+}
+
 // runAll runs the ops of c, script calls on l's client, under l's timeout,
 // in one round trip: in the next batch of l while other calls of l are
 // under way, else in a pipeline of its own on the calling goroutine (l's
