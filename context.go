@@ -30,7 +30,8 @@ type ContextRefunder interface {
 // own and other limiters', in fewer round trips than one each:
 // redislimit's Limiter sends the takes of the limiters that share its
 // Redis client in one round trip. A service rule of several limits asks
-// the limiters that are Batchers together (see service.Service.Take).
+// together, ahead of the others, the limiters that its first Batcher
+// sends in one round trip (see Batches, and service.Service.Take).
 type Batcher interface {
 	ContextRefunder
 	// TakeBatch decides every take of takes, under ctx, as its Limiter's
