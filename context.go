@@ -30,7 +30,8 @@ type ContextRefunder interface {
 // own and other limiters', in fewer round trips than one each:
 // redislimit's Limiter sends the takes of the limiters that share its
 // Redis client in one round trip. A service rule of several limits asks
-// the limiters that are Batchers together (see service.Service.Take).
+// together, ahead of the others, the limiters that its first Batcher
+// sends in one round trip (see Batches, and service.Service.Take).
 type Batcher interface {
 	ContextRefunder
 	// TakeBatch decides every take of takes, under ctx, as its Limiter's
@@ -41,6 +42,12 @@ type Batcher interface {
 	// without a Limiter gets an error wrapping [ErrInvalidConfig]. The
 	// batcher need not be among the takes' Limiters.
 	TakeBatch(ctx context.Context, takes []BatchTake)
+	// Batches reports whether TakeBatch sends a take of l with the
+	// batcher's own in one round trip, rather than deciding it by itself
+	// (by l's TakeReceiptContext, or a round trip of its own): a caller
+	// asks ahead of their turn only the limiters that share the trip, as
+	// asking any other early saves nothing.
+	Batches(l ContextRefunder) bool
 }
 
 // BatchTake is one take of [Batcher.TakeBatch]: N requests from Key under

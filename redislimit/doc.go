@@ -144,9 +144,9 @@
 // that limiter's next batch, shared with the concurrent calls. A Limiter is
 // a [hotlimit.Batcher] ([Limiter.TakeBatch] is TakeAll), so a service rule
 // of several limits on one client asks them in one round trip, but for its
-// sliding logs, each asked after them on its own; a composite.Limiter asks
-// its children on one client so too, but for its sliding logs, each asked
-// in its place.
+// sliding logs, each asked after them on its own, and its limits with a
+// lease, each asked in its turn (see [Limiter.Batches]); a
+// composite.Limiter asks its children on one client so too.
 //
 // For a hot key, [WithLease] takes a batch of requests from Redis in the same
 // script call that admits one, and spends them in this process without a

@@ -41,9 +41,21 @@ type Take struct {
 // if it ran them (see [WithTimeout] for what a frozen Redis may still
 // count). A nil Limiter's take gets an error wrapping
 // [hotlimit.ErrInvalidConfig]; a zero Limiter's panics, as its methods do.
-// A nil ctx is context.Background().
+// Should a take panic (a hook or an observer of its limiter's failure
+// policy, a clock), what the others took is given back to Redis, and the
+// panic goes on: the caller holds no receipt of them. A nil ctx is
+// context.Background().
 func TakeAll(ctx context.Context, takes []Take) {
 	ctx = orBackground(ctx)
+	for i := range takes {
+		takes[i].Receipt = hotlimit.Receipt{} // set as each take is decided
+	}
+	decided := false
+	defer func() {
+		if !decided {
+			giveBackAll(ctx, takes)
+		}
+	}()
 	var first *Limiter
 	var c *call
 	var piped []int
@@ -109,13 +121,21 @@ func TakeAll(ctx context.Context, takes []Take) {
 			v.add(takes[i].Limiter, breakers[j], opErr)
 		}
 		v.tell(ctx)
-		for j, i := range piped {
-			t := &takes[i]
-			rep, opErr := reply{}, err
-			if err == nil {
-				rep, opErr = c.ops[j].rep, c.ops[j].err
+		// The takes Redis decided first, with their receipts: those that
+		// it did not are decided by their failure policies, which may call
+		// a hook or an observer, and should one panic, the receipts are
+		// there to give back.
+		for failed := range 2 {
+			for j, i := range piped {
+				t := &takes[i]
+				rep, opErr := reply{}, err
+				if err == nil {
+					rep, opErr = c.ops[j].rep, c.ops[j].err
+				}
+				if (opErr != nil) == (failed == 1) {
+					t.Decision, t.Receipt, t.Err = t.Limiter.outcome(t.Key, t.N, rep, opErr)
+				}
 			}
-			t.Decision, t.Receipt, t.Err = t.Limiter.outcome(t.Key, t.N, rep, opErr)
 		}
 		if err == nil {
 			c.free()
@@ -130,13 +150,28 @@ func TakeAll(ctx context.Context, takes []Take) {
 		t := &takes[i]
 		t.Decision, t.Receipt, t.Err = t.Limiter.take(ctx, t.Key, t.N)
 	}
+	decided = true
+}
+
+// giveBackAll gives back, in reverse order, what each take of takes took
+// by its Receipt, under ctx without its cancellation, and clears the
+// receipts: a TakeAll or TakeBatch that panics holds nothing.
+func giveBackAll(ctx context.Context, takes []Take) {
+	for i := len(takes) - 1; i >= 0; i-- {
+		if t := &takes[i]; t.Limiter != nil && t.Receipt.N > 0 {
+			_ = t.Limiter.RefundContext(context.WithoutCancel(ctx), t.Key, t.Receipt)
+			t.Receipt = hotlimit.Receipt{}
+		}
+	}
 }
 
 // TakeBatch makes l a [hotlimit.Batcher]: it decides the takes whose
 // Limiter is a *Limiter as [TakeAll] does, in one round trip when they
 // share a client and timeout (l need not be among them), and then any
 // other take by its Limiter's own TakeReceiptContext. A take without a
-// Limiter gets an error wrapping [hotlimit.ErrInvalidConfig].
+// Limiter gets an error wrapping [hotlimit.ErrInvalidConfig]. Should a take
+// panic, what the takes of *Limiters took is given back to Redis, as
+// TakeAll does, and the panic goes on.
 func (l *Limiter) TakeBatch(ctx context.Context, takes []hotlimit.BatchTake) {
 	ctx = orBackground(ctx)
 	ours := make([]Take, 0, len(takes))
@@ -146,6 +181,12 @@ func (l *Limiter) TakeBatch(ctx context.Context, takes []hotlimit.BatchTake) {
 			ours, at = append(ours, Take{Limiter: rl, Key: takes[i].Key, N: takes[i].N}), append(at, i)
 		}
 	}
+	decided := false
+	defer func() {
+		if !decided {
+			giveBackAll(ctx, ours) // a panic of TakeAll's own gave them back already
+		}
+	}()
 	TakeAll(ctx, ours)
 	for j, t := range ours {
 		bt := &takes[at[j]]
@@ -161,6 +202,23 @@ func (l *Limiter) TakeBatch(ctx context.Context, takes []hotlimit.BatchTake) {
 			bt.Decision, bt.Receipt, bt.Err = other.TakeReceiptContext(ctx, bt.Key, bt.N)
 		}
 	}
+	decided = true
+}
+
+// Batches makes l a [hotlimit.Batcher]: it reports whether TakeBatch (and
+// TakeAll, with l's take first) sends a take of other in one round trip
+// with l's own: other is a *Limiter on l's client, with l's timeout, the
+// client enforces deadlines (ContextTimeoutEnabled), and neither has a
+// lease. A take with a lease is decided by itself, from its lease or by a
+// round trip of its own, so a service rule asks it in turn, after the
+// limits before it: asked ahead, a request that one of those denies would
+// spend from the lease, and a give-back of a leased request is stamped
+// with the lease's time, so that it returns less than it took once the
+// key has refilled since (see [WithLease]).
+func (l *Limiter) Batches(other hotlimit.ContextRefunder) bool {
+	o, ok := other.(*Limiter)
+	return ok && o != nil && l.leases == nil && o.leases == nil && l.batch.enforced &&
+		o.client == l.client && o.set.timeout == l.set.timeout
 }
 
 // runAll runs the ops of c, script calls on l's client, under l's timeout,

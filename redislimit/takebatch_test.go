@@ -112,3 +112,32 @@ func TestTakeBatchDecidesOthersAlone(t *testing.T) {
 	assert.Equal(t, 2, take(t, b, "k", 0).Remaining)
 	assert.Equal(t, 0, take(t, other, "k", 0).Remaining)
 }
+
+// TestBatchesOnlyWhatSharesTheTrip: Batches reports that TakeBatch sends a
+// take with the batcher's own only for a Limiter on its client, with its
+// timeout, neither with a lease, on a client that enforces deadlines.
+func TestBatchesOnlyWhatSharesTheTrip(t *testing.T) {
+	srv := redistest.Start(t)
+	client := newClient(t, srv)
+	c := hotlimit.Config{Algorithm: hotlimit.FixedWindow, Limit: 2, Window: time.Hour}
+	a := newExact(t, client, c, redislimit.WithPrefix("a:"))
+	b := newExact(t, client, hotlimit.Config{Algorithm: hotlimit.GCRA, Limit: 3, Window: time.Hour}, redislimit.WithPrefix("b:"))
+	leased := newExact(t, client, c, redislimit.WithPrefix("leased:"), redislimit.WithLease(2, time.Minute))
+	slower := newLimiter(t, client, c, redislimit.WithPrefix("slower:"), redislimit.WithTimeout(time.Minute))
+	elsewhere := newExact(t, newClient(t, srv), c)
+	loose := redis.NewClient(&redis.Options{Addr: srv.Addr}) // no ContextTimeoutEnabled
+	t.Cleanup(func() { _ = loose.Close() })
+	unbounded := newExact(t, loose, c)
+	assert.True(t, a.Batches(a))
+	assert.True(t, a.Batches(b))
+	assert.True(t, b.Batches(a))
+	assert.False(t, a.Batches(leased), "a lease decides by itself")
+	assert.False(t, leased.Batches(leased))
+	assert.False(t, leased.Batches(a))
+	assert.False(t, a.Batches(slower), "another timeout")
+	assert.False(t, a.Batches(elsewhere), "another client")
+	assert.False(t, unbounded.Batches(unbounded), "a client that does not enforce deadlines")
+	assert.False(t, a.Batches(oneByOne{ContextRefunder: b}), "not a Limiter")
+	assert.False(t, a.Batches(nil))
+	assert.False(t, a.Batches((*redislimit.Limiter)(nil)))
+}

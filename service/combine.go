@@ -25,9 +25,10 @@ import (
 // another's quota, whatever their scopes. It holds no state of its own, so
 // building a new one over the same limiters loses nothing.
 //
-// The limits that can be asked together (hotlimit.Batchers, such as
-// redislimit's on one client), when two or more can, are asked first, in
-// one go (see prefetch), and those that took a request another limit
+// The limits that can be asked together (those that a hotlimit.Batcher
+// sends in one round trip with its own, such as redislimit's on one client
+// without a lease), when two or more can, are asked first, in one go (see
+// prefetch), and those that took a request another limit
 // denies give it back as the limits asked before the denier do; the rest
 // are asked in the rule's order, sliding logs last: a sliding log
 // is the one limiter whose refund may hold future capacity longer than the
@@ -62,7 +63,8 @@ type multi struct {
 	most int
 	// batched has bit i set when children[i] is asked together with the
 	// others set, by batcher, before the rest are asked in turn (see
-	// prefetch); 0 when fewer than two limits can be.
+	// prefetch): batcher sends them in one round trip with its own (see
+	// hotlimit.Batcher.Batches); 0 when fewer than two limits can be.
 	batched uint32
 	batcher hotlimit.Batcher
 }
@@ -104,6 +106,7 @@ func newMulti(limits Limits, children []hotlimit.Limiter, defBurst int) (*multi,
 			m.most = min(m.most, capacity(c, defBurst))
 		}
 	}
+	var candidates uint32 // limits that may be asked together: see below
 	for to, from := range order {
 		r, ok := children[from].(hotlimit.Refunder)
 		if !ok {
@@ -116,11 +119,23 @@ func newMulti(limits Limits, children []hotlimit.Limiter, defBurst int) (*multi,
 		m.remote[to] = composite.UsesContext(r)
 		// Sliding logs are left out of the batch: asked last, one at a
 		// time, so that a denial never refunds one (see above).
-		if b, ok := r.(hotlimit.Batcher); ok && logs[from] == 0 {
-			m.batched |= 1 << to
-			if m.batcher == nil {
-				m.batcher = b
-			}
+		if logs[from] == 0 && m.withContext[to] != nil {
+			candidates |= 1 << to
+		}
+	}
+	// The batcher is the first limiter that can be asked with others, and
+	// the batch the limits it sends in one round trip with its own: a
+	// limit it would decide by itself (redislimit's with a lease, on
+	// another client) saves nothing asked ahead, and is asked in turn.
+	for i, c := range m.children {
+		if b, ok := c.(hotlimit.Batcher); ok && candidates&(1<<i) != 0 && b.Batches(b) {
+			m.batcher = b
+			break
+		}
+	}
+	for i := range m.children {
+		if m.batcher != nil && candidates&(1<<i) != 0 && m.batcher.Batches(m.withContext[i]) {
+			m.batched |= 1 << i
 		}
 	}
 	if bits.OnesCount32(m.batched) < 2 {

@@ -455,8 +455,9 @@ func (s *Service) Allow(user, api string) bool {
 // context (it could only fail; see composite.UsesContext): after
 // RetryAfter such a limit may still deny the request. The limits are asked
 // in the rule's order, sliding logs last, but for those that can be asked
-// together ([hotlimit.Batcher]s, as redislimit's limiters on one client
-// are): when two or more limits other than sliding logs can, they are asked
+// together (a [hotlimit.Batcher]'s, as redislimit's limiters on one client
+// without a lease are): when two or more limits other than sliding logs
+// can, they are asked
 // first, at once (one round trip to Redis, not one per limit), and when a
 // limit denies the request, those of them that took it give it back, as
 // the limits before the denier do. [Service.TakePolicy] returns the
