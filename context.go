@@ -31,7 +31,9 @@ type ContextRefunder interface {
 // redislimit's Limiter sends the takes of the limiters that share its
 // Redis client in one round trip. A service rule of several limits asks
 // together, ahead of the others, the limiters that its first Batcher
-// sends in one round trip (see Batches, and service.Service.Take).
+// sends in one round trip (see Batches, and service.Service.Take); a
+// composite.Limiter asks its children so when a take reaches the first of
+// them.
 type Batcher interface {
 	ContextRefunder
 	// TakeBatch decides every take of takes, under ctx, as its Limiter's

@@ -57,6 +57,12 @@ func (b *batching) TakeBatch(ctx context.Context, takes []hotlimit.BatchTake) {
 	}
 }
 
+// Batches sends every batching's take with b's own.
+func (b *batching) Batches(l hotlimit.ContextRefunder) bool {
+	_, ok := l.(*batching)
+	return ok
+}
+
 var _ hotlimit.Batcher = (*batching)(nil)
 
 // TestBatchersAskedTogetherWhenTheFirstIsReached: the children that are

@@ -28,10 +28,11 @@ const MaxChildren = 16
 // key. A nil *Limiter is not usable: its methods panic, as methods on a nil
 // pointer do. It is safe for concurrent use.
 //
-// The children that can be asked together ([hotlimit.Batcher]s, as
-// redislimit's limiters are), when two or more other than sliding logs
-// can, are asked together, in one go, when a take reaches the first of
-// them: those on one Redis client in one round trip, not one each. A
+// The children that can be asked together (those the first
+// [hotlimit.Batcher] among them sends in one round trip with its own, as
+// redislimit's limiters on one client without a lease are), when two or
+// more other than sliding logs can, are asked together, in one go, when a
+// take reaches the first of them, not in a round trip each. A
 // child before that first one that denies leaves them all unasked; when a
 // child denies after it (one of them, or another between them), every one
 // of them that took the request gives it back, those after the denier
@@ -158,15 +159,25 @@ func New(children ...hotlimit.Limiter) (*Limiter, error) {
 		} else {
 			l.width++
 		}
-		// Sliding logs are left out of the batch: a take reaching one
-		// asks it on its own, so that a denial by a child before it
-		// never refunds it (see slidinglog.Limiter.Refund).
-		if b, ok := c.(hotlimit.Batcher); ok && !l.isLog[i] {
+	}
+	// The batcher is the first child that can be asked with others, and
+	// the batch the children it sends in one round trip with its own (see
+	// hotlimit.Batcher.Batches): a child it would decide by itself
+	// (redislimit's with a lease, or on another client) saves nothing
+	// asked ahead, and is asked in its place. Sliding logs are left out
+	// of the batch: a take reaching one asks it on its own, so that a
+	// denial by a child before it never refunds it (see
+	// slidinglog.Limiter.Refund).
+	for i, c := range l.children {
+		if b, ok := c.(hotlimit.Batcher); ok && !l.isLog[i] && b.Batches(b) {
+			l.batcher = b
+			break
+		}
+	}
+	for i := range l.children {
+		if l.batcher != nil && !l.isLog[i] && l.withContext[i] != nil && l.batcher.Batches(l.withContext[i]) {
 			l.batched |= 1 << i
 			l.batchedEnd = i + 1
-			if l.batcher == nil {
-				l.batcher = b
-			}
 		}
 	}
 	if bits.OnesCount32(l.batched) < 2 {

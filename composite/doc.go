@@ -38,10 +38,12 @@
 //
 // # Batches
 //
-// The children that are hotlimit.Batchers (redislimit's limiters), when
-// two or more of them are not sliding logs, are asked together, in one go,
-// when Take reaches the first of them: those on one Redis client in one
-// round trip rather than one each. The decisions are those of the children
+// The children that the first hotlimit.Batcher among them (a redislimit
+// Limiter) sends in one round trip with its own (see
+// hotlimit.Batcher.Batches: redislimit's on its client, without a lease),
+// when two or more of them are not sliding logs, are asked together, in
+// one go, when Take reaches the first of them, rather than in a round trip
+// each; the others, a leased one say, are asked in their place. The decisions are those of the children
 // asked in order: a child before the first of them that denies leaves them
 // unasked, and a denial by any child after it (one of them, or another
 // between them) has each of them that took the request give it back with

@@ -317,3 +317,56 @@ func TestCompositeBatchRedisDownMatchesOneByOne(t *testing.T) {
 		})
 	}
 }
+
+// TestCompositeLeasedChildAskedInItsPlace: a child that leases
+// (redislimit.WithLease: TakeAll decides its take by itself) is not asked
+// with the children of the batch but in its place, so that a request a
+// child before it denies never spends from its lease: asked ahead, each
+// such request would spend one and give it back stamped with the lease's
+// time, less what refilled since. A user past his own limit leaves the
+// leased global limit as its twin asking every child in turn does.
+func TestCompositeLeasedChildAskedInItsPlace(t *testing.T) {
+	srv := redistest.Start(t)
+	client := newClient(t, srv)
+	var clock atomic.Int64
+	clock.Store(int64(time.Hour))
+	build := func(prefix string, hide bool) (*composite.Limiter, *redislimit.Limiter) {
+		opts := func(name string, more ...hotlimit.Option) []hotlimit.Option {
+			return append([]hotlimit.Option{hotlimit.WithClock(clock.Load), redislimit.WithPrefix(prefix + name)}, more...)
+		}
+		user := newExact(t, client, hotlimit.Config{Algorithm: hotlimit.FixedWindow, Limit: 1, Window: time.Hour}, opts("user:")...)
+		api := newExact(t, client, hotlimit.Config{Algorithm: hotlimit.FixedWindow, Limit: 50, Window: time.Hour}, opts("api:")...)
+		global := newExact(t, client, hotlimit.Config{Algorithm: hotlimit.TokenBucket, Limit: 10, Window: time.Minute},
+			opts("global:", redislimit.WithLease(5, time.Minute))...)
+		var children []hotlimit.Limiter
+		for _, l := range []*redislimit.Limiter{user, api, global} {
+			if hide {
+				children = append(children, oneByOneBurst{oneByOne{ContextRefunder: l, config: l.Config()}})
+			} else {
+				children = append(children, l)
+			}
+		}
+		c, err := composite.New(children...)
+		require.NoError(t, err)
+		return c, global
+	}
+	batched, bGlobal := build("batched:", false)
+	single, sGlobal := build("single:", true)
+	ctx := context.Background()
+	for _, c := range []*composite.Limiter{batched, single} {
+		d, _, err := c.TakeReceiptContext(ctx, "ann", 1) // ann's limit spent, the global one leased
+		require.NoError(t, err)
+		require.True(t, d.Allowed)
+	}
+	clock.Add(int64(12 * time.Second)) // two tokens refill
+	for i := range 3 {
+		bd, _, err := batched.TakeReceiptContext(ctx, "ann", 1)
+		require.NoError(t, err)
+		sd, _, err := single.TakeReceiptContext(ctx, "ann", 1)
+		require.NoError(t, err)
+		require.False(t, bd.Allowed, "request %d: ann's own limit", i)
+		assert.Equal(t, sd, bd, "request %d", i)
+		assert.Equal(t, redislimit.LeaseLeft(sGlobal, "ann"), redislimit.LeaseLeft(bGlobal, "ann"), "request %d: the lease as it was", i)
+		assert.Equal(t, take(t, sGlobal, "ann", 0), take(t, bGlobal, "ann", 0), "request %d: the global limit as it was", i)
+	}
+}

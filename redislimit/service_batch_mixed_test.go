@@ -12,14 +12,14 @@ import (
 	"github.com/hotlimit/hotlimit/service"
 )
 
-// inMemory marks a limit that mixedFactory builds in memory: its window.
-const inMemory = time.Minute + time.Second
+// inMemoryWindow marks a limit that mixedFactory builds in memory: its window.
+const inMemoryWindow = time.Minute + time.Second
 
-// inMemoryAt builds the limits of window inMemory in memory
+// inMemoryAt builds the limits of window inMemoryWindow in memory
 // (service.NewLimiter), the others by onRedis.
 func inMemoryAt(onRedis hotlimit.Factory) hotlimit.Factory {
 	return func(c hotlimit.Config, opts ...hotlimit.Option) (hotlimit.Limiter, error) {
-		if c.Window == inMemory {
+		if c.Window == inMemoryWindow {
 			return service.NewLimiter(c, opts...)
 		}
 		return onRedis(c, opts...)
@@ -30,7 +30,7 @@ func inMemoryAt(onRedis hotlimit.Factory) hotlimit.Factory {
 // the middle, last; in shadow mode on either side.
 var mixedRules = service.Rules{
 	Default: service.Limits{
-		{Algorithm: hotlimit.TokenBucket, Limit: 4, Window: inMemory},
+		{Algorithm: hotlimit.TokenBucket, Limit: 4, Window: inMemoryWindow},
 		{Algorithm: hotlimit.FixedWindow, Limit: 6, Window: time.Minute, Scope: hotlimit.PerUser},
 		{Algorithm: hotlimit.GCRA, Limit: 9, Window: time.Minute, Scope: hotlimit.PerAPI},
 		{Algorithm: hotlimit.SlidingCounter, Limit: 7, Window: time.Minute},
@@ -38,21 +38,21 @@ var mixedRules = service.Rules{
 	APIs: map[string]service.Limits{
 		"POST /mid": {
 			{Algorithm: hotlimit.FixedWindow, Limit: 5, Window: time.Minute, Scope: hotlimit.PerUser},
-			{Algorithm: hotlimit.TokenBucket, Limit: 3, Window: inMemory, Scope: hotlimit.PerUser},
+			{Algorithm: hotlimit.TokenBucket, Limit: 3, Window: inMemoryWindow, Scope: hotlimit.PerUser},
 			{Algorithm: hotlimit.GCRA, Limit: 8, Window: time.Minute, Scope: hotlimit.Global},
 			{Algorithm: hotlimit.SlidingLog, Limit: 6, Window: time.Minute, Scope: hotlimit.PerAPI},
 		},
 		"POST /shadow": {
 			{Algorithm: hotlimit.FixedWindow, Limit: 2, Window: time.Minute, Shadow: true},
 			{Algorithm: hotlimit.SlidingCounter, Limit: 3, Window: time.Minute, Scope: hotlimit.PerUser},
-			{Algorithm: hotlimit.TokenBucket, Limit: 4, Window: inMemory, Shadow: true},
+			{Algorithm: hotlimit.TokenBucket, Limit: 4, Window: inMemoryWindow, Shadow: true},
 			{Algorithm: hotlimit.GCRA, Limit: 5, Window: time.Minute, Scope: hotlimit.Global},
 		},
 		"POST /last": {
 			{Algorithm: hotlimit.GCRA, Limit: 4, Window: time.Minute, Scope: hotlimit.PerUser},
 			{Algorithm: hotlimit.FixedWindow, Limit: 3, Window: time.Minute, Shadow: true, Scope: hotlimit.PerAPI},
 			{Algorithm: hotlimit.TokenBucket, Limit: 5, Window: time.Minute},
-			{Algorithm: hotlimit.FixedWindow, Limit: 2, Window: inMemory, Scope: hotlimit.PerAPI},
+			{Algorithm: hotlimit.FixedWindow, Limit: 2, Window: inMemoryWindow, Scope: hotlimit.PerAPI},
 		},
 	},
 }
