@@ -1,6 +1,9 @@
 package hotlimit
 
-import "context"
+import (
+	"context"
+	"errors"
+)
 
 // ContextTaker is a [Limiter] whose decisions may wait on something outside
 // the process, such as Redis, and so take a context: its deadline bounds the
@@ -58,9 +61,21 @@ type BatchTake struct {
 	Limiter ContextRefunder
 	Key     string
 	N       int
+	// Ahead says that the take is asked ahead of its turn, to be given
+	// back when another limit denies the request: when its limiter cannot
+	// decide it (its backend failing), the batcher does not decide it by
+	// the limiter's failure policy, which may count it where no receipt
+	// reaches (redislimit's FailLocal, in its in-process limiter). Its Err
+	// then wraps [ErrNotDecided], its Decision and Receipt are zero, and
+	// the caller asks the limiter again in the take's turn.
+	Ahead bool
 
 	// Decision, Receipt and Err are set by TakeBatch.
 	Decision Decision
 	Receipt  Receipt
 	Err      error
 }
+
+// ErrNotDecided is wrapped by the error of a [BatchTake] asked Ahead that
+// its limiter could not decide, and left for the caller to ask in turn.
+var ErrNotDecided = errors.New("not decided ahead of its turn")

@@ -449,8 +449,8 @@ func (l *Limiter) take(ctx context.Context, key string, n int, leaves []hotlimit
 		var cd hotlimit.Decision
 		var r hotlimit.Receipt
 		var err error
-		switch cc := l.withContext[i]; {
-		case l.batched&(1<<i) != 0:
+		decided := false // by the batch
+		if l.batched&(1<<i) != 0 {
 			if batch == nil {
 				batch = l.prefetch(ctx, key, n, leaves)
 				batchedUpTo = l.batchedEnd
@@ -458,10 +458,17 @@ func (l *Limiter) take(ctx context.Context, key string, n int, leaves []hotlimit
 			}
 			t := &batch[next]
 			next++
-			cd, r, err = t.Decision, t.Receipt, t.Err
-			if ctx == nil {
-				err = nil // as TakeReceipt's, below
+			// One its limiter could not decide ahead is asked in its
+			// place, by its failure policy (see hotlimit.BatchTake.Ahead).
+			if decided = !errors.Is(t.Err, hotlimit.ErrNotDecided); decided {
+				cd, r, err = t.Decision, t.Receipt, t.Err
+				if ctx == nil {
+					err = nil // as TakeReceipt's, below
+				}
 			}
+		}
+		switch cc := l.withContext[i]; {
+		case decided:
 		case l.sub[i] != nil:
 			sub := l.sub[i]
 			cd, r, err = sub.take(ctx, key, n, leaves[l.off[i]:l.off[i]+sub.width])
@@ -553,7 +560,7 @@ func (l *Limiter) prefetch(ctx context.Context, key string, n int, leaves []hotl
 	takes := make([]hotlimit.BatchTake, 0, bits.OnesCount32(l.batched))
 	for i := range l.children {
 		if l.batched&(1<<i) != 0 {
-			takes = append(takes, hotlimit.BatchTake{Limiter: l.withContext[i], Key: key, N: n})
+			takes = append(takes, hotlimit.BatchTake{Limiter: l.withContext[i], Key: key, N: n, Ahead: true})
 		}
 	}
 	l.batcher.TakeBatch(ctx, takes)

@@ -50,10 +50,11 @@
 // its own receipt, those after the denier too, as the children before the
 // denier do; so does a panic. Sliding logs stay out of the batch, asked in
 // their place on their own: a denial by a child before one never refunds
-// it. While Redis fails, a redislimit child with FailLocal that admitted a
-// request in the batch (by its local limiter, with no receipt to give it
-// back by) keeps it counted there when another child denies it, even one
-// before it in order, which asked in order would have left it unasked.
+// it. While Redis cannot decide the children of the batch, none is decided
+// by its failure policy there (hotlimit.BatchTake.Ahead): each is asked
+// again in its place, so that a redislimit child with FailLocal counts in
+// its in-process limiter (where no receipt reaches) only what it counts
+// asked in order.
 //
 // # Decisions
 //

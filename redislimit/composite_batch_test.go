@@ -370,3 +370,39 @@ func TestCompositeLeasedChildAskedInItsPlace(t *testing.T) {
 		assert.Equal(t, take(t, sGlobal, "ann", 0), take(t, bGlobal, "ann", 0), "request %d: the global limit as it was", i)
 	}
 }
+
+// TestCompositeFailLocalOutageMatchesOneByOne: while Redis is down, the
+// children asked together are left undecided and asked in their place, so
+// that FailLocal's in-process limiters count what they count for the twin
+// asking every child in turn: a request the first child denies spends
+// nothing of the second's in-process quota.
+func TestCompositeFailLocalOutageMatchesOneByOne(t *testing.T) {
+	client := redis.NewClient(&redis.Options{Addr: deadAddr(t), ContextTimeoutEnabled: true, MaxRetries: -1, DialerRetries: 1})
+	t.Cleanup(func() { _ = client.Close() })
+	build := func(hide bool) (*composite.Limiter, *redislimit.Limiter) {
+		first := newLimiter(t, client, hotlimit.Config{Algorithm: hotlimit.FixedWindow, Limit: 1, Window: time.Hour}, frozenClock())
+		second := newLimiter(t, client, hotlimit.Config{Algorithm: hotlimit.TokenBucket, Limit: 4, Window: time.Hour}, frozenClock())
+		children := []hotlimit.Limiter{first, second}
+		if hide {
+			children = []hotlimit.Limiter{oneByOneBurst{oneByOne{ContextRefunder: first, config: first.Config()}},
+				oneByOneBurst{oneByOne{ContextRefunder: second, config: second.Config()}}}
+		}
+		c, err := composite.New(children...)
+		require.NoError(t, err)
+		return c, second
+	}
+	batched, bSecond := build(false)
+	single, sSecond := build(true)
+	ctx := context.Background()
+	for i := range 5 {
+		bd, _, berr := batched.TakeReceiptContext(ctx, "k", 1)
+		sd, _, serr := single.TakeReceiptContext(ctx, "k", 1)
+		require.Error(t, berr, "request %d: Redis is down", i)
+		require.Error(t, serr, "request %d", i)
+		assert.Equal(t, sd, bd, "request %d", i)
+		assert.Equal(t, i == 0, bd.Allowed, "request %d", i)
+	}
+	bRem, sRem := bSecond.Take("k", 0).Remaining, sSecond.Take("k", 0).Remaining
+	assert.Equal(t, sRem, bRem, "the second child's in-process quota")
+	assert.Equal(t, 3, bRem)
+}

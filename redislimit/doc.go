@@ -202,12 +202,14 @@
 // decision gives no receipt, so a request its in-process limiter admitted
 // and a limit asked after it denied stays counted in that in-process
 // limiter: during an outage the rule may admit less than its Redis limit
-// would have on its own, never more. With one Redis limit, put it last in
-// the rule to avoid that (the service asks sliding logs last whatever the
-// order, so a sliding log in memory comes after it anyway). Two or more
-// limits on one client are asked together, before the others (one round
-// trip, see the service's Take), so a denial by any other limit leaves
-// their FailLocal counts as they are.
+// would have on its own, never more. Put the Redis limits last in the rule
+// to avoid that (the service asks sliding logs last whatever the order, so
+// a sliding log in memory comes after them anyway). Limits on one client
+// asked together, ahead of their turn (one round trip, see the service's
+// Take), are not decided by their failure policies there: while Redis
+// cannot decide them, each is asked again in its turn
+// (hotlimit.BatchTake.Ahead), and its FailLocal counts what it would
+// count asked in turn.
 //
 // A denial's RetryAfter, in a rule of several limits or a composite.Limiter,
 // is the wait until every limit admits the request: the limits after the

@@ -370,3 +370,38 @@ func median(xs []float64) float64 {
 	}
 	return (xs[len(xs)/2-1] + xs[len(xs)/2]) / 2
 }
+
+// TestServiceBatchFailLocalOutageMatchesOneByOne: while Redis is down, the
+// limits asked together are left undecided (not decided by their failure
+// policy there) and asked in turn, so that FailLocal's in-process limiters,
+// whose takes no receipt gives back, count what the limits asked in turn
+// count: a user past his own limit leaves the global one to the others.
+// Decided by FailLocal in the batch, every request of his would have spent
+// the global limit's in-process quota.
+func TestServiceBatchFailLocalOutageMatchesOneByOne(t *testing.T) {
+	client := redis.NewClient(&redis.Options{Addr: deadAddr(t), ContextTimeoutEnabled: true, MaxRetries: -1, DialerRetries: 1})
+	t.Cleanup(func() { _ = client.Close() })
+	rules := service.Rules{Default: service.Limits{
+		{Algorithm: hotlimit.FixedWindow, Limit: 1, Window: time.Hour, Scope: hotlimit.PerUser},
+		{Algorithm: hotlimit.TokenBucket, Limit: 4, Window: time.Hour, Scope: hotlimit.Global},
+	}}
+	batched, err := service.NewFromRules(rules, frozenClock(), hotlimit.WithFactory(redislimit.Factory(client)))
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = batched.Close() })
+	single, err := service.NewFromRules(rules, frozenClock(), hotlimit.WithFactory(oneByOneFactory(client)))
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = single.Close() })
+	ctx := context.Background()
+	for i, user := range []string{"ann", "ann", "ann", "ann", "ann", "bob", "cid", "dan", "eve"} {
+		bd, beach, berr := batched.TakeEach(ctx, user, "GET /a", 1, nil)
+		sd, seach, serr := single.TakeEach(ctx, user, "GET /a", 1, nil)
+		require.Error(t, berr, "request %d: Redis is down", i)
+		require.Error(t, serr, "request %d", i)
+		require.Equal(t, sd, bd, "request %d: %s", i, user)
+		for j := range beach {
+			assert.Equal(t, seach[j].Decision, beach[j].Decision, "request %d: %s, limit %d", i, user, j)
+		}
+		want := user != "ann" && user != "eve" || i == 0 // the global limit holds 4
+		assert.Equal(t, want, bd.Allowed, "request %d: %s", i, user)
+	}
+}

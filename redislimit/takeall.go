@@ -16,6 +16,11 @@ type Take struct {
 	Limiter *Limiter
 	Key     string
 	N       int
+	// Ahead is [hotlimit.BatchTake]'s: when Redis cannot decide the take
+	// (an error, the timeout, an open breaker), its failure policy does
+	// not either, and Err wraps [hotlimit.ErrNotDecided]. A take decided
+	// by itself (see TakeAll) is decided as TakeReceiptContext decides.
+	Ahead bool
 
 	// Decision, Receipt and Err are set by TakeAll.
 	Decision hotlimit.Decision
@@ -36,7 +41,8 @@ type Take struct {
 // ContextTimeoutEnabled (whose pipeline could outlast the timeout), is
 // decided by itself, after the pipeline.
 // Every take's Decision, Receipt and Err are set; Err and the failure
-// policy's Decision when Redis fails, as in TakeReceiptContext, or when ctx
+// policy's Decision when Redis fails (but for a take asked Ahead, see
+// Take), as in TakeReceiptContext, or when ctx
 // ends first: the takes that joined a batch are then given back to Redis
 // if it ran them (see [WithTimeout] for what a frozen Redis may still
 // count). A nil Limiter's take gets an error wrapping
@@ -77,20 +83,20 @@ func TakeAll(ctx context.Context, takes []Take) {
 			continue
 		}
 		if err := lookups.failed(ctx, l); err != nil {
-			t.Decision, t.Receipt, t.Err = l.fail(t.Key, t.N, err)
+			t.Decision, t.Receipt, t.Err = t.outcome(reply{}, err)
 			continue
 		}
 		k := l.redisKey(t.Key)
 		b, err := l.breakerFor(ctx, k)
 		if err != nil {
 			lookups.add(l, err)
-			t.Decision, t.Receipt, t.Err = l.fail(t.Key, t.N, err)
+			t.Decision, t.Receipt, t.Err = t.outcome(reply{}, err)
 			continue
 		}
 		ok, probe := b.allow()
 		switch {
 		case !ok:
-			t.Decision, t.Receipt, t.Err = l.fail(t.Key, t.N, ErrBreakerOpen)
+			t.Decision, t.Receipt, t.Err = t.outcome(reply{}, ErrBreakerOpen)
 			continue
 		case probe:
 			probes, probed = append(probes, i), append(probed, b)
@@ -98,7 +104,8 @@ func TakeAll(ctx context.Context, takes []Take) {
 		}
 		a, err := l.args(int64(t.N), 0, 0, 0)
 		if err != nil {
-			t.Decision, t.Receipt, t.Err = l.settle(ctx, b, t.Key, t.N, reply{}, err)
+			l.observe(ctx, b, err)
+			t.Decision, t.Receipt, t.Err = t.outcome(reply{}, err)
 			continue
 		}
 		if first == nil {
@@ -133,7 +140,7 @@ func TakeAll(ctx context.Context, takes []Take) {
 					rep, opErr = c.ops[j].rep, c.ops[j].err
 				}
 				if (opErr != nil) == (failed == 1) {
-					t.Decision, t.Receipt, t.Err = t.Limiter.outcome(t.Key, t.N, rep, opErr)
+					t.Decision, t.Receipt, t.Err = t.outcome(rep, opErr)
 				}
 			}
 		}
@@ -144,13 +151,24 @@ func TakeAll(ctx context.Context, takes []Take) {
 	for j, i := range probes {
 		t := &takes[i]
 		rep, err := t.Limiter.run(ctx, probed[j], t.Limiter.redisKey(t.Key), int64(t.N), 0, 0, 0, true)
-		t.Decision, t.Receipt, t.Err = t.Limiter.settle(ctx, probed[j], t.Key, t.N, rep, err)
+		t.Limiter.observe(ctx, probed[j], err)
+		t.Decision, t.Receipt, t.Err = t.outcome(rep, err)
 	}
 	for _, i := range alone {
 		t := &takes[i]
 		t.Decision, t.Receipt, t.Err = t.Limiter.take(ctx, t.Key, t.N)
 	}
 	decided = true
+}
+
+// outcome is the take's decision from Redis's reply rep, or, on err, its
+// failure policy's, unless the take is asked Ahead: it is then left
+// undecided, for its caller to ask in turn.
+func (t *Take) outcome(rep reply, err error) (hotlimit.Decision, hotlimit.Receipt, error) {
+	if err != nil && t.Ahead {
+		return hotlimit.Decision{}, hotlimit.Receipt{}, fmt.Errorf("redislimit: %w: %w", hotlimit.ErrNotDecided, t.Limiter.explain(err))
+	}
+	return t.Limiter.outcome(t.Key, t.N, rep, err)
 }
 
 // giveBackAll gives back, in reverse order, what each take of takes took
@@ -178,7 +196,7 @@ func (l *Limiter) TakeBatch(ctx context.Context, takes []hotlimit.BatchTake) {
 	at := make([]int, 0, len(takes)) // ours[j] is takes[at[j]]
 	for i := range takes {
 		if rl, ok := takes[i].Limiter.(*Limiter); ok {
-			ours, at = append(ours, Take{Limiter: rl, Key: takes[i].Key, N: takes[i].N}), append(at, i)
+			ours, at = append(ours, Take{Limiter: rl, Key: takes[i].Key, N: takes[i].N, Ahead: takes[i].Ahead}), append(at, i)
 		}
 	}
 	decided := false

@@ -265,13 +265,21 @@ func (m *multi) take(ctx context.Context, k keys, n int, each *[composite.MaxChi
 		var r hotlimit.Receipt
 		var err error
 		cdUndecided := false
-		switch cc := m.withContext[i]; {
-		case m.batched&(1<<i) != 0:
-			cd, r, err = batch[0].Decision, batch[0].Receipt, batch[0].Err
+		decided := false // by the batch
+		if m.batched&(1<<i) != 0 {
+			t := &batch[0]
 			batch = batch[1:]
-			if ctx == nil {
-				err = nil // as TakeReceipt's, below
+			// One its limiter could not decide ahead is asked in turn,
+			// by its failure policy (see hotlimit.BatchTake.Ahead).
+			if decided = !errors.Is(t.Err, hotlimit.ErrNotDecided); decided {
+				cd, r, err = t.Decision, t.Receipt, t.Err
+				if ctx == nil {
+					err = nil // as TakeReceipt's, below
+				}
 			}
+		}
+		switch cc := m.withContext[i]; {
+		case decided:
 		case ctx != nil && cc != nil:
 			cd, r, err = cc.TakeReceiptContext(ctx, k.of(m.limits[i].Scope), n)
 		default:
@@ -376,7 +384,7 @@ func (m *multi) prefetch(ctx context.Context, k *keys, n int, r *[composite.MaxC
 	upTo := 0
 	for i := range m.children {
 		if m.batched&(1<<i) != 0 {
-			takes = append(takes, hotlimit.BatchTake{Limiter: m.withContext[i], Key: k.of(m.limits[i].Scope), N: n})
+			takes = append(takes, hotlimit.BatchTake{Limiter: m.withContext[i], Key: k.of(m.limits[i].Scope), N: n, Ahead: true})
 			upTo = i + 1
 		}
 	}
