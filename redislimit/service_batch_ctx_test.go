@@ -41,6 +41,20 @@ func remaining(t *testing.T, svc *service.Service, user, api string) []int {
 	return left
 }
 
+// heldService returns a service of ctxRules on a client of its own for
+// srv (FailOpen), whose pipelines hold can hold.
+func heldService(t *testing.T, srv *redistest.Server) (*service.Service, *pipeHold) {
+	t.Helper()
+	client := newClient(t, srv)
+	hold := newPipeHold()
+	client.AddHook(hold)
+	svc, err := service.NewFromRules(ctxRules, frozenClock(), hotlimit.WithFactory(redislimit.Factory(client,
+		redislimit.WithTimeout(exactTimeout), redislimit.WithFailPolicy(redislimit.FailOpen), redislimit.WithPrefix(t.Name()))))
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = svc.Close() })
+	return svc, hold
+}
+
 // TestServiceBatchCanceledBeforeSent: a request whose context is canceled
 // as its limits' pipeline is about to go gets each limit's failure policy
 // (FailOpen here), an error of each limit and one saying the request ended
@@ -50,13 +64,7 @@ func TestServiceBatchCanceledBeforeSent(t *testing.T) {
 	srv := redistest.Start(t)
 	for _, api := range []string{"GET /a", "POST /log"} {
 		t.Run(api, func(t *testing.T) {
-			client := newClient(t, srv)
-			hold := newPipeHold()
-			client.AddHook(hold)
-			svc, err := service.NewFromRules(ctxRules, frozenClock(), hotlimit.WithFactory(redislimit.Factory(client,
-				redislimit.WithTimeout(exactTimeout), redislimit.WithFailPolicy(redislimit.FailOpen), redislimit.WithPrefix(t.Name()))))
-			require.NoError(t, err)
-			t.Cleanup(func() { _ = svc.Close() })
+			svc, hold := heldService(t, srv)
 			before := remaining(t, svc, "zed", api)
 			ctx, cancel := context.WithCancel(context.Background())
 			hold.before = cancel
@@ -85,13 +93,7 @@ func TestServiceBatchCanceledOnTheWayBack(t *testing.T) {
 	srv := redistest.Start(t)
 	for _, api := range []string{"GET /a", "POST /log"} {
 		t.Run(api, func(t *testing.T) {
-			client := newClient(t, srv)
-			hold := newPipeHold()
-			client.AddHook(hold)
-			svc, err := service.NewFromRules(ctxRules, frozenClock(), hotlimit.WithFactory(redislimit.Factory(client,
-				redislimit.WithTimeout(exactTimeout), redislimit.WithFailPolicy(redislimit.FailOpen), redislimit.WithPrefix(t.Name()))))
-			require.NoError(t, err)
-			t.Cleanup(func() { _ = svc.Close() })
+			svc, hold := heldService(t, srv)
 			before := remaining(t, svc, "zed", api)
 			ctx, cancel := context.WithCancel(context.Background())
 			hold.armed.Store(true)
