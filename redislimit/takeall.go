@@ -118,12 +118,20 @@ func TakeAll(ctx context.Context, takes []Take) {
 	if first != nil {
 		err := first.runAll(ctx, c)
 		// One round trip: each breaker hears once how it did (see
-		// verdicts), then each take gets its decision.
+		// verdicts), then each take gets its decision. A take asked Ahead
+		// that Redis did not answer is asked again in its turn, whose
+		// call tells its breaker: told here too, its failure would count
+		// twice, and the breaker open after half its threshold of
+		// requests; and one that a limit before it denies, never asked in
+		// turn, would count a failure for a request that never asked it.
 		var v verdicts
 		for j, i := range piped {
 			opErr := err
 			if err == nil {
 				opErr = c.ops[j].err
+			}
+			if takes[i].Ahead && !redisAnswered(opErr) {
+				continue
 			}
 			v.add(takes[i].Limiter, breakers[j], opErr)
 		}
