@@ -135,3 +135,32 @@ func TestServiceBatchOutageBreakerMatchesOneByOne(t *testing.T) {
 		}
 	}
 }
+
+// TestServiceBatchHalfOpenProbeMatchesOneByOne: with Redis unreachable
+// and the breakers' cooldown over, a request whose limits on Redis are
+// asked together probes each breaker as the twin asking them in turn
+// does: in the limit's turn, so that its failure policy hears the probe's
+// own error, not the breaker's refusal after a probe made ahead, and the
+// breaker is open again for as long.
+func TestServiceBatchHalfOpenProbeMatchesOneByOne(t *testing.T) {
+	var breakerNow atomic.Int64
+	breakerNow.Store(int64(time.Hour))
+	redislimit.SetBreakerClock(breakerNow.Load)
+	t.Cleanup(func() { redislimit.SetBreakerClock(nil) })
+	client := deadClient(t)
+	for _, policy := range []redislimit.FailPolicy{redislimit.FailLocal, redislimit.FailOpen, redislimit.FailClosed} {
+		for _, api := range []string{"GET /", "POST /first", "POST /last", "POST /shadow"} {
+			name := fmt.Sprintf("%v %s", policy, api)
+			batched, single, bobs, sobs := outageTwins(t, client,
+				redislimit.WithFailPolicy(policy), redislimit.WithBreaker(2, time.Minute), redislimit.WithTimeout(exactTimeout))
+			// Rows: how far the breakers' clock moves before the request.
+			for step, move := range []time.Duration{0, 0, 0, 2 * time.Minute, 0, 30 * time.Second, 31 * time.Second, 0} {
+				breakerNow.Add(int64(move))
+				want := outcome(single, context.Background(), "u", api, 1)
+				got := outcome(batched, context.Background(), "u", api, 1)
+				require.Equal(t, want, got, "%s: step %d", name, step)
+			}
+			assert.Equal(t, fallbackReasons(sobs), fallbackReasons(bobs), name)
+		}
+	}
+}

@@ -93,6 +93,15 @@ func TakeAll(ctx context.Context, takes []Take) {
 			t.Decision, t.Receipt, t.Err = t.outcome(reply{}, err)
 			continue
 		}
+		if t.Ahead && b.open() {
+			// Refused or probing, its turn asks it: a probe made ahead
+			// that fails leaves the breaker open, and the turn's call
+			// refused, its failure policy hearing of the breaker, not of
+			// the probe's error; one that passes is given back, when a
+			// limit before it denies, by a request that never asked it.
+			t.Decision, t.Receipt, t.Err = t.outcome(reply{}, ErrBreakerOpen)
+			continue
+		}
 		ok, probe := b.allow()
 		switch {
 		case !ok:
