@@ -164,3 +164,35 @@ func TestServiceBatchHalfOpenProbeMatchesOneByOne(t *testing.T) {
 		}
 	}
 }
+
+// TestServiceBatchClusterLookupFailureMatchesOneByOne: on a cluster client
+// that cannot load its slot map, a rule's limits asked together fail the
+// lookup of their keys' masters as the twin asking them in turn does: a
+// lookup that failed ahead, asked again in the limit's turn, is one
+// failure of the limiter's breaker, not two, so the breakers open after
+// as many requests, and the requests' decisions, the limits' errors and
+// the fallbacks are the twin's, for each failure policy.
+func TestServiceBatchClusterLookupFailureMatchesOneByOne(t *testing.T) {
+	var breakerNow atomic.Int64
+	breakerNow.Store(int64(time.Hour))
+	redislimit.SetBreakerClock(breakerNow.Load)
+	t.Cleanup(func() { redislimit.SetBreakerClock(nil) })
+	client := redis.NewClusterClient(&redis.ClusterOptions{Addrs: []string{deadAddr(t)}, ContextTimeoutEnabled: true, MaxRetries: -1,
+		DialerRetries: 1, DialerRetryTimeout: time.Microsecond})
+	t.Cleanup(func() { _ = client.Close() })
+	for _, policy := range []redislimit.FailPolicy{redislimit.FailLocal, redislimit.FailOpen, redislimit.FailClosed} {
+		for _, api := range []string{"GET /", "POST /first", "POST /last", "POST /shadow"} {
+			name := fmt.Sprintf("%v %s", policy, api)
+			batched, single, bobs, sobs := outageTwins(t, client,
+				redislimit.WithFailPolicy(policy), redislimit.WithBreaker(3, time.Minute), redislimit.WithTimeout(exactTimeout))
+			// Rows: how far the breakers' clock moves before the request.
+			for step, move := range []time.Duration{0, 0, 0, 0, 2 * time.Minute, 0, 61 * time.Second} {
+				breakerNow.Add(int64(move))
+				want := outcome(single, context.Background(), "u", api, 1)
+				got := outcome(batched, context.Background(), "u", api, 1)
+				require.Equal(t, want, got, "%s: step %d", name, step)
+			}
+			assert.Equal(t, fallbackReasons(sobs), fallbackReasons(bobs), name)
+		}
+	}
+}
