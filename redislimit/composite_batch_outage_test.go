@@ -81,3 +81,39 @@ func TestCompositeBatchOutageMatchesOneByOne(t *testing.T) {
 		}
 	}
 }
+
+// TestCompositeBatchCanceledBeforeTurnMatchesOneByOne: while Redis is
+// down, a request whose context ends once the first call to Redis is back
+// (the batch, or the twin's first child's call) is decided as its twin
+// decides it: the first child on Redis by its failure policy with Redis's
+// error, the others, asked in turn, with the context's; the same
+// decisions, receipts and fallbacks, for each failure policy.
+func TestCompositeBatchCanceledBeforeTurnMatchesOneByOne(t *testing.T) {
+	for _, policy := range []redislimit.FailPolicy{redislimit.FailLocal, redislimit.FailOpen, redislimit.FailClosed} {
+		for i, kids := range compositeKids {
+			name := fmt.Sprintf("%v composite %d", policy, i)
+			client := deadClient(t)
+			hook := &cancelAfterFirst{}
+			client.AddHook(hook)
+			bobs, sobs := &fallbackLog{}, &fallbackLog{}
+			opts := []hotlimit.Option{redislimit.WithFailPolicy(policy), redislimit.WithBreaker(3, time.Hour), redislimit.WithTimeout(exactTimeout)}
+			wb := &compositeTwins{t: t, client: client, clock: func() int64 { return int64(time.Hour) },
+				opts: append(opts, hotlimit.WithObserver(bobs))}
+			ws := &compositeTwins{t: t, client: client, clock: func() int64 { return int64(time.Hour) },
+				opts: append(opts, hotlimit.WithObserver(sobs))}
+			b, _ := wb.build(false, kids)
+			s, _ := ws.build(true, kids)
+			for step := range 3 {
+				what := fmt.Sprintf("%s: step %d", name, step)
+				ctx := hook.arm()
+				sd, sr, serr := s.TakeReceiptContext(ctx, "zed", 1)
+				ctx = hook.arm()
+				bd, br, berr := b.TakeReceiptContext(ctx, "zed", 1)
+				require.Equal(t, sd, bd, what)
+				require.Equal(t, sr, br, what)
+				require.Equal(t, serr != nil, berr != nil, what)
+			}
+			require.Equal(t, fallbackReasons(sobs), fallbackReasons(bobs), name)
+		}
+	}
+}
