@@ -32,11 +32,11 @@ type ContextRefunder interface {
 // Batcher is a [ContextRefunder] that decides several takes together, its
 // own and other limiters', in fewer round trips than one each:
 // redislimit's Limiter sends the takes of the limiters that share its
-// Redis client in one round trip. A service rule of several limits asks
-// together, ahead of the others, the limiters that its first Batcher
-// sends in one round trip (see Batches, and service.Service.Take); a
-// composite.Limiter asks its children so when a take reaches the first of
-// them.
+// Redis client in one round trip. A service rule of several limits and a
+// composite.Limiter ask together the limiters that their first Batcher
+// sends in one round trip (see Batches, and service.Service.Take), when a
+// take reaches the first of them: the others are asked ahead of their
+// turn (see BatchTake.Ahead).
 type Batcher interface {
 	ContextRefunder
 	// TakeBatch decides every take of takes, under ctx, as its Limiter's

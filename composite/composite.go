@@ -552,7 +552,11 @@ func (l *Limiter) take(ctx context.Context, key string, n int, leaves []hotlimit
 // once, by l.batcher, under ctx (context.Background when nil: Take's
 // errors are then dropped by the caller, as TakeReceipt drops them), sets
 // their receipts among leaves, and returns their takes, in the children's
-// order, with each one's Decision, Receipt and Err.
+// order, with each one's Decision, Receipt and Err. It runs in the first
+// one's turn: the others are asked ahead of theirs
+// (hotlimit.BatchTake.Ahead), the first is not, so that when Redis
+// cannot decide it, its failure policy decides it with Redis's error, as
+// for the children asked in turn, and its breaker hears of it once.
 func (l *Limiter) prefetch(ctx context.Context, key string, n int, leaves []hotlimit.Receipt) []hotlimit.BatchTake {
 	if ctx == nil {
 		ctx = context.Background()
@@ -560,7 +564,7 @@ func (l *Limiter) prefetch(ctx context.Context, key string, n int, leaves []hotl
 	takes := make([]hotlimit.BatchTake, 0, bits.OnesCount32(l.batched))
 	for i := range l.children {
 		if l.batched&(1<<i) != 0 {
-			takes = append(takes, hotlimit.BatchTake{Limiter: l.withContext[i], Key: key, N: n, Ahead: true})
+			takes = append(takes, hotlimit.BatchTake{Limiter: l.withContext[i], Key: key, N: n, Ahead: len(takes) > 0})
 		}
 	}
 	l.batcher.TakeBatch(ctx, takes)

@@ -50,9 +50,10 @@
 // its own receipt, those after the denier too, as the children before the
 // denier do; so does a panic. Sliding logs stay out of the batch, asked in
 // their place on their own: a denial by a child before one never refunds
-// it. While Redis cannot decide the children of the batch, none is decided
-// by its failure policy there (hotlimit.BatchTake.Ahead): each is asked
-// again in its place, so that a redislimit child with FailLocal counts in
+// it. While Redis cannot decide the children of the batch, only the first,
+// whose turn it is, is decided by its failure policy there; the others
+// are asked ahead of their turn (hotlimit.BatchTake.Ahead), and each is
+// asked again in its place, so that a redislimit child with FailLocal counts in
 // its in-process limiter (where no receipt reaches) only what it counts
 // asked in order.
 //

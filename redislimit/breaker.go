@@ -69,6 +69,10 @@ func (b *breaker) allow() (ok, probe bool) {
 	return ok, ok
 }
 
+// open reports whether the breaker is open: cooling down, or its cooldown
+// over and a call to come its probe.
+func (b *breaker) open() bool { return b.openUntil.Load() != 0 }
+
 // cooling reports whether the breaker is open and its cooldown runs at
 // now, a reading of breakerNow: it turns every call away.
 func (b *breaker) cooling(now int64) bool {

@@ -205,11 +205,12 @@
 // would have on its own, never more. Put the Redis limits last in the rule
 // to avoid that (the service asks sliding logs last whatever the order, so
 // a sliding log in memory comes after them anyway). Limits on one client
-// asked together, ahead of their turn (one round trip, see the service's
-// Take), are not decided by their failure policies there: while Redis
-// cannot decide them, each is asked again in its turn
-// (hotlimit.BatchTake.Ahead), and its FailLocal counts what it would
-// count asked in turn.
+// asked together, in the first one's turn and the others ahead of theirs
+// (one round trip, see the service's Take), are not decided by their
+// failure policies ahead: while Redis cannot decide them, the first is
+// decided by its failure policy, and each other one is asked again in its
+// turn (hotlimit.BatchTake.Ahead), so that its FailLocal counts what it
+// would count asked in turn.
 //
 // A denial's RetryAfter, in a rule of several limits or a composite.Limiter,
 // is the wait until every limit admits the request: the limits after the

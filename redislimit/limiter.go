@@ -679,8 +679,19 @@ func (l *Limiter) decide(ctx context.Context, key string, n int) (_ hotlimit.Dec
 // the cluster when no map is loaded yet: its error is returned, and counts
 // as Redis's.
 func (l *Limiter) breakerFor(ctx context.Context, redisKey string) (*breaker, error) {
+	return l.breakerOf(ctx, redisKey, false)
+}
+
+// breakerOf is breakerFor, but for a take asked ahead (see Take.Ahead),
+// whose failed lookup is asked again in the take's turn: that lookup tells
+// the limiter's breaker, this one does not, and while the breaker is open
+// the lookup is left to the turn, refused or probing there.
+func (l *Limiter) breakerOf(ctx context.Context, redisKey string, ahead bool) (*breaker, error) {
 	if l.nodes == nil {
 		return &l.breaker, nil
+	}
+	if ahead && l.breaker.open() {
+		return nil, ErrBreakerOpen
 	}
 	if ok, _ := l.breaker.allow(); !ok { // a probe: the lookup below is by itself
 		return nil, ErrBreakerOpen
@@ -689,7 +700,7 @@ func (l *Limiter) breakerFor(ctx context.Context, redisKey string) (*breaker, er
 	node, err := l.cluster.MasterForKey(bounded, redisKey)
 	cancel()
 	if err != nil {
-		if !ended(ctx) {
+		if !ended(ctx) && !ahead {
 			l.breaker.failure()
 		}
 		return nil, err

@@ -88,3 +88,53 @@ func TestServiceBatchClusterMatchesOneByOne(t *testing.T) {
 	denials = runTwins(t, batched, single, bobs, sobs, &clock, []string{user}, []string{api}, 17, 150)
 	assert.Greater(t, denials, 20)
 }
+
+// TestServiceBatchClusterMasterDownMatchesOneByOne: on a cluster whose
+// master of the per-user key is down, its breaker closed, a rule's limits
+// asked together are decided by the live masters in the batch, and the
+// dead master's limit in its turn, by its failure policy: the requests'
+// decisions, each limit's decision and error, and the step at which the
+// dead master's breaker opens are the twin's, for each failure policy.
+func TestServiceBatchClusterMasterDownMatchesOneByOne(t *testing.T) {
+	cl := redistest.StartCluster(t, 3, 0)
+	for _, n := range cl.Nodes {
+		require.NoError(t, n.Client().ConfigSet(context.Background(), "cluster-require-full-coverage", "no").Err())
+	}
+	global := cl.MasterOf("global")
+	var user string
+	var victim *redistest.Server
+	for i := range 1000 {
+		if m := cl.MasterOf(fmt.Sprint("user|u", i)); m != global {
+			user, victim = fmt.Sprint("u", i), m
+			break
+		}
+	}
+	require.NotNil(t, victim)
+	rules := service.Rules{Default: service.Limits{
+		{Algorithm: hotlimit.FixedWindow, Limit: 40, Window: time.Minute},
+		{Algorithm: hotlimit.TokenBucket, Limit: 50, Window: time.Minute, Scope: hotlimit.PerUser},
+		{Algorithm: hotlimit.SlidingCounter, Limit: 30, Window: time.Minute, Scope: hotlimit.Global},
+	}}
+	client := cl.Client()
+	ctx := context.Background()
+	var clock atomic.Int64
+	clock.Store(int64(time.Hour))
+	killed := false
+	for _, policy := range []redislimit.FailPolicy{redislimit.FailLocal, redislimit.FailOpen, redislimit.FailClosed} {
+		batched, single, bobs, sobs := twins(t, client, rules, clock.Load, func(f hotlimit.Factory) hotlimit.Factory { return f },
+			redislimit.WithFailPolicy(policy), redislimit.WithBreaker(3, time.Hour))
+		if !killed {
+			_, err := batched.TakeContext(ctx, "warm", "GET /", 0) // loads the scripts
+			require.NoError(t, err)
+			victim.Kill()
+			killed = true
+			bobs.take()
+		}
+		for step := range 6 {
+			want := outcome(single, ctx, user, "GET /", 1)
+			got := outcome(batched, ctx, user, "GET /", 1)
+			require.Equal(t, want, got, "%v: step %d", policy, step)
+		}
+		assert.Equal(t, sobs.take(), bobs.take(), "%v", policy)
+	}
+}

@@ -82,15 +82,24 @@ func TakeAll(ctx context.Context, takes []Take) {
 			alone = append(alone, i)
 			continue
 		}
-		if err := lookups.failed(ctx, l); err != nil {
+		if err := lookups.failed(ctx, l, t.Ahead); err != nil {
 			t.Decision, t.Receipt, t.Err = t.outcome(reply{}, err)
 			continue
 		}
 		k := l.redisKey(t.Key)
-		b, err := l.breakerFor(ctx, k)
+		b, err := l.breakerOf(ctx, k, t.Ahead)
 		if err != nil {
-			lookups.add(l, err)
+			lookups.add(l, err, t.Ahead)
 			t.Decision, t.Receipt, t.Err = t.outcome(reply{}, err)
+			continue
+		}
+		if t.Ahead && b.open() {
+			// Refused or probing, its turn asks it: a probe made ahead
+			// that fails leaves the breaker open, and the turn's call
+			// refused, its failure policy hearing of the breaker, not of
+			// the probe's error; one that passes is given back, when a
+			// limit before it denies, by a request that never asked it.
+			t.Decision, t.Receipt, t.Err = t.outcome(reply{}, ErrBreakerOpen)
 			continue
 		}
 		ok, probe := b.allow()
@@ -118,12 +127,20 @@ func TakeAll(ctx context.Context, takes []Take) {
 	if first != nil {
 		err := first.runAll(ctx, c)
 		// One round trip: each breaker hears once how it did (see
-		// verdicts), then each take gets its decision.
+		// verdicts), then each take gets its decision. A take asked Ahead
+		// that Redis did not answer is asked again in its turn, whose
+		// call tells its breaker: told here too, its failure would count
+		// twice, and the breaker open after half its threshold of
+		// requests; and one that a limit before it denies, never asked in
+		// turn, would count a failure for a request that never asked it.
 		var v verdicts
 		for j, i := range piped {
 			opErr := err
 			if err == nil {
 				opErr = c.ops[j].err
+			}
+			if takes[i].Ahead && !redisAnswered(opErr) {
+				continue
 			}
 			v.add(takes[i].Limiter, breakers[j], opErr)
 		}
@@ -315,19 +332,25 @@ type lookupFailures struct {
 	told    []*Limiter // whose breaker heard of the failure
 }
 
-// add notes that the lookup for a take of l failed with err. An open
-// breaker's refusal asked nothing, and is not noted.
-func (f *lookupFailures) add(l *Limiter, err error) {
+// add notes that the lookup for a take of l failed with err; ahead: the
+// take was asked ahead, and the lookup did not tell l's breaker (see
+// Limiter.breakerOf). An open breaker's refusal asked nothing, and is not
+// noted.
+func (f *lookupFailures) add(l *Limiter, err error, ahead bool) {
 	if l.nodes == nil || errors.Is(err, ErrBreakerOpen) {
 		return
 	}
-	f.clients, f.errs, f.told = append(f.clients, l.client), append(f.errs, err), append(f.told, l)
+	f.clients, f.errs = append(f.clients, l.client), append(f.errs, err)
+	if !ahead {
+		f.told = append(f.told, l)
+	}
 }
 
 // failed returns the error of a lookup that failed on l's client during
 // the TakeAll, telling l's breaker of it once (unless ctx ended, as
-// breakerFor), or nil when none did.
-func (f *lookupFailures) failed(ctx context.Context, l *Limiter) error {
+// breakerFor, or the take is asked ahead, whose turn tells it), or nil
+// when none did.
+func (f *lookupFailures) failed(ctx context.Context, l *Limiter, ahead bool) error {
 	if l.nodes == nil {
 		return nil
 	}
@@ -335,7 +358,7 @@ func (f *lookupFailures) failed(ctx context.Context, l *Limiter) error {
 		if c != l.client {
 			continue
 		}
-		if !slices.Contains(f.told, l) {
+		if !ahead && !slices.Contains(f.told, l) {
 			f.told = append(f.told, l)
 			if !ended(ctx) {
 				l.breaker.failure()

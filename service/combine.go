@@ -27,8 +27,9 @@ import (
 //
 // The limits that can be asked together (those that a hotlimit.Batcher
 // sends in one round trip with its own, such as redislimit's on one client
-// without a lease), when two or more can, are asked first, in one go (see
-// prefetch), and those that took a request another limit
+// without a lease), when two or more can, are asked in one go when the
+// first of them has its turn (see prefetch), and those that took a
+// request another limit
 // denies give it back as the limits asked before the denier do; the rest
 // are asked in the rule's order, sliding logs last: a sliding log
 // is the one limiter whose refund may hold future capacity longer than the
@@ -238,19 +239,17 @@ func (m *multi) take(ctx context.Context, k keys, n int, each *[composite.MaxChi
 			m.giveBack(ctx, &k, held, &receipts, nil)
 		}
 	}()
-	// The limits that can be asked together already have been, in one go
-	// (one round trip to Redis): their decisions, receipts and errors are
-	// here, and those that admitted the request hold it as any limit
-	// asked before the one that denies would. Those that took it after
-	// the denier (in the rule's order) are given back with the others.
-	// batch holds their takes, in the rule's order, each taken off as its
-	// limit's turn comes; batchedUpTo is one past the last of them.
+	// The limits that can be asked together are asked in one go (one
+	// round trip to Redis) when the first of them has its turn: their
+	// decisions, receipts and errors are then here, and those that
+	// admitted the request hold it as any limit asked before the one that
+	// denies would. Those that took it after the denier (in the rule's
+	// order) are given back with the others. batch holds their takes, in
+	// the rule's order, each taken off as its limit's turn comes;
+	// batchedUpTo is one past the last of them.
 	var batch []hotlimit.BatchTake
 	batchedUpTo := 0
-	if m.batched != 0 {
-		batch, batchedUpTo = m.prefetch(ctx, &k, n, &receipts)
-		held = batchedUpTo
-	}
+	fetched := false
 	failed := false            // some limit could not decide (its error)
 	var undecidedLimits uint32 // bit i: the i-th limit could not decide
 	var best, shadowed, bestShadowed hotlimit.Decision
@@ -267,6 +266,10 @@ func (m *multi) take(ctx context.Context, k keys, n int, each *[composite.MaxChi
 		cdUndecided := false
 		decided := false // by the batch
 		if m.batched&(1<<i) != 0 {
+			if !fetched {
+				batch, batchedUpTo = m.prefetch(ctx, &k, n, &receipts)
+				held, fetched = max(held, batchedUpTo), true
+			}
 			t := &batch[0]
 			batch = batch[1:]
 			// One its limiter could not decide ahead is asked in turn,
@@ -373,9 +376,14 @@ func (m *multi) take(ctx context.Context, k keys, n int, each *[composite.MaxChi
 }
 
 // prefetch takes n requests from every limit of m.batched at once, by
-// m.batcher, under ctx (context.Background when nil). It returns their
-// takes, decided, in the rule's order, with each one's receipt also set in
-// r, and one past the last of those limits.
+// m.batcher, under ctx (context.Background when nil), when the first of
+// them has its turn: the others are asked ahead of theirs
+// (hotlimit.BatchTake.Ahead), the first in its turn, so that when Redis
+// cannot decide it, its failure policy decides it with Redis's error, as
+// it decides the limits asked in turn, and the breaker hears of it once.
+// It returns their takes, decided (or not, see Ahead), in the rule's
+// order, with each one's receipt also set in r, and one past the last of
+// those limits.
 func (m *multi) prefetch(ctx context.Context, k *keys, n int, r *[composite.MaxChildren]hotlimit.Receipt) ([]hotlimit.BatchTake, int) {
 	if ctx == nil {
 		ctx = context.Background()
@@ -384,7 +392,7 @@ func (m *multi) prefetch(ctx context.Context, k *keys, n int, r *[composite.MaxC
 	upTo := 0
 	for i := range m.children {
 		if m.batched&(1<<i) != 0 {
-			takes = append(takes, hotlimit.BatchTake{Limiter: m.withContext[i], Key: k.of(m.limits[i].Scope), N: n, Ahead: true})
+			takes = append(takes, hotlimit.BatchTake{Limiter: m.withContext[i], Key: k.of(m.limits[i].Scope), N: n, Ahead: len(takes) > 0})
 			upTo = i + 1
 		}
 	}

@@ -458,7 +458,9 @@ func (s *Service) Allow(user, api string) bool {
 // together (a [hotlimit.Batcher]'s, as redislimit's limiters on one client
 // without a lease are): when two or more limits other than sliding logs
 // can, they are asked
-// first, at once (one round trip to Redis, not one per limit), and when a
+// at once when the first of them has its turn (one round trip to Redis, not
+// one per limit; those Redis cannot decide then, but the first, are asked
+// again in their turn, see hotlimit.BatchTake.Ahead), and when a
 // limit denies the request, those of them that took it give it back, as
 // the limits before the denier do. [Service.TakePolicy] returns the
 // deciding limit's own instead.
