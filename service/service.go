@@ -457,12 +457,11 @@ func (s *Service) Allow(user, api string) bool {
 // in the rule's order, sliding logs last, but for those that can be asked
 // together (a [hotlimit.Batcher]'s, as redislimit's limiters on one client
 // without a lease are): when two or more limits other than sliding logs
-// can, they are asked
-// at once when the first of them has its turn (one round trip to Redis, not
-// one per limit; those Redis cannot decide then, but the first, are asked
-// again in their turn, see hotlimit.BatchTake.Ahead), and when a
-// limit denies the request, those of them that took it give it back, as
-// the limits before the denier do. [Service.TakePolicy] returns the
+// can, they are asked at once when the first of them has its turn (one
+// round trip to Redis, not one per limit; those Redis cannot decide then,
+// but the first, are asked again in their turn, see
+// hotlimit.BatchTake.Ahead), and when a limit denies the request, those of
+// them that took it give it back, as the limits before the denier do. [Service.TakePolicy] returns the
 // deciding limit's own instead.
 func (s *Service) Take(user, api string, n int) hotlimit.Decision {
 	d, _ := s.rules.Load().resolve(user, api).take(s.keys, user, api, n, false)
