@@ -28,11 +28,10 @@ import (
 // The limits that can be asked together (those that a hotlimit.Batcher
 // sends in one round trip with its own, such as redislimit's on one client
 // without a lease), when two or more can, are asked in one go when the
-// first of them has its turn (see prefetch), and those that took a
-// request another limit
-// denies give it back as the limits asked before the denier do; the rest
-// are asked in the rule's order, sliding logs last: a sliding log
-// is the one limiter whose refund may hold future capacity longer than the
+// first of them has its turn (see prefetch), and those that took a request
+// another limit denies give it back as the limits asked before the denier
+// do; the rest are asked in the rule's order, sliding logs last: a sliding
+// log is the one limiter whose refund may hold future capacity longer than the
 // refunded request would have (it expires its oldest entry, not the
 // refunded one; see slidinglog.Limiter.Refund), and a denial never refunds
 // the last limit asked. Nor is a sliding log of slidinglog's asked by a Take
