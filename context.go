@@ -45,7 +45,11 @@ type Batcher interface {
 	// on another's. A take whose Limiter the batcher cannot send with the
 	// others is decided by that Limiter's own TakeReceiptContext, and one
 	// without a Limiter gets an error wrapping [ErrInvalidConfig]. The
-	// batcher need not be among the takes' Limiters.
+	// batcher need not be among the takes' Limiters. Each take's GiveBack
+	// is given back first (see BatchTake). Should TakeBatch panic, it
+	// gives back what the takes it decided took, and each GiveBack it had
+	// not given back yet, before the panic goes on: its caller holds none
+	// of those receipts.
 	TakeBatch(ctx context.Context, takes []BatchTake)
 	// Batches reports whether TakeBatch sends a take of l with the
 	// batcher's own in one round trip, rather than deciding it by itself
@@ -69,11 +73,21 @@ type BatchTake struct {
 	// then wraps [ErrNotDecided], its Decision and Receipt are zero, and
 	// the caller asks the limiter again in the take's turn.
 	Ahead bool
+	// GiveBack, when its N is 1 or more, is a receipt of Limiter's for
+	// Key that TakeBatch gives back before it decides the take, as
+	// Limiter's RefundContext under ctx without its cancellation would:
+	// in the same round trip when the batcher sends the take with others,
+	// so that the give-backs of a denied request and the reports (N = 0)
+	// that follow them cost one. The give-back's error is GiveBackErr;
+	// after one, as after RefundContext's, the receipt is not to be given
+	// back again.
+	GiveBack Receipt
 
-	// Decision, Receipt and Err are set by TakeBatch.
-	Decision Decision
-	Receipt  Receipt
-	Err      error
+	// Decision, Receipt, Err and GiveBackErr are set by TakeBatch.
+	Decision    Decision
+	Receipt     Receipt
+	Err         error
+	GiveBackErr error
 }
 
 // ErrNotDecided is wrapped by the error of a [BatchTake] asked Ahead that

@@ -21,11 +21,19 @@ type Take struct {
 	// not either, and Err wraps [hotlimit.ErrNotDecided]. A take decided
 	// by itself (see TakeAll) is decided as TakeReceiptContext decides.
 	Ahead bool
+	// GiveBack, when its N is 1 or more, is a receipt of Limiter's for Key
+	// that TakeAll gives back before it decides the take, as
+	// RefundContext would, in the same round trip when the take is sent
+	// with others: a denied request's give-backs and the reports (N = 0)
+	// that follow them, say. GiveBackErr is RefundContext's error; do not
+	// give the receipt back again after one.
+	GiveBack hotlimit.Receipt
 
-	// Decision, Receipt and Err are set by TakeAll.
-	Decision hotlimit.Decision
-	Receipt  hotlimit.Receipt
-	Err      error
+	// Decision, Receipt, Err and GiveBackErr are set by TakeAll.
+	Decision    hotlimit.Decision
+	Receipt     hotlimit.Receipt
+	Err         error
+	GiveBackErr error
 }
 
 // TakeAll decides every take as [Limiter.TakeReceiptContext] would, each
@@ -47,25 +55,45 @@ type Take struct {
 // if it ran them (see [WithTimeout] for what a frozen Redis may still
 // count). A nil Limiter's take gets an error wrapping
 // [hotlimit.ErrInvalidConfig]; a zero Limiter's panics, as its methods do.
-// Should a take panic (a hook or an observer of its limiter's failure
-// policy, a clock), what the others took is given back to Redis, and the
-// panic goes on: the caller holds no receipt of them. A nil ctx is
+// When a take carries a GiveBack, every take is sent under ctx without its
+// cancellation, as a give-back must be (see RefundContext): the limiters'
+// timeouts still bound them. Should a take panic (a hook or an observer of
+// its limiter's failure policy, a clock), what the others took is given
+// back to Redis, and so is each GiveBack not sent yet, and the panic goes
+// on: the caller holds no receipt of them. A nil ctx is
 // context.Background().
 func TakeAll(ctx context.Context, takes []Take) {
 	ctx = orBackground(ctx)
+	// owed has bit i set while the i-th take's GiveBack is yet to be sent.
+	var owed bitset
 	for i := range takes {
-		takes[i].Receipt = hotlimit.Receipt{} // set as each take is decided
+		t := &takes[i]
+		t.Receipt, t.GiveBackErr = hotlimit.Receipt{}, nil // set as each take is decided
+		if t.GiveBack.N > 0 {
+			owed.set(i)
+		}
+	}
+	if !owed.empty() {
+		ctx = context.WithoutCancel(ctx)
 	}
 	decided := false
 	defer func() {
 		if !decided {
-			giveBackAll(ctx, takes)
+			giveBackAll(ctx, takes, owed)
 		}
 	}()
+	// giveBackAlone gives back the i-th take's GiveBack by itself, as
+	// RefundContext does, for a take not sent with the others.
+	giveBackAlone := func(i int) {
+		if owed.has(i) {
+			t := &takes[i]
+			owed.clear(i)
+			t.GiveBackErr = t.Limiter.RefundContext(ctx, t.Key, t.GiveBack)
+		}
+	}
 	var first *Limiter
 	var c *call
-	var piped []int
-	var breakers []*breaker // of each piped take
+	var piped []piping
 	var alone []int
 	var probes []int // takes that probe their breaker: by themselves
 	var probed []*breaker
@@ -76,13 +104,19 @@ func TakeAll(ctx context.Context, takes []Take) {
 		switch {
 		case l == nil:
 			t.Decision, t.Receipt, t.Err = hotlimit.Decision{}, hotlimit.Receipt{}, errNilLimiter
+			if owed.has(i) {
+				owed.clear(i)
+				t.GiveBackErr = errNilLimiter
+			}
 			continue
 		case l.leases != nil, !l.batch.enforced,
 			first != nil && (l.client != first.client || l.set.timeout != first.set.timeout):
+			giveBackAlone(i)
 			alone = append(alone, i)
 			continue
 		}
 		if err := lookups.failed(ctx, l, t.Ahead); err != nil {
+			giveBackAlone(i)
 			t.Decision, t.Receipt, t.Err = t.outcome(reply{}, err)
 			continue
 		}
@@ -90,6 +124,7 @@ func TakeAll(ctx context.Context, takes []Take) {
 		b, err := l.breakerOf(ctx, k, t.Ahead)
 		if err != nil {
 			lookups.add(l, err, t.Ahead)
+			giveBackAlone(i)
 			t.Decision, t.Receipt, t.Err = t.outcome(reply{}, err)
 			continue
 		}
@@ -99,33 +134,77 @@ func TakeAll(ctx context.Context, takes []Take) {
 			// refused, its failure policy hearing of the breaker, not of
 			// the probe's error; one that passes is given back, when a
 			// limit before it denies, by a request that never asked it.
+			// A give-back goes by itself, as RefundContext's would: it
+			// may be the probe.
+			giveBackAlone(i)
 			t.Decision, t.Receipt, t.Err = t.outcome(reply{}, ErrBreakerOpen)
 			continue
 		}
 		ok, probe := b.allow()
 		switch {
 		case !ok:
+			giveBackAlone(i)
 			t.Decision, t.Receipt, t.Err = t.outcome(reply{}, ErrBreakerOpen)
 			continue
 		case probe:
+			giveBackAlone(i)
 			probes, probed = append(probes, i), append(probed, b)
 			continue
 		}
-		a, err := l.args(int64(t.N), 0, 0, 0)
+		var a, back []any // the take's arguments, and the give-back's, sent before it
+		switch {
+		case owed.has(i) && t.N == 0:
+			// A report after a give-back is the give-back's own call:
+			// each script returns the key's state once the give-back is
+			// in, as a report would (see scripts/prelude.lua).
+			a, err = l.args(0, 0, int64(min(t.GiveBack.N, int(l.burst))), t.GiveBack.At/int64(l.unit))
+		case owed.has(i):
+			back, err = l.args(0, 0, int64(min(t.GiveBack.N, int(l.burst))), t.GiveBack.At/int64(l.unit))
+			if err == nil {
+				a, err = l.args(int64(t.N), 0, 0, 0)
+			}
+		default:
+			a, err = l.args(int64(t.N), 0, 0, 0)
+		}
 		if err != nil {
 			l.observe(ctx, b, err)
+			giveBackAlone(i)
 			t.Decision, t.Receipt, t.Err = t.outcome(reply{}, err)
 			continue
 		}
 		if first == nil {
 			first, c = l, newCall()
 		}
+		p := piping{take: i, breaker: b, back: -1}
+		if back != nil {
+			p.back = len(c.ops)
+			c.ops = append(c.ops, op{script: l.script, key: k, args: back, clock: l.clock, lim: l, breaker: b})
+		}
+		p.op = len(c.ops)
 		c.ops = append(c.ops, op{script: l.script, key: k, args: a, clock: l.clock, lim: l, breaker: b})
-		piped = append(piped, i)
-		breakers = append(breakers, b)
+		if owed.has(i) && back == nil {
+			p.back = p.op
+		}
+		piped = append(piped, p)
 	}
 	if first != nil {
+		// The give-backs are Redis's from here on: a panic before the
+		// round trip ends (a hook of the client's) leaves it unknown
+		// whether they were sent, and one given back twice would return
+		// what was never taken.
+		for _, p := range piped {
+			if p.back >= 0 {
+				owed.clear(p.take)
+			}
+		}
 		err := first.runAll(ctx, c)
+		// errOf is the outcome of the j-th op.
+		errOf := func(j int) error {
+			if err != nil {
+				return err
+			}
+			return c.ops[j].err
+		}
 		// One round trip: each breaker hears once how it did (see
 		// verdicts), then each take gets its decision. A take asked Ahead
 		// that Redis did not answer is asked again in its turn, whose
@@ -133,16 +212,19 @@ func TakeAll(ctx context.Context, takes []Take) {
 		// twice, and the breaker open after half its threshold of
 		// requests; and one that a limit before it denies, never asked in
 		// turn, would count a failure for a request that never asked it.
+		// A give-back is never asked again: its breaker hears of it.
 		var v verdicts
-		for j, i := range piped {
-			opErr := err
-			if err == nil {
-				opErr = c.ops[j].err
+		for _, p := range piped {
+			t := &takes[p.take]
+			if p.back >= 0 {
+				if backErr := errOf(p.back); backErr != nil {
+					t.GiveBackErr = t.Limiter.explain(backErr)
+				}
+				v.add(t.Limiter, p.breaker, errOf(p.back))
 			}
-			if takes[i].Ahead && !redisAnswered(opErr) {
-				continue
+			if opErr := errOf(p.op); p.op != p.back && (!t.Ahead || redisAnswered(opErr)) {
+				v.add(t.Limiter, p.breaker, opErr)
 			}
-			v.add(takes[i].Limiter, breakers[j], opErr)
 		}
 		v.tell(ctx)
 		// The takes Redis decided first, with their receipts: those that
@@ -150,11 +232,14 @@ func TakeAll(ctx context.Context, takes []Take) {
 		// a hook or an observer, and should one panic, the receipts are
 		// there to give back.
 		for failed := range 2 {
-			for j, i := range piped {
-				t := &takes[i]
-				rep, opErr := reply{}, err
+			for _, p := range piped {
+				t := &takes[p.take]
+				rep, opErr := reply{}, errOf(p.op)
 				if err == nil {
-					rep, opErr = c.ops[j].rep, c.ops[j].err
+					rep = c.ops[p.op].rep
+				}
+				if p.op == p.back {
+					rep.allowed = true // a report's: a give-back's reply may say not
 				}
 				if (opErr != nil) == (failed == 1) {
 					t.Decision, t.Receipt, t.Err = t.outcome(rep, opErr)
@@ -178,6 +263,41 @@ func TakeAll(ctx context.Context, takes []Take) {
 	decided = true
 }
 
+// piping is a take of TakeAll sent in its pipeline: takes[take], whose
+// node's breaker is breaker, is the call's ops[op], and its GiveBack
+// ops[back] (op itself for a report), or back is -1.
+type piping struct {
+	take, op, back int
+	breaker        *breaker
+}
+
+// bitset is a set of small non-negative integers.
+type bitset []uint64
+
+func (s *bitset) set(i int) {
+	for len(*s) <= i/64 {
+		*s = append(*s, 0)
+	}
+	(*s)[i/64] |= 1 << (i % 64)
+}
+
+func (s bitset) has(i int) bool { return i/64 < len(s) && s[i/64]&(1<<(i%64)) != 0 }
+
+func (s bitset) clear(i int) {
+	if i/64 < len(s) {
+		s[i/64] &^= 1 << (i % 64)
+	}
+}
+
+func (s bitset) empty() bool {
+	for _, w := range s {
+		if w != 0 {
+			return false
+		}
+	}
+	return true
+}
+
 // outcome is the take's decision from Redis's reply rep, or, on err, its
 // failure policy's, unless the take is asked Ahead: it is then left
 // undecided, for its caller to ask in turn.
@@ -189,13 +309,21 @@ func (t *Take) outcome(rep reply, err error) (hotlimit.Decision, hotlimit.Receip
 }
 
 // giveBackAll gives back, in reverse order, what each take of takes took
-// by its Receipt, under ctx without its cancellation, and clears the
-// receipts: a TakeAll or TakeBatch that panics holds nothing.
-func giveBackAll(ctx context.Context, takes []Take) {
+// by its Receipt, and the GiveBack of each take in owed, under ctx without
+// its cancellation, and clears the receipts: a TakeAll or TakeBatch that
+// panics holds nothing.
+func giveBackAll(ctx context.Context, takes []Take, owed bitset) {
 	for i := len(takes) - 1; i >= 0; i-- {
-		if t := &takes[i]; t.Limiter != nil && t.Receipt.N > 0 {
+		t := &takes[i]
+		if t.Limiter == nil {
+			continue
+		}
+		if t.Receipt.N > 0 {
 			_ = t.Limiter.RefundContext(context.WithoutCancel(ctx), t.Key, t.Receipt)
 			t.Receipt = hotlimit.Receipt{}
+		}
+		if owed.has(i) {
+			_ = t.Limiter.RefundContext(context.WithoutCancel(ctx), t.Key, t.GiveBack)
 		}
 	}
 }
@@ -212,32 +340,57 @@ func (l *Limiter) TakeBatch(ctx context.Context, takes []hotlimit.BatchTake) {
 	ours := make([]Take, 0, len(takes))
 	at := make([]int, 0, len(takes)) // ours[j] is takes[at[j]]
 	for i := range takes {
-		if rl, ok := takes[i].Limiter.(*Limiter); ok {
-			ours, at = append(ours, Take{Limiter: rl, Key: takes[i].Key, N: takes[i].N, Ahead: takes[i].Ahead}), append(at, i)
+		bt := &takes[i]
+		if rl, ok := bt.Limiter.(*Limiter); ok {
+			ours = append(ours, Take{Limiter: rl, Key: bt.Key, N: bt.N, Ahead: bt.Ahead, GiveBack: bt.GiveBack})
+			at = append(at, i)
 		}
 	}
-	decided := false
-	defer func() {
-		if !decided {
-			giveBackAll(ctx, ours) // a panic of TakeAll's own gave them back already
-		}
-	}()
-	TakeAll(ctx, ours)
+	TakeAll(ctx, ours) // should it panic, it gave back all of ours
 	for j, t := range ours {
 		bt := &takes[at[j]]
-		bt.Decision, bt.Receipt, bt.Err = t.Decision, t.Receipt, t.Err
+		bt.Decision, bt.Receipt, bt.Err, bt.GiveBackErr = t.Decision, t.Receipt, t.Err, t.GiveBackErr
 	}
-	for i := range takes {
-		bt := &takes[i]
+	// The others, one by one. next is the first not decided yet: should
+	// one panic, ours and those decided are given back, and the GiveBacks
+	// of the rest.
+	next := 0
+	defer func() {
+		if next == len(takes) {
+			return
+		}
+		giveBackAll(ctx, ours, nil)
+		for i := next - 1; i >= 0; i-- {
+			bt := &takes[i]
+			if _, ok := bt.Limiter.(*Limiter); !ok && bt.Limiter != nil && bt.Receipt.N > 0 {
+				_ = bt.Limiter.RefundContext(context.WithoutCancel(ctx), bt.Key, bt.Receipt)
+			}
+		}
+		for i := next + 1; i < len(takes); i++ {
+			bt := &takes[i]
+			if _, ok := bt.Limiter.(*Limiter); !ok && bt.Limiter != nil && bt.GiveBack.N > 0 {
+				_ = bt.Limiter.RefundContext(context.WithoutCancel(ctx), bt.Key, bt.GiveBack)
+			}
+		}
+	}()
+	for ; next < len(takes); next++ {
+		bt := &takes[next]
 		switch other := bt.Limiter.(type) {
 		case *Limiter:
 		case nil:
 			bt.Decision, bt.Receipt, bt.Err = hotlimit.Decision{}, hotlimit.Receipt{}, errNilLimiter
+			bt.GiveBackErr = nil
+			if bt.GiveBack.N > 0 {
+				bt.GiveBackErr = errNilLimiter
+			}
 		default:
+			bt.Receipt, bt.GiveBackErr = hotlimit.Receipt{}, nil
+			if bt.GiveBack.N > 0 {
+				bt.GiveBackErr = other.RefundContext(context.WithoutCancel(ctx), bt.Key, bt.GiveBack)
+			}
 			bt.Decision, bt.Receipt, bt.Err = other.TakeReceiptContext(ctx, bt.Key, bt.N)
 		}
 	}
-	decided = true
 }
 
 // Batches makes l a [hotlimit.Batcher]: it reports whether TakeBatch (and
