@@ -131,7 +131,7 @@ func (a Asker) ask(ctx context.Context, key string, n int, leaves []hotlimit.Rec
 	case a.sub != nil:
 		cd, _, err = a.sub.take(ctx, key, n, leaves)
 		if cd.Allowed {
-			errs = a.sub.giveBack(detached(ctx), key, len(a.sub.children), leaves, errs, false)
+			errs = a.sub.giveBack(detached(ctx), key, len(a.sub.children), leaves, errs, false, nil)
 		}
 		markGivenBack(leaves)
 	case ctx != nil && a.cc != nil:
@@ -181,6 +181,6 @@ func joinErr(err error, errs []error) error {
 // of nested composites use and mark given back.
 func (l *Limiter) ask(ctx context.Context, key string, n int, leaves []hotlimit.Receipt, errs []error) (time.Duration, []error) {
 	var rem [MaxChildren]int
-	l.report(ctx, key, 0, -1, hotlimit.Decision{}, &errs, false, &rem)
+	l.report(ctx, key, 0, -1, hotlimit.Decision{}, &errs, false, &rem, nil)
 	return l.wait(ctx, key, n, -1, 0, &rem, leaves, errs)
 }

@@ -383,7 +383,7 @@ func (l *Limiter) takeReceipt(ctx context.Context, key string, n int) (hotlimit.
 func (l *Limiter) take(ctx context.Context, key string, n int, leaves []hotlimit.Receipt) (hotlimit.Decision, hotlimit.Receipt, error) {
 	var errs []error
 	if n < 1 {
-		d := l.report(ctx, key, n, -1, hotlimit.Decision{}, &errs, true, nil)
+		d := l.report(ctx, key, n, -1, hotlimit.Decision{}, &errs, true, nil, nil)
 		if n < 0 {
 			// The children deny it; the zero Limiter has none to.
 			d.Allowed, d.RetryAfter = false, hotlimit.Never
@@ -395,7 +395,7 @@ func (l *Limiter) take(ctx context.Context, key string, n int, leaves []hotlimit
 		// would take and refund, and one of them might deny first with a
 		// RetryAfter after which the request still could not pass. The
 		// composite denies it, not a child: their errors are beside it.
-		d := l.report(ctx, key, 0, -1, hotlimit.Decision{}, &errs, false, nil)
+		d := l.report(ctx, key, 0, -1, hotlimit.Decision{}, &errs, false, nil, nil)
 		d.Allowed, d.RetryAfter = false, hotlimit.Never
 		return d, hotlimit.Receipt{}, errors.Join(errs...)
 	}
@@ -432,7 +432,7 @@ func (l *Limiter) take(ctx context.Context, key string, n int, leaves []hotlimit
 			// it (a child of its batch after this one took), gives
 			// nothing back twice.
 			defer markGivenBack(leaves)
-			l.giveBack(detached(ctx), key, held, leaves, nil, false)
+			l.giveBack(detached(ctx), key, held, leaves, nil, false, nil)
 		}
 	}()
 	// The children that can be asked together (see batched) are asked in
@@ -493,12 +493,15 @@ func (l *Limiter) take(ctx context.Context, key string, n int, leaves []hotlimit
 			// order, each with its own receipt: right after its Take, a
 			// refund restores the child (see the package documentation);
 			// and those of the batch after it (up to batchedUpTo). The
-			// denier, which took nothing, is left out.
-			held = 0
+			// denier, which took nothing, is left out. Those of the batch
+			// give back and report in one go (see askReports).
 			if l.sub[i] == nil {
 				leaves[l.off[i]] = hotlimit.Receipt{N: givenBack}
 			}
-			errs = l.giveBack(detached(ctx), key, max(i, batchedUpTo), leaves, errs, true)
+			var asked reports
+			l.askReports(ctx, key, 0, i, leaves, &asked)
+			held = 0
+			errs = l.giveBack(detached(ctx), key, max(i, batchedUpTo), leaves, errs, true, &asked)
 			markGivenBack(leaves)
 			// The others as they are now: the refunded ones restored,
 			// the later ones reporting, not taking; the denier's own
@@ -507,7 +510,7 @@ func (l *Limiter) take(ctx context.Context, key string, n int, leaves []hotlimit
 			// request: the denier's, or that of a later child that
 			// would deny it too.
 			var rem [MaxChildren]int
-			rd := l.report(ctx, key, 0, i, cd, &errs, false, &rem)
+			rd := l.report(ctx, key, 0, i, cd, &errs, false, &rem, &asked)
 			rd.Allowed = false
 			rd.RetryAfter, errs = l.wait(ctx, key, n, i, cd.RetryAfter, &rem, leaves, errs)
 			return rd, hotlimit.Receipt{}, errors.Join(errs...)
@@ -537,7 +540,7 @@ func (l *Limiter) take(ctx context.Context, key string, n int, leaves []hotlimit
 		// serve it, so the children that counted it give it back too. A
 		// failed child's receipt is given back as well: the zero Receipt,
 		// a no-op, unless that child counted after all.
-		errs = l.giveBack(detached(ctx), key, len(l.children), leaves, errs, false)
+		errs = l.giveBack(detached(ctx), key, len(l.children), leaves, errs, false, nil)
 		markGivenBack(leaves)
 		errs = append(errs, fmt.Errorf("composite: the request ended while a child could not decide, and was given back: %w", ended))
 		return d, hotlimit.Receipt{}, errors.Join(errs...)
@@ -634,20 +637,27 @@ func (l *Limiter) share(j int, leaves []hotlimit.Receipt) []hotlimit.Receipt {
 // each of its own children so, those that take a context under ctx (when
 // not nil), which the caller made with detached; it returns errs with
 // their errors, beside the decision when beside is set (a denial's
-// give-back). Receipts that take marked as given back already are skipped.
-// Should a child's refund panic, the children before it are given back all
-// the same, and then the panic goes on: one child failing keeps no other's
-// quota.
-func (l *Limiter) giveBack(ctx context.Context, key string, upto int, leaves []hotlimit.Receipt, errs []error, beside bool) []error {
+// give-back). Receipts that take marked as given back already are skipped;
+// a child that asked (when not nil) holds gave back already: its error is
+// appended in its place. Should a child's refund panic, the children
+// before it are given back all the same, and then the panic goes on: one
+// child failing keeps no other's quota.
+func (l *Limiter) giveBack(ctx context.Context, key string, upto int, leaves []hotlimit.Receipt, errs []error, beside bool, asked *reports) []error {
 	j := upto - 1
 	defer func() {
 		if j >= 0 { // the j-th child's refund panicked
-			l.giveBack(ctx, key, j, leaves, nil, beside)
+			l.giveBack(ctx, key, j, leaves, nil, beside, asked)
 		}
 	}()
 	for ; j >= 0; j-- {
 		if sub := l.sub[j]; sub != nil {
-			errs = sub.giveBack(ctx, key, len(sub.children), leaves[l.off[j]:l.off[j]+sub.width], errs, beside)
+			errs = sub.giveBack(ctx, key, len(sub.children), leaves[l.off[j]:l.off[j]+sub.width], errs, beside, nil)
+			continue
+		}
+		if t := asked.of(j); t != nil {
+			if ctx != nil && t.GiveBackErr != nil {
+				errs = append(errs, &besideError{t.GiveBackErr}) // only a denial's give-back is asked so
+			}
 			continue
 		}
 		r := leaves[l.off[j]]
@@ -698,15 +708,29 @@ func markGivenBack(leaves []hotlimit.Receipt) {
 // every child when none does. When rem is not nil, rem[i] is set to the
 // i-th child's Remaining, or math.MaxInt when its report failed: one that
 // takes a context is then asked under context.Background when ctx is nil
-// (its error still left out, as Take returns none), to know that.
-func (l *Limiter) report(ctx context.Context, key string, n, known int, kd hotlimit.Decision, errs *[]error, decides bool, rem *[MaxChildren]int) hotlimit.Decision {
+// (its error still left out, as Take returns none), to know that. The
+// children of l.batched are asked together (see askReports), unless asked
+// is given, which holds their answers already.
+func (l *Limiter) report(ctx context.Context, key string, n, known int, kd hotlimit.Decision, errs *[]error, decides bool, rem *[MaxChildren]int, asked *reports) hotlimit.Decision {
+	if asked == nil {
+		asked = new(reports)
+		l.askReports(ctx, key, n, known, nil, asked)
+	}
 	d := hotlimit.Decision{Allowed: true}
 	var errOf [MaxChildren]error
 	denier := -1
 	for i, c := range l.children {
 		cd := kd
+		t := asked.of(i)
+		if t != nil && errors.Is(t.Err, hotlimit.ErrNotDecided) {
+			t = nil // asked again here, in its turn
+		}
 		switch cc := l.withContext[i]; {
 		case i == known:
+		case t != nil && (ctx != nil || rem != nil):
+			cd, errOf[i] = t.Decision, t.Err
+		case t != nil:
+			cd = t.Decision // Take's: its failure is not told
 		case ctx != nil && cc != nil:
 			cd, _, errOf[i] = cc.TakeReceiptContext(ctx, key, n) // n ≤ 0 takes nothing
 		case rem != nil && cc != nil:
@@ -744,6 +768,68 @@ func (l *Limiter) report(ctx context.Context, key string, n, known int, kd hotli
 		*errs = append(*errs, err)
 	}
 	return d
+}
+
+// reports holds what the children of l.batched answered when askReports
+// asked them together for their reports.
+type reports struct {
+	takes []hotlimit.BatchTake
+	at    [MaxChildren]int8 // 1 + the i-th child's index in takes; 0 when not asked
+}
+
+// askReports asks every child of l.batched but the skip-th (if any) for
+// Take(key, n) with n ≤ 0, which changes nothing, in one go by l.batcher,
+// under ctx (context.Background when nil), each after giving back its
+// receipt among leaves (when leaves is not nil, and the receipt is not
+// marked given back) in the same round trip: a denial's give-backs and the
+// reports after them cost one, as the takes before them did. Those
+// receipts are the batcher's then, and marked given back among leaves:
+// should it panic, it gave them back (see hotlimit.Batcher.TakeBatch), and
+// a panic's give-back of leaves does not give them back twice. Each report
+// is asked ahead of its turn (hotlimit.BatchTake.Ahead): one the batcher
+// could not decide is asked again in report's turn, so that its failure
+// policy decides it, and its breaker hears of it, as report's own call
+// would. A give-back is never asked again: its error stands (see
+// hotlimit.Refunder). Nothing is asked, leaving asked empty, when there is
+// no batch, or ctx has ended: each child then gives back by itself under
+// ctx without its cancellation, and its report fails at once, as it would
+// in its turn.
+func (l *Limiter) askReports(ctx context.Context, key string, n, skip int, leaves []hotlimit.Receipt, asked *reports) {
+	batch := l.batched
+	if skip >= 0 {
+		batch &^= 1 << skip
+	}
+	if batch == 0 || ctxend.Err(ctx) != nil {
+		return
+	}
+	if ctx == nil {
+		ctx = context.Background()
+	}
+	asked.takes = make([]hotlimit.BatchTake, 0, bits.OnesCount32(batch))
+	for i := range l.children {
+		if batch&(1<<i) == 0 {
+			continue
+		}
+		t := hotlimit.BatchTake{Limiter: l.withContext[i], Key: key, N: n, Ahead: true}
+		if leaves != nil {
+			if r := leaves[l.off[i]]; r.N != givenBack {
+				t.GiveBack = r
+			}
+			leaves[l.off[i]] = hotlimit.Receipt{N: givenBack}
+		}
+		asked.takes = append(asked.takes, t)
+		asked.at[i] = int8(len(asked.takes))
+	}
+	l.batcher.TakeBatch(ctx, asked.takes)
+}
+
+// of returns the i-th child's take of askReports, or nil when it was not
+// asked (or asked is nil).
+func (asked *reports) of(i int) *hotlimit.BatchTake {
+	if asked == nil || asked.at[i] == 0 {
+		return nil
+	}
+	return &asked.takes[asked.at[i]-1]
 }
 
 // besideError is the error of a child whose failure did not make the

@@ -43,19 +43,22 @@
 // hotlimit.Batcher.Batches: redislimit's on its client, without a lease),
 // when two or more of them are not sliding logs, are asked together, in
 // one go, when Take reaches the first of them, rather than in a round trip
-// each; the others, a leased one say, are asked in their place. The decisions are those of the children
-// asked in order: a child before the first of them that denies leaves them
-// unasked, and a denial by any child after it (one of them, or another
-// between them) has each of them that took the request give it back with
-// its own receipt, those after the denier too, as the children before the
-// denier do; so does a panic. Sliding logs stay out of the batch, asked in
-// their place on their own: a denial by a child before one never refunds
-// it. While Redis cannot decide the children of the batch, only the first,
-// whose turn it is, is decided by its failure policy there; the others
-// are asked ahead of their turn (hotlimit.BatchTake.Ahead), and each is
-// asked again in its place, so that a redislimit child with FailLocal counts in
-// its in-process limiter (where no receipt reaches) only what it counts
-// asked in order.
+// each; the others, a leased one say, are asked in their place. The
+// decisions are those of the children asked in order: a child before the
+// first of them that denies leaves them untaken, and a denial by any child
+// after it (one of them, or another between them) has each of them that
+// took the request give it back with its own receipt, those after the
+// denier too, as the children before the denier do. Either way, after a
+// denial they give back and report their state together, in one more go
+// (see hotlimit.BatchTake.GiveBack). A panic has them give the request
+// back too. Sliding logs stay out of the
+// batch, asked in their place on their own: a denial by a child before one
+// never refunds it. While Redis cannot decide the children of the batch,
+// only the first, whose turn it is, is decided by its failure policy
+// there; the others are asked ahead of their turn
+// (hotlimit.BatchTake.Ahead), and each is asked again in its place, so
+// that a redislimit child with FailLocal counts in its in-process limiter
+// (where no receipt reaches) only what it counts asked in order.
 //
 // # Decisions
 //

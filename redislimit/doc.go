@@ -146,7 +146,13 @@
 // of several limits on one client asks them in one round trip, but for its
 // sliding logs, each asked after them on its own, and its limits with a
 // lease, each asked in its turn (see [Limiter.Batches]); a
-// composite.Limiter asks its children on one client so too.
+// composite.Limiter asks its children on one client so too. When one of
+// those limits denies a request, the others give it back and report in one
+// more round trip: one script call each, the give-back's, whose reply is
+// the report ([Take].GiveBack). A denial by the first of two limits thus
+// costs two round trips and three script calls (the takes, and the
+// second's give-back), where the limits asked one by one make two round
+// trips and two calls (the first's take, the second's report).
 //
 // For a hot key, [WithLease] takes a batch of requests from Redis in the same
 // script call that admits one, and spends them in this process without a

@@ -217,7 +217,7 @@ func (m *multi) take(ctx context.Context, k keys, n int, each *[composite.MaxChi
 	var errs []error
 	shadow = -1
 	if n < 1 {
-		d, i, own := m.report(ctx, &k, n, -1, hotlimit.Decision{}, &errs, each, nil)
+		d, i, own := m.report(ctx, &k, n, -1, hotlimit.Decision{}, &errs, each, nil, nil)
 		return d, i, own, shadow, errors.Join(errs...)
 	}
 	if n > m.most {
@@ -235,7 +235,7 @@ func (m *multi) take(ctx context.Context, k keys, n int, each *[composite.MaxChi
 	held := 0
 	defer func() {
 		if held > 0 {
-			m.giveBack(ctx, &k, held, &receipts, nil)
+			m.giveBack(ctx, &k, held, &receipts, nil, nil)
 		}
 	}()
 	// The limits that can be asked together are asked in one go (one
@@ -310,9 +310,12 @@ func (m *multi) take(ctx context.Context, k keys, n int, each *[composite.MaxChi
 		if !cd.Allowed {
 			// Give back what the limits before it took, in reverse order,
 			// each with its own receipt under its own key: right after
-			// its Take, a refund restores the limit.
+			// its Take, a refund restores the limit. Those of the batch
+			// give back and report in one go (see askReports).
+			var asked reports
+			m.askReports(ctx, &k, 0, i, &receipts, &asked)
 			held = 0
-			errs = m.giveBack(ctx, &k, max(i, batchedUpTo), &receipts, errs)
+			errs = m.giveBack(ctx, &k, max(i, batchedUpTo), &receipts, errs, &asked)
 			// The others as they are now: the refunded ones restored,
 			// the later ones reporting, not taking; those in shadow
 			// mode left out, as the denier is not one. The denier's own
@@ -321,7 +324,7 @@ func (m *multi) take(ctx context.Context, k keys, n int, each *[composite.MaxChi
 			// the request: the denier's, or that of a later limit that
 			// would deny it too.
 			var rem [composite.MaxChildren]int
-			rd, _, _ := m.report(ctx, &k, 0, i, cd, &errs, each, &rem)
+			rd, _, _ := m.report(ctx, &k, 0, i, cd, &errs, each, &rem, &asked)
 			rd.Allowed = false
 			rd.RetryAfter, errs = m.wait(ctx, &k, n, i, cd.RetryAfter, &rem, errs)
 			return rd, i, cd, -1, errors.Join(errs...)
@@ -359,7 +362,7 @@ func (m *multi) take(ctx context.Context, k keys, n int, each *[composite.MaxChi
 		// limit keeps a request that was never served. A failed limit's
 		// receipt is given back as well, as a denial's give-back does: it
 		// is the zero Receipt, a no-op, unless that limit counted after all.
-		errs = m.giveBack(ctx, &k, len(m.children), &receipts, errs)
+		errs = m.giveBack(ctx, &k, len(m.children), &receipts, errs, nil)
 		// The error says so, whatever the limits' own errors are: it is
 		// how a caller that reads ctx later, when ctx may have ended
 		// only since, tells a request given back from one that counts.
@@ -426,7 +429,7 @@ func (m *multi) prefetch(ctx context.Context, k *keys, n int, r *[composite.MaxC
 func (m *multi) beyond(ctx context.Context, k *keys, n int, errs *[]error, each *[composite.MaxChildren]hotlimit.Decision) (d hotlimit.Decision, decider int, own hotlimit.Decision) {
 	var all [composite.MaxChildren]hotlimit.Decision
 	var rem [composite.MaxChildren]int
-	d, _, _ = m.report(ctx, k, 0, -1, hotlimit.Decision{}, errs, &all, &rem)
+	d, _, _ = m.report(ctx, k, 0, -1, hotlimit.Decision{}, errs, &all, &rem, nil)
 	decider = -1
 	for i, c := range m.limits {
 		if c.Shadow || capacity(c, m.defBurst) >= n {
@@ -496,18 +499,23 @@ func (m *multi) wait(ctx context.Context, k *keys, n, denier int, retry time.Dur
 // took with receipts (the zero Receipt of a limit that took nothing is a
 // no-op), the limits that take a context under ctx without its
 // cancellation (when ctx is not nil); it returns errs with their errors.
-// Should a limit's refund panic, the limits before it are given back all
-// the same, and then the panic goes on: one limit failing keeps no other's
-// quota.
-func (m *multi) giveBack(ctx context.Context, k *keys, upto int, receipts *[composite.MaxChildren]hotlimit.Receipt, errs []error) []error {
+// A limit that asked (when asked is not nil) holds gave back already: its
+// error is appended in its place. Should a limit's refund panic, the
+// limits before it are given back all the same, and then the panic goes
+// on: one limit failing keeps no other's quota.
+func (m *multi) giveBack(ctx context.Context, k *keys, upto int, receipts *[composite.MaxChildren]hotlimit.Receipt, errs []error, asked *reports) []error {
 	j := upto - 1
 	defer func() {
 		if j >= 0 { // the j-th limit's refund panicked
-			m.giveBack(ctx, k, j, receipts, nil)
+			m.giveBack(ctx, k, j, receipts, nil, asked)
 		}
 	}()
 	for ; j >= 0; j-- {
-		switch {
+		switch t := asked.of(j); {
+		case t != nil:
+			if ctx != nil {
+				errs = m.appendLimitErr(errs, j, t.GiveBackErr)
+			}
 		case ctx != nil && m.withContext[j] != nil:
 			errs = m.appendLimitErr(errs, j, m.withContext[j].RefundContext(context.WithoutCancel(ctx), k.of(m.limits[j].Scope), receipts[j]))
 		default:
@@ -570,7 +578,8 @@ func limitErrors(err error, errOf *[composite.MaxChildren]error) {
 
 // report asks every limit for n ≤ 0 requests, which changes nothing, but
 // the known-th (none when known < 0), whose decision is given as kd (it is
-// not in shadow mode), and merges their decisions in the rule's order as
+// not in shadow mode): those of m.batched together (see askReports), unless
+// asked is given, which holds their answers already. It merges their decisions in the rule's order as
 // composite does: Allowed if all are, the largest RetryAfter. The index it
 // returns is the first limit that denies, or else the most constrained by
 // the share of its capacity left (see lessShare) of those that decided (see
@@ -582,7 +591,11 @@ func limitErrors(err error, errOf *[composite.MaxChildren]error) {
 // Remaining, or math.MaxInt when its report failed: one that takes a
 // context is then asked under context.Background when ctx is nil (its error
 // still left out), to know that.
-func (m *multi) report(ctx context.Context, k *keys, n, known int, kd hotlimit.Decision, errs *[]error, each *[composite.MaxChildren]hotlimit.Decision, rem *[composite.MaxChildren]int) (d hotlimit.Decision, decider int, own hotlimit.Decision) {
+func (m *multi) report(ctx context.Context, k *keys, n, known int, kd hotlimit.Decision, errs *[]error, each *[composite.MaxChildren]hotlimit.Decision, rem *[composite.MaxChildren]int, asked *reports) (d hotlimit.Decision, decider int, own hotlimit.Decision) {
+	if asked == nil {
+		asked = new(reports)
+		m.askReports(ctx, k, n, known, nil, asked)
+	}
 	counted, shadowed := reported{m: m, decider: -1}, reported{m: m, decider: -1}
 	for i, c := range m.children {
 		if i == known {
@@ -591,14 +604,24 @@ func (m *multi) report(ctx context.Context, k *keys, n, known int, kd hotlimit.D
 		}
 		var cd hotlimit.Decision
 		var err error
+		t := asked.of(i)
+		if t != nil && errors.Is(t.Err, hotlimit.ErrNotDecided) {
+			t = nil // asked again here, in its turn
+		}
 		if cc := m.withContext[i]; ctx != nil && cc != nil {
-			cd, _, err = cc.TakeReceiptContext(ctx, k.of(m.limits[i].Scope), n) // n ≤ 0 takes nothing
+			if cd, err = answer(t); t == nil {
+				cd, _, err = cc.TakeReceiptContext(ctx, k.of(m.limits[i].Scope), n) // n ≤ 0 takes nothing
+			}
 			*errs = m.appendLimitErr(*errs, i, err)
 		} else if cc != nil && rem != nil {
 			// Take's (no context): asked with one all the same, so that
 			// its failure, which Take does not return, is known, and it
 			// is not asked again for its wait (see wait).
-			cd, _, err = cc.TakeReceiptContext(context.Background(), k.of(m.limits[i].Scope), n)
+			if cd, err = answer(t); t == nil {
+				cd, _, err = cc.TakeReceiptContext(context.Background(), k.of(m.limits[i].Scope), n)
+			}
+		} else if t != nil {
+			cd = t.Decision // Take's: its failure is not told
 		} else {
 			cd = c.Take(k.of(m.limits[i].Scope), n)
 		}
@@ -621,6 +644,71 @@ func (m *multi) report(ctx context.Context, k *keys, n, known int, kd hotlimit.D
 		return counted.d, counted.decider, counted.best
 	}
 	return shadowed.d, shadowed.decider, shadowed.best // a rule has a limit: one was asked
+}
+
+// reports holds what the limits of m.batched answered when askReports
+// asked them together for their reports.
+type reports struct {
+	takes []hotlimit.BatchTake
+	at    [composite.MaxChildren]int8 // 1 + the i-th limit's index in takes; 0 when not asked
+}
+
+// askReports asks every limit of m.batched but the skip-th (if any) for n ≤ 0
+// requests, which changes nothing, in one go by m.batcher, under ctx
+// (context.Background when nil), each after giving back its receipt in r
+// (when r is not nil) in the same round trip: a denial's give-backs and
+// the reports after them cost one, as the takes before them did. Those
+// receipts are the batcher's then, and zeroed in r: should it panic, it
+// gave them back (see hotlimit.Batcher.TakeBatch), and a panic's give-back
+// of r does not give them back twice. Each report is asked ahead of its
+// turn (hotlimit.BatchTake.Ahead): one the batcher could not decide is
+// asked again in report's turn, so that its failure policy decides it,
+// and its breaker hears of it, as report's own call would. A give-back is
+// never asked again: its error stands (see hotlimit.Refunder). Nothing is
+// asked, leaving asked empty, when there is no batch, or ctx has ended:
+// each limit then gives back by itself under ctx without its cancellation,
+// and its report fails at once, as it would in its turn.
+func (m *multi) askReports(ctx context.Context, k *keys, n, skip int, r *[composite.MaxChildren]hotlimit.Receipt, asked *reports) {
+	batch := m.batched
+	if skip >= 0 {
+		batch &^= 1 << skip
+	}
+	if batch == 0 || ctxend.Err(ctx) != nil {
+		return
+	}
+	if ctx == nil {
+		ctx = context.Background()
+	}
+	asked.takes = make([]hotlimit.BatchTake, 0, bits.OnesCount32(batch))
+	for i := range m.children {
+		if batch&(1<<i) == 0 {
+			continue
+		}
+		t := hotlimit.BatchTake{Limiter: m.withContext[i], Key: k.of(m.limits[i].Scope), N: n, Ahead: true}
+		if r != nil {
+			t.GiveBack, r[i] = r[i], hotlimit.Receipt{}
+		}
+		asked.takes = append(asked.takes, t)
+		asked.at[i] = int8(len(asked.takes))
+	}
+	m.batcher.TakeBatch(ctx, asked.takes)
+}
+
+// of returns the i-th limit's take of askReports, or nil when it was not
+// asked (or asked is nil).
+func (asked *reports) of(i int) *hotlimit.BatchTake {
+	if asked == nil || asked.at[i] == 0 {
+		return nil
+	}
+	return &asked.takes[asked.at[i]-1]
+}
+
+// answer returns t's Decision and Err, or zeros when t is nil.
+func answer(t *hotlimit.BatchTake) (hotlimit.Decision, error) {
+	if t == nil {
+		return hotlimit.Decision{}, nil
+	}
+	return t.Decision, t.Err
 }
 
 // reported is report's merge of some limits' decisions; decider is -1 until

@@ -461,7 +461,9 @@ func (s *Service) Allow(user, api string) bool {
 // round trip to Redis, not one per limit; those Redis cannot decide then,
 // but the first, are asked again in their turn, see
 // hotlimit.BatchTake.Ahead), and when a limit denies the request, those of
-// them that took it give it back, as the limits before the denier do. [Service.TakePolicy] returns the
+// them that took it give it back, as the limits before the denier do, and
+// report, all in one more round trip (see hotlimit.BatchTake.GiveBack); a
+// report (n = 0) asks them in one too. [Service.TakePolicy] returns the
 // deciding limit's own instead.
 func (s *Service) Take(user, api string, n int) hotlimit.Decision {
 	d, _ := s.rules.Load().resolve(user, api).take(s.keys, user, api, n, false)
