@@ -93,7 +93,8 @@ func TakeAll(ctx context.Context, takes []Take) {
 	}
 	var first *Limiter
 	var c *call
-	var piped []piping
+	var pipedFirst [8]piping // most batches are a request's few limits
+	piped := pipedFirst[:0]
 	var alone []int
 	var probes []int // takes that probe their breaker: by themselves
 	var probed []*breaker
@@ -337,8 +338,10 @@ func giveBackAll(ctx context.Context, takes []Take, owed bitset) {
 // TakeAll does, and the panic goes on.
 func (l *Limiter) TakeBatch(ctx context.Context, takes []hotlimit.BatchTake) {
 	ctx = orBackground(ctx)
-	ours := make([]Take, 0, len(takes))
-	at := make([]int, 0, len(takes)) // ours[j] is takes[at[j]]
+	// ours[j] is takes[at[j]]; most batches are a request's few limits
+	var oursFirst [4]Take
+	var atFirst [4]int
+	ours, at := oursFirst[:0], atFirst[:0]
 	for i := range takes {
 		bt := &takes[i]
 		if rl, ok := bt.Limiter.(*Limiter); ok {
@@ -427,7 +430,10 @@ func (l *Limiter) runAll(ctx context.Context, c *call) error {
 		}
 	}
 	batch := [1]*call{c}
-	l.batch.pipeline(bounded, ctx, batch[:], nil) // a NOSCRIPT retry has a timeout of its own, as runOne's
+	// Most batches are a request's few limits: cmds holds theirs. A
+	// NOSCRIPT retry has a timeout of its own, as runOne's.
+	var cmds [8]*redis.Cmd
+	l.batch.pipeline(bounded, ctx, batch[:], cmds[:0])
 	return nil
 }
 
@@ -441,28 +447,50 @@ var errNilLimiter = fmt.Errorf("redislimit: a Take without a Limiter: %w", hotli
 // Redis answered any of its calls (see Limiter.observe), else of its first
 // call's error. Each breaker belongs to one Limiter, whose observe tells it.
 type verdicts struct {
-	breakers []*breaker
-	lims     []*Limiter
-	errs     []error
+	n     int
+	first [4]verdict // the first n, or 4 of them: most round trips reach few breakers
+	more  []verdict
+}
+
+// verdict is how the calls of one round trip for the node of breaker did,
+// as lim tells it.
+type verdict struct {
+	breaker *breaker
+	lim     *Limiter
+	err     error
+}
+
+// at returns the i-th verdict.
+func (v *verdicts) at(i int) *verdict {
+	if i < len(v.first) {
+		return &v.first[i]
+	}
+	return &v.more[i-len(v.first)]
 }
 
 // add notes that a call of l for a key of b's node ended with err.
 func (v *verdicts) add(l *Limiter, b *breaker, err error) {
-	for i, seen := range v.breakers {
-		if seen == b {
+	for i := range v.n {
+		if seen := v.at(i); seen.breaker == b {
 			if redisAnswered(err) {
-				v.errs[i] = nil
+				seen.err = nil
 			}
 			return
 		}
 	}
-	v.breakers, v.lims, v.errs = append(v.breakers, b), append(v.lims, l), append(v.errs, err)
+	if v.n < len(v.first) {
+		v.first[v.n] = verdict{b, l, err}
+	} else {
+		v.more = append(v.more, verdict{b, l, err})
+	}
+	v.n++
 }
 
 // tell tells each breaker, once, how its calls did.
 func (v *verdicts) tell(ctx context.Context) {
-	for i, b := range v.breakers {
-		v.lims[i].observe(ctx, b, v.errs[i])
+	for i := range v.n {
+		w := v.at(i)
+		w.lim.observe(ctx, w.breaker, w.err)
 	}
 }
 
