@@ -78,7 +78,9 @@ type BatchTake struct {
 	// Limiter's RefundContext under ctx without its cancellation would:
 	// in the same round trip when the batcher sends the take with others,
 	// so that the give-backs of a denied request and the reports (N = 0)
-	// that follow them cost one. The give-back's error is GiveBackErr;
+	// that follow them cost one. The takes sent with a give-back may
+	// then outlast ctx's cancellation too (redislimit's are bounded by
+	// their limiters' timeouts). The give-back's error is GiveBackErr;
 	// after one, as after RefundContext's, the receipt is not to be given
 	// back again.
 	GiveBack Receipt
