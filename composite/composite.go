@@ -13,6 +13,7 @@ import (
 	"github.com/hotlimit/hotlimit"
 	"github.com/hotlimit/hotlimit/internal/ctxend"
 	"github.com/hotlimit/hotlimit/internal/nilness"
+	"github.com/hotlimit/hotlimit/internal/reportbatch"
 	"github.com/hotlimit/hotlimit/slidinglog"
 	"github.com/hotlimit/hotlimit/unlimited"
 )
@@ -20,6 +21,9 @@ import (
 // MaxChildren is the most children a composite takes. It bounds the receipts
 // a Take keeps on its stack while it asks the children in turn.
 const MaxChildren = 16
+
+// A reportbatch.Set tells every child apart.
+var _ [reportbatch.Max - MaxChildren]struct{}
 
 // Limiter admits a request only when every child admits it; see the package
 // documentation. Build it with New. The zero Limiter has no child, and
@@ -498,7 +502,7 @@ func (l *Limiter) take(ctx context.Context, key string, n int, leaves []hotlimit
 			if l.sub[i] == nil {
 				leaves[l.off[i]] = hotlimit.Receipt{N: givenBack}
 			}
-			var asked reports
+			var asked reportbatch.Set
 			l.askReports(ctx, key, 0, i, leaves, &asked)
 			held = 0
 			errs = l.giveBack(detached(ctx), key, max(i, batchedUpTo), leaves, errs, true, &asked)
@@ -642,7 +646,7 @@ func (l *Limiter) share(j int, leaves []hotlimit.Receipt) []hotlimit.Receipt {
 // appended in its place. Should a child's refund panic, the children
 // before it are given back all the same, and then the panic goes on: one
 // child failing keeps no other's quota.
-func (l *Limiter) giveBack(ctx context.Context, key string, upto int, leaves []hotlimit.Receipt, errs []error, beside bool, asked *reports) []error {
+func (l *Limiter) giveBack(ctx context.Context, key string, upto int, leaves []hotlimit.Receipt, errs []error, beside bool, asked *reportbatch.Set) []error {
 	j := upto - 1
 	defer func() {
 		if j >= 0 { // the j-th child's refund panicked
@@ -654,7 +658,7 @@ func (l *Limiter) giveBack(ctx context.Context, key string, upto int, leaves []h
 			errs = sub.giveBack(ctx, key, len(sub.children), leaves[l.off[j]:l.off[j]+sub.width], errs, beside, nil)
 			continue
 		}
-		if t := asked.of(j); t != nil {
+		if t := asked.Of(j); t != nil {
 			if ctx != nil && t.GiveBackErr != nil {
 				errs = append(errs, &besideError{t.GiveBackErr}) // only a denial's give-back is asked so
 			}
@@ -711,9 +715,9 @@ func markGivenBack(leaves []hotlimit.Receipt) {
 // (its error still left out, as Take returns none), to know that. The
 // children of l.batched are asked together (see askReports), unless asked
 // is given, which holds their answers already.
-func (l *Limiter) report(ctx context.Context, key string, n, known int, kd hotlimit.Decision, errs *[]error, decides bool, rem *[MaxChildren]int, asked *reports) hotlimit.Decision {
+func (l *Limiter) report(ctx context.Context, key string, n, known int, kd hotlimit.Decision, errs *[]error, decides bool, rem *[MaxChildren]int, asked *reportbatch.Set) hotlimit.Decision {
 	if asked == nil {
-		asked = new(reports)
+		asked = new(reportbatch.Set)
 		l.askReports(ctx, key, n, known, nil, asked)
 	}
 	d := hotlimit.Decision{Allowed: true}
@@ -721,10 +725,7 @@ func (l *Limiter) report(ctx context.Context, key string, n, known int, kd hotli
 	denier := -1
 	for i, c := range l.children {
 		cd := kd
-		t := asked.of(i)
-		if t != nil && errors.Is(t.Err, hotlimit.ErrNotDecided) {
-			t = nil // asked again here, in its turn
-		}
+		t := asked.Decided(i) // else asked here, in its turn
 		switch cc := l.withContext[i]; {
 		case i == known:
 		case t != nil && (ctx != nil || rem != nil):
@@ -770,66 +771,30 @@ func (l *Limiter) report(ctx context.Context, key string, n, known int, kd hotli
 	return d
 }
 
-// reports holds what the children of l.batched answered when askReports
-// asked them together for their reports.
-type reports struct {
-	takes []hotlimit.BatchTake
-	at    [MaxChildren]int8 // 1 + the i-th child's index in takes; 0 when not asked
-}
-
 // askReports asks every child of l.batched but the skip-th (if any) for
-// Take(key, n) with n ≤ 0, which changes nothing, in one go by l.batcher,
-// under ctx (context.Background when nil), each after giving back its
-// receipt among leaves (when leaves is not nil, and the receipt is not
-// marked given back) in the same round trip: a denial's give-backs and the
-// reports after them cost one, as the takes before them did. Those
-// receipts are the batcher's then, and marked given back among leaves:
-// should it panic, it gave them back (see hotlimit.Batcher.TakeBatch), and
-// a panic's give-back of leaves does not give them back twice. Each report
-// is asked ahead of its turn (hotlimit.BatchTake.Ahead): one the batcher
-// could not decide is asked again in report's turn, so that its failure
-// policy decides it, and its breaker hears of it, as report's own call
-// would. A give-back is never asked again: its error stands (see
-// hotlimit.Refunder). Nothing is asked, leaving asked empty, when there is
-// no batch, or ctx has ended: each child then gives back by itself under
-// ctx without its cancellation, and its report fails at once, as it would
-// in its turn.
-func (l *Limiter) askReports(ctx context.Context, key string, n, skip int, leaves []hotlimit.Receipt, asked *reports) {
+// Take(key, n) with n ≤ 0, which changes nothing, in one go by l.batcher
+// (see reportbatch.Set.Ask), each after giving back its receipt among
+// leaves (when leaves is not nil, and the receipt is not marked given
+// back) in the same round trip: a denial's give-backs and the reports
+// after them cost one, as the takes before them did. Those receipts are
+// the batcher's then, and marked given back among leaves: should it panic,
+// it gave them back (see hotlimit.Batcher.TakeBatch), and a panic's
+// give-back of leaves does not give them back twice.
+func (l *Limiter) askReports(ctx context.Context, key string, n, skip int, leaves []hotlimit.Receipt, asked *reportbatch.Set) {
 	batch := l.batched
 	if skip >= 0 {
 		batch &^= 1 << skip
 	}
-	if batch == 0 || ctxend.Err(ctx) != nil {
-		return
-	}
-	if ctx == nil {
-		ctx = context.Background()
-	}
-	asked.takes = make([]hotlimit.BatchTake, 0, bits.OnesCount32(batch))
-	for i := range l.children {
-		if batch&(1<<i) == 0 {
-			continue
-		}
-		t := hotlimit.BatchTake{Limiter: l.withContext[i], Key: key, N: n, Ahead: true}
+	asked.Ask(ctx, l.batcher, batch, n, func(i int) hotlimit.BatchTake {
+		t := hotlimit.BatchTake{Limiter: l.withContext[i], Key: key}
 		if leaves != nil {
 			if r := leaves[l.off[i]]; r.N != givenBack {
 				t.GiveBack = r
 			}
 			leaves[l.off[i]] = hotlimit.Receipt{N: givenBack}
 		}
-		asked.takes = append(asked.takes, t)
-		asked.at[i] = int8(len(asked.takes))
-	}
-	l.batcher.TakeBatch(ctx, asked.takes)
-}
-
-// of returns the i-th child's take of askReports, or nil when it was not
-// asked (or asked is nil).
-func (asked *reports) of(i int) *hotlimit.BatchTake {
-	if asked == nil || asked.at[i] == 0 {
-		return nil
-	}
-	return &asked.takes[asked.at[i]-1]
+		return t
+	})
 }
 
 // besideError is the error of a child whose failure did not make the

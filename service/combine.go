@@ -13,6 +13,7 @@ import (
 	"github.com/hotlimit/hotlimit/composite"
 	"github.com/hotlimit/hotlimit/internal/burst"
 	"github.com/hotlimit/hotlimit/internal/ctxend"
+	"github.com/hotlimit/hotlimit/internal/reportbatch"
 	"github.com/hotlimit/hotlimit/slidinglog"
 )
 
@@ -312,7 +313,7 @@ func (m *multi) take(ctx context.Context, k keys, n int, each *[composite.MaxChi
 			// each with its own receipt under its own key: right after
 			// its Take, a refund restores the limit. Those of the batch
 			// give back and report in one go (see askReports).
-			var asked reports
+			var asked reportbatch.Set
 			m.askReports(ctx, &k, 0, i, &receipts, &asked)
 			held = 0
 			errs = m.giveBack(ctx, &k, max(i, batchedUpTo), &receipts, errs, &asked)
@@ -503,7 +504,7 @@ func (m *multi) wait(ctx context.Context, k *keys, n, denier int, retry time.Dur
 // error is appended in its place. Should a limit's refund panic, the
 // limits before it are given back all the same, and then the panic goes
 // on: one limit failing keeps no other's quota.
-func (m *multi) giveBack(ctx context.Context, k *keys, upto int, receipts *[composite.MaxChildren]hotlimit.Receipt, errs []error, asked *reports) []error {
+func (m *multi) giveBack(ctx context.Context, k *keys, upto int, receipts *[composite.MaxChildren]hotlimit.Receipt, errs []error, asked *reportbatch.Set) []error {
 	j := upto - 1
 	defer func() {
 		if j >= 0 { // the j-th limit's refund panicked
@@ -511,7 +512,7 @@ func (m *multi) giveBack(ctx context.Context, k *keys, upto int, receipts *[comp
 		}
 	}()
 	for ; j >= 0; j-- {
-		switch t := asked.of(j); {
+		switch t := asked.Of(j); {
 		case t != nil:
 			if ctx != nil {
 				errs = m.appendLimitErr(errs, j, t.GiveBackErr)
@@ -591,9 +592,9 @@ func limitErrors(err error, errOf *[composite.MaxChildren]error) {
 // Remaining, or math.MaxInt when its report failed: one that takes a
 // context is then asked under context.Background when ctx is nil (its error
 // still left out), to know that.
-func (m *multi) report(ctx context.Context, k *keys, n, known int, kd hotlimit.Decision, errs *[]error, each *[composite.MaxChildren]hotlimit.Decision, rem *[composite.MaxChildren]int, asked *reports) (d hotlimit.Decision, decider int, own hotlimit.Decision) {
+func (m *multi) report(ctx context.Context, k *keys, n, known int, kd hotlimit.Decision, errs *[]error, each *[composite.MaxChildren]hotlimit.Decision, rem *[composite.MaxChildren]int, asked *reportbatch.Set) (d hotlimit.Decision, decider int, own hotlimit.Decision) {
 	if asked == nil {
-		asked = new(reports)
+		asked = new(reportbatch.Set)
 		m.askReports(ctx, k, n, known, nil, asked)
 	}
 	counted, shadowed := reported{m: m, decider: -1}, reported{m: m, decider: -1}
@@ -604,10 +605,7 @@ func (m *multi) report(ctx context.Context, k *keys, n, known int, kd hotlimit.D
 		}
 		var cd hotlimit.Decision
 		var err error
-		t := asked.of(i)
-		if t != nil && errors.Is(t.Err, hotlimit.ErrNotDecided) {
-			t = nil // asked again here, in its turn
-		}
+		t := asked.Decided(i) // else asked here, in its turn
 		if cc := m.withContext[i]; ctx != nil && cc != nil {
 			if cd, err = answer(t); t == nil {
 				cd, _, err = cc.TakeReceiptContext(ctx, k.of(m.limits[i].Scope), n) // n ≤ 0 takes nothing
@@ -646,61 +644,26 @@ func (m *multi) report(ctx context.Context, k *keys, n, known int, kd hotlimit.D
 	return shadowed.d, shadowed.decider, shadowed.best // a rule has a limit: one was asked
 }
 
-// reports holds what the limits of m.batched answered when askReports
-// asked them together for their reports.
-type reports struct {
-	takes []hotlimit.BatchTake
-	at    [composite.MaxChildren]int8 // 1 + the i-th limit's index in takes; 0 when not asked
-}
-
-// askReports asks every limit of m.batched but the skip-th (if any) for n ≤ 0
-// requests, which changes nothing, in one go by m.batcher, under ctx
-// (context.Background when nil), each after giving back its receipt in r
-// (when r is not nil) in the same round trip: a denial's give-backs and
-// the reports after them cost one, as the takes before them did. Those
+// askReports asks every limit of m.batched but the skip-th (if any) for n
+// ≤ 0 requests, which changes nothing, in one go by m.batcher (see
+// reportbatch.Set.Ask), each after giving back its receipt in r (when r
+// is not nil) in the same round trip: a denial's give-backs and the
+// reports after them cost one, as the takes before them did. Those
 // receipts are the batcher's then, and zeroed in r: should it panic, it
 // gave them back (see hotlimit.Batcher.TakeBatch), and a panic's give-back
-// of r does not give them back twice. Each report is asked ahead of its
-// turn (hotlimit.BatchTake.Ahead): one the batcher could not decide is
-// asked again in report's turn, so that its failure policy decides it,
-// and its breaker hears of it, as report's own call would. A give-back is
-// never asked again: its error stands (see hotlimit.Refunder). Nothing is
-// asked, leaving asked empty, when there is no batch, or ctx has ended:
-// each limit then gives back by itself under ctx without its cancellation,
-// and its report fails at once, as it would in its turn.
-func (m *multi) askReports(ctx context.Context, k *keys, n, skip int, r *[composite.MaxChildren]hotlimit.Receipt, asked *reports) {
+// of r does not give them back twice.
+func (m *multi) askReports(ctx context.Context, k *keys, n, skip int, r *[composite.MaxChildren]hotlimit.Receipt, asked *reportbatch.Set) {
 	batch := m.batched
 	if skip >= 0 {
 		batch &^= 1 << skip
 	}
-	if batch == 0 || ctxend.Err(ctx) != nil {
-		return
-	}
-	if ctx == nil {
-		ctx = context.Background()
-	}
-	asked.takes = make([]hotlimit.BatchTake, 0, bits.OnesCount32(batch))
-	for i := range m.children {
-		if batch&(1<<i) == 0 {
-			continue
-		}
-		t := hotlimit.BatchTake{Limiter: m.withContext[i], Key: k.of(m.limits[i].Scope), N: n, Ahead: true}
+	asked.Ask(ctx, m.batcher, batch, n, func(i int) hotlimit.BatchTake {
+		t := hotlimit.BatchTake{Limiter: m.withContext[i], Key: k.of(m.limits[i].Scope)}
 		if r != nil {
 			t.GiveBack, r[i] = r[i], hotlimit.Receipt{}
 		}
-		asked.takes = append(asked.takes, t)
-		asked.at[i] = int8(len(asked.takes))
-	}
-	m.batcher.TakeBatch(ctx, asked.takes)
-}
-
-// of returns the i-th limit's take of askReports, or nil when it was not
-// asked (or asked is nil).
-func (asked *reports) of(i int) *hotlimit.BatchTake {
-	if asked == nil || asked.at[i] == 0 {
-		return nil
-	}
-	return &asked.takes[asked.at[i]-1]
+		return t
+	})
 }
 
 // answer returns t's Decision and Err, or zeros when t is nil.
