@@ -74,8 +74,14 @@ type op struct {
 	// says nothing of the op's node. They are held only while the call is.
 	lim     *Limiter
 	breaker *breaker
-	rep     reply
-	err     error
+	// ahead: the op is a take asked ahead (see Take.Ahead), which its
+	// caller asks again in its turn when Redis did not answer it, and that
+	// call tells the breaker: answer does not tell it then, or the take's
+	// failure would count twice. Never set for a give-back, which is not
+	// asked again.
+	ahead bool
+	rep   reply
+	err   error
 }
 
 // call is the script calls of one caller, waiting for their batch.
@@ -112,6 +118,9 @@ func newCall() *call {
 // it gives back what c's ops took, and frees c. Only the goroutine that ran
 // c's ops calls it, once.
 func (b *batcher) answer(c *call) {
+	if answerHook != nil {
+		answerHook()
+	}
 	// The CAS decides between the caller and the goroutine that ran the
 	// ops: exactly one of pending → answered (here) and pending → left
 	// (leave) succeeds, so either the caller reads the replies, or the
@@ -121,25 +130,37 @@ func (b *batcher) answer(c *call) {
 		return
 	}
 	if b.split { // the caller's error was a leftError (see wait)
-		var v verdicts // one round trip: once per breaker
+		// One round trip: once per breaker. A take asked ahead that Redis
+		// did not answer is its turn's to tell (see op.ahead).
+		var v verdicts
 		for i := range c.ops {
-			if o := &c.ops[i]; o.lim != nil {
+			if o := &c.ops[i]; o.lim != nil && (!o.ahead || redisAnswered(o.err)) {
 				v.add(o.lim, o.breaker, o.err)
 			}
 		}
 		v.tell(context.Background())
+		if leftHook != nil {
+			leftHook()
+		}
 	}
 	b.undo(c.ops)
 	c.free()
 }
+
+// answerHook and leftHook, when set (by tests, before the limiter is
+// built; removed once it is closed), are called by answer: answerHook
+// before it decides between the call's caller and itself, leftHook once
+// it has told the breakers how the ops of a call whose caller left did.
+var answerHook, leftHook func()
 
 // leftError is the error of a call whose caller stopped waiting (its
 // context ended, or the limiter's timeout passed) before its batch was
 // answered, on a cluster client: the batch's other calls may be for
 // another node, which does not answer. It wraps the context's error. It
 // says nothing of the call's node: the flusher, if it sent the call, tells
-// the node's breaker how Redis did (see answer), so the caller does not
-// (see Limiter.observe). On a single node, a batch's timeout is the node's.
+// the node's breaker how Redis did (see answer; of a take asked ahead that
+// Redis did not answer, the take's turn does), so the caller does not (see
+// Limiter.observe). On a single node, a batch's timeout is the node's.
 type leftError struct{ err error }
 
 func (e leftError) Error() string { return e.err.Error() }

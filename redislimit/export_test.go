@@ -35,6 +35,14 @@ func SetBreakerClock(now func() int64) {
 	breakerClock.Store(&now)
 }
 
+// SetAnswerHooks sets the hooks of the goroutine that answers a call sent
+// in a batch: it calls before ahead of deciding whether the call's caller
+// still waits, and, on a cluster client, left once it has told the
+// breakers how the ops of a call whose caller left did; nil removes them.
+// Set them before building the limiter, and remove them once the limiter
+// is closed.
+func SetAnswerHooks(before, left func()) { answerHook, leftHook = before, left }
+
 // ClockRange is the largest clock reading, either way, the scripts take.
 const ClockRange = clockRange
 

@@ -184,7 +184,9 @@ func TakeAll(ctx context.Context, takes []Take) {
 		p.op = len(c.ops)
 		c.ops = append(c.ops, op{script: l.script, key: k, args: a, clock: l.clock, lim: l, breaker: b})
 		if owed.has(i) && back == nil {
-			p.back = p.op
+			p.back = p.op // a give-back: its breaker hears of it
+		} else {
+			c.ops[p.op].ahead = t.Ahead
 		}
 		piped = append(piped, p)
 	}
