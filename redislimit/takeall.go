@@ -128,15 +128,20 @@ func TakeAll(ctx context.Context, takes []Take) {
 			t.Decision, t.Receipt, t.Err = t.outcome(reply{}, err)
 			continue
 		}
+		if b.open() {
+			// A give-back goes by itself first, as RefundContext's before
+			// the take would: it may be the probe, and the take then
+			// finds the breaker closed, or open again. Left for after
+			// the take's own b.allow, it would be refused by the probe
+			// the take became.
+			giveBackAlone(i)
+		}
 		if t.Ahead && b.open() {
 			// Refused or probing, its turn asks it: a probe made ahead
 			// that fails leaves the breaker open, and the turn's call
 			// refused, its failure policy hearing of the breaker, not of
 			// the probe's error; one that passes is given back, when a
 			// limit before it denies, by a request that never asked it.
-			// A give-back goes by itself, as RefundContext's would: it
-			// may be the probe.
-			giveBackAlone(i)
 			t.Decision, t.Receipt, t.Err = t.outcome(reply{}, ErrBreakerOpen)
 			continue
 		}
