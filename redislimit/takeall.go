@@ -316,9 +316,18 @@ func (t *Take) outcome(rep reply, err error) (hotlimit.Decision, hotlimit.Receip
 // giveBackAll gives back, in reverse order, what each take of takes took
 // by its Receipt, and the GiveBack of each take in owed, under ctx without
 // its cancellation, and clears the receipts: a TakeAll or TakeBatch that
-// panics holds nothing.
+// panics holds nothing. Should a give-back panic (its limiter's clock,
+// which may be why TakeAll panicked), the takes before it are given back
+// all the same, and then the panic goes on, as the limits before one whose
+// refund panics are when a rule gives back one by one.
 func giveBackAll(ctx context.Context, takes []Take, owed bitset) {
-	for i := len(takes) - 1; i >= 0; i-- {
+	i := len(takes) - 1
+	defer func() {
+		if i >= 0 { // the i-th take's give-back panicked
+			giveBackAll(ctx, takes[:i], owed)
+		}
+	}()
+	for ; i >= 0; i-- {
 		t := &takes[i]
 		if t.Limiter == nil {
 			continue
