@@ -97,3 +97,44 @@ func TestTakeAllGiveBackProbesBeforeItsTake(t *testing.T) {
 	assert.Equal(t, take(t, sa, "k", 0), take(t, a, "k", 0), "a's state")
 	assert.Equal(t, take(t, sb, "k", 1), takes[1].Decision, "b")
 }
+
+// TestTakeAllClusterGiveBackProbesTheLookup: on a cluster client that
+// cannot load its slot map, a take asked in its turn whose limiter's
+// breaker has ended its cooldown gives back its GiveBack first, as
+// RefundContext before TakeReceiptContext would: the give-back's lookup
+// is the probe, and fails with the lookup's error; the take then finds the
+// breaker open again, and its failure policy hears of ErrBreakerOpen.
+// Probed by the take instead, the errors would be the other way round.
+func TestTakeAllClusterGiveBackProbesTheLookup(t *testing.T) {
+	var breakerNow atomic.Int64
+	breakerNow.Store(int64(time.Hour))
+	redislimit.SetBreakerClock(breakerNow.Load)
+	t.Cleanup(func() { redislimit.SetBreakerClock(nil) })
+	client := redis.NewClusterClient(&redis.ClusterOptions{Addrs: []string{deadAddr(t)}, ContextTimeoutEnabled: true, MaxRetries: -1})
+	t.Cleanup(func() { _ = client.Close() })
+	opts := []hotlimit.Option{frozenClock(), redislimit.WithFailPolicy(redislimit.FailClosed),
+		redislimit.WithTimeout(100 * time.Millisecond), redislimit.WithBreaker(1, time.Minute)}
+	batched := newLimiter(t, client, faultConfig, append(opts, redislimit.WithPrefix("all:"))...)
+	single := newLimiter(t, client, faultConfig, append(opts, redislimit.WithPrefix("one:"))...)
+	for _, l := range []*redislimit.Limiter{batched, single} {
+		_, err := l.TakeContext(context.Background(), "k", 1)
+		require.Error(t, err)
+		_, err = l.TakeContext(context.Background(), "k", 1)
+		require.ErrorIs(t, err, redislimit.ErrBreakerOpen, "one failed lookup opened the breaker")
+	}
+	breakerNow.Add(int64(2 * time.Minute)) // the cooldown is over: the next call probes
+	r := hotlimit.Receipt{N: 2, At: int64(time.Hour)}
+
+	takes := []redislimit.Take{{Limiter: batched, Key: "k", N: 1, GiveBack: r}}
+	redislimit.TakeAll(context.Background(), takes)
+	backErr := single.RefundContext(context.Background(), "k", r)
+	d, _, err := single.TakeReceiptContext(context.Background(), "k", 1)
+
+	require.Error(t, backErr)
+	require.NotErrorIs(t, backErr, redislimit.ErrBreakerOpen, "the twin's give-back probed")
+	require.ErrorIs(t, err, redislimit.ErrBreakerOpen, "the twin's take found the breaker open again")
+	require.Error(t, takes[0].GiveBackErr)
+	assert.NotErrorIs(t, takes[0].GiveBackErr, redislimit.ErrBreakerOpen, "the give-back probed the lookup")
+	assert.ErrorIs(t, takes[0].Err, redislimit.ErrBreakerOpen, "the take found the breaker open again")
+	assert.Equal(t, d, takes[0].Decision)
+}
