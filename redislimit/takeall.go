@@ -115,6 +115,12 @@ func TakeAll(ctx context.Context, takes []Take) {
 			alone = append(alone, i)
 			continue
 		}
+		if l.nodes != nil && l.breaker.open() {
+			// On a cluster, l.breaker guards the lookup of the key's
+			// master: a give-back goes first, by itself, as below (it
+			// may be the lookup's probe).
+			giveBackAlone(i)
+		}
 		if err := lookups.failed(ctx, l, t.Ahead); err != nil {
 			giveBackAlone(i)
 			t.Decision, t.Receipt, t.Err = t.outcome(reply{}, err)
