@@ -241,3 +241,37 @@ func TestTakeAllPanicOfAGiveBackLosesNoOther(t *testing.T) {
 	assert.Equal(t, 5, take(t, b, "k", 0).Remaining, "b's GiveBack given back, nothing taken")
 	assert.Equal(t, 2, take(t, boom, "k", 0).Remaining, "boom's give-back panicked: nothing")
 }
+
+// panickyRefunder is a limiter whose give-backs panic.
+type panickyRefunder struct{ hotlimit.ContextRefunder }
+
+func (panickyRefunder) RefundContext(context.Context, string, hotlimit.Receipt) error {
+	panic("panicky: refund")
+}
+
+// TestTakeBatchPanicOfAGiveBackLosesNoOther: when a take that TakeBatch
+// leaves to its own limiter panics, and then the GiveBack of a take after
+// it panics too as it is given back on the way out, every other receipt
+// and GiveBack is given back all the same: Redis's takes', the decided
+// takes' and the GiveBacks after; and a panic goes on.
+func TestTakeBatchPanicOfAGiveBackLosesNoOther(t *testing.T) {
+	srv := redistest.Start(t)
+	client := newClient(t, srv)
+	c := hotlimit.Config{Algorithm: hotlimit.FixedWindow, Limit: 5, Window: time.Hour}
+	a := newExact(t, client, c, frozenClock(), redislimit.WithPrefix("a:"))
+	b := newExact(t, client, c, frozenClock(), redislimit.WithPrefix("b:"))
+	d := newExact(t, client, c, frozenClock(), redislimit.WithPrefix("d:"))
+	_, rd, err := d.TakeReceiptContext(context.Background(), "k", 3)
+	require.NoError(t, err)
+	batch := []hotlimit.BatchTake{
+		{Limiter: a, Key: "k", N: 1},
+		{Limiter: oneByOne{ContextRefunder: b, config: c}, Key: "k", N: 2},
+		{Limiter: panickyTaker{b}, Key: "k", N: 1},
+		{Limiter: panickyRefunder{d}, Key: "k", GiveBack: hotlimit.Receipt{N: 1, At: rd.At}},
+		{Limiter: oneByOne{ContextRefunder: d, config: c}, Key: "k", GiveBack: rd},
+	}
+	require.Panics(t, func() { a.TakeBatch(context.Background(), batch) })
+	assert.Equal(t, 5, take(t, a, "k", 0).Remaining, "a's take given back")
+	assert.Equal(t, 5, take(t, b, "k", 0).Remaining, "b's take, decided by itself, given back")
+	assert.Equal(t, 5, take(t, d, "k", 0).Remaining, "the GiveBack after the one that panicked given back")
+}
