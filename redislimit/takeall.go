@@ -274,6 +274,21 @@ func TakeAll(ctx context.Context, takes []Take) {
 	decided = true
 }
 
+// runEach runs every step in order, each whatever the one before it does:
+// should a step panic, the steps after it run all the same, and then the
+// panic goes on.
+func runEach(steps []func()) {
+	i := 0
+	defer func() {
+		if i < len(steps) { // steps[i] panicked
+			runEach(steps[i+1:])
+		}
+	}()
+	for ; i < len(steps); i++ {
+		steps[i]()
+	}
+}
+
 // piping is a take of TakeAll sent in its pipeline: takes[take], whose
 // node's breaker is breaker, is the call's ops[op], and its GiveBack
 // ops[back] (op itself for a report), or back is -1.
@@ -373,25 +388,27 @@ func (l *Limiter) TakeBatch(ctx context.Context, takes []hotlimit.BatchTake) {
 	}
 	// The others, one by one. next is the first not decided yet: should
 	// one panic, ours and those decided are given back, and the GiveBacks
-	// of the rest.
+	// of the rest, each whatever another's give-back does: one that
+	// panics stops none of the others.
 	next := 0
 	defer func() {
 		if next == len(takes) {
 			return
 		}
-		giveBackAll(ctx, ours, nil)
+		steps := []func(){func() { giveBackAll(ctx, ours, nil) }}
 		for i := next - 1; i >= 0; i-- {
 			bt := &takes[i]
 			if _, ok := bt.Limiter.(*Limiter); !ok && bt.Limiter != nil && bt.Receipt.N > 0 {
-				_ = bt.Limiter.RefundContext(context.WithoutCancel(ctx), bt.Key, bt.Receipt)
+				steps = append(steps, func() { _ = bt.Limiter.RefundContext(context.WithoutCancel(ctx), bt.Key, bt.Receipt) })
 			}
 		}
 		for i := next + 1; i < len(takes); i++ {
 			bt := &takes[i]
 			if _, ok := bt.Limiter.(*Limiter); !ok && bt.Limiter != nil && bt.GiveBack.N > 0 {
-				_ = bt.Limiter.RefundContext(context.WithoutCancel(ctx), bt.Key, bt.GiveBack)
+				steps = append(steps, func() { _ = bt.Limiter.RefundContext(context.WithoutCancel(ctx), bt.Key, bt.GiveBack) })
 			}
 		}
+		runEach(steps)
 	}()
 	for ; next < len(takes); next++ {
 		bt := &takes[next]
