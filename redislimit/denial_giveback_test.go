@@ -178,3 +178,49 @@ func (s spoiler) Take(key string, n int) hotlimit.Decision {
 	d, _ := s.TakeReceipt(key, n)
 	return d
 }
+
+// TestCompositeDenialGiveBackErrorIsBeside: when a composite's child on
+// Redis that took a request cannot give it back in the denial's batch (its
+// key of another type meanwhile), the composite's error holds that
+// child's give-back error and its report's, beside the decision: no
+// deciding error, as when the children give back and report one by one.
+func TestCompositeDenialGiveBackErrorIsBeside(t *testing.T) {
+	srv := redistest.Start(t)
+	client := newClient(t, srv)
+	build := func(prefix string, wrap func(*redislimit.Limiter) hotlimit.Limiter) *composite.Limiter {
+		var kids []hotlimit.Limiter
+		var spoiled *redislimit.Limiter
+		for _, c := range []hotlimit.Config{
+			{Algorithm: hotlimit.TokenBucket, Limit: 4, Window: time.Hour},
+			{Algorithm: hotlimit.FixedWindow, Limit: 6, Window: time.Hour},
+		} {
+			l := newExact(t, client, c, frozenClock(), redislimit.WithPrefix(prefix), redislimit.WithFailPolicy(redislimit.FailOpen))
+			spoiled = l
+			kids = append(kids, wrap(l))
+		}
+		mem, err := service.NewLimiter(hotlimit.Config{Algorithm: hotlimit.SlidingCounter, Limit: 9, Window: time.Hour})
+		require.NoError(t, err)
+		kids = append(kids, spoiler{mem.(hotlimit.Refunder), func(key string) {
+			k := spoiled.RedisKey(key)
+			require.NoError(t, client.Del(context.Background(), k).Err())
+			require.NoError(t, client.LPush(context.Background(), k, "x").Err())
+		}})
+		l, err := composite.New(kids...)
+		require.NoError(t, err)
+		return l
+	}
+	batched := build("all:", func(l *redislimit.Limiter) hotlimit.Limiter { return l })
+	single := build("one:", func(l *redislimit.Limiter) hotlimit.Limiter { return oneByOne{ContextRefunder: l, config: l.Config()} })
+	ctx := context.Background()
+	bd, br, berr := batched.TakeReceiptContext(ctx, "zed", 2)
+	sd, sr, serr := single.TakeReceiptContext(ctx, "zed", 2)
+	assert.False(t, bd.Allowed)
+	assert.Equal(t, sd, bd)
+	assert.Equal(t, sr, br)
+	require.Error(t, serr)
+	require.Error(t, berr)
+	assert.Equal(t, serr.Error(), berr.Error())
+	assert.Equal(t, 2, strings.Count(berr.Error(), "WRONGTYPE"), "the give-back's error and the report's: %v", berr)
+	assert.NoError(t, composite.DecidingError(serr), "one by one: the denier decided")
+	assert.NoError(t, composite.DecidingError(berr), "the denier decided")
+}
