@@ -116,6 +116,12 @@ func TakeAll(ctx context.Context, takes []Take) {
 			alone = append(alone, i)
 			continue
 		}
+		if l.nodes != nil && l.breaker.open() {
+			// On a cluster, l.breaker guards the lookup of the key's
+			// master: a give-back goes first, by itself, as below (it
+			// may be the lookup's probe).
+			giveBackAlone(i)
+		}
 		if err := lookups.failed(ctx, l, t.Ahead); err != nil {
 			giveBackAlone(i)
 			t.Decision, t.Receipt, t.Err = t.outcome(reply{}, err)
@@ -129,15 +135,20 @@ func TakeAll(ctx context.Context, takes []Take) {
 			t.Decision, t.Receipt, t.Err = t.outcome(reply{}, err)
 			continue
 		}
+		if b.open() {
+			// A give-back goes by itself first, as RefundContext's before
+			// the take would: it may be the probe, and the take then
+			// finds the breaker closed, or open again. Left for after
+			// the take's own b.allow, it would be refused by the probe
+			// the take became.
+			giveBackAlone(i)
+		}
 		if t.Ahead && b.open() {
 			// Refused or probing, its turn asks it: a probe made ahead
 			// that fails leaves the breaker open, and the turn's call
 			// refused, its failure policy hearing of the breaker, not of
 			// the probe's error; one that passes is given back, when a
 			// limit before it denies, by a request that never asked it.
-			// A give-back goes by itself, as RefundContext's would: it
-			// may be the probe.
-			giveBackAlone(i)
 			t.Decision, t.Receipt, t.Err = t.outcome(reply{}, ErrBreakerOpen)
 			continue
 		}
@@ -266,6 +277,21 @@ func TakeAll(ctx context.Context, takes []Take) {
 	decided = true
 }
 
+// runEach runs every step in order, each whatever the one before it does:
+// should a step panic, the steps after it run all the same, and then the
+// panic goes on.
+func runEach(steps []func()) {
+	i := 0
+	defer func() {
+		if i < len(steps) { // steps[i] panicked
+			runEach(steps[i+1:])
+		}
+	}()
+	for ; i < len(steps); i++ {
+		steps[i]()
+	}
+}
+
 // piping is a take of TakeAll sent in its pipeline: takes[take], whose
 // node's breaker is breaker, is the call's ops[op], and its GiveBack
 // ops[back] (op itself for a report), or back is -1.
@@ -314,9 +340,18 @@ func (t *Take) outcome(rep reply, err error) (hotlimit.Decision, hotlimit.Receip
 // giveBackAll gives back, in reverse order, what each take of takes took
 // by its Receipt, and the GiveBack of each take in owed, under ctx without
 // its cancellation, and clears the receipts: a TakeAll or TakeBatch that
-// panics holds nothing.
+// panics holds nothing. Should a give-back panic (its limiter's clock,
+// which may be why TakeAll panicked), the takes before it are given back
+// all the same, and then the panic goes on, as the limits before one whose
+// refund panics are when a rule gives back one by one.
 func giveBackAll(ctx context.Context, takes []Take, owed bitset) {
-	for i := len(takes) - 1; i >= 0; i-- {
+	i := len(takes) - 1
+	defer func() {
+		if i >= 0 { // the i-th take's give-back panicked
+			giveBackAll(ctx, takes[:i], owed)
+		}
+	}()
+	for ; i >= 0; i-- {
 		t := &takes[i]
 		if t.Limiter == nil {
 			continue
@@ -358,25 +393,27 @@ func (l *Limiter) TakeBatch(ctx context.Context, takes []hotlimit.BatchTake) {
 	}
 	// The others, one by one. next is the first not decided yet: should
 	// one panic, ours and those decided are given back, and the GiveBacks
-	// of the rest.
+	// of the rest, each whatever another's give-back does: one that
+	// panics stops none of the others.
 	next := 0
 	defer func() {
 		if next == len(takes) {
 			return
 		}
-		giveBackAll(ctx, ours, nil)
+		steps := []func(){func() { giveBackAll(ctx, ours, nil) }}
 		for i := next - 1; i >= 0; i-- {
 			bt := &takes[i]
 			if _, ok := bt.Limiter.(*Limiter); !ok && bt.Limiter != nil && bt.Receipt.N > 0 {
-				_ = bt.Limiter.RefundContext(context.WithoutCancel(ctx), bt.Key, bt.Receipt)
+				steps = append(steps, func() { _ = bt.Limiter.RefundContext(context.WithoutCancel(ctx), bt.Key, bt.Receipt) })
 			}
 		}
 		for i := next + 1; i < len(takes); i++ {
 			bt := &takes[i]
 			if _, ok := bt.Limiter.(*Limiter); !ok && bt.Limiter != nil && bt.GiveBack.N > 0 {
-				_ = bt.Limiter.RefundContext(context.WithoutCancel(ctx), bt.Key, bt.GiveBack)
+				steps = append(steps, func() { _ = bt.Limiter.RefundContext(context.WithoutCancel(ctx), bt.Key, bt.GiveBack) })
 			}
 		}
+		runEach(steps)
 	}()
 	for ; next < len(takes); next++ {
 		bt := &takes[next]

@@ -203,3 +203,75 @@ func TestTakeAllPanicGivesBackWhatItOwes(t *testing.T) {
 	assert.Equal(t, 5, take(t, a, "k", 0).Remaining, "a's take given back")
 	assert.Equal(t, 5, take(t, b, "k", 0).Remaining, "the GiveBack after the panic given back")
 }
+
+// TestTakeAllPanicOfAGiveBackLosesNoOther: when a take's clock panics
+// before the round trip, and again when its own GiveBack is given back on
+// the way out, the GiveBacks of the takes before it, in the pipeline not
+// yet sent, are given back all the same, as RefundContext one by one in
+// reverse order gives back the limits before one that panics; and the
+// panic goes on.
+func TestTakeAllPanicOfAGiveBackLosesNoOther(t *testing.T) {
+	srv := redistest.Start(t)
+	client := newClient(t, srv)
+	c := hotlimit.Config{Algorithm: hotlimit.FixedWindow, Limit: 5, Window: time.Hour}
+	a := newExact(t, client, c, frozenClock(), redislimit.WithPrefix("a:"))
+	b := newExact(t, client, c, frozenClock(), redislimit.WithPrefix("b:"))
+	var armed atomic.Bool
+	boom := newExact(t, client, c, redislimit.WithPrefix("boom:"), hotlimit.WithClock(func() int64 {
+		if armed.Load() {
+			panic("clock")
+		}
+		return int64(time.Hour)
+	}))
+	var receipts []hotlimit.Receipt
+	for _, l := range []*redislimit.Limiter{a, b, boom} {
+		_, r, err := l.TakeReceiptContext(context.Background(), "k", 3)
+		require.NoError(t, err)
+		receipts = append(receipts, r)
+	}
+	armed.Store(true)
+	takes := []redislimit.Take{
+		{Limiter: a, Key: "k", GiveBack: receipts[0], Ahead: true},
+		{Limiter: b, Key: "k", N: 1, GiveBack: receipts[1], Ahead: true},
+		{Limiter: boom, Key: "k", GiveBack: receipts[2], Ahead: true},
+	}
+	require.PanicsWithValue(t, "clock", func() { redislimit.TakeAll(context.Background(), takes) })
+	armed.Store(false)
+	assert.Equal(t, 5, take(t, a, "k", 0).Remaining, "a's GiveBack given back")
+	assert.Equal(t, 5, take(t, b, "k", 0).Remaining, "b's GiveBack given back, nothing taken")
+	assert.Equal(t, 2, take(t, boom, "k", 0).Remaining, "boom's give-back panicked: nothing")
+}
+
+// panickyRefunder is a limiter whose give-backs panic.
+type panickyRefunder struct{ hotlimit.ContextRefunder }
+
+func (panickyRefunder) RefundContext(context.Context, string, hotlimit.Receipt) error {
+	panic("panicky: refund")
+}
+
+// TestTakeBatchPanicOfAGiveBackLosesNoOther: when a take that TakeBatch
+// leaves to its own limiter panics, and then the GiveBack of a take after
+// it panics too as it is given back on the way out, every other receipt
+// and GiveBack is given back all the same: Redis's takes', the decided
+// takes' and the GiveBacks after; and a panic goes on.
+func TestTakeBatchPanicOfAGiveBackLosesNoOther(t *testing.T) {
+	srv := redistest.Start(t)
+	client := newClient(t, srv)
+	c := hotlimit.Config{Algorithm: hotlimit.FixedWindow, Limit: 5, Window: time.Hour}
+	a := newExact(t, client, c, frozenClock(), redislimit.WithPrefix("a:"))
+	b := newExact(t, client, c, frozenClock(), redislimit.WithPrefix("b:"))
+	d := newExact(t, client, c, frozenClock(), redislimit.WithPrefix("d:"))
+	_, rd, err := d.TakeReceiptContext(context.Background(), "k", 3)
+	require.NoError(t, err)
+	batch := []hotlimit.BatchTake{
+		{Limiter: a, Key: "k", N: 1},
+		{Limiter: oneByOne{ContextRefunder: b, config: c}, Key: "k", N: 2},
+		{Limiter: panickyTaker{b}, Key: "k", N: 1},
+		{Limiter: panickyRefunder{d}, Key: "k", GiveBack: hotlimit.Receipt{N: 1, At: rd.At}},
+		{Limiter: oneByOne{ContextRefunder: d, config: c}, Key: "k", GiveBack: rd},
+	}
+	require.Panics(t, func() { a.TakeBatch(context.Background(), batch) })
+	assert.Equal(t, 5, take(t, a, "k", 0).Remaining, "a's take given back")
+	assert.Equal(t, 5, take(t, b, "k", 0).Remaining, "b's take, decided by itself, given back")
+	assert.Equal(t, 5, take(t, d, "k", 0).Remaining, "the GiveBack after the one that panicked given back")
+}
