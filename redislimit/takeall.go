@@ -116,7 +116,7 @@ func TakeAll(ctx context.Context, takes []Take) {
 			alone = append(alone, i)
 			continue
 		}
-		if l.nodes != nil && l.breaker.open() {
+		if owed.has(i) && l.nodes != nil && l.breaker.open() {
 			// On a cluster, l.breaker guards the lookup of the key's
 			// master: a give-back goes first, by itself, as below (it
 			// may be the lookup's probe).
@@ -135,7 +135,7 @@ func TakeAll(ctx context.Context, takes []Take) {
 			t.Decision, t.Receipt, t.Err = t.outcome(reply{}, err)
 			continue
 		}
-		if b.open() {
+		if owed.has(i) && b.open() {
 			// A give-back goes by itself first, as RefundContext's before
 			// the take would: it may be the probe, and the take then
 			// finds the breaker closed, or open again. Left for after
