@@ -3,7 +3,6 @@ package redislimit_test
 import (
 	"context"
 	"strings"
-	"sync/atomic"
 	"testing"
 	"time"
 
@@ -12,22 +11,23 @@ import (
 
 	"github.com/hotlimit/hotlimit"
 	"github.com/hotlimit/hotlimit/composite"
+	"github.com/hotlimit/hotlimit/internal/limitertest"
 	"github.com/hotlimit/hotlimit/redislimit"
 	"github.com/hotlimit/hotlimit/redislimit/internal/redistest"
 	"github.com/hotlimit/hotlimit/service"
 )
 
-// armingDenier is a limit that denies every request, and sets armed as it
-// does: what happens next happens after a denial.
+// armingDenier is a limit that denies every request, and arms clock as
+// it does: what happens next happens after a denial.
 type armingDenier struct {
 	hotlimit.Refunder
-	armed *atomic.Bool
+	clock *limitertest.PanicClock
 }
 
 func (a armingDenier) TakeReceipt(key string, n int) (hotlimit.Decision, hotlimit.Receipt) {
 	d := a.Refunder.Take(key, 0)
 	if n > 0 {
-		a.armed.Store(true)
+		a.clock.Arm(true)
 		d.Allowed, d.RetryAfter = false, time.Second
 	}
 	return d, hotlimit.Receipt{}
@@ -48,13 +48,9 @@ func (a armingDenier) Take(key string, n int) hotlimit.Decision {
 func TestServiceDenialClockPanicGivesBackTheOthers(t *testing.T) {
 	srv := redistest.Start(t)
 	client := newClient(t, srv)
-	var armed atomic.Bool
-	panicky := hotlimit.WithClock(func() int64 {
-		if armed.Load() {
-			panic("clock")
-		}
-		return int64(time.Hour)
-	})
+	var clock limitertest.PanicClock
+	clock.Now.Store(int64(time.Hour))
+	panicky := hotlimit.WithClock(clock.Read)
 	factory := func(c hotlimit.Config, _ ...hotlimit.Option) (hotlimit.Limiter, error) {
 		switch c.Algorithm {
 		case hotlimit.TokenBucket:
@@ -66,7 +62,7 @@ func TestServiceDenialClockPanicGivesBackTheOthers(t *testing.T) {
 		if err != nil {
 			return nil, err
 		}
-		return armingDenier{l.(hotlimit.Refunder), &armed}, nil
+		return armingDenier{l.(hotlimit.Refunder), &clock}, nil
 	}
 	svc, err := service.NewFromRules(service.Rules{Default: service.Limits{
 		{Algorithm: hotlimit.TokenBucket, Limit: 4, Window: time.Hour},
@@ -76,8 +72,8 @@ func TestServiceDenialClockPanicGivesBackTheOthers(t *testing.T) {
 	require.NoError(t, err)
 	t.Cleanup(func() { _ = svc.Close() })
 	ctx := context.Background()
-	require.PanicsWithValue(t, "clock", func() { _, _ = svc.TakeContext(ctx, "zed", "GET /a", 2) })
-	armed.Store(false)
+	require.PanicsWithValue(t, limitertest.PanicValue, func() { _, _ = svc.TakeContext(ctx, "zed", "GET /a", 2) })
+	clock.Arm(false)
 	_, each, err := svc.TakeEach(ctx, "zed", "GET /a", 0, nil)
 	require.NoError(t, err)
 	remaining := map[hotlimit.Algorithm]int{}

@@ -14,6 +14,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/hotlimit/hotlimit"
+	"github.com/hotlimit/hotlimit/internal/limitertest"
 	"github.com/hotlimit/hotlimit/redislimit"
 	"github.com/hotlimit/hotlimit/redislimit/internal/redistest"
 )
@@ -177,21 +178,17 @@ func TestTakeAllPanicGivesBackWhatItOwes(t *testing.T) {
 	c := hotlimit.Config{Algorithm: hotlimit.FixedWindow, Limit: 5, Window: time.Hour}
 	a := newExact(t, client, c, frozenClock(), redislimit.WithPrefix("a:"))
 	b := newExact(t, client, c, frozenClock(), redislimit.WithPrefix("b:"))
-	var armed atomic.Bool
-	boom := newExact(t, client, c, redislimit.WithPrefix("boom:"), hotlimit.WithClock(func() int64 {
-		if armed.Load() {
-			panic("clock")
-		}
-		return int64(time.Hour)
-	}))
+	var clock limitertest.PanicClock
+	clock.Now.Store(int64(time.Hour))
+	boom := newExact(t, client, c, redislimit.WithPrefix("boom:"), hotlimit.WithClock(clock.Read))
 	_, ra, err := a.TakeReceiptContext(context.Background(), "k", 3)
 	require.NoError(t, err)
 	_, rb, err := b.TakeReceiptContext(context.Background(), "k", 2)
 	require.NoError(t, err)
 
-	armed.Store(true)
+	clock.Arm(true)
 	takes := []redislimit.Take{{Limiter: a, Key: "k", N: 1, GiveBack: ra}, {Limiter: boom, Key: "k", N: 1}}
-	require.PanicsWithValue(t, "clock", func() { redislimit.TakeAll(context.Background(), takes) })
+	require.PanicsWithValue(t, limitertest.PanicValue, func() { redislimit.TakeAll(context.Background(), takes) })
 	assert.Equal(t, 5, take(t, a, "k", 0).Remaining, "a's GiveBack given back, nothing taken")
 
 	batch := []hotlimit.BatchTake{
@@ -216,27 +213,23 @@ func TestTakeAllPanicOfAGiveBackLosesNoOther(t *testing.T) {
 	c := hotlimit.Config{Algorithm: hotlimit.FixedWindow, Limit: 5, Window: time.Hour}
 	a := newExact(t, client, c, frozenClock(), redislimit.WithPrefix("a:"))
 	b := newExact(t, client, c, frozenClock(), redislimit.WithPrefix("b:"))
-	var armed atomic.Bool
-	boom := newExact(t, client, c, redislimit.WithPrefix("boom:"), hotlimit.WithClock(func() int64 {
-		if armed.Load() {
-			panic("clock")
-		}
-		return int64(time.Hour)
-	}))
+	var clock limitertest.PanicClock
+	clock.Now.Store(int64(time.Hour))
+	boom := newExact(t, client, c, redislimit.WithPrefix("boom:"), hotlimit.WithClock(clock.Read))
 	var receipts []hotlimit.Receipt
 	for _, l := range []*redislimit.Limiter{a, b, boom} {
 		_, r, err := l.TakeReceiptContext(context.Background(), "k", 3)
 		require.NoError(t, err)
 		receipts = append(receipts, r)
 	}
-	armed.Store(true)
+	clock.Arm(true)
 	takes := []redislimit.Take{
 		{Limiter: a, Key: "k", GiveBack: receipts[0], Ahead: true},
 		{Limiter: b, Key: "k", N: 1, GiveBack: receipts[1], Ahead: true},
 		{Limiter: boom, Key: "k", GiveBack: receipts[2], Ahead: true},
 	}
-	require.PanicsWithValue(t, "clock", func() { redislimit.TakeAll(context.Background(), takes) })
-	armed.Store(false)
+	require.PanicsWithValue(t, limitertest.PanicValue, func() { redislimit.TakeAll(context.Background(), takes) })
+	clock.Arm(false)
 	assert.Equal(t, 5, take(t, a, "k", 0).Remaining, "a's GiveBack given back")
 	assert.Equal(t, 5, take(t, b, "k", 0).Remaining, "b's GiveBack given back, nothing taken")
 	assert.Equal(t, 2, take(t, boom, "k", 0).Remaining, "boom's give-back panicked: nothing")
