@@ -17,27 +17,6 @@ import (
 	"github.com/hotlimit/hotlimit/service"
 )
 
-// armingDenier is a limit that denies every request, and arms clock as
-// it does: what happens next happens after a denial.
-type armingDenier struct {
-	hotlimit.Refunder
-	clock *limitertest.PanicClock
-}
-
-func (a armingDenier) TakeReceipt(key string, n int) (hotlimit.Decision, hotlimit.Receipt) {
-	d := a.Refunder.Take(key, 0)
-	if n > 0 {
-		a.clock.Arm(true)
-		d.Allowed, d.RetryAfter = false, time.Second
-	}
-	return d, hotlimit.Receipt{}
-}
-
-func (a armingDenier) Take(key string, n int) hotlimit.Decision {
-	d, _ := a.TakeReceipt(key, n)
-	return d
-}
-
 // TestServiceDenialClockPanicGivesBackTheOthers: when a limit denies a
 // request that two limits on Redis took together, and the clock of the
 // second panics as their give-backs are made (before the round trip, and
@@ -62,7 +41,7 @@ func TestServiceDenialClockPanicGivesBackTheOthers(t *testing.T) {
 		if err != nil {
 			return nil, err
 		}
-		return armingDenier{l.(hotlimit.Refunder), &clock}, nil
+		return spoiler{l.(hotlimit.Refunder), func(string) { clock.Arm(true) }}, nil
 	}
 	svc, err := service.NewFromRules(service.Rules{Default: service.Limits{
 		{Algorithm: hotlimit.TokenBucket, Limit: 4, Window: time.Hour},
