@@ -168,19 +168,27 @@ func TestTakeAllGiveBackRedisDown(t *testing.T) {
 	assert.ErrorIs(t, takes[1].Err, hotlimit.ErrNotDecided)
 }
 
+// panicTrio returns, on a fresh redis-server, limiters a and b of c (a
+// fixed window of 5 an hour) on a frozen clock, and boom of c on clock,
+// which panics once armed.
+func panicTrio(t *testing.T) (c hotlimit.Config, a, b, boom *redislimit.Limiter, clock *limitertest.PanicClock) {
+	t.Helper()
+	client := newClient(t, redistest.Start(t))
+	c = hotlimit.Config{Algorithm: hotlimit.FixedWindow, Limit: 5, Window: time.Hour}
+	a = newExact(t, client, c, frozenClock(), redislimit.WithPrefix("a:"))
+	b = newExact(t, client, c, frozenClock(), redislimit.WithPrefix("b:"))
+	clock = new(limitertest.PanicClock)
+	clock.Now.Store(int64(time.Hour))
+	boom = newExact(t, client, c, redislimit.WithPrefix("boom:"), hotlimit.WithClock(clock.Read))
+	return c, a, b, boom, clock
+}
+
 // TestTakeAllPanicGivesBackWhatItOwes: a panic before the round trip (a
 // later take's clock) leaves the GiveBack of a take not sent yet given
 // back, and so does TakeBatch's panic in a take decided by its own
 // limiter for the GiveBacks of the takes after it; and the panic goes on.
 func TestTakeAllPanicGivesBackWhatItOwes(t *testing.T) {
-	srv := redistest.Start(t)
-	client := newClient(t, srv)
-	c := hotlimit.Config{Algorithm: hotlimit.FixedWindow, Limit: 5, Window: time.Hour}
-	a := newExact(t, client, c, frozenClock(), redislimit.WithPrefix("a:"))
-	b := newExact(t, client, c, frozenClock(), redislimit.WithPrefix("b:"))
-	var clock limitertest.PanicClock
-	clock.Now.Store(int64(time.Hour))
-	boom := newExact(t, client, c, redislimit.WithPrefix("boom:"), hotlimit.WithClock(clock.Read))
+	c, a, b, boom, clock := panicTrio(t)
 	_, ra, err := a.TakeReceiptContext(context.Background(), "k", 3)
 	require.NoError(t, err)
 	_, rb, err := b.TakeReceiptContext(context.Background(), "k", 2)
@@ -208,14 +216,7 @@ func TestTakeAllPanicGivesBackWhatItOwes(t *testing.T) {
 // reverse order gives back the limits before one that panics; and the
 // panic goes on.
 func TestTakeAllPanicOfAGiveBackLosesNoOther(t *testing.T) {
-	srv := redistest.Start(t)
-	client := newClient(t, srv)
-	c := hotlimit.Config{Algorithm: hotlimit.FixedWindow, Limit: 5, Window: time.Hour}
-	a := newExact(t, client, c, frozenClock(), redislimit.WithPrefix("a:"))
-	b := newExact(t, client, c, frozenClock(), redislimit.WithPrefix("b:"))
-	var clock limitertest.PanicClock
-	clock.Now.Store(int64(time.Hour))
-	boom := newExact(t, client, c, redislimit.WithPrefix("boom:"), hotlimit.WithClock(clock.Read))
+	_, a, b, boom, clock := panicTrio(t)
 	var receipts []hotlimit.Receipt
 	for _, l := range []*redislimit.Limiter{a, b, boom} {
 		_, r, err := l.TakeReceiptContext(context.Background(), "k", 3)
